@@ -1,0 +1,78 @@
+"""Validation of records against their site's schema (used by every reader and importer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from forensics.errors import CaptureFormatError
+from forensics.records import FieldSpec, Record, check_value
+from forensics.sites import get_site
+
+SUMMARY_COMMON = ("min", "max")
+
+
+def _is_int(value: Any) -> bool:
+    import numpy as np
+
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def field_specs(site: str) -> dict[str, FieldSpec]:
+    """All field specs a full record of ``site`` may carry, ``<field>_after`` outputs included."""
+    module = get_site(site)
+    specs = {spec.name: spec for spec in module.FIELDS}
+    for out in module.OUTPUT_FIELDS:
+        base = specs[out]
+        specs[f"{out}_after"] = FieldSpec(f"{out}_after", base.kind, base.ndim, required=False)
+    return specs
+
+
+def validate_record(record: Record, where: str) -> Record:
+    """Check ``record`` against its site's schema and normalise its values in place.
+
+    ``where`` names the source for messages, e.g. ``"record 3 in 'dump.pt'"``.
+
+    Returns:
+        The same record, its values normalised (numpy arrays, ints, lists).
+    Raises:
+        UnknownSiteError: the site is not registered.
+        CaptureFormatError: a missing, unknown or malformed field, naming the field and the fix.
+    """
+    module = get_site(record.site)
+    where = f"{where} (site {record.site!r})"
+    if not _is_int(record.step) or int(record.step) < 0:
+        raise CaptureFormatError(f"{where}: 'step' must be a non-negative integer, got "
+                                 f"{record.step!r}; give each record its engine step")
+    if not _is_int(record.rank) or int(record.rank) < 0:
+        raise CaptureFormatError(f"{where}: 'rank' must be a non-negative integer, got "
+                                 f"{record.rank!r}")
+    record.step, record.rank = int(record.step), int(record.rank)
+    if record.summary:
+        return _validate_summary(record, module.SUMMARY_BOUND, where)
+    specs = field_specs(record.site)
+    unknown = sorted(set(record.fields) - set(specs))
+    if unknown:
+        raise CaptureFormatError(f"{where}: unknown field {unknown[0]!r}; expected: "
+                                 f"{sorted(specs)}")
+    for name, spec in specs.items():
+        if name not in record.fields:
+            if spec.required:
+                raise CaptureFormatError(f"{where}: missing field {name!r}; expected: "
+                                         f"{[s.name for s in specs.values() if s.required]}")
+            continue
+        record.fields[name] = check_value(spec, record.fields[name], where)
+    check = getattr(module, "check_record", None)
+    if check is not None:
+        check(record, where)
+    return record
+
+
+def _validate_summary(record: Record, bound: str, where: str) -> Record:
+    for name in (*SUMMARY_COMMON, bound):
+        value = record.fields.get(name)
+        if not _is_int(value):
+            raise CaptureFormatError(f"{where}: summary record needs an integer {name!r}, got "
+                                     f"{value!r}; summary records carry {list(SUMMARY_COMMON)} "
+                                     f"and {bound!r}")
+        record.fields[name] = int(value)
+    return record
