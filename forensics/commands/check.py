@@ -1,19 +1,38 @@
-"""forensics check: not built yet."""
+"""Replay a capture and compare its verdicts and first finding with CAPTURE/expected.json.
+
+Exit 0 when they match, 1 when they differ (the obtained result is written to
+CAPTURE/expected.obtained.json), 2 for bad input.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import json
 
-EXAMPLE = None
+EXAMPLE = """example:
+  forensics check data/incident-b-vocab-sentinel.capture
+  forensics check my.capture --variant vllm --json"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare this command's arguments."""
-    parser.add_argument("args", nargs="*")
+    """Declare the arguments of ``forensics check``."""
+    parser.add_argument("capture", help="a NAME.capture directory with an expected.json")
+    parser.add_argument("--variant", action="append", default=None, metavar="NAME",
+                        help="variants to check (default: those in expected.json)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Say plainly that this command does not exist yet."""
-    print("forensics check: not built yet (see the open issues)", file=sys.stderr)
-    return 2
+    """Check one capture; print the differences; return 0, 1 or (via ForensicsError) 2."""
+    from forensics.expectations import check
+
+    result = check(args.capture, args.variant)
+    if args.json:
+        print(json.dumps({"capture": str(result.capture), "ok": result.ok,
+                          "differences": result.differences,
+                          "obtained": result.obtained}, indent=2))
+    elif result.ok:
+        print(f"{result.capture.name}: matches expected.json")
+    else:
+        print(result.explain())
+    return 0 if result.ok else 1

@@ -1,19 +1,33 @@
-"""forensics demo: not built yet."""
+"""Replay every bundled capture through upstream and patched, print the verdict table, and write
+DIR/index.html linking one HTML report per incident plus the figures."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-EXAMPLE = None
+EXAMPLE = """example:
+  forensics demo                 # writes reports/index.html
+  forensics demo -o /tmp/demo --no-reports"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare this command's arguments."""
-    parser.add_argument("args", nargs="*")
+    """Declare the arguments of ``forensics demo``."""
+    parser.add_argument("-o", "--output", default="reports", metavar="DIR",
+                        help="where to write index.html, reports and figures (default: reports)")
+    parser.add_argument("--no-reports", action="store_true",
+                        help="skip the per-incident HTML reports (faster)")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Say plainly that this command does not exist yet."""
-    print("forensics demo: not built yet (see the open issues)", file=sys.stderr)
-    return 2
+    """Run the demo; print the table; return 0."""
+    from forensics.demo import format_table, run_demo
+
+    def progress(message: str) -> None:
+        if sys.stderr.isatty():
+            print(f"  {message}...", file=sys.stderr)
+
+    rows = run_demo(args.output, with_reports=not args.no_reports, progress=progress)
+    print(format_table(rows))
+    print(f"\nwrote {args.output}/index.html")
+    return 0

@@ -1,0 +1,96 @@
+"""pytest plugin: every ``*.capture`` under ``--forensics-captures DIR`` becomes a test item.
+
+Options and fixtures only; the comparison lives in :mod:`forensics.expectations`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MARKER = "forensics_capture"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("forensics", "vllm-forensics captures as regression tests")
+    group.addoption("--forensics-captures", action="append", default=[], metavar="DIR",
+                    help="collect every *.capture under DIR as a test item")
+    group.addoption("--forensics-regen", action="store_true", default=False,
+                    help="rewrite each capture's expected.json from its replay")
+    group.addoption("--forensics-variant", action="append", default=[], metavar="NAME",
+                    help="replay through this variant too (vllm, vllm+PATH.diff)")
+    parser.addini("forensics_captures", type="paths", default=[],
+                  help="directories whose *.capture are collected as test items")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}: a replayed vllm-forensics capture")
+
+
+def _capture_dirs(config: pytest.Config) -> list[Path]:
+    roots = [Path(p) for p in config.getoption("forensics_captures")]
+    roots += [Path(p) for p in config.getini("forensics_captures")]
+    found: list[Path] = []
+    for root in roots:
+        if root.name.endswith(".capture"):
+            found.append(root)
+        else:
+            found += sorted(p for p in root.rglob("*.capture") if p.is_dir())
+    return found
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    for path in _capture_dirs(config):
+        items.append(CaptureItem.from_parent(session, name=path.name, capture=path))
+
+
+class CaptureItem(pytest.Item):
+    """One capture, replayed and compared with its expected.json."""
+
+    def __init__(self, *, capture: Path, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.capture = capture
+        self.add_marker(MARKER)
+
+    def _variants(self) -> list[str]:
+        from forensics.expectations import DEFAULT_VARIANTS
+
+        extra = self.config.getoption("forensics_variant")
+        return list(dict.fromkeys([*DEFAULT_VARIANTS, *extra]))
+
+    def runtest(self) -> None:
+        from forensics import expectations
+
+        if self.config.getoption("forensics_regen"):
+            expectations.regenerate(self.capture, self._variants())
+            return
+        result = expectations.check(self.capture, self._variants())
+        if not result.ok:
+            raise CaptureMismatch(result.explain())
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, CaptureMismatch):
+            return str(excinfo.value)
+        from forensics.errors import ForensicsError
+
+        if isinstance(excinfo.value, ForensicsError):
+            return f"{self.capture}: {excinfo.value}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.capture, None, f"capture {self.name}"
+
+
+class CaptureMismatch(AssertionError):
+    """A capture's replay no longer matches its expected.json."""
+
+
+def iter_captures(config: pytest.Config) -> Iterator[Path]:
+    """The capture directories this run collects (for conftest use)."""
+    yield from _capture_dirs(config)
