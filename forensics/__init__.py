@@ -41,7 +41,10 @@ def __getattr__(name: str) -> Any:
     if module_name is None:
         raise AttributeError(f"module 'forensics' has no attribute {name!r}")
     module = importlib.import_module(module_name)
-    value = module if module_name.endswith(f".{name}") else getattr(module, name)
+    # forensics.plots is a module; the others are attributes of their module. (forensics.replay
+    # and forensics.simulate share their module's name; those modules are callable, so the value
+    # stays callable even after an import of the submodule rebinds the package attribute.)
+    value = getattr(module, name, module)
     globals()[name] = value
     return value
 

@@ -1,19 +1,51 @@
-"""forensics simulate: not built yet."""
+"""forensics simulate: write a synthetic capture of a scenario (async scheduling + spec decoding).
+
+Scenarios: clean, stale-prev-row, vocab-sentinel, placeholder-leak, misattribution, soak (a long
+run with rare mixed faults). Settings not given take the scenario's own; the same seed gives the
+same capture.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import time
 
-EXAMPLE = None
+EXAMPLE = """example:
+  forensics simulate vocab-sentinel -o sentinel.capture --steps 200 --seed 1
+  forensics replay sentinel.capture
+  forensics simulate soak -o soak.capture --steps 250000 --batch 64 --spec-tokens 4"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare this command's arguments."""
-    parser.add_argument("args", nargs="*")
+    """Declare SCENARIO, -o OUT.capture, --steps, --seed, --batch, --spec-tokens, --vocab,
+    --force."""
+    parser.add_argument("scenario", metavar="SCENARIO",
+                        help="clean, stale-prev-row, vocab-sentinel, placeholder-leak, "
+                             "misattribution or soak")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT.capture",
+                        help="capture directory to create")
+    parser.add_argument("--steps", type=int, default=None, help="engine steps to record")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--batch", type=int, default=None, help="max concurrent requests")
+    parser.add_argument("--spec-tokens", type=int, default=None, dest="spec_tokens",
+                        help="draft tokens per decode row (default 4)")
+    parser.add_argument("--vocab", type=int, default=None, help="vocabulary size")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing capture at OUT.capture")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Say plainly that this command does not exist yet."""
-    print("forensics simulate: not built yet (see the open issues)", file=sys.stderr)
-    return 2
+    """Simulate and write the capture; print one line naming it. Returns 0.
+
+    Raises UnknownScenarioError, ConfigurationError or OutputExistsError (exit 2 in the CLI).
+    """
+    from forensics.simulate import configure, simulate
+
+    sc = configure(args.scenario, steps=args.steps, batch=args.batch,
+                   spec_tokens=args.spec_tokens, vocab=args.vocab)
+    start = time.perf_counter()
+    out = simulate(sc, seed=args.seed, out=args.output, force=args.force)
+    print(f"wrote {out}: scenario {sc.name}, {sc.steps} steps, batch {sc.batch}, "
+          f"{sc.spec_tokens} drafts, vocab {sc.vocab}, seed {args.seed} "
+          f"({time.perf_counter() - start:.1f} s)")
+    return 0

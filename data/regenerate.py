@@ -1,0 +1,148 @@
+"""Rebuild the bundled captures in data/ and their expected.json, deterministically.
+
+    .venv/bin/python data/regenerate.py            # every capture
+    .venv/bin/python data/regenerate.py clean      # only those whose name contains 'clean'
+
+Each capture is simulated (forensics.simulate) from fixed settings and seeds, written with the
+store's write_capture, then replayed under upstream and patched; the replay's verdicts and first
+findings become the capture's expected.json (read by `forensics check` and the pytest plugin).
+The facts behind the incident settings are in ../shared/docs/INCIDENTS.md; data/INDEX.md says
+what each capture shows.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from forensics.simulate import SCENARIOS, Faults, Scenario, Simulator, manifest_for
+
+DATA = Path(__file__).resolve().parent
+
+#: Incident A: DeepSeek-V4-Flash (vocabulary 129280), TP 2 on two DGX Spark, MTP, a 4-way burst.
+INCIDENT_A = Scenario(
+    "incident-a", "4-way concurrent burst, TP 2, MTP; crash window of incident A",
+    steps=48, batch=4, spec_tokens=2, vocab=129280, accept_rate=0.6, arrival_rate=0.0,
+    mean_output=60, prompt_len=(24, 40), ranks=2)
+A_CRASH = [
+    {"kind": "illegal_memory_access", "detail": None, "rank": 1,
+     "message": "CUDA error: an illegal memory access was encountered"},
+    {"kind": "engine_dead", "detail": None, "rank": 0,
+     "message": "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."},
+]
+
+#: Incident B: Qwen3.8-27B INT4 + MTP (4 drafts), vocabulary 248320, 2 staggered requests, SM70.
+INCIDENT_B = Scenario(
+    "incident-b", "2 requests x (1 + 4 drafts), SM70 rejection path writes vocab_size",
+    faults=Faults(forced={"vocab_sentinel": (12,)}), steps=14, batch=2, spec_tokens=4,
+    vocab=248320, accept_rate=0.5, arrival_rate=1.0, mean_output=4000, prompt_len=(48, 64),
+    embedding_dtype="int64")
+B_CRASH = [
+    {"kind": "cuda_assert", "detail": "srcIndex < srcSelectDimSize",
+     "location": "Indexing.cu:1515", "function": "indexSelectSmallIndex", "rank": 0,
+     "message": "Indexing.cu:1515: indexSelectSmallIndex: block: [0,0,0], thread: [0,0,0] "
+                "Assertion `srcIndex < srcSelectDimSize` failed."},
+    {"kind": "engine_dead", "detail": None, "rank": 0,
+     "message": "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+                "(the process exited 0)"},
+]
+
+
+@dataclass
+class Bundle:
+    """One bundled capture: its scenario, seed, notes and crash events."""
+
+    name: str
+    scenario: Scenario
+    seed: int
+    notes: str
+    model: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def first_shrink(sc: Scenario, seed: int) -> int:
+    """The first step whose batch is smaller than the previous one (where a stale row could
+    outlive the previous batch's tensors)."""
+    sim = Simulator(replace(sc, faults=Faults()), seed)
+    prev = sc.batch
+    for step in range(1, sc.steps + 1):
+        rows = len(sim.step()[0]["prev_positions"])
+        if rows < prev:
+            return step
+        prev = rows
+    raise SystemExit(f"{sc.name}: no batch shrink within {sc.steps} steps; change the seed")
+
+
+def bundles() -> list[Bundle]:
+    """Every bundled capture, in the order INDEX.md lists them."""
+    a_model = {"name": "DeepSeek-V4-Flash (1,048,576-token context build)",
+               "hardware": "2x DGX Spark", "speculative": "MTP"}
+    shrink = first_shrink(INCIDENT_A, seed=3)
+    confirmed = replace(INCIDENT_A, faults=Faults(forced={"stale_prev_row": (shrink,)}))
+    b_model = {"name": "Qwen3.8-27B INT4 + MTP", "hardware": "1x V100-PCIE-32GB (SM70)",
+               "max_model_len": 229376, "max_num_seqs": 4, "kv_cache_dtype": "fp8",
+               "async_scheduling": True}
+    shapes = [Bundle(name, SCENARIOS[name], 0, f"synthetic: {SCENARIOS[name].description}")
+              for name in ("clean", "stale-prev-row", "placeholder-leak", "misattribution")]
+    return [
+        Bundle("incident-a-stale-prev-rows-refuted", INCIDENT_A, 3,
+               "Incident A crash window, simulated without any stale row: the guard's "
+               "hypothesis (a positive prev_positions past the previous batch) is refuted by "
+               "clean batch_change and prepare_input_ids records on both ranks.",
+               a_model, A_CRASH),
+        Bundle("incident-a-stale-prev-rows-confirmed", confirmed, 3,
+               f"Counterpart of the refuted capture: the same window with one stale row "
+               f"injected at step {shrink}, where the batch first shrinks; the hypothesis "
+               f"would look like this if it held.", a_model),
+        Bundle("incident-b-vocab-sentinel", INCIDENT_B, 1,
+               "Incident B: the rejection path writes vocab_size (248320) into a rejected "
+               "slot at step 12; async_output counts it as a token at step 13; the embedding "
+               "of step 14 (10 ids: 2 requests x (1 + 4 drafts), int64) indexes row 248320 "
+               "of 248320.", b_model, B_CRASH),
+        *shapes,
+    ]
+
+
+def build(bundle: Bundle) -> Path:
+    """Write one capture and its expected.json; return its path."""
+    import forensics
+    from forensics.store.writer import write_capture
+
+    sc = bundle.scenario
+    out = DATA / f"{bundle.name}.capture"
+    records = list(Simulator(sc, bundle.seed).records(sc.steps))
+    manifest = manifest_for(sc, bundle.seed, bundle.notes)
+    manifest["model"].update(bundle.model)
+    manifest["simulation"]["regenerate"] = "data/regenerate.py"
+    last = records[-1].step
+    events = [{**event, "step": last} for event in bundle.events]
+    write_capture(out, records, manifest, force=True, events=events)
+    expected = forensics.replay(out).expected()
+    (out / "expected.json").write_text(json.dumps(expected, indent=2, sort_keys=True) + "\n")
+    return out
+
+
+def size_of(path: Path) -> int:
+    """Bytes on disk of the files in ``path``."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def main(argv: list[str]) -> int:
+    """Rebuild the captures whose names contain one of ``argv`` (all when empty)."""
+    for bundle in bundles():
+        if argv and not any(word in bundle.name for word in argv):
+            continue
+        out = build(bundle)
+        size = size_of(out)
+        expected = json.loads((out / "expected.json").read_text())
+        print(f"{out.name}: {size / 1024:.0f} KiB, verdicts {expected['verdicts']}")
+        if size >= 1 << 20:
+            raise SystemExit(f"{out.name} is {size} bytes; bundled captures stay under 1 MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

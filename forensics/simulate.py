@@ -1,0 +1,697 @@
+"""Synthetic async-scheduling + speculative-decoding runs, with known faults switched on at will.
+
+A step-level model of what vLLM's worker sees at the four recorded sites (DESIGN.md), consistent
+from one site to the next and from one step to the next:
+
+- requests arrive (prefill in one step) and finish; finished rows are removed and the holes are
+  filled by new requests, then by the last rows (vLLM's ``InputBatch.condense``), so
+  ``prev_positions`` is a real permutation with ``-1`` for new rows;
+- decode rows schedule ``1 + k`` tokens (the last sampled id and ``k`` drafts); each draft is
+  accepted at a set rate until the first rejection; ``sampled_token_ids_cpu`` rows hold the
+  ``1 + accepted`` ids, then ``-1``;
+- each step appends ``1 + drafts`` ``-1`` placeholders to a row's output list (one for a
+  prefill), replaced by the next step's ``async_output`` call as vLLM 0.33.0 does it; records
+  carry the tail (the trailing placeholders and the id before them) and the full length;
+- the CPU stages the last id it knows (one step behind) and the drafts; the device overwrites
+  common rows with the previous step's sampled id and drafts;
+- ``num_computed_tokens`` advances by the valid count; the embedding sees the step's input ids.
+
+Faults (each off by default, each a per-step probability, deterministic for a seed):
+
+``stale_prev_row``
+    one common row's ``prev_positions`` points past the previous batch (at or past
+    ``valid_sampled_token_count`` and ``prev_sampled_token_ids``), as a mapping kept from an
+    older, larger batch would after a shrink.
+``vocab_sentinel``
+    the first rejected slot of one row carries ``vocab_size`` instead of ``-1`` (the SM70
+    rejection path); ``async_output`` writes it as a token and the next step's input of that
+    request carries it to the embedding (the fork staged the request's next id from its output).
+``placeholder_leak``
+    one decode row's previous row was discarded: it is absent from the previous batch
+    (``prev_positions`` ``-1``, ``None`` in ``prev_req_ids``) while the CPU staged its ``-1``
+    placeholder, which survives ``prepare_input_ids`` and reaches the embedding.
+``misattribution``
+    one common row's ``prev_positions`` points at another request's in-range previous row.
+
+Integer request ids are used inside; the strings ``req-<id>`` appear only in records. Sampled
+and draft ids are random: only their ranges and the row bookkeeping are modelled. The hot loop is
+a few dozen numpy calls per step (random draws are made 512 steps at a time), plus the Python
+lists a :class:`~forensics.records.Record` needs (request ids, output tails).
+``import forensics`` does not import this module (numpy only, imported lazily).
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from forensics.errors import ConfigurationError, UnknownScenarioError
+from forensics.records import Record
+
+FAULTS = ("stale_prev_row", "vocab_sentinel", "placeholder_leak", "misattribution")
+
+# Columns of the per-row state matrix (int64): request id, tokens generated, tokens wanted,
+# computed tokens, output list length, its trailing placeholders, the last id the CPU knows, the
+# last id of the list before its placeholders, and an out-of-vocabulary id waiting for the input.
+RID, TRUE_LEN, TARGET, COMP, OUT_LEN, PH, CPU_LAST, LAST_OUT, SENT = range(9)
+NCOLS = 9
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Per-step probability of each fault (0: off), plus steps at which one is forced."""
+
+    stale_prev_row: float = 0.0
+    vocab_sentinel: float = 0.0
+    placeholder_leak: float = 0.0
+    misattribution: float = 0.0
+    #: fault name -> steps at which one instance is injected regardless of the rate
+    forced: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def rates(self) -> np.ndarray:
+        """The four rates in :data:`FAULTS` order."""
+        return np.array([getattr(self, name) for name in FAULTS], dtype=np.float64)
+
+    def forced_at(self, step: int) -> set[str]:
+        """Names of the faults forced at ``step``."""
+        return {name for name, steps in self.forced.items() if step in steps}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named simulation setting: the batch and model shape, its dynamics and its faults."""
+
+    name: str
+    description: str
+    faults: Faults = Faults()
+    steps: int = 200
+    batch: int = 8
+    spec_tokens: int = 4
+    vocab: int = 32000
+    accept_rate: float = 0.7
+    arrival_rate: float = 0.5
+    mean_output: int = 48
+    prompt_len: tuple[int, int] = (4, 16)
+    max_num_reqs: int | None = None
+    ranks: int = 1
+    embedding_dtype: str = "int32"
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario("clean", "no fault: every index stays in range"),
+        Scenario("stale-prev-row", "a positive prev_positions entry past the previous batch",
+                 Faults(stale_prev_row=0.05)),
+        Scenario("vocab-sentinel", "rejected slots carry vocab_size; async_output writes it",
+                 Faults(vocab_sentinel=0.05)),
+        Scenario("placeholder-leak", "a -1 placeholder survives on a row absent from the "
+                 "previous batch", Faults(placeholder_leak=0.05)),
+        Scenario("misattribution", "an in-range previous row of another request",
+                 Faults(misattribution=0.05)),
+        Scenario("soak", "a long run at batch 64 with rare mixed faults",
+                 Faults(stale_prev_row=1e-4, vocab_sentinel=1e-4, placeholder_leak=1e-4,
+                        misattribution=1e-4),
+                 steps=250_000, batch=64, mean_output=256, arrival_rate=0.3),
+    )
+}
+
+
+def get_scenario(name: str | Scenario) -> Scenario:
+    """Return the scenario ``name`` (a :class:`Scenario` is returned as is).
+
+    Raises:
+        UnknownScenarioError: the name is not in :data:`SCENARIOS`; the message lists them.
+    """
+    if isinstance(name, Scenario):
+        return name
+    try:
+        return SCENARIOS[name]
+    except (KeyError, TypeError):
+        raise UnknownScenarioError(
+            f"unknown scenario {name!r}; expected one of {list(SCENARIOS)}"
+        ) from None
+
+
+class _Draws:
+    """Random numbers drawn in large blocks (a few generator calls per thousand steps), so the
+    sequence depends only on the seed and on what the steps consume."""
+
+    BLOCK = 1 << 18
+
+    def __init__(self, seed: int, vocab: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.vocab = vocab
+        self._u = np.empty(0)
+        self._iu = 0
+        self._t = np.empty(0, np.int32)
+        self._it = 0
+
+    def uniform(self, count: int) -> np.ndarray:
+        """``count`` floats in [0, 1) (a read-only view)."""
+        if self._iu + count > len(self._u):
+            self._u, self._iu = self.rng.random(max(self.BLOCK, count)), 0
+        out = self._u[self._iu:self._iu + count]
+        self._iu += count
+        return out
+
+    def tokens(self, count: int) -> np.ndarray:
+        """``count`` int32 token ids in [0, vocab) (a view: copy before writing)."""
+        if self._it + count > len(self._t):
+            size = max(self.BLOCK, count)
+            self._t, self._it = self.rng.integers(0, self.vocab, size, dtype=np.int32), 0
+        out = self._t[self._it:self._it + count]
+        self._it += count
+        return out
+
+    def integers(self, low: int, high: int, count: int) -> np.ndarray:
+        """``count`` int64 values in [low, high)."""
+        return low + (self.uniform(count) * (high - low)).astype(np.int64)
+
+
+class _Tables:
+    """Draws of acceptance, sampled ids, drafts and fault triggers, made for many steps at once.
+
+    Row ``i`` of a step's table belongs to whichever request sits in batch row ``i``; rows are
+    independent and identically distributed, so drawing them ahead changes nothing but speed.
+    """
+
+    CHUNK = 512
+
+    def __init__(self, draws: _Draws, rows: int, k: int, accept_rate: float,
+                 rates: np.ndarray) -> None:
+        self.draws, self.rows, self.k, self.rate, self.rates = draws, rows, k, accept_rate, rates
+        self._next = self.CHUNK
+
+    def step(self, n: int) -> tuple[np.ndarray, ...]:
+        """(accepted [n], valid count [n] int32, sampled ids [n, k+1] with -1 after the valid
+        ones, last valid id [n], drafts [n, k], last id then drafts [n, k+1]) for one step:
+        views, to be copied before any change."""
+        if self._next == self.CHUNK:
+            self._fill()
+        c = self._next
+        self._next += 1
+        return (self.acc[c, :n], self.valid[c, :n], self.tok[c, :n], self.last[c, :n],
+                self.drafts[c, :n], self.block[c, :n])
+
+    def faults(self) -> np.ndarray | None:
+        """The fault triggers of the step :meth:`step` serves next (None: none fired)."""
+        if self._next == self.CHUNK:
+            self._fill()
+        return self.fire[self._next] if self.fire_any[self._next] else None
+
+    def _fill(self) -> None:
+        c, b, k, k1 = self.CHUNK, self.rows, self.k, self.k + 1
+        if k:
+            ok = self.draws.uniform(c * b * k).reshape(c, b, k) < self.rate
+            self.acc = np.where(ok.all(axis=2), k, ok.argmin(axis=2))
+        else:
+            self.acc = np.zeros((c, b), np.int64)
+        self.valid = (self.acc + 1).astype(np.int32)
+        tok = self.draws.tokens(c * b * k1).reshape(c, b, k1).copy()
+        tok[np.arange(k1)[None, None, :] > self.acc[:, :, None]] = -1
+        self.tok = tok
+        self.block = self.draws.tokens(c * b * k1).reshape(c, b, k1).copy()
+        self.last = np.take_along_axis(tok, self.acc[:, :, None], axis=2)[:, :, 0]
+        self.block[:, :, 0] = self.last
+        self.drafts = self.block[:, :, 1:]
+        self.fire = self.draws.uniform(c * len(FAULTS)).reshape(c, -1) < self.rates
+        self.fire_any = self.fire.any(axis=1).tolist()
+        self._next = 0
+
+
+class _Shape:
+    """Arrays that depend only on the batch size, for steps without new rows."""
+
+    def __init__(self, n: int, k: int) -> None:
+        k1 = k + 1
+        self.rows = np.arange(n, dtype=np.int64)
+        self.no_new = np.zeros(n, bool)
+        self.d = np.full(n, k, np.int32)
+        self.sched = np.full(n, k1, np.int32)
+        self.cu = np.arange(1, n + 1, dtype=np.int32) * k1
+        self.slots = np.arange(n * k1, dtype=np.int64).reshape(n, k1)
+        self.ones = np.ones(n, np.int32)
+
+
+@dataclass
+class _Prev:
+    """What the previous step left behind, in its row order (length p)."""
+
+    names: list[str | None]
+    sampled: np.ndarray  # [p, k+1] int32: 1 + accepted ids, then -1
+    valid: np.ndarray  # [p] int32: valid_sampled_token_count
+    last: np.ndarray  # [p] int32: last valid id (prev_sampled_token_ids[:, 0])
+    drafts: np.ndarray  # [p, k] int32: drafts proposed for the next step
+    block: np.ndarray  # [p, k+1] int32: last, then drafts (what a common row is fed)
+    drafts_n: np.ndarray  # [p] int32: drafts scheduled in that step
+    comp: np.ndarray  # [p] int32: computed tokens at the start of that step
+    cpu_next: np.ndarray  # [p] int32: the CPU's optimistic count (comp + scheduled)
+    written: np.ndarray  # [p] ids before the first -1 (what async_output counts)
+    last_written: np.ndarray  # [p] the last of them (a sentinel when one was sampled)
+    sentinel: bool = False
+
+
+@dataclass
+class _Step:
+    """This step's batch: mapping to previous rows, faults applied, and the schedule."""
+
+    pp: np.ndarray  # [n] int64 true previous row, -1 for new
+    new: np.ndarray  # [n] bool
+    n_new: int
+    shape: _Shape
+    rec_pp: np.ndarray  # [n] int64 prev_positions as recorded (faults applied)
+    leak: np.ndarray = field(default_factory=lambda: _NO_ROWS)
+    discarded: list[int] = field(default_factory=list)  # previous rows shown as None
+    sentinel: bool = False
+    d: np.ndarray = field(default_factory=lambda: _NO_ROWS)
+    sched: np.ndarray = field(default_factory=lambda: _NO_ROWS)
+    cu: np.ndarray = field(default_factory=lambda: _NO_ROWS)
+    names: list[str] = field(default_factory=list)
+
+
+_NO_ROWS = np.zeros(0, np.int64)
+
+
+class Simulator:
+    """Step-by-step model of one engine (one or more TP ranks seeing the same batch).
+
+    ``Simulator(scenario, seed=0)``: :meth:`step` returns one step's records (pipeline order,
+    every rank); :meth:`records` yields them for a number of steps. Recorded steps start at 1:
+    step 0 is the prefill of the first batch, which the async branches never see.
+
+    Raises:
+        UnknownScenarioError: ``scenario`` names no scenario.
+        ConfigurationError: a batch below 1, negative drafts or a vocabulary below 2.
+    """
+
+    def __init__(self, scenario: Scenario | str, seed: int = 0) -> None:
+        sc = get_scenario(scenario)
+        if sc.batch < 1 or sc.spec_tokens < 0 or sc.vocab < 2:
+            raise ConfigurationError(f"bad scenario shape: batch={sc.batch} spec_tokens="
+                             f"{sc.spec_tokens} vocab={sc.vocab}; expected batch >= 1, "
+                             f"spec_tokens >= 0, vocab >= 2")
+        self.scenario = sc
+        self.k, self.k1, self.vocab = sc.spec_tokens, sc.spec_tokens + 1, sc.vocab
+        self.m = max(sc.max_num_reqs or sc.batch, sc.batch)
+        self.draws = _Draws(seed, sc.vocab)
+        self._tables = _Tables(self.draws, sc.batch, self.k, sc.accept_rate,
+                               sc.faults.rates())
+        self._forced = bool(sc.faults.forced)
+        self.names: list[str] = []
+        self.step_index = 0
+        self._shapes: dict[int, _Shape] = {}
+        self._ar_k1 = np.arange(self.k1)
+        self._buf_comp = np.zeros(self.m, np.int32)
+        self._buf_drafts = np.zeros(self.m, np.int32)
+        self._emb_dtype = np.dtype(sc.embedding_dtype)
+        self._sentinels_pending = False
+        self._state, self._prev = self._first_batch()
+
+    # -- arrivals ---------------------------------------------------------------------------
+
+    def _shape(self, n: int) -> _Shape:
+        shape = self._shapes.get(n)
+        if shape is None:
+            shape = self._shapes[n] = _Shape(n, self.k)
+        return shape
+
+    def _new_rows(self, count: int) -> np.ndarray:
+        """State rows of ``count`` arriving requests."""
+        rows = np.zeros((count, NCOLS), np.int64)
+        first = len(self.names)
+        self.names.extend(f"req-{i}" for i in range(first, first + count))
+        rows[:, RID] = np.arange(first, first + count)
+        mean = max(self.scenario.mean_output, 1)
+        rows[:, TARGET] = self.draws.integers(max(1, mean // 2), mean * 3 // 2 + 1, count)
+        rows[:, SENT] = -1
+        return rows
+
+    def _prompt_lengths(self, count: int) -> np.ndarray:
+        low, high = self.scenario.prompt_len
+        return self.draws.integers(low, high + 1, count).astype(np.int32)
+
+    def _first_batch(self) -> tuple[np.ndarray, _Prev]:
+        """Step 0: the first batch is prefilled (unrecorded), leaving a previous batch."""
+        n = self.scenario.batch
+        state = self._new_rows(n)
+        st = _Step(_NO_ROWS, np.ones(n, bool), n, self._shape(n), _NO_ROWS)
+        st.d, st.sched = np.zeros(n, np.int32), self._prompt_lengths(n)
+        st.names = [self.names[i] for i in state[:, RID].tolist()]
+        return state, self._sample(st, state)
+
+    # -- one step ---------------------------------------------------------------------------
+
+    def records(self, steps: int) -> Iterator[Record]:
+        """Yield the records of the next ``steps`` steps in pipeline order."""
+        for _ in range(steps):
+            yield from self.step()
+
+    def step(self) -> list[Record]:
+        """Advance one engine step; return its records (four sites per rank, pipeline order)."""
+        self.step_index += 1
+        prev = self._prev
+        st = self._layout(self._state)
+        state = self._state if st.pp is st.shape.rows else self._state[np.maximum(st.pp, 0)]
+        if st.n_new:
+            state[st.new] = self._new_rows(st.n_new)
+        st.names = [self.names[i] for i in state[:, RID].tolist()]
+        self._inject(st, state, prev)
+        self._schedule(st)
+        staged, dev = self._inputs(st, state, prev)
+        fields = self._fields(st, state, prev, staged, dev)
+        self._outputs(st, state, prev)
+        self._prev = self._sample(st, state)
+        self._state = state
+        return self._emit(fields)
+
+    def _layout(self, old: np.ndarray) -> _Step:
+        """Remove finished rows; new requests fill the holes, then condensation moves the
+        last rows into the holes left over (vLLM's ``InputBatch.condense``)."""
+        p = len(old)
+        holes = np.flatnonzero(old[:, TRUE_LEN] >= old[:, TARGET])
+        alive = p - len(holes)
+        room = self.scenario.batch - alive
+        n_new = int((self.draws.uniform(room) < self.scenario.arrival_rate).sum()) if room else 0
+        n_new = max(n_new, 1 if alive == 0 else 0)
+        if not len(holes) and not n_new:
+            shape = self._shape(p)
+            return _Step(shape.rows, shape.no_new, 0, shape, shape.rows)
+        rows = np.arange(p, dtype=np.int64)
+        fill = min(n_new, len(holes))
+        rows[holes[:fill]] = -1
+        if n_new > fill:
+            rows = np.concatenate([rows, np.full(n_new - fill, -1, np.int64)])
+        left, n = holes[fill:], alive + n_new
+        if len(left):
+            occupied = np.ones(len(rows), bool)
+            occupied[left] = False
+            occ = np.flatnonzero(occupied)
+            dst = left[left < n]
+            rows[dst] = rows[occ[occ >= n][::-1][: len(dst)]]
+            rows = rows[:n]
+        new = rows < 0 if n_new else self._shape(n).no_new
+        return _Step(rows, new, n_new, self._shape(n), rows)
+
+    def _inject(self, st: _Step, state: np.ndarray, prev: _Prev) -> None:
+        """Draw this step's faults; apply those that act on the batch mapping."""
+        fire = self._tables.faults()
+        on = {name for name, hit in zip(FAULTS, fire, strict=True) if hit} \
+            if fire is not None else set()
+        if self._forced:
+            on |= self.scenario.faults.forced_at(self.step_index)
+        if not on:
+            return
+        p = len(prev.valid)
+        pool = [int(r) for r in np.flatnonzero(~st.new)]
+        pool = [pool[i] for i in np.argsort(self.draws.uniform(len(pool)))]
+        rec = st.rec_pp = st.pp.copy()
+        if "misattribution" in on and pool and p > 1:
+            row = pool.pop()
+            rec[row] = (int(st.pp[row]) + 1 + int(self.draws.integers(0, p - 1, 1)[0])) % p
+        if "stale_prev_row" in on and pool:
+            row = pool.pop()
+            rec[row] = p + int(self.draws.integers(0, max(1, self.m - p), 1)[0])
+        if "placeholder_leak" in on:
+            rows = [r for r in pool if state[r, PH] <= self.k1]
+            if rows:
+                st.discarded.append(int(st.pp[rows[-1]]))
+                rec[rows[-1]] = -1
+                st.leak = np.array(rows[-1:], np.int64)
+        st.sentinel = "vocab_sentinel" in on  # its row is chosen once acceptance is drawn
+
+    def _schedule(self, st: _Step) -> None:
+        """Decode rows schedule ``1 + k`` tokens (k drafts); new rows their whole prompt."""
+        if not st.n_new:
+            st.d, st.sched, st.cu = st.shape.d, st.shape.sched, st.shape.cu
+            return
+        st.d = (~st.new).astype(np.int32) * self.k
+        st.sched = st.d + 1
+        st.sched[st.new] = self._prompt_lengths(st.n_new)
+        st.cu = np.cumsum(st.sched, dtype=np.int32)
+
+    def _inputs(self, st: _Step, state: np.ndarray,
+                prev: _Prev) -> tuple[np.ndarray, np.ndarray]:
+        """The CPU-staged ids and the ids the device ends with (upstream's reading).
+
+        A decode row's slots hold its last sampled id, then its drafts. The CPU stages the
+        last id it knows (one step behind) and the drafts; the device overwrites common rows.
+        """
+        if st.n_new:
+            start = (st.cu - st.sched).astype(np.int64)
+            staged = self.draws.tokens(int(st.cu[-1])).copy()  # prompt ids of new rows
+            dec = np.flatnonzero(~st.new)
+            slots = start[dec, None] + self._ar_k1
+            fed = prev.block[st.pp[dec]]
+            cpu = fed.copy()
+            cpu[:, 0] = state[dec, CPU_LAST]
+            staged[slots] = cpu
+        else:
+            start, slots = st.shape.slots[:, 0], st.shape.slots
+            fed = prev.block[st.pp]
+            staged = fed.copy()
+            staged[:, 0] = state[:, CPU_LAST]
+            staged = staged.reshape(-1)
+        if len(st.leak):
+            staged[start[st.leak]] = -1
+        if st.rec_pp is st.pp:
+            if not st.n_new:
+                return staged, fed.reshape(-1)
+            dev = staged.copy()
+            dev[slots] = fed
+            return staged, dev
+        dev = staged.copy()
+        common = np.flatnonzero((st.rec_pp >= 0) & (st.rec_pp < len(prev.valid)))
+        dev[start[common, None] + self._ar_k1] = prev.block[st.rec_pp[common]]
+        return staged, dev
+
+    def _fields(self, st: _Step, state: np.ndarray, prev: _Prev, staged: np.ndarray,
+                dev: np.ndarray) -> dict[str, dict[str, Any]]:
+        """The four sites' fields of this step (taken before the outputs are updated)."""
+        prev_names = prev.names
+        if st.discarded:
+            prev_names = list(prev_names)
+            for row in st.discarded:
+                prev_names[row] = None
+        return {
+            "batch_change": self._batch_change(st, prev, prev_names),
+            "prepare_input_ids": self._prepare(st, prev, staged),
+            "async_output": self._async_output(st, state, prev, prev_names),
+            "embedding": {"input_ids": self._embedding_ids(st, state, dev),
+                          "num_embeddings": self.vocab, "req_ids": st.names,
+                          "cu_num_tokens": st.cu},
+        }
+
+    def _batch_change(self, st: _Step, prev: _Prev,
+                      prev_names: list[str | None]) -> dict[str, Any]:
+        p = len(prev.valid)
+        self._buf_comp[:p] = prev.comp
+        self._buf_drafts[:p] = prev.drafts_n
+        if st.n_new:
+            cpu = prev.cpu_next[np.maximum(st.pp, 0)]
+            cpu[st.new] = 0
+        else:
+            cpu = prev.cpu_next[st.pp]
+        return {
+            "prev_positions": st.rec_pp,
+            "valid_sampled_token_count": prev.valid,
+            "num_computed_tokens": self._buf_comp.copy(),
+            "num_accepted_tokens": st.shape.ones,
+            "prev_num_draft_tokens": self._buf_drafts.copy(),
+            "cpu_num_computed_tokens": cpu,
+            "req_ids": st.names,
+            "prev_req_ids": prev_names,
+        }
+
+    def _prepare(self, st: _Step, prev: _Prev, staged: np.ndarray) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "prev_positions": st.rec_pp,
+            "prev_sampled_token_ids": prev.last[:, None],
+            "input_ids": staged,
+            "cu_num_tokens": st.cu,
+            "num_draft_tokens": st.d,
+            "prev_num_spec_tokens": self.k,
+            "vocab_size": self.vocab,
+            "req_ids": st.names,
+        }
+        if self.k:
+            fields["draft_token_ids"] = prev.drafts
+        return fields
+
+    def _async_output(self, st: _Step, state: np.ndarray, prev: _Prev,
+                      prev_names: list[str | None]) -> dict[str, Any]:
+        """Each output's tail: its trailing placeholders and the id before them."""
+        lens = state[:, OUT_LEN].astype(np.int32)
+        tail = [[o, *[-1] * h] if n > h else [-1] * n
+                for n, h, o in zip(lens.tolist(), state[:, PH].tolist(),
+                                   state[:, LAST_OUT].tolist(), strict=True)]
+        return {
+            "req_ids": st.names,
+            "prev_req_ids": prev_names,
+            "sampled_token_ids_cpu": prev.sampled,
+            "output_tail": tail,
+            "output_len": lens,
+            "vocab_size": self.vocab,
+        }
+
+    def _embedding_ids(self, st: _Step, state: np.ndarray, dev: np.ndarray) -> np.ndarray:
+        """The step's input ids as the embedding sees them: an id the output path wrote out of
+        the vocabulary is what the fork staged as the request's next id."""
+        ids = dev.astype(self._emb_dtype)
+        if self._sentinels_pending:
+            self._sentinels_pending = False
+            rows = np.flatnonzero((state[:, SENT] >= 0) & ~st.new)
+            ids[st.cu[rows] - 1 - self.k] = state[rows, SENT]
+            state[:, SENT] = -1
+        return ids
+
+    # -- after the forward: outputs, sampling, bookkeeping -----------------------------------
+
+    def _outputs(self, st: _Step, state: np.ndarray, prev: _Prev) -> None:
+        """``async_output`` as vLLM 0.33.0 runs it: the trailing placeholders of each row
+        present in the previous batch are replaced by the ids before the row's first ``-1``."""
+        if st.n_new == 0 and not len(st.leak):
+            upd: np.ndarray | slice = slice(None)
+            ppu = st.pp
+        else:
+            present = ~st.new
+            present[st.leak] = False
+            upd = np.flatnonzero(present)
+            ppu = st.pp[upd]
+        ph = state[upd, PH]
+        state[upd, OUT_LEN] += np.minimum(prev.written[ppu], ph) - ph
+        state[upd, PH] = 0
+        state[upd, LAST_OUT] = prev.last_written[ppu]
+        state[upd, CPU_LAST] = prev.last[ppu]
+        if prev.sentinel:
+            bad = state[:, LAST_OUT] >= self.vocab
+            bad[st.new] = False
+            state[bad, SENT] = state[bad, LAST_OUT]
+            self._sentinels_pending = bool(bad.any())
+
+    def _sample(self, st: _Step, state: np.ndarray) -> _Prev:
+        """Accept drafts, sample, append placeholders, advance the counters."""
+        acc, valid, tok, last, drafts, block = self._tables.step(len(state))
+        if st.n_new:  # a prefill samples one id and no drafts
+            acc, valid, tok, block = acc.copy(), valid.copy(), tok.copy(), block.copy()
+            acc[st.new], valid[st.new] = 0, 1
+            tok[st.new, 1:] = -1
+            block[st.new, 0] = tok[st.new, 0]
+            last, drafts = block[:, 0], block[:, 1:]
+        written, last_written = valid, last
+        if st.sentinel:
+            tok, written, last_written = self._put_sentinel(tok, acc, st.d, last)
+        comp = state[:, COMP].astype(np.int32)
+        state[:, TRUE_LEN] += valid
+        state[:, COMP] += np.where(st.d > 0, valid, st.sched) if st.n_new else valid
+        state[:, OUT_LEN:PH + 1] += (st.d + 1)[:, None] if st.n_new else self.k1
+        return _Prev(st.names, tok, valid, last, drafts, block, st.d, comp, comp + st.sched,
+                     written, last_written, st.sentinel)
+
+    def _put_sentinel(self, tok: np.ndarray, acc: np.ndarray, d: np.ndarray,
+                      last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The SM70 rejection path: the first rejected slot of one row holds ``vocab_size``.
+
+        Returns the sampled ids, the count ``async_output`` sees and the last id it writes."""
+        written, last_written = (acc + 1).astype(np.int32), last.copy()
+        rows = np.flatnonzero(acc < d)
+        if len(rows):
+            row = int(rows[int(self.draws.integers(0, len(rows), 1)[0])])
+            tok = tok.copy()
+            tok[row, acc[row] + 1] = self.vocab
+            written[row] += 1
+            last_written[row] = self.vocab
+        return tok, written, last_written
+
+    def _emit(self, fields: dict[str, dict[str, Any]]) -> list[Record]:
+        step = self.step_index
+        return [Record(site, step, rank, dict(values))
+                for rank in range(self.scenario.ranks)
+                for site, values in fields.items()]
+
+
+# -- the public entry point ---------------------------------------------------------------------
+
+
+def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int | None = None,
+              spec_tokens: int | None = None, vocab: int | None = None) -> Scenario:
+    """The scenario with the given settings replaced (None keeps the scenario's own).
+
+    Raises:
+        UnknownScenarioError: an unknown scenario name (the message lists the valid ones).
+        ConfigurationError: steps or batch below 1, negative spec_tokens, vocab below 2.
+    """
+    sc = get_scenario(scenario)
+    changes = {key: value for key, value in (("steps", steps), ("batch", batch),
+                                             ("spec_tokens", spec_tokens), ("vocab", vocab))
+               if value is not None}
+    sc = replace(sc, **changes)
+    for key, low in (("steps", 1), ("batch", 1), ("spec_tokens", 0), ("vocab", 2)):
+        value = getattr(sc, key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ConfigurationError(f"simulate {sc.name!r}: {key} must be an integer >= "
+                                     f"{low}, got {value!r}")
+    return sc
+
+
+def manifest_for(sc: Scenario, seed: int, notes: str | None = None) -> dict[str, Any]:
+    """The manifest entries of a simulated capture: creator, model facts, settings, notes."""
+    from forensics import __version__
+
+    faults = {name: getattr(sc.faults, name) for name in FAULTS}
+    forced = {name: list(steps) for name, steps in sc.faults.forced.items()}
+    return {
+        "creator": f"vllm-forensics {__version__} simulate",
+        "model": {"vocab_size": sc.vocab, "num_embeddings": sc.vocab,
+                  "num_speculative_tokens": sc.spec_tokens, "max_num_seqs": sc.batch,
+                  "tensor_parallel_size": sc.ranks},
+        "simulation": {"scenario": sc.name, "seed": seed, "steps": sc.steps, "batch": sc.batch,
+                       "spec_tokens": sc.spec_tokens, "vocab": sc.vocab,
+                       "accept_rate": sc.accept_rate, "arrival_rate": sc.arrival_rate,
+                       "mean_output": sc.mean_output, "faults": faults,
+                       "forced_faults": forced},
+        "notes": notes if notes is not None else f"synthetic run: {sc.description}",
+    }
+
+
+def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
+             batch: int | None = None, spec_tokens: int | None = None,
+             vocab: int | None = None, out: str | Path | None = None, *, force: bool = False,
+             notes: str | None = None) -> list[Record] | Path:
+    """Run ``scenario`` (a name in :data:`SCENARIOS` or a :class:`Scenario`).
+
+    Settings left at None take the scenario's own (4 drafts, its batch, vocabulary and steps).
+
+    Returns:
+        Without ``out``: the records, in pipeline order ``(step, rank, site)``.
+        With ``out``: the path of the capture written there (records streamed to the store).
+    Raises:
+        UnknownScenarioError: an unknown scenario name, listing the valid ones.
+        ConfigurationError: a setting out of range.
+        OutputExistsError: ``out`` exists and ``force`` is False.
+    """
+    sc = configure(scenario, steps=steps, batch=batch, spec_tokens=spec_tokens, vocab=vocab)
+    sim = Simulator(sc, seed)
+    if out is None:
+        return list(sim.records(sc.steps))
+    from forensics.store.writer import write_capture
+
+    return write_capture(Path(out), sim.records(sc.steps), manifest_for(sc, seed, notes),
+                         force=force)
+
+
+class _CallableModule(types.ModuleType):
+    """``forensics.simulate`` is both this module and its main function: importing the
+    submodule binds the module as the package attribute, so calling it runs :func:`simulate`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list[Record] | Path:
+        return simulate(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
