@@ -36,7 +36,8 @@ def _assert_one_line_error(code: int, err: str, *needles: str) -> None:
 
 def test_missing_capture_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for command in ("inspect", "replay", "check", "report", "plot"):
-        extra = ["-o", str(tmp_path / "x.out")] if command in ("report", "plot") else []
+        suffix = {"report": ".html", "plot": ".png"}.get(command)
+        extra = ["-o", str(tmp_path / f"x{suffix}")] if suffix else []
         code, _, err = run_cli(capsys, command, str(tmp_path / "nope.capture"), *extra)
         _assert_one_line_error(code, err, "nope.capture")
 

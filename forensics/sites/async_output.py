@@ -1,8 +1,34 @@
-"""Site ``async_output``: ``InputBatch.update_async_output_token_ids``."""
+"""Site ``async_output``: ``InputBatch.update_async_output_token_ids``.
+
+For each current request present in the previous batch whose output is non-empty and ends in
+``-1`` placeholders, vLLM 0.33.0 takes ``sampled_token_ids_cpu[prev_row]`` (skipped when empty),
+counts its ids (the row's length when its last id is not ``-1``, else the position of its first
+``-1``) and replaces the trailing placeholders with the first ``min(count, placeholders)`` ids.
+The patched count stops at the first id ``< 0`` or ``>= vocab_size``.
+
+Outputs are given either as full lists (``output_token_ids``) or as tails (``output_tail``, the
+last ids of each list, with the full lengths ``output_len``). A tail made only of ``-1`` is taken
+to hold every trailing placeholder (the id before it is assumed not to be ``-1``).
+"""
 
 from __future__ import annotations
 
-from forensics.records import FieldSpec
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from forensics.outcome import Access, Outcome
+from forensics.records import FieldSpec, Record
+from forensics.sites._common import (
+    access_findings,
+    failed,
+    ids_outside,
+    prev_index_map,
+    require,
+    require_len,
+    require_unique,
+)
 
 NAME = "async_output"
 FIELDS = (
@@ -17,3 +43,138 @@ FIELDS = (
 )
 OUTPUT_FIELDS = ("output_token_ids", "output_tail", "output_len")
 SUMMARY_BOUND = "vocab_size"
+SUMMARY_TENSOR = "out.output_token_ids"
+
+
+def check_record(record: Record, where: str) -> None:
+    """Cross-field checks: the previous batch is given, outputs are full lists or tails with
+    lengths, one per current row.
+
+    Raises:
+        CaptureFormatError: naming the field and what was expected.
+    """
+    n = len(record["req_ids"])
+    require_unique(record, "req_ids", where)
+    require("prev_req_id_to_index" in record or "prev_req_ids" in record, where,
+            "prev_req_id_to_index", "or 'prev_req_ids' must give the previous batch")
+    has_full, has_tail = "output_token_ids" in record, "output_tail" in record
+    require(has_full != has_tail, where, "output_token_ids",
+            "or 'output_tail' (with 'output_len') must be given, not both")
+    for name in ("output_token_ids", "output_tail", "output_len"):
+        require_len(record, name, n, where, "one per current row")
+    if has_tail:
+        require("output_len" in record, where, "output_len", "must come with 'output_tail'")
+        lengths = np.asarray(record["output_len"], dtype=np.int64)
+        for row, tail in enumerate(record["output_tail"]):
+            require(len(tail) <= lengths[row] and (len(tail) > 0 or lengths[row] == 0), where,
+                    "output_tail", f"row {row}: must hold the last ids of a list of "
+                    f"{int(lengths[row])} ids (got {len(tail)})")
+    require(record["vocab_size"] > 0, where, "vocab_size", "must be > 0")
+
+
+def upstream(record: Record) -> Outcome:
+    """vLLM 0.33.0 on one record: outputs the edited lists (or tails and lengths); accesses of
+    ``sampled_token_ids_cpu`` rows; ``index_error`` when a previous row is past its end."""
+    return _run(record, _count_upstream)
+
+
+def patched(record: Record) -> Outcome:
+    """As :func:`upstream`, counting sampled ids only up to the first id outside the vocabulary."""
+    vocab = record["vocab_size"]
+    return _run(record, lambda ids: _count_patched(ids, vocab))
+
+
+def _count_upstream(ids: list[int]) -> int:
+    return len(ids) if ids[-1] != -1 else ids.index(-1)
+
+
+def _count_patched(ids: list[int], vocab: int) -> int:
+    for i, token in enumerate(ids):
+        if token < 0 or token >= vocab:
+            return i
+    return len(ids)
+
+
+def _lists(record: Record) -> tuple[list[list[int]], list[int]]:
+    """Each row's known ids (full list or tail) and the length of its hidden prefix."""
+    if "output_token_ids" in record:
+        return [list(r) for r in record["output_token_ids"]], [0] * len(record["req_ids"])
+    lengths = np.asarray(record["output_len"], dtype=np.int64)
+    tails = [list(r) for r in record["output_tail"]]
+    return tails, [int(lengths[i]) - len(t) for i, t in enumerate(tails)]
+
+
+def _run(record: Record, count: Callable[[list[int]], int]) -> Outcome:
+    lists, hidden = _lists(record)
+    prev_map = prev_index_map(record) or {}
+    sampled = np.asarray(record["sampled_token_ids_cpu"])
+    rows = [row for row, req in enumerate(record["req_ids"])
+            if req in prev_map and lists[row] and lists[row][-1] == -1]
+    accesses = [_access(record, rows, prev_map, sampled.shape[0])]
+    try:
+        _update(record, lists, rows, prev_map, sampled.tolist(), count)
+    except Exception as exc:  # noqa: BLE001  (the outcome records any failure of the call)
+        return failed(exc, accesses)
+    return Outcome("ok", "", _outputs(record, lists, hidden), accesses)
+
+
+def _access(record: Record, rows: list[int], prev_map: dict[str, int], upper: int) -> Access:
+    req_ids = record["req_ids"]
+    values = np.array([prev_map[req_ids[row]] for row in rows], dtype=np.int64)
+    index = np.array(rows, dtype=np.int64)
+    return Access("sampled_token_ids_cpu", index, index, values, 0, upper)
+
+
+def _update(record: Record, lists: list[list[int]], rows: list[int], prev_map: dict[str, int],
+            sampled: list[list[int]], count: Callable[[list[int]], int]) -> None:
+    """The loop of ``update_async_output_token_ids`` over the selected rows, in place."""
+    req_ids = record["req_ids"]
+    for row in rows:
+        new_ids = sampled[prev_map[req_ids[row]]]
+        if not new_ids:
+            continue
+        num_sampled = count(new_ids)
+        ids = lists[row]
+        start = first_placeholder(ids)
+        del new_ids[min(num_sampled, len(ids) - start):]  # in place, as vLLM: rows sharing a
+        ids[start:] = new_ids                               # previous row see it shortened
+
+
+def _outputs(record: Record, lists: list[list[int]], hidden: list[int]) -> dict[str, Any]:
+    if "output_token_ids" in record:
+        return {"output_token_ids": lists}
+    dtype = np.asarray(record["output_len"]).dtype
+    lengths = np.array([h + len(t) for h, t in zip(hidden, lists, strict=True)], dtype=dtype)
+    return {"output_tail": lists, "output_len": lengths}
+
+
+def first_placeholder(ids: list[int]) -> int:
+    """Position of the first of the trailing ``-1`` placeholders (``len(ids)`` when none)."""
+    pos = len(ids)
+    while pos > 0 and ids[pos - 1] == -1:
+        pos -= 1
+    return pos
+
+
+def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
+    """Findings of one outcome: previous rows past ``sampled_token_ids_cpu``, and ids the call
+    wrote (from the first trailing placeholder on) outside ``[0, vocab_size)``. ``element`` is the
+    position in the request's full output list."""
+    req_ids = record["req_ids"]
+    found = access_findings(outcome.accesses, req_ids)
+    if outcome.status != "ok":
+        return found
+    before, hidden = _lists(record)
+    tails = "output_token_ids" not in record
+    after = outcome.outputs.get("output_tail" if tails else "output_token_ids")
+    tensor = "out.output_tail" if tails else "out.output_token_ids"
+    for row, (old, new) in enumerate(zip(before, after or (), strict=False)):
+        start = first_placeholder(old)
+        new = list(new)
+        written = [j for j in range(start, len(new)) if j >= len(old) or new[j] != old[j]]
+        if written:
+            values = np.array([new[j] for j in written], dtype=np.int64)
+            elements = np.array(written, dtype=np.int64) + hidden[row]
+            found += ids_outside(values, 0, record["vocab_size"], tensor,
+                                 np.full(len(values), row), req_ids, elements)
+    return found

@@ -1,6 +1,59 @@
-"""The model variants ``upstream`` and ``patched`` (the project's own reading of vLLM 0.33.0)."""
+"""The model variants ``upstream`` and ``patched`` (the project's own reading of vLLM 0.33.0).
+
+Each runs a record through its site module's ``upstream`` / ``patched`` model and fills
+``Outcome.accesses``. ``run_many`` uses a site's vectorised ``<kind>_many`` when the site has one
+(``batch_change``, ``embedding``) and loops over records otherwise. Variants never judge.
+"""
 
 from __future__ import annotations
 
-# Filled in by the sites-and-replay work: classes UpstreamVariant / PatchedVariant, then:
-# registry.register("upstream", UpstreamVariant); registry.register("patched", PatchedVariant)
+from forensics.outcome import Outcome
+from forensics.records import Record
+from forensics.sites import get_site
+from forensics.variants import registry
+
+
+class ModelVariant:
+    """A model variant: ``kind`` names the model function of each site module."""
+
+    name = "model"
+    kind = "upstream"
+
+    def run(self, record: Record) -> Outcome:
+        """The outcome of the model on ``record`` (never raises for a failing call: the
+        outcome is ``index_error`` or ``error`` with the message).
+
+        Raises:
+            UnknownSiteError: the record's site is not registered.
+        """
+        return getattr(get_site(record.site), self.kind)(record)
+
+    def run_many(self, site: str, records: list[Record]) -> list[Outcome]:
+        """Outcomes of the model on ``records`` (all of ``site``), vectorised where possible."""
+        module = get_site(site)
+        many = getattr(module, f"{self.kind}_many", None)
+        if many is not None:
+            return list(many(records))
+        model = getattr(module, self.kind)
+        return [model(record) for record in records]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class UpstreamVariant(ModelVariant):
+    """``upstream``: vLLM 0.33.0 behaviour, every path of DESIGN.md included."""
+
+    name = "upstream"
+    kind = "upstream"
+
+
+class PatchedVariant(ModelVariant):
+    """``patched``: the model with the guards of DESIGN.md (stale rows, vocabulary)."""
+
+    name = "patched"
+    kind = "patched"
+
+
+registry.register("upstream", UpstreamVariant)
+registry.register("patched", PatchedVariant)

@@ -1,0 +1,244 @@
+"""Outcomes -> findings and verdicts. Judges, never runs.
+
+The findings table has the columns of DESIGN.md (:data:`FINDING_COLUMNS`) followed by
+:data:`EXTRA_COLUMNS`: ``req_id`` (the request of the row, when known) and ``record`` (the
+position of the record in ``ReplayResult.records``). Conventions where DESIGN.md is silent:
+
+- an access finding names the tensor read (``valid_sampled_token_count``,
+  ``prev_sampled_token_ids``, ``draft_token_ids``, ``sampled_token_ids_cpu``), ``value`` is the
+  index used and ``element`` its position in the index the code builds: the row for row-wise
+  indices (``prev_positions``, the previous-row map), the destination slot in ``input_ids`` for
+  ``prepare_input_ids`` (sampled token, drafts, and the fast path's broadcast);
+- an output finding names ``out.<field>``; for ``async_output`` ``element`` is the position in
+  the request's full output list;
+- ``misattributed`` findings carry no bounds (``lower``/``upper`` null);
+- a summary record gives one finding per side it breaks (``min < 0``, ``max >= bound``), row and
+  element null, tensor the site's ``SUMMARY_TENSOR`` unless the record names one in ``tensor``;
+- a variant without accesses (real code, user callables) whose outcome is ``index_error`` and
+  which has no other ``out_of_bounds`` finding on that record gets one, ``value``/``upper``
+  parsed from a torch message when possible;
+- only output findings (``out.*``) and summary findings make a record an origin candidate;
+- in the first-finding order a null row or element sorts after the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from forensics.outcome import ERROR, INDEX_ERROR, Outcome
+from forensics.records import Record
+from forensics.sites import SINK, get_site, site_order
+from forensics.sites._common import OUT_OF_BOUNDS, finding, index_error_finding
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FINDING_COLUMNS = ("variant", "site", "step", "rank", "row", "element", "tensor", "kind",
+                   "value", "lower", "upper", "origin", "resolved")
+EXTRA_COLUMNS = ("req_id", "record")
+COLUMNS = FINDING_COLUMNS + EXTRA_COLUMNS
+FIRST_FINDING_KEYS = ("site", "step", "rank", "row", "element", "tensor", "kind", "value")
+VIOLATION, ERROR_VERDICT, SUSPECT, OK = "violation", "error", "suspect", "ok"
+#: at equal steps, the origin goes to the site nearer the sink
+ORIGIN_PREFERENCE = ("prepare_input_ids", "async_output", "batch_change")
+_INT_COLUMNS = ("row", "element", "value", "lower", "upper")
+
+Findings = list[dict[str, Any]]
+
+
+def summary_findings(record: Record) -> Findings:
+    """Bounds findings of a summary record: ``min`` below 0, ``max`` at or past the bound."""
+    module = get_site(record.site)
+    bound = record[module.SUMMARY_BOUND]
+    tensor = record.get("tensor")
+    tensor = tensor if isinstance(tensor, str) else module.SUMMARY_TENSOR
+    found = []
+    if record["min"] < 0:
+        found.append(finding(OUT_OF_BOUNDS, tensor, record["min"], 0, bound))
+    if record["max"] >= bound:
+        found.append(finding(OUT_OF_BOUNDS, tensor, record["max"], 0, bound))
+    return found
+
+
+def judge_record(record: Record, outcome: Outcome | None) -> Findings:
+    """Findings of one record under one variant (``outcome`` None for a summary record)."""
+    if record.summary or outcome is None:
+        return summary_findings(record)
+    found = list(get_site(record.site).judge(record, outcome))
+    if (outcome.accesses is None and outcome.status == INDEX_ERROR
+            and not any(f["kind"] == OUT_OF_BOUNDS for f in found)):
+        found.append(index_error_finding(outcome))
+    return found
+
+
+def judge_all(records: Sequence[Record], outcomes: Sequence[Outcome | None]) -> list[Findings]:
+    """Findings of every record under one variant, in record order."""
+    return [judge_record(r, o) for r, o in zip(records, outcomes, strict=True)]
+
+
+def _produced(record: Record, found: Findings) -> set[tuple[int, str | None]]:
+    """Out-of-range (value, request) pairs a record wrote or passed on under one variant."""
+    return {(f["value"], f["req_id"]) for f in found
+            if f["kind"] == OUT_OF_BOUNDS and f["value"] is not None
+            and (record.summary or (f["tensor"] or "").startswith("out."))}
+
+
+def _matches(pairs: set[tuple[int, str | None]], value: int, req: str | None) -> bool:
+    return any(v == value and (req is None or r is None or r == req) for v, r in pairs)
+
+
+class _Origins:
+    """Finds the origin record of a sink finding from the reference (upstream) findings."""
+
+    def __init__(self, records: Sequence[Record], reference: Sequence[Findings]) -> None:
+        self.records = records
+        self.candidates: dict[int, list[tuple[int, int, int]]] = {}
+        self.produced: dict[int, set[tuple[int, str | None]]] = {}
+        for i, (record, found) in enumerate(zip(records, reference, strict=True)):
+            if record.site == SINK or record.site not in ORIGIN_PREFERENCE:
+                continue
+            pairs = _produced(record, found)
+            if pairs:
+                self.produced[i] = pairs
+                pref = len(ORIGIN_PREFERENCE) - ORIGIN_PREFERENCE.index(record.site)
+                self.candidates.setdefault(record.rank, []).append((record.step, pref, i))
+
+    def origin(self, sink: Record, value: int | None, req: str | None) -> int | None:
+        """Index of the origin record of ``value`` seen at ``sink``, or None."""
+        if value is None:
+            return None
+        best = None
+        for step, pref, i in self.candidates.get(sink.rank, ()):
+            if step <= sink.step and _matches(self.produced[i], value, req):
+                best = max(best or (step, pref, i), (step, pref, i))
+        return None if best is None else best[2]
+
+
+def _annotate_sink(records: Sequence[Record], found: list[Findings], origins: _Origins) -> None:
+    """Fill ``origin``/``resolved`` of this variant's sink findings (null elsewhere)."""
+    for i, record in enumerate(records):
+        for f in found[i]:
+            f["origin"] = f["resolved"] = None
+            if record.site != SINK or f["kind"] != OUT_OF_BOUNDS:
+                continue
+            src = origins.origin(record, f["value"], f["req_id"])
+            f["origin"] = None if src is None else records[src].site
+            f["resolved"] = src is not None and not _matches(
+                _produced(records[src], found[src]), f["value"], f["req_id"])
+
+
+def build_findings(records: Sequence[Record], outcomes: Mapping[str, Sequence[Outcome | None]],
+                   reference: Sequence[Outcome | None] | None = None) -> pd.DataFrame:
+    """The findings table of every variant, ordered by variant then first-finding order.
+
+    ``outcomes`` maps variant names to one outcome per record (None for summary records);
+    ``reference`` holds the ``upstream`` outcomes used to find origins (default:
+    ``outcomes["upstream"]``; without either, no sink finding has an origin).
+    """
+    judged = {name: judge_all(records, outs) for name, outs in outcomes.items()}
+    if reference is None and "upstream" in outcomes:
+        ref_found = judged["upstream"]
+    elif reference is not None:
+        ref_found = judge_all(records, reference)
+    else:
+        ref_found = [[] for _ in records]
+    origins = _Origins(records, ref_found)
+    rows = []
+    for name, found in judged.items():
+        _annotate_sink(records, found, origins)
+        for i, record in enumerate(records):
+            rows += [{"variant": name, "site": record.site, "step": record.step,
+                      "rank": record.rank, **f, "record": i} for f in found[i]]
+    return _frame(rows, list(outcomes))
+
+
+def empty_findings() -> pd.DataFrame:
+    """An empty findings table with the fixed columns and dtypes."""
+    return _frame([], [])
+
+
+def _frame(rows: list[dict[str, Any]], variants: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    for column in _INT_COLUMNS:
+        frame[column] = frame[column].astype("Int64")
+    for column in ("step", "rank", "record"):
+        frame[column] = frame[column].astype("int64")
+    for column in ("variant", "site", "tensor", "kind", "origin", "resolved", "req_id"):
+        frame[column] = frame[column].astype(object)
+    frame = frame.where(frame.notna(), None) if len(frame) else frame
+    return sort_findings(frame, variants)
+
+
+def sort_findings(frame: pd.DataFrame, variants: Sequence[str] = ()) -> pd.DataFrame:
+    """``frame`` ordered by variant (in ``variants`` order), step, rank, site pipeline order,
+    row, element (nulls last), keeping the judge's order among equals."""
+    if frame.empty:
+        return frame.reset_index(drop=True)
+    order = {name: i for i, name in enumerate(variants)}
+    keys = frame.assign(
+        _v=frame["variant"].map(lambda v: order.get(v, len(order))),
+        _s=frame["site"].map(site_order),
+        _r=frame["row"].fillna(2**62).astype("int64"),
+        _e=frame["element"].fillna(2**62).astype("int64"),
+    )
+    keys = keys.sort_values(["_v", "step", "rank", "_s", "_r", "_e"], kind="mergesort")
+    return frame.loc[keys.index].reset_index(drop=True)
+
+
+def verdicts(records: Sequence[Record], outcomes: Mapping[str, Sequence[Outcome | None]],
+             findings: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """``{variant: {site: verdict}}`` for every site present in ``records``, in pipeline order.
+
+    ``violation``: an unresolved ``out_of_bounds`` finding; else ``error``: an ``error`` outcome;
+    else ``suspect``: a ``misattributed`` finding; else ``ok``.
+    """
+    sites = sorted({r.site for r in records}, key=site_order)
+    result = {}
+    for name, outs in outcomes.items():
+        errors = {r.site for r, o in zip(records, outs, strict=True)
+                  if o is not None and o.status == ERROR}
+        mine = findings[findings["variant"] == name]
+        unresolved = mine[(mine["kind"] == OUT_OF_BOUNDS) & (mine["resolved"] != True)]  # noqa: E712
+        suspect = set(mine.loc[mine["kind"] != OUT_OF_BOUNDS, "site"])
+        result[name] = {site: _verdict(site, set(unresolved["site"]), errors, suspect)
+                        for site in sites}
+    return result
+
+
+def _verdict(site: str, violations: set[str], errors: set[str], suspect: set[str]) -> str:
+    if site in violations:
+        return VIOLATION
+    if site in errors:
+        return ERROR_VERDICT
+    if site in suspect:
+        return SUSPECT
+    return OK
+
+
+def first_finding(findings: pd.DataFrame, variant: str) -> dict[str, Any] | None:
+    """The first finding of ``variant`` (step, rank, site order, row, element), keys
+    :data:`FIRST_FINDING_KEYS`, or None when it has none."""
+    mine = sort_findings(findings[findings["variant"] == variant])
+    if mine.empty:
+        return None
+    return {key: to_python(mine.iloc[0][key]) for key in FIRST_FINDING_KEYS}
+
+
+def to_python(value: Any) -> Any:
+    """A JSON-ready Python value: numpy/pandas scalars unwrapped, NA as None."""
+    import pandas as pd
+
+    if value is None or (not isinstance(value, (str, list, dict)) and pd.isna(value)):
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def finding_records(findings: pd.DataFrame) -> list[dict[str, Any]]:
+    """The findings as JSON-ready dicts (columns :data:`COLUMNS`)."""
+    return [{c: to_python(v) for c, v in zip(COLUMNS, row, strict=True)}
+            for row in findings[list(COLUMNS)].itertuples(index=False, name=None)]

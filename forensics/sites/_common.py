@@ -1,0 +1,141 @@
+"""Helpers shared by the site modules: the previous batch, finding dicts, consistency checks.
+
+numpy only (``import forensics.sites`` stays light). A *finding dict* is what a site's
+``judge`` returns: ``row, element, tensor, kind, value, lower, upper, req_id``;
+:mod:`forensics.findings` adds the variant, the record's coordinates, ``origin`` and ``resolved``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from forensics.errors import CaptureFormatError
+from forensics.outcome import Access, Outcome
+from forensics.records import Record
+
+OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
+_TORCH_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for dimension \d+ with size (\d+)")
+
+
+def finding(kind: str, tensor: str | None, value: Any, lower: Any = None, upper: Any = None,
+            row: Any = None, element: Any = None, req_id: str | None = None) -> dict[str, Any]:
+    """One finding dict with plain Python values (None where unknown)."""
+    return {"row": _opt_int(row), "element": _opt_int(element), "tensor": tensor, "kind": kind,
+            "value": _opt_int(value), "lower": _opt_int(lower), "upper": _opt_int(upper),
+            "req_id": req_id}
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def req_of_row(req_ids: Sequence[str] | None, row: int | None) -> str | None:
+    """The request id of batch ``row``, or None when unknown."""
+    if req_ids is None or row is None or not 0 <= row < len(req_ids):
+        return None
+    return req_ids[row]
+
+
+def access_findings(accesses: Iterable[Access] | None,
+                    req_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """``out_of_bounds`` findings for every access outside its ``[lower, upper)``.
+
+    ``tensor`` is the tensor read, ``element`` the access's element, ``value`` the index used.
+    """
+    found: list[dict[str, Any]] = []
+    for acc in accesses or ():
+        values = np.asarray(acc.values, dtype=np.int64)
+        bad = np.flatnonzero((values < acc.lower) | (values >= acc.upper))
+        for i in bad:
+            row = None if acc.rows is None else int(acc.rows[i])
+            found.append(finding(OUT_OF_BOUNDS, acc.tensor, values[i], acc.lower, acc.upper,
+                                 row, acc.elements[i], req_of_row(req_ids, row)))
+    return found
+
+
+def ids_outside(values: np.ndarray, lower: int, upper: int, tensor: str,
+                rows: np.ndarray | None, req_ids: Sequence[str] | None,
+                elements: np.ndarray | None = None) -> list[dict[str, Any]]:
+    """``out_of_bounds`` findings for every id of ``values`` outside ``[lower, upper)``.
+
+    ``elements`` default to the flat positions in ``values``; ``rows`` (same length) may be None.
+    """
+    values = np.asarray(values, dtype=np.int64).reshape(-1)
+    bad = np.flatnonzero((values < lower) | (values >= upper))
+    found = []
+    for i in bad:
+        row = None if rows is None or rows[i] < 0 else int(rows[i])
+        element = i if elements is None else elements[i]
+        found.append(finding(OUT_OF_BOUNDS, tensor, values[i], lower, upper, row, element,
+                             req_of_row(req_ids, row)))
+    return found
+
+
+def index_error_finding(outcome: Outcome, tensor: str | None = None) -> dict[str, Any]:
+    """The one finding of a real-code ``index_error``: value/upper parsed from the message."""
+    match = _TORCH_BOUNDS.search(outcome.message or "")
+    if match is None:
+        return finding(OUT_OF_BOUNDS, tensor, None)
+    return finding(OUT_OF_BOUNDS, tensor, int(match.group(1)), 0, int(match.group(2)))
+
+
+def rows_of_slots(cu_num_tokens: np.ndarray | None, slots: np.ndarray) -> np.ndarray | None:
+    """Batch row of each token slot given inclusive cumulative counts; -1 past the last row."""
+    if cu_num_tokens is None:
+        return None
+    cu = np.asarray(cu_num_tokens, dtype=np.int64)
+    rows = np.searchsorted(cu, np.asarray(slots, dtype=np.int64), side="right")
+    return np.where(rows < len(cu), rows, -1)
+
+
+def prev_index_map(record: Record) -> dict[str, int] | None:
+    """``prev_req_id_to_index`` as vLLM holds it, built from ``prev_req_ids`` when needed."""
+    mapping = record.get("prev_req_id_to_index")
+    if mapping is not None:
+        return dict(mapping)
+    prev_ids = record.get("prev_req_ids")
+    if prev_ids is None:
+        return None
+    return {req: i for i, req in enumerate(prev_ids) if req is not None}
+
+
+def prev_holders(record: Record) -> dict[int, str]:
+    """Previous row -> the request that held it (rows of unknown holder are absent)."""
+    prev_ids = record.get("prev_req_ids")
+    if prev_ids is not None:
+        return {i: req for i, req in enumerate(prev_ids) if req is not None}
+    mapping = record.get("prev_req_id_to_index") or {}
+    return {index: req for req, index in mapping.items()}
+
+
+def require(cond: bool, where: str, name: str, message: str) -> None:
+    """Raise CaptureFormatError naming ``where`` and the field unless ``cond`` holds."""
+    if not cond:
+        raise CaptureFormatError(f"{where}: field {name!r} {message}; fix the producer or "
+                                 f"the dump")
+
+
+def require_len(record: Record, name: str, n: int, where: str, what: str) -> None:
+    """Require the optional or required field ``name`` (if present) to have length ``n``."""
+    value = record.get(name)
+    if value is not None:
+        require(len(value) == n, where, name, f"must have {n} entries ({what}), got {len(value)}")
+
+
+def require_unique(record: Record, name: str, where: str) -> None:
+    """Require the list field ``name`` (if present) to hold no duplicate."""
+    value = record.get(name)
+    if value is not None:
+        dupes = sorted({v for v in value if v is not None and value.count(v) > 1})
+        require(not dupes, where, name, f"must not repeat a request id, got {dupes[:3]}")
+
+
+def failed(exc: BaseException, accesses: list[Access] | None = None) -> Outcome:
+    """The outcome of a call that raised ``exc``: ``index_error`` for an IndexError, else
+    ``error``; the message is ``"<ExceptionType>: <text>"``."""
+    status = "index_error" if isinstance(exc, IndexError) else "error"
+    return Outcome(status, f"{type(exc).__name__}: {exc}", {}, accesses)

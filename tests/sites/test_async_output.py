@@ -1,0 +1,113 @@
+"""The async_output models: the counting rule, placeholders, tails, the vocabulary guard."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from site_records import i32, record
+
+from forensics.findings import judge_record
+from forensics.sites import async_output as ao
+
+V = 248320
+
+
+def make(outputs, sampled, prev=None, **extra):
+    req_ids = [f"r{i}" for i in range(len(outputs))]
+    prev = prev if prev is not None else {r: i for i, r in enumerate(req_ids)}
+    sampled = np.array(sampled, np.int32)
+    return record("async_output", req_ids=req_ids, prev_req_id_to_index=prev,
+                  sampled_token_ids_cpu=sampled.reshape(len(sampled), -1) if sampled.ndim != 2
+                  else sampled,
+                  output_token_ids=outputs, vocab_size=extra.pop("vocab", V), **extra)
+
+
+def test_sentinel_before_the_first_placeholder_is_written_upstream_only() -> None:
+    rec = make([[1, -1, -1, -1, -1, -1]], [[5, V, -1, -1, -1]])
+    up, pa = ao.upstream(rec), ao.patched(rec)
+    assert up.outputs["output_token_ids"] == [[1, 5, V]]
+    assert pa.outputs["output_token_ids"] == [[1, 5]]
+    assert [(f["tensor"], f["row"], f["element"], f["value"], f["upper"])
+            for f in judge_record(rec, up)] == [("out.output_token_ids", 0, 2, V, V)]
+    assert judge_record(rec, pa) == []
+
+
+def test_untouched_rows_keep_placeholders_without_findings() -> None:
+    rec = make([[1, -1], [2, 3], [4, -1]], [[7], [8], [9]], prev={"r1": 1, "r2": 2})
+    outcome = ao.upstream(rec)
+    assert outcome.outputs["output_token_ids"] == [[1, -1], [2, 3], [4, 9]]
+    assert judge_record(rec, outcome) == []
+
+
+def test_empty_sampled_row_and_fewer_placeholders() -> None:
+    rec = make([[1, -1], [2, -1]], np.zeros((2, 0), np.int32).tolist())
+    assert ao.upstream(rec).outputs["output_token_ids"] == [[1, -1], [2, -1]]
+    rec = make([[1, -1]], [[7, 8, 9]])
+    assert ao.upstream(rec).outputs["output_token_ids"] == [[1, 7]]
+
+
+def test_previous_row_past_the_sampled_rows_is_an_index_error() -> None:
+    rec = make([[1, -1]], [[7]], prev={"r0": 3})
+    outcome = ao.upstream(rec)
+    assert outcome.status == "index_error"
+    assert [(f["tensor"], f["value"], f["upper"]) for f in judge_record(rec, outcome)] == [
+        ("sampled_token_ids_cpu", 3, 1)]
+
+
+def test_rows_sharing_a_previous_row_see_it_shortened_as_in_vllm() -> None:
+    rec = make([[1, -1], [-1, -1]], [[-1, -1]], prev={"r0": 0, "r1": 0})
+    assert ao.upstream(rec).outputs["output_token_ids"] == [[1], [-1, -1]]
+
+
+def test_prev_req_ids_list_is_the_same_as_the_map() -> None:
+    rec = record("async_output", req_ids=["a", "b"], prev_req_ids=[None, "a"],
+                 sampled_token_ids_cpu=i32(1, 2).reshape(2, 1),
+                 output_token_ids=[[-1], [-1]], vocab_size=10)
+    assert ao.upstream(rec).outputs["output_token_ids"] == [[2], [-1]]
+
+
+def _tail(rec, keep):
+    lists = rec["output_token_ids"]
+    tails = [row[max(0, len(row) - k):] for row, k in zip(lists, keep, strict=True)]
+    fields = {k: v for k, v in rec.fields.items() if k != "output_token_ids"}
+    return record("async_output", output_tail=tails,
+                  output_len=np.array([len(r) for r in lists], np.int32), **fields)
+
+
+@st.composite
+def ao_records(draw):
+    n, k = draw(st.integers(0, 4)), draw(st.integers(0, 5))
+    sampled = [draw(st.lists(st.sampled_from([-1, 0, 7, V - 1, V, V + 3, -2]), min_size=k,
+                             max_size=k)) for _ in range(draw(st.integers(0, 4)))]
+    outputs = [draw(st.lists(st.integers(0, 9), max_size=3)) + [-1] * draw(st.integers(0, 5))
+               for _ in range(n)]
+    prev = {f"r{i}": draw(st.integers(0, 4)) for i in range(n) if draw(st.booleans())}
+    return make(outputs, np.array(sampled, np.int32).reshape(len(sampled), k), prev)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ao_records(), st.data())
+def test_tails_give_the_same_result_as_full_lists(rec, data) -> None:
+    keep = []
+    for row in rec["output_token_ids"]:
+        trailing = len(row) - ao.first_placeholder(row)
+        keep.append(data.draw(st.integers(min(len(row), trailing + 1), max(len(row), 1))))
+    tailed = _tail(rec, keep)
+    for model in (ao.upstream, ao.patched):
+        full, part = model(rec), model(tailed)
+        assert full.status == part.status
+        if full.status == "ok":
+            for row, tail, length in zip(full.outputs["output_token_ids"],
+                                         part.outputs["output_tail"],
+                                         part.outputs["output_len"], strict=True):
+                assert len(row) == length and row[len(row) - len(tail):] == tail
+            assert ([f["value"] for f in judge_record(rec, full)]
+                    == [f["value"] for f in judge_record(tailed, part)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(ao_records())
+def test_patched_never_writes_an_id_outside_the_vocabulary(rec) -> None:
+    outcome = ao.patched(rec)
+    assert not [f for f in judge_record(rec, outcome) if f["tensor"].startswith("out.")]

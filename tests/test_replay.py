@@ -1,0 +1,120 @@
+"""replay(): inputs it accepts, variants (registered, user callables), outcomes and results."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from incident_records import VOCAB, clean_step
+
+import forensics
+from forensics.errors import CaptureFormatError, ConfigurationError, UnknownVariantError
+from forensics.outcome import Outcome
+from forensics.records import Record
+from forensics.variants import registry
+from forensics.variants.models import PatchedVariant, UpstreamVariant
+
+
+def test_model_variants_are_registered() -> None:
+    assert isinstance(registry.create("upstream"), UpstreamVariant)
+    assert isinstance(registry.create("patched"), PatchedVariant)
+
+
+def test_every_site_gets_a_verdict_for_every_variant_and_records_are_sorted() -> None:
+    records = list(reversed(clean_step(1, ["a"]) + clean_step(0, ["a"])))
+    result = forensics.replay(records)
+    assert [r.key() for r in result.records] == sorted(r.key() for r in records)
+    assert set(result.verdicts) == {"upstream", "patched"}
+    assert all(list(v) == ["batch_change", "prepare_input_ids", "async_output", "embedding"]
+               for v in result.verdicts.values())
+
+
+def test_user_callables_and_their_exceptions() -> None:
+    def boom(record):
+        raise RuntimeError("kaput")
+
+    def bad_index(record):
+        raise IndexError("index 9 is out of bounds for dimension 0 with size 4")
+
+    records = clean_step(0, ["a"])[:1]
+    result = forensics.replay(records, variants={"boom": boom, "idx": bad_index,
+                                                 "fine": lambda r: {}})
+    assert result.outcomes["status"].tolist() == ["error", "index_error", "ok"]
+    assert result.outcomes["message"].tolist()[0] == "RuntimeError: kaput"
+    assert result.verdicts == {"boom": {"batch_change": "error"},
+                               "idx": {"batch_change": "violation"},
+                               "fine": {"batch_change": "ok"}}
+    found = result.findings.iloc[0]
+    assert (found["variant"], found["value"], found["upper"]) == ("idx", 9, 4)
+
+
+def test_user_callable_gets_a_private_copy() -> None:
+    def edit(record):
+        record.fields["input_ids"][:] = 0
+        return Outcome("ok")
+
+    records = [Record("embedding", 0, 0, {"input_ids": np.array([VOCAB]),
+                                          "num_embeddings": VOCAB})]
+    result = forensics.replay(records, variants={"edit": edit})
+    assert result.records[0]["input_ids"].tolist() == [VOCAB]
+    assert result.verdicts["edit"]["embedding"] == "violation"
+
+
+def test_summary_records_are_not_replayed_but_judged_for_every_variant() -> None:
+    records = [Record("embedding", 0, 0, {"min": 0, "max": VOCAB, "num_embeddings": VOCAB},
+                      summary=True)]
+    result = forensics.replay(records)
+    assert result.outcomes.empty
+    assert result.outcome_counts["upstream"] == {"ok": 0, "index_error": 0, "error": 0}
+    assert result.findings["variant"].tolist() == ["upstream", "patched"]
+    assert result.verdicts["patched"] == {"embedding": "violation"}
+
+
+def test_origin_uses_upstream_even_when_it_is_not_replayed() -> None:
+    out = Record("async_output", 0, 0, {
+        "req_ids": ["a"], "prev_req_id_to_index": {"a": 0},
+        "sampled_token_ids_cpu": np.array([[VOCAB, -1]], np.int32),
+        "output_token_ids": [[1, -1, -1]], "vocab_size": VOCAB})
+    emb = Record("embedding", 1, 0, {"input_ids": np.array([VOCAB]), "num_embeddings": VOCAB})
+    result = forensics.replay([out, emb], variants=["patched"])
+    sink = result.findings.iloc[0]
+    assert (sink["origin"], sink["resolved"]) == ("async_output", True)
+
+
+def test_capture_paths_are_loaded(make_capture) -> None:
+    path = make_capture("clean", clean_step(0, ["a", "b"]))
+    result = forensics.replay(path)
+    assert result.source == str(path) and len(result.records) == 4
+    assert json.loads(json.dumps(result.to_json()))["records"] == 4
+
+
+def test_bad_inputs_raise_forensics_errors() -> None:
+    with pytest.raises(CaptureFormatError):
+        forensics.replay([{"site": "embedding"}])
+    with pytest.raises(CaptureFormatError, match="num_embeddings"):
+        forensics.replay([Record("embedding", 0, 0, {"input_ids": np.array([1])})])
+    with pytest.raises(UnknownVariantError):
+        forensics.replay(clean_step(0, ["a"]), variants=["nope"])
+    with pytest.raises(ConfigurationError):
+        forensics.replay(clean_step(0, ["a"]), variants=["upstream", "upstream"])
+
+
+def test_expected_object_has_the_documented_shape() -> None:
+    result = forensics.replay(clean_step(0, ["a"]))
+    expected = result.expected()
+    assert expected["format"] == 1 and set(expected) == {"format", "verdicts", "first_finding"}
+    assert expected["first_finding"] == {"upstream": None, "patched": None}
+
+
+def test_tables() -> None:
+    from forensics.tables import SUMMARY_COLUMNS, findings_table, first_violation, summary_by_site
+
+    records = clean_step(0, ["a"])
+    records[3].fields["input_ids"] = np.array([1, 2, 3, 4, VOCAB])
+    result = forensics.replay(records)
+    assert list(summary_by_site(result).columns) == list(SUMMARY_COLUMNS)
+    assert len(summary_by_site(result)) == 8
+    assert findings_table(result, "patched", "embedding")["value"].tolist() == [VOCAB]
+    assert first_violation(result)["value"] == VOCAB
+    assert first_violation(forensics.replay(clean_step(0, ["a"]))) is None

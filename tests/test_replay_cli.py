@@ -1,0 +1,69 @@
+"""`forensics replay`: the JSON object of DESIGN.md (schema test), the table, --fail-on."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from incident_records import VOCAB, clean_step
+
+from forensics.cli import main
+from forensics.findings import COLUMNS
+
+VERDICTS = {"violation", "error", "suspect", "ok"}
+SITES = {"batch_change", "prepare_input_ids", "async_output", "embedding"}
+
+
+def _capture(make_capture, bad: bool):
+    records = clean_step(0, ["a", "b"]) + clean_step(1, ["a", "b"])
+    if bad:
+        records[-1].fields["input_ids"] = np.array([1] * 9 + [VOCAB], np.int64)
+    return make_capture("bad" if bad else "good", records)
+
+
+def _check_schema(data: dict) -> None:
+    assert isinstance(data["capture"], str) and isinstance(data["records"], int)
+    assert isinstance(data["variants"], list) and all(isinstance(v, str)
+                                                      for v in data["variants"])
+    assert set(data["verdicts"]) == set(data["variants"])
+    for sites in data["verdicts"].values():
+        assert set(sites) <= SITES and set(sites.values()) <= VERDICTS
+    assert set(data["outcomes"]) == set(data["variants"])
+    for counts in data["outcomes"].values():
+        assert set(counts) == {"ok", "index_error", "error"}
+        assert all(isinstance(c, int) for c in counts.values())
+    for finding in data["findings"]:
+        assert list(finding) == list(COLUMNS)
+        assert finding["kind"] in ("out_of_bounds", "misattributed")
+        for key in ("step", "rank", "record"):
+            assert isinstance(finding[key], int)
+        for key in ("row", "element", "value", "lower", "upper"):
+            assert finding[key] is None or isinstance(finding[key], int)
+        assert finding["resolved"] in (None, True, False)
+
+
+@pytest.mark.parametrize("bad", [False, True])
+def test_json_output_follows_the_schema(make_capture, capsys, bad: bool) -> None:
+    path = _capture(make_capture, bad)
+    assert main(["replay", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    _check_schema(data)
+    assert data["records"] == 8 and data["variants"] == ["upstream", "patched"]
+    assert bool(data["findings"]) == bad
+    assert data["verdicts"]["upstream"]["embedding"] == ("violation" if bad else "ok")
+
+
+def test_variants_are_chosen_and_fail_on_adds_its_variant(make_capture, capsys) -> None:
+    path = _capture(make_capture, True)
+    assert main(["replay", str(path), "--variant", "patched", "--json",
+                 "--fail-on", "upstream"]) == 1
+    assert json.loads(capsys.readouterr().out)["variants"] == ["patched", "upstream"]
+    assert main(["replay", str(path), "--fail-on", "patched"]) == 1  # no origin: unresolved
+
+
+def test_table_names_sites_variants_and_the_first_finding(make_capture, capsys) -> None:
+    assert main(["replay", str(_capture(make_capture, True))]) == 0
+    out = capsys.readouterr().out
+    assert "embedding" in out and "violation" in out and "upstream" in out
+    assert "first finding: step 1 rank 0 embedding" in out
