@@ -26,10 +26,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from forensics.outcome import ERROR, INDEX_ERROR, Outcome
 from forensics.records import Record
 from forensics.sites import SINK, get_site, site_order
-from forensics.sites._common import OUT_OF_BOUNDS, finding, index_error_finding
+from forensics.sites._common import (
+    CHECKED_RANGES,
+    OUT_OF_BOUNDS,
+    finding,
+    index_error_finding,
+    observe_range,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,6 +46,10 @@ FINDING_COLUMNS = ("variant", "site", "step", "rank", "row", "element", "tensor"
                    "value", "lower", "upper", "origin", "resolved")
 EXTRA_COLUMNS = ("req_id", "record")
 COLUMNS = FINDING_COLUMNS + EXTRA_COLUMNS
+#: columns of ``ReplayResult.bounds``: per variant, record and checked tensor, the range of the
+#: indices or ids used against their valid range ``[lower, upper)``
+BOUNDS_COLUMNS = ("variant", "site", "step", "rank", "record", "tensor", "min", "max", "lower",
+                  "upper")
 FIRST_FINDING_KEYS = ("site", "step", "rank", "row", "element", "tensor", "kind", "value")
 VIOLATION, ERROR_VERDICT, SUSPECT, OK = "violation", "error", "suspect", "ok"
 #: at equal steps, the origin goes to the site nearer the sink
@@ -53,6 +65,7 @@ def summary_findings(record: Record) -> Findings:
     bound = record[module.SUMMARY_BOUND]
     tensor = record.get("tensor")
     tensor = tensor if isinstance(tensor, str) else module.SUMMARY_TENSOR
+    observe_range(tensor, np.array([record["min"], record["max"]]), 0, bound)
     found = []
     if record["min"] < 0:
         found.append(finding(OUT_OF_BOUNDS, tensor, record["min"], 0, bound))
@@ -72,9 +85,22 @@ def judge_record(record: Record, outcome: Outcome | None) -> Findings:
     return found
 
 
-def judge_all(records: Sequence[Record], outcomes: Sequence[Outcome | None]) -> list[Findings]:
-    """Findings of every record under one variant, in record order."""
-    return [judge_record(r, o) for r, o in zip(records, outcomes, strict=True)]
+def judge_all(records: Sequence[Record], outcomes: Sequence[Outcome | None],
+              bounds: list[tuple[Any, ...]] | None = None, variant: str = "") -> list[Findings]:
+    """Findings of every record under one variant, in record order. When ``bounds`` is a list,
+    one row per checked tensor and record is appended to it (columns :data:`BOUNDS_COLUMNS`)."""
+    if bounds is None:
+        return [judge_record(r, o) for r, o in zip(records, outcomes, strict=True)]
+    found = []
+    for i, (record, outcome) in enumerate(zip(records, outcomes, strict=True)):
+        ranges: list[tuple[str, int, int, int, int]] = []
+        token = CHECKED_RANGES.set(ranges)
+        try:
+            found.append(judge_record(record, outcome))
+        finally:
+            CHECKED_RANGES.reset(token)
+        bounds += [(variant, record.site, record.step, record.rank, i, *r) for r in ranges]
+    return found
 
 
 def _produced(record: Record, found: Findings) -> set[tuple[int, str | None]]:
@@ -129,14 +155,16 @@ def _annotate_sink(records: Sequence[Record], found: list[Findings], origins: _O
 
 
 def build_findings(records: Sequence[Record], outcomes: Mapping[str, Sequence[Outcome | None]],
-                   reference: Sequence[Outcome | None] | None = None) -> pd.DataFrame:
+                   reference: Sequence[Outcome | None] | None = None,
+                   bounds: list[tuple[Any, ...]] | None = None) -> pd.DataFrame:
     """The findings table of every variant, ordered by variant then first-finding order.
 
     ``outcomes`` maps variant names to one outcome per record (None for summary records);
     ``reference`` holds the ``upstream`` outcomes used to find origins (default:
-    ``outcomes["upstream"]``; without either, no sink finding has an origin).
+    ``outcomes["upstream"]``; without either, no sink finding has an origin). When ``bounds``
+    is a list, the checked ranges are appended to it (see :func:`judge_all`).
     """
-    judged = {name: judge_all(records, outs) for name, outs in outcomes.items()}
+    judged = {name: judge_all(records, outs, bounds, name) for name, outs in outcomes.items()}
     if reference is None and "upstream" in outcomes:
         ref_found = judged["upstream"]
     elif reference is not None:
@@ -242,3 +270,10 @@ def finding_records(findings: pd.DataFrame) -> list[dict[str, Any]]:
     """The findings as JSON-ready dicts (columns :data:`COLUMNS`)."""
     return [{c: to_python(v) for c, v in zip(COLUMNS, row, strict=True)}
             for row in findings[list(COLUMNS)].itertuples(index=False, name=None)]
+
+
+def bounds_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    """The ``ReplayResult.bounds`` table (columns :data:`BOUNDS_COLUMNS`) from collected rows."""
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=list(BOUNDS_COLUMNS))

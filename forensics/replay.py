@@ -35,7 +35,7 @@ OUTCOME_COLUMNS = ("record", "variant", "site", "step", "rank", "status", "messa
 class ReplayResult:
     """What a replay produced. ``raw`` maps each variant to one Outcome per record (None for a
     summary record); ``outcomes`` is the same as a table (columns :data:`OUTCOME_COLUMNS`,
-    summary records left out); ``findings`` and ``verdicts`` are the judge's."""
+    summary records left out); ``findings``, ``verdicts`` and ``bounds`` are the judge's."""
 
     source: str
     records: list[Record]
@@ -46,6 +46,9 @@ class ReplayResult:
     verdicts: dict[str, dict[str, str]]
     capture: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: per variant, record and checked tensor: min/max used against [lower, upper)
+    #: (columns :data:`forensics.findings.BOUNDS_COLUMNS`)
+    bounds: Any = None
 
     @property
     def outcome_counts(self) -> dict[str, dict[str, int]]:
@@ -97,9 +100,11 @@ def replay(capture: Any, variants: Any = DEFAULT_VARIANTS, progress: bool = Fals
     reference = None
     if "upstream" not in raw and any(r.site == SINK for r in records):
         reference = run_variant(resolve_variant("upstream"), records, False, "upstream")
-    found = judge.build_findings(records, raw, reference)
+    ranges: list[tuple[Any, ...]] = []
+    found = judge.build_findings(records, raw, reference, ranges)
     return ReplayResult(source, records, list(raw), raw, _outcome_frame(records, raw), found,
-                        judge.verdicts(records, raw, found), capture_obj)
+                        judge.verdicts(records, raw, found), capture_obj,
+                        bounds=judge.bounds_frame(ranges))
 
 
 def _records(capture: Any) -> tuple[list[Record], str, Any]:

@@ -118,3 +118,20 @@ def test_tables() -> None:
     assert findings_table(result, "patched", "embedding")["value"].tolist() == [VOCAB]
     assert first_violation(result)["value"] == VOCAB
     assert first_violation(forensics.replay(clean_step(0, ["a"]))) is None
+
+
+def test_bounds_table_holds_the_checked_ranges() -> None:
+    """ReplayResult.bounds: one row per variant, record and checked tensor, with the bound."""
+    import numpy as np
+
+    from forensics.findings import BOUNDS_COLUMNS
+    from forensics.records import Record
+    from forensics.replay import replay
+
+    records = [Record("embedding", 3, 0, {"input_ids": np.array([5, 9, 12], dtype=np.int32),
+                                          "num_embeddings": 10})]
+    result = replay(records)
+    assert list(result.bounds.columns) == list(BOUNDS_COLUMNS)
+    row = result.bounds[result.bounds["variant"] == "upstream"].iloc[0]
+    assert (row["min"], row["max"], row["lower"], row["upper"]) == (5, 12, 0, 10)
+    assert row["tensor"] == "input_ids" and row["step"] == 3

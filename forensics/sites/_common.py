@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,19 @@ from forensics.outcome import Access, Outcome
 from forensics.records import Record
 
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
+#: while set (by :func:`forensics.findings.build_findings`), every checked array's range is
+#: appended here as ``(tensor, min, max, lower, upper)``: the data of ``ReplayResult.bounds``.
+CHECKED_RANGES: ContextVar[list[tuple[str, int, int, int, int]] | None] = ContextVar(
+    "forensics_checked_ranges", default=None)
+
+
+def observe_range(tensor: str, values: np.ndarray, lower: int, upper: int) -> None:
+    """Note the range of ``values`` checked against ``[lower, upper)`` (see CHECKED_RANGES)."""
+    sink = CHECKED_RANGES.get()
+    if sink is not None and len(values):
+        sink.append((tensor, int(values.min()), int(values.max()), int(lower), int(upper)))
+
+
 _TORCH_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for dimension \d+ with size (\d+)")
 
 
@@ -49,6 +63,7 @@ def access_findings(accesses: Iterable[Access] | None,
     found: list[dict[str, Any]] = []
     for acc in accesses or ():
         values = np.asarray(acc.values, dtype=np.int64)
+        observe_range(acc.tensor, values, acc.lower, acc.upper)
         bad = np.flatnonzero((values < acc.lower) | (values >= acc.upper))
         for i in bad:
             row = None if acc.rows is None else int(acc.rows[i])
@@ -65,6 +80,7 @@ def ids_outside(values: np.ndarray, lower: int, upper: int, tensor: str,
     ``elements`` default to the flat positions in ``values``; ``rows`` (same length) may be None.
     """
     values = np.asarray(values, dtype=np.int64).reshape(-1)
+    observe_range(tensor, values, lower, upper)
     bad = np.flatnonzero((values < lower) | (values >= upper))
     found = []
     for i in bad:
