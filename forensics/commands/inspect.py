@@ -1,19 +1,59 @@
-"""forensics inspect: not built yet."""
+"""forensics inspect: summarise a capture (records per site, steps, ranks, events) without
+replaying it. Opening reads only the batch index, so large captures answer at once."""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import json
+from typing import Any
 
-EXAMPLE = None
+EXAMPLE = """example:
+  forensics inspect incident.capture
+  forensics inspect incident.capture --json | jq .sites"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare this command's arguments."""
-    parser.add_argument("args", nargs="*")
+    """Declare CAPTURE and --json."""
+    parser.add_argument("capture", metavar="CAPTURE", help="a NAME.capture directory")
+    parser.add_argument("--json", action="store_true",
+                        help="print the summary as one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Say plainly that this command does not exist yet."""
-    print("forensics inspect: not built yet (see the open issues)", file=sys.stderr)
-    return 2
+    """Print the capture's summary (a short table, or JSON with --json). Returns 0.
+
+    Raises ForensicsError subclasses for a missing or malformed capture (exit 2).
+    """
+    from forensics.store.reader import load
+
+    summary = load(args.capture).summary()
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        print(render(summary))
+    return 0
+
+
+def _span(steps: list[int] | None) -> str:
+    return "-" if not steps else f"{steps[0]}..{steps[1]}"
+
+
+def render(summary: dict[str, Any]) -> str:
+    """The human table of ``inspect``: one line per site, then events and truncated files."""
+    lines = [f"capture {summary['name']}: {summary['records']} records in "
+             f"{summary['segments']} segments, steps {_span(summary['steps'])}, "
+             f"ranks {summary['ranks']}",
+             f"  {'site':<20}{'records':>10}  steps"]
+    for site, count in summary["sites"].items():
+        lines.append(f"  {site:<20}{count:>10}  {_span(summary['site_steps'][site])}")
+    events = summary["events"]
+    lines.append(f"events: {len(events)}")
+    for event in events[:20]:
+        where = f"{event.get('source', event.get('process', '?'))}:{event.get('line', '?')}"
+        lines.append(f"  {where:<24} {event.get('kind', '?'):<22} "
+                     f"{str(event.get('detail') or event.get('message') or '')[:60]}")
+    if len(events) > 20:
+        lines.append(f"  ... {len(events) - 20} more (use --json)")
+    if summary["truncated"]:
+        lines.append("truncated tail ignored in: " + ", ".join(summary["truncated_files"]))
+    return "\n".join(lines)

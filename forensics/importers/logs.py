@@ -1,0 +1,136 @@
+"""Text logs: probe lines become summary records, crash lines become timeline events.
+
+- ``SM70-TEMB: rows=R input=(T,) dtype=D min=A max=B`` -> an ``embedding`` summary record
+  (``min``, ``max``, ``num_embeddings=R``);
+- ``OUT-PATH out-of-range sampled ids [I, ...] (vocab_size=V k=v ...)`` -> an ``async_output``
+  summary record (``min``/``max`` of the ids, ``vocab_size``, the other ``k=v`` as extras);
+- CUDA asserts (``Assertion `...` failed``), device-side assert errors, illegal memory access
+  and ``EngineDeadError`` -> events with their line numbers (consecutive repeats collapse into
+  one event with a ``count``).
+
+Steps follow line order (each probe line is the next step) unless a line names one
+(``step=N``); ``rank=N`` on a line sets its rank.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from forensics.errors import CaptureFormatError
+from forensics.importers import Imported
+from forensics.importers.common import where_of
+from forensics.records import Record
+from forensics.validate import validate_record
+
+TEMB_RE = re.compile(r"SM70-TEMB:\s*rows=(?P<rows>\d+)\s+input=\((?P<shape>[\d,\s]*)\)"
+                     r"\s+dtype=(?P<dtype>\S+)\s+min=(?P<min>-?\d+)\s+max=(?P<max>-?\d+)")
+OUT_RE = re.compile(r"OUT-PATH out-of-range sampled ids \[(?P<ids>[-\d,\s]*)\]\s*"
+                    r"\((?P<pairs>[^)]*)\)")
+PAIR_RE = re.compile(r"(\w+)=(-?\d+)")
+STEP_RE = re.compile(r"\bstep[=:]\s*(\d+)")
+RANK_RE = re.compile(r"\brank[=:]\s*(\d+)")
+ASSERT_RE = re.compile(r"(?:(?P<file>[\w./-]+\.cu):(?P<line>\d+):\s*)?(?P<func>\w+)?.*?"
+                       r"Assertion\s+[`'\"]?(?P<cond>.+?)[`'\"]?\s+failed")
+EVENT_PATTERNS = (
+    ("illegal_memory_access", re.compile(r"illegal memory access", re.I)),
+    ("engine_dead", re.compile(r"EngineDeadError")),
+    ("cuda_error", re.compile(r"device-side assert triggered", re.I)),
+)
+MAX_LINE = 1 << 16
+MAX_INT = 2**63 - 1
+
+
+def read(path: Path) -> Imported:
+    """Parse a text log into summary records and events.
+
+    Raises CaptureFormatError when the file cannot be read or a probe line holds a value
+    outside int64.
+    """
+    parser = _LogParser(path)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                parser.line(number, line[:MAX_LINE])
+    except OSError as exc:
+        raise CaptureFormatError(f"log '{path}' cannot be read: {exc}") from None
+    return parser.result
+
+
+class _LogParser:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.result = Imported()
+        self.next_step = 0
+        self.last_step: int | None = None
+
+    def line(self, number: int, text: str) -> None:
+        temb, out = TEMB_RE.search(text), OUT_RE.search(text)
+        if temb is not None:
+            self._record(number, text, "embedding", _temb_fields(temb))
+        elif out is not None:
+            self._record(number, text, "async_output", _out_fields(out))
+        else:
+            self._event(number, text)
+
+    def _record(self, number: int, text: str, site: str, fields: dict[str, Any]) -> None:
+        named = STEP_RE.search(text)
+        step = int(named.group(1)) if named else self.next_step
+        rank_match = RANK_RE.search(text)
+        rank = int(rank_match.group(1)) if rank_match else 0
+        where = f"{where_of(self.path.name, len(self.result.records))} (line {number})"
+        if any(abs(v) > MAX_INT for v in (step, rank, *fields.values()) if isinstance(v, int)):
+            raise CaptureFormatError(f"{where}: a number is outside int64")
+        fields["line"] = number
+        record = validate_record(Record(site, step, rank, fields, summary=True), where)
+        self.result.records.append(record)
+        self.last_step = step
+        self.next_step = max(self.next_step, step + 1)
+
+    def _event(self, number: int, text: str) -> None:
+        event = _classify(text)
+        if event is None:
+            return
+        events = self.result.events
+        last = events[-1] if events else None
+        if last is not None and (last["kind"], last.get("detail")) == (event["kind"],
+                                                                       event.get("detail")) \
+                and last["last_line"] == number - 1:
+            last["count"] += 1
+            last["last_line"] = number
+            return
+        event.update(source=self.path.name, line=number, last_line=number, count=1,
+                     step=self.last_step, message=text.strip()[:500])
+        events.append(event)
+
+
+def _temb_fields(match: re.Match[str]) -> dict[str, Any]:
+    shape = [int(s) for s in re.findall(r"\d+", match["shape"])]
+    tokens = 1
+    for size in shape:
+        tokens *= size
+    return {"min": int(match["min"]), "max": int(match["max"]),
+            "num_embeddings": int(match["rows"]), "num_tokens": tokens, "dtype": match["dtype"]}
+
+
+def _out_fields(match: re.Match[str]) -> dict[str, Any]:
+    ids = [int(v) for v in re.findall(r"-?\d+", match["ids"])]
+    pairs = {k: int(v) for k, v in PAIR_RE.findall(match["pairs"])}
+    fields: dict[str, Any] = {k: v for k, v in pairs.items() if k not in ("min", "max", "line")}
+    if ids:
+        fields["min"], fields["max"] = min(ids), max(ids)
+        fields["ids"] = ids
+    return fields
+
+
+def _classify(text: str) -> dict[str, Any] | None:
+    match = ASSERT_RE.search(text)
+    if match is not None:
+        where = f"{match['file']}:{match['line']}" if match["file"] else None
+        return {"kind": "cuda_assert", "detail": match["cond"].strip(), "location": where,
+                "function": match["func"]}
+    for kind, pattern in EVENT_PATTERNS:
+        if pattern.search(text):
+            return {"kind": kind, "detail": None}
+    return None

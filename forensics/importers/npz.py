@@ -1,0 +1,103 @@
+"""``.npz`` dumps, one record per file, loaded with ``numpy.load(allow_pickle=False)``.
+
+Integer arrays are tensors, 0-d arrays are scalars (``site`` a 0-d string), 1-d string arrays
+are lists of str, and a 0-d string holding JSON carries lists, dicts and ragged lists (an
+optional ``__metadata__`` JSON object may carry several fields at once). Every member's header
+is checked against its stored size before numpy allocates anything.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from forensics.errors import CaptureFormatError, UnsafeInputError
+from forensics.importers import Imported
+from forensics.importers.common import record_from_dict, where_of
+
+MAX_MEMBER_BYTES = 1 << 31
+
+
+def read(path: Path) -> Imported:
+    """Read the one record of an ``.npz`` file.
+
+    Raises:
+        UnsafeInputError: an object (pickled) array.
+        CaptureFormatError: not an npz archive, a member whose header does not fit its data,
+            or a record that fails its site's schema.
+    """
+    _check_members(path)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except ValueError as exc:
+        if "pickle" in str(exc):
+            raise UnsafeInputError(f"'{path}' holds pickled object arrays; refused. Save "
+                                   "integer arrays and JSON strings instead") from None
+        raise CaptureFormatError(f"'{path}' is not a readable npz archive: {exc}") from None
+    except Exception as exc:  # zipfile, zlib and numpy raise many types on corrupt input
+        raise CaptureFormatError(f"'{path}' is not a readable npz archive "
+                                 f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    raw: dict[str, Any] = {}
+    meta = arrays.pop("__metadata__", None)
+    if meta is not None:
+        value = _value("__metadata__", meta, path)
+        if not isinstance(value, dict):
+            raise CaptureFormatError(f"'{path}': __metadata__ must be a JSON object string")
+        raw.update(value)
+    for name, array in arrays.items():
+        raw[name] = _value(name, array, path)
+    return Imported(records=[record_from_dict(raw, where_of(path.name, 0))])
+
+
+def _check_members(path: Path) -> None:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                with archive.open(info) as member:
+                    _check_header(member, info, path)
+    except CaptureFormatError:
+        raise
+    except Exception as exc:
+        raise CaptureFormatError(f"'{path}' is not a readable npz archive "
+                                 f"({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def _check_header(member: Any, info: zipfile.ZipInfo, path: Path) -> None:
+    fmt = np.lib.format
+    version = fmt.read_magic(member)
+    reader = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(version)
+    if reader is None:
+        raise CaptureFormatError(f"'{path}': member {info.filename!r} has npy version {version}")
+    shape, _fortran, dtype = reader(member)
+    if dtype.hasobject:
+        raise UnsafeInputError(f"'{path}': member {info.filename!r} is an object array "
+                               "(pickled data); refused")
+    count = 1
+    for size in shape:
+        count *= size
+    if count * dtype.itemsize > min(info.file_size, MAX_MEMBER_BYTES):
+        raise CaptureFormatError(f"'{path}': member {info.filename!r} claims shape {shape} of "
+                                 f"{dtype} but stores {info.file_size} bytes")
+
+
+def _value(name: str, array: np.ndarray, path: Path) -> Any:
+    if array.dtype.kind == "U":
+        if array.ndim == 0:
+            text = str(array.item())
+            if name == "site":
+                return text
+            try:
+                return json.loads(text)
+            except (ValueError, RecursionError):
+                return text
+        return [str(v) for v in array.ravel()]
+    if array.ndim == 0:
+        return array.item()
+    return array

@@ -1,0 +1,99 @@
+"""``.safetensors`` dumps, one record per file, parsed here without extra dependencies.
+
+Tensors are the site's tensor fields; ``__metadata__`` (string to string) carries ``site``,
+``step``, optional ``rank``/``summary``, and every other field as JSON (ints, lists of str,
+``prev_req_id_to_index``, ragged lists of lists). A header that claims more bytes than the file
+holds is refused before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from forensics.errors import CaptureFormatError
+from forensics.importers import Imported
+from forensics.importers.common import record_from_dict, where_of
+
+MAX_HEADER = 100 * 1024 * 1024
+DTYPES = {"I8": "<i1", "I16": "<i2", "I32": "<i4", "I64": "<i8", "U8": "<u1", "U16": "<u2",
+          "U32": "<u4", "U64": "<u8", "F16": "<f2", "F32": "<f4", "F64": "<f8", "BOOL": "?"}
+
+
+def read(path: Path) -> Imported:
+    """Read the one record of a ``.safetensors`` file.
+
+    Raises CaptureFormatError: a malformed header, a tensor outside the data, an unsupported
+    dtype, metadata that is not JSON, or a record that fails its site's schema.
+    """
+    data = path.read_bytes()
+    header, start = _header(data, path)
+    raw: dict[str, Any] = {}
+    meta = header.pop("__metadata__", {}) or {}
+    if not isinstance(meta, dict):
+        raise CaptureFormatError(f"'{path}': __metadata__ must be an object of strings")
+    for key, text in meta.items():
+        raw[key] = _meta_value(key, text, path)
+    for name, info in header.items():
+        raw[name] = _tensor(memoryview(data)[start:], name, info, path)
+    return Imported(records=[record_from_dict(raw, where_of(path.name, 0))])
+
+
+def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
+    if len(data) < 8:
+        raise CaptureFormatError(f"'{path}' is too short for a safetensors header")
+    size = int.from_bytes(data[:8], "little")
+    if size > min(MAX_HEADER, len(data) - 8):
+        raise CaptureFormatError(f"'{path}': header claims {size} bytes but the file holds "
+                                 f"{len(data) - 8}; the file is truncated or not safetensors")
+    try:
+        header = json.loads(data[8:8 + size].decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise CaptureFormatError(f"'{path}': header is not JSON ({exc})") from None
+    if not isinstance(header, dict):
+        raise CaptureFormatError(f"'{path}': header must be a JSON object")
+    return header, 8 + size
+
+
+def _meta_value(key: str, text: Any, path: Path) -> Any:
+    if not isinstance(text, str):
+        raise CaptureFormatError(f"'{path}': __metadata__[{key!r}] must be a string")
+    if key == "site":
+        return text
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise CaptureFormatError(f"'{path}': __metadata__[{key!r}] = {text[:60]!r} is not "
+                                 "JSON; write ints as 5, lists as [1, 2], strings as "
+                                 "\"abc\"") from None
+
+
+def _tensor(body: memoryview, name: str, info: Any, path: Path) -> np.ndarray:
+    where = f"'{path}': tensor {name!r}"
+    if not isinstance(info, dict):
+        raise CaptureFormatError(f"{where}: header entry must be an object")
+    dtype_name, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if dtype_name not in DTYPES:
+        raise CaptureFormatError(f"{where}: dtype {dtype_name!r} is not supported; expected "
+                                 f"one of {sorted(DTYPES)}")
+    if not (isinstance(shape, list) and len(shape) <= 8 and all(_count(s) for s in shape)):
+        raise CaptureFormatError(f"{where}: shape must be a list of at most 8 non-negative ints")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_count(o) for o in offsets)):
+        raise CaptureFormatError(f"{where}: data_offsets must be [begin, end]")
+    dtype = np.dtype(DTYPES[dtype_name])
+    count = 1
+    for size in shape:
+        count *= size
+    begin, end = offsets
+    if not begin <= end <= len(body) or end - begin != count * dtype.itemsize:
+        raise CaptureFormatError(f"{where}: data_offsets {offsets} do not hold shape {shape} "
+                                 f"of {dtype_name} within the {len(body)} data bytes")
+    flat = np.frombuffer(body[begin:end], dtype=dtype)
+    return flat.reshape(shape).astype(dtype.newbyteorder("="))
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

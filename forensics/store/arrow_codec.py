@@ -1,0 +1,300 @@
+"""Records <-> Arrow record batches: one column per field, typed by its kind.
+
+==================== ================================================================
+field kind           Arrow columns
+==================== ================================================================
+tensor               ``<name>``: list<intN> (flattened, width as captured);
+                     ``<name>.shape``: list<int64>
+int                  int64
+str (summary extra)  string
+str_list             list<string>
+opt_str_list         list<string> (null items: discarded rows)
+index_map            map<string, int64>
+ragged               list<list<int64>>
+==================== ================================================================
+
+Every record batch also has ``step`` (int64), ``rank`` (int64) and ``summary`` (bool).
+A field a record does not carry is null. Each field's Arrow metadata names its kind and dtype,
+so the reader never guesses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from forensics.errors import CaptureFormatError
+from forensics.records import Record, check_value
+from forensics.store import arrow_numpy as an
+from forensics.validate import field_specs
+
+ColumnSig = tuple[str, str]  # (kind, numpy dtype name for tensors else "")
+
+BASE_COLUMNS = ("step", "rank", "summary")
+SHAPE_SUFFIX = ".shape"
+INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+KINDS = ("tensor", "int", "str", "str_list", "opt_str_list", "index_map", "ragged")
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+SCHEMA_KEY = b"forensics"
+
+
+def arrow_type(kind: str, dtype: str = "") -> pa.DataType:
+    """The Arrow type of a column of ``kind`` (``dtype``: the tensor's numpy dtype name)."""
+    if kind == "tensor":
+        return pa.list_(pa.from_numpy_dtype(np.dtype(dtype)))
+    return {
+        "int": pa.int64(),
+        "str": pa.string(),
+        "str_list": pa.list_(pa.string()),
+        "opt_str_list": pa.list_(pa.string()),
+        "index_map": pa.map_(pa.string(), pa.int64()),
+        "ragged": pa.list_(pa.list_(pa.int64())),
+    }[kind]
+
+
+# --------------------------------------------------------------------------- writing side
+
+
+def record_columns(record: Record, where: str) -> dict[str, ColumnSig]:
+    """Return the column signature of a validated ``record``, normalising summary extras.
+
+    Raises:
+        CaptureFormatError: a field name that is not an identifier, a value of no storable
+            kind, or an integer outside int64.
+    """
+    specs = field_specs(record.site)
+    columns: dict[str, ColumnSig] = {}
+    for name, value in record.fields.items():
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name) or name in BASE_COLUMNS:
+            raise CaptureFormatError(f"{where}: field name {name!r} is not storable; use an "
+                                     "identifier other than step, rank, summary")
+        spec = specs.get(name)
+        if spec is not None:
+            value = check_value(spec, value, where)
+            kind = spec.kind
+        else:
+            kind, value = _infer(value, name, where)
+        record.fields[name] = value
+        _check_range(kind, value, name, where)
+        _check_text(kind, value, name, where)
+        columns[name] = (kind, _native(value).dtype.name if kind == "tensor" else "")
+    return columns
+
+
+def _infer(value: Any, name: str, where: str) -> tuple[str, Any]:
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        return "tensor", value
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return "int", int(value)
+    if isinstance(value, str):
+        return "str", value
+    if isinstance(value, dict):
+        return "index_map", check_value(_spec(name, "index_map"), value, where)
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+        if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items):
+            if any(not INT64_MIN <= int(v) <= INT64_MAX for v in items):
+                raise CaptureFormatError(f"{where}: field {name!r} holds an integer outside "
+                                         "int64")
+            return "tensor", np.asarray([int(v) for v in items], dtype=np.int64)
+        if all(isinstance(v, str) for v in items):
+            return "str_list", items
+        if all(isinstance(v, str) or v is None for v in items):
+            return "opt_str_list", items
+        return "ragged", check_value(_spec(name, "ragged"), items, where)
+    raise CaptureFormatError(f"{where}: field {name!r} has a value of type "
+                             f"{type(value).__name__}; summary extras must be ints, strings, "
+                             "integer arrays or lists")
+
+
+def _spec(name: str, kind: str) -> Any:
+    from forensics.records import FieldSpec
+
+    return FieldSpec(name, kind)
+
+
+def _native(array: np.ndarray) -> np.ndarray:
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
+
+
+def _check_range(kind: str, value: Any, name: str, where: str) -> None:
+    if kind == "int":
+        numbers: list[int] = [value]
+    elif kind == "index_map":
+        numbers = list(value.values())
+    elif kind == "ragged":
+        numbers = [min(row) for row in value if row] + [max(row) for row in value if row]
+    else:
+        return
+    if any(not INT64_MIN <= n <= INT64_MAX for n in numbers):
+        raise CaptureFormatError(f"{where}: field {name!r} holds an integer outside int64")
+
+
+def _check_text(kind: str, value: Any, name: str, where: str) -> None:
+    if kind == "str":
+        texts = [value]
+    elif kind in ("str_list", "opt_str_list"):
+        texts = [v for v in value if v is not None]
+    elif kind == "index_map":
+        texts = list(value)
+    else:
+        return
+    try:
+        for text in texts:
+            text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CaptureFormatError(f"{where}: field {name!r} holds a string that is not valid "
+                                 "Unicode (a lone surrogate)") from None
+
+
+def merge_columns(a: dict[str, ColumnSig], b: dict[str, ColumnSig]) -> dict[str, ColumnSig] | None:
+    """The union of two column signatures, or None when a column has two different types."""
+    merged = dict(a)
+    for name, sig in b.items():
+        if merged.setdefault(name, sig) != sig:
+            return None
+    return merged
+
+
+def build_schema(site: str, rank: int, process: str, columns: dict[str, ColumnSig]) -> pa.Schema:
+    """The Arrow schema of a segment holding records with ``columns``."""
+    order = {name: i for i, name in enumerate(field_specs(site))}
+    fields = [pa.field("step", pa.int64(), nullable=False),
+              pa.field("rank", pa.int64(), nullable=False),
+              pa.field("summary", pa.bool_(), nullable=False)]
+    for name in sorted(columns, key=lambda n: (order.get(n, len(order)), n)):
+        kind, dtype = columns[name]
+        meta = {"kind": kind, "dtype": dtype}
+        fields.append(pa.field(name, arrow_type(kind, dtype), metadata=meta))
+        if kind == "tensor":
+            fields.append(pa.field(name + SHAPE_SUFFIX, pa.list_(pa.int64()),
+                                   metadata={"kind": "shape", "dtype": ""}))
+    info = {"format": 1, "site": site, "rank": rank, "process": process}
+    return pa.schema(fields, metadata={SCHEMA_KEY: json.dumps(info).encode()})
+
+
+def encode_batch(records: list[Record], schema: pa.Schema) -> pa.RecordBatch:
+    """Encode ``records`` (validated, of one site and rank) as one batch of ``schema``.
+
+    Raises CaptureFormatError when the values of one batch exceed 2**31 list items.
+    """
+    columns = schema_columns(schema)
+    arrays: dict[str, pa.Array] = {
+        "step": an.primitive(np.array([r.step for r in records], dtype=np.int64)),
+        "rank": an.primitive(np.array([r.rank for r in records], dtype=np.int64)),
+        "summary": an.primitive(np.array([bool(r.summary) for r in records], dtype=bool)),
+    }
+    for name, (kind, dtype) in columns.items():
+        values = [r.fields.get(name) for r in records]
+        try:
+            if kind == "tensor":
+                arrays[name], arrays[name + SHAPE_SUFFIX] = _encode_tensor(values, dtype)
+            else:
+                arrays[name] = _encode_other(kind, values)
+        except OverflowError:
+            raise CaptureFormatError(f"field {name!r}: one batch holds more than 2**31 values; "
+                                     "flush more often") from None
+    return pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)
+
+
+def _encode_tensor(values: list[Any], dtype: str) -> tuple[pa.Array, pa.Array]:
+    present = np.array([v is not None for v in values], dtype=bool)
+    arrays = [_native(np.asarray(v)) if v is not None else None for v in values]
+    flat = [a.ravel() for a in arrays if a is not None]
+    data = np.concatenate(flat).astype(dtype, copy=False) if flat else np.zeros(0, dtype)
+    shapes = [np.asarray(a.shape, dtype=np.int64) for a in arrays if a is not None]
+    shape_data = np.concatenate(shapes) if shapes else np.zeros(0, np.int64)
+    sizes = np.array([0 if a is None else a.size for a in arrays], dtype=np.int64)
+    ndims = np.array([0 if a is None else a.ndim for a in arrays], dtype=np.int64)
+    return (an.lists(sizes, an.primitive(data), present, arrow_type("tensor", dtype)),
+            an.lists(ndims, an.primitive(shape_data), present, pa.list_(pa.int64())))
+
+
+def _encode_other(kind: str, values: list[Any]) -> pa.Array:
+    present = np.array([v is not None for v in values], dtype=bool)
+    if kind == "int":
+        return an.primitive(np.array([0 if v is None else v for v in values], np.int64), present)
+    if kind == "str":
+        return an.strings(values)
+    rows = [v if v is not None else ([] if kind != "index_map" else {}) for v in values]
+    lengths = np.array([len(v) for v in rows], dtype=np.int64)
+    if kind in ("str_list", "opt_str_list"):
+        child = an.strings([s for row in rows for s in row])
+    elif kind == "ragged":
+        inner = [inner for row in rows for inner in row]
+        child = an.lists(np.array([len(i) for i in inner], dtype=np.int64),
+                         an.primitive(np.array([x for i in inner for x in i], dtype=np.int64)))
+    else:  # index_map
+        keys = an.strings([k for row in rows for k in row])
+        items = an.primitive(np.array([x for row in rows for x in row.values()], np.int64))
+        child = pa.StructArray.from_arrays([keys, items], names=["key", "value"])
+    return an.lists(lengths, child, present, arrow_type(kind))
+
+
+# --------------------------------------------------------------------------- reading side
+
+
+def schema_info(schema: pa.Schema, where: str) -> dict[str, Any]:
+    """The ``forensics`` metadata of a segment schema (site, rank, process).
+
+    Raises CaptureFormatError when it is missing or malformed.
+    """
+    raw = (schema.metadata or {}).get(SCHEMA_KEY)
+    try:
+        info = json.loads(raw.decode("utf-8")) if raw is not None else None
+    except (ValueError, RecursionError):
+        info = None
+    if not isinstance(info, dict) or info.get("format") != 1:
+        raise CaptureFormatError(f"{where}: schema has no valid 'forensics' metadata "
+                                 "(format 1 expected); the file is not a forensics segment")
+    return info
+
+
+def schema_columns(schema: pa.Schema, where: str = "segment") -> dict[str, ColumnSig]:
+    """Parse and check the field columns of a segment schema.
+
+    Raises CaptureFormatError on a missing base column, an unknown kind or dtype, or a column
+    whose Arrow type is not the one its kind needs.
+    """
+    expected_base = {"step": pa.int64(), "rank": pa.int64(), "summary": pa.bool_()}
+    names = schema.names
+    if len(set(names)) != len(names):
+        raise CaptureFormatError(f"{where}: duplicate column names in the schema")
+    for name, typ in expected_base.items():
+        if name not in names or schema.field(name).type != typ:
+            raise CaptureFormatError(f"{where}: column {name!r} must be {typ}")
+    columns: dict[str, ColumnSig] = {}
+    for field in schema:
+        if field.name in expected_base:
+            continue
+        meta = field.metadata or {}
+        kind = meta.get(b"kind", b"").decode("utf-8", "replace")
+        dtype = meta.get(b"dtype", b"").decode("utf-8", "replace")
+        if kind == "shape":
+            base = field.name[: -len(SHAPE_SUFFIX)]
+            if not field.name.endswith(SHAPE_SUFFIX) or base not in names \
+                    or field.type != pa.list_(pa.int64()):
+                raise CaptureFormatError(f"{where}: stray shape column {field.name!r}")
+            continue
+        _check_column(field, kind, dtype, where)
+        if kind == "tensor" and field.name + SHAPE_SUFFIX not in names:
+            raise CaptureFormatError(f"{where}: tensor column {field.name!r} has no shape column")
+        columns[field.name] = (kind, dtype)
+    return columns
+
+
+def _check_column(field: pa.Field, kind: str, dtype: str, where: str) -> None:
+    if kind not in KINDS or not NAME_RE.fullmatch(field.name):
+        raise CaptureFormatError(f"{where}: column {field.name!r} has unknown kind {kind!r}; "
+                                 f"expected one of {list(KINDS)}")
+    if kind == "tensor" and dtype not in INT_DTYPES:
+        raise CaptureFormatError(f"{where}: tensor column {field.name!r} has dtype {dtype!r}; "
+                                 f"expected one of {list(INT_DTYPES)}")
+    if field.type != arrow_type(kind, dtype):
+        raise CaptureFormatError(f"{where}: column {field.name!r} ({kind}) has Arrow type "
+                                 f"{field.type}; expected {arrow_type(kind, dtype)}")

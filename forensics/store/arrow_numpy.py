@@ -1,0 +1,93 @@
+"""Arrow arrays <-> numpy through raw buffers.
+
+pyarrow's ``pa.array`` and ``Array.to_numpy`` import pandas on first use (seconds, and unwanted
+in a live vLLM worker), so the store builds and reads its arrays from buffers directly.
+Reading assumes an array that passed ``validate(full=True)`` (its buffers are large enough).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+
+def bitmap(mask: np.ndarray) -> pa.Buffer:
+    """An Arrow bitmap (LSB first) of the boolean ``mask``."""
+    return pa.py_buffer(np.packbits(mask.astype(bool), bitorder="little"))
+
+
+def primitive(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    """An integer (or bool) Arrow array of ``values``; ``valid`` False marks nulls."""
+    values = np.ascontiguousarray(values)
+    if values.dtype == np.bool_:
+        data, typ = bitmap(values), pa.bool_()
+    else:
+        values = values if values.dtype.isnative else values.astype(values.dtype.newbyteorder("="))
+        data, typ = pa.py_buffer(values), pa.from_numpy_dtype(values.dtype)
+    return pa.Array.from_buffers(typ, len(values), [_validity(valid), data])
+
+
+def strings(items: Sequence[str | None]) -> pa.Array:
+    """A UTF-8 string array (None: null). Raises UnicodeEncodeError on a lone surrogate."""
+    encoded = [b"" if s is None else s.encode("utf-8") for s in items]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    valid = np.array([s is not None for s in items], dtype=bool)
+    return pa.Array.from_buffers(pa.string(), len(encoded),
+                                 [_validity(valid), pa.py_buffer(offsets),
+                                  pa.py_buffer(b"".join(encoded))])
+
+
+def lists(lengths: np.ndarray, child: pa.Array, valid: np.ndarray | None = None,
+          typ: pa.DataType | None = None) -> pa.Array:
+    """A list (or map, when ``typ`` is a map type) array with ``lengths`` items per row."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] > np.iinfo(np.int32).max:
+        raise OverflowError("more than 2**31 list items in one batch")
+    typ = typ if typ is not None else pa.list_(child.type)
+    return pa.Array.from_buffers(typ, len(lengths),
+                                 [_validity(valid), pa.py_buffer(offsets.astype(np.int32))],
+                                 children=[child])
+
+
+def _validity(valid: np.ndarray | None) -> pa.Buffer | None:
+    return None if valid is None or valid.all() else bitmap(valid)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def values(array: pa.Array) -> np.ndarray:
+    """The values of a validated primitive integer array as a zero-copy numpy view."""
+    dtype = np.dtype(str(array.type))
+    data = array.buffers()[1]
+    if data is None or len(array) == 0:
+        return np.zeros(0, dtype=dtype)
+    return np.frombuffer(data, dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
+
+
+def bools(array: pa.Array) -> np.ndarray:
+    """The values of a validated boolean array."""
+    return _bits(array.buffers()[1], array.offset, len(array))
+
+
+def valid_mask(array: pa.Array) -> np.ndarray:
+    """True where ``array`` is not null."""
+    if array.null_count == 0:
+        return np.ones(len(array), dtype=bool)
+    return _bits(array.buffers()[0], array.offset, len(array))
+
+
+def list_offsets(array: pa.Array) -> np.ndarray:
+    """The offsets of a list or map array (length ``len(array) + 1``)."""
+    return values(array.offsets)
+
+
+def _bits(buffer: pa.Buffer | None, offset: int, length: int) -> np.ndarray:
+    if buffer is None or length == 0:
+        return np.zeros(length, dtype=bool)
+    bits = np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")
+    return bits[offset:offset + length].astype(bool)

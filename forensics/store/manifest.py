@@ -1,0 +1,154 @@
+"""``manifest.json``: built from defaults and the caller's entries, written once and atomically."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import platform
+import tempfile
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from forensics.errors import CaptureFormatError
+from forensics.store.paths import EXPECTED, MANIFEST, inside
+
+FORMAT_VERSION = 1
+MAX_JSON_BYTES = 16 * 1024 * 1024
+PATH_LIST_KEYS = ("attachments",)
+
+
+@functools.cache
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def build_manifest(entries: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Return a manifest: format version, creator, versions and time, updated with ``entries``.
+
+    ``versions`` and ``model`` are merged key by key; other entries replace the defaults.
+    Raises CaptureFormatError when ``entries`` is not a JSON-serialisable dict.
+    """
+    from forensics import __version__
+
+    manifest: dict[str, Any] = {
+        "format": FORMAT_VERSION,
+        "creator": f"vllm-forensics {__version__}",
+        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "versions": {"python": platform.python_version(), "forensics": __version__,
+                     "vllm": _version("vllm"), "torch": _version("torch")},
+        "model": {},
+        "notes": "",
+    }
+    if entries is None:
+        return manifest
+    if not isinstance(entries, dict):
+        raise CaptureFormatError(f"manifest must be a dict, got {type(entries).__name__}")
+    for key, value in entries.items():
+        if key in ("versions", "model") and isinstance(value, dict):
+            manifest[key] = {**manifest[key], **value}
+        else:
+            manifest[key] = value
+    manifest["format"] = FORMAT_VERSION
+    try:
+        json.dumps(manifest, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise CaptureFormatError(f"manifest is not JSON-serialisable: {exc}") from None
+    return manifest
+
+
+def write_manifest_once(root: Path, manifest: dict[str, Any]) -> bool:
+    """Write ``root/manifest.json`` atomically unless it exists; return True when written.
+
+    Several processes may share one capture: the first one to link its file in place wins,
+    the others keep it. Raises OSError from the file system.
+    """
+    target = root / MANIFEST
+    if target.exists():
+        return False
+    data = json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n"
+    fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".tmp", dir=root)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(tmp, target)  # atomic and never replaces another process's manifest
+        except FileExistsError:
+            return False
+        except OSError:  # file systems without hard links
+            if target.exists():
+                return False
+            os.replace(tmp, target)
+            tmp = ""
+        return True
+    finally:
+        if tmp:
+            os.unlink(tmp)
+
+
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """Parse the JSON object in ``path`` (at most 16 MiB).
+
+    Raises:
+        CaptureFormatError: unreadable, too large, not JSON, or not an object.
+    """
+    try:
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            raise CaptureFormatError(f"{what} '{path}' is {size} bytes; at most "
+                                     f"{MAX_JSON_BYTES} expected")
+        value = json.loads(path.read_bytes().decode("utf-8"))
+    except CaptureFormatError:
+        raise
+    except (OSError, ValueError, RecursionError) as exc:
+        raise CaptureFormatError(f"{what} '{path}' is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise CaptureFormatError(f"{what} '{path}' must hold a JSON object, "
+                                 f"got {type(value).__name__}")
+    return value
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    """Return the checked manifest of the capture at ``root``.
+
+    Raises:
+        CaptureFormatError: missing, malformed, or of a newer format version.
+        UnsafeInputError: a path entry (``attachments``) that leaves the capture directory.
+    """
+    path = root / MANIFEST
+    if not path.is_file():
+        raise CaptureFormatError(f"'{root}' has no {MANIFEST}; it is not a capture "
+                                 "(create one with forensics import or the probe)")
+    inside(root, MANIFEST)
+    manifest = read_json_object(path, "manifest")
+    version = manifest.get("format")
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version:
+        raise CaptureFormatError(f"manifest '{path}': 'format' must be a positive integer, "
+                                 f"got {version!r}")
+    if version > FORMAT_VERSION:
+        raise CaptureFormatError(f"manifest '{path}': format {version} is newer than this "
+                                 f"reader ({FORMAT_VERSION}); upgrade vllm-forensics")
+    for key in PATH_LIST_KEYS:
+        entries = manifest.get(key, [])
+        if not isinstance(entries, list):
+            raise CaptureFormatError(f"manifest '{path}': {key!r} must be a list of relative "
+                                     f"paths, got {type(entries).__name__}")
+        for entry in entries:
+            inside(root, entry)
+    return manifest
+
+
+def read_expected(root: Path) -> dict[str, Any] | None:
+    """Return the parsed ``expected.json`` of the capture, or None when it has none."""
+    path = root / EXPECTED
+    if not path.exists() and not path.is_symlink():
+        return None
+    inside(root, EXPECTED)
+    return read_json_object(path, "expected verdicts")

@@ -1,0 +1,93 @@
+"""File names inside a capture directory, and the checks that keep every path inside it."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from forensics.errors import CaptureFormatError, UnsafeInputError
+
+MANIFEST = "manifest.json"
+EXPECTED = "expected.json"
+SEGMENT_SUFFIX = ".arrows"
+INDEX_SUFFIX = ".idx"
+PROCESS_PATTERN = r"[A-Za-z0-9_-]{1,64}"
+SEGMENT_RE = re.compile(
+    r"(?P<site>[a-z][a-z0-9_]{0,63})\.r(?P<rank>[0-9]{1,6})\.(?P<process>"
+    + PROCESS_PATTERN + r")\.(?P<seq>[0-9]{1,9})" + re.escape(SEGMENT_SUFFIX)
+)
+EVENTS_RE = re.compile(r"events-(?P<process>" + PROCESS_PATTERN + r")\.jsonl")
+
+
+@dataclass(frozen=True)
+class SegmentName:
+    """The parts of a segment file name: ``<site>.r<rank>.<process>.<seq>.arrows``."""
+
+    site: str
+    rank: int
+    process: str
+    seq: int
+
+    @property
+    def filename(self) -> str:
+        """The file name of this segment."""
+        return f"{self.site}.r{self.rank}.{self.process}.{self.seq:04d}{SEGMENT_SUFFIX}"
+
+
+def parse_segment_name(name: str) -> SegmentName | None:
+    """Return the parts of a segment file name, or None when ``name`` is not a segment."""
+    match = SEGMENT_RE.fullmatch(name)
+    if match is None:
+        return None
+    return SegmentName(match["site"], int(match["rank"]), match["process"], int(match["seq"]))
+
+
+def check_process_name(process: str) -> str:
+    """Return ``process`` when it is a safe file-name part; raise ConfigurationError otherwise."""
+    from forensics.errors import ConfigurationError
+
+    if not isinstance(process, str) or not re.fullmatch(PROCESS_PATTERN, process):
+        raise ConfigurationError(
+            f"process name {process!r} is not allowed; use 1-64 characters from A-Z a-z 0-9 _ -"
+        )
+    return process
+
+
+def inside(root: Path, relative: str) -> Path:
+    """Return ``root/relative`` after checking that it stays inside ``root``.
+
+    Raises:
+        UnsafeInputError: an absolute path, a ``..`` that leaves ``root``, or a symlink whose
+            target lies outside ``root``.
+    """
+    if not isinstance(relative, str) or not relative or "\x00" in relative:
+        raise UnsafeInputError(f"path entry {relative!r} in '{root}' is not a relative path")
+    if os.path.isabs(relative) or relative.startswith(("/", "\\")):
+        raise UnsafeInputError(f"path entry {relative!r} in '{root}' is absolute; "
+                               "entries must stay inside the capture directory")
+    candidate = root / relative
+    check_within(root, candidate)
+    return candidate
+
+
+def check_within(root: Path, path: Path) -> None:
+    """Raise UnsafeInputError when ``path`` (symlinks resolved) lies outside ``root``."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+        raise UnsafeInputError(
+            f"'{path}' resolves to '{real}', outside the capture directory '{real_root}'; "
+            "remove the link or copy the file into the capture"
+        )
+
+
+def capture_dir(path: str | os.PathLike[str]) -> Path:
+    """Return ``path`` as a capture directory; raise CaptureFormatError when it is not one."""
+    root = Path(path)
+    if not root.is_dir():
+        what = "does not exist" if not root.exists() else "is not a directory"
+        raise CaptureFormatError(f"capture '{root}' {what}; give a NAME.capture directory "
+                                 "(forensics import or the probe creates one)")
+    return root

@@ -1,0 +1,220 @@
+"""``forensics.load(path) -> Capture``: a lazy, memory-mapped view of a capture directory.
+
+Opening lists the directory, reads the manifest, events and each segment's schema and batch
+index; no record is materialised until it is asked for. Records come out in pipeline order
+``(step, rank, site)``; ties keep the order in which they were written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+
+from forensics.errors import CaptureFormatError
+from forensics.records import Record
+from forensics.sites import SITES, site_order
+from forensics.store.manifest import read_expected, read_manifest
+from forensics.store.paths import capture_dir, check_within, parse_segment_name
+from forensics.store.segment import Segment
+
+__all__ = ["Capture", "RecordList", "load"]
+
+
+def load(path: str | os.PathLike[str]) -> Capture:
+    """Open the capture directory at ``path``.
+
+    Returns:
+        A :class:`Capture` (lazy: segments are memory-mapped, records decoded on use).
+    Raises:
+        CaptureFormatError: not a capture, or a malformed manifest, event file or segment.
+        UnsafeInputError: a file or manifest entry that points outside the capture.
+    """
+    return Capture(path)
+
+
+class Capture:
+    """A capture directory: manifest, events, segments and their records (see INTERNALS.md)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        from forensics.store.events import read_events
+
+        self.path = capture_dir(path)
+        name = self.path.resolve().name
+        self.name = name[: -len(".capture")] if name.endswith(".capture") else name
+        self.manifest: dict[str, Any] = read_manifest(self.path)
+        self.expected: dict[str, Any] | None = read_expected(self.path)
+        self.events, truncated_events = read_events(self.path)
+        self._segments = _open_segments(self.path)
+        self.segments: list[str] = [s.name for s in self._segments]
+        #: files whose cut-short tail was ignored (a crash while writing)
+        self.truncated: list[str] = [s.name for s in self._segments if s.truncated]
+        self.truncated += truncated_events
+        self._order: dict[str, np.ndarray] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Capture {self.name!r}: {len(self)} records, {len(self.segments)} segments>"
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self._segments)
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records())
+
+    @property
+    def sites(self) -> list[str]:
+        """Sites that have records, in pipeline order."""
+        present = {s.site for s in self._segments if len(s)}
+        return [site for site in SITES if site in present]
+
+    @property
+    def ranks(self) -> list[int]:
+        """Ranks that have records, ascending."""
+        return sorted({s.rank for s in self._segments if len(s)})
+
+    @property
+    def steps(self) -> list[int]:
+        """Distinct steps that have records, ascending."""
+        return [int(s) for s in np.unique(self._locate()["step"])]
+
+    def records(self, site: str | None = None, steps: int | Iterable[int] | None = None,
+                rank: int | None = None) -> RecordList:
+        """Records in pipeline order, optionally of one site, some steps and one rank.
+
+        ``steps`` is one step, a ``range`` or any iterable of steps. Returns a lazy sequence;
+        a record is decoded (and validated) when it is accessed.
+        Raises UnknownSiteError for an unknown ``site``.
+        """
+        order = self._locate()
+        mask = np.ones(len(order["step"]), dtype=bool)
+        if site is not None:
+            mask &= order["site"] == site_order(site)
+        if rank is not None:
+            mask &= order["rank"] == int(rank)
+        if steps is not None:
+            mask &= _step_mask(order["step"], steps)
+        return RecordList(self._segments, order["segment"][mask], order["batch"][mask],
+                          order["row"][mask])
+
+    def _locate(self) -> dict[str, np.ndarray]:
+        if self._order is None:
+            self._order = _order_rows(self._segments)
+        return self._order
+
+    def to_frame(self, site: str) -> Any:
+        """One pandas row per record of ``site``: step, rank, summary, scalars, ``<field>_len``.
+
+        Raises UnknownSiteError for an unknown site; CaptureFormatError for a corrupt batch.
+        """
+        from forensics.store.frame import site_frame
+
+        return site_frame(site, [s for s in self._segments if s.site == site])
+
+    def summary(self) -> dict[str, Any]:
+        """The ``forensics inspect --json`` object (DESIGN.md), from the batch index alone."""
+        sites: dict[str, int] = {}
+        site_steps: dict[str, list[int]] = {}
+        for seg in self._segments:
+            if not len(seg):
+                continue
+            sites[seg.site] = sites.get(seg.site, 0) + len(seg)
+            first, last = int(seg.step_min.min()), int(seg.step_max.max())
+            old = site_steps.get(seg.site, [first, last])
+            site_steps[seg.site] = [min(old[0], first), max(old[1], last)]
+        ordered = {site: sites[site] for site in SITES if site in sites}
+        spans = list(site_steps.values())
+        return {
+            "capture": str(self.path),
+            "name": self.name,
+            "records": len(self),
+            "sites": ordered,
+            "steps": [min(a for a, _ in spans), max(b for _, b in spans)] if spans else None,
+            "site_steps": {site: site_steps[site] for site in ordered},
+            "ranks": self.ranks,
+            "segments": len(self.segments),
+            "truncated": bool(self.truncated),
+            "truncated_files": list(self.truncated),
+            "events": self.events,
+            "manifest": self.manifest,
+        }
+
+
+def _open_segments(root: Path) -> list[Segment]:
+    segments = []
+    for entry in sorted(os.listdir(root)):
+        name = parse_segment_name(entry)
+        if name is None or name.site not in SITES:
+            continue
+        path = root / entry
+        check_within(root, path)
+        if not path.is_file():
+            raise CaptureFormatError(f"segment '{entry}' of '{root}' is not a regular file")
+        segments.append(Segment(root, name))
+    segments.sort(key=lambda s: (site_order(s.site), s.rank, s.process, s.seq))
+    return segments
+
+
+def _order_rows(segments: list[Segment]) -> dict[str, np.ndarray]:
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("step", "rank", "site", "segment",
+                                                          "batch", "row")}
+    for number, seg in enumerate(segments):
+        rows = seg.rows.astype(np.int64)
+        total = int(rows.sum())
+        starts = np.repeat(np.cumsum(rows) - rows, rows)
+        parts["step"].append(np.concatenate([seg.steps_of(i) for i in range(len(rows))])
+                             if total else np.zeros(0, np.int64))
+        parts["batch"].append(np.repeat(np.arange(len(rows)), rows))
+        parts["row"].append(np.arange(total) - starts)
+        for key, value in (("rank", seg.rank), ("site", site_order(seg.site)),
+                           ("segment", number)):
+            parts[key].append(np.full(total, value, dtype=np.int64))
+    arrays = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in parts.items()}
+    # lexsort: last key first; segment and row keep the written order of ties
+    order = np.lexsort((arrays["row"], arrays["segment"], arrays["site"], arrays["rank"],
+                        arrays["step"]))
+    return {k: v[order] for k, v in arrays.items()}
+
+
+def _step_mask(column: np.ndarray, steps: int | Iterable[int]) -> np.ndarray:
+    if isinstance(steps, (int, np.integer)) and not isinstance(steps, bool):
+        return column == int(steps)
+    if isinstance(steps, range):
+        inside = (column >= steps.start) & (column < steps.stop) if steps.step > 0 else \
+            (column <= steps.start) & (column > steps.stop)
+        return inside & ((column - steps.start) % steps.step == 0)
+    if isinstance(steps, bool):
+        raise TypeError("steps must be an int, a range or an iterable of ints, not a bool")
+    return np.isin(column, np.fromiter((int(s) for s in steps), dtype=np.int64))
+
+
+class RecordList(Sequence[Record]):
+    """A lazy sequence of records: each is decoded and validated when accessed."""
+
+    def __init__(self, segments: list[Segment], segment: np.ndarray, batch: np.ndarray,
+                 row: np.ndarray) -> None:
+        self._segments = segments
+        self._segment, self._batch, self._row = segment, batch, row
+
+    def __len__(self) -> int:
+        return len(self._segment)
+
+    @overload
+    def __getitem__(self, index: int) -> Record: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> RecordList: ...
+
+    def __getitem__(self, index: int | slice) -> Record | RecordList:
+        if isinstance(index, slice):
+            return RecordList(self._segments, self._segment[index], self._batch[index],
+                              self._row[index])
+        seg = self._segments[int(self._segment[index])]
+        return seg.batch(int(self._batch[index])).record(int(self._row[index]))
+
+    def __iter__(self) -> Iterator[Record]:
+        for s, b, r in zip(self._segment.tolist(), self._batch.tolist(), self._row.tolist(),
+                           strict=True):
+            yield self._segments[s].batch(b).record(r)

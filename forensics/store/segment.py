@@ -1,0 +1,202 @@
+"""One segment file, opened through a memory map: its schema, batch table and batches.
+
+Opening reads the schema message and the ``.idx`` sidecar (or scans the stream where no index
+covers it); batches are parsed, validated (``validate(full=True)``) and checked against the index
+only when first used. A message cut short at the end of the file is ignored and reported
+(``truncated``); anything else malformed raises CaptureFormatError.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from forensics.errors import CaptureFormatError, ForensicsError
+from forensics.store.arrow_codec import schema_columns, schema_info
+from forensics.store.batch import BatchView
+from forensics.store.index import ENTRY, read_index
+from forensics.store.paths import INDEX_SUFFIX, SegmentName, check_within
+
+CONTINUATION = 0xFFFFFFFF
+MIN_ROW_BYTES = 16  # every row stores at least an int64 step and an int64 rank
+CACHE_SIZE = 32
+_INCOMPLETE = "incomplete"
+_EOS = "eos"
+
+
+class Segment:
+    """A segment of a capture: ``.rows``, ``.step_min``, ``.step_max`` per batch, ``batch(i)``."""
+
+    def __init__(self, root: Path, name: SegmentName) -> None:
+        self.root = root
+        self.name = name.filename
+        self.site, self.rank, self.process, self.seq = name.site, name.rank, name.process, \
+            name.seq
+        self.path = root / self.name
+        self.where = f"segment '{self.name}' of '{root.name}'"
+        self.truncated = False
+        self.columns: dict[str, tuple[str, str]] = {}
+        self._table = np.zeros(0, dtype=ENTRY)
+        self._cache: OrderedDict[int, BatchView] = OrderedDict()
+        try:
+            self._open()
+        except ForensicsError:
+            raise
+        except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
+                OverflowError, EOFError, MemoryError) as exc:
+            raise CaptureFormatError(f"{self.where} is unreadable: {exc}") from None
+
+    # ------------------------------------------------------------------ opening
+
+    def _open(self) -> None:
+        check_within(self.root, self.path)
+        size = os.path.getsize(self.path)
+        if size == 0:
+            self.truncated = True
+            return
+        self._buf = pa.memory_map(str(self.path)).read_buffer()
+        self._bytes = np.frombuffer(self._buf, dtype=np.uint8)
+        self.size = len(self._bytes)
+        message, end = self._message_at(0)
+        if isinstance(message, str):  # cut short, or an end-of-stream marker only
+            self.truncated = message == _INCOMPLETE
+            return
+        if message.type != "schema":
+            raise CaptureFormatError(f"{self.where}: starts with a {message.type!r} message; "
+                                     "expected the schema")
+        self.schema = pa.ipc.read_schema(message)
+        info = schema_info(self.schema, self.where)
+        if (info.get("site"), info.get("rank")) != (self.site, self.rank):
+            raise CaptureFormatError(f"{self.where}: schema says site {info.get('site')!r} "
+                                     f"rank {info.get('rank')!r}; the file name disagrees")
+        self.columns = schema_columns(self.schema, self.where)
+        self._table = self._indexed(end)
+        tail = int(self._table["offset"][-1] + self._table["length"][-1]) if len(self._table) \
+            else end
+        self._scan_tail(tail)
+
+    def _indexed(self, schema_end: int) -> np.ndarray:
+        index_path = self.path.with_name(self.name + INDEX_SUFFIX)
+        if index_path.is_symlink() or index_path.exists():
+            check_within(self.root, index_path)
+        entries = read_index(index_path)
+        if entries is None or not len(entries):
+            return np.zeros(0, dtype=ENTRY)
+        ends = entries["offset"] + entries["length"]
+        starts_ok = np.concatenate([[entries["offset"][0] == schema_end],
+                                    entries["offset"][1:] == ends[:-1]])
+        sane = ((entries["length"] > 0) & (entries["rows"] > 0)
+                & (entries["rows"] <= entries["length"] // MIN_ROW_BYTES)
+                & (entries["step_min"] >= 0) & (entries["step_min"] <= entries["step_max"]))
+        bad = np.flatnonzero(~(starts_ok & sane))
+        if len(bad):
+            raise CaptureFormatError(f"{self.where}: index entry {int(bad[0])} does not match "
+                                     f"the segment; delete '{index_path.name}' to rescan")
+        visible = int(np.searchsorted(ends, self.size, side="right"))  # later: still writing
+        return entries[:visible]
+
+    def _scan_tail(self, pos: int) -> None:
+        rows: list[tuple[int, int, int, int, int]] = []
+        while pos < self.size:
+            message, end = self._message_at(pos)
+            if isinstance(message, str):
+                self.truncated = message == _INCOMPLETE
+                break
+            view = self._decode(message, pos, len(self._table) + len(rows))
+            steps = view.steps
+            rows.append((pos, end - pos, len(view), int(steps.min()), int(steps.max())))
+            pos = end
+        if rows:
+            self._table = np.concatenate([self._table, np.array(rows, dtype=ENTRY)])
+
+    def _message_at(self, pos: int) -> tuple[pa.ipc.Message | str, int]:
+        remaining = self.size - pos
+        if remaining < 8:
+            return _INCOMPLETE, pos
+        head = self._bytes[pos:pos + 8].tobytes()
+        marker = int.from_bytes(head[:4], "little")
+        length = int.from_bytes(head[4:], "little", signed=True)
+        if marker != CONTINUATION or length < 0:
+            raise CaptureFormatError(f"{self.where}: no Arrow IPC message at byte {pos}")
+        if length == 0:
+            return _EOS, pos + 8
+        if 8 + length > remaining:
+            return _INCOMPLETE, pos
+        reader = pa.BufferReader(self._buf.slice(pos))
+        try:
+            message = pa.ipc.read_message(reader)
+        except (pa.ArrowInvalid, EOFError, OSError) as exc:
+            if "Expected to" in str(exc):
+                return _INCOMPLETE, pos
+            raise CaptureFormatError(f"{self.where}: bad message at byte {pos}: {exc}") from None
+        return message, pos + reader.tell()
+
+    # ------------------------------------------------------------------ batches
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Rows per batch."""
+        return self._table["rows"]
+
+    @property
+    def step_min(self) -> np.ndarray:
+        """Smallest step per batch."""
+        return self._table["step_min"]
+
+    @property
+    def step_max(self) -> np.ndarray:
+        """Largest step per batch."""
+        return self._table["step_max"]
+
+    def __len__(self) -> int:
+        return int(self._table["rows"].sum())
+
+    def batch(self, i: int) -> BatchView:
+        """Return batch ``i``, validated on first use. Raises CaptureFormatError."""
+        view = self._cache.get(i)
+        if view is not None:
+            self._cache.move_to_end(i)
+            return view
+        entry = self._table[i]
+        offset, length = int(entry["offset"]), int(entry["length"])
+        try:
+            message, end = self._message_at(offset)
+            if isinstance(message, str) or end != offset + length:
+                raise CaptureFormatError(f"{self.where}: batch {i} at byte {offset} does not "
+                                         "match the index")
+            view = self._decode(message, offset, i)
+        except ForensicsError:
+            raise
+        except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
+                OverflowError, EOFError, MemoryError) as exc:
+            raise CaptureFormatError(f"{self.where}: batch {i} is unreadable: {exc}") from None
+        if (len(view), int(view.steps.min()), int(view.steps.max())) != (
+                int(entry["rows"]), int(entry["step_min"]), int(entry["step_max"])):
+            raise CaptureFormatError(f"{self.where}: batch {i} does not match its index entry")
+        return view
+
+    def _decode(self, message: pa.ipc.Message, pos: int, i: int) -> BatchView:
+        if message.type != "record batch":
+            raise CaptureFormatError(f"{self.where}: unexpected {message.type!r} message at "
+                                     f"byte {pos}; expected a record batch")
+        batch = pa.ipc.read_record_batch(message, self.schema)
+        batch.validate(full=True)
+        if batch.num_rows == 0:
+            raise CaptureFormatError(f"{self.where}: empty record batch at byte {pos}")
+        view = BatchView(batch, self.columns, self.site, self.rank,
+                         f"{self.where}, batch {i}")
+        self._cache[i] = view
+        if len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return view
+
+    def steps_of(self, i: int) -> np.ndarray:
+        """The step of every row of batch ``i`` (from the index when the batch has one step)."""
+        entry = self._table[i]
+        if entry["step_min"] == entry["step_max"]:
+            return np.full(int(entry["rows"]), int(entry["step_min"]), dtype=np.int64)
+        return self.batch(i).steps

@@ -1,0 +1,243 @@
+"""``CaptureWriter``: append-only, crash-safe writing of records into a capture directory.
+
+``append`` validates and buffers; ``flush`` writes one Arrow record batch per buffered
+(site, rank) to that pair's segment and fsyncs it, then its index entry. A process killed at any
+moment leaves every flushed record readable; a batch cut short is ignored by the reader.
+Each writer only ever creates new files (exclusively), so several processes, or several writers
+in one process, can share a capture.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from forensics.errors import CaptureFormatError, OutputExistsError
+from forensics.records import Record
+from forensics.store.arrow_codec import (
+    ColumnSig,
+    build_schema,
+    encode_batch,
+    merge_columns,
+    record_columns,
+    schema_columns,
+)
+from forensics.store.events import EventLog
+from forensics.store.index import IndexWriter, write_all
+from forensics.store.manifest import build_manifest, write_manifest_once
+from forensics.store.paths import INDEX_SUFFIX, MANIFEST, SegmentName, check_process_name
+from forensics.validate import validate_record
+
+__all__ = ["CaptureWriter", "write_capture"]
+
+EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+
+
+class _SegmentFile:
+    """One open segment: its Arrow stream file and its ``.idx`` sidecar."""
+
+    def __init__(self, root: Path, site: str, rank: int, process: str,
+                 columns: dict[str, ColumnSig]) -> None:
+        self.schema = build_schema(site, rank, process, columns)
+        self.columns = schema_columns(self.schema)
+        self.fd, self.path = _create_exclusive(root, site, rank, process)
+        self.index = IndexWriter(self.path.with_name(self.path.name + INDEX_SUFFIX))
+        header = self.schema.serialize()
+        write_all(self.fd, header)
+        os.fsync(self.fd)
+        _fsync_dir(root)
+        self.pos = header.size
+
+    def fits(self, columns: dict[str, ColumnSig]) -> bool:
+        return all(self.columns.get(name) == sig for name, sig in columns.items())
+
+    def write(self, records: list[Record]) -> None:
+        data = encode_batch(records, self.schema).serialize()
+        write_all(self.fd, data)
+        os.fsync(self.fd)
+        steps = [r.step for r in records]
+        self.index.append(self.pos, data.size, len(records), min(steps), max(steps))
+        self.pos += data.size
+
+    def close(self) -> None:
+        write_all(self.fd, EOS)
+        os.fsync(self.fd)
+        os.close(self.fd)
+        self.index.close()
+
+
+def _create_exclusive(root: Path, site: str, rank: int, process: str) -> tuple[int, Path]:
+    seq = 0
+    while True:
+        path = root / SegmentName(site, rank, process, seq).filename
+        index = path.with_name(path.name + INDEX_SUFFIX)
+        if not index.exists():
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+                return fd, path
+            except FileExistsError:
+                pass
+        seq += 1
+
+
+def _fsync_dir(root: Path) -> None:
+    try:
+        fd = os.open(root, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class CaptureWriter:
+    """Writes records and events into the capture directory ``path`` (created if needed).
+
+    ``manifest``: entries for ``manifest.json`` (written once; kept when another process wrote
+    it first). ``process``: the name used in this writer's file names (default ``p<pid>``).
+    Raises ConfigurationError for a bad process name, OSError when the directory is unusable.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], manifest: dict[str, Any] | None = None,
+                 *, process: str | None = None) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.process = check_process_name(process if process is not None else f"p{os.getpid()}")
+        write_manifest_once(self.path, build_manifest(manifest))
+        self._buffers: dict[tuple[str, int], list[tuple[Record, dict[str, ColumnSig]]]] = {}
+        self._segments: dict[tuple[str, int], _SegmentFile] = {}
+        self._events = EventLog(self.path, self.process)
+        self._appended = 0
+        self._closed = False
+
+    def append(self, record: Record) -> None:
+        """Validate ``record`` and buffer it until the next :meth:`flush`.
+
+        Raises:
+            UnknownSiteError, CaptureFormatError: the record fails its site's schema or holds a
+                value the store cannot keep (the message names the record and field).
+        """
+        if self._closed:
+            raise CaptureFormatError(f"writer of '{self.path}' is closed")
+        where = f"record {self._appended} appended to '{self.path.name}'"
+        validate_record(record, where)
+        columns = record_columns(record, where)
+        self._buffers.setdefault((record.site, record.rank), []).append((record, columns))
+        self._appended += 1
+
+    def extend(self, records: Iterable[Record]) -> None:
+        """Append every record of ``records`` (see :meth:`append`)."""
+        for record in records:
+            self.append(record)
+
+    def flush(self) -> None:
+        """Write one record batch per buffered (site, rank) and fsync each; empty the buffers.
+
+        Raises CaptureFormatError when a batch cannot be encoded; OSError from the disk.
+        """
+        buffers, self._buffers = self._buffers, {}
+        for key in sorted(buffers):
+            for group, columns in _groups(buffers[key]):
+                self._segment_for(key, columns).write(group)
+
+    def _segment_for(self, key: tuple[str, int], columns: dict[str, ColumnSig]) -> _SegmentFile:
+        current = self._segments.get(key)
+        if current is not None and current.fits(columns):
+            return current
+        if current is not None:
+            merged = merge_columns(current.columns, columns)
+            columns = merged if merged is not None else columns
+            current.close()
+        segment = _SegmentFile(self.path, key[0], key[1], self.process, columns)
+        self._segments[key] = segment
+        return segment
+
+    def add_event(self, event: dict[str, Any]) -> None:
+        """Append ``event`` (a JSON-serialisable dict) to this process's events file, fsynced.
+
+        Raises CaptureFormatError when it is not a JSON-serialisable dict.
+        """
+        self._events.append(event)
+
+    def close(self) -> None:
+        """Flush, then close every file. Closing twice is harmless."""
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            for segment in self._segments.values():
+                segment.close()
+            self._segments.clear()
+            self._events.close()
+
+    def __enter__(self) -> CaptureWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _groups(items: list[tuple[Record, dict[str, ColumnSig]]]
+            ) -> list[tuple[list[Record], dict[str, ColumnSig]]]:
+    """Split buffered records into consecutive runs whose columns agree on every type."""
+    groups: list[tuple[list[Record], dict[str, ColumnSig]]] = []
+    for record, columns in items:
+        if groups:
+            merged = merge_columns(groups[-1][1], columns)
+            if merged is not None:
+                groups[-1] = (groups[-1][0] + [record], merged)
+                continue
+        groups.append(([record], columns))
+    return groups
+
+
+def write_capture(path: str | os.PathLike[str], records: Iterable[Record],
+                  manifest: dict[str, Any] | None = None, force: bool = False, *,
+                  events: Iterable[dict[str, Any]] = ()) -> Path:
+    """Write ``records`` (and ``events``) as a new capture at ``path``; return its path.
+
+    The capture is built beside ``path`` and renamed into place, so a failure leaves nothing.
+    Raises:
+        OutputExistsError: ``path`` exists and ``force`` is false, or it is not a capture
+            (``force`` only replaces captures).
+        UnknownSiteError, CaptureFormatError: a record fails validation.
+    """
+    out = Path(path)
+    if out.exists() or out.is_symlink():
+        _check_replaceable(out, force)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    try:
+        with CaptureWriter(tmp, manifest, process="w0") as writer:
+            writer.extend(records)
+            for event in events:
+                writer.add_event(event)
+        if out.exists() or out.is_symlink():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _check_replaceable(out: Path, force: bool) -> None:
+    if not force:
+        raise OutputExistsError(f"output '{out}' exists; pass --force (force=True) to replace it")
+    if out.is_symlink() or not out.is_dir():
+        raise OutputExistsError(f"output '{out}' exists and is not a capture directory; "
+                                "remove it yourself or choose another name")
+    if any(out.iterdir()) and not (out / MANIFEST).is_file():
+        raise OutputExistsError(f"output '{out}' is a non-empty directory without "
+                                f"{MANIFEST}, not a capture; --force only replaces captures")
