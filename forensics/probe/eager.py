@@ -1,0 +1,85 @@
+"""``embedding_guard()``: bounds checks (and optional records) for eager models outside vLLM."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from forensics.errors import ConfigurationError
+from forensics.probe import guard
+from forensics.records import Record
+
+
+@dataclass
+class EmbeddingGuard:
+    """What an :func:`embedding_guard` block saw: lookups, violations, the capture written."""
+
+    mode: str
+    capture: Path | None
+    rank: int = 0
+    calls: int = 0
+    violations: list[guard.Violation] = field(default_factory=list)
+    writer: Any = None
+
+    def check(self, ids: Any, weight: Any) -> None:
+        """Check one lookup of ``ids`` into ``weight``; record it; raise in guard mode."""
+        step, self.calls = self.calls, self.calls + 1
+        host = ids.detach().to("cpu").numpy()
+        rows = int(weight.shape[0])
+        if self.writer is not None:
+            fields = {"input_ids": np.array(host).reshape(-1), "num_embeddings": rows}
+            self.writer.append(Record("embedding", step, self.rank, fields))
+        found = guard.check_ids("embedding", "input_ids", host, rows)
+        if found is None:
+            return
+        self.violations.append(found)
+        if self.mode == "guard":
+            if self.writer is not None:
+                self.writer.flush()
+            raise guard.bounds_error(found, step, self.rank, self.capture)
+
+
+@contextmanager
+def embedding_guard(capture: str | Path | None = None, *, mode: str = "guard",
+                    rank: int = 0) -> Iterator[EmbeddingGuard]:
+    """Check every ``torch.nn.functional.embedding`` lookup inside the block.
+
+    Ids outside ``[0, weight rows)`` raise :class:`~forensics.errors.IndexBoundsError` before
+    the lookup in ``mode="guard"``; in ``mode="record"`` they are only collected in
+    ``.violations``. With ``capture``, each lookup is also written there as an ``embedding``
+    record (step = the lookup's number in the block). ``nn.Embedding`` goes through
+    ``F.embedding``, so modules are covered. Yields the :class:`EmbeddingGuard`.
+
+    Raises:
+        ConfigurationError: ``mode`` is not ``guard`` or ``record``.
+    """
+    import torch.nn.functional as F
+
+    if mode not in ("guard", "record"):
+        raise ConfigurationError(f"embedding_guard mode {mode!r} is not a mode; expected "
+                                 f"'guard' or 'record'")
+    state = EmbeddingGuard(mode, Path(capture) if capture is not None else None, rank)
+    if state.capture is not None:
+        from forensics.probe.settings import process_tag
+        from forensics.store.writer import CaptureWriter
+
+        state.writer = CaptureWriter(state.capture, {"creator": "forensics.embedding_guard"},
+                                     process=process_tag())
+    original = F.embedding
+
+    def embedding(input: Any, weight: Any, *args: Any, **kwargs: Any) -> Any:
+        state.check(input, weight)
+        return original(input, weight, *args, **kwargs)
+
+    F.embedding = embedding
+    try:
+        yield state
+    finally:
+        F.embedding = original
+        if state.writer is not None:
+            state.writer.close()

@@ -1,0 +1,109 @@
+"""The vLLM general plugin: ``register()`` is the ``forensics`` entry point of vLLM's plugins.
+
+vLLM calls it once in every process (API server, engine core, workers). Without
+``VLLM_FORENSICS_DIR`` it returns at once and wraps nothing. Otherwise it validates the settings
+(a bad one raises :class:`~forensics.errors.ConfigurationError` from the call itself, so the
+engine refuses to start), names the capture once and passes the name down through
+``VLLM_FORENSICS_CAPTURE``, and installs the wrappers, an ``atexit`` flush and a SIGTERM flush
+that chains to the previous handler.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+_SESSION: Any = None
+_PREVIOUS_SIGTERM: Any = None
+
+
+def register() -> None:
+    """Entry point of the ``forensics`` plugin; cheap and inert without ``VLLM_FORENSICS_DIR``.
+
+    Raises:
+        ConfigurationError: a bad ``VLLM_FORENSICS_*`` setting, in one line with the fix.
+    """
+    if _SESSION is not None or not os.environ.get("VLLM_FORENSICS_DIR", "").strip():
+        return
+    from forensics.probe.settings import from_env
+
+    settings = from_env()
+    if settings is not None:
+        start(settings)
+
+
+def start(settings: Any, **session_options: Any) -> Any:
+    """Start the probe in this process with ``settings``; return the ProbeSession.
+
+    ``session_options`` go to :class:`~forensics.probe.session.ProbeSession` (tests pass a
+    writer factory or a copier). Loads once: a second call returns the running session.
+    """
+    global _SESSION
+    if _SESSION is not None:
+        return _SESSION
+    import atexit
+
+    from forensics.probe import hooks, patch
+    from forensics.probe.session import ProbeSession
+    from forensics.probe.settings import ENV_CAPTURE
+
+    os.environ[ENV_CAPTURE] = str(settings.capture)
+    _SESSION = session = ProbeSession(settings, **session_options)
+    hooks.activate(session)
+    patch.install(settings.sites)
+    atexit.register(session.close)
+    _install_sigterm(session)
+    return session
+
+
+def stop() -> None:
+    """Close the session, remove the wrappers and handlers (tests; processes keep them)."""
+    global _SESSION, _PREVIOUS_SIGTERM
+    import atexit
+    import signal
+
+    from forensics.probe import hooks, patch
+
+    session, _SESSION = _SESSION, None
+    hooks.activate(None)
+    patch.uninstall()
+    if session is not None:
+        atexit.unregister(session.close)
+        session.close()
+    if _PREVIOUS_SIGTERM is not None:
+        try:
+            signal.signal(signal.SIGTERM, _PREVIOUS_SIGTERM)
+        except ValueError:  # not the main thread
+            pass
+        _PREVIOUS_SIGTERM = None
+
+
+def session() -> Any:
+    """The running ProbeSession of this process, or None."""
+    return _SESSION
+
+
+def _install_sigterm(session: Any) -> None:
+    import signal
+
+    global _PREVIOUS_SIGTERM
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError as exc:  # only the main thread may set handlers: atexit still flushes
+        session.error(exc, "installing the SIGTERM handler")
+        return
+    _PREVIOUS_SIGTERM = previous if previous is not None else signal.SIG_DFL
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    import signal
+
+    if _SESSION is not None and not _SESSION.busy:
+        _SESSION.close()
+    previous = _PREVIOUS_SIGTERM
+    if callable(previous):
+        previous(signum, frame)
+    elif previous == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)

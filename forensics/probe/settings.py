@@ -1,0 +1,126 @@
+"""The probe's settings, read from the environment (``VLLM_FORENSICS_*``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from forensics.errors import ConfigurationError
+
+ENV_DIR = "VLLM_FORENSICS_DIR"
+ENV_MODE = "VLLM_FORENSICS_MODE"
+ENV_SITES = "VLLM_FORENSICS_SITES"
+ENV_RING = "VLLM_FORENSICS_RING"
+ENV_FLUSH_EVERY = "VLLM_FORENSICS_FLUSH_EVERY"
+#: set by the first process that loads the plugin; inherited by the processes it starts
+ENV_CAPTURE = "VLLM_FORENSICS_CAPTURE"
+
+MODES = ("record", "guard")
+ALL_SITES = ("batch_change", "prepare_input_ids", "async_output", "embedding")
+DEFAULT_RING = 4096
+DEFAULT_FLUSH_EVERY = 256
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated probe settings. ``capture`` is the capture directory all processes share."""
+
+    directory: Path
+    capture: Path
+    mode: str = "record"
+    sites: tuple[str, ...] = ALL_SITES
+    ring: int = DEFAULT_RING
+    flush_every: int = DEFAULT_FLUSH_EVERY
+
+    @property
+    def guard(self) -> bool:
+        """True in guard mode."""
+        return self.mode == "guard"
+
+
+def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ConfigurationError(f"{name}={raw!r} is not a positive integer; set it to a "
+                                 f"record count such as {default}, or unset it")
+    return value
+
+
+def _mode(environ: Mapping[str, str]) -> str:
+    raw = environ.get(ENV_MODE, "").strip() or "record"
+    if raw.lower() not in MODES:
+        raise ConfigurationError(f"{ENV_MODE}={raw!r} is not a mode; expected one of "
+                                 f"{list(MODES)}, or unset it for 'record'")
+    return raw.lower()
+
+
+def _sites(environ: Mapping[str, str]) -> tuple[str, ...]:
+    raw = environ.get(ENV_SITES, "").strip()
+    if not raw or raw.lower() == "all":
+        return ALL_SITES
+    names = [part.strip() for part in raw.split(",") if part.strip()]
+    unknown = [name for name in names if name not in ALL_SITES]
+    if unknown or not names:
+        raise ConfigurationError(f"{ENV_SITES}={raw!r} names unknown site {unknown[:1]}; "
+                                 f"expected a comma list of {list(ALL_SITES)}, or unset it")
+    return tuple(site for site in ALL_SITES if site in names)
+
+
+def capture_name(now: float | None = None, pid: int | None = None) -> str:
+    """Return ``<UTC time>-<pid>.capture``, the name the first process gives its capture."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    return f"{stamp}-{os.getpid() if pid is None else pid}.capture"
+
+
+def process_tag(pid: int | None = None) -> str:
+    """Return this process's segment tag: ``<host>-<pid>`` with only safe characters."""
+    host = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40] or "host"
+    return f"{host}-{os.getpid() if pid is None else pid}"
+
+
+def _capture(environ: Mapping[str, str], directory: Path) -> Path:
+    inherited = environ.get(ENV_CAPTURE, "").strip()
+    if not inherited:
+        return directory / capture_name()
+    path = Path(inherited)
+    if not path.name.endswith(".capture"):
+        raise ConfigurationError(f"{ENV_CAPTURE}={inherited!r} must name a '*.capture' "
+                                 f"directory; unset it to let the probe name one")
+    return path
+
+
+def from_env(environ: Mapping[str, str] | None = None) -> Settings | None:
+    """Read the settings from ``environ`` (default ``os.environ``).
+
+    Returns:
+        None when ``VLLM_FORENSICS_DIR`` is unset or empty (the probe stays off), else Settings.
+    Raises:
+        ConfigurationError: a bad value, in one line naming the variable, the value and the fix.
+    """
+    environ = os.environ if environ is None else environ
+    raw_dir = environ.get(ENV_DIR, "").strip()
+    if not raw_dir:
+        return None
+    directory = Path(raw_dir).expanduser()
+    if directory.exists() and not directory.is_dir():
+        raise ConfigurationError(f"{ENV_DIR}={raw_dir!r} is not a directory; point it at a "
+                                 f"writable directory for captures")
+    ring = _positive_int(environ, ENV_RING, DEFAULT_RING)
+    flush_every = _positive_int(environ, ENV_FLUSH_EVERY, min(DEFAULT_FLUSH_EVERY, ring))
+    if flush_every > ring:
+        raise ConfigurationError(f"{ENV_FLUSH_EVERY}={flush_every} exceeds {ENV_RING}={ring}; "
+                                 f"records would be dropped before any flush: lower it to "
+                                 f"{ring} or less")
+    return Settings(directory=directory, capture=_capture(environ, directory), mode=_mode(environ),
+                    sites=_sites(environ), ring=ring, flush_every=flush_every)

@@ -1,0 +1,95 @@
+"""Fakes shared by the probe tests: a capture writer, a device event, settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from forensics.probe.copy import Copier
+from forensics.probe.settings import Settings
+from forensics.records import Record
+from forensics.validate import validate_record
+
+
+class FakeWriter:
+    """Stands in for CaptureWriter: validates like it, keeps records and events in memory."""
+
+    def __init__(self, fail_flush: int = 0) -> None:
+        self.buffered: list[Record] = []
+        self.flushed: list[Record] = []
+        self.events: list[dict[str, Any]] = []
+        self.fail_flush = fail_flush
+        self.closed = False
+
+    def append(self, record: Record) -> None:
+        self.buffered.append(validate_record(record, "fake"))
+
+    def flush(self) -> None:
+        if self.fail_flush:
+            self.fail_flush -= 1
+            self.buffered.clear()
+            raise OSError(28, "No space left on device")
+        self.flushed.extend(self.buffered)
+        self.buffered.clear()
+
+    def add_event(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+
+    def close(self) -> None:
+        self.flush()
+        self.closed = True
+
+
+class FakeEvent:
+    """A device event whose completion the test controls; synchronize() fails the test."""
+
+    done = False
+    recorded = 0
+
+    def record(self, stream: Any = None) -> None:
+        FakeEvent.recorded += 1
+
+    def query(self) -> bool:
+        return FakeEvent.done
+
+    def synchronize(self) -> None:
+        raise AssertionError("synchronize() called on the recording path")
+
+
+def fake_device_copier() -> Copier:
+    """A Copier that treats every tensor as a device tensor, with FakeEvent events."""
+    import torch
+
+    return Copier(is_device=lambda t: True,
+                  empty_pinned=lambda t: torch.empty(tuple(t.shape), dtype=t.dtype),
+                  new_event=FakeEvent)
+
+
+def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    """Settings writing under ``tmp_path``."""
+    values: dict[str, Any] = dict(directory=tmp_path, capture=tmp_path / "t-1.capture")
+    values.update(overrides)
+    return Settings(**values)
+
+
+def plain_batch_change(num_computed_tokens, num_accepted_tokens, prev_positions,
+                       valid_sampled_token_count, prev_num_draft_tokens,
+                       cpu_num_computed_tokens) -> None:
+    """The body of vLLM 0.33.0's function, for tests that must not import vLLM."""
+    gather = prev_positions.clamp(min=0)
+    valid = valid_sampled_token_count[gather]
+    prev_computed = num_computed_tokens[gather]
+    participating = (prev_positions >= 0) & (prev_num_draft_tokens[gather] > 0)
+    n = prev_positions.shape[0]
+    num_computed_tokens[:n].copy_(torch.where(participating, prev_computed + valid.int(),
+                                              cpu_num_computed_tokens))
+    num_accepted_tokens.copy_(torch.where(participating, valid, num_accepted_tokens))
+
+
+def batch_args(prev: list[int], valid_rows: int = 4):
+    i32 = torch.int32
+    return (torch.arange(8, dtype=i32) * 10, torch.ones(len(prev), dtype=i32),
+            torch.tensor(prev, dtype=torch.int64), torch.full((valid_rows,), 2, dtype=i32),
+            torch.ones(8, dtype=i32), torch.full((len(prev),), 7, dtype=i32))

@@ -1,0 +1,113 @@
+"""Records survive SIGKILL (flushed ones), SIGTERM and exit; a full disk is an event."""
+
+from __future__ import annotations
+
+import errno
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from probe_fakes import batch_args, plain_batch_change
+
+import forensics
+from forensics.probe import hooks, plugin
+from forensics.probe.settings import Settings
+
+CHILD = textwrap.dedent("""
+    import sys, time, torch
+    from pathlib import Path
+    from forensics.probe import hooks, plugin
+    from forensics.probe.settings import Settings
+
+    def plain(num_computed_tokens, num_accepted_tokens, prev_positions,
+              valid_sampled_token_count, prev_num_draft_tokens, cpu_num_computed_tokens):
+        valid = valid_sampled_token_count[prev_positions.clamp(min=0)]
+        num_accepted_tokens.copy_(valid)
+
+    capture = Path(sys.argv[1])
+    plugin.start(Settings(directory=capture.parent, capture=capture, ring=64, flush_every=4))
+    wrapped = hooks.wrap_batch_change(plain)
+    session = plugin.session()
+    for _ in range(10):
+        session.begin_step()
+        i32 = torch.int32
+        wrapped(torch.zeros(4, dtype=i32), torch.ones(2, dtype=i32), torch.tensor([0, 1]),
+                torch.tensor([2, 3], dtype=i32), torch.ones(4, dtype=i32),
+                torch.zeros(2, dtype=i32))
+    print("ready", flush=True)
+    if sys.argv[2] == "wait":
+        time.sleep(600)
+""")
+
+
+def run_child(tmp_path: Path, how: str, sig: int | None) -> Path:
+    capture = tmp_path / "child.capture"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(capture), how],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        if sig is not None:
+            child.send_signal(sig)
+        child.wait(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    return capture
+
+
+def test_sigkill_keeps_every_flushed_record(tmp_path: Path) -> None:
+    capture = forensics.load(run_child(tmp_path, "wait", signal.SIGKILL))
+    assert [r.step for r in capture] == list(range(8))  # flushed at 4 and 8; 2 were in memory
+    assert list(capture)[7]["num_accepted_tokens_after"].tolist() == [2, 3]
+
+
+def test_sigterm_flushes_everything(tmp_path: Path) -> None:
+    capture = forensics.load(run_child(tmp_path, "wait", signal.SIGTERM))
+    assert [r.step for r in capture] == list(range(10))
+    assert any(e["kind"] == "probe_stop" for e in capture.events)
+
+
+def test_exit_flushes_everything(tmp_path: Path) -> None:
+    capture = forensics.load(run_child(tmp_path, "exit", None))
+    assert [r.step for r in capture] == list(range(10))
+    assert {seg.name.split(".")[0] for seg in capture.path.iterdir()} >= {"batch_change",
+                                                                            "manifest"}
+    assert capture.manifest["probe"]["mode"] == "record"
+
+
+def test_full_disk_never_reaches_the_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from forensics.store import writer as store_writer
+
+    calls = {"n": 0}
+    real_write = store_writer._SegmentFile.write
+
+    def write(self, records):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(self, records)
+
+    monkeypatch.setattr(store_writer._SegmentFile, "write", write)
+    capture = tmp_path / "full.capture"
+    session = plugin.start(Settings(directory=tmp_path, capture=capture, ring=8, flush_every=1))
+    try:
+        wrapped = hooks.wrap_batch_change(plain_batch_change)
+        args = batch_args([0])
+        wrapped(*args)
+        assert args[1].tolist() == [2]
+        wrapped(*batch_args([0]))
+    finally:
+        plugin.stop()
+    assert session.counts["errors"] == 1
+    from forensics.cli import main
+
+    assert main(["inspect", str(capture), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["records"] == 1
+    errors = [e for e in summary["events"] if e["kind"] == "probe_error"]
+    assert len(errors) == 1 and "No space left on device" in errors[0]["error"]

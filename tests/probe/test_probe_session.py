@@ -1,0 +1,162 @@
+"""The ring of records, flushing, the probe's own errors, and guard checks (no vLLM needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from probe_fakes import (
+    FakeEvent,
+    FakeWriter,
+    batch_args,
+    fake_device_copier,
+    make_settings,
+    plain_batch_change,
+)
+
+from forensics.errors import IndexBoundsError
+from forensics.probe import guard, hooks
+from forensics.probe.session import ProbeSession
+
+
+@pytest.fixture
+def active(tmp_path: Path, fake_writer: FakeWriter):
+    """A record-mode session on the fake writer, flushing every 4 records."""
+    def start(copier=None, **overrides):
+        settings = make_settings(tmp_path, ring=overrides.pop("ring", 8),
+                                 flush_every=overrides.pop("flush_every", 4), **overrides)
+        session = ProbeSession(settings, writer_factory=lambda s: fake_writer, copier=copier)
+        hooks.activate(session)
+        return session
+    yield start
+    hooks.activate(None)
+
+
+def test_wrapper_records_inputs_and_changes(active, fake_writer: FakeWriter) -> None:
+    session = active()
+    wrapped = hooks.wrap_batch_change(plain_batch_change)
+    args = batch_args([1, -1, 0])
+    before = [a.clone() for a in args]
+    session.begin_step()
+    wrapped(*args)
+    session.flush()
+    (record,) = fake_writer.flushed
+    assert record.site == "batch_change" and record.step == 0 and record.rank == 0
+    np.testing.assert_array_equal(record["num_computed_tokens"], before[0].numpy())
+    np.testing.assert_array_equal(record["num_computed_tokens_after"], args[0].numpy())
+    np.testing.assert_array_equal(record["num_accepted_tokens_after"], [2, 1, 2])
+    assert record["prev_positions"].dtype == np.int64
+
+
+def test_flush_every_n_and_ring_overflow(active, fake_writer: FakeWriter) -> None:
+    session = active(ring=4, flush_every=4)
+    wrapped = hooks.wrap_batch_change(plain_batch_change)
+    for _ in range(9):
+        session.begin_step()
+        wrapped(*batch_args([0]))
+    assert [r.step for r in fake_writer.flushed] == list(range(8))
+    session.close()
+    assert [r.step for r in fake_writer.flushed] == list(range(9))
+    assert fake_writer.closed and fake_writer.events[-1]["kind"] == "probe_stop"
+
+
+def test_record_mode_never_synchronises(active, fake_writer: FakeWriter,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_sync(*args, **kwargs):
+        raise AssertionError("torch.cuda.synchronize() on the recording path")
+
+    monkeypatch.setattr(torch.cuda, "synchronize", no_sync)
+    FakeEvent.done, FakeEvent.recorded = False, 0
+    session = active(ring=64, flush_every=2, copier=fake_device_copier())
+    wrapped = hooks.wrap_batch_change(plain_batch_change)
+    for _ in range(6):
+        session.begin_step()
+        wrapped(*batch_args([0, 1]))
+    assert FakeEvent.recorded == 6 and fake_writer.flushed == []  # copies still "in flight"
+    FakeEvent.done = True
+    session.begin_step()
+    wrapped(*batch_args([0, 1]))
+    session.flush()
+    assert [r.step for r in fake_writer.flushed] == list(range(7))
+    assert fake_writer.flushed[0]["num_accepted_tokens_after"].tolist() == [2, 2]
+
+
+def test_full_disk_is_an_event_not_an_error(tmp_path: Path, active) -> None:
+    writer = FakeWriter(fail_flush=1)
+    session = ProbeSession(make_settings(tmp_path, ring=8, flush_every=1),
+                           writer_factory=lambda s: writer)
+    hooks.activate(session)
+    wrapped = hooks.wrap_batch_change(plain_batch_change)
+    args = batch_args([0])
+    wrapped(*args)  # its flush hits ENOSPC: the call still completes
+    assert args[1].tolist() == [2]
+    wrapped(*batch_args([0]))
+    errors = [e for e in writer.events if e["kind"] == "probe_error"]
+    assert len(errors) == 1 and "No space left" in errors[0]["error"]
+    assert session.counts["errors"] == 1 and session.counts["dropped"] == 1
+    assert len(writer.flushed) == 1
+
+
+def test_unopenable_capture_never_raises(tmp_path: Path, active) -> None:
+    def broken(session):
+        raise PermissionError(13, "Permission denied", str(tmp_path))
+
+    session = ProbeSession(make_settings(tmp_path, ring=8, flush_every=1),
+                           writer_factory=broken)
+    hooks.activate(session)
+    args = batch_args([0])
+    hooks.wrap_batch_change(plain_batch_change)(*args)
+    session.close()
+    assert args[1].tolist() == [2] and session.counts["errors"] >= 1
+
+
+def test_exception_in_wrapped_call_flushes_its_inputs(active, fake_writer: FakeWriter) -> None:
+    session = active(ring=8, flush_every=8)
+    wrapped = hooks.wrap_batch_change(plain_batch_change)
+    wrapped(*batch_args([0]))
+    with pytest.raises(IndexError):
+        wrapped(*batch_args([5], valid_rows=2))
+    assert len(fake_writer.flushed) == 2
+    assert "num_computed_tokens_after" not in fake_writer.flushed[1]
+    assert session.counts["records"] == 2
+
+
+def test_guard_raises_before_the_index_error(active, fake_writer: FakeWriter) -> None:
+    active(mode="guard")
+    wrapped = hooks.wrap_batch_change(plain_batch_change)
+    wrapped(*batch_args([0]))
+    args = batch_args([0, 3], valid_rows=3)
+    before = args[0].clone()
+    with pytest.raises(IndexBoundsError) as info:
+        wrapped(*args)
+    error = info.value
+    assert (error.site, error.row, error.value, error.bound) == ("batch_change", 1, 3, 3)
+    assert "t-1.capture" in str(error) and "rank 0" in str(error)
+    assert torch.equal(args[0], before)  # the kernel never ran
+    assert len(fake_writer.flushed) == 2
+    assert any(e["kind"] == "guard_violation" for e in fake_writer.events)
+
+
+def test_guard_checks() -> None:
+    assert guard.check_batch_change(np.array([-1, -1]), {"valid_sampled_token_count": 0}).row == 0
+    assert guard.check_batch_change(np.array([-1, 1]), {"a": 2, "b": 2}) is None
+    found = guard.check_prepare_input_ids(np.array([0, 2]), np.array([2, 4]), np.array([1, 1]),
+                                          prev_rows=2, prev_num_spec_tokens=1, draft_numel=2)
+    assert (found.row, found.tensor, found.value, found.upper) == (1, "prev_sampled_token_ids",
+                                                                   2, 2)
+    found = guard.check_prepare_input_ids(np.array([1, 0]), np.array([2, 4]), np.array([1, 1]),
+                                          prev_rows=2, prev_num_spec_tokens=1, draft_numel=1)
+    assert (found.row, found.tensor, found.value) == (0, "draft_token_ids", 1)
+    assert guard.check_prepare_input_ids(np.array([0, 1]), np.array([1, 2]), np.array([0, 0]),
+                                         prev_rows=2, prev_num_spec_tokens=0,
+                                         draft_numel=0) is None
+    found = guard.check_async_output(["a", "b"], {"a": 0, "b": 1}, [[5, -1], [6, -1, -1]],
+                                     [[7], [100, 3]], vocab_size=100)
+    assert (found.row, found.value, found.upper) == (1, 100, 100)
+    found = guard.check_async_output(["a"], {"a": 2}, [[5, -1]], [[7], [8]], vocab_size=100)
+    assert (found.tensor, found.value, found.upper) == ("sampled_token_ids_cpu", 2, 2)
+    assert guard.check_async_output(["a"], {"a": 0}, [[5, -1]], [[7, -1]], 100) is None
+    found = guard.check_ids("embedding", "input_ids", np.array([1, 2, -1]), 10, np.array([2, 3]))
+    assert (found.row, found.tensor, found.value) == (1, "input_ids[2]", -1)

@@ -1,0 +1,72 @@
+"""Settings, the plugin's inert path, and configuration errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forensics.errors import ConfigurationError
+from forensics.probe import plugin
+from forensics.probe.settings import ALL_SITES, ENV_CAPTURE, capture_name, from_env
+
+
+def test_unset_directory_means_off() -> None:
+    assert from_env({}) is None
+    assert from_env({"VLLM_FORENSICS_DIR": "  "}) is None
+
+
+def test_defaults_and_capture_name(tmp_path: Path) -> None:
+    settings = from_env({"VLLM_FORENSICS_DIR": str(tmp_path)})
+    assert settings is not None
+    assert settings.mode == "record" and settings.sites == ALL_SITES
+    assert settings.capture.parent == tmp_path
+    assert settings.capture.name.endswith(".capture")
+    assert capture_name(0, 42) == "19700101T000000Z-42.capture"
+
+
+def test_inherited_capture_and_site_list(tmp_path: Path) -> None:
+    env = {"VLLM_FORENSICS_DIR": str(tmp_path), ENV_CAPTURE: str(tmp_path / "a-1.capture"),
+           "VLLM_FORENSICS_SITES": "embedding, batch_change", "VLLM_FORENSICS_MODE": "GUARD",
+           "VLLM_FORENSICS_RING": "10", "VLLM_FORENSICS_FLUSH_EVERY": "5"}
+    settings = from_env(env)
+    assert settings is not None
+    assert settings.capture == tmp_path / "a-1.capture"
+    assert settings.sites == ("batch_change", "embedding")
+    assert settings.guard and settings.ring == 10 and settings.flush_every == 5
+
+
+@pytest.mark.parametrize("name,value,needle", [
+    ("VLLM_FORENSICS_MODE", "loud", "VLLM_FORENSICS_MODE='loud'"),
+    ("VLLM_FORENSICS_SITES", "embeding", "unknown site ['embeding']"),
+    ("VLLM_FORENSICS_RING", "-3", "VLLM_FORENSICS_RING='-3' is not a positive integer"),
+    ("VLLM_FORENSICS_FLUSH_EVERY", "x", "not a positive integer"),
+    ("VLLM_FORENSICS_FLUSH_EVERY", "99999", "exceeds VLLM_FORENSICS_RING"),
+    (ENV_CAPTURE, "/tmp/nope", "must name a '*.capture' directory"),
+])
+def test_bad_setting_is_one_clear_line(tmp_path: Path, name: str, value: str,
+                                       needle: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        from_env({"VLLM_FORENSICS_DIR": str(tmp_path), name: value})
+    assert needle in str(info.value) and "\n" not in str(info.value)
+
+
+def test_register_raises_bad_setting_from_the_call(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VLLM_FORENSICS_DIR", str(tmp_path))
+    monkeypatch.setenv("VLLM_FORENSICS_MODE", "loud")
+    with pytest.raises(ConfigurationError, match="VLLM_FORENSICS_MODE"):
+        plugin.register()
+    assert plugin.session() is None
+
+
+def test_register_without_directory_is_cheap_and_inert() -> None:
+    code = ("import os, sys; os.environ.pop('VLLM_FORENSICS_DIR', None)\n"
+            "from forensics.probe import plugin; plugin.register()\n"
+            "assert plugin.session() is None\n"
+            "heavy = [m for m in ('torch', 'vllm', 'pyarrow') if m in sys.modules]\n"
+            "assert not heavy, heavy\n"
+            "assert not any(type(f).__name__ == '_PatchingFinder' for f in sys.meta_path)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
