@@ -23,7 +23,7 @@ demo: $(STAMP)
 	$(VENV)/bin/forensics demo -o reports
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check forensics tests benchmarks
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
 unit: $(STAMP)

@@ -121,8 +121,10 @@ def _write_verdict_figure(result: object, path: Path) -> Path:
     from forensics.plots import plot_verdict_matrix
 
     ax = plot_verdict_matrix(result)
-    ax.figure.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(ax.figure)
+    figure = ax.get_figure(root=True)
+    assert figure is not None
+    figure.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(figure)
     return path
 
 

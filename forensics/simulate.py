@@ -47,7 +47,7 @@ import types
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -204,7 +204,9 @@ class _Tables:
         """The fault triggers of the step :meth:`step` serves next (None: none fired)."""
         if self._next == self.CHUNK:
             self._fill()
-        return self.fire[self._next] if self.fire_any[self._next] else None
+        if not self.fire_any[self._next]:
+            return None
+        return cast(np.ndarray, self.fire[self._next])
 
     def _fill(self) -> None:
         c, b, k, k1 = self.CHUNK, self.rows, self.k, self.k + 1
@@ -221,8 +223,8 @@ class _Tables:
         self.last = np.take_along_axis(tok, self.acc[:, :, None], axis=2)[:, :, 0]
         self.block[:, :, 0] = self.last
         self.drafts = self.block[:, :, 1:]
-        self.fire = self.draws.uniform(c * len(FAULTS)).reshape(c, -1) < self.rates
-        self.fire_any = self.fire.any(axis=1).tolist()
+        self.fire = np.asarray(self.draws.uniform(c * len(FAULTS)).reshape(c, -1) < self.rates)
+        self.fire_any: list[bool] = np.asarray(self.fire.any(axis=1)).tolist()
         self._next = 0
 
 
@@ -258,6 +260,9 @@ class _Prev:
     sentinel: bool = False
 
 
+_NO_ROWS: np.ndarray = np.zeros(0, np.int64)
+
+
 @dataclass
 class _Step:
     """This step's batch: mapping to previous rows, faults applied, and the schedule."""
@@ -276,7 +281,6 @@ class _Step:
     names: list[str] = field(default_factory=list)
 
 
-_NO_ROWS = np.zeros(0, np.int64)
 
 
 class Simulator:
@@ -591,7 +595,8 @@ class Simulator:
         state[:, TRUE_LEN] += valid
         state[:, COMP] += np.where(st.d > 0, valid, st.sched) if st.n_new else valid
         state[:, OUT_LEN:PH + 1] += (st.d + 1)[:, None] if st.n_new else self.k1
-        return _Prev(st.names, tok, valid, last, drafts, block, st.d, comp, comp + st.sched,
+        names = cast(list[str | None], st.names)
+        return _Prev(names, tok, valid, last, drafts, block, st.d, comp, comp + st.sched,
                      written, last_written, st.sentinel)
 
     def _put_sentinel(self, tok: np.ndarray, acc: np.ndarray, d: np.ndarray,
@@ -628,7 +633,7 @@ def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int 
         ConfigurationError: steps or batch below 1, negative spec_tokens, vocab below 2.
     """
     sc = get_scenario(scenario)
-    changes = {key: value for key, value in (("steps", steps), ("batch", batch),
+    changes: dict[str, Any] = {key: value for key, value in (("steps", steps), ("batch", batch),
                                              ("spec_tokens", spec_tokens), ("vocab", vocab))
                if value is not None}
     sc = replace(sc, **changes)

@@ -27,10 +27,15 @@ def field_specs(site: str) -> dict[str, FieldSpec]:
     return specs
 
 
-def validate_record(record: Record, where: str) -> Record:
+def validate_record(record: Record, where: str, *, typed: bool = False) -> Record:
     """Check ``record`` against its site's schema and normalise its values in place.
 
-    ``where`` names the source for messages, e.g. ``"record 3 in 'dump.pt'"``.
+    ``where`` names the source for messages, e.g. ``"record 3 in 'dump.pt'"``. ``typed``: the
+    caller guarantees that every value already has the Python type of its field's kind (numpy
+    integer arrays, ``int``, lists of ``str``, dicts of ``str`` to ``int``, lists of lists of
+    ``int``), e.g. a reader decoding columns whose Arrow types it checked, or trusted in-process
+    code; then only tensor ranks are checked per value (names, required fields and the site's
+    cross-field checks are always checked).
 
     Returns:
         The same record, its values normalised (numpy arrays, ints, lists).
@@ -60,7 +65,10 @@ def validate_record(record: Record, where: str) -> Record:
                 raise CaptureFormatError(f"{where}: missing field {name!r}; expected: "
                                          f"{[s.name for s in specs.values() if s.required]}")
             continue
-        record.fields[name] = check_value(spec, record.fields[name], where)
+        if not typed:
+            record.fields[name] = check_value(spec, record.fields[name], where)
+        elif spec.kind == "tensor" and record.fields[name].ndim != spec.ndim:
+            check_value(spec, record.fields[name], where)  # raises, naming the field
     check = getattr(module, "check_record", None)
     if check is not None:
         check(record, where)
@@ -74,5 +82,5 @@ def _validate_summary(record: Record, bound: str, where: str) -> Record:
             raise CaptureFormatError(f"{where}: summary record needs an integer {name!r}, got "
                                      f"{value!r}; summary records carry {list(SUMMARY_COMMON)} "
                                      f"and {bound!r}")
-        record.fields[name] = int(value)
+        record.fields[name] = int(value)  # type: ignore[arg-type]
     return record
