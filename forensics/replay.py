@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from forensics import findings as judge
-from forensics.errors import CaptureFormatError, ConfigurationError
+from forensics.errors import (
+    CaptureFormatError,
+    ConfigurationError,
+    MissingDependencyError,
+    PatchApplyError,
+    UnsupportedVersionError,
+)
 from forensics.outcome import STATUSES, Outcome
 from forensics.records import Record
 from forensics.sites import SINK
@@ -28,6 +34,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DEFAULT_VARIANTS = ("upstream", "patched")
+#: a variant that cannot be set up (missing vLLM, a patched copy that does not import) is bad
+#: input, not an outcome: these propagate (the CLI exits 2)
+_SETUP_ERRORS = (MissingDependencyError, UnsupportedVersionError, PatchApplyError)
 OUTCOME_COLUMNS = ("record", "variant", "site", "step", "rank", "status", "message")
 
 
@@ -176,6 +185,8 @@ def _run_site(variant: Variant, site: str, records: list[Record]) -> list[Outcom
             outs = list(many(site, records))
             if len(outs) == len(records):
                 return [_checked(o) for o in outs]
+        except _SETUP_ERRORS:
+            raise
         except Exception:  # noqa: BLE001  (fall back to one record at a time)
             pass
     return [_run_one(variant, record) for record in records]
@@ -184,6 +195,8 @@ def _run_site(variant: Variant, site: str, records: list[Record]) -> list[Outcom
 def _run_one(variant: Variant, record: Record) -> Outcome:
     try:
         return _checked(variant.run(record))
+    except _SETUP_ERRORS:
+        raise
     except Exception as exc:  # noqa: BLE001  (a variant's failure is an outcome)
         return failed(exc)
 

@@ -1,0 +1,293 @@
+"""Site adapters that call vLLM 0.33.x code on CPU, whatever copy of that code they are given.
+
+One implementation serves both real-code variants: ``vllm`` passes the installed modules,
+``vllm+PATH.diff`` passes private patched copies of the modules the diff touches (see
+:func:`code_from`). vLLM and torch are imported lazily, on first use; importing this module
+imports neither.
+
+The stand-ins below carry exactly the attributes the called methods read (the real
+``GPUModelRunner`` and ``InputBatch`` cannot be built without a GPU). Exceptions raised by the
+vLLM code propagate: the replay classifies them (IndexError -> ``index_error``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import ModuleType, SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from forensics.errors import CaptureFormatError, MissingDependencyError, UnsupportedVersionError
+from forensics.outcome import Outcome
+from forensics.records import Record
+
+if TYPE_CHECKING:
+    import torch
+
+SUPPORTED_RANGE = "0.33.x"
+SUPPORTED_PREFIX = "0.33."
+INSTALL_HINT = "pip install 'vllm-forensics[vllm]'"
+
+SPEC_DECODE_UTILS = "vllm.v1.spec_decode.utils"
+RUNNER = "vllm.v1.worker.gpu_model_runner"
+INPUT_BATCH = "vllm.v1.worker.gpu_input_batch"
+EMBEDDING = "vllm.model_executor.layers.vocab_parallel_embedding"
+#: The vLLM modules the adapters take code from, in the order they are imported.
+MODULES = (SPEC_DECODE_UTILS, RUNNER, INPUT_BATCH, EMBEDDING)
+
+#: An id placed before an ``output_tail`` to rebuild a full output list: anything but ``-1``.
+TAIL_FILLER = 0
+
+
+def vllm_version() -> str | None:
+    """The installed vLLM's version, read from its metadata without importing it; None if absent."""
+    if importlib.util.find_spec("vllm") is None:
+        return None
+    try:
+        return importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def require_vllm() -> str:
+    """Return the installed vLLM version when the adapters support it.
+
+    Raises:
+        MissingDependencyError: vLLM is not installed (names the extra to install).
+        UnsupportedVersionError: another vLLM version than ``0.33.x`` is installed.
+    """
+    version = vllm_version()
+    if version is None:
+        raise MissingDependencyError(
+            f"the real-code variants need vLLM {SUPPORTED_RANGE}, which is not installed; "
+            f"install it with: {INSTALL_HINT}")
+    if not version.startswith(SUPPORTED_PREFIX):
+        raise UnsupportedVersionError(
+            f"installed vLLM {version} is not supported by the real-code variants; supported: "
+            f"{SUPPORTED_RANGE} (install it with: {INSTALL_HINT}), or use the model variants "
+            f"'upstream' / 'patched'")
+    return version
+
+
+def apply_settings(module: ModuleType) -> None:
+    """Give a runner module (installed or private copy) the CPU settings: ``PIN_MEMORY = False``."""
+    if hasattr(module, "PIN_MEMORY"):
+        setattr(module, "PIN_MEMORY", False)  # noqa: B010  (a module attribute, set by name)
+
+
+_INSTALLED: dict[str, ModuleType] = {}
+
+
+def installed_modules() -> dict[str, ModuleType]:
+    """Import the vLLM modules of :data:`MODULES` once per process and return them by name.
+
+    Raises:
+        MissingDependencyError / UnsupportedVersionError: see :func:`require_vllm`.
+    """
+    if not _INSTALLED:
+        require_vllm()
+        modules = {name: importlib.import_module(name) for name in MODULES}
+        apply_settings(modules[RUNNER])
+        _INSTALLED.update(modules)
+    return dict(_INSTALLED)
+
+
+@dataclass(frozen=True)
+class VllmCode:
+    """The vLLM callables the adapters run, taken from one set of modules."""
+
+    batch_change: Callable[..., None]
+    prepare_input_ids: Callable[..., None]
+    update_async_output: Callable[[Any], None]
+    embedding_forward: Callable[[Any, Any], Any]
+    embedding_method: type
+    masked_input: Callable[..., Any]
+
+
+def _plain(fn: Any) -> Any:
+    """The plain function behind a ``torch.compile`` wrapper (or ``fn`` itself)."""
+    return getattr(fn, "_torchdynamo_orig_callable", fn)
+
+
+def code_from(modules: Mapping[str, ModuleType]) -> VllmCode:
+    """Build a :class:`VllmCode` from ``modules`` (name -> module; missing names: installed)."""
+    mods = {**installed_modules(), **modules}
+    emb = mods[EMBEDDING]
+    return VllmCode(
+        batch_change=_plain(mods[SPEC_DECODE_UTILS].update_num_computed_tokens_for_batch_change),
+        prepare_input_ids=mods[RUNNER].GPUModelRunner._prepare_input_ids,
+        update_async_output=mods[INPUT_BATCH].InputBatch.update_async_output_token_ids,
+        embedding_forward=emb.VocabParallelEmbedding.forward,
+        embedding_method=emb.UnquantizedEmbeddingMethod,
+        masked_input=_plain(emb.get_masked_input_and_mask),
+    )
+
+
+def run_site(code: VllmCode, record: Record) -> Outcome:
+    """Run ``record`` (not a summary) through ``code``; return an ``ok`` Outcome with its outputs
+    (numpy arrays of the dtype the call produced, and lists, named as in INTERNALS.md).
+
+    Raises:
+        whatever the vLLM code raises (IndexError for an out-of-range index);
+        CaptureFormatError: the record cannot be turned into the call's inputs.
+    """
+    adapters = {
+        "batch_change": _batch_change,
+        "prepare_input_ids": _prepare_input_ids,
+        "async_output": _async_output,
+        "embedding": _embedding,
+    }
+    if record.summary:
+        raise CaptureFormatError(f"summary record of site {record.site!r} (step {record.step}) "
+                                 f"cannot be replayed; summary records are bounds-checked only")
+    return Outcome(outputs=adapters[record.site](code, record))
+
+
+def _clone(record: Record, name: str) -> torch.Tensor:
+    return record.tensor(name).clone()
+
+
+# --- batch_change -------------------------------------------------------------------------------
+
+def _batch_change(code: VllmCode, record: Record) -> dict[str, Any]:
+    t = {name: _clone(record, name) for name in (
+        "num_computed_tokens", "num_accepted_tokens", "prev_positions",
+        "valid_sampled_token_count", "prev_num_draft_tokens", "cpu_num_computed_tokens")}
+    code.batch_change(t["num_computed_tokens"], t["num_accepted_tokens"], t["prev_positions"],
+                      t["valid_sampled_token_count"], t["prev_num_draft_tokens"],
+                      t["cpu_num_computed_tokens"])
+    return {"num_computed_tokens": t["num_computed_tokens"].numpy(),
+            "num_accepted_tokens": t["num_accepted_tokens"].numpy()}
+
+
+# --- prepare_input_ids --------------------------------------------------------------------------
+
+class _Buffer:
+    """Stand-in for ``vllm.v1.utils.CpuGpuBuffer``: ``.cpu``, ``.gpu``, ``.np``, ``copy_to_gpu``."""
+
+    def __init__(self, cpu: torch.Tensor, gpu: torch.Tensor) -> None:
+        self.cpu, self.gpu = cpu, gpu
+        self.np = cpu.numpy()
+
+    def copy_to_gpu(self, n: int | None = None) -> torch.Tensor:
+        """Copy the first ``n`` CPU values to the device buffer, as CpuGpuBuffer does."""
+        cpu, gpu = self.cpu, self.gpu
+        if n is not None:
+            cpu, gpu = cpu[:n], gpu[:n]
+        return gpu.copy_(cpu, non_blocking=True)
+
+
+def _req_ids(record: Record, n: int) -> list[str]:
+    req_ids = record.get("req_ids")
+    return list(req_ids) if req_ids is not None else [f"r{i}" for i in range(n)]
+
+
+def _runner_standin(record: Record) -> tuple[SimpleNamespace, SimpleNamespace, int, int, Any]:
+    import numpy as np
+    import torch
+
+    prev_positions = np.array(record["prev_positions"], copy=True)
+    n = len(prev_positions)
+    req_ids = _req_ids(record, n)
+    cu_num_tokens = np.array(record["cu_num_tokens"], copy=True)
+    total = int(cu_num_tokens[-1]) if len(cu_num_tokens) else 0
+    staged = _clone(record, "input_ids")
+    device = _clone(record, "input_ids_device") if "input_ids_device" in record else staged.clone()
+    drafts = _clone(record, "draft_token_ids") if "draft_token_ids" in record else None
+    drafts_per_row = zip(req_ids, record["num_draft_tokens"], strict=False)
+    spec = {rid: [-1] * int(k) for rid, k in drafts_per_row if k > 0}
+    runner = SimpleNamespace(
+        _pp_recv_work=None,
+        enable_prompt_embeds=False,
+        prev_positions=SimpleNamespace(np=prev_positions),
+        input_batch=SimpleNamespace(
+            prev_sampled_token_ids=_clone(record, "prev_sampled_token_ids"), req_ids=req_ids),
+        input_ids=_Buffer(staged, device),
+        prev_num_spec_tokens=int(record["prev_num_spec_tokens"]),
+        _draft_token_ids=drafts,
+        device=torch.device("cpu"),
+    )
+    scheduler_output = SimpleNamespace(scheduled_spec_decode_tokens=spec)
+    return runner, scheduler_output, n, total, cu_num_tokens
+
+
+def _prepare_input_ids(code: VllmCode, record: Record) -> dict[str, Any]:
+    runner, scheduler_output, n, total, cu_num_tokens = _runner_standin(record)
+    code.prepare_input_ids(runner, scheduler_output, n, total, cu_num_tokens)
+    return {"input_ids_device": runner.input_ids.gpu.numpy()}
+
+
+# --- async_output -------------------------------------------------------------------------------
+
+class _ReadyEvent:
+    """Stand-in for the CUDA event that guards the async copy: already complete on CPU."""
+
+    def synchronize(self) -> None:
+        """Return at once (the CPU tensor is ready)."""
+
+
+def _prev_map(record: Record) -> dict[str, int] | None:
+    if record.get("prev_req_id_to_index") is not None:
+        return dict(record["prev_req_id_to_index"])
+    if record.get("prev_req_ids") is not None:
+        return {rid: i for i, rid in enumerate(record["prev_req_ids"]) if rid is not None}
+    return None
+
+
+def _output_lists(record: Record) -> tuple[list[list[int]], list[int] | None]:
+    """Full output lists, and (for tails) the length of each rebuilt prefix."""
+    if record.get("output_token_ids") is not None:
+        return [list(row) for row in record["output_token_ids"]], None
+    tails, lengths = record.get("output_tail"), record.get("output_len")
+    if tails is None or lengths is None:
+        raise CaptureFormatError(f"async_output record at step {record.step} has neither "
+                                 f"'output_token_ids' nor 'output_tail' with 'output_len'")
+    prefixes = [int(length) - len(tail) for tail, length in zip(tails, lengths, strict=False)]
+    if len(tails) != len(lengths) or any(p < 0 for p in prefixes):
+        raise CaptureFormatError(f"async_output record at step {record.step}: 'output_len' "
+                                 f"must give one length per row, each >= its 'output_tail'")
+    lists = [[TAIL_FILLER] * p + list(tail) for p, tail in zip(prefixes, tails, strict=True)]
+    return lists, prefixes
+
+
+def _async_output(code: VllmCode, record: Record) -> dict[str, Any]:
+    import numpy as np
+
+    lists, prefixes = _output_lists(record)
+    batch = SimpleNamespace(
+        req_ids=list(record["req_ids"]),
+        prev_req_id_to_index=_prev_map(record),
+        sampled_token_ids_cpu=_clone(record, "sampled_token_ids_cpu"),
+        sampling_metadata=SimpleNamespace(output_token_ids=lists),
+        async_copy_ready_event=_ReadyEvent(),
+        vocab_size=int(record["vocab_size"]),
+    )
+    code.update_async_output(batch)
+    if prefixes is None:
+        return {"output_token_ids": lists}
+    dtype = np.asarray(record["output_len"]).dtype
+    return {"output_tail": [row[p:] for row, p in zip(lists, prefixes, strict=True)],
+            "output_len": np.array([len(row) for row in lists], dtype=dtype)}
+
+
+# --- embedding ----------------------------------------------------------------------------------
+
+def _embedding(code: VllmCode, record: Record) -> dict[str, Any]:
+    import torch
+
+    rows = int(record["num_embeddings"])
+    layer = SimpleNamespace(tp_size=1, quant_method=code.embedding_method(),
+                            weight=torch.zeros(rows, 1))
+    input_ids = _clone(record, "input_ids")
+    if int(record.get("tp_size") or 1) == 1:
+        code.embedding_forward(layer, input_ids)
+        return {}
+    # Tensor parallelism: the rank masks ids outside its shard [0, rows) and zeroes their rows
+    # (the non-fused branch of VocabParallelEmbedding.forward, without the all-reduce).
+    masked, mask = code.masked_input(input_ids, 0, rows, 0, rows, rows)
+    output = layer.quant_method.embedding(layer, masked.long())
+    output.masked_fill_(mask.unsqueeze(-1), 0)
+    return {}

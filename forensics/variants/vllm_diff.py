@@ -1,0 +1,181 @@
+"""The ``vllm+PATH.diff`` variant: the installed vLLM code with a unified diff applied.
+
+The diff (paths like ``a/vllm/v1/spec_decode/utils.py``) is applied in pure Python to private
+copies of the installed modules it touches, written to a temporary directory and loaded under
+private names inside the original package (``vllm.v1.worker._forensics_patched_<hash>_<stem>``)
+so that ``__package__`` is the original package and relative imports resolve. The installed
+vLLM files and modules are never modified. The same site adapters as the ``vllm`` variant then
+run through the patched functions and classes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+
+from forensics.errors import CaptureFormatError, PatchApplyError
+from forensics.outcome import Outcome
+from forensics.records import Record
+from forensics.variants.unidiff import FilePatch, apply_hunks, parse_diff
+from forensics.variants.vllm_adapters import (
+    VllmCode,
+    apply_settings,
+    code_from,
+    installed_modules,
+    require_vllm,
+    run_site,
+)
+
+#: Patched module sets already loaded in this process, by the diff's content hash.
+_LOADED: dict[str, dict[str, ModuleType]] = {}
+_TEMP_DIRS: list[tempfile.TemporaryDirectory[str]] = []
+
+
+def read_diff(path: str | Path) -> str:
+    """Return the text of the diff file ``path``.
+
+    Raises:
+        CaptureFormatError: the file is missing or unreadable (the message names it).
+    """
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaptureFormatError(
+            f"diff file {str(path)!r} cannot be read ({exc.__class__.__name__}: {exc}); "
+            f"give the path of a unified diff, as in --variant vllm+PATH.diff") from None
+
+
+def vllm_root() -> Path:
+    """The directory that holds the installed ``vllm`` package (its ``site-packages``)."""
+    require_vllm()
+    spec = importlib.util.find_spec("vllm")
+    assert spec is not None and spec.submodule_search_locations
+    return Path(next(iter(spec.submodule_search_locations))).parent
+
+
+def module_name(path: str) -> str:
+    """The dotted module name of a ``vllm/...py`` path (a package for ``__init__.py``).
+
+    Raises:
+        PatchApplyError: the path is not a Python file of the vllm package.
+    """
+    parts = Path(path).with_suffix("").parts
+    if not path.endswith(".py") or not parts or parts[0] != "vllm":
+        raise PatchApplyError(f"diff touches {path!r}, which is not a module of the installed "
+                              f"vllm package; expected paths like 'a/vllm/v1/spec_decode/utils.py'")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def patched_sources(diff_path: str | Path) -> dict[str, str]:
+    """Apply the diff at ``diff_path`` to the installed sources; return ``{vllm path: text}``.
+
+    Raises:
+        CaptureFormatError: the diff file is missing.
+        PatchApplyError: the diff does not parse, touches something other than an existing
+            vllm module, or a hunk does not apply (the message names file and hunk).
+    """
+    source = str(diff_path)
+    root = vllm_root()
+    result: dict[str, str] = {}
+    for patch in parse_diff(read_diff(diff_path), source):
+        _check_target(patch, source)
+        target = root / patch.path
+        if patch.path not in result and not target.is_file():
+            raise PatchApplyError(f"{source}: target file {patch.path} does not exist in the "
+                                  f"installed vllm at {root}")
+        text = result.get(patch.path) or target.read_text(encoding="utf-8")
+        result[patch.path] = apply_hunks(text, patch, source)
+    return result
+
+
+def _check_target(patch: FilePatch, source: str) -> None:
+    if "/dev/null" in (patch.old_path, patch.new_path):
+        raise PatchApplyError(f"{source}: the patch of {patch.path} creates or deletes a file; "
+                              f"only changes to existing vllm modules can be replayed")
+    if patch.old_path != patch.new_path:
+        raise PatchApplyError(f"{source}: the patch renames {patch.old_path} to "
+                              f"{patch.new_path}; only in-place changes can be replayed")
+    module_name(patch.path)
+
+
+def load_patched(diff_path: str | Path,
+                 sources: dict[str, str] | None = None) -> dict[str, ModuleType]:
+    """Load private patched copies of the modules the diff touches; return them by module name.
+
+    ``sources`` are the diff's :func:`patched_sources` when already computed. Loaded once per
+    process per patched content. Raises as :func:`patched_sources`, and PatchApplyError when a
+    patched module fails to import.
+    """
+    if sources is None:
+        sources = patched_sources(diff_path)
+    digest = hashlib.sha256(repr(sorted(sources.items())).encode()).hexdigest()[:12]
+    if digest not in _LOADED:
+        installed_modules()  # the originals first: the copies import from them
+        tmp = tempfile.TemporaryDirectory(prefix=f"forensics-patched-{digest}-")
+        _TEMP_DIRS.append(tmp)
+        _LOADED[digest] = {module_name(path): _load_copy(Path(tmp.name), path, text, digest,
+                                                         str(diff_path))
+                           for path, text in sources.items()}
+    return dict(_LOADED[digest])
+
+
+def _load_copy(tmp: Path, path: str, text: str, digest: str, source: str) -> ModuleType:
+    name = module_name(path)
+    is_package = path.endswith("__init__.py")
+    package = name if is_package else name.rpartition(".")[0]
+    private = f"{package}._forensics_patched_{digest}_{Path(path).stem}"
+    file = tmp / path
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(private, file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = package
+    sys.modules[private] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[private]
+        raise PatchApplyError(f"{source}: the patched copy of {path} fails to import "
+                              f"({exc.__class__.__name__}: {exc}); fix the diff") from exc
+    apply_settings(module)
+    return module
+
+
+class PatchedVllmVariant:
+    """The installed vLLM code with the unified diff at ``path`` applied to private copies.
+
+    Building it reads the diff and applies it in memory (cheap, vLLM not imported), so a missing
+    or non-applying diff fails here; the patched modules are loaded on the first run.
+
+    Raises:
+        MissingDependencyError / UnsupportedVersionError: as for the ``vllm`` variant.
+        CaptureFormatError: the diff file is missing.
+        PatchApplyError: the diff does not parse or apply (names the file, target and hunk).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self.name = f"vllm+{self.path}"
+        self._sources = patched_sources(self.path)
+        self._code: VllmCode | None = None
+
+    def load(self) -> VllmCode:
+        """Load the patched modules once; return the patched callables.
+
+        Raises:
+            PatchApplyError: a patched module fails to import.
+        """
+        if self._code is None:
+            self._code = code_from(load_patched(self.path, self._sources))
+        return self._code
+
+    def run(self, record: Record) -> Outcome:
+        """Run one (non-summary) record through the patched code; exceptions propagate."""
+        return run_site(self.load(), record)
