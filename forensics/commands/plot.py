@@ -1,19 +1,61 @@
-"""forensics plot: not built yet."""
+"""Draw one figure of a capture's replay and save it (PNG, SVG or PDF by the file's suffix).
+
+Kinds: timeline (per step, the smallest and largest index used against its bound), heatmap
+(batch rows x steps, coloured by how far past the bound), histogram (values near the bound,
+sentinels -1 and vocab_size annotated), verdicts (site x variant). Without --site, the site
+of the variant's first violation is drawn (else the embedding sink).
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
+from pathlib import Path
 
-EXAMPLE = None
+from forensics.errors import ConfigurationError
+
+KINDS = ("timeline", "heatmap", "histogram", "verdicts")
+SUFFIXES = (".png", ".svg", ".pdf")
+
+EXAMPLE = """example:
+  forensics plot data/incident-b-vocab-sentinel.capture -o timeline.png
+  forensics plot my.capture -o heat.png --kind heatmap --site prepare_input_ids --variant patched
+  forensics plot my.capture -o verdicts.svg --kind verdicts"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare this command's arguments."""
-    parser.add_argument("args", nargs="*")
+    """Declare the arguments of ``forensics plot``."""
+    parser.add_argument("capture", help="a NAME.capture directory")
+    parser.add_argument("-o", "--output", required=True, metavar="FIGURE.png",
+                        help="the image to write (.png, .svg or .pdf)")
+    parser.add_argument("--kind", choices=KINDS, default="timeline",
+                        help="the view to draw (default: timeline)")
+    parser.add_argument("--site", default=None, help="the site to draw")
+    parser.add_argument("--variant", default=None,
+                        help="the variant to draw (default: upstream); replayed with upstream "
+                             "and patched")
+    parser.add_argument("--dpi", type=int, default=120, help="resolution of a PNG (default 120)")
+
+
+def _variants(variant: str | None) -> list[str]:
+    base = ["upstream", "patched"]
+    return base if variant is None or variant in base else [*base, variant]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Say plainly that this command does not exist yet."""
-    print("forensics plot: not built yet (see the open issues)", file=sys.stderr)
-    return 2
+    """Replay the capture, draw the figure, save it; print its path; return 0."""
+    import forensics
+    from forensics import plots
+
+    out = Path(args.output)
+    if out.suffix.lower() not in SUFFIXES:
+        raise ConfigurationError(f"-o {args.output!r}: unknown image type {out.suffix!r}; "
+                                 f"expected a file ending in one of {list(SUFFIXES)}")
+    capture = forensics.load(args.capture)
+    if args.site is not None and args.site not in capture.sites:
+        plots.check_site_name(args.site, list(capture.sites))
+    result = forensics.replay(capture, variants=_variants(args.variant))
+    ax = plots.plot(result, args.kind, site=args.site, variant=args.variant)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    plots.save(ax, out, dpi=args.dpi)
+    print(out)
+    return 0

@@ -1,19 +1,37 @@
-"""forensics report: not built yet."""
+"""Write a self-contained HTML report of a capture.
+
+Runs an investigation notebook (default 03_triage) against the capture with papermill and
+exports it with an offline template: figures embedded, nothing loaded from the network, no
+script, code hidden unless --with-code. An existing REPORT.html is overwritten.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
 
-EXAMPLE = None
+EXAMPLE = """example:
+  forensics report data/incident-b-vocab-sentinel.capture -o incident-b.html
+  forensics report my.capture -o my.html --notebook 00_quickstart --with-code
+  forensics report my.capture -o my.html --notebook path/to/mine.ipynb"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare this command's arguments."""
-    parser.add_argument("args", nargs="*")
+    """Declare the arguments of ``forensics report``."""
+    parser.add_argument("capture", help="a NAME.capture directory")
+    parser.add_argument("-o", "--output", required=True, metavar="REPORT.html",
+                        help="the HTML file to write")
+    parser.add_argument("--notebook", default="03_triage", metavar="NAME",
+                        help="a notebook of notebooks/ (00_quickstart, 01_stale_prev_rows, "
+                             "02_vocab_sentinel, 03_triage) or a path to an .ipynb "
+                             "(default: 03_triage)")
+    parser.add_argument("--with-code", action="store_true", help="show the code cells")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Say plainly that this command does not exist yet."""
-    print("forensics report: not built yet (see the open issues)", file=sys.stderr)
-    return 2
+    """Write the report; print its path; return 0 (bad input raises a ForensicsError)."""
+    from forensics.report import write_report
+
+    path = write_report(args.capture, args.output, notebook=args.notebook,
+                        with_code=args.with_code)
+    print(path)
+    return 0

@@ -1,0 +1,808 @@
+"""Plots of a replay: each ``plot_*`` function draws one view on one Axes and returns it.
+
+Every function takes a :class:`~forensics.replay.ReplayResult` (or any object with the same
+attributes), draws on ``ax`` (``ax=None`` makes a new figure through pyplot, so notebooks show it)
+and returns the Axes. Axes are labelled with units, the valid bound is drawn and named, anything
+out of bounds is drawn in :data:`VIOLATION_COLOR`, and the title names the capture, the site and
+the variant.
+
+What each view reads from the result:
+
+- :func:`plot_bounds_timeline`: ``result.bounds`` (columns ``variant, site, step, rank, record,
+  tensor, min, max, lower, upper``: one row per record, variant and checked tensor). A result
+  without ``bounds`` falls back to the out-of-bounds findings (only the offending values);
+- :func:`plot_row_heatmap`: ``result.findings`` (``row``, ``step``, ``value``, ``lower``,
+  ``upper``, ``kind``) and the steps of ``result.bounds`` when present;
+- :func:`plot_value_histogram`: the in-range extremes of ``result.bounds`` and every offending
+  value of ``result.findings``;
+- :func:`plot_verdict_matrix`: ``result.verdicts``;
+- :func:`plot_side_by_side`: one of the above per variant, in one figure.
+
+matplotlib is imported by this module only (``import forensics`` never imports it); without a
+display and without ``MPLBACKEND`` the Agg backend is selected.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from forensics.errors import UnknownSiteError, UnknownVariantError
+from forensics.sites import SINK, SITES, get_site
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+#: Colour of everything out of bounds (markers, heatmap cells, histogram bars, verdicts).
+VIOLATION_COLOR = "#d62728"
+#: Colour of in-range values.
+IN_RANGE_COLOR = "#1f77b4"
+#: Colour of the valid bound lines.
+BOUND_COLOR = "#2b2b2b"
+#: Colour of misattributed (suspect) findings.
+SUSPECT_COLOR = "#e6ab02"
+#: Cell colour per verdict in :func:`plot_verdict_matrix`.
+VERDICT_COLORS: dict[str, str] = {
+    "violation": VIOLATION_COLOR,
+    "error": "#ff7f0e",
+    "suspect": SUSPECT_COLOR,
+    "ok": "#2ca02c",
+}
+#: Neutral colours for several tensors on one Axes (never the violation colour).
+TENSOR_COLORS = ("#1f77b4", "#9467bd", "#17becf", "#8c564b", "#7f7f7f", "#bcbd22")
+#: Sites whose checked values are token ids (where ``vocab_size`` is a sentinel).
+ID_SITES = ("prepare_input_ids", "async_output", "embedding")
+KINDS = ("timeline", "heatmap", "histogram", "verdicts")
+
+
+def _use_agg_without_display() -> None:
+    import matplotlib
+
+    headless = not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    if headless and "MPLBACKEND" not in os.environ and "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
+
+
+_use_agg_without_display()
+
+
+# ----------------------------------------------------------------------------- data access
+
+
+def capture_name(result: Any) -> str:
+    """The capture's name as shown in titles (a Capture's ``.name``, a path's stem, or str)."""
+    capture = getattr(result, "capture", None)
+    name = getattr(capture, "name", capture)
+    text = str(name) if name is not None else "capture"
+    return text.removesuffix(".capture")
+
+
+def variant_names(result: Any) -> list[str]:
+    """The result's variant names, in replay order."""
+    return [str(getattr(v, "name", v)) for v in getattr(result, "variants", [])]
+
+
+def _mathsafe(text: object) -> str:
+    """Text for matplotlib: a ``$`` from a capture must not switch on mathtext."""
+    return str(text).replace("$", r"\$")
+
+
+def _title(result: Any, site: str, variant: str, what: str) -> str:
+    return _mathsafe(f"{capture_name(result)} · {site} · {variant}\n{what}")
+
+
+def _check_variant(result: Any, variant: str | None) -> str:
+    names = variant_names(result)
+    if variant is None:
+        return "upstream" if "upstream" in names or not names else names[0]
+    if variant not in names:
+        raise UnknownVariantError(
+            f"variant {variant!r} is not in the replay of {capture_name(result)!r}; "
+            f"expected one of {names}; replay with variants=[..., {variant!r}]")
+    return variant
+
+
+def result_sites(result: Any) -> list[str]:
+    """Sites present in the result (from its verdicts), in pipeline order."""
+    present: set[str] = set()
+    for per_site in (getattr(result, "verdicts", None) or {}).values():
+        present.update(per_site)
+    for frame in (_bounds(result), _findings(result)):
+        if frame is not None and len(frame):
+            present.update(frame["site"].astype(str))
+    return [s for s in SITES if s in present] + sorted(present - set(SITES))
+
+
+def check_site_name(site: str, present: Sequence[str], capture: str = "the capture") -> str:
+    """Return ``site`` when it is a known site present in the capture.
+
+    Raises:
+        UnknownSiteError: an unknown site (listing every site) or one without records
+            (listing the sites present).
+    """
+    if site not in SITES:
+        get_site(site)  # raises UnknownSiteError listing the valid sites
+    if present and site not in present:
+        raise UnknownSiteError(f"site {site!r} has no records in {capture!r}; "
+                               f"expected one of {list(present)}")
+    return site
+
+
+def _check_site(result: Any, site: str | None, variant: str) -> str:
+    present = result_sites(result)
+    if site is None:
+        return _default_site(result, variant, present)
+    return check_site_name(site, present, capture_name(result))
+
+
+def _default_site(result: Any, variant: str, present: list[str]) -> str:
+    """The site of the variant's first out-of-bounds finding, else the sink, else the first."""
+    findings = _findings(result)
+    if findings is not None and len(findings):
+        bad = findings[(findings["variant"] == variant) & (findings["kind"] == "out_of_bounds")]
+        for site in present:
+            if (bad["site"] == site).any():
+                return site
+    if SINK in present:
+        return SINK
+    return present[0] if present else SINK
+
+
+def _findings(result: Any) -> pd.DataFrame | None:
+    frame = getattr(result, "findings", None)
+    return frame if isinstance(frame, pd.DataFrame) else None
+
+
+def _bounds(result: Any) -> pd.DataFrame | None:
+    frame = getattr(result, "bounds", None)
+    return frame if isinstance(frame, pd.DataFrame) else None
+
+
+def _numeric(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    frame = frame.copy()
+    for column in columns:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+    return frame
+
+
+def _select(frame: pd.DataFrame | None, site: str, variant: str) -> pd.DataFrame:
+    if frame is None or not len(frame):
+        return pd.DataFrame()
+    return frame[(frame["site"] == site) & (frame["variant"] == variant)]
+
+
+def _oob(result: Any, site: str, variant: str) -> pd.DataFrame:
+    frame = _select(_findings(result), site, variant)
+    if not len(frame):
+        return frame
+    frame = frame[frame["kind"] == "out_of_bounds"]
+    return _numeric(frame, ["step", "value", "lower", "upper"])
+
+
+def bounds_frame(result: Any, site: str, variant: str) -> tuple[pd.DataFrame, bool]:
+    """The bounds rows of (site, variant) with numeric columns, and whether they are complete.
+
+    Without ``result.bounds`` the rows are rebuilt from the out-of-bounds findings (one row per
+    offending element) and the flag is False: in-range values are then unknown.
+    """
+    bounds = _bounds(result)
+    if bounds is not None:
+        frame = _select(bounds, site, variant)
+        return _numeric(frame, ["step", "min", "max", "lower", "upper"]), True
+    oob = _oob(result, site, variant)
+    frame = pd.DataFrame({"step": oob.get("step", []), "tensor": oob.get("tensor", []),
+                          "min": oob.get("value", []), "max": oob.get("value", []),
+                          "lower": oob.get("lower", []), "upper": oob.get("upper", [])})
+    return _numeric(frame, ["step", "min", "max", "lower", "upper"]), False
+
+
+# ----------------------------------------------------------------------------- figure helpers
+
+
+def _axes(ax: Axes | None, figsize: tuple[float, float] = (7.0, 4.0)) -> Axes:
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, new_ax = plt.subplots(figsize=figsize, layout="constrained")
+    return new_ax
+
+
+def _empty(ax: Axes, message: str) -> None:
+    ax.text(0.5, 0.5, _mathsafe(message), transform=ax.transAxes, ha="center", va="center",
+            color="#555555")
+
+
+def is_id_tensor(site: str, tensor: str) -> bool:
+    """Whether the values checked for ``tensor`` are token ids (else they are row indices):
+    produced values (``out.<field>``) and the embedding's ``input_ids``."""
+    return tensor.startswith("out.") or (site == SINK and tensor == "input_ids")
+
+
+def _value_unit(site: str, tensors: Sequence[str]) -> str:
+    ids = [t for t in tensors if is_id_tensor(site, t)]
+    if not tensors:
+        return "token id" if site == SINK else "index"
+    if len(ids) == len(tensors):
+        return "token id"
+    return "row index / token id" if ids else "row index"
+
+
+def _legend_below(ax: Axes) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, fontsize=7, loc="upper center", ncol=2, frameon=False,
+                  bbox_to_anchor=(0.5, -0.16))
+
+
+# ----------------------------------------------------------------------------- timeline
+
+
+def _per_step(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per step: smallest and largest value used, tightest bound, whether any record violated."""
+    frame = frame.assign(bad_low=frame["min"] < frame["lower"],
+                         bad_high=frame["max"] >= frame["upper"])
+    return (frame.groupby("step", sort=True)
+            .agg(min=("min", "min"), max=("max", "max"), lower=("lower", "max"),
+                 upper=("upper", "min"), bad_low=("bad_low", "any"),
+                 bad_high=("bad_high", "any"))
+            .reset_index())
+
+
+TensorChoice = str | Sequence[str] | None
+
+
+def pick_tensors(frame: pd.DataFrame, scale: float = 100.0) -> tuple[list[str], list[str]]:
+    """Split a site's checked tensors into those drawn together and those on another scale.
+
+    The reference is the tensor of the earliest violation (else the one with the largest
+    bound); tensors whose largest bound is within ``scale`` times the reference's are drawn,
+    so row indices (bounds of a few rows) and token ids (bounds of the vocabulary) are not
+    squeezed onto one axis. Returns (drawn, omitted), each sorted.
+    """
+    if not len(frame):
+        return [], []
+    frame = frame.assign(tensor=frame["tensor"].astype(str))
+    upper = frame.groupby("tensor")["upper"].max().fillna(1).clip(lower=1)
+    bad = frame[(frame["max"] >= frame["upper"]) | (frame["min"] < frame["lower"])]
+    reference = (bad.sort_values("step")["tensor"].iloc[0] if len(bad)
+                 else upper.idxmax())
+    ratio = np.maximum(upper / upper[reference], upper[reference] / upper)
+    drawn = sorted(t for t in upper.index if ratio[t] <= scale)
+    return drawn, sorted(set(upper.index) - set(drawn))
+
+
+def _tensors_of(frame: pd.DataFrame, tensor: TensorChoice) -> tuple[list[str], list[str]]:
+    """(tensors to draw, tensors left out) for a ``tensor`` argument."""
+    if tensor is None:
+        return pick_tensors(frame)
+    wanted = [tensor] if isinstance(tensor, str) else list(tensor)
+    present = set(frame["tensor"].astype(str)) if len(frame) else set()
+    return sorted(t for t in wanted if t in present), sorted(present - set(wanted))
+
+
+def choose_tensors(result: Any, site: str, variants: Sequence[str]) -> list[str]:
+    """The tensors to draw for ``site`` in every panel: those :func:`pick_tensors` chooses for
+    the first of ``variants`` with a violation there (else for the first variant)."""
+    frames = [bounds_frame(result, site, v)[0] for v in variants]
+    for frame in frames:
+        if len(frame) and ((frame["max"] >= frame["upper"])
+                           | (frame["min"] < frame["lower"])).any():
+            return pick_tensors(frame)[0]
+    return pick_tensors(frames[0])[0] if frames else []
+
+
+def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | None = None,
+                         ax: Axes | None = None, tensor: TensorChoice = None) -> Axes:
+    """Per step, the smallest and largest index or id a site used, against its valid bound.
+
+    One band per checked tensor (min to max), the bound ``[lower, upper)`` as dashed step
+    lines, and every step whose extreme leaves the bound marked in :data:`VIOLATION_COLOR`.
+
+    Args:
+        result: a ReplayResult (``bounds``, ``findings``, ``capture``, ``variants``).
+        site: the site to draw; default the site of the variant's first violation, else the sink.
+        variant: default ``upstream`` (or the first variant replayed).
+        ax: the Axes to draw on; None makes a new figure.
+        tensor: a checked tensor or a list of them; default those on the scale of the first
+            violation (see :func:`pick_tensors`).
+    Returns:
+        The Axes.
+    Raises:
+        UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
+    """
+    variant = _check_variant(result, variant)
+    site = _check_site(result, site, variant)
+    ax = _axes(ax, figsize=(7.0, 4.6))
+    frame, complete = bounds_frame(result, site, variant)
+    tensors, omitted = _tensors_of(frame, tensor)
+    bad: list[tuple[float, float]] = []
+    for i, name in enumerate(tensors):
+        steps = _per_step(frame[frame["tensor"].astype(str) == name])
+        bad += _draw_tensor(ax, steps, name, TENSOR_COLORS[i % len(TENSOR_COLORS)], i == 0,
+                            labelled=not bad)
+    if bad:
+        x, y = min(bad)
+        ax.annotate(f"first: step {x:.0f}, value {y:.0f}", (x, y), textcoords="offset points",
+                    xytext=(6, 6), fontsize=8, color=VIOLATION_COLOR)
+    if not tensors:
+        _empty(ax, f"no checked values for {site} under {variant}")
+    ax.set_title(_title(result, site, variant, "smallest and largest value used per step"),
+                 fontsize=10)
+    notes = [] if complete else ["offending values only (the result has no bounds)"]
+    if omitted:
+        notes.append(f"not drawn (another scale; pass tensor=...): {', '.join(omitted)}")
+    if notes:
+        ax.text(0.01, 0.99, _mathsafe("\n".join(notes)), transform=ax.transAxes, fontsize=7,
+                va="top", color="#555555")
+    ax.set_xlabel("engine step")
+    ax.set_ylabel(f"value used ({_value_unit(site, tensors)})")
+    ax.margins(y=0.12)
+    _legend_below(ax)
+    return ax
+
+
+def _draw_tensor(ax: Axes, steps: pd.DataFrame, name: str, color: str, first: bool,
+                 labelled: bool) -> list[tuple[float, float]]:
+    """Draw one tensor's band, bound and violations; return the violations (step, value)."""
+    x = steps["step"].to_numpy()
+    label = _mathsafe(name)
+    ax.fill_between(x, steps["min"], steps["max"], step="mid", color=color, alpha=0.15)
+    ax.plot(x, steps["max"], marker="o", ms=3, lw=1, color=color, label=f"{label} (min..max)")
+    ax.plot(x, steps["min"], marker=".", ms=2, lw=0.8, ls=":", color=color)
+    upper, lower = steps["upper"].to_numpy(), steps["lower"].to_numpy()
+    ax.step(x, upper, where="mid", ls="--", lw=1.2, color=BOUND_COLOR,
+            label=f"valid bound: {label} < {_fmt_bound(upper)}")
+    ax.step(x, lower, where="mid", ls="-.", lw=0.8, color=BOUND_COLOR,
+            label=f"valid bound: lower = {_fmt_bound(lower)}" if first else None)
+    high, low = steps[steps["bad_high"]], steps[steps["bad_low"]]
+    bad_x = np.concatenate([high["step"].to_numpy(), low["step"].to_numpy()])
+    bad_y = np.concatenate([high["max"].to_numpy(), low["min"].to_numpy()])
+    if len(bad_x):
+        ax.scatter(bad_x, bad_y, marker="X", s=60, color=VIOLATION_COLOR, zorder=5,
+                   label="out of bounds" if labelled else None)
+    return [(float(a), float(b)) for a, b in zip(bad_x, bad_y, strict=True)]
+
+
+def _fmt_bound(values: np.ndarray) -> str:
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return "?"
+    lo, hi = int(finite.min()), int(finite.max())
+    return f"{lo}" if lo == hi else f"{lo}..{hi}"
+
+
+# ----------------------------------------------------------------------------- heatmap
+
+
+def distance_past_bound(value: Any, lower: Any, upper: Any) -> np.ndarray:
+    """How far each value lies outside ``[lower, upper)``: 0 inside, 1 for ``upper`` or
+    ``lower - 1`` (the first invalid value on either side), growing outwards."""
+    v, lo, hi = (np.asarray(a, dtype="float64") for a in (value, lower, upper))
+    above = np.where(v >= hi, v - hi + 1, 0.0)
+    below = np.where(v < lo, lo - v, 0.0)
+    return np.nan_to_num(above + below)
+
+
+def _violation_cmap() -> Any:
+    from matplotlib.colors import LinearSegmentedColormap
+
+    return LinearSegmentedColormap.from_list("forensics_violation",
+                                             ["#f7c6c6", VIOLATION_COLOR, "#5c0d0e"])
+
+
+def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None = None,
+                     ax: Axes | None = None) -> Axes:
+    """Batch rows x engine steps, each offending cell coloured by how far past the bound it is.
+
+    Grey columns are steps where the site was checked (from ``result.bounds``) and stayed in
+    range; a cell holds the largest distance of the row's out-of-bounds findings at that step
+    (1 = the first invalid value, e.g. ``vocab_size`` itself or ``-1``); ``misattributed``
+    findings are marked with a diamond. Summary records (no row) appear as row ``summary``.
+
+    Returns:
+        The Axes.
+    Raises:
+        UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
+    """
+    from matplotlib.colors import LogNorm, Normalize
+    from matplotlib.patches import Patch
+
+    variant = _check_variant(result, variant)
+    site = _check_site(result, site, variant)
+    ax = _axes(ax)
+    oob = _oob(result, site, variant)
+    checked = _checked_steps(result, site, variant)
+    steps = sorted(checked | set(oob.get("step", pd.Series()).dropna()))
+    if not steps:
+        _empty(ax, f"no records for {site} under {variant}")
+        return _heatmap_labels(ax, result, site, variant, [], [])
+    rows = _heatmap_rows(oob, _select(_findings(result), site, variant))
+    grid = _heatmap_grid(oob, steps, rows)
+    checked_steps = {s: i for i, s in enumerate(steps)}
+    shade = np.full((len(rows), len(steps)), np.nan)
+    shade[:, [checked_steps[s] for s in checked]] = 1.0
+    extent = (-0.5, len(steps) - 0.5, len(rows) - 0.5, -0.5)
+    ax.imshow(shade, cmap="Greys", vmin=0, vmax=8, aspect="auto", extent=extent,
+              interpolation="nearest")
+    peak = np.nanmax(grid) if np.isfinite(grid).any() else 1.0
+    norm = LogNorm(1, max(peak, 2)) if peak > 100 else Normalize(0.5, max(peak, 1) + 0.5)
+    image = ax.imshow(np.where(grid > 0, grid, np.nan), cmap=_violation_cmap(), norm=norm,
+                      aspect="auto", extent=extent, interpolation="nearest")
+    bar = ax.figure.colorbar(image, ax=ax, pad=0.02)
+    if not isinstance(norm, LogNorm):
+        bar.set_ticks(range(1, int(max(peak, 1)) + 1, max(1, int(peak) // 8)))
+    bar.set_label("distance past the valid bound [lower, upper)\n(1 = first invalid value)",
+                  fontsize=8)
+    _annotate_cells(ax, oob, steps, rows)
+    _mark_suspects(ax, _select(_findings(result), site, variant), steps, rows)
+    ax.legend(handles=[Patch(color="#e0e0e0", label="checked, inside the valid bound"),
+                       Patch(color=VIOLATION_COLOR, label="out of bounds")],
+              fontsize=8, loc="upper right")
+    return _heatmap_labels(ax, result, site, variant, steps, rows)
+
+
+def _checked_steps(result: Any, site: str, variant: str) -> set[float]:
+    """Steps at which the site was checked: from ``bounds``, else from the result's records."""
+    frame, complete = bounds_frame(result, site, variant)
+    steps = set(frame["step"].dropna()) if len(frame) else set()
+    if not complete:
+        records = getattr(result, "records", None)
+        if isinstance(records, list):
+            steps |= {float(r.step) for r in records if getattr(r, "site", None) == site}
+    return steps
+
+
+def _heatmap_rows(oob: pd.DataFrame, findings: pd.DataFrame) -> list[float]:
+    rows: set[float] = set()
+    for frame in (oob, findings):
+        if len(frame):
+            rows.update(pd.to_numeric(frame["row"], errors="coerce").fillna(-1).astype(float))
+    if not rows:
+        return [0.0]
+    numbered = [r for r in rows if r >= 0]
+    dense = [float(r) for r in range(int(max(numbered)) + 1)] if numbered else []
+    return ([-1.0] if -1.0 in rows else []) + dense
+
+
+def _cell_index(frame: pd.DataFrame, steps: list[float], rows: list[float]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    step_at = {s: i for i, s in enumerate(steps)}
+    row_at = {r: i for i, r in enumerate(rows)}
+    r = pd.to_numeric(frame["row"], errors="coerce").fillna(-1).astype(float)
+    s = pd.to_numeric(frame["step"], errors="coerce").astype(float)
+    return (np.array([row_at[x] for x in r], dtype=int),
+            np.array([step_at[x] for x in s], dtype=int))
+
+
+def _heatmap_grid(oob: pd.DataFrame, steps: list[float], rows: list[float]) -> np.ndarray:
+    grid = np.zeros((len(rows), len(steps)))
+    if len(oob):
+        ri, si = _cell_index(oob, steps, rows)
+        dist = distance_past_bound(oob["value"], oob["lower"], oob["upper"])
+        np.maximum.at(grid, (ri, si), dist)
+    return grid
+
+
+def _annotate_cells(ax: Axes, oob: pd.DataFrame, steps: list[float], rows: list[float]) -> None:
+    if not len(oob) or len(steps) * len(rows) > 400:
+        return
+    ri, si = _cell_index(oob, steps, rows)
+    seen: set[tuple[int, int]] = set()
+    for r, s, value in zip(ri, si, oob["value"], strict=True):
+        if (r, s) not in seen:
+            seen.add((r, s))
+            ax.text(s, r, f"{value:.0f}", ha="center", va="center", fontsize=6, color="white")
+
+
+def _mark_suspects(ax: Axes, findings: pd.DataFrame, steps: list[float],
+                   rows: list[float]) -> None:
+    if not len(findings):
+        return
+    sus = findings[findings["kind"] == "misattributed"]
+    sus = sus[pd.to_numeric(sus["step"], errors="coerce").isin(steps)]
+    if len(sus):
+        ri, si = _cell_index(sus, steps, rows)
+        ax.scatter(si, ri, marker="D", s=30, facecolor="none", edgecolor=SUSPECT_COLOR,
+                   linewidths=1.5, label="misattributed (another request's row)")
+
+
+def _heatmap_labels(ax: Axes, result: Any, site: str, variant: str, steps: list[float],
+                    rows: list[float]) -> Axes:
+    ax.set_title(_title(result, site, variant, "out-of-bounds values per batch row and step"),
+                 fontsize=10)
+    ax.set_xlabel("engine step")
+    ax.set_ylabel("batch row (index)")
+    if steps:
+        ticks = _thin(len(steps))
+        ax.set_xticks(ticks, [f"{steps[i]:.0f}" for i in ticks])
+        yt = _thin(len(rows))
+        ax.set_yticks(yt, ["summary" if rows[i] < 0 else f"{rows[i]:.0f}" for i in yt])
+    return ax
+
+
+def _thin(n: int, most: int = 20) -> list[int]:
+    stride = max(1, int(np.ceil(n / most)))
+    return list(range(0, n, stride))
+
+
+# ----------------------------------------------------------------------------- histogram
+
+
+def _histogram_data(result: Any, site: str, variant: str, tensor: TensorChoice
+                    ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[str], list[str]]:
+    """(bounds rows drawn, in-range extremes of each record, every offending value, tensors
+    drawn, tensors omitted for being on another scale)."""
+    frame, _ = bounds_frame(result, site, variant)
+    oob = _oob(result, site, variant)
+    drawn, omitted = _tensors_of(frame, tensor)
+    if drawn or tensor is not None:
+        frame = frame[frame["tensor"].astype(str).isin(drawn)]
+        oob = oob[oob["tensor"].astype(str).isin(drawn)] if len(oob) else oob
+    inside = np.array([], dtype="float64")
+    for column in ("min", "max") if len(frame) else ():
+        ok = (frame[column] >= frame["lower"]) & (frame[column] < frame["upper"])
+        inside = np.concatenate([inside, frame.loc[ok, column].to_numpy(dtype="float64")])
+    outside = oob["value"].to_numpy(dtype="float64") if len(oob) else np.array([])
+    return frame, inside, outside, drawn, omitted
+
+
+def _guess_vocab_size(site: str, frame: pd.DataFrame) -> int | None:
+    """The most common bound of the token-id tensors in ``frame`` (None without any)."""
+    if not len(frame):
+        return None
+    ids = frame[[is_id_tensor(site, str(t)) for t in frame["tensor"]]]
+    uppers = ids["upper"].dropna()
+    return int(uppers.mode().iloc[0]) if len(uppers) else None
+
+
+class _ValueAxis:
+    """Maps values to x positions: one linear stretch, or two windows (around ``lower`` and
+    ``upper``) joined by a break when the valid range is wide."""
+
+    def __init__(self, lower: float, upper: float, window: int, values: np.ndarray) -> None:
+        self.lower, self.upper, self.window = lower, upper, window
+        lo = min([lower - 1, *values]) if len(values) else lower - 1
+        hi = max([upper, *values]) if len(values) else upper
+        self.broken = (hi - lo) > 6 * window
+        self.gap = max(2, window // 4)
+        self.start, self.stop = (lo, hi) if not self.broken else (0.0, 0.0)
+
+    def pos(self, values: np.ndarray) -> np.ndarray:
+        """x position of each value (values beyond a window sit on its edge)."""
+        v = np.asarray(values, dtype="float64")
+        if not self.broken:
+            return v
+        w, mid = self.window, (self.lower + self.upper) / 2
+        left = np.clip(v - (self.lower - w), 0, 2 * w - 1)
+        right = np.clip(v - (self.upper - w), 0, 2 * w - 1) + 2 * w + self.gap
+        return np.where(v < mid, left, right)
+
+    def shown(self, values: np.ndarray) -> np.ndarray:
+        """Mask of the values inside a window (all of them on a linear axis)."""
+        v = np.asarray(values, dtype="float64")
+        if not self.broken:
+            return np.ones(len(v), dtype=bool)
+        w = self.window
+        return (np.abs(v - self.lower) < w) | (np.abs(v - self.upper) < w)
+
+    def bins(self) -> np.ndarray:
+        if not self.broken:
+            return np.arange(self.start - 0.5, self.stop + 1.5)
+        return np.arange(-0.5, 4 * self.window + self.gap)
+
+    def ticks(self) -> tuple[list[float], list[str]]:
+        if not self.broken:
+            return [], []
+        w = self.window
+        values = [self.lower - w // 2, self.lower, self.upper - w // 2, self.upper,
+                  self.upper + w // 2]
+        return list(self.pos(np.array(values))), [f"{v:.0f}" for v in values]
+
+
+def plot_value_histogram(result: Any, site: str | None = None, variant: str | None = None,
+                         ax: Axes | None = None, vocab_size: int | None = None,
+                         window: int = 32, tensor: TensorChoice = None) -> Axes:
+    """How often each value occurs near the bound, on a log count axis.
+
+    In range (:data:`IN_RANGE_COLOR`): the smallest and largest value of each record (from
+    ``result.bounds``). Out of bounds (:data:`VIOLATION_COLOR`): every offending element of the
+    findings. The valid range is shaded and its bound drawn and named; the sentinels ``-1``
+    (async placeholder, or a new row) and ``vocab_size`` (a rejection sentinel) are annotated.
+    When the valid range is wide, the x axis shows ``window`` values on each side of ``lower``
+    and of ``upper`` with a break between them; values farther out sit on a window's edge.
+
+    Args:
+        vocab_size: the sentinel to annotate; default, for id sites, the most common upper bound.
+        window: values shown on each side of a bound on a broken axis.
+        tensor: a checked tensor or a list of them (default: those on the scale of the first
+            violation, see :func:`pick_tensors`).
+    Returns:
+        The Axes.
+    Raises:
+        UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
+    """
+    variant = _check_variant(result, variant)
+    site = _check_site(result, site, variant)
+    ax = _axes(ax, figsize=(7.0, 4.6))
+    frame, inside, outside, drawn, omitted = _histogram_data(result, site, variant, tensor)
+    vocab = vocab_size if vocab_size is not None else _guess_vocab_size(site, frame)
+    lower, upper = _range_of(frame, outside)
+    if vocab is not None:
+        window = max(window, int(abs(upper - vocab)) + 4)
+    axis = _ValueAxis(lower, upper, window, np.concatenate([inside, outside]))
+    _draw_histogram(ax, axis, inside, outside)
+    _draw_valid_range(ax, axis, lower, upper)
+    _annotate_sentinel(ax, axis, -1, "−1: async placeholder / new row")
+    if vocab is not None:
+        _annotate_sentinel(ax, axis, vocab, f"vocab_size = {vocab}: rejection sentinel")
+    ax.set_title(_title(result, site, variant, "values near the bound"), fontsize=10)
+    ax.set_xlabel(f"value used ({_value_unit(site, drawn)})"
+                  + (" — broken axis: values near each bound" if axis.broken else ""))
+    if omitted:
+        ax.text(0.99, 0.6, _mathsafe("not drawn (another scale):\n" + "\n".join(omitted)),
+                transform=ax.transAxes, ha="right", fontsize=7, color="#555555")
+    ax.set_ylabel("count (log scale)")
+    _legend_below(ax)
+    return ax
+
+
+def _range_of(frame: pd.DataFrame, outside: np.ndarray) -> tuple[float, float]:
+    if len(frame) and frame["upper"].notna().any():
+        return float(frame["lower"].min()), float(frame["upper"].max())
+    return 0.0, float(outside.max()) if len(outside) else 1.0
+
+
+def _draw_histogram(ax: Axes, axis: _ValueAxis, inside: np.ndarray,
+                    outside: np.ndarray) -> None:
+    shown_in, shown_out = inside[axis.shown(inside)], outside
+    hidden = len(inside) - len(shown_in)
+    if len(shown_in) + len(shown_out):
+        counts, _, _ = ax.hist([axis.pos(shown_in), axis.pos(shown_out)], bins=list(axis.bins()),
+                               stacked=True, log=True, color=[IN_RANGE_COLOR, VIOLATION_COLOR],
+                               label=["in range (per-record min and max)",
+                                      "out of bounds (every element)"])
+        ax.set_ylim(0.7, max(10.0, float(np.max(counts)) * 3))
+    else:
+        _empty(ax, "no values")
+        ax.set_yscale("log")
+    if hidden:
+        ax.text(0.5, 0.9, f"{hidden} in-range values far from both bounds not shown",
+                transform=ax.transAxes, ha="center", fontsize=7, color="#555555", zorder=6,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+    ticks, labels = axis.ticks()
+    if ticks:
+        ax.set_xticks(ticks, labels, fontsize=7)
+        middle = 2 * axis.window + (axis.gap - 1) / 2
+        ax.axvspan(middle - axis.gap / 2, middle + axis.gap / 2, color="white", zorder=3)
+        ax.text(middle, 0.5, "≈", transform=ax.get_xaxis_transform(), ha="center",
+                fontsize=14, color="#555555", zorder=4)
+
+
+def _draw_valid_range(ax: Axes, axis: _ValueAxis, lower: float, upper: float) -> None:
+    lo, hi = axis.pos(np.array([lower, upper])) - 0.5
+    ax.axvspan(lo, hi, color="#2ca02c", alpha=0.08,
+               label=f"valid range [{lower:.0f}, {upper:.0f})")
+    ax.axvline(hi, color=BOUND_COLOR, ls="--", lw=1.2,
+               label=f"valid bound: upper = {upper:.0f} (exclusive)")
+    ax.axvline(lo, color=BOUND_COLOR, ls="-.", lw=0.8, label=f"valid bound: lower = {lower:.0f}")
+
+
+def _annotate_sentinel(ax: Axes, axis: _ValueAxis, value: float, text: str) -> None:
+    if not axis.shown(np.array([value]))[0]:
+        return
+    x = float(axis.pos(np.array([value]))[0])
+    ax.axvline(x, color=VIOLATION_COLOR, ls=":", lw=1)
+    ax.annotate(text, xy=(x, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -4),
+                textcoords="offset points", rotation=90, va="top", fontsize=7,
+                color=VIOLATION_COLOR)
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+def plot_verdict_matrix(result: Any, ax: Axes | None = None) -> Axes:
+    """Sites (rows, pipeline order) x variants (columns), each cell coloured by its verdict.
+
+    Colours come from :data:`VERDICT_COLORS` (``violation`` is :data:`VIOLATION_COLOR`); a
+    missing verdict is light grey.
+
+    Returns:
+        The Axes.
+    """
+    from matplotlib.colors import to_rgb
+
+    verdicts: dict[str, dict[str, str]] = getattr(result, "verdicts", None) or {}
+    variants = variant_names(result) or list(verdicts)
+    sites = result_sites(result)
+    ax = _axes(ax, figsize=(1.6 + 1.5 * max(1, len(variants)), 0.9 + 0.5 * max(1, len(sites))))
+    colors = np.ones((max(1, len(sites)), max(1, len(variants)), 3))
+    for i, site in enumerate(sites):
+        for j, variant in enumerate(variants):
+            verdict = verdicts.get(variant, {}).get(site)
+            colors[i, j] = to_rgb(VERDICT_COLORS.get(str(verdict), "#e8e8e8"))
+            ax.text(j, i, _mathsafe(verdict or "-"), ha="center", va="center", fontsize=9,
+                    color="white" if verdict in ("violation", "error") else "black")
+    ax.imshow(colors, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(len(variants)), [_mathsafe(v) for v in variants], rotation=20,
+                  ha="right")
+    ax.set_yticks(range(len(sites)), sites)
+    ax.set_xlabel("variant")
+    ax.set_ylabel("site")
+    ax.set_title(_mathsafe(f"{capture_name(result)} · all sites · all variants\nverdicts"),
+                 fontsize=10)
+    return ax
+
+
+# ----------------------------------------------------------------------------- side by side
+
+PLOTTERS: dict[str, Callable[..., Any]] = {
+    "timeline": plot_bounds_timeline,
+    "heatmap": plot_row_heatmap,
+    "histogram": plot_value_histogram,
+}
+
+
+def plot_side_by_side(result: Any, kind: str = "timeline", site: str | None = None,
+                      variants: Sequence[str] | None = None, **kwargs: Any) -> Figure:
+    """One figure, one Axes per variant (default: all replayed), drawing the same ``kind`` view.
+
+    Args:
+        kind: ``timeline``, ``heatmap`` or ``histogram``.
+        site: the site for every panel (default: chosen from the first variant, see
+            :func:`plot_bounds_timeline`).
+    Returns:
+        The Figure.
+    Raises:
+        ValueError: an unknown ``kind``; UnknownSiteError, UnknownVariantError as the plots do.
+    """
+    import matplotlib.pyplot as plt
+
+    if kind not in PLOTTERS:
+        raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(PLOTTERS)}")
+    names = list(variants) if variants is not None else variant_names(result)
+    names = names or [_check_variant(result, None)]
+    site = site or _check_site(result, None, _check_variant(result, names[0]))
+    if kind != "heatmap" and kwargs.get("tensor") is None:
+        kwargs["tensor"] = choose_tensors(result, site, names)
+    fig, axes = plt.subplots(1, len(names), figsize=(6.0 * len(names), 4.8),
+                             sharey=kind != "heatmap", layout="constrained", squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        PLOTTERS[kind](result, site=site, variant=name, ax=ax, **kwargs)
+    return fig
+
+
+def plot(result: Any, kind: str = "timeline", site: str | None = None,
+         variant: str | None = None, ax: Axes | None = None) -> Axes:
+    """Dispatch to one view by name (``timeline``, ``heatmap``, ``histogram``, ``verdicts``).
+
+    Returns:
+        The Axes.
+    Raises:
+        ValueError: an unknown ``kind``; UnknownSiteError, UnknownVariantError as the plots do.
+    """
+    if kind == "verdicts":
+        return plot_verdict_matrix(result, ax=ax)
+    if kind not in PLOTTERS:
+        raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(KINDS)}")
+    return PLOTTERS[kind](result, site=site, variant=variant, ax=ax)
+
+
+def save(ax: Axes, path: str | os.PathLike[str], dpi: int = 120) -> None:
+    """Save the figure holding ``ax`` to ``path`` (format from the suffix) and close it."""
+    figure: Any = ax.figure
+    figure.savefig(path, dpi=dpi, bbox_inches="tight")
+    close(figure)
+
+
+def close(item: Any) -> None:
+    """Close the pyplot figure of an Axes or Figure (frees it after saving)."""
+    import matplotlib.pyplot as plt
+
+    plt.close(getattr(item, "figure", item))

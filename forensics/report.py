@@ -1,0 +1,193 @@
+"""HTML reports: run an investigation notebook against a capture, export self-contained HTML.
+
+:func:`write_report` executes a notebook with papermill (its ``parameters`` cell gets
+``capture = "<absolute path>"``), then exports it with nbconvert through the packaged template
+``forensics/templates/report.html.j2``: nbconvert's ``lab`` template without require.js, MathJax,
+Mermaid, widgets or JavaScript outputs, plus a Content-Security-Policy that forbids every script
+and every remote load. Figures are embedded as ``data:`` URIs, code is hidden unless
+``with_code``, and stderr output (warnings) is left out.
+
+Escaping: strings from a capture reach the HTML as text outputs (escaped by the template), as
+pandas tables (escaped by pandas) or through the header (``| e``); the notebooks never emit raw
+HTML built from capture strings, and :func:`write_report` refuses to write a report holding a
+``<script`` element.
+
+Where notebooks come from: ``notebook`` is a name (``03_triage``) looked up in the repository's
+``notebooks/`` folder next to the package (a checkout or an editable install, how this project
+is installed), then in ``forensics/templates/`` (a packaged copy, when a distribution ships one);
+or a path to any ``.ipynb`` with a ``parameters`` cell defining ``capture``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from forensics.errors import ConfigurationError, ForensicsError, MissingDependencyError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+TEMPLATE_DIR = PACKAGE_DIR / "templates"
+TEMPLATE = TEMPLATE_DIR / "report.html.j2"
+REPO_NOTEBOOKS = PACKAGE_DIR.parent / "notebooks"
+DEFAULT_NOTEBOOK = "03_triage"
+_SCRIPT_TAG = re.compile(r"<\s*script\b", re.IGNORECASE)
+
+
+class NotebookExecutionError(ForensicsError, RuntimeError):
+    """The report's notebook raised while running against a capture."""
+
+
+class UnsafeReportError(ForensicsError, RuntimeError):
+    """The exported HTML would contain a script element (a notebook emitted raw HTML)."""
+
+
+def notebook_dirs() -> list[Path]:
+    """Folders searched for a notebook given by name, in order."""
+    return [REPO_NOTEBOOKS, TEMPLATE_DIR]
+
+
+def available_notebooks() -> list[str]:
+    """Names of the notebooks that :func:`find_notebook` can find."""
+    names = {p.stem for d in notebook_dirs() if d.is_dir() for p in d.glob("*.ipynb")}
+    return sorted(names)
+
+
+def find_notebook(notebook: str | Path) -> Path:
+    """Resolve a notebook name (``03_triage``) or path to an existing ``.ipynb`` file.
+
+    Returns:
+        The notebook's path.
+    Raises:
+        ConfigurationError: no such notebook; the message lists the available names.
+    """
+    text = str(notebook)
+    if text.endswith(".ipynb") or "/" in text or "\\" in text:
+        path = Path(text).expanduser()
+        if path.is_file():
+            return path.resolve()
+        raise ConfigurationError(f"notebook {text!r} does not exist; give a path to an .ipynb "
+                                 f"or one of {available_notebooks()}")
+    for folder in notebook_dirs():
+        path = folder / f"{text}.ipynb"
+        if path.is_file():
+            return path
+    raise ConfigurationError(
+        f"unknown notebook {text!r}; expected one of {available_notebooks()} (searched "
+        f"{[str(d) for d in notebook_dirs()]}) or a path to an .ipynb")
+
+
+def _require(module: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependencyError(
+            f"writing a report needs {module!r}; install the notebooks extra: "
+            f"pip install 'vllm-forensics[notebooks]'") from None
+
+
+def _capture_path(capture: Any) -> Path:
+    """The capture's directory, after checking that it loads (bad input fails here, fast)."""
+    import forensics
+
+    path = Path(getattr(capture, "path", capture)).expanduser().resolve()
+    forensics.load(path)
+    return path
+
+
+def execute_notebook(notebook: Path, capture: Path, workdir: Path) -> Any:
+    """Run ``notebook`` with ``capture`` as its parameter; return the executed nbformat node.
+
+    Raises:
+        NotebookExecutionError: a cell raised; the message names the cell and the exception.
+    """
+    papermill = _require("papermill")
+    _require("ipykernel")
+    out = workdir / f"executed-{notebook.name}"
+    try:
+        return papermill.execute_notebook(
+            str(notebook), str(out), parameters={"capture": str(capture)},
+            kernel_name="python3", progress_bar=False, log_output=False,
+            cwd=str(notebook.parent), extra_arguments=["--IPKernelApp.log_level=ERROR"])
+    except papermill.PapermillExecutionError as exc:
+        raise NotebookExecutionError(
+            f"notebook {notebook.name!r} failed on capture '{capture}' in cell "
+            f"{exc.exec_count}: {exc.ename}: {exc.evalue}; open {notebook} with "
+            f"capture = '{capture}' to see the traceback") from None
+
+
+def _strip_for_report(nb: Any) -> Any:
+    """Drop stderr streams (warnings) and widget state from an executed notebook."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        if cell.get("cell_type") == "code":
+            cell.outputs = [o for o in cell.get("outputs", [])
+                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+    return nb
+
+
+def export_html(nb: Any, *, title: str, info: dict[str, str], with_code: bool = False) -> str:
+    """Export an executed notebook to self-contained HTML with the packaged offline template.
+
+    Returns:
+        The HTML text.
+    Raises:
+        UnsafeReportError: the HTML would contain a ``<script`` element.
+    """
+    nbconvert = _require("nbconvert")
+    exporter = nbconvert.HTMLExporter(
+        template_name="lab", template_file=str(TEMPLATE),
+        exclude_input=not with_code, exclude_input_prompt=not with_code,
+        exclude_output_prompt=not with_code)
+    exporter.extra_template_basedirs = [str(TEMPLATE_DIR)]
+    resources = {"metadata": {"name": title}, "forensics": info}
+    body, _ = exporter.from_notebook_node(_strip_for_report(nb), resources=resources)
+    if _SCRIPT_TAG.search(body):
+        raise UnsafeReportError(
+            f"the report of {info.get('capture', '?')!r} would contain a <script> element; "
+            f"a notebook cell emitted raw HTML or JavaScript: display tables with pandas and "
+            f"text with print()")
+    return body
+
+
+def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_NOTEBOOK,
+                 with_code: bool = False) -> Path:
+    """Execute ``notebook`` against ``capture`` and write a self-contained HTML report to ``out``.
+
+    Args:
+        capture: a ``NAME.capture`` directory (path) or a loaded Capture.
+        out: the HTML file to write (overwritten; parent folders are created).
+        notebook: a notebook name from :func:`available_notebooks` or a path to an ``.ipynb``.
+        with_code: show the code cells (hidden by default).
+    Returns:
+        The path written.
+    Raises:
+        CaptureFormatError: the capture is missing or malformed.
+        ConfigurationError: the notebook does not exist, or ``out`` is a directory.
+        MissingDependencyError: papermill, ipykernel or nbconvert is not installed.
+        NotebookExecutionError: a cell of the notebook raised.
+        UnsafeReportError: the notebook emitted a script element.
+    """
+    import forensics
+
+    capture_path = _capture_path(capture)
+    nb_path = find_notebook(notebook)
+    target = Path(out).expanduser()
+    if target.is_dir():
+        raise ConfigurationError(f"-o '{target}' is a directory; give the HTML file to write, "
+                                 f"e.g. '{target / (capture_path.stem + '.html')}'")
+    name = capture_path.name.removesuffix(".capture")
+    with tempfile.TemporaryDirectory(prefix="forensics-report-") as tmp:
+        executed = execute_notebook(nb_path, capture_path, Path(tmp))
+    info = {"capture": name, "capture_path": str(capture_path), "notebook": nb_path.stem,
+            "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "version": forensics.__version__}
+    html = export_html(executed, title=f"forensics report: {name}", info=info,
+                       with_code=with_code)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(html, encoding="utf-8")
+    return target

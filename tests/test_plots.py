@@ -1,0 +1,290 @@
+"""forensics.plots: one view per Axes, labelled, bound named, violations in one colour."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.colors import same_color  # noqa: E402
+
+from forensics import plots  # noqa: E402
+from forensics.errors import UnknownSiteError, UnknownVariantError  # noqa: E402
+from tests.conftest import embedding_records  # noqa: E402
+
+FINDING_COLUMNS = ["variant", "site", "step", "rank", "row", "element", "tensor", "kind", "value",
+                   "lower", "upper", "origin", "resolved", "req_id", "record"]
+BOUNDS_COLUMNS = ["variant", "site", "step", "rank", "record", "tensor", "min", "max", "lower",
+                  "upper"]
+VOCAB = 248320
+BAD_STEPS = (7, 8)
+
+
+@dataclass
+class FakeResult:
+    """The attributes of a ReplayResult that the plots read (bounds as the lead specified)."""
+
+    capture: str = "incident-b"
+    variants: list[str] = field(default_factory=lambda: ["upstream", "patched"])
+    findings: pd.DataFrame | None = None
+    bounds: pd.DataFrame | None = None
+    verdicts: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def _bounds_row(variant: str, site: str, tensor: str, step: int, record: int) -> dict[str, Any]:
+    bad = variant == "upstream" and step in BAD_STEPS
+    return dict(variant=variant, site=site, step=step, rank=0, record=record, tensor=tensor,
+                min=0, max=VOCAB if bad else VOCAB - 10 - step, lower=0, upper=VOCAB)
+
+
+def _finding(variant: str, site: str, tensor: str, step: int, record: int) -> dict[str, Any]:
+    sink = site == "embedding"
+    return dict(variant=variant, site=site, step=step, rank=0, row=1, element=3, tensor=tensor,
+                kind="out_of_bounds", value=VOCAB, lower=0, upper=VOCAB,
+                origin="async_output" if sink else None, resolved=False if sink else None,
+                req_id="req-1", record=record)
+
+
+def fake_result(steps: int = 12) -> FakeResult:
+    """Two sites, upstream out of bounds at BAD_STEPS (the vocab sentinel), patched clean."""
+    bounds, findings, record = [], [], 0
+    for variant in ("upstream", "patched"):
+        for step in range(steps):
+            for site, tensor in (("async_output", "out.output_tail"), ("embedding", "input_ids")):
+                bounds.append(_bounds_row(variant, site, tensor, step, record))
+                if variant == "upstream" and step in BAD_STEPS:
+                    findings.append(_finding(variant, site, tensor, step, record))
+                record += 1
+    findings.append(dict(_finding("upstream", "async_output", "prev_req_id_to_index", 3, 6),
+                         kind="misattributed", row=0, value=1, upper=2))
+    verdicts = {"upstream": {"async_output": "violation", "embedding": "violation"},
+                "patched": {"async_output": "ok", "embedding": "ok"}}
+    return FakeResult(findings=pd.DataFrame(findings, columns=FINDING_COLUMNS),
+                      bounds=pd.DataFrame(bounds, columns=BOUNDS_COLUMNS), verdicts=verdicts)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _violation_artists(ax: Any) -> list[Any]:
+    found = []
+    for artist in [*ax.collections, *ax.patches, *ax.images]:
+        colors = []
+        if hasattr(artist, "get_facecolor"):
+            colors = np.atleast_2d(artist.get_facecolor())
+        if any(len(c) and same_color(c[:3], plots.VIOLATION_COLOR) for c in colors):
+            found.append(artist)
+    return found
+
+
+def _legend_texts(ax: Any) -> list[str]:
+    legend = ax.get_legend()
+    return [t.get_text() for t in legend.get_texts()] if legend else []
+
+
+VIEWS = [plots.plot_bounds_timeline, plots.plot_row_heatmap, plots.plot_value_histogram]
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_view_is_labelled_and_titled(view: Any) -> None:
+    ax = view(fake_result(), site="embedding", variant="upstream")
+    assert ax.get_xlabel() and ax.get_ylabel()
+    assert "(" in ax.get_xlabel() + ax.get_ylabel(), "an axis names its unit"
+    title = ax.get_title()
+    assert "incident-b" in title and "embedding" in title and "upstream" in title
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_view_draws_on_the_given_axes(view: Any) -> None:
+    fig, (left, right) = plt.subplots(1, 2)
+    assert view(fake_result(), site="embedding", variant="patched", ax=right) is right
+    assert not left.has_data()
+
+
+def test_timeline_names_the_bound_and_marks_violations() -> None:
+    ax = plots.plot_bounds_timeline(fake_result(), site="embedding", variant="upstream")
+    texts = _legend_texts(ax)
+    assert any("valid bound" in t and str(VOCAB) in t for t in texts), texts
+    marks = [c for c in ax.collections if c in _violation_artists(ax)]
+    assert marks, "violations drawn in VIOLATION_COLOR"
+    xs = sorted(float(x) for c in marks for x, _ in c.get_offsets())
+    assert xs == [float(s) for s in BAD_STEPS]
+
+
+def test_timeline_without_violation_has_no_violation_colour() -> None:
+    ax = plots.plot_bounds_timeline(fake_result(), site="embedding", variant="patched")
+    assert not _violation_artists(ax)
+    assert any("valid bound" in t for t in _legend_texts(ax))
+
+
+def test_timeline_defaults_to_the_first_violating_site() -> None:
+    ax = plots.plot_bounds_timeline(fake_result())
+    assert "async_output" in ax.get_title() and "upstream" in ax.get_title()
+
+
+def test_timeline_falls_back_to_findings_without_bounds() -> None:
+    result = fake_result()
+    result.bounds = None
+    ax = plots.plot_bounds_timeline(result, site="embedding")
+    assert any("offending values only" in t.get_text() for t in ax.texts)
+    assert _violation_artists(ax)
+
+
+def test_distance_past_bound() -> None:
+    got = plots.distance_past_bound([-3, -1, 0, 5, 9, 10, 12], 0, 10)
+    assert list(got) == [3, 1, 0, 0, 0, 1, 3]
+
+
+def test_heatmap_colours_offending_cells() -> None:
+    ax = plots.plot_row_heatmap(fake_result(), site="embedding", variant="upstream")
+    image = ax.images[-1]
+    grid = np.ma.filled(image.get_array(), np.nan)
+    bad = np.argwhere(np.isfinite(grid))
+    assert sorted((int(r), int(c)) for r, c in bad) == [(1, s) for s in BAD_STEPS]
+    assert same_color(image.get_cmap()(image.norm(1.0))[:3], plots.VIOLATION_COLOR) or \
+        image.get_cmap().name == "forensics_violation"
+    assert any("valid bound" in ax.figure.axes[-1].get_ylabel() for _ in [0])
+
+
+def test_heatmap_marks_misattributed_rows() -> None:
+    ax = plots.plot_row_heatmap(fake_result(), site="async_output", variant="upstream")
+    suspects = [c for c in ax.collections if len(c.get_offsets())]
+    assert any(same_color(c.get_edgecolor()[0][:3], plots.SUSPECT_COLOR) for c in suspects)
+
+
+def test_histogram_annotates_sentinels_on_a_log_axis() -> None:
+    ax = plots.plot_value_histogram(fake_result(), site="embedding", variant="upstream")
+    assert ax.get_yscale() == "log"
+    notes = [t.get_text() for t in ax.texts]
+    assert any(f"vocab_size = {VOCAB}" in t for t in notes), notes
+    assert any(t.startswith("−1") for t in notes), notes
+    assert any("valid bound" in t for t in _legend_texts(ax))
+    assert _violation_artists(ax)
+
+
+def test_histogram_of_a_small_range_is_not_broken() -> None:
+    result = fake_result()
+    frame = result.bounds
+    frame["upper"], frame["max"] = 8, np.where(frame["max"] >= VOCAB, 9, 5)
+    result.findings["upper"], result.findings["value"] = 8, 9
+    ax = plots.plot_value_histogram(result, site="async_output", variant="upstream")
+    assert "broken" not in ax.get_xlabel()
+
+
+def test_verdict_matrix_colours_each_cell() -> None:
+    result = fake_result()
+    ax = plots.plot_verdict_matrix(result)
+    cells = {t.get_text() for t in ax.texts}
+    assert cells == {"violation", "ok"}
+    rgb = ax.images[0].get_array()
+    assert same_color(rgb[0, 0], plots.VIOLATION_COLOR)
+    assert same_color(rgb[1, 1], plots.VERDICT_COLORS["ok"])
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["async_output", "embedding"]
+    assert "incident-b" in ax.get_title()
+
+
+def test_side_by_side_has_one_panel_per_variant() -> None:
+    fig = plots.plot_side_by_side(fake_result(), kind="timeline", site="embedding")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert len(titles) == 2 and "upstream" in titles[0] and "patched" in titles[1]
+
+
+def test_side_by_side_heatmaps_keep_their_own_rows() -> None:
+    fig = plots.plot_side_by_side(fake_result(), kind="heatmap", site="embedding")
+    upstream = fig.axes[0]
+    assert [t.get_text() for t in upstream.get_yticklabels()] == ["0", "1"]
+
+
+def test_unknown_site_and_variant_raise() -> None:
+    with pytest.raises(UnknownSiteError, match="embedding"):
+        plots.plot_bounds_timeline(fake_result(), site="bogus")
+    with pytest.raises(UnknownSiteError, match="no records"):
+        plots.plot_row_heatmap(fake_result(), site="batch_change")
+    with pytest.raises(UnknownVariantError, match="patched"):
+        plots.plot_value_histogram(fake_result(), variant="vllm")
+
+
+def test_capture_strings_do_not_switch_on_mathtext(tmp_path: Path) -> None:
+    result = fake_result()
+    result.capture = "a$b_{x}$ <script>"
+    ax = plots.plot_bounds_timeline(result, site="embedding")
+    ax.figure.savefig(tmp_path / "f.png")
+    assert "a$b_{x}$" in ax.get_title().replace("\\$", "$")
+
+
+# ------------------------------------------------------------------ against the real replay
+
+
+@pytest.fixture
+def replayed(make_capture) -> Any:
+    import forensics
+
+    return forensics.replay(make_capture("emb", embedding_records(bad_step=2, steps=5)))
+
+
+@pytest.mark.parametrize("kind", plots.KINDS)
+def test_every_kind_draws_a_real_replay(replayed: Any, kind: str, tmp_path: Path) -> None:
+    ax = plots.plot(replayed, kind)
+    assert "emb" in ax.get_title()
+    ax.figure.savefig(tmp_path / f"{kind}.png")
+    assert (tmp_path / f"{kind}.png").stat().st_size > 1000
+
+
+def test_real_replay_marks_the_bad_step(replayed: Any) -> None:
+    ax = plots.plot_bounds_timeline(replayed, site="embedding", variant="upstream")
+    xs = [float(x) for c in _violation_artists(ax) for x, _ in c.get_offsets()]
+    assert xs == [2.0]
+
+
+def test_cli_plot_writes_a_png(make_capture, tmp_path: Path) -> None:
+    from forensics.cli import main
+
+    path = make_capture("emb", embedding_records(bad_step=1, steps=3))
+    for kind in plots.KINDS:
+        out = tmp_path / f"{kind}.png"
+        assert main(["plot", str(path), "-o", str(out), "--kind", kind]) == 0
+        assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_plot_rejects_an_unknown_suffix(make_capture, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from forensics.cli import main
+
+    path = make_capture("emb", embedding_records())
+    assert main(["plot", str(path), "-o", str(tmp_path / "f.gif")]) == 2
+    assert ".png" in capsys.readouterr().err
+
+
+def test_tensors_on_another_scale_are_not_squeezed_together() -> None:
+    frame = pd.DataFrame({"tensor": ["prev_sampled_token_ids", "out.input_ids_device",
+                                     "draft_token_ids"], "step": [3, 3, 3],
+                          "min": [0, 5, 0], "max": [4, 200, 7], "lower": [0, 0, 0],
+                          "upper": [4, 248320, 8]})
+    assert plots.pick_tensors(frame) == (["draft_token_ids", "prev_sampled_token_ids"],
+                                         ["out.input_ids_device"])
+    clean = frame.assign(max=[1, 200, 7])
+    assert plots.pick_tensors(clean) == (["out.input_ids_device"],
+                                         ["draft_token_ids", "prev_sampled_token_ids"])
+
+
+def test_side_by_side_draws_the_same_tensors_in_every_panel() -> None:
+    result = fake_result()
+    extra = result.bounds[result.bounds["site"] == "embedding"].assign(
+        tensor="row_index", max=2, upper=3)
+    result.bounds = pd.concat([result.bounds, extra], ignore_index=True)
+    fig = plots.plot_side_by_side(result, kind="timeline", site="embedding")
+    for ax in fig.axes:
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert any(t.startswith("input_ids") for t in labels), labels
+        assert not any(t.startswith("row_index") for t in labels), labels

@@ -1,0 +1,259 @@
+"""forensics report: self-contained offline HTML, code hidden, capture strings escaped.
+
+The browser tests open the report in headless Chromium (Debian's ``chromium`` and
+``chromium-driver``, driven with selenium): no console error, no request leaves the file, the
+verdict table is there, every image decodes, the table and figures are not blank, and a request
+id ``<script>alert(1)</script>`` does not run.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import numpy as np
+import pytest
+
+from forensics.errors import CaptureFormatError, ConfigurationError
+from forensics.records import Record
+from forensics.report import (
+    NotebookExecutionError,
+    UnsafeReportError,
+    available_notebooks,
+    find_notebook,
+    write_report,
+)
+from tests.conftest import DATA
+
+INCIDENT = DATA / "incident-b-vocab-sentinel.capture"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+XSS_ID = "<script>alert(1)</script>"
+XSS_IMG = '<img src=x onerror="window.__pwned=1">'
+NETWORK_REF = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def incident_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not INCIDENT.is_dir():
+        pytest.fail(f"bundled capture {INCIDENT} is missing (regenerate data/)")
+    return write_report(INCIDENT, tmp_path_factory.mktemp("report") / "incident-b.html")
+
+
+def xss_records() -> list[Record]:
+    """Embedding records whose request ids are HTML; the bad id sits in their rows."""
+    records = []
+    for step in range(3):
+        ids = np.array([5, 6, 248320 if step == 1 else 7, 8], dtype=np.int64)
+        records.append(Record("embedding", step, 0, {
+            "input_ids": ids, "num_embeddings": 248320,
+            "req_ids": [XSS_IMG, XSS_ID], "cu_num_tokens": np.array([2, 4], dtype=np.int32)}))
+    return records
+
+
+@pytest.fixture(scope="module")
+def xss_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from forensics.store.writer import write_capture
+
+    root = tmp_path_factory.mktemp("xss")
+    capture = write_capture(root / "xss.capture", xss_records(),
+                            manifest={"notes": XSS_ID})
+    return write_report(capture, root / "xss.html")
+
+
+# ------------------------------------------------------------------ the HTML itself
+
+
+def test_report_is_self_contained(incident_report: Path) -> None:
+    html = incident_report.read_text()
+    assert not re.search(r"<\s*script", html, re.IGNORECASE)
+    assert not NETWORK_REF.search(html), NETWORK_REF.search(html)
+    assert "Content-Security-Policy" in html and "script-src 'none'" in html
+    assert html.count("data:image/png;base64,") >= 4
+    assert "incident-b-vocab-sentinel" in html
+
+
+def test_code_is_hidden_unless_asked(incident_report: Path, tmp_path: Path) -> None:
+    assert "forensics.replay(" not in incident_report.read_text()
+    assert '<div class="jp-CodeMirrorEditor' not in incident_report.read_text()
+    capture = _write_small_capture(tmp_path / "s.capture")
+    notebook = _notebook(tmp_path, "import forensics\nprint(len(forensics.load(capture)))")
+    html = write_report(capture, tmp_path / "code.html", notebook=notebook,
+                        with_code=True).read_text()
+    assert '<div class="jp-CodeMirrorEditor' in html and "forensics" in html and "load" in html
+
+
+def test_capture_strings_are_escaped(xss_report: Path) -> None:
+    html = xss_report.read_text()
+    assert "<script" not in html.lower()
+    assert "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html, "the request id reached the report"
+
+
+def _write_small_capture(path: Path) -> Path:
+    from forensics.store.writer import write_capture
+
+    return write_capture(path, xss_records()[:2])
+
+
+def test_unknown_notebook_lists_the_available_ones(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="03_triage"):
+        find_notebook("bogus")
+    assert {"00_quickstart", "01_stale_prev_rows", "02_vocab_sentinel",
+            "03_triage"} <= set(available_notebooks())
+    assert find_notebook("03_triage").name == "03_triage.ipynb"
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        find_notebook(tmp_path / "nope.ipynb")
+
+
+def test_missing_capture_fails_before_running_anything(tmp_path: Path) -> None:
+    with pytest.raises(CaptureFormatError, match="nope.capture"):
+        write_report(tmp_path / "nope.capture", tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
+
+
+def _notebook(tmp_path: Path, body: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("capture = None")
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell, nbformat.v4.new_code_cell(body)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    path = tmp_path / "mine.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_failing_notebook_names_the_cell_and_error(tmp_path: Path) -> None:
+    capture = _write_small_capture(tmp_path / "s.capture")
+    notebook = _notebook(tmp_path, "raise ValueError('boom')")
+    with pytest.raises(NotebookExecutionError, match="ValueError: boom"):
+        write_report(capture, tmp_path / "r.html", notebook=notebook)
+
+
+def test_raw_script_output_is_refused(tmp_path: Path) -> None:
+    capture = _write_small_capture(tmp_path / "s.capture")
+    notebook = _notebook(tmp_path, "from IPython.display import HTML\n"
+                                   "HTML('<script>window.x = 1</script>')")
+    with pytest.raises(UnsafeReportError, match="script"):
+        write_report(capture, tmp_path / "r.html", notebook=notebook)
+
+
+def test_cli_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from forensics.cli import main
+
+    capture = _write_small_capture(tmp_path / "s.capture")
+    notebook = _notebook(tmp_path, "print('records:', len(__import__('forensics').load(capture)))")
+    out = tmp_path / "sub" / "r.html"
+    assert main(["report", str(capture), "-o", str(out), "--notebook", str(notebook)]) == 0
+    assert str(out) in capsys.readouterr().out
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "records: 2" in html
+    assert main(["report", str(capture), "-o", str(out), "--notebook", "bogus"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "03_triage" in err
+
+
+# ------------------------------------------------------------------ in headless Chromium
+
+
+def _need_browser() -> None:
+    if not (shutil.which("chromium") or Path(CHROMIUM).exists()) or \
+            not (shutil.which("chromedriver") or Path(CHROMEDRIVER).exists()):
+        pytest.skip("headless Chromium is not installed: apt-get install -y chromium "
+                    "chromium-driver (Debian packages 'chromium' and 'chromium-driver')")
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Any:
+    _need_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or CHROMIUM
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+                "--window-size=1400,1000", f"--user-data-dir={tmp_path / 'profile'}"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    service = Service(executable_path=shutil.which("chromedriver") or CHROMEDRIVER)
+    driver = webdriver.Chrome(options=options, service=service)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _open(driver: Any, report: Path) -> None:
+    driver.get("about:blank")
+    driver.get_log("performance")  # drop what the browser's start page did
+    driver.get_log("browser")
+    driver.get(report.resolve().as_uri())
+    driver.execute_script("return document.readyState")
+
+
+def _network(driver: Any) -> tuple[list[str], list[str]]:
+    """(URLs requested that are not the file itself or data:, failed loads)."""
+    requested, failed = [], []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        params = message.get("params", {})
+        if message.get("method") == "Network.requestWillBeSent":
+            url = params.get("request", {}).get("url", "")
+            if not url.startswith(("file:", "data:")):
+                requested.append(url)
+        elif message.get("method") == "Network.loadingFailed":
+            failed.append(f"{params.get('errorText')} ({params.get('blockedReason')})")
+    return requested, failed
+
+
+def _not_blank(png: bytes) -> bool:
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=float)
+    return pixels.size > 0 and pixels.std() > 8 and len(np.unique(pixels)) > 8
+
+
+def test_report_renders_in_chromium(browser: Any, incident_report: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    _open(browser, incident_report)
+    console = browser.get_log("browser")
+    assert not [e for e in console if e["level"] in ("SEVERE", "ERROR")], console
+    requested, failed = _network(browser)
+    assert not requested, f"the report loaded from the network: {requested}"
+    assert not failed, failed
+
+    table = browser.find_element(By.XPATH, "//h2[starts-with(@id, 'Verdicts')]"
+                                           "/following::table[1]")
+    text = table.text
+    assert "upstream" in text and "patched" in text and "violation" in text
+    images = browser.find_elements(By.TAG_NAME, "img")
+    assert len(images) >= 4
+    for image in images:
+        assert image.get_attribute("src").startswith("data:image/")
+        assert int(browser.execute_script("return arguments[0].naturalWidth", image)) > 0
+    for box in [table, *images]:
+        browser.execute_script("arguments[0].scrollIntoView()", box)
+        assert _not_blank(box.screenshot_as_png), box.tag_name
+
+
+def test_a_script_request_id_does_not_run(browser: Any, xss_report: Path) -> None:
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+
+    _open(browser, xss_report)
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018
+    assert browser.execute_script("return window.__pwned === undefined")
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert XSS_ID in body, "the id is shown as text"
+    assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    requested, failed = _network(browser)
+    assert not requested and not failed
