@@ -201,10 +201,12 @@ def valid_records() -> list[Record]:
 
 
 def run_fuzz_cases(cases: list[Any], operation: Callable[[Any], Any],
-                   memory: int = 1 << 30, timeout: int = 240) -> None:
+                   memory: int = 4 << 30, timeout: int = 240) -> None:
     """Run ``operation(case)`` for every case in a forked child under RLIMIT_AS (current size
-    plus ``memory``) and an alarm; only ForensicsError subclasses may escape a case. A crash,
-    a hang or any other exception (MemoryError included) fails, naming the last case."""
+    plus ``memory``: 4 GiB leaves room for the thread pools and allocator arenas that a child of
+    a process that imported torch sets up) and an alarm; only ForensicsError subclasses may
+    escape a case. A crash, a hang or any other exception (MemoryError included) fails, naming
+    the last case."""
     import signal
 
     from forensics.errors import ForensicsError
