@@ -45,9 +45,10 @@ def describe_finding(finding: dict | None) -> str:
         return "-"
     where = f"step {finding['step']}" + (f" row {finding['row']}"
                                          if finding.get("row") is not None else "")
-    value = finding.get("value")
-    bound = finding.get("upper")
-    return f"{finding['kind']} {finding['tensor']}={value} (bound {bound}) at {where}"
+    text = f"{finding['kind']} {finding['tensor']}={finding.get('value')}"
+    if finding.get("upper") is not None:
+        text += f" outside [{finding.get('lower')}, {finding['upper']})"
+    return f"{text} at {where}"
 
 
 def verdict_rows(name: str, result: object) -> list[DemoRow]:

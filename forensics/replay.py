@@ -25,6 +25,7 @@ from forensics.errors import (
     UnsupportedVersionError,
 )
 from forensics.outcome import STATUSES, Outcome
+from forensics.progress import Progress
 from forensics.records import Record
 from forensics.sites import SINK
 from forensics.sites._common import failed
@@ -103,9 +104,12 @@ def replay(capture: Any, variants: Any = DEFAULT_VARIANTS, progress: bool = Fals
     """
     records, source, capture_obj = _records(capture)
     chosen = _variants(variants)
+    bar = Progress(len(records) * len(chosen), "replay", force=True) if progress else None
     raw = {}
     for name, variant in chosen:
-        raw[name] = run_variant(variant, records, progress, name)
+        raw[name] = run_variant(variant, records, bar, name)
+    if bar is not None:
+        bar.close()
     reference = None
     if "upstream" not in raw and any(r.site == SINK for r in records):
         reference = run_variant(resolve_variant("upstream"), records, False, "upstream")
@@ -159,22 +163,24 @@ def _from_spec(name: str, spec: Any) -> Variant:
     return resolve_variant(name, spec)
 
 
-def run_variant(variant: Variant, records: Sequence[Record], progress: bool = False,
+def run_variant(variant: Variant, records: Sequence[Record], progress: Progress | None = None,
                 name: str | None = None) -> list[Outcome | None]:
     """One outcome per record (None for summary records), site by site; ``run_many`` when the
-    variant has it, else ``run`` per record. Exceptions become outcomes."""
+    variant has it, else ``run`` per record. Exceptions become outcomes. ``progress`` is
+    advanced by the records of each site."""
     outcomes: list[Outcome | None] = [None] * len(records)
     by_site: dict[str, list[int]] = {}
     for i, record in enumerate(records):
         if not record.summary:
             by_site.setdefault(record.site, []).append(i)
     for site, indices in by_site.items():
-        if progress:
-            print(f"replay: {name or variant.name}: {site}: {len(indices)} records",
-                  file=sys.stderr)
+        if progress is not None:
+            progress.advance(0, f"{name or variant.name}: {site}")
         for i, outcome in zip(indices, _run_site(variant, site, [records[i] for i in indices]),
                               strict=True):
             outcomes[i] = outcome
+        if progress is not None:
+            progress.advance(len(indices))
     return outcomes
 
 

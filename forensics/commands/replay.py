@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 EXAMPLE = """examples:
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     variants = list(args.variant or DEFAULT_VARIANTS)
     if args.fail_on and args.fail_on not in variants:
         variants.append(args.fail_on)
-    result = replay(args.capture, variants=variants)
+    result = replay(args.capture, variants=variants, progress=sys.stderr.isatty())
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:

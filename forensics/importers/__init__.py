@@ -70,6 +70,7 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
             names the file, record, site and field).
         OutputExistsError: ``out`` exists and ``force`` is false.
     """
+    from forensics.progress import Progress
     from forensics.store.writer import _check_replaceable, write_capture
 
     if not sources:
@@ -79,10 +80,14 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
         _check_replaceable(target, force)  # fail before reading anything
     records: list[Record] = []
     events: list[dict[str, Any]] = []
+    bar = Progress(len(sources), "import")
     for source in sources:
+        bar.advance(0, Path(source).name)
         imported = read_source(source)
         records += imported.records
         events += imported.events
+        bar.advance()
+    bar.close()
     manifest = {"creator_command": "forensics import",
                 "sources": [Path(s).name for s in sources]}
     return write_capture(target, records, manifest, force=force, events=events)
