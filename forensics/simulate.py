@@ -688,7 +688,7 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
     from forensics.store.writer import write_capture
 
     return write_capture(Path(out), sim.records(sc.steps), manifest_for(sc, seed, notes),
-                         force=force)
+                         force=force, validated=True)
 
 
 class _CallableModule(types.ModuleType):

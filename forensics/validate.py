@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from forensics.errors import CaptureFormatError
@@ -18,7 +19,17 @@ def _is_int(value: Any) -> bool:
 
 
 def field_specs(site: str) -> dict[str, FieldSpec]:
-    """All field specs a full record of ``site`` may carry, ``<field>_after`` outputs included."""
+    """All field specs a full record of ``site`` may carry, ``<field>_after`` outputs included.
+
+    Returns a new dict each call. Raises UnknownSiteError for an unknown site."""
+    if not isinstance(site, str):
+        get_site(site)  # raises UnknownSiteError
+    return dict(site_field_specs(site))
+
+
+@functools.lru_cache(maxsize=64)
+def site_field_specs(site: str) -> dict[str, FieldSpec]:
+    """As :func:`field_specs`, but the one cached dict per site: read it, never change it."""
     module = get_site(site)
     specs = {spec.name: spec for spec in module.FIELDS}
     for out in module.OUTPUT_FIELDS:
@@ -54,7 +65,7 @@ def validate_record(record: Record, where: str, *, typed: bool = False) -> Recor
     record.step, record.rank = int(record.step), int(record.rank)
     if record.summary:
         return _validate_summary(record, module.SUMMARY_BOUND, where)
-    specs = field_specs(record.site)
+    specs = site_field_specs(record.site)
     unknown = sorted(set(record.fields) - set(specs))
     if unknown:
         raise CaptureFormatError(f"{where}: unknown field {unknown[0]!r}; expected: "

@@ -8,6 +8,7 @@ numpy only (``import forensics.sites`` stays light). A *finding dict* is what a 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -145,9 +146,13 @@ def require_len(record: Record, name: str, n: int, where: str, what: str) -> Non
 def require_unique(record: Record, name: str, where: str) -> None:
     """Require the list field ``name`` (if present) to hold no duplicate."""
     value = record.get(name)
-    if value is not None:
-        dupes = sorted({v for v in value if v is not None and value.count(v) > 1})
-        require(not dupes, where, name, f"must not repeat a request id, got {dupes[:3]}")
+    if value is None:
+        return
+    present = [v for v in value if v is not None]
+    if len(set(present)) == len(present):
+        return
+    dupes = sorted(v for v, n in Counter(present).items() if n > 1)
+    require(not dupes, where, name, f"must not repeat a request id, got {dupes[:3]}")
 
 
 def failed(exc: BaseException, accesses: list[Access] | None = None) -> Outcome:

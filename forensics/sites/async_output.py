@@ -13,7 +13,7 @@ to hold every trailing placeholder (the id before it is assumed not to be ``-1``
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -64,12 +64,21 @@ def check_record(record: Record, where: str) -> None:
         require_len(record, name, n, where, "one per current row")
     if has_tail:
         require("output_len" in record, where, "output_len", "must come with 'output_tail'")
-        lengths = np.asarray(record["output_len"], dtype=np.int64)
-        for row, tail in enumerate(record["output_tail"]):
-            require(len(tail) <= lengths[row] and (len(tail) > 0 or lengths[row] == 0), where,
-                    "output_tail", f"row {row}: must hold the last ids of a list of "
-                    f"{int(lengths[row])} ids (got {len(tail)})")
+        _check_tails(record, where)
     require(record["vocab_size"] > 0, where, "vocab_size", "must be > 0")
+
+
+def _check_tails(record: Record, where: str) -> None:
+    """Each tail holds the last ids of its list: at most ``output_len`` ids, and some ids
+    unless the list is empty (one numpy pass; the first bad row is named)."""
+    lengths = np.asarray(record["output_len"], dtype=np.int64)
+    tails = np.fromiter(map(len, record["output_tail"]), dtype=np.int64,
+                        count=len(record["output_tail"]))
+    bad = np.flatnonzero((tails > lengths) | ((tails == 0) & (lengths != 0)))
+    if len(bad):
+        row = int(bad[0])
+        require(False, where, "output_tail", f"row {row}: must hold the last ids of a list of "
+                f"{int(lengths[row])} ids (got {int(tails[row])})")
 
 
 def upstream(record: Record) -> Outcome:
@@ -95,13 +104,15 @@ def _count_patched(ids: list[int], vocab: int) -> int:
     return len(ids)
 
 
-def _lists(record: Record) -> tuple[list[list[int]], list[int]]:
-    """Each row's known ids (full list or tail) and the length of its hidden prefix."""
+def _lists(record: Record, copy: bool = True) -> tuple[list[list[int]], list[int]]:
+    """Each row's known ids (full list or tail; copies unless ``copy`` is false: then read
+    only) and the length of its hidden prefix."""
     if "output_token_ids" in record:
-        return [list(r) for r in record["output_token_ids"]], [0] * len(record["req_ids"])
-    lengths = np.asarray(record["output_len"], dtype=np.int64)
-    tails = [list(r) for r in record["output_tail"]]
-    return tails, [int(lengths[i]) - len(t) for i, t in enumerate(tails)]
+        rows = record["output_token_ids"]
+        return [list(r) for r in rows] if copy else list(rows), [0] * len(record["req_ids"])
+    tails = [list(r) for r in record["output_tail"]] if copy else list(record["output_tail"])
+    lengths = np.asarray(record["output_len"], dtype=np.int64).tolist()
+    return tails, [n - len(t) for n, t in zip(lengths, tails, strict=False)]
 
 
 def _run(record: Record, count: Callable[[list[int]], int]) -> Outcome:
@@ -150,6 +161,12 @@ def _outputs(record: Record, lists: list[list[int]], hidden: list[int]) -> dict[
 
 def first_placeholder(ids: list[int]) -> int:
     """Position of the first of the trailing ``-1`` placeholders (``len(ids)`` when none)."""
+    count = ids.count(-1)
+    if count == 0:
+        return len(ids)
+    pos = len(ids) - count
+    if -1 not in ids[:pos]:  # every -1 trails (the usual case): no Python loop
+        return pos
     pos = len(ids)
     while pos > 0 and ids[pos - 1] == -1:
         pos -= 1
@@ -164,17 +181,29 @@ def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
     found = access_findings(outcome.accesses, req_ids)
     if outcome.status != "ok":
         return found
-    before, hidden = _lists(record)
+    before, hidden = _lists(record, copy=False)
     tails = "output_token_ids" not in record
     after = outcome.outputs.get("output_tail" if tails else "output_token_ids")
     tensor = "out.output_tail" if tails else "out.output_token_ids"
+    values: list[int] = []
+    rows: list[int] = []
+    elements: list[int] = []
     for row, (old, new) in enumerate(zip(before, after or (), strict=False)):
-        start = first_placeholder(old)
-        new = list(new)
-        written = [j for j in range(start, len(new)) if j >= len(old) or new[j] != old[j]]
-        if written:
-            values = np.array([new[j] for j in written], dtype=np.int64)
-            elements = np.array(written, dtype=np.int64) + hidden[row]
-            found += ids_outside(values, 0, record["vocab_size"], tensor,
-                                 np.full(len(values), row), req_ids, elements)
+        new = new if isinstance(new, list) else list(new)
+        if new == old:
+            continue  # nothing written to this row
+        start = len(old) if not old or old[-1] != -1 else first_placeholder(old)
+        tail = new[start:]
+        written: Sequence[int] = range(start, len(new))  # every position from the first
+        if -1 in tail:  # some placeholders kept: only the changed positions were written
+            written = [j for j in written if j >= len(old) or new[j] != old[j]]
+            tail = [new[j] for j in written]
+        values += tail
+        rows += [row] * len(tail)
+        offset = hidden[row]
+        elements += [j + offset for j in written]
+    if values:
+        found += ids_outside(np.array(values, dtype=np.int64), 0, record["vocab_size"], tensor,
+                             np.array(rows, dtype=np.int64), req_ids,
+                             np.array(elements, dtype=np.int64))
     return found

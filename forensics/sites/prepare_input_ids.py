@@ -51,6 +51,8 @@ OUTPUT_FIELDS = ("input_ids_device",)
 SUMMARY_BOUND = "vocab_size"
 SUMMARY_TENSOR = "out.input_ids_device"
 OUTPUT_TENSOR = "out.input_ids_device"
+#: dtypes the numpy path handles exactly as torch does (others go through torch)
+_PLAIN = (np.dtype(np.int32), np.dtype(np.int64))
 
 
 def total_tokens(record: Record) -> int:
@@ -134,9 +136,44 @@ def patched(record: Record) -> Outcome:
 
 
 def _run(record: Record, guard: bool) -> Outcome:
+    p = plan(record, guard)
+    fast = _run_numpy(record, p)
+    return fast if fast is not None else _run_torch(record, p)
+
+
+def _run_numpy(record: Record, p: _Plan) -> Outcome | None:
+    """The call in numpy when it cannot fail (every read in range, matching dtypes): the same
+    outcome as :func:`_run_torch`, without torch's per-call overhead. None otherwise."""
+    sampled = record["prev_sampled_token_ids"]
+    device = np.array(record["input_ids_device" if "input_ids_device" in record
+                             else "input_ids"], copy=True)
+    num_common = len(p.common)
+    drafts = record.get("draft_token_ids") if len(p.spec_slots) else None
+    arrays = (sampled, device, record["input_ids"], *(() if drafts is None else (drafts,)))
+    if any(a.dtype not in _PLAIN for a in arrays) or sampled.shape[1] < 1:
+        return None
+    if num_common and not p.fast and (
+            sampled.dtype != device.dtype or int(p.prev.max()) >= sampled.shape[0]
+            or (drafts is not None and (device.dtype != np.int32
+                                        or int(p.draft_index.max()) >= drafts.size))):
+        return None
+    if num_common and p.fast and min(sampled.shape[0], num_common) not in (1, num_common):
+        return None
+    total = total_tokens(record)
+    if p.copy_cpu:
+        device[:total] = record["input_ids"][:total]
+    if num_common and p.fast:
+        device[:num_common] = sampled[:num_common, 0]  # one source row: broadcast, as torch
+    elif num_common:
+        device[p.sample_slots] = sampled[p.prev, 0]
+        if drafts is not None:
+            device[p.spec_slots] = drafts.reshape(-1).astype(np.int32)[p.draft_index]
+    return Outcome("ok", "", {"input_ids_device": device}, _accesses(record, p))
+
+
+def _run_torch(record: Record, p: _Plan) -> Outcome:
     import torch
 
-    p = plan(record, guard)
     cpu = record.tensor("input_ids")
     device = record.tensor("input_ids_device" if "input_ids_device" in record
                            else "input_ids").clone()

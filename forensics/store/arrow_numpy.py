@@ -31,13 +31,22 @@ def primitive(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
 
 def strings(items: Sequence[str | None]) -> pa.Array:
     """A UTF-8 string array (None: null). Raises UnicodeEncodeError on a lone surrogate."""
-    encoded = [b"" if s is None else s.encode("utf-8") for s in items]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    texts = [s if s is not None else "" for s in items]
+    joined = "".join(texts)
+    data = joined.encode("utf-8")
+    if len(data) == len(joined):  # ASCII (request ids): one encode for the whole column
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    else:
+        encoded = [s.encode("utf-8") for s in texts]
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] > np.iinfo(np.int32).max:
+        raise OverflowError("more than 2**31 bytes of strings in one batch")
     valid = np.array([s is not None for s in items], dtype=bool)
-    return pa.Array.from_buffers(pa.string(), len(encoded),
-                                 [_validity(valid), pa.py_buffer(offsets),
-                                  pa.py_buffer(b"".join(encoded))])
+    return pa.Array.from_buffers(pa.string(), len(texts),
+                                 [_validity(valid), pa.py_buffer(offsets.astype(np.int32)),
+                                  pa.py_buffer(data)])
 
 
 def lists(lengths: np.ndarray, child: pa.Array, valid: np.ndarray | None = None,

@@ -11,7 +11,7 @@ from forensics.errors import CaptureFormatError
 from forensics.records import Record
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import SHAPE_SUFFIX, ColumnSig
-from forensics.validate import validate_record
+from forensics.validate import field_specs, validate_record
 
 _ABSENT = object()
 
@@ -33,6 +33,7 @@ class BatchView:
         self._tensors: dict[str, tuple[np.ndarray, ...]] = {}
         self._ints: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._valid: dict[str, np.ndarray] = {}
+        self._bulk_checked: bool | None = None
 
     def _base(self, batch: pa.RecordBatch, rank: int) -> np.ndarray:
         for name in ("step", "rank", "summary"):
@@ -66,6 +67,71 @@ class BatchView:
                         bool(self.summary[row]))
         return validate_record(record, where)
 
+    def records(self, start: int = 0, stop: int | None = None) -> list[Record]:
+        """Decode rows ``start`` to ``stop`` (default: all) at once, column by column.
+
+        Returns the same records as :meth:`record` row by row (fresh objects each call), and
+        raises the same errors: a batch the bulk path cannot vouch for (summary rows, a column
+        whose kind is not its field's, null items inside lists) is decoded row by row.
+        """
+        stop = len(self) if stop is None else min(stop, len(self))
+        if not self._bulk_ok():
+            return [self.record(row) for row in range(start, stop)]
+        decoded = {name: self._bulk(name, kind, start, stop)
+                   for name, (kind, _dtype) in self.columns.items()}
+        out = []
+        for i, row in enumerate(range(start, stop)):
+            fields = {name: values[i] for name, values in decoded.items()
+                      if values[i] is not _ABSENT}
+            record = Record(self.site, int(self.steps[row]), self.rank, fields, False)
+            out.append(validate_record(record, f"{self.where}, row {row}", typed=True))
+        return out
+
+    def _bulk_ok(self) -> bool:
+        if self._bulk_checked is None:
+            self._bulk_checked = _bulk_decodable(self)
+        return self._bulk_checked
+
+    def _bulk(self, name: str, kind: str, start: int, stop: int) -> list[Any]:
+        if kind == "tensor":
+            return self._bulk_tensor(name, start, stop)
+        if kind == "int":
+            values, valid = self._int(name)
+            return [v if ok else _ABSENT for v, ok in
+                    zip(values[start:stop].tolist(), valid[start:stop].tolist(), strict=True)]
+        items = self.batch.column(name).slice(start, stop - start).to_pylist()
+        if kind == "index_map":
+            return [_ABSENT if v is None else _index_map(v, f"{self.where}, row {start + i}",
+                                                         name) for i, v in enumerate(items)]
+        return [_ABSENT if v is None else v for v in items]
+
+    def _bulk_tensor(self, name: str, start: int, stop: int) -> list[Any]:
+        """Tensors of rows ``start:stop``: shapes checked in one numpy pass per column."""
+        self._tensor_parts(name)
+        flat, offsets, valid, shape_flat, shape_offsets, shape_valid = self._tensors[name]
+        rows = np.arange(start, stop)
+        ndims = np.diff(shape_offsets[start:stop + 1])
+        present = valid[start:stop]
+        if not present.any():
+            return [_ABSENT] * (stop - start)
+        ndim = int(ndims[present][0])
+        if (not shape_valid[start:stop][present].all() or ndim < 1
+                or (ndims[present] != ndim).any()):
+            return [self._tensor(name, int(row), f"{self.where}, row {int(row)}")
+                    if valid[row] else _ABSENT for row in rows]
+        index = np.minimum(shape_offsets[start:stop][:, None] + np.arange(ndim),
+                           len(shape_flat) - 1)  # absent rows: any in-range item, ignored
+        shapes = shape_flat[index]
+        sizes = np.diff(offsets[start:stop + 1])
+        bad = present & ((shapes.prod(axis=1) != sizes) | (shapes < 0).any(axis=1))
+        if bad.any():
+            row = int(rows[np.flatnonzero(bad)[0]])
+            self._tensor(name, row, f"{self.where}, row {row}")  # raises, naming the row
+        starts, ends = offsets[start:stop].tolist(), offsets[start + 1:stop + 1].tolist()
+        return [flat[a:b].reshape(shape) if ok else _ABSENT
+                for a, b, shape, ok in zip(starts, ends, map(tuple, shapes.tolist()),
+                                           present.tolist(), strict=True)]
+
     def _value(self, name: str, kind: str, row: int, where: str) -> Any:
         if kind == "tensor":
             return self._tensor(name, row, where)
@@ -79,10 +145,7 @@ class BatchView:
             return _ABSENT
         value = column[row].as_py()
         if kind == "index_map":
-            keys = [k for k, _ in value]
-            if len(set(keys)) != len(keys):
-                raise CaptureFormatError(f"{where}: field {name!r} repeats a key")
-            return dict(value)
+            return _index_map(value, where, name)
         return value
 
     def _int(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -91,11 +154,15 @@ class BatchView:
             self._ints[name] = (an.values(column), an.valid_mask(column))
         return self._ints[name]
 
-    def _tensor(self, name: str, row: int, where: str) -> Any:
+    def _tensor_parts(self, name: str, where: str | None = None) -> None:
         if name not in self._tensors:
+            where = where or self.where
             self._tensors[name] = (*_list_parts(self.batch.column(name), where, name),
                                    *_list_parts(self.batch.column(name + SHAPE_SUFFIX), where,
                                                 name + SHAPE_SUFFIX))
+
+    def _tensor(self, name: str, row: int, where: str) -> Any:
+        self._tensor_parts(name, where)
         flat, offsets, valid, shape_flat, shape_offsets, shape_valid = self._tensors[name]
         if not valid[row]:
             return _ABSENT
@@ -110,6 +177,37 @@ class BatchView:
             raise CaptureFormatError(f"{where}: tensor {name!r} has {stop - start} values but "
                                      f"shape {shape}")
         return flat[start:stop].reshape(shape)
+
+
+def _index_map(value: list[tuple[str, int]], where: str, name: str) -> dict[str, int]:
+    keys = [k for k, _ in value]
+    if len(set(keys)) != len(keys):
+        raise CaptureFormatError(f"{where}: field {name!r} repeats a key")
+    return dict(value)
+
+
+def _bulk_decodable(view: BatchView) -> bool:
+    """True when every value of ``view`` decodes to its field's kind without per-row checks:
+    no summary rows, each column of its field's kind, no null items inside lists or maps."""
+    if view.summary.any():
+        return False
+    specs = field_specs(view.site)
+    for name, (kind, _dtype) in view.columns.items():
+        spec = specs.get(name)
+        if spec is None or spec.kind != kind:
+            return False
+        if kind in ("str_list", "ragged", "index_map") and _inner_nulls(view.batch.column(name)):
+            return False
+    return True
+
+
+def _inner_nulls(column: pa.Array) -> bool:
+    if isinstance(column, pa.MapArray):
+        return bool(column.keys.null_count or column.items.null_count)
+    child = column.values
+    if child.null_count:
+        return True
+    return isinstance(child, pa.ListArray) and bool(child.values.null_count)
 
 
 def _list_parts(column: pa.Array, where: str, name: str) -> tuple[np.ndarray, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -21,7 +21,13 @@ from forensics.store.manifest import read_expected, read_manifest
 from forensics.store.paths import capture_dir, check_within, parse_segment_name
 from forensics.store.segment import Segment
 
+if TYPE_CHECKING:
+    from forensics.store.batch import BatchView
+
 __all__ = ["Capture", "RecordList", "load"]
+
+#: records decoded together when iterating (each batch's rows of a chunk in one go)
+ITER_CHUNK = 4096
 
 
 def load(path: str | os.PathLike[str]) -> Capture:
@@ -103,6 +109,15 @@ class Capture:
         if self._order is None:
             self._order = _order_rows(self._segments)
         return self._order
+
+    def batches(self, site: str | None = None) -> Iterator[BatchView]:
+        """Every record batch (validated, columns as zero-copy views of the memory map),
+        segment by segment in pipeline order of sites: for columnar readers such as
+        :func:`forensics.scan.scan`. Raises CaptureFormatError for a corrupt batch."""
+        for seg in self._segments:
+            if site is None or seg.site == site:
+                for i in range(len(seg.rows)):
+                    yield seg.batch(i)
 
     def to_frame(self, site: str) -> Any:
         """One pandas row per record of ``site``: step, rank, summary, scalars, ``<field>_len``.
@@ -215,6 +230,24 @@ class RecordList(Sequence[Record]):
         return seg.batch(int(self._batch[index])).record(int(self._row[index]))
 
     def __iter__(self) -> Iterator[Record]:
-        for s, b, r in zip(self._segment.tolist(), self._batch.tolist(), self._row.tolist(),
-                           strict=True):
-            yield self._segments[s].batch(b).record(r)
+        for start in range(0, len(self), ITER_CHUNK):
+            yield from self._chunk(start, min(start + ITER_CHUNK, len(self)))
+
+    def _chunk(self, start: int, stop: int) -> list[Record]:
+        """Records ``start:stop`` of the sequence, each batch's rows decoded in one go."""
+        seg, bat, row = (a[start:stop] for a in (self._segment, self._batch, self._row))
+        out: list[Record | None] = [None] * (stop - start)
+        keys = seg.astype(np.int64) * (1 << 32) + bat
+        for key in np.unique(keys).tolist():
+            where = np.flatnonzero(keys == key)
+            rows = row[where]
+            lo, hi = int(rows.min()), int(rows.max()) + 1
+            view = self._segments[key >> 32].batch(key & 0xFFFFFFFF)
+            if hi - lo == len(rows):  # a run of rows (whole captures, step ranges): in one go
+                decoded = view.records(lo, hi)
+                for i, r in zip(where.tolist(), rows.tolist(), strict=True):
+                    out[i] = decoded[r - lo]
+            else:  # scattered rows: decode only those asked for
+                for i, r in zip(where.tolist(), rows.tolist(), strict=True):
+                    out[i] = view.record(r)
+        return [r for r in out if r is not None]

@@ -25,6 +25,7 @@ from forensics.store.arrow_codec import (
     merge_columns,
     record_columns,
     schema_columns,
+    trusted_columns,
 )
 from forensics.store.events import EventLog
 from forensics.store.index import IndexWriter, write_all
@@ -35,6 +36,9 @@ from forensics.validate import validate_record
 __all__ = ["CaptureWriter", "write_capture"]
 
 EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+#: ``write_capture`` flushes after this many records (bounded memory, batches of a few
+#: thousand rows that the reader decodes in one go)
+FLUSH_EVERY = 16384
 
 
 class _SegmentFile:
@@ -117,8 +121,14 @@ class CaptureWriter:
         self._appended = 0
         self._closed = False
 
-    def append(self, record: Record) -> None:
+    def append(self, record: Record, *, validated: bool = False) -> None:
         """Validate ``record`` and buffer it until the next :meth:`flush`.
+
+        ``validated=True`` is for records built by trusted in-process code to their site's
+        schema (the simulator, a probe): the schema and value checks are skipped and only the
+        column types are taken (a record that breaks the schema then makes a capture that the
+        reader rejects). Such a record must be a full record (not a summary) whose tensors are
+        numpy integer arrays, ints ``int`` and lists plain lists.
 
         Raises:
             UnknownSiteError, CaptureFormatError: the record fails its site's schema or holds a
@@ -126,16 +136,23 @@ class CaptureWriter:
         """
         if self._closed:
             raise CaptureFormatError(f"writer of '{self.path}' is closed")
-        where = f"record {self._appended} appended to '{self.path.name}'"
-        validate_record(record, where)
-        columns = record_columns(record, where)
+        if validated and not record.summary:
+            columns = trusted_columns(record)
+        else:
+            where = f"record {self._appended} appended to '{self.path.name}'"
+            validate_record(record, where)
+            columns = record_columns(record, where)
         self._buffers.setdefault((record.site, record.rank), []).append((record, columns))
         self._appended += 1
 
-    def extend(self, records: Iterable[Record]) -> None:
-        """Append every record of ``records`` (see :meth:`append`)."""
-        for record in records:
-            self.append(record)
+    def extend(self, records: Iterable[Record], *, validated: bool = False,
+               flush_every: int | None = None) -> None:
+        """Append every record of ``records`` (see :meth:`append`); with ``flush_every``,
+        flush after each ``flush_every`` records (bounded memory for long streams)."""
+        for count, record in enumerate(records, 1):
+            self.append(record, validated=validated)
+            if flush_every and count % flush_every == 0:
+                self.flush()
 
     def flush(self) -> None:
         """Write one record batch per buffered (site, rank) and fsync each; empty the buffers.
@@ -193,9 +210,13 @@ def _groups(items: list[tuple[Record, dict[str, ColumnSig]]]
     groups: list[tuple[list[Record], dict[str, ColumnSig]]] = []
     for record, columns in items:
         if groups:
+            if columns == groups[-1][1]:
+                groups[-1][0].append(record)
+                continue
             merged = merge_columns(groups[-1][1], columns)
             if merged is not None:
-                groups[-1] = (groups[-1][0] + [record], merged)
+                groups[-1][0].append(record)
+                groups[-1] = (groups[-1][0], merged)
                 continue
         groups.append(([record], columns))
     return groups
@@ -203,8 +224,11 @@ def _groups(items: list[tuple[Record, dict[str, ColumnSig]]]
 
 def write_capture(path: str | os.PathLike[str], records: Iterable[Record],
                   manifest: dict[str, Any] | None = None, force: bool = False, *,
-                  events: Iterable[dict[str, Any]] = ()) -> Path:
+                  events: Iterable[dict[str, Any]] = (), validated: bool = False) -> Path:
     """Write ``records`` (and ``events``) as a new capture at ``path``; return its path.
+
+    Records are flushed every :data:`FLUSH_EVERY` records (one record batch per site and rank
+    each time). ``validated``: see :meth:`CaptureWriter.append`.
 
     The capture is built beside ``path`` and renamed into place, so a failure leaves nothing.
     Raises:
@@ -220,7 +244,7 @@ def write_capture(path: str | os.PathLike[str], records: Iterable[Record],
         shutil.rmtree(tmp)
     try:
         with CaptureWriter(tmp, manifest, process="w0") as writer:
-            writer.extend(records)
+            writer.extend(records, validated=validated, flush_every=FLUSH_EVERY)
             for event in events:
                 writer.add_event(event)
         if out.exists() or out.is_symlink():

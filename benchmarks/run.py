@@ -1,0 +1,572 @@
+"""Benchmarks at soak scale (issue 9): ``python benchmarks/run.py --scale {tiny,small,full}``.
+
+One run simulates the ``soak`` scenario (batch 64, 4 drafts), writes it as a capture and, for a
+subset of its steps, as one ``torch.save`` file per step (what ad-hoc probes do), then measures
+side by side, on the same records: write, load, open, scan, replay, probe and memory. It prints a
+table and writes ``benchmarks/latest.json`` (``--json`` to change). Baselines that would take
+hours at full scale (the ``torch.save`` directory, the per-record Python loop) are measured on
+the first steps or records and scaled linearly: the table says so on their rows.
+Timings are wall-clock on a shared machine: ratios from one run, never unit-test assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import json
+import math
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+BATCH, DRAFTS, SITES_PER_STEP = 64, 4, 4
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How many steps to simulate, and how many the slow baselines measure before scaling."""
+
+    name: str
+    steps: int
+    baseline_steps: int   # steps written/read as torch.save files
+    loop_records: int     # records of the per-record Python replay loop
+    probe_calls: int
+
+
+SCALES = {
+    "tiny": Scale("tiny", 250, 250, 1_000, 500),
+    "small": Scale("small", 25_000, 500, 3_000, 2_000),
+    "full": Scale("full", 250_000, 10_000, 40_000, 20_000),
+}
+TARGETS = {"open_seconds": ("<", 1.0), "load_speedup": (">=", 20.0),
+           "replay_speedup": (">=", 20.0), "scan_fraction_of_numpy": (">=", 0.5),
+           "probe_us_per_call": ("<=", 20.0), "replay_rss_over_capture": ("<=", 2.0)}
+
+
+def _clock() -> float:
+    return time.perf_counter()
+
+
+# --------------------------------------------------------------------------- write
+
+
+def _step_payload(records: list[Any]) -> list[dict[str, Any]]:
+    """One step's records as an ad-hoc probe would ``torch.save`` them."""
+    import torch
+
+    return [{"site": r.site, "step": r.step, "rank": r.rank,
+             "fields": {k: torch.from_numpy(np.ascontiguousarray(v))
+                        if isinstance(v, np.ndarray) else v for k, v in r.fields.items()}}
+            for r in records]
+
+
+def write_phase(scale: Scale, work: Path) -> dict[str, Any]:
+    """Simulate, write the capture (trusted fast path), and the baseline files and a checked
+    capture for the first ``baseline_steps`` steps. Only the writing is timed."""
+    import torch
+
+    from forensics.simulate import Simulator, configure, manifest_for
+    from forensics.store.writer import FLUSH_EVERY, CaptureWriter
+
+    sc = configure("soak", steps=scale.steps, batch=BATCH, spec_tokens=DRAFTS)
+    sim = Simulator(sc, seed=0)
+    capture, checked, pt_dir = work / "soak.capture", work / "checked.capture", work / "pt"
+    pt_dir.mkdir(parents=True, exist_ok=True)
+    t = {"simulate": 0.0, "write": 0.0, "write_checked": 0.0, "torch_save": 0.0}
+    records = 0
+    with CaptureWriter(capture, manifest_for(sc, 0), process="w0") as writer, \
+            CaptureWriter(checked, manifest_for(sc, 0), process="w0") as slow:
+        for step in range(scale.steps):
+            t0 = _clock()
+            recs = sim.step()
+            t1 = _clock()
+            for r in recs:
+                writer.append(r, validated=True)
+            records += len(recs)
+            if records % FLUSH_EVERY < len(recs):
+                writer.flush()
+            t2 = _clock()
+            t["simulate"] += t1 - t0
+            t["write"] += t2 - t1
+            if step < scale.baseline_steps:
+                t0 = _clock()
+                for r in recs:
+                    slow.append(r)
+                t1 = _clock()
+                payload = _step_payload(recs)
+                t2 = _clock()
+                torch.save(payload, pt_dir / f"step{step:07d}.pt")
+                t["write_checked"] += t1 - t0
+                t["torch_save"] += _clock() - t2
+        t["write"] += _timed(writer.flush)
+        t["write_checked"] += _timed(slow.flush)
+    shutil.rmtree(checked)
+    return {"records": records, "seconds": t, "capture": str(capture), "pt_dir": str(pt_dir)}
+
+
+def _timed(fn: Any) -> float:
+    t0 = _clock()
+    fn()
+    return _clock() - t0
+
+
+def _du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+# --------------------------------------------------------------------------- read
+
+
+def open_phase(capture: Path) -> dict[str, float]:
+    """Best of three: ``load(path)`` + ``summary()`` (what ``forensics inspect`` does)."""
+    from forensics.store.reader import load
+
+    times = []
+    for _ in range(3):
+        t0 = _clock()
+        summary = load(capture).summary()
+        times.append(_clock() - t0)
+    assert summary["records"] > 0
+    return {"open_seconds": min(times)}
+
+
+def load_phase(capture: Path, pt_dir: Path) -> dict[str, float]:
+    """Open and materialise every record (decoded and validated), against ``torch.load``
+    (``weights_only=True``) of the per-step files."""
+    import torch
+
+    from forensics.store.reader import load
+
+    t0 = _clock()
+    count = sum(1 for _ in load(capture))
+    ours = _clock() - t0
+    files = sorted(pt_dir.glob("*.pt"))
+    t0 = _clock()
+    loaded = sum(len(torch.load(f, weights_only=True)) for f in files)
+    theirs = _clock() - t0
+    return {"load_seconds": ours, "load_records": count, "torch_load_seconds_measured": theirs,
+            "torch_load_files": len(files), "torch_load_records": loaded}
+
+
+# --------------------------------------------------------------------------- scan
+
+
+def scan_phase(capture: Path) -> dict[str, Any]:
+    """``forensics.scan`` on a fresh open, against a bare numpy comparison over the same index
+    arrays (zero-copy views at their captured width, scalar bound), both on a warm page cache."""
+    from forensics.scan import scan
+    from forensics.store.reader import load
+
+    results = [scan(load(capture)) for _ in range(3)]  # best of three, fresh opens
+    result = min(results, key=lambda r: r.seconds)
+    arrays = _index_arrays(load(capture))
+    elements = sum(len(a) * n for a, n in arrays)
+    numpy_seconds = min(_timed(lambda: _bare_numpy(arrays)) for _ in range(3))
+    return {"scan_seconds": result.seconds, "scan_indices": result.checked,
+            "scan_out_of_range": result.out_of_range, "numpy_seconds": numpy_seconds,
+            "numpy_indices": elements,
+            "scan_entries": result.to_json()["entries"]}
+
+
+def _bare_numpy(arrays: list[tuple[np.ndarray, int]]) -> int:
+    bad = 0
+    for array, times in arrays:
+        for _ in range(times):
+            bad += int(np.count_nonzero((array < 0) | (array >= 1 << 30)))
+    return bad
+
+
+def _index_arrays(capture: Any) -> list[tuple[np.ndarray, int]]:
+    """The flat index arrays the scan reads, with how many bounds each is compared to."""
+    uses = {"embedding": {"input_ids": 1}, "batch_change": {"prev_positions": 3},
+            "prepare_input_ids": {"prev_positions": 1, "draft_token_ids": 1},
+            "async_output": {"sampled_token_ids_cpu": 1}}
+    arrays = []
+    for view in capture.batches():
+        for name, times in uses[view.site].items():
+            if name in view.columns:
+                view._tensor_parts(name)
+                flat, offsets = view._tensors[name][:2]
+                arrays.append((flat[offsets[0]:offsets[-1]], times))
+    return arrays
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def replay_child(capture: str) -> None:
+    """In a fresh process: replay upstream + patched over every record; print timings and the
+    peak RSS as one JSON line."""
+    import pandas  # noqa: F401  (imports are not the replay's work: the loop pays none)
+    import torch  # noqa: F401
+
+    import forensics
+    from forensics.store.reader import load
+
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    t0 = _clock()
+    result = forensics.replay(load(capture), variants=("upstream", "patched"))
+    seconds = _clock() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"replay_seconds": seconds, "records": len(result.records),
+                      "findings": len(result.findings), "rss_peak_bytes": peak,
+                      "rss_before_bytes": base, "verdicts": result.verdicts}))
+
+
+def replay_phase(capture: Path, loop_records: int) -> dict[str, Any]:
+    """Our replay in a subprocess (time and peak RSS), and the per-record loop of
+    ``UpstreamVariant().run(record)`` over the first ``loop_records`` records (in memory)."""
+    from forensics.store.reader import load
+    from forensics.variants.models import UpstreamVariant
+
+    need, free = 10 * _du(capture) + 2**30, _available_memory()
+    if free and need > free:
+        print(f"bench: warning: the replay may need ~{need / 2**30:.0f} GiB (about 10x the "
+              f"capture), {free / 2**30:.0f} GiB are available", file=sys.stderr)
+    out = subprocess.run([sys.executable, __file__, "--replay-child", str(capture)],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"the replay process failed (exit {out.returncode}; killed for "
+                           f"memory?): {out.stderr[-1000:]}")
+    child = json.loads(out.stdout.strip().splitlines()[-1])
+    records = load(capture).records()[:loop_records]
+    batch = list(records)
+    variant = UpstreamVariant()
+    t0 = _clock()
+    for record in batch:
+        try:
+            variant.run(record)
+        except Exception:  # noqa: BLE001  (a failing call is part of the loop's work)
+            pass
+    loop = _clock() - t0
+    return {**child, "loop_seconds_measured": loop, "loop_records": len(batch)}
+
+
+def _available_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+
+
+# --------------------------------------------------------------------------- probe
+
+
+def probe_phase(calls: int, work: Path) -> dict[str, Any]:
+    """Host-side cost per recorded ``batch_change`` call in record mode (CPU tensors): the
+    probe's wrapper around the plain function, its ring and its flushes to a real capture,
+    minus the plain call; once as the probe writes (checked ``append``) and once with the
+    writer's trusted ``append(validated=True)``. Falls back to ``CaptureWriter.append`` when
+    the probe is missing."""
+    try:
+        from forensics.probe import hooks
+        from forensics.probe.session import ProbeSession
+        from forensics.probe.settings import Settings
+    except ImportError:
+        return _append_cost(calls, work)
+    import torch
+
+    args = _batch_change_args(torch)
+    plain = _timed(lambda: _plain_calls(args, calls))
+    out: dict[str, Any] = {"plain_seconds": plain, "probe_calls": calls,
+                           "probe_mode": "forensics.probe record mode, CPU tensors"}
+    for label, writer_class in (("", _checked_writer()), ("_trusted", _trusted_writer())):
+        capture = work / f"probe{label}.capture"
+        settings = Settings(directory=work, capture=capture, mode="record")
+        session = ProbeSession(settings, writer_factory=_factory(writer_class, capture))
+        wrapped = hooks.wrap_batch_change(_plain_batch_change)
+        hooks.activate(session)
+        try:
+            t0 = _clock()
+            _probe_calls(session, wrapped, args, calls)
+            total = _clock() - t0
+        finally:
+            hooks.activate(None)
+        out[f"probe{label}_seconds"] = total
+        out[f"probe{label}_written"] = session.counts["written"]
+        out[f"probe{label}_us_per_call"] = max(total - plain, 0.0) / calls * 1e6
+    return out
+
+
+def _factory(writer_class: Any, capture: Path) -> Any:
+    def open_writer(session: Any) -> Any:
+        return writer_class(capture, process="probe")
+    return open_writer
+
+
+def _plain_calls(args: tuple[Any, ...], calls: int) -> None:
+    for _ in range(calls):
+        _plain_batch_change(*_fresh(args))
+
+
+def _probe_calls(session: Any, wrapped: Any, args: tuple[Any, ...], calls: int) -> None:
+    for _ in range(calls):
+        session.begin_step()
+        wrapped(*_fresh(args))
+    session.close()
+
+
+def _checked_writer() -> Any:
+    from forensics.store.writer import CaptureWriter
+
+    return CaptureWriter
+
+
+def _trusted_writer() -> Any:
+    from forensics.store.writer import CaptureWriter
+
+    class TrustedWriter(CaptureWriter):
+        """A writer whose ``append`` trusts the probe's records (no schema checks)."""
+
+        def append(self, record: Any, *, validated: bool = True) -> None:
+            super().append(record, validated=validated)
+
+    return TrustedWriter
+
+
+def _append_cost(calls: int, work: Path) -> dict[str, Any]:
+    from forensics.simulate import simulate
+    from forensics.store.writer import CaptureWriter
+
+    simulated = simulate("soak", steps=calls + 1, batch=BATCH, spec_tokens=DRAFTS)
+    assert isinstance(simulated, list)
+    records = [r for r in simulated if r.site == "batch_change"][:calls]
+    with CaptureWriter(work / "probe.capture", process="probe") as writer:
+        t0 = _clock()
+        for record in records:
+            writer.append(record)
+        total = _clock() - t0
+    return {"probe_seconds": total, "plain_seconds": 0.0, "probe_calls": len(records),
+            "probe_mode": "CaptureWriter.append (forensics.probe not importable)",
+            "probe_us_per_call": total / len(records) * 1e6}
+
+
+def _batch_change_args(torch: Any) -> tuple[Any, ...]:
+    i32 = torch.int32
+    pp = torch.arange(BATCH, dtype=torch.int64)
+    pp[::7] = -1
+    return (torch.arange(BATCH * 4, dtype=i32), torch.ones(BATCH, dtype=i32), pp,
+            torch.full((BATCH,), 3, dtype=i32), torch.full((BATCH * 4,), DRAFTS, dtype=i32),
+            torch.arange(BATCH, dtype=i32))
+
+
+def _fresh(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (args[0].clone(), args[1].clone(), *args[2:])
+
+
+def _plain_batch_change(num_computed_tokens: Any, num_accepted_tokens: Any, prev_positions: Any,
+                        valid_sampled_token_count: Any, prev_num_draft_tokens: Any,
+                        cpu_num_computed_tokens: Any) -> None:
+    """The body of vLLM 0.33.0's ``update_num_computed_tokens_for_batch_change`` (plain torch,
+    without importing vLLM)."""
+    import torch
+
+    gather = prev_positions.clamp(min=0)
+    valid = valid_sampled_token_count[gather]
+    prev_computed = num_computed_tokens[gather]
+    participating = (prev_positions >= 0) & (prev_num_draft_tokens[gather] > 0)
+    n = prev_positions.shape[0]
+    num_computed_tokens[:n].copy_(torch.where(participating, prev_computed + valid.int(),
+                                              cpu_num_computed_tokens))
+    num_accepted_tokens.copy_(torch.where(participating, valid, num_accepted_tokens))
+
+
+# --------------------------------------------------------------------------- report
+
+
+def machine() -> dict[str, Any]:
+    """Cores, CPU model, RAM and platform of this machine."""
+    model = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        ram = 0
+    import torch
+
+    return {"cores": os.cpu_count(), "cpu": model, "ram_gib": round(ram / 2**30, 1),
+            "python": platform.python_version(), "numpy": np.__version__,
+            "torch": torch.__version__, "platform": platform.platform()}
+
+
+def summarise(scale: Scale, w: dict[str, Any], o: dict[str, float], ld: dict[str, Any],
+              sc: dict[str, Any], rp: dict[str, Any], pr: dict[str, Any],
+              capture_bytes: int, pt_bytes: int) -> dict[str, Any]:
+    """The ``latest.json`` object: headline ratios, raw timings, machine and date."""
+    steps, base = scale.steps, min(scale.baseline_steps, scale.steps)
+    factor = steps / base
+    records = w["records"]
+    torch_load = ld["torch_load_seconds_measured"] * factor
+    torch_save = w["seconds"]["torch_save"] * factor
+    loop = rp["loop_seconds_measured"] * records / max(rp["loop_records"], 1)
+    scan_rate = sc["scan_indices"] / max(sc["scan_seconds"], 1e-12)
+    numpy_rate = sc["numpy_indices"] / max(sc["numpy_seconds"], 1e-12)
+    return {
+        "scale": scale.name, "records": records, "steps": steps, "batch": BATCH,
+        "drafts": DRAFTS,
+        "open_seconds": o["open_seconds"],
+        "load_speedup": torch_load / ld["load_seconds"],
+        "replay_speedup": loop / rp["replay_seconds"],
+        "scan_fraction_of_numpy": scan_rate / numpy_rate,
+        "probe_us_per_call": pr["probe_us_per_call"],
+        "replay_rss_over_capture": rp["rss_peak_bytes"] / capture_bytes,
+        "write_speedup": torch_save / w["seconds"]["write"],
+        "scaled_from": {"torch_save_steps": base, "torch_load_files": ld["torch_load_files"],
+                        "loop_records": rp["loop_records"], "factor_steps": factor},
+        "raw": {"write": w["seconds"], "open": o, "load": ld, "scan": sc, "replay": rp,
+                "probe": pr, "torch_save_seconds_scaled": torch_save,
+                "torch_load_seconds_scaled": torch_load, "loop_seconds_scaled": loop,
+                "scan_indices_per_second": scan_rate, "numpy_indices_per_second": numpy_rate,
+                "capture_bytes": capture_bytes, "torch_save_bytes_measured": pt_bytes,
+                "torch_save_bytes_scaled": int(pt_bytes * factor)},
+        "machine": machine(),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def table(s: dict[str, Any]) -> str:
+    """The result as a Markdown table (ours, baseline, ratio, target)."""
+    raw, sf = s["raw"], s["scaled_from"]
+    w = raw["write"]
+    scaled = "" if sf["factor_steps"] == 1 else f" (measured on {sf['torch_save_steps']:,} " \
+        f"steps, scaled x{sf['factor_steps']:g})"
+    loop_note = "" if sf["loop_records"] >= s["records"] else \
+        f" (measured on {sf['loop_records']:,} records, scaled)"
+    rows = [
+        ("write", f"{w['write']:.2f} s ({w['write'] / s['records'] * 1e6:.0f} us/record; "
+                  f"checked append {w['write_checked'] / (sf['torch_save_steps'] * 4) * 1e6:.0f}"
+                  " us/record)",
+         f"torch.save per step: {raw['torch_save_seconds_scaled']:.2f} s{scaled}",
+         f"{s['write_speedup']:.1f}x", "-"),
+        ("load", f"{raw['load']['load_seconds']:.2f} s",
+         f"torch.load per step: {raw['torch_load_seconds_scaled']:.2f} s{scaled}",
+         f"{s['load_speedup']:.1f}x", ">= 20x"),
+        ("open (inspect)", f"{s['open_seconds'] * 1e3:.1f} ms", "-", "-", "< 1 s"),
+        ("scan", f"{raw['scan_indices_per_second'] / 1e6:.0f} M indices/s "
+                 f"({raw['scan']['scan_indices']:,} in {raw['scan']['scan_seconds']:.2f} s)",
+         f"bare numpy: {raw['numpy_indices_per_second'] / 1e6:.0f} M indices/s",
+         f"{s['scan_fraction_of_numpy']:.2f}x", ">= 0.5x"),
+        ("replay (upstream+patched)", f"{raw['replay']['replay_seconds']:.2f} s",
+         f"per-record loop (upstream only): {raw['loop_seconds_scaled']:.2f} s{loop_note}",
+         f"{s['replay_speedup']:.2f}x", ">= 20x"),
+        ("probe (record mode, CPU tensors)", f"{s['probe_us_per_call']:.1f} us/call"
+         + (f" ({raw['probe']['probe_trusted_us_per_call']:.1f} with trusted append)"
+            if "probe_trusted_us_per_call" in raw["probe"] else ""),
+         raw["probe"]["probe_mode"], "-", "<= 20 us"),
+        ("memory (replay peak RSS)", f"{raw['replay']['rss_peak_bytes'] / 2**20:.0f} MiB "
+         f"({raw['replay']['rss_before_bytes'] / 2**20:.0f} MiB before the replay: Python, "
+         "torch, pandas)",
+         f"capture on disk: {raw['capture_bytes'] / 2**20:.0f} MiB",
+         f"{s['replay_rss_over_capture']:.2f}x", "<= 2x"),
+    ]
+    lines = ["| measure | ours | baseline | ratio | target |", "|---|---|---|---|---|"]
+    lines += [f"| {' | '.join(r)} |" for r in rows]
+    m = s["machine"]
+    lines.append("")
+    lines.append(f"{s['records']:,} records ({s['steps']:,} steps of the `soak` scenario, batch "
+                 f"{s['batch']}, {s['drafts']} drafts), {s['date']}; {m['cores']} cores, "
+                 f"{m['cpu']}, {m['ram_gib']} GiB RAM, Python {m['python']}, torch "
+                 f"{m['torch']}.")
+    return "\n".join(lines)
+
+
+def targets(s: dict[str, Any]) -> list[str]:
+    """One line per target: met or missed."""
+    out = []
+    for key, (op, bound) in TARGETS.items():
+        value = s[key]
+        ok = {"<": value < bound, "<=": value <= bound, ">=": value >= bound}[op]
+        out.append(f"{'met   ' if ok else 'MISSED'} {key} = {value:.3g} (target {op} {bound:g})")
+    return out
+
+
+# --------------------------------------------------------------------------- main
+
+
+def run(scale: Scale, work: Path, out: Path | None) -> dict[str, Any]:
+    """Run every phase at ``scale`` in ``work``; write ``out`` (JSON); return the summary."""
+    work.mkdir(parents=True, exist_ok=True)
+    phases = [("write", lambda: write_phase(scale, work))]
+    w = _phase(*phases[0])
+    capture, pt_dir = Path(w["capture"]), Path(w["pt_dir"])
+    o = _phase("open", lambda: open_phase(capture))
+    ld = _phase("load", lambda: load_phase(capture, pt_dir))
+    sc = _phase("scan", lambda: scan_phase(capture))
+    rp = _phase("replay", lambda: replay_phase(capture, scale.loop_records))
+    pr = _phase("probe", lambda: probe_phase(scale.probe_calls, work))
+    summary = summarise(scale, w, o, ld, sc, rp, pr, _du(capture), _du(pt_dir))
+    for key, value in summary.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise RuntimeError(f"benchmark value {key} is not finite: {value}")
+    if out is not None:
+        out.write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _phase(name: str, fn: Any) -> Any:
+    print(f"bench: {name} ...", file=sys.stderr, flush=True)
+    gc.collect()
+    t0 = _clock()
+    result = fn()
+    print(f"bench: {name} done in {_clock() - t0:.1f} s", file=sys.stderr, flush=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``--scale``, ``--work``, ``--json``, ``--keep``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", choices=sorted(SCALES), default="small")
+    parser.add_argument("--work", type=Path, default=None,
+                        help="directory for generated data (default: a temporary directory)")
+    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "latest.json")
+    parser.add_argument("--keep", action="store_true", help="keep the generated data")
+    parser.add_argument("--table", action="store_true",
+                        help="print the table and targets of the --json file, run nothing")
+    parser.add_argument("--replay-child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.replay_child:
+        replay_child(args.replay_child)
+        return 0
+    if args.table:
+        summary = json.loads(args.json.read_text())
+        print(table(summary) + "\n\n" + "\n".join(targets(summary)))
+        return 0
+    work = args.work or Path(tempfile.mkdtemp(prefix="forensics-bench-"))
+    started = _clock()
+    try:
+        summary = run(SCALES[args.scale], work / args.scale, args.json)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work / args.scale, ignore_errors=True)
+            if args.work is None:
+                shutil.rmtree(work, ignore_errors=True)
+    print(table(summary))
+    print()
+    print("\n".join(targets(summary)))
+    print(f"\ntotal {_clock() - started:.1f} s; wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

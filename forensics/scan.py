@@ -1,0 +1,288 @@
+"""``scan(capture) -> ScanResult``: bounds-check every index column of a capture, columnar.
+
+The scan reads each record batch's integer buffers straight from the segment's memory map and
+compares whole columns with numpy (no record is materialised, nothing is replayed). It covers
+the indices whose bounds the capture alone decides:
+
+========================== ========================= ==========================================
+site                       tensor                    valid range (per record)
+========================== ========================= ==========================================
+``batch_change``           each gathered tensor      ``prev_positions.clamp(min=0)`` in
+                           (``valid_sampled_token_   ``[0, len(tensor))``, every row
+                           count``, ...)
+``prepare_input_ids``      ``prev_sampled_token_ids`` ``prev_positions`` of the common rows
+                                                     (``>= 0``) in ``[0, rows)``
+``prepare_input_ids``      ``draft_token_ids``       ``prev_position * prev_num_spec_tokens + j``
+                                                     (``j < num_draft_tokens[row]``) in
+                                                     ``[0, draft_token_ids.size)``, slow path
+``embedding``              ``input_ids``             ``[0, num_embeddings)``
+``async_output``           ``sampled_token_ids_cpu`` ids before each row's first ``-1`` in
+                                                     ``[0, vocab_size)`` (a screen)
+========================== ========================= ==========================================
+
+Entries with ``replay=True`` count exactly what the ``upstream`` replay reports as
+``out_of_bounds`` findings on that site and tensor (the accesses of the model and the sink's
+ids). The ``async_output`` entry is a screen with no replay counterpart: an out-of-vocabulary
+sampled id is a finding of the replay only when the call writes it. Summary records are left
+out (they carry no arrays). numpy and pyarrow only.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from forensics.store.batch import BatchView
+    from forensics.store.reader import Capture
+
+SCAN_COLUMNS = ("site", "tensor", "checked", "out_of_range", "replay")
+GATHERED = ("valid_sampled_token_count", "num_computed_tokens", "prev_num_draft_tokens")
+
+
+@dataclass
+class ScanEntry:
+    """Counts of one (site, tensor): indices checked and indices outside their range."""
+
+    site: str
+    tensor: str
+    checked: int = 0
+    out_of_range: int = 0
+    replay: bool = True  # the count equals the upstream replay's out_of_bounds findings
+
+
+@dataclass
+class ScanResult:
+    """What :func:`scan` found: one :class:`ScanEntry` per (site, tensor), in scan order."""
+
+    capture: str
+    records: int = 0
+    seconds: float = 0.0
+    entries: dict[tuple[str, str], ScanEntry] = field(default_factory=dict)
+
+    @property
+    def checked(self) -> int:
+        """Indices checked, all entries together."""
+        return sum(e.checked for e in self.entries.values())
+
+    @property
+    def out_of_range(self) -> int:
+        """Indices outside their range, all entries together."""
+        return sum(e.out_of_range for e in self.entries.values())
+
+    def count(self, site: str, tensor: str) -> int:
+        """Out-of-range indices of ``(site, tensor)`` (0 when not scanned)."""
+        entry = self.entries.get((site, tensor))
+        return 0 if entry is None else entry.out_of_range
+
+    def to_frame(self) -> pd.DataFrame:
+        """The entries as a DataFrame (columns :data:`SCAN_COLUMNS`)."""
+        import pandas as pd
+
+        rows = [(e.site, e.tensor, e.checked, e.out_of_range, e.replay)
+                for e in self.entries.values()]
+        return pd.DataFrame(rows, columns=list(SCAN_COLUMNS))
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready summary: capture, records, seconds, totals and the entries."""
+        return {"capture": self.capture, "records": self.records, "seconds": self.seconds,
+                "checked": self.checked, "out_of_range": self.out_of_range,
+                "entries": [vars(e).copy() for e in self.entries.values()]}
+
+    def _add(self, site: str, tensor: str, checked: int, bad: int, replay: bool = True) -> None:
+        entry = self.entries.setdefault((site, tensor), ScanEntry(site, tensor, replay=replay))
+        entry.checked += int(checked)
+        entry.out_of_range += int(bad)
+
+
+def scan(capture: Capture | str | os.PathLike[str]) -> ScanResult:
+    """Bounds-check every index column of ``capture`` (a Capture or a capture path).
+
+    Returns:
+        A :class:`ScanResult` with per (site, tensor) counts of checked and out-of-range indices.
+    Raises:
+        CaptureFormatError: a missing or corrupt capture or batch.
+    """
+    if isinstance(capture, (str, os.PathLike)):
+        from forensics.store.reader import load
+
+        capture = load(capture)
+    start = time.perf_counter()
+    result = ScanResult(str(capture.path))
+    for view in capture.batches():
+        rows = ~view.summary
+        result.records += int(rows.sum())
+        if rows.any():
+            _SCANNERS[view.site](_Columns(view, rows), result)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+class _Columns:
+    """Flat integer columns of one batch, restricted to its non-summary rows."""
+
+    def __init__(self, view: BatchView, rows: np.ndarray) -> None:
+        self.view, self.rows, self.all = view, rows, bool(rows.all())
+
+    def has(self, name: str) -> bool:
+        return name in self.view.columns
+
+    def tensor(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Flat values (captured width), each row's element count, first dimension and
+        presence (False: the record does not carry the tensor)."""
+        self.view._tensor_parts(name)
+        flat, offsets, valid, shape_flat, shape_offsets, _ = self.view._tensors[name]
+        sizes = np.diff(offsets) * valid
+        if len(shape_flat):
+            heads = shape_flat[np.minimum(shape_offsets[:-1], len(shape_flat) - 1)]
+            first = np.where(np.diff(shape_offsets) > 0, heads, 0) * valid
+        else:
+            first = np.zeros(len(valid), dtype=np.int64)
+        flat = flat[offsets[0]:offsets[-1]]
+        if not self.all:
+            flat = flat[np.repeat(self.rows, np.diff(offsets))]
+            sizes, first, valid = sizes[self.rows], first[self.rows], valid[self.rows]
+        return flat, sizes, first, valid
+
+    def ints(self, name: str) -> np.ndarray:
+        values, _valid = self.view._int(name)
+        return values[self.rows] if not self.all else values
+
+
+def _outside(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray) -> int:
+    """Count of ``values`` outside ``[0, bound)``, each row's values against its row's bound."""
+    if len(values) == 0:
+        return 0
+    if len(bounds) and bounds.min() == bounds.max():  # one bound: compare with a scalar
+        high = int(bounds[0])
+        bad = values >= high if values.dtype.kind == "u" else (values < 0) | (values >= high)
+        return int(np.count_nonzero(bad))
+    per_value = np.repeat(bounds, sizes)
+    return int(np.count_nonzero((values < 0) | (values >= per_value)))
+
+
+def _at_or_past(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray) -> int:
+    """Count of ``values`` at or past their row's bound (no lower check)."""
+    if len(values) == 0:
+        return 0
+    if bounds.min() == bounds.max():
+        return int(np.count_nonzero(values >= bounds[0]))
+    return int(np.count_nonzero(values >= np.repeat(bounds, sizes)))
+
+
+def _embedding(cols: _Columns, result: ScanResult) -> None:
+    ids, sizes, _, _ = cols.tensor("input_ids")
+    result._add("embedding", "input_ids", len(ids),
+                _outside(ids, cols.ints("num_embeddings"), sizes))
+
+
+def _batch_change(cols: _Columns, result: ScanResult) -> None:
+    pp, sizes, _, _ = cols.tensor("prev_positions")
+    gather: np.ndarray | None = None
+    for name in GATHERED:
+        _, lengths, _, _ = cols.tensor(name)
+        if len(lengths) and lengths.min() > 0:
+            bad = _at_or_past(pp, lengths, sizes)  # clamp(min=0) lands inside: only >= len
+        else:
+            gather = np.maximum(pp, 0) if gather is None else gather
+            bad = _outside(gather, lengths, sizes)
+        result._add("batch_change", name, len(pp), bad)
+
+
+def _prepare_input_ids(cols: _Columns, result: ScanResult) -> None:
+    pp, n, _, _ = cols.tensor("prev_positions")
+    _, _, sampled_rows, _ = cols.tensor("prev_sampled_token_ids")
+    rec = np.repeat(np.arange(len(n)), n)
+    common = pp >= 0
+    bad = common & (pp >= sampled_rows[rec])
+    result._add("prepare_input_ids", "prev_sampled_token_ids", int(np.count_nonzero(common)),
+                int(np.count_nonzero(bad)))
+    if cols.has("draft_token_ids"):
+        _drafts(cols, pp, n, rec, common, result)
+
+
+def _drafts(cols: _Columns, pp: np.ndarray, n: np.ndarray, rec: np.ndarray,
+            common: np.ndarray, result: ScanResult) -> None:
+    """Draft reads of the slow path: ``pp * k + j`` for ``j < num_draft_tokens[row]``."""
+    _, draft_size, _, present = cols.tensor("draft_token_ids")
+    cu, _, _, _ = cols.tensor("cu_num_tokens")
+    nd, _, _, _ = cols.tensor("num_draft_tokens")
+    k = cols.ints("prev_num_spec_tokens")
+    slow = _slow_path(pp, cu.astype(np.int64) - 1, common, rec, len(n))
+    rows = np.flatnonzero(common & (slow & present)[rec])  # rows whose drafts are read
+    owner = rec[rows]
+    reads = nd[rows].astype(np.int64)
+    first = pp[rows].astype(np.int64) * k[owner]
+    # reads j < nd at first + j; out of range: first + j >= size (first >= 0 on common rows)
+    bad = np.clip(reads - np.maximum(draft_size[owner] - first, 0), 0, reads)
+    result._add("prepare_input_ids", "draft_token_ids", int(reads.sum()), int(bad.sum()))
+
+
+def _slow_path(pp: np.ndarray, flat: np.ndarray, common: np.ndarray, rec: np.ndarray,
+               records: int) -> np.ndarray:
+    """Per record: True when the call scatters row by row (not the one-slice fast path)."""
+    rows = np.flatnonzero(common)
+    owner = rec[rows]
+    num_common = np.bincount(owner, minlength=records)
+    mismatch = np.bincount(owner[pp[rows] != flat[rows]], minlength=records) > 0  # any width
+    # cu_num_tokens rises along a record: its largest common slot is its last common row's
+    last = rows[np.append(owner[1:] != owner[:-1], True)] if len(rows) else rows
+    top = np.full(records, -1, dtype=np.int64)
+    top[rec[last]] = flat[last]
+    fast = (num_common > 0) & ~mismatch & (top == num_common - 1)
+    return ~fast
+
+
+def _async_output(cols: _Columns, result: ScanResult) -> None:
+    flat, sizes, rows, present = cols.tensor("sampled_token_ids_cpu")
+    width = sizes // np.maximum(rows, 1)
+    used = present & (rows > 0) & (width > 0)
+    bounds = np.repeat(cols.ints("vocab_size"), rows)
+    checked = bad = 0
+    for k in np.unique(width[used]).tolist():  # one pass per row width (usually one)
+        mine = np.repeat(width == k, sizes)
+        block = flat if mine.all() else flat[mine]
+        block = block.reshape(-1, k)
+        row_bounds = bounds if mine.all() else bounds[np.repeat(width == k, rows)]
+        n, b = _sampled_outside(block, row_bounds)
+        checked += n
+        bad += b
+    result._add("async_output", "sampled_token_ids_cpu", checked, bad, replay=False)
+
+
+def _sampled_outside(block: np.ndarray, bounds: np.ndarray) -> tuple[int, int]:
+    """Ids vLLM counts in the rows of ``block`` (each row against its bound): how many, and
+    how many lie outside ``[0, bound)``."""
+    minus = block == -1
+    if not (minus[:, :-1] & ~minus[:, 1:]).any() and bounds.min() == bounds.max():
+        # every row's -1s form a suffix (the padding): the counted ids are the others
+        high = int(bounds[0])
+        return (int(block.size - np.count_nonzero(minus)),
+                int(np.count_nonzero((block < -1) | (block >= high))))
+    counted = _counted(block)
+    ids = block[counted]
+    bound = np.broadcast_to(bounds[:, None], block.shape)[counted]
+    return len(ids), int(np.count_nonzero((ids < 0) | (ids >= bound)))
+
+
+def _counted(block: np.ndarray) -> np.ndarray:
+    """Mask of the ids vLLM counts in each row: all when the last is not -1, else those before
+    the first -1."""
+    minus = block == -1
+    first = np.where(minus.any(axis=1), minus.argmax(axis=1), block.shape[1])
+    first = np.where(block[:, -1] != -1, block.shape[1], first)
+    return np.arange(block.shape[1]) < first[:, None]
+
+
+_SCANNERS = {
+    "batch_change": _batch_change,
+    "prepare_input_ids": _prepare_input_ids,
+    "async_output": _async_output,
+    "embedding": _embedding,
+}

@@ -1,0 +1,34 @@
+"""benchmarks/run.py at the tiny scale: it runs end to end and writes finite figures.
+
+Timings are never asserted (shared, noisy machines); only that every headline key exists and
+is a finite number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+KEYS = ("records", "open_seconds", "load_speedup", "replay_speedup", "scan_fraction_of_numpy",
+        "probe_us_per_call", "replay_rss_over_capture")
+
+
+def test_tiny_benchmark_writes_finite_figures(tmp_path: Path) -> None:
+    out = tmp_path / "latest.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--scale",
+                           "tiny", "--work", str(tmp_path / "work"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(out.read_text())
+    for key in KEYS:
+        assert isinstance(summary[key], (int, float)) and math.isfinite(summary[key]), key
+    assert summary["records"] == 1000
+    assert summary["raw"]["replay"]["records"] == summary["records"]
+    assert summary["raw"]["scan"]["scan_indices"] > 0
+    assert {"cores", "cpu", "ram_gib"} <= set(summary["machine"]) and summary["date"]
+    assert "| measure |" in proc.stdout
+    assert not (tmp_path / "work" / "tiny").exists()  # generated data removed

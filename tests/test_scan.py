@@ -1,0 +1,54 @@
+"""forensics.scan: columnar bounds counts agree with the upstream replay's findings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import forensics
+from forensics.scan import SCAN_COLUMNS, scan
+from forensics.store.reader import load
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+CAPTURES = sorted(DATA.glob("*.capture"))
+
+
+def _replay_counts(capture: forensics.Capture) -> dict[tuple[str, str], int]:
+    result = forensics.replay(capture, variants=("upstream",))
+    counts: dict[tuple[str, str], int] = {}
+    for _, f in result.findings.iterrows():
+        if f["kind"] == "out_of_bounds" and not result.records[f["record"]].summary:
+            key = (f["site"], f["tensor"])
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_scan_agrees_with_replay(path: Path) -> None:
+    capture = load(path)
+    result = scan(capture)
+    counts = _replay_counts(capture)
+    assert result.records == sum(1 for r in capture if not r.summary)
+    covered = [e for e in result.entries.values() if e.replay]
+    assert covered
+    for entry in covered:
+        assert entry.out_of_range == counts.get((entry.site, entry.tensor), 0), entry
+        assert entry.checked >= entry.out_of_range
+
+
+def test_scan_finds_the_stale_rows_and_reports_a_frame() -> None:
+    result = scan(DATA / "stale-prev-row.capture")
+    assert result.count("batch_change", "valid_sampled_token_count") > 0
+    assert result.count("prepare_input_ids", "prev_sampled_token_ids") > 0
+    assert list(result.to_frame().columns) == list(SCAN_COLUMNS)
+    assert result.to_json()["out_of_range"] == result.out_of_range
+    assert result.checked > result.out_of_range
+
+
+def test_scan_of_a_clean_capture_counts_every_embedding_id() -> None:
+    capture = load(DATA / "clean.capture")
+    ids = sum(len(r["input_ids"]) for r in capture.records(site="embedding") if not r.summary)
+    result = scan(capture)
+    assert result.out_of_range == 0
+    assert result.entries[("embedding", "input_ids")].checked == ids
