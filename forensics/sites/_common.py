@@ -28,9 +28,19 @@ CHECKED_RANGES: ContextVar[list[tuple[str, int, int, int, int]] | None] = Contex
 
 def observe_range(tensor: str, values: np.ndarray, lower: int, upper: int) -> None:
     """Note the range of ``values`` checked against ``[lower, upper)`` (see CHECKED_RANGES)."""
+    _observe(tensor, values, lower, upper)
+
+
+def _observe(tensor: str, values: np.ndarray, lower: int, upper: int) -> bool:
+    """:func:`observe_range`, returning whether some value lies outside ``[lower, upper)``
+    (one min and one max over ``values``; False when empty)."""
+    if not len(values):
+        return False
+    lo, hi = int(values.min()), int(values.max())
     sink = CHECKED_RANGES.get()
-    if sink is not None and len(values):
-        sink.append((tensor, int(values.min()), int(values.max()), int(lower), int(upper)))
+    if sink is not None:
+        sink.append((tensor, lo, hi, int(lower), int(upper)))
+    return lo < lower or hi >= upper
 
 
 _TORCH_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for dimension \d+ with size (\d+)")
@@ -64,7 +74,8 @@ def access_findings(accesses: Iterable[Access] | None,
     found: list[dict[str, Any]] = []
     for acc in accesses or ():
         values = np.asarray(acc.values, dtype=np.int64)
-        observe_range(acc.tensor, values, acc.lower, acc.upper)
+        if not _observe(acc.tensor, values, acc.lower, acc.upper):
+            continue  # every index in range: no finding
         bad = np.flatnonzero((values < acc.lower) | (values >= acc.upper))
         for i in bad:
             row = None if acc.rows is None else int(acc.rows[i])
@@ -81,7 +92,8 @@ def ids_outside(values: np.ndarray, lower: int, upper: int, tensor: str,
     ``elements`` default to the flat positions in ``values``; ``rows`` (same length) may be None.
     """
     values = np.asarray(values, dtype=np.int64).reshape(-1)
-    observe_range(tensor, values, lower, upper)
+    if not _observe(tensor, values, lower, upper):
+        return []
     bad = np.flatnonzero((values < lower) | (values >= upper))
     found = []
     for i in bad:

@@ -24,6 +24,7 @@ from forensics.sites._common import (
     access_findings,
     failed,
     ids_outside,
+    observe_range,
     prev_index_map,
     require,
     require_len,
@@ -105,8 +106,8 @@ def _count_patched(ids: list[int], vocab: int) -> int:
 
 
 def _lists(record: Record, copy: bool = True) -> tuple[list[list[int]], list[int]]:
-    """Each row's known ids (full list or tail; copies unless ``copy`` is false: then read
-    only) and the length of its hidden prefix."""
+    """Each row's known ids (full list or tail; copies unless ``copy`` is false: then the
+    record's own lists, read only) and the length of its hidden prefix."""
     if "output_token_ids" in record:
         rows = record["output_token_ids"]
         return [list(r) for r in rows] if copy else list(rows), [0] * len(record["req_ids"])
@@ -116,7 +117,7 @@ def _lists(record: Record, copy: bool = True) -> tuple[list[list[int]], list[int
 
 
 def _run(record: Record, count: Callable[[list[int]], int]) -> Outcome:
-    lists, hidden = _lists(record)
+    lists, hidden = _lists(record, copy=False)  # _update copies each row it writes
     prev_map = prev_index_map(record) or {}
     sampled = np.asarray(record["sampled_token_ids_cpu"])
     rows = [row for row, req in enumerate(record["req_ids"])
@@ -145,7 +146,7 @@ def _update(record: Record, lists: list[list[int]], rows: list[int], prev_map: d
         if not new_ids:
             continue
         num_sampled = count(new_ids)
-        ids = lists[row]
+        ids = lists[row] = list(lists[row])  # copy on write: the record stays as it was
         start = first_placeholder(ids)
         del new_ids[min(num_sampled, len(ids) - start):]  # in place, as vLLM: rows sharing a
         ids[start:] = new_ids                               # previous row see it shortened
@@ -165,7 +166,7 @@ def first_placeholder(ids: list[int]) -> int:
     if count == 0:
         return len(ids)
     pos = len(ids) - count
-    if -1 not in ids[:pos]:  # every -1 trails (the usual case): no Python loop
+    if ids[pos:].count(-1) == count:  # every -1 trails (the usual case): no Python loop
         return pos
     pos = len(ids)
     while pos > 0 and ids[pos - 1] == -1:
@@ -185,25 +186,49 @@ def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
     tails = "output_token_ids" not in record
     after = outcome.outputs.get("output_tail" if tails else "output_token_ids")
     tensor = "out.output_tail" if tails else "out.output_token_ids"
+    after_rows = list(after or ())
+    pairs = zip(before, after_rows, strict=False)
+    # rows the call may have written: a list differing from the row before (anything else,
+    # e.g. an array or a tuple, is compared as a list in _writes)
+    changed = [row for row, (old, new) in enumerate(pairs)
+               if new is not old and (type(new) is not list or new != old)]
+    writes = _writes(before, after_rows, changed)
     values: list[int] = []
+    for _, _, tail in writes:
+        values += tail
+    if not values:
+        return found
+    ids = np.array(values, dtype=np.int64)
+    vocab = record["vocab_size"]
+    if ids.min() >= 0 and ids.max() < vocab:  # every written id in range: no finding
+        observe_range(tensor, ids, 0, vocab)
+        return found
     rows: list[int] = []
     elements: list[int] = []
-    for row, (old, new) in enumerate(zip(before, after or (), strict=False)):
-        new = new if isinstance(new, list) else list(new)
-        if new == old:
-            continue  # nothing written to this row
+    for row, written, tail in writes:
+        rows += [row] * len(tail)
+        offset = hidden[row]
+        elements += [j + offset for j in written]
+    found += ids_outside(ids, 0, vocab, tensor, np.array(rows, dtype=np.int64), req_ids,
+                         np.array(elements, dtype=np.int64))
+    return found
+
+
+def _writes(before: list[list[int]], after: list[Any], changed: list[int]
+            ) -> list[tuple[int, Sequence[int], list[int]]]:
+    """``(row, positions written, ids written)`` of each row of ``changed`` the call wrote."""
+    found: list[tuple[int, Sequence[int], list[int]]] = []
+    for row in changed:
+        old, new = before[row], after[row]
+        if type(new) is not list:  # lists were compared when ``changed`` was built
+            new = new if isinstance(new, list) else list(new)
+            if new == old:
+                continue  # nothing written to this row
         start = len(old) if not old or old[-1] != -1 else first_placeholder(old)
         tail = new[start:]
         written: Sequence[int] = range(start, len(new))  # every position from the first
         if -1 in tail:  # some placeholders kept: only the changed positions were written
             written = [j for j in written if j >= len(old) or new[j] != old[j]]
             tail = [new[j] for j in written]
-        values += tail
-        rows += [row] * len(tail)
-        offset = hidden[row]
-        elements += [j + offset for j in written]
-    if values:
-        found += ids_outside(np.array(values, dtype=np.int64), 0, record["vocab_size"], tensor,
-                             np.array(rows, dtype=np.int64), req_ids,
-                             np.array(elements, dtype=np.int64))
+        found.append((row, written, tail))
     return found

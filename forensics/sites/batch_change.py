@@ -227,13 +227,11 @@ def _misattributed(record: Record, outcome: Outcome,
             "prev_req_ids" not in record and "prev_req_id_to_index" not in record):
         return []
     holders = prev_holders(record)
-    pp = np.asarray(record["prev_positions"], dtype=np.int64)
+    pp = np.asarray(record["prev_positions"], dtype=np.int64).tolist()
     bad_rows = {f["row"] for f in out_of_bounds}
     read_rows = sorted(set(np.asarray(outcome.accesses[0].rows).tolist()) - bad_rows)
-    found = []
-    for row in read_rows:
-        holder = holders.get(int(pp[row])) if pp[row] >= 0 else None
-        if holder is not None and holder != req_ids[row]:
-            found.append(finding(MISATTRIBUTED, "prev_positions", pp[row], None, None, row,
-                                 row, req_ids[row]))
-    return found
+    # rows whose previous row was held by another request (plain Python ints: no numpy per row)
+    wrong = [row for row in read_rows if pp[row] >= 0
+             and holders.get(pp[row], req_ids[row]) != req_ids[row]]
+    return [finding(MISATTRIBUTED, "prev_positions", pp[row], None, None, row, row, req_ids[row])
+            for row in wrong]
