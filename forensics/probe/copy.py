@@ -32,7 +32,7 @@ class Deferred:
 
 
 def _is_device(tensor: torch.Tensor) -> bool:
-    return tensor.device.type != "cpu"
+    return not tensor.is_cpu
 
 
 def _empty_pinned(tensor: torch.Tensor) -> torch.Tensor:
@@ -58,10 +58,18 @@ class Copier:
         self.new_event = new_event
 
     def take(self, tensor: torch.Tensor) -> np.ndarray | Deferred:
-        """Return a copy of ``tensor``: a numpy array (host), or a Deferred (device, async)."""
+        """Return a copy of ``tensor``: a numpy array (host), or a Deferred (device, async).
+
+        A host tensor costs one copy (``numpy().copy()``, no Python work per element).
+        """
+        if self.is_device is _is_device:
+            if tensor.is_cpu:
+                if tensor.requires_grad:
+                    tensor = tensor.detach()
+                return tensor.numpy().copy()
+        elif not self.is_device(tensor):
+            return tensor.detach().numpy().copy()
         tensor = tensor.detach()
-        if not self.is_device(tensor):
-            return tensor.numpy().copy()
         buffer = self.empty_pinned(tensor)
         buffer.copy_(tensor, non_blocking=True)
         return Deferred(buffer)
@@ -82,10 +90,11 @@ class PendingRecord:
     rank: int
     fields: dict[str, Any] = field(default_factory=dict)
     events: list[Any] = field(default_factory=list)
+    seq: int = 0  #: its number among the session's records (set when queued)
 
     def deferred(self) -> bool:
         """True when some field waits for a device copy."""
-        return any(isinstance(value, Deferred) for value in self.fields.values())
+        return Deferred in map(type, self.fields.values())
 
     def ready(self) -> bool:
         """True when every device copy completed (``event.query()``, never a wait)."""

@@ -1,10 +1,14 @@
 """One probe per process: the step counter, the ring of pending records and the capture writer.
 
 Records wait in a ring (``VLLM_FORENSICS_RING`` records at most; the oldest are dropped and
-counted when it overflows). Every ``VLLM_FORENSICS_FLUSH_EVERY`` records, the ring hands the
-records whose device copies completed to the writer and flushes it, without waiting for any
-event. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding) waits.
-The probe's own errors are counted and written as events; they never reach vLLM.
+counted when it overflows). Every ``VLLM_FORENSICS_FLUSH_EVERY`` records, the wrapped call
+wakes the session's writer thread and returns: that thread hands the records whose device
+copies completed to the writer (trusted ``append(validated=True)`` for records made only of the
+probe's own copies, the checked ``append`` otherwise), encodes and fsyncs them, without waiting
+for any event. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding)
+runs synchronously in the calling thread, after the batch the writer thread may be writing,
+and waits for the copies. The probe's own errors (in either thread) are counted and written
+as events; they never reach vLLM.
 """
 
 from __future__ import annotations
@@ -18,9 +22,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error
 from forensics.probe.settings import Settings, process_tag
+from forensics.records import Record
+from forensics.validate import site_field_specs, validate_record
 
 LOG = logging.getLogger("forensics.probe")
 WriterFactory = Callable[["ProbeSession"], Any]
@@ -48,12 +56,21 @@ class ProbeSession:
         self._writer: Any = None
         self._step = -1
         self._rank: int | None = None
+        self._rank_step, self._rank_guess = -2, 0  # a provisional rank and its step
         self._ring: deque[PendingRecord] = deque()
         self._since_flush = 0
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the ring, the counts and the writer thread's state
+        self._cv = threading.Condition(self._lock)
+        self._event_lock = threading.RLock()
+        self._writing = False  # a batch is being encoded and written (outside the lock)
+        self._flushers: set[int] = set()  # threads inside a flush
+        self._thread: threading.Thread | None = None
+        self._thread_pid = 0
+        self._requested = self._done = 0  # flushes asked of / done by the writer thread
+        self._flush_upto = 0  # the writer thread writes records numbered up to this
+        self._stopping = False
         self._warned = False
         self._closed = False
-        self.busy = False  # inside flush: a signal handler must not re-enter it
 
     # -- steps and ranks -------------------------------------------------------------------
     @property
@@ -72,8 +89,11 @@ class ProbeSession:
     def rank(self) -> int:
         """The global rank (torch.distributed once initialised, else ``$RANK``, else 0)."""
         if self._rank is None:
+            if self._rank_step == self._step:  # asked once per step until it is final
+                return self._rank_guess
             rank, final = _current_rank()
             if not final:
+                self._rank_step, self._rank_guess = self._step, rank
                 return rank
             self._rank = rank
         return self._rank
@@ -88,40 +108,117 @@ class ProbeSession:
         return PendingRecord(site=site, step=self.step, rank=self.rank)
 
     def add(self, pending: PendingRecord, *, failed: bool = False) -> None:
-        """Queue a finished record; flush every N records, and at once (waiting) if ``failed``."""
+        """Queue a finished record; every N records wake the writer thread (the call returns
+        at once); flush at once, waiting, if ``failed``."""
+        if len(self._ring) >= self.settings.ring and self._requested > self._done:
+            self.drain()  # the writer thread lags a whole ring behind: wait rather than drop
         with self._lock:
-            self._ring.append(pending)
             self.counts["records"] += 1
+            pending.seq = self.counts["records"]
+            self._ring.append(pending)
             self._since_flush += 1
             while len(self._ring) > self.settings.ring:
                 self._ring.popleft()
                 self.counts["dropped"] += 1
             due = self._since_flush >= self.settings.flush_every
+            if due:
+                self._since_flush = 0
+                self._flush_upto = pending.seq
         if failed:
             self.flush(wait=True)
         elif due:
-            self.flush(wait=False)
+            self._kick()
+
+    @property
+    def busy(self) -> bool:
+        """True inside a flush of the calling thread: a signal handler must not re-enter it."""
+        return threading.get_ident() in self._flushers
 
     def flush(self, *, wait: bool = False) -> int:
-        """Write the records whose copies completed (all of them if ``wait``); return how many."""
-        with self._lock:
-            self.busy, self._since_flush = True, 0
+        """Write the records whose copies completed (all of them if ``wait``) now, in this
+        thread, after any batch the writer thread is writing; return how many were written."""
+        return self._flush(wait, None)
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until the writer thread has written every batch asked of it so far; return
+        False on ``timeout``. Without a live writer thread, flush here instead."""
+        if not self._thread_alive():
+            self.flush(wait=False)
+            return True
+        with self._cv:
+            target = self._requested
+            return self._cv.wait_for(
+                lambda: self._done >= target or not self._thread_alive(), timeout)
+
+    def _flush(self, wait: bool, upto: int | None) -> int:
+        me = threading.get_ident()
+        with self._cv:
+            if self._closed:
+                return 0
+            self._flushers.add(me)
+            writing = False
             try:
-                ready = self._take_ready(wait)
+                self._since_flush = 0
+                self._cv.wait_for(lambda: not self._writing)  # one batch at a time, in order
+                ready = self._take_ready(wait, upto)
                 if not ready and (not wait or self._writer is None):
                     return 0
                 writer = self._open_writer()
                 if writer is None:
                     self.counts["dropped"] += len(ready)
                     return 0
-                return self._write(writer, ready)
+                self._writing = writing = True
             finally:
-                self.busy = False
+                if not writing:
+                    self._flushers.discard(me)
+        try:
+            return self._write(writer, ready)  # encoding and fsync outside the lock
+        finally:
+            with self._cv:
+                self._writing = False
+                self._flushers.discard(me)
+                self._cv.notify_all()
 
-    def _take_ready(self, wait: bool) -> list[PendingRecord]:
+    # -- the writer thread -----------------------------------------------------------------
+    def _thread_alive(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive() and self._thread_pid == os.getpid()
+
+    def _kick(self) -> None:
+        """Ask the writer thread for a flush (start it if needed; inline if it cannot run)."""
+        if not self._thread_alive():
+            try:
+                thread = threading.Thread(target=self._writer_loop, daemon=True,
+                                          name="forensics-probe-writer")
+                thread.start()
+            except RuntimeError:  # interpreter shutting down: flush here
+                self.flush(wait=False)
+                return
+            self._thread, self._thread_pid = thread, os.getpid()
+        with self._cv:
+            self._requested += 1
+            self._cv.notify_all()
+
+    def _writer_loop(self) -> None:
+        while True:
+            with self._cv:
+                self._cv.wait_for(lambda: self._requested > self._done or self._stopping)
+                if self._requested <= self._done:
+                    return
+                target = self._requested
+            try:
+                self._flush(False, self._flush_upto)
+            except Exception as exc:  # never let the thread die silently
+                self.error(exc, "the probe's writer thread")
+            with self._cv:
+                self._done = max(self._done, target)
+                self._cv.notify_all()
+
+    def _take_ready(self, wait: bool, upto: int | None = None) -> list[PendingRecord]:
+        """Take the ready records (all if ``wait``) among those numbered ``upto`` or less."""
         ready: list[PendingRecord] = []
         keep: deque[PendingRecord] = deque()
-        while self._ring:
+        while self._ring and (upto is None or self._ring[0].seq <= upto):
             pending = self._ring.popleft()
             try:
                 if wait:
@@ -133,6 +230,7 @@ class ProbeSession:
             except Exception as exc:  # a device error: its copies will never complete
                 self.counts["dropped"] += 1
                 self.error(exc, f"waiting for the copies of a {pending.site} record")
+        keep.extend(self._ring)  # records queued after ``upto`` stay, in order
         self._ring = keep
         return ready
 
@@ -140,21 +238,34 @@ class ProbeSession:
         written = 0
         for pending in ready:
             try:
-                writer.append(pending.to_record())
+                record = pending.to_record()
+                if _trusted(record):  # only copies our code took: the writer's fast path
+                    validate_record(record, f"probe record of step {record.step}", typed=True)
+                    writer.append(record, validated=True)
+                else:  # values taken from vLLM's Python state: the writer checks them
+                    writer.append(record)
                 written += 1
             except Exception as exc:
-                self.counts["dropped"] += 1
+                self._count("dropped")
                 self.error(exc, f"appending a {pending.site} record (step {pending.step})")
         try:
             writer.flush()
         except Exception as exc:
-            self.counts["dropped"] += written
+            self._count("dropped", written)
             self.error(exc, "flushing the capture")
             return 0
-        self.counts["written"] += written
+        self._count("written", written)
         return written
 
+    def _count(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self.counts[name] += n
+
     def _open_writer(self) -> Any:
+        with self._lock:
+            return self._open_writer_locked()
+
+    def _open_writer_locked(self) -> Any:
         if self._writer is None:
             try:
                 self._writer = self._writer_factory(self)
@@ -168,7 +279,7 @@ class ProbeSession:
     # -- errors and findings ---------------------------------------------------------------
     def error(self, exc: BaseException, where: str) -> None:
         """Count one of the probe's own errors and keep it as an event; never raises."""
-        self.counts["errors"] += 1
+        self._count("errors")
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         if not self._event("probe_error", where=where, error=detail,
                            errors=self.counts["errors"]) and not self._warned:
@@ -182,7 +293,8 @@ class ProbeSession:
         event = {"kind": kind, "time": time.time(), "pid": os.getpid(), "rank": self.rank,
                  "step": self.step, **fields}
         try:
-            self._writer.add_event(event)
+            with self._event_lock:  # both threads keep events
+                self._writer.add_event(event)
             return True
         except Exception:
             return False
@@ -195,12 +307,12 @@ class ProbeSession:
             self._open_writer()
             self._event("engine_exception", where=where, error=detail[:2000])
         except Exception as inner:
-            self.counts["errors"] += 1
+            self._count("errors")
             LOG.warning("forensics probe: flushing after %s failed: %s", where, inner)
 
     def violation(self, pending: PendingRecord, found: Violation) -> BaseException:
         """Guard finding: queue ``pending``, flush and wait, keep an event; return the error."""
-        self.counts["violations"] += 1
+        self._count("violations")
         self.add(pending, failed=True)
         error = bounds_error(found, pending.step, pending.rank, self.settings.capture)
         self._event("guard_violation", site=found.site, row=found.row, tensor=found.tensor,
@@ -208,27 +320,63 @@ class ProbeSession:
         return error
 
     def close(self) -> None:
-        """Final flush (waits for copies), a summary event, and close the writer; never raises."""
-        with self._lock:
-            if self._closed:
+        """Final flush (waits for copies and the writer thread's batch), a summary event, and
+        close the writer; the writer thread ends. Never raises."""
+        with self._cv:
+            if self._closed or self._stopping:
                 return
-            self.flush(wait=True)
+            self._stopping = True
+            self._cv.notify_all()
+        self.flush(wait=True)
+        with self._cv:
+            self._cv.wait_for(lambda: not self._writing)
             self._closed = True
-            self._event("probe_stop", **self.counts)
-            if self._writer is not None:
-                try:
-                    self._writer.close()
-                except Exception as exc:
-                    self.counts["errors"] += 1
-                    LOG.warning("forensics probe: closing the capture failed: %s", exc)
+        self._event("probe_stop", **self.counts)
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except Exception as exc:
+                self._count("errors")
+                LOG.warning("forensics probe: closing the capture failed: %s", exc)
+
+
+def _trusted(record: Record) -> bool:
+    """True when every value of ``record`` is a numpy integer array of its field's rank or a
+    plain ``int`` (what the probe's own copies produce), under a name of its site's schema:
+    such a record takes the writer's trusted ``append(validated=True)`` after the cheap typed
+    check (names, required fields, cross-field checks). Lists and dicts read from vLLM's Python
+    state keep the writer's full checks."""
+    if record.summary:
+        return False
+    try:
+        specs = site_field_specs(record.site)
+    except Exception:  # an unknown site: the checked append names it
+        return False
+    for name, value in record.fields.items():
+        spec = specs.get(name)
+        if spec is None:
+            return False
+        if spec.kind == "tensor":
+            if (type(value) is not np.ndarray or value.dtype.kind not in "iu"
+                    or value.ndim != spec.ndim):
+                return False
+        elif spec.kind != "int" or type(value) is not int:
+            return False
+    return True
+
+
+_DIST: Any = None
 
 
 def _current_rank() -> tuple[int, bool]:
+    global _DIST
     try:
-        import torch.distributed as dist
+        if _DIST is None:
+            import torch.distributed as dist
 
-        if dist.is_available() and dist.is_initialized():
-            return int(dist.get_rank()), True
+            _DIST = dist if dist.is_available() else False
+        if _DIST and _DIST.is_initialized():
+            return int(_DIST.get_rank()), True
     except Exception:  # an uninitialised or torn-down process group
         pass
     try:

@@ -23,8 +23,8 @@ class FakeWriter:
         self.fail_flush = fail_flush
         self.closed = False
 
-    def append(self, record: Record) -> None:
-        self.buffered.append(validate_record(record, "fake"))
+    def append(self, record: Record, *, validated: bool = False) -> None:
+        self.buffered.append(validate_record(record, "fake"))  # always checks, even trusted
 
     def flush(self) -> None:
         if self.fail_flush:

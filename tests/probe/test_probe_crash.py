@@ -38,6 +38,7 @@ CHILD = textwrap.dedent("""
         wrapped(torch.zeros(4, dtype=i32), torch.ones(2, dtype=i32), torch.tensor([0, 1]),
                 torch.tensor([2, 3], dtype=i32), torch.ones(4, dtype=i32),
                 torch.zeros(2, dtype=i32))
+    session.drain(timeout=60)  # the writer thread wrote the batches of 4 and 8
     print("ready", flush=True)
     if sys.argv[2] == "wait":
         time.sleep(600)
@@ -100,6 +101,7 @@ def test_full_disk_never_reaches_the_call(tmp_path: Path, monkeypatch: pytest.Mo
         args = batch_args([0])
         wrapped(*args)
         assert args[1].tolist() == [2]
+        assert session.drain(timeout=30)
         wrapped(*batch_args([0]))
     finally:
         plugin.stop()

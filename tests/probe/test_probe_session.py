@@ -56,6 +56,7 @@ def test_flush_every_n_and_ring_overflow(active, fake_writer: FakeWriter) -> Non
     for _ in range(9):
         session.begin_step()
         wrapped(*batch_args([0]))
+    assert session.drain(timeout=30)  # the writer thread flushed at 4 and 8
     assert [r.step for r in fake_writer.flushed] == list(range(8))
     session.close()
     assert [r.step for r in fake_writer.flushed] == list(range(9))
@@ -92,7 +93,9 @@ def test_full_disk_is_an_event_not_an_error(tmp_path: Path, active) -> None:
     args = batch_args([0])
     wrapped(*args)  # its flush hits ENOSPC: the call still completes
     assert args[1].tolist() == [2]
+    assert session.drain(timeout=30)
     wrapped(*batch_args([0]))
+    assert session.drain(timeout=30)
     errors = [e for e in writer.events if e["kind"] == "probe_error"]
     assert len(errors) == 1 and "No space left" in errors[0]["error"]
     assert session.counts["errors"] == 1 and session.counts["dropped"] == 1
