@@ -275,6 +275,7 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
     the probe is missing."""
     try:
         from forensics.probe import hooks
+        from forensics.probe.reference import batch_change_reference
         from forensics.probe.session import ProbeSession
         from forensics.probe.settings import Settings
     except ImportError:
@@ -289,7 +290,7 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
         capture = work / f"probe{label}.capture"
         settings = Settings(directory=work, capture=capture, mode="record")
         session = ProbeSession(settings, writer_factory=_factory(writer_class, capture))
-        wrapped = hooks.wrap_batch_change(_plain_batch_change)
+        wrapped = hooks.wrap_batch_change(batch_change_reference)
         hooks.activate(session)
         try:
             t0 = _clock()
@@ -310,8 +311,10 @@ def _factory(writer_class: Any, capture: Path) -> Any:
 
 
 def _plain_calls(args: tuple[Any, ...], calls: int) -> None:
+    from forensics.probe.reference import batch_change_reference
+
     for _ in range(calls):
-        _plain_batch_change(*_fresh(args))
+        batch_change_reference(*_fresh(args))
 
 
 def _probe_calls(session: Any, wrapped: Any, args: tuple[Any, ...], calls: int) -> None:
@@ -367,23 +370,6 @@ def _batch_change_args(torch: Any) -> tuple[Any, ...]:
 
 def _fresh(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return (args[0].clone(), args[1].clone(), *args[2:])
-
-
-def _plain_batch_change(num_computed_tokens: Any, num_accepted_tokens: Any, prev_positions: Any,
-                        valid_sampled_token_count: Any, prev_num_draft_tokens: Any,
-                        cpu_num_computed_tokens: Any) -> None:
-    """The body of vLLM 0.33.0's ``update_num_computed_tokens_for_batch_change`` (plain torch,
-    without importing vLLM)."""
-    import torch
-
-    gather = prev_positions.clamp(min=0)
-    valid = valid_sampled_token_count[gather]
-    prev_computed = num_computed_tokens[gather]
-    participating = (prev_positions >= 0) & (prev_num_draft_tokens[gather] > 0)
-    n = prev_positions.shape[0]
-    num_computed_tokens[:n].copy_(torch.where(participating, prev_computed + valid.int(),
-                                              cpu_num_computed_tokens))
-    num_accepted_tokens.copy_(torch.where(participating, valid, num_accepted_tokens))
 
 
 # --------------------------------------------------------------------------- report

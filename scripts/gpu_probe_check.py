@@ -21,20 +21,10 @@ from pathlib import Path
 import torch
 
 from forensics.probe import hooks, plugin
+from forensics.probe.reference import batch_change_reference
 from forensics.probe.settings import Settings
 
-
-def plain(num_computed_tokens, num_accepted_tokens, prev_positions, valid_sampled_token_count,
-          prev_num_draft_tokens, cpu_num_computed_tokens) -> None:
-    """vLLM 0.33.0's update_num_computed_tokens_for_batch_change, uncompiled."""
-    gather = prev_positions.clamp(min=0)
-    valid = valid_sampled_token_count[gather]
-    prev_computed = num_computed_tokens[gather]
-    participating = (prev_positions >= 0) & (prev_num_draft_tokens[gather] > 0)
-    n = prev_positions.shape[0]
-    num_computed_tokens[:n].copy_(torch.where(participating, prev_computed + valid.int(),
-                                              cpu_num_computed_tokens))
-    num_accepted_tokens.copy_(torch.where(participating, valid, num_accepted_tokens))
+plain = batch_change_reference
 
 
 def inputs(step: int, device: str) -> tuple[torch.Tensor, ...]:

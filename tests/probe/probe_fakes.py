@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from forensics.probe.copy import Copier
+from forensics.probe.reference import batch_change_reference
 from forensics.probe.settings import Settings
 from forensics.records import Record
 from forensics.validate import validate_record
@@ -74,18 +75,8 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-def plain_batch_change(num_computed_tokens, num_accepted_tokens, prev_positions,
-                       valid_sampled_token_count, prev_num_draft_tokens,
-                       cpu_num_computed_tokens) -> None:
-    """The body of vLLM 0.33.0's function, for tests that must not import vLLM."""
-    gather = prev_positions.clamp(min=0)
-    valid = valid_sampled_token_count[gather]
-    prev_computed = num_computed_tokens[gather]
-    participating = (prev_positions >= 0) & (prev_num_draft_tokens[gather] > 0)
-    n = prev_positions.shape[0]
-    num_computed_tokens[:n].copy_(torch.where(participating, prev_computed + valid.int(),
-                                              cpu_num_computed_tokens))
-    num_accepted_tokens.copy_(torch.where(participating, valid, num_accepted_tokens))
+#: vLLM 0.33.0's function body, for tests that must not import vLLM
+plain_batch_change = batch_change_reference
 
 
 def batch_args(prev: list[int], valid_rows: int = 4):
