@@ -155,6 +155,16 @@ def require_len(record: Record, name: str, n: int, where: str, what: str) -> Non
         require(len(value) == n, where, name, f"must have {n} entries ({what}), got {len(value)}")
 
 
+def require_rows(record: Record, names: Sequence[str], where: str) -> int:
+    """Require each field of ``names`` (if present) to hold one entry per ``prev_positions`` row
+    and ``req_ids`` (if present) to be unique; return the row count."""
+    n = len(record["prev_positions"])
+    for name in names:
+        require_len(record, name, n, where, "one per entry of 'prev_positions'")
+    require_unique(record, "req_ids", where)
+    return n
+
+
 def require_unique(record: Record, name: str, where: str) -> None:
     """Require the list field ``name`` (if present) to hold no duplicate."""
     value = record.get(name)

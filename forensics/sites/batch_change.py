@@ -25,8 +25,7 @@ from forensics.sites._common import (
     failed,
     finding,
     prev_holders,
-    require_len,
-    require_unique,
+    require_rows,
 )
 
 NAME = "batch_change"
@@ -56,10 +55,7 @@ def check_record(record: Record, where: str) -> None:
     Raises:
         CaptureFormatError: naming the field and the expected length.
     """
-    n = len(record["prev_positions"])
-    for name in ("num_accepted_tokens", "cpu_num_computed_tokens", "req_ids"):
-        require_len(record, name, n, where, "one per entry of 'prev_positions'")
-    require_unique(record, "req_ids", where)
+    require_rows(record, ("num_accepted_tokens", "cpu_num_computed_tokens", "req_ids"), where)
 
 
 def upstream(record: Record) -> Outcome:

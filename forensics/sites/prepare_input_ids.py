@@ -29,8 +29,7 @@ from forensics.sites._common import (
     finding,
     ids_outside,
     require,
-    require_len,
-    require_unique,
+    require_rows,
     rows_of_slots,
 )
 
@@ -68,10 +67,7 @@ def check_record(record: Record, where: str) -> None:
     Raises:
         CaptureFormatError: naming the field and what was expected.
     """
-    n = len(record["prev_positions"])
-    for name in ("cu_num_tokens", "num_draft_tokens", "req_ids"):
-        require_len(record, name, n, where, "one per entry of 'prev_positions'")
-    require_unique(record, "req_ids", where)
+    require_rows(record, ("cu_num_tokens", "num_draft_tokens", "req_ids"), where)
     drafts = np.asarray(record["num_draft_tokens"], dtype=np.int64)
     cu = np.asarray(record["cu_num_tokens"], dtype=np.int64)
     counts = np.diff(cu, prepend=0)
