@@ -114,18 +114,9 @@ def run_demo(out_dir: Path | str = "reports", data_dir: Path | None = None,
 
 
 def _write_verdict_figure(result: object, path: Path) -> Path:
-    import matplotlib
+    from forensics.plots import plot_verdict_matrix, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from forensics.plots import plot_verdict_matrix
-
-    ax = plot_verdict_matrix(result)
-    figure = ax.get_figure(root=True)
-    assert figure is not None
-    figure.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(figure)
+    save(plot_verdict_matrix(result), path, dpi=100)
     return path
 
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import sys
-import types
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from forensics import findings as judge
+from forensics._callable import make_module_callable
 from forensics.errors import (
     CaptureFormatError,
     ConfigurationError,
@@ -245,12 +244,4 @@ def _outcome_frame(records: Sequence[Record], raw: dict[str, list[Outcome | None
     return pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS))
 
 
-class _CallableModule(types.ModuleType):
-    """Importing ``forensics.replay`` binds the *module* to ``forensics.replay`` (Python sets a
-    package attribute per submodule), so the module itself forwards calls to :func:`replay`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> ReplayResult:
-        return replay(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+make_module_callable(__name__, replay)  # forensics.replay stays callable

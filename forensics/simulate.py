@@ -42,8 +42,6 @@ lists a :class:`~forensics.records.Record` needs (request ids, output tails).
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -51,6 +49,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from forensics._callable import make_module_callable
 from forensics.errors import ConfigurationError, UnknownScenarioError
 from forensics.records import Record
 
@@ -691,12 +690,4 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
                          force=force, validated=True)
 
 
-class _CallableModule(types.ModuleType):
-    """``forensics.simulate`` is both this module and its main function: importing the
-    submodule binds the module as the package attribute, so calling it runs :func:`simulate`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> list[Record] | Path:
-        return simulate(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+make_module_callable(__name__, simulate)  # forensics.simulate stays callable
