@@ -158,9 +158,10 @@ class ProbeSession:
             self._flushers.add(me)
             writing = False
             try:
-                self._since_flush = 0
                 self._cv.wait_for(lambda: not self._writing)  # one batch at a time, in order
                 ready = self._take_ready(wait, upto)
+                if upto is None:  # a whole flush: the count restarts at the records left
+                    self._since_flush = len(self._ring)
                 if not ready and (not wait or self._writer is None):
                     return 0
                 writer = self._open_writer()

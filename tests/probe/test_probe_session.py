@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -163,3 +164,32 @@ def test_guard_checks() -> None:
     assert guard.check_async_output(["a"], {"a": 0}, [[5, -1]], [[7, -1]], 100) is None
     found = guard.check_ids("embedding", "input_ids", np.array([1, 2, -1]), 10, np.array([2, 3]))
     assert (found.row, found.tensor, found.value) == (1, "input_ids[2]", -1)
+
+
+def test_a_late_writer_thread_keeps_the_flush_every_count(
+        active, fake_writer: FakeWriter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer thread wakes after records 5 and 6 were queued: the next batch is still
+    due at record 8 (CI once saw it slip to 10 when the thread reset the count)."""
+    gate = threading.Event()
+    real_loop = ProbeSession._writer_loop
+
+    def late_loop(self: ProbeSession) -> None:
+        gate.wait(30)
+        real_loop(self)
+
+    monkeypatch.setattr(ProbeSession, "_writer_loop", late_loop)
+    session = active(ring=64, flush_every=4)
+    wrapped = hooks.wrap_batch_change(plain_batch_change)
+
+    def steps(n: int) -> None:
+        for _ in range(n):
+            session.begin_step()
+            wrapped(*batch_args([0]))
+
+    steps(6)  # due at 4; the thread waits at the gate
+    gate.set()
+    assert session.drain(timeout=30)
+    assert [r.step for r in fake_writer.flushed] == list(range(4))
+    steps(2)
+    assert session.drain(timeout=30)
+    assert [r.step for r in fake_writer.flushed] == list(range(8))
