@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 
 SCAN_COLUMNS = ("site", "tensor", "checked", "out_of_range", "replay")
 GATHERED = ("valid_sampled_token_count", "num_computed_tokens", "prev_num_draft_tokens")
+#: values of a batch's widest tensor scanned per pass (see ``_chunks``)
+CHUNK_VALUES = 1 << 18
 
 
 @dataclass
@@ -118,17 +121,30 @@ def scan(capture: Capture | str | os.PathLike[str]) -> ScanResult:
     for view in capture.batches():
         rows = ~view.summary
         result.records += int(rows.sum())
-        if rows.any():
-            _SCANNERS[view.site](_Columns(view, rows), result)
+        for lo, hi in _chunks(view):
+            if rows[lo:hi].any():
+                _SCANNERS[view.site](_Columns(view, rows[lo:hi], lo, hi), result)
     result.seconds = time.perf_counter() - start
     return result
 
 
-class _Columns:
-    """Flat integer columns of one batch, restricted to its non-summary rows."""
+def _chunks(view: BatchView) -> Iterator[tuple[int, int]]:
+    """Runs of records of ``view`` holding about :data:`CHUNK_VALUES` values of its widest
+    tensor: the scan's temporaries stay small and in cache whatever the batch size."""
+    widest = max((len(view.batch.column(name).values) for name, (kind, _) in
+                  view.columns.items() if kind == "tensor"), default=0)
+    step = max(1, CHUNK_VALUES * len(view) // max(widest, 1))
+    for lo in range(0, len(view), step):
+        yield lo, min(lo + step, len(view))
 
-    def __init__(self, view: BatchView, rows: np.ndarray) -> None:
+
+class _Columns:
+    """Flat integer columns of the records ``lo:hi`` of one batch, restricted to its
+    non-summary rows (``rows``, one per record of the run)."""
+
+    def __init__(self, view: BatchView, rows: np.ndarray, lo: int, hi: int) -> None:
         self.view, self.rows, self.all = view, rows, bool(rows.all())
+        self.lo, self.hi = lo, hi
 
     def has(self, name: str) -> bool:
         return name in self.view.columns
@@ -138,6 +154,8 @@ class _Columns:
         presence (False: the record does not carry the tensor)."""
         self.view._tensor_parts(name)
         flat, offsets, valid, shape_flat, shape_offsets, _ = self.view._tensors[name]
+        offsets, shape_offsets = offsets[self.lo:self.hi + 1], shape_offsets[self.lo:self.hi + 1]
+        valid = valid[self.lo:self.hi]
         sizes = np.diff(offsets) * valid
         if len(shape_flat):
             heads = shape_flat[np.minimum(shape_offsets[:-1], len(shape_flat) - 1)]
@@ -151,7 +169,7 @@ class _Columns:
         return flat, sizes, first, valid
 
     def ints(self, name: str) -> np.ndarray:
-        values, _valid = self.view._int(name)
+        values = self.view._int(name)[0][self.lo:self.hi]
         return values[self.rows] if not self.all else values
 
 
@@ -198,43 +216,56 @@ def _batch_change(cols: _Columns, result: ScanResult) -> None:
 def _prepare_input_ids(cols: _Columns, result: ScanResult) -> None:
     pp, n, _, _ = cols.tensor("prev_positions")
     _, _, sampled_rows, _ = cols.tensor("prev_sampled_token_ids")
-    rec = np.repeat(np.arange(len(n)), n)
     common = pp >= 0
-    bad = common & (pp >= sampled_rows[rec])
+    bad = common & (pp >= _per_value(sampled_rows, n))
     result._add("prepare_input_ids", "prev_sampled_token_ids", int(np.count_nonzero(common)),
                 int(np.count_nonzero(bad)))
     if cols.has("draft_token_ids"):
-        _drafts(cols, pp, n, rec, common, result)
+        _drafts(cols, pp, n, common, result)
 
 
-def _drafts(cols: _Columns, pp: np.ndarray, n: np.ndarray, rec: np.ndarray,
-            common: np.ndarray, result: ScanResult) -> None:
+def _per_value(bounds: np.ndarray, sizes: np.ndarray) -> np.ndarray | int:
+    """Each row's bound repeated for its values; a plain int when every row has the same."""
+    if len(bounds) and bounds.min() == bounds.max():
+        return int(bounds[0])
+    return np.repeat(bounds, sizes)
+
+
+def _drafts(cols: _Columns, pp: np.ndarray, n: np.ndarray, common: np.ndarray,
+            result: ScanResult) -> None:
     """Draft reads of the slow path: ``pp * k + j`` for ``j < num_draft_tokens[row]``."""
     _, draft_size, _, present = cols.tensor("draft_token_ids")
     cu, _, _, _ = cols.tensor("cu_num_tokens")
     nd, _, _, _ = cols.tensor("num_draft_tokens")
     k = cols.ints("prev_num_spec_tokens")
-    slow = _slow_path(pp, cu.astype(np.int64) - 1, common, rec, len(n))
-    rows = np.flatnonzero(common & (slow & present)[rec])  # rows whose drafts are read
-    owner = rec[rows]
-    reads = nd[rows].astype(np.int64)
-    first = pp[rows].astype(np.int64) * k[owner]
-    # reads j < nd at first + j; out of range: first + j >= size (first >= 0 on common rows)
-    bad = np.clip(reads - np.maximum(draft_size[owner] - first, 0), 0, reads)
-    result._add("prepare_input_ids", "draft_token_ids", int(reads.sum()), int(bad.sum()))
+    slow = _slow_path(pp, cu.astype(np.int64) - 1, common, n)
+    records = slow & present
+    read = common if records.all() else common & np.repeat(records, n)  # rows read
+    reads = nd.astype(np.int64)
+    # reads j < nd at first + j with first = pp * k (>= 0 on common rows); ``over`` > 0: some
+    # reads at or past the size. Only those rows (and negative nd) can have out-of-range reads.
+    over = pp * _per_value(k, n) + reads - _per_value(draft_size, n)
+    hit = np.flatnonzero(read & ((over > 0) | (reads < 0)))
+    wanted, past = reads[hit], over[hit]
+    bad = np.clip(wanted - np.maximum(wanted - past, 0), 0, wanted)
+    result._add("prepare_input_ids", "draft_token_ids", int(np.sum(reads, where=read)),
+                int(bad.sum()))
 
 
-def _slow_path(pp: np.ndarray, flat: np.ndarray, common: np.ndarray, rec: np.ndarray,
-               records: int) -> np.ndarray:
-    """Per record: True when the call scatters row by row (not the one-slice fast path)."""
-    rows = np.flatnonzero(common)
-    owner = rec[rows]
-    num_common = np.bincount(owner, minlength=records)
-    mismatch = np.bincount(owner[pp[rows] != flat[rows]], minlength=records) > 0  # any width
-    # cu_num_tokens rises along a record: its largest common slot is its last common row's
-    last = rows[np.append(owner[1:] != owner[:-1], True)] if len(rows) else rows
-    top = np.full(records, -1, dtype=np.int64)
-    top[rec[last]] = flat[last]
+def _slow_path(pp: np.ndarray, flat: np.ndarray, common: np.ndarray,
+               n: np.ndarray) -> np.ndarray:
+    """Per record: True when the call scatters row by row (not the one-slice fast path: every
+    common row has ``pp == flat`` and the largest common ``flat`` is ``num_common - 1``).
+    One reduction per record over its run of rows (``reduceat``), no per-row indexing."""
+    filled = n > 0
+    starts = (np.cumsum(n) - n)[filled]  # each non-empty record's run of rows
+    num_common = np.zeros(len(n), dtype=np.int64)
+    mismatch = np.zeros(len(n), dtype=bool)
+    top = np.full(len(n), -1, dtype=np.int64)
+    if len(starts):
+        num_common[filled] = np.add.reduceat(common, starts, dtype=np.int64)
+        mismatch[filled] = np.logical_or.reduceat(common & (pp != flat), starts)
+        top[filled] = np.maximum.reduceat(np.where(common, flat, -1), starts)
     fast = (num_common > 0) & ~mismatch & (top == num_common - 1)
     return ~fast
 
@@ -243,31 +274,38 @@ def _async_output(cols: _Columns, result: ScanResult) -> None:
     flat, sizes, rows, present = cols.tensor("sampled_token_ids_cpu")
     width = sizes // np.maximum(rows, 1)
     used = present & (rows > 0) & (width > 0)
-    bounds = np.repeat(cols.ints("vocab_size"), rows)
+    vocab = cols.ints("vocab_size")
     checked = bad = 0
-    for k in np.unique(width[used]).tolist():  # one pass per row width (usually one)
-        mine = np.repeat(width == k, sizes)
-        block = flat if mine.all() else flat[mine]
-        block = block.reshape(-1, k)
-        row_bounds = bounds if mine.all() else bounds[np.repeat(width == k, rows)]
-        n, b = _sampled_outside(block, row_bounds)
+    for k in _distinct(width[used]):  # one pass per row width (usually one)
+        mine = used & (width == k)
+        block = flat if mine.all() else flat[np.repeat(mine, sizes)]
+        n, b = _sampled_outside(block.reshape(-1, k), vocab[mine], rows[mine])
         checked += n
         bad += b
     result._add("async_output", "sampled_token_ids_cpu", checked, bad, replay=False)
 
 
-def _sampled_outside(block: np.ndarray, bounds: np.ndarray) -> tuple[int, int]:
-    """Ids vLLM counts in the rows of ``block`` (each row against its bound): how many, and
-    how many lie outside ``[0, bound)``."""
+def _distinct(values: np.ndarray) -> list[int]:
+    """The distinct values, ascending (no sort when all are equal, the usual case)."""
+    if len(values) and values.min() == values.max():
+        return [int(values[0])]
+    return sorted(set(values.tolist()))
+
+
+def _sampled_outside(block: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> tuple[int, int]:
+    """Ids vLLM counts in the rows of ``block`` (each record's ``rows`` rows against its
+    ``vocab``): how many, and how many lie outside ``[0, vocab)``."""
     minus = block == -1
-    if not (minus[:, :-1] & ~minus[:, 1:]).any() and bounds.min() == bounds.max():
+    # a -1 followed by an id in its row (column by column: no strided 2-D pass)
+    gaps = any((minus[:, j] > minus[:, j + 1]).any() for j in range(block.shape[1] - 1))
+    if not gaps and vocab.min() == vocab.max():
         # every row's -1s form a suffix (the padding): the counted ids are the others
-        high = int(bounds[0])
+        high = int(vocab[0])
         return (int(block.size - np.count_nonzero(minus)),
                 int(np.count_nonzero((block < -1) | (block >= high))))
     counted = _counted(block)
     ids = block[counted]
-    bound = np.broadcast_to(bounds[:, None], block.shape)[counted]
+    bound = np.broadcast_to(np.repeat(vocab, rows)[:, None], block.shape)[counted]
     return len(ids), int(np.count_nonzero((ids < 0) | (ids >= bound)))
 
 

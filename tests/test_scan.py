@@ -52,3 +52,11 @@ def test_scan_of_a_clean_capture_counts_every_embedding_id() -> None:
     result = scan(capture)
     assert result.out_of_range == 0
     assert result.entries[("embedding", "input_ids")].checked == ids
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_scan_in_small_runs_of_records_counts_the_same(path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = scan(load(path)).to_json()["entries"]
+    monkeypatch.setattr("forensics.scan.CHUNK_VALUES", 1)  # one record per pass
+    assert scan(load(path)).to_json()["entries"] == whole

@@ -17,9 +17,11 @@ _ABSENT = object()
 
 
 class BatchView:
-    """One record batch after ``validate(full=True)`` and the store's own checks.
+    """One record batch after the structural ``validate()`` and the store's own checks.
 
-    Tensors come out as read-only numpy views of the batch's buffers (the segment's memory map).
+    Each column gets the full ``validate(full=True)`` when first read (:meth:`column`), so a
+    reader pays only for the columns it uses. Tensors come out as read-only numpy views of the
+    batch's buffers (the segment's memory map).
     """
 
     def __init__(self, batch: pa.RecordBatch, columns: dict[str, ColumnSig], site: str,
@@ -28,16 +30,29 @@ class BatchView:
         self.columns = columns
         self.site = site
         self.where = where
+        self._checked: set[str] = set()
         self.steps = self._base(batch, rank)
-        self.summary = an.bools(batch.column("summary"))
+        self.summary = an.bools(self.column("summary"))
         self._tensors: dict[str, tuple[np.ndarray, ...]] = {}
         self._ints: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._valid: dict[str, np.ndarray] = {}
         self._bulk_checked: bool | None = None
 
+    def column(self, name: str) -> pa.Array:
+        """The column ``name``, fully validated on first use. Raises CaptureFormatError."""
+        column = self.batch.column(name)
+        if name not in self._checked:
+            try:
+                column.validate(full=True)
+            except pa.ArrowException as exc:
+                raise CaptureFormatError(f"{self.where}: column {name!r} is malformed: "
+                                         f"{exc}") from None
+            self._checked.add(name)
+        return column
+
     def _base(self, batch: pa.RecordBatch, rank: int) -> np.ndarray:
         for name in ("step", "rank", "summary"):
-            if batch.column(name).null_count:
+            if self.column(name).null_count:
                 raise CaptureFormatError(f"{self.where}: column {name!r} has nulls")
         steps = an.values(batch.column("step"))
         if len(steps) and steps.min() < 0:
@@ -99,7 +114,7 @@ class BatchView:
             values, valid = self._int(name)
             return [v if ok else _ABSENT for v, ok in
                     zip(values[start:stop].tolist(), valid[start:stop].tolist(), strict=True)]
-        items = self.batch.column(name).slice(start, stop - start).to_pylist()
+        items = self.column(name).slice(start, stop - start).to_pylist()
         if kind == "index_map":
             return [_ABSENT if v is None else _index_map(v, f"{self.where}, row {start + i}",
                                                          name) for i, v in enumerate(items)]
@@ -138,7 +153,7 @@ class BatchView:
         if kind == "int":
             values, valid = self._int(name)
             return int(values[row]) if valid[row] else _ABSENT
-        column = self.batch.column(name)
+        column = self.column(name)
         if name not in self._valid:
             self._valid[name] = an.valid_mask(column)
         if not self._valid[name][row]:
@@ -150,15 +165,15 @@ class BatchView:
 
     def _int(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         if name not in self._ints:
-            column = self.batch.column(name)
+            column = self.column(name)
             self._ints[name] = (an.values(column), an.valid_mask(column))
         return self._ints[name]
 
     def _tensor_parts(self, name: str, where: str | None = None) -> None:
         if name not in self._tensors:
             where = where or self.where
-            self._tensors[name] = (*_list_parts(self.batch.column(name), where, name),
-                                   *_list_parts(self.batch.column(name + SHAPE_SUFFIX), where,
+            self._tensors[name] = (*_list_parts(self.column(name), where, name),
+                                   *_list_parts(self.column(name + SHAPE_SUFFIX), where,
                                                 name + SHAPE_SUFFIX))
 
     def _tensor(self, name: str, row: int, where: str) -> Any:
@@ -196,7 +211,7 @@ def _bulk_decodable(view: BatchView) -> bool:
         spec = specs.get(name)
         if spec is None or spec.kind != kind:
             return False
-        if kind in ("str_list", "ragged", "index_map") and _inner_nulls(view.batch.column(name)):
+        if kind in ("str_list", "ragged", "index_map") and _inner_nulls(view.column(name)):
             return False
     return True
 

@@ -63,20 +63,19 @@ def site_frame(site: str, segments: list[Segment]) -> pd.DataFrame:
 
 
 def _batch_columns(view: BatchView) -> dict[str, np.ndarray]:
-    batch = view.batch
     out: dict[str, np.ndarray] = {
         "step": view.steps,
-        "rank": an.values(batch.column("rank")),
+        "rank": an.values(view.column("rank")),
         "summary": np.asarray(view.summary, dtype=object),
     }
     for name, (kind, _dtype) in view.columns.items():
-        column = batch.column(name)
+        column = view.column(name)
         if kind == "int":
             out[name] = _nullable(column.to_pylist())
         elif kind == "str":
             out[name] = np.asarray(column.to_pylist(), dtype=object)
         elif kind == "tensor":
-            out[f"{name}_len"] = _first_dim(batch.column(name + SHAPE_SUFFIX))
+            out[f"{name}_len"] = _first_dim(view.column(name + SHAPE_SUFFIX))
         else:
             out[f"{name}_len"] = _lengths(column)
     return out

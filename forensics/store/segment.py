@@ -1,7 +1,8 @@
 """One segment file, opened through a memory map: its schema, batch table and batches.
 
 Opening reads the schema message and the ``.idx`` sidecar (or scans the stream where no index
-covers it); batches are parsed, validated (``validate(full=True)``) and checked against the index
+covers it); batches are parsed, validated (the structural ``validate()``; each column gets
+``validate(full=True)`` when first read, see ``BatchView.column``) and checked against the index
 only when first used. A message cut short at the end of the file is ignored and reported
 (``truncated``); anything else malformed raises CaptureFormatError.
 """
@@ -184,7 +185,7 @@ class Segment:
             raise CaptureFormatError(f"{self.where}: unexpected {message.type!r} message at "
                                      f"byte {pos}; expected a record batch")
         batch = pa.ipc.read_record_batch(message, self.schema)
-        batch.validate(full=True)
+        batch.validate()
         if batch.num_rows == 0:
             raise CaptureFormatError(f"{self.where}: empty record batch at byte {pos}")
         view = BatchView(batch, self.columns, self.site, self.rank,

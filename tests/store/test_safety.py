@@ -150,3 +150,19 @@ def test_index_writer_is_exclusive(tmp_path: Path) -> None:
     with pytest.raises(FileExistsError):
         IndexWriter(tmp_path / "a.idx")
     assert np.frombuffer((tmp_path / "a.idx").read_bytes(), np.uint8).size == 8
+
+
+def test_a_column_is_fully_validated_when_first_read(tmp_path: Path) -> None:
+    """Batches get the structural check on decode and each column the full one on first use:
+    a bad UTF-8 request id leaves the integer columns readable (the scan) and is caught, naming
+    the column, as soon as the records are decoded."""
+    from forensics.scan import scan
+
+    path = write_capture(tmp_path / "u.capture", [embedding(2, req="rqZQ")])
+    segment = next(path.glob("embedding*.arrows"))
+    data = segment.read_bytes()
+    assert data.count(b"rqZQ") == 1
+    segment.write_bytes(data.replace(b"rqZQ", b"rq\xff\xfe"))
+    assert scan(load(path)).entries[("embedding", "input_ids")].checked == 8
+    with pytest.raises(CaptureFormatError, match="column 'req_ids' is malformed"):
+        list(load(path))
