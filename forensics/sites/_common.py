@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -175,6 +175,90 @@ def require_unique(record: Record, name: str, where: str) -> None:
         return
     dupes = sorted(v for v, n in Counter(present).items() if n > 1)
     require(not dupes, where, name, f"must not repeat a request id, got {dupes[:3]}")
+
+
+class BatchColumns(Protocol):
+    """The columns of ``rows`` decoded records of one batch, as a site's ``check_batch`` reads
+    them (see :func:`forensics.validate.screen_rows`). Per-row arrays have ``rows`` entries;
+    absent fields read as 0 / empty."""
+
+    rows: int
+
+    def present(self, name: str) -> np.ndarray:
+        """True where the record carries field ``name``."""
+
+    def length(self, name: str) -> np.ndarray:
+        """``len()`` of each record's ``name`` (tensors: the first dimension), int64."""
+
+    def ndim(self, name: str) -> np.ndarray:
+        """Dimensions of each record's tensor ``name``, int64."""
+
+    def ints(self, name: str) -> np.ndarray:
+        """The int field ``name`` of each record, int64."""
+
+    def flat(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Tensor ``name``: all records' values end to end (int64) and each record's count.
+        Raises ScreenUnsure when the values do not fit int64."""
+
+    def inner_lengths(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Ragged ``name``: the length of every inner list end to end and each record's count
+        of lists."""
+
+    def values(self, name: str) -> list[Any]:
+        """The decoded value of each record (None where absent)."""
+
+
+class ScreenUnsure(Exception):
+    """A columnar screen cannot vouch for any row of the batch: check every row per record."""
+
+
+def rows_with_any(mask: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per record: whether any of its values (``counts[r]`` of them, end to end) is in
+    ``mask``."""
+    owner = np.repeat(np.arange(len(counts)), counts)
+    return np.bincount(owner[mask], minlength=len(counts)) > 0
+
+
+def row_steps(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``np.diff(v, prepend=0)`` of each record's run of ``values``, end to end."""
+    steps = np.diff(values, prepend=0)
+    firsts = (np.cumsum(counts) - counts)[counts > 0]
+    steps[firsts] = values[firsts]
+    return steps
+
+
+def row_last(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The last of each record's run of ``values`` (0 for an empty run)."""
+    ends = np.cumsum(counts)
+    return np.where(counts > 0, values[np.maximum(ends - 1, 0)] if len(values) else 0, 0)
+
+
+def aligned(cols: BatchColumns, names: Sequence[str]) -> tuple[np.ndarray, ...]:
+    """The flat values of tensors ``names`` and their per-record counts, which must agree
+    row by row for elementwise checks (ScreenUnsure otherwise: the rows are checked one by
+    one, where the length checks name the field)."""
+    parts = [cols.flat(name) for name in names]
+    counts = parts[0][1]
+    if any(not np.array_equal(c, counts) for _, c in parts[1:]):
+        raise ScreenUnsure(f"{list(names)} differ in length")
+    return (*(v for v, _ in parts), counts)
+
+
+def screen_rows(cols: BatchColumns, names: Sequence[str]) -> np.ndarray:
+    """Columnar :func:`require_rows`: records whose ``names`` (if present) do not hold one entry
+    per ``prev_positions`` row, or whose ``req_ids`` repeat one."""
+    n = cols.length("prev_positions")
+    bad = screen_unique(cols, "req_ids")
+    for name in names:
+        bad |= cols.present(name) & (cols.length(name) != n)
+    return bad
+
+
+def screen_unique(cols: BatchColumns, name: str) -> np.ndarray:
+    """Records whose list field ``name`` may repeat an item (None items count as items here:
+    a superset of what :func:`require_unique` rejects)."""
+    return np.fromiter((v is not None and len(set(v)) != len(v) for v in cols.values(name)),
+                       dtype=bool, count=cols.rows)
 
 
 def failed(exc: BaseException, accesses: list[Access] | None = None) -> Outcome:

@@ -21,6 +21,7 @@ import numpy as np
 from forensics.outcome import Access, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
+    BatchColumns,
     access_findings,
     failed,
     ids_outside,
@@ -29,6 +30,8 @@ from forensics.sites._common import (
     require,
     require_len,
     require_unique,
+    rows_with_any,
+    screen_unique,
 )
 
 NAME = "async_output"
@@ -67,6 +70,26 @@ def check_record(record: Record, where: str) -> None:
         require("output_len" in record, where, "output_len", "must come with 'output_tail'")
         _check_tails(record, where)
     require(record["vocab_size"] > 0, where, "vocab_size", "must be > 0")
+
+
+def check_batch(cols: BatchColumns) -> np.ndarray:
+    """:func:`check_record` on a whole batch at once: the records it may reject."""
+    n = cols.length("req_ids")
+    full, tail = cols.present("output_token_ids"), cols.present("output_tail")
+    bad = screen_unique(cols, "req_ids") | (full == tail) | (cols.ints("vocab_size") <= 0)
+    bad |= ~(cols.present("prev_req_id_to_index") | cols.present("prev_req_ids"))
+    for name in ("output_token_ids", "output_tail", "output_len"):
+        bad |= cols.present(name) & (cols.length(name) != n)
+    has_len = cols.present("output_len")
+    bad |= tail & ~has_len
+    if not (tail & has_len).any():
+        return bad
+    lengths, counts = cols.flat("output_len")
+    tails, tail_counts = cols.inner_lengths("output_tail")
+    if not np.array_equal(counts, tail_counts):
+        return bad | tail  # the rows whose counts differ are flagged; check the rest per row
+    wrong = (tails > lengths) | ((tails == 0) & (lengths != 0))
+    return bad | (tail & rows_with_any(wrong, counts))
 
 
 def _check_tails(record: Record, where: str) -> None:

@@ -21,11 +21,13 @@ from forensics.outcome import Access, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     MISATTRIBUTED,
+    BatchColumns,
     access_findings,
     failed,
     finding,
     prev_holders,
     require_rows,
+    screen_rows,
 )
 
 NAME = "batch_change"
@@ -47,6 +49,8 @@ SUMMARY_TENSOR = "prev_positions"
 #: the tensors gathered at the clamped previous positions, in vLLM's order
 GATHERED = ("valid_sampled_token_count", "num_computed_tokens", "prev_num_draft_tokens")
 _FAST_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+#: fields with one entry per current row
+_ROWS = ("num_accepted_tokens", "cpu_num_computed_tokens", "req_ids")
 
 
 def check_record(record: Record, where: str) -> None:
@@ -55,7 +59,12 @@ def check_record(record: Record, where: str) -> None:
     Raises:
         CaptureFormatError: naming the field and the expected length.
     """
-    require_rows(record, ("num_accepted_tokens", "cpu_num_computed_tokens", "req_ids"), where)
+    require_rows(record, _ROWS, where)
+
+
+def check_batch(cols: BatchColumns) -> np.ndarray:
+    """:func:`check_record` on a whole batch at once: the records it may reject."""
+    return screen_rows(cols, _ROWS)
 
 
 def upstream(record: Record) -> Outcome:

@@ -15,7 +15,16 @@ import numpy as np
 
 from forensics.outcome import Outcome
 from forensics.records import FieldSpec, Record
-from forensics.sites._common import ids_outside, require, require_len, rows_of_slots
+from forensics.sites._common import (
+    BatchColumns,
+    ids_outside,
+    require,
+    require_len,
+    row_last,
+    row_steps,
+    rows_of_slots,
+    rows_with_any,
+)
 
 NAME = "embedding"
 FIELDS = (
@@ -48,6 +57,19 @@ def check_record(record: Record, where: str) -> None:
                 "must be non-decreasing and >= 0")
         require(len(cu) == 0 or cu[-1] <= len(record["input_ids"]), where, "cu_num_tokens",
                 "must not count more tokens than 'input_ids' holds")
+
+
+def check_batch(cols: BatchColumns) -> np.ndarray:
+    """:func:`check_record` on a whole batch at once: the records it may reject."""
+    bad = (cols.ints("num_embeddings") < 0) | (cols.present("tp_size")
+                                                & (cols.ints("tp_size") < 1))
+    has_cu = cols.present("cu_num_tokens")
+    if not has_cu.any():
+        return bad
+    cu, counts = cols.flat("cu_num_tokens")
+    bad |= has_cu & cols.present("req_ids") & (cols.length("req_ids") != counts)
+    bad |= has_cu & rows_with_any(row_steps(cu, counts) < 0, counts)
+    return bad | (has_cu & (counts > 0) & (row_last(cu, counts) > cols.length("input_ids")))
 
 
 def upstream(record: Record) -> Outcome:

@@ -24,13 +24,19 @@ from forensics.outcome import Access, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     MISATTRIBUTED,
+    BatchColumns,
     access_findings,
+    aligned,
     failed,
     finding,
     ids_outside,
     require,
     require_rows,
+    row_last,
+    row_steps,
     rows_of_slots,
+    rows_with_any,
+    screen_rows,
 )
 
 NAME = "prepare_input_ids"
@@ -53,6 +59,8 @@ OUTPUT_TENSOR = "out.input_ids_device"
 #: dtypes the numpy path handles exactly as torch does (others go through torch)
 _PLAIN = (np.dtype(np.int32), np.dtype(np.int64))
 
+#: fields with one entry per current row
+_ROWS = ("cu_num_tokens", "num_draft_tokens", "req_ids")
 
 def total_tokens(record: Record) -> int:
     """Total scheduled tokens of the step: ``cu_num_tokens[-1]``, or 0 without rows."""
@@ -67,7 +75,7 @@ def check_record(record: Record, where: str) -> None:
     Raises:
         CaptureFormatError: naming the field and what was expected.
     """
-    require_rows(record, ("cu_num_tokens", "num_draft_tokens", "req_ids"), where)
+    require_rows(record, _ROWS, where)
     drafts = np.asarray(record["num_draft_tokens"], dtype=np.int64)
     cu = np.asarray(record["cu_num_tokens"], dtype=np.int64)
     counts = np.diff(cu, prepend=0)
@@ -81,6 +89,17 @@ def check_record(record: Record, where: str) -> None:
                     f"must hold the {total} scheduled tokens (cu_num_tokens[-1])")
     require(record["prev_num_spec_tokens"] >= 0, where, "prev_num_spec_tokens", "must be >= 0")
     require(record["vocab_size"] > 0, where, "vocab_size", "must be > 0")
+
+
+def check_batch(cols: BatchColumns) -> np.ndarray:
+    """:func:`check_record` on a whole batch at once: the records it may reject."""
+    bad = screen_rows(cols, _ROWS)
+    cu, drafts, counts = aligned(cols, ("cu_num_tokens", "num_draft_tokens"))
+    bad |= rows_with_any((drafts < 0) | (row_steps(cu, counts) < 1 + drafts), counts)
+    total = row_last(cu, counts)
+    for name in ("input_ids", "input_ids_device"):
+        bad |= cols.present(name) & (cols.length(name) < total)
+    return bad | (cols.ints("prev_num_spec_tokens") < 0) | (cols.ints("vocab_size") <= 0)
 
 
 @dataclass

@@ -8,6 +8,7 @@ Reading assumes an array that passed ``validate(full=True)`` (its buffers are la
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -100,3 +101,62 @@ def _bits(buffer: pa.Buffer | None, offset: int, length: int) -> np.ndarray:
         return np.zeros(length, dtype=bool)
     bits = np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")
     return bits[offset:offset + length].astype(bool)
+
+
+def utf8(array: pa.Array, start: int, stop: int) -> list[str | None]:
+    """Items ``start:stop`` of a validated ``string`` array (None: null), as
+    ``array[start:stop].to_pylist()`` gives them, with one ``bytes.decode`` for them all."""
+    if stop <= start:
+        return []
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32, count=len(array) + 1,
+                            offset=array.offset * 4)[start:stop + 1]
+    data = array.buffers()[2]
+    chunk = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None \
+        else np.zeros(0, dtype=np.uint8)
+    try:
+        items: list[str | None] = list(_split(chunk, offsets - offsets[0]))
+    except UnicodeDecodeError:  # bytes under a null item need not be UTF-8
+        return array.slice(start, stop - start).to_pylist()  # type: ignore[no-any-return]
+    if array.null_count:
+        for i in np.flatnonzero(~valid_mask(array)[start:stop]).tolist():
+            items[i] = None
+    return items
+
+
+def _split(chunk: np.ndarray, bounds: np.ndarray) -> list[str]:
+    """The strings of UTF-8 ``chunk`` between ``bounds`` (``bounds[0] == 0``)."""
+    if not (chunk == 0).any():  # NUL is free: join with it, decode once, split in C
+        return np.insert(chunk, bounds[1:-1], 0).tobytes().decode("utf-8").split("\0")
+    raw = chunk.tobytes()
+    cuts = bounds.tolist()
+    return [raw[a:b].decode("utf-8") for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+
+
+def str_lists(column: pa.Array, start: int, stop: int) -> list[list[str | None] | None]:
+    """Rows ``start:stop`` of a validated ``list<string>`` array (None: a null row)."""
+    offsets = list_offsets(column)[start:stop + 1]
+    items = utf8(column.values, int(offsets[0]), int(offsets[-1]))
+    return _rows(items, column, offsets, start, stop)
+
+
+def int_lists(column: pa.Array, start: int, stop: int) -> list[list[list[int]] | None]:
+    """Rows ``start:stop`` of a validated ``list<list<int64>>`` array without null lists
+    inside rows (None: a null row)."""
+    offsets = list_offsets(column)[start:stop + 1]
+    inner = column.values
+    inner_offsets = list_offsets(inner)[offsets[0]:offsets[-1] + 1]
+    ints = values(inner.values)[inner_offsets[0]:inner_offsets[-1]].tolist()
+    cuts = (inner_offsets - inner_offsets[0]).tolist()
+    lists = [ints[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    return _rows(lists, column, offsets, start, stop)
+
+
+def _rows(items: list[Any], column: pa.Array, offsets: np.ndarray, start: int,
+          stop: int) -> list[Any]:
+    """``items`` (the children of rows ``start:stop``) cut into one list per row."""
+    cuts = (offsets - offsets[0]).tolist()
+    rows: list[Any] = [items[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    if column.null_count:
+        for i in np.flatnonzero(~valid_mask(column)[start:stop]).tolist():
+            rows[i] = None
+    return rows

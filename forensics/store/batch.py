@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -9,9 +13,10 @@ import pyarrow as pa
 
 from forensics.errors import CaptureFormatError
 from forensics.records import Record
+from forensics.sites._common import ScreenUnsure
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import SHAPE_SUFFIX, ColumnSig
-from forensics.validate import field_specs, validate_record
+from forensics.validate import field_specs, screen_batch, validate_record
 
 _ABSENT = object()
 
@@ -87,19 +92,33 @@ class BatchView:
 
         Returns the same records as :meth:`record` row by row (fresh objects each call), and
         raises the same errors: a batch the bulk path cannot vouch for (summary rows, a column
-        whose kind is not its field's, null items inside lists) is decoded row by row.
+        whose kind is not its field's, null items inside lists) is decoded row by row. The
+        schema and site checks run columnar over the rows (``screen_batch``); only the records
+        that screen flags go through ``validate_record``, which names the record and field.
         """
         stop = len(self) if stop is None else min(stop, len(self))
         if not self._bulk_ok():
             return [self.record(row) for row in range(start, stop)]
+        with _gc_paused():
+            return self._bulk_records(start, stop)
+
+    def _bulk_records(self, start: int, stop: int) -> list[Record]:
         decoded = {name: self._bulk(name, kind, start, stop)
                    for name, (kind, _dtype) in self.columns.items()}
+        flagged = screen_batch(self.site, _Decoded(self, start, stop, decoded)).tolist()
+        names = list(decoded)
+        complete = all(self._valid_mask(name)[start:stop].all() for name in names)
+        rows = zip(*decoded.values(), strict=True) if names else itertools.repeat((), stop - start)
         out = []
-        for i, row in enumerate(range(start, stop)):
-            fields = {name: values[i] for name, values in decoded.items()
-                      if values[i] is not _ABSENT}
-            record = Record(self.site, int(self.steps[row]), self.rank, fields, False)
-            out.append(validate_record(record, f"{self.where}, row {row}", typed=True))
+        for row, step, values, check in zip(range(start, stop), self.steps[start:stop].tolist(),
+                                            rows, flagged, strict=True):
+            fields = dict(zip(names, values, strict=True)) if complete else {
+                name: value for name, value in zip(names, values, strict=True)
+                if value is not _ABSENT}
+            record = Record(self.site, step, self.rank, fields, False)
+            if check:
+                validate_record(record, f"{self.where}, row {row}", typed=True)
+            out.append(record)
         return out
 
     def _bulk_ok(self) -> bool:
@@ -114,7 +133,12 @@ class BatchView:
             values, valid = self._int(name)
             return [v if ok else _ABSENT for v, ok in
                     zip(values[start:stop].tolist(), valid[start:stop].tolist(), strict=True)]
-        items = self.column(name).slice(start, stop - start).to_pylist()
+        if kind in ("str_list", "opt_str_list"):
+            items: list[Any] = an.str_lists(self.column(name), start, stop)
+        elif kind == "ragged":
+            items = an.int_lists(self.column(name), start, stop)
+        else:
+            items = self.column(name).slice(start, stop - start).to_pylist()
         if kind == "index_map":
             return [_ABSENT if v is None else _index_map(v, f"{self.where}, row {start + i}",
                                                          name) for i, v in enumerate(items)]
@@ -143,6 +167,8 @@ class BatchView:
             row = int(rows[np.flatnonzero(bad)[0]])
             self._tensor(name, row, f"{self.where}, row {row}")  # raises, naming the row
         starts, ends = offsets[start:stop].tolist(), offsets[start + 1:stop + 1].tolist()
+        if ndim == 1 and present.all():  # a slice already has the shape: no reshape
+            return [flat[a:b] for a, b in zip(starts, ends, strict=True)]
         return [flat[a:b].reshape(shape) if ok else _ABSENT
                 for a, b, shape, ok in zip(starts, ends, map(tuple, shapes.tolist()),
                                            present.tolist(), strict=True)]
@@ -153,15 +179,18 @@ class BatchView:
         if kind == "int":
             values, valid = self._int(name)
             return int(values[row]) if valid[row] else _ABSENT
-        column = self.column(name)
-        if name not in self._valid:
-            self._valid[name] = an.valid_mask(column)
-        if not self._valid[name][row]:
+        if not self._valid_mask(name)[row]:
             return _ABSENT
-        value = column[row].as_py()
+        value = self.column(name)[row].as_py()
         if kind == "index_map":
             return _index_map(value, where, name)
         return value
+
+    def _valid_mask(self, name: str) -> np.ndarray:
+        """True where column ``name`` is not null (the record carries the field)."""
+        if name not in self._valid:
+            self._valid[name] = an.valid_mask(self.column(name))
+        return self._valid[name]
 
     def _int(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         if name not in self._ints:
@@ -192,6 +221,91 @@ class BatchView:
             raise CaptureFormatError(f"{where}: tensor {name!r} has {stop - start} values but "
                                      f"shape {shape}")
         return flat[start:stop].reshape(shape)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a batch is decoded: it allocates many small
+    lists (no cycles), and each burst would otherwise start a collection that walks every live
+    object."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+class _Decoded:
+    """Rows ``start:stop`` of a batch decoded column by column: the ``BatchColumns`` that
+    :func:`forensics.validate.screen_batch` reads (absent fields read as 0 / empty)."""
+
+    def __init__(self, view: BatchView, start: int, stop: int,
+                 decoded: dict[str, list[Any]]) -> None:
+        self.view, self.start, self.stop = view, start, stop
+        self.rows = stop - start
+        self.decoded = decoded
+
+    def _kind(self, name: str) -> str | None:
+        return self.view.columns[name][0] if name in self.view.columns else None
+
+    def present(self, name: str) -> np.ndarray:
+        if self._kind(name) is None:
+            return np.zeros(self.rows, dtype=bool)
+        return self.view._valid_mask(name)[self.start:self.stop]
+
+    def length(self, name: str) -> np.ndarray:
+        kind = self._kind(name)
+        if kind is None:
+            return np.zeros(self.rows, dtype=np.int64)
+        if kind != "tensor":
+            counts = np.diff(an.list_offsets(self.view.column(name))[self.start:self.stop + 1])
+            return counts.astype(np.int64) * self.present(name)
+        shape_flat, shape_offsets = self._shapes(name)
+        if not len(shape_flat):
+            return np.zeros(self.rows, dtype=np.int64)
+        heads = shape_flat[np.minimum(shape_offsets[:-1], len(shape_flat) - 1)]
+        return np.where((np.diff(shape_offsets) > 0) & self.present(name), heads, 0)
+
+    def ndim(self, name: str) -> np.ndarray:
+        return np.diff(self._shapes(name)[1]).astype(np.int64)
+
+    def _shapes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        self.view._tensor_parts(name)
+        _, _, _, shape_flat, shape_offsets, _ = self.view._tensors[name]
+        return shape_flat, shape_offsets[self.start:self.stop + 1]
+
+    def ints(self, name: str) -> np.ndarray:
+        if self._kind(name) is None:
+            return np.zeros(self.rows, dtype=np.int64)
+        values, valid = self.view._int(name)
+        return np.where(valid[self.start:self.stop], values[self.start:self.stop], 0)
+
+    def flat(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        if self._kind(name) is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(self.rows, dtype=np.int64)
+        self.view._tensor_parts(name)
+        flat, offsets = self.view._tensors[name][:2]
+        offsets = offsets[self.start:self.stop + 1]
+        values = flat[offsets[0]:offsets[-1]]
+        if values.dtype == np.uint64 and len(values) and values.max() > np.iinfo(np.int64).max:
+            raise ScreenUnsure(f"{name!r} holds values past int64")
+        return values.astype(np.int64, copy=False), np.diff(offsets).astype(np.int64)
+
+    def inner_lengths(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        if self._kind(name) is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(self.rows, dtype=np.int64)
+        column = self.view.column(name)
+        offsets = an.list_offsets(column)[self.start:self.stop + 1]
+        inner = an.list_offsets(column.values)[offsets[0]:offsets[-1] + 1]
+        return np.diff(inner).astype(np.int64), np.diff(offsets).astype(np.int64)
+
+    def values(self, name: str) -> list[Any]:
+        if name not in self.decoded:
+            return [None] * self.rows
+        return [None if v is _ABSENT else v for v in self.decoded[name]]
 
 
 def _index_map(value: list[tuple[str, int]], where: str, name: str) -> dict[str, int]:
