@@ -145,10 +145,28 @@ def int_lists(column: pa.Array, start: int, stop: int) -> list[list[list[int]] |
     offsets = list_offsets(column)[start:stop + 1]
     inner = column.values
     inner_offsets = list_offsets(inner)[offsets[0]:offsets[-1] + 1]
-    ints = values(inner.values)[inner_offsets[0]:inner_offsets[-1]].tolist()
-    cuts = (inner_offsets - inner_offsets[0]).tolist()
-    lists = [ints[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
-    return _rows(lists, column, offsets, start, stop)
+    flat = values(inner.values)[inner_offsets[0]:inner_offsets[-1]]
+    return _rows(_cut(flat, inner_offsets - inner_offsets[0]), column, offsets, start, stop)
+
+
+def _cut(flat: np.ndarray, cuts: np.ndarray) -> list[list[int]]:
+    """``flat`` cut at ``cuts`` (``cuts[0] == 0``) into lists of Python ints: the lists of each
+    length come out of one 2-D ``tolist`` (C speed); a Python slice per list only when the
+    lengths are many."""
+    lengths = np.diff(cuts)
+    if not len(lengths) or lengths.min() == lengths.max():
+        width = int(lengths[0]) if len(lengths) else 0
+        return flat.reshape(len(lengths), width).tolist()  # type: ignore[no-any-return]
+    kinds = np.flatnonzero(np.bincount(lengths)) if lengths.max() <= 1 << 16 else lengths
+    if len(kinds) > 8:
+        ints, bounds = flat.tolist(), cuts.tolist()
+        return [ints[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    out = np.empty(len(lengths), dtype=object)
+    for size in kinds.tolist():
+        rows = np.flatnonzero(lengths == size)
+        block = flat[cuts[rows][:, None] + np.arange(size)].tolist()
+        out[rows] = np.fromiter(block, dtype=object, count=len(block))
+    return out.tolist()  # type: ignore[no-any-return]
 
 
 def _rows(items: list[Any], column: pa.Array, offsets: np.ndarray, start: int,
