@@ -217,9 +217,11 @@ def _prepare_input_ids(cols: _Columns, result: ScanResult) -> None:
     pp, n, _, _ = cols.tensor("prev_positions")
     _, _, sampled_rows, _ = cols.tensor("prev_sampled_token_ids")
     common = pp >= 0
-    bad = common & (pp >= _per_value(sampled_rows, n))
+    bad = 0
+    if (_run_max(pp, n) >= sampled_rows).any():  # else no row reads past the sampled rows
+        bad = int(np.count_nonzero(common & (pp >= _per_value(sampled_rows, n))))
     result._add("prepare_input_ids", "prev_sampled_token_ids", int(np.count_nonzero(common)),
-                int(np.count_nonzero(bad)))
+                bad)
     if cols.has("draft_token_ids"):
         _drafts(cols, pp, n, common, result)
 
@@ -229,6 +231,21 @@ def _per_value(bounds: np.ndarray, sizes: np.ndarray) -> np.ndarray | int:
     if len(bounds) and bounds.min() == bounds.max():
         return int(bounds[0])
     return np.repeat(bounds, sizes)
+
+
+def _run_starts(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Records with values (``n > 0``) and where each one's run of values starts."""
+    filled = n > 0
+    return filled, (np.cumsum(n) - n)[filled]
+
+
+def _run_max(values: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The largest of each record's run of ``values`` (the dtype's minimum for none)."""
+    out = np.full(len(n), np.iinfo(values.dtype).min, dtype=values.dtype)
+    filled, starts = _run_starts(n)
+    if len(starts):
+        out[filled] = np.maximum.reduceat(values, starts)
+    return out
 
 
 def _drafts(cols: _Columns, pp: np.ndarray, n: np.ndarray, common: np.ndarray,
@@ -242,14 +259,15 @@ def _drafts(cols: _Columns, pp: np.ndarray, n: np.ndarray, common: np.ndarray,
     records = slow & present
     read = common if records.all() else common & np.repeat(records, n)  # rows read
     reads = nd.astype(np.int64)
-    # reads j < nd at first + j with first = pp * k (>= 0 on common rows); ``over`` > 0: some
-    # reads at or past the size. Only those rows (and negative nd) can have out-of-range reads.
-    over = pp * _per_value(k, n) + reads - _per_value(draft_size, n)
-    hit = np.flatnonzero(read & ((over > 0) | (reads < 0)))
-    wanted, past = reads[hit], over[hit]
-    bad = np.clip(wanted - np.maximum(wanted - past, 0), 0, wanted)
-    result._add("prepare_input_ids", "draft_token_ids", int(np.sum(reads, where=read)),
-                int(bad.sum()))
+    ends = pp * _per_value(k, n) + reads  # reads j < nd at pp * k + j (>= 0 on common rows)
+    bad = 0
+    if len(reads) and (reads.min() < 0 or (records & (_run_max(ends, n) > draft_size)).any()):
+        # only rows reading past the size (or with negative nd) can have out-of-range reads
+        over = ends - _per_value(draft_size, n)
+        hit = np.flatnonzero(read & ((over > 0) | (reads < 0)))
+        wanted, past = reads[hit], over[hit]
+        bad = int(np.clip(wanted - np.maximum(wanted - past, 0), 0, wanted).sum())
+    result._add("prepare_input_ids", "draft_token_ids", int(np.sum(reads, where=read)), bad)
 
 
 def _slow_path(pp: np.ndarray, flat: np.ndarray, common: np.ndarray,
@@ -257,8 +275,7 @@ def _slow_path(pp: np.ndarray, flat: np.ndarray, common: np.ndarray,
     """Per record: True when the call scatters row by row (not the one-slice fast path: every
     common row has ``pp == flat`` and the largest common ``flat`` is ``num_common - 1``).
     One reduction per record over its run of rows (``reduceat``), no per-row indexing."""
-    filled = n > 0
-    starts = (np.cumsum(n) - n)[filled]  # each non-empty record's run of rows
+    filled, starts = _run_starts(n)
     num_common = np.zeros(len(n), dtype=np.int64)
     mismatch = np.zeros(len(n), dtype=bool)
     top = np.full(len(n), -1, dtype=np.int64)
