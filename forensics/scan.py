@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 SCAN_COLUMNS = ("site", "tensor", "checked", "out_of_range", "replay")
 GATHERED = ("valid_sampled_token_count", "num_computed_tokens", "prev_num_draft_tokens")
 #: values of a batch's widest tensor scanned per pass (see ``_chunks``)
-CHUNK_VALUES = 1 << 18
+CHUNK_VALUES = 1 << 19
 
 
 @dataclass
@@ -149,24 +149,30 @@ class _Columns:
     def has(self, name: str) -> bool:
         return name in self.view.columns
 
-    def tensor(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Flat values (captured width), each row's element count, first dimension and
-        presence (False: the record does not carry the tensor)."""
+    def tensor(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Flat values (captured width), each row's element count and presence (False: the
+        record does not carry the tensor)."""
         self.view._tensor_parts(name)
-        flat, offsets, valid, shape_flat, shape_offsets, _ = self.view._tensors[name]
-        offsets, shape_offsets = offsets[self.lo:self.hi + 1], shape_offsets[self.lo:self.hi + 1]
-        valid = valid[self.lo:self.hi]
+        flat, offsets, valid = self.view._tensors[name][:3]
+        offsets, valid = offsets[self.lo:self.hi + 1], valid[self.lo:self.hi]
         sizes = np.diff(offsets) * valid
+        flat = flat[offsets[0]:offsets[-1]]
+        if not self.all:
+            flat = flat[np.repeat(self.rows, np.diff(offsets))]
+            sizes, valid = sizes[self.rows], valid[self.rows]
+        return flat, sizes, valid
+
+    def first_dim(self, name: str) -> np.ndarray:
+        """Each row's first dimension of tensor ``name`` (0 where absent)."""
+        self.view._tensor_parts(name)
+        valid, shape_flat, shape_offsets = self.view._tensors[name][2:5]
+        valid, shape_offsets = valid[self.lo:self.hi], shape_offsets[self.lo:self.hi + 1]
         if len(shape_flat):
             heads = shape_flat[np.minimum(shape_offsets[:-1], len(shape_flat) - 1)]
             first = np.where(np.diff(shape_offsets) > 0, heads, 0) * valid
         else:
             first = np.zeros(len(valid), dtype=np.int64)
-        flat = flat[offsets[0]:offsets[-1]]
-        if not self.all:
-            flat = flat[np.repeat(self.rows, np.diff(offsets))]
-            sizes, first, valid = sizes[self.rows], first[self.rows], valid[self.rows]
-        return flat, sizes, first, valid
+        return first if self.all else first[self.rows]
 
     def ints(self, name: str) -> np.ndarray:
         values = self.view._int(name)[0][self.lo:self.hi]
@@ -178,11 +184,21 @@ def _outside(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray) -> int:
     if len(values) == 0:
         return 0
     if len(bounds) and bounds.min() == bounds.max():  # one bound: compare with a scalar
-        high = int(bounds[0])
-        bad = values >= high if values.dtype.kind == "u" else (values < 0) | (values >= high)
-        return int(np.count_nonzero(bad))
+        return _count_outside(values, int(bounds[0]))
     per_value = np.repeat(bounds, sizes)
     return int(np.count_nonzero((values < 0) | (values >= per_value)))
+
+
+def _count_outside(values: np.ndarray, high: int) -> int:
+    """Count of ``values`` outside ``[0, high)``. Signed values are compared as unsigned where
+    that is exact (``0 <= high <= 2**(bits-1)``: a negative value wraps past ``high``): one
+    comparison instead of two and an or."""
+    if values.dtype.kind == "u":
+        return int(np.count_nonzero(values >= high))
+    if 0 <= high <= 1 << (8 * values.dtype.itemsize - 1):
+        unsigned = values.view(np.dtype(f"u{values.dtype.itemsize}"))
+        return int(np.count_nonzero(unsigned >= high))
+    return int(np.count_nonzero((values < 0) | (values >= high)))
 
 
 def _at_or_past(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray) -> int:
@@ -195,16 +211,16 @@ def _at_or_past(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray) -> in
 
 
 def _embedding(cols: _Columns, result: ScanResult) -> None:
-    ids, sizes, _, _ = cols.tensor("input_ids")
+    ids, sizes, _ = cols.tensor("input_ids")
     result._add("embedding", "input_ids", len(ids),
                 _outside(ids, cols.ints("num_embeddings"), sizes))
 
 
 def _batch_change(cols: _Columns, result: ScanResult) -> None:
-    pp, sizes, _, _ = cols.tensor("prev_positions")
+    pp, sizes, _ = cols.tensor("prev_positions")
     gather: np.ndarray | None = None
     for name in GATHERED:
-        _, lengths, _, _ = cols.tensor(name)
+        _, lengths, _ = cols.tensor(name)
         if len(lengths) and lengths.min() > 0:
             bad = _at_or_past(pp, lengths, sizes)  # clamp(min=0) lands inside: only >= len
         else:
@@ -214,8 +230,8 @@ def _batch_change(cols: _Columns, result: ScanResult) -> None:
 
 
 def _prepare_input_ids(cols: _Columns, result: ScanResult) -> None:
-    pp, n, _, _ = cols.tensor("prev_positions")
-    _, _, sampled_rows, _ = cols.tensor("prev_sampled_token_ids")
+    pp, n, _ = cols.tensor("prev_positions")
+    sampled_rows = cols.first_dim("prev_sampled_token_ids")
     common = pp >= 0
     bad = 0
     if (_run_max(pp, n) >= sampled_rows).any():  # else no row reads past the sampled rows
@@ -251,9 +267,9 @@ def _run_max(values: np.ndarray, n: np.ndarray) -> np.ndarray:
 def _drafts(cols: _Columns, pp: np.ndarray, n: np.ndarray, common: np.ndarray,
             result: ScanResult) -> None:
     """Draft reads of the slow path: ``pp * k + j`` for ``j < num_draft_tokens[row]``."""
-    _, draft_size, _, present = cols.tensor("draft_token_ids")
-    cu, _, _, _ = cols.tensor("cu_num_tokens")
-    nd, _, _, _ = cols.tensor("num_draft_tokens")
+    _, draft_size, present = cols.tensor("draft_token_ids")
+    cu = cols.tensor("cu_num_tokens")[0]
+    nd = cols.tensor("num_draft_tokens")[0]
     k = cols.ints("prev_num_spec_tokens")
     slow = _slow_path(pp, cu.astype(np.int64) - 1, common, n)
     records = slow & present
@@ -288,7 +304,8 @@ def _slow_path(pp: np.ndarray, flat: np.ndarray, common: np.ndarray,
 
 
 def _async_output(cols: _Columns, result: ScanResult) -> None:
-    flat, sizes, rows, present = cols.tensor("sampled_token_ids_cpu")
+    flat, sizes, present = cols.tensor("sampled_token_ids_cpu")
+    rows = cols.first_dim("sampled_token_ids_cpu")
     width = sizes // np.maximum(rows, 1)
     used = present & (rows > 0) & (width > 0)
     vocab = cols.ints("vocab_size")
@@ -317,9 +334,11 @@ def _sampled_outside(block: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> 
     gaps = any((minus[:, j] > minus[:, j + 1]).any() for j in range(block.shape[1] - 1))
     if not gaps and vocab.min() == vocab.max():
         # every row's -1s form a suffix (the padding): the counted ids are the others
-        high = int(vocab[0])
-        return (int(block.size - np.count_nonzero(minus)),
-                int(np.count_nonzero((block < -1) | (block >= high))))
+        high, padding = int(vocab[0]), int(np.count_nonzero(minus))
+        # outside [0, high) but -1 (when high >= 0, -1 is outside: count all, take the -1s)
+        bad = _count_outside(block, high) - padding if high >= 0 else \
+            int(np.count_nonzero((block < -1) | (block >= high)))
+        return block.size - padding, bad
     counted = _counted(block)
     ids = block[counted]
     bound = np.broadcast_to(np.repeat(vocab, rows)[:, None], block.shape)[counted]

@@ -60,3 +60,20 @@ def test_scan_in_small_runs_of_records_counts_the_same(path: Path,
     whole = scan(load(path)).to_json()["entries"]
     monkeypatch.setattr("forensics.scan.CHUNK_VALUES", 1)  # one record per pass
     assert scan(load(path)).to_json()["entries"] == whole
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint32"])
+def test_counting_outside_a_range_agrees_with_two_comparisons(dtype: str) -> None:
+    import numpy as np
+
+    from forensics.scan import _count_outside
+
+    info = np.iinfo(dtype)
+    values = np.array([info.min, info.min + 1, -2, -1, 0, 1, 5, 100, info.max - 1, info.max],
+                      dtype=np.int64).clip(info.min, info.max).astype(dtype)
+    for high in (-3, -1, 0, 1, 6, 100, int(info.max), int(info.max) + 1, int(info.max) + 2):
+        if dtype.startswith("u") and high < 0:
+            continue
+        expected = int(np.count_nonzero((values.astype(object) < 0)
+                                        | (values.astype(object) >= high)))
+        assert _count_outside(values, high) == expected, (dtype, high)
