@@ -103,40 +103,20 @@ def _bits(buffer: pa.Buffer | None, offset: int, length: int) -> np.ndarray:
     return bits[offset:offset + length].astype(bool)
 
 
-def utf8(array: pa.Array, start: int, stop: int) -> list[str | None]:
-    """Items ``start:stop`` of a validated ``string`` array (None: null), as
-    ``array[start:stop].to_pylist()`` gives them, with one ``bytes.decode`` for them all."""
-    if stop <= start:
-        return []
-    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32, count=len(array) + 1,
-                            offset=array.offset * 4)[start:stop + 1]
-    data = array.buffers()[2]
-    chunk = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None \
-        else np.zeros(0, dtype=np.uint8)
-    try:
-        items: list[str | None] = list(_split(chunk, offsets - offsets[0]))
-    except UnicodeDecodeError:  # bytes under a null item need not be UTF-8
-        return array.slice(start, stop - start).to_pylist()  # type: ignore[no-any-return]
-    if array.null_count:
-        for i in np.flatnonzero(~valid_mask(array)[start:stop]).tolist():
-            items[i] = None
-    return items
-
-
-def _split(chunk: np.ndarray, bounds: np.ndarray) -> list[str]:
-    """The strings of UTF-8 ``chunk`` between ``bounds`` (``bounds[0] == 0``)."""
-    if not (chunk == 0).any():  # NUL is free: join with it, decode once, split in C
-        return np.insert(chunk, bounds[1:-1], 0).tobytes().decode("utf-8").split("\0")
-    raw = chunk.tobytes()
-    cuts = bounds.tolist()
-    return [raw[a:b].decode("utf-8") for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
-
-
 def str_lists(column: pa.Array, start: int, stop: int) -> list[list[str | None] | None]:
-    """Rows ``start:stop`` of a validated ``list<string>`` array (None: a null row)."""
+    """Rows ``start:stop`` of a validated ``list<string>`` array (None: a null row or item).
+
+    The strings are dictionary-encoded first: each distinct string becomes one Python object,
+    shared by every row that holds it (request ids repeat from step to step)."""
     offsets = list_offsets(column)[start:stop + 1]
-    items = utf8(column.values, int(offsets[0]), int(offsets[-1]))
-    return _rows(items, column, offsets, start, stop)
+    items = column.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    encoded = items.dictionary_encode()
+    words = np.empty(len(encoded.dictionary) + 1, dtype=object)  # the last: None, for nulls
+    words[:-1] = encoded.dictionary.to_pylist()
+    codes = values(encoded.indices)
+    if encoded.indices.null_count:
+        codes = np.where(valid_mask(encoded.indices), codes, len(words) - 1)
+    return _rows(words[codes].tolist(), column, offsets, start, stop)
 
 
 def int_lists(column: pa.Array, start: int, stop: int) -> list[list[list[int]] | None]:
