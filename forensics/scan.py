@@ -330,9 +330,7 @@ def _sampled_outside(block: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> 
     """Ids vLLM counts in the rows of ``block`` (each record's ``rows`` rows against its
     ``vocab``): how many, and how many lie outside ``[0, vocab)``."""
     minus = block == -1
-    # a -1 followed by an id in its row (column by column: no strided 2-D pass)
-    gaps = any((minus[:, j] > minus[:, j + 1]).any() for j in range(block.shape[1] - 1))
-    if not gaps and vocab.min() == vocab.max():
+    if not _gaps(minus) and vocab.min() == vocab.max():
         # every row's -1s form a suffix (the padding): the counted ids are the others
         high, padding = int(vocab[0]), int(np.count_nonzero(minus))
         # outside [0, high) but -1 (when high >= 0, -1 is outside: count all, take the -1s)
@@ -343,6 +341,15 @@ def _sampled_outside(block: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> 
     ids = block[counted]
     bound = np.broadcast_to(np.repeat(vocab, rows)[:, None], block.shape)[counted]
     return len(ids), int(np.count_nonzero((ids < 0) | (ids >= bound)))
+
+
+def _gaps(minus: np.ndarray) -> bool:
+    """Whether a row of ``minus`` (rows x k, True at each -1) has a -1 followed by an id: one
+    contiguous comparison of neighbours, the pairs that straddle two rows left out."""
+    flat = minus.reshape(-1)
+    rises = flat[:-1] > flat[1:]
+    rises[minus.shape[1] - 1::minus.shape[1]] = False  # last of a row, first of the next
+    return bool(rises.any())
 
 
 def _counted(block: np.ndarray) -> np.ndarray:
