@@ -118,12 +118,13 @@ def scan(capture: Capture | str | os.PathLike[str]) -> ScanResult:
         capture = load(capture)
     start = time.perf_counter()
     result = ScanResult(str(capture.path))
+    scratch = _Scratch()
     for view in capture.batches():
         rows = ~view.summary
         result.records += int(rows.sum())
         for lo, hi in _chunks(view):
             if rows[lo:hi].any():
-                _SCANNERS[view.site](_Columns(view, rows[lo:hi], lo, hi), result)
+                _SCANNERS[view.site](_Columns(view, rows[lo:hi], lo, hi, scratch), result)
     result.seconds = time.perf_counter() - start
     return result
 
@@ -138,13 +139,29 @@ def _chunks(view: BatchView) -> Iterator[tuple[int, int]]:
         yield lo, min(lo + step, len(view))
 
 
+class _Scratch:
+    """Boolean buffers reused by every run of one scan for its largest temporaries: a fresh
+    array per pass would have the allocator map (and the kernel fault in) new pages each run."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def bools(self, slot: str, n: int) -> np.ndarray:
+        """A writable boolean array of ``n`` items, the same memory for ``slot`` each call."""
+        buffer = self._buffers.get(slot)
+        if buffer is None or len(buffer) < n:
+            buffer = self._buffers[slot] = np.empty(n, dtype=bool)
+        return buffer[:n]
+
+
 class _Columns:
     """Flat integer columns of the records ``lo:hi`` of one batch, restricted to its
     non-summary rows (``rows``, one per record of the run)."""
 
-    def __init__(self, view: BatchView, rows: np.ndarray, lo: int, hi: int) -> None:
+    def __init__(self, view: BatchView, rows: np.ndarray, lo: int, hi: int,
+                 scratch: _Scratch) -> None:
         self.view, self.rows, self.all = view, rows, bool(rows.all())
-        self.lo, self.hi = lo, hi
+        self.lo, self.hi, self.scratch = lo, hi, scratch
 
     def has(self, name: str) -> bool:
         return name in self.view.columns
@@ -179,41 +196,46 @@ class _Columns:
         return values[self.rows] if not self.all else values
 
 
-def _outside(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray) -> int:
-    """Count of ``values`` outside ``[0, bound)``, each row's values against its row's bound."""
+def _outside(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray,
+             out: np.ndarray | None = None) -> int:
+    """Count of ``values`` outside ``[0, bound)``, each row's values against its row's bound
+    (``out``: a boolean buffer like ``values`` for the comparison)."""
     if len(values) == 0:
         return 0
     if len(bounds) and bounds.min() == bounds.max():  # one bound: compare with a scalar
-        return _count_outside(values, int(bounds[0]))
+        return _count_outside(values, int(bounds[0]), out)
     per_value = np.repeat(bounds, sizes)
     return int(np.count_nonzero((values < 0) | (values >= per_value)))
 
 
-def _count_outside(values: np.ndarray, high: int) -> int:
+def _count_outside(values: np.ndarray, high: int, out: np.ndarray | None = None) -> int:
     """Count of ``values`` outside ``[0, high)``. Signed values are compared as unsigned where
     that is exact (``0 <= high <= 2**(bits-1)``: a negative value wraps past ``high``): one
-    comparison instead of two and an or."""
+    comparison (into ``out`` when given) instead of two and an or."""
     if values.dtype.kind == "u":
-        return int(np.count_nonzero(values >= high))
+        return int(np.count_nonzero(np.greater_equal(values, high, out=out)))
     if 0 <= high <= 1 << (8 * values.dtype.itemsize - 1):
         unsigned = values.view(np.dtype(f"u{values.dtype.itemsize}"))
-        return int(np.count_nonzero(unsigned >= high))
+        return int(np.count_nonzero(np.greater_equal(unsigned, high, out=out)))
     return int(np.count_nonzero((values < 0) | (values >= high)))
 
 
-def _at_or_past(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray) -> int:
-    """Count of ``values`` at or past their row's bound (no lower check)."""
+def _at_or_past(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray,
+                out: np.ndarray | None = None) -> int:
+    """Count of ``values`` at or past their row's bound (no lower check; ``out`` as in
+    :func:`_outside`)."""
     if len(values) == 0:
         return 0
     if bounds.min() == bounds.max():
-        return int(np.count_nonzero(values >= bounds[0]))
+        return int(np.count_nonzero(np.greater_equal(values, bounds[0], out=out)))
     return int(np.count_nonzero(values >= np.repeat(bounds, sizes)))
 
 
 def _embedding(cols: _Columns, result: ScanResult) -> None:
     ids, sizes, _ = cols.tensor("input_ids")
     result._add("embedding", "input_ids", len(ids),
-                _outside(ids, cols.ints("num_embeddings"), sizes))
+                _outside(ids, cols.ints("num_embeddings"), sizes,
+                         cols.scratch.bools("compare", len(ids))))
 
 
 def _batch_change(cols: _Columns, result: ScanResult) -> None:
@@ -222,7 +244,8 @@ def _batch_change(cols: _Columns, result: ScanResult) -> None:
     for name in GATHERED:
         _, lengths, _ = cols.tensor(name)
         if len(lengths) and lengths.min() > 0:
-            bad = _at_or_past(pp, lengths, sizes)  # clamp(min=0) lands inside: only >= len
+            bad = _at_or_past(pp, lengths, sizes,  # clamp(min=0) lands inside: only >= len
+                              cols.scratch.bools("compare", len(pp)))
         else:
             gather = np.maximum(pp, 0) if gather is None else gather
             bad = _outside(gather, lengths, sizes)
@@ -313,7 +336,7 @@ def _async_output(cols: _Columns, result: ScanResult) -> None:
     for k in _distinct(width[used]):  # one pass per row width (usually one)
         mine = used & (width == k)
         block = flat if mine.all() else flat[np.repeat(mine, sizes)]
-        n, b = _sampled_outside(block.reshape(-1, k), vocab[mine], rows[mine])
+        n, b = _sampled_outside(block.reshape(-1, k), vocab[mine], rows[mine], cols.scratch)
         checked += n
         bad += b
     result._add("async_output", "sampled_token_ids_cpu", checked, bad, replay=False)
@@ -326,15 +349,17 @@ def _distinct(values: np.ndarray) -> list[int]:
     return sorted(set(values.tolist()))
 
 
-def _sampled_outside(block: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> tuple[int, int]:
+def _sampled_outside(block: np.ndarray, vocab: np.ndarray, rows: np.ndarray,
+                     scratch: _Scratch) -> tuple[int, int]:
     """Ids vLLM counts in the rows of ``block`` (each record's ``rows`` rows against its
     ``vocab``): how many, and how many lie outside ``[0, vocab)``."""
-    minus = block == -1
-    if not _gaps(minus) and vocab.min() == vocab.max():
+    minus = np.equal(block, -1, out=scratch.bools("minus", block.size).reshape(block.shape))
+    if not _gaps(minus, scratch) and vocab.min() == vocab.max():
         # every row's -1s form a suffix (the padding): the counted ids are the others
         high, padding = int(vocab[0]), int(np.count_nonzero(minus))
         # outside [0, high) but -1 (when high >= 0, -1 is outside: count all, take the -1s)
-        bad = _count_outside(block, high) - padding if high >= 0 else \
+        compare = scratch.bools("compare", block.size).reshape(block.shape)
+        bad = _count_outside(block, high, compare) - padding if high >= 0 else \
             int(np.count_nonzero((block < -1) | (block >= high)))
         return block.size - padding, bad
     counted = _counted(block)
@@ -343,11 +368,11 @@ def _sampled_outside(block: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> 
     return len(ids), int(np.count_nonzero((ids < 0) | (ids >= bound)))
 
 
-def _gaps(minus: np.ndarray) -> bool:
+def _gaps(minus: np.ndarray, scratch: _Scratch) -> bool:
     """Whether a row of ``minus`` (rows x k, True at each -1) has a -1 followed by an id: one
     contiguous comparison of neighbours, the pairs that straddle two rows left out."""
     flat = minus.reshape(-1)
-    rises = flat[:-1] > flat[1:]
+    rises = np.greater(flat[:-1], flat[1:], out=scratch.bools("rises", max(len(flat) - 1, 0)))
     rises[minus.shape[1] - 1::minus.shape[1]] = False  # last of a row, first of the next
     return bool(rises.any())
 
