@@ -255,14 +255,15 @@ def _batch_change(cols: _Columns, result: ScanResult) -> None:
 def _prepare_input_ids(cols: _Columns, result: ScanResult) -> None:
     pp, n, _ = cols.tensor("prev_positions")
     sampled_rows = cols.first_dim("prev_sampled_token_ids")
-    common = pp >= 0
+    common = np.greater_equal(pp, 0, out=cols.scratch.bools("common", len(pp)))
+    top = _run_max(pp, n)
     bad = 0
-    if (_run_max(pp, n) >= sampled_rows).any():  # else no row reads past the sampled rows
+    if (top >= sampled_rows).any():  # else no row reads past the sampled rows
         bad = int(np.count_nonzero(common & (pp >= _per_value(sampled_rows, n))))
     result._add("prepare_input_ids", "prev_sampled_token_ids", int(np.count_nonzero(common)),
                 bad)
     if cols.has("draft_token_ids"):
-        _drafts(cols, pp, n, common, result)
+        _drafts(cols, pp, n, top, common, result)
 
 
 def _per_value(bounds: np.ndarray, sizes: np.ndarray) -> np.ndarray | int:
@@ -287,41 +288,44 @@ def _run_max(values: np.ndarray, n: np.ndarray) -> np.ndarray:
     return out
 
 
-def _drafts(cols: _Columns, pp: np.ndarray, n: np.ndarray, common: np.ndarray,
-            result: ScanResult) -> None:
+def _drafts(cols: _Columns, pp: np.ndarray, n: np.ndarray, top: np.ndarray,
+            common: np.ndarray, result: ScanResult) -> None:
     """Draft reads of the slow path: ``pp * k + j`` for ``j < num_draft_tokens[row]``."""
     _, draft_size, present = cols.tensor("draft_token_ids")
     cu = cols.tensor("cu_num_tokens")[0]
     nd = cols.tensor("num_draft_tokens")[0]
     k = cols.ints("prev_num_spec_tokens")
-    slow = _slow_path(pp, cu.astype(np.int64) - 1, common, n)
+    slow = _slow_path(pp, np.subtract(cu, 1, dtype=np.int64), common, n, top)
     records = slow & present
     read = common if records.all() else common & np.repeat(records, n)  # rows read
-    reads = nd.astype(np.int64)
-    ends = pp * _per_value(k, n) + reads  # reads j < nd at pp * k + j (>= 0 on common rows)
+    # reads j < nd at pp * k + j (>= 0 on common rows): ``ends`` is one past the last read
+    ends = np.multiply(pp, _per_value(k, n), dtype=np.int64)
+    np.add(ends, nd, out=ends)
     bad = 0
-    if len(reads) and (reads.min() < 0 or (records & (_run_max(ends, n) > draft_size)).any()):
+    if len(nd) and (nd.min() < 0 or (records & (_run_max(ends, n) > draft_size)).any()):
         # only rows reading past the size (or with negative nd) can have out-of-range reads
+        reads = nd.astype(np.int64)
         over = ends - _per_value(draft_size, n)
         hit = np.flatnonzero(read & ((over > 0) | (reads < 0)))
         wanted, past = reads[hit], over[hit]
         bad = int(np.clip(wanted - np.maximum(wanted - past, 0), 0, wanted).sum())
-    result._add("prepare_input_ids", "draft_token_ids", int(np.sum(reads, where=read)), bad)
+    checked = int(np.sum(nd, where=read, dtype=np.int64))
+    result._add("prepare_input_ids", "draft_token_ids", checked, bad)
 
 
-def _slow_path(pp: np.ndarray, flat: np.ndarray, common: np.ndarray,
-               n: np.ndarray) -> np.ndarray:
+def _slow_path(pp: np.ndarray, flat: np.ndarray, common: np.ndarray, n: np.ndarray,
+               top: np.ndarray) -> np.ndarray:
     """Per record: True when the call scatters row by row (not the one-slice fast path: every
     common row has ``pp == flat`` and the largest common ``flat`` is ``num_common - 1``).
-    One reduction per record over its run of rows (``reduceat``), no per-row indexing."""
+    ``top``: each record's largest ``pp``, which is its largest common ``flat`` whenever every
+    common row has ``pp == flat`` (rows that are not common have ``pp < 0``). One reduction
+    per record over its run of rows (``reduceat``), no per-row indexing."""
     filled, starts = _run_starts(n)
     num_common = np.zeros(len(n), dtype=np.int64)
     mismatch = np.zeros(len(n), dtype=bool)
-    top = np.full(len(n), -1, dtype=np.int64)
     if len(starts):
         num_common[filled] = np.add.reduceat(common, starts, dtype=np.int64)
         mismatch[filled] = np.logical_or.reduceat(common & (pp != flat), starts)
-        top[filled] = np.maximum.reduceat(np.where(common, flat, -1), starts)
     fast = (num_common > 0) & ~mismatch & (top == num_common - 1)
     return ~fast
 
