@@ -181,14 +181,7 @@ class _Columns:
 
     def first_dim(self, name: str) -> np.ndarray:
         """Each row's first dimension of tensor ``name`` (0 where absent)."""
-        self.view._tensor_parts(name)
-        valid, shape_flat, shape_offsets = self.view._tensors[name][2:5]
-        valid, shape_offsets = valid[self.lo:self.hi], shape_offsets[self.lo:self.hi + 1]
-        if len(shape_flat):
-            heads = shape_flat[np.minimum(shape_offsets[:-1], len(shape_flat) - 1)]
-            first = np.where(np.diff(shape_offsets) > 0, heads, 0) * valid
-        else:
-            first = np.zeros(len(valid), dtype=np.int64)
+        first = self.view.first_dims(name, self.lo, self.hi)
         return first if self.all else first[self.rows]
 
     def ints(self, name: str) -> np.ndarray:

@@ -205,6 +205,17 @@ class BatchView:
                                    *_list_parts(self.column(name + SHAPE_SUFFIX), where,
                                                 name + SHAPE_SUFFIX))
 
+    def first_dims(self, name: str, start: int, stop: int) -> np.ndarray:
+        """The first dimension of tensor ``name`` in rows ``start:stop`` (0 where absent or
+        without dimensions), int64."""
+        self._tensor_parts(name)
+        valid, shape_flat, shape_offsets = self._tensors[name][2:5]
+        if not len(shape_flat):
+            return np.zeros(stop - start, dtype=np.int64)
+        shape_offsets = shape_offsets[start:stop + 1]
+        heads = shape_flat[np.minimum(shape_offsets[:-1], len(shape_flat) - 1)]
+        return np.where((np.diff(shape_offsets) > 0) & valid[start:stop], heads, 0)
+
     def _tensor(self, name: str, row: int, where: str) -> Any:
         self._tensor_parts(name, where)
         flat, offsets, valid, shape_flat, shape_offsets, shape_valid = self._tensors[name]
@@ -263,19 +274,12 @@ class _Decoded:
         if kind != "tensor":
             counts = np.diff(an.list_offsets(self.view.column(name))[self.start:self.stop + 1])
             return counts.astype(np.int64) * self.present(name)
-        shape_flat, shape_offsets = self._shapes(name)
-        if not len(shape_flat):
-            return np.zeros(self.rows, dtype=np.int64)
-        heads = shape_flat[np.minimum(shape_offsets[:-1], len(shape_flat) - 1)]
-        return np.where((np.diff(shape_offsets) > 0) & self.present(name), heads, 0)
+        return self.view.first_dims(name, self.start, self.stop)
 
     def ndim(self, name: str) -> np.ndarray:
-        return np.diff(self._shapes(name)[1]).astype(np.int64)
-
-    def _shapes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         self.view._tensor_parts(name)
-        _, _, _, shape_flat, shape_offsets, _ = self.view._tensors[name]
-        return shape_flat, shape_offsets[self.start:self.stop + 1]
+        shape_offsets = self.view._tensors[name][4]
+        return np.diff(shape_offsets[self.start:self.stop + 1]).astype(np.int64)
 
     def ints(self, name: str) -> np.ndarray:
         if self._kind(name) is None:
