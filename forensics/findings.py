@@ -24,6 +24,7 @@ position of the record in ``ReplayResult.records``). Conventions where DESIGN.md
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -91,28 +92,43 @@ def judge_all(records: Sequence[Record], outcomes: Sequence[Outcome | None],
     one row per checked tensor and record is appended to it (columns :data:`BOUNDS_COLUMNS`)."""
     if bounds is None:
         return [judge_record(r, o) for r, o in zip(records, outcomes, strict=True)]
-    found, ranges, counts = _judge_ranges(records, outcomes)
-    rec = np.repeat(np.arange(len(records)), counts).tolist()
+    judged = _Judged.of(records, outcomes)
+    rec = np.repeat(np.arange(len(records)), judged.counts).tolist()
     bounds += [(variant, records[i].site, records[i].step, records[i].rank, i, *r)
-               for i, r in zip(rec, ranges, strict=True)]
-    return found
+               for i, r in zip(rec, judged.ranges, strict=True)]
+    return judged.found
 
 
-def _judge_ranges(records: Sequence[Record], outcomes: Sequence[Outcome | None]
-                  ) -> tuple[list[Findings], list[tuple[str, int, int, int, int]], list[int]]:
-    """Findings of every record, the ranges checked while judging them (``(tensor, min, max,
-    lower, upper)``) and how many of those belong to each record."""
-    ranges: list[tuple[str, int, int, int, int]] = []
-    counts, found = [], []
-    token = CHECKED_RANGES.set(ranges)
-    try:
-        for record, outcome in zip(records, outcomes, strict=True):
-            before = len(ranges)
-            found.append(judge_record(record, outcome))
-            counts.append(len(ranges) - before)
-    finally:
-        CHECKED_RANGES.reset(token)
-    return found, ranges, counts
+@dataclass
+class _Judged:
+    """One variant's judgement of some records: their outcomes, findings, the ranges checked
+    while judging them (``(tensor, min, max, lower, upper)``) and how many belong to each."""
+
+    outcomes: Sequence[Outcome | None]
+    found: list[Findings]
+    ranges: list[tuple[str, int, int, int, int]]
+    counts: list[int]
+
+    @classmethod
+    def of(cls, records: Sequence[Record], outcomes: Sequence[Outcome | None],
+           twin: _Judged | None = None) -> _Judged:
+        """Judge ``records``; an outcome that is the very object ``twin`` judged for the same
+        record (a patch inert on it) takes a copy of the twin's findings and ranges."""
+        judged = cls(outcomes, [], [], [])
+        starts = np.cumsum([0, *twin.counts]).tolist() if twin is not None else []
+        token = CHECKED_RANGES.set(judged.ranges)
+        try:
+            for i, (record, outcome) in enumerate(zip(records, outcomes, strict=True)):
+                before = len(judged.ranges)
+                if twin is not None and outcome is not None and outcome is twin.outcomes[i]:
+                    judged.found.append([dict(f) for f in twin.found[i]])
+                    judged.ranges += twin.ranges[starts[i]:starts[i + 1]]
+                else:
+                    judged.found.append(judge_record(record, outcome))
+                judged.counts.append(len(judged.ranges) - before)
+        finally:
+            CHECKED_RANGES.reset(token)
+        return judged
 
 
 class Judge:
@@ -131,6 +147,7 @@ class Judge:
         self._coords: list[np.ndarray] = []
         self._ranges: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
         self._count = 0
+        self._last: tuple[int, _Judged] | None = None
 
     def add_records(self, records: Sequence[Record]) -> int:
         """Note the coordinates of the next ``records``; return the position of the first."""
@@ -142,9 +159,13 @@ class Judge:
 
     def add(self, variant: str, records: Sequence[Record], start: int,
             outcomes: Sequence[Outcome | None]) -> None:
-        """Judge ``records`` (at positions ``start...``) under ``variant``."""
-        found, ranges, counts = _judge_ranges(records, outcomes)
-        _keep(self._found[variant], start, found)
+        """Judge ``records`` (at positions ``start...``) under ``variant``. An outcome object
+        that the previous variant had for the same record is not judged again."""
+        twin = self._last[1] if self._last is not None and self._last[0] == start else None
+        judged = _Judged.of(records, outcomes, twin)
+        self._last = (start, judged)
+        ranges, counts = judged.ranges, judged.counts
+        _keep(self._found[variant], start, judged.found)
         self._errors[variant] |= {r.site for r, o in zip(records, outcomes, strict=True)
                                   if o is not None and o.status == ERROR}
         if ranges:

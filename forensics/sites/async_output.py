@@ -94,6 +94,22 @@ def patched(record: Record) -> Outcome:
     return _run(record, lambda ids: _count_patched(ids, vocab))
 
 
+def patch_inert(record: Record) -> bool:
+    """Whether ``patched`` gives exactly ``upstream``'s outcome on ``record``: when in each row of
+    ``sampled_token_ids_cpu`` the ids before the first ``-1`` lie in ``[0, vocab_size)`` and a
+    row holding a ``-1`` also ends in one, both counts are the position of the first ``-1``
+    (or the row's length), also for a row shortened by an earlier row sharing it."""
+    sampled = np.asarray(record["sampled_token_ids_cpu"])
+    width = sampled.shape[1]
+    if not sampled.size:
+        return True
+    minus = sampled == -1
+    bad = (sampled < 0) | (sampled >= record["vocab_size"])
+    first_minus = np.where(minus.any(axis=1), minus.argmax(axis=1), width)
+    first_bad = np.where(bad.any(axis=1), bad.argmax(axis=1), width)
+    return bool(((first_bad == first_minus) & ((first_minus == width) | minus[:, -1])).all())
+
+
 def _count_upstream(ids: list[int]) -> int:
     return len(ids) if ids[-1] != -1 else ids.index(-1)
 
