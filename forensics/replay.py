@@ -329,7 +329,7 @@ class OutcomeList(Sequence["Outcome | None"]):
 
     A model is a pure function of its record, and its outcomes hold output and access arrays
     several times the record's size: they are not held but computed again when accessed (the
-    same outcome the judge saw; ``tests/test_replay_paths.py`` checks the paths agree).
+    same outcome the judge saw; ``tests/variants/test_replay_paths.py`` checks the paths agree).
     """
 
     def __init__(self, variant: Variant, records: Sequence[Record], status: np.ndarray) -> None:
