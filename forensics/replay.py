@@ -151,6 +151,8 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
             done.append((variant, outs))
         if reference is not None:
             judged.add_reference(chunk, start, run_variant(reference, chunk))
+        if hasattr(capture_obj, "release"):
+            capture_obj.release()  # the chunk's mapped pages leave the resident set
     if bar is not None:
         bar.close()
     coords = judged.coordinates()
