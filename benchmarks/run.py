@@ -234,10 +234,11 @@ def replay_phase(capture: Path, loop_records: int) -> dict[str, Any]:
     from forensics.store.reader import load
     from forensics.variants.models import UpstreamVariant
 
-    need, free = 10 * _du(capture) + 2**30, _available_memory()
+    need, free = _du(capture) + 2**30, _available_memory()
     if free and need > free:
-        print(f"bench: warning: the replay may need ~{need / 2**30:.0f} GiB (about 10x the "
-              f"capture), {free / 2**30:.0f} GiB are available", file=sys.stderr)
+        print(f"bench: warning: the replay may need ~{need / 2**30:.0f} GiB (the interpreter "
+              f"and up to the capture's size), {free / 2**30:.0f} GiB are available",
+              file=sys.stderr)
     out = subprocess.run([sys.executable, __file__, "--replay-child", str(capture)],
                          capture_output=True, text=True)
     if out.returncode != 0:

@@ -24,13 +24,14 @@ position of the record in ``ReplayResult.records``). Conventions where DESIGN.md
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from forensics.outcome import ERROR, INDEX_ERROR, Outcome
 from forensics.records import Record
-from forensics.sites import SINK, get_site, site_order
+from forensics.sites import SINK, SITES, get_site, site_order
 from forensics.sites._common import (
     CHECKED_RANGES,
     OUT_OF_BOUNDS,
@@ -91,23 +92,158 @@ def judge_all(records: Sequence[Record], outcomes: Sequence[Outcome | None],
     one row per checked tensor and record is appended to it (columns :data:`BOUNDS_COLUMNS`)."""
     if bounds is None:
         return [judge_record(r, o) for r, o in zip(records, outcomes, strict=True)]
-    found = []
-    for i, (record, outcome) in enumerate(zip(records, outcomes, strict=True)):
-        ranges: list[tuple[str, int, int, int, int]] = []
-        token = CHECKED_RANGES.set(ranges)
+    judged = _Judged.of(records, outcomes)
+    rec = np.repeat(np.arange(len(records)), judged.counts).tolist()
+    bounds += [(variant, records[i].site, records[i].step, records[i].rank, i, *r)
+               for i, r in zip(rec, judged.ranges, strict=True)]
+    return judged.found
+
+
+@dataclass
+class _Judged:
+    """One variant's judgement of some records: their outcomes, findings, the ranges checked
+    while judging them (``(tensor, min, max, lower, upper)``) and how many belong to each."""
+
+    outcomes: Sequence[Outcome | None]
+    found: list[Findings]
+    ranges: list[tuple[str, int, int, int, int]]
+    counts: list[int]
+
+    @classmethod
+    def of(cls, records: Sequence[Record], outcomes: Sequence[Outcome | None],
+           twin: _Judged | None = None) -> _Judged:
+        """Judge ``records``; an outcome that is the very object ``twin`` judged for the same
+        record (a patch inert on it) takes a copy of the twin's findings and ranges."""
+        judged = cls(outcomes, [], [], [])
+        starts = np.cumsum([0, *twin.counts]).tolist() if twin is not None else []
+        token = CHECKED_RANGES.set(judged.ranges)
         try:
-            found.append(judge_record(record, outcome))
+            for i, (record, outcome) in enumerate(zip(records, outcomes, strict=True)):
+                before = len(judged.ranges)
+                if twin is not None and outcome is not None and outcome is twin.outcomes[i]:
+                    judged.found.append([dict(f) for f in twin.found[i]])
+                    judged.ranges += twin.ranges[starts[i]:starts[i + 1]]
+                else:
+                    judged.found.append(judge_record(record, outcome))
+                judged.counts.append(len(judged.ranges) - before)
         finally:
             CHECKED_RANGES.reset(token)
-        bounds += [(variant, record.site, record.step, record.rank, i, *r) for r in ranges]
-    return found
+        return judged
 
 
-def _produced(record: Record, found: Findings) -> set[tuple[int, str | None]]:
+class Judge:
+    """The judge of a streamed replay: records are judged chunk by chunk, then let go.
+
+    It keeps only what the results need: each record's coordinates (one numpy row: site order,
+    step, rank, summary), the findings (dicts, only for records that have some), the checked
+    ranges as numpy columns, and per variant the sites with an ``error`` outcome.
+    """
+
+    def __init__(self, variants: Sequence[str]) -> None:
+        self.variants = list(variants)
+        self._found: dict[str, dict[int, Findings]] = {v: {} for v in self.variants}
+        self._reference: dict[int, Findings] | None = None
+        self._errors: dict[str, set[str]] = {v: set() for v in self.variants}
+        self._coords: list[np.ndarray] = []
+        self._ranges: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._count = 0
+        self._last: tuple[int, _Judged] | None = None
+
+    def add_records(self, records: Sequence[Record]) -> int:
+        """Note the coordinates of the next ``records``; return the position of the first."""
+        start = self._count
+        rows = [(site_order(r.site), r.step, r.rank, r.summary) for r in records]
+        self._coords.append(np.array(rows, dtype=np.int64).reshape(-1, 4))
+        self._count += len(records)
+        return start
+
+    def add(self, variant: str, records: Sequence[Record], start: int,
+            outcomes: Sequence[Outcome | None]) -> None:
+        """Judge ``records`` (at positions ``start...``) under ``variant``. An outcome object
+        that the previous variant had for the same record is not judged again."""
+        twin = self._last[1] if self._last is not None and self._last[0] == start else None
+        judged = _Judged.of(records, outcomes, twin)
+        self._last = (start, judged)
+        ranges, counts = judged.ranges, judged.counts
+        _keep(self._found[variant], start, judged.found)
+        self._errors[variant] |= {r.site for r, o in zip(records, outcomes, strict=True)
+                                  if o is not None and o.status == ERROR}
+        if ranges:
+            tensors, *numbers = zip(*ranges, strict=True)
+            rec = np.repeat(np.arange(start, start + len(records)), counts)
+            self._ranges.append((variant, rec, np.array(tensors, dtype=object),
+                                 np.array(numbers, dtype=np.int64).T))
+
+    def add_reference(self, records: Sequence[Record], start: int,
+                      outcomes: Sequence[Outcome | None]) -> None:
+        """Judge ``records`` under the ``upstream`` model run only to find origins."""
+        if self._reference is None:
+            self._reference = {}
+        _keep(self._reference, start, judge_all(records, outcomes))
+
+    def coordinates(self) -> np.ndarray:
+        """One row per record so far: site order, step, rank, summary (int64)."""
+        if len(self._coords) != 1:
+            self._coords = [np.concatenate(self._coords) if self._coords
+                            else np.zeros((0, 4), np.int64)]
+        return self._coords[0]
+
+    def findings(self) -> pd.DataFrame:
+        """The findings table of every variant (see :func:`build_findings`)."""
+        coords = self.coordinates()
+        reference = self._reference
+        if reference is None:
+            reference = self._found.get("upstream", {})
+        origins = _Origins(coords, reference)
+        rows = []
+        for name in self.variants:
+            found = self._found[name]
+            _annotate_sink(coords, found, origins)
+            for i in sorted(found):
+                site, step, rank = SITES[coords[i, 0]], int(coords[i, 1]), int(coords[i, 2])
+                rows += [{"variant": name, "site": site, "step": step, "rank": rank, **f,
+                          "record": i} for f in found[i]]
+        return _frame(rows, self.variants)
+
+    def verdicts(self, findings: pd.DataFrame) -> dict[str, dict[str, str]]:
+        """``{variant: {site: verdict}}`` (see :func:`verdicts`)."""
+        sites = [SITES[code] for code in np.unique(self.coordinates()[:, 0])]
+        return _verdicts(sites, self._errors, findings)
+
+    def bounds(self) -> pd.DataFrame:
+        """The ``ReplayResult.bounds`` table, ordered by variant, then record."""
+        if not self._ranges:
+            return bounds_frame([])
+        import pandas as pd
+
+        coords = self.coordinates()
+        order = {name: i for i, name in enumerate(self.variants)}
+        variant = np.concatenate([np.full(len(r[1]), order[r[0]]) for r in self._ranges])
+        rec = np.concatenate([r[1] for r in self._ranges])
+        numbers = np.concatenate([r[3] for r in self._ranges])
+        keep = np.lexsort((rec, variant))  # variant, then record (chunks interleave them)
+        rec = rec[keep]
+        columns = {
+            "variant": np.array(self.variants, dtype=object)[variant[keep]],
+            "site": np.array(SITES, dtype=object)[coords[rec, 0]],
+            "step": coords[rec, 1], "rank": coords[rec, 2], "record": rec,
+            "tensor": np.concatenate([r[2] for r in self._ranges])[keep],
+            **{c: numbers[keep, j] for j, c in enumerate(("min", "max", "lower", "upper"))}}
+        return pd.DataFrame(columns, columns=list(BOUNDS_COLUMNS))
+
+
+def _keep(store: dict[int, Findings], start: int, found: list[Findings]) -> None:
+    """Keep the non-empty findings of the records at ``start...`` in ``store``."""
+    for i, f in enumerate(found):
+        if f:
+            store[start + i] = f
+
+
+def _produced(summary: bool, found: Findings) -> set[tuple[int, str | None]]:
     """Out-of-range (value, request) pairs a record wrote or passed on under one variant."""
     return {(f["value"], f["req_id"]) for f in found
             if f["kind"] == OUT_OF_BOUNDS and f["value"] is not None
-            and (record.summary or (f["tensor"] or "").startswith("out."))}
+            and (summary or (f["tensor"] or "").startswith("out."))}
 
 
 def _matches(pairs: set[tuple[int, str | None]], value: int, req: str | None) -> bool:
@@ -117,41 +253,43 @@ def _matches(pairs: set[tuple[int, str | None]], value: int, req: str | None) ->
 class _Origins:
     """Finds the origin record of a sink finding from the reference (upstream) findings."""
 
-    def __init__(self, records: Sequence[Record], reference: Sequence[Findings]) -> None:
-        self.records = records
+    def __init__(self, coords: np.ndarray, reference: Mapping[int, Findings]) -> None:
         self.candidates: dict[int, list[tuple[int, int, int]]] = {}
         self.produced: dict[int, set[tuple[int, str | None]]] = {}
-        for i, (record, found) in enumerate(zip(records, reference, strict=True)):
-            if record.site == SINK or record.site not in ORIGIN_PREFERENCE:
+        for i in sorted(reference):
+            site = SITES[coords[i, 0]]
+            if site == SINK or site not in ORIGIN_PREFERENCE:
                 continue
-            pairs = _produced(record, found)
+            pairs = _produced(bool(coords[i, 3]), reference[i])
             if pairs:
                 self.produced[i] = pairs
-                pref = len(ORIGIN_PREFERENCE) - ORIGIN_PREFERENCE.index(record.site)
-                self.candidates.setdefault(record.rank, []).append((record.step, pref, i))
+                pref = len(ORIGIN_PREFERENCE) - ORIGIN_PREFERENCE.index(site)
+                self.candidates.setdefault(int(coords[i, 2]), []).append(
+                    (int(coords[i, 1]), pref, i))
 
-    def origin(self, sink: Record, value: int | None, req: str | None) -> int | None:
-        """Index of the origin record of ``value`` seen at ``sink``, or None."""
+    def origin(self, step: int, rank: int, value: int | None, req: str | None) -> int | None:
+        """Index of the origin record of ``value`` seen at a sink of ``step`` and ``rank``."""
         if value is None:
             return None
         best = None
-        for step, pref, i in self.candidates.get(sink.rank, ()):
-            if step <= sink.step and _matches(self.produced[i], value, req):
-                best = max(best or (step, pref, i), (step, pref, i))
+        for cand_step, pref, i in self.candidates.get(rank, ()):
+            if cand_step <= step and _matches(self.produced[i], value, req):
+                best = max(best or (cand_step, pref, i), (cand_step, pref, i))
         return None if best is None else best[2]
 
 
-def _annotate_sink(records: Sequence[Record], found: list[Findings], origins: _Origins) -> None:
+def _annotate_sink(coords: np.ndarray, found: Mapping[int, Findings], origins: _Origins) -> None:
     """Fill ``origin``/``resolved`` of this variant's sink findings (null elsewhere)."""
-    for i, record in enumerate(records):
-        for f in found[i]:
+    sink = site_order(SINK)
+    for i, fs in found.items():
+        for f in fs:
             f["origin"] = f["resolved"] = None
-            if record.site != SINK or f["kind"] != OUT_OF_BOUNDS:
+            if coords[i, 0] != sink or f["kind"] != OUT_OF_BOUNDS:
                 continue
-            src = origins.origin(record, f["value"], f["req_id"])
-            f["origin"] = None if src is None else records[src].site
+            src = origins.origin(int(coords[i, 1]), int(coords[i, 2]), f["value"], f["req_id"])
+            f["origin"] = None if src is None else SITES[coords[src, 0]]
             f["resolved"] = src is not None and not _matches(
-                _produced(records[src], found[src]), f["value"], f["req_id"])
+                _produced(bool(coords[src, 3]), found.get(src, [])), f["value"], f["req_id"])
 
 
 def build_findings(records: Sequence[Record], outcomes: Mapping[str, Sequence[Outcome | None]],
@@ -162,23 +300,17 @@ def build_findings(records: Sequence[Record], outcomes: Mapping[str, Sequence[Ou
     ``outcomes`` maps variant names to one outcome per record (None for summary records);
     ``reference`` holds the ``upstream`` outcomes used to find origins (default:
     ``outcomes["upstream"]``; without either, no sink finding has an origin). When ``bounds``
-    is a list, the checked ranges are appended to it (see :func:`judge_all`).
+    is a list, the checked ranges are appended to it (columns :data:`BOUNDS_COLUMNS`).
     """
-    judged = {name: judge_all(records, outs, bounds, name) for name, outs in outcomes.items()}
-    if reference is None and "upstream" in outcomes:
-        ref_found = judged["upstream"]
-    elif reference is not None:
-        ref_found = judge_all(records, reference)
-    else:
-        ref_found = [[] for _ in records]
-    origins = _Origins(records, ref_found)
-    rows = []
-    for name, found in judged.items():
-        _annotate_sink(records, found, origins)
-        for i, record in enumerate(records):
-            rows += [{"variant": name, "site": record.site, "step": record.step,
-                      "rank": record.rank, **f, "record": i} for f in found[i]]
-    return _frame(rows, list(outcomes))
+    judge = Judge(list(outcomes))
+    judge.add_records(records)
+    for name, outs in outcomes.items():
+        judge.add(name, records, 0, outs)
+    if reference is not None:
+        judge.add_reference(records, 0, reference)
+    if bounds is not None:
+        bounds += judge.bounds().itertuples(index=False, name=None)
+    return judge.findings()
 
 
 def empty_findings() -> pd.DataFrame:
@@ -224,14 +356,21 @@ def verdicts(records: Sequence[Record], outcomes: Mapping[str, Sequence[Outcome 
     else ``suspect``: a ``misattributed`` finding; else ``ok``.
     """
     sites = sorted({r.site for r in records}, key=site_order)
+    errors = {name: {r.site for r, o in zip(records, outs, strict=True)
+                     if o is not None and o.status == ERROR}
+              for name, outs in outcomes.items()}
+    return _verdicts(sites, errors, findings)
+
+
+def _verdicts(sites: Sequence[str], errors: Mapping[str, set[str]], findings: pd.DataFrame
+              ) -> dict[str, dict[str, str]]:
+    """Verdicts of ``sites`` per variant of ``errors`` (the sites with an ``error`` outcome)."""
     result = {}
-    for name, outs in outcomes.items():
-        errors = {r.site for r, o in zip(records, outs, strict=True)
-                  if o is not None and o.status == ERROR}
+    for name, errored in errors.items():
         mine = findings[findings["variant"] == name]
         unresolved = mine[(mine["kind"] == OUT_OF_BOUNDS) & (mine["resolved"] != True)]  # noqa: E712
         suspect = set(mine.loc[mine["kind"] != OUT_OF_BOUNDS, "site"])
-        result[name] = {site: _verdict(site, set(unresolved["site"]), errors, suspect)
+        result[name] = {site: _verdict(site, set(unresolved["site"]), errored, suspect)
                         for site in sites}
     return result
 

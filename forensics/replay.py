@@ -14,7 +14,9 @@ import gc
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
+
+import numpy as np
 
 from forensics import findings as judge
 from forensics._callable import make_module_callable
@@ -28,9 +30,10 @@ from forensics.errors import (
 from forensics.outcome import STATUSES, Outcome
 from forensics.progress import Progress
 from forensics.records import Record
-from forensics.sites import SINK
+from forensics.sites import SINK, SITES, get_site
 from forensics.sites._common import failed
 from forensics.variants import Variant, resolve_variant
+from forensics.variants.models import ModelVariant, PatchedVariant, UpstreamVariant
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,18 +43,24 @@ DEFAULT_VARIANTS = ("upstream", "patched")
 #: input, not an outcome: these propagate (the CLI exits 2)
 _SETUP_ERRORS = (MissingDependencyError, UnsupportedVersionError, PatchApplyError)
 OUTCOME_COLUMNS = ("record", "variant", "site", "step", "rank", "status", "message")
+#: records read, run and judged together: what is held at once beside the results
+CHUNK = 1024
 
 
 @dataclass
 class ReplayResult:
-    """What a replay produced. ``raw`` maps each variant to one Outcome per record (None for a
-    summary record); ``outcomes`` is the same as a table (columns :data:`OUTCOME_COLUMNS`,
-    summary records left out); ``findings``, ``verdicts`` and ``bounds`` are the judge's."""
+    """What a replay produced. ``records`` are the records in pipeline order (a lazy sequence
+    for a capture: each is decoded when accessed); ``raw`` maps each variant to one Outcome per
+    record (None for a summary record; a model variant's are computed again when accessed, see
+    :class:`OutcomeList`); ``outcomes`` is the same as a table (columns
+    :data:`OUTCOME_COLUMNS`, summary records left out); ``findings``, ``verdicts`` and
+    ``bounds`` are the judge's; ``index`` gives each record's site, step, rank and summary flag
+    without decoding it."""
 
     source: str
-    records: list[Record]
+    records: Sequence[Record]
     variants: list[str]
-    raw: dict[str, list[Outcome | None]]
+    raw: dict[str, Sequence[Outcome | None]]
     outcomes: pd.DataFrame
     findings: pd.DataFrame
     verdicts: dict[str, dict[str, str]]
@@ -60,16 +69,16 @@ class ReplayResult:
     #: per variant, record and checked tensor: min/max used against [lower, upper)
     #: (columns :data:`forensics.findings.BOUNDS_COLUMNS`)
     bounds: Any = None
+    #: per record: ``site``, ``step``, ``rank``, ``summary`` (a DataFrame, one row per record)
+    index: Any = None
 
     @property
     def outcome_counts(self) -> dict[str, dict[str, int]]:
         """``{variant: {"ok": n, "index_error": n, "error": n}}`` over replayed records."""
-        counts = {}
-        for name, outs in self.raw.items():
-            counts[name] = {status: 0 for status in STATUSES}
-            for outcome in outs:
-                if outcome is not None:
-                    counts[name][outcome.status] += 1
+        counts = {name: {status: 0 for status in STATUSES} for name in self.variants}
+        sizes = self.outcomes.groupby(["variant", "status"]).size()
+        for (name, status), n in sizes.items():
+            counts[name][status] = int(n)
         return counts
 
     def first_finding(self, variant: str) -> dict[str, Any] | None:
@@ -124,29 +133,53 @@ def _collector_paused() -> Iterator[None]:
 def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
     records, source, capture_obj = _records(capture)
     chosen = _variants(variants)
+    names = [name for name, _ in chosen]
+    reference = None
+    if "upstream" not in names and _has_sink(records, capture_obj):
+        reference = resolve_variant("upstream")
     bar = Progress(len(records) * len(chosen), "replay", force=True) if progress else None
-    raw = {}
-    for name, variant in chosen:
-        raw[name] = run_variant(variant, records, bar, name)
+    judged = judge.Judge(names)
+    kept = {name: _Kept(variant, len(records)) for name, variant in chosen}
+    for start in range(0, len(records), CHUNK):
+        chunk = list(records[start:start + CHUNK])
+        judged.add_records(chunk)
+        done: list[tuple[Variant, list[Outcome | None]]] = []
+        for name, variant in chosen:
+            outs = run_variant(variant, chunk, bar, name, _twin(variant, done))
+            judged.add(name, chunk, start, outs)
+            kept[name].add(start, outs)
+            done.append((variant, outs))
+        if reference is not None:
+            judged.add_reference(chunk, start, run_variant(reference, chunk))
+        if hasattr(capture_obj, "release"):
+            capture_obj.release()  # the chunk's mapped pages leave the resident set
     if bar is not None:
         bar.close()
-    reference = None
-    if "upstream" not in raw and any(r.site == SINK for r in records):
-        reference = run_variant(resolve_variant("upstream"), records, None, "upstream")
-    ranges: list[tuple[Any, ...]] = []
-    found = judge.build_findings(records, raw, reference, ranges)
-    return ReplayResult(source, records, list(raw), raw, _outcome_frame(records, raw), found,
-                        judge.verdicts(records, raw, found), capture_obj,
-                        bounds=judge.bounds_frame(ranges))
+    coords = judged.coordinates()
+    found = judged.findings()
+    raw = {name: k.outcomes(records) for name, k in kept.items()}
+    return ReplayResult(source, records, names, raw, _outcome_frame(coords, kept), found,
+                        judged.verdicts(found), capture_obj, bounds=judged.bounds(),
+                        index=_index_frame(coords))
 
 
-def _records(capture: Any) -> tuple[list[Record], str, Any]:
-    """The records of ``capture`` in pipeline order, a name for it, and the Capture (or None)."""
+def _has_sink(records: Sequence[Record], capture: Any) -> bool:
+    """Whether some record is of the sink site (from the capture's index when there is one)."""
+    if capture is not None and hasattr(capture, "sites"):
+        return SINK in capture.sites
+    return any(r.site == SINK for r in records)
+
+
+def _records(capture: Any) -> tuple[Sequence[Record], str, Any]:
+    """The records of ``capture`` in pipeline order (a lazy sequence for a capture), a name for
+    it, and the Capture (or None)."""
     if isinstance(capture, (str, os.PathLike)):
         from forensics.store.reader import load
 
         capture = load(capture)
     if hasattr(capture, "manifest") and hasattr(capture, "path"):
+        if hasattr(capture, "records"):
+            return capture.records(), str(capture.path), capture
         return sorted(capture, key=Record.key), str(capture.path), capture
     if isinstance(capture, Record) or not isinstance(capture, Iterable):
         raise CaptureFormatError(f"replay needs a capture, a capture path or an iterable of "
@@ -183,11 +216,25 @@ def _from_spec(name: str, spec: Any) -> Variant:
     return resolve_variant(name, spec)
 
 
+def _twin(variant: Variant, done: Sequence[tuple[Variant, list[Outcome | None]]]
+          ) -> list[Outcome | None] | None:
+    """The ``upstream`` model's outcomes of the same records when ``variant`` is the ``patched``
+    model (see :func:`run_variant`), else None."""
+    if type(variant) is PatchedVariant:
+        for other, outs in done:
+            if type(other) is UpstreamVariant:
+                return outs
+    return None
+
+
 def run_variant(variant: Variant, records: Sequence[Record], progress: Progress | None = None,
-                name: str | None = None) -> list[Outcome | None]:
+                name: str | None = None, twin: Sequence[Outcome | None] | None = None
+                ) -> list[Outcome | None]:
     """One outcome per record (None for summary records), site by site; ``run_many`` when the
     variant has it, else ``run`` per record. Exceptions become outcomes. ``progress`` is
-    advanced by the records of each site."""
+    advanced by the records of each site. ``twin``: the ``upstream`` model's outcomes of the
+    same records, when ``variant`` is the ``patched`` model: a record on which its site's
+    ``patch_inert`` says the patch changes nothing gets that very outcome object."""
     outcomes: list[Outcome | None] = [None] * len(records)
     by_site: dict[str, list[int]] = {}
     for i, record in enumerate(records):
@@ -196,12 +243,29 @@ def run_variant(variant: Variant, records: Sequence[Record], progress: Progress 
     for site, indices in by_site.items():
         if progress is not None:
             progress.advance(0, f"{name or variant.name}: {site}")
-        for i, outcome in zip(indices, _run_site(variant, site, [records[i] for i in indices]),
+        rest = indices if twin is None else _share(site, indices, records, twin, outcomes)
+        for i, outcome in zip(rest, _run_site(variant, site, [records[i] for i in rest]),
                               strict=True):
             outcomes[i] = outcome
         if progress is not None:
             progress.advance(len(indices))
     return outcomes
+
+
+def _share(site: str, indices: list[int], records: Sequence[Record],
+           twin: Sequence[Outcome | None], outcomes: list[Outcome | None]) -> list[int]:
+    """Give each record of ``indices`` on which the patch of ``site`` is inert the twin's
+    outcome; return the other indices."""
+    inert = getattr(get_site(site), "patch_inert", None)
+    if inert is None:
+        return indices
+    rest = []
+    for i in indices:
+        if twin[i] is not None and inert(records[i]):
+            outcomes[i] = twin[i]
+        else:
+            rest.append(i)
+    return rest
 
 
 def _run_site(variant: Variant, site: str, records: list[Record]) -> list[Outcome]:
@@ -234,14 +298,87 @@ def _checked(outcome: Any) -> Outcome:
     return outcome
 
 
-def _outcome_frame(records: Sequence[Record], raw: dict[str, list[Outcome | None]]
-                   ) -> pd.DataFrame:
+class _Kept:
+    """What a replay keeps of one variant's outcomes: a status code per record (-1 for a
+    summary record) and the messages; the Outcome objects too unless the variant is a model."""
+
+    def __init__(self, variant: Variant, count: int) -> None:
+        self.variant = variant
+        self.status = np.full(count, -1, dtype=np.int8)
+        self.messages: dict[int, str] = {}
+        self.held: list[Outcome | None] | None = (
+            None if isinstance(variant, ModelVariant) else [None] * count)
+
+    def add(self, start: int, outcomes: Sequence[Outcome | None]) -> None:
+        """Keep the outcomes of the records at ``start...``."""
+        for i, outcome in enumerate(outcomes, start):
+            if outcome is not None:
+                self.status[i] = STATUSES.index(outcome.status)
+                if outcome.message:
+                    self.messages[i] = outcome.message
+        if self.held is not None:
+            self.held[start:start + len(outcomes)] = outcomes
+
+    def outcomes(self, records: Sequence[Record]) -> Sequence[Outcome | None]:
+        """The outcomes as ``ReplayResult.raw`` holds them."""
+        if self.held is not None:
+            return self.held
+        return OutcomeList(self.variant, records, self.status)
+
+
+class OutcomeList(Sequence["Outcome | None"]):
+    """A model variant's outcomes, one per record (None for a summary record).
+
+    A model is a pure function of its record, and its outcomes hold output and access arrays
+    several times the record's size: they are not held but computed again when accessed (the
+    same outcome the judge saw; ``tests/variants/test_replay_paths.py`` checks the paths agree).
+    """
+
+    def __init__(self, variant: Variant, records: Sequence[Record], status: np.ndarray) -> None:
+        self._variant, self._records, self._status = variant, records, status
+
+    def __len__(self) -> int:
+        return len(self._status)
+
+    @overload
+    def __getitem__(self, index: int) -> Outcome | None: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Outcome | None]: ...
+
+    def __getitem__(self, index: int | slice) -> Outcome | None | list[Outcome | None]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        if self._status[index] < 0:
+            return None
+        return _run_one(self._variant, self._records[index])
+
+
+def _outcome_frame(coords: np.ndarray, kept: Mapping[str, _Kept]) -> pd.DataFrame:
+    """The ``ReplayResult.outcomes`` table (summary records left out)."""
     import pandas as pd
 
-    rows = [(i, name, r.site, r.step, r.rank, o.status, o.message)
-            for name, outs in raw.items()
-            for i, (r, o) in enumerate(zip(records, outs, strict=True)) if o is not None]
-    return pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS))
+    parts = []
+    for name, k in kept.items():
+        rec = np.flatnonzero(k.status >= 0)
+        parts.append({
+            "record": rec, "variant": np.full(len(rec), name, dtype=object),
+            "site": np.array(SITES, dtype=object)[coords[rec, 0]],
+            "step": coords[rec, 1], "rank": coords[rec, 2],
+            "status": np.array(STATUSES, dtype=object)[k.status[rec]],
+            "message": np.array([k.messages.get(i, "") for i in rec.tolist()], dtype=object)})
+    if not parts or not sum(len(p["record"]) for p in parts):
+        return pd.DataFrame([], columns=list(OUTCOME_COLUMNS))
+    return pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in OUTCOME_COLUMNS})
+
+
+def _index_frame(coords: np.ndarray) -> pd.DataFrame:
+    """The ``ReplayResult.index`` table: site, step, rank and summary of every record."""
+    import pandas as pd
+
+    return pd.DataFrame({"site": np.array(SITES, dtype=object)[coords[:, 0]],
+                         "step": coords[:, 1], "rank": coords[:, 2],
+                         "summary": coords[:, 3].astype(bool)})
 
 
 make_module_callable(__name__, replay)  # forensics.replay stays callable

@@ -52,21 +52,22 @@ def summary_by_site(result: ReplayResult) -> pd.DataFrame:
     :data:`SUMMARY_COLUMNS`)."""
     import pandas as pd
 
-    sites = sorted({r.site for r in result.records}, key=site_order)
+    sites = sorted(set(result.index["site"]), key=site_order)
     rows = [_summary_row(result, variant, site) for variant in result.variants for site in sites]
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
 def _summary_row(result: ReplayResult, variant: str, site: str) -> dict[str, Any]:
-    outs = [o for r, o in zip(result.records, result.raw[variant], strict=True)
-            if r.site == site and o is not None]
+    outs = result.outcomes[(result.outcomes["variant"] == variant)
+                           & (result.outcomes["site"] == site)]
     found = result.findings[(result.findings["variant"] == variant)
                             & (result.findings["site"] == site)]
     oob = found[found["kind"] == "out_of_bounds"]
+    index = result.index
     row: dict[str, Any] = {"variant": variant, "site": site, "records": len(outs),
-                           "summary_records": sum(r.site == site and r.summary
-                                                  for r in result.records)}
-    row.update({status: sum(o.status == status for o in outs) for status in STATUSES})
+                           "summary_records": int((index["summary"]
+                                                   & (index["site"] == site)).sum())}
+    row.update({status: int((outs["status"] == status).sum()) for status in STATUSES})
     row.update({"out_of_bounds": len(oob), "misattributed": int((found["kind"]
                                                                 == "misattributed").sum()),
                 "unresolved": int((oob["resolved"] != True).sum()),  # noqa: E712

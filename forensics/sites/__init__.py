@@ -7,7 +7,9 @@ Each site module defines at module level (numpy only; torch is imported inside f
 - ``OUTPUT_FIELDS``: input fields the call changes (recorded as ``<field>_after``);
 - ``SUMMARY_BOUND``: the bound field a summary record carries beside ``min``/``max``;
 - ``check_record(record, where)``: site-specific consistency checks beyond the schema;
-- ``upstream(record)`` / ``patched(record)``: the models, returning a ``forensics.outcome.Outcome``.
+- ``upstream(record)`` / ``patched(record)``: the models, returning a ``forensics.outcome.Outcome``;
+- optionally ``upstream_many(records)`` / ``patched_many(records)`` (vectorised) and
+  ``patch_inert(record)`` (true only where ``patched`` gives exactly ``upstream``'s outcome).
 """
 
 from __future__ import annotations

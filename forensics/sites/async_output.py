@@ -117,6 +117,22 @@ def patched(record: Record) -> Outcome:
     return _run(record, lambda ids: _count_patched(ids, vocab))
 
 
+def patch_inert(record: Record) -> bool:
+    """Whether ``patched`` gives exactly ``upstream``'s outcome on ``record``: when in each row of
+    ``sampled_token_ids_cpu`` the ids before the first ``-1`` lie in ``[0, vocab_size)`` and a
+    row holding a ``-1`` also ends in one, both counts are the position of the first ``-1``
+    (or the row's length), also for a row shortened by an earlier row sharing it."""
+    sampled = np.asarray(record["sampled_token_ids_cpu"])
+    width = sampled.shape[1]
+    if not sampled.size:
+        return True
+    minus = sampled == -1
+    bad = (sampled < 0) | (sampled >= record["vocab_size"])
+    first_minus = np.where(minus.any(axis=1), minus.argmax(axis=1), width)
+    first_bad = np.where(bad.any(axis=1), bad.argmax(axis=1), width)
+    return bool(((first_bad == first_minus) & ((first_minus == width) | minus[:, -1])).all())
+
+
 def _count_upstream(ids: list[int]) -> int:
     return len(ids) if ids[-1] != -1 else ids.index(-1)
 
@@ -143,36 +159,36 @@ def _run(record: Record, count: Callable[[list[int]], int]) -> Outcome:
     lists, hidden = _lists(record, copy=False)  # _update copies each row it writes
     prev_map = prev_index_map(record) or {}
     sampled = np.asarray(record["sampled_token_ids_cpu"])
-    rows = [row for row, req in enumerate(record["req_ids"])
+    req_ids = record["req_ids"]
+    rows = [row for row, req in enumerate(req_ids)
             if req in prev_map and lists[row] and lists[row][-1] == -1]
-    accesses = [_access(record, rows, prev_map, sampled.shape[0])]
+    prev = [prev_map[req_ids[row]] for row in rows]
+    accesses = [_access(rows, prev, sampled.shape[0])]
     try:
-        _update(record, lists, rows, prev_map, sampled.tolist(), count)
+        _update(lists, rows, prev, sampled.tolist(), count)
     except Exception as exc:  # noqa: BLE001  (the outcome records any failure of the call)
         return failed(exc, accesses)
     return Outcome("ok", "", _outputs(record, lists, hidden), accesses)
 
 
-def _access(record: Record, rows: list[int], prev_map: dict[str, int], upper: int) -> Access:
-    req_ids = record["req_ids"]
-    values = np.array([prev_map[req_ids[row]] for row in rows], dtype=np.int64)
+def _access(rows: list[int], prev: list[int], upper: int) -> Access:
     index = np.array(rows, dtype=np.int64)
-    return Access("sampled_token_ids_cpu", index, index, values, 0, upper)
+    return Access("sampled_token_ids_cpu", index, index, np.array(prev, dtype=np.int64), 0,
+                  upper)
 
 
-def _update(record: Record, lists: list[list[int]], rows: list[int], prev_map: dict[str, int],
-            sampled: list[list[int]], count: Callable[[list[int]], int]) -> None:
-    """The loop of ``update_async_output_token_ids`` over the selected rows, in place."""
-    req_ids = record["req_ids"]
-    for row in rows:
-        new_ids = sampled[prev_map[req_ids[row]]]
-        if not new_ids:
-            continue
-        num_sampled = count(new_ids)
-        ids = lists[row] = list(lists[row])  # copy on write: the record stays as it was
-        start = first_placeholder(ids)
-        del new_ids[min(num_sampled, len(ids) - start):]  # in place, as vLLM: rows sharing a
-        ids[start:] = new_ids                               # previous row see it shortened
+def _update(lists: list[list[int]], rows: list[int], prev: list[int], sampled: list[list[int]],
+            count: Callable[[list[int]], int]) -> None:
+    """The loop of ``update_async_output_token_ids`` over the selected ``rows`` (previous rows
+    ``prev``), in place; each row written becomes a new list (the record stays as it was)."""
+    for row, prev_row in zip(rows, prev, strict=True):
+        new_ids = sampled[prev_row]
+        if new_ids:
+            old = lists[row]
+            start = first_placeholder(old)
+            del new_ids[min(count(new_ids), len(old) - start):]  # in place, as vLLM: rows
+            lists[row] = old[:start] + new_ids                     # sharing a previous row see
+                                                                   # it shortened
 
 
 def _outputs(record: Record, lists: list[list[int]], hidden: list[int]) -> dict[str, Any]:

@@ -102,6 +102,11 @@ def upstream_many(records: list[Record]) -> list[Outcome]:
 patched_many = upstream_many
 
 
+def patch_inert(record: Record) -> bool:
+    """Whether ``patched`` gives exactly ``upstream``'s outcome on ``record``: always (no patch)."""
+    return True
+
+
 def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
     """Findings of one record, the same for every variant: each id of ``input_ids`` outside
     ``[0, num_embeddings)`` (tensor ``input_ids``, element its position)."""

@@ -150,6 +150,13 @@ def patched(record: Record) -> Outcome:
     return _run(record, guard=True)
 
 
+def patch_inert(record: Record) -> bool:
+    """Whether ``patched`` gives exactly ``upstream``'s outcome on ``record``: when no common row
+    is at or past the sampled rows, the guard skips nothing and both take the same plan."""
+    pp = np.asarray(record["prev_positions"])
+    return not len(pp) or int(pp.max()) < record["prev_sampled_token_ids"].shape[0]
+
+
 def _run(record: Record, guard: bool) -> Outcome:
     p = plan(record, guard)
     fast = _run_numpy(record, p)

@@ -119,6 +119,14 @@ class Capture:
                 for i in range(len(seg.rows)):
                     yield seg.batch(i)
 
+    def release(self) -> None:
+        """Drop the segments' mapped pages from the process's resident memory (see
+        :meth:`forensics.store.segment.Segment.release`): a long read such as a replay calls it
+        between chunks so that its RSS does not grow by the capture's size. Records and arrays
+        already decoded stay valid."""
+        for seg in self._segments:
+            seg.release()
+
     def to_frame(self, site: str) -> Any:
         """One pandas row per record of ``site``: step, rank, summary, scalars, ``<field>_len``.
 

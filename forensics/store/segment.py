@@ -10,6 +10,7 @@ only when first used. A message cut short at the end of the file is ignored and 
 from __future__ import annotations
 
 import os
+import sys
 from collections import OrderedDict
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from forensics.store.index import ENTRY, read_index
 from forensics.store.paths import INDEX_SUFFIX, SegmentName, check_within
 
 CONTINUATION = 0xFFFFFFFF
+_MADV_DONTNEED = 4  # Linux <sys/mman.h>
 MIN_ROW_BYTES = 16  # every row stores at least an int64 step and an int64 rank
 CACHE_SIZE = 32
 _INCOMPLETE = "incomplete"
@@ -195,9 +197,35 @@ class Segment:
             self._cache.popitem(last=False)
         return view
 
+    def release(self) -> None:
+        """Drop this segment's mapped pages from the process's resident memory (Linux; nothing
+        elsewhere). Nothing is lost: a page is read from the file again when next used."""
+        buf = getattr(self, "_buf", None)
+        if buf is not None and buf.size:
+            release_pages(buf.address, buf.size)
+
     def steps_of(self, i: int) -> np.ndarray:
         """The step of every row of batch ``i`` (from the index when the batch has one step)."""
         entry = self._table[i]
         if entry["step_min"] == entry["step_max"]:
             return np.full(int(entry["rows"]), int(entry["step_min"]), dtype=np.int64)
         return self.batch(i).steps
+
+
+def release_pages(address: int, size: int) -> None:
+    """``madvise(MADV_DONTNEED)`` over the whole pages of a read-only file mapping: they leave
+    the resident set (RSS) and are read back from the page cache on the next access. A no-op
+    off Linux or where libc cannot be reached."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        madvise = ctypes.CDLL(None).madvise
+    except (OSError, AttributeError):
+        return
+    page = os.sysconf("SC_PAGE_SIZE")
+    start = -(-address // page) * page  # the first whole page inside the mapping
+    if address + size > start:
+        madvise(ctypes.c_void_p(start), ctypes.c_size_t(address + size - start),
+                _MADV_DONTNEED)

@@ -1,0 +1,120 @@
+"""Differential tests of the replay's fast paths against the plain per-record path.
+
+The replay streams records in chunks, runs a site's records together (``run_many``), lets the
+``patched`` model share ``upstream``'s outcome where its site's ``patch_inert`` says the patch
+changes nothing, and holds no model outcome (``raw`` computes them again). Each must give,
+record by record, exactly what ``variant.run(record)`` and the judge give one record at a time.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from _site_records import STRATEGIES
+from hypothesis import HealthCheck, given, settings
+
+import forensics
+from forensics import findings as judge
+from forensics.outcome import Outcome
+from forensics.records import Record
+from forensics.simulate import SCENARIOS, simulate
+from forensics.sites import SITES, get_site
+from forensics.variants.models import ModelVariant, PatchedVariant, UpstreamVariant
+
+INERT_SITES = [site for site in SITES if hasattr(get_site(site), "patch_inert")]
+MODELS = {"upstream": UpstreamVariant(), "patched": PatchedVariant()}
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal arrays (values, dtype and shape), lists or scalars."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        return a.dtype == b.dtype and a.shape == b.shape and bool((a == b).all())
+    return type(a) is type(b) and a == b
+
+
+def assert_same_outcome(a: Outcome | None, b: Outcome | None, where: str) -> None:
+    """The two outcomes are equal in status, message, outputs and accesses."""
+    if a is None or b is None:
+        assert a is b, where
+        return
+    assert (a.status, a.message) == (b.status, b.message), where
+    assert sorted(a.outputs) == sorted(b.outputs), where
+    for name in a.outputs:
+        assert same_value(a.outputs[name], b.outputs[name]), (where, name)
+    assert (a.accesses is None) == (b.accesses is None), where
+    for x, y in zip(a.accesses or (), b.accesses or (), strict=True):
+        assert (x.tensor, x.lower, x.upper) == (y.tensor, y.lower, y.upper), where
+        for field in ("rows", "elements", "values"):
+            assert same_value(getattr(x, field), getattr(y, field)), (where, field)
+
+
+def scenario_records(name: str) -> list[Record]:
+    """A short run of scenario ``name`` (faults forced often enough to show up)."""
+    records = simulate(name, steps=40, batch=8, seed=3)
+    assert isinstance(records, list)
+    return records
+
+
+@pytest.mark.parametrize("site", INERT_SITES)
+def test_a_patch_inert_record_gets_exactly_the_upstream_outcome(site: str) -> None:
+    seen = {True: 0, False: 0}
+
+    @settings(max_examples=300, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(record=STRATEGIES[site])
+    def check(record: Record) -> None:
+        inert = get_site(site).patch_inert(record)
+        seen[inert] += 1
+        if inert:
+            assert_same_outcome(MODELS["upstream"].run(record), MODELS["patched"].run(record),
+                                f"{site}: {record}")
+
+    check()
+    assert seen[True] and (seen[False] or site == "embedding"), seen
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_run_many_gives_each_record_its_run_outcome(scenario: str) -> None:
+    records = [r for r in scenario_records(scenario) if not r.summary]
+    for name, variant in MODELS.items():
+        for site in SITES:
+            mine = [r for r in records if r.site == site]
+            for i, (a, r) in enumerate(zip(variant.run_many(site, mine), mine, strict=True)):
+                assert_same_outcome(a, variant.run(r), f"{scenario} {name} {site} #{i}")
+
+
+def per_record(records: list[Record], variants: tuple[str, ...]
+               ) -> tuple[dict[str, list[Outcome | None]], pd.DataFrame, pd.DataFrame]:
+    """The plain path: ``run`` per record, fresh outcome objects, judged in one go."""
+    outcomes = {v: [None if r.summary else MODELS[v].run(r) for r in records] for v in variants}
+    reference = None
+    if "upstream" not in variants:
+        reference = [None if r.summary else MODELS["upstream"].run(r) for r in records]
+    rows: list[tuple[Any, ...]] = []
+    found = judge.build_findings(records, outcomes, reference, rows)
+    return outcomes, found, judge.bounds_frame(rows)
+
+
+@pytest.mark.parametrize("variants", [("upstream", "patched"), ("patched",)])
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_replay_matches_the_per_record_path(scenario: str, variants: tuple[str, ...],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.import_module("forensics.replay"), "CHUNK", 37)  # chunks
+    records = sorted(scenario_records(scenario), key=Record.key)
+    result = forensics.replay(records, variants=variants)
+    outcomes, found, bounds = per_record(records, variants)
+    pd.testing.assert_frame_equal(result.findings, found)
+    pd.testing.assert_frame_equal(result.bounds, bounds)
+    assert result.verdicts == judge.verdicts(records, outcomes, found)
+    for v in variants:
+        assert isinstance(MODELS[v], ModelVariant)
+        for i, (got, want) in enumerate(zip(result.raw[v], outcomes[v], strict=True)):
+            assert_same_outcome(got, want, f"{scenario} {v} record {i}")
+        mine = result.outcomes[result.outcomes["variant"] == v]
+        assert mine["status"].tolist() == [o.status for o in outcomes[v] if o is not None]
+        assert mine["message"].tolist() == [o.message for o in outcomes[v] if o is not None]
