@@ -46,3 +46,29 @@ def test_trusted_append_writes_the_same_bytes(tmp_path: Path) -> None:
     assert segments
     for name in segments:
         assert filecmp.cmp(Path(trusted) / name, Path(checked) / name, shallow=False), name
+
+
+def _tensor_column_row_by_row(values, dtype):
+    """The tensor column as one record at a time would give it: (values, shape) per row."""
+    rows = [None if v is None else (np.asarray(v).astype(dtype).ravel().tolist(),
+                                    list(np.shape(v))) for v in values]
+    return [None if r is None else r[0] for r in rows], [None if r is None else r[1] for r in rows]
+
+
+def test_columnar_tensor_encoding_equals_row_by_row() -> None:
+    from forensics.store.arrow_codec import _encode_tensor
+
+    big_endian = np.arange(5, dtype=">i4")
+    cases = {
+        "int32": [np.arange(3, dtype=np.int32), None, big_endian, np.zeros((2, 3), np.int32),
+                  np.array(7, np.int32), np.zeros(0, np.int32), [1, 2]],
+        "int64": [None, None],
+        "uint8": [np.arange(4, dtype=np.uint8).reshape(2, 2), np.zeros((0, 2), np.uint8)],
+        "int16": [np.array(3, np.int16), np.zeros((1, 1), np.int16)],  # 0-d next to 2-d
+    }
+    for dtype, values in cases.items():
+        data, shapes = _encode_tensor(values, dtype)
+        data.validate(full=True)
+        shapes.validate(full=True)
+        assert str(data.type.value_type) == dtype
+        assert (data.to_pylist(), shapes.to_pylist()) == _tensor_column_row_by_row(values, dtype)
