@@ -5,16 +5,22 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
+
 from forensics.errors import CaptureFormatError
 from forensics.records import FieldSpec, Record, check_value
 from forensics.sites import get_site
 
 SUMMARY_COMMON = ("min", "max")
+#: value signatures of typed full records whose names, required fields and tensor ranks passed
+_TYPED_OK: set[tuple[Any, ...]] = set()
+_SIGNATURES_MAX = 4096  # a cache of signatures, emptied when it grows past this
+_PLAIN_TYPES = (int, str, list, dict)
 
 
 def _is_int(value: Any) -> bool:
-    import numpy as np
-
+    if type(value) is int:
+        return True
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
@@ -65,6 +71,10 @@ def validate_record(record: Record, where: str, *, typed: bool = False) -> Recor
     record.step, record.rank = int(record.step), int(record.rank)
     if record.summary:
         return _validate_summary(record, module.SUMMARY_BOUND, where)
+    if typed:
+        signature = value_signature(record)
+        if signature in _TYPED_OK:  # the same names, types and ranks passed before
+            return _check_cross_fields(module, record, where)
     specs = site_field_specs(record.site)
     unknown = sorted(set(record.fields) - set(specs))
     if unknown:
@@ -80,10 +90,40 @@ def validate_record(record: Record, where: str, *, typed: bool = False) -> Recor
             record.fields[name] = check_value(spec, record.fields[name], where)
         elif spec.kind == "tensor" and record.fields[name].ndim != spec.ndim:
             check_value(spec, record.fields[name], where)  # raises, naming the field
+    if typed:
+        remember_signature(_TYPED_OK, signature)
+    return _check_cross_fields(module, record, where)
+
+
+def _check_cross_fields(module: Any, record: Record, where: str) -> Record:
     check = getattr(module, "check_record", None)
     if check is not None:
         check(record, where)
     return record
+
+
+def value_signature(record: Record) -> tuple[Any, ...]:
+    """A hashable key of what the per-value schema checks of a full record depend on: its
+    site, summary flag, field names in order and, per value, its type (numpy arrays: dtype
+    number and rank). Records with one signature pass or fail those checks alike."""
+    return (record.site, record.summary, tuple(record.fields), tuple([
+        (v.dtype.num, v.ndim) if type(v) is np.ndarray else type(v)
+        for v in record.fields.values()]))
+
+
+def remember_signature(cache: set[tuple[Any, ...]] | dict[tuple[Any, ...], Any],
+                       signature: tuple[Any, ...], value: Any = None) -> None:
+    """Keep ``signature`` in ``cache`` (a set, or a dict mapping it to ``value``) unless a
+    value is of a type the signature does not pin down (an ndarray subclass, say); the cache
+    is emptied when it grows past a few thousand signatures."""
+    if not all(type(k) is tuple or k in _PLAIN_TYPES for k in signature[3]):
+        return
+    if len(cache) >= _SIGNATURES_MAX:
+        cache.clear()
+    if isinstance(cache, set):
+        cache.add(signature)
+    else:
+        cache[signature] = value
 
 
 def _validate_summary(record: Record, bound: str, where: str) -> Record:

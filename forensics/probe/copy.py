@@ -106,7 +106,10 @@ class PendingRecord:
             event.synchronize()
 
     def to_record(self) -> Record:
-        """Return the Record, device buffers read into numpy arrays."""
-        fields = {name: value.value() if isinstance(value, Deferred) else value
-                  for name, value in self.fields.items()}
-        return Record(site=self.site, step=self.step, rank=self.rank, fields=fields)
+        """Return the Record, device buffers read into numpy arrays (it takes over the
+        fields dict when no value waits for a device copy)."""
+        fields = self.fields
+        if self.deferred():
+            fields = {name: value.value() if isinstance(value, Deferred) else value
+                      for name, value in fields.items()}
+        return Record(self.site, self.step, self.rank, fields)

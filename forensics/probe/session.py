@@ -28,7 +28,12 @@ from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error
 from forensics.probe.settings import Settings, process_tag
 from forensics.records import Record
-from forensics.validate import site_field_specs, validate_record
+from forensics.validate import (
+    remember_signature,
+    site_field_specs,
+    validate_record,
+    value_signature,
+)
 
 LOG = logging.getLogger("forensics.probe")
 WriterFactory = Callable[["ProbeSession"], Any]
@@ -341,12 +346,24 @@ class ProbeSession:
                 LOG.warning("forensics probe: closing the capture failed: %s", exc)
 
 
+_TRUSTED: dict[tuple[Any, ...], bool] = {}  # the answer of _trusted per value signature
+
+
 def _trusted(record: Record) -> bool:
     """True when every value of ``record`` is a numpy integer array of its field's rank or a
     plain ``int`` (what the probe's own copies produce), under a name of its site's schema:
     such a record takes the writer's trusted ``append(validated=True)`` after the cheap typed
     check (names, required fields, cross-field checks). Lists and dicts read from vLLM's Python
-    state keep the writer's full checks."""
+    state keep the writer's full checks. The answer is kept per value signature."""
+    signature = value_signature(record)
+    known = _TRUSTED.get(signature)
+    if known is None:
+        known = _trusted_values(record)
+        remember_signature(_TRUSTED, signature, known)
+    return known
+
+
+def _trusted_values(record: Record) -> bool:
     if record.summary:
         return False
     try:

@@ -31,7 +31,7 @@ import pyarrow as pa
 from forensics.errors import CaptureFormatError
 from forensics.records import Record, check_value
 from forensics.store import arrow_numpy as an
-from forensics.validate import field_specs
+from forensics.validate import field_specs, remember_signature, value_signature
 
 ColumnSig = tuple[str, str]  # (kind, numpy dtype name for tensors else "")
 
@@ -87,9 +87,22 @@ def record_columns(record: Record, where: str) -> dict[str, ColumnSig]:
     return columns
 
 
+_TRUSTED_COLUMNS: dict[tuple[Any, ...], dict[str, ColumnSig]] = {}
+
+
 def trusted_columns(record: Record) -> dict[str, ColumnSig]:
     """The column signature of a full record built to its site's schema by trusted code
-    (no checks: see ``CaptureWriter.append(validated=True)``)."""
+    (no checks: see ``CaptureWriter.append(validated=True)``). Records of one value signature
+    share one (read-only) dict."""
+    signature = value_signature(record)
+    columns = _TRUSTED_COLUMNS.get(signature)
+    if columns is None:
+        columns = _columns_of(record)
+        remember_signature(_TRUSTED_COLUMNS, signature, columns)
+    return columns
+
+
+def _columns_of(record: Record) -> dict[str, ColumnSig]:
     specs = _specs(record.site)
     columns: dict[str, ColumnSig] = {}
     for name, value in record.fields.items():

@@ -193,3 +193,35 @@ def test_a_late_writer_thread_keeps_the_flush_every_count(
     steps(2)
     assert session.drain(timeout=30)
     assert [r.step for r in fake_writer.flushed] == list(range(8))
+
+
+def test_a_bad_record_in_a_flush_is_dropped_with_an_event(tmp_path: Path) -> None:
+    """A record failing its site's cross-field check (with the value signature of the good
+    records around it, so the cached schema checks pass) is dropped and kept as an event;
+    the other records of the same flush reach the capture."""
+    from forensics.store.reader import load
+    from forensics.store.writer import CaptureWriter
+
+    path = tmp_path / "bad.capture"
+    session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=64),
+                           writer_factory=lambda s: CaptureWriter(path, process="t"))
+    hooks.activate(session)
+    wrapped = hooks.wrap_batch_change(plain_batch_change)
+    try:
+        for step in range(5):
+            session.begin_step()
+            wrapped(*batch_args([0, -1]))
+            if step == 2:
+                bad = session.new_record("batch_change")
+                bad.fields.update(session._ring[-1].fields)
+                bad.fields["num_accepted_tokens"] = np.ones(3, np.int32)  # 3 rows, not 2
+                session.add(bad)
+    finally:
+        hooks.activate(None)
+        session.close()
+    capture = load(path)
+    assert [r.step for r in capture.records()] == [0, 1, 2, 3, 4]
+    assert session.counts["written"] == 5 and session.counts["dropped"] == 1
+    (error,) = [e for e in capture.events if e["kind"] == "probe_error"]
+    assert "appending a batch_change record (step 2)" in error["where"]
+    assert "num_accepted_tokens" in error["error"]
