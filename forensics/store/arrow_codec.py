@@ -243,18 +243,21 @@ def encode_batch(records: list[Record], schema: pa.Schema) -> pa.RecordBatch:
 def _encode_tensor(values: list[Any], dtype: str) -> tuple[pa.Array, pa.Array]:
     """The values and shape columns of one tensor field, built with a few numpy calls (no
     Python work per element; a handful of C-level passes over the records)."""
-    present = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
     arrays = [v if type(v) is np.ndarray else np.asarray(v) for v in values if v is not None]
-    if arrays:  # axis=None flattens every array; ``dtype`` also gives native byte order
-        data = np.concatenate(arrays, axis=None, dtype=dtype, casting="unsafe")
+    if len(arrays) == len(values):
+        present = None
     else:
-        data = np.zeros(0, dtype)
+        present = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    # axis=None flattens every array; astype gives the column's dtype in native byte order
+    data = np.concatenate(arrays, axis=None).astype(dtype, copy=False) if arrays \
+        else np.zeros(0, dtype)
     shapes = [a.shape for a in arrays]
     ndims = np.fromiter(map(len, shapes), dtype=np.int64, count=len(shapes))
-    shape_data = np.fromiter(chain.from_iterable(shapes), dtype=np.int64, count=int(ndims.sum()))
     if bool((ndims == 1).all()):  # every array 1-D: its size is its shape
-        sizes = shape_data
+        sizes = shape_data = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
     else:
+        shape_data = np.fromiter(chain.from_iterable(shapes), dtype=np.int64,
+                                 count=int(ndims.sum()))
         sizes = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
     return (an.lists(_spread(sizes, present), an.primitive(data), present,
                      arrow_type("tensor", dtype)),
@@ -262,9 +265,9 @@ def _encode_tensor(values: list[Any], dtype: str) -> tuple[pa.Array, pa.Array]:
                      pa.list_(pa.int64())))
 
 
-def _spread(counts: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """``counts`` of the present rows, with 0 for the absent (null) rows."""
-    if len(counts) == len(present):
+def _spread(counts: np.ndarray, present: np.ndarray | None) -> np.ndarray:
+    """``counts`` of the present rows (``present`` None: all rows), 0 for the absent ones."""
+    if present is None:
         return counts
     out = np.zeros(len(present), dtype=np.int64)
     out[present] = counts
