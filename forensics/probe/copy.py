@@ -8,7 +8,7 @@ SIGTERM, an exception, a guard finding) waits for events.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +73,14 @@ class Copier:
         buffer = self.empty_pinned(tensor)
         buffer.copy_(tensor, non_blocking=True)
         return Deferred(buffer)
+
+    def take_all(self, tensors: Sequence[torch.Tensor]) -> list[np.ndarray | Deferred]:
+        """Copies of ``tensors`` as :meth:`take` gives them, in order (host tensors without
+        a grad inline, one ``numpy().copy()`` each: no call per tensor)."""
+        if self.is_device is not _is_device:
+            return [self.take(tensor) for tensor in tensors]
+        return [tensor.numpy().copy() if tensor.is_cpu and not tensor.requires_grad
+                else self.take(tensor) for tensor in tensors]
 
     def seal(self) -> Any:
         """Record and return an event after the copies enqueued so far on the current stream."""

@@ -62,6 +62,7 @@ class ProbeSession:
         self._step = -1
         self._rank: int | None = None
         self._rank_step, self._rank_guess = -2, 0  # a provisional rank and its step
+        self._env_rank: int | None = None  # $RANK, read once
         self._ring: deque[PendingRecord] = deque()
         self._since_flush = 0
         self._lock = threading.RLock()  # the ring, the counts and the writer thread's state
@@ -96,10 +97,12 @@ class ProbeSession:
         if self._rank is None:
             if self._rank_step == self._step:  # asked once per step until it is final
                 return self._rank_guess
-            rank, final = _current_rank()
-            if not final:
-                self._rank_step, self._rank_guess = self._step, rank
-                return rank
+            rank = _distributed_rank()
+            if rank is None:  # not final: $RANK (read once), else 0
+                if self._env_rank is None:
+                    self._env_rank = _env_rank()
+                self._rank_step, self._rank_guess = self._step, self._env_rank
+                return self._env_rank
             self._rank = rank
         return self._rank
 
@@ -110,7 +113,7 @@ class ProbeSession:
     # -- records ---------------------------------------------------------------------------
     def new_record(self, site: str) -> PendingRecord:
         """Start a record of ``site`` at the current step and rank."""
-        return PendingRecord(site=site, step=self.step, rank=self.rank)
+        return PendingRecord(site, self._step if self._step > 0 else 0, self.rank)
 
     def add(self, pending: PendingRecord, *, failed: bool = False) -> None:
         """Queue a finished record; every N records wake the writer thread (the call returns
@@ -386,7 +389,8 @@ def _trusted_values(record: Record) -> bool:
 _DIST: Any = None
 
 
-def _current_rank() -> tuple[int, bool]:
+def _distributed_rank() -> int | None:
+    """The torch.distributed rank once its process group is initialised, else None."""
     global _DIST
     try:
         if _DIST is None:
@@ -394,10 +398,15 @@ def _current_rank() -> tuple[int, bool]:
 
             _DIST = dist if dist.is_available() else False
         if _DIST and _DIST.is_initialized():
-            return int(_DIST.get_rank()), True
+            return int(_DIST.get_rank())
     except Exception:  # an uninitialised or torn-down process group
         pass
+    return None
+
+
+def _env_rank() -> int:
+    """``$RANK`` (torchrun and most launchers set it), else 0."""
     try:
-        return int(os.environ.get("RANK", "0")), False
+        return int(os.environ.get("RANK", "0"))
     except ValueError:
-        return 0, False
+        return 0
