@@ -44,7 +44,8 @@ def site_field_specs(site: str) -> dict[str, FieldSpec]:
     return specs
 
 
-def validate_record(record: Record, where: str, *, typed: bool = False) -> Record:
+def validate_record(record: Record, where: str, *, typed: bool = False,
+                    signature: tuple[Any, ...] | None = None) -> Record:
     """Check ``record`` against its site's schema and normalise its values in place.
 
     ``where`` names the source for messages, e.g. ``"record 3 in 'dump.pt'"``. ``typed``: the
@@ -52,7 +53,8 @@ def validate_record(record: Record, where: str, *, typed: bool = False) -> Recor
     integer arrays, ``int``, lists of ``str``, dicts of ``str`` to ``int``, lists of lists of
     ``int``), e.g. a reader decoding columns whose Arrow types it checked, or trusted in-process
     code; then only tensor ranks are checked per value (names, required fields and the site's
-    cross-field checks are always checked).
+    cross-field checks are always checked). ``signature``: the record's
+    :func:`value_signature` when the caller has it (typed records only).
 
     Returns:
         The same record, its values normalised (numpy arrays, ints, lists).
@@ -72,7 +74,7 @@ def validate_record(record: Record, where: str, *, typed: bool = False) -> Recor
     if record.summary:
         return _validate_summary(record, module.SUMMARY_BOUND, where)
     if typed:
-        signature = value_signature(record)
+        signature = signature or value_signature(record)
         if signature in _TYPED_OK:  # the same names, types and ranks passed before
             return _check_cross_fields(module, record, where)
     specs = site_field_specs(record.site)
@@ -102,12 +104,13 @@ def _check_cross_fields(module: Any, record: Record, where: str) -> Record:
     return record
 
 
-def value_signature(record: Record) -> tuple[Any, ...]:
+def value_signature(record: Record, ndarray: type = np.ndarray) -> tuple[Any, ...]:
     """A hashable key of what the per-value schema checks of a full record depend on: its
-    site, summary flag, field names in order and, per value, its type (numpy arrays: dtype
-    number and rank). Records with one signature pass or fail those checks alike."""
+    site, summary flag, field names in order and, per value, its type (numpy arrays: an int
+    made of the dtype number and the rank). Records with one signature pass or fail those
+    checks alike."""
     return (record.site, record.summary, tuple(record.fields), tuple([
-        (v.dtype.num, v.ndim) if type(v) is np.ndarray else type(v)
+        v.dtype.num << 8 | v.ndim if type(v) is ndarray else type(v)
         for v in record.fields.values()]))
 
 
@@ -116,7 +119,7 @@ def remember_signature(cache: set[tuple[Any, ...]] | dict[tuple[Any, ...], Any],
     """Keep ``signature`` in ``cache`` (a set, or a dict mapping it to ``value``) unless a
     value is of a type the signature does not pin down (an ndarray subclass, say); the cache
     is emptied when it grows past a few thousand signatures."""
-    if not all(type(k) is tuple or k in _PLAIN_TYPES for k in signature[3]):
+    if not all(type(k) is int or k in _PLAIN_TYPES for k in signature[3]):
         return
     if len(cache) >= _SIGNATURES_MAX:
         cache.clear()

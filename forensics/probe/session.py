@@ -248,8 +248,10 @@ class ProbeSession:
         for pending in ready:
             try:
                 record = pending.to_record()
-                if _trusted(record):  # only copies our code took: the writer's fast path
-                    validate_record(record, f"probe record of step {record.step}", typed=True)
+                signature = value_signature(record)
+                if _trusted(record, signature):  # only copies our code took: the fast path
+                    validate_record(record, f"probe record of step {record.step}", typed=True,
+                                    signature=signature)
                     writer.append(record, validated=True)
                 else:  # values taken from vLLM's Python state: the writer checks them
                     writer.append(record)
@@ -352,13 +354,12 @@ class ProbeSession:
 _TRUSTED: dict[tuple[Any, ...], bool] = {}  # the answer of _trusted per value signature
 
 
-def _trusted(record: Record) -> bool:
+def _trusted(record: Record, signature: tuple[Any, ...]) -> bool:
     """True when every value of ``record`` is a numpy integer array of its field's rank or a
     plain ``int`` (what the probe's own copies produce), under a name of its site's schema:
     such a record takes the writer's trusted ``append(validated=True)`` after the cheap typed
     check (names, required fields, cross-field checks). Lists and dicts read from vLLM's Python
-    state keep the writer's full checks. The answer is kept per value signature."""
-    signature = value_signature(record)
+    state keep the writer's full checks. The answer is kept per value ``signature``."""
     known = _TRUSTED.get(signature)
     if known is None:
         known = _trusted_values(record)
