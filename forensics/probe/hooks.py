@@ -110,6 +110,8 @@ def _batch_context(session: ProbeSession, fields: dict[str, Any], rows: int) -> 
 _BATCH_CHANGE_INPUTS = ("prev_positions", *GATHERED, "num_accepted_tokens",
                         "cpu_num_computed_tokens")
 _BATCH_CHANGE_OUTPUTS = ("num_computed_tokens_after", "num_accepted_tokens_after")
+
+
 def wrap_batch_change(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``update_num_computed_tokens_for_batch_change`` (the torch.compile'd function)."""
 
