@@ -73,10 +73,9 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
     record.step, record.rank = int(record.step), int(record.rank)
     if record.summary:
         return _validate_summary(record, module.SUMMARY_BOUND, where)
-    if typed:
-        signature = signature or value_signature(record)
-        if signature in _TYPED_OK:  # the same names, types and ranks passed before
-            return _check_cross_fields(module, record, where)
+    key = (signature or value_signature(record)) if typed else ()
+    if key in _TYPED_OK:  # typed, and the same names, types and ranks passed before
+        return _check_cross_fields(module, record, where)
     specs = site_field_specs(record.site)
     unknown = sorted(set(record.fields) - set(specs))
     if unknown:
@@ -93,7 +92,7 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
         elif spec.kind == "tensor" and record.fields[name].ndim != spec.ndim:
             check_value(spec, record.fields[name], where)  # raises, naming the field
     if typed:
-        remember_signature(_TYPED_OK, signature)
+        remember_signature(_TYPED_OK, key)
     return _check_cross_fields(module, record, where)
 
 
@@ -104,13 +103,13 @@ def _check_cross_fields(module: Any, record: Record, where: str) -> Record:
     return record
 
 
-def value_signature(record: Record, ndarray: type = np.ndarray) -> tuple[Any, ...]:
+def value_signature(record: Record) -> tuple[Any, ...]:
     """A hashable key of what the per-value schema checks of a full record depend on: its
     site, summary flag, field names in order and, per value, its type (numpy arrays: an int
     made of the dtype number and the rank). Records with one signature pass or fail those
     checks alike."""
     return (record.site, record.summary, tuple(record.fields), tuple([
-        v.dtype.num << 8 | v.ndim if type(v) is ndarray else type(v)
+        v.dtype.num << 8 | v.ndim if type(v) is np.ndarray else type(v)
         for v in record.fields.values()]))
 
 
