@@ -272,8 +272,11 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
     """Host-side cost per recorded ``batch_change`` call in record mode (CPU tensors): the
     probe's wrapper around the plain function, its ring and its flushes to a real capture,
     minus the plain call; once as the probe writes (checked ``append``) and once with the
-    writer's trusted ``append(validated=True)``. Falls back to ``CaptureWriter.append`` when
-    the probe is missing."""
+    writer's trusted ``append(validated=True)``. The timed window ends after ``close()``, so
+    the writer thread's work and the final flush count. Also gives, raw, the CPU time of the
+    calling thread alone in the wrapped calls minus the plain ones (``*_engine_cpu_*``: the
+    engine thread's own share, without the writer thread or waits for the GIL). Falls back to
+    ``CaptureWriter.append`` when the probe is missing."""
     try:
         from forensics.probe import hooks
         from forensics.probe.reference import batch_change_reference
@@ -284,7 +287,9 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
     import torch
 
     args = _batch_change_args(torch)
+    cpu0 = time.thread_time()
     plain = _timed(lambda: _plain_calls(args, calls))
+    plain_cpu = time.thread_time() - cpu0
     out: dict[str, Any] = {"plain_seconds": plain, "probe_calls": calls,
                            "probe_mode": "forensics.probe record mode, CPU tensors"}
     for label, writer_class in (("", _checked_writer()), ("_trusted", _trusted_writer())):
@@ -295,13 +300,15 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
         hooks.activate(session)
         try:
             t0 = _clock()
-            _probe_calls(session, wrapped, args, calls)
+            engine_cpu = _probe_calls(session, wrapped, args, calls)
             total = _clock() - t0
         finally:
             hooks.activate(None)
         out[f"probe{label}_seconds"] = total
         out[f"probe{label}_written"] = session.counts["written"]
         out[f"probe{label}_us_per_call"] = max(total - plain, 0.0) / calls * 1e6
+        out[f"probe{label}_engine_cpu_us_per_call"] = \
+            max(engine_cpu - plain_cpu, 0.0) / calls * 1e6
     return out
 
 
@@ -318,11 +325,16 @@ def _plain_calls(args: tuple[Any, ...], calls: int) -> None:
         batch_change_reference(*_fresh(args))
 
 
-def _probe_calls(session: Any, wrapped: Any, args: tuple[Any, ...], calls: int) -> None:
+def _probe_calls(session: Any, wrapped: Any, args: tuple[Any, ...], calls: int) -> float:
+    """Make the wrapped calls, then close the session (its final flush, after the writer
+    thread's batches); return the CPU seconds of the calling thread in the calls alone."""
+    cpu0 = time.thread_time()
     for _ in range(calls):
         session.begin_step()
         wrapped(*_fresh(args))
+    engine_cpu = time.thread_time() - cpu0
     session.close()
+    return engine_cpu
 
 
 def _checked_writer() -> Any:
@@ -459,7 +471,10 @@ def table(s: dict[str, Any]) -> str:
          f"{s['replay_speedup']:.2f}x", ">= 20x"),
         ("probe (record mode, CPU tensors)", f"{s['probe_us_per_call']:.1f} us/call"
          + (f" ({raw['probe']['probe_trusted_us_per_call']:.1f} with trusted append)"
-            if "probe_trusted_us_per_call" in raw["probe"] else ""),
+            if "probe_trusted_us_per_call" in raw["probe"] else "")
+         + (f"; calling thread's CPU alone "
+            f"{raw['probe']['probe_engine_cpu_us_per_call']:.1f} us/call"
+            if "probe_engine_cpu_us_per_call" in raw["probe"] else ""),
          raw["probe"]["probe_mode"], "-", "<= 20 us"),
         ("memory (replay peak RSS)", f"{raw['replay']['rss_peak_bytes'] / 2**20:.0f} MiB "
          f"({raw['replay']['rss_before_bytes'] / 2**20:.0f} MiB before the replay: Python, "

@@ -5,21 +5,25 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from forensics.errors import CaptureFormatError
 from forensics.records import FieldSpec, Record, check_value
 from forensics.sites import get_site
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from forensics.sites._common import BatchColumns
 
 SUMMARY_COMMON = ("min", "max")
+#: value signatures of typed full records whose names, required fields and tensor ranks passed
+_TYPED_OK: set[tuple[Any, ...]] = set()
+_SIGNATURES_MAX = 4096  # a cache of signatures, emptied when it grows past this
+_PLAIN_TYPES = (int, str, list, dict)
 
 
 def _is_int(value: Any) -> bool:
-    import numpy as np
-
+    if type(value) is int:
+        return True
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
@@ -43,7 +47,8 @@ def site_field_specs(site: str) -> dict[str, FieldSpec]:
     return specs
 
 
-def validate_record(record: Record, where: str, *, typed: bool = False) -> Record:
+def validate_record(record: Record, where: str, *, typed: bool = False,
+                    signature: tuple[Any, ...] | None = None) -> Record:
     """Check ``record`` against its site's schema and normalise its values in place.
 
     ``where`` names the source for messages, e.g. ``"record 3 in 'dump.pt'"``. ``typed``: the
@@ -51,7 +56,8 @@ def validate_record(record: Record, where: str, *, typed: bool = False) -> Recor
     integer arrays, ``int``, lists of ``str``, dicts of ``str`` to ``int``, lists of lists of
     ``int``), e.g. a reader decoding columns whose Arrow types it checked, or trusted in-process
     code; then only tensor ranks are checked per value (names, required fields and the site's
-    cross-field checks are always checked).
+    cross-field checks are always checked). ``signature``: the record's
+    :func:`value_signature` when the caller has it (typed records only).
 
     Returns:
         The same record, its values normalised (numpy arrays, ints, lists).
@@ -70,6 +76,9 @@ def validate_record(record: Record, where: str, *, typed: bool = False) -> Recor
     record.step, record.rank = int(record.step), int(record.rank)
     if record.summary:
         return _validate_summary(record, module.SUMMARY_BOUND, where)
+    key = (signature or value_signature(record)) if typed else ()
+    if key in _TYPED_OK:  # typed, and the same names, types and ranks passed before
+        return _check_cross_fields(module, record, where)
     specs = site_field_specs(record.site)
     unknown = sorted(set(record.fields) - set(specs))
     if unknown:
@@ -85,6 +94,12 @@ def validate_record(record: Record, where: str, *, typed: bool = False) -> Recor
             record.fields[name] = check_value(spec, record.fields[name], where)
         elif spec.kind == "tensor" and record.fields[name].ndim != spec.ndim:
             check_value(spec, record.fields[name], where)  # raises, naming the field
+    if typed:
+        remember_signature(_TYPED_OK, key)
+    return _check_cross_fields(module, record, where)
+
+
+def _check_cross_fields(module: Any, record: Record, where: str) -> Record:
     check = getattr(module, "check_record", None)
     if check is not None:
         check(record, where)
@@ -100,8 +115,6 @@ def screen_batch(site: str, cols: BatchColumns) -> np.ndarray:
     flag more than it must). ``cols`` holds full records of ``site`` whose columns have their
     fields' kinds (see ``forensics.store.batch``).
     """
-    import numpy as np
-
     from forensics.sites._common import ScreenUnsure
 
     module = get_site(site)
@@ -119,6 +132,31 @@ def screen_batch(site: str, cols: BatchColumns) -> np.ndarray:
         return bad if check is None else bad | check(cols)
     except ScreenUnsure:
         return np.ones(cols.rows, dtype=bool)
+
+
+def value_signature(record: Record) -> tuple[Any, ...]:
+    """A hashable key of what the per-value schema checks of a full record depend on: its
+    site, summary flag, field names in order and, per value, its type (numpy arrays: an int
+    made of the dtype number and the rank). Records with one signature pass or fail those
+    checks alike."""
+    return (record.site, record.summary, tuple(record.fields), tuple([
+        v.dtype.num << 8 | v.ndim if type(v) is np.ndarray else type(v)
+        for v in record.fields.values()]))
+
+
+def remember_signature(cache: set[tuple[Any, ...]] | dict[tuple[Any, ...], Any],
+                       signature: tuple[Any, ...], value: Any = None) -> None:
+    """Keep ``signature`` in ``cache`` (a set, or a dict mapping it to ``value``) unless a
+    value is of a type the signature does not pin down (an ndarray subclass, say); the cache
+    is emptied when it grows past a few thousand signatures."""
+    if not all(type(k) is int or k in _PLAIN_TYPES for k in signature[3]):
+        return
+    if len(cache) >= _SIGNATURES_MAX:
+        cache.clear()
+    if isinstance(cache, set):
+        cache.add(signature)
+    else:
+        cache[signature] = value
 
 
 def _validate_summary(record: Record, bound: str, where: str) -> Record:

@@ -8,7 +8,7 @@ SIGTERM, an exception, a guard finding) waits for events.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +74,14 @@ class Copier:
         buffer.copy_(tensor, non_blocking=True)
         return Deferred(buffer)
 
+    def take_all(self, tensors: Sequence[torch.Tensor]) -> list[np.ndarray | Deferred]:
+        """Copies of ``tensors`` as :meth:`take` gives them, in order (host tensors without
+        a grad inline, one ``numpy().copy()`` each: no call per tensor)."""
+        if self.is_device is not _is_device:
+            return [self.take(tensor) for tensor in tensors]
+        return [tensor.numpy().copy() if tensor.is_cpu and not tensor.requires_grad
+                else self.take(tensor) for tensor in tensors]
+
     def seal(self) -> Any:
         """Record and return an event after the copies enqueued so far on the current stream."""
         event = self.new_event()
@@ -106,7 +114,10 @@ class PendingRecord:
             event.synchronize()
 
     def to_record(self) -> Record:
-        """Return the Record, device buffers read into numpy arrays."""
-        fields = {name: value.value() if isinstance(value, Deferred) else value
-                  for name, value in self.fields.items()}
-        return Record(site=self.site, step=self.step, rank=self.rank, fields=fields)
+        """Return the Record, device buffers read into numpy arrays (it takes over the
+        fields dict when no value waits for a device copy)."""
+        fields = self.fields
+        if self.deferred():
+            fields = {name: value.value() if isinstance(value, Deferred) else value
+                      for name, value in fields.items()}
+        return Record(self.site, self.step, self.rank, fields)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.probe import guard
+from forensics.sites.batch_change import GATHERED
 
 if TYPE_CHECKING:
     from forensics.probe.copy import PendingRecord
@@ -104,6 +105,13 @@ def _batch_context(session: ProbeSession, fields: dict[str, Any], rows: int) -> 
 
 
 # -- batch_change ----------------------------------------------------------------------------
+#: the recorded inputs in the order the wrapper takes them: prev_positions, the gathered tensors
+#: (vLLM's order), the per-row tensors; then the outputs
+_BATCH_CHANGE_INPUTS = ("prev_positions", *GATHERED, "num_accepted_tokens",
+                        "cpu_num_computed_tokens")
+_BATCH_CHANGE_OUTPUTS = ("num_computed_tokens_after", "num_accepted_tokens_after")
+
+
 def wrap_batch_change(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``update_num_computed_tokens_for_batch_change`` (the torch.compile'd function)."""
 
@@ -112,27 +120,24 @@ def wrap_batch_change(original: Callable[..., Any]) -> Callable[..., Any]:
             num_computed_tokens: Any, num_accepted_tokens: Any, prev_positions: Any,
             valid_sampled_token_count: Any, prev_num_draft_tokens: Any,
             cpu_num_computed_tokens: Any) -> None:
-        gathered = {"valid_sampled_token_count": valid_sampled_token_count,
-                    "num_computed_tokens": num_computed_tokens,
-                    "prev_num_draft_tokens": prev_num_draft_tokens}
-
         def inputs(session: ProbeSession, pending: PendingRecord) -> bool:
-            take, fields = session.copier.take, pending.fields
-            fields["prev_positions"] = take(prev_positions)
-            for name, tensor in gathered.items():
-                fields[name] = take(tensor)
-            fields["num_accepted_tokens"] = take(num_accepted_tokens)
-            fields["cpu_num_computed_tokens"] = take(cpu_num_computed_tokens)
-            _batch_context(session, fields, int(prev_positions.shape[0]))
+            pending.fields.update(zip(_BATCH_CHANGE_INPUTS, session.copier.take_all((
+                prev_positions, valid_sampled_token_count, num_computed_tokens,
+                prev_num_draft_tokens, num_accepted_tokens, cpu_num_computed_tokens)),
+                strict=True))
+            if session.runner is not None:
+                _batch_context(session, pending.fields, int(prev_positions.shape[0]))
             return True
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
-            lengths = {name: int(tensor.shape[0]) for name, tensor in gathered.items()}
+            gathered = (valid_sampled_token_count, num_computed_tokens, prev_num_draft_tokens)
+            lengths = {name: int(tensor.shape[0])
+                       for name, tensor in zip(GATHERED, gathered, strict=True)}
             return guard.check_batch_change(_host(prev_positions), lengths)
 
         def outputs(session: ProbeSession, pending: PendingRecord) -> None:
-            pending.fields["num_computed_tokens_after"] = session.copier.take(num_computed_tokens)
-            pending.fields["num_accepted_tokens_after"] = session.copier.take(num_accepted_tokens)
+            pending.fields.update(zip(_BATCH_CHANGE_OUTPUTS, session.copier.take_all(
+                (num_computed_tokens, num_accepted_tokens)), strict=True))
 
         return _run("batch_change", lambda: original(
             num_computed_tokens, num_accepted_tokens, prev_positions, valid_sampled_token_count,

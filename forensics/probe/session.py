@@ -28,7 +28,12 @@ from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error
 from forensics.probe.settings import Settings, process_tag
 from forensics.records import Record
-from forensics.validate import site_field_specs, validate_record
+from forensics.validate import (
+    remember_signature,
+    site_field_specs,
+    validate_record,
+    value_signature,
+)
 
 LOG = logging.getLogger("forensics.probe")
 WriterFactory = Callable[["ProbeSession"], Any]
@@ -57,6 +62,7 @@ class ProbeSession:
         self._step = -1
         self._rank: int | None = None
         self._rank_step, self._rank_guess = -2, 0  # a provisional rank and its step
+        self._env_rank: int | None = None  # $RANK, read once
         self._ring: deque[PendingRecord] = deque()
         self._since_flush = 0
         self._lock = threading.RLock()  # the ring, the counts and the writer thread's state
@@ -91,10 +97,12 @@ class ProbeSession:
         if self._rank is None:
             if self._rank_step == self._step:  # asked once per step until it is final
                 return self._rank_guess
-            rank, final = _current_rank()
-            if not final:
-                self._rank_step, self._rank_guess = self._step, rank
-                return rank
+            rank = _distributed_rank()
+            if rank is None:  # not final: $RANK (read once), else 0
+                if self._env_rank is None:
+                    self._env_rank = _env_rank()
+                self._rank_step, self._rank_guess = self._step, self._env_rank
+                return self._env_rank
             self._rank = rank
         return self._rank
 
@@ -105,7 +113,7 @@ class ProbeSession:
     # -- records ---------------------------------------------------------------------------
     def new_record(self, site: str) -> PendingRecord:
         """Start a record of ``site`` at the current step and rank."""
-        return PendingRecord(site=site, step=self.step, rank=self.rank)
+        return PendingRecord(site, self._step if self._step > 0 else 0, self.rank)
 
     def add(self, pending: PendingRecord, *, failed: bool = False) -> None:
         """Queue a finished record; every N records wake the writer thread (the call returns
@@ -240,8 +248,10 @@ class ProbeSession:
         for pending in ready:
             try:
                 record = pending.to_record()
-                if _trusted(record):  # only copies our code took: the writer's fast path
-                    validate_record(record, f"probe record of step {record.step}", typed=True)
+                signature = value_signature(record)
+                if _trusted(record, signature):  # only copies our code took: the fast path
+                    validate_record(record, f"probe record of step {record.step}", typed=True,
+                                    signature=signature)
                     writer.append(record, validated=True)
                 else:  # values taken from vLLM's Python state: the writer checks them
                     writer.append(record)
@@ -341,12 +351,23 @@ class ProbeSession:
                 LOG.warning("forensics probe: closing the capture failed: %s", exc)
 
 
-def _trusted(record: Record) -> bool:
+_TRUSTED: dict[tuple[Any, ...], bool] = {}  # the answer of _trusted per value signature
+
+
+def _trusted(record: Record, signature: tuple[Any, ...]) -> bool:
     """True when every value of ``record`` is a numpy integer array of its field's rank or a
     plain ``int`` (what the probe's own copies produce), under a name of its site's schema:
     such a record takes the writer's trusted ``append(validated=True)`` after the cheap typed
     check (names, required fields, cross-field checks). Lists and dicts read from vLLM's Python
-    state keep the writer's full checks."""
+    state keep the writer's full checks. The answer is kept per value ``signature``."""
+    known = _TRUSTED.get(signature)
+    if known is None:
+        known = _trusted_values(record)
+        remember_signature(_TRUSTED, signature, known)
+    return known
+
+
+def _trusted_values(record: Record) -> bool:
     if record.summary:
         return False
     try:
@@ -369,7 +390,8 @@ def _trusted(record: Record) -> bool:
 _DIST: Any = None
 
 
-def _current_rank() -> tuple[int, bool]:
+def _distributed_rank() -> int | None:
+    """The torch.distributed rank once its process group is initialised, else None."""
     global _DIST
     try:
         if _DIST is None:
@@ -377,10 +399,15 @@ def _current_rank() -> tuple[int, bool]:
 
             _DIST = dist if dist.is_available() else False
         if _DIST and _DIST.is_initialized():
-            return int(_DIST.get_rank()), True
+            return int(_DIST.get_rank())
     except Exception:  # an uninitialised or torn-down process group
         pass
+    return None
+
+
+def _env_rank() -> int:
+    """``$RANK`` (torchrun and most launchers set it), else 0."""
     try:
-        return int(os.environ.get("RANK", "0")), False
+        return int(os.environ.get("RANK", "0"))
     except ValueError:
-        return 0, False
+        return 0

@@ -151,8 +151,8 @@ def require(cond: bool, where: str, name: str, message: str) -> None:
 def require_len(record: Record, name: str, n: int, where: str, what: str) -> None:
     """Require the optional or required field ``name`` (if present) to have length ``n``."""
     value = record.get(name)
-    if value is not None:
-        require(len(value) == n, where, name, f"must have {n} entries ({what}), got {len(value)}")
+    if value is not None and len(value) != n:  # the message is only built for a failure
+        require(False, where, name, f"must have {n} entries ({what}), got {len(value)}")
 
 
 def require_rows(record: Record, names: Sequence[str], where: str) -> int:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ import pyarrow as pa
 from forensics.errors import CaptureFormatError
 from forensics.records import Record, check_value
 from forensics.store import arrow_numpy as an
-from forensics.validate import field_specs
+from forensics.validate import field_specs, remember_signature, value_signature
 
 ColumnSig = tuple[str, str]  # (kind, numpy dtype name for tensors else "")
 
@@ -86,9 +87,22 @@ def record_columns(record: Record, where: str) -> dict[str, ColumnSig]:
     return columns
 
 
+_TRUSTED_COLUMNS: dict[tuple[Any, ...], dict[str, ColumnSig]] = {}
+
+
 def trusted_columns(record: Record) -> dict[str, ColumnSig]:
     """The column signature of a full record built to its site's schema by trusted code
-    (no checks: see ``CaptureWriter.append(validated=True)``)."""
+    (no checks: see ``CaptureWriter.append(validated=True)``). Records of one value signature
+    share one (read-only) dict."""
+    signature = value_signature(record)
+    columns = _TRUSTED_COLUMNS.get(signature)
+    if columns is None:
+        columns = _columns_of(record)
+        remember_signature(_TRUSTED_COLUMNS, signature, columns)
+    return columns
+
+
+def _columns_of(record: Record) -> dict[str, ColumnSig]:
     specs = _specs(record.site)
     columns: dict[str, ColumnSig] = {}
     for name, value in record.fields.items():
@@ -144,10 +158,6 @@ def _spec(name: str, kind: str) -> Any:
     from forensics.records import FieldSpec
 
     return FieldSpec(name, kind)
-
-
-def _native(array: np.ndarray) -> np.ndarray:
-    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
 def _check_range(kind: str, value: Any, name: str, where: str) -> None:
@@ -231,16 +241,37 @@ def encode_batch(records: list[Record], schema: pa.Schema) -> pa.RecordBatch:
 
 
 def _encode_tensor(values: list[Any], dtype: str) -> tuple[pa.Array, pa.Array]:
-    present = np.array([v is not None for v in values], dtype=bool)
-    arrays = [_native(np.asarray(v)) if v is not None else None for v in values]
-    flat = [a.ravel() for a in arrays if a is not None]
-    data = np.concatenate(flat).astype(dtype, copy=False) if flat else np.zeros(0, dtype)
-    shapes = [np.asarray(a.shape, dtype=np.int64) for a in arrays if a is not None]
-    shape_data = np.concatenate(shapes) if shapes else np.zeros(0, np.int64)
-    sizes = np.array([0 if a is None else a.size for a in arrays], dtype=np.int64)
-    ndims = np.array([0 if a is None else a.ndim for a in arrays], dtype=np.int64)
-    return (an.lists(sizes, an.primitive(data), present, arrow_type("tensor", dtype)),
-            an.lists(ndims, an.primitive(shape_data), present, pa.list_(pa.int64())))
+    """The values and shape columns of one tensor field, built with a few numpy calls (no
+    Python work per element; a handful of C-level passes over the records)."""
+    arrays = [v if type(v) is np.ndarray else np.asarray(v) for v in values if v is not None]
+    if len(arrays) == len(values):
+        present = None
+    else:
+        present = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    # axis=None flattens every array; astype gives the column's dtype in native byte order
+    data = np.concatenate(arrays, axis=None).astype(dtype, copy=False) if arrays \
+        else np.zeros(0, dtype)
+    shapes = [a.shape for a in arrays]
+    ndims = np.fromiter(map(len, shapes), dtype=np.int64, count=len(shapes))
+    if bool((ndims == 1).all()):  # every array 1-D: its size is its shape
+        sizes = shape_data = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    else:
+        shape_data = np.fromiter(chain.from_iterable(shapes), dtype=np.int64,
+                                 count=int(ndims.sum()))
+        sizes = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
+    return (an.lists(_spread(sizes, present), an.primitive(data), present,
+                     arrow_type("tensor", dtype)),
+            an.lists(_spread(ndims, present), an.primitive(shape_data), present,
+                     pa.list_(pa.int64())))
+
+
+def _spread(counts: np.ndarray, present: np.ndarray | None) -> np.ndarray:
+    """``counts`` of the present rows (``present`` None: all rows), 0 for the absent ones."""
+    if present is None:
+        return counts
+    out = np.zeros(len(present), dtype=np.int64)
+    out[present] = counts
+    return out
 
 
 def _encode_other(kind: str, values: list[Any]) -> pa.Array:

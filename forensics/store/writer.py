@@ -210,7 +210,7 @@ def _groups(items: list[tuple[Record, dict[str, ColumnSig]]]
     groups: list[tuple[list[Record], dict[str, ColumnSig]]] = []
     for record, columns in items:
         if groups:
-            if columns == groups[-1][1]:
+            if columns is groups[-1][1] or columns == groups[-1][1]:
                 groups[-1][0].append(record)
                 continue
             merged = merge_columns(groups[-1][1], columns)

@@ -193,3 +193,72 @@ def test_a_late_writer_thread_keeps_the_flush_every_count(
     steps(2)
     assert session.drain(timeout=30)
     assert [r.step for r in fake_writer.flushed] == list(range(8))
+
+
+def test_a_bad_record_in_a_flush_is_dropped_with_an_event(tmp_path: Path) -> None:
+    """A record failing its site's cross-field check (with the value signature of the good
+    records around it, so the cached schema checks pass) is dropped and kept as an event;
+    the other records of the same flush reach the capture."""
+    from forensics.store.reader import load
+    from forensics.store.writer import CaptureWriter
+
+    path = tmp_path / "bad.capture"
+    session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=64),
+                           writer_factory=lambda s: CaptureWriter(path, process="t"))
+    hooks.activate(session)
+    wrapped = hooks.wrap_batch_change(plain_batch_change)
+    try:
+        for step in range(5):
+            session.begin_step()
+            wrapped(*batch_args([0, -1]))
+            if step == 2:
+                bad = session.new_record("batch_change")
+                bad.fields.update(session._ring[-1].fields)
+                bad.fields["num_accepted_tokens"] = np.ones(3, np.int32)  # 3 rows, not 2
+                session.add(bad)
+    finally:
+        hooks.activate(None)
+        session.close()
+    capture = load(path)
+    assert [r.step for r in capture.records()] == [0, 1, 2, 3, 4]
+    assert session.counts["written"] == 5 and session.counts["dropped"] == 1
+    (error,) = [e for e in capture.events if e["kind"] == "probe_error"]
+    assert "appending a batch_change record (step 2)" in error["where"]
+    assert "num_accepted_tokens" in error["error"]
+
+
+def test_take_all_copies_like_take() -> None:
+    """Host tensors (with or without a grad), as the default Copier and a faked device one."""
+    from forensics.probe.copy import Copier, Deferred
+
+    tensors = (torch.arange(4, dtype=torch.int32), torch.ones(2, 3, dtype=torch.int64),
+               torch.zeros(3, requires_grad=True), torch.arange(6)[::2])
+    copies = Copier().take_all(tensors)
+    for tensor, copy in zip(tensors, copies, strict=True):
+        assert isinstance(copy, np.ndarray) and copy.dtype == tensor.detach().numpy().dtype
+        np.testing.assert_array_equal(copy, tensor.detach().numpy())
+    tensors[0].add_(10)  # a copy, not a view
+    assert copies[0].tolist() == [0, 1, 2, 3]
+    deferred = fake_device_copier().take_all(tensors[:2])
+    assert [type(d) for d in deferred] == [Deferred, Deferred]
+    np.testing.assert_array_equal(deferred[1].value(), np.ones((2, 3)))
+
+
+def test_rank_reads_rank_once_until_torch_distributed_is_up(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from forensics.probe import session as session_module
+
+    monkeypatch.setenv("RANK", "3")
+    session = ProbeSession(make_settings(tmp_path))
+    session.begin_step()
+    assert session.rank == 3
+    monkeypatch.setenv("RANK", "5")  # the provisional rank is read once per session
+    session.begin_step()
+    assert session.rank == 3
+    monkeypatch.setattr(session_module, "_distributed_rank", lambda: 1)
+    assert session.rank == 3  # asked once per step
+    session.begin_step()
+    assert session.rank == 1
+    monkeypatch.setattr(session_module, "_distributed_rank", lambda: None)
+    session.begin_step()
+    assert session.rank == 1  # final once torch.distributed gave it

@@ -61,3 +61,78 @@ def test_release_keeps_decoded_records_and_later_reads_intact(tmp_path: Path) ->
     again = list(capture.records())
     assert all(_same(a, b) for a, b in zip(before, again, strict=True))
     assert len(again) == len(capture)
+
+
+def _tensor_column_row_by_row(values, dtype):
+    """The tensor column as one record at a time would give it: (values, shape) per row."""
+    rows = [None if v is None else (np.asarray(v).astype(dtype).ravel().tolist(),
+                                    list(np.shape(v))) for v in values]
+    return [None if r is None else r[0] for r in rows], [None if r is None else r[1] for r in rows]
+
+
+def test_columnar_tensor_encoding_equals_row_by_row() -> None:
+    from forensics.store.arrow_codec import _encode_tensor
+
+    big_endian = np.arange(5, dtype=">i4")
+    cases = {
+        "int32": [np.arange(3, dtype=np.int32), None, big_endian, np.zeros((2, 3), np.int32),
+                  np.array(7, np.int32), np.zeros(0, np.int32), [1, 2]],
+        "int64": [None, None],
+        "uint8": [np.arange(4, dtype=np.uint8).reshape(2, 2), np.zeros((0, 2), np.uint8)],
+        "int16": [np.array(3, np.int16), np.zeros((1, 1), np.int16)],  # 0-d next to 2-d
+    }
+    for dtype, values in cases.items():
+        data, shapes = _encode_tensor(values, dtype)
+        data.validate(full=True)
+        shapes.validate(full=True)
+        assert str(data.type.value_type) == dtype
+        assert (data.to_pylist(), shapes.to_pylist()) == _tensor_column_row_by_row(values, dtype)
+
+
+def _batch_change_fields(rows: int = 2):
+    i32 = np.int32
+    return {"prev_positions": np.zeros(rows, np.int64), "valid_sampled_token_count":
+            np.ones(4, i32), "num_computed_tokens": np.ones(8, i32),
+            "num_accepted_tokens": np.ones(rows, i32), "prev_num_draft_tokens": np.ones(8, i32),
+            "cpu_num_computed_tokens": np.ones(rows, i32)}
+
+
+def test_typed_validation_cache_still_checks_every_record() -> None:
+    """Typed records of one value signature skip the per-value checks after the first, never
+    the step, rank and cross-field checks; another signature (a rank-2 tensor, an ndarray
+    subclass) is checked in full."""
+    import pytest
+
+    from forensics.errors import CaptureFormatError
+    from forensics.records import Record
+    from forensics.validate import validate_record
+
+    validate_record(Record("batch_change", 0, 0, _batch_change_fields()), "good", typed=True)
+    short = _batch_change_fields()
+    short["num_accepted_tokens"] = np.ones(3, np.int32)  # same signature, wrong row count
+    with pytest.raises(CaptureFormatError, match="num_accepted_tokens"):
+        validate_record(Record("batch_change", 1, 0, short), "short", typed=True)
+    with pytest.raises(CaptureFormatError, match="step"):
+        validate_record(Record("batch_change", -1, 0, _batch_change_fields()), "x", typed=True)
+    flat = _batch_change_fields()
+    flat["num_computed_tokens"] = np.ones((2, 4), np.int32)
+    with pytest.raises(CaptureFormatError, match="num_computed_tokens"):
+        validate_record(Record("batch_change", 2, 0, flat), "rank 2", typed=True)
+    for _ in range(2):  # a subclass's rank is not in the signature: checked every time
+        sub = _batch_change_fields()
+        sub["num_computed_tokens"] = np.ones((2, 4), np.int32).view(np.matrix)
+        with pytest.raises(CaptureFormatError, match="num_computed_tokens"):
+            validate_record(Record("batch_change", 3, 0, sub), "matrix", typed=True)
+
+
+def test_trusted_columns_follow_the_value_signature() -> None:
+    from forensics.records import Record
+    from forensics.store.arrow_codec import trusted_columns
+
+    narrow = trusted_columns(Record("batch_change", 0, 0, _batch_change_fields()))
+    wide_fields = _batch_change_fields()
+    wide_fields["num_computed_tokens"] = np.ones(8, np.int64)
+    wide = trusted_columns(Record("batch_change", 0, 0, wide_fields))
+    assert narrow["num_computed_tokens"] == ("tensor", "int32")
+    assert wide["num_computed_tokens"] == ("tensor", "int64")
+    assert trusted_columns(Record("batch_change", 5, 1, _batch_change_fields())) is narrow
