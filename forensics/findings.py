@@ -86,17 +86,10 @@ def judge_record(record: Record, outcome: Outcome | None) -> Findings:
     return found
 
 
-def judge_all(records: Sequence[Record], outcomes: Sequence[Outcome | None],
-              bounds: list[tuple[Any, ...]] | None = None, variant: str = "") -> list[Findings]:
-    """Findings of every record under one variant, in record order. When ``bounds`` is a list,
-    one row per checked tensor and record is appended to it (columns :data:`BOUNDS_COLUMNS`)."""
-    if bounds is None:
-        return [judge_record(r, o) for r, o in zip(records, outcomes, strict=True)]
-    judged = _Judged.of(records, outcomes)
-    rec = np.repeat(np.arange(len(records)), judged.counts).tolist()
-    bounds += [(variant, records[i].site, records[i].step, records[i].rank, i, *r)
-               for i, r in zip(rec, judged.ranges, strict=True)]
-    return judged.found
+def judge_all(records: Sequence[Record], outcomes: Sequence[Outcome | None]) -> list[Findings]:
+    """Findings of every record under one variant, in record order (no checked ranges kept:
+    :class:`Judge` keeps those)."""
+    return [judge_record(r, o) for r, o in zip(records, outcomes, strict=True)]
 
 
 @dataclass

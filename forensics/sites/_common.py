@@ -20,7 +20,7 @@ from forensics.outcome import Access, Outcome
 from forensics.records import Record
 
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
-#: while set (by :func:`forensics.findings.build_findings`), every checked array's range is
+#: while set (by the judge, ``forensics.findings._Judged.of``), every checked array's range is
 #: appended here as ``(tensor, min, max, lower, upper)``: the data of ``ReplayResult.bounds``.
 CHECKED_RANGES: ContextVar[list[tuple[str, int, int, int, int]] | None] = ContextVar(
     "forensics_checked_ranges", default=None)
