@@ -179,7 +179,7 @@ def require_unique(record: Record, name: str, where: str) -> None:
 
 class BatchColumns(Protocol):
     """The columns of ``rows`` decoded records of one batch, as a site's ``check_batch`` reads
-    them (see :func:`forensics.validate.screen_rows`). Per-row arrays have ``rows`` entries;
+    them (see :func:`forensics.validate.screen_batch`). Per-row arrays have ``rows`` entries;
     absent fields read as 0 / empty."""
 
     rows: int
