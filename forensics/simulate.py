@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from pathlib import Path
 from typing import Any, cast
 
@@ -56,10 +57,37 @@ from forensics.records import Record
 FAULTS = ("stale_prev_row", "vocab_sentinel", "placeholder_leak", "misattribution")
 
 # Columns of the per-row state matrix (int64): request id, tokens generated, tokens wanted,
-# computed tokens, output list length, its trailing placeholders, the last id the CPU knows, the
-# last id of the list before its placeholders, and an out-of-vocabulary id waiting for the input.
-RID, TRUE_LEN, TARGET, COMP, OUT_LEN, PH, CPU_LAST, LAST_OUT, SENT = range(9)
+# computed tokens, the last id the CPU knows, an out-of-vocabulary id waiting for the input, then
+# the output tail (kept adjacent): the output list's length, its trailing placeholders and the
+# last id of the list before them.
+RID, TRUE_LEN, TARGET, COMP, CPU_LAST, SENT, OUT_LEN, PH, LAST_OUT = range(9)
 NCOLS = 9
+TAIL = slice(OUT_LEN, LAST_OUT + 1)
+
+
+class Derived(Enum):
+    """Fields of :class:`StepFields` kept compact, spelled out when records are built."""
+
+    REQ_IDS = "req_ids"  #: ``req-<id>`` of each row's request
+    PREV_REQ_IDS = "prev_req_ids"  #: the previous batch's, None for a discarded row
+    OUTPUT_TAIL = "output_tail"  #: each row's output tail, from its counts
+
+
+@dataclass
+class StepFields:
+    """One step at the four sites, compact: request ids as integers, output tails as counts.
+
+    ``sites`` maps each site to its fields in record order; a :class:`Derived` value stands for
+    a field built from ``rids``, ``prev_rids``/``discarded`` or ``tails``. Arrays are never
+    changed after the step that made them (safe to keep).
+    """
+
+    step: int
+    rids: np.ndarray  # [n] int64: each row's request id
+    prev_rids: np.ndarray  # [p] int64: the previous batch's request ids
+    discarded: list[int]  # previous rows recorded as None (placeholder_leak)
+    tails: np.ndarray  # [n, 3] int64: output length, trailing placeholders, last id before them
+    sites: dict[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -245,7 +273,7 @@ class _Shape:
 class _Prev:
     """What the previous step left behind, in its row order (length p)."""
 
-    names: list[str | None]
+    rids: np.ndarray  # [p] int64 request ids
     sampled: np.ndarray  # [p, k+1] int32: 1 + accepted ids, then -1
     valid: np.ndarray  # [p] int32: valid_sampled_token_count
     last: np.ndarray  # [p] int32: last valid id (prev_sampled_token_ids[:, 0])
@@ -277,7 +305,7 @@ class _Step:
     d: np.ndarray = field(default_factory=lambda: _NO_ROWS)
     sched: np.ndarray = field(default_factory=lambda: _NO_ROWS)
     cu: np.ndarray = field(default_factory=lambda: _NO_ROWS)
-    names: list[str] = field(default_factory=list)
+    rids: np.ndarray = field(default_factory=lambda: _NO_ROWS)  # [n] int64 request ids
 
 
 
@@ -307,7 +335,9 @@ class Simulator:
         self._tables = _Tables(self.draws, sc.batch, self.k, sc.accept_rate,
                                sc.faults.rates())
         self._forced = bool(sc.faults.forced)
-        self.names: list[str] = []
+        self._requests = 0  # requests arrived so far (the next one's id)
+        self._names: list[str] = []  # req-<id> by id, grown as records need them
+        self._last_names: tuple[np.ndarray, list[str]] = (_NO_ROWS, [])
         self.step_index = 0
         self._shapes: dict[int, _Shape] = {}
         self._ar_k1 = np.arange(self.k1)
@@ -328,8 +358,8 @@ class Simulator:
     def _new_rows(self, count: int) -> np.ndarray:
         """State rows of ``count`` arriving requests."""
         rows = np.zeros((count, NCOLS), np.int64)
-        first = len(self.names)
-        self.names.extend(f"req-{i}" for i in range(first, first + count))
+        first = self._requests
+        self._requests += count
         rows[:, RID] = np.arange(first, first + count)
         mean = max(self.scenario.mean_output, 1)
         rows[:, TARGET] = self.draws.integers(max(1, mean // 2), mean * 3 // 2 + 1, count)
@@ -346,7 +376,7 @@ class Simulator:
         state = self._new_rows(n)
         st = _Step(_NO_ROWS, np.ones(n, bool), n, self._shape(n), _NO_ROWS)
         st.d, st.sched = np.zeros(n, np.int32), self._prompt_lengths(n)
-        st.names = [self.names[i] for i in state[:, RID].tolist()]
+        st.rids = state[:, RID].copy()
         return state, self._sample(st, state)
 
     # -- one step ---------------------------------------------------------------------------
@@ -358,13 +388,20 @@ class Simulator:
 
     def step(self) -> list[Record]:
         """Advance one engine step; return its records (four sites per rank, pipeline order)."""
+        return self.records_of(self.advance())
+
+    def advance(self) -> StepFields:
+        """Advance one engine step; return its fields in compact form (see :meth:`records_of`)."""
         self.step_index += 1
         prev = self._prev
         st = self._layout(self._state)
-        state = self._state if st.pp is st.shape.rows else self._state[np.maximum(st.pp, 0)]
-        if st.n_new:
-            state[st.new] = self._new_rows(st.n_new)
-        st.names = [self.names[i] for i in state[:, RID].tolist()]
+        if st.pp is st.shape.rows:
+            state, st.rids = self._state, prev.rids
+        else:
+            state = self._state[np.maximum(st.pp, 0)]
+            if st.n_new:
+                state[st.new] = self._new_rows(st.n_new)
+            st.rids = state[:, RID].copy()
         self._inject(st, state, prev)
         self._schedule(st)
         staged, dev = self._inputs(st, state, prev)
@@ -372,7 +409,32 @@ class Simulator:
         self._outputs(st, state, prev)
         self._prev = self._sample(st, state)
         self._state = state
-        return self._emit(fields)
+        return fields
+
+    def records_of(self, fields: StepFields) -> list[Record]:
+        """The records of a step (four sites per rank, pipeline order), fields spelled out."""
+        prev_names: list[str | None] = list(self._names_of(fields.prev_rids))
+        names = self._names_of(fields.rids)  # cached: the next step's previous names
+        for row in fields.discarded:
+            prev_names[row] = None
+        derived = {Derived.REQ_IDS: names, Derived.PREV_REQ_IDS: prev_names,
+                   Derived.OUTPUT_TAIL: output_tail(fields.tails)}
+        step = fields.step
+        return [Record(site, step, rank,
+                       {k: derived[v] if type(v) is Derived else v for k, v in values.items()})
+                for rank in range(self.scenario.ranks)
+                for site, values in fields.sites.items()]
+
+    def _names_of(self, rids: np.ndarray) -> list[str]:
+        """``req-<id>`` of each id (the list of the last call is reused for the same array)."""
+        if rids is self._last_names[0]:
+            return self._last_names[1]
+        names = self._names
+        if len(names) < self._requests:
+            names.extend(f"req-{i}" for i in range(len(names), self._requests))
+        out = [names[i] for i in rids.tolist()]
+        self._last_names = (rids, out)
+        return out
 
     def _layout(self, old: np.ndarray) -> _Step:
         """Remove finished rows; new requests fill the holes, then condensation moves the
@@ -475,24 +537,40 @@ class Simulator:
         return staged, dev
 
     def _fields(self, st: _Step, state: np.ndarray, prev: _Prev, staged: np.ndarray,
-                dev: np.ndarray) -> dict[str, dict[str, Any]]:
+                dev: np.ndarray) -> StepFields:
         """The four sites' fields of this step (taken before the outputs are updated)."""
-        prev_names = prev.names
-        if st.discarded:
-            prev_names = list(prev_names)
-            for row in st.discarded:
-                prev_names[row] = None
-        return {
-            "batch_change": self._batch_change(st, prev, prev_names),
-            "prepare_input_ids": self._prepare(st, prev, staged),
-            "async_output": self._async_output(st, state, prev, prev_names),
+        rows_of = Derived.REQ_IDS
+        prepare: dict[str, Any] = {
+            "prev_positions": st.rec_pp,
+            "prev_sampled_token_ids": prev.last[:, None],
+            "input_ids": staged,
+            "cu_num_tokens": st.cu,
+            "num_draft_tokens": st.d,
+            "prev_num_spec_tokens": self.k,
+            "vocab_size": self.vocab,
+            "req_ids": rows_of,
+        }
+        if self.k:
+            prepare["draft_token_ids"] = prev.drafts
+        tails = state[:, TAIL].copy()
+        sites = {
+            "batch_change": self._batch_change(st, prev),
+            "prepare_input_ids": prepare,
+            "async_output": {
+                "req_ids": rows_of,
+                "prev_req_ids": Derived.PREV_REQ_IDS,
+                "sampled_token_ids_cpu": prev.sampled,
+                "output_tail": Derived.OUTPUT_TAIL,
+                "output_len": tails[:, 0].astype(np.int32),
+                "vocab_size": self.vocab,
+            },
             "embedding": {"input_ids": self._embedding_ids(st, state, dev),
-                          "num_embeddings": self.vocab, "req_ids": st.names,
+                          "num_embeddings": self.vocab, "req_ids": rows_of,
                           "cu_num_tokens": st.cu},
         }
+        return StepFields(self.step_index, st.rids, prev.rids, st.discarded, tails, sites)
 
-    def _batch_change(self, st: _Step, prev: _Prev,
-                      prev_names: list[str | None]) -> dict[str, Any]:
+    def _batch_change(self, st: _Step, prev: _Prev) -> dict[str, Any]:
         p = len(prev.valid)
         self._buf_comp[:p] = prev.comp
         self._buf_drafts[:p] = prev.drafts_n
@@ -508,39 +586,8 @@ class Simulator:
             "num_accepted_tokens": st.shape.ones,
             "prev_num_draft_tokens": self._buf_drafts.copy(),
             "cpu_num_computed_tokens": cpu,
-            "req_ids": st.names,
-            "prev_req_ids": prev_names,
-        }
-
-    def _prepare(self, st: _Step, prev: _Prev, staged: np.ndarray) -> dict[str, Any]:
-        fields: dict[str, Any] = {
-            "prev_positions": st.rec_pp,
-            "prev_sampled_token_ids": prev.last[:, None],
-            "input_ids": staged,
-            "cu_num_tokens": st.cu,
-            "num_draft_tokens": st.d,
-            "prev_num_spec_tokens": self.k,
-            "vocab_size": self.vocab,
-            "req_ids": st.names,
-        }
-        if self.k:
-            fields["draft_token_ids"] = prev.drafts
-        return fields
-
-    def _async_output(self, st: _Step, state: np.ndarray, prev: _Prev,
-                      prev_names: list[str | None]) -> dict[str, Any]:
-        """Each output's tail: its trailing placeholders and the id before them."""
-        lens = state[:, OUT_LEN].astype(np.int32)
-        tail = [[o, *[-1] * h] if n > h else [-1] * n
-                for n, h, o in zip(lens.tolist(), state[:, PH].tolist(),
-                                   state[:, LAST_OUT].tolist(), strict=True)]
-        return {
-            "req_ids": st.names,
-            "prev_req_ids": prev_names,
-            "sampled_token_ids_cpu": prev.sampled,
-            "output_tail": tail,
-            "output_len": lens,
-            "vocab_size": self.vocab,
+            "req_ids": Derived.REQ_IDS,
+            "prev_req_ids": Derived.PREV_REQ_IDS,
         }
 
     def _embedding_ids(self, st: _Step, state: np.ndarray, dev: np.ndarray) -> np.ndarray:
@@ -594,8 +641,7 @@ class Simulator:
         state[:, TRUE_LEN] += valid
         state[:, COMP] += np.where(st.d > 0, valid, st.sched) if st.n_new else valid
         state[:, OUT_LEN:PH + 1] += (st.d + 1)[:, None] if st.n_new else self.k1
-        names = cast(list[str | None], st.names)
-        return _Prev(names, tok, valid, last, drafts, block, st.d, comp, comp + st.sched,
+        return _Prev(st.rids, tok, valid, last, drafts, block, st.d, comp, comp + st.sched,
                      written, last_written, st.sentinel)
 
     def _put_sentinel(self, tok: np.ndarray, acc: np.ndarray, d: np.ndarray,
@@ -613,11 +659,12 @@ class Simulator:
             last_written[row] = self.vocab
         return tok, written, last_written
 
-    def _emit(self, fields: dict[str, dict[str, Any]]) -> list[Record]:
-        step = self.step_index
-        return [Record(site, step, rank, dict(values))
-                for rank in range(self.scenario.ranks)
-                for site, values in fields.items()]
+
+def output_tail(tails: np.ndarray) -> list[list[int]]:
+    """Each row's output tail from ``tails`` ([n, 3]: list length, trailing placeholders, the
+    id before them): that id then the placeholders, or only placeholders when the list holds
+    nothing else."""
+    return [[o, *[-1] * h] if n > h else [-1] * n for n, h, o in tails.tolist()]
 
 
 # -- the public entry point ---------------------------------------------------------------------
