@@ -86,7 +86,7 @@ class StepFields:
     rids: np.ndarray  # [n] int64: each row's request id
     prev_rids: np.ndarray  # [p] int64: the previous batch's request ids
     discarded: list[int]  # previous rows recorded as None (placeholder_leak)
-    tails: np.ndarray  # [n, 3] int64: output length, trailing placeholders, last id before them
+    tails: np.ndarray  # [3, n] int64: output lengths, trailing placeholders, last ids before
     sites: dict[str, dict[str, Any]]
 
 
@@ -237,17 +237,19 @@ class _Tables:
 
     def _fill(self) -> None:
         c, b, k, k1 = self.CHUNK, self.rows, self.k, self.k + 1
+        self.acc = np.zeros((c, b), np.int64)  # drafts accepted: leading accepted slots
         if k:
             ok = self.draws.uniform(c * b * k).reshape(c, b, k) < self.rate
-            self.acc = np.where(ok.all(axis=2), k, ok.argmin(axis=2))
-        else:
-            self.acc = np.zeros((c, b), np.int64)
+            run = ok[:, :, 0].copy()
+            for slot in range(k):
+                if slot:
+                    run &= ok[:, :, slot]
+                self.acc += run
         self.valid = (self.acc + 1).astype(np.int32)
-        tok = self.draws.tokens(c * b * k1).reshape(c, b, k1).copy()
-        tok[np.arange(k1)[None, None, :] > self.acc[:, :, None]] = -1
-        self.tok = tok
+        drawn = self.draws.tokens(c * b * k1).reshape(c, b, k1)
+        self.tok = np.where(np.arange(k1) > self.acc[:, :, None], np.int32(-1), drawn)
         self.block = self.draws.tokens(c * b * k1).reshape(c, b, k1).copy()
-        self.last = np.take_along_axis(tok, self.acc[:, :, None], axis=2)[:, :, 0]
+        self.last = np.take_along_axis(drawn, self.acc[:, :, None], axis=2)[:, :, 0]
         self.block[:, :, 0] = self.last
         self.drafts = self.block[:, :, 1:]
         self.fire = np.asarray(self.draws.uniform(c * len(FAULTS)).reshape(c, -1) < self.rates)
@@ -269,53 +271,66 @@ class _Shape:
         self.ones = np.ones(n, np.int32)
 
 
-@dataclass
 class _Prev:
-    """What the previous step left behind, in its row order (length p)."""
+    """What the previous step left behind, in its row order (length p). Arrays are never
+    changed once made (records keep them)."""
 
-    rids: np.ndarray  # [p] int64 request ids
-    sampled: np.ndarray  # [p, k+1] int32: 1 + accepted ids, then -1
-    valid: np.ndarray  # [p] int32: valid_sampled_token_count
-    last: np.ndarray  # [p] int32: last valid id (prev_sampled_token_ids[:, 0])
-    drafts: np.ndarray  # [p, k] int32: drafts proposed for the next step
-    block: np.ndarray  # [p, k+1] int32: last, then drafts (what a common row is fed)
-    drafts_n: np.ndarray  # [p] int32: drafts scheduled in that step
-    comp: np.ndarray  # [p] int32: computed tokens at the start of that step
-    cpu_next: np.ndarray  # [p] int32: the CPU's optimistic count (comp + scheduled)
-    written: np.ndarray  # [p] ids before the first -1 (what async_output counts)
-    last_written: np.ndarray  # [p] the last of them (a sentinel when one was sampled)
-    sentinel: bool = False
+    __slots__ = ("rids", "sampled", "valid", "last", "drafts", "block", "drafts_n", "comp",
+                 "cpu_next", "written", "last_written", "sentinel")
+
+    def __init__(self, rids: np.ndarray, sampled: np.ndarray, valid: np.ndarray,
+                 last: np.ndarray, drafts: np.ndarray, block: np.ndarray, drafts_n: np.ndarray,
+                 comp: np.ndarray, cpu_next: np.ndarray, written: np.ndarray,
+                 last_written: np.ndarray, sentinel: bool) -> None:
+        self.rids = rids  # [p] int64 request ids
+        self.sampled = sampled  # [p, k+1] int32: 1 + accepted ids, then -1
+        self.valid = valid  # [p] int32: valid_sampled_token_count
+        self.last = last  # [p] int32: last valid id (prev_sampled_token_ids[:, 0])
+        self.drafts = drafts  # [p, k] int32: drafts proposed for the next step
+        self.block = block  # [p, k+1] int32: last, then drafts (what a common row is fed)
+        self.drafts_n = drafts_n  # [p] int32: drafts scheduled in that step
+        self.comp = comp  # [p] int32: computed tokens at the start of that step
+        self.cpu_next = cpu_next  # [p] int32: the CPU's optimistic count (comp + scheduled)
+        self.written = written  # [p] ids before the first -1 (what async_output counts)
+        self.last_written = last_written  # [p] the last of them (a sentinel when sampled)
+        self.sentinel = sentinel
 
 
 _NO_ROWS: np.ndarray = np.zeros(0, np.int64)
 
 
-@dataclass
 class _Step:
-    """This step's batch: mapping to previous rows, faults applied, and the schedule."""
+    """This step's batch: mapping to previous rows, faults applied, and the schedule.
 
-    pp: np.ndarray  # [n] int64 true previous row, -1 for new
-    new: np.ndarray  # [n] bool
-    n_new: int
-    shape: _Shape
-    rec_pp: np.ndarray  # [n] int64 prev_positions as recorded (faults applied)
-    leak: np.ndarray = field(default_factory=lambda: _NO_ROWS)
-    discarded: list[int] = field(default_factory=list)  # previous rows shown as None
-    sentinel: bool = False
-    d: np.ndarray = field(default_factory=lambda: _NO_ROWS)
-    sched: np.ndarray = field(default_factory=lambda: _NO_ROWS)
-    cu: np.ndarray = field(default_factory=lambda: _NO_ROWS)
-    rids: np.ndarray = field(default_factory=lambda: _NO_ROWS)  # [n] int64 request ids
+    ``pp is shape.rows`` marks a step whose batch is the previous one, row for row."""
 
+    __slots__ = ("pp", "pp0", "new", "n_new", "dec", "shape", "rec_pp", "leak", "discarded",
+                 "sentinel", "d", "sched", "cu", "rids")
 
+    def __init__(self, pp: np.ndarray, new: np.ndarray, n_new: int, shape: _Shape) -> None:
+        self.pp = pp  # [n] int64 true previous row, -1 for new
+        self.pp0 = pp if not n_new else np.maximum(pp, 0)  # [n] previous row, 0 for new
+        self.new = new  # [n] bool
+        self.n_new = n_new
+        self.dec = (~new).nonzero()[0] if n_new else shape.rows  # rows that decode
+        self.shape = shape
+        self.rec_pp = pp  # [n] int64 prev_positions as recorded (faults applied)
+        self.leak = _NO_ROWS  # rows whose -1 placeholder leaks
+        self.discarded: list[int] = []  # previous rows shown as None
+        self.sentinel = False
+        self.d = shape.d  # [n] int32 drafts scheduled
+        self.sched = shape.sched  # [n] int32 tokens scheduled
+        self.cu = shape.cu  # [n] int32 cumulative tokens
+        self.rids = _NO_ROWS  # [n] int64 request ids
 
 
 class Simulator:
     """Step-by-step model of one engine (one or more TP ranks seeing the same batch).
 
     ``Simulator(scenario, seed=0)``: :meth:`step` returns one step's records (pipeline order,
-    every rank); :meth:`records` yields them for a number of steps. Recorded steps start at 1:
-    step 0 is the prefill of the first batch, which the async branches never see.
+    every rank); :meth:`records` yields them for a number of steps; :meth:`advance` returns a
+    step's fields in compact form (for writing long runs). Recorded steps start at 1: step 0 is
+    the prefill of the first batch, which the async branches never see.
 
     Raises:
         UnknownScenarioError: ``scenario`` names no scenario.
@@ -341,7 +356,8 @@ class Simulator:
         self.step_index = 0
         self._shapes: dict[int, _Shape] = {}
         self._ar_k1 = np.arange(self.k1)
-        self._buf_comp = np.zeros(self.m, np.int32)
+        self._minus_ones = np.full(self.m, -1, np.int64)
+        self._buf_comp = np.zeros(self.m, np.int32)  # persistent buffers (copied on write)
         self._buf_drafts = np.zeros(self.m, np.int32)
         self._emb_dtype = np.dtype(sc.embedding_dtype)
         self._sentinels_pending = False
@@ -356,14 +372,14 @@ class Simulator:
         return shape
 
     def _new_rows(self, count: int) -> np.ndarray:
-        """State rows of ``count`` arriving requests."""
-        rows = np.zeros((count, NCOLS), np.int64)
+        """State columns ([NCOLS, count]) of ``count`` arriving requests."""
+        rows = np.zeros((NCOLS, count), np.int64)
         first = self._requests
         self._requests += count
-        rows[:, RID] = np.arange(first, first + count)
+        rows[RID] = np.arange(first, first + count)
         mean = max(self.scenario.mean_output, 1)
-        rows[:, TARGET] = self.draws.integers(max(1, mean // 2), mean * 3 // 2 + 1, count)
-        rows[:, SENT] = -1
+        rows[TARGET] = self.draws.integers(max(1, mean // 2), mean * 3 // 2 + 1, count)
+        rows[SENT] = -1
         return rows
 
     def _prompt_lengths(self, count: int) -> np.ndarray:
@@ -374,9 +390,9 @@ class Simulator:
         """Step 0: the first batch is prefilled (unrecorded), leaving a previous batch."""
         n = self.scenario.batch
         state = self._new_rows(n)
-        st = _Step(_NO_ROWS, np.ones(n, bool), n, self._shape(n), _NO_ROWS)
+        st = _Step(_NO_ROWS, np.ones(n, bool), n, self._shape(n))
         st.d, st.sched = np.zeros(n, np.int32), self._prompt_lengths(n)
-        st.rids = state[:, RID].copy()
+        st.rids = state[RID].copy()
         return state, self._sample(st, state)
 
     # -- one step ---------------------------------------------------------------------------
@@ -398,10 +414,10 @@ class Simulator:
         if st.pp is st.shape.rows:
             state, st.rids = self._state, prev.rids
         else:
-            state = self._state[np.maximum(st.pp, 0)]
+            state = self._state.take(st.pp0, axis=1)
             if st.n_new:
-                state[st.new] = self._new_rows(st.n_new)
-            st.rids = state[:, RID].copy()
+                state[:, st.new] = self._new_rows(st.n_new)
+            st.rids = state[RID].copy()
         self._inject(st, state, prev)
         self._schedule(st)
         staged, dev = self._inputs(st, state, prev)
@@ -414,9 +430,9 @@ class Simulator:
     def records_of(self, fields: StepFields) -> list[Record]:
         """The records of a step (four sites per rank, pipeline order), fields spelled out."""
         prev_names: list[str | None] = list(self._names_of(fields.prev_rids))
-        names = self._names_of(fields.rids)  # cached: the next step's previous names
         for row in fields.discarded:
             prev_names[row] = None
+        names = self._names_of(fields.rids)  # cached: the next step's previous names
         derived = {Derived.REQ_IDS: names, Derived.PREV_REQ_IDS: prev_names,
                    Derived.OUTPUT_TAIL: output_tail(fields.tails)}
         step = fields.step
@@ -439,30 +455,32 @@ class Simulator:
     def _layout(self, old: np.ndarray) -> _Step:
         """Remove finished rows; new requests fill the holes, then condensation moves the
         last rows into the holes left over (vLLM's ``InputBatch.condense``)."""
-        p = len(old)
-        holes = np.flatnonzero(old[:, TRUE_LEN] >= old[:, TARGET])
+        p = old.shape[1]
+        holes = (old[TRUE_LEN] >= old[TARGET]).nonzero()[0]
         alive = p - len(holes)
         room = self.scenario.batch - alive
-        n_new = int((self.draws.uniform(room) < self.scenario.arrival_rate).sum()) if room else 0
-        n_new = max(n_new, 1 if alive == 0 else 0)
+        n_new = np.count_nonzero(self.draws.uniform(room) < self.scenario.arrival_rate) \
+            if room else 0
+        if alive == 0 and not n_new:
+            n_new = 1
         if not len(holes) and not n_new:
             shape = self._shape(p)
-            return _Step(shape.rows, shape.no_new, 0, shape, shape.rows)
-        rows = np.arange(p, dtype=np.int64)
+            return _Step(shape.rows, shape.no_new, 0, shape)
+        rows = self._shape(p).rows.copy()
         fill = min(n_new, len(holes))
         rows[holes[:fill]] = -1
         if n_new > fill:
-            rows = np.concatenate([rows, np.full(n_new - fill, -1, np.int64)])
-        left, n = holes[fill:], alive + n_new
-        if len(left):
-            occupied = np.ones(len(rows), bool)
-            occupied[left] = False
-            occ = np.flatnonzero(occupied)
-            dst = left[left < n]
-            rows[dst] = rows[occ[occ >= n][::-1][: len(dst)]]
+            rows = np.concatenate([rows, self._minus_ones[:n_new - fill]])
+        n = alive + n_new
+        if fill < len(holes):  # holes left over: the last rows move into those below n
+            left = holes[fill:].tolist()
+            dst = [h for h in left if h < n]
+            gone = set(left)
+            src = [r for r in range(p - 1, n - 1, -1) if r not in gone][:len(dst)]
+            rows[dst] = rows[src]
             rows = rows[:n]
-        new = rows < 0 if n_new else self._shape(n).no_new
-        return _Step(rows, new, n_new, self._shape(n), rows)
+        shape = self._shape(n)
+        return _Step(rows, rows < 0 if n_new else shape.no_new, n_new, shape)
 
     def _inject(self, st: _Step, state: np.ndarray, prev: _Prev) -> None:
         """Draw this step's faults; apply those that act on the batch mapping."""
@@ -484,7 +502,7 @@ class Simulator:
             row = pool.pop()
             rec[row] = p + int(self.draws.integers(0, max(1, self.m - p), 1)[0])
         if "placeholder_leak" in on:
-            rows = [r for r in pool if state[r, PH] <= self.k1]
+            rows = [r for r in pool if state[PH, r] <= self.k1]
             if rows:
                 st.discarded.append(int(st.pp[rows[-1]]))
                 rec[rows[-1]] = -1
@@ -494,12 +512,12 @@ class Simulator:
     def _schedule(self, st: _Step) -> None:
         """Decode rows schedule ``1 + k`` tokens (k drafts); new rows their whole prompt."""
         if not st.n_new:
-            st.d, st.sched, st.cu = st.shape.d, st.shape.sched, st.shape.cu
-            return
-        st.d = (~st.new).astype(np.int32) * self.k
-        st.sched = st.d + 1
+            return  # the shape's schedule
+        st.d = st.shape.d.copy()
+        st.d[st.new] = 0
+        st.sched = st.shape.sched.copy()
         st.sched[st.new] = self._prompt_lengths(st.n_new)
-        st.cu = np.cumsum(st.sched, dtype=np.int32)
+        st.cu = np.add.accumulate(st.sched, dtype=np.int32)
 
     def _inputs(self, st: _Step, state: np.ndarray,
                 prev: _Prev) -> tuple[np.ndarray, np.ndarray]:
@@ -511,17 +529,16 @@ class Simulator:
         if st.n_new:
             start = (st.cu - st.sched).astype(np.int64)
             staged = self.draws.tokens(int(st.cu[-1])).copy()  # prompt ids of new rows
-            dec = np.flatnonzero(~st.new)
-            slots = start[dec, None] + self._ar_k1
-            fed = prev.block[st.pp[dec]]
+            slots = start[st.dec, None] + self._ar_k1
+            fed = prev.block[st.pp[st.dec]]
             cpu = fed.copy()
-            cpu[:, 0] = state[dec, CPU_LAST]
+            cpu[:, 0] = state[CPU_LAST, st.dec]
             staged[slots] = cpu
         else:
             start, slots = st.shape.slots[:, 0], st.shape.slots
-            fed = prev.block[st.pp]
+            fed = prev.block if st.pp is st.shape.rows else prev.block[st.pp]
             staged = fed.copy()
-            staged[:, 0] = state[:, CPU_LAST]
+            staged[:, 0] = state[CPU_LAST]
             staged = staged.reshape(-1)
         if len(st.leak):
             staged[start[st.leak]] = -1
@@ -552,7 +569,7 @@ class Simulator:
         }
         if self.k:
             prepare["draft_token_ids"] = prev.drafts
-        tails = state[:, TAIL].copy()
+        tails = state[TAIL].copy()
         sites = {
             "batch_change": self._batch_change(st, prev),
             "prepare_input_ids": prepare,
@@ -561,7 +578,7 @@ class Simulator:
                 "prev_req_ids": Derived.PREV_REQ_IDS,
                 "sampled_token_ids_cpu": prev.sampled,
                 "output_tail": Derived.OUTPUT_TAIL,
-                "output_len": tails[:, 0].astype(np.int32),
+                "output_len": tails[0].astype(np.int32),
                 "vocab_size": self.vocab,
             },
             "embedding": {"input_ids": self._embedding_ids(st, state, dev),
@@ -571,24 +588,32 @@ class Simulator:
         return StepFields(self.step_index, st.rids, prev.rids, st.discarded, tails, sites)
 
     def _batch_change(self, st: _Step, prev: _Prev) -> dict[str, Any]:
-        p = len(prev.valid)
-        self._buf_comp[:p] = prev.comp
-        self._buf_drafts[:p] = prev.drafts_n
+        comp = self._buf_comp = self._persist(self._buf_comp, prev.comp)
+        drafts = self._buf_drafts = self._persist(self._buf_drafts, prev.drafts_n)
         if st.n_new:
-            cpu = prev.cpu_next[np.maximum(st.pp, 0)]
+            cpu = prev.cpu_next[st.pp0]
             cpu[st.new] = 0
         else:
-            cpu = prev.cpu_next[st.pp]
+            cpu = prev.cpu_next if st.pp is st.shape.rows else prev.cpu_next[st.pp]
         return {
             "prev_positions": st.rec_pp,
             "valid_sampled_token_count": prev.valid,
-            "num_computed_tokens": self._buf_comp.copy(),
+            "num_computed_tokens": comp,
             "num_accepted_tokens": st.shape.ones,
-            "prev_num_draft_tokens": self._buf_drafts.copy(),
+            "prev_num_draft_tokens": drafts,
             "cpu_num_computed_tokens": cpu,
             "req_ids": Derived.REQ_IDS,
             "prev_req_ids": Derived.PREV_REQ_IDS,
         }
+
+    def _persist(self, buffer: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """A persistent buffer of ``max_num_reqs`` rows after writing ``values`` at its start
+        (rows past them keep older values); a new array when it changes (records keep it)."""
+        if len(values) == len(buffer):
+            return values
+        out = buffer.copy()
+        out[:len(values)] = values
+        return out
 
     def _embedding_ids(self, st: _Step, state: np.ndarray, dev: np.ndarray) -> np.ndarray:
         """The step's input ids as the embedding sees them: an id the output path wrote out of
@@ -596,9 +621,9 @@ class Simulator:
         ids = dev.astype(self._emb_dtype)
         if self._sentinels_pending:
             self._sentinels_pending = False
-            rows = np.flatnonzero((state[:, SENT] >= 0) & ~st.new)
-            ids[st.cu[rows] - 1 - self.k] = state[rows, SENT]
-            state[:, SENT] = -1
+            rows = np.flatnonzero((state[SENT] >= 0) & ~st.new)
+            ids[st.cu[rows] - 1 - self.k] = state[SENT, rows]
+            state[SENT] = -1
         return ids
 
     # -- after the forward: outputs, sampling, bookkeeping -----------------------------------
@@ -606,28 +631,31 @@ class Simulator:
     def _outputs(self, st: _Step, state: np.ndarray, prev: _Prev) -> None:
         """``async_output`` as vLLM 0.33.0 runs it: the trailing placeholders of each row
         present in the previous batch are replaced by the ids before the row's first ``-1``."""
-        if st.n_new == 0 and not len(st.leak):
-            upd: np.ndarray | slice = slice(None)
-            ppu = st.pp
+        if st.pp is st.shape.rows and not len(st.leak):  # the previous batch, row for row
+            ph = state[PH]
+            state[OUT_LEN] += np.minimum(prev.written, ph) - ph
+            ph[:] = 0
+            state[LAST_OUT] = prev.last_written
+            state[CPU_LAST] = prev.last
         else:
-            present = ~st.new
-            present[st.leak] = False
-            upd = np.flatnonzero(present)
+            upd = st.dec
+            if len(st.leak):
+                upd = upd[~np.isin(upd, st.leak)]
             ppu = st.pp[upd]
-        ph = state[upd, PH]
-        state[upd, OUT_LEN] += np.minimum(prev.written[ppu], ph) - ph
-        state[upd, PH] = 0
-        state[upd, LAST_OUT] = prev.last_written[ppu]
-        state[upd, CPU_LAST] = prev.last[ppu]
+            ph = state[PH, upd]
+            state[OUT_LEN, upd] += np.minimum(prev.written[ppu], ph) - ph
+            state[PH, upd] = 0
+            state[LAST_OUT, upd] = prev.last_written[ppu]
+            state[CPU_LAST, upd] = prev.last[ppu]
         if prev.sentinel:
-            bad = state[:, LAST_OUT] >= self.vocab
+            bad = state[LAST_OUT] >= self.vocab
             bad[st.new] = False
-            state[bad, SENT] = state[bad, LAST_OUT]
+            state[SENT, bad] = state[LAST_OUT, bad]
             self._sentinels_pending = bool(bad.any())
 
     def _sample(self, st: _Step, state: np.ndarray) -> _Prev:
         """Accept drafts, sample, append placeholders, advance the counters."""
-        acc, valid, tok, last, drafts, block = self._tables.step(len(state))
+        acc, valid, tok, last, drafts, block = self._tables.step(state.shape[1])
         if st.n_new:  # a prefill samples one id and no drafts
             acc, valid, tok, block = acc.copy(), valid.copy(), tok.copy(), block.copy()
             acc[st.new], valid[st.new] = 0, 1
@@ -637,10 +665,14 @@ class Simulator:
         written, last_written = valid, last
         if st.sentinel:
             tok, written, last_written = self._put_sentinel(tok, acc, st.d, last)
-        comp = state[:, COMP].astype(np.int32)
-        state[:, TRUE_LEN] += valid
-        state[:, COMP] += np.where(st.d > 0, valid, st.sched) if st.n_new else valid
-        state[:, OUT_LEN:PH + 1] += (st.d + 1)[:, None] if st.n_new else self.k1
+        comp = state[COMP].astype(np.int32)
+        state[TRUE_LEN] += valid
+        if st.n_new:
+            state[COMP] += np.where(st.new, st.sched, valid)
+            state[OUT_LEN:PH + 1] += st.d + 1
+        else:
+            state[COMP] += valid
+            state[OUT_LEN:PH + 1] += self.k1
         return _Prev(st.rids, tok, valid, last, drafts, block, st.d, comp, comp + st.sched,
                      written, last_written, st.sentinel)
 
@@ -660,11 +692,14 @@ class Simulator:
         return tok, written, last_written
 
 
+
 def output_tail(tails: np.ndarray) -> list[list[int]]:
-    """Each row's output tail from ``tails`` ([n, 3]: list length, trailing placeholders, the
-    id before them): that id then the placeholders, or only placeholders when the list holds
+    """Each row's output tail from ``tails`` ([3, n]: list lengths, trailing placeholders, the
+    ids before them): that id then the placeholders, or only placeholders when the list holds
     nothing else."""
-    return [[o, *[-1] * h] if n > h else [-1] * n for n, h, o in tails.tolist()]
+    sizes, placeholders, last = tails.tolist()
+    return [[o, *[-1] * h] if n > h else [-1] * n
+            for n, h, o in zip(sizes, placeholders, last, strict=True)]
 
 
 # -- the public entry point ---------------------------------------------------------------------

@@ -228,19 +228,27 @@ def encode_batch(records: list[Record], schema: pa.Schema) -> pa.RecordBatch:
         "summary": an.primitive(np.array([bool(r.summary) for r in records], dtype=bool)),
     }
     for name, (kind, dtype) in columns.items():
-        values = [r.fields.get(name) for r in records]
-        try:
-            if kind == "tensor":
-                arrays[name], arrays[name + SHAPE_SUFFIX] = _encode_tensor(values, dtype)
-            else:
-                arrays[name] = _encode_other(kind, values)
-        except OverflowError:
-            raise CaptureFormatError(f"field {name!r}: one batch holds more than 2**31 values; "
-                                     "flush more often") from None
+        arrays.update(encode_field(name, kind, dtype, [r.fields.get(name) for r in records]))
     return pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)
 
 
-def _encode_tensor(values: list[Any], dtype: str) -> tuple[pa.Array, pa.Array]:
+def encode_field(name: str, kind: str, dtype: str, values: list[Any]) -> dict[str, pa.Array]:
+    """The Arrow column(s) of field ``name`` holding ``values`` (one per record, None where a
+    record lacks it): ``{name: ...}``, plus ``{name + ".shape": ...}`` for a tensor.
+
+    Raises CaptureFormatError when the values exceed 2**31 list items.
+    """
+    try:
+        if kind == "tensor":
+            data, shape = encode_tensor(values, dtype)
+            return {name: data, name + SHAPE_SUFFIX: shape}
+        return {name: _encode_other(kind, values)}
+    except OverflowError:
+        raise CaptureFormatError(f"field {name!r}: one batch holds more than 2**31 values; "
+                                 "flush more often") from None
+
+
+def encode_tensor(values: list[Any], dtype: str) -> tuple[pa.Array, pa.Array]:
     """The values and shape columns of one tensor field, built with a few numpy calls (no
     Python work per element; a handful of C-level passes over the records)."""
     arrays = [v if type(v) is np.ndarray else np.asarray(v) for v in values if v is not None]

@@ -50,6 +50,30 @@ def strings(items: Sequence[str | None]) -> pa.Array:
                                   pa.py_buffer(data)])
 
 
+def coded_strings(words: Sequence[str | None], codes: np.ndarray) -> pa.Array:
+    """The array ``strings([words[c] for c in codes])``, built without a Python object per item:
+    each word is encoded once, then the items' bytes are gathered with a few numpy calls (for
+    many items drawn from few words, such as request ids). Raises UnicodeEncodeError on a lone
+    surrogate, OverflowError past 2**31 bytes."""
+    encoded = [w.encode("utf-8") if w is not None else b"" for w in words]
+    sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    width = max(int(sizes.max(initial=0)), 1)
+    table = np.zeros((len(encoded), width), dtype=np.uint8)  # one padded row per word
+    rows = np.repeat(np.arange(len(encoded)), sizes)
+    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    table[rows, np.arange(len(rows)) - starts] = np.frombuffer(b"".join(encoded), np.uint8)
+    lengths = sizes[codes]
+    offsets = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] > np.iinfo(np.int32).max:
+        raise OverflowError("more than 2**31 bytes of strings in one batch")
+    data = table[codes][np.arange(width) < lengths[:, None]]
+    valid = np.fromiter((w is not None for w in words), dtype=bool, count=len(words))[codes]
+    return pa.Array.from_buffers(pa.string(), len(codes),
+                                 [_validity(valid), pa.py_buffer(offsets.astype(np.int32)),
+                                  pa.py_buffer(data)])
+
+
 def lists(lengths: np.ndarray, child: pa.Array, valid: np.ndarray | None = None,
           typ: pa.DataType | None = None) -> pa.Array:
     """A list (or map, when ``typ`` is a map type) array with ``lengths`` items per row."""

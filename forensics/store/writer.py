@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import pyarrow as pa
+
 from forensics.errors import CaptureFormatError, OutputExistsError
 from forensics.records import Record
+from forensics.store import arrow_numpy
 from forensics.store.arrow_codec import (
     ColumnSig,
     build_schema,
@@ -33,7 +37,7 @@ from forensics.store.manifest import build_manifest, write_manifest_once
 from forensics.store.paths import INDEX_SUFFIX, MANIFEST, SegmentName, check_process_name
 from forensics.validate import validate_record
 
-__all__ = ["CaptureWriter", "write_capture"]
+__all__ = ["CaptureWriter", "new_capture", "write_capture"]
 
 EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 #: ``write_capture`` flushes after this many records (bounded memory, batches of a few
@@ -60,11 +64,16 @@ class _SegmentFile:
         return all(self.columns.get(name) == sig for name, sig in columns.items())
 
     def write(self, records: list[Record]) -> None:
-        data = encode_batch(records, self.schema).serialize()
+        self.write_batch(encode_batch(records, self.schema))
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        """Append ``batch`` (of this segment's schema), fsync, then index it."""
+        data = batch.serialize()
         write_all(self.fd, data)
         os.fsync(self.fd)
-        steps = [r.step for r in records]
-        self.index.append(self.pos, data.size, len(records), min(steps), max(steps))
+        steps = arrow_numpy.values(batch.column(0))
+        self.index.append(self.pos, data.size, batch.num_rows, int(steps.min()),
+                          int(steps.max()))
         self.pos += data.size
 
     def close(self) -> None:
@@ -145,6 +154,36 @@ class CaptureWriter:
         self._buffers.setdefault((record.site, record.rank), []).append((record, columns))
         self._appended += 1
 
+    def write_columns(self, site: str, rank: int, columns: dict[str, ColumnSig],
+                      arrays: dict[str, pa.Array]) -> None:
+        """Write one record batch of ``site`` and ``rank`` from ready Arrow columns, now.
+
+        For trusted in-process producers that build many records' columns at once (the
+        simulator): ``columns`` is the field signature the records would have
+        (:func:`~forensics.store.arrow_codec.trusted_columns`), ``arrays`` holds ``step``,
+        ``rank``, ``summary`` and every column of :func:`~forensics.store.arrow_codec.
+        build_schema` for them, encoded as :func:`~forensics.store.arrow_codec.encode_batch`
+        does. Values are not validated; records buffered for the same site and rank are
+        flushed first, so the segment keeps the order of the calls.
+
+        Raises:
+            CaptureFormatError: the writer is closed, or a column is missing or of another
+                Arrow type than the segment's schema says.
+        """
+        if self._closed:
+            raise CaptureFormatError(f"writer of '{self.path}' is closed")
+        key = (site, rank)
+        if key in self._buffers:
+            self._flush_key(key, self._buffers.pop(key))
+        segment = self._segment_for(key, columns)
+        try:
+            batch = pa.RecordBatch.from_arrays([arrays[f.name] for f in segment.schema],
+                                               schema=segment.schema)
+        except (KeyError, TypeError, ValueError, pa.ArrowInvalid) as exc:
+            raise CaptureFormatError(f"columns of {site!r} rank {rank} do not fit the segment "
+                                     f"schema of '{self.path.name}': {exc}") from None
+        segment.write_batch(batch)
+
     def extend(self, records: Iterable[Record], *, validated: bool = False,
                flush_every: int | None = None) -> None:
         """Append every record of ``records`` (see :meth:`append`); with ``flush_every``,
@@ -161,8 +200,12 @@ class CaptureWriter:
         """
         buffers, self._buffers = self._buffers, {}
         for key in sorted(buffers):
-            for group, columns in _groups(buffers[key]):
-                self._segment_for(key, columns).write(group)
+            self._flush_key(key, buffers[key])
+
+    def _flush_key(self, key: tuple[str, int],
+                   items: list[tuple[Record, dict[str, ColumnSig]]]) -> None:
+        for group, columns in _groups(items):
+            self._segment_for(key, columns).write(group)
 
     def _segment_for(self, key: tuple[str, int], columns: dict[str, ColumnSig]) -> _SegmentFile:
         current = self._segments.get(key)
@@ -236,6 +279,22 @@ def write_capture(path: str | os.PathLike[str], records: Iterable[Record],
             (``force`` only replaces captures).
         UnknownSiteError, CaptureFormatError: a record fails validation.
     """
+    with new_capture(path, manifest, force) as writer:
+        writer.extend(records, validated=validated, flush_every=FLUSH_EVERY)
+        for event in events:
+            writer.add_event(event)
+    return Path(path)
+
+
+@contextmanager
+def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = None,
+                force: bool = False) -> Iterator[CaptureWriter]:
+    """A writer (process name ``w0``) on a new capture built beside ``path``, renamed into place
+    when the block ends without an exception (then nothing is left behind).
+
+    Raises:
+        OutputExistsError: as :func:`write_capture`.
+    """
     out = Path(path)
     if out.exists() or out.is_symlink():
         _check_replaceable(out, force)
@@ -244,16 +303,13 @@ def write_capture(path: str | os.PathLike[str], records: Iterable[Record],
         shutil.rmtree(tmp)
     try:
         with CaptureWriter(tmp, manifest, process="w0") as writer:
-            writer.extend(records, validated=validated, flush_every=FLUSH_EVERY)
-            for event in events:
-                writer.add_event(event)
+            yield writer
         if out.exists() or out.is_symlink():
             shutil.rmtree(out)
         os.replace(tmp, out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return out
 
 
 def _check_replaceable(out: Path, force: bool) -> None:

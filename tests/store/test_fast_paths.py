@@ -71,7 +71,7 @@ def _tensor_column_row_by_row(values, dtype):
 
 
 def test_columnar_tensor_encoding_equals_row_by_row() -> None:
-    from forensics.store.arrow_codec import _encode_tensor
+    from forensics.store.arrow_codec import encode_tensor
 
     big_endian = np.arange(5, dtype=">i4")
     cases = {
@@ -82,7 +82,7 @@ def test_columnar_tensor_encoding_equals_row_by_row() -> None:
         "int16": [np.array(3, np.int16), np.zeros((1, 1), np.int16)],  # 0-d next to 2-d
     }
     for dtype, values in cases.items():
-        data, shapes = _encode_tensor(values, dtype)
+        data, shapes = encode_tensor(values, dtype)
         data.validate(full=True)
         shapes.validate(full=True)
         assert str(data.type.value_type) == dtype
