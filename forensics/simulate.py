@@ -459,7 +459,7 @@ class Simulator:
         holes = (old[TRUE_LEN] >= old[TARGET]).nonzero()[0]
         alive = p - len(holes)
         room = self.scenario.batch - alive
-        n_new = np.count_nonzero(self.draws.uniform(room) < self.scenario.arrival_rate) \
+        n_new = int(np.count_nonzero(self.draws.uniform(room) < self.scenario.arrival_rate)) \
             if room else 0
         if alive == 0 and not n_new:
             n_new = 1
