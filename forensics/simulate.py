@@ -34,10 +34,13 @@ Faults (each off by default, each a per-step probability, deterministic for a se
     one common row's ``prev_positions`` points at another request's in-range previous row.
 
 Integer request ids are used inside; the strings ``req-<id>`` appear only in records. Sampled
-and draft ids are random: only their ranges and the row bookkeeping are modelled. The hot loop is
-a few dozen numpy calls per step (random draws are made 512 steps at a time), plus the Python
-lists a :class:`~forensics.records.Record` needs (request ids, output tails).
-``import forensics`` does not import this module (numpy only, imported lazily).
+and draft ids are random: only their ranges and the row bookkeeping are modelled. The hot loop
+(:meth:`Simulator.advance`) is a few dozen numpy calls per step on index arrays (random draws are
+made 512 steps at a time) and returns a step's fields in compact form (:class:`StepFields`:
+request ids as integers, output tails as counts); :meth:`Simulator.step` spells them out as
+:class:`~forensics.records.Record` objects, and :mod:`forensics.simulate_columns` encodes many
+steps at once for the store. ``import forensics`` does not import this module (numpy only,
+imported lazily).
 """
 
 from __future__ import annotations
@@ -304,15 +307,17 @@ class _Step:
 
     ``pp is shape.rows`` marks a step whose batch is the previous one, row for row."""
 
-    __slots__ = ("pp", "pp0", "new", "n_new", "dec", "shape", "rec_pp", "leak", "discarded",
-                 "sentinel", "d", "sched", "cu", "rids")
+    __slots__ = ("pp", "pp0", "new", "n_new", "fresh", "dec", "shape", "rec_pp", "leak",
+                 "discarded", "sentinel", "d", "sched", "cu", "rids")
 
     def __init__(self, pp: np.ndarray, new: np.ndarray, n_new: int, shape: _Shape) -> None:
         self.pp = pp  # [n] int64 true previous row, -1 for new
         self.pp0 = pp if not n_new else np.maximum(pp, 0)  # [n] previous row, 0 for new
         self.new = new  # [n] bool
         self.n_new = n_new
-        self.dec = (~new).nonzero()[0] if n_new else shape.rows  # rows that decode
+        # rows of new requests, and rows that decode (index arrays: cheaper than masks)
+        self.fresh = new.nonzero()[0] if n_new else _NO_ROWS
+        self.dec = (~new).nonzero()[0] if n_new else shape.rows
         self.shape = shape
         self.rec_pp = pp  # [n] int64 prev_positions as recorded (faults applied)
         self.leak = _NO_ROWS  # rows whose -1 placeholder leaks
@@ -416,7 +421,7 @@ class Simulator:
         else:
             state = self._state.take(st.pp0, axis=1)
             if st.n_new:
-                state[:, st.new] = self._new_rows(st.n_new)
+                state[:, st.fresh] = self._new_rows(st.n_new)
             st.rids = state[RID].copy()
         self._inject(st, state, prev)
         self._schedule(st)
@@ -514,9 +519,9 @@ class Simulator:
         if not st.n_new:
             return  # the shape's schedule
         st.d = st.shape.d.copy()
-        st.d[st.new] = 0
+        st.d[st.fresh] = 0
         st.sched = st.shape.sched.copy()
-        st.sched[st.new] = self._prompt_lengths(st.n_new)
+        st.sched[st.fresh] = self._prompt_lengths(st.n_new)
         st.cu = np.add.accumulate(st.sched, dtype=np.int32)
 
     def _inputs(self, st: _Step, state: np.ndarray,
@@ -592,7 +597,7 @@ class Simulator:
         drafts = self._buf_drafts = self._persist(self._buf_drafts, prev.drafts_n)
         if st.n_new:
             cpu = prev.cpu_next[st.pp0]
-            cpu[st.new] = 0
+            cpu[st.fresh] = 0
         else:
             cpu = prev.cpu_next if st.pp is st.shape.rows else prev.cpu_next[st.pp]
         return {
@@ -658,9 +663,10 @@ class Simulator:
         acc, valid, tok, last, drafts, block = self._tables.step(state.shape[1])
         if st.n_new:  # a prefill samples one id and no drafts
             acc, valid, tok, block = acc.copy(), valid.copy(), tok.copy(), block.copy()
-            acc[st.new], valid[st.new] = 0, 1
-            tok[st.new, 1:] = -1
-            block[st.new, 0] = tok[st.new, 0]
+            fresh = st.fresh
+            acc[fresh], valid[fresh] = 0, 1
+            tok[fresh, 1:] = -1
+            block[fresh, 0] = tok[fresh, 0]
             last, drafts = block[:, 0], block[:, 1:]
         written, last_written = valid, last
         if st.sentinel:
@@ -756,7 +762,8 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
 
     Returns:
         Without ``out``: the records, in pipeline order ``(step, rank, site)``.
-        With ``out``: the path of the capture written there (records streamed to the store).
+        With ``out``: the path of the capture written there, a block of steps at a time
+        (:mod:`forensics.simulate_columns`: the same capture, written several times faster).
     Raises:
         UnknownScenarioError: an unknown scenario name, listing the valid ones.
         ConfigurationError: a setting out of range.
@@ -766,10 +773,9 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
     sim = Simulator(sc, seed)
     if out is None:
         return list(sim.records(sc.steps))
-    from forensics.store.writer import write_capture
+    from forensics.simulate_columns import write_simulation
 
-    return write_capture(Path(out), sim.records(sc.steps), manifest_for(sc, seed, notes),
-                         force=force, validated=True)
+    return write_simulation(Path(out), sim, sc.steps, manifest_for(sc, seed, notes), force)
 
 
 make_module_callable(__name__, simulate)  # forensics.simulate stays callable

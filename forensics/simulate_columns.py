@@ -10,16 +10,29 @@ Python string or a list per row. :func:`write_simulation` runs a simulator into 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
+import signal
+import sys
+import threading
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from forensics.errors import CaptureFormatError
 from forensics.simulate import Derived, Simulator, StepFields
 from forensics.store import arrow_numpy as an
-from forensics.store.arrow_codec import ColumnSig, arrow_type, encode_field
+from forensics.store.arrow_codec import (
+    SHAPE_SUFFIX,
+    ColumnSig,
+    arrow_type,
+    encode_field,
+    encode_stacked_tensor,
+)
 from forensics.store.writer import FLUSH_EVERY, CaptureWriter, new_capture
 
 SITES_PER_STEP = 4
@@ -68,6 +81,16 @@ class StepColumns:
             self._values[site] = [(name, []) for name, value in values.items()
                                   if type(value) is not Derived]
 
+    def signatures(self) -> dict[str, dict[str, ColumnSig]]:
+        """Each site's column signature (field name -> kind and dtype), from the first step."""
+        out: dict[str, dict[str, ColumnSig]] = {}
+        for site, layout in self._layout.items():
+            first = {name: column[0] for name, column in self._values[site]}
+            out[site] = {name: (_KINDS[kind], "") if kind is not None
+                         else _signature(site, name, first[name])
+                         for name, kind in layout.items()}
+        return out
+
     def encode(self, rank: int) -> list[tuple[str, dict[str, ColumnSig], dict[str, pa.Array]]]:
         """Each site's column signature and Arrow columns for rank ``rank``, in site order,
         ready for :meth:`~forensics.store.writer.CaptureWriter.write_columns`."""
@@ -79,19 +102,17 @@ class StepColumns:
         }
         derived = self._derived()
         out = []
-        for site, layout in self._layout.items():
-            columns: dict[str, ColumnSig] = {}
+        for site, columns in self.signatures().items():
             arrays = dict(shared)
             values = dict(self._values[site])
-            for name, kind in layout.items():
+            for name, kind in self._layout[site].items():
                 if kind is not None:
-                    columns[name] = (_KINDS[kind], "")
                     arrays[name] = derived[kind]
-                    continue
-                column = values[name]
-                sig = _signature(site, name, column)
-                columns[name] = sig
-                arrays.update(encode_field(name, *sig, column))
+                elif columns[name][0] == "tensor":
+                    data, shape = encode_stacked_tensor(values[name], columns[name][1])
+                    arrays[name], arrays[name + SHAPE_SUFFIX] = data, shape
+                else:
+                    arrays.update(encode_field(name, *columns[name], values[name]))
             out.append((site, columns, arrays))
         return out
 
@@ -113,16 +134,15 @@ class StepColumns:
         }
 
 
-def _signature(site: str, name: str, column: list[Any]) -> ColumnSig:
-    """The column type of a field's values (all of one type, as the record path requires)."""
-    types = {value.dtype if isinstance(value, np.ndarray) else type(value) for value in column}
-    first = column[0]
-    if len(types) == 1 and isinstance(first, np.ndarray) and first.dtype.kind in "iu":
-        return ("tensor", first.dtype.newbyteorder("=").name)
-    if types == {int}:
+def _signature(site: str, name: str, value: Any) -> ColumnSig:
+    """The column type of a field, from its first value (a simulator keeps each field's type,
+    dtype, rank and trailing dimensions from step to step: tests/test_simulate_columns.py)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        return ("tensor", value.dtype.newbyteorder("=").name)
+    if type(value) is int:
         return ("int", "")
-    raise TypeError(f"{site}.{name}: simulated values of types {sorted(map(str, types))}; "
-                    "expected integer arrays of one dtype, or ints")
+    raise TypeError(f"{site}.{name}: a simulated value of type {type(value).__name__}; "
+                    "expected an integer array or an int")
 
 
 def _flat(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -133,8 +153,13 @@ def _flat(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 def _request_ids(rids: np.ndarray, discarded: np.ndarray | None = None) -> pa.Array:
     """``req-<id>`` of each id as a string array (null where ``discarded``)."""
-    ids, codes = np.unique(rids, return_inverse=True)
-    words: list[str | None] = [f"req-{i}" for i in ids.tolist()]
+    low, high = (int(rids.min()), int(rids.max())) if len(rids) else (0, -1)
+    if high - low < 4 * len(rids) + 1024:  # ids of a block are a narrow range: no sort
+        ids, codes = range(low, high + 1), rids - low
+    else:
+        unique, codes = np.unique(rids, return_inverse=True)
+        ids = unique.tolist()
+    words: list[str | None] = [f"req-{i}" for i in ids]
     if discarded is not None and discarded.any():
         words.append(None)
         codes = np.where(discarded, len(words) - 1, codes)
@@ -161,17 +186,28 @@ def block_steps(ranks: int) -> int:
 
 def write_steps(writer: CaptureWriter, simulator: Simulator, steps: int) -> None:
     """Run ``simulator`` for ``steps`` steps, writing each block of steps as one record batch
-    per site and rank."""
+    per site and rank, while the next block is simulated: on Linux a forked process encodes
+    and writes each block (a second core, no shared interpreter lock); elsewhere a thread does.
+
+    Raises whatever encoding or writing raised (OSError from the disk, as a
+    CaptureFormatError naming the steps when a forked process failed).
+    """
     ranks = simulator.scenario.ranks
-    block = StepColumns()
     size = block_steps(ranks)
-    for _ in range(steps):
-        block.add(simulator.advance())
-        if len(block) == size:
-            _write_block(writer, block, ranks)
-            block = StepColumns()
-    if len(block):
-        _write_block(writer, block, ranks)
+    blocks = _ForkedBlocks if FORK else _ThreadedBlocks
+    with blocks(writer, ranks) as out:
+        block = StepColumns()
+        for _ in range(steps):
+            block.add(simulator.advance())
+            if len(block) == size:
+                out.put(block)
+                block = StepColumns()
+        if len(block):
+            out.put(block)
+
+
+#: blocks are written by forked processes (Linux: fork is cheap and safe for this code)
+FORK = sys.platform == "linux" and hasattr(os, "fork")
 
 
 def _write_block(writer: CaptureWriter, block: StepColumns, ranks: int) -> None:
@@ -179,6 +215,101 @@ def _write_block(writer: CaptureWriter, block: StepColumns, ranks: int) -> None:
                for site, columns, arrays in block.encode(rank)]
     for site, rank, columns, arrays in sorted(batches, key=lambda b: (b[0], b[1])):
         writer.write_columns(site, rank, columns, arrays)
+
+
+class _ForkedBlocks:
+    """Each block is encoded and written by a process forked for it, one at a time, appending
+    to segments this process opened; this process goes on simulating meanwhile."""
+
+    def __init__(self, writer: CaptureWriter, ranks: int) -> None:
+        self.writer, self.ranks = writer, ranks
+        self.child: tuple[int, int, str] | None = None  # pid, error pipe, steps
+
+    def __enter__(self) -> _ForkedBlocks:
+        return self
+
+    def put(self, block: StepColumns) -> None:
+        """Hand ``block`` to a new process, once the previous one is done."""
+        self._wait()
+        for site, columns in sorted(block.signatures().items()):
+            for rank in range(self.ranks):
+                self.writer.open_segment(site, rank, columns)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: write the block, report, exit without cleanup
+            os.close(read_end)
+            code = 0
+            try:
+                _write_block(self.writer, block, self.ranks)
+            except BaseException as exc:
+                os.write(write_end, f"{type(exc).__name__}: {exc}".encode()[:4096])
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        self.child = (pid, read_end, f"steps {block.steps[0]}-{block.steps[-1]}")
+
+    def _wait(self) -> None:
+        if self.child is None:
+            return
+        pid, read_end, steps = self.child
+        self.child = None
+        _, status = os.waitpid(pid, 0)
+        with os.fdopen(read_end, "rb") as pipe:
+            message = pipe.read().decode(errors="replace")
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            raise CaptureFormatError(f"writing {steps} of '{self.writer.path}' failed in "
+                                     f"process {pid} (exit {code}): {message or 'no message'}")
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc is not None and self.child is not None:
+            os.kill(self.child[0], signal.SIGKILL)
+            with contextlib.suppress(CaptureFormatError):
+                self._wait()
+            return
+        self._wait()
+
+
+class _ThreadedBlocks:
+    """A thread that encodes and writes the blocks it is given, in order, one queued at most
+    (numpy, Arrow and the disk release the interpreter lock for their bulk work)."""
+
+    def __init__(self, writer: CaptureWriter, ranks: int) -> None:
+        self.writer, self.ranks = writer, ranks
+        self.queue: queue.Queue[StepColumns | None] = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="forensics-simulate-writer",
+                                       daemon=True)
+
+    def __enter__(self) -> _ThreadedBlocks:
+        self.thread.start()
+        return self
+
+    def put(self, block: StepColumns) -> None:
+        """Queue ``block`` (waits while one is queued); raises the thread's error, if any."""
+        self._raise()
+        self.queue.put(block)
+
+    def _run(self) -> None:
+        while (block := self.queue.get()) is not None:
+            if self.error is None:
+                try:
+                    _write_block(self.writer, block, self.ranks)
+                except BaseException as exc:  # handed to the simulating thread
+                    self.error = exc
+
+    def _raise(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.queue.put(None)
+        self.thread.join()
+        if exc is None:
+            self._raise()
 
 
 def write_simulation(path: str | os.PathLike[str], simulator: Simulator, steps: int,

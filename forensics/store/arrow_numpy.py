@@ -67,7 +67,10 @@ def coded_strings(words: Sequence[str | None], codes: np.ndarray) -> pa.Array:
     np.cumsum(lengths, out=offsets[1:])
     if offsets[-1] > np.iinfo(np.int32).max:
         raise OverflowError("more than 2**31 bytes of strings in one batch")
-    data = table[codes][np.arange(width) < lengths[:, None]]
+    if len(codes) and lengths.min() == lengths.max():  # items all of one length
+        data = np.take(table[:, :int(lengths[0])], codes, axis=0).reshape(-1)
+    else:
+        data = np.take(table, codes, axis=0)[np.arange(width) < lengths[:, None]]
     valid = np.fromiter((w is not None for w in words), dtype=bool, count=len(words))[codes]
     return pa.Array.from_buffers(pa.string(), len(codes),
                                  [_validity(valid), pa.py_buffer(offsets.astype(np.int32)),

@@ -58,7 +58,6 @@ class _SegmentFile:
         write_all(self.fd, header)
         os.fsync(self.fd)
         _fsync_dir(root)
-        self.pos = header.size
 
     def fits(self, columns: dict[str, ColumnSig]) -> bool:
         return all(self.columns.get(name) == sig for name, sig in columns.items())
@@ -67,14 +66,14 @@ class _SegmentFile:
         self.write_batch(encode_batch(records, self.schema))
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
-        """Append ``batch`` (of this segment's schema), fsync, then index it."""
+        """Append ``batch`` (of this segment's schema), fsync, then index it. The offset is
+        the file's size, so a process forked from the owner may append too (one at a time)."""
         data = batch.serialize()
+        pos = os.fstat(self.fd).st_size
         write_all(self.fd, data)
         os.fsync(self.fd)
         steps = arrow_numpy.values(batch.column(0))
-        self.index.append(self.pos, data.size, batch.num_rows, int(steps.min()),
-                          int(steps.max()))
-        self.pos += data.size
+        self.index.append(pos, data.size, batch.num_rows, int(steps.min()), int(steps.max()))
 
     def close(self) -> None:
         write_all(self.fd, EOS)
@@ -153,6 +152,12 @@ class CaptureWriter:
             columns = record_columns(record, where)
         self._buffers.setdefault((record.site, record.rank), []).append((record, columns))
         self._appended += 1
+
+    def open_segment(self, site: str, rank: int, columns: dict[str, ColumnSig]) -> None:
+        """Create (or rotate) the segment of ``site`` and ``rank`` for ``columns`` now, so that
+        a process forked from this one may append batches of those columns to it with
+        :meth:`write_columns` (one such process at a time; this one writes none meanwhile)."""
+        self._segment_for((site, rank), columns)
 
     def write_columns(self, site: str, rank: int, columns: dict[str, ColumnSig],
                       arrays: dict[str, pa.Array]) -> None:
