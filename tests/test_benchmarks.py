@@ -12,8 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
-KEYS = ("records", "open_seconds", "load_speedup", "replay_speedup", "scan_fraction_of_numpy",
+KEYS = ("records", "generate_seconds", "soak_generate_seconds_per_250k", "write_speedup",
+        "open_seconds", "load_speedup", "replay_speedup", "scan_fraction_of_numpy",
         "probe_us_per_call", "replay_rss_over_capture")
 
 
@@ -27,8 +30,14 @@ def test_tiny_benchmark_writes_finite_figures(tmp_path: Path) -> None:
     for key in KEYS:
         assert isinstance(summary[key], (int, float)) and math.isfinite(summary[key]), key
     assert summary["records"] == 1000
+    assert summary["soak_generate_seconds_per_250k"] == pytest.approx(
+        summary["generate_seconds"] * 1000)  # 250 steps, scaled to 250,000
+    assert math.isfinite(summary["raw"]["generate_cpu_seconds"])
+    assert summary["scaled_from"]["baseline_records"] == 1000
     assert summary["raw"]["replay"]["records"] == summary["records"]
     assert summary["raw"]["scan"]["scan_indices"] > 0
     assert {"cores", "cpu", "ram_gib"} <= set(summary["machine"]) and summary["date"]
     assert "| measure |" in proc.stdout
+    assert "| simulate soak -o (generate) |" in proc.stdout
+    assert "soak_generate_seconds_per_250k" in proc.stdout  # the issue-6 target line
     assert not (tmp_path / "work" / "tiny").exists()  # generated data removed
