@@ -140,9 +140,9 @@ def _batch_bytes(seg: _SegmentFile, records: list) -> bytes:
 
 def _append_raw(seg: _SegmentFile, payload: bytes, _b: int) -> None:
     """The same 1,000-record batch (all at step 0) appended again, with its index entry."""
+    pos = os.fstat(seg.fd).st_size
     os.write(seg.fd, payload)
-    seg.index.append(seg.pos, len(payload), 1000, 0, 0)
-    seg.pos += len(payload)
+    seg.index.append(pos, len(payload), 1000, 0, 0)
 
 
 def test_index_writer_is_exclusive(tmp_path: Path) -> None:
