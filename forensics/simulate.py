@@ -755,10 +755,11 @@ def manifest_for(sc: Scenario, seed: int, notes: str | None = None) -> dict[str,
 def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
              batch: int | None = None, spec_tokens: int | None = None,
              vocab: int | None = None, out: str | Path | None = None, *, force: bool = False,
-             notes: str | None = None) -> list[Record] | Path:
+             notes: str | None = None, progress: bool = False) -> list[Record] | Path:
     """Run ``scenario`` (a name in :data:`SCENARIOS` or a :class:`Scenario`).
 
     Settings left at None take the scenario's own (4 drafts, its batch, vocabulary and steps).
+    ``progress``: with ``out``, draw a progress bar on stderr.
 
     Returns:
         Without ``out``: the records, in pipeline order ``(step, rank, site)``.
@@ -775,7 +776,8 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
         return list(sim.records(sc.steps))
     from forensics.simulate_columns import write_simulation
 
-    return write_simulation(Path(out), sim, sc.steps, manifest_for(sc, seed, notes), force)
+    return write_simulation(Path(out), sim, sc.steps, manifest_for(sc, seed, notes), force,
+                            progress)
 
 
 make_module_callable(__name__, simulate)  # forensics.simulate stays callable

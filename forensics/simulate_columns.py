@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.errors import CaptureFormatError
+from forensics.progress import Progress
 from forensics.simulate import Derived, Simulator, StepFields
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import (
@@ -184,10 +185,12 @@ def block_steps(ranks: int) -> int:
     return max(1, FLUSH_EVERY // (SITES_PER_STEP * ranks))
 
 
-def write_steps(writer: CaptureWriter, simulator: Simulator, steps: int) -> None:
+def write_steps(writer: CaptureWriter, simulator: Simulator, steps: int,
+                progress: bool = False) -> None:
     """Run ``simulator`` for ``steps`` steps, writing each block of steps as one record batch
     per site and rank, while the next block is simulated: on Linux a forked process encodes
     and writes each block (a second core, no shared interpreter lock); elsewhere a thread does.
+    ``progress``: draw a bar on stderr, a block at a time.
 
     Raises whatever encoding or writing raised (OSError from the disk, as a
     CaptureFormatError naming the steps when a forked process failed).
@@ -195,15 +198,19 @@ def write_steps(writer: CaptureWriter, simulator: Simulator, steps: int) -> None
     ranks = simulator.scenario.ranks
     size = block_steps(ranks)
     blocks = _ForkedBlocks if FORK else _ThreadedBlocks
+    bar = Progress(steps, f"simulate {simulator.scenario.name}", force=True) if progress \
+        else None
     with blocks(writer, ranks) as out:
         block = StepColumns()
-        for _ in range(steps):
+        for step in range(1, steps + 1):
             block.add(simulator.advance())
-            if len(block) == size:
+            if len(block) == size or step == steps:
                 out.put(block)
+                if bar is not None:
+                    bar.advance(len(block))
                 block = StepColumns()
-        if len(block):
-            out.put(block)
+    if bar is not None:
+        bar.close()
 
 
 #: blocks are written by forked processes (Linux: fork is cheap and safe for this code)
@@ -224,13 +231,16 @@ class _ForkedBlocks:
     def __init__(self, writer: CaptureWriter, ranks: int) -> None:
         self.writer, self.ranks = writer, ranks
         self.child: tuple[int, int, str] | None = None  # pid, error pipe, steps
+        self.block: StepColumns | None = None  # the block the child writes
 
     def __enter__(self) -> _ForkedBlocks:
         return self
 
     def put(self, block: StepColumns) -> None:
-        """Hand ``block`` to a new process, once the previous one is done."""
+        """Hand ``block`` to a new process, once the previous one is done. The block is kept
+        until then: freeing memory the child still shares would copy its pages."""
         self._wait()
+        self.block = block
         for site, columns in sorted(block.signatures().items()):
             for rank in range(self.ranks):
                 self.writer.open_segment(site, rank, columns)
@@ -255,6 +265,7 @@ class _ForkedBlocks:
         pid, read_end, steps = self.child
         self.child = None
         _, status = os.waitpid(pid, 0)
+        self.block = None
         with os.fdopen(read_end, "rb") as pipe:
             message = pipe.read().decode(errors="replace")
         code = os.waitstatus_to_exitcode(status)
@@ -313,12 +324,14 @@ class _ThreadedBlocks:
 
 
 def write_simulation(path: str | os.PathLike[str], simulator: Simulator, steps: int,
-                     manifest: dict[str, Any] | None = None, force: bool = False) -> Path:
+                     manifest: dict[str, Any] | None = None, force: bool = False,
+                     progress: bool = False) -> Path:
     """Run ``simulator`` for ``steps`` steps into a new capture at ``path``; return the path.
+    ``progress``: draw a bar on stderr.
 
     Raises:
         OutputExistsError: ``path`` exists and ``force`` is false, or it is not a capture.
     """
     with new_capture(path, manifest, force) as writer:
-        write_steps(writer, simulator, steps)
+        write_steps(writer, simulator, steps, progress)
     return Path(path)

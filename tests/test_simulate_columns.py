@@ -220,3 +220,13 @@ def test_write_columns_checks_the_schema_and_keeps_order(tmp_path: Path) -> None
     assert entries is not None
     assert [(int(e["step_min"]), int(e["step_max"])) for e in entries] == [(4, 4), (1, 3)]
     assert sorted(r.step for r in forensics.load(writer.path).records(site)) == [1, 2, 3, 4]
+
+
+def test_progress_is_drawn_a_block_at_a_time(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    write_simulation(tmp_path / "p.capture", Simulator(configure("clean", batch=2), 0), 5000,
+                     {}, progress=True)
+    err = capsys.readouterr().err
+    assert " 81% simulate clean" in err and "100% simulate clean" in err  # 4,096 then 5,000
+    write_simulation(tmp_path / "q.capture", Simulator("clean", 0), 10, {})
+    assert capsys.readouterr().err == ""

@@ -8,6 +8,7 @@ same capture.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 EXAMPLE = """example:
@@ -44,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     sc = configure(args.scenario, steps=args.steps, batch=args.batch,
                    spec_tokens=args.spec_tokens, vocab=args.vocab)
     start = time.perf_counter()
-    out = simulate(sc, seed=args.seed, out=args.output, force=args.force)
+    out = simulate(sc, seed=args.seed, out=args.output, force=args.force,
+                   progress=sys.stderr.isatty())
     print(f"wrote {out}: scenario {sc.name}, {sc.steps} steps, batch {sc.batch}, "
           f"{sc.spec_tokens} drafts, vocab {sc.vocab}, seed {args.seed} "
           f"({time.perf_counter() - start:.1f} s)")
