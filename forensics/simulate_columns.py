@@ -231,16 +231,13 @@ class _ForkedBlocks:
     def __init__(self, writer: CaptureWriter, ranks: int) -> None:
         self.writer, self.ranks = writer, ranks
         self.child: tuple[int, int, str] | None = None  # pid, error pipe, steps
-        self.block: StepColumns | None = None  # the block the child writes
 
     def __enter__(self) -> _ForkedBlocks:
         return self
 
     def put(self, block: StepColumns) -> None:
-        """Hand ``block`` to a new process, once the previous one is done. The block is kept
-        until then: freeing memory the child still shares would copy its pages."""
+        """Hand ``block`` to a new process, once the previous one is done."""
         self._wait()
-        self.block = block
         for site, columns in sorted(block.signatures().items()):
             for rank in range(self.ranks):
                 self.writer.open_segment(site, rank, columns)
@@ -265,7 +262,6 @@ class _ForkedBlocks:
         pid, read_end, steps = self.child
         self.child = None
         _, status = os.waitpid(pid, 0)
-        self.block = None
         with os.fdopen(read_end, "rb") as pipe:
             message = pipe.read().decode(errors="replace")
         code = os.waitstatus_to_exitcode(status)
