@@ -45,7 +45,7 @@ imported lazily).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
@@ -452,7 +452,7 @@ class Simulator:
             return self._last_names[1]
         names = self._names
         if len(names) < self._requests:
-            names.extend(f"req-{i}" for i in range(len(names), self._requests))
+            names.extend(request_names(range(len(names), self._requests)))
         out = [names[i] for i in rids.tolist()]
         self._last_names = (rids, out)
         return out
@@ -697,6 +697,11 @@ class Simulator:
             last_written[row] = self.vocab
         return tok, written, last_written
 
+
+
+def request_names(ids: Iterable[int]) -> list[str]:
+    """The request id that records carry for each integer id: ``req-<id>``."""
+    return [f"req-{i}" for i in ids]
 
 
 def output_tail(tails: np.ndarray) -> list[list[int]]:

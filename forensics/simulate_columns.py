@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from forensics.errors import CaptureFormatError
 from forensics.progress import Progress
-from forensics.simulate import Derived, Simulator, StepFields
+from forensics.simulate import Derived, Simulator, StepFields, request_names
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import (
     SHAPE_SUFFIX,
@@ -160,7 +160,7 @@ def _request_ids(rids: np.ndarray, discarded: np.ndarray | None = None) -> pa.Ar
     else:
         unique, codes = np.unique(rids, return_inverse=True)
         ids = unique.tolist()
-    words: list[str | None] = [f"req-{i}" for i in ids]
+    words: list[str | None] = list(request_names(ids))
     if discarded is not None and discarded.any():
         words.append(None)
         codes = np.where(discarded, len(words) - 1, codes)
