@@ -59,11 +59,12 @@ from forensics.records import Record
 
 FAULTS = ("stale_prev_row", "vocab_sentinel", "placeholder_leak", "misattribution")
 
-# Columns of the per-row state matrix (int64): request id, tokens generated, tokens wanted,
-# computed tokens, the last id the CPU knows, an out-of-vocabulary id waiting for the input, then
-# the output tail (kept adjacent): the output list's length, its trailing placeholders and the
-# last id of the list before them.
-RID, TRUE_LEN, TARGET, COMP, CPU_LAST, SENT, OUT_LEN, PH, LAST_OUT = range(9)
+# Rows of the state matrix ([NCOLS, n] int64, a column per batch row): request id, tokens
+# wanted, tokens generated and computed tokens (adjacent: a decode step adds the same count to
+# both), the last id the CPU knows, an out-of-vocabulary id waiting for the input, then the output
+# tail (adjacent): the output list's length, its trailing placeholders and the last id of the
+# list before them.
+RID, TARGET, TRUE_LEN, COMP, CPU_LAST, SENT, OUT_LEN, PH, LAST_OUT = range(9)
 NCOLS = 9
 TAIL = slice(OUT_LEN, LAST_OUT + 1)
 
@@ -202,6 +203,10 @@ class _Draws:
 
     def integers(self, low: int, high: int, count: int) -> np.ndarray:
         """``count`` int64 values in [low, high)."""
+        if count <= 4:  # the same values, computed in Python (cheaper for a few)
+            span = high - low
+            return np.array([low + int(u * span) for u in self.uniform(count).tolist()],
+                            dtype=np.int64)
         return low + (self.uniform(count) * (high - low)).astype(np.int64)
 
 
@@ -623,12 +628,13 @@ class Simulator:
     def _embedding_ids(self, st: _Step, state: np.ndarray, dev: np.ndarray) -> np.ndarray:
         """The step's input ids as the embedding sees them: an id the output path wrote out of
         the vocabulary is what the fork staged as the request's next id."""
+        if not self._sentinels_pending:  # dev is never changed once made: no copy needed
+            return dev if dev.dtype == self._emb_dtype else dev.astype(self._emb_dtype)
         ids = dev.astype(self._emb_dtype)
-        if self._sentinels_pending:
-            self._sentinels_pending = False
-            rows = np.flatnonzero((state[SENT] >= 0) & ~st.new)
-            ids[st.cu[rows] - 1 - self.k] = state[SENT, rows]
-            state[SENT] = -1
+        self._sentinels_pending = False
+        rows = np.flatnonzero((state[SENT] >= 0) & ~st.new)
+        ids[st.cu[rows] - 1 - self.k] = state[SENT, rows]
+        state[SENT] = -1
         return ids
 
     # -- after the forward: outputs, sampling, bookkeeping -----------------------------------
@@ -672,12 +678,12 @@ class Simulator:
         if st.sentinel:
             tok, written, last_written = self._put_sentinel(tok, acc, st.d, last)
         comp = state[COMP].astype(np.int32)
-        state[TRUE_LEN] += valid
         if st.n_new:
+            state[TRUE_LEN] += valid
             state[COMP] += np.where(st.new, st.sched, valid)
             state[OUT_LEN:PH + 1] += st.d + 1
         else:
-            state[COMP] += valid
+            state[TRUE_LEN:COMP + 1] += valid  # tokens generated and computed alike
             state[OUT_LEN:PH + 1] += self.k1
         return _Prev(st.rids, tok, valid, last, drafts, block, st.d, comp, comp + st.sched,
                      written, last_written, st.sentinel)
