@@ -26,6 +26,7 @@ import pyarrow as pa
 from forensics.errors import CaptureFormatError
 from forensics.progress import Progress
 from forensics.simulate import Derived, Simulator, StepFields, request_names
+from forensics.sites import SITES
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import (
     SHAPE_SUFFIX,
@@ -36,7 +37,6 @@ from forensics.store.arrow_codec import (
 )
 from forensics.store.writer import FLUSH_EVERY, CaptureWriter, new_capture
 
-SITES_PER_STEP = 4
 _KINDS = {Derived.REQ_IDS: "str_list", Derived.PREV_REQ_IDS: "opt_str_list",
           Derived.OUTPUT_TAIL: "ragged"}
 
@@ -182,7 +182,7 @@ def _output_tails(tails: list[np.ndarray], lengths: np.ndarray) -> pa.Array:
 def block_steps(ranks: int) -> int:
     """Steps per record batch: as many as :func:`~forensics.store.writer.write_capture` puts
     in one flush (``FLUSH_EVERY`` records), at least one."""
-    return max(1, FLUSH_EVERY // (SITES_PER_STEP * ranks))
+    return max(1, FLUSH_EVERY // (len(SITES) * ranks))
 
 
 def write_steps(writer: CaptureWriter, simulator: Simulator, steps: int,
