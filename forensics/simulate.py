@@ -642,22 +642,22 @@ class Simulator:
     def _outputs(self, st: _Step, state: np.ndarray, prev: _Prev) -> None:
         """``async_output`` as vLLM 0.33.0 runs it: the trailing placeholders of each row
         present in the previous batch are replaced by the ids before the row's first ``-1``."""
+        upd: np.ndarray | slice
         if st.pp is st.shape.rows and not len(st.leak):  # the previous batch, row for row
-            ph = state[PH]
-            state[OUT_LEN] += np.minimum(prev.written, ph) - ph
-            ph[:] = 0
-            state[LAST_OUT] = prev.last_written
-            state[CPU_LAST] = prev.last
+            upd, written, last_written, last = slice(None), prev.written, prev.last_written, \
+                prev.last
         else:
             upd = st.dec
             if len(st.leak):
                 upd = upd[~np.isin(upd, st.leak)]
             ppu = st.pp[upd]
-            ph = state[PH, upd]
-            state[OUT_LEN, upd] += np.minimum(prev.written[ppu], ph) - ph
-            state[PH, upd] = 0
-            state[LAST_OUT, upd] = prev.last_written[ppu]
-            state[CPU_LAST, upd] = prev.last[ppu]
+            written, last_written, last = (prev.written[ppu], prev.last_written[ppu],
+                                           prev.last[ppu])
+        ph = state[PH, upd]
+        state[OUT_LEN, upd] += np.minimum(written, ph) - ph
+        state[PH, upd] = 0
+        state[LAST_OUT, upd] = last_written
+        state[CPU_LAST, upd] = last
         if prev.sentinel:
             bad = state[LAST_OUT] >= self.vocab
             bad[st.new] = False
