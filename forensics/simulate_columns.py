@@ -32,13 +32,11 @@ from forensics.store.arrow_codec import (
     SHAPE_SUFFIX,
     ColumnSig,
     arrow_type,
+    columns_of,
     encode_field,
     encode_stacked_tensor,
 )
 from forensics.store.writer import FLUSH_EVERY, CaptureWriter, new_capture
-
-_KINDS = {Derived.REQ_IDS: "str_list", Derived.PREV_REQ_IDS: "opt_str_list",
-          Derived.OUTPUT_TAIL: "ragged"}
 
 
 class StepColumns:
@@ -51,6 +49,7 @@ class StepColumns:
         self._discarded: list[tuple[int, int]] = []  # (step in the block, previous row)
         self._tails: list[np.ndarray] = []
         self._layout: dict[str, dict[str, Any]] = {}  # site -> field -> Derived, or None
+        self._first: dict[str, dict[str, Any]] = {}  # site -> the first step's fields
         self._values: dict[str, list[tuple[str, list[Any]]]] = {}
 
     def __len__(self) -> int:
@@ -77,6 +76,7 @@ class StepColumns:
 
     def _start(self, fields: StepFields) -> None:
         for site, values in fields.sites.items():
+            self._first[site] = values
             self._layout[site] = {name: value if type(value) is Derived else None
                                   for name, value in values.items()}
             self._values[site] = [(name, []) for name, value in values.items()
@@ -84,13 +84,7 @@ class StepColumns:
 
     def signatures(self) -> dict[str, dict[str, ColumnSig]]:
         """Each site's column signature (field name -> kind and dtype), from the first step."""
-        out: dict[str, dict[str, ColumnSig]] = {}
-        for site, layout in self._layout.items():
-            first = {name: column[0] for name, column in self._values[site]}
-            out[site] = {name: (_KINDS[kind], "") if kind is not None
-                         else _signature(site, name, first[name])
-                         for name, kind in layout.items()}
-        return out
+        return {site: columns_of(site, first) for site, first in self._first.items()}
 
     def encode(self, rank: int) -> list[tuple[str, dict[str, ColumnSig], dict[str, pa.Array]]]:
         """Each site's column signature and Arrow columns for rank ``rank``, in site order,
@@ -133,17 +127,6 @@ class StepColumns:
                                            None, arrow_type("opt_str_list")),
             Derived.OUTPUT_TAIL: _output_tails(self._tails, lengths),
         }
-
-
-def _signature(site: str, name: str, value: Any) -> ColumnSig:
-    """The column type of a field, from its first value (a simulator keeps each field's type,
-    dtype, rank and trailing dimensions from step to step: tests/test_simulate_columns.py)."""
-    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
-        return ("tensor", value.dtype.newbyteorder("=").name)
-    if type(value) is int:
-        return ("int", "")
-    raise TypeError(f"{site}.{name}: a simulated value of type {type(value).__name__}; "
-                    "expected an integer array or an int")
 
 
 def _flat(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -97,15 +97,18 @@ def trusted_columns(record: Record) -> dict[str, ColumnSig]:
     signature = value_signature(record)
     columns = _TRUSTED_COLUMNS.get(signature)
     if columns is None:
-        columns = _columns_of(record)
+        columns = columns_of(record.site, record.fields)
         remember_signature(_TRUSTED_COLUMNS, signature, columns)
     return columns
 
 
-def _columns_of(record: Record) -> dict[str, ColumnSig]:
-    specs = _specs(record.site)
+def columns_of(site: str, fields: dict[str, Any]) -> dict[str, ColumnSig]:
+    """The column signature of a full record's ``fields`` built to ``site``'s schema by trusted
+    code: each field's kind from the schema, a tensor's dtype from its value (no other value
+    is read)."""
+    specs = _specs(site)
     columns: dict[str, ColumnSig] = {}
-    for name, value in record.fields.items():
+    for name, value in fields.items():
         kind = specs[name].kind
         columns[name] = (kind, _dtype_name(value.dtype) if kind == "tensor" else "")
     return columns
