@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError
-from forensics.store.paths import EVENTS_RE, check_within
+from forensics.store.guarded import iter_lines
+from forensics.store.paths import EVENTS_RE
 
-MAX_EVENTS_BYTES = 256 * 1024 * 1024
+#: the longest event line, and the most events a capture may hold
+MAX_LINE = 1 << 20
+MAX_EVENTS = 200_000
 
 
 def events_filename(process: str) -> str:
@@ -49,14 +52,16 @@ class EventLog:
 
 
 def read_events(root: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """Read every events sidecar of the capture at ``root``.
+    """Read every events sidecar of the capture at ``root``, line by line in bounded pieces.
 
     Returns:
         (events in file-name then line order, each with ``process`` added when absent;
         names of sidecars whose last line was cut short and ignored).
     Raises:
-        CaptureFormatError: a complete line that is not a JSON object, or an oversized file.
-        UnsafeInputError: a sidecar that is a symlink out of the capture.
+        CaptureFormatError: a complete line that is not a JSON object, an event whose ``kind``
+            is not a string or whose ``step``/``rank`` is not an integer, an oversized file or
+            more than :data:`MAX_EVENTS` events.
+        UnsafeInputError: a sidecar that is not a regular file or a symlink out of the capture.
     """
     events: list[dict[str, Any]] = []
     truncated: list[str] = []
@@ -64,33 +69,45 @@ def read_events(root: Path) -> tuple[list[dict[str, Any]], list[str]]:
         match = EVENTS_RE.fullmatch(name)
         if match is None:
             continue
-        path = root / name
-        check_within(root, path)
-        if _read_one(path, match["process"], events):
+        if _read_one(root, root / name, match["process"], events):
             truncated.append(name)
     return events, truncated
 
 
-def _read_one(path: Path, process: str, out: list[dict[str, Any]]) -> bool:
-    try:
-        if path.stat().st_size > MAX_EVENTS_BYTES:
-            raise CaptureFormatError(f"events file '{path}' exceeds {MAX_EVENTS_BYTES} bytes")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CaptureFormatError(f"events file '{path}' cannot be read: {exc}") from None
-    lines = data.split(b"\n")
-    cut = lines.pop() != b""  # a last line without newline: a write cut short
-    for number, line in enumerate(lines, start=1):
+def _read_one(root: Path, path: Path, process: str, out: list[dict[str, Any]]) -> bool:
+    """Append the events of one sidecar to ``out``; True when its last line was cut short."""
+    for number, (line, complete) in enumerate(
+            iter_lines(path, "events file", root, max_line=MAX_LINE + 1), start=1):
+        if not complete:
+            return True
         if not line.strip():
             continue
-        try:
-            event = json.loads(line.decode("utf-8"))
-        except (ValueError, RecursionError) as exc:
-            raise CaptureFormatError(f"events file '{path}' line {number}: not JSON ({exc})"
-                                     ) from None
-        if not isinstance(event, dict):
-            raise CaptureFormatError(f"events file '{path}' line {number}: expected a JSON "
-                                     f"object, got {type(event).__name__}")
-        event.setdefault("process", process)
-        out.append(event)
-    return cut
+        if len(line) > MAX_LINE:
+            raise CaptureFormatError(f"events file '{path}' line {number}: longer than "
+                                     f"{MAX_LINE} bytes; an event is one short JSON object")
+        if len(out) >= MAX_EVENTS:
+            raise CaptureFormatError(f"events file '{path}': more than {MAX_EVENTS} events in "
+                                     "the capture; remove the excess lines")
+        out.append(_event(line, path, number, process))
+    return False
+
+
+def _event(line: bytes, path: Path, number: int, process: str) -> dict[str, Any]:
+    where = f"events file '{path}' line {number}"
+    try:
+        event = json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise CaptureFormatError(f"{where}: not JSON ({str(exc)[:200]})") from None
+    if not isinstance(event, dict):
+        raise CaptureFormatError(f"{where}: expected a JSON object, got {type(event).__name__}")
+    if not isinstance(event.get("kind"), str):
+        raise CaptureFormatError(f"{where}: field 'kind' must be a string, got "
+                                 f"{type(event.get('kind')).__name__}; fix or delete the line")
+    for key in ("step", "rank"):
+        value = event.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                  or not 0 <= value < 2**63):
+            raise CaptureFormatError(f"{where}: field {key!r} must be a non-negative int64 "
+                                     "or null; fix or delete the line")
+    event.setdefault("process", process)
+    return event

@@ -13,10 +13,12 @@ from pathlib import Path
 import numpy as np
 
 from forensics.errors import CaptureFormatError
+from forensics.store.guarded import read_bytes
 
 MAGIC = b"FXIDX001"
 ENTRY = np.dtype([("offset", "<i8"), ("length", "<i8"), ("rows", "<i8"),
                   ("step_min", "<i8"), ("step_max", "<i8")])
+MIN_BATCH_BYTES = 16
 
 
 class IndexWriter:
@@ -46,17 +48,24 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[written:]
 
 
-def read_index(path: Path) -> np.ndarray | None:
-    """Return the entries of the index at ``path`` (a partial last entry is dropped), or None.
+def read_index(path: Path, root: Path | None = None,
+               segment_size: int | None = None) -> np.ndarray | None:
+    """Return the entries of the index at ``path`` (a partial last entry is dropped), or None
+    when it does not exist or was cut short while being created.
 
-    Raises CaptureFormatError on a bad magic number or an unreadable file.
+    Read through the guarded reader: ``root`` is the capture it must stay inside; with
+    ``segment_size``, an index with more entries than a segment of that size can hold (each
+    batch takes at least 16 bytes) is refused before it is read.
+    Raises CaptureFormatError on a bad magic number, an oversized or unreadable file;
+    UnsafeInputError on a file that is not regular or a link out of ``root``.
     """
+    limit = None
+    if segment_size is not None:
+        limit = len(MAGIC) + ENTRY.itemsize * (segment_size // MIN_BATCH_BYTES + 2)
     try:
-        data = path.read_bytes()
+        data = read_bytes(path, "segment index", root, limit)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise CaptureFormatError(f"segment index '{path}' cannot be read: {exc}") from None
     if len(data) < len(MAGIC):
         return None  # cut short while being created
     if data[: len(MAGIC)] != MAGIC:

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError
+from forensics.store.guarded import read_bytes
 from forensics.store.paths import EXPECTED, MANIFEST, inside
 
 FORMAT_VERSION = 1
-MAX_JSON_BYTES = 16 * 1024 * 1024
 PATH_LIST_KEYS = ("attachments",)
 
 
@@ -93,21 +93,18 @@ def write_manifest_once(root: Path, manifest: dict[str, Any]) -> bool:
             os.unlink(tmp)
 
 
-def read_json_object(path: Path, what: str) -> dict[str, Any]:
-    """Parse the JSON object in ``path`` (at most 16 MiB).
+def read_json_object(path: Path, what: str, root: Path | None = None) -> dict[str, Any]:
+    """Parse the JSON object in ``path`` through the guarded reader (``what`` is its kind in
+    :data:`forensics.store.guarded.LIMITS`; ``root`` the capture it must stay inside).
 
     Raises:
         CaptureFormatError: unreadable, too large, not JSON, or not an object.
+        UnsafeInputError: not a regular file, or a link out of ``root``.
     """
+    data = read_bytes(path, what, root)
     try:
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise CaptureFormatError(f"{what} '{path}' is {size} bytes; at most "
-                                     f"{MAX_JSON_BYTES} expected")
-        value = json.loads(path.read_bytes().decode("utf-8"))
-    except CaptureFormatError:
-        raise
-    except (OSError, ValueError, RecursionError) as exc:
+        value = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
         raise CaptureFormatError(f"{what} '{path}' is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise CaptureFormatError(f"{what} '{path}' must hold a JSON object, "
@@ -123,11 +120,11 @@ def read_manifest(root: Path) -> dict[str, Any]:
         UnsafeInputError: a path entry (``attachments``) that leaves the capture directory.
     """
     path = root / MANIFEST
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise CaptureFormatError(f"'{root}' has no {MANIFEST}; it is not a capture "
                                  "(create one with forensics import or the probe)")
     inside(root, MANIFEST)
-    manifest = read_json_object(path, "manifest")
+    manifest = read_json_object(path, "manifest", root)
     version = manifest.get("format")
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version:
         raise CaptureFormatError(f"manifest '{path}': 'format' must be a positive integer, "
@@ -151,4 +148,4 @@ def read_expected(root: Path) -> dict[str, Any] | None:
     if not path.exists() and not path.is_symlink():
         return None
     inside(root, EXPECTED)
-    return read_json_object(path, "expected verdicts")
+    return read_json_object(path, "expected verdicts", root)

@@ -18,8 +18,8 @@ from forensics.errors import CaptureFormatError
 from forensics.records import Record
 from forensics.sites import SITES, site_order
 from forensics.store.manifest import read_expected, read_manifest
-from forensics.store.paths import capture_dir, check_within, parse_segment_name
-from forensics.store.segment import Segment
+from forensics.store.paths import capture_dir, parse_segment_name
+from forensics.store.segment import Segment, find_duplicate
 
 if TYPE_CHECKING:
     from forensics.store.batch import BatchView
@@ -171,12 +171,13 @@ def _open_segments(root: Path) -> list[Segment]:
         name = parse_segment_name(entry)
         if name is None or name.site not in SITES:
             continue
-        path = root / entry
-        check_within(root, path)
-        if not path.is_file():
-            raise CaptureFormatError(f"segment '{entry}' of '{root}' is not a regular file")
         segments.append(Segment(root, name))
     segments.sort(key=lambda s: (site_order(s.site), s.rank, s.process, s.seq))
+    twins = find_duplicate(segments)
+    if twins is not None:
+        raise CaptureFormatError(
+            f"segments '{twins[0].name}' and '{twins[1].name}' of '{root}' hold the same "
+            "batches (a copied file would count every record twice); delete the copy")
     return segments
 
 

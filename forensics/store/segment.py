@@ -20,13 +20,15 @@ import pyarrow as pa
 from forensics.errors import CaptureFormatError, ForensicsError
 from forensics.store.arrow_codec import schema_columns, schema_info
 from forensics.store.batch import BatchView
+from forensics.store.guarded import check_regular
 from forensics.store.index import ENTRY, read_index
-from forensics.store.paths import INDEX_SUFFIX, SegmentName, check_within
+from forensics.store.paths import INDEX_SUFFIX, SegmentName
 
 CONTINUATION = 0xFFFFFFFF
 _MADV_DONTNEED = 4  # Linux <sys/mman.h>
 MIN_ROW_BYTES = 16  # every row stores at least an int64 step and an int64 rank
 CACHE_SIZE = 32
+MAX_SCHEMA_BYTES = 1 << 20  # a segment's schema message is a few KiB
 _INCOMPLETE = "incomplete"
 _EOS = "eos"
 
@@ -56,8 +58,7 @@ class Segment:
     # ------------------------------------------------------------------ opening
 
     def _open(self) -> None:
-        check_within(self.root, self.path)
-        size = os.path.getsize(self.path)
+        size = check_regular(self.path, "segment", self.root)
         if size == 0:
             self.truncated = True
             return
@@ -67,6 +68,8 @@ class Segment:
         message, end = self._message_at(0)
         if isinstance(message, str):  # cut short, or an end-of-stream marker only
             self.truncated = message == _INCOMPLETE
+            if self.truncated:
+                self._check_cut_schema()
             return
         if message.type != "schema":
             raise CaptureFormatError(f"{self.where}: starts with a {message.type!r} message; "
@@ -82,13 +85,30 @@ class Segment:
             else end
         self._scan_tail(tail)
 
+    def _check_cut_schema(self) -> None:
+        """A first message cut short is a crash while the schema was written only when it
+        claims a schema-sized length and the index lists no batch; else the segment is bad."""
+        claimed = int.from_bytes(self._bytes[4:8].tobytes(), "little") if self.size >= 8 else 0
+        entries = read_index(self.path.with_name(self.name + INDEX_SUFFIX), self.root,
+                             self.size)
+        if claimed > MAX_SCHEMA_BYTES or (entries is not None and len(entries)):
+            raise CaptureFormatError(
+                f"{self.where}: its first message claims {claimed} bytes, past the end of the "
+                f"file ({self.size} bytes), so every record in it would be lost; the segment "
+                "is corrupt: restore it from the source or delete it")
+
     def _indexed(self, schema_end: int) -> np.ndarray:
         index_path = self.path.with_name(self.name + INDEX_SUFFIX)
-        if index_path.is_symlink() or index_path.exists():
-            check_within(self.root, index_path)
-        entries = read_index(index_path)
+        entries = read_index(index_path, self.root, self.size)
         if entries is None or not len(entries):
             return np.zeros(0, dtype=ENTRY)
+        outside = np.flatnonzero(~((entries["offset"] >= 0) & (entries["offset"] <= self.size)
+                                   & (entries["length"] >= 0)
+                                   & (entries["length"] <= self.size)))
+        if len(outside):
+            raise CaptureFormatError(f"{self.where}: index entry {int(outside[0])} points "
+                                     f"outside the segment; delete '{index_path.name}' to "
+                                     "rescan")
         ends = entries["offset"] + entries["length"]
         starts_ok = np.concatenate([[entries["offset"][0] == schema_end],
                                     entries["offset"][1:] == ends[:-1]])
@@ -229,3 +249,33 @@ def release_pages(address: int, size: int) -> None:
     if address + size > start:
         madvise(ctypes.c_void_p(start), ctypes.c_size_t(address + size - start),
                 _MADV_DONTNEED)
+
+
+def find_duplicate(segments: list[Segment]) -> tuple[Segment, Segment] | None:
+    """Two segments of one site and rank holding the same batches (a copied file), or None.
+
+    Candidates are found from the batch tables alone (sizes, rows, steps); only those are
+    compared byte by byte, so a capture without copies costs no reads.
+    """
+    seen: dict[tuple[object, ...], list[Segment]] = {}
+    for seg in segments:
+        table = seg._table
+        if not len(table):
+            continue
+        key = (seg.site, seg.rank, table["length"].tobytes(), table["rows"].tobytes(),
+               table["step_min"].tobytes(), table["step_max"].tobytes())
+        for other in seen.setdefault(key, []):
+            if _same_batches(seg, other):
+                return other, seg
+        seen[key].append(seg)
+    return None
+
+
+def _same_batches(a: Segment, b: Segment) -> bool:
+    for i in range(len(a._table)):
+        ea, eb = a._table[i], b._table[i]
+        start_a, start_b, length = int(ea["offset"]), int(eb["offset"]), int(ea["length"])
+        if not np.array_equal(a._bytes[start_a:start_a + length],
+                              b._bytes[start_b:start_b + length]):
+            return False
+    return True

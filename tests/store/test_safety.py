@@ -106,8 +106,18 @@ def test_a_header_claiming_a_huge_length_is_not_allocated(capture: Path) -> None
     data[4:8] = (2**31 - 1).to_bytes(4, "little")
     segment.write_bytes(bytes(data))
     (segment.with_name(segment.name + ".idx")).unlink()
-    loaded = load(capture)  # a schema cut short: nothing readable, reported
-    assert loaded.truncated == [segment.name]
+    # nothing allocated, and its records are not dropped silently: an error naming it
+    with pytest.raises(CaptureFormatError, match=f"{segment.name}.*claims 2147483647 bytes"):
+        load(capture)
+
+
+def test_a_schema_cut_short_by_a_crash_is_truncated_not_an_error(capture: Path) -> None:
+    segment = sorted(capture.glob("*.arrows"))[0]
+    schema_length = int.from_bytes(segment.read_bytes()[4:8], "little")
+    segment.write_bytes(segment.read_bytes()[: 8 + schema_length // 2])
+    index = segment.with_name(segment.name + ".idx")
+    index.write_bytes(index.read_bytes()[:8])  # the index held only its magic then
+    assert load(capture).truncated == [segment.name]
 
 
 def test_million_record_capture_opens_fast(tmp_path: Path) -> None:
