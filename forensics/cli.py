@@ -31,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="forensics",
         description="Capture, replay and explain out-of-range indices in vLLM.",
     )
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show the traceback of an error (default: one line)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
         module = importlib.import_module(f"forensics.commands.{module_name}")
@@ -47,16 +49,38 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit code (0 done, 1 failed check, 2 bad input or usage)."""
+    """Run the CLI; return the exit code (0 done, 1 failed check, 2 bad input or usage).
+
+    Every error ends as one line on stderr and exit 2 (the traceback only with ``-v``): a
+    ForensicsError as its message, an OSError as the file and the reason, anything else as
+    an internal error to report.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args._run(args))
-    except ForensicsError as exc:
-        print(f"forensics {args.command}: error: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # noqa: BLE001  (the one place that turns errors into exit 2)
+        if args.verbose:
+            raise
+        print(f"forensics {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+
+
+def one_line(exc: BaseException) -> str:
+    """The one-line message of ``exc`` for the CLI."""
+    if isinstance(exc, ForensicsError):
+        text = str(exc)
+    elif isinstance(exc, OSError):
+        where = f"'{exc.filename}': " if exc.filename else ""
+        text = f"{where}{exc.strerror or exc}; check the path, its permissions and free space"
+    elif isinstance(exc, MemoryError):
+        text = "out of memory; the input is too large for this machine"
+    else:
+        text = (f"internal error {type(exc).__name__}: {exc}; this is a bug: rerun with -v "
+                "and report the traceback")
+    return " ".join(text.split())[:2000]
 
 
 if __name__ == "__main__":

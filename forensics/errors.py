@@ -43,6 +43,10 @@ class OutputExistsError(ForensicsError, FileExistsError):
     """An output path exists and `force` was not given."""
 
 
+class OutputError(ForensicsError, OSError):
+    """An output (capture, report, figure, file) cannot be written: the message names it."""
+
+
 class ConfigurationError(ForensicsError, ValueError):
     """A bad setting (environment variable or option)."""
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forensics.errors import CaptureFormatError
+from forensics.errors import CaptureFormatError, OutputError, UnknownVariantError
 
 EXPECTED_NAME = "expected.json"
 OBTAINED_NAME = "expected.obtained.json"
@@ -46,26 +47,76 @@ class CheckResult:
 
 
 def read_expected(capture: Path) -> dict[str, Any]:
-    """Parse ``capture/expected.json``.
+    """Parse and check ``capture/expected.json`` (through the guarded reader, like the
+    capture's other files).
 
     Raises:
-        CaptureFormatError: the file is missing or malformed, naming it and the fix.
+        CaptureFormatError: the file is missing, malformed, or of the wrong shape, naming it,
+            the field and the fix; UnsafeInputError: not a regular file inside the capture.
     """
-    path = Path(capture) / EXPECTED_NAME
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
+    from forensics.store.manifest import read_expected as read_file
+
+    capture = Path(capture)
+    path = capture / EXPECTED_NAME
+    data = read_file(capture)
+    if data is None:
         raise CaptureFormatError(f"{path}: no expected results; create them with "
-                                 f"`pytest --forensics-captures {Path(capture).parent} "
-                                 f"--forensics-regen`") from None
-    except (OSError, ValueError) as exc:
-        raise CaptureFormatError(f"{path}: not valid JSON ({exc}); regenerate it with "
-                                 f"--forensics-regen") from None
-    if not isinstance(data, dict) or not isinstance(data.get("verdicts"), dict):
-        raise CaptureFormatError(f"{path}: field 'verdicts' missing; expected an object "
-                                 f"{{variant: {{site: verdict}}}}; regenerate it with "
-                                 f"--forensics-regen")
+                                 f"`pytest --forensics-captures {capture.parent} "
+                                 f"--forensics-regen`")
+    _check_shape(data, path)
     return data
+
+
+def _check_shape(data: dict[str, Any], path: Path) -> None:
+    """Raise CaptureFormatError unless ``data`` is ``{"verdicts": {variant: {site: str}},
+    "first_finding": {variant: {key: scalar} | null}}`` (other top-level keys are kept)."""
+    fix = "regenerate it with --forensics-regen"
+    verdicts = data.get("verdicts")
+    if not isinstance(verdicts, dict):
+        raise CaptureFormatError(f"{path}: field 'verdicts' missing; expected an object "
+                                 f"{{variant: {{site: verdict}}}}; {fix}")
+    for variant, sites in verdicts.items():
+        if not isinstance(sites, dict) or not all(
+                isinstance(v, str) and len(v) <= 64 for v in sites.values()):
+            raise CaptureFormatError(f"{path}: field 'verdicts.{_name(variant)}' must map "
+                                     f"each site to a verdict string; {fix}")
+    firsts = data.get("first_finding", {})
+    if not isinstance(firsts, dict):
+        raise CaptureFormatError(f"{path}: field 'first_finding' must be an object "
+                                 f"{{variant: finding or null}}; {fix}")
+    for variant, finding in firsts.items():
+        if finding is not None and not (isinstance(finding, dict) and all(
+                isinstance(v, (str, int, float, bool)) or v is None for v in finding.values())):
+            raise CaptureFormatError(f"{path}: field 'first_finding.{_name(variant)}' must be "
+                                     f"null or an object of plain values; {fix}")
+
+
+def _name(text: str) -> str:
+    """A name read from a file, shortened for a one-line message."""
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def choose_variants(expected: dict[str, Any], path: Path,
+                    variants: Sequence[str] | None) -> list[str]:
+    """The variants to replay: those the user named, else the built-in ones of ``expected``
+    (or the defaults). Nothing in a capture chooses code to run.
+
+    Raises:
+        UnknownVariantError: ``expected`` names a variant that is not built in (a
+            ``vllm+PATH.diff`` shipped with the capture) and the user did not name it.
+    """
+    if variants:
+        return list(variants)
+    from forensics.variants import registry
+
+    builtins = set(registry.names())
+    foreign = [v for v in expected["verdicts"] if v not in builtins]
+    if foreign:
+        raise UnknownVariantError(
+            f"{path}: field 'verdicts' names variant {_name(foreign[0])!r}, which is not "
+            f"built in ({sorted(builtins)}); a capture never chooses code to run: pass "
+            "--variant NAME for each variant to check (only if you trust its code)")
+    return list(expected["verdicts"] or DEFAULT_VARIANTS)
 
 
 def compare(expected: dict[str, Any], obtained: dict[str, Any],
@@ -110,14 +161,16 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
           write_obtained: bool = True) -> CheckResult:
     """Replay ``capture`` and compare with its ``expected.json``.
 
-    ``variants`` defaults to those in the expected file (or upstream and patched). On a mismatch
-    the obtained object is written to ``expected.obtained.json`` beside it.
+    ``variants`` defaults to the built-in variants of the expected file (or upstream and
+    patched). On a mismatch the obtained object is written to ``expected.obtained.json`` beside
+    it.
     Raises:
         CaptureFormatError: no or malformed expected.json; any error of load or replay.
+        UnknownVariantError: see :func:`choose_variants`.
     """
     capture = Path(capture)
     expected = read_expected(capture)
-    chosen = list(variants or expected["verdicts"] or DEFAULT_VARIANTS)
+    chosen = choose_variants(expected, capture / EXPECTED_NAME, variants)
     known = [v for v in chosen if v in expected["verdicts"]]
     obtained = obtain(capture, known) if known else {"verdicts": {}, "first_finding": {}}
     result = CheckResult(capture, compare(expected, obtained, chosen), obtained)
@@ -137,8 +190,22 @@ def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) 
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:
-    """Write ``data`` as indented JSON atomically (temp file + rename); return ``path``."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    """Write ``data`` as indented JSON atomically (a new temporary file, never a link that a
+    capture may hold, then a rename over ``path``); return ``path``.
+
+    Raises OutputError when it cannot be written.
+    """
+    text = (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise OutputError(f"cannot write '{path}': {exc.strerror}; check the folder's "
+                          "permissions and free space") from None
     return path

@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from forensics.errors import CaptureFormatError, OutputExistsError
+from forensics.errors import CaptureFormatError, OutputError, OutputExistsError
 from forensics.records import Record
 from forensics.store import arrow_numpy
 from forensics.store.arrow_codec import (
@@ -35,6 +35,7 @@ from forensics.store.events import EventLog
 from forensics.store.index import IndexWriter, write_all
 from forensics.store.manifest import build_manifest, write_manifest_once
 from forensics.store.paths import INDEX_SUFFIX, MANIFEST, SegmentName, check_process_name
+from forensics.store.replace import install, recover, tmp_path
 from forensics.validate import validate_record
 
 __all__ = ["CaptureWriter", "new_capture", "write_capture"]
@@ -294,27 +295,37 @@ def write_capture(path: str | os.PathLike[str], records: Iterable[Record],
 @contextmanager
 def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = None,
                 force: bool = False) -> Iterator[CaptureWriter]:
-    """A writer (process name ``w0``) on a new capture built beside ``path``, renamed into place
-    when the block ends without an exception (then nothing is left behind).
+    """A writer (process name ``w0``) on a new capture built beside ``path``, put in place
+    when the block ends without an exception (:func:`forensics.store.replace.install`: a
+    SIGKILL at any moment leaves the old capture or the new one, whole); on an exception
+    nothing is left behind.
 
     Raises:
         OutputExistsError: as :func:`write_capture`.
+        OutputError: the file system refuses (no space, read-only, missing parent).
     """
     out = Path(path)
+    recover(out)
     if out.exists() or out.is_symlink():
         _check_replaceable(out, force)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    tmp = tmp_path(out)
     try:
+        if tmp.exists():
+            shutil.rmtree(tmp)
         with CaptureWriter(tmp, manifest, process="w0") as writer:
             yield writer
-        if out.exists() or out.is_symlink():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        install(tmp, out)
+    except OSError as exc:
+        raise OutputError(f"cannot write capture '{out}': {exc.strerror or exc}"
+                          f"{_at(exc)}; check the folder, its permissions and free "
+                          "space") from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _at(exc: OSError) -> str:
+    return f" (at '{exc.filename}')" if exc.filename else ""
 
 
 def _check_replaceable(out: Path, force: bool) -> None:

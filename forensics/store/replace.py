@@ -1,0 +1,127 @@
+"""Putting a newly built capture in place of an old one so that a SIGKILL at any moment leaves a
+capture that opens, the old or the new, whole.
+
+:func:`install` moves a finished capture (built beside the target, ``.NAME.tmp-PID``) into
+place: with no old capture, one rename; otherwise it writes a journal (``.NAME.replacing``,
+beside it), renames the old capture aside (``.NAME.old-PID``), renames the new one into place,
+removes the old one, then the journal. :func:`recover`, called by every reader and writer of
+that path first, finishes or rolls back a replacement whose process died: the journal's
+presence says that the new capture was complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from forensics.errors import ForensicsError
+
+
+def tmp_path(out: Path, pid: int | None = None) -> Path:
+    """Where the new capture for ``out`` is built by process ``pid`` (default: this one)."""
+    return out.with_name(f".{out.name}.tmp-{os.getpid() if pid is None else pid}")
+
+
+def _aside(out: Path, pid: int) -> Path:
+    return out.with_name(f".{out.name}.old-{pid}")
+
+
+def _journal(out: Path) -> Path:
+    return out.with_name(f".{out.name}.replacing")
+
+
+def install(tmp: Path, out: Path) -> None:
+    """Move the finished capture ``tmp`` to ``out``, replacing the capture there if any.
+
+    Raises OSError from the file system (then ``out`` is the old capture, or the new one).
+    """
+    from forensics.store.writer import _fsync_dir
+
+    if not os.path.lexists(out):
+        os.rename(tmp, out)
+        _fsync_dir(out.parent)
+        return
+    pid = os.getpid()
+    journal = _journal(out)
+    fd, name = tempfile.mkstemp(prefix=f"{journal.name}.{pid}.", dir=out.parent)
+    with os.fdopen(fd, "w") as handle:
+        json.dump({"pid": pid}, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(name, journal)
+    _fsync_dir(out.parent)
+    aside = _aside(out, pid)
+    os.rename(out, aside)
+    os.rename(tmp, out)
+    _fsync_dir(out.parent)
+    shutil.rmtree(aside)
+    os.unlink(journal)
+    _fsync_dir(out.parent)
+
+
+def recover(out: Path) -> None:
+    """Finish or roll back an interrupted replacement of ``out``, and remove the unfinished
+    builds of processes that died. Does nothing when no replacement was interrupted or when
+    the file system refuses (a read-only copy): the reader then sees what is there."""
+    parent = out.parent
+    try:
+        if os.path.lexists(_journal(out)):
+            _resume(out)
+        for entry in os.listdir(parent) if parent.is_dir() else ():
+            pid = _builder(out, entry)
+            if pid is not None and not _alive(pid):
+                path = parent / entry
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink()
+    except (OSError, ForensicsError):
+        return
+
+
+def _resume(out: Path) -> None:
+    from forensics.store.guarded import read_bytes
+
+    journal = _journal(out)
+    try:
+        pid = _pid(str(json.loads(read_bytes(journal, "replacement journal")).get("pid")))
+    except (ValueError, AttributeError):
+        pid = None
+    if pid is None:
+        return  # not our journal: leave it
+    if pid != os.getpid() and _alive(pid):
+        return  # that replacement is still running
+    tmp, aside = tmp_path(out, pid), _aside(out, pid)
+    if not os.path.lexists(out):
+        os.rename(tmp if tmp.is_dir() else aside, out)  # roll forward, else back
+    for leftover in (tmp, aside):
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover)
+    os.unlink(journal)
+
+
+def _builder(out: Path, entry: str) -> int | None:
+    """The process that left ``entry`` (an unfinished build or journal of ``out``), or None."""
+    build, journal = f".{out.name}.tmp-", f"{_journal(out).name}."
+    if entry.startswith(build):
+        return _pid(entry[len(build):])
+    if entry.startswith(journal):
+        return _pid(entry[len(journal):].split(".")[0])
+    return None
+
+
+def _pid(text: str) -> int | None:
+    return int(text) if text.isdigit() and 0 < len(text) <= 9 else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
