@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zipfile
 from typing import Any
 
 import numpy as np
@@ -9,9 +10,13 @@ import numpy as np
 from forensics.errors import CaptureFormatError, UnknownSiteError
 from forensics.records import Record
 from forensics.sites import SITES
+from forensics.store.guarded import MAX_DECODED, MAX_MEMBER
 from forensics.validate import validate_record
 
 META_KEYS = ("site", "step", "rank", "summary")
+INT64_MAX = 2**63 - 1
+MAX_DEPTH = 4  # ragged lists are two deep, a dict of ints one
+MAX_MEMBERS = 4096
 
 
 def where_of(path: Any, index: int) -> str:
@@ -30,22 +35,52 @@ def record_from_dict(raw: Any, where: str) -> Record:
                                  f"fields, got {type(raw).__name__}")
     bad = [k for k in raw if not isinstance(k, str)]
     if bad:
-        raise CaptureFormatError(f"{where}: field names must be strings, got {bad[0]!r}")
+        raise CaptureFormatError(f"{where}: field names must be strings, got {show(bad[0])}")
     site = _scalar(raw.get("site"))
     if not isinstance(site, str):
-        raise CaptureFormatError(f"{where}: missing or non-string 'site' ({site!r}); "
+        raise CaptureFormatError(f"{where}: missing or non-string 'site' ({show(site)}); "
                                  f"expected one of {list(SITES)}")
-    at = f"{where} (site {site!r})"
+    at = f"{where} (site {show(site)})"
     step, rank = _int_meta(raw, "step", at, None), _int_meta(raw, "rank", at, 0)
     summary = _scalar(raw.get("summary", False))
     if not isinstance(summary, (bool, np.bool_)):
-        raise CaptureFormatError(f"{where}: 'summary' must be true or false, got {summary!r}")
+        raise CaptureFormatError(f"{where}: 'summary' must be true or false, got "
+                                 f"{show(summary)}")
     fields = {k: v for k, v in raw.items() if k not in META_KEYS}
+    for name, value in fields.items():
+        _check_ints(value, f"{at}: field {name!r}")
     record = Record(site, step, rank, fields, bool(summary))
     try:
         return validate_record(record, where)
     except UnknownSiteError as exc:
         raise UnknownSiteError(f"{where}: {exc}") from None
+
+
+def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None,
+                  member_limit: int = MAX_MEMBER) -> None:
+    """Refuse a zip archive (``.npz``, ``.pt``) whose members would decompress past the
+    limits, before any is read: at most :data:`MAX_MEMBERS` members, each at most
+    ``member_limit`` bytes, :data:`MAX_DECODED` in all; with ``suffix``, every member's name
+    ends in it. The zip reader stops each member at its declared size.
+
+    Raises CaptureFormatError naming the file, the member and the limit.
+    """
+    infos = archive.infolist()
+    if len(infos) > MAX_MEMBERS:
+        raise CaptureFormatError(f"'{path}' holds {len(infos)} members; at most {MAX_MEMBERS}")
+    total = 0
+    for info in infos:
+        name = show(info.filename)
+        if suffix is not None and not info.filename.endswith(suffix):
+            raise CaptureFormatError(f"'{path}': member {name} is not a {suffix} array; save "
+                                     f"every field with numpy.savez (names end in {suffix})")
+        if info.file_size > member_limit:
+            raise CaptureFormatError(f"'{path}': member {name} unpacks to {info.file_size} "
+                                     f"bytes; at most {member_limit} per member")
+        total += info.file_size
+        if total > MAX_DECODED:
+            raise CaptureFormatError(f"'{path}': members unpack to more than {MAX_DECODED} "
+                                     "bytes in all; split the dump")
 
 
 def _scalar(value: Any) -> Any:
@@ -56,8 +91,33 @@ def _scalar(value: Any) -> Any:
 
 def _int_meta(raw: dict[str, Any], key: str, where: str, default: int | None) -> Any:
     value = _scalar(raw.get(key, default))
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+            or not 0 <= value <= INT64_MAX:
         fix = "give each record its engine step" if key == "step" else "give the TP rank"
-        raise CaptureFormatError(f"{where}: {key!r} must be a non-negative integer, got "
-                                 f"{value!r}; {fix}")
+        raise CaptureFormatError(f"{where}: {key!r} must be a non-negative integer "
+                                 f"(int64), got {show(value)}; {fix}")
     return int(value)
+
+
+def _check_ints(value: Any, where: str, depth: int = 0) -> None:
+    """Raise CaptureFormatError for a Python int outside int64 anywhere in ``value`` (lists
+    and dicts of a field), before anything converts it."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not -INT64_MAX - 1 <= value <= INT64_MAX:
+            raise CaptureFormatError(f"{where} holds an integer outside int64 "
+                                     f"({show(value)}); values are int64 at most")
+    elif isinstance(value, (list, tuple, dict)):
+        if depth > MAX_DEPTH:
+            raise CaptureFormatError(f"{where} is nested more than {MAX_DEPTH} deep")
+        for item in value.values() if isinstance(value, dict) else value:
+            _check_ints(item, where, depth + 1)
+
+
+def show(value: Any) -> str:
+    """A short, safe text of a value read from a file, for a one-line message (a huge
+    integer is not converted to decimal)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value) if isinstance(value, (str, int, float, bool, type(None))) else \
+        f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:77] + "..."

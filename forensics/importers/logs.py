@@ -22,17 +22,22 @@ from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
 from forensics.importers.common import where_of
 from forensics.records import Record
+from forensics.store.guarded import iter_lines
 from forensics.validate import validate_record
 
 TEMB_RE = re.compile(r"SM70-TEMB:\s*rows=(?P<rows>\d+)\s+input=\((?P<shape>[\d,\s]*)\)"
                      r"\s+dtype=(?P<dtype>\S+)\s+min=(?P<min>-?\d+)\s+max=(?P<max>-?\d+)")
 OUT_RE = re.compile(r"OUT-PATH out-of-range sampled ids \[(?P<ids>[-\d,\s]*)\]\s*"
-                    r"\((?P<pairs>[^)]*)\)")
+                    r"\((?P<pairs>[^()]*)\)")
 PAIR_RE = re.compile(r"(\w+)=(-?\d+)")
 STEP_RE = re.compile(r"\bstep[=:]\s*(\d+)")
 RANK_RE = re.compile(r"\brank[=:]\s*(\d+)")
-ASSERT_RE = re.compile(r"(?:(?P<file>[\w./-]+\.cu):(?P<line>\d+):\s*)?(?P<func>\w+)?.*?"
-                       r"Assertion\s+[`'\"]?(?P<cond>.+?)[`'\"]?\s+failed")
+# the assert line is taken apart in linear time (one regex with .*? and .+? backtracked
+# cubically on long lines): "Assertion" and "failed" by search, the file prefix anchored
+ASSERTION_RE = re.compile(r"Assertion\s+")
+FILE_RE = re.compile(r"(?P<file>[\w./-]+\.cu):(?P<line>\d+):\s*")
+WORD_RE = re.compile(r"\w+")
+QUOTES = "`'\""
 EVENT_PATTERNS = (
     ("illegal_memory_access", re.compile(r"illegal memory access", re.I)),
     ("engine_dead", re.compile(r"EngineDeadError")),
@@ -40,6 +45,7 @@ EVENT_PATTERNS = (
 )
 MAX_LINE = 1 << 16
 MAX_INT = 2**63 - 1
+MAX_DIGITS = 20  # longer numbers are outside int64 and are not converted
 
 
 def read(path: Path) -> Imported:
@@ -49,12 +55,9 @@ def read(path: Path) -> Imported:
     outside int64.
     """
     parser = _LogParser(path)
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
-                parser.line(number, line[:MAX_LINE])
-    except OSError as exc:
-        raise CaptureFormatError(f"log '{path}' cannot be read: {exc}") from None
+    for number, (line, _complete) in enumerate(iter_lines(path, "log", max_line=MAX_LINE),
+                                               start=1):
+        parser.line(number, line.decode("utf-8", errors="replace"))
     return parser.result
 
 
@@ -76,9 +79,9 @@ class _LogParser:
 
     def _record(self, number: int, text: str, site: str, fields: dict[str, Any]) -> None:
         named = STEP_RE.search(text)
-        step = int(named.group(1)) if named else self.next_step
+        step = number_of(named.group(1)) if named else self.next_step
         rank_match = RANK_RE.search(text)
-        rank = int(rank_match.group(1)) if rank_match else 0
+        rank = number_of(rank_match.group(1)) if rank_match else 0
         where = f"{where_of(self.path.name, len(self.result.records))} (line {number})"
         if any(abs(v) > MAX_INT for v in (step, rank, *fields.values()) if isinstance(v, int)):
             raise CaptureFormatError(f"{where}: a number is outside int64")
@@ -105,18 +108,24 @@ class _LogParser:
         events.append(event)
 
 
+def number_of(text: str) -> int:
+    """The integer ``text``; one past int64 for a text too long to be an int64 (refused by
+    the caller with the line's position; never converted, however many digits)."""
+    return int(text) if len(text.lstrip("-")) <= MAX_DIGITS else MAX_INT + 1
+
+
 def _temb_fields(match: re.Match[str]) -> dict[str, Any]:
-    shape = [int(s) for s in re.findall(r"\d+", match["shape"])]
     tokens = 1
-    for size in shape:
-        tokens *= size
-    return {"min": int(match["min"]), "max": int(match["max"]),
-            "num_embeddings": int(match["rows"]), "num_tokens": tokens, "dtype": match["dtype"]}
+    for size in re.findall(r"\d+", match["shape"]):
+        tokens = min(tokens * number_of(size), MAX_INT + 1)
+    return {"min": number_of(match["min"]), "max": number_of(match["max"]),
+            "num_embeddings": number_of(match["rows"]), "num_tokens": tokens,
+            "dtype": match["dtype"]}
 
 
 def _out_fields(match: re.Match[str]) -> dict[str, Any]:
-    ids = [int(v) for v in re.findall(r"-?\d+", match["ids"])]
-    pairs = {k: int(v) for k, v in PAIR_RE.findall(match["pairs"])}
+    ids = [number_of(v) for v in re.findall(r"-?\d+", match["ids"])]
+    pairs = {k: number_of(v) for k, v in PAIR_RE.findall(match["pairs"])}
     fields: dict[str, Any] = {k: v for k, v in pairs.items() if k not in ("min", "max", "line")}
     if ids:
         fields["min"], fields["max"] = min(ids), max(ids)
@@ -125,12 +134,36 @@ def _out_fields(match: re.Match[str]) -> dict[str, Any]:
 
 
 def _classify(text: str) -> dict[str, Any] | None:
-    match = ASSERT_RE.search(text)
-    if match is not None:
-        where = f"{match['file']}:{match['line']}" if match["file"] else None
-        return {"kind": "cuda_assert", "detail": match["cond"].strip(), "location": where,
-                "function": match["func"]}
+    event = _assertion(text)
+    if event is not None:
+        return event
     for kind, pattern in EVENT_PATTERNS:
         if pattern.search(text):
             return {"kind": kind, "detail": None}
     return None
+
+
+def _assertion(text: str) -> dict[str, Any] | None:
+    """A CUDA assert line (``[FILE.cu:LINE: ]FUNC ... Assertion `COND` failed``), or None."""
+    head = ASSERTION_RE.search(text)
+    if head is None:
+        return None
+    end = _failed_at(text, head.end() + 1)
+    if end is None:
+        return None
+    cond = text[head.end():end].rstrip()
+    cond = cond[1:] if cond[:1] in QUOTES and len(cond) > 1 else cond
+    cond = cond[:-1] if cond[-1:] in QUOTES and len(cond) > 1 else cond
+    where = FILE_RE.match(text, 0, head.start())
+    func = WORD_RE.match(text, where.end() if where else 0, head.start())
+    return {"kind": "cuda_assert", "detail": cond.strip()[:500],
+            "location": f"{where['file']}:{where['line']}" if where else None,
+            "function": func.group(0) if func else None}
+
+
+def _failed_at(text: str, start: int) -> int | None:
+    """Where the whitespace before the first ``failed`` at or after ``start`` begins."""
+    at = text.find("failed", start)
+    while at >= 0 and not text[at - 1].isspace():
+        at = text.find("failed", at + 1)
+    return None if at < 0 else at

@@ -11,15 +11,14 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
-from forensics.errors import CaptureFormatError, UnsafeInputError
+from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError
 from forensics.importers import Imported
-from forensics.importers.common import record_from_dict, where_of
-
-MAX_MEMBER_BYTES = 1 << 31
+from forensics.importers.common import check_members, record_from_dict, where_of
+from forensics.store.guarded import open_file
 
 
 def read(path: Path) -> Imported:
@@ -30,10 +29,14 @@ def read(path: Path) -> Imported:
         CaptureFormatError: not an npz archive, a member whose header does not fit its data,
             or a record that fails its site's schema.
     """
-    _check_members(path)
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in archive.files}
+        with open_file(path, "npz archive") as handle:
+            _check_members(handle, path)
+            handle.seek(0)
+            with np.load(handle, allow_pickle=False) as archive:
+                arrays = {name: archive[name] for name in archive.files}
+    except ForensicsError:
+        raise
     except ValueError as exc:
         if "pickle" in str(exc):
             raise UnsafeInputError(f"'{path}' holds pickled object arrays; refused. Save "
@@ -54,12 +57,11 @@ def read(path: Path) -> Imported:
     return Imported(records=[record_from_dict(raw, where_of(path.name, 0))])
 
 
-def _check_members(path: Path) -> None:
+def _check_members(handle: BinaryIO, path: Path) -> None:
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(handle) as archive:
+            check_members(archive, path, ".npy")
             for info in archive.infolist():
-                if not info.filename.endswith(".npy"):
-                    continue
                 with archive.open(info) as member:
                     _check_header(member, info, path)
     except CaptureFormatError:
@@ -82,7 +84,7 @@ def _check_header(member: Any, info: zipfile.ZipInfo, path: Path) -> None:
     count = 1
     for size in shape:
         count *= size
-    if count * dtype.itemsize > min(info.file_size, MAX_MEMBER_BYTES):
+    if count * dtype.itemsize > info.file_size:
         raise CaptureFormatError(f"'{path}': member {info.filename!r} claims shape {shape} of "
                                  f"{dtype} but stores {info.file_size} bytes")
 

@@ -7,12 +7,19 @@ tensor or plain container, and that refusal becomes :class:`UnsafeInputError`.
 from __future__ import annotations
 
 import pickle
+import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from forensics.errors import CaptureFormatError, UnsafeInputError
+from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError
 from forensics.importers import Imported
-from forensics.importers.common import record_from_dict, where_of
+from forensics.importers.common import check_members, record_from_dict, where_of
+from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, open_file
+
+MAX_PICKLE = 16 << 20
+#: values (containers, scalars, tensors) one file may hold: shared containers in a pickle
+#: can describe exponentially many
+MAX_VALUES = 5_000_000
 
 
 def read(path: Path) -> Imported:
@@ -39,7 +46,12 @@ def _load(path: Path) -> Any:
     import torch
 
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        with open_file(path, "torch file") as handle:
+            _check_archive(handle, path)
+            handle.seek(0)
+            return torch.load(handle, map_location="cpu", weights_only=True)
+    except ForensicsError:
+        raise
     except pickle.UnpicklingError as exc:
         text = str(exc)
         if "Weights only load failed" in text or "Unsupported" in text:
@@ -56,14 +68,54 @@ def _load(path: Path) -> Any:
                                  f"({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
-def _plain(value: Any, where: str) -> Any:
+def _check_archive(handle: BinaryIO, path: Path) -> None:
+    """Refuse before loading: a file that is not torch's zip format, and storages that would
+    unpack past the limits (their sizes are read from the archive, not trusted from the
+    pickle)."""
+    try:
+        with zipfile.ZipFile(handle) as archive:
+            check_members(archive, path)
+            pickles = [i for i in archive.infolist() if i.filename.endswith(".pkl")]
+            if any(i.file_size > MAX_PICKLE for i in pickles):
+                raise CaptureFormatError(f"'{path}': its pickle is over {MAX_PICKLE} bytes; "
+                                         "save tensors, not long Python lists")
+    except zipfile.BadZipFile:
+        raise UnsafeInputError(f"'{path}' is not a torch zip archive but a bare or legacy "
+                               "pickle: refused unread (it may carry pickled code, and its "
+                               "storage sizes cannot be checked before they inflate). Re-save "
+                               "it with torch.save (torch >= 1.6) or use .safetensors") from None
+
+
+class _Budget:
+    """Counts the values and tensor bytes one file turns into, against the limits."""
+
+    def __init__(self, where: str) -> None:
+        self.where, self.values, self.bytes = where, 0, 0
+
+    def value(self) -> None:
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise CaptureFormatError(f"{self.where}: more than {MAX_VALUES} values (or shared "
+                                     "containers nested to blow up); save tensors instead")
+
+    def tensor(self, nbytes: int) -> None:
+        self.bytes += nbytes
+        if nbytes > MAX_MEMBER or self.bytes > MAX_DECODED:
+            raise CaptureFormatError(f"{self.where}: tensors would take more than "
+                                     f"{MAX_DECODED} bytes ({MAX_MEMBER} each); split the dump")
+
+
+def _plain(value: Any, where: str, budget: _Budget | None = None) -> Any:
     """Tensors to numpy arrays, containers recursively; everything else unchanged."""
     import torch
 
+    budget = budget or _Budget(where)
+    budget.value()
     if isinstance(value, torch.Tensor):
         if value.layout != torch.strided or value.is_quantized or value.is_complex():
             raise CaptureFormatError(f"{where}: tensor of layout {value.layout} and dtype "
                                      f"{value.dtype} is not supported; save dense int tensors")
+        budget.tensor(value.numel() * value.element_size())
         try:
             array = value.detach().cpu().numpy()
         except (TypeError, RuntimeError):
@@ -71,7 +123,7 @@ def _plain(value: Any, where: str) -> Any:
                                      "read; expected an integer tensor") from None
         return array if array.ndim else array.item()
     if isinstance(value, dict):
-        return {k: _plain(v, where) for k, v in value.items()}
+        return {k: _plain(v, where, budget) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v, where) for v in value]
+        return [_plain(v, where, budget) for v in value]
     return value

@@ -16,9 +16,11 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
-from forensics.importers.common import record_from_dict, where_of
+from forensics.importers.common import record_from_dict, show, where_of
+from forensics.store.guarded import read_bytes
 
 MAX_HEADER = 100 * 1024 * 1024
+MAX_DIM = 1 << 40
 DTYPES = {"I8": "<i1", "I16": "<i2", "I32": "<i4", "I64": "<i8", "U8": "<u1", "U16": "<u2",
           "U32": "<u4", "U64": "<u8", "F16": "<f2", "F32": "<f4", "F64": "<f8", "BOOL": "?"}
 
@@ -29,7 +31,7 @@ def read(path: Path) -> Imported:
     Raises CaptureFormatError: a malformed header, a tensor outside the data, an unsupported
     dtype, metadata that is not JSON, or a record that fails its site's schema.
     """
-    data = path.read_bytes()
+    data = read_bytes(path, "safetensors file")
     header, start = _header(data, path)
     raw: dict[str, Any] = {}
     meta = header.pop("__metadata__", {}) or {}
@@ -37,8 +39,10 @@ def read(path: Path) -> Imported:
         raise CaptureFormatError(f"'{path}': __metadata__ must be an object of strings")
     for key, text in meta.items():
         raw[key] = _meta_value(key, text, path)
+    spans: list[tuple[int, int, str]] = []
     for name, info in header.items():
-        raw[name] = _tensor(memoryview(data)[start:], name, info, path)
+        raw[name] = _tensor(memoryview(data)[start:], name, info, path, spans)
+    _check_disjoint(spans, path)
     return Imported(records=[record_from_dict(raw, where_of(path.name, 0))])
 
 
@@ -60,37 +64,53 @@ def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
 
 def _meta_value(key: str, text: Any, path: Path) -> Any:
     if not isinstance(text, str):
-        raise CaptureFormatError(f"'{path}': __metadata__[{key!r}] must be a string")
+        raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}] must be a string")
     if key == "site":
         return text
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
-        raise CaptureFormatError(f"'{path}': __metadata__[{key!r}] = {text[:60]!r} is not "
+        raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}] = {text[:60]!r} is not "
                                  "JSON; write ints as 5, lists as [1, 2], strings as "
                                  "\"abc\"") from None
 
 
-def _tensor(body: memoryview, name: str, info: Any, path: Path) -> np.ndarray:
-    where = f"'{path}': tensor {name!r}"
+def _check_disjoint(spans: list[tuple[int, int, str]], path: Path) -> None:
+    """Refuse tensors whose data overlap (a file that reads one buffer as two tensors)."""
+    spans.sort()
+    for (_, end, first), (begin, _, second) in zip(spans, spans[1:], strict=False):
+        if begin < end:
+            raise CaptureFormatError(f"'{path}': tensors {show(first)} and {show(second)} "
+                                     "overlap in the data; each tensor needs its own bytes")
+
+
+def _tensor(body: memoryview, name: str, info: Any, path: Path,
+            spans: list[tuple[int, int, str]]) -> np.ndarray:
+    where = f"'{path}': tensor {show(name)}"
     if not isinstance(info, dict):
         raise CaptureFormatError(f"{where}: header entry must be an object")
     dtype_name, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
     if dtype_name not in DTYPES:
         raise CaptureFormatError(f"{where}: dtype {dtype_name!r} is not supported; expected "
                                  f"one of {sorted(DTYPES)}")
-    if not (isinstance(shape, list) and len(shape) <= 8 and all(_count(s) for s in shape)):
-        raise CaptureFormatError(f"{where}: shape must be a list of at most 8 non-negative ints")
+    if not (isinstance(shape, list) and len(shape) <= 8
+            and all(_count(s) and s <= MAX_DIM for s in shape)):
+        raise CaptureFormatError(f"{where}: shape must be a list of at most 8 ints in "
+                                 f"[0, {MAX_DIM}]")
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(_count(o) for o in offsets)):
         raise CaptureFormatError(f"{where}: data_offsets must be [begin, end]")
     dtype = np.dtype(DTYPES[dtype_name])
-    count = 1
+    span = 1  # the product of the non-zero sizes: numpy refuses shapes past intp
     for size in shape:
-        count *= size
+        span = min(span * max(size, 1), MAX_DIM + 1)
+    if span > MAX_DIM:
+        raise CaptureFormatError(f"{where}: shape {shape} spans more than {MAX_DIM} elements")
+    count = 0 if 0 in shape else span
     begin, end = offsets
     if not begin <= end <= len(body) or end - begin != count * dtype.itemsize:
         raise CaptureFormatError(f"{where}: data_offsets {offsets} do not hold shape {shape} "
                                  f"of {dtype_name} within the {len(body)} data bytes")
+    spans.append((begin, end, name))
     flat = np.frombuffer(body[begin:end], dtype=dtype)
     return flat.reshape(shape).astype(dtype.newbyteorder("="))
 

@@ -12,6 +12,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from forensics.errors import CaptureFormatError, UnsafeInputError
 from forensics.store.paths import check_within
@@ -63,6 +64,11 @@ def open_guarded(path: Path, kind: str, root: Path | None = None) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def open_file(path: Path, kind: str, root: Path | None = None) -> BinaryIO:
+    """:func:`open_guarded` as a binary file object (for libraries that read a file)."""
+    return os.fdopen(open_guarded(path, kind, root), "rb")
 
 
 def check_size(path: Path, kind: str, size: int) -> None:
