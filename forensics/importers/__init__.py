@@ -52,11 +52,12 @@ def importer_for(path: Path) -> Callable[[Path], Imported]:
 
 
 def read_source(path: str | os.PathLike[str]) -> Imported:
-    """Read one source file. Raises CaptureFormatError (or a subclass) on bad input."""
+    """Read one source file. Raises CaptureFormatError (or a subclass) on bad input;
+    UnsafeInputError for a FIFO, device, socket or directory."""
     source = Path(path)
-    if not source.is_file():
-        raise CaptureFormatError(f"source '{source}' does not exist or is not a file")
-    return importer_for(source)(source)
+    if not os.path.lexists(source):
+        raise CaptureFormatError(f"source '{source}' does not exist; check the path")
+    return importer_for(source)(source)  # each opens it through forensics.store.guarded
 
 
 def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],

@@ -55,8 +55,7 @@ def read(path: Path) -> Imported:
     outside int64.
     """
     parser = _LogParser(path)
-    for number, (line, _complete) in enumerate(iter_lines(path, "log", max_line=MAX_LINE),
-                                               start=1):
+    for number, line, _complete in iter_lines(path, "log", max_line=MAX_LINE):
         parser.line(number, line.decode("utf-8", errors="replace"))
     return parser.result
 

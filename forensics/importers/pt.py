@@ -34,9 +34,10 @@ def read(path: Path) -> Imported:
     if not isinstance(obj, (dict, list, tuple)):
         raise CaptureFormatError(f"'{path}': expected a dict or a list of dicts, "
                                  f"got {type(obj).__name__}")
+    budget = _Budget(f"'{path}'")
     try:
-        records = [record_from_dict(_plain(item, where_of(path.name, i)), where_of(path.name, i))
-                   for i, item in enumerate(items)]
+        records = [record_from_dict(_plain(item, where_of(path.name, i), budget),
+                                    where_of(path.name, i)) for i, item in enumerate(items)]
     except RecursionError:
         raise CaptureFormatError(f"'{path}': containers nested too deeply") from None
     return Imported(records=records)
@@ -87,13 +88,15 @@ def _check_archive(handle: BinaryIO, path: Path) -> None:
 
 
 class _Budget:
-    """Counts the values and tensor bytes one file turns into, against the limits."""
+    """Counts the values and tensor bytes one file turns into, against the limits; a
+    container the pickle shares is converted once and counted at its every use."""
 
     def __init__(self, where: str) -> None:
         self.where, self.values, self.bytes = where, 0, 0
+        self.seen: dict[int, tuple[Any, int]] = {}
 
-    def value(self) -> None:
-        self.values += 1
+    def add(self, values: int) -> None:
+        self.values += values
         if self.values > MAX_VALUES:
             raise CaptureFormatError(f"{self.where}: more than {MAX_VALUES} values (or shared "
                                      "containers nested to blow up); save tensors instead")
@@ -107,23 +110,37 @@ class _Budget:
 
 def _plain(value: Any, where: str, budget: _Budget | None = None) -> Any:
     """Tensors to numpy arrays, containers recursively; everything else unchanged."""
+    budget = budget or _Budget(where)
+    if not isinstance(value, (dict, list, tuple)):
+        budget.add(1)
+        return _leaf(value, where, budget)
+    known = budget.seen.get(id(value))
+    if known is not None:
+        budget.add(known[1])
+        return known[0]
+    start = budget.values
+    budget.add(1)
+    if isinstance(value, dict):
+        out: Any = {k: _plain(v, where, budget) for k, v in value.items()}
+    else:
+        out = [_plain(v, where, budget) for v in value]
+    budget.seen[id(value)] = (out, budget.values - start)
+    return out
+
+
+def _leaf(value: Any, where: str, budget: _Budget) -> Any:
+    """A tensor as a numpy array (or a Python scalar when 0-d); other values unchanged."""
     import torch
 
-    budget = budget or _Budget(where)
-    budget.value()
-    if isinstance(value, torch.Tensor):
-        if value.layout != torch.strided or value.is_quantized or value.is_complex():
-            raise CaptureFormatError(f"{where}: tensor of layout {value.layout} and dtype "
-                                     f"{value.dtype} is not supported; save dense int tensors")
-        budget.tensor(value.numel() * value.element_size())
-        try:
-            array = value.detach().cpu().numpy()
-        except (TypeError, RuntimeError):
-            raise CaptureFormatError(f"{where}: a tensor of dtype {value.dtype} cannot be "
-                                     "read; expected an integer tensor") from None
-        return array if array.ndim else array.item()
-    if isinstance(value, dict):
-        return {k: _plain(v, where, budget) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, where, budget) for v in value]
-    return value
+    if not isinstance(value, torch.Tensor):
+        return value
+    if value.layout != torch.strided or value.is_quantized or value.is_complex():
+        raise CaptureFormatError(f"{where}: tensor of layout {value.layout} and dtype "
+                                 f"{value.dtype} is not supported; save dense int tensors")
+    budget.tensor(value.numel() * value.element_size())
+    try:
+        array = value.detach().cpu().numpy()
+    except (TypeError, RuntimeError):
+        raise CaptureFormatError(f"{where}: a tensor of dtype {value.dtype} cannot be "
+                                 "read; expected an integer tensor") from None
+    return array if array.ndim else array.item()

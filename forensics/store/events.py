@@ -76,8 +76,7 @@ def read_events(root: Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 def _read_one(root: Path, path: Path, process: str, out: list[dict[str, Any]]) -> bool:
     """Append the events of one sidecar to ``out``; True when its last line was cut short."""
-    for number, (line, complete) in enumerate(
-            iter_lines(path, "events file", root, max_line=MAX_LINE + 1), start=1):
+    for number, line, complete in iter_lines(path, "events file", root, max_line=MAX_LINE + 1):
         if not complete:
             return True
         if not line.strip():

@@ -9,6 +9,7 @@ cap while being read is refused too.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,7 @@ LIMITS: dict[str, int] = {
 MAX_DECODED = 512 * MIB
 MAX_MEMBER = 256 * MIB
 CHUNK = 1 * MIB
+_TEXT = re.compile(rb"[^\n]+")
 
 
 def open_guarded(path: Path, kind: str, root: Path | None = None) -> int:
@@ -119,11 +121,11 @@ def read_bytes(path: Path, kind: str, root: Path | None = None,
 
 
 def iter_lines(path: Path, kind: str, root: Path | None = None,
-               max_line: int = 1 << 16) -> Iterator[tuple[bytes, bool]]:
-    """Yield ``(line, complete)`` for each line of ``path``, newline removed, in bounded
-    pieces: a line longer than ``max_line`` is cut to its first ``max_line`` bytes (the rest
-    is skipped without being held); ``complete`` is False for a last line without newline.
-    Raises as :func:`open_guarded`."""
+               max_line: int = 1 << 16) -> Iterator[tuple[int, bytes, bool]]:
+    """Yield ``(number, line, complete)`` for each non-empty line of ``path`` (numbered from
+    1, newline removed), read in bounded pieces: a line longer than ``max_line`` is cut to
+    its first ``max_line`` bytes (the rest is skipped without being held); ``complete`` is
+    False for a last line without newline. Raises as :func:`open_guarded`."""
     fd = open_guarded(path, kind, root)
     try:
         yield from _lines(fd, max_line)
@@ -133,17 +135,29 @@ def iter_lines(path: Path, kind: str, root: Path | None = None,
         os.close(fd)
 
 
-def _lines(fd: int, max_line: int) -> Iterator[tuple[bytes, bool]]:
-    pending = b""  # the current line's first max_line bytes
+def _lines(fd: int, max_line: int) -> Iterator[tuple[int, bytes, bool]]:
+    pending = b""  # the first max_line bytes of the line that the last piece left open
     partial = False  # bytes of an unfinished line have been read
+    number = 0  # lines completed so far
     while piece := os.read(fd, CHUNK):
-        start = 0
-        while (end := piece.find(b"\n", start)) >= 0:
-            pending += piece[start:min(end, start + max_line - len(pending))]
-            yield pending, True
-            pending, partial, start = b"", False, end + 1
-        if start < len(piece):
-            pending += piece[start:start + max(0, max_line - len(pending))]
-            partial = True
+        first = piece.find(b"\n")
+        if first >= 0:
+            line = pending + piece[:first][:max_line - len(pending)]
+            number += 1
+            if line:
+                yield number, line, True
+            last = piece.rfind(b"\n")
+            cursor = first + 1
+            for match in _TEXT.finditer(piece, cursor, last):  # blank lines cost no object
+                number += piece.count(b"\n", cursor, match.start()) + 1
+                yield number, piece[match.start():min(match.end(), match.start() + max_line)], \
+                    True
+                cursor = match.end() + 1
+            number += piece.count(b"\n", cursor, last + 1)
+            pending, partial, rest = b"", False, piece[last + 1:]
+        else:
+            rest = piece
+        pending += rest[:max(0, max_line - len(pending))]
+        partial = partial or bool(rest)
     if partial:
-        yield pending, False
+        yield number + 1, pending, False
