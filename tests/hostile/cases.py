@@ -510,3 +510,79 @@ def segment_copied(work: Path, outside: Path) -> Case:
     copy.write_bytes(seg.read_bytes())
     Path(str(copy) + ".idx").write_bytes(Path(str(seg) + ".idx").read_bytes())
     return Case(["check", path], expect="same batches")
+
+
+# ---------------------------------------------------------------- beyond the issue's list
+
+@case
+def planted_replacement_journal_with_links_out(work: Path, outside: Path) -> Case:
+    """A journal and 'old'/'tmp' siblings that are links to the canary folder: recovery must
+    neither delete nor follow them into a write."""
+    path = capture(work)
+    (work / ".c.capture.replacing").write_text('{"pid": 999999}')
+    (work / ".c.capture.old-999999").symlink_to(outside)
+    (work / ".c.capture.tmp-999998").symlink_to(outside)
+    return Case(["inspect", path], codes=(0,), expect="3 records")
+
+
+@case
+def planted_journal_that_is_a_fifo(work: Path, outside: Path) -> Case:
+    path = capture(work)
+    os.mkfifo(work / ".c.capture.replacing")
+    return Case(["inspect", path], codes=(0,), expect="3 records")
+
+
+@case
+def manifest_format_of_5000_digits(work: Path, outside: Path) -> Case:
+    path = capture(work)
+    (path / "manifest.json").write_text('{"format": ' + "9" * 5000 + "}")
+    return Case(["inspect", path], expect="manifest")
+
+
+@case
+def manifest_deeply_nested(work: Path, outside: Path) -> Case:
+    path = capture(work)
+    (path / "manifest.json").write_text('{"format": 1, "notes": ' + "[" * 100_000
+                                        + "]" * 100_000 + "}")
+    return Case(["inspect", path], expect="not valid JSON")
+
+
+@case
+def expected_is_a_directory(work: Path, outside: Path) -> Case:
+    path = capture(work)
+    (path / "expected.json").unlink()
+    (path / "expected.json").mkdir()
+    return Case(["check", path], expect="not a regular file")
+
+
+@case
+def event_rank_is_text(work: Path, outside: Path) -> Case:
+    path = capture(work)
+    (path / "events-w1.jsonl").write_text('{"kind": "x", "rank": "0; rm -rf /"}\n')
+    return Case(["inspect", path], expect="'rank' must be")
+
+
+@case
+def import_a_directory_named_npz(work: Path, outside: Path) -> Case:
+    (work / "d.npz").mkdir()
+    return Case(["import", "d.npz", "-o", "out.capture"], expect="not a regular file")
+
+
+@case
+def safetensors_header_claims_everything(work: Path, outside: Path) -> Case:
+    (work / "h.safetensors").write_bytes(struct.pack("<Q", 2**64 - 1) + b"{}")
+    return Case(["import", "h.safetensors", "-o", "out.capture"], expect="header claims")
+
+
+@case
+def replay_of_a_capture_with_a_copied_segment(work: Path, outside: Path) -> Case:
+    built = segment_copied(work, outside)
+    return Case(["replay", built.argv[1]], expect="same batches")
+
+
+@case
+def force_over_a_plain_folder(work: Path, outside: Path) -> Case:
+    (work / "out.capture").mkdir()
+    (work / "out.capture" / "precious.txt").write_text("keep")
+    return Case(["simulate", "clean", "-o", "out.capture", "--steps", "3", "--force"],
+                expect="not a capture")
