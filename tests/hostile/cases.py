@@ -107,39 +107,28 @@ def check_obtained_is_a_link_out(work: Path, outside: Path) -> Case:
 
 # ---------------------------------------------------------------- 2. hangs: FIFOs, long lines
 
-def _fifo_in(path: Path, relative: str) -> Case:
-    target = path / relative
-    if target.exists():
-        target.unlink()
-    os.mkfifo(target)
-    return Case(["check" if relative == "expected.json" else "inspect", path],
-                expect="not a regular file")
+#: case -> the file of the capture that becomes a FIFO (reading one would block for ever)
+FIFO_CASES = {"fifo_index": "embedding.r0.w0.0000.arrows.idx", "fifo_events": "events-w0.jsonl",
+              "fifo_expected": "expected.json", "fifo_manifest": "manifest.json",
+              "fifo_segment": "embedding.r0.w1.0000.arrows"}
 
 
-@case
-def fifo_index(work: Path, outside: Path) -> Case:
-    path = capture(work)
-    return _fifo_in(path, segment(path).name + ".idx")
+def _fifo_case(name: str) -> Callable[[Path, Path], Case]:
+    def build(work: Path, outside: Path) -> Case:
+        path = capture(work)
+        target = path / FIFO_CASES[name]
+        if target.exists():
+            target.unlink()
+        os.mkfifo(target)
+        return Case(["check" if target.name == "expected.json" else "inspect", path],
+                    expect="not a regular file")
+
+    build.__name__ = name
+    return build
 
 
-@case
-def fifo_events(work: Path, outside: Path) -> Case:
-    return _fifo_in(capture(work), "events-w0.jsonl")
-
-
-@case
-def fifo_expected(work: Path, outside: Path) -> Case:
-    return _fifo_in(capture(work), "expected.json")
-
-
-@case
-def fifo_manifest(work: Path, outside: Path) -> Case:
-    return _fifo_in(capture(work), "manifest.json")
-
-
-@case
-def fifo_segment(work: Path, outside: Path) -> Case:
-    return _fifo_in(capture(work), "embedding.r0.w1.0000.arrows")
+for _fifo in FIFO_CASES:
+    case(_fifo_case(_fifo))
 
 
 @case
@@ -309,13 +298,6 @@ def sparse_index_of_2gb(work: Path, outside: Path) -> Case:
 
 
 @case
-def events_of_blank_lines(work: Path, outside: Path) -> Case:
-    path = capture(work)
-    (path / "events-w1.jsonl").write_bytes(b"\n" * (20 << 20))
-    return Case(["inspect", path], codes=(0,), expect="events: 0")
-
-
-@case
 def events_one_endless_line(work: Path, outside: Path) -> Case:
     path = capture(work)
     sparse(path / "events-w1.jsonl", 60 << 20, b'{"kind": "')
@@ -337,27 +319,6 @@ def manifest_too_large(work: Path, outside: Path) -> Case:
 
 
 # ---------------------------------------------------------------- 4. one line, exit 2
-
-@case
-def event_kind_null(work: Path, outside: Path) -> Case:
-    path = capture(work)
-    (path / "events-w1.jsonl").write_text('{"kind": null}\n')
-    return Case(["inspect", path], expect="'kind' must be a string")
-
-
-@case
-def event_kind_object(work: Path, outside: Path) -> Case:
-    path = capture(work)
-    (path / "events-w1.jsonl").write_text('{"kind": {"a": 1}, "line": 3}\n')
-    return Case(["inspect", path], expect="'kind' must be a string")
-
-
-@case
-def event_step_huge(work: Path, outside: Path) -> Case:
-    path = capture(work)
-    (path / "events-w1.jsonl").write_text('{"kind": "x", "step": ' + "9" * 30 + "}\n")
-    return Case(["inspect", path], expect="'step' must be")
-
 
 @case
 def pt_step_past_int64(work: Path, outside: Path) -> Case:
@@ -418,25 +379,11 @@ def safetensors_overlapping_tensors(work: Path, outside: Path) -> Case:
 
 
 @case
-def expected_with_wrong_inner_types(work: Path, outside: Path) -> Case:
-    path = capture(work)
-    (path / "expected.json").write_text('{"verdicts": {"upstream": ["ok"]}}')
-    return Case(["check", path], expect="verdicts.upstream")
-
-
-@case
 def expected_first_finding_nested(work: Path, outside: Path) -> Case:
     path = capture(work)
     data = dict(EXPECTED, first_finding={"upstream": {"step": [[[1]]]}})
     (path / "expected.json").write_text(json.dumps(data))
     return Case(["check", path], expect="first_finding.upstream")
-
-
-@case
-def expected_deeply_nested(work: Path, outside: Path) -> Case:
-    path = capture(work)
-    (path / "expected.json").write_text("[" * 200_000 + "]" * 200_000)
-    return Case(["check", path], expect="not valid JSON")
 
 
 @case
@@ -512,6 +459,47 @@ def segment_copied(work: Path, outside: Path) -> Case:
     return Case(["check", path], expect="same batches")
 
 
+# ---------------------------------------------------------------- one file of a capture, rewritten
+
+#: case -> (file in the capture, its new content, command, exit codes, what must come out)
+FILE_CASES: dict[str, tuple[str, bytes, str, tuple[int, ...], str]] = {
+    "event_kind_null": ("events-w1.jsonl", b'{"kind": null}\n', "inspect", (2,),
+                        "'kind' must be a string"),
+    "event_kind_object": ("events-w1.jsonl", b'{"kind": {"a": 1}, "line": 3}\n', "inspect",
+                          (2,), "'kind' must be a string"),
+    "event_step_huge": ("events-w1.jsonl", b'{"kind": "x", "step": ' + b"9" * 30 + b"}\n",
+                        "inspect", (2,), "'step' must be"),
+    "event_rank_is_text": ("events-w1.jsonl", b'{"kind": "x", "rank": "0; rm -rf /"}\n',
+                           "inspect", (2,), "'rank' must be"),
+    "events_of_blank_lines": ("events-w1.jsonl", b"\n" * (20 << 20), "inspect", (0,),
+                              "events: 0"),
+    "expected_with_wrong_inner_types": ("expected.json", b'{"verdicts": {"upstream": ["ok"]}}',
+                                        "check", (2,), "verdicts.upstream"),
+    "expected_deeply_nested": ("expected.json", b"[" * 200_000 + b"]" * 200_000, "check", (2,),
+                               "not valid JSON"),
+    "manifest_format_of_5000_digits": ("manifest.json", b'{"format": ' + b"9" * 5000 + b"}",
+                                       "inspect", (2,), "manifest"),
+    "manifest_deeply_nested": ("manifest.json", b'{"format": 1, "notes": ' + b"[" * 100_000
+                               + b"]" * 100_000 + b"}", "inspect", (2,), "not valid JSON"),
+}
+
+
+def _file_case(name: str) -> Callable[[Path, Path], Case]:
+    relative, content, command, codes, expect = FILE_CASES[name]
+
+    def build(work: Path, outside: Path) -> Case:
+        path = capture(work)
+        (path / relative).write_bytes(content)
+        return Case([command, path], codes=codes, expect=expect)
+
+    build.__name__ = name
+    return build
+
+
+for _name in FILE_CASES:
+    case(_file_case(_name))
+
+
 # ---------------------------------------------------------------- beyond the issue's list
 
 @case
@@ -533,33 +521,11 @@ def planted_journal_that_is_a_fifo(work: Path, outside: Path) -> Case:
 
 
 @case
-def manifest_format_of_5000_digits(work: Path, outside: Path) -> Case:
-    path = capture(work)
-    (path / "manifest.json").write_text('{"format": ' + "9" * 5000 + "}")
-    return Case(["inspect", path], expect="manifest")
-
-
-@case
-def manifest_deeply_nested(work: Path, outside: Path) -> Case:
-    path = capture(work)
-    (path / "manifest.json").write_text('{"format": 1, "notes": ' + "[" * 100_000
-                                        + "]" * 100_000 + "}")
-    return Case(["inspect", path], expect="not valid JSON")
-
-
-@case
 def expected_is_a_directory(work: Path, outside: Path) -> Case:
     path = capture(work)
     (path / "expected.json").unlink()
     (path / "expected.json").mkdir()
     return Case(["check", path], expect="not a regular file")
-
-
-@case
-def event_rank_is_text(work: Path, outside: Path) -> Case:
-    path = capture(work)
-    (path / "events-w1.jsonl").write_text('{"kind": "x", "rank": "0; rm -rf /"}\n')
-    return Case(["inspect", path], expect="'rank' must be")
 
 
 @case
