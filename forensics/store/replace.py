@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def install(tmp: Path, out: Path) -> None:
     journal = _journal(out)
     fd, name = tempfile.mkstemp(prefix=f"{journal.name}.{pid}.", dir=out.parent)
     with os.fdopen(fd, "w") as handle:
-        json.dump({"pid": pid}, handle)
+        json.dump({"pid": pid, "host": socket.gethostname()}, handle)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(name, journal)
@@ -62,15 +63,16 @@ def install(tmp: Path, out: Path) -> None:
     _fsync_dir(out.parent)
 
 
-def recover(out: Path) -> None:
-    """Finish or roll back an interrupted replacement of ``out``, and remove the unfinished
-    builds of processes that died. Does nothing when no replacement was interrupted or when
-    the file system refuses (a read-only copy): the reader then sees what is there."""
+def recover(out: Path, clean: bool = False) -> None:
+    """Finish or roll back an interrupted replacement of ``out`` begun on this host; with
+    ``clean`` (writers), also remove the unfinished builds that processes of this host left
+    when they died. Does nothing when no replacement was interrupted or when the file system
+    refuses (a read-only copy): the reader then sees what is there."""
     parent = out.parent
     try:
         if os.path.lexists(_journal(out)):
             _resume(out)
-        for entry in os.listdir(parent) if parent.is_dir() else ():
+        for entry in os.listdir(parent) if clean and parent.is_dir() else ():
             pid = _builder(out, entry)
             if pid is not None and not _alive(pid):
                 path = parent / entry
@@ -87,11 +89,13 @@ def _resume(out: Path) -> None:
 
     journal = _journal(out)
     try:
-        pid = _pid(str(json.loads(read_bytes(journal, "replacement journal")).get("pid")))
+        entry = json.loads(read_bytes(journal, "replacement journal"))
+        pid = _pid(str(entry.get("pid")))
+        host = entry.get("host")
     except (ValueError, AttributeError):
-        pid = None
-    if pid is None:
-        return  # not our journal: leave it
+        pid, host = None, None
+    if pid is None or host != socket.gethostname():
+        return  # not our journal, or another host's process (whose pids we cannot see)
     if pid != os.getpid() and _alive(pid):
         return  # that replacement is still running
     tmp, aside = tmp_path(out, pid), _aside(out, pid)

@@ -305,7 +305,7 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
         OutputError: the file system refuses (no space, read-only, missing parent).
     """
     out = Path(path)
-    recover(out)
+    recover(out, clean=True)
     if out.exists() or out.is_symlink():
         _check_replaceable(out, force)
     tmp = tmp_path(out)

@@ -3,8 +3,9 @@
 Usage: ``python replace_driver.py WORKDIR``. For k = 1, 2, ... a forked child replaces an old
 capture (3 records) with a new one (5 records) and SIGKILLs itself just before its k-th call of
 ``os.rename``, ``os.replace``, ``os.unlink``, ``os.rmdir`` or ``os.link``; the parent then opens
-the path (the next command) and prints one JSON line per k: the records it found and what is
-left in the folder. The last k is the first that the child survives (the replacement done).
+the path (the next command) and prints one JSON line per k: the records it found, what is left
+in the folder, and the same after one more replacement (the next writer). The last k is the
+first that the child survives (the replacement done).
 """
 
 from __future__ import annotations
@@ -59,8 +60,11 @@ def trial(root: Path, k: int) -> dict[str, object]:
     killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     capture = load(out)  # the next command on that path
     found = [int(r.step) for r in capture]
+    left = sorted(os.listdir(root))
+    write_capture(out, records(7), force=True)  # the next writer also clears dead builds
     return {"k": k, "killed": killed, "records": len(found),
-            "whole": found == list(range(len(found))), "left": sorted(os.listdir(root))}
+            "whole": found == list(range(len(found))), "left": left,
+            "after_write": sorted(os.listdir(root)), "rewritten": len(load(out))}
 
 
 def main() -> None:
