@@ -17,7 +17,7 @@ import numpy as np
 from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
 from forensics.importers.common import record_from_dict, show, where_of
-from forensics.store.guarded import read_bytes
+from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, read_bytes
 
 MAX_HEADER = 100 * 1024 * 1024
 MAX_DIM = 1 << 40
@@ -42,7 +42,7 @@ def read(path: Path) -> Imported:
     spans: list[tuple[int, int, str]] = []
     for name, info in header.items():
         raw[name] = _tensor(memoryview(data)[start:], name, info, path, spans)
-    _check_disjoint(spans, path)
+    _check_spans(spans, path)
     return Imported(records=[record_from_dict(raw, where_of(path.name, 0))])
 
 
@@ -75,8 +75,13 @@ def _meta_value(key: str, text: Any, path: Path) -> Any:
                                  "\"abc\"") from None
 
 
-def _check_disjoint(spans: list[tuple[int, int, str]], path: Path) -> None:
-    """Refuse tensors whose data overlap (a file that reads one buffer as two tensors)."""
+def _check_spans(spans: list[tuple[int, int, str]], path: Path) -> None:
+    """Refuse tensors whose data overlap (a file that reads one buffer as two tensors), and
+    tensors past the decoding limits (each and in all)."""
+    if sum(end - begin for begin, end, _ in spans) > MAX_DECODED or any(
+            end - begin > MAX_MEMBER for begin, end, _ in spans):
+        raise CaptureFormatError(f"'{path}': tensors hold more than {MAX_MEMBER} bytes each "
+                                 f"or {MAX_DECODED} in all; split the dump")
     spans.sort()
     for (_, end, first), (begin, _, second) in zip(spans, spans[1:], strict=False):
         if begin < end:

@@ -29,7 +29,7 @@ LIMITS: dict[str, int] = {
     "replacement journal": 64 * 1024,
     "log": 1 << 30,
     "torch file": 1 << 30,
-    "safetensors file": 1 << 30,
+    "safetensors file": (512 + 100) * MIB,  # MAX_DECODED of tensors and a 100 MiB header
     "npz archive": 1 << 30,
 }
 #: the most bytes one source may decode or decompress to, in total and per member or tensor

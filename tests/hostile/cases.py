@@ -269,6 +269,39 @@ def pt_storage_inflated(work: Path, outside: Path) -> Case:
     return Case(["import", "s.pt", "-o", "out.capture"], expect="unpacks to")
 
 
+@case
+def pt_storage_numel_lies(work: Path, outside: Path) -> Case:
+    """The pickle claims a storage of 10**9 int64 over a 32-byte record: refused, never
+    allocated."""
+    import collections
+    import io
+    import pickle
+
+    import torch
+
+    class Storage:
+        pass
+
+    class Tensor:
+        def __reduce__(self) -> tuple[object, ...]:
+            return (torch._utils._rebuild_tensor_v2,
+                    (Storage(), 0, (4,), (1,), False, collections.OrderedDict()))
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, obj: object) -> object:
+            return ("storage", torch.LongStorage, "0", "cpu", 10**9) \
+                if isinstance(obj, Storage) else None
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=2).dump(_pt_record(input_ids=Tensor()))
+    with zipfile.ZipFile(work / "lie.pt", "w") as archive:
+        archive.writestr("archive/data.pkl", buffer.getvalue())
+        archive.writestr("archive/byteorder", "little")
+        archive.writestr("archive/data/0", bytes(32))
+        archive.writestr("archive/version", "3\n")
+    return Case(["import", "lie.pt", "-o", "out.capture"], expect="does not match")
+
+
 def _claim_size(path: Path, member: str, size: int) -> None:
     """Rewrite the uncompressed size of ``member`` in the central directory (zip64 aside)."""
     data = bytearray(path.read_bytes())
