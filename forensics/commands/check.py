@@ -18,7 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``forensics check``."""
     parser.add_argument("capture", help="a NAME.capture directory with an expected.json")
     parser.add_argument("--variant", action="append", default=None, metavar="NAME",
-                        help="variants to check (default: those in expected.json)")
+                        help="variants to check (default: the built-in ones in "
+                             "expected.json; a vllm+PATH.diff runs only when named here)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 

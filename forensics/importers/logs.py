@@ -22,6 +22,7 @@ from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
 from forensics.importers.common import where_of
 from forensics.records import Record
+from forensics.store.events import MAX_EVENTS
 from forensics.store.guarded import iter_lines
 from forensics.validate import validate_record
 
@@ -46,6 +47,7 @@ EVENT_PATTERNS = (
 MAX_LINE = 1 << 16
 MAX_INT = 2**63 - 1
 MAX_DIGITS = 20  # longer numbers are outside int64 and are not converted
+MAX_RECORDS = 1_000_000  # summary records one log may yield (each held until written)
 
 
 def read(path: Path) -> Imported:
@@ -85,6 +87,9 @@ class _LogParser:
         if any(abs(v) > MAX_INT for v in (step, rank, *fields.values()) if isinstance(v, int)):
             raise CaptureFormatError(f"{where}: a number is outside int64")
         fields["line"] = number
+        if len(self.result.records) >= MAX_RECORDS:
+            raise CaptureFormatError(f"log '{self.path}' line {number}: more than {MAX_RECORDS} "
+                                     "probe lines; split the log (e.g. by time) and import each")
         record = validate_record(Record(site, step, rank, fields, summary=True), where)
         self.result.records.append(record)
         self.last_step = step
@@ -102,6 +107,9 @@ class _LogParser:
             last["count"] += 1
             last["last_line"] = number
             return
+        if len(events) >= MAX_EVENTS:
+            raise CaptureFormatError(f"log '{self.path}' line {number}: more than {MAX_EVENTS} "
+                                     "crash events; split the log and import each part")
         event.update(source=self.path.name, line=number, last_line=number, count=1,
                      step=self.last_step, message=text.strip()[:500])
         events.append(event)

@@ -448,6 +448,13 @@ def plot_into_proc(work: Path, outside: Path) -> Case:
 
 
 @case
+def plot_onto_a_full_device(work: Path, outside: Path) -> Case:
+    (work / "full.png").symlink_to("/dev/full")
+    return Case(["plot", capture(work), "-o", "full.png", "--kind", "verdicts"],
+                expect="No space left")
+
+
+@case
 def simulate_over_a_link_out(work: Path, outside: Path) -> Case:
     (work / "out.capture").symlink_to(outside)
     return Case(["simulate", "clean", "-o", "out.capture", "--steps", "3", "--force"],
