@@ -156,9 +156,13 @@ def _assertion(text: str) -> dict[str, Any] | None:
     if head is None:
         return None
     end = _failed_at(text, head.end() + 1)
-    if end is None:
+    if end is not None:
+        cond = text[head.end():end].rstrip()
+    elif head.end() - head.start() >= len("Assertion") + 3 and \
+            text.startswith("failed", head.end()):
+        cond = ""  # "Assertion", three or more spaces, "failed": the condition is a space
+    else:
         return None
-    cond = text[head.end():end].rstrip()
     cond = cond[1:] if cond[:1] in QUOTES and len(cond) > 1 else cond
     cond = cond[:-1] if cond[-1:] in QUOTES and len(cond) > 1 else cond
     where = FILE_RE.match(text, 0, head.start())

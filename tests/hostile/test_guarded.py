@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from forensics.errors import CaptureFormatError, UnsafeInputError
@@ -76,17 +76,23 @@ def test_a_file_over_its_cap_is_refused_before_it_is_read(tmp_path: Path) -> Non
 
 OLD_ASSERT = re.compile(r"(?:(?P<file>[\w./-]+\.cu):(?P<line>\d+):\s*)?(?P<func>\w+)?.*?"
                         r"Assertion\s+[`'\"]?(?P<cond>.+?)[`'\"]?\s+failed")
-TOKENS = ["Indexing.cu:1515: ", "a/b.cu:7:", "Assertion", " ", "  ", "`", "'", "failed",
+TOKENS = ["Indexing.cu:1515: ", "a/b.cu:7:", "Assertion", " ", "  ", "   ", "`", "'", "failed",
           "srcIndex < n", "fn", ".", "x", ":", "[0,0,0]", "\t"]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(st.lists(st.sampled_from(TOKENS), max_size=12))
 def test_the_linear_assert_parser_reads_lines_as_the_old_pattern_did(tokens: list[str]
                                                                       ) -> None:
-    """On short lines (where the old, backtracking pattern was fast) both agree."""
+    """On short lines (where the old, backtracking pattern was fast) with one "Assertion" after
+    the line's first word and a condition that is not only quotes and blanks, both agree.
+    (Elsewhere the old pattern's picks were accidents of backtracking: "Assertion" taken as
+    the function name, a condition of one space.)"""
     text = "".join(tokens)
+    at = text.find("Assertion")
+    assume(text.count("Assertion") == 1 and at > 0 and not re.match(r"\w", text[at - 1]))
     old = OLD_ASSERT.search(text)
+    assume(old is None or old["cond"].strip(" \t`'\""))
     new = logs._assertion(text)
     if old is None:
         assert new is None, text
