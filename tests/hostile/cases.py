@@ -163,7 +163,9 @@ def log_of_long_assert_lines(work: Path, outside: Path) -> Case:
 @case
 def log_of_one_huge_line(work: Path, outside: Path) -> Case:
     sparse(work / "huge.log", 300 << 20, b"SM70-TEMB: rows=5 input=(1,) dtype=x min=1 max=")
-    return Case(["import", "huge.log", "-o", "out.capture"], codes=(0, 2))
+    # read in 1 MiB pieces, the line cut at 64 KiB: no number after max=, so no record
+    return Case(["import", "huge.log", "-o", "out.capture"], codes=(0,),
+                expect="0 records.*0 events")
 
 
 @case
