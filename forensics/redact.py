@@ -51,7 +51,8 @@ TOKEN_BOUNDS = ("vocab_size", "num_embeddings")
 #: manifest and event keys whose string values are kept (when they hold no path)
 SAFE_STRING_KEYS = frozenset({
     "creator", "created", "python", "forensics", "vllm", "torch", "method", "mode", "sites",
-    "scenario", "speculative", "kind", "site", "function", "kv_cache_dtype", "hardware"})
+    "scenario", "speculative", "kind", "site", "function", "kv_cache_dtype", "hardware",
+    "variants"})
 #: numeric keys that identify a process or a machine: dropped
 DROPPED_NUMBER_KEYS = frozenset({"pid", "ppid", "uid", "gid", "port"})
 PSEUDONYM = "anon-{}"
