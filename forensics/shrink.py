@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forensics._callable import make_module_callable
 from forensics.ddmin import ddmin
 from forensics.errors import ForensicsError
 from forensics.evidence import Evidence, check_output, differences, evidence_of, publish
@@ -51,6 +52,8 @@ class ShrinkResult:
     replays: int
     seconds: float
     evidence: Evidence
+    #: of ``seconds``: the replay of the original (the rest: search, write, verify)
+    reference_seconds: float = 0.0
 
     @property
     def fraction_kept(self) -> float:
@@ -79,6 +82,7 @@ def shrink(capture: Any, out: str | os.PathLike[str], variants: Sequence[str] | 
     check_output(cap.path, out, force)
     names = list(variants or DEFAULT_VARIANTS)
     result = replay(cap, variants=names, progress=progress)
+    reference_seconds = time.perf_counter() - start
     expected = evidence_of(result)
     if not expected.has_findings:
         raise NothingToKeepError(f"capture '{cap.path}' has no finding under {names}: there is "
@@ -92,7 +96,7 @@ def shrink(capture: Any, out: str | os.PathLike[str], variants: Sequence[str] | 
     path = publish(out, [search.record(i) for i in kept], manifest, cap.events, expected, names,
                    force)
     return ShrinkResult(path, len(result.records), len(kept), steps, search.replays + 2,
-                        time.perf_counter() - start, expected)
+                        time.perf_counter() - start, expected, reference_seconds)
 
 
 class _Search:
@@ -189,3 +193,6 @@ class _Search:
             if len(rows):
                 found.add(int(rows.sort_values("step")["record"].iat[-1]))
         return found
+
+
+make_module_callable(__name__, shrink)  # forensics.shrink stays callable
