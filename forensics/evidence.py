@@ -110,6 +110,25 @@ def check_output(source: str | os.PathLike[str], out: str | os.PathLike[str],
                                 "replace it")
 
 
+def reference(capture: Any, out: str | os.PathLike[str], variants: Sequence[str] | None,
+              force: bool, progress: bool) -> tuple[Any, list[str], Any]:
+    """Open ``capture`` (a Capture or a path), check ``out`` (:func:`check_output`) and replay
+    the capture through ``variants`` (default ``upstream`` and ``patched``).
+
+    Returns:
+        (the Capture, the variant names, the ReplayResult).
+    Raises:
+        CaptureFormatError: not a readable capture. OutputExistsError: see :func:`check_output`.
+    """
+    from forensics.replay import DEFAULT_VARIANTS, replay
+    from forensics.store.reader import Capture, load
+
+    cap = capture if isinstance(capture, Capture) else load(capture)
+    check_output(cap.path, out, force)
+    names = list(variants or DEFAULT_VARIANTS)
+    return cap, names, replay(cap, variants=names, progress=progress)
+
+
 def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: dict[str, Any],
             events: Sequence[dict[str, Any]], expected: Evidence, variants: Sequence[str],
             force: bool = False, progress: bool = False) -> Path:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from forensics._callable import make_module_callable
-from forensics.evidence import Evidence, check_output, evidence_of, publish
+from forensics.evidence import Evidence, evidence_of, publish, reference
 from forensics.records import Record
 
 #: per site: the fields that hold token ids (their ``<field>_after`` copies too)
@@ -89,14 +89,9 @@ def redact(capture: Any, out: str | os.PathLike[str], keep_manifest: Sequence[st
         OutputExistsError: ``out`` exists without ``force``, or is the input capture.
         EvidenceChangedError: the redacted capture would not replay to the same evidence.
     """
-    from forensics.replay import DEFAULT_VARIANTS, replay
-    from forensics.store.reader import Capture, load
-
     start = time.perf_counter()
-    cap = capture if isinstance(capture, Capture) else load(capture)
-    check_output(cap.path, out, force)
-    names = list(variants or DEFAULT_VARIANTS)
-    expected = evidence_of(replay(cap, variants=names, progress=progress))
+    cap, names, result = reference(capture, out, variants, force, progress)
+    expected = evidence_of(result)
     redactor = Redactor(token_domain(cap), keep=keep_manifest)
     manifest = redactor.manifest(cap.manifest)
     events = [redactor.event(e) for e in cap.events]

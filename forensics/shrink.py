@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from forensics._callable import make_module_callable
 from forensics.ddmin import ddmin
 from forensics.errors import ForensicsError
-from forensics.evidence import Evidence, check_output, differences, evidence_of, publish
+from forensics.evidence import Evidence, differences, evidence_of, publish, reference
 from forensics.progress import Progress
 
 if TYPE_CHECKING:
@@ -74,14 +74,8 @@ def shrink(capture: Any, out: str | os.PathLike[str], variants: Sequence[str] | 
         NothingToKeepError: the replay of ``capture`` has no finding in any variant.
         EvidenceChangedError: the written capture would not replay to the same evidence.
     """
-    from forensics.replay import DEFAULT_VARIANTS, replay
-    from forensics.store.reader import Capture, load
-
     start = time.perf_counter()
-    cap = capture if isinstance(capture, Capture) else load(capture)
-    check_output(cap.path, out, force)
-    names = list(variants or DEFAULT_VARIANTS)
-    result = replay(cap, variants=names, progress=progress)
+    cap, names, result = reference(capture, out, variants, force, progress)
     reference_seconds = time.perf_counter() - start
     expected = evidence_of(result)
     if not expected.has_findings:

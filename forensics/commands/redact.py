@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from forensics.commands._share import add_common_arguments, refused
+
 EXAMPLE = """examples:
   forensics redact small.capture -o shareable.capture
   forensics redact small.capture -o shareable.capture --keep-manifest model.name
@@ -22,22 +24,14 @@ EXAMPLE = """examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare CAPTURE, -o SHAREABLE.capture, --keep-manifest, --variant and --force."""
-    parser.add_argument("capture", metavar="CAPTURE", help="a NAME.capture directory")
-    parser.add_argument("-o", "--output", required=True, metavar="SHAREABLE.capture",
-                        help="capture directory to create")
+    add_common_arguments(parser, "SHAREABLE.capture")
     parser.add_argument("--keep-manifest", action="append", metavar="FIELD", default=[],
                         dest="keep", help="a dotted manifest field (model.name) or event field "
                                           "(events.message) to keep as it is (repeatable)")
-    parser.add_argument("--variant", action="append", metavar="NAME", default=None,
-                        help="variants whose evidence is checked (repeatable; default: "
-                             "upstream and patched)")
-    parser.add_argument("--force", action="store_true",
-                        help="replace an existing capture at SHAREABLE.capture")
 
 
 def run(args: argparse.Namespace) -> int:
     """Redact, print what was done; return the exit code."""
-    from forensics.commands.shrink import refused
     from forensics.evidence import EvidenceChangedError
     from forensics.redact import redact
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from forensics.errors import ForensicsError
+from forensics.commands._share import add_common_arguments, refused
 
 EXAMPLE = """examples:
   forensics shrink soak.capture -o small.capture
@@ -24,14 +24,7 @@ EXAMPLE = """examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare CAPTURE, -o SMALL.capture, --variant and --force."""
-    parser.add_argument("capture", metavar="CAPTURE", help="a NAME.capture directory")
-    parser.add_argument("-o", "--output", required=True, metavar="SMALL.capture",
-                        help="capture directory to create")
-    parser.add_argument("--variant", action="append", metavar="NAME", default=None,
-                        help="variants whose evidence is kept (repeatable; default: upstream "
-                             "and patched)")
-    parser.add_argument("--force", action="store_true",
-                        help="replace an existing capture at SMALL.capture")
+    add_common_arguments(parser, "SMALL.capture")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,8 +42,3 @@ def run(args: argparse.Namespace) -> int:
           f"{result.replays} replays, {result.seconds:.1f} s")
     return 0
 
-
-def refused(command: str, exc: ForensicsError) -> int:
-    """Print the refusal of a capture whose evidence changed (one line); return exit code 1."""
-    print(f"forensics {command}: {exc}", file=sys.stderr)
-    return 1
