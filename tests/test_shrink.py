@@ -82,3 +82,11 @@ def test_a_capture_without_findings_has_nothing_to_keep(tmp_path: Path) -> None:
     with pytest.raises(NothingToKeepError, match="no finding"):
         shrink(src, tmp_path / "small.capture")
     assert not (tmp_path / "small.capture").exists()
+
+
+def test_progress_is_drawn_on_stderr_when_asked(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    src = private_capture(tmp_path / "src.capture", "stale-prev-row", 2, 6)
+    result = shrink(src, tmp_path / "small.capture", progress=True)
+    err = capsys.readouterr().err
+    assert "replay" in err and f"replay {result.replays - 2}" in err
