@@ -179,7 +179,7 @@ class _Search:
         """The origin records of the sink findings on ``positions`` (from ``upstream``)."""
         f = self.findings
         sinks = f[f["record"].isin(list(positions)) & f["origin"].notna()]
-        up = f[(f["variant"] == "upstream") & f["tensor"].str.startswith("out.")]
+        up = f[(f["variant"] == "upstream") & f["tensor"].str.startswith("out.", na=False)]
         found = set()
         for _, s in sinks.iterrows():
             rows = up[(up["site"] == s["origin"]) & (up["rank"] == s["rank"])
