@@ -7,6 +7,7 @@ The public API (heavy libraries are imported on first use, never by ``import for
 - :func:`findings_table`, :func:`first_violation`, :func:`summary_by_site`: fixed-column tables
 - :mod:`forensics.plots`: ``plot_*`` functions (matplotlib)
 - :func:`simulate`: synthetic captures of known incident shapes
+- :func:`shrink`, :func:`redact`: a smaller or a shareable capture with the same evidence
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ _LAZY: dict[str, str] = {
     "first_violation": "forensics.tables",
     "summary_by_site": "forensics.tables",
     "simulate": "forensics.simulate",
+    "shrink": "forensics.shrink",
+    "redact": "forensics.redact",
     "plots": "forensics.plots",
 }
 

@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "write a self-contained HTML report of a capture"),
     "simulate": ("simulate", "generate a synthetic capture of a scenario"),
     "demo": ("demo", "replay every bundled capture and write reports"),
+    "shrink": ("shrink", "the fewest steps and records of a capture with the same evidence"),
+    "redact": ("redact", "a copy of a capture fit to share, with the same evidence"),
 }
 
 

@@ -15,10 +15,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-EXPECTED = ("00_quickstart", "01_stale_prev_rows", "02_vocab_sentinel", "03_triage")
+EXPECTED = ("00_quickstart", "01_stale_prev_rows", "02_vocab_sentinel", "03_triage",
+            "04_share")
 #: what a notebook may reach through ``forensics.``
 PUBLIC = {"load", "replay", "findings_table", "first_violation", "summary_by_site", "plots",
-          "importers", "simulate", "__version__"}
+          "importers", "simulate", "shrink", "redact", "__version__"}
 PUBLIC_IMPORTS = {"forensics", "forensics.plots", "forensics.importers"}
 
 

@@ -1,0 +1,47 @@
+"""forensics redact: write a copy of a capture that is fit to share, with the same evidence.
+
+In-range token ids are mapped by a keyed random permutation (the same id to the same id across
+the capture; no id keeps its value; the key is never stored); out-of-range values, -1
+placeholders and values equal to a bound stay exactly as they were; request ids become
+pseudonyms (anon-<n>); host names, paths, pids, model names and free-text notes leave the
+manifest and the events unless kept with --keep-manifest. The manifest says what was done. The
+output is replayed before it is renamed into place: exit 1 (nothing written) when its verdicts
+or first findings would differ, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from forensics.commands._share import add_common_arguments, refused
+
+EXAMPLE = """examples:
+  forensics redact small.capture -o shareable.capture
+  forensics redact small.capture -o shareable.capture --keep-manifest model.name
+  forensics redact run.capture -o shareable.capture --keep-manifest events.message"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare CAPTURE, -o SHAREABLE.capture, --keep-manifest, --variant and --force."""
+    add_common_arguments(parser, "SHAREABLE.capture")
+    parser.add_argument("--keep-manifest", action="append", metavar="FIELD", default=[],
+                        dest="keep", help="a dotted manifest field (model.name) or event field "
+                                          "(events.message) to keep as it is (repeatable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Redact, print what was done; return the exit code."""
+    from forensics.evidence import EvidenceChangedError
+    from forensics.redact import redact
+
+    try:
+        result = redact(args.capture, args.output, args.keep, args.variant, force=args.force,
+                        progress=sys.stderr.isatty())
+    except EvidenceChangedError as exc:
+        return refused("redact", exc)
+    dropped = ", ".join(result.dropped) or "nothing"
+    print(f"wrote {result.path}: {result.records} records, token ids in "
+          f"[0, {result.token_domain}) permuted, {result.request_ids} request ids "
+          f"pseudonymised; dropped: {dropped} ({result.seconds:.1f} s)")
+    return 0

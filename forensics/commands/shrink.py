@@ -1,0 +1,44 @@
+"""forensics shrink: write the fewest steps, then records, of a capture that replay to the same
+evidence: the verdict of every site per variant and each variant's first finding (site, step,
+rank, row, element, tensor, value, bound, origin, resolved).
+
+One replay of the original gives the evidence and the records behind it; a delta-debugging
+search over the steps around them, then over their records, keeps the smallest set found. The
+output is replayed before it is renamed into place. Exit 0 when written, 1 when the written
+capture would differ (nothing is written), 2 for bad input (not a capture, an existing output
+without --force, a capture with no finding to keep).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from forensics.commands._share import add_common_arguments, refused
+
+EXAMPLE = """examples:
+  forensics shrink soak.capture -o small.capture
+  forensics shrink incident.capture -o small.capture --variant upstream --variant vllm
+  forensics redact small.capture -o shareable.capture    # then strip what is private"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare CAPTURE, -o SMALL.capture, --variant and --force."""
+    add_common_arguments(parser, "SMALL.capture")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Shrink, print what was kept and what it cost; return the exit code."""
+    from forensics.evidence import EvidenceChangedError
+    from forensics.shrink import shrink
+
+    try:
+        result = shrink(args.capture, args.output, args.variant, force=args.force,
+                        progress=sys.stderr.isatty())
+    except EvidenceChangedError as exc:
+        return refused("shrink", exc)
+    print(f"wrote {result.path}: kept {result.records_kept} of {result.records_before} records "
+          f"({100 * result.fraction_kept:.3g}%), steps {result.steps_kept}; "
+          f"{result.replays} replays, {result.seconds:.1f} s")
+    return 0
+

@@ -1,0 +1,192 @@
+"""``shrink(capture, out)``: the fewest steps, then records, that give the same evidence.
+
+The evidence (:mod:`forensics.evidence`) is every site's verdict per variant and each variant's
+first finding with its bound, origin and resolution. One replay of the original gives it, with
+the records behind every finding. The search then works on small sets only:
+
+1. **window**: the steps of the records that witness the evidence: each variant's first
+   finding, one record per (variant, site) verdict (a violation, an error outcome, a
+   misattribution, or any record of an ``ok`` site), and the origin of each of those that is a
+   sink finding (the latest ``upstream`` output finding with that value, same rank, at or
+   before the sink's step). Each window step is widened backwards (1, 2, 4, ... steps) until
+   the window's records replay to the same evidence; at worst the window is the capture.
+2. **steps**: ``ddmin`` over the window's steps (each step with all its records);
+3. **records**: ``ddmin`` over the records left.
+
+Each test is a replay of the candidate records in memory; records are decoded once.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from forensics._callable import make_module_callable
+from forensics.ddmin import ddmin
+from forensics.errors import ForensicsError
+from forensics.evidence import Evidence, differences, evidence_of, publish, reference
+from forensics.progress import Progress
+
+if TYPE_CHECKING:
+    from forensics.records import Record
+
+SINK = "embedding"
+
+
+class NothingToKeepError(ForensicsError, ValueError):
+    """A capture whose replay has no finding: shrinking it would keep no evidence."""
+
+
+@dataclass
+class ShrinkResult:
+    """What :func:`shrink` wrote and what it cost."""
+
+    path: Path
+    records_before: int
+    records_kept: int
+    steps_kept: list[int]
+    replays: int
+    seconds: float
+    evidence: Evidence
+    #: of ``seconds``: the replay of the original (the rest: search, write, verify)
+    reference_seconds: float = 0.0
+
+    @property
+    def fraction_kept(self) -> float:
+        """Records kept over records before."""
+        return self.records_kept / max(self.records_before, 1)
+
+
+def shrink(capture: Any, out: str | os.PathLike[str], variants: Sequence[str] | None = None,
+           *, force: bool = False, progress: bool = False) -> ShrinkResult:
+    """Write at ``out`` the smallest capture found whose replay through ``variants`` (default
+    ``upstream`` and ``patched``) gives ``capture``'s verdicts and first findings.
+
+    Returns:
+        A :class:`ShrinkResult`.
+    Raises:
+        CaptureFormatError: ``capture`` is not a readable capture.
+        OutputExistsError: ``out`` exists without ``force``, or is the input capture.
+        NothingToKeepError: the replay of ``capture`` has no finding in any variant.
+        EvidenceChangedError: the written capture would not replay to the same evidence.
+    """
+    start = time.perf_counter()
+    cap, names, result = reference(capture, out, variants, force, progress)
+    reference_seconds = time.perf_counter() - start
+    expected = evidence_of(result)
+    if not expected.has_findings:
+        raise NothingToKeepError(f"capture '{cap.path}' has no finding under {names}: there is "
+                                 "no evidence to keep; share it whole or choose other variants")
+    search = _Search(result, expected, names, progress)
+    kept = search.run()
+    steps = sorted({int(result.index["step"].iat[i]) for i in kept})
+    manifest = {**cap.manifest, "shrink": {"records_before": len(result.records),
+                                           "records_kept": len(kept), "steps_kept": steps,
+                                           "variants": names}}
+    path = publish(out, [search.record(i) for i in kept], manifest, cap.events, expected, names,
+                   force)
+    return ShrinkResult(path, len(result.records), len(kept), steps, search.replays + 2,
+                        time.perf_counter() - start, expected, reference_seconds)
+
+
+class _Search:
+    """The window, then ``ddmin`` over steps and records, on one replay result."""
+
+    def __init__(self, result: Any, expected: Evidence, variants: list[str],
+                 progress: bool) -> None:
+        self.result, self.expected, self.variants = result, expected, variants
+        self.index, self.findings = result.index, result.findings
+        self.replays = 0
+        self._records: dict[int, Record] = {}
+        self.bar = Progress(1, "shrink", force=True) if progress else None
+
+    def record(self, i: int) -> Record:
+        """Record ``i`` of the original, decoded once."""
+        if i not in self._records:
+            self._records[i] = self.result.records[i]
+        return self._records[i]
+
+    def keeps(self, positions: Sequence[int]) -> bool:
+        """Whether the records at ``positions`` replay to the expected evidence."""
+        from forensics.replay import replay
+
+        self.replays += 1
+        if self.bar is not None:
+            self.bar.advance(0, f"shrink: {len(positions)} records, replay {self.replays}")
+        got = evidence_of(replay([self.record(i) for i in sorted(positions)],
+                                 variants=self.variants))
+        return not differences(self.expected, got)
+
+    def run(self) -> list[int]:
+        """Positions of the records kept, in capture order."""
+        try:
+            steps = self.window()
+            steps, _ = ddmin(steps, lambda s: self.keeps(self.at_steps(s)))
+            kept, _ = ddmin(self.at_steps(steps), self.keeps)
+        finally:
+            if self.bar is not None:
+                self.bar.close()
+        return sorted(kept)
+
+    def at_steps(self, steps: Sequence[int]) -> list[int]:
+        """Positions of every record at ``steps``."""
+        return [int(i) for i in self.index.index[self.index["step"].isin(list(steps))]]
+
+    def window(self) -> list[int]:
+        """The witness steps, widened backwards until their records keep the evidence."""
+        seeds = sorted({int(self.index["step"].iat[i]) for i in self.witnesses()})
+        all_steps = sorted(int(s) for s in self.index["step"].unique())
+        width = 0
+        while True:
+            low = {s - d for s in seeds for d in range(width + 1)}
+            steps = [s for s in all_steps if s in low]
+            if len(steps) == len(all_steps) or self.keeps(self.at_steps(steps)):
+                return steps
+            width = max(1, 2 * width)
+
+    def witnesses(self) -> set[int]:
+        """Record positions behind the evidence (see the module docstring)."""
+        f, out = self.findings, set()
+        for variant, sites in self.expected.verdicts.items():
+            mine = f[f["variant"] == variant]
+            for site, verdict in sites.items():
+                out.add(self._witness(mine[mine["site"] == site], variant, site, verdict))
+            first = self.expected.first[variant]
+            if first is not None:
+                out.add(int(mine[(mine["step"] == first["step"]) & (mine["site"] == first["site"])
+                                 & (mine["rank"] == first["rank"])]["record"].iat[0]))
+        return out | self._origins(out)
+
+    def _witness(self, mine: Any, variant: str, site: str, verdict: str) -> int:
+        if verdict == "violation":
+            rows = mine[(mine["kind"] == "out_of_bounds") & (mine["resolved"] != True)]  # noqa: E712
+        elif verdict == "suspect":
+            rows = mine[mine["kind"] == "misattributed"]
+        elif verdict == "error":
+            o = self.result.outcomes
+            rows = o[(o["variant"] == variant) & (o["site"] == site) & (o["status"] == "error")]
+        else:
+            rows = mine.iloc[:0]
+        if len(rows):
+            return int(rows["record"].iat[0])
+        return int(self.index.index[self.index["site"] == site][0])  # any record of the site
+
+    def _origins(self, positions: set[int]) -> set[int]:
+        """The origin records of the sink findings on ``positions`` (from ``upstream``)."""
+        f = self.findings
+        sinks = f[f["record"].isin(list(positions)) & f["origin"].notna()]
+        up = f[(f["variant"] == "upstream") & f["tensor"].str.startswith("out.", na=False)]
+        found = set()
+        for _, s in sinks.iterrows():
+            rows = up[(up["site"] == s["origin"]) & (up["rank"] == s["rank"])
+                      & (up["step"] <= s["step"]) & (up["value"] == s["value"])]
+            if len(rows):
+                found.add(int(rows.sort_values("step")["record"].iat[-1]))
+        return found
+
+
+make_module_callable(__name__, shrink)  # forensics.shrink stays callable

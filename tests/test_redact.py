@@ -1,0 +1,142 @@
+"""forensics.redact: token ids permuted in range only, request ids pseudonymised, private
+manifest and event fields gone from every byte of the output, the same evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from share_cases import (
+    FAULT_SCENARIOS,
+    HOST,
+    MODEL_PATH,
+    NOTE,
+    private_capture,
+    tree_digest,
+)
+
+import forensics
+from forensics.evidence import evidence_of
+from forensics.redact import (
+    REQUEST_FIELDS,
+    TOKEN_FIELDS,
+    cyclic_permutation,
+    redact,
+    token_domain,
+)
+from forensics.sites import SITES, get_site
+
+SLOW = settings(max_examples=3, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _flat(value: object) -> np.ndarray:
+    if isinstance(value, list):
+        return np.array([x for row in value for x in row], dtype=np.int64)
+    return np.asarray(value, dtype=np.int64).ravel()
+
+
+def _pairs(src: Path, out: Path) -> list[tuple[forensics.Record, forensics.Record]]:
+    original, redacted = list(forensics.load(src)), list(forensics.load(out))
+    assert [(r.site, r.step, r.rank) for r in original] == [
+        (r.site, r.step, r.rank) for r in redacted]
+    return list(zip(original, redacted, strict=True))
+
+
+def _check_tokens(pairs: list[tuple[forensics.Record, forensics.Record]], domain: int) -> None:
+    mapping: dict[int, int] = {}
+    for old, new in pairs:
+        tokens = {*TOKEN_FIELDS[old.site], *(f"{f}_after" for f in TOKEN_FIELDS[old.site])}
+        for name in old.fields:
+            if name in tokens:
+                a, b = _flat(old[name]), _flat(new[name])
+                inside = (a >= 0) & (a < domain)
+                assert np.all(b[inside] != a[inside]), (old.site, old.step, name)
+                assert np.all(b[inside] < domain) and np.all(b[inside] >= 0)
+                assert np.array_equal(b[~inside], a[~inside])  # -1, bounds, out of range
+                for x, y in zip(a[inside].tolist(), b[inside].tolist(), strict=True):
+                    assert mapping.setdefault(x, y) == y  # the same id -> the same id
+            elif name.removesuffix("_after") not in REQUEST_FIELDS:
+                assert np.array_equal(np.asarray(old[name]), np.asarray(new[name])), name
+    assert len(set(mapping.values())) == len(mapping)  # a permutation: no two ids merge
+
+
+def _check_requests(pairs: list[tuple[forensics.Record, forensics.Record]]) -> set[str]:
+    names: dict[str, str] = {}
+    for old, new in pairs:
+        for field in REQUEST_FIELDS:
+            if field in old.fields:
+                a, b = old[field], new[field]
+                a, b = (list(a), list(b)) if isinstance(a, dict) else (a, b)
+                for x, y in zip(a, b, strict=True):
+                    if x is not None:
+                        assert names.setdefault(x, y) == y and y != x
+    assert len(set(names.values())) == len(names)
+    return set(names)
+
+
+def _bytes_of(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
+
+
+@pytest.mark.parametrize("name", [*FAULT_SCENARIOS, "clean"])
+@given(seed=st.integers(0, 2**16), fault_step=st.integers(2, 20))
+@SLOW
+def test_redact_keeps_the_evidence_and_removes_what_is_private(
+        name: str, seed: int, fault_step: int, tmp_path_factory: pytest.TempPathFactory) -> None:
+    root = tmp_path_factory.mktemp("redact")
+    src = private_capture(root / "src.capture", name, seed, fault_step)
+    before = tree_digest(src)
+    result = redact(src, root / "shareable.capture")
+
+    assert evidence_of(forensics.replay(result.path)) == evidence_of(forensics.replay(src))
+    pairs = _pairs(src, result.path)
+    assert result.token_domain == token_domain(forensics.load(src)) == 32000
+    _check_tokens(pairs, result.token_domain)
+    request_ids = _check_requests(pairs)
+    blob = _bytes_of(result.path)
+    for secret in [*request_ids, HOST, MODEL_PATH, NOTE, "424242", "secret-llama"]:
+        assert secret.encode() not in blob, secret
+    manifest = forensics.load(result.path).manifest
+    assert manifest["redaction"]["redacted"] is True
+    assert "process.host" in manifest["redaction"]["dropped"]
+    assert tree_digest(src) == before
+
+
+def test_keep_manifest_keeps_the_named_fields_only(tmp_path: Path) -> None:
+    src = private_capture(tmp_path / "src.capture", "vocab-sentinel", 3, 8)
+    out = redact(src, tmp_path / "out.capture", keep_manifest=["model.name", "events.message"])
+    cap = forensics.load(out.path)
+    assert cap.manifest["model"]["name"] == "secret-llama-70b"
+    assert "host" not in cap.manifest["process"] and "model" not in cap.manifest["model"]
+    assert cap.manifest["redaction"]["kept_on_request"] == ["events.message", "model.name"]
+    assert [e["message"] for e in cap.events] == [
+        f"EngineDeadError in {MODEL_PATH}/model.py on {HOST}"]
+    assert "host" not in cap.events[0]
+
+
+def test_the_permutation_is_one_cycle_and_depends_on_the_key() -> None:
+    a, b = cyclic_permutation(1000, b"k" * 32), cyclic_permutation(1000, b"j" * 32)
+    assert sorted(a.tolist()) == list(range(1000)) and not np.any(a == np.arange(1000))
+    seen, x = set(), 0
+    while x not in seen:
+        seen.add(x)
+        x = int(a[x])
+    assert len(seen) == 1000
+    assert not np.array_equal(a, b)
+
+
+def test_the_domain_is_the_smallest_token_bound() -> None:
+    records = [forensics.Record("embedding", 0, 0, {"input_ids": np.array([5]),
+                                                    "num_embeddings": 100}),
+               forensics.Record("async_output", 0, 0, {"vocab_size": 90})]
+    assert token_domain(records) == 90
+
+
+def test_every_site_names_its_token_fields() -> None:
+    for site in SITES:
+        names = {spec.name for spec in get_site(site).FIELDS}
+        assert set(TOKEN_FIELDS[site]) <= names, site

@@ -1,0 +1,95 @@
+"""forensics shrink / redact on the command line: bad input gets one line and exit 2, a changed
+evidence exit 1, and the original is never modified."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from share_cases import private_capture, tree_digest
+
+import forensics.redact
+from forensics.cli import main
+from forensics.evidence import Evidence, EvidenceChangedError, publish
+
+
+@pytest.fixture(scope="module")
+def fault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return private_capture(tmp_path_factory.mktemp("cli") / "fault.capture", "vocab-sentinel",
+                           1, 10)
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str], command: str) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"forensics {command}: error: ") and "\n" not in err
+    return err
+
+
+@pytest.mark.parametrize("command", ["shrink", "redact"])
+def test_not_a_capture(command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                       ) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    assert main([command, str(tmp_path), "-o", str(tmp_path / "out.capture")]) == 2
+    assert "manifest.json" in _one_line_error(capsys, command)
+    assert not (tmp_path / "out.capture").exists()
+
+
+@pytest.mark.parametrize("command", ["shrink", "redact"])
+def test_existing_output_without_force(command: str, fault: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.capture"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    before = tree_digest(fault)
+    assert main([command, str(fault), "-o", str(out)]) == 2
+    assert "--force" in _one_line_error(capsys, command)
+    assert (out / "keep.txt").read_text() == "mine" and tree_digest(fault) == before
+
+
+@pytest.mark.parametrize("command", ["shrink", "redact"])
+def test_output_over_the_input_is_refused_even_with_force(
+        command: str, fault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = tree_digest(fault)
+    assert main([command, str(fault), "-o", str(fault), "--force"]) == 2
+    assert "never modified" in _one_line_error(capsys, command)
+    assert tree_digest(fault) == before
+
+
+def test_shrink_of_a_capture_without_findings(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    clean = private_capture(tmp_path / "clean.capture", "clean", 0, 0)
+    assert main(["shrink", str(clean), "-o", str(tmp_path / "out.capture")]) == 2
+    assert "no finding" in _one_line_error(capsys, "shrink")
+
+
+def test_both_commands_write_and_report(fault: Path, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    small, shared = tmp_path / "small.capture", tmp_path / "shared.capture"
+    assert main(["shrink", str(fault), "-o", str(small)]) == 0
+    assert "kept 4 of 96 records" in capsys.readouterr().out
+    assert main(["redact", str(small), "-o", str(shared), "--keep-manifest", "model.name"]) == 0
+    assert "token ids in [0, 32000) permuted" in capsys.readouterr().out
+    assert main(["shrink", str(fault), "-o", str(small), "--force"]) == 0
+
+
+def test_a_redaction_that_changes_the_evidence_is_refused(
+        fault: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a wrong domain would move the vocab_size sentinel (32000) into range
+    monkeypatch.setattr(forensics.redact, "token_domain", lambda records: 32001)
+    out = tmp_path / "out.capture"
+    assert main(["redact", str(fault), "-o", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("forensics redact: refusing to write") and "\n" not in err
+    assert "upstream verdict of async_output: violation -> ok" in err
+    assert not out.exists() and not list(tmp_path.glob(".*tmp*"))
+
+
+def test_publish_leaves_an_existing_capture_when_refusing(fault: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.capture"
+    assert main(["shrink", str(fault), "-o", str(out)]) == 0
+    before = tree_digest(out)
+    wrong = Evidence({"upstream": {"embedding": "ok"}}, {"upstream": None})
+    with pytest.raises(EvidenceChangedError, match="upstream verdict of embedding"):
+        publish(out, forensics.load(fault), {}, [], wrong, ["upstream"], force=True)
+    assert tree_digest(out) == before
