@@ -48,7 +48,7 @@ unit: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider --ignore=tests/engine tests
 
 test-engine: $(STAMP) $(ENGINE_STAMP)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/engine
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -o forensics_captures= tests/engine
 
 test: lint unit test-engine
 
