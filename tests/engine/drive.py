@@ -75,9 +75,26 @@ def serve(args: argparse.Namespace) -> int:
     for line in sys.stdin:
         if line.strip() != "generate":
             break
+        cpu = cpu_seconds()
         _, seconds, count = generate(llm, args)
-        _append(out, {"seconds": seconds, "tokens": count, "tokens_per_s": count / seconds})
+        _append(out, {"seconds": seconds, "cpu_s": cpu_seconds() - cpu, "tokens": count,
+                      "tokens_per_s": count / seconds})
     return 0
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) used so far by this process and the engine's processes."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for process in (me, *me.children(recursive=True)):
+        try:
+            times = process.cpu_times()
+            total += times.user + times.system
+        except psutil.Error:  # a process that has just exited
+            continue
+    return total
 
 
 def _append(path: Path, entry: dict[str, Any]) -> None:
