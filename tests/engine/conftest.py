@@ -16,7 +16,7 @@ from engine_runs import ENGINE_PYTHON, Run, Runs, Scenario, build_model  # noqa:
 #: the engine runs; each is started once and read by several tests
 SCENARIOS = [
     Scenario("off", probe=False),
-    Scenario("record"),
+    Scenario("record", legacy_names=True),  # the older names must still work, unwarned
     Scenario("faults_record", env={
         "FORENSICS_HARNESS_FAULTS": "placeholder@4:1,sentinel@8:0,oob@14:2"}),
     Scenario("faults_guard", env={"FORENSICS_MODE": "guard",

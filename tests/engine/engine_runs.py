@@ -39,6 +39,7 @@ class Scenario:
     max_tokens: int = 32
     probe: bool = True
     kill_after_records: int = 0  # > 0: SIGKILL the recording worker once this many are flushed
+    legacy_names: bool = False  # give the probe settings their older VLLM_FORENSICS_* names
 
 
 @dataclass
@@ -86,6 +87,9 @@ def scenario_env(scenario: Scenario, workdir: Path) -> dict[str, str]:
     if scenario.probe:
         env["FORENSICS_DIR"] = str(workdir / "captures")
     env.update(scenario.env)
+    if scenario.legacy_names:
+        for name in [n for n in env if n.startswith("FORENSICS_") and "HARNESS" not in n]:
+            env["VLLM_" + name] = env.pop(name)
     return env
 
 
