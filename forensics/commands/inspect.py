@@ -38,6 +38,16 @@ def _span(steps: list[int] | None) -> str:
     return "-" if not steps else f"{steps[0]}..{steps[1]}"
 
 
+def event_origin(event: dict[str, Any]) -> str:
+    """Where an event comes from: ``FILE:LINE`` for an imported log line, else the process with
+    the step and rank it was kept at (probe events); a field an event lacks is left out."""
+    if "line" in event:
+        return f"{event.get('source', event.get('process', '?'))}:{event['line']}"
+    parts = [str(event.get("process") or event.get("source") or event.get("pid") or "?")]
+    parts += [f"{name} {event[name]}" for name in ("step", "rank") if event.get(name) is not None]
+    return " ".join(parts)
+
+
 def render(summary: dict[str, Any]) -> str:
     """The human table of ``inspect``: one line per site, then events and truncated files."""
     lines = [f"capture {summary['name']}: {summary['records']} records in "
@@ -49,8 +59,7 @@ def render(summary: dict[str, Any]) -> str:
     events = summary["events"]
     lines.append(f"events: {len(events)}")
     for event in events[:20]:
-        where = f"{event.get('source', event.get('process', '?'))}:{event.get('line', '?')}"
-        lines.append(f"  {where:<24} {event.get('kind', '?'):<22} "
+        lines.append(f"  {event_origin(event):<34} {event.get('kind', '?'):<22} "
                      f"{str(event.get('detail') or event.get('message') or '')[:60]}")
     if len(events) > 20:
         lines.append(f"  ... {len(events) - 20} more (use --json)")

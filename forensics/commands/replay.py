@@ -41,19 +41,23 @@ def run(args: argparse.Namespace) -> int:
     variants = list(args.variant or DEFAULT_VARIANTS)
     if args.fail_on and args.fail_on not in variants:
         variants.append(args.fail_on)
+    from forensics.silent import silent_inputs
+
     result = replay(args.capture, variants=variants, progress=sys.stderr.isatty())
+    silent = silent_inputs(result.records)
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps({**result.to_json(), "silent_inputs": silent}, indent=2))
     else:
-        print(format_result(result))
+        print(format_result(result, silent))
     if args.fail_on and any(v in FAILING_VERDICTS
                             for v in result.verdicts[args.fail_on].values()):
         return 1
     return 0
 
 
-def format_result(result: Any) -> str:
-    """The human-readable report: verdict table, outcome counts, first finding per variant."""
+def format_result(result: Any, silent: list[dict[str, Any]] | None = None) -> str:
+    """The human-readable report: verdict table, outcome counts, first finding per variant,
+    then the wrong tokens the model was fed silently (``forensics.silent``)."""
     sites = list(next(iter(result.verdicts.values()), {}))
     width = max([len("site"), *map(len, sites)])
     cols = [max(len(v), 9) for v in result.variants]
@@ -73,4 +77,9 @@ def format_result(result: Any) -> str:
             f"({first['kind']})")
         lines.append(f"{variant}: ok {counts['ok']}, index_error {counts['index_error']}, "
                      f"error {counts['error']}; {where}")
+    if silent:
+        from forensics.silent import describe
+
+        lines.append(f"fed silently: {len(silent)} slot(s)")
+        lines.extend(f"  {describe(slot)}" for slot in silent[:10])
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """The live-capture side: the vLLM plugin, its ring of records, and the guards.
 
 - :func:`forensics.probe.plugin.register`: the ``vllm.general_plugins`` entry point ``forensics``
-  (active only with ``VLLM_FORENSICS_DIR``; see docs/PROBE.md for the settings);
+  (active only with ``FORENSICS_DIR``, or the older ``VLLM_FORENSICS_DIR``; README.md lists
+  the settings);
 - :func:`embedding_guard`: a context manager checking ``F.embedding`` lookups of eager models.
 
 Importing this package imports neither torch nor vLLM.

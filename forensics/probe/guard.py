@@ -26,6 +26,14 @@ class Violation:
     lower: int
     upper: int
 
+    @property
+    def used(self) -> bool:
+        """True when the call uses the value as an index (a gather, a read, the embedding's
+        input): guard mode raises before the call. False for an id the call only writes or
+        passes on (tensor ``out.*``, the ``async_output`` sentinel): guard mode records it,
+        flushes, warns and lets the call run; the sink raises if the id is then used."""
+        return not self.tensor.startswith("out.")
+
 
 def _first_outside(values: np.ndarray, lower: int, upper: int) -> int | None:
     bad = np.flatnonzero((values < lower) | (values >= upper))
@@ -118,6 +126,16 @@ def check_ids(site: str, tensor: str, ids: np.ndarray, upper: int,
     if cu_num_tokens is not None and len(cu_num_tokens) and element < int(cu_num_tokens[-1]):
         row = int(np.searchsorted(np.asarray(cu_num_tokens), element, side="right"))
     return Violation(site, row, f"{tensor}[{element}]", int(ids[element]), 0, int(upper))
+
+
+def passed_on_message(violation: Violation, step: int, rank: int,
+                      capture: Path | str | None) -> str:
+    """The warning for a value out of range that a call only writes or passes on."""
+    row = "" if violation.row is None else f" row {violation.row}"
+    return (f"forensics guard: site {violation.site!r} step {step} rank {rank}{row} wrote "
+            f"{violation.tensor} value {violation.value} outside [{violation.lower}, "
+            f"{violation.upper}); not used as an index here, so the engine goes on (guard mode "
+            f"raises if it reaches an index); recorded in {capture or 'no capture'}")
 
 
 def bounds_error(violation: Violation, step: int, rank: int,

@@ -59,9 +59,11 @@ def _run(site: str, call: Callable[[], Any], inputs: Step, check: Step | None,
     pending = session.new_record(site)
     if _safely(session, "recording inputs", inputs, pending) is not True:
         return call()  # inactive for this call (e.g. the synchronous branch), or failed
+    found: Violation | Any = None
     if session.settings.guard and check is not None:
-        found: Violation | Any = _safely(session, "checking bounds", check, pending)
-        if found is not None and found is not FAILED:
+        found = _safely(session, "checking bounds", check, pending)
+        found = None if found is FAILED else found
+        if found is not None and found.used:  # raise before the index is used
             if late is not None:
                 _safely(session, "recording inputs", late, pending)
             raise session.violation(pending, found)
@@ -70,7 +72,9 @@ def _run(site: str, call: Callable[[], Any], inputs: Step, check: Step | None,
     except BaseException:
         _finish(session, pending, late, None, failed=True)
         raise
-    _finish(session, pending, late, outputs, failed=False)
+    _finish(session, pending, late, outputs, failed=found is not None)  # flush on a finding
+    if found is not None:  # only written or passed on: warn, the engine goes on
+        session.passed_on(pending, found)
     return result
 
 

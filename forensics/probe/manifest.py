@@ -10,15 +10,6 @@ if TYPE_CHECKING:
     from forensics.probe.session import ProbeSession
 
 
-def _version(package: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return None
-
-
 def _attempt(getter: Any) -> Any:
     try:
         return getter()
@@ -57,11 +48,11 @@ def build_manifest(session: ProbeSession) -> dict[str, Any]:
 
     The store adds the format version, creator and time; the first process to write wins.
     """
-    import torch
+    from forensics.versions import module_version
 
     settings = session.settings
     return {
-        "versions": {"vllm": _version("vllm"), "torch": torch.__version__},
+        "versions": {"vllm": module_version("vllm"), "torch": module_version("torch")},
         "model": model_facts(session.runner),
         "probe": {"mode": settings.mode, "sites": list(settings.sites), "ring": settings.ring,
                   "flush_every": settings.flush_every},

@@ -1,11 +1,11 @@
 """The vLLM general plugin: ``register()`` is the ``forensics`` entry point of vLLM's plugins.
 
 vLLM calls it once in every process (API server, engine core, workers). Without
-``VLLM_FORENSICS_DIR`` it returns at once and wraps nothing. Otherwise it validates the settings
-(a bad one raises :class:`~forensics.errors.ConfigurationError` from the call itself, so the
-engine refuses to start), names the capture once and passes the name down through
-``VLLM_FORENSICS_CAPTURE``, and installs the wrappers, an ``atexit`` flush and a SIGTERM flush
-that chains to the previous handler.
+``FORENSICS_DIR`` (or the older ``VLLM_FORENSICS_DIR``) it returns at once and wraps nothing.
+Otherwise it validates the settings (a bad one raises :class:`~forensics.errors.ConfigurationError`
+from the call itself, so the engine refuses to start), names the capture once and passes the name
+down through ``FORENSICS_CAPTURE``, and installs the wrappers, an ``atexit`` flush and a SIGTERM
+flush that chains to the previous handler.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ _PREVIOUS_SIGTERM: Any = None
 
 
 def register() -> None:
-    """Entry point of the ``forensics`` plugin; cheap and inert without ``VLLM_FORENSICS_DIR``.
+    """Entry point of the ``forensics`` plugin; cheap and inert without ``FORENSICS_DIR``.
 
     Raises:
-        ConfigurationError: a bad ``VLLM_FORENSICS_*`` setting, in one line with the fix.
+        ConfigurationError: a bad ``FORENSICS_*`` setting, in one line with the fix.
     """
-    if _SESSION is not None or not os.environ.get("VLLM_FORENSICS_DIR", "").strip():
-        return
-    from forensics.probe.settings import from_env
+    from forensics.probe.settings import enabled, from_env
 
+    if _SESSION is not None or not enabled():
+        return
     settings = from_env()
     if settings is not None:
         start(settings)
@@ -45,9 +45,9 @@ def start(settings: Any, **session_options: Any) -> Any:
 
     from forensics.probe import hooks, patch
     from forensics.probe.session import ProbeSession
-    from forensics.probe.settings import ENV_CAPTURE
+    from forensics.probe.settings import export
 
-    os.environ[ENV_CAPTURE] = str(settings.capture)
+    export(settings)
     _SESSION = session = ProbeSession(settings, **session_options)
     hooks.activate(session)
     patch.install(settings.sites)

@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from forensics.probe.affinity import leave_engine_cores
 from forensics.probe.copy import Copier, PendingRecord
-from forensics.probe.guard import Violation, bounds_error
+from forensics.probe.guard import Violation, bounds_error, passed_on_message
 from forensics.probe.settings import Settings, process_tag
 from forensics.records import Record
 from forensics.validate import (
@@ -76,6 +77,10 @@ class ProbeSession:
         self._flush_upto = 0  # the writer thread writes records numbered up to this
         self._stopping = False
         self._warned = False
+        self._passed_on_warned: set[str] = set()  # sites whose passed-on finding was logged
+        self.started = time.time()  # probe_start reports the start, not the first write
+        self._start_step = self.step
+        self.cpus: dict[str, list[int]] = {}  # the writer thread's CPUs and the engine's
         self._closed = False
 
     # -- steps and ranks -------------------------------------------------------------------
@@ -209,6 +214,7 @@ class ProbeSession:
             self._cv.notify_all()
 
     def _writer_loop(self) -> None:
+        self.cpus = leave_engine_cores()  # off the core vLLM pinned the worker to, if it can
         while True:
             with self._cv:
                 self._cv.wait_for(lambda: self._requested > self._done or self._stopping)
@@ -280,7 +286,8 @@ class ProbeSession:
         if self._writer is None:
             try:
                 self._writer = self._writer_factory(self)
-                self._event("probe_start", mode=self.settings.mode,
+                self._event("probe_start", step=self._start_step, started=self.started,
+                            first_write_step=self.step, mode=self.settings.mode,
                             sites=list(self.settings.sites), ring=self.settings.ring,
                             flush_every=self.settings.flush_every)
             except Exception as exc:
@@ -330,6 +337,17 @@ class ProbeSession:
                     value=found.value, bound=found.upper, message=str(error))
         return error
 
+    def passed_on(self, pending: PendingRecord, found: Violation) -> None:
+        """Guard finding on a value the call only wrote or passed on (already recorded and
+        flushed): keep an event; the first of each site is also logged as a warning."""
+        self._count("violations")
+        message = passed_on_message(found, pending.step, pending.rank, self.settings.capture)
+        self._event("guard_passed_on", site=found.site, row=found.row, tensor=found.tensor,
+                    value=found.value, bound=found.upper, message=message)
+        if found.site not in self._passed_on_warned:
+            self._passed_on_warned.add(found.site)
+            LOG.warning("%s", message)
+
     def close(self) -> None:
         """Final flush (waits for copies and the writer thread's batch), a summary event, and
         close the writer; the writer thread ends. Never raises."""
@@ -342,7 +360,7 @@ class ProbeSession:
         with self._cv:
             self._cv.wait_for(lambda: not self._writing)
             self._closed = True
-        self._event("probe_stop", **self.counts)
+        self._event("probe_stop", **self.counts, **self.cpus)
         if self._writer is not None:
             try:
                 self._writer.close()

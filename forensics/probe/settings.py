@@ -1,4 +1,9 @@
-"""The probe's settings, read from the environment (``VLLM_FORENSICS_*``)."""
+"""The probe's settings, read from the environment (``FORENSICS_*``).
+
+The names carry no ``VLLM_`` prefix: vLLM warns about (or, with strict checking, refuses) every
+``VLLM_*`` variable it does not know. The older ``VLLM_FORENSICS_*`` names still work; when both
+are set the ``FORENSICS_*`` one wins.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +11,22 @@ import os
 import re
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from forensics.errors import ConfigurationError
 
-ENV_DIR = "VLLM_FORENSICS_DIR"
-ENV_MODE = "VLLM_FORENSICS_MODE"
-ENV_SITES = "VLLM_FORENSICS_SITES"
-ENV_RING = "VLLM_FORENSICS_RING"
-ENV_FLUSH_EVERY = "VLLM_FORENSICS_FLUSH_EVERY"
+ENV_DIR = "FORENSICS_DIR"
+ENV_MODE = "FORENSICS_MODE"
+ENV_SITES = "FORENSICS_SITES"
+ENV_RING = "FORENSICS_RING"
+ENV_FLUSH_EVERY = "FORENSICS_FLUSH_EVERY"
 #: set by the first process that loads the plugin; inherited by the processes it starts
-ENV_CAPTURE = "VLLM_FORENSICS_CAPTURE"
+ENV_CAPTURE = "FORENSICS_CAPTURE"
+ENV_NAMES = (ENV_DIR, ENV_MODE, ENV_SITES, ENV_RING, ENV_FLUSH_EVERY, ENV_CAPTURE)
+#: the older name of each setting, still read when the new one is unset
+LEGACY_PREFIX = "VLLM_"
 
 MODES = ("record", "guard")
 ALL_SITES = ("batch_change", "prepare_input_ids", "async_output", "embedding")
@@ -43,8 +51,23 @@ class Settings:
         return self.mode == "guard"
 
 
-def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
-    raw = environ.get(name, "").strip()
+def _get(environ: Mapping[str, str], name: str) -> tuple[str, str]:
+    """``(the name actually set, its stripped value)``: ``name``, else its legacy
+    ``VLLM_``-prefixed name, else ``(name, "")``."""
+    for candidate in (name, LEGACY_PREFIX + name):
+        raw = environ.get(candidate, "").strip()
+        if raw:
+            return candidate, raw
+    return name, ""
+
+
+def enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """True when ``FORENSICS_DIR`` (or ``VLLM_FORENSICS_DIR``) is set: cheap, imports nothing."""
+    return bool(_get(os.environ if environ is None else environ, ENV_DIR)[1])
+
+
+def _positive_int(environ: Mapping[str, str], setting: str, default: int) -> int:
+    name, raw = _get(environ, setting)
     if not raw:
         return default
     try:
@@ -58,21 +81,22 @@ def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
 
 
 def _mode(environ: Mapping[str, str]) -> str:
-    raw = environ.get(ENV_MODE, "").strip() or "record"
+    name, raw = _get(environ, ENV_MODE)
+    raw = raw or "record"
     if raw.lower() not in MODES:
-        raise ConfigurationError(f"{ENV_MODE}={raw!r} is not a mode; expected one of "
+        raise ConfigurationError(f"{name}={raw!r} is not a mode; expected one of "
                                  f"{list(MODES)}, or unset it for 'record'")
     return raw.lower()
 
 
 def _sites(environ: Mapping[str, str]) -> tuple[str, ...]:
-    raw = environ.get(ENV_SITES, "").strip()
+    name, raw = _get(environ, ENV_SITES)
     if not raw or raw.lower() == "all":
         return ALL_SITES
     names = [part.strip() for part in raw.split(",") if part.strip()]
     unknown = [name for name in names if name not in ALL_SITES]
     if unknown or not names:
-        raise ConfigurationError(f"{ENV_SITES}={raw!r} names unknown site {unknown[:1]}; "
+        raise ConfigurationError(f"{name}={raw!r} names unknown site {unknown[:1]}; "
                                  f"expected a comma list of {list(ALL_SITES)}, or unset it")
     return tuple(site for site in ALL_SITES if site in names)
 
@@ -90,12 +114,12 @@ def process_tag(pid: int | None = None) -> str:
 
 
 def _capture(environ: Mapping[str, str], directory: Path) -> Path:
-    inherited = environ.get(ENV_CAPTURE, "").strip()
+    name, inherited = _get(environ, ENV_CAPTURE)
     if not inherited:
         return directory / capture_name()
     path = Path(inherited)
     if not path.name.endswith(".capture"):
-        raise ConfigurationError(f"{ENV_CAPTURE}={inherited!r} must name a '*.capture' "
+        raise ConfigurationError(f"{name}={inherited!r} must name a '*.capture' "
                                  f"directory; unset it to let the probe name one")
     return path
 
@@ -103,24 +127,39 @@ def _capture(environ: Mapping[str, str], directory: Path) -> Path:
 def from_env(environ: Mapping[str, str] | None = None) -> Settings | None:
     """Read the settings from ``environ`` (default ``os.environ``).
 
+    Each setting is read as ``FORENSICS_<NAME>``, else as its legacy ``VLLM_FORENSICS_<NAME>``.
+
     Returns:
-        None when ``VLLM_FORENSICS_DIR`` is unset or empty (the probe stays off), else Settings.
+        None when ``FORENSICS_DIR`` is unset or empty (the probe stays off), else Settings.
     Raises:
         ConfigurationError: a bad value, in one line naming the variable, the value and the fix.
     """
     environ = os.environ if environ is None else environ
-    raw_dir = environ.get(ENV_DIR, "").strip()
+    dir_name, raw_dir = _get(environ, ENV_DIR)
     if not raw_dir:
         return None
     directory = Path(raw_dir).expanduser()
     if directory.exists() and not directory.is_dir():
-        raise ConfigurationError(f"{ENV_DIR}={raw_dir!r} is not a directory; point it at a "
+        raise ConfigurationError(f"{dir_name}={raw_dir!r} is not a directory; point it at a "
                                  f"writable directory for captures")
     ring = _positive_int(environ, ENV_RING, DEFAULT_RING)
     flush_every = _positive_int(environ, ENV_FLUSH_EVERY, min(DEFAULT_FLUSH_EVERY, ring))
     if flush_every > ring:
-        raise ConfigurationError(f"{ENV_FLUSH_EVERY}={flush_every} exceeds {ENV_RING}={ring}; "
+        raise ConfigurationError(f"{_get(environ, ENV_FLUSH_EVERY)[0]}={flush_every} exceeds "
+                                 f"{_get(environ, ENV_RING)[0]}={ring}; "
                                  f"records would be dropped before any flush: lower it to "
                                  f"{ring} or less")
     return Settings(directory=directory, capture=_capture(environ, directory), mode=_mode(environ),
                     sites=_sites(environ), ring=ring, flush_every=flush_every)
+
+
+def export(settings: Settings, environ: MutableMapping[str, str] | None = None) -> None:
+    """Pass ``settings`` down to the processes this one starts, under the ``FORENSICS_*`` names
+    only: the capture it named, and every setting given under a legacy ``VLLM_FORENSICS_*`` name
+    (which is removed, so vLLM in the child processes does not warn about it)."""
+    env: MutableMapping[str, str] = os.environ if environ is None else environ
+    for name in ENV_NAMES:
+        legacy = env.pop(LEGACY_PREFIX + name, None)
+        if legacy is not None and not env.get(name, "").strip():
+            env[name] = legacy
+    env[ENV_CAPTURE] = str(settings.capture)

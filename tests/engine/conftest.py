@@ -1,0 +1,61 @@
+"""Fixtures of the live-engine tests: the engine environment, the tiny model, and the engine
+runs (started once per session, two at a time, shared by the tests that read them)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from engine_runs import ENGINE_PYTHON, Run, Runs, Scenario, build_model  # noqa: E402
+
+#: the engine runs; each is started once and read by several tests
+SCENARIOS = [
+    Scenario("off", probe=False),
+    Scenario("record", legacy_names=True),  # the older names must still work, unwarned
+    Scenario("faults_record", env={
+        "FORENSICS_HARNESS_FAULTS": "placeholder@4:1,sentinel@8:0,oob@14:2"}),
+    Scenario("faults_guard", env={"FORENSICS_MODE": "guard",
+                                  "FORENSICS_HARNESS_FAULTS": "sentinel@8:0,oob@14:2"}),
+    Scenario("killed", max_tokens=200, kill_after_records=48,
+             env={"FORENSICS_FLUSH_EVERY": "8", "FORENSICS_HARNESS_STEP_DELAY": "0.1"}),
+    Scenario("nospec_record", spec=0, env={"FORENSICS_HARNESS_FAULTS": "placeholder@4:1"}),
+    Scenario("nospec_guard", spec=0, env={"FORENSICS_MODE": "guard",
+                                          "FORENSICS_HARNESS_FAULTS": "placeholder@4:1"}),
+    Scenario("bad_setting", env={"FORENSICS_MODE": "loud"}),
+]
+
+
+@pytest.fixture(scope="session")
+def engine_runs(request: pytest.FixtureRequest,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """The engines of the scenarios that the collected tests ask for (by fixture name), all
+    started at the first request, two at a time (fails without .venv-engine)."""
+    if not ENGINE_PYTHON.exists():
+        pytest.fail(f"{ENGINE_PYTHON} is missing: build the engine environment with "
+                    f"`make engine` (make test-engine does it)")
+    import forensics.store.reader  # noqa: F401  (imported once here, not in the polling thread)
+
+    wanted = {name for item in request.session.items
+              for name in getattr(item, "fixturenames", ())}
+    scenarios = [s for s in SCENARIOS if s.name in wanted]
+    runs = Runs(scenarios, build_model(), tmp_path_factory.mktemp("engines"))
+    yield runs
+    runs.close()
+
+
+def _scenario_fixture(name: str) -> object:
+    def run(engine_runs: Runs) -> Run:
+        return engine_runs.get(name)
+
+    run.__doc__ = f"The Run of scenario {name!r} (see SCENARIOS)."
+    run.__name__ = name
+    return pytest.fixture(scope="session", name=name)(run)
+
+
+for _scenario in SCENARIOS:
+    globals()[f"_fixture_{_scenario.name}"] = _scenario_fixture(_scenario.name)

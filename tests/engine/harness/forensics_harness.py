@@ -1,0 +1,151 @@
+"""The live-engine tests' harness; loaded only by tests/engine (through sitecustomize.py).
+
+Two things, each off unless its variable is set:
+
+- ``FORENSICS_HARNESS_ASYNC=1``: vLLM's CPU platform turns async scheduling off in
+  ``CpuPlatform.check_and_update_config``; this turns it back on after that call, so the async
+  branches the probe records run on CPU.
+- ``FORENSICS_HARNESS_FAULTS="KIND@STEP:ROW[,...]"``: inject a fault in the worker at engine step
+  STEP (0-based ``execute_model`` calls, the probe's step) and batch row ROW. Kinds:
+  ``sentinel`` writes ``vocab_size`` into the first rejected (``-1``) slot of the row's sampled
+  ids (the last slot if none was rejected) right after sampling; ``oob`` and ``placeholder``
+  write an out-of-range id (``FORENSICS_HARNESS_OOB``, default 100000) or ``-1`` into the
+  previous step's sampled id of that row (``prev_sampled_token_ids[ROW, 0]``) before the step
+  runs, so the step's ``_prepare_input_ids`` copies it into the input ids.
+  Each injection is appended as a JSON line to ``FORENSICS_HARNESS_LOG``.
+- ``FORENSICS_HARNESS_STEP_DELAY=SECONDS``: sleep that long before each step (the SIGKILL test
+  needs generation to last until it kills the worker).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+import time
+from typing import Any
+
+CPU_PLATFORM = "vllm.platforms.cpu"
+RUNNER = "vllm.v1.worker.gpu_model_runner"
+_STATE = {"step": -1}
+
+
+def faults() -> dict[int, tuple[str, int]]:
+    """``{step: (kind, row)}`` from ``FORENSICS_HARNESS_FAULTS``."""
+    found: dict[int, tuple[str, int]] = {}
+    for part in filter(None, os.environ.get("FORENSICS_HARNESS_FAULTS", "").split(",")):
+        kind, _, where = part.strip().partition("@")
+        step, _, row = where.partition(":")
+        if kind not in ("sentinel", "oob", "placeholder"):
+            raise ValueError(f"FORENSICS_HARNESS_FAULTS: unknown kind {kind!r}")
+        found[int(step)] = (kind, int(row))
+    return found
+
+
+def _log(**entry: Any) -> None:
+    path = os.environ.get("FORENSICS_HARNESS_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"pid": os.getpid(), **entry}) + "\n")
+
+
+def _patch_cpu_platform(module: Any) -> None:
+    platform = module.CpuPlatform
+    original = platform.check_and_update_config.__func__
+
+    def check_and_update_config(cls: Any, vllm_config: Any) -> None:
+        original(cls, vllm_config)
+        vllm_config.scheduler_config.async_scheduling = True
+        _log(event="async_scheduling_on")
+
+    platform.check_and_update_config = classmethod(check_and_update_config)
+
+
+def _inject_input(runner: Any, kind: str, row: int) -> None:
+    batch = runner.input_batch
+    prev = batch.prev_sampled_token_ids
+    if prev is None or row >= prev.shape[0]:
+        _log(event="fault_skipped", kind=kind, step=_STATE["step"], row=row)
+        return
+    value = -1 if kind == "placeholder" else int(os.environ.get("FORENSICS_HARNESS_OOB", 100000))
+    prev = prev.clone()
+    prev[row, 0] = value
+    batch.prev_sampled_token_ids = prev
+    req_id = next((r for r, i in (batch.prev_req_id_to_index or {}).items() if i == row), None)
+    _log(event="fault", kind=kind, step=_STATE["step"], row=row, value=value, req_id=req_id)
+
+
+def _inject_sentinel(runner: Any, output: Any, row: int) -> None:
+    sampled = output.sampled_token_ids
+    values = sampled[row].tolist()
+    slot = values.index(-1) if -1 in values else len(values) - 1
+    value = int(runner.input_batch.vocab_size)
+    sampled[row, slot] = value
+    _log(event="fault", kind="sentinel", step=_STATE["step"], row=row, slot=slot, value=value,
+         req_id=runner.input_batch.req_ids[row], before=values)
+
+
+def _patch_runner(module: Any) -> None:
+    runner_class = module.GPUModelRunner
+    execute_model, sample = runner_class.execute_model, runner_class._sample
+    planned = faults()
+
+    delay = float(os.environ.get("FORENSICS_HARNESS_STEP_DELAY", "0"))
+
+    def execute_model_with_faults(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _STATE["step"] += 1
+        if delay:
+            time.sleep(delay)
+        kind, row = planned.get(_STATE["step"], ("", -1))
+        if kind in ("oob", "placeholder"):
+            _inject_input(self, kind, row)
+        return execute_model(self, *args, **kwargs)
+
+    def sample_with_faults(self: Any, *args: Any, **kwargs: Any) -> Any:
+        output = sample(self, *args, **kwargs)
+        kind, row = planned.get(_STATE["step"], ("", -1))
+        if kind == "sentinel":
+            _inject_sentinel(self, output, row)
+        return output
+
+    runner_class.execute_model = execute_model_with_faults
+    runner_class._sample = sample_with_faults
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Patches a module right after it first executes."""
+
+    def __init__(self, patches: dict[str, Any]) -> None:
+        self.patches = patches
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        patch = self.patches.get(fullname)
+        if patch is None:
+            return None
+        # straight from the file system: asking the other finders would recurse with the
+        # probe's finder, which asks every other finder too
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or spec.loader is None:
+            return None
+        run = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            patch(module)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def install() -> None:
+    """Install the patches that the environment asks for (none when it asks for nothing)."""
+    patches: dict[str, Any] = {}
+    if os.environ.get("FORENSICS_HARNESS_ASYNC") == "1":
+        patches[CPU_PLATFORM] = _patch_cpu_platform
+    if os.environ.get("FORENSICS_HARNESS_FAULTS") or os.environ.get(
+            "FORENSICS_HARNESS_STEP_DELAY"):
+        patches[RUNNER] = _patch_runner
+    if patches:
+        sys.meta_path.insert(0, _Finder(patches))

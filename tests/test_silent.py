@@ -1,0 +1,40 @@
+"""Ids out of range that reached the model changed (clamped): wrong tokens, no crash."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from forensics.records import Record
+from forensics.silent import describe, silent_inputs
+
+
+def _prepared(step: int, after: list[int]) -> Record:
+    return Record("prepare_input_ids", step, fields={
+        "input_ids_device_after": np.array(after, np.int32), "vocab_size": 10})
+
+
+def _embedded(step: int, ids: list[int]) -> Record:
+    return Record("embedding", step, fields={"input_ids": np.array(ids, np.int32),
+                                             "num_embeddings": 16})
+
+
+def test_a_clamped_placeholder_is_a_silent_wrong_token() -> None:
+    records = [_prepared(3, [4, -1, 5]), _embedded(3, [4, 0, 5, 0])]
+    (slot,) = silent_inputs(records)
+    assert slot == {"step": 3, "rank": 0, "element": 1, "written": -1, "fed": 0,
+                    "vocab_size": 10}
+    assert describe(slot) == ("step 3 rank 0: prepare_input_ids left id -1 at input_ids[1] "
+                              "(outside [0, 10)) and the model was fed token 0 there instead: "
+                              "a wrong token, silently, not a crash")
+
+
+def test_an_id_that_reaches_the_embedding_unchanged_is_not_silent() -> None:
+    """Without the clamp the -1 reaches the embedding: that is a sink finding (a crash)."""
+    assert silent_inputs([_prepared(3, [4, -1]), _embedded(3, [4, -1])]) == []
+    assert silent_inputs([_prepared(3, [4, 99]), _embedded(3, [4, 99])]) == []
+
+
+def test_other_steps_and_ranks_do_not_pair_up() -> None:
+    other_rank = Record("embedding", 3, rank=1, fields={"input_ids": np.array([4, 0]),
+                                                        "num_embeddings": 16})
+    assert silent_inputs([_prepared(3, [4, -1]), _embedded(4, [4, 0]), other_rank]) == []
