@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from forensics.errors import CaptureFormatError
+from forensics.probe import columns
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error
 from forensics.probe.settings import Settings, process_tag
@@ -245,6 +247,39 @@ class ProbeSession:
 
     def _write(self, writer: Any, ready: list[PendingRecord]) -> int:
         written = 0
+        blocks, others = columns.runs(ready) if hasattr(writer, "write_columns") \
+            else ([], ready)
+        for block in blocks:
+            written += self._write_block(writer, block)
+        written += self._append(writer, others)
+        try:
+            writer.flush()
+        except Exception as exc:
+            self._count("dropped", written)
+            self.error(exc, "flushing the capture")
+            return 0
+        self._count("written", written)
+        return written
+
+    def _write_block(self, writer: Any, block: columns.Block) -> int:
+        """Write a block of records column-wise (see forensics.probe.columns); return how many
+        were written. A block the segment's schema cannot take goes record by record."""
+        kept = columns.screened(block, self._reject)
+        if kept is None:
+            return 0
+        try:
+            columns.write_run(writer, kept)
+        except CaptureFormatError:  # the open segment has other columns: the writer merges
+            return self._append(writer, kept.pendings)
+        except Exception as exc:
+            self._count("dropped", kept.rows)
+            self.error(exc, f"writing {kept.rows} {kept.site} records")
+            return 0
+        return kept.rows
+
+    def _append(self, writer: Any, ready: list[PendingRecord]) -> int:
+        """Hand ``ready`` to the writer one record at a time; return how many it took."""
+        written = 0
         for pending in ready:
             try:
                 record = pending.to_record()
@@ -257,16 +292,13 @@ class ProbeSession:
                     writer.append(record)
                 written += 1
             except Exception as exc:
-                self._count("dropped")
-                self.error(exc, f"appending a {pending.site} record (step {pending.step})")
-        try:
-            writer.flush()
-        except Exception as exc:
-            self._count("dropped", written)
-            self.error(exc, "flushing the capture")
-            return 0
-        self._count("written", written)
+                self._reject(pending, exc)
         return written
+
+    def _reject(self, pending: PendingRecord, exc: Exception) -> None:
+        """Drop ``pending`` (it failed its checks or the writer refused it) with an event."""
+        self._count("dropped")
+        self.error(exc, f"appending a {pending.site} record (step {pending.step})")
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._lock:
