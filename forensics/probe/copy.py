@@ -247,7 +247,7 @@ class PendingRecord:
         """Return the Record, device buffers read into numpy arrays (it takes over the
         fields dict when no value waits for a device copy)."""
         fields = self.fields
-        if Deferred in map(type, fields.values()):
+        if self.joined or Deferred in map(type, fields.values()):
             fields = {name: value.value() if isinstance(value, Deferred) else value
                       for name, value in fields.items()}
         for names, joined in self.joined:

@@ -198,7 +198,8 @@ def test_a_late_writer_thread_keeps_the_flush_every_count(
 def test_a_bad_record_in_a_flush_is_dropped_with_an_event(tmp_path: Path) -> None:
     """A record failing its site's cross-field check (with the value signature of the good
     records around it, so the cached schema checks pass) is dropped and kept as an event;
-    the other records of the same flush reach the capture."""
+    the other records of the same flush reach the capture. Its values are plain fields, so
+    its site's records take the per-record path (test_probe_columns: the column-wise one)."""
     from forensics.store.reader import load
     from forensics.store.writer import CaptureWriter
 
@@ -213,7 +214,7 @@ def test_a_bad_record_in_a_flush_is_dropped_with_an_event(tmp_path: Path) -> Non
             wrapped(*batch_args([0, -1]))
             if step == 2:
                 bad = session.new_record("batch_change")
-                bad.fields.update(session._ring[-1].fields)
+                bad.fields.update(session._ring[-1].to_record().fields)  # per record
                 bad.fields["num_accepted_tokens"] = np.ones(3, np.int32)  # 3 rows, not 2
                 session.add(bad)
     finally:
