@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -92,24 +93,27 @@ class Copier:
         """One copy of several integer tensors of one call (see the module docstring): host
         tensors give a host :class:`Joined` at once, device tensors a deferred one. Tensors of
         other dtypes, or on different devices, are copied one by one (``parts``)."""
-        shapes = tuple([t.shape for t in tensors])
-        plan = _join_plan(tuple([t.dtype for t in tensors]))
-        if plan is not None:
-            import torch
-
-            carrier = plan.carrier
-            try:
-                data = torch.cat([t if plain and len(shape) == 1 else _flat_as(t, carrier)
-                                  for t, shape, plain in zip(tensors, shapes, plan.plain)])
-            except RuntimeError:  # tensors on different devices
-                pass
-            else:
-                if self.is_device is _is_device and data.is_cpu:
-                    return Joined(data, plan, shapes)
-                taken = self.take(data)
-                return Joined(taken if type(taken) is Deferred else torch.from_numpy(taken),
-                              plan, shapes)
-        return Joined(None, None, shapes, self.take_all(tensors))
+        shapes = tuple(map(_SHAPE, tensors))
+        plan = _join_plan(tuple(map(_DTYPE, tensors)))
+        if plan is None:
+            return Joined(None, None, shapes, self.take_all(tensors))
+        carrier = plan.carrier
+        if set(map(len, shapes)) == _ONE_DIM:  # the usual case: views only where dtypes differ
+            parts = list(tensors)
+            for i in plan.views:
+                parts[i] = _flat_as(parts[i], carrier)
+        else:
+            parts = [t if plain and len(shape) == 1 else _flat_as(t.reshape(-1), carrier)
+                     for t, shape, plain in zip(tensors, shapes, plan.plain, strict=True)]
+        try:
+            data = _TORCH.cat(parts)
+        except RuntimeError:  # tensors on different devices
+            return Joined(None, None, shapes, self.take_all(tensors))
+        if self.is_device is _is_device and data.is_cpu:
+            return Joined(data, plan, shapes)
+        taken = self.take(data)
+        return Joined(taken if type(taken) is Deferred else _TORCH.from_numpy(taken), plan,
+                      shapes)
 
     def seal(self) -> Any:
         """Record and return an event after the copies enqueued so far on the current stream."""
@@ -142,9 +146,9 @@ class Joined:
         """Each tensor's values as a numpy array of its dtype and shape (views of one buffer;
         call only once the copy completed)."""
         if self.parts is not None:
-            return [p.value() if type(p) is Deferred else p for p in self.parts]
+            return [p.value() if isinstance(p, Deferred) else p for p in self.parts]
         data = self.data
-        flat = data.value() if type(data) is Deferred else data if type(data) is np.ndarray else data.detach().numpy()
+        flat = data.value() if type(data) is Deferred else data.detach().numpy()
         plan = self.plan
         assert plan is not None
         out, pos = [], 0
@@ -167,7 +171,7 @@ class JoinPlan:
     dtype, how many carrier items one of its items spans, and whether it joins as it is (of
     the carrier dtype) or through a view."""
 
-    __slots__ = ("carrier", "dtypes", "ratios", "plain")
+    __slots__ = ("carrier", "dtypes", "ratios", "plain", "views")
 
     def __init__(self, torch_dtypes: tuple[Any, ...]) -> None:
         import torch
@@ -179,9 +183,13 @@ class JoinPlan:
                             for d in torch_dtypes)
         self.ratios = tuple(size // self.carrier.itemsize for size in sizes)
         self.plain = tuple(d == self.carrier for d in torch_dtypes)
+        self.views = tuple(i for i, plain in enumerate(self.plain) if not plain)
 
 
 _INTEGER_DTYPES: frozenset[Any] | None = None
+_TORCH: Any = None  # the torch module, once a plan was made
+_SHAPE, _DTYPE = attrgetter("shape"), attrgetter("dtype")
+_ONE_DIM = {1}
 
 
 def _join_plan(dtypes: tuple[Any, ...]) -> JoinPlan | None:
@@ -191,7 +199,8 @@ def _join_plan(dtypes: tuple[Any, ...]) -> JoinPlan | None:
     if plan is _MISSING:
         import torch
 
-        global _INTEGER_DTYPES
+        global _INTEGER_DTYPES, _TORCH
+        _TORCH = torch
         if _INTEGER_DTYPES is None:
             _INTEGER_DTYPES = frozenset((torch.int8, torch.int16, torch.int32, torch.int64,
                                          torch.uint8, torch.uint16, torch.uint32,
@@ -205,18 +214,18 @@ _MISSING = object()
 _PLANS: dict[tuple[Any, ...], JoinPlan | None] = {}
 
 
-def _flat_as(tensor: torch.Tensor, carrier: Any) -> torch.Tensor:
-    """``tensor``'s values, flat, seen as ``carrier`` items (a copy only where a view is not
-    possible: a tensor of several dimensions or not contiguous)."""
-    flat = tensor.reshape(-1)
+def _flat_as(flat: torch.Tensor, carrier: Any) -> torch.Tensor:
+    """The values of the one-dimensional ``flat`` seen as ``carrier`` items (a copy only
+    where the tensor is strided and its items are wider than the carrier's)."""
     if flat.dtype == carrier:
         return flat
-    if flat.dtype.itemsize != carrier.itemsize and flat.stride(0) != 1:
-        flat = flat.contiguous()
-    return flat.view(carrier)
+    try:
+        return flat.view(carrier)
+    except RuntimeError:  # strided: wider items cannot be viewed as narrower ones
+        return flat.contiguous().view(carrier)
 
 
-@dataclass
+@dataclass(slots=True)
 class PendingRecord:
     """A record whose device copies may still be in flight."""
 
@@ -231,8 +240,10 @@ class PendingRecord:
 
     def deferred(self) -> bool:
         """True when some field waits for a device copy."""
-        return Deferred in map(type, self.fields.values()) or any(
-            j.deferred() for _, j in self.joined)
+        for _, joined in self.joined:
+            if joined.deferred():
+                return True
+        return bool(self.fields) and Deferred in map(type, self.fields.values())
 
     def ready(self) -> bool:
         """True when every device copy completed (``event.query()``, never a wait)."""
@@ -245,7 +256,7 @@ class PendingRecord:
 
     def to_record(self) -> Record:
         """Return the Record, device buffers read into numpy arrays (it takes over the
-        fields dict when no value waits for a device copy)."""
+        fields dict when no value waits for a device copy and nothing was joined)."""
         fields = self.fields
         if self.joined or Deferred in map(type, fields.values()):
             fields = {name: value.value() if isinstance(value, Deferred) else value
