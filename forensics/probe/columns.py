@@ -97,11 +97,10 @@ class Block:
 
         flat = torch.cat([c.data.buffer if type(c.data) is Deferred else c.data
                           for c in copies]).detach().numpy()
-        shapes = list(chain.from_iterable(c.shapes for c in copies))
-        if any(len(shape) != 1 for shape in shapes):  # a tensor of several dimensions
-            raise NotColumnar(self.site)
-        sizes = np.fromiter(chain.from_iterable(shapes), np.int64, len(shapes))
-        sizes = sizes.reshape(self.rows, len(names))
+        lengths = list(chain.from_iterable(c.shapes for c in copies))
+        if set(map(type, lengths)) != {int}:
+            raise NotColumnar(self.site)  # a tensor of several dimensions (a shape, no length)
+        sizes = np.array(lengths, dtype=np.int64).reshape(self.rows, len(names))
         units = sizes * np.array(plan.ratios, dtype=np.int64)  # carrier items per value
         bounds = [0, *np.cumsum(units.reshape(-1)).tolist()]
         width = len(names)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -99,6 +99,7 @@ class Copier:
             return Joined(None, None, shapes, self.take_all(tensors))
         carrier = plan.carrier
         if set(map(len, shapes)) == _ONE_DIM:  # the usual case: views only where dtypes differ
+            shapes = tuple(map(_FIRST, shapes))  # lengths: ints, no torch.Size kept (GC)
             parts = list(tensors)
             for i in plan.views:
                 parts[i] = _flat_as(parts[i], carrier)
@@ -128,6 +129,8 @@ class Joined:
     ``data``: a host tensor, or a :class:`Deferred` pinned buffer (device tensors), or None
     when the tensors could not be joined (then ``parts`` holds one copy per tensor, as
     :meth:`Copier.take` gives them). ``plan`` maps the fields back (see :class:`JoinPlan`).
+    ``shapes``: each tensor's shape; when every tensor is one-dimensional, each one's length
+    (plain ints: no ``torch.Size`` object outlives the call, fewer objects for the GC).
     """
 
     __slots__ = ("data", "parts", "plan", "shapes")
@@ -159,7 +162,9 @@ class Joined:
         return out
 
 
-def _numel(shape: tuple[int, ...]) -> int:
+def _numel(shape: int | tuple[int, ...]) -> int:
+    if type(shape) is int:
+        return shape
     count = 1
     for size in shape:
         count *= size
@@ -188,7 +193,7 @@ class JoinPlan:
 
 _INTEGER_DTYPES: frozenset[Any] | None = None
 _TORCH: Any = None  # the torch module, once a plan was made
-_SHAPE, _DTYPE = attrgetter("shape"), attrgetter("dtype")
+_SHAPE, _DTYPE, _FIRST = attrgetter("shape"), attrgetter("dtype"), itemgetter(0)
 _ONE_DIM = {1}
 
 
