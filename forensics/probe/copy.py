@@ -163,7 +163,7 @@ class Joined:
 
 
 def _numel(shape: int | tuple[int, ...]) -> int:
-    if type(shape) is int:
+    if isinstance(shape, int):
         return shape
     count = 1
     for size in shape:
