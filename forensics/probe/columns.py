@@ -102,12 +102,19 @@ class Block:
             raise NotColumnar(self.site)  # a tensor of several dimensions (a shape, no length)
         sizes = np.array(lengths, dtype=np.int64).reshape(self.rows, len(names))
         units = sizes * np.array(plan.ratios, dtype=np.int64)  # carrier items per value
-        bounds = [0, *np.cumsum(units.reshape(-1)).tolist()]
-        width = len(names)
-        for f, name in enumerate(names):  # one slice per record, joined: no index arrays
-            values = np.concatenate([flat[bounds[i]:bounds[i + 1]]
+        if bool((units == units[0]).all()):  # every record alike: one 2-D slice per field
+            table = flat.reshape(self.rows, -1)
+            ends = np.cumsum(units[0]).tolist()
+            parts = [table[:, end - int(units[0, f]):end].reshape(-1)
+                     for f, end in enumerate(ends)]
+        else:  # one slice per record and field, joined: no index arrays
+            bounds = [0, *np.cumsum(units.reshape(-1)).tolist()]
+            width = len(names)
+            parts = [np.concatenate([flat[bounds[i]:bounds[i + 1]]
                                      for i in range(f, self.rows * width, width)])
-            self.fields[name] = (values.view(plan.dtypes[f]), sizes[:, f])
+                     for f in range(width)]
+        for f, name in enumerate(names):
+            self.fields[name] = (parts[f].view(plan.dtypes[f]), sizes[:, f])
 
     def without(self, drop: list[int]) -> Block | None:
         """This block without its records at positions ``drop`` (None if none is left)."""

@@ -40,15 +40,18 @@ def segment_bytes(path: Path) -> dict[str, bytes]:
 
 
 CALLS = [[0], [1, -1, 0], [-1, -1], [3, 2, 1, 0], [0, 1]]
+ALIKE = [[0, 1], [1, -1], [-1, -1], [2, 0]]  # every record of the same sizes
 
 
-def test_column_wise_batches_are_byte_identical_to_per_record_ones(tmp_path: Path) -> None:
-    session = record_calls(tmp_path, tmp_path / "cols.capture", CALLS)
+@pytest.mark.parametrize("calls", [CALLS, ALIKE], ids=["sizes-differ", "sizes-alike"])
+def test_column_wise_batches_are_byte_identical_to_per_record_ones(
+        tmp_path: Path, calls: list[list[int]]) -> None:
+    session = record_calls(tmp_path, tmp_path / "cols.capture", calls)
     records = [pending.to_record() for pending in session._ring]
     blocks, others = columns.runs(list(session._ring))
-    assert len(blocks) == 1 and blocks[0].rows == len(CALLS) and others == []
+    assert len(blocks) == 1 and blocks[0].rows == len(calls) and others == []
     session.close()
-    assert session.counts["written"] == len(CALLS) and session.counts["dropped"] == 0
+    assert session.counts["written"] == len(calls) and session.counts["dropped"] == 0
     with CaptureWriter(tmp_path / "rows.capture", process="t") as writer:
         for record in records:
             writer.append(record, validated=True)
@@ -56,8 +59,9 @@ def test_column_wise_batches_are_byte_identical_to_per_record_ones(tmp_path: Pat
         tmp_path / "rows.capture")
     assert ours and ours == theirs
     loaded = list(forensics.load(tmp_path / "cols.capture"))
-    assert [r["prev_positions"].tolist() for r in loaded] == CALLS
-    assert loaded[1]["num_accepted_tokens_after"].tolist() == [2, 1, 2]
+    assert [r["prev_positions"].tolist() for r in loaded] == calls
+    assert [r["num_accepted_tokens_after"].tolist() for r in loaded] == [
+        [2 if p >= 0 else 1 for p in prev] for prev in calls]
     assert loaded[0]["prev_positions"].dtype == np.int64
     assert loaded[0]["num_computed_tokens"].dtype == np.int32
 
