@@ -3,9 +3,11 @@
 Records wait in a ring (``VLLM_FORENSICS_RING`` records at most; the oldest are dropped and
 counted when it overflows). Every ``VLLM_FORENSICS_FLUSH_EVERY`` records, the wrapped call
 wakes the session's writer thread and returns: that thread hands the records whose device
-copies completed to the writer (trusted ``append(validated=True)`` for records made only of the
-probe's own copies, the checked ``append`` otherwise), encodes and fsyncs them, without waiting
-for any event. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding)
+copies completed to the writer, without waiting for any event: records made only of joined
+copies column-wise (:mod:`forensics.probe.columns`: one Arrow batch per site and rank, the
+site's checks over the whole batch), the others one by one (trusted ``append(validated=True)``
+for records made only of the probe's own copies, the checked ``append`` otherwise); then it
+fsyncs them. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding)
 runs synchronously in the calling thread, after the batch the writer thread may be writing,
 and waits for the copies. The probe's own errors (in either thread) are counted and written
 as events; they never reach vLLM.
@@ -20,12 +22,11 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from forensics.errors import CaptureFormatError
-from forensics.probe import columns
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error
 from forensics.probe.settings import Settings, process_tag
@@ -36,6 +37,9 @@ from forensics.validate import (
     validate_record,
     value_signature,
 )
+
+if TYPE_CHECKING:
+    from forensics.probe.columns import Block
 
 LOG = logging.getLogger("forensics.probe")
 WriterFactory = Callable[["ProbeSession"], Any]
@@ -247,6 +251,8 @@ class ProbeSession:
 
     def _write(self, writer: Any, ready: list[PendingRecord]) -> int:
         written = 0
+        from forensics.probe import columns  # pyarrow: loaded at the first write
+
         blocks, others = columns.runs(ready) if hasattr(writer, "write_columns") \
             else ([], ready)
         for block in blocks:
@@ -261,9 +267,11 @@ class ProbeSession:
         self._count("written", written)
         return written
 
-    def _write_block(self, writer: Any, block: columns.Block) -> int:
+    def _write_block(self, writer: Any, block: Block) -> int:
         """Write a block of records column-wise (see forensics.probe.columns); return how many
         were written. A block the segment's schema cannot take goes record by record."""
+        from forensics.probe import columns
+
         kept = columns.screened(block, self._reject)
         if kept is None:
             return 0
