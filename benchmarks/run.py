@@ -514,7 +514,7 @@ def table(s: dict[str, Any]) -> str:
          f"per-record loop (upstream only): {raw['loop_seconds_scaled']:.2f} s{loop_note}",
          f"{s['replay_speedup']:.2f}x", ">= 20x"),
         ("probe (record mode, CPU tensors)", f"{s['probe_us_per_call']:.1f} us/call; "
-         f"calling thread's CPU {s['probe_cpu_us_per_call']:.1f} us/call"
+         f"calling thread's CPU {s.get('probe_cpu_us_per_call', math.nan):.1f} us/call"
          + (f"; with the writer thread's {raw['probe']['probe_process_cpu_us_per_call']:.1f}"
             " us/call" if "probe_process_cpu_us_per_call" in raw["probe"] else ""),
          raw["probe"]["probe_mode"], "-", "<= 20 us (CPU <= 10 us)"),
@@ -539,6 +539,8 @@ def targets(s: dict[str, Any]) -> list[str]:
     """One line per target: met or missed."""
     out = []
     for key, (op, bound) in TARGETS.items():
+        if key not in s:  # a figure an older run did not measure
+            continue
         value = s[key]
         ok = {"<": value < bound, "<=": value <= bound, ">=": value >= bound}[op]
         out.append(f"{'met   ' if ok else 'MISSED'} {key} = {value:.3g} (target {op} {bound:g})")
