@@ -391,39 +391,75 @@ class ProbeSession:
                 LOG.warning("forensics probe: closing the capture failed: %s", exc)
 
 
-_TRUSTED: dict[tuple[Any, ...], bool] = {}  # the answer of _trusted per value signature
+#: per value signature: the list and dict fields to check per record, or None (not trusted)
+_TRUSTED: dict[tuple[Any, ...], tuple[tuple[str, str], ...] | None] = {}
+_CONTENT_KINDS = {"str_list": list, "opt_str_list": list, "index_map": dict}
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 def _trusted(record: Record, signature: tuple[Any, ...]) -> bool:
-    """True when every value of ``record`` is a numpy integer array of its field's rank or a
-    plain ``int`` (what the probe's own copies produce), under a name of its site's schema:
-    such a record takes the writer's trusted ``append(validated=True)`` after the cheap typed
-    check (names, required fields, cross-field checks). Lists and dicts read from vLLM's Python
-    state keep the writer's full checks. The answer is kept per value ``signature``."""
-    known = _TRUSTED.get(signature)
-    if known is None:
-        known = _trusted_values(record)
-        remember_signature(_TRUSTED, signature, known)
-    return known
-
-
-def _trusted_values(record: Record) -> bool:
-    if record.summary:
+    """True when every value of ``record`` is a numpy integer array of its field's rank, a
+    plain ``int`` (what the probe's own copies produce), a list of ``str`` (``None`` too where
+    the field allows it) or a dict of ``str`` to int64 ``int`` (request ids and the previous
+    batch, read from vLLM's Python state: their items are checked here, per record, in a few
+    C-level passes), under a name of its site's schema: such a record takes the writer's
+    trusted ``append(validated=True)`` after the typed check (names, required fields,
+    cross-field checks). Anything else keeps the writer's full checks. What the signature
+    pins down (names, types, ranks) is answered once per value ``signature``."""
+    checks = _TRUSTED.get(signature, _UNKNOWN)
+    if checks is _UNKNOWN:
+        checks = _content_checks(record)
+        remember_signature(_TRUSTED, signature, checks)
+    if checks is None:
         return False
+    fields = record.fields
+    return all(_plain_items(kind, fields[name]) for name, kind in checks)
+
+
+_UNKNOWN: Any = object()
+
+
+def _content_checks(record: Record) -> tuple[tuple[str, str], ...] | None:
+    """The (name, kind) of the list and dict fields of ``record`` whose items must be checked
+    per record, or None when some value is of no trusted kind."""
+    if record.summary:
+        return None
     try:
         specs = site_field_specs(record.site)
     except Exception:  # an unknown site: the checked append names it
-        return False
+        return None
+    checks: list[tuple[str, str]] = []
     for name, value in record.fields.items():
         spec = specs.get(name)
         if spec is None:
-            return False
+            return None
         if spec.kind == "tensor":
             if (type(value) is not np.ndarray or value.dtype.kind not in "iu"
                     or value.ndim != spec.ndim):
-                return False
+                return None
+        elif type(value) is _CONTENT_KINDS.get(spec.kind):
+            checks.append((name, spec.kind))
         elif spec.kind != "int" or type(value) is not int:
+            return None
+    return tuple(checks)
+
+
+def _plain_items(kind: str, value: Any) -> bool:
+    """True when the items of the list or dict ``value`` are what its ``kind`` stores as is:
+    strings (valid Unicode; ``None`` too in an ``opt_str_list``), and for an ``index_map``
+    int64 ``int`` values."""
+    if kind == "index_map":
+        numbers = list(value.values())
+        if set(map(type, numbers)) - {int} or (numbers and not (
+                _INT64[0] <= min(numbers) and max(numbers) <= _INT64[1])):
             return False
+    texts = [v for v in value if v is not None] if kind == "opt_str_list" else value
+    if set(map(type, texts)) - {str}:
+        return False
+    try:
+        "".join(texts).encode("utf-8")  # a lone surrogate cannot be stored
+    except UnicodeEncodeError:
+        return False
     return True
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -145,3 +146,72 @@ def test_join_keeps_dtypes_shapes_and_values() -> None:
     assert joined.arrays()[0].tolist() == [0, 1, 2, 3, 4]
     floats = Copier().join((torch.ones(2), torch.arange(2)))  # not integers: one by one
     assert floats.data is None and [a.tolist() for a in floats.arrays()] == [[1.0, 1.0], [0, 1]]
+
+
+def context_runner(req_ids: list[str], prev: dict[str, object]) -> SimpleNamespace:
+    """What the batch_change wrapper reads of a GPUModelRunner: the request ids and the
+    previous batch's rows."""
+    return SimpleNamespace(input_batch=SimpleNamespace(req_ids=req_ids,
+                                                       prev_req_id_to_index=prev))
+
+
+def record_with_context(tmp_path: Path, path: Path, runners: list[SimpleNamespace]
+                        ) -> ProbeSession:
+    session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=64),
+                           writer_factory=lambda s: CaptureWriter(path, process="t"))
+    wrapped = hooks.wrap_batch_change(plain_batch_change)
+    hooks.activate(session)
+    try:
+        for runner in runners:
+            session.begin_step(runner)
+            wrapped(*batch_args([1, -1]))
+    finally:
+        hooks.activate(None)
+    return session
+
+
+def test_request_ids_take_the_trusted_path_and_write_what_the_checked_one_writes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from forensics.store import writer as store_writer
+
+    trusted: list[bool] = []
+    real_append = store_writer.CaptureWriter.append
+
+    def append(self, record, *, validated=False):
+        trusted.append(validated)
+        return real_append(self, record, validated=validated)
+
+    monkeypatch.setattr(store_writer.CaptureWriter, "append", append)
+    runners = [context_runner(["a", "b"], {"x": 0, "a": 1}),
+               context_runner(["b", "c"], {"a": 0, "b": 1})]
+    session = record_with_context(tmp_path, tmp_path / "ctx.capture", runners)
+    records = [pending.to_record() for pending in session._ring]
+    session.close()
+    assert trusted == [True, True] and session.counts["written"] == 2
+    with CaptureWriter(tmp_path / "checked.capture", process="t") as writer:
+        for record in records:
+            real_append(writer, record)  # the writer's full checks
+    ours = segment_bytes(tmp_path / "ctx.capture")
+    assert ours and ours == segment_bytes(tmp_path / "checked.capture")
+    loaded = list(forensics.load(tmp_path / "ctx.capture"))
+    assert loaded[1]["req_ids"] == ["b", "c"]
+    assert loaded[1]["prev_req_id_to_index"] == {"a": 0, "b": 1}
+
+
+def test_values_the_trusted_path_cannot_vouch_for_get_the_checked_append(
+        tmp_path: Path) -> None:
+    """A numpy integer in the previous batch is normalised by the checked path; a request id
+    with a lone surrogate cannot be stored: that record is dropped with an event."""
+    runners = [context_runner(["a", "b"], {"a": np.int64(0)}),
+               context_runner(["a", "b\ud800"], {"a": 0}),
+               context_runner(["a", "b"], {"a": 1})]
+    path = tmp_path / "odd.capture"
+    session = record_with_context(tmp_path, path, runners)
+    session.close()
+    capture = forensics.load(path)
+    loaded = list(capture.records())
+    assert [r.step for r in loaded] == [0, 2]
+    assert loaded[0]["prev_req_id_to_index"] == {"a": 0}
+    assert session.counts["dropped"] == 1
+    (error,) = [e for e in capture.events if e["kind"] == "probe_error"]
+    assert "step 1" in error["where"] and "req_ids" in error["error"]
