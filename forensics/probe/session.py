@@ -22,6 +22,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -393,19 +394,20 @@ class ProbeSession:
 
 #: per value signature: the list and dict fields to check per record, or None (not trusted)
 _TRUSTED: dict[tuple[Any, ...], tuple[tuple[str, str], ...] | None] = {}
-_CONTENT_KINDS = {"str_list": list, "opt_str_list": list, "index_map": dict}
+_CONTENT_KINDS = {"str_list": list, "opt_str_list": list, "index_map": dict, "ragged": list}
 _INT64 = (-(2**63), 2**63 - 1)
 
 
 def _trusted(record: Record, signature: tuple[Any, ...]) -> bool:
     """True when every value of ``record`` is a numpy integer array of its field's rank, a
     plain ``int`` (what the probe's own copies produce), a list of ``str`` (``None`` too where
-    the field allows it) or a dict of ``str`` to int64 ``int`` (request ids and the previous
-    batch, read from vLLM's Python state: their items are checked here, per record, in a few
-    C-level passes), under a name of its site's schema: such a record takes the writer's
-    trusted ``append(validated=True)`` after the typed check (names, required fields,
-    cross-field checks). Anything else keeps the writer's full checks. What the signature
-    pins down (names, types, ranks) is answered once per value ``signature``."""
+    the field allows it), a dict of ``str`` to int64 ``int`` or a list of lists of int64
+    ``int`` (request ids, the previous batch, output tails, read from vLLM's Python state:
+    their items are checked here, per record, in a few C-level passes), under a name of its
+    site's schema: such a record takes the writer's trusted ``append(validated=True)`` after
+    the typed check (names, required fields, cross-field checks). Anything else keeps the
+    writer's full checks. What the signature pins down (names, types, ranks) is answered once
+    per value ``signature``."""
     checks = _TRUSTED.get(signature, _UNKNOWN)
     if checks is _UNKNOWN:
         checks = _content_checks(record)
@@ -447,12 +449,11 @@ def _content_checks(record: Record) -> tuple[tuple[str, str], ...] | None:
 def _plain_items(kind: str, value: Any) -> bool:
     """True when the items of the list or dict ``value`` are what its ``kind`` stores as is:
     strings (valid Unicode; ``None`` too in an ``opt_str_list``), and for an ``index_map``
-    int64 ``int`` values."""
-    if kind == "index_map":
-        numbers = list(value.values())
-        if set(map(type, numbers)) - {int} or (numbers and not (
-                _INT64[0] <= min(numbers) and max(numbers) <= _INT64[1])):
-            return False
+    int64 ``int`` values; for a ``ragged`` field, lists of int64 ``int``."""
+    if kind == "ragged":
+        return not set(map(type, value)) - {list} and _int64s(list(chain.from_iterable(value)))
+    if kind == "index_map" and not _int64s(list(value.values())):
+        return False
     texts = [v for v in value if v is not None] if kind == "opt_str_list" else value
     if set(map(type, texts)) - {str}:
         return False
@@ -461,6 +462,12 @@ def _plain_items(kind: str, value: Any) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _int64s(numbers: list[Any]) -> bool:
+    """True when every item of ``numbers`` is an ``int`` within int64."""
+    return not set(map(type, numbers)) - {int} and (not numbers or (
+        _INT64[0] <= min(numbers) and max(numbers) <= _INT64[1]))
 
 
 _DIST: Any = None

@@ -263,3 +263,18 @@ def test_rank_reads_rank_once_until_torch_distributed_is_up(
     monkeypatch.setattr(session_module, "_distributed_rank", lambda: None)
     session.begin_step()
     assert session.rank == 1  # final once torch.distributed gave it
+
+
+def test_plain_items_vouch_only_for_what_the_store_keeps_as_is() -> None:
+    from forensics.probe.session import _plain_items
+
+    assert _plain_items("ragged", [[5, -1], [], [2**63 - 1]])
+    assert not _plain_items("ragged", [[5, np.int64(-1)]])  # a numpy integer: checked path
+    assert not _plain_items("ragged", [[2**63]])  # past int64
+    assert not _plain_items("ragged", [(5, -1)])  # a tuple, not a list
+    assert _plain_items("index_map", {"a": 0, "b": 3})
+    assert not _plain_items("index_map", {"a": 0.0})
+    assert not _plain_items("index_map", {1: 0})
+    assert _plain_items("opt_str_list", ["a", None])
+    assert not _plain_items("str_list", ["a", None])
+    assert not _plain_items("str_list", ["\ud800"])  # a lone surrogate
