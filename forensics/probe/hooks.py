@@ -125,10 +125,9 @@ def wrap_batch_change(original: Callable[..., Any]) -> Callable[..., Any]:
             valid_sampled_token_count: Any, prev_num_draft_tokens: Any,
             cpu_num_computed_tokens: Any) -> None:
         def inputs(session: ProbeSession, pending: PendingRecord) -> bool:
-            pending.fields.update(zip(_BATCH_CHANGE_INPUTS, session.copier.take_all((
+            pending.joined.append((_BATCH_CHANGE_INPUTS, session.copier.join((
                 prev_positions, valid_sampled_token_count, num_computed_tokens,
-                prev_num_draft_tokens, num_accepted_tokens, cpu_num_computed_tokens)),
-                strict=True))
+                prev_num_draft_tokens, num_accepted_tokens, cpu_num_computed_tokens))))
             if session.runner is not None:
                 _batch_context(session, pending.fields, int(prev_positions.shape[0]))
             return True
@@ -140,8 +139,8 @@ def wrap_batch_change(original: Callable[..., Any]) -> Callable[..., Any]:
             return guard.check_batch_change(_host(prev_positions), lengths)
 
         def outputs(session: ProbeSession, pending: PendingRecord) -> None:
-            pending.fields.update(zip(_BATCH_CHANGE_OUTPUTS, session.copier.take_all(
-                (num_computed_tokens, num_accepted_tokens)), strict=True))
+            pending.joined.append((_BATCH_CHANGE_OUTPUTS, session.copier.join(
+                (num_computed_tokens, num_accepted_tokens))))
 
         return _run("batch_change", lambda: original(
             num_computed_tokens, num_accepted_tokens, prev_positions, valid_sampled_token_count,

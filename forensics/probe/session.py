@@ -3,9 +3,11 @@
 Records wait in a ring (``VLLM_FORENSICS_RING`` records at most; the oldest are dropped and
 counted when it overflows). Every ``VLLM_FORENSICS_FLUSH_EVERY`` records, the wrapped call
 wakes the session's writer thread and returns: that thread hands the records whose device
-copies completed to the writer (trusted ``append(validated=True)`` for records made only of the
-probe's own copies, the checked ``append`` otherwise), encodes and fsyncs them, without waiting
-for any event. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding)
+copies completed to the writer, without waiting for any event: records made only of joined
+copies column-wise (:mod:`forensics.probe.columns`: one Arrow batch per site and rank, the
+site's checks over the whole batch), the others one by one (trusted ``append(validated=True)``
+for records made only of the probe's own copies, the checked ``append`` otherwise); then it
+fsyncs them. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding)
 runs synchronously in the calling thread, after the batch the writer thread may be writing,
 and waits for the copies. The probe's own errors (in either thread) are counted and written
 as events; they never reach vLLM.
@@ -20,10 +22,12 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from itertools import chain
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from forensics.errors import CaptureFormatError
 from forensics.probe.affinity import leave_engine_cores
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error, passed_on_message
@@ -35,6 +39,9 @@ from forensics.validate import (
     validate_record,
     value_signature,
 )
+
+if TYPE_CHECKING:
+    from forensics.probe.columns import Block
 
 LOG = logging.getLogger("forensics.probe")
 WriterFactory = Callable[["ProbeSession"], Any]
@@ -251,6 +258,43 @@ class ProbeSession:
 
     def _write(self, writer: Any, ready: list[PendingRecord]) -> int:
         written = 0
+        from forensics.probe import columns  # pyarrow: loaded at the first write
+
+        blocks, others = columns.runs(ready) if hasattr(writer, "write_columns") \
+            else ([], ready)
+        for block in blocks:
+            written += self._write_block(writer, block)
+        written += self._append(writer, others)
+        try:
+            writer.flush()
+        except Exception as exc:
+            self._count("dropped", written)
+            self.error(exc, "flushing the capture")
+            return 0
+        self._count("written", written)
+        return written
+
+    def _write_block(self, writer: Any, block: Block) -> int:
+        """Write a block of records column-wise (see forensics.probe.columns); return how many
+        were written. A block the segment's schema cannot take goes record by record."""
+        from forensics.probe import columns
+
+        kept = columns.screened(block, self._reject)
+        if kept is None:
+            return 0
+        try:
+            columns.write_run(writer, kept)
+        except CaptureFormatError:  # the open segment has other columns: the writer merges
+            return self._append(writer, kept.pendings)
+        except Exception as exc:
+            self._count("dropped", kept.rows)
+            self.error(exc, f"writing {kept.rows} {kept.site} records")
+            return 0
+        return kept.rows
+
+    def _append(self, writer: Any, ready: list[PendingRecord]) -> int:
+        """Hand ``ready`` to the writer one record at a time; return how many it took."""
+        written = 0
         for pending in ready:
             try:
                 record = pending.to_record()
@@ -263,16 +307,13 @@ class ProbeSession:
                     writer.append(record)
                 written += 1
             except Exception as exc:
-                self._count("dropped")
-                self.error(exc, f"appending a {pending.site} record (step {pending.step})")
-        try:
-            writer.flush()
-        except Exception as exc:
-            self._count("dropped", written)
-            self.error(exc, "flushing the capture")
-            return 0
-        self._count("written", written)
+                self._reject(pending, exc)
         return written
+
+    def _reject(self, pending: PendingRecord, exc: Exception) -> None:
+        """Drop ``pending`` (it failed its checks or the writer refused it) with an event."""
+        self._count("dropped")
+        self.error(exc, f"appending a {pending.site} record (step {pending.step})")
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -369,40 +410,82 @@ class ProbeSession:
                 LOG.warning("forensics probe: closing the capture failed: %s", exc)
 
 
-_TRUSTED: dict[tuple[Any, ...], bool] = {}  # the answer of _trusted per value signature
+#: per value signature: the list and dict fields to check per record, or None (not trusted)
+_TRUSTED: dict[tuple[Any, ...], tuple[tuple[str, str], ...] | None] = {}
+_CONTENT_KINDS = {"str_list": list, "opt_str_list": list, "index_map": dict, "ragged": list}
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 def _trusted(record: Record, signature: tuple[Any, ...]) -> bool:
-    """True when every value of ``record`` is a numpy integer array of its field's rank or a
-    plain ``int`` (what the probe's own copies produce), under a name of its site's schema:
-    such a record takes the writer's trusted ``append(validated=True)`` after the cheap typed
-    check (names, required fields, cross-field checks). Lists and dicts read from vLLM's Python
-    state keep the writer's full checks. The answer is kept per value ``signature``."""
-    known = _TRUSTED.get(signature)
-    if known is None:
-        known = _trusted_values(record)
-        remember_signature(_TRUSTED, signature, known)
-    return known
-
-
-def _trusted_values(record: Record) -> bool:
-    if record.summary:
+    """True when every value of ``record`` is a numpy integer array of its field's rank, a
+    plain ``int`` (what the probe's own copies produce), a list of ``str`` (``None`` too where
+    the field allows it), a dict of ``str`` to int64 ``int`` or a list of lists of int64
+    ``int`` (request ids, the previous batch, output tails, read from vLLM's Python state:
+    their items are checked here, per record, in a few C-level passes), under a name of its
+    site's schema: such a record takes the writer's trusted ``append(validated=True)`` after
+    the typed check (names, required fields, cross-field checks). Anything else keeps the
+    writer's full checks. What the signature pins down (names, types, ranks) is answered once
+    per value ``signature``."""
+    checks = _TRUSTED.get(signature, _UNKNOWN)
+    if checks is _UNKNOWN:
+        checks = _content_checks(record)
+        remember_signature(_TRUSTED, signature, checks)
+    if checks is None:
         return False
+    fields = record.fields
+    return all(_plain_items(kind, fields[name]) for name, kind in checks)
+
+
+_UNKNOWN: Any = object()
+
+
+def _content_checks(record: Record) -> tuple[tuple[str, str], ...] | None:
+    """The (name, kind) of the list and dict fields of ``record`` whose items must be checked
+    per record, or None when some value is of no trusted kind."""
+    if record.summary:
+        return None
     try:
         specs = site_field_specs(record.site)
     except Exception:  # an unknown site: the checked append names it
-        return False
+        return None
+    checks: list[tuple[str, str]] = []
     for name, value in record.fields.items():
         spec = specs.get(name)
         if spec is None:
-            return False
+            return None
         if spec.kind == "tensor":
             if (type(value) is not np.ndarray or value.dtype.kind not in "iu"
                     or value.ndim != spec.ndim):
-                return False
+                return None
+        elif type(value) is _CONTENT_KINDS.get(spec.kind):
+            checks.append((name, spec.kind))
         elif spec.kind != "int" or type(value) is not int:
-            return False
+            return None
+    return tuple(checks)
+
+
+def _plain_items(kind: str, value: Any) -> bool:
+    """True when the items of the list or dict ``value`` are what its ``kind`` stores as is:
+    strings (valid Unicode; ``None`` too in an ``opt_str_list``), and for an ``index_map``
+    int64 ``int`` values; for a ``ragged`` field, lists of int64 ``int``."""
+    if kind == "ragged":
+        return not set(map(type, value)) - {list} and _int64s(list(chain.from_iterable(value)))
+    if kind == "index_map" and not _int64s(list(value.values())):
+        return False
+    texts = [v for v in value if v is not None] if kind == "opt_str_list" else value
+    if set(map(type, texts)) - {str}:
+        return False
+    try:
+        "".join(texts).encode("utf-8")  # a lone surrogate cannot be stored
+    except UnicodeEncodeError:
+        return False
     return True
+
+
+def _int64s(numbers: list[Any]) -> bool:
+    """True when every item of ``numbers`` is an ``int`` within int64."""
+    return not set(map(type, numbers)) - {int} and (not numbers or (
+        _INT64[0] <= min(numbers) and max(numbers) <= _INT64[1]))
 
 
 _DIST: Any = None

@@ -85,15 +85,15 @@ def test_full_disk_never_reaches_the_call(tmp_path: Path, monkeypatch: pytest.Mo
     from forensics.store import writer as store_writer
 
     calls = {"n": 0}
-    real_write = store_writer._SegmentFile.write
+    real_write = store_writer._SegmentFile.write_batch
 
-    def write(self, records):
+    def write_batch(self, batch):  # every batch, written column-wise or per record
         calls["n"] += 1
         if calls["n"] == 1:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(self, records)
+        return real_write(self, batch)
 
-    monkeypatch.setattr(store_writer._SegmentFile, "write", write)
+    monkeypatch.setattr(store_writer._SegmentFile, "write_batch", write_batch)
     capture = tmp_path / "full.capture"
     session = plugin.start(Settings(directory=tmp_path, capture=capture, ring=8, flush_every=1))
     try:

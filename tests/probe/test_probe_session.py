@@ -198,7 +198,8 @@ def test_a_late_writer_thread_keeps_the_flush_every_count(
 def test_a_bad_record_in_a_flush_is_dropped_with_an_event(tmp_path: Path) -> None:
     """A record failing its site's cross-field check (with the value signature of the good
     records around it, so the cached schema checks pass) is dropped and kept as an event;
-    the other records of the same flush reach the capture."""
+    the other records of the same flush reach the capture. Its values are plain fields, so
+    its site's records take the per-record path (test_probe_columns: the column-wise one)."""
     from forensics.store.reader import load
     from forensics.store.writer import CaptureWriter
 
@@ -213,7 +214,7 @@ def test_a_bad_record_in_a_flush_is_dropped_with_an_event(tmp_path: Path) -> Non
             wrapped(*batch_args([0, -1]))
             if step == 2:
                 bad = session.new_record("batch_change")
-                bad.fields.update(session._ring[-1].fields)
+                bad.fields.update(session._ring[-1].to_record().fields)  # per record
                 bad.fields["num_accepted_tokens"] = np.ones(3, np.int32)  # 3 rows, not 2
                 session.add(bad)
     finally:
@@ -262,3 +263,18 @@ def test_rank_reads_rank_once_until_torch_distributed_is_up(
     monkeypatch.setattr(session_module, "_distributed_rank", lambda: None)
     session.begin_step()
     assert session.rank == 1  # final once torch.distributed gave it
+
+
+def test_plain_items_vouch_only_for_what_the_store_keeps_as_is() -> None:
+    from forensics.probe.session import _plain_items
+
+    assert _plain_items("ragged", [[5, -1], [], [2**63 - 1]])
+    assert not _plain_items("ragged", [[5, np.int64(-1)]])  # a numpy integer: checked path
+    assert not _plain_items("ragged", [[2**63]])  # past int64
+    assert not _plain_items("ragged", [(5, -1)])  # a tuple, not a list
+    assert _plain_items("index_map", {"a": 0, "b": 3})
+    assert not _plain_items("index_map", {"a": 0.0})
+    assert not _plain_items("index_map", {1: 0})
+    assert _plain_items("opt_str_list", ["a", None])
+    assert not _plain_items("str_list", ["a", None])
+    assert not _plain_items("str_list", ["\ud800"])  # a lone surrogate
