@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from forensics.outcome import ERROR, INDEX_ERROR, Outcome
+from forensics.outcome import ERROR, INDEX_ERROR, STATUSES, Outcome
 from forensics.records import Record
 from forensics.sites import SINK, SITES, get_site, site_order
 from forensics.sites._common import (
@@ -39,6 +39,7 @@ from forensics.sites._common import (
     index_error_finding,
     observe_range,
 )
+from forensics.sites.core import BatchRun
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,9 +77,12 @@ def summary_findings(record: Record) -> Findings:
 
 
 def judge_record(record: Record, outcome: Outcome | None) -> Findings:
-    """Findings of one record under one variant (``outcome`` None for a summary record)."""
-    if record.summary or outcome is None:
+    """Findings of one record under one variant (``outcome`` None for a summary record, and
+    for a record judged from its site's columnar run: no finding here)."""
+    if record.summary:
         return summary_findings(record)
+    if outcome is None:
+        return []
     found = list(get_site(record.site).judge(record, outcome))
     if (outcome.accesses is None and outcome.status == INDEX_ERROR
             and not any(f["kind"] == OUT_OF_BOUNDS for f in found)):
@@ -167,12 +171,32 @@ class Judge:
             self._ranges.append((variant, rec, np.array(tensors, dtype=object),
                                  np.array(numbers, dtype=np.int64).T))
 
+    def add_run(self, variant: str | None, site: str, positions: np.ndarray, run: BatchRun
+                ) -> None:
+        """Judge the columnar ``run`` of the records at ``positions`` (all of ``site``) under
+        ``variant`` (None: the ``upstream`` model run only to find origins): its findings,
+        checked ranges and error outcomes."""
+        found = self._reference_store() if variant is None else self._found[variant]
+        for i, fs in run.checks.findings(run.req_ids).items():
+            found[int(positions[i])] = fs
+        if variant is None:
+            return
+        if (run.status == STATUSES.index(ERROR)).any():
+            self._errors[variant].add(site)
+        rec, tensors, numbers = run.checks.ranges()
+        if len(rec):
+            self._ranges.append((variant, positions[rec], np.array(tensors, dtype=object),
+                                 numbers))
+
+    def _reference_store(self) -> dict[int, Findings]:
+        if self._reference is None:
+            self._reference = {}
+        return self._reference
+
     def add_reference(self, records: Sequence[Record], start: int,
                       outcomes: Sequence[Outcome | None]) -> None:
         """Judge ``records`` under the ``upstream`` model run only to find origins."""
-        if self._reference is None:
-            self._reference = {}
-        _keep(self._reference, start, judge_all(records, outcomes))
+        _keep(self._reference_store(), start, judge_all(records, outcomes))
 
     def coordinates(self) -> np.ndarray:
         """One row per record so far: site order, step, rank, summary (int64)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
@@ -32,6 +32,7 @@ from forensics.progress import Progress
 from forensics.records import Record
 from forensics.sites import SINK, SITES, get_site
 from forensics.sites._common import failed
+from forensics.sites.core import BatchRun
 from forensics.variants import Variant, resolve_variant
 from forensics.variants.models import ModelVariant, PatchedVariant, UpstreamVariant
 
@@ -144,13 +145,21 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
         chunk = list(records[start:start + CHUNK])
         judged.add_records(chunk)
         done: list[tuple[Variant, list[Outcome | None]]] = []
+        columnar = _columnar(chunk)
         for name, variant in chosen:
-            outs = run_variant(variant, chunk, bar, name, _twin(variant, done))
+            runs = _run_columnar(variant, chunk, columnar, bar)
+            outs = run_variant(variant, chunk, bar, name, _twin(variant, done), set(runs))
             judged.add(name, chunk, start, outs)
             kept[name].add(start, outs)
+            for site, run in runs.items():
+                judged.add_run(name, site, start + columnar[site], run)
+                kept[name].add_run(start + columnar[site], run)
             done.append((variant, outs))
         if reference is not None:
-            judged.add_reference(chunk, start, run_variant(reference, chunk))
+            runs = _run_columnar(reference, chunk, columnar, None)
+            judged.add_reference(chunk, start, run_variant(reference, chunk, skip=set(runs)))
+            for site, run in runs.items():
+                judged.add_run(None, site, start + columnar[site], run)
         if hasattr(capture_obj, "release"):
             capture_obj.release()  # the chunk's mapped pages leave the resident set
     if bar is not None:
@@ -161,6 +170,32 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
     return ReplayResult(source, records, names, raw, _outcome_frame(coords, kept), found,
                         judged.verdicts(found), capture_obj, bounds=judged.bounds(),
                         index=_index_frame(coords))
+
+
+def _columnar(records: Sequence[Record]) -> dict[str, np.ndarray]:
+    """Positions of the non-summary records of each site with a columnar run."""
+    by_site: dict[str, list[int]] = {}
+    for i, record in enumerate(records):
+        if not record.summary:
+            by_site.setdefault(record.site, []).append(i)
+    return {site: np.array(positions, dtype=np.int64) for site, positions in by_site.items()
+            if hasattr(get_site(site), "run_batch")}
+
+
+def _run_columnar(variant: Variant, records: Sequence[Record], columnar: dict[str, np.ndarray],
+                  progress: Progress | None) -> dict[str, BatchRun]:
+    """The columnar runs of a model variant, per site of ``columnar`` (none for other
+    variants)."""
+    if not isinstance(variant, ModelVariant):
+        return {}
+    runs = {}
+    for site, positions in columnar.items():
+        run = variant.run_batch(site, [records[i] for i in positions.tolist()])
+        if run is not None:
+            runs[site] = run
+            if progress is not None:
+                progress.advance(len(positions))
+    return runs
 
 
 def _has_sink(records: Sequence[Record], capture: Any) -> bool:
@@ -228,17 +263,18 @@ def _twin(variant: Variant, done: Sequence[tuple[Variant, list[Outcome | None]]]
 
 
 def run_variant(variant: Variant, records: Sequence[Record], progress: Progress | None = None,
-                name: str | None = None, twin: Sequence[Outcome | None] | None = None
-                ) -> list[Outcome | None]:
+                name: str | None = None, twin: Sequence[Outcome | None] | None = None,
+                skip: Set[str] = frozenset()) -> list[Outcome | None]:
     """One outcome per record (None for summary records), site by site; ``run_many`` when the
     variant has it, else ``run`` per record. Exceptions become outcomes. ``progress`` is
     advanced by the records of each site. ``twin``: the ``upstream`` model's outcomes of the
     same records, when ``variant`` is the ``patched`` model: a record on which its site's
-    ``patch_inert`` says the patch changes nothing gets that very outcome object."""
+    ``patch_inert`` says the patch changes nothing gets that very outcome object. Records of
+    the sites in ``skip`` (run columnar) get None."""
     outcomes: list[Outcome | None] = [None] * len(records)
     by_site: dict[str, list[int]] = {}
     for i, record in enumerate(records):
-        if not record.summary:
+        if not record.summary and record.site not in skip:
             by_site.setdefault(record.site, []).append(i)
     for site, indices in by_site.items():
         if progress is not None:
@@ -318,6 +354,13 @@ class _Kept:
                     self.messages[i] = outcome.message
         if self.held is not None:
             self.held[start:start + len(outcomes)] = outcomes
+
+    def add_run(self, positions: np.ndarray, run: BatchRun) -> None:
+        """Keep the statuses and messages of a columnar run of the records at ``positions``
+        (a model's: no Outcome is held)."""
+        self.status[positions] = run.status
+        for i, message in run.messages.items():
+            self.messages[int(positions[i])] = message
 
     def outcomes(self, records: Sequence[Record]) -> Sequence[Outcome | None]:
         """The outcomes as ``ReplayResult.raw`` holds them."""

@@ -7,9 +7,12 @@ Each runs a record through its site module's ``upstream`` / ``patched`` model an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.sites import get_site
+from forensics.sites.core import BatchRun
 from forensics.variants import registry
 
 
@@ -36,6 +39,14 @@ class ModelVariant:
             return list(many(records))
         model = getattr(module, self.kind)
         return [model(record) for record in records]
+
+    def run_batch(self, site: str, records: Sequence[Record]) -> BatchRun | None:
+        """The columnar run of ``records`` (all of ``site``, none a summary) as the judge reads
+        it, or None when the site has no columnar run."""
+        columnar = getattr(get_site(site), "run_batch", None)
+        if columnar is None:
+            return None
+        return columnar(records, self.kind == "patched")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
