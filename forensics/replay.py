@@ -147,19 +147,19 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
         done: list[tuple[Variant, list[Outcome | None]]] = []
         columnar = _columnar(chunk)
         for name, variant in chosen:
-            runs = _run_columnar(variant, chunk, columnar, bar)
+            runs = _run_columnar(variant, columnar, bar)
             outs = run_variant(variant, chunk, bar, name, _twin(variant, done), set(runs))
             judged.add(name, chunk, start, outs)
             kept[name].add(start, outs)
             for site, run in runs.items():
-                judged.add_run(name, site, start + columnar[site], run)
-                kept[name].add_run(start + columnar[site], run)
+                judged.add_run(name, site, start + columnar[site][0], run)
+                kept[name].add_run(start + columnar[site][0], run)
             done.append((variant, outs))
         if reference is not None:
-            runs = _run_columnar(reference, chunk, columnar, None)
+            runs = _run_columnar(reference, columnar, None)
             judged.add_reference(chunk, start, run_variant(reference, chunk, skip=set(runs)))
             for site, run in runs.items():
-                judged.add_run(None, site, start + columnar[site], run)
+                judged.add_run(None, site, start + columnar[site][0], run)
         if hasattr(capture_obj, "release"):
             capture_obj.release()  # the chunk's mapped pages leave the resident set
     if bar is not None:
@@ -172,29 +172,33 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
                         index=_index_frame(coords))
 
 
-def _columnar(records: Sequence[Record]) -> dict[str, np.ndarray]:
-    """Positions of the non-summary records of each site with a columnar run."""
+def _columnar(records: Sequence[Record]) -> dict[str, tuple[np.ndarray, Any]]:
+    """Per site with a columnar run: the positions of its non-summary records and its
+    ``prepare`` of them (shared by the model variants)."""
     by_site: dict[str, list[int]] = {}
     for i, record in enumerate(records):
         if not record.summary:
             by_site.setdefault(record.site, []).append(i)
-    return {site: np.array(positions, dtype=np.int64) for site, positions in by_site.items()
-            if hasattr(get_site(site), "run_batch")}
+    out = {}
+    for site, positions in by_site.items():
+        prepare = getattr(get_site(site), "prepare", None)
+        if prepare is not None:
+            out[site] = (np.array(positions, dtype=np.int64),
+                         prepare([records[i] for i in positions]))
+    return out
 
 
-def _run_columnar(variant: Variant, records: Sequence[Record], columnar: dict[str, np.ndarray],
+def _run_columnar(variant: Variant, columnar: dict[str, tuple[np.ndarray, Any]],
                   progress: Progress | None) -> dict[str, BatchRun]:
     """The columnar runs of a model variant, per site of ``columnar`` (none for other
     variants)."""
     if not isinstance(variant, ModelVariant):
         return {}
     runs = {}
-    for site, positions in columnar.items():
-        run = variant.run_batch(site, [records[i] for i in positions.tolist()])
-        if run is not None:
-            runs[site] = run
-            if progress is not None:
-                progress.advance(len(positions))
+    for site, (positions, prepared) in columnar.items():
+        runs[site] = variant.run_batch(site, prepared)
+        if progress is not None:
+            progress.advance(len(positions))
     return runs
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from forensics.errors import CaptureFormatError
 from forensics.outcome import Access, Outcome
 from forensics.records import Record
-from forensics.sites.core import Checks
+from forensics.sites.core import CheckList, Checks
 
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
 #: while set (by the judge, ``forensics.findings._Judged.of``), every checked array's range is
@@ -44,7 +44,7 @@ def _observe(tensor: str, values: np.ndarray, lower: int, upper: int) -> bool:
     return lo < lower or hi >= upper
 
 
-def judged_findings(checks: Checks, req_ids: Sequence[Sequence[str] | None]
+def judged_findings(checks: Checks | CheckList, req_ids: Sequence[Sequence[str] | None]
                     ) -> list[dict[str, Any]]:
     """The findings of the one record of ``checks`` (its checked ranges noted, see
     CHECKED_RANGES)."""

@@ -31,7 +31,15 @@ from forensics.sites._common import (
     rows_with_any,
     screen_unique,
 )
-from forensics.sites.core import BatchRun, Checks, owner, ragged_parts, split_lists, starts_of
+from forensics.sites.core import (
+    BatchRun,
+    CheckList,
+    Checks,
+    owner,
+    ragged_parts,
+    split_lists,
+    starts_of,
+)
 
 NAME = "async_output"
 FIELDS = (
@@ -163,14 +171,17 @@ class Batch:
 @dataclass
 class Run:
     """One model's run over a :class:`Batch`: a status per record (index into STATUSES), the
-    rows after the call (``values``/``lengths``, meaningful for ``ok`` records) and the
-    accesses of ``sampled_token_ids_cpu`` (``acc_rows`` indexes the batch's rows)."""
+    rows it read from ``sampled_token_ids_cpu`` (``acc_rows`` indexes the batch's rows) and,
+    per written row ``sel`` (records that did not fail), the first trailing placeholder
+    ``start``, the ids taken ``count`` (-1: row left as it is) from flat position ``base``."""
 
     batch: Batch
     status: np.ndarray
-    values: np.ndarray
-    lengths: np.ndarray
     acc_rows: np.ndarray
+    sel: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
+    base: np.ndarray
 
     def accesses(self) -> Checks:
         """The accesses as checks (tensor ``sampled_token_ids_cpu``)."""
@@ -179,13 +190,31 @@ class Run:
         return Checks.of("sampled_token_ids_cpu", rec, b.local[rows], b.local[rows],
                          b.prev[rows], 0, b.s_rows[rec])
 
-    def checks(self) -> Checks:
-        """Every checked value: the accesses, then the ids written by ``ok`` records."""
-        return Checks.concat([self.accesses(),
-                              written(self.batch, self.values, self.lengths, self.status == 0)])
+    def writes(self) -> CheckList:
+        """The ids written, as checks against ``[0, vocab_size)``: the first ``count`` ids of
+        each row's sampled row at the row's trailing placeholders, except the ``-1`` ids (a
+        placeholder written over a placeholder changes nothing). Equal to :func:`written` of
+        the run's outputs, without building them."""
+        b, taken = self.batch, np.maximum(self.count, 0)
+        i = _within(taken)
+        owner_ = np.repeat(np.arange(len(taken)), taken)
+        v = b.sampled[self.base[owner_] + i]
+        keep = v != -1
+        row = self.sel[owner_[keep]]
+        return _write_checks(b, row, self.start[owner_[keep]] + i[keep], v[keep])
 
-    def outcome(self, i: int) -> Outcome:
-        """The Outcome of record ``i`` (the records API)."""
+    def checks(self) -> CheckList:
+        """Every checked value: the accesses, then the ids written by ``ok`` records."""
+        return Checks.concat([self.accesses(), self.writes()])
+
+    def after(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows after the call, end to end (meaningful for ``ok`` records)."""
+        return _rebuild(self.batch.values, self.batch.lengths, self.sel, self.start,
+                        self.count, self.base, self.batch.sampled)
+
+    def outcome(self, i: int, after: tuple[np.ndarray, np.ndarray] | None = None) -> Outcome:
+        """The Outcome of record ``i`` (the records API; ``after``: :meth:`after`, computed
+        when not given)."""
         b = self.batch
         rows = np.flatnonzero(b.rec == i)
         mine = self.acc_rows[b.rec[self.acc_rows] == i]
@@ -193,15 +222,20 @@ class Run:
                         int(b.s_rows[i]))
         if self.status[i] != 0:
             return Outcome(STATUSES[self.status[i]], _LIST_ERROR, {}, [access])
-        begin = starts_of(self.lengths)
-        lists = split_lists(self.values[begin[rows[0]]:begin[rows[-1]] + self.lengths[
-            rows[-1]]] if len(rows) else self.values[:0], self.lengths[rows])
-        record = b.records[i]
+        values, lengths = self.after() if after is None else after
+        begin = starts_of(lengths)
+        lists = split_lists(values[begin[rows[0]]:begin[rows[-1]] + lengths[rows[-1]]]
+                            if len(rows) else values[:0], lengths[rows])
         if not b.tails[i]:
             return Outcome(OK, "", {"output_token_ids": lists}, [access])
-        dtype = np.asarray(record["output_len"]).dtype
+        dtype = np.asarray(b.records[i]["output_len"]).dtype
         return Outcome(OK, "", {"output_tail": lists, "output_len": (
-            b.hidden[rows] + self.lengths[rows]).astype(dtype)}, [access])
+            b.hidden[rows] + lengths[rows]).astype(dtype)}, [access])
+
+    def outcomes(self) -> list[Outcome]:
+        """The Outcome of every record."""
+        after = self.after()
+        return [self.outcome(i, after) for i in range(len(self.batch.records))]
 
 
 def run(batch: Batch, patched: bool) -> Run:
@@ -226,9 +260,8 @@ def run(batch: Batch, patched: bool) -> Run:
     ids = b.sampled[np.repeat(base, k) + _within(k)]
     start = trailing_start(b.values, lens)[sel]
     count = _counts(ids, k, b.vocab[srec], lens[sel] - start, _groups(srec, eff, sel), patched)
-    values, lengths = _rebuild(b.values, lens, sel, start, count, base, b.sampled)
     status = np.where(failed, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
-    return Run(b, status, values, lengths, acc_rows)
+    return Run(b, status, acc_rows, sel, start, count, base)
 
 
 def _within(lengths: np.ndarray) -> np.ndarray:
@@ -323,7 +356,8 @@ def _rebuild(values: np.ndarray, lengths: np.ndarray, sel: np.ndarray, start: np
     return out, new_len
 
 
-def written(batch: Batch, values: np.ndarray, lengths: np.ndarray, ok: np.ndarray) -> Checks:
+def written(batch: Batch, values: np.ndarray, lengths: np.ndarray, ok: np.ndarray
+            ) -> CheckList:
     """The ids a call wrote, as checks against ``[0, vocab_size)``: in each row that differs
     from the row before the call (rows ``values``/``lengths`` after it, records where ``ok``),
     every id from the first trailing placeholder of the row before on, or only the positions
@@ -345,10 +379,17 @@ def written(batch: Batch, values: np.ndarray, lengths: np.ndarray, ok: np.ndarra
     inside = j < lo[tr]
     old = np.where(inside, b.values[np.where(inside, bs[tr] + j, 0)] if len(b.values) else 0, 0)
     keep = ~has_minus[tr] | ~inside | (v != old)
-    tr, j, v = tr[keep], j[keep], v[keep]
-    rec = b.rec[tr]
-    parts = [Checks.of(tensor, rec[mask], b.local[tr[mask]], j[mask] + b.hidden[tr[mask]],
-                       v[mask], 0, b.vocab[rec[mask]])
+    return _write_checks(b, tr[keep], j[keep], v[keep])
+
+
+def _write_checks(b: Batch, row: np.ndarray, position: np.ndarray, value: np.ndarray
+                  ) -> CheckList:
+    """Ids written at ``position`` of batch rows ``row`` as checks against
+    ``[0, vocab_size)``: ``element`` the position in the full output list, tensor
+    ``out.output_tail`` for tails, else ``out.output_token_ids``."""
+    rec = b.rec[row]
+    parts = [Checks.of(tensor, rec[mask], b.local[row[mask]], position[mask] + b.hidden[
+        row[mask]], value[mask], 0, b.vocab[rec[mask]])
              for tensor, mask in (("out.output_token_ids", ~b.tails[rec]),
                                   ("out.output_tail", b.tails[rec]))]
     return Checks.concat(parts)
@@ -367,22 +408,21 @@ def patched(record: Record) -> Outcome:
 
 def upstream_many(records: list[Record]) -> list[Outcome]:
     """:func:`upstream` on many records at once (one columnar run)."""
-    result = run(Batch.of(records), patched=False)
-    return [result.outcome(i) for i in range(len(records))]
+    return run(Batch.of(records), patched=False).outcomes()
 
 
 def patched_many(records: list[Record]) -> list[Outcome]:
     """:func:`patched` on many records at once (one columnar run)."""
-    result = run(Batch.of(records), patched=True)
-    return [result.outcome(i) for i in range(len(records))]
+    return run(Batch.of(records), patched=True).outcomes()
 
 
-def outcome_checks(record: Record, outcome: Outcome) -> Checks:
+def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     """The checks of any variant's outcome on one record: its accesses (models only), then the
     ids it wrote (``ok`` outcomes)."""
     batch = Batch.of([record])
-    parts = [Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower, a.upper)
-             for a in outcome.accesses or ()]
+    parts: list[Checks | CheckList] = [
+        Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower, a.upper)
+        for a in outcome.accesses or ()]
     after = outcome.outputs.get("output_tail" if batch.tails[0] else "output_token_ids")
     if outcome.status == OK and after is not None:
         rows = list(after)[: len(batch.lengths)]
@@ -408,8 +448,14 @@ def first_placeholder(ids: Sequence[int]) -> int:
     return int(trailing_start(values, lengths)[0])
 
 
-def run_batch(records: Sequence[Record], patched: bool) -> BatchRun:
-    """The columnar run of ``records`` as the judge reads it (no Outcome built)."""
-    result = run(Batch.of(records), patched)
+def prepare(records: Sequence[Record]) -> Batch:
+    """The columns :func:`run_batch` runs (built once for every model variant)."""
+    return Batch.of(records)
+
+
+def run_batch(batch: Batch, patched: bool) -> BatchRun:
+    """The columnar run of a prepared batch as the judge reads it (no Outcome built)."""
+    result = run(batch, patched)
     messages = {int(i): _LIST_ERROR for i in np.flatnonzero(result.status)}
-    return BatchRun(result.status, messages, result.checks(), [r["req_ids"] for r in records])
+    return BatchRun(result.status, messages, result.checks(),
+                    [r["req_ids"] for r in batch.records])

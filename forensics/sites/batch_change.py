@@ -29,7 +29,7 @@ from forensics.sites._common import (
     require_rows,
     screen_rows,
 )
-from forensics.sites.core import BatchRun, Checks
+from forensics.sites.core import BatchRun, CheckList, Checks
 
 NAME = "batch_change"
 FIELDS = (
@@ -198,7 +198,7 @@ class _Batch:
         self.new_accepted = np.where(participating, valid,
                                      _concat(self.records, "num_accepted_tokens")[0][:-1])
 
-    def checks(self) -> Checks:
+    def checks(self) -> CheckList:
         """The gathers of every record as checks, then its misattributed rows."""
         rec, rows = self.rec[self.used], self.local[self.used]
         gather = self.gather[self.used]
@@ -245,19 +245,22 @@ def _other_holder(records: list[Record], pp: np.ndarray) -> np.ndarray:
     return np.array(flags, dtype=bool)
 
 
-def run_batch(records: Sequence[Record], patched: bool) -> BatchRun:
-    """The columnar run of ``records`` as the judge reads it (regular records in one numpy
-    pass, the others one by one through torch)."""
-    regular = [i for i, r in enumerate(records) if _is_regular(r)]
+def prepare(records: Sequence[Record]) -> tuple[Sequence[Record], list[int]]:
+    """What :func:`run_batch` runs: the records and which of them are regular."""
+    return records, [i for i, r in enumerate(records) if _is_regular(r)]
+
+
+def run_batch(prepared: tuple[Sequence[Record], list[int]], patched: bool) -> BatchRun:
+    """The columnar run of prepared records as the judge reads it (regular records in one
+    numpy pass, the others one by one through torch)."""
+    records, regular = prepared
     status = np.zeros(len(records), dtype=np.int8)
     messages: dict[int, str] = {}
     parts = []
     if regular:
         batch = _Batch([records[i] for i in regular])
         batch.compute(patched)
-        checks = batch.checks()
-        checks.record = np.array(regular, dtype=np.int64)[checks.record]
-        parts.append(checks)
+        parts.append(batch.checks().renumbered(np.array(regular, dtype=np.int64)))
         for j in np.flatnonzero(batch.failed).tolist():
             status[regular[j]] = STATUSES.index(INDEX_ERROR)
             messages[regular[j]] = batch._outcome(j).message
@@ -266,13 +269,11 @@ def run_batch(records: Sequence[Record], patched: bool) -> BatchRun:
         status[i] = STATUSES.index(outcome.status)
         if outcome.message:
             messages[i] = outcome.message
-        one = outcome_checks(records[i], outcome)
-        one.record = np.full(len(one.record), i, dtype=np.int64)
-        parts.append(one)
+        parts.append(outcome_checks(records[i], outcome).renumbered(np.array([i])))
     return BatchRun(status, messages, Checks.concat(parts), [r.get("req_ids") for r in records])
 
 
-def outcome_checks(record: Record, outcome: Outcome) -> Checks:
+def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     """The checks of any variant's outcome on one record: its gathers, then the misattributed
     rows among the in-range gathers (request ids known)."""
     accesses = list(outcome.accesses or ())

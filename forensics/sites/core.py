@@ -14,7 +14,7 @@ numpy only (``import forensics.sites`` stays light).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -76,38 +76,14 @@ class Checks:
                    col(None, _NO_BOUND) if no_bound else col(lower),
                    col(None, _NO_BOUND) if no_bound else col(upper), np.cumsum(group))
 
-    @classmethod
-    def concat(cls, parts: Sequence[Checks]) -> Checks:
-        """One table of ``parts`` (entries regrouped by record, keeping each record's groups in
-        the order of ``parts``)."""
-        parts = [p for p in parts if len(p.value)]
-        if not parts:
-            return cls.empty()
-        names: list[str] = []
-        codes, groups = [], []
-        next_group = 0
+    @staticmethod
+    def concat(parts: Sequence[Checks | CheckList]) -> CheckList:
+        """The entries of ``parts`` as one list (each record's groups in the order of
+        ``parts``); nothing is copied."""
+        flat: list[Checks] = []
         for part in parts:
-            remap = np.array([_code(names, name) for name in part.tensor], dtype=np.int64)
-            codes.append(remap[part.tensor_code])
-            groups.append(part.group + next_group)
-            next_group += int(part.group[-1]) + 1
-        cols = {f: np.concatenate([getattr(p, f) for p in parts])
-                for f in ("record", "row", "element", "kind", "value", "lower", "upper")}
-        order = np.argsort(cols["record"], kind="stable")
-        group = np.concatenate(groups)[order]
-        renum = np.cumsum(np.diff(group, prepend=group[0] - 1) != 0) - 1
-        return cls(**{f: c[order] for f, c in cols.items()}, tensor=names,
-                   tensor_code=np.concatenate(codes)[order], group=renum)
-
-    def select(self, keep: np.ndarray) -> Checks:
-        """The entries of the records where ``keep`` (a mask over the batch) holds."""
-        mask = keep[self.record] if len(self.record) else np.zeros(0, dtype=bool)
-        group = self.group[mask]
-        renum = (np.cumsum(np.diff(group, prepend=group[0] - 1) != 0) - 1) if len(group) \
-            else group
-        return Checks(self.record[mask], self.row[mask], self.element[mask], self.tensor,
-                      self.tensor_code[mask], self.kind[mask], self.value[mask],
-                      self.lower[mask], self.upper[mask], renum)
+            flat += part.parts if isinstance(part, CheckList) else [part]
+        return CheckList([p for p in flat if len(p.value)])
 
     def bad(self) -> np.ndarray:
         """Positions of the entries that are findings."""
@@ -136,24 +112,49 @@ class Checks:
     def ranges(self) -> tuple[np.ndarray, list[str], np.ndarray]:
         """The checked ranges: per group with bounds, its record, tensor and
         ``(min, max, lower, upper)`` (int64, one row per group)."""
-        ranged = self.select_bounded()
-        if not len(ranged.value):
-            return np.zeros(0, np.int64), [], np.zeros((0, 4), np.int64)
-        starts = np.flatnonzero(np.diff(ranged.group, prepend=-1))
-        numbers = np.stack([np.minimum.reduceat(ranged.value, starts),
-                            np.maximum.reduceat(ranged.value, starts),
-                            ranged.lower[starts], ranged.upper[starts]], axis=1)
-        tensors = [ranged.tensor[c] for c in ranged.tensor_code[starts].tolist()]
-        return ranged.record[starts], tensors, numbers
-
-    def select_bounded(self) -> Checks:
-        """The ``out_of_bounds`` entries only (those with a range)."""
         mask = self.kind == 0
-        if mask.all():
-            return self
-        return Checks(self.record[mask], self.row[mask], self.element[mask], self.tensor,
-                      self.tensor_code[mask], self.kind[mask], self.value[mask],
-                      self.lower[mask], self.upper[mask], self.group[mask])
+        value, group = self.value[mask], self.group[mask]
+        if not len(value):
+            return np.zeros(0, np.int64), [], np.zeros((0, 4), np.int64)
+        starts = np.flatnonzero(np.diff(group, prepend=-1))
+        first = np.flatnonzero(mask)[starts]
+        numbers = np.stack([np.minimum.reduceat(value, starts),
+                            np.maximum.reduceat(value, starts),
+                            self.lower[first], self.upper[first]], axis=1)
+        tensors = [self.tensor[c] for c in self.tensor_code[first].tolist()]
+        return self.record[first], tensors, numbers
+
+
+@dataclass
+class CheckList:
+    """Several :class:`Checks` of one batch read as one: each record's findings and ranges
+    come part by part, in order."""
+
+    parts: list[Checks]
+
+    def findings(self, req_ids: Sequence[Sequence[str] | None] | None = None
+                 ) -> dict[int, list[dict[str, Any]]]:
+        """Finding dicts per record (only records with some), part by part."""
+        found: dict[int, list[dict[str, Any]]] = {}
+        for part in self.parts:
+            for rec, items in part.findings(req_ids).items():
+                found.setdefault(rec, []).extend(items)
+        return found
+
+    def ranges(self) -> tuple[np.ndarray, list[str], np.ndarray]:
+        """The checked ranges of every part, ordered by record (parts in order within one)."""
+        got = [part.ranges() for part in self.parts]
+        if not got:
+            return np.zeros(0, np.int64), [], np.zeros((0, 4), np.int64)
+        rec = np.concatenate([g[0] for g in got])
+        order = np.argsort(rec, kind="stable")
+        tensors = [t for g in got for t in g[1]]
+        return rec[order], [tensors[i] for i in order.tolist()], np.concatenate(
+            [g[2] for g in got])[order]
+
+    def renumbered(self, positions: np.ndarray) -> CheckList:
+        """The same checks with record ``i`` renamed ``positions[i]``."""
+        return CheckList([replace(p, record=positions[p.record]) for p in self.parts])
 
 
 def _code(names: list[str], name: str) -> int:
@@ -200,5 +201,5 @@ class BatchRun:
 
     status: np.ndarray
     messages: dict[int, str]
-    checks: Checks
+    checks: CheckList
     req_ids: list[Sequence[str] | None]

@@ -100,17 +100,23 @@ def _rows(records: Sequence[Record], rec: np.ndarray, element: np.ndarray) -> np
     return np.where(rows < counts[rec], rows, -1)
 
 
-def run_batch(records: Sequence[Record], patched: bool = False) -> BatchRun:
+def prepare(records: Sequence[Record]) -> BatchRun:
     """The lookup on every record at once: ``index_error`` for an id outside the weight with
-    one GPU, ``ok`` otherwise (masked with tensor parallelism); the ids checked. No patch:
-    ``patched`` changes nothing."""
+    one GPU, ``ok`` otherwise (masked with tensor parallelism); the ids checked. The same for
+    every variant: the run itself."""
     checks = _ids(records)
     has_bad = np.zeros(len(records), dtype=bool)
     has_bad[checks.record[checks.bad()]] = True
     single = np.array([r.get("tp_size", 1) == 1 for r in records], dtype=bool)
     status = np.where(has_bad & single, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
-    return BatchRun(status, {int(i): _MESSAGE for i in np.flatnonzero(status)}, checks,
+    return BatchRun(status, {int(i): _MESSAGE for i in np.flatnonzero(status)},
+                    Checks.concat([checks]),
                     [r.get("req_ids") for r in records])
+
+
+def run_batch(prepared: BatchRun, patched: bool) -> BatchRun:
+    """The run of a prepared batch (:func:`prepare`): there is no patch."""
+    return prepared
 
 
 def upstream(record: Record) -> Outcome:
@@ -125,7 +131,7 @@ patched = upstream
 
 def upstream_many(records: list[Record]) -> list[Outcome]:
     """:func:`upstream` on many records at once (one columnar run)."""
-    status = run_batch(records).status.tolist()
+    status = prepare(records).status.tolist()
     return [Outcome(STATUSES[s], _MESSAGE if s else "", {}, []) for s in status]
 
 

@@ -7,7 +7,7 @@ Each runs a record through its site module's ``upstream`` / ``patched`` model an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
 from forensics.outcome import Outcome
 from forensics.records import Record
@@ -40,13 +40,10 @@ class ModelVariant:
         model = getattr(module, self.kind)
         return [model(record) for record in records]
 
-    def run_batch(self, site: str, records: Sequence[Record]) -> BatchRun | None:
-        """The columnar run of ``records`` (all of ``site``, none a summary) as the judge reads
-        it, or None when the site has no columnar run."""
-        columnar = getattr(get_site(site), "run_batch", None)
-        if columnar is None:
-            return None
-        return columnar(records, self.kind == "patched")
+    def run_batch(self, site: str, prepared: Any) -> BatchRun:
+        """The columnar run of records of ``site`` (none a summary) as the judge reads it;
+        ``prepared`` is the site's ``prepare(records)``, shared by the model variants."""
+        return get_site(site).run_batch(prepared, self.kind == "patched")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
