@@ -58,7 +58,8 @@ class Checks:
     def of(cls, tensor: str, record: Any, row: Any, element: Any, value: Any, lower: Any,
            upper: Any, kind: str = OUT_OF_BOUNDS) -> Checks:
         """Entries of one tensor, grouped per record (``record`` must be non-decreasing);
-        scalars broadcast. ``row``/``element`` None: unknown."""
+        scalars broadcast. ``row``/``element`` None: unknown; ``lower`` None: no range (a
+        ``misattributed`` entry only)."""
         value = _i64(value)
         n = len(value)
         record = np.broadcast_to(_i64(record), (n,)) if np.ndim(record) == 0 else _i64(record)
@@ -67,10 +68,11 @@ class Checks:
             return np.full(n, fill, np.int64) if x is None else np.broadcast_to(
                 _i64(x) if np.ndim(x) else np.int64(x), (n,)).astype(np.int64)
 
+        no_bound = kind != OUT_OF_BOUNDS and lower is None
+
         starts = np.flatnonzero(np.diff(record, prepend=-1)) if n else np.zeros(0, np.int64)
         group = np.zeros(n, dtype=np.int64)
         group[starts[1:]] = 1
-        no_bound = kind != OUT_OF_BOUNDS
         return cls(col(record), col(row), col(element), [tensor], np.zeros(n, np.int64),
                    np.full(n, KINDS.index(kind), np.int8), value,
                    col(None, _NO_BOUND) if no_bound else col(lower),
@@ -183,6 +185,19 @@ def starts_of(lengths: np.ndarray) -> np.ndarray:
 def owner(lengths: np.ndarray) -> np.ndarray:
     """The run of each value given the run lengths."""
     return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+
+
+def rows_of_slots(cu: np.ndarray, cu_counts: np.ndarray, rec: np.ndarray, slot: np.ndarray
+                  ) -> np.ndarray:
+    """Batch row of each token ``slot`` of record ``rec``, given every record's inclusive
+    cumulative token counts ``cu`` end to end (``cu_counts`` per record, each run
+    non-decreasing and >= 0); -1 past a record's last row."""
+    if not cu_counts.sum():
+        return np.full(len(rec), -1, dtype=np.int64)
+    span = int(max(cu.max(initial=0), slot.max(initial=0))) + 2
+    keyed = owner(cu_counts) * span + cu  # non-decreasing: records in order, each run sorted
+    rows = np.searchsorted(keyed, rec * span + slot, side="right") - starts_of(cu_counts)[rec]
+    return np.where(rows < cu_counts[rec], rows, -1)
 
 
 def split_lists(values: np.ndarray, lengths: np.ndarray) -> list[list[int]]:

@@ -25,7 +25,7 @@ from forensics.sites._common import (
     row_steps,
     rows_with_any,
 )
-from forensics.sites.core import BatchRun, Checks, owner, starts_of
+from forensics.sites.core import BatchRun, Checks, owner, rows_of_slots, starts_of
 
 NAME = "embedding"
 FIELDS = (
@@ -87,17 +87,11 @@ def _ids(records: Sequence[Record]) -> Checks:
 
 
 def _rows(records: Sequence[Record], rec: np.ndarray, element: np.ndarray) -> np.ndarray:
-    """Batch row of each token (``cu_num_tokens``: inclusive cumulative counts); -1 where
-    unknown."""
+    """Batch row of each token (``cu_num_tokens``); -1 where unknown."""
     cus = [np.asarray(r.get("cu_num_tokens", ()), dtype=np.int64) for r in records]
     counts = np.fromiter(map(len, cus), dtype=np.int64, count=len(cus))
-    if not counts.sum():
-        return np.full(len(rec), -1, dtype=np.int64)
-    cu = np.concatenate(cus)
-    span = int(max(cu.max(initial=0), element.max(initial=0))) + 2
-    keyed = owner(counts) * span + cu  # non-decreasing: records in order, each cu sorted
-    rows = np.searchsorted(keyed, rec * span + element, side="right") - starts_of(counts)[rec]
-    return np.where(rows < counts[rec], rows, -1)
+    return rows_of_slots(np.concatenate(cus) if cus else np.zeros(0, np.int64), counts, rec,
+                         element)
 
 
 def prepare(records: Sequence[Record]) -> BatchRun:
