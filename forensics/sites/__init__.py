@@ -8,15 +8,22 @@ Each site module defines at module level (numpy only; torch is imported inside f
 - ``SUMMARY_BOUND``: the bound field a summary record carries beside ``min``/``max``;
 - ``check_record(record, where)``: site-specific consistency checks beyond the schema;
 - ``upstream(record)`` / ``patched(record)``: the models, returning a ``forensics.outcome.Outcome``;
-- optionally ``upstream_many(records)`` / ``patched_many(records)`` (vectorised) and
-  ``patch_inert(record)`` (true only where ``patched`` gives exactly ``upstream``'s outcome).
+- optionally ``prepare(records)`` and ``run_batch(prepared, patched) -> BatchRun``: the columnar
+  run the replay uses (:mod:`forensics.sites.core`), ``upstream_many(records)`` /
+  ``patched_many(records)`` and ``patch_inert(record)`` (true only where ``patched`` gives
+  exactly ``upstream``'s outcome).
+
+Third-party sites register through the entry-point group ``forensics.sites``
+(:mod:`forensics.plugins`); each comes before the sink in pipeline order.
 """
 
 from __future__ import annotations
 
+import warnings
 from types import ModuleType
 
 from forensics.errors import UnknownSiteError
+from forensics.plugins import SITES_GROUP, entry_points
 from forensics.sites import async_output, batch_change, embedding, prepare_input_ids
 
 #: Pipeline order: the order in which a step's sites run (and ties are broken towards the sink).
@@ -26,8 +33,25 @@ SITE_MODULES: dict[str, ModuleType] = {
     async_output.NAME: async_output,
     embedding.NAME: embedding,
 }
-SITES: tuple[str, ...] = tuple(SITE_MODULES)
 SINK = embedding.NAME
+#: what a site module must define (the optional parts: see the module docstring)
+PROTOCOL = ("NAME", "FIELDS", "OUTPUT_FIELDS", "SUMMARY_BOUND", "SUMMARY_TENSOR", "upstream",
+            "patched", "judge")
+
+
+def _add_plugins() -> None:
+    """Register the sites of the ``forensics.sites`` entry points, before the sink."""
+    sink = SITE_MODULES.pop(SINK)
+    for name, module in entry_points(SITES_GROUP):
+        missing = [a for a in PROTOCOL if not hasattr(module, a)]
+        if missing or module.NAME in SITE_MODULES or module.NAME == SINK:
+            warnings.warn(f"forensics: skipping the site plugin {name!r}: "
+                          f"{'it lacks ' + str(missing) if missing else 'its NAME is taken'}; "
+                          f"a site module defines {list(PROTOCOL)}", stacklevel=2)
+            continue
+        SITE_MODULES[module.NAME] = module
+    SITE_MODULES[SINK] = sink
+
 
 
 def get_site(name: str) -> ModuleType:
@@ -44,3 +68,7 @@ def site_order(name: str) -> int:
     """Position of ``name`` in pipeline order (raises UnknownSiteError)."""
     get_site(name)
     return SITES.index(name)
+
+
+_add_plugins()  # last: a plugin module may import this package's functions
+SITES: tuple[str, ...] = tuple(SITE_MODULES)
