@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import warnings
 from types import ModuleType
+from typing import Any
 
 from forensics.errors import UnknownSiteError
 from forensics.plugins import SITES_GROUP, entry_points
+from forensics.records import Record
 from forensics.sites import async_output, batch_change, embedding, prepare_input_ids
 
 #: Pipeline order: the order in which a step's sites run (and ties are broken towards the sink).
@@ -62,6 +64,30 @@ def get_site(name: str) -> ModuleType:
         raise UnknownSiteError(
             f"unknown site {name!r}; expected one of {list(SITES)}"
         ) from None
+
+
+def first_out_of_bounds(record: Record, patched: bool = False) -> dict[str, Any] | None:
+    """The first index or id of ``record``'s run (``patched``: the patched model) outside its
+    valid range, as a finding dict (``row, element, tensor, kind, value, lower, upper,
+    req_id``; lowest row, then element, unknown rows last), or None: the site's own columnar
+    run and checks on a batch of one, for the probe's guard (host values in a Record).
+
+    Raises:
+        UnknownSiteError: the record's site is not registered.
+    """
+    module = get_site(record.site)
+    prepare = getattr(module, "prepare", None)
+    if prepare is not None:
+        run = module.run_batch(prepare([record]), patched)
+        found = run.checks.findings(run.req_ids).get(0, [])
+    else:
+        found = module.judge(record, getattr(module, "patched" if patched else "upstream")(
+            record))
+    bad = [f for f in found if f["kind"] == "out_of_bounds"]
+    never = 2**62
+    return min(bad, key=lambda f: (never if f["row"] is None else f["row"],
+                                   never if f["element"] is None else f["element"]),
+               default=None)
 
 
 def site_order(name: str) -> int:
