@@ -107,21 +107,14 @@ class _Judged:
     counts: list[int]
 
     @classmethod
-    def of(cls, records: Sequence[Record], outcomes: Sequence[Outcome | None],
-           twin: _Judged | None = None) -> _Judged:
-        """Judge ``records``; an outcome that is the very object ``twin`` judged for the same
-        record (a patch inert on it) takes a copy of the twin's findings and ranges."""
+    def of(cls, records: Sequence[Record], outcomes: Sequence[Outcome | None]) -> _Judged:
+        """Judge ``records`` one by one (the checked ranges noted while judging)."""
         judged = cls(outcomes, [], [], [])
-        starts = np.cumsum([0, *twin.counts]).tolist() if twin is not None else []
         token = CHECKED_RANGES.set(judged.ranges)
         try:
-            for i, (record, outcome) in enumerate(zip(records, outcomes, strict=True)):
+            for record, outcome in zip(records, outcomes, strict=True):
                 before = len(judged.ranges)
-                if twin is not None and outcome is not None and outcome is twin.outcomes[i]:
-                    judged.found.append([dict(f) for f in twin.found[i]])
-                    judged.ranges += twin.ranges[starts[i]:starts[i + 1]]
-                else:
-                    judged.found.append(judge_record(record, outcome))
+                judged.found.append(judge_record(record, outcome))
                 judged.counts.append(len(judged.ranges) - before)
         finally:
             CHECKED_RANGES.reset(token)
@@ -144,7 +137,6 @@ class Judge:
         self._coords: list[np.ndarray] = []
         self._ranges: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
         self._count = 0
-        self._last: tuple[int, _Judged] | None = None
 
     def add_records(self, records: Sequence[Record]) -> int:
         """Note the coordinates of the next ``records``; return the position of the first."""
@@ -156,11 +148,9 @@ class Judge:
 
     def add(self, variant: str, records: Sequence[Record], start: int,
             outcomes: Sequence[Outcome | None]) -> None:
-        """Judge ``records`` (at positions ``start...``) under ``variant``. An outcome object
-        that the previous variant had for the same record is not judged again."""
-        twin = self._last[1] if self._last is not None and self._last[0] == start else None
-        judged = _Judged.of(records, outcomes, twin)
-        self._last = (start, judged)
+        """Judge ``records`` (at positions ``start...``) under ``variant`` (records of a site
+        run columnar have None outcomes here: :meth:`add_run` judges them)."""
+        judged = _Judged.of(records, outcomes)
         ranges, counts = judged.ranges, judged.counts
         _keep(self._found[variant], start, judged.found)
         self._errors[variant] |= {r.site for r, o in zip(records, outcomes, strict=True)

@@ -34,7 +34,7 @@ from forensics.sites import SINK, SITES, get_site
 from forensics.sites._common import failed
 from forensics.sites.core import BatchRun
 from forensics.variants import Variant, resolve_variant
-from forensics.variants.models import ModelVariant, PatchedVariant, UpstreamVariant
+from forensics.variants.models import ModelVariant
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -144,17 +144,15 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
     for start in range(0, len(records), CHUNK):
         chunk = list(records[start:start + CHUNK])
         judged.add_records(chunk)
-        done: list[tuple[Variant, list[Outcome | None]]] = []
         columnar = _columnar(chunk)
         for name, variant in chosen:
             runs = _run_columnar(variant, columnar, bar)
-            outs = run_variant(variant, chunk, bar, name, _twin(variant, done), set(runs))
+            outs = run_variant(variant, chunk, bar, name, set(runs))
             judged.add(name, chunk, start, outs)
             kept[name].add(start, outs)
             for site, run in runs.items():
                 judged.add_run(name, site, start + columnar[site][0], run)
                 kept[name].add_run(start + columnar[site][0], run)
-            done.append((variant, outs))
         if reference is not None:
             runs = _run_columnar(reference, columnar, None)
             judged.add_reference(chunk, start, run_variant(reference, chunk, skip=set(runs)))
@@ -255,26 +253,13 @@ def _from_spec(name: str, spec: Any) -> Variant:
     return resolve_variant(name, spec)
 
 
-def _twin(variant: Variant, done: Sequence[tuple[Variant, list[Outcome | None]]]
-          ) -> list[Outcome | None] | None:
-    """The ``upstream`` model's outcomes of the same records when ``variant`` is the ``patched``
-    model (see :func:`run_variant`), else None."""
-    if type(variant) is PatchedVariant:
-        for other, outs in done:
-            if type(other) is UpstreamVariant:
-                return outs
-    return None
-
-
 def run_variant(variant: Variant, records: Sequence[Record], progress: Progress | None = None,
-                name: str | None = None, twin: Sequence[Outcome | None] | None = None,
-                skip: Set[str] = frozenset()) -> list[Outcome | None]:
+                name: str | None = None, skip: Set[str] = frozenset()
+                ) -> list[Outcome | None]:
     """One outcome per record (None for summary records), site by site; ``run_many`` when the
     variant has it, else ``run`` per record. Exceptions become outcomes. ``progress`` is
-    advanced by the records of each site. ``twin``: the ``upstream`` model's outcomes of the
-    same records, when ``variant`` is the ``patched`` model: a record on which its site's
-    ``patch_inert`` says the patch changes nothing gets that very outcome object. Records of
-    the sites in ``skip`` (run columnar) get None."""
+    advanced by the records of each site. Records of the sites in ``skip`` (run columnar) get
+    None."""
     outcomes: list[Outcome | None] = [None] * len(records)
     by_site: dict[str, list[int]] = {}
     for i, record in enumerate(records):
@@ -283,29 +268,12 @@ def run_variant(variant: Variant, records: Sequence[Record], progress: Progress 
     for site, indices in by_site.items():
         if progress is not None:
             progress.advance(0, f"{name or variant.name}: {site}")
-        rest = indices if twin is None else _share(site, indices, records, twin, outcomes)
-        for i, outcome in zip(rest, _run_site(variant, site, [records[i] for i in rest]),
+        for i, outcome in zip(indices, _run_site(variant, site, [records[i] for i in indices]),
                               strict=True):
             outcomes[i] = outcome
         if progress is not None:
             progress.advance(len(indices))
     return outcomes
-
-
-def _share(site: str, indices: list[int], records: Sequence[Record],
-           twin: Sequence[Outcome | None], outcomes: list[Outcome | None]) -> list[int]:
-    """Give each record of ``indices`` on which the patch of ``site`` is inert the twin's
-    outcome; return the other indices."""
-    inert = getattr(get_site(site), "patch_inert", None)
-    if inert is None:
-        return indices
-    rest = []
-    for i in indices:
-        if twin[i] is not None and inert(records[i]):
-            outcomes[i] = twin[i]
-        else:
-            rest.append(i)
-    return rest
 
 
 def _run_site(variant: Variant, site: str, records: list[Record]) -> list[Outcome]:
