@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from forensics.outcome import ERROR, INDEX_ERROR, Outcome
+from forensics.outcome import ERROR, INDEX_ERROR, STATUSES, Outcome
 from forensics.records import Record
 from forensics.sites import SINK, SITES, get_site, site_order
 from forensics.sites._common import (
@@ -39,6 +39,7 @@ from forensics.sites._common import (
     index_error_finding,
     observe_range,
 )
+from forensics.sites.core import BatchRun
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,9 +77,12 @@ def summary_findings(record: Record) -> Findings:
 
 
 def judge_record(record: Record, outcome: Outcome | None) -> Findings:
-    """Findings of one record under one variant (``outcome`` None for a summary record)."""
-    if record.summary or outcome is None:
+    """Findings of one record under one variant (``outcome`` None for a summary record, and
+    for a record judged from its site's columnar run: no finding here)."""
+    if record.summary:
         return summary_findings(record)
+    if outcome is None:
+        return []
     found = list(get_site(record.site).judge(record, outcome))
     if (outcome.accesses is None and outcome.status == INDEX_ERROR
             and not any(f["kind"] == OUT_OF_BOUNDS for f in found)):
@@ -103,21 +107,14 @@ class _Judged:
     counts: list[int]
 
     @classmethod
-    def of(cls, records: Sequence[Record], outcomes: Sequence[Outcome | None],
-           twin: _Judged | None = None) -> _Judged:
-        """Judge ``records``; an outcome that is the very object ``twin`` judged for the same
-        record (a patch inert on it) takes a copy of the twin's findings and ranges."""
+    def of(cls, records: Sequence[Record], outcomes: Sequence[Outcome | None]) -> _Judged:
+        """Judge ``records`` one by one (the checked ranges noted while judging)."""
         judged = cls(outcomes, [], [], [])
-        starts = np.cumsum([0, *twin.counts]).tolist() if twin is not None else []
         token = CHECKED_RANGES.set(judged.ranges)
         try:
-            for i, (record, outcome) in enumerate(zip(records, outcomes, strict=True)):
+            for record, outcome in zip(records, outcomes, strict=True):
                 before = len(judged.ranges)
-                if twin is not None and outcome is not None and outcome is twin.outcomes[i]:
-                    judged.found.append([dict(f) for f in twin.found[i]])
-                    judged.ranges += twin.ranges[starts[i]:starts[i + 1]]
-                else:
-                    judged.found.append(judge_record(record, outcome))
+                judged.found.append(judge_record(record, outcome))
                 judged.counts.append(len(judged.ranges) - before)
         finally:
             CHECKED_RANGES.reset(token)
@@ -140,7 +137,6 @@ class Judge:
         self._coords: list[np.ndarray] = []
         self._ranges: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
         self._count = 0
-        self._last: tuple[int, _Judged] | None = None
 
     def add_records(self, records: Sequence[Record]) -> int:
         """Note the coordinates of the next ``records``; return the position of the first."""
@@ -152,11 +148,9 @@ class Judge:
 
     def add(self, variant: str, records: Sequence[Record], start: int,
             outcomes: Sequence[Outcome | None]) -> None:
-        """Judge ``records`` (at positions ``start...``) under ``variant``. An outcome object
-        that the previous variant had for the same record is not judged again."""
-        twin = self._last[1] if self._last is not None and self._last[0] == start else None
-        judged = _Judged.of(records, outcomes, twin)
-        self._last = (start, judged)
+        """Judge ``records`` (at positions ``start...``) under ``variant`` (records of a site
+        run columnar have None outcomes here: :meth:`add_run` judges them)."""
+        judged = _Judged.of(records, outcomes)
         ranges, counts = judged.ranges, judged.counts
         _keep(self._found[variant], start, judged.found)
         self._errors[variant] |= {r.site for r, o in zip(records, outcomes, strict=True)
@@ -167,12 +161,32 @@ class Judge:
             self._ranges.append((variant, rec, np.array(tensors, dtype=object),
                                  np.array(numbers, dtype=np.int64).T))
 
+    def add_run(self, variant: str | None, site: str, positions: np.ndarray, run: BatchRun
+                ) -> None:
+        """Judge the columnar ``run`` of the records at ``positions`` (all of ``site``) under
+        ``variant`` (None: the ``upstream`` model run only to find origins): its findings,
+        checked ranges and error outcomes."""
+        found = self._reference_store() if variant is None else self._found[variant]
+        for i, fs in run.checks.findings(run.req_ids).items():
+            found[int(positions[i])] = fs
+        if variant is None:
+            return
+        if (run.status == STATUSES.index(ERROR)).any():
+            self._errors[variant].add(site)
+        rec, tensors, numbers = run.checks.ranges()
+        if len(rec):
+            self._ranges.append((variant, positions[rec], np.array(tensors, dtype=object),
+                                 numbers))
+
+    def _reference_store(self) -> dict[int, Findings]:
+        if self._reference is None:
+            self._reference = {}
+        return self._reference
+
     def add_reference(self, records: Sequence[Record], start: int,
                       outcomes: Sequence[Outcome | None]) -> None:
         """Judge ``records`` under the ``upstream`` model run only to find origins."""
-        if self._reference is None:
-            self._reference = {}
-        _keep(self._reference, start, judge_all(records, outcomes))
+        _keep(self._reference_store(), start, judge_all(records, outcomes))
 
     def coordinates(self) -> np.ndarray:
         """One row per record so far: site order, step, rank, summary (int64)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
@@ -32,8 +32,9 @@ from forensics.progress import Progress
 from forensics.records import Record
 from forensics.sites import SINK, SITES, get_site
 from forensics.sites._common import failed
+from forensics.sites.core import BatchRun
 from forensics.variants import Variant, resolve_variant
-from forensics.variants.models import ModelVariant, PatchedVariant, UpstreamVariant
+from forensics.variants.models import ModelVariant
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -143,14 +144,20 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
     for start in range(0, len(records), CHUNK):
         chunk = list(records[start:start + CHUNK])
         judged.add_records(chunk)
-        done: list[tuple[Variant, list[Outcome | None]]] = []
+        columnar = _columnar(chunk)
         for name, variant in chosen:
-            outs = run_variant(variant, chunk, bar, name, _twin(variant, done))
+            runs = _run_columnar(variant, columnar, bar)
+            outs = run_variant(variant, chunk, bar, name, set(runs))
             judged.add(name, chunk, start, outs)
             kept[name].add(start, outs)
-            done.append((variant, outs))
+            for site, run in runs.items():
+                judged.add_run(name, site, start + columnar[site][0], run)
+                kept[name].add_run(start + columnar[site][0], run)
         if reference is not None:
-            judged.add_reference(chunk, start, run_variant(reference, chunk))
+            runs = _run_columnar(reference, columnar, None)
+            judged.add_reference(chunk, start, run_variant(reference, chunk, skip=set(runs)))
+            for site, run in runs.items():
+                judged.add_run(None, site, start + columnar[site][0], run)
         if hasattr(capture_obj, "release"):
             capture_obj.release()  # the chunk's mapped pages leave the resident set
     if bar is not None:
@@ -161,6 +168,36 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
     return ReplayResult(source, records, names, raw, _outcome_frame(coords, kept), found,
                         judged.verdicts(found), capture_obj, bounds=judged.bounds(),
                         index=_index_frame(coords))
+
+
+def _columnar(records: Sequence[Record]) -> dict[str, tuple[np.ndarray, Any]]:
+    """Per site with a columnar run: the positions of its non-summary records and its
+    ``prepare`` of them (shared by the model variants)."""
+    by_site: dict[str, list[int]] = {}
+    for i, record in enumerate(records):
+        if not record.summary:
+            by_site.setdefault(record.site, []).append(i)
+    out = {}
+    for site, positions in by_site.items():
+        prepare = getattr(get_site(site), "prepare", None)
+        if prepare is not None:
+            out[site] = (np.array(positions, dtype=np.int64),
+                         prepare([records[i] for i in positions]))
+    return out
+
+
+def _run_columnar(variant: Variant, columnar: dict[str, tuple[np.ndarray, Any]],
+                  progress: Progress | None) -> dict[str, BatchRun]:
+    """The columnar runs of a model variant, per site of ``columnar`` (none for other
+    variants)."""
+    if not isinstance(variant, ModelVariant):
+        return {}
+    runs = {}
+    for site, (positions, prepared) in columnar.items():
+        runs[site] = variant.run_batch(site, prepared)
+        if progress is not None:
+            progress.advance(len(positions))
+    return runs
 
 
 def _has_sink(records: Sequence[Record], capture: Any) -> bool:
@@ -216,56 +253,27 @@ def _from_spec(name: str, spec: Any) -> Variant:
     return resolve_variant(name, spec)
 
 
-def _twin(variant: Variant, done: Sequence[tuple[Variant, list[Outcome | None]]]
-          ) -> list[Outcome | None] | None:
-    """The ``upstream`` model's outcomes of the same records when ``variant`` is the ``patched``
-    model (see :func:`run_variant`), else None."""
-    if type(variant) is PatchedVariant:
-        for other, outs in done:
-            if type(other) is UpstreamVariant:
-                return outs
-    return None
-
-
 def run_variant(variant: Variant, records: Sequence[Record], progress: Progress | None = None,
-                name: str | None = None, twin: Sequence[Outcome | None] | None = None
+                name: str | None = None, skip: Set[str] = frozenset()
                 ) -> list[Outcome | None]:
     """One outcome per record (None for summary records), site by site; ``run_many`` when the
     variant has it, else ``run`` per record. Exceptions become outcomes. ``progress`` is
-    advanced by the records of each site. ``twin``: the ``upstream`` model's outcomes of the
-    same records, when ``variant`` is the ``patched`` model: a record on which its site's
-    ``patch_inert`` says the patch changes nothing gets that very outcome object."""
+    advanced by the records of each site. Records of the sites in ``skip`` (run columnar) get
+    None."""
     outcomes: list[Outcome | None] = [None] * len(records)
     by_site: dict[str, list[int]] = {}
     for i, record in enumerate(records):
-        if not record.summary:
+        if not record.summary and record.site not in skip:
             by_site.setdefault(record.site, []).append(i)
     for site, indices in by_site.items():
         if progress is not None:
             progress.advance(0, f"{name or variant.name}: {site}")
-        rest = indices if twin is None else _share(site, indices, records, twin, outcomes)
-        for i, outcome in zip(rest, _run_site(variant, site, [records[i] for i in rest]),
+        for i, outcome in zip(indices, _run_site(variant, site, [records[i] for i in indices]),
                               strict=True):
             outcomes[i] = outcome
         if progress is not None:
             progress.advance(len(indices))
     return outcomes
-
-
-def _share(site: str, indices: list[int], records: Sequence[Record],
-           twin: Sequence[Outcome | None], outcomes: list[Outcome | None]) -> list[int]:
-    """Give each record of ``indices`` on which the patch of ``site`` is inert the twin's
-    outcome; return the other indices."""
-    inert = getattr(get_site(site), "patch_inert", None)
-    if inert is None:
-        return indices
-    rest = []
-    for i in indices:
-        if twin[i] is not None and inert(records[i]):
-            outcomes[i] = twin[i]
-        else:
-            rest.append(i)
-    return rest
 
 
 def _run_site(variant: Variant, site: str, records: list[Record]) -> list[Outcome]:
@@ -318,6 +326,13 @@ class _Kept:
                     self.messages[i] = outcome.message
         if self.held is not None:
             self.held[start:start + len(outcomes)] = outcomes
+
+    def add_run(self, positions: np.ndarray, run: BatchRun) -> None:
+        """Keep the statuses and messages of a columnar run of the records at ``positions``
+        (a model's: no Outcome is held)."""
+        self.status[positions] = run.status
+        for i, message in run.messages.items():
+            self.messages[int(positions[i])] = message
 
     def outcomes(self, records: Sequence[Record]) -> Sequence[Outcome | None]:
         """The outcomes as ``ReplayResult.raw`` holds them."""

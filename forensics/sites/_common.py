@@ -18,6 +18,7 @@ import numpy as np
 from forensics.errors import CaptureFormatError
 from forensics.outcome import Access, Outcome
 from forensics.records import Record
+from forensics.sites.core import CheckList, Checks
 
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
 #: while set (by the judge, ``forensics.findings._Judged.of``), every checked array's range is
@@ -41,6 +42,18 @@ def _observe(tensor: str, values: np.ndarray, lower: int, upper: int) -> bool:
     if sink is not None:
         sink.append((tensor, lo, hi, int(lower), int(upper)))
     return lo < lower or hi >= upper
+
+
+def judged_findings(checks: Checks | CheckList, req_ids: Sequence[Sequence[str] | None]
+                    ) -> list[dict[str, Any]]:
+    """The findings of the one record of ``checks`` (its checked ranges noted, see
+    CHECKED_RANGES)."""
+    sink = CHECKED_RANGES.get()
+    if sink is not None:
+        _, tensors, numbers = checks.ranges()
+        sink += [(t, lo, hi, lower, upper) for t, (lo, hi, lower, upper)
+                 in zip(tensors, numbers.tolist(), strict=True)]
+    return checks.findings(req_ids).get(0, [])
 
 
 _TORCH_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for dimension \d+ with size (\d+)")

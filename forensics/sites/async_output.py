@@ -13,25 +13,32 @@ to hold every trailing placeholder (the id before it is assumed not to be ``-1``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from forensics.outcome import Access, Outcome
+from forensics.outcome import INDEX_ERROR, OK, STATUSES, Access, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     BatchColumns,
-    access_findings,
-    failed,
-    ids_outside,
-    observe_range,
+    judged_findings,
     prev_index_map,
     require,
     require_len,
     require_unique,
     rows_with_any,
     screen_unique,
+)
+from forensics.sites.core import (
+    BatchRun,
+    CheckList,
+    Checks,
+    owner,
+    ragged_parts,
+    split_lists,
+    starts_of,
 )
 
 NAME = "async_output"
@@ -105,169 +112,350 @@ def _check_tails(record: Record, where: str) -> None:
                 f"{int(lengths[row])} ids (got {int(tails[row])})")
 
 
+_LIST_ERROR = "IndexError: list index out of range"
+
+
+@dataclass
+class Batch:
+    """Records of this site laid end to end: one entry per current row of some record.
+
+    ``values``/``lengths`` are the known ids of each row (full list or tail), ``hidden`` the
+    length of its hidden prefix; ``prev`` the row's previous row (``known`` where the request
+    was in the previous batch); ``sampled`` every record's ``sampled_token_ids_cpu`` end to end
+    (``s_start``, ``s_rows``, ``s_width`` per record)."""
+
+    records: Sequence[Record]
+    tails: np.ndarray
+    rec: np.ndarray
+    local: np.ndarray
+    values: np.ndarray
+    lengths: np.ndarray
+    hidden: np.ndarray
+    prev: np.ndarray
+    known: np.ndarray
+    vocab: np.ndarray
+    sampled: np.ndarray
+    s_start: np.ndarray
+    s_rows: np.ndarray
+    s_width: np.ndarray
+
+    @classmethod
+    def of(cls, records: Sequence[Record]) -> Batch:
+        """The columns of ``records`` (all of this site, validated)."""
+        tails = np.array(["output_token_ids" not in r for r in records], dtype=bool)
+        lists = [row for r in records
+                 for row in r["output_tail" if "output_token_ids" not in r
+                              else "output_token_ids"]]
+        values, lengths = ragged_parts(lists)
+        nrows = np.array([len(r["req_ids"]) for r in records], dtype=np.int64)
+        rec = owner(nrows)
+        full_len = np.concatenate([np.asarray(r["output_len"], dtype=np.int64) if tail else
+                                   np.zeros(len(r["req_ids"]), np.int64)
+                                   for r, tail in zip(records, tails.tolist(), strict=True)]
+                                  or [np.zeros(0, np.int64)])
+        maps = [prev_index_map(r) or {} for r in records]
+        got = [m.get(q) for r, m in zip(records, maps, strict=True) for q in r["req_ids"]]
+        sampled = [np.asarray(r["sampled_token_ids_cpu"]) for r in records]
+        shapes = np.array([s.shape for s in sampled], dtype=np.int64).reshape(-1, 2)
+        sizes = shapes[:, 0] * shapes[:, 1]
+        flat = np.concatenate([s.reshape(-1).astype(np.int64) for s in sampled]
+                              or [np.zeros(0, np.int64)])
+        return cls(records, tails, rec, np.arange(len(rec)) - starts_of(nrows)[rec], values,
+                   lengths, np.where(tails[rec], full_len - lengths, 0),
+                   np.array([-1 if g is None else g for g in got], dtype=np.int64),
+                   np.array([g is not None for g in got], dtype=bool),
+                   np.array([r["vocab_size"] for r in records], dtype=np.int64), flat,
+                   starts_of(sizes), shapes[:, 0], shapes[:, 1])
+
+
+@dataclass
+class Run:
+    """One model's run over a :class:`Batch`: a status per record (index into STATUSES), the
+    rows it read from ``sampled_token_ids_cpu`` (``acc_rows`` indexes the batch's rows) and,
+    per written row ``sel`` (records that did not fail), the first trailing placeholder
+    ``start``, the ids taken ``count`` (-1: row left as it is) from flat position ``base``."""
+
+    batch: Batch
+    status: np.ndarray
+    acc_rows: np.ndarray
+    sel: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
+    base: np.ndarray
+
+    def accesses(self) -> Checks:
+        """The accesses as checks (tensor ``sampled_token_ids_cpu``)."""
+        b, rows = self.batch, self.acc_rows
+        rec = b.rec[rows]
+        return Checks.of("sampled_token_ids_cpu", rec, b.local[rows], b.local[rows],
+                         b.prev[rows], 0, b.s_rows[rec])
+
+    def writes(self) -> CheckList:
+        """The ids written, as checks against ``[0, vocab_size)``: the first ``count`` ids of
+        each row's sampled row at the row's trailing placeholders, except the ``-1`` ids (a
+        placeholder written over a placeholder changes nothing). Equal to :func:`written` of
+        the run's outputs, without building them."""
+        b, taken = self.batch, np.maximum(self.count, 0)
+        i = _within(taken)
+        owner_ = np.repeat(np.arange(len(taken)), taken)
+        v = b.sampled[self.base[owner_] + i]
+        keep = v != -1
+        row = self.sel[owner_[keep]]
+        return _write_checks(b, row, self.start[owner_[keep]] + i[keep], v[keep])
+
+    def checks(self) -> CheckList:
+        """Every checked value: the accesses, then the ids written by ``ok`` records."""
+        return Checks.concat([self.accesses(), self.writes()])
+
+    def after(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows after the call, end to end (meaningful for ``ok`` records)."""
+        return _rebuild(self.batch.values, self.batch.lengths, self.sel, self.start,
+                        self.count, self.base, self.batch.sampled)
+
+    def outcome(self, i: int, after: tuple[np.ndarray, np.ndarray] | None = None) -> Outcome:
+        """The Outcome of record ``i`` (the records API; ``after``: :meth:`after`, computed
+        when not given)."""
+        b = self.batch
+        rows = np.flatnonzero(b.rec == i)
+        mine = self.acc_rows[b.rec[self.acc_rows] == i]
+        access = Access("sampled_token_ids_cpu", b.local[mine], b.local[mine], b.prev[mine], 0,
+                        int(b.s_rows[i]))
+        if self.status[i] != 0:
+            return Outcome(STATUSES[self.status[i]], _LIST_ERROR, {}, [access])
+        values, lengths = self.after() if after is None else after
+        begin = starts_of(lengths)
+        lists = split_lists(values[begin[rows[0]]:begin[rows[-1]] + lengths[rows[-1]]]
+                            if len(rows) else values[:0], lengths[rows])
+        if not b.tails[i]:
+            return Outcome(OK, "", {"output_token_ids": lists}, [access])
+        dtype = np.asarray(b.records[i]["output_len"]).dtype
+        return Outcome(OK, "", {"output_tail": lists, "output_len": (
+            b.hidden[rows] + lengths[rows]).astype(dtype)}, [access])
+
+    def outcomes(self) -> list[Outcome]:
+        """The Outcome of every record."""
+        after = self.after()
+        return [self.outcome(i, after) for i in range(len(self.batch.records))]
+
+
+def run(batch: Batch, patched: bool) -> Run:
+    """vLLM 0.33.0's loop (``patched``: the vocabulary guard) over every record of ``batch`` at
+    once. Rows are selected as vLLM selects them (in the previous batch, non-empty, last id
+    ``-1``); a record with a previous row past ``sampled_token_ids_cpu`` fails with vLLM's
+    IndexError (a negative one wraps, as a Python list index does)."""
+    b = batch
+    lens = b.lengths
+    last = _last(b.values, lens)
+    sel = np.flatnonzero(b.known & (lens > 0) & (last == -1))
+    srec, prev = b.rec[sel], b.prev[sel]
+    p = b.s_rows[srec]
+    failed = np.zeros(len(b.records), dtype=bool)
+    failed[srec[(prev >= p) | (prev < -p)]] = True
+    acc_rows = sel
+    sel = sel[~failed[srec]]
+    srec = b.rec[sel]
+    eff = b.prev[sel] + np.where(b.prev[sel] < 0, b.s_rows[srec], 0)
+    k = b.s_width[srec]
+    base = b.s_start[srec] + eff * k
+    ids = b.sampled[np.repeat(base, k) + _within(k)]
+    start = trailing_start(b.values, lens)[sel]
+    count = _counts(ids, k, b.vocab[srec], lens[sel] - start, _groups(srec, eff, sel), patched)
+    status = np.where(failed, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
+    return Run(b, status, acc_rows, sel, start, count, base)
+
+
+def _within(lengths: np.ndarray) -> np.ndarray:
+    """Position of each value within its run, given the run lengths."""
+    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts_of(lengths), lengths)
+
+
+def _last(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The last value of each run (0 for an empty one)."""
+    if not len(values):
+        return np.zeros(len(lengths), dtype=np.int64)
+    return np.where(lengths > 0, values[np.maximum(np.cumsum(lengths) - 1, 0)], 0)
+
+
+def _first(mask: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Per run: the position of its first True value, or its length when none."""
+    pos = np.where(mask, _within(lengths), np.iinfo(np.int64).max)
+    nonempty = lengths > 0
+    out = lengths.copy()
+    if len(pos) and nonempty.any():
+        out[nonempty] = np.minimum(np.minimum.reduceat(pos, starts_of(lengths)[nonempty]),
+                                   lengths[nonempty])
+    return out
+
+
+def trailing_start(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Per run: the position of the first of its trailing ``-1`` placeholders (its length
+    when it does not end in ``-1``)."""
+    after = np.where(values != -1, _within(lengths) + 1, 0)
+    nonempty = lengths > 0
+    out = np.zeros(len(lengths), dtype=np.int64)
+    if len(after) and nonempty.any():
+        out[nonempty] = np.maximum.reduceat(after, starts_of(lengths)[nonempty])
+    return out
+
+
+def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Rows sharing a previous row of one record, in row order: the sort order, each sorted
+    row's group and its rank within the group."""
+    order = np.lexsort((rows, eff, srec))
+    key_rec, key_prev = srec[order], eff[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (key_rec[1:] != key_rec[:-1]) | (key_prev[1:] != key_prev[:-1])
+    group = np.cumsum(new) - 1
+    first = np.flatnonzero(new)
+    return order, group, np.arange(len(order)) - first[group]
+
+
+def _counts(ids: np.ndarray, k: np.ndarray, vocab: np.ndarray, placeholders: np.ndarray,
+            groups: tuple[np.ndarray, ...], patched: bool) -> np.ndarray:
+    """Ids written to each selected row (-1: the row is left as it is). vLLM shortens the
+    sampled row in place, so a row sharing it with an earlier row sees at most the ids that
+    row took: one pass per rank within the rows sharing a previous row."""
+    order, group, rank = groups
+    id_start = starts_of(k)
+    first_minus = _first(ids == -1, k)
+    first_bad = _first((ids < 0) | (ids >= np.repeat(vocab, k)), k)
+    left = k[order][np.r_[0, np.flatnonzero(np.diff(group)) + 1]] if len(order) else k[:0]
+    written = np.full(len(k), -1, dtype=np.int64)
+    for r in range(int(rank.max()) + 1 if len(rank) else 0):
+        pos, g = order[rank == r], group[rank == r]
+        size = left[g]
+        if patched:
+            count = np.minimum(first_bad[pos], size)
+        else:
+            last_id = ids[np.maximum(id_start[pos] + size - 1, 0)] if len(ids) else size
+            count = np.where(last_id != -1, size, first_minus[pos])
+        taken = np.minimum(count, placeholders[pos])
+        written[pos] = np.where(size > 0, taken, -1)
+        left[g] = np.where(size > 0, taken, size)
+    return written
+
+
+def _rebuild(values: np.ndarray, lengths: np.ndarray, sel: np.ndarray, start: np.ndarray,
+             count: np.ndarray, base: np.ndarray, sampled: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The rows after the call: each written row keeps its ids before ``start`` and takes
+    ``count`` sampled ids from ``base``."""
+    wrote = count >= 0
+    keep, add = lengths.copy(), np.zeros(len(lengths), dtype=np.int64)
+    keep[sel[wrote]] = start[wrote]
+    add[sel[wrote]] = count[wrote]
+    new_len = keep + add
+    out = np.empty(int(new_len.sum()), dtype=np.int64)
+    out_start = starts_of(new_len)
+    kept = _within(keep)
+    out[np.repeat(out_start, keep) + kept] = values[np.repeat(starts_of(lengths), keep) + kept]
+    src = np.zeros(len(lengths), dtype=np.int64)
+    src[sel[wrote]] = base[wrote]
+    taken = _within(add)
+    out[np.repeat(out_start + keep, add) + taken] = sampled[np.repeat(src, add) + taken]
+    return out, new_len
+
+
+def written(batch: Batch, values: np.ndarray, lengths: np.ndarray, ok: np.ndarray
+            ) -> CheckList:
+    """The ids a call wrote, as checks against ``[0, vocab_size)``: in each row that differs
+    from the row before the call (rows ``values``/``lengths`` after it, records where ``ok``),
+    every id from the first trailing placeholder of the row before on, or only the positions
+    that changed when some placeholders were kept. ``element`` is the position in the full
+    output list; the tensor ``out.output_tail`` for tails, else ``out.output_token_ids``."""
+    b = batch
+    lo, ln = b.lengths, lengths
+    bs, as_ = starts_of(lo), starts_of(ln)
+    common = np.minimum(lo, ln)
+    r, w = owner(common), _within(common)
+    differs = b.values[bs[r] + w] != values[as_[r] + w]
+    changed = ((lo != ln) | (np.bincount(r[differs], minlength=len(lo)) > 0)) & ok[b.rec]
+    start = np.where(_last(b.values, lo) == -1, trailing_start(b.values, lo), lo)
+    tail_len = np.where(changed, np.maximum(ln - start, 0), 0)
+    tr = owner(tail_len)
+    j = start[tr] + _within(tail_len)
+    v = values[as_[tr] + j]
+    has_minus = np.bincount(tr[v == -1], minlength=len(lo)) > 0
+    inside = j < lo[tr]
+    old = np.where(inside, b.values[np.where(inside, bs[tr] + j, 0)] if len(b.values) else 0, 0)
+    keep = ~has_minus[tr] | ~inside | (v != old)
+    return _write_checks(b, tr[keep], j[keep], v[keep])
+
+
+def _write_checks(b: Batch, row: np.ndarray, position: np.ndarray, value: np.ndarray
+                  ) -> CheckList:
+    """Ids written at ``position`` of batch rows ``row`` as checks against
+    ``[0, vocab_size)``: ``element`` the position in the full output list, tensor
+    ``out.output_tail`` for tails, else ``out.output_token_ids``."""
+    rec = b.rec[row]
+    parts = [Checks.of(tensor, rec[mask], b.local[row[mask]], position[mask] + b.hidden[
+        row[mask]], value[mask], 0, b.vocab[rec[mask]])
+             for tensor, mask in (("out.output_token_ids", ~b.tails[rec]),
+                                  ("out.output_tail", b.tails[rec]))]
+    return Checks.concat(parts)
+
+
 def upstream(record: Record) -> Outcome:
     """vLLM 0.33.0 on one record: outputs the edited lists (or tails and lengths); accesses of
     ``sampled_token_ids_cpu`` rows; ``index_error`` when a previous row is past its end."""
-    return _run(record, _count_upstream)
+    return run(Batch.of([record]), patched=False).outcome(0)
 
 
 def patched(record: Record) -> Outcome:
     """As :func:`upstream`, counting sampled ids only up to the first id outside the vocabulary."""
-    vocab = record["vocab_size"]
-    return _run(record, lambda ids: _count_patched(ids, vocab))
+    return run(Batch.of([record]), patched=True).outcome(0)
 
 
-def patch_inert(record: Record) -> bool:
-    """Whether ``patched`` gives exactly ``upstream``'s outcome on ``record``: when in each row of
-    ``sampled_token_ids_cpu`` the ids before the first ``-1`` lie in ``[0, vocab_size)`` and a
-    row holding a ``-1`` also ends in one, both counts are the position of the first ``-1``
-    (or the row's length), also for a row shortened by an earlier row sharing it."""
-    sampled = np.asarray(record["sampled_token_ids_cpu"])
-    width = sampled.shape[1]
-    if not sampled.size:
-        return True
-    minus = sampled == -1
-    bad = (sampled < 0) | (sampled >= record["vocab_size"])
-    first_minus = np.where(minus.any(axis=1), minus.argmax(axis=1), width)
-    first_bad = np.where(bad.any(axis=1), bad.argmax(axis=1), width)
-    return bool(((first_bad == first_minus) & ((first_minus == width) | minus[:, -1])).all())
+def upstream_many(records: list[Record]) -> list[Outcome]:
+    """:func:`upstream` on many records at once (one columnar run)."""
+    return run(Batch.of(records), patched=False).outcomes()
 
 
-def _count_upstream(ids: list[int]) -> int:
-    return len(ids) if ids[-1] != -1 else ids.index(-1)
+def patched_many(records: list[Record]) -> list[Outcome]:
+    """:func:`patched` on many records at once (one columnar run)."""
+    return run(Batch.of(records), patched=True).outcomes()
 
 
-def _count_patched(ids: list[int], vocab: int) -> int:
-    for i, token in enumerate(ids):
-        if token < 0 or token >= vocab:
-            return i
-    return len(ids)
-
-
-def _lists(record: Record, copy: bool = True) -> tuple[list[list[int]], list[int]]:
-    """Each row's known ids (full list or tail; copies unless ``copy`` is false: then the
-    record's own lists, read only) and the length of its hidden prefix."""
-    if "output_token_ids" in record:
-        rows = record["output_token_ids"]
-        return [list(r) for r in rows] if copy else list(rows), [0] * len(record["req_ids"])
-    tails = [list(r) for r in record["output_tail"]] if copy else list(record["output_tail"])
-    lengths = np.asarray(record["output_len"], dtype=np.int64).tolist()
-    return tails, [n - len(t) for n, t in zip(lengths, tails, strict=False)]
-
-
-def _run(record: Record, count: Callable[[list[int]], int]) -> Outcome:
-    lists, hidden = _lists(record, copy=False)  # _update copies each row it writes
-    prev_map = prev_index_map(record) or {}
-    sampled = np.asarray(record["sampled_token_ids_cpu"])
-    req_ids = record["req_ids"]
-    rows = [row for row, req in enumerate(req_ids)
-            if req in prev_map and lists[row] and lists[row][-1] == -1]
-    prev = [prev_map[req_ids[row]] for row in rows]
-    accesses = [_access(rows, prev, sampled.shape[0])]
-    try:
-        _update(lists, rows, prev, sampled.tolist(), count)
-    except Exception as exc:  # noqa: BLE001  (the outcome records any failure of the call)
-        return failed(exc, accesses)
-    return Outcome("ok", "", _outputs(record, lists, hidden), accesses)
-
-
-def _access(rows: list[int], prev: list[int], upper: int) -> Access:
-    index = np.array(rows, dtype=np.int64)
-    return Access("sampled_token_ids_cpu", index, index, np.array(prev, dtype=np.int64), 0,
-                  upper)
-
-
-def _update(lists: list[list[int]], rows: list[int], prev: list[int], sampled: list[list[int]],
-            count: Callable[[list[int]], int]) -> None:
-    """The loop of ``update_async_output_token_ids`` over the selected ``rows`` (previous rows
-    ``prev``), in place; each row written becomes a new list (the record stays as it was)."""
-    for row, prev_row in zip(rows, prev, strict=True):
-        new_ids = sampled[prev_row]
-        if new_ids:
-            old = lists[row]
-            start = first_placeholder(old)
-            del new_ids[min(count(new_ids), len(old) - start):]  # in place, as vLLM: rows
-            lists[row] = old[:start] + new_ids                     # sharing a previous row see
-                                                                   # it shortened
-
-
-def _outputs(record: Record, lists: list[list[int]], hidden: list[int]) -> dict[str, Any]:
-    if "output_token_ids" in record:
-        return {"output_token_ids": lists}
-    dtype = np.asarray(record["output_len"]).dtype
-    lengths = np.array([h + len(t) for h, t in zip(hidden, lists, strict=True)], dtype=dtype)
-    return {"output_tail": lists, "output_len": lengths}
-
-
-def first_placeholder(ids: list[int]) -> int:
-    """Position of the first of the trailing ``-1`` placeholders (``len(ids)`` when none)."""
-    count = ids.count(-1)
-    if count == 0:
-        return len(ids)
-    pos = len(ids) - count
-    if ids[pos:].count(-1) == count:  # every -1 trails (the usual case): no Python loop
-        return pos
-    pos = len(ids)
-    while pos > 0 and ids[pos - 1] == -1:
-        pos -= 1
-    return pos
+def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
+    """The checks of any variant's outcome on one record: its accesses (models only), then the
+    ids it wrote (``ok`` outcomes)."""
+    batch = Batch.of([record])
+    parts: list[Checks | CheckList] = [
+        Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower, a.upper)
+        for a in outcome.accesses or ()]
+    after = outcome.outputs.get("output_tail" if batch.tails[0] else "output_token_ids")
+    if outcome.status == OK and after is not None:
+        rows = list(after)[: len(batch.lengths)]
+        values, lengths = ragged_parts(rows)
+        if len(rows) < len(batch.lengths):  # rows the call did not return are unchanged
+            rest = slice(int(batch.lengths[: len(rows)].sum()), None)
+            values = np.concatenate([values, batch.values[rest]])
+            lengths = np.concatenate([lengths, batch.lengths[len(rows):]])
+        parts.append(written(batch, values, lengths, np.ones(1, dtype=bool)))
+    return Checks.concat(parts)
 
 
 def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
     """Findings of one outcome: previous rows past ``sampled_token_ids_cpu``, and ids the call
     wrote (from the first trailing placeholder on) outside ``[0, vocab_size)``. ``element`` is the
     position in the request's full output list."""
-    req_ids = record["req_ids"]
-    found = access_findings(outcome.accesses, req_ids)
-    if outcome.status != "ok":
-        return found
-    before, hidden = _lists(record, copy=False)
-    tails = "output_token_ids" not in record
-    after = outcome.outputs.get("output_tail" if tails else "output_token_ids")
-    tensor = "out.output_tail" if tails else "out.output_token_ids"
-    after_rows = list(after or ())
-    pairs = zip(before, after_rows, strict=False)
-    # rows the call may have written: a list differing from the row before (anything else,
-    # e.g. an array or a tuple, is compared as a list in _writes)
-    changed = [row for row, (old, new) in enumerate(pairs)
-               if new is not old and (type(new) is not list or new != old)]
-    writes = _writes(before, after_rows, changed)
-    values: list[int] = []
-    for _, _, tail in writes:
-        values += tail
-    if not values:
-        return found
-    ids = np.array(values, dtype=np.int64)
-    vocab = record["vocab_size"]
-    if ids.min() >= 0 and ids.max() < vocab:  # every written id in range: no finding
-        observe_range(tensor, ids, 0, vocab)
-        return found
-    rows: list[int] = []
-    elements: list[int] = []
-    for row, written, tail in writes:
-        rows += [row] * len(tail)
-        offset = hidden[row]
-        elements += [j + offset for j in written]
-    found += ids_outside(ids, 0, vocab, tensor, np.array(rows, dtype=np.int64), req_ids,
-                         np.array(elements, dtype=np.int64))
-    return found
+    return judged_findings(outcome_checks(record, outcome), [record["req_ids"]])
 
 
-def _writes(before: list[list[int]], after: list[Any], changed: list[int]
-            ) -> list[tuple[int, Sequence[int], list[int]]]:
-    """``(row, positions written, ids written)`` of each row of ``changed`` the call wrote."""
-    found: list[tuple[int, Sequence[int], list[int]]] = []
-    for row in changed:
-        old, new = before[row], after[row]
-        if type(new) is not list:  # lists were compared when ``changed`` was built
-            new = new if isinstance(new, list) else list(new)
-            if new == old:
-                continue  # nothing written to this row
-        start = len(old) if not old or old[-1] != -1 else first_placeholder(old)
-        tail = new[start:]
-        written: Sequence[int] = range(start, len(new))  # every position from the first
-        if -1 in tail:  # some placeholders kept: only the changed positions were written
-            written = [j for j in written if j >= len(old) or new[j] != old[j]]
-            tail = [new[j] for j in written]
-        found.append((row, written, tail))
-    return found
+def first_placeholder(ids: Sequence[int]) -> int:
+    """Position of the first of the trailing ``-1`` placeholders (``len(ids)`` when none)."""
+    values, lengths = ragged_parts([ids])
+    return int(trailing_start(values, lengths)[0])
+
+
+def prepare(records: Sequence[Record]) -> Batch:
+    """The columns :func:`run_batch` runs (built once for every model variant)."""
+    return Batch.of(records)
+
+
+def run_batch(batch: Batch, patched: bool) -> BatchRun:
+    """The columnar run of a prepared batch as the judge reads it (no Outcome built)."""
+    result = run(batch, patched)
+    messages = {int(i): _LIST_ERROR for i in np.flatnonzero(result.status)}
+    return BatchRun(result.status, messages, result.checks(),
+                    [r["req_ids"] for r in batch.records])

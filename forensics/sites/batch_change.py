@@ -13,22 +13,23 @@ gathered tensor ``t`` and gathers nothing for other rows.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from forensics.outcome import Access, Outcome
+from forensics.outcome import INDEX_ERROR, STATUSES, Access, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     MISATTRIBUTED,
     BatchColumns,
-    access_findings,
     failed,
-    finding,
+    judged_findings,
     prev_holders,
     require_rows,
     screen_rows,
 )
+from forensics.sites.core import BatchRun, CheckList, Checks
 
 NAME = "batch_change"
 FIELDS = (
@@ -169,43 +170,127 @@ class _Batch:
 
     def run(self, guard: bool) -> list[Outcome]:
         """The outcome of every record of the batch."""
-        values, uppers = {}, {}
+        self.compute(guard)
+        return [self._outcome(r) for r in range(len(self.records))]
+
+    def compute(self, guard: bool) -> None:
+        """Run every record: which rows gather (``used``), the gathered tensors' lengths, the
+        failed records and the new buffers."""
+        values, self.uppers = {}, {}
         oob = np.zeros(len(self.pp), dtype=bool)
         for name in GATHERED:
             flat, offsets, lengths = _concat(self.records, name)
-            uppers[name] = lengths
+            self.uppers[name] = lengths
             bad = self.gather >= lengths[self.rec]
             oob |= bad
             index = np.where(bad, len(flat) - 1, offsets[self.rec] + self.gather)
             values[name] = flat[index]
         previous = (self.pp >= 0) & ~oob
-        used = previous if guard else np.ones(len(self.pp), dtype=bool)
-        failed_rec = np.zeros(len(self.records), dtype=bool)
+        self.used = previous if guard else np.ones(len(self.pp), dtype=bool)
+        self.failed = np.zeros(len(self.records), dtype=bool)
         if not guard:
-            failed_rec[self.rec[oob]] = True
-        participating = (self.pp >= 0) & (values["prev_num_draft_tokens"] > 0) & used
+            self.failed[self.rec[oob]] = True
+        participating = (self.pp >= 0) & (values["prev_num_draft_tokens"] > 0) & self.used
         valid = values["valid_sampled_token_count"]
         corrected = values["num_computed_tokens"] + valid.astype(np.int32).astype(np.int64)
-        new_computed = np.where(participating, corrected,
-                                _concat(self.records, "cpu_num_computed_tokens")[0][:-1])
-        new_accepted = np.where(participating, valid,
-                                _concat(self.records, "num_accepted_tokens")[0][:-1])
-        return [self._outcome(r, used, uppers, failed_rec[r], new_computed, new_accepted)
-                for r in range(len(self.records))]
+        self.new_computed = np.where(participating, corrected,
+                                     _concat(self.records, "cpu_num_computed_tokens")[0][:-1])
+        self.new_accepted = np.where(participating, valid,
+                                     _concat(self.records, "num_accepted_tokens")[0][:-1])
 
-    def _outcome(self, r: int, used: np.ndarray, uppers: dict[str, np.ndarray], failed_: bool,
-                 new_computed: np.ndarray, new_accepted: np.ndarray) -> Outcome:
+    def checks(self) -> CheckList:
+        """The gathers of every record as checks, then its misattributed rows."""
+        rec, rows = self.rec[self.used], self.local[self.used]
+        gather = self.gather[self.used]
+        parts = [Checks.of(name, rec, rows, rows, gather, 0, self.uppers[name][rec])
+                 for name in GATHERED]
+        outside = np.zeros(len(self.pp), dtype=bool)
+        for name in GATHERED:
+            outside |= self.gather >= self.uppers[name][self.rec]
+        wrong = self.used & ~outside & (self.pp >= 0) & _other_holder(self.records, self.pp)
+        parts.append(Checks.of("prev_positions", self.rec[wrong], self.local[wrong],
+                               self.local[wrong], self.pp[wrong], None, None, MISATTRIBUTED))
+        return Checks.concat(parts)
+
+    def _outcome(self, r: int) -> Outcome:
         record = self.records[r]
         sl = slice(self.starts[r], self.starts[r] + self.ns[r])
-        rows, gather = self.local[sl][used[sl]], self.gather[sl][used[sl]]
-        accesses = [_access(name, rows, gather, uppers[name][r]) for name in GATHERED]
-        if failed_:
-            return Outcome("index_error", _bounds_message(gather, uppers, r), {}, accesses)
+        used = self.used[sl]
+        rows, gather = self.local[sl][used], self.gather[sl][used]
+        accesses = [_access(name, rows, gather, self.uppers[name][r]) for name in GATHERED]
+        if self.failed[r]:
+            return Outcome("index_error", _bounds_message(gather, self.uppers, r), {}, accesses)
         computed = np.array(record["num_computed_tokens"], copy=True)
-        computed[: self.ns[r]] = new_computed[sl].astype(computed.dtype)
-        accepted = new_accepted[sl].astype(np.asarray(record["num_accepted_tokens"]).dtype)
+        computed[: self.ns[r]] = self.new_computed[sl].astype(computed.dtype)
+        accepted = self.new_accepted[sl].astype(np.asarray(record["num_accepted_tokens"]).dtype)
         outputs = {"num_computed_tokens": computed, "num_accepted_tokens": accepted}
         return Outcome("ok", "", outputs, accesses)
+
+
+def _other_holder(records: list[Record], pp: np.ndarray) -> np.ndarray:
+    """Per row of ``records`` end to end: whether its previous row was held by another request
+    (False where the request ids or the previous batch are unknown)."""
+    flags: list[bool] = []
+    for record in records:
+        req_ids = record.get("req_ids")
+        n = len(record["prev_positions"])
+        if req_ids is None or ("prev_req_ids" not in record
+                               and "prev_req_id_to_index" not in record):
+            flags += [False] * n
+            continue
+        holders = prev_holders(record)
+        start = len(flags)
+        flags += [holders.get(p, req) != req
+                  for p, req in zip(pp[start:start + n].tolist(), req_ids, strict=True)]
+    return np.array(flags, dtype=bool)
+
+
+def prepare(records: Sequence[Record]) -> tuple[Sequence[Record], list[int]]:
+    """What :func:`run_batch` runs: the records and which of them are regular."""
+    return records, [i for i, r in enumerate(records) if _is_regular(r)]
+
+
+def run_batch(prepared: tuple[Sequence[Record], list[int]], patched: bool) -> BatchRun:
+    """The columnar run of prepared records as the judge reads it (regular records in one
+    numpy pass, the others one by one through torch)."""
+    records, regular = prepared
+    status = np.zeros(len(records), dtype=np.int8)
+    messages: dict[int, str] = {}
+    parts = []
+    if regular:
+        batch = _Batch([records[i] for i in regular])
+        batch.compute(patched)
+        parts.append(batch.checks().renumbered(np.array(regular, dtype=np.int64)))
+        for j in np.flatnonzero(batch.failed).tolist():
+            status[regular[j]] = STATUSES.index(INDEX_ERROR)
+            messages[regular[j]] = batch._outcome(j).message
+    for i in sorted(set(range(len(records))) - set(regular)):
+        outcome = _run(records[i], patched)
+        status[i] = STATUSES.index(outcome.status)
+        if outcome.message:
+            messages[i] = outcome.message
+        parts.append(outcome_checks(records[i], outcome).renumbered(np.array([i])))
+    return BatchRun(status, messages, Checks.concat(parts), [r.get("req_ids") for r in records])
+
+
+def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
+    """The checks of any variant's outcome on one record: its gathers, then the misattributed
+    rows among the in-range gathers (request ids known)."""
+    accesses = list(outcome.accesses or ())
+    parts = [Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower, a.upper)
+             for a in accesses]
+    if accesses and accesses[0].rows is not None:
+        pp = np.asarray(record["prev_positions"], dtype=np.int64)
+        read = np.zeros(len(pp), dtype=bool)
+        read[np.asarray(accesses[0].rows, dtype=np.int64)] = True
+        for a in accesses:
+            values = np.asarray(a.values, dtype=np.int64)
+            outside = (values < a.lower) | (values >= a.upper)
+            read[np.asarray(a.rows, dtype=np.int64)[outside]] = False
+        wrong = np.flatnonzero(read & (pp >= 0) & _other_holder([record], pp))
+        parts.append(Checks.of("prev_positions", 0, wrong, wrong, pp[wrong], None, None,
+                               MISATTRIBUTED))
+    return Checks.concat(parts)
 
 
 def _bounds_message(gather: np.ndarray, uppers: dict[str, np.ndarray], r: int) -> str:
@@ -220,23 +305,4 @@ def _bounds_message(gather: np.ndarray, uppers: dict[str, np.ndarray], r: int) -
 def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
     """Findings of one outcome: accesses outside their tensor, and in-range previous rows that
     held another request (``misattributed``, when request ids are known)."""
-    req_ids = record.get("req_ids")
-    found = access_findings(outcome.accesses, req_ids)
-    return found + _misattributed(record, outcome, found)
-
-
-def _misattributed(record: Record, outcome: Outcome,
-                   out_of_bounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    req_ids = record.get("req_ids")
-    if req_ids is None or not outcome.accesses or (
-            "prev_req_ids" not in record and "prev_req_id_to_index" not in record):
-        return []
-    holders = prev_holders(record)
-    pp = np.asarray(record["prev_positions"], dtype=np.int64).tolist()
-    bad_rows = {f["row"] for f in out_of_bounds}
-    read_rows = sorted(set(np.asarray(outcome.accesses[0].rows).tolist()) - bad_rows)
-    # rows whose previous row was held by another request (plain Python ints: no numpy per row)
-    wrong = [row for row in read_rows if pp[row] >= 0
-             and holders.get(pp[row], req_ids[row]) != req_ids[row]]
-    return [finding(MISATTRIBUTED, "prev_positions", pp[row], None, None, row, row, req_ids[row])
-            for row in wrong]
+    return judged_findings(outcome_checks(record, outcome), [record.get("req_ids")])

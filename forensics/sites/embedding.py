@@ -9,22 +9,23 @@ map each token to its batch row and request.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from forensics.outcome import Outcome
+from forensics.outcome import INDEX_ERROR, STATUSES, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     BatchColumns,
-    ids_outside,
+    judged_findings,
     require,
     require_len,
     row_last,
     row_steps,
-    rows_of_slots,
     rows_with_any,
 )
+from forensics.sites.core import BatchRun, Checks, owner, rows_of_slots, starts_of
 
 NAME = "embedding"
 FIELDS = (
@@ -72,6 +73,46 @@ def check_batch(cols: BatchColumns) -> np.ndarray:
     return bad | (has_cu & (counts > 0) & (row_last(cu, counts) > cols.length("input_ids")))
 
 
+def _ids(records: Sequence[Record]) -> Checks:
+    """Every id of every record's ``input_ids`` checked against ``[0, num_embeddings)``; the
+    row from ``cu_num_tokens`` (unknown without it or past its last row)."""
+    arrays = [np.asarray(r["input_ids"]).reshape(-1) for r in records]
+    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    ids = np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
+    rec = owner(lengths)
+    element = np.arange(len(ids), dtype=np.int64) - starts_of(lengths)[rec]
+    bound = np.array([r["num_embeddings"] for r in records], dtype=np.int64)
+    return Checks.of("input_ids", rec, _rows(records, rec, element), element, ids, 0,
+                     bound[rec])
+
+
+def _rows(records: Sequence[Record], rec: np.ndarray, element: np.ndarray) -> np.ndarray:
+    """Batch row of each token (``cu_num_tokens``); -1 where unknown."""
+    cus = [np.asarray(r.get("cu_num_tokens", ()), dtype=np.int64) for r in records]
+    counts = np.fromiter(map(len, cus), dtype=np.int64, count=len(cus))
+    return rows_of_slots(np.concatenate(cus) if cus else np.zeros(0, np.int64), counts, rec,
+                         element)
+
+
+def prepare(records: Sequence[Record]) -> BatchRun:
+    """The lookup on every record at once: ``index_error`` for an id outside the weight with
+    one GPU, ``ok`` otherwise (masked with tensor parallelism); the ids checked. The same for
+    every variant: the run itself."""
+    checks = _ids(records)
+    has_bad = np.zeros(len(records), dtype=bool)
+    has_bad[checks.record[checks.bad()]] = True
+    single = np.array([r.get("tp_size", 1) == 1 for r in records], dtype=bool)
+    status = np.where(has_bad & single, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
+    return BatchRun(status, {int(i): _MESSAGE for i in np.flatnonzero(status)},
+                    Checks.concat([checks]),
+                    [r.get("req_ids") for r in records])
+
+
+def run_batch(prepared: BatchRun, patched: bool) -> BatchRun:
+    """The run of a prepared batch (:func:`prepare`): there is no patch."""
+    return prepared
+
+
 def upstream(record: Record) -> Outcome:
     """The lookup on one record: ``index_error`` for an id outside the weight with one GPU,
     ``ok`` otherwise (masked with tensor parallelism). No outputs; no accesses beyond the ids,
@@ -83,34 +124,15 @@ patched = upstream
 
 
 def upstream_many(records: list[Record]) -> list[Outcome]:
-    """:func:`upstream` on many records at once (one numpy pass over all their ids)."""
-    if not records:
-        return []
-    arrays = [np.asarray(r["input_ids"]).astype(np.int64, copy=False) for r in records]
-    lengths = np.array([len(a) for a in arrays], dtype=np.int64)
-    rec = np.repeat(np.arange(len(records)), lengths)
-    bound = np.array([r["num_embeddings"] for r in records], dtype=np.int64)
-    ids = np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
-    bad = (ids < 0) | (ids >= bound[rec])
-    has_bad = np.bincount(rec[bad], minlength=len(records)) > 0
-    single = np.array([r.get("tp_size", 1) == 1 for r in records])
-    raises = has_bad & single
-    return [Outcome("index_error", _MESSAGE, {}, []) if raise_ else Outcome("ok", "", {}, [])
-            for raise_ in raises]
+    """:func:`upstream` on many records at once (one columnar run)."""
+    status = prepare(records).status.tolist()
+    return [Outcome(STATUSES[s], _MESSAGE if s else "", {}, []) for s in status]
 
 
 patched_many = upstream_many
 
 
-def patch_inert(record: Record) -> bool:
-    """Whether ``patched`` gives exactly ``upstream``'s outcome on ``record``: always (no patch)."""
-    return True
-
-
 def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
     """Findings of one record, the same for every variant: each id of ``input_ids`` outside
     ``[0, num_embeddings)`` (tensor ``input_ids``, element its position)."""
-    ids = np.asarray(record["input_ids"])
-    rows = rows_of_slots(record.get("cu_num_tokens"), np.arange(len(ids)))
-    return ids_outside(ids, 0, record["num_embeddings"], "input_ids", rows,
-                       record.get("req_ids"))
+    return judged_findings(_ids([record]), [record.get("req_ids")])

@@ -15,29 +15,28 @@ The total number of scheduled tokens is ``cu_num_tokens[-1]`` (0 without rows).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from forensics.outcome import Access, Outcome
+from forensics.outcome import STATUSES, Access, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     MISATTRIBUTED,
     BatchColumns,
-    access_findings,
     aligned,
     failed,
-    finding,
-    ids_outside,
+    judged_findings,
     require,
     require_rows,
     row_last,
     row_steps,
-    rows_of_slots,
     rows_with_any,
     screen_rows,
 )
+from forensics.sites.core import BatchRun, CheckList, Checks, owner, rows_of_slots, starts_of
 
 NAME = "prepare_input_ids"
 FIELDS = (
@@ -56,6 +55,7 @@ OUTPUT_FIELDS = ("input_ids_device",)
 SUMMARY_BOUND = "vocab_size"
 SUMMARY_TENSOR = "out.input_ids_device"
 OUTPUT_TENSOR = "out.input_ids_device"
+SAMPLED, DRAFTS = "prev_sampled_token_ids", "draft_token_ids"
 #: dtypes the numpy path handles exactly as torch does (others go through torch)
 _PLAIN = (np.dtype(np.int32), np.dtype(np.int64))
 
@@ -116,26 +116,107 @@ class _Plan:
     copy_cpu: bool            # the CPU staging is copied to the device first
 
 
-def plan(record: Record, guard: bool) -> _Plan:
-    """The common rows, slots and paths the call takes on ``record`` (``guard``: patched)."""
-    pp = np.asarray(record["prev_positions"], dtype=np.int64)
-    cu = np.asarray(record["cu_num_tokens"], dtype=np.int64)
-    drafts = np.asarray(record["num_draft_tokens"], dtype=np.int64)
-    keep = pp >= 0
+def _ints(records: Sequence[Record], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Tensor ``name`` of every record end to end (int64, flattened) and each one's size."""
+    return _ints_of([np.asarray(r[name]) for r in records])
+
+
+@dataclass
+class Batch:
+    """Records of this site laid end to end: per row (``rec``, ``local``) its previous
+    position, cumulative token count and drafts; per record its sampled rows ``p`` (flat
+    ``sampled`` of width ``width`` from ``s_off``), ``spec`` (prev_num_spec_tokens),
+    ``total`` tokens and ``vocab``."""
+
+    records: Sequence[Record]
+    rec: np.ndarray
+    local: np.ndarray
+    nrows: np.ndarray
+    pp: np.ndarray
+    cu: np.ndarray
+    drafts: np.ndarray
+    p: np.ndarray
+    width: np.ndarray
+    sampled: np.ndarray
+    s_off: np.ndarray
+    spec: np.ndarray
+    total: np.ndarray
+    vocab: np.ndarray
+
+    @classmethod
+    def of(cls, records: Sequence[Record]) -> Batch:
+        """The columns of ``records`` (all of this site, validated)."""
+        pp, nrows = _ints(records, "prev_positions")
+        cu, _ = _ints(records, "cu_num_tokens")
+        drafts, _ = _ints(records, "num_draft_tokens")
+        sampled, sizes = _ints(records, "prev_sampled_token_ids")
+        shapes = np.array([r["prev_sampled_token_ids"].shape for r in records],
+                          dtype=np.int64).reshape(-1, 2)
+        rec = owner(nrows)
+        last = np.cumsum(nrows) - 1
+        total = np.where(nrows > 0, cu[np.maximum(last, 0)] if len(cu) else 0, 0)
+        return cls(records, rec, np.arange(len(rec)) - starts_of(nrows)[rec], nrows, pp, cu,
+                   drafts, shapes[:, 0], shapes[:, 1], sampled, starts_of(sizes),
+                   np.array([r["prev_num_spec_tokens"] for r in records], dtype=np.int64),
+                   total, np.array([r["vocab_size"] for r in records], dtype=np.int64))
+
+
+@dataclass
+class _Plans:
+    """:class:`_Plan` of every record of a :class:`Batch` at once (rows are batch rows)."""
+
+    common: np.ndarray
+    crec: np.ndarray
+    prev: np.ndarray
+    sample_slots: np.ndarray
+    spec_rows: np.ndarray
+    spec_rec: np.ndarray
+    spec_slots: np.ndarray
+    draft_index: np.ndarray
+    num_common: np.ndarray
+    fast: np.ndarray
+    copy_cpu: np.ndarray
+
+    def one(self, b: Batch, r: int) -> _Plan:
+        """The plan of record ``r``, its rows local."""
+        c, d = self.crec == r, self.spec_rec == r
+        return _Plan(b.local[self.common[c]], self.prev[c], self.sample_slots[c],
+                     self.spec_slots[d], b.local[self.spec_rows[d]], self.draft_index[d],
+                     bool(self.fast[r]), bool(self.copy_cpu[r]))
+
+
+def plans(b: Batch, guard: bool) -> _Plans:
+    """The common rows, slots and paths the call takes on every record (``guard``: patched):
+    rows with ``prev_position >= 0`` (patched: also below the sampled rows) are common; each
+    takes its sampled token at ``cu - 1 - drafts`` and its drafts after it, draft ``j`` from
+    ``prev_position * prev_num_spec_tokens + j``; the fast path when every common row has
+    ``prev_position == cu - 1`` and the largest is ``num_common - 1``; the CPU staging is
+    copied first when ``num_common < total - drafts of the common rows``."""
+    n = len(b.records)
+    keep = b.pp >= 0
     if guard:
-        keep &= pp < record["prev_sampled_token_ids"].shape[0]
+        keep &= b.pp < b.p[b.rec]
     common = np.flatnonzero(keep)
-    flat = cu[common] - 1
-    nd = drafts[common]
+    crec, prev = b.rec[common], b.pp[common]
+    flat, nd = b.cu[common] - 1, b.drafts[common]
     spec_rows = np.repeat(common, nd)
     within = np.arange(len(spec_rows)) - np.repeat(np.cumsum(nd) - nd, nd)
-    spec_slots = np.repeat(flat - nd + 1, nd) + within
-    draft_index = np.repeat(pp[common] * record["prev_num_spec_tokens"], nd) + within
-    num_common = len(common)
-    fast = bool(num_common and (pp[common] == flat).all() and flat.max() == num_common - 1)
-    copy_cpu = num_common < total_tokens(record) - int(nd.sum())
-    return _Plan(common, pp[common], flat - nd, spec_slots, spec_rows, draft_index, fast,
-                 copy_cpu)
+    num_common = np.bincount(crec, minlength=n)
+    mismatch = np.bincount(crec[prev != flat], minlength=n)
+    largest = np.full(n, -1, dtype=np.int64)
+    np.maximum.at(largest, crec, flat)
+    fast = (num_common > 0) & (mismatch == 0) & (largest == num_common - 1)
+    copy_cpu = num_common < b.total - np.bincount(crec, weights=nd, minlength=n).astype(np.int64)
+    return _Plans(common, crec, prev, flat - nd, spec_rows, b.rec[spec_rows],
+                  np.repeat(flat - nd + 1, nd) + within,
+                  np.repeat(prev * b.spec[crec], nd) + within, num_common, fast, copy_cpu)
+
+
+def plan(record: Record, guard: bool) -> _Plan:
+    """The common rows, slots and paths the call takes on ``record`` (``guard``: patched):
+    :func:`plans` of a batch of one."""
+    b = Batch.of([record])
+    return plans(b, guard).one(b, 0)
 
 
 def upstream(record: Record) -> Outcome:
@@ -158,39 +239,192 @@ def patch_inert(record: Record) -> bool:
 
 
 def _run(record: Record, guard: bool) -> Outcome:
-    p = plan(record, guard)
-    fast = _run_numpy(record, p)
-    return fast if fast is not None else _run_torch(record, p)
+    b = Batch.of([record])
+    run = Run.of(b, plans(b, guard), whole=True)
+    return run.outcome(0) if run.plain[0] else _run_torch(record, run.plans.one(b, 0))
 
 
-def _run_numpy(record: Record, p: _Plan) -> Outcome | None:
-    """The call in numpy when it cannot fail (every read in range, matching dtypes): the same
-    outcome as :func:`_run_torch`, without torch's per-call overhead. None otherwise."""
-    sampled = record["prev_sampled_token_ids"]
-    device = np.array(record["input_ids_device" if "input_ids_device" in record
-                             else "input_ids"], copy=True)
-    num_common = len(p.common)
-    drafts = record.get("draft_token_ids") if len(p.spec_slots) else None
-    arrays = (sampled, device, record["input_ids"], *(() if drafts is None else (drafts,)))
-    if any(a.dtype not in _PLAIN for a in arrays) or sampled.shape[1] < 1:
-        return None
-    if num_common and not p.fast and (
-            sampled.dtype != device.dtype or int(p.prev.max()) >= sampled.shape[0]
-            or (drafts is not None and (device.dtype != np.int32
-                                        or int(p.draft_index.max()) >= drafts.size))):
-        return None
-    if num_common and p.fast and min(sampled.shape[0], num_common) not in (1, num_common):
-        return None
-    total = total_tokens(record)
-    if p.copy_cpu:
-        device[:total] = record["input_ids"][:total]
-    if num_common and p.fast:
-        device[:num_common] = sampled[:num_common, 0]  # one source row: broadcast, as torch
-    elif num_common:
-        device[p.sample_slots] = sampled[p.prev, 0]
-        if drafts is not None:
-            device[p.spec_slots] = drafts.reshape(-1).astype(np.int32)[p.draft_index]
-    return Outcome("ok", "", {"input_ids_device": device}, _accesses(record, p))
+def _device_name(record: Record) -> str:
+    return "input_ids_device" if "input_ids_device" in record else "input_ids"
+
+
+def _plain(record: Record, uses_drafts: bool) -> bool:
+    """Whether numpy runs ``record`` exactly as torch does (plain int32/int64 arrays of one
+    width, a sampled column to read; drafts written into an int32 buffer)."""
+    device = record[_device_name(record)]
+    sampled, inputs = record["prev_sampled_token_ids"], record["input_ids"]
+    arrays = (sampled, device, inputs, *((record["draft_token_ids"],) if uses_drafts else ()))
+    return (all(a.dtype in _PLAIN for a in arrays) and sampled.shape[1] >= 1
+            and sampled.dtype == device.dtype == inputs.dtype
+            and (not uses_drafts or device.dtype == np.int32))
+
+
+@dataclass
+class Run:
+    """The call on every record of a :class:`Batch` that numpy runs exactly (``plain``: no
+    read past a tensor, plain dtypes; the others go through torch one by one): each plain
+    record's device buffer after the call (``device`` from ``d_off``, ``d_len`` ids)."""
+
+    batch: Batch
+    plans: _Plans
+    plain: np.ndarray
+    has_drafts: np.ndarray
+    drafts: np.ndarray
+    dr_off: np.ndarray
+    dr_size: np.ndarray
+    dr_width: np.ndarray
+    device: np.ndarray
+    d_off: np.ndarray
+    d_len: np.ndarray
+
+    @classmethod
+    def of(cls, b: Batch, p: _Plans, whole: bool = False) -> Run:
+        """Run the plain records of ``b`` under plans ``p`` (``whole``: keep each device
+        buffer whole, for :meth:`outcome`; else only its ``total`` scheduled ids, which is all
+        the call writes and all the judge reads)."""
+        n = len(b.records)
+        spec_count = np.bincount(p.spec_rec, minlength=n)
+        has = np.array(["draft_token_ids" in r for r in b.records], dtype=bool)
+        plain = np.array([_plain(r, bool(h and c)) for r, h, c in
+                          zip(b.records, has.tolist(), spec_count.tolist(), strict=True)],
+                         dtype=bool) if n else np.zeros(0, dtype=bool)
+        drafts = [np.asarray(r["draft_token_ids"]) if h else np.zeros((0, 0), np.int64)
+                  for r, h in zip(b.records, has.tolist(), strict=True)]
+        dr_flat, dr_size = _ints_of(drafts)
+        dr_width = np.array([d.shape[1] for d in drafts], dtype=np.int64)
+        slow = ~p.fast & (p.num_common > 0)
+        prev_max = np.full(n, -1, dtype=np.int64)
+        np.maximum.at(prev_max, p.crec, p.prev)
+        draft_max = np.full(n, -1, dtype=np.int64)
+        np.maximum.at(draft_max, p.spec_rec, p.draft_index)
+        plain &= ~slow | ((prev_max < b.p) & (~has | (draft_max < dr_size)))
+        nc = np.minimum(b.p, p.num_common)
+        plain &= ~p.fast | (nc == 1) | (nc == p.num_common)
+        run = cls(b, p, plain, has, dr_flat, starts_of(dr_size), dr_size, dr_width,
+                  *_start_buffers(b, p, plain, whole))
+        run._write()
+        return run
+
+    def _write(self) -> None:
+        """The call's writes into the plain records' buffers: the fast path's slice (one
+        sampled row is broadcast, as torch does), else each common row's sampled token and
+        drafts (cast to int32, as vLLM does)."""
+        b, p = self.batch, self.plans
+        fast = self.plain & p.fast
+        count = np.where(fast, p.num_common, 0)
+        rec, i = owner(count), _within(count)
+        row = np.where(b.p[rec] >= p.num_common[rec], i, 0)
+        self.device[self.d_off[rec] + i] = b.sampled[b.s_off[rec] + row * b.width[rec]]
+        slow = (self.plain & ~p.fast)[p.crec]
+        crec = p.crec[slow]
+        self.device[self.d_off[crec] + p.sample_slots[slow]] = b.sampled[
+            b.s_off[crec] + p.prev[slow] * b.width[crec]]
+        spec = (self.plain & ~p.fast & self.has_drafts)[p.spec_rec]
+        srec = p.spec_rec[spec]
+        ids = self.drafts[self.dr_off[srec] + p.draft_index[spec]]
+        self.device[self.d_off[srec] + p.spec_slots[spec]] = (ids + 2**31) % 2**32 - 2**31
+
+    def checks(self) -> CheckList:
+        """The plain records' checks: sampled rows read (the fast path: its slice), draft
+        positions read, drafts read from another request's row, and every id of
+        ``input_ids[:total]`` after the call against the vocabulary."""
+        b, p = self.batch, self.plans
+        fast = self.plain & p.fast
+        count = np.where(fast, p.num_common, 0)
+        frec, slot = owner(count), _within(count)
+        slow = (self.plain & ~p.fast)[p.crec]
+        crec = p.crec[slow]
+        spec = (self.plain & ~p.fast & self.has_drafts)[p.spec_rec]
+        srec, index = p.spec_rec[spec], p.draft_index[spec]
+        rows = b.local[p.spec_rows[spec]]
+        wrong = (index < self.dr_size[srec]) & (
+            index // np.maximum(self.dr_width[srec], 1) != b.pp[p.spec_rows[spec]])
+        total = np.where(self.plain, b.total, 0)
+        orec, element = owner(total), _within(total)
+        return Checks.concat([
+            Checks.of(SAMPLED, frec, _rows(b, frec, slot), slot, slot, 0, b.p[frec]),
+            Checks.of(SAMPLED, crec, b.local[p.common[slow]], p.sample_slots[slow],
+                      p.prev[slow], 0, b.p[crec]),
+            Checks.of(DRAFTS, srec, rows, p.spec_slots[spec], index, 0, self.dr_size[srec]),
+            Checks.of(DRAFTS, srec[wrong], rows[wrong], p.spec_slots[spec][wrong],
+                      index[wrong], 0, self.dr_size[srec[wrong]], MISATTRIBUTED),
+            Checks.of(OUTPUT_TENSOR, orec, _rows(b, orec, element), element,
+                      self.device[self.d_off[orec] + element], 0, b.vocab[orec])])
+
+    def outcome(self, r: int) -> Outcome:
+        """The Outcome of plain record ``r``."""
+        record = self.batch.records[r]
+        device = record[_device_name(record)]
+        start = int(self.d_off[r])
+        buffer = self.device[start:start + int(self.d_len[r])].astype(device.dtype)
+        return Outcome("ok", "", {"input_ids_device": buffer},
+                       _accesses(record, self.plans.one(self.batch, r)))
+
+
+def _ints_of(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``arrays`` flattened end to end (int64) and their sizes."""
+    sizes = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
+    flat = [a.reshape(-1) for a in arrays]
+    if len({a.dtype for a in flat}) > 1:  # no float promotion of mixed widths
+        flat = [a.astype(np.int64) for a in flat]
+    return (np.concatenate(flat).astype(np.int64) if flat else np.zeros(0, np.int64)), sizes
+
+
+def _within(lengths: np.ndarray) -> np.ndarray:
+    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts_of(lengths), lengths)
+
+
+def _rows(b: Batch, rec: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    return rows_of_slots(b.cu, b.nrows, rec, slot)
+
+
+def _record_rows(record: Record, slots: np.ndarray) -> np.ndarray:
+    """Batch row of each token slot of one record (-1 past its last row)."""
+    cu = np.asarray(record["cu_num_tokens"], dtype=np.int64)
+    return rows_of_slots(cu, np.array([len(cu)]), np.zeros(len(slots), np.int64),
+                         np.asarray(slots, dtype=np.int64))
+
+
+def _start_buffers(b: Batch, p: _Plans, plain: np.ndarray, whole: bool
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each plain record's device buffer before the writes (the CPU staging where the plan
+    copies it; ``whole``: the whole buffer, else its first ``total`` ids), end to end (int64);
+    offsets and lengths."""
+    buffers = []
+    for record, keep, copy, total in zip(b.records, plain.tolist(), p.copy_cpu.tolist(),
+                                         b.total.tolist(), strict=True):
+        if not keep:
+            buffers.append(np.zeros(0, np.int64))
+        elif not whole:
+            buffers.append(record["input_ids" if copy else _device_name(record)][:total])
+        else:
+            device = np.array(record[_device_name(record)], dtype=np.int64)
+            device[:total] = record["input_ids"][:total] if copy else device[:total]
+            buffers.append(device)
+    flat, sizes = _ints_of(buffers)
+    return flat, starts_of(sizes), sizes
+
+
+def prepare(records: Sequence[Record]) -> Batch:
+    """The columns :func:`run_batch` runs (built once for every model variant)."""
+    return Batch.of(records)
+
+
+def run_batch(b: Batch, patched: bool) -> BatchRun:
+    """The columnar run of a prepared batch as the judge reads it: the plain records in numpy
+    at once, the others one by one through torch."""
+    run = Run.of(b, plans(b, patched))
+    status = np.zeros(len(b.records), dtype=np.int8)
+    messages: dict[int, str] = {}
+    parts: list[CheckList] = [run.checks()]
+    for r in np.flatnonzero(~run.plain).tolist():
+        outcome = _run_torch(b.records[r], run.plans.one(b, r))
+        status[r] = STATUSES.index(outcome.status)
+        if outcome.message:
+            messages[r] = outcome.message
+        parts.append(outcome_checks(b.records[r], outcome).renumbered(np.array([r])))
+    return BatchRun(status, messages, Checks.concat(parts),
+                    [r.get("req_ids") for r in b.records])
 
 
 def _run_torch(record: Record, p: _Plan) -> Outcome:
@@ -232,7 +466,7 @@ def _accesses(record: Record, p: _Plan) -> list[Access]:
         return []
     if p.fast:
         slots = np.arange(len(p.common), dtype=np.int64)
-        rows = rows_of_slots(record["cu_num_tokens"], slots)
+        rows = _record_rows(record, slots)
         return [Access("prev_sampled_token_ids", rows, slots, slots, 0, rows_sampled)]
     found = [Access("prev_sampled_token_ids", p.common, p.sample_slots, p.prev, 0,
                     rows_sampled)]
@@ -242,35 +476,33 @@ def _accesses(record: Record, p: _Plan) -> list[Access]:
     return found
 
 
-def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
-    """Findings of one outcome: accesses outside their tensor, drafts read from another
-    request's row, and every id of the resulting ``input_ids[:total]`` outside the vocabulary."""
-    req_ids = record.get("req_ids")
-    found = access_findings(outcome.accesses, req_ids)
-    found += _misread_drafts(record, outcome, req_ids)
+def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
+    """The checks of any variant's outcome on one record: its accesses (models only), drafts
+    read from another request's row, and every id of the resulting ``input_ids[:total]``."""
+    accesses = list(outcome.accesses or ())
+    parts: list[Checks | CheckList] = [
+        Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower, a.upper)
+        for a in accesses]
+    if "draft_token_ids" in record:
+        width = max(record["draft_token_ids"].shape[1], 1)
+        pp = np.asarray(record["prev_positions"], dtype=np.int64)
+        for a in accesses:
+            if a.tensor == DRAFTS and a.rows is not None:
+                values = np.asarray(a.values, dtype=np.int64)
+                rows = np.asarray(a.rows, dtype=np.int64)
+                wrong = (values >= a.lower) & (values < a.upper) & (values // width != pp[rows])
+                parts.append(Checks.of(DRAFTS, 0, rows[wrong], np.asarray(a.elements)[wrong],
+                                       values[wrong], a.lower, a.upper, MISATTRIBUTED))
     produced = outcome.outputs.get("input_ids_device") if outcome.status == "ok" else None
     if produced is not None:
         ids = np.asarray(produced)[: total_tokens(record)]
-        rows = rows_of_slots(record["cu_num_tokens"], np.arange(len(ids)))
-        found += ids_outside(ids, 0, record["vocab_size"], OUTPUT_TENSOR, rows, req_ids)
-    return found
+        element = np.arange(len(ids), dtype=np.int64)
+        rows = _record_rows(record, element)
+        parts.append(Checks.of(OUTPUT_TENSOR, 0, rows, element, ids, 0, record["vocab_size"]))
+    return Checks.concat(parts)
 
 
-def _misread_drafts(record: Record, outcome: Outcome,
-                    req_ids: list[str] | None) -> list[dict[str, Any]]:
-    if "draft_token_ids" not in record:
-        return []
-    width = record["draft_token_ids"].shape[1]
-    pp = np.asarray(record["prev_positions"], dtype=np.int64)
-    found = []
-    for acc in outcome.accesses or ():
-        if acc.tensor != "draft_token_ids" or acc.rows is None:
-            continue
-        values = np.asarray(acc.values, dtype=np.int64)
-        inside = (values >= acc.lower) & (values < acc.upper)
-        for i in np.flatnonzero(inside & (values // max(width, 1) != pp[acc.rows])):
-            row = int(acc.rows[i])
-            found.append(finding(MISATTRIBUTED, "draft_token_ids", values[i], acc.lower,
-                                 acc.upper, row, acc.elements[i],
-                                 None if req_ids is None else req_ids[row]))
-    return found
+def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
+    """Findings of one outcome: accesses outside their tensor, drafts read from another
+    request's row, and every id of the resulting ``input_ids[:total]`` outside the vocabulary."""
+    return judged_findings(outcome_checks(record, outcome), [record.get("req_ids")])

@@ -76,7 +76,12 @@ def resolve_variant(name: str, spec: Any = None) -> Variant:
 
 
 def _register_builtins() -> None:
+    """The built-in variants, then those of the ``forensics.variants`` entry points."""
+    from forensics.plugins import VARIANTS_GROUP, entry_points
     from forensics.variants import models, vllm_real  # noqa: F401  (each registers itself)
+
+    for name, factory in entry_points(VARIANTS_GROUP):
+        registry.register(name, factory)
 
 
 _register_builtins()

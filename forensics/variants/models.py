@@ -7,9 +7,12 @@ Each runs a record through its site module's ``upstream`` / ``patched`` model an
 
 from __future__ import annotations
 
+from typing import Any
+
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.sites import get_site
+from forensics.sites.core import BatchRun
 from forensics.variants import registry
 
 
@@ -36,6 +39,11 @@ class ModelVariant:
             return list(many(records))
         model = getattr(module, self.kind)
         return [model(record) for record in records]
+
+    def run_batch(self, site: str, prepared: Any) -> BatchRun:
+        """The columnar run of records of ``site`` (none a summary) as the judge reads it;
+        ``prepared`` is the site's ``prepare(records)``, shared by the model variants."""
+        return get_site(site).run_batch(prepared, self.kind == "patched")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

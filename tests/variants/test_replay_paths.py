@@ -1,9 +1,9 @@
 """Differential tests of the replay's fast paths against the plain per-record path.
 
-The replay streams records in chunks, runs a site's records together (``run_many``), lets the
-``patched`` model share ``upstream``'s outcome where its site's ``patch_inert`` says the patch
-changes nothing, and holds no model outcome (``raw`` computes them again). Each must give,
-record by record, exactly what ``variant.run(record)`` and the judge give one record at a time.
+The replay streams records in chunks, runs and judges a site's records together (its columnar
+``run_batch``, else ``run_many``), and holds no model outcome (``raw`` computes them again);
+``patch_inert`` is a property of the models. Each must give, record by record, exactly what
+``variant.run(record)`` and the judge give one record at a time.
 """
 
 from __future__ import annotations

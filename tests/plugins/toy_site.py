@@ -1,0 +1,51 @@
+"""A toy third-party site and variant, registered only through entry points (test_plugins).
+
+Site ``toy_gather``: reads ``table[index[i]]`` for each ``i``; ``upstream`` reads every index
+(an index outside ``[0, size)`` raises), ``patched`` skips those. Variant ``toy_fix`` is the
+patched model under another name (``toy_variant.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from forensics.outcome import Access, Outcome
+from forensics.records import FieldSpec, Record
+from forensics.sites._common import judged_findings
+from forensics.sites.core import Checks
+
+NAME = "toy_gather"
+FIELDS = (FieldSpec("index", "tensor", doc="[n]"), FieldSpec("size", "int"))
+OUTPUT_FIELDS: tuple[str, ...] = ()
+SUMMARY_BOUND = "size"
+SUMMARY_TENSOR = "table"
+
+
+def _run(record: Record, guard: bool) -> Outcome:
+    index = np.asarray(record["index"], dtype=np.int64)
+    rows = np.arange(len(index))
+    inside = (index >= 0) & (index < record["size"])
+    used = inside if guard else np.ones(len(index), dtype=bool)
+    access = Access("table", rows[used], rows[used], index[used], 0, record["size"])
+    if not inside[used].all():
+        return Outcome("index_error", "IndexError: toy index out of range", {}, [access])
+    return Outcome("ok", "", {}, [access])
+
+
+def upstream(record: Record) -> Outcome:
+    """Every index read."""
+    return _run(record, guard=False)
+
+
+def patched(record: Record) -> Outcome:
+    """Indices outside the table skipped."""
+    return _run(record, guard=True)
+
+
+def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
+    """Accesses outside the table."""
+    checks = Checks.concat([Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower,
+                                      a.upper) for a in outcome.accesses or ()])
+    return judged_findings(checks, [None])
