@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "write a self-contained HTML report of a capture"),
     "simulate": ("simulate", "generate a synthetic capture of a scenario"),
     "demo": ("demo", "replay every bundled capture and write reports"),
+    "summary": ("summary", "write up a capture's replay for a bug thread or pull request"),
+    "findings": ("findings", "export a capture's findings (CSV, Parquet, JSON lines)"),
 }
 
 

@@ -66,4 +66,5 @@ def test_table_names_sites_variants_and_the_first_finding(make_capture, capsys) 
     assert main(["replay", str(_capture(make_capture, True))]) == 0
     out = capsys.readouterr().out
     assert "embedding" in out and "violation" in out and "upstream" in out
-    assert "first finding: step 1 rank 0 embedding" in out
+    assert "first violation: embedding at step 1, rank 0" in out
+    assert "conclusion:" in out and "upstream leaves embedding in violation" in out
