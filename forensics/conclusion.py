@@ -285,3 +285,38 @@ def fact_text(key: str, value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(map(str, value))
     return str(value)
+
+
+def next_steps(conclusion: Conclusion) -> list[str]:
+    """What to look at next, computed from ``conclusion`` (one sentence per item)."""
+    steps: list[str] = []
+    first = conclusion.first.get(conclusion.baseline)
+    if first is not None:
+        steps.append(f"Start at the first violation: {describe_finding(first)}.")
+        chain = conclusion.chains.get(conclusion.baseline) or []
+        if len(chain) > 1:
+            steps.append(f"The bad value reaches the sink from {chain[0]['site']} (step "
+                         f"{chain[0]['step']}): the fix belongs there, not at the crash.")
+    steps += [_patch_step(conclusion, p) for p in conclusion.patches if p.total or p.added]
+    suspects = {v: s for v, s in conclusion.suspects.items() if s}
+    steps += [f"{v} finds {', '.join(s)} suspect: an in-range row read another request's "
+              f"state; compare the request ids at those steps." for v, s in suspects.items()]
+    if not any(conclusion.violations.values()) and not suspects:
+        events = conclusion.facts.get("events") or []
+        steps.append(
+            f"No site has a violation, yet the capture holds {len(events)} crash event(s): it "
+            f"refutes the hypotheses these sites encode; look elsewhere (notebook "
+            f"01_stale_prev_rows shows how)." if events else
+            "No index left its valid range in this capture: nothing to fix at these sites.")
+    return steps
+
+
+def _patch_step(conclusion: Conclusion, patch: Patch) -> str:
+    left = conclusion.violations[patch.variant]
+    if left:
+        return (f"{patch.variant} still leaves {', '.join(left)} in violation: it does not "
+                f"reach the cause there.")
+    if any(v.startswith("vllm") for v in conclusion.variants):
+        return f"{patch.variant} resolves every {conclusion.baseline} finding."
+    return (f"{patch.variant} resolves every {conclusion.baseline} finding; confirm on the real "
+            f"code with --variant vllm --variant vllm+your-fix.diff (vLLM installed).")

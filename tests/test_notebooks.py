@@ -18,8 +18,9 @@ NOTEBOOKS = ROOT / "notebooks"
 EXPECTED = ("00_quickstart", "01_stale_prev_rows", "02_vocab_sentinel", "03_triage")
 #: what a notebook may reach through ``forensics.``
 PUBLIC = {"load", "replay", "findings_table", "first_violation", "summary_by_site", "plots",
-          "importers", "simulate", "__version__"}
-PUBLIC_IMPORTS = {"forensics", "forensics.plots", "forensics.importers"}
+          "importers", "simulate", "__version__", "conclusion", "tables"}
+PUBLIC_IMPORTS = {"forensics", "forensics.plots", "forensics.importers", "forensics.conclusion",
+                  "forensics.tables"}
 
 
 def notebooks() -> list[Path]:
