@@ -97,8 +97,8 @@ def _value_columns(view: BatchView, names: list[str]) -> dict[str, np.ndarray]:
     out = {name: np.empty(len(records), dtype=object) for name in names}
     for i, record in enumerate(records):
         for name in names:
-            value = record.fields.get(name)
-            out[name][i] = value.tolist() if hasattr(value, "tolist") else value
+            value: Any = record.fields.get(name)
+            out[name][i] = value.tolist() if isinstance(value, np.ndarray) else value
     return out
 
 
