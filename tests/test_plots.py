@@ -288,3 +288,39 @@ def test_side_by_side_draws_the_same_tensors_in_every_panel() -> None:
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
         assert any(t.startswith("input_ids") for t in labels), labels
         assert not any(t.startswith("row_index") for t in labels), labels
+
+
+def test_cli_plot_all_kinds_from_one_replay(make_capture, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import forensics
+    from forensics.cli import main
+
+    calls = []
+    real = forensics.replay
+    monkeypatch.setattr(forensics, "replay", lambda *a, **k: calls.append(1) or real(*a, **k))
+    path = make_capture("emb", embedding_records(bad_step=1, steps=3))
+    assert main(["plot", str(path), "-o", str(tmp_path / "figs" / "e.png"), "--kind", "all"]) == 0
+    written = capsys.readouterr().out.split()
+    assert written == [str(tmp_path / "figs" / f"e-{k}.png") for k in
+                       ("timeline", "heatmap", "histogram", "verdicts")]
+    assert all(Path(p).read_bytes()[:4] == b"\x89PNG" for p in written) and calls == [1]
+
+
+def test_third_party_warnings_hidden_unless_verbose(capsys: pytest.CaptureFixture[str]) -> None:
+    import warnings
+
+    from forensics.quiet import third_party_quiet
+
+    def noise() -> None:
+        warnings.warn_explicit("torch says hi", UserWarning, "torch/x.py", 1, module="torch.x")
+        warnings.warn_explicit("ours", UserWarning, "forensics/x.py", 1, module="forensics.x")
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with third_party_quiet(verbose=False):
+            noise()
+        assert [str(w.message) for w in seen] == ["ours"]
+        with third_party_quiet(verbose=True):
+            noise()
+        assert [str(w.message) for w in seen][1:] == ["torch says hi", "ours"]

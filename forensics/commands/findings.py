@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from forensics.quiet import add_verbose, quietly
+
 EXAMPLE = """examples:
   forensics findings data/incident-b-vocab-sentinel.capture
   forensics findings run.capture --variant upstream --site embedding --steps 100:200 -o f.csv
@@ -29,8 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--request", metavar="ID", default=None, help="keep one request id")
     parser.add_argument("-o", "--output", metavar="FILE", default=None,
                         help="write FILE.csv, FILE.parquet or FILE.jsonl instead of a table")
+    add_verbose(parser)
 
 
+@quietly
 def run(args: argparse.Namespace) -> int:
     """Replay, filter, then print or write the findings; return 0."""
     from forensics.export import output_path, parse_steps, select_findings, write_findings

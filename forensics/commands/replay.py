@@ -15,6 +15,8 @@ import sys
 import textwrap
 from typing import Any
 
+from forensics.quiet import add_verbose, quietly
+
 EXAMPLE = """examples:
   forensics replay data/incident-b-vocab-sentinel.capture
   forensics replay run.capture --variant upstream --variant vllm --json
@@ -34,8 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on", metavar="VARIANT", default=None,
                         help="exit 1 when this variant has a violation or error verdict "
                              "(added to the variants if missing)")
+    add_verbose(parser)
 
 
+@quietly
 def run(args: argparse.Namespace) -> int:
     """Replay, print, and return the exit code."""
     from forensics.conclusion import conclude

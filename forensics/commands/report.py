@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from forensics.quiet import add_verbose, quietly
+
 EXAMPLE = """example:
   forensics report data/incident-b-vocab-sentinel.capture -o incident-b.html
   forensics report my.capture -o my.html --notebook 00_quickstart --with-code
@@ -33,8 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", action="append", metavar="NAME", default=None,
                         help="upstream, patched, vllm or vllm+PATH.diff (repeatable; default: "
                              "the notebook's, upstream and patched)")
+    add_verbose(parser)
 
 
+@quietly
 def run(args: argparse.Namespace) -> int:
     """Write the report; print its path; return 0 (bad input raises a ForensicsError)."""
     from forensics.report import write_report

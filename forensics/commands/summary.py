@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from forensics.quiet import add_verbose, quietly
 from forensics.summary import FORMATS
 
 EXAMPLE = """examples:
@@ -27,8 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "upstream and patched)")
     parser.add_argument("--format", choices=FORMATS, default="markdown",
                         help="markdown (default), text (one line per variant) or json")
+    add_verbose(parser)
 
 
+@quietly
 def run(args: argparse.Namespace) -> int:
     """Replay the capture and print its write-up; return 0."""
     from forensics.replay import DEFAULT_VARIANTS, replay
