@@ -60,6 +60,10 @@ TENSOR_COLORS = ("#1f77b4", "#9467bd", "#17becf", "#8c564b", "#7f7f7f", "#bcbd22
 ID_SITES = ("prepare_input_ids", "async_output", "embedding")
 KINDS = ("timeline", "heatmap", "histogram", "verdicts")
 
+#: above this many steps a timeline draws lines without markers and bad steps as thin ticks
+DENSE_STEPS = 200
+#: at most this many step labels on a heatmap's x axis (4-5 digit steps stay apart)
+STEP_LABELS = 8
 
 def _use_agg_without_display() -> None:
     import matplotlib
@@ -330,7 +334,10 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     if bad:
         x, y = min(bad)
         ax.annotate(f"first: step {x:.0f}, value {y:.0f}", (x, y), textcoords="offset points",
-                    xytext=(6, 6), fontsize=8, color=VIOLATION_COLOR)
+                    xytext=(14, 30), fontsize=8, color=VIOLATION_COLOR, zorder=7,
+                    arrowprops={"arrowstyle": "->", "color": VIOLATION_COLOR, "lw": 0.8},
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
+                          "alpha": 0.85})
     if not tensors:
         _empty(ax, f"no checked values for {site} under {variant}")
     ax.set_title(_title(result, site, variant, "smallest and largest value used per step"),
@@ -353,9 +360,12 @@ def _draw_tensor(ax: Axes, steps: pd.DataFrame, name: str, color: str, first: bo
     """Draw one tensor's band, bound and violations; return the violations (step, value)."""
     x = steps["step"].to_numpy()
     label = _mathsafe(name)
+    dense = len(x) > DENSE_STEPS
     ax.fill_between(x, steps["min"], steps["max"], step="mid", color=color, alpha=0.15)
-    ax.plot(x, steps["max"], marker="o", ms=3, lw=1, color=color, label=f"{label} (min..max)")
-    ax.plot(x, steps["min"], marker=".", ms=2, lw=0.8, ls=":", color=color)
+    ax.plot(x, steps["max"], marker=None if dense else "o", ms=3, lw=0.6 if dense else 1,
+            color=color, label=f"{label} (min..max)")
+    ax.plot(x, steps["min"], marker=None if dense else ".", ms=2, lw=0.5 if dense else 0.8,
+            ls=":", color=color)
     upper, lower = steps["upper"].to_numpy(), steps["lower"].to_numpy()
     ax.step(x, upper, where="mid", ls="--", lw=1.2, color=BOUND_COLOR,
             label=f"valid bound: {label} < {_fmt_bound(upper)}")
@@ -364,8 +374,9 @@ def _draw_tensor(ax: Axes, steps: pd.DataFrame, name: str, color: str, first: bo
     high, low = steps[steps["bad_high"]], steps[steps["bad_low"]]
     bad_x = np.concatenate([high["step"].to_numpy(), low["step"].to_numpy()])
     bad_y = np.concatenate([high["max"].to_numpy(), low["min"].to_numpy()])
-    if len(bad_x):
-        ax.scatter(bad_x, bad_y, marker="X", s=60, color=VIOLATION_COLOR, zorder=5,
+    if len(bad_x):  # many steps: a thin tick per bad step instead of a wall of crosses
+        ax.scatter(bad_x, bad_y, marker="|" if dense else "X", s=40 if dense else 60,
+                   linewidths=1.0, color=VIOLATION_COLOR, zorder=5,
                    label="out of bounds" if labelled else None)
     return [(float(a), float(b)) for a, b in zip(bad_x, bad_y, strict=True)]
 
@@ -520,7 +531,7 @@ def _heatmap_labels(ax: Axes, result: Any, site: str, variant: str, steps: list[
     ax.set_xlabel("engine step")
     ax.set_ylabel("batch row (index)")
     if steps:
-        ticks = _thin(len(steps))
+        ticks = _thin(len(steps), most=STEP_LABELS)
         ax.set_xticks(ticks, [f"{steps[i]:.0f}" for i in ticks])
         yt = _thin(len(rows))
         ax.set_yticks(yt, ["summary" if rows[i] < 0 else f"{rows[i]:.0f}" for i in yt])

@@ -324,3 +324,32 @@ def test_third_party_warnings_hidden_unless_verbose(capsys: pytest.CaptureFixtur
         with third_party_quiet(verbose=True):
             noise()
         assert [str(w.message) for w in seen][1:] == ["torch says hi", "ours"]
+
+
+@pytest.fixture(scope="module")
+def long_replay(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    import forensics
+
+    path = forensics.simulate("placeholder-leak", steps=3000, seed=0,
+                              out=tmp_path_factory.mktemp("long") / "leak3k.capture")
+    return forensics.replay(path)
+
+
+def _overlapping(labels: list[Any], renderer: Any) -> list[str]:
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in labels if t.get_text()]
+    pairs = zip(boxes, boxes[1:], strict=False)
+    return [f"{a} / {b}" for (a, x), (b, y) in pairs if x.overlaps(y)]
+
+
+def test_plots_stay_readable_at_3000_steps(long_replay: Any) -> None:
+    heat = plots.plot_row_heatmap(long_replay, site="prepare_input_ids")
+    renderer = heat.figure.canvas.get_renderer()
+    assert not _overlapping(heat.get_xticklabels(), renderer)
+    line = plots.plot_bounds_timeline(long_replay, site="prepare_input_ids")
+    marks = _violation_artists(line)
+    assert marks and all(len(c.get_offsets()) > 100 for c in marks)  # every bad step drawn
+    note = next(t for t in line.texts if t.get_text().startswith("first: step"))
+    box = note.get_window_extent(line.figure.canvas.get_renderer())
+    points = line.transData.transform(np.concatenate([c.get_offsets() for c in marks]))
+    inside = [(x, y) for x, y in points if box.contains(x, y)]
+    assert not inside, "the first-violation note covers markers"

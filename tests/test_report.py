@@ -312,3 +312,25 @@ def test_report_variants_and_progress(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "report: running notebook 03_triage" in err and "report: wrote" in err
     assert 'id="conclusion">patched leaves no site in violation' in html
     assert "<script" not in html.lower() and "Content-Security-Policy" in html
+
+
+def test_a_3000_step_report_renders_readable_plots(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    import forensics
+
+    capture = forensics.simulate("placeholder-leak", steps=3000, seed=0,
+                                 out=tmp_path / "leak3k.capture")
+    report = write_report(capture, tmp_path / "leak3k.html")
+    _open(browser, report)
+    assert not [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+    assert browser.find_element(By.XPATH, "//h1/following-sibling::p[1]").get_attribute(
+        "id") == "conclusion"
+    images = browser.find_elements(By.TAG_NAME, "img")
+    assert len(images) >= 5  # verdicts, then timeline, heatmap, histogram per flagged site
+    for i, image in enumerate(images):
+        assert int(browser.execute_script("return arguments[0].naturalWidth", image)) > 0
+        browser.execute_script("arguments[0].scrollIntoView()", image)
+        png = image.screenshot_as_png
+        (tmp_path / f"shot-{i}.png").write_bytes(png)  # kept for a look by eye
+        assert _not_blank(png)
