@@ -126,3 +126,12 @@ def test_clean_and_grouped_tables(result_b) -> None:
     text = display_frame(forensics.findings_table(result_b)).to_string(index=False)
     assert not any(bad in text for bad in ("NaN", "<NA>", "None", ".0 "))
     assert display_frame(pd.DataFrame({"a": [1.0, None]}))["a"].tolist() == ["1", ""]
+
+
+def test_a_summary_finding_reads_without_none() -> None:
+    from forensics.conclusion import describe_finding
+
+    text = describe_finding({"site": "embedding", "step": 7, "rank": 1, "row": None,
+                             "element": None, "tensor": "input_ids", "value": 248320,
+                             "lower": 0, "upper": 248320, "req_id": None, "resolved": None})
+    assert text == "embedding at step 7, rank 1: input_ids = 248320, outside [0, 248320)"
