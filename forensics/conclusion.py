@@ -238,7 +238,11 @@ def capture_facts(capture: Any) -> dict[str, Any]:
     """The capture's facts from its manifest, summary and events (empty without a capture)."""
     if capture is None or not hasattr(capture, "summary"):
         return {}
-    summary = capture.summary()
+    return summary_facts(capture.summary())
+
+
+def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
+    """The capture's facts from its ``summary()`` (the ``inspect --json`` object)."""
     manifest = summary.get("manifest") or {}
     model = manifest.get("model") or {}
     facts: dict[str, Any] = {label: model[key] for key, label in MODEL_FACTS
@@ -320,3 +324,11 @@ def _patch_step(conclusion: Conclusion, patch: Patch) -> str:
         return f"{patch.variant} resolves every {conclusion.baseline} finding."
     return (f"{patch.variant} resolves every {conclusion.baseline} finding; confirm on the real "
             f"code with --variant vllm --variant vllm+your-fix.diff (vLLM installed).")
+
+
+def facts_lines(summary: dict[str, Any]) -> list[str]:
+    """The manifest's facts as ``  key: value`` lines, for ``inspect``'s text (events and the
+    step span are shown there already)."""
+    facts = summary_facts(summary)
+    return ["manifest:", *(f"  {key}: {fact_text(key, value)}" for key, value in facts.items()
+                           if key not in ("events", "steps", "ranks"))]

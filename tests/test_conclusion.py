@@ -135,3 +135,12 @@ def test_a_summary_finding_reads_without_none() -> None:
                              "element": None, "tensor": "input_ids", "value": 248320,
                              "lower": 0, "upper": 248320, "req_id": None, "resolved": None})
     assert text == "embedding at step 7, rank 1: input_ids = 248320, outside [0, 248320)"
+
+
+def test_inspect_text_shows_the_manifest_facts(capsys) -> None:
+    assert main(["inspect", str(INCIDENT_B)]) == 0
+    out = capsys.readouterr().out
+    for line in ("  model: Qwen3.8-27B INT4 + MTP", "  vocabulary: 248320",
+                 "  speculative tokens: 4", "  async scheduling: on", "  vllm: 0.33.0",
+                 "  torch: 2.14.0", "  hardware: 1x V100-PCIE-32GB (SM70)"):
+        assert line in out.splitlines(), line
