@@ -409,7 +409,7 @@ def _violation_cmap() -> Any:
 
 
 def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None = None,
-                     ax: Axes | None = None) -> Axes:
+                     ax: Axes | None = None, align: Sequence[str] | None = None) -> Axes:
     """Batch rows x engine steps, each offending cell coloured by how far past the bound it is.
 
     Grey columns are steps where the site was checked (from ``result.bounds``) and stayed in
@@ -417,6 +417,9 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
     (1 = the first invalid value, e.g. ``vocab_size`` itself or ``-1``); ``misattributed``
     findings are marked with a diamond. Summary records (no row) appear as row ``summary``.
 
+    Args:
+        align: variants whose steps and rows the grid spans too (side-by-side panels share
+            their axes: a variant without findings still shows every row of the others).
     Returns:
         The Axes.
     Raises:
@@ -430,11 +433,10 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
     ax = _axes(ax)
     oob = _oob(result, site, variant)
     checked = _checked_steps(result, site, variant)
-    steps = sorted(checked | set(oob.get("step", pd.Series()).dropna()))
+    steps, rows = _heatmap_span(result, site, [variant, *(align or [])])
     if not steps:
         _empty(ax, f"no records for {site} under {variant}")
         return _heatmap_labels(ax, result, site, variant, [], [])
-    rows = _heatmap_rows(oob, _select(_findings(result), site, variant))
     grid = _heatmap_grid(oob, steps, rows)
     checked_steps = {s: i for i, s in enumerate(steps)}
     shade = np.full((len(rows), len(steps)), np.nan)
@@ -457,6 +459,18 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
                        Patch(color=VIOLATION_COLOR, label="out of bounds")],
               fontsize=8, loc="upper right")
     return _heatmap_labels(ax, result, site, variant, steps, rows)
+
+
+def _heatmap_span(result: Any, site: str, variants: Sequence[str]
+                  ) -> tuple[list[float], list[float]]:
+    """The steps (checked or offending) and rows of ``site`` over ``variants``, sorted."""
+    steps: set[float] = set()
+    rows: set[float] = set()
+    for name in dict.fromkeys(variants):
+        oob = _oob(result, site, name)
+        steps |= _checked_steps(result, site, name) | set(oob.get("step", pd.Series()).dropna())
+        rows |= set(_heatmap_rows(oob, _select(_findings(result), site, name)))
+    return sorted(steps), sorted(rows) or [0.0]
 
 
 def _checked_steps(result: Any, site: str, variant: str) -> set[float]:
@@ -784,6 +798,8 @@ def plot_side_by_side(result: Any, kind: str = "timeline", site: str | None = No
         kwargs["tensor"] = choose_tensors(result, site, names)
     fig, axes = plt.subplots(1, len(names), figsize=(6.0 * len(names), 4.8),
                              sharey=kind != "heatmap", layout="constrained", squeeze=False)
+    if kind == "heatmap":
+        kwargs["align"] = names
     for ax, name in zip(axes[0], names, strict=True):
         PLOTTERS[kind](result, site=site, variant=name, ax=ax, **kwargs)
     return fig

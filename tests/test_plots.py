@@ -353,3 +353,19 @@ def test_plots_stay_readable_at_3000_steps(long_replay: Any) -> None:
     points = line.transData.transform(np.concatenate([c.get_offsets() for c in marks]))
     inside = [(x, y) for x, y in points if box.contains(x, y)]
     assert not inside, "the first-violation note covers markers"
+
+
+def test_side_by_side_heatmaps_share_steps_and_rows() -> None:
+    import forensics
+
+    # patched has no finding at batch_change: its panel must not collapse to row 0
+    result = forensics.replay(Path(__file__).resolve().parents[1] / "data"
+                              / "incident-a-stale-prev-rows-confirmed.capture")
+    fig = plots.plot_side_by_side(result, "heatmap", site="batch_change",
+                                  variants=["upstream", "patched"])
+    panels = [ax for ax in fig.axes if ax.get_xlabel() == "engine step"]
+    spans = [(ax.get_xlim(), ax.get_ylim()) for ax in panels]
+    ticks = [[t.get_text() for t in ax.get_yticklabels()] for ax in panels]
+    assert len(spans) == 2 and spans[0] == spans[1] and ticks[0] == ticks[1]
+    assert len(ticks[0]) > 1  # not collapsed to row 0
+    plots.close(fig)
