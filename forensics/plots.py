@@ -664,7 +664,7 @@ def plot_value_histogram(result: Any, site: str | None = None, variant: str | No
     axis = _ValueAxis(lower, upper, window, np.concatenate([inside, outside]))
     _draw_histogram(ax, axis, inside, outside)
     _draw_valid_range(ax, axis, lower, upper)
-    _annotate_sentinel(ax, axis, -1, "−1: async placeholder / new row")
+    _annotate_sentinel(ax, axis, -1, "−1: async placeholder / new row", side=-1)
     if vocab is not None:
         _annotate_sentinel(ax, axis, vocab, f"vocab_size = {vocab}: rejection sentinel")
     ax.set_title(_title(result, site, variant, "values near the bound"), fontsize=10)
@@ -719,14 +719,21 @@ def _draw_valid_range(ax: Axes, axis: _ValueAxis, lower: float, upper: float) ->
     ax.axvline(lo, color=BOUND_COLOR, ls="-.", lw=0.8, label=f"valid bound: lower = {lower:.0f}")
 
 
-def _annotate_sentinel(ax: Axes, axis: _ValueAxis, value: float, text: str) -> None:
+def _annotate_sentinel(ax: Axes, axis: _ValueAxis, value: float, text: str,
+                       side: int = 1) -> None:
+    """Mark ``value`` with a dotted line and a label beside it, clear of the value's own bar:
+    on the left (``side=-1``, for ``-1``: nothing lies below it) or the right."""
     if not axis.shown(np.array([value]))[0]:
         return
     x = float(axis.pos(np.array([value]))[0])
     ax.axvline(x, color=VIOLATION_COLOR, ls=":", lw=1)
-    ax.annotate(text, xy=(x, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -4),
-                textcoords="offset points", rotation=90, va="top", fontsize=7,
-                color=VIOLATION_COLOR)
+    bar = float(axis.pos(np.array([value + 0.5]))[0] - x)  # half a bar, in data units
+    offset = ax.transData.transform((x + bar, 0))[0] - ax.transData.transform((x, 0))[0]
+    ax.annotate(text, xy=(x, 1.0), xycoords=("data", "axes fraction"),
+                xytext=(side * (abs(offset) * 72 / ax.figure.dpi + 3), -4),
+                textcoords="offset points", rotation=90, va="top",
+                ha="right" if side < 0 else "left", fontsize=7, color=VIOLATION_COLOR,
+                bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
 
 
 # ----------------------------------------------------------------------------- verdicts

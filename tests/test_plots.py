@@ -369,3 +369,14 @@ def test_side_by_side_heatmaps_share_steps_and_rows() -> None:
     assert len(spans) == 2 and spans[0] == spans[1] and ticks[0] == ticks[1]
     assert len(ticks[0]) > 1  # not collapsed to row 0
     plots.close(fig)
+
+
+def test_sentinel_labels_sit_clear_of_their_bars(long_replay: Any) -> None:
+    ax = plots.plot_value_histogram(long_replay, site="prepare_input_ids")
+    renderer = ax.figure.canvas.get_renderer()
+    label = next(t for t in ax.texts if t.get_text().startswith("−1"))
+    box = label.get_window_extent(renderer)
+    bars = [p.get_window_extent(renderer) for p in ax.patches
+            if hasattr(p, "get_height") and p.get_height() > 0]  # red and blue bars alike
+    assert len(bars) > 10 and not [b for b in bars if b.overlaps(box)]
+    plots.close(ax)
