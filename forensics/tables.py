@@ -57,7 +57,9 @@ def summary_by_site(result: ReplayResult) -> pd.DataFrame:
 
     sites = sorted(set(result.index["site"]), key=site_order)
     rows = [_summary_row(result, variant, site) for variant in result.variants for site in sites]
-    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    frame["first_step"] = frame["first_step"].astype("Int64")  # an integer, or empty
+    return frame
 
 
 def _summary_row(result: ReplayResult, variant: str, site: str) -> dict[str, Any]:

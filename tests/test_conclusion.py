@@ -144,3 +144,10 @@ def test_inspect_text_shows_the_manifest_facts(capsys) -> None:
                  "  speculative tokens: 4", "  async scheduling: on", "  vllm: 0.33.0",
                  "  torch: 2.14.0", "  hardware: 1x V100-PCIE-32GB (SM70)"):
         assert line in out.splitlines(), line
+
+
+def test_summary_by_site_steps_are_integers(result_b) -> None:
+    frame = forensics.summary_by_site(result_b)
+    assert str(frame["first_step"].dtype) == "Int64"
+    shown = display_frame(frame).to_string(index=False)
+    assert "14.0" not in shown and "NaN" not in shown and " 14 " in f" {shown} "
