@@ -13,18 +13,21 @@ from collections.abc import Callable, Iterator
 
 #: loggers of the libraries a replay or a report imports
 NOISY_LOGGERS = ("vllm", "torch", "matplotlib", "papermill", "traitlets", "nbconvert")
+#: environment read when torch and vLLM are imported: their own log levels (errors only)
+QUIET_ENV = {"VLLM_LOGGING_LEVEL": "ERROR", "TORCH_LOGS": "-all"}
 
 
 @contextlib.contextmanager
 def third_party_quiet(verbose: bool = False) -> Iterator[None]:
     """Inside: warnings raised outside ``forensics`` are ignored and the :data:`NOISY_LOGGERS`
-    log only errors (vLLM through ``VLLM_LOGGING_LEVEL=ERROR`` unless already set). Nothing
-    changes when ``verbose``."""
+    log only errors (torch and vLLM, imported inside, through :data:`QUIET_ENV` unless the
+    variables are already set; restored afterwards). Nothing changes when ``verbose``."""
     if verbose:
         yield
         return
     levels = {name: logging.getLogger(name).level for name in NOISY_LOGGERS}
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    added = [name for name in QUIET_ENV if name not in os.environ]
+    os.environ.update({name: QUIET_ENV[name] for name in added})
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore")
         warnings.filterwarnings("default", module=r"forensics(\.|$)")
@@ -35,6 +38,8 @@ def third_party_quiet(verbose: bool = False) -> Iterator[None]:
         finally:
             for name, level in levels.items():
                 logging.getLogger(name).setLevel(level)
+            for name in added:
+                os.environ.pop(name, None)
 
 
 def add_verbose(parser: argparse.ArgumentParser) -> None:
