@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "replay every bundled capture and write reports"),
     "shrink": ("shrink", "the fewest steps and records of a capture with the same evidence"),
     "redact": ("redact", "a copy of a capture fit to share, with the same evidence"),
+    "summary": ("summary", "write up a capture's replay for a bug thread or pull request"),
+    "findings": ("findings", "export a capture's findings (CSV, Parquet, JSON lines)"),
 }
 
 

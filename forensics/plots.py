@@ -60,6 +60,10 @@ TENSOR_COLORS = ("#1f77b4", "#9467bd", "#17becf", "#8c564b", "#7f7f7f", "#bcbd22
 ID_SITES = ("prepare_input_ids", "async_output", "embedding")
 KINDS = ("timeline", "heatmap", "histogram", "verdicts")
 
+#: above this many steps a timeline draws lines without markers and bad steps as thin ticks
+DENSE_STEPS = 200
+#: at most this many step labels on a heatmap's x axis (4-5 digit steps stay apart)
+STEP_LABELS = 8
 
 def _use_agg_without_display() -> None:
     import matplotlib
@@ -330,7 +334,10 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     if bad:
         x, y = min(bad)
         ax.annotate(f"first: step {x:.0f}, value {y:.0f}", (x, y), textcoords="offset points",
-                    xytext=(6, 6), fontsize=8, color=VIOLATION_COLOR)
+                    xytext=(14, 30), fontsize=8, color=VIOLATION_COLOR, zorder=7,
+                    arrowprops={"arrowstyle": "->", "color": VIOLATION_COLOR, "lw": 0.8},
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
+                          "alpha": 0.85})
     if not tensors:
         _empty(ax, f"no checked values for {site} under {variant}")
     ax.set_title(_title(result, site, variant, "smallest and largest value used per step"),
@@ -353,9 +360,12 @@ def _draw_tensor(ax: Axes, steps: pd.DataFrame, name: str, color: str, first: bo
     """Draw one tensor's band, bound and violations; return the violations (step, value)."""
     x = steps["step"].to_numpy()
     label = _mathsafe(name)
+    dense = len(x) > DENSE_STEPS
     ax.fill_between(x, steps["min"], steps["max"], step="mid", color=color, alpha=0.15)
-    ax.plot(x, steps["max"], marker="o", ms=3, lw=1, color=color, label=f"{label} (min..max)")
-    ax.plot(x, steps["min"], marker=".", ms=2, lw=0.8, ls=":", color=color)
+    ax.plot(x, steps["max"], marker=None if dense else "o", ms=3, lw=0.6 if dense else 1,
+            color=color, label=f"{label} (min..max)")
+    ax.plot(x, steps["min"], marker=None if dense else ".", ms=2, lw=0.5 if dense else 0.8,
+            ls=":", color=color)
     upper, lower = steps["upper"].to_numpy(), steps["lower"].to_numpy()
     ax.step(x, upper, where="mid", ls="--", lw=1.2, color=BOUND_COLOR,
             label=f"valid bound: {label} < {_fmt_bound(upper)}")
@@ -364,8 +374,9 @@ def _draw_tensor(ax: Axes, steps: pd.DataFrame, name: str, color: str, first: bo
     high, low = steps[steps["bad_high"]], steps[steps["bad_low"]]
     bad_x = np.concatenate([high["step"].to_numpy(), low["step"].to_numpy()])
     bad_y = np.concatenate([high["max"].to_numpy(), low["min"].to_numpy()])
-    if len(bad_x):
-        ax.scatter(bad_x, bad_y, marker="X", s=60, color=VIOLATION_COLOR, zorder=5,
+    if len(bad_x):  # many steps: a thin tick per bad step instead of a wall of crosses
+        ax.scatter(bad_x, bad_y, marker="|" if dense else "X", s=40 if dense else 60,
+                   linewidths=1.0, color=VIOLATION_COLOR, zorder=5,
                    label="out of bounds" if labelled else None)
     return [(float(a), float(b)) for a, b in zip(bad_x, bad_y, strict=True)]
 
@@ -398,7 +409,7 @@ def _violation_cmap() -> Any:
 
 
 def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None = None,
-                     ax: Axes | None = None) -> Axes:
+                     ax: Axes | None = None, align: Sequence[str] | None = None) -> Axes:
     """Batch rows x engine steps, each offending cell coloured by how far past the bound it is.
 
     Grey columns are steps where the site was checked (from ``result.bounds``) and stayed in
@@ -406,6 +417,9 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
     (1 = the first invalid value, e.g. ``vocab_size`` itself or ``-1``); ``misattributed``
     findings are marked with a diamond. Summary records (no row) appear as row ``summary``.
 
+    Args:
+        align: variants whose steps and rows the grid spans too (side-by-side panels share
+            their axes: a variant without findings still shows every row of the others).
     Returns:
         The Axes.
     Raises:
@@ -419,11 +433,10 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
     ax = _axes(ax)
     oob = _oob(result, site, variant)
     checked = _checked_steps(result, site, variant)
-    steps = sorted(checked | set(oob.get("step", pd.Series()).dropna()))
+    steps, rows = _heatmap_span(result, site, [variant, *(align or [])])
     if not steps:
         _empty(ax, f"no records for {site} under {variant}")
         return _heatmap_labels(ax, result, site, variant, [], [])
-    rows = _heatmap_rows(oob, _select(_findings(result), site, variant))
     grid = _heatmap_grid(oob, steps, rows)
     checked_steps = {s: i for i, s in enumerate(steps)}
     shade = np.full((len(rows), len(steps)), np.nan)
@@ -446,6 +459,18 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
                        Patch(color=VIOLATION_COLOR, label="out of bounds")],
               fontsize=8, loc="upper right")
     return _heatmap_labels(ax, result, site, variant, steps, rows)
+
+
+def _heatmap_span(result: Any, site: str, variants: Sequence[str]
+                  ) -> tuple[list[float], list[float]]:
+    """The steps (checked or offending) and rows of ``site`` over ``variants``, sorted."""
+    steps: set[float] = set()
+    rows: set[float] = set()
+    for name in dict.fromkeys(variants):
+        oob = _oob(result, site, name)
+        steps |= _checked_steps(result, site, name) | set(oob.get("step", pd.Series()).dropna())
+        rows |= set(_heatmap_rows(oob, _select(_findings(result), site, name)))
+    return sorted(steps), sorted(rows) or [0.0]
 
 
 def _checked_steps(result: Any, site: str, variant: str) -> set[float]:
@@ -520,7 +545,7 @@ def _heatmap_labels(ax: Axes, result: Any, site: str, variant: str, steps: list[
     ax.set_xlabel("engine step")
     ax.set_ylabel("batch row (index)")
     if steps:
-        ticks = _thin(len(steps))
+        ticks = _thin(len(steps), most=STEP_LABELS)
         ax.set_xticks(ticks, [f"{steps[i]:.0f}" for i in ticks])
         yt = _thin(len(rows))
         ax.set_yticks(yt, ["summary" if rows[i] < 0 else f"{rows[i]:.0f}" for i in yt])
@@ -639,7 +664,7 @@ def plot_value_histogram(result: Any, site: str | None = None, variant: str | No
     axis = _ValueAxis(lower, upper, window, np.concatenate([inside, outside]))
     _draw_histogram(ax, axis, inside, outside)
     _draw_valid_range(ax, axis, lower, upper)
-    _annotate_sentinel(ax, axis, -1, "−1: async placeholder / new row")
+    _annotate_sentinel(ax, axis, -1, "−1: async placeholder / new row", side=-1)
     if vocab is not None:
         _annotate_sentinel(ax, axis, vocab, f"vocab_size = {vocab}: rejection sentinel")
     ax.set_title(_title(result, site, variant, "values near the bound"), fontsize=10)
@@ -694,14 +719,21 @@ def _draw_valid_range(ax: Axes, axis: _ValueAxis, lower: float, upper: float) ->
     ax.axvline(lo, color=BOUND_COLOR, ls="-.", lw=0.8, label=f"valid bound: lower = {lower:.0f}")
 
 
-def _annotate_sentinel(ax: Axes, axis: _ValueAxis, value: float, text: str) -> None:
+def _annotate_sentinel(ax: Axes, axis: _ValueAxis, value: float, text: str,
+                       side: int = 1) -> None:
+    """Mark ``value`` with a dotted line and a label beside it, clear of the value's own bar:
+    on the left (``side=-1``, for ``-1``: nothing lies below it) or the right."""
     if not axis.shown(np.array([value]))[0]:
         return
     x = float(axis.pos(np.array([value]))[0])
     ax.axvline(x, color=VIOLATION_COLOR, ls=":", lw=1)
-    ax.annotate(text, xy=(x, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -4),
-                textcoords="offset points", rotation=90, va="top", fontsize=7,
-                color=VIOLATION_COLOR)
+    bar = float(axis.pos(np.array([value + 0.5]))[0] - x)  # half a bar, in data units
+    offset = ax.transData.transform((x + bar, 0))[0] - ax.transData.transform((x, 0))[0]
+    ax.annotate(text, xy=(x, 1.0), xycoords=("data", "axes fraction"),
+                xytext=(side * (abs(offset) * 72 / ax.figure.dpi + 3), -4),
+                textcoords="offset points", rotation=90, va="top",
+                ha="right" if side < 0 else "left", fontsize=7, color=VIOLATION_COLOR,
+                bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
 
 
 # ----------------------------------------------------------------------------- verdicts
@@ -773,6 +805,8 @@ def plot_side_by_side(result: Any, kind: str = "timeline", site: str | None = No
         kwargs["tensor"] = choose_tensors(result, site, names)
     fig, axes = plt.subplots(1, len(names), figsize=(6.0 * len(names), 4.8),
                              sharey=kind != "heatmap", layout="constrained", squeeze=False)
+    if kind == "heatmap":
+        kwargs["align"] = names
     for ax, name in zip(axes[0], names, strict=True):
         PLOTTERS[kind](result, site=site, variant=name, ax=ax, **kwargs)
     return fig

@@ -5,7 +5,12 @@
 ``forensics/templates/report.html.j2``: nbconvert's ``lab`` template without require.js, MathJax,
 Mermaid, widgets or JavaScript outputs, plus a Content-Security-Policy that forbids every script
 and every remote load. Figures are embedded as ``data:`` URIs, code is hidden unless
-``with_code``, and stderr output (warnings) is left out.
+``with_code``, and stderr output (warnings) is left out. The ``variants`` parameter of the
+notebook gets the report's ``variants`` when given.
+
+The answer first: the printed text of the cell tagged ``conclusion`` is lifted into the header,
+as the first paragraph after the title (``<p id="conclusion">``), and that cell leaves the body;
+cells tagged ``report-skip`` (a notebook's own introduction) are left out of the report.
 
 Escaping: strings from a capture reach the HTML as text outputs (escaped by the template), as
 pandas tables (escaped by pandas) or through the header (``| e``); the notebooks never emit raw
@@ -34,6 +39,7 @@ TEMPLATE = TEMPLATE_DIR / "report.html.j2"
 REPO_NOTEBOOKS = PACKAGE_DIR.parent / "notebooks"
 DEFAULT_NOTEBOOK = "03_triage"
 _SCRIPT_TAG = re.compile(r"<\s*script\b", re.IGNORECASE)
+CONCLUSION_TAG, SKIP_TAG = "conclusion", "report-skip"
 
 
 class NotebookExecutionError(ForensicsError, RuntimeError):
@@ -99,8 +105,10 @@ def _capture_path(capture: Any) -> Path:
     return path
 
 
-def execute_notebook(notebook: Path, capture: Path, workdir: Path) -> Any:
-    """Run ``notebook`` with ``capture`` as its parameter; return the executed nbformat node.
+def execute_notebook(notebook: Path, capture: Path, workdir: Path,
+                     variants: list[str] | None = None) -> Any:
+    """Run ``notebook`` with ``capture`` (and ``variants`` when given) as its parameters; return
+    the executed nbformat node.
 
     Raises:
         NotebookExecutionError: a cell raised; the message names the cell and the exception.
@@ -110,7 +118,7 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path) -> Any:
     out = workdir / f"executed-{notebook.name}"
     try:
         return papermill.execute_notebook(
-            str(notebook), str(out), parameters={"capture": str(capture)},
+            str(notebook), str(out), parameters=_parameters(capture, variants),
             kernel_name="python3", progress_bar=False, log_output=False,
             cwd=str(notebook.parent), extra_arguments=["--IPKernelApp.log_level=ERROR"])
     except papermill.PapermillExecutionError as exc:
@@ -118,6 +126,27 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path) -> Any:
             f"notebook {notebook.name!r} failed on capture '{capture}' in cell "
             f"{exc.exec_count}: {exc.ename}: {exc.evalue}; open {notebook} with "
             f"capture = '{capture}' to see the traceback") from None
+
+
+def _parameters(capture: Path, variants: list[str] | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"capture": str(capture)}
+    if variants:
+        params["variants"] = list(variants)
+    return params
+
+
+def _tags(cell: Any) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def take_conclusion(nb: Any) -> str:
+    """The printed text of the cells tagged ``conclusion``; those cells and the ones tagged
+    ``report-skip`` are removed from ``nb``."""
+    texts = [o.get("text", "") for cell in nb.cells if CONCLUSION_TAG in _tags(cell)
+             for o in cell.get("outputs", [])
+             if o.get("output_type") == "stream" and o.get("name") == "stdout"]
+    nb.cells = [c for c in nb.cells if not {CONCLUSION_TAG, SKIP_TAG} & set(_tags(c))]
+    return "".join(texts).strip()
 
 
 def _strip_for_report(nb: Any) -> Any:
@@ -144,8 +173,10 @@ def export_html(nb: Any, *, title: str, info: dict[str, str], with_code: bool = 
         exclude_input=not with_code, exclude_input_prompt=not with_code,
         exclude_output_prompt=not with_code)
     exporter.extra_template_basedirs = [str(TEMPLATE_DIR)]
+    nb = _strip_for_report(nb)
+    info = {**info, "conclusion": take_conclusion(nb)}
     resources = {"metadata": {"name": title}, "forensics": info}
-    body, _ = exporter.from_notebook_node(_strip_for_report(nb), resources=resources)
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
     if _SCRIPT_TAG.search(body):
         raise UnsafeReportError(
             f"the report of {info.get('capture', '?')!r} would contain a <script> element; "
@@ -155,7 +186,8 @@ def export_html(nb: Any, *, title: str, info: dict[str, str], with_code: bool = 
 
 
 def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_NOTEBOOK,
-                 with_code: bool = False) -> Path:
+                 with_code: bool = False, variants: list[str] | None = None,
+                 progress: bool = False) -> Path:
     """Execute ``notebook`` against ``capture`` and write a self-contained HTML report to ``out``.
 
     Args:
@@ -163,6 +195,9 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
         out: the HTML file to write (overwritten; parent folders are created).
         notebook: a notebook name from :func:`available_notebooks` or a path to an ``.ipynb``.
         with_code: show the code cells (hidden by default).
+        variants: the variants the notebook replays (names such as ``vllm+fix.diff``); default,
+            the notebook's own.
+        progress: print one line per stage on stderr.
     Returns:
         The path written.
     Raises:
@@ -181,8 +216,11 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
         raise ConfigurationError(f"-o '{target}' is a directory; give the HTML file to write, "
                                  f"e.g. '{target / (capture_path.stem + '.html')}'")
     name = capture_path.name.removesuffix(".capture")
+    say = _stage_printer(progress)
+    say(f"running notebook {nb_path.stem} on {name} (replay, tables, plots)")
     with tempfile.TemporaryDirectory(prefix="forensics-report-") as tmp:
-        executed = execute_notebook(nb_path, capture_path, Path(tmp))
+        executed = execute_notebook(nb_path, capture_path, Path(tmp), variants)
+    say("exporting HTML")
     info = {"capture": name, "capture_path": str(capture_path), "notebook": nb_path.stem,
             "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "version": forensics.__version__}
@@ -190,4 +228,19 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
                        with_code=with_code)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(html, encoding="utf-8")
+    say(f"wrote {target}")
     return target
+
+
+def _stage_printer(enabled: bool) -> Any:
+    """A function printing ``report: <stage> (<seconds since start>)`` on stderr, or nothing."""
+    import sys
+    import time
+
+    start = time.monotonic()
+
+    def say(stage: str) -> None:
+        if enabled:
+            print(f"report: {stage} [{time.monotonic() - start:.0f} s]", file=sys.stderr,
+                  flush=True)
+    return say

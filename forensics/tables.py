@@ -2,7 +2,10 @@
 
 - :func:`findings_table`: the findings, columns :data:`forensics.findings.COLUMNS`;
 - :func:`first_violation`: the first unresolved ``out_of_bounds`` finding of a variant;
-- :func:`summary_by_site`: one row per (variant, site), columns :data:`SUMMARY_COLUMNS`.
+- :func:`summary_by_site`: one row per (variant, site), columns :data:`SUMMARY_COLUMNS`;
+- :func:`grouped_findings`: every finding, one row per (variant, site, step, row);
+- :func:`display_frame` / :func:`styled`: a table cleaned for reading (integers as integers,
+  empty cells for nulls) and, for HTML, without its index column and with every row.
 """
 
 from __future__ import annotations
@@ -54,7 +57,9 @@ def summary_by_site(result: ReplayResult) -> pd.DataFrame:
 
     sites = sorted(set(result.index["site"]), key=site_order)
     rows = [_summary_row(result, variant, site) for variant in result.variants for site in sites]
-    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    frame["first_step"] = frame["first_step"].astype("Int64")  # an integer, or empty
+    return frame
 
 
 def _summary_row(result: ReplayResult, variant: str, site: str) -> dict[str, Any]:
@@ -74,3 +79,54 @@ def _summary_row(result: ReplayResult, variant: str, site: str) -> dict[str, Any
                 "first_step": int(found["step"].min()) if len(found) else None,
                 "verdict": result.verdicts[variant][site]})
     return row
+
+
+#: columns of :func:`grouped_findings`
+GROUP_COLUMNS = ("variant", "site", "step", "row", "req_id", "findings", "ranks", "tensors",
+                 "kinds", "values", "bounds", "origin", "resolved")
+
+
+def grouped_findings(result: ReplayResult, variant: str | None = None) -> pd.DataFrame:
+    """Every finding of ``result``, one row per (variant, site, step, row) with its count and
+    the distinct ranks, tensors, kinds, values and bounds (columns :data:`GROUP_COLUMNS`)."""
+    import pandas as pd
+
+    frame = findings_table(result, variant)
+    rows = [_group_row(key, group) for key, group in
+            frame.groupby(["variant", "site", "step", "row"], sort=False, dropna=False)]
+    return pd.DataFrame(rows, columns=list(GROUP_COLUMNS))
+
+
+def _group_row(key: tuple[Any, ...], group: pd.DataFrame) -> dict[str, Any]:
+    def distinct(column: str) -> str:
+        values = [to_python(v) for v in group[column]]
+        return ", ".join(dict.fromkeys("" if v is None else str(v) for v in values))
+
+    bounds = [f"[{to_python(lo)}, {to_python(hi)})" for lo, hi in
+              zip(group["lower"], group["upper"], strict=True) if to_python(hi) is not None]
+    return {"variant": key[0], "site": key[1], "step": key[2], "row": to_python(key[3]),
+            "req_id": distinct("req_id"), "findings": len(group), "ranks": distinct("rank"),
+            "tensors": distinct("tensor"), "kinds": distinct("kind"),
+            "values": distinct("value"), "bounds": ", ".join(dict.fromkeys(bounds)),
+            "origin": distinct("origin"), "resolved": distinct("resolved")}
+
+
+def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` for reading: every cell a string, integers without ``.0``, nulls (``None``,
+    ``NaN``, ``<NA>``) empty; the index reset."""
+    return frame.apply(lambda column: column.map(_cell)).reset_index(drop=True)
+
+
+def _cell(value: Any) -> str:
+    value = to_python(value)
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def styled(frame: pd.DataFrame) -> Any:
+    """``frame`` as a pandas Styler for HTML: cleaned (:func:`display_frame`), every row, no
+    index column, cells HTML-escaped."""
+    return display_frame(frame).style.hide(axis="index").format(escape="html")

@@ -19,8 +19,9 @@ EXPECTED = ("00_quickstart", "01_stale_prev_rows", "02_vocab_sentinel", "03_tria
             "04_share")
 #: what a notebook may reach through ``forensics.``
 PUBLIC = {"load", "replay", "findings_table", "first_violation", "summary_by_site", "plots",
-          "importers", "simulate", "shrink", "redact", "__version__"}
-PUBLIC_IMPORTS = {"forensics", "forensics.plots", "forensics.importers"}
+          "importers", "simulate", "shrink", "redact", "__version__", "conclusion", "tables"}
+PUBLIC_IMPORTS = {"forensics", "forensics.plots", "forensics.importers", "forensics.conclusion",
+                  "forensics.tables"}
 
 
 def notebooks() -> list[Path]:
@@ -78,3 +79,22 @@ def test_notebook_runs_against_the_bundled_data(path: Path, tmp_path: Path) -> N
     images = sum("image/png" in o.get("data", {}) for c in executed.cells
                  if c.cell_type == "code" for o in c.get("outputs", []))
     assert images >= 1, "the notebook draws its plots"
+
+
+def _stdout(path: Path, tmp_path: Path, capture: Path) -> str:
+    papermill = pytest.importorskip("papermill")
+    out = tmp_path / path.name
+    papermill.execute_notebook(str(path), str(out), kernel_name="python3", cwd=str(NOTEBOOKS),
+                               parameters={"capture": str(capture)}, progress_bar=False,
+                               log_output=False)
+    executed = nbformat.read(out, as_version=4)
+    return "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code"
+                   for o in c.get("outputs", []) if o.get("name") == "stdout")
+
+
+def test_quickstart_follows_the_capture_it_runs_on(tmp_path: Path) -> None:
+    text = _stdout(NOTEBOOKS / "00_quickstart.ipynb", tmp_path,
+                   ROOT / "data" / "misattribution.capture")
+    assert "drawing batch_change: upstream suspect, patched suspect" in text
+    assert "upstream: no unresolved out-of-bounds finding" in text
+    assert "finds batch_change suspect" in text  # the conclusion of this capture

@@ -288,3 +288,95 @@ def test_side_by_side_draws_the_same_tensors_in_every_panel() -> None:
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
         assert any(t.startswith("input_ids") for t in labels), labels
         assert not any(t.startswith("row_index") for t in labels), labels
+
+
+def test_cli_plot_all_kinds_from_one_replay(make_capture, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import forensics
+    from forensics.cli import main
+
+    calls = []
+    real = forensics.replay
+    monkeypatch.setattr(forensics, "replay", lambda *a, **k: calls.append(1) or real(*a, **k))
+    path = make_capture("emb", embedding_records(bad_step=1, steps=3))
+    assert main(["plot", str(path), "-o", str(tmp_path / "figs" / "e.png"), "--kind", "all"]) == 0
+    written = capsys.readouterr().out.split()
+    assert written == [str(tmp_path / "figs" / f"e-{k}.png") for k in
+                       ("timeline", "heatmap", "histogram", "verdicts")]
+    assert all(Path(p).read_bytes()[:4] == b"\x89PNG" for p in written) and calls == [1]
+
+
+def test_third_party_warnings_hidden_unless_verbose(capsys: pytest.CaptureFixture[str]) -> None:
+    import warnings
+
+    from forensics.quiet import third_party_quiet
+
+    def noise() -> None:
+        warnings.warn_explicit("torch says hi", UserWarning, "torch/x.py", 1, module="torch.x")
+        warnings.warn_explicit("ours", UserWarning, "forensics/x.py", 1, module="forensics.x")
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with third_party_quiet(verbose=False):
+            noise()
+        assert [str(w.message) for w in seen] == ["ours"]
+        with third_party_quiet(verbose=True):
+            noise()
+        assert [str(w.message) for w in seen][1:] == ["torch says hi", "ours"]
+
+
+@pytest.fixture(scope="module")
+def long_replay(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    import forensics
+
+    path = forensics.simulate("placeholder-leak", steps=3000, seed=0,
+                              out=tmp_path_factory.mktemp("long") / "leak3k.capture")
+    return forensics.replay(path)
+
+
+def _overlapping(labels: list[Any], renderer: Any) -> list[str]:
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in labels if t.get_text()]
+    pairs = zip(boxes, boxes[1:], strict=False)
+    return [f"{a} / {b}" for (a, x), (b, y) in pairs if x.overlaps(y)]
+
+
+def test_plots_stay_readable_at_3000_steps(long_replay: Any) -> None:
+    heat = plots.plot_row_heatmap(long_replay, site="prepare_input_ids")
+    renderer = heat.figure.canvas.get_renderer()
+    assert not _overlapping(heat.get_xticklabels(), renderer)
+    line = plots.plot_bounds_timeline(long_replay, site="prepare_input_ids")
+    marks = _violation_artists(line)
+    assert marks and all(len(c.get_offsets()) > 100 for c in marks)  # every bad step drawn
+    note = next(t for t in line.texts if t.get_text().startswith("first: step"))
+    box = note.get_window_extent(line.figure.canvas.get_renderer())
+    points = line.transData.transform(np.concatenate([c.get_offsets() for c in marks]))
+    inside = [(x, y) for x, y in points if box.contains(x, y)]
+    assert not inside, "the first-violation note covers markers"
+
+
+def test_side_by_side_heatmaps_share_steps_and_rows() -> None:
+    import forensics
+
+    # patched has no finding at batch_change: its panel must not collapse to row 0
+    result = forensics.replay(Path(__file__).resolve().parents[1] / "data"
+                              / "incident-a-stale-prev-rows-confirmed.capture")
+    fig = plots.plot_side_by_side(result, "heatmap", site="batch_change",
+                                  variants=["upstream", "patched"])
+    panels = [ax for ax in fig.axes if ax.get_xlabel() == "engine step"]
+    spans = [(ax.get_xlim(), ax.get_ylim()) for ax in panels]
+    ticks = [[t.get_text() for t in ax.get_yticklabels()] for ax in panels]
+    assert len(spans) == 2 and spans[0] == spans[1] and ticks[0] == ticks[1]
+    assert len(ticks[0]) > 1  # not collapsed to row 0
+    plots.close(fig)
+
+
+def test_sentinel_labels_sit_clear_of_their_bars(long_replay: Any) -> None:
+    ax = plots.plot_value_histogram(long_replay, site="prepare_input_ids")
+    renderer = ax.figure.canvas.get_renderer()
+    label = next(t for t in ax.texts if t.get_text().startswith("−1"))
+    box = label.get_window_extent(renderer)
+    bars = [p.get_window_extent(renderer) for p in ax.patches
+            if hasattr(p, "get_height") and p.get_height() > 0]  # red and blue bars alike
+    assert len(bars) > 10 and not [b for b in bars if b.overlaps(box)]
+    plots.close(ax)

@@ -66,4 +66,24 @@ def test_table_names_sites_variants_and_the_first_finding(make_capture, capsys) 
     assert main(["replay", str(_capture(make_capture, True))]) == 0
     out = capsys.readouterr().out
     assert "embedding" in out and "violation" in out and "upstream" in out
-    assert "first finding: step 1 rank 0 embedding" in out
+    assert "first violation: embedding at step 1, rank 0" in out
+    assert "conclusion:" in out and "upstream leaves embedding in violation" in out
+
+
+def test_vllm_import_noise_stays_out_unless_verbose() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("vllm")
+    root = Path(__file__).resolve().parents[1]
+    command = [str(Path(sys.executable).parent / "forensics"), "replay",
+               "data/incident-b-vocab-sentinel.capture", "--variant", "vllm"]
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in ("TORCH_LOGS", "VLLM_LOGGING_LEVEL", "PYTHONWARNINGS")}
+    quiet = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True,
+                           timeout=600, check=True)
+    assert quiet.stderr == "" and "vllm" in quiet.stdout
+    loud = subprocess.run([*command, "-v"], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=600, check=True)
+    assert "torch" in loud.stderr  # the same run shows torch's import warnings with -v

@@ -257,3 +257,80 @@ def test_a_script_request_id_does_not_run(browser: Any, xss_report: Path) -> Non
     assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     requested, failed = _network(browser)
     assert not requested and not failed
+
+
+# ------------------------------------------------------------------ the answer first (issue 16)
+
+LEAK = DATA / "placeholder-leak.capture"
+
+
+@pytest.fixture(scope="module")
+def leak_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    import forensics
+
+    variants = ["patched", "upstream"]
+    out = write_report(LEAK, tmp_path_factory.mktemp("leak") / "leak.html", variants=variants)
+    return out, forensics.replay(LEAK, variants=variants)
+
+
+def test_report_opens_with_the_conclusion_and_lists_every_finding(browser: Any,
+                                                                  leak_report: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    from forensics.conclusion import conclude
+    from forensics.tables import grouped_findings
+
+    report, result = leak_report
+    _open(browser, report)
+    assert not [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+    after_title = browser.find_element(By.XPATH, "//h1/following-sibling::p[1]")
+    assert after_title.get_attribute("id") == "conclusion"
+    assert after_title.text == conclude(result).paragraph()
+    assert after_title.text.startswith("patched leaves prepare_input_ids, embedding in violation")
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert "Triage of an incident" not in body  # the notebook's introduction stays out
+    groups = grouped_findings(result)
+    assert len(result.findings) > 30
+    table = browser.find_element(By.XPATH, "//h2[starts-with(@id, 'Findings')]"
+                                           "/following::table[1]")
+    rows = table.find_elements(By.XPATH, ".//tbody/tr")
+    assert len(rows) == len(groups)
+    counts = [int(r.find_elements(By.TAG_NAME, "td")[5].text) for r in rows]
+    assert sum(counts) == len(result.findings)
+    for row, group in zip(rows, groups.itertuples(index=False), strict=True):
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[:4] == [group.variant, group.site, str(group.step), str(group.row)]
+        assert cells[9] == group.values
+    assert "nan" not in table.text.lower() and "<NA>" not in table.text
+
+
+def test_report_variants_and_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                      ) -> None:
+    html = write_report(INCIDENT, tmp_path / "b.html", variants=["patched"],
+                        progress=True).read_text()
+    err = capsys.readouterr().err
+    assert "report: running notebook 03_triage" in err and "report: wrote" in err
+    assert 'id="conclusion">patched leaves no site in violation' in html
+    assert "<script" not in html.lower() and "Content-Security-Policy" in html
+
+
+def test_a_3000_step_report_renders_readable_plots(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    import forensics
+
+    capture = forensics.simulate("placeholder-leak", steps=3000, seed=0,
+                                 out=tmp_path / "leak3k.capture")
+    report = write_report(capture, tmp_path / "leak3k.html")
+    _open(browser, report)
+    assert not [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+    assert browser.find_element(By.XPATH, "//h1/following-sibling::p[1]").get_attribute(
+        "id") == "conclusion"
+    images = browser.find_elements(By.TAG_NAME, "img")
+    assert len(images) >= 5  # verdicts, then timeline, heatmap, histogram per flagged site
+    for i, image in enumerate(images):
+        assert int(browser.execute_script("return arguments[0].naturalWidth", image)) > 0
+        browser.execute_script("arguments[0].scrollIntoView()", image)
+        png = image.screenshot_as_png
+        (tmp_path / f"shot-{i}.png").write_bytes(png)  # kept for a look by eye
+        assert _not_blank(png)

@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
 
     Raises ForensicsError subclasses for a missing or malformed capture (exit 2).
     """
+    from forensics.conclusion import facts_lines
     from forensics.store.reader import load
 
     summary = load(args.capture).summary()
@@ -31,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, sort_keys=True))
     else:
         print(render(summary))
+        print("\n".join(facts_lines(summary)))
     return 0
 
 

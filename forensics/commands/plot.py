@@ -2,8 +2,10 @@
 
 Kinds: timeline (per step, the smallest and largest index used against its bound), heatmap
 (batch rows x steps, coloured by how far past the bound), histogram (values near the bound,
-sentinels -1 and vocab_size annotated), verdicts (site x variant). Without --site, the site
-of the variant's first violation is drawn (else the embedding sink).
+sentinels -1 and vocab_size annotated), verdicts (site x variant), or all of them from one
+replay: --kind all -o FIG.png writes FIG-timeline.png, FIG-heatmap.png, FIG-histogram.png and
+FIG-verdicts.png. Without --site, the site of the variant's first violation is drawn (else the
+embedding sink).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 from pathlib import Path
 
 from forensics.errors import ConfigurationError
+from forensics.quiet import add_verbose, quietly
 
 KINDS = ("timeline", "heatmap", "histogram", "verdicts")
 SUFFIXES = (".png", ".svg", ".pdf")
@@ -19,7 +22,8 @@ SUFFIXES = (".png", ".svg", ".pdf")
 EXAMPLE = """example:
   forensics plot data/incident-b-vocab-sentinel.capture -o timeline.png
   forensics plot my.capture -o heat.png --kind heatmap --site prepare_input_ids --variant patched
-  forensics plot my.capture -o verdicts.svg --kind verdicts"""
+  forensics plot my.capture -o verdicts.svg --kind verdicts
+  forensics plot my.capture -o figs/my.png --kind all     # figs/my-timeline.png, ..."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,13 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("capture", help="a NAME.capture directory")
     parser.add_argument("-o", "--output", required=True, metavar="FIGURE.png",
                         help="the image to write (.png, .svg or .pdf)")
-    parser.add_argument("--kind", choices=KINDS, default="timeline",
-                        help="the view to draw (default: timeline)")
+    parser.add_argument("--kind", choices=(*KINDS, "all"), default="timeline",
+                        help="the view to draw, or all (default: timeline)")
     parser.add_argument("--site", default=None, help="the site to draw")
     parser.add_argument("--variant", default=None,
                         help="the variant to draw (default: upstream); replayed with upstream "
                              "and patched")
     parser.add_argument("--dpi", type=int, default=120, help="resolution of a PNG (default 120)")
+    add_verbose(parser)
 
 
 def _variants(variant: str | None) -> list[str]:
@@ -41,6 +46,7 @@ def _variants(variant: str | None) -> list[str]:
     return base if variant is None or variant in base else [*base, variant]
 
 
+@quietly
 def run(args: argparse.Namespace) -> int:
     """Replay the capture, draw the figure, save it; print its path; return 0."""
     import forensics
@@ -54,8 +60,16 @@ def run(args: argparse.Namespace) -> int:
     if args.site is not None and args.site not in capture.sites:
         plots.check_site_name(args.site, list(capture.sites))
     result = forensics.replay(capture, variants=_variants(args.variant))
-    ax = plots.plot(result, args.kind, site=args.site, variant=args.variant)
     out.parent.mkdir(parents=True, exist_ok=True)
-    plots.save(ax, out, dpi=args.dpi)
-    print(out)
+    for kind, path in figure_paths(out, args.kind):
+        ax = plots.plot(result, kind, site=args.site, variant=args.variant)
+        plots.save(ax, path, dpi=args.dpi)
+        print(path)
     return 0
+
+
+def figure_paths(out: Path, kind: str) -> list[tuple[str, Path]]:
+    """``[(kind, path)]`` to draw: ``out`` itself for one kind, ``STEM-<kind>SUFFIX`` for all."""
+    if kind != "all":
+        return [(kind, out)]
+    return [(k, out.with_name(f"{out.stem}-{k}{out.suffix}")) for k in KINDS]

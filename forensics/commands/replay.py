@@ -1,9 +1,10 @@
 """forensics replay: replay a capture through variants and print the verdict of each site.
 
-Without --json: a verdict table (sites x variants), the outcome counts and the first finding of
-each variant. With --json: one JSON object (capture, records, variants, verdicts, findings,
-outcomes, first_finding). Exit 0 when done (findings are results), 1 when the --fail-on variant
-has a `violation` or `error` verdict, 2 for bad input or usage.
+Without --json: a verdict table (sites x variants), per variant the outcome counts, the findings
+(how many resolved) and the first unresolved violation, then the conclusion (see
+forensics.conclusion). With --json: one JSON object (capture, records, variants, verdicts,
+findings, outcomes, first_finding, conclusion). Exit 0 when done (findings are results), 1
+when the --fail-on variant has a `violation` or `error` verdict, 2 for bad input or usage.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from typing import Any
 
+from forensics.quiet import add_verbose, quietly
+
 EXAMPLE = """examples:
-  forensics replay data/captures/sm70-vocab-sentinel.capture
+  forensics replay data/incident-b-vocab-sentinel.capture
   forensics replay run.capture --variant upstream --variant vllm --json
   forensics replay run.capture --variant patched --fail-on patched   # CI gate
   forensics replay run.capture --variant upstream --variant vllm+my-fix.diff
@@ -32,21 +36,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on", metavar="VARIANT", default=None,
                         help="exit 1 when this variant has a violation or error verdict "
                              "(added to the variants if missing)")
+    add_verbose(parser)
 
 
+@quietly
 def run(args: argparse.Namespace) -> int:
     """Replay, print, and return the exit code."""
+    from forensics.conclusion import conclude
     from forensics.replay import DEFAULT_VARIANTS, replay
+    from forensics.silent import silent_inputs
 
     variants = list(args.variant or DEFAULT_VARIANTS)
     if args.fail_on and args.fail_on not in variants:
         variants.append(args.fail_on)
-    from forensics.silent import silent_inputs
-
     result = replay(args.capture, variants=variants, progress=sys.stderr.isatty())
     silent = silent_inputs(result.records)
     if args.json:
-        print(json.dumps({**result.to_json(), "silent_inputs": silent}, indent=2))
+        print(json.dumps({**result.to_json(), "silent_inputs": silent,
+                          "conclusion": conclude(result).to_json()}, indent=2))
     else:
         print(format_result(result, silent))
     if args.fail_on and any(v in FAILING_VERDICTS
@@ -56,30 +63,46 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_result(result: Any, silent: list[dict[str, Any]] | None = None) -> str:
-    """The human-readable report: verdict table, outcome counts, first finding per variant,
-    then the wrong tokens the model was fed silently (``forensics.silent``)."""
-    sites = list(next(iter(result.verdicts.values()), {}))
-    width = max([len("site"), *map(len, sites)])
-    cols = [max(len(v), 9) for v in result.variants]
+    """The human-readable report: verdict table, one line per variant, the conclusion, then
+    the wrong tokens the model was fed silently (``forensics.silent``)."""
+    from forensics.conclusion import conclude
+
+    conclusion = conclude(result)
     lines = [f"capture {result.source}: {len(result.records)} records",
-             "  ".join([f"{'site':<{width}}", *(f"{v:<{c}}" for v, c in
-                                               zip(result.variants, cols, strict=True))])]
-    for site in sites:
-        lines.append("  ".join([f"{site:<{width}}", *(
-            f"{result.verdicts[v][site]:<{c}}" for v, c in zip(result.variants, cols,
-                                                               strict=True))]))
-    for variant in result.variants:
-        counts = result.outcome_counts[variant]
-        first = result.first_finding(variant)
-        where = "no findings" if first is None else (
-            f"first finding: step {first['step']} rank {first['rank']} {first['site']} row "
-            f"{first['row']} {first['tensor']}[{first['element']}] = {first['value']} "
-            f"({first['kind']})")
-        lines.append(f"{variant}: ok {counts['ok']}, index_error {counts['index_error']}, "
-                     f"error {counts['error']}; {where}")
+             *verdict_table(result.verdicts, result.variants)]
+    lines += [variant_line(result, conclusion, v) for v in result.variants]
+    lines += ["", "conclusion:", textwrap.fill(conclusion.paragraph(), width=100,
+                                               initial_indent="  ", subsequent_indent="  ")]
     if silent:
         from forensics.silent import describe
 
         lines.append(f"fed silently: {len(silent)} slot(s)")
         lines.extend(f"  {describe(slot)}" for slot in silent[:10])
     return "\n".join(lines)
+
+
+def verdict_table(verdicts: dict[str, dict[str, str]], variants: list[str]) -> list[str]:
+    """The verdicts as aligned text lines: one column per variant, one line per site."""
+    sites = list(next(iter(verdicts.values()), {}))
+    width = max([len("site"), *map(len, sites)])
+    cols = [max(len(v), 9) for v in variants]
+    lines = ["  ".join([f"{'site':<{width}}", *(f"{v:<{c}}" for v, c in
+                                               zip(variants, cols, strict=True))])]
+    for site in sites:
+        lines.append("  ".join([f"{site:<{width}}", *(
+            f"{verdicts[v][site]:<{c}}" for v, c in zip(variants, cols, strict=True))]))
+    return lines
+
+
+def variant_line(result: Any, conclusion: Any, variant: str) -> str:
+    """``variant: ok N, index_error N, error N; F findings (R resolved); first violation ...``."""
+    from forensics.conclusion import describe_finding
+
+    counts = result.outcome_counts[variant]
+    mine = result.findings[result.findings["variant"] == variant]
+    resolved = int(mine["resolved"].map(lambda r: r is True).sum())
+    first = conclusion.first.get(variant)
+    where = ("no unresolved violation" if first is None
+             else f"first violation: {describe_finding(first)}")
+    return (f"{variant}: ok {counts['ok']}, index_error {counts['index_error']}, "
+            f"error {counts['error']}; {len(mine)} findings ({resolved} resolved); {where}")

@@ -2,17 +2,24 @@
 
 Runs an investigation notebook (default 03_triage) against the capture with papermill and
 exports it with an offline template: figures embedded, nothing loaded from the network, no
-script, code hidden unless --with-code. An existing REPORT.html is overwritten.
+script, code hidden unless --with-code. The conclusion (see forensics.conclusion) is the first
+paragraph after the title; every finding is listed, grouped per (variant, site, step, row).
+--variant (repeatable) chooses the variants replayed, real-code ones included. One line per
+stage goes to stderr on a terminal. An existing REPORT.html is overwritten.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+
+from forensics.quiet import add_verbose, quietly
 
 EXAMPLE = """example:
   forensics report data/incident-b-vocab-sentinel.capture -o incident-b.html
   forensics report my.capture -o my.html --notebook 00_quickstart --with-code
-  forensics report my.capture -o my.html --notebook path/to/mine.ipynb"""
+  forensics report my.capture -o my.html --notebook path/to/mine.ipynb
+  forensics report my.capture -o fix.html --variant upstream --variant vllm+my-fix.diff"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,13 +32,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "02_vocab_sentinel, 03_triage) or a path to an .ipynb "
                              "(default: 03_triage)")
     parser.add_argument("--with-code", action="store_true", help="show the code cells")
+    parser.add_argument("--variant", action="append", metavar="NAME", default=None,
+                        help="upstream, patched, vllm or vllm+PATH.diff (repeatable; default: "
+                             "the notebook's, upstream and patched)")
+    add_verbose(parser)
 
 
+@quietly
 def run(args: argparse.Namespace) -> int:
     """Write the report; print its path; return 0 (bad input raises a ForensicsError)."""
     from forensics.report import write_report
 
     path = write_report(args.capture, args.output, notebook=args.notebook,
-                        with_code=args.with_code)
+                        with_code=args.with_code, variants=args.variant,
+                        progress=sys.stderr.isatty())
     print(path)
     return 0

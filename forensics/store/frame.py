@@ -1,4 +1,9 @@
-"""``Capture.to_frame(site)``: one pandas row per record, built column-wise from the batches."""
+"""``Capture.to_frame(site)``: one pandas row per record, built column-wise from the batches;
+``Capture.to_arrow(site)``: the same as a pyarrow Table (for Polars, DuckDB and Parquet).
+
+Tensor and list fields come twice: ``<field>_len`` (the first dimension or the list length) and
+``<field>`` (the values: nested Python lists for tensors, lists of strings or ints for lists, a
+``{request: row}`` dict for ``prev_req_id_to_index``, a map in Arrow)."""
 
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ def frame_columns(site: str) -> list[str]:
     its value (ints) or ``<field>_len`` (tensors and lists), then the summary columns."""
     columns = ["step", "rank", "summary"]
     for name, spec in field_specs(site).items():
-        columns.append(name if spec.kind == "int" else f"{name}_len")
+        columns += [name] if spec.kind == "int" else [f"{name}_len", name]
     for name in (*SUMMARY_COMMON, get_site(site).SUMMARY_BOUND):
         if name not in columns:
             columns.append(name)
@@ -78,6 +83,22 @@ def _batch_columns(view: BatchView) -> dict[str, np.ndarray]:
             out[f"{name}_len"] = _first_dim(view.column(name + SHAPE_SUFFIX))
         else:
             out[f"{name}_len"] = _lengths(column)
+    out.update(_value_columns(view, [name for name, (kind, _) in view.columns.items()
+                                     if kind not in ("int", "str")]))
+    return out
+
+
+def _value_columns(view: BatchView, names: list[str]) -> dict[str, np.ndarray]:
+    """The values of the tensor and list fields ``names``, one object per record (None where
+    a record lacks the field); tensors as nested lists."""
+    if not names:
+        return {}
+    records = view.records()
+    out = {name: np.empty(len(records), dtype=object) for name in names}
+    for i, record in enumerate(records):
+        for name in names:
+            value: Any = record.fields.get(name)
+            out[name][i] = value.tolist() if isinstance(value, np.ndarray) else value
     return out
 
 
@@ -109,3 +130,22 @@ def _to_series(chunks: list[np.ndarray], total: int) -> Any:
             return values
         return pd.array([None if v is None else int(v) for v in values], dtype="Int64")
     return values
+
+
+def site_table(frame: pd.DataFrame) -> pa.Table:
+    """``frame`` (a :func:`site_frame`) as a pyarrow Table: nullable int64 columns, list
+    columns for values, a string -> int64 map for request-to-row dicts."""
+    arrays = {name: _arrow_column(frame[name]) for name in frame.columns}
+    return pa.table(arrays)
+
+
+def _arrow_column(series: pd.Series) -> pa.Array:
+    import pandas as pd
+
+    values = [None if v is None or v is pd.NA else v for v in series.tolist()]
+    if any(isinstance(v, dict) for v in values):
+        return pa.array([None if v is None else list(v.items()) for v in values],
+                        type=pa.map_(pa.string(), pa.int64()))
+    if str(series.dtype) == "Int64":
+        return pa.array(values, type=pa.int64())
+    return pa.array(values)

@@ -130,13 +130,21 @@ class Capture:
             seg.release()
 
     def to_frame(self, site: str) -> Any:
-        """One pandas row per record of ``site``: step, rank, summary, scalars, ``<field>_len``.
+        """One pandas row per record of ``site``: step, rank, summary, scalars, and for each
+        tensor or list field ``<field>_len`` and ``<field>`` (its values as lists).
 
         Raises UnknownSiteError for an unknown site; CaptureFormatError for a corrupt batch.
         """
         from forensics.store.frame import site_frame
 
         return site_frame(site, [s for s in self._segments if s.site == site])
+
+    def to_arrow(self, site: str) -> Any:
+        """:meth:`to_frame` as a pyarrow Table (int64, list and map columns): for Polars,
+        DuckDB or Parquet. Raises as :meth:`to_frame` does."""
+        from forensics.store.frame import site_table
+
+        return site_table(self.to_frame(site))
 
     def summary(self) -> dict[str, Any]:
         """The ``forensics inspect --json`` object (DESIGN.md), from the batch index alone."""

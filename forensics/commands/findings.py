@@ -1,0 +1,58 @@
+"""forensics findings: replay a capture and export its findings, filtered.
+
+Without -o: a table on stdout (empty cells for nulls). With -o: the format by the file's suffix
+(.csv, .parquet, .jsonl), columns variant, site, step, rank, row, element, tensor, kind, value,
+lower, upper, origin, resolved, req_id, record. --steps A:B includes both ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from forensics.quiet import add_verbose, quietly
+
+EXAMPLE = """examples:
+  forensics findings data/incident-b-vocab-sentinel.capture
+  forensics findings run.capture --variant upstream --site embedding --steps 100:200 -o f.csv
+  forensics findings run.capture --request req-7 -o req-7.jsonl
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare this command's arguments."""
+    parser.add_argument("capture", metavar="CAPTURE", help="a NAME.capture directory")
+    parser.add_argument("--variant", action="append", metavar="NAME", default=None,
+                        help="replay and keep only these variants (repeatable; default: "
+                             "upstream and patched, all kept)")
+    parser.add_argument("--site", metavar="SITE", default=None, help="keep one site")
+    parser.add_argument("--steps", metavar="A:B", default=None,
+                        help="keep steps A to B, both included (A: or :B leave an end open)")
+    parser.add_argument("--request", metavar="ID", default=None, help="keep one request id")
+    parser.add_argument("-o", "--output", metavar="FILE", default=None,
+                        help="write FILE.csv, FILE.parquet or FILE.jsonl instead of a table")
+    add_verbose(parser)
+
+
+@quietly
+def run(args: argparse.Namespace) -> int:
+    """Replay, filter, then print or write the findings; return 0."""
+    from forensics.export import output_path, parse_steps, select_findings, write_findings
+    from forensics.replay import DEFAULT_VARIANTS, replay
+    from forensics.sites import get_site
+    from forensics.tables import display_frame
+
+    steps = parse_steps(args.steps) if args.steps else (None, None)
+    if args.site:
+        get_site(args.site)  # bad input fails before the replay
+    if args.output:
+        output_path(args.output)
+    result = replay(args.capture, variants=list(args.variant or DEFAULT_VARIANTS),
+                    progress=sys.stderr.isatty())
+    frame = select_findings(result.findings, site=args.site, steps=steps, request=args.request)
+    if args.output:
+        print(f"{len(frame)} findings -> {write_findings(frame, args.output)}")
+    else:
+        print(display_frame(frame).to_string(index=False) if len(frame) else "no findings")
+    return 0
+

@@ -1,0 +1,43 @@
+"""forensics summary: a write-up of a capture's replay to paste into a bug thread or a pull
+request.
+
+markdown (default): the conclusion, the verdict table, the first violations and their origin
+chains, the capture's facts and the commands that reproduce it. text: one line per variant, for
+CI logs. json: the same facts as one object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from forensics.quiet import add_verbose, quietly
+from forensics.summary import FORMATS
+
+EXAMPLE = """examples:
+  forensics summary data/incident-b-vocab-sentinel.capture > incident-b.md
+  forensics summary run.capture --variant upstream --variant vllm+my-fix.diff --format text
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare this command's arguments."""
+    parser.add_argument("capture", metavar="CAPTURE", help="a NAME.capture directory")
+    parser.add_argument("--variant", action="append", metavar="NAME", default=None,
+                        help="upstream, patched, vllm or vllm+PATH.diff (repeatable; default: "
+                             "upstream and patched)")
+    parser.add_argument("--format", choices=FORMATS, default="markdown",
+                        help="markdown (default), text (one line per variant) or json")
+    add_verbose(parser)
+
+
+@quietly
+def run(args: argparse.Namespace) -> int:
+    """Replay the capture and print its write-up; return 0."""
+    from forensics.replay import DEFAULT_VARIANTS, replay
+    from forensics.summary import render
+
+    result = replay(args.capture, variants=list(args.variant or DEFAULT_VARIANTS),
+                    progress=sys.stderr.isatty())
+    print(render(result, args.format))
+    return 0

@@ -1,0 +1,104 @@
+"""Findings as data: filter a replay's findings and write them as CSV, Parquet or JSON lines.
+
+:func:`select_findings` filters by variant, site, steps and request; :func:`write_findings`
+writes the format named by the file's suffix (:data:`FORMATS`); :func:`parse_steps` reads the
+command line's ``A:B`` (both ends included, either may be left out).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from forensics.errors import ConfigurationError
+from forensics.findings import COLUMNS, finding_records, sort_findings
+from forensics.sites import get_site
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FORMATS = (".csv", ".parquet", ".jsonl")
+
+
+def parse_steps(text: str) -> tuple[int | None, int | None]:
+    """``"10:20"`` -> ``(10, 20)``, ``"10:"`` -> ``(10, None)``, ``"7"`` -> ``(7, 7)``.
+
+    Raises ConfigurationError naming the expected form.
+    """
+    first, sep, last = text.partition(":")
+    try:
+        low = int(first) if first.strip() else None
+        high = (int(last) if last.strip() else None) if sep else low
+    except ValueError:
+        raise ConfigurationError(f"--steps {text!r} is not A:B; give two integers such as "
+                                 f"--steps 10:20 (both included), 10: or :20") from None
+    return low, high
+
+
+def select_findings(findings: pd.DataFrame, variant: str | None = None,
+                    site: str | None = None, steps: tuple[int | None, int | None] = (None, None),
+                    request: str | None = None) -> pd.DataFrame:
+    """The findings matching every given filter (columns :data:`forensics.findings.COLUMNS`),
+    in first-finding order. Raises UnknownSiteError for an unknown ``site``."""
+    frame = findings[list(COLUMNS)]
+    if variant is not None:
+        frame = frame[frame["variant"] == variant]
+    if site is not None:
+        get_site(site)
+        frame = frame[frame["site"] == site]
+    if steps[0] is not None:
+        frame = frame[frame["step"] >= steps[0]]
+    if steps[1] is not None:
+        frame = frame[frame["step"] <= steps[1]]
+    if request is not None:
+        frame = frame[frame["req_id"] == request]
+    return sort_findings(frame)
+
+
+def output_path(path: str | Path) -> Path:
+    """``path`` checked as a findings file: a suffix of :data:`FORMATS`, not a directory.
+
+    Raises ConfigurationError naming the accepted suffixes.
+    """
+    target = Path(path).expanduser()
+    if target.suffix.lower() not in FORMATS or target.is_dir():
+        raise ConfigurationError(f"-o '{target}': give a file ending in one of {list(FORMATS)}")
+    return target
+
+
+def write_findings(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Write ``frame`` to ``path`` in the format of its suffix; return the path.
+
+    Raises ConfigurationError for another suffix or a directory.
+    """
+    target = output_path(path)
+    suffix = target.suffix.lower()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".csv":
+        frame.to_csv(target, index=False)
+    elif suffix == ".jsonl":
+        with target.open("w", encoding="utf-8") as out:
+            for row in finding_records(frame):
+                out.write(json.dumps(row) + "\n")
+    else:
+        _write_parquet(frame, target)
+    return target
+
+
+def _write_parquet(frame: pd.DataFrame, target: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = finding_records(frame)
+    table = pa.Table.from_pylist(rows, schema=_schema()) if rows else _schema().empty_table()
+    pq.write_table(table, target)
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    types = {"row": pa.int64(), "element": pa.int64(), "step": pa.int64(), "rank": pa.int64(),
+             "value": pa.int64(), "lower": pa.int64(), "upper": pa.int64(),
+             "record": pa.int64(), "resolved": pa.bool_()}
+    return pa.schema([(c, types.get(c, pa.string())) for c in COLUMNS])
