@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from forensics.findings import FINDING_COLUMNS, sort_findings, to_python
+from forensics.silent import silent_inputs_of
 from forensics.sites import SINK
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ class Conclusion:
     first: dict[str, dict[str, Any] | None]
     chains: dict[str, list[dict[str, Any]]]
     facts: dict[str, Any] = field(default_factory=dict)
+    #: wrong tokens fed to the model without a crash (:func:`forensics.silent.silent_inputs`)
+    silent: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field, plus ``text`` (the paragraph)."""
@@ -80,6 +83,7 @@ class Conclusion:
         parts.append(self.first_sentence(self.baseline))
         parts += [self.first_sentence(v) for v in self.variants
                   if v != self.baseline and self.first.get(v) != self.first.get(self.baseline)]
+        parts.append(self.silent_sentence())
         parts.append(facts_sentence(self.facts))
         return " ".join(p for p in parts if p)
 
@@ -113,6 +117,16 @@ class Conclusion:
                 f"{c['site']} step {c['step']}" for c in chain) + "."
         return text
 
+    def silent_sentence(self) -> str:
+        """How many wrong tokens the model was fed silently (not a crash), and the first; or
+        ``""``."""
+        if not self.silent:
+            return ""
+        from forensics.silent import describe
+
+        return (f"The model was fed {len(self.silent)} wrong token(s) silently, without a "
+                f"crash; the first at {describe(self.silent[0])}.")
+
     def line(self, variant: str) -> str:
         """One line for CI logs: ``variant: violation at SITES; first step S ...``."""
         first = self.first.get(variant)
@@ -145,7 +159,7 @@ def conclude(result: ReplayResult) -> Conclusion:
         patches=[patch_effect(findings, baseline, v) for v in result.variants if v != baseline],
         first=first,
         chains={v: origin_chain(findings, v, f) for v, f in first.items() if f is not None},
-        facts=capture_facts(result.capture))
+        facts=capture_facts(result.capture), silent=silent_inputs_of(result))
 
 
 def _capture_name(result: ReplayResult) -> str:

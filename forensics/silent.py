@@ -37,6 +37,16 @@ def silent_inputs(records: Iterable[Record]) -> list[dict[str, Any]]:
     return found
 
 
+def silent_inputs_of(result: Any) -> list[dict[str, Any]]:
+    """:func:`silent_inputs` of a replay's records; from a capture, only the two sites it reads
+    are decoded."""
+    capture = getattr(result, "capture", None)
+    if capture is None:
+        return silent_inputs(result.records)
+    return silent_inputs([*capture.records(site="prepare_input_ids"),
+                          *capture.records(site="embedding")])
+
+
 def _slots(prepared: Record, embedded: Record) -> list[dict[str, Any]]:
     written = np.asarray(prepared["input_ids_device_after"]).reshape(-1)
     fed = np.asarray(embedded["input_ids"]).reshape(-1)

@@ -38,3 +38,20 @@ def test_other_steps_and_ranks_do_not_pair_up() -> None:
     other_rank = Record("embedding", 3, rank=1, fields={"input_ids": np.array([4, 0]),
                                                         "num_embeddings": 16})
     assert silent_inputs([_prepared(3, [4, -1]), _embedded(4, [4, 0]), other_rank]) == []
+
+
+def test_the_conclusion_says_when_the_model_was_fed_a_wrong_token_silently() -> None:
+    """A capture where the -1 reached the embedding unchanged (a crash) has no silent slot;
+    a clamped one is said in the conclusion that replay, summary and the report print."""
+    from pathlib import Path
+
+    import forensics
+    from forensics.conclusion import conclude
+
+    capture = Path(__file__).resolve().parents[1] / "data" / "placeholder-leak.capture"
+    conclusion = conclude(forensics.replay(capture))
+    assert conclusion.silent == []
+    assert "silently" not in conclusion.paragraph()
+    conclusion.silent = silent_inputs([_prepared(3, [4, -1, 5]), _embedded(3, [4, 0, 5])])
+    assert ("The model was fed 1 wrong token(s) silently, without a crash; the first at step 3 "
+            "rank 0: prepare_input_ids left id -1 at input_ids[1]") in conclusion.paragraph()

@@ -44,30 +44,31 @@ def run(args: argparse.Namespace) -> int:
     """Replay, print, and return the exit code."""
     from forensics.conclusion import conclude
     from forensics.replay import DEFAULT_VARIANTS, replay
-    from forensics.silent import silent_inputs
 
     variants = list(args.variant or DEFAULT_VARIANTS)
     if args.fail_on and args.fail_on not in variants:
         variants.append(args.fail_on)
     result = replay(args.capture, variants=variants, progress=sys.stderr.isatty())
-    silent = silent_inputs(result.records)
+    conclusion = conclude(result)
     if args.json:
-        print(json.dumps({**result.to_json(), "silent_inputs": silent,
-                          "conclusion": conclude(result).to_json()}, indent=2))
+        print(json.dumps({**result.to_json(), "silent_inputs": conclusion.silent,
+                          "conclusion": conclusion.to_json()}, indent=2))
     else:
-        print(format_result(result, silent))
+        print(format_result(result, conclusion))
     if args.fail_on and any(v in FAILING_VERDICTS
                             for v in result.verdicts[args.fail_on].values()):
         return 1
     return 0
 
 
-def format_result(result: Any, silent: list[dict[str, Any]] | None = None) -> str:
+def format_result(result: Any, conclusion: Any = None) -> str:
     """The human-readable report: verdict table, one line per variant, the conclusion, then
-    the wrong tokens the model was fed silently (``forensics.silent``)."""
+    the wrong tokens the model was fed silently (``forensics.silent``). ``conclusion``:
+    ``conclude(result)`` when already computed."""
     from forensics.conclusion import conclude
 
-    conclusion = conclude(result)
+    conclusion = conclusion if conclusion is not None else conclude(result)
+    silent = conclusion.silent
     lines = [f"capture {result.source}: {len(result.records)} records",
              *verdict_table(result.verdicts, result.variants)]
     lines += [variant_line(result, conclusion, v) for v in result.variants]
