@@ -21,3 +21,13 @@ def test_the_table_has_no_unknown_origin() -> None:
                "events": [{"kind": "guard_passed_on", "process": "vm-7", "step": 9, "rank": 0,
                            "message": "forensics guard: ..."}]}
     assert "vm-7 step 9 rank 0" in render(summary) and ":?" not in render(summary)
+
+
+def test_event_messages_are_shown_whole() -> None:
+    message = ("Indexing.cu:1515: indexSelectSmallIndex: Assertion `srcIndex < "
+               "srcSelectDimSize` failed.")
+    summary = {"name": "x", "records": 0, "segments": 0, "steps": None, "ranks": [], "sites": {},
+               "site_steps": {}, "truncated": False,
+               "events": [{"kind": "assert", "source": "engine.log", "line": 7,
+                           "message": message}]}
+    assert message in render(summary)

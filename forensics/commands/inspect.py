@@ -51,7 +51,8 @@ def event_origin(event: dict[str, Any]) -> str:
 
 
 def render(summary: dict[str, Any]) -> str:
-    """The human table of ``inspect``: one line per site, then events and truncated files."""
+    """The human table of ``inspect``: one line per site, then events (whole messages) and
+    truncated files."""
     lines = [f"capture {summary['name']}: {summary['records']} records in "
              f"{summary['segments']} segments, steps {_span(summary['steps'])}, "
              f"ranks {summary['ranks']}",
@@ -62,7 +63,7 @@ def render(summary: dict[str, Any]) -> str:
     lines.append(f"events: {len(events)}")
     for event in events[:20]:
         lines.append(f"  {event_origin(event):<34} {event.get('kind', '?'):<22} "
-                     f"{str(event.get('detail') or event.get('message') or '')[:60]}")
+                     f"{event.get('detail') or event.get('message') or ''}")
     if len(events) > 20:
         lines.append(f"  ... {len(events) - 20} more (use --json)")
     if summary["truncated"]:
