@@ -332,12 +332,7 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
         bad += _draw_tensor(ax, steps, name, TENSOR_COLORS[i % len(TENSOR_COLORS)], i == 0,
                             labelled=not bad)
     if bad:
-        x, y = min(bad)
-        ax.annotate(f"first: step {x:.0f}, value {y:.0f}", (x, y), textcoords="offset points",
-                    xytext=(14, 30), fontsize=8, color=VIOLATION_COLOR, zorder=7,
-                    arrowprops={"arrowstyle": "->", "color": VIOLATION_COLOR, "lw": 0.8},
-                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
-                          "alpha": 0.85})
+        _note_first(ax, *min(bad))
     if not tensors:
         _empty(ax, f"no checked values for {site} under {variant}")
     ax.set_title(_title(result, site, variant, "smallest and largest value used per step"),
@@ -353,6 +348,19 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     ax.margins(y=0.12)
     _legend_below(ax)
     return ax
+
+
+def _note_first(ax: Axes, x: float, y: float) -> None:
+    """Label the first violation (x, y) with an arrow; the note goes towards the middle of the
+    axes (below a point in the upper half, above one in the lower half), so it stays inside
+    the axes, clear of the title and of the markers along the bound."""
+    lo, hi = ax.get_ylim()
+    dy = -30 if y > (lo + hi) / 2 else 30
+    ax.annotate(f"first: step {x:.0f}, value {y:.0f}", (x, y), textcoords="offset points",
+                xytext=(14, dy), va="top" if dy < 0 else "bottom", fontsize=8,
+                color=VIOLATION_COLOR, zorder=7,
+                arrowprops={"arrowstyle": "->", "color": VIOLATION_COLOR, "lw": 0.8},
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85})
 
 
 def _draw_tensor(ax: Axes, steps: pd.DataFrame, name: str, color: str, first: bool,

@@ -380,3 +380,62 @@ def test_sentinel_labels_sit_clear_of_their_bars(long_replay: Any) -> None:
             if hasattr(p, "get_height") and p.get_height() > 0]  # red and blue bars alike
     assert len(bars) > 10 and not [b for b in bars if b.overlaps(box)]
     plots.close(ax)
+
+
+def wide_result(steps: int = 10_000, rows: int = 256, every: int = 7) -> FakeResult:
+    """A 10,000-step, 256-row capture built directly (no replay): upstream reads the vocab
+    sentinel at every ``every``-th step, in row ``step % rows``; patched stays in range."""
+    step = np.arange(steps)
+    bad = step % every == 3
+    bounds = []
+    for variant in ("upstream", "patched"):
+        high = np.where(bad & (variant == "upstream"), VOCAB, VOCAB - 10)
+        bounds.append(pd.DataFrame(dict(variant=variant, site="embedding", step=step, rank=0,
+                                        record=step, tensor="input_ids", min=0, max=high,
+                                        lower=0, upper=VOCAB)))
+    hit = step[bad]
+    findings = pd.DataFrame(dict(variant="upstream", site="embedding", step=hit, rank=0,
+                                 row=hit % rows, element=0, tensor="input_ids",
+                                 kind="out_of_bounds", value=VOCAB, lower=0, upper=VOCAB,
+                                 origin="async_output", resolved=False, req_id="r",
+                                 record=hit), columns=FINDING_COLUMNS)
+    verdicts = {"upstream": {"embedding": "violation"}, "patched": {"embedding": "ok"}}
+    return FakeResult(capture="wide", findings=findings,
+                      bounds=pd.concat(bounds, ignore_index=True), verdicts=verdicts)
+
+
+@pytest.fixture(scope="module")
+def wide() -> FakeResult:
+    return wide_result()
+
+
+def _note_covers_markers(ax: Any) -> list[tuple[float, float]]:
+    marks = _violation_artists(ax)
+    note = next(t for t in ax.texts if t.get_text().startswith("first: step"))
+    box = note.get_window_extent(ax.figure.canvas.get_renderer())
+    points = ax.transData.transform(np.concatenate([c.get_offsets() for c in marks]))
+    return [(x, y) for x, y in points if box.contains(x, y)]
+
+
+def test_plots_stay_readable_at_10000_steps_and_256_rows(wide: FakeResult,
+                                                         tmp_path: Path) -> None:
+    fig = plots.plot_side_by_side(wide, "heatmap", site="embedding")
+    fig.savefig(tmp_path / "heat.png")
+    renderer = fig.canvas.get_renderer()
+    panels = [ax for ax in fig.axes if ax.get_xlabel() == "engine step"]
+    for ax in panels:
+        assert not _overlapping(ax.get_xticklabels(), renderer)
+        assert not _overlapping(ax.get_yticklabels(), renderer)
+    assert len({(ax.get_xlim(), ax.get_ylim()) for ax in panels}) == 1
+    assert len({(round(ax.bbox.y0), round(ax.bbox.height)) for ax in panels}) == 1
+    line = plots.plot_bounds_timeline(wide, site="embedding")
+    line.figure.savefig(tmp_path / "line.png")
+    assert not _note_covers_markers(line), "the first-violation note covers markers"
+    note = next(t for t in line.texts if t.get_text().startswith("first: step"))
+    box = note.get_window_extent(line.figure.canvas.get_renderer())
+    assert line.bbox.x0 <= box.x0 and box.x1 <= line.bbox.x1, "note inside the axes"
+    assert line.bbox.y0 <= box.y0 and box.y1 <= line.bbox.y1, "note clear of the title"
+    fig = plots.plot_side_by_side(wide, "timeline", site="embedding")
+    fig.savefig(tmp_path / "lines.png")
+    assert len({(round(ax.bbox.y0), round(ax.bbox.height)) for ax in fig.axes}) == 1
+    assert len({ax.get_ylim() for ax in fig.axes}) == 1
