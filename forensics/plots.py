@@ -64,6 +64,8 @@ KINDS = ("timeline", "heatmap", "histogram", "verdicts")
 DENSE_STEPS = 200
 #: at most this many step labels on a heatmap's x axis (4-5 digit steps stay apart)
 STEP_LABELS = 8
+#: above this many rows (or DENSE_STEPS steps) a heatmap marks offending cells with markers
+DENSE_ROWS = 64
 
 def _use_agg_without_display() -> None:
     import matplotlib
@@ -238,8 +240,13 @@ def _value_unit(site: str, tensors: Sequence[str]) -> str:
     return "row index / token id" if ids else "row index"
 
 
-def _legend_below(ax: Axes) -> None:
-    handles, labels = ax.get_legend_handles_labels()
+def _legend_below(ax: Axes, handles: Sequence[Any] | None = None) -> None:
+    """A legend under the x axis label, outside the axes, so it covers no data; of ``handles``
+    when given, else of the labelled artists."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    else:
+        labels = [h.get_label() for h in handles]
     if handles:
         ax.legend(handles, labels, fontsize=7, loc="upper center", ncol=2, frameon=False,
                   bbox_to_anchor=(0.5, -0.16))
@@ -456,6 +463,7 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
     norm = LogNorm(1, max(peak, 2)) if peak > 100 else Normalize(0.5, max(peak, 1) + 0.5)
     image = ax.imshow(np.where(grid > 0, grid, np.nan), cmap=_violation_cmap(), norm=norm,
                       aspect="auto", extent=extent, interpolation="nearest")
+    _mark_small_cells(ax, grid, image)
     bar = ax.figure.colorbar(image, ax=ax, pad=0.02)
     if not isinstance(norm, LogNorm):
         bar.set_ticks(range(1, int(max(peak, 1)) + 1, max(1, int(peak) // 8)))
@@ -463,10 +471,21 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
                   fontsize=8)
     _annotate_cells(ax, oob, steps, rows)
     _mark_suspects(ax, _select(_findings(result), site, variant), steps, rows)
-    ax.legend(handles=[Patch(color="#e0e0e0", label="checked, inside the valid bound"),
-                       Patch(color=VIOLATION_COLOR, label="out of bounds")],
-              fontsize=8, loc="upper right")
+    _legend_below(ax, [Patch(color="#e0e0e0", label="checked, inside the valid bound"),
+                       Patch(color=VIOLATION_COLOR, label="out of bounds")])
     return _heatmap_labels(ax, result, site, variant, steps, rows)
+
+
+def _mark_small_cells(ax: Axes, grid: np.ndarray, image: Any) -> None:
+    """On a grid too fine for a cell per pixel (more than :data:`DENSE_STEPS` steps or
+    :data:`DENSE_ROWS` rows), draw each offending cell as a square marker in the image's
+    colours too: resampled to the screen, the image alone drops most of them."""
+    if grid.shape[1] <= DENSE_STEPS and grid.shape[0] <= DENSE_ROWS:
+        return
+    rows, cols = np.nonzero(grid > 0)
+    if len(rows):
+        ax.scatter(cols, rows, c=grid[rows, cols], cmap=image.get_cmap(), norm=image.norm,
+                   marker="s", s=6, linewidths=0, zorder=4)
 
 
 def _heatmap_span(result: Any, site: str, variants: Sequence[str]

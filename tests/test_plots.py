@@ -341,6 +341,14 @@ def _overlapping(labels: list[Any], renderer: Any) -> list[str]:
     return [f"{a} / {b}" for (a, x), (b, y) in pairs if x.overlaps(y)]
 
 
+def _note_covers_markers(ax: Any) -> list[tuple[float, float]]:
+    marks = _violation_artists(ax)
+    note = next(t for t in ax.texts if t.get_text().startswith("first: step"))
+    box = note.get_window_extent(ax.figure.canvas.get_renderer())
+    points = ax.transData.transform(np.concatenate([c.get_offsets() for c in marks]))
+    return [(x, y) for x, y in points if box.contains(x, y)]
+
+
 def test_plots_stay_readable_at_3000_steps(long_replay: Any) -> None:
     heat = plots.plot_row_heatmap(long_replay, site="prepare_input_ids")
     renderer = heat.figure.canvas.get_renderer()
@@ -348,11 +356,7 @@ def test_plots_stay_readable_at_3000_steps(long_replay: Any) -> None:
     line = plots.plot_bounds_timeline(long_replay, site="prepare_input_ids")
     marks = _violation_artists(line)
     assert marks and all(len(c.get_offsets()) > 100 for c in marks)  # every bad step drawn
-    note = next(t for t in line.texts if t.get_text().startswith("first: step"))
-    box = note.get_window_extent(line.figure.canvas.get_renderer())
-    points = line.transData.transform(np.concatenate([c.get_offsets() for c in marks]))
-    inside = [(x, y) for x, y in points if box.contains(x, y)]
-    assert not inside, "the first-violation note covers markers"
+    assert not _note_covers_markers(line), "the first-violation note covers markers"
 
 
 def test_side_by_side_heatmaps_share_steps_and_rows() -> None:
@@ -409,14 +413,6 @@ def wide() -> FakeResult:
     return wide_result()
 
 
-def _note_covers_markers(ax: Any) -> list[tuple[float, float]]:
-    marks = _violation_artists(ax)
-    note = next(t for t in ax.texts if t.get_text().startswith("first: step"))
-    box = note.get_window_extent(ax.figure.canvas.get_renderer())
-    points = ax.transData.transform(np.concatenate([c.get_offsets() for c in marks]))
-    return [(x, y) for x, y in points if box.contains(x, y)]
-
-
 def test_plots_stay_readable_at_10000_steps_and_256_rows(wide: FakeResult,
                                                          tmp_path: Path) -> None:
     fig = plots.plot_side_by_side(wide, "heatmap", site="embedding")
@@ -439,3 +435,35 @@ def test_plots_stay_readable_at_10000_steps_and_256_rows(wide: FakeResult,
     fig.savefig(tmp_path / "lines.png")
     assert len({(round(ax.bbox.y0), round(ax.bbox.height)) for ax in fig.axes}) == 1
     assert len({ax.get_ylim() for ax in fig.axes}) == 1
+
+
+def _red_pixels_at(ax: Any, cells: np.ndarray) -> np.ndarray:
+    """For each (column, row) cell of a heatmap, whether a reddish pixel is drawn within a
+    pixel of its centre."""
+    fig = ax.figure
+    fig.canvas.draw()
+    pixels = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
+    red = (pixels[..., 0] > 120) & (pixels[..., 0] - pixels[..., 1] > 60)
+    height = pixels.shape[0]
+    found = []
+    for x, y in ax.transData.transform(cells):
+        col, row = int(round(x)), int(round(height - y))
+        found.append(red[row - 1:row + 2, col - 1:col + 2].any())
+    return np.array(found)
+
+
+def test_heatmap_shows_every_violation_at_10000_steps(wide: FakeResult) -> None:
+    ax = plots.plot_row_heatmap(wide, site="embedding", variant="upstream")
+    bad = wide.findings
+    cells = np.column_stack([bad["step"], bad["row"]]).astype(float)  # steps 0.. are columns
+    shown = _red_pixels_at(ax, cells)
+    assert shown.all(), f"{(~shown).sum()} of {len(shown)} out-of-bounds cells not drawn"
+
+
+@pytest.mark.parametrize("variant", ["upstream", "patched"])
+def test_heatmap_legend_covers_no_cell(variant: str) -> None:
+    ax = plots.plot_row_heatmap(fake_result(), site="embedding", variant=variant)
+    legend = ax.get_legend()
+    assert legend is not None and "out of bounds" in _legend_texts(ax)
+    box = legend.get_window_extent(ax.figure.canvas.get_renderer())
+    assert not box.overlaps(ax.bbox), "the legend sits on the grid's cells"
