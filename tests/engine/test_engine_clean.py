@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -93,7 +94,8 @@ def test_only_the_recording_process_writes_start_and_stop_events(record: Run) ->
 
 def test_inspect_shows_the_step_and_rank_of_every_event(record: Run) -> None:
     done = forensics_cli(PROJECT_PYTHON, "inspect", str(record.capture))
-    lines = done.stdout.split("events:")[1].splitlines()[1:]
+    after = done.stdout.split("events:")[1].splitlines()[1:]
+    lines = list(itertools.takewhile(lambda line: line.startswith("  "), after))  # the events
     assert len(lines) >= 2
     for line in lines:
         assert ":?" not in line and " step " in line and " rank 0 " in line, line
