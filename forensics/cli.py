@@ -11,6 +11,7 @@ import importlib
 import sys
 
 from forensics.errors import ForensicsError
+from forensics.quiet import add_verbose
 
 #: subcommand -> (module in forensics.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -35,8 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="forensics",
         description="Capture, replay and explain out-of-range indices in vLLM.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="show the traceback of an error (default: one line)")
+    add_verbose(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
         module = importlib.import_module(f"forensics.commands.{module_name}")
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(sp)
+        add_verbose(sp, default=argparse.SUPPRESS)
         sp.set_defaults(_run=module.run)
     return parser
 

@@ -42,10 +42,16 @@ def third_party_quiet(verbose: bool = False) -> Iterator[None]:
                 os.environ.pop(name, None)
 
 
-def add_verbose(parser: argparse.ArgumentParser) -> None:
-    """Add ``-v/--verbose`` (show third-party warnings and log lines) to an argparse parser."""
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="show third-party warnings and log lines (torch, vLLM, ...)")
+VERBOSE_HELP = ("show the traceback of an error (default: one line), and third-party "
+                "warnings and log lines (torch, vLLM, ...)")
+
+
+def add_verbose(parser: argparse.ArgumentParser, *, default: object = False) -> None:
+    """Add ``-v/--verbose`` (:data:`VERBOSE_HELP`) to an argparse parser. The CLI adds it to
+    the top-level parser and, with ``default=argparse.SUPPRESS`` (so that ``forensics -v
+    COMMAND`` is not undone by the command's own default), to every command's."""
+    parser.add_argument("-v", "--verbose", action="store_true", default=default,
+                        help=VERBOSE_HELP)
 
 
 def quietly(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

@@ -119,3 +119,18 @@ def test_check_exits_1_on_a_difference(make_capture,
     (path / "expected.json").write_text(json.dumps(data))
     code, out, _ = run_cli(capsys, "check", str(path))
     assert code == 1 and "expected verdict 'ok', got 'violation'" in out
+
+
+def test_one_verbose_flag_before_or_after_the_command() -> None:
+    """``-v`` is one setting: before the command (kept, not reset by the command's default),
+    after it, on every command; absent, it is off."""
+    from forensics.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["-v", "replay", "x.capture"]).verbose is True
+    assert parser.parse_args(["replay", "x.capture", "-v"]).verbose is True
+    assert parser.parse_args(["replay", "x.capture"]).verbose is False
+    for command in COMMANDS:
+        action = next(a for a in parser._subparsers._group_actions[0].choices[command]._actions
+                      if "-v" in a.option_strings)
+        assert action.dest == "verbose"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from forensics.quiet import add_verbose, quietly
+from forensics.quiet import quietly
 
 EXAMPLE = """examples:
   forensics findings data/incident-b-vocab-sentinel.capture
@@ -31,7 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--request", metavar="ID", default=None, help="keep one request id")
     parser.add_argument("-o", "--output", metavar="FILE", default=None,
                         help="write FILE.csv, FILE.parquet or FILE.jsonl instead of a table")
-    add_verbose(parser)
 
 
 @quietly

@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from forensics.errors import ConfigurationError
-from forensics.quiet import add_verbose, quietly
+from forensics.quiet import quietly
 
 KINDS = ("timeline", "heatmap", "histogram", "verdicts")
 SUFFIXES = (".png", ".svg", ".pdf")
@@ -38,7 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the variant to draw (default: upstream); replayed with upstream "
                              "and patched")
     parser.add_argument("--dpi", type=int, default=120, help="resolution of a PNG (default 120)")
-    add_verbose(parser)
 
 
 def _variants(variant: str | None) -> list[str]:

@@ -15,7 +15,7 @@ import sys
 import textwrap
 from typing import Any
 
-from forensics.quiet import add_verbose, quietly
+from forensics.quiet import quietly
 
 EXAMPLE = """examples:
   forensics replay data/incident-b-vocab-sentinel.capture
@@ -36,7 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on", metavar="VARIANT", default=None,
                         help="exit 1 when this variant has a violation or error verdict "
                              "(added to the variants if missing)")
-    add_verbose(parser)
 
 
 @quietly

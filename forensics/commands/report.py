@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from forensics.quiet import add_verbose, quietly
+from forensics.quiet import quietly
 
 EXAMPLE = """example:
   forensics report data/incident-b-vocab-sentinel.capture -o incident-b.html
@@ -35,7 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", action="append", metavar="NAME", default=None,
                         help="upstream, patched, vllm or vllm+PATH.diff (repeatable; default: "
                              "the notebook's, upstream and patched)")
-    add_verbose(parser)
 
 
 @quietly

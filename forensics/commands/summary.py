@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from forensics.quiet import add_verbose, quietly
+from forensics.quiet import quietly
 from forensics.summary import FORMATS
 
 EXAMPLE = """examples:
@@ -28,7 +28,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "upstream and patched)")
     parser.add_argument("--format", choices=FORMATS, default="markdown",
                         help="markdown (default), text (one line per variant) or json")
-    add_verbose(parser)
 
 
 @quietly
