@@ -53,6 +53,8 @@ def first_finding(result: Any, variant: str) -> dict[str, Any] | None:
     Starts from ``result.first_finding(variant)`` and adds the bound, origin and resolution of
     the same row of ``result.findings``.
     """
+    from forensics.findings import to_python
+
     first = result.first_finding(variant)
     if first is None:
         return None
@@ -61,16 +63,7 @@ def first_finding(result: Any, variant: str) -> dict[str, Any] | None:
         column = rows[key]
         rows = rows[column.isna() if value is None else (column == value).fillna(False)]
     row = rows.iloc[0]
-    return {key: first[key] if key in first else plain(row[key]) for key in FIRST_KEYS}
-
-
-def plain(value: Any) -> Any:
-    """A JSON-ready scalar: numpy scalars unwrapped, NA and NaN as None."""
-    import pandas as pd
-
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return None
-    return value.item() if hasattr(value, "item") else value
+    return {key: first[key] if key in first else to_python(row[key]) for key in FIRST_KEYS}
 
 
 def differences(expected: Evidence, got: Evidence) -> list[str]:
@@ -96,7 +89,8 @@ def _brief(finding: dict[str, Any] | None) -> str:
 
 def check_output(source: str | os.PathLike[str], out: str | os.PathLike[str],
                  force: bool) -> None:
-    """Refuse an output that is the source (or inside it), or that exists without ``force``.
+    """Refuse an output that is the source (or inside it), or that the store would not replace
+    (:func:`forensics.store.writer.check_replaceable`), before any replay.
 
     Raises:
         OutputExistsError: naming the output and the fix.
@@ -105,9 +99,9 @@ def check_output(source: str | os.PathLike[str], out: str | os.PathLike[str],
     if dst == src or src in dst.parents:
         raise OutputExistsError(f"output '{out}' is the input capture '{source}' or inside it; "
                                 "choose another output path (the original is never modified)")
-    if os.path.lexists(out) and not force:
-        raise OutputExistsError(f"output '{out}' exists; pass --force (force=True) to "
-                                "replace it")
+    from forensics.store.writer import check_replaceable
+
+    check_replaceable(Path(out), force)
 
 
 def reference(capture: Any, out: str | os.PathLike[str], variants: Sequence[str] | None,

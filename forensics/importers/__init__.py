@@ -73,14 +73,13 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
     """
     from forensics.progress import Progress
     from forensics.store.replace import recover
-    from forensics.store.writer import _check_replaceable, write_capture
+    from forensics.store.writer import check_replaceable, write_capture
 
     if not sources:
         raise CaptureFormatError("no sources given; pass .pt, .safetensors, .npz or log files")
     target = Path(out)
     recover(target)
-    if target.exists() or target.is_symlink():
-        _check_replaceable(target, force)  # fail before reading anything
+    check_replaceable(target, force)  # fail before reading anything
     records: list[Record] = []
     events: list[dict[str, Any]] = []
     bar = Progress(len(sources), "import")

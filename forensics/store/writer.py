@@ -306,8 +306,7 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
     """
     out = Path(path)
     recover(out, clean=True)
-    if out.exists() or out.is_symlink():
-        _check_replaceable(out, force)
+    check_replaceable(out, force)
     tmp = tmp_path(out)
     try:
         if tmp.exists():
@@ -328,7 +327,15 @@ def _at(exc: OSError) -> str:
     return f" (at '{exc.filename}')" if exc.filename else ""
 
 
-def _check_replaceable(out: Path, force: bool) -> None:
+def check_replaceable(out: Path, force: bool) -> None:
+    """Return when a capture may be written at ``out``: nothing is there, or a capture is and
+    ``force`` is set.
+
+    Raises:
+        OutputExistsError: naming the output and the fix.
+    """
+    if not (out.exists() or out.is_symlink()):
+        return
     if not force:
         raise OutputExistsError(f"output '{out}' exists; pass --force (force=True) to replace it")
     if out.is_symlink() or not out.is_dir():
