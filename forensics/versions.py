@@ -29,6 +29,10 @@ def module_version(package: str) -> str | None:
         return version
     if importlib.util.find_spec(package) is None:
         return None
+    try:  # the usual case, a distribution of the package's own name: no scan of every one
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        pass
     distribution = distribution_of(package)
     if distribution is None:
         return None

