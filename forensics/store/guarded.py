@@ -31,6 +31,7 @@ LIMITS: dict[str, int] = {
     "torch file": 1 << 30,
     "safetensors file": (512 + 100) * MIB,  # MAX_DECODED of tensors and a 100 MiB header
     "npz archive": 1 << 30,
+    "diff file": 64 * MIB,
 }
 #: the most bytes one source may decode or decompress to, in total and per member or tensor
 MAX_DECODED = 512 * MIB

@@ -20,6 +20,7 @@ from types import ModuleType
 from forensics.errors import CaptureFormatError, PatchApplyError
 from forensics.outcome import Outcome
 from forensics.records import Record
+from forensics.store.guarded import read_bytes
 from forensics.variants.unidiff import FilePatch, apply_hunks, parse_diff
 from forensics.variants.vllm_adapters import (
     VllmCode,
@@ -36,17 +37,24 @@ _TEMP_DIRS: list[tempfile.TemporaryDirectory[str]] = []
 
 
 def read_diff(path: str | Path) -> str:
-    """Return the text of the diff file ``path``.
+    """Return the text of the diff file ``path``, read through the guarded reader (a regular
+    file, at most ``LIMITS["diff file"]`` bytes: a FIFO or a huge file cannot hang or balloon
+    the replay).
 
     Raises:
-        CaptureFormatError: the file is missing or unreadable (the message names it).
+        CaptureFormatError: the file is missing, unreadable, too large or not UTF-8 (the message
+            names it); UnsafeInputError: it is not a regular file.
     """
+    how = "give the path of a unified diff, as in --variant vllm+PATH.diff"
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CaptureFormatError(
-            f"diff file {str(path)!r} cannot be read ({exc.__class__.__name__}: {exc}); "
-            f"give the path of a unified diff, as in --variant vllm+PATH.diff") from None
+        return read_bytes(Path(path), "diff file").decode("utf-8")
+    except FileNotFoundError:
+        raise CaptureFormatError(f"diff file {str(path)!r} does not exist; {how}") from None
+    except UnicodeDecodeError as exc:
+        raise CaptureFormatError(f"diff file {str(path)!r} is not UTF-8 text ({exc}); "
+                                 f"{how}") from None
+    except CaptureFormatError as exc:  # also UnsafeInputError (not a regular file)
+        raise type(exc)(f"{exc}; {how}") from None
 
 
 def vllm_root() -> Path:

@@ -101,3 +101,26 @@ def test_the_linear_assert_parser_reads_lines_as_the_old_pattern_did(tokens: lis
     assert new["detail"] == old["cond"].strip(), text
     assert new["function"] == old["func"], text
     assert new["location"] == (f"{old['file']}:{old['line']}" if old["file"] else None), text
+
+
+def test_a_diff_variant_reads_its_diff_through_the_guards(tmp_path: Path) -> None:
+    """``--variant vllm+PATH.diff``: a FIFO is refused at once, a diff over its cap before it
+    is read, non-UTF-8 bytes with the file's name; each message says what to give instead."""
+    from forensics.variants.vllm_diff import read_diff
+
+    fifo = tmp_path / "fifo.diff"
+    os.mkfifo(fifo)
+    with pytest.raises(UnsafeInputError, match="fifo.diff.*vllm\\+PATH.diff"):
+        read_diff(fifo)
+    big = tmp_path / "big.diff"
+    with big.open("wb") as f:
+        f.truncate(guarded.LIMITS["diff file"] + 1)
+    with pytest.raises(CaptureFormatError, match="big.diff.*at most"):
+        read_diff(big)
+    latin = tmp_path / "latin.diff"
+    latin.write_bytes(b"--- a/x\n+++ b/x\n\xff\n")
+    with pytest.raises(CaptureFormatError, match="latin.diff.*not UTF-8"):
+        read_diff(latin)
+    good = tmp_path / "good.diff"
+    good.write_text("--- a/x\n+++ b/x\n")
+    assert read_diff(good) == "--- a/x\n+++ b/x\n"
