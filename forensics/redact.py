@@ -195,7 +195,7 @@ class Redactor:
         """Integer fields and ``tensor`` kept; ``min``/``max`` permuted on token sites."""
         from forensics.sites import get_site
 
-        token_site = get_site(record.site).SUMMARY_BOUND in TOKEN_BOUNDS
+        token_site = get_site(record.site).summary_bound in TOKEN_BOUNDS
         fields = {}
         for name, value in record.fields.items():
             if name in ("min", "max") and token_site:

@@ -179,7 +179,7 @@ def _columnar(records: Sequence[Record]) -> dict[str, tuple[np.ndarray, Any]]:
             by_site.setdefault(record.site, []).append(i)
     out = {}
     for site, positions in by_site.items():
-        prepare = getattr(get_site(site), "prepare", None)
+        prepare = get_site(site).prepare
         if prepare is not None:
             out[site] = (np.array(positions, dtype=np.int64),
                          prepare([records[i] for i in positions]))

@@ -13,6 +13,7 @@ from forensics.sites import get_site
 
 if TYPE_CHECKING:
     from forensics.sites._common import BatchColumns
+    from forensics.sites.base import Site
 
 SUMMARY_COMMON = ("min", "max")
 #: value signatures of typed full records whose names, required fields and tensor ranks passed
@@ -39,12 +40,7 @@ def field_specs(site: str) -> dict[str, FieldSpec]:
 @functools.lru_cache(maxsize=64)
 def site_field_specs(site: str) -> dict[str, FieldSpec]:
     """As :func:`field_specs`, but the one cached dict per site: read it, never change it."""
-    module = get_site(site)
-    specs = {spec.name: spec for spec in module.FIELDS}
-    for out in module.OUTPUT_FIELDS:
-        base = specs[out]
-        specs[f"{out}_after"] = FieldSpec(f"{out}_after", base.kind, base.ndim, required=False)
-    return specs
+    return get_site(site).field_specs()
 
 
 def validate_record(record: Record, where: str, *, typed: bool = False,
@@ -65,7 +61,7 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
         UnknownSiteError: the site is not registered.
         CaptureFormatError: a missing, unknown or malformed field, naming the field and the fix.
     """
-    module = get_site(record.site)
+    site = get_site(record.site)
     where = f"{where} (site {record.site!r})"
     if not _is_int(record.step) or int(record.step) < 0:
         raise CaptureFormatError(f"{where}: 'step' must be a non-negative integer, got "
@@ -75,10 +71,10 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
                                  f"{record.rank!r}")
     record.step, record.rank = int(record.step), int(record.rank)
     if record.summary:
-        return _validate_summary(record, module.SUMMARY_BOUND, where)
+        return _validate_summary(record, site.summary_bound, where)
     key = (signature or value_signature(record)) if typed else ()
     if key in _TYPED_OK:  # typed, and the same names, types and ranks passed before
-        return _check_cross_fields(module, record, where)
+        return _check_cross_fields(site, record, where)
     specs = site_field_specs(record.site)
     unknown = sorted(set(record.fields) - set(specs))
     if unknown:
@@ -96,13 +92,12 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
             check_value(spec, record.fields[name], where)  # raises, naming the field
     if typed:
         remember_signature(_TYPED_OK, key)
-    return _check_cross_fields(module, record, where)
+    return _check_cross_fields(site, record, where)
 
 
-def _check_cross_fields(module: Any, record: Record, where: str) -> Record:
-    check = getattr(module, "check_record", None)
-    if check is not None:
-        check(record, where)
+def _check_cross_fields(site: Site[Any], record: Record, where: str) -> Record:
+    if site.check_record is not None:
+        site.check_record(record, where)
     return record
 
 
@@ -117,9 +112,8 @@ def screen_batch(site: str, cols: BatchColumns) -> np.ndarray:
     """
     from forensics.sites._common import ScreenUnsure
 
-    module = get_site(site)
-    check = getattr(module, "check_batch", None)
-    if check is None and hasattr(module, "check_record"):
+    check, check_record = get_site(site).check_batch, get_site(site).check_record
+    if check is None and check_record is not None:
         return np.ones(cols.rows, dtype=bool)  # no columnar form: every record per record
     bad = np.zeros(cols.rows, dtype=bool)
     for name, spec in site_field_specs(site).items():

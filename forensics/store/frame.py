@@ -30,7 +30,7 @@ def frame_columns(site: str) -> list[str]:
     columns = ["step", "rank", "summary"]
     for name, spec in field_specs(site).items():
         columns += [name] if spec.kind == "int" else [f"{name}_len", name]
-    for name in (*SUMMARY_COMMON, get_site(site).SUMMARY_BOUND):
+    for name in (*SUMMARY_COMMON, get_site(site).summary_bound):
         if name not in columns:
             columns.append(name)
     return columns

@@ -15,8 +15,7 @@ def test_first_out_of_bounds_is_the_judges_first_finding() -> None:
     seen = set()
     for record in records:
         for patched in (False, True):
-            module = get_site(record.site)
-            outcome = (module.patched if patched else module.upstream)(record)
+            outcome = get_site(record.site).model(patched)(record)
             found = [f for f in judge_record(record, outcome) if f["kind"] == "out_of_bounds"]
             got = first_out_of_bounds(record, patched)
             if not found:

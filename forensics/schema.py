@@ -1,0 +1,69 @@
+"""A site's schema: its name, input fields, output fields and summary columns.
+
+This is all the store, the records API and validation need to know of a site; the operations
+(checks, models, judge) live in :class:`forensics.sites.base.Site`, a subclass. numpy-free and
+model-free: importing this module imports no site.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from forensics.records import FIELD_KINDS, FieldSpec
+
+
+class SiteDefinitionError(TypeError):
+    """A site declared with a malformed schema or operation (a programming error in the
+    declaring module, raised when its ``Site(...)`` is built)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SiteSchema:
+    """The schema of one site.
+
+    Attributes:
+        name: the site name (a Python identifier), as records and capture files carry it.
+        fields: the input fields a record of the site carries (required ones first is usual).
+        output_fields: input fields the call changes, recorded as ``<field>_after``.
+        summary_bound: the bound a summary record carries beside ``min`` / ``max``.
+        summary_tensor: the tensor a summary record's ``min`` / ``max`` describe.
+    """
+
+    name: str
+    fields: tuple[FieldSpec, ...]
+    output_fields: tuple[str, ...]
+    summary_bound: str
+    summary_tensor: str
+
+    def __post_init__(self) -> None:
+        where = f"site {self.name!r}"
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise SiteDefinitionError(f"a site's name must be an identifier, got {self.name!r}")
+        if not isinstance(self.fields, tuple) or not all(
+                isinstance(f, FieldSpec) for f in self.fields):
+            raise SiteDefinitionError(f"{where}: 'fields' must be a tuple of "
+                                      f"forensics.records.FieldSpec")
+        names = [f.name for f in self.fields]
+        if len(set(names)) != len(names):
+            raise SiteDefinitionError(f"{where}: 'fields' names a field twice: {names}")
+        bad_kinds = [f.name for f in self.fields if f.kind not in FIELD_KINDS]
+        if bad_kinds:
+            raise SiteDefinitionError(f"{where}: fields {bad_kinds} have an unknown kind; "
+                                      f"expected one of {list(FIELD_KINDS)}")
+        unknown = [o for o in self.output_fields if o not in names]
+        if not isinstance(self.output_fields, tuple) or unknown:
+            raise SiteDefinitionError(f"{where}: 'output_fields' must be a tuple of its field "
+                                      f"names; not fields: {unknown}")
+        for attr in ("summary_bound", "summary_tensor"):
+            if not isinstance(getattr(self, attr), str) or not getattr(self, attr):
+                raise SiteDefinitionError(f"{where}: {attr!r} must be a non-empty str")
+
+    def field_specs(self) -> dict[str, FieldSpec]:
+        """Every field a full record of the site may carry, ``<field>_after`` outputs
+        included (a new dict each call)."""
+        specs = {spec.name: spec for spec in self.fields}
+        for out in self.output_fields:
+            base = specs[out]
+            specs[f"{out}_after"] = FieldSpec(f"{out}_after", base.kind, base.ndim,
+                                              required=False)
+        return specs
