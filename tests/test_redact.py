@@ -20,7 +20,7 @@ from share_cases import (
 
 import forensics
 from forensics.evidence import evidence_of
-from forensics.redact import (
+from forensics.redaction import (
     REQUEST_FIELDS,
     TOKEN_FIELDS,
     cyclic_permutation,

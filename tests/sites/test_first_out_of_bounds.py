@@ -5,7 +5,7 @@ that record under the same model, or None exactly when the judge has none."""
 from __future__ import annotations
 
 from forensics.findings import judge_record
-from forensics.simulate import SCENARIOS, simulate
+from forensics.simulation import SCENARIOS, simulate
 from forensics.sites import first_out_of_bounds, get_site
 
 

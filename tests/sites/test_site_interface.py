@@ -11,8 +11,14 @@ import pytest
 from forensics.outcome import Outcome
 from forensics.records import FieldSpec, Record
 from forensics.schema import SiteDefinitionError
-from forensics.sites import SITES, get_site
-from forensics.sites import async_output, batch_change, embedding, prepare_input_ids
+from forensics.sites import (
+    SITES,
+    async_output,
+    batch_change,
+    embedding,
+    get_site,
+    prepare_input_ids,
+)
 from forensics.sites.base import Site
 
 

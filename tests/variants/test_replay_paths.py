@@ -21,7 +21,7 @@ import forensics
 from forensics import findings as judge
 from forensics.outcome import Outcome
 from forensics.records import Record
-from forensics.simulate import SCENARIOS, simulate
+from forensics.simulation import SCENARIOS, simulate
 from forensics.sites import SITES, get_site
 from forensics.variants.models import ModelVariant, PatchedVariant, UpstreamVariant
 
@@ -106,7 +106,7 @@ def per_record(records: list[Record], variants: tuple[str, ...]
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_replay_matches_the_per_record_path(scenario: str, variants: tuple[str, ...],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(importlib.import_module("forensics.replay"), "CHUNK", 37)  # chunks
+    monkeypatch.setattr(importlib.import_module("forensics.replaying"), "CHUNK", 37)  # chunks
     records = sorted(scenario_records(scenario), key=Record.key)
     result = forensics.replay(records, variants=variants)
     outcomes, found, bounds = per_record(records, variants)

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forensics._callable import make_module_callable
 from forensics.ddmin import ddmin
 from forensics.errors import ForensicsError
 from forensics.evidence import Evidence, differences, evidence_of, publish, reference
@@ -112,7 +111,7 @@ class _Search:
 
     def keeps(self, positions: Sequence[int]) -> bool:
         """Whether the records at ``positions`` replay to the expected evidence."""
-        from forensics.replay import replay
+        from forensics.replaying import replay
 
         self.replays += 1
         if self.bar is not None:
@@ -187,6 +186,3 @@ class _Search:
             if len(rows):
                 found.add(int(rows.sort_values("step")["record"].iat[-1]))
         return found
-
-
-make_module_callable(__name__, shrink)  # forensics.shrink stays callable

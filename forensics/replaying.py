@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from forensics import findings as judge
-from forensics._callable import make_module_callable
 from forensics.errors import (
     CaptureFormatError,
     ConfigurationError,
@@ -394,6 +393,3 @@ def _index_frame(coords: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({"site": np.array(SITES, dtype=object)[coords[:, 0]],
                          "step": coords[:, 1], "rank": coords[:, 2],
                          "summary": coords[:, 3].astype(bool)})
-
-
-make_module_callable(__name__, replay)  # forensics.replay stays callable

@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from forensics._callable import make_module_callable
 from forensics.evidence import Evidence, evidence_of, publish, reference
 from forensics.records import Record
 
@@ -257,6 +256,3 @@ def _shareable(key: str, value: Any) -> bool:
 
 def _looks_like_path(text: str) -> bool:
     return "/" in text or "\\" in text or text.startswith("~")
-
-
-make_module_callable(__name__, redact)  # forensics.redact stays callable
