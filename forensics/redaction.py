@@ -29,12 +29,15 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from forensics.evidence import Evidence, evidence_of, publish, reference
 from forensics.records import Record
+
+if TYPE_CHECKING:
+    from forensics.api_types import CaptureArg
 
 #: per site: the fields that hold token ids (their ``<field>_after`` copies too)
 TOKEN_FIELDS: dict[str, tuple[str, ...]] = {
@@ -71,7 +74,7 @@ class RedactResult:
     evidence: Evidence
 
 
-def redact(capture: Any, out: str | os.PathLike[str], keep_manifest: Sequence[str] = (),
+def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequence[str] = (),
            variants: Sequence[str] | None = None, *, force: bool = False,
            progress: bool = False) -> RedactResult:
     """Write at ``out`` a redacted copy of ``capture`` (see the module docstring) whose replay

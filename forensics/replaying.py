@@ -38,6 +38,8 @@ from forensics.variants.models import ModelVariant
 if TYPE_CHECKING:
     import pandas as pd
 
+    from forensics.api_types import ReplaySource, VariantsArg
+
 DEFAULT_VARIANTS = ("upstream", "patched")
 #: a variant that cannot be set up (missing vLLM, a patched copy that does not import) is bad
 #: input, not an outcome: these propagate (the CLI exits 2)
@@ -100,8 +102,8 @@ class ReplayResult:
                 "first_finding": {v: self.first_finding(v) for v in self.variants}}
 
 
-def replay(capture: Any, variants: Any = DEFAULT_VARIANTS, progress: bool = False
-           ) -> ReplayResult:
+def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
+           progress: bool = False) -> ReplayResult:
     """Replay ``capture`` (a Capture, a capture path, or an iterable of Records) through
     ``variants`` (names; variant objects; or a mapping name -> None, name, callable or variant).
 

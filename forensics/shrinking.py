@@ -31,6 +31,7 @@ from forensics.evidence import Evidence, differences, evidence_of, publish, refe
 from forensics.progress import Progress
 
 if TYPE_CHECKING:
+    from forensics.api_types import CaptureArg
     from forensics.records import Record
 
 SINK = "embedding"
@@ -60,7 +61,7 @@ class ShrinkResult:
         return self.records_kept / max(self.records_before, 1)
 
 
-def shrink(capture: Any, out: str | os.PathLike[str], variants: Sequence[str] | None = None,
+def shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[str] | None = None,
            *, force: bool = False, progress: bool = False) -> ShrinkResult:
     """Write at ``out`` the smallest capture found whose replay through ``variants`` (default
     ``upstream`` and ``patched``) gives ``capture``'s verdicts and first findings.
