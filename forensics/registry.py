@@ -19,7 +19,7 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Named entries of one kind (``kind``: "site", "variant", ...), in registration order."""
 
-    def __init__(self, kind: str, error: Callable[[str], LookupError], *,
+    def __init__(self, kind: str, error: Callable[[str], Exception], *,
                  group: str | None = None, accept: Callable[[object], T] | None = None,
                  name_of: Callable[[T], str] | None = None, plugins_before: str | None = None,
                  hint: str = "") -> None:
@@ -63,6 +63,11 @@ class Registry(Generic[T]):
         """``(name, entry)`` pairs, in order."""
         self.load_plugins()
         return list(self._entries.items())
+
+    def values(self) -> list[T]:
+        """The entries, in order."""
+        self.load_plugins()
+        return list(self._entries.values())
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

@@ -53,3 +53,20 @@ def test_plugins_are_loaded_once_placed_before_the_named_entry_and_checked(
     assert [str(w.message) for w in caught] == [
         "forensics: skipping the numbers plugin 'word': it names str, not an int",
         "forensics: skipping the numbers plugin 'dup': the number name '1' is taken"]
+
+
+def test_the_four_registries_share_the_shape() -> None:
+    from forensics.commands import COMMANDS
+    from forensics.errors import UnknownVariantError
+    from forensics.importers import IMPORTERS
+    from forensics.sites import REGISTRY
+    from forensics.variants import as_factory, registry
+
+    assert all(isinstance(r, Registry) for r in (COMMANDS, IMPORTERS, REGISTRY, registry))
+    assert registry.names()[:3] == ["upstream", "patched", "vllm"]
+    with pytest.raises(UnknownVariantError, match=r"unknown variant 'nope'; expected one of "
+                                                  r"\['upstream', .*\] or 'vllm\+PATH.diff'"):
+        registry.create("nope")
+    with pytest.raises(TypeError, match="it names int, not a variant factory"):
+        as_factory(3)
+    assert ".safetensors" in IMPORTERS and COMMANDS.get("replay")[0] == "replay"
