@@ -9,11 +9,10 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError
 from forensics.records import FieldSpec, Record, check_value
-from forensics.sites import get_site
+from forensics.schema import SiteSchema, site_schema
 
 if TYPE_CHECKING:
     from forensics.sites._common import BatchColumns
-    from forensics.sites.base import Site
 
 SUMMARY_COMMON = ("min", "max")
 #: value signatures of typed full records whose names, required fields and tensor ranks passed
@@ -33,14 +32,14 @@ def field_specs(site: str) -> dict[str, FieldSpec]:
 
     Returns a new dict each call. Raises UnknownSiteError for an unknown site."""
     if not isinstance(site, str):
-        get_site(site)  # raises UnknownSiteError
+        site_schema(site)  # raises UnknownSiteError
     return dict(site_field_specs(site))
 
 
 @functools.lru_cache(maxsize=64)
 def site_field_specs(site: str) -> dict[str, FieldSpec]:
     """As :func:`field_specs`, but the one cached dict per site: read it, never change it."""
-    return get_site(site).field_specs()
+    return site_schema(site).field_specs()
 
 
 def validate_record(record: Record, where: str, *, typed: bool = False,
@@ -61,7 +60,7 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
         UnknownSiteError: the site is not registered.
         CaptureFormatError: a missing, unknown or malformed field, naming the field and the fix.
     """
-    site = get_site(record.site)
+    site = site_schema(record.site)
     where = f"{where} (site {record.site!r})"
     if not _is_int(record.step) or int(record.step) < 0:
         raise CaptureFormatError(f"{where}: 'step' must be a non-negative integer, got "
@@ -95,7 +94,7 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
     return _check_cross_fields(site, record, where)
 
 
-def _check_cross_fields(site: Site[Any], record: Record, where: str) -> Record:
+def _check_cross_fields(site: SiteSchema, record: Record, where: str) -> Record:
     if site.check_record is not None:
         site.check_record(record, where)
     return record
@@ -112,7 +111,7 @@ def screen_batch(site: str, cols: BatchColumns) -> np.ndarray:
     """
     from forensics.sites._common import ScreenUnsure
 
-    check, check_record = get_site(site).check_batch, get_site(site).check_record
+    check, check_record = site_schema(site).check_batch, site_schema(site).check_record
     if check is None and check_record is not None:
         return np.ones(cols.rows, dtype=bool)  # no columnar form: every record per record
     bad = np.zeros(cols.rows, dtype=bool)

@@ -10,15 +10,14 @@ numpy only (``import forensics.sites`` stays light).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from forensics.outcome import Outcome
 from forensics.records import Record
-from forensics.schema import SiteDefinitionError, SiteSchema
+from forensics.schema import SiteDefinitionError, SiteSchema, check_function
 
 if TYPE_CHECKING:
-    import numpy as np
 
     from forensics.sites._common import BatchColumns
     from forensics.sites.core import BatchRun
@@ -36,11 +35,8 @@ class Site(SiteSchema, Generic[P]):
         upstream(record) / patched(record): the models on one record, as an ``Outcome``;
         judge(record, outcome): the finding dicts of one record's outcome.
 
-    Optional operations (None when the site has no such form):
-        check_record(record, where): cross-field checks beyond the schema, raising
-            ``CaptureFormatError`` naming ``where`` and the field;
-        check_batch(cols): the same checks over a batch held as columns: a bool mask of the
-            records they may reject;
+    Optional operations (None when the site has no such form; the record checks
+    ``check_record`` / ``check_batch`` are part of the schema):
         prepare(records) -> P and run_batch(prepared, patched) -> BatchRun: the columnar run
             (both or neither); ``patched`` picks the patched variant of the run;
         prepare_columns(cols) -> P: ``prepare`` read straight from a batch's columns;
@@ -51,8 +47,6 @@ class Site(SiteSchema, Generic[P]):
     upstream: Callable[[Record], Outcome]
     patched: Callable[[Record], Outcome]
     judge: Callable[[Record, Outcome], list[Finding]]
-    check_record: Callable[[Record, str], None] | None = None
-    check_batch: Callable[[BatchColumns], np.ndarray] | None = None
     prepare: Callable[[Sequence[Record]], P] | None = None
     run_batch: Callable[[P, bool], BatchRun] | None = None
     prepare_columns: Callable[[BatchColumns], P] | None = None
@@ -63,10 +57,7 @@ class Site(SiteSchema, Generic[P]):
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in OPERATIONS:
-            value = getattr(self, name)
-            if not callable(value) and (value is not None or name in REQUIRED_OPERATIONS):
-                raise SiteDefinitionError(f"site {self.name!r}: {name!r} must be a function, "
-                                          f"got {type(value).__name__}")
+            check_function(self, name, required=name in REQUIRED_OPERATIONS)
         if (self.prepare is None) != (self.run_batch is None):
             raise SiteDefinitionError(f"site {self.name!r}: give both 'prepare' and "
                                       f"'run_batch' (the columnar run) or neither")
@@ -97,8 +88,8 @@ class Site(SiteSchema, Generic[P]):
 
 
 _SCHEMA = {f.name for f in fields(SiteSchema)}
-#: every operation of a Site, required ones first
+#: every operation of a Site beyond its schema, required ones first
 OPERATIONS = tuple(f.name for f in fields(Site) if f.name not in _SCHEMA)
 REQUIRED_OPERATIONS = ("upstream", "patched", "judge")
 #: what a Site must be given (its schema and required operations)
-REQUIRED = (*(f.name for f in fields(SiteSchema)), *REQUIRED_OPERATIONS)
+REQUIRED = (*(f.name for f in fields(SiteSchema) if f.default is MISSING), *REQUIRED_OPERATIONS)
