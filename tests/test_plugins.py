@@ -85,17 +85,19 @@ def test_a_site_plugin_that_is_not_a_site_is_skipped_naming_what_it_lacks(
         tmp_path: Path) -> None:
     _distribution(tmp_path, "module = toy_site\nnumber = toy_site:SUMMARY_BOUND\n"
                             "broken = toy_site:NO_SUCH_NAME\ntwice = toy_site:SITE\n"
-                            "again = toy_site:SITE\n")
+                            "again = toy_site:SITE\nbad = bad_site:SITE\n")
     proc = _run(tmp_path, MALFORMED)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["sites"] == ["batch_change", "prepare_input_ids", "async_output", "toy_gather",
                             "embedding"]
     texts = {w.split("'")[1]: w for w in out["warnings"] if "forensics.sites plugin" in w}
-    assert set(texts) == {"module", "number", "broken", "again"}
+    assert set(texts) == {"module", "number", "broken", "again", "bad"}
     assert "names a module, not a forensics.sites.Site (it lacks name, fields, " \
            "output_fields, summary_bound, summary_tensor)" in texts["module"]
     assert "toy_site:SITE" not in texts["module"] and "my_site:SITE" in texts["module"]
     assert "names str, not a forensics.sites.Site (it lacks name, fields" in texts["number"]
     assert "AttributeError" in texts["broken"]
     assert "the site name 'toy_gather' is taken" in texts["again"]
+    assert "SiteDefinitionError: site 'bad_gather': 'judge' must be a function, got NoneType" \
+        in texts["bad"]

@@ -1,5 +1,6 @@
 """The public API is typed for type checkers: mypy over a small user script sees each function
-exported by ``forensics`` with its real signature (not ``Any``) and rejects a wrong argument."""
+exported by ``forensics`` with its real signature (not ``Any``) and rejects a wrong argument,
+and a ``Site`` built from functions of the wrong signature."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ reveal_type(result)
 reveal_type(result.verdicts)
 forensics.replay(42)
 forensics.shrink([], "out.capture")
+from forensics.sites import Site
+Site(name="x", fields=(), output_fields=(), summary_bound="b", summary_tensor="t",
+     upstream=len, patched=len, judge=len)
 '''
 #: a fragment of what mypy must reveal for each line above, in order
 EXPECTED = [
@@ -56,6 +60,8 @@ def test_mypy_sees_the_typed_public_api(tmp_path: Path) -> None:
     for got, want in zip(revealed, EXPECTED, strict=True):
         assert want in got and not got.startswith("Any"), (got, want)
     errors = [line for line in lines if ": error:" in line]
-    assert len(errors) == 2, out
+    assert len(errors) == 5, out
     assert 'Argument 1 to "replay" has incompatible type "int"' in errors[0]
     assert 'Argument 1 to "shrink" has incompatible type "list[Never]"' in errors[1]
+    for error, name in zip(errors[2:], ("upstream", "patched", "judge"), strict=True):
+        assert f'Argument "{name}" to "Site" has incompatible type' in error  # typed operations
