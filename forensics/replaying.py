@@ -180,7 +180,7 @@ def _columnar(records: Sequence[Record]) -> dict[str, tuple[np.ndarray, Any]]:
             by_site.setdefault(record.site, []).append(i)
     out = {}
     for site, positions in by_site.items():
-        prepare = get_site(site).prepare
+        prepare = getattr(get_site(site), "prepare", None)
         if prepare is not None:
             out[site] = (np.array(positions, dtype=np.int64),
                          prepare([records[i] for i in positions]))

@@ -37,9 +37,9 @@ class Site(SiteSchema, Generic[P]):
 
     Optional operations (None when the site has no such form; the record checks
     ``check_record`` / ``check_batch`` are part of the schema):
-        prepare(records) -> P and run_batch(prepared, patched) -> BatchRun: the columnar run
-            (both or neither); ``patched`` picks the patched variant of the run;
-        prepare_columns(cols) -> P: ``prepare`` read straight from a batch's columns;
+        run_batch(prepared, patched) -> BatchRun: the columnar run (``patched`` picks the
+            patched variant of the run), with its input read by ``prepare(records) -> P``
+            and/or ``prepare_columns(cols) -> P`` (straight from a batch's columns);
         upstream_many(records) / patched_many(records): the models on many records at once;
         patch_inert(record): true only where ``patched`` gives exactly ``upstream``'s outcome.
     """
@@ -58,12 +58,11 @@ class Site(SiteSchema, Generic[P]):
         super().__post_init__()
         for name in OPERATIONS:
             check_function(self, name, required=name in REQUIRED_OPERATIONS)
-        if (self.prepare is None) != (self.run_batch is None):
-            raise SiteDefinitionError(f"site {self.name!r}: give both 'prepare' and "
-                                      f"'run_batch' (the columnar run) or neither")
-        if self.prepare_columns is not None and self.run_batch is None:
-            raise SiteDefinitionError(f"site {self.name!r}: 'prepare_columns' needs "
-                                      f"'run_batch'")
+        has_input = self.prepare is not None or self.prepare_columns is not None
+        if has_input != (self.run_batch is not None):
+            raise SiteDefinitionError(f"site {self.name!r}: the columnar run needs 'run_batch' "
+                                      f"and its input, 'prepare' and/or 'prepare_columns' "
+                                      f"(give both parts or neither)")
 
     def __repr__(self) -> str:
         return f"Site({self.name!r})"
@@ -81,7 +80,8 @@ class Site(SiteSchema, Generic[P]):
         return [model(record) for record in records]
 
     def run_records(self, records: Sequence[Record], patched: bool) -> BatchRun | None:
-        """The columnar run of ``records`` (none a summary), or None when the site has none."""
+        """The columnar run of ``records`` (none a summary), or None when the site has no
+        columnar run of Records (no ``prepare``)."""
         if self.prepare is None or self.run_batch is None:
             return None
         return self.run_batch(self.prepare(records), patched)

@@ -54,8 +54,9 @@ def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
     ({"summary_bound": ""}, "'summary_bound' must be a non-empty str"),
     ({"judge": None}, "'judge' must be a function, got NoneType"),
     ({"check_batch": 3}, "'check_batch' must be a function, got int"),
-    ({"prepare": list}, "give both 'prepare' and 'run_batch'"),
-    ({"prepare_columns": list}, "'prepare_columns' needs 'run_batch'"),
+    ({"prepare": list}, "the columnar run needs 'run_batch' and its input"),
+    ({"prepare_columns": list}, "the columnar run needs 'run_batch' and its input"),
+    ({"run_batch": list}, "the columnar run needs 'run_batch' and its input"),
 ])
 def test_a_malformed_site_is_refused_naming_the_attribute(change: dict[str, object],
                                                           message: str) -> None:
@@ -84,3 +85,9 @@ def test_the_columnar_run_of_records_is_run_batch_of_prepare() -> None:
     assert [f["value"] for f in run.checks.findings(run.req_ids)[0]] == [7]
     assert site.field_specs().keys() == {s.name for s in site.fields}
     assert "num_computed_tokens_after" in get_site("batch_change").field_specs()
+
+
+def test_a_columnar_run_may_read_its_input_from_columns_only() -> None:
+    site = replace(TOY, prepare_columns=lambda cols: cols, run_batch=lambda p, patched: p)
+    record = Record("toy", 0, fields={"index": np.zeros(1, np.int64), "size": 1})
+    assert site.prepare is None and site.run_records([record], False) is None
