@@ -87,8 +87,8 @@ def write_phase(scale: Scale, work: Path) -> dict[str, Any]:
     one ``torch.save`` file per step. Only the generating and the writing are timed."""
     import torch
 
-    from forensics.simulate import Simulator, configure, manifest_for
     from forensics.simulate_columns import write_simulation
+    from forensics.simulation import Simulator, configure, manifest_for
     from forensics.store.writer import FLUSH_EVERY, CaptureWriter
 
     sc = configure("soak", steps=scale.steps, batch=BATCH, spec_tokens=DRAFTS)
@@ -379,7 +379,7 @@ def _median(rounds: list[tuple[float, float, float]], i: int) -> float:
 
 
 def _append_cost(calls: int, work: Path) -> dict[str, Any]:
-    from forensics.simulate import simulate
+    from forensics.simulation import simulate
     from forensics.store.writer import CaptureWriter
 
     simulated = simulate("soak", steps=calls + 1, batch=BATCH, spec_tokens=DRAFTS)

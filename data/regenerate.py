@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from forensics.simulate import SCENARIOS, Faults, Scenario, Simulator, manifest_for
+from forensics.simulation import SCENARIOS, Faults, Scenario, Simulator, manifest_for
 
 DATA = Path(__file__).resolve().parent
 

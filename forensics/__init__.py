@@ -13,30 +13,44 @@ The public API (heavy libraries are imported on first use, never by ``import for
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forensics.errors import ForensicsError
 from forensics.records import Record
 
+if TYPE_CHECKING:  # what type checkers see; at run time each name is imported on first use
+    from forensics import plots
+    from forensics.redaction import redact
+    from forensics.replaying import ReplayResult, replay
+    from forensics.shrinking import shrink
+    from forensics.simulation import simulate
+    from forensics.store.reader import Capture, load
+    from forensics.store.writer import CaptureWriter
+    from forensics.tables import findings_table, first_violation, summary_by_site
+
 __version__ = "0.1.0"
 
-#: public name -> module that defines it (imported lazily, on first attribute access)
+#: public name -> module that defines it (imported lazily, on first attribute access); the
+#: implementation modules have other names than their functions (``forensics.replaying``
+#: defines ``replay``), so importing one never hides a function of this package
 _LAZY: dict[str, str] = {
     "load": "forensics.store.reader",
     "Capture": "forensics.store.reader",
     "CaptureWriter": "forensics.store.writer",
-    "replay": "forensics.replay",
-    "ReplayResult": "forensics.replay",
+    "replay": "forensics.replaying",
+    "ReplayResult": "forensics.replaying",
     "findings_table": "forensics.tables",
     "first_violation": "forensics.tables",
     "summary_by_site": "forensics.tables",
-    "simulate": "forensics.simulate",
-    "shrink": "forensics.shrink",
-    "redact": "forensics.redact",
+    "simulate": "forensics.simulation",
+    "shrink": "forensics.shrinking",
+    "redact": "forensics.redaction",
     "plots": "forensics.plots",
 }
 
-__all__ = ["ForensicsError", "Record", "__version__", *_LAZY]
+__all__ = ["Capture", "CaptureWriter", "ForensicsError", "Record", "ReplayResult", "__version__",
+           "findings_table", "first_violation", "load", "plots", "redact", "replay", "shrink",
+           "simulate", "summary_by_site"]
 
 
 def __getattr__(name: str) -> Any:
@@ -44,10 +58,7 @@ def __getattr__(name: str) -> Any:
     if module_name is None:
         raise AttributeError(f"module 'forensics' has no attribute {name!r}")
     module = importlib.import_module(module_name)
-    # forensics.plots is a module; the others are attributes of their module. (forensics.replay
-    # and forensics.simulate share their module's name; those modules are callable, so the value
-    # stays callable even after an import of the submodule rebinds the package attribute.)
-    value = getattr(module, name, module)
+    value = module if name == "plots" else getattr(module, name)  # plots: the module itself
     globals()[name] = value
     return value
 

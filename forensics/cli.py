@@ -10,24 +10,11 @@ import argparse
 import importlib
 import sys
 
+from forensics.commands import COMMANDS
 from forensics.errors import ForensicsError
 from forensics.quiet import add_verbose
 
-#: subcommand -> (module in forensics.commands, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "import": ("import_", "import foreign dumps and logs into a capture"),
-    "inspect": ("inspect", "summarise a capture without replaying it"),
-    "replay": ("replay", "replay a capture through variants and print verdicts"),
-    "check": ("check", "compare a capture's replay with its expected.json"),
-    "plot": ("plot", "draw one figure of a capture's replay"),
-    "report": ("report", "write a self-contained HTML report of a capture"),
-    "simulate": ("simulate", "generate a synthetic capture of a scenario"),
-    "demo": ("demo", "replay every bundled capture and write reports"),
-    "shrink": ("shrink", "the fewest steps and records of a capture with the same evidence"),
-    "redact": ("redact", "a copy of a capture fit to share, with the same evidence"),
-    "summary": ("summary", "write up a capture's replay for a bug thread or pull request"),
-    "findings": ("findings", "export a capture's findings (CSV, Parquet, JSON lines)"),
-}
+__all__ = ["COMMANDS", "build_parser", "main", "one_line"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,7 +1,7 @@
 """The answer first: one conclusion computed from a replay, for the report, ``replay``'s text,
 ``forensics summary`` and the triage notebook.
 
-:func:`conclude` reads a :class:`~forensics.replay.ReplayResult` (and its capture's manifest,
+:func:`conclude` reads a :class:`~forensics.replaying.ReplayResult` (and its capture's manifest,
 events and summary) and gives a :class:`Conclusion`:
 
 - per variant, the sites it leaves in violation (and the suspect and error sites);
@@ -29,7 +29,7 @@ from forensics.sites import SINK
 if TYPE_CHECKING:
     import pandas as pd
 
-    from forensics.replay import ReplayResult
+    from forensics.replaying import ReplayResult
 
 OUT_OF_BOUNDS = "out_of_bounds"
 #: a finding's place: two findings at the same place are the same finding under two variants

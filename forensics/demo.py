@@ -87,7 +87,7 @@ def run_demo(out_dir: Path | str = "reports", data_dir: Path | None = None,
     Raises:
         ForensicsError: a bundled capture cannot be read or replayed.
     """
-    from forensics.replay import replay
+    from forensics.replaying import replay
     from forensics.store.reader import load
 
     out = Path(out_dir)

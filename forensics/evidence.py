@@ -3,7 +3,7 @@
 ``shrink`` and ``redact`` write a new capture from an old one. Both promise the same
 **evidence**: per variant, the verdict of every site, and the first finding with its bounds,
 origin and resolution (:data:`FIRST_KEYS`). This module holds that promise once:
-:func:`evidence_of` reads it from a :class:`~forensics.replay.ReplayResult`,
+:func:`evidence_of` reads it from a :class:`~forensics.replaying.ReplayResult`,
 :func:`differences` names what differs, and :func:`publish` writes a capture beside its final
 place, replays it from disk, and renames it into place only when its evidence is the same.
 """
@@ -114,7 +114,7 @@ def reference(capture: Any, out: str | os.PathLike[str], variants: Sequence[str]
     Raises:
         CaptureFormatError: not a readable capture. OutputExistsError: see :func:`check_output`.
     """
-    from forensics.replay import DEFAULT_VARIANTS, replay
+    from forensics.replaying import DEFAULT_VARIANTS, replay
     from forensics.store.reader import Capture, load
 
     cap = capture if isinstance(capture, Capture) else load(capture)
@@ -139,7 +139,7 @@ def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: di
             (a capture already there stays as it was).
         OutputExistsError: ``out`` exists and ``force`` is false, or it is not a capture.
     """
-    from forensics.replay import replay
+    from forensics.replaying import replay
     from forensics.store.reader import load
     from forensics.store.writer import FLUSH_EVERY, new_capture
 

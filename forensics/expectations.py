@@ -152,7 +152,7 @@ def _short(finding: dict[str, Any] | None) -> str:
 
 def obtain(capture: Path, variants: Sequence[str]) -> dict[str, Any]:
     """Replay ``capture`` through ``variants`` and return its expected object."""
-    from forensics.replay import replay
+    from forensics.replaying import replay
 
     return replay(capture, variants=list(variants)).expected()
 

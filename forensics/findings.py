@@ -63,10 +63,10 @@ Findings = list[dict[str, Any]]
 
 def summary_findings(record: Record) -> Findings:
     """Bounds findings of a summary record: ``min`` below 0, ``max`` at or past the bound."""
-    module = get_site(record.site)
-    bound = record[module.SUMMARY_BOUND]
+    site = get_site(record.site)
+    bound = record[site.summary_bound]
     tensor = record.get("tensor")
-    tensor = tensor if isinstance(tensor, str) else module.SUMMARY_TENSOR
+    tensor = tensor if isinstance(tensor, str) else site.summary_tensor
     observe_range(tensor, np.array([record["min"], record["max"]]), 0, bound)
     found = []
     if record["min"] < 0:

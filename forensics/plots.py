@@ -1,6 +1,6 @@
 """Plots of a replay: each ``plot_*`` function draws one view on one Axes and returns it.
 
-Every function takes a :class:`~forensics.replay.ReplayResult` (or any object with the same
+Every function takes a :class:`~forensics.replaying.ReplayResult` (or any object with the same
 attributes), draws on ``ax`` (``ax=None`` makes a new figure through pyplot, so notebooks show it)
 and returns the Axes. Axes are labelled with units, the valid bound is drawn and named, anything
 out of bounds is drawn in :data:`VIOLATION_COLOR`, and the title names the capture, the site and

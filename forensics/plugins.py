@@ -3,13 +3,14 @@
 A distribution declares, in its ``pyproject.toml``::
 
     [project.entry-points."forensics.sites"]
-    my_site = "my_package.my_site"        # a module with the site protocol (forensics.sites)
+    my_site = "my_package.my_site:SITE"   # a forensics.sites.Site object
 
     [project.entry-points."forensics.variants"]
     my_fix = "my_package.variants:MyFix"  # a factory called with no argument
 
-A plugin that fails to load is skipped with a warning naming it and the error (it never breaks
-``import forensics``). ``importlib.metadata`` is read once, when the registry is first imported.
+A plugin that fails to load, or is not what its group needs (a ``Site``; a variant factory), is
+skipped with a warning naming it and the reason (it never breaks ``import forensics``). Each
+registry (:class:`forensics.registry.Registry`) reads its group once.
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ class Record:
 
     def key(self) -> tuple[int, int, int]:
         """Sort key in pipeline order: (step, rank, site order)."""
-        from forensics.sites import site_order
+        from forensics.schema import site_order
 
         return (self.step, self.rank, site_order(self.site))
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from forensics.conclusion import Conclusion, conclude, describe_finding, fact_text
 
 if TYPE_CHECKING:
-    from forensics.replay import ReplayResult
+    from forensics.replaying import ReplayResult
 
 FORMATS = ("markdown", "text", "json")
 

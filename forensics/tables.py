@@ -19,7 +19,7 @@ from forensics.sites import site_order
 if TYPE_CHECKING:
     import pandas as pd
 
-    from forensics.replay import ReplayResult
+    from forensics.replaying import ReplayResult
 
 #: variant, site, records replayed (summary records counted apart), outcome counts, finding
 #: counts, unresolved out-of-bounds findings, the first step with a finding, and the verdict

@@ -9,7 +9,7 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError
 from forensics.records import FieldSpec, Record, check_value
-from forensics.sites import get_site
+from forensics.schema import SiteSchema, site_schema
 
 if TYPE_CHECKING:
     from forensics.sites._common import BatchColumns
@@ -32,19 +32,14 @@ def field_specs(site: str) -> dict[str, FieldSpec]:
 
     Returns a new dict each call. Raises UnknownSiteError for an unknown site."""
     if not isinstance(site, str):
-        get_site(site)  # raises UnknownSiteError
+        site_schema(site)  # raises UnknownSiteError
     return dict(site_field_specs(site))
 
 
 @functools.lru_cache(maxsize=64)
 def site_field_specs(site: str) -> dict[str, FieldSpec]:
     """As :func:`field_specs`, but the one cached dict per site: read it, never change it."""
-    module = get_site(site)
-    specs = {spec.name: spec for spec in module.FIELDS}
-    for out in module.OUTPUT_FIELDS:
-        base = specs[out]
-        specs[f"{out}_after"] = FieldSpec(f"{out}_after", base.kind, base.ndim, required=False)
-    return specs
+    return site_schema(site).field_specs()
 
 
 def validate_record(record: Record, where: str, *, typed: bool = False,
@@ -65,7 +60,7 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
         UnknownSiteError: the site is not registered.
         CaptureFormatError: a missing, unknown or malformed field, naming the field and the fix.
     """
-    module = get_site(record.site)
+    site = site_schema(record.site)
     where = f"{where} (site {record.site!r})"
     if not _is_int(record.step) or int(record.step) < 0:
         raise CaptureFormatError(f"{where}: 'step' must be a non-negative integer, got "
@@ -75,10 +70,10 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
                                  f"{record.rank!r}")
     record.step, record.rank = int(record.step), int(record.rank)
     if record.summary:
-        return _validate_summary(record, module.SUMMARY_BOUND, where)
+        return _validate_summary(record, site.summary_bound, where)
     key = (signature or value_signature(record)) if typed else ()
     if key in _TYPED_OK:  # typed, and the same names, types and ranks passed before
-        return _check_cross_fields(module, record, where)
+        return _check_cross_fields(site, record, where)
     specs = site_field_specs(record.site)
     unknown = sorted(set(record.fields) - set(specs))
     if unknown:
@@ -96,13 +91,12 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
             check_value(spec, record.fields[name], where)  # raises, naming the field
     if typed:
         remember_signature(_TYPED_OK, key)
-    return _check_cross_fields(module, record, where)
+    return _check_cross_fields(site, record, where)
 
 
-def _check_cross_fields(module: Any, record: Record, where: str) -> Record:
-    check = getattr(module, "check_record", None)
-    if check is not None:
-        check(record, where)
+def _check_cross_fields(site: SiteSchema, record: Record, where: str) -> Record:
+    if site.check_record is not None:
+        site.check_record(record, where)
     return record
 
 
@@ -117,9 +111,8 @@ def screen_batch(site: str, cols: BatchColumns) -> np.ndarray:
     """
     from forensics.sites._common import ScreenUnsure
 
-    module = get_site(site)
-    check = getattr(module, "check_batch", None)
-    if check is None and hasattr(module, "check_record"):
+    check, check_record = site_schema(site).check_batch, site_schema(site).check_record
+    if check is None and check_record is not None:
         return np.ones(cols.rows, dtype=bool)  # no columnar form: every record per record
     bad = np.zeros(cols.rows, dtype=bool)
     for name, spec in site_field_specs(site).items():

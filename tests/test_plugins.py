@@ -35,24 +35,29 @@ print(json.dumps({"sites": list(SITES), "loaded": len(capture), "verdicts": resu
 '''
 
 
-def _distribution(root: Path) -> None:
-    """A distribution declaring the toy site and variant in its entry points."""
+def _distribution(root: Path, sites: str = "toy = toy_site:SITE\n") -> None:
+    """A distribution declaring ``sites`` (entry-point lines) and the toy variant."""
     info = root / "toy_forensics_plugin-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-forensics-plugin\n"
                                    "Version: 1.0\n")
-    (info / "entry_points.txt").write_text("[forensics.sites]\ntoy = toy_site\n\n"
+    (info / "entry_points.txt").write_text(f"[forensics.sites]\n{sites}\n"
                                            "[forensics.variants]\ntoy_fix = toy_variant:ToyFix\n")
+
+
+def _run(root: Path, script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``script`` in a fresh interpreter that sees the distribution under ``root``."""
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(
+        [str(root), str(ROOT / "tests" / "plugins"), str(ROOT)]))
+    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True,
+                          text=True, env=env, timeout=300)
 
 
 def test_a_toy_site_and_variant_from_entry_points_go_through_the_whole_pipeline(
         tmp_path: Path) -> None:
     _distribution(tmp_path)
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(
-        [str(tmp_path), str(ROOT / "tests" / "plugins"), str(ROOT)]))
     figure = tmp_path / "toy.png"
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "toy.capture"),
-                           str(figure)], capture_output=True, text=True, env=env, timeout=300)
+    proc = _run(tmp_path, SCRIPT, str(tmp_path / "toy.capture"), str(figure))
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["sites"] == ["batch_change", "prepare_input_ids", "async_output", "toy_gather",
@@ -65,3 +70,34 @@ def test_a_toy_site_and_variant_from_entry_points_go_through_the_whole_pipeline(
     assert out["summary_sites"] == ["toy_gather"]
     assert out["bounds"] == 9  # three records, three variants: one checked range each
     assert figure.stat().st_size > 0
+
+
+MALFORMED = r'''
+import json, warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from forensics.sites import SITES
+print(json.dumps({"sites": list(SITES), "warnings": [str(w.message) for w in caught]}))
+'''
+
+
+def test_a_site_plugin_that_is_not_a_site_is_skipped_naming_what_it_lacks(
+        tmp_path: Path) -> None:
+    _distribution(tmp_path, "module = toy_site\nnumber = toy_site:SUMMARY_BOUND\n"
+                            "broken = toy_site:NO_SUCH_NAME\ntwice = toy_site:SITE\n"
+                            "again = toy_site:SITE\nbad = bad_site:SITE\n")
+    proc = _run(tmp_path, MALFORMED)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["sites"] == ["batch_change", "prepare_input_ids", "async_output", "toy_gather",
+                            "embedding"]
+    texts = {w.split("'")[1]: w for w in out["warnings"] if "forensics.sites plugin" in w}
+    assert set(texts) == {"module", "number", "broken", "again", "bad"}
+    assert "names a module, not a forensics.sites.Site (it lacks name, fields, " \
+           "output_fields, summary_bound, summary_tensor)" in texts["module"]
+    assert "toy_site:SITE" not in texts["module"] and "my_site:SITE" in texts["module"]
+    assert "names str, not a forensics.sites.Site (it lacks name, fields" in texts["number"]
+    assert "AttributeError" in texts["broken"]
+    assert "the site name 'toy_gather' is taken" in texts["again"]
+    assert "SiteDefinitionError: site 'bad_gather': 'judge' must be a function, got NoneType" \
+        in texts["bad"]

@@ -20,7 +20,7 @@ from share_cases import (
 
 import forensics
 from forensics.evidence import evidence_of
-from forensics.redact import (
+from forensics.redaction import (
     REQUEST_FIELDS,
     TOKEN_FIELDS,
     cyclic_permutation,
@@ -138,5 +138,5 @@ def test_the_domain_is_the_smallest_token_bound() -> None:
 
 def test_every_site_names_its_token_fields() -> None:
     for site in SITES:
-        names = {spec.name for spec in get_site(site).FIELDS}
+        names = {spec.name for spec in get_site(site).fields}
         assert set(TOKEN_FIELDS[site]) <= names, site

@@ -126,7 +126,7 @@ def test_bounds_table_holds_the_checked_ranges() -> None:
 
     from forensics.findings import BOUNDS_COLUMNS
     from forensics.records import Record
-    from forensics.replay import replay
+    from forensics.replaying import replay
 
     records = [Record("embedding", 3, 0, {"input_ids": np.array([5, 9, 12], dtype=np.int32),
                                           "num_embeddings": 10})]

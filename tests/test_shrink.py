@@ -13,8 +13,8 @@ from share_cases import FAULT_SCENARIOS, private_capture, tree_digest
 
 import forensics
 from forensics.evidence import evidence_of
-from forensics.shrink import NothingToKeepError, shrink
-from forensics.simulate import Faults, get_scenario
+from forensics.shrinking import NothingToKeepError, shrink
+from forensics.simulation import Faults, get_scenario
 
 SLOW = settings(max_examples=3, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -10,7 +10,7 @@ import pytest
 
 from forensics.errors import ConfigurationError, OutputExistsError, UnknownScenarioError
 from forensics.records import Record
-from forensics.simulate import SCENARIOS, Faults, Simulator, configure, simulate
+from forensics.simulation import SCENARIOS, Faults, Simulator, configure, simulate
 from forensics.sites import SITES
 from forensics.validate import validate_record
 

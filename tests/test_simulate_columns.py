@@ -18,8 +18,8 @@ import forensics
 import forensics.simulate_columns as simulate_columns
 from forensics.errors import CaptureFormatError, OutputExistsError
 from forensics.records import Record
-from forensics.simulate import SCENARIOS, Derived, Faults, Scenario, Simulator, configure
 from forensics.simulate_columns import StepColumns, write_simulation
+from forensics.simulation import SCENARIOS, Derived, Faults, Scenario, Simulator, configure
 from forensics.store import arrow_codec
 from forensics.store import arrow_numpy as an
 from forensics.store.index import read_index

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Replay, filter, then print or write the findings; return 0."""
     from forensics.export import output_path, parse_steps, select_findings, write_findings
-    from forensics.replay import DEFAULT_VARIANTS, replay
+    from forensics.replaying import DEFAULT_VARIANTS, replay
     from forensics.sites import get_site
     from forensics.tables import display_frame
 

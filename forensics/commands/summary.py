@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 @quietly
 def run(args: argparse.Namespace) -> int:
     """Replay the capture and print its write-up; return 0."""
-    from forensics.replay import DEFAULT_VARIANTS, replay
+    from forensics.replaying import DEFAULT_VARIANTS, replay
     from forensics.summary import render
 
     result = replay(args.capture, variants=list(args.variant or DEFAULT_VARIANTS),

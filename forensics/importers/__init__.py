@@ -14,6 +14,7 @@ from typing import Any
 
 from forensics.errors import CaptureFormatError
 from forensics.records import Record
+from forensics.registry import Registry
 
 __all__ = ["IMPORTERS", "Imported", "import_sources", "importer_for", "read_source"]
 
@@ -27,13 +28,13 @@ class Imported:
 
 
 #: file suffix -> "module:function" of its importer (modules load on first use)
-IMPORTERS: dict[str, str] = {}
+IMPORTERS: Registry[str] = Registry("source type", CaptureFormatError)
 
 
 def register(suffixes: Iterable[str], target: str) -> None:
     """Register the importer ``target`` ("module:function") for each of ``suffixes``."""
     for suffix in suffixes:
-        IMPORTERS[suffix.lower()] = target
+        IMPORTERS.register(suffix.lower(), target)
 
 
 def importer_for(path: Path) -> Callable[[Path], Imported]:
@@ -43,7 +44,7 @@ def importer_for(path: Path) -> Callable[[Path], Imported]:
     """
     import importlib
 
-    target = IMPORTERS.get(path.suffix.lower())
+    target = IMPORTERS.find(path.suffix.lower())
     if target is None:
         raise CaptureFormatError(f"'{path}': unsupported source type {path.suffix or '(none)'!r};"
                                  f" expected one of {sorted(IMPORTERS)}")

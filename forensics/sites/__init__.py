@@ -1,69 +1,56 @@
-"""The site registry: one module per site, registered here in pipeline order.
+"""The site registry: the :class:`~forensics.sites.base.Site` of each site, in pipeline order.
 
-Each site module defines at module level (numpy only; torch is imported inside functions):
-
-- ``NAME``: the site name;
-- ``FIELDS``: its input :class:`~forensics.records.FieldSpec` tuple;
-- ``OUTPUT_FIELDS``: input fields the call changes (recorded as ``<field>_after``);
-- ``SUMMARY_BOUND``: the bound field a summary record carries beside ``min``/``max``;
-- ``check_record(record, where)``: site-specific consistency checks beyond the schema;
-- ``upstream(record)`` / ``patched(record)``: the models, returning a ``forensics.outcome.Outcome``;
-- optionally ``prepare(records)`` and ``run_batch(prepared, patched) -> BatchRun``: the columnar
-  run the replay uses (:mod:`forensics.sites.core`), ``upstream_many(records)`` /
-  ``patched_many(records)`` and ``patch_inert(record)`` (true only where ``patched`` gives
-  exactly ``upstream``'s outcome).
-
-Third-party sites register through the entry-point group ``forensics.sites``
-(:mod:`forensics.plugins`); each comes before the sink in pipeline order.
+Each built-in site is a module ending with ``SITE = Site(...)``, its schema and operations
+(see :class:`~forensics.sites.base.Site`; numpy only: torch is imported inside functions).
+Third-party sites come through the entry-point group ``forensics.sites``: each entry point
+names a ``Site`` object (``my_package.my_site:SITE``; :mod:`forensics.plugins`); they come
+before the sink in pipeline order. A plugin that is not a ``Site`` is skipped with a warning
+naming what it lacks.
 """
 
 from __future__ import annotations
 
-import warnings
-from types import ModuleType
 from typing import Any
 
 from forensics.errors import UnknownSiteError
-from forensics.plugins import SITES_GROUP, entry_points
+from forensics.plugins import SITES_GROUP
 from forensics.records import Record
+from forensics.registry import Registry
 from forensics.sites import async_output, batch_change, embedding, prepare_input_ids
+from forensics.sites.base import REQUIRED, Site
 
-#: Pipeline order: the order in which a step's sites run (and ties are broken towards the sink).
-SITE_MODULES: dict[str, ModuleType] = {
-    batch_change.NAME: batch_change,
-    prepare_input_ids.NAME: prepare_input_ids,
-    async_output.NAME: async_output,
-    embedding.NAME: embedding,
-}
-SINK = embedding.NAME
-#: what a site module must define (the optional parts: see the module docstring)
-PROTOCOL = ("NAME", "FIELDS", "OUTPUT_FIELDS", "SUMMARY_BOUND", "SUMMARY_TENSOR", "upstream",
-            "patched", "judge")
+__all__ = ["REGISTRY", "SINK", "SITES", "Site", "first_out_of_bounds", "get_site", "site_order"]
 
 
-def _add_plugins() -> None:
-    """Register the sites of the ``forensics.sites`` entry points, before the sink."""
-    sink = SITE_MODULES.pop(SINK)
-    for name, module in entry_points(SITES_GROUP):
-        missing = [a for a in PROTOCOL if not hasattr(module, a)]
-        if missing or module.NAME in SITE_MODULES or module.NAME == SINK:
-            warnings.warn(f"forensics: skipping the site plugin {name!r}: "
-                          f"{'it lacks ' + str(missing) if missing else 'its NAME is taken'}; "
-                          f"a site module defines {list(PROTOCOL)}", stacklevel=2)
-            continue
-        SITE_MODULES[module.NAME] = module
-    SITE_MODULES[SINK] = sink
+def as_site(loaded: object) -> Site[Any]:
+    """``loaded`` (what a ``forensics.sites`` entry point names) as a Site.
+
+    Raises:
+        TypeError: it is not a Site, naming what it lacks and the fix.
+    """
+    if isinstance(loaded, Site):
+        return loaded
+    missing = [name for name in REQUIRED if not hasattr(loaded, name)]
+    what = "a module" if type(loaded).__name__ == "module" else type(loaded).__name__
+    raise TypeError(f"it names {what}, not a forensics.sites.Site"
+                    f"{' (it lacks ' + ', '.join(missing) + ')' if missing else ''}; declare "
+                    f"SITE = forensics.sites.Site(...) in the plugin's module and point the "
+                    f"entry point at it ('my_package.my_site:SITE')")
 
 
+#: name -> Site, in pipeline order: the order in which a step's sites run (ties are broken
+#: towards the sink)
+REGISTRY: Registry[Site[Any]] = Registry(
+    "site", UnknownSiteError, group=SITES_GROUP, accept=as_site, name_of=lambda s: s.name,
+    plugins_before=embedding.NAME)
+for _module in (batch_change, prepare_input_ids, async_output, embedding):
+    REGISTRY.register(_module.SITE.name, _module.SITE)
+SINK = embedding.SITE.name
 
-def get_site(name: str) -> ModuleType:
-    """Return the module of site ``name``; raise UnknownSiteError listing the valid sites."""
-    try:
-        return SITE_MODULES[name]
-    except (KeyError, TypeError):
-        raise UnknownSiteError(
-            f"unknown site {name!r}; expected one of {list(SITES)}"
-        ) from None
+
+def get_site(name: str) -> Site[Any]:
+    """Return the Site called ``name``; raise UnknownSiteError listing the valid sites."""
+    return REGISTRY.get(name)
 
 
 def first_out_of_bounds(record: Record, patched: bool = False) -> dict[str, Any] | None:
@@ -75,14 +62,12 @@ def first_out_of_bounds(record: Record, patched: bool = False) -> dict[str, Any]
     Raises:
         UnknownSiteError: the record's site is not registered.
     """
-    module = get_site(record.site)
-    prepare = getattr(module, "prepare", None)
-    if prepare is not None:
-        run = module.run_batch(prepare([record]), patched)
+    site = get_site(record.site)
+    run = site.run_records([record], patched)
+    if run is not None:
         found = run.checks.findings(run.req_ids).get(0, [])
     else:
-        found = module.judge(record, getattr(module, "patched" if patched else "upstream")(
-            record))
+        found = site.judge(record, site.model(patched)(record))
     bad = [f for f in found if f["kind"] == "out_of_bounds"]
     never = 2**62
     return min(bad, key=lambda f: (never if f["row"] is None else f["row"],
@@ -96,5 +81,5 @@ def site_order(name: str) -> int:
     return SITES.index(name)
 
 
-_add_plugins()  # last: a plugin module may import this package's functions
-SITES: tuple[str, ...] = tuple(SITE_MODULES)
+REGISTRY.load_plugins()  # last: a plugin module may import this package's functions
+SITES: tuple[str, ...] = tuple(REGISTRY.names())

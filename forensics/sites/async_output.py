@@ -459,3 +459,12 @@ def run_batch(batch: Batch, patched: bool) -> BatchRun:
     messages = {int(i): _LIST_ERROR for i in np.flatnonzero(result.status)}
     return BatchRun(result.status, messages, result.checks(),
                     [r["req_ids"] for r in batch.records])
+
+
+from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
+
+#: this module's site: its schema and operations (the registry holds it)
+SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
+            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched, judge=judge,
+            check_record=check_record, check_batch=check_batch, prepare=prepare,
+            run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)

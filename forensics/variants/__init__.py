@@ -11,11 +11,13 @@ Built-ins are registered at the bottom of their own modules; ``resolve_variant``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from forensics.errors import UnknownVariantError
 from forensics.outcome import Outcome
+from forensics.plugins import VARIANTS_GROUP
 from forensics.records import Record
+from forensics.registry import Registry
 
 
 class Variant(Protocol):
@@ -26,19 +28,27 @@ class Variant(Protocol):
     def run(self, record: Record) -> Outcome: ...
 
 
-class VariantRegistry:
-    """Name -> factory of a variant; the factories are called lazily (heavy imports inside)."""
+def as_factory(loaded: object) -> Callable[[], Variant]:
+    """``loaded`` (what a ``forensics.variants`` entry point names) as a variant factory.
+
+    Raises:
+        TypeError: it cannot be called with no argument to build a variant.
+    """
+    if not callable(loaded):
+        raise TypeError(f"it names {type(loaded).__name__}, not a variant factory; point the "
+                        f"entry point at a class or function called with no argument that "
+                        f"returns an object with 'name' and 'run(record)'")
+    return cast("Callable[[], Variant]", loaded)
+
+
+class VariantRegistry(Registry[Callable[[], Variant]]):
+    """Name -> factory of a variant; the factories are called lazily (heavy imports inside).
+    Third-party factories come from the entry-point group ``forensics.variants``, after the
+    built-ins."""
 
     def __init__(self) -> None:
-        self._factories: dict[str, Callable[[], Variant]] = {}
-
-    def register(self, name: str, factory: Callable[[], Variant]) -> None:
-        """Register ``factory`` (called with no argument on first use) under ``name``."""
-        self._factories[name] = factory
-
-    def names(self) -> list[str]:
-        """Registered names, in registration order."""
-        return list(self._factories)
+        super().__init__("variant", UnknownVariantError, group=VARIANTS_GROUP,
+                         accept=as_factory, hint=" or 'vllm+PATH.diff'")
 
     def create(self, name: str) -> Variant:
         """Build the variant ``name``; ``vllm+PATH.diff`` builds a patched real-code variant.
@@ -46,15 +56,11 @@ class VariantRegistry:
         Raises:
             UnknownVariantError: the name is neither registered nor ``vllm+PATH``.
         """
-        if name in self._factories:
-            return self._factories[name]()
-        if name.startswith("vllm+"):
+        if isinstance(name, str) and name.startswith("vllm+") and self.find(name) is None:
             from forensics.variants.vllm_diff import PatchedVllmVariant
 
             return PatchedVllmVariant(name[len("vllm+"):])
-        raise UnknownVariantError(
-            f"unknown variant {name!r}; expected one of {self.names()} or 'vllm+PATH.diff'"
-        )
+        return self.get(name)()
 
 
 registry = VariantRegistry()
@@ -77,11 +83,9 @@ def resolve_variant(name: str, spec: Any = None) -> Variant:
 
 def _register_builtins() -> None:
     """The built-in variants, then those of the ``forensics.variants`` entry points."""
-    from forensics.plugins import VARIANTS_GROUP, entry_points
     from forensics.variants import models, vllm_real  # noqa: F401  (each registers itself)
 
-    for name, factory in entry_points(VARIANTS_GROUP):
-        registry.register(name, factory)
+    registry.load_plugins()
 
 
 _register_builtins()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from forensics.errors import UnknownSiteError
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.sites import get_site
@@ -29,21 +30,19 @@ class ModelVariant:
         Raises:
             UnknownSiteError: the record's site is not registered.
         """
-        return getattr(get_site(record.site), self.kind)(record)
+        return get_site(record.site).model(self.kind == "patched")(record)
 
     def run_many(self, site: str, records: list[Record]) -> list[Outcome]:
         """Outcomes of the model on ``records`` (all of ``site``), vectorised where possible."""
-        module = get_site(site)
-        many = getattr(module, f"{self.kind}_many", None)
-        if many is not None:
-            return list(many(records))
-        model = getattr(module, self.kind)
-        return [model(record) for record in records]
+        return get_site(site).run_many(records, self.kind == "patched")
 
     def run_batch(self, site: str, prepared: Any) -> BatchRun:
         """The columnar run of records of ``site`` (none a summary) as the judge reads it;
         ``prepared`` is the site's ``prepare(records)``, shared by the model variants."""
-        return get_site(site).run_batch(prepared, self.kind == "patched")
+        run_batch = get_site(site).run_batch
+        if run_batch is None:
+            raise UnknownSiteError(f"site {site!r} has no columnar run (no 'run_batch')")
+        return run_batch(prepared, self.kind == "patched")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

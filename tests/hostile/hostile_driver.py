@@ -82,7 +82,7 @@ def main() -> None:
     import torch  # noqa: F401
 
     import forensics.cli  # noqa: F401
-    import forensics.replay  # noqa: F401
+    import forensics.replaying  # noqa: F401
 
     cases = json.loads(Path(sys.argv[1]).read_text())
     scratch = Path(sys.argv[1]).parent

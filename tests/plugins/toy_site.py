@@ -1,7 +1,8 @@
 """A toy third-party site and variant, registered only through entry points (test_plugins).
 
-Site ``toy_gather``: reads ``table[index[i]]`` for each ``i``; ``upstream`` reads every index
-(an index outside ``[0, size)`` raises), ``patched`` skips those. Variant ``toy_fix`` is the
+Site ``toy_gather`` (the ``Site`` object ``SITE``, with no columnar run): reads
+``table[index[i]]`` for each ``i``; ``upstream`` reads every index (an index outside
+``[0, size)`` raises), ``patched`` skips those. Variant ``toy_fix`` is the
 patched model under another name (``toy_variant.py``).
 """
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from forensics.outcome import Access, Outcome
 from forensics.records import FieldSpec, Record
+from forensics.sites import Site
 from forensics.sites._common import judged_findings
 from forensics.sites.core import Checks
 
@@ -49,3 +51,8 @@ def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
     checks = Checks.concat([Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower,
                                       a.upper) for a in outcome.accesses or ()])
     return judged_findings(checks, [None])
+
+
+#: the site the entry point names (``toy = toy_site:SITE``)
+SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
+            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched, judge=judge)

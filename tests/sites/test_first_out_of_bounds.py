@@ -5,7 +5,7 @@ that record under the same model, or None exactly when the judge has none."""
 from __future__ import annotations
 
 from forensics.findings import judge_record
-from forensics.simulate import SCENARIOS, simulate
+from forensics.simulation import SCENARIOS, simulate
 from forensics.sites import first_out_of_bounds, get_site
 
 
@@ -15,8 +15,7 @@ def test_first_out_of_bounds_is_the_judges_first_finding() -> None:
     seen = set()
     for record in records:
         for patched in (False, True):
-            module = get_site(record.site)
-            outcome = (module.patched if patched else module.upstream)(record)
+            outcome = get_site(record.site).model(patched)(record)
             found = [f for f in judge_record(record, outcome) if f["kind"] == "out_of_bounds"]
             got = first_out_of_bounds(record, patched)
             if not found:

@@ -53,7 +53,7 @@ def full_record(draw: st.DrawFn, site: str) -> Record:
 @st.composite
 def summary_record(draw: st.DrawFn, site: str) -> Record:
     """A summary record of ``site``: min, max, the bound, and optional extras."""
-    names = (*SUMMARY_COMMON, get_site(site).SUMMARY_BOUND)
+    names = (*SUMMARY_COMMON, get_site(site).summary_bound)
     fields: dict[str, Any] = {name: draw(INT64) for name in names}
     if draw(st.booleans()):
         fields["line"] = draw(st.integers(1, 10**6))

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forensics._callable import make_module_callable
 from forensics.ddmin import ddmin
 from forensics.errors import ForensicsError
 from forensics.evidence import Evidence, differences, evidence_of, publish, reference
 from forensics.progress import Progress
 
 if TYPE_CHECKING:
+    from forensics.api_types import CaptureArg
     from forensics.records import Record
 
 SINK = "embedding"
@@ -61,7 +61,7 @@ class ShrinkResult:
         return self.records_kept / max(self.records_before, 1)
 
 
-def shrink(capture: Any, out: str | os.PathLike[str], variants: Sequence[str] | None = None,
+def shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[str] | None = None,
            *, force: bool = False, progress: bool = False) -> ShrinkResult:
     """Write at ``out`` the smallest capture found whose replay through ``variants`` (default
     ``upstream`` and ``patched``) gives ``capture``'s verdicts and first findings.
@@ -112,7 +112,7 @@ class _Search:
 
     def keeps(self, positions: Sequence[int]) -> bool:
         """Whether the records at ``positions`` replay to the expected evidence."""
-        from forensics.replay import replay
+        from forensics.replaying import replay
 
         self.replays += 1
         if self.bar is not None:
@@ -187,6 +187,3 @@ class _Search:
             if len(rows):
                 found.add(int(rows.sort_values("step")["record"].iat[-1]))
         return found
-
-
-make_module_callable(__name__, shrink)  # forensics.shrink stays callable

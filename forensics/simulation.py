@@ -53,7 +53,6 @@ from typing import Any, cast
 
 import numpy as np
 
-from forensics._callable import make_module_callable
 from forensics.errors import ConfigurationError, UnknownScenarioError
 from forensics.records import Record
 
@@ -789,6 +788,3 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
 
     return write_simulation(Path(out), sim, sc.steps, manifest_for(sc, seed, notes), force,
                             progress)
-
-
-make_module_callable(__name__, simulate)  # forensics.simulate stays callable

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from forensics import findings as judge
-from forensics._callable import make_module_callable
 from forensics.errors import (
     CaptureFormatError,
     ConfigurationError,
@@ -38,6 +37,8 @@ from forensics.variants.models import ModelVariant
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from forensics.api_types import ReplaySource, VariantsArg
 
 DEFAULT_VARIANTS = ("upstream", "patched")
 #: a variant that cannot be set up (missing vLLM, a patched copy that does not import) is bad
@@ -101,8 +102,8 @@ class ReplayResult:
                 "first_finding": {v: self.first_finding(v) for v in self.variants}}
 
 
-def replay(capture: Any, variants: Any = DEFAULT_VARIANTS, progress: bool = False
-           ) -> ReplayResult:
+def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
+           progress: bool = False) -> ReplayResult:
     """Replay ``capture`` (a Capture, a capture path, or an iterable of Records) through
     ``variants`` (names; variant objects; or a mapping name -> None, name, callable or variant).
 
@@ -394,6 +395,3 @@ def _index_frame(coords: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({"site": np.array(SITES, dtype=object)[coords[:, 0]],
                          "step": coords[:, 1], "rank": coords[:, 2],
                          "summary": coords[:, 3].astype(bool)})
-
-
-make_module_callable(__name__, replay)  # forensics.replay stays callable

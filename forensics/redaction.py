@@ -29,13 +29,15 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from forensics._callable import make_module_callable
 from forensics.evidence import Evidence, evidence_of, publish, reference
 from forensics.records import Record
+
+if TYPE_CHECKING:
+    from forensics.api_types import CaptureArg
 
 #: per site: the fields that hold token ids (their ``<field>_after`` copies too)
 TOKEN_FIELDS: dict[str, tuple[str, ...]] = {
@@ -72,7 +74,7 @@ class RedactResult:
     evidence: Evidence
 
 
-def redact(capture: Any, out: str | os.PathLike[str], keep_manifest: Sequence[str] = (),
+def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequence[str] = (),
            variants: Sequence[str] | None = None, *, force: bool = False,
            progress: bool = False) -> RedactResult:
     """Write at ``out`` a redacted copy of ``capture`` (see the module docstring) whose replay
@@ -195,7 +197,7 @@ class Redactor:
         """Integer fields and ``tensor`` kept; ``min``/``max`` permuted on token sites."""
         from forensics.sites import get_site
 
-        token_site = get_site(record.site).SUMMARY_BOUND in TOKEN_BOUNDS
+        token_site = get_site(record.site).summary_bound in TOKEN_BOUNDS
         fields = {}
         for name, value in record.fields.items():
             if name in ("min", "max") and token_site:
@@ -257,6 +259,3 @@ def _shareable(key: str, value: Any) -> bool:
 
 def _looks_like_path(text: str) -> bool:
     return "/" in text or "\\" in text or text.startswith("~")
-
-
-make_module_callable(__name__, redact)  # forensics.redact stays callable

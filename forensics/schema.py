@@ -1,0 +1,151 @@
+"""A site's schema: its name, fields, summary columns and the checks of a record's shape.
+
+This is all the store, the records API and validation need to know of a site:
+:class:`SiteSchema`, and the lookups :func:`site_schema`, :func:`site_order` and :data:`SITES`.
+The runs and the judge live in :class:`forensics.sites.base.Site`, a subclass. Importing this
+module imports no site: the lookups read the site registry (:mod:`forensics.sites`) on first
+use, where every built-in and plugin site declares its schema beside its models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, overload
+
+from forensics.records import FIELD_KINDS, FieldSpec, Record
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from forensics.sites._common import BatchColumns
+
+
+class SiteDefinitionError(TypeError):
+    """A site declared with a malformed schema or operation (a programming error in the
+    declaring module, raised when its ``Site(...)`` is built)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SiteSchema:
+    """The schema of one site.
+
+    Attributes:
+        name: the site name (a Python identifier), as records and capture files carry it.
+        fields: the input fields a record of the site carries (required ones first is usual).
+        output_fields: input fields the call changes, recorded as ``<field>_after``.
+        summary_bound: the bound a summary record carries beside ``min`` / ``max``.
+        summary_tensor: the tensor a summary record's ``min`` / ``max`` describe.
+        check_record: cross-field checks of one record beyond the field schema,
+            ``(record, where) -> None`` raising ``CaptureFormatError`` naming ``where`` and the
+            field (None: none);
+        check_batch: the same checks over a batch held as columns, the bool mask of the
+            records they may reject (None: the store checks record by record).
+    """
+
+    name: str
+    fields: tuple[FieldSpec, ...]
+    output_fields: tuple[str, ...]
+    summary_bound: str
+    summary_tensor: str
+    check_record: Callable[[Record, str], None] | None = None
+    check_batch: Callable[[BatchColumns], np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        where = f"site {self.name!r}"
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise SiteDefinitionError(f"a site's name must be an identifier, got {self.name!r}")
+        if not isinstance(self.fields, tuple) or not all(
+                isinstance(f, FieldSpec) for f in self.fields):
+            raise SiteDefinitionError(f"{where}: 'fields' must be a tuple of "
+                                      f"forensics.records.FieldSpec")
+        names = [f.name for f in self.fields]
+        if len(set(names)) != len(names):
+            raise SiteDefinitionError(f"{where}: 'fields' names a field twice: {names}")
+        bad_kinds = [f.name for f in self.fields if f.kind not in FIELD_KINDS]
+        if bad_kinds:
+            raise SiteDefinitionError(f"{where}: fields {bad_kinds} have an unknown kind; "
+                                      f"expected one of {list(FIELD_KINDS)}")
+        unknown = [o for o in self.output_fields if o not in names]
+        if not isinstance(self.output_fields, tuple) or unknown:
+            raise SiteDefinitionError(f"{where}: 'output_fields' must be a tuple of its field "
+                                      f"names; not fields: {unknown}")
+        for attr in ("summary_bound", "summary_tensor"):
+            if not isinstance(getattr(self, attr), str) or not getattr(self, attr):
+                raise SiteDefinitionError(f"{where}: {attr!r} must be a non-empty str")
+        check_function(self, "check_record", required=False)
+        check_function(self, "check_batch", required=False)
+
+    def field_specs(self) -> dict[str, FieldSpec]:
+        """Every field a full record of the site may carry, ``<field>_after`` outputs
+        included (a new dict each call)."""
+        specs = {spec.name: spec for spec in self.fields}
+        for out in self.output_fields:
+            base = specs[out]
+            specs[f"{out}_after"] = FieldSpec(f"{out}_after", base.kind, base.ndim,
+                                              required=False)
+        return specs
+
+
+def check_function(site: SiteSchema, attr: str, required: bool) -> None:
+    """Raise SiteDefinitionError unless ``site.<attr>`` is callable (or None, if optional)."""
+    value = getattr(site, attr)
+    if not callable(value) and (value is not None or required):
+        raise SiteDefinitionError(f"site {site.name!r}: {attr!r} must be a function, got "
+                                  f"{type(value).__name__}")
+
+
+def site_schema(name: str) -> SiteSchema:
+    """The schema of site ``name`` (from the site registry).
+
+    Raises:
+        UnknownSiteError: no such site, listing the valid ones.
+    """
+    from forensics.sites import get_site
+
+    return get_site(name)
+
+
+def site_order(name: str) -> int:
+    """Position of site ``name`` in pipeline order (raises UnknownSiteError)."""
+    from forensics.sites import site_order as order
+
+    return order(name)
+
+
+class _SiteNames(Sequence[str]):
+    """The registered site names in pipeline order, read from the registry on first use."""
+
+    def _names(self) -> tuple[str, ...]:
+        from forensics.sites import SITES as NAMES
+
+        return NAMES
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        return self._names()[i]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == (tuple(other) if isinstance(other, Sequence) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._names())
+
+    def __repr__(self) -> str:
+        return repr(self._names())
+
+
+#: site names in pipeline order (sinks last); read from the registry on first use
+SITES: Sequence[str] = _SiteNames()

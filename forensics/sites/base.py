@@ -1,0 +1,95 @@
+"""The :class:`Site` interface: one site's schema and operations, checked by mypy.
+
+Each site module ends with one ``SITE = Site(...)`` built from its own functions; the registry
+(:mod:`forensics.sites`) holds those objects and every consumer reads their typed attributes.
+A third-party site is a ``Site`` named by an entry point (:mod:`forensics.plugins`).
+
+numpy only (``import forensics.sites`` stays light).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import MISSING, dataclass, fields
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from forensics.outcome import Outcome
+from forensics.records import Record
+from forensics.schema import SiteDefinitionError, SiteSchema, check_function
+
+if TYPE_CHECKING:
+
+    from forensics.sites._common import BatchColumns
+    from forensics.sites.core import BatchRun
+
+P = TypeVar("P")
+#: a finding dict: ``row, element, tensor, kind, value, lower, upper, req_id``
+Finding = dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class Site(SiteSchema, Generic[P]):
+    """A site: its schema (:class:`~forensics.schema.SiteSchema`) and its operations.
+
+    Required operations:
+        upstream(record) / patched(record): the models on one record, as an ``Outcome``;
+        judge(record, outcome): the finding dicts of one record's outcome.
+
+    Optional operations (None when the site has no such form; the record checks
+    ``check_record`` / ``check_batch`` are part of the schema):
+        run_batch(prepared, patched) -> BatchRun: the columnar run (``patched`` picks the
+            patched variant of the run), with its input read by ``prepare(records) -> P``
+            and/or ``prepare_columns(cols) -> P`` (straight from a batch's columns);
+        upstream_many(records) / patched_many(records): the models on many records at once;
+        patch_inert(record): true only where ``patched`` gives exactly ``upstream``'s outcome.
+    """
+
+    upstream: Callable[[Record], Outcome]
+    patched: Callable[[Record], Outcome]
+    judge: Callable[[Record, Outcome], list[Finding]]
+    prepare: Callable[[Sequence[Record]], P] | None = None
+    run_batch: Callable[[P, bool], BatchRun] | None = None
+    prepare_columns: Callable[[BatchColumns], P] | None = None
+    upstream_many: Callable[[list[Record]], list[Outcome]] | None = None
+    patched_many: Callable[[list[Record]], list[Outcome]] | None = None
+    patch_inert: Callable[[Record], bool] | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in OPERATIONS:
+            check_function(self, name, required=name in REQUIRED_OPERATIONS)
+        has_input = self.prepare is not None or self.prepare_columns is not None
+        if has_input != (self.run_batch is not None):
+            raise SiteDefinitionError(f"site {self.name!r}: the columnar run needs 'run_batch' "
+                                      f"and its input, 'prepare' and/or 'prepare_columns' "
+                                      f"(give both parts or neither)")
+
+    def __repr__(self) -> str:
+        return f"Site({self.name!r})"
+
+    def model(self, patched: bool) -> Callable[[Record], Outcome]:
+        """The model on one record: ``patched`` or ``upstream``."""
+        return self.patched if patched else self.upstream
+
+    def run_many(self, records: list[Record], patched: bool) -> list[Outcome]:
+        """The model on ``records`` (all of this site), vectorised where the site can."""
+        many = self.patched_many if patched else self.upstream_many
+        if many is not None:
+            return list(many(records))
+        model = self.model(patched)
+        return [model(record) for record in records]
+
+    def run_records(self, records: Sequence[Record], patched: bool) -> BatchRun | None:
+        """The columnar run of ``records`` (none a summary), or None when the site has no
+        columnar run of Records (no ``prepare``)."""
+        if self.prepare is None or self.run_batch is None:
+            return None
+        return self.run_batch(self.prepare(records), patched)
+
+
+_SCHEMA = {f.name for f in fields(SiteSchema)}
+#: every operation of a Site beyond its schema, required ones first
+OPERATIONS = tuple(f.name for f in fields(Site) if f.name not in _SCHEMA)
+REQUIRED_OPERATIONS = ("upstream", "patched", "judge")
+#: what a Site must be given (its schema and required operations)
+REQUIRED = (*(f.name for f in fields(SiteSchema) if f.default is MISSING), *REQUIRED_OPERATIONS)

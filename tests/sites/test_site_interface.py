@@ -1,0 +1,93 @@
+"""The ``Site`` interface: what a malformed declaration is refused with, and the operations
+derived from a site's functions (the model of a flag, the many-record and columnar runs)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from forensics.outcome import Outcome
+from forensics.records import FieldSpec, Record
+from forensics.schema import SiteDefinitionError
+from forensics.sites import (
+    SITES,
+    async_output,
+    batch_change,
+    embedding,
+    get_site,
+    prepare_input_ids,
+)
+from forensics.sites.base import Site
+
+
+def _outcome(status: str) -> Outcome:
+    return Outcome(status, "", {}, [])
+
+
+TOY = Site(name="toy", fields=(FieldSpec("index", "tensor"), FieldSpec("size", "int")),
+           output_fields=(), summary_bound="size", summary_tensor="table",
+           upstream=lambda r: _outcome("upstream"), patched=lambda r: _outcome("patched"),
+           judge=lambda r, o: [])
+
+
+def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
+    modules = (batch_change, prepare_input_ids, async_output, embedding)
+    assert SITES == tuple(m.NAME for m in modules)
+    for module in modules:
+        site = get_site(module.NAME)
+        assert site is module.SITE
+        assert (site.fields, site.output_fields, site.summary_bound, site.summary_tensor) == (
+            module.FIELDS, module.OUTPUT_FIELDS, module.SUMMARY_BOUND, module.SUMMARY_TENSOR)
+        assert site.prepare is module.prepare and site.run_batch is module.run_batch
+        assert site.check_record is module.check_record
+        assert repr(site) == f"Site({module.NAME!r})"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"name": "no spaces"}, "must be an identifier"),
+    ({"fields": [FieldSpec("index", "tensor")]}, "'fields' must be a tuple"),
+    ({"fields": (FieldSpec("a", "int"), FieldSpec("a", "int"))}, "names a field twice"),
+    ({"fields": (FieldSpec("a", "float"),)}, "unknown kind"),
+    ({"output_fields": ("nope",)}, "not fields: ['nope']"),
+    ({"summary_bound": ""}, "'summary_bound' must be a non-empty str"),
+    ({"judge": None}, "'judge' must be a function, got NoneType"),
+    ({"check_batch": 3}, "'check_batch' must be a function, got int"),
+    ({"prepare": list}, "the columnar run needs 'run_batch' and its input"),
+    ({"prepare_columns": list}, "the columnar run needs 'run_batch' and its input"),
+    ({"run_batch": list}, "the columnar run needs 'run_batch' and its input"),
+])
+def test_a_malformed_site_is_refused_naming_the_attribute(change: dict[str, object],
+                                                          message: str) -> None:
+    with pytest.raises(SiteDefinitionError) as info:
+        replace(TOY, **change)  # type: ignore[arg-type]
+    assert message in str(info.value)
+
+
+def test_the_model_of_a_flag_and_the_many_record_run() -> None:
+    record = Record("toy", 0, fields={"index": np.zeros(1, np.int64), "size": 1})
+    assert TOY.model(False)(record).status == "upstream"
+    assert TOY.model(True)(record).status == "patched"
+    assert [o.status for o in TOY.run_many([record, record], True)] == ["patched"] * 2
+    many = replace(TOY, patched_many=lambda rs: [_outcome("many")] * len(rs))
+    assert [o.status for o in many.run_many([record], True)] == ["many"]
+    assert [o.status for o in many.run_many([record], False)] == ["upstream"]
+    assert TOY.run_records([record], False) is None  # no columnar run
+
+
+def test_the_columnar_run_of_records_is_run_batch_of_prepare() -> None:
+    site = get_site("embedding")
+    record = Record("embedding", 0, fields={"input_ids": np.array([0, 7]),
+                                            "num_embeddings": 4})
+    run = site.run_records([record], patched=True)
+    assert run is not None
+    assert [f["value"] for f in run.checks.findings(run.req_ids)[0]] == [7]
+    assert site.field_specs().keys() == {s.name for s in site.fields}
+    assert "num_computed_tokens_after" in get_site("batch_change").field_specs()
+
+
+def test_a_columnar_run_may_read_its_input_from_columns_only() -> None:
+    site = replace(TOY, prepare_columns=lambda cols: cols, run_batch=lambda p, patched: p)
+    record = Record("toy", 0, fields={"index": np.zeros(1, np.int64), "size": 1})
+    assert site.prepare is None and site.run_records([record], False) is None
