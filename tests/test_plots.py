@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,17 @@ def test_cli_plot_writes_a_png(make_capture, tmp_path: Path) -> None:
         assert out.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_cli_plot_rejects_an_unknown_kind(make_capture, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from forensics.cli import main
+
+    path = make_capture("emb", embedding_records())
+    with pytest.raises(SystemExit) as exit_:
+        main(["plot", str(path), "-o", str(tmp_path / "f.png"), "--kind", "timeline,pie"])
+    assert exit_.value.code == 2
+    assert "unknown kind 'pie'" in capsys.readouterr().err
+
+
 def test_cli_plot_rejects_an_unknown_suffix(make_capture, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     from forensics.cli import main
@@ -290,9 +302,14 @@ def test_side_by_side_draws_the_same_tensors_in_every_panel() -> None:
         assert not any(t.startswith("row_index") for t in labels), labels
 
 
-def test_cli_plot_all_kinds_from_one_replay(make_capture, tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str],
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("kinds", "drawn"), [
+    (["--kind", "all"], ["timeline", "heatmap", "histogram", "verdicts"]),
+    (["--kind", "heatmap", "--kind", "timeline"], ["heatmap", "timeline"]),
+    (["--kind", "histogram,verdicts"], ["histogram", "verdicts"])])
+def test_cli_plot_several_kinds_from_one_replay(make_capture, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                kinds: list[str], drawn: list[str]) -> None:
     import forensics
     from forensics.cli import main
 
@@ -300,10 +317,9 @@ def test_cli_plot_all_kinds_from_one_replay(make_capture, tmp_path: Path,
     real = forensics.replay
     monkeypatch.setattr(forensics, "replay", lambda *a, **k: calls.append(1) or real(*a, **k))
     path = make_capture("emb", embedding_records(bad_step=1, steps=3))
-    assert main(["plot", str(path), "-o", str(tmp_path / "figs" / "e.png"), "--kind", "all"]) == 0
+    assert main(["plot", str(path), "-o", str(tmp_path / "figs" / "e.png"), *kinds]) == 0
     written = capsys.readouterr().out.split()
-    assert written == [str(tmp_path / "figs" / f"e-{k}.png") for k in
-                       ("timeline", "heatmap", "histogram", "verdicts")]
+    assert written == [str(tmp_path / "figs" / f"e-{k}.png") for k in drawn]
     assert all(Path(p).read_bytes()[:4] == b"\x89PNG" for p in written) and calls == [1]
 
 
@@ -354,9 +370,32 @@ def test_plots_stay_readable_at_3000_steps(long_replay: Any) -> None:
     renderer = heat.figure.canvas.get_renderer()
     assert not _overlapping(heat.get_xticklabels(), renderer)
     line = plots.plot_bounds_timeline(long_replay, site="prepare_input_ids")
-    marks = _violation_artists(line)
-    assert marks and all(len(c.get_offsets()) > 100 for c in marks)  # every bad step drawn
     assert not _note_covers_markers(line), "the first-violation note covers markers"
+    _check_binned_timeline(line, long_replay.bounds, "prepare_input_ids")
+
+
+def _bad_steps(bounds: pd.DataFrame, site: str, tensors: list[str]) -> np.ndarray:
+    mine = bounds[(bounds["variant"] == "upstream") & (bounds["site"] == site)
+                  & bounds["tensor"].isin(tensors)]
+    bad = (mine["max"] >= mine["upper"]) | (mine["min"] < mine["lower"])
+    return np.unique(mine.loc[bad, "step"].to_numpy())
+
+
+def _check_binned_timeline(ax: Any, bounds: pd.DataFrame, site: str) -> None:
+    """A dense timeline: one marker per bin holding a bad step (every such bin marked, no
+    other), few markers and line vertices, tick labels apart, the bin named."""
+    width = int(re.search(r"per (\d+)-step bin", ax.get_title()).group(1))
+    drawn = [t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()
+             if "(min..max" in t.get_text()]
+    bad = _bad_steps(bounds, site, drawn)
+    marks = np.concatenate([c.get_offsets() for c in _violation_artists(ax)])
+    bins = {int(x // width) for x, _ in marks}
+    assert bins == {int(s // width) for s in bad}, "every bad bin marked, only those"
+    assert len(marks) <= 2 * plots.TIMELINE_BINS and len(marks) < len(bad)  # aggregated
+    assert max(len(line.get_xdata()) for line in ax.lines) <= plots.TIMELINE_BINS + 2
+    renderer = ax.figure.canvas.get_renderer()
+    assert not _overlapping(ax.get_xticklabels(), renderer)
+    assert not _overlapping(ax.get_yticklabels(), renderer)
 
 
 def test_side_by_side_heatmaps_share_steps_and_rows() -> None:
@@ -426,6 +465,7 @@ def test_plots_stay_readable_at_10000_steps_and_256_rows(wide: FakeResult,
     assert len({(round(ax.bbox.y0), round(ax.bbox.height)) for ax in panels}) == 1
     line = plots.plot_bounds_timeline(wide, site="embedding")
     line.figure.savefig(tmp_path / "line.png")
+    _check_binned_timeline(line, wide.bounds, "embedding")
     assert not _note_covers_markers(line), "the first-violation note covers markers"
     note = next(t for t in line.texts if t.get_text().startswith("first: step"))
     box = note.get_window_extent(line.figure.canvas.get_renderer())
