@@ -518,9 +518,10 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
     bar.set_label("distance past the valid bound [lower, upper)\n(1 = first invalid value)",
                   fontsize=8)
     _annotate_cells(ax, oob, steps, rows)
-    _mark_suspects(ax, _select(_findings(result), site, variant), steps, rows)
+    suspects = _mark_suspects(ax, _select(_findings(result), site, variant), steps, rows)
     _legend_below(ax, [Patch(color="#e0e0e0", label="checked, inside the valid bound"),
-                       Patch(color=VIOLATION_COLOR, label="out of bounds")])
+                       Patch(color=VIOLATION_COLOR, label="out of bounds"),
+                       *([suspects] if suspects is not None else [])])
     return _heatmap_labels(ax, result, site, variant, steps, rows)
 
 
@@ -602,15 +603,18 @@ def _annotate_cells(ax: Axes, oob: pd.DataFrame, steps: list[float], rows: list[
 
 
 def _mark_suspects(ax: Axes, findings: pd.DataFrame, steps: list[float],
-                   rows: list[float]) -> None:
+                   rows: list[float]) -> Any:
+    """Mark each ``misattributed`` finding's cell with a diamond; return the markers' artist
+    (for the legend), or None when there are none."""
     if not len(findings):
-        return
+        return None
     sus = findings[findings["kind"] == "misattributed"]
     sus = sus[pd.to_numeric(sus["step"], errors="coerce").isin(steps)]
-    if len(sus):
-        ri, si = _cell_index(sus, steps, rows)
-        ax.scatter(si, ri, marker="D", s=30, facecolor="none", edgecolor=SUSPECT_COLOR,
-                   linewidths=1.5, label="misattributed (another request's row)")
+    if not len(sus):
+        return None
+    ri, si = _cell_index(sus, steps, rows)
+    return ax.scatter(si, ri, marker="D", s=30, facecolor="none", edgecolor=SUSPECT_COLOR,
+                      linewidths=1.5, zorder=6, label="misattributed (another request's row)")
 
 
 def _heatmap_labels(ax: Axes, result: Any, site: str, variant: str, steps: list[float],

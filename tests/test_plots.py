@@ -162,6 +162,9 @@ def test_heatmap_marks_misattributed_rows() -> None:
     ax = plots.plot_row_heatmap(fake_result(), site="async_output", variant="upstream")
     suspects = [c for c in ax.collections if len(c.get_offsets())]
     assert any(same_color(c.get_edgecolor()[0][:3], plots.SUSPECT_COLOR) for c in suspects)
+    assert any(t.startswith("misattributed") for t in _legend_texts(ax)), _legend_texts(ax)
+    clean = plots.plot_row_heatmap(fake_result(), site="embedding", variant="upstream")
+    assert not any(t.startswith("misattributed") for t in _legend_texts(clean))
 
 
 def test_histogram_annotates_sentinels_on_a_log_axis() -> None:
