@@ -424,9 +424,9 @@ def _draw_tensor(ax: Axes, steps: pd.DataFrame, name: str, color: str, first: bo
     marks = _violations(binned)
     if marks:
         mx, my, count = (np.array(v) for v in zip(*marks, strict=True))
-        size = 60.0 if not dense else 14.0 + 46.0 * count / max(count.max(), 1)
+        size = 60.0 if not dense else 10.0 + 30.0 * count / max(count.max(), 1)
         text = ("out of bounds" if not dense else
-                f"out of bounds (one mark per {width}-step bin; size: bad steps in it)")
+                f"out of bounds (per {width}-step bin; size: bad steps)")
         ax.scatter(mx, my, marker="X", s=size, linewidths=0.5, color=VIOLATION_COLOR,
                    zorder=5, label=text if labelled else None)
     return [(a, b) for a, b, _ in bad]
@@ -624,11 +624,26 @@ def _heatmap_labels(ax: Axes, result: Any, site: str, variant: str, steps: list[
     ax.set_xlabel("engine step")
     ax.set_ylabel("batch row (index)")
     if steps:
-        ticks = _thin(len(steps), most=STEP_LABELS)
+        ticks = step_ticks(steps, most=STEP_LABELS)
         ax.set_xticks(ticks, [f"{steps[i]:.0f}" for i in ticks])
         yt = _thin(len(rows))
         ax.set_yticks(yt, ["summary" if rows[i] < 0 else f"{rows[i]:.0f}" for i in yt])
     return ax
+
+
+def step_ticks(steps: list[float], most: int = STEP_LABELS) -> list[int]:
+    """Positions in ``steps`` (sorted) to label: at most ``most``, at round step numbers
+    (multiples of 1, 2 or 5 x 10^k) where the steps hold them, so labels read 1000, 2000...
+    rather than 1, 1251, 2501..."""
+    if len(steps) <= most:
+        return list(range(len(steps)))
+    span = max(steps[-1] - steps[0], 1.0)
+    raw = span / most
+    scale = 10 ** int(np.floor(np.log10(raw)))
+    width = next(m * scale for m in (1, 2, 5, 10) if m * scale >= raw)
+    wanted = np.arange(np.ceil(steps[0] / width) * width, steps[-1] + 1, width)
+    found = np.searchsorted(steps, wanted)
+    return sorted({int(i) for i in found if i < len(steps)})[:most]
 
 
 def _thin(n: int, most: int = 20) -> list[int]:

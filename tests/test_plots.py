@@ -360,6 +360,14 @@ def _overlapping(labels: list[Any], renderer: Any) -> list[str]:
     return [f"{a} / {b}" for (a, x), (b, y) in pairs if x.overlaps(y)]
 
 
+def _round_step_labels(ax: Any, multiple: int) -> int:
+    """How many step labels the heatmap has, each asserted a multiple of ``multiple``."""
+    labels = [int(t.get_text()) for t in ax.get_xticklabels() if t.get_text()]
+    assert labels and all(x % multiple == 0 for x in labels), labels
+    assert len(labels) <= plots.STEP_LABELS
+    return len(labels)
+
+
 def _note_covers_markers(ax: Any) -> list[tuple[float, float]]:
     marks = _violation_artists(ax)
     note = next(t for t in ax.texts if t.get_text().startswith("first: step"))
@@ -372,6 +380,7 @@ def test_plots_stay_readable_at_3000_steps(long_replay: Any) -> None:
     heat = plots.plot_row_heatmap(long_replay, site="prepare_input_ids")
     renderer = heat.figure.canvas.get_renderer()
     assert not _overlapping(heat.get_xticklabels(), renderer)
+    assert _round_step_labels(heat, 100) >= 4
     line = plots.plot_bounds_timeline(long_replay, site="prepare_input_ids")
     assert not _note_covers_markers(line), "the first-violation note covers markers"
     _check_binned_timeline(line, long_replay.bounds, "prepare_input_ids")
@@ -464,6 +473,7 @@ def test_plots_stay_readable_at_10000_steps_and_256_rows(wide: FakeResult,
     for ax in panels:
         assert not _overlapping(ax.get_xticklabels(), renderer)
         assert not _overlapping(ax.get_yticklabels(), renderer)
+        assert _round_step_labels(ax, 1000) >= 4
     assert len({(ax.get_xlim(), ax.get_ylim()) for ax in panels}) == 1
     assert len({(round(ax.bbox.y0), round(ax.bbox.height)) for ax in panels}) == 1
     line = plots.plot_bounds_timeline(wide, site="embedding")

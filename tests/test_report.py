@@ -304,6 +304,16 @@ def test_report_opens_with_the_conclusion_and_lists_every_finding(browser: Any,
     assert "nan" not in table.text.lower() and "<NA>" not in table.text
 
 
+def test_report_body_has_no_empty_conclusion_section(leak_report: Any) -> None:
+    """The conclusion is lifted into the header: the notebook's own 'Conclusion' heading and
+    its boilerplate stay out of the body, and each first violation is said once per variant."""
+    html = leak_report[0].read_text()
+    assert "Computed from the replay" not in html
+    assert not re.search(r"<h2[^>]*>\s*Conclusion", html)
+    assert "patched: First violation" not in html and "upstream: First violation" not in html
+    assert html.count("First violation (patched)") == 2  # the header, the first-violation cell
+
+
 def test_report_variants_and_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                       ) -> None:
     html = write_report(INCIDENT, tmp_path / "b.html", variants=["patched"],
