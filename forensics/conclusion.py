@@ -82,7 +82,8 @@ class Conclusion:
         parts = [self.verdict_sentence(v) for v in self.variants]
         parts.append(self.first_sentence(self.baseline))
         parts += [self.first_sentence(v) for v in self.variants
-                  if v != self.baseline and self.first.get(v) != self.first.get(self.baseline)]
+                  if v != self.baseline and not same_place(self.first.get(v),
+                                                           self.first.get(self.baseline))]
         parts.append(self.silent_sentence())
         parts.append(facts_sentence(self.facts))
         return " ".join(p for p in parts if p)
@@ -180,6 +181,14 @@ def first_violation(findings: pd.DataFrame, variant: str) -> dict[str, Any] | No
     if rows.empty:
         return None
     return {key: to_python(rows.iloc[0][key]) for key in VIOLATION_KEYS}
+
+
+def same_place(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether two first violations (of two variants) are the same finding: same place and
+    value, or both None."""
+    if a is None or b is None:
+        return a is b
+    return all(a.get(k) == b.get(k) for k in (*PLACE, "value"))
 
 
 def _places(frame: pd.DataFrame) -> set[tuple[Any, ...]]:

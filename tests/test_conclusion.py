@@ -46,6 +46,15 @@ def test_conclusion_of_incident_b(result_b) -> None:
     assert "async_output step 13 -> embedding step 14" in text and "Qwen3.8-27B" in text
 
 
+def test_a_first_violation_shared_with_the_baseline_is_said_once() -> None:
+    result = forensics.replay(INCIDENT_B, variants={"upstream": None, "again": "upstream"})
+    c = conclude(result)
+    assert c.first["again"] is not None
+    text = c.paragraph()
+    assert text.count("First violation") == 1 and "First violation (upstream)" in text
+    assert "again leaves async_output, embedding in violation" in text
+
+
 def _finding(variant: str, step: int, resolved: object) -> dict:
     return {"variant": variant, "site": "embedding", "step": step, "rank": 0, "row": 0,
             "element": 0, "tensor": "input_ids", "kind": "out_of_bounds", "value": 9,
