@@ -284,9 +284,11 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def _event_text(event: dict[str, Any]) -> str:
-    where = f"step {event.get('step', '?')} rank {event.get('rank', '?')}"
-    message = str(event.get("message") or "").rstrip(".")
-    return f"{event.get('kind', 'event')} at {where}: {message}"
+    """``"cuda_assert at step 14 rank 0: MESSAGE"``; an unknown step or rank left out."""
+    where = " ".join(f"{name} {event[name]}" for name in ("step", "rank")
+                     if event.get(name) is not None)
+    message = str(event.get("message") or event.get("detail") or "").rstrip(".")
+    return f"{event.get('kind', 'event')}{f' at {where}' if where else ''}: {message}"
 
 
 def facts_sentence(facts: dict[str, Any]) -> str:

@@ -146,6 +146,18 @@ def test_a_summary_finding_reads_without_none() -> None:
     assert text == "embedding at step 7, rank 1: input_ids = 248320, outside [0, 248320)"
 
 
+def test_an_imported_log_reads_without_unknown_parts(tmp_path, capsys) -> None:
+    """Replaying an imported engine log: summary findings and rank-less events read without
+    None or '?' (issue 16, point 6)."""
+    log = Path(__file__).parent / "data" / "sm70_engine.log"
+    assert main(["import", str(log), "-o", str(tmp_path / "log.capture")]) == 0
+    assert main(["replay", str(tmp_path / "log.capture")]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the conclusion is wrapped
+    assert "First violation (upstream): async_output at step 0, rank 0:" in out
+    assert not any(bad in out for bad in ("None", "rank ?", "step ?", "[None]", "nan"))
+    assert "cuda_assert at step 1: " in out
+
+
 def test_inspect_text_shows_the_manifest_facts(capsys) -> None:
     assert main(["inspect", str(INCIDENT_B)]) == 0
     out = capsys.readouterr().out
