@@ -151,13 +151,16 @@ def _check_site(result: Any, site: str | None, variant: str) -> str:
 
 
 def _default_site(result: Any, variant: str, present: list[str]) -> str:
-    """The site of the variant's first out-of-bounds finding, else the sink, else the first."""
+    """The first site (pipeline order) with an out-of-bounds finding of the variant, else with a
+    misattributed one (a suspect site, so a soak's only finding is pictured), else the sink,
+    else the first."""
     findings = _findings(result)
     if findings is not None and len(findings):
-        bad = findings[(findings["variant"] == variant) & (findings["kind"] == "out_of_bounds")]
-        for site in present:
-            if (bad["site"] == site).any():
-                return site
+        for kind in ("out_of_bounds", "misattributed"):
+            bad = findings[(findings["variant"] == variant) & (findings["kind"] == kind)]
+            for site in present:
+                if (bad["site"] == site).any():
+                    return site
     if SINK in present:
         return SINK
     return present[0] if present else SINK
@@ -321,7 +324,8 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
 
     Args:
         result: a ReplayResult (``bounds``, ``findings``, ``capture``, ``variants``).
-        site: the site to draw; default the site of the variant's first violation, else the sink.
+        site: the site to draw; default the site of the variant's first violation, else a
+            suspect site, else the sink.
         variant: default ``upstream`` (or the first variant replayed).
         ax: the Axes to draw on; None makes a new figure.
         tensor: a checked tensor or a list of them; default those on the scale of the first

@@ -167,6 +167,16 @@ def test_heatmap_marks_misattributed_rows() -> None:
     assert not any(t.startswith("misattributed") for t in _legend_texts(clean))
 
 
+def test_default_site_is_a_suspect_one_when_nothing_is_out_of_bounds() -> None:
+    """A soak whose only finding is misattributed: the plots draw that site, not the sink."""
+    result = fake_result()
+    result.findings = result.findings[result.findings["kind"] == "misattributed"]
+    for view in VIEWS:
+        ax = view(result, variant="upstream")
+        assert "async_output" in ax.get_title(), ax.get_title()
+    assert "async_output" in plots.plot_row_heatmap(fake_result()).get_title()  # first OOB
+
+
 def test_histogram_annotates_sentinels_on_a_log_axis() -> None:
     ax = plots.plot_value_histogram(fake_result(), site="embedding", variant="upstream")
     assert ax.get_yscale() == "log"

@@ -6,7 +6,7 @@ sentinels -1 and vocab_size annotated), verdicts (site x variant), or all of the
 replay: --kind all -o FIG.png writes FIG-timeline.png, FIG-heatmap.png, FIG-histogram.png and
 FIG-verdicts.png; several kinds (--kind timeline --kind heatmap, or --kind timeline,heatmap)
 share one replay the same way. Without --site, the site of the variant's first violation is
-drawn (else the embedding sink).
+drawn (else a suspect site, else the embedding sink).
 """
 
 from __future__ import annotations
