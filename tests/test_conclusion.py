@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -135,6 +136,17 @@ def test_clean_and_grouped_tables(result_b) -> None:
     text = display_frame(forensics.findings_table(result_b)).to_string(index=False)
     assert not any(bad in text for bad in ("NaN", "<NA>", "None", ".0 "))
     assert display_frame(pd.DataFrame({"a": [1.0, None]}))["a"].tolist() == ["1", ""]
+
+
+def test_styled_tables_align_text_left_and_numbers_right() -> None:
+    from forensics.tables import styled, text_columns
+
+    frame = pd.DataFrame({"fact": ["model", "steps"], "value": ["Qwen", 14],
+                          "count": [1, None], "resolved": [True, None]})
+    assert text_columns(frame) == ["fact", "value"]
+    html = styled(frame).to_html()
+    left = set(re.findall(r"(?:th|td)\.(col\d+) \{\s*text-align: left", html))
+    assert left == {"col0", "col1"}
 
 
 def test_a_summary_finding_reads_without_none() -> None:
