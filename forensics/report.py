@@ -120,7 +120,7 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
         return papermill.execute_notebook(
             str(notebook), str(out), parameters=_parameters(capture, variants),
             kernel_name="python3", progress_bar=False, log_output=False,
-            cwd=str(notebook.parent), extra_arguments=["--IPKernelApp.log_level=ERROR"])
+            cwd=str(notebook.parent), extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
     except papermill.PapermillExecutionError as exc:
         raise NotebookExecutionError(
             f"notebook {notebook.name!r} failed on capture '{capture}' in cell "
