@@ -314,6 +314,31 @@ def test_report_body_has_no_empty_conclusion_section(leak_report: Any) -> None:
     assert html.count("First violation (patched)") == 2  # the header, the first-violation cell
 
 
+def test_a_relative_diff_variant_reaches_the_notebook_as_an_absolute_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The notebook runs in its own folder: ``--variant vllm+data/patches/x.diff`` given from
+    the repository root must reach it as a path that exists there too."""
+    import forensics.report as report
+
+    seen: list[list[str] | None] = []
+
+    def run(notebook: Path, capture: Path, workdir: Path, variants: Any = None) -> Any:
+        seen.append(variants)
+        raise report.NotebookExecutionError("stop here")
+
+    monkeypatch.setattr(report, "execute_notebook", run)
+    monkeypatch.chdir(DATA.parent)
+    with pytest.raises(report.NotebookExecutionError):
+        write_report(INCIDENT, tmp_path / "r.html",
+                     variants=["upstream", "vllm+data/patches/vocab-guard.diff"])
+    upstream, diff = seen[0] or []
+    assert upstream == "upstream" and Path(diff.removeprefix("vllm+")).is_absolute()
+    assert Path(diff.removeprefix("vllm+")) == DATA / "patches" / "vocab-guard.diff"
+    with pytest.raises(ConfigurationError, match="no diff file at 'nowhere.diff'"):
+        write_report(INCIDENT, tmp_path / "r.html", variants=["vllm+nowhere.diff"])
+    assert len(seen) == 1  # refused before the notebook ran
+
+
 def test_report_variants_and_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                       ) -> None:
     html = write_report(INCIDENT, tmp_path / "b.html", variants=["patched"],
