@@ -138,6 +138,23 @@ def test_clean_and_grouped_tables(result_b) -> None:
     assert display_frame(pd.DataFrame({"a": [1.0, None]}))["a"].tolist() == ["1", ""]
 
 
+def test_summary_by_site_counts_a_resolved_finding_as_not_unresolved(result_b) -> None:
+    table = forensics.summary_by_site(result_b)
+    row = table[(table["variant"] == "patched") & (table["site"] == "embedding")].iloc[0]
+    assert (row["out_of_bounds"], row["unresolved"], row["verdict"]) == (1, 0, "ok")
+
+
+def test_next_steps_follow_the_capture() -> None:
+    from forensics.conclusion import next_steps
+
+    b = next_steps(conclude(forensics.replay(INCIDENT_B)))
+    refuted = next_steps(conclude(forensics.replay(
+        DATA / "incident-a-stale-prev-rows-refuted.capture")))
+    assert b != refuted
+    assert b[0].startswith("Start at the first violation: async_output at step 13")
+    assert any("refutes the hypotheses" in step for step in refuted), refuted
+
+
 def test_styled_tables_align_text_left_and_numbers_right() -> None:
     from forensics.tables import styled, text_columns
 

@@ -101,3 +101,12 @@ def test_json_first_finding_says_resolved_with_its_bound_and_origin(capsys) -> N
     assert (first["patched"]["lower"], first["patched"]["upper"]) == (0, 248320)
     assert first["upstream"]["resolved"] is not True
     assert first["upstream"]["req_id"] == "req-1"
+
+
+def test_text_says_the_patched_finding_is_resolved(capsys) -> None:
+    """Issue 16 point 1: incident B's patched replay has one finding, resolved, and no
+    unresolved violation; the text says so instead of only 'index_error 1'."""
+    assert main(["replay", str(DATA / "incident-b-vocab-sentinel.capture")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    patched = next(line for line in lines if line.startswith("patched: "))
+    assert "1 findings (1 resolved); no unresolved violation" in patched

@@ -311,7 +311,8 @@ def test_report_body_has_no_empty_conclusion_section(leak_report: Any) -> None:
     assert "Computed from the replay" not in html
     assert not re.search(r"<h2[^>]*>\s*Conclusion", html)
     assert "patched: First violation" not in html and "upstream: First violation" not in html
-    assert html.count("First violation (patched)") == 2  # the header, the first-violation cell
+    assert html.count("First violation (upstream)") == 2  # the header, the first-violation cell
+    assert html.count("First violation (patched)") == 1  # the same place: the header says once
 
 
 def test_a_relative_diff_variant_reaches_the_notebook_as_an_absolute_path(
