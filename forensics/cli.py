@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from forensics.commands import COMMANDS
@@ -53,11 +54,27 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._run(args))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader left early (``| head``): not an error to report
+        _silence_stdout()
+        return BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001  (the one place that turns errors into exit 2)
         if args.verbose:
             raise
         print(f"forensics {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
+
+
+#: the exit code when stdout's reader went away, as a shell reports a SIGPIPE (128 + 13)
+BROKEN_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (a test's capture): nothing is left to flush
 
 
 def one_line(exc: BaseException) -> str:

@@ -82,7 +82,8 @@ class Conclusion:
         parts = [self.verdict_sentence(v) for v in self.variants]
         parts.append(self.first_sentence(self.baseline))
         parts += [self.first_sentence(v) for v in self.variants
-                  if v != self.baseline and self.first.get(v) != self.first.get(self.baseline)]
+                  if v != self.baseline and not same_place(self.first.get(v),
+                                                           self.first.get(self.baseline))]
         parts.append(self.silent_sentence())
         parts.append(facts_sentence(self.facts))
         return " ".join(p for p in parts if p)
@@ -182,6 +183,14 @@ def first_violation(findings: pd.DataFrame, variant: str) -> dict[str, Any] | No
     return {key: to_python(rows.iloc[0][key]) for key in VIOLATION_KEYS}
 
 
+def same_place(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether two first violations (of two variants) are the same finding: same place and
+    value, or both None."""
+    if a is None or b is None:
+        return a is b
+    return all(a.get(k) == b.get(k) for k in (*PLACE, "value"))
+
+
 def _places(frame: pd.DataFrame) -> set[tuple[Any, ...]]:
     return {tuple(to_python(v) for v in row)
             for row in frame[list(PLACE)].itertuples(index=False, name=None)}
@@ -275,9 +284,11 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def _event_text(event: dict[str, Any]) -> str:
-    where = f"step {event.get('step', '?')} rank {event.get('rank', '?')}"
-    message = str(event.get("message") or "").rstrip(".")
-    return f"{event.get('kind', 'event')} at {where}: {message}"
+    """``"cuda_assert at step 14 rank 0: MESSAGE"``; an unknown step or rank left out."""
+    where = " ".join(f"{name} {event[name]}" for name in ("step", "rank")
+                     if event.get(name) is not None)
+    message = str(event.get("message") or event.get("detail") or "").rstrip(".")
+    return f"{event.get('kind', 'event')}{f' at {where}' if where else ''}: {message}"
 
 
 def facts_sentence(facts: dict[str, Any]) -> str:

@@ -392,13 +392,20 @@ def _verdict(site: str, violations: set[str], errors: set[str], suspect: set[str
     return OK
 
 
-def first_finding(findings: pd.DataFrame, variant: str) -> dict[str, Any] | None:
-    """The first finding of ``variant`` (step, rank, site order, row, element), keys
-    :data:`FIRST_FINDING_KEYS`, or None when it has none."""
+def first_finding(findings: pd.DataFrame, variant: str,
+                  keys: Sequence[str] = FIRST_FINDING_KEYS) -> dict[str, Any] | None:
+    """The first finding of ``variant`` (step, rank, site order, row, element) as a dict of
+    ``keys`` (columns of the findings table; default :data:`FIRST_FINDING_KEYS`, the keys of
+    ``expected.json``; pass :data:`COLUMNS` for the bound, origin, ``resolved`` and request),
+    or None when it has none."""
+    unknown = [key for key in keys if key not in findings.columns]
+    if unknown:
+        raise KeyError(f"first_finding: no findings column {unknown[0]!r}; "
+                       f"choose among {', '.join(findings.columns)}")
     mine = sort_findings(findings[findings["variant"] == variant])
     if mine.empty:
         return None
-    return {key: to_python(mine.iloc[0][key]) for key in FIRST_FINDING_KEYS}
+    return {key: to_python(mine.iloc[0][key]) for key in keys}
 
 
 def to_python(value: Any) -> Any:

@@ -60,8 +60,11 @@ TENSOR_COLORS = ("#1f77b4", "#9467bd", "#17becf", "#8c564b", "#7f7f7f", "#bcbd22
 ID_SITES = ("prepare_input_ids", "async_output", "embedding")
 KINDS = ("timeline", "heatmap", "histogram", "verdicts")
 
-#: above this many steps a timeline draws lines without markers and bad steps as thin ticks
+#: above this many steps a timeline aggregates steps into bins (see :data:`TIMELINE_BINS`)
 DENSE_STEPS = 200
+#: at most about this many step bins on a dense timeline: one band point and at most one
+#: out-of-bounds marker per bin, so 10,000 steps draw as readably as 100
+TIMELINE_BINS = 80
 #: at most this many step labels on a heatmap's x axis (4-5 digit steps stay apart)
 STEP_LABELS = 8
 #: above this many rows (or DENSE_STEPS steps) a heatmap marks offending cells with markers
@@ -148,13 +151,16 @@ def _check_site(result: Any, site: str | None, variant: str) -> str:
 
 
 def _default_site(result: Any, variant: str, present: list[str]) -> str:
-    """The site of the variant's first out-of-bounds finding, else the sink, else the first."""
+    """The first site (pipeline order) with an out-of-bounds finding of the variant, else with a
+    misattributed one (a suspect site, so a soak's only finding is pictured), else the sink,
+    else the first."""
     findings = _findings(result)
     if findings is not None and len(findings):
-        bad = findings[(findings["variant"] == variant) & (findings["kind"] == "out_of_bounds")]
-        for site in present:
-            if (bad["site"] == site).any():
-                return site
+        for kind in ("out_of_bounds", "misattributed"):
+            bad = findings[(findings["variant"] == variant) & (findings["kind"] == kind)]
+            for site in present:
+                if (bad["site"] == site).any():
+                    return site
     if SINK in present:
         return SINK
     return present[0] if present else SINK
@@ -318,7 +324,8 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
 
     Args:
         result: a ReplayResult (``bounds``, ``findings``, ``capture``, ``variants``).
-        site: the site to draw; default the site of the variant's first violation, else the sink.
+        site: the site to draw; default the site of the variant's first violation, else a
+            suspect site, else the sink.
         variant: default ``upstream`` (or the first variant replayed).
         ax: the Axes to draw on; None makes a new figure.
         tensor: a checked tensor or a list of them; default those on the scale of the first
@@ -333,16 +340,18 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     ax = _axes(ax, figsize=(7.0, 4.6))
     frame, complete = bounds_frame(result, site, variant)
     tensors, omitted = _tensors_of(frame, tensor)
+    width = step_bin_width(frame["step"]) if len(frame) else 1
     bad: list[tuple[float, float]] = []
     for i, name in enumerate(tensors):
         steps = _per_step(frame[frame["tensor"].astype(str) == name])
         bad += _draw_tensor(ax, steps, name, TENSOR_COLORS[i % len(TENSOR_COLORS)], i == 0,
-                            labelled=not bad)
+                            labelled=not bad, width=width)
     if bad:
         _note_first(ax, *min(bad))
     if not tensors:
         _empty(ax, f"no checked values for {site} under {variant}")
-    ax.set_title(_title(result, site, variant, "smallest and largest value used per step"),
+    per = "step" if width == 1 else f"{width}-step bin"
+    ax.set_title(_title(result, site, variant, f"smallest and largest value used per {per}"),
                  fontsize=10)
     notes = [] if complete else ["offending values only (the result has no bounds)"]
     if omitted:
@@ -370,30 +379,73 @@ def _note_first(ax: Axes, x: float, y: float) -> None:
                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85})
 
 
+def step_bin_width(steps: pd.Series) -> int:
+    """The width in steps of a dense timeline's bins: 1 up to :data:`DENSE_STEPS` distinct
+    steps, else a round width (1, 2 or 5 x 10^k) giving at most :data:`TIMELINE_BINS` bins."""
+    if steps.nunique() <= DENSE_STEPS:
+        return 1
+    span = float(steps.max() - steps.min()) + 1
+    raw = span / TIMELINE_BINS
+    scale = 10 ** int(np.floor(np.log10(raw)))
+    return int(next(m * scale for m in (1, 2, 5, 10) if m * scale >= raw))
+
+
+def bin_steps(steps: pd.DataFrame, width: int) -> pd.DataFrame:
+    """:func:`_per_step`'s table aggregated into bins of ``width`` steps (each bin drawn at its
+    centre): extremes and tightest bound of the bin, whether any step of it violated, and
+    ``bad_steps``, how many did."""
+    if width <= 1:
+        return steps.assign(bad_steps=(steps["bad_low"] | steps["bad_high"]).astype(int))
+    key = (steps["step"] // width) * width
+    return (steps.assign(bad=steps["bad_low"] | steps["bad_high"])
+            .groupby(key.rename("bin"), sort=True)
+            .agg(min=("min", "min"), max=("max", "max"), lower=("lower", "max"),
+                 upper=("upper", "min"), bad_low=("bad_low", "any"),
+                 bad_high=("bad_high", "any"), bad_steps=("bad", "sum"))
+            .reset_index().rename(columns={"bin": "step"})
+            .assign(step=lambda f: f["step"] + (width - 1) / 2))
+
+
 def _draw_tensor(ax: Axes, steps: pd.DataFrame, name: str, color: str, first: bool,
-                 labelled: bool) -> list[tuple[float, float]]:
-    """Draw one tensor's band, bound and violations; return the violations (step, value)."""
-    x = steps["step"].to_numpy()
+                 labelled: bool, width: int = 1) -> list[tuple[float, float]]:
+    """Draw one tensor's band, bound and violations (binned ``width`` steps a point when
+    ``width`` > 1); return the violations (step, value), unbinned."""
+    bad = _violations(steps)
+    binned = bin_steps(steps, width)
+    x = binned["step"].to_numpy()
     label = _mathsafe(name)
-    dense = len(x) > DENSE_STEPS
-    ax.fill_between(x, steps["min"], steps["max"], step="mid", color=color, alpha=0.15)
-    ax.plot(x, steps["max"], marker=None if dense else "o", ms=3, lw=0.6 if dense else 1,
-            color=color, label=f"{label} (min..max)")
-    ax.plot(x, steps["min"], marker=None if dense else ".", ms=2, lw=0.5 if dense else 0.8,
+    dense = width > 1
+    ax.fill_between(x, binned["min"], binned["max"], step="mid", color=color, alpha=0.15)
+    ax.plot(x, binned["max"], marker=None if dense else "o", ms=3, lw=0.8 if dense else 1,
+            color=color, label=f"{label} (min..max{f' per {width} steps' if dense else ''})")
+    ax.plot(x, binned["min"], marker=None if dense else ".", ms=2, lw=0.6 if dense else 0.8,
             ls=":", color=color)
-    upper, lower = steps["upper"].to_numpy(), steps["lower"].to_numpy()
+    upper, lower = binned["upper"].to_numpy(), binned["lower"].to_numpy()
     ax.step(x, upper, where="mid", ls="--", lw=1.2, color=BOUND_COLOR,
             label=f"valid bound: {label} < {_fmt_bound(upper)}")
     ax.step(x, lower, where="mid", ls="-.", lw=0.8, color=BOUND_COLOR,
             label=f"valid bound: lower = {_fmt_bound(lower)}" if first else None)
-    high, low = steps[steps["bad_high"]], steps[steps["bad_low"]]
-    bad_x = np.concatenate([high["step"].to_numpy(), low["step"].to_numpy()])
-    bad_y = np.concatenate([high["max"].to_numpy(), low["min"].to_numpy()])
-    if len(bad_x):  # many steps: a thin tick per bad step instead of a wall of crosses
-        ax.scatter(bad_x, bad_y, marker="|" if dense else "X", s=40 if dense else 60,
-                   linewidths=1.0, color=VIOLATION_COLOR, zorder=5,
-                   label="out of bounds" if labelled else None)
-    return [(float(a), float(b)) for a, b in zip(bad_x, bad_y, strict=True)]
+    marks = _violations(binned)
+    if marks:
+        mx, my, count = (np.array(v) for v in zip(*marks, strict=True))
+        size = 60.0 if not dense else 10.0 + 30.0 * count / max(count.max(), 1)
+        text = ("out of bounds" if not dense else
+                f"out of bounds (per {width}-step bin; size: bad steps)")
+        ax.scatter(mx, my, marker="X", s=size, linewidths=0.5, color=VIOLATION_COLOR,
+                   zorder=5, label=text if labelled else None)
+    return [(a, b) for a, b, _ in bad]
+
+
+def _violations(steps: pd.DataFrame) -> list[tuple[float, float, int]]:
+    """(step, offending extreme, bad steps) of each row of ``steps`` that left its bound:
+    the largest value above the bound and the smallest below it, each once."""
+    count = steps["bad_steps"] if "bad_steps" in steps else pd.Series(1, index=steps.index)
+    found = []
+    for flag, column in (("bad_high", "max"), ("bad_low", "min")):
+        hit = steps[steps[flag]]
+        found += [(float(a), float(b), int(c)) for a, b, c in
+                  zip(hit["step"], hit[column], count[hit.index], strict=True)]
+    return found
 
 
 def _fmt_bound(values: np.ndarray) -> str:
@@ -470,9 +522,10 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
     bar.set_label("distance past the valid bound [lower, upper)\n(1 = first invalid value)",
                   fontsize=8)
     _annotate_cells(ax, oob, steps, rows)
-    _mark_suspects(ax, _select(_findings(result), site, variant), steps, rows)
+    suspects = _mark_suspects(ax, _select(_findings(result), site, variant), steps, rows)
     _legend_below(ax, [Patch(color="#e0e0e0", label="checked, inside the valid bound"),
-                       Patch(color=VIOLATION_COLOR, label="out of bounds")])
+                       Patch(color=VIOLATION_COLOR, label="out of bounds"),
+                       *([suspects] if suspects is not None else [])])
     return _heatmap_labels(ax, result, site, variant, steps, rows)
 
 
@@ -554,15 +607,18 @@ def _annotate_cells(ax: Axes, oob: pd.DataFrame, steps: list[float], rows: list[
 
 
 def _mark_suspects(ax: Axes, findings: pd.DataFrame, steps: list[float],
-                   rows: list[float]) -> None:
+                   rows: list[float]) -> Any:
+    """Mark each ``misattributed`` finding's cell with a diamond; return the markers' artist
+    (for the legend), or None when there are none."""
     if not len(findings):
-        return
+        return None
     sus = findings[findings["kind"] == "misattributed"]
     sus = sus[pd.to_numeric(sus["step"], errors="coerce").isin(steps)]
-    if len(sus):
-        ri, si = _cell_index(sus, steps, rows)
-        ax.scatter(si, ri, marker="D", s=30, facecolor="none", edgecolor=SUSPECT_COLOR,
-                   linewidths=1.5, label="misattributed (another request's row)")
+    if not len(sus):
+        return None
+    ri, si = _cell_index(sus, steps, rows)
+    return ax.scatter(si, ri, marker="D", s=30, facecolor="none", edgecolor=SUSPECT_COLOR,
+                      linewidths=1.5, zorder=6, label="misattributed (another request's row)")
 
 
 def _heatmap_labels(ax: Axes, result: Any, site: str, variant: str, steps: list[float],
@@ -572,11 +628,26 @@ def _heatmap_labels(ax: Axes, result: Any, site: str, variant: str, steps: list[
     ax.set_xlabel("engine step")
     ax.set_ylabel("batch row (index)")
     if steps:
-        ticks = _thin(len(steps), most=STEP_LABELS)
+        ticks = step_ticks(steps, most=STEP_LABELS)
         ax.set_xticks(ticks, [f"{steps[i]:.0f}" for i in ticks])
         yt = _thin(len(rows))
         ax.set_yticks(yt, ["summary" if rows[i] < 0 else f"{rows[i]:.0f}" for i in yt])
     return ax
+
+
+def step_ticks(steps: list[float], most: int = STEP_LABELS) -> list[int]:
+    """Positions in ``steps`` (sorted) to label: at most ``most``, at round step numbers
+    (multiples of 1, 2 or 5 x 10^k) where the steps hold them, so labels read 1000, 2000...
+    rather than 1, 1251, 2501..."""
+    if len(steps) <= most:
+        return list(range(len(steps)))
+    span = max(steps[-1] - steps[0], 1.0)
+    raw = span / most
+    scale = 10 ** int(np.floor(np.log10(raw)))
+    width = next(m * scale for m in (1, 2, 5, 10) if m * scale >= raw)
+    wanted = np.arange(np.ceil(steps[0] / width) * width, steps[-1] + 1, width)
+    found = np.searchsorted(steps, wanted)
+    return sorted({int(i) for i in found if i < len(steps)})[:most]
 
 
 def _thin(n: int, most: int = 20) -> list[int]:

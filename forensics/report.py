@@ -120,7 +120,7 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
         return papermill.execute_notebook(
             str(notebook), str(out), parameters=_parameters(capture, variants),
             kernel_name="python3", progress_bar=False, log_output=False,
-            cwd=str(notebook.parent), extra_arguments=["--IPKernelApp.log_level=ERROR"])
+            cwd=str(notebook.parent), extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
     except papermill.PapermillExecutionError as exc:
         raise NotebookExecutionError(
             f"notebook {notebook.name!r} failed on capture '{capture}' in cell "
@@ -215,6 +215,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     if target.is_dir():
         raise ConfigurationError(f"-o '{target}' is a directory; give the HTML file to write, "
                                  f"e.g. '{target / (capture_path.stem + '.html')}'")
+    variants = [absolute_variant(v) for v in variants] if variants else variants
     name = capture_path.name.removesuffix(".capture")
     say = _stage_printer(progress)
     say(f"running notebook {nb_path.stem} on {name} (replay, tables, plots)")
@@ -230,6 +231,23 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     target.write_text(html, encoding="utf-8")
     say(f"wrote {target}")
     return target
+
+
+def absolute_variant(variant: str) -> str:
+    """``variant`` with a ``vllm+PATH.diff`` path made absolute (the notebook runs in its own
+    folder, where a path relative to the caller's would not be found); other names unchanged.
+
+    Raises:
+        ConfigurationError: the diff file does not exist (before the notebook runs).
+    """
+    prefix = "vllm+"
+    if not variant.startswith(prefix):
+        return variant
+    path = Path(variant.removeprefix(prefix)).expanduser()
+    if not path.is_file():
+        raise ConfigurationError(f"--variant {variant!r}: no diff file at '{path}'; give the "
+                                 f"path of a unified diff, as in --variant vllm+PATH.diff")
+    return prefix + str(path.resolve())
 
 
 def _stage_printer(enabled: bool) -> Any:

@@ -128,5 +128,15 @@ def _cell(value: Any) -> str:
 
 def styled(frame: pd.DataFrame) -> Any:
     """``frame`` as a pandas Styler for HTML: cleaned (:func:`display_frame`), every row, no
-    index column, cells HTML-escaped."""
-    return display_frame(frame).style.hide(axis="index").format(escape="html")
+    index column, cells HTML-escaped; text columns (:func:`text_columns`) aligned left, numbers
+    right."""
+    left = [{"selector": "th, td", "props": "text-align: left"}]
+    return (display_frame(frame).style.hide(axis="index").format(escape="html")
+            .set_table_styles({column: left for column in text_columns(frame)}))
+
+
+def text_columns(frame: pd.DataFrame) -> list[str]:
+    """The columns of ``frame`` holding text: some non-null value that is not a number."""
+    return [name for name in frame.columns
+            if any(not isinstance(to_python(v), (int, float)) for v in frame[name]
+                   if to_python(v) is not None)]

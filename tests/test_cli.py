@@ -134,3 +134,22 @@ def test_one_verbose_flag_before_or_after_the_command() -> None:
         action = next(a for a in parser._subparsers._group_actions[0].choices[command]._actions
                       if "-v" in a.option_strings)
         assert action.dest == "verbose"
+
+
+def test_a_reader_leaving_early_is_no_error(make_capture, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """``forensics replay CAPTURE | head -3``: the closed pipe is not reported as a path,
+    permission or disk problem; the exit code is a shell's for SIGPIPE."""
+    import sys
+
+    class ClosedPipe:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    path = make_capture("emb", embedding_records())
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["inspect", str(path)]) == 141
+    assert capsys.readouterr().err == ""

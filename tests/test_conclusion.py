@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +45,15 @@ def test_conclusion_of_incident_b(result_b) -> None:
     assert text.startswith("upstream leaves async_output, embedding in violation.")
     assert "patched leaves no site in violation and resolves 2 of 2 upstream" in text
     assert "async_output step 13 -> embedding step 14" in text and "Qwen3.8-27B" in text
+
+
+def test_a_first_violation_shared_with_the_baseline_is_said_once() -> None:
+    result = forensics.replay(INCIDENT_B, variants={"upstream": None, "again": "upstream"})
+    c = conclude(result)
+    assert c.first["again"] is not None
+    text = c.paragraph()
+    assert text.count("First violation") == 1 and "First violation (upstream)" in text
+    assert "again leaves async_output, embedding in violation" in text
 
 
 def _finding(variant: str, step: int, resolved: object) -> dict:
@@ -128,6 +138,34 @@ def test_clean_and_grouped_tables(result_b) -> None:
     assert display_frame(pd.DataFrame({"a": [1.0, None]}))["a"].tolist() == ["1", ""]
 
 
+def test_summary_by_site_counts_a_resolved_finding_as_not_unresolved(result_b) -> None:
+    table = forensics.summary_by_site(result_b)
+    row = table[(table["variant"] == "patched") & (table["site"] == "embedding")].iloc[0]
+    assert (row["out_of_bounds"], row["unresolved"], row["verdict"]) == (1, 0, "ok")
+
+
+def test_next_steps_follow_the_capture() -> None:
+    from forensics.conclusion import next_steps
+
+    b = next_steps(conclude(forensics.replay(INCIDENT_B)))
+    refuted = next_steps(conclude(forensics.replay(
+        DATA / "incident-a-stale-prev-rows-refuted.capture")))
+    assert b != refuted
+    assert b[0].startswith("Start at the first violation: async_output at step 13")
+    assert any("refutes the hypotheses" in step for step in refuted), refuted
+
+
+def test_styled_tables_align_text_left_and_numbers_right() -> None:
+    from forensics.tables import styled, text_columns
+
+    frame = pd.DataFrame({"fact": ["model", "steps"], "value": ["Qwen", 14],
+                          "count": [1, None], "resolved": [True, None]})
+    assert text_columns(frame) == ["fact", "value"]
+    html = styled(frame).to_html()
+    left = set(re.findall(r"(?:th|td)\.(col\d+) \{\s*text-align: left", html))
+    assert left == {"col0", "col1"}
+
+
 def test_a_summary_finding_reads_without_none() -> None:
     from forensics.conclusion import describe_finding
 
@@ -135,6 +173,18 @@ def test_a_summary_finding_reads_without_none() -> None:
                              "element": None, "tensor": "input_ids", "value": 248320,
                              "lower": 0, "upper": 248320, "req_id": None, "resolved": None})
     assert text == "embedding at step 7, rank 1: input_ids = 248320, outside [0, 248320)"
+
+
+def test_an_imported_log_reads_without_unknown_parts(tmp_path, capsys) -> None:
+    """Replaying an imported engine log: summary findings and rank-less events read without
+    None or '?' (issue 16, point 6)."""
+    log = Path(__file__).parent / "data" / "sm70_engine.log"
+    assert main(["import", str(log), "-o", str(tmp_path / "log.capture")]) == 0
+    assert main(["replay", str(tmp_path / "log.capture")]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the conclusion is wrapped
+    assert "First violation (upstream): async_output at step 0, rank 0:" in out
+    assert not any(bad in out for bad in ("None", "rank ?", "step ?", "[None]", "nan"))
+    assert "cuda_assert at step 1: " in out
 
 
 def test_inspect_text_shows_the_manifest_facts(capsys) -> None:

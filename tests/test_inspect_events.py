@@ -11,8 +11,12 @@ def test_probe_events_show_process_step_and_rank() -> None:
     assert event_origin({"kind": "probe_error", "pid": 42}) == "42"
 
 
-def test_log_events_keep_file_and_line() -> None:
-    assert event_origin({"source": "engine.log", "line": 12, "step": 3}) == "engine.log:12"
+def test_log_events_keep_file_and_line_with_the_step_and_rank_when_known() -> None:
+    assert event_origin({"source": "engine.log", "line": 12, "step": 3}) == \
+        "engine.log:12 step 3"
+    assert event_origin({"source": "engine.log", "line": 12, "step": 3, "rank": 1}) == \
+        "engine.log:12 step 3 rank 1"
+    assert event_origin({"source": "engine.log", "line": 12}) == "engine.log:12"
 
 
 def test_the_table_has_no_unknown_origin() -> None:
@@ -30,4 +34,6 @@ def test_event_messages_are_shown_whole() -> None:
                "site_steps": {}, "truncated": False,
                "events": [{"kind": "assert", "source": "engine.log", "line": 7,
                            "message": message}]}
+    assert message in render(summary)
+    summary["events"][0]["detail"] = "srcIndex < srcSelectDimSize"  # the message still wins
     assert message in render(summary)

@@ -98,3 +98,14 @@ def test_quickstart_follows_the_capture_it_runs_on(tmp_path: Path) -> None:
     assert "drawing batch_change: upstream suspect, patched suspect" in text
     assert "upstream: no unresolved out-of-bounds finding" in text
     assert "finds batch_change suspect" in text  # the conclusion of this capture
+
+
+def test_triage_pictures_the_violating_site_of_the_capture(tmp_path: Path) -> None:
+    """Incident A's violation is in batch_change: the triage notebook (the report) pictures
+    that site, not always the embedding, and opens with this capture's conclusion."""
+    text = _stdout(NOTEBOOKS / "03_triage.ipynb", tmp_path,
+                   ROOT / "data" / "incident-a-stale-prev-rows-confirmed.capture")
+    pictured = [line for line in text.splitlines() if line.startswith("pictured ")]
+    assert pictured == ["pictured batch_change: upstream violation, patched ok",
+                        "pictured prepare_input_ids: upstream violation, patched ok"], pictured
+    assert text.startswith("upstream leaves batch_change")

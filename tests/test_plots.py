@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,19 @@ def test_heatmap_marks_misattributed_rows() -> None:
     ax = plots.plot_row_heatmap(fake_result(), site="async_output", variant="upstream")
     suspects = [c for c in ax.collections if len(c.get_offsets())]
     assert any(same_color(c.get_edgecolor()[0][:3], plots.SUSPECT_COLOR) for c in suspects)
+    assert any(t.startswith("misattributed") for t in _legend_texts(ax)), _legend_texts(ax)
+    clean = plots.plot_row_heatmap(fake_result(), site="embedding", variant="upstream")
+    assert not any(t.startswith("misattributed") for t in _legend_texts(clean))
+
+
+def test_default_site_is_a_suspect_one_when_nothing_is_out_of_bounds() -> None:
+    """A soak whose only finding is misattributed: the plots draw that site, not the sink."""
+    result = fake_result()
+    result.findings = result.findings[result.findings["kind"] == "misattributed"]
+    for view in VIEWS:
+        ax = view(result, variant="upstream")
+        assert "async_output" in ax.get_title(), ax.get_title()
+    assert "async_output" in plots.plot_row_heatmap(fake_result()).get_title()  # first OOB
 
 
 def test_histogram_annotates_sentinels_on_a_log_axis() -> None:
@@ -257,6 +271,17 @@ def test_cli_plot_writes_a_png(make_capture, tmp_path: Path) -> None:
         assert out.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_cli_plot_rejects_an_unknown_kind(make_capture, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from forensics.cli import main
+
+    path = make_capture("emb", embedding_records())
+    with pytest.raises(SystemExit) as exit_:
+        main(["plot", str(path), "-o", str(tmp_path / "f.png"), "--kind", "timeline,pie"])
+    assert exit_.value.code == 2
+    assert "unknown kind 'pie'" in capsys.readouterr().err
+
+
 def test_cli_plot_rejects_an_unknown_suffix(make_capture, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     from forensics.cli import main
@@ -290,9 +315,14 @@ def test_side_by_side_draws_the_same_tensors_in_every_panel() -> None:
         assert not any(t.startswith("row_index") for t in labels), labels
 
 
-def test_cli_plot_all_kinds_from_one_replay(make_capture, tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str],
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("kinds", "drawn"), [
+    (["--kind", "all"], ["timeline", "heatmap", "histogram", "verdicts"]),
+    (["--kind", "heatmap", "--kind", "timeline"], ["heatmap", "timeline"]),
+    (["--kind", "histogram,verdicts"], ["histogram", "verdicts"])])
+def test_cli_plot_several_kinds_from_one_replay(make_capture, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                kinds: list[str], drawn: list[str]) -> None:
     import forensics
     from forensics.cli import main
 
@@ -300,10 +330,9 @@ def test_cli_plot_all_kinds_from_one_replay(make_capture, tmp_path: Path,
     real = forensics.replay
     monkeypatch.setattr(forensics, "replay", lambda *a, **k: calls.append(1) or real(*a, **k))
     path = make_capture("emb", embedding_records(bad_step=1, steps=3))
-    assert main(["plot", str(path), "-o", str(tmp_path / "figs" / "e.png"), "--kind", "all"]) == 0
+    assert main(["plot", str(path), "-o", str(tmp_path / "figs" / "e.png"), *kinds]) == 0
     written = capsys.readouterr().out.split()
-    assert written == [str(tmp_path / "figs" / f"e-{k}.png") for k in
-                       ("timeline", "heatmap", "histogram", "verdicts")]
+    assert written == [str(tmp_path / "figs" / f"e-{k}.png") for k in drawn]
     assert all(Path(p).read_bytes()[:4] == b"\x89PNG" for p in written) and calls == [1]
 
 
@@ -341,6 +370,14 @@ def _overlapping(labels: list[Any], renderer: Any) -> list[str]:
     return [f"{a} / {b}" for (a, x), (b, y) in pairs if x.overlaps(y)]
 
 
+def _round_step_labels(ax: Any, multiple: int) -> int:
+    """How many step labels the heatmap has, each asserted a multiple of ``multiple``."""
+    labels = [int(t.get_text()) for t in ax.get_xticklabels() if t.get_text()]
+    assert labels and all(x % multiple == 0 for x in labels), labels
+    assert len(labels) <= plots.STEP_LABELS
+    return len(labels)
+
+
 def _note_covers_markers(ax: Any) -> list[tuple[float, float]]:
     marks = _violation_artists(ax)
     note = next(t for t in ax.texts if t.get_text().startswith("first: step"))
@@ -353,10 +390,34 @@ def test_plots_stay_readable_at_3000_steps(long_replay: Any) -> None:
     heat = plots.plot_row_heatmap(long_replay, site="prepare_input_ids")
     renderer = heat.figure.canvas.get_renderer()
     assert not _overlapping(heat.get_xticklabels(), renderer)
+    assert _round_step_labels(heat, 100) >= 4
     line = plots.plot_bounds_timeline(long_replay, site="prepare_input_ids")
-    marks = _violation_artists(line)
-    assert marks and all(len(c.get_offsets()) > 100 for c in marks)  # every bad step drawn
     assert not _note_covers_markers(line), "the first-violation note covers markers"
+    _check_binned_timeline(line, long_replay.bounds, "prepare_input_ids")
+
+
+def _bad_steps(bounds: pd.DataFrame, site: str, tensors: list[str]) -> np.ndarray:
+    mine = bounds[(bounds["variant"] == "upstream") & (bounds["site"] == site)
+                  & bounds["tensor"].isin(tensors)]
+    bad = (mine["max"] >= mine["upper"]) | (mine["min"] < mine["lower"])
+    return np.unique(mine.loc[bad, "step"].to_numpy())
+
+
+def _check_binned_timeline(ax: Any, bounds: pd.DataFrame, site: str) -> None:
+    """A dense timeline: one marker per bin holding a bad step (every such bin marked, no
+    other), few markers and line vertices, tick labels apart, the bin named."""
+    width = int(re.search(r"per (\d+)-step bin", ax.get_title()).group(1))
+    drawn = [t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()
+             if "(min..max" in t.get_text()]
+    bad = _bad_steps(bounds, site, drawn)
+    marks = np.concatenate([c.get_offsets() for c in _violation_artists(ax)])
+    bins = {int(x // width) for x, _ in marks}
+    assert bins == {int(s // width) for s in bad}, "every bad bin marked, only those"
+    assert len(marks) <= 2 * plots.TIMELINE_BINS and len(marks) < len(bad)  # aggregated
+    assert max(len(line.get_xdata()) for line in ax.lines) <= plots.TIMELINE_BINS + 2
+    renderer = ax.figure.canvas.get_renderer()
+    assert not _overlapping(ax.get_xticklabels(), renderer)
+    assert not _overlapping(ax.get_yticklabels(), renderer)
 
 
 def test_side_by_side_heatmaps_share_steps_and_rows() -> None:
@@ -422,10 +483,12 @@ def test_plots_stay_readable_at_10000_steps_and_256_rows(wide: FakeResult,
     for ax in panels:
         assert not _overlapping(ax.get_xticklabels(), renderer)
         assert not _overlapping(ax.get_yticklabels(), renderer)
+        assert _round_step_labels(ax, 1000) >= 4
     assert len({(ax.get_xlim(), ax.get_ylim()) for ax in panels}) == 1
     assert len({(round(ax.bbox.y0), round(ax.bbox.height)) for ax in panels}) == 1
     line = plots.plot_bounds_timeline(wide, site="embedding")
     line.figure.savefig(tmp_path / "line.png")
+    _check_binned_timeline(line, wide.bounds, "embedding")
     assert not _note_covers_markers(line), "the first-violation note covers markers"
     note = next(t for t in line.texts if t.get_text().startswith("first: step"))
     box = note.get_window_extent(line.figure.canvas.get_renderer())

@@ -10,6 +10,7 @@ from incident_records import VOCAB, clean_step
 
 from forensics.cli import main
 from forensics.findings import COLUMNS
+from tests.conftest import DATA
 
 VERDICTS = {"violation", "error", "suspect", "ok"}
 SITES = {"batch_change", "prepare_input_ids", "async_output", "embedding"}
@@ -87,3 +88,25 @@ def test_vllm_import_noise_stays_out_unless_verbose() -> None:
     loud = subprocess.run([*command, "-v"], cwd=root, env=env, capture_output=True, text=True,
                           timeout=600, check=True)
     assert "torch" in loud.stderr  # the same run shows torch's import warnings with -v
+
+
+def test_json_first_finding_says_resolved_with_its_bound_and_origin(capsys) -> None:
+    """Issue 16 point 1: incident B's patched first finding (embedding, step 14) is shown
+    resolved, with its bound and the site its value came from; upstream's is not resolved."""
+    assert main(["replay", str(DATA / "incident-b-vocab-sentinel.capture"), "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)["first_finding"]
+    assert first["patched"]["site"] == "embedding" and first["patched"]["step"] == 14
+    assert first["patched"]["resolved"] is True
+    assert first["patched"]["origin"] == "async_output"
+    assert (first["patched"]["lower"], first["patched"]["upper"]) == (0, 248320)
+    assert first["upstream"]["resolved"] is not True
+    assert first["upstream"]["req_id"] == "req-1"
+
+
+def test_text_says_the_patched_finding_is_resolved(capsys) -> None:
+    """Issue 16 point 1: incident B's patched replay has one finding, resolved, and no
+    unresolved violation; the text says so instead of only 'index_error 1'."""
+    assert main(["replay", str(DATA / "incident-b-vocab-sentinel.capture")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    patched = next(line for line in lines if line.startswith("patched: "))
+    assert "1 findings (1 resolved); no unresolved violation" in patched

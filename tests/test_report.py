@@ -304,6 +304,42 @@ def test_report_opens_with_the_conclusion_and_lists_every_finding(browser: Any,
     assert "nan" not in table.text.lower() and "<NA>" not in table.text
 
 
+def test_report_body_has_no_empty_conclusion_section(leak_report: Any) -> None:
+    """The conclusion is lifted into the header: the notebook's own 'Conclusion' heading and
+    its boilerplate stay out of the body, and each first violation is said once per variant."""
+    html = leak_report[0].read_text()
+    assert "Computed from the replay" not in html
+    assert not re.search(r"<h2[^>]*>\s*Conclusion", html)
+    assert "patched: First violation" not in html and "upstream: First violation" not in html
+    assert html.count("First violation (upstream)") == 2  # the header, the first-violation cell
+    assert html.count("First violation (patched)") == 1  # the same place: the header says once
+
+
+def test_a_relative_diff_variant_reaches_the_notebook_as_an_absolute_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The notebook runs in its own folder: ``--variant vllm+data/patches/x.diff`` given from
+    the repository root must reach it as a path that exists there too."""
+    import forensics.report as report
+
+    seen: list[list[str] | None] = []
+
+    def run(notebook: Path, capture: Path, workdir: Path, variants: Any = None) -> Any:
+        seen.append(variants)
+        raise report.NotebookExecutionError("stop here")
+
+    monkeypatch.setattr(report, "execute_notebook", run)
+    monkeypatch.chdir(DATA.parent)
+    with pytest.raises(report.NotebookExecutionError):
+        write_report(INCIDENT, tmp_path / "r.html",
+                     variants=["upstream", "vllm+data/patches/vocab-guard.diff"])
+    upstream, diff = seen[0] or []
+    assert upstream == "upstream" and Path(diff.removeprefix("vllm+")).is_absolute()
+    assert Path(diff.removeprefix("vllm+")) == DATA / "patches" / "vocab-guard.diff"
+    with pytest.raises(ConfigurationError, match="no diff file at 'nowhere.diff'"):
+        write_report(INCIDENT, tmp_path / "r.html", variants=["vllm+nowhere.diff"])
+    assert len(seen) == 1  # refused before the notebook ran
+
+
 def test_report_variants_and_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                       ) -> None:
     html = write_report(INCIDENT, tmp_path / "b.html", variants=["patched"],

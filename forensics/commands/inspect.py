@@ -41,11 +41,12 @@ def _span(steps: list[int] | None) -> str:
 
 
 def event_origin(event: dict[str, Any]) -> str:
-    """Where an event comes from: ``FILE:LINE`` for an imported log line, else the process with
-    the step and rank it was kept at (probe events); a field an event lacks is left out."""
+    """Where an event comes from: ``FILE:LINE`` for an imported log line, else the process;
+    then the step and rank it was kept at, when known (a field an event lacks is left out)."""
     if "line" in event:
-        return f"{event.get('source', event.get('process', '?'))}:{event['line']}"
-    parts = [str(event.get("process") or event.get("source") or event.get("pid") or "?")]
+        parts = [f"{event.get('source', event.get('process', '?'))}:{event['line']}"]
+    else:
+        parts = [str(event.get("process") or event.get("source") or event.get("pid") or "?")]
     parts += [f"{name} {event[name]}" for name in ("step", "rank") if event.get(name) is not None]
     return " ".join(parts)
 
@@ -63,7 +64,7 @@ def render(summary: dict[str, Any]) -> str:
     lines.append(f"events: {len(events)}")
     for event in events[:20]:
         lines.append(f"  {event_origin(event):<34} {event.get('kind', '?'):<22} "
-                     f"{event.get('detail') or event.get('message') or ''}")
+                     f"{event.get('message') or event.get('detail') or ''}")
     if len(events) > 20:
         lines.append(f"  ... {len(events) - 20} more (use --json)")
     if summary["truncated"]:

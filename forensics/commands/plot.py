@@ -4,8 +4,9 @@ Kinds: timeline (per step, the smallest and largest index used against its bound
 (batch rows x steps, coloured by how far past the bound), histogram (values near the bound,
 sentinels -1 and vocab_size annotated), verdicts (site x variant), or all of them from one
 replay: --kind all -o FIG.png writes FIG-timeline.png, FIG-heatmap.png, FIG-histogram.png and
-FIG-verdicts.png. Without --site, the site of the variant's first violation is drawn (else the
-embedding sink).
+FIG-verdicts.png; several kinds (--kind timeline --kind heatmap, or --kind timeline,heatmap)
+share one replay the same way. Without --site, the site of the variant's first violation is
+drawn (else a suspect site, else the embedding sink).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ EXAMPLE = """example:
   forensics plot data/incident-b-vocab-sentinel.capture -o timeline.png
   forensics plot my.capture -o heat.png --kind heatmap --site prepare_input_ids --variant patched
   forensics plot my.capture -o verdicts.svg --kind verdicts
-  forensics plot my.capture -o figs/my.png --kind all     # figs/my-timeline.png, ..."""
+  forensics plot my.capture -o figs/my.png --kind all     # figs/my-timeline.png, ...
+  forensics plot my.capture -o my.png --kind timeline,heatmap  # my-timeline.png, my-heatmap.png"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,13 +33,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("capture", help="a NAME.capture directory")
     parser.add_argument("-o", "--output", required=True, metavar="FIGURE.png",
                         help="the image to write (.png, .svg or .pdf)")
-    parser.add_argument("--kind", choices=(*KINDS, "all"), default="timeline",
-                        help="the view to draw, or all (default: timeline)")
+    parser.add_argument("--kind", action="append", type=_kinds, default=None,
+                        metavar="KIND", help=f"the view to draw: {', '.join(KINDS)} or all; "
+                        "repeatable or comma-separated, one replay for all (default: timeline)")
     parser.add_argument("--site", default=None, help="the site to draw")
     parser.add_argument("--variant", default=None,
                         help="the variant to draw (default: upstream); replayed with upstream "
                              "and patched")
     parser.add_argument("--dpi", type=int, default=120, help="resolution of a PNG (default 120)")
+
+
+def _kinds(text: str) -> list[str]:
+    """The kinds named by one --kind value (``all`` or a comma-separated list of KINDS)."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    for name in names:
+        if name not in (*KINDS, "all"):
+            raise argparse.ArgumentTypeError(
+                f"unknown kind {name!r}; choose among {', '.join(KINDS)} or all")
+    if not names:
+        raise argparse.ArgumentTypeError(f"no kind named; choose among {', '.join(KINDS)} or all")
+    return names
 
 
 def _variants(variant: str | None) -> list[str]:
@@ -60,15 +75,19 @@ def run(args: argparse.Namespace) -> int:
         plots.check_site_name(args.site, list(capture.sites))
     result = forensics.replay(capture, variants=_variants(args.variant))
     out.parent.mkdir(parents=True, exist_ok=True)
-    for kind, path in figure_paths(out, args.kind):
+    for kind, path in figure_paths(out, args.kind or [["timeline"]]):
         ax = plots.plot(result, kind, site=args.site, variant=args.variant)
         plots.save(ax, path, dpi=args.dpi)
         print(path)
     return 0
 
 
-def figure_paths(out: Path, kind: str) -> list[tuple[str, Path]]:
-    """``[(kind, path)]`` to draw: ``out`` itself for one kind, ``STEM-<kind>SUFFIX`` for all."""
-    if kind != "all":
-        return [(kind, out)]
-    return [(k, out.with_name(f"{out.stem}-{k}{out.suffix}")) for k in KINDS]
+def figure_paths(out: Path, kinds: str | list[str] | list[list[str]]) -> list[tuple[str, Path]]:
+    """``[(kind, path)]`` to draw: ``out`` itself for one kind, ``STEM-<kind>SUFFIX`` for several
+    or ``all``. ``kinds``: one kind, or the --kind values (each a kind or a list of them)."""
+    named = [kinds] if isinstance(kinds, str) else kinds
+    flat = [k for item in named for k in ([item] if isinstance(item, str) else item)]
+    chosen = list(KINDS) if "all" in flat else list(dict.fromkeys(flat))
+    if len(chosen) == 1 and "all" not in flat:
+        return [(chosen[0], out)]
+    return [(k, out.with_name(f"{out.stem}-{k}{out.suffix}")) for k in chosen]

@@ -3,8 +3,9 @@
 Without --json: a verdict table (sites x variants), per variant the outcome counts, the findings
 (how many resolved) and the first unresolved violation, then the conclusion (see
 forensics.conclusion). With --json: one JSON object (capture, records, variants, verdicts,
-findings, outcomes, first_finding, conclusion). Exit 0 when done (findings are results), 1
-when the --fail-on variant has a `violation` or `error` verdict, 2 for bad input or usage.
+findings, outcomes, first_finding with its bound, origin, request and ``resolved``,
+conclusion). Exit 0 when done (findings are results), 1 when the --fail-on variant has a
+`violation` or `error` verdict, 2 for bad input or usage.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     result = replay(args.capture, variants=variants, progress=sys.stderr.isatty())
     conclusion = conclude(result)
     if args.json:
-        print(json.dumps({**result.to_json(), "silent_inputs": conclusion.silent,
+        print(json.dumps({**result.to_json(), "first_finding": first_findings(result),
+                          "silent_inputs": conclusion.silent,
                           "conclusion": conclusion.to_json()}, indent=2))
     else:
         print(format_result(result, conclusion))
@@ -58,6 +60,15 @@ def run(args: argparse.Namespace) -> int:
                             for v in result.verdicts[args.fail_on].values()):
         return 1
     return 0
+
+
+def first_findings(result: Any) -> dict[str, dict[str, Any] | None]:
+    """Per variant, its first finding with every findings column (bound, origin, ``resolved``
+    and request included), as ``--json`` shows it."""
+    from forensics.findings import COLUMNS, first_finding
+
+    keys = [c for c in COLUMNS if c not in ("variant", "record")]
+    return {v: first_finding(result.findings, v, keys) for v in result.variants}
 
 
 def format_result(result: Any, conclusion: Any = None) -> str:

@@ -132,20 +132,53 @@ def _to_series(chunks: list[np.ndarray], total: int) -> Any:
     return values
 
 
-def site_table(frame: pd.DataFrame) -> pa.Table:
+def site_table(frame: pd.DataFrame, site: str | None = None) -> pa.Table:
     """``frame`` (a :func:`site_frame`) as a pyarrow Table: nullable int64 columns, list
-    columns for values, a string -> int64 map for request-to-row dicts."""
-    arrays = {name: _arrow_column(frame[name]) for name in frame.columns}
+    columns for values, a string -> int64 map for request-to-row dicts. With ``site``, each
+    declared field is typed from the site's schema (:func:`field_types`), so a field that no
+    record holds is a null column of its own type, not of int64."""
+    types = field_types(site) if site is not None else {}
+    arrays = {name: _arrow_column(frame[name], types.get(name)) for name in frame.columns}
     return pa.table(arrays)
 
 
-def _arrow_column(series: pd.Series) -> pa.Array:
+#: the Arrow type of each field kind of a site's schema (tensors: one list level per dimension)
+KIND_TYPES: dict[str, pa.DataType] = {
+    "int": pa.int64(),
+    "str": pa.string(),
+    "str_list": pa.list_(pa.string()),
+    "opt_str_list": pa.list_(pa.string()),
+    "ragged": pa.list_(pa.list_(pa.int64())),
+    "index_map": pa.map_(pa.string(), pa.int64()),
+}
+
+
+def field_types(site: str) -> dict[str, pa.DataType]:
+    """The Arrow type of every column :func:`frame_columns` declares for ``site``: from the
+    kind (and tensor rank) of each field of the site's schema; step, rank, lengths and summary
+    columns are int64, ``summary`` bool."""
+    types: dict[str, pa.DataType] = {name: pa.int64() for name in frame_columns(site)}
+    types["summary"] = pa.bool_()
+    for name, spec in field_specs(site).items():
+        if spec.kind == "tensor":
+            nested: pa.DataType = pa.int64()
+            for _ in range(max(spec.ndim, 1)):
+                nested = pa.list_(nested)
+            types[name] = nested
+        elif spec.kind in KIND_TYPES:
+            types[name] = KIND_TYPES[spec.kind]
+    return types
+
+
+def _arrow_column(series: pd.Series, kind: pa.DataType | None = None) -> pa.Array:
     import pandas as pd
 
     values = [None if v is None or v is pd.NA else v for v in series.tolist()]
-    if any(isinstance(v, dict) for v in values):
+    if (kind is not None and pa.types.is_map(kind)) or any(isinstance(v, dict) for v in values):
         return pa.array([None if v is None else list(v.items()) for v in values],
-                        type=pa.map_(pa.string(), pa.int64()))
+                        type=kind or pa.map_(pa.string(), pa.int64()))
+    if kind is not None:
+        return pa.array(values, type=kind)
     if str(series.dtype) == "Int64":
         return pa.array(values, type=pa.int64())
     return pa.array(values)

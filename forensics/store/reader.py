@@ -144,7 +144,7 @@ class Capture:
         DuckDB or Parquet. Raises as :meth:`to_frame` does."""
         from forensics.store.frame import site_table
 
-        return site_table(self.to_frame(site))
+        return site_table(self.to_frame(site), site)
 
     def summary(self) -> dict[str, Any]:
         """The ``forensics inspect --json`` object (DESIGN.md), from the batch index alone."""

@@ -38,6 +38,26 @@ def test_to_arrow_types_and_values() -> None:
         record.fields["sampled_token_ids_cpu"].tolist()
 
 
+def test_to_arrow_types_an_absent_field_from_the_site_schema(tmp_path: Path) -> None:
+    """A field no record holds is a null column of its schema type (a tensor a list of int64,
+    a str_list a list of strings, an index_map a map), not an int64 null column."""
+    records = [Record("embedding", s, 0, {"input_ids": np.arange(3, dtype=np.int32),
+                                          "num_embeddings": 50}) for s in range(2)]
+    write_capture(tmp_path / "bare.capture", records)
+    table = forensics.load(tmp_path / "bare.capture").to_arrow("embedding")
+    schema = table.schema
+    assert schema.field("cu_num_tokens").type == pa.list_(pa.int64())
+    assert schema.field("req_ids").type == pa.list_(pa.string())
+    assert schema.field("tp_size").type == pa.int64()
+    assert schema.field("cu_num_tokens_len").type == pa.int64()
+    assert table.column("cu_num_tokens").null_count == 2
+    bundled = forensics.load(INCIDENT_B)
+    assert bundled.to_arrow("prepare_input_ids").schema.field("input_ids_device").type == \
+        pa.list_(pa.int64())
+    assert bundled.to_arrow("batch_change").schema.field("prev_req_id_to_index").type == \
+        pa.map_(pa.string(), pa.int64())
+
+
 def test_duckdb_sql_over_a_capture() -> None:
     embedding = forensics.load(INCIDENT_B).to_arrow("embedding")  # noqa: F841 (read by SQL)
     rows = duckdb.sql(
