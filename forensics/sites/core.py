@@ -14,7 +14,7 @@ numpy only (``import forensics.sites`` stays light).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,28 +31,29 @@ def _i64(values: Any) -> np.ndarray:
 
 @dataclass
 class Checks:
-    """Checked values of a batch as columns (equal lengths; ``row``/``element`` -1 when
-    unknown). Entries of one group (one observation: a record's checked tensor) are adjacent;
-    ``group`` numbers them in order. ``kind`` indexes :data:`KINDS`: ``out_of_bounds`` entries
-    are findings only when outside ``[lower, upper)``, ``misattributed`` ones always are and
-    carry no range."""
+    """Checked values of one ``tensor`` and ``kind`` (an index into :data:`KINDS`) in a batch,
+    as columns of equal length (``row``/``element`` -1 when unknown; a column that is one
+    value for every entry is a broadcast view, not a copy). ``record`` is non-decreasing: the
+    entries of one record are adjacent and form one group (one observation), and ``lower``
+    and ``upper`` are the same within a group. ``out_of_bounds`` entries are findings only
+    when outside ``[lower, upper)``; ``misattributed`` ones always are and carry no range."""
 
+    tensor: str
+    kind: int
     record: np.ndarray
     row: np.ndarray
     element: np.ndarray
-    tensor: list[str]
-    tensor_code: np.ndarray
-    kind: np.ndarray
     value: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
-    group: np.ndarray
+    _groups: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False,
+                                                          repr=False, compare=False)
 
     @classmethod
     def empty(cls) -> Checks:
         """No entry."""
         zero = np.zeros(0, dtype=np.int64)
-        return cls(zero, zero, zero, [], zero, np.zeros(0, np.int8), zero, zero, zero, zero)
+        return cls("", 0, zero, zero, zero, zero, zero, zero)
 
     @classmethod
     def of(cls, tensor: str, record: Any, row: Any, element: Any, value: Any, lower: Any,
@@ -62,21 +63,18 @@ class Checks:
         ``misattributed`` entry only)."""
         value = _i64(value)
         n = len(value)
-        record = np.broadcast_to(_i64(record), (n,)) if np.ndim(record) == 0 else _i64(record)
 
         def col(x: Any, fill: int = -1) -> np.ndarray:
-            return np.full(n, fill, np.int64) if x is None else np.broadcast_to(
-                _i64(x) if np.ndim(x) else np.int64(x), (n,)).astype(np.int64)
+            if x is None:
+                x = fill
+            if np.ndim(x) == 0:
+                return np.broadcast_to(np.int64(x), (n,))
+            return _i64(x)
 
         no_bound = kind != OUT_OF_BOUNDS and lower is None
-
-        starts = np.flatnonzero(np.diff(record, prepend=-1)) if n else np.zeros(0, np.int64)
-        group = np.zeros(n, dtype=np.int64)
-        group[starts[1:]] = 1
-        return cls(col(record), col(row), col(element), [tensor], np.zeros(n, np.int64),
-                   np.full(n, KINDS.index(kind), np.int8), value,
+        return cls(tensor, KINDS.index(kind), col(record), col(row), col(element), value,
                    col(None, _NO_BOUND) if no_bound else col(lower),
-                   col(None, _NO_BOUND) if no_bound else col(upper), np.cumsum(group))
+                   col(None, _NO_BOUND) if no_bound else col(upper))
 
     @staticmethod
     def concat(parts: Sequence[Checks | CheckList]) -> CheckList:
@@ -89,24 +87,40 @@ class Checks:
 
     def bad(self) -> np.ndarray:
         """Positions of the entries that are findings."""
-        outside = (self.value < self.lower) | (self.value >= self.upper)
-        return np.flatnonzero((self.kind != 0) | outside)
+        if self.kind != 0:
+            return np.arange(len(self.value))
+        return np.flatnonzero((self.value < self.lower) | (self.value >= self.upper))
+
+    def _minmax(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each group's first entry and its ``(min, max)`` (computed once)."""
+        if self._groups is None:
+            starts = np.flatnonzero(np.diff(self.record, prepend=-1)) if len(self.value) \
+                else np.zeros(0, np.int64)
+            numbers = (np.stack([np.minimum.reduceat(self.value, starts),
+                                 np.maximum.reduceat(self.value, starts)], axis=1)
+                       if len(starts) else np.zeros((0, 2), np.int64))
+            self._groups = (starts, numbers)
+        return self._groups
 
     def findings(self, req_ids: Sequence[Sequence[str] | None] | None = None
                  ) -> dict[int, list[dict[str, Any]]]:
         """Finding dicts per record (only records with some), in entry order. ``req_ids``:
         the request ids of each record's rows (None where unknown)."""
         found: dict[int, list[dict[str, Any]]] = {}
-        names = self.tensor
-        columns = (self.record, self.row, self.element, self.tensor_code, self.kind,
-                   self.value, self.lower, self.upper)
-        for rec, row, element, code, kind, value, lower, upper in zip(
-                *(c[self.bad()].tolist() for c in columns), strict=True):
+        if self.kind == 0:
+            starts, numbers = self._minmax()
+            if not ((numbers[:, 0] < self.lower[starts])
+                    | (numbers[:, 1] >= self.upper[starts])).any():
+                return found
+        bad = self.bad()
+        columns = (self.record, self.row, self.element, self.value, self.lower, self.upper)
+        for rec, row, element, value, lower, upper in zip(
+                *(c[bad].tolist() for c in columns), strict=True):
             ids = None if req_ids is None else req_ids[rec]
             no_bound = lower == _NO_BOUND
             found.setdefault(rec, []).append({
                 "row": None if row < 0 else row, "element": None if element < 0 else element,
-                "tensor": names[code], "kind": KINDS[kind], "value": value,
+                "tensor": self.tensor, "kind": KINDS[self.kind], "value": value,
                 "lower": None if no_bound else lower, "upper": None if no_bound else upper,
                 "req_id": None if ids is None or row < 0 or row >= len(ids) else ids[row]})
         return found
@@ -114,17 +128,12 @@ class Checks:
     def ranges(self) -> tuple[np.ndarray, list[str], np.ndarray]:
         """The checked ranges: per group with bounds, its record, tensor and
         ``(min, max, lower, upper)`` (int64, one row per group)."""
-        mask = self.kind == 0
-        value, group = self.value[mask], self.group[mask]
-        if not len(value):
+        if self.kind != 0 or not len(self.value):
             return np.zeros(0, np.int64), [], np.zeros((0, 4), np.int64)
-        starts = np.flatnonzero(np.diff(group, prepend=-1))
-        first = np.flatnonzero(mask)[starts]
-        numbers = np.stack([np.minimum.reduceat(value, starts),
-                            np.maximum.reduceat(value, starts),
-                            self.lower[first], self.upper[first]], axis=1)
-        tensors = [self.tensor[c] for c in self.tensor_code[first].tolist()]
-        return self.record[first], tensors, numbers
+        starts, numbers = self._minmax()
+        bounds = np.stack([self.lower[starts], self.upper[starts]], axis=1)
+        return (self.record[starts], [self.tensor] * len(starts),
+                np.concatenate([numbers, bounds], axis=1))
 
 
 @dataclass
@@ -157,12 +166,6 @@ class CheckList:
     def renumbered(self, positions: np.ndarray) -> CheckList:
         """The same checks with record ``i`` renamed ``positions[i]``."""
         return CheckList([replace(p, record=positions[p.record]) for p in self.parts])
-
-
-def _code(names: list[str], name: str) -> int:
-    if name not in names:
-        names.append(name)
-    return names.index(name)
 
 
 def ragged_parts(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -200,6 +203,19 @@ def rows_of_slots(cu: np.ndarray, cu_counts: np.ndarray, rec: np.ndarray, slot: 
     return np.where(rows < cu_counts[rec], rows, -1)
 
 
+def within(lengths: np.ndarray) -> np.ndarray:
+    """Position of each value within its run, given the run lengths."""
+    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts_of(lengths), lengths)
+
+
+def select_runs(values: np.ndarray, lengths: np.ndarray, runs: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The runs ``runs`` (positions, in that order) of ``values`` laid end to end in runs of
+    ``lengths``: their values and lengths."""
+    chosen = lengths[runs]
+    return values[np.repeat(starts_of(lengths)[runs], chosen) + within(chosen)], chosen
+
+
 def split_lists(values: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
     """:func:`ragged_parts` undone: the lists of Python ints."""
     flat = values.tolist()
@@ -217,4 +233,4 @@ class BatchRun:
     status: np.ndarray
     messages: dict[int, str]
     checks: CheckList
-    req_ids: list[Sequence[str] | None]
+    req_ids: Sequence[Sequence[str] | None]

@@ -18,6 +18,9 @@ from forensics.outcome import INDEX_ERROR, STATUSES, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     BatchColumns,
+    RecordColumns,
+    RowValues,
+    RunColumns,
     judged_findings,
     require,
     require_len,
@@ -73,39 +76,33 @@ def check_batch(cols: BatchColumns) -> np.ndarray:
     return bad | (has_cu & (counts > 0) & (row_last(cu, counts) > cols.length("input_ids")))
 
 
-def _ids(records: Sequence[Record]) -> Checks:
+def _ids(cols: RunColumns) -> Checks:
     """Every id of every record's ``input_ids`` checked against ``[0, num_embeddings)``; the
     row from ``cu_num_tokens`` (unknown without it or past its last row)."""
-    arrays = [np.asarray(r["input_ids"]).reshape(-1) for r in records]
-    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
-    ids = np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
+    ids, lengths = cols.flat("input_ids")
     rec = owner(lengths)
     element = np.arange(len(ids), dtype=np.int64) - starts_of(lengths)[rec]
-    bound = np.array([r["num_embeddings"] for r in records], dtype=np.int64)
-    return Checks.of("input_ids", rec, _rows(records, rec, element), element, ids, 0,
-                     bound[rec])
+    cu, counts = cols.flat("cu_num_tokens")
+    return Checks.of("input_ids", rec, rows_of_slots(cu, counts, rec, element), element, ids,
+                     0, cols.ints("num_embeddings")[rec])
 
 
-def _rows(records: Sequence[Record], rec: np.ndarray, element: np.ndarray) -> np.ndarray:
-    """Batch row of each token (``cu_num_tokens``); -1 where unknown."""
-    cus = [np.asarray(r.get("cu_num_tokens", ()), dtype=np.int64) for r in records]
-    counts = np.fromiter(map(len, cus), dtype=np.int64, count=len(cus))
-    return rows_of_slots(np.concatenate(cus) if cus else np.zeros(0, np.int64), counts, rec,
-                         element)
-
-
-def prepare(records: Sequence[Record]) -> BatchRun:
+def prepare_columns(cols: RunColumns) -> BatchRun:
     """The lookup on every record at once: ``index_error`` for an id outside the weight with
     one GPU, ``ok`` otherwise (masked with tensor parallelism); the ids checked. The same for
     every variant: the run itself."""
-    checks = _ids(records)
-    has_bad = np.zeros(len(records), dtype=bool)
+    checks = _ids(cols)
+    has_bad = np.zeros(cols.rows, dtype=bool)
     has_bad[checks.record[checks.bad()]] = True
-    single = np.array([r.get("tp_size", 1) == 1 for r in records], dtype=bool)
+    single = ~cols.present("tp_size") | (cols.ints("tp_size") == 1)
     status = np.where(has_bad & single, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
     return BatchRun(status, {int(i): _MESSAGE for i in np.flatnonzero(status)},
-                    Checks.concat([checks]),
-                    [r.get("req_ids") for r in records])
+                    Checks.concat([checks]), RowValues(cols, "req_ids"))
+
+
+def prepare(records: Sequence[Record]) -> BatchRun:
+    """:func:`prepare_columns` of Records."""
+    return prepare_columns(RecordColumns(records))
 
 
 def run_batch(prepared: BatchRun, patched: bool) -> BatchRun:
@@ -135,4 +132,4 @@ patched_many = upstream_many
 def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
     """Findings of one record, the same for every variant: each id of ``input_ids`` outside
     ``[0, num_embeddings)`` (tensor ``input_ids``, element its position)."""
-    return judged_findings(_ids([record]), [record.get("req_ids")])
+    return judged_findings(_ids(RecordColumns([record])), [record.get("req_ids")])

@@ -121,6 +121,20 @@ class Capture:
                 for i in range(len(seg.rows)):
                     yield seg.batch(i)
 
+    def chunks(self, size: int) -> Iterator[tuple[BatchView, int, int, np.ndarray]]:
+        """Every record batch in the order of :meth:`batches`, cut into runs of at most
+        ``size`` rows: ``(batch, start, stop, positions)``, ``positions`` being where rows
+        ``start:stop`` stand in :meth:`records` (pipeline order). For columnar readers that
+        report per record, such as the replay."""
+        order = self._locate()
+        where = np.lexsort((order["row"], order["batch"], order["segment"]))
+        at = 0
+        for view in self.batches():
+            for start in range(0, len(view), size):
+                stop = min(start + size, len(view))
+                yield view, start, stop, where[at + start:at + stop]
+            at += len(view)
+
     def release(self) -> None:
         """Drop the segments' mapped pages from the process's resident memory (see
         :meth:`forensics.store.segment.Segment.release`): a long read such as a replay calls it
