@@ -240,7 +240,8 @@ def _run_chunk(chunk: _Chunk, chosen: list[tuple[str, Variant]], reference: Vari
                judged: judge.Judge, kept: Mapping[str, _Kept], bar: Progress | None) -> None:
     """Run the replayed records of ``chunk`` through every variant and judge them: model
     variants columnar (one run each over the chunk's columns), the others record by record."""
-    models = [(name, v) for name, v in chosen if isinstance(v, ModelVariant)]
+    models: list[tuple[str, Variant]] = [(name, v) for name, v in chosen
+                                         if isinstance(v, ModelVariant)]
     if reference is not None:
         models.append((_REFERENCE, reference))
     runs = _model_runs(chunk, models)
