@@ -433,10 +433,10 @@ def screen_unique(cols: BatchColumns, name: str) -> np.ndarray:
     a superset of what :func:`require_unique` rejects)."""
     if isinstance(cols, RunColumns):  # codes: no string decoded
         ((codes, counts),) = cols.str_codes((name,))
-        rec = owner(counts)
-        order = np.lexsort((codes, rec))
-        same = (codes[order][1:] == codes[order][:-1]) & (rec[order][1:] == rec[order][:-1])
-        return np.bincount(rec[order][1:][same], minlength=cols.rows) > 0
+        span = int(codes.max(initial=0)) + 2
+        keys = np.sort(owner(counts) * span + codes + 1)
+        repeated = keys[1:][keys[1:] == keys[:-1]] // span
+        return np.bincount(repeated, minlength=cols.rows) > 0
     return np.fromiter((v is not None and len(set(v)) != len(v) for v in cols.values(name)),
                        dtype=bool, count=cols.rows)
 

@@ -159,6 +159,7 @@ class _Batch:
 
     def __init__(self, cols: RunColumns, rows: np.ndarray) -> None:
         self.cols, self.rows = cols, rows
+        self._holder: np.ndarray | None = None
         self.pp, self.ns = self._field("prev_positions")
         self.starts = starts_of(self.ns)
         self.rec = owner(self.ns)
@@ -210,14 +211,21 @@ class _Batch:
         gather = self.gather[self.used]
         parts = [Checks.of(name, rec, rows, rows, gather, 0, self.uppers[name][rec])
                  for name in GATHERED]
-        pp, counts = self.cols.flat("prev_positions")
-        holder = other_holder(self.cols, pp, counts)
-        if len(self.rows) != self.cols.rows:
-            holder = select_runs(holder, counts, self.rows)[0]
-        wrong = self.used & ~self.outside & (self.pp >= 0) & holder
+        wrong = self.used & ~self.outside & (self.pp >= 0) & self.holder()
         parts.append(Checks.of("prev_positions", self.rec[wrong], self.local[wrong],
                                self.local[wrong], self.pp[wrong], None, None, MISATTRIBUTED))
         return Checks.concat(parts)
+
+    def holder(self) -> np.ndarray:
+        """Per row: whether its previous row was held by another request (computed once
+        for the batch's columns: the same for every variant)."""
+        if self._holder is None:
+            pp, counts = self.cols.flat("prev_positions")
+            holder = other_holder(self.cols, pp, counts)
+            if len(self.rows) != self.cols.rows:
+                holder = select_runs(holder, counts, self.rows)[0]
+            self._holder = holder
+        return self._holder
 
     def message(self, r: int) -> str:
         """The IndexError message of failed record ``r``."""
@@ -239,25 +247,29 @@ class _Batch:
         return Outcome("ok", "", outputs, accesses)
 
 
-def prepare_columns(cols: RunColumns) -> tuple[RunColumns, np.ndarray]:
-    """What :func:`run_batch` runs: the columns and which of their records are regular."""
-    return cols, np.flatnonzero(_regular(cols))
+Prepared = tuple[RunColumns, np.ndarray, "_Batch"]
 
 
-def prepare(records: Sequence[Record]) -> tuple[RunColumns, np.ndarray]:
+def prepare_columns(cols: RunColumns) -> Prepared:
+    """What :func:`run_batch` runs: the columns, which of their records are regular and
+    those laid end to end (shared by the variants)."""
+    regular = np.flatnonzero(_regular(cols))
+    return cols, regular, _Batch(cols, regular)
+
+
+def prepare(records: Sequence[Record]) -> Prepared:
     """:func:`prepare_columns` of Records."""
     return prepare_columns(RecordColumns(records))
 
 
-def run_batch(prepared: tuple[RunColumns, np.ndarray], patched: bool) -> BatchRun:
+def run_batch(prepared: Prepared, patched: bool) -> BatchRun:
     """The columnar run of prepared records as the judge reads it (regular records in one
     numpy pass, the others one by one through torch)."""
-    cols, regular = prepared
+    cols, regular, batch = prepared
     status = np.zeros(cols.rows, dtype=np.int8)
     messages: dict[int, str] = {}
     parts = []
     if len(regular):
-        batch = _Batch(cols, regular)
         batch.compute(patched)
         parts.append(batch.checks().renumbered(regular))
         for j in np.flatnonzero(batch.failed).tolist():

@@ -13,7 +13,7 @@ numpy only (``import forensics.sites`` stays light).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,23 +29,35 @@ def _i64(values: Any) -> np.ndarray:
     return np.asarray(values, dtype=np.int64).reshape(-1)
 
 
+#: a column of :class:`Checks`: one value per entry (an array, maybe a broadcast view), or a
+#: function giving the values of the entries at some positions (computed only when read)
+Column = np.ndarray | Callable[[np.ndarray], np.ndarray]
+
+
+def take(column: Column, at: np.ndarray) -> np.ndarray:
+    """The values of ``column`` at entry positions ``at``."""
+    return column(at) if callable(column) else column[at]
+
+
 @dataclass
 class Checks:
-    """Checked values of one ``tensor`` and ``kind`` (an index into :data:`KINDS`) in a batch,
-    as columns of equal length (``row``/``element`` -1 when unknown; a column that is one
-    value for every entry is a broadcast view, not a copy). ``record`` is non-decreasing: the
-    entries of one record are adjacent and form one group (one observation), and ``lower``
+    """Checked values of one ``tensor`` and ``kind`` (an index into :data:`KINDS`) in a batch:
+    ``value`` per entry, the other columns (:data:`Column`) read only where needed (a finding,
+    a group's first entry). ``row``/``element`` are -1 when unknown. The entries of one record
+    are adjacent (``record`` non-decreasing) and form one group (one observation); ``lower``
     and ``upper`` are the same within a group. ``out_of_bounds`` entries are findings only
-    when outside ``[lower, upper)``; ``misattributed`` ones always are and carry no range."""
+    when outside ``[lower, upper)``; ``misattributed`` ones always are and carry no range.
+    ``starts``: each group's first entry, when the maker knows them."""
 
     tensor: str
     kind: int
-    record: np.ndarray
-    row: np.ndarray
-    element: np.ndarray
+    record: Column
+    row: Column
+    element: Column
     value: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
+    lower: Column
+    upper: Column
+    starts: np.ndarray | None = None
     _groups: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False,
                                                           repr=False, compare=False)
 
@@ -76,6 +88,35 @@ class Checks:
                    col(None, _NO_BOUND) if no_bound else col(lower),
                    col(None, _NO_BOUND) if no_bound else col(upper))
 
+    @classmethod
+    def of_runs(cls, tensor: str, counts: np.ndarray, value: np.ndarray, lower: Any,
+                upper: Any, row: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+                ) -> Checks:
+        """Entries of one tensor laid end to end in runs of ``counts`` (one run per record):
+        ``element`` is the position within the run; ``lower``/``upper`` are per record
+        (scalars broadcast); ``row(record, element)`` gives the rows of some entries (None:
+        unknown). Nothing is computed per entry beyond ``value``."""
+        counts = np.asarray(counts, dtype=np.int64)
+        begin = starts_of(counts)
+        ends = np.cumsum(counts)
+        per = [np.broadcast_to(np.int64(x), counts.shape) if np.ndim(x) == 0 else _i64(x)
+               for x in (lower, upper)]
+
+        def record(at: np.ndarray) -> np.ndarray:
+            return np.searchsorted(ends, at, side="right")
+
+        def element(at: np.ndarray) -> np.ndarray:
+            return at - begin[record(at)]
+
+        def rows(at: np.ndarray) -> np.ndarray:
+            if row is None:
+                return np.full(len(at), -1, dtype=np.int64)
+            return row(record(at), element(at))
+
+        return cls(tensor, 0, record, rows, element, _i64(value),
+                   lambda at: per[0][record(at)], lambda at: per[1][record(at)],
+                   begin[counts > 0])
+
     @staticmethod
     def concat(parts: Sequence[Checks | CheckList]) -> CheckList:
         """The entries of ``parts`` as one list (each record's groups in the order of
@@ -89,13 +130,29 @@ class Checks:
         """Positions of the entries that are findings."""
         if self.kind != 0:
             return np.arange(len(self.value))
-        return np.flatnonzero((self.value < self.lower) | (self.value >= self.upper))
+        starts, numbers = self._minmax()
+        outside = ((numbers[:, 0] < take(self.lower, starts))
+                   | (numbers[:, 1] >= take(self.upper, starts)))
+        if not outside.any():
+            return np.zeros(0, dtype=np.int64)
+        ends = np.append(starts[1:], len(self.value))
+        at = np.concatenate([np.arange(a, b) for a, b in zip(
+            starts[outside].tolist(), ends[outside].tolist(), strict=True)])
+        value = self.value[at]
+        return at[(value < take(self.lower, at)) | (value >= take(self.upper, at))]
+
+    def bad_records(self) -> np.ndarray:
+        """The record of each finding entry."""
+        return take(self.record, self.bad())
 
     def _minmax(self) -> tuple[np.ndarray, np.ndarray]:
         """Each group's first entry and its ``(min, max)`` (computed once)."""
         if self._groups is None:
-            starts = np.flatnonzero(np.diff(self.record, prepend=-1)) if len(self.value) \
-                else np.zeros(0, np.int64)
+            starts = self.starts
+            if starts is None:
+                record = take(self.record, np.arange(len(self.value)))
+                starts = np.flatnonzero(np.diff(record, prepend=-1)) if len(self.value) \
+                    else np.zeros(0, np.int64)
             numbers = (np.stack([np.minimum.reduceat(self.value, starts),
                                  np.maximum.reduceat(self.value, starts)], axis=1)
                        if len(starts) else np.zeros((0, 2), np.int64))
@@ -107,15 +164,12 @@ class Checks:
         """Finding dicts per record (only records with some), in entry order. ``req_ids``:
         the request ids of each record's rows (None where unknown)."""
         found: dict[int, list[dict[str, Any]]] = {}
-        if self.kind == 0:
-            starts, numbers = self._minmax()
-            if not ((numbers[:, 0] < self.lower[starts])
-                    | (numbers[:, 1] >= self.upper[starts])).any():
-                return found
         bad = self.bad()
+        if not len(bad):
+            return found
         columns = (self.record, self.row, self.element, self.value, self.lower, self.upper)
         for rec, row, element, value, lower, upper in zip(
-                *(c[bad].tolist() for c in columns), strict=True):
+                *(take(c, bad).tolist() for c in columns), strict=True):
             ids = None if req_ids is None else req_ids[rec]
             no_bound = lower == _NO_BOUND
             found.setdefault(rec, []).append({
@@ -131,9 +185,16 @@ class Checks:
         if self.kind != 0 or not len(self.value):
             return np.zeros(0, np.int64), [], np.zeros((0, 4), np.int64)
         starts, numbers = self._minmax()
-        bounds = np.stack([self.lower[starts], self.upper[starts]], axis=1)
-        return (self.record[starts], [self.tensor] * len(starts),
+        bounds = np.stack([take(self.lower, starts), take(self.upper, starts)], axis=1)
+        return (take(self.record, starts), [self.tensor] * len(starts),
                 np.concatenate([numbers, bounds], axis=1))
+
+    def renumbered(self, positions: np.ndarray) -> Checks:
+        """The same checks with record ``i`` renamed ``positions[i]``."""
+        record = self.record
+        if callable(record):
+            return replace(self, record=lambda at: positions[record(at)])
+        return replace(self, record=positions[record])
 
 
 @dataclass
@@ -165,7 +226,7 @@ class CheckList:
 
     def renumbered(self, positions: np.ndarray) -> CheckList:
         """The same checks with record ``i`` renamed ``positions[i]``."""
-        return CheckList([replace(p, record=positions[p.record]) for p in self.parts])
+        return CheckList([p.renumbered(positions) for p in self.parts])
 
 
 def ragged_parts(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:

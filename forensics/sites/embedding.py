@@ -28,7 +28,7 @@ from forensics.sites._common import (
     row_steps,
     rows_with_any,
 )
-from forensics.sites.core import BatchRun, Checks, owner, rows_of_slots, starts_of
+from forensics.sites.core import BatchRun, Checks, rows_of_slots
 
 NAME = "embedding"
 FIELDS = (
@@ -80,11 +80,9 @@ def _ids(cols: RunColumns) -> Checks:
     """Every id of every record's ``input_ids`` checked against ``[0, num_embeddings)``; the
     row from ``cu_num_tokens`` (unknown without it or past its last row)."""
     ids, lengths = cols.flat("input_ids")
-    rec = owner(lengths)
-    element = np.arange(len(ids), dtype=np.int64) - starts_of(lengths)[rec]
     cu, counts = cols.flat("cu_num_tokens")
-    return Checks.of("input_ids", rec, rows_of_slots(cu, counts, rec, element), element, ids,
-                     0, cols.ints("num_embeddings")[rec])
+    return Checks.of_runs("input_ids", lengths, ids, 0, cols.ints("num_embeddings"),
+                          lambda rec, element: rows_of_slots(cu, counts, rec, element))
 
 
 def prepare_columns(cols: RunColumns) -> BatchRun:
@@ -93,7 +91,7 @@ def prepare_columns(cols: RunColumns) -> BatchRun:
     every variant: the run itself."""
     checks = _ids(cols)
     has_bad = np.zeros(cols.rows, dtype=bool)
-    has_bad[checks.record[checks.bad()]] = True
+    has_bad[checks.bad_records()] = True
     single = ~cols.present("tp_size") | (cols.ints("tp_size") == 1)
     status = np.where(has_bad & single, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
     return BatchRun(status, {int(i): _MESSAGE for i in np.flatnonzero(status)},

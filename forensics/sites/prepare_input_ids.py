@@ -16,7 +16,7 @@ The total number of scheduled tokens is ``cu_num_tokens[-1]`` (0 without rows).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -148,6 +148,8 @@ class Batch:
     spec: np.ndarray
     total: np.ndarray
     vocab: np.ndarray
+    #: the runs made of this batch, by guard (see :func:`run_batch`)
+    runs: dict[bool, BatchRun] = field(default_factory=dict)
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> Batch:
@@ -332,11 +334,10 @@ class Run:
     def checks(self) -> CheckList:
         """The plain records' checks: sampled rows read (the fast path: its slice), draft
         positions read, drafts read from another request's row, and every id of
-        ``input_ids[:total]`` after the call against the vocabulary."""
+        ``input_ids[:total]`` after the call against the vocabulary (a run made without
+        ``whole``: ``device`` holds just those)."""
         b, p = self.batch, self.plans
-        fast = self.plain & p.fast
-        count = np.where(fast, p.num_common, 0)
-        frec, slot = owner(count), within(count)
+        count = np.where(self.plain & p.fast, p.num_common, 0)
         slow = (self.plain & ~p.fast)[p.crec]
         crec = p.crec[slow]
         spec = (self.plain & ~p.fast & self.has_drafts)[p.spec_rec]
@@ -344,17 +345,18 @@ class Run:
         rows = b.local[p.spec_rows[spec]]
         wrong = (index < self.dr_size[srec]) & (
             index // np.maximum(self.dr_width[srec], 1) != b.pp[p.spec_rows[spec]])
-        total = np.where(self.plain, b.total, 0)
-        orec, element = owner(total), within(total)
         return Checks.concat([
-            Checks.of(SAMPLED, frec, _rows(b, frec, slot), slot, slot, 0, b.p[frec]),
+            Checks.of_runs(SAMPLED, count, within(count), 0, b.p, self._rows),
             Checks.of(SAMPLED, crec, b.local[p.common[slow]], p.sample_slots[slow],
                       p.prev[slow], 0, b.p[crec]),
             Checks.of(DRAFTS, srec, rows, p.spec_slots[spec], index, 0, self.dr_size[srec]),
             Checks.of(DRAFTS, srec[wrong], rows[wrong], p.spec_slots[spec][wrong],
                       index[wrong], 0, self.dr_size[srec[wrong]], MISATTRIBUTED),
-            Checks.of(OUTPUT_TENSOR, orec, _rows(b, orec, element), element,
-                      self.device[self.d_off[orec] + element], 0, b.vocab[orec])])
+            Checks.of_runs(OUTPUT_TENSOR, self.d_len, self.device, 0, b.vocab, self._rows)])
+
+    def _rows(self, rec: np.ndarray, slot: np.ndarray) -> np.ndarray:
+        """The batch row of token ``slot`` of each record ``rec``."""
+        return rows_of_slots(self.batch.cu, self.batch.nrows, rec, slot)
 
     def outcome(self, r: int) -> Outcome:
         """The Outcome of plain record ``r``."""
@@ -364,10 +366,6 @@ class Run:
         buffer = self.device[start:start + int(self.d_len[r])].astype(device.dtype)
         return Outcome("ok", "", {"input_ids_device": buffer},
                        _accesses(record, self.plans.one(self.batch, r)))
-
-
-def _rows(b: Batch, rec: np.ndarray, slot: np.ndarray) -> np.ndarray:
-    return rows_of_slots(b.cu, b.nrows, rec, slot)
 
 
 def _record_rows(record: Record, slots: np.ndarray) -> np.ndarray:
@@ -403,7 +401,16 @@ def prepare_columns(cols: RunColumns) -> Batch:
 
 def run_batch(b: Batch, patched: bool) -> BatchRun:
     """The columnar run of a prepared batch as the judge reads it: the plain records in numpy
-    at once, the others one by one through torch."""
+    at once, the others one by one through torch. Where the guard skips no row of the batch
+    (no previous position at or past the sampled rows: :func:`patch_inert` of every record),
+    ``patched`` is the same run as ``upstream``, computed once."""
+    guard = patched and bool((b.pp >= b.p[b.rec]).any())
+    if guard not in b.runs:
+        b.runs[guard] = _run_batch(b, guard)
+    return b.runs[guard]
+
+
+def _run_batch(b: Batch, patched: bool) -> BatchRun:
     run = Run.of(b, plans(b, patched))
     status = np.zeros(b.cols.rows, dtype=np.int8)
     messages: dict[int, str] = {}

@@ -274,6 +274,7 @@ class _Decoded:
         self.view, self.start, self.stop = view, start, stop
         self.rows = stop - start
         self.decoded = {} if decoded is None else decoded
+        self._codes: dict[tuple[str, ...], list[tuple[np.ndarray, np.ndarray]]] = {}
 
     def _kind(self, name: str) -> str | None:
         return self.view.columns[name][0] if name in self.view.columns else None
@@ -358,6 +359,12 @@ class _Decoded:
         return flat.astype(np.int64, copy=False), lengths, counts
 
     def str_codes(self, names: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        key = tuple(names)
+        if key not in self._codes:
+            self._codes[key] = self._str_codes(key)
+        return self._codes[key]
+
+    def _str_codes(self, names: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         parts, counts = [], []
         for name in names:
             if self._kind(name) is None:
