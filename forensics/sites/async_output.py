@@ -14,7 +14,7 @@ to hold every trailing placeholder (the id before it is assumed not to be ``-1``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -143,6 +143,9 @@ class Batch:
     s_start: np.ndarray
     s_rows: np.ndarray
     s_width: np.ndarray
+    #: what both models share (:func:`_select`), and the runs made (:func:`run_batch`)
+    selected: tuple[Any, ...] | None = None
+    runs: list[tuple[np.ndarray, BatchRun]] = field(default_factory=list)
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> Batch:
@@ -259,8 +262,18 @@ def run(batch: Batch, patched: bool) -> Run:
     """vLLM 0.33.0's loop (``patched``: the vocabulary guard) over every record of ``batch`` at
     once. Rows are selected as vLLM selects them (in the previous batch, non-empty, last id
     ``-1``); a record with a previous row past ``sampled_token_ids_cpu`` fails with vLLM's
-    IndexError (a negative one wraps, as a Python list index does)."""
-    b = batch
+    IndexError (a negative one wraps, as a Python list index does). What both models share
+    is computed once per batch (:func:`_select`)."""
+    if batch.selected is None:
+        batch.selected = _select(batch)
+    sel, status, acc_rows, start, base, count_args = batch.selected
+    return Run(batch, status, acc_rows, sel, start, _counts(*count_args, patched), base)
+
+
+def _select(b: Batch) -> tuple[Any, ...]:
+    """The rows both models write and how (see :func:`run`): the selected rows, the status per
+    record, the rows read, each row's first trailing placeholder and sampled row, and the
+    arguments of :func:`_counts` but the model."""
     lens = b.lengths
     last = _last(b.values, lens)
     sel = np.flatnonzero(b.known & (lens > 0) & (last == -1))
@@ -276,9 +289,9 @@ def run(batch: Batch, patched: bool) -> Run:
     base = b.s_start[srec] + eff * k
     ids = b.sampled[np.repeat(base, k) + within(k)]
     start = trailing_start(b.values, lens)[sel]
-    count = _counts(ids, k, b.vocab[srec], lens[sel] - start, _groups(srec, eff, sel), patched)
     status = np.where(failed, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
-    return Run(b, status, acc_rows, sel, start, count, base)
+    return (sel, status, acc_rows, start, base,
+            (ids, k, b.vocab[srec], lens[sel] - start, _groups(srec, eff, sel)))
 
 
 def _last(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -400,10 +413,16 @@ def _write_checks(b: Batch, row: np.ndarray, position: np.ndarray, value: np.nda
     ``[0, vocab_size)``: ``element`` the position in the full output list, tensor
     ``out.output_tail`` for tails, else ``out.output_token_ids``."""
     rec = b.rec[row]
-    parts = [Checks.of(tensor, rec[mask], b.local[row[mask]], position[mask] + b.hidden[
-        row[mask]], value[mask], 0, b.vocab[rec[mask]])
-             for tensor, mask in (("out.output_token_ids", ~b.tails[rec]),
-                                  ("out.output_tail", b.tails[rec]))]
+    tails = b.tails[rec]
+    parts = []
+    for tensor, mask in (("out.output_token_ids", ~tails), ("out.output_tail", tails)):
+        if not mask.any():
+            continue
+        if mask.all():
+            r, at, v, rc = row, position, value, rec
+        else:
+            r, at, v, rc = row[mask], position[mask], value[mask], rec[mask]
+        parts.append(Checks.of(tensor, rc, b.local[r], at + b.hidden[r], v, 0, b.vocab[rc]))
     return Checks.concat(parts)
 
 
@@ -471,8 +490,14 @@ def prepare(records: Sequence[Record]) -> Batch:
 
 
 def run_batch(batch: Batch, patched: bool) -> BatchRun:
-    """The columnar run of a prepared batch as the judge reads it (no Outcome built)."""
+    """The columnar run of a prepared batch as the judge reads it (no Outcome built). Where a
+    model writes the same ids as a run made before (the vocabulary guard stops no count),
+    that run is the answer, computed once."""
     result = run(batch, patched)
+    for count, done in batch.runs:
+        if np.array_equal(count, result.count):
+            return done
     messages = {int(i): _LIST_ERROR for i in np.flatnonzero(result.status)}
-    return BatchRun(result.status, messages, result.checks(),
-                    RowValues(batch.cols, "req_ids"))
+    done = BatchRun(result.status, messages, result.checks(), RowValues(batch.cols, "req_ids"))
+    batch.runs.append((result.count, done))
+    return done
