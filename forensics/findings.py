@@ -135,7 +135,9 @@ class Judge:
         self._reference: dict[int, Findings] | None = None
         self._errors: dict[str, set[str]] = {v: set() for v in self.variants}
         self._coords: list[tuple[np.ndarray, np.ndarray]] = []
+        #: checked ranges, piece by piece: variant, records, tensor codes, numbers
         self._ranges: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._tensors: dict[str, int] = {}
         self._count = 0
 
     def add_coordinates(self, positions: np.ndarray, rows: np.ndarray) -> None:
@@ -156,7 +158,7 @@ class Judge:
         if ranges:
             tensors, *numbers = zip(*ranges, strict=True)
             rec = np.repeat(np.asarray(positions, dtype=np.int64), counts)
-            self._ranges.append((variant, rec, np.array(tensors, dtype=object),
+            self._ranges.append((variant, rec, self._codes(tensors),
                                  np.array(numbers, dtype=np.int64).T))
 
     def add_run(self, variant: str | None, site: str, positions: np.ndarray, run: BatchRun
@@ -173,8 +175,13 @@ class Judge:
             self._errors[variant].add(site)
         rec, tensors, numbers = run.checks.ranges()
         if len(rec):
-            self._ranges.append((variant, positions[rec], np.array(tensors, dtype=object),
-                                 numbers))
+            self._ranges.append((variant, positions[rec], self._codes(tensors), numbers))
+
+    def _codes(self, tensors: Sequence[str]) -> np.ndarray:
+        """Tensor names as small codes (the names are few; a range is kept by the million)."""
+        codes = self._tensors
+        return np.fromiter((codes.setdefault(t, len(codes)) for t in tensors), dtype=np.int32,
+                           count=len(tensors))
 
     def _reference_store(self) -> dict[int, Findings]:
         if self._reference is None:
@@ -221,25 +228,32 @@ class Judge:
         return _verdicts(sites, self._errors, findings)
 
     def bounds(self) -> pd.DataFrame:
-        """The ``ReplayResult.bounds`` table, ordered by variant, then record."""
-        if not self._ranges:
+        """The ``ReplayResult.bounds`` table, ordered by variant, then record. It takes the
+        ranges over: a second call gives an empty table."""
+        pieces, self._ranges = self._ranges, []
+        if not pieces:
             return bounds_frame([])
         import pandas as pd
 
         coords = self.coordinates()
         order = {name: i for i, name in enumerate(self.variants)}
-        variant = np.concatenate([np.full(len(r[1]), order[r[0]]) for r in self._ranges])
-        rec = np.concatenate([r[1] for r in self._ranges])
-        numbers = np.concatenate([r[3] for r in self._ranges])
+        variant = np.concatenate([np.full(len(r[1]), order[r[0]], np.int8) for r in pieces])
+        rec = np.concatenate([r[1] for r in pieces])
         keep = np.lexsort((rec, variant))  # variant, then record (chunks interleave them)
-        rec = rec[keep]
+        rec, variant = rec[keep], variant[keep]
+        tensor = np.concatenate([r[2] for r in pieces])[keep]
+        numbers = np.concatenate([r[3] for r in pieces])
+        del pieces
+        numbers = numbers[keep]
+        del keep
+        names = np.array(list(self._tensors), dtype=object)
         columns = {
-            "variant": np.array(self.variants, dtype=object)[variant[keep]],
+            "variant": np.array(self.variants, dtype=object)[variant],
             "site": np.array(SITES, dtype=object)[coords[rec, 0]],
             "step": coords[rec, 1], "rank": coords[rec, 2], "record": rec,
-            "tensor": np.concatenate([r[2] for r in self._ranges])[keep],
-            **{c: numbers[keep, j] for j, c in enumerate(("min", "max", "lower", "upper"))}}
-        return pd.DataFrame(columns, columns=list(BOUNDS_COLUMNS))
+            "tensor": names[tensor],
+            **{c: numbers[:, j] for j, c in enumerate(("min", "max", "lower", "upper"))}}
+        return pd.DataFrame(columns, columns=list(BOUNDS_COLUMNS), copy=False)
 
 
 def coordinates_of(records: Sequence[Record]) -> np.ndarray:

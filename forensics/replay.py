@@ -465,10 +465,19 @@ def _outcome_frame(coords: np.ndarray, kept: Mapping[str, _Kept]) -> pd.DataFram
             "site": np.array(SITES, dtype=object)[coords[rec, 0]],
             "step": coords[rec, 1], "rank": coords[rec, 2],
             "status": np.array(STATUSES, dtype=object)[k.status[rec]],
-            "message": np.array([k.messages.get(i, "") for i in rec.tolist()], dtype=object)})
+            "message": _messages(rec, k.messages)})
     if not parts or not sum(len(p["record"]) for p in parts):
         return pd.DataFrame([], columns=list(OUTCOME_COLUMNS))
     return pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in OUTCOME_COLUMNS})
+
+
+def _messages(rec: np.ndarray, messages: Mapping[int, str]) -> np.ndarray:
+    """The message of each record of ``rec`` (sorted), "" where it has none."""
+    out = np.full(len(rec), "", dtype=object)
+    if messages:
+        at = np.searchsorted(rec, np.fromiter(messages, dtype=np.int64, count=len(messages)))
+        out[at] = list(messages.values())
+    return out
 
 
 def _index_frame(coords: np.ndarray) -> pd.DataFrame:

@@ -15,6 +15,7 @@ The total number of scheduled tokens is ``cu_num_tokens[-1]`` (0 without rows).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -342,21 +343,19 @@ class Run:
         crec = p.crec[slow]
         spec = (self.plain & ~p.fast & self.has_drafts)[p.spec_rec]
         srec, index = p.spec_rec[spec], p.draft_index[spec]
-        rows = b.local[p.spec_rows[spec]]
+        spec_rows = b.local[p.spec_rows[spec]]
         wrong = (index < self.dr_size[srec]) & (
             index // np.maximum(self.dr_width[srec], 1) != b.pp[p.spec_rows[spec]])
+        rows = functools.partial(rows_of_slots, b.cu, b.nrows)  # no cycle through the batch
         return Checks.concat([
-            Checks.of_runs(SAMPLED, count, within(count), 0, b.p, self._rows),
+            Checks.of_runs(SAMPLED, count, within(count), 0, b.p, rows),
             Checks.of(SAMPLED, crec, b.local[p.common[slow]], p.sample_slots[slow],
                       p.prev[slow], 0, b.p[crec]),
-            Checks.of(DRAFTS, srec, rows, p.spec_slots[spec], index, 0, self.dr_size[srec]),
-            Checks.of(DRAFTS, srec[wrong], rows[wrong], p.spec_slots[spec][wrong],
+            Checks.of(DRAFTS, srec, spec_rows, p.spec_slots[spec], index, 0,
+                      self.dr_size[srec]),
+            Checks.of(DRAFTS, srec[wrong], spec_rows[wrong], p.spec_slots[spec][wrong],
                       index[wrong], 0, self.dr_size[srec[wrong]], MISATTRIBUTED),
-            Checks.of_runs(OUTPUT_TENSOR, self.d_len, self.device, 0, b.vocab, self._rows)])
-
-    def _rows(self, rec: np.ndarray, slot: np.ndarray) -> np.ndarray:
-        """The batch row of token ``slot`` of each record ``rec``."""
-        return rows_of_slots(self.batch.cu, self.batch.nrows, rec, slot)
+            Checks.of_runs(OUTPUT_TENSOR, self.d_len, self.device, 0, b.vocab, rows)])
 
     def outcome(self, r: int) -> Outcome:
         """The Outcome of plain record ``r``."""
