@@ -384,6 +384,8 @@ def _start_buffers(b: Batch, p: _Plans, plain: np.ndarray, whole: bool
     has_device = b.cols.present("input_ids_device")
     size = np.where(has_device, n_device, n_inputs) if whole else b.total
     size = np.where(plain, size, 0)
+    if not has_device.any() and np.array_equal(size, n_inputs):  # the staging, whole
+        return inputs.astype(np.int64), starts_of(size), size
     rec, i = owner(size), within(size)
     staged = p.copy_cpu[rec] & (i < b.total[rec]) | ~has_device[rec]
     at_inputs = np.where(staged, starts_of(n_inputs)[rec] + i, 0)
