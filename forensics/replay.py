@@ -240,9 +240,8 @@ def _run_chunk(chunk: _Chunk, chosen: list[tuple[str, Variant]], reference: Vari
                judged: judge.Judge, kept: Mapping[str, _Kept], bar: Progress | None) -> None:
     """Run the replayed records of ``chunk`` through every variant and judge them: model
     variants columnar (one run each over the chunk's columns), the others record by record."""
-    models: list[tuple[str, Variant]] = [(name, v) for name, v in chosen
-                                         if isinstance(v, ModelVariant)]
-    if reference is not None:
+    models = [(name, v) for name, v in chosen if isinstance(v, ModelVariant)]
+    if isinstance(reference, ModelVariant):
         models.append((_REFERENCE, reference))
     runs = _model_runs(chunk, models)
     for name, variant in chosen:
@@ -268,7 +267,8 @@ def _run_chunk(chunk: _Chunk, chosen: list[tuple[str, Variant]], reference: Vari
 _REFERENCE = "\0reference"
 
 
-def _model_runs(chunk: _Chunk, models: list[tuple[str, Variant]]) -> dict[str, BatchRun]:
+def _model_runs(chunk: _Chunk, models: list[tuple[str, ModelVariant]]
+                ) -> dict[str, BatchRun]:
     """The columnar run of each model variant over the chunk (none for a site without a
     columnar run); columns the store cannot vouch for (``ScreenUnsure``) are read again from
     the decoded records."""
@@ -279,8 +279,7 @@ def _model_runs(chunk: _Chunk, models: list[tuple[str, Variant]]) -> dict[str, B
     try:
         prepared = (prepare(chunk.cols) if prepare is not None
                     else module.prepare(chunk.records()))
-        return {name: variant.run_batch(chunk.site, prepared)  # type: ignore[attr-defined]
-                for name, variant in models}
+        return {name: variant.run_batch(chunk.site, prepared) for name, variant in models}
     except ScreenUnsure:
         chunk.cols = RecordColumns(chunk.records())
         return _model_runs(chunk, models)

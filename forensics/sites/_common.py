@@ -348,9 +348,11 @@ def prev_rows(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:
     order = np.lexsort((pos, key))  # the last position of a repeated request wins
     key, pos = key[order], pos[order]
     wanted = rec * span + req
+    if not len(key):  # no previous request of any record
+        key, pos = np.full(1, -1, dtype=np.int64), np.full(1, -1, dtype=np.int64)
     at = np.maximum(np.searchsorted(key, wanted, side="right") - 1, 0)
-    known = (req >= 0) & (len(key) > 0) & (key[at] == wanted if len(key) else False)
-    result = np.where(known, pos[at] if len(pos) else -1, -1)
+    known = (req >= 0) & (key[at] == wanted)
+    result = np.where(known, pos[at], -1)
     for r in np.flatnonzero(cols.present("prev_req_id_to_index")).tolist():
         record, begin = cols.record(r), int(starts_of(nreq)[r])
         got = [record["prev_req_id_to_index"].get(q) for q in record["req_ids"]]

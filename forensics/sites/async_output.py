@@ -266,8 +266,9 @@ def run(batch: Batch, patched: bool) -> Run:
     is computed once per batch (:func:`_select`)."""
     if batch.selected is None:
         batch.selected = _select(batch)
-    sel, status, acc_rows, start, base, count_args = batch.selected
-    return Run(batch, status, acc_rows, sel, start, _counts(*count_args, patched), base)
+    sel, status, acc_rows, start, base, (ids, k, vocab, places, groups) = batch.selected
+    return Run(batch, status, acc_rows, sel, start,
+               _counts(ids, k, vocab, places, groups, patched), base)
 
 
 def _select(b: Batch) -> tuple[Any, ...]:
