@@ -134,31 +134,31 @@ class Judge:
         self._found: dict[str, dict[int, Findings]] = {v: {} for v in self.variants}
         self._reference: dict[int, Findings] | None = None
         self._errors: dict[str, set[str]] = {v: set() for v in self.variants}
-        self._coords: list[np.ndarray] = []
+        self._coords: list[tuple[np.ndarray, np.ndarray]] = []
+        #: checked ranges, piece by piece: variant, records, tensor codes, numbers
         self._ranges: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._tensors: dict[str, int] = {}
         self._count = 0
 
-    def add_records(self, records: Sequence[Record]) -> int:
-        """Note the coordinates of the next ``records``; return the position of the first."""
-        start = self._count
-        rows = [(site_order(r.site), r.step, r.rank, r.summary) for r in records]
-        self._coords.append(np.array(rows, dtype=np.int64).reshape(-1, 4))
-        self._count += len(records)
-        return start
+    def add_coordinates(self, positions: np.ndarray, rows: np.ndarray) -> None:
+        """Note the coordinates of the records at ``positions``: one row each of site order,
+        step, rank and summary flag (see :func:`coordinates_of`)."""
+        self._coords.append((np.asarray(positions, dtype=np.int64), rows))
+        self._count += len(rows)
 
-    def add(self, variant: str, records: Sequence[Record], start: int,
+    def add(self, variant: str, records: Sequence[Record], positions: np.ndarray,
             outcomes: Sequence[Outcome | None]) -> None:
-        """Judge ``records`` (at positions ``start...``) under ``variant`` (records of a site
-        run columnar have None outcomes here: :meth:`add_run` judges them)."""
+        """Judge ``records`` (at ``positions``) under ``variant`` one by one (summary records
+        and the outcomes of variants without a columnar run: :meth:`add_run` judges those)."""
         judged = _Judged.of(records, outcomes)
         ranges, counts = judged.ranges, judged.counts
-        _keep(self._found[variant], start, judged.found)
+        _keep(self._found[variant], positions, judged.found)
         self._errors[variant] |= {r.site for r, o in zip(records, outcomes, strict=True)
                                   if o is not None and o.status == ERROR}
         if ranges:
             tensors, *numbers = zip(*ranges, strict=True)
-            rec = np.repeat(np.arange(start, start + len(records)), counts)
-            self._ranges.append((variant, rec, np.array(tensors, dtype=object),
+            rec = np.repeat(np.asarray(positions, dtype=np.int64), counts)
+            self._ranges.append((variant, rec, self._codes(tensors),
                                  np.array(numbers, dtype=np.int64).T))
 
     def add_run(self, variant: str | None, site: str, positions: np.ndarray, run: BatchRun
@@ -175,25 +175,35 @@ class Judge:
             self._errors[variant].add(site)
         rec, tensors, numbers = run.checks.ranges()
         if len(rec):
-            self._ranges.append((variant, positions[rec], np.array(tensors, dtype=object),
-                                 numbers))
+            self._ranges.append((variant, positions[rec], self._codes(tensors), numbers))
+
+    def _codes(self, tensors: Sequence[str]) -> np.ndarray:
+        """Tensor names as small codes (the names are few; a range is kept by the million)."""
+        codes = self._tensors
+        return np.fromiter((codes.setdefault(t, len(codes)) for t in tensors), dtype=np.int32,
+                           count=len(tensors))
 
     def _reference_store(self) -> dict[int, Findings]:
         if self._reference is None:
             self._reference = {}
         return self._reference
 
-    def add_reference(self, records: Sequence[Record], start: int,
+    def add_reference(self, records: Sequence[Record], positions: np.ndarray,
                       outcomes: Sequence[Outcome | None]) -> None:
-        """Judge ``records`` under the ``upstream`` model run only to find origins."""
-        _keep(self._reference_store(), start, judge_all(records, outcomes))
+        """Judge ``records`` (at ``positions``) under the ``upstream`` model run only to find
+        origins."""
+        _keep(self._reference_store(), positions, judge_all(records, outcomes))
 
     def coordinates(self) -> np.ndarray:
-        """One row per record so far: site order, step, rank, summary (int64)."""
-        if len(self._coords) != 1:
-            self._coords = [np.concatenate(self._coords) if self._coords
-                            else np.zeros((0, 4), np.int64)]
-        return self._coords[0]
+        """One row per record noted so far, by position: site order, step, rank, summary
+        (int64)."""
+        if len(self._coords) != 1 or not np.array_equal(
+                self._coords[0][0], np.arange(self._count)):
+            coords = np.zeros((self._count, 4), dtype=np.int64)
+            for positions, rows in self._coords:
+                coords[positions] = rows
+            self._coords = [(np.arange(self._count), coords)]
+        return self._coords[0][1]
 
     def findings(self) -> pd.DataFrame:
         """The findings table of every variant (see :func:`build_findings`)."""
@@ -218,32 +228,45 @@ class Judge:
         return _verdicts(sites, self._errors, findings)
 
     def bounds(self) -> pd.DataFrame:
-        """The ``ReplayResult.bounds`` table, ordered by variant, then record."""
-        if not self._ranges:
+        """The ``ReplayResult.bounds`` table, ordered by variant, then record. It takes the
+        ranges over: a second call gives an empty table."""
+        pieces, self._ranges = self._ranges, []
+        if not pieces:
             return bounds_frame([])
         import pandas as pd
 
         coords = self.coordinates()
         order = {name: i for i, name in enumerate(self.variants)}
-        variant = np.concatenate([np.full(len(r[1]), order[r[0]]) for r in self._ranges])
-        rec = np.concatenate([r[1] for r in self._ranges])
-        numbers = np.concatenate([r[3] for r in self._ranges])
+        variant = np.concatenate([np.full(len(r[1]), order[r[0]], np.int8) for r in pieces])
+        rec = np.concatenate([r[1] for r in pieces])
         keep = np.lexsort((rec, variant))  # variant, then record (chunks interleave them)
-        rec = rec[keep]
+        rec, variant = rec[keep], variant[keep]
+        tensor = np.concatenate([r[2] for r in pieces])[keep]
+        numbers = np.concatenate([r[3] for r in pieces])
+        del pieces
+        numbers = numbers[keep]
+        del keep
+        names = np.array(list(self._tensors), dtype=object)
         columns = {
-            "variant": np.array(self.variants, dtype=object)[variant[keep]],
+            "variant": np.array(self.variants, dtype=object)[variant],
             "site": np.array(SITES, dtype=object)[coords[rec, 0]],
             "step": coords[rec, 1], "rank": coords[rec, 2], "record": rec,
-            "tensor": np.concatenate([r[2] for r in self._ranges])[keep],
-            **{c: numbers[keep, j] for j, c in enumerate(("min", "max", "lower", "upper"))}}
-        return pd.DataFrame(columns, columns=list(BOUNDS_COLUMNS))
+            "tensor": names[tensor],
+            **{c: numbers[:, j] for j, c in enumerate(("min", "max", "lower", "upper"))}}
+        return pd.DataFrame(columns, columns=list(BOUNDS_COLUMNS), copy=False)
 
 
-def _keep(store: dict[int, Findings], start: int, found: list[Findings]) -> None:
-    """Keep the non-empty findings of the records at ``start...`` in ``store``."""
-    for i, f in enumerate(found):
+def coordinates_of(records: Sequence[Record]) -> np.ndarray:
+    """The coordinates the judge keeps of ``records``: site order, step, rank, summary."""
+    rows = [(site_order(r.site), r.step, r.rank, r.summary) for r in records]
+    return np.array(rows, dtype=np.int64).reshape(-1, 4)
+
+
+def _keep(store: dict[int, Findings], positions: np.ndarray, found: list[Findings]) -> None:
+    """Keep the non-empty findings of the records at ``positions`` in ``store``."""
+    for i, f in zip(np.asarray(positions).tolist(), found, strict=True):
         if f:
-            store[start + i] = f
+            store[i] = f
 
 
 def _produced(summary: bool, found: Findings) -> set[tuple[int, str | None]]:
@@ -310,11 +333,12 @@ def build_findings(records: Sequence[Record], outcomes: Mapping[str, Sequence[Ou
     is a list, the checked ranges are appended to it (columns :data:`BOUNDS_COLUMNS`).
     """
     judge = Judge(list(outcomes))
-    judge.add_records(records)
+    positions = np.arange(len(records))
+    judge.add_coordinates(positions, coordinates_of(records))
     for name, outs in outcomes.items():
-        judge.add(name, records, 0, outs)
+        judge.add(name, records, positions, outs)
     if reference is not None:
-        judge.add_reference(records, 0, reference)
+        judge.add_reference(records, positions, reference)
     if bounds is not None:
         bounds += judge.bounds().itertuples(index=False, name=None)
     return judge.findings()

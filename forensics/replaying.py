@@ -10,9 +10,10 @@ when it is not among the chosen variants.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
@@ -29,8 +30,8 @@ from forensics.errors import (
 from forensics.outcome import STATUSES, Outcome
 from forensics.progress import Progress
 from forensics.records import Record
-from forensics.sites import SINK, SITES, get_site
-from forensics.sites._common import failed
+from forensics.sites import SINK, SITES, get_site, site_order
+from forensics.sites._common import RecordColumns, RunColumns, ScreenUnsure, failed
 from forensics.sites.core import BatchRun
 from forensics.variants import Variant, resolve_variant
 from forensics.variants.models import ModelVariant
@@ -142,23 +143,13 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
     bar = Progress(len(records) * len(chosen), "replay", force=True) if progress else None
     judged = judge.Judge(names)
     kept = {name: _Kept(variant, len(records)) for name, variant in chosen}
-    for start in range(0, len(records), CHUNK):
-        chunk = list(records[start:start + CHUNK])
-        judged.add_records(chunk)
-        columnar = _columnar(chunk)
-        for name, variant in chosen:
-            runs = _run_columnar(variant, columnar, bar)
-            outs = run_variant(variant, chunk, bar, name, set(runs))
-            judged.add(name, chunk, start, outs)
-            kept[name].add(start, outs)
-            for site, run in runs.items():
-                judged.add_run(name, site, start + columnar[site][0], run)
-                kept[name].add_run(start + columnar[site][0], run)
-        if reference is not None:
-            runs = _run_columnar(reference, columnar, None)
-            judged.add_reference(chunk, start, run_variant(reference, chunk, skip=set(runs)))
-            for site, run in runs.items():
-                judged.add_run(None, site, start + columnar[site][0], run)
+    chunks = (_store_chunks(capture_obj) if hasattr(capture_obj, "chunks")
+              else _record_chunks(records))
+    for chunk in chunks:
+        judged.add_coordinates(chunk.all_positions, chunk.coords)
+        _judge_summaries(chunk, names, reference, judged)
+        if chunk.positions.size:
+            _run_chunk(chunk, chosen, reference, judged, kept, bar)
         if hasattr(capture_obj, "release"):
             capture_obj.release()  # the chunk's mapped pages leave the resident set
     if bar is not None:
@@ -171,34 +162,127 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
                         index=_index_frame(coords))
 
 
-def _columnar(records: Sequence[Record]) -> dict[str, tuple[np.ndarray, Any]]:
-    """Per site with a columnar run: the positions of its non-summary records and its
-    ``prepare`` of them (shared by the model variants)."""
-    by_site: dict[str, list[int]] = {}
-    for i, record in enumerate(records):
-        if not record.summary:
+@dataclass
+class _Chunk:
+    """Records of one site read together: the coordinates of all of them (``all_positions``
+    in the result, ``coords`` as :func:`forensics.findings.coordinates_of` gives them), the
+    summary records, and the replayed ones at ``positions`` as columns (``cols``; their
+    Records decoded only when a per-record variant asks, by ``decode``)."""
+
+    site: str
+    all_positions: np.ndarray
+    coords: np.ndarray
+    summaries: list[Record]
+    summary_positions: np.ndarray
+    positions: np.ndarray
+    cols: RunColumns
+    decode: Callable[[], Sequence[Record]]
+    _decoded: Sequence[Record] | None = None
+
+    def records(self) -> Sequence[Record]:
+        """The replayed records (decoded once)."""
+        if self._decoded is None:
+            self._decoded = self.decode()
+        return self._decoded
+
+
+def _store_chunks(capture: Any) -> Iterator[_Chunk]:
+    """The chunks of a capture, batch by batch: columns straight from the store (each batch
+    screened and its flagged rows validated, raising as decoding would); a batch the store
+    cannot read in bulk (summary rows among them) is decoded into Records."""
+    none = np.zeros(0, dtype=np.int64)
+    for view, start, stop, positions in capture.chunks(CHUNK):
+        cols = view.screened(start, stop)
+        if cols is None:
+            yield from _record_chunks(view.records(start, stop), positions)
+            continue
+        coords = np.empty((stop - start, 4), dtype=np.int64)
+        coords[:, 0], coords[:, 1] = site_order(view.site), view.steps[start:stop]
+        coords[:, 2], coords[:, 3] = view.rank, 0
+        yield _Chunk(view.site, positions, coords, [], none, positions, cols,
+                     functools.partial(view.records, start, stop))
+
+
+def _record_chunks(records: Sequence[Record], positions: np.ndarray | None = None
+                   ) -> Iterator[_Chunk]:
+    """The chunks of Records (at ``positions``, default ``0...``), ``CHUNK`` at a time, one
+    per site."""
+    for begin in range(0, len(records), CHUNK):
+        part = list(records[begin:begin + CHUNK])
+        where = (np.arange(begin, begin + len(part)) if positions is None
+                 else positions[begin:begin + len(part)])
+        by_site: dict[str, list[int]] = {}
+        for i, record in enumerate(part):
             by_site.setdefault(record.site, []).append(i)
-    out = {}
-    for site, positions in by_site.items():
-        prepare = getattr(get_site(site), "prepare", None)
-        if prepare is not None:
-            out[site] = (np.array(positions, dtype=np.int64),
-                         prepare([records[i] for i in positions]))
-    return out
+        for site, indices in by_site.items():
+            mine = [part[i] for i in indices]
+            summary = np.array([r.summary for r in mine], dtype=bool)
+            replayed = [r for r in mine if not r.summary]
+            at = where[np.array(indices, dtype=np.int64)]
+            yield _Chunk(site, at, judge.coordinates_of(mine),
+                         [r for r in mine if r.summary], at[summary], at[~summary],
+                         RecordColumns(replayed), functools.partial(list, replayed))
 
 
-def _run_columnar(variant: Variant, columnar: dict[str, tuple[np.ndarray, Any]],
-                  progress: Progress | None) -> dict[str, BatchRun]:
-    """The columnar runs of a model variant, per site of ``columnar`` (none for other
-    variants)."""
-    if not isinstance(variant, ModelVariant):
+def _judge_summaries(chunk: _Chunk, names: list[str], reference: Variant | None,
+                     judged: judge.Judge) -> None:
+    """Every variant (and the origin reference) gets the bounds findings of the summary
+    records."""
+    if not chunk.summaries:
+        return
+    nothing = [None] * len(chunk.summaries)
+    for name in names:
+        judged.add(name, chunk.summaries, chunk.summary_positions, nothing)
+    if reference is not None:
+        judged.add_reference(chunk.summaries, chunk.summary_positions, nothing)
+
+
+def _run_chunk(chunk: _Chunk, chosen: list[tuple[str, Variant]], reference: Variant | None,
+               judged: judge.Judge, kept: Mapping[str, _Kept], bar: Progress | None) -> None:
+    """Run the replayed records of ``chunk`` through every variant and judge them: model
+    variants columnar (one run each over the chunk's columns), the others record by record."""
+    models = [(name, v) for name, v in chosen if isinstance(v, ModelVariant)]
+    if isinstance(reference, ModelVariant):
+        models.append((_REFERENCE, reference))
+    runs = _model_runs(chunk, models)
+    for name, variant in chosen:
+        if name in runs:
+            judged.add_run(name, chunk.site, chunk.positions, runs[name])
+            kept[name].add_run(chunk.positions, runs[name])
+            if bar is not None:
+                bar.advance(len(chunk.positions))
+            continue
+        outs = run_variant(variant, chunk.records(), bar, name)
+        judged.add(name, chunk.records(), chunk.positions, outs)
+        kept[name].add(chunk.positions, outs)
+    if reference is None:
+        return
+    if _REFERENCE in runs:
+        judged.add_run(None, chunk.site, chunk.positions, runs[_REFERENCE])
+    else:
+        judged.add_reference(chunk.records(), chunk.positions,
+                             run_variant(reference, chunk.records()))
+
+
+#: the key of the origin reference's run among a chunk's model runs
+_REFERENCE = "\0reference"
+
+
+def _model_runs(chunk: _Chunk, models: list[tuple[str, ModelVariant]]
+                ) -> dict[str, BatchRun]:
+    """The columnar run of each model variant over the chunk (none for a site without a
+    columnar run); columns the store cannot vouch for (``ScreenUnsure``) are read again from
+    the decoded records."""
+    site = get_site(chunk.site)
+    if not models or site.run_batch is None:
         return {}
-    runs = {}
-    for site, (positions, prepared) in columnar.items():
-        runs[site] = variant.run_batch(site, prepared)
-        if progress is not None:
-            progress.advance(len(positions))
-    return runs
+    try:
+        prepared = (site.prepare_columns(chunk.cols) if site.prepare_columns is not None
+                    else site.prepare(chunk.records()) if site.prepare is not None else None)
+        return {name: variant.run_batch(chunk.site, prepared) for name, variant in models}
+    except ScreenUnsure:
+        chunk.cols = RecordColumns(chunk.records())
+        return _model_runs(chunk, models)
 
 
 def _has_sink(records: Sequence[Record], capture: Any) -> bool:
@@ -255,16 +339,14 @@ def _from_spec(name: str, spec: Any) -> Variant:
 
 
 def run_variant(variant: Variant, records: Sequence[Record], progress: Progress | None = None,
-                name: str | None = None, skip: Set[str] = frozenset()
-                ) -> list[Outcome | None]:
+                name: str | None = None) -> list[Outcome | None]:
     """One outcome per record (None for summary records), site by site; ``run_many`` when the
     variant has it, else ``run`` per record. Exceptions become outcomes. ``progress`` is
-    advanced by the records of each site. Records of the sites in ``skip`` (run columnar) get
-    None."""
+    advanced by the records of each site."""
     outcomes: list[Outcome | None] = [None] * len(records)
     by_site: dict[str, list[int]] = {}
     for i, record in enumerate(records):
-        if not record.summary and record.site not in skip:
+        if not record.summary:
             by_site.setdefault(record.site, []).append(i)
     for site, indices in by_site.items():
         if progress is not None:
@@ -318,15 +400,15 @@ class _Kept:
         self.held: list[Outcome | None] | None = (
             None if isinstance(variant, ModelVariant) else [None] * count)
 
-    def add(self, start: int, outcomes: Sequence[Outcome | None]) -> None:
-        """Keep the outcomes of the records at ``start...``."""
-        for i, outcome in enumerate(outcomes, start):
+    def add(self, positions: np.ndarray, outcomes: Sequence[Outcome | None]) -> None:
+        """Keep the outcomes of the records at ``positions``."""
+        for i, outcome in zip(positions.tolist(), outcomes, strict=True):
             if outcome is not None:
                 self.status[i] = STATUSES.index(outcome.status)
                 if outcome.message:
                     self.messages[i] = outcome.message
-        if self.held is not None:
-            self.held[start:start + len(outcomes)] = outcomes
+            if self.held is not None:
+                self.held[i] = outcome
 
     def add_run(self, positions: np.ndarray, run: BatchRun) -> None:
         """Keep the statuses and messages of a columnar run of the records at ``positions``
@@ -382,10 +464,19 @@ def _outcome_frame(coords: np.ndarray, kept: Mapping[str, _Kept]) -> pd.DataFram
             "site": np.array(SITES, dtype=object)[coords[rec, 0]],
             "step": coords[rec, 1], "rank": coords[rec, 2],
             "status": np.array(STATUSES, dtype=object)[k.status[rec]],
-            "message": np.array([k.messages.get(i, "") for i in rec.tolist()], dtype=object)})
+            "message": _messages(rec, k.messages)})
     if not parts or not sum(len(p["record"]) for p in parts):
         return pd.DataFrame([], columns=list(OUTCOME_COLUMNS))
     return pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in OUTCOME_COLUMNS})
+
+
+def _messages(rec: np.ndarray, messages: Mapping[int, str]) -> np.ndarray:
+    """The message of each record of ``rec`` (sorted), "" where it has none."""
+    out = np.full(len(rec), "", dtype=object)
+    if messages:
+        at = np.searchsorted(rec, np.fromiter(messages, dtype=np.int64, count=len(messages)))
+        out[at] = list(messages.values())
+    return out
 
 
 def _index_frame(coords: np.ndarray) -> pd.DataFrame:

@@ -11,14 +11,14 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from forensics.errors import CaptureFormatError
 from forensics.outcome import Access, Outcome
 from forensics.records import Record
-from forensics.sites.core import CheckList, Checks
+from forensics.sites.core import CheckList, Checks, owner, ragged_parts, starts_of
 
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
 #: while set (by the judge, ``forensics.findings._Judged.of``), every checked array's range is
@@ -221,6 +221,169 @@ class BatchColumns(Protocol):
         """The decoded value of each record (None where absent)."""
 
 
+@runtime_checkable
+class RunColumns(BatchColumns, Protocol):
+    """:class:`BatchColumns` of validated full records, with what a site's
+    ``prepare_columns`` reads beside them: the replay's input (the store's batches, or
+    :class:`RecordColumns` over Records). Every site rule reads records through this."""
+
+    def dtype(self, name: str) -> np.dtype[Any] | None:
+        """The dtype of tensor ``name`` when every record that carries it shares one (None
+        when none carries it or they differ)."""
+
+    def shape(self, name: str, dim: int) -> np.ndarray:
+        """Dimension ``dim`` of each record's tensor ``name`` (0 where absent), int64."""
+
+    def ragged(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Ragged ``name``: all inner lists' values end to end (int64), every inner list's
+        length and each record's count of lists."""
+
+    def str_codes(self, names: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """String lists ``names``: per name, the items of every record end to end as int64
+        codes (equal strings get equal codes across ``names``; a None item -1) and each
+        record's count of items."""
+
+    def record(self, i: int) -> Record:
+        """Record ``i`` itself (for the per-record paths: fallbacks and the records API)."""
+
+
+class RecordColumns:
+    """:class:`RunColumns` over a sequence of validated full Records of one site: a single
+    record is a batch of one."""
+
+    def __init__(self, records: Sequence[Record]) -> None:
+        self.records = records
+        self.rows = len(records)
+
+    def _each(self, name: str) -> list[Any]:
+        return [r.fields.get(name) for r in self.records]
+
+    def present(self, name: str) -> np.ndarray:
+        return np.fromiter((name in r.fields for r in self.records), dtype=bool,
+                           count=self.rows)
+
+    def length(self, name: str) -> np.ndarray:
+        return np.fromiter((0 if v is None else len(v) for v in self._each(name)),
+                           dtype=np.int64, count=self.rows)
+
+    def ndim(self, name: str) -> np.ndarray:
+        return np.fromiter((0 if v is None else np.ndim(v) for v in self._each(name)),
+                           dtype=np.int64, count=self.rows)
+
+    def ints(self, name: str) -> np.ndarray:
+        return np.fromiter((0 if v is None else v for v in self._each(name)), dtype=np.int64,
+                           count=self.rows)
+
+    def flat(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        arrays = [np.asarray(v).reshape(-1) for v in self._each(name) if v is not None]
+        counts = np.fromiter((0 if v is None else np.size(v) for v in self._each(name)),
+                             dtype=np.int64, count=self.rows)
+        if not arrays:
+            return np.zeros(0, dtype=np.int64), counts
+        if len({a.dtype for a in arrays}) > 1:  # no float promotion of mixed widths
+            arrays = [a.astype(np.int64) for a in arrays]
+        return np.concatenate(arrays).astype(np.int64, copy=False), counts
+
+    def inner_lengths(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        _, lengths, counts = self.ragged(name)
+        return lengths, counts
+
+    def values(self, name: str) -> list[Any]:
+        return self._each(name)
+
+    def dtype(self, name: str) -> np.dtype[Any] | None:
+        dtypes = {np.asarray(v).dtype for v in self._each(name) if v is not None}
+        return dtypes.pop() if len(dtypes) == 1 else None
+
+    def shape(self, name: str, dim: int) -> np.ndarray:
+        return np.fromiter((np.shape(v)[dim] if v is not None and np.ndim(v) > dim else 0
+                            for v in self._each(name)), dtype=np.int64, count=self.rows)
+
+    def ragged(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        lists = [v or [] for v in self._each(name)]
+        values, lengths = ragged_parts([row for rows in lists for row in rows])
+        counts = np.fromiter(map(len, lists), dtype=np.int64, count=self.rows)
+        return values, lengths, counts
+
+    def str_codes(self, names: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        codes: dict[str, int] = {}
+        out = []
+        for name in names:
+            lists = [v or [] for v in self._each(name)]
+            items = [-1 if q is None else codes.setdefault(q, len(codes))
+                     for rows in lists for q in rows]
+            out.append((np.array(items, dtype=np.int64),
+                        np.fromiter(map(len, lists), dtype=np.int64, count=self.rows)))
+        return out
+
+    def record(self, i: int) -> Record:
+        return self.records[i]
+
+
+class RowValues(Sequence[Any]):
+    """Field ``name`` of each record of ``cols``, read only for the records asked for (the
+    request ids a finding names)."""
+
+    def __init__(self, cols: RunColumns, name: str) -> None:
+        self._cols, self._name = cols, name
+
+    def __len__(self) -> int:
+        return self._cols.rows
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(self._cols.rows)[i]]
+        return self._cols.record(i).get(self._name)
+
+
+def prev_rows(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:
+    """Per current row (``req_ids`` end to end): the previous row of its request as
+    :func:`prev_index_map` gives it, and whether it is known (-1 and False otherwise)."""
+    (req, nreq), (prev, nprev) = cols.str_codes(("req_ids", "prev_req_ids"))
+    rec, prec = owner(nreq), owner(nprev)
+    ppos = np.arange(len(prev), dtype=np.int64) - starts_of(nprev)[prec]
+    span = int(max(req.max(initial=0), prev.max(initial=0))) + 2
+    ok = prev >= 0
+    key, pos = prec[ok] * span + prev[ok], ppos[ok]
+    order = np.lexsort((pos, key))  # the last position of a repeated request wins
+    key, pos = key[order], pos[order]
+    wanted = rec * span + req
+    if not len(key):  # no previous request of any record
+        key, pos = np.full(1, -1, dtype=np.int64), np.full(1, -1, dtype=np.int64)
+    at = np.maximum(np.searchsorted(key, wanted, side="right") - 1, 0)
+    known = (req >= 0) & (key[at] == wanted)
+    result = np.where(known, pos[at], -1)
+    for r in np.flatnonzero(cols.present("prev_req_id_to_index")).tolist():
+        record, begin = cols.record(r), int(starts_of(nreq)[r])
+        got = [record["prev_req_id_to_index"].get(q) for q in record["req_ids"]]
+        result[begin:begin + len(got)] = [-1 if g is None else g for g in got]
+        known[begin:begin + len(got)] = [g is not None for g in got]
+    return result.astype(np.int64), known
+
+
+def other_holder(cols: RunColumns, pp: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per row of ``pp`` (``prev_positions`` end to end, ``counts`` per record): whether its
+    previous row was held by another request (:func:`prev_holders`; False where the request
+    ids or the previous batch are unknown)."""
+    (req, _), (prev, nprev) = cols.str_codes(("req_ids", "prev_req_ids"))
+    rec = owner(counts)
+    has_req, has_prev = cols.present("req_ids"), cols.present("prev_req_ids")
+    req_row = np.full(len(pp), -1, dtype=np.int64)
+    req_row[has_req[rec]] = req
+    inside = (has_req & has_prev)[rec] & (pp >= 0) & (pp < nprev[rec])
+    holder = np.where(inside, prev[np.where(inside, starts_of(nprev)[rec] + pp, 0)]
+                      if len(prev) else -1, -1)
+    flags = inside & (holder >= 0) & (holder != req_row)
+    mapped = has_req & ~has_prev & cols.present("prev_req_id_to_index")
+    for r in np.flatnonzero(mapped).tolist():
+        record, begin = cols.record(r), int(starts_of(counts)[r])
+        holders = prev_holders(record)
+        flags[begin:begin + int(counts[r])] = [
+            holders.get(p, q) != q for p, q in zip(pp[begin:begin + int(counts[r])].tolist(),
+                                                   record["req_ids"], strict=True)]
+    return flags
+
+
 class ScreenUnsure(Exception):
     """A columnar screen cannot vouch for any row of the batch: check every row per record."""
 
@@ -270,6 +433,12 @@ def screen_rows(cols: BatchColumns, names: Sequence[str]) -> np.ndarray:
 def screen_unique(cols: BatchColumns, name: str) -> np.ndarray:
     """Records whose list field ``name`` may repeat an item (None items count as items here:
     a superset of what :func:`require_unique` rejects)."""
+    if isinstance(cols, RunColumns):  # codes: no string decoded
+        ((codes, counts),) = cols.str_codes((name,))
+        span = int(codes.max(initial=0)) + 2
+        keys = np.sort(owner(counts) * span + codes + 1)
+        repeated = keys[1:][keys[1:] == keys[:-1]] // span
+        return np.bincount(repeated, minlength=cols.rows) > 0
     return np.fromiter((v is not None and len(set(v)) != len(v) for v in cols.values(name)),
                        dtype=bool, count=cols.rows)
 

@@ -14,7 +14,7 @@ to hold every trailing placeholder (the id before it is assumed not to be ``-1``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,8 +23,11 @@ from forensics.outcome import INDEX_ERROR, OK, STATUSES, Access, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     BatchColumns,
+    RecordColumns,
+    RowValues,
+    RunColumns,
     judged_findings,
-    prev_index_map,
+    prev_rows,
     require,
     require_len,
     require_unique,
@@ -37,8 +40,10 @@ from forensics.sites.core import (
     Checks,
     owner,
     ragged_parts,
+    select_runs,
     split_lists,
     starts_of,
+    within,
 )
 
 NAME = "async_output"
@@ -124,7 +129,7 @@ class Batch:
     was in the previous batch); ``sampled`` every record's ``sampled_token_ids_cpu`` end to end
     (``s_start``, ``s_rows``, ``s_width`` per record)."""
 
-    records: Sequence[Record]
+    cols: RunColumns
     tails: np.ndarray
     rec: np.ndarray
     local: np.ndarray
@@ -138,34 +143,49 @@ class Batch:
     s_start: np.ndarray
     s_rows: np.ndarray
     s_width: np.ndarray
+    #: what both models share (:func:`_select`), and the runs made (:func:`run_batch`)
+    selected: tuple[Any, ...] | None = None
+    runs: list[tuple[np.ndarray, BatchRun]] = field(default_factory=list)
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> Batch:
         """The columns of ``records`` (all of this site, validated)."""
-        tails = np.array(["output_token_ids" not in r for r in records], dtype=bool)
-        lists = [row for r in records
-                 for row in r["output_tail" if "output_token_ids" not in r
-                              else "output_token_ids"]]
-        values, lengths = ragged_parts(lists)
-        nrows = np.array([len(r["req_ids"]) for r in records], dtype=np.int64)
+        return cls.of_columns(RecordColumns(records))
+
+    @classmethod
+    def of_columns(cls, cols: RunColumns) -> Batch:
+        """The batch of the records of ``cols`` (all of this site, validated)."""
+        tails = ~cols.present("output_token_ids")
+        values, lengths = _lists(cols)
+        nrows = cols.length("req_ids")
         rec = owner(nrows)
-        full_len = np.concatenate([np.asarray(r["output_len"], dtype=np.int64) if tail else
-                                   np.zeros(len(r["req_ids"]), np.int64)
-                                   for r, tail in zip(records, tails.tolist(), strict=True)]
-                                  or [np.zeros(0, np.int64)])
-        maps = [prev_index_map(r) or {} for r in records]
-        got = [m.get(q) for r, m in zip(records, maps, strict=True) for q in r["req_ids"]]
-        sampled = [np.asarray(r["sampled_token_ids_cpu"]) for r in records]
-        shapes = np.array([s.shape for s in sampled], dtype=np.int64).reshape(-1, 2)
-        sizes = shapes[:, 0] * shapes[:, 1]
-        flat = np.concatenate([s.reshape(-1).astype(np.int64) for s in sampled]
-                              or [np.zeros(0, np.int64)])
-        return cls(records, tails, rec, np.arange(len(rec)) - starts_of(nrows)[rec], values,
-                   lengths, np.where(tails[rec], full_len - lengths, 0),
-                   np.array([-1 if g is None else g for g in got], dtype=np.int64),
-                   np.array([g is not None for g in got], dtype=bool),
-                   np.array([r["vocab_size"] for r in records], dtype=np.int64), flat,
-                   starts_of(sizes), shapes[:, 0], shapes[:, 1])
+        full_len = np.zeros(len(rec), dtype=np.int64)
+        if tails.any():
+            given, counts = cols.flat("output_len")
+            full_len[tails[rec]] = select_runs(given, counts, np.flatnonzero(tails))[0]
+        prev, known = prev_rows(cols)
+        sampled, sizes = cols.flat("sampled_token_ids_cpu")
+        return cls(cols, tails, rec, np.arange(len(rec)) - starts_of(nrows)[rec], values,
+                   lengths, np.where(tails[rec], full_len - lengths, 0), prev, known,
+                   cols.ints("vocab_size"), sampled, starts_of(sizes),
+                   cols.shape("sampled_token_ids_cpu", 0), cols.shape("sampled_token_ids_cpu", 1))
+
+
+def _lists(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:
+    """Each current row's known ids (its full list, or its tail), end to end: values and
+    lengths (a record gives full lists or tails, never both)."""
+    full_values, full_lengths, full_counts = cols.ragged("output_token_ids")
+    tail_values, tail_lengths, tail_counts = cols.ragged("output_tail")
+    if not tail_counts.any():
+        return full_values, full_lengths
+    if not full_counts.any():
+        return tail_values, tail_lengths
+    order = np.argsort(np.concatenate([owner(full_counts), owner(tail_counts)]), kind="stable")
+    lengths = np.concatenate([full_lengths, tail_lengths])[order]
+    starts = np.concatenate([starts_of(full_lengths),
+                             len(full_values) + starts_of(tail_lengths)])[order]
+    values = np.concatenate([full_values, tail_values])
+    return values[np.repeat(starts, lengths) + within(lengths)], lengths
 
 
 @dataclass
@@ -196,7 +216,7 @@ class Run:
         placeholder written over a placeholder changes nothing). Equal to :func:`written` of
         the run's outputs, without building them."""
         b, taken = self.batch, np.maximum(self.count, 0)
-        i = _within(taken)
+        i = within(taken)
         owner_ = np.repeat(np.arange(len(taken)), taken)
         v = b.sampled[self.base[owner_] + i]
         keep = v != -1
@@ -228,28 +248,39 @@ class Run:
                             if len(rows) else values[:0], lengths[rows])
         if not b.tails[i]:
             return Outcome(OK, "", {"output_token_ids": lists}, [access])
-        dtype = np.asarray(b.records[i]["output_len"]).dtype
+        dtype = np.asarray(b.cols.record(i)["output_len"]).dtype
         return Outcome(OK, "", {"output_tail": lists, "output_len": (
             b.hidden[rows] + lengths[rows]).astype(dtype)}, [access])
 
     def outcomes(self) -> list[Outcome]:
         """The Outcome of every record."""
         after = self.after()
-        return [self.outcome(i, after) for i in range(len(self.batch.records))]
+        return [self.outcome(i, after) for i in range(self.batch.cols.rows)]
 
 
 def run(batch: Batch, patched: bool) -> Run:
     """vLLM 0.33.0's loop (``patched``: the vocabulary guard) over every record of ``batch`` at
     once. Rows are selected as vLLM selects them (in the previous batch, non-empty, last id
     ``-1``); a record with a previous row past ``sampled_token_ids_cpu`` fails with vLLM's
-    IndexError (a negative one wraps, as a Python list index does)."""
-    b = batch
+    IndexError (a negative one wraps, as a Python list index does). What both models share
+    is computed once per batch (:func:`_select`)."""
+    if batch.selected is None:
+        batch.selected = _select(batch)
+    sel, status, acc_rows, start, base, (ids, k, vocab, places, groups) = batch.selected
+    return Run(batch, status, acc_rows, sel, start,
+               _counts(ids, k, vocab, places, groups, patched), base)
+
+
+def _select(b: Batch) -> tuple[Any, ...]:
+    """The rows both models write and how (see :func:`run`): the selected rows, the status per
+    record, the rows read, each row's first trailing placeholder and sampled row, and the
+    arguments of :func:`_counts` but the model."""
     lens = b.lengths
     last = _last(b.values, lens)
     sel = np.flatnonzero(b.known & (lens > 0) & (last == -1))
     srec, prev = b.rec[sel], b.prev[sel]
     p = b.s_rows[srec]
-    failed = np.zeros(len(b.records), dtype=bool)
+    failed = np.zeros(b.cols.rows, dtype=bool)
     failed[srec[(prev >= p) | (prev < -p)]] = True
     acc_rows = sel
     sel = sel[~failed[srec]]
@@ -257,16 +288,11 @@ def run(batch: Batch, patched: bool) -> Run:
     eff = b.prev[sel] + np.where(b.prev[sel] < 0, b.s_rows[srec], 0)
     k = b.s_width[srec]
     base = b.s_start[srec] + eff * k
-    ids = b.sampled[np.repeat(base, k) + _within(k)]
+    ids = b.sampled[np.repeat(base, k) + within(k)]
     start = trailing_start(b.values, lens)[sel]
-    count = _counts(ids, k, b.vocab[srec], lens[sel] - start, _groups(srec, eff, sel), patched)
     status = np.where(failed, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
-    return Run(b, status, acc_rows, sel, start, count, base)
-
-
-def _within(lengths: np.ndarray) -> np.ndarray:
-    """Position of each value within its run, given the run lengths."""
-    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts_of(lengths), lengths)
+    return (sel, status, acc_rows, start, base,
+            (ids, k, b.vocab[srec], lens[sel] - start, _groups(srec, eff, sel)))
 
 
 def _last(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -278,7 +304,7 @@ def _last(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 def _first(mask: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Per run: the position of its first True value, or its length when none."""
-    pos = np.where(mask, _within(lengths), np.iinfo(np.int64).max)
+    pos = np.where(mask, within(lengths), np.iinfo(np.int64).max)
     nonempty = lengths > 0
     out = lengths.copy()
     if len(pos) and nonempty.any():
@@ -290,7 +316,7 @@ def _first(mask: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def trailing_start(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Per run: the position of the first of its trailing ``-1`` placeholders (its length
     when it does not end in ``-1``)."""
-    after = np.where(values != -1, _within(lengths) + 1, 0)
+    after = np.where(values != -1, within(lengths) + 1, 0)
     nonempty = lengths > 0
     out = np.zeros(len(lengths), dtype=np.int64)
     if len(after) and nonempty.any():
@@ -347,11 +373,11 @@ def _rebuild(values: np.ndarray, lengths: np.ndarray, sel: np.ndarray, start: np
     new_len = keep + add
     out = np.empty(int(new_len.sum()), dtype=np.int64)
     out_start = starts_of(new_len)
-    kept = _within(keep)
+    kept = within(keep)
     out[np.repeat(out_start, keep) + kept] = values[np.repeat(starts_of(lengths), keep) + kept]
     src = np.zeros(len(lengths), dtype=np.int64)
     src[sel[wrote]] = base[wrote]
-    taken = _within(add)
+    taken = within(add)
     out[np.repeat(out_start + keep, add) + taken] = sampled[np.repeat(src, add) + taken]
     return out, new_len
 
@@ -367,13 +393,13 @@ def written(batch: Batch, values: np.ndarray, lengths: np.ndarray, ok: np.ndarra
     lo, ln = b.lengths, lengths
     bs, as_ = starts_of(lo), starts_of(ln)
     common = np.minimum(lo, ln)
-    r, w = owner(common), _within(common)
+    r, w = owner(common), within(common)
     differs = b.values[bs[r] + w] != values[as_[r] + w]
     changed = ((lo != ln) | (np.bincount(r[differs], minlength=len(lo)) > 0)) & ok[b.rec]
     start = np.where(_last(b.values, lo) == -1, trailing_start(b.values, lo), lo)
     tail_len = np.where(changed, np.maximum(ln - start, 0), 0)
     tr = owner(tail_len)
-    j = start[tr] + _within(tail_len)
+    j = start[tr] + within(tail_len)
     v = values[as_[tr] + j]
     has_minus = np.bincount(tr[v == -1], minlength=len(lo)) > 0
     inside = j < lo[tr]
@@ -388,10 +414,16 @@ def _write_checks(b: Batch, row: np.ndarray, position: np.ndarray, value: np.nda
     ``[0, vocab_size)``: ``element`` the position in the full output list, tensor
     ``out.output_tail`` for tails, else ``out.output_token_ids``."""
     rec = b.rec[row]
-    parts = [Checks.of(tensor, rec[mask], b.local[row[mask]], position[mask] + b.hidden[
-        row[mask]], value[mask], 0, b.vocab[rec[mask]])
-             for tensor, mask in (("out.output_token_ids", ~b.tails[rec]),
-                                  ("out.output_tail", b.tails[rec]))]
+    tails = b.tails[rec]
+    parts = []
+    for tensor, mask in (("out.output_token_ids", ~tails), ("out.output_tail", tails)):
+        if not mask.any():
+            continue
+        if mask.all():
+            r, at, v, rc = row, position, value, rec
+        else:
+            r, at, v, rc = row[mask], position[mask], value[mask], rec[mask]
+        parts.append(Checks.of(tensor, rc, b.local[r], at + b.hidden[r], v, 0, b.vocab[rc]))
     return Checks.concat(parts)
 
 
@@ -448,17 +480,28 @@ def first_placeholder(ids: Sequence[int]) -> int:
     return int(trailing_start(values, lengths)[0])
 
 
-def prepare(records: Sequence[Record]) -> Batch:
+def prepare_columns(cols: RunColumns) -> Batch:
     """The columns :func:`run_batch` runs (built once for every model variant)."""
+    return Batch.of_columns(cols)
+
+
+def prepare(records: Sequence[Record]) -> Batch:
+    """:func:`prepare_columns` of Records."""
     return Batch.of(records)
 
 
 def run_batch(batch: Batch, patched: bool) -> BatchRun:
-    """The columnar run of a prepared batch as the judge reads it (no Outcome built)."""
+    """The columnar run of a prepared batch as the judge reads it (no Outcome built). Where a
+    model writes the same ids as a run made before (the vocabulary guard stops no count),
+    that run is the answer, computed once."""
     result = run(batch, patched)
+    for count, done in batch.runs:
+        if np.array_equal(count, result.count):
+            return done
     messages = {int(i): _LIST_ERROR for i in np.flatnonzero(result.status)}
-    return BatchRun(result.status, messages, result.checks(),
-                    [r["req_ids"] for r in batch.records])
+    done = BatchRun(result.status, messages, result.checks(), RowValues(batch.cols, "req_ids"))
+    batch.runs.append((result.count, done))
+    return done
 
 
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
@@ -466,5 +509,5 @@ from forensics.sites.base import Site  # noqa: E402  (the SITE declaration close
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched, judge=judge,
-            check_record=check_record, check_batch=check_batch, prepare=prepare,
+            check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)

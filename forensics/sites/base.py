@@ -19,7 +19,7 @@ from forensics.schema import SiteDefinitionError, SiteSchema, check_function
 
 if TYPE_CHECKING:
 
-    from forensics.sites._common import BatchColumns
+    from forensics.sites._common import RunColumns
     from forensics.sites.core import BatchRun
 
 P = TypeVar("P")
@@ -49,7 +49,7 @@ class Site(SiteSchema, Generic[P]):
     judge: Callable[[Record, Outcome], list[Finding]]
     prepare: Callable[[Sequence[Record]], P] | None = None
     run_batch: Callable[[P, bool], BatchRun] | None = None
-    prepare_columns: Callable[[BatchColumns], P] | None = None
+    prepare_columns: Callable[[RunColumns], P] | None = None
     upstream_many: Callable[[list[Record]], list[Outcome]] | None = None
     patched_many: Callable[[list[Record]], list[Outcome]] | None = None
     patch_inert: Callable[[Record], bool] | None = None
@@ -80,11 +80,17 @@ class Site(SiteSchema, Generic[P]):
         return [model(record) for record in records]
 
     def run_records(self, records: Sequence[Record], patched: bool) -> BatchRun | None:
-        """The columnar run of ``records`` (none a summary), or None when the site has no
-        columnar run of Records (no ``prepare``)."""
-        if self.prepare is None or self.run_batch is None:
+        """The columnar run of ``records`` (none a summary): its input from ``prepare``, else
+        from ``prepare_columns`` over the records' columns; None when the site has no
+        columnar run."""
+        if self.run_batch is None:
             return None
-        return self.run_batch(self.prepare(records), patched)
+        if self.prepare is not None:
+            return self.run_batch(self.prepare(records), patched)
+        from forensics.sites._common import RecordColumns
+
+        assert self.prepare_columns is not None  # __post_init__: run_batch needs an input
+        return self.run_batch(self.prepare_columns(RecordColumns(records)), patched)
 
 
 _SCHEMA = {f.name for f in fields(SiteSchema)}

@@ -23,13 +23,16 @@ from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     MISATTRIBUTED,
     BatchColumns,
+    RecordColumns,
+    RowValues,
+    RunColumns,
     failed,
     judged_findings,
-    prev_holders,
+    other_holder,
     require_rows,
     screen_rows,
 )
-from forensics.sites.core import BatchRun, CheckList, Checks
+from forensics.sites.core import BatchRun, CheckList, Checks, owner, select_runs, starts_of
 
 NAME = "batch_change"
 FIELDS = (
@@ -127,51 +130,53 @@ def patched_many(records: list[Record]) -> list[Outcome]:
     return _run_many(records, guard=True)
 
 
-def _is_regular(record: Record) -> bool:
-    n = len(record["prev_positions"])
-    tensors = [record[spec.name] for spec in FIELDS if spec.kind == "tensor"]
-    return (all(np.asarray(t).dtype in _FAST_DTYPES for t in tensors)
-            and len(record["num_accepted_tokens"]) == n
-            and len(record["cpu_num_computed_tokens"]) == n
-            and len(record["num_computed_tokens"]) >= n)
+def _regular(cols: RunColumns) -> np.ndarray:
+    """The records numpy runs exactly as torch does: int32/int64 tensors, per-row tensors of
+    one entry per row, a ``num_computed_tokens`` buffer that holds every row."""
+    n = cols.length("prev_positions")
+    plain = all(cols.dtype(spec.name) in _FAST_DTYPES for spec in FIELDS
+                if spec.kind == "tensor")
+    return (np.full(cols.rows, plain) & (cols.length("num_accepted_tokens") == n)
+            & (cols.length("cpu_num_computed_tokens") == n)
+            & (cols.length("num_computed_tokens") >= n))
 
 
 def _run_many(records: list[Record], guard: bool) -> list[Outcome]:
+    cols = RecordColumns(records)
+    regular = np.flatnonzero(_regular(cols))
     outcomes: list[Outcome | None] = [None] * len(records)
-    regular = [i for i, r in enumerate(records) if _is_regular(r)]
-    for i in sorted(set(range(len(records))) - set(regular)):
+    for i in sorted(set(range(len(records))) - set(regular.tolist())):
         outcomes[i] = _run(records[i], guard)
-    if regular:
-        batch = [records[i] for i in regular]
-        for i, outcome in zip(regular, _Batch(batch).run(guard), strict=True):
+    if len(regular):
+        for i, outcome in zip(regular.tolist(), _Batch(cols, regular).run(guard), strict=True):
             outcomes[i] = outcome
     return [o for o in outcomes if o is not None]
 
 
-def _concat(records: list[Record], name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All records' ``name`` as int64 (plus one 0 sentinel), their offsets and lengths."""
-    arrays = [np.asarray(r[name]) for r in records]
-    lengths = np.array([len(a) for a in arrays], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    flat = np.concatenate([*(a.astype(np.int64) for a in arrays), np.zeros(1, np.int64)])
-    return flat, offsets, lengths
-
-
 class _Batch:
-    """Many regular records laid end to end: one numpy pass over all their rows."""
+    """The regular records ``rows`` of ``cols`` laid end to end: one numpy pass over all
+    their rows."""
 
-    def __init__(self, records: list[Record]) -> None:
-        self.records = records
-        self.pp, self.starts, self.ns = _concat(records, "prev_positions")
-        self.pp = self.pp[:-1]
-        self.rec = np.repeat(np.arange(len(records)), self.ns)
+    def __init__(self, cols: RunColumns, rows: np.ndarray) -> None:
+        self.cols, self.rows = cols, rows
+        self._holder: np.ndarray | None = None
+        self.pp, self.ns = self._field("prev_positions")
+        self.starts = starts_of(self.ns)
+        self.rec = owner(self.ns)
         self.local = np.arange(len(self.pp)) - self.starts[self.rec]
         self.gather = np.maximum(self.pp, 0)
+
+    def _field(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Tensor ``name`` of the batch's records end to end (int64) and their lengths."""
+        values, counts = self.cols.flat(name)
+        if len(self.rows) == self.cols.rows:
+            return values, counts
+        return select_runs(values, counts, self.rows)
 
     def run(self, guard: bool) -> list[Outcome]:
         """The outcome of every record of the batch."""
         self.compute(guard)
-        return [self._outcome(r) for r in range(len(self.records))]
+        return [self._outcome(r) for r in range(len(self.rows))]
 
     def compute(self, guard: bool) -> None:
         """Run every record: which rows gather (``used``), the gathered tensors' lengths, the
@@ -179,24 +184,26 @@ class _Batch:
         values, self.uppers = {}, {}
         oob = np.zeros(len(self.pp), dtype=bool)
         for name in GATHERED:
-            flat, offsets, lengths = _concat(self.records, name)
+            flat, lengths = self._field(name)
+            flat = np.concatenate([flat, np.zeros(1, np.int64)])  # a sentinel for the misses
             self.uppers[name] = lengths
             bad = self.gather >= lengths[self.rec]
             oob |= bad
-            index = np.where(bad, len(flat) - 1, offsets[self.rec] + self.gather)
+            index = np.where(bad, len(flat) - 1, starts_of(lengths)[self.rec] + self.gather)
             values[name] = flat[index]
+        self.outside = oob
         previous = (self.pp >= 0) & ~oob
         self.used = previous if guard else np.ones(len(self.pp), dtype=bool)
-        self.failed = np.zeros(len(self.records), dtype=bool)
+        self.failed = np.zeros(len(self.rows), dtype=bool)
         if not guard:
             self.failed[self.rec[oob]] = True
         participating = (self.pp >= 0) & (values["prev_num_draft_tokens"] > 0) & self.used
         valid = values["valid_sampled_token_count"]
         corrected = values["num_computed_tokens"] + valid.astype(np.int32).astype(np.int64)
         self.new_computed = np.where(participating, corrected,
-                                     _concat(self.records, "cpu_num_computed_tokens")[0][:-1])
+                                     self._field("cpu_num_computed_tokens")[0])
         self.new_accepted = np.where(participating, valid,
-                                     _concat(self.records, "num_accepted_tokens")[0][:-1])
+                                     self._field("num_accepted_tokens")[0])
 
     def checks(self) -> CheckList:
         """The gathers of every record as checks, then its misattributed rows."""
@@ -204,22 +211,35 @@ class _Batch:
         gather = self.gather[self.used]
         parts = [Checks.of(name, rec, rows, rows, gather, 0, self.uppers[name][rec])
                  for name in GATHERED]
-        outside = np.zeros(len(self.pp), dtype=bool)
-        for name in GATHERED:
-            outside |= self.gather >= self.uppers[name][self.rec]
-        wrong = self.used & ~outside & (self.pp >= 0) & _other_holder(self.records, self.pp)
+        wrong = self.used & ~self.outside & (self.pp >= 0) & self.holder()
         parts.append(Checks.of("prev_positions", self.rec[wrong], self.local[wrong],
                                self.local[wrong], self.pp[wrong], None, None, MISATTRIBUTED))
         return Checks.concat(parts)
 
+    def holder(self) -> np.ndarray:
+        """Per row: whether its previous row was held by another request (computed once
+        for the batch's columns: the same for every variant)."""
+        if self._holder is None:
+            pp, counts = self.cols.flat("prev_positions")
+            holder = other_holder(self.cols, pp, counts)
+            if len(self.rows) != self.cols.rows:
+                holder = select_runs(holder, counts, self.rows)[0]
+            self._holder = holder
+        return self._holder
+
+    def message(self, r: int) -> str:
+        """The IndexError message of failed record ``r``."""
+        sl = slice(self.starts[r], self.starts[r] + self.ns[r])
+        return _bounds_message(self.gather[sl][self.used[sl]], self.uppers, r)
+
     def _outcome(self, r: int) -> Outcome:
-        record = self.records[r]
+        record = self.cols.record(int(self.rows[r]))
         sl = slice(self.starts[r], self.starts[r] + self.ns[r])
         used = self.used[sl]
         rows, gather = self.local[sl][used], self.gather[sl][used]
         accesses = [_access(name, rows, gather, self.uppers[name][r]) for name in GATHERED]
         if self.failed[r]:
-            return Outcome("index_error", _bounds_message(gather, self.uppers, r), {}, accesses)
+            return Outcome("index_error", self.message(r), {}, accesses)
         computed = np.array(record["num_computed_tokens"], copy=True)
         computed[: self.ns[r]] = self.new_computed[sl].astype(computed.dtype)
         accepted = self.new_accepted[sl].astype(np.asarray(record["num_accepted_tokens"]).dtype)
@@ -227,50 +247,42 @@ class _Batch:
         return Outcome("ok", "", outputs, accesses)
 
 
-def _other_holder(records: list[Record], pp: np.ndarray) -> np.ndarray:
-    """Per row of ``records`` end to end: whether its previous row was held by another request
-    (False where the request ids or the previous batch are unknown)."""
-    flags: list[bool] = []
-    for record in records:
-        req_ids = record.get("req_ids")
-        n = len(record["prev_positions"])
-        if req_ids is None or ("prev_req_ids" not in record
-                               and "prev_req_id_to_index" not in record):
-            flags += [False] * n
-            continue
-        holders = prev_holders(record)
-        start = len(flags)
-        flags += [holders.get(p, req) != req
-                  for p, req in zip(pp[start:start + n].tolist(), req_ids, strict=True)]
-    return np.array(flags, dtype=bool)
+Prepared = tuple[RunColumns, np.ndarray, "_Batch"]
 
 
-def prepare(records: Sequence[Record]) -> tuple[Sequence[Record], list[int]]:
-    """What :func:`run_batch` runs: the records and which of them are regular."""
-    return records, [i for i, r in enumerate(records) if _is_regular(r)]
+def prepare_columns(cols: RunColumns) -> Prepared:
+    """What :func:`run_batch` runs: the columns, which of their records are regular and
+    those laid end to end (shared by the variants)."""
+    regular = np.flatnonzero(_regular(cols))
+    return cols, regular, _Batch(cols, regular)
 
 
-def run_batch(prepared: tuple[Sequence[Record], list[int]], patched: bool) -> BatchRun:
+def prepare(records: Sequence[Record]) -> Prepared:
+    """:func:`prepare_columns` of Records."""
+    return prepare_columns(RecordColumns(records))
+
+
+def run_batch(prepared: Prepared, patched: bool) -> BatchRun:
     """The columnar run of prepared records as the judge reads it (regular records in one
     numpy pass, the others one by one through torch)."""
-    records, regular = prepared
-    status = np.zeros(len(records), dtype=np.int8)
+    cols, regular, batch = prepared
+    status = np.zeros(cols.rows, dtype=np.int8)
     messages: dict[int, str] = {}
     parts = []
-    if regular:
-        batch = _Batch([records[i] for i in regular])
+    if len(regular):
         batch.compute(patched)
-        parts.append(batch.checks().renumbered(np.array(regular, dtype=np.int64)))
+        parts.append(batch.checks().renumbered(regular))
         for j in np.flatnonzero(batch.failed).tolist():
             status[regular[j]] = STATUSES.index(INDEX_ERROR)
-            messages[regular[j]] = batch._outcome(j).message
-    for i in sorted(set(range(len(records))) - set(regular)):
-        outcome = _run(records[i], patched)
+            messages[int(regular[j])] = batch.message(j)
+    for i in sorted(set(range(cols.rows)) - set(regular.tolist())):
+        record = cols.record(i)
+        outcome = _run(record, patched)
         status[i] = STATUSES.index(outcome.status)
         if outcome.message:
             messages[i] = outcome.message
-        parts.append(outcome_checks(records[i], outcome).renumbered(np.array([i])))
-    return BatchRun(status, messages, Checks.concat(parts), [r.get("req_ids") for r in records])
+        parts.append(outcome_checks(record, outcome).renumbered(np.array([i])))
+    return BatchRun(status, messages, Checks.concat(parts), RowValues(cols, "req_ids"))
 
 
 def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
@@ -287,7 +299,8 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
             values = np.asarray(a.values, dtype=np.int64)
             outside = (values < a.lower) | (values >= a.upper)
             read[np.asarray(a.rows, dtype=np.int64)[outside]] = False
-        wrong = np.flatnonzero(read & (pp >= 0) & _other_holder([record], pp))
+        holder = other_holder(RecordColumns([record]), pp, np.array([len(pp)]))
+        wrong = np.flatnonzero(read & (pp >= 0) & holder)
         parts.append(Checks.of("prev_positions", 0, wrong, wrong, pp[wrong], None, None,
                                MISATTRIBUTED))
     return Checks.concat(parts)
@@ -313,5 +326,5 @@ from forensics.sites.base import Site  # noqa: E402  (the SITE declaration close
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched, judge=judge,
-            check_record=check_record, check_batch=check_batch, prepare=prepare,
+            check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)

@@ -13,8 +13,8 @@ numpy only (``import forensics.sites`` stays light).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,30 +29,43 @@ def _i64(values: Any) -> np.ndarray:
     return np.asarray(values, dtype=np.int64).reshape(-1)
 
 
+#: a column of :class:`Checks`: one value per entry (an array, maybe a broadcast view), or a
+#: function giving the values of the entries at some positions (computed only when read)
+Column = np.ndarray | Callable[[np.ndarray], np.ndarray]
+
+
+def take(column: Column, at: np.ndarray) -> np.ndarray:
+    """The values of ``column`` at entry positions ``at``."""
+    return column(at) if callable(column) else column[at]
+
+
 @dataclass
 class Checks:
-    """Checked values of a batch as columns (equal lengths; ``row``/``element`` -1 when
-    unknown). Entries of one group (one observation: a record's checked tensor) are adjacent;
-    ``group`` numbers them in order. ``kind`` indexes :data:`KINDS`: ``out_of_bounds`` entries
-    are findings only when outside ``[lower, upper)``, ``misattributed`` ones always are and
-    carry no range."""
+    """Checked values of one ``tensor`` and ``kind`` (an index into :data:`KINDS`) in a batch:
+    ``value`` per entry, the other columns (:data:`Column`) read only where needed (a finding,
+    a group's first entry). ``row``/``element`` are -1 when unknown. The entries of one record
+    are adjacent (``record`` non-decreasing) and form one group (one observation); ``lower``
+    and ``upper`` are the same within a group. ``out_of_bounds`` entries are findings only
+    when outside ``[lower, upper)``; ``misattributed`` ones always are and carry no range.
+    ``starts``: each group's first entry, when the maker knows them."""
 
-    record: np.ndarray
-    row: np.ndarray
-    element: np.ndarray
-    tensor: list[str]
-    tensor_code: np.ndarray
-    kind: np.ndarray
+    tensor: str
+    kind: int
+    record: Column
+    row: Column
+    element: Column
     value: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    group: np.ndarray
+    lower: Column
+    upper: Column
+    starts: np.ndarray | None = None
+    _groups: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False,
+                                                          repr=False, compare=False)
 
     @classmethod
     def empty(cls) -> Checks:
         """No entry."""
         zero = np.zeros(0, dtype=np.int64)
-        return cls(zero, zero, zero, [], zero, np.zeros(0, np.int8), zero, zero, zero, zero)
+        return cls("", 0, zero, zero, zero, zero, zero, zero)
 
     @classmethod
     def of(cls, tensor: str, record: Any, row: Any, element: Any, value: Any, lower: Any,
@@ -62,21 +75,47 @@ class Checks:
         ``misattributed`` entry only)."""
         value = _i64(value)
         n = len(value)
-        record = np.broadcast_to(_i64(record), (n,)) if np.ndim(record) == 0 else _i64(record)
 
         def col(x: Any, fill: int = -1) -> np.ndarray:
-            return np.full(n, fill, np.int64) if x is None else np.broadcast_to(
-                _i64(x) if np.ndim(x) else np.int64(x), (n,)).astype(np.int64)
+            if x is None:
+                x = fill
+            if np.ndim(x) == 0:
+                return np.broadcast_to(np.int64(x), (n,))
+            return _i64(x)
 
         no_bound = kind != OUT_OF_BOUNDS and lower is None
-
-        starts = np.flatnonzero(np.diff(record, prepend=-1)) if n else np.zeros(0, np.int64)
-        group = np.zeros(n, dtype=np.int64)
-        group[starts[1:]] = 1
-        return cls(col(record), col(row), col(element), [tensor], np.zeros(n, np.int64),
-                   np.full(n, KINDS.index(kind), np.int8), value,
+        return cls(tensor, KINDS.index(kind), col(record), col(row), col(element), value,
                    col(None, _NO_BOUND) if no_bound else col(lower),
-                   col(None, _NO_BOUND) if no_bound else col(upper), np.cumsum(group))
+                   col(None, _NO_BOUND) if no_bound else col(upper))
+
+    @classmethod
+    def of_runs(cls, tensor: str, counts: np.ndarray, value: np.ndarray, lower: Any,
+                upper: Any, row: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+                ) -> Checks:
+        """Entries of one tensor laid end to end in runs of ``counts`` (one run per record):
+        ``element`` is the position within the run; ``lower``/``upper`` are per record
+        (scalars broadcast); ``row(record, element)`` gives the rows of some entries (None:
+        unknown). Nothing is computed per entry beyond ``value``."""
+        counts = np.asarray(counts, dtype=np.int64)
+        begin = starts_of(counts)
+        ends = np.cumsum(counts)
+        per = [np.broadcast_to(np.int64(x), counts.shape) if np.ndim(x) == 0 else _i64(x)
+               for x in (lower, upper)]
+
+        def record(at: np.ndarray) -> np.ndarray:
+            return np.searchsorted(ends, at, side="right")
+
+        def element(at: np.ndarray) -> np.ndarray:
+            return at - begin[record(at)]
+
+        def rows(at: np.ndarray) -> np.ndarray:
+            if row is None:
+                return np.full(len(at), -1, dtype=np.int64)
+            return row(record(at), element(at))
+
+        return cls(tensor, 0, record, rows, element, _i64(value),
+                   lambda at: per[0][record(at)], lambda at: per[1][record(at)],
+                   begin[counts > 0])
 
     @staticmethod
     def concat(parts: Sequence[Checks | CheckList]) -> CheckList:
@@ -89,24 +128,53 @@ class Checks:
 
     def bad(self) -> np.ndarray:
         """Positions of the entries that are findings."""
-        outside = (self.value < self.lower) | (self.value >= self.upper)
-        return np.flatnonzero((self.kind != 0) | outside)
+        if self.kind != 0:
+            return np.arange(len(self.value))
+        starts, numbers = self._minmax()
+        outside = ((numbers[:, 0] < take(self.lower, starts))
+                   | (numbers[:, 1] >= take(self.upper, starts)))
+        if not outside.any():
+            return np.zeros(0, dtype=np.int64)
+        ends = np.append(starts[1:], len(self.value))
+        at = np.concatenate([np.arange(a, b) for a, b in zip(
+            starts[outside].tolist(), ends[outside].tolist(), strict=True)])
+        value = self.value[at]
+        return at[(value < take(self.lower, at)) | (value >= take(self.upper, at))]
+
+    def bad_records(self) -> np.ndarray:
+        """The record of each finding entry."""
+        return take(self.record, self.bad())
+
+    def _minmax(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each group's first entry and its ``(min, max)`` (computed once)."""
+        if self._groups is None:
+            starts = self.starts
+            if starts is None:
+                record = take(self.record, np.arange(len(self.value)))
+                starts = np.flatnonzero(np.diff(record, prepend=-1)) if len(self.value) \
+                    else np.zeros(0, np.int64)
+            numbers = (np.stack([np.minimum.reduceat(self.value, starts),
+                                 np.maximum.reduceat(self.value, starts)], axis=1)
+                       if len(starts) else np.zeros((0, 2), np.int64))
+            self._groups = (starts, numbers)
+        return self._groups
 
     def findings(self, req_ids: Sequence[Sequence[str] | None] | None = None
                  ) -> dict[int, list[dict[str, Any]]]:
         """Finding dicts per record (only records with some), in entry order. ``req_ids``:
         the request ids of each record's rows (None where unknown)."""
         found: dict[int, list[dict[str, Any]]] = {}
-        names = self.tensor
-        columns = (self.record, self.row, self.element, self.tensor_code, self.kind,
-                   self.value, self.lower, self.upper)
-        for rec, row, element, code, kind, value, lower, upper in zip(
-                *(c[self.bad()].tolist() for c in columns), strict=True):
+        bad = self.bad()
+        if not len(bad):
+            return found
+        columns = (self.record, self.row, self.element, self.value, self.lower, self.upper)
+        for rec, row, element, value, lower, upper in zip(
+                *(take(c, bad).tolist() for c in columns), strict=True):
             ids = None if req_ids is None else req_ids[rec]
             no_bound = lower == _NO_BOUND
             found.setdefault(rec, []).append({
                 "row": None if row < 0 else row, "element": None if element < 0 else element,
-                "tensor": names[code], "kind": KINDS[kind], "value": value,
+                "tensor": self.tensor, "kind": KINDS[self.kind], "value": value,
                 "lower": None if no_bound else lower, "upper": None if no_bound else upper,
                 "req_id": None if ids is None or row < 0 or row >= len(ids) else ids[row]})
         return found
@@ -114,17 +182,19 @@ class Checks:
     def ranges(self) -> tuple[np.ndarray, list[str], np.ndarray]:
         """The checked ranges: per group with bounds, its record, tensor and
         ``(min, max, lower, upper)`` (int64, one row per group)."""
-        mask = self.kind == 0
-        value, group = self.value[mask], self.group[mask]
-        if not len(value):
+        if self.kind != 0 or not len(self.value):
             return np.zeros(0, np.int64), [], np.zeros((0, 4), np.int64)
-        starts = np.flatnonzero(np.diff(group, prepend=-1))
-        first = np.flatnonzero(mask)[starts]
-        numbers = np.stack([np.minimum.reduceat(value, starts),
-                            np.maximum.reduceat(value, starts),
-                            self.lower[first], self.upper[first]], axis=1)
-        tensors = [self.tensor[c] for c in self.tensor_code[first].tolist()]
-        return self.record[first], tensors, numbers
+        starts, numbers = self._minmax()
+        bounds = np.stack([take(self.lower, starts), take(self.upper, starts)], axis=1)
+        return (take(self.record, starts), [self.tensor] * len(starts),
+                np.concatenate([numbers, bounds], axis=1))
+
+    def renumbered(self, positions: np.ndarray) -> Checks:
+        """The same checks with record ``i`` renamed ``positions[i]``."""
+        record = self.record
+        if callable(record):
+            return replace(self, record=lambda at: positions[record(at)])
+        return replace(self, record=positions[record])
 
 
 @dataclass
@@ -156,13 +226,7 @@ class CheckList:
 
     def renumbered(self, positions: np.ndarray) -> CheckList:
         """The same checks with record ``i`` renamed ``positions[i]``."""
-        return CheckList([replace(p, record=positions[p.record]) for p in self.parts])
-
-
-def _code(names: list[str], name: str) -> int:
-    if name not in names:
-        names.append(name)
-    return names.index(name)
+        return CheckList([p.renumbered(positions) for p in self.parts])
 
 
 def ragged_parts(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -200,6 +264,19 @@ def rows_of_slots(cu: np.ndarray, cu_counts: np.ndarray, rec: np.ndarray, slot: 
     return np.where(rows < cu_counts[rec], rows, -1)
 
 
+def within(lengths: np.ndarray) -> np.ndarray:
+    """Position of each value within its run, given the run lengths."""
+    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts_of(lengths), lengths)
+
+
+def select_runs(values: np.ndarray, lengths: np.ndarray, runs: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The runs ``runs`` (positions, in that order) of ``values`` laid end to end in runs of
+    ``lengths``: their values and lengths."""
+    chosen = lengths[runs]
+    return values[np.repeat(starts_of(lengths)[runs], chosen) + within(chosen)], chosen
+
+
 def split_lists(values: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
     """:func:`ragged_parts` undone: the lists of Python ints."""
     flat = values.tolist()
@@ -217,4 +294,4 @@ class BatchRun:
     status: np.ndarray
     messages: dict[int, str]
     checks: CheckList
-    req_ids: list[Sequence[str] | None]
+    req_ids: Sequence[Sequence[str] | None]

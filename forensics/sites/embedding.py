@@ -18,6 +18,9 @@ from forensics.outcome import INDEX_ERROR, STATUSES, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     BatchColumns,
+    RecordColumns,
+    RowValues,
+    RunColumns,
     judged_findings,
     require,
     require_len,
@@ -25,7 +28,7 @@ from forensics.sites._common import (
     row_steps,
     rows_with_any,
 )
-from forensics.sites.core import BatchRun, Checks, owner, rows_of_slots, starts_of
+from forensics.sites.core import BatchRun, Checks, rows_of_slots
 
 NAME = "embedding"
 FIELDS = (
@@ -73,39 +76,31 @@ def check_batch(cols: BatchColumns) -> np.ndarray:
     return bad | (has_cu & (counts > 0) & (row_last(cu, counts) > cols.length("input_ids")))
 
 
-def _ids(records: Sequence[Record]) -> Checks:
+def _ids(cols: RunColumns) -> Checks:
     """Every id of every record's ``input_ids`` checked against ``[0, num_embeddings)``; the
     row from ``cu_num_tokens`` (unknown without it or past its last row)."""
-    arrays = [np.asarray(r["input_ids"]).reshape(-1) for r in records]
-    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
-    ids = np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
-    rec = owner(lengths)
-    element = np.arange(len(ids), dtype=np.int64) - starts_of(lengths)[rec]
-    bound = np.array([r["num_embeddings"] for r in records], dtype=np.int64)
-    return Checks.of("input_ids", rec, _rows(records, rec, element), element, ids, 0,
-                     bound[rec])
+    ids, lengths = cols.flat("input_ids")
+    cu, counts = cols.flat("cu_num_tokens")
+    return Checks.of_runs("input_ids", lengths, ids, 0, cols.ints("num_embeddings"),
+                          lambda rec, element: rows_of_slots(cu, counts, rec, element))
 
 
-def _rows(records: Sequence[Record], rec: np.ndarray, element: np.ndarray) -> np.ndarray:
-    """Batch row of each token (``cu_num_tokens``); -1 where unknown."""
-    cus = [np.asarray(r.get("cu_num_tokens", ()), dtype=np.int64) for r in records]
-    counts = np.fromiter(map(len, cus), dtype=np.int64, count=len(cus))
-    return rows_of_slots(np.concatenate(cus) if cus else np.zeros(0, np.int64), counts, rec,
-                         element)
-
-
-def prepare(records: Sequence[Record]) -> BatchRun:
+def prepare_columns(cols: RunColumns) -> BatchRun:
     """The lookup on every record at once: ``index_error`` for an id outside the weight with
     one GPU, ``ok`` otherwise (masked with tensor parallelism); the ids checked. The same for
     every variant: the run itself."""
-    checks = _ids(records)
-    has_bad = np.zeros(len(records), dtype=bool)
-    has_bad[checks.record[checks.bad()]] = True
-    single = np.array([r.get("tp_size", 1) == 1 for r in records], dtype=bool)
+    checks = _ids(cols)
+    has_bad = np.zeros(cols.rows, dtype=bool)
+    has_bad[checks.bad_records()] = True
+    single = ~cols.present("tp_size") | (cols.ints("tp_size") == 1)
     status = np.where(has_bad & single, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
     return BatchRun(status, {int(i): _MESSAGE for i in np.flatnonzero(status)},
-                    Checks.concat([checks]),
-                    [r.get("req_ids") for r in records])
+                    Checks.concat([checks]), RowValues(cols, "req_ids"))
+
+
+def prepare(records: Sequence[Record]) -> BatchRun:
+    """:func:`prepare_columns` of Records."""
+    return prepare_columns(RecordColumns(records))
 
 
 def run_batch(prepared: BatchRun, patched: bool) -> BatchRun:
@@ -135,7 +130,7 @@ patched_many = upstream_many
 def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
     """Findings of one record, the same for every variant: each id of ``input_ids`` outside
     ``[0, num_embeddings)`` (tensor ``input_ids``, element its position)."""
-    return judged_findings(_ids([record]), [record.get("req_ids")])
+    return judged_findings(_ids(RecordColumns([record])), [record.get("req_ids")])
 
 
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
@@ -143,5 +138,5 @@ from forensics.sites.base import Site  # noqa: E402  (the SITE declaration close
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched, judge=judge,
-            check_record=check_record, check_batch=check_batch, prepare=prepare,
+            check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)

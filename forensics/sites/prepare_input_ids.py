@@ -15,8 +15,9 @@ The total number of scheduled tokens is ``cu_num_tokens[-1]`` (0 without rows).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,9 @@ from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     MISATTRIBUTED,
     BatchColumns,
+    RecordColumns,
+    RowValues,
+    RunColumns,
     aligned,
     failed,
     judged_findings,
@@ -36,7 +40,15 @@ from forensics.sites._common import (
     rows_with_any,
     screen_rows,
 )
-from forensics.sites.core import BatchRun, CheckList, Checks, owner, rows_of_slots, starts_of
+from forensics.sites.core import (
+    BatchRun,
+    CheckList,
+    Checks,
+    owner,
+    rows_of_slots,
+    starts_of,
+    within,
+)
 
 NAME = "prepare_input_ids"
 FIELDS = (
@@ -116,11 +128,6 @@ class _Plan:
     copy_cpu: bool            # the CPU staging is copied to the device first
 
 
-def _ints(records: Sequence[Record], name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Tensor ``name`` of every record end to end (int64, flattened) and each one's size."""
-    return _ints_of([np.asarray(r[name]) for r in records])
-
-
 @dataclass
 class Batch:
     """Records of this site laid end to end: per row (``rec``, ``local``) its previous
@@ -128,7 +135,7 @@ class Batch:
     ``sampled`` of width ``width`` from ``s_off``), ``spec`` (prev_num_spec_tokens),
     ``total`` tokens and ``vocab``."""
 
-    records: Sequence[Record]
+    cols: RunColumns
     rec: np.ndarray
     local: np.ndarray
     nrows: np.ndarray
@@ -142,23 +149,26 @@ class Batch:
     spec: np.ndarray
     total: np.ndarray
     vocab: np.ndarray
+    #: the runs made of this batch, by guard (see :func:`run_batch`)
+    runs: dict[bool, BatchRun] = field(default_factory=dict)
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> Batch:
         """The columns of ``records`` (all of this site, validated)."""
-        pp, nrows = _ints(records, "prev_positions")
-        cu, _ = _ints(records, "cu_num_tokens")
-        drafts, _ = _ints(records, "num_draft_tokens")
-        sampled, sizes = _ints(records, "prev_sampled_token_ids")
-        shapes = np.array([r["prev_sampled_token_ids"].shape for r in records],
-                          dtype=np.int64).reshape(-1, 2)
+        return cls.of_columns(RecordColumns(records))
+
+    @classmethod
+    def of_columns(cls, cols: RunColumns) -> Batch:
+        """The batch of the records of ``cols`` (all of this site, validated)."""
+        pp, nrows = cols.flat("prev_positions")
+        cu, _ = cols.flat("cu_num_tokens")
+        drafts, _ = cols.flat("num_draft_tokens")
+        sampled, sizes = cols.flat(SAMPLED)
         rec = owner(nrows)
-        last = np.cumsum(nrows) - 1
-        total = np.where(nrows > 0, cu[np.maximum(last, 0)] if len(cu) else 0, 0)
-        return cls(records, rec, np.arange(len(rec)) - starts_of(nrows)[rec], nrows, pp, cu,
-                   drafts, shapes[:, 0], shapes[:, 1], sampled, starts_of(sizes),
-                   np.array([r["prev_num_spec_tokens"] for r in records], dtype=np.int64),
-                   total, np.array([r["vocab_size"] for r in records], dtype=np.int64))
+        return cls(cols, rec, np.arange(len(rec)) - starts_of(nrows)[rec], nrows, pp, cu,
+                   drafts, cols.shape(SAMPLED, 0), cols.shape(SAMPLED, 1), sampled,
+                   starts_of(sizes), cols.ints("prev_num_spec_tokens"), row_last(cu, nrows),
+                   cols.ints("vocab_size"))
 
 
 @dataclass
@@ -192,7 +202,7 @@ def plans(b: Batch, guard: bool) -> _Plans:
     ``prev_position * prev_num_spec_tokens + j``; the fast path when every common row has
     ``prev_position == cu - 1`` and the largest is ``num_common - 1``; the CPU staging is
     copied first when ``num_common < total - drafts of the common rows``."""
-    n = len(b.records)
+    n = b.cols.rows
     keep = b.pp >= 0
     if guard:
         keep &= b.pp < b.p[b.rec]
@@ -248,15 +258,17 @@ def _device_name(record: Record) -> str:
     return "input_ids_device" if "input_ids_device" in record else "input_ids"
 
 
-def _plain(record: Record, uses_drafts: bool) -> bool:
-    """Whether numpy runs ``record`` exactly as torch does (plain int32/int64 arrays of one
-    width, a sampled column to read; drafts written into an int32 buffer)."""
-    device = record[_device_name(record)]
-    sampled, inputs = record["prev_sampled_token_ids"], record["input_ids"]
-    arrays = (sampled, device, inputs, *((record["draft_token_ids"],) if uses_drafts else ()))
-    return (all(a.dtype in _PLAIN for a in arrays) and sampled.shape[1] >= 1
-            and sampled.dtype == device.dtype == inputs.dtype
-            and (not uses_drafts or device.dtype == np.int32))
+def _plain(cols: RunColumns, uses_drafts: np.ndarray) -> np.ndarray:
+    """The records numpy runs exactly as torch does (plain int32/int64 arrays of one width,
+    a sampled column to read; drafts written into an int32 buffer)."""
+    sampled, inputs = cols.dtype(SAMPLED), cols.dtype("input_ids")
+    device, drafts = cols.dtype("input_ids_device"), cols.dtype(DRAFTS)
+    has_device = cols.present("input_ids_device")
+    same = sampled in _PLAIN and sampled == inputs
+    device_ok = np.where(has_device, device in _PLAIN and device == sampled, True)
+    int32 = np.where(has_device, device == np.int32, inputs == np.int32)
+    return (same & device_ok & (cols.shape(SAMPLED, 1) >= 1)
+            & (~uses_drafts | ((drafts in _PLAIN) & int32)))
 
 
 @dataclass
@@ -282,16 +294,12 @@ class Run:
         """Run the plain records of ``b`` under plans ``p`` (``whole``: keep each device
         buffer whole, for :meth:`outcome`; else only its ``total`` scheduled ids, which is all
         the call writes and all the judge reads)."""
-        n = len(b.records)
+        n = b.cols.rows
         spec_count = np.bincount(p.spec_rec, minlength=n)
-        has = np.array(["draft_token_ids" in r for r in b.records], dtype=bool)
-        plain = np.array([_plain(r, bool(h and c)) for r, h, c in
-                          zip(b.records, has.tolist(), spec_count.tolist(), strict=True)],
-                         dtype=bool) if n else np.zeros(0, dtype=bool)
-        drafts = [np.asarray(r["draft_token_ids"]) if h else np.zeros((0, 0), np.int64)
-                  for r, h in zip(b.records, has.tolist(), strict=True)]
-        dr_flat, dr_size = _ints_of(drafts)
-        dr_width = np.array([d.shape[1] for d in drafts], dtype=np.int64)
+        has = b.cols.present(DRAFTS)
+        plain = _plain(b.cols, has & (spec_count > 0))
+        dr_flat, dr_size = b.cols.flat(DRAFTS)
+        dr_width = b.cols.shape(DRAFTS, 1)
         slow = ~p.fast & (p.num_common > 0)
         prev_max = np.full(n, -1, dtype=np.int64)
         np.maximum.at(prev_max, p.crec, p.prev)
@@ -312,7 +320,7 @@ class Run:
         b, p = self.batch, self.plans
         fast = self.plain & p.fast
         count = np.where(fast, p.num_common, 0)
-        rec, i = owner(count), _within(count)
+        rec, i = owner(count), within(count)
         row = np.where(b.p[rec] >= p.num_common[rec], i, 0)
         self.device[self.d_off[rec] + i] = b.sampled[b.s_off[rec] + row * b.width[rec]]
         slow = (self.plain & ~p.fast)[p.crec]
@@ -327,55 +335,36 @@ class Run:
     def checks(self) -> CheckList:
         """The plain records' checks: sampled rows read (the fast path: its slice), draft
         positions read, drafts read from another request's row, and every id of
-        ``input_ids[:total]`` after the call against the vocabulary."""
+        ``input_ids[:total]`` after the call against the vocabulary (a run made without
+        ``whole``: ``device`` holds just those)."""
         b, p = self.batch, self.plans
-        fast = self.plain & p.fast
-        count = np.where(fast, p.num_common, 0)
-        frec, slot = owner(count), _within(count)
+        count = np.where(self.plain & p.fast, p.num_common, 0)
         slow = (self.plain & ~p.fast)[p.crec]
         crec = p.crec[slow]
         spec = (self.plain & ~p.fast & self.has_drafts)[p.spec_rec]
         srec, index = p.spec_rec[spec], p.draft_index[spec]
-        rows = b.local[p.spec_rows[spec]]
+        spec_rows = b.local[p.spec_rows[spec]]
         wrong = (index < self.dr_size[srec]) & (
             index // np.maximum(self.dr_width[srec], 1) != b.pp[p.spec_rows[spec]])
-        total = np.where(self.plain, b.total, 0)
-        orec, element = owner(total), _within(total)
+        rows = functools.partial(rows_of_slots, b.cu, b.nrows)  # no cycle through the batch
         return Checks.concat([
-            Checks.of(SAMPLED, frec, _rows(b, frec, slot), slot, slot, 0, b.p[frec]),
+            Checks.of_runs(SAMPLED, count, within(count), 0, b.p, rows),
             Checks.of(SAMPLED, crec, b.local[p.common[slow]], p.sample_slots[slow],
                       p.prev[slow], 0, b.p[crec]),
-            Checks.of(DRAFTS, srec, rows, p.spec_slots[spec], index, 0, self.dr_size[srec]),
-            Checks.of(DRAFTS, srec[wrong], rows[wrong], p.spec_slots[spec][wrong],
+            Checks.of(DRAFTS, srec, spec_rows, p.spec_slots[spec], index, 0,
+                      self.dr_size[srec]),
+            Checks.of(DRAFTS, srec[wrong], spec_rows[wrong], p.spec_slots[spec][wrong],
                       index[wrong], 0, self.dr_size[srec[wrong]], MISATTRIBUTED),
-            Checks.of(OUTPUT_TENSOR, orec, _rows(b, orec, element), element,
-                      self.device[self.d_off[orec] + element], 0, b.vocab[orec])])
+            Checks.of_runs(OUTPUT_TENSOR, self.d_len, self.device, 0, b.vocab, rows)])
 
     def outcome(self, r: int) -> Outcome:
         """The Outcome of plain record ``r``."""
-        record = self.batch.records[r]
+        record = self.batch.cols.record(r)
         device = record[_device_name(record)]
         start = int(self.d_off[r])
         buffer = self.device[start:start + int(self.d_len[r])].astype(device.dtype)
         return Outcome("ok", "", {"input_ids_device": buffer},
                        _accesses(record, self.plans.one(self.batch, r)))
-
-
-def _ints_of(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """``arrays`` flattened end to end (int64) and their sizes."""
-    sizes = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
-    flat = [a.reshape(-1) for a in arrays]
-    if len({a.dtype for a in flat}) > 1:  # no float promotion of mixed widths
-        flat = [a.astype(np.int64) for a in flat]
-    return (np.concatenate(flat).astype(np.int64) if flat else np.zeros(0, np.int64)), sizes
-
-
-def _within(lengths: np.ndarray) -> np.ndarray:
-    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts_of(lengths), lengths)
-
-
-def _rows(b: Batch, rec: np.ndarray, slot: np.ndarray) -> np.ndarray:
-    return rows_of_slots(b.cu, b.nrows, rec, slot)
 
 
 def _record_rows(record: Record, slots: np.ndarray) -> np.ndarray:
@@ -390,41 +379,51 @@ def _start_buffers(b: Batch, p: _Plans, plain: np.ndarray, whole: bool
     """Each plain record's device buffer before the writes (the CPU staging where the plan
     copies it; ``whole``: the whole buffer, else its first ``total`` ids), end to end (int64);
     offsets and lengths."""
-    buffers = []
-    for record, keep, copy, total in zip(b.records, plain.tolist(), p.copy_cpu.tolist(),
-                                         b.total.tolist(), strict=True):
-        if not keep:
-            buffers.append(np.zeros(0, np.int64))
-        elif not whole:
-            buffers.append(record["input_ids" if copy else _device_name(record)][:total])
-        else:
-            device = np.array(record[_device_name(record)], dtype=np.int64)
-            device[:total] = record["input_ids"][:total] if copy else device[:total]
-            buffers.append(device)
-    flat, sizes = _ints_of(buffers)
-    return flat, starts_of(sizes), sizes
+    inputs, n_inputs = b.cols.flat("input_ids")
+    device, n_device = b.cols.flat("input_ids_device")
+    has_device = b.cols.present("input_ids_device")
+    size = np.where(has_device, n_device, n_inputs) if whole else b.total
+    size = np.where(plain, size, 0)
+    if not has_device.any() and np.array_equal(size, n_inputs):  # the staging, whole
+        return inputs.astype(np.int64), starts_of(size), size
+    rec, i = owner(size), within(size)
+    staged = p.copy_cpu[rec] & (i < b.total[rec]) | ~has_device[rec]
+    at_inputs = np.where(staged, starts_of(n_inputs)[rec] + i, 0)
+    at_device = np.where(staged, 0, starts_of(n_device)[rec] + i)
+    flat = np.where(staged, inputs[at_inputs] if len(inputs) else 0,
+                    device[at_device] if len(device) else 0)
+    return flat.astype(np.int64), starts_of(size), size
 
 
-def prepare(records: Sequence[Record]) -> Batch:
+def prepare_columns(cols: RunColumns) -> Batch:
     """The columns :func:`run_batch` runs (built once for every model variant)."""
-    return Batch.of(records)
+    return Batch.of_columns(cols)
 
 
 def run_batch(b: Batch, patched: bool) -> BatchRun:
     """The columnar run of a prepared batch as the judge reads it: the plain records in numpy
-    at once, the others one by one through torch."""
+    at once, the others one by one through torch. Where the guard skips no row of the batch
+    (no previous position at or past the sampled rows: :func:`patch_inert` of every record),
+    ``patched`` is the same run as ``upstream``, computed once."""
+    guard = patched and bool((b.pp >= b.p[b.rec]).any())
+    if guard not in b.runs:
+        b.runs[guard] = _run_batch(b, guard)
+    return b.runs[guard]
+
+
+def _run_batch(b: Batch, patched: bool) -> BatchRun:
     run = Run.of(b, plans(b, patched))
-    status = np.zeros(len(b.records), dtype=np.int8)
+    status = np.zeros(b.cols.rows, dtype=np.int8)
     messages: dict[int, str] = {}
     parts: list[CheckList] = [run.checks()]
     for r in np.flatnonzero(~run.plain).tolist():
-        outcome = _run_torch(b.records[r], run.plans.one(b, r))
+        record = b.cols.record(r)
+        outcome = _run_torch(record, run.plans.one(b, r))
         status[r] = STATUSES.index(outcome.status)
         if outcome.message:
             messages[r] = outcome.message
-        parts.append(outcome_checks(b.records[r], outcome).renumbered(np.array([r])))
-    return BatchRun(status, messages, Checks.concat(parts),
-                    [r.get("req_ids") for r in b.records])
+        parts.append(outcome_checks(record, outcome).renumbered(np.array([r])))
+    return BatchRun(status, messages, Checks.concat(parts), RowValues(b.cols, "req_ids"))
 
 
 def _run_torch(record: Record, p: _Plan) -> Outcome:
@@ -513,5 +512,5 @@ from forensics.sites.base import Site  # noqa: E402  (the SITE declaration close
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched, judge=judge,
-            check_record=check_record, check_batch=check_batch, prepare=prepare,
+            check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, patch_inert=patch_inert)

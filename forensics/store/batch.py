@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -120,6 +120,19 @@ class BatchView:
                 validate_record(record, f"{self.where}, row {row}", typed=True)
             out.append(record)
         return out
+
+    def screened(self, start: int = 0, stop: int | None = None) -> _Decoded | None:
+        """Rows ``start`` to ``stop`` (default: all) as columns for a columnar reader (the
+        replay), validated as :meth:`records` validates them but without decoding a record:
+        the rows the columnar screen flags are decoded and checked, raising the same errors.
+        None when the batch cannot be read in bulk (read its records instead)."""
+        stop = len(self) if stop is None else min(stop, len(self))
+        if not self._bulk_ok():
+            return None
+        cols = _Decoded(self, start, stop)
+        for row in np.flatnonzero(screen_batch(self.site, cols)).tolist():
+            self._bulk_records(start + row, start + row + 1)  # raises, naming row and field
+        return cols
 
     def _bulk_ok(self) -> bool:
         if self._bulk_checked is None:
@@ -250,14 +263,18 @@ def _gc_paused() -> Iterator[None]:
 
 
 class _Decoded:
-    """Rows ``start:stop`` of a batch decoded column by column: the ``BatchColumns`` that
-    :func:`forensics.validate.screen_batch` reads (absent fields read as 0 / empty)."""
+    """Rows ``start:stop`` of a batch as columns: the ``BatchColumns`` that
+    :func:`forensics.validate.screen_batch` reads and the ``RunColumns`` that a site's
+    ``prepare_columns`` reads (absent fields read as 0 / empty). Columns come from the
+    batch's buffers; Python values only from ``decoded`` (or, without it, one column at a
+    time when :meth:`values` asks)."""
 
     def __init__(self, view: BatchView, start: int, stop: int,
-                 decoded: dict[str, list[Any]]) -> None:
+                 decoded: dict[str, list[Any]] | None = None) -> None:
         self.view, self.start, self.stop = view, start, stop
         self.rows = stop - start
-        self.decoded = decoded
+        self.decoded = {} if decoded is None else decoded
+        self._codes: dict[tuple[str, ...], list[tuple[np.ndarray, np.ndarray]]] = {}
 
     def _kind(self, name: str) -> str | None:
         return self.view.columns[name][0] if name in self.view.columns else None
@@ -308,8 +325,73 @@ class _Decoded:
 
     def values(self, name: str) -> list[Any]:
         if name not in self.decoded:
-            return [None] * self.rows
+            kind = self._kind(name)
+            if kind is None:
+                return [None] * self.rows
+            self.decoded[name] = self.view._bulk(name, kind, self.start, self.stop)
         return [None if v is _ABSENT else v for v in self.decoded[name]]
+
+    def dtype(self, name: str) -> np.dtype[Any] | None:
+        if self._kind(name) != "tensor" or not self.present(name).any():
+            return None
+        return np.dtype(self.view.columns[name][1])
+
+    def shape(self, name: str, dim: int) -> np.ndarray:
+        if self._kind(name) is None:
+            return np.zeros(self.rows, dtype=np.int64)
+        self.view._tensor_parts(name)
+        shape_flat, shape_offsets = self.view._tensors[name][3:5]
+        begin = shape_offsets[self.start:self.stop]
+        has = (np.diff(shape_offsets[self.start:self.stop + 1]) > dim) & self.present(name)
+        if not len(shape_flat):
+            return np.zeros(self.rows, dtype=np.int64)
+        dims = shape_flat[np.minimum(begin + dim, len(shape_flat) - 1)]
+        return np.where(has, dims, 0).astype(np.int64)
+
+    def ragged(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        lengths, counts = self.inner_lengths(name)
+        if self._kind(name) is None:
+            return np.zeros(0, dtype=np.int64), lengths, counts
+        column = self.view.column(name)
+        offsets = an.list_offsets(column)[self.start:self.stop + 1]
+        inner = an.list_offsets(column.values)
+        flat = an.values(column.values.values)[inner[offsets[0]]:inner[offsets[-1]]]
+        return flat.astype(np.int64, copy=False), lengths, counts
+
+    def str_codes(self, names: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        key = tuple(names)
+        if key not in self._codes:
+            self._codes[key] = self._str_codes(key)
+        return self._codes[key]
+
+    def _str_codes(self, names: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        parts, counts = [], []
+        for name in names:
+            if self._kind(name) is None:
+                parts.append(pa.array([], type=pa.string()))
+                counts.append(np.zeros(self.rows, dtype=np.int64))
+                continue
+            column = self.view.column(name)
+            offsets = an.list_offsets(column)[self.start:self.stop + 1]
+            items = column.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+            parts.append(items.cast(pa.string()) if items.type != pa.string() else items)
+            counts.append(np.diff(offsets).astype(np.int64))
+        encoded = pa.chunked_array(parts, type=pa.string()).combine_chunks().dictionary_encode()
+        codes = an.values(encoded.indices).astype(np.int64)
+        if encoded.indices.null_count:
+            codes = np.where(an.valid_mask(encoded.indices), codes, -1)
+        out, at = [], 0
+        for name, count in zip(names, counts, strict=True):
+            mine, at = codes[at:at + int(count.sum())], at + int(count.sum())
+            present = self.present(name)
+            if not present.all():  # a null row's offsets may span items: drop them
+                mine = mine[np.repeat(present, count)]
+                count = count * present
+            out.append((mine, count))
+        return out
+
+    def record(self, i: int) -> Record:
+        return self.view.records(self.start + i, self.start + i + 1)[0]
 
 
 def _index_map(value: list[tuple[str, int]], where: str, name: str) -> dict[str, int]:

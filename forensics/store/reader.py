@@ -121,6 +121,20 @@ class Capture:
                 for i in range(len(seg.rows)):
                     yield seg.batch(i)
 
+    def chunks(self, size: int) -> Iterator[tuple[BatchView, int, int, np.ndarray]]:
+        """Every record batch in the order of :meth:`batches`, cut into runs of at most
+        ``size`` rows: ``(batch, start, stop, positions)``, ``positions`` being where rows
+        ``start:stop`` stand in :meth:`records` (pipeline order). For columnar readers that
+        report per record, such as the replay."""
+        order = self._locate()
+        where = np.lexsort((order["row"], order["batch"], order["segment"]))
+        at = 0
+        for view in self.batches():
+            for start in range(0, len(view), size):
+                stop = min(start + size, len(view))
+                yield view, start, stop, where[at + start:at + stop]
+            at += len(view)
+
     def release(self) -> None:
         """Drop the segments' mapped pages from the process's resident memory (see
         :meth:`forensics.store.segment.Segment.release`): a long read such as a replay calls it
@@ -198,7 +212,7 @@ def _order_rows(segments: list[Segment]) -> dict[str, np.ndarray]:
         rows = seg.rows.astype(np.int64)
         total = int(rows.sum())
         starts = np.repeat(np.cumsum(rows) - rows, rows)
-        parts["step"].append(np.concatenate([seg.steps_of(i) for i in range(len(rows))])
+        parts["step"].append(np.concatenate([_steps_of(seg, i) for i in range(len(rows))])
                              if total else np.zeros(0, np.int64))
         parts["batch"].append(np.repeat(np.arange(len(rows)), rows))
         parts["row"].append(np.arange(total) - starts)
@@ -210,6 +224,14 @@ def _order_rows(segments: list[Segment]) -> dict[str, np.ndarray]:
     order = np.lexsort((arrays["row"], arrays["segment"], arrays["site"], arrays["rank"],
                         arrays["step"]))
     return {k: v[order] for k, v in arrays.items()}
+
+
+def _steps_of(seg: Segment, i: int) -> np.ndarray:
+    """The steps of batch ``i`` of ``seg``; reading a batch maps its pages in, so they are
+    dropped at once (ordering a capture must not make it all resident)."""
+    steps = seg.steps_of(i)
+    seg.release()
+    return steps
 
 
 def _step_mask(column: np.ndarray, steps: int | Iterable[int]) -> np.ndarray:

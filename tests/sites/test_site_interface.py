@@ -4,6 +4,7 @@ derived from a site's functions (the model of a flag, the many-record and column
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -40,7 +41,8 @@ def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
         assert site is module.SITE
         assert (site.fields, site.output_fields, site.summary_bound, site.summary_tensor) == (
             module.FIELDS, module.OUTPUT_FIELDS, module.SUMMARY_BOUND, module.SUMMARY_TENSOR)
-        assert site.prepare is module.prepare and site.run_batch is module.run_batch
+        assert site.prepare_columns is module.prepare_columns
+        assert site.run_batch is module.run_batch
         assert site.check_record is module.check_record
         assert repr(site) == f"Site({module.NAME!r})"
 
@@ -88,6 +90,15 @@ def test_the_columnar_run_of_records_is_run_batch_of_prepare() -> None:
 
 
 def test_a_columnar_run_may_read_its_input_from_columns_only() -> None:
-    site = replace(TOY, prepare_columns=lambda cols: cols, run_batch=lambda p, patched: p)
-    record = Record("toy", 0, fields={"index": np.zeros(1, np.int64), "size": 1})
-    assert site.prepare is None and site.run_records([record], False) is None
+    """Without ``prepare``, the run of Records reads them through ``prepare_columns``."""
+    seen = []
+
+    def prepare_columns(cols: Any) -> Any:
+        seen.append(cols.ints("size").tolist())
+        return cols
+
+    site = replace(TOY, prepare_columns=prepare_columns, run_batch=lambda p, patched: p)
+    record = Record("toy", 0, fields={"index": np.zeros(1, np.int64), "size": 3})
+    assert site.prepare is None
+    assert site.run_records([record], False) is not None
+    assert seen == [[3]]
