@@ -321,19 +321,20 @@ class RecordColumns:
 
 
 class RowValues(Sequence[Any]):
-    """Field ``name`` of each record of ``cols``, read only for the records asked for (the
-    request ids a finding names)."""
+    """Field ``name`` of each record of ``cols``, decoded (all at once) only when some record's
+    is asked for (the request ids a finding names)."""
 
     def __init__(self, cols: RunColumns, name: str) -> None:
         self._cols, self._name = cols, name
+        self._values: list[Any] | None = None
 
     def __len__(self) -> int:
         return self._cols.rows
 
     def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(self._cols.rows)[i]]
-        return self._cols.record(i).get(self._name)
+        if self._values is None:
+            self._values = self._cols.values(self._name)
+        return self._values[i]
 
 
 def prev_rows(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:

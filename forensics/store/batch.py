@@ -274,7 +274,7 @@ class _Decoded:
         self.view, self.start, self.stop = view, start, stop
         self.rows = stop - start
         self.decoded = {} if decoded is None else decoded
-        self._codes: dict[tuple[str, ...], list[tuple[np.ndarray, np.ndarray]]] = {}
+        self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def _kind(self, name: str) -> str | None:
         return self.view.columns[name][0] if name in self.view.columns else None
@@ -359,10 +359,12 @@ class _Decoded:
         return flat.astype(np.int64, copy=False), lengths, counts
 
     def str_codes(self, names: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        key = tuple(names)
-        if key not in self._codes:
-            self._codes[key] = self._str_codes(key)
-        return self._codes[key]
+        if not self._codes:  # every string list of the batch in one encoding, once
+            every = tuple(name for name, (kind, _) in self.view.columns.items()
+                          if kind in ("str_list", "opt_str_list"))
+            self._codes = dict(zip(every, self._str_codes(every), strict=True))
+        absent = (np.zeros(0, dtype=np.int64), np.zeros(self.rows, dtype=np.int64))
+        return [self._codes.get(name, absent) for name in names]
 
     def _str_codes(self, names: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         parts, counts = [], []
