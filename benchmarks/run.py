@@ -595,8 +595,19 @@ def _phase(name: str, fn: Any) -> Any:
     return result
 
 
+def _only_probe(scale: Scale, work: Path | None) -> int:
+    """``--only probe``: the probe phase alone, its figures printed as JSON."""
+    directory = Path(tempfile.mkdtemp(prefix="forensics-bench-probe-", dir=work))
+    try:
+        print(json.dumps(_phase("probe", lambda: probe_phase(scale.probe_calls, directory)),
+                         indent=2))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``--scale``, ``--work``, ``--json``, ``--keep``."""
+    """Command line: ``--scale``, ``--work``, ``--json``, ``--keep``, ``--only probe``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
     parser.add_argument("--work", type=Path, default=None,
@@ -605,8 +616,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
     parser.add_argument("--table", action="store_true",
                         help="print the table and targets of the --json file, run nothing")
+    parser.add_argument("--only", choices=["probe"],
+                        help="run only this phase and print its figures (--json untouched)")
     parser.add_argument("--replay-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.only == "probe":
+        return _only_probe(SCALES[args.scale], args.work)
     if args.replay_child:
         replay_child(args.replay_child)
         return 0

@@ -238,7 +238,7 @@ class PendingRecord:
     step: int
     rank: int
     fields: dict[str, Any] = field(default_factory=dict)
-    events: list[Any] = field(default_factory=list)
+    events: tuple[Any, ...] = ()  #: device copy events (a tuple: no list per host record)
     seq: int = 0  #: its number among the session's records (set when queued)
     #: joined copies: (the fields' names, their values), spelled out by :meth:`to_record`
     joined: list[tuple[tuple[str, ...], Joined]] = field(default_factory=list)

@@ -85,7 +85,7 @@ def _finish(session: ProbeSession, pending: PendingRecord, late: Step | None,
             _safely(session, "recording outputs", step, pending)
     try:
         if pending.deferred():
-            pending.events.append(session.copier.seal())
+            pending.events += (session.copier.seal(),)
         session.add(pending, failed=failed)
     except Exception as exc:
         session.error(exc, f"queueing a {pending.site} record")

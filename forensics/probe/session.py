@@ -293,22 +293,46 @@ class ProbeSession:
         return kept.rows
 
     def _append(self, writer: Any, ready: list[PendingRecord]) -> int:
-        """Hand ``ready`` to the writer one record at a time; return how many it took."""
-        written = 0
+        """Hand ``ready`` to the writer one record at a time; return how many it took.
+
+        Records of trusted values (:func:`_trusted`) take ``append(validated=True)``: the
+        site's columnar screen runs over all of them at once (per site and signature,
+        :func:`forensics.probe.columns.unflagged`) and ``validate_record`` only on those it
+        flags. The others get the writer's checked ``append``."""
+        from forensics.probe.columns import unflagged
+
+        taken: list[tuple[PendingRecord, Record, Any]] = []
         for pending in ready:
             try:
                 record = pending.to_record()
                 signature = value_signature(record)
-                if _trusted(record, signature):  # only copies our code took: the fast path
-                    validate_record(record, f"probe record of step {record.step}", typed=True,
-                                    signature=signature)
-                    writer.append(record, validated=True)
-                else:  # values taken from vLLM's Python state: the writer checks them
-                    writer.append(record)
-                written += 1
+                taken.append((pending, record, signature if _trusted(record, signature)
+                              else None))
             except Exception as exc:
                 self._reject(pending, exc)
-        return written
+        trusted = [i for i, item in enumerate(taken) if item[2] is not None]
+        try:
+            passed = {trusted[i] for i in unflagged([taken[i][1:] for i in trusted])}
+        except Exception:  # a screen that cannot run: every trusted record checked singly
+            passed = set()
+        return sum(self._append_one(writer, *item, i in passed)
+                   for i, item in enumerate(taken))
+
+    def _append_one(self, writer: Any, pending: PendingRecord, record: Record, signature: Any,
+                    screened: bool) -> int:
+        """Append one record (see :meth:`_append`); 1 if the writer took it, else 0."""
+        try:
+            if signature is None:  # values taken from vLLM's Python state: checked append
+                writer.append(record)
+                return 1
+            if not screened:
+                validate_record(record, f"probe record of step {record.step}", typed=True,
+                                signature=signature)
+            writer.append(record, validated=True)
+            return 1
+        except Exception as exc:
+            self._reject(pending, exc)
+            return 0
 
     def _reject(self, pending: PendingRecord, exc: Exception) -> None:
         """Drop ``pending`` (it failed its checks or the writer refused it) with an event."""

@@ -12,9 +12,13 @@ from probe_fakes import FakeEvent, batch_args, fake_device_copier, make_settings
 
 import forensics
 from forensics.probe import columns, hooks
-from forensics.probe.copy import Copier
+from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.session import ProbeSession
+from forensics.records import Record
+from forensics.sites import SITES
+from forensics.sites._common import ScreenUnsure
 from forensics.store.writer import CaptureWriter
+from forensics.validate import validate_record, value_signature
 
 
 def record_calls(tmp_path: Path, path: Path, calls: list[list[int]], copier: Copier | None = None,
@@ -215,3 +219,78 @@ def test_values_the_trusted_path_cannot_vouch_for_get_the_checked_append(
     assert session.counts["dropped"] == 1
     (error,) = [e for e in capture.events if e["kind"] == "probe_error"]
     assert "step 1" in error["where"] and "req_ids" in error["error"]
+
+
+class ListWriter:
+    """Keeps what the session appends: (record, validated)."""
+
+    def __init__(self) -> None:
+        self.appended: list[tuple[Record, bool]] = []
+
+    def append(self, record: Record, *, validated: bool = False) -> None:
+        self.appended.append((record, validated))
+
+
+def truncated(record: Record) -> list[Record]:
+    """``record`` and, per tensor field, a copy with that tensor one value short (most break a
+    cross-field rule, some do not)."""
+    out = [record]
+    for name, value in record.fields.items():
+        if isinstance(value, np.ndarray) and value.ndim == 1 and value.size:
+            out.append(Record(record.site, record.step, record.rank,
+                              {**record.fields, name: value[:-1].copy()}))
+    return out
+
+
+def test_screened_appends_take_exactly_the_records_validate_record_passes(
+        tmp_path: Path) -> None:
+    simulated = forensics.simulate("soak", steps=12, batch=5, spec_tokens=2)
+    assert isinstance(simulated, list)
+    records = [variant for record in simulated for variant in truncated(record)]
+    expected = []
+    for record in records:
+        try:
+            validate_record(record, "test", typed=True)
+            expected.append(True)
+        except Exception:
+            expected.append(False)
+    assert any(expected) and not all(expected)  # both kinds are exercised
+    passed = columns.unflagged([(r, value_signature(r)) for r in records])
+    assert passed and all(expected[i] for i in passed)  # the screen vouches only for good ones
+    plain = columns.unflagged([(r, value_signature(r)) for r in simulated])
+    assert plain == set(range(len(simulated)))  # every site's screen passes good records
+    assert {r.site for r in simulated} == set(SITES)
+    session = ProbeSession(make_settings(tmp_path), writer_factory=lambda s: ListWriter())
+    writer = ListWriter()
+    pendings = [PendingRecord(r.site, r.step, r.rank, dict(r.fields)) for r in records]
+    written = session._append(writer, pendings)
+    assert written == sum(expected) == len(writer.appended)
+    assert session.counts["dropped"] == len(records) - sum(expected)
+    kept = iter(writer.appended)
+    for record, ok in zip(records, expected, strict=True):
+        if ok:  # in order, the same values, on the trusted path
+            appended, validated = next(kept)
+            assert validated and appended.site == record.site and appended.step == record.step
+            assert appended.fields.keys() == record.fields.keys()
+
+
+def test_record_columns_read_what_the_records_hold() -> None:
+    records = [Record("async_output", 0, 0, {"req_ids": ["a", "b"], "output_tail": [[1], [2, 3]],
+                                             "output_len": np.array([4, 5]), "vocab_size": 9}),
+               Record("async_output", 1, 0, {"req_ids": ["c"], "output_tail": [[]],
+                                             "output_len": np.array([1], np.uint8),
+                                             "vocab_size": 7})]
+    cols = columns.RecordColumns(records)
+    assert cols.present("req_ids").tolist() == [True, True]
+    assert cols.present("nope").tolist() == [False, False]
+    assert cols.length("req_ids").tolist() == [2, 1] and cols.length("nope").tolist() == [0, 0]
+    assert cols.ndim("output_len").tolist() == [1, 1]
+    assert cols.ints("vocab_size").tolist() == [9, 7]
+    values, counts = cols.flat("output_len")
+    assert values.tolist() == [4, 5, 1] and counts.tolist() == [2, 1]
+    inner, outer = cols.inner_lengths("output_tail")
+    assert inner.tolist() == [1, 2, 0] and outer.tolist() == [2, 1]
+    assert cols.values("req_ids") == [["a", "b"], ["c"]]
+    huge = columns.RecordColumns([Record("async_output", 0, 0, {"vocab_size": 2**64})])
+    with pytest.raises(ScreenUnsure):
+        huge.ints("vocab_size")

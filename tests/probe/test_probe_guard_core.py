@@ -1,0 +1,123 @@
+"""The guard's host-side checks (forensics.probe.guard) against the sites' own columnar core.
+
+The guard keeps its own checks (the core on a batch of one costs 0.3-1 ms a call, see README,
+"Where the targets stand"), so generated records hold the two together: the guard finds a
+violation exactly when the core finds an index out of bounds, and the one it reports (row,
+tensor, value, bound) is among the core's findings (``async_output``: a written id the guard
+reports at an earlier row than a failed read may be missing from the core's, whose run stops at
+the read)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forensics.probe import guard
+from forensics.records import Record
+from forensics.sites import get_site
+from forensics.sites.batch_change import GATHERED
+
+
+def core_findings(record: Record) -> set[tuple[Any, ...]]:
+    """(row, tensor, value, upper) of every out-of-bounds index the site's core reports."""
+    module = get_site(record.site)
+    run = module.run_batch(module.prepare([record]), False)
+    return {(f["row"], f["tensor"], f["value"], f["upper"])
+            for f in run.checks.findings(run.req_ids).get(0, []) if f["kind"] == "out_of_bounds"}
+
+
+def agree(found: guard.Violation | None, core: set[tuple[Any, ...]],
+          tensor: str | None = None) -> None:
+    assert (found is None) == (not core), (found, core)
+    if found is not None:
+        assert (found.row, tensor or found.tensor, found.value, found.upper) in core, (found, core)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_batch_change_guard_agrees_with_the_core(data: st.DataObject) -> None:
+    rows = data.draw(st.integers(1, 6))
+    lengths = [data.draw(st.integers(1, 8)) for _ in GATHERED]
+    prev = np.array(data.draw(st.lists(st.integers(-2, 10), min_size=rows, max_size=rows)),
+                    np.int64)
+    size = max(rows, lengths[GATHERED.index("num_computed_tokens")])
+    fields = {name: np.arange(n, dtype=np.int32) for name, n in zip(GATHERED, lengths,
+                                                                       strict=True)}
+    fields["num_computed_tokens"] = np.arange(size, dtype=np.int32)
+    record = Record("batch_change", 0, 0, {
+        **fields, "prev_positions": prev, "num_accepted_tokens": np.ones(rows, np.int32),
+        "cpu_num_computed_tokens": np.full(rows, 3, np.int32)})
+    sizes = {name: len(record.fields[name]) for name in GATHERED}
+    agree(guard.check_batch_change(prev, sizes), core_findings(record))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(-3, 14), min_size=1, max_size=12), st.integers(1, 12),
+       st.booleans())
+def test_embedding_guard_agrees_with_the_core(ids: list[int], rows: int, split: bool) -> None:
+    input_ids = np.array(ids, np.int64)
+    fields: dict[str, Any] = {"input_ids": input_ids, "num_embeddings": rows}
+    cu = None
+    if split:  # one row per two tokens, the last row taking what is left
+        cu = np.minimum(np.arange(2, len(ids) + 2, 2), len(ids)).astype(np.int32)
+        fields.update(cu_num_tokens=cu, req_ids=[f"r{i}" for i in range(len(cu))])
+    found = guard.check_ids("embedding", "input_ids", input_ids, rows, cu)
+    agree(found, core_findings(Record("embedding", 0, 0, fields)), "input_ids")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_prepare_input_ids_guard_agrees_with_the_core(data: st.DataObject) -> None:
+    reqs, prev_rows = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 5))
+    spec = data.draw(st.integers(0, 3))
+    prev = np.array(data.draw(st.lists(st.integers(-1, prev_rows + 2), min_size=reqs,
+                                       max_size=reqs)), np.int32)
+    drafts = np.array(data.draw(st.lists(st.integers(0, spec), min_size=reqs, max_size=reqs)),
+                      np.int32)
+    cu = np.cumsum(1 + drafts).astype(np.int32)
+    tokens = int(cu[-1])
+    fields: dict[str, Any] = {
+        "prev_positions": prev, "prev_sampled_token_ids": np.zeros((prev_rows, spec + 1),
+                                                                   np.int32),
+        "input_ids": np.arange(tokens, dtype=np.int32),
+        "input_ids_device": np.arange(tokens, dtype=np.int32), "cu_num_tokens": cu,
+        "num_draft_tokens": drafts, "prev_num_spec_tokens": spec, "vocab_size": 1000}
+    draft_numel = None
+    if spec and data.draw(st.booleans()):  # drafts may be narrower than the stride read
+        width = data.draw(st.integers(1, spec))
+        fields["draft_token_ids"] = np.zeros((prev_rows, width), np.int32)
+        draft_numel = prev_rows * width
+    found = guard.check_prepare_input_ids(prev, cu, drafts, prev_rows, spec, draft_numel)
+    agree(found, core_findings(Record("prepare_input_ids", 0, 0, fields)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_async_output_guard_agrees_with_the_core(data: st.DataObject) -> None:
+    reqs, prev_rows = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    width, vocab = data.draw(st.integers(1, 3)), 50
+    req_ids = [f"r{i}" for i in range(reqs)]
+    prev = {r: data.draw(st.integers(-1, prev_rows + 1)) for r in req_ids
+            if data.draw(st.booleans())}
+    outputs = [data.draw(st.lists(st.integers(0, vocab - 1), max_size=3))
+               + [-1] * data.draw(st.integers(0, 3)) for _ in req_ids]
+    sampled = []
+    for _ in range(prev_rows):  # valid ids, then -1 padding
+        ids = data.draw(st.lists(st.one_of(st.integers(0, vocab - 1), st.just(vocab),
+                                           st.integers(vocab + 1, vocab + 2)),
+                                 max_size=width))
+        sampled.append(ids + [-1] * (width - len(ids)))
+    record = Record("async_output", 0, 0, {
+        "req_ids": req_ids, "prev_req_id_to_index": prev, "output_token_ids": outputs,
+        "sampled_token_ids_cpu": np.array(sampled, np.int64), "vocab_size": vocab})
+    found = guard.check_async_output(req_ids, prev, outputs, sampled, vocab)
+    core = core_findings(record)
+    key = None if found is None else (found.row, found.tensor, found.value, found.upper)
+    if found is not None and not found.used and key not in core:
+        # a failed read stops the core's run before the ids a row above it writes
+        assert any(not tensor.startswith("out.") for _, tensor, _, _ in core), (found, core)
+    else:
+        agree(found, core)
