@@ -23,8 +23,8 @@ from forensics.sites.batch_change import GATHERED
 
 def core_findings(record: Record) -> set[tuple[Any, ...]]:
     """(row, tensor, value, upper) of every out-of-bounds index the site's core reports."""
-    module = get_site(record.site)
-    run = module.run_batch(module.prepare([record]), False)
+    run = get_site(record.site).run_records([record], False)
+    assert run is not None
     return {(f["row"], f["tensor"], f["value"], f["upper"])
             for f in run.checks.findings(run.req_ids).get(0, []) if f["kind"] == "out_of_bounds"}
 
