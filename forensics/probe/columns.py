@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from forensics.probe.copy import Deferred, PendingRecord
 from forensics.records import Record
-from forensics.sites._common import ScreenUnsure
+from forensics.sites._common import RecordColumns, as_int64
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import SHAPE_SUFFIX, ColumnSig, arrow_type, columns_of
 from forensics.validate import screen_batch, site_field_specs, validate_record
@@ -139,9 +139,7 @@ class Block:
         if name not in self.fields:
             return _zeros(0), _zeros(self.rows)
         values, counts = self.fields[name]
-        if values.dtype == np.uint64 and len(values) and values.max() > np.iinfo(np.int64).max:
-            raise ScreenUnsure(f"{name!r} holds values past int64")
-        return values.astype(np.int64, copy=False), counts
+        return as_int64(values, name), counts
 
     def inner_lengths(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         return _zeros(0), _zeros(self.rows)
@@ -205,57 +203,6 @@ def encode_block(block: Block) -> tuple[dict[str, ColumnSig], dict[str, pa.Array
         arrays[name + SHAPE_SUFFIX] = an.lists(ones, an.primitive(sizes), None,
                                                pa.list_(pa.int64()))
     return columns, arrays
-
-
-class RecordColumns:
-    """Records of one site with the same value signature (names, kinds and ranks), read as the
-    columns :func:`forensics.validate.screen_batch` takes (``BatchColumns``): a few list
-    passes per field instead of the per-record cross-field checks."""
-
-    def __init__(self, records: Sequence[Record]) -> None:
-        self.records = records
-        self.rows = len(records)
-
-    def _get(self, name: str) -> list[Any]:
-        return [r.fields.get(name) for r in self.records]
-
-    def present(self, name: str) -> np.ndarray:
-        return np.fromiter((name in r.fields for r in self.records), bool, self.rows)
-
-    def length(self, name: str) -> np.ndarray:
-        return np.fromiter((0 if v is None else (v.shape[0] if v.ndim else 0)
-                            if type(v) is np.ndarray else len(v) for v in self._get(name)),
-                           np.int64, self.rows)
-
-    def ndim(self, name: str) -> np.ndarray:
-        return np.fromiter((v.ndim if type(v) is np.ndarray else 0 for v in self._get(name)),
-                           np.int64, self.rows)
-
-    def ints(self, name: str) -> np.ndarray:
-        values = [0 if v is None else v for v in self._get(name)]
-        if values and not (_INT64[0] <= min(values) and max(values) <= _INT64[1]):
-            raise ScreenUnsure(f"{name!r} holds values past int64")
-        return np.array(values, dtype=np.int64)
-
-    def flat(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        arrays = [_zeros(0) if v is None else v.reshape(-1) for v in self._get(name)]
-        counts = np.fromiter(map(len, arrays), np.int64, self.rows)
-        values = np.concatenate(arrays) if arrays else _zeros(0)
-        if values.dtype == np.uint64 and len(values) and values.max() > _INT64[1]:
-            raise ScreenUnsure(f"{name!r} holds values past int64")
-        return values.astype(np.int64, copy=False), counts
-
-    def inner_lengths(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        lists = [() if v is None else v for v in self._get(name)]
-        counts = np.fromiter(map(len, lists), np.int64, self.rows)
-        inner = np.fromiter(map(len, chain.from_iterable(lists)), np.int64, int(counts.sum()))
-        return inner, counts
-
-    def values(self, name: str) -> list[Any]:
-        return self._get(name)
-
-
-_INT64 = (-(2**63), 2**63 - 1)
 
 
 def unflagged(records: Sequence[tuple[Record, Any]]) -> set[int]:

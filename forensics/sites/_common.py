@@ -7,6 +7,7 @@ numpy only (``import forensics.sites`` stays light). A *finding dict* is what a 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -263,16 +264,19 @@ class RecordColumns:
                            count=self.rows)
 
     def length(self, name: str) -> np.ndarray:
-        return np.fromiter((0 if v is None else len(v) for v in self._each(name)),
-                           dtype=np.int64, count=self.rows)
+        return np.fromiter((0 if v is None or (type(v) is np.ndarray and not v.ndim) else len(v)
+                            for v in self._each(name)), dtype=np.int64, count=self.rows)
 
     def ndim(self, name: str) -> np.ndarray:
         return np.fromiter((0 if v is None else np.ndim(v) for v in self._each(name)),
                            dtype=np.int64, count=self.rows)
 
     def ints(self, name: str) -> np.ndarray:
-        return np.fromiter((0 if v is None else v for v in self._each(name)), dtype=np.int64,
-                           count=self.rows)
+        try:
+            return np.fromiter((0 if v is None else v for v in self._each(name)),
+                               dtype=np.int64, count=self.rows)
+        except OverflowError:  # records not validated yet (the probe's screen)
+            raise ScreenUnsure(f"{name!r} holds values past int64") from None
 
     def flat(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         arrays = [np.asarray(v).reshape(-1) for v in self._each(name) if v is not None]
@@ -282,11 +286,14 @@ class RecordColumns:
             return np.zeros(0, dtype=np.int64), counts
         if len({a.dtype for a in arrays}) > 1:  # no float promotion of mixed widths
             arrays = [a.astype(np.int64) for a in arrays]
-        return np.concatenate(arrays).astype(np.int64, copy=False), counts
+        return as_int64(np.concatenate(arrays), name), counts
 
     def inner_lengths(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        _, lengths, counts = self.ragged(name)
-        return lengths, counts
+        lists = [v or () for v in self._each(name)]
+        counts = np.fromiter(map(len, lists), dtype=np.int64, count=self.rows)
+        inner = np.fromiter(map(len, itertools.chain.from_iterable(lists)), dtype=np.int64,
+                            count=int(counts.sum()))
+        return inner, counts
 
     def values(self, name: str) -> list[Any]:
         return self._each(name)
@@ -387,6 +394,14 @@ def other_holder(cols: RunColumns, pp: np.ndarray, counts: np.ndarray) -> np.nda
 
 class ScreenUnsure(Exception):
     """A columnar screen cannot vouch for any row of the batch: check every row per record."""
+
+
+def as_int64(values: np.ndarray, name: str) -> np.ndarray:
+    """``values`` (field ``name``) as int64; ScreenUnsure when an unsigned value does not fit
+    (records not validated yet: the probe's screen)."""
+    if values.dtype == np.uint64 and len(values) and values.max() > np.iinfo(np.int64).max:
+        raise ScreenUnsure(f"{name!r} holds values past int64")
+    return values.astype(np.int64, copy=False)
 
 
 def rows_with_any(mask: np.ndarray, counts: np.ndarray) -> np.ndarray:
