@@ -136,3 +136,27 @@ def test_trusted_columns_follow_the_value_signature() -> None:
     assert narrow["num_computed_tokens"] == ("tensor", "int32")
     assert wide["num_computed_tokens"] == ("tensor", "int64")
     assert trusted_columns(Record("batch_change", 5, 1, _batch_change_fields())) is narrow
+
+
+def test_releasing_pages_leaves_no_garbage_for_the_paused_collector() -> None:
+    """The replay releases pages per chunk with the cyclic collector paused: a call must make
+    no reference cycle (a ``ctypes.CDLL`` per call made one)."""
+    import gc
+    import mmap
+
+    from forensics.store.segment import release_pages
+
+    with mmap.mmap(-1, 1 << 16) as area:
+        address = np.frombuffer(area, dtype=np.uint8).ctypes.data
+        release_pages(address, 1 << 16)  # libc loaded once
+        gc.collect()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            for _ in range(20):
+                release_pages(address, 1 << 16)
+            gc.collect()
+            garbage = list(gc.garbage)
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+    assert not garbage, [type(o) for o in garbage[:5]]
