@@ -48,22 +48,10 @@ def evidence_of(result: Any) -> Evidence:
 
 
 def first_finding(result: Any, variant: str) -> dict[str, Any] | None:
-    """The first finding of ``variant`` with the keys :data:`FIRST_KEYS`, or None.
+    """The first finding of ``variant`` with the keys :data:`FIRST_KEYS`, or None."""
+    from forensics.findings import first_finding as first_of
 
-    Starts from ``result.first_finding(variant)`` and adds the bound, origin and resolution of
-    the same row of ``result.findings``.
-    """
-    from forensics.findings import to_python
-
-    first = result.first_finding(variant)
-    if first is None:
-        return None
-    rows = result.findings[result.findings["variant"] == variant]
-    for key, value in first.items():
-        column = rows[key]
-        rows = rows[column.isna() if value is None else (column == value).fillna(False)]
-    row = rows.iloc[0]
-    return {key: first[key] if key in first else to_python(row[key]) for key in FIRST_KEYS}
+    return first_of(result.findings, variant, FIRST_KEYS)
 
 
 def differences(expected: Evidence, got: Evidence) -> list[str]:
