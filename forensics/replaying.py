@@ -90,12 +90,15 @@ class ReplayResult:
         return judge.first_finding(self.findings, variant)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``forensics replay --json`` object (JSON-ready)."""
+        """The ``forensics replay --json`` object (JSON-ready): its ``first_finding`` per
+        variant carries every findings column (bound, origin, request, ``resolved``)."""
+        keys = [c for c in judge.COLUMNS if c not in ("variant", "record")]
         return {"capture": self.source, "records": len(self.records),
                 "variants": list(self.variants), "verdicts": self.verdicts,
                 "findings": judge.finding_records(self.findings),
                 "outcomes": self.outcome_counts,
-                "first_finding": {v: self.first_finding(v) for v in self.variants}}
+                "first_finding": {v: judge.first_finding(self.findings, v, keys)
+                                  for v in self.variants}}
 
     def expected(self) -> dict[str, Any]:
         """The ``expected.json`` object: format, verdicts and first finding per variant."""

@@ -16,7 +16,7 @@ for _name, _entry in {
     "inspect": ("inspect", "summarise a capture without replaying it"),
     "replay": ("replay", "replay a capture through variants and print verdicts"),
     "check": ("check", "compare a capture's replay with its expected.json"),
-    "plot": ("plot", "draw one figure of a capture's replay"),
+    "plot": ("plot", "draw figures of a capture's replay (one or more kinds)"),
     "report": ("report", "write a self-contained HTML report of a capture"),
     "simulate": ("simulate", "generate a synthetic capture of a scenario"),
     "demo": ("demo", "replay every bundled capture and write reports"),

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     result = replay(args.capture, variants=variants, progress=sys.stderr.isatty())
     conclusion = conclude(result)
     if args.json:
-        print(json.dumps({**result.to_json(), "first_finding": first_findings(result),
+        print(json.dumps({**result.to_json(),
                           "silent_inputs": conclusion.silent,
                           "conclusion": conclusion.to_json()}, indent=2))
     else:
@@ -60,15 +60,6 @@ def run(args: argparse.Namespace) -> int:
                             for v in result.verdicts[args.fail_on].values()):
         return 1
     return 0
-
-
-def first_findings(result: Any) -> dict[str, dict[str, Any] | None]:
-    """Per variant, its first finding with every findings column (bound, origin, ``resolved``
-    and request included), as ``--json`` shows it."""
-    from forensics.findings import COLUMNS, first_finding
-
-    keys = [c for c in COLUMNS if c not in ("variant", "record")]
-    return {v: first_finding(result.findings, v, keys) for v in result.variants}
 
 
 def format_result(result: Any, conclusion: Any = None) -> str:
