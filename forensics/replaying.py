@@ -280,8 +280,7 @@ def _model_runs(chunk: _Chunk, models: list[tuple[str, ModelVariant]]
     if not models or site.run_batch is None:
         return {}
     try:
-        prepared = (site.prepare_columns(chunk.cols) if site.prepare_columns is not None
-                    else site.prepare(chunk.records()) if site.prepare is not None else None)
+        prepared = site.prepared(chunk.cols, chunk.records)
         return {name: variant.run_batch(chunk.site, prepared) for name, variant in models}
     except ScreenUnsure:
         chunk.cols = RecordColumns(chunk.records())

@@ -80,17 +80,22 @@ class Site(SiteSchema, Generic[P]):
         return [model(record) for record in records]
 
     def run_records(self, records: Sequence[Record], patched: bool) -> BatchRun | None:
-        """The columnar run of ``records`` (none a summary): its input from ``prepare``, else
-        from ``prepare_columns`` over the records' columns; None when the site has no
+        """The columnar run of ``records`` (none a summary), or None when the site has no
         columnar run."""
         if self.run_batch is None:
             return None
-        if self.prepare is not None:
-            return self.run_batch(self.prepare(records), patched)
         from forensics.sites._common import RecordColumns
 
-        assert self.prepare_columns is not None  # __post_init__: run_batch needs an input
-        return self.run_batch(self.prepare_columns(RecordColumns(records)), patched)
+        return self.run_batch(self.prepared(RecordColumns(records), lambda: records), patched)
+
+    def prepared(self, cols: RunColumns, records: Callable[[], Sequence[Record]]) -> P:
+        """The columnar run's input for the records of ``cols``: ``prepare_columns(cols)``
+        when the site reads columns, else ``prepare(records())`` (``records`` is called only
+        then: decoding them may cost more than the run)."""
+        if self.prepare_columns is not None:
+            return self.prepare_columns(cols)
+        assert self.prepare is not None  # __post_init__: run_batch needs an input
+        return self.prepare(records())
 
 
 _SCHEMA = {f.name for f in fields(SiteSchema)}
