@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from share_cases import FAULT_SCENARIOS, private_capture, tree_digest
 
@@ -39,9 +39,13 @@ def test_shrink_keeps_the_evidence_with_fewer_records(name: str, seed: int, faul
     root = tmp_path_factory.mktemp("shrink")
     src = private_capture(root / "src.capture", name, seed, fault_step)
     before = tree_digest(src)
+    original = forensics.replay(src)
+    # a forced fault can find nothing to break (vocab-sentinel: no row rejects a draft at that
+    # step); such a capture has no evidence, and shrink refuses it (tested below)
+    assume(any(original.first_finding(v) is not None for v in original.variants))
     result = shrink(src, root / "small.capture")
 
-    original, small = forensics.replay(src), forensics.replay(result.path)
+    small = forensics.replay(result.path)
     assert small.verdicts == original.verdicts
     for variant in original.variants:
         assert small.first_finding(variant) == original.first_finding(variant)
