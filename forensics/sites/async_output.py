@@ -26,7 +26,6 @@ from forensics.sites._common import (
     RecordColumns,
     RowValues,
     RunColumns,
-    judged_findings,
     prev_rows,
     require,
     require_len,
@@ -449,8 +448,10 @@ def patched_many(records: list[Record]) -> list[Outcome]:
 
 
 def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
-    """The checks of any variant's outcome on one record: its accesses (models only), then the
-    ids it wrote (``ok`` outcomes)."""
+    """The checks of any variant's outcome on one record: its accesses (models only: previous
+    rows against ``sampled_token_ids_cpu``), then the ids it wrote (``ok`` outcomes: from the
+    first trailing placeholder on, against ``[0, vocab_size)``; ``element`` is the position in
+    the request's full output list)."""
     batch = Batch.of([record])
     parts: list[Checks | CheckList] = [
         Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower, a.upper)
@@ -467,11 +468,6 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     return Checks.concat(parts)
 
 
-def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
-    """Findings of one outcome: previous rows past ``sampled_token_ids_cpu``, and ids the call
-    wrote (from the first trailing placeholder on) outside ``[0, vocab_size)``. ``element`` is the
-    position in the request's full output list."""
-    return judged_findings(outcome_checks(record, outcome), [record["req_ids"]])
 
 
 def first_placeholder(ids: Sequence[int]) -> int:
@@ -508,6 +504,7 @@ from forensics.sites.base import Site  # noqa: E402  (the SITE declaration close
 
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
-            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched, judge=judge,
+            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            outcome_checks=outcome_checks,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)

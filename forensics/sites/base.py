@@ -20,7 +20,7 @@ from forensics.schema import SiteDefinitionError, SiteSchema, check_function
 if TYPE_CHECKING:
 
     from forensics.sites._common import RunColumns
-    from forensics.sites.core import BatchRun
+    from forensics.sites.core import BatchRun, CheckList, Checks
 
 P = TypeVar("P")
 #: a finding dict: ``row, element, tensor, kind, value, lower, upper, req_id``
@@ -33,7 +33,10 @@ class Site(SiteSchema, Generic[P]):
 
     Required operations:
         upstream(record) / patched(record): the models on one record, as an ``Outcome``;
-        judge(record, outcome): the finding dicts of one record's outcome.
+        outcome_checks(record, outcome) -> Checks | CheckList: every index and id one
+            record's outcome (any variant's) used or produced, as the columnar core's checks
+            of a batch of one: the judge reads that record's findings (:meth:`judge`) and
+            checked ranges from them.
 
     Optional operations (None when the site has no such form; the record checks
     ``check_record`` / ``check_batch`` are part of the schema):
@@ -46,7 +49,7 @@ class Site(SiteSchema, Generic[P]):
 
     upstream: Callable[[Record], Outcome]
     patched: Callable[[Record], Outcome]
-    judge: Callable[[Record, Outcome], list[Finding]]
+    outcome_checks: Callable[[Record, Outcome], Checks | CheckList]
     prepare: Callable[[Sequence[Record]], P] | None = None
     run_batch: Callable[[P, bool], BatchRun] | None = None
     prepare_columns: Callable[[RunColumns], P] | None = None
@@ -66,6 +69,11 @@ class Site(SiteSchema, Generic[P]):
 
     def __repr__(self) -> str:
         return f"Site({self.name!r})"
+
+    def judge(self, record: Record, outcome: Outcome) -> list[Finding]:
+        """The finding dicts of one record's outcome (any variant's): the findings of its
+        :attr:`outcome_checks`."""
+        return record_findings(self.outcome_checks(record, outcome), record)
 
     def model(self, patched: bool) -> Callable[[Record], Outcome]:
         """The model on one record: ``patched`` or ``upstream``."""
@@ -101,6 +109,12 @@ class Site(SiteSchema, Generic[P]):
 _SCHEMA = {f.name for f in fields(SiteSchema)}
 #: every operation of a Site beyond its schema, required ones first
 OPERATIONS = tuple(f.name for f in fields(Site) if f.name not in _SCHEMA)
-REQUIRED_OPERATIONS = ("upstream", "patched", "judge")
+REQUIRED_OPERATIONS = ("upstream", "patched", "outcome_checks")
 #: what a Site must be given (its schema and required operations)
 REQUIRED = (*(f.name for f in fields(SiteSchema) if f.default is MISSING), *REQUIRED_OPERATIONS)
+
+
+def record_findings(checks: Checks | CheckList, record: Record) -> list[Finding]:
+    """The finding dicts of ``checks`` made of one record (``record``, whose ``req_ids`` name
+    the requests of its rows when it has them)."""
+    return checks.findings([record.get("req_ids")]).get(0, [])

@@ -14,7 +14,6 @@ gathered tensor ``t`` and gathers nothing for other rows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -27,7 +26,6 @@ from forensics.sites._common import (
     RowValues,
     RunColumns,
     failed,
-    judged_findings,
     other_holder,
     require_rows,
     screen_rows,
@@ -315,16 +313,11 @@ def _bounds_message(gather: np.ndarray, uppers: dict[str, np.ndarray], r: int) -
     raise AssertionError("no out-of-bounds index in a failed record")
 
 
-def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
-    """Findings of one outcome: accesses outside their tensor, and in-range previous rows that
-    held another request (``misattributed``, when request ids are known)."""
-    return judged_findings(outcome_checks(record, outcome), [record.get("req_ids")])
-
-
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
-            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched, judge=judge,
+            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            outcome_checks=outcome_checks,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)

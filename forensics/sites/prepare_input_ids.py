@@ -32,7 +32,6 @@ from forensics.sites._common import (
     RunColumns,
     aligned,
     failed,
-    judged_findings,
     require,
     require_rows,
     row_last,
@@ -501,16 +500,11 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     return Checks.concat(parts)
 
 
-def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
-    """Findings of one outcome: accesses outside their tensor, drafts read from another
-    request's row, and every id of the resulting ``input_ids[:total]`` outside the vocabulary."""
-    return judged_findings(outcome_checks(record, outcome), [record.get("req_ids")])
-
-
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
-            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched, judge=judge,
+            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            outcome_checks=outcome_checks,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, patch_inert=patch_inert)
