@@ -66,7 +66,7 @@ def test_scan_in_small_runs_of_records_counts_the_same(path: Path,
 def test_counting_outside_a_range_agrees_with_two_comparisons(dtype: str) -> None:
     import numpy as np
 
-    from forensics.scan import _count_outside
+    from forensics.sites.scan_counts import count_outside as _count_outside
 
     info = np.iinfo(dtype)
     values = np.array([info.min, info.min + 1, -2, -1, 0, 1, 5, 100, info.max - 1, info.max],

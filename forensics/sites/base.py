@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from forensics.sites._common import RunColumns
     from forensics.sites.core import BatchRun, CheckList, Checks
+    from forensics.sites.scan_counts import IndexCount, ScanColumns
 
 P = TypeVar("P")
 #: a finding dict: ``row, element, tensor, kind, value, lower, upper, req_id``
@@ -44,7 +45,10 @@ class Site(SiteSchema, Generic[P]):
             patched variant of the run), with its input read by ``prepare(records) -> P``
             and/or ``prepare_columns(cols) -> P`` (straight from a batch's columns);
         upstream_many(records) / patched_many(records): the models on many records at once;
-        patch_inert(record): true only where ``patched`` gives exactly ``upstream``'s outcome.
+        patch_inert(record): true only where ``patched`` gives exactly ``upstream``'s outcome;
+        scan_indices(cols) -> list[IndexCount]: the captured index checks, counted over a run
+            of a batch's records held as flat columns (what ``forensics.scan`` runs; see
+            :mod:`forensics.sites.scan_counts`); None: the scan skips the site.
     """
 
     upstream: Callable[[Record], Outcome]
@@ -56,6 +60,7 @@ class Site(SiteSchema, Generic[P]):
     upstream_many: Callable[[list[Record]], list[Outcome]] | None = None
     patched_many: Callable[[list[Record]], list[Outcome]] | None = None
     patch_inert: Callable[[Record], bool] | None = None
+    scan_indices: Callable[[ScanColumns], list[IndexCount]] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()

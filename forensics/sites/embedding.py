@@ -27,6 +27,7 @@ from forensics.sites._common import (
     rows_with_any,
 )
 from forensics.sites.core import BatchRun, Checks, rows_of_slots
+from forensics.sites.scan_counts import IndexCount, ScanColumns, outside
 
 NAME = "embedding"
 FIELDS = (
@@ -132,11 +133,19 @@ def outcome_checks(record: Record, outcome: Outcome) -> Checks:
     return _ids(RecordColumns([record]))
 
 
+def scan_indices(cols: ScanColumns) -> list[IndexCount]:
+    """The captured index checks (see :mod:`forensics.sites.scan_counts`): every id of
+    ``input_ids`` in ``[0, num_embeddings)``, the rule of :func:`outcome_checks`."""
+    ids, sizes, _ = cols.tensor("input_ids")
+    return [IndexCount("input_ids", len(ids), outside(ids, cols.ints("num_embeddings"), sizes,
+                                                      cols.bools("compare", len(ids))))]
+
+
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
-            outcome_checks=outcome_checks,
+            outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)

@@ -48,6 +48,7 @@ from forensics.sites.core import (
     starts_of,
     within,
 )
+from forensics.sites.scan_counts import IndexCount, ScanColumns, per_value, run_max, run_starts
 
 NAME = "prepare_input_ids"
 FIELDS = (
@@ -500,11 +501,71 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     return Checks.concat(parts)
 
 
+def scan_indices(cols: ScanColumns) -> list[IndexCount]:
+    """The captured index checks (see :mod:`forensics.sites.scan_counts`): the previous
+    positions of the common rows (``>= 0``) read ``prev_sampled_token_ids``, valid in
+    ``[0, rows)``; on the slow path, row by row, the drafts ``prev_position *
+    prev_num_spec_tokens + j`` (``j < num_draft_tokens[row]``), valid in
+    ``[0, draft_token_ids.size)``."""
+    pp, n, _ = cols.tensor("prev_positions")
+    sampled_rows = cols.first_dim(SAMPLED)
+    common = np.greater_equal(pp, 0, out=cols.bools("common", len(pp)))
+    top = run_max(pp, n)
+    bad = 0
+    if (top >= sampled_rows).any():  # else no row reads past the sampled rows
+        bad = int(np.count_nonzero(common & (pp >= per_value(sampled_rows, n))))
+    counts = [IndexCount(SAMPLED, int(np.count_nonzero(common)), bad)]
+    if cols.has(DRAFTS):
+        counts.append(_scan_drafts(cols, pp, n, top, common))
+    return counts
+
+
+def _scan_drafts(cols: ScanColumns, pp: np.ndarray, n: np.ndarray, top: np.ndarray,
+                 common: np.ndarray) -> IndexCount:
+    """Draft reads of the slow path: ``pp * k + j`` for ``j < num_draft_tokens[row]``."""
+    _, draft_size, present = cols.tensor(DRAFTS)
+    cu = cols.tensor("cu_num_tokens")[0]
+    nd = cols.tensor("num_draft_tokens")[0]
+    k = cols.ints("prev_num_spec_tokens")
+    slow = _scan_slow_path(pp, np.subtract(cu, 1, dtype=np.int64), common, n, top)
+    records = slow & present
+    read = common if records.all() else common & np.repeat(records, n)  # rows read
+    # reads j < nd at pp * k + j (>= 0 on common rows): ``ends`` is one past the last read
+    ends = np.multiply(pp, per_value(k, n), dtype=np.int64)
+    np.add(ends, nd, out=ends)
+    bad = 0
+    if len(nd) and (nd.min() < 0 or (records & (run_max(ends, n) > draft_size)).any()):
+        # only rows reading past the size (or with negative nd) can have out-of-range reads
+        reads = nd.astype(np.int64)
+        over = ends - per_value(draft_size, n)
+        hit = np.flatnonzero(read & ((over > 0) | (reads < 0)))
+        wanted, past = reads[hit], over[hit]
+        bad = int(np.clip(wanted - np.maximum(wanted - past, 0), 0, wanted).sum())
+    return IndexCount(DRAFTS, int(np.sum(nd, where=read, dtype=np.int64)), bad)
+
+
+def _scan_slow_path(pp: np.ndarray, flat: np.ndarray, common: np.ndarray, n: np.ndarray,
+                    top: np.ndarray) -> np.ndarray:
+    """Per record: True when the call scatters row by row (not the one-slice fast path: every
+    common row has ``pp == flat`` and the largest common ``flat`` is ``num_common - 1``).
+    ``top``: each record's largest ``pp``, which is its largest common ``flat`` whenever every
+    common row has ``pp == flat`` (rows that are not common have ``pp < 0``). One reduction
+    per record over its run of rows (``reduceat``), no per-row indexing."""
+    filled, starts = run_starts(n)
+    num_common = np.zeros(len(n), dtype=np.int64)
+    mismatch = np.zeros(len(n), dtype=bool)
+    if len(starts):
+        num_common[filled] = np.add.reduceat(common, starts, dtype=np.int64)
+        mismatch[filled] = np.logical_or.reduceat(common & (pp != flat), starts)
+    fast = (num_common > 0) & ~mismatch & (top == num_common - 1)
+    return ~fast
+
+
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
-            outcome_checks=outcome_checks,
+            outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, patch_inert=patch_inert)
