@@ -135,17 +135,18 @@ def _chunks(view: BatchView) -> Iterator[tuple[int, int]]:
 
 
 class _Scratch:
-    """Boolean buffers reused by every run of one scan for its largest temporaries: a fresh
-    array per pass would have the allocator map (and the kernel fault in) new pages each run."""
+    """Buffers reused by every run of one scan for its largest temporaries: a fresh array per
+    pass would have the allocator map (and the kernel fault in) new pages each run."""
 
     def __init__(self) -> None:
-        self._buffers: dict[str, np.ndarray] = {}
+        self._buffers: dict[tuple[str, type], np.ndarray] = {}
 
-    def bools(self, slot: str, n: int) -> np.ndarray:
-        """A writable boolean array of ``n`` items, the same memory for ``slot`` each call."""
-        buffer = self._buffers.get(slot)
+    def array(self, slot: str, n: int, dtype: type) -> np.ndarray:
+        """A writable array of ``n`` items of ``dtype``, the same memory for ``slot`` each
+        call."""
+        buffer = self._buffers.get((slot, dtype))
         if buffer is None or len(buffer) < n:
-            buffer = self._buffers[slot] = np.empty(n, dtype=bool)
+            buffer = self._buffers[slot, dtype] = np.empty(n, dtype=dtype)
         return buffer[:n]
 
 
@@ -188,4 +189,8 @@ class _Columns:
 
     def bools(self, slot: str, n: int) -> np.ndarray:
         """A boolean scratch array of ``n`` items (see :class:`_Scratch`)."""
-        return self.scratch.bools(slot, n)
+        return self.scratch.array(slot, n, bool)
+
+    def int64s(self, slot: str, n: int) -> np.ndarray:
+        """An int64 scratch array of ``n`` items (see :class:`_Scratch`)."""
+        return self.scratch.array(slot, n, np.int64)

@@ -527,36 +527,55 @@ def _scan_drafts(cols: ScanColumns, pp: np.ndarray, n: np.ndarray, top: np.ndarr
     cu = cols.tensor("cu_num_tokens")[0]
     nd = cols.tensor("num_draft_tokens")[0]
     k = cols.ints("prev_num_spec_tokens")
-    slow = _scan_slow_path(pp, np.subtract(cu, 1, dtype=np.int64), common, n, top)
+    flat = np.subtract(cu, 1, dtype=np.int64, out=cols.int64s("flat", len(cu)))
+    slow = _scan_slow_path(pp, flat, common, n, top, cols.bools("mismatch", len(pp)))
     records = slow & present
     read = common if records.all() else common & np.repeat(records, n)  # rows read
+    checked = int(nd.sum(dtype=np.int64)) - int(nd[~read].sum(dtype=np.int64))
+    if not len(nd) or (nd.min() >= 0 and not (records & (_reach(top, k, nd) > draft_size)).any()):
+        return IndexCount(DRAFTS, checked, 0)  # no read past the size: nothing to count
+    return IndexCount(DRAFTS, checked, _drafts_past(pp, n, k, nd, draft_size, read))
+
+
+def _reach(top: np.ndarray, k: np.ndarray, nd: np.ndarray) -> np.ndarray:
+    """Per record, a bound on one past its last draft read (``pp * k + nd`` of a read row,
+    whose ``pp`` lies in ``[0, top]``): from each record's largest position and the largest
+    count, no pass over the rows. Values too large to multiply exactly give no bound."""
+    limit = 1 << 31
+    if top.max(initial=0) >= limit or not -limit < k.min(initial=0) <= k.max(initial=0) < limit:
+        return np.full(len(top), np.iinfo(np.int64).max, dtype=np.int64)
+    return np.maximum(np.maximum(top, 0).astype(np.int64) * k, 0) + int(nd.max())
+
+
+def _drafts_past(pp: np.ndarray, n: np.ndarray, k: np.ndarray, nd: np.ndarray,
+                 draft_size: np.ndarray, read: np.ndarray) -> int:
+    """Count of the draft reads of the rows ``read`` (``pp * k + j``, ``j < nd``) outside
+    ``[0, draft_size)``."""
     # reads j < nd at pp * k + j (>= 0 on common rows): ``ends`` is one past the last read
     ends = np.multiply(pp, per_value(k, n), dtype=np.int64)
     np.add(ends, nd, out=ends)
-    bad = 0
-    if len(nd) and (nd.min() < 0 or (records & (run_max(ends, n) > draft_size)).any()):
-        # only rows reading past the size (or with negative nd) can have out-of-range reads
-        reads = nd.astype(np.int64)
-        over = ends - per_value(draft_size, n)
-        hit = np.flatnonzero(read & ((over > 0) | (reads < 0)))
-        wanted, past = reads[hit], over[hit]
-        bad = int(np.clip(wanted - np.maximum(wanted - past, 0), 0, wanted).sum())
-    return IndexCount(DRAFTS, int(np.sum(nd, where=read, dtype=np.int64)), bad)
+    reads = nd.astype(np.int64)
+    over = ends - per_value(draft_size, n)
+    hit = np.flatnonzero(read & ((over > 0) | (reads < 0)))
+    wanted, past = reads[hit], over[hit]
+    return int(np.clip(wanted - np.maximum(wanted - past, 0), 0, wanted).sum())
 
 
 def _scan_slow_path(pp: np.ndarray, flat: np.ndarray, common: np.ndarray, n: np.ndarray,
-                    top: np.ndarray) -> np.ndarray:
+                    top: np.ndarray, scratch: np.ndarray) -> np.ndarray:
     """Per record: True when the call scatters row by row (not the one-slice fast path: every
     common row has ``pp == flat`` and the largest common ``flat`` is ``num_common - 1``).
     ``top``: each record's largest ``pp``, which is its largest common ``flat`` whenever every
     common row has ``pp == flat`` (rows that are not common have ``pp < 0``). One reduction
-    per record over its run of rows (``reduceat``), no per-row indexing."""
+    per record over its run of rows (``reduceat``), no per-row indexing. ``scratch``: a
+    boolean buffer like ``pp``."""
     filled, starts = run_starts(n)
     num_common = np.zeros(len(n), dtype=np.int64)
     mismatch = np.zeros(len(n), dtype=bool)
     if len(starts):
         num_common[filled] = np.add.reduceat(common, starts, dtype=np.int64)
-        mismatch[filled] = np.logical_or.reduceat(common & (pp != flat), starts)
+        wrong = np.logical_and(np.not_equal(pp, flat, out=scratch), common, out=scratch)
+        mismatch[filled] = np.logical_or.reduceat(wrong, starts)
     fast = (num_common > 0) & ~mismatch & (top == num_common - 1)
     return ~fast
 

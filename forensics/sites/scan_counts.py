@@ -51,6 +51,9 @@ class ScanColumns(Protocol):
         """A writable boolean scratch array of ``n`` items, the same memory for ``slot`` on
         every call of one scan (large temporaries are not allocated afresh per run)."""
 
+    def int64s(self, slot: str, n: int) -> np.ndarray:
+        """A writable int64 scratch array of ``n`` items (as :meth:`bools`)."""
+
 
 def outside(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray,
             out: np.ndarray | None = None) -> int:
