@@ -242,10 +242,16 @@ def patched(record: Record) -> Outcome:
 
 
 def patch_inert(record: Record) -> bool:
-    """Whether ``patched`` gives exactly ``upstream``'s outcome on ``record``: when no common row
-    is at or past the sampled rows, the guard skips nothing and both take the same plan."""
-    pp = np.asarray(record["prev_positions"])
-    return not len(pp) or int(pp.max()) < record["prev_sampled_token_ids"].shape[0]
+    """Whether ``patched`` gives exactly ``upstream``'s outcome on ``record``: :func:`inert`
+    of a batch of one."""
+    return bool(inert(Batch.of([record]))[0])
+
+
+def inert(b: Batch) -> np.ndarray:
+    """Per record of ``b``: whether ``patched`` gives exactly ``upstream``'s outcome. When no
+    previous position is at or past the sampled rows, the guard skips no row and both take
+    the same plan."""
+    return ~rows_with_any(b.pp >= b.p[b.rec], b.nrows)
 
 
 def _run(record: Record, guard: bool) -> Outcome:
@@ -403,9 +409,9 @@ def prepare_columns(cols: RunColumns) -> Batch:
 def run_batch(b: Batch, patched: bool) -> BatchRun:
     """The columnar run of a prepared batch as the judge reads it: the plain records in numpy
     at once, the others one by one through torch. Where the guard skips no row of the batch
-    (no previous position at or past the sampled rows: :func:`patch_inert` of every record),
+    (:func:`inert` holds for every record),
     ``patched`` is the same run as ``upstream``, computed once."""
-    guard = patched and bool((b.pp >= b.p[b.rec]).any())
+    guard = patched and not inert(b).all()
     if guard not in b.runs:
         b.runs[guard] = _run_batch(b, guard)
     return b.runs[guard]
