@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from forensics.sites import get_site
 from forensics.sites.scan_counts import IndexCount
 
 if TYPE_CHECKING:
@@ -105,8 +106,6 @@ def scan(capture: Capture | str | os.PathLike[str]) -> ScanResult:
         from forensics.store.reader import load
 
         capture = load(capture)
-    from forensics.sites import get_site
-
     start = time.perf_counter()
     result = ScanResult(str(capture.path))
     scratch = _Scratch()
