@@ -53,27 +53,42 @@ ORIGIN_PREFERENCE = ("prepare_input_ids", "async_output", "batch_change")
 _INT_COLUMNS = ("row", "element", "value", "lower", "upper")
 
 Findings = list[dict[str, Any]]
+#: checked ranges as ``Checks.ranges()`` gives them: records, tensors, ``(min, max, lower,
+#: upper)`` rows
+Ranges = tuple[np.ndarray, list[str], np.ndarray]
 
 
-def summary_checks(record: Record) -> Checks:
-    """The checks of a summary record: its ``min`` and ``max`` against ``[0, bound)`` as one
-    group (its checked range)."""
-    site = get_site(record.site)
-    return Checks.of(_summary_tensor(record), 0, None, None, [record["min"], record["max"]],
-                     0, record[site.summary_bound])
+def summary_checks(records: Sequence[Record]) -> CheckList:
+    """The checks of summary records (record ``i`` of the checks is ``records[i]``): each
+    one's ``min`` and ``max`` against ``[0, bound)`` as one group (its checked range), one
+    :class:`Checks` per tensor."""
+    by_tensor: dict[str, list[int]] = {}
+    for i, record in enumerate(records):
+        by_tensor.setdefault(_summary_tensor(record), []).append(i)
+    parts = []
+    for tensor, mine in by_tensor.items():
+        sides = [(records[i]["min"], records[i]["max"]) for i in mine]
+        bounds = np.repeat([_summary_bound(records[i]) for i in mine], 2)
+        parts.append(Checks.of(tensor, np.repeat(mine, 2), None, None, np.ravel(sides), 0,
+                               bounds))
+    return Checks.concat(parts)
 
 
 def summary_findings(record: Record) -> Findings:
     """Bounds findings of a summary record: one per side it breaks, ``min`` below 0, ``max`` at
     or past the bound."""
-    bound = record[get_site(record.site).summary_bound]
-    tensor = _summary_tensor(record)
+    bound, tensor = _summary_bound(record), _summary_tensor(record)
     found = []
     if record["min"] < 0:
         found.append(finding(OUT_OF_BOUNDS, tensor, record["min"], 0, bound))
     if record["max"] >= bound:
         found.append(finding(OUT_OF_BOUNDS, tensor, record["max"], 0, bound))
     return found
+
+
+def _summary_bound(record: Record) -> int:
+    """The bound a summary record carries (its site's ``summary_bound`` field)."""
+    return int(record[get_site(record.site).summary_bound])
 
 
 def _summary_tensor(record: Record) -> str:
@@ -93,7 +108,7 @@ def judged_record(record: Record, outcome: Outcome | None) -> tuple[Findings, Ch
     come from (its checked ranges): the site's ``outcome_checks``, a summary's
     :func:`summary_checks`."""
     if record.summary:
-        return summary_findings(record), summary_checks(record)
+        return summary_findings(record), summary_checks([record])
     if outcome is None:
         return [], Checks.empty()
     checks = get_site(record.site).outcome_checks(record, outcome)
@@ -139,23 +154,30 @@ class Judge:
             outcomes: Sequence[Outcome | None]) -> None:
         """Judge ``records`` (at ``positions``) under ``variant`` one by one (summary records
         and the outcomes of variants without a columnar run: :meth:`add_run` judges those)."""
-        judged = [judged_record(r, o) for r, o in zip(records, outcomes, strict=True)]
-        _keep(self._found[variant], positions, [found for found, _ in judged])
+        positions = np.asarray(positions, dtype=np.int64)
+        summary = np.fromiter((r.summary for r in records), dtype=bool, count=len(records))
+        found: list[Findings] = []
+        ranges: list[Ranges] = []  # those of each replayed record
+        for record, outcome in zip(records, outcomes, strict=True):
+            if record.summary:
+                found.append(summary_findings(record))
+                continue
+            findings, checks = judged_record(record, outcome)
+            found.append(findings)
+            ranges.append(checks.ranges())
+        _keep(self._found[variant], positions, found)
         self._errors[variant] |= {r.site for r, o in zip(records, outcomes, strict=True)
                                   if o is not None and o.status == ERROR}
-        self._add_ranges(variant, positions, [checks for _, checks in judged])
+        rec, tensors, numbers = summary_checks([r for r in records if r.summary]).ranges()
+        self._add_ranges(variant, positions[summary][rec], tensors, numbers)
+        self._add_ranges(variant, *_joined(positions[~summary], ranges))
 
-    def _add_ranges(self, variant: str, positions: np.ndarray,
-                    checks: Sequence[Checks | CheckList]) -> None:
-        """Keep the checked ranges of ``checks``, each of one record (at ``positions``)."""
-        pieces = [c.ranges() for c in checks]
-        counts = [len(rec) for rec, _, _ in pieces]
-        if not sum(counts):
-            return
-        rec = np.repeat(np.asarray(positions, dtype=np.int64), counts)
-        tensors = [t for _, names, _ in pieces for t in names]
-        numbers = np.concatenate([n for _, _, n in pieces])
-        self._ranges.append((variant, rec, self._codes(tensors), numbers))
+    def _add_ranges(self, variant: str, rec: np.ndarray, tensors: Sequence[str],
+                    numbers: np.ndarray) -> None:
+        """Keep checked ranges: per row, its record's position, tensor and ``(min, max,
+        lower, upper)``."""
+        if len(rec):
+            self._ranges.append((variant, rec, self._codes(tensors), numbers))
 
     def add_run(self, variant: str | None, site: str, positions: np.ndarray, run: BatchRun
                 ) -> None:
@@ -250,6 +272,15 @@ class Judge:
             "tensor": names[tensor],
             **{c: numbers[:, j] for j, c in enumerate(("min", "max", "lower", "upper"))}}
         return pd.DataFrame(columns, columns=list(BOUNDS_COLUMNS), copy=False)
+
+
+def _joined(positions: np.ndarray, ranges: Sequence[Ranges]) -> Ranges:
+    """The checked ranges of the records at ``positions``, each given as its own checks'
+    ``ranges()`` (record 0), as one piece: the records' positions, tensors and numbers."""
+    counts = [len(rec) for rec, _, _ in ranges]
+    numbers = [n for _, _, n in ranges]
+    return (np.repeat(positions, counts), [t for _, names, _ in ranges for t in names],
+            np.concatenate(numbers) if numbers else np.zeros((0, 4), dtype=np.int64))
 
 
 def coordinates_of(records: Sequence[Record]) -> np.ndarray:
