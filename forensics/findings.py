@@ -24,7 +24,6 @@ position of the record in ``ReplayResult.records``). Conventions where DESIGN.md
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,14 +31,9 @@ import numpy as np
 from forensics.outcome import ERROR, INDEX_ERROR, STATUSES, Outcome
 from forensics.records import Record
 from forensics.sites import SINK, SITES, get_site, site_order
-from forensics.sites._common import (
-    CHECKED_RANGES,
-    OUT_OF_BOUNDS,
-    finding,
-    index_error_finding,
-    observe_range,
-)
-from forensics.sites.core import BatchRun
+from forensics.sites._common import OUT_OF_BOUNDS, finding, index_error_finding
+from forensics.sites.base import record_findings
+from forensics.sites.core import BatchRun, CheckList, Checks
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,15 +53,31 @@ ORIGIN_PREFERENCE = ("prepare_input_ids", "async_output", "batch_change")
 _INT_COLUMNS = ("row", "element", "value", "lower", "upper")
 
 Findings = list[dict[str, Any]]
+#: checked ranges as ``Checks.ranges()`` gives them: records, tensors, ``(min, max, lower,
+#: upper)`` rows
+Ranges = tuple[np.ndarray, list[str], np.ndarray]
+
+
+def summary_checks(records: Sequence[Record]) -> CheckList:
+    """The checks of summary records (record ``i`` of the checks is ``records[i]``): each
+    one's ``min`` and ``max`` against ``[0, bound)`` as one group (its checked range), one
+    :class:`Checks` per tensor."""
+    by_tensor: dict[str, list[int]] = {}
+    for i, record in enumerate(records):
+        by_tensor.setdefault(_summary_tensor(record), []).append(i)
+    parts = []
+    for tensor, mine in by_tensor.items():
+        sides = [(records[i]["min"], records[i]["max"]) for i in mine]
+        bounds = np.repeat([_summary_bound(records[i]) for i in mine], 2)
+        parts.append(Checks.of(tensor, np.repeat(mine, 2), None, None, np.ravel(sides), 0,
+                               bounds))
+    return Checks.concat(parts)
 
 
 def summary_findings(record: Record) -> Findings:
-    """Bounds findings of a summary record: ``min`` below 0, ``max`` at or past the bound."""
-    site = get_site(record.site)
-    bound = record[site.summary_bound]
-    tensor = record.get("tensor")
-    tensor = tensor if isinstance(tensor, str) else site.summary_tensor
-    observe_range(tensor, np.array([record["min"], record["max"]]), 0, bound)
+    """Bounds findings of a summary record: one per side it breaks, ``min`` below 0, ``max`` at
+    or past the bound."""
+    bound, tensor = _summary_bound(record), _summary_tensor(record)
     found = []
     if record["min"] < 0:
         found.append(finding(OUT_OF_BOUNDS, tensor, record["min"], 0, bound))
@@ -76,49 +86,43 @@ def summary_findings(record: Record) -> Findings:
     return found
 
 
+def _summary_bound(record: Record) -> int:
+    """The bound a summary record carries (its site's ``summary_bound`` field)."""
+    return int(record[get_site(record.site).summary_bound])
+
+
+def _summary_tensor(record: Record) -> str:
+    """The tensor a summary record describes: its ``tensor`` field, else the site's."""
+    tensor = record.get("tensor")
+    return tensor if isinstance(tensor, str) else get_site(record.site).summary_tensor
+
+
 def judge_record(record: Record, outcome: Outcome | None) -> Findings:
     """Findings of one record under one variant (``outcome`` None for a summary record, and
     for a record judged from its site's columnar run: no finding here)."""
+    return judged_record(record, outcome)[0]
+
+
+def judged_record(record: Record, outcome: Outcome | None) -> tuple[Findings, Checks | CheckList]:
+    """Findings of one record under one variant (see :func:`judge_record`) and the checks they
+    come from (its checked ranges): the site's ``outcome_checks``, a summary's
+    :func:`summary_checks`."""
     if record.summary:
-        return summary_findings(record)
+        return summary_findings(record), summary_checks([record])
     if outcome is None:
-        return []
-    found = list(get_site(record.site).judge(record, outcome))
+        return [], Checks.empty()
+    checks = get_site(record.site).outcome_checks(record, outcome)
+    found = record_findings(checks, record)
     if (outcome.accesses is None and outcome.status == INDEX_ERROR
             and not any(f["kind"] == OUT_OF_BOUNDS for f in found)):
         found.append(index_error_finding(outcome))
-    return found
+    return found, checks
 
 
 def judge_all(records: Sequence[Record], outcomes: Sequence[Outcome | None]) -> list[Findings]:
     """Findings of every record under one variant, in record order (no checked ranges kept:
     :class:`Judge` keeps those)."""
     return [judge_record(r, o) for r, o in zip(records, outcomes, strict=True)]
-
-
-@dataclass
-class _Judged:
-    """One variant's judgement of some records: their outcomes, findings, the ranges checked
-    while judging them (``(tensor, min, max, lower, upper)``) and how many belong to each."""
-
-    outcomes: Sequence[Outcome | None]
-    found: list[Findings]
-    ranges: list[tuple[str, int, int, int, int]]
-    counts: list[int]
-
-    @classmethod
-    def of(cls, records: Sequence[Record], outcomes: Sequence[Outcome | None]) -> _Judged:
-        """Judge ``records`` one by one (the checked ranges noted while judging)."""
-        judged = cls(outcomes, [], [], [])
-        token = CHECKED_RANGES.set(judged.ranges)
-        try:
-            for record, outcome in zip(records, outcomes, strict=True):
-                before = len(judged.ranges)
-                judged.found.append(judge_record(record, outcome))
-                judged.counts.append(len(judged.ranges) - before)
-        finally:
-            CHECKED_RANGES.reset(token)
-        return judged
 
 
 class Judge:
@@ -150,16 +154,30 @@ class Judge:
             outcomes: Sequence[Outcome | None]) -> None:
         """Judge ``records`` (at ``positions``) under ``variant`` one by one (summary records
         and the outcomes of variants without a columnar run: :meth:`add_run` judges those)."""
-        judged = _Judged.of(records, outcomes)
-        ranges, counts = judged.ranges, judged.counts
-        _keep(self._found[variant], positions, judged.found)
+        positions = np.asarray(positions, dtype=np.int64)
+        summary = np.fromiter((r.summary for r in records), dtype=bool, count=len(records))
+        found: list[Findings] = []
+        ranges: list[Ranges] = []  # those of each replayed record
+        for record, outcome in zip(records, outcomes, strict=True):
+            if record.summary:
+                found.append(summary_findings(record))
+                continue
+            findings, checks = judged_record(record, outcome)
+            found.append(findings)
+            ranges.append(checks.ranges())
+        _keep(self._found[variant], positions, found)
         self._errors[variant] |= {r.site for r, o in zip(records, outcomes, strict=True)
                                   if o is not None and o.status == ERROR}
-        if ranges:
-            tensors, *numbers = zip(*ranges, strict=True)
-            rec = np.repeat(np.asarray(positions, dtype=np.int64), counts)
-            self._ranges.append((variant, rec, self._codes(tensors),
-                                 np.array(numbers, dtype=np.int64).T))
+        rec, tensors, numbers = summary_checks([r for r in records if r.summary]).ranges()
+        self._add_ranges(variant, positions[summary][rec], tensors, numbers)
+        self._add_ranges(variant, *_joined(positions[~summary], ranges))
+
+    def _add_ranges(self, variant: str, rec: np.ndarray, tensors: Sequence[str],
+                    numbers: np.ndarray) -> None:
+        """Keep checked ranges: per row, its record's position, tensor and ``(min, max,
+        lower, upper)``."""
+        if len(rec):
+            self._ranges.append((variant, rec, self._codes(tensors), numbers))
 
     def add_run(self, variant: str | None, site: str, positions: np.ndarray, run: BatchRun
                 ) -> None:
@@ -254,6 +272,15 @@ class Judge:
             "tensor": names[tensor],
             **{c: numbers[:, j] for j, c in enumerate(("min", "max", "lower", "upper"))}}
         return pd.DataFrame(columns, columns=list(BOUNDS_COLUMNS), copy=False)
+
+
+def _joined(positions: np.ndarray, ranges: Sequence[Ranges]) -> Ranges:
+    """The checked ranges of the records at ``positions``, each given as its own checks'
+    ``ranges()`` (record 0), as one piece: the records' positions, tensors and numbers."""
+    counts = [len(rec) for rec, _, _ in ranges]
+    numbers = [n for _, _, n in ranges]
+    return (np.repeat(positions, counts), [t for _, names, _ in ranges for t in names],
+            np.concatenate(numbers) if numbers else np.zeros((0, 4), dtype=np.int64))
 
 
 def coordinates_of(records: Sequence[Record]) -> np.ndarray:

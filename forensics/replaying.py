@@ -54,8 +54,8 @@ CHUNK = 1024
 class ReplayResult:
     """What a replay produced. ``records`` are the records in pipeline order (a lazy sequence
     for a capture: each is decoded when accessed); ``raw`` maps each variant to one Outcome per
-    record (None for a summary record; a model variant's are computed again when accessed, see
-    :class:`OutcomeList`); ``outcomes`` is the same as a table (columns
+    record (None for a summary record; a model variant's are computed when read, a chunk at a
+    time, see :class:`OutcomeList`); ``outcomes`` is the same as a table (columns
     :data:`OUTCOME_COLUMNS`, summary records left out); ``findings``, ``verdicts`` and
     ``bounds`` are the judge's; ``index`` gives each record's site, step, rank and summary flag
     without decoding it."""
@@ -159,7 +159,8 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
         bar.close()
     coords = judged.coordinates()
     found = judged.findings()
-    raw = {name: k.outcomes(records) for name, k in kept.items()}
+    release = getattr(capture_obj, "release", None)
+    raw = {name: k.outcomes(records, release) for name, k in kept.items()}
     return ReplayResult(source, records, names, raw, _outcome_frame(coords, kept), found,
                         judged.verdicts(found), capture_obj, bounds=judged.bounds(),
                         index=_index_frame(coords))
@@ -419,23 +420,35 @@ class _Kept:
         for i, message in run.messages.items():
             self.messages[int(positions[i])] = message
 
-    def outcomes(self, records: Sequence[Record]) -> Sequence[Outcome | None]:
-        """The outcomes as ``ReplayResult.raw`` holds them."""
+    def outcomes(self, records: Sequence[Record], release: Callable[[], None] | None = None
+                 ) -> Sequence[Outcome | None]:
+        """The outcomes as ``ReplayResult.raw`` holds them (``release``: see
+        :class:`OutcomeList`)."""
         if self.held is not None:
             return self.held
-        return OutcomeList(self.variant, records, self.status)
+        return OutcomeList(self.variant, records, self.status, release)
 
 
 class OutcomeList(Sequence["Outcome | None"]):
-    """A model variant's outcomes, one per record (None for a summary record).
+    """A model variant's outcomes, one per record (None for a summary record), computed when
+    read, one chunk at a time.
 
     A model is a pure function of its record, and its outcomes hold output and access arrays
-    several times the record's size: they are not held but computed again when accessed (the
-    same outcome the judge saw; ``tests/variants/test_replay_paths.py`` checks the paths agree).
+    several times the record's size: the replay holds none of them. Reading an outcome runs
+    the model once over its chunk (:data:`CHUNK` records, the replay's unit, vectorised where
+    the site can: :func:`run_variant`) and holds that chunk's outcomes until another chunk is
+    read (:meth:`chunk`): reading in order runs the model once per record and holds one
+    chunk. The outcomes are the ones the judge saw (``tests/variants/test_replay_paths.py``).
+    ``release`` (the capture's :meth:`~forensics.store.reader.Capture.release`) is called after
+    each chunk is computed, as the replay does, so that reading every outcome does not keep
+    the capture's mapped pages resident.
     """
 
-    def __init__(self, variant: Variant, records: Sequence[Record], status: np.ndarray) -> None:
+    def __init__(self, variant: Variant, records: Sequence[Record], status: np.ndarray,
+                 release: Callable[[], None] | None = None) -> None:
         self._variant, self._records, self._status = variant, records, status
+        self._release = release
+        self._held: tuple[int, list[Outcome | None]] | None = None
 
     def __len__(self) -> int:
         return len(self._status)
@@ -449,9 +462,22 @@ class OutcomeList(Sequence["Outcome | None"]):
     def __getitem__(self, index: int | slice) -> Outcome | None | list[Outcome | None]:
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
+        index = range(len(self))[index]  # a negative index counts from the end
         if self._status[index] < 0:
             return None
-        return _run_one(self._variant, self._records[index])
+        return self.chunk(index // CHUNK)[index % CHUNK]
+
+    def chunk(self, number: int) -> list[Outcome | None]:
+        """The outcomes of records ``number * CHUNK`` to ``(number + 1) * CHUNK``: computed
+        unless they are the chunk held, then held in place of it."""
+        if self._held is None or self._held[0] != number:
+            begin = number * CHUNK
+            records = list(self._records[begin:begin + CHUNK])
+            self._held = None  # the previous chunk goes before the next one is computed
+            self._held = (number, run_variant(self._variant, records))
+            if self._release is not None:
+                self._release()
+        return self._held[1]
 
 
 def _outcome_frame(coords: np.ndarray, kept: Mapping[str, _Kept]) -> pd.DataFrame:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import forensics
 from forensics.scan import SCAN_COLUMNS, scan
 from forensics.store.reader import load
+from forensics.store.writer import write_capture
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CAPTURES = sorted(DATA.glob("*.capture"))
@@ -64,9 +68,7 @@ def test_scan_in_small_runs_of_records_counts_the_same(path: Path,
 
 @pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint32"])
 def test_counting_outside_a_range_agrees_with_two_comparisons(dtype: str) -> None:
-    import numpy as np
-
-    from forensics.scan import _count_outside
+    from forensics.sites.scan_counts import count_outside as _count_outside
 
     info = np.iinfo(dtype)
     values = np.array([info.min, info.min + 1, -2, -1, 0, 1, 5, 100, info.max - 1, info.max],
@@ -77,3 +79,40 @@ def test_counting_outside_a_range_agrees_with_two_comparisons(dtype: str) -> Non
         expected = int(np.count_nonzero((values.astype(object) < 0)
                                         | (values.astype(object) >= high)))
         assert _count_outside(values, high) == expected, (dtype, high)
+
+
+@st.composite
+def _draft_records(draw: st.DrawFn) -> list[forensics.Record]:
+    """prepare_input_ids records whose drafts may be read past ``draft_token_ids``."""
+    records = []
+    for step in range(draw(st.integers(1, 4))):
+        n = draw(st.integers(0, 4))
+        drafts = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+        cu = np.cumsum([1 + d for d in drafts]).astype(np.int32)
+        aligned = (cu.astype(np.int64) - 1).tolist()
+        pp = draw(st.one_of(st.just(aligned),
+                            st.lists(st.integers(-1, 6), min_size=n, max_size=n)))
+        total = int(cu[-1]) if n else 0
+        rows, width = draw(st.integers(0, 6)), draw(st.integers(0, 4))
+        records.append(forensics.Record("prepare_input_ids", step, 0, {
+            "prev_positions": np.array(pp, dtype=np.int64),
+            "prev_sampled_token_ids": np.arange(draw(st.integers(0, 6)),
+                                                dtype=np.int32).reshape(-1, 1),
+            "input_ids": np.zeros(total, dtype=np.int32), "cu_num_tokens": cu,
+            "num_draft_tokens": np.array(drafts, dtype=np.int32),
+            "prev_num_spec_tokens": draw(st.integers(0, 4)),
+            "draft_token_ids": np.zeros((rows, width), dtype=np.int32), "vocab_size": 100}))
+    return records
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=_draft_records())
+def test_scan_counts_the_draft_reads_the_replay_finds(records: list[forensics.Record],
+                                                      tmp_path: Path) -> None:
+    path = write_capture(tmp_path / "drafts.capture", records, force=True)
+    result = scan(path)
+    counts = _replay_counts(load(path))
+    for tensor in ("draft_token_ids", "prev_sampled_token_ids"):
+        assert result.count("prepare_input_ids", tensor) == counts.get(
+            ("prepare_input_ids", tensor), 0), tensor

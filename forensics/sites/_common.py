@@ -10,8 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from contextvars import ContextVar
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -19,44 +18,9 @@ import numpy as np
 from forensics.errors import CaptureFormatError
 from forensics.outcome import Access, Outcome
 from forensics.records import Record
-from forensics.sites.core import CheckList, Checks, owner, ragged_parts, starts_of
+from forensics.sites.core import owner, ragged_parts, starts_of
 
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
-#: while set (by the judge, ``forensics.findings._Judged.of``), every checked array's range is
-#: appended here as ``(tensor, min, max, lower, upper)``: the data of ``ReplayResult.bounds``.
-CHECKED_RANGES: ContextVar[list[tuple[str, int, int, int, int]] | None] = ContextVar(
-    "forensics_checked_ranges", default=None)
-
-
-def observe_range(tensor: str, values: np.ndarray, lower: int, upper: int) -> None:
-    """Note the range of ``values`` checked against ``[lower, upper)`` (see CHECKED_RANGES)."""
-    _observe(tensor, values, lower, upper)
-
-
-def _observe(tensor: str, values: np.ndarray, lower: int, upper: int) -> bool:
-    """:func:`observe_range`, returning whether some value lies outside ``[lower, upper)``
-    (one min and one max over ``values``; False when empty)."""
-    if not len(values):
-        return False
-    lo, hi = int(values.min()), int(values.max())
-    sink = CHECKED_RANGES.get()
-    if sink is not None:
-        sink.append((tensor, lo, hi, int(lower), int(upper)))
-    return lo < lower or hi >= upper
-
-
-def judged_findings(checks: Checks | CheckList, req_ids: Sequence[Sequence[str] | None]
-                    ) -> list[dict[str, Any]]:
-    """The findings of the one record of ``checks`` (its checked ranges noted, see
-    CHECKED_RANGES)."""
-    sink = CHECKED_RANGES.get()
-    if sink is not None:
-        _, tensors, numbers = checks.ranges()
-        sink += [(t, lo, hi, lower, upper) for t, (lo, hi, lower, upper)
-                 in zip(tensors, numbers.tolist(), strict=True)]
-    return checks.findings(req_ids).get(0, [])
-
-
 _TORCH_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for dimension \d+ with size (\d+)")
 
 
@@ -77,45 +41,6 @@ def req_of_row(req_ids: Sequence[str] | None, row: int | None) -> str | None:
     if req_ids is None or row is None or not 0 <= row < len(req_ids):
         return None
     return req_ids[row]
-
-
-def access_findings(accesses: Iterable[Access] | None,
-                    req_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """``out_of_bounds`` findings for every access outside its ``[lower, upper)``.
-
-    ``tensor`` is the tensor read, ``element`` the access's element, ``value`` the index used.
-    """
-    found: list[dict[str, Any]] = []
-    for acc in accesses or ():
-        values = np.asarray(acc.values, dtype=np.int64)
-        if not _observe(acc.tensor, values, acc.lower, acc.upper):
-            continue  # every index in range: no finding
-        bad = np.flatnonzero((values < acc.lower) | (values >= acc.upper))
-        for i in bad:
-            row = None if acc.rows is None else int(acc.rows[i])
-            found.append(finding(OUT_OF_BOUNDS, acc.tensor, values[i], acc.lower, acc.upper,
-                                 row, acc.elements[i], req_of_row(req_ids, row)))
-    return found
-
-
-def ids_outside(values: np.ndarray, lower: int, upper: int, tensor: str,
-                rows: np.ndarray | None, req_ids: Sequence[str] | None,
-                elements: np.ndarray | None = None) -> list[dict[str, Any]]:
-    """``out_of_bounds`` findings for every id of ``values`` outside ``[lower, upper)``.
-
-    ``elements`` default to the flat positions in ``values``; ``rows`` (same length) may be None.
-    """
-    values = np.asarray(values, dtype=np.int64).reshape(-1)
-    if not _observe(tensor, values, lower, upper):
-        return []
-    bad = np.flatnonzero((values < lower) | (values >= upper))
-    found = []
-    for i in bad:
-        row = None if rows is None or rows[i] < 0 else int(rows[i])
-        element = i if elements is None else elements[i]
-        found.append(finding(OUT_OF_BOUNDS, tensor, values[i], lower, upper, row, element,
-                             req_of_row(req_ids, row)))
-    return found
 
 
 def index_error_finding(outcome: Outcome, tensor: str | None = None) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from forensics.schema import SiteDefinitionError, SiteSchema, check_function
 if TYPE_CHECKING:
 
     from forensics.sites._common import RunColumns
-    from forensics.sites.core import BatchRun
+    from forensics.sites.core import BatchRun, CheckList, Checks
+    from forensics.sites.scan_counts import IndexCount, ScanColumns
 
 P = TypeVar("P")
 #: a finding dict: ``row, element, tensor, kind, value, lower, upper, req_id``
@@ -33,7 +34,10 @@ class Site(SiteSchema, Generic[P]):
 
     Required operations:
         upstream(record) / patched(record): the models on one record, as an ``Outcome``;
-        judge(record, outcome): the finding dicts of one record's outcome.
+        outcome_checks(record, outcome) -> Checks | CheckList: every index and id one
+            record's outcome (any variant's) used or produced, as the columnar core's checks
+            of a batch of one: the judge reads that record's findings (:meth:`judge`) and
+            checked ranges from them.
 
     Optional operations (None when the site has no such form; the record checks
     ``check_record`` / ``check_batch`` are part of the schema):
@@ -41,18 +45,22 @@ class Site(SiteSchema, Generic[P]):
             patched variant of the run), with its input read by ``prepare(records) -> P``
             and/or ``prepare_columns(cols) -> P`` (straight from a batch's columns);
         upstream_many(records) / patched_many(records): the models on many records at once;
-        patch_inert(record): true only where ``patched`` gives exactly ``upstream``'s outcome.
+        patch_inert(record): true only where ``patched`` gives exactly ``upstream``'s outcome;
+        scan_indices(cols) -> list[IndexCount]: the captured index checks, counted over a run
+            of a batch's records held as flat columns (what ``forensics.scan`` runs; see
+            :mod:`forensics.sites.scan_counts`); None: the scan skips the site.
     """
 
     upstream: Callable[[Record], Outcome]
     patched: Callable[[Record], Outcome]
-    judge: Callable[[Record, Outcome], list[Finding]]
+    outcome_checks: Callable[[Record, Outcome], Checks | CheckList]
     prepare: Callable[[Sequence[Record]], P] | None = None
     run_batch: Callable[[P, bool], BatchRun] | None = None
     prepare_columns: Callable[[RunColumns], P] | None = None
     upstream_many: Callable[[list[Record]], list[Outcome]] | None = None
     patched_many: Callable[[list[Record]], list[Outcome]] | None = None
     patch_inert: Callable[[Record], bool] | None = None
+    scan_indices: Callable[[ScanColumns], list[IndexCount]] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -66,6 +74,11 @@ class Site(SiteSchema, Generic[P]):
 
     def __repr__(self) -> str:
         return f"Site({self.name!r})"
+
+    def judge(self, record: Record, outcome: Outcome) -> list[Finding]:
+        """The finding dicts of one record's outcome (any variant's): the findings of its
+        :attr:`outcome_checks`."""
+        return record_findings(self.outcome_checks(record, outcome), record)
 
     def model(self, patched: bool) -> Callable[[Record], Outcome]:
         """The model on one record: ``patched`` or ``upstream``."""
@@ -101,6 +114,12 @@ class Site(SiteSchema, Generic[P]):
 _SCHEMA = {f.name for f in fields(SiteSchema)}
 #: every operation of a Site beyond its schema, required ones first
 OPERATIONS = tuple(f.name for f in fields(Site) if f.name not in _SCHEMA)
-REQUIRED_OPERATIONS = ("upstream", "patched", "judge")
+REQUIRED_OPERATIONS = ("upstream", "patched", "outcome_checks")
 #: what a Site must be given (its schema and required operations)
 REQUIRED = (*(f.name for f in fields(SiteSchema) if f.default is MISSING), *REQUIRED_OPERATIONS)
+
+
+def record_findings(checks: Checks | CheckList, record: Record) -> list[Finding]:
+    """The finding dicts of ``checks`` made of one record (``record``, whose ``req_ids`` name
+    the requests of its rows when it has them)."""
+    return checks.findings([record.get("req_ids")]).get(0, [])

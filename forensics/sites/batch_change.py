@@ -14,7 +14,6 @@ gathered tensor ``t`` and gathers nothing for other rows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -27,12 +26,12 @@ from forensics.sites._common import (
     RowValues,
     RunColumns,
     failed,
-    judged_findings,
     other_holder,
     require_rows,
     screen_rows,
 )
 from forensics.sites.core import BatchRun, CheckList, Checks, owner, select_runs, starts_of
+from forensics.sites.scan_counts import IndexCount, ScanColumns, at_or_past, outside
 
 NAME = "batch_change"
 FIELDS = (
@@ -315,16 +314,30 @@ def _bounds_message(gather: np.ndarray, uppers: dict[str, np.ndarray], r: int) -
     raise AssertionError("no out-of-bounds index in a failed record")
 
 
-def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
-    """Findings of one outcome: accesses outside their tensor, and in-range previous rows that
-    held another request (``misattributed``, when request ids are known)."""
-    return judged_findings(outcome_checks(record, outcome), [record.get("req_ids")])
+def scan_indices(cols: ScanColumns) -> list[IndexCount]:
+    """The captured index checks (see :mod:`forensics.sites.scan_counts`): every row gathers
+    each tensor of :data:`GATHERED` at ``prev_positions.clamp(min=0)``, valid in
+    ``[0, len(tensor))``."""
+    pp, sizes, _ = cols.tensor("prev_positions")
+    gather: np.ndarray | None = None
+    counts = []
+    for name in GATHERED:
+        _, lengths, _ = cols.tensor(name)
+        if len(lengths) and lengths.min() > 0:
+            # clamp(min=0) lands inside a non-empty tensor: only ``>= len`` is outside
+            bad = at_or_past(pp, lengths, sizes, cols.bools("compare", len(pp)))
+        else:
+            gather = np.maximum(pp, 0) if gather is None else gather
+            bad = outside(gather, lengths, sizes)
+        counts.append(IndexCount(name, len(pp), bad))
+    return counts
 
 
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
-            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched, judge=judge,
+            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)

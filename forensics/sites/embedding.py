@@ -10,7 +10,6 @@ map each token to its batch row and request.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -21,7 +20,6 @@ from forensics.sites._common import (
     RecordColumns,
     RowValues,
     RunColumns,
-    judged_findings,
     require,
     require_len,
     row_last,
@@ -29,6 +27,7 @@ from forensics.sites._common import (
     rows_with_any,
 )
 from forensics.sites.core import BatchRun, Checks, rows_of_slots
+from forensics.sites.scan_counts import IndexCount, ScanColumns, outside
 
 NAME = "embedding"
 FIELDS = (
@@ -127,16 +126,26 @@ def upstream_many(records: list[Record]) -> list[Outcome]:
 patched_many = upstream_many
 
 
-def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
-    """Findings of one record, the same for every variant: each id of ``input_ids`` outside
-    ``[0, num_embeddings)`` (tensor ``input_ids``, element its position)."""
-    return judged_findings(_ids(RecordColumns([record])), [record.get("req_ids")])
+def outcome_checks(record: Record, outcome: Outcome) -> Checks:
+    """The checks of one record, the same for every variant's outcome: each id of
+    ``input_ids`` against ``[0, num_embeddings)`` (tensor ``input_ids``, element its
+    position)."""
+    return _ids(RecordColumns([record]))
+
+
+def scan_indices(cols: ScanColumns) -> list[IndexCount]:
+    """The captured index checks (see :mod:`forensics.sites.scan_counts`): every id of
+    ``input_ids`` in ``[0, num_embeddings)``, the rule of :func:`outcome_checks`."""
+    ids, sizes, _ = cols.tensor("input_ids")
+    return [IndexCount("input_ids", len(ids), outside(ids, cols.ints("num_embeddings"), sizes,
+                                                      cols.bools("compare", len(ids))))]
 
 
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
-            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched, judge=judge,
+            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)

@@ -1,5 +1,5 @@
-"""A malformed third-party site (test_plugins): its ``Site`` has no judge, so building it raises
-and the registry skips the plugin with a warning naming the attribute."""
+"""A malformed third-party site (test_plugins): its ``Site`` has no ``outcome_checks``, so
+building it raises and the registry skips the plugin with a warning naming the attribute."""
 
 from __future__ import annotations
 
@@ -9,4 +9,4 @@ from forensics.sites import Site
 
 SITE = Site(name="bad_gather", fields=FIELDS, output_fields=(), summary_bound="size",
             summary_tensor="table", upstream=upstream, patched=patched,
-            judge=None)  # type: ignore[arg-type]
+            outcome_checks=None)  # type: ignore[arg-type]

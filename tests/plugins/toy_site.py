@@ -8,15 +8,12 @@ patched model under another name (``toy_variant.py``).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from forensics.outcome import Access, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites import Site
-from forensics.sites._common import judged_findings
-from forensics.sites.core import Checks
+from forensics.sites.core import CheckList, Checks
 
 NAME = "toy_gather"
 FIELDS = (FieldSpec("index", "tensor", doc="[n]"), FieldSpec("size", "int"))
@@ -46,13 +43,13 @@ def patched(record: Record) -> Outcome:
     return _run(record, guard=True)
 
 
-def judge(record: Record, outcome: Outcome) -> list[dict[str, Any]]:
-    """Accesses outside the table."""
-    checks = Checks.concat([Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower,
-                                      a.upper) for a in outcome.accesses or ()])
-    return judged_findings(checks, [None])
+def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
+    """The table accesses (findings: those outside the table)."""
+    return Checks.concat([Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower,
+                                    a.upper) for a in outcome.accesses or ()])
 
 
 #: the site the entry point names (``toy = toy_site:SITE``)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
-            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched, judge=judge)
+            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            outcome_checks=outcome_checks)

@@ -21,6 +21,7 @@ from forensics.sites import (
     prepare_input_ids,
 )
 from forensics.sites.base import Site
+from forensics.sites.core import Checks
 
 
 def _outcome(status: str) -> Outcome:
@@ -30,7 +31,7 @@ def _outcome(status: str) -> Outcome:
 TOY = Site(name="toy", fields=(FieldSpec("index", "tensor"), FieldSpec("size", "int")),
            output_fields=(), summary_bound="size", summary_tensor="table",
            upstream=lambda r: _outcome("upstream"), patched=lambda r: _outcome("patched"),
-           judge=lambda r, o: [])
+           outcome_checks=lambda r, o: Checks.empty())
 
 
 def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
@@ -54,7 +55,7 @@ def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
     ({"fields": (FieldSpec("a", "float"),)}, "unknown kind"),
     ({"output_fields": ("nope",)}, "not fields: ['nope']"),
     ({"summary_bound": ""}, "'summary_bound' must be a non-empty str"),
-    ({"judge": None}, "'judge' must be a function, got NoneType"),
+    ({"outcome_checks": None}, "'outcome_checks' must be a function, got NoneType"),
     ({"check_batch": 3}, "'check_batch' must be a function, got int"),
     ({"prepare": list}, "the columnar run needs 'run_batch' and its input"),
     ({"prepare_columns": list}, "the columnar run needs 'run_batch' and its input"),
