@@ -14,6 +14,7 @@ per-round differences new - old (the rounds are paired in time).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import statistics
 import subprocess
@@ -37,7 +38,9 @@ def worker(root: str) -> None:
     from forensics.probe.settings import Settings
     from forensics.store.writer import CaptureWriter
 
-    import run as bench  # this checkout's benchmark helpers: the same calls for both codes
+    # this checkout's benchmark helpers (the same calls for both codes), imported after
+    # ``root``'s forensics: run.py puts its own checkout first on the path
+    bench = importlib.import_module("run")
 
     assert Path(hooks.__file__).is_relative_to(root), hooks.__file__
     work = Path(tempfile.mkdtemp(prefix="forensics-probe-compare-"))
