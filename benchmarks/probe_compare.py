@@ -5,7 +5,8 @@ process per checkout (each imports ``forensics`` from its root, e.g. ``git workt
 ``git archive`` of main into a temporary directory) and asks them for rounds in turn (old, new,
 new, old, ...), so both codes see the same load on a shared machine. A round is
 ``benchmarks/run.py``'s: :data:`run.PROBE_ROUND` plain calls of the reference function, then as
-many wrapped calls recording into a real capture, its writer thread working meanwhile. Prints,
+many wrapped calls recording into a real capture, its writer thread working meanwhile (both
+under ``torch.inference_mode()``, as in vLLM). Prints,
 per code, the medians over rounds of the added cost per call: wall clock, the calling thread's
 CPU and the process's CPU (writer thread included), in microseconds; and the median of the
 per-round differences new - old (the rounds are paired in time).
@@ -50,10 +51,12 @@ def worker(root: str) -> None:
     args = bench._batch_change_args(torch)
     wrapped = hooks.wrap_batch_change(batch_change_reference)
     for _ in sys.stdin:
-        plain = bench._round(lambda: batch_change_reference(*bench._fresh(args)))
+        plain = bench._round(lambda: batch_change_reference(*bench._fresh(args)),
+                             inference=True)
         hooks.activate(session)
         try:
-            probed = bench._round(lambda: (session.begin_step(), wrapped(*bench._fresh(args))))
+            probed = bench._round(lambda: (session.begin_step(), wrapped(*bench._fresh(args))),
+                                  inference=True)
         finally:
             hooks.activate(None)
         added = [(p - q) / bench.PROBE_ROUND * 1e6 for p, q in zip(probed, plain, strict=True)]
