@@ -97,28 +97,25 @@ class Copier:
         The usual case (integer tensors of a known plan that ``torch.cat`` joins as they are,
         after a view of the wider ones) costs those views and the ``cat``: which tensors are
         one-dimensional is the writer's business (it has their shapes)."""
-        plan = _PLANS.get(tuple(map(_DTYPE, tensors)))
-        if plan is not None:
-            parts = list(tensors)
-            carrier = plan.carrier
-            try:
-                for i in plan.views:
-                    parts[i] = parts[i].view(carrier)
-                data = _TORCH.cat(parts)
-            except RuntimeError:  # other dimensions, strides or devices: the general way
-                return self._join_general(tensors)
-            if data.ndim != 1:  # tensors of several dimensions joined along the first one
-                data = data.reshape(-1)
-            return self._joined(data, plan, tuple(map(_SHAPE, tensors)))
-        return self._join_general(tensors)
-
-    def _join_general(self, tensors: Sequence[torch.Tensor]) -> Joined:
-        """:meth:`join` for any tensors: each flattened (a copy only where needed), or one by
-        one when some dtype is not an integer one or the tensors are on different devices."""
-        shapes = tuple(map(_SHAPE, tensors))
         plan = _join_plan(tuple(map(_DTYPE, tensors)))
         if plan is None:
-            return Joined(None, None, shapes, self.take_all(tensors))
+            return Joined(None, None, tuple(map(_SHAPE, tensors)), self.take_all(tensors))
+        parts = list(tensors)
+        carrier = plan.carrier
+        try:
+            for i in plan.views:
+                parts[i] = parts[i].view(carrier)
+            data = _TORCH.cat(parts)
+        except RuntimeError:  # other dimensions, strides or devices: the general way
+            return self._join_flat(tensors, plan)
+        if data.ndim != 1:  # tensors of several dimensions joined along the first one
+            data = data.reshape(-1)
+        return self._joined(data, plan, tuple(map(_SHAPE, tensors)))
+
+    def _join_flat(self, tensors: Sequence[torch.Tensor], plan: JoinPlan) -> Joined:
+        """:meth:`join` of tensors ``torch.cat`` refuses as they are: each flattened (a copy
+        only where needed); one by one when they are on different devices."""
+        shapes = tuple(map(_SHAPE, tensors))
         parts = [_flat_as(t.reshape(-1), plan.carrier) for t in tensors]
         try:
             data = _TORCH.cat(parts)
