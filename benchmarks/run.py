@@ -13,6 +13,7 @@ Timings are wall-clock on a shared machine: ratios from one run, never unit-test
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import gc
 import json
@@ -330,8 +331,8 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
     (wall clock, plus the final ``close()`` spread over the calls) and
     ``probe_cpu_us_per_call`` (the calling thread's CPU alone, ``time.thread_time``: what the
     engine's own thread pays). ``probe_process_cpu_us_per_call`` adds the writer thread's CPU
-    (``time.process_time``). Falls back to ``CaptureWriter.append`` when the probe is
-    missing."""
+    (``time.process_time``). The calls run under ``torch.inference_mode()``, as in vLLM.
+    Falls back to ``CaptureWriter.append`` when the probe is missing."""
     try:
         from forensics.probe import hooks
         from forensics.probe.reference import batch_change_reference
@@ -351,10 +352,11 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
     plain: list[tuple[float, float, float]] = []
     probed: list[tuple[float, float, float]] = []
     for _ in range(rounds):
-        plain.append(_round(lambda: batch_change_reference(*_fresh(args))))
+        plain.append(_round(lambda: batch_change_reference(*_fresh(args)), inference=True))
         hooks.activate(session)
         try:
-            probed.append(_round(lambda: (session.begin_step(), wrapped(*_fresh(args)))))
+            probed.append(_round(lambda: (session.begin_step(), wrapped(*_fresh(args))),
+                                 inference=True))
         finally:
             hooks.activate(None)
     close = _round(session.close, 1)
@@ -371,12 +373,25 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
                                                  0.0)}
 
 
-def _round(call: Any, count: int = PROBE_ROUND) -> tuple[float, float, float]:
-    """Wall, calling-thread CPU and process CPU seconds of ``count`` calls of ``call``."""
-    wall, thread, process = _clock(), time.thread_time(), time.process_time()
-    for _ in range(count):
-        call()
-    return _clock() - wall, time.thread_time() - thread, time.process_time() - process
+def _round(call: Any, count: int = PROBE_ROUND, *, inference: bool = False
+           ) -> tuple[float, float, float]:
+    """Wall, calling-thread CPU and process CPU seconds of ``count`` calls of ``call``; with
+    ``inference``, under ``torch.inference_mode()``, as vLLM's ``execute_model`` runs the
+    calls the probe wraps (torch's ops cost less there)."""
+    with _inference_mode(inference):
+        wall, thread, process = _clock(), time.thread_time(), time.process_time()
+        for _ in range(count):
+            call()
+        return _clock() - wall, time.thread_time() - thread, time.process_time() - process
+
+
+def _inference_mode(on: bool) -> Any:
+    """``torch.inference_mode()`` if ``on``, else a context that does nothing."""
+    if not on:
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.inference_mode()
 
 
 def _median(rounds: list[tuple[float, float, float]], i: int) -> float:

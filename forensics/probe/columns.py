@@ -98,9 +98,10 @@ class Block:
 
         flat = torch.cat([c.data.buffer if type(c.data) is Deferred else c.data
                           for c in copies]).detach().numpy()
-        lengths = list(chain.from_iterable(c.shapes for c in copies))
-        if set(map(type, lengths)) != {int}:
-            raise NotColumnar(self.site)  # a tensor of several dimensions (a shape, no length)
+        shapes = list(chain.from_iterable(c.shapes for c in copies))
+        if set(map(len, shapes)) != {1}:
+            raise NotColumnar(self.site)  # a tensor of several dimensions, or of none
+        lengths = [shape[0] for shape in shapes]
         sizes = np.array(lengths, dtype=np.int64).reshape(self.rows, len(names))
         units = sizes * np.array(plan.ratios, dtype=np.int64)  # carrier items per value
         if bool((units == units[0]).all()):  # every record alike: one 2-D slice per field

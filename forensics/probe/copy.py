@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -92,24 +92,40 @@ class Copier:
     def join(self, tensors: Sequence[torch.Tensor]) -> Joined:
         """One copy of several integer tensors of one call (see the module docstring): host
         tensors give a host :class:`Joined` at once, device tensors a deferred one. Tensors of
-        other dtypes, or on different devices, are copied one by one (``parts``)."""
-        shapes = tuple(map(_SHAPE, tensors))
+        other dtypes, or on different devices, are copied one by one (``parts``).
+
+        The usual case (integer tensors of a known plan that ``torch.cat`` joins as they are,
+        after a view of the wider ones) costs those views and the ``cat``: which tensors are
+        one-dimensional is the writer's business (it has their shapes)."""
         plan = _join_plan(tuple(map(_DTYPE, tensors)))
         if plan is None:
-            return Joined(None, None, shapes, self.take_all(tensors))
+            return Joined(None, None, tuple(map(_SHAPE, tensors)), self.take_all(tensors))
+        parts = list(tensors)
         carrier = plan.carrier
-        if set(map(len, shapes)) == _ONE_DIM:  # the usual case: views only where dtypes differ
-            shapes = tuple(map(_FIRST, shapes))  # lengths: ints, no torch.Size kept (GC)
-            parts = list(tensors)
+        try:
             for i in plan.views:
-                parts[i] = _flat_as(parts[i], carrier)
-        else:
-            parts = [t if plain and len(shape) == 1 else _flat_as(t.reshape(-1), carrier)
-                     for t, shape, plain in zip(tensors, shapes, plan.plain, strict=True)]
+                parts[i] = parts[i].view(carrier)
+            data = _TORCH.cat(parts)
+        except RuntimeError:  # other dimensions, strides or devices: the general way
+            return self._join_flat(tensors, plan)
+        if data.ndim != 1:  # tensors of several dimensions joined along the first one
+            data = data.reshape(-1)
+        return self._joined(data, plan, tuple(map(_SHAPE, tensors)))
+
+    def _join_flat(self, tensors: Sequence[torch.Tensor], plan: JoinPlan) -> Joined:
+        """:meth:`join` of tensors ``torch.cat`` refuses as they are: each flattened (a copy
+        only where needed); one by one when they are on different devices."""
+        shapes = tuple(map(_SHAPE, tensors))
+        parts = [_flat_as(t.reshape(-1), plan.carrier) for t in tensors]
         try:
             data = _TORCH.cat(parts)
         except RuntimeError:  # tensors on different devices
             return Joined(None, None, shapes, self.take_all(tensors))
+        return self._joined(data, plan, shapes)
+
+    def _joined(self, data: torch.Tensor, plan: JoinPlan, shapes: tuple[Any, ...]) -> Joined:
+        """The :class:`Joined` of a joined copy ``data``: as it is on the host, else a
+        non-blocking copy into pinned memory."""
         if self.is_device is _is_device and data.is_cpu:
             return Joined(data, plan, shapes)
         taken = self.take(data)
@@ -129,8 +145,7 @@ class Joined:
     ``data``: a host tensor, or a :class:`Deferred` pinned buffer (device tensors), or None
     when the tensors could not be joined (then ``parts`` holds one copy per tensor, as
     :meth:`Copier.take` gives them). ``plan`` maps the fields back (see :class:`JoinPlan`).
-    ``shapes``: each tensor's shape; when every tensor is one-dimensional, each one's length
-    (plain ints: no ``torch.Size`` object outlives the call, fewer objects for the GC).
+    ``shapes``: each tensor's shape (a ``torch.Size``, or any tuple of ints).
     """
 
     __slots__ = ("data", "parts", "plan", "shapes")
@@ -162,9 +177,7 @@ class Joined:
         return out
 
 
-def _numel(shape: int | tuple[int, ...]) -> int:
-    if isinstance(shape, int):
-        return shape
+def _numel(shape: tuple[int, ...]) -> int:
     count = 1
     for size in shape:
         count *= size
@@ -193,8 +206,7 @@ class JoinPlan:
 
 _INTEGER_DTYPES: frozenset[Any] | None = None
 _TORCH: Any = None  # the torch module, once a plan was made
-_SHAPE, _DTYPE, _FIRST = attrgetter("shape"), attrgetter("dtype"), itemgetter(0)
-_ONE_DIM = {1}
+_SHAPE, _DTYPE = attrgetter("shape"), attrgetter("dtype")
 
 
 def _join_plan(dtypes: tuple[Any, ...]) -> JoinPlan | None:

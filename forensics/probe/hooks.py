@@ -52,21 +52,35 @@ def _safely(session: ProbeSession, what: str, step: Step, pending: PendingRecord
 
 def _run(site: str, call: Callable[[], Any], inputs: Step, check: Step | None,
          outputs: Step | None, late: Step | None = None) -> Any:
-    """Record around ``call()``: inputs, guard check, the call, late inputs, outputs."""
+    """Record around ``call()``: inputs, guard check (guard mode), the call, late inputs,
+    outputs."""
     session = SESSION
     if session is None or not session.wants(site):
         return call()
     pending = session.new_record(site)
     if _safely(session, "recording inputs", inputs, pending) is not True:
         return call()  # inactive for this call (e.g. the synchronous branch), or failed
-    found: Violation | Any = None
-    if session.settings.guard and check is not None:
-        found = _safely(session, "checking bounds", check, pending)
-        found = None if found is FAILED else found
-        if found is not None and found.used:  # raise before the index is used
-            if late is not None:
-                _safely(session, "recording inputs", late, pending)
-            raise session.violation(pending, found)
+    if check is not None and session.guard:
+        return _guarded(session, pending, call, check, outputs, late)
+    try:
+        result = call()
+    except BaseException:
+        _finish(session, pending, late, None, failed=True)
+        raise
+    _finish(session, pending, late, outputs, failed=False)
+    return result
+
+
+def _guarded(session: ProbeSession, pending: PendingRecord, call: Callable[[], Any],
+             check: Step, outputs: Step | None, late: Step | None) -> Any:
+    """:func:`_run` in guard mode, once the inputs are recorded: the bounds check, raising
+    before an index is used; a value only written or passed on is flushed and warned of."""
+    found: Violation | Any = _safely(session, "checking bounds", check, pending)
+    found = None if found is FAILED else found
+    if found is not None and found.used:  # raise before the index is used
+        if late is not None:
+            _safely(session, "recording inputs", late, pending)
+        raise session.violation(pending, found)
     try:
         result = call()
     except BaseException:
@@ -80,9 +94,10 @@ def _run(site: str, call: Callable[[], Any], inputs: Step, check: Step | None,
 
 def _finish(session: ProbeSession, pending: PendingRecord, late: Step | None,
             outputs: Step | None, *, failed: bool) -> None:
-    for step in (late, outputs):
-        if step is not None:
-            _safely(session, "recording outputs", step, pending)
+    if late is not None:
+        _safely(session, "recording outputs", late, pending)
+    if outputs is not None:
+        _safely(session, "recording outputs", outputs, pending)
     try:
         if pending.deferred():
             pending.events += (session.copier.seal(),)

@@ -61,6 +61,7 @@ class ProbeSession:
     def __init__(self, settings: Settings, *, writer_factory: WriterFactory = _default_writer,
                  copier: Copier | None = None) -> None:
         self.settings = settings
+        self.guard = settings.guard  #: guard mode (read at every recorded call)
         self.copier = copier or Copier()
         self.process = process_tag()
         self.runner: Any = None

@@ -152,6 +152,31 @@ def test_join_keeps_dtypes_shapes_and_values() -> None:
     assert floats.data is None and [a.tolist() for a in floats.arrays()] == [[1.0, 1.0], [0, 1]]
 
 
+_I32, _I64 = torch.int32, torch.int64
+#: tensors that ``torch.cat`` joins as they are (several dimensions, strided, a legacy empty
+#: 1-D beside 2-D) and tensors it refuses (no dimension, dimensions that differ)
+JOIN_CASES = {
+    "2-D, the int64 one viewed": (torch.arange(6, dtype=_I64).reshape(3, 2),
+                                  torch.arange(8, dtype=_I32).reshape(2, 4)),
+    "2-D transposed": (torch.arange(6, dtype=_I32).reshape(2, 3).t(),
+                       torch.arange(4, dtype=_I32).reshape(2, 2)),
+    "empty 1-D beside 2-D": (torch.zeros(0, dtype=_I32), torch.ones(2, 3, dtype=_I32)),
+    "0-D": (torch.tensor(5, dtype=_I64), torch.tensor([1, 2], dtype=_I64)),
+    "1-D beside transposed 2-D": (torch.arange(6, dtype=_I32).reshape(2, 3).t(),
+                                  torch.arange(3, dtype=_I32)),
+}
+
+
+@pytest.mark.parametrize("tensors", list(JOIN_CASES.values()), ids=list(JOIN_CASES))
+def test_join_gives_each_tensor_back_whatever_its_dimensions(
+        tensors: tuple[torch.Tensor, ...]) -> None:
+    joined = Copier().join(tensors)
+    assert joined.data is not None  # joined, not copied one by one
+    for tensor, array in zip(tensors, joined.arrays(), strict=True):
+        assert array.dtype == tensor.numpy().dtype and array.shape == tuple(tensor.shape)
+        np.testing.assert_array_equal(array, tensor.numpy())
+
+
 def context_runner(req_ids: list[str], prev: dict[str, object]) -> SimpleNamespace:
     """What the batch_change wrapper reads of a GPUModelRunner: the request ids and the
     previous batch's rows."""

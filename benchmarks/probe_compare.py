@@ -1,0 +1,119 @@
+"""Two checkouts' probes side by side: rounds of recorded ``batch_change`` calls, interleaved.
+
+``python benchmarks/probe_compare.py OLD_ROOT NEW_ROOT [--rounds N]`` starts one worker
+process per checkout (each imports ``forensics`` from its root, e.g. ``git worktree add`` or
+``git archive`` of main into a temporary directory) and asks them for rounds in turn (old, new,
+new, old, ...), so both codes see the same load on a shared machine. A round is
+``benchmarks/run.py``'s: :data:`run.PROBE_ROUND` plain calls of the reference function, then as
+many wrapped calls recording into a real capture, its writer thread working meanwhile (both
+under ``torch.inference_mode()``, as in vLLM). Prints,
+per code, the medians over rounds of the added cost per call: wall clock, the calling thread's
+CPU and the process's CPU (writer thread included), in microseconds; and the median of the
+per-round differences new - old (the rounds are paired in time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+def worker(root: str) -> None:
+    """Serve rounds on stdin/stdout with the ``forensics`` of ``root`` (one JSON line each)."""
+    sys.path.insert(0, root)
+    sys.path.insert(1, str(HERE))
+    import torch
+
+    from forensics.probe import hooks  # ``root``'s, imported before run.py puts its own first
+    from forensics.probe.reference import batch_change_reference
+    from forensics.probe.session import ProbeSession
+    from forensics.probe.settings import Settings
+    from forensics.store.writer import CaptureWriter
+
+    # this checkout's benchmark helpers (the same calls for both codes), imported after
+    # ``root``'s forensics: run.py puts its own checkout first on the path
+    bench = importlib.import_module("run")
+
+    assert Path(hooks.__file__).is_relative_to(root), hooks.__file__
+    work = Path(tempfile.mkdtemp(prefix="forensics-probe-compare-"))
+    capture = work / "probe.capture"
+    session = ProbeSession(Settings(directory=work, capture=capture, mode="record"),
+                           writer_factory=lambda s: CaptureWriter(capture, process="probe"))
+    args = bench._batch_change_args(torch)
+    wrapped = hooks.wrap_batch_change(batch_change_reference)
+    for _ in sys.stdin:
+        plain = bench._round(lambda: batch_change_reference(*bench._fresh(args)),
+                             inference=True)
+        hooks.activate(session)
+        try:
+            probed = bench._round(lambda: (session.begin_step(), wrapped(*bench._fresh(args))),
+                                  inference=True)
+        finally:
+            hooks.activate(None)
+        added = [(p - q) / bench.PROBE_ROUND * 1e6 for p, q in zip(probed, plain, strict=True)]
+        print(json.dumps(added), flush=True)
+    session.close()
+    print(json.dumps({"written": session.counts["written"],
+                      "dropped": session.counts["dropped"]}), flush=True)
+
+
+def compare(roots: dict[str, str], rounds: int) -> dict[str, Any]:
+    """Interleaved rounds of each root's probe; the figures described in the module doc."""
+    procs = {name: subprocess.Popen([sys.executable, __file__, "--worker", root],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for name, root in roots.items()}
+    names = list(roots)
+    got: dict[str, list[list[float]]] = {name: [] for name in names}
+    for r in range(rounds + 1):  # the first round warms up and is dropped
+        for name in names if r % 2 == 0 else names[::-1]:
+            proc = procs[name]
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write("round\n")
+            proc.stdin.flush()
+            row = json.loads(proc.stdout.readline())
+            if r:
+                got[name].append(row)
+    counts = {}
+    for name, proc in procs.items():
+        out, _ = proc.communicate("")
+        counts[name] = json.loads(out.strip().splitlines()[-1])
+    keys = ("wall_us", "thread_cpu_us", "process_cpu_us")
+    out: dict[str, Any] = {"rounds": rounds, "counts": counts}
+    for name in names:
+        out[name] = {k: statistics.median(row[i] for row in got[name])
+                     for i, k in enumerate(keys)}
+    old, new = names
+    out["new_minus_old"] = {k: statistics.median(b[i] - a[i] for a, b in
+                                                 zip(got[old], got[new], strict=True))
+                            for i, k in enumerate(keys)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: OLD_ROOT NEW_ROOT [--rounds N], or ``--worker ROOT`` (internal)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("roots", nargs="*")
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args.worker)
+        return 0
+    if len(args.roots) != 2:
+        parser.error("give OLD_ROOT and NEW_ROOT")
+    roots = {"old": str(Path(args.roots[0]).resolve()), "new": str(Path(args.roots[1]).resolve())}
+    print(json.dumps(compare(roots, args.rounds), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
