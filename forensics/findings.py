@@ -161,21 +161,25 @@ class Judge:
             self._ranges.append((variant, rec, self._codes(tensors),
                                  np.array(numbers, dtype=np.int64).T))
 
-    def add_run(self, variant: str | None, site: str, positions: np.ndarray, run: BatchRun
-                ) -> None:
-        """Judge the columnar ``run`` of the records at ``positions`` (all of ``site``) under
-        ``variant`` (None: the ``upstream`` model run only to find origins): its findings,
-        checked ranges and error outcomes."""
+    def add_run(self, variant: str | None, site: str, positions: np.ndarray,
+                run: BatchRun | JudgedRun) -> None:
+        """Keep the judged columnar ``run`` (a :class:`JudgedRun`, or a BatchRun judged here)
+        of the records at ``positions`` (all of ``site``) under ``variant`` (None: the
+        ``upstream`` model run only to find origins): its findings, checked ranges and error
+        outcomes."""
+        judged = run if isinstance(run, JudgedRun) else JudgedRun.of(run)
         found = self._reference_store() if variant is None else self._found[variant]
-        for i, fs in run.checks.findings(run.req_ids).items():
+        for i, fs in judged.found.items():
             found[int(positions[i])] = fs
         if variant is None:
             return
-        if (run.status == STATUSES.index(ERROR)).any():
+        if judged.error:
             self._errors[variant].add(site)
-        rec, tensors, numbers = run.checks.ranges()
-        if len(rec):
-            self._ranges.append((variant, positions[rec], self._codes(tensors), numbers))
+        if len(judged.rec):
+            codes = np.array([self._tensors.setdefault(t, len(self._tensors))
+                              for t in judged.tensors], dtype=np.int32)
+            self._ranges.append((variant, positions[judged.rec], codes[judged.which],
+                                 judged.numbers))
 
     def _codes(self, tensors: Sequence[str]) -> np.ndarray:
         """Tensor names as small codes (the names are few; a range is kept by the million)."""
@@ -254,6 +258,34 @@ class Judge:
             "tensor": names[tensor],
             **{c: numbers[:, j] for j, c in enumerate(("min", "max", "lower", "upper"))}}
         return pd.DataFrame(columns, columns=list(BOUNDS_COLUMNS), copy=False)
+
+
+@dataclass(frozen=True)
+class JudgedRun:
+    """A model's columnar run judged, as :meth:`Judge.add_run` keeps it: the run's status per
+    record and messages, findings per record (batch positions), and the checked ranges (each
+    group's record, ``tensors[which]`` and ``(min, max, lower, upper)``). A pure function of
+    the run, so a replay computes it on a worker thread."""
+
+    status: np.ndarray
+    messages: dict[int, str]
+    found: dict[int, Findings]
+    rec: np.ndarray
+    tensors: list[str]
+    which: np.ndarray
+    numbers: np.ndarray
+
+    @classmethod
+    def of(cls, run: BatchRun) -> JudgedRun:
+        """Judge ``run``: its findings and checked ranges."""
+        rec, tensors, which, numbers = run.checks.range_table()
+        return cls(run.status, run.messages, run.checks.findings(run.req_ids), rec, tensors,
+                   which, numbers)
+
+    @property
+    def error(self) -> bool:
+        """Whether some record's outcome is ``error``."""
+        return bool((self.status == STATUSES.index(ERROR)).any())
 
 
 def coordinates_of(records: Sequence[Record]) -> np.ndarray:

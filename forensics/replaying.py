@@ -146,15 +146,17 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
     bar = Progress(len(records) * len(chosen), "replay", force=True) if progress else None
     judged = judge.Judge(names)
     kept = {name: _Kept(variant, len(records)) for name, variant in chosen}
-    chunks = (_store_chunks(capture_obj) if hasattr(capture_obj, "chunks")
-              else _record_chunks(records))
-    for chunk in chunks:
-        judged.add_coordinates(chunk.all_positions, chunk.coords)
-        _judge_summaries(chunk, names, reference, judged)
-        if chunk.positions.size:
-            _run_chunk(chunk, chosen, reference, judged, kept, bar)
+    pieces = (_store_pieces(capture_obj) if hasattr(capture_obj, "chunks")
+              else _record_pieces(records))
+    work = functools.partial(_prepared_chunks, models=_model_variants(chosen, reference))
+    for done in _in_order(work, pieces):
+        for chunk, runs in done:
+            judged.add_coordinates(chunk.all_positions, chunk.coords)
+            _judge_summaries(chunk, names, reference, judged)
+            if chunk.positions.size:
+                _run_chunk(chunk, runs, chosen, reference, judged, kept, bar)
         if hasattr(capture_obj, "release"):
-            capture_obj.release()  # the chunk's mapped pages leave the resident set
+            capture_obj.release()  # the chunks' mapped pages leave the resident set
     if bar is not None:
         bar.close()
     coords = judged.coordinates()
@@ -189,21 +191,39 @@ class _Chunk:
         return self._decoded
 
 
-def _store_chunks(capture: Any) -> Iterator[_Chunk]:
-    """The chunks of a capture, batch by batch: columns straight from the store (each batch
-    screened and its flagged rows validated, raising as decoding would); a batch the store
-    cannot read in bulk (summary rows among them) is decoded into Records."""
-    none = np.zeros(0, dtype=np.int64)
+#: a piece of the replay's input: a function giving some chunks (read on a worker thread)
+Piece = Callable[[], Iterable[_Chunk]]
+
+
+def _store_pieces(capture: Any) -> Iterator[Piece]:
+    """The pieces of a capture: one per run of at most ``CHUNK`` rows of one batch."""
     for view, start, stop, positions in capture.chunks(CHUNK):
-        cols = view.screened(start, stop)
-        if cols is None:
-            yield from _record_chunks(view.records(start, stop), positions)
-            continue
-        coords = np.empty((stop - start, 4), dtype=np.int64)
-        coords[:, 0], coords[:, 1] = site_order(view.site), view.steps[start:stop]
-        coords[:, 2], coords[:, 3] = view.rank, 0
-        yield _Chunk(view.site, positions, coords, [], none, positions, cols,
-                     functools.partial(view.records, start, stop))
+        yield functools.partial(_store_chunks, view, start, stop, positions)
+
+
+def _store_chunks(view: Any, start: int, stop: int, positions: np.ndarray
+                  ) -> Iterator[_Chunk]:
+    """The chunk of rows ``start:stop`` of a batch: columns straight from the store (the
+    batch screened and its flagged rows validated, raising as decoding would); a batch the
+    store cannot read in bulk (summary rows among them) is decoded into Records."""
+    cols = view.screened(start, stop)
+    if cols is None:
+        yield from _record_chunks(view.records(start, stop), positions)
+        return
+    coords = np.empty((stop - start, 4), dtype=np.int64)
+    coords[:, 0], coords[:, 1] = site_order(view.site), view.steps[start:stop]
+    coords[:, 2], coords[:, 3] = view.rank, 0
+    yield _Chunk(view.site, positions, coords, [], _NONE, positions, cols,
+                 functools.partial(view.records, start, stop))
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def _record_pieces(records: Sequence[Record]) -> Iterator[Piece]:
+    """The pieces of in-memory records: one per chunk (made here, in order)."""
+    for chunk in _record_chunks(records):
+        yield functools.partial(iter, (chunk,))
 
 
 def _record_chunks(records: Sequence[Record], positions: np.ndarray | None = None
@@ -240,14 +260,11 @@ def _judge_summaries(chunk: _Chunk, names: list[str], reference: Variant | None,
         judged.add_reference(chunk.summaries, chunk.summary_positions, nothing)
 
 
-def _run_chunk(chunk: _Chunk, chosen: list[tuple[str, Variant]], reference: Variant | None,
+def _run_chunk(chunk: _Chunk, runs: Mapping[str, judge.JudgedRun],
+               chosen: list[tuple[str, Variant]], reference: Variant | None,
                judged: judge.Judge, kept: Mapping[str, _Kept], bar: Progress | None) -> None:
-    """Run the replayed records of ``chunk`` through every variant and judge them: model
-    variants columnar (one run each over the chunk's columns), the others record by record."""
-    models = [(name, v) for name, v in chosen if isinstance(v, ModelVariant)]
-    if isinstance(reference, ModelVariant):
-        models.append((_REFERENCE, reference))
-    runs = _model_runs(chunk, models)
+    """Keep the judged model ``runs`` of ``chunk``'s replayed records (see
+    :func:`_prepared_chunks`); run the other variants record by record and judge them."""
     for name, variant in chosen:
         if name in runs:
             judged.add_run(name, chunk.site, chunk.positions, runs[name])
@@ -269,6 +286,52 @@ def _run_chunk(chunk: _Chunk, chosen: list[tuple[str, Variant]], reference: Vari
 
 #: the key of the origin reference's run among a chunk's model runs
 _REFERENCE = "\0reference"
+#: threads that read, run and judge chunks for the model variants while the main thread
+#: keeps the results in order (numpy lets go of the interpreter lock in its big operations)
+WORKERS = 2
+#: pieces in flight beyond the one being kept (bounds the memory of chunks read ahead)
+AHEAD = 2 * WORKERS
+
+
+def _model_variants(chosen: list[tuple[str, Variant]], reference: Variant | None
+                    ) -> list[tuple[str, ModelVariant]]:
+    """The model variants among ``chosen``, and the origin reference when it is one."""
+    models = [(name, v) for name, v in chosen if isinstance(v, ModelVariant)]
+    if isinstance(reference, ModelVariant):
+        models.append((_REFERENCE, reference))
+    return models
+
+
+def _prepared_chunks(piece: Piece, models: list[tuple[str, ModelVariant]]
+                     ) -> list[tuple[_Chunk, dict[str, judge.JudgedRun]]]:
+    """The chunks of ``piece``, each with the judged run of every model variant (a pure
+    function of the chunk: it runs on a worker thread)."""
+    return [(chunk, {name: judge.JudgedRun.of(run)
+                     for name, run in _model_runs(chunk, models).items()})
+            for chunk in piece()]
+
+
+def _in_order(work: Callable[[Piece], Any], pieces: Iterator[Piece]) -> Iterator[Any]:
+    """``work`` of every piece, in order, computed by :data:`WORKERS` threads at most
+    :data:`AHEAD` pieces ahead of the caller (an exception comes out where its piece
+    would have)."""
+    if WORKERS < 1:
+        yield from map(work, pieces)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="forensics-replay")
+    pending: deque[Any] = deque()
+    try:
+        for piece in pieces:
+            pending.append(pool.submit(work, piece))
+            if len(pending) > AHEAD:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _model_runs(chunk: _Chunk, models: list[tuple[str, ModelVariant]]
@@ -412,7 +475,7 @@ class _Kept:
             if self.held is not None:
                 self.held[i] = outcome
 
-    def add_run(self, positions: np.ndarray, run: BatchRun) -> None:
+    def add_run(self, positions: np.ndarray, run: BatchRun | judge.JudgedRun) -> None:
         """Keep the statuses and messages of a columnar run of the records at ``positions``
         (a model's: no Outcome is held)."""
         self.status[positions] = run.status
