@@ -13,6 +13,7 @@ import contextlib
 import functools
 import gc
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
@@ -157,6 +158,7 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
                 _run_chunk(chunk, runs, chosen, reference, judged, kept, bar)
         if hasattr(capture_obj, "release"):
             capture_obj.release()  # the chunks' mapped pages leave the resident set
+        _trim_heap()
     if bar is not None:
         bar.close()
     coords = judged.coordinates()
@@ -290,7 +292,30 @@ _REFERENCE = "\0reference"
 #: keeps the results in order (numpy lets go of the interpreter lock in its big operations)
 WORKERS = 2
 #: pieces in flight beyond the one being kept (bounds the memory of chunks read ahead)
-AHEAD = 2 * WORKERS
+AHEAD = WORKERS
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` (loaded once: each ``ctypes.CDLL`` leaves a reference cycle),
+    or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+def _trim_heap() -> None:
+    """Hand the heap memory freed by a chunk back to the system: each worker thread
+    allocates from its own malloc arena, which would otherwise keep the chunks' freed arrays
+    resident (about 0.05x the capture at 100,000 records)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def _model_variants(chosen: list[tuple[str, Variant]], reference: Variant | None
