@@ -250,12 +250,11 @@ class Judge:
         del pieces
         numbers = numbers[keep]
         del keep
-        names = np.array(list(self._tensors), dtype=object)
         columns = {
-            "variant": np.array(self.variants, dtype=object)[variant],
-            "site": np.array(SITES, dtype=object)[coords[rec, 0]],
+            "variant": coded_strings(self.variants, variant),
+            "site": coded_strings(SITES, coords[rec, 0]),
             "step": coords[rec, 1], "rank": coords[rec, 2], "record": rec,
-            "tensor": names[tensor],
+            "tensor": coded_strings(list(self._tensors), tensor),
             **{c: numbers[:, j] for j, c in enumerate(("min", "max", "lower", "upper"))}}
         return pd.DataFrame(columns, columns=list(BOUNDS_COLUMNS), copy=False)
 
@@ -479,6 +478,22 @@ def finding_records(findings: pd.DataFrame) -> list[dict[str, Any]]:
     """The findings as JSON-ready dicts (columns :data:`COLUMNS`)."""
     return [{c: to_python(v) for c, v in zip(COLUMNS, row, strict=True)}
             for row in findings[list(COLUMNS)].itertuples(index=False, name=None)]
+
+
+def coded_strings(names: Sequence[str], codes: np.ndarray) -> Any:
+    """The column ``names[codes]`` as pandas builds a column of Python strings (its default
+    string dtype), decoded by Arrow from the codes: no Python string per row (a replay's
+    tables hold hundreds of thousands of rows naming a few variants, sites and tensors)."""
+    import pandas as pd
+
+    dtype = pd.Series(["x"]).dtype
+    if pd.api.types.is_object_dtype(dtype):
+        return np.array(list(names), dtype=object)[codes]
+    import pyarrow as pa
+
+    column = pa.DictionaryArray.from_arrays(pa.array(np.asarray(codes, dtype=np.int32)),
+                                            pa.array(list(names), type=pa.string()))
+    return pd.array(column.cast(pa.string()), dtype=dtype)
 
 
 def bounds_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:

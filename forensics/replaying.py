@@ -547,17 +547,20 @@ def _outcome_frame(coords: np.ndarray, kept: Mapping[str, _Kept]) -> pd.DataFram
     import pandas as pd
 
     parts = []
-    for name, k in kept.items():
+    for number, k in enumerate(kept.values()):
         rec = np.flatnonzero(k.status >= 0)
         parts.append({
-            "record": rec, "variant": np.full(len(rec), name, dtype=object),
-            "site": np.array(SITES, dtype=object)[coords[rec, 0]],
-            "step": coords[rec, 1], "rank": coords[rec, 2],
-            "status": np.array(STATUSES, dtype=object)[k.status[rec]],
+            "record": rec, "variant": np.full(len(rec), number),
+            "site": coords[rec, 0], "step": coords[rec, 1], "rank": coords[rec, 2],
+            "status": k.status[rec],
             "message": _messages(rec, k.messages)})
     if not parts or not sum(len(p["record"]) for p in parts):
         return pd.DataFrame([], columns=list(OUTCOME_COLUMNS))
-    return pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in OUTCOME_COLUMNS})
+    columns = {c: np.concatenate([p[c] for p in parts]) for c in OUTCOME_COLUMNS}
+    columns["variant"] = judge.coded_strings(list(kept), columns["variant"])
+    columns["site"] = judge.coded_strings(SITES, columns["site"])
+    columns["status"] = judge.coded_strings(STATUSES, columns["status"])
+    return pd.DataFrame(columns)
 
 
 def _messages(rec: np.ndarray, messages: Mapping[int, str]) -> np.ndarray:
@@ -573,6 +576,6 @@ def _index_frame(coords: np.ndarray) -> pd.DataFrame:
     """The ``ReplayResult.index`` table: site, step, rank and summary of every record."""
     import pandas as pd
 
-    return pd.DataFrame({"site": np.array(SITES, dtype=object)[coords[:, 0]],
+    return pd.DataFrame({"site": judge.coded_strings(SITES, coords[:, 0]),
                          "step": coords[:, 1], "rank": coords[:, 2],
                          "summary": coords[:, 3].astype(bool)})
