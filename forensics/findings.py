@@ -243,7 +243,8 @@ class Judge:
         order = {name: i for i, name in enumerate(self.variants)}
         variant = np.concatenate([np.full(len(r[1]), order[r[0]], np.int8) for r in pieces])
         rec = np.concatenate([r[1] for r in pieces])
-        keep = np.lexsort((rec, variant))  # variant, then record (chunks interleave them)
+        # variant, then record (chunks interleave them); a stable sort keeps ties in order
+        keep = np.argsort(variant.astype(np.int64) * max(self._count, 1) + rec, kind="stable")
         rec, variant = rec[keep], variant[keep]
         tensor = np.concatenate([r[2] for r in pieces])[keep]
         numbers = np.concatenate([r[3] for r in pieces])
