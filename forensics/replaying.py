@@ -150,7 +150,7 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
     pieces = (_store_pieces(capture_obj) if hasattr(capture_obj, "chunks")
               else _record_pieces(records))
     work = functools.partial(_prepared_chunks, models=_model_variants(chosen, reference))
-    for done in _in_order(work, pieces):
+    for number, done in enumerate(_in_order(work, pieces)):
         for chunk, runs in done:
             judged.add_coordinates(chunk.all_positions, chunk.coords)
             _judge_summaries(chunk, names, reference, judged)
@@ -158,7 +158,8 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
                 _run_chunk(chunk, runs, chosen, reference, judged, kept, bar)
         if hasattr(capture_obj, "release"):
             capture_obj.release()  # the chunks' mapped pages leave the resident set
-        _trim_heap()
+        if number % TRIM_EVERY == TRIM_EVERY - 1:
+            _trim_heap()
     if bar is not None:
         bar.close()
     coords = judged.coordinates()
@@ -293,6 +294,10 @@ _REFERENCE = "\0reference"
 WORKERS = 2
 #: pieces in flight beyond the one being kept (bounds the memory of chunks read ahead)
 AHEAD = WORKERS
+
+
+#: pieces between two trims of the heap (a trim costs about 1 ms)
+TRIM_EVERY = 4
 
 
 @functools.cache
