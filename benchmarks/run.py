@@ -454,6 +454,20 @@ def machine() -> dict[str, Any]:
             "torch": torch.__version__, "platform": platform.platform()}
 
 
+def loop_seconds(rp: dict[str, Any], records: int) -> float:
+    """The per-record loop's time scaled from the records it ran to ``records``."""
+    return float(rp["loop_seconds_measured"] * records / max(rp["loop_records"], 1))
+
+
+def replay_ratios(rp: dict[str, Any], records: int, capture_bytes: int) -> dict[str, float]:
+    """The replay's headline ratios from its phase's figures ``rp``: the speed-up over the
+    per-record loop (scaled to ``records``) and its peak and added RSS over the capture."""
+    return {"replay_speedup": loop_seconds(rp, records) / rp["replay_seconds"],
+            "replay_rss_over_capture": rp["rss_peak_bytes"] / capture_bytes,
+            "replay_added_rss_over_capture": (rp["rss_peak_bytes"] - rp["rss_before_bytes"])
+            / capture_bytes}
+
+
 def summarise(scale: Scale, w: dict[str, Any], o: dict[str, float], ld: dict[str, Any],
               sc: dict[str, Any], rp: dict[str, Any], pr: dict[str, Any],
               capture_bytes: int, pt_bytes: int) -> dict[str, Any]:
@@ -464,7 +478,6 @@ def summarise(scale: Scale, w: dict[str, Any], o: dict[str, float], ld: dict[str
     torch_load = ld["torch_load_seconds_measured"] * factor
     torch_save = w["seconds"]["torch_save"] * factor
     generate = w["seconds"]["generate"]
-    loop = rp["loop_seconds_measured"] * records / max(rp["loop_records"], 1)
     scan_rate = sc["scan_indices"] / max(sc["scan_seconds"], 1e-12)
     numpy_rate = sc["numpy_indices"] / max(sc["numpy_seconds"], 1e-12)
     return {
@@ -474,13 +487,10 @@ def summarise(scale: Scale, w: dict[str, Any], o: dict[str, float], ld: dict[str
         "soak_generate_seconds_per_250k": generate * 250_000 / steps,
         "open_seconds": o["open_seconds"],
         "load_speedup": torch_load / ld["load_seconds"],
-        "replay_speedup": loop / rp["replay_seconds"],
         "scan_fraction_of_numpy": scan_rate / numpy_rate,
         "probe_us_per_call": pr["probe_us_per_call"],
         "probe_cpu_us_per_call": pr.get("probe_cpu_us_per_call", float("nan")),
-        "replay_rss_over_capture": rp["rss_peak_bytes"] / capture_bytes,
-        "replay_added_rss_over_capture": (rp["rss_peak_bytes"] - rp["rss_before_bytes"])
-        / capture_bytes,
+        **replay_ratios(rp, records, capture_bytes),
         "write_speedup": w["seconds"]["torch_save"] / w["seconds"]["write"],
         "scaled_from": {"torch_save_steps": base, "baseline_records": w["baseline_records"],
                         "torch_load_files": ld["torch_load_files"],
@@ -488,7 +498,8 @@ def summarise(scale: Scale, w: dict[str, Any], o: dict[str, float], ld: dict[str
         "raw": {"write": w["seconds"], "generate_cpu_seconds": w["generate_cpu_seconds"],
                 "open": o, "load": ld, "scan": sc, "replay": rp,
                 "probe": pr, "torch_save_seconds_scaled": torch_save,
-                "torch_load_seconds_scaled": torch_load, "loop_seconds_scaled": loop,
+                "torch_load_seconds_scaled": torch_load,
+                "loop_seconds_scaled": loop_seconds(rp, records),
                 "scan_indices_per_second": scan_rate, "numpy_indices_per_second": numpy_rate,
                 "capture_bytes": capture_bytes, "torch_save_bytes_measured": pt_bytes,
                 "torch_save_bytes_scaled": int(pt_bytes * factor)},
@@ -621,8 +632,28 @@ def _only_probe(scale: Scale, work: Path | None) -> int:
     return 0
 
 
+def _only_replay(scale: Scale, work: Path | None) -> int:
+    """``--only replay``: the soak simulated (untimed), then the replay phase alone (our
+    replay in fresh processes alternated with the per-record loop), its figures printed as
+    JSON with the speed-up and the memory ratios of the full run."""
+    from forensics.simulate_columns import write_simulation
+    from forensics.simulation import Simulator, configure, manifest_for
+
+    directory = Path(tempfile.mkdtemp(prefix="forensics-bench-replay-", dir=work))
+    try:
+        capture = directory / "soak.capture"
+        sc = configure("soak", steps=scale.steps, batch=BATCH, spec_tokens=DRAFTS)
+        write_simulation(capture, Simulator(sc, seed=0), scale.steps, manifest_for(sc, 0))
+        rp = _phase("replay", lambda: replay_phase(capture, scale.loop_records, scale.repeats))
+        print(json.dumps({**replay_ratios(rp, rp["records"], _du(capture)), "raw": rp},
+                         indent=2))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``--scale``, ``--work``, ``--json``, ``--keep``, ``--only probe``."""
+    """Command line: ``--scale``, ``--work``, ``--json``, ``--keep``, ``--only probe|replay``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
     parser.add_argument("--work", type=Path, default=None,
@@ -631,12 +662,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
     parser.add_argument("--table", action="store_true",
                         help="print the table and targets of the --json file, run nothing")
-    parser.add_argument("--only", choices=["probe"],
+    parser.add_argument("--only", choices=["probe", "replay"],
                         help="run only this phase and print its figures (--json untouched)")
     parser.add_argument("--replay-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.only == "probe":
         return _only_probe(SCALES[args.scale], args.work)
+    if args.only == "replay":
+        return _only_replay(SCALES[args.scale], args.work)
     if args.replay_child:
         replay_child(args.replay_child)
         return 0

@@ -24,6 +24,7 @@ position of the record in ``ReplayResult.records``). Conventions where DESIGN.md
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -179,21 +180,23 @@ class Judge:
         if len(rec):
             self._ranges.append((variant, rec, self._codes(tensors), numbers))
 
-    def add_run(self, variant: str | None, site: str, positions: np.ndarray, run: BatchRun
-                ) -> None:
-        """Judge the columnar ``run`` of the records at ``positions`` (all of ``site``) under
-        ``variant`` (None: the ``upstream`` model run only to find origins): its findings,
-        checked ranges and error outcomes."""
+    def add_run(self, variant: str | None, site: str, positions: np.ndarray,
+                run: BatchRun | JudgedRun) -> None:
+        """Keep the judged columnar ``run`` (a :class:`JudgedRun`, or a BatchRun judged here)
+        of the records at ``positions`` (all of ``site``) under ``variant`` (None: the
+        ``upstream`` model run only to find origins): its findings, checked ranges and error
+        outcomes."""
+        judged = run if isinstance(run, JudgedRun) else JudgedRun.of(run)
         found = self._reference_store() if variant is None else self._found[variant]
-        for i, fs in run.checks.findings(run.req_ids).items():
+        for i, fs in judged.found.items():
             found[int(positions[i])] = fs
         if variant is None:
             return
-        if (run.status == STATUSES.index(ERROR)).any():
+        if judged.error:
             self._errors[variant].add(site)
-        rec, tensors, numbers = run.checks.ranges()
-        if len(rec):
-            self._ranges.append((variant, positions[rec], self._codes(tensors), numbers))
+        if len(judged.rec):
+            self._ranges.append((variant, positions[judged.rec],
+                                 self._codes(judged.tensors)[judged.which], judged.numbers))
 
     def _codes(self, tensors: Sequence[str]) -> np.ndarray:
         """Tensor names as small codes (the names are few; a range is kept by the million)."""
@@ -257,19 +260,19 @@ class Judge:
         order = {name: i for i, name in enumerate(self.variants)}
         variant = np.concatenate([np.full(len(r[1]), order[r[0]], np.int8) for r in pieces])
         rec = np.concatenate([r[1] for r in pieces])
-        keep = np.lexsort((rec, variant))  # variant, then record (chunks interleave them)
+        # variant, then record (chunks interleave them); a stable sort keeps ties in order
+        keep = np.argsort(variant.astype(np.int64) * max(self._count, 1) + rec, kind="stable")
         rec, variant = rec[keep], variant[keep]
         tensor = np.concatenate([r[2] for r in pieces])[keep]
         numbers = np.concatenate([r[3] for r in pieces])
         del pieces
         numbers = numbers[keep]
         del keep
-        names = np.array(list(self._tensors), dtype=object)
         columns = {
-            "variant": np.array(self.variants, dtype=object)[variant],
-            "site": np.array(SITES, dtype=object)[coords[rec, 0]],
+            "variant": coded_strings(self.variants, variant),
+            "site": coded_strings(SITES, coords[rec, 0]),
             "step": coords[rec, 1], "rank": coords[rec, 2], "record": rec,
-            "tensor": names[tensor],
+            "tensor": coded_strings(list(self._tensors), tensor),
             **{c: numbers[:, j] for j, c in enumerate(("min", "max", "lower", "upper"))}}
         return pd.DataFrame(columns, columns=list(BOUNDS_COLUMNS), copy=False)
 
@@ -281,6 +284,34 @@ def _joined(positions: np.ndarray, ranges: Sequence[Ranges]) -> Ranges:
     numbers = [n for _, _, n in ranges]
     return (np.repeat(positions, counts), [t for _, names, _ in ranges for t in names],
             np.concatenate(numbers) if numbers else np.zeros((0, 4), dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class JudgedRun:
+    """A model's columnar run judged, as :meth:`Judge.add_run` keeps it: the run's status per
+    record and messages, findings per record (batch positions), and the checked ranges (each
+    group's record, ``tensors[which]`` and ``(min, max, lower, upper)``). A pure function of
+    the run, so a replay computes it on a worker thread."""
+
+    status: np.ndarray
+    messages: dict[int, str]
+    found: dict[int, Findings]
+    rec: np.ndarray
+    tensors: list[str]
+    which: np.ndarray
+    numbers: np.ndarray
+
+    @classmethod
+    def of(cls, run: BatchRun) -> JudgedRun:
+        """Judge ``run``: its findings and checked ranges."""
+        rec, tensors, which, numbers = run.checks.range_table()
+        return cls(run.status, run.messages, run.checks.findings(run.req_ids), rec, tensors,
+                   which, numbers)
+
+    @property
+    def error(self) -> bool:
+        """Whether some record's outcome is ``error``."""
+        return bool((self.status == STATUSES.index(ERROR)).any())
 
 
 def coordinates_of(records: Sequence[Record]) -> np.ndarray:
@@ -474,6 +505,22 @@ def finding_records(findings: pd.DataFrame) -> list[dict[str, Any]]:
     """The findings as JSON-ready dicts (columns :data:`COLUMNS`)."""
     return [{c: to_python(v) for c, v in zip(COLUMNS, row, strict=True)}
             for row in findings[list(COLUMNS)].itertuples(index=False, name=None)]
+
+
+def coded_strings(names: Sequence[str], codes: np.ndarray) -> Any:
+    """The column ``names[codes]`` as pandas builds a column of Python strings (its default
+    string dtype), decoded by Arrow from the codes: no Python string per row (a replay's
+    tables hold hundreds of thousands of rows naming a few variants, sites and tensors)."""
+    import pandas as pd
+
+    dtype = pd.Series(["x"]).dtype
+    if pd.api.types.is_object_dtype(dtype):
+        return np.array(list(names), dtype=object)[codes]
+    import pyarrow as pa
+
+    column = pa.DictionaryArray.from_arrays(pa.array(np.asarray(codes, dtype=np.int32)),
+                                            pa.array(list(names), type=pa.string()))
+    return pd.array(column.cast(pa.string()), dtype=dtype)
 
 
 def bounds_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:

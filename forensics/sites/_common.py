@@ -278,7 +278,7 @@ def prev_rows(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:
     span = int(max(req.max(initial=0), prev.max(initial=0))) + 2
     ok = prev >= 0
     key, pos = prec[ok] * span + prev[ok], ppos[ok]
-    order = np.lexsort((pos, key))  # the last position of a repeated request wins
+    order = np.argsort(key, kind="stable")  # rows stay in order: the last of a repeat wins
     key, pos = key[order], pos[order]
     wanted = rec * span + req
     if not len(key):  # no previous request of any record

@@ -193,7 +193,8 @@ class Run:
     """One model's run over a :class:`Batch`: a status per record (index into STATUSES), the
     rows it read from ``sampled_token_ids_cpu`` (``acc_rows`` indexes the batch's rows) and,
     per written row ``sel`` (records that did not fail), the first trailing placeholder
-    ``start``, the ids taken ``count`` (-1: row left as it is) from flat position ``base``."""
+    ``start``, the ids taken ``count`` (-1: row left as it is) from flat position ``base``,
+    ``ids`` the sampled row of each (:func:`_sampled_rows`)."""
 
     batch: Batch
     status: np.ndarray
@@ -202,6 +203,7 @@ class Run:
     start: np.ndarray
     count: np.ndarray
     base: np.ndarray
+    ids: np.ndarray
 
     def accesses(self) -> Checks:
         """The accesses as checks (tensor ``sampled_token_ids_cpu``)."""
@@ -215,13 +217,11 @@ class Run:
         each row's sampled row at the row's trailing placeholders, except the ``-1`` ids (a
         placeholder written over a placeholder changes nothing). Equal to :func:`written` of
         the run's outputs, without building them."""
-        b, taken = self.batch, np.maximum(self.count, 0)
-        i = within(taken)
-        owner_ = np.repeat(np.arange(len(taken)), taken)
-        v = b.sampled[self.base[owner_] + i]
-        keep = v != -1
-        row = self.sel[owner_[keep]]
-        return _write_checks(b, row, self.start[owner_[keep]] + i[keep], v[keep])
+        ids = self.ids
+        taken = np.arange(ids.shape[1]) < np.maximum(self.count, 0)[:, None]
+        line, column = np.nonzero(taken & (ids != -1))
+        return _write_checks(self.batch, self.sel[line], self.start[line] + column,
+                             ids[line, column])
 
     def checks(self) -> CheckList:
         """Every checked value: the accesses, then the ids written by ``ok`` records."""
@@ -268,7 +268,7 @@ def run(batch: Batch, patched: bool) -> Run:
         batch.selected = _select(batch)
     sel, status, acc_rows, start, base, (ids, k, vocab, places, groups) = batch.selected
     return Run(batch, status, acc_rows, sel, start,
-               _counts(ids, k, vocab, places, groups, patched), base)
+               _counts(ids, k, vocab, places, groups, patched), base, ids)
 
 
 def _select(b: Batch) -> tuple[Any, ...]:
@@ -288,11 +288,26 @@ def _select(b: Batch) -> tuple[Any, ...]:
     eff = b.prev[sel] + np.where(b.prev[sel] < 0, b.s_rows[srec], 0)
     k = b.s_width[srec]
     base = b.s_start[srec] + eff * k
-    ids = b.sampled[np.repeat(base, k) + within(k)]
     start = trailing_start(b.values, lens)[sel]
     status = np.where(failed, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
     return (sel, status, acc_rows, start, base,
-            (ids, k, b.vocab[srec], lens[sel] - start, _groups(srec, eff, sel)))
+            (_sampled_rows(b.sampled, base, k), k, b.vocab[srec], lens[sel] - start,
+             _groups(srec, eff, sel, int(b.s_rows.max(initial=0)))))
+
+
+def _sampled_rows(sampled: np.ndarray, base: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The sampled row of each selected row as one line of a matrix of ``max(k)`` columns:
+    ``k[i]`` ids from flat position ``base[i]``, then ``-1``. A batch whose rows are all of
+    one width is a reshape of ``sampled`` (no per-id index)."""
+    width = int(k.max(initial=0))
+    if not len(k) or not width:
+        return np.full((len(k), width), -1, dtype=sampled.dtype)
+    if (k == width).all() and len(sampled) % width == 0 and not (base % width).any():
+        return sampled.reshape(-1, width)[base // width]
+    out = np.full((len(k), width), -1, dtype=sampled.dtype)
+    column = within(k)
+    out[owner(k), column] = sampled[np.repeat(base, k) + column]
+    return out
 
 
 def _last(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -302,15 +317,13 @@ def _last(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.where(lengths > 0, values[np.maximum(np.cumsum(lengths) - 1, 0)], 0)
 
 
-def _first(mask: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Per run: the position of its first True value, or its length when none."""
-    pos = np.where(mask, within(lengths), np.iinfo(np.int64).max)
-    nonempty = lengths > 0
-    out = lengths.copy()
-    if len(pos) and nonempty.any():
-        out[nonempty] = np.minimum(np.minimum.reduceat(pos, starts_of(lengths)[nonempty]),
-                                   lengths[nonempty])
-    return out
+def _first(mask: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Per line of a matrix: the column of its first True among its first ``k`` columns, or
+    ``k`` when none."""
+    if not mask.shape[1]:
+        return k.copy()
+    first = mask.argmax(axis=1)
+    return np.where(mask[np.arange(len(first)), first] & (first < k), first, k)
 
 
 def trailing_start(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -324,9 +337,14 @@ def trailing_start(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return out
 
 
-def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray, rows_sampled: int
+            ) -> tuple[np.ndarray, ...] | None:
     """Rows sharing a previous row of one record, in row order: the sort order, each sorted
-    row's group and its rank within the group."""
+    row's group and its rank within the group. None when no two rows share one (``eff`` is
+    below ``rows_sampled``)."""
+    key = srec * (rows_sampled + 1) + eff
+    if not len(key) or np.bincount(key - key.min()).max() < 2:
+        return None
     order = np.lexsort((rows, eff, srec))
     key_rec, key_prev = srec[order], eff[order]
     new = np.ones(len(order), dtype=bool)
@@ -337,28 +355,38 @@ def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray) -> tuple[np.nda
 
 
 def _counts(ids: np.ndarray, k: np.ndarray, vocab: np.ndarray, placeholders: np.ndarray,
-            groups: tuple[np.ndarray, ...], patched: bool) -> np.ndarray:
-    """Ids written to each selected row (-1: the row is left as it is). vLLM shortens the
-    sampled row in place, so a row sharing it with an earlier row sees at most the ids that
-    row took: one pass per rank within the rows sharing a previous row."""
+            groups: tuple[np.ndarray, ...] | None, patched: bool) -> np.ndarray:
+    """Ids written to each selected row (-1: the row is left as it is), ``ids`` its sampled
+    row (:func:`_sampled_rows`). vLLM shortens the sampled row in place, so a row sharing it
+    with an earlier row sees at most the ids that row took: one pass per rank within the
+    rows sharing a previous row (one pass when none shares)."""
+    if patched:
+        stop = _first((ids < 0) | (ids >= vocab[:, None]), k)
+    else:
+        stop = _first(ids == -1, k)
+    if groups is None:
+        return _taken(ids, k, stop, placeholders, patched)
     order, group, rank = groups
-    id_start = starts_of(k)
-    first_minus = _first(ids == -1, k)
-    first_bad = _first((ids < 0) | (ids >= np.repeat(vocab, k)), k)
     left = k[order][np.r_[0, np.flatnonzero(np.diff(group)) + 1]] if len(order) else k[:0]
     written = np.full(len(k), -1, dtype=np.int64)
     for r in range(int(rank.max()) + 1 if len(rank) else 0):
         pos, g = order[rank == r], group[rank == r]
-        size = left[g]
-        if patched:
-            count = np.minimum(first_bad[pos], size)
-        else:
-            last_id = ids[np.maximum(id_start[pos] + size - 1, 0)] if len(ids) else size
-            count = np.where(last_id != -1, size, first_minus[pos])
-        taken = np.minimum(count, placeholders[pos])
-        written[pos] = np.where(size > 0, taken, -1)
-        left[g] = np.where(size > 0, taken, size)
+        written[pos] = _taken(ids[pos], left[g], stop[pos], placeholders[pos], patched)
+        left[g] = np.where(written[pos] >= 0, written[pos], left[g])
     return written
+
+
+def _taken(ids: np.ndarray, size: np.ndarray, stop: np.ndarray, placeholders: np.ndarray,
+           patched: bool) -> np.ndarray:
+    """Ids written to rows whose sampled rows ``ids`` hold ``size`` ids (-1 where none):
+    patched, up to the first id outside the vocabulary (``stop``); upstream, all of them when
+    the last is not ``-1``, else up to the first ``-1`` (``stop``); at most ``placeholders``."""
+    if patched:
+        count = np.minimum(stop, size)
+    else:
+        last_id = ids[np.arange(len(size)), np.maximum(size - 1, 0)] if ids.shape[1] else size
+        count = np.where(last_id != -1, size, stop)
+    return np.where(size > 0, np.minimum(count, placeholders), -1)
 
 
 def _rebuild(values: np.ndarray, lengths: np.ndarray, sel: np.ndarray, start: np.ndarray,

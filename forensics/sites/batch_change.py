@@ -164,6 +164,11 @@ class _Batch:
         self.rec = owner(self.ns)
         self.local = np.arange(len(self.pp)) - self.starts[self.rec]
         self.gather = np.maximum(self.pp, 0)
+        #: the gathered tensors' lengths per record, and the rows that read past one
+        self.uppers = {name: self._field(name)[1] for name in GATHERED}
+        self.outside = np.zeros(len(self.pp), dtype=bool)
+        for lengths in self.uppers.values():
+            self.outside |= self.gather >= lengths[self.rec]
 
     def _field(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Tensor ``name`` of the batch's records end to end (int64) and their lengths."""
@@ -175,27 +180,26 @@ class _Batch:
     def run(self, guard: bool) -> list[Outcome]:
         """The outcome of every record of the batch."""
         self.compute(guard)
+        self.compute_outputs()
         return [self._outcome(r) for r in range(len(self.rows))]
 
     def compute(self, guard: bool) -> None:
-        """Run every record: which rows gather (``used``), the gathered tensors' lengths, the
-        failed records and the new buffers."""
-        values, self.uppers = {}, {}
-        oob = np.zeros(len(self.pp), dtype=bool)
+        """Run every record as the judge reads it: which rows gather (``used``) and the
+        failed records."""
+        self.used = (self.pp >= 0) & ~self.outside if guard else np.ones(len(self.pp), bool)
+        self.failed = np.zeros(len(self.rows), dtype=bool)
+        if not guard:
+            self.failed[self.rec[self.outside]] = True
+
+    def compute_outputs(self) -> None:
+        """The new buffers of the run :meth:`compute` made (the records API's outputs)."""
+        values = {}
         for name in GATHERED:
             flat, lengths = self._field(name)
             flat = np.concatenate([flat, np.zeros(1, np.int64)])  # a sentinel for the misses
-            self.uppers[name] = lengths
             bad = self.gather >= lengths[self.rec]
-            oob |= bad
             index = np.where(bad, len(flat) - 1, starts_of(lengths)[self.rec] + self.gather)
             values[name] = flat[index]
-        self.outside = oob
-        previous = (self.pp >= 0) & ~oob
-        self.used = previous if guard else np.ones(len(self.pp), dtype=bool)
-        self.failed = np.zeros(len(self.rows), dtype=bool)
-        if not guard:
-            self.failed[self.rec[oob]] = True
         participating = (self.pp >= 0) & (values["prev_num_draft_tokens"] > 0) & self.used
         valid = values["valid_sampled_token_count"]
         corrected = values["num_computed_tokens"] + valid.astype(np.int32).astype(np.int64)
@@ -206,8 +210,8 @@ class _Batch:
 
     def checks(self) -> CheckList:
         """The gathers of every record as checks, then its misattributed rows."""
-        rec, rows = self.rec[self.used], self.local[self.used]
-        gather = self.gather[self.used]
+        used = slice(None) if self.used.all() else self.used  # a view when every row reads
+        rec, rows, gather = self.rec[used], self.local[used], self.gather[used]
         parts = [Checks.of(name, rec, rows, rows, gather, 0, self.uppers[name][rec])
                  for name in GATHERED]
         wrong = self.used & ~self.outside & (self.pp >= 0) & self.holder()

@@ -182,11 +182,16 @@ class Checks:
     def ranges(self) -> tuple[np.ndarray, list[str], np.ndarray]:
         """The checked ranges: per group with bounds, its record, tensor and
         ``(min, max, lower, upper)`` (int64, one row per group)."""
+        return _named(*self.range_table())
+
+    def range_table(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+        """:meth:`ranges` with the tensor of each group as a position ``which`` in a list of
+        ``tensors``: ``(record, tensors, which, numbers)`` (no string per group)."""
         if self.kind != 0 or not len(self.value):
-            return np.zeros(0, np.int64), [], np.zeros((0, 4), np.int64)
+            return _NO_RANGES
         starts, numbers = self._minmax()
         bounds = np.stack([take(self.lower, starts), take(self.upper, starts)], axis=1)
-        return (take(self.record, starts), [self.tensor] * len(starts),
+        return (take(self.record, starts), [self.tensor], np.zeros(len(starts), np.intp),
                 np.concatenate([numbers, bounds], axis=1))
 
     def renumbered(self, positions: np.ndarray) -> Checks:
@@ -215,18 +220,35 @@ class CheckList:
 
     def ranges(self) -> tuple[np.ndarray, list[str], np.ndarray]:
         """The checked ranges of every part, ordered by record (parts in order within one)."""
-        got = [part.ranges() for part in self.parts]
+        return _named(*self.range_table())
+
+    def range_table(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+        """:meth:`ranges` as :meth:`Checks.range_table` gives them: ``(record, tensors,
+        which, numbers)``, ``tensors`` the parts' distinct tensor names."""
+        got = [part.range_table() for part in self.parts]
+        got = [g for g in got if len(g[0])]
         if not got:
-            return np.zeros(0, np.int64), [], np.zeros((0, 4), np.int64)
+            return _NO_RANGES
+        tensors = list(dict.fromkeys(g[1][0] for g in got))
         rec = np.concatenate([g[0] for g in got])
+        which = np.concatenate([np.full(len(g[0]), tensors.index(g[1][0]), np.intp)
+                                for g in got])
         order = np.argsort(rec, kind="stable")
-        tensors = [t for g in got for t in g[1]]
-        return rec[order], [tensors[i] for i in order.tolist()], np.concatenate(
-            [g[2] for g in got])[order]
+        return rec[order], tensors, which[order], np.concatenate([g[3] for g in got])[order]
 
     def renumbered(self, positions: np.ndarray) -> CheckList:
         """The same checks with record ``i`` renamed ``positions[i]``."""
         return CheckList([p.renumbered(positions) for p in self.parts])
+
+
+_NO_RANGES: tuple[np.ndarray, list[str], np.ndarray, np.ndarray] = (
+    np.zeros(0, np.int64), [], np.zeros(0, np.intp), np.zeros((0, 4), np.int64))
+
+
+def _named(rec: np.ndarray, tensors: list[str], which: np.ndarray, numbers: np.ndarray
+           ) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """A range table with each group's tensor spelled out."""
+    return rec, [tensors[i] for i in which.tolist()], numbers
 
 
 def ragged_parts(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:

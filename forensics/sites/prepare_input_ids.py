@@ -213,13 +213,22 @@ def plans(b: Batch, guard: bool) -> _Plans:
     within = np.arange(len(spec_rows)) - np.repeat(np.cumsum(nd) - nd, nd)
     num_common = np.bincount(crec, minlength=n)
     mismatch = np.bincount(crec[prev != flat], minlength=n)
-    largest = np.full(n, -1, dtype=np.int64)
-    np.maximum.at(largest, crec, flat)
+    largest = _record_max(crec, flat, n)
     fast = (num_common > 0) & (mismatch == 0) & (largest == num_common - 1)
     copy_cpu = num_common < b.total - np.bincount(crec, weights=nd, minlength=n).astype(np.int64)
     return _Plans(common, crec, prev, flat - nd, spec_rows, b.rec[spec_rows],
                   np.repeat(flat - nd + 1, nd) + within,
                   np.repeat(prev * b.spec[crec], nd) + within, num_common, fast, copy_cpu)
+
+
+def _record_max(rec: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per record of ``n``: the largest of its ``values`` and -1 (``rec`` non-decreasing: the
+    record of each value)."""
+    out = np.full(n, -1, dtype=np.int64)
+    if len(rec):
+        starts = np.flatnonzero(np.diff(rec, prepend=-1))
+        out[rec[starts]] = np.maximum(np.maximum.reduceat(values, starts), -1)
+    return out
 
 
 def plan(record: Record, guard: bool) -> _Plan:
@@ -307,10 +316,8 @@ class Run:
         dr_flat, dr_size = b.cols.flat(DRAFTS)
         dr_width = b.cols.shape(DRAFTS, 1)
         slow = ~p.fast & (p.num_common > 0)
-        prev_max = np.full(n, -1, dtype=np.int64)
-        np.maximum.at(prev_max, p.crec, p.prev)
-        draft_max = np.full(n, -1, dtype=np.int64)
-        np.maximum.at(draft_max, p.spec_rec, p.draft_index)
+        prev_max = _record_max(p.crec, p.prev, n)
+        draft_max = _record_max(p.spec_rec, p.draft_index, n)
         plain &= ~slow | ((prev_max < b.p) & (~has | (draft_max < dr_size)))
         nc = np.minimum(b.p, p.num_common)
         plain &= ~p.fast | (nc == 1) | (nc == p.num_common)
@@ -329,14 +336,14 @@ class Run:
         rec, i = owner(count), within(count)
         row = np.where(b.p[rec] >= p.num_common[rec], i, 0)
         self.device[self.d_off[rec] + i] = b.sampled[b.s_off[rec] + row * b.width[rec]]
-        slow = (self.plain & ~p.fast)[p.crec]
+        slow = _every((self.plain & ~p.fast)[p.crec])
         crec = p.crec[slow]
         self.device[self.d_off[crec] + p.sample_slots[slow]] = b.sampled[
             b.s_off[crec] + p.prev[slow] * b.width[crec]]
-        spec = (self.plain & ~p.fast & self.has_drafts)[p.spec_rec]
+        spec = _every((self.plain & ~p.fast & self.has_drafts)[p.spec_rec])
         srec = p.spec_rec[spec]
         ids = self.drafts[self.dr_off[srec] + p.draft_index[spec]]
-        self.device[self.d_off[srec] + p.spec_slots[spec]] = (ids + 2**31) % 2**32 - 2**31
+        self.device[self.d_off[srec] + p.spec_slots[spec]] = ids.astype(np.int32)  # wraps
 
     def checks(self) -> CheckList:
         """The plain records' checks: sampled rows read (the fast path: its slice), draft
@@ -345,13 +352,14 @@ class Run:
         ``whole``: ``device`` holds just those)."""
         b, p = self.batch, self.plans
         count = np.where(self.plain & p.fast, p.num_common, 0)
-        slow = (self.plain & ~p.fast)[p.crec]
+        slow = _every((self.plain & ~p.fast)[p.crec])
         crec = p.crec[slow]
-        spec = (self.plain & ~p.fast & self.has_drafts)[p.spec_rec]
+        spec = _every((self.plain & ~p.fast & self.has_drafts)[p.spec_rec])
         srec, index = p.spec_rec[spec], p.draft_index[spec]
         spec_rows = b.local[p.spec_rows[spec]]
-        wrong = (index < self.dr_size[srec]) & (
-            index // np.maximum(self.dr_width[srec], 1) != b.pp[p.spec_rows[spec]])
+        width = np.maximum(self.dr_width, 1)[srec]
+        row_start = b.pp[p.spec_rows[spec]] * width  # the draft row of the drafted request
+        wrong = (index < self.dr_size[srec]) & ((index < row_start) | (index >= row_start + width))
         rows = functools.partial(rows_of_slots, b.cu, b.nrows)  # no cycle through the batch
         return Checks.concat([
             Checks.of_runs(SAMPLED, count, within(count), 0, b.p, rows),
@@ -371,6 +379,12 @@ class Run:
         buffer = self.device[start:start + int(self.d_len[r])].astype(device.dtype)
         return Outcome("ok", "", {"input_ids_device": buffer},
                        _accesses(record, self.plans.one(self.batch, r)))
+
+
+def _every(mask: np.ndarray) -> np.ndarray | slice:
+    """``mask`` as an index: the whole-range slice when it selects everything (a view
+    instead of a copy; most batches take one path)."""
+    return slice(None) if mask.all() else mask
 
 
 def _record_rows(record: Record, slots: np.ndarray) -> np.ndarray:

@@ -35,7 +35,7 @@ class BatchView:
         self.columns = columns
         self.site = site
         self.where = where
-        self._checked: set[str] = set()
+        self._arrays: dict[str, pa.Array] = {}
         self.steps = self._base(batch, rank)
         self.summary = an.bools(self.column("summary"))
         self._tensors: dict[str, tuple[np.ndarray, ...]] = {}
@@ -44,15 +44,17 @@ class BatchView:
         self._bulk_checked: bool | None = None
 
     def column(self, name: str) -> pa.Array:
-        """The column ``name``, fully validated on first use. Raises CaptureFormatError."""
-        column = self.batch.column(name)
-        if name not in self._checked:
+        """The column ``name``, fully validated on first use (then kept: looking a column up
+        by name costs more than most reads of it). Raises CaptureFormatError."""
+        column = self._arrays.get(name)
+        if column is None:
+            column = self.batch.column(name)
             try:
                 column.validate(full=True)
             except pa.ArrowException as exc:
                 raise CaptureFormatError(f"{self.where}: column {name!r} is malformed: "
                                          f"{exc}") from None
-            self._checked.add(name)
+            self._arrays[name] = column
         return column
 
     def _base(self, batch: pa.RecordBatch, rank: int) -> np.ndarray:
@@ -275,6 +277,7 @@ class _Decoded:
         self.rows = stop - start
         self.decoded = {} if decoded is None else decoded
         self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._flat: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def _kind(self, name: str) -> str | None:
         return self.view.columns[name][0] if name in self.view.columns else None
@@ -305,6 +308,13 @@ class _Decoded:
         return np.where(valid[self.start:self.stop], values[self.start:self.stop], 0)
 
     def flat(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        if name not in self._flat:  # the screen and the models read the same tensors
+            values, counts = self._flat_values(name)
+            values.flags.writeable = counts.flags.writeable = False  # shared by its readers
+            self._flat[name] = values, counts
+        return self._flat[name]
+
+    def _flat_values(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         if self._kind(name) is None:
             return np.zeros(0, dtype=np.int64), np.zeros(self.rows, dtype=np.int64)
         self.view._tensor_parts(name)
