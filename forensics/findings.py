@@ -54,9 +54,9 @@ ORIGIN_PREFERENCE = ("prepare_input_ids", "async_output", "batch_change")
 _INT_COLUMNS = ("row", "element", "value", "lower", "upper")
 
 Findings = list[dict[str, Any]]
-#: checked ranges as ``Checks.ranges()`` gives them: records, tensors, ``(min, max, lower,
-#: upper)`` rows
-Ranges = tuple[np.ndarray, list[str], np.ndarray]
+#: checked ranges as ``Checks.range_table()`` gives them: per group its record, its tensor as
+#: ``tensors[which]`` and ``(min, max, lower, upper)``: ``(record, tensors, which, numbers)``
+RangeTable = tuple[np.ndarray, list[str], np.ndarray, np.ndarray]
 
 
 def summary_checks(records: Sequence[Record]) -> CheckList:
@@ -158,27 +158,32 @@ class Judge:
         positions = np.asarray(positions, dtype=np.int64)
         summary = np.fromiter((r.summary for r in records), dtype=bool, count=len(records))
         found: list[Findings] = []
-        ranges: list[Ranges] = []  # those of each replayed record
+        tables: list[RangeTable] = []  # each replayed record's, its record numbered 0
         for record, outcome in zip(records, outcomes, strict=True):
             if record.summary:
                 found.append(summary_findings(record))
                 continue
             findings, checks = judged_record(record, outcome)
             found.append(findings)
-            ranges.append(checks.ranges())
+            tables.append(checks.range_table())
         _keep(self._found[variant], positions, found)
         self._errors[variant] |= {r.site for r, o in zip(records, outcomes, strict=True)
                                   if o is not None and o.status == ERROR}
-        rec, tensors, numbers = summary_checks([r for r in records if r.summary]).ranges()
-        self._add_ranges(variant, positions[summary][rec], tensors, numbers)
-        self._add_ranges(variant, *_joined(positions[~summary], ranges))
+        rec, tensors, which, numbers = summary_checks(
+            [r for r in records if r.summary]).range_table()
+        self._add_ranges(variant, positions[summary][rec], self._codes(tensors)[which], numbers)
+        if tables:
+            self._add_ranges(
+                variant, np.repeat(positions[~summary], [len(t[0]) for t in tables]),
+                np.concatenate([self._codes(t[1])[t[2]] for t in tables]),
+                np.concatenate([t[3] for t in tables]))
 
-    def _add_ranges(self, variant: str, rec: np.ndarray, tensors: Sequence[str],
+    def _add_ranges(self, variant: str, rec: np.ndarray, codes: np.ndarray,
                     numbers: np.ndarray) -> None:
-        """Keep checked ranges: per row, its record's position, tensor and ``(min, max,
-        lower, upper)``."""
+        """Keep checked ranges: per group, its record's position, its tensor's code
+        (:meth:`_codes`) and ``(min, max, lower, upper)``."""
         if len(rec):
-            self._ranges.append((variant, rec, self._codes(tensors), numbers))
+            self._ranges.append((variant, rec, codes, numbers))
 
     def add_run(self, variant: str | None, site: str, positions: np.ndarray,
                 run: BatchRun | JudgedRun) -> None:
@@ -194,9 +199,8 @@ class Judge:
             return
         if judged.error:
             self._errors[variant].add(site)
-        if len(judged.rec):
-            self._ranges.append((variant, positions[judged.rec],
-                                 self._codes(judged.tensors)[judged.which], judged.numbers))
+        self._add_ranges(variant, positions[judged.rec],
+                         self._codes(judged.tensors)[judged.which], judged.numbers)
 
     def _codes(self, tensors: Sequence[str]) -> np.ndarray:
         """Tensor names as small codes (the names are few; a range is kept by the million)."""
@@ -275,15 +279,6 @@ class Judge:
             "tensor": coded_strings(list(self._tensors), tensor),
             **{c: numbers[:, j] for j, c in enumerate(("min", "max", "lower", "upper"))}}
         return pd.DataFrame(columns, columns=list(BOUNDS_COLUMNS), copy=False)
-
-
-def _joined(positions: np.ndarray, ranges: Sequence[Ranges]) -> Ranges:
-    """The checked ranges of the records at ``positions``, each given as its own checks'
-    ``ranges()`` (record 0), as one piece: the records' positions, tensors and numbers."""
-    counts = [len(rec) for rec, _, _ in ranges]
-    numbers = [n for _, _, n in ranges]
-    return (np.repeat(positions, counts), [t for _, names, _ in ranges for t in names],
-            np.concatenate(numbers) if numbers else np.zeros((0, 4), dtype=np.int64))
 
 
 @dataclass(frozen=True)

@@ -179,14 +179,10 @@ class Checks:
                 "req_id": None if ids is None or row < 0 or row >= len(ids) else ids[row]})
         return found
 
-    def ranges(self) -> tuple[np.ndarray, list[str], np.ndarray]:
-        """The checked ranges: per group with bounds, its record, tensor and
-        ``(min, max, lower, upper)`` (int64, one row per group)."""
-        return _named(*self.range_table())
-
     def range_table(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
-        """:meth:`ranges` with the tensor of each group as a position ``which`` in a list of
-        ``tensors``: ``(record, tensors, which, numbers)`` (no string per group)."""
+        """The checked ranges: per group with bounds, its record, its tensor as a position
+        ``which`` in a list of ``tensors`` and ``(min, max, lower, upper)`` (int64, one row per
+        group): ``(record, tensors, which, numbers)`` (no string per group)."""
         if self.kind != 0 or not len(self.value):
             return _NO_RANGES
         starts, numbers = self._minmax()
@@ -218,13 +214,9 @@ class CheckList:
                 found.setdefault(rec, []).extend(items)
         return found
 
-    def ranges(self) -> tuple[np.ndarray, list[str], np.ndarray]:
-        """The checked ranges of every part, ordered by record (parts in order within one)."""
-        return _named(*self.range_table())
-
     def range_table(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
-        """:meth:`ranges` as :meth:`Checks.range_table` gives them: ``(record, tensors,
-        which, numbers)``, ``tensors`` the parts' distinct tensor names."""
+        """The checked ranges of every part as :meth:`Checks.range_table` gives them, ordered
+        by record (parts in order within one); ``tensors``: the parts' distinct names."""
         got = [part.range_table() for part in self.parts]
         got = [g for g in got if len(g[0])]
         if not got:
@@ -243,12 +235,6 @@ class CheckList:
 
 _NO_RANGES: tuple[np.ndarray, list[str], np.ndarray, np.ndarray] = (
     np.zeros(0, np.int64), [], np.zeros(0, np.intp), np.zeros((0, 4), np.int64))
-
-
-def _named(rec: np.ndarray, tensors: list[str], which: np.ndarray, numbers: np.ndarray
-           ) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """A range table with each group's tensor spelled out."""
-    return rec, [tensors[i] for i in which.tolist()], numbers
 
 
 def ragged_parts(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
