@@ -369,14 +369,19 @@ def _model_runs(chunk: _Chunk, models: list[tuple[str, ModelVariant]]
                 ) -> dict[str, BatchRun]:
     """The columnar run of each model variant over the chunk (none for a site without a
     columnar run); columns the store cannot vouch for (``ScreenUnsure``) are read again from
-    the decoded records."""
+    the decoded records (CaptureFormatError when those hold values past int64)."""
     site = get_site(chunk.site)
     if not models or site.run_batch is None:
         return {}
     try:
         prepared = site.prepared(chunk.cols, chunk.records)
         return {name: variant.run_batch(chunk.site, prepared) for name, variant in models}
-    except ScreenUnsure:
+    except ScreenUnsure as exc:
+        if isinstance(chunk.cols, RecordColumns):  # already the decoded records: no retry
+            raise CaptureFormatError(
+                f"{chunk.site} records of steps {int(chunk.coords[0, 1])}-"
+                f"{int(chunk.coords[-1, 1])}: {exc}; the replay checks indices as int64: "
+                "capture that field as a signed integer tensor") from None
         chunk.cols = RecordColumns(chunk.records())
         return _model_runs(chunk, models)
 

@@ -135,3 +135,11 @@ def test_bounds_table_holds_the_checked_ranges() -> None:
     row = result.bounds[result.bounds["variant"] == "upstream"].iloc[0]
     assert (row["min"], row["max"], row["lower"], row["upper"]) == (5, 12, 0, 10)
     assert row["tensor"] == "input_ids" and row["step"] == 3
+
+
+def test_ids_past_int64_are_a_format_error_naming_the_field() -> None:
+    """A uint64 id past int64 fits no checked range: one clear error, not a retry loop."""
+    record = Record("embedding", 1, 0, {"input_ids": np.array([1, 2**63 + 5], dtype=np.uint64),
+                                        "num_embeddings": 10})
+    with pytest.raises(CaptureFormatError, match="'input_ids' holds values past int64"):
+        forensics.replay([record])
