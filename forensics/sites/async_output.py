@@ -497,8 +497,6 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     return Checks.concat(parts)
 
 
-
-
 def first_placeholder(ids: Sequence[int]) -> int:
     """Position of the first of the trailing ``-1`` placeholders (``len(ids)`` when none)."""
     values, lengths = ragged_parts([ids])
@@ -508,11 +506,6 @@ def first_placeholder(ids: Sequence[int]) -> int:
 def prepare_columns(cols: RunColumns) -> Batch:
     """The columns :func:`run_batch` runs (built once for every model variant)."""
     return Batch.of_columns(cols)
-
-
-def prepare(records: Sequence[Record]) -> Batch:
-    """:func:`prepare_columns` of Records."""
-    return Batch.of(records)
 
 
 def run_batch(batch: Batch, patched: bool) -> BatchRun:

@@ -13,8 +13,6 @@ gathered tensor ``t`` and gathers nothing for other rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from forensics.outcome import INDEX_ERROR, STATUSES, Access, Outcome
@@ -258,11 +256,6 @@ def prepare_columns(cols: RunColumns) -> Prepared:
     those laid end to end (shared by the variants)."""
     regular = np.flatnonzero(_regular(cols))
     return cols, regular, _Batch(cols, regular)
-
-
-def prepare(records: Sequence[Record]) -> Prepared:
-    """:func:`prepare_columns` of Records."""
-    return prepare_columns(RecordColumns(records))
 
 
 def run_batch(prepared: Prepared, patched: bool) -> BatchRun:
