@@ -186,21 +186,19 @@ class Judge:
             self._ranges.append((variant, rec, codes, numbers))
 
     def add_run(self, variant: str | None, site: str, positions: np.ndarray,
-                run: BatchRun | JudgedRun) -> None:
-        """Keep the judged columnar ``run`` (a :class:`JudgedRun`, or a BatchRun judged here)
-        of the records at ``positions`` (all of ``site``) under ``variant`` (None: the
-        ``upstream`` model run only to find origins): its findings, checked ranges and error
-        outcomes."""
-        judged = run if isinstance(run, JudgedRun) else JudgedRun.of(run)
+                run: JudgedRun) -> None:
+        """Keep the judged columnar ``run`` (:meth:`JudgedRun.of`) of the records at
+        ``positions`` (all of ``site``) under ``variant`` (None: the ``upstream`` model run
+        only to find origins): its findings, checked ranges and error outcomes."""
         found = self._reference_store() if variant is None else self._found[variant]
-        for i, fs in judged.found.items():
+        for i, fs in run.found.items():
             found[int(positions[i])] = fs
         if variant is None:
             return
-        if judged.error:
+        if run.error:
             self._errors[variant].add(site)
-        self._add_ranges(variant, positions[judged.rec],
-                         self._codes(judged.tensors)[judged.which], judged.numbers)
+        self._add_ranges(variant, positions[run.rec], self._codes(run.tensors)[run.which],
+                         run.numbers)
 
     def _codes(self, tensors: Sequence[str]) -> np.ndarray:
         """Tensor names as small codes (the names are few; a range is kept by the million)."""

@@ -13,7 +13,6 @@ import contextlib
 import functools
 import gc
 import os
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
@@ -28,6 +27,7 @@ from forensics.errors import (
     PatchApplyError,
     UnsupportedVersionError,
 )
+from forensics.libc import libc_function
 from forensics.outcome import STATUSES, Outcome
 from forensics.progress import Progress
 from forensics.records import Record
@@ -301,25 +301,11 @@ AHEAD = WORKERS
 TRIM_EVERY = 4
 
 
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim`` (loaded once: each ``ctypes.CDLL`` leaves a reference cycle),
-    or None where there is none."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
-
-
 def _trim_heap() -> None:
     """Hand the heap memory freed by a chunk back to the system: each worker thread
     allocates from its own malloc arena, which would otherwise keep the chunks' freed arrays
     resident (about 0.05x the capture at 100,000 records)."""
-    trim = _malloc_trim()
+    trim = libc_function("malloc_trim")
     if trim is not None:
         trim(0)
 
@@ -511,7 +497,7 @@ class _Kept:
             if self.held is not None:
                 self.held[i] = outcome
 
-    def add_run(self, positions: np.ndarray, run: BatchRun | judge.JudgedRun) -> None:
+    def add_run(self, positions: np.ndarray, run: judge.JudgedRun) -> None:
         """Keep the statuses and messages of a columnar run of the records at ``positions``
         (a model's: no Outcome is held)."""
         self.status[positions] = run.status

@@ -9,17 +9,15 @@ only when first used. A message cut short at the end of the file is ignored and 
 
 from __future__ import annotations
 
-import functools
 import os
-import sys
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from forensics.errors import CaptureFormatError, ForensicsError
+from forensics.libc import libc_function
 from forensics.store.arrow_codec import schema_columns, schema_info
 from forensics.store.batch import BatchView
 from forensics.store.guarded import check_regular
@@ -238,7 +236,7 @@ def release_pages(address: int, size: int) -> None:
     """``madvise(MADV_DONTNEED)`` over the whole pages of a read-only file mapping: they leave
     the resident set (RSS) and are read back from the page cache on the next access. A no-op
     off Linux or where libc cannot be reached."""
-    madvise = _madvise()
+    madvise = libc_function("madvise")
     if madvise is None:
         return
     import ctypes
@@ -248,21 +246,6 @@ def release_pages(address: int, size: int) -> None:
     if address + size > start:
         madvise(ctypes.c_void_p(start), ctypes.c_size_t(address + size - start),
                 _MADV_DONTNEED)
-
-
-@functools.cache
-def _madvise() -> Any:
-    """libc's ``madvise`` (loaded once: each ``ctypes.CDLL`` leaves a reference cycle, and the
-    replay calls :func:`release_pages` per chunk with the cyclic collector paused), or None
-    off Linux or where libc cannot be reached."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None).madvise
-    except (OSError, AttributeError):
-        return None
 
 
 def find_duplicate(segments: list[Segment]) -> tuple[Segment, Segment] | None:
