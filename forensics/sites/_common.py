@@ -18,7 +18,7 @@ import numpy as np
 from forensics.errors import CaptureFormatError
 from forensics.outcome import Access, Outcome
 from forensics.records import Record
-from forensics.sites.core import owner, ragged_parts, starts_of
+from forensics.sites.core import owner, ragged_parts, starts_of, within
 
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
 _TORCH_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for dimension \d+ with size (\d+)")
@@ -274,7 +274,7 @@ def prev_rows(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:
     :func:`prev_index_map` gives it, and whether it is known (-1 and False otherwise)."""
     (req, nreq), (prev, nprev) = cols.str_codes(("req_ids", "prev_req_ids"))
     rec, prec = owner(nreq), owner(nprev)
-    ppos = np.arange(len(prev), dtype=np.int64) - starts_of(nprev)[prec]
+    ppos = within(nprev)
     span = int(max(req.max(initial=0), prev.max(initial=0))) + 2
     ok = prev >= 0
     key, pos = prec[ok] * span + prev[ok], ppos[ok]

@@ -165,7 +165,7 @@ class Batch:
             full_len[tails[rec]] = select_runs(given, counts, np.flatnonzero(tails))[0]
         prev, known = prev_rows(cols)
         sampled, sizes = cols.flat("sampled_token_ids_cpu")
-        return cls(cols, tails, rec, np.arange(len(rec)) - starts_of(nrows)[rec], values,
+        return cls(cols, tails, rec, within(nrows), values,
                    lengths, np.where(tails[rec], full_len - lengths, 0), prev, known,
                    cols.ints("vocab_size"), sampled, starts_of(sizes),
                    cols.shape("sampled_token_ids_cpu", 0), cols.shape("sampled_token_ids_cpu", 1))

@@ -28,7 +28,16 @@ from forensics.sites._common import (
     require_rows,
     screen_rows,
 )
-from forensics.sites.core import BatchRun, CheckList, Checks, owner, select_runs, starts_of
+from forensics.sites.core import (
+    BatchRun,
+    CheckList,
+    Checks,
+    every,
+    owner,
+    select_runs,
+    starts_of,
+    within,
+)
 from forensics.sites.scan_counts import IndexCount, ScanColumns, at_or_past, outside
 
 NAME = "batch_change"
@@ -160,7 +169,7 @@ class _Batch:
         self.pp, self.ns = self._field("prev_positions")
         self.starts = starts_of(self.ns)
         self.rec = owner(self.ns)
-        self.local = np.arange(len(self.pp)) - self.starts[self.rec]
+        self.local = within(self.ns)
         self.gather = np.maximum(self.pp, 0)
         #: the gathered tensors' lengths per record, and the rows that read past one
         self.uppers = {name: self._field(name)[1] for name in GATHERED}
@@ -208,7 +217,7 @@ class _Batch:
 
     def checks(self) -> CheckList:
         """The gathers of every record as checks, then its misattributed rows."""
-        used = slice(None) if self.used.all() else self.used  # a view when every row reads
+        used = every(self.used)
         rec, rows, gather = self.rec[used], self.local[used], self.gather[used]
         parts = [Checks.of(name, rec, rows, rows, gather, 0, self.uppers[name][rec])
                  for name in GATHERED]

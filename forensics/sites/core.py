@@ -272,6 +272,12 @@ def rows_of_slots(cu: np.ndarray, cu_counts: np.ndarray, rec: np.ndarray, slot: 
     return np.where(rows < cu_counts[rec], rows, -1)
 
 
+def every(mask: np.ndarray) -> np.ndarray | slice:
+    """``mask`` as an index: the whole-range slice when it selects everything (a view
+    instead of a copy; most batches take one path)."""
+    return slice(None) if mask.all() else mask
+
+
 def within(lengths: np.ndarray) -> np.ndarray:
     """Position of each value within its run, given the run lengths."""
     return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts_of(lengths), lengths)

@@ -43,6 +43,7 @@ from forensics.sites.core import (
     BatchRun,
     CheckList,
     Checks,
+    every,
     owner,
     rows_of_slots,
     starts_of,
@@ -165,7 +166,7 @@ class Batch:
         drafts, _ = cols.flat("num_draft_tokens")
         sampled, sizes = cols.flat(SAMPLED)
         rec = owner(nrows)
-        return cls(cols, rec, np.arange(len(rec)) - starts_of(nrows)[rec], nrows, pp, cu,
+        return cls(cols, rec, within(nrows), nrows, pp, cu,
                    drafts, cols.shape(SAMPLED, 0), cols.shape(SAMPLED, 1), sampled,
                    starts_of(sizes), cols.ints("prev_num_spec_tokens"), row_last(cu, nrows),
                    cols.ints("vocab_size"))
@@ -210,15 +211,15 @@ def plans(b: Batch, guard: bool) -> _Plans:
     crec, prev = b.rec[common], b.pp[common]
     flat, nd = b.cu[common] - 1, b.drafts[common]
     spec_rows = np.repeat(common, nd)
-    within = np.arange(len(spec_rows)) - np.repeat(np.cumsum(nd) - nd, nd)
+    slot = within(nd)
     num_common = np.bincount(crec, minlength=n)
     mismatch = np.bincount(crec[prev != flat], minlength=n)
     largest = _record_max(crec, flat, n)
     fast = (num_common > 0) & (mismatch == 0) & (largest == num_common - 1)
     copy_cpu = num_common < b.total - np.bincount(crec, weights=nd, minlength=n).astype(np.int64)
     return _Plans(common, crec, prev, flat - nd, spec_rows, b.rec[spec_rows],
-                  np.repeat(flat - nd + 1, nd) + within,
-                  np.repeat(prev * b.spec[crec], nd) + within, num_common, fast, copy_cpu)
+                  np.repeat(flat - nd + 1, nd) + slot,
+                  np.repeat(prev * b.spec[crec], nd) + slot, num_common, fast, copy_cpu)
 
 
 def _record_max(rec: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -336,11 +337,11 @@ class Run:
         rec, i = owner(count), within(count)
         row = np.where(b.p[rec] >= p.num_common[rec], i, 0)
         self.device[self.d_off[rec] + i] = b.sampled[b.s_off[rec] + row * b.width[rec]]
-        slow = _every((self.plain & ~p.fast)[p.crec])
+        slow = every((self.plain & ~p.fast)[p.crec])
         crec = p.crec[slow]
         self.device[self.d_off[crec] + p.sample_slots[slow]] = b.sampled[
             b.s_off[crec] + p.prev[slow] * b.width[crec]]
-        spec = _every((self.plain & ~p.fast & self.has_drafts)[p.spec_rec])
+        spec = every((self.plain & ~p.fast & self.has_drafts)[p.spec_rec])
         srec = p.spec_rec[spec]
         ids = self.drafts[self.dr_off[srec] + p.draft_index[spec]]
         self.device[self.d_off[srec] + p.spec_slots[spec]] = ids.astype(np.int32)  # wraps
@@ -352,9 +353,9 @@ class Run:
         ``whole``: ``device`` holds just those)."""
         b, p = self.batch, self.plans
         count = np.where(self.plain & p.fast, p.num_common, 0)
-        slow = _every((self.plain & ~p.fast)[p.crec])
+        slow = every((self.plain & ~p.fast)[p.crec])
         crec = p.crec[slow]
-        spec = _every((self.plain & ~p.fast & self.has_drafts)[p.spec_rec])
+        spec = every((self.plain & ~p.fast & self.has_drafts)[p.spec_rec])
         srec, index = p.spec_rec[spec], p.draft_index[spec]
         spec_rows = b.local[p.spec_rows[spec]]
         width = np.maximum(self.dr_width, 1)[srec]
@@ -379,12 +380,6 @@ class Run:
         buffer = self.device[start:start + int(self.d_len[r])].astype(device.dtype)
         return Outcome("ok", "", {"input_ids_device": buffer},
                        _accesses(record, self.plans.one(self.batch, r)))
-
-
-def _every(mask: np.ndarray) -> np.ndarray | slice:
-    """``mask`` as an index: the whole-range slice when it selects everything (a view
-    instead of a copy; most batches take one path)."""
-    return slice(None) if mask.all() else mask
 
 
 def _record_rows(record: Record, slots: np.ndarray) -> np.ndarray:
