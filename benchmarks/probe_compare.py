@@ -31,34 +31,17 @@ def worker(root: str) -> None:
     """Serve rounds on stdin/stdout with the ``forensics`` of ``root`` (one JSON line each)."""
     sys.path.insert(0, root)
     sys.path.insert(1, str(HERE))
-    import torch
-
     from forensics.probe import hooks  # ``root``'s, imported before run.py puts its own first
-    from forensics.probe.reference import batch_change_reference
-    from forensics.probe.session import ProbeSession
-    from forensics.probe.settings import Settings
-    from forensics.store.writer import CaptureWriter
 
     # this checkout's benchmark helpers (the same calls for both codes), imported after
     # ``root``'s forensics: run.py puts its own checkout first on the path
     bench = importlib.import_module("run")
 
     assert Path(hooks.__file__).is_relative_to(root), hooks.__file__
-    work = Path(tempfile.mkdtemp(prefix="forensics-probe-compare-"))
-    capture = work / "probe.capture"
-    session = ProbeSession(Settings(directory=work, capture=capture, mode="record"),
-                           writer_factory=lambda s: CaptureWriter(capture, process="probe"))
-    args = bench._batch_change_args(torch)
-    wrapped = hooks.wrap_batch_change(batch_change_reference)
+    probe = bench.ProbeBench(Path(tempfile.mkdtemp(prefix="forensics-probe-compare-")))
+    session = probe.session
     for _ in sys.stdin:
-        plain = bench._round(lambda: batch_change_reference(*bench._fresh(args)),
-                             inference=True)
-        hooks.activate(session)
-        try:
-            probed = bench._round(lambda: (session.begin_step(), wrapped(*bench._fresh(args))),
-                                  inference=True)
-        finally:
-            hooks.activate(None)
+        plain, probed = probe.round()
         added = [(p - q) / bench.PROBE_ROUND * 1e6 for p, q in zip(probed, plain, strict=True)]
         print(json.dumps(added), flush=True)
     session.close()

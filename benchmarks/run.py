@@ -334,31 +334,17 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
     (``time.process_time``). The calls run under ``torch.inference_mode()``, as in vLLM.
     Falls back to ``CaptureWriter.append`` when the probe is missing."""
     try:
-        from forensics.probe import hooks
-        from forensics.probe.reference import batch_change_reference
-        from forensics.probe.session import ProbeSession
-        from forensics.probe.settings import Settings
-        from forensics.store.writer import CaptureWriter
+        bench = ProbeBench(work)
     except ImportError:
         return _append_cost(calls, work)
-    import torch
-
-    args = _batch_change_args(torch)
-    capture = work / "probe.capture"
-    session = ProbeSession(Settings(directory=work, capture=capture, mode="record"),
-                           writer_factory=lambda s: CaptureWriter(capture, process="probe"))
-    wrapped = hooks.wrap_batch_change(batch_change_reference)
+    session = bench.session
     rounds = max(calls // PROBE_ROUND, 1)
     plain: list[tuple[float, float, float]] = []
     probed: list[tuple[float, float, float]] = []
     for _ in range(rounds):
-        plain.append(_round(lambda: batch_change_reference(*_fresh(args)), inference=True))
-        hooks.activate(session)
-        try:
-            probed.append(_round(lambda: (session.begin_step(), wrapped(*_fresh(args))),
-                                 inference=True))
-        finally:
-            hooks.activate(None)
+        p, q = bench.round()
+        plain.append(p)
+        probed.append(q)
     close = _round(session.close, 1)
     per_call = [(_median(probed, i) - _median(plain, i)) / PROBE_ROUND * 1e6 for i in range(3)]
     total_calls = rounds * PROBE_ROUND
@@ -371,6 +357,41 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
             "probe_cpu_us_per_call": max(per_call[1], 0.0),
             "probe_process_cpu_us_per_call": max(per_call[2] + close[2] / total_calls * 1e6,
                                                  0.0)}
+
+
+class ProbeBench:
+    """A record-mode probe session writing to ``work`` and a wrapped ``batch_change``
+    reference: what the probe phase and ``probe_compare.py`` time (ImportError without the
+    probe)."""
+
+    def __init__(self, work: Path) -> None:
+        import torch
+
+        from forensics.probe import hooks
+        from forensics.probe.reference import batch_change_reference
+        from forensics.probe.session import ProbeSession
+        from forensics.probe.settings import Settings
+        from forensics.store.writer import CaptureWriter
+
+        capture = work / "probe.capture"
+        self.hooks, self.call = hooks, batch_change_reference
+        self.session = ProbeSession(
+            Settings(directory=work, capture=capture, mode="record"),
+            writer_factory=lambda s: CaptureWriter(capture, process="probe"))
+        self.wrapped = hooks.wrap_batch_change(batch_change_reference)
+        self.args = _batch_change_args(torch)
+
+    def round(self) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+        """One round of plain calls, then one of probed calls (see :func:`_round`)."""
+        args, session = self.args, self.session
+        plain = _round(lambda: self.call(*_fresh(args)), inference=True)
+        self.hooks.activate(session)
+        try:
+            probed = _round(lambda: (session.begin_step(), self.wrapped(*_fresh(args))),
+                            inference=True)
+        finally:
+            self.hooks.activate(None)
+        return plain, probed
 
 
 def _round(call: Any, count: int = PROBE_ROUND, *, inference: bool = False
