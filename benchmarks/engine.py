@@ -130,7 +130,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 def _round(engines: dict[str, Engine], i: int) -> dict[str, Any]:
     """One generation per engine, the order rotated by ``i``; keyed in MODES' order."""
     names = list(engines)
-    done = {name: engines[name].generate() for name in names[i % 3:] + names[:i % 3]}
+    turn = i % len(names)
+    done = {name: engines[name].generate() for name in names[turn:] + names[:turn]}
     return {name: done[name] for name in names}
 
 

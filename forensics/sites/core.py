@@ -135,9 +135,8 @@ class Checks:
                    | (numbers[:, 1] >= take(self.upper, starts)))
         if not outside.any():
             return np.zeros(0, dtype=np.int64)
-        ends = np.append(starts[1:], len(self.value))
-        at = np.concatenate([np.arange(a, b) for a, b in zip(
-            starts[outside].tolist(), ends[outside].tolist(), strict=True)])
+        sizes = (np.append(starts[1:], len(self.value)) - starts)[outside]
+        at = np.repeat(starts[outside], sizes) + within(sizes)  # the entries of those groups
         value = self.value[at]
         return at[(value < take(self.lower, at)) | (value >= take(self.upper, at))]
 
