@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import forensics
@@ -116,3 +116,40 @@ def test_scan_counts_the_draft_reads_the_replay_finds(records: list[forensics.Re
     for tensor in ("draft_token_ids", "prev_sampled_token_ids"):
         assert result.count("prepare_input_ids", tensor) == counts.get(
             ("prepare_input_ids", tensor), 0), tensor
+
+
+@st.composite
+def _runs(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of values of one integer dtype, each record's against its own bound (often one
+    bound for all, as in captures); small values and bounds often, so that values fall on,
+    just under and just past a bound."""
+    dtype = np.dtype(draw(st.sampled_from(["int8", "int32", "int64", "uint8", "uint32"])))
+    info = np.iinfo(dtype)
+    small = st.integers(max(-3, int(info.min)), 8)
+    sizes = np.array(draw(st.lists(st.integers(0, 5), min_size=1, max_size=6)), dtype=np.int64)
+    value = st.one_of(small, st.integers(int(info.min), int(info.max)))
+    values = np.array(draw(st.lists(value, min_size=int(sizes.sum()),
+                                    max_size=int(sizes.sum()))), dtype=dtype)
+    top = min(int(info.max) + 2, int(np.iinfo(np.int64).max))  # bounds are int64 fields
+    bound = st.one_of(st.integers(-3, 9), st.integers(-3, top))
+    one = draw(bound)
+    bounds = np.array(draw(st.one_of(st.just([one] * len(sizes)),
+                                     st.lists(bound, min_size=len(sizes), max_size=len(sizes)))),
+                      dtype=np.int64)
+    return values, bounds, sizes
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs=_runs())
+@example(runs=(np.array([0, 3, 2], dtype=np.int32), np.array([3, 5]), np.array([2, 1])))  # on
+@example(runs=(np.array([0, 2, 4], dtype=np.int64), np.array([3, 5]), np.array([2, 1])))  # under
+def test_the_scan_counts_agree_with_comparing_every_value(
+        runs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    from forensics.sites.scan_counts import at_or_past, outside
+
+    values, bounds, sizes = runs
+    exact = values.astype(object)  # Python ints: no wrapping, no casting
+    per_value = np.repeat(bounds, sizes).astype(object)
+    assert outside(values, bounds, sizes) == int(np.count_nonzero(
+        (exact < 0) | (exact >= per_value)))
+    assert at_or_past(values, bounds, sizes) == int(np.count_nonzero(exact >= per_value))

@@ -61,8 +61,11 @@ def outside(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray,
     its ``bounds[r]`` (``out``: a boolean buffer like ``values`` for the comparison)."""
     if len(values) == 0:
         return 0
-    if len(bounds) and bounds.min() == bounds.max():  # one bound: compare with a scalar
-        return count_outside(values, int(bounds[0]), out)
+    low, high = int(bounds.min()), int(bounds.max())
+    if low == high:  # one bound: compare with a scalar
+        return count_outside(values, low, out)
+    if _all_below(values, low):
+        return 0
     per_value = np.repeat(bounds, sizes)
     return int(np.count_nonzero((values < 0) | (values >= per_value)))
 
@@ -70,13 +73,35 @@ def outside(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray,
 def count_outside(values: np.ndarray, high: int, out: np.ndarray | None = None) -> int:
     """Count of ``values`` outside ``[0, high)``. Signed values are compared as unsigned where
     that is exact (``0 <= high <= 2**(bits-1)``: a negative value wraps past ``high``): one
-    comparison (into ``out`` when given) instead of two and an or."""
+    comparison (into ``out`` when given) instead of two and an or, and none at all when the
+    largest value (one read-only reduction) is below ``high``, the usual case."""
+    if len(values) == 0:
+        return 0
+    unsigned = _as_unsigned(values, high)
+    if unsigned is None:
+        return int(np.count_nonzero((values < 0) | (values >= high)))
+    if int(unsigned.max()) < high:
+        return 0
+    return int(np.count_nonzero(np.greater_equal(unsigned, high, out=out)))
+
+
+def _as_unsigned(values: np.ndarray, high: int) -> np.ndarray | None:
+    """``values`` viewed as unsigned where comparing them so with ``high`` tells ``[0, high)``
+    exactly (a negative value wraps past ``high``), else None."""
     if values.dtype.kind == "u":
-        return int(np.count_nonzero(np.greater_equal(values, high, out=out)))
+        return values
     if 0 <= high <= 1 << (8 * values.dtype.itemsize - 1):
-        unsigned = values.view(np.dtype(f"u{values.dtype.itemsize}"))
-        return int(np.count_nonzero(np.greater_equal(unsigned, high, out=out)))
-    return int(np.count_nonzero((values < 0) | (values >= high)))
+        return values.view(np.dtype(f"u{values.dtype.itemsize}"))
+    return None
+
+
+def _all_below(values: np.ndarray, high: int) -> bool:
+    """Whether every one of the (non-empty) ``values`` lies in ``[0, high)``, from one
+    reduction where the unsigned view applies."""
+    unsigned = _as_unsigned(values, high)
+    if unsigned is not None:
+        return int(unsigned.max()) < high
+    return int(values.min()) >= 0 and int(values.max()) < high
 
 
 def at_or_past(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray,
@@ -85,8 +110,11 @@ def at_or_past(values: np.ndarray, bounds: np.ndarray, sizes: np.ndarray,
     :func:`outside`)."""
     if len(values) == 0:
         return 0
-    if bounds.min() == bounds.max():
-        return int(np.count_nonzero(np.greater_equal(values, bounds[0], out=out)))
+    low, high = int(bounds.min()), int(bounds.max())
+    if int(values.max()) < low:
+        return 0  # one read-only reduction: nothing reaches the smallest bound
+    if low == high:
+        return int(np.count_nonzero(np.greater_equal(values, low, out=out)))
     return int(np.count_nonzero(values >= np.repeat(bounds, sizes)))
 
 
