@@ -18,6 +18,7 @@ import numpy as np
 from forensics.errors import CaptureFormatError
 from forensics.outcome import Access, Outcome
 from forensics.records import Record
+from forensics.screening import ScreenUnsure, as_int64  # their home: shared with the store
 from forensics.sites.core import owner, ragged_parts, starts_of, within
 
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
@@ -315,18 +316,6 @@ def other_holder(cols: RunColumns, pp: np.ndarray, counts: np.ndarray) -> np.nda
             holders.get(p, q) != q for p, q in zip(pp[begin:begin + int(counts[r])].tolist(),
                                                    record["req_ids"], strict=True)]
     return flags
-
-
-class ScreenUnsure(Exception):
-    """A columnar screen cannot vouch for any row of the batch: check every row per record."""
-
-
-def as_int64(values: np.ndarray, name: str) -> np.ndarray:
-    """``values`` (field ``name``) as int64; ScreenUnsure when an unsigned value does not fit
-    (records not validated yet: the probe's screen)."""
-    if values.dtype == np.uint64 and len(values) and values.max() > np.iinfo(np.int64).max:
-        raise ScreenUnsure(f"{name!r} holds values past int64")
-    return values.astype(np.int64, copy=False)
 
 
 def rows_with_any(mask: np.ndarray, counts: np.ndarray) -> np.ndarray:

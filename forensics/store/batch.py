@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from forensics.errors import CaptureFormatError
 from forensics.records import Record
-from forensics.sites._common import ScreenUnsure
+from forensics.screening import as_int64
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import SHAPE_SUFFIX, ColumnSig
 from forensics.validate import field_specs, screen_batch, validate_record
@@ -320,10 +320,7 @@ class _Decoded:
         self.view._tensor_parts(name)
         flat, offsets = self.view._tensors[name][:2]
         offsets = offsets[self.start:self.stop + 1]
-        values = flat[offsets[0]:offsets[-1]]
-        if values.dtype == np.uint64 and len(values) and values.max() > np.iinfo(np.int64).max:
-            raise ScreenUnsure(f"{name!r} holds values past int64")
-        return values.astype(np.int64, copy=False), np.diff(offsets).astype(np.int64)
+        return as_int64(flat[offsets[0]:offsets[-1]], name), np.diff(offsets).astype(np.int64)
 
     def inner_lengths(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         if self._kind(name) is None:
