@@ -108,6 +108,9 @@ class Capture:
                           order["row"][mask])
 
     def _locate(self) -> dict[str, np.ndarray]:
+        """Every record's step, rank, site, segment, batch and row in pipeline order, and
+        ``position``: where each stored row (segment by segment, batch by batch) stands in
+        that order."""
         if self._order is None:
             self._order = _order_rows(self._segments)
         return self._order
@@ -126,8 +129,7 @@ class Capture:
         ``size`` rows: ``(batch, start, stop, positions)``, ``positions`` being where rows
         ``start:stop`` stand in :meth:`records` (pipeline order). For columnar readers that
         report per record, such as the replay."""
-        order = self._locate()
-        where = np.lexsort((order["row"], order["batch"], order["segment"]))
+        where = self._locate()["position"]
         at = 0
         for view in self.batches():
             for start in range(0, len(view), size):
@@ -223,7 +225,10 @@ def _order_rows(segments: list[Segment]) -> dict[str, np.ndarray]:
     # lexsort: last key first; segment and row keep the written order of ties
     order = np.lexsort((arrays["row"], arrays["segment"], arrays["site"], arrays["rank"],
                         arrays["step"]))
-    return {k: v[order] for k, v in arrays.items()}
+    located = {k: v[order] for k, v in arrays.items()}
+    located["position"] = np.empty_like(order)  # the inverse permutation: stored -> pipeline
+    located["position"][order] = np.arange(len(order))
+    return located
 
 
 def _steps_of(seg: Segment, i: int) -> np.ndarray:

@@ -76,6 +76,23 @@ def test_roundtrip_mixed_sites_in_pipeline_order(records: list[Record]) -> None:
         assert_records_equal(a, b, f"record {i}")
 
 
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.sampled_from(SITES).flatmap(any_record), min_size=1, max_size=12,
+                unique_by=_call), st.integers(1, 3))
+def test_chunks_place_each_stored_row_where_records_has_it(records: list[Record],
+                                                           size: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        capture = load(write_capture(Path(tmp) / "ch.capture", [_copy(r) for r in records]))
+        ordered = capture.records()
+        placed = []
+        for view, start, stop, positions in capture.chunks(size):
+            assert 0 < stop - start <= size and len(positions) == stop - start
+            for row, position in zip(range(start, stop), positions.tolist(), strict=True):
+                assert_records_equal(view.record(row), ordered[position], f"row {row}")
+            placed += positions.tolist()
+        assert sorted(placed) == list(range(len(records)))
+
+
 @pytest.mark.parametrize("dtype", INT_DTYPES)
 def test_integer_width_is_kept(tmp_path: Path, dtype: str) -> None:
     info = np.iinfo(dtype)
