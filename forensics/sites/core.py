@@ -117,6 +117,31 @@ class Checks:
                    lambda at: per[0][record(at)], lambda at: per[1][record(at)],
                    begin[counts > 0])
 
+    @classmethod
+    def of_row_runs(cls, tensor: str, run_record: np.ndarray, counts: np.ndarray,
+                    value: np.ndarray, run_row: np.ndarray, run_element: np.ndarray,
+                    run_upper: np.ndarray) -> Checks:
+        """Entries laid end to end in runs of ``counts`` (one run per row: several runs per
+        record, ``run_record`` non-decreasing), against ``[0, run_upper)``: entry ``j`` of
+        run ``i`` is ``value`` at row ``run_row[i]``, element ``run_element[i] + j``. Only
+        ``value`` is per entry; the other columns are read per run where needed."""
+        counts = np.asarray(counts, dtype=np.int64)
+        ends = np.cumsum(counts)
+        begin = ends - counts
+
+        def run(at: np.ndarray) -> np.ndarray:
+            return np.searchsorted(ends, at, side="right")
+
+        def element(at: np.ndarray) -> np.ndarray:
+            i = run(at)
+            return run_element[i] + (at - begin[i])
+
+        filled = counts > 0
+        first = np.flatnonzero(np.diff(run_record[filled], prepend=-1))
+        return cls(tensor, 0, lambda at: run_record[run(at)], lambda at: run_row[run(at)],
+                   element, _i64(value), lambda at: np.zeros(len(at), dtype=np.int64),
+                   lambda at: run_upper[run(at)], begin[filled][first])
+
     @staticmethod
     def concat(parts: Sequence[Checks | CheckList]) -> CheckList:
         """The entries of ``parts`` as one list (each record's groups in the order of
@@ -280,6 +305,13 @@ def every(mask: np.ndarray) -> np.ndarray | slice:
 def within(lengths: np.ndarray) -> np.ndarray:
     """Position of each value within its run, given the run lengths."""
     return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts_of(lengths), lengths)
+
+
+def runs_from(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``first[i] + j`` for ``j < lengths[i]``, run after run (``np.repeat(first, lengths) +
+    within(lengths)`` in one repeat; int64 arithmetic wraps alike either way)."""
+    return (np.repeat(first - starts_of(lengths), lengths)
+            + np.arange(int(lengths.sum()), dtype=np.int64))
 
 
 def select_runs(values: np.ndarray, lengths: np.ndarray, runs: np.ndarray
