@@ -219,10 +219,10 @@ class Run:
         the run's outputs, without building them."""
         ids = self.ids
         count = np.minimum(np.maximum(self.count, 0), ids.shape[1])
-        written = (np.arange(ids.shape[1]) < count[:, None]) & (ids != -1)
-        if np.array_equal(written.sum(axis=1), count):  # each row writes its first ids
-            return _row_write_checks(self.batch, self.sel, self.start, count, ids[written])
-        line, column = np.nonzero(written)
+        taken = np.arange(ids.shape[1]) < count[:, None]
+        if not (taken & (ids == -1)).any():  # each row writes all the ids it takes
+            return _row_write_checks(self.batch, self.sel, self.start, count, ids[taken])
+        line, column = np.nonzero(taken & (ids != -1))
         return _write_checks(self.batch, self.sel[line], self.start[line] + column,
                              ids[line, column])
 

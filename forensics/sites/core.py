@@ -174,9 +174,7 @@ class Checks:
         if self._groups is None:
             starts = self.starts
             if starts is None:
-                record = take(self.record, np.arange(len(self.value)))
-                starts = np.flatnonzero(np.diff(record, prepend=-1)) if len(self.value) \
-                    else np.zeros(0, np.int64)
+                starts = _group_starts(self.record, len(self.value))
             numbers = (np.stack([np.minimum.reduceat(self.value, starts),
                                  np.maximum.reduceat(self.value, starts)], axis=1)
                        if len(starts) else np.zeros((0, 2), np.int64))
@@ -214,12 +212,31 @@ class Checks:
         return (take(self.record, starts), [self.tensor], np.zeros(len(starts), np.intp),
                 np.concatenate([numbers, bounds], axis=1))
 
+    def sharing(self, tensor: str, upper: Column) -> Checks:
+        """The same entries, in the same groups, checked as ``tensor`` against ``[lower,
+        upper)``: the groups and their ranges are computed once for both."""
+        other = replace(self, tensor=tensor, upper=upper)
+        other._groups = self._minmax()
+        return other
+
     def renumbered(self, positions: np.ndarray) -> Checks:
         """The same checks with record ``i`` renamed ``positions[i]``."""
         record = self.record
         if callable(record):
             return replace(self, record=lambda at: positions[record(at)])
         return replace(self, record=positions[record])
+
+
+def _group_starts(record: Column, n: int) -> np.ndarray:
+    """The first of each run of equal records among ``n`` entries (``record`` non-decreasing
+    and never -1): one comparison of neighbours, no copy of an array column."""
+    if not n:
+        return np.zeros(0, np.int64)
+    record = record(np.arange(n)) if callable(record) else record
+    change = np.empty(n, dtype=bool)
+    change[0] = record[0] != -1
+    np.not_equal(record[1:], record[:-1], out=change[1:])
+    return np.flatnonzero(change)
 
 
 @dataclass
