@@ -338,7 +338,8 @@ def trailing_start(values: np.ndarray, lengths: np.ndarray,
     nonempty = lengths > 0
     if len(values) and nonempty.any():
         begin = starts_of(lengths)[nonempty]
-        position = np.where(values != -1, np.arange(len(values)), -1)
+        index = np.int32 if len(values) < 2**31 else np.int64  # half the bytes to reduce
+        position = np.where(values != -1, np.arange(len(values), dtype=index), index(-1))
         out[nonempty] = np.maximum(np.maximum.reduceat(position, begin) - begin + 1, 0)
     return out if runs is None else out[runs]
 

@@ -326,7 +326,11 @@ def within(lengths: np.ndarray) -> np.ndarray:
 
 def runs_from(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``first[i] + j`` for ``j < lengths[i]``, run after run (``np.repeat(first, lengths) +
-    within(lengths)`` in one repeat; int64 arithmetic wraps alike either way)."""
+    within(lengths)`` in one repeat, or one broadcast sum when the runs are of one length;
+    int64 arithmetic wraps alike either way)."""
+    if len(lengths) and lengths.min() == lengths.max() >= 0:
+        return (np.asarray(first, dtype=np.int64)[:, None]
+                + np.arange(int(lengths[0]), dtype=np.int64)).reshape(-1)
     return (np.repeat(first - starts_of(lengths), lengths)
             + np.arange(int(lengths.sum()), dtype=np.int64))
 
