@@ -287,7 +287,7 @@ def prev_rows(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:
         got = [record["prev_req_id_to_index"].get(q) for q in record["req_ids"]]
         result[begin:begin + len(got)] = [-1 if g is None else g for g in got]
         known[begin:begin + len(got)] = [g is not None for g in got]
-    return result.astype(np.int64), known
+    return result.astype(np.int64, copy=False), known
 
 
 #: the most (record, request) keys :func:`prev_rows` looks up in a table (int64 each)

@@ -137,7 +137,7 @@ class Checks:
             return run_element[i] + (at - begin[i])
 
         filled = counts > 0
-        first = np.flatnonzero(np.diff(run_record[filled], prepend=-1))
+        first = group_starts(run_record[filled], int(filled.sum()))
         return cls(tensor, 0, lambda at: run_record[run(at)], lambda at: run_row[run(at)],
                    element, _i64(value), lambda at: np.zeros(len(at), dtype=np.int64),
                    lambda at: run_upper[run(at)], begin[filled][first])
@@ -174,7 +174,7 @@ class Checks:
         if self._groups is None:
             starts = self.starts
             if starts is None:
-                starts = _group_starts(self.record, len(self.value))
+                starts = group_starts(self.record, len(self.value))
             numbers = (np.stack([np.minimum.reduceat(self.value, starts),
                                  np.maximum.reduceat(self.value, starts)], axis=1)
                        if len(starts) else np.zeros((0, 2), np.int64))
@@ -227,7 +227,7 @@ class Checks:
         return replace(self, record=positions[record])
 
 
-def _group_starts(record: Column, n: int) -> np.ndarray:
+def group_starts(record: Column, n: int) -> np.ndarray:
     """The first of each run of equal records among ``n`` entries (``record`` non-decreasing
     and never -1): one comparison of neighbours, no copy of an array column."""
     if not n:

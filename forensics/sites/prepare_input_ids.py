@@ -44,6 +44,7 @@ from forensics.sites.core import (
     CheckList,
     Checks,
     every,
+    group_starts,
     owner,
     rows_of_slots,
     runs_from,
@@ -265,7 +266,7 @@ def _record_max(rec: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     record of each value)."""
     out = np.full(n, -1, dtype=np.int64)
     if len(rec):
-        starts = np.flatnonzero(np.diff(rec, prepend=-1))
+        starts = group_starts(rec, len(rec))
         out[rec[starts]] = np.maximum(np.maximum.reduceat(values, starts), -1)
     return out
 
