@@ -220,11 +220,15 @@ class Checks:
         return other
 
     def renumbered(self, positions: np.ndarray) -> Checks:
-        """The same checks with record ``i`` renamed ``positions[i]``."""
+        """The same checks with record ``i`` renamed ``positions[i]`` (distinct positions:
+        the groups, and their ranges once computed, stay those of these checks)."""
         record = self.record
         if callable(record):
-            return replace(self, record=lambda at: positions[record(at)])
-        return replace(self, record=positions[record])
+            out = replace(self, record=lambda at: positions[record(at)])
+        else:
+            out = replace(self, record=positions[record])
+        out._groups = self._groups
+        return out
 
 
 def group_starts(record: Column, n: int) -> np.ndarray:
