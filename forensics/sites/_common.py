@@ -275,24 +275,48 @@ def prev_rows(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:
     :func:`prev_index_map` gives it, and whether it is known (-1 and False otherwise)."""
     (req, nreq), (prev, nprev) = cols.str_codes(("req_ids", "prev_req_ids"))
     rec, prec = owner(nreq), owner(nprev)
-    ppos = within(nprev)
     span = int(max(req.max(initial=0), prev.max(initial=0))) + 2
     ok = prev >= 0
-    key, pos = prec[ok] * span + prev[ok], ppos[ok]
-    order = np.argsort(key, kind="stable")  # rows stay in order: the last of a repeat wins
-    key, pos = key[order], pos[order]
+    key, pos = prec[ok] * span + prev[ok], within(nprev)[ok]
     wanted = rec * span + req
-    if not len(key):  # no previous request of any record
-        key, pos = np.full(1, -1, dtype=np.int64), np.full(1, -1, dtype=np.int64)
-    at = np.maximum(np.searchsorted(key, wanted, side="right") - 1, 0)
-    known = (req >= 0) & (key[at] == wanted)
-    result = np.where(known, pos[at], -1)
+    if cols.rows * span <= _LOOKUP_TABLE:
+        result, known = _looked_up(key, pos, wanted, req >= 0, cols.rows * span)
+    else:
+        result, known = _searched(key, pos, wanted, req >= 0)
     for r in np.flatnonzero(cols.present("prev_req_id_to_index")).tolist():
         record, begin = cols.record(r), int(starts_of(nreq)[r])
         got = [record["prev_req_id_to_index"].get(q) for q in record["req_ids"]]
         result[begin:begin + len(got)] = [-1 if g is None else g for g in got]
         known[begin:begin + len(got)] = [g is not None for g in got]
-    return result.astype(np.int64), known
+    return result.astype(np.int64, copy=False), known
+
+
+#: the most (record, request) keys :func:`prev_rows` looks up in a table (int64 each)
+_LOOKUP_TABLE = 1 << 21
+
+
+def _looked_up(key: np.ndarray, pos: np.ndarray, wanted: np.ndarray, asked: np.ndarray,
+               size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per ``wanted`` key (where ``asked``): the ``pos`` of the last row with that ``key``
+    (``pos`` rises within a key's rows), and whether there is one; keys below ``size``. One
+    table of ``size`` entries instead of a sort."""
+    table = np.full(size, -1, dtype=np.int64)
+    np.maximum.at(table, key, pos)  # the last of a repeat wins
+    found = table[np.where(asked, wanted, 0)]
+    known = asked & (found >= 0)
+    return np.where(known, found, -1), known
+
+
+def _searched(key: np.ndarray, pos: np.ndarray, wanted: np.ndarray, asked: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_looked_up` by a sort of the keys and a binary search (any key range)."""
+    order = np.argsort(key, kind="stable")  # rows stay in order: the last of a repeat wins
+    key, pos = key[order], pos[order]
+    if not len(key):  # no previous request of any record
+        key, pos = np.full(1, -1, dtype=np.int64), np.full(1, -1, dtype=np.int64)
+    at = np.maximum(np.searchsorted(key, wanted, side="right") - 1, 0)
+    known = asked & (key[at] == wanted)
+    return np.where(known, pos[at], -1), known
 
 
 def other_holder(cols: RunColumns, pp: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -218,7 +218,10 @@ class Run:
         placeholder written over a placeholder changes nothing). Equal to :func:`written` of
         the run's outputs, without building them."""
         ids = self.ids
-        taken = np.arange(ids.shape[1]) < np.maximum(self.count, 0)[:, None]
+        count = np.minimum(np.maximum(self.count, 0), ids.shape[1])
+        taken = np.arange(ids.shape[1]) < count[:, None]
+        if not (taken & (ids == -1)).any():  # each row writes all the ids it takes
+            return _row_write_checks(self.batch, self.sel, self.start, count, ids[taken])
         line, column = np.nonzero(taken & (ids != -1))
         return _write_checks(self.batch, self.sel[line], self.start[line] + column,
                              ids[line, column])
@@ -288,7 +291,7 @@ def _select(b: Batch) -> tuple[Any, ...]:
     eff = b.prev[sel] + np.where(b.prev[sel] < 0, b.s_rows[srec], 0)
     k = b.s_width[srec]
     base = b.s_start[srec] + eff * k
-    start = trailing_start(b.values, lens)[sel]
+    start = trailing_start(b.values, lens, sel)
     status = np.where(failed, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
     return (sel, status, acc_rows, start, base,
             (_sampled_rows(b.sampled, base, k), k, b.vocab[srec], lens[sel] - start,
@@ -326,15 +329,19 @@ def _first(mask: np.ndarray, k: np.ndarray) -> np.ndarray:
     return np.where(mask[np.arange(len(first)), first] & (first < k), first, k)
 
 
-def trailing_start(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Per run: the position of the first of its trailing ``-1`` placeholders (its length
-    when it does not end in ``-1``)."""
-    after = np.where(values != -1, within(lengths) + 1, 0)
-    nonempty = lengths > 0
+def trailing_start(values: np.ndarray, lengths: np.ndarray,
+                   runs: np.ndarray | None = None) -> np.ndarray:
+    """Per run (of ``runs`` only, when given): the position of the first of its trailing
+    ``-1`` placeholders (its length when it does not end in ``-1``): one past its last id
+    that is not ``-1`` (the largest position of such an id, per run)."""
     out = np.zeros(len(lengths), dtype=np.int64)
-    if len(after) and nonempty.any():
-        out[nonempty] = np.maximum.reduceat(after, starts_of(lengths)[nonempty])
-    return out
+    nonempty = lengths > 0
+    if len(values) and nonempty.any():
+        begin = starts_of(lengths)[nonempty]
+        index = np.int32 if len(values) < 2**31 else np.int64  # half the bytes to reduce
+        position = np.where(values != -1, np.arange(len(values), dtype=index), index(-1))
+        out[nonempty] = np.maximum(np.maximum.reduceat(position, begin) - begin + 1, 0)
+    return out if runs is None else out[runs]
 
 
 def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray, rows_sampled: int
@@ -452,6 +459,27 @@ def _write_checks(b: Batch, row: np.ndarray, position: np.ndarray, value: np.nda
         else:
             r, at, v, rc = row[mask], position[mask], value[mask], rec[mask]
         parts.append(Checks.of(tensor, rc, b.local[r], at + b.hidden[r], v, 0, b.vocab[rc]))
+    return Checks.concat(parts)
+
+
+def _row_write_checks(b: Batch, rows: np.ndarray, start: np.ndarray, count: np.ndarray,
+                      value: np.ndarray) -> CheckList:
+    """:func:`_write_checks` of ids written in runs: ``count`` ids from position ``start``
+    of each batch row of ``rows`` (``value`` end to end), laid out per row
+    (:meth:`Checks.of_row_runs`)."""
+    rec = b.rec[rows]
+    tails = b.tails[rec]
+    parts = []
+    for tensor, mask in (("out.output_token_ids", ~tails), ("out.output_tail", tails)):
+        if not mask.any():
+            continue
+        if mask.all():
+            r, at, n, v, rc = rows, start, count, value, rec
+        else:
+            r, at, n, rc = rows[mask], start[mask], count[mask], rec[mask]
+            v = value[np.repeat(mask, count)]
+        parts.append(Checks.of_row_runs(tensor, rc, n, v, b.local[r], at + b.hidden[r],
+                                        b.vocab[rc]))
     return Checks.concat(parts)
 
 

@@ -219,8 +219,9 @@ class _Batch:
         """The gathers of every record as checks, then its misattributed rows."""
         used = every(self.used)
         rec, rows, gather = self.rec[used], self.local[used], self.gather[used]
-        parts = [Checks.of(name, rec, rows, rows, gather, 0, self.uppers[name][rec])
-                 for name in GATHERED]
+        first = Checks.of(GATHERED[0], rec, rows, rows, gather, 0,
+                          self.uppers[GATHERED[0]][rec])
+        parts = [first, *(first.sharing(name, self.uppers[name][rec]) for name in GATHERED[1:])]
         wrong = self.used & ~self.outside & (self.pp >= 0) & self.holder()
         parts.append(Checks.of("prev_positions", self.rec[wrong], self.local[wrong],
                                self.local[wrong], self.pp[wrong], None, None, MISATTRIBUTED))

@@ -117,6 +117,31 @@ class Checks:
                    lambda at: per[0][record(at)], lambda at: per[1][record(at)],
                    begin[counts > 0])
 
+    @classmethod
+    def of_row_runs(cls, tensor: str, run_record: np.ndarray, counts: np.ndarray,
+                    value: np.ndarray, run_row: np.ndarray, run_element: np.ndarray,
+                    run_upper: np.ndarray) -> Checks:
+        """Entries laid end to end in runs of ``counts`` (one run per row: several runs per
+        record, ``run_record`` non-decreasing), against ``[0, run_upper)``: entry ``j`` of
+        run ``i`` is ``value`` at row ``run_row[i]``, element ``run_element[i] + j``. Only
+        ``value`` is per entry; the other columns are read per run where needed."""
+        counts = np.asarray(counts, dtype=np.int64)
+        ends = np.cumsum(counts)
+        begin = ends - counts
+
+        def run(at: np.ndarray) -> np.ndarray:
+            return np.searchsorted(ends, at, side="right")
+
+        def element(at: np.ndarray) -> np.ndarray:
+            i = run(at)
+            return run_element[i] + (at - begin[i])
+
+        filled = counts > 0
+        first = group_starts(run_record[filled], int(filled.sum()))
+        return cls(tensor, 0, lambda at: run_record[run(at)], lambda at: run_row[run(at)],
+                   element, _i64(value), lambda at: np.zeros(len(at), dtype=np.int64),
+                   lambda at: run_upper[run(at)], begin[filled][first])
+
     @staticmethod
     def concat(parts: Sequence[Checks | CheckList]) -> CheckList:
         """The entries of ``parts`` as one list (each record's groups in the order of
@@ -149,9 +174,7 @@ class Checks:
         if self._groups is None:
             starts = self.starts
             if starts is None:
-                record = take(self.record, np.arange(len(self.value)))
-                starts = np.flatnonzero(np.diff(record, prepend=-1)) if len(self.value) \
-                    else np.zeros(0, np.int64)
+                starts = group_starts(self.record, len(self.value))
             numbers = (np.stack([np.minimum.reduceat(self.value, starts),
                                  np.maximum.reduceat(self.value, starts)], axis=1)
                        if len(starts) else np.zeros((0, 2), np.int64))
@@ -189,12 +212,35 @@ class Checks:
         return (take(self.record, starts), [self.tensor], np.zeros(len(starts), np.intp),
                 np.concatenate([numbers, bounds], axis=1))
 
+    def sharing(self, tensor: str, upper: Column) -> Checks:
+        """The same entries, in the same groups, checked as ``tensor`` against ``[lower,
+        upper)``: the groups and their ranges are computed once for both."""
+        other = replace(self, tensor=tensor, upper=upper)
+        other._groups = self._minmax()
+        return other
+
     def renumbered(self, positions: np.ndarray) -> Checks:
-        """The same checks with record ``i`` renamed ``positions[i]``."""
+        """The same checks with record ``i`` renamed ``positions[i]`` (distinct positions:
+        the groups, and their ranges once computed, stay those of these checks)."""
         record = self.record
         if callable(record):
-            return replace(self, record=lambda at: positions[record(at)])
-        return replace(self, record=positions[record])
+            out = replace(self, record=lambda at: positions[record(at)])
+        else:
+            out = replace(self, record=positions[record])
+        out._groups = self._groups
+        return out
+
+
+def group_starts(record: Column, n: int) -> np.ndarray:
+    """The first of each run of equal records among ``n`` entries (``record`` non-decreasing
+    and never -1): one comparison of neighbours, no copy of an array column."""
+    if not n:
+        return np.zeros(0, np.int64)
+    record = record(np.arange(n)) if callable(record) else record
+    change = np.empty(n, dtype=bool)
+    change[0] = record[0] != -1
+    np.not_equal(record[1:], record[:-1], out=change[1:])
+    return np.flatnonzero(change)
 
 
 @dataclass
@@ -280,6 +326,17 @@ def every(mask: np.ndarray) -> np.ndarray | slice:
 def within(lengths: np.ndarray) -> np.ndarray:
     """Position of each value within its run, given the run lengths."""
     return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts_of(lengths), lengths)
+
+
+def runs_from(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``first[i] + j`` for ``j < lengths[i]``, run after run (``np.repeat(first, lengths) +
+    within(lengths)`` in one repeat, or one broadcast sum when the runs are of one length;
+    int64 arithmetic wraps alike either way)."""
+    if len(lengths) and lengths.min() == lengths.max() >= 0:
+        return (np.asarray(first, dtype=np.int64)[:, None]
+                + np.arange(int(lengths[0]), dtype=np.int64)).reshape(-1)
+    return (np.repeat(first - starts_of(lengths), lengths)
+            + np.arange(int(lengths.sum()), dtype=np.int64))
 
 
 def select_runs(values: np.ndarray, lengths: np.ndarray, runs: np.ndarray

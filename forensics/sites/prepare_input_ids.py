@@ -44,8 +44,10 @@ from forensics.sites.core import (
     CheckList,
     Checks,
     every,
+    group_starts,
     owner,
     rows_of_slots,
+    runs_from,
     starts_of,
     within,
 )
@@ -174,19 +176,42 @@ class Batch:
 
 @dataclass
 class _Plans:
-    """:class:`_Plan` of every record of a :class:`Batch` at once (rows are batch rows)."""
+    """:class:`_Plan` of every record of a :class:`Batch` at once (rows are batch rows): per
+    common row, its record, previous position, sampled token's slot, drafts ``nd`` and first
+    draft index ``draft_first``; per record, the path and counts. The per-draft columns
+    (``spec_*``, ``draft_index``) are computed when first read: the numpy run reads drafts
+    per row."""
 
     common: np.ndarray
     crec: np.ndarray
     prev: np.ndarray
     sample_slots: np.ndarray
-    spec_rows: np.ndarray
-    spec_rec: np.ndarray
-    spec_slots: np.ndarray
-    draft_index: np.ndarray
     num_common: np.ndarray
     fast: np.ndarray
     copy_cpu: np.ndarray
+    nd: np.ndarray            # drafts of each common row
+    draft_first: np.ndarray   # index in draft_token_ids of each common row's first draft
+    spec_count: np.ndarray    # drafts of each record's common rows
+
+    @functools.cached_property
+    def spec_rows(self) -> np.ndarray:
+        """The row of each draft."""
+        return np.repeat(self.common, self.nd)
+
+    @functools.cached_property
+    def spec_rec(self) -> np.ndarray:
+        """The record of each draft."""
+        return np.repeat(self.crec, self.nd)
+
+    @functools.cached_property
+    def spec_slots(self) -> np.ndarray:
+        """The slot of each draft (after its row's sampled token)."""
+        return runs_from(self.sample_slots + 1, self.nd)
+
+    @functools.cached_property
+    def draft_index(self) -> np.ndarray:
+        """The index in ``draft_token_ids`` read by each draft."""
+        return runs_from(self.draft_first, self.nd)
 
     def one(self, b: Batch, r: int) -> _Plan:
         """The plan of record ``r``, its rows local."""
@@ -210,16 +235,30 @@ def plans(b: Batch, guard: bool) -> _Plans:
     common = np.flatnonzero(keep)
     crec, prev = b.rec[common], b.pp[common]
     flat, nd = b.cu[common] - 1, b.drafts[common]
-    spec_rows = np.repeat(common, nd)
-    slot = within(nd)
     num_common = np.bincount(crec, minlength=n)
     mismatch = np.bincount(crec[prev != flat], minlength=n)
     largest = _record_max(crec, flat, n)
     fast = (num_common > 0) & (mismatch == 0) & (largest == num_common - 1)
-    copy_cpu = num_common < b.total - np.bincount(crec, weights=nd, minlength=n).astype(np.int64)
-    return _Plans(common, crec, prev, flat - nd, spec_rows, b.rec[spec_rows],
-                  np.repeat(flat - nd + 1, nd) + slot,
-                  np.repeat(prev * b.spec[crec], nd) + slot, num_common, fast, copy_cpu)
+    spec_count = np.bincount(crec, weights=nd, minlength=n).astype(np.int64)
+    copy_cpu = num_common < b.total - spec_count
+    return _Plans(common, crec, prev, flat - nd, num_common, fast, copy_cpu, nd,
+                  prev * b.spec[crec], spec_count)
+
+
+def _small(values: np.ndarray) -> bool:
+    """Whether every value lies in ``(-2**31, 2**31)``: products of two and sums of a few
+    such values cannot wrap in int64."""
+    return not len(values) or (int(values.min()) > -2**31 and int(values.max()) < 2**31)
+
+
+def _draft_max(b: Batch, p: _Plans) -> np.ndarray:
+    """Per record: the largest draft index read (``prev * spec + j``, ``j < nd``), -1 when
+    none: each drafting row's last draft when nothing can wrap, else every draft's."""
+    n = b.cols.rows
+    if not (_small(p.prev) and _small(b.spec) and _small(p.nd)):
+        return _record_max(p.spec_rec, p.draft_index, n)
+    drafting = p.nd > 0
+    return _record_max(p.crec[drafting], p.draft_first[drafting] + p.nd[drafting] - 1, n)
 
 
 def _record_max(rec: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -227,7 +266,7 @@ def _record_max(rec: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     record of each value)."""
     out = np.full(n, -1, dtype=np.int64)
     if len(rec):
-        starts = np.flatnonzero(np.diff(rec, prepend=-1))
+        starts = group_starts(rec, len(rec))
         out[rec[starts]] = np.maximum(np.maximum.reduceat(values, starts), -1)
     return out
 
@@ -311,14 +350,13 @@ class Run:
         buffer whole, for :meth:`outcome`; else only its ``total`` scheduled ids, which is all
         the call writes and all the judge reads)."""
         n = b.cols.rows
-        spec_count = np.bincount(p.spec_rec, minlength=n)
         has = b.cols.present(DRAFTS)
-        plain = _plain(b.cols, has & (spec_count > 0))
+        plain = _plain(b.cols, has & (p.spec_count > 0))
         dr_flat, dr_size = b.cols.flat(DRAFTS)
         dr_width = b.cols.shape(DRAFTS, 1)
         slow = ~p.fast & (p.num_common > 0)
         prev_max = _record_max(p.crec, p.prev, n)
-        draft_max = _record_max(p.spec_rec, p.draft_index, n)
+        draft_max = _draft_max(b, p)
         plain &= ~slow | ((prev_max < b.p) & (~has | (draft_max < dr_size)))
         nc = np.minimum(b.p, p.num_common)
         plain &= ~p.fast | (nc == 1) | (nc == p.num_common)
@@ -341,10 +379,11 @@ class Run:
         crec = p.crec[slow]
         self.device[self.d_off[crec] + p.sample_slots[slow]] = b.sampled[
             b.s_off[crec] + p.prev[slow] * b.width[crec]]
-        spec = every((self.plain & ~p.fast & self.has_drafts)[p.spec_rec])
-        srec = p.spec_rec[spec]
-        ids = self.drafts[self.dr_off[srec] + p.draft_index[spec]]
-        self.device[self.d_off[srec] + p.spec_slots[spec]] = ids.astype(np.int32)  # wraps
+        rows = every((self.plain & ~p.fast & self.has_drafts)[p.crec])  # drafting rows
+        crec, nd = p.crec[rows], p.nd[rows]
+        ids = self.drafts[runs_from(self.dr_off[crec] + p.draft_first[rows], nd)]
+        slots = runs_from(self.d_off[crec] + p.sample_slots[rows] + 1, nd)
+        self.device[slots] = ids.astype(np.int32)  # wraps
 
     def checks(self) -> CheckList:
         """The plain records' checks: sampled rows read (the fast path: its slice), draft
@@ -355,22 +394,53 @@ class Run:
         count = np.where(self.plain & p.fast, p.num_common, 0)
         slow = every((self.plain & ~p.fast)[p.crec])
         crec = p.crec[slow]
-        spec = every((self.plain & ~p.fast & self.has_drafts)[p.spec_rec])
-        srec, index = p.spec_rec[spec], p.draft_index[spec]
-        spec_rows = b.local[p.spec_rows[spec]]
-        width = np.maximum(self.dr_width, 1)[srec]
-        row_start = b.pp[p.spec_rows[spec]] * width  # the draft row of the drafted request
-        wrong = (index < self.dr_size[srec]) & ((index < row_start) | (index >= row_start + width))
+        drafting = self.plain & ~p.fast & self.has_drafts
         rows = functools.partial(rows_of_slots, b.cu, b.nrows)  # no cycle through the batch
         return Checks.concat([
             Checks.of_runs(SAMPLED, count, within(count), 0, b.p, rows),
             Checks.of(SAMPLED, crec, b.local[p.common[slow]], p.sample_slots[slow],
                       p.prev[slow], 0, b.p[crec]),
-            Checks.of(DRAFTS, srec, spec_rows, p.spec_slots[spec], index, 0,
-                      self.dr_size[srec]),
-            Checks.of(DRAFTS, srec[wrong], spec_rows[wrong], p.spec_slots[spec][wrong],
-                      index[wrong], 0, self.dr_size[srec[wrong]], MISATTRIBUTED),
+            self._draft_reads(drafting),
+            self._misattributed(drafting),
             Checks.of_runs(OUTPUT_TENSOR, self.d_len, self.device, 0, b.vocab, rows)])
+
+    def _draft_reads(self, drafting: np.ndarray) -> Checks:
+        """The draft indices read by the records ``drafting``, against the size of
+        ``draft_token_ids`` (laid out per row: nothing but the index per draft)."""
+        b, p = self.batch, self.plans
+        rows = every(drafting[p.crec])
+        crec, nd = p.crec[rows], p.nd[rows]
+        index = p.draft_index if isinstance(rows, slice) else runs_from(p.draft_first[rows], nd)
+        return Checks.of_row_runs(DRAFTS, crec, nd, index, b.local[p.common[rows]],
+                                  p.sample_slots[rows] + 1, self.dr_size[crec])
+
+    def _misattributed(self, drafting: np.ndarray) -> Checks:
+        """The drafts of the records ``drafting`` read from another request's draft row."""
+        if not self._misattribution_possible(drafting):
+            return Checks.empty()
+        b, p = self.batch, self.plans
+        spec = every(drafting[p.spec_rec])
+        srec, index = p.spec_rec[spec], p.draft_index[spec]
+        spec_rows = b.local[p.spec_rows[spec]]
+        width = np.maximum(self.dr_width, 1)[srec]
+        row_start = b.pp[p.spec_rows[spec]] * width  # the draft row of the drafted request
+        wrong = (index < self.dr_size[srec]) & ((index < row_start) | (index >= row_start + width))
+        return Checks.of(DRAFTS, srec[wrong], spec_rows[wrong], p.spec_slots[spec][wrong],
+                         index[wrong], 0, self.dr_size[srec[wrong]], MISATTRIBUTED)
+
+    def _misattribution_possible(self, drafting: np.ndarray) -> bool:
+        """Whether some draft of the records ``drafting`` may be read from another request's
+        row. Draft ``j`` of a row is read at ``prev * spec + j`` and its request's draft row
+        starts at ``prev * width``: when ``spec == width``, the row drafts at most ``width``
+        and nothing can wrap, every read lies in its own row (decided per row, not per
+        draft)."""
+        b, p = self.batch, self.plans
+        width = np.maximum(self.dr_width, 1)
+        if not (_small(p.prev) and _small(b.spec) and _small(width) and _small(p.nd)):
+            return True
+        rows = drafting[p.crec] & (p.nd > 0)
+        crec = p.crec[rows]
+        return bool(((b.spec[crec] != width[crec]) | (p.nd[rows] > width[crec])).any())
 
     def outcome(self, r: int) -> Outcome:
         """The Outcome of plain record ``r``."""

@@ -111,3 +111,30 @@ def test_tails_give_the_same_result_as_full_lists(rec, data) -> None:
 def test_patched_never_writes_an_id_outside_the_vocabulary(rec) -> None:
     outcome = ao.patched(rec)
     assert not [f for f in judge_record(rec, outcome) if f["tensor"].startswith("out.")]
+
+
+@given(st.lists(st.tuples(st.lists(st.sampled_from("abcdef"), unique=True, max_size=5),
+                          st.lists(st.sampled_from("abcdef") | st.none(), max_size=6)),
+                max_size=4),
+       st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_previous_rows_by_table_and_by_search_are_prev_index_map(batch, search) -> None:
+    """``prev_rows`` gives each current row its previous row as ``prev_index_map`` does
+    (the last of a repeated id wins), whether it looks the keys up in a table or, past the
+    table's size, by a sort and a search."""
+    from forensics.sites import _common
+    from forensics.sites._common import RecordColumns, prev_index_map, prev_rows
+
+    records = [record("async_output", req_ids=req, prev_req_ids=prev,
+                      sampled_token_ids_cpu=np.zeros((1, 1), np.int32),
+                      output_token_ids=[[1]] * len(req), vocab_size=V)
+               for req, prev in batch]
+    saved = _common._LOOKUP_TABLE
+    _common._LOOKUP_TABLE = 0 if search else saved
+    try:
+        got, known = prev_rows(RecordColumns(records))
+    finally:
+        _common._LOOKUP_TABLE = saved
+    want = [prev_index_map(r).get(q, -1) for r in records for q in r["req_ids"]]
+    assert got.tolist() == want
+    assert known.tolist() == [w >= 0 for w in want]
