@@ -61,6 +61,7 @@ class Copier:
                  empty_pinned: Callable[[Any], Any] = _empty_pinned,
                  new_event: Callable[[], Any] = _new_event) -> None:
         self.is_device = is_device
+        self._real = is_device is _is_device  # no hook faking a device
         self.empty_pinned = empty_pinned
         self.new_event = new_event
 
@@ -97,19 +98,26 @@ class Copier:
         The usual case (integer tensors of a known plan that ``torch.cat`` joins as they are,
         after a view of the wider ones) costs those views and the ``cat``: which tensors are
         one-dimensional is the writer's business (it has their shapes)."""
-        plan = _join_plan(tuple(map(_DTYPE, tensors)))
+        dtypes = tuple(map(_DTYPE, tensors))
+        plan = _PLANS.get(dtypes, _MISSING)
+        if plan is _MISSING:
+            plan = _join_plan(dtypes)
         if plan is None:
             return Joined(None, None, tuple(map(_SHAPE, tensors)), self.take_all(tensors))
-        parts = list(tensors)
-        carrier = plan.carrier
         try:
-            for i in plan.views:
-                parts[i] = parts[i].view(carrier)
-            data = _TORCH.cat(parts)
+            if plan.views:
+                parts = list(tensors)
+                for i in plan.views:
+                    parts[i] = parts[i].view(plan.carrier)
+                data = _TORCH.cat(parts)
+            else:
+                data = _TORCH.cat(tensors)
         except RuntimeError:  # other dimensions, strides or devices: the general way
             return self._join_flat(tensors, plan)
         if data.ndim != 1:  # tensors of several dimensions joined along the first one
             data = data.reshape(-1)
+        if self._real and data.is_cpu:  # host tensors: the joined copy is the record's
+            return Joined(data, plan, tuple(map(_SHAPE, tensors)))
         return self._joined(data, plan, tuple(map(_SHAPE, tensors)))
 
     def _join_flat(self, tensors: Sequence[torch.Tensor], plan: JoinPlan) -> Joined:
