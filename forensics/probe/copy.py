@@ -15,7 +15,7 @@ joined values back into each field's dtype and shape (:meth:`Joined.arrays`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -98,10 +98,7 @@ class Copier:
         The usual case (integer tensors of a known plan that ``torch.cat`` joins as they are,
         after a view of the wider ones) costs those views and the ``cat``: which tensors are
         one-dimensional is the writer's business (it has their shapes)."""
-        dtypes = tuple(map(_DTYPE, tensors))
-        plan = _PLANS.get(dtypes, _MISSING)
-        if plan is _MISSING:
-            plan = _join_plan(dtypes)
+        plan = _join_plan(tuple(map(_DTYPE, tensors)))
         if plan is None:
             return Joined(None, None, tuple(map(_SHAPE, tensors)), self.take_all(tensors))
         try:
@@ -250,18 +247,26 @@ def _flat_as(flat: torch.Tensor, carrier: Any) -> torch.Tensor:
         return flat.contiguous().view(carrier)
 
 
-@dataclass(slots=True)
 class PendingRecord:
-    """A record whose device copies may still be in flight."""
+    """A record whose device copies may still be in flight.
 
-    site: str
-    step: int
-    rank: int
-    fields: dict[str, Any] = field(default_factory=dict)
-    events: tuple[Any, ...] = ()  #: device copy events (a tuple: no list per host record)
-    seq: int = 0  #: its number among the session's records (set when queued)
-    #: joined copies: (the fields' names, their values), spelled out by :meth:`to_record`
-    joined: list[tuple[tuple[str, ...], Joined]] = field(default_factory=list)
+    ``fields``: values by name; ``events``: device copy events (a tuple: no list per host
+    record); ``seq``: its number among the session's records (set when queued); ``joined``:
+    joined copies, (the fields' names, their values), spelled out by :meth:`to_record`. A
+    plain class with slots: one is built per recorded call."""
+
+    __slots__ = ("site", "step", "rank", "fields", "events", "seq", "joined")
+
+    def __init__(self, site: str, step: int, rank: int,
+                 fields: dict[str, Any] | None = None) -> None:
+        self.site, self.step, self.rank = site, step, rank
+        self.fields: dict[str, Any] = {} if fields is None else fields
+        self.events: tuple[Any, ...] = ()
+        self.seq = 0
+        self.joined: list[tuple[tuple[str, ...], Joined]] = []
+
+    def __repr__(self) -> str:
+        return f"PendingRecord({self.site!r}, step={self.step}, rank={self.rank}, seq={self.seq})"
 
     def deferred(self) -> bool:
         """True when some field waits for a device copy."""
