@@ -176,12 +176,12 @@ def _joined_values(copies: list[Any]) -> np.ndarray:
 
 
 def _lengths(copies: list[Any], rows: int, width: int, site: str) -> np.ndarray:
-    """Each record's tensor lengths, ``rows`` by ``width`` (NotColumnar when some tensor has
-    several dimensions, or none)."""
-    shapes = list(chain.from_iterable([c.shapes for c in copies]))
-    if set(map(len, shapes)) != {1}:
+    """Each record's tensor lengths, ``rows`` by ``width`` (NotColumnar unless every tensor
+    is known to be one-dimensional: ``Joined.flat``)."""
+    if not all([c.flat for c in copies]):
         raise NotColumnar(site)
-    return np.fromiter(chain.from_iterable(shapes), np.int64, len(shapes)).reshape(rows, width)
+    shapes = chain.from_iterable(chain.from_iterable([c.shapes for c in copies]))
+    return np.fromiter(shapes, np.int64, rows * width).reshape(rows, width)
 
 
 def screened(block: Block, reject: Reject) -> Block | None:

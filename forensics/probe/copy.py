@@ -96,8 +96,9 @@ class Copier:
         other dtypes, or on different devices, are copied one by one (``parts``).
 
         The usual case (integer tensors of a known plan that ``torch.cat`` joins as they are,
-        after a view of the wider ones) costs those views and the ``cat``: which tensors are
-        one-dimensional is the writer's business (it has their shapes)."""
+        after a view of the wider ones) costs those views and the ``cat``; a one-dimensional
+        result tells that every tensor was one-dimensional (``Joined.flat``: ``torch.cat``
+        joins tensors of one rank only, or skips an empty ``(0,)``)."""
         plan = _join_plan(tuple(map(_DTYPE, tensors)))
         if plan is None:
             return Joined(None, None, tuple(map(_SHAPE, tensors)), self.take_all(tensors))
@@ -112,10 +113,10 @@ class Copier:
         except RuntimeError:  # other dimensions, strides or devices: the general way
             return self._join_flat(tensors, plan)
         if data.ndim != 1:  # tensors of several dimensions joined along the first one
-            data = data.reshape(-1)
+            return self._joined(data.reshape(-1), plan, tuple(map(_SHAPE, tensors)))
         if self._real and data.is_cpu:  # host tensors: the joined copy is the record's
-            return Joined(data, plan, tuple(map(_SHAPE, tensors)))
-        return self._joined(data, plan, tuple(map(_SHAPE, tensors)))
+            return Joined(data, plan, tuple(map(_SHAPE, tensors)), flat=True)
+        return self._joined(data, plan, tuple(map(_SHAPE, tensors)), flat=True)
 
     def _join_flat(self, tensors: Sequence[torch.Tensor], plan: JoinPlan) -> Joined:
         """:meth:`join` of tensors ``torch.cat`` refuses as they are: each flattened (a copy
@@ -126,16 +127,17 @@ class Copier:
             data = _TORCH.cat(parts)
         except RuntimeError:  # tensors on different devices
             return Joined(None, None, shapes, self.take_all(tensors))
-        return self._joined(data, plan, shapes)
+        return self._joined(data, plan, shapes, flat=set(map(len, shapes)) == {1})
 
-    def _joined(self, data: torch.Tensor, plan: JoinPlan, shapes: tuple[Any, ...]) -> Joined:
+    def _joined(self, data: torch.Tensor, plan: JoinPlan, shapes: tuple[Any, ...], *,
+                flat: bool = False) -> Joined:
         """The :class:`Joined` of a joined copy ``data``: as it is on the host, else a
         non-blocking copy into pinned memory."""
-        if self.is_device is _is_device and data.is_cpu:
-            return Joined(data, plan, shapes)
+        if self._real and data.is_cpu:
+            return Joined(data, plan, shapes, flat=flat)
         taken = self.take(data)
         return Joined(taken if type(taken) is Deferred else _TORCH.from_numpy(taken), plan,
-                      shapes)
+                      shapes, flat=flat)
 
     def seal(self) -> Any:
         """Record and return an event after the copies enqueued so far on the current stream."""
@@ -150,14 +152,16 @@ class Joined:
     ``data``: a host tensor, or a :class:`Deferred` pinned buffer (device tensors), or None
     when the tensors could not be joined (then ``parts`` holds one copy per tensor, as
     :meth:`Copier.take` gives them). ``plan`` maps the fields back (see :class:`JoinPlan`).
-    ``shapes``: each tensor's shape (a ``torch.Size``, or any tuple of ints).
+    ``shapes``: each tensor's shape (a ``torch.Size``, or any tuple of ints). ``flat``: True
+    when every tensor is known to be one-dimensional (each shape is its length alone).
     """
 
-    __slots__ = ("data", "parts", "plan", "shapes")
+    __slots__ = ("data", "parts", "plan", "shapes", "flat")
 
     def __init__(self, data: Any, plan: JoinPlan | None, shapes: tuple[Any, ...],
-                 parts: list[np.ndarray | Deferred] | None = None) -> None:
+                 parts: list[np.ndarray | Deferred] | None = None, *, flat: bool = False) -> None:
         self.data, self.plan, self.shapes, self.parts = data, plan, shapes, parts
+        self.flat = flat
 
     def deferred(self) -> bool:
         """True when the values wait for a device copy."""
