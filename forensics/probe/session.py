@@ -430,6 +430,7 @@ class ProbeSession:
         with self._cv:
             self._cv.wait_for(lambda: not self._writing)
             self._closed = True
+        self._join_writer_thread()
         self._event("probe_stop", **self.counts, **self.cpus)
         if self._writer is not None:
             try:
@@ -438,6 +439,19 @@ class ProbeSession:
                 self._count("errors")
                 LOG.warning("forensics probe: closing the capture failed: %s", exc)
 
+
+    def _join_writer_thread(self) -> None:
+        """Wait (a bounded time) for the writer thread to end once it was told to stop: a
+        daemon thread still running as the interpreter exits can abort the process
+        (``terminate called without an active exception``, seen in benchmark scripts)."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread() \
+                and self._thread_alive():
+            thread.join(timeout=WRITER_JOIN_SECONDS)
+
+
+#: how long ``close()`` waits for the writer thread to end after its last flush
+WRITER_JOIN_SECONDS = 1.0
 
 #: per value signature: the list and dict fields to check per record, or None (not trusted)
 _TRUSTED: dict[tuple[Any, ...], tuple[tuple[str, str], ...] | None] = {}
