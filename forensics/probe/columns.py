@@ -48,7 +48,7 @@ def _key(pending: PendingRecord) -> tuple[Any, ...] | None:
 def _columnar_key(key: tuple[Any, ...] | None) -> bool:
     """True for the :func:`_key` of a :func:`columnar` record (a copy was joined as one
     buffer exactly when it has a plan: see :meth:`~forensics.probe.copy.Copier.join`)."""
-    return bool(key) and all(plan is not None for _, plan in key)  # type: ignore[union-attr]
+    return key is not None and bool(key) and all(plan is not None for _, plan in key)
 
 
 def runs(ready: Sequence[PendingRecord]) -> tuple[list[Block], list[PendingRecord]]:
