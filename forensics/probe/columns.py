@@ -14,7 +14,7 @@ write for the same records (tested byte for byte).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import chain
+from itertools import chain, groupby
 from typing import Any
 
 import numpy as np
@@ -34,43 +34,58 @@ Reject = Callable[[PendingRecord, Exception], None]
 def columnar(pending: PendingRecord) -> bool:
     """True when every value of ``pending`` is in its joined copies, each joined as one
     buffer (no other field)."""
-    return not pending.fields and bool(pending.joined) and all(
-        j.data is not None for _, j in pending.joined)
+    return _columnar_key(_key(pending))
 
 
-def _key(pending: PendingRecord) -> tuple[Any, ...]:
-    return tuple((names, joined.plan) for names, joined in pending.joined)
+def _key(pending: PendingRecord) -> tuple[Any, ...] | None:
+    """What records of one block share: each joined copy's field names and plan (None for a
+    record with other fields)."""
+    if pending.fields:
+        return None
+    return tuple([(names, joined.plan) for names, joined in pending.joined])
+
+
+def _columnar_key(key: tuple[Any, ...] | None) -> bool:
+    """True for the :func:`_key` of a :func:`columnar` record (a copy was joined as one
+    buffer exactly when it has a plan: see :meth:`~forensics.probe.copy.Copier.join`)."""
+    return key is not None and bool(key) and all(plan is not None for _, plan in key)
 
 
 def runs(ready: Sequence[PendingRecord]) -> tuple[list[Block], list[PendingRecord]]:
     """The records written column-wise, as blocks (records of one site and rank with the same
     fields and dtypes, consecutive), and the others, in order. A site and rank with any
     record that is not :func:`columnar` or holds a tensor of several dimensions keeps all its
-    records per record, so a segment keeps the order of the calls."""
+    records per record, so a segment keeps the order of the calls.
+
+    The Python work per record is a few attribute reads: grouping, the checks and the
+    splitting run once per block."""
     by_site: dict[tuple[str, int], list[PendingRecord]] = {}
     for pending in ready:
         by_site.setdefault((pending.site, pending.rank), []).append(pending)
     blocks: list[Block] = []
     others: list[PendingRecord] = []
     for (site, rank), pendings in by_site.items():
+        keys = [_key(p) for p in pendings]
         try:
-            if not all(map(columnar, pendings)):
+            if not all(map(_columnar_key, set(keys))):
                 raise NotColumnar(site)
-            blocks.extend(_blocks(site, rank, pendings))
+            blocks.extend(_blocks(site, rank, pendings, keys))
         except NotColumnar:
             others.extend(pendings)
-    others.sort(key=lambda p: p.seq)
+    if len(by_site) > 1:
+        others.sort(key=lambda p: p.seq)
     return blocks, others
 
 
-def _blocks(site: str, rank: int, pendings: list[PendingRecord]) -> list[Block]:
-    """Consecutive runs of ``pendings`` with the same joined fields and dtypes, as blocks."""
+def _blocks(site: str, rank: int, pendings: list[PendingRecord],
+            keys: list[Any]) -> list[Block]:
+    """Consecutive runs of ``pendings`` with the same ``keys`` (joined fields and dtypes), as
+    blocks."""
     out, start = [], 0
-    keys = [_key(p) for p in pendings]
-    for i in range(1, len(pendings) + 1):
-        if i == len(pendings) or keys[i] != keys[start]:
-            out.append(Block(site, rank, pendings[start:i]))
-            start = i
+    for _, same in groupby(keys):
+        end = start + sum(1 for _ in same)
+        out.append(Block(site, rank, pendings[start:end]))
+        start = end
     return out
 
 
@@ -94,15 +109,8 @@ class Block:
             self._split(names, joined.plan, [p.joined[j][1] for p in pendings])
 
     def _split(self, names: tuple[str, ...], plan: Any, copies: list[Any]) -> None:
-        import torch
-
-        flat = torch.cat([c.data.buffer if type(c.data) is Deferred else c.data
-                          for c in copies]).detach().numpy()
-        shapes = list(chain.from_iterable(c.shapes for c in copies))
-        if set(map(len, shapes)) != {1}:
-            raise NotColumnar(self.site)  # a tensor of several dimensions, or of none
-        lengths = [shape[0] for shape in shapes]
-        sizes = np.array(lengths, dtype=np.int64).reshape(self.rows, len(names))
+        flat = _joined_values(copies)
+        sizes = _lengths(copies, self.rows, len(names), self.site)
         units = sizes * np.array(plan.ratios, dtype=np.int64)  # carrier items per value
         if bool((units == units[0]).all()):  # every record alike: one 2-D slice per field
             table = flat.reshape(self.rows, -1)
@@ -154,6 +162,26 @@ class Block:
 
 def _zeros(n: int) -> np.ndarray:
     return np.zeros(n, dtype=np.int64)
+
+
+def _joined_values(copies: list[Any]) -> np.ndarray:
+    """The joined buffers of ``copies`` (:class:`~forensics.probe.copy.Joined`) end to end:
+    one ``torch.cat``, which works without the interpreter lock."""
+    import torch
+
+    datas = [c.data for c in copies]
+    if Deferred in set(map(type, datas)):
+        datas = [d.buffer if type(d) is Deferred else d for d in datas]
+    return torch.cat(datas).detach().numpy()
+
+
+def _lengths(copies: list[Any], rows: int, width: int, site: str) -> np.ndarray:
+    """Each record's tensor lengths, ``rows`` by ``width`` (NotColumnar unless every tensor
+    is known to be one-dimensional: ``Joined.flat``)."""
+    if not all([c.flat for c in copies]):
+        raise NotColumnar(site)
+    shapes = chain.from_iterable(chain.from_iterable([c.shapes for c in copies]))
+    return np.fromiter(shapes, np.int64, rows * width).reshape(rows, width)
 
 
 def screened(block: Block, reject: Reject) -> Block | None:

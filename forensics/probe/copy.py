@@ -15,7 +15,7 @@ joined values back into each field's dtype and shape (:meth:`Joined.arrays`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,7 @@ class Copier:
                  empty_pinned: Callable[[Any], Any] = _empty_pinned,
                  new_event: Callable[[], Any] = _new_event) -> None:
         self.is_device = is_device
+        self._real = is_device is _is_device  # no hook faking a device
         self.empty_pinned = empty_pinned
         self.new_event = new_event
 
@@ -95,22 +96,27 @@ class Copier:
         other dtypes, or on different devices, are copied one by one (``parts``).
 
         The usual case (integer tensors of a known plan that ``torch.cat`` joins as they are,
-        after a view of the wider ones) costs those views and the ``cat``: which tensors are
-        one-dimensional is the writer's business (it has their shapes)."""
+        after a view of the wider ones) costs those views and the ``cat``; a one-dimensional
+        result tells that every tensor was one-dimensional (``Joined.flat``: ``torch.cat``
+        joins tensors of one rank only, or skips an empty ``(0,)``)."""
         plan = _join_plan(tuple(map(_DTYPE, tensors)))
         if plan is None:
             return Joined(None, None, tuple(map(_SHAPE, tensors)), self.take_all(tensors))
-        parts = list(tensors)
-        carrier = plan.carrier
         try:
-            for i in plan.views:
-                parts[i] = parts[i].view(carrier)
-            data = _TORCH.cat(parts)
+            if plan.views:
+                parts = list(tensors)
+                for i in plan.views:
+                    parts[i] = parts[i].view(plan.carrier)
+                data = _TORCH.cat(parts)
+            else:
+                data = _TORCH.cat(tensors)
         except RuntimeError:  # other dimensions, strides or devices: the general way
             return self._join_flat(tensors, plan)
         if data.ndim != 1:  # tensors of several dimensions joined along the first one
-            data = data.reshape(-1)
-        return self._joined(data, plan, tuple(map(_SHAPE, tensors)))
+            return self._joined(data.reshape(-1), plan, tuple(map(_SHAPE, tensors)))
+        if self._real and data.is_cpu:  # host tensors: the joined copy is the record's
+            return Joined(data, plan, tuple(map(_SHAPE, tensors)), flat=True)
+        return self._joined(data, plan, tuple(map(_SHAPE, tensors)), flat=True)
 
     def _join_flat(self, tensors: Sequence[torch.Tensor], plan: JoinPlan) -> Joined:
         """:meth:`join` of tensors ``torch.cat`` refuses as they are: each flattened (a copy
@@ -121,16 +127,17 @@ class Copier:
             data = _TORCH.cat(parts)
         except RuntimeError:  # tensors on different devices
             return Joined(None, None, shapes, self.take_all(tensors))
-        return self._joined(data, plan, shapes)
+        return self._joined(data, plan, shapes, flat=set(map(len, shapes)) == {1})
 
-    def _joined(self, data: torch.Tensor, plan: JoinPlan, shapes: tuple[Any, ...]) -> Joined:
+    def _joined(self, data: torch.Tensor, plan: JoinPlan, shapes: tuple[Any, ...], *,
+                flat: bool = False) -> Joined:
         """The :class:`Joined` of a joined copy ``data``: as it is on the host, else a
         non-blocking copy into pinned memory."""
-        if self.is_device is _is_device and data.is_cpu:
-            return Joined(data, plan, shapes)
+        if self._real and data.is_cpu:
+            return Joined(data, plan, shapes, flat=flat)
         taken = self.take(data)
         return Joined(taken if type(taken) is Deferred else _TORCH.from_numpy(taken), plan,
-                      shapes)
+                      shapes, flat=flat)
 
     def seal(self) -> Any:
         """Record and return an event after the copies enqueued so far on the current stream."""
@@ -145,14 +152,16 @@ class Joined:
     ``data``: a host tensor, or a :class:`Deferred` pinned buffer (device tensors), or None
     when the tensors could not be joined (then ``parts`` holds one copy per tensor, as
     :meth:`Copier.take` gives them). ``plan`` maps the fields back (see :class:`JoinPlan`).
-    ``shapes``: each tensor's shape (a ``torch.Size``, or any tuple of ints).
+    ``shapes``: each tensor's shape (a ``torch.Size``, or any tuple of ints). ``flat``: True
+    when every tensor is known to be one-dimensional (each shape is its length alone).
     """
 
-    __slots__ = ("data", "parts", "plan", "shapes")
+    __slots__ = ("data", "parts", "plan", "shapes", "flat")
 
     def __init__(self, data: Any, plan: JoinPlan | None, shapes: tuple[Any, ...],
-                 parts: list[np.ndarray | Deferred] | None = None) -> None:
+                 parts: list[np.ndarray | Deferred] | None = None, *, flat: bool = False) -> None:
         self.data, self.plan, self.shapes, self.parts = data, plan, shapes, parts
+        self.flat = flat
 
     def deferred(self) -> bool:
         """True when the values wait for a device copy."""
@@ -242,18 +251,26 @@ def _flat_as(flat: torch.Tensor, carrier: Any) -> torch.Tensor:
         return flat.contiguous().view(carrier)
 
 
-@dataclass(slots=True)
 class PendingRecord:
-    """A record whose device copies may still be in flight."""
+    """A record whose device copies may still be in flight.
 
-    site: str
-    step: int
-    rank: int
-    fields: dict[str, Any] = field(default_factory=dict)
-    events: tuple[Any, ...] = ()  #: device copy events (a tuple: no list per host record)
-    seq: int = 0  #: its number among the session's records (set when queued)
-    #: joined copies: (the fields' names, their values), spelled out by :meth:`to_record`
-    joined: list[tuple[tuple[str, ...], Joined]] = field(default_factory=list)
+    ``fields``: values by name; ``events``: device copy events (a tuple: no list per host
+    record); ``seq``: its number among the session's records (set when queued); ``joined``:
+    joined copies, (the fields' names, their values), spelled out by :meth:`to_record`. A
+    plain class with slots: one is built per recorded call."""
+
+    __slots__ = ("site", "step", "rank", "fields", "events", "seq", "joined")
+
+    def __init__(self, site: str, step: int, rank: int,
+                 fields: dict[str, Any] | None = None) -> None:
+        self.site, self.step, self.rank = site, step, rank
+        self.fields: dict[str, Any] = {} if fields is None else fields
+        self.events: tuple[Any, ...] = ()
+        self.seq = 0
+        self.joined: list[tuple[tuple[str, ...], Joined]] = []
+
+    def __repr__(self) -> str:
+        return f"PendingRecord({self.site!r}, step={self.step}, rank={self.rank}, seq={self.seq})"
 
     def deferred(self) -> bool:
         """True when some field waits for a device copy."""

@@ -20,9 +20,11 @@ import os
 import threading
 import time
 import traceback
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
 from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from forensics.probe.columns import Block
 
 LOG = logging.getLogger("forensics.probe")
+_SEQ = attrgetter("seq")
 WriterFactory = Callable[["ProbeSession"], Any]
 
 
@@ -238,23 +241,24 @@ class ProbeSession:
                 self._cv.notify_all()
 
     def _take_ready(self, wait: bool, upto: int | None = None) -> list[PendingRecord]:
-        """Take the ready records (all if ``wait``) among those numbered ``upto`` or less."""
+        """Take the ready records (all if ``wait``) among those numbered ``upto`` or less
+        (the ring is in the order of their numbers); the others stay, in order."""
+        ring = self._ring
+        count = len(ring) if upto is None else bisect_right(ring, upto, key=_SEQ)
+        head = [ring.popleft() for _ in range(count)]
+        if not any([pending.events for pending in head]):  # host copies: all ready
+            return head
         ready: list[PendingRecord] = []
-        keep: deque[PendingRecord] = deque()
-        while self._ring and (upto is None or self._ring[0].seq <= upto):
-            pending = self._ring.popleft()
+        keep: list[PendingRecord] = []
+        for pending in head:
             try:
                 if wait:
                     pending.wait()
-                if pending.ready():
-                    ready.append(pending)
-                else:
-                    keep.append(pending)
+                (ready if pending.ready() else keep).append(pending)
             except Exception as exc:  # a device error: its copies will never complete
                 self.counts["dropped"] += 1
                 self.error(exc, f"waiting for the copies of a {pending.site} record")
-        keep.extend(self._ring)  # records queued after ``upto`` stay, in order
-        self._ring = keep
+        ring.extendleft(reversed(keep))  # records not ready stay first, in order
         return ready
 
     def _write(self, writer: Any, ready: list[PendingRecord]) -> int:
@@ -426,6 +430,7 @@ class ProbeSession:
         with self._cv:
             self._cv.wait_for(lambda: not self._writing)
             self._closed = True
+        self._join_writer_thread()
         self._event("probe_stop", **self.counts, **self.cpus)
         if self._writer is not None:
             try:
@@ -434,6 +439,19 @@ class ProbeSession:
                 self._count("errors")
                 LOG.warning("forensics probe: closing the capture failed: %s", exc)
 
+
+    def _join_writer_thread(self) -> None:
+        """Wait (a bounded time) for the writer thread to end once it was told to stop: a
+        daemon thread still running as the interpreter exits can abort the process
+        (``terminate called without an active exception``, seen in benchmark scripts)."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread() \
+                and self._thread_alive():
+            thread.join(timeout=WRITER_JOIN_SECONDS)
+
+
+#: how long ``close()`` waits for the writer thread to end after its last flush
+WRITER_JOIN_SECONDS = 1.0
 
 #: per value signature: the list and dict fields to check per record, or None (not trusted)
 _TRUSTED: dict[tuple[Any, ...], tuple[tuple[str, str], ...] | None] = {}

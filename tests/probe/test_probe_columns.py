@@ -177,6 +177,30 @@ def test_join_gives_each_tensor_back_whatever_its_dimensions(
         np.testing.assert_array_equal(array, tensor.numpy())
 
 
+def test_joined_flat_tells_one_dimensional_tensors_and_sends_the_others_per_record(
+        tmp_path: Path) -> None:
+    """``Joined.flat`` (what the writer trusts instead of checking each shape's rank): true for
+    one-dimensional tensors, joined as they are or flattened (a strided int64 cannot be
+    viewed as int32 pairs); false whenever some tensor has another rank."""
+    strided = torch.arange(12, dtype=_I64)[::3]
+    assert Copier().join((torch.arange(3, dtype=_I32), torch.zeros(0, dtype=_I32))).flat
+    assert Copier().join((strided, torch.arange(2, dtype=_I32))).flat
+    for name, tensors in JOIN_CASES.items():
+        assert not Copier().join(tensors).flat, name
+    session = record_calls(tmp_path, tmp_path / "s.capture", [[0, 1]])
+    args = list(batch_args([0, 1]))
+    args[2] = torch.tensor([0, 9, 1, 9], dtype=_I64)[::2]  # prev_positions, strided
+    odd = session.new_record("batch_change")
+    odd.joined.append((hooks._BATCH_CHANGE_INPUTS, session.copier.join(
+        (args[2], args[3], args[0], args[4], args[1], args[5]))))
+    odd.joined.append((hooks._BATCH_CHANGE_OUTPUTS, session.copier.join((args[0], args[1]))))
+    session.add(odd)
+    blocks, others = columns.runs(list(session._ring))
+    assert [b.rows for b in blocks] == [2] and others == []
+    assert blocks[0].fields["prev_positions"][0].tolist() == [0, 1, 0, 1]
+    session.close()
+
+
 def context_runner(req_ids: list[str], prev: dict[str, object]) -> SimpleNamespace:
     """What the batch_change wrapper reads of a GPUModelRunner: the request ids and the
     previous batch's rows."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -193,6 +194,31 @@ def test_a_late_writer_thread_keeps_the_flush_every_count(
     steps(2)
     assert session.drain(timeout=30)
     assert [r.step for r in fake_writer.flushed] == list(range(8))
+
+
+def test_close_returns_once_the_writer_thread_ended(
+        active, fake_writer: FakeWriter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A daemon writer thread still running as the interpreter exits can abort the process
+    (``terminate called without an active exception``): ``close()`` waits for it, here a
+    thread that lingers 0.2 s after its loop."""
+    real_loop = ProbeSession._writer_loop
+
+    def lingering_loop(self: ProbeSession) -> None:
+        real_loop(self)
+        time.sleep(0.2)
+
+    monkeypatch.setattr(ProbeSession, "_writer_loop", lingering_loop)
+    session = active(ring=8, flush_every=4)
+    wrapped = hooks.wrap_batch_change(plain_batch_change)
+    for _ in range(4):
+        session.begin_step()
+        wrapped(*batch_args([0]))
+    assert session.drain(timeout=30)
+    thread = session._thread
+    assert thread is not None and thread.is_alive()
+    session.close()
+    assert not thread.is_alive()
+    assert len(fake_writer.flushed) == 4
 
 
 def test_a_bad_record_in_a_flush_is_dropped_with_an_event(tmp_path: Path) -> None:
