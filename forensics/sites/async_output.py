@@ -13,7 +13,7 @@ to hold every trailing placeholder (the id before it is assumed not to be ``-1``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -449,17 +449,23 @@ def _write_checks(b: Batch, row: np.ndarray, position: np.ndarray, value: np.nda
     ``[0, vocab_size)``: ``element`` the position in the full output list, tensor
     ``out.output_tail`` for tails, else ``out.output_token_ids``."""
     rec = b.rec[row]
-    tails = b.tails[rec]
     parts = []
-    for tensor, mask in (("out.output_token_ids", ~tails), ("out.output_tail", tails)):
-        if not mask.any():
-            continue
-        if mask.all():
+    for tensor, mask in _tensor_masks(b.tails[rec]):
+        if mask is None:
             r, at, v, rc = row, position, value, rec
         else:
             r, at, v, rc = row[mask], position[mask], value[mask], rec[mask]
         parts.append(Checks.of(tensor, rc, b.local[r], at + b.hidden[r], v, 0, b.vocab[rc]))
     return Checks.concat(parts)
+
+
+def _tensor_masks(tails: np.ndarray) -> Iterator[tuple[str, np.ndarray | None]]:
+    """The tensors ids are written to, each with the mask of the rows writing there (None
+    when every row does): ``out.output_tail`` for rows whose record keeps tails, else
+    ``out.output_token_ids``; a tensor no row writes to is left out."""
+    for tensor, mask in (("out.output_token_ids", ~tails), ("out.output_tail", tails)):
+        if mask.any():
+            yield tensor, None if mask.all() else mask
 
 
 def _row_write_checks(b: Batch, rows: np.ndarray, start: np.ndarray, count: np.ndarray,
@@ -468,12 +474,9 @@ def _row_write_checks(b: Batch, rows: np.ndarray, start: np.ndarray, count: np.n
     of each batch row of ``rows`` (``value`` end to end), laid out per row
     (:meth:`Checks.of_row_runs`)."""
     rec = b.rec[rows]
-    tails = b.tails[rec]
     parts = []
-    for tensor, mask in (("out.output_token_ids", ~tails), ("out.output_tail", tails)):
-        if not mask.any():
-            continue
-        if mask.all():
+    for tensor, mask in _tensor_masks(b.tails[rec]):
+        if mask is None:
             r, at, n, v, rc = rows, start, count, value, rec
         else:
             r, at, n, rc = rows[mask], start[mask], count[mask], rec[mask]
