@@ -31,8 +31,9 @@ from forensics.libc import libc_function
 from forensics.outcome import STATUSES, Outcome
 from forensics.progress import Progress
 from forensics.records import Record
+from forensics.screening import ScreenUnsure
 from forensics.sites import SINK, SITES, get_site, site_order
-from forensics.sites._common import RecordColumns, RunColumns, ScreenUnsure, failed
+from forensics.sites._common import RecordColumns, RunColumns, failed
 from forensics.sites.core import BatchRun
 from forensics.variants import Variant, resolve_variant
 from forensics.variants.models import ModelVariant

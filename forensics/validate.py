@@ -109,7 +109,7 @@ def screen_batch(site: str, cols: BatchColumns) -> np.ndarray:
     flag more than it must). ``cols`` holds full records of ``site`` whose columns have their
     fields' kinds (see ``forensics.store.batch``).
     """
-    from forensics.sites._common import ScreenUnsure
+    from forensics.screening import ScreenUnsure
 
     check, check_record = site_schema(site).check_batch, site_schema(site).check_record
     if check is None and check_record is not None:

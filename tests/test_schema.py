@@ -15,10 +15,6 @@ from forensics.errors import UnknownSiteError
 PACKAGE = Path(__file__).resolve().parents[1] / "forensics"
 SCHEMA_ONLY = ["records.py", "validate.py", *(f"store/{p.name}" for p in
                                              sorted((PACKAGE / "store").glob("*.py")))]
-#: the one import left: validate.py takes ScreenUnsure from sites/_common.py, which re-exports
-#: it from its home, forensics.screening (shared with the store, which imports it from there)
-ALLOWED = {("validate.py", m)
-           for m in ("forensics.sites._common", "forensics.sites._common.ScreenUnsure")}
 
 
 def _imports(path: Path) -> set[str]:
@@ -41,7 +37,7 @@ def _imports(path: Path) -> set[str]:
 def test_records_validation_and_the_store_import_no_site_module(name: str) -> None:
     imported = {m for m in _imports(PACKAGE / name)
                 if m == "forensics.sites" or m.startswith("forensics.sites.")}
-    assert imported <= {m for f, m in ALLOWED if f == name}, name
+    assert not imported, (name, imported)  # ScreenUnsure and as_int64: forensics.screening
 
 
 def test_the_schema_lookups_answer_from_the_registry() -> None:

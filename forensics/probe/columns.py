@@ -22,7 +22,8 @@ import pyarrow as pa
 
 from forensics.probe.copy import Deferred, PendingRecord
 from forensics.records import Record
-from forensics.sites._common import RecordColumns, as_int64
+from forensics.screening import as_int64
+from forensics.sites._common import RecordColumns
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import SHAPE_SUFFIX, ColumnSig, arrow_type, columns_of
 from forensics.validate import screen_batch, site_field_specs, validate_record

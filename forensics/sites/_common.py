@@ -18,7 +18,7 @@ import numpy as np
 from forensics.errors import CaptureFormatError
 from forensics.outcome import Access, Outcome
 from forensics.records import Record
-from forensics.screening import ScreenUnsure, as_int64  # their home: shared with the store
+from forensics.screening import ScreenUnsure, as_int64
 from forensics.sites.core import owner, ragged_parts, starts_of, within
 
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"

@@ -15,8 +15,8 @@ from forensics.probe import columns, hooks
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.session import ProbeSession
 from forensics.records import Record
+from forensics.screening import ScreenUnsure
 from forensics.sites import SITES
-from forensics.sites._common import ScreenUnsure
 from forensics.store.writer import CaptureWriter
 from forensics.validate import validate_record, value_signature
 
