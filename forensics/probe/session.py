@@ -439,7 +439,6 @@ class ProbeSession:
                 self._count("errors")
                 LOG.warning("forensics probe: closing the capture failed: %s", exc)
 
-
     def _join_writer_thread(self) -> None:
         """Wait (a bounded time) for the writer thread to end once it was told to stop: a
         daemon thread still running as the interpreter exits can abort the process

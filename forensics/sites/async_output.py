@@ -39,6 +39,7 @@ from forensics.sites.core import (
     Checks,
     owner,
     ragged_parts,
+    runs_from,
     select_runs,
     split_lists,
     starts_of,
@@ -185,7 +186,7 @@ def _lists(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:
     starts = np.concatenate([starts_of(full_lengths),
                              len(full_values) + starts_of(tail_lengths)])[order]
     values = np.concatenate([full_values, tail_values])
-    return values[np.repeat(starts, lengths) + within(lengths)], lengths
+    return values[runs_from(starts, lengths)], lengths
 
 
 @dataclass

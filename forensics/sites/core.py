@@ -161,7 +161,7 @@ class Checks:
         if not outside.any():
             return np.zeros(0, dtype=np.int64)
         sizes = (np.append(starts[1:], len(self.value)) - starts)[outside]
-        at = np.repeat(starts[outside], sizes) + within(sizes)  # the entries of those groups
+        at = runs_from(starts[outside], sizes)  # the entries of those groups
         value = self.value[at]
         return at[(value < take(self.lower, at)) | (value >= take(self.upper, at))]
 
@@ -344,7 +344,7 @@ def select_runs(values: np.ndarray, lengths: np.ndarray, runs: np.ndarray
     """The runs ``runs`` (positions, in that order) of ``values`` laid end to end in runs of
     ``lengths``: their values and lengths."""
     chosen = lengths[runs]
-    return values[np.repeat(starts_of(lengths)[runs], chosen) + within(chosen)], chosen
+    return values[runs_from(starts_of(lengths)[runs], chosen)], chosen
 
 
 def split_lists(values: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
