@@ -245,17 +245,17 @@ def plans(b: Batch, guard: bool) -> _Plans:
                   prev * b.spec[crec], spec_count)
 
 
-def _small(values: np.ndarray) -> bool:
-    """Whether every value lies in ``(-2**31, 2**31)``: products of two and sums of a few
-    such values cannot wrap in int64."""
-    return not len(values) or (int(values.min()) > -2**31 and int(values.max()) < 2**31)
+def _small(*arrays: np.ndarray) -> bool:
+    """Whether every value of ``arrays`` lies in ``(-2**31, 2**31)``: products of two and
+    sums of a few such values cannot wrap in int64."""
+    return all(not len(a) or (int(a.min()) > -2**31 and int(a.max()) < 2**31) for a in arrays)
 
 
 def _draft_max(b: Batch, p: _Plans) -> np.ndarray:
     """Per record: the largest draft index read (``prev * spec + j``, ``j < nd``), -1 when
     none: each drafting row's last draft when nothing can wrap, else every draft's."""
     n = b.cols.rows
-    if not (_small(p.prev) and _small(b.spec) and _small(p.nd)):
+    if not _small(p.prev, b.spec, p.nd):
         return _record_max(p.spec_rec, p.draft_index, n)
     drafting = p.nd > 0
     return _record_max(p.crec[drafting], p.draft_first[drafting] + p.nd[drafting] - 1, n)
@@ -436,7 +436,7 @@ class Run:
         draft)."""
         b, p = self.batch, self.plans
         width = np.maximum(self.dr_width, 1)
-        if not (_small(p.prev) and _small(b.spec) and _small(width) and _small(p.nd)):
+        if not _small(p.prev, b.spec, width, p.nd):
             return True
         rows = drafting[p.crec] & (p.nd > 0)
         crec = p.crec[rows]
