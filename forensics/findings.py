@@ -502,9 +502,8 @@ def finding_records(findings: pd.DataFrame) -> list[dict[str, Any]]:
 
 def coded_strings(names: Sequence[str], codes: np.ndarray) -> Any:
     """The column ``names[codes]`` as pandas builds a column of Python strings (its default
-    string dtype), gathered by Arrow from the codes (``take``: about half the time of casting
-    a dictionary array): no Python string per row (a replay's tables hold hundreds of
-    thousands of rows naming a few variants, sites and tensors)."""
+    string dtype), decoded by Arrow from the codes: no Python string per row (a replay's
+    tables hold hundreds of thousands of rows naming a few variants, sites and tensors)."""
     import pandas as pd
 
     dtype = pd.Series(["x"]).dtype
@@ -512,8 +511,9 @@ def coded_strings(names: Sequence[str], codes: np.ndarray) -> Any:
         return np.array(list(names), dtype=object)[codes]
     import pyarrow as pa
 
-    words = pa.array(list(names), type=pa.string())
-    return pd.array(words.take(pa.array(np.asarray(codes, dtype=np.int32))), dtype=dtype)
+    column = pa.DictionaryArray.from_arrays(pa.array(np.asarray(codes, dtype=np.int32)),
+                                            pa.array(list(names), type=pa.string()))
+    return pd.array(column.cast(pa.string()), dtype=dtype)
 
 
 def bounds_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
