@@ -153,9 +153,9 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
     work = functools.partial(_prepared_chunks, models=_model_variants(chosen, reference))
     for number, done in enumerate(_in_order(work, pieces)):
         for chunk, runs in done:
-            judged.add_coordinates(chunk.all_positions, chunk.coords)
+            judged.add_coordinates(chunk.everyone, chunk.coords)
             _judge_summaries(chunk, names, reference, judged)
-            if chunk.positions.size:
+            if len(chunk.summaries) < len(chunk.everyone):
                 _run_chunk(chunk, runs, chosen, reference, judged, kept, bar)
         if hasattr(capture_obj, "release"):
             capture_obj.release()  # the chunks' mapped pages leave the resident set
@@ -174,20 +174,36 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
 
 @dataclass
 class _Chunk:
-    """Records of one site read together: the coordinates of all of them (``all_positions``
-    in the result, ``coords`` as :func:`forensics.findings.coordinates_of` gives them), the
-    summary records, and the replayed ones at ``positions`` as columns (``cols``; their
-    Records decoded only when a per-record variant asks, by ``decode``)."""
+    """Records of one site read together: where they all stand in the result (``everyone``)
+    and their coordinates (``coords``, as :func:`forensics.findings.coordinates_of` gives
+    them: the summary flag last), the summary records, and the replayed ones as columns
+    (``cols``; their Records decoded only when a per-record variant asks, by ``decode``)."""
 
     site: str
-    all_positions: np.ndarray
+    everyone: np.ndarray
     coords: np.ndarray
     summaries: list[Record]
-    summary_positions: np.ndarray
-    positions: np.ndarray
     cols: RunColumns
     decode: Callable[[], Sequence[Record]]
     _decoded: Sequence[Record] | None = None
+
+    @functools.cached_property
+    def _summary(self) -> np.ndarray | None:
+        """The summary flag of each record (None when there is none: a store chunk)."""
+        flags = self.coords[:, 3].astype(bool)
+        return flags if flags.any() else None
+
+    @property
+    def positions(self) -> np.ndarray:
+        """Where the replayed records stand in the result."""
+        flags = self._summary
+        return self.everyone if flags is None else self.everyone[~flags]
+
+    @property
+    def summary_positions(self) -> np.ndarray:
+        """Where the summary records stand in the result."""
+        flags = self._summary
+        return self.everyone[:0] if flags is None else self.everyone[flags]
 
     def records(self) -> Sequence[Record]:
         """The replayed records (decoded once)."""
@@ -218,11 +234,8 @@ def _store_chunks(view: Any, start: int, stop: int, positions: np.ndarray
     coords = np.empty((stop - start, 4), dtype=np.int64)
     coords[:, 0], coords[:, 1] = site_order(view.site), view.steps[start:stop]
     coords[:, 2], coords[:, 3] = view.rank, 0
-    yield _Chunk(view.site, positions, coords, [], _NONE, positions, cols,
+    yield _Chunk(view.site, positions, coords, [], cols,
                  functools.partial(view.records, start, stop))
-
-
-_NONE = np.zeros(0, dtype=np.int64)
 
 
 def _record_pieces(records: Sequence[Record]) -> Iterator[Piece]:
@@ -244,11 +257,9 @@ def _record_chunks(records: Sequence[Record], positions: np.ndarray | None = Non
             by_site.setdefault(record.site, []).append(i)
         for site, indices in by_site.items():
             mine = [part[i] for i in indices]
-            summary = np.array([r.summary for r in mine], dtype=bool)
             replayed = [r for r in mine if not r.summary]
-            at = where[np.array(indices, dtype=np.int64)]
-            yield _Chunk(site, at, judge.coordinates_of(mine),
-                         [r for r in mine if r.summary], at[summary], at[~summary],
+            yield _Chunk(site, where[np.array(indices, dtype=np.int64)],
+                         judge.coordinates_of(mine), [r for r in mine if r.summary],
                          RecordColumns(replayed), functools.partial(list, replayed))
 
 
@@ -270,22 +281,23 @@ def _run_chunk(chunk: _Chunk, runs: Mapping[str, judge.JudgedRun],
                judged: judge.Judge, kept: Mapping[str, _Kept], bar: Progress | None) -> None:
     """Keep the judged model ``runs`` of ``chunk``'s replayed records (see
     :func:`_prepared_chunks`); run the other variants record by record and judge them."""
+    positions = chunk.positions
     for name, variant in chosen:
         if name in runs:
-            judged.add_run(name, chunk.site, chunk.positions, runs[name])
-            kept[name].add_run(chunk.positions, runs[name])
+            judged.add_run(name, chunk.site, positions, runs[name])
+            kept[name].add_run(positions, runs[name])
             if bar is not None:
-                bar.advance(len(chunk.positions))
+                bar.advance(len(positions))
             continue
         outs = run_variant(variant, chunk.records(), bar, name)
-        judged.add(name, chunk.records(), chunk.positions, outs)
-        kept[name].add(chunk.positions, outs)
+        judged.add(name, chunk.records(), positions, outs)
+        kept[name].add(positions, outs)
     if reference is None:
         return
     if _REFERENCE in runs:
-        judged.add_run(None, chunk.site, chunk.positions, runs[_REFERENCE])
+        judged.add_run(None, chunk.site, positions, runs[_REFERENCE])
     else:
-        judged.add_reference(chunk.records(), chunk.positions,
+        judged.add_reference(chunk.records(), positions,
                              run_variant(reference, chunk.records()))
 
 

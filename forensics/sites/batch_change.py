@@ -172,14 +172,15 @@ class _Batch:
         self.local = within(self.ns)
         self.gather = np.maximum(self.pp, 0)
         #: the gathered tensors' lengths per record, and the rows that read past one
-        self.uppers = {name: self._field(name)[1] for name in GATHERED}
+        self.uppers = {name: self._field(name, widen=False)[1] for name in GATHERED}
         self.outside = np.zeros(len(self.pp), dtype=bool)
         for lengths in self.uppers.values():
             self.outside |= self.gather >= lengths[self.rec]
 
-    def _field(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """Tensor ``name`` of the batch's records end to end (int64) and their lengths."""
-        values, counts = self.cols.flat(name)
+    def _field(self, name: str, widen: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Tensor ``name`` of the batch's records end to end (int64 when ``widen``, else at
+        its captured width) and their lengths."""
+        values, counts = self.cols.flat(name, widen)
         if len(self.rows) == self.cols.rows:
             return values, counts
         return select_runs(values, counts, self.rows)

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from forensics.screening import as_exact
+
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
 KINDS = (OUT_OF_BOUNDS, MISATTRIBUTED)
 _NO_BOUND = np.iinfo(np.int64).min  # ``lower``/``upper`` of an entry without bounds
@@ -27,6 +29,13 @@ Range = tuple[str, int, int, int, int]
 
 def _i64(values: Any) -> np.ndarray:
     return np.asarray(values, dtype=np.int64).reshape(-1)
+
+
+def _checked_values(values: Any, tensor: str) -> np.ndarray:
+    """The checked values as given when their integer width is exact (int32 stays int32: the
+    checks only compare them and take their min/max), else int64
+    (:func:`forensics.screening.as_exact`)."""
+    return as_exact(np.asarray(values).reshape(-1), tensor)
 
 
 #: a column of :class:`Checks`: one value per entry (an array, maybe a broadcast view), or a
@@ -72,8 +81,8 @@ class Checks:
            upper: Any, kind: str = OUT_OF_BOUNDS) -> Checks:
         """Entries of one tensor, grouped per record (``record`` must be non-decreasing);
         scalars broadcast. ``row``/``element`` None: unknown; ``lower`` None: no range (a
-        ``misattributed`` entry only)."""
-        value = _i64(value)
+        ``misattributed`` entry only). ``value`` keeps an exact integer width."""
+        value = _checked_values(value, tensor)
         n = len(value)
 
         def col(x: Any, fill: int = -1) -> np.ndarray:
@@ -95,7 +104,8 @@ class Checks:
         """Entries of one tensor laid end to end in runs of ``counts`` (one run per record):
         ``element`` is the position within the run; ``lower``/``upper`` are per record
         (scalars broadcast); ``row(record, element)`` gives the rows of some entries (None:
-        unknown). Nothing is computed per entry beyond ``value``."""
+        unknown). Nothing is computed per entry beyond ``value`` (kept at an exact integer
+        width: no copy of a captured int32 tensor)."""
         counts = np.asarray(counts, dtype=np.int64)
         begin = starts_of(counts)
         ends = np.cumsum(counts)
@@ -113,7 +123,7 @@ class Checks:
                 return np.full(len(at), -1, dtype=np.int64)
             return row(record(at), element(at))
 
-        return cls(tensor, 0, record, rows, element, _i64(value),
+        return cls(tensor, 0, record, rows, element, _checked_values(value, tensor),
                    lambda at: per[0][record(at)], lambda at: per[1][record(at)],
                    begin[counts > 0])
 
@@ -139,7 +149,8 @@ class Checks:
         filled = counts > 0
         first = group_starts(run_record[filled], int(filled.sum()))
         return cls(tensor, 0, lambda at: run_record[run(at)], lambda at: run_row[run(at)],
-                   element, _i64(value), lambda at: np.zeros(len(at), dtype=np.int64),
+                   element, _checked_values(value, tensor),
+                   lambda at: np.zeros(len(at), dtype=np.int64),
                    lambda at: run_upper[run(at)], begin[filled][first])
 
     @staticmethod

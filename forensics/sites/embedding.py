@@ -77,9 +77,10 @@ def check_batch(cols: BatchColumns) -> np.ndarray:
 
 def _ids(cols: RunColumns) -> Checks:
     """Every id of every record's ``input_ids`` checked against ``[0, num_embeddings)``; the
-    row from ``cu_num_tokens`` (unknown without it or past its last row)."""
-    ids, lengths = cols.flat("input_ids")
-    cu, counts = cols.flat("cu_num_tokens")
+    row from ``cu_num_tokens`` (unknown without it or past its last row). Both stay at their
+    captured width: the ids are only compared, ``rows_of_slots`` widens the offsets it adds."""
+    ids, lengths = cols.flat("input_ids", widen=False)
+    cu, counts = cols.flat("cu_num_tokens", widen=False)
     return Checks.of_runs("input_ids", lengths, ids, 0, cols.ints("num_embeddings"),
                           lambda rec, element: rows_of_slots(cu, counts, rec, element))
 

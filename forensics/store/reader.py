@@ -61,7 +61,7 @@ class Capture:
         #: files whose cut-short tail was ignored (a crash while writing)
         self.truncated: list[str] = [s.name for s in self._segments if s.truncated]
         self.truncated += truncated_events
-        self._order: dict[str, np.ndarray] | None = None
+        self._order: tuple[dict[str, np.ndarray], np.ndarray] | None = None
 
     def __repr__(self) -> str:
         return f"<Capture {self.name!r}: {len(self)} records, {len(self.segments)} segments>"
@@ -108,9 +108,11 @@ class Capture:
                           order["row"][mask])
 
     def _locate(self) -> dict[str, np.ndarray]:
-        """Every record's step, rank, site, segment, batch and row in pipeline order, and
-        ``position``: where each stored row (segment by segment, batch by batch) stands in
-        that order."""
+        """Every record's step, rank, site, segment, batch and row in pipeline order."""
+        return self._ordered()[0]
+
+    def _ordered(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """:func:`_order_rows` of the capture (computed once)."""
         if self._order is None:
             self._order = _order_rows(self._segments)
         return self._order
@@ -129,7 +131,7 @@ class Capture:
         ``size`` rows: ``(batch, start, stop, positions)``, ``positions`` being where rows
         ``start:stop`` stand in :meth:`records` (pipeline order). For columnar readers that
         report per record, such as the replay."""
-        where = self._locate()["position"]
+        where = self._ordered()[1]
         at = 0
         for view in self.batches():
             for start in range(0, len(view), size):
@@ -207,7 +209,10 @@ def _open_segments(root: Path) -> list[Segment]:
     return segments
 
 
-def _order_rows(segments: list[Segment]) -> dict[str, np.ndarray]:
+def _order_rows(segments: list[Segment]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Every record's step, rank, site, segment, batch and row in pipeline order; and, in
+    the stored order (segment by segment, batch by batch, row by row), where each record
+    stands in the pipeline order."""
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("step", "rank", "site", "segment",
                                                           "batch", "row")}
     for number, seg in enumerate(segments):
@@ -225,10 +230,9 @@ def _order_rows(segments: list[Segment]) -> dict[str, np.ndarray]:
     # lexsort: last key first; segment and row keep the written order of ties
     order = np.lexsort((arrays["row"], arrays["segment"], arrays["site"], arrays["rank"],
                         arrays["step"]))
-    located = {k: v[order] for k, v in arrays.items()}
-    located["position"] = np.empty_like(order)  # the inverse permutation: stored -> pipeline
-    located["position"][order] = np.arange(len(order))
-    return located
+    position = np.empty_like(order)  # the inverse permutation: stored -> pipeline
+    position[order] = np.arange(len(order))
+    return {k: v[order] for k, v in arrays.items()}, position
 
 
 def _steps_of(seg: Segment, i: int) -> np.ndarray:
