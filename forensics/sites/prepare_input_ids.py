@@ -380,10 +380,10 @@ class Run:
         self.device[self.d_off[crec] + p.sample_slots[slow]] = b.sampled[
             b.s_off[crec] + p.prev[slow] * b.width[crec]]
         rows = every((self.plain & ~p.fast & self.has_drafts)[p.crec])  # drafting rows
-        crec, nd = p.crec[rows], p.nd[rows]
-        ids = self.drafts[runs_from(self.dr_off[crec] + p.draft_first[rows], nd)]
-        slots = runs_from(self.d_off[crec] + p.sample_slots[rows] + 1, nd)
-        self.device[slots] = ids.astype(np.int32)  # wraps
+        crec = p.crec[rows]
+        scatter_drafts(self.device, self.d_off[crec] + p.sample_slots[rows] + 1, self.drafts,
+                       self.dr_off[crec] + p.draft_first[rows], p.nd[rows],
+                       wraps=b.cols.dtype(DRAFTS) != np.int32)
 
     def checks(self) -> CheckList:
         """The plain records' checks: sampled rows read (the fast path: its slice), draft
@@ -450,6 +450,28 @@ class Run:
         buffer = self.device[start:start + int(self.d_len[r])].astype(device.dtype)
         return Outcome("ok", "", {"input_ids_device": buffer},
                        _accesses(record, self.plans.one(self.batch, r)))
+
+
+#: most drafts per row that :func:`scatter_drafts` writes a draft position at a time
+DRAFT_COLUMNS = 16
+
+
+def scatter_drafts(device: np.ndarray, slot: np.ndarray, drafts: np.ndarray,
+                   index: np.ndarray, count: np.ndarray, wraps: bool = True,
+                   columns: int = DRAFT_COLUMNS) -> None:
+    """``device[slot[i] + j] = drafts[index[i] + j]`` for ``j < count[i]``, each draft cast to
+    int32 as vLLM casts it (``wraps``: False when every draft fits in int32, no cast needed).
+    Up to ``columns`` drafts per row, one gather and one scatter per draft position over the
+    rows drafting that many (no index built per draft); else by runs."""
+    most = int(count.max(initial=0))
+    if most > columns:
+        ids = drafts[runs_from(index, count)]
+        device[runs_from(slot, count)] = ids.astype(np.int32) if wraps else ids
+        return
+    for j in range(most):
+        live = every(count > j)
+        ids = drafts[index[live] + j]
+        device[slot[live] + j] = ids.astype(np.int32) if wraps else ids
 
 
 def _record_rows(record: Record, slots: np.ndarray) -> np.ndarray:

@@ -133,3 +133,29 @@ def test_patched_never_reads_past_the_sampled_rows(rec) -> None:
     assert not [f for f in found if f["tensor"] == "prev_sampled_token_ids"]
     if outcome.status == "ok":
         assert outcome.outputs["input_ids_device"].dtype == np.int32
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3)), max_size=12), st.booleans(),
+       st.data())
+def test_drafts_scattered_a_position_at_a_time_are_the_per_draft_scatter(rows, wraps, data
+                                                                        ) -> None:
+    """``scatter_drafts`` writes what one assignment per draft writes, in both its forms (a
+    draft position at a time, and by runs), casting to int32 only when asked."""
+    count = np.array([n for n, _ in rows], dtype=np.int64)
+    gap = np.array([g for _, g in rows], dtype=np.int64)
+    slot = np.cumsum(count + gap) - count  # disjoint runs of slots, gaps between them
+    drafts = np.array(data.draw(st.lists(st.sampled_from([0, 7, -1, 2**31, 2**32 + 5, -2**40]),
+                                         min_size=8, max_size=8)), dtype=np.int64)
+    index = np.array(data.draw(st.lists(st.integers(0, 3), min_size=len(rows),
+                                        max_size=len(rows))), dtype=np.int64)
+    size = int((slot + count).max(initial=0))
+    want = np.full(size, -9, dtype=np.int64)
+    for i in range(len(rows)):
+        for j in range(int(count[i])):
+            value = drafts[index[i] + j]
+            want[slot[i] + j] = np.array([value]).astype(np.int32)[0] if wraps else value
+    for columns in (0, pii.DRAFT_COLUMNS):
+        got = np.full(size, -9, dtype=np.int64)
+        pii.scatter_drafts(got, slot, drafts, index, count, wraps, columns)
+        assert got.tolist() == want.tolist()
