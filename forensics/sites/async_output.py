@@ -161,14 +161,10 @@ class Batch:
         values, lengths = _lists(cols)
         nrows = cols.length("req_ids")
         rec = owner(nrows)
-        full_len = np.zeros(len(rec), dtype=np.int64)
-        if tails.any():
-            given, counts = cols.flat("output_len")
-            full_len[tails[rec]] = select_runs(given, counts, np.flatnonzero(tails))[0]
         prev, known = prev_rows(cols)
         sampled, sizes = cols.flat("sampled_token_ids_cpu")
         return cls(cols, tails, rec, within(nrows), values,
-                   lengths, np.where(tails[rec], full_len - lengths, 0), prev, known,
+                   lengths, _hidden(cols, tails, rec, lengths), prev, known,
                    cols.ints("vocab_size"), sampled, starts_of(sizes),
                    cols.shape("sampled_token_ids_cpu", 0), cols.shape("sampled_token_ids_cpu", 1))
 
@@ -181,6 +177,20 @@ class Batch:
         if not len(widths) or widths.min() != widths.max() or widths[0] < 1:
             return None
         return self.sampled.reshape(-1, int(widths[0]))
+
+
+def _hidden(cols: RunColumns, tails: np.ndarray, rec: np.ndarray, lengths: np.ndarray
+            ) -> np.ndarray:
+    """Each current row's hidden prefix: its full length ``output_len`` less its known ids
+    for rows given as tails, else 0 (``rec``: each row's record)."""
+    if not tails.any():
+        return np.zeros(len(rec), dtype=np.int64)
+    given, counts = cols.flat("output_len")
+    if tails.all():  # every row's length, in row order
+        return given.astype(np.int64, copy=False) - lengths
+    full_len = np.zeros(len(rec), dtype=np.int64)
+    full_len[tails[rec]] = select_runs(given, counts, np.flatnonzero(tails))[0]
+    return np.where(tails[rec], full_len - lengths, 0)
 
 
 def _lists(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:
@@ -205,12 +215,13 @@ class Selected:
     """What both models share on a :class:`Batch` (:func:`_select`): the status per record
     (index into STATUSES), the rows read from ``sampled_token_ids_cpu`` (``acc_rows``, batch
     rows) and, per row written ``sel`` (records that did not fail), its first trailing
-    placeholder ``start``, the flat position ``base`` of its sampled row, that row's ids
-    ``k``, its record's ``vocab`` and its ``placeholders``; ``groups``: rows sharing a
-    sampled row (:func:`_groups`). ``lines``: each written row's line of
-    :attr:`Batch.matrix` (None when the batch has no such matrix)."""
+    placeholder ``start``, the flat position ``base`` of its sampled row in ``sampled``
+    (the batch's), that row's ids ``k``, its record's ``vocab`` and its ``placeholders``;
+    ``groups``: rows sharing a sampled row (:func:`_groups`). ``lines``: each written row's
+    line of :attr:`Batch.matrix` (None when the batch has no such matrix). It holds no
+    reference to the batch (the batch holds it)."""
 
-    batch: Batch
+    sampled: np.ndarray
     sel: np.ndarray
     status: np.ndarray
     acc_rows: np.ndarray
@@ -225,7 +236,7 @@ class Selected:
     @functools.cached_property
     def ids(self) -> np.ndarray:
         """The sampled row of each written row (:func:`_sampled_rows`)."""
-        return _sampled_rows(self.batch.sampled, self.base, self.k)
+        return _sampled_rows(self.sampled, self.base, self.k)
 
 
 @dataclass
@@ -234,13 +245,9 @@ class Run:
     :class:`Selected`) and the ids taken by each written row ``count`` (-1: row left as it
     is) from its sampled row."""
 
+    batch: Batch
     selected: Selected
     count: np.ndarray
-
-    @property
-    def batch(self) -> Batch:
-        """The batch run."""
-        return self.selected.batch
 
     @property
     def status(self) -> np.ndarray:
@@ -331,29 +338,31 @@ def run(batch: Batch, patched: bool) -> Run:
     is computed once per batch (:func:`_select`)."""
     if batch.selected is None:
         batch.selected = _select(batch)
-    return Run(batch.selected, _counts(batch.selected, patched))
+    return Run(batch, batch.selected, _counts(batch, batch.selected, patched))
 
 
 def _select(b: Batch) -> Selected:
     """The rows both models write and how (see :func:`run` and :class:`Selected`)."""
     lens = b.lengths
-    last = _last(b.values, lens)
-    sel = np.flatnonzero(b.known & (lens > 0) & (last == -1))
+    start = trailing_start(b.values, lens)
+    sel = np.flatnonzero(b.known & (start < lens))  # non-empty, its last id -1
     srec, prev = b.rec[sel], b.prev[sel]
     p = b.s_rows[srec]
     failed = np.zeros(b.cols.rows, dtype=bool)
     failed[srec[(prev >= p) | (prev < -p)]] = True
     acc_rows = sel
-    sel = sel[~failed[srec]]
-    srec = b.rec[sel]
-    eff = b.prev[sel] + np.where(b.prev[sel] < 0, b.s_rows[srec], 0)
+    if failed.any():
+        keep = ~failed[srec]
+        sel, srec, prev, p = sel[keep], srec[keep], prev[keep], p[keep]
+    eff = prev + np.where(prev < 0, p, 0) if len(prev) and prev.min() < 0 else prev
     k = b.s_width[srec]
     base = b.s_start[srec] + eff * k
-    start = trailing_start(b.values, lens, sel)
     status = np.where(failed, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
     lines = None if b.matrix is None else base // b.matrix.shape[1]
-    return Selected(b, sel, status, acc_rows, start, base, k, b.vocab[srec], lens[sel] - start,
-                    _groups(srec, eff, sel, int(b.s_rows.max(initial=0))), lines)
+    start = start[sel]
+    return Selected(b.sampled, sel, status, acc_rows, start, base, k, b.vocab[srec],
+                    lens[sel] - start, _groups(srec, eff, sel, int(b.s_rows.max(initial=0))),
+                    lines)
 
 
 def _sampled_rows(sampled: np.ndarray, base: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -413,14 +422,14 @@ def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray, rows_sampled: i
     return order, group, np.arange(len(order)) - first[group]
 
 
-def _counts(s: Selected, patched: bool) -> np.ndarray:
+def _counts(b: Batch, s: Selected, patched: bool) -> np.ndarray:
     """Ids written to each selected row (-1: the row is left as it is). vLLM shortens the
     sampled row in place, so a row sharing it with an earlier row sees at most the ids that
     row took: one pass per rank within the rows sharing a previous row. When none shares
     and the sampled rows form a matrix, each line's count is computed once on the matrix
     as it lies and taken per row (:func:`_line_counts`, no row gathered)."""
     if s.groups is None and s.lines is not None:
-        count = _line_counts(s.batch, patched)[s.lines]
+        count = _line_counts(b, patched)[s.lines]
         return np.minimum(count, s.placeholders)
     return _gathered_counts(s.ids, s.k, s.vocab, s.placeholders, s.groups, patched)
 

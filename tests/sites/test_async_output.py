@@ -177,7 +177,7 @@ def test_counts_on_the_sampled_matrix_are_the_counts_of_gathered_rows(records) -
     assert s.lines is not None
     for patched in (False, True):
         gathered = ao._gathered_counts(s.ids, s.k, s.vocab, s.placeholders, s.groups, patched)
-        assert ao._counts(s, patched).tolist() == gathered.tolist()
+        assert ao._counts(batch, s, patched).tolist() == gathered.tolist()
         model = ao.patched if patched else ao.upstream
         together = ao.run(batch, patched)
         found = together.checks().findings()
