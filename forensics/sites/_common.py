@@ -18,7 +18,7 @@ import numpy as np
 from forensics.errors import CaptureFormatError
 from forensics.outcome import Access, Outcome
 from forensics.records import Record
-from forensics.screening import ScreenUnsure, as_int64
+from forensics.screening import ScreenUnsure, as_exact, as_int64
 from forensics.sites.core import owner, ragged_parts, starts_of, within
 
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
@@ -154,6 +154,13 @@ class RunColumns(BatchColumns, Protocol):
     ``prepare_columns`` reads beside them: the replay's input (the store's batches, or
     :class:`RecordColumns` over Records). Every site rule reads records through this."""
 
+    def flat(self, name: str, widen: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Tensor ``name``: all records' values end to end and each record's count (int64).
+        The values are int64 when ``widen``; otherwise at their captured width where that is
+        exact (:func:`forensics.screening.as_exact`: no copy; compare and gather with them,
+        widen before arithmetic that can overflow it). Raises ScreenUnsure when the values do
+        not fit int64."""
+
     def dtype(self, name: str) -> np.dtype[Any] | None:
         """The dtype of tensor ``name`` when every record that carries it shares one (None
         when none carries it or they differ)."""
@@ -204,7 +211,7 @@ class RecordColumns:
         except OverflowError:  # records not validated yet (the probe's screen)
             raise ScreenUnsure(f"{name!r} holds values past int64") from None
 
-    def flat(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+    def flat(self, name: str, widen: bool = True) -> tuple[np.ndarray, np.ndarray]:
         arrays = [np.asarray(v).reshape(-1) for v in self._each(name) if v is not None]
         counts = np.fromiter((0 if v is None else np.size(v) for v in self._each(name)),
                              dtype=np.int64, count=self.rows)
@@ -212,7 +219,8 @@ class RecordColumns:
             return np.zeros(0, dtype=np.int64), counts
         if len({a.dtype for a in arrays}) > 1:  # no float promotion of mixed widths
             arrays = [a.astype(np.int64) for a in arrays]
-        return as_int64(np.concatenate(arrays), name), counts
+        values = np.concatenate(arrays)
+        return (as_int64(values, name) if widen else as_exact(values, name)), counts
 
     def inner_lengths(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         lists = [v or () for v in self._each(name)]

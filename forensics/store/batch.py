@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from forensics.errors import CaptureFormatError
 from forensics.records import Record
-from forensics.screening import as_int64
+from forensics.screening import as_exact, as_int64
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import SHAPE_SUFFIX, ColumnSig
 from forensics.validate import field_specs, screen_batch, validate_record
@@ -277,7 +277,7 @@ class _Decoded:
         self.rows = stop - start
         self.decoded = {} if decoded is None else decoded
         self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._flat: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._flat: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
 
     def _kind(self, name: str) -> str | None:
         return self.view.columns[name][0] if name in self.view.columns else None
@@ -307,20 +307,23 @@ class _Decoded:
         values, valid = self.view._int(name)
         return np.where(valid[self.start:self.stop], values[self.start:self.stop], 0)
 
-    def flat(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        if name not in self._flat:  # the screen and the models read the same tensors
+    def flat(self, name: str, widen: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        key = name, widen
+        if key not in self._flat:  # the screen and the models read the same tensors
             values, counts = self._flat_values(name)
+            values = as_int64(values, name) if widen else as_exact(values, name)
             values.flags.writeable = counts.flags.writeable = False  # shared by its readers
-            self._flat[name] = values, counts
-        return self._flat[name]
+            self._flat[key] = values, counts
+        return self._flat[key]
 
     def _flat_values(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Tensor ``name``'s values of the rows at their captured width, and their counts."""
         if self._kind(name) is None:
             return np.zeros(0, dtype=np.int64), np.zeros(self.rows, dtype=np.int64)
         self.view._tensor_parts(name)
         flat, offsets = self.view._tensors[name][:2]
         offsets = offsets[self.start:self.stop + 1]
-        return as_int64(flat[offsets[0]:offsets[-1]], name), np.diff(offsets).astype(np.int64)
+        return flat[offsets[0]:offsets[-1]], np.diff(offsets).astype(np.int64)
 
     def inner_lengths(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         if self._kind(name) is None:
