@@ -162,7 +162,7 @@ class Batch:
         nrows = cols.length("req_ids")
         rec = owner(nrows)
         prev, known = prev_rows(cols)
-        sampled, sizes = cols.flat("sampled_token_ids_cpu")
+        sampled, sizes = cols.flat("sampled_token_ids_cpu", widen=False)
         return cls(cols, tails, rec, within(nrows), values,
                    lengths, _hidden(cols, tails, rec, lengths), prev, known,
                    cols.ints("vocab_size"), sampled, starts_of(sizes),
@@ -185,7 +185,7 @@ def _hidden(cols: RunColumns, tails: np.ndarray, rec: np.ndarray, lengths: np.nd
     for rows given as tails, else 0 (``rec``: each row's record)."""
     if not tails.any():
         return np.zeros(len(rec), dtype=np.int64)
-    given, counts = cols.flat("output_len")
+    given, counts = cols.flat("output_len", widen=False)
     if tails.all():  # every row's length, in row order
         return given.astype(np.int64, copy=False) - lengths
     full_len = np.zeros(len(rec), dtype=np.int64)

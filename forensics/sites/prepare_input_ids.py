@@ -166,7 +166,7 @@ class Batch:
         pp, nrows = cols.flat("prev_positions")
         cu, _ = cols.flat("cu_num_tokens")
         drafts, _ = cols.flat("num_draft_tokens")
-        sampled, sizes = cols.flat(SAMPLED)
+        sampled, sizes = cols.flat(SAMPLED, widen=False)
         rec = owner(nrows)
         return cls(cols, rec, within(nrows), nrows, pp, cu,
                    drafts, cols.shape(SAMPLED, 0), cols.shape(SAMPLED, 1), sampled,
@@ -352,7 +352,7 @@ class Run:
         n = b.cols.rows
         has = b.cols.present(DRAFTS)
         plain = _plain(b.cols, has & (p.spec_count > 0))
-        dr_flat, dr_size = b.cols.flat(DRAFTS)
+        dr_flat, dr_size = b.cols.flat(DRAFTS, widen=False)
         dr_width = b.cols.shape(DRAFTS, 1)
         slow = ~p.fast & (p.num_common > 0)
         prev_max = _record_max(p.crec, p.prev, n)
@@ -486,8 +486,8 @@ def _start_buffers(b: Batch, p: _Plans, plain: np.ndarray, whole: bool
     """Each plain record's device buffer before the writes (the CPU staging where the plan
     copies it; ``whole``: the whole buffer, else its first ``total`` ids), end to end (int64);
     offsets and lengths."""
-    inputs, n_inputs = b.cols.flat("input_ids")
-    device, n_device = b.cols.flat("input_ids_device")
+    inputs, n_inputs = b.cols.flat("input_ids", widen=False)
+    device, n_device = b.cols.flat("input_ids_device", widen=False)
     has_device = b.cols.present("input_ids_device")
     size = np.where(has_device, n_device, n_inputs) if whole else b.total
     size = np.where(plain, size, 0)
