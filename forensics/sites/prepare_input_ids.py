@@ -257,7 +257,7 @@ def _draft_max(b: Batch, p: _Plans) -> np.ndarray:
     n = b.cols.rows
     if not _small(p.prev, b.spec, p.nd):
         return _record_max(p.spec_rec, p.draft_index, n)
-    drafting = p.nd > 0
+    drafting = every(p.nd > 0)
     return _record_max(p.crec[drafting], p.draft_first[drafting] + p.nd[drafting] - 1, n)
 
 
@@ -432,15 +432,14 @@ class Run:
         """Whether some draft of the records ``drafting`` may be read from another request's
         row. Draft ``j`` of a row is read at ``prev * spec + j`` and its request's draft row
         starts at ``prev * width``: when ``spec == width``, the row drafts at most ``width``
-        and nothing can wrap, every read lies in its own row (decided per row, not per
-        draft)."""
+        and nothing can wrap, every read lies in its own row (decided per record, from the
+        most drafts of one of its rows)."""
         b, p = self.batch, self.plans
         width = np.maximum(self.dr_width, 1)
         if not _small(p.prev, b.spec, width, p.nd):
             return True
-        rows = drafting[p.crec] & (p.nd > 0)
-        crec = p.crec[rows]
-        return bool(((b.spec[crec] != width[crec]) | (p.nd[rows] > width[crec])).any())
+        most = _record_max(p.crec, p.nd, b.cols.rows)  # a record's most drafts in one row
+        return bool((drafting & (((b.spec != width) & (most > 0)) | (most > width))).any())
 
     def outcome(self, r: int) -> Outcome:
         """The Outcome of plain record ``r``."""

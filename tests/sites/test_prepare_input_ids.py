@@ -159,3 +159,38 @@ def test_drafts_scattered_a_position_at_a_time_are_the_per_draft_scatter(rows, w
         got = np.full(size, -9, dtype=np.int64)
         pii.scatter_drafts(got, slot, drafts, index, count, wraps, columns)
         assert got.tolist() == want.tolist()
+
+
+def _keyed(found: list[dict]) -> list[tuple]:
+    return sorted((f["kind"], f["tensor"], f["row"], f["element"], f["value"]) for f in found)
+
+
+@st.composite
+def drafting_records(draw):
+    """Slow-path records that numpy runs (every read inside its tensor): rows with drafts
+    read at ``prev * spec + j`` from draft rows of another width, so that drafts may be
+    read from another request's row."""
+    n = draw(st.integers(1, 4))
+    drafts = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    cu = np.cumsum([1 + d for d in drafts]).tolist()
+    pp = draw(st.lists(st.integers(-1, 5), min_size=n, max_size=n))
+    width = draw(st.integers(1, 3))
+    return make(pp, list(range(6)), cu, drafts=drafts, ids=[0] * cu[-1],
+                spec=draw(st.integers(0, 3)),
+                draft_token_ids=np.arange(20 * width, dtype=np.int32).reshape(20, width))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(pii_records() | drafting_records(), min_size=1, max_size=4), st.booleans())
+def test_a_batch_finds_what_each_record_finds_alone(records, patched) -> None:
+    """The columnar run of several records (its shortcuts decided per batch: drafts that
+    cannot be misattributed, draft maxima) finds, per record, what the per-record checks
+    of the model's outcome find (misattributed drafts judged draft by draft)."""
+    from forensics.sites._common import RecordColumns
+
+    run = pii.run_batch(pii.prepare_columns(RecordColumns(records)), patched)
+    found = run.checks.findings()
+    model = pii.patched if patched else pii.upstream
+    for i, rec in enumerate(records):
+        alone = pii.outcome_checks(rec, model(rec)).findings().get(0, [])
+        assert _keyed(found.get(i, [])) == _keyed(alone)
