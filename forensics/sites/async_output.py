@@ -447,14 +447,14 @@ def _line_counts(b: Batch, patched: bool) -> np.ndarray:
     return np.where(matrix[:, -1] == -1, minus, k)
 
 
-def _outside(matrix: np.ndarray, vocab: np.ndarray, lines: np.ndarray) -> np.ndarray:
-    """Where the ids of ``matrix`` lie outside ``[0, vocab)`` (``vocab`` per record, each
-    record ``lines`` lines): one unsigned comparison when every record shares a vocabulary
-    within the dtype's range (a negative id reads as a large one)."""
+def _outside(matrix: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Where the ids of ``matrix`` lie outside ``[0, vocab)`` (``vocab`` per record, whose
+    sampled rows are ``rows`` lines of ``matrix``): one unsigned comparison when every record
+    shares a vocabulary within the dtype's range (a negative id reads as a large one)."""
     if len(vocab) and vocab.min() == vocab.max() and matrix.dtype.kind == "i" \
             and 0 < int(vocab[0]) <= np.iinfo(matrix.dtype).max:
         return matrix.view(matrix.dtype.str.replace("i", "u")) >= int(vocab[0])
-    bound = np.repeat(vocab, lines)[:, None]
+    bound = np.repeat(vocab, rows)[:, None]
     return (matrix < 0) | (matrix >= bound)
 
 
