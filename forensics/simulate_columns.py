@@ -176,7 +176,8 @@ def write_steps(writer: CaptureWriter, simulator: Simulator, steps: int,
     ``progress``: draw a bar on stderr, a block at a time.
 
     Raises whatever encoding or writing raised (OSError from the disk, as a
-    CaptureFormatError naming the steps when a forked process failed).
+    CaptureFormatError naming the steps when a forked process failed), and ConfigurationError
+    when a forced fault could not be placed (:meth:`Simulator.check_placed`).
     """
     ranks = simulator.scenario.ranks
     size = block_steps(ranks)
@@ -194,6 +195,7 @@ def write_steps(writer: CaptureWriter, simulator: Simulator, steps: int,
                 block = StepColumns()
     if bar is not None:
         bar.close()
+    simulator.check_placed()
 
 
 #: blocks are written by forked processes (Linux: fork is cheap and safe for this code)

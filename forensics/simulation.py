@@ -26,6 +26,10 @@ Faults (each off by default, each a per-step probability, deterministic for a se
     the first rejected slot of one row carries ``vocab_size`` instead of ``-1`` (the SM70
     rejection path); ``async_output`` writes it as a token and the next step's input of that
     request carries it to the embedding (the fork staged the request's next id from its output).
+    Drawn at random, it happens only on a step where some row rejects a draft. Forced, it is
+    always placed: when no row rejects, one drafting row rejects its last draft; when no row
+    drafts (every row new), it moves to the next step that drafts, and a run that ends
+    before one raises ConfigurationError (so does forcing it with no drafts at all).
 ``placeholder_leak``
     one decode row's previous row was discarded: it is absent from the previous batch
     (``prev_positions`` ``-1``, ``None`` in ``prev_req_ids``) while the CPU staged its ``-1``
@@ -312,7 +316,7 @@ class _Step:
     ``pp is shape.rows`` marks a step whose batch is the previous one, row for row."""
 
     __slots__ = ("pp", "pp0", "new", "n_new", "fresh", "dec", "shape", "rec_pp", "leak",
-                 "discarded", "sentinel", "d", "sched", "cu", "rids")
+                 "discarded", "sentinel", "sentinel_forced", "d", "sched", "cu", "rids")
 
     def __init__(self, pp: np.ndarray, new: np.ndarray, n_new: int, shape: _Shape) -> None:
         self.pp = pp  # [n] int64 true previous row, -1 for new
@@ -327,6 +331,7 @@ class _Step:
         self.leak = _NO_ROWS  # rows whose -1 placeholder leaks
         self.discarded: list[int] = []  # previous rows shown as None
         self.sentinel = False
+        self.sentinel_forced = False  # the sentinel must be placed (a forced fault)
         self.d = shape.d  # [n] int32 drafts scheduled
         self.sched = shape.sched  # [n] int32 tokens scheduled
         self.cu = shape.cu  # [n] int32 cumulative tokens
@@ -343,7 +348,8 @@ class Simulator:
 
     Raises:
         UnknownScenarioError: ``scenario`` names no scenario.
-        ConfigurationError: a batch below 1, negative drafts or a vocabulary below 2.
+        ConfigurationError: a batch below 1, negative drafts or a vocabulary below 2; a
+            forced ``vocab_sentinel`` without drafts.
     """
 
     def __init__(self, scenario: Scenario | str, seed: int = 0) -> None:
@@ -359,6 +365,9 @@ class Simulator:
         self._tables = _Tables(self.draws, sc.batch, self.k, sc.accept_rate,
                                sc.faults.rates())
         self._forced = bool(sc.faults.forced)
+        if sc.faults.forced.get("vocab_sentinel") and not self.k:
+            raise ConfigurationError(f"simulate {sc.name!r}: a forced vocab_sentinel needs "
+                                     f"drafts to reject (spec_tokens >= 1), got spec_tokens=0")
         self._requests = 0  # requests arrived so far (the next one's id)
         self._names: list[str] = []  # req-<id> by id, grown as records need them
         self._last_names: tuple[np.ndarray, list[str]] = (_NO_ROWS, [])
@@ -370,6 +379,9 @@ class Simulator:
         self._buf_drafts = np.zeros(self.m, np.int32)
         self._emb_dtype = np.dtype(sc.embedding_dtype)
         self._sentinels_pending = False
+        #: a forced ``vocab_sentinel`` that no row could carry yet (every row new): owed to the
+        #: next step that drafts
+        self._sentinel_owed = False
         self._state, self._prev = self._first_batch()
 
     # -- arrivals ---------------------------------------------------------------------------
@@ -410,6 +422,19 @@ class Simulator:
         """Yield the records of the next ``steps`` steps in pipeline order."""
         for _ in range(steps):
             yield from self.step()
+        self.check_placed()
+
+    def check_placed(self) -> None:
+        """Raise when a forced fault is still unplaced after the steps run so far.
+
+        Raises:
+            ConfigurationError: a forced ``vocab_sentinel`` found no drafting row at or after
+                its step (every row was new).
+        """
+        if self._sentinel_owed:
+            raise ConfigurationError(
+                f"simulate {self.scenario.name!r}: the forced vocab_sentinel could not be "
+                f"placed by step {self.step_index}: no row drafted at or after its step")
 
     def step(self) -> list[Record]:
         """Advance one engine step; return its records (four sites per rank, pipeline order)."""
@@ -498,6 +523,8 @@ class Simulator:
             if fire is not None else set()
         if self._forced:
             on |= self.scenario.faults.forced_at(self.step_index)
+        if self._sentinel_owed:
+            on.add("vocab_sentinel")
         if not on:
             return
         p = len(prev.valid)
@@ -517,6 +544,8 @@ class Simulator:
                 rec[rows[-1]] = -1
                 st.leak = np.array(rows[-1:], np.int64)
         st.sentinel = "vocab_sentinel" in on  # its row is chosen once acceptance is drawn
+        st.sentinel_forced = self._sentinel_owed or "vocab_sentinel" in (
+            self.scenario.faults.forced_at(self.step_index) if self._forced else ())
 
     def _schedule(self, st: _Step) -> None:
         """Decode rows schedule ``1 + k`` tokens (k drafts); new rows their whole prompt."""
@@ -674,6 +703,10 @@ class Simulator:
             block[fresh, 0] = tok[fresh, 0]
             last, drafts = block[:, 0], block[:, 1:]
         written, last_written = valid, last
+        if st.sentinel_forced:
+            acc, valid, tok, last, block = self._reject_one(st, acc, valid, tok, last, block)
+            drafts = block[:, 1:]
+            written, last_written = valid, last
         if st.sentinel:
             tok, written, last_written = self._put_sentinel(tok, acc, st.d, last)
         comp = state[COMP].astype(np.int32)
@@ -686,6 +719,26 @@ class Simulator:
             state[OUT_LEN:PH + 1] += self.k1
         return _Prev(st.rids, tok, valid, last, drafts, block, st.d, comp, comp + st.sched,
                      written, last_written, st.sentinel)
+
+    def _reject_one(self, st: _Step, acc: np.ndarray, valid: np.ndarray, tok: np.ndarray,
+                    last: np.ndarray, block: np.ndarray) -> tuple[np.ndarray, ...]:
+        """A forced ``vocab_sentinel`` needs a row that rejects a draft: when no row does, one
+        drafting row (drawn) rejects its last draft (its last accepted id becomes its last
+        valid one). When no row drafts (every row new), the sentinel is owed to the next step
+        (:attr:`_sentinel_owed`); otherwise it is placed and the debt cleared. Returns
+        ``acc, valid, tok, last, block`` (copies where changed)."""
+        drafting = np.flatnonzero(st.d > 0)
+        self._sentinel_owed = not len(drafting)
+        if self._sentinel_owed or (acc < st.d).any():
+            return acc, valid, tok, last, block
+        row = int(drafting[int(self.draws.integers(0, len(drafting), 1)[0])])
+        acc, valid, tok, last, block = acc.copy(), valid.copy(), tok.copy(), last.copy(), \
+            block.copy()
+        acc[row] -= 1
+        valid[row] -= 1
+        tok[row, acc[row] + 1:] = -1
+        last[row] = block[row, 0] = tok[row, acc[row]]
+        return acc, valid, tok, last, block
 
     def _put_sentinel(self, tok: np.ndarray, acc: np.ndarray, d: np.ndarray,
                       last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 from forensics.errors import ConfigurationError, OutputExistsError, UnknownScenarioError
 from forensics.records import Record
-from forensics.simulation import SCENARIOS, Faults, Simulator, configure, simulate
+from forensics.simulation import SCENARIOS, Faults, Simulator, configure, get_scenario, simulate
 from forensics.sites import SITES
 from forensics.validate import validate_record
 
@@ -233,3 +234,38 @@ def test_bundled_captures_are_small_and_carry_expectations() -> None:
     refuted = json.loads((DATA / "incident-a-stale-prev-rows-refuted.capture"
                           / "expected.json").read_text())
     assert all(v == "ok" for sites in refuted["verdicts"].values() for v in sites.values())
+
+
+def _sentinels(records: list[Record], vocab: int) -> list[tuple[int, int]]:
+    """(step, row) of every sampled row of ``async_output`` that carries ``vocab``."""
+    return [(r.step, int(row)) for r in records if r.site == "async_output"
+            for row in np.flatnonzero((r["sampled_token_ids_cpu"] == vocab).any(axis=1))]
+
+
+def test_a_forced_vocab_sentinel_is_placed_when_no_row_rejects() -> None:
+    # every draft accepted: no row rejects one, so a drafting row is made to reject its last
+    sc = replace(get_scenario("clean"), steps=12, batch=4, accept_rate=1.0,
+                 faults=Faults(forced={"vocab_sentinel": (5,)}))
+    records = simulate(sc, seed=3)
+    assert _sentinels(records, sc.vocab) == [(6, _sentinels(records, sc.vocab)[0][1])]
+    step6 = next(r for r in records if r.site == "async_output" and r.step == 6)
+    row = step6["sampled_token_ids_cpu"][_sentinels(records, sc.vocab)[0][1]].tolist()
+    # its accepted ids, then the sentinel in the first rejected slot, then -1
+    first = row.index(sc.vocab)
+    assert first == sc.spec_tokens and all(0 <= t < sc.vocab for t in row[:first])
+    assert ("async_output", "out_of_bounds", "upstream") in replay_pairs(records)[0]
+
+
+def test_a_forced_vocab_sentinel_waits_for_a_drafting_row() -> None:
+    # every request ends after one id: each step's rows are all new, none drafts
+    sc = replace(get_scenario("clean"), steps=6, batch=2, mean_output=1,
+                 faults=Faults(forced={"vocab_sentinel": (3,)}))
+    with pytest.raises(ConfigurationError, match="vocab_sentinel could not be placed"):
+        simulate(sc, seed=0)
+
+
+def test_a_forced_vocab_sentinel_needs_drafts() -> None:
+    sc = replace(get_scenario("clean"), spec_tokens=0,
+                 faults=Faults(forced={"vocab_sentinel": (3,)}))
+    with pytest.raises(ConfigurationError, match="needs drafts"):
+        Simulator(sc)

@@ -13,9 +13,10 @@ to hold every trailing placeholder (the id before it is assumed not to be ``-1``
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -145,7 +146,7 @@ class Batch:
     s_rows: np.ndarray
     s_width: np.ndarray
     #: what both models share (:func:`_select`), and the runs made (:func:`run_batch`)
-    selected: tuple[Any, ...] | None = None
+    selected: Selected | None = None
     runs: list[tuple[np.ndarray, BatchRun]] = field(default_factory=list)
 
     @classmethod
@@ -160,16 +161,36 @@ class Batch:
         values, lengths = _lists(cols)
         nrows = cols.length("req_ids")
         rec = owner(nrows)
-        full_len = np.zeros(len(rec), dtype=np.int64)
-        if tails.any():
-            given, counts = cols.flat("output_len")
-            full_len[tails[rec]] = select_runs(given, counts, np.flatnonzero(tails))[0]
         prev, known = prev_rows(cols)
-        sampled, sizes = cols.flat("sampled_token_ids_cpu")
+        sampled, sizes = cols.flat("sampled_token_ids_cpu", widen=False)
         return cls(cols, tails, rec, within(nrows), values,
-                   lengths, np.where(tails[rec], full_len - lengths, 0), prev, known,
+                   lengths, _hidden(cols, tails, rec, lengths), prev, known,
                    cols.ints("vocab_size"), sampled, starts_of(sizes),
                    cols.shape("sampled_token_ids_cpu", 0), cols.shape("sampled_token_ids_cpu", 1))
+
+    @functools.cached_property
+    def matrix(self) -> np.ndarray | None:
+        """Every record's ``sampled_token_ids_cpu`` as the lines of one matrix (a view of
+        ``sampled``) when all the records with sampled rows share one width ``k >= 1``; else
+        None."""
+        widths = self.s_width[self.s_rows > 0]
+        if not len(widths) or widths.min() != widths.max() or widths[0] < 1:
+            return None
+        return self.sampled.reshape(-1, int(widths[0]))
+
+
+def _hidden(cols: RunColumns, tails: np.ndarray, rec: np.ndarray, lengths: np.ndarray
+            ) -> np.ndarray:
+    """Each current row's hidden prefix: its full length ``output_len`` less its known ids
+    for rows given as tails, else 0 (``rec``: each row's record)."""
+    if not tails.any():
+        return np.zeros(len(rec), dtype=np.int64)
+    given, counts = cols.flat("output_len", widen=False)
+    if tails.all():  # every row's length, in row order
+        return given.astype(np.int64, copy=False) - lengths
+    full_len = np.zeros(len(rec), dtype=np.int64)
+    full_len[tails[rec]] = select_runs(given, counts, np.flatnonzero(tails))[0]
+    return np.where(tails[rec], full_len - lengths, 0)
 
 
 def _lists(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:
@@ -190,21 +211,68 @@ def _lists(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass
-class Run:
-    """One model's run over a :class:`Batch`: a status per record (index into STATUSES), the
-    rows it read from ``sampled_token_ids_cpu`` (``acc_rows`` indexes the batch's rows) and,
-    per written row ``sel`` (records that did not fail), the first trailing placeholder
-    ``start``, the ids taken ``count`` (-1: row left as it is) from flat position ``base``,
-    ``ids`` the sampled row of each (:func:`_sampled_rows`)."""
+class Selected:
+    """What both models share on a :class:`Batch` (:func:`_select`): the status per record
+    (index into STATUSES), the rows read from ``sampled_token_ids_cpu`` (``acc_rows``, batch
+    rows) and, per row written ``sel`` (records that did not fail), its first trailing
+    placeholder ``start``, the flat position ``base`` of its sampled row in ``sampled``
+    (the batch's), that row's ids ``k``, its record's ``vocab`` and its ``placeholders``;
+    ``groups``: rows sharing a sampled row (:func:`_groups`). ``lines``: each written row's
+    line of :attr:`Batch.matrix` (None when the batch has no such matrix). It holds no
+    reference to the batch (the batch holds it)."""
 
-    batch: Batch
+    sampled: np.ndarray
+    sel: np.ndarray
     status: np.ndarray
     acc_rows: np.ndarray
-    sel: np.ndarray
     start: np.ndarray
-    count: np.ndarray
     base: np.ndarray
-    ids: np.ndarray
+    k: np.ndarray
+    vocab: np.ndarray
+    placeholders: np.ndarray
+    groups: tuple[np.ndarray, ...] | None
+    lines: np.ndarray | None
+
+    @functools.cached_property
+    def ids(self) -> np.ndarray:
+        """The sampled row of each written row (:func:`_sampled_rows`)."""
+        return _sampled_rows(self.sampled, self.base, self.k)
+
+
+@dataclass
+class Run:
+    """One model's run over a :class:`Batch`: what both models share (``selected``, see
+    :class:`Selected`) and the ids taken by each written row ``count`` (-1: row left as it
+    is) from its sampled row."""
+
+    batch: Batch
+    selected: Selected
+    count: np.ndarray
+
+    @property
+    def status(self) -> np.ndarray:
+        """The status per record (index into STATUSES)."""
+        return self.selected.status
+
+    @property
+    def acc_rows(self) -> np.ndarray:
+        """The batch rows whose previous row is read."""
+        return self.selected.acc_rows
+
+    @property
+    def sel(self) -> np.ndarray:
+        """The batch rows written (records that did not fail)."""
+        return self.selected.sel
+
+    @property
+    def start(self) -> np.ndarray:
+        """Each written row's first trailing placeholder."""
+        return self.selected.start
+
+    @property
+    def base(self) -> np.ndarray:
+        """Flat position in ``sampled`` of each written row's sampled row."""
+        return self.selected.base
 
     def accesses(self) -> Checks:
         """The accesses as checks (tensor ``sampled_token_ids_cpu``)."""
@@ -218,12 +286,12 @@ class Run:
         each row's sampled row at the row's trailing placeholders, except the ``-1`` ids (a
         placeholder written over a placeholder changes nothing). Equal to :func:`written` of
         the run's outputs, without building them."""
-        ids = self.ids
-        count = np.minimum(np.maximum(self.count, 0), ids.shape[1])
-        taken = np.arange(ids.shape[1]) < count[:, None]
-        if not (taken & (ids == -1)).any():  # each row writes all the ids it takes
-            return _row_write_checks(self.batch, self.sel, self.start, count, ids[taken])
-        line, column = np.nonzero(taken & (ids != -1))
+        count = np.minimum(np.maximum(self.count, 0), self.selected.k)
+        taken = self.batch.sampled[runs_from(self.base, count)]
+        if not (taken == -1).any():  # each row writes all the ids it takes
+            return _row_write_checks(self.batch, self.sel, self.start, count, taken)
+        ids = self.selected.ids
+        line, column = np.nonzero((np.arange(ids.shape[1]) < count[:, None]) & (ids != -1))
         return _write_checks(self.batch, self.sel[line], self.start[line] + column,
                              ids[line, column])
 
@@ -270,44 +338,39 @@ def run(batch: Batch, patched: bool) -> Run:
     is computed once per batch (:func:`_select`)."""
     if batch.selected is None:
         batch.selected = _select(batch)
-    sel, status, acc_rows, start, base, (ids, k, vocab, places, groups) = batch.selected
-    return Run(batch, status, acc_rows, sel, start,
-               _counts(ids, k, vocab, places, groups, patched), base, ids)
+    return Run(batch, batch.selected, _counts(batch, batch.selected, patched))
 
 
-def _select(b: Batch) -> tuple[Any, ...]:
-    """The rows both models write and how (see :func:`run`): the selected rows, the status per
-    record, the rows read, each row's first trailing placeholder and sampled row, and the
-    arguments of :func:`_counts` but the model."""
+def _select(b: Batch) -> Selected:
+    """The rows both models write and how (see :func:`run` and :class:`Selected`)."""
     lens = b.lengths
-    last = _last(b.values, lens)
-    sel = np.flatnonzero(b.known & (lens > 0) & (last == -1))
+    start = trailing_start(b.values, lens)
+    sel = np.flatnonzero(b.known & (start < lens))  # non-empty, its last id -1
     srec, prev = b.rec[sel], b.prev[sel]
     p = b.s_rows[srec]
     failed = np.zeros(b.cols.rows, dtype=bool)
     failed[srec[(prev >= p) | (prev < -p)]] = True
     acc_rows = sel
-    sel = sel[~failed[srec]]
-    srec = b.rec[sel]
-    eff = b.prev[sel] + np.where(b.prev[sel] < 0, b.s_rows[srec], 0)
+    if failed.any():
+        keep = ~failed[srec]
+        sel, srec, prev, p = sel[keep], srec[keep], prev[keep], p[keep]
+    eff = prev + np.where(prev < 0, p, 0) if len(prev) and prev.min() < 0 else prev
     k = b.s_width[srec]
     base = b.s_start[srec] + eff * k
-    start = trailing_start(b.values, lens, sel)
     status = np.where(failed, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
-    return (sel, status, acc_rows, start, base,
-            (_sampled_rows(b.sampled, base, k), k, b.vocab[srec], lens[sel] - start,
-             _groups(srec, eff, sel, int(b.s_rows.max(initial=0)))))
+    lines = None if b.matrix is None else base // b.matrix.shape[1]
+    start = start[sel]
+    return Selected(b.sampled, sel, status, acc_rows, start, base, k, b.vocab[srec],
+                    lens[sel] - start, _groups(srec, eff, sel, int(b.s_rows.max(initial=0))),
+                    lines)
 
 
 def _sampled_rows(sampled: np.ndarray, base: np.ndarray, k: np.ndarray) -> np.ndarray:
     """The sampled row of each selected row as one line of a matrix of ``max(k)`` columns:
-    ``k[i]`` ids from flat position ``base[i]``, then ``-1``. A batch whose rows are all of
-    one width is a reshape of ``sampled`` (no per-id index)."""
+    ``k[i]`` ids from flat position ``base[i]``, then ``-1``."""
     width = int(k.max(initial=0))
     if not len(k) or not width:
         return np.full((len(k), width), -1, dtype=sampled.dtype)
-    if (k == width).all() and len(sampled) % width == 0 and not (base % width).any():
-        return sampled.reshape(-1, width)[base // width]
     out = np.full((len(k), width), -1, dtype=sampled.dtype)
     column = within(k)
     out[owner(k), column] = sampled[np.repeat(base, k) + column]
@@ -324,10 +387,7 @@ def _last(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def _first(mask: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Per line of a matrix: the column of its first True among its first ``k`` columns, or
     ``k`` when none."""
-    if not mask.shape[1]:
-        return k.copy()
-    first = mask.argmax(axis=1)
-    return np.where(mask[np.arange(len(first)), first] & (first < k), first, k)
+    return np.minimum(first_true(mask), k)
 
 
 def trailing_start(values: np.ndarray, lengths: np.ndarray,
@@ -362,12 +422,65 @@ def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray, rows_sampled: i
     return order, group, np.arange(len(order)) - first[group]
 
 
-def _counts(ids: np.ndarray, k: np.ndarray, vocab: np.ndarray, placeholders: np.ndarray,
-            groups: tuple[np.ndarray, ...] | None, patched: bool) -> np.ndarray:
-    """Ids written to each selected row (-1: the row is left as it is), ``ids`` its sampled
-    row (:func:`_sampled_rows`). vLLM shortens the sampled row in place, so a row sharing it
-    with an earlier row sees at most the ids that row took: one pass per rank within the
-    rows sharing a previous row (one pass when none shares)."""
+def _counts(b: Batch, s: Selected, patched: bool) -> np.ndarray:
+    """Ids written to each selected row (-1: the row is left as it is). vLLM shortens the
+    sampled row in place, so a row sharing it with an earlier row sees at most the ids that
+    row took: one pass per rank within the rows sharing a previous row. When none shares
+    and the sampled rows form a matrix, each line's count is computed once on the matrix
+    as it lies and taken per row (:func:`_line_counts`, no row gathered)."""
+    if s.groups is None and s.lines is not None:
+        count = _line_counts(b, patched)[s.lines]
+        return np.minimum(count, s.placeholders)
+    return _gathered_counts(s.ids, s.k, s.vocab, s.placeholders, s.groups, patched)
+
+
+def _line_counts(b: Batch, patched: bool) -> np.ndarray:
+    """Ids counted in each line of :attr:`Batch.matrix` (``k`` ids, ``k >= 1``): patched, up
+    to its first id outside ``[0, vocab_size)``; upstream, all of them when the last is not
+    ``-1``, else up to the first ``-1`` (:func:`_taken` on the lines as they lie)."""
+    matrix = b.matrix
+    assert matrix is not None
+    k = matrix.shape[1]
+    if patched:
+        return first_true(_outside(matrix, b.vocab, b.s_rows))
+    minus = first_true(matrix == -1)
+    return np.where(matrix[:, -1] == -1, minus, k)
+
+
+def _outside(matrix: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Where the ids of ``matrix`` lie outside ``[0, vocab)`` (``vocab`` per record, whose
+    sampled rows are ``rows`` lines of ``matrix``): one unsigned comparison when every record
+    shares a vocabulary within the dtype's range (a negative id reads as a large one)."""
+    if len(vocab) and vocab.min() == vocab.max() and matrix.dtype.kind == "i" \
+            and 0 < int(vocab[0]) <= np.iinfo(matrix.dtype).max:
+        return matrix.view(matrix.dtype.str.replace("i", "u")) >= int(vocab[0])
+    bound = np.repeat(vocab, rows)[:, None]
+    return (matrix < 0) | (matrix >= bound)
+
+
+def first_true(mask: np.ndarray) -> np.ndarray:
+    """Per line of a boolean matrix: the column of its first True, or its width when none.
+    Up to 8 columns on a little-endian machine, each line is read as one 64-bit word whose
+    lowest set byte is found by arithmetic (no reduction along the short axis)."""
+    lines, width = mask.shape
+    if not 0 < width <= 8 or sys.byteorder != "little":
+        first = mask.argmax(axis=1) if width else np.zeros(lines, dtype=np.int64)
+        return np.where(mask[np.arange(lines), first] if width else False, first, width)
+    padded = np.zeros((lines, 8), dtype=bool)
+    padded[:, :width] = mask
+    word = padded.view(np.uint64).reshape(-1)
+    lowest = word & (~word + np.uint64(1))  # the lowest set bit: 1 << (8 * first byte)
+    # the top byte of lowest * 0x0001020304050607 is the index of that byte
+    byte = (lowest * np.uint64(0x0001020304050607)) >> np.uint64(56)
+    return np.where(word == 0, width, byte.astype(np.int64))
+
+
+def _gathered_counts(ids: np.ndarray, k: np.ndarray, vocab: np.ndarray,
+                     placeholders: np.ndarray, groups: tuple[np.ndarray, ...] | None,
+                     patched: bool) -> np.ndarray:
+    """:func:`_counts` on the sampled rows gathered per selected row (``ids``,
+    :func:`_sampled_rows`): one pass per rank within the rows sharing a previous row (one
+    pass when none shares)."""
     if patched:
         stop = _first((ids < 0) | (ids >= vocab[:, None]), k)
     else:

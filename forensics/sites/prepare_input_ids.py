@@ -166,7 +166,7 @@ class Batch:
         pp, nrows = cols.flat("prev_positions")
         cu, _ = cols.flat("cu_num_tokens")
         drafts, _ = cols.flat("num_draft_tokens")
-        sampled, sizes = cols.flat(SAMPLED)
+        sampled, sizes = cols.flat(SAMPLED, widen=False)
         rec = owner(nrows)
         return cls(cols, rec, within(nrows), nrows, pp, cu,
                    drafts, cols.shape(SAMPLED, 0), cols.shape(SAMPLED, 1), sampled,
@@ -257,7 +257,7 @@ def _draft_max(b: Batch, p: _Plans) -> np.ndarray:
     n = b.cols.rows
     if not _small(p.prev, b.spec, p.nd):
         return _record_max(p.spec_rec, p.draft_index, n)
-    drafting = p.nd > 0
+    drafting = every(p.nd > 0)
     return _record_max(p.crec[drafting], p.draft_first[drafting] + p.nd[drafting] - 1, n)
 
 
@@ -352,7 +352,7 @@ class Run:
         n = b.cols.rows
         has = b.cols.present(DRAFTS)
         plain = _plain(b.cols, has & (p.spec_count > 0))
-        dr_flat, dr_size = b.cols.flat(DRAFTS)
+        dr_flat, dr_size = b.cols.flat(DRAFTS, widen=False)
         dr_width = b.cols.shape(DRAFTS, 1)
         slow = ~p.fast & (p.num_common > 0)
         prev_max = _record_max(p.crec, p.prev, n)
@@ -380,10 +380,10 @@ class Run:
         self.device[self.d_off[crec] + p.sample_slots[slow]] = b.sampled[
             b.s_off[crec] + p.prev[slow] * b.width[crec]]
         rows = every((self.plain & ~p.fast & self.has_drafts)[p.crec])  # drafting rows
-        crec, nd = p.crec[rows], p.nd[rows]
-        ids = self.drafts[runs_from(self.dr_off[crec] + p.draft_first[rows], nd)]
-        slots = runs_from(self.d_off[crec] + p.sample_slots[rows] + 1, nd)
-        self.device[slots] = ids.astype(np.int32)  # wraps
+        crec = p.crec[rows]
+        scatter_drafts(self.device, self.d_off[crec] + p.sample_slots[rows] + 1, self.drafts,
+                       self.dr_off[crec] + p.draft_first[rows], p.nd[rows],
+                       wraps=b.cols.dtype(DRAFTS) != np.int32)
 
     def checks(self) -> CheckList:
         """The plain records' checks: sampled rows read (the fast path: its slice), draft
@@ -432,15 +432,14 @@ class Run:
         """Whether some draft of the records ``drafting`` may be read from another request's
         row. Draft ``j`` of a row is read at ``prev * spec + j`` and its request's draft row
         starts at ``prev * width``: when ``spec == width``, the row drafts at most ``width``
-        and nothing can wrap, every read lies in its own row (decided per row, not per
-        draft)."""
+        and nothing can wrap, every read lies in its own row (decided per record, from the
+        most drafts of one of its rows)."""
         b, p = self.batch, self.plans
         width = np.maximum(self.dr_width, 1)
         if not _small(p.prev, b.spec, width, p.nd):
             return True
-        rows = drafting[p.crec] & (p.nd > 0)
-        crec = p.crec[rows]
-        return bool(((b.spec[crec] != width[crec]) | (p.nd[rows] > width[crec])).any())
+        most = _record_max(p.crec, p.nd, b.cols.rows)  # a record's most drafts in one row
+        return bool((drafting & (((b.spec != width) & (most > 0)) | (most > width))).any())
 
     def outcome(self, r: int) -> Outcome:
         """The Outcome of plain record ``r``."""
@@ -450,6 +449,28 @@ class Run:
         buffer = self.device[start:start + int(self.d_len[r])].astype(device.dtype)
         return Outcome("ok", "", {"input_ids_device": buffer},
                        _accesses(record, self.plans.one(self.batch, r)))
+
+
+#: most drafts per row that :func:`scatter_drafts` writes a draft position at a time
+DRAFT_COLUMNS = 16
+
+
+def scatter_drafts(device: np.ndarray, slot: np.ndarray, drafts: np.ndarray,
+                   index: np.ndarray, count: np.ndarray, wraps: bool = True,
+                   columns: int = DRAFT_COLUMNS) -> None:
+    """``device[slot[i] + j] = drafts[index[i] + j]`` for ``j < count[i]``, each draft cast to
+    int32 as vLLM casts it (``wraps``: False when every draft fits in int32, no cast needed).
+    Up to ``columns`` drafts per row, one gather and one scatter per draft position over the
+    rows drafting that many (no index built per draft); else by runs."""
+    most = int(count.max(initial=0))
+    if most > columns:
+        ids = drafts[runs_from(index, count)]
+        device[runs_from(slot, count)] = ids.astype(np.int32) if wraps else ids
+        return
+    for j in range(most):
+        live = every(count > j)
+        ids = drafts[index[live] + j]
+        device[slot[live] + j] = ids.astype(np.int32) if wraps else ids
 
 
 def _record_rows(record: Record, slots: np.ndarray) -> np.ndarray:
@@ -464,8 +485,8 @@ def _start_buffers(b: Batch, p: _Plans, plain: np.ndarray, whole: bool
     """Each plain record's device buffer before the writes (the CPU staging where the plan
     copies it; ``whole``: the whole buffer, else its first ``total`` ids), end to end (int64);
     offsets and lengths."""
-    inputs, n_inputs = b.cols.flat("input_ids")
-    device, n_device = b.cols.flat("input_ids_device")
+    inputs, n_inputs = b.cols.flat("input_ids", widen=False)
+    device, n_device = b.cols.flat("input_ids_device", widen=False)
     has_device = b.cols.present("input_ids_device")
     size = np.where(has_device, n_device, n_inputs) if whole else b.total
     size = np.where(plain, size, 0)

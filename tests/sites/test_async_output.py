@@ -138,3 +138,54 @@ def test_previous_rows_by_table_and_by_search_are_prev_index_map(batch, search) 
     want = [prev_index_map(r).get(q, -1) for r in records for q in r["req_ids"]]
     assert got.tolist() == want
     assert known.tolist() == [w >= 0 for w in want]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10).flatmap(
+    lambda w: st.lists(st.lists(st.booleans(), min_size=w, max_size=w), max_size=20)
+    .map(lambda lines: np.array(lines, dtype=bool).reshape(len(lines), w))))
+def test_first_true_is_the_first_true_of_each_line(mask) -> None:
+    want = [line.index(True) if True in line else mask.shape[1] for line in mask.tolist()]
+    assert ao.first_true(mask).tolist() == want
+
+
+@st.composite
+def same_width_batches(draw):
+    """Records whose sampled rows all have one width (their sampled rows form one matrix),
+    vocabularies shared or not."""
+    k = draw(st.integers(1, 9))
+    vocab = draw(st.sampled_from([[V], [V, 7], [7, 3]]))
+    records = []
+    for _ in range(draw(st.integers(1, 4))):
+        n = draw(st.integers(0, 4))
+        sampled = [draw(st.lists(st.sampled_from([-1, 0, 6, 7, V - 1, V, -2]), min_size=k,
+                                 max_size=k)) for _ in range(draw(st.integers(1, 4)))]
+        outputs = [draw(st.lists(st.integers(0, 9), max_size=3)) + [-1] * draw(st.integers(0, 9))
+                   for _ in range(n)]
+        prev = {f"r{i}": draw(st.integers(0, 4)) for i in range(n) if draw(st.booleans())}
+        records.append(make(outputs, sampled, prev, vocab=draw(st.sampled_from(vocab))))
+    return records
+
+
+@settings(max_examples=300, deadline=None)
+@given(same_width_batches())
+def test_counts_on_the_sampled_matrix_are_the_counts_of_gathered_rows(records) -> None:
+    """Counted once per line of the sampled matrix, or per row on the rows gathered: the same
+    ids written; and a batch's run gives each record its own run's outcome and checks."""
+    batch = ao.Batch.of(records)
+    s = ao._select(batch)
+    assert s.lines is not None
+    for patched in (False, True):
+        gathered = ao._gathered_counts(s.ids, s.k, s.vocab, s.placeholders, s.groups, patched)
+        assert ao._counts(batch, s, patched).tolist() == gathered.tolist()
+        model = ao.patched if patched else ao.upstream
+        together = ao.run(batch, patched)
+        found = together.checks().findings()
+        # the ids written, as read from the rows before and after the call
+        rebuilt = ao.written(batch, *together.after(), together.status == 0)
+        assert together.writes().findings() == rebuilt.findings()
+        for i, (rec, outcome) in enumerate(zip(records, together.outcomes(), strict=True)):
+            alone = model(rec)
+            assert (outcome.status, outcome.outputs) == (alone.status, alone.outputs)
+            own = ao.run(ao.Batch.of([rec]), patched).checks().findings().get(0, [])
+            assert found.get(i, []) == own

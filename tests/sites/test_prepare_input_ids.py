@@ -133,3 +133,64 @@ def test_patched_never_reads_past_the_sampled_rows(rec) -> None:
     assert not [f for f in found if f["tensor"] == "prev_sampled_token_ids"]
     if outcome.status == "ok":
         assert outcome.outputs["input_ids_device"].dtype == np.int32
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3)), max_size=12), st.booleans(),
+       st.data())
+def test_drafts_scattered_a_position_at_a_time_are_the_per_draft_scatter(rows, wraps, data
+                                                                        ) -> None:
+    """``scatter_drafts`` writes what one assignment per draft writes, in both its forms (a
+    draft position at a time, and by runs), casting to int32 only when asked."""
+    count = np.array([n for n, _ in rows], dtype=np.int64)
+    gap = np.array([g for _, g in rows], dtype=np.int64)
+    slot = np.cumsum(count + gap) - count  # disjoint runs of slots, gaps between them
+    drafts = np.array(data.draw(st.lists(st.sampled_from([0, 7, -1, 2**31, 2**32 + 5, -2**40]),
+                                         min_size=8, max_size=8)), dtype=np.int64)
+    index = np.array(data.draw(st.lists(st.integers(0, 3), min_size=len(rows),
+                                        max_size=len(rows))), dtype=np.int64)
+    size = int((slot + count).max(initial=0))
+    want = np.full(size, -9, dtype=np.int64)
+    for i in range(len(rows)):
+        for j in range(int(count[i])):
+            value = drafts[index[i] + j]
+            want[slot[i] + j] = np.array([value]).astype(np.int32)[0] if wraps else value
+    for columns in (0, pii.DRAFT_COLUMNS):
+        got = np.full(size, -9, dtype=np.int64)
+        pii.scatter_drafts(got, slot, drafts, index, count, wraps, columns)
+        assert got.tolist() == want.tolist()
+
+
+def _keyed(found: list[dict]) -> list[tuple]:
+    return sorted((f["kind"], f["tensor"], f["row"], f["element"], f["value"]) for f in found)
+
+
+@st.composite
+def drafting_records(draw):
+    """Slow-path records that numpy runs (every read inside its tensor): rows with drafts
+    read at ``prev * spec + j`` from draft rows of another width, so that drafts may be
+    read from another request's row."""
+    n = draw(st.integers(1, 4))
+    drafts = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    cu = np.cumsum([1 + d for d in drafts]).tolist()
+    pp = draw(st.lists(st.integers(-1, 5), min_size=n, max_size=n))
+    width = draw(st.integers(1, 3))
+    return make(pp, list(range(6)), cu, drafts=drafts, ids=[0] * cu[-1],
+                spec=draw(st.integers(0, 3)),
+                draft_token_ids=np.arange(20 * width, dtype=np.int32).reshape(20, width))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(pii_records() | drafting_records(), min_size=1, max_size=4), st.booleans())
+def test_a_batch_finds_what_each_record_finds_alone(records, patched) -> None:
+    """The columnar run of several records (its shortcuts decided per batch: drafts that
+    cannot be misattributed, draft maxima) finds, per record, what the per-record checks
+    of the model's outcome find (misattributed drafts judged draft by draft)."""
+    from forensics.sites._common import RecordColumns
+
+    run = pii.run_batch(pii.prepare_columns(RecordColumns(records)), patched)
+    found = run.checks.findings()
+    model = pii.patched if patched else pii.upstream
+    for i, rec in enumerate(records):
+        alone = pii.outcome_checks(rec, model(rec)).findings().get(0, [])
+        assert _keyed(found.get(i, [])) == _keyed(alone)
