@@ -254,29 +254,9 @@ class Run:
         """The status per record (index into STATUSES)."""
         return self.selected.status
 
-    @property
-    def acc_rows(self) -> np.ndarray:
-        """The batch rows whose previous row is read."""
-        return self.selected.acc_rows
-
-    @property
-    def sel(self) -> np.ndarray:
-        """The batch rows written (records that did not fail)."""
-        return self.selected.sel
-
-    @property
-    def start(self) -> np.ndarray:
-        """Each written row's first trailing placeholder."""
-        return self.selected.start
-
-    @property
-    def base(self) -> np.ndarray:
-        """Flat position in ``sampled`` of each written row's sampled row."""
-        return self.selected.base
-
     def accesses(self) -> Checks:
         """The accesses as checks (tensor ``sampled_token_ids_cpu``)."""
-        b, rows = self.batch, self.acc_rows
+        b, rows = self.batch, self.selected.acc_rows
         rec = b.rec[rows]
         return Checks.of("sampled_token_ids_cpu", rec, b.local[rows], b.local[rows],
                          b.prev[rows], 0, b.s_rows[rec])
@@ -286,14 +266,14 @@ class Run:
         each row's sampled row at the row's trailing placeholders, except the ``-1`` ids (a
         placeholder written over a placeholder changes nothing). Equal to :func:`written` of
         the run's outputs, without building them."""
-        count = np.minimum(np.maximum(self.count, 0), self.selected.k)
-        taken = self.batch.sampled[runs_from(self.base, count)]
+        s = self.selected
+        count = np.minimum(np.maximum(self.count, 0), s.k)
+        taken = self.batch.sampled[runs_from(s.base, count)]
         if not (taken == -1).any():  # each row writes all the ids it takes
-            return _row_write_checks(self.batch, self.sel, self.start, count, taken)
-        ids = self.selected.ids
-        line, column = np.nonzero((np.arange(ids.shape[1]) < count[:, None]) & (ids != -1))
-        return _write_checks(self.batch, self.sel[line], self.start[line] + column,
-                             ids[line, column])
+            return _row_write_checks(self.batch, s.sel, s.start, count, taken)
+        line, column = np.nonzero((np.arange(s.ids.shape[1]) < count[:, None]) & (s.ids != -1))
+        return _write_checks(self.batch, s.sel[line], s.start[line] + column,
+                             s.ids[line, column])
 
     def checks(self) -> CheckList:
         """Every checked value: the accesses, then the ids written by ``ok`` records."""
@@ -301,15 +281,16 @@ class Run:
 
     def after(self) -> tuple[np.ndarray, np.ndarray]:
         """The rows after the call, end to end (meaningful for ``ok`` records)."""
-        return _rebuild(self.batch.values, self.batch.lengths, self.sel, self.start,
-                        self.count, self.base, self.batch.sampled)
+        b, s = self.batch, self.selected
+        return _rebuild(b.values, b.lengths, s.sel, s.start, self.count, s.base, b.sampled)
 
     def outcome(self, i: int, after: tuple[np.ndarray, np.ndarray] | None = None) -> Outcome:
         """The Outcome of record ``i`` (the records API; ``after``: :meth:`after`, computed
         when not given)."""
         b = self.batch
         rows = np.flatnonzero(b.rec == i)
-        mine = self.acc_rows[b.rec[self.acc_rows] == i]
+        acc_rows = self.selected.acc_rows
+        mine = acc_rows[b.rec[acc_rows] == i]
         access = Access("sampled_token_ids_cpu", b.local[mine], b.local[mine], b.prev[mine], 0,
                         int(b.s_rows[i]))
         if self.status[i] != 0:
