@@ -23,27 +23,14 @@ import traceback
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
-from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
-
-from forensics.errors import CaptureFormatError
 from forensics.probe.affinity import leave_engine_cores
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error, passed_on_message
 from forensics.probe.settings import Settings, process_tag
-from forensics.records import Record
-from forensics.validate import (
-    remember_signature,
-    site_field_specs,
-    validate_record,
-    value_signature,
-)
-
-if TYPE_CHECKING:
-    from forensics.probe.columns import Block
+from forensics.probe.writing import BatchWriter
 
 LOG = logging.getLogger("forensics.probe")
 _SEQ = attrgetter("seq")
@@ -262,87 +249,7 @@ class ProbeSession:
         return ready
 
     def _write(self, writer: Any, ready: list[PendingRecord]) -> int:
-        written = 0
-        from forensics.probe import columns  # pyarrow: loaded at the first write
-
-        blocks, others = columns.runs(ready) if hasattr(writer, "write_columns") \
-            else ([], ready)
-        for block in blocks:
-            written += self._write_block(writer, block)
-        written += self._append(writer, others)
-        try:
-            writer.flush()
-        except Exception as exc:
-            self._count("dropped", written)
-            self.error(exc, "flushing the capture")
-            return 0
-        self._count("written", written)
-        return written
-
-    def _write_block(self, writer: Any, block: Block) -> int:
-        """Write a block of records column-wise (see forensics.probe.columns); return how many
-        were written. A block the segment's schema cannot take goes record by record."""
-        from forensics.probe import columns
-
-        kept = columns.screened(block, self._reject)
-        if kept is None:
-            return 0
-        try:
-            columns.write_run(writer, kept)
-        except CaptureFormatError:  # the open segment has other columns: the writer merges
-            return self._append(writer, kept.pendings)
-        except Exception as exc:
-            self._count("dropped", kept.rows)
-            self.error(exc, f"writing {kept.rows} {kept.site} records")
-            return 0
-        return kept.rows
-
-    def _append(self, writer: Any, ready: list[PendingRecord]) -> int:
-        """Hand ``ready`` to the writer one record at a time; return how many it took.
-
-        Records of trusted values (:func:`_trusted`) take ``append(validated=True)``: the
-        site's columnar screen runs over all of them at once (per site and signature,
-        :func:`forensics.probe.columns.unflagged`) and ``validate_record`` only on those it
-        flags. The others get the writer's checked ``append``."""
-        from forensics.probe.columns import unflagged
-
-        taken: list[tuple[PendingRecord, Record, Any]] = []
-        for pending in ready:
-            try:
-                record = pending.to_record()
-                signature = value_signature(record)
-                taken.append((pending, record, signature if _trusted(record, signature)
-                              else None))
-            except Exception as exc:
-                self._reject(pending, exc)
-        trusted = [i for i, item in enumerate(taken) if item[2] is not None]
-        try:
-            passed = {trusted[i] for i in unflagged([taken[i][1:] for i in trusted])}
-        except Exception:  # a screen that cannot run: every trusted record checked singly
-            passed = set()
-        return sum(self._append_one(writer, *item, i in passed)
-                   for i, item in enumerate(taken))
-
-    def _append_one(self, writer: Any, pending: PendingRecord, record: Record, signature: Any,
-                    screened: bool) -> int:
-        """Append one record (see :meth:`_append`); 1 if the writer took it, else 0."""
-        try:
-            if signature is None:  # values taken from vLLM's Python state: checked append
-                writer.append(record)
-                return 1
-            if not screened:
-                validate_record(record, f"probe record of step {record.step}", typed=True,
-                                signature=signature)
-            writer.append(record, validated=True)
-            return 1
-        except Exception as exc:
-            self._reject(pending, exc)
-            return 0
-
-    def _reject(self, pending: PendingRecord, exc: Exception) -> None:
-        """Drop ``pending`` (it failed its checks or the writer refused it) with an event."""
-        self._count("dropped")
-        self.error(exc, f"appending a {pending.site} record (step {pending.step})")
+        return BatchWriter(writer, self.error, self._count).write(ready)
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -451,84 +358,6 @@ class ProbeSession:
 
 #: how long ``close()`` waits for the writer thread to end after its last flush
 WRITER_JOIN_SECONDS = 1.0
-
-#: per value signature: the list and dict fields to check per record, or None (not trusted)
-_TRUSTED: dict[tuple[Any, ...], tuple[tuple[str, str], ...] | None] = {}
-_CONTENT_KINDS = {"str_list": list, "opt_str_list": list, "index_map": dict, "ragged": list}
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def _trusted(record: Record, signature: tuple[Any, ...]) -> bool:
-    """True when every value of ``record`` is a numpy integer array of its field's rank, a
-    plain ``int`` (what the probe's own copies produce), a list of ``str`` (``None`` too where
-    the field allows it), a dict of ``str`` to int64 ``int`` or a list of lists of int64
-    ``int`` (request ids, the previous batch, output tails, read from vLLM's Python state:
-    their items are checked here, per record, in a few C-level passes), under a name of its
-    site's schema: such a record takes the writer's trusted ``append(validated=True)`` after
-    the typed check (names, required fields, cross-field checks). Anything else keeps the
-    writer's full checks. What the signature pins down (names, types, ranks) is answered once
-    per value ``signature``."""
-    checks = _TRUSTED.get(signature, _UNKNOWN)
-    if checks is _UNKNOWN:
-        checks = _content_checks(record)
-        remember_signature(_TRUSTED, signature, checks)
-    if checks is None:
-        return False
-    fields = record.fields
-    return all(_plain_items(kind, fields[name]) for name, kind in checks)
-
-
-_UNKNOWN: Any = object()
-
-
-def _content_checks(record: Record) -> tuple[tuple[str, str], ...] | None:
-    """The (name, kind) of the list and dict fields of ``record`` whose items must be checked
-    per record, or None when some value is of no trusted kind."""
-    if record.summary:
-        return None
-    try:
-        specs = site_field_specs(record.site)
-    except Exception:  # an unknown site: the checked append names it
-        return None
-    checks: list[tuple[str, str]] = []
-    for name, value in record.fields.items():
-        spec = specs.get(name)
-        if spec is None:
-            return None
-        if spec.kind == "tensor":
-            if (type(value) is not np.ndarray or value.dtype.kind not in "iu"
-                    or value.ndim != spec.ndim):
-                return None
-        elif type(value) is _CONTENT_KINDS.get(spec.kind):
-            checks.append((name, spec.kind))
-        elif spec.kind != "int" or type(value) is not int:
-            return None
-    return tuple(checks)
-
-
-def _plain_items(kind: str, value: Any) -> bool:
-    """True when the items of the list or dict ``value`` are what its ``kind`` stores as is:
-    strings (valid Unicode; ``None`` too in an ``opt_str_list``), and for an ``index_map``
-    int64 ``int`` values; for a ``ragged`` field, lists of int64 ``int``."""
-    if kind == "ragged":
-        return not set(map(type, value)) - {list} and _int64s(list(chain.from_iterable(value)))
-    if kind == "index_map" and not _int64s(list(value.values())):
-        return False
-    texts = [v for v in value if v is not None] if kind == "opt_str_list" else value
-    if set(map(type, texts)) - {str}:
-        return False
-    try:
-        "".join(texts).encode("utf-8")  # a lone surrogate cannot be stored
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _int64s(numbers: list[Any]) -> bool:
-    """True when every item of ``numbers`` is an ``int`` within int64."""
-    return not set(map(type, numbers)) - {int} and (not numbers or (
-        _INT64[0] <= min(numbers) and max(numbers) <= _INT64[1]))
-
 
 _DIST: Any = None
 
