@@ -149,16 +149,18 @@ class Copier:
 class Joined:
     """The values of several tensors of one call in one flat buffer of the carrier dtype.
 
-    ``data``: a host tensor, or a :class:`Deferred` pinned buffer (device tensors), or None
+    ``data``: a host tensor, or a :class:`Deferred` pinned buffer (device tensors), or a
+    numpy array (records rebuilt by the writer process, :mod:`forensics.probe.frames`), or None
     when the tensors could not be joined (then ``parts`` holds one copy per tensor, as
-    :meth:`Copier.take` gives them). ``plan`` maps the fields back (see :class:`JoinPlan`).
+    :meth:`Copier.take` gives them). ``plan`` maps the fields back (a :class:`JoinPlan`, or
+    the writer process's :class:`~forensics.probe.frames.ChildPlan`: dtypes and ratios).
     ``shapes``: each tensor's shape (a ``torch.Size``, or any tuple of ints). ``flat``: True
     when every tensor is known to be one-dimensional (each shape is its length alone).
     """
 
     __slots__ = ("data", "parts", "plan", "shapes", "flat")
 
-    def __init__(self, data: Any, plan: JoinPlan | None, shapes: tuple[Any, ...],
+    def __init__(self, data: Any, plan: Any, shapes: tuple[Any, ...],
                  parts: list[np.ndarray | Deferred] | None = None, *, flat: bool = False) -> None:
         self.data, self.plan, self.shapes, self.parts = data, plan, shapes, parts
         self.flat = flat
@@ -175,7 +177,10 @@ class Joined:
         if self.parts is not None:
             return [p.value() if isinstance(p, Deferred) else p for p in self.parts]
         data = self.data
-        flat = data.value() if type(data) is Deferred else data.detach().numpy()
+        if type(data) is Deferred:
+            flat = data.value()
+        else:  # a host tensor, or a numpy array (rebuilt by the writer process)
+            flat = data if type(data) is np.ndarray else data.detach().numpy()
         plan = self.plan
         assert plan is not None
         out, pos = [], 0

@@ -1,16 +1,24 @@
 """One probe per process: the step counter, the ring of pending records and the capture writer.
 
-Records wait in a ring (``VLLM_FORENSICS_RING`` records at most; the oldest are dropped and
-counted when it overflows). Every ``VLLM_FORENSICS_FLUSH_EVERY`` records, the wrapped call
-wakes the session's writer thread and returns: that thread hands the records whose device
-copies completed to the writer, without waiting for any event: records made only of joined
-copies column-wise (:mod:`forensics.probe.columns`: one Arrow batch per site and rank, the
-site's checks over the whole batch), the others one by one (trusted ``append(validated=True)``
-for records made only of the probe's own copies, the checked ``append`` otherwise); then it
-fsyncs them. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding)
-runs synchronously in the calling thread, after the batch the writer thread may be writing,
-and waits for the copies. The probe's own errors (in either thread) are counted and written
-as events; they never reach vLLM.
+By default the capture is written by a **writer process** (:mod:`forensics.probe.channel`,
+:mod:`forensics.probe.writer_process`), so that its Python never runs under the engine's
+interpreter lock: each record whose copies completed is framed into a shared-memory ring by
+the wrapped call itself (a few header fields and one ``memmove`` per joined buffer); records
+waiting for device copies wait in the session's ring (``FORENSICS_RING`` records at most; the
+oldest are dropped and counted when it overflows) and are framed at the next poke once their
+events completed (never waited for). Every ``FORENSICS_FLUSH_EVERY`` records the call pokes
+the writer process (one non-blocking write) and returns. A final flush (exit, SIGTERM, an
+exception in a wrapped call, a guard finding) waits for the copies, frames them, and waits
+(bounded) for the writer process's acknowledgement that the capture holds them, fsynced.
+If the writer process dies, the records it had not acknowledged are counted as dropped and
+the session goes on with the in-process writer below.
+
+The in-process writer (a ``writer_factory`` given, as tests do, or after the writer process
+was lost): every N records the call wakes the session's writer thread, which hands the
+records whose copies completed to :class:`~forensics.probe.writing.BatchWriter` (the one
+write path, also the writer process's). A final flush runs in the calling thread, after the
+batch the writer thread may be writing. The probe's own errors (in any thread or process)
+are counted and written as events; they never reach vLLM.
 """
 
 from __future__ import annotations
@@ -19,18 +27,19 @@ import logging
 import os
 import threading
 import time
-import traceback
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
+from forensics.probe import channel as channel_module
 from forensics.probe.affinity import leave_engine_cores
+from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error, passed_on_message
 from forensics.probe.settings import Settings, process_tag
-from forensics.probe.writing import BatchWriter
+from forensics.probe.writing import BatchWriter, error_text
 
 LOG = logging.getLogger("forensics.probe")
 _SEQ = attrgetter("seq")
@@ -48,16 +57,23 @@ def _default_writer(session: ProbeSession) -> Any:
 class ProbeSession:
     """The probe's state in one process (see the module docstring)."""
 
-    def __init__(self, settings: Settings, *, writer_factory: WriterFactory = _default_writer,
+    def __init__(self, settings: Settings, *, writer_factory: WriterFactory | None = None,
                  copier: Copier | None = None) -> None:
         self.settings = settings
         self.guard = settings.guard  #: guard mode (read at every recorded call)
         self.copier = copier or Copier()
         self.process = process_tag()
         self.runner: Any = None
-        self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0, "violations": 0}
-        self._writer_factory = writer_factory
+        self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0, "violations": 0,
+                       "timeouts": 0}
+        self._writer_factory = writer_factory or _default_writer
         self._writer: Any = None
+        #: records go to a writer process (else to the in-process writer and its thread)
+        self.framing = writer_factory is None and channel_module.available()
+        self._channel: WriterChannel | None = None
+        self._acked = Ack()  # the writer process's counts as last added to ``counts``
+        self._framer = 0  # the thread framing a record now (see ``busy``)
+        self._started_event = False
         self._step = -1
         self._rank: int | None = None
         self._rank_step, self._rank_guess = -2, 0  # a provisional rank and its step
@@ -119,8 +135,11 @@ class ProbeSession:
         return PendingRecord(site, self._step if self._step > 0 else 0, self.rank)
 
     def add(self, pending: PendingRecord, *, failed: bool = False) -> None:
-        """Queue a finished record; every N records wake the writer thread (the call returns
-        at once); flush at once, waiting, if ``failed``."""
+        """Queue a finished record; every N records poke the writer process (or wake the
+        writer thread; the call returns at once); flush at once, waiting, if ``failed``."""
+        if self.framing:
+            self._add_framed(pending, failed)
+            return
         if len(self._ring) >= self.settings.ring and self._requested > self._done:
             self.drain()  # the writer thread lags a whole ring behind: wait rather than drop
         with self._lock:
@@ -142,17 +161,25 @@ class ProbeSession:
 
     @property
     def busy(self) -> bool:
-        """True inside a flush of the calling thread: a signal handler must not re-enter it."""
-        return threading.get_ident() in self._flushers
+        """True inside a flush or a framing of the calling thread: a signal handler must not
+        re-enter it."""
+        me = threading.get_ident()
+        return me in self._flushers or self._framer == me
 
     def flush(self, *, wait: bool = False) -> int:
         """Write the records whose copies completed (all of them if ``wait``) now, in this
-        thread, after any batch the writer thread is writing; return how many were written."""
+        thread, after any batch the writer thread is writing; return how many were written.
+        With the writer process: frame them and poke it; with ``wait``, wait (bounded) for
+        its acknowledgement; return how many it wrote meanwhile."""
+        if self.framing:
+            return self._flush_framed(wait)
         return self._flush(wait, None)
 
     def drain(self, timeout: float | None = None) -> bool:
-        """Wait until the writer thread has written every batch asked of it so far; return
-        False on ``timeout``. Without a live writer thread, flush here instead."""
+        """Wait until the writer thread (or process) has written every batch asked of it so
+        far; return False on ``timeout``. Without a live writer thread, flush here instead."""
+        if self.framing:
+            return self._drain_framed(timeout)
         if not self._thread_alive():
             self.flush(wait=False)
             return True
@@ -190,6 +217,155 @@ class ProbeSession:
                 self._writing = False
                 self._flushers.discard(me)
                 self._cv.notify_all()
+
+    # -- the writer process ----------------------------------------------------------------
+    def _add_framed(self, pending: PendingRecord, failed: bool) -> None:
+        """:meth:`add` with the writer process: frame ``pending`` now, or queue it while its
+        device copies are in flight; poke every N records."""
+        with self._lock:
+            self._framer = threading.get_ident()
+            try:
+                self.counts["records"] += 1
+                pending.seq = self.counts["records"]
+                if pending.events:
+                    self._ring.append(pending)
+                    while len(self._ring) > self.settings.ring:
+                        self._ring.popleft()
+                        self.counts["dropped"] += 1
+                else:
+                    self._frame(pending)
+            finally:
+                self._framer = 0
+            self._since_flush += 1
+            due = self._since_flush >= self.settings.flush_every
+            if due:
+                self._since_flush = 0
+        if failed:
+            self.flush(wait=True)
+        elif due:
+            self._flush_framed(False)
+
+    def _frame(self, pending: PendingRecord) -> None:
+        """Frame a ready record into the ring (the lock held). A ring the writer process has
+        not freed: wait for it (bounded) once, then drop and count."""
+        try:
+            channel = self._new_channel()
+        except OSError as exc:  # no shared memory here: the in-process writer
+            self._writer_lost(exc)
+            self._ring.append(pending)
+            return
+        try:
+            if channel.put(pending) or (channel.started and channel.wait(RING_WAIT_SECONDS)
+                                        and channel.put(pending)):
+                return
+            self.counts["dropped"] += 1
+        except Exception as exc:  # a value that cannot cross: the record is dropped
+            self.counts["dropped"] += 1
+            self.error(exc, f"framing a {pending.site} record (step {pending.step})")
+
+    def _flush_framed(self, wait: bool) -> int:
+        """:meth:`flush` with the writer process."""
+        me = threading.get_ident()
+        with self._lock:
+            if self._closed:
+                return 0
+            self._flushers.add(me)
+            try:
+                for pending in self._take_ready(wait):
+                    self._frame(pending)
+                self._since_flush = len(self._ring)
+                channel = self._started_channel()
+                if channel is None:
+                    return 0
+                written = self.counts["written"]
+                done = channel.wait(FLUSH_SECONDS) if wait else channel.poke()
+                self._check_channel(channel, done, wait)
+                return self.counts["written"] - written
+            finally:
+                self._flushers.discard(me)
+
+    def _drain_framed(self, timeout: float | None) -> bool:
+        """:meth:`drain` with the writer process: wait for the last poke's acknowledgement."""
+        with self._lock:
+            channel = self._channel
+            if channel is None or not channel.started:
+                return True
+            done = channel.wait(FLUSH_SECONDS if timeout is None else timeout, poke=False)
+            self._check_channel(channel, done, False)
+            return done
+
+    def _new_channel(self) -> WriterChannel:
+        """The channel, its ring made at the first record (or the first in a forked copy of
+        this process); the writer process starts later (:meth:`_started_channel`)."""
+        channel = self._channel
+        if channel is None or channel.pid != os.getpid():
+            channel = self._channel = WriterChannel()
+        return channel
+
+    def _started_channel(self, *, create: bool = False) -> WriterChannel | None:
+        """The channel with its writer process started (at the first poke; it keeps a
+        ``probe_start`` event), or None when there is none (nothing framed yet unless
+        ``create``, or it could not start: the session then writes in process)."""
+        channel = self._new_channel() if create else self._channel
+        if channel is None or channel.started:
+            return channel
+        try:
+            from forensics.probe.manifest import build_manifest
+            from forensics.store.manifest import build_manifest as full_manifest
+
+            channel.start(str(self.settings.capture), self.process,
+                          full_manifest(build_manifest(self)))  # this process's versions
+        except Exception as exc:
+            self._writer_lost(exc)
+            return None
+        self._start_event()
+        return channel
+
+    def _check_channel(self, channel: WriterChannel, done: bool, waited: bool) -> None:
+        """Take the writer process's counts; a dead one is replaced by the in-process writer;
+        a wait that timed out is counted."""
+        alive = channel.read_acks() and channel.alive()
+        self._take_counts(channel)
+        if not alive:
+            self._writer_lost(None)
+        elif waited and not done:
+            self.counts["timeouts"] += 1
+
+    def _take_counts(self, channel: WriterChannel) -> None:
+        ack, last = channel.ack, self._acked
+        self.counts["written"] += ack.written - last.written
+        self.counts["dropped"] += ack.dropped - last.dropped
+        self.counts["errors"] += ack.errors - last.errors
+        self._acked = ack
+
+    def _writer_lost(self, exc: BaseException | None) -> None:
+        """The writer process died (or never started): count what it had not written as
+        dropped and go on with the in-process writer (and an event saying so)."""
+        channel, self._channel, self.framing = self._channel, None, False
+        lost = 0
+        if channel is not None:
+            channel.read_acks()
+            self._take_counts(channel)
+            lost = channel.framed - channel.ack.records
+            self.counts["dropped"] += lost
+            channel.close(timeout=1.0)
+        detail = error_text(exc) if exc is not None else "it ended"
+        LOG.warning("forensics probe: the writer process was lost (%s); %d records dropped, "
+                    "writing in this process from now on", detail, lost)
+        if self._open_writer() is not None:
+            self._event("probe_writer_lost", error=detail, dropped=lost)
+
+    def _close_channel(self) -> None:
+        """End the writer process once the last records and events were framed; what it did
+        not acknowledge is counted as dropped."""
+        channel, self._channel = self._channel, None
+        if channel is None or not channel.started:
+            return
+        done = channel.close()
+        self._take_counts(channel)
+        if not done:
+            self.counts["dropped"] += channel.framed - channel.ack.records
+            self.counts["timeouts"] += 1
 
     # -- the writer thread -----------------------------------------------------------------
     def _thread_alive(self) -> bool:
@@ -263,19 +439,25 @@ class ProbeSession:
         if self._writer is None:
             try:
                 self._writer = self._writer_factory(self)
-                self._event("probe_start", step=self._start_step, started=self.started,
-                            first_write_step=self.step, mode=self.settings.mode,
-                            sites=list(self.settings.sites), ring=self.settings.ring,
-                            flush_every=self.settings.flush_every)
+                self._start_event()
             except Exception as exc:
                 self.error(exc, f"opening the capture {self.settings.capture}")
         return self._writer
+
+    def _start_event(self) -> None:
+        """Keep the ``probe_start`` event, once per session."""
+        if not self._started_event:
+            self._started_event = True
+            self._event("probe_start", step=self._start_step, started=self.started,
+                        first_write_step=self.step, mode=self.settings.mode,
+                        sites=list(self.settings.sites), ring=self.settings.ring,
+                        flush_every=self.settings.flush_every)
 
     # -- errors and findings ---------------------------------------------------------------
     def error(self, exc: BaseException, where: str) -> None:
         """Count one of the probe's own errors and keep it as an event; never raises."""
         self._count("errors")
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        detail = error_text(exc)
         if not self._event("probe_error", where=where, error=detail,
                            errors=self.counts["errors"]) and not self._warned:
             self._warned = True
@@ -283,10 +465,13 @@ class ProbeSession:
                         where, detail)
 
     def _event(self, kind: str, **fields: Any) -> bool:
-        if self._writer is None:
+        channel = self._channel if self.framing else None
+        if self._writer is None and (channel is None or not channel.started):
             return False
         event = {"kind": kind, "time": time.time(), "pid": os.getpid(), "rank": self.rank,
                  "step": self.step, **fields}
+        if channel is not None:
+            return self._event_framed(channel, event)
         try:
             with self._event_lock:  # both threads keep events
                 self._writer.add_event(event)
@@ -294,13 +479,27 @@ class ProbeSession:
         except Exception:
             return False
 
+    def _event_framed(self, channel: WriterChannel, event: dict[str, Any]) -> bool:
+        """Frame ``event`` for the writer process and poke it (no wait)."""
+        from forensics.probe.frames import EVENT, blob
+
+        try:
+            with self._lock:
+                return channel.put_bytes(blob(EVENT, event)) and channel.poke()
+        except Exception:
+            return False
+
     def engine_failed(self, exc: BaseException, where: str) -> None:
         """An exception left vLLM's ``where``: keep it as an event and flush; never raises."""
         try:
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            detail = error_text(exc)[:2000]
             self.flush(wait=True)
-            self._open_writer()
-            self._event("engine_exception", where=where, error=detail[:2000])
+            with self._lock:
+                if self.framing:
+                    self._started_channel(create=True)
+                if not self.framing:  # the in-process writer, or the writer process lost
+                    self._open_writer()
+            self._event("engine_exception", where=where, error=detail)
         except Exception as inner:
             self._count("errors")
             LOG.warning("forensics probe: flushing after %s failed: %s", where, inner)
@@ -326,8 +525,8 @@ class ProbeSession:
             LOG.warning("%s", message)
 
     def close(self) -> None:
-        """Final flush (waits for copies and the writer thread's batch), a summary event, and
-        close the writer; the writer thread ends. Never raises."""
+        """Final flush (waits for copies and the writer's batch), a summary event, and close
+        the writer; the writer thread (or process) ends. Never raises."""
         with self._cv:
             if self._closed or self._stopping:
                 return
@@ -338,7 +537,9 @@ class ProbeSession:
             self._cv.wait_for(lambda: not self._writing)
             self._closed = True
         self._join_writer_thread()
-        self._event("probe_stop", **self.counts, **self.cpus)
+        self._event("probe_stop", **self.counts, **self.cpus)  # the writer process adds its CPUs
+        if self.framing:
+            self._close_channel()
         if self._writer is not None:
             try:
                 self._writer.close()
@@ -358,6 +559,10 @@ class ProbeSession:
 
 #: how long ``close()`` waits for the writer thread to end after its last flush
 WRITER_JOIN_SECONDS = 1.0
+#: how long a final flush waits for the writer process's acknowledgement
+FLUSH_SECONDS = 30.0
+#: how long a record waits for the writer process to free a full ring before it is dropped
+RING_WAIT_SECONDS = 5.0
 
 _DIST: Any = None
 

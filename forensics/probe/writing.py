@@ -11,6 +11,7 @@ reported. Used by the session's writer thread and by the writer process
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -201,3 +202,8 @@ def _int64s(numbers: list[Any]) -> bool:
     """True when every item of ``numbers`` is an ``int`` within int64."""
     return not set(map(type, numbers)) - {int} and (not numbers or (
         _INT64[0] <= min(numbers) and max(numbers) <= _INT64[1]))
+
+
+def error_text(exc: BaseException) -> str:
+    """One line naming ``exc``'s type and message, as events keep it."""
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()
