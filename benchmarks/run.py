@@ -394,13 +394,11 @@ class ProbeBench:
         from forensics.probe.reference import batch_change_reference
         from forensics.probe.session import ProbeSession
         from forensics.probe.settings import Settings
-        from forensics.store.writer import CaptureWriter
 
         capture = work / "probe.capture"
         self.hooks, self.call = hooks, batch_change_reference
-        self.session = ProbeSession(
-            Settings(directory=work, capture=capture, mode="record"),
-            writer_factory=lambda s: CaptureWriter(capture, process="probe"))
+        # the session's own writer, as in vLLM (a writer process where the code has one)
+        self.session = ProbeSession(Settings(directory=work, capture=capture, mode="record"))
         self.wrapped = hooks.wrap_batch_change(batch_change_reference)
         self.args = _batch_change_args(torch)
 

@@ -118,11 +118,12 @@ class WriterChannel:
             if not self.put_bytes(layout.announce):
                 return False
             self.layouts[(pending.site, parts)] = layout
-        size, lengths = frames.joined_size(layout, pending)
+        size, buffers, sizes = frames.joined_size(layout, pending)
         offset = self._room(size)
         if offset < 0:
             return False
-        frames.put_joined(self._address, self._view, offset, size, layout, pending, lengths)
+        frames.put_joined(self._address, self._view, offset, size, layout, pending, buffers,
+                          sizes)
         self.head += size
         self.framed += 1
         return True

@@ -23,6 +23,8 @@ from __future__ import annotations
 import ctypes
 import json
 import struct
+from itertools import chain
+from operator import mul
 from typing import Any
 
 import numpy as np
@@ -50,13 +52,12 @@ def padded(size: int) -> int:
 class Layout:
     """A ``JOINED`` layout: its number, the struct of its lengths and its ``LAYOUT`` frame."""
 
-    __slots__ = ("number", "lengths", "announce", "itemsizes", "ratios")
+    __slots__ = ("number", "lengths", "fixed", "announce")
 
     def __init__(self, number: int, site: str, parts: tuple[Any, ...]) -> None:
         self.number = number
         self.lengths = struct.Struct(f"<{sum(len(names) for names, _ in parts)}q")
-        self.itemsizes = tuple(plan.carrier.itemsize for _, plan in parts)
-        self.ratios = tuple(plan.ratios for _, plan in parts)
+        self.fixed = JOINED_HEAD.size + self.lengths.size  # the frame before its buffers
         self.announce = blob(LAYOUT, {"number": number, "site": site, "parts": [
             [list(names), [dtype.str for dtype in plan.dtypes], list(plan.ratios),
              plan.carrier.itemsize] for names, plan in parts]})
@@ -74,34 +75,27 @@ def joined_parts(pending: PendingRecord) -> tuple[Any, ...] | None:
     return tuple([(names, joined.plan) for names, joined in pending.joined])
 
 
-def joined_size(layout: Layout, pending: PendingRecord) -> tuple[int, list[int]]:
-    """The frame size of ``pending`` in ``layout`` and its tensors' lengths."""
-    lengths: list[int] = []
-    size = JOINED_HEAD.size + layout.lengths.size
-    for (_, joined), itemsize, ratios in zip(pending.joined, layout.itemsizes, layout.ratios,
-                                             strict=True):
-        count = 0
-        for shape, ratio in zip(joined.shapes, ratios, strict=True):
-            lengths.append(shape[0])
-            count += shape[0] * ratio
-        size += padded(count * itemsize)
-    return size, lengths
+def joined_size(layout: Layout, pending: PendingRecord) -> tuple[int, list[Any], list[int]]:
+    """The frame size of ``pending`` in ``layout``, its joined buffers (host tensors) and
+    their sizes in bytes."""
+    buffers = [joined.data for _, joined in pending.joined]
+    if Deferred in set(map(type, buffers)):
+        buffers = [b.buffer if type(b) is Deferred else b for b in buffers]
+    sizes = [b.nbytes for b in buffers]
+    return layout.fixed + sum(map(padded, sizes)), buffers, sizes
 
 
 def put_joined(address: int, view: memoryview, offset: int, size: int, layout: Layout,
-               pending: PendingRecord, lengths: list[int]) -> None:
+               pending: PendingRecord, buffers: list[Any], sizes: list[int]) -> None:
     """Write ``pending``'s ``JOINED`` frame of ``size`` bytes at ``offset`` of the ring
-    (``view``, whose memory starts at ``address``)."""
+    (``view``, whose memory starts at ``address``): the header, the tensors' lengths, and
+    each joined buffer by one ``memmove``."""
     JOINED_HEAD.pack_into(view, offset, size, JOINED, layout.number, pending.rank, pending.step)
-    at = offset + JOINED_HEAD.size
-    layout.lengths.pack_into(view, at, *lengths)
-    at += layout.lengths.size
-    for _, joined in pending.joined:
-        data = joined.data
-        if type(data) is Deferred:
-            data = data.buffer
-        nbytes = data.nbytes
-        ctypes.memmove(address + at, data.data_ptr(), nbytes)
+    layout.lengths.pack_into(view, offset + JOINED_HEAD.size, *chain.from_iterable(
+        chain.from_iterable([joined.shapes for _, joined in pending.joined])))
+    at = address + offset + layout.fixed
+    for buffer, nbytes in zip(buffers, sizes, strict=True):
+        ctypes.memmove(at, buffer.data_ptr(), nbytes)
         at += padded(nbytes)
 
 
@@ -155,11 +149,31 @@ class ChildPlan:
             raise FrameError("a layout whose plan does not add up")
 
 
+class ChildLayout:
+    """A ``LAYOUT`` as the writer process reads its ``JOINED`` frames: the site, the struct
+    of the lengths, and per joined copy (names, plan, first and last length, dtype)."""
+
+    __slots__ = ("site", "lengths", "parts")
+
+    def __init__(self, header: dict[str, Any]) -> None:
+        self.site = str(header["site"])
+        self.parts: list[tuple[tuple[str, ...], ChildPlan, int, int, np.dtype[Any]]] = []
+        first = 0
+        for names, dtypes, ratios, itemsize in header["parts"]:
+            plan = ChildPlan(dtypes, ratios, itemsize)
+            if len(names) != len(plan.dtypes):
+                raise FrameError("a layout whose names and dtypes differ in number")
+            self.parts.append((tuple(str(n) for n in names), plan, first, first + len(names),
+                               np.dtype(f"u{plan.itemsize}")))
+            first += len(names)
+        self.lengths = struct.Struct(f"<{first}q")
+
+
 class Decoder:
     """Reads frames back into records and events (the writer process keeps one)."""
 
     def __init__(self) -> None:
-        self.layouts: dict[int, tuple[str, list[tuple[tuple[str, ...], ChildPlan]], int]] = {}
+        self.layouts: dict[int, ChildLayout] = {}
 
     def frame(self, view: memoryview, offset: int) -> tuple[int, int, Any]:
         """The frame at ``offset``: (its length, its kind, a PendingRecord, an event dict or
@@ -169,11 +183,11 @@ class Decoder:
         length, kind = HEAD.unpack_from(view, offset)
         if length < HEAD.size or length % ALIGN or offset + length > len(view):
             raise FrameError(f"a frame of {length} bytes at {offset}")
-        frame = view[offset:offset + length]
         if kind == PAD:
             return length, kind, None
         if kind == JOINED:
-            return length, kind, self._joined(frame)
+            return length, kind, self._joined(view, offset, offset + length)
+        frame = view[offset:offset + length]
         if kind not in (LAYOUT, RECORD, EVENT):
             raise FrameError(f"a frame of unknown kind {kind} at {offset}")
         _, _, size = BLOB_HEAD.unpack_from(frame)
@@ -191,33 +205,28 @@ class Decoder:
         return length, kind, _record(header, frame, start + padded(size))
 
     def _layout(self, header: dict[str, Any]) -> None:
-        parts = [(tuple(str(n) for n in names), ChildPlan(dtypes, ratios, itemsize))
-                 for names, dtypes, ratios, itemsize in header["parts"]]
-        if any(len(names) != len(plan.dtypes) for names, plan in parts):
-            raise FrameError("a layout whose names and dtypes differ in number")
-        self.layouts[int(header["number"])] = (str(header["site"]), parts,
-                                               sum(len(names) for names, _ in parts))
+        self.layouts[int(header["number"])] = ChildLayout(header)
 
-    def _joined(self, frame: memoryview) -> PendingRecord:
-        _, _, number, rank, step = JOINED_HEAD.unpack_from(frame)
-        if number not in self.layouts:
+    def _joined(self, view: memoryview, offset: int, end: int) -> PendingRecord:
+        """The record of the ``JOINED`` frame from ``offset`` to ``end`` of ``view``: its
+        joined buffers are views of the ring (valid until the frame is acknowledged)."""
+        _, _, number, rank, step = JOINED_HEAD.unpack_from(view, offset)
+        layout = self.layouts.get(number)
+        if layout is None:
             raise FrameError(f"a record of layout {number}, never announced")
-        site, parts, count = self.layouts[number]
-        at = JOINED_HEAD.size
-        lengths = np.frombuffer(frame, np.int64, count, at).tolist()
-        at += 8 * count
-        pending = PendingRecord(site, step, rank)
-        first = 0
-        for names, plan in parts:
-            mine = lengths[first:first + len(names)]
-            first += len(names)
-            items = sum(n * r for n, r in zip(mine, plan.ratios, strict=True))
-            if min(mine, default=0) < 0 or at + items * plan.itemsize > len(frame):
+        lengths = layout.lengths.unpack_from(view, offset + JOINED_HEAD.size)
+        at = offset + JOINED_HEAD.size + layout.lengths.size
+        pending = PendingRecord(layout.site, step, rank)
+        joined = pending.joined
+        for names, plan, first, last, carrier in layout.parts:
+            mine = lengths[first:last]
+            items = sum(map(mul, mine, plan.ratios))
+            nbytes = items * plan.itemsize
+            if at + nbytes > end or (mine and min(mine) < 0):
                 raise FrameError("a joined copy past its frame's end")
-            data = np.frombuffer(frame, f"u{plan.itemsize}", items, at)
-            at += padded(items * plan.itemsize)
-            pending.joined.append((names, Joined(data, plan, tuple((n,) for n in mine),
-                                                 flat=True)))
+            joined.append((names, Joined(np.frombuffer(view, carrier, items, at), plan,
+                                         tuple(zip(mine)), flat=True)))
+            at += padded(nbytes)
         return pending
 
 

@@ -14,6 +14,7 @@ stdin: when the engine closed it or died, after writing what it was poked for.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import mmap
 import os
@@ -131,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     ring = memoryview(mmap.mmap(args.ring_fd, args.ring_bytes))
     writer = CaptureWriter(args.capture, json.loads(args.manifest), process=args.process)
     child = WriterChild(ring, writer, args.ack_fd, args.engine_pid, cpus)
+    gc.freeze()  # the collector skips what the imports made (a write's objects are acyclic)
     try:
         child.run(sys.stdin.fileno())
     finally:
