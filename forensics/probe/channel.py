@@ -32,8 +32,12 @@ from forensics.probe.copy import PendingRecord
 #: the child's acknowledgement: bytes done, records done, written, dropped, errors (its counts)
 ACK = struct.Struct("<5Q")
 POKE = struct.Struct("<Q")
-#: the ring's size in bytes (a sparse memfd: only what frames touch takes memory)
-RING_BYTES = 64 << 20
+#: the ring's size in bytes, mapped with its pages populated (a page the engine's thread
+#: touched first would cost it a fault); a small ring is recycled, hot, as the writer
+#: process frees it
+RING_BYTES = 16 << 20
+#: a block of records takes at most this share of the ring (a larger one is split)
+BLOCK_SHARE = 4
 #: how long the engine waits for the child to start reading before it counts it as dead
 CLOSE_SECONDS = 10.0
 
@@ -52,6 +56,25 @@ class Ack:
         self.done, self.records, self.written, self.dropped, self.errors = values
 
 
+class Ring:
+    """The shared memory: a ``memfd`` of ``size`` bytes (``fd``, handed to the child) mapped
+    here as a memoryview (``view``), int64 items (``ints``) and a torch uint8 tensor
+    (``tensor``, made outside inference mode so that any code may write into it)."""
+
+    def __init__(self, size: int) -> None:
+        import torch
+
+        self.torch = torch
+        self.fd = os.memfd_create("forensics-probe-ring", os.MFD_CLOEXEC)
+        os.ftruncate(self.fd, size)
+        self.map = mmap.mmap(self.fd, size, flags=mmap.MAP_SHARED | getattr(
+            mmap, "MAP_POPULATE", 0))
+        self.view = memoryview(self.map)
+        self.ints = np.frombuffer(self.map, np.int64)
+        with torch.inference_mode(False):
+            self.tensor = torch.frombuffer(self.map, dtype=torch.uint8)
+
+
 class WriterChannel:
     """A ring of ``size`` bytes and, once :meth:`start`\\ ed, the writer process reading it.
 
@@ -59,12 +82,8 @@ class WriterChannel:
     records framed so far. Not thread-safe: the session calls it under its lock."""
 
     def __init__(self, size: int = RING_BYTES) -> None:
+        self.ring = Ring(size)
         self.size = size
-        self._fd = os.memfd_create("forensics-probe-ring", os.MFD_CLOEXEC)
-        os.ftruncate(self._fd, size)
-        self._map = mmap.mmap(self._fd, size)
-        self._view = memoryview(self._map)
-        self._address = np.frombuffer(self._map, np.uint8).ctypes.data
         self.head = self.poked = self.framed = 0
         self.ack = Ack()
         self.layouts: dict[tuple[str, Any], frames.Layout] = {}
@@ -81,10 +100,10 @@ class WriterChannel:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "forensics.probe.writer_process", "--ring-fd",
-                 str(self._fd), "--ring-bytes", str(self.size), "--ack-fd", str(write),
+                 str(self.ring.fd), "--ring-bytes", str(self.size), "--ack-fd", str(write),
                  "--capture", capture, "--process", process, "--engine-pid",
                  str(os.getpid()), "--manifest", json.dumps(manifest, default=str)],
-                stdin=subprocess.PIPE, pass_fds=(self._fd, write), close_fds=True)
+                stdin=subprocess.PIPE, pass_fds=(self.ring.fd, write), close_fds=True)
         except BaseException:
             os.close(read)
             raise
@@ -105,28 +124,34 @@ class WriterChannel:
         return self.proc is not None and self.proc.poll() is None
 
     # -- frames ---------------------------------------------------------------------------
-    def put(self, pending: PendingRecord) -> bool:
-        """Frame ``pending`` (its copies completed) at the head; False when the ring has no
-        room for it (the caller counts the drop). Raises what encoding raises (a value JSON
-        cannot hold) for the caller to report."""
-        parts = frames.joined_parts(pending)
-        if parts is None:
-            return self.put_bytes(frames.record_blob(pending), record=True)
-        layout = self.layouts.get((pending.site, parts))
+    def put_block(self, parts: tuple[Any, ...], pendings: list[PendingRecord]) -> int:
+        """Frame ``pendings`` (ready records of one site whose joined copies are ``parts``:
+        :func:`~forensics.probe.frames.runs`) as ``BLOCK`` frames; return how many the ring
+        took (a block larger than a share of the ring is split)."""
+        key = (pendings[0].site, parts)
+        layout = self.layouts.get(key)
         if layout is None:
-            layout = frames.Layout(len(self.layouts), pending.site, parts)
+            layout = frames.Layout(len(self.layouts), pendings[0].site, parts)
             if not self.put_bytes(layout.announce):
-                return False
-            self.layouts[(pending.site, parts)] = layout
-        size, buffers, sizes = frames.joined_size(layout, pending)
+                return 0
+            self.layouts[key] = layout
+        size, buffers, nbytes = frames.block_size(layout, pendings)
+        if size > self.size // BLOCK_SHARE and len(pendings) > 1:
+            half = len(pendings) // 2
+            taken = self.put_block(parts, pendings[:half])
+            return taken + self.put_block(parts, pendings[half:]) if taken == half else taken
         offset = self._room(size)
         if offset < 0:
-            return False
-        frames.put_joined(self._address, self._view, offset, size, layout, pending, buffers,
-                          sizes)
+            return 0
+        frames.put_block(self.ring, offset, size, layout, pendings, buffers, nbytes)
         self.head += size
-        self.framed += 1
-        return True
+        self.framed += len(pendings)
+        return len(pendings)
+
+    def put_record(self, pending: PendingRecord) -> bool:
+        """Frame ``pending`` (its copies completed) as a ``RECORD`` frame; False when the
+        ring has no room. Raises what encoding raises (a value JSON cannot hold)."""
+        return self.put_bytes(frames.record_blob(pending), record=True)
 
     def put_bytes(self, frame: bytes, *, record: bool = False) -> bool:
         """Frame ready bytes (a ``RECORD``, ``LAYOUT`` or ``EVENT`` frame); False when the
@@ -134,7 +159,7 @@ class WriterChannel:
         offset = self._room(len(frame))
         if offset < 0:
             return False
-        self._view[offset:offset + len(frame)] = frame
+        self.ring.view[offset:offset + len(frame)] = frame
         self.head += len(frame)
         self.framed += record
         return True
@@ -150,7 +175,7 @@ class WriterChannel:
             if self.head + need - self.ack.done > self.size:
                 return -1
         if size > tail:
-            frames.HEAD.pack_into(self._view, offset, tail, frames.PAD)
+            frames.HEAD.pack_into(self.ring.view, offset, tail, frames.PAD)
             self.head += tail
             offset = 0
         return offset
@@ -235,5 +260,5 @@ class WriterChannel:
         if self._acks >= 0:
             os.close(self._acks)
             self._acks = -1
-        os.close(self._fd)  # the mapping stays valid until the channel is collected
+        os.close(self.ring.fd)  # the mapping stays valid until the channel is collected
         return done

@@ -3,11 +3,13 @@
 A frame is 8-byte aligned and starts with its length (``uint32``, header included) and its
 kind (``uint8``). The kinds:
 
-- ``JOINED``: a record made only of joined copies of one-dimensional tensors (the usual
-  ``batch_change`` record): a fixed header (layout number, rank, step), every tensor's length
-  (``int64``), then each joined buffer's bytes as they are. No Python object is made per
-  field: the engine's side copies each buffer with one ``memmove``.
-- ``LAYOUT``: announces a layout number before its first ``JOINED`` frame: the site, and per
+- ``BLOCK``: consecutive records of one site made only of joined copies of one-dimensional
+  tensors, with the same fields and dtypes (the usual ``batch_change`` record): a header
+  (layout number, record count), every record's step and rank and every tensor's length
+  (``int64``), then per joined copy all the records' buffers end to end. The engine's side
+  writes it at a poke, in a few numpy calls and one ``torch.cat`` per joined copy (straight
+  into the ring): nothing per record but reading its attributes.
+- ``LAYOUT``: announces a layout number before its first ``BLOCK`` frame: the site, and per
   joined copy the field names, numpy dtypes and carrier items per value (JSON).
 - ``RECORD``: any other record: a JSON header (site, step, rank, the plain Python values:
   ints, lists of strings, dicts, lists of lists) and each numpy array's bytes after it.
@@ -20,21 +22,20 @@ numbers, JSON and bytes, and numpy dtypes only of the numeric and boolean kinds.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import struct
 from itertools import chain
-from operator import mul
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from forensics.probe.copy import Deferred, Joined, PendingRecord
 
-PAD, JOINED, LAYOUT, RECORD, EVENT = 0, 1, 2, 3, 4
+PAD, BLOCK, LAYOUT, RECORD, EVENT = 0, 1, 2, 3, 4
 ALIGN = 8
 HEAD = struct.Struct("<IB3x")  # length, kind
-JOINED_HEAD = struct.Struct("<IBxHqq")  # length, kind, layout, rank, step
+BLOCK_HEAD = struct.Struct("<IBxHI4x")  # length, kind, layout, record count
 BLOB_HEAD = struct.Struct("<IB3xI4x")  # length, kind, JSON length (RECORD, LAYOUT, EVENT)
 ARRAY_KINDS = "biuf"  # numpy dtype kinds a RECORD frame may carry (the store checks them)
 
@@ -50,21 +51,22 @@ def padded(size: int) -> int:
 
 # -- the engine's side -----------------------------------------------------------------------
 class Layout:
-    """A ``JOINED`` layout: its number, the struct of its lengths and its ``LAYOUT`` frame."""
+    """A ``BLOCK`` layout: its number, its fields' count, each joined copy's carrier dtype
+    (torch's) and its ``LAYOUT`` frame."""
 
-    __slots__ = ("number", "lengths", "fixed", "announce")
+    __slots__ = ("number", "width", "carriers", "announce")
 
     def __init__(self, number: int, site: str, parts: tuple[Any, ...]) -> None:
         self.number = number
-        self.lengths = struct.Struct(f"<{sum(len(names) for names, _ in parts)}q")
-        self.fixed = JOINED_HEAD.size + self.lengths.size  # the frame before its buffers
+        self.width = sum(len(names) for names, _ in parts)
+        self.carriers = tuple(plan.carrier for _, plan in parts)
         self.announce = blob(LAYOUT, {"number": number, "site": site, "parts": [
             [list(names), [dtype.str for dtype in plan.dtypes], list(plan.ratios),
              plan.carrier.itemsize] for names, plan in parts]})
 
 
 def joined_parts(pending: PendingRecord) -> tuple[Any, ...] | None:
-    """The (names, plan) of each joined copy of ``pending`` when it can take a ``JOINED``
+    """The (names, plan) of each joined copy of ``pending`` when it can go in a ``BLOCK``
     frame (no other field, every copy joined into one buffer of one-dimensional tensors),
     else None."""
     if pending.fields or not pending.joined:
@@ -75,28 +77,60 @@ def joined_parts(pending: PendingRecord) -> tuple[Any, ...] | None:
     return tuple([(names, joined.plan) for names, joined in pending.joined])
 
 
-def joined_size(layout: Layout, pending: PendingRecord) -> tuple[int, list[Any], list[int]]:
-    """The frame size of ``pending`` in ``layout``, its joined buffers (host tensors) and
-    their sizes in bytes."""
-    buffers = [joined.data for _, joined in pending.joined]
-    if Deferred in set(map(type, buffers)):
-        buffers = [b.buffer if type(b) is Deferred else b for b in buffers]
-    sizes = [b.nbytes for b in buffers]
-    return layout.fixed + sum(map(padded, sizes)), buffers, sizes
+def runs(ready: list[PendingRecord]) -> list[tuple[Any, list[PendingRecord]]]:
+    """``ready`` in order, as (joined parts, records): consecutive records of one site and
+    the same :func:`joined_parts` together (a ``BLOCK`` frame), any other record alone
+    (parts None: a ``RECORD`` frame)."""
+    out: list[tuple[Any, list[PendingRecord]]] = []
+    last: Any = None
+    for pending in ready:
+        parts = joined_parts(pending)
+        key = None if parts is None else (pending.site, parts)
+        if key is not None and key == last:
+            out[-1][1].append(pending)
+        else:
+            out.append((parts, [pending]))
+        last = key
+    return out
 
 
-def put_joined(address: int, view: memoryview, offset: int, size: int, layout: Layout,
-               pending: PendingRecord, buffers: list[Any], sizes: list[int]) -> None:
-    """Write ``pending``'s ``JOINED`` frame of ``size`` bytes at ``offset`` of the ring
-    (``view``, whose memory starts at ``address``): the header, the tensors' lengths, and
-    each joined buffer by one ``memmove``."""
-    JOINED_HEAD.pack_into(view, offset, size, JOINED, layout.number, pending.rank, pending.step)
-    layout.lengths.pack_into(view, offset + JOINED_HEAD.size, *chain.from_iterable(
-        chain.from_iterable([joined.shapes for _, joined in pending.joined])))
-    at = address + offset + layout.fixed
-    for buffer, nbytes in zip(buffers, sizes, strict=True):
-        ctypes.memmove(at, buffer.data_ptr(), nbytes)
-        at += padded(nbytes)
+def block_size(layout: Layout, pendings: list[PendingRecord]
+               ) -> tuple[int, list[list[Any]], list[int]]:
+    """The ``BLOCK`` frame size of ``pendings``, each joined copy's buffers (host tensors)
+    and their bytes."""
+    parts: list[list[Any]] = []
+    for j in range(len(layout.carriers)):
+        buffers = [p.joined[j][1].data for p in pendings]
+        if Deferred in set(map(type, buffers)):
+            buffers = [b.buffer if type(b) is Deferred else b for b in buffers]
+        parts.append(buffers)
+    nbytes = [sum([b.nbytes for b in buffers]) for buffers in parts]
+    fixed = BLOCK_HEAD.size + 8 * len(pendings) * (2 + layout.width)
+    return fixed + sum(map(padded, nbytes)), parts, nbytes
+
+
+def put_block(ring: Any, offset: int, size: int, layout: Layout,
+              pendings: list[PendingRecord], parts: list[list[Any]], nbytes: list[int]) -> None:
+    """Write the ``BLOCK`` frame of ``pendings`` (``size`` bytes, :func:`block_size`) at
+    ``offset`` of ``ring`` (a :class:`Ring`): the header, steps, ranks and tensor lengths in
+    a few numpy calls, then each joined copy's buffers end to end by one ``torch.cat``."""
+    count = len(pendings)
+    BLOCK_HEAD.pack_into(ring.view, offset, size, BLOCK, layout.number, count)
+    at = (offset + BLOCK_HEAD.size) // 8
+    ints = ring.ints
+    ints[at:at + count] = np.fromiter(map(_STEP, pendings), np.int64, count)
+    ints[at + count:at + 2 * count] = np.fromiter(map(_RANK, pendings), np.int64, count)
+    at += 2 * count
+    width = count * layout.width
+    ints[at:at + width] = np.fromiter(chain.from_iterable(chain.from_iterable(
+        [joined.shapes for p in pendings for _, joined in p.joined])), np.int64, width)
+    at = (at + width) * 8
+    for buffers, count_bytes, carrier in zip(parts, nbytes, layout.carriers, strict=True):
+        ring.torch.cat(buffers, out=ring.tensor[at:at + count_bytes].view(carrier))
+        at += padded(count_bytes)
+
+
+_STEP, _RANK = attrgetter("step"), attrgetter("rank")
 
 
 def blob(kind: int, header: dict[str, Any], arrays: tuple[np.ndarray, ...] = ()) -> bytes:
@@ -150,10 +184,10 @@ class ChildPlan:
 
 
 class ChildLayout:
-    """A ``LAYOUT`` as the writer process reads its ``JOINED`` frames: the site, the struct
-    of the lengths, and per joined copy (names, plan, first and last length, dtype)."""
+    """A ``LAYOUT`` as the writer process reads its ``BLOCK`` frames: the site, the fields'
+    count, and per joined copy (names, plan, first and last field, carrier dtype)."""
 
-    __slots__ = ("site", "lengths", "parts")
+    __slots__ = ("site", "width", "parts")
 
     def __init__(self, header: dict[str, Any]) -> None:
         self.site = str(header["site"])
@@ -166,7 +200,7 @@ class ChildLayout:
             self.parts.append((tuple(str(n) for n in names), plan, first, first + len(names),
                                np.dtype(f"u{plan.itemsize}")))
             first += len(names)
-        self.lengths = struct.Struct(f"<{first}q")
+        self.width = first
 
 
 class Decoder:
@@ -185,8 +219,8 @@ class Decoder:
             raise FrameError(f"a frame of {length} bytes at {offset}")
         if kind == PAD:
             return length, kind, None
-        if kind == JOINED:
-            return length, kind, self._joined(view, offset, offset + length)
+        if kind == BLOCK:
+            return length, kind, self._block(view, offset, offset + length)
         frame = view[offset:offset + length]
         if kind not in (LAYOUT, RECORD, EVENT):
             raise FrameError(f"a frame of unknown kind {kind} at {offset}")
@@ -207,27 +241,38 @@ class Decoder:
     def _layout(self, header: dict[str, Any]) -> None:
         self.layouts[int(header["number"])] = ChildLayout(header)
 
-    def _joined(self, view: memoryview, offset: int, end: int) -> PendingRecord:
-        """The record of the ``JOINED`` frame from ``offset`` to ``end`` of ``view``: its
+    def _block(self, view: memoryview, offset: int, end: int) -> list[PendingRecord]:
+        """The records of the ``BLOCK`` frame from ``offset`` to ``end`` of ``view``: their
         joined buffers are views of the ring (valid until the frame is acknowledged)."""
-        _, _, number, rank, step = JOINED_HEAD.unpack_from(view, offset)
+        _, _, number, count = BLOCK_HEAD.unpack_from(view, offset)
         layout = self.layouts.get(number)
         if layout is None:
-            raise FrameError(f"a record of layout {number}, never announced")
-        lengths = layout.lengths.unpack_from(view, offset + JOINED_HEAD.size)
-        at = offset + JOINED_HEAD.size + layout.lengths.size
-        pending = PendingRecord(layout.site, step, rank)
-        joined = pending.joined
+            raise FrameError(f"a block of layout {number}, never announced")
+        at = offset + BLOCK_HEAD.size
+        if at + 8 * count * (2 + layout.width) > end:
+            raise FrameError("a block's lengths past its frame's end")
+        ints = np.frombuffer(view, np.int64, count * (2 + layout.width), at)
+        at += ints.nbytes
+        pendings = [PendingRecord(layout.site, step, rank) for step, rank in
+                    zip(ints[:count].tolist(), ints[count:2 * count].tolist(), strict=True)]
+        lengths = ints[2 * count:].reshape(count, layout.width)
+        if count and int(lengths.min()) < 0:
+            raise FrameError("a block with a negative length")
         for names, plan, first, last, carrier in layout.parts:
-            mine = lengths[first:last]
-            items = sum(map(mul, mine, plan.ratios))
-            nbytes = items * plan.itemsize
-            if at + nbytes > end or (mine and min(mine) < 0):
+            items = lengths[:, first:last] @ np.array(plan.ratios, dtype=np.int64)
+            ends = np.cumsum(items).tolist()
+            total = ends[-1] if ends else 0
+            if at + total * plan.itemsize > end:
                 raise FrameError("a joined copy past its frame's end")
-            joined.append((names, Joined(np.frombuffer(view, carrier, items, at), plan,
-                                         tuple(zip(mine)), flat=True)))
-            at += padded(nbytes)
-        return pending
+            data = np.frombuffer(view, carrier, total, at)
+            shapes = lengths[:, first:last].tolist()
+            start = 0
+            for pending, stop, shape in zip(pendings, ends, shapes, strict=True):
+                pending.joined.append((names, Joined(data[start:stop], plan,
+                                                     tuple(zip(shape)), flat=True)))
+                start = stop
+            at += padded(total * plan.itemsize)
+        return pendings
 
 
 def _record(header: dict[str, Any], frame: memoryview, at: int) -> PendingRecord:

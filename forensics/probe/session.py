@@ -34,6 +34,7 @@ from operator import attrgetter
 from typing import Any
 
 from forensics.probe import channel as channel_module
+from forensics.probe import frames
 from forensics.probe.affinity import leave_engine_cores
 from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
@@ -72,7 +73,6 @@ class ProbeSession:
         self.framing = writer_factory is None and channel_module.available()
         self._channel: WriterChannel | None = None
         self._acked = Ack()  # the writer process's counts as last added to ``counts``
-        self._framer = 0  # the thread framing a record now (see ``busy``)
         self._started_event = False
         self._step = -1
         self._rank: int | None = None
@@ -137,10 +137,9 @@ class ProbeSession:
     def add(self, pending: PendingRecord, *, failed: bool = False) -> None:
         """Queue a finished record; every N records poke the writer process (or wake the
         writer thread; the call returns at once); flush at once, waiting, if ``failed``."""
-        if self.framing:
-            self._add_framed(pending, failed)
-            return
-        if len(self._ring) >= self.settings.ring and self._requested > self._done:
+        framing = self.framing
+        if not framing and len(self._ring) >= self.settings.ring \
+                and self._requested > self._done:
             self.drain()  # the writer thread lags a whole ring behind: wait rather than drop
         with self._lock:
             self.counts["records"] += 1
@@ -156,15 +155,15 @@ class ProbeSession:
                 self._flush_upto = pending.seq
         if failed:
             self.flush(wait=True)
+        elif due and framing:
+            self._flush_framed(False)
         elif due:
             self._kick()
 
     @property
     def busy(self) -> bool:
-        """True inside a flush or a framing of the calling thread: a signal handler must not
-        re-enter it."""
-        me = threading.get_ident()
-        return me in self._flushers or self._framer == me
+        """True inside a flush of the calling thread: a signal handler must not re-enter it."""
+        return threading.get_ident() in self._flushers
 
     def flush(self, *, wait: bool = False) -> int:
         """Write the records whose copies completed (all of them if ``wait``) now, in this
@@ -219,49 +218,33 @@ class ProbeSession:
                 self._cv.notify_all()
 
     # -- the writer process ----------------------------------------------------------------
-    def _add_framed(self, pending: PendingRecord, failed: bool) -> None:
-        """:meth:`add` with the writer process: frame ``pending`` now, or queue it while its
-        device copies are in flight; poke every N records."""
-        with self._lock:
-            self._framer = threading.get_ident()
-            try:
-                self.counts["records"] += 1
-                pending.seq = self.counts["records"]
-                if pending.events:
-                    self._ring.append(pending)
-                    while len(self._ring) > self.settings.ring:
-                        self._ring.popleft()
-                        self.counts["dropped"] += 1
-                else:
-                    self._frame(pending)
-            finally:
-                self._framer = 0
-            self._since_flush += 1
-            due = self._since_flush >= self.settings.flush_every
-            if due:
-                self._since_flush = 0
-        if failed:
-            self.flush(wait=True)
-        elif due:
-            self._flush_framed(False)
-
-    def _frame(self, pending: PendingRecord) -> None:
-        """Frame a ready record into the ring (the lock held). A ring the writer process has
-        not freed: wait for it (bounded) once, then drop and count."""
-        try:
-            channel = self._new_channel()
-        except OSError as exc:  # no shared memory here: the in-process writer
-            self._writer_lost(exc)
-            self._ring.append(pending)
+    def _frame(self, ready: list[PendingRecord]) -> None:
+        """Frame ready records into the ring (the lock held): runs of joined records as
+        blocks, the others one by one. A ring the writer process has not freed: wait for it
+        (bounded) once, then drop and count."""
+        if not ready:
             return
         try:
-            if channel.put(pending) or (channel.started and channel.wait(RING_WAIT_SECONDS)
-                                        and channel.put(pending)):
-                return
-            self.counts["dropped"] += 1
+            channel = self._new_channel()
+        except Exception as exc:  # no shared memory here: the in-process writer
+            self._writer_lost(exc)
+            self._ring.extendleft(reversed(ready))
+            return
+        for parts, run in frames.runs(ready):
+            taken = self._put(channel, parts, run)
+            if taken < len(run) and channel.started and channel.wait(RING_WAIT_SECONDS):
+                taken += self._put(channel, parts, run[taken:])
+            self.counts["dropped"] += len(run) - taken
+
+    def _put(self, channel: WriterChannel, parts: Any, run: list[PendingRecord]) -> int:
+        """Frame one run (:func:`~forensics.probe.frames.runs`); how many records it took."""
+        try:
+            if parts is not None:
+                return channel.put_block(parts, run)
+            return int(channel.put_record(run[0]))
         except Exception as exc:  # a value that cannot cross: the record is dropped
-            self.counts["dropped"] += 1
-            self.error(exc, f"framing a {pending.site} record (step {pending.step})")
+            self.error(exc, f"framing a {run[0].site} record (step {run[0].step})")
+            return 0
 
     def _flush_framed(self, wait: bool) -> int:
         """:meth:`flush` with the writer process."""
@@ -271,8 +254,7 @@ class ProbeSession:
                 return 0
             self._flushers.add(me)
             try:
-                for pending in self._take_ready(wait):
-                    self._frame(pending)
+                self._frame(self._take_ready(wait))
                 self._since_flush = len(self._ring)
                 channel = self._started_channel()
                 if channel is None:

@@ -70,7 +70,10 @@ class WriterChild:
                 self.done = head
                 break
             self.done += length
-            if kind in (frames.JOINED, frames.RECORD):
+            if kind == frames.BLOCK and item:
+                pendings.extend(item)
+                self._where = (item[-1].rank, item[-1].step)
+            elif kind == frames.RECORD:
                 pendings.append(item)
                 self._where = (item.rank, item.step)
             elif kind == frames.EVENT:
