@@ -70,7 +70,8 @@ class ProbeSession:
         self._writer_factory = writer_factory or _default_writer
         self._writer: Any = None
         #: records go to a writer process (else to the in-process writer and its thread)
-        self.framing = writer_factory is None and channel_module.available()
+        self.framing = writer_factory is None and settings.writer == "process" \
+            and channel_module.available()
         self._channel: WriterChannel | None = None
         self._acked = Ack()  # the writer process's counts as last added to ``counts``
         self._started_event = False

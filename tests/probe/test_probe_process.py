@@ -78,6 +78,16 @@ def test_the_writer_process_writes_the_bytes_of_the_in_process_writer(
         assert loaded[1]["prev_req_id_to_index"] == {"a": 0, "z": 1}
 
 
+def test_the_thread_writer_setting_keeps_the_capture_in_process(tmp_path: Path) -> None:
+    path = tmp_path / "thread.capture"
+    session = ProbeSession(make_settings(tmp_path, capture=path, writer="thread"))
+    assert not session.framing
+    record(session, CALLS[:3])
+    session.close()
+    assert session._channel is None and session.counts["written"] == 3
+    assert len(list(forensics.load(path))) == 3
+
+
 def test_device_copies_cross_once_their_event_completed(tmp_path: Path) -> None:
     """Records waiting for a device copy stay in the session's ring, never waited for in
     record mode, and are framed at the first flush after their events completed."""
