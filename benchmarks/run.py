@@ -401,8 +401,11 @@ class ProbeBench:
 
         capture = work / "probe.capture"
         self.hooks, self.call = hooks, batch_change_reference
-        # the session's own writer, as in vLLM (a writer process where the code has one)
-        self.session = ProbeSession(Settings(directory=work, capture=capture, mode="record"))
+        # the session's own writer, as in vLLM (a writer process where the code has one);
+        # $FORENSICS_WRITER picks it where the code has the setting
+        writer = os.environ.get("FORENSICS_WRITER", "").strip().lower()
+        self.session = ProbeSession(Settings(directory=work, capture=capture, mode="record",
+                                             **({"writer": writer} if writer else {})))
         self.wrapped = hooks.wrap_batch_change(batch_change_reference)
         self.args = _batch_change_args(torch)
 
