@@ -404,8 +404,10 @@ class ProbeBench:
         # the session's own writer, as in vLLM (a writer process where the code has one);
         # $FORENSICS_WRITER picks it where the code has the setting
         writer = os.environ.get("FORENSICS_WRITER", "").strip().lower()
+        chosen = {"writer": writer} if writer and "writer" in Settings.__dataclass_fields__ \
+            else {}
         self.session = ProbeSession(Settings(directory=work, capture=capture, mode="record",
-                                             **({"writer": writer} if writer else {})))
+                                             **chosen))
         self.wrapped = hooks.wrap_batch_change(batch_change_reference)
         self.args = _batch_change_args(torch)
 
