@@ -1,22 +1,23 @@
 """One probe per process: the step counter, the ring of pending records and the capture writer.
 
-By default the capture is written by a **writer process** (:mod:`forensics.probe.channel`,
-:mod:`forensics.probe.writer_process`), so that its Python never runs under the engine's
-interpreter lock: each record whose copies completed is framed into a shared-memory ring by
-the wrapped call itself (a few header fields and one ``memmove`` per joined buffer); records
-waiting for device copies wait in the session's ring (``FORENSICS_RING`` records at most; the
-oldest are dropped and counted when it overflows) and are framed at the next poke once their
-events completed (never waited for). Every ``FORENSICS_FLUSH_EVERY`` records the call pokes
-the writer process (one non-blocking write) and returns. A final flush (exit, SIGTERM, an
-exception in a wrapped call, a guard finding) waits for the copies, frames them, and waits
-(bounded) for the writer process's acknowledgement that the capture holds them, fsynced.
-If the writer process dies, the records it had not acknowledged are counted as dropped and
-the session goes on with the in-process writer below.
+By default (``FORENSICS_WRITER=process``) the capture is written by a **writer process**
+(:mod:`forensics.probe.channel`, :mod:`forensics.probe.writer_process`), so that its Python
+never runs under the engine's interpreter lock. Records wait in the session's ring
+(``FORENSICS_RING`` records at most; the oldest are dropped and counted when it overflows).
+Every ``FORENSICS_FLUSH_EVERY`` records the wrapped call frames the records whose copies
+completed (``event.query()``, never a wait) into a shared-memory ring (runs of joined records
+as blocks: :mod:`forensics.probe.frames`), pokes the writer process (one non-blocking write)
+and returns. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding)
+waits for the copies, frames them, and waits (bounded) for the writer process's
+acknowledgement that the capture holds them, fsynced. If the writer process dies, the records
+it had not acknowledged are counted as dropped and the session goes on with the in-process
+writer below.
 
-The in-process writer (a ``writer_factory`` given, as tests do, or after the writer process
-was lost): every N records the call wakes the session's writer thread, which hands the
-records whose copies completed to :class:`~forensics.probe.writing.BatchWriter` (the one
-write path, also the writer process's). A final flush runs in the calling thread, after the
+The in-process writer (``FORENSICS_WRITER=thread``, a ``writer_factory`` given, as tests do,
+or after the writer process was lost): every N records the call wakes the session's writer
+thread, which hands the records whose copies completed to
+:class:`~forensics.probe.writing.BatchWriter` (the one write path, also the writer
+process's). A final flush runs in the calling thread, after the
 batch the writer thread may be writing. The probe's own errors (in any thread or process)
 are counted and written as events; they never reach vLLM.
 """
