@@ -140,6 +140,9 @@ class ProbeSession:
         """Queue a finished record; every N records poke the writer process (or wake the
         writer thread; the call returns at once); flush at once, waiting, if ``failed``."""
         framing = self.framing
+        if framing and self._channel is None:
+            self._launch()
+            framing = self.framing
         if not framing and len(self._ring) >= self.settings.ring \
                 and self._requested > self._done:
             self.drain()  # the writer thread lags a whole ring behind: wait rather than drop
@@ -286,23 +289,35 @@ class ProbeSession:
             channel = self._channel = WriterChannel()
         return channel
 
-    def _started_channel(self, *, create: bool = False) -> WriterChannel | None:
-        """The channel with its writer process started (at the first poke; it keeps a
-        ``probe_start`` event), or None when there is none (nothing framed yet unless
-        ``create``, or it could not start: the session then writes in process)."""
-        channel = self._new_channel() if create else self._channel
-        if channel is None or channel.started:
-            return channel
-        try:
-            from forensics.probe.manifest import build_manifest
-            from forensics.store.manifest import build_manifest as full_manifest
+    def _launch(self) -> None:
+        """Start the writer process at the first record (the lock taken), so that its
+        start (its imports) is over by the first poke; never raises."""
+        with self._lock:
+            try:
+                self._started_channel(create=True, announce=False)
+            except Exception as exc:  # no shared memory here: the in-process writer
+                self._writer_lost(exc)
 
-            channel.start(str(self.settings.capture), self.process,
-                          full_manifest(build_manifest(self)))  # this process's versions
-        except Exception as exc:
-            self._writer_lost(exc)
+    def _started_channel(self, *, create: bool = False,
+                         announce: bool = True) -> WriterChannel | None:
+        """The channel with its writer process started, or None when there is none (nothing
+        framed yet unless ``create``, or it could not start: the session then writes in
+        process). With ``announce`` (the first poke) keep the ``probe_start`` event once."""
+        channel = self._new_channel() if create else self._channel
+        if channel is None:
             return None
-        self._start_event()
+        if not channel.started:
+            try:
+                from forensics.probe.manifest import build_manifest
+                from forensics.store.manifest import build_manifest as full_manifest
+
+                channel.start(str(self.settings.capture), self.process,
+                              full_manifest(build_manifest(self)))  # this process's versions
+            except Exception as exc:
+                self._writer_lost(exc)
+                return None
+        if announce:
+            self._start_event()
         return channel
 
     def _check_channel(self, channel: WriterChannel, done: bool, waited: bool) -> None:
