@@ -9,7 +9,8 @@ many wrapped calls recording into a real capture, its writer thread working mean
 under ``torch.inference_mode()``, as in vLLM). Prints,
 per code, the medians over rounds of the added cost per call: wall clock, the calling thread's
 CPU and the process's CPU (writer thread included), in microseconds; and the median of the
-per-round differences new - old (the rounds are paired in time).
+per-round differences new - old (the rounds are paired in time). A writer process's CPU per
+call, over all rounds (its start included), is under ``counts``.
 """
 
 from __future__ import annotations
@@ -44,9 +45,12 @@ def worker(root: str) -> None:
         plain, probed = probe.round()
         added = [(p - q) / bench.PROBE_ROUND * 1e6 for p, q in zip(probed, plain, strict=True)]
         print(json.dumps(added), flush=True)
+    writer_cpu, calls = probe.writer_process_cpu(), session.counts["records"]
     session.close()
     print(json.dumps({"written": session.counts["written"],
-                      "dropped": session.counts["dropped"]}), flush=True)
+                      "dropped": session.counts["dropped"],
+                      "writer_process_cpu_us_per_call": writer_cpu / max(calls, 1) * 1e6}),
+          flush=True)
 
 
 def compare(roots: dict[str, str], rounds: int) -> dict[str, Any]:

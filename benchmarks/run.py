@@ -354,7 +354,9 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
     (wall clock, plus the final ``close()`` spread over the calls) and
     ``probe_cpu_us_per_call`` (the calling thread's CPU alone, ``time.thread_time``: what the
     engine's own thread pays). ``probe_process_cpu_us_per_call`` adds the writer thread's CPU
-    (``time.process_time``). The calls run under ``torch.inference_mode()``, as in vLLM.
+    (``time.process_time``); ``probe_writer_process_cpu_us_per_call`` is the writer
+    process's CPU over all the calls (start included), where the code has one. The calls run
+    under ``torch.inference_mode()``, as in vLLM.
     Falls back to ``CaptureWriter.append`` when the probe is missing."""
     try:
         bench = ProbeBench(work)
@@ -368,9 +370,10 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
         p, q = bench.round()
         plain.append(p)
         probed.append(q)
+    total_calls = rounds * PROBE_ROUND
+    writer_cpu = bench.writer_process_cpu()
     close = _round(session.close, 1)
     per_call = [(_median(probed, i) - _median(plain, i)) / PROBE_ROUND * 1e6 for i in range(3)]
-    total_calls = rounds * PROBE_ROUND
     return {"plain_seconds": sum(r[0] for r in plain), "probe_calls": total_calls,
             "probe_rounds": rounds, "probe_seconds": sum(r[0] for r in probed) + close[0],
             "probe_close_seconds": close[0], "probe_written": session.counts["written"],
@@ -379,7 +382,8 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
             "probe_us_per_call": max(per_call[0] + close[0] / total_calls * 1e6, 0.0),
             "probe_cpu_us_per_call": max(per_call[1], 0.0),
             "probe_process_cpu_us_per_call": max(per_call[2] + close[2] / total_calls * 1e6,
-                                                 0.0)}
+                                                 0.0),
+            "probe_writer_process_cpu_us_per_call": writer_cpu / total_calls * 1e6}
 
 
 class ProbeBench:
@@ -394,15 +398,28 @@ class ProbeBench:
         from forensics.probe.reference import batch_change_reference
         from forensics.probe.session import ProbeSession
         from forensics.probe.settings import Settings
-        from forensics.store.writer import CaptureWriter
 
         capture = work / "probe.capture"
         self.hooks, self.call = hooks, batch_change_reference
-        self.session = ProbeSession(
-            Settings(directory=work, capture=capture, mode="record"),
-            writer_factory=lambda s: CaptureWriter(capture, process="probe"))
+        # the session's own writer, as in vLLM (a writer process where the code has one);
+        # $FORENSICS_WRITER picks it where the code has the setting
+        writer = os.environ.get("FORENSICS_WRITER", "").strip().lower()
+        chosen = {"writer": writer} if writer and "writer" in Settings.__dataclass_fields__ \
+            else {}
+        self.session = ProbeSession(Settings(directory=work, capture=capture, mode="record",
+                                             **chosen))
         self.wrapped = hooks.wrap_batch_change(batch_change_reference)
         self.args = _batch_change_args(torch)
+
+    def writer_process_cpu(self) -> float:
+        """CPU seconds of the session's writer process so far (its start included; 10 ms
+        ticks of ``/proc``), 0 without one (the code before it wrote in a thread)."""
+        proc: Any = getattr(getattr(self.session, "_channel", None), "proc", None)
+        try:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (AttributeError, OSError):
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def round(self) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
         """One round of plain calls, then one of probed calls (see :func:`_round`)."""

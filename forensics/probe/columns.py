@@ -167,10 +167,13 @@ def _zeros(n: int) -> np.ndarray:
 
 def _joined_values(copies: list[Any]) -> np.ndarray:
     """The joined buffers of ``copies`` (:class:`~forensics.probe.copy.Joined`) end to end:
-    one ``torch.cat``, which works without the interpreter lock."""
+    one ``np.concatenate`` of the writer process's numpy buffers, else one ``torch.cat``,
+    which works without the interpreter lock."""
+    datas = [c.data for c in copies]
+    if type(datas[0]) is np.ndarray:
+        return np.concatenate(datas)
     import torch
 
-    datas = [c.data for c in copies]
     if Deferred in set(map(type, datas)):
         datas = [d.buffer if type(d) is Deferred else d for d in datas]
     return torch.cat(datas).detach().numpy()

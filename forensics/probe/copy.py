@@ -100,8 +100,9 @@ class Copier:
         result tells that every tensor was one-dimensional (``Joined.flat``: ``torch.cat``
         joins tensors of one rank only, or skips an empty ``(0,)``)."""
         plan = _join_plan(tuple(map(_DTYPE, tensors)))
+        shapes = tuple(map(_SHAPE, tensors))
         if plan is None:
-            return Joined(None, None, tuple(map(_SHAPE, tensors)), self.take_all(tensors))
+            return Joined(None, None, shapes, self.take_all(tensors))
         try:
             if plan.views:
                 parts = list(tensors)
@@ -110,32 +111,18 @@ class Copier:
                 data = _TORCH.cat(parts)
             else:
                 data = _TORCH.cat(tensors)
-        except RuntimeError:  # other dimensions, strides or devices: the general way
-            return self._join_flat(tensors, plan)
-        if data.ndim != 1:  # tensors of several dimensions joined along the first one
-            return self._joined(data.reshape(-1), plan, tuple(map(_SHAPE, tensors)))
+        except RuntimeError:  # other dimensions, strides or devices: each flattened
+            data = _cat_flat(tensors, plan)
+            if data is None:  # tensors on different devices: one by one
+                return Joined(None, None, shapes, self.take_all(tensors))
+            flat = set(map(len, shapes)) == {1}
+        else:
+            flat = data.ndim == 1
+            if not flat:  # tensors of several dimensions joined along the first one
+                data = data.reshape(-1)
         if self._real and data.is_cpu:  # host tensors: the joined copy is the record's
-            return Joined(data, plan, tuple(map(_SHAPE, tensors)), flat=True)
-        return self._joined(data, plan, tuple(map(_SHAPE, tensors)), flat=True)
-
-    def _join_flat(self, tensors: Sequence[torch.Tensor], plan: JoinPlan) -> Joined:
-        """:meth:`join` of tensors ``torch.cat`` refuses as they are: each flattened (a copy
-        only where needed); one by one when they are on different devices."""
-        shapes = tuple(map(_SHAPE, tensors))
-        parts = [_flat_as(t.reshape(-1), plan.carrier) for t in tensors]
-        try:
-            data = _TORCH.cat(parts)
-        except RuntimeError:  # tensors on different devices
-            return Joined(None, None, shapes, self.take_all(tensors))
-        return self._joined(data, plan, shapes, flat=set(map(len, shapes)) == {1})
-
-    def _joined(self, data: torch.Tensor, plan: JoinPlan, shapes: tuple[Any, ...], *,
-                flat: bool = False) -> Joined:
-        """The :class:`Joined` of a joined copy ``data``: as it is on the host, else a
-        non-blocking copy into pinned memory."""
-        if self._real and data.is_cpu:
             return Joined(data, plan, shapes, flat=flat)
-        taken = self.take(data)
+        taken = self.take(data)  # device tensors: a non-blocking copy into pinned memory
         return Joined(taken if type(taken) is Deferred else _TORCH.from_numpy(taken), plan,
                       shapes, flat=flat)
 
@@ -149,16 +136,18 @@ class Copier:
 class Joined:
     """The values of several tensors of one call in one flat buffer of the carrier dtype.
 
-    ``data``: a host tensor, or a :class:`Deferred` pinned buffer (device tensors), or None
+    ``data``: a host tensor, or a :class:`Deferred` pinned buffer (device tensors), or a
+    numpy array (records rebuilt by the writer process, :mod:`forensics.probe.frames`), or None
     when the tensors could not be joined (then ``parts`` holds one copy per tensor, as
-    :meth:`Copier.take` gives them). ``plan`` maps the fields back (see :class:`JoinPlan`).
+    :meth:`Copier.take` gives them). ``plan`` maps the fields back (a :class:`JoinPlan`, or
+    the writer process's :class:`~forensics.probe.frames.ChildPlan`: dtypes and ratios).
     ``shapes``: each tensor's shape (a ``torch.Size``, or any tuple of ints). ``flat``: True
     when every tensor is known to be one-dimensional (each shape is its length alone).
     """
 
     __slots__ = ("data", "parts", "plan", "shapes", "flat")
 
-    def __init__(self, data: Any, plan: JoinPlan | None, shapes: tuple[Any, ...],
+    def __init__(self, data: Any, plan: Any, shapes: tuple[Any, ...],
                  parts: list[np.ndarray | Deferred] | None = None, *, flat: bool = False) -> None:
         self.data, self.plan, self.shapes, self.parts = data, plan, shapes, parts
         self.flat = flat
@@ -175,7 +164,10 @@ class Joined:
         if self.parts is not None:
             return [p.value() if isinstance(p, Deferred) else p for p in self.parts]
         data = self.data
-        flat = data.value() if type(data) is Deferred else data.detach().numpy()
+        if type(data) is Deferred:
+            flat = data.value()
+        else:  # a host tensor, or a numpy array (rebuilt by the writer process)
+            flat = data if type(data) is np.ndarray else data.detach().numpy()
         plan = self.plan
         assert plan is not None
         out, pos = [], 0
@@ -238,6 +230,15 @@ def _join_plan(dtypes: tuple[Any, ...]) -> JoinPlan | None:
 
 _MISSING = object()
 _PLANS: dict[tuple[Any, ...], JoinPlan | None] = {}
+
+
+def _cat_flat(tensors: Sequence[torch.Tensor], plan: JoinPlan) -> torch.Tensor | None:
+    """The values of ``tensors`` ``torch.cat`` refuses as they are, each flattened (a copy
+    only where needed), joined; None when they are on different devices."""
+    try:
+        return _TORCH.cat([_flat_as(t.reshape(-1), plan.carrier) for t in tensors])
+    except RuntimeError:
+        return None
 
 
 def _flat_as(flat: torch.Tensor, carrier: Any) -> torch.Tensor:

@@ -1,16 +1,25 @@
 """One probe per process: the step counter, the ring of pending records and the capture writer.
 
-Records wait in a ring (``VLLM_FORENSICS_RING`` records at most; the oldest are dropped and
-counted when it overflows). Every ``VLLM_FORENSICS_FLUSH_EVERY`` records, the wrapped call
-wakes the session's writer thread and returns: that thread hands the records whose device
-copies completed to the writer, without waiting for any event: records made only of joined
-copies column-wise (:mod:`forensics.probe.columns`: one Arrow batch per site and rank, the
-site's checks over the whole batch), the others one by one (trusted ``append(validated=True)``
-for records made only of the probe's own copies, the checked ``append`` otherwise); then it
-fsyncs them. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding)
-runs synchronously in the calling thread, after the batch the writer thread may be writing,
-and waits for the copies. The probe's own errors (in either thread) are counted and written
-as events; they never reach vLLM.
+By default (``FORENSICS_WRITER=process``) the capture is written by a **writer process**
+(:mod:`forensics.probe.channel`, :mod:`forensics.probe.writer_process`), so that its Python
+never runs under the engine's interpreter lock. Records wait in the session's ring
+(``FORENSICS_RING`` records at most; the oldest are dropped and counted when it overflows).
+Every ``FORENSICS_FLUSH_EVERY`` records the wrapped call frames the records whose copies
+completed (``event.query()``, never a wait) into a shared-memory ring (runs of joined records
+as blocks: :mod:`forensics.probe.frames`), pokes the writer process (one non-blocking write)
+and returns. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding)
+waits for the copies, frames them, and waits (bounded) for the writer process's
+acknowledgement that the capture holds them, fsynced. If the writer process dies, the records
+it had not acknowledged are counted as dropped and the session goes on with the in-process
+writer below.
+
+The in-process writer (``FORENSICS_WRITER=thread``, a ``writer_factory`` given, as tests do,
+or after the writer process was lost): every N records the call wakes the session's writer
+thread, which hands the records whose copies completed to
+:class:`~forensics.probe.writing.BatchWriter` (the one write path, also the writer
+process's). A final flush runs in the calling thread, after the
+batch the writer thread may be writing. The probe's own errors (in any thread or process)
+are counted and written as events; they never reach vLLM.
 """
 
 from __future__ import annotations
@@ -19,31 +28,20 @@ import logging
 import os
 import threading
 import time
-import traceback
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
-from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
-
-from forensics.errors import CaptureFormatError
+from forensics.probe import channel as channel_module
+from forensics.probe import frames
 from forensics.probe.affinity import leave_engine_cores
+from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error, passed_on_message
 from forensics.probe.settings import Settings, process_tag
-from forensics.records import Record
-from forensics.validate import (
-    remember_signature,
-    site_field_specs,
-    validate_record,
-    value_signature,
-)
-
-if TYPE_CHECKING:
-    from forensics.probe.columns import Block
+from forensics.probe.writing import BatchWriter, error_text
 
 LOG = logging.getLogger("forensics.probe")
 _SEQ = attrgetter("seq")
@@ -61,16 +59,23 @@ def _default_writer(session: ProbeSession) -> Any:
 class ProbeSession:
     """The probe's state in one process (see the module docstring)."""
 
-    def __init__(self, settings: Settings, *, writer_factory: WriterFactory = _default_writer,
+    def __init__(self, settings: Settings, *, writer_factory: WriterFactory | None = None,
                  copier: Copier | None = None) -> None:
         self.settings = settings
         self.guard = settings.guard  #: guard mode (read at every recorded call)
         self.copier = copier or Copier()
         self.process = process_tag()
         self.runner: Any = None
-        self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0, "violations": 0}
-        self._writer_factory = writer_factory
+        self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0, "violations": 0,
+                       "timeouts": 0}
+        self._writer_factory = writer_factory or _default_writer
         self._writer: Any = None
+        #: records go to a writer process (else to the in-process writer and its thread)
+        self.framing = writer_factory is None and settings.writer == "process" \
+            and channel_module.available()
+        self._channel: WriterChannel | None = None
+        self._acked = Ack()  # the writer process's counts as last added to ``counts``
+        self._started_event = False
         self._step = -1
         self._rank: int | None = None
         self._rank_step, self._rank_guess = -2, 0  # a provisional rank and its step
@@ -132,9 +137,14 @@ class ProbeSession:
         return PendingRecord(site, self._step if self._step > 0 else 0, self.rank)
 
     def add(self, pending: PendingRecord, *, failed: bool = False) -> None:
-        """Queue a finished record; every N records wake the writer thread (the call returns
-        at once); flush at once, waiting, if ``failed``."""
-        if len(self._ring) >= self.settings.ring and self._requested > self._done:
+        """Queue a finished record; every N records poke the writer process (or wake the
+        writer thread; the call returns at once); flush at once, waiting, if ``failed``."""
+        framing = self.framing
+        if framing and self._channel is None:
+            self._launch()
+            framing = self.framing
+        if not framing and len(self._ring) >= self.settings.ring \
+                and self._requested > self._done:
             self.drain()  # the writer thread lags a whole ring behind: wait rather than drop
         with self._lock:
             self.counts["records"] += 1
@@ -150,6 +160,8 @@ class ProbeSession:
                 self._flush_upto = pending.seq
         if failed:
             self.flush(wait=True)
+        elif due and framing:
+            self._flush_framed(False)
         elif due:
             self._kick()
 
@@ -160,12 +172,18 @@ class ProbeSession:
 
     def flush(self, *, wait: bool = False) -> int:
         """Write the records whose copies completed (all of them if ``wait``) now, in this
-        thread, after any batch the writer thread is writing; return how many were written."""
+        thread, after any batch the writer thread is writing; return how many were written.
+        With the writer process: frame them and poke it; with ``wait``, wait (bounded) for
+        its acknowledgement; return how many it wrote meanwhile."""
+        if self.framing:
+            return self._flush_framed(wait)
         return self._flush(wait, None)
 
     def drain(self, timeout: float | None = None) -> bool:
-        """Wait until the writer thread has written every batch asked of it so far; return
-        False on ``timeout``. Without a live writer thread, flush here instead."""
+        """Wait until the writer thread (or process) has written every batch asked of it so
+        far; return False on ``timeout``. Without a live writer thread, flush here instead."""
+        if self.framing:
+            return self._drain_framed(timeout)
         if not self._thread_alive():
             self.flush(wait=False)
             return True
@@ -203,6 +221,150 @@ class ProbeSession:
                 self._writing = False
                 self._flushers.discard(me)
                 self._cv.notify_all()
+
+    # -- the writer process ----------------------------------------------------------------
+    def _frame(self, ready: list[PendingRecord]) -> None:
+        """Frame ready records into the ring (the lock held): runs of joined records as
+        blocks, the others one by one. A ring the writer process has not freed: wait for it
+        (bounded) once, then drop and count."""
+        if not ready:
+            return
+        try:
+            channel = self._new_channel()
+        except Exception as exc:  # no shared memory here: the in-process writer
+            self._writer_lost(exc)
+            self._ring.extendleft(reversed(ready))
+            return
+        for parts, run in frames.runs(ready):
+            taken = self._put(channel, parts, run)
+            if taken < len(run) and channel.started and channel.wait(RING_WAIT_SECONDS):
+                taken += self._put(channel, parts, run[taken:])
+            self.counts["dropped"] += len(run) - taken
+
+    def _put(self, channel: WriterChannel, parts: Any, run: list[PendingRecord]) -> int:
+        """Frame one run (:func:`~forensics.probe.frames.runs`); how many records it took."""
+        try:
+            if parts is not None:
+                return channel.put_block(parts, run)
+            return int(channel.put_record(run[0]))
+        except Exception as exc:  # a value that cannot cross: the record is dropped
+            self.error(exc, f"framing a {run[0].site} record (step {run[0].step})")
+            return 0
+
+    def _flush_framed(self, wait: bool) -> int:
+        """:meth:`flush` with the writer process."""
+        me = threading.get_ident()
+        with self._lock:
+            if self._closed:
+                return 0
+            self._flushers.add(me)
+            try:
+                self._frame(self._take_ready(wait))
+                self._since_flush = len(self._ring)
+                channel = self._started_channel()
+                if channel is None:
+                    return 0
+                written = self.counts["written"]
+                done = channel.wait(FLUSH_SECONDS) if wait else channel.poke()
+                self._check_channel(channel, done, wait)
+                return self.counts["written"] - written
+            finally:
+                self._flushers.discard(me)
+
+    def _drain_framed(self, timeout: float | None) -> bool:
+        """:meth:`drain` with the writer process: wait for the last poke's acknowledgement."""
+        with self._lock:
+            channel = self._channel
+            if channel is None or not channel.started:
+                return True
+            done = channel.wait(FLUSH_SECONDS if timeout is None else timeout, poke=False)
+            self._check_channel(channel, done, False)
+            return done
+
+    def _new_channel(self) -> WriterChannel:
+        """The channel, its ring made at the first record (or the first in a forked copy of
+        this process); the writer process starts later (:meth:`_started_channel`)."""
+        channel = self._channel
+        if channel is None or channel.pid != os.getpid():
+            channel = self._channel = WriterChannel()
+        return channel
+
+    def _launch(self) -> None:
+        """Start the writer process at the first record (the lock taken), so that its
+        start (its imports) is over by the first poke; never raises."""
+        with self._lock:
+            try:
+                self._started_channel(create=True, announce=False)
+            except Exception as exc:  # no shared memory here: the in-process writer
+                self._writer_lost(exc)
+
+    def _started_channel(self, *, create: bool = False,
+                         announce: bool = True) -> WriterChannel | None:
+        """The channel with its writer process started, or None when there is none (nothing
+        framed yet unless ``create``, or it could not start: the session then writes in
+        process). With ``announce`` (the first poke) keep the ``probe_start`` event once."""
+        channel = self._new_channel() if create else self._channel
+        if channel is None:
+            return None
+        if not channel.started:
+            try:
+                from forensics.probe.manifest import build_manifest
+                from forensics.store.manifest import build_manifest as full_manifest
+
+                channel.start(str(self.settings.capture), self.process,
+                              full_manifest(build_manifest(self)))  # this process's versions
+            except Exception as exc:
+                self._writer_lost(exc)
+                return None
+        if announce:
+            self._start_event()
+        return channel
+
+    def _check_channel(self, channel: WriterChannel, done: bool, waited: bool) -> None:
+        """Take the writer process's counts; a dead one is replaced by the in-process writer;
+        a wait that timed out is counted."""
+        alive = channel.read_acks() and channel.alive()
+        self._take_counts(channel)
+        if not alive:
+            self._writer_lost(None)
+        elif waited and not done:
+            self.counts["timeouts"] += 1
+
+    def _take_counts(self, channel: WriterChannel) -> None:
+        ack, last = channel.ack, self._acked
+        self.counts["written"] += ack.written - last.written
+        self.counts["dropped"] += ack.dropped - last.dropped
+        self.counts["errors"] += ack.errors - last.errors
+        self._acked = ack
+
+    def _writer_lost(self, exc: BaseException | None) -> None:
+        """The writer process died (or never started): count what it had not written as
+        dropped and go on with the in-process writer (and an event saying so)."""
+        channel, self._channel, self.framing = self._channel, None, False
+        lost = 0
+        if channel is not None:
+            channel.read_acks()
+            self._take_counts(channel)
+            lost = channel.framed - channel.ack.records
+            self.counts["dropped"] += lost
+            channel.close(timeout=1.0)
+        detail = error_text(exc) if exc is not None else "it ended"
+        LOG.warning("forensics probe: the writer process was lost (%s); %d records dropped, "
+                    "writing in this process from now on", detail, lost)
+        if self._open_writer() is not None:
+            self._event("probe_writer_lost", error=detail, dropped=lost)
+
+    def _close_channel(self) -> None:
+        """End the writer process once the last records and events were framed; what it did
+        not acknowledge is counted as dropped."""
+        channel, self._channel = self._channel, None
+        if channel is None or not channel.started:
+            return
+        done = channel.close()
+        self._take_counts(channel)
+        if not done:
+            self.counts["dropped"] += channel.framed - channel.ack.records
+            self.counts["timeouts"] += 1
 
     # -- the writer thread -----------------------------------------------------------------
     def _thread_alive(self) -> bool:
@@ -262,87 +424,7 @@ class ProbeSession:
         return ready
 
     def _write(self, writer: Any, ready: list[PendingRecord]) -> int:
-        written = 0
-        from forensics.probe import columns  # pyarrow: loaded at the first write
-
-        blocks, others = columns.runs(ready) if hasattr(writer, "write_columns") \
-            else ([], ready)
-        for block in blocks:
-            written += self._write_block(writer, block)
-        written += self._append(writer, others)
-        try:
-            writer.flush()
-        except Exception as exc:
-            self._count("dropped", written)
-            self.error(exc, "flushing the capture")
-            return 0
-        self._count("written", written)
-        return written
-
-    def _write_block(self, writer: Any, block: Block) -> int:
-        """Write a block of records column-wise (see forensics.probe.columns); return how many
-        were written. A block the segment's schema cannot take goes record by record."""
-        from forensics.probe import columns
-
-        kept = columns.screened(block, self._reject)
-        if kept is None:
-            return 0
-        try:
-            columns.write_run(writer, kept)
-        except CaptureFormatError:  # the open segment has other columns: the writer merges
-            return self._append(writer, kept.pendings)
-        except Exception as exc:
-            self._count("dropped", kept.rows)
-            self.error(exc, f"writing {kept.rows} {kept.site} records")
-            return 0
-        return kept.rows
-
-    def _append(self, writer: Any, ready: list[PendingRecord]) -> int:
-        """Hand ``ready`` to the writer one record at a time; return how many it took.
-
-        Records of trusted values (:func:`_trusted`) take ``append(validated=True)``: the
-        site's columnar screen runs over all of them at once (per site and signature,
-        :func:`forensics.probe.columns.unflagged`) and ``validate_record`` only on those it
-        flags. The others get the writer's checked ``append``."""
-        from forensics.probe.columns import unflagged
-
-        taken: list[tuple[PendingRecord, Record, Any]] = []
-        for pending in ready:
-            try:
-                record = pending.to_record()
-                signature = value_signature(record)
-                taken.append((pending, record, signature if _trusted(record, signature)
-                              else None))
-            except Exception as exc:
-                self._reject(pending, exc)
-        trusted = [i for i, item in enumerate(taken) if item[2] is not None]
-        try:
-            passed = {trusted[i] for i in unflagged([taken[i][1:] for i in trusted])}
-        except Exception:  # a screen that cannot run: every trusted record checked singly
-            passed = set()
-        return sum(self._append_one(writer, *item, i in passed)
-                   for i, item in enumerate(taken))
-
-    def _append_one(self, writer: Any, pending: PendingRecord, record: Record, signature: Any,
-                    screened: bool) -> int:
-        """Append one record (see :meth:`_append`); 1 if the writer took it, else 0."""
-        try:
-            if signature is None:  # values taken from vLLM's Python state: checked append
-                writer.append(record)
-                return 1
-            if not screened:
-                validate_record(record, f"probe record of step {record.step}", typed=True,
-                                signature=signature)
-            writer.append(record, validated=True)
-            return 1
-        except Exception as exc:
-            self._reject(pending, exc)
-            return 0
-
-    def _reject(self, pending: PendingRecord, exc: Exception) -> None:
-        """Drop ``pending`` (it failed its checks or the writer refused it) with an event."""
-        self._count("dropped")
-        self.error(exc, f"appending a {pending.site} record (step {pending.step})")
+        return BatchWriter(writer, self.error, self._count).write(ready)
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -356,19 +438,25 @@ class ProbeSession:
         if self._writer is None:
             try:
                 self._writer = self._writer_factory(self)
-                self._event("probe_start", step=self._start_step, started=self.started,
-                            first_write_step=self.step, mode=self.settings.mode,
-                            sites=list(self.settings.sites), ring=self.settings.ring,
-                            flush_every=self.settings.flush_every)
+                self._start_event()
             except Exception as exc:
                 self.error(exc, f"opening the capture {self.settings.capture}")
         return self._writer
+
+    def _start_event(self) -> None:
+        """Keep the ``probe_start`` event, once per session."""
+        if not self._started_event:
+            self._started_event = True
+            self._event("probe_start", step=self._start_step, started=self.started,
+                        first_write_step=self.step, mode=self.settings.mode,
+                        sites=list(self.settings.sites), ring=self.settings.ring,
+                        flush_every=self.settings.flush_every)
 
     # -- errors and findings ---------------------------------------------------------------
     def error(self, exc: BaseException, where: str) -> None:
         """Count one of the probe's own errors and keep it as an event; never raises."""
         self._count("errors")
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        detail = error_text(exc)
         if not self._event("probe_error", where=where, error=detail,
                            errors=self.counts["errors"]) and not self._warned:
             self._warned = True
@@ -376,10 +464,13 @@ class ProbeSession:
                         where, detail)
 
     def _event(self, kind: str, **fields: Any) -> bool:
-        if self._writer is None:
+        channel = self._channel if self.framing else None
+        if self._writer is None and (channel is None or not channel.started):
             return False
         event = {"kind": kind, "time": time.time(), "pid": os.getpid(), "rank": self.rank,
                  "step": self.step, **fields}
+        if channel is not None:
+            return self._event_framed(channel, event)
         try:
             with self._event_lock:  # both threads keep events
                 self._writer.add_event(event)
@@ -387,13 +478,27 @@ class ProbeSession:
         except Exception:
             return False
 
+    def _event_framed(self, channel: WriterChannel, event: dict[str, Any]) -> bool:
+        """Frame ``event`` for the writer process and poke it (no wait)."""
+        from forensics.probe.frames import EVENT, blob
+
+        try:
+            with self._lock:
+                return channel.put_bytes(blob(EVENT, event)) and channel.poke()
+        except Exception:
+            return False
+
     def engine_failed(self, exc: BaseException, where: str) -> None:
         """An exception left vLLM's ``where``: keep it as an event and flush; never raises."""
         try:
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            detail = error_text(exc)[:2000]
             self.flush(wait=True)
-            self._open_writer()
-            self._event("engine_exception", where=where, error=detail[:2000])
+            with self._lock:
+                if self.framing:
+                    self._started_channel(create=True)
+                if not self.framing:  # the in-process writer, or the writer process lost
+                    self._open_writer()
+            self._event("engine_exception", where=where, error=detail)
         except Exception as inner:
             self._count("errors")
             LOG.warning("forensics probe: flushing after %s failed: %s", where, inner)
@@ -419,8 +524,8 @@ class ProbeSession:
             LOG.warning("%s", message)
 
     def close(self) -> None:
-        """Final flush (waits for copies and the writer thread's batch), a summary event, and
-        close the writer; the writer thread ends. Never raises."""
+        """Final flush (waits for copies and the writer's batch), a summary event, and close
+        the writer; the writer thread (or process) ends. Never raises."""
         with self._cv:
             if self._closed or self._stopping:
                 return
@@ -431,7 +536,9 @@ class ProbeSession:
             self._cv.wait_for(lambda: not self._writing)
             self._closed = True
         self._join_writer_thread()
-        self._event("probe_stop", **self.counts, **self.cpus)
+        self._event("probe_stop", **self.counts, **self.cpus)  # the writer process adds its CPUs
+        if self.framing:
+            self._close_channel()
         if self._writer is not None:
             try:
                 self._writer.close()
@@ -451,84 +558,10 @@ class ProbeSession:
 
 #: how long ``close()`` waits for the writer thread to end after its last flush
 WRITER_JOIN_SECONDS = 1.0
-
-#: per value signature: the list and dict fields to check per record, or None (not trusted)
-_TRUSTED: dict[tuple[Any, ...], tuple[tuple[str, str], ...] | None] = {}
-_CONTENT_KINDS = {"str_list": list, "opt_str_list": list, "index_map": dict, "ragged": list}
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def _trusted(record: Record, signature: tuple[Any, ...]) -> bool:
-    """True when every value of ``record`` is a numpy integer array of its field's rank, a
-    plain ``int`` (what the probe's own copies produce), a list of ``str`` (``None`` too where
-    the field allows it), a dict of ``str`` to int64 ``int`` or a list of lists of int64
-    ``int`` (request ids, the previous batch, output tails, read from vLLM's Python state:
-    their items are checked here, per record, in a few C-level passes), under a name of its
-    site's schema: such a record takes the writer's trusted ``append(validated=True)`` after
-    the typed check (names, required fields, cross-field checks). Anything else keeps the
-    writer's full checks. What the signature pins down (names, types, ranks) is answered once
-    per value ``signature``."""
-    checks = _TRUSTED.get(signature, _UNKNOWN)
-    if checks is _UNKNOWN:
-        checks = _content_checks(record)
-        remember_signature(_TRUSTED, signature, checks)
-    if checks is None:
-        return False
-    fields = record.fields
-    return all(_plain_items(kind, fields[name]) for name, kind in checks)
-
-
-_UNKNOWN: Any = object()
-
-
-def _content_checks(record: Record) -> tuple[tuple[str, str], ...] | None:
-    """The (name, kind) of the list and dict fields of ``record`` whose items must be checked
-    per record, or None when some value is of no trusted kind."""
-    if record.summary:
-        return None
-    try:
-        specs = site_field_specs(record.site)
-    except Exception:  # an unknown site: the checked append names it
-        return None
-    checks: list[tuple[str, str]] = []
-    for name, value in record.fields.items():
-        spec = specs.get(name)
-        if spec is None:
-            return None
-        if spec.kind == "tensor":
-            if (type(value) is not np.ndarray or value.dtype.kind not in "iu"
-                    or value.ndim != spec.ndim):
-                return None
-        elif type(value) is _CONTENT_KINDS.get(spec.kind):
-            checks.append((name, spec.kind))
-        elif spec.kind != "int" or type(value) is not int:
-            return None
-    return tuple(checks)
-
-
-def _plain_items(kind: str, value: Any) -> bool:
-    """True when the items of the list or dict ``value`` are what its ``kind`` stores as is:
-    strings (valid Unicode; ``None`` too in an ``opt_str_list``), and for an ``index_map``
-    int64 ``int`` values; for a ``ragged`` field, lists of int64 ``int``."""
-    if kind == "ragged":
-        return not set(map(type, value)) - {list} and _int64s(list(chain.from_iterable(value)))
-    if kind == "index_map" and not _int64s(list(value.values())):
-        return False
-    texts = [v for v in value if v is not None] if kind == "opt_str_list" else value
-    if set(map(type, texts)) - {str}:
-        return False
-    try:
-        "".join(texts).encode("utf-8")  # a lone surrogate cannot be stored
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _int64s(numbers: list[Any]) -> bool:
-    """True when every item of ``numbers`` is an ``int`` within int64."""
-    return not set(map(type, numbers)) - {int} and (not numbers or (
-        _INT64[0] <= min(numbers) and max(numbers) <= _INT64[1]))
-
+#: how long a final flush waits for the writer process's acknowledgement
+FLUSH_SECONDS = 30.0
+#: how long a record waits for the writer process to free a full ring before it is dropped
+RING_WAIT_SECONDS = 5.0
 
 _DIST: Any = None
 

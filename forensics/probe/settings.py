@@ -22,13 +22,16 @@ ENV_MODE = "FORENSICS_MODE"
 ENV_SITES = "FORENSICS_SITES"
 ENV_RING = "FORENSICS_RING"
 ENV_FLUSH_EVERY = "FORENSICS_FLUSH_EVERY"
+ENV_WRITER = "FORENSICS_WRITER"
 #: set by the first process that loads the plugin; inherited by the processes it starts
 ENV_CAPTURE = "FORENSICS_CAPTURE"
-ENV_NAMES = (ENV_DIR, ENV_MODE, ENV_SITES, ENV_RING, ENV_FLUSH_EVERY, ENV_CAPTURE)
+ENV_NAMES = (ENV_DIR, ENV_MODE, ENV_SITES, ENV_RING, ENV_FLUSH_EVERY, ENV_WRITER, ENV_CAPTURE)
 #: the older name of each setting, still read when the new one is unset
 LEGACY_PREFIX = "VLLM_"
 
 MODES = ("record", "guard")
+#: who writes the capture: a writer process (the default) or a thread of the engine's process
+WRITERS = ("process", "thread")
 ALL_SITES = ("batch_change", "prepare_input_ids", "async_output", "embedding")
 DEFAULT_RING = 4096
 DEFAULT_FLUSH_EVERY = 256
@@ -44,6 +47,7 @@ class Settings:
     sites: tuple[str, ...] = ALL_SITES
     ring: int = DEFAULT_RING
     flush_every: int = DEFAULT_FLUSH_EVERY
+    writer: str = "process"
 
     @property
     def guard(self) -> bool:
@@ -80,12 +84,14 @@ def _positive_int(environ: Mapping[str, str], setting: str, default: int) -> int
     return value
 
 
-def _mode(environ: Mapping[str, str]) -> str:
-    name, raw = _get(environ, ENV_MODE)
-    raw = raw or "record"
-    if raw.lower() not in MODES:
-        raise ConfigurationError(f"{name}={raw!r} is not a mode; expected one of "
-                                 f"{list(MODES)}, or unset it for 'record'")
+def _choice(environ: Mapping[str, str], setting: str, choices: tuple[str, ...],
+            what: str) -> str:
+    """The setting's value among ``choices`` (the first when unset)."""
+    name, raw = _get(environ, setting)
+    raw = raw or choices[0]
+    if raw.lower() not in choices:
+        raise ConfigurationError(f"{name}={raw!r} is not {what}; expected one of "
+                                 f"{list(choices)}, or unset it for {choices[0]!r}")
     return raw.lower()
 
 
@@ -149,8 +155,10 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings | None:
                                  f"{_get(environ, ENV_RING)[0]}={ring}; "
                                  f"records would be dropped before any flush: lower it to "
                                  f"{ring} or less")
-    return Settings(directory=directory, capture=_capture(environ, directory), mode=_mode(environ),
-                    sites=_sites(environ), ring=ring, flush_every=flush_every)
+    return Settings(directory=directory, capture=_capture(environ, directory),
+                    mode=_choice(environ, ENV_MODE, MODES, "a mode"),
+                    sites=_sites(environ), ring=ring, flush_every=flush_every,
+                    writer=_choice(environ, ENV_WRITER, WRITERS, "a writer"))
 
 
 def export(settings: Settings, environ: MutableMapping[str, str] | None = None) -> None:

@@ -14,6 +14,7 @@ import forensics
 from forensics.probe import columns, hooks
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.session import ProbeSession
+from forensics.probe.writing import BatchWriter
 from forensics.records import Record
 from forensics.screening import ScreenUnsure
 from forensics.sites import SITES
@@ -312,7 +313,7 @@ def test_screened_appends_take_exactly_the_records_validate_record_passes(
     session = ProbeSession(make_settings(tmp_path), writer_factory=lambda s: ListWriter())
     writer = ListWriter()
     pendings = [PendingRecord(r.site, r.step, r.rank, dict(r.fields)) for r in records]
-    written = session._append(writer, pendings)
+    written = BatchWriter(writer, session.error, session._count)._append(pendings)
     assert written == sum(expected) == len(writer.appended)
     assert session.counts["dropped"] == len(records) - sum(expected)
     kept = iter(writer.appended)

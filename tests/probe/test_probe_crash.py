@@ -15,6 +15,7 @@ from probe_fakes import batch_args, plain_batch_change
 
 import forensics
 from forensics.probe import hooks, plugin
+from forensics.probe.session import _default_writer
 from forensics.probe.settings import Settings
 
 CHILD = textwrap.dedent("""
@@ -94,8 +95,9 @@ def test_full_disk_never_reaches_the_call(tmp_path: Path, monkeypatch: pytest.Mo
         return real_write(self, batch)
 
     monkeypatch.setattr(store_writer._SegmentFile, "write_batch", write_batch)
-    capture = tmp_path / "full.capture"
-    session = plugin.start(Settings(directory=tmp_path, capture=capture, ring=8, flush_every=1))
+    capture = tmp_path / "full.capture"  # the in-process writer: the patch is this process's
+    session = plugin.start(Settings(directory=tmp_path, capture=capture, ring=8, flush_every=1),
+                           writer_factory=_default_writer)
     try:
         wrapped = hooks.wrap_batch_change(plain_batch_change)
         args = batch_args([0])

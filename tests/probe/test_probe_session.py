@@ -292,7 +292,7 @@ def test_rank_reads_rank_once_until_torch_distributed_is_up(
 
 
 def test_plain_items_vouch_only_for_what_the_store_keeps_as_is() -> None:
-    from forensics.probe.session import _plain_items
+    from forensics.probe.writing import _plain_items
 
     assert _plain_items("ragged", [[5, -1], [], [2**63 - 1]])
     assert not _plain_items("ragged", [[5, np.int64(-1)]])  # a numpy integer: checked path

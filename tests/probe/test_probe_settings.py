@@ -96,3 +96,13 @@ def test_export_passes_the_settings_down_under_the_new_names_only(tmp_path: Path
     assert environ == {"FORENSICS_DIR": str(tmp_path), "FORENSICS_MODE": "guard",
                        "FORENSICS_SITES": "embedding",
                        "FORENSICS_CAPTURE": str(settings.capture)}
+
+
+def test_the_writer_setting_chooses_a_process_or_a_thread(tmp_path: Path) -> None:
+    base = {"FORENSICS_DIR": str(tmp_path)}
+    default = from_env(base)
+    assert default is not None and default.writer == "process"
+    thread = from_env({**base, "FORENSICS_WRITER": "Thread"})
+    assert thread is not None and thread.writer == "thread"
+    with pytest.raises(ConfigurationError, match="FORENSICS_WRITER='fork' is not a writer"):
+        from_env({**base, "FORENSICS_WRITER": "fork"})
