@@ -82,7 +82,10 @@ def _fast_path(prev_positions: np.ndarray, cu_num_tokens: np.ndarray, common: np
 def check_async_output(req_ids: Sequence[str], prev_req_id_to_index: Mapping[str, int],
                        outputs: Sequence[Sequence[int]], sampled: Sequence[Sequence[int]],
                        vocab_size: int) -> Violation | None:
-    """Rows ending in ``-1`` placeholders read ``sampled[prev_row]`` and write its leading ids."""
+    """Rows ending in ``-1`` placeholders read ``sampled[prev_row]`` and write its leading ids.
+    vLLM cuts the row's list to the ids it wrote (``del new_ids[n:]`` on the list it reads), so
+    a later request mapped to the same previous row reads only those."""
+    cut: dict[int, list[int]] = {}  # previous rows as earlier requests left them
     for row, req_id in enumerate(req_ids):
         prev = prev_req_id_to_index.get(req_id)
         output = outputs[row] if row < len(outputs) else ()
@@ -91,7 +94,8 @@ def check_async_output(req_ids: Sequence[str], prev_req_id_to_index: Mapping[str
         if not 0 <= prev < len(sampled):
             return Violation("async_output", row, "sampled_token_ids_cpu", int(prev), 0,
                              len(sampled))
-        for value in _written(output, sampled[prev]):
+        written = cut[prev] = _written(output, cut.get(prev, sampled[prev]))
+        for value in written:
             if not 0 <= value < vocab_size:
                 return Violation("async_output", row, "out.output_token_ids", int(value), 0,
                                  int(vocab_size))

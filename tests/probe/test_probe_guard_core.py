@@ -121,3 +121,22 @@ def test_async_output_guard_agrees_with_the_core(data: st.DataObject) -> None:
         assert any(not tensor.startswith("out.") for _, tensor, _, _ in core), (found, core)
     else:
         agree(found, core)
+
+
+def test_async_output_guard_reads_a_previous_row_as_an_earlier_request_cut_it() -> None:
+    """Two requests read previous row 1, ``[0, 50]``: vLLM cuts that list to the one id the
+    first writes (``del new_ids[1:]``), so the second writes only ``0``; the guard must not
+    report the ``50`` (found by hypothesis in the test above)."""
+    req_ids = ["r0", "r1", "r2", "r3"]
+    prev = {"r2": 1, "r3": 1}
+    outputs: list[list[int]] = [[], [], [-1], [-1, -1]]
+    sampled = [[-1, -1], [0, 50]]
+    record = Record("async_output", 0, 0, {
+        "req_ids": req_ids, "prev_req_id_to_index": prev, "output_token_ids": outputs,
+        "sampled_token_ids_cpu": np.array(sampled, np.int64), "vocab_size": 50})
+    assert guard.check_async_output(req_ids, prev, outputs, sampled, 50) is None
+    assert core_findings(record) == set()
+    # the other order: the request with two placeholders first writes both ids
+    found = guard.check_async_output(req_ids, {"r3": 1, "r2": 1}, outputs[:2] + [[-1, -1], [-1]],
+                                     sampled, 50)
+    assert found is not None and (found.row, found.value) == (2, 50)
