@@ -590,6 +590,19 @@ def _write_rows(s: dict[str, Any]) -> list[tuple[str, ...]]:
     ]
 
 
+
+def _probe_process_note(probe: dict[str, Any]) -> str:
+    """The probe row's process CPU: the recording process's, and the writer process's where
+    the run had one (older result files have neither, or only the first)."""
+    note = ""
+    if "probe_process_cpu_us_per_call" in probe:
+        cpu = probe["probe_process_cpu_us_per_call"]
+        note += f"; the recording process's CPU {cpu:.1f} us/call"
+    if probe.get("probe_writer_process_cpu_us_per_call"):
+        writer = probe["probe_writer_process_cpu_us_per_call"]
+        note += f", the writer process's {writer:.1f} us/call (its start included)"
+    return note
+
 def table(s: dict[str, Any]) -> str:
     """The result as a Markdown table (ours, baseline, ratio, target)."""
     raw, sf = s["raw"], s["scaled_from"]
@@ -612,8 +625,7 @@ def table(s: dict[str, Any]) -> str:
          f"{s['replay_speedup']:.2f}x", ">= 20x"),
         ("probe (record mode, CPU tensors)", f"{s['probe_us_per_call']:.1f} us/call; "
          f"calling thread's CPU {s.get('probe_cpu_us_per_call', math.nan):.1f} us/call"
-         + (f"; with the writer thread's {raw['probe']['probe_process_cpu_us_per_call']:.1f}"
-            " us/call" if "probe_process_cpu_us_per_call" in raw["probe"] else ""),
+         + _probe_process_note(raw["probe"]),
          raw["probe"]["probe_mode"], "-", "<= 20 us (CPU <= 10 us)"),
         ("memory (replay peak RSS)", f"{raw['replay']['rss_peak_bytes'] / 2**20:.0f} MiB "
          f"({raw['replay']['rss_before_bytes'] / 2**20:.0f} MiB before the replay: Python, "
