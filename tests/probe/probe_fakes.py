@@ -84,3 +84,37 @@ def batch_args(prev: list[int], valid_rows: int = 4):
     return (torch.arange(8, dtype=i32) * 10, torch.ones(len(prev), dtype=i32),
             torch.tensor(prev, dtype=torch.int64), torch.full((valid_rows,), 2, dtype=i32),
             torch.ones(8, dtype=i32), torch.full((len(prev),), 7, dtype=i32))
+
+
+def record_batch_changes(session: Any, calls: list[list[int]]) -> None:
+    """One wrapped batch_change call per item of ``calls`` (its prev_positions) into
+    ``session``, each at a new step."""
+    from forensics.probe import hooks
+
+    wrapped = hooks.wrap_batch_change(plain_batch_change)
+    hooks.activate(session)
+    try:
+        for prev in calls:
+            session.begin_step()
+            wrapped(*batch_args(prev))
+    finally:
+        hooks.activate(None)
+
+
+def segment_bytes(path: Path) -> dict[str, bytes]:
+    """The bytes of every segment and index file of the capture at ``path``, by name."""
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir())
+            if p.suffix in (".arrows", ".idx")}
+
+
+def add_bad_batch_change(session: Any) -> None:
+    """Queue a joined batch_change record whose ``num_accepted_tokens`` has 3 rows for 2
+    ``prev_positions``: the site's rules reject it, naming that field."""
+    from forensics.probe import hooks
+
+    bad = session.new_record("batch_change")
+    args = list(batch_args([0, -1]))
+    args[1] = torch.ones(3, dtype=torch.int32)  # num_accepted_tokens: 3 rows for 2
+    bad.joined.append((hooks._BATCH_CHANGE_INPUTS, session.copier.join(
+        (args[2], args[3], args[0], args[4], args[1], args[5]))))
+    session.add(bad)

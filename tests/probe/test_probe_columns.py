@@ -8,7 +8,16 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from probe_fakes import FakeEvent, batch_args, fake_device_copier, make_settings, plain_batch_change
+from probe_fakes import (
+    FakeEvent,
+    add_bad_batch_change,
+    batch_args,
+    fake_device_copier,
+    make_settings,
+    plain_batch_change,
+    record_batch_changes,
+    segment_bytes,
+)
 
 import forensics
 from forensics.probe import columns, hooks
@@ -29,20 +38,8 @@ def record_calls(tmp_path: Path, path: Path, calls: list[list[int]], copier: Cop
     session = ProbeSession(make_settings(tmp_path, capture=path, ring=ring, flush_every=ring),
                            writer_factory=lambda s: CaptureWriter(path, process="t"),
                            copier=copier)
-    wrapped = hooks.wrap_batch_change(plain_batch_change)
-    hooks.activate(session)
-    try:
-        for prev in calls:
-            session.begin_step()
-            wrapped(*batch_args(prev))
-    finally:
-        hooks.activate(None)
+    record_batch_changes(session, calls)
     return session
-
-
-def segment_bytes(path: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(path.iterdir())
-            if p.suffix in (".arrows", ".idx")}
 
 
 CALLS = [[0], [1, -1, 0], [-1, -1], [3, 2, 1, 0], [0, 1]]
@@ -77,12 +74,7 @@ def test_a_record_failing_the_columnar_screen_is_dropped_with_an_event(tmp_path:
     site's columnar rule flags it, validate_record names the field; the rest is written."""
     path = tmp_path / "bad.capture"
     session = record_calls(tmp_path, path, [[0, -1]] * 3)
-    bad = session.new_record("batch_change")
-    args = list(batch_args([0, -1]))
-    args[1] = torch.ones(3, dtype=torch.int32)  # num_accepted_tokens: 3 rows
-    bad.joined.append((hooks._BATCH_CHANGE_INPUTS, session.copier.join(
-        (args[2], args[3], args[0], args[4], args[1], args[5]))))
-    session.add(bad)
+    add_bad_batch_change(session)
     session.close()
     capture = forensics.load(path)
     assert [r.step for r in capture.records()] == [0, 1, 2]

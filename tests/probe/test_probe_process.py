@@ -13,30 +13,22 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import torch
-from probe_fakes import FakeEvent, batch_args, fake_device_copier, make_settings, plain_batch_change
+from probe_fakes import (
+    FakeEvent,
+    add_bad_batch_change,
+    fake_device_copier,
+    make_settings,
+    record_batch_changes,
+    segment_bytes,
+)
 
 import forensics
-from forensics.probe import hooks
 from forensics.probe import session as session_module
 from forensics.probe.channel import WriterChannel
-from forensics.probe.copy import Copier
 from forensics.probe.session import ProbeSession
 from forensics.store.writer import CaptureWriter
 
 CALLS = [[0], [1, -1, 0], [-1, -1], [3, 2, 1, 0], [0, 1]] * 3
-
-
-def record(session: ProbeSession, calls: list[list[int]]) -> None:
-    """One wrapped batch_change call per item of ``calls`` into ``session``."""
-    wrapped = hooks.wrap_batch_change(plain_batch_change)
-    hooks.activate(session)
-    try:
-        for prev in calls:
-            session.begin_step()
-            wrapped(*batch_args(prev))
-    finally:
-        hooks.activate(None)
 
 
 def with_request_ids(session: ProbeSession) -> None:
@@ -44,11 +36,6 @@ def with_request_ids(session: ProbeSession) -> None:
     read from vLLM's Python state: RECORD frames, the per-record write path)."""
     batch = SimpleNamespace(req_ids=["a", "b", "c", "d"], prev_req_id_to_index={"a": 0, "z": 1})
     session.runner = SimpleNamespace(input_batch=batch)
-
-
-def segments(path: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(path.iterdir())
-            if p.suffix in (".arrows", ".idx")}
 
 
 @pytest.mark.parametrize("ids", [False, True], ids=["joined", "request-ids"])
@@ -65,10 +52,10 @@ def test_the_writer_process_writes_the_bytes_of_the_in_process_writer(
         assert session.framing == (factory is None)
         if ids:
             with_request_ids(session)
-        record(session, CALLS)
+        record_batch_changes(session, CALLS)
         session.close()
         assert session.counts["written"] == len(CALLS) and session.counts["dropped"] == 0
-        written[name] = segments(path)
+        written[name] = segment_bytes(path)
     assert written["process"] and written["process"] == written["thread"]
     loaded = list(forensics.load(tmp_path / "process.capture"))
     assert [r["prev_positions"].tolist() for r in loaded] == CALLS
@@ -82,7 +69,7 @@ def test_the_thread_writer_setting_keeps_the_capture_in_process(tmp_path: Path) 
     path = tmp_path / "thread.capture"
     session = ProbeSession(make_settings(tmp_path, capture=path, writer="thread"))
     assert not session.framing
-    record(session, CALLS[:3])
+    record_batch_changes(session, CALLS[:3])
     session.close()
     assert session._channel is None and session.counts["written"] == 3
     assert len(list(forensics.load(path))) == 3
@@ -95,7 +82,7 @@ def test_device_copies_cross_once_their_event_completed(tmp_path: Path) -> None:
     path = tmp_path / "dev.capture"
     session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=64),
                            copier=fake_device_copier())
-    record(session, CALLS[:5])
+    record_batch_changes(session, CALLS[:5])
     assert FakeEvent.recorded == 5 and session.flush() == 0  # copies "in flight"
     FakeEvent.done = True
     session.flush()
@@ -108,13 +95,8 @@ def test_a_record_the_writer_process_rejects_is_counted_and_kept_as_an_event(
         tmp_path: Path) -> None:
     path = tmp_path / "bad.capture"
     session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=64))
-    record(session, [[0, -1]] * 3)
-    bad = session.new_record("batch_change")
-    args = list(batch_args([0, -1]))
-    args[1] = torch.ones(3, dtype=torch.int32)  # num_accepted_tokens: 3 rows for 2
-    bad.joined.append((hooks._BATCH_CHANGE_INPUTS, Copier().join(
-        (args[2], args[3], args[0], args[4], args[1], args[5]))))
-    session.add(bad)
+    record_batch_changes(session, [[0, -1]] * 3)
+    add_bad_batch_change(session)
     session.close()
     capture = forensics.load(path)
     assert [r.step for r in capture.records()] == [0, 1, 2]
@@ -129,7 +111,7 @@ def test_a_record_the_writer_process_rejects_is_counted_and_kept_as_an_event(
 
 def test_the_writer_process_loads_neither_torch_nor_vllm(tmp_path: Path) -> None:
     session = ProbeSession(make_settings(tmp_path, ring=8, flush_every=4))
-    record(session, CALLS[:4])
+    record_batch_changes(session, CALLS[:4])
     assert session.drain(timeout=30)
     channel = session._channel
     assert channel is not None and channel.proc is not None
@@ -143,13 +125,13 @@ def test_a_dead_writer_process_is_noticed_and_the_session_writes_in_process(
         tmp_path: Path) -> None:
     path = tmp_path / "lost.capture"
     session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=4))
-    record(session, CALLS[:4])
+    record_batch_changes(session, CALLS[:4])
     assert session.drain(timeout=30) and session.counts["written"] == 4
     channel = session._channel
     assert channel is not None and channel.proc is not None
     channel.proc.kill()
     channel.proc.wait(timeout=30)
-    record(session, CALLS[4:12])  # framed, then the poke finds the pipe broken
+    record_batch_changes(session, CALLS[4:12])  # framed, then the poke finds the pipe broken
     assert not session.framing
     session.close()
     assert session.counts["records"] == 12
@@ -169,13 +151,13 @@ def test_a_full_ring_drops_and_counts_without_hanging(tmp_path: Path,
     path = tmp_path / "full.capture"
     session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=4))
     session._channel = WriterChannel(size=16 * 1024)
-    record(session, CALLS[:4])
+    record_batch_changes(session, CALLS[:4])
     assert session.drain(timeout=30)
     proc = session._channel.proc
     assert proc is not None
     os.kill(proc.pid, signal.SIGSTOP)
     try:
-        record(session, CALLS * 10)
+        record_batch_changes(session, CALLS * 10)
         dropped = session.counts["dropped"]
         assert dropped > 0 and session.framing
     finally:
