@@ -358,13 +358,6 @@ def _sampled_rows(sampled: np.ndarray, base: np.ndarray, k: np.ndarray) -> np.nd
     return out
 
 
-def _last(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The last value of each run (0 for an empty one)."""
-    if not len(values):
-        return np.zeros(len(lengths), dtype=np.int64)
-    return np.where(lengths > 0, values[np.maximum(np.cumsum(lengths) - 1, 0)], 0)
-
-
 def _first(mask: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Per line of a matrix: the column of its first True among its first ``k`` columns, or
     ``k`` when none."""
@@ -526,7 +519,7 @@ def written(batch: Batch, values: np.ndarray, lengths: np.ndarray, ok: np.ndarra
     r, w = owner(common), within(common)
     differs = b.values[bs[r] + w] != values[as_[r] + w]
     changed = ((lo != ln) | (np.bincount(r[differs], minlength=len(lo)) > 0)) & ok[b.rec]
-    start = np.where(_last(b.values, lo) == -1, trailing_start(b.values, lo), lo)
+    start = trailing_start(b.values, lo)  # lo where a row does not end in -1
     tail_len = np.where(changed, np.maximum(ln - start, 0), 0)
     tr = owner(tail_len)
     j = start[tr] + within(tail_len)
