@@ -590,7 +590,6 @@ def _write_rows(s: dict[str, Any]) -> list[tuple[str, ...]]:
     ]
 
 
-
 def _probe_process_note(probe: dict[str, Any]) -> str:
     """The probe row's process CPU: the recording process's, and the writer process's where
     the run had one (older result files have neither, or only the first)."""
@@ -602,6 +601,7 @@ def _probe_process_note(probe: dict[str, Any]) -> str:
         writer = probe["probe_writer_process_cpu_us_per_call"]
         note += f", the writer process's {writer:.1f} us/call (its start included)"
     return note
+
 
 def table(s: dict[str, Any]) -> str:
     """The result as a Markdown table (ours, baseline, ratio, target)."""

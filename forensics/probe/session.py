@@ -480,11 +480,9 @@ class ProbeSession:
 
     def _event_framed(self, channel: WriterChannel, event: dict[str, Any]) -> bool:
         """Frame ``event`` for the writer process and poke it (no wait)."""
-        from forensics.probe.frames import EVENT, blob
-
         try:
             with self._lock:
-                return channel.put_bytes(blob(EVENT, event)) and channel.poke()
+                return channel.put_bytes(frames.blob(frames.EVENT, event)) and channel.poke()
         except Exception:
             return False
 
