@@ -267,12 +267,12 @@ def replay_child(capture: str) -> None:
     import pandas  # noqa: F401  (imports are not the replay's work: the loop pays none)
     import torch  # noqa: F401
 
-    import forensics
+    from forensics.replaying import replay  # the package's modules, as the loop's are imported
     from forensics.store.reader import load
 
     base = peak_rss()
     t0, cpu0 = _clock(), _cpu_seconds()
-    result = forensics.replay(load(capture), variants=("upstream", "patched"))
+    result = replay(load(capture), variants=("upstream", "patched"))
     seconds, cpu = _clock() - t0, _cpu_seconds() - cpu0
     peak = peak_rss()
     print(json.dumps({"replay_seconds": seconds, "replay_cpu_seconds": cpu,
