@@ -336,9 +336,14 @@ def _prepared_chunks(piece: Piece, models: list[tuple[str, ModelVariant]]
                      ) -> list[tuple[_Chunk, dict[str, judge.JudgedRun]]]:
     """The chunks of ``piece``, each with the judged run of every model variant (a pure
     function of the chunk: it runs on a worker thread)."""
-    return [(chunk, {name: judge.JudgedRun.of(run)
-                     for name, run in _model_runs(chunk, models).items()})
-            for chunk in piece()]
+    return [(chunk, _judged(_model_runs(chunk, models))) for chunk in piece()]
+
+
+def _judged(runs: Mapping[str, BatchRun]) -> dict[str, judge.JudgedRun]:
+    """Each model's run of one chunk judged, each run object once (variants that returned
+    the same run, and runs inheriting records from another, share its judgment)."""
+    known: dict[int, judge.JudgedRun] = {}
+    return {name: judge.JudgedRun.of(run, known) for name, run in runs.items()}
 
 
 def _in_order(work: Callable[[Piece], Any], pieces: Iterator[Piece]) -> Iterator[Any]:

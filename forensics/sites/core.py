@@ -13,9 +13,9 @@ numpy only (``import forensics.sites`` stays light).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -25,6 +25,7 @@ OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
 KINDS = (OUT_OF_BOUNDS, MISATTRIBUTED)
 _NO_BOUND = np.iinfo(np.int64).min  # ``lower``/``upper`` of an entry without bounds
 Range = tuple[str, int, int, int, int]
+V = TypeVar("V")
 
 
 def _i64(values: Any) -> np.ndarray:
@@ -46,6 +47,13 @@ Column = np.ndarray | Callable[[np.ndarray], np.ndarray]
 def take(column: Column, at: np.ndarray) -> np.ndarray:
     """The values of ``column`` at entry positions ``at``."""
     return column(at) if callable(column) else column[at]
+
+
+def _taken(column: Column, at: np.ndarray) -> Column:
+    """``column`` of the entries at ``at`` only (a function stays one: read where needed)."""
+    if callable(column):
+        return lambda positions: column(at[positions])
+    return column[at]
 
 
 @dataclass
@@ -223,6 +231,17 @@ class Checks:
         return (take(self.record, starts), [self.tensor], np.zeros(len(starts), np.intp),
                 np.concatenate([numbers, bounds], axis=1))
 
+    def restricted(self, keep: np.ndarray) -> Checks:
+        """The entries of the records ``r`` where ``keep[r]`` (a bool per record of the
+        batch), in the same groups (their ranges computed again when read)."""
+        record = take(self.record, np.arange(len(self.value)))
+        at = np.flatnonzero(keep[record]) if len(record) else np.zeros(0, np.int64)
+        if len(at) == len(self.value):
+            return self
+        return Checks(self.tensor, self.kind, _taken(self.record, at), _taken(self.row, at),
+                      _taken(self.element, at), self.value[at], _taken(self.lower, at),
+                      _taken(self.upper, at))
+
     def sharing(self, tensor: str, upper: Column) -> Checks:
         """The same entries, in the same groups, checked as ``tensor`` against ``[lower,
         upper)``: the groups and their ranges are computed once for both."""
@@ -230,28 +249,79 @@ class Checks:
         other._groups = self._minmax()
         return other
 
-    def renumbered(self, positions: np.ndarray) -> Checks:
+    def renumbered(self, positions: np.ndarray,
+                   _gathered: dict[int, np.ndarray] | None = None) -> Checks:
         """The same checks with record ``i`` renamed ``positions[i]`` (distinct positions:
-        the groups, and their ranges once computed, stay those of these checks)."""
+        the groups, and their ranges once computed, stay those of these checks). Positions
+        ``0, 1, ...`` rename nothing: these checks are the answer."""
+        if is_identity(positions):
+            return self
         record = self.record
         if callable(record):
             out = replace(self, record=lambda at: positions[record(at)])
         else:
-            out = replace(self, record=positions[record])
+            out = replace(self, record=_renamed(record, positions, _gathered))
         out._groups = self._groups
         return out
 
 
+def per_record(base: Mapping[int, V], own: Mapping[int, V], inherited: np.ndarray
+               ) -> dict[int, V]:
+    """Entries by record: ``base``'s for the records where ``inherited`` (a bool per record),
+    ``own``'s for the others."""
+    return {**{i: v for i, v in base.items() if inherited[i]},
+            **{i: v for i, v in own.items() if not inherited[i]}}
+
+
+def is_identity(positions: np.ndarray) -> bool:
+    """Whether ``positions`` is ``0, 1, ..., len - 1`` (renaming by it changes nothing)."""
+    n = len(positions)
+    return not n or (positions[0] == 0 and positions[n - 1] == n - 1
+                     and np.array_equal(positions, np.arange(n)))
+
+
+def _renamed(record: np.ndarray, positions: np.ndarray,
+             gathered: dict[int, np.ndarray] | None) -> np.ndarray:
+    """``positions[record]``, gathered once per record column when ``gathered`` keeps the
+    copies made (keyed by the column's identity, for checks of one batch)."""
+    if gathered is None:
+        return positions[record]
+    key = id(record)
+    if key not in gathered:
+        gathered[key] = positions[record]
+    return gathered[key]
+
+
 def group_starts(record: Column, n: int) -> np.ndarray:
     """The first of each run of equal records among ``n`` entries (``record`` non-decreasing
-    and never -1): one comparison of neighbours, no copy of an array column."""
+    and never -1): one comparison of neighbours, no copy of an array column; or, when the
+    records span few values for their entries, one binary search per value
+    (:func:`_first_of_each`)."""
     if not n:
         return np.zeros(0, np.int64)
     record = record(np.arange(n)) if callable(record) else record
+    first, last = int(record[0]), int(record[n - 1])
+    if 0 <= first and (last - first + 1) * _SEARCH_RATIO <= n:
+        return _first_of_each(record[:n], first, last)
     change = np.empty(n, dtype=bool)
-    change[0] = record[0] != -1
-    np.not_equal(record[1:], record[:-1], out=change[1:])
+    change[0] = first != -1
+    np.not_equal(record[1:n], record[:n - 1], out=change[1:])
     return np.flatnonzero(change)
+
+
+#: entries per record value from which :func:`group_starts` searches instead of comparing
+_SEARCH_RATIO = 8
+
+
+def _first_of_each(record: np.ndarray, first: int, last: int) -> np.ndarray:
+    """The first entry of each distinct value of ``record`` (non-decreasing, from ``first``
+    to ``last``): the first position of every value in that span, a value absent from
+    ``record`` landing on the next present one's (kept once)."""
+    at = np.searchsorted(record, np.arange(first, last + 1, dtype=record.dtype))
+    keep = np.empty(len(at), dtype=bool)
+    keep[0] = True
+    np.not_equal(at[1:], at[:-1], out=keep[1:])
+    return at[keep]
 
 
 @dataclass
@@ -284,9 +354,17 @@ class CheckList:
         order = np.argsort(rec, kind="stable")
         return rec[order], tensors, which[order], np.concatenate([g[3] for g in got])[order]
 
+    def restricted(self, keep: np.ndarray) -> CheckList:
+        """The entries of the records ``r`` where ``keep[r]`` (see :meth:`Checks.restricted`)."""
+        return Checks.concat([part.restricted(keep) for part in self.parts])
+
     def renumbered(self, positions: np.ndarray) -> CheckList:
-        """The same checks with record ``i`` renamed ``positions[i]``."""
-        return CheckList([p.renumbered(positions) for p in self.parts])
+        """The same checks with record ``i`` renamed ``positions[i]`` (parts sharing one
+        record column, as :meth:`Checks.sharing` makes them, share its renamed copy)."""
+        if is_identity(positions):
+            return self
+        gathered: dict[int, np.ndarray] = {}
+        return CheckList([p.renumbered(positions, gathered) for p in self.parts])
 
 
 _NO_RANGES: tuple[np.ndarray, list[str], np.ndarray, np.ndarray] = (
@@ -335,7 +413,10 @@ def every(mask: np.ndarray) -> np.ndarray | slice:
 
 
 def within(lengths: np.ndarray) -> np.ndarray:
-    """Position of each value within its run, given the run lengths."""
+    """Position of each value within its run, given the run lengths (runs of one length:
+    ``0...length-1`` repeated, no subtraction)."""
+    if len(lengths) and lengths.min() == lengths.max() >= 0:
+        return np.tile(np.arange(int(lengths[0]), dtype=np.int64), len(lengths))
     return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts_of(lengths), lengths)
 
 
@@ -370,9 +451,37 @@ def split_lists(values: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
 class BatchRun:
     """A model's run over a batch of one site's records, as the judge reads it: a status per
     record (index into ``forensics.outcome.STATUSES``), each failed record's message, every
-    checked value (:class:`Checks`) and each record's request ids (None where unknown)."""
+    checked value (:class:`Checks`) and each record's request ids (None where unknown).
+
+    A run may take some records' results from another run of the same batch: where
+    ``inherited[i]`` (a bool per record), record ``i``'s status, message and checks are
+    ``base``'s (e.g. the patched model's run where its guard changed nothing is upstream's),
+    and this run's own ``status[i]``, ``messages`` and ``checks`` are not read for it, so the
+    site need not compute them (``status`` still has one entry per record). The judge
+    (``forensics.findings.JudgedRun.of``) then judges ``base`` once for both runs; other
+    readers take :meth:`whole`."""
 
     status: np.ndarray
     messages: dict[int, str]
     checks: CheckList
     req_ids: Sequence[Sequence[str] | None]
+    base: BatchRun | None = None
+    inherited: np.ndarray | None = None
+
+    def whole(self) -> BatchRun:
+        """The same run with every record's results its own (``base`` resolved): the
+        inherited records' status, messages and checks taken from ``base``."""
+        if self.base is None:
+            return self
+        base, inherited = self.base.whole(), self._inherited()
+        status = np.where(inherited, base.status, self.status).astype(self.status.dtype)
+        messages = per_record(base.messages, self.messages, inherited)
+        checks = Checks.concat([base.checks.restricted(inherited),
+                                self.checks.restricted(~inherited)])
+        return BatchRun(status, messages, checks, self.req_ids)
+
+    def _inherited(self) -> np.ndarray:
+        """``inherited`` as a bool per record (none when not given)."""
+        if self.inherited is None:
+            return np.zeros(len(self.status), dtype=bool)
+        return np.asarray(self.inherited, dtype=bool)
