@@ -13,6 +13,7 @@ numpy only (``import forensics.sites`` stays light).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -142,24 +143,22 @@ class Checks:
         """Entries laid end to end in runs of ``counts`` (one run per row: several runs per
         record, ``run_record`` non-decreasing), against ``[0, run_upper)``: entry ``j`` of
         run ``i`` is ``value`` at row ``run_row[i]``, element ``run_element[i] + j``. Only
-        ``value`` is per entry; the other columns are read per run where needed."""
+        ``value`` is per entry; the other columns are read per run where needed (the runs'
+        offsets too: the groups' first entries come from each record's total count)."""
         counts = np.asarray(counts, dtype=np.int64)
-        ends = np.cumsum(counts)
-        begin = ends - counts
+        ends = functools.cache(lambda: np.cumsum(counts))
 
         def run(at: np.ndarray) -> np.ndarray:
-            return np.searchsorted(ends, at, side="right")
+            return np.searchsorted(ends(), at, side="right")
 
         def element(at: np.ndarray) -> np.ndarray:
             i = run(at)
-            return run_element[i] + (at - begin[i])
+            return run_element[i] + (at - (ends()[i] - counts[i]))
 
-        filled = counts > 0
-        first = group_starts(run_record[filled], int(filled.sum()))
         return cls(tensor, 0, lambda at: run_record[run(at)], lambda at: run_row[run(at)],
                    element, _checked_values(value, tensor),
                    lambda at: np.zeros(len(at), dtype=np.int64),
-                   lambda at: run_upper[run(at)], begin[filled][first])
+                   lambda at: run_upper[run(at)], _run_group_starts(run_record, counts))
 
     @staticmethod
     def concat(parts: Sequence[Checks | CheckList]) -> CheckList:
@@ -174,9 +173,8 @@ class Checks:
         """Positions of the entries that are findings."""
         if self.kind != 0:
             return np.arange(len(self.value))
-        starts, numbers = self._minmax()
-        outside = ((numbers[:, 0] < take(self.lower, starts))
-                   | (numbers[:, 1] >= take(self.upper, starts)))
+        starts, table = self._minmax()
+        outside = (table[:, 0] < table[:, 2]) | (table[:, 1] >= table[:, 3])
         if not outside.any():
             return np.zeros(0, dtype=np.int64)
         sizes = (np.append(starts[1:], len(self.value)) - starts)[outside]
@@ -189,15 +187,19 @@ class Checks:
         return take(self.record, self.bad())
 
     def _minmax(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each group's first entry and its ``(min, max)`` (computed once)."""
+        """Each group's first entry and its ``(min, max, lower, upper)`` (int64, one row per
+        group, computed once)."""
         if self._groups is None:
             starts = self.starts
             if starts is None:
                 starts = group_starts(self.record, len(self.value))
-            numbers = (np.stack([np.minimum.reduceat(self.value, starts),
-                                 np.maximum.reduceat(self.value, starts)], axis=1)
-                       if len(starts) else np.zeros((0, 2), np.int64))
-            self._groups = (starts, numbers)
+            table = np.empty((len(starts), 4), dtype=np.int64)
+            if len(starts):
+                table[:, 0] = np.minimum.reduceat(self.value, starts)  # no out=: a narrow
+                table[:, 1] = np.maximum.reduceat(self.value, starts)  # value would be cast
+                table[:, 2] = take(self.lower, starts)
+                table[:, 3] = take(self.upper, starts)
+            self._groups = (starts, table)
         return self._groups
 
     def findings(self, req_ids: Sequence[Sequence[str] | None] | None = None
@@ -226,10 +228,8 @@ class Checks:
         group): ``(record, tensors, which, numbers)`` (no string per group)."""
         if self.kind != 0 or not len(self.value):
             return _NO_RANGES
-        starts, numbers = self._minmax()
-        bounds = np.stack([take(self.lower, starts), take(self.upper, starts)], axis=1)
-        return (take(self.record, starts), [self.tensor], np.zeros(len(starts), np.intp),
-                np.concatenate([numbers, bounds], axis=1))
+        starts, table = self._minmax()
+        return take(self.record, starts), [self.tensor], np.zeros(len(starts), np.intp), table
 
     def restricted(self, keep: np.ndarray) -> Checks:
         """The entries of the records ``r`` where ``keep[r]`` (a bool per record of the
@@ -246,7 +246,10 @@ class Checks:
         """The same entries, in the same groups, checked as ``tensor`` against ``[lower,
         upper)``: the groups and their ranges are computed once for both."""
         other = replace(self, tensor=tensor, upper=upper)
-        other._groups = self._minmax()
+        starts, table = self._minmax()
+        table = table.copy()
+        table[:, 3] = take(upper, starts)
+        other._groups = (starts, table)
         return other
 
     def renumbered(self, positions: np.ndarray,
@@ -263,6 +266,18 @@ class Checks:
             out = replace(self, record=_renamed(record, positions, _gathered))
         out._groups = self._groups
         return out
+
+
+def _run_group_starts(run_record: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The first entry of each record's group, its entries laid end to end in runs of
+    ``counts`` (``run_record`` non-decreasing, the record of each run): the offsets of the
+    records' total counts (empty runs belong to no group)."""
+    filled = every(counts > 0)
+    counts, run_record = counts[filled], run_record[filled]
+    first = group_starts(run_record, len(run_record))
+    if not len(first):
+        return first
+    return starts_of(np.add.reduceat(counts, first))
 
 
 def per_record(base: Mapping[int, V], own: Mapping[int, V], inherited: np.ndarray
@@ -343,10 +358,9 @@ class CheckList:
     def range_table(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
         """The checked ranges of every part as :meth:`Checks.range_table` gives them, ordered
         by record (parts in order within one); ``tensors``: the parts' distinct names."""
-        got = [part.range_table() for part in self.parts]
-        got = [g for g in got if len(g[0])]
-        if not got:
-            return _NO_RANGES
+        got = [g for g in (part.range_table() for part in self.parts) if len(g[0])]
+        if len(got) < 2:  # one part's ranges are in record order already
+            return got[0] if got else _NO_RANGES
         tensors = list(dict.fromkeys(g[1][0] for g in got))
         rec = np.concatenate([g[0] for g in got])
         which = np.concatenate([np.full(len(g[0]), tensors.index(g[1][0]), np.intp)
