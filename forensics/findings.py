@@ -34,7 +34,7 @@ from forensics.records import Record
 from forensics.sites import SINK, SITES, get_site, site_order
 from forensics.sites._common import OUT_OF_BOUNDS, finding, index_error_finding
 from forensics.sites.base import record_findings
-from forensics.sites.core import BatchRun, CheckList, Checks
+from forensics.sites.core import BatchRun, CheckList, Checks, per_record
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -191,8 +191,8 @@ class Judge:
         ``positions`` (all of ``site``) under ``variant`` (None: the ``upstream`` model run
         only to find origins): its findings, checked ranges and error outcomes."""
         found = self._reference_store() if variant is None else self._found[variant]
-        for i, fs in run.found.items():
-            found[int(positions[i])] = fs
+        for i, fs in run.found.items():  # a copy: a judged run may be kept for two variants
+            found[int(positions[i])] = [dict(f) for f in fs]
         if variant is None:
             return
         if run.error:
@@ -295,11 +295,49 @@ class JudgedRun:
     numbers: np.ndarray
 
     @classmethod
-    def of(cls, run: BatchRun) -> JudgedRun:
-        """Judge ``run``: its findings and checked ranges."""
+    def of(cls, run: BatchRun, known: dict[int, JudgedRun] | None = None) -> JudgedRun:
+        """Judge ``run``: its findings and checked ranges. ``known``: the runs of this batch
+        judged so far, by ``id`` of the run (the caller keeps the runs alive): a run object
+        that several variants returned is judged once, and a run that inherits records from
+        a ``base`` run (:class:`~forensics.sites.core.BatchRun`) takes their results from
+        ``base``'s judgment, judging only its own records' checks."""
+        if known is None:
+            known = {}
+        key = id(run)
+        if key not in known:
+            if run.base is None:
+                known[key] = cls._judged(run)
+            else:
+                own = cls._judged(run)
+                known[key] = own.merged(cls.of(run.base, known), run._inherited())
+        return known[key]
+
+    @classmethod
+    def _judged(cls, run: BatchRun) -> JudgedRun:
+        """``run`` judged from its own checks alone."""
         rec, tensors, which, numbers = run.checks.range_table()
         return cls(run.status, run.messages, run.checks.findings(run.req_ids), rec, tensors,
                    which, numbers)
+
+    def merged(self, base: JudgedRun, inherited: np.ndarray) -> JudgedRun:
+        """This judgment with the records ``inherited`` (a bool per record) taken from
+        ``base``'s: status, messages, findings and checked ranges (each record's ranges from
+        one of the two, in record order)."""
+        status = np.where(inherited, base.status, self.status).astype(self.status.dtype)
+        mine, theirs = self.rec_mask(~inherited), base.rec_mask(inherited)
+        tensors = list(dict.fromkeys([*base.tensors, *self.tensors]))
+        recode = np.array([tensors.index(t) for t in self.tensors], dtype=np.intp)
+        rec = np.concatenate([base.rec[theirs], self.rec[mine]])
+        order = np.argsort(rec, kind="stable")
+        which = np.concatenate([base.which[theirs], recode[self.which[mine]]])
+        numbers = np.concatenate([base.numbers[theirs], self.numbers[mine]])
+        return JudgedRun(status, per_record(base.messages, self.messages, inherited),
+                         per_record(base.found, self.found, inherited), rec[order], tensors,
+                         which[order], numbers[order])
+
+    def rec_mask(self, records: np.ndarray) -> np.ndarray:
+        """Which checked ranges belong to the records where ``records`` (a bool per record)."""
+        return records[self.rec] if len(self.rec) else np.zeros(0, dtype=bool)
 
     @property
     def error(self) -> bool:

@@ -13,9 +13,10 @@ numpy only (``import forensics.sites`` stays light).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -25,6 +26,7 @@ OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
 KINDS = (OUT_OF_BOUNDS, MISATTRIBUTED)
 _NO_BOUND = np.iinfo(np.int64).min  # ``lower``/``upper`` of an entry without bounds
 Range = tuple[str, int, int, int, int]
+V = TypeVar("V")
 
 
 def _i64(values: Any) -> np.ndarray:
@@ -46,6 +48,13 @@ Column = np.ndarray | Callable[[np.ndarray], np.ndarray]
 def take(column: Column, at: np.ndarray) -> np.ndarray:
     """The values of ``column`` at entry positions ``at``."""
     return column(at) if callable(column) else column[at]
+
+
+def _taken(column: Column, at: np.ndarray) -> Column:
+    """``column`` of the entries at ``at`` only (a function stays one: read where needed)."""
+    if callable(column):
+        return lambda positions: column(at[positions])
+    return column[at]
 
 
 @dataclass
@@ -134,24 +143,22 @@ class Checks:
         """Entries laid end to end in runs of ``counts`` (one run per row: several runs per
         record, ``run_record`` non-decreasing), against ``[0, run_upper)``: entry ``j`` of
         run ``i`` is ``value`` at row ``run_row[i]``, element ``run_element[i] + j``. Only
-        ``value`` is per entry; the other columns are read per run where needed."""
+        ``value`` is per entry; the other columns are read per run where needed (the runs'
+        offsets too: the groups' first entries come from each record's total count)."""
         counts = np.asarray(counts, dtype=np.int64)
-        ends = np.cumsum(counts)
-        begin = ends - counts
+        ends = functools.cache(lambda: np.cumsum(counts))
 
         def run(at: np.ndarray) -> np.ndarray:
-            return np.searchsorted(ends, at, side="right")
+            return np.searchsorted(ends(), at, side="right")
 
         def element(at: np.ndarray) -> np.ndarray:
             i = run(at)
-            return run_element[i] + (at - begin[i])
+            return run_element[i] + (at - (ends()[i] - counts[i]))
 
-        filled = counts > 0
-        first = group_starts(run_record[filled], int(filled.sum()))
         return cls(tensor, 0, lambda at: run_record[run(at)], lambda at: run_row[run(at)],
                    element, _checked_values(value, tensor),
                    lambda at: np.zeros(len(at), dtype=np.int64),
-                   lambda at: run_upper[run(at)], begin[filled][first])
+                   lambda at: run_upper[run(at)], _run_group_starts(run_record, counts))
 
     @staticmethod
     def concat(parts: Sequence[Checks | CheckList]) -> CheckList:
@@ -166,9 +173,8 @@ class Checks:
         """Positions of the entries that are findings."""
         if self.kind != 0:
             return np.arange(len(self.value))
-        starts, numbers = self._minmax()
-        outside = ((numbers[:, 0] < take(self.lower, starts))
-                   | (numbers[:, 1] >= take(self.upper, starts)))
+        starts, table = self._minmax()
+        outside = (table[:, 0] < table[:, 2]) | (table[:, 1] >= table[:, 3])
         if not outside.any():
             return np.zeros(0, dtype=np.int64)
         sizes = (np.append(starts[1:], len(self.value)) - starts)[outside]
@@ -181,15 +187,19 @@ class Checks:
         return take(self.record, self.bad())
 
     def _minmax(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each group's first entry and its ``(min, max)`` (computed once)."""
+        """Each group's first entry and its ``(min, max, lower, upper)`` (int64, one row per
+        group, computed once)."""
         if self._groups is None:
             starts = self.starts
             if starts is None:
                 starts = group_starts(self.record, len(self.value))
-            numbers = (np.stack([np.minimum.reduceat(self.value, starts),
-                                 np.maximum.reduceat(self.value, starts)], axis=1)
-                       if len(starts) else np.zeros((0, 2), np.int64))
-            self._groups = (starts, numbers)
+            table = np.empty((len(starts), 4), dtype=np.int64)
+            if len(starts):
+                table[:, 0] = np.minimum.reduceat(self.value, starts)  # no out=: a narrow
+                table[:, 1] = np.maximum.reduceat(self.value, starts)  # value would be cast
+                table[:, 2] = take(self.lower, starts)
+                table[:, 3] = take(self.upper, starts)
+            self._groups = (starts, table)
         return self._groups
 
     def findings(self, req_ids: Sequence[Sequence[str] | None] | None = None
@@ -218,40 +228,115 @@ class Checks:
         group): ``(record, tensors, which, numbers)`` (no string per group)."""
         if self.kind != 0 or not len(self.value):
             return _NO_RANGES
-        starts, numbers = self._minmax()
-        bounds = np.stack([take(self.lower, starts), take(self.upper, starts)], axis=1)
-        return (take(self.record, starts), [self.tensor], np.zeros(len(starts), np.intp),
-                np.concatenate([numbers, bounds], axis=1))
+        starts, table = self._minmax()
+        return take(self.record, starts), [self.tensor], np.zeros(len(starts), np.intp), table
+
+    def restricted(self, keep: np.ndarray) -> Checks:
+        """The entries of the records ``r`` where ``keep[r]`` (a bool per record of the
+        batch), in the same groups (their ranges computed again when read)."""
+        record = take(self.record, np.arange(len(self.value)))
+        at = np.flatnonzero(keep[record]) if len(record) else np.zeros(0, np.int64)
+        if len(at) == len(self.value):
+            return self
+        return Checks(self.tensor, self.kind, _taken(self.record, at), _taken(self.row, at),
+                      _taken(self.element, at), self.value[at], _taken(self.lower, at),
+                      _taken(self.upper, at))
 
     def sharing(self, tensor: str, upper: Column) -> Checks:
         """The same entries, in the same groups, checked as ``tensor`` against ``[lower,
         upper)``: the groups and their ranges are computed once for both."""
         other = replace(self, tensor=tensor, upper=upper)
-        other._groups = self._minmax()
+        starts, table = self._minmax()
+        table = table.copy()
+        table[:, 3] = take(upper, starts)
+        other._groups = (starts, table)
         return other
 
-    def renumbered(self, positions: np.ndarray) -> Checks:
+    def renumbered(self, positions: np.ndarray,
+                   _gathered: dict[int, np.ndarray] | None = None) -> Checks:
         """The same checks with record ``i`` renamed ``positions[i]`` (distinct positions:
-        the groups, and their ranges once computed, stay those of these checks)."""
+        the groups, and their ranges once computed, stay those of these checks). Positions
+        ``0, 1, ...`` rename nothing: these checks are the answer."""
+        if is_identity(positions):
+            return self
         record = self.record
         if callable(record):
             out = replace(self, record=lambda at: positions[record(at)])
         else:
-            out = replace(self, record=positions[record])
+            out = replace(self, record=_renamed(record, positions, _gathered))
         out._groups = self._groups
         return out
 
 
+def _run_group_starts(run_record: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The first entry of each record's group, its entries laid end to end in runs of
+    ``counts`` (``run_record`` non-decreasing, the record of each run): the offsets of the
+    records' total counts (empty runs belong to no group)."""
+    filled = every(counts > 0)
+    counts, run_record = counts[filled], run_record[filled]
+    first = group_starts(run_record, len(run_record))
+    if not len(first):
+        return first
+    return starts_of(np.add.reduceat(counts, first))
+
+
+def per_record(base: Mapping[int, V], own: Mapping[int, V], inherited: np.ndarray
+               ) -> dict[int, V]:
+    """Entries by record: ``base``'s for the records where ``inherited`` (a bool per record),
+    ``own``'s for the others."""
+    return {**{i: v for i, v in base.items() if inherited[i]},
+            **{i: v for i, v in own.items() if not inherited[i]}}
+
+
+def is_identity(positions: np.ndarray) -> bool:
+    """Whether ``positions`` is ``0, 1, ..., len - 1`` (renaming by it changes nothing)."""
+    n = len(positions)
+    return not n or (positions[0] == 0 and positions[n - 1] == n - 1
+                     and np.array_equal(positions, np.arange(n)))
+
+
+def _renamed(record: np.ndarray, positions: np.ndarray,
+             gathered: dict[int, np.ndarray] | None) -> np.ndarray:
+    """``positions[record]``, gathered once per record column when ``gathered`` keeps the
+    copies made (keyed by the column's identity, for checks of one batch)."""
+    if gathered is None:
+        return positions[record]
+    key = id(record)
+    if key not in gathered:
+        gathered[key] = positions[record]
+    return gathered[key]
+
+
 def group_starts(record: Column, n: int) -> np.ndarray:
     """The first of each run of equal records among ``n`` entries (``record`` non-decreasing
-    and never -1): one comparison of neighbours, no copy of an array column."""
+    and never -1): one comparison of neighbours, no copy of an array column; or, when the
+    records span few values for their entries, one binary search per value
+    (:func:`_first_of_each`)."""
     if not n:
         return np.zeros(0, np.int64)
     record = record(np.arange(n)) if callable(record) else record
+    first, last = int(record[0]), int(record[n - 1])
+    if 0 <= first and (last - first + 1) * _SEARCH_RATIO <= n:
+        return _first_of_each(record[:n], first, last)
     change = np.empty(n, dtype=bool)
-    change[0] = record[0] != -1
-    np.not_equal(record[1:], record[:-1], out=change[1:])
+    change[0] = first != -1
+    np.not_equal(record[1:n], record[:n - 1], out=change[1:])
     return np.flatnonzero(change)
+
+
+#: entries per record value from which :func:`group_starts` searches instead of comparing
+_SEARCH_RATIO = 8
+
+
+def _first_of_each(record: np.ndarray, first: int, last: int) -> np.ndarray:
+    """The first entry of each distinct value of ``record`` (non-decreasing, from ``first``
+    to ``last``): the first position of every value in that span, a value absent from
+    ``record`` landing on the next present one's (kept once)."""
+    at = np.searchsorted(record, np.arange(first, last + 1, dtype=record.dtype))
+    keep = np.empty(len(at), dtype=bool)
+    keep[0] = True
+    np.not_equal(at[1:], at[:-1], out=keep[1:])
+    return at[keep]
 
 
 @dataclass
@@ -273,10 +358,9 @@ class CheckList:
     def range_table(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
         """The checked ranges of every part as :meth:`Checks.range_table` gives them, ordered
         by record (parts in order within one); ``tensors``: the parts' distinct names."""
-        got = [part.range_table() for part in self.parts]
-        got = [g for g in got if len(g[0])]
-        if not got:
-            return _NO_RANGES
+        got = [g for g in (part.range_table() for part in self.parts) if len(g[0])]
+        if len(got) < 2:  # one part's ranges are in record order already
+            return got[0] if got else _NO_RANGES
         tensors = list(dict.fromkeys(g[1][0] for g in got))
         rec = np.concatenate([g[0] for g in got])
         which = np.concatenate([np.full(len(g[0]), tensors.index(g[1][0]), np.intp)
@@ -284,9 +368,17 @@ class CheckList:
         order = np.argsort(rec, kind="stable")
         return rec[order], tensors, which[order], np.concatenate([g[3] for g in got])[order]
 
+    def restricted(self, keep: np.ndarray) -> CheckList:
+        """The entries of the records ``r`` where ``keep[r]`` (see :meth:`Checks.restricted`)."""
+        return Checks.concat([part.restricted(keep) for part in self.parts])
+
     def renumbered(self, positions: np.ndarray) -> CheckList:
-        """The same checks with record ``i`` renamed ``positions[i]``."""
-        return CheckList([p.renumbered(positions) for p in self.parts])
+        """The same checks with record ``i`` renamed ``positions[i]`` (parts sharing one
+        record column, as :meth:`Checks.sharing` makes them, share its renamed copy)."""
+        if is_identity(positions):
+            return self
+        gathered: dict[int, np.ndarray] = {}
+        return CheckList([p.renumbered(positions, gathered) for p in self.parts])
 
 
 _NO_RANGES: tuple[np.ndarray, list[str], np.ndarray, np.ndarray] = (
@@ -335,7 +427,10 @@ def every(mask: np.ndarray) -> np.ndarray | slice:
 
 
 def within(lengths: np.ndarray) -> np.ndarray:
-    """Position of each value within its run, given the run lengths."""
+    """Position of each value within its run, given the run lengths (runs of one length:
+    ``0...length-1`` repeated, no subtraction)."""
+    if len(lengths) and lengths.min() == lengths.max() >= 0:
+        return np.tile(np.arange(int(lengths[0]), dtype=np.int64), len(lengths))
     return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts_of(lengths), lengths)
 
 
@@ -370,9 +465,37 @@ def split_lists(values: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
 class BatchRun:
     """A model's run over a batch of one site's records, as the judge reads it: a status per
     record (index into ``forensics.outcome.STATUSES``), each failed record's message, every
-    checked value (:class:`Checks`) and each record's request ids (None where unknown)."""
+    checked value (:class:`Checks`) and each record's request ids (None where unknown).
+
+    A run may take some records' results from another run of the same batch: where
+    ``inherited[i]`` (a bool per record), record ``i``'s status, message and checks are
+    ``base``'s (e.g. the patched model's run where its guard changed nothing is upstream's),
+    and this run's own ``status[i]``, ``messages`` and ``checks`` are not read for it, so the
+    site need not compute them (``status`` still has one entry per record). The judge
+    (``forensics.findings.JudgedRun.of``) then judges ``base`` once for both runs; other
+    readers take :meth:`whole`."""
 
     status: np.ndarray
     messages: dict[int, str]
     checks: CheckList
     req_ids: Sequence[Sequence[str] | None]
+    base: BatchRun | None = None
+    inherited: np.ndarray | None = None
+
+    def whole(self) -> BatchRun:
+        """The same run with every record's results its own (``base`` resolved): the
+        inherited records' status, messages and checks taken from ``base``."""
+        if self.base is None:
+            return self
+        base, inherited = self.base.whole(), self._inherited()
+        status = np.where(inherited, base.status, self.status).astype(self.status.dtype)
+        messages = per_record(base.messages, self.messages, inherited)
+        checks = Checks.concat([base.checks.restricted(inherited),
+                                self.checks.restricted(~inherited)])
+        return BatchRun(status, messages, checks, self.req_ids)
+
+    def _inherited(self) -> np.ndarray:
+        """``inherited`` as a bool per record (none when not given)."""
+        if self.inherited is None:
+            return np.zeros(len(self.status), dtype=bool)
+        return np.asarray(self.inherited, dtype=bool)
