@@ -397,12 +397,30 @@ def screen_unique(cols: BatchColumns, name: str) -> np.ndarray:
     a superset of what :func:`require_unique` rejects)."""
     if isinstance(cols, RunColumns):  # codes: no string decoded
         ((codes, counts),) = cols.str_codes((name,))
+        return repeats(codes, counts)
+    return np.fromiter((v is not None and len(set(v)) != len(v) for v in cols.values(name)),
+                       dtype=bool, count=cols.rows)
+
+
+def repeats(codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per record: whether its run of ``codes`` (``counts[r]`` of them, end to end; codes
+    >= -1) holds some code twice. Each record's codes are sorted in a row of one matrix
+    (shorter runs padded with distinct values below -1) and compared with their
+    neighbours; a sort of (record, code) keys when that matrix would be large."""
+    width = int(counts.max(initial=0))
+    if len(counts) * width > 4 * len(codes) + 4096:  # a few long runs: no padded matrix
         span = int(codes.max(initial=0)) + 2
         keys = np.sort(owner(counts) * span + codes + 1)
         repeated = keys[1:][keys[1:] == keys[:-1]] // span
-        return np.bincount(repeated, minlength=cols.rows) > 0
-    return np.fromiter((v is not None and len(set(v)) != len(v) for v in cols.values(name)),
-                       dtype=bool, count=cols.rows)
+        return np.bincount(repeated, minlength=len(counts)) > 0
+    small = codes.astype(np.int32 if width and codes.max() < 2**31 else np.int64)
+    if len(counts) and (counts == width).all():
+        matrix = small.reshape(len(counts), width)
+    else:
+        matrix = np.tile(-2 - np.arange(width, dtype=small.dtype), (len(counts), 1))
+        matrix[np.arange(width) < counts[:, None]] = small  # row by row, in order
+    ordered = np.sort(matrix, axis=1)
+    return (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
 
 
 def failed(exc: BaseException, accesses: list[Access] | None = None) -> Outcome:
