@@ -80,7 +80,7 @@ def str_codes(columns: Mapping[str, StrLists], start: int, stop: int
 def _repeated_runs(follower: StrLists, base: StrLists, start: int, stop: int
                    ) -> list[tuple[bool, int, int]]:
     """Rows ``start:stop`` of ``follower`` cut into runs ``(same, lo, hi)``: ``same`` where
-    each row is byte for byte ``base``'s previous row. A run that differs is halved until its
+    the run's items are byte for byte those of the ``base``'s rows before. A run that differs is halved until its
     differing rows stand alone, within :data:`_COMPARISONS` comparisons."""
     runs: list[tuple[bool, int, int]] = [] if start else [(False, 0, min(1, stop))]
     pending, budget = [(max(start, 1), stop)], _COMPARISONS
@@ -99,14 +99,14 @@ def _repeated_runs(follower: StrLists, base: StrLists, start: int, stop: int
 
 
 def _same_rows(follower: StrLists, base: StrLists, lo: int, hi: int) -> bool:
-    """Whether rows ``lo:hi`` of ``follower`` are rows ``lo - 1:hi - 1`` of ``base`` byte for
-    byte: all present, the same item counts and lengths, the same bytes, no null item."""
-    if not (follower.present[lo:hi].all() and base.present[lo - 1:hi - 1].all()):
+    """Whether the items of rows ``lo:hi`` of ``follower`` are those of rows ``lo - 1:hi - 1``
+    of ``base`` byte for byte: as many items, of the same lengths and bytes, none null (the
+    codes are copied item by item; a null row's items, should its offsets span some, are
+    dropped afterwards)."""
+    first_f, first_b = int(follower.offsets[lo]), int(base.offsets[lo - 1])
+    count = int(follower.offsets[hi]) - first_f
+    if count != int(base.offsets[hi - 1]) - first_b:
         return False
-    rows_f, rows_b = follower.offsets[lo:hi + 1], base.offsets[lo - 1:hi]
-    if not np.array_equal(rows_f - rows_f[0], rows_b - rows_b[0]):
-        return False
-    first_f, first_b, count = int(rows_f[0]), int(rows_b[0]), int(rows_f[-1] - rows_f[0])
     if not (_all_valid(follower, first_f, count) and _all_valid(base, first_b, count)):
         return False
     bytes_f = follower.bounds[first_f:first_f + count + 1]

@@ -78,17 +78,36 @@ def test_repeated_rows_take_the_codes_of_the_rows_they_repeat(start: int, stop: 
     assert_coded_alike({"req_ids": REQ, "prev_req_ids": following(REQ, ["zz"])}, start, stop)
 
 
+def test_items_that_move_between_rows_are_not_repeats() -> None:
+    req = [["a"], ["b", "c"], ["d"], ["e"]]
+    assert_coded_alike({"req_ids": req, "prev_req_ids": [[], ["a", "b"], ["c"], ["d"]]}, 0, 4)
+
+
+def test_a_row_holding_the_items_of_the_next_base_rows_is_not_a_repeat() -> None:
+    """Row 1 repeats row 0's ``a`` and then the ``b`` of row 2, past the run coded."""
+    columns: dict[str, Rows] = {"req_ids": [["a"], [], ["b"]],
+                                "prev_req_ids": [[], ["a", "b"], []]}
+    assert_coded_alike(columns, 0, 2)
+
+
+def test_long_ids_that_differ_in_their_last_byte_are_not_repeats() -> None:
+    req = [[IDS[6], "a"], [IDS[6], "a"], ["b"]]
+    assert_coded_alike({"req_ids": req, "prev_req_ids": [[], [IDS[7], "a"], [IDS[6], "a"]]},
+                       0, 3)
+
+
 @pytest.mark.parametrize("changed", [
-    ["req-1", "req-3"],             # one byte differs
-    ["req-1", "req-22"],            # one length differs
-    ["req-1"],                      # one item fewer
-    ["req-1", "req-2", "req-2"],    # one item more (a repeat)
-    ["req-1", None],                # a null item
+    ["req-2", "req-12346"],         # one byte differs (REQ[2] is ["req-2", "req-12345"])
+    ["req-2r", "eq-12345"],         # the same bytes cut into other items
+    ["req-2", "req-1234"],          # one length differs
+    ["req-2"],                      # one item fewer
+    ["req-2", "req-12345", "a"],    # one item more
+    ["req-2", None],                # a null item
     None,                           # a null row
 ])
 def test_rows_that_do_not_repeat_are_encoded(changed: list[str | None] | None) -> None:
     prev: Rows = list(following(REQ))
-    prev[3] = changed
+    prev[3] = changed  # in place of REQ[2]
     for start in (0, 2, 3, 4):
         assert_coded_alike({"req_ids": REQ, "prev_req_ids": prev}, start, 6)
 
@@ -96,8 +115,7 @@ def test_rows_that_do_not_repeat_are_encoded(changed: list[str | None] | None) -
 def test_a_null_item_in_the_base_is_not_an_empty_string() -> None:
     """A base row with a null item (``prev_req_ids`` may hold them) and a follower row of
     the same bytes with an empty string: not a repeat."""
-    base: Rows = [["a", None], ["b"]]
-    assert_coded_alike({"prev_req_ids": base, "other": [["x"], ["a", ""]]}, 0, 2)
+    assert_coded_alike({"req_ids": [["a", None], ["b"]], "prev_req_ids": [[], ["a", ""]]}, 0, 2)
     assert_coded_alike({"req_ids": [["a", ""], ["b"]], "prev_req_ids": [[], ["a", None]]}, 0, 2)
 
 
