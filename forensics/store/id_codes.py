@@ -80,8 +80,8 @@ def str_codes(columns: Mapping[str, StrLists], start: int, stop: int
 def _repeated_runs(follower: StrLists, base: StrLists, start: int, stop: int
                    ) -> list[tuple[bool, int, int]]:
     """Rows ``start:stop`` of ``follower`` cut into runs ``(same, lo, hi)``: ``same`` where
-    the run's items are byte for byte those of the ``base``'s rows before. A run that differs is halved until its
-    differing rows stand alone, within :data:`_COMPARISONS` comparisons."""
+    the run's items are byte for byte those of ``base``'s rows before. A run that differs is
+    halved until its differing rows stand alone, within :data:`_COMPARISONS` comparisons."""
     runs: list[tuple[bool, int, int]] = [] if start else [(False, 0, min(1, stop))]
     pending, budget = [(max(start, 1), stop)], _COMPARISONS
     while pending:
