@@ -282,21 +282,68 @@ def prev_rows(cols: RunColumns) -> tuple[np.ndarray, np.ndarray]:
     """Per current row (``req_ids`` end to end): the previous row of its request as
     :func:`prev_index_map` gives it, and whether it is known (-1 and False otherwise)."""
     (req, nreq), (prev, nprev) = cols.str_codes(("req_ids", "prev_req_ids"))
-    rec, prec = owner(nreq), owner(nprev)
-    span = int(max(req.max(initial=0), prev.max(initial=0))) + 2
-    ok = prev >= 0
-    key, pos = prec[ok] * span + prev[ok], within(nprev)[ok]
-    wanted = rec * span + req
-    if cols.rows * span <= _LOOKUP_TABLE:
-        result, known = _looked_up(key, pos, wanted, req >= 0, cols.rows * span)
+    matrix = _padded(prev, nprev)
+    if matrix is not None:
+        result, known = _found_in_rows(req, nreq, prev, nprev, matrix)
     else:
-        result, known = _searched(key, pos, wanted, req >= 0)
+        result, known = _found_by_keys(req, nreq, prev, nprev)
     for r in np.flatnonzero(cols.present("prev_req_id_to_index")).tolist():
         record, begin = cols.record(r), int(starts_of(nreq)[r])
         got = [record["prev_req_id_to_index"].get(q) for q in record["req_ids"]]
         result[begin:begin + len(got)] = [-1 if g is None else g for g in got]
         known[begin:begin + len(got)] = [g is not None for g in got]
     return result.astype(np.int64, copy=False), known
+
+
+def _found_in_rows(req: np.ndarray, nreq: np.ndarray, prev: np.ndarray, nprev: np.ndarray,
+                   matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`prev_rows`'s lookup when each record's previous codes are a line of
+    ``matrix``: a current request found at its own row of the previous batch (most are) is
+    known there unless that batch repeats some id; the others are compared with their
+    record's whole line, the last match winning."""
+    at = np.arange(len(req), dtype=np.int64) - np.repeat(starts_of(nreq), nreq)
+    rec = owner(nreq)
+    inside = at < nprev[rec]
+    same = inside & (req >= 0)
+    if len(prev):
+        same &= prev[np.where(inside, starts_of(nprev)[rec] + at, 0)] == req
+    ordered = np.sort(matrix, axis=1)
+    repeated = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)  # a None twice counts too
+    result = np.where(same, at, -1)
+    rest = np.flatnonzero((req >= 0) & (~same | repeated[rec]))
+    if len(rest) and matrix.shape[1]:
+        hits = matrix[rec[rest]] == req[rest, None]
+        last = matrix.shape[1] - 1 - np.argmax(hits[:, ::-1], axis=1)
+        result[rest] = np.where(hits.any(axis=1), last, -1)
+    return result, result >= 0
+
+
+def _found_by_keys(req: np.ndarray, nreq: np.ndarray, prev: np.ndarray, nprev: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`prev_rows`'s lookup by (record, code) keys: a table, or a sort and a search."""
+    rec, prec = owner(nreq), owner(nprev)
+    span = int(max(req.max(initial=0), prev.max(initial=0))) + 2
+    ok = prev >= 0
+    key, pos = prec[ok] * span + prev[ok], within(nprev)[ok]
+    wanted = rec * span + req
+    if len(nreq) * span <= _LOOKUP_TABLE:
+        return _looked_up(key, pos, wanted, req >= 0, len(nreq) * span)
+    return _searched(key, pos, wanted, req >= 0)
+
+
+def _padded(codes: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+    """Each record's run of ``codes`` (codes >= -1) as a line of one matrix, padded with
+    distinct values below -1 (int32 when the codes fit); None when a few long runs would
+    make that matrix large."""
+    width = int(counts.max(initial=0))
+    if len(counts) * width > 4 * len(codes) + 4096:
+        return None
+    small = codes.astype(np.int32 if width and codes.max() < 2**31 else np.int64)
+    if len(counts) and (counts == width).all():
+        return small.reshape(len(counts), width)
+    matrix = np.tile(-2 - np.arange(width, dtype=small.dtype), (len(counts), 1))
+    matrix[np.arange(width) < counts[:, None]] = small  # line by line, in order
+    return matrix
 
 
 #: the most (record, request) keys :func:`prev_rows` looks up in a table (int64 each)
@@ -397,12 +444,24 @@ def screen_unique(cols: BatchColumns, name: str) -> np.ndarray:
     a superset of what :func:`require_unique` rejects)."""
     if isinstance(cols, RunColumns):  # codes: no string decoded
         ((codes, counts),) = cols.str_codes((name,))
+        return repeats(codes, counts)
+    return np.fromiter((v is not None and len(set(v)) != len(v) for v in cols.values(name)),
+                       dtype=bool, count=cols.rows)
+
+
+def repeats(codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per record: whether its run of ``codes`` (``counts[r]`` of them, end to end; codes
+    >= -1) holds some code twice. Each record's codes are sorted in a row of one matrix
+    (shorter runs padded with distinct values below -1) and compared with their
+    neighbours; a sort of (record, code) keys when that matrix would be large."""
+    matrix = _padded(codes, counts)
+    if matrix is None:  # a few long runs: a sort of (record, code) keys
         span = int(codes.max(initial=0)) + 2
         keys = np.sort(owner(counts) * span + codes + 1)
         repeated = keys[1:][keys[1:] == keys[:-1]] // span
-        return np.bincount(repeated, minlength=cols.rows) > 0
-    return np.fromiter((v is not None and len(set(v)) != len(v) for v in cols.values(name)),
-                       dtype=bool, count=cols.rows)
+        return np.bincount(repeated, minlength=len(counts)) > 0
+    ordered = np.sort(matrix, axis=1)
+    return (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
 
 
 def failed(exc: BaseException, accesses: list[Access] | None = None) -> Outcome:

@@ -123,6 +123,38 @@ def list_offsets(array: pa.Array) -> np.ndarray:
     return values(array.offsets)
 
 
+def string_parts(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets (``len(array) + 1``, int32) and the bytes (uint8) of a validated string
+    array: item ``i`` is ``data[offsets[i]:offsets[i + 1]]``."""
+    offsets_buffer, data_buffer = array.buffers()[1:3]
+    if offsets_buffer is None:  # no item
+        return np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.uint8)
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int32, count=len(array) + 1,
+                            offset=4 * array.offset)
+    data = np.zeros(0, dtype=np.uint8) if data_buffer is None else np.frombuffer(
+        data_buffer, dtype=np.uint8)
+    return offsets, data
+
+
+def ascii_string_lists(array: pa.Array) -> bool:
+    """Whether a ``list<string>`` array that passed the structural ``validate()`` also passes
+    ``validate(full=True)``, shown by a few numpy passes: list offsets rising within the
+    strings, string offsets rising within the bytes, and bytes all ASCII (valid UTF-8 however
+    they are cut). False: not shown (non-ASCII bytes, say): ask Arrow's full validation."""
+    if not pa.types.is_list(array.type) or not pa.types.is_string(array.type.value_type):
+        return False
+    items = array.values
+    offsets, data = string_parts(items)
+    return (_rising_within(list_offsets(array), len(items))
+            and _rising_within(offsets, len(data))
+            and bool(data[offsets[0]:offsets[-1]].max(initial=0) < 0x80))
+
+
+def _rising_within(offsets: np.ndarray, size: int) -> bool:
+    """Whether ``offsets`` never fall and stay within ``0..size``."""
+    return bool(offsets[0] >= 0 and offsets[-1] <= size and (np.diff(offsets) >= 0).all())
+
+
 def _bits(buffer: pa.Buffer | None, offset: int, length: int) -> np.ndarray:
     if buffer is None or length == 0:
         return np.zeros(length, dtype=bool)

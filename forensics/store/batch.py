@@ -15,6 +15,7 @@ from forensics.errors import CaptureFormatError
 from forensics.records import Record
 from forensics.screening import as_exact, as_int64
 from forensics.store import arrow_numpy as an
+from forensics.store import id_codes
 from forensics.store.arrow_codec import SHAPE_SUFFIX, ColumnSig
 from forensics.validate import field_specs, screen_batch, validate_record
 
@@ -42,15 +43,19 @@ class BatchView:
         self._ints: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._valid: dict[str, np.ndarray] = {}
         self._bulk_checked: bool | None = None
+        self._str_lists: dict[str, id_codes.StrLists] | None = None
 
     def column(self, name: str) -> pa.Array:
         """The column ``name``, fully validated on first use (then kept: looking a column up
-        by name costs more than most reads of it). Raises CaptureFormatError."""
+        by name costs more than most reads of it; a ``list<string>`` column of ASCII strings
+        by :func:`~forensics.store.arrow_numpy.ascii_string_lists`, which checks what Arrow's
+        full validation checks, in less time). Raises CaptureFormatError."""
         column = self._arrays.get(name)
         if column is None:
             column = self.batch.column(name)
             try:
-                column.validate(full=True)
+                if not an.ascii_string_lists(column):  # request ids: shown by numpy
+                    column.validate(full=True)
             except pa.ArrowException as exc:
                 raise CaptureFormatError(f"{self.where}: column {name!r} is malformed: "
                                          f"{exc}") from None
@@ -220,6 +225,15 @@ class BatchView:
                                    *_list_parts(self.column(name + SHAPE_SUFFIX), where,
                                                 name + SHAPE_SUFFIX))
 
+    def str_lists(self) -> dict[str, id_codes.StrLists]:
+        """Every string-list column as :class:`~forensics.store.id_codes.StrLists` (made
+        once: every run of rows reads them)."""
+        if self._str_lists is None:
+            self._str_lists = {name: id_codes.StrLists.of(self.column(name))
+                               for name, (kind, _) in self.columns.items()
+                               if kind in ("str_list", "opt_str_list")}
+        return self._str_lists
+
     def first_dims(self, name: str, start: int, stop: int) -> np.ndarray:
         """The first dimension of tensor ``name`` in rows ``start:stop`` (0 where absent or
         without dimensions), int64."""
@@ -369,38 +383,10 @@ class _Decoded:
         return flat.astype(np.int64, copy=False), lengths, counts
 
     def str_codes(self, names: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        if not self._codes:  # every string list of the batch in one encoding, once
-            every = tuple(name for name, (kind, _) in self.view.columns.items()
-                          if kind in ("str_list", "opt_str_list"))
-            self._codes = dict(zip(every, self._str_codes(every), strict=True))
+        if not self._codes:  # every string list of the batch coded together, once
+            self._codes = id_codes.str_codes(self.view.str_lists(), self.start, self.stop)
         absent = (np.zeros(0, dtype=np.int64), np.zeros(self.rows, dtype=np.int64))
         return [self._codes.get(name, absent) for name in names]
-
-    def _str_codes(self, names: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        parts, counts = [], []
-        for name in names:
-            if self._kind(name) is None:
-                parts.append(pa.array([], type=pa.string()))
-                counts.append(np.zeros(self.rows, dtype=np.int64))
-                continue
-            column = self.view.column(name)
-            offsets = an.list_offsets(column)[self.start:self.stop + 1]
-            items = column.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-            parts.append(items.cast(pa.string()) if items.type != pa.string() else items)
-            counts.append(np.diff(offsets).astype(np.int64))
-        encoded = pa.chunked_array(parts, type=pa.string()).combine_chunks().dictionary_encode()
-        codes = an.values(encoded.indices).astype(np.int64)
-        if encoded.indices.null_count:
-            codes = np.where(an.valid_mask(encoded.indices), codes, -1)
-        out, at = [], 0
-        for name, count in zip(names, counts, strict=True):
-            mine, at = codes[at:at + int(count.sum())], at + int(count.sum())
-            present = self.present(name)
-            if not present.all():  # a null row's offsets may span items: drop them
-                mine = mine[np.repeat(present, count)]
-                count = count * present
-            out.append((mine, count))
-        return out
 
     def record(self, i: int) -> Record:
         return self.view.records(self.start + i, self.start + i + 1)[0]
