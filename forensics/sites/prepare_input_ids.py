@@ -45,6 +45,7 @@ from forensics.sites.core import (
     Checks,
     every,
     group_starts,
+    in_range_extremes,
     owner,
     rows_of_slots,
     runs_from,
@@ -251,14 +252,30 @@ def _small(*arrays: np.ndarray) -> bool:
     return all(not len(a) or (int(a.min()) > -2**31 and int(a.max()) < 2**31) for a in arrays)
 
 
-def _draft_max(b: Batch, p: _Plans) -> np.ndarray:
-    """Per record: the largest draft index read (``prev * spec + j``, ``j < nd``), -1 when
-    none: each drafting row's last draft when nothing can wrap, else every draft's."""
+def _draft_extremes(b: Batch, p: _Plans) -> tuple[np.ndarray, np.ndarray]:
+    """Per record: the smallest and largest draft index read (``prev * spec + j``, ``j <
+    nd``; -1 when none): each drafting row's first and last draft when nothing can wrap, else
+    every draft's."""
     n = b.cols.rows
     if not _small(p.prev, b.spec, p.nd):
-        return _record_max(p.spec_rec, p.draft_index, n)
+        return _record_extremes(p.spec_rec, p.draft_index, n)
     drafting = every(p.nd > 0)
-    return _record_max(p.crec[drafting], p.draft_first[drafting] + p.nd[drafting] - 1, n)
+    first = p.draft_first[drafting]
+    return _record_extremes(p.crec[drafting], first, n, first + p.nd[drafting] - 1)
+
+
+def _record_extremes(rec: np.ndarray, values: np.ndarray, n: int,
+                     highs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per record of ``n``: the smallest of its ``values`` and the largest of its ``highs``
+    (default ``values``), -1 for a record without any (``rec`` non-decreasing: the record
+    of each value)."""
+    low, high = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+    if len(rec):
+        starts = group_starts(rec, len(rec))
+        low[rec[starts]] = np.minimum.reduceat(values, starts)
+        high[rec[starts]] = np.maximum(np.maximum.reduceat(
+            values if highs is None else highs, starts), -1)
+    return low, high
 
 
 def _record_max(rec: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -343,6 +360,9 @@ class Run:
     device: np.ndarray
     d_off: np.ndarray
     d_len: np.ndarray
+    #: per record, the smallest and largest sampled row and draft index read (-1: none)
+    prev_range: tuple[np.ndarray, np.ndarray]
+    draft_range: tuple[np.ndarray, np.ndarray]
 
     @classmethod
     def of(cls, b: Batch, p: _Plans, whole: bool = False) -> Run:
@@ -355,13 +375,13 @@ class Run:
         dr_flat, dr_size = b.cols.flat(DRAFTS, widen=False)
         dr_width = b.cols.shape(DRAFTS, 1)
         slow = ~p.fast & (p.num_common > 0)
-        prev_max = _record_max(p.crec, p.prev, n)
-        draft_max = _draft_max(b, p)
-        plain &= ~slow | ((prev_max < b.p) & (~has | (draft_max < dr_size)))
+        prev_range = _record_extremes(p.crec, p.prev, n)
+        draft_range = _draft_extremes(b, p)
+        plain &= ~slow | ((prev_range[1] < b.p) & (~has | (draft_range[1] < dr_size)))
         nc = np.minimum(b.p, p.num_common)
         plain &= ~p.fast | (nc == 1) | (nc == p.num_common)
         run = cls(b, p, plain, has, dr_flat, starts_of(dr_size), dr_size, dr_width,
-                  *_start_buffers(b, p, plain, whole))
+                  *_start_buffers(b, p, plain, whole), prev_range, draft_range)
         run._write()
         return run
 
@@ -392,22 +412,36 @@ class Run:
         ``whole``: ``device`` holds just those)."""
         b, p = self.batch, self.plans
         count = np.where(self.plain & p.fast, p.num_common, 0)
-        slow = every((self.plain & ~p.fast)[p.crec])
-        crec = p.crec[slow]
-        drafting = self.plain & ~p.fast & self.has_drafts
+        slow = self.plain & ~p.fast
+        drafting = slow & self.has_drafts
         rows = functools.partial(rows_of_slots, b.cu, b.nrows)  # no cycle through the batch
         return Checks.concat([
             Checks.of_runs(SAMPLED, count, within(count), 0, b.p, rows),
-            Checks.of(SAMPLED, crec, b.local[p.common[slow]], p.sample_slots[slow],
-                      p.prev[slow], 0, b.p[crec]),
+            self._sampled_reads(slow),
             self._draft_reads(drafting),
             self._misattributed(drafting),
             Checks.of_runs(OUTPUT_TENSOR, self.d_len, self.device, 0, b.vocab, rows)])
 
+    def _sampled_reads(self, slow: np.ndarray) -> Checks:
+        """The sampled rows read by the records ``slow`` (each common row's previous
+        position): all inside ``[0, rows)`` (a plain record reads no row past the sampled
+        rows, and common rows have ``prev >= 0``), so each record's range is its smallest and
+        largest."""
+        b, p = self.batch, self.plans
+        low, high = self.prev_range
+        recs = np.flatnonzero(slow & (p.num_common > 0))
+        return in_range_extremes(SAMPLED, recs, low[recs], high[recs], b.p[recs])
+
     def _draft_reads(self, drafting: np.ndarray) -> Checks:
         """The draft indices read by the records ``drafting``, against the size of
-        ``draft_token_ids`` (laid out per row: nothing but the index per draft)."""
+        ``draft_token_ids``. Where no index can wrap they all lie inside it (a plain record
+        reads no draft past the tensor; ``prev``, ``spec`` and ``j`` are >= 0): each record's
+        range is its smallest and largest; else every read, laid out per row."""
         b, p = self.batch, self.plans
+        if _small(p.prev, b.spec, p.nd):
+            low, high = self.draft_range
+            recs = np.flatnonzero(drafting & (p.spec_count > 0))
+            return in_range_extremes(DRAFTS, recs, low[recs], high[recs], self.dr_size[recs])
         rows = every(drafting[p.crec])
         crec, nd = p.crec[rows], p.nd[rows]
         index = p.draft_index if isinstance(rows, slice) else runs_from(p.draft_first[rows], nd)
@@ -460,17 +494,40 @@ def scatter_drafts(device: np.ndarray, slot: np.ndarray, drafts: np.ndarray,
                    columns: int = DRAFT_COLUMNS) -> None:
     """``device[slot[i] + j] = drafts[index[i] + j]`` for ``j < count[i]``, each draft cast to
     int32 as vLLM casts it (``wraps``: False when every draft fits in int32, no cast needed).
-    Up to ``columns`` drafts per row, one gather and one scatter per draft position over the
-    rows drafting that many (no index built per draft); else by runs."""
+    Up to ``columns`` drafts per row: drafts of the buffer's dtype (no cast), indices >= 0 and
+    contiguous arrays by :func:`_scatter_windows`, else one gather and one scatter per draft
+    position over the rows drafting that many (no index built per draft); more by runs."""
     most = int(count.max(initial=0))
     if most > columns:
         ids = drafts[runs_from(index, count)]
         device[runs_from(slot, count)] = ids.astype(np.int32) if wraps else ids
         return
+    if (most and not wraps and drafts.dtype == device.dtype and index.min() >= 0
+            and device.flags.c_contiguous and drafts.flags.c_contiguous):
+        _scatter_windows(device, slot, drafts, index, count)
+        return
     for j in range(most):
         live = every(count > j)
         ids = drafts[index[live] + j]
         device[slot[live] + j] = ids.astype(np.int32) if wraps else ids
+
+
+def _scatter_windows(device: np.ndarray, slot: np.ndarray, drafts: np.ndarray,
+                     index: np.ndarray, count: np.ndarray) -> None:
+    """:func:`scatter_drafts` without a cast (same dtypes, ``index >= 0``): the rows that
+    draft ``d`` ids at a time, each row's ``d`` drafts moved as one item of ``d``-wide
+    windows of both arrays (one gather and one scatter per count)."""
+    for d in np.flatnonzero(np.bincount(count)).tolist():
+        if d:
+            rows = every(count == d)
+            _windows(device, d)[slot[rows]] = _windows(drafts, d)[index[rows]]
+
+
+def _windows(values: np.ndarray, d: int) -> np.ndarray:
+    """Every run of ``d`` neighbouring values of contiguous 1-D ``values`` as one item (a view
+    of the same memory: writing an item writes those ``d`` values)."""
+    return np.ndarray((len(values) - d + 1,), np.dtype((np.void, values.itemsize * d)),
+                      values, 0, values.strides)
 
 
 def _record_rows(record: Record, slots: np.ndarray) -> np.ndarray:
@@ -483,22 +540,30 @@ def _record_rows(record: Record, slots: np.ndarray) -> np.ndarray:
 def _start_buffers(b: Batch, p: _Plans, plain: np.ndarray, whole: bool
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each plain record's device buffer before the writes (the CPU staging where the plan
-    copies it; ``whole``: the whole buffer, else its first ``total`` ids), end to end (int64);
-    offsets and lengths."""
+    copies it; ``whole``: the whole buffer, else its first ``total`` ids), end to end (in
+    :func:`_buffer_dtype`); offsets and lengths."""
     inputs, n_inputs = b.cols.flat("input_ids", widen=False)
     device, n_device = b.cols.flat("input_ids_device", widen=False)
     has_device = b.cols.present("input_ids_device")
     size = np.where(has_device, n_device, n_inputs) if whole else b.total
     size = np.where(plain, size, 0)
+    dtype = _buffer_dtype(b.cols)
     if not has_device.any() and np.array_equal(size, n_inputs):  # the staging, whole
-        return inputs.astype(np.int64), starts_of(size), size
+        return inputs.astype(dtype), starts_of(size), size
     rec, i = owner(size), within(size)
     staged = p.copy_cpu[rec] & (i < b.total[rec]) | ~has_device[rec]
     at_inputs = np.where(staged, starts_of(n_inputs)[rec] + i, 0)
     at_device = np.where(staged, 0, starts_of(n_device)[rec] + i)
     flat = np.where(staged, inputs[at_inputs] if len(inputs) else 0,
                     device[at_device] if len(device) else 0)
-    return flat.astype(np.int64), starts_of(size), size
+    return flat.astype(dtype), starts_of(size), size
+
+
+def _buffer_dtype(cols: RunColumns) -> np.dtype[Any]:
+    """The dtype of the plain records' device buffers: their sampled ids' (every plain record
+    shares it with its buffers, see :func:`_plain`); int64 when no record is plain."""
+    sampled = cols.dtype(SAMPLED)
+    return sampled if sampled in _PLAIN else np.dtype(np.int64)
 
 
 def prepare_columns(cols: RunColumns) -> Batch:
