@@ -193,6 +193,21 @@ class _Plans:
     nd: np.ndarray            # drafts of each common row
     draft_first: np.ndarray   # index in draft_token_ids of each common row's first draft
     spec_count: np.ndarray    # drafts of each record's common rows
+    heads: np.ndarray         # each record's first common row (records with some)
+    holding: np.ndarray       # the records with common rows
+
+    def per_record(self, reduce: np.ufunc, values: np.ndarray, fill: int) -> np.ndarray:
+        """``reduce`` over each record's run of common-row ``values`` (``fill`` for a record
+        without common rows), int64."""
+        return _reduce_runs(reduce, values, self.heads, self.holding, len(self.num_common),
+                            fill)
+
+    def of_rows(self, per_record: np.ndarray, rows: np.ndarray | slice) -> np.ndarray:
+        """``per_record[crec[rows]]``: the value of each chosen common row's record (every
+        row: one repeat, the common rows being in record order)."""
+        if isinstance(rows, slice):
+            return np.repeat(per_record, self.num_common)
+        return per_record[self.crec[rows]]
 
     @functools.cached_property
     def spec_rows(self) -> np.ndarray:
@@ -236,14 +251,27 @@ def plans(b: Batch, guard: bool) -> _Plans:
     common = np.flatnonzero(keep)
     crec, prev = b.rec[common], b.pp[common]
     flat, nd = b.cu[common] - 1, b.drafts[common]
-    num_common = np.bincount(crec, minlength=n)
-    mismatch = np.bincount(crec[prev != flat], minlength=n)
-    largest = _record_max(crec, flat, n)
+    heads = group_starts(crec, len(crec))
+    holding = crec[heads]
+    num_common = np.zeros(n, dtype=np.int64)
+    num_common[holding] = np.diff(heads, append=len(crec))
+    mismatch = _reduce_runs(np.logical_or, prev != flat, heads, holding, n, 0)
+    largest = _reduce_runs(np.maximum, flat, heads, holding, n, -1)
     fast = (num_common > 0) & (mismatch == 0) & (largest == num_common - 1)
-    spec_count = np.bincount(crec, weights=nd, minlength=n).astype(np.int64)
+    spec_count = _reduce_runs(np.add, nd, heads, holding, n, 0)
     copy_cpu = num_common < b.total - spec_count
     return _Plans(common, crec, prev, flat - nd, num_common, fast, copy_cpu, nd,
-                  prev * b.spec[crec], spec_count)
+                  prev * np.repeat(b.spec, num_common), spec_count, heads, holding)
+
+
+def _reduce_runs(reduce: np.ufunc, values: np.ndarray, heads: np.ndarray, holding: np.ndarray,
+                 n: int, fill: int) -> np.ndarray:
+    """Per record of ``n``: ``reduce`` over its run of ``values`` (runs starting at
+    ``heads``, of the records ``holding``; ``fill`` for the others), int64."""
+    out = np.full(n, fill, dtype=np.int64)
+    if len(heads):
+        out[holding] = reduce.reduceat(values, heads)
+    return out
 
 
 def _small(*arrays: np.ndarray) -> bool:
@@ -261,7 +289,10 @@ def _draft_extremes(b: Batch, p: _Plans) -> tuple[np.ndarray, np.ndarray]:
         return _record_extremes(p.spec_rec, p.draft_index, n)
     drafting = every(p.nd > 0)
     first = p.draft_first[drafting]
-    return _record_extremes(p.crec[drafting], first, n, first + p.nd[drafting] - 1)
+    last = first + p.nd[drafting] - 1
+    if isinstance(drafting, slice):  # every common row drafts: the plan's runs of rows
+        return p.per_record(np.minimum, first, -1), p.per_record(np.maximum, last, -1)
+    return _record_extremes(p.crec[drafting], first, n, last)
 
 
 def _record_extremes(rec: np.ndarray, values: np.ndarray, n: int,
@@ -276,16 +307,6 @@ def _record_extremes(rec: np.ndarray, values: np.ndarray, n: int,
         high[rec[starts]] = np.maximum(np.maximum.reduceat(
             values if highs is None else highs, starts), -1)
     return low, high
-
-
-def _record_max(rec: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Per record of ``n``: the largest of its ``values`` and -1 (``rec`` non-decreasing: the
-    record of each value)."""
-    out = np.full(n, -1, dtype=np.int64)
-    if len(rec):
-        starts = group_starts(rec, len(rec))
-        out[rec[starts]] = np.maximum(np.maximum.reduceat(values, starts), -1)
-    return out
 
 
 def plan(record: Record, guard: bool) -> _Plan:
@@ -369,13 +390,13 @@ class Run:
         """Run the plain records of ``b`` under plans ``p`` (``whole``: keep each device
         buffer whole, for :meth:`outcome`; else only its ``total`` scheduled ids, which is all
         the call writes and all the judge reads)."""
-        n = b.cols.rows
         has = b.cols.present(DRAFTS)
         plain = _plain(b.cols, has & (p.spec_count > 0))
         dr_flat, dr_size = b.cols.flat(DRAFTS, widen=False)
         dr_width = b.cols.shape(DRAFTS, 1)
         slow = ~p.fast & (p.num_common > 0)
-        prev_range = _record_extremes(p.crec, p.prev, n)
+        prev_range = (p.per_record(np.minimum, p.prev, -1),
+                      p.per_record(np.maximum, p.prev, -1))
         draft_range = _draft_extremes(b, p)
         plain &= ~slow | ((prev_range[1] < b.p) & (~has | (draft_range[1] < dr_size)))
         nc = np.minimum(b.p, p.num_common)
@@ -395,15 +416,20 @@ class Run:
         rec, i = owner(count), within(count)
         row = np.where(b.p[rec] >= p.num_common[rec], i, 0)
         self.device[self.d_off[rec] + i] = b.sampled[b.s_off[rec] + row * b.width[rec]]
-        slow = every((self.plain & ~p.fast)[p.crec])
-        crec = p.crec[slow]
-        self.device[self.d_off[crec] + p.sample_slots[slow]] = b.sampled[
-            b.s_off[crec] + p.prev[slow] * b.width[crec]]
-        rows = every((self.plain & ~p.fast & self.has_drafts)[p.crec])  # drafting rows
-        crec = p.crec[rows]
-        scatter_drafts(self.device, self.d_off[crec] + p.sample_slots[rows] + 1, self.drafts,
-                       self.dr_off[crec] + p.draft_first[rows], p.nd[rows],
-                       wraps=b.cols.dtype(DRAFTS) != np.int32)
+        slow = self._rows_of(self.plain & ~p.fast)
+        read = p.prev[slow]
+        if (b.width != 1).any():
+            read = read * p.of_rows(b.width, slow)
+        self.device[p.of_rows(self.d_off, slow) + p.sample_slots[slow]] = b.sampled[
+            p.of_rows(b.s_off, slow) + read]
+        rows = self._rows_of(self.plain & ~p.fast & self.has_drafts)  # drafting rows
+        scatter_drafts(self.device, p.of_rows(self.d_off, rows) + p.sample_slots[rows] + 1,
+                       self.drafts, p.of_rows(self.dr_off, rows) + p.draft_first[rows],
+                       p.nd[rows], wraps=b.cols.dtype(DRAFTS) != np.int32)
+
+    def _rows_of(self, records: np.ndarray) -> np.ndarray | slice:
+        """The common rows of the chosen ``records`` (every row: a slice)."""
+        return slice(None) if records.all() else records[self.plans.crec]
 
     def checks(self) -> CheckList:
         """The plain records' checks: sampled rows read (the fast path: its slice), draft
@@ -472,7 +498,7 @@ class Run:
         width = np.maximum(self.dr_width, 1)
         if not _small(p.prev, b.spec, width, p.nd):
             return True
-        most = _record_max(p.crec, p.nd, b.cols.rows)  # a record's most drafts in one row
+        most = p.per_record(np.maximum, p.nd, -1)  # a record's most drafts in one row
         return bool((drafting & (((b.spec != width) & (most > 0)) | (most > width))).any())
 
     def outcome(self, r: int) -> Outcome:
