@@ -16,7 +16,7 @@ The total number of scheduled tokens is ``cu_num_tokens[-1]`` (0 without rows).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,8 +153,10 @@ class Batch:
     spec: np.ndarray
     total: np.ndarray
     vocab: np.ndarray
-    #: the runs made of this batch, by guard (see :func:`run_batch`)
-    runs: dict[bool, BatchRun] = field(default_factory=dict)
+    #: the runs made of this batch, by what they cover and guard (see :func:`run_batch`)
+    runs: dict[tuple[str, bool], BatchRun] = field(default_factory=dict)
+    #: the records that run apart, decoded once for both models (see :func:`run_batch`)
+    apart: Batch | None = None
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> Batch:
@@ -386,12 +388,16 @@ class Run:
     draft_range: tuple[np.ndarray, np.ndarray]
 
     @classmethod
-    def of(cls, b: Batch, p: _Plans, whole: bool = False) -> Run:
+    def of(cls, b: Batch, p: _Plans, whole: bool = False, skip: np.ndarray | None = None
+           ) -> Run:
         """Run the plain records of ``b`` under plans ``p`` (``whole``: keep each device
         buffer whole, for :meth:`outcome`; else only its ``total`` scheduled ids, which is all
-        the call writes and all the judge reads)."""
+        the call writes and all the judge reads; ``skip``: records left out, as if not
+        plain)."""
         has = b.cols.present(DRAFTS)
         plain = _plain(b.cols, has & (p.spec_count > 0))
+        if skip is not None:
+            plain &= ~skip
         dr_flat, dr_size = b.cols.flat(DRAFTS, widen=False)
         dr_width = b.cols.shape(DRAFTS, 1)
         slow = ~p.fast & (p.num_common > 0)
@@ -597,23 +603,57 @@ def prepare_columns(cols: RunColumns) -> Batch:
     return Batch.of_columns(cols)
 
 
+#: most records of a batch whose guard skips a row that run apart from the others (each
+#: decoded, about 1 ms, and run once per model); past it, each model runs the whole batch
+APART_AT_MOST = 4
+
+
 def run_batch(b: Batch, patched: bool) -> BatchRun:
     """The columnar run of a prepared batch as the judge reads it: the plain records in numpy
-    at once, the others one by one through torch. Where the guard skips no row of the batch
-    (:func:`inert` holds for every record),
-    ``patched`` is the same run as ``upstream``, computed once."""
-    guard = patched and not inert(b).all()
-    if guard not in b.runs:
-        b.runs[guard] = _run_batch(b, guard)
-    return b.runs[guard]
+    at once, the others one by one through torch. Where the guard skips no row of a record
+    (:func:`inert`), ``patched``'s outcome is ``upstream``'s: the records of the batch that
+    are inert run once for both models, the others (at most :data:`APART_AT_MOST`) apart,
+    as a batch of their own per model."""
+    changed = ~inert(b)
+    count = int(changed.sum())
+    if not count:
+        return _cached(b, ("whole", False), lambda: _run_batch(b, False))
+    if count > APART_AT_MOST or count == len(changed):
+        return _cached(b, ("whole", patched), lambda: _run_batch(b, patched))
+    shared = _cached(b, ("inert", False), lambda: _run_batch(b, False, skip=changed))
+    return _cached(b, ("apart", patched), lambda: _with_apart(b, shared, changed, patched))
 
 
-def _run_batch(b: Batch, patched: bool) -> BatchRun:
-    run = Run.of(b, plans(b, patched))
+def _cached(b: Batch, key: tuple[str, bool], make: Callable[[], BatchRun]) -> BatchRun:
+    """The run ``key`` of ``b``, made once."""
+    if key not in b.runs:
+        b.runs[key] = make()
+    return b.runs[key]
+
+
+def _with_apart(b: Batch, shared: BatchRun, apart: np.ndarray, patched: bool) -> BatchRun:
+    """The run ``shared`` (every record but ``apart``) completed by the records ``apart``,
+    decoded and run as a batch of their own (``patched``: with the guard)."""
+    at = np.flatnonzero(apart)
+    if b.apart is None:
+        b.apart = Batch.of([b.cols.record(i) for i in at.tolist()])
+    own = _run_batch(b.apart, patched)
+    status = shared.status.copy()
+    status[at] = own.status
+    messages = dict(shared.messages)
+    messages.update({int(at[r]): message for r, message in own.messages.items()})
+    return BatchRun(status, messages, Checks.concat([shared.checks, own.checks.renumbered(at)]),
+                    shared.req_ids)
+
+
+def _run_batch(b: Batch, patched: bool, skip: np.ndarray | None = None) -> BatchRun:
+    """Both forms of the run of ``b`` (``skip``: records left out, status 0 and no check)."""
+    run = Run.of(b, plans(b, patched), skip=skip)
     status = np.zeros(b.cols.rows, dtype=np.int8)
     messages: dict[int, str] = {}
     parts: list[CheckList] = [run.checks()]
-    for r in np.flatnonzero(~run.plain).tolist():
+    torch_path = ~run.plain if skip is None else ~run.plain & ~skip
+    for r in np.flatnonzero(torch_path).tolist():
         record = b.cols.record(r)
         outcome = _run_torch(record, run.plans.one(b, r))
         status[r] = STATUSES.index(outcome.status)

@@ -72,3 +72,60 @@ def test_a_batch_checks_the_ranges_each_record_checks_alone(records, patched) ->
     for i, rec in enumerate(records):
         alone = pii.outcome_checks(rec, model(rec))
         assert got.get(i, []) == _per_record_table(alone).get(0, []), i
+
+
+def _judged(run) -> tuple[list[str], dict, dict, dict]:
+    found = {r: _keyed(f) for r, f in run.checks.findings().items()}
+    return run.status.tolist(), run.messages, _per_record_table(run.checks), found
+
+
+def _keyed(found: list[dict]) -> list[tuple]:
+    return sorted((f["kind"], f["tensor"], f["row"], f["element"], f["value"], f["lower"],
+                   f["upper"]) for f in found)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(pii_records() | drafting_records(), min_size=2, max_size=8))
+def test_records_the_guard_changes_run_apart_as_in_the_whole_batch(records) -> None:
+    """Where the guard skips rows of some records only, those run apart (per model) and the
+    others once for both: statuses, messages, ranges and findings are those of each model
+    run over the whole batch."""
+    batch = pii.prepare_columns(RecordColumns(records))
+    changed = ~pii.inert(batch)
+    for patched in (False, True):
+        whole = pii._run_batch(pii.prepare_columns(RecordColumns(records)), patched)
+        assert _judged(pii.run_batch(batch, patched)) == _judged(whole)
+    apart = 0 < changed.sum() <= min(pii.APART_AT_MOST, len(records) - 1)
+    assert (("apart", True) in batch.runs) == apart
+    assert (("inert", False) in batch.runs) == apart
+    if not changed.any():
+        assert list(batch.runs) == [("whole", False)]  # one run for both models
+
+
+def test_many_changed_records_run_whole_per_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past :data:`APART_AT_MOST` changed records, each model runs the whole batch."""
+    from test_prepare_input_ids import make
+
+    stale = make([5], [7], [1])  # its previous row is past the one sampled row
+    fine = make([0], [7], [1])
+    monkeypatch.setattr(pii, "APART_AT_MOST", 0)
+    batch = pii.prepare_columns(RecordColumns([stale, fine]))
+    up, patched = pii.run_batch(batch, False), pii.run_batch(batch, True)
+    assert sorted(batch.runs) == [("whole", False), ("whole", True)]
+    assert up.status.tolist() == [1, 0] and patched.status.tolist() == [0, 0]
+
+
+def test_a_changed_record_numpy_runs_is_left_to_its_own_run() -> None:
+    """A record the guard changes that numpy runs (the fast path's silent broadcast) is
+    checked once per model, by its own run: its findings are the whole batch's, not twice."""
+    from test_prepare_input_ids import make
+
+    broadcast = make([0, 1, 2], [7], [1, 2, 3])  # rows 1, 2 past the one sampled row
+    fine = make([0], [7], [1])
+    records = [fine, broadcast, fine]
+    batch = pii.prepare_columns(RecordColumns(records))
+    assert (~pii.inert(batch)).tolist() == [False, True, False]
+    for patched in (False, True):
+        whole = pii._run_batch(pii.prepare_columns(RecordColumns(records)), patched)
+        assert _judged(pii.run_batch(batch, patched)) == _judged(whole)
+    assert len(pii.run_batch(batch, False).checks.findings()[1]) == 2
