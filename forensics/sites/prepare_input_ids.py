@@ -158,6 +158,11 @@ class Batch:
     #: the records that run apart, decoded once for both models (see :func:`run_batch`)
     apart: Batch | None = None
 
+    @functools.cached_property
+    def changed(self) -> np.ndarray:
+        """Per record: whether the guard changes its outcome (not :func:`inert`)."""
+        return ~inert(self)
+
     @classmethod
     def of(cls, records: Sequence[Record]) -> Batch:
         """The columns of ``records`` (all of this site, validated)."""
@@ -339,8 +344,8 @@ def patch_inert(record: Record) -> bool:
 def inert(b: Batch) -> np.ndarray:
     """Per record of ``b``: whether ``patched`` gives exactly ``upstream``'s outcome. When no
     previous position is at or past the sampled rows, the guard skips no row and both take
-    the same plan."""
-    return ~rows_with_any(b.pp >= b.p[b.rec], b.nrows)
+    the same plan: each record's largest previous position is below its sampled rows."""
+    return run_max(b.pp, b.nrows) < b.p
 
 
 def _run(record: Record, guard: bool) -> Outcome:
@@ -614,7 +619,7 @@ def run_batch(b: Batch, patched: bool) -> BatchRun:
     (:func:`inert`), ``patched``'s outcome is ``upstream``'s: the records of the batch that
     are inert run once for both models, the others (at most :data:`APART_AT_MOST`) apart,
     as a batch of their own per model."""
-    changed = ~inert(b)
+    changed = b.changed
     count = int(changed.sum())
     if not count:
         return _cached(b, ("whole", False), lambda: _run_batch(b, False))
