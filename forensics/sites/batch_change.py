@@ -13,6 +13,9 @@ gathered tensor ``t`` and gathers nothing for other rows.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import numpy as np
 
 from forensics.outcome import INDEX_ERROR, STATUSES, Access, Outcome
@@ -32,7 +35,6 @@ from forensics.sites.core import (
     BatchRun,
     CheckList,
     Checks,
-    every,
     owner,
     select_runs,
     starts_of,
@@ -171,11 +173,12 @@ class _Batch:
         self.rec = owner(self.ns)
         self.local = within(self.ns)
         self.gather = np.maximum(self.pp, 0)
-        #: the gathered tensors' lengths per record, and the rows that read past one
+        #: the gathered tensors' lengths per record, and the rows that read past one (past
+        #: the shortest)
         self.uppers = {name: self._field(name, widen=False)[1] for name in GATHERED}
-        self.outside = np.zeros(len(self.pp), dtype=bool)
-        for lengths in self.uppers.values():
-            self.outside |= self.gather >= lengths[self.rec]
+        shortest = np.minimum.reduce(list(self.uppers.values()))
+        self.outside = self.gather >= shortest[self.rec]
+        self._misattributed: Checks | None = None
 
     def _field(self, name: str, widen: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Tensor ``name`` of the batch's records end to end (int64 when ``widen``, else at
@@ -216,17 +219,39 @@ class _Batch:
         self.new_accepted = np.where(participating, valid,
                                      self._field("num_accepted_tokens")[0])
 
-    def checks(self) -> CheckList:
-        """The gathers of every record as checks, then its misattributed rows."""
-        used = every(self.used)
-        rec, rows, gather = self.rec[used], self.local[used], self.gather[used]
-        first = Checks.of(GATHERED[0], rec, rows, rows, gather, 0,
-                          self.uppers[GATHERED[0]][rec])
-        parts = [first, *(first.sharing(name, self.uppers[name][rec]) for name in GATHERED[1:])]
-        wrong = self.used & ~self.outside & (self.pp >= 0) & self.holder()
-        parts.append(Checks.of("prev_positions", self.rec[wrong], self.local[wrong],
-                               self.local[wrong], self.pp[wrong], None, None, MISATTRIBUTED))
-        return Checks.concat(parts)
+    def checks(self, guard: bool) -> CheckList:
+        """The gathers of every record as checks (``guard``: only the rows patched gathers,
+        those of a previous row inside every tensor), then its misattributed rows."""
+        at: np.ndarray | None = None
+        if guard:
+            at = np.flatnonzero((self.pp >= 0) & ~self.outside)
+            first = self._gathers(self.pp[at], _per_record(at, self.ns), at)
+        else:
+            first = self._gathers(self.gather, self.ns, None)
+        others = [first.sharing(name, _looked_up(self.uppers[name], self.rec, at))
+                  for name in GATHERED[1:]]
+        return Checks.concat([first, *others, self.misattributed()])
+
+    def _gathers(self, value: np.ndarray, counts: np.ndarray, at: np.ndarray | None
+                 ) -> Checks:
+        """The first gathered tensor's checks of the rows ``at`` (None: every row), which
+        read ``value`` (``counts`` per record): one group per record, the other columns
+        looked up only where the judge reads them."""
+        row = _looked_up(self.local, None, at)
+        return Checks(GATHERED[0], 0, _looked_up(self.rec, None, at), row, row, value,
+                      np.broadcast_to(np.int64(0), value.shape),
+                      _looked_up(self.uppers[GATHERED[0]], self.rec, at),
+                      starts_of(counts)[counts > 0])
+
+    def misattributed(self) -> Checks:
+        """The in-range previous rows held by another request: the same for both models
+        (upstream gathers every row, patched every row of an in-range previous position)."""
+        if self._misattributed is None:
+            wrong = ~self.outside & (self.pp >= 0) & self.holder()
+            self._misattributed = Checks.of(
+                "prev_positions", self.rec[wrong], self.local[wrong], self.local[wrong],
+                self.pp[wrong], None, None, MISATTRIBUTED)
+        return self._misattributed
 
     def holder(self) -> np.ndarray:
         """Per row: whether its previous row was held by another request (computed once
@@ -259,6 +284,25 @@ class _Batch:
         return Outcome("ok", "", outputs, accesses)
 
 
+def _per_record(at: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """How many of the rows ``at`` (increasing positions among rows laid end to end in runs
+    of ``counts``, one run per record) each record holds."""
+    return np.diff(np.searchsorted(at, np.cumsum(counts)), prepend=0)
+
+
+def _looked_up(values: np.ndarray, by: np.ndarray | None, at: np.ndarray | None
+               ) -> Callable[[np.ndarray], np.ndarray]:
+    """A :class:`Checks` column read where needed: entry ``i`` is ``values[by[at[i]]]``
+    (``by``/``at`` None: the identity)."""
+    return functools.partial(_look_up, values, by, at)
+
+
+def _look_up(values: np.ndarray, by: np.ndarray | None, at: np.ndarray | None,
+             entries: np.ndarray) -> np.ndarray:
+    rows = entries if at is None else at[entries]
+    return values[rows if by is None else by[rows]]
+
+
 Prepared = tuple[RunColumns, np.ndarray, "_Batch"]
 
 
@@ -278,11 +322,14 @@ def run_batch(prepared: Prepared, patched: bool) -> BatchRun:
     parts = []
     if len(regular):
         batch.compute(patched)
-        parts.append(batch.checks().renumbered(regular))
+        checks = batch.checks(patched)
+        parts.append(checks if len(regular) == cols.rows else checks.renumbered(regular))
         for j in np.flatnonzero(batch.failed).tolist():
             status[regular[j]] = STATUSES.index(INDEX_ERROR)
             messages[int(regular[j])] = batch.message(j)
-    for i in sorted(set(range(cols.rows)) - set(regular.tolist())):
+    irregular = np.ones(cols.rows, dtype=bool)
+    irregular[regular] = False
+    for i in np.flatnonzero(irregular).tolist():
         record = cols.record(i)
         outcome = _run(record, patched)
         status[i] = STATUSES.index(outcome.status)

@@ -499,3 +499,25 @@ class BatchRun:
         if self.inherited is None:
             return np.zeros(len(self.status), dtype=bool)
         return np.asarray(self.inherited, dtype=bool)
+
+
+def in_range_extremes(tensor: str, record: np.ndarray, low: np.ndarray, high: np.ndarray,
+                      upper: np.ndarray) -> Checks:
+    """Checks of values that all lie in ``[0, upper)``, given per group by its smallest
+    ``low`` and largest ``high`` value (one group per ``record``, increasing): two entries per
+    group, so the judge reads the checked ranges (min, max, 0, upper) and the (empty)
+    findings that every value would give, without a pass over the values.
+
+    Raises:
+        ValueError: when some group leaves ``[0, upper)`` (its findings would be lost).
+    """
+    low, high, upper = _i64(low), _i64(high), _i64(upper)
+    if len(low) and (int(low.min()) < 0 or bool((high >= upper).any()) or
+                     bool((low > high).any())):
+        raise ValueError(f"{tensor}: in_range_extremes given values outside [0, upper)")
+    value = np.stack([low, high], axis=1).reshape(-1)
+    n = len(value)
+    unknown = np.broadcast_to(np.int64(-1), (n,))
+    return Checks(tensor, 0, np.repeat(_i64(record), 2), unknown, unknown, value,
+                  np.broadcast_to(np.int64(0), (n,)), np.repeat(upper, 2),
+                  np.arange(0, n, 2, dtype=np.int64))

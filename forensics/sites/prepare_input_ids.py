@@ -16,7 +16,7 @@ The total number of scheduled tokens is ``cu_num_tokens[-1]`` (0 without rows).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,7 @@ from forensics.sites.core import (
     Checks,
     every,
     group_starts,
+    in_range_extremes,
     owner,
     rows_of_slots,
     runs_from,
@@ -152,8 +153,15 @@ class Batch:
     spec: np.ndarray
     total: np.ndarray
     vocab: np.ndarray
-    #: the runs made of this batch, by guard (see :func:`run_batch`)
-    runs: dict[bool, BatchRun] = field(default_factory=dict)
+    #: the runs made of this batch, by what they cover and guard (see :func:`run_batch`)
+    runs: dict[tuple[str, bool], BatchRun] = field(default_factory=dict)
+    #: the records that run apart, decoded once for both models (see :func:`run_batch`)
+    apart: Batch | None = None
+
+    @functools.cached_property
+    def changed(self) -> np.ndarray:
+        """Per record: whether the guard changes its outcome (not :func:`inert`)."""
+        return ~inert(self)
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> Batch:
@@ -192,6 +200,21 @@ class _Plans:
     nd: np.ndarray            # drafts of each common row
     draft_first: np.ndarray   # index in draft_token_ids of each common row's first draft
     spec_count: np.ndarray    # drafts of each record's common rows
+    heads: np.ndarray         # each record's first common row (records with some)
+    holding: np.ndarray       # the records with common rows
+
+    def per_record(self, reduce: np.ufunc, values: np.ndarray, fill: int) -> np.ndarray:
+        """``reduce`` over each record's run of common-row ``values`` (``fill`` for a record
+        without common rows), int64."""
+        return _reduce_runs(reduce, values, self.heads, self.holding, len(self.num_common),
+                            fill)
+
+    def of_rows(self, per_record: np.ndarray, rows: np.ndarray | slice) -> np.ndarray:
+        """``per_record[crec[rows]]``: the value of each chosen common row's record (every
+        row: one repeat, the common rows being in record order)."""
+        if isinstance(rows, slice):
+            return np.repeat(per_record, self.num_common)
+        return per_record[self.crec[rows]]
 
     @functools.cached_property
     def spec_rows(self) -> np.ndarray:
@@ -235,14 +258,27 @@ def plans(b: Batch, guard: bool) -> _Plans:
     common = np.flatnonzero(keep)
     crec, prev = b.rec[common], b.pp[common]
     flat, nd = b.cu[common] - 1, b.drafts[common]
-    num_common = np.bincount(crec, minlength=n)
-    mismatch = np.bincount(crec[prev != flat], minlength=n)
-    largest = _record_max(crec, flat, n)
+    heads = group_starts(crec, len(crec))
+    holding = crec[heads]
+    num_common = np.zeros(n, dtype=np.int64)
+    num_common[holding] = np.diff(heads, append=len(crec))
+    mismatch = _reduce_runs(np.logical_or, prev != flat, heads, holding, n, 0)
+    largest = _reduce_runs(np.maximum, flat, heads, holding, n, -1)
     fast = (num_common > 0) & (mismatch == 0) & (largest == num_common - 1)
-    spec_count = np.bincount(crec, weights=nd, minlength=n).astype(np.int64)
+    spec_count = _reduce_runs(np.add, nd, heads, holding, n, 0)
     copy_cpu = num_common < b.total - spec_count
     return _Plans(common, crec, prev, flat - nd, num_common, fast, copy_cpu, nd,
-                  prev * b.spec[crec], spec_count)
+                  prev * np.repeat(b.spec, num_common), spec_count, heads, holding)
+
+
+def _reduce_runs(reduce: np.ufunc, values: np.ndarray, heads: np.ndarray, holding: np.ndarray,
+                 n: int, fill: int) -> np.ndarray:
+    """Per record of ``n``: ``reduce`` over its run of ``values`` (runs starting at
+    ``heads``, of the records ``holding``; ``fill`` for the others), int64."""
+    out = np.full(n, fill, dtype=np.int64)
+    if len(heads):
+        out[holding] = reduce.reduceat(values, heads)
+    return out
 
 
 def _small(*arrays: np.ndarray) -> bool:
@@ -251,24 +287,33 @@ def _small(*arrays: np.ndarray) -> bool:
     return all(not len(a) or (int(a.min()) > -2**31 and int(a.max()) < 2**31) for a in arrays)
 
 
-def _draft_max(b: Batch, p: _Plans) -> np.ndarray:
-    """Per record: the largest draft index read (``prev * spec + j``, ``j < nd``), -1 when
-    none: each drafting row's last draft when nothing can wrap, else every draft's."""
+def _draft_extremes(b: Batch, p: _Plans) -> tuple[np.ndarray, np.ndarray]:
+    """Per record: the smallest and largest draft index read (``prev * spec + j``, ``j <
+    nd``; -1 when none): each drafting row's first and last draft when nothing can wrap, else
+    every draft's."""
     n = b.cols.rows
     if not _small(p.prev, b.spec, p.nd):
-        return _record_max(p.spec_rec, p.draft_index, n)
+        return _record_extremes(p.spec_rec, p.draft_index, n)
     drafting = every(p.nd > 0)
-    return _record_max(p.crec[drafting], p.draft_first[drafting] + p.nd[drafting] - 1, n)
+    first = p.draft_first[drafting]
+    last = first + p.nd[drafting] - 1
+    if isinstance(drafting, slice):  # every common row drafts: the plan's runs of rows
+        return p.per_record(np.minimum, first, -1), p.per_record(np.maximum, last, -1)
+    return _record_extremes(p.crec[drafting], first, n, last)
 
 
-def _record_max(rec: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Per record of ``n``: the largest of its ``values`` and -1 (``rec`` non-decreasing: the
-    record of each value)."""
-    out = np.full(n, -1, dtype=np.int64)
+def _record_extremes(rec: np.ndarray, values: np.ndarray, n: int,
+                     highs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per record of ``n``: the smallest of its ``values`` and the largest of its ``highs``
+    (default ``values``), -1 for a record without any (``rec`` non-decreasing: the record
+    of each value)."""
+    low, high = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     if len(rec):
         starts = group_starts(rec, len(rec))
-        out[rec[starts]] = np.maximum(np.maximum.reduceat(values, starts), -1)
-    return out
+        low[rec[starts]] = np.minimum.reduceat(values, starts)
+        high[rec[starts]] = np.maximum(np.maximum.reduceat(
+            values if highs is None else highs, starts), -1)
+    return low, high
 
 
 def plan(record: Record, guard: bool) -> _Plan:
@@ -299,8 +344,8 @@ def patch_inert(record: Record) -> bool:
 def inert(b: Batch) -> np.ndarray:
     """Per record of ``b``: whether ``patched`` gives exactly ``upstream``'s outcome. When no
     previous position is at or past the sampled rows, the guard skips no row and both take
-    the same plan."""
-    return ~rows_with_any(b.pp >= b.p[b.rec], b.nrows)
+    the same plan: each record's largest previous position is below its sampled rows."""
+    return run_max(b.pp, b.nrows) < b.p
 
 
 def _run(record: Record, guard: bool) -> Outcome:
@@ -343,25 +388,32 @@ class Run:
     device: np.ndarray
     d_off: np.ndarray
     d_len: np.ndarray
+    #: per record, the smallest and largest sampled row and draft index read (-1: none)
+    prev_range: tuple[np.ndarray, np.ndarray]
+    draft_range: tuple[np.ndarray, np.ndarray]
 
     @classmethod
-    def of(cls, b: Batch, p: _Plans, whole: bool = False) -> Run:
+    def of(cls, b: Batch, p: _Plans, whole: bool = False, skip: np.ndarray | None = None
+           ) -> Run:
         """Run the plain records of ``b`` under plans ``p`` (``whole``: keep each device
         buffer whole, for :meth:`outcome`; else only its ``total`` scheduled ids, which is all
-        the call writes and all the judge reads)."""
-        n = b.cols.rows
+        the call writes and all the judge reads; ``skip``: records left out, as if not
+        plain)."""
         has = b.cols.present(DRAFTS)
         plain = _plain(b.cols, has & (p.spec_count > 0))
+        if skip is not None:
+            plain &= ~skip
         dr_flat, dr_size = b.cols.flat(DRAFTS, widen=False)
         dr_width = b.cols.shape(DRAFTS, 1)
         slow = ~p.fast & (p.num_common > 0)
-        prev_max = _record_max(p.crec, p.prev, n)
-        draft_max = _draft_max(b, p)
-        plain &= ~slow | ((prev_max < b.p) & (~has | (draft_max < dr_size)))
+        prev_range = (p.per_record(np.minimum, p.prev, -1),
+                      p.per_record(np.maximum, p.prev, -1))
+        draft_range = _draft_extremes(b, p)
+        plain &= ~slow | ((prev_range[1] < b.p) & (~has | (draft_range[1] < dr_size)))
         nc = np.minimum(b.p, p.num_common)
         plain &= ~p.fast | (nc == 1) | (nc == p.num_common)
         run = cls(b, p, plain, has, dr_flat, starts_of(dr_size), dr_size, dr_width,
-                  *_start_buffers(b, p, plain, whole))
+                  *_start_buffers(b, p, plain, whole), prev_range, draft_range)
         run._write()
         return run
 
@@ -375,15 +427,20 @@ class Run:
         rec, i = owner(count), within(count)
         row = np.where(b.p[rec] >= p.num_common[rec], i, 0)
         self.device[self.d_off[rec] + i] = b.sampled[b.s_off[rec] + row * b.width[rec]]
-        slow = every((self.plain & ~p.fast)[p.crec])
-        crec = p.crec[slow]
-        self.device[self.d_off[crec] + p.sample_slots[slow]] = b.sampled[
-            b.s_off[crec] + p.prev[slow] * b.width[crec]]
-        rows = every((self.plain & ~p.fast & self.has_drafts)[p.crec])  # drafting rows
-        crec = p.crec[rows]
-        scatter_drafts(self.device, self.d_off[crec] + p.sample_slots[rows] + 1, self.drafts,
-                       self.dr_off[crec] + p.draft_first[rows], p.nd[rows],
-                       wraps=b.cols.dtype(DRAFTS) != np.int32)
+        slow = self._rows_of(self.plain & ~p.fast)
+        read = p.prev[slow]
+        if (b.width != 1).any():
+            read = read * p.of_rows(b.width, slow)
+        self.device[p.of_rows(self.d_off, slow) + p.sample_slots[slow]] = b.sampled[
+            p.of_rows(b.s_off, slow) + read]
+        rows = self._rows_of(self.plain & ~p.fast & self.has_drafts)  # drafting rows
+        scatter_drafts(self.device, p.of_rows(self.d_off, rows) + p.sample_slots[rows] + 1,
+                       self.drafts, p.of_rows(self.dr_off, rows) + p.draft_first[rows],
+                       p.nd[rows], wraps=b.cols.dtype(DRAFTS) != np.int32)
+
+    def _rows_of(self, records: np.ndarray) -> np.ndarray | slice:
+        """The common rows of the chosen ``records`` (every row: a slice)."""
+        return slice(None) if records.all() else records[self.plans.crec]
 
     def checks(self) -> CheckList:
         """The plain records' checks: sampled rows read (the fast path: its slice), draft
@@ -392,22 +449,36 @@ class Run:
         ``whole``: ``device`` holds just those)."""
         b, p = self.batch, self.plans
         count = np.where(self.plain & p.fast, p.num_common, 0)
-        slow = every((self.plain & ~p.fast)[p.crec])
-        crec = p.crec[slow]
-        drafting = self.plain & ~p.fast & self.has_drafts
+        slow = self.plain & ~p.fast
+        drafting = slow & self.has_drafts
         rows = functools.partial(rows_of_slots, b.cu, b.nrows)  # no cycle through the batch
         return Checks.concat([
             Checks.of_runs(SAMPLED, count, within(count), 0, b.p, rows),
-            Checks.of(SAMPLED, crec, b.local[p.common[slow]], p.sample_slots[slow],
-                      p.prev[slow], 0, b.p[crec]),
+            self._sampled_reads(slow),
             self._draft_reads(drafting),
             self._misattributed(drafting),
             Checks.of_runs(OUTPUT_TENSOR, self.d_len, self.device, 0, b.vocab, rows)])
 
+    def _sampled_reads(self, slow: np.ndarray) -> Checks:
+        """The sampled rows read by the records ``slow`` (each common row's previous
+        position): all inside ``[0, rows)`` (a plain record reads no row past the sampled
+        rows, and common rows have ``prev >= 0``), so each record's range is its smallest and
+        largest."""
+        b, p = self.batch, self.plans
+        low, high = self.prev_range
+        recs = np.flatnonzero(slow & (p.num_common > 0))
+        return in_range_extremes(SAMPLED, recs, low[recs], high[recs], b.p[recs])
+
     def _draft_reads(self, drafting: np.ndarray) -> Checks:
         """The draft indices read by the records ``drafting``, against the size of
-        ``draft_token_ids`` (laid out per row: nothing but the index per draft)."""
+        ``draft_token_ids``. Where no index can wrap they all lie inside it (a plain record
+        reads no draft past the tensor; ``prev``, ``spec`` and ``j`` are >= 0): each record's
+        range is its smallest and largest; else every read, laid out per row."""
         b, p = self.batch, self.plans
+        if _small(p.prev, b.spec, p.nd):
+            low, high = self.draft_range
+            recs = np.flatnonzero(drafting & (p.spec_count > 0))
+            return in_range_extremes(DRAFTS, recs, low[recs], high[recs], self.dr_size[recs])
         rows = every(drafting[p.crec])
         crec, nd = p.crec[rows], p.nd[rows]
         index = p.draft_index if isinstance(rows, slice) else runs_from(p.draft_first[rows], nd)
@@ -438,7 +509,7 @@ class Run:
         width = np.maximum(self.dr_width, 1)
         if not _small(p.prev, b.spec, width, p.nd):
             return True
-        most = _record_max(p.crec, p.nd, b.cols.rows)  # a record's most drafts in one row
+        most = p.per_record(np.maximum, p.nd, -1)  # a record's most drafts in one row
         return bool((drafting & (((b.spec != width) & (most > 0)) | (most > width))).any())
 
     def outcome(self, r: int) -> Outcome:
@@ -460,17 +531,40 @@ def scatter_drafts(device: np.ndarray, slot: np.ndarray, drafts: np.ndarray,
                    columns: int = DRAFT_COLUMNS) -> None:
     """``device[slot[i] + j] = drafts[index[i] + j]`` for ``j < count[i]``, each draft cast to
     int32 as vLLM casts it (``wraps``: False when every draft fits in int32, no cast needed).
-    Up to ``columns`` drafts per row, one gather and one scatter per draft position over the
-    rows drafting that many (no index built per draft); else by runs."""
+    Up to ``columns`` drafts per row: drafts of the buffer's dtype (no cast), indices >= 0 and
+    contiguous arrays by :func:`_scatter_windows`, else one gather and one scatter per draft
+    position over the rows drafting that many (no index built per draft); more by runs."""
     most = int(count.max(initial=0))
     if most > columns:
         ids = drafts[runs_from(index, count)]
         device[runs_from(slot, count)] = ids.astype(np.int32) if wraps else ids
         return
+    if (most and not wraps and drafts.dtype == device.dtype and index.min() >= 0
+            and device.flags.c_contiguous and drafts.flags.c_contiguous):
+        _scatter_windows(device, slot, drafts, index, count)
+        return
     for j in range(most):
         live = every(count > j)
         ids = drafts[index[live] + j]
         device[slot[live] + j] = ids.astype(np.int32) if wraps else ids
+
+
+def _scatter_windows(device: np.ndarray, slot: np.ndarray, drafts: np.ndarray,
+                     index: np.ndarray, count: np.ndarray) -> None:
+    """:func:`scatter_drafts` without a cast (same dtypes, ``index >= 0``): the rows that
+    draft ``d`` ids at a time, each row's ``d`` drafts moved as one item of ``d``-wide
+    windows of both arrays (one gather and one scatter per count)."""
+    for d in np.flatnonzero(np.bincount(count)).tolist():
+        if d:
+            rows = every(count == d)
+            _windows(device, d)[slot[rows]] = _windows(drafts, d)[index[rows]]
+
+
+def _windows(values: np.ndarray, d: int) -> np.ndarray:
+    """Every run of ``d`` neighbouring values of contiguous 1-D ``values`` as one item (a view
+    of the same memory: writing an item writes those ``d`` values)."""
+    return np.ndarray((len(values) - d + 1,), np.dtype((np.void, values.itemsize * d)),
+                      values, 0, values.strides)
 
 
 def _record_rows(record: Record, slots: np.ndarray) -> np.ndarray:
@@ -483,22 +577,30 @@ def _record_rows(record: Record, slots: np.ndarray) -> np.ndarray:
 def _start_buffers(b: Batch, p: _Plans, plain: np.ndarray, whole: bool
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each plain record's device buffer before the writes (the CPU staging where the plan
-    copies it; ``whole``: the whole buffer, else its first ``total`` ids), end to end (int64);
-    offsets and lengths."""
+    copies it; ``whole``: the whole buffer, else its first ``total`` ids), end to end (in
+    :func:`_buffer_dtype`); offsets and lengths."""
     inputs, n_inputs = b.cols.flat("input_ids", widen=False)
     device, n_device = b.cols.flat("input_ids_device", widen=False)
     has_device = b.cols.present("input_ids_device")
     size = np.where(has_device, n_device, n_inputs) if whole else b.total
     size = np.where(plain, size, 0)
+    dtype = _buffer_dtype(b.cols)
     if not has_device.any() and np.array_equal(size, n_inputs):  # the staging, whole
-        return inputs.astype(np.int64), starts_of(size), size
+        return inputs.astype(dtype), starts_of(size), size
     rec, i = owner(size), within(size)
     staged = p.copy_cpu[rec] & (i < b.total[rec]) | ~has_device[rec]
     at_inputs = np.where(staged, starts_of(n_inputs)[rec] + i, 0)
     at_device = np.where(staged, 0, starts_of(n_device)[rec] + i)
     flat = np.where(staged, inputs[at_inputs] if len(inputs) else 0,
                     device[at_device] if len(device) else 0)
-    return flat.astype(np.int64), starts_of(size), size
+    return flat.astype(dtype), starts_of(size), size
+
+
+def _buffer_dtype(cols: RunColumns) -> np.dtype[Any]:
+    """The dtype of the plain records' device buffers: their sampled ids' (every plain record
+    shares it with its buffers, see :func:`_plain`); int64 when no record is plain."""
+    sampled = cols.dtype(SAMPLED)
+    return sampled if sampled in _PLAIN else np.dtype(np.int64)
 
 
 def prepare_columns(cols: RunColumns) -> Batch:
@@ -506,23 +608,57 @@ def prepare_columns(cols: RunColumns) -> Batch:
     return Batch.of_columns(cols)
 
 
+#: most records of a batch whose guard skips a row that run apart from the others (each
+#: decoded, about 1 ms, and run once per model); past it, each model runs the whole batch
+APART_AT_MOST = 4
+
+
 def run_batch(b: Batch, patched: bool) -> BatchRun:
     """The columnar run of a prepared batch as the judge reads it: the plain records in numpy
-    at once, the others one by one through torch. Where the guard skips no row of the batch
-    (:func:`inert` holds for every record),
-    ``patched`` is the same run as ``upstream``, computed once."""
-    guard = patched and not inert(b).all()
-    if guard not in b.runs:
-        b.runs[guard] = _run_batch(b, guard)
-    return b.runs[guard]
+    at once, the others one by one through torch. Where the guard skips no row of a record
+    (:func:`inert`), ``patched``'s outcome is ``upstream``'s: the records of the batch that
+    are inert run once for both models, the others (at most :data:`APART_AT_MOST`) apart,
+    as a batch of their own per model."""
+    changed = b.changed
+    count = int(changed.sum())
+    if not count:
+        return _cached(b, ("whole", False), lambda: _run_batch(b, False))
+    if count > APART_AT_MOST or count == len(changed):
+        return _cached(b, ("whole", patched), lambda: _run_batch(b, patched))
+    shared = _cached(b, ("inert", False), lambda: _run_batch(b, False, skip=changed))
+    return _cached(b, ("apart", patched), lambda: _with_apart(b, shared, changed, patched))
 
 
-def _run_batch(b: Batch, patched: bool) -> BatchRun:
-    run = Run.of(b, plans(b, patched))
+def _cached(b: Batch, key: tuple[str, bool], make: Callable[[], BatchRun]) -> BatchRun:
+    """The run ``key`` of ``b``, made once."""
+    if key not in b.runs:
+        b.runs[key] = make()
+    return b.runs[key]
+
+
+def _with_apart(b: Batch, shared: BatchRun, apart: np.ndarray, patched: bool) -> BatchRun:
+    """The run ``shared`` (every record but ``apart``) completed by the records ``apart``,
+    decoded and run as a batch of their own (``patched``: with the guard)."""
+    at = np.flatnonzero(apart)
+    if b.apart is None:
+        b.apart = Batch.of([b.cols.record(i) for i in at.tolist()])
+    own = _run_batch(b.apart, patched)
+    status = shared.status.copy()
+    status[at] = own.status
+    messages = dict(shared.messages)
+    messages.update({int(at[r]): message for r, message in own.messages.items()})
+    return BatchRun(status, messages, Checks.concat([shared.checks, own.checks.renumbered(at)]),
+                    shared.req_ids)
+
+
+def _run_batch(b: Batch, patched: bool, skip: np.ndarray | None = None) -> BatchRun:
+    """Both forms of the run of ``b`` (``skip``: records left out, status 0 and no check)."""
+    run = Run.of(b, plans(b, patched), skip=skip)
     status = np.zeros(b.cols.rows, dtype=np.int8)
     messages: dict[int, str] = {}
     parts: list[CheckList] = [run.checks()]
-    for r in np.flatnonzero(~run.plain).tolist():
+    torch_path = ~run.plain if skip is None else ~run.plain & ~skip
+    for r in np.flatnonzero(torch_path).tolist():
         record = b.cols.record(r)
         outcome = _run_torch(record, run.plans.one(b, r))
         status[r] = STATUSES.index(outcome.status)
