@@ -14,7 +14,6 @@ to hold every trailing placeholder (the id before it is assumed not to be ``-1``
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -368,14 +367,17 @@ def trailing_start(values: np.ndarray, lengths: np.ndarray,
                    runs: np.ndarray | None = None) -> np.ndarray:
     """Per run (of ``runs`` only, when given): the position of the first of its trailing
     ``-1`` placeholders (its length when it does not end in ``-1``): one past its last id
-    that is not ``-1`` (the largest position of such an id, per run)."""
+    that is not ``-1``. One running maximum over all the values of ``1 +`` the position of
+    each id that is not ``-1`` (0 for a ``-1``), read at each run's end."""
     out = np.zeros(len(lengths), dtype=np.int64)
-    nonempty = lengths > 0
-    if len(values) and nonempty.any():
-        begin = starts_of(lengths)[nonempty]
-        index = np.int32 if len(values) < 2**31 else np.int64  # half the bytes to reduce
-        position = np.where(values != -1, np.arange(len(values), dtype=index), index(-1))
-        out[nonempty] = np.maximum(np.maximum.reduceat(position, begin) - begin + 1, 0)
+    if len(values):
+        index = np.int32 if len(values) < 2**31 - 1 else np.int64  # half the bytes to scan
+        last = np.arange(1, len(values) + 1, dtype=index)
+        np.multiply(last, values != -1, out=last)
+        np.maximum.accumulate(last, out=last)  # 1 + the last id not -1 so far (0: none)
+        ends = np.cumsum(lengths)
+        begin = ends - lengths
+        out = np.where(lengths > 0, np.maximum(last[np.maximum(ends - 1, 0)] - begin, 0), 0)
     return out if runs is None else out[runs]
 
 
@@ -434,19 +436,23 @@ def _outside(matrix: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> np.ndar
 
 def first_true(mask: np.ndarray) -> np.ndarray:
     """Per line of a boolean matrix: the column of its first True, or its width when none.
-    Up to 8 columns on a little-endian machine, each line is read as one 64-bit word whose
-    lowest set byte is found by arithmetic (no reduction along the short axis)."""
+    Up to 8 columns, each line's flags become the bits of one byte (one pass per column)
+    and a table of 256 entries gives the lowest set bit (no reduction along the short axis)."""
     lines, width = mask.shape
-    if not 0 < width <= 8 or sys.byteorder != "little":
+    if not 0 < width <= 8:
         first = mask.argmax(axis=1) if width else np.zeros(lines, dtype=np.int64)
         return np.where(mask[np.arange(lines), first] if width else False, first, width)
-    padded = np.zeros((lines, 8), dtype=bool)
-    padded[:, :width] = mask
-    word = padded.view(np.uint64).reshape(-1)
-    lowest = word & (~word + np.uint64(1))  # the lowest set bit: 1 << (8 * first byte)
-    # the top byte of lowest * 0x0001020304050607 is the index of that byte
-    byte = (lowest * np.uint64(0x0001020304050607)) >> np.uint64(56)
-    return np.where(word == 0, width, byte.astype(np.int64))
+    bits = mask[:, 0].astype(np.uint8)
+    column = np.empty(lines, dtype=np.uint8)
+    for j in range(1, width):
+        np.left_shift(mask[:, j].view(np.uint8), j, out=column)
+        bits |= column
+    return np.minimum(_LOWEST_BIT, width)[bits]
+
+
+#: the position of the lowest set bit of each byte (8 for 0)
+_LOWEST_BIT = np.array([(b & -b).bit_length() - 1 if b else 8 for b in range(256)],
+                       dtype=np.int64)
 
 
 def _gathered_counts(ids: np.ndarray, k: np.ndarray, vocab: np.ndarray,

@@ -189,3 +189,22 @@ def test_counts_on_the_sampled_matrix_are_the_counts_of_gathered_rows(records) -
             assert (outcome.status, outcome.outputs) == (alone.status, alone.outputs)
             own = ao.run(ao.Batch.of([rec]), patched).checks().findings().get(0, [])
             assert found.get(i, []) == own
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([-1, -1, 0, 5, V]), max_size=9), max_size=12))
+def test_trailing_start_is_where_each_rows_trailing_placeholders_begin(rows) -> None:
+    """Per row: one past its last id that is not -1 (0 for a row of -1 only, its length
+    when it does not end in -1), as a loop over the row from its end finds it."""
+    def by_loop(row):
+        end = len(row)
+        while end and row[end - 1] == -1:
+            end -= 1
+        return end
+
+    values = np.array([v for row in rows for v in row], dtype=np.int64)
+    lengths = np.array([len(row) for row in rows], dtype=np.int64)
+    want = [by_loop(row) for row in rows]
+    assert ao.trailing_start(values, lengths).tolist() == want
+    some = np.arange(len(rows))[::2]
+    assert ao.trailing_start(values, lengths, some).tolist() == [want[i] for i in some]
