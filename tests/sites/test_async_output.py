@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from site_records import i32, record
 
 from forensics.findings import judge_record
+from forensics.outcome import STATUSES
+from forensics.sites._common import RecordColumns
 from forensics.sites import async_output as ao
 
 V = 248320
@@ -191,11 +193,19 @@ def test_counts_on_the_sampled_matrix_are_the_counts_of_gathered_rows(records) -
             assert found.get(i, []) == own
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(st.sampled_from([-1, -1, 0, 5, V]), max_size=9), max_size=12))
+#: rows as the probe records tails: the trailing placeholders and the id before them
+PROBE_TAILS = st.tuples(st.booleans(), st.integers(0, 6)).map(
+    lambda t: [5] * t[0] + [-1] * t[1])
+ANY_ROWS = st.lists(st.sampled_from([-1, -1, 0, 5, V]), max_size=9)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from([ANY_ROWS, PROBE_TAILS, ANY_ROWS | PROBE_TAILS])
+       .flatmap(lambda rows: st.lists(rows, max_size=12)))
 def test_trailing_start_is_where_each_rows_trailing_placeholders_begin(rows) -> None:
     """Per row: one past its last id that is not -1 (0 for a row of -1 only, its length
-    when it does not end in -1), as a loop over the row from its end finds it."""
+    when it does not end in -1), as a loop over the row from its end finds it; rows made
+    only of probe tails, of any ids, or of both."""
     def by_loop(row):
         end = len(row)
         while end and row[end - 1] == -1:
@@ -208,3 +218,34 @@ def test_trailing_start_is_where_each_rows_trailing_placeholders_begin(rows) -> 
     assert ao.trailing_start(values, lengths).tolist() == want
     some = np.arange(len(rows))[::2]
     assert ao.trailing_start(values, lengths, some).tolist() == [want[i] for i in some]
+
+
+def _judged(checks, req_ids):
+    """What the judge reads from checks: findings per record, and each checked range as
+    (record, tensor, min, max, lower, upper)."""
+    rec, tensors, which, numbers = checks.range_table()
+    ranges = [(r, tensors[w], *n) for r, w, n in zip(rec.tolist(), which.tolist(),
+                                                      numbers.tolist(), strict=True)]
+    return checks.findings(req_ids), ranges
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(same_width_batches(), st.lists(ao_records(), min_size=1, max_size=4)),
+       st.sampled_from([(False, True), (True, False), (True,)]))
+def test_run_batch_judges_each_record_as_its_own_outcome(records, order) -> None:
+    """``run_batch`` of a batch (a model run after the other shares its accesses, its run
+    when it writes the same ids, and cuts the other's ids where it writes fewer): status,
+    findings and checked ranges of each record are those of its own outcome, one record at
+    a time."""
+    batch = ao.prepare_columns(RecordColumns(records))
+    for patched in order:
+        done = ao.run_batch(batch, patched)
+        model = ao.patched if patched else ao.upstream
+        found, ranges = _judged(done.checks, done.req_ids)
+        for i, rec in enumerate(records):
+            outcome = model(rec)
+            assert STATUSES[done.status[i]] == outcome.status
+            assert (i in done.messages) == (outcome.status != "ok")
+            own_found, own_ranges = _judged(ao.outcome_checks(rec, outcome), [rec["req_ids"]])
+            assert found.get(i, []) == own_found.get(0, [])
+            assert [r[1:] for r in ranges if r[0] == i] == [r[1:] for r in own_ranges]
