@@ -189,10 +189,11 @@ class Batch:
         return np.arange(len(self.rec), dtype=np.int64) - self.first_row[self.rec]
 
     @functools.cached_property
-    def first_minus(self) -> np.ndarray:
-        """Per line of :attr:`matrix`: the column of its first ``-1`` (``k`` when none)."""
+    def minus_bits(self) -> np.ndarray | None:
+        """Per line of :attr:`matrix`: where it holds ``-1``, as the bits of one byte
+        (:func:`line_bits`; None past 8 columns)."""
         assert self.matrix is not None
-        return first_true(self.matrix == -1)
+        return line_bits(self.matrix == -1)
 
 
 class Made(NamedTuple):
@@ -296,7 +297,9 @@ class Run:
 
     def taken(self) -> np.ndarray:
         """The ids the written rows take, end to end (:meth:`taken_counts` of each)."""
-        s = self.selected
+        s, matrix = self.selected, self.batch.matrix
+        if s.lines is not None and matrix is not None and matrix.shape[1] <= 8:
+            return line_prefixes(matrix, s.lines, self.taken_counts())
         return self.batch.sampled[runs_from(s.base, self.taken_counts())]
 
     def writes(self, taken: np.ndarray | None = None) -> CheckList:
@@ -367,22 +370,30 @@ def _select(b: Batch) -> Selected:
     sel = np.flatnonzero(b.known & (start < lens))  # non-empty, its last id -1
     srec, prev = b.rec[sel], b.prev[sel]
     p = b.s_rows[srec]
+    wraps = len(prev) and prev.min() < 0  # a negative previous row counts from the end
+    past = (prev >= p) | (prev < -p) if wraps else prev >= p
     failed = np.zeros(b.cols.rows, dtype=bool)
-    failed[srec[(prev >= p) | (prev < -p)]] = True
+    if past.any():
+        failed[srec[past]] = True
     acc_rows, row = sel, sel - b.first_row[srec]
     accesses = _access_checks(srec, row, prev, b.s_rows)
     if failed.any():
         keep = ~failed[srec]
         sel, srec, prev, p, row = sel[keep], srec[keep], prev[keep], p[keep], row[keep]
-    eff = prev + np.where(prev < 0, p, 0) if len(prev) and prev.min() < 0 else prev
-    k = b.s_width[srec]
-    base = b.s_start[srec] + eff * k
+    eff = prev + np.where(prev < 0, p, 0) if wraps else prev
+    if b.matrix is None:
+        k, lines = b.s_width[srec], None
+        base = b.s_start[srec] + eff * k
+    else:  # one width: a row's sampled row is a line of the matrix
+        width = b.matrix.shape[1]
+        lines = (b.s_start // width)[srec] + eff
+        k, base = np.broadcast_to(np.int64(width), lines.shape), lines * width
+    key = srec * (int(b.s_rows.max(initial=0)) + 1) + eff if lines is None else lines
     status = np.where(failed, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
-    lines = None if b.matrix is None else (b.s_start // b.matrix.shape[1])[srec] + eff
     start = start[sel]
     return Selected(b.sampled, sel, status, acc_rows, start, base, k, b.vocab[srec],
-                    lens[sel] - start, _groups(srec, eff, sel, int(b.s_rows.max(initial=0))),
-                    lines, srec, row, start + b.hidden[sel], accesses)
+                    lens[sel] - start, _groups(srec, eff, sel, key), lines, srec, row,
+                    start + b.hidden[sel], accesses)
 
 
 def _access_checks(rec: np.ndarray, row: np.ndarray, prev: np.ndarray, rows: np.ndarray
@@ -451,13 +462,12 @@ def _past_last_id(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.where(lengths > 0, np.maximum(last[np.maximum(ends - 1, 0)] - begin, 0), 0)
 
 
-def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray, rows_sampled: int
+def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray, key: np.ndarray
             ) -> tuple[np.ndarray, ...] | None:
     """Rows sharing a previous row of one record, in row order: the sort order, each sorted
-    row's group and its rank within the group. None when no two rows share one (``eff`` is
-    below ``rows_sampled``)."""
-    key = srec * (rows_sampled + 1) + eff
-    if not len(key) or np.bincount(key - key.min()).max() < 2:
+    row's group and its rank within the group. None when no two rows share one (``key``:
+    one non-negative number per (record, previous row))."""
+    if not len(key) or np.bincount(key).max() < 2:
         return None
     order = np.lexsort((rows, eff, srec))
     key_rec, key_prev = srec[order], eff[order]
@@ -486,11 +496,19 @@ def _line_counts(b: Batch, patched: bool) -> np.ndarray:
     ``-1``, else up to the first ``-1`` (:func:`_taken` on the lines as they lie)."""
     matrix = b.matrix
     assert matrix is not None
-    if not patched:
-        return np.where(matrix[:, -1] == -1, b.first_minus, matrix.shape[1])
-    if _only_minus_outside(matrix, b.vocab):  # the guard stops at the first -1
-        return b.first_minus
-    return first_true(_outside(matrix, b.vocab, b.s_rows))
+    k = matrix.shape[1]
+    if patched and not _only_minus_outside(matrix, b.vocab):
+        return first_true(_outside(matrix, b.vocab, b.s_rows))
+    # upstream, or a guard that stops only at -1: both read where each line holds -1
+    bits = b.minus_bits
+    if bits is None:  # more than 8 columns
+        first = first_true(matrix == -1)
+        return first if patched else np.where(matrix[:, -1] == -1, first, k)
+    first = np.minimum(_LOWEST_BIT, k)  # per byte of bits: the first -1 (k: none)
+    if patched:
+        return first[bits]
+    ends_in_minus = (np.arange(256) >> (k - 1)) & 1 == 1
+    return np.where(ends_in_minus, first, k)[bits]
 
 
 def _only_minus_outside(matrix: np.ndarray, vocab: np.ndarray) -> bool:
@@ -512,23 +530,46 @@ def _outside(matrix: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> np.ndar
 
 def first_true(mask: np.ndarray) -> np.ndarray:
     """Per line of a boolean matrix: the column of its first True, or its width when none.
-    Up to 8 columns, each line's flags become the bits of one byte (one pass per column)
-    and a table of 256 entries gives the lowest set bit (no reduction along the short axis)."""
+    Up to 8 columns, a table of 256 entries gives the lowest set bit of each line's byte
+    of flags (:func:`line_bits`: no reduction along the short axis)."""
     lines, width = mask.shape
-    if not 0 < width <= 8:
+    bits = line_bits(mask)
+    if bits is None:
         first = mask.argmax(axis=1) if width else np.zeros(lines, dtype=np.int64)
         return np.where(mask[np.arange(lines), first] if width else False, first, width)
+    return np.minimum(_LOWEST_BIT, width)[bits]
+
+
+def line_bits(mask: np.ndarray) -> np.ndarray | None:
+    """Per line of a boolean matrix of 1 to 8 columns: its flags as the bits of one byte
+    (column ``j`` is bit ``j``; one pass per column). None for other widths."""
+    lines, width = mask.shape
+    if not 0 < width <= 8:
+        return None
     bits = mask[:, 0].astype(np.uint8)
     column = np.empty(lines, dtype=np.uint8)
     for j in range(1, width):
         np.left_shift(mask[:, j].view(np.uint8), j, out=column)
         bits |= column
-    return np.minimum(_LOWEST_BIT, width)[bits]
+    return bits
 
 
 #: the position of the lowest set bit of each byte (8 for 0)
 _LOWEST_BIT = np.array([(b & -b).bit_length() - 1 if b else 8 for b in range(256)],
                        dtype=np.int64)
+
+
+def line_prefixes(matrix: np.ndarray, lines: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """The first ``count[i]`` ids of line ``lines[i]`` of ``matrix`` (at most 8 columns),
+    end to end: the lines taken whole, then the ids kept by one mask (each line's mask
+    read from a table of 9 words, one per count)."""
+    keep = _PREFIX_WORDS[count].view(np.bool_).reshape(-1, 8)[:, :matrix.shape[1]]
+    return np.compress(np.ascontiguousarray(keep).reshape(-1),
+                       np.take(matrix, lines, axis=0).reshape(-1))
+
+
+#: per count ``c`` from 0 to 8: 8 flags, the first ``c`` True, as one 64-bit word
+_PREFIX_WORDS = (np.arange(8) < np.arange(9)[:, None]).view(np.uint64).reshape(-1)
 
 
 def _gathered_counts(ids: np.ndarray, k: np.ndarray, vocab: np.ndarray,

@@ -9,8 +9,8 @@ from site_records import i32, record
 
 from forensics.findings import judge_record
 from forensics.outcome import STATUSES
-from forensics.sites._common import RecordColumns
 from forensics.sites import async_output as ao
+from forensics.sites._common import RecordColumns
 
 V = 248320
 
@@ -249,3 +249,18 @@ def test_run_batch_judges_each_record_as_its_own_outcome(records, order) -> None
             own_found, own_ranges = _judged(ao.outcome_checks(rec, outcome), [rec["req_ids"]])
             assert found.get(i, []) == own_found.get(0, [])
             assert [r[1:] for r in ranges if r[0] == i] == [r[1:] for r in own_ranges]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 8).flatmap(lambda k: st.tuples(
+    st.lists(st.lists(st.integers(-2, 9), min_size=k, max_size=k), min_size=1, max_size=6),
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, k)), max_size=10))))
+def test_line_prefixes_are_the_first_ids_of_each_line(case) -> None:
+    lines, taken = case
+    matrix = np.array(lines, dtype=np.int32)
+    taken = [(line % len(lines), count) for line, count in taken]
+    at = np.array([line for line, _ in taken], dtype=np.int64)
+    count = np.array([c for _, c in taken], dtype=np.int64)
+    want = [v for line, c in taken for v in lines[line][:c]]
+    got = ao.line_prefixes(matrix, at, count)
+    assert got.dtype == matrix.dtype and got.tolist() == want
