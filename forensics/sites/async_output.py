@@ -107,7 +107,7 @@ def check_batch(cols: BatchColumns) -> np.ndarray:
     if not np.array_equal(counts, tail_counts):
         return bad | tail  # the rows whose counts differ are flagged; check the rest per row
     wrong = (tails > lengths) | ((tails == 0) & (lengths != 0))
-    return bad | (tail & rows_with_any(wrong, counts))
+    return bad | (tail & rows_with_any(wrong, counts)) if wrong.any() else bad
 
 
 def _check_tails(record: Record, where: str) -> None:
@@ -150,8 +150,10 @@ class Batch:
     s_start: np.ndarray
     s_rows: np.ndarray
     s_width: np.ndarray
-    #: what both models share (:func:`_select`), and the runs made (:func:`run_batch`)
+    #: what both models share (:func:`_select`), each model's counts (:func:`run`) and the
+    #: runs made (:func:`run_batch`)
     selected: Selected | None = None
+    counted: dict[bool, np.ndarray] = field(default_factory=dict)
     runs: list[Made] = field(default_factory=list)
 
     @classmethod
@@ -290,6 +292,7 @@ class Run:
         """The accesses as checks (tensor ``sampled_token_ids_cpu``; both models share them)."""
         return self.selected.accesses
 
+    @functools.cached_property
     def taken_counts(self) -> np.ndarray:
         """How many ids each written row takes from its sampled row (0 for a row left as
         it is)."""
@@ -299,8 +302,8 @@ class Run:
         """The ids the written rows take, end to end (:meth:`taken_counts` of each)."""
         s, matrix = self.selected, self.batch.matrix
         if s.lines is not None and matrix is not None and matrix.shape[1] <= 8:
-            return line_prefixes(matrix, s.lines, self.taken_counts())
-        return self.batch.sampled[runs_from(s.base, self.taken_counts())]
+            return line_prefixes(matrix, s.lines, self.taken_counts)
+        return self.batch.sampled[runs_from(s.base, self.taken_counts)]
 
     def writes(self, taken: np.ndarray | None = None) -> CheckList:
         """The ids written, as checks against ``[0, vocab_size)``: the first ``count`` ids of
@@ -308,7 +311,7 @@ class Run:
         placeholder written over a placeholder changes nothing). Equal to :func:`written` of
         the run's outputs, without building them. ``taken``: :meth:`taken`, when known."""
         s = self.selected
-        count = self.taken_counts()
+        count = self.taken_counts
         taken = self.taken() if taken is None else taken
         if not (taken == -1).any():  # each row writes all the ids it takes
             return _row_write_checks(self.batch.tails, s, count, taken)
@@ -357,10 +360,30 @@ def run(batch: Batch, patched: bool) -> Run:
     once. Rows are selected as vLLM selects them (in the previous batch, non-empty, last id
     ``-1``); a record with a previous row past ``sampled_token_ids_cpu`` fails with vLLM's
     IndexError (a negative one wraps, as a Python list index does). What both models share
-    is computed once per batch (:func:`_select`)."""
+    is computed once per batch (:func:`_select`), and the guard's counts are upstream's
+    where it stops no line early (:func:`_guard_stops_nothing`)."""
     if batch.selected is None:
         batch.selected = _select(batch)
-    return Run(batch, batch.selected, _counts(batch, batch.selected, patched))
+    if patched and _guard_stops_nothing(batch, batch.selected):
+        patched = False
+    if patched not in batch.counted:
+        batch.counted[patched] = _counts(batch, batch.selected, patched)
+    return Run(batch, batch.selected, batch.counted[patched])
+
+
+def _guard_stops_nothing(b: Batch, s: Selected) -> bool:
+    """Whether the vocabulary guard leaves every count of ``b`` as upstream's, seen on the
+    lines of the sampled matrix (False where that is not known cheaply): every id lies in
+    ``[-1, vocab)``, so the guard stops at the first ``-1`` only, and no line holds a ``-1``
+    without ending in one (where upstream takes every id)."""
+    if s.groups is not None or s.lines is None or b.matrix is None:
+        return False
+    if not _only_minus_outside(b.matrix, b.vocab) or b.minus_bits is None:
+        return False
+    k = b.matrix.shape[1]
+    byte = np.arange(256)
+    early = (byte != 0) & ((byte >> (k - 1)) & 1 == 0)  # holds a -1, its last id is not -1
+    return not early[b.minus_bits].any()
 
 
 def _select(b: Batch) -> Selected:
@@ -765,7 +788,7 @@ def run_batch(batch: Batch, patched: bool) -> BatchRun:
     (:func:`_taken_ids`)."""
     result = run(batch, patched)
     for made in batch.runs:
-        if np.array_equal(made.counts, result.count):
+        if made.counts is result.count or np.array_equal(made.counts, result.count):
             return made.run
     taken = _taken_ids(result, batch.runs)
     messages = {int(i): _LIST_ERROR for i in np.flatnonzero(result.status)}
@@ -780,7 +803,7 @@ def _taken_ids(result: Run, made: list[Made]) -> np.ndarray:
     """:meth:`Run.taken` of ``result``: an earlier run's ids cut to ``result``'s counts where
     that run took at least as many ids in every row (the guard only stops a count early),
     else gathered from the sampled rows."""
-    count = result.taken_counts()
+    count = result.taken_counts
     for earlier in made:
         before = np.minimum(np.maximum(earlier.counts, 0), result.selected.k)
         if (count <= before).all():
