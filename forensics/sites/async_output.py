@@ -411,12 +411,23 @@ def _select(b: Batch) -> Selected:
         width = b.matrix.shape[1]
         lines = (b.s_start // width)[srec] + eff
         k, base = np.broadcast_to(np.int64(width), lines.shape), lines * width
-    key = srec * (int(b.s_rows.max(initial=0)) + 1) + eff if lines is None else lines
     status = np.where(failed, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
     start = start[sel]
     return Selected(b.sampled, sel, status, acc_rows, start, base, k, b.vocab[srec],
-                    lens[sel] - start, _groups(srec, eff, sel, key), lines, srec, row,
-                    start + b.hidden[sel], accesses)
+                    lens[sel] - start, _shared_rows(b, srec, eff, sel, lines), lines, srec,
+                    row, start + b.hidden[sel], accesses)
+
+
+def _shared_rows(b: Batch, srec: np.ndarray, eff: np.ndarray, sel: np.ndarray,
+                 lines: np.ndarray | None) -> tuple[np.ndarray, ...] | None:
+    """:func:`_groups` of the written rows ``sel`` (records ``srec``, previous rows ``eff``,
+    sampled lines ``lines`` or None). None without a look when no record gives its previous
+    batch as a map: a list gives each request the row of its last entry, and a record's
+    requests are distinct, so are their rows."""
+    if not b.cols.present("prev_req_id_to_index").any():
+        return None
+    key = srec * (int(b.s_rows.max(initial=0)) + 1) + eff if lines is None else lines
+    return _groups(srec, eff, sel, key)
 
 
 def _access_checks(rec: np.ndarray, row: np.ndarray, prev: np.ndarray, rows: np.ndarray

@@ -264,3 +264,37 @@ def test_line_prefixes_are_the_first_ids_of_each_line(case) -> None:
     want = [v for line, c in taken for v in lines[line][:c]]
     got = ao.line_prefixes(matrix, at, count)
     assert got.dtype == matrix.dtype and got.tolist() == want
+
+
+@st.composite
+def list_records(draw):
+    """Records whose previous batch is a list (ids may repeat, rows may be discarded)."""
+    n, k = draw(st.integers(0, 4)), draw(st.integers(1, 3))
+    req = draw(st.lists(st.sampled_from("abcde"), unique=True, min_size=n, max_size=n))
+    prev = draw(st.lists(st.sampled_from("abcde") | st.none(), max_size=5))
+    sampled = np.array([draw(st.lists(st.sampled_from([-1, 0, 7, V]), min_size=k,
+                                      max_size=k)) for _ in range(len(prev))], np.int32)
+    outputs = [draw(st.lists(st.integers(0, 9), max_size=2)) + [-1] * draw(st.integers(0, 4))
+               for _ in range(n)]
+    return record("async_output", req_ids=req, prev_req_ids=prev,
+                  sampled_token_ids_cpu=sampled.reshape(len(prev), k),
+                  output_token_ids=outputs, vocab_size=V)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(list_records(), min_size=1, max_size=3))
+def test_a_previous_list_gives_no_two_rows_one_previous_row(records) -> None:
+    """A list gives each request the row of its last entry: no two rows of a record share
+    a previous row, so the rows are not searched for sharing; each record's outcome is the
+    one its previous batch gives as a map (where rows may be shared)."""
+    from forensics.sites._common import prev_index_map
+
+    assert ao._select(ao.Batch.of(records)).groups is None
+    for model in (ao.upstream_many, ao.patched_many):
+        as_maps = [record("async_output", req_ids=r["req_ids"],
+                          prev_req_id_to_index=prev_index_map(r),
+                          sampled_token_ids_cpu=r["sampled_token_ids_cpu"],
+                          output_token_ids=r["output_token_ids"], vocab_size=V)
+                   for r in records]
+        for a, b in zip(model(records), model(as_maps), strict=True):
+            assert (a.status, a.outputs) == (b.status, b.outputs)
