@@ -14,9 +14,9 @@ to hold every trailing placeholder (the id before it is assumed not to be ``-1``
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,6 +35,8 @@ from forensics.sites._common import (
     screen_unique,
 )
 from forensics.sites.core import (
+    KINDS,
+    OUT_OF_BOUNDS,
     BatchRun,
     CheckList,
     Checks,
@@ -62,6 +64,8 @@ FIELDS = (
 OUTPUT_FIELDS = ("output_token_ids", "output_tail", "output_len")
 SUMMARY_BOUND = "vocab_size"
 SUMMARY_TENSOR = "out.output_token_ids"
+#: the tensor of the sampled ids the call reads
+SAMPLED = "sampled_token_ids_cpu"
 
 
 def check_record(record: Record, where: str) -> None:
@@ -103,7 +107,7 @@ def check_batch(cols: BatchColumns) -> np.ndarray:
     if not np.array_equal(counts, tail_counts):
         return bad | tail  # the rows whose counts differ are flagged; check the rest per row
     wrong = (tails > lengths) | ((tails == 0) & (lengths != 0))
-    return bad | (tail & rows_with_any(wrong, counts))
+    return bad | (tail & rows_with_any(wrong, counts)) if wrong.any() else bad
 
 
 def _check_tails(record: Record, where: str) -> None:
@@ -126,6 +130,7 @@ _LIST_ERROR = "IndexError: list index out of range"
 class Batch:
     """Records of this site laid end to end: one entry per current row of some record.
 
+    ``rec`` is each row's record (``first_row`` per record: its first row);
     ``values``/``lengths`` are the known ids of each row (full list or tail), ``hidden`` the
     length of its hidden prefix; ``prev`` the row's previous row (``known`` where the request
     was in the previous batch); ``sampled`` every record's ``sampled_token_ids_cpu`` end to end
@@ -134,7 +139,7 @@ class Batch:
     cols: RunColumns
     tails: np.ndarray
     rec: np.ndarray
-    local: np.ndarray
+    first_row: np.ndarray
     values: np.ndarray
     lengths: np.ndarray
     hidden: np.ndarray
@@ -145,9 +150,11 @@ class Batch:
     s_start: np.ndarray
     s_rows: np.ndarray
     s_width: np.ndarray
-    #: what both models share (:func:`_select`), and the runs made (:func:`run_batch`)
+    #: what both models share (:func:`_select`), each model's counts (:func:`run`) and the
+    #: runs made (:func:`run_batch`)
     selected: Selected | None = None
-    runs: list[tuple[np.ndarray, BatchRun]] = field(default_factory=list)
+    counted: dict[bool, np.ndarray] = field(default_factory=dict)
+    runs: list[Made] = field(default_factory=list)
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> Batch:
@@ -163,7 +170,7 @@ class Batch:
         rec = owner(nrows)
         prev, known = prev_rows(cols)
         sampled, sizes = cols.flat("sampled_token_ids_cpu", widen=False)
-        return cls(cols, tails, rec, within(nrows), values,
+        return cls(cols, tails, rec, starts_of(nrows), values,
                    lengths, _hidden(cols, tails, rec, lengths), prev, known,
                    cols.ints("vocab_size"), sampled, starts_of(sizes),
                    cols.shape("sampled_token_ids_cpu", 0), cols.shape("sampled_token_ids_cpu", 1))
@@ -177,6 +184,27 @@ class Batch:
         if not len(widths) or widths.min() != widths.max() or widths[0] < 1:
             return None
         return self.sampled.reshape(-1, int(widths[0]))
+
+    @functools.cached_property
+    def local(self) -> np.ndarray:
+        """Each row's position in its record (its ``row``)."""
+        return np.arange(len(self.rec), dtype=np.int64) - self.first_row[self.rec]
+
+    @functools.cached_property
+    def minus_bits(self) -> np.ndarray | None:
+        """Per line of :attr:`matrix`: where it holds ``-1``, as the bits of one byte
+        (:func:`line_bits`; None past 8 columns)."""
+        assert self.matrix is not None
+        return line_bits(self.matrix == -1)
+
+
+class Made(NamedTuple):
+    """A run :func:`run_batch` made: its ``counts`` per written row (:attr:`Run.count`), the
+    ids it took end to end (``taken``, :meth:`Run.taken`) and its :class:`BatchRun`."""
+
+    counts: np.ndarray
+    taken: np.ndarray
+    run: BatchRun
 
 
 def _hidden(cols: RunColumns, tails: np.ndarray, rec: np.ndarray, lengths: np.ndarray
@@ -218,8 +246,10 @@ class Selected:
     placeholder ``start``, the flat position ``base`` of its sampled row in ``sampled``
     (the batch's), that row's ids ``k``, its record's ``vocab`` and its ``placeholders``;
     ``groups``: rows sharing a sampled row (:func:`_groups`). ``lines``: each written row's
-    line of :attr:`Batch.matrix` (None when the batch has no such matrix). It holds no
-    reference to the batch (the batch holds it)."""
+    line of :attr:`Batch.matrix` (None when the batch has no such matrix). Where a written
+    row's ids go: its record ``rec``, its ``row`` in the record and the position ``element``
+    of its first placeholder in the full output list. ``accesses``: the rows read, as checks
+    (both models read the same). It holds no reference to the batch (the batch holds it)."""
 
     sampled: np.ndarray
     sel: np.ndarray
@@ -232,6 +262,10 @@ class Selected:
     placeholders: np.ndarray
     groups: tuple[np.ndarray, ...] | None
     lines: np.ndarray | None
+    rec: np.ndarray
+    row: np.ndarray
+    element: np.ndarray
+    accesses: Checks
 
     @functools.cached_property
     def ids(self) -> np.ndarray:
@@ -255,22 +289,32 @@ class Run:
         return self.selected.status
 
     def accesses(self) -> Checks:
-        """The accesses as checks (tensor ``sampled_token_ids_cpu``)."""
-        b, rows = self.batch, self.selected.acc_rows
-        rec = b.rec[rows]
-        return Checks.of("sampled_token_ids_cpu", rec, b.local[rows], b.local[rows],
-                         b.prev[rows], 0, b.s_rows[rec])
+        """The accesses as checks (tensor ``sampled_token_ids_cpu``; both models share them)."""
+        return self.selected.accesses
 
-    def writes(self) -> CheckList:
+    @functools.cached_property
+    def taken_counts(self) -> np.ndarray:
+        """How many ids each written row takes from its sampled row (0 for a row left as
+        it is)."""
+        return np.minimum(np.maximum(self.count, 0), self.selected.k)
+
+    def taken(self) -> np.ndarray:
+        """The ids the written rows take, end to end (:meth:`taken_counts` of each)."""
+        s, matrix = self.selected, self.batch.matrix
+        if s.lines is not None and matrix is not None and matrix.shape[1] <= 8:
+            return line_prefixes(matrix, s.lines, self.taken_counts)
+        return self.batch.sampled[runs_from(s.base, self.taken_counts)]
+
+    def writes(self, taken: np.ndarray | None = None) -> CheckList:
         """The ids written, as checks against ``[0, vocab_size)``: the first ``count`` ids of
         each row's sampled row at the row's trailing placeholders, except the ``-1`` ids (a
         placeholder written over a placeholder changes nothing). Equal to :func:`written` of
-        the run's outputs, without building them."""
+        the run's outputs, without building them. ``taken``: :meth:`taken`, when known."""
         s = self.selected
-        count = np.minimum(np.maximum(self.count, 0), s.k)
-        taken = self.batch.sampled[runs_from(s.base, count)]
+        count = self.taken_counts
+        taken = self.taken() if taken is None else taken
         if not (taken == -1).any():  # each row writes all the ids it takes
-            return _row_write_checks(self.batch, s.sel, s.start, count, taken)
+            return _row_write_checks(self.batch.tails, s, count, taken)
         line, column = np.nonzero((np.arange(s.ids.shape[1]) < count[:, None]) & (s.ids != -1))
         return _write_checks(self.batch, s.sel[line], s.start[line] + column,
                              s.ids[line, column])
@@ -316,10 +360,30 @@ def run(batch: Batch, patched: bool) -> Run:
     once. Rows are selected as vLLM selects them (in the previous batch, non-empty, last id
     ``-1``); a record with a previous row past ``sampled_token_ids_cpu`` fails with vLLM's
     IndexError (a negative one wraps, as a Python list index does). What both models share
-    is computed once per batch (:func:`_select`)."""
+    is computed once per batch (:func:`_select`), and the guard's counts are upstream's
+    where it stops no line early (:func:`_guard_stops_nothing`)."""
     if batch.selected is None:
         batch.selected = _select(batch)
-    return Run(batch, batch.selected, _counts(batch, batch.selected, patched))
+    if patched and _guard_stops_nothing(batch, batch.selected):
+        patched = False
+    if patched not in batch.counted:
+        batch.counted[patched] = _counts(batch, batch.selected, patched)
+    return Run(batch, batch.selected, batch.counted[patched])
+
+
+def _guard_stops_nothing(b: Batch, s: Selected) -> bool:
+    """Whether the vocabulary guard leaves every count of ``b`` as upstream's, seen on the
+    lines of the sampled matrix (False where that is not known cheaply): every id lies in
+    ``[-1, vocab)``, so the guard stops at the first ``-1`` only, and no line holds a ``-1``
+    without ending in one (where upstream takes every id)."""
+    if s.groups is not None or s.lines is None or b.matrix is None:
+        return False
+    if not _only_minus_outside(b.matrix, b.vocab) or b.minus_bits is None:
+        return False
+    k = b.matrix.shape[1]
+    byte = np.arange(256)
+    early = (byte != 0) & ((byte >> (k - 1)) & 1 == 0)  # holds a -1, its last id is not -1
+    return not early[b.minus_bits].any()
 
 
 def _select(b: Batch) -> Selected:
@@ -329,21 +393,50 @@ def _select(b: Batch) -> Selected:
     sel = np.flatnonzero(b.known & (start < lens))  # non-empty, its last id -1
     srec, prev = b.rec[sel], b.prev[sel]
     p = b.s_rows[srec]
+    wraps = len(prev) and prev.min() < 0  # a negative previous row counts from the end
+    past = (prev >= p) | (prev < -p) if wraps else prev >= p
     failed = np.zeros(b.cols.rows, dtype=bool)
-    failed[srec[(prev >= p) | (prev < -p)]] = True
-    acc_rows = sel
+    if past.any():
+        failed[srec[past]] = True
+    acc_rows, row = sel, sel - b.first_row[srec]
+    accesses = _access_checks(srec, row, prev, b.s_rows)
     if failed.any():
         keep = ~failed[srec]
-        sel, srec, prev, p = sel[keep], srec[keep], prev[keep], p[keep]
-    eff = prev + np.where(prev < 0, p, 0) if len(prev) and prev.min() < 0 else prev
-    k = b.s_width[srec]
-    base = b.s_start[srec] + eff * k
+        sel, srec, prev, p, row = sel[keep], srec[keep], prev[keep], p[keep], row[keep]
+    eff = prev + np.where(prev < 0, p, 0) if wraps else prev
+    if b.matrix is None:
+        k, lines = b.s_width[srec], None
+        base = b.s_start[srec] + eff * k
+    else:  # one width: a row's sampled row is a line of the matrix
+        width = b.matrix.shape[1]
+        lines = (b.s_start // width)[srec] + eff
+        k, base = np.broadcast_to(np.int64(width), lines.shape), lines * width
     status = np.where(failed, STATUSES.index(INDEX_ERROR), 0).astype(np.int8)
-    lines = None if b.matrix is None else base // b.matrix.shape[1]
     start = start[sel]
     return Selected(b.sampled, sel, status, acc_rows, start, base, k, b.vocab[srec],
-                    lens[sel] - start, _groups(srec, eff, sel, int(b.s_rows.max(initial=0))),
-                    lines)
+                    lens[sel] - start, _shared_rows(b, srec, eff, sel, lines), lines, srec,
+                    row, start + b.hidden[sel], accesses)
+
+
+def _shared_rows(b: Batch, srec: np.ndarray, eff: np.ndarray, sel: np.ndarray,
+                 lines: np.ndarray | None) -> tuple[np.ndarray, ...] | None:
+    """:func:`_groups` of the written rows ``sel`` (records ``srec``, previous rows ``eff``,
+    sampled lines ``lines`` or None). None without a look when no record gives its previous
+    batch as a map: a list gives each request the row of its last entry, and a record's
+    requests are distinct, so are their rows."""
+    if not b.cols.present("prev_req_id_to_index").any():
+        return None
+    key = srec * (int(b.s_rows.max(initial=0)) + 1) + eff if lines is None else lines
+    return _groups(srec, eff, sel, key)
+
+
+def _access_checks(rec: np.ndarray, row: np.ndarray, prev: np.ndarray, rows: np.ndarray
+                   ) -> Checks:
+    """The previous rows ``prev`` read (batch rows of records ``rec``, at ``row`` of their
+    record) as checks against ``[0, rows)`` (``rows`` per record: its sampled rows, read
+    only where the judge needs a bound)."""
+    return Checks(SAMPLED, KINDS.index(OUT_OF_BOUNDS), rec, row, row, prev,
+                  np.broadcast_to(np.int64(0), prev.shape), lambda at: rows[rec[at]])
 
 
 def _sampled_rows(sampled: np.ndarray, base: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -368,24 +461,47 @@ def trailing_start(values: np.ndarray, lengths: np.ndarray,
                    runs: np.ndarray | None = None) -> np.ndarray:
     """Per run (of ``runs`` only, when given): the position of the first of its trailing
     ``-1`` placeholders (its length when it does not end in ``-1``): one past its last id
-    that is not ``-1`` (the largest position of such an id, per run)."""
-    out = np.zeros(len(lengths), dtype=np.int64)
-    nonempty = lengths > 0
-    if len(values) and nonempty.any():
-        begin = starts_of(lengths)[nonempty]
-        index = np.int32 if len(values) < 2**31 else np.int64  # half the bytes to reduce
-        position = np.where(values != -1, np.arange(len(values), dtype=index), index(-1))
-        out[nonempty] = np.maximum(np.maximum.reduceat(position, begin) - begin + 1, 0)
+    that is not ``-1``."""
+    out = _tails_of_one_id(values, lengths)
+    if out is None:
+        out = _past_last_id(values, lengths)
     return out if runs is None else out[runs]
 
 
-def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray, rows_sampled: int
+def _tails_of_one_id(values: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
+    """:func:`trailing_start` of runs that hold at most one id that is not ``-1``, first
+    (the tails the probe records: the trailing placeholders and the id before them): 1
+    where a run starts with such an id, else 0. None when some id that is not ``-1`` is not
+    the first of its run (one count over the values tells)."""
+    if not len(values):
+        return np.zeros(len(lengths), dtype=np.int64)
+    first = np.minimum(starts_of(lengths), len(values) - 1)
+    leading = (values[first] != -1) & (lengths > 0)
+    if np.count_nonzero(values != -1) != np.count_nonzero(leading):
+        return None
+    return leading.astype(np.int64)
+
+
+def _past_last_id(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """:func:`trailing_start` of any runs: one running maximum over all the values of ``1 +``
+    the position of each id that is not ``-1`` (0 for a ``-1``), read at each run's end."""
+    if not len(values):
+        return np.zeros(len(lengths), dtype=np.int64)
+    index = np.int32 if len(values) < 2**31 - 1 else np.int64  # half the bytes to scan
+    last = np.arange(1, len(values) + 1, dtype=index)
+    np.multiply(last, values != -1, out=last)
+    np.maximum.accumulate(last, out=last)  # 1 + the last id not -1 so far (0: none)
+    ends = np.cumsum(lengths)
+    begin = ends - lengths
+    return np.where(lengths > 0, np.maximum(last[np.maximum(ends - 1, 0)] - begin, 0), 0)
+
+
+def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray, key: np.ndarray
             ) -> tuple[np.ndarray, ...] | None:
     """Rows sharing a previous row of one record, in row order: the sort order, each sorted
-    row's group and its rank within the group. None when no two rows share one (``eff`` is
-    below ``rows_sampled``)."""
-    key = srec * (rows_sampled + 1) + eff
-    if not len(key) or np.bincount(key - key.min()).max() < 2:
+    row's group and its rank within the group. None when no two rows share one (``key``:
+    one non-negative number per (record, previous row))."""
+    if not len(key) or np.bincount(key).max() < 2:
         return None
     order = np.lexsort((rows, eff, srec))
     key_rec, key_prev = srec[order], eff[order]
@@ -415,10 +531,24 @@ def _line_counts(b: Batch, patched: bool) -> np.ndarray:
     matrix = b.matrix
     assert matrix is not None
     k = matrix.shape[1]
-    if patched:
+    if patched and not _only_minus_outside(matrix, b.vocab):
         return first_true(_outside(matrix, b.vocab, b.s_rows))
-    minus = first_true(matrix == -1)
-    return np.where(matrix[:, -1] == -1, minus, k)
+    # upstream, or a guard that stops only at -1: both read where each line holds -1
+    bits = b.minus_bits
+    if bits is None:  # more than 8 columns
+        first = first_true(matrix == -1)
+        return first if patched else np.where(matrix[:, -1] == -1, first, k)
+    first = np.minimum(_LOWEST_BIT, k)  # per byte of bits: the first -1 (k: none)
+    if patched:
+        return first[bits]
+    ends_in_minus = (np.arange(256) >> (k - 1)) & 1 == 1
+    return np.where(ends_in_minus, first, k)[bits]
+
+
+def _only_minus_outside(matrix: np.ndarray, vocab: np.ndarray) -> bool:
+    """Whether every id of ``matrix`` lies in ``[-1, vocab)`` for the smallest ``vocab``
+    (then the only ids the vocabulary guard stops at are the ``-1`` ones)."""
+    return not matrix.size or (int(matrix.min()) >= -1 and int(matrix.max()) < int(vocab.min()))
 
 
 def _outside(matrix: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -434,19 +564,46 @@ def _outside(matrix: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> np.ndar
 
 def first_true(mask: np.ndarray) -> np.ndarray:
     """Per line of a boolean matrix: the column of its first True, or its width when none.
-    Up to 8 columns on a little-endian machine, each line is read as one 64-bit word whose
-    lowest set byte is found by arithmetic (no reduction along the short axis)."""
+    Up to 8 columns, a table of 256 entries gives the lowest set bit of each line's byte
+    of flags (:func:`line_bits`: no reduction along the short axis)."""
     lines, width = mask.shape
-    if not 0 < width <= 8 or sys.byteorder != "little":
+    bits = line_bits(mask)
+    if bits is None:
         first = mask.argmax(axis=1) if width else np.zeros(lines, dtype=np.int64)
         return np.where(mask[np.arange(lines), first] if width else False, first, width)
-    padded = np.zeros((lines, 8), dtype=bool)
-    padded[:, :width] = mask
-    word = padded.view(np.uint64).reshape(-1)
-    lowest = word & (~word + np.uint64(1))  # the lowest set bit: 1 << (8 * first byte)
-    # the top byte of lowest * 0x0001020304050607 is the index of that byte
-    byte = (lowest * np.uint64(0x0001020304050607)) >> np.uint64(56)
-    return np.where(word == 0, width, byte.astype(np.int64))
+    return np.minimum(_LOWEST_BIT, width)[bits]
+
+
+def line_bits(mask: np.ndarray) -> np.ndarray | None:
+    """Per line of a boolean matrix of 1 to 8 columns: its flags as the bits of one byte
+    (column ``j`` is bit ``j``; one pass per column). None for other widths."""
+    lines, width = mask.shape
+    if not 0 < width <= 8:
+        return None
+    bits = mask[:, 0].astype(np.uint8)
+    column = np.empty(lines, dtype=np.uint8)
+    for j in range(1, width):
+        np.left_shift(mask[:, j].view(np.uint8), j, out=column)
+        bits |= column
+    return bits
+
+
+#: the position of the lowest set bit of each byte (8 for 0)
+_LOWEST_BIT = np.array([(b & -b).bit_length() - 1 if b else 8 for b in range(256)],
+                       dtype=np.int64)
+
+
+def line_prefixes(matrix: np.ndarray, lines: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """The first ``count[i]`` ids of line ``lines[i]`` of ``matrix`` (at most 8 columns),
+    end to end: the lines taken whole, then the ids kept by one mask (each line's mask
+    read from a table of 9 words, one per count)."""
+    keep = _PREFIX_WORDS[count].view(np.bool_).reshape(-1, 8)[:, :matrix.shape[1]]
+    return np.compress(np.ascontiguousarray(keep).reshape(-1),
+                       np.take(matrix, lines, axis=0).reshape(-1))
+
+
+#: per count ``c`` from 0 to 8: 8 flags, the first ``c`` True, as one 64-bit word
+_PREFIX_WORDS = (np.arange(8) < np.arange(9)[:, None]).view(np.uint64).reshape(-1)
 
 
 def _gathered_counts(ids: np.ndarray, k: np.ndarray, vocab: np.ndarray,
@@ -538,7 +695,7 @@ def _write_checks(b: Batch, row: np.ndarray, position: np.ndarray, value: np.nda
     ``out.output_tail`` for tails, else ``out.output_token_ids``."""
     rec = b.rec[row]
     parts = []
-    for tensor, mask in _tensor_masks(b.tails[rec]):
+    for tensor, mask in _tensor_masks(b.tails, rec):
         if mask is None:
             r, at, v, rc = row, position, value, rec
         else:
@@ -547,30 +704,37 @@ def _write_checks(b: Batch, row: np.ndarray, position: np.ndarray, value: np.nda
     return Checks.concat(parts)
 
 
-def _tensor_masks(tails: np.ndarray) -> Iterator[tuple[str, np.ndarray | None]]:
-    """The tensors ids are written to, each with the mask of the rows writing there (None
-    when every row does): ``out.output_tail`` for rows whose record keeps tails, else
-    ``out.output_token_ids``; a tensor no row writes to is left out."""
-    for tensor, mask in (("out.output_token_ids", ~tails), ("out.output_tail", tails)):
+def _tensor_masks(tails: np.ndarray, rec: np.ndarray
+                  ) -> Iterator[tuple[str, np.ndarray | None]]:
+    """The tensors ids are written to, each with the mask of the entries of records ``rec``
+    writing there (None when every entry does): ``out.output_tail`` for records that keep
+    tails (``tails`` per record), else ``out.output_token_ids``; a tensor no entry writes to
+    is left out."""
+    if not len(rec):
+        return
+    if tails.all() or not tails.any():  # one tensor for every record
+        yield ("out.output_tail" if tails.all() else "out.output_token_ids"), None
+        return
+    mine = tails[rec]
+    for tensor, mask in (("out.output_token_ids", ~mine), ("out.output_tail", mine)):
         if mask.any():
             yield tensor, None if mask.all() else mask
 
 
-def _row_write_checks(b: Batch, rows: np.ndarray, start: np.ndarray, count: np.ndarray,
-                      value: np.ndarray) -> CheckList:
-    """:func:`_write_checks` of ids written in runs: ``count`` ids from position ``start``
-    of each batch row of ``rows`` (``value`` end to end), laid out per row
-    (:meth:`Checks.of_row_runs`)."""
-    rec = b.rec[rows]
+def _row_write_checks(tails: np.ndarray, s: Selected, count: np.ndarray, value: np.ndarray
+                      ) -> CheckList:
+    """:func:`_write_checks` of ids written in runs: ``count`` ids at the first placeholder
+    of each written row of ``s`` (``value`` end to end), laid out per row
+    (:meth:`Checks.of_row_runs`; ``tails`` per record)."""
     parts = []
-    for tensor, mask in _tensor_masks(b.tails[rec]):
+    for tensor, mask in _tensor_masks(tails, s.rec):
         if mask is None:
-            r, at, n, v, rc = rows, start, count, value, rec
+            rc, n, v, row, at, vocab = s.rec, count, value, s.row, s.element, s.vocab
         else:
-            r, at, n, rc = rows[mask], start[mask], count[mask], rec[mask]
+            rc, n, row, at, vocab = s.rec[mask], count[mask], s.row[mask], s.element[mask], \
+                s.vocab[mask]
             v = value[np.repeat(mask, count)]
-        parts.append(Checks.of_row_runs(tensor, rc, n, v, b.local[r], at + b.hidden[r],
-                                        b.vocab[rc]))
+        parts.append(Checks.of_row_runs(tensor, rc, n, v, row, at, vocab))
     return Checks.concat(parts)
 
 
@@ -630,19 +794,42 @@ def prepare_columns(cols: RunColumns) -> Batch:
 def run_batch(batch: Batch, patched: bool) -> BatchRun:
     """The columnar run of a prepared batch as the judge reads it (no Outcome built). Where a
     model writes the same ids as a run made before (the vocabulary guard stops no count),
-    that run is the answer, computed once."""
+    that run is the answer, computed once; otherwise the run shares the accesses of the
+    runs before, and takes its written ids from one that wrote more ids in every row
+    (:func:`_taken_ids`)."""
     result = run(batch, patched)
-    for count, done in batch.runs:
-        if np.array_equal(count, result.count):
-            return done
+    for made in batch.runs:
+        if made.counts is result.count or np.array_equal(made.counts, result.count):
+            return made.run
+    taken = _taken_ids(result, batch.runs)
     messages = {int(i): _LIST_ERROR for i in np.flatnonzero(result.status)}
-    done = BatchRun(result.status, messages, result.checks(), RowValues(batch.cols, "req_ids"))
-    batch.runs.append((result.count, done))
+    req_ids = batch.runs[0].run.req_ids if batch.runs else RowValues(batch.cols, "req_ids")
+    done = BatchRun(result.status, messages, Checks.concat([result.accesses(),
+                                                            result.writes(taken)]), req_ids)
+    batch.runs.append(Made(result.count, taken, done))
     return done
 
 
-#: the tensor of the sampled ids the call reads
-SAMPLED = "sampled_token_ids_cpu"
+def _taken_ids(result: Run, made: list[Made]) -> np.ndarray:
+    """:meth:`Run.taken` of ``result``: an earlier run's ids cut to ``result``'s counts where
+    that run took at least as many ids in every row (the guard only stops a count early),
+    else gathered from the sampled rows."""
+    count = result.taken_counts
+    for earlier in made:
+        before = np.minimum(np.maximum(earlier.counts, 0), result.selected.k)
+        if (count <= before).all():
+            return _cut_runs(earlier.taken, before, count)
+    return result.taken()
+
+
+def _cut_runs(values: np.ndarray, lengths: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """``values`` laid out in runs of ``lengths``, each run cut to its first ``kept``
+    (``kept <= lengths``)."""
+    cut = np.flatnonzero(kept < lengths)
+    if not len(cut):
+        return values
+    dropped = runs_from(starts_of(lengths)[cut] + kept[cut], lengths[cut] - kept[cut])
+    return np.delete(values, dropped)
 
 
 def scan_indices(cols: ScanColumns) -> list[IndexCount]:

@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 from site_records import i32, record
 
 from forensics.findings import judge_record
+from forensics.outcome import STATUSES
 from forensics.sites import async_output as ao
+from forensics.sites._common import RecordColumns
 
 V = 248320
 
@@ -189,3 +191,110 @@ def test_counts_on_the_sampled_matrix_are_the_counts_of_gathered_rows(records) -
             assert (outcome.status, outcome.outputs) == (alone.status, alone.outputs)
             own = ao.run(ao.Batch.of([rec]), patched).checks().findings().get(0, [])
             assert found.get(i, []) == own
+
+
+#: rows as the probe records tails: the trailing placeholders and the id before them
+PROBE_TAILS = st.tuples(st.booleans(), st.integers(0, 6)).map(
+    lambda t: [5] * t[0] + [-1] * t[1])
+ANY_ROWS = st.lists(st.sampled_from([-1, -1, 0, 5, V]), max_size=9)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from([ANY_ROWS, PROBE_TAILS, ANY_ROWS | PROBE_TAILS])
+       .flatmap(lambda rows: st.lists(rows, max_size=12)))
+def test_trailing_start_is_where_each_rows_trailing_placeholders_begin(rows) -> None:
+    """Per row: one past its last id that is not -1 (0 for a row of -1 only, its length
+    when it does not end in -1), as a loop over the row from its end finds it; rows made
+    only of probe tails, of any ids, or of both."""
+    def by_loop(row):
+        end = len(row)
+        while end and row[end - 1] == -1:
+            end -= 1
+        return end
+
+    values = np.array([v for row in rows for v in row], dtype=np.int64)
+    lengths = np.array([len(row) for row in rows], dtype=np.int64)
+    want = [by_loop(row) for row in rows]
+    assert ao.trailing_start(values, lengths).tolist() == want
+    some = np.arange(len(rows))[::2]
+    assert ao.trailing_start(values, lengths, some).tolist() == [want[i] for i in some]
+
+
+def _judged(checks, req_ids):
+    """What the judge reads from checks: findings per record, and each checked range as
+    (record, tensor, min, max, lower, upper)."""
+    rec, tensors, which, numbers = checks.range_table()
+    ranges = [(r, tensors[w], *n) for r, w, n in zip(rec.tolist(), which.tolist(),
+                                                      numbers.tolist(), strict=True)]
+    return checks.findings(req_ids), ranges
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(same_width_batches(), st.lists(ao_records(), min_size=1, max_size=4)),
+       st.sampled_from([(False, True), (True, False), (True,)]))
+def test_run_batch_judges_each_record_as_its_own_outcome(records, order) -> None:
+    """``run_batch`` of a batch (a model run after the other shares its accesses, its run
+    when it writes the same ids, and cuts the other's ids where it writes fewer): status,
+    findings and checked ranges of each record are those of its own outcome, one record at
+    a time."""
+    batch = ao.prepare_columns(RecordColumns(records))
+    for patched in order:
+        done = ao.run_batch(batch, patched)
+        model = ao.patched if patched else ao.upstream
+        found, ranges = _judged(done.checks, done.req_ids)
+        for i, rec in enumerate(records):
+            outcome = model(rec)
+            assert STATUSES[done.status[i]] == outcome.status
+            assert (i in done.messages) == (outcome.status != "ok")
+            own_found, own_ranges = _judged(ao.outcome_checks(rec, outcome), [rec["req_ids"]])
+            assert found.get(i, []) == own_found.get(0, [])
+            assert [r[1:] for r in ranges if r[0] == i] == [r[1:] for r in own_ranges]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 8).flatmap(lambda k: st.tuples(
+    st.lists(st.lists(st.integers(-2, 9), min_size=k, max_size=k), min_size=1, max_size=6),
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, k)), max_size=10))))
+def test_line_prefixes_are_the_first_ids_of_each_line(case) -> None:
+    lines, taken = case
+    matrix = np.array(lines, dtype=np.int32)
+    taken = [(line % len(lines), count) for line, count in taken]
+    at = np.array([line for line, _ in taken], dtype=np.int64)
+    count = np.array([c for _, c in taken], dtype=np.int64)
+    want = [v for line, c in taken for v in lines[line][:c]]
+    got = ao.line_prefixes(matrix, at, count)
+    assert got.dtype == matrix.dtype and got.tolist() == want
+
+
+@st.composite
+def list_records(draw):
+    """Records whose previous batch is a list (ids may repeat, rows may be discarded)."""
+    n, k = draw(st.integers(0, 4)), draw(st.integers(1, 3))
+    req = draw(st.lists(st.sampled_from("abcde"), unique=True, min_size=n, max_size=n))
+    prev = draw(st.lists(st.sampled_from("abcde") | st.none(), max_size=5))
+    sampled = np.array([draw(st.lists(st.sampled_from([-1, 0, 7, V]), min_size=k,
+                                      max_size=k)) for _ in range(len(prev))], np.int32)
+    outputs = [draw(st.lists(st.integers(0, 9), max_size=2)) + [-1] * draw(st.integers(0, 4))
+               for _ in range(n)]
+    return record("async_output", req_ids=req, prev_req_ids=prev,
+                  sampled_token_ids_cpu=sampled.reshape(len(prev), k),
+                  output_token_ids=outputs, vocab_size=V)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(list_records(), min_size=1, max_size=3))
+def test_a_previous_list_gives_no_two_rows_one_previous_row(records) -> None:
+    """A list gives each request the row of its last entry: no two rows of a record share
+    a previous row, so the rows are not searched for sharing; each record's outcome is the
+    one its previous batch gives as a map (where rows may be shared)."""
+    from forensics.sites._common import prev_index_map
+
+    assert ao._select(ao.Batch.of(records)).groups is None
+    for model in (ao.upstream_many, ao.patched_many):
+        as_maps = [record("async_output", req_ids=r["req_ids"],
+                          prev_req_id_to_index=prev_index_map(r),
+                          sampled_token_ids_cpu=r["sampled_token_ids_cpu"],
+                          output_token_ids=r["output_token_ids"], vocab_size=V)
+                   for r in records]
+        for a, b in zip(model(records), model(as_maps), strict=True):
+            assert (a.status, a.outputs) == (b.status, b.outputs)
