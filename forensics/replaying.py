@@ -15,7 +15,7 @@ import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -163,32 +163,13 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
             _trim_heap()
     if bar is not None:
         bar.close()
-    coords = judged.coordinates()  # computed here, read by the tables built below
-    bounds = _beside(judged.bounds)  # the largest table, built while the others are
+    coords = judged.coordinates()
     found = judged.findings()
     release = getattr(capture_obj, "release", None)
     raw = {name: k.outcomes(records, release) for name, k in kept.items()}
     return ReplayResult(source, records, names, raw, _outcome_frame(coords, kept), found,
-                        judged.verdicts(found), capture_obj, bounds=bounds(),
+                        judged.verdicts(found), capture_obj, bounds=judged.bounds(),
                         index=_index_frame(coords))
-
-
-T = TypeVar("T")
-
-
-def _beside(task: Callable[[], T]) -> Callable[[], T]:
-    """``task`` started on a thread of its own (with :data:`WORKERS` threads; else run
-    here): the returned function gives its result, or raises its exception. Its big numpy
-    and Arrow operations let go of the interpreter lock, so it overlaps the caller's work."""
-    if WORKERS < 1:
-        result = task()
-        return lambda: result
-    from concurrent.futures import ThreadPoolExecutor
-
-    pool = ThreadPoolExecutor(1, thread_name_prefix="forensics-tables")
-    future = pool.submit(task)
-    pool.shutdown(wait=False)  # the thread ends with the task
-    return future.result
 
 
 @dataclass

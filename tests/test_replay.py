@@ -147,8 +147,8 @@ def test_ids_past_int64_are_a_format_error_naming_the_field() -> None:
 
 @pytest.mark.parametrize("name", ["incident-b-vocab-sentinel", "stale-prev-row"])
 def test_threaded_replay_is_the_serial_replay(name, monkeypatch) -> None:
-    """Worker threads (chunks run and judged ahead, the bounds table built beside the other
-    tables) give the serial replay's result, order included."""
+    """Worker threads (chunks read, run and judged ahead of the main thread) give the serial
+    replay's result, order included."""
     from pathlib import Path
 
     import forensics.replaying as replaying
@@ -161,16 +161,3 @@ def test_threaded_replay_is_the_serial_replay(name, monkeypatch) -> None:
         assert getattr(threaded, table).equals(getattr(serial, table)), table
     assert threaded.verdicts == serial.verdicts and len(threaded.bounds)
 
-
-def test_a_table_built_beside_gives_its_result_or_its_error(monkeypatch) -> None:
-    """``_beside`` hands back the task's result, or raises its exception, threaded or not."""
-    import forensics.replaying as replaying
-
-    def broken() -> int:
-        raise ValueError("boom")
-
-    for workers in (2, 0):
-        monkeypatch.setattr(replaying, "WORKERS", workers)
-        assert replaying._beside(lambda: 7)() == 7
-        with pytest.raises(ValueError, match="boom"):
-            replaying._beside(broken)()

@@ -94,12 +94,15 @@ class Site(SiteSchema, Generic[P]):
 
     def run_records(self, records: Sequence[Record], patched: bool) -> BatchRun | None:
         """The columnar run of ``records`` (none a summary), or None when the site has no
-        columnar run."""
+        columnar run; every record's results its own (:meth:`BatchRun.whole`: a run that
+        inherits records from another is resolved, so readers may take its checks as
+        they are)."""
         if self.run_batch is None:
             return None
         from forensics.sites._common import RecordColumns
 
-        return self.run_batch(self.prepared(RecordColumns(records), lambda: records), patched)
+        run = self.run_batch(self.prepared(RecordColumns(records), lambda: records), patched)
+        return run if getattr(run, "base", None) is None else run.whole()  # as it is if whole
 
     def prepared(self, cols: RunColumns, records: Callable[[], Sequence[Record]]) -> P:
         """The columnar run's input for the records of ``cols``: ``prepare_columns(cols)``

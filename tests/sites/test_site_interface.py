@@ -21,7 +21,7 @@ from forensics.sites import (
     prepare_input_ids,
 )
 from forensics.sites.base import Site
-from forensics.sites.core import Checks
+from forensics.sites.core import BatchRun, Checks
 
 
 def _outcome(status: str) -> Outcome:
@@ -103,3 +103,24 @@ def test_a_columnar_run_may_read_its_input_from_columns_only() -> None:
     assert site.prepare is None
     assert site.run_records([record], False) is not None
     assert seen == [[3]]
+
+
+def test_the_run_of_records_resolves_records_inherited_from_another_run() -> None:
+    """A columnar run that takes some records from another run (``base``, ``inherited``)
+    comes out of ``run_records`` whole: its checks and statuses are every record's own."""
+    site = get_site("embedding")
+    records = [Record("embedding", 0, fields={"input_ids": np.array(ids),
+                                              "num_embeddings": 4}) for ids in ([7], [1])]
+    upstream = site.run_records(records, False)
+    assert upstream is not None
+
+    def run_batch(prepared: Any, patched: bool) -> BatchRun:
+        clean = BatchRun(np.zeros(2, np.int8), {}, Checks.concat([]), prepared.req_ids)
+        return BatchRun(clean.status, {}, clean.checks, clean.req_ids, prepared,
+                        np.array([True, False]))
+
+    inheriting = replace(site, run_batch=run_batch)
+    run = inheriting.run_records(records, True)
+    assert run is not None and run.base is None
+    assert run.status.tolist() == [upstream.status[0], 0]
+    assert list(run.checks.findings(run.req_ids)) == [0]
