@@ -618,7 +618,8 @@ def run_batch(b: Batch, patched: bool) -> BatchRun:
     at once, the others one by one through torch. Where the guard skips no row of a record
     (:func:`inert`), ``patched``'s outcome is ``upstream``'s: the records of the batch that
     are inert run once for both models, the others (at most :data:`APART_AT_MOST`) apart,
-    as a batch of their own per model."""
+    as a batch of their own per model; ``patched``'s run then inherits the inert records from
+    ``upstream``'s (``BatchRun.base``: the judge judges them once)."""
     changed = b.changed
     count = int(changed.sum())
     if not count:
@@ -645,10 +646,13 @@ def _with_apart(b: Batch, shared: BatchRun, apart: np.ndarray, patched: bool) ->
     own = _run_batch(b.apart, patched)
     status = shared.status.copy()
     status[at] = own.status
-    messages = dict(shared.messages)
-    messages.update({int(at[r]): message for r, message in own.messages.items()})
-    return BatchRun(status, messages, Checks.concat([shared.checks, own.checks.renumbered(at)]),
-                    shared.req_ids)
+    messages = {int(at[r]): message for r, message in own.messages.items()}
+    if patched:  # the inert records are upstream's: the judge reads them from its run once
+        upstream = _cached(b, ("apart", False), lambda: _with_apart(b, shared, apart, False))
+        return BatchRun(status, messages, own.checks.renumbered(at), shared.req_ids,
+                        base=upstream, inherited=~apart)
+    return BatchRun(status, {**shared.messages, **messages},
+                    Checks.concat([shared.checks, own.checks.renumbered(at)]), shared.req_ids)
 
 
 def _run_batch(b: Batch, patched: bool, skip: np.ndarray | None = None) -> BatchRun:

@@ -188,7 +188,7 @@ def test_a_batch_finds_what_each_record_finds_alone(records, patched) -> None:
     of the model's outcome find (misattributed drafts judged draft by draft)."""
     from forensics.sites._common import RecordColumns
 
-    run = pii.run_batch(pii.prepare_columns(RecordColumns(records)), patched)
+    run = pii.run_batch(pii.prepare_columns(RecordColumns(records)), patched).whole()
     found = run.checks.findings()
     model = pii.patched if patched else pii.upstream
     for i, rec in enumerate(records):
