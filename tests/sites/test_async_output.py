@@ -124,22 +124,9 @@ def test_previous_rows_by_table_and_by_search_are_prev_index_map(batch, search) 
     """``prev_rows`` gives each current row its previous row as ``prev_index_map`` does
     (the last of a repeated id wins), whether it looks the keys up in a table or, past the
     table's size, by a sort and a search."""
-    from forensics.sites import _common
-    from forensics.sites._common import RecordColumns, prev_index_map, prev_rows
+    from test_common_prev_rows import assert_prev_rows_is_prev_index_map, async_records
 
-    records = [record("async_output", req_ids=req, prev_req_ids=prev,
-                      sampled_token_ids_cpu=np.zeros((1, 1), np.int32),
-                      output_token_ids=[[1]] * len(req), vocab_size=V)
-               for req, prev in batch]
-    saved = _common._LOOKUP_TABLE
-    _common._LOOKUP_TABLE = 0 if search else saved
-    try:
-        got, known = prev_rows(RecordColumns(records))
-    finally:
-        _common._LOOKUP_TABLE = saved
-    want = [prev_index_map(r).get(q, -1) for r in records for q in r["req_ids"]]
-    assert got.tolist() == want
-    assert known.tolist() == [w >= 0 for w in want]
+    assert_prev_rows_is_prev_index_map(async_records(batch, long=False), table=not search)
 
 
 @settings(max_examples=200, deadline=None)

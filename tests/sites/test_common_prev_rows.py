@@ -41,7 +41,13 @@ def async_records(batch: list[tuple[list[str], list[str | None]]], long: bool) -
 @settings(max_examples=150, deadline=None)
 @given(batches, st.booleans())
 def test_prev_rows_is_prev_index_map(table: bool, batch: list, long: bool) -> None:
-    records = async_records(batch, long)
+    assert_prev_rows_is_prev_index_map(async_records(batch, long), table)
+
+
+def assert_prev_rows_is_prev_index_map(records: list[Record], table: bool) -> None:
+    """``prev_rows`` of ``records`` (``table``: keys looked up in a table where it fits; else
+    never in a table) gives each current row the previous row ``prev_index_map`` gives (the
+    last of a repeated id wins), known where it finds one."""
     saved = _common._LOOKUP_TABLE
     _common._LOOKUP_TABLE = saved if table else 0
     try:
