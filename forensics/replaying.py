@@ -49,7 +49,7 @@ DEFAULT_VARIANTS = ("upstream", "patched")
 _SETUP_ERRORS = (MissingDependencyError, UnsupportedVersionError, PatchApplyError)
 OUTCOME_COLUMNS = ("record", "variant", "site", "step", "rank", "status", "message")
 #: records read, run and judged together: what is held at once beside the results
-CHUNK = 1024
+CHUNK = 2048
 
 
 @dataclass
