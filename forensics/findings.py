@@ -309,7 +309,7 @@ class JudgedRun:
                 known[key] = cls._judged(run)
             else:
                 own = cls._judged(run)
-                known[key] = own.merged(cls.of(run.base, known), run._inherited())
+                known[key] = own.merged(cls.of(run.base, known), run.inherited_mask())
         return known[key]
 
     @classmethod

@@ -487,14 +487,14 @@ class BatchRun:
         inherited records' status, messages and checks taken from ``base``."""
         if self.base is None:
             return self
-        base, inherited = self.base.whole(), self._inherited()
+        base, inherited = self.base.whole(), self.inherited_mask()
         status = np.where(inherited, base.status, self.status).astype(self.status.dtype)
         messages = per_record(base.messages, self.messages, inherited)
         checks = Checks.concat([base.checks.restricted(inherited),
                                 self.checks.restricted(~inherited)])
         return BatchRun(status, messages, checks, self.req_ids)
 
-    def _inherited(self) -> np.ndarray:
+    def inherited_mask(self) -> np.ndarray:
         """``inherited`` as a bool per record (none when not given)."""
         if self.inherited is None:
             return np.zeros(len(self.status), dtype=bool)
