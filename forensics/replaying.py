@@ -71,11 +71,24 @@ class ReplayResult:
     verdicts: dict[str, dict[str, str]]
     capture: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
-    #: per variant, record and checked tensor: min/max used against [lower, upper)
-    #: (columns :data:`forensics.findings.BOUNDS_COLUMNS`)
-    bounds: Any = None
+    #: the :attr:`bounds` table, or a function building it when first read
+    _bounds: Any = field(default=None, repr=False)
     #: per record: ``site``, ``step``, ``rank``, ``summary`` (a DataFrame, one row per record)
     index: Any = None
+
+    @property
+    def bounds(self) -> pd.DataFrame | None:
+        """Per variant, record and checked tensor: min/max used against [lower, upper)
+        (columns :data:`forensics.findings.BOUNDS_COLUMNS`). The replay keeps the judged
+        ranges and the table is assembled from them when first read (4.5 million rows and
+        about 1.7 s at a million records, which most uses of a replay never read)."""
+        if callable(self._bounds):
+            self._bounds = self._bounds()
+        return self._bounds
+
+    @bounds.setter
+    def bounds(self, table: pd.DataFrame | None) -> None:
+        self._bounds = table
 
     @property
     def outcome_counts(self) -> dict[str, dict[str, int]]:
@@ -168,7 +181,7 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
     release = getattr(capture_obj, "release", None)
     raw = {name: k.outcomes(records, release) for name, k in kept.items()}
     return ReplayResult(source, records, names, raw, _outcome_frame(coords, kept), found,
-                        judged.verdicts(found), capture_obj, bounds=judged.bounds(),
+                        judged.verdicts(found), capture_obj, _bounds=judged.deferred_bounds(),
                         index=_index_frame(coords))
 
 
@@ -310,8 +323,10 @@ WORKERS = 2
 AHEAD = WORKERS
 
 
-#: pieces between two trims of the heap (a trim costs about 1 ms)
-TRIM_EVERY = 4
+#: pieces between two trims of the heap: a trim costs 3-5 ms, and every page it hands back
+#: is a page fault when the next chunks allocate again (every 4 pieces: 1.0-1.5 s more of a
+#: million-record replay than every 16, with the same peak RSS)
+TRIM_EVERY = 16
 
 
 def _trim_heap() -> None:
@@ -587,29 +602,33 @@ def _outcome_frame(coords: np.ndarray, kept: Mapping[str, _Kept]) -> pd.DataFram
     import pandas as pd
 
     parts = []
+    texts = {"": 0}  # the distinct messages, coded
     for number, k in enumerate(kept.values()):
         rec = np.flatnonzero(k.status >= 0)
         parts.append({
             "record": rec, "variant": np.full(len(rec), number),
             "site": coords[rec, 0], "step": coords[rec, 1], "rank": coords[rec, 2],
             "status": k.status[rec],
-            "message": _messages(rec, k.messages)})
+            "message": _message_codes(rec, k.messages, texts)})
     if not parts or not sum(len(p["record"]) for p in parts):
         return pd.DataFrame([], columns=list(OUTCOME_COLUMNS))
     columns = {c: np.concatenate([p[c] for p in parts]) for c in OUTCOME_COLUMNS}
     columns["variant"] = judge.coded_strings(list(kept), columns["variant"])
     columns["site"] = judge.coded_strings(SITES, columns["site"])
     columns["status"] = judge.coded_strings(STATUSES, columns["status"])
+    columns["message"] = judge.coded_strings(list(texts), columns["message"])
     return pd.DataFrame(columns)
 
 
-def _messages(rec: np.ndarray, messages: Mapping[int, str]) -> np.ndarray:
-    """The message of each record of ``rec`` (sorted), "" where it has none."""
-    out = np.full(len(rec), "", dtype=object)
+def _message_codes(rec: np.ndarray, messages: Mapping[int, str], texts: dict[str, int]
+                   ) -> np.ndarray:
+    """The code in ``texts`` (extended) of each record's message, for the records of ``rec``
+    (sorted); 0 ("") where it has none."""
+    codes = np.zeros(len(rec), dtype=np.int32)
     if messages:
         at = np.searchsorted(rec, np.fromiter(messages, dtype=np.int64, count=len(messages)))
-        out[at] = list(messages.values())
-    return out
+        codes[at] = [texts.setdefault(m, len(texts)) for m in messages.values()]
+    return codes
 
 
 def _index_frame(coords: np.ndarray) -> pd.DataFrame:

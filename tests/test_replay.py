@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -135,6 +136,21 @@ def test_bounds_table_holds_the_checked_ranges() -> None:
     row = result.bounds[result.bounds["variant"] == "upstream"].iloc[0]
     assert (row["min"], row["max"], row["lower"], row["upper"]) == (5, 12, 0, 10)
     assert row["tensor"] == "input_ids" and row["step"] == 3
+
+
+def test_bounds_table_is_assembled_once_when_first_read_and_can_be_replaced() -> None:
+    """The bounds table is built from the judged ranges on first read, then kept: a second
+    read is the same table; assigning one replaces it (notebooks add rows)."""
+    from forensics.replaying import replay
+
+    path = Path(__file__).parents[1] / "data" / "stale-prev-row.capture"
+    result = replay(path)
+    first = result.bounds
+    assert len(first) and result.bounds is first
+    again = replay(path).bounds
+    assert again is not first and again.equals(first)
+    result.bounds = first.iloc[:3]
+    assert len(result.bounds) == 3
 
 
 def test_ids_past_int64_are_a_format_error_naming_the_field() -> None:
