@@ -275,15 +275,16 @@ def replay_child(capture: str) -> None:
     result = replay(load(capture), variants=("upstream", "patched"))
     seconds, cpu = _clock() - t0, _cpu_seconds() - cpu0
     peak = peak_rss()
-    t0 = _clock()  # the bounds table is assembled when first read: timed apart
-    rows = len(result.bounds)
-    bounds_seconds = _clock() - t0
+    tables = {}  # the outcomes and bounds tables are built when first read: timed apart
+    for name in ("outcomes", "bounds"):
+        t0 = _clock()
+        tables[f"{name}_rows"] = len(getattr(result, name))
+        tables[f"{name}_seconds"] = _clock() - t0
     print(json.dumps({"replay_seconds": seconds, "replay_cpu_seconds": cpu,
                       "records": len(result.records),
                       "findings": len(result.findings), "rss_peak_bytes": peak,
-                      "rss_before_bytes": base, "verdicts": result.verdicts,
-                      "bounds_seconds": bounds_seconds, "bounds_rows": rows,
-                      "rss_peak_with_bounds_bytes": peak_rss()}))
+                      "rss_before_bytes": base, "verdicts": result.verdicts, **tables,
+                      "rss_peak_with_tables_bytes": peak_rss()}))
 
 
 def peak_rss() -> int:
@@ -608,13 +609,15 @@ def _probe_process_note(probe: dict[str, Any]) -> str:
     return note
 
 
-def _bounds_note(replay: dict[str, Any]) -> str:
-    """The time and peak memory of the ``bounds`` table, assembled when first read."""
-    if "bounds_seconds" not in replay:
+def _tables_note(replay: dict[str, Any]) -> str:
+    """The time and peak memory of the ``outcomes`` and ``bounds`` tables, built when first
+    read after the replay."""
+    if "outcomes_seconds" not in replay:
         return ""
-    return (f"; reading `result.bounds` after it ({replay['bounds_rows']:,} rows): "
-            f"{replay['bounds_seconds']:.2f} s, peak RSS then "
-            f"{replay['rss_peak_with_bounds_bytes'] / 2**20:.0f} MiB")
+    return (f"; then reading `result.outcomes` ({replay['outcomes_rows']:,} rows) "
+            f"{replay['outcomes_seconds']:.2f} s and `result.bounds` "
+            f"({replay['bounds_rows']:,} rows) {replay['bounds_seconds']:.2f} s, peak RSS "
+            f"{replay['rss_peak_with_tables_bytes'] / 2**20:.0f} MiB")
 
 
 def table(s: dict[str, Any]) -> str:
@@ -634,7 +637,7 @@ def table(s: dict[str, Any]) -> str:
          f"bare numpy: {raw['numpy_indices_per_second'] / 1e6:.0f} M indices/s",
          f"{s['scan_fraction_of_numpy']:.2f}x", ">= 0.5x"),
         ("replay (upstream+patched)", f"{raw['replay']['replay_seconds']:.2f} s"
-         + _bounds_note(raw["replay"]),
+         + _tables_note(raw["replay"]),
          f"fixed per-record loop (benchmarks/baseline.py, upstream only): "
          f"{raw['loop_seconds_scaled']:.2f} s{loop_note}",
          f"{s['replay_speedup']:.2f}x", ">= 20x"),

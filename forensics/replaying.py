@@ -15,7 +15,7 @@ import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -50,6 +50,42 @@ _SETUP_ERRORS = (MissingDependencyError, UnsupportedVersionError, PatchApplyErro
 OUTCOME_COLUMNS = ("record", "variant", "site", "step", "rank", "status", "message")
 #: records read, run and judged together: what is held at once beside the results
 CHUNK = 2048
+T = TypeVar("T")
+
+
+_NO_DEFAULT = object()
+
+
+class BuiltOnRead(Generic[T]):
+    """A field of :class:`ReplayResult` given as its value or as a function that builds it
+    (the large tables): built on first read, then kept; assigning a value replaces it. A
+    dataclass field of this type has ``default`` as its default (none when not given)."""
+
+    def __init__(self, default: Any = _NO_DEFAULT) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    @overload
+    def __get__(self, result: None, owner: type | None = None) -> Any: ...
+
+    @overload
+    def __get__(self, result: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, result: object | None, owner: type | None = None) -> Any:
+        if result is None:  # the dataclass asks for the field's default
+            if self.default is _NO_DEFAULT:
+                raise AttributeError(self.slot)
+            return self.default
+        value = getattr(result, self.slot)
+        if callable(value):
+            value = value()
+            setattr(result, self.slot, value)
+        return value
+
+    def __set__(self, result: object, value: T | Callable[[], T]) -> None:
+        setattr(result, self.slot, value)
 
 
 @dataclass
@@ -60,35 +96,27 @@ class ReplayResult:
     time, see :class:`OutcomeList`); ``outcomes`` is the same as a table (columns
     :data:`OUTCOME_COLUMNS`, summary records left out); ``findings``, ``verdicts`` and
     ``bounds`` are the judge's; ``index`` gives each record's site, step, rank and summary flag
-    without decoding it."""
+    without decoding it.
+
+    ``outcomes`` and ``bounds``, a row per record and variant and per checked tensor (2 and
+    4.5 million rows for a million records through two variants), are built from what the
+    replay kept when first read (:class:`BuiltOnRead`): a replay read only for its verdicts
+    and findings does not build them."""
 
     source: str
     records: Sequence[Record]
     variants: list[str]
     raw: dict[str, Sequence[Outcome | None]]
-    outcomes: pd.DataFrame
     findings: pd.DataFrame
     verdicts: dict[str, dict[str, str]]
+    outcomes: BuiltOnRead[pd.DataFrame] = BuiltOnRead()
     capture: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
-    #: the :attr:`bounds` table, or a function building it when first read
-    _bounds: Any = field(default=None, repr=False)
+    #: per variant, record and checked tensor: min/max used against [lower, upper) (columns
+    #: :data:`forensics.findings.BOUNDS_COLUMNS`), from the ranges the judge kept
+    bounds: BuiltOnRead[pd.DataFrame | None] = BuiltOnRead(None)
     #: per record: ``site``, ``step``, ``rank``, ``summary`` (a DataFrame, one row per record)
     index: Any = None
-
-    @property
-    def bounds(self) -> pd.DataFrame | None:
-        """Per variant, record and checked tensor: min/max used against [lower, upper)
-        (columns :data:`forensics.findings.BOUNDS_COLUMNS`). The replay keeps the judged
-        ranges and the table is assembled from them when first read (4.5 million rows and
-        about 1.7 s at a million records, which most uses of a replay never read)."""
-        if callable(self._bounds):
-            self._bounds = self._bounds()
-        return self._bounds
-
-    @bounds.setter
-    def bounds(self, table: pd.DataFrame | None) -> None:
-        self._bounds = table
 
     @property
     def outcome_counts(self) -> dict[str, dict[str, int]]:
@@ -180,8 +208,9 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
     found = judged.findings()
     release = getattr(capture_obj, "release", None)
     raw = {name: k.outcomes(records, release) for name, k in kept.items()}
-    return ReplayResult(source, records, names, raw, _outcome_frame(coords, kept), found,
-                        judged.verdicts(found), capture_obj, _bounds=judged.deferred_bounds(),
+    return ReplayResult(source, records, names, raw, found, judged.verdicts(found),
+                        outcomes=functools.partial(_outcome_frame, coords, kept),
+                        capture=capture_obj, bounds=judged.deferred_bounds(),
                         index=_index_frame(coords))
 
 

@@ -138,19 +138,21 @@ def test_bounds_table_holds_the_checked_ranges() -> None:
     assert row["tensor"] == "input_ids" and row["step"] == 3
 
 
-def test_bounds_table_is_assembled_once_when_first_read_and_can_be_replaced() -> None:
-    """The bounds table is built from the judged ranges on first read, then kept: a second
-    read is the same table; assigning one replaces it (notebooks add rows)."""
+@pytest.mark.parametrize("table", ["outcomes", "bounds"])
+def test_large_tables_are_built_once_when_first_read_and_can_be_replaced(table: str) -> None:
+    """The outcomes and bounds tables are built from what the replay kept on first read,
+    then kept: a second read is the same table, equal to another replay's; assigning one
+    replaces it (notebooks add rows)."""
     from forensics.replaying import replay
 
     path = Path(__file__).parents[1] / "data" / "stale-prev-row.capture"
     result = replay(path)
-    first = result.bounds
-    assert len(first) and result.bounds is first
-    again = replay(path).bounds
+    first = getattr(result, table)
+    assert len(first) and getattr(result, table) is first
+    again = getattr(replay(path), table)
     assert again is not first and again.equals(first)
-    result.bounds = first.iloc[:3]
-    assert len(result.bounds) == 3
+    setattr(result, table, first.iloc[:3])
+    assert len(getattr(result, table)) == 3
 
 
 def test_ids_past_int64_are_a_format_error_naming_the_field() -> None:
