@@ -50,9 +50,9 @@ _SETUP_ERRORS = (MissingDependencyError, UnsupportedVersionError, PatchApplyErro
 OUTCOME_COLUMNS = ("record", "variant", "site", "step", "rank", "status", "message")
 #: records read, run and judged together: what is held at once beside the results
 CHUNK = 2048
+
 T = TypeVar("T")
-
-
+#: a :class:`BuiltOnRead` field without a default
 _NO_DEFAULT = object()
 
 
