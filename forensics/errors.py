@@ -35,6 +35,10 @@ class UnsupportedVersionError(ForensicsError, RuntimeError):
     """The installed vLLM is outside the range the real-code adapters support."""
 
 
+class NoAdapterError(ForensicsError, LookupError):
+    """A site without a real-code adapter, asked to run under a real-code variant."""
+
+
 class PatchApplyError(ForensicsError, ValueError):
     """A unified diff that does not parse or does not apply to the installed vLLM."""
 

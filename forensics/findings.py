@@ -32,7 +32,7 @@ import numpy as np
 
 from forensics.outcome import ERROR, INDEX_ERROR, STATUSES, Outcome
 from forensics.records import Record
-from forensics.sites import SINK, SITES, get_site, site_order
+from forensics.sites import ORIGIN_CHAIN, SINK, SITES, get_site, site_order
 from forensics.sites._common import OUT_OF_BOUNDS, finding, index_error_finding
 from forensics.sites.base import record_findings
 from forensics.sites.core import BatchRun, CheckList, Checks, per_record
@@ -50,8 +50,6 @@ BOUNDS_COLUMNS = ("variant", "site", "step", "rank", "record", "tensor", "min", 
                   "upper")
 FIRST_FINDING_KEYS = ("site", "step", "rank", "row", "element", "tensor", "kind", "value")
 VIOLATION, ERROR_VERDICT, SUSPECT, OK = "violation", "error", "suspect", "ok"
-#: at equal steps, the origin goes to the site nearer the sink
-ORIGIN_PREFERENCE = ("prepare_input_ids", "async_output", "batch_change")
 _INT_COLUMNS = ("row", "element", "value", "lower", "upper")
 
 Findings = list[dict[str, Any]]
@@ -394,12 +392,12 @@ class _Origins:
         self.produced: dict[int, set[tuple[int, str | None]]] = {}
         for i in sorted(reference):
             site = SITES[coords[i, 0]]
-            if site == SINK or site not in ORIGIN_PREFERENCE:
+            if site not in ORIGIN_CHAIN:
                 continue
             pairs = _produced(bool(coords[i, 3]), reference[i])
             if pairs:
                 self.produced[i] = pairs
-                pref = len(ORIGIN_PREFERENCE) - ORIGIN_PREFERENCE.index(site)
+                pref = ORIGIN_CHAIN.index(site) + 1  # at equal steps: nearer the sink wins
                 self.candidates.setdefault(int(coords[i, 2]), []).append(
                     (int(coords[i, 1]), pref, i))
 

@@ -56,8 +56,6 @@ VERDICT_COLORS: dict[str, str] = {
 }
 #: Neutral colours for several tensors on one Axes (never the violation colour).
 TENSOR_COLORS = ("#1f77b4", "#9467bd", "#17becf", "#8c564b", "#7f7f7f", "#bcbd22")
-#: Sites whose checked values are token ids (where ``vocab_size`` is a sentinel).
-ID_SITES = ("prepare_input_ids", "async_output", "embedding")
 KINDS = ("timeline", "heatmap", "histogram", "verdicts")
 
 #: above this many steps a timeline aggregates steps into bins (see :data:`TIMELINE_BINS`)

@@ -35,13 +35,17 @@ FIELD_KINDS = ("tensor", "int", "str_list", "opt_str_list", "index_map", "ragged
 
 @dataclass(frozen=True)
 class FieldSpec:
-    """One field of a site's schema: its name, kind, tensor rank and whether it is required."""
+    """One field of a site's schema: its name, kind, tensor rank and whether it is required;
+    ``token_ids``: its values are token ids (redaction permutes them); ``token_bound``: it
+    bounds the token ids (``vocab_size``: redaction permutes the ids below every such bound)."""
 
     name: str
     kind: str
     ndim: int = 1
     required: bool = True
     doc: str = ""
+    token_ids: bool = False
+    token_bound: bool = False
 
 
 @dataclass

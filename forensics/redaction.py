@@ -2,11 +2,12 @@
 
 What changes, and what never does:
 
-- **token ids** (:data:`TOKEN_FIELDS`: sampled, input, device, draft and output ids, their
-  ``_after`` copies, and the ``min``/``max`` of token summary records) in ``[0, D)`` go through
-  one keyed random permutation of ``[0, D)``, where ``D`` is the smallest token bound in the
-  capture (every ``vocab_size`` and ``num_embeddings``): the same id maps to the same id
-  everywhere, so equalities survive. The permutation is a single cycle, so no id maps to itself.
+- **token ids** (the fields each site's schema flags ``token_ids``: sampled, input, device,
+  draft and output ids, their ``_after`` copies, and the ``min``/``max`` of token summary
+  records) in ``[0, D)`` go through one keyed random permutation of ``[0, D)``, where ``D`` is
+  the smallest token bound in the capture (every field flagged ``token_bound``:
+  ``vocab_size``, ``num_embeddings``): the same id maps to the same id everywhere, so
+  equalities survive. The permutation is a single cycle, so no id maps to itself.
   Negative values (``-1`` placeholders), values at or past ``D`` (out-of-range ids, bounds such
   as a ``vocab_size`` sentinel) stay exactly as they were. Positions and counts are never
   touched. The key is drawn at random for each run and never written.
@@ -35,22 +36,13 @@ import numpy as np
 
 from forensics.evidence import Evidence, evidence_of, publish, reference
 from forensics.records import Record
+from forensics.schema import site_schema
 
 if TYPE_CHECKING:
     from forensics.api_types import CaptureArg
 
-#: per site: the fields that hold token ids (their ``<field>_after`` copies too)
-TOKEN_FIELDS: dict[str, tuple[str, ...]] = {
-    "batch_change": (),
-    "prepare_input_ids": ("prev_sampled_token_ids", "input_ids", "input_ids_device",
-                          "draft_token_ids"),
-    "async_output": ("sampled_token_ids_cpu", "output_token_ids", "output_tail"),
-    "embedding": ("input_ids",),
-}
 #: fields that hold request ids
 REQUEST_FIELDS = ("req_ids", "prev_req_ids", "prev_req_id_to_index")
-#: fields that bound token ids
-TOKEN_BOUNDS = ("vocab_size", "num_embeddings")
 #: manifest and event keys whose string values are kept (when they hold no path)
 SAFE_STRING_KEYS = frozenset({
     "creator", "created", "python", "forensics", "vllm", "torch", "method", "mode", "sites",
@@ -108,7 +100,8 @@ def token_domain(records: Iterable[Record]) -> int:
 
     Returns 0 (nothing is permuted) when no record carries a token bound.
     """
-    bounds = [int(r[name]) for r in records for name in TOKEN_BOUNDS if name in r]
+    bounds = [int(r[name]) for r in records for name in site_schema(r.site).token_bounds
+              if name in r]
     return max(0, min(bounds, default=0))
 
 
@@ -176,8 +169,7 @@ class Redactor:
         """One record redacted: token ids permuted, request ids pseudonymised."""
         if record.summary:
             return Record(record.site, record.step, record.rank, self._summary(record), True)
-        tokens = {*TOKEN_FIELDS[record.site],
-                  *(f"{name}_after" for name in TOKEN_FIELDS[record.site])}
+        tokens = site_schema(record.site).token_fields
         fields = {}
         for name, value in record.fields.items():
             base = name.removesuffix("_after")
@@ -195,9 +187,8 @@ class Redactor:
 
     def _summary(self, record: Record) -> dict[str, Any]:
         """Integer fields and ``tensor`` kept; ``min``/``max`` permuted on token sites."""
-        from forensics.sites import get_site
-
-        token_site = get_site(record.site).summary_bound in TOKEN_BOUNDS
+        schema = site_schema(record.site)
+        token_site = schema.summary_bound in schema.token_bounds
         fields = {}
         for name, value in record.fields.items():
             if name in ("min", "max") and token_site:

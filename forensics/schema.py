@@ -9,6 +9,7 @@ use, where every built-in and plugin site declares its schema beside its models.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
@@ -76,6 +77,16 @@ class SiteSchema:
         check_function(self, "check_record", required=False)
         check_function(self, "check_batch", required=False)
 
+    @functools.cached_property
+    def token_fields(self) -> frozenset[str]:
+        """The fields that hold token ids (``FieldSpec.token_ids``), ``_after`` copies too."""
+        return frozenset(n for n, spec in self.field_specs().items() if spec.token_ids)
+
+    @functools.cached_property
+    def token_bounds(self) -> tuple[str, ...]:
+        """The fields that bound token ids (``FieldSpec.token_bound``)."""
+        return tuple(spec.name for spec in self.fields if spec.token_bound)
+
     def field_specs(self) -> dict[str, FieldSpec]:
         """Every field a full record of the site may carry, ``<field>_after`` outputs
         included (a new dict each call)."""
@@ -83,7 +94,7 @@ class SiteSchema:
         for out in self.output_fields:
             base = specs[out]
             specs[f"{out}_after"] = FieldSpec(f"{out}_after", base.kind, base.ndim,
-                                              required=False)
+                                              required=False, token_ids=base.token_ids)
         return specs
 
 

@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from forensics.api_types import CaptureArg
     from forensics.records import Record
 
-SINK = "embedding"
-
 
 class NothingToKeepError(ForensicsError, ValueError):
     """A capture whose replay has no finding: shrinking it would keep no evidence."""

@@ -1,11 +1,12 @@
 """Wrong tokens fed to the model without a crash: ids out of range that vLLM changed on the way.
 
 With speculative decoding vLLM clamps the input ids to ``>= 0`` before the model
-(``GPUModelRunner._preprocess``), so a ``-1`` placeholder that ``prepare_input_ids`` leaves in
-the input ids reaches the embedding as token 0: nothing crashes, and the request silently
-continues from a wrong token. A capture shows it as an out-of-range id in
-``prepare_input_ids``' ``input_ids_device_after`` whose slot in the ``embedding`` record of the
-same step and rank holds an in-range id. This module finds those slots, from the records alone.
+(``GPUModelRunner._preprocess``), so a ``-1`` placeholder that the input staging leaves in the
+input ids reaches the embedding as token 0: nothing crashes, and the request silently
+continues from a wrong token. A capture shows it as an out-of-range id in the ids a site hands
+to the sink (``Site.feeds_sink``: the field it writes and the bound of its ids) whose slot in
+the sink's record of the same step and rank (its ``summary_tensor``, against its
+``summary_bound``) holds an in-range id. This module finds those slots, from the records alone.
 """
 
 from __future__ import annotations
@@ -16,52 +17,64 @@ from typing import Any
 import numpy as np
 
 from forensics.records import Record
+from forensics.sites import SINK, SITES, get_site
+
+
+def feeders() -> dict[str, tuple[str, str]]:
+    """The sites that hand ids to the sink: name -> (field written, bound of its ids)."""
+    return {name: feed for name in SITES if (feed := get_site(name).feeds_sink) is not None}
 
 
 def silent_inputs(records: Iterable[Record]) -> list[dict[str, Any]]:
-    """Each slot whose id left ``prepare_input_ids`` out of ``[0, vocab_size)`` but reached the
-    embedding in range: ``{step, rank, element, written, fed, vocab_size}``, by step and
-    element. Records without the fields needed (summaries, no output recorded) are skipped."""
-    prepared: dict[tuple[int, int], Record] = {}
-    embedded: dict[tuple[int, int], Record] = {}
+    """Each slot whose id left a site feeding the sink out of ``[0, bound)`` but reached the
+    sink in range: ``{step, rank, element, written, fed, vocab_size, site}``, by step, rank,
+    site (pipeline order) and element. Records without the fields needed (summaries, no
+    output recorded) are skipped."""
+    feeds = feeders()
+    written: dict[tuple[int, int, int], Record] = {}
+    fed: dict[tuple[int, int], Record] = {}
     for record in records:
         if record.summary:
             continue
-        if record.site == "prepare_input_ids" and "input_ids_device_after" in record:
-            prepared[(record.step, record.rank)] = record
-        elif record.site == "embedding":
-            embedded[(record.step, record.rank)] = record
+        feed = feeds.get(record.site)
+        if feed is not None and feed[0] in record:
+            written[(record.step, record.rank, SITES.index(record.site))] = record
+        elif record.site == SINK:
+            fed[(record.step, record.rank)] = record
     found: list[dict[str, Any]] = []
-    for key in sorted(prepared.keys() & embedded.keys()):
-        found.extend(_slots(prepared[key], embedded[key]))
+    for key in sorted(written):
+        if key[:2] in fed:
+            found.extend(_slots(written[key], feeds[written[key].site], fed[key[:2]]))
     return found
 
 
 def silent_inputs_of(result: Any) -> list[dict[str, Any]]:
-    """:func:`silent_inputs` of a replay's records; from a capture, only the two sites it reads
+    """:func:`silent_inputs` of a replay's records; from a capture, only the sites it reads
     are decoded."""
     capture = getattr(result, "capture", None)
     if capture is None:
         return silent_inputs(result.records)
-    return silent_inputs([*capture.records(site="prepare_input_ids"),
-                          *capture.records(site="embedding")])
+    return silent_inputs([record for site in (*feeders(), SINK)
+                          for record in capture.records(site=site)])
 
 
-def _slots(prepared: Record, embedded: Record) -> list[dict[str, Any]]:
-    written = np.asarray(prepared["input_ids_device_after"]).reshape(-1)
-    fed = np.asarray(embedded["input_ids"]).reshape(-1)
-    vocab, rows = int(prepared["vocab_size"]), int(embedded["num_embeddings"])
+def _slots(written_by: Record, feed: tuple[str, str], sink: Record) -> list[dict[str, Any]]:
+    field, bound_field = feed
+    schema = get_site(SINK)
+    written = np.asarray(written_by[field]).reshape(-1)
+    fed = np.asarray(sink[schema.summary_tensor]).reshape(-1)
+    vocab, rows = int(written_by[bound_field]), int(sink[schema.summary_bound])
     count = min(written.size, fed.size)
     bad = np.flatnonzero(((written[:count] < 0) | (written[:count] >= vocab))
                          & (fed[:count] >= 0) & (fed[:count] < rows))
-    return [{"step": prepared.step, "rank": prepared.rank, "element": int(e),
-             "written": int(written[e]), "fed": int(fed[e]), "vocab_size": vocab}
-            for e in bad]
+    return [{"step": written_by.step, "rank": written_by.rank, "element": int(e),
+             "written": int(written[e]), "fed": int(fed[e]), "vocab_size": vocab,
+             "site": written_by.site} for e in bad]
 
 
 def describe(slot: dict[str, Any]) -> str:
     """One line: the model was fed a wrong token silently (not a crash)."""
-    return (f"step {slot['step']} rank {slot['rank']}: prepare_input_ids left id "
+    return (f"step {slot['step']} rank {slot['rank']}: {slot['site']} left id "
             f"{slot['written']} at input_ids[{slot['element']}] (outside [0, "
             f"{slot['vocab_size']})) and the model was fed token {slot['fed']} there instead: "
             f"a wrong token, silently, not a crash")

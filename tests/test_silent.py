@@ -22,7 +22,7 @@ def test_a_clamped_placeholder_is_a_silent_wrong_token() -> None:
     records = [_prepared(3, [4, -1, 5]), _embedded(3, [4, 0, 5, 0])]
     (slot,) = silent_inputs(records)
     assert slot == {"step": 3, "rank": 0, "element": 1, "written": -1, "fed": 0,
-                    "vocab_size": 10}
+                    "vocab_size": 10, "site": "prepare_input_ids"}
     assert describe(slot) == ("step 3 rank 0: prepare_input_ids left id -1 at input_ids[1] "
                               "(outside [0, 10)) and the model was fed token 0 there instead: "
                               "a wrong token, silently, not a crash")

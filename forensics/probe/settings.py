@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forensics.errors import ConfigurationError
+from forensics.sites import hooked_sites
 
 ENV_DIR = "FORENSICS_DIR"
 ENV_MODE = "FORENSICS_MODE"
@@ -32,7 +33,8 @@ LEGACY_PREFIX = "VLLM_"
 MODES = ("record", "guard")
 #: who writes the capture: a writer process (the default) or a thread of the engine's process
 WRITERS = ("process", "thread")
-ALL_SITES = ("batch_change", "prepare_input_ids", "async_output", "embedding")
+#: the sites the probe can record: those whose Site names a hook, in pipeline order
+ALL_SITES = hooked_sites()
 DEFAULT_RING = 4096
 DEFAULT_FLUSH_EVERY = 256
 

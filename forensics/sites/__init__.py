@@ -14,12 +14,12 @@ from typing import Any
 
 from forensics.errors import UnknownSiteError
 from forensics.plugins import SITES_GROUP
-from forensics.records import Record
 from forensics.registry import Registry
 from forensics.sites import async_output, batch_change, embedding, prepare_input_ids
 from forensics.sites.base import REQUIRED, Site
 
-__all__ = ["REGISTRY", "SINK", "SITES", "Site", "first_out_of_bounds", "get_site", "site_order"]
+__all__ = ["ORIGIN_CHAIN", "REGISTRY", "SINK", "SITES", "Site", "get_site", "hooked_sites",
+           "site_order"]
 
 
 def as_site(loaded: object) -> Site[Any]:
@@ -53,33 +53,29 @@ def get_site(name: str) -> Site[Any]:
     return REGISTRY.get(name)
 
 
-def first_out_of_bounds(record: Record, patched: bool = False) -> dict[str, Any] | None:
-    """The first index or id of ``record``'s run (``patched``: the patched model) outside its
-    valid range, as a finding dict (``row, element, tensor, kind, value, lower, upper,
-    req_id``; lowest row, then element, unknown rows last), or None: the site's own columnar
-    run and checks on a batch of one, for the probe's guard (host values in a Record).
-
-    Raises:
-        UnknownSiteError: the record's site is not registered.
-    """
-    site = get_site(record.site)
-    run = site.run_records([record], patched)
-    if run is not None:
-        found = run.checks.findings(run.req_ids).get(0, [])
-    else:
-        found = site.judge(record, site.model(patched)(record))
-    bad = [f for f in found if f["kind"] == "out_of_bounds"]
-    never = 2**62
-    return min(bad, key=lambda f: (never if f["row"] is None else f["row"],
-                                   never if f["element"] is None else f["element"]),
-               default=None)
-
-
 def site_order(name: str) -> int:
     """Position of ``name`` in pipeline order (raises UnknownSiteError)."""
     get_site(name)
     return SITES.index(name)
 
 
+def origin_chain(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The sites of ``names`` (pipeline order) that may be an origin, the sink excluded,
+    farthest from the sink first: by ``Site.origin_position``, else pipeline position."""
+    def place(name: str) -> float:
+        declared = get_site(name).origin_position
+        return names.index(name) if declared is None else declared
+
+    return tuple(sorted((n for n in names if n != SINK and get_site(n).origin), key=place))
+
+
+def hooked_sites() -> tuple[str, ...]:
+    """The sites the probe can record (those naming a ``Site.hook``), in pipeline order."""
+    return tuple(name for name in SITES if get_site(name).hook is not None)
+
+
 REGISTRY.load_plugins()  # last: a plugin module may import this package's functions
 SITES: tuple[str, ...] = tuple(REGISTRY.names())
+#: the sites whose values may be the origin of a sink finding, farthest from the sink first
+#: (at equal steps the origin goes to the one nearer the sink)
+ORIGIN_CHAIN = origin_chain(SITES)

@@ -55,15 +55,22 @@ FIELDS = (
     FieldSpec("req_ids", "str_list", doc="[n] current rows"),
     FieldSpec("prev_req_id_to_index", "index_map", required=False),
     FieldSpec("prev_req_ids", "opt_str_list", required=False),
-    FieldSpec("sampled_token_ids_cpu", "tensor", ndim=2, doc="[p, k] int32"),
-    FieldSpec("output_token_ids", "ragged", required=False, doc="full output lists"),
-    FieldSpec("output_tail", "ragged", required=False, doc="last ids of each output list"),
+    FieldSpec("sampled_token_ids_cpu", "tensor", ndim=2, doc="[p, k] int32", token_ids=True),
+    FieldSpec("output_token_ids", "ragged", required=False, doc="full output lists",
+              token_ids=True),
+    FieldSpec("output_tail", "ragged", required=False, doc="last ids of each output list",
+              token_ids=True),
     FieldSpec("output_len", "tensor", required=False, doc="[n] full lengths"),
-    FieldSpec("vocab_size", "int"),
+    FieldSpec("vocab_size", "int", token_bound=True),
 )
 OUTPUT_FIELDS = ("output_token_ids", "output_tail", "output_len")
 SUMMARY_BOUND = "vocab_size"
 SUMMARY_TENSOR = "out.output_token_ids"
+#: the place in the origin chain (pipeline positions): the record of step ``s`` writes the ids
+#: of step ``s - 1`` into the output lists, which the input staging reads only at the next step,
+#: so at equal steps this site is farther from the sink than the input staging (position 1) and
+#: nearer than the batch change (position 0)
+ORIGIN_POSITION = 0.5
 #: the tensor of the sampled ids the call reads
 SAMPLED = "sampled_token_ids_cpu"
 
@@ -895,6 +902,9 @@ from forensics.sites.base import Site  # noqa: E402  (the SITE declaration close
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            adapter="forensics.variants.vllm_adapters:run_update_async_output",
+            hook="vllm.v1.worker.gpu_input_batch:InputBatch.update_async_output_token_ids",
+            origin_position=ORIGIN_POSITION,
             outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)

@@ -49,6 +49,21 @@ class Site(SiteSchema, Generic[P]):
         scan_indices(cols) -> list[IndexCount]: the captured index checks, counted over a run
             of a batch's records held as flat columns (what ``forensics.scan`` runs; see
             :mod:`forensics.sites.scan_counts`); None: the scan skips the site.
+
+    Site knowledge beyond the operations (defaults suit a plugin site):
+        origin: whether the values it writes or passes on (``out.*`` findings, summary
+            findings) may be the origin of a sink finding (the sink never is one);
+        origin_position: its place in the origin chain, as a position in pipeline order
+            (None: its own; at equal steps the origin goes to the later place, the site
+            nearer the sink); a site whose record of step ``s`` writes what only the next
+            step reads sits earlier than its pipeline position;
+        adapter: the dotted ``module:function`` running vLLM's own code on one record
+            (:func:`forensics.variants.vllm_adapters.adapter_of`; None: no real-code
+            adapter, the ``vllm`` variant raises ``NoAdapterError``);
+        hook: the vLLM function the probe wraps to record the site, ``module:qualname``
+            (the probe's site list; None: the probe cannot record it);
+        feeds_sink: ``(field, bound)``: the ids it hands to the sink (an ``_after`` output
+            field) and the field bounding them, for :mod:`forensics.silent` (None: none).
     """
 
     upstream: Callable[[Record], Outcome]
@@ -61,16 +76,41 @@ class Site(SiteSchema, Generic[P]):
     patched_many: Callable[[list[Record]], list[Outcome]] | None = None
     patch_inert: Callable[[Record], bool] | None = None
     scan_indices: Callable[[ScanColumns], list[IndexCount]] | None = None
+    origin: bool = True
+    origin_position: float | None = None
+    adapter: str | None = None
+    hook: str | None = None
+    feeds_sink: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in OPERATIONS:
             check_function(self, name, required=name in REQUIRED_OPERATIONS)
+        self._check_knowledge()
         has_input = self.prepare is not None or self.prepare_columns is not None
         if has_input != (self.run_batch is not None):
             raise SiteDefinitionError(f"site {self.name!r}: the columnar run needs 'run_batch' "
                                       f"and its input, 'prepare' and/or 'prepare_columns' "
                                       f"(give both parts or neither)")
+
+    def _check_knowledge(self) -> None:
+        """Raise SiteDefinitionError unless the plain-valued attributes have their types."""
+        where = f"site {self.name!r}"
+        if not isinstance(self.origin, bool):
+            raise SiteDefinitionError(f"{where}: 'origin' must be a bool")
+        if self.origin_position is not None and (
+                isinstance(self.origin_position, bool)
+                or not isinstance(self.origin_position, (int, float))):
+            raise SiteDefinitionError(f"{where}: 'origin_position' must be a number or None")
+        feed = self.feeds_sink
+        if feed is not None and not (isinstance(feed, tuple) and len(feed) == 2
+                                     and all(isinstance(f, str) for f in feed)):
+            raise SiteDefinitionError(f"{where}: 'feeds_sink' must be (field, bound) or None")
+        for attr in ("adapter", "hook"):
+            value = getattr(self, attr)
+            if value is not None and (not isinstance(value, str) or ":" not in value):
+                raise SiteDefinitionError(f"{where}: {attr!r} must be 'module:name' or None, "
+                                          f"got {value!r}")
 
     def __repr__(self) -> str:
         return f"Site({self.name!r})"
@@ -115,8 +155,11 @@ class Site(SiteSchema, Generic[P]):
 
 
 _SCHEMA = {f.name for f in fields(SiteSchema)}
+#: what a Site knows beyond its schema and operations (plain values, not functions)
+KNOWLEDGE = ("origin", "origin_position", "adapter", "hook", "feeds_sink")
 #: every operation of a Site beyond its schema, required ones first
-OPERATIONS = tuple(f.name for f in fields(Site) if f.name not in _SCHEMA)
+OPERATIONS = tuple(f.name for f in fields(Site) if f.name not in _SCHEMA
+                   and f.name not in KNOWLEDGE)
 REQUIRED_OPERATIONS = ("upstream", "patched", "outcome_checks")
 #: what a Site must be given (its schema and required operations)
 REQUIRED = (*(f.name for f in fields(SiteSchema) if f.default is MISSING), *REQUIRED_OPERATIONS)

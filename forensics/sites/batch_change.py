@@ -393,6 +393,8 @@ from forensics.sites.base import Site  # noqa: E402  (the SITE declaration close
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            adapter="forensics.variants.vllm_adapters:run_update_num_computed_tokens",
+            hook="vllm.v1.spec_decode.utils:update_num_computed_tokens_for_batch_change",
             outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)

@@ -31,8 +31,9 @@ from forensics.sites.scan_counts import IndexCount, ScanColumns, outside
 
 NAME = "embedding"
 FIELDS = (
-    FieldSpec("input_ids", "tensor", doc="[t]"),
-    FieldSpec("num_embeddings", "int", doc="rows of the weight being indexed"),
+    FieldSpec("input_ids", "tensor", doc="[t]", token_ids=True),
+    FieldSpec("num_embeddings", "int", doc="rows of the weight being indexed",
+              token_bound=True),
     FieldSpec("tp_size", "int", required=False),
     FieldSpec("req_ids", "str_list", required=False, doc="requests of the batch rows"),
     FieldSpec("cu_num_tokens", "tensor", required=False, doc="[n] token -> row mapping"),
@@ -147,6 +148,8 @@ from forensics.sites.base import Site  # noqa: E402  (the SITE declaration close
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            adapter="forensics.variants.vllm_adapters:run_embedding_forward",
+            hook="vllm.v1.worker.gpu_model_runner:GPUModelRunner._model_forward",
             outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)

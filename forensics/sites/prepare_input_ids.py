@@ -57,14 +57,17 @@ from forensics.sites.scan_counts import IndexCount, ScanColumns, per_value, run_
 NAME = "prepare_input_ids"
 FIELDS = (
     FieldSpec("prev_positions", "tensor", doc="[n]"),
-    FieldSpec("prev_sampled_token_ids", "tensor", ndim=2, doc="[p, 1] int32"),
-    FieldSpec("input_ids", "tensor", doc="[t] CPU-staged ids"),
-    FieldSpec("input_ids_device", "tensor", required=False, doc="[t] device buffer before"),
+    FieldSpec("prev_sampled_token_ids", "tensor", ndim=2, doc="[p, 1] int32",
+              token_ids=True),
+    FieldSpec("input_ids", "tensor", doc="[t] CPU-staged ids", token_ids=True),
+    FieldSpec("input_ids_device", "tensor", required=False, doc="[t] device buffer before",
+              token_ids=True),
     FieldSpec("cu_num_tokens", "tensor", doc="[n] inclusive cumulative scheduled tokens"),
     FieldSpec("num_draft_tokens", "tensor", doc="[n]"),
     FieldSpec("prev_num_spec_tokens", "int"),
-    FieldSpec("draft_token_ids", "tensor", ndim=2, required=False, doc="[p', s]"),
-    FieldSpec("vocab_size", "int"),
+    FieldSpec("draft_token_ids", "tensor", ndim=2, required=False, doc="[p', s]",
+              token_ids=True),
+    FieldSpec("vocab_size", "int", token_bound=True),
     FieldSpec("req_ids", "str_list", required=False),
 )
 OUTPUT_FIELDS = ("input_ids_device",)
@@ -831,6 +834,9 @@ from forensics.sites.base import Site  # noqa: E402  (the SITE declaration close
 #: this module's site: its schema and operations (the registry holds it)
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            adapter="forensics.variants.vllm_adapters:run_prepare_input_ids",
+            hook="vllm.v1.worker.gpu_model_runner:GPUModelRunner._prepare_input_ids",
+            feeds_sink=(f"{OUTPUT_FIELDS[0]}_after", SUMMARY_BOUND),
             outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, patch_inert=patch_inert)

@@ -18,7 +18,12 @@ from dataclasses import dataclass
 from types import ModuleType, SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from forensics.errors import CaptureFormatError, MissingDependencyError, UnsupportedVersionError
+from forensics.errors import (
+    CaptureFormatError,
+    MissingDependencyError,
+    NoAdapterError,
+    UnsupportedVersionError,
+)
 from forensics.outcome import Outcome
 from forensics.records import Record
 
@@ -95,8 +100,8 @@ def installed_modules() -> dict[str, ModuleType]:
 class VllmCode:
     """The vLLM callables the adapters run, taken from one set of modules."""
 
-    batch_change: Callable[..., None]
-    prepare_input_ids: Callable[..., None]
+    update_num_computed_tokens: Callable[..., None]
+    runner_prepare_input_ids: Callable[..., None]
     update_async_output: Callable[[Any], None]
     embedding_forward: Callable[[Any, Any], Any]
     embedding_method: type
@@ -113,13 +118,37 @@ def code_from(modules: Mapping[str, ModuleType]) -> VllmCode:
     mods = {**installed_modules(), **modules}
     emb = mods[EMBEDDING]
     return VllmCode(
-        batch_change=_plain(mods[SPEC_DECODE_UTILS].update_num_computed_tokens_for_batch_change),
-        prepare_input_ids=mods[RUNNER].GPUModelRunner._prepare_input_ids,
+        update_num_computed_tokens=_plain(
+            mods[SPEC_DECODE_UTILS].update_num_computed_tokens_for_batch_change),
+        runner_prepare_input_ids=mods[RUNNER].GPUModelRunner._prepare_input_ids,
         update_async_output=mods[INPUT_BATCH].InputBatch.update_async_output_token_ids,
         embedding_forward=emb.VocabParallelEmbedding.forward,
         embedding_method=emb.UnquantizedEmbeddingMethod,
         masked_input=_plain(emb.get_masked_input_and_mask),
     )
+
+
+#: a site's real-code adapter: runs one record through ``code``, returns the call's outputs
+Adapter = Callable[[VllmCode, Record], dict[str, Any]]
+
+
+def adapter_of(site: str) -> Adapter:
+    """The real-code adapter site ``site`` names (its ``Site.adapter``, ``module:function``).
+
+    Raises:
+        UnknownSiteError: no such site.
+        NoAdapterError: the site names no adapter (the real-code variants cannot run it).
+    """
+    from forensics.sites import get_site
+
+    name = get_site(site).adapter
+    if name is None:
+        raise NoAdapterError(f"site {site!r} has no real-code adapter: the real-code variants "
+                             f"cannot replay it; replay it with the model variants "
+                             f"'upstream' / 'patched'")
+    module, _, function = name.partition(":")
+    adapter: Adapter = getattr(importlib.import_module(module), function)
+    return adapter
 
 
 def run_site(code: VllmCode, record: Record) -> Outcome:
@@ -129,37 +158,33 @@ def run_site(code: VllmCode, record: Record) -> Outcome:
     Raises:
         whatever the vLLM code raises (IndexError for an out-of-range index);
         CaptureFormatError: the record cannot be turned into the call's inputs.
+        NoAdapterError: the record's site has no real-code adapter.
     """
-    adapters = {
-        "batch_change": _batch_change,
-        "prepare_input_ids": _prepare_input_ids,
-        "async_output": _async_output,
-        "embedding": _embedding,
-    }
     if record.summary:
         raise CaptureFormatError(f"summary record of site {record.site!r} (step {record.step}) "
                                  f"cannot be replayed; summary records are bounds-checked only")
-    return Outcome(outputs=adapters[record.site](code, record))
+    return Outcome(outputs=adapter_of(record.site)(code, record))
 
 
 def _clone(record: Record, name: str) -> torch.Tensor:
     return record.tensor(name).clone()
 
 
-# --- batch_change -------------------------------------------------------------------------------
+# --- update_num_computed_tokens_for_batch_change --------------------------------------------------
 
-def _batch_change(code: VllmCode, record: Record) -> dict[str, Any]:
+def run_update_num_computed_tokens(code: VllmCode, record: Record) -> dict[str, Any]:
+    """``update_num_computed_tokens_for_batch_change`` on the record's tensors."""
     t = {name: _clone(record, name) for name in (
         "num_computed_tokens", "num_accepted_tokens", "prev_positions",
         "valid_sampled_token_count", "prev_num_draft_tokens", "cpu_num_computed_tokens")}
-    code.batch_change(t["num_computed_tokens"], t["num_accepted_tokens"], t["prev_positions"],
-                      t["valid_sampled_token_count"], t["prev_num_draft_tokens"],
-                      t["cpu_num_computed_tokens"])
+    code.update_num_computed_tokens(
+        t["num_computed_tokens"], t["num_accepted_tokens"], t["prev_positions"],
+        t["valid_sampled_token_count"], t["prev_num_draft_tokens"], t["cpu_num_computed_tokens"])
     return {"num_computed_tokens": t["num_computed_tokens"].numpy(),
             "num_accepted_tokens": t["num_accepted_tokens"].numpy()}
 
 
-# --- prepare_input_ids --------------------------------------------------------------------------
+# --- GPUModelRunner._prepare_input_ids -----------------------------------------------------------
 
 class _Buffer:
     """Stand-in for ``vllm.v1.utils.CpuGpuBuffer``: ``.cpu``, ``.gpu``, ``.np``, ``copy_to_gpu``."""
@@ -210,13 +235,14 @@ def _runner_standin(record: Record) -> tuple[SimpleNamespace, SimpleNamespace, i
     return runner, scheduler_output, n, total, cu_num_tokens
 
 
-def _prepare_input_ids(code: VllmCode, record: Record) -> dict[str, Any]:
+def run_prepare_input_ids(code: VllmCode, record: Record) -> dict[str, Any]:
+    """``GPUModelRunner._prepare_input_ids`` on a stand-in runner built from the record."""
     runner, scheduler_output, n, total, cu_num_tokens = _runner_standin(record)
-    code.prepare_input_ids(runner, scheduler_output, n, total, cu_num_tokens)
+    code.runner_prepare_input_ids(runner, scheduler_output, n, total, cu_num_tokens)
     return {"input_ids_device": runner.input_ids.gpu.numpy()}
 
 
-# --- async_output -------------------------------------------------------------------------------
+# --- InputBatch.update_async_output_token_ids ----------------------------------------------------
 
 class _ReadyEvent:
     """Stand-in for the CUDA event that guards the async copy: already complete on CPU."""
@@ -239,17 +265,18 @@ def _output_lists(record: Record) -> tuple[list[list[int]], list[int] | None]:
         return [list(row) for row in record["output_token_ids"]], None
     tails, lengths = record.get("output_tail"), record.get("output_len")
     if tails is None or lengths is None:
-        raise CaptureFormatError(f"async_output record at step {record.step} has neither "
+        raise CaptureFormatError(f"{record.site} record at step {record.step} has neither "
                                  f"'output_token_ids' nor 'output_tail' with 'output_len'")
     prefixes = [int(length) - len(tail) for tail, length in zip(tails, lengths, strict=False)]
     if len(tails) != len(lengths) or any(p < 0 for p in prefixes):
-        raise CaptureFormatError(f"async_output record at step {record.step}: 'output_len' "
+        raise CaptureFormatError(f"{record.site} record at step {record.step}: 'output_len' "
                                  f"must give one length per row, each >= its 'output_tail'")
     lists = [[TAIL_FILLER] * p + list(tail) for p, tail in zip(prefixes, tails, strict=True)]
     return lists, prefixes
 
 
-def _async_output(code: VllmCode, record: Record) -> dict[str, Any]:
+def run_update_async_output(code: VllmCode, record: Record) -> dict[str, Any]:
+    """``InputBatch.update_async_output_token_ids`` on a stand-in batch built from the record."""
     import numpy as np
 
     lists, prefixes = _output_lists(record)
@@ -269,9 +296,10 @@ def _async_output(code: VllmCode, record: Record) -> dict[str, Any]:
             "output_len": np.array([len(row) for row in lists], dtype=dtype)}
 
 
-# --- embedding ----------------------------------------------------------------------------------
+# --- VocabParallelEmbedding.forward -------------------------------------------------------------
 
-def _embedding(code: VllmCode, record: Record) -> dict[str, Any]:
+def run_embedding_forward(code: VllmCode, record: Record) -> dict[str, Any]:
+    """``VocabParallelEmbedding.forward`` on a one-column weight of the record's rows."""
     import torch
 
     rows = int(record["num_embeddings"])
