@@ -4,8 +4,9 @@ The scan reads each record batch's integer buffers straight from the segment's m
 hands them, a run of records at a time, to the batch's site: each site declares the indices
 whose bounds the capture alone decides as its ``scan_indices`` (a
 :class:`~forensics.sites.base.Site` operation; the rules are in the site modules,
-:mod:`forensics.sites.scan_counts` holds what they share). A site without one is skipped. No
-record is materialised and nothing is replayed.
+:mod:`forensics.sites.scan_counts` holds what they share). No record is materialised and
+nothing is replayed, except for a site without ``scan_indices`` (a plugin site, say): its
+records are decoded and its ``upstream`` model's checks counted (:meth:`Site.counted`).
 
 Entries with ``replay=True`` count exactly what the ``upstream`` replay reports as
 ``out_of_bounds`` findings on that site and tensor (the accesses of the model and the sink's
@@ -112,8 +113,11 @@ def scan(capture: Capture | str | os.PathLike[str]) -> ScanResult:
     for view in capture.batches():
         rows = ~view.summary
         result.records += int(rows.sum())
-        scan_indices = get_site(view.site).scan_indices
-        if scan_indices is None:
+        site = get_site(view.site)
+        scan_indices = site.scan_indices
+        if scan_indices is None:  # no columnar screen: the upstream model's checks, counted
+            for count in site.counted([r for r in view.records() if not r.summary]):
+                result.add(view.site, count)
             continue
         for lo, hi in _chunks(view):
             if rows[lo:hi].any():

@@ -101,3 +101,64 @@ def test_a_site_plugin_that_is_not_a_site_is_skipped_naming_what_it_lacks(
     assert "the site name 'toy_gather' is taken" in texts["again"]
     assert ("SiteDefinitionError: site 'bad_gather': 'outcome_checks' must be a function, "
             "got NoneType") in texts["bad"]
+
+
+FOR_FREE = r'''
+import json, sys
+from pathlib import Path
+import numpy as np
+import forensics
+from forensics import plots
+from forensics.errors import NoAdapterError
+from forensics.records import Record
+from forensics.redaction import redact
+from forensics.scan import scan
+from forensics.shrinking import shrink
+from forensics.store.writer import write_capture
+from forensics.variants.vllm_adapters import adapter_of
+work = Path(sys.argv[1])
+toy = [Record("toy_gather", step, fields={"index": np.array(ix, np.int32), "size": 4})
+       for step, ix in enumerate([[0, 1, 2], [3, 5, 1], [0, 2], [1, 1]])]
+toy.append(Record("toy_gather", 3, fields={"min": 0, "max": 9, "size": 4}, summary=True))
+sink = [Record("embedding", step, fields={"input_ids": np.array(ids, np.int32),
+                                          "num_embeddings": 8})
+        for step, ids in enumerate([[1, 2], [3, 4], [5, 6], [7, 9]])]
+path = write_capture(work / "toy.capture", toy + sink)
+result = forensics.replay(path)
+table = forensics.findings_table(result)
+sink_rows = table[(table["site"] == "embedding") & (table["variant"] == "upstream")]
+redacted = redact(path, work / "redacted.capture")
+shrunk = shrink(path, work / "shrunk.capture")
+scanned = scan(path)
+ax = plots.plot_bounds_timeline(result, site="toy_gather")
+ax.figure.savefig(work / "toy.png")
+try:
+    adapter_of("toy_gather")
+    adapter = "found"
+except NoAdapterError as exc:
+    adapter = str(exc)
+print(json.dumps({
+    "origins": sink_rows[["step", "value", "origin"]].values.tolist(),
+    "redacted": [redacted.records, forensics.replay(redacted.path).verdicts == result.verdicts],
+    "shrunk": [shrunk.records_before, shrunk.records_kept,
+               forensics.replay(shrunk.path).verdicts == result.verdicts],
+    "scan": [(e.site, e.tensor, e.checked, e.out_of_range) for e in scanned.entries.values()],
+    "adapter": adapter}))
+'''
+
+
+def test_a_plugin_site_gets_redaction_origin_scan_shrink_and_plots_from_its_site_alone(
+        tmp_path: Path) -> None:
+    """The toy site declares only its schema and models; the rest comes from the registry:
+    its summary record's ``max`` (9) is the origin of the sink's 9 at the same step, and
+    redact, shrink, scan and plot run on its capture (redact used to raise a bare KeyError)."""
+    _distribution(tmp_path)
+    proc = _run(tmp_path, FOR_FREE, str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["origins"] == [[3, 9, "toy_gather"]]
+    assert out["redacted"] == [9, True]
+    assert out["shrunk"][0] == 9 and out["shrunk"][1] < 9 and out["shrunk"][2]
+    assert out["scan"] == [["toy_gather", "table", 10, 1], ["embedding", "input_ids", 8, 1]]
+    assert "site 'toy_gather' has no real-code adapter" in out["adapter"]
+    assert (tmp_path / "toy.png").stat().st_size > 0

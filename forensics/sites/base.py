@@ -144,6 +144,26 @@ class Site(SiteSchema, Generic[P]):
         run = self.run_batch(self.prepared(RecordColumns(records), lambda: records), patched)
         return run if getattr(run, "base", None) is None else run.whole()  # as it is if whole
 
+    def counted(self, records: Sequence[Record]) -> list[IndexCount]:
+        """The ``out_of_bounds`` checks of the ``upstream`` model on ``records`` (none a
+        summary), counted per tensor: the scan of a site without ``scan_indices``."""
+        from forensics.sites.core import CheckList
+        from forensics.sites.scan_counts import IndexCount
+
+        run = self.run_records(records, False)
+        if run is not None:
+            parts = run.checks.parts
+        else:
+            checks = [self.outcome_checks(r, self.upstream(r)) for r in records]
+            parts = [p for c in checks for p in (c.parts if isinstance(c, CheckList) else [c])]
+        counts: dict[str, IndexCount] = {}
+        for part in parts:
+            if part.kind == 0 and len(part.value):
+                count = counts.setdefault(part.tensor, IndexCount(part.tensor, 0, 0))
+                count.checked += len(part.value)
+                count.out_of_range += len(part.bad())
+        return list(counts.values())
+
     def prepared(self, cols: RunColumns, records: Callable[[], Sequence[Record]]) -> P:
         """The columnar run's input for the records of ``cols``: ``prepare_columns(cols)``
         when the site reads columns, else ``prepare(records())`` (``records`` is called only
