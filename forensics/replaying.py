@@ -14,7 +14,7 @@ import functools
 import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
@@ -91,10 +91,9 @@ class BuiltOnRead(Generic[T]):
 @dataclass
 class ReplayResult:
     """What a replay produced. ``records`` are the records in pipeline order (a lazy sequence
-    for a capture: each is decoded when accessed); ``raw`` maps each variant to one Outcome per
-    record (None for a summary record; a model variant's are computed when read, a chunk at a
-    time, see :class:`OutcomeList`); ``outcomes`` is the same as a table (columns
-    :data:`OUTCOME_COLUMNS`, summary records left out); ``findings``, ``verdicts`` and
+    for a capture: each is decoded when accessed); ``outcomes`` holds each variant's status
+    and message per record (columns :data:`OUTCOME_COLUMNS`, summary records left out; a
+    record's full Outcome is ``variant.run(record)``); ``findings``, ``verdicts`` and
     ``bounds`` are the judge's; ``index`` gives each record's site, step, rank and summary flag
     without decoding it.
 
@@ -106,12 +105,10 @@ class ReplayResult:
     source: str
     records: Sequence[Record]
     variants: list[str]
-    raw: dict[str, Sequence[Outcome | None]]
     findings: pd.DataFrame
     verdicts: dict[str, dict[str, str]]
     outcomes: BuiltOnRead[pd.DataFrame] = BuiltOnRead()
     capture: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
     #: per variant, record and checked tensor: min/max used against [lower, upper) (columns
     #: :data:`forensics.findings.BOUNDS_COLUMNS`), from the ranges the judge kept
     bounds: BuiltOnRead[pd.DataFrame | None] = BuiltOnRead(None)
@@ -206,9 +203,7 @@ def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
         bar.close()
     coords = judged.coordinates()
     found = judged.findings()
-    release = getattr(capture_obj, "release", None)
-    raw = {name: k.outcomes(records, release) for name, k in kept.items()}
-    return ReplayResult(source, records, names, raw, found, judged.verdicts(found),
+    return ReplayResult(source, records, names, found, judged.verdicts(found),
                         outcomes=functools.partial(_outcome_frame, coords, kept),
                         capture=capture_obj, bounds=judged.deferred_bounds(),
                         index=_index_frame(coords))
@@ -540,14 +535,12 @@ def _checked(outcome: Any) -> Outcome:
 
 class _Kept:
     """What a replay keeps of one variant's outcomes: a status code per record (-1 for a
-    summary record) and the messages; the Outcome objects too unless the variant is a model."""
+    summary record) and the messages."""
 
     def __init__(self, variant: Variant, count: int) -> None:
         self.variant = variant
         self.status = np.full(count, -1, dtype=np.int8)
         self.messages: dict[int, str] = {}
-        self.held: list[Outcome | None] | None = (
-            None if isinstance(variant, ModelVariant) else [None] * count)
 
     def add(self, positions: np.ndarray, outcomes: Sequence[Outcome | None]) -> None:
         """Keep the outcomes of the records at ``positions``."""
@@ -556,8 +549,6 @@ class _Kept:
                 self.status[i] = STATUSES.index(outcome.status)
                 if outcome.message:
                     self.messages[i] = outcome.message
-            if self.held is not None:
-                self.held[i] = outcome
 
     def add_run(self, positions: np.ndarray, run: judge.JudgedRun) -> None:
         """Keep the statuses and messages of a columnar run of the records at ``positions``
@@ -565,65 +556,6 @@ class _Kept:
         self.status[positions] = run.status
         for i, message in run.messages.items():
             self.messages[int(positions[i])] = message
-
-    def outcomes(self, records: Sequence[Record], release: Callable[[], None] | None = None
-                 ) -> Sequence[Outcome | None]:
-        """The outcomes as ``ReplayResult.raw`` holds them (``release``: see
-        :class:`OutcomeList`)."""
-        if self.held is not None:
-            return self.held
-        return OutcomeList(self.variant, records, self.status, release)
-
-
-class OutcomeList(Sequence["Outcome | None"]):
-    """A model variant's outcomes, one per record (None for a summary record), computed when
-    read, one chunk at a time.
-
-    A model is a pure function of its record, and its outcomes hold output and access arrays
-    several times the record's size: the replay holds none of them. Reading an outcome runs
-    the model once over its chunk (:data:`CHUNK` records, the replay's unit, vectorised where
-    the site can: :func:`run_variant`) and holds that chunk's outcomes until another chunk is
-    read (:meth:`chunk`): reading in order runs the model once per record and holds one
-    chunk. The outcomes are the ones the judge saw (``tests/variants/test_replay_paths.py``).
-    ``release`` (the capture's :meth:`~forensics.store.reader.Capture.release`) is called after
-    each chunk is computed, as the replay does, so that reading every outcome does not keep
-    the capture's mapped pages resident.
-    """
-
-    def __init__(self, variant: Variant, records: Sequence[Record], status: np.ndarray,
-                 release: Callable[[], None] | None = None) -> None:
-        self._variant, self._records, self._status = variant, records, status
-        self._release = release
-        self._held: tuple[int, list[Outcome | None]] | None = None
-
-    def __len__(self) -> int:
-        return len(self._status)
-
-    @overload
-    def __getitem__(self, index: int) -> Outcome | None: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Outcome | None]: ...
-
-    def __getitem__(self, index: int | slice) -> Outcome | None | list[Outcome | None]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(len(self))[index]]
-        index = range(len(self))[index]  # a negative index counts from the end
-        if self._status[index] < 0:
-            return None
-        return self.chunk(index // CHUNK)[index % CHUNK]
-
-    def chunk(self, number: int) -> list[Outcome | None]:
-        """The outcomes of records ``number * CHUNK`` to ``(number + 1) * CHUNK``: computed
-        unless they are the chunk held, then held in place of it."""
-        if self._held is None or self._held[0] != number:
-            begin = number * CHUNK
-            records = list(self._records[begin:begin + CHUNK])
-            self._held = None  # the previous chunk goes before the next one is computed
-            self._held = (number, run_variant(self._variant, records))
-            if self._release is not None:
-                self._release()
-        return self._held[1]
 
 
 def _outcome_frame(coords: np.ndarray, kept: Mapping[str, _Kept]) -> pd.DataFrame:

@@ -7,6 +7,7 @@ from incident_records import SPEC, VOCAB, by_site, clean_step
 
 import forensics
 from forensics.records import Record
+from forensics.variants.models import PatchedVariant, UpstreamVariant
 
 
 def test_1_vocab_size_sentinel_written_by_async_output_reaches_the_embedding() -> None:
@@ -20,8 +21,8 @@ def test_1_vocab_size_sentinel_written_by_async_output_reaches_the_embedding() -
     emb.fields["input_ids"] = np.array([100, VOCAB, 1, 2, 3, 110, 111, 4, 5, 6], np.int64)
     result = forensics.replay([out, emb])
 
-    written = result.raw["upstream"][0].outputs["output_token_ids"]
-    assert written[0] == [7, 100, VOCAB] and VOCAB not in result.raw["patched"][0].outputs[
+    written = UpstreamVariant().run(out).outputs["output_token_ids"]
+    assert written[0] == [7, 100, VOCAB] and VOCAB not in PatchedVariant().run(out).outputs[
         "output_token_ids"][0]
     sink = result.findings[result.findings["site"] == "embedding"].set_index("variant")
     assert sink.loc["upstream", "value"] == VOCAB and sink.loc["upstream", "req_id"] == "a"

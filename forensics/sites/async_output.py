@@ -756,16 +756,6 @@ def patched(record: Record) -> Outcome:
     return run(Batch.of([record]), patched=True).outcome(0)
 
 
-def upstream_many(records: list[Record]) -> list[Outcome]:
-    """:func:`upstream` on many records at once (one columnar run)."""
-    return run(Batch.of(records), patched=False).outcomes()
-
-
-def patched_many(records: list[Record]) -> list[Outcome]:
-    """:func:`patched` on many records at once (one columnar run)."""
-    return run(Batch.of(records), patched=True).outcomes()
-
-
 def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     """The checks of any variant's outcome on one record: its accesses (models only: previous
     rows against ``sampled_token_ids_cpu``), then the ids it wrote (``ok`` outcomes: from the
@@ -785,12 +775,6 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
             lengths = np.concatenate([lengths, batch.lengths[len(rows):]])
         parts.append(written(batch, values, lengths, np.ones(1, dtype=bool)))
     return Checks.concat(parts)
-
-
-def first_placeholder(ids: Sequence[int]) -> int:
-    """Position of the first of the trailing ``-1`` placeholders (``len(ids)`` when none)."""
-    values, lengths = ragged_parts([ids])
-    return int(trailing_start(values, lengths)[0])
 
 
 def prepare_columns(cols: RunColumns) -> Batch:
@@ -907,4 +891,4 @@ SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound
             origin_position=ORIGIN_POSITION,
             outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
-            run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)
+            run_batch=run_batch)

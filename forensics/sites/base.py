@@ -44,8 +44,6 @@ class Site(SiteSchema, Generic[P]):
         run_batch(prepared, patched) -> BatchRun: the columnar run (``patched`` picks the
             patched variant of the run), with its input read by ``prepare(records) -> P``
             and/or ``prepare_columns(cols) -> P`` (straight from a batch's columns);
-        upstream_many(records) / patched_many(records): the models on many records at once;
-        patch_inert(record): true only where ``patched`` gives exactly ``upstream``'s outcome;
         scan_indices(cols) -> list[IndexCount]: the captured index checks, counted over a run
             of a batch's records held as flat columns (what ``forensics.scan`` runs; see
             :mod:`forensics.sites.scan_counts`); None: the scan skips the site.
@@ -72,9 +70,6 @@ class Site(SiteSchema, Generic[P]):
     prepare: Callable[[Sequence[Record]], P] | None = None
     run_batch: Callable[[P, bool], BatchRun] | None = None
     prepare_columns: Callable[[RunColumns], P] | None = None
-    upstream_many: Callable[[list[Record]], list[Outcome]] | None = None
-    patched_many: Callable[[list[Record]], list[Outcome]] | None = None
-    patch_inert: Callable[[Record], bool] | None = None
     scan_indices: Callable[[ScanColumns], list[IndexCount]] | None = None
     origin: bool = True
     origin_position: float | None = None
@@ -123,14 +118,6 @@ class Site(SiteSchema, Generic[P]):
     def model(self, patched: bool) -> Callable[[Record], Outcome]:
         """The model on one record: ``patched`` or ``upstream``."""
         return self.patched if patched else self.upstream
-
-    def run_many(self, records: list[Record], patched: bool) -> list[Outcome]:
-        """The model on ``records`` (all of this site), vectorised where the site can."""
-        many = self.patched_many if patched else self.upstream_many
-        if many is not None:
-            return list(many(records))
-        model = self.model(patched)
-        return [model(record) for record in records]
 
     def run_records(self, records: Sequence[Record], patched: bool) -> BatchRun | None:
         """The columnar run of ``records`` (none a summary), or None when the site has no

@@ -8,7 +8,7 @@ The patched model counts a row as previous only when ``0 <= prev_position < len(
 gathered tensor ``t`` and gathers nothing for other rows.
 
 ``upstream``/``patched`` run one record with the same torch operations as vLLM;
-``upstream_many``/``patched_many`` run many records at once in numpy (same results).
+``run_batch`` runs many records at once in numpy (the same statuses and checks).
 """
 
 from __future__ import annotations
@@ -128,16 +128,6 @@ def _access(name: str, rows: np.ndarray, values: np.ndarray, upper: int) -> Acce
     return Access(name, rows, rows, np.asarray(values, dtype=np.int64), 0, int(upper))
 
 
-def upstream_many(records: list[Record]) -> list[Outcome]:
-    """:func:`upstream` on many records at once (numpy, no Python loop over rows)."""
-    return _run_many(records, guard=False)
-
-
-def patched_many(records: list[Record]) -> list[Outcome]:
-    """:func:`patched` on many records at once (numpy, no Python loop over rows)."""
-    return _run_many(records, guard=True)
-
-
 def _regular(cols: RunColumns) -> np.ndarray:
     """The records numpy runs exactly as torch does: int32/int64 tensors, per-row tensors of
     one entry per row, a ``num_computed_tokens`` buffer that holds every row."""
@@ -147,18 +137,6 @@ def _regular(cols: RunColumns) -> np.ndarray:
     return (np.full(cols.rows, plain) & (cols.length("num_accepted_tokens") == n)
             & (cols.length("cpu_num_computed_tokens") == n)
             & (cols.length("num_computed_tokens") >= n))
-
-
-def _run_many(records: list[Record], guard: bool) -> list[Outcome]:
-    cols = RecordColumns(records)
-    regular = np.flatnonzero(_regular(cols))
-    outcomes: list[Outcome | None] = [None] * len(records)
-    for i in sorted(set(range(len(records))) - set(regular.tolist())):
-        outcomes[i] = _run(records[i], guard)
-    if len(regular):
-        for i, outcome in zip(regular.tolist(), _Batch(cols, regular).run(guard), strict=True):
-            outcomes[i] = outcome
-    return [o for o in outcomes if o is not None]
 
 
 class _Batch:
@@ -188,12 +166,6 @@ class _Batch:
             return values, counts
         return select_runs(values, counts, self.rows)
 
-    def run(self, guard: bool) -> list[Outcome]:
-        """The outcome of every record of the batch."""
-        self.compute(guard)
-        self.compute_outputs()
-        return [self._outcome(r) for r in range(len(self.rows))]
-
     def compute(self, guard: bool) -> None:
         """Run every record as the judge reads it: which rows gather (``used``) and the
         failed records."""
@@ -201,23 +173,6 @@ class _Batch:
         self.failed = np.zeros(len(self.rows), dtype=bool)
         if not guard:
             self.failed[self.rec[self.outside]] = True
-
-    def compute_outputs(self) -> None:
-        """The new buffers of the run :meth:`compute` made (the records API's outputs)."""
-        values = {}
-        for name in GATHERED:
-            flat, lengths = self._field(name)
-            flat = np.concatenate([flat, np.zeros(1, np.int64)])  # a sentinel for the misses
-            bad = self.gather >= lengths[self.rec]
-            index = np.where(bad, len(flat) - 1, starts_of(lengths)[self.rec] + self.gather)
-            values[name] = flat[index]
-        participating = (self.pp >= 0) & (values["prev_num_draft_tokens"] > 0) & self.used
-        valid = values["valid_sampled_token_count"]
-        corrected = values["num_computed_tokens"] + valid.astype(np.int32).astype(np.int64)
-        self.new_computed = np.where(participating, corrected,
-                                     self._field("cpu_num_computed_tokens")[0])
-        self.new_accepted = np.where(participating, valid,
-                                     self._field("num_accepted_tokens")[0])
 
     def checks(self, guard: bool) -> CheckList:
         """The gathers of every record as checks (``guard``: only the rows patched gathers,
@@ -268,21 +223,6 @@ class _Batch:
         """The IndexError message of failed record ``r``."""
         sl = slice(self.starts[r], self.starts[r] + self.ns[r])
         return _bounds_message(self.gather[sl][self.used[sl]], self.uppers, r)
-
-    def _outcome(self, r: int) -> Outcome:
-        record = self.cols.record(int(self.rows[r]))
-        sl = slice(self.starts[r], self.starts[r] + self.ns[r])
-        used = self.used[sl]
-        rows, gather = self.local[sl][used], self.gather[sl][used]
-        accesses = [_access(name, rows, gather, self.uppers[name][r]) for name in GATHERED]
-        if self.failed[r]:
-            return Outcome("index_error", self.message(r), {}, accesses)
-        computed = np.array(record["num_computed_tokens"], copy=True)
-        computed[: self.ns[r]] = self.new_computed[sl].astype(computed.dtype)
-        accepted = self.new_accepted[sl].astype(np.asarray(record["num_accepted_tokens"]).dtype)
-        outputs = {"num_computed_tokens": computed, "num_accepted_tokens": accepted}
-        return Outcome("ok", "", outputs, accesses)
-
 
 def _per_record(at: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """How many of the rows ``at`` (increasing positions among rows laid end to end in runs
@@ -397,4 +337,4 @@ SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound
             hook="vllm.v1.spec_decode.utils:update_num_computed_tokens_for_batch_change",
             outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
-            run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)
+            run_batch=run_batch)

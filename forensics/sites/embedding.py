@@ -113,19 +113,11 @@ def upstream(record: Record) -> Outcome:
     """The lookup on one record: ``index_error`` for an id outside the weight with one GPU,
     ``ok`` otherwise (masked with tensor parallelism). No outputs; no accesses beyond the ids,
     which the judge checks for every variant."""
-    return upstream_many([record])[0]
+    status = int(prepare([record]).status[0])
+    return Outcome(STATUSES[status], _MESSAGE if status else "", {}, [])
 
 
 patched = upstream
-
-
-def upstream_many(records: list[Record]) -> list[Outcome]:
-    """:func:`upstream` on many records at once (one columnar run)."""
-    status = prepare(records).status.tolist()
-    return [Outcome(STATUSES[s], _MESSAGE if s else "", {}, []) for s in status]
-
-
-patched_many = upstream_many
 
 
 def outcome_checks(record: Record, outcome: Outcome) -> Checks:
@@ -152,4 +144,4 @@ SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound
             hook="vllm.v1.worker.gpu_model_runner:GPUModelRunner._model_forward",
             outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
-            run_batch=run_batch, upstream_many=upstream_many, patched_many=patched_many)
+            run_batch=run_batch)

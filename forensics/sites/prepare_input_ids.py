@@ -338,12 +338,6 @@ def patched(record: Record) -> Outcome:
     return _run(record, guard=True)
 
 
-def patch_inert(record: Record) -> bool:
-    """Whether ``patched`` gives exactly ``upstream``'s outcome on ``record``: :func:`inert`
-    of a batch of one."""
-    return bool(inert(Batch.of([record]))[0])
-
-
 def inert(b: Batch) -> np.ndarray:
     """Per record of ``b``: whether ``patched`` gives exactly ``upstream``'s outcome. When no
     previous position is at or past the sampled rows, the guard skips no row and both take
@@ -839,4 +833,4 @@ SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound
             feeds_sink=(f"{OUTPUT_FIELDS[0]}_after", SUMMARY_BOUND),
             outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
-            run_batch=run_batch, patch_inert=patch_inert)
+            run_batch=run_batch)

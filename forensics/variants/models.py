@@ -1,8 +1,8 @@
 """The model variants ``upstream`` and ``patched`` (the project's own reading of vLLM 0.33.0).
 
 Each runs a record through its site module's ``upstream`` / ``patched`` model and fills
-``Outcome.accesses``. ``run_many`` uses a site's vectorised ``<kind>_many`` when the site has one
-(``batch_change``, ``embedding``) and loops over records otherwise. Variants never judge.
+``Outcome.accesses``; ``run_batch`` runs a site's columnar run (the replay's path for a site
+that has one). Variants never judge.
 """
 
 from __future__ import annotations
@@ -31,10 +31,6 @@ class ModelVariant:
             UnknownSiteError: the record's site is not registered.
         """
         return get_site(record.site).model(self.kind == "patched")(record)
-
-    def run_many(self, site: str, records: list[Record]) -> list[Outcome]:
-        """Outcomes of the model on ``records`` (all of ``site``), vectorised where possible."""
-        return get_site(site).run_many(records, self.kind == "patched")
 
     def run_batch(self, site: str, prepared: Any) -> BatchRun:
         """The columnar run of records of ``site`` (none a summary) as the judge reads it;

@@ -68,14 +68,10 @@ def test_a_malformed_site_is_refused_naming_the_attribute(change: dict[str, obje
     assert message in str(info.value)
 
 
-def test_the_model_of_a_flag_and_the_many_record_run() -> None:
+def test_the_model_of_a_flag() -> None:
     record = Record("toy", 0, fields={"index": np.zeros(1, np.int64), "size": 1})
     assert TOY.model(False)(record).status == "upstream"
     assert TOY.model(True)(record).status == "patched"
-    assert [o.status for o in TOY.run_many([record, record], True)] == ["patched"] * 2
-    many = replace(TOY, patched_many=lambda rs: [_outcome("many")] * len(rs))
-    assert [o.status for o in many.run_many([record], True)] == ["many"]
-    assert [o.status for o in many.run_many([record], False)] == ["upstream"]
     assert TOY.run_records([record], False) is None  # no columnar run
 
 

@@ -1,9 +1,9 @@
 """Differential tests of the replay's fast paths against the plain per-record path.
 
 The replay streams records in chunks, runs and judges a site's records together (its columnar
-``run_batch``, else ``run_many``), and holds no model outcome (``raw`` computes them again);
-``patch_inert`` is a property of the models. Each must give, record by record, exactly what
-``variant.run(record)`` and the judge give one record at a time.
+``run_batch``) and holds no model outcome; ``prepare_input_ids.inert`` (where the patched run
+inherits the upstream one) is a property of the models. Each must give, record by record,
+exactly what ``variant.run(record)`` and the judge give one record at a time.
 """
 
 from __future__ import annotations
@@ -23,10 +23,8 @@ from forensics import findings as judge
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.simulation import SCENARIOS, simulate
-from forensics.sites import SITES, get_site
 from forensics.variants.models import ModelVariant, PatchedVariant, UpstreamVariant
 
-INERT_SITES = [site for site in SITES if get_site(site).patch_inert is not None]
 MODELS = {"upstream": UpstreamVariant(), "patched": PatchedVariant()}
 
 
@@ -61,17 +59,18 @@ def scenario_records(name: str) -> list[Record]:
     return records
 
 
-@pytest.mark.parametrize("site", INERT_SITES)
-def test_a_patch_inert_record_gets_exactly_the_upstream_outcome(site: str) -> None:
+def test_an_inert_record_gets_exactly_the_upstream_outcome() -> None:
+    """Where ``prepare_input_ids.inert`` holds, the patched run inherits the upstream one."""
+    from forensics.sites import prepare_input_ids as pii
+
+    site = "prepare_input_ids"
     seen = {True: 0, False: 0}
 
     @settings(max_examples=300, deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(record=STRATEGIES[site])
     def check(record: Record) -> None:
-        patch_inert = get_site(site).patch_inert
-        assert patch_inert is not None
-        inert = patch_inert(record)
+        inert = bool(pii.inert(pii.Batch.of([record]))[0])
         seen[inert] += 1
         if inert:
             assert_same_outcome(MODELS["upstream"].run(record), MODELS["patched"].run(record),
@@ -79,16 +78,6 @@ def test_a_patch_inert_record_gets_exactly_the_upstream_outcome(site: str) -> No
 
     check()
     assert seen[True] and (seen[False] or site == "embedding"), seen
-
-
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_run_many_gives_each_record_its_run_outcome(scenario: str) -> None:
-    records = [r for r in scenario_records(scenario) if not r.summary]
-    for name, variant in MODELS.items():
-        for site in SITES:
-            mine = [r for r in records if r.site == site]
-            for i, (a, r) in enumerate(zip(variant.run_many(site, mine), mine, strict=True)):
-                assert_same_outcome(a, variant.run(r), f"{scenario} {name} {site} #{i}")
 
 
 def per_record(records: list[Record], variants: tuple[str, ...]
@@ -116,8 +105,6 @@ def test_replay_matches_the_per_record_path(scenario: str, variants: tuple[str, 
     assert result.verdicts == judge.verdicts(records, outcomes, found)
     for v in variants:
         assert isinstance(MODELS[v], ModelVariant)
-        for i, (got, want) in enumerate(zip(result.raw[v], outcomes[v], strict=True)):
-            assert_same_outcome(got, want, f"{scenario} {v} record {i}")
         mine = result.outcomes[result.outcomes["variant"] == v]
         assert mine["status"].tolist() == [o.status for o in outcomes[v] if o is not None]
         assert mine["message"].tolist() == [o.message for o in outcomes[v] if o is not None]
