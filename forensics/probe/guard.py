@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from forensics.errors import IndexBoundsError
+from forensics.sites.async_output import sampled_count
+from forensics.sites.batch_change import gathered_rows
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ def _first_outside(values: np.ndarray, lower: int, upper: int) -> int | None:
 
 def check_batch_change(prev_positions: np.ndarray, lengths: Mapping[str, int]) -> Violation | None:
     """Rows gather every tensor of ``lengths`` at ``prev_positions.clamp(min=0)``, unchecked."""
-    gather = np.maximum(np.asarray(prev_positions), 0)
+    gather = gathered_rows(np.asarray(prev_positions))
     for tensor, length in lengths.items():
         row = _first_outside(gather, 0, length)
         if row is not None:
@@ -106,7 +108,8 @@ def _written(output: Sequence[int], new_ids: Sequence[int]) -> list[int]:
     new_ids = list(new_ids)
     if not new_ids:
         return []
-    count = len(new_ids) if new_ids[-1] != -1 else new_ids.index(-1)
+    minus = new_ids.index(-1) if new_ids[-1] == -1 else len(new_ids)
+    count = int(sampled_count(len(new_ids), minus, new_ids[-1] == -1))
     placeholders = len(output) - len(list(_strip_placeholders(output)))
     return new_ids[:min(count, placeholders)]
 

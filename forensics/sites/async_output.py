@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -519,6 +519,13 @@ def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray, key: np.ndarray
     return order, group, np.arange(len(order)) - first[group]
 
 
+def sampled_count(size: Any, first_minus: Any, last_minus: Any) -> Any:
+    """vLLM's count of the ids in a row of ``sampled_token_ids_cpu`` (the one rule, for
+    arrays or ints): all ``size`` of them when the last is not ``-1`` (``last_minus`` false),
+    else those before the first ``-1`` (at ``first_minus``)."""
+    return np.where(last_minus, first_minus, size)
+
+
 def _counts(b: Batch, s: Selected, patched: bool) -> np.ndarray:
     """Ids written to each selected row (-1: the row is left as it is). vLLM shortens the
     sampled row in place, so a row sharing it with an earlier row sees at most the ids that
@@ -544,12 +551,12 @@ def _line_counts(b: Batch, patched: bool) -> np.ndarray:
     bits = b.minus_bits
     if bits is None:  # more than 8 columns
         first = first_true(matrix == -1)
-        return first if patched else np.where(matrix[:, -1] == -1, first, k)
+        return first if patched else sampled_count(k, first, matrix[:, -1] == -1)
     first = np.minimum(_LOWEST_BIT, k)  # per byte of bits: the first -1 (k: none)
     if patched:
         return first[bits]
     ends_in_minus = (np.arange(256) >> (k - 1)) & 1 == 1
-    return np.where(ends_in_minus, first, k)[bits]
+    return sampled_count(k, first, ends_in_minus)[bits]
 
 
 def _only_minus_outside(matrix: np.ndarray, vocab: np.ndarray) -> bool:
@@ -644,7 +651,7 @@ def _taken(ids: np.ndarray, size: np.ndarray, stop: np.ndarray, placeholders: np
         count = np.minimum(stop, size)
     else:
         last_id = ids[np.arange(len(size)), np.maximum(size - 1, 0)] if ids.shape[1] else size
-        count = np.where(last_id != -1, size, stop)
+        count = sampled_count(size, stop, last_id == -1)
     return np.where(size > 0, np.minimum(count, placeholders), -1)
 
 
@@ -876,8 +883,7 @@ def _scan_counted(block: np.ndarray) -> np.ndarray:
     """Mask of the ids vLLM counts in each row: all when the last is not -1, else those before
     the first -1."""
     minus = block == -1
-    first = np.where(minus.any(axis=1), minus.argmax(axis=1), block.shape[1])
-    first = np.where(block[:, -1] != -1, block.shape[1], first)
+    first = sampled_count(block.shape[1], minus.argmax(axis=1), minus[:, -1])
     return np.arange(block.shape[1]) < first[:, None]
 
 

@@ -123,6 +123,13 @@ def _run(record: Record, guard: bool) -> Outcome:
     return Outcome("ok", "", outputs, accesses)
 
 
+def gathered_rows(prev_positions: np.ndarray) -> np.ndarray:
+    """The previous rows vLLM gathers at, one per row: ``prev_positions.clamp(min=0)`` (a new
+    row's ``-1`` reads row 0), unchecked against the gathered tensors' lengths (the rule the
+    columnar run, the scan and the probe's guard share; the torch model runs vLLM's own)."""
+    return np.maximum(prev_positions, 0)
+
+
 def _access(name: str, rows: np.ndarray, values: np.ndarray, upper: int) -> Access:
     rows = np.asarray(rows, dtype=np.int64)
     return Access(name, rows, rows, np.asarray(values, dtype=np.int64), 0, int(upper))
@@ -150,7 +157,7 @@ class _Batch:
         self.starts = starts_of(self.ns)
         self.rec = owner(self.ns)
         self.local = within(self.ns)
-        self.gather = np.maximum(self.pp, 0)
+        self.gather = gathered_rows(self.pp)
         #: the gathered tensors' lengths per record, and the rows that read past one (past
         #: the shortest)
         self.uppers = {name: self._field(name, widen=False)[1] for name in GATHERED}
@@ -322,7 +329,7 @@ def scan_indices(cols: ScanColumns) -> list[IndexCount]:
             # clamp(min=0) lands inside a non-empty tensor: only ``>= len`` is outside
             bad = at_or_past(pp, lengths, sizes, cols.bools("compare", len(pp)))
         else:
-            gather = np.maximum(pp, 0) if gather is None else gather
+            gather = gathered_rows(pp) if gather is None else gather
             bad = outside(gather, lengths, sizes)
         counts.append(IndexCount(name, len(pp), bad))
     return counts
