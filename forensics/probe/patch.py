@@ -8,6 +8,7 @@ right after they execute, so loading the plugin never imports the (slow) runner 
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import sys
@@ -17,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from forensics.probe import hooks
+from forensics.sites import get_site, hooked_sites
 
 SPEC_UTILS = "vllm.v1.spec_decode.utils"
 RUNNER = "vllm.v1.worker.gpu_model_runner"
@@ -26,25 +28,40 @@ BATCH_CHANGE_FN = "update_num_computed_tokens_for_batch_change"
 
 @dataclass(frozen=True)
 class Target:
-    """``owner.attribute`` of ``module`` (owner "" for a module global), for ``site``."""
+    """``owner.attribute`` of ``module`` (owner "" for a module global), for ``site``: the
+    registered site whose ``Site.hook`` names that function (None: always installed, the step
+    counter and the failure flush)."""
 
     module: str
     owner: str
     attribute: str
     wrap: Callable[[Callable[..., Any]], Callable[..., Any]]
-    site: str | None  # None: always installed (the step counter, the failure flush)
+    recorded: bool = True  # False: always installed, for no site
+
+    @property
+    def site(self) -> str | None:
+        """The site this target records (None: always installed)."""
+        if not self.recorded:
+            return None
+        qualname = f"{self.owner}.{self.attribute}" if self.owner else self.attribute
+        return hooked_by()[qualname]
+
+
+@functools.cache
+def hooked_by() -> dict[str, str]:
+    """Function qualname (``Class.method`` or a module global) -> the site hooking it."""
+    return {hook.partition(":")[2]: name for name in hooked_sites()
+            if (hook := get_site(name).hook) is not None}
 
 
 TARGETS: tuple[Target, ...] = (
-    Target(SPEC_UTILS, "", BATCH_CHANGE_FN, hooks.wrap_batch_change, "batch_change"),
-    Target(RUNNER, "", BATCH_CHANGE_FN, hooks.wrap_batch_change, "batch_change"),
-    Target(RUNNER, "GPUModelRunner", "_prepare_input_ids", hooks.wrap_prepare_input_ids,
-           "prepare_input_ids"),
-    Target(RUNNER, "GPUModelRunner", "_model_forward", hooks.wrap_model_forward, "embedding"),
-    Target(RUNNER, "GPUModelRunner", "execute_model", hooks.wrap_execute_model, None),
-    Target(RUNNER, "GPUModelRunner", "sample_tokens", hooks.wrap_sample_tokens, None),
-    Target(INPUT_BATCH, "InputBatch", "update_async_output_token_ids", hooks.wrap_async_output,
-           "async_output"),
+    Target(SPEC_UTILS, "", BATCH_CHANGE_FN, hooks.wrap_batch_change),
+    Target(RUNNER, "", BATCH_CHANGE_FN, hooks.wrap_batch_change),  # imported by name there
+    Target(RUNNER, "GPUModelRunner", "_prepare_input_ids", hooks.wrap_prepare_input_ids),
+    Target(RUNNER, "GPUModelRunner", "_model_forward", hooks.wrap_model_forward),
+    Target(RUNNER, "GPUModelRunner", "execute_model", hooks.wrap_execute_model, False),
+    Target(RUNNER, "GPUModelRunner", "sample_tokens", hooks.wrap_sample_tokens, False),
+    Target(INPUT_BATCH, "InputBatch", "update_async_output_token_ids", hooks.wrap_async_output),
 )
 
 #: (holder, attribute, original) for every installed wrapper, to undo them

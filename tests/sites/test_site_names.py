@@ -1,0 +1,92 @@
+"""A site is one module: only a built-in site's own module and the registry name it in code.
+
+"Names it" means a string literal equal to the site's name (docstrings and comments, which
+explain, are left out), a variable or function of that name, or an import of its module.
+What another module needs to know of a site it reads from the registry
+(:class:`forensics.sites.base.Site`): token fields, origin chain, real-code adapter, probe
+hook, what feeds the sink.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from forensics.sites import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[2] / "forensics"
+BUILT_IN = ("batch_change", "prepare_input_ids", "async_output", "embedding")
+REGISTRY_LINE = "sites/__init__.py"
+#: files that still name a built-in site, each with what keeps it there (issue 26, part A:
+#: the probe's per-site wrappers and guard checks, the simulator's V1 step model and the log
+#: importer's line formats are not moved yet). The test fails when this list is wrong either
+#: way: a new file naming a site, or a file here that no longer does.
+PENDING = {
+    "importers/logs.py": "log lines of one site's format -> that site's summary records",
+    "probe/eager.py": "the embedding guard installed into vLLM's embedding layer",
+    "probe/guard.py": "the per-call guard checks (Site.guard not built yet)",
+    "probe/hooks.py": "the per-site wrappers of vLLM's functions",
+    "simulation.py": "the simulator's step model emits each V1 site's fields",
+}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring nodes of ``tree``."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                found.add(id(body[0].value))
+    return found
+
+
+def named_sites(source: str) -> set[str]:
+    """The built-in sites ``source`` names in code (see the module docstring)."""
+    tree = ast.parse(source)
+    skip = _docstrings(tree)
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            names.add(node.value)
+        elif isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.update(node.name.split("."))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.update(node.module.split("."))
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names & set(BUILT_IN)
+
+
+def naming_files() -> dict[str, set[str]]:
+    """Every source file under forensics/ that names a built-in site, with the sites."""
+    found = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        named = named_sites(path.read_text(encoding="utf-8"))
+        if named:
+            found[path.relative_to(ROOT).as_posix()] = named
+    return found
+
+
+def test_the_built_in_sites_are_registered() -> None:
+    assert set(BUILT_IN) <= set(REGISTRY.names())
+
+
+def test_only_a_sites_module_and_the_registry_line_name_it() -> None:
+    found = naming_files()
+    for site in BUILT_IN:
+        assert found.pop(f"sites/{site}.py", set()) <= {site}, site
+    found.pop(REGISTRY_LINE)
+    assert sorted(found) == sorted(PENDING), {f: sorted(s) for f, s in found.items()}
+
+
+def test_the_check_sees_each_way_of_naming_a_site() -> None:
+    assert named_sites('x = "embedding"') == {"embedding"}
+    assert named_sites("from forensics.sites import batch_change") == {"batch_change"}
+    assert named_sites("import forensics.sites.async_output") == {"async_output"}
+    assert named_sites("from forensics.sites.prepare_input_ids import X") == {
+        "prepare_input_ids"}
+    assert named_sites('def f():\n    """embedding"""\n    return layer.embedding') == set()
+    assert named_sites("prepare_input_ids = 1") == {"prepare_input_ids"}
