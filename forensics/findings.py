@@ -60,41 +60,42 @@ RangeTable = tuple[np.ndarray, list[str], np.ndarray, np.ndarray]
 
 def summary_checks(records: Sequence[Record]) -> CheckList:
     """The checks of summary records (record ``i`` of the checks is ``records[i]``): each
-    one's ``min`` and ``max`` against ``[0, bound)`` as one group (its checked range), one
-    :class:`Checks` per tensor."""
+    one's ``min`` and ``max`` against its range (:func:`summary_range`) as one group (its
+    checked range), one :class:`Checks` per tensor."""
     by_tensor: dict[str, list[int]] = {}
-    for i, record in enumerate(records):
-        by_tensor.setdefault(_summary_tensor(record), []).append(i)
+    ranges = [summary_range(record) for record in records]
+    for i, (tensor, *_) in enumerate(ranges):
+        by_tensor.setdefault(tensor, []).append(i)
     parts = []
     for tensor, mine in by_tensor.items():
-        sides = [(records[i]["min"], records[i]["max"]) for i in mine]
-        bounds = np.repeat([_summary_bound(records[i]) for i in mine], 2)
-        parts.append(Checks.of(tensor, np.repeat(mine, 2), None, None, np.ravel(sides), 0,
-                               bounds))
+        sides = [ranges[i][1:3] for i in mine]
+        lower = np.repeat([ranges[i][3] for i in mine], 2)
+        upper = np.repeat([ranges[i][4] for i in mine], 2)
+        parts.append(Checks.of(tensor, np.repeat(mine, 2), None, None, np.ravel(sides), lower,
+                               upper))
     return Checks.concat(parts)
 
 
 def summary_findings(record: Record) -> Findings:
-    """Bounds findings of a summary record: one per side it breaks, ``min`` below 0, ``max`` at
-    or past the bound."""
-    bound, tensor = _summary_bound(record), _summary_tensor(record)
+    """Bounds findings of a summary record: one per side it breaks, ``min`` below the range,
+    ``max`` at or past its end."""
+    tensor, low, high, lower, upper = summary_range(record)
     found = []
-    if record["min"] < 0:
-        found.append(finding(OUT_OF_BOUNDS, tensor, record["min"], 0, bound))
-    if record["max"] >= bound:
-        found.append(finding(OUT_OF_BOUNDS, tensor, record["max"], 0, bound))
+    if low < lower:
+        found.append(finding(OUT_OF_BOUNDS, tensor, low, lower, upper))
+    if high >= upper:
+        found.append(finding(OUT_OF_BOUNDS, tensor, high, lower, upper))
     return found
 
 
-def _summary_bound(record: Record) -> int:
-    """The bound a summary record carries (its site's ``summary_bound`` field)."""
-    return int(record[get_site(record.site).summary_bound])
-
-
-def _summary_tensor(record: Record) -> str:
-    """The tensor a summary record describes: its ``tensor`` field, else the site's."""
+def summary_range(record: Record) -> tuple[str, int, int, int, int]:
+    """A summary record's ``(tensor, min, max, lower, upper)``: its values lie in ``[0,
+    bound)`` of its site's ``summary_bound`` field; the tensor is its ``tensor`` field, else
+    its site's ``summary_tensor``."""
+    site = get_site(record.site)
     tensor = record.get("tensor")
-    return tensor if isinstance(tensor, str) else get_site(record.site).summary_tensor
+    return (tensor if isinstance(tensor, str) else site.summary_tensor, record["min"],
+            record["max"], 0, int(record[site.summary_bound]))
 
 
 def judge_record(record: Record, outcome: Outcome | None) -> Findings:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.probe import guard
+from forensics.sites import async_output, batch_change, prepare_input_ids
 from forensics.sites.batch_change import GATHERED
 
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ def wrap_batch_change(original: Callable[..., Any]) -> Callable[..., Any]:
             gathered = (valid_sampled_token_count, num_computed_tokens, prev_num_draft_tokens)
             lengths = {name: int(tensor.shape[0])
                        for name, tensor in zip(GATHERED, gathered, strict=True)}
-            return guard.check_batch_change(_host(prev_positions), lengths)
+            return batch_change.guard(_host(prev_positions), lengths)
 
         def outputs(session: ProbeSession, pending: PendingRecord) -> None:
             pending.joined.append((_BATCH_CHANGE_OUTPUTS, session.copier.join(
@@ -209,7 +210,7 @@ def wrap_prepare_input_ids(original: Callable[..., Any]) -> Callable[..., Any]:
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
             fields, draft = pending.fields, host["draft"]
-            return guard.check_prepare_input_ids(
+            return prepare_input_ids.guard(
                 fields["prev_positions"], fields["cu_num_tokens"], fields["num_draft_tokens"],
                 int(batch.prev_sampled_token_ids.shape[0]), fields["prev_num_spec_tokens"],
                 None if draft is None else int(draft.numel()))
@@ -262,7 +263,7 @@ def wrap_async_output(original: Callable[..., Any]) -> Callable[..., Any]:
             if self.async_copy_ready_event is not None:
                 self.async_copy_ready_event.synchronize()  # guard mode waits, by design
             fields = pending.fields
-            return guard.check_async_output(
+            return async_output.guard(
                 fields["req_ids"], fields["prev_req_id_to_index"],
                 self.sampling_metadata.output_token_ids, self.sampled_token_ids_cpu.tolist(),
                 fields["vocab_size"])

@@ -11,6 +11,7 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -469,3 +470,29 @@ def failed(exc: BaseException, accesses: list[Access] | None = None) -> Outcome:
     ``error``; the message is ``"<ExceptionType>: <text>"``."""
     status = "index_error" if isinstance(exc, IndexError) else "error"
     return Outcome(status, f"{type(exc).__name__}: {exc}", {}, accesses)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One index outside ``[lower, upper)`` of ``tensor`` at batch ``row`` of ``site``."""
+
+    site: str
+    row: int | None
+    tensor: str
+    value: int
+    lower: int
+    upper: int
+
+    @property
+    def used(self) -> bool:
+        """True when the call uses the value as an index (a gather, a read, the embedding's
+        input): guard mode raises before the call. False for an id the call only writes or
+        passes on (tensor ``out.*``, the ``async_output`` sentinel): guard mode records it,
+        flushes, warns and lets the call run; the sink raises if the id is then used."""
+        return not self.tensor.startswith("out.")
+
+
+def first_outside(values: np.ndarray, lower: int, upper: int) -> int | None:
+    """Position of the first of ``values`` outside ``[lower, upper)``, or None."""
+    bad = np.flatnonzero((values < lower) | (values >= upper))
+    return int(bad[0]) if bad.size else None

@@ -14,7 +14,7 @@ to hold every trailing placeholder (the id before it is assumed not to be ``-1``
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -27,6 +27,7 @@ from forensics.sites._common import (
     RecordColumns,
     RowValues,
     RunColumns,
+    Violation,
     prev_rows,
     require,
     require_len,
@@ -887,6 +888,47 @@ def _scan_counted(block: np.ndarray) -> np.ndarray:
     return np.arange(block.shape[1]) < first[:, None]
 
 
+def guard(req_ids: Sequence[str], prev_req_id_to_index: Mapping[str, int],
+                       outputs: Sequence[Sequence[int]], sampled: Sequence[Sequence[int]],
+                       vocab_size: int) -> Violation | None:
+    """The probe's per-call check (``Site.guard``): rows ending in ``-1`` placeholders read
+    ``sampled[prev_row]`` and write its leading ids.
+    vLLM cuts the row's list to the ids it wrote (``del new_ids[n:]`` on the list it reads), so
+    a later request mapped to the same previous row reads only those."""
+    cut: dict[int, list[int]] = {}  # previous rows as earlier requests left them
+    for row, req_id in enumerate(req_ids):
+        prev = prev_req_id_to_index.get(req_id)
+        output = outputs[row] if row < len(outputs) else ()
+        if prev is None or not output or output[-1] != -1:
+            continue
+        if not 0 <= prev < len(sampled):
+            return Violation(NAME, row, "sampled_token_ids_cpu", int(prev), 0,
+                             len(sampled))
+        written = cut[prev] = _written(output, cut.get(prev, sampled[prev]))
+        for value in written:
+            if not 0 <= value < vocab_size:
+                return Violation(NAME, row, "out.output_token_ids", int(value), 0,
+                                 int(vocab_size))
+    return None
+
+
+def _written(output: Sequence[int], new_ids: Sequence[int]) -> list[int]:
+    new_ids = list(new_ids)
+    if not new_ids:
+        return []
+    minus = new_ids.index(-1) if new_ids[-1] == -1 else len(new_ids)
+    count = int(sampled_count(len(new_ids), minus, new_ids[-1] == -1))
+    placeholders = len(output) - len(list(_strip_placeholders(output)))
+    return new_ids[:min(count, placeholders)]
+
+
+def _strip_placeholders(output: Sequence[int]) -> Sequence[int]:
+    end = len(output)
+    while end > 0 and output[end - 1] == -1:
+        end -= 1
+    return output[:end]
+
+
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
@@ -895,6 +937,6 @@ SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound
             adapter="forensics.variants.vllm_adapters:run_update_async_output",
             hook="vllm.v1.worker.gpu_input_batch:InputBatch.update_async_output_token_ids",
             origin_position=ORIGIN_POSITION,
-            outcome_checks=outcome_checks, scan_indices=scan_indices,
+            outcome_checks=outcome_checks, scan_indices=scan_indices, guard=guard,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch)

@@ -19,7 +19,7 @@ from forensics.schema import SiteDefinitionError, SiteSchema, check_function
 
 if TYPE_CHECKING:
 
-    from forensics.sites._common import RunColumns
+    from forensics.sites._common import RunColumns, Violation
     from forensics.sites.core import BatchRun, CheckList, Checks
     from forensics.sites.scan_counts import IndexCount, ScanColumns
 
@@ -46,7 +46,11 @@ class Site(SiteSchema, Generic[P]):
             and/or ``prepare_columns(cols) -> P`` (straight from a batch's columns);
         scan_indices(cols) -> list[IndexCount]: the captured index checks, counted over a run
             of a batch's records held as flat columns (what ``forensics.scan`` runs; see
-            :mod:`forensics.sites.scan_counts`); None: the scan skips the site.
+            :mod:`forensics.sites.scan_counts`); None: the scan counts the ``upstream``
+            model's checks instead (:meth:`counted`);
+        guard(...) -> Violation | None: the probe's cheaper per-call check on host values
+            (arguments as the site's probe hook has them), beside the rule it mirrors and held
+            to it by ``tests/probe/test_probe_guard_core.py``.
 
     Site knowledge beyond the operations (defaults suit a plugin site):
         origin: whether the values it writes or passes on (``out.*`` findings, summary
@@ -71,6 +75,7 @@ class Site(SiteSchema, Generic[P]):
     run_batch: Callable[[P, bool], BatchRun] | None = None
     prepare_columns: Callable[[RunColumns], P] | None = None
     scan_indices: Callable[[ScanColumns], list[IndexCount]] | None = None
+    guard: Callable[..., Violation | None] | None = None
     origin: bool = True
     origin_position: float | None = None
     adapter: str | None = None

@@ -14,7 +14,7 @@ gathered tensor ``t`` and gathers nothing for other rows.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -26,7 +26,9 @@ from forensics.sites._common import (
     RecordColumns,
     RowValues,
     RunColumns,
+    Violation,
     failed,
+    first_outside,
     other_holder,
     require_rows,
     screen_rows,
@@ -128,6 +130,17 @@ def gathered_rows(prev_positions: np.ndarray) -> np.ndarray:
     row's ``-1`` reads row 0), unchecked against the gathered tensors' lengths (the rule the
     columnar run, the scan and the probe's guard share; the torch model runs vLLM's own)."""
     return np.maximum(prev_positions, 0)
+
+
+def guard(prev_positions: np.ndarray, lengths: Mapping[str, int]) -> Violation | None:
+    """The probe's per-call check (``Site.guard``): rows gather every tensor of ``lengths``
+    at :func:`gathered_rows`, unchecked; the first gather outside its tensor, or None."""
+    gather = gathered_rows(np.asarray(prev_positions))
+    for tensor, length in lengths.items():
+        row = first_outside(gather, 0, length)
+        if row is not None:
+            return Violation(NAME, row, tensor, int(gather[row]), 0, int(length))
+    return None
 
 
 def _access(name: str, rows: np.ndarray, values: np.ndarray, upper: int) -> Access:
@@ -342,6 +355,6 @@ SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
             adapter="forensics.variants.vllm_adapters:run_update_num_computed_tokens",
             hook="vllm.v1.spec_decode.utils:update_num_computed_tokens_for_batch_change",
-            outcome_checks=outcome_checks, scan_indices=scan_indices,
+            outcome_checks=outcome_checks, scan_indices=scan_indices, guard=guard,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch)

@@ -30,6 +30,7 @@ from forensics.sites._common import (
     RecordColumns,
     RowValues,
     RunColumns,
+    Violation,
     aligned,
     failed,
     require,
@@ -247,6 +248,13 @@ class _Plans:
                      bool(self.fast[r]), bool(self.copy_cpu[r]))
 
 
+def one_slice(num_common: Any, mismatch: Any, largest: Any) -> Any:
+    """vLLM's fast path (the one rule; arrays or scalars): a record copies one slice when it
+    has common rows, no common row's previous position differs from its last slot
+    (``cu - 1``: ``mismatch`` false) and the largest such slot is ``num_common - 1``."""
+    return (num_common > 0) & ~np.asarray(mismatch) & (largest == num_common - 1)
+
+
 def plans(b: Batch, guard: bool) -> _Plans:
     """The common rows, slots and paths the call takes on every record (``guard``: patched):
     rows with ``prev_position >= 0`` (patched: also below the sampled rows) are common; each
@@ -267,7 +275,7 @@ def plans(b: Batch, guard: bool) -> _Plans:
     num_common[holding] = np.diff(heads, append=len(crec))
     mismatch = _reduce_runs(np.logical_or, prev != flat, heads, holding, n, 0)
     largest = _reduce_runs(np.maximum, flat, heads, holding, n, -1)
-    fast = (num_common > 0) & (mismatch == 0) & (largest == num_common - 1)
+    fast = one_slice(num_common, mismatch != 0, largest)
     spec_count = _reduce_runs(np.add, nd, heads, holding, n, 0)
     copy_cpu = num_common < b.total - spec_count
     return _Plans(common, crec, prev, flat - nd, num_common, fast, copy_cpu, nd,
@@ -819,8 +827,37 @@ def _scan_slow_path(pp: np.ndarray, flat: np.ndarray, common: np.ndarray, n: np.
         num_common[filled] = np.add.reduceat(common, starts, dtype=np.int64)
         wrong = np.logical_and(np.not_equal(pp, flat, out=scratch), common, out=scratch)
         mismatch[filled] = np.logical_or.reduceat(wrong, starts)
-    fast = (num_common > 0) & ~mismatch & (top == num_common - 1)
-    return ~fast
+    return ~one_slice(num_common, mismatch, top)
+
+
+def guard(prev_positions: np.ndarray, cu_num_tokens: np.ndarray,
+                            num_draft_tokens: np.ndarray, prev_rows: int,
+                            prev_num_spec_tokens: int, draft_numel: int | None) -> Violation | None:
+    """The probe's per-call check (``Site.guard``): common rows read
+    ``prev_sampled_token_ids[prev_position]`` and, on the scatter path,
+    ``draft_token_ids.flatten()[prev_position * prev_num_spec_tokens + j]``."""
+    prev_positions = np.asarray(prev_positions)
+    common = np.flatnonzero(prev_positions >= 0)
+    for row in common:
+        if prev_positions[row] >= prev_rows:
+            return Violation(NAME, int(row), "prev_sampled_token_ids",
+                             int(prev_positions[row]), 0, int(prev_rows))
+    if draft_numel is None or _fast_path(prev_positions, cu_num_tokens, common):
+        return None
+    for row in common:
+        start = int(prev_positions[row]) * int(prev_num_spec_tokens)
+        for j in range(int(num_draft_tokens[row])):
+            if start + j >= draft_numel:
+                return Violation(NAME, int(row), "draft_token_ids",
+                                 start + j, 0, int(draft_numel))
+    return None
+
+
+def _fast_path(prev_positions: np.ndarray, cu_num_tokens: np.ndarray, common: np.ndarray) -> bool:
+    if common.size == 0:
+        return True  # nothing is gathered
+    last = np.asarray(cu_num_tokens)[common] - 1
+    return bool(one_slice(common.size, not np.all(prev_positions[common] == last), last.max()))
 
 
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
@@ -831,6 +868,6 @@ SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound
             adapter="forensics.variants.vllm_adapters:run_prepare_input_ids",
             hook="vllm.v1.worker.gpu_model_runner:GPUModelRunner._prepare_input_ids",
             feeds_sink=(f"{OUTPUT_FIELDS[0]}_after", SUMMARY_BOUND),
-            outcome_checks=outcome_checks, scan_indices=scan_indices,
+            outcome_checks=outcome_checks, scan_indices=scan_indices, guard=guard,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from forensics.probe import guard
 from forensics.records import Record
-from forensics.sites import get_site
+from forensics.sites import async_output, batch_change, get_site, prepare_input_ids
 from forensics.sites.batch_change import GATHERED
 
 
@@ -51,7 +51,7 @@ def test_batch_change_guard_agrees_with_the_core(data: st.DataObject) -> None:
         **fields, "prev_positions": prev, "num_accepted_tokens": np.ones(rows, np.int32),
         "cpu_num_computed_tokens": np.full(rows, 3, np.int32)})
     sizes = {name: len(record.fields[name]) for name in GATHERED}
-    agree(guard.check_batch_change(prev, sizes), core_findings(record))
+    agree(batch_change.guard(prev, sizes), core_findings(record))
 
 
 @settings(max_examples=150, deadline=None)
@@ -90,7 +90,7 @@ def test_prepare_input_ids_guard_agrees_with_the_core(data: st.DataObject) -> No
         width = data.draw(st.integers(1, spec))
         fields["draft_token_ids"] = np.zeros((prev_rows, width), np.int32)
         draft_numel = prev_rows * width
-    found = guard.check_prepare_input_ids(prev, cu, drafts, prev_rows, spec, draft_numel)
+    found = prepare_input_ids.guard(prev, cu, drafts, prev_rows, spec, draft_numel)
     agree(found, core_findings(Record("prepare_input_ids", 0, 0, fields)))
 
 
@@ -113,7 +113,7 @@ def test_async_output_guard_agrees_with_the_core(data: st.DataObject) -> None:
     record = Record("async_output", 0, 0, {
         "req_ids": req_ids, "prev_req_id_to_index": prev, "output_token_ids": outputs,
         "sampled_token_ids_cpu": np.array(sampled, np.int64), "vocab_size": vocab})
-    found = guard.check_async_output(req_ids, prev, outputs, sampled, vocab)
+    found = async_output.guard(req_ids, prev, outputs, sampled, vocab)
     core = core_findings(record)
     key = None if found is None else (found.row, found.tensor, found.value, found.upper)
     if found is not None and not found.used and key not in core:
@@ -134,9 +134,9 @@ def test_async_output_guard_reads_a_previous_row_as_an_earlier_request_cut_it() 
     record = Record("async_output", 0, 0, {
         "req_ids": req_ids, "prev_req_id_to_index": prev, "output_token_ids": outputs,
         "sampled_token_ids_cpu": np.array(sampled, np.int64), "vocab_size": 50})
-    assert guard.check_async_output(req_ids, prev, outputs, sampled, 50) is None
+    assert async_output.guard(req_ids, prev, outputs, sampled, 50) is None
     assert core_findings(record) == set()
     # the other order: the request with two placeholders first writes both ids
-    found = guard.check_async_output(req_ids, {"r3": 1, "r2": 1}, outputs[:2] + [[-1, -1], [-1]],
+    found = async_output.guard(req_ids, {"r3": 1, "r2": 1}, outputs[:2] + [[-1, -1], [-1]],
                                      sampled, 50)
     assert found is not None and (found.row, found.value) == (2, 50)

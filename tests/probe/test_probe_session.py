@@ -21,6 +21,7 @@ from probe_fakes import (
 from forensics.errors import IndexBoundsError
 from forensics.probe import guard, hooks
 from forensics.probe.session import ProbeSession
+from forensics.sites import async_output, batch_change, prepare_input_ids
 
 
 @pytest.fixture
@@ -145,24 +146,24 @@ def test_guard_raises_before_the_index_error(active, fake_writer: FakeWriter) ->
 
 
 def test_guard_checks() -> None:
-    assert guard.check_batch_change(np.array([-1, -1]), {"valid_sampled_token_count": 0}).row == 0
-    assert guard.check_batch_change(np.array([-1, 1]), {"a": 2, "b": 2}) is None
-    found = guard.check_prepare_input_ids(np.array([0, 2]), np.array([2, 4]), np.array([1, 1]),
+    assert batch_change.guard(np.array([-1, -1]), {"valid_sampled_token_count": 0}).row == 0
+    assert batch_change.guard(np.array([-1, 1]), {"a": 2, "b": 2}) is None
+    found = prepare_input_ids.guard(np.array([0, 2]), np.array([2, 4]), np.array([1, 1]),
                                           prev_rows=2, prev_num_spec_tokens=1, draft_numel=2)
     assert (found.row, found.tensor, found.value, found.upper) == (1, "prev_sampled_token_ids",
                                                                    2, 2)
-    found = guard.check_prepare_input_ids(np.array([1, 0]), np.array([2, 4]), np.array([1, 1]),
+    found = prepare_input_ids.guard(np.array([1, 0]), np.array([2, 4]), np.array([1, 1]),
                                           prev_rows=2, prev_num_spec_tokens=1, draft_numel=1)
     assert (found.row, found.tensor, found.value) == (0, "draft_token_ids", 1)
-    assert guard.check_prepare_input_ids(np.array([0, 1]), np.array([1, 2]), np.array([0, 0]),
+    assert prepare_input_ids.guard(np.array([0, 1]), np.array([1, 2]), np.array([0, 0]),
                                          prev_rows=2, prev_num_spec_tokens=0,
                                          draft_numel=0) is None
-    found = guard.check_async_output(["a", "b"], {"a": 0, "b": 1}, [[5, -1], [6, -1, -1]],
+    found = async_output.guard(["a", "b"], {"a": 0, "b": 1}, [[5, -1], [6, -1, -1]],
                                      [[7], [100, 3]], vocab_size=100)
     assert (found.row, found.value, found.upper) == (1, 100, 100)
-    found = guard.check_async_output(["a"], {"a": 2}, [[5, -1]], [[7], [8]], vocab_size=100)
+    found = async_output.guard(["a"], {"a": 2}, [[5, -1]], [[7], [8]], vocab_size=100)
     assert (found.tensor, found.value, found.upper) == ("sampled_token_ids_cpu", 2, 2)
-    assert guard.check_async_output(["a"], {"a": 0}, [[5, -1]], [[7, -1]], 100) is None
+    assert async_output.guard(["a"], {"a": 0}, [[5, -1]], [[7, -1]], 100) is None
     found = guard.check_ids("embedding", "input_ids", np.array([1, 2, -1]), 10, np.array([2, 3]))
     assert (found.row, found.tensor, found.value) == (1, "input_ids[2]", -1)
 

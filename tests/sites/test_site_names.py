@@ -18,13 +18,12 @@ ROOT = Path(__file__).resolve().parents[2] / "forensics"
 BUILT_IN = ("batch_change", "prepare_input_ids", "async_output", "embedding")
 REGISTRY_LINE = "sites/__init__.py"
 #: files that still name a built-in site, each with what keeps it there (issue 26, part A:
-#: the probe's per-site wrappers and guard checks, the simulator's V1 step model and the log
+#: the probe's per-site wrappers, the simulator's V1 step model and the log
 #: importer's line formats are not moved yet). The test fails when this list is wrong either
 #: way: a new file naming a site, or a file here that no longer does.
 PENDING = {
     "importers/logs.py": "log lines of one site's format -> that site's summary records",
     "probe/eager.py": "the embedding guard installed into vLLM's embedding layer",
-    "probe/guard.py": "the per-call guard checks (Site.guard not built yet)",
     "probe/hooks.py": "the per-site wrappers of vLLM's functions",
     "simulation.py": "the simulator's step model emits each V1 site's fields",
 }
