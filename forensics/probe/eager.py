@@ -13,6 +13,7 @@ import numpy as np
 from forensics.errors import ConfigurationError
 from forensics.probe import guard
 from forensics.records import Record
+from forensics.sites import SINK  # the embedding: the lookup this guard checks and records
 
 
 @dataclass
@@ -33,8 +34,8 @@ class EmbeddingGuard:
         rows = int(weight.shape[0])
         if self.writer is not None:
             fields = {"input_ids": np.array(host).reshape(-1), "num_embeddings": rows}
-            self.writer.append(Record("embedding", step, self.rank, fields))
-        found = guard.check_ids("embedding", "input_ids", host, rows)
+            self.writer.append(Record(SINK, step, self.rank, fields))
+        found = guard.check_ids(SINK, "input_ids", host, rows)
         if found is None:
             return
         self.violations.append(found)
@@ -72,11 +73,11 @@ def embedding_guard(capture: str | Path | None = None, *, mode: str = "guard",
                                      process=process_tag())
     original = F.embedding
 
-    def embedding(input: Any, weight: Any, *args: Any, **kwargs: Any) -> Any:
+    def checked(input: Any, weight: Any, *args: Any, **kwargs: Any) -> Any:
         state.check(input, weight)
         return original(input, weight, *args, **kwargs)
 
-    F.embedding = embedding
+    F.embedding = checked
     try:
         yield state
     finally:

@@ -23,7 +23,6 @@ REGISTRY_LINE = "sites/__init__.py"
 #: way: a new file naming a site, or a file here that no longer does.
 PENDING = {
     "importers/logs.py": "log lines of one site's format -> that site's summary records",
-    "probe/eager.py": "the embedding guard installed into vLLM's embedding layer",
     "probe/hooks.py": "the per-site wrappers of vLLM's functions",
     "simulation.py": "the simulator's step model emits each V1 site's fields",
 }
