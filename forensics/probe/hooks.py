@@ -229,10 +229,7 @@ def wrap_prepare_input_ids(original: Callable[..., Any]) -> Callable[..., Any]:
 # -- async_output ----------------------------------------------------------------------------
 def _tail_start(output: list[int]) -> int:
     """Start of the tail kept for ``output``: its trailing ``-1`` run and one id before it."""
-    end = len(output)
-    while end > 0 and output[end - 1] == -1:
-        end -= 1
-    return max(end - 1, 0)
+    return max(async_output.placeholder_start(output) - 1, 0)
 
 
 def wrap_async_output(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -918,15 +918,18 @@ def _written(output: Sequence[int], new_ids: Sequence[int]) -> list[int]:
         return []
     minus = new_ids.index(-1) if new_ids[-1] == -1 else len(new_ids)
     count = int(sampled_count(len(new_ids), minus, new_ids[-1] == -1))
-    placeholders = len(output) - len(list(_strip_placeholders(output)))
+    placeholders = len(output) - placeholder_start(output)
     return new_ids[:min(count, placeholders)]
 
 
-def _strip_placeholders(output: Sequence[int]) -> Sequence[int]:
+def placeholder_start(output: Sequence[int]) -> int:
+    """Position of the first of the trailing ``-1`` placeholders of one list (its length
+    when it does not end in ``-1``): :func:`trailing_start` of one list, in plain Python for
+    the probe's per-call hook and guard."""
     end = len(output)
     while end > 0 and output[end - 1] == -1:
         end -= 1
-    return output[:end]
+    return end
 
 
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)

@@ -88,12 +88,15 @@ def ao_records(draw):
     return make(outputs, np.array(sampled, np.int32).reshape(len(sampled), k), prev)
 
 
-def _first_placeholder(ids: list[int]) -> int:
-    """Position of the first of the trailing ``-1`` placeholders (``len(ids)`` when none)."""
-    end = len(ids)
-    while end and ids[end - 1] == -1:
-        end -= 1
-    return end
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([-1, -1, 0, 3, 7]), max_size=6), max_size=5))
+def test_the_per_list_placeholder_start_is_the_columnar_one(lists) -> None:
+    """The probe's per-call form of the rule equals the columnar rule, list by list."""
+    from forensics.sites.core import ragged_parts
+
+    values, lengths = ragged_parts(lists)
+    assert ao.trailing_start(values, lengths).tolist() == [
+        ao.placeholder_start(ids) for ids in lists]
 
 
 @settings(max_examples=300, deadline=None)
@@ -101,7 +104,7 @@ def _first_placeholder(ids: list[int]) -> int:
 def test_tails_give_the_same_result_as_full_lists(rec, data) -> None:
     keep = []
     for row in rec["output_token_ids"]:
-        trailing = len(row) - _first_placeholder(row)
+        trailing = len(row) - ao.placeholder_start(row)
         keep.append(data.draw(st.integers(min(len(row), trailing + 1), max(len(row), 1))))
     tailed = _tail(rec, keep)
     for model in (ao.upstream, ao.patched):
