@@ -417,7 +417,7 @@ def _model_runs(chunk: _Chunk, models: list[tuple[str, ModelVariant]]
     if not models or site.run_batch is None:
         return {}
     try:
-        prepared = site.prepared(chunk.cols, chunk.records)
+        prepared = site.prepared(chunk.cols)
         return {name: variant.run_batch(chunk.site, prepared) for name, variant in models}
     except ScreenUnsure as exc:
         if isinstance(chunk.cols, RecordColumns):  # already the decoded records: no retry

@@ -42,8 +42,9 @@ class Site(SiteSchema, Generic[P]):
     Optional operations (None when the site has no such form; the record checks
     ``check_record`` / ``check_batch`` are part of the schema):
         run_batch(prepared, patched) -> BatchRun: the columnar run (``patched`` picks the
-            patched variant of the run), with its input read by ``prepare(records) -> P``
-            and/or ``prepare_columns(cols) -> P`` (straight from a batch's columns);
+            patched variant of the run) of ``prepare_columns(cols) -> P``, its input read
+            from a batch's columns once for every model variant (a Record or a list of them
+            is a batch too: :class:`~forensics.sites._common.RecordColumns`);
         scan_indices(cols) -> list[IndexCount]: the captured index checks, counted over a run
             of a batch's records held as flat columns (what ``forensics.scan`` runs; see
             :mod:`forensics.sites.scan_counts`); None: the scan counts the ``upstream``
@@ -71,7 +72,6 @@ class Site(SiteSchema, Generic[P]):
     upstream: Callable[[Record], Outcome]
     patched: Callable[[Record], Outcome]
     outcome_checks: Callable[[Record, Outcome], Checks | CheckList]
-    prepare: Callable[[Sequence[Record]], P] | None = None
     run_batch: Callable[[P, bool], BatchRun] | None = None
     prepare_columns: Callable[[RunColumns], P] | None = None
     scan_indices: Callable[[ScanColumns], list[IndexCount]] | None = None
@@ -87,11 +87,10 @@ class Site(SiteSchema, Generic[P]):
         for name in OPERATIONS:
             check_function(self, name, required=name in REQUIRED_OPERATIONS)
         self._check_knowledge()
-        has_input = self.prepare is not None or self.prepare_columns is not None
-        if has_input != (self.run_batch is not None):
+        if (self.prepare_columns is not None) != (self.run_batch is not None):
             raise SiteDefinitionError(f"site {self.name!r}: the columnar run needs 'run_batch' "
-                                      f"and its input, 'prepare' and/or 'prepare_columns' "
-                                      f"(give both parts or neither)")
+                                      f"and its input, 'prepare_columns' (give both parts or "
+                                      f"neither)")
 
     def _check_knowledge(self) -> None:
         """Raise SiteDefinitionError unless the plain-valued attributes have their types."""
@@ -133,7 +132,7 @@ class Site(SiteSchema, Generic[P]):
             return None
         from forensics.sites._common import RecordColumns
 
-        run = self.run_batch(self.prepared(RecordColumns(records), lambda: records), patched)
+        run = self.run_batch(self.prepared(RecordColumns(records)), patched)
         return run if getattr(run, "base", None) is None else run.whole()  # as it is if whole
 
     def counted(self, records: Sequence[Record]) -> list[IndexCount]:
@@ -156,14 +155,10 @@ class Site(SiteSchema, Generic[P]):
                 count.out_of_range += len(part.bad())
         return list(counts.values())
 
-    def prepared(self, cols: RunColumns, records: Callable[[], Sequence[Record]]) -> P:
-        """The columnar run's input for the records of ``cols``: ``prepare_columns(cols)``
-        when the site reads columns, else ``prepare(records())`` (``records`` is called only
-        then: decoding them may cost more than the run)."""
-        if self.prepare_columns is not None:
-            return self.prepare_columns(cols)
-        assert self.prepare is not None  # __post_init__: run_batch needs an input
-        return self.prepare(records())
+    def prepared(self, cols: RunColumns) -> P:
+        """The columnar run's input for the records of ``cols``."""
+        assert self.prepare_columns is not None  # __post_init__: run_batch needs its input
+        return self.prepare_columns(cols)
 
 
 _SCHEMA = {f.name for f in fields(SiteSchema)}

@@ -57,7 +57,6 @@ def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
     ({"summary_bound": ""}, "'summary_bound' must be a non-empty str"),
     ({"outcome_checks": None}, "'outcome_checks' must be a function, got NoneType"),
     ({"check_batch": 3}, "'check_batch' must be a function, got int"),
-    ({"prepare": list}, "the columnar run needs 'run_batch' and its input"),
     ({"prepare_columns": list}, "the columnar run needs 'run_batch' and its input"),
     ({"run_batch": list}, "the columnar run needs 'run_batch' and its input"),
 ])
@@ -86,8 +85,8 @@ def test_the_columnar_run_of_records_is_run_batch_of_prepare() -> None:
     assert "num_computed_tokens_after" in get_site("batch_change").field_specs()
 
 
-def test_a_columnar_run_may_read_its_input_from_columns_only() -> None:
-    """Without ``prepare``, the run of Records reads them through ``prepare_columns``."""
+def test_the_run_of_records_reads_them_as_columns() -> None:
+    """The run of Records reads them through ``prepare_columns`` (a batch of Records)."""
     seen = []
 
     def prepare_columns(cols: Any) -> Any:
@@ -96,7 +95,6 @@ def test_a_columnar_run_may_read_its_input_from_columns_only() -> None:
 
     site = replace(TOY, prepare_columns=prepare_columns, run_batch=lambda p, patched: p)
     record = Record("toy", 0, fields={"index": np.zeros(1, np.int64), "size": 3})
-    assert site.prepare is None
     assert site.run_records([record], False) is not None
     assert seen == [[3]]
 
