@@ -4,6 +4,19 @@ Each site module ends with one ``SITE = Site(...)`` built from its own functions
 (:mod:`forensics.sites`) holds those objects and every consumer reads their typed attributes.
 A third-party site is a ``Site`` named by an entry point (:mod:`forensics.plugins`).
 
+A new built-in site is one module and one registry line (``forensics/sites/__init__.py``);
+no other module names it (``tests/sites/test_site_names.py``). Its module declares:
+
+- the schema: ``name``, ``fields`` (:class:`~forensics.records.FieldSpec`, with
+  ``token_ids=True`` on fields holding token ids and ``token_bound=True`` on their bound,
+  for redaction), ``output_fields``, ``summary_bound``/``summary_tensor``, and optionally
+  ``check_record``/``check_batch``;
+- the models ``upstream``/``patched`` on one record and ``outcome_checks`` (required), and the
+  columnar ``prepare_columns`` + ``run_batch``, ``scan_indices``, ``guard`` (optional);
+- what the rest of the package reads from it: ``origin``/``origin_position`` (origin chain),
+  ``adapter`` (the real-code variants), ``hook`` (the probe), ``feeds_sink`` (wrong tokens
+  fed silently). Each rule is written once, in the module, and the other forms call it.
+
 numpy only (``import forensics.sites`` stays light).
 """
 
