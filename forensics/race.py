@@ -25,6 +25,8 @@ COLUMNS = ("variant", "site", "step", "rank", "row", "element", "tensor", "kind"
            "lower", "upper", "origin", "resolved", "written", "source")
 #: the most disagreements kept (a capture of a broken engine may disagree everywhere)
 MAX_FINDINGS = 10_000
+#: the most steps compared: those nearest a crash event first, then the latest ones
+MAX_STEPS = 2_000
 
 
 @dataclass
@@ -33,6 +35,8 @@ class RaceCheck:
 
     findings: pd.DataFrame
     compared: int = 0
+    #: steps that have both records (``compared`` of them were compared)
+    paired: int = 0
     #: (step, rank, the record that is missing: "embedding" or the writer site(s))
     missing: list[tuple[int, int, str]] = field(default_factory=list)
     recorded: bool = False
@@ -47,7 +51,8 @@ class RaceCheck:
                     f"{', '.join(sites)}), so whether the model read what was written is not "
                     "known.")
         text = (f"Compared what was written into the input ids with what the embedding "
-                f"received at {self.compared} step(s): ")
+                f"received at {self.compared} step(s)"
+                + (f" of {self.paired}" if self.paired > self.compared else "") + ": ")
         if len(self.findings):
             first = self.findings.iloc[0]
             text += (f"{len(self.findings)} element(s) disagree, the first at step "
@@ -85,20 +90,43 @@ def race_check(result: ReplayResult) -> RaceCheck:
         by_step.setdefault((step, rank), {})[site] = position
     baseline = "upstream" if "upstream" in result.variants else result.variants[0]
     check = RaceCheck(pd.DataFrame(columns=list(COLUMNS)), recorded=bool(by_step))
-    rows: list[dict[str, Any]] = []
+    pairs: list[tuple[int, int, dict[str, str], dict[str, int]]] = []
     for (step, rank), present in sorted(by_step.items()):
         writer = next((w for w in writers if w.get("site") in present), None)
         if writer is None or reader.get("site") not in present:
             missing = reader.get("site") if writer is not None else "/".join(
                 w["site"] for w in writers)
             check.missing.append((step, rank, str(missing)))
-            continue
+        else:
+            pairs.append((step, rank, writer, present))
+    check.paired = len(pairs)
+    rows: list[dict[str, Any]] = []
+    for step, rank, writer, present in _chosen(pairs, _crash_steps(result)):
         check.compared += 1
         if len(rows) < MAX_FINDINGS:
             rows += _compare(result, baseline, writer, reader, present, step, rank)
     if rows:
         check.findings = pd.DataFrame(rows[:MAX_FINDINGS], columns=list(COLUMNS))
     return check
+
+
+def _crash_steps(result: ReplayResult) -> set[int]:
+    """Steps of the capture's events (crash or not): the race check looks there first."""
+    capture = result.capture
+    if capture is None or not hasattr(capture, "summary"):
+        return set()
+    return {int(e["step"]) for e in capture.summary().get("events", [])
+            if isinstance(e.get("step"), int)}
+
+
+def _chosen(pairs: list[Any], crash_steps: set[int]) -> list[Any]:
+    """At most :data:`MAX_STEPS` pairs in step order: nearest a crash event first, then the
+    latest."""
+    if len(pairs) <= MAX_STEPS:
+        return pairs
+    ranked = sorted(range(len(pairs)), key=lambda i: (
+        min((abs(pairs[i][0] - s) for s in crash_steps), default=0), -pairs[i][0]))
+    return [pairs[i] for i in sorted(ranked[:MAX_STEPS])]
 
 
 def _positions(result: ReplayResult, sites: set[Any]) -> list[tuple[int, str, int, int]]:

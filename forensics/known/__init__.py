@@ -13,8 +13,10 @@ from forensics.known.answer import (
     UNEXPLAINED,
     KnownAnswer,
     answer,
+    crash_verdict_of,
 )
 from forensics.known.schema import CATALOGUE_PATH, Catalogue, Entry, load_catalogue
 
 __all__ = ["CATALOGUE_PATH", "CRASH_VERDICTS", "EXPLAINED", "NO_CRASH", "UNEXPLAINED",
-           "Catalogue", "Entry", "KnownAnswer", "answer", "load_catalogue"]
+           "Catalogue", "Entry", "KnownAnswer", "answer", "crash_verdict_of",
+           "load_catalogue"]

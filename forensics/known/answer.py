@@ -87,6 +87,11 @@ def crash_verdict(evidence: Evidence) -> str:
     return EXPLAINED if out_of_range(evidence.findings) else UNEXPLAINED
 
 
+def crash_verdict_of(result: ReplayResult) -> str:
+    """The crash verdict of a replay (:func:`crash_verdict` of its evidence)."""
+    return crash_verdict(evidence_of(result))
+
+
 def answer(result: ReplayResult, catalogue: Catalogue | None = None) -> KnownAnswer:
     """Match ``result`` against ``catalogue`` (default: the bundled one)."""
     from forensics.race import race_check

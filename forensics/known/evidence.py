@@ -54,15 +54,14 @@ class Evidence:
 
 
 def evidence_of(result: ReplayResult) -> Evidence:
-    """The :class:`Evidence` of a replay (facts and events from its capture, when it has one)."""
-    from forensics.race import unwritten_inputs
-
+    """The :class:`Evidence` of a replay (facts and events from its capture, when it has one;
+    ``race`` is left for :func:`forensics.known.answer` to fill)."""
     baseline = "upstream" if "upstream" in result.variants else result.variants[0]
     summary = _summary(result.capture)
     events = list(summary.get("events") or [])
     facts = {**dump_facts(events), **facts_of(summary.get("manifest") or {})}
     return Evidence(findings=result.findings, baseline=baseline, facts=facts, events=events,
-                    spec_tokens=spec_tokens_of(events), race=unwritten_inputs(result))
+                    spec_tokens=spec_tokens_of(events))
 
 
 def _summary(capture: Any) -> dict[str, Any]:
