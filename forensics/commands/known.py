@@ -11,6 +11,10 @@ import argparse
 import json
 import sys
 import textwrap
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from forensics.known import Entry
 
 EXAMPLE = """examples:
   forensics known
@@ -59,23 +63,17 @@ def _wrap(text: str) -> str:
     return textwrap.fill(text, width=100, subsequent_indent="      ")
 
 
-def _entry_json(entry: object) -> dict[str, object]:
-    e = entry
-    return {"id": e.id, "title": e.title, "threads": [r.label() for r in e.refs],  # type: ignore[attr-defined]
-            "runner": e.runner, "methods": e.methods, "versions": e.versions,  # type: ignore[attr-defined]
-            "fix": e.fix_text(), "workaround": e.workaround, "notes": e.notes}  # type: ignore[attr-defined]
+def _entry_json(e: Entry) -> dict[str, Any]:
+    return {"id": e.id, "title": e.title, "threads": [r.label() for r in e.refs],
+            "runner": e.runner, "methods": e.methods, "versions": e.versions,
+            "fix": e.fix_text(), "workaround": e.workaround, "notes": e.notes}
 
 
-def _entry_text(entry: object) -> str:
-    data = _entry_json(entry)
-    methods = data["methods"]
-    rows = [f"{data['id']}: {data['title']}",
-            f"  threads: {', '.join(data['threads'])}",  # type: ignore[arg-type]
-            f"  runner: {data['runner']}; methods: "
-            f"{', '.join(methods) if isinstance(methods, tuple) else methods}; "
-            f"versions: {data['versions']}",
-            f"  fix: {data['fix']}", f"  workaround: {data['workaround']}"]
-    if data["notes"]:
-        rows.append(textwrap.fill(f"  notes: {data['notes']}", width=100,
-                                  subsequent_indent="    "))
+def _entry_text(e: Entry) -> str:
+    methods = ", ".join(e.methods) if isinstance(e.methods, tuple) else e.methods
+    rows = [f"{e.id}: {e.title}", f"  threads: {e.threads()}",
+            f"  runner: {e.runner}; methods: {methods}; versions: {e.versions}",
+            f"  fix: {e.fix_text()}", f"  workaround: {e.workaround}"]
+    if e.notes:
+        rows.append(textwrap.fill(f"  notes: {e.notes}", width=100, subsequent_indent="    "))
     return "\n".join(rows)

@@ -23,7 +23,7 @@ VALUE_CLASSES = ("placeholder", "vocab_size", "negative", "past_end", "stale_row
 FINDING_KEYS = ("site", "tensor", "kind", "value_class", "origin", "variant")
 SPEC_TOKEN_CLASSES = ("all_placeholder", "any_placeholder")
 #: clause kind -> the type its value must have
-CLAUSE_KINDS = {"finding": dict, "fact": dict, "event": dict, "spec_tokens": str,
+CLAUSE_KINDS: dict[str, type] = {"finding": dict, "fact": dict, "event": dict, "spec_tokens": str,
                 "crash_without_findings": bool, "any": list}
 DEFAULT_REPO = "vllm-project/vllm"
 
@@ -184,8 +184,7 @@ def check_clause(path: Path, where: str, clause: Any) -> None:
         raise _bad(path, where, f"must have exactly one key of {list(CLAUSE_KINDS)}, got "
                                 f"{sorted(clause)}")
     kind, value = next(iter(clause.items()))
-    if not isinstance(value, CLAUSE_KINDS[kind]):
-        raise _bad(path, f"{where}.{kind}", f"must be a {CLAUSE_KINDS[kind].__name__}")
+    value = _typed(path, where, kind, value)
     if kind == "any":
         for i, inner in enumerate(value):
             check_clause(path, f"{where}.any[{i}]", inner)
@@ -197,6 +196,13 @@ def check_clause(path: Path, where: str, clause: Any) -> None:
         raise _bad(path, f"{where}.event", "takes only 'kind' and 'contains'")
     elif kind == "spec_tokens" and value not in SPEC_TOKEN_CLASSES:
         raise _bad(path, f"{where}.spec_tokens", f"must be one of {list(SPEC_TOKEN_CLASSES)}")
+
+
+def _typed(path: Path, where: str, kind: str, value: Any) -> Any:
+    """``value`` when it has the type its clause kind needs (typed ``Any`` for the checks)."""
+    if not isinstance(value, CLAUSE_KINDS[kind]):
+        raise _bad(path, f"{where}.{kind}", f"must be a {CLAUSE_KINDS[kind].__name__}")
+    return value
 
 
 def _check_finding(path: Path, where: str, value: dict[str, Any]) -> None:
