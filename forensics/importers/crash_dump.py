@@ -12,8 +12,9 @@ without a dump, with its exception and source line), carrying:
 - ``num_scheduled_tokens`` (the batch: request id -> tokens), ``total_num_scheduled_tokens``,
   ``req_ids`` (of the cached requests) and ``new_req_ids``;
 - ``config``: the vLLM version, model, speculative method and tokens, tensor parallel size;
-- ``exception``: the first ``...Error: ...`` line after the dump, and ``source_line``: the last
-  source line of its traceback (e.g. an ``assert``).
+- ``exception``: the first ``...Error: ...`` line after the dump, ``location``: the last
+  ``File ...`` line of its traceback, and ``source_line``: the source line under it (e.g. an
+  ``assert``).
 
 Every value is data: parsed with regular expressions, never evaluated.
 """
@@ -91,7 +92,10 @@ class _Dumps:
     def _exception_line(self, text: str) -> None:
         """Keep the traceback's last source line and the first exception line."""
         assert self.open is not None
-        if SOURCE_RE.match(text) and not text.strip().startswith("File "):
+        if text.strip().startswith("File "):
+            self.open["location"] = text.strip()[:500]
+            return
+        if SOURCE_RE.match(text):
             self.open["source_line"] = text.strip()[:500]
             return
         found = EXCEPTION_RE.match(text.strip())

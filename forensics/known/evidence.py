@@ -125,15 +125,15 @@ def value_class(row: Any, id_bounds: set[int]) -> str | None:
     given = row.get("value_class") if hasattr(row, "get") else None
     if isinstance(given, str) and given:
         return given
-    if row.get("kind") != OUT_OF_BOUNDS or _missing(row.get("value")):
+    if row.get("kind") != OUT_OF_BOUNDS or is_missing(row.get("value")):
         return None
     value, upper = int(row["value"]), row.get("upper")
-    lower = 0 if _missing(row.get("lower")) else int(row["lower"])
+    lower = 0 if is_missing(row.get("lower")) else int(row["lower"])
     if value == -1:
         return "placeholder"
     if value < lower:
         return "negative"
-    if _missing(upper):
+    if is_missing(upper):
         return "past_end"
     is_id = row.get("indexed") in ID_RANGES or int(upper) in id_bounds
     if is_id:
@@ -141,7 +141,8 @@ def value_class(row: Any, id_bounds: set[int]) -> str | None:
     return "stale_row"
 
 
-def _missing(value: Any) -> bool:
+def is_missing(value: Any) -> bool:
+    """Whether a findings cell is empty (None, NaN or pandas' NA)."""
     import pandas as pd
 
     return value is None or bool(pd.isna(value))

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from forensics.known.evidence import Evidence, crashed, out_of_range, value_class
+from forensics.known.evidence import Evidence, crashed, is_missing, out_of_range, value_class
 from forensics.known.schema import Entry
 
 
@@ -106,14 +106,13 @@ def _field_matches(row: Any, key: str, wanted: Any, bounds: set[int]) -> bool:
     if key == "value_class":
         return value_class(row, bounds) in _one_of(wanted)
     got = row.get(key)
-    if key == "origin" and (got is None or got != got):  # null origin (NaN-safe)
+    if key == "origin" and is_missing(got):
         got = "none"
     return got in _one_of(wanted)
 
 
 def _describe(row: Any, bounds: set[int]) -> str:
-    element = "" if row.get("element") is None or row.get("element") != row.get("element") \
-        else f"[{row['element']}]"
+    element = "" if is_missing(row.get("element")) else f"[{row['element']}]"
     text = (f"{row['site']} step {row['step']}: {row['tensor']}{element} = {row['value']}")
     cls = value_class(row, bounds)
     if cls:
@@ -151,7 +150,8 @@ def _event(spec: dict[str, Any], evidence: Evidence) -> Check:
 
 def _event_text(event: dict[str, Any]) -> str:
     return " ".join(str(event.get(k) or "") for k in
-                    ("message", "detail", "error", "exception", "source_line"))
+                    ("message", "detail", "error", "exception", "location",
+                                       "source_line"))
 
 
 def _spec_tokens(wanted: str, evidence: Evidence) -> Check:

@@ -110,6 +110,13 @@ def main() -> None:
     (DATA / "vllm_dump_output_placeholders.log").write_text(engine_log(
         real, "AssertionError", "assert request.num_output_placeholders >= 0", dump=False,
         where='v1/core/sched/async_scheduler.py", line 63, in _update_request_with_output'))
+    (DATA / "vllm_gdn_illegal_access.log").write_text(engine_log(
+        real, ILLEGAL, "o = fused_recurrent_gated_delta_rule_fwd_kernel[grid](", dump=False,
+        where='model_executor/layers/fla/ops/fused_recurrent.py", line 117, in '
+              'fused_recurrent_gated_delta_rule_fwd'))
+    (DATA / "vllm_logits_processor_error.log").write_text(engine_log(
+        real, "IndexError: list index out of range", "last = output_tok_ids[-1]", dump=False,
+        where='v1/sample/logits_processor/state.py", line 88, in update_state'))
 
 
 if __name__ == "__main__":
