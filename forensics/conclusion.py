@@ -342,9 +342,9 @@ def known_sentences(known: Any) -> list[str]:
 def next_steps(conclusion: Conclusion) -> list[str]:
     """What to look at next, computed from ``conclusion`` (one sentence per item)."""
     known = conclusion.known
-    if known is not None and known.crash_verdict == "unexplained":
-        return [known.lead().split(" Next: ")[0], *known.experiments]
     steps: list[str] = []
+    if known is not None and known.crash_verdict == "unexplained":
+        steps += [known.lead().split(" Next: ")[0], *known.experiments]
     first = conclusion.first.get(conclusion.baseline)
     if first is not None:
         steps.append(f"Start at the first violation: {describe_finding(first)}.")
