@@ -25,8 +25,9 @@ COLUMNS = ("variant", "site", "step", "rank", "row", "element", "tensor", "kind"
            "lower", "upper", "origin", "resolved", "written", "source")
 #: the most disagreements kept (a capture of a broken engine may disagree everywhere)
 MAX_FINDINGS = 10_000
-#: the most steps compared: those nearest a crash event first, then the latest ones
-MAX_STEPS = 2_000
+#: the most steps compared: those nearest a crash event first, then the latest ones (each
+#: compared step decodes two records and, without a recorded output, replays the writer)
+MAX_STEPS = 256
 
 
 @dataclass
@@ -101,10 +102,13 @@ def race_check(result: ReplayResult) -> RaceCheck:
             pairs.append((step, rank, writer, present))
     check.paired = len(pairs)
     rows: list[dict[str, Any]] = []
-    for step, rank, writer, present in _chosen(pairs, _crash_steps(result)):
+    chosen = _chosen(pairs, _crash_steps(result))
+    written = _written_all(result, baseline, [(w, p[w["site"]]) for _, _, w, p in chosen])
+    for (step, rank, writer, present), (values, source) in zip(chosen, written, strict=True):
         check.compared += 1
         if len(rows) < MAX_FINDINGS:
-            rows += _compare(result, baseline, writer, reader, present, step, rank)
+            rows += _compare(result, baseline, (values, source), (writer, reader), present,
+                             (step, rank))
     if rows:
         check.findings = pd.DataFrame(rows[:MAX_FINDINGS], columns=list(COLUMNS))
     return check
@@ -140,11 +144,11 @@ def _positions(result: ReplayResult, sites: set[Any]) -> list[tuple[int, str, in
             if r.site in sites and not r.summary]
 
 
-def _compare(result: ReplayResult, baseline: str, writer: dict[str, str],
-             reader: dict[str, str], present: dict[str, int], step: int, rank: int
-             ) -> list[dict[str, Any]]:
-    """The disagreements of one step, one dict per element."""
-    written, source = _written(result, baseline, writer, present[writer["site"]])
+def _compare(result: ReplayResult, baseline: str, wrote: tuple[np.ndarray | None, str],
+             sites: tuple[dict[str, str], dict[str, str]], present: dict[str, int],
+             where: tuple[int, int]) -> list[dict[str, Any]]:
+    """The disagreements of one step (and rank), one dict per element."""
+    (written, source), (writer, reader), (step, rank) = wrote, sites, where
     embedding = result.records[present[reader["site"]]]
     if written is None or reader["field"] not in embedding:
         return []
@@ -162,15 +166,37 @@ def _compare(result: ReplayResult, baseline: str, writer: dict[str, str],
             for i, row in zip(differ, rows, strict=True)]
 
 
-def _written(result: ReplayResult, baseline: str, writer: dict[str, str], position: int
-             ) -> tuple[np.ndarray | None, str]:
-    """What the writer wrote: its recorded ``<field>_after``, else the baseline's output."""
-    record = result.records[position]
-    name = writer["field"]
-    if f"{name}_after" in record:
-        return np.asarray(record[f"{name}_after"]).reshape(-1).astype(np.int64), "recorded"
-    outcome = result.raw.get(baseline, [None] * (position + 1))[position]
-    value = None if outcome is None else outcome.outputs.get(name)
-    if value is None:
-        return None, "not produced"
-    return np.asarray(value).reshape(-1).astype(np.int64), f"{baseline} replay"
+def _written_all(result: ReplayResult, baseline: str,
+                 writers: list[tuple[dict[str, str], int]]) -> list[tuple[np.ndarray | None, str]]:
+    """What each writer record wrote: its recorded ``<field>_after``, else the output of the
+    baseline variant run again on the records that lack it (in one batch)."""
+    records = [result.records[position] for _, position in writers]
+    lacking = [i for i, ((w, _), r) in enumerate(zip(writers, records, strict=True))
+               if f"{w['field']}_after" not in r]
+    outcomes = dict(zip(lacking, _run(baseline, [records[i] for i in lacking]), strict=True))
+    found: list[tuple[np.ndarray | None, str]] = []
+    for i, ((writer, _), record) in enumerate(zip(writers, records, strict=True)):
+        name = writer["field"]
+        outcome = outcomes.get(i)
+        value = (record[f"{name}_after"] if i not in outcomes
+                 else None if outcome is None else outcome.outputs.get(name))
+        source = "recorded" if i not in outcomes else f"{baseline} replay"
+        found.append((None, "not produced") if value is None else
+                     (np.asarray(value).reshape(-1).astype(np.int64), source))
+    return found
+
+
+def _run(baseline: str, records: list[Any]) -> list[Any]:
+    """The outcomes of the built-in variant ``baseline`` on ``records`` (None each when it is
+    not a built-in variant, such as a user's callable)."""
+    from forensics.errors import ForensicsError
+    from forensics.replaying import run_variant
+    from forensics.variants import resolve_variant
+
+    if not records:
+        return []
+    try:
+        variant = resolve_variant(baseline)
+    except ForensicsError:
+        return [None] * len(records)
+    return run_variant(variant, records)
