@@ -35,8 +35,8 @@ CONFIG_RE = re.compile(r"Dumping input data for V1 LLM engine \(v(?P<version>[^)
                        r"config: (?P<config>.*)")
 OUTPUT_RE = re.compile(r"Dumping scheduler output for model execution: (?P<dump>.*)")
 DICT_RE = r"{name}=\{{(?P<body>[^{{}}]*)\}}"
-SPEC_ENTRY_RE = re.compile(r"\s*(?P<req>[^,:{}\[\]]+?): \[(?P<ids>[-\d,\s]*)\]")
-INT_ENTRY_RE = re.compile(r"\s*(?P<req>[^,:{}\[\]]+?): (?P<n>-?\d+)")
+IDS_RE = re.compile(r"\[(?P<ids>[-\d,\s]*)\]?")
+INT_RE = re.compile(r"-?\d{1,18}")
 QUOTED_RE = re.compile(r"'([^']*)'")
 EXCEPTION_RE = re.compile(r"^(?:[\w.]+\.)?(?P<type>\w*(?:Error|Exception))(?::\s*(?P<text>.*))?$")
 SOURCE_RE = re.compile(r"^\s{4}\S")
@@ -122,8 +122,8 @@ def parse_config(version: str, text: str) -> dict[str, Any]:
 
 def parse_scheduler_output(text: str) -> dict[str, Any]:
     """The batch and the scheduled spec-decode tokens of a dumped ``SchedulerOutput``."""
-    spec = _dict(text, "scheduled_spec_decode_tokens", SPEC_ENTRY_RE, _ids)
-    counts = _dict(text, "num_scheduled_tokens", INT_ENTRY_RE, lambda m: int(m["n"]))
+    spec = _dict(text, "scheduled_spec_decode_tokens", "], ", _ids)
+    counts = _dict(text, "num_scheduled_tokens", ", ", _count)
     total = re.search(r"total_num_scheduled_tokens=(\d+)", text)
     cached = re.search(r"CachedRequestData\(req_ids=\[(?P<ids>[^\]]*)\]", text)
     return {"scheduled_spec_decode_tokens": spec, "num_scheduled_tokens": counts,
@@ -132,16 +132,32 @@ def parse_scheduler_output(text: str) -> dict[str, Any]:
             "new_req_ids": re.findall(r"NewRequestData\(req_id=([^,]*),", text)}
 
 
-def _dict(text: str, name: str, entry: re.Pattern[str], value: Any) -> dict[str, Any]:
+def _dict(text: str, name: str, separator: str, value: Any) -> dict[str, Any]:
+    """``{key: value(text)}`` of a dumped dict ``name={k: v, ...}`` (keys unquoted, as vLLM's
+    dump prints them); split on ``separator`` in linear time, entries that do not parse
+    left out."""
     found = re.search(DICT_RE.format(name=name), text)
     if found is None:
         return {}
-    return {m["req"].strip(): value(m) for m in entry.finditer(found["body"])}
+    entries: dict[str, Any] = {}
+    for piece in found["body"].split(separator):
+        key, colon, rest = piece.rpartition(": ")
+        parsed = value(rest) if colon and key.strip() else None
+        if parsed is not None:
+            entries[key.strip()] = parsed
+    return entries
 
 
-def _ids(match: re.Match[str]) -> list[int]:
-    return [int(v) for v in re.findall(r"-?\d+", match["ids"])[:MAX_IDS]
+def _ids(text: str) -> list[int] | None:
+    found = IDS_RE.fullmatch(text.strip())
+    if found is None:
+        return None
+    return [int(v) for v in re.findall(r"-?\d+", found["ids"])[:MAX_IDS]
             if len(v.lstrip("-")) <= plain_logs.MAX_DIGITS]
+
+
+def _count(text: str) -> int | None:
+    return int(text) if INT_RE.fullmatch(text.strip()) else None
 
 
 def _message(dump: dict[str, Any]) -> str:

@@ -83,3 +83,22 @@ def test_import_then_known_from_the_log_alone(tmp_path: Path,
 
 def test_a_plain_log_has_no_dump_event() -> None:
     assert all(e["kind"] != "crash_dump" for e in read(LOGS / "sm70_engine.log").events)
+
+
+def test_hostile_dump_text_parses_in_linear_time() -> None:
+    import time
+
+    start = time.perf_counter()
+    for body in ("a" * 60000, "a: [" * 15000, "a: 1, " * 10000, "b: [" + "1, " * 20000):
+        parsed = parse_scheduler_output(f"num_scheduled_tokens={{{body}}}, "
+                                        f"scheduled_spec_decode_tokens={{{body}}}")
+        assert isinstance(parsed["scheduled_spec_decode_tokens"], dict)
+    assert time.perf_counter() - start < 2.0
+
+
+def test_numbers_outside_int64_are_left_out() -> None:
+    parsed = parse_scheduler_output("num_scheduled_tokens={a: 99999999999999999999999}, "
+                                    "scheduled_spec_decode_tokens={a: [-1, "
+                                    "123456789012345678901234567890]}")
+    assert parsed["num_scheduled_tokens"] == {}
+    assert parsed["scheduled_spec_decode_tokens"] == {"a": [-1]}
