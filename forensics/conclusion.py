@@ -71,20 +71,26 @@ class Conclusion:
     facts: dict[str, Any] = field(default_factory=dict)
     #: wrong tokens fed to the model without a crash (:func:`forensics.silent.silent_inputs`)
     silent: list[dict[str, Any]] = field(default_factory=list)
+    #: known or new, explained or not (:class:`forensics.known.KnownAnswer`; None: not asked)
+    known: Any = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field, plus ``text`` (the paragraph)."""
-        return {**asdict(self), "text": self.paragraph()}
+        data = asdict(self)
+        data["known"] = self.known.to_json() if self.known is not None else None
+        return {**data, "text": self.paragraph()}
 
     def paragraph(self) -> str:
-        """The conclusion as one paragraph of plain text (verdicts, patches, first violation and
-        its chain, then the capture's facts)."""
-        parts = [self.verdict_sentence(v) for v in self.variants]
+        """The conclusion as one paragraph of plain text ("not explained" first when so;
+        verdicts, patches, first violation and its chain, known issues, the capture's facts)."""
+        parts = [self.known.lead() if self.known is not None else ""]
+        parts += [self.verdict_sentence(v) for v in self.variants]
         parts.append(self.first_sentence(self.baseline))
         parts += [self.first_sentence(v) for v in self.variants
                   if v != self.baseline and not same_place(self.first.get(v),
                                                            self.first.get(self.baseline))]
         parts.append(self.silent_sentence())
+        parts += known_sentences(self.known)
         parts.append(facts_sentence(self.facts))
         return " ".join(p for p in parts if p)
 
@@ -160,7 +166,8 @@ def conclude(result: ReplayResult) -> Conclusion:
         patches=[patch_effect(findings, baseline, v) for v in result.variants if v != baseline],
         first=first,
         chains={v: origin_chain(findings, v, f) for v, f in first.items() if f is not None},
-        facts=capture_facts(result.capture), silent=silent_inputs_of(result))
+        facts=capture_facts(result.capture), silent=silent_inputs_of(result),
+        known=known_answer(result))
 
 
 def _capture_name(result: ReplayResult) -> str:
@@ -316,9 +323,28 @@ def fact_text(key: str, value: Any) -> str:
     return str(value)
 
 
+# -- known or new, explained or not (forensics.known): the one block this module adds for it --
+
+def known_answer(result: ReplayResult) -> Any:
+    """The :class:`forensics.known.KnownAnswer` of ``result``."""
+    from forensics.known import answer
+
+    return answer(result)
+
+
+def known_sentences(known: Any) -> list[str]:
+    """The known issues the capture matches (or that none does) and the race evidence."""
+    if known is None:
+        return []
+    return [known.known_sentence(), known.race]
+
+
 def next_steps(conclusion: Conclusion) -> list[str]:
     """What to look at next, computed from ``conclusion`` (one sentence per item)."""
+    known = conclusion.known
     steps: list[str] = []
+    if known is not None and known.crash_verdict == "unexplained":
+        steps += [known.lead().split(" Next: ")[0], *known.experiments]
     first = conclusion.first.get(conclusion.baseline)
     if first is not None:
         steps.append(f"Start at the first violation: {describe_finding(first)}.")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from forensics.errors import CaptureFormatError
@@ -24,6 +24,8 @@ class DemoRow:
     upstream: str
     patched: str
     first_finding: str
+    #: the capture's crash verdict and the known issues it matches (forensics.known)
+    known: str = ""
 
 
 def bundled_data_dir() -> Path:
@@ -65,8 +67,23 @@ def verdict_rows(name: str, result: object) -> list[DemoRow]:
     return rows
 
 
+def known_line(result: object) -> str:
+    """``"crash verdict unexplained; known issues: none matches"`` for one replayed capture."""
+    from forensics.known import answer
+
+    known = answer(result)  # type: ignore[arg-type]
+    ids = ", ".join(f"{m.entry.id} ({m.entry.threads()})" for m in known.matches)
+    return f"crash verdict {known.crash_verdict}; known issues: {ids or 'none matches'}"
+
+
+def known_block(rows: list[DemoRow]) -> str:
+    """One line per capture: its crash verdict and the known issues it matches."""
+    seen = dict.fromkeys((r.capture, r.known) for r in rows if r.known)
+    return "\n".join(f"{capture}: {known}" for capture, known in seen)
+
+
 def format_table(rows: list[DemoRow]) -> str:
-    """The verdict table as aligned text."""
+    """The verdict table as aligned text, then the known issues of each capture."""
     header = ("capture", "site", "upstream", "patched", "first finding (upstream)")
     cells = [header] + [(r.capture, r.site, r.upstream, r.patched, r.first_finding)
                         for r in rows]
@@ -74,7 +91,9 @@ def format_table(rows: list[DemoRow]) -> str:
     lines = ["  ".join(str(c[i]).ljust(widths[i]) for i in range(len(widths))) + "  " + c[-1]
              for c in cells]
     lines.insert(1, "-" * min(120, max(len(line) for line in lines)))
-    return "\n".join(lines)
+    known = known_block(rows)
+    return "\n".join(lines) + (f"\n\nknown issues (forensics known CAPTURE):\n{known}"
+                               if known else "")
 
 
 def run_demo(out_dir: Path | str = "reports", data_dir: Path | None = None,
@@ -99,7 +118,8 @@ def run_demo(out_dir: Path | str = "reports", data_dir: Path | None = None,
             progress(f"replaying {path.name}")
         name = path.name.removesuffix(".capture")
         result = replay(load(path), variants=list(DEMO_VARIANTS))
-        rows += verdict_rows(name, result)
+        known = known_line(result)
+        rows += [replace(row, known=known) for row in verdict_rows(name, result)]
         figure = _write_verdict_figure(result, out / f"{name}-verdicts.png")
         report = None
         if with_reports:
@@ -127,6 +147,9 @@ def _write_index(path: Path, rows: list[DemoRow], entries: list[tuple[str, str |
         f"<tr><td>{esc(r.capture)}</td><td>{esc(r.site)}</td><td class='{esc(r.upstream)}'>"
         f"{esc(r.upstream)}</td><td class='{esc(r.patched)}'>{esc(r.patched)}</td>"
         f"<td>{esc(r.first_finding)}</td></tr>" for r in rows)
+    known = "".join(f"<li><b>{esc(capture)}</b>: {esc(text)}</li>"
+                    for capture, text in dict.fromkeys((r.capture, r.known) for r in rows
+                                                       if r.known))
     links = "".join(
         f"<li><b>{esc(name)}</b>: "
         + (f"<a href='{esc(report)}'>report</a>, " if report else "")
@@ -140,4 +163,5 @@ def _write_index(path: Path, rows: list[DemoRow], entries: list[tuple[str, str |
         "</style></head><body><h1>vllm-forensics: bundled incidents</h1>"
         "<table id='verdicts'><tr><th>capture</th><th>site</th><th>upstream</th>"
         f"<th>patched</th><th>first finding (upstream)</th></tr>{table}</table>"
+        f"<h2>Known issues</h2><ul id='known'>{known}</ul>"
         f"<h2>Reports</h2><ul>{links}</ul></body></html>\n")

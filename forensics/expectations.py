@@ -139,7 +139,18 @@ def compare(expected: dict[str, Any], obtained: dict[str, Any],
         if want_first != got_first:
             diffs.append(f"{variant}: first finding changed: expected {_short(want_first)}, "
                          f"got {_short(got_first)}")
-    return diffs
+    return diffs + _crash_verdict_difference(expected, obtained)
+
+
+def _crash_verdict_difference(expected: dict[str, Any], obtained: dict[str, Any]) -> list[str]:
+    """The capture's crash verdict (``unexplained``, ``explained``, ``no crash``), compared
+    when ``expected`` records one (older files do not)."""
+    want = expected.get("crash_verdict")
+    got = obtained.get("crash_verdict")
+    if want is None or want == got:
+        return []
+    return [f"crash verdict: expected {want!r}, got {got!r}"
+            + (" (a crash the captured values do not explain)" if got == "unexplained" else "")]
 
 
 def _short(finding: dict[str, Any] | None) -> str:
@@ -152,9 +163,11 @@ def _short(finding: dict[str, Any] | None) -> str:
 
 def obtain(capture: Path, variants: Sequence[str]) -> dict[str, Any]:
     """Replay ``capture`` through ``variants`` and return its expected object."""
+    from forensics.known import crash_verdict_of
     from forensics.replaying import replay
 
-    return replay(capture, variants=list(variants)).expected()
+    result = replay(capture, variants=list(variants))
+    return {**result.expected(), "crash_verdict": crash_verdict_of(result)}
 
 
 def check(capture: Path | str, variants: Sequence[str] | None = None,

@@ -36,6 +36,7 @@ def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None) -> s
              "### Verdicts", "", *_verdict_rows(result), "", "### First violations", ""]
     for variant in result.variants:
         lines.append(f"- **{variant}**: {_first_text(conclusion, variant)}")
+    lines += known_markdown(conclusion)
     lines += ["", "### Capture", ""]
     lines += [f"- {key}: {fact_text(key, value)}" for key, value in conclusion.facts.items()
               if key != "events"]
@@ -66,9 +67,52 @@ def _first_text(conclusion: Conclusion, variant: str) -> str:
 
 
 def to_text(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
-    """One line per variant (see :meth:`Conclusion.line`)."""
+    """One line per variant (see :meth:`Conclusion.line`), then the crash verdict and the
+    known issues matched."""
     conclusion = conclusion or conclude(result)
-    return "\n".join(conclusion.line(v) for v in result.variants)
+    lines = [conclusion.line(v) for v in result.variants]
+    known = conclusion.known
+    if known is not None:
+        ids = ", ".join(m.entry.id for m in known.matches) or "none"
+        lines.append(f"crash verdict: {known.crash_verdict}; known issues: {ids}")
+    return "\n".join(lines)
+
+
+# -- known or new (forensics.known): the one block this module adds for it --
+
+def known_markdown(conclusion: Conclusion) -> list[str]:
+    """The "Known issues" section: each match with evidence, fix and workaround; or, when none
+    matches a failing capture, the outline of a new issue to file."""
+    known = conclusion.known
+    if known is None:
+        return []
+    lines = ["", "### Known issues", ""]
+    for match in known.matches:
+        e = match.entry
+        lines += [f"- **{e.id}**: {e.title} ({e.threads()})",
+                  f"  - evidence: {'; '.join(match.evidence)}",
+                  f"  - fix: {e.fix_text()}", f"  - workaround: {e.workaround}"]
+    if known.matches:
+        return lines
+    if known.crash_verdict == "no crash" and not known.failing:
+        return [*lines, known.known_sentence()]
+    lines.append("No known signature matches: a reason to file a new issue; a draft follows.")
+    lines += ["", "### Draft: a new vLLM issue", "",
+              f"**Title**: [Bug]: {_draft_title(conclusion)}", "",
+              "**What happened**: the capture's events are listed under Capture below; "
+              "its facts (model, speculative method, async scheduling, versions) with them.", "",
+              "**What the capture shows**: " + (known.lead() or conclusion.first_sentence(
+                  conclusion.baseline) or "see the verdicts above."), "",
+              "**Checked against known issues** (`forensics known CAPTURE`):", "",
+              *(f"- {m.entry.id} ({m.entry.threads()}): {m.explain()}" for m in known.checked)]
+    return lines
+
+
+def _draft_title(conclusion: Conclusion) -> str:
+    first = conclusion.first.get(conclusion.baseline)
+    if first is not None:
+        return f"{first['tensor']} = {first['value']} out of range at {first['site']}"
+    return "engine crash with every captured index value in range"
 
 
 def to_json(result: ReplayResult, conclusion: Conclusion | None = None) -> dict[str, Any]:

@@ -78,8 +78,9 @@ def test_summary_formats(capsys) -> None:
     assert "forensics replay" in markdown and "- model: Qwen3.8-27B INT4 + MTP" in markdown
     assert main(["summary", str(INCIDENT_B), "--format", "text"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 2 and lines[0].startswith("upstream: violation at async_output")
+    assert len(lines) == 3 and lines[0].startswith("upstream: violation at async_output")
     assert lines[1] == "patched: no violation; resolves 2 of 2, adds 0"
+    assert lines[2] == "crash verdict: explained; known issues: vocab-size-sentinel-counted"
     assert main(["summary", str(INCIDENT_B), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["violations"]["upstream"] == ["async_output", "embedding"]

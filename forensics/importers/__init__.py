@@ -99,4 +99,4 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
 register([".pt", ".pth"], "forensics.importers.pt:read")
 register([".safetensors"], "forensics.importers.safetensors_:read")
 register([".npz"], "forensics.importers.npz:read")
-register([".log", ".txt", ".out", ".err"], "forensics.importers.logs:read")
+register([".log", ".txt", ".out", ".err"], "forensics.importers.crash_dump:read")  # logs + dump

@@ -1,0 +1,136 @@
+"""Known or new, and explained or not: the part of a conclusion that answers the on-call
+engineer's first two questions.
+
+:func:`answer` matches a replay against the catalogue and decides the capture's crash verdict
+(:data:`CRASH_VERDICTS`): ``unexplained`` when the timeline holds an engine exception, guard
+event or crash event and no variant finds a value out of range. Then the lead sentence says so
+first, and :meth:`KnownAnswer.experiments` lists what the evidence points to instead, with the
+next experiment for each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from forensics.known.evidence import Evidence, crashed, evidence_of, out_of_range
+from forensics.known.matching import Match, match_entry
+from forensics.known.schema import Catalogue, load_catalogue
+
+if TYPE_CHECKING:
+    from forensics.race import RaceCheck
+    from forensics.replaying import ReplayResult
+
+UNEXPLAINED, EXPLAINED, NO_CRASH = "unexplained", "explained", "no crash"
+CRASH_VERDICTS = (UNEXPLAINED, EXPLAINED, NO_CRASH)
+
+
+@dataclass
+class KnownAnswer:
+    """Matches against the catalogue, the crash verdict and the next experiments."""
+
+    crash_verdict: str
+    checked: list[Match]
+    experiments: list[str] = field(default_factory=list)
+    race: str = ""
+    #: whether any variant finds a value out of range or a misattributed row
+    failing: bool = False
+
+    @property
+    def matches(self) -> list[Match]:
+        """The entries that match."""
+        return [m for m in self.checked if m.matched]
+
+    def lead(self) -> str:
+        """The sentence that comes first in a conclusion: ``"Not explained: ..."`` or ``""``."""
+        if self.crash_verdict != UNEXPLAINED:
+            return ""
+        return ("Not explained: the capture holds a crash, yet no variant finds a captured "
+                "value out of range, so the captured values do not explain the crash (a "
+                "stream-ordering race or a site that was not recorded can). Next: "
+                + " ".join(self.experiments))
+
+    def known_sentence(self) -> str:
+        """Which known issues match, with evidence, fix and workaround; or that none does."""
+        if not self.matches and self.crash_verdict == NO_CRASH and not self.failing:
+            return "No known signature matches, and the capture shows no failure to report."
+        if not self.matches:
+            return ("No known signature matches: a reason to file a new issue "
+                    "(`forensics summary --format markdown` drafts the report).")
+        return " ".join(describe_match(m) for m in self.matches)
+
+    def paragraph(self) -> str:
+        """Lead, known issues and race evidence as one paragraph."""
+        return " ".join(p for p in (self.lead(), self.known_sentence(), self.race) if p)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict: verdict, matches, every entry checked, experiments, race text."""
+        return {"crash_verdict": self.crash_verdict,
+                "matches": [m.entry.id for m in self.matches],
+                "checked": [m.to_json() for m in self.checked],
+                "experiments": self.experiments, "race": self.race}
+
+
+def describe_match(match: Match) -> str:
+    """``"Known issue all-placeholder-drafts-race (#40756 ...): evidence ...; fix ...;
+    workaround ..."``."""
+    e = match.entry
+    return (f"Known issue {e.id} ({e.threads()}): {e.title}; evidence: "
+            f"{'; '.join(match.evidence)}; fix: {e.fix_text()}; workaround: "
+            f"{e.workaround.rstrip('.')}.")
+
+
+def crash_verdict(evidence: Evidence) -> str:
+    """``unexplained``, ``explained`` or ``no crash`` (see the module docstring)."""
+    if not crashed(evidence.events):
+        return NO_CRASH
+    return EXPLAINED if out_of_range(evidence.findings) else UNEXPLAINED
+
+
+def crash_verdict_of(result: ReplayResult) -> str:
+    """The crash verdict of a replay (:func:`crash_verdict` of its evidence)."""
+    return crash_verdict(evidence_of(result))
+
+
+def answer(result: ReplayResult, catalogue: Catalogue | None = None) -> KnownAnswer:
+    """Match ``result`` against ``catalogue`` (default: the bundled one)."""
+    from forensics.race import race_check
+
+    catalogue = catalogue or load_catalogue()
+    race = race_check(result)
+    evidence = evidence_of(result)
+    evidence.race = race.findings
+    verdict = crash_verdict(evidence)
+    checked = [match_entry(entry, evidence) for entry in catalogue.entries]
+    experiments = next_experiments(evidence, race, result) if verdict == UNEXPLAINED else []
+    findings = evidence.findings
+    failing = bool(len(findings)) and bool(
+        findings["kind"].isin(["out_of_bounds", "misattributed"]).any())
+    race_text = race.summary() if len(race.findings) or verdict == UNEXPLAINED else ""
+    return KnownAnswer(verdict, checked, experiments, race_text, failing)
+
+
+def next_experiments(evidence: Evidence, race: RaceCheck, result: ReplayResult) -> list[str]:
+    """What an unexplained crash points to, each with the experiment that tells."""
+    steps = [
+        "A stream-ordering race (values in range when staged, stale when read): rerun with "
+        "--no-async-scheduling (an A/B on the same load), and once with "
+        "CUDA_LAUNCH_BLOCKING=1; a crash that vanishes under either is a race, not an index "
+        "value.",
+        "A bad index used at one of the recorded sites: rerun with the probe in guard mode, "
+        "which raises where an index is about to be used out of range.",
+    ]
+    crash_steps = {int(e["step"]) for e in evidence.events
+                   if isinstance(e.get("step"), int)}
+    missing = race.missing_at(crash_steps)
+    if missing:
+        steps.append(f"The crash step lacks a record ({'; '.join(missing[:4])}): the race "
+                     "check could not compare what was written with what the model read.")
+    if len(race.findings):
+        steps.append("The model received input ids no recorded site wrote (unwritten_input "
+                      "findings): evidence of a race on the input buffer.")
+    recorded = sorted({str(s) for s in result.verdicts.get(evidence.baseline, {})})
+    steps.append(f"A site that was not recorded (recorded: {', '.join(recorded) or 'none'}): "
+                 "the crash may come from an index these sites do not see; see which known "
+                 "issues this capture matches and record nearer the failing kernel.")
+    return steps

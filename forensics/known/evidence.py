@@ -1,0 +1,148 @@
+"""What a signature is matched against: a capture's findings, facts, events and crash dump.
+
+:func:`evidence_of` gathers them from a :class:`~forensics.replaying.ReplayResult`;
+:func:`value_class` names the class of an out-of-range value (the ``value_class`` column when the
+findings carry it, else derived from the value and its bound); :func:`crashed` says whether the
+timeline holds an engine exception, a guard event or a crash event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from forensics.replaying import ReplayResult
+
+OUT_OF_BOUNDS = "out_of_bounds"
+#: event kinds that mean the engine failed (or a guard stopped it): a crash to explain
+CRASH_EVENT_KINDS = frozenset({"engine_exception", "guard_violation", "guard_passed_on",
+                               "cuda_assert", "cuda_error", "illegal_memory_access",
+                               "engine_dead", "crash_dump"})
+#: ``indexed`` values (a newer findings column) naming an id's range rather than a row range
+ID_RANGES = frozenset({"vocabulary", "embedding rows"})
+#: manifest model keys read as facts, under the names signatures use
+MODEL_FACT_KEYS = {"async_scheduling": "async_scheduling", "speculative": "speculative",
+                   "num_speculative_tokens": "num_speculative_tokens",
+                   "vocab_size": "vocab_size", "num_embeddings": "num_embeddings",
+                   "tensor_parallel_size": "tensor_parallel_size"}
+
+
+@dataclass
+class Evidence:
+    """Everything a signature may look at (see the module docstring)."""
+
+    findings: pd.DataFrame
+    baseline: str
+    facts: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    #: request id -> scheduled spec-decode tokens, from vLLM's crash dump (None: no dump)
+    spec_tokens: dict[str, list[int]] | None = None
+    #: ``unwritten_input`` findings (:mod:`forensics.race`), kept apart from the judge's
+    race: pd.DataFrame | None = None
+
+    def id_bounds(self) -> set[int]:
+        """Bounds that are a vocabulary or an embedding's row count (ids, not rows)."""
+        bounds = {int(self.facts[k]) for k in ("vocab_size", "num_embeddings")
+                  if isinstance(self.facts.get(k), int)}
+        from forensics.sites import SINK
+
+        sink = self.findings[self.findings["site"] == SINK]["upper"].dropna()
+        return bounds | {int(u) for u in sink}
+
+
+def evidence_of(result: ReplayResult) -> Evidence:
+    """The :class:`Evidence` of a replay (facts and events from its capture, when it has one;
+    ``race`` is left for :func:`forensics.known.answer` to fill)."""
+    baseline = "upstream" if "upstream" in result.variants else result.variants[0]
+    summary = _summary(result.capture)
+    events = list(summary.get("events") or [])
+    facts = {**dump_facts(events), **facts_of(summary.get("manifest") or {})}
+    return Evidence(findings=result.findings, baseline=baseline, facts=facts, events=events,
+                    spec_tokens=spec_tokens_of(events))
+
+
+def _summary(capture: Any) -> dict[str, Any]:
+    if capture is None or not hasattr(capture, "summary"):
+        return {}
+    return capture.summary()  # type: ignore[no-any-return]
+
+
+def facts_of(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The facts signatures use, from a manifest: model facts, ``runner`` and ``vllm``."""
+    model = manifest.get("model") or {}
+    facts = {name: model[key] for key, name in MODEL_FACT_KEYS.items()
+             if model.get(key) is not None}
+    runner = manifest.get("runner") or model.get("runner")
+    if runner is not None:
+        facts["runner"] = str(runner).lower()
+    vllm = (manifest.get("versions") or {}).get("vllm")
+    if vllm:
+        facts["vllm"] = vllm
+    return facts
+
+
+def dump_facts(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Facts from the config line of vLLM's crash dumps (a manifest's facts take precedence)."""
+    facts: dict[str, Any] = {}
+    for event in events:
+        config = event.get("config")
+        if event.get("kind") == "crash_dump" and isinstance(config, dict):
+            facts.update({k: v for k, v in config.items() if isinstance(v, (str, int))})
+    return facts
+
+
+def spec_tokens_of(events: list[dict[str, Any]]) -> dict[str, list[int]] | None:
+    """Scheduled spec-decode tokens per request from the crash-dump events (the last dump
+    wins for a request), or None when the timeline has no dump."""
+    found: dict[str, list[int]] | None = None
+    for event in events:
+        tokens = event.get("scheduled_spec_decode_tokens")
+        if event.get("kind") == "crash_dump" and isinstance(tokens, dict):
+            found = found or {}
+            found.update({str(k): [int(t) for t in v] for k, v in tokens.items()
+                          if isinstance(v, list) and all(isinstance(t, int) for t in v)})
+    return found
+
+
+def crashed(events: list[dict[str, Any]]) -> bool:
+    """Whether the timeline holds an engine exception, a guard event or a crash event."""
+    return any(e.get("kind") in CRASH_EVENT_KINDS for e in events)
+
+
+def out_of_range(findings: pd.DataFrame) -> bool:
+    """Whether any variant found a value out of range."""
+    return bool((findings["kind"] == OUT_OF_BOUNDS).any()) if len(findings) else False
+
+
+def value_class(row: Any, id_bounds: set[int]) -> str | None:
+    """The class of a finding's value: the ``value_class`` column when present, else
+    ``placeholder`` (-1), ``negative``, ``vocab_size`` (an id equal to its vocabulary bound),
+    ``past_end`` (another id at or past it) or ``stale_row`` (a row index at or past the
+    tensor it reads); None for a finding that is not out of bounds."""
+    given = row.get("value_class") if hasattr(row, "get") else None
+    if isinstance(given, str) and given:
+        return given
+    if row.get("kind") != OUT_OF_BOUNDS or is_missing(row.get("value")):
+        return None
+    value, upper = int(row["value"]), row.get("upper")
+    lower = 0 if is_missing(row.get("lower")) else int(row["lower"])
+    if value == -1:
+        return "placeholder"
+    if value < lower:
+        return "negative"
+    if is_missing(upper):
+        return "past_end"
+    is_id = row.get("indexed") in ID_RANGES or int(upper) in id_bounds
+    if is_id:
+        return "vocab_size" if value == int(upper) else "past_end"
+    return "stale_row"
+
+
+def is_missing(value: Any) -> bool:
+    """Whether a findings cell is empty (None, NaN or pandas' NA)."""
+    import pandas as pd
+
+    return value is None or bool(pd.isna(value))

@@ -1,0 +1,181 @@
+"""Evaluate the catalogue's signatures against a capture's :class:`Evidence`.
+
+A clause evaluates to a :class:`Check`: ``holds`` is True, False, or None when the fact it
+needs is unknown, with the evidence that decided it. An entry matches when every ``require``
+clause holds and no ``context`` clause is false; unknown context facts are listed as unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from forensics.known.evidence import Evidence, crashed, is_missing, out_of_range, value_class
+from forensics.known.schema import Entry
+
+
+@dataclass
+class Check:
+    """One clause's result: whether it holds (None: unknown) and why."""
+
+    holds: bool | None
+    why: str
+
+
+@dataclass
+class Match:
+    """How one catalogue entry fares against one capture."""
+
+    entry: Entry
+    matched: bool
+    evidence: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    contradicted: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+    def explain(self) -> str:
+        """One sentence: why the entry matches, or why not."""
+        if self.matched:
+            text = f"matches: {'; '.join(self.evidence)}"
+            if self.unknown:
+                text += f" (unknown: {'; '.join(self.unknown)})"
+            return text + "."
+        reasons = self.contradicted + self.missing
+        return f"does not match: {'; '.join(reasons)}."
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict: id, title, matched, the reasons, threads, fix and workaround."""
+        e = self.entry
+        return {"id": e.id, "title": e.title, "matched": self.matched,
+                "evidence": self.evidence, "missing": self.missing,
+                "contradicted": self.contradicted, "unknown": self.unknown,
+                "threads": [r.label() for r in e.refs], "fix": e.fix_text(),
+                "workaround": e.workaround, "runner": e.runner, "notes": e.notes}
+
+
+def match_entry(entry: Entry, evidence: Evidence) -> Match:
+    """Evaluate ``entry``'s signature on ``evidence``."""
+    result = Match(entry, matched=False)
+    for clause in entry.require:
+        check = evaluate(clause, evidence)
+        (result.evidence if check.holds else result.missing).append(check.why)
+    for clause in entry.context:
+        check = evaluate(clause, evidence)
+        if check.holds is False:
+            result.contradicted.append(check.why)
+        elif check.holds is None:
+            result.unknown.append(check.why)
+    result.matched = not result.missing and not result.contradicted
+    return result
+
+
+def evaluate(clause: dict[str, Any], evidence: Evidence) -> Check:
+    """Evaluate one (validated) clause."""
+    kind, value = next(iter(clause.items()))
+    return _EVALUATORS[kind](value, evidence)
+
+
+def _any(clauses: list[dict[str, Any]], evidence: Evidence) -> Check:
+    checks = [evaluate(c, evidence) for c in clauses]
+    hit = next((c for c in checks if c.holds), None)
+    if hit is not None:
+        return hit
+    return Check(False, " and ".join(c.why for c in checks))
+
+
+def _one_of(wanted: Any) -> list[Any]:
+    return list(wanted) if isinstance(wanted, list) else [wanted]
+
+
+def _finding(spec: dict[str, Any], evidence: Evidence) -> Check:
+    frame = evidence.findings
+    if spec.get("kind") == "unwritten_input" and evidence.race is not None:
+        frame = evidence.race
+    variant = spec.get("variant", evidence.baseline)
+    rows = frame[frame["variant"] == variant] if len(frame) else frame
+    bounds = evidence.id_bounds() if len(rows) else set()
+    for _, row in rows.iterrows():
+        if all(_field_matches(row, key, spec[key], bounds) for key in spec if key != "variant"):
+            return Check(True, f"{variant} finds {_describe(row, bounds)}")
+    wanted = ", ".join(f"{k} {'/'.join(map(str, _one_of(v)))}" for k, v in spec.items())
+    return Check(False, f"no finding with {wanted}")
+
+
+def _field_matches(row: Any, key: str, wanted: Any, bounds: set[int]) -> bool:
+    if key == "value_class":
+        return value_class(row, bounds) in _one_of(wanted)
+    got = row.get(key)
+    if key == "origin" and is_missing(got):
+        got = "none"
+    return got in _one_of(wanted)
+
+
+def _describe(row: Any, bounds: set[int]) -> str:
+    element = "" if is_missing(row.get("element")) else f"[{row['element']}]"
+    text = (f"{row['site']} step {row['step']}: {row['tensor']}{element} = {row['value']}")
+    cls = value_class(row, bounds)
+    if cls:
+        text += f" ({cls})"
+    origin = row.get("origin")
+    if isinstance(origin, str):
+        text += f", origin {origin}"
+    return text
+
+
+def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
+    name, wanted = str(spec["name"]), spec["equals"]
+    got = evidence.facts.get(name)
+    if got is None:
+        return Check(None, f"{name} not recorded")
+    same = (str(got).lower() == str(wanted).lower() if isinstance(wanted, str)
+            else got == wanted)
+    return Check(same, f"{name} is {got}" + ("" if same else f", not {wanted}"))
+
+
+def _event(spec: dict[str, Any], evidence: Evidence) -> Check:
+    kinds = _one_of(spec["kind"]) if "kind" in spec else None
+    words = [w.lower() for w in _one_of(spec.get("contains", []))]
+    for event in evidence.events:
+        if kinds is not None and event.get("kind") not in kinds:
+            continue
+        text = _event_text(event).lower()
+        word = next((w for w in words if w in text), None)
+        if not words or word is not None:
+            what = f" mentioning {word!r}" if word else ""
+            return Check(True, f"event {event.get('kind')}{what} at step {event.get('step')}")
+    wanted = f" mentioning one of {words}" if words else ""
+    return Check(False, f"no event{' ' + '/'.join(kinds) if kinds else ''}{wanted}")
+
+
+def _event_text(event: dict[str, Any]) -> str:
+    return " ".join(str(event.get(k) or "") for k in
+                    ("message", "detail", "error", "exception", "location",
+                                       "source_line"))
+
+
+def _spec_tokens(wanted: str, evidence: Evidence) -> Check:
+    tokens = evidence.spec_tokens
+    if not tokens:
+        return Check(None if tokens is None else False,
+                     "no crash dump with scheduled spec-decode tokens" if tokens is None
+                     else "the crash dump schedules no spec-decode tokens")
+    flat = [t for ids in tokens.values() for t in ids]
+    placeholders = sum(t == -1 for t in flat)
+    holds = placeholders == len(flat) > 0 if wanted == "all_placeholder" else placeholders > 0
+    return Check(holds, f"the crash dump schedules {placeholders} of {len(flat)} spec-decode "
+                        f"tokens as -1 over {len(tokens)} request(s)")
+
+
+def _crash_without_findings(wanted: bool, evidence: Evidence) -> Check:
+    crash, values = crashed(evidence.events), out_of_range(evidence.findings)
+    holds = crash and not values
+    why = ("a crash event and no value out of range in any variant" if holds else
+           "no crash event" if not crash else "a variant finds a value out of range")
+    return Check(holds == wanted, why)
+
+
+_EVALUATORS: dict[str, Callable[[Any, Evidence], Check]] = {
+    "any": _any, "finding": _finding, "fact": _fact, "event": _event,
+    "spec_tokens": _spec_tokens, "crash_without_findings": _crash_without_findings,
+}

@@ -1,0 +1,215 @@
+"""The schema of the known-signature catalogue (``forensics/known/catalogue.toml``).
+
+:func:`load_catalogue` reads the TOML with :mod:`tomllib` and checks every field, so a bad entry
+fails with one line naming the file, the entry, the field and the fix. The data holds no code:
+a signature is a tree of the clause kinds in :data:`CLAUSE_KINDS`, evaluated by
+:mod:`forensics.known.matching`.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forensics.errors import CaptureFormatError
+
+CATALOGUE_PATH = Path(__file__).with_name("catalogue.toml")
+RUNNERS = ("v1", "v2", "both", "unknown")
+REF_KINDS = ("issue", "pr")
+REF_STATES = ("open", "closed", "merged", "unknown")
+VALUE_CLASSES = ("placeholder", "vocab_size", "negative", "past_end", "stale_row")
+FINDING_KEYS = ("site", "tensor", "kind", "value_class", "origin", "variant")
+SPEC_TOKEN_CLASSES = ("all_placeholder", "any_placeholder")
+#: clause kind -> the type its value must have
+CLAUSE_KINDS: dict[str, type] = {"finding": dict, "fact": dict, "event": dict, "spec_tokens": str,
+                "crash_without_findings": bool, "any": list}
+DEFAULT_REPO = "vllm-project/vllm"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One thread: its number, whether an issue or a pull request, its state when checked."""
+
+    number: int
+    kind: str
+    state: str
+    verified: bool
+    repo: str = DEFAULT_REPO
+
+    def label(self) -> str:
+        """``"#46533 (pr, merged)"``; another repository is named; unchecked facts say so."""
+        where = "" if self.repo == DEFAULT_REPO else self.repo
+        text = f"{where}#{self.number} ({self.kind}, {self.state})"
+        return text if self.verified else f"{text} [not verified]"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One known failure signature (fields as in the catalogue's header)."""
+
+    id: str
+    title: str
+    runner: str
+    methods: tuple[str, ...] | str
+    versions: str
+    workaround: str
+    refs: tuple[Reference, ...]
+    fix_pr: str
+    fix_release: str
+    require: tuple[dict[str, Any], ...]
+    context: tuple[dict[str, Any], ...] = ()
+    notes: str = ""
+
+    def threads(self) -> str:
+        """The entry's threads, comma-separated."""
+        return ", ".join(ref.label() for ref in self.refs)
+
+    def fix_text(self) -> str:
+        """``"PR 46533, 50939 (first release: unknown)"``, ``"none known"`` or ``"unknown"``."""
+        if self.fix_pr in ("none", "unknown"):
+            return "none known" if self.fix_pr == "none" else "unknown"
+        return f"PR {self.fix_pr} (first release: {self.fix_release})"
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The validated catalogue: entries in file order, and the race-evidence settings."""
+
+    entries: tuple[Entry, ...]
+    race_reader: dict[str, str] = field(default_factory=dict)
+    race_writers: tuple[dict[str, str], ...] = ()
+
+
+def load_catalogue(path: Path | str = CATALOGUE_PATH) -> Catalogue:
+    """Read and validate the catalogue at ``path``.
+
+    Raises:
+        CaptureFormatError: unreadable TOML or a field of the wrong shape (named, with the fix).
+    """
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CaptureFormatError(f"catalogue '{path}': cannot be read as TOML ({exc}); fix "
+                                 "the file") from None
+    if data.get("format") != 1:
+        raise _bad(path, "format", "must be 1")
+    entries = data.get("entry")
+    if not isinstance(entries, list) or not entries:
+        raise _bad(path, "entry", "must be a non-empty array of tables ([[entry]])")
+    parsed = tuple(_entry(path, i, e) for i, e in enumerate(entries))
+    ids = [e.id for e in parsed]
+    if len(set(ids)) != len(ids):
+        raise _bad(path, "entry.id", f"ids must be unique, got {sorted(ids)}")
+    race = data.get("race", {})
+    reader = _table(path, "race.reader", race.get("reader", {}))
+    writers = race.get("writers", [])
+    if not isinstance(writers, list):
+        raise _bad(path, "race.writers", "must be an array of tables")
+    return Catalogue(parsed, {k: str(v) for k, v in reader.items()},
+                     tuple({k: str(v) for k, v in _table(path, "race.writers", w).items()}
+                           for w in writers))
+
+
+def _bad(path: Path, where: str, problem: str) -> CaptureFormatError:
+    return CaptureFormatError(f"catalogue '{path}': field '{where}' {problem}; fix the entry")
+
+
+def _table(path: Path, where: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _bad(path, where, "must be a table")
+    return value
+
+
+def _text(path: Path, where: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise _bad(path, where, "must be a non-empty string (write \"unknown\" when unknown)")
+    return value
+
+
+def _entry(path: Path, index: int, raw: Any) -> Entry:
+    """One validated :class:`Entry` from the ``index``-th ``[[entry]]`` table."""
+    raw = _table(path, f"entry[{index}]", raw)
+    name = f"entry[{index}]"
+    ident = _text(path, f"{name}.id", raw.get("id"))
+    name = f"entry '{ident}'"
+    runner = _text(path, f"{name}.runner", raw.get("runner"))
+    if runner not in RUNNERS:
+        raise _bad(path, f"{name}.runner", f"must be one of {list(RUNNERS)}, got {runner!r}")
+    methods = raw.get("methods")
+    if not (isinstance(methods, str) or (isinstance(methods, list) and methods
+                                         and all(isinstance(m, str) for m in methods))):
+        raise _bad(path, f"{name}.methods", "must be a list of method names or a string")
+    fix = _table(path, f"{name}.fix", raw.get("fix"))
+    signature = _table(path, f"{name}.signature", raw.get("signature"))
+    require = signature.get("require")
+    if not isinstance(require, list) or not require:
+        raise _bad(path, f"{name}.signature.require", "must be a non-empty array of clauses")
+    context = signature.get("context", [])
+    for i, clause in enumerate([*require, *context]):
+        check_clause(path, f"{name}.signature clause {i}", clause)
+    return Entry(
+        id=ident, title=_text(path, f"{name}.title", raw.get("title")), runner=runner,
+        methods=tuple(methods) if isinstance(methods, list) else methods,
+        versions=_text(path, f"{name}.versions", raw.get("versions")),
+        workaround=_text(path, f"{name}.workaround", raw.get("workaround")),
+        refs=tuple(_reference(path, f"{name}.refs[{i}]", r)
+                   for i, r in enumerate(raw.get("refs") or [])),
+        fix_pr=_text(path, f"{name}.fix.pr", fix.get("pr")),
+        fix_release=_text(path, f"{name}.fix.release", fix.get("release")),
+        require=tuple(require), context=tuple(context), notes=str(raw.get("notes", "")))
+
+
+def _reference(path: Path, where: str, raw: Any) -> Reference:
+    raw = _table(path, where, raw)
+    number = raw.get("number")
+    if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
+        raise _bad(path, f"{where}.number", "must be a positive thread number")
+    if raw.get("kind") not in REF_KINDS:
+        raise _bad(path, f"{where}.kind", f"must be one of {list(REF_KINDS)}")
+    if raw.get("state") not in REF_STATES:
+        raise _bad(path, f"{where}.state", f"must be one of {list(REF_STATES)}")
+    if not isinstance(raw.get("verified"), bool):
+        raise _bad(path, f"{where}.verified", "must be true or false")
+    return Reference(number, raw["kind"], raw["state"], raw["verified"],
+                     _text(path, f"{where}.repo", raw.get("repo", DEFAULT_REPO)))
+
+
+def check_clause(path: Path, where: str, clause: Any) -> None:
+    """Raise CaptureFormatError unless ``clause`` is one well-formed clause (recursively)."""
+    clause = _table(path, where, clause)
+    if len(clause) != 1 or next(iter(clause)) not in CLAUSE_KINDS:
+        raise _bad(path, where, f"must have exactly one key of {list(CLAUSE_KINDS)}, got "
+                                f"{sorted(clause)}")
+    kind, value = next(iter(clause.items()))
+    value = _typed(path, where, kind, value)
+    if kind == "any":
+        for i, inner in enumerate(value):
+            check_clause(path, f"{where}.any[{i}]", inner)
+    elif kind == "finding":
+        _check_finding(path, f"{where}.finding", value)
+    elif kind == "fact" and ("name" not in value or "equals" not in value):
+        raise _bad(path, f"{where}.fact", "must have 'name' and 'equals'")
+    elif kind == "event" and not set(value) <= {"kind", "contains"}:
+        raise _bad(path, f"{where}.event", "takes only 'kind' and 'contains'")
+    elif kind == "spec_tokens" and value not in SPEC_TOKEN_CLASSES:
+        raise _bad(path, f"{where}.spec_tokens", f"must be one of {list(SPEC_TOKEN_CLASSES)}")
+
+
+def _typed(path: Path, where: str, kind: str, value: Any) -> Any:
+    """``value`` when it has the type its clause kind needs (typed ``Any`` for the checks)."""
+    if not isinstance(value, CLAUSE_KINDS[kind]):
+        raise _bad(path, f"{where}.{kind}", f"must be a {CLAUSE_KINDS[kind].__name__}")
+    return value
+
+
+def _check_finding(path: Path, where: str, value: dict[str, Any]) -> None:
+    unknown = set(value) - set(FINDING_KEYS)
+    if unknown or not value:
+        raise _bad(path, where, f"takes keys of {list(FINDING_KEYS)}, got {sorted(value)}")
+    classes = value.get("value_class")
+    for name in [classes] if isinstance(classes, str) else (classes or []):
+        if name not in VALUE_CLASSES:
+            raise _bad(path, f"{where}.value_class", f"must be one of {list(VALUE_CLASSES)}")

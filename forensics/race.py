@@ -1,0 +1,202 @@
+"""Race evidence: the model consumed input ids that no recorded site wrote.
+
+Where one step (and rank) has both a writer record (what ``prepare_input_ids`` on V1 or
+``combine_tokens`` on V2 wrote into the input ids) and the ``embedding`` record (what the model
+received), every element where the two disagree is a finding of kind ``unwritten_input``, with
+both values: ``value`` is what the model received, ``written`` what the site wrote (its recorded
+output when the probe kept one, else the baseline's replay of the call, as ``source`` says). The
+site and field names come from the catalogue's ``[race]`` table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from forensics.replaying import ReplayResult
+
+KIND = "unwritten_input"
+COLUMNS = ("variant", "site", "step", "rank", "row", "element", "tensor", "kind", "value",
+           "lower", "upper", "origin", "resolved", "written", "source")
+#: the most disagreements kept (a capture of a broken engine may disagree everywhere)
+MAX_FINDINGS = 10_000
+#: the most steps compared: those nearest a crash event first, then the latest ones (each
+#: compared step decodes two records and, without a recorded output, replays the writer)
+MAX_STEPS = 256
+
+
+@dataclass
+class RaceCheck:
+    """What the comparison saw: findings, steps compared, and steps missing a record."""
+
+    findings: pd.DataFrame
+    compared: int = 0
+    #: steps that have both records (``compared`` of them were compared)
+    paired: int = 0
+    #: (step, rank, the record that is missing: "embedding" or the writer site(s))
+    missing: list[tuple[int, int, str]] = field(default_factory=list)
+    recorded: bool = False
+
+    def summary(self) -> str:
+        """One sentence on the comparison, or ``""`` when the capture has neither record."""
+        if not self.recorded:
+            return ""
+        if not self.compared:
+            sites = sorted({m[2] for m in self.missing})
+            return (f"No step has both the writer's and the embedding's record (missing: "
+                    f"{', '.join(sites)}), so whether the model read what was written is not "
+                    "known.")
+        text = (f"Compared what was written into the input ids with what the embedding "
+                f"received at {self.compared} step(s)"
+                + (f" of {self.paired}" if self.paired > self.compared else "") + ": ")
+        if len(self.findings):
+            first = self.findings.iloc[0]
+            text += (f"{len(self.findings)} element(s) disagree, the first at step "
+                     f"{first['step']} rank {first['rank']}: {first['origin']} wrote "
+                     f"{first['written']} ({first['source']}), the embedding received "
+                     f"{first['tensor']}[{first['element']}] = {first['value']}.")
+        else:
+            text += "they agree."
+        if self.missing:
+            text += f" {len(self.missing)} step(s) lack one of the two records."
+        return text
+
+    def missing_at(self, steps: set[int]) -> list[str]:
+        """Sentences naming the record missing at each of ``steps``."""
+        return [f"step {s} rank {r} has no {what} record" for s, r, what in self.missing
+                if s in steps]
+
+
+def unwritten_inputs(result: ReplayResult) -> pd.DataFrame:
+    """The ``unwritten_input`` findings of ``result`` (columns :data:`COLUMNS`)."""
+    return race_check(result).findings
+
+
+def race_check(result: ReplayResult) -> RaceCheck:
+    """Compare writer and embedding records step by step (see the module docstring)."""
+    import pandas as pd
+
+    from forensics.known.schema import load_catalogue
+
+    catalogue = load_catalogue()
+    reader, writers = catalogue.race_reader, catalogue.race_writers
+    sites = {reader.get("site"), *(w.get("site") for w in writers)}
+    by_step: dict[tuple[int, int], dict[str, int]] = {}
+    for position, site, step, rank in _positions(result, sites):
+        by_step.setdefault((step, rank), {})[site] = position
+    baseline = "upstream" if "upstream" in result.variants else result.variants[0]
+    check = RaceCheck(pd.DataFrame(columns=list(COLUMNS)), recorded=bool(by_step))
+    pairs: list[tuple[int, int, dict[str, str], dict[str, int]]] = []
+    for (step, rank), present in sorted(by_step.items()):
+        writer = next((w for w in writers if w.get("site") in present), None)
+        if writer is None or reader.get("site") not in present:
+            missing = reader.get("site") if writer is not None else "/".join(
+                w["site"] for w in writers)
+            check.missing.append((step, rank, str(missing)))
+        else:
+            pairs.append((step, rank, writer, present))
+    check.paired = len(pairs)
+    rows: list[dict[str, Any]] = []
+    chosen = _chosen(pairs, _crash_steps(result))
+    written = _written_all(result, baseline, [(w, p[w["site"]]) for _, _, w, p in chosen])
+    for (step, rank, writer, present), (values, source) in zip(chosen, written, strict=True):
+        check.compared += 1
+        if len(rows) < MAX_FINDINGS:
+            rows += _compare(result, baseline, (values, source), (writer, reader), present,
+                             (step, rank))
+    if rows:
+        check.findings = pd.DataFrame(rows[:MAX_FINDINGS], columns=list(COLUMNS))
+    return check
+
+
+def _crash_steps(result: ReplayResult) -> set[int]:
+    """Steps of the capture's events (crash or not): the race check looks there first."""
+    capture = result.capture
+    if capture is None or not hasattr(capture, "summary"):
+        return set()
+    return {int(e["step"]) for e in capture.summary().get("events", [])
+            if isinstance(e.get("step"), int)}
+
+
+def _chosen(pairs: list[Any], crash_steps: set[int]) -> list[Any]:
+    """At most :data:`MAX_STEPS` pairs in step order: nearest a crash event first, then the
+    latest."""
+    if len(pairs) <= MAX_STEPS:
+        return pairs
+    ranked = sorted(range(len(pairs)), key=lambda i: (
+        min((abs(pairs[i][0] - s) for s in crash_steps), default=0), -pairs[i][0]))
+    return [pairs[i] for i in sorted(ranked[:MAX_STEPS])]
+
+
+def _positions(result: ReplayResult, sites: set[Any]) -> list[tuple[int, str, int, int]]:
+    """(position, site, step, rank) of every non-summary record at ``sites``."""
+    index = result.index
+    if index is not None and len(index):
+        chosen = index[index["site"].isin(sites) & ~index["summary"].astype(bool)]
+        return [(int(p), str(s), int(t), int(r)) for p, s, t, r in zip(
+            chosen.index, chosen["site"], chosen["step"], chosen["rank"], strict=True)]
+    return [(i, r.site, r.step, r.rank) for i, r in enumerate(result.records)
+            if r.site in sites and not r.summary]
+
+
+def _compare(result: ReplayResult, baseline: str, wrote: tuple[np.ndarray | None, str],
+             sites: tuple[dict[str, str], dict[str, str]], present: dict[str, int],
+             where: tuple[int, int]) -> list[dict[str, Any]]:
+    """The disagreements of one step (and rank), one dict per element."""
+    (written, source), (writer, reader), (step, rank) = wrote, sites, where
+    embedding = result.records[present[reader["site"]]]
+    if written is None or reader["field"] not in embedding:
+        return []
+    received = np.asarray(embedding[reader["field"]]).reshape(-1).astype(np.int64)
+    n = min(len(received), len(written))
+    differ = np.flatnonzero(received[:n] != written[:n])
+    cu = embedding.get("cu_num_tokens")
+    rows = (np.searchsorted(np.asarray(cu), differ, side="right") if cu is not None
+            else [None] * len(differ))
+    return [{"variant": baseline, "site": reader["site"], "step": step, "rank": rank,
+             "row": None if row is None else int(row), "element": int(i),
+             "tensor": reader["field"], "kind": KIND, "value": int(received[i]),
+             "lower": None, "upper": None, "origin": writer["site"], "resolved": None,
+             "written": int(written[i]), "source": source}
+            for i, row in zip(differ, rows, strict=True)]
+
+
+def _written_all(result: ReplayResult, baseline: str,
+                 writers: list[tuple[dict[str, str], int]]) -> list[tuple[np.ndarray | None, str]]:
+    """What each writer record wrote: its recorded ``<field>_after``, else the output of the
+    baseline variant run again on the records that lack it (in one batch)."""
+    records = [result.records[position] for _, position in writers]
+    lacking = [i for i, ((w, _), r) in enumerate(zip(writers, records, strict=True))
+               if f"{w['field']}_after" not in r]
+    outcomes = dict(zip(lacking, _run(baseline, [records[i] for i in lacking]), strict=True))
+    found: list[tuple[np.ndarray | None, str]] = []
+    for i, ((writer, _), record) in enumerate(zip(writers, records, strict=True)):
+        name = writer["field"]
+        outcome = outcomes.get(i)
+        value = (record[f"{name}_after"] if i not in outcomes
+                 else None if outcome is None else outcome.outputs.get(name))
+        source = "recorded" if i not in outcomes else f"{baseline} replay"
+        found.append((None, "not produced") if value is None else
+                     (np.asarray(value).reshape(-1).astype(np.int64), source))
+    return found
+
+
+def _run(baseline: str, records: list[Any]) -> list[Any]:
+    """The outcomes of the built-in variant ``baseline`` on ``records`` (None each when it is
+    not a built-in variant, such as a user's callable)."""
+    from forensics.errors import ForensicsError
+    from forensics.replaying import run_variant
+    from forensics.variants import resolve_variant
+
+    if not records:
+        return []
+    try:
+        variant = resolve_variant(baseline)
+    except ForensicsError:
+        return [None] * len(records)
+    return run_variant(variant, records)
