@@ -149,13 +149,13 @@ def _compare(result: ReplayResult, baseline: str, wrote: tuple[np.ndarray | None
              where: tuple[int, int]) -> list[dict[str, Any]]:
     """The disagreements of one step (and rank), one dict per element."""
     (written, source), (writer, reader), (step, rank) = wrote, sites, where
-    embedding = result.records[present[reader["site"]]]
-    if written is None or reader["field"] not in embedding:
+    reader_record = result.records[present[reader["site"]]]
+    if written is None or reader["field"] not in reader_record:
         return []
-    received = np.asarray(embedding[reader["field"]]).reshape(-1).astype(np.int64)
+    received = np.asarray(reader_record[reader["field"]]).reshape(-1).astype(np.int64)
     n = min(len(received), len(written))
     differ = np.flatnonzero(received[:n] != written[:n])
-    cu = embedding.get("cu_num_tokens")
+    cu = reader_record.get("cu_num_tokens")
     rows = (np.searchsorted(np.asarray(cu), differ, side="right") if cu is not None
             else [None] * len(differ))
     return [{"variant": baseline, "site": reader["site"], "step": step, "rank": rank,
