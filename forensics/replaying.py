@@ -32,7 +32,7 @@ from forensics.outcome import STATUSES, Outcome
 from forensics.progress import Progress
 from forensics.records import Record
 from forensics.screening import ScreenUnsure
-from forensics.sites import SINK, SITES, get_site, site_order
+from forensics.sites import SINK, SITES, get_site, pipeline_key, site_order
 from forensics.sites._common import RecordColumns, RunColumns, failed
 from forensics.sites.core import BatchRun
 from forensics.variants import Variant, resolve_variant
@@ -451,7 +451,7 @@ def _records(capture: Any) -> tuple[Sequence[Record], str, Any]:
     if hasattr(capture, "manifest") and hasattr(capture, "path"):
         if hasattr(capture, "records"):
             return capture.records(), str(capture.path), capture
-        return sorted(capture, key=Record.key), str(capture.path), capture
+        return sorted(capture, key=pipeline_key), str(capture.path), capture
     if isinstance(capture, Record) or not isinstance(capture, Iterable):
         raise CaptureFormatError(f"replay needs a capture, a capture path or an iterable of "
                                  f"Records, got {type(capture).__name__}")
@@ -463,7 +463,7 @@ def _records(capture: Any) -> tuple[Sequence[Record], str, Any]:
             raise CaptureFormatError(f"record {i} given to replay is a {type(record).__name__}, "
                                      f"not a forensics.Record")
         records.append(validate_record(record, f"record {i}"))
-    return sorted(records, key=Record.key), "<records>", None
+    return sorted(records, key=pipeline_key), "<records>", None
 
 
 def _variants(variants: Any) -> list[tuple[str, Variant]]:

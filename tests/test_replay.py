@@ -13,6 +13,7 @@ import forensics
 from forensics.errors import CaptureFormatError, ConfigurationError, UnknownVariantError
 from forensics.outcome import Outcome
 from forensics.records import Record
+from forensics.sites import pipeline_key
 from forensics.variants import registry
 from forensics.variants.models import PatchedVariant, UpstreamVariant
 
@@ -25,7 +26,7 @@ def test_model_variants_are_registered() -> None:
 def test_every_site_gets_a_verdict_for_every_variant_and_records_are_sorted() -> None:
     records = list(reversed(clean_step(1, ["a"]) + clean_step(0, ["a"])))
     result = forensics.replay(records)
-    assert [r.key() for r in result.records] == sorted(r.key() for r in records)
+    assert [pipeline_key(r) for r in result.records] == sorted(pipeline_key(r) for r in records)
     assert set(result.verdicts) == {"upstream", "patched"}
     assert all(list(v) == ["batch_change", "prepare_input_ids", "async_output", "embedding"]
                for v in result.verdicts.values())

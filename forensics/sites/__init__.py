@@ -19,7 +19,8 @@ from forensics.registry import Registry
 from forensics.sites import async_output, batch_change, embedding, prepare_input_ids
 from forensics.sites.base import REQUIRED, Site
 
-__all__ = ["REGISTRY", "SINK", "SITES", "Site", "first_out_of_bounds", "get_site", "site_order"]
+__all__ = ["REGISTRY", "SINK", "SITES", "Site", "first_out_of_bounds", "get_site", "pipeline_key",
+           "site_order"]
 
 
 def as_site(loaded: object) -> Site[Any]:
@@ -79,6 +80,11 @@ def site_order(name: str) -> int:
     """Position of ``name`` in pipeline order (raises UnknownSiteError)."""
     get_site(name)
     return SITES.index(name)
+
+
+def pipeline_key(record: Record) -> tuple[int, int, int]:
+    """Sort key of ``record`` in pipeline order: (step, rank, site order)."""
+    return (record.step, record.rank, site_order(record.site))
 
 
 REGISTRY.load_plugins()  # last: a plugin module may import this package's functions
