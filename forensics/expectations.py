@@ -1,8 +1,8 @@
 """Expected results of a capture (``NAME.capture/expected.json``): compare, explain, regenerate.
 
-Used by ``forensics check`` and the pytest plugin. The object is the one
-``ReplayResult.expected()`` returns: ``{"format": 1, "verdicts": {variant: {site: verdict}},
-"first_finding": {variant: {...} | null}}``.
+Used by ``forensics check`` and the pytest plugin. The object is the serialisation of
+:class:`forensics.evidence.Evidence` (:meth:`~forensics.evidence.Evidence.to_json`), compared
+by :func:`forensics.evidence.differences`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError, OutputError, UnknownVariantError
+from forensics.evidence import EXPECTED_KEYS, Evidence, differences, evidence_of
+from forensics.variants import DEFAULT_VARIANTS
 
 EXPECTED_NAME = "expected.json"
 OBTAINED_NAME = "expected.obtained.json"
-DEFAULT_VARIANTS = ("upstream", "patched")
 
 
 @dataclass
@@ -119,42 +120,11 @@ def choose_variants(expected: dict[str, Any], path: Path,
     return list(expected["verdicts"] or DEFAULT_VARIANTS)
 
 
-def compare(expected: dict[str, Any], obtained: dict[str, Any],
-            variants: Sequence[str]) -> list[str]:
-    """Readable differences between two expected objects over ``variants`` (empty: equal)."""
-    diffs: list[str] = []
-    for variant in variants:
-        want = expected.get("verdicts", {}).get(variant)
-        if want is None:
-            diffs.append(f"variant {variant!r} is not in {EXPECTED_NAME}; regenerate it with "
-                         f"--forensics-regen --forensics-variant {variant}")
-            continue
-        got = obtained["verdicts"].get(variant, {})
-        for site in sorted(set(want) | set(got)):
-            if want.get(site) != got.get(site):
-                diffs.append(f"{variant}/{site}: expected verdict {want.get(site)!r}, "
-                             f"got {got.get(site)!r}")
-        want_first = expected.get("first_finding", {}).get(variant)
-        got_first = obtained.get("first_finding", {}).get(variant)
-        if want_first != got_first:
-            diffs.append(f"{variant}: first finding changed: expected {_short(want_first)}, "
-                         f"got {_short(got_first)}")
-    return diffs
-
-
-def _short(finding: dict[str, Any] | None) -> str:
-    if not finding:
-        return "none"
-    return ("{kind} in {site} at step {step} rank {rank} row {row} element {element} "
-            "({tensor}={value})").format(**{k: finding.get(k) for k in (
-                "kind", "site", "step", "rank", "row", "element", "tensor", "value")})
-
-
 def obtain(capture: Path, variants: Sequence[str]) -> dict[str, Any]:
     """Replay ``capture`` through ``variants`` and return its expected object."""
     from forensics.replaying import replay
 
-    return replay(capture, variants=list(variants)).expected()
+    return evidence_of(replay(capture, variants=list(variants)), EXPECTED_KEYS).to_json()
 
 
 def check(capture: Path | str, variants: Sequence[str] | None = None,
@@ -173,7 +143,8 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     chosen = choose_variants(expected, capture / EXPECTED_NAME, variants)
     known = [v for v in chosen if v in expected["verdicts"]]
     obtained = obtain(capture, known) if known else {"verdicts": {}, "first_finding": {}}
-    result = CheckResult(capture, compare(expected, obtained, chosen), obtained)
+    changed = differences(Evidence.from_json(expected), Evidence.from_json(obtained), chosen)
+    result = CheckResult(capture, changed, obtained)
     if result.differences and write_obtained:
         result.obtained_path = write_json(capture / OBTAINED_NAME, obtained)
     elif not result.differences:

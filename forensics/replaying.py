@@ -35,7 +35,7 @@ from forensics.screening import ScreenUnsure
 from forensics.sites import SINK, SITES, get_site, pipeline_key, site_order
 from forensics.sites._common import RecordColumns, RunColumns, failed
 from forensics.sites.core import BatchRun
-from forensics.variants import Variant, resolve_variant
+from forensics.variants import DEFAULT_VARIANTS, Variant, resolve_variant
 from forensics.variants.models import ModelVariant
 
 if TYPE_CHECKING:
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from forensics.api_types import ReplaySource, VariantsArg
     from forensics.store.reader import Capture
 
-DEFAULT_VARIANTS = ("upstream", "patched")
 #: a variant that cannot be set up (missing vLLM, a patched copy that does not import) is bad
 #: input, not an outcome: these propagate (the CLI exits 2)
 _SETUP_ERRORS = (MissingDependencyError, UnsupportedVersionError, PatchApplyError)
@@ -143,11 +142,6 @@ class ReplayResult:
                 "outcomes": self.outcome_counts,
                 "first_finding": {v: judge.first_finding(self.findings, v, keys)
                                   for v in self.variants}}
-
-    def expected(self) -> dict[str, Any]:
-        """The ``expected.json`` object: format, verdicts and first finding per variant."""
-        return {"format": 1, "verdicts": self.verdicts,
-                "first_finding": {v: self.first_finding(v) for v in self.variants}}
 
 
 def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,

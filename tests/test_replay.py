@@ -11,6 +11,7 @@ from incident_records import VOCAB, clean_step
 
 import forensics
 from forensics.errors import CaptureFormatError, ConfigurationError, UnknownVariantError
+from forensics.evidence import EXPECTED_KEYS, evidence_of
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.sites import pipeline_key
@@ -151,7 +152,7 @@ def test_bad_inputs_raise_forensics_errors() -> None:
 
 def test_expected_object_has_the_documented_shape() -> None:
     result = forensics.replay(clean_step(0, ["a"]))
-    expected = result.expected()
+    expected = evidence_of(result, EXPECTED_KEYS).to_json()
     assert expected["format"] == 1 and set(expected) == {"format", "verdicts", "first_finding"}
     assert expected["first_finding"] == {"upstream": None, "patched": None}
 

@@ -64,6 +64,8 @@ class VariantRegistry(Registry[Callable[[], Variant]]):
 
 
 registry = VariantRegistry()
+#: the variants a replay, a check and a shrink run when none is named
+DEFAULT_VARIANTS = ("upstream", "patched")
 
 
 def resolve_variant(name: str, spec: Any = None) -> Variant:
