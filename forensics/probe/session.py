@@ -9,14 +9,14 @@ completed (``event.query()``, never a wait) into a shared-memory ring (runs of j
 as blocks: :mod:`forensics.probe.frames`), pokes the writer process (one non-blocking write)
 and returns. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding)
 waits for the copies, frames them, and waits (bounded) for the writer process's
-acknowledgement that the capture holds them, fsynced. If the writer process dies, the records
-it had not acknowledged are counted as dropped and the session goes on with the in-process
-writer below.
+acknowledgement that the capture holds them, fsynced (:class:`ProcessBackend`). If the writer
+process dies, the records it had not acknowledged are counted as dropped and the session swaps
+in the in-process writer below.
 
-The in-process writer (``FORENSICS_WRITER=thread``, a ``writer_factory`` given, as tests do,
-or after the writer process was lost): every N records the call wakes the session's writer
-thread, which hands the records whose copies completed to
-:class:`~forensics.probe.writing.BatchWriter` (the one write path, also the writer
+The in-process writer (:class:`ThreadBackend`: ``FORENSICS_WRITER=thread``, a
+``writer_factory`` given, as tests do, or after the writer process was lost): every N
+records the call wakes the session's writer thread, which hands the records whose copies completed
+to :class:`~forensics.probe.writing.BatchWriter` (the one write path, also the writer
 process's). A final flush runs in the calling thread, after the
 batch the writer thread may be writing. The probe's own errors (in any thread or process)
 are counted and written as events; they never reach vLLM.
