@@ -17,9 +17,10 @@ from typing import Any
 
 from forensics.errors import CaptureFormatError, OutputError, UnknownVariantError
 from forensics.evidence import EXPECTED_KEYS, Evidence, differences, evidence_of
+from forensics.store.paths import EXPECTED
 from forensics.variants import DEFAULT_VARIANTS
 
-EXPECTED_NAME = "expected.json"
+EXPECTED_NAME = EXPECTED
 OBTAINED_NAME = "expected.obtained.json"
 
 
