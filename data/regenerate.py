@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from forensics.evidence import EXPECTED_KEYS, evidence_of
 from forensics.simulation import SCENARIOS, Faults, Scenario, Simulator, manifest_for
 
 DATA = Path(__file__).resolve().parent
@@ -120,7 +121,7 @@ def build(bundle: Bundle) -> Path:
     last = records[-1].step
     events = [{**event, "step": last} for event in bundle.events]
     write_capture(out, records, manifest, force=True, events=events)
-    expected = forensics.replay(out).expected()
+    expected = evidence_of(forensics.replay(out), EXPECTED_KEYS).to_json()
     (out / "expected.json").write_text(json.dumps(expected, indent=2, sort_keys=True) + "\n")
     return out
 

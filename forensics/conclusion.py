@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 from forensics.findings import FINDING_COLUMNS, sort_findings, to_python
 from forensics.silent import silent_inputs_of
 from forensics.sites import SINK
+from forensics.sites.core import OUT_OF_BOUNDS
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from forensics.replaying import ReplayResult
 
-OUT_OF_BOUNDS = "out_of_bounds"
 #: a finding's place: two findings at the same place are the same finding under two variants
 PLACE = ("site", "step", "rank", "row", "element", "tensor")
 #: keys of a first violation: the DESIGN.md columns plus the request

@@ -1,11 +1,13 @@
-"""The evidence of a capture, and the check that a derived capture keeps it.
+"""The evidence of a capture: per variant, the verdict of every site and the first finding.
 
-``shrink`` and ``redact`` write a new capture from an old one. Both promise the same
-**evidence**: per variant, the verdict of every site, and the first finding with its bounds,
-origin and resolution (:data:`FIRST_KEYS`). This module holds that promise once:
-:func:`evidence_of` reads it from a :class:`~forensics.replaying.ReplayResult`,
-:func:`differences` names what differs, and :func:`publish` writes a capture beside its final
-place, replays it from disk, and renames it into place only when its evidence is the same.
+:class:`Evidence` is what ``expected.json`` holds (:meth:`Evidence.to_json` is its
+serialisation, :meth:`Evidence.from_json` reads it back) and what ``shrink`` and ``redact``
+promise to keep; :func:`differences` names what differs between two of them, for
+``forensics check``, the pytest plugin and the share commands alike. ``expected.json`` keeps
+the first finding's place and value (:data:`EXPECTED_KEYS`); a shared capture keeps its bound,
+origin and resolution too (:data:`FIRST_KEYS`). :func:`publish` writes a capture beside its
+final place, replays it from disk, and renames it into place only when its evidence is the
+same.
 """
 
 from __future__ import annotations
@@ -18,10 +20,14 @@ from typing import Any
 
 from forensics.errors import ForensicsError, OutputExistsError
 from forensics.records import Record
+from forensics.variants import DEFAULT_VARIANTS
 
-#: what a first finding must keep: where it is, what it is, its bound, origin and resolution
-FIRST_KEYS = ("site", "step", "rank", "row", "element", "tensor", "kind", "value", "lower",
-              "upper", "origin", "resolved")
+#: what ``expected.json`` keeps of a first finding: where it is and what it is
+EXPECTED_KEYS = ("site", "step", "rank", "row", "element", "tensor", "kind", "value")
+#: what a shared capture's first finding must keep: its place, bound, origin and resolution
+FIRST_KEYS = (*EXPECTED_KEYS, "lower", "upper", "origin", "resolved")
+#: the version of the ``expected.json`` object
+EXPECTED_FORMAT = 1
 
 
 class EvidenceChangedError(ForensicsError, RuntimeError):
@@ -34,45 +40,87 @@ class Evidence:
 
     verdicts: dict[str, dict[str, str]]
     first: dict[str, dict[str, Any] | None]
+    #: the capture's crash verdict (``unexplained``, ``explained``, ``no crash``;
+    #: :func:`forensics.known.crash_verdict_of`), None where not computed or not recorded
+    crash_verdict: str | None = None
 
     @property
     def has_findings(self) -> bool:
         """Whether some variant has a finding at all."""
         return any(f is not None for f in self.first.values())
 
+    def to_json(self) -> dict[str, Any]:
+        """The ``expected.json`` object: ``{"format": 1, "verdicts": {variant: {site:
+        verdict}}, "first_finding": {variant: {...} | null}}``."""
+        data = {"format": EXPECTED_FORMAT, "verdicts": self.verdicts,
+                "first_finding": self.first}
+        return data if self.crash_verdict is None else {**data,
+                                                        "crash_verdict": self.crash_verdict}
 
-def evidence_of(result: Any) -> Evidence:
-    """The :class:`Evidence` of a replay result (``forensics.replay(...)``)."""
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Evidence:
+        """The evidence an ``expected.json`` object holds (its shape checked by the reader)."""
+        return cls({v: dict(s) for v, s in data.get("verdicts", {}).items()},
+                   dict(data.get("first_finding", {})), data.get("crash_verdict"))
+
+
+def evidence_of(result: Any, keys: Sequence[str] = FIRST_KEYS) -> Evidence:
+    """The :class:`Evidence` of a replay result (``forensics.replay(...)``), each first finding
+    with ``keys`` (:data:`EXPECTED_KEYS` for ``expected.json``)."""
+    from forensics.findings import first_finding
+
     return Evidence({v: dict(s) for v, s in result.verdicts.items()},
-                    {v: first_finding(result, v) for v in result.variants})
+                    {v: first_finding(result.findings, v, keys) for v in result.variants})
 
 
-def first_finding(result: Any, variant: str) -> dict[str, Any] | None:
-    """The first finding of ``variant`` with the keys :data:`FIRST_KEYS`, or None."""
-    from forensics.findings import first_finding as first_of
-
-    return first_of(result.findings, variant, FIRST_KEYS)
-
-
-def differences(expected: Evidence, got: Evidence) -> list[str]:
-    """Human-readable differences of ``got`` from ``expected`` (empty when they agree)."""
-    out = []
-    for variant, sites in expected.verdicts.items():
+def differences(expected: Evidence, got: Evidence,
+                variants: Sequence[str] | None = None) -> list[str]:
+    """Readable differences of ``got`` from ``expected`` over ``variants`` (default: those of
+    ``expected``), empty when they agree. A first finding is compared on the keys
+    ``expected`` holds for it."""
+    out: list[str] = []
+    for variant in expected.verdicts if variants is None else variants:
+        want = expected.verdicts.get(variant)
+        if want is None:
+            out.append(f"variant {variant!r} is not in expected.json; regenerate it with "
+                       f"--forensics-regen --forensics-variant {variant}")
+            continue
         mine = got.verdicts.get(variant, {})
-        for site in sorted(set(sites) | set(mine)):
-            if sites.get(site) != mine.get(site):
-                out.append(f"{variant} verdict of {site}: {sites.get(site)} -> "
-                           f"{mine.get(site, 'absent')}")
-        want, have = expected.first.get(variant), got.first.get(variant)
-        if want != have:
-            out.append(f"{variant} first finding: {_brief(want)} -> {_brief(have)}")
-    return out
+        out += [f"{variant}/{site}: expected verdict {want.get(site)!r}, got "
+                f"{mine.get(site)!r}" for site in sorted(set(want) | set(mine))
+                if want.get(site) != mine.get(site)]
+        changed = _first_changed(expected.first.get(variant), got.first.get(variant))
+        if changed:
+            out.append(f"{variant}: first finding changed: {changed}")
+    return out + _crash_verdict_changed(expected.crash_verdict, got.crash_verdict)
 
 
-def _brief(finding: dict[str, Any] | None) -> str:
-    if finding is None:
+def _crash_verdict_changed(want: str | None, got: str | None) -> list[str]:
+    """The crash verdict's difference, compared only when ``want`` records one (older
+    expected files do not)."""
+    if want is None or want == got:
+        return []
+    return [f"crash verdict: expected {want!r}, got {got!r}"
+            + (" (a crash the captured values do not explain)" if got == "unexplained" else "")]
+
+
+def _first_changed(want: dict[str, Any] | None, got: dict[str, Any] | None) -> str:
+    """How ``got`` differs from ``want`` on ``want``'s keys ("" when it does not)."""
+    if want is None or got is None:
+        return "" if want is got else f"expected {_short(want)}, got {_short(got)}"
+    keys = [k for k in want if want[k] != got.get(k)]
+    if not keys:
+        return ""
+    return (f"expected {_short(want)}, got {_short(got)}; "
+            + ", ".join(f"{k} {want[k]!r} -> {got.get(k)!r}" for k in keys))
+
+
+def _short(finding: dict[str, Any] | None) -> str:
+    """One line of a first finding: its kind, place and value."""
+    if not finding:
         return "none"
-    return " ".join(f"{key}={finding[key]}" for key in FIRST_KEYS)
+    return ("{kind} in {site} at step {step} rank {rank} row {row} element {element} "
+            "({tensor}={value})").format(**{k: finding.get(k) for k in EXPECTED_KEYS})
 
 
 def check_output(source: str | os.PathLike[str], out: str | os.PathLike[str],
@@ -102,7 +150,7 @@ def reference(capture: Any, out: str | os.PathLike[str], variants: Sequence[str]
     Raises:
         CaptureFormatError: not a readable capture. OutputExistsError: see :func:`check_output`.
     """
-    from forensics.replaying import DEFAULT_VARIANTS, replay
+    from forensics.replaying import replay
     from forensics.store.reader import Capture, load
 
     cap = capture if isinstance(capture, Capture) else load(capture)

@@ -1,8 +1,8 @@
 """Expected results of a capture (``NAME.capture/expected.json``): compare, explain, regenerate.
 
-Used by ``forensics check`` and the pytest plugin. The object is the one
-``ReplayResult.expected()`` returns: ``{"format": 1, "verdicts": {variant: {site: verdict}},
-"first_finding": {variant: {...} | null}}``.
+Used by ``forensics check`` and the pytest plugin. The object is the serialisation of
+:class:`forensics.evidence.Evidence` (:meth:`~forensics.evidence.Evidence.to_json`), compared
+by :func:`forensics.evidence.differences`.
 """
 
 from __future__ import annotations
@@ -11,15 +11,17 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError, OutputError, UnknownVariantError
+from forensics.evidence import EXPECTED_KEYS, Evidence, differences, evidence_of
+from forensics.store.paths import EXPECTED
+from forensics.variants import DEFAULT_VARIANTS
 
-EXPECTED_NAME = "expected.json"
+EXPECTED_NAME = EXPECTED
 OBTAINED_NAME = "expected.obtained.json"
-DEFAULT_VARIANTS = ("upstream", "patched")
 
 
 @dataclass
@@ -119,55 +121,14 @@ def choose_variants(expected: dict[str, Any], path: Path,
     return list(expected["verdicts"] or DEFAULT_VARIANTS)
 
 
-def compare(expected: dict[str, Any], obtained: dict[str, Any],
-            variants: Sequence[str]) -> list[str]:
-    """Readable differences between two expected objects over ``variants`` (empty: equal)."""
-    diffs: list[str] = []
-    for variant in variants:
-        want = expected.get("verdicts", {}).get(variant)
-        if want is None:
-            diffs.append(f"variant {variant!r} is not in {EXPECTED_NAME}; regenerate it with "
-                         f"--forensics-regen --forensics-variant {variant}")
-            continue
-        got = obtained["verdicts"].get(variant, {})
-        for site in sorted(set(want) | set(got)):
-            if want.get(site) != got.get(site):
-                diffs.append(f"{variant}/{site}: expected verdict {want.get(site)!r}, "
-                             f"got {got.get(site)!r}")
-        want_first = expected.get("first_finding", {}).get(variant)
-        got_first = obtained.get("first_finding", {}).get(variant)
-        if want_first != got_first:
-            diffs.append(f"{variant}: first finding changed: expected {_short(want_first)}, "
-                         f"got {_short(got_first)}")
-    return diffs + _crash_verdict_difference(expected, obtained)
-
-
-def _crash_verdict_difference(expected: dict[str, Any], obtained: dict[str, Any]) -> list[str]:
-    """The capture's crash verdict (``unexplained``, ``explained``, ``no crash``), compared
-    when ``expected`` records one (older files do not)."""
-    want = expected.get("crash_verdict")
-    got = obtained.get("crash_verdict")
-    if want is None or want == got:
-        return []
-    return [f"crash verdict: expected {want!r}, got {got!r}"
-            + (" (a crash the captured values do not explain)" if got == "unexplained" else "")]
-
-
-def _short(finding: dict[str, Any] | None) -> str:
-    if not finding:
-        return "none"
-    return ("{kind} in {site} at step {step} rank {rank} row {row} element {element} "
-            "({tensor}={value})").format(**{k: finding.get(k) for k in (
-                "kind", "site", "step", "rank", "row", "element", "tensor", "value")})
-
-
 def obtain(capture: Path, variants: Sequence[str]) -> dict[str, Any]:
     """Replay ``capture`` through ``variants`` and return its expected object."""
     from forensics.known import crash_verdict_of
     from forensics.replaying import replay
 
     result = replay(capture, variants=list(variants))
-    return {**result.expected(), "crash_verdict": crash_verdict_of(result)}
+    found = replace(evidence_of(result, EXPECTED_KEYS), crash_verdict=crash_verdict_of(result))
+    return found.to_json()
 
 
 def check(capture: Path | str, variants: Sequence[str] | None = None,
@@ -186,7 +147,8 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     chosen = choose_variants(expected, capture / EXPECTED_NAME, variants)
     known = [v for v in chosen if v in expected["verdicts"]]
     obtained = obtain(capture, known) if known else {"verdicts": {}, "first_finding": {}}
-    result = CheckResult(capture, compare(expected, obtained, chosen), obtained)
+    changed = differences(Evidence.from_json(expected), Evidence.from_json(obtained), chosen)
+    result = CheckResult(capture, changed, obtained)
     if result.differences and write_obtained:
         result.obtained_path = write_json(capture / OBTAINED_NAME, obtained)
     elif not result.differences:

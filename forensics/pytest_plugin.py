@@ -58,7 +58,7 @@ class CaptureItem(pytest.Item):
         self.add_marker(MARKER)
 
     def _variants(self) -> list[str]:
-        from forensics.expectations import DEFAULT_VARIANTS
+        from forensics.variants import DEFAULT_VARIANTS
 
         extra = self.config.getoption("forensics_variant")
         return list(dict.fromkeys([*DEFAULT_VARIANTS, *extra]))

@@ -83,12 +83,6 @@ class Record:
             warnings.simplefilter("ignore", UserWarning)  # read-only arrays: zero-copy on purpose
             return torch.from_numpy(array)
 
-    def key(self) -> tuple[int, int, int]:
-        """Sort key in pipeline order: (step, rank, site order)."""
-        from forensics.schema import site_order
-
-        return (self.step, self.rank, site_order(self.site))
-
 
 def _expect(cond: bool, where: str, name: str, expected: str, got: object) -> None:
     if not cond:

@@ -36,7 +36,7 @@ import numpy as np
 
 from forensics.evidence import Evidence, evidence_of, publish, reference
 from forensics.records import Record
-from forensics.schema import site_schema
+from forensics.sites import get_site as site_schema
 
 if TYPE_CHECKING:
     from forensics.api_types import CaptureArg

@@ -32,18 +32,18 @@ from forensics.outcome import STATUSES, Outcome
 from forensics.progress import Progress
 from forensics.records import Record
 from forensics.screening import ScreenUnsure
-from forensics.sites import SINK, SITES, get_site, site_order
+from forensics.sites import SINK, SITES, get_site, pipeline_key, site_order
 from forensics.sites._common import RecordColumns, RunColumns, failed
 from forensics.sites.core import BatchRun
-from forensics.variants import Variant, resolve_variant
+from forensics.variants import DEFAULT_VARIANTS, Variant, resolve_variant
 from forensics.variants.models import ModelVariant
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from forensics.api_types import ReplaySource, VariantsArg
+    from forensics.store.reader import Capture
 
-DEFAULT_VARIANTS = ("upstream", "patched")
 #: a variant that cannot be set up (missing vLLM, a patched copy that does not import) is bad
 #: input, not an outcome: these propagate (the CLI exits 2)
 _SETUP_ERRORS = (MissingDependencyError, UnsupportedVersionError, PatchApplyError)
@@ -108,7 +108,7 @@ class ReplayResult:
     findings: pd.DataFrame
     verdicts: dict[str, dict[str, str]]
     outcomes: BuiltOnRead[pd.DataFrame] = BuiltOnRead()
-    capture: Any = None
+    capture: Capture | None = None
     #: per variant, record and checked tensor: min/max used against [lower, upper) (columns
     #: :data:`forensics.findings.BOUNDS_COLUMNS`), from the ranges the judge kept
     bounds: BuiltOnRead[pd.DataFrame | None] = BuiltOnRead(None)
@@ -139,11 +139,6 @@ class ReplayResult:
                 "outcomes": self.outcome_counts,
                 "first_finding": {v: judge.first_finding(self.findings, v, keys)
                                   for v in self.variants}}
-
-    def expected(self) -> dict[str, Any]:
-        """The ``expected.json`` object: format, verdicts and first finding per variant."""
-        return {"format": 1, "verdicts": self.verdicts,
-                "first_finding": {v: self.first_finding(v) for v in self.variants}}
 
 
 def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
@@ -176,36 +171,35 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _replay(capture: Any, variants: Any, progress: bool) -> ReplayResult:
-    records, source, capture_obj = _records(capture)
+def _replay(given: Any, variants: Any, progress: bool) -> ReplayResult:
+    source = Source.of(given)
+    records = source.records
     chosen = _variants(variants)
     names = [name for name, _ in chosen]
     reference = None
-    if "upstream" not in names and _has_sink(records, capture_obj):
+    if "upstream" not in names and source.has_site(SINK):
         reference = resolve_variant("upstream")
     bar = Progress(len(records) * len(chosen), "replay", force=True) if progress else None
     judged = judge.Judge(names)
     kept = {name: _Kept(variant, len(records)) for name, variant in chosen}
-    pieces = (_store_pieces(capture_obj) if hasattr(capture_obj, "chunks")
-              else _record_pieces(records))
-    work = functools.partial(_prepared_chunks, models=_model_variants(chosen, reference))
+    pieces = source.pieces()
+    work = functools.partial(_prepared_chunks, models=_Models.of(chosen, reference))
     for number, done in enumerate(_in_order(work, pieces)):
         for chunk, runs in done:
             judged.add_coordinates(chunk.everyone, chunk.coords)
             _judge_summaries(chunk, names, reference, judged)
             if len(chunk.summaries) < len(chunk.everyone):
                 _run_chunk(chunk, runs, chosen, reference, judged, kept, bar)
-        if hasattr(capture_obj, "release"):
-            capture_obj.release()  # the chunks' mapped pages leave the resident set
+        source.release()  # the chunks' mapped pages leave the resident set
         if number % TRIM_EVERY == TRIM_EVERY - 1:
             _trim_heap()
     if bar is not None:
         bar.close()
     coords = judged.coordinates()
     found = judged.findings()
-    return ReplayResult(source, records, names, found, judged.verdicts(found),
+    return ReplayResult(source.name, records, names, found, judged.verdicts(found),
                         outcomes=functools.partial(_outcome_frame, coords, kept),
-                        capture=capture_obj, bounds=judged.deferred_bounds(),
+                        capture=source.capture, bounds=judged.deferred_bounds(),
                         index=_index_frame(coords))
 
 
@@ -253,7 +247,7 @@ class _Chunk:
 Piece = Callable[[], Iterable[_Chunk]]
 
 
-def _store_pieces(capture: Any) -> Iterator[Piece]:
+def _store_pieces(capture: Capture) -> Iterator[Piece]:
     """The pieces of a capture: one per run of at most ``CHUNK`` rows of one batch."""
     for view, start, stop, positions in capture.chunks(CHUNK):
         yield functools.partial(_store_chunks, view, start, stop, positions)
@@ -313,16 +307,16 @@ def _judge_summaries(chunk: _Chunk, names: list[str], reference: Variant | None,
         judged.add_reference(chunk.summaries, chunk.summary_positions, nothing)
 
 
-def _run_chunk(chunk: _Chunk, runs: Mapping[str, judge.JudgedRun],
-               chosen: list[tuple[str, Variant]], reference: Variant | None,
-               judged: judge.Judge, kept: Mapping[str, _Kept], bar: Progress | None) -> None:
+def _run_chunk(chunk: _Chunk, runs: _Runs, chosen: list[tuple[str, Variant]],
+               reference: Variant | None, judged: judge.Judge, kept: Mapping[str, _Kept],
+               bar: Progress | None) -> None:
     """Keep the judged model ``runs`` of ``chunk``'s replayed records (see
     :func:`_prepared_chunks`); run the other variants record by record and judge them."""
     positions = chunk.positions
     for name, variant in chosen:
-        if name in runs:
-            judged.add_run(name, chunk.site, positions, runs[name])
-            kept[name].add_run(positions, runs[name])
+        if name in runs.variants:
+            judged.add_run(name, chunk.site, positions, runs.variants[name])
+            kept[name].add_run(positions, runs.variants[name])
             if bar is not None:
                 bar.advance(len(positions))
             continue
@@ -331,15 +325,22 @@ def _run_chunk(chunk: _Chunk, runs: Mapping[str, judge.JudgedRun],
         kept[name].add(positions, outs)
     if reference is None:
         return
-    if _REFERENCE in runs:
-        judged.add_run(None, chunk.site, positions, runs[_REFERENCE])
+    if runs.reference is not None:
+        judged.add_run(None, chunk.site, positions, runs.reference)
     else:
         judged.add_reference(chunk.records(), positions,
                              run_variant(reference, chunk.records()))
 
 
-#: the key of the origin reference's run among a chunk's model runs
-_REFERENCE = "\0reference"
+@dataclass(frozen=True)
+class _Runs:
+    """The judged columnar runs of one chunk: one per model variant (by name), and the origin
+    reference's (None: it is no model, or the site has no columnar run)."""
+
+    variants: dict[str, judge.JudgedRun]
+    reference: judge.JudgedRun | None = None
+
+
 #: threads that read, run and judge chunks for the model variants while the main thread
 #: keeps the results in order (numpy lets go of the interpreter lock in its big operations)
 WORKERS = 2
@@ -362,27 +363,33 @@ def _trim_heap() -> None:
         trim(0)
 
 
-def _model_variants(chosen: list[tuple[str, Variant]], reference: Variant | None
-                    ) -> list[tuple[str, ModelVariant]]:
-    """The model variants among ``chosen``, and the origin reference when it is one."""
-    models = [(name, v) for name, v in chosen if isinstance(v, ModelVariant)]
-    if isinstance(reference, ModelVariant):
-        models.append((_REFERENCE, reference))
-    return models
+@dataclass(frozen=True)
+class _Models:
+    """The model variants among the chosen ones (by name), and the origin reference when it
+    is a model (None otherwise)."""
+
+    variants: list[tuple[str, ModelVariant]]
+    reference: ModelVariant | None
+
+    @classmethod
+    def of(cls, chosen: list[tuple[str, Variant]], reference: Variant | None) -> _Models:
+        """The models among ``chosen`` and ``reference``."""
+        return cls([(name, v) for name, v in chosen if isinstance(v, ModelVariant)],
+                   reference if isinstance(reference, ModelVariant) else None)
 
 
-def _prepared_chunks(piece: Piece, models: list[tuple[str, ModelVariant]]
-                     ) -> list[tuple[_Chunk, dict[str, judge.JudgedRun]]]:
+def _prepared_chunks(piece: Piece, models: _Models) -> list[tuple[_Chunk, _Runs]]:
     """The chunks of ``piece``, each with the judged run of every model variant (a pure
     function of the chunk: it runs on a worker thread)."""
-    return [(chunk, _judged(_model_runs(chunk, models))) for chunk in piece()]
+    return [(chunk, _judged(*_model_runs(chunk, models))) for chunk in piece()]
 
 
-def _judged(runs: Mapping[str, BatchRun]) -> dict[str, judge.JudgedRun]:
+def _judged(runs: Mapping[str, BatchRun], reference: BatchRun | None) -> _Runs:
     """Each model's run of one chunk judged, each run object once (variants that returned
     the same run, and runs inheriting records from another, share its judgment)."""
     known: dict[int, judge.JudgedRun] = {}
-    return {name: judge.JudgedRun.of(run, known) for name, run in runs.items()}
+    variants = {name: judge.JudgedRun.of(run, known) for name, run in runs.items()}
+    return _Runs(variants, None if reference is None else judge.JudgedRun.of(reference, known))
 
 
 def _in_order(work: Callable[[Piece], Any], pieces: Iterator[Piece]) -> Iterator[Any]:
@@ -408,17 +415,20 @@ def _in_order(work: Callable[[Piece], Any], pieces: Iterator[Piece]) -> Iterator
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _model_runs(chunk: _Chunk, models: list[tuple[str, ModelVariant]]
-                ) -> dict[str, BatchRun]:
+def _model_runs(chunk: _Chunk, models: _Models
+                ) -> tuple[dict[str, BatchRun], BatchRun | None]:
     """The columnar run of each model variant over the chunk (none for a site without a
     columnar run); columns the store cannot vouch for (``ScreenUnsure``) are read again from
     the decoded records (CaptureFormatError when those hold values past int64)."""
     site = get_site(chunk.site)
-    if not models or site.run_batch is None:
-        return {}
+    if (not models.variants and models.reference is None) or site.run_batch is None:
+        return {}, None
     try:
         prepared = site.prepared(chunk.cols)
-        return {name: variant.run_batch(chunk.site, prepared) for name, variant in models}
+        runs = {name: variant.run_batch(chunk.site, prepared)
+                for name, variant in models.variants}
+        reference = models.reference
+        return runs, None if reference is None else reference.run_batch(chunk.site, prepared)
     except ScreenUnsure as exc:
         if isinstance(chunk.cols, RecordColumns):  # already the decoded records: no retry
             raise CaptureFormatError(
@@ -429,36 +439,64 @@ def _model_runs(chunk: _Chunk, models: list[tuple[str, ModelVariant]]
         return _model_runs(chunk, models)
 
 
-def _has_sink(records: Sequence[Record], capture: Any) -> bool:
-    """Whether some record is of the sink site (from the capture's index when there is one)."""
-    if capture is not None and hasattr(capture, "sites"):
-        return SINK in capture.sites
-    return any(r.site == SINK for r in records)
+@dataclass(frozen=True)
+class Source:
+    """The replay's input, built once at entry: its records in pipeline order (a lazy
+    sequence for a capture), a name for it, and the Capture they are read from (None: records
+    given in memory)."""
+
+    name: str
+    records: Sequence[Record]
+    capture: Capture | None = None
+
+    @classmethod
+    def of(cls, given: object) -> Source:
+        """The source ``given`` names: a Capture, a capture path, or an iterable of Records
+        (validated here).
+
+        Raises:
+            CaptureFormatError: ``given`` is none of these, or a record is malformed.
+        """
+        from forensics.store.reader import Capture, load
+
+        if isinstance(given, (str, os.PathLike)):
+            given = load(given)
+        if isinstance(given, Capture):
+            return cls(str(given.path), given.records(), given)
+        if isinstance(given, Record) or not isinstance(given, Iterable):
+            raise CaptureFormatError(f"replay needs a capture, a capture path or an iterable "
+                                     f"of Records, got {type(given).__name__}")
+        return cls("<records>", sorted(_validated(given), key=pipeline_key))
+
+    def has_site(self, site: str) -> bool:
+        """Whether some record is of ``site`` (from the capture's index when there is one)."""
+        if self.capture is not None:
+            return site in self.capture.sites
+        return any(r.site == site for r in self.records)
+
+    def pieces(self) -> Iterator[Piece]:
+        """The pieces the replay reads: the capture's batches, or the records' chunks."""
+        if self.capture is not None:
+            return _store_pieces(self.capture)
+        return _record_pieces(self.records)
+
+    def release(self) -> None:
+        """Let the capture's mapped pages read so far leave the resident set."""
+        if self.capture is not None:
+            self.capture.release()
 
 
-def _records(capture: Any) -> tuple[Sequence[Record], str, Any]:
-    """The records of ``capture`` in pipeline order (a lazy sequence for a capture), a name for
-    it, and the Capture (or None)."""
-    if isinstance(capture, (str, os.PathLike)):
-        from forensics.store.reader import load
-
-        capture = load(capture)
-    if hasattr(capture, "manifest") and hasattr(capture, "path"):
-        if hasattr(capture, "records"):
-            return capture.records(), str(capture.path), capture
-        return sorted(capture, key=Record.key), str(capture.path), capture
-    if isinstance(capture, Record) or not isinstance(capture, Iterable):
-        raise CaptureFormatError(f"replay needs a capture, a capture path or an iterable of "
-                                 f"Records, got {type(capture).__name__}")
+def _validated(records: Iterable[object]) -> list[Record]:
+    """``records``, each checked to be a valid Record (CaptureFormatError naming it)."""
     from forensics.validate import validate_record
 
-    records = []
-    for i, record in enumerate(capture):
+    checked = []
+    for i, record in enumerate(records):
         if not isinstance(record, Record):
             raise CaptureFormatError(f"record {i} given to replay is a {type(record).__name__}, "
                                      f"not a forensics.Record")
-        records.append(validate_record(record, f"record {i}"))
-    return sorted(records, key=Record.key), "<records>", None
+        checked.append(validate_record(record, f"record {i}"))
+    return checked
 
 
 def _variants(variants: Any) -> list[tuple[str, Variant]]:
@@ -504,17 +542,32 @@ def run_variant(variant: Variant, records: Sequence[Record], progress: Progress 
 
 
 def _run_site(variant: Variant, site: str, records: list[Record]) -> list[Outcome]:
+    """The outcomes of ``records`` (all of ``site``): ``run_many`` over them when the variant
+    has it, else ``run`` one record at a time. A ``run_many`` that raises or answers another
+    number of outcomes fails the batch: each of its records gets an ``error`` outcome naming
+    the batch (it is not run again record by record)."""
     many = getattr(variant, "run_many", None)
-    if many is not None:
-        try:
-            outs = list(many(site, records))
-            if len(outs) == len(records):
-                return [_checked(o) for o in outs]
-        except _SETUP_ERRORS:
-            raise
-        except Exception:  # noqa: BLE001  (fall back to one record at a time)
-            pass
-    return [_run_one(variant, record) for record in records]
+    if many is None:
+        return [_run_one(variant, record) for record in records]
+    try:
+        outs = list(many(site, records))
+    except _SETUP_ERRORS:
+        raise
+    except Exception as exc:  # noqa: BLE001  (a variant's failure is an outcome)
+        return _batch_failed(variant, site, records, f"{type(exc).__name__}: {exc}")
+    if len(outs) != len(records):
+        return _batch_failed(variant, site, records,
+                             f"it returned {len(outs)} outcomes for {len(records)} records")
+    return [_checked(o) for o in outs]
+
+
+def _batch_failed(variant: Variant, site: str, records: list[Record], why: str
+                  ) -> list[Outcome]:
+    """An ``error`` outcome for each record of a failed ``run_many`` batch, naming it."""
+    steps = [r.step for r in records]
+    message = (f"{variant.name}.run_many failed on the batch of {len(records)} {site} records "
+               f"of steps {min(steps)}-{max(steps)}: {why}")
+    return [Outcome("error", message) for _ in records]
 
 
 def _run_one(variant: Variant, record: Record) -> Outcome:

@@ -1,18 +1,18 @@
 """A site's schema: its name, fields, summary columns and the checks of a record's shape.
 
-This is all the store, the records API and validation need to know of a site:
-:class:`SiteSchema`, and the lookups :func:`site_schema`, :func:`site_order` and :data:`SITES`.
-The runs and the judge live in :class:`forensics.sites.base.Site`, a subclass. Importing this
-module imports no site: the lookups read the site registry (:mod:`forensics.sites`) on first
-use, where every built-in and plugin site declares its schema beside its models.
+:class:`SiteSchema` is what the store, the records API and validation need to know of a site;
+the runs and the judge live in :class:`forensics.sites.base.Site`, a subclass. Importing this
+module imports no site: the store and validation look a site up in the registry
+(:mod:`forensics.sites`), where every built-in and plugin site declares its schema beside its
+models.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 from forensics.records import FIELD_KINDS, FieldSpec, Record
 
@@ -104,59 +104,3 @@ def check_function(site: SiteSchema, attr: str, required: bool) -> None:
     if not callable(value) and (value is not None or required):
         raise SiteDefinitionError(f"site {site.name!r}: {attr!r} must be a function, got "
                                   f"{type(value).__name__}")
-
-
-def site_schema(name: str) -> SiteSchema:
-    """The schema of site ``name`` (from the site registry).
-
-    Raises:
-        UnknownSiteError: no such site, listing the valid ones.
-    """
-    from forensics.sites import get_site
-
-    return get_site(name)
-
-
-def site_order(name: str) -> int:
-    """Position of site ``name`` in pipeline order (raises UnknownSiteError)."""
-    from forensics.sites import site_order as order
-
-    return order(name)
-
-
-class _SiteNames(Sequence[str]):
-    """The registered site names in pipeline order, read from the registry on first use."""
-
-    def _names(self) -> tuple[str, ...]:
-        from forensics.sites import SITES as NAMES
-
-        return NAMES
-
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[str]: ...
-    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
-        return self._names()[i]
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._names()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
-
-    def __eq__(self, other: object) -> bool:
-        return tuple(self) == (tuple(other) if isinstance(other, Sequence) else other)
-
-    def __hash__(self) -> int:
-        return hash(self._names())
-
-    def __repr__(self) -> str:
-        return repr(self._names())
-
-
-#: site names in pipeline order (sinks last); read from the registry on first use
-SITES: Sequence[str] = _SiteNames()

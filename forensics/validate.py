@@ -9,7 +9,8 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError
 from forensics.records import FieldSpec, Record, check_value
-from forensics.schema import SiteSchema, site_schema
+from forensics.schema import SiteSchema
+from forensics.sites import get_site
 
 if TYPE_CHECKING:
     from forensics.sites._common import BatchColumns
@@ -32,14 +33,14 @@ def field_specs(site: str) -> dict[str, FieldSpec]:
 
     Returns a new dict each call. Raises UnknownSiteError for an unknown site."""
     if not isinstance(site, str):
-        site_schema(site)  # raises UnknownSiteError
+        get_site(site)  # raises UnknownSiteError
     return dict(site_field_specs(site))
 
 
 @functools.lru_cache(maxsize=64)
 def site_field_specs(site: str) -> dict[str, FieldSpec]:
     """As :func:`field_specs`, but the one cached dict per site: read it, never change it."""
-    return site_schema(site).field_specs()
+    return get_site(site).field_specs()
 
 
 def validate_record(record: Record, where: str, *, typed: bool = False,
@@ -60,7 +61,7 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
         UnknownSiteError: the site is not registered.
         CaptureFormatError: a missing, unknown or malformed field, naming the field and the fix.
     """
-    site = site_schema(record.site)
+    site = get_site(record.site)
     where = f"{where} (site {record.site!r})"
     if not _is_int(record.step) or int(record.step) < 0:
         raise CaptureFormatError(f"{where}: 'step' must be a non-negative integer, got "
@@ -111,7 +112,7 @@ def screen_batch(site: str, cols: BatchColumns) -> np.ndarray:
     """
     from forensics.screening import ScreenUnsure
 
-    check, check_record = site_schema(site).check_batch, site_schema(site).check_record
+    check, check_record = get_site(site).check_batch, get_site(site).check_record
     if check is None and check_record is not None:
         return np.ones(cols.rows, dtype=bool)  # no columnar form: every record per record
     bad = np.zeros(cols.rows, dtype=bool)

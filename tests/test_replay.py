@@ -11,8 +11,10 @@ from incident_records import VOCAB, clean_step
 
 import forensics
 from forensics.errors import CaptureFormatError, ConfigurationError, UnknownVariantError
+from forensics.evidence import EXPECTED_KEYS, evidence_of
 from forensics.outcome import Outcome
 from forensics.records import Record
+from forensics.sites import pipeline_key
 from forensics.variants import registry
 from forensics.variants.models import PatchedVariant, UpstreamVariant
 
@@ -25,7 +27,7 @@ def test_model_variants_are_registered() -> None:
 def test_every_site_gets_a_verdict_for_every_variant_and_records_are_sorted() -> None:
     records = list(reversed(clean_step(1, ["a"]) + clean_step(0, ["a"])))
     result = forensics.replay(records)
-    assert [r.key() for r in result.records] == sorted(r.key() for r in records)
+    assert [pipeline_key(r) for r in result.records] == sorted(pipeline_key(r) for r in records)
     assert set(result.verdicts) == {"upstream", "patched"}
     assert all(list(v) == ["batch_change", "prepare_input_ids", "async_output", "embedding"]
                for v in result.verdicts.values())
@@ -48,6 +50,53 @@ def test_user_callables_and_their_exceptions() -> None:
                                "fine": {"batch_change": "ok"}}
     found = result.findings.iloc[0]
     assert (found["variant"], found["value"], found["upper"]) == ("idx", 9, 4)
+
+
+class _Batches:
+    """A variant with a ``run_many`` that fails on every batch (and a ``run`` counting calls)."""
+
+    name = "batches"
+
+    def __init__(self, answer: str) -> None:
+        self.answer, self.single = answer, 0
+
+    def run(self, record: Record) -> Outcome:
+        self.single += 1
+        return Outcome("ok")
+
+    def run_many(self, site: str, records: list[Record]) -> list[Outcome]:
+        if self.answer == "raise":
+            raise RuntimeError("batch kaput")
+        return [Outcome("ok")]
+
+
+@pytest.mark.parametrize(("answer", "why"), [
+    ("raise", "RuntimeError: batch kaput"),
+    ("short", "it returned 1 outcomes for 2 records")])
+def test_a_failed_batch_is_reported_naming_it_not_run_again(answer: str, why: str) -> None:
+    variant = _Batches(answer)
+    records = clean_step(3, ["a"])[:1] + clean_step(5, ["a"])[:1]
+    result = forensics.replay(records, variants=[variant])
+    assert variant.single == 0
+    assert result.outcomes["status"].tolist() == ["error", "error"]
+    assert set(result.outcomes["message"]) == {
+        f"batches.run_many failed on the batch of 2 batch_change records of steps 3-5: {why}"}
+
+
+def test_the_source_is_built_once_from_a_capture_or_records(make_capture) -> None:
+    from forensics.replaying import Source
+    from forensics.store.reader import load
+
+    path = make_capture("clean", clean_step(0, ["a", "b"]))
+    by_path, loaded = Source.of(path), load(path)
+    assert by_path.name == str(path) and by_path.capture is not None
+    assert Source.of(loaded).capture is loaded and Source.of(loaded).has_site("embedding")
+    records = Source.of(list(reversed(clean_step(0, ["a"]))))
+    assert records.capture is None and records.name == "<records>"
+    assert [r.site for r in records.records] == [r.site for r in clean_step(0, ["a"])]
+    assert records.has_site("embedding") and not records.has_site("nope")
+    with pytest.raises(CaptureFormatError, match="got int"):
+        Source.of(3)
 
 
 def test_user_callable_gets_a_private_copy() -> None:
@@ -103,7 +152,7 @@ def test_bad_inputs_raise_forensics_errors() -> None:
 
 def test_expected_object_has_the_documented_shape() -> None:
     result = forensics.replay(clean_step(0, ["a"]))
-    expected = result.expected()
+    expected = evidence_of(result, EXPECTED_KEYS).to_json()
     assert expected["format"] == 1 and set(expected) == {"format", "verdicts", "first_finding"}
     assert expected["first_finding"] == {"upstream": None, "patched": None}
 

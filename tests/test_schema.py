@@ -1,6 +1,5 @@
-"""The light schema layer: records, validation and the store see sites only through
-``forensics.schema`` (their schema and record checks), never the site registry with the models;
-its lookups answer from the registry."""
+"""The light schema layer: records and the schema know no site; the store and validation look a
+site's schema up in the registry (:mod:`forensics.sites`) directly, with no proxy between."""
 
 from __future__ import annotations
 
@@ -10,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from forensics import schema, sites
-from forensics.errors import UnknownSiteError
+from forensics.records import Record
+from forensics.sites import pipeline_key
 
 PACKAGE = Path(__file__).resolve().parents[1] / "forensics"
-SCHEMA_ONLY = ["records.py", "validate.py", *(f"store/{p.name}" for p in
-                                             sorted((PACKAGE / "store").glob("*.py")))]
+NO_SITE = ["records.py", "schema.py"]
 
 
 def _imports(path: Path) -> set[str]:
@@ -33,21 +32,19 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("name", SCHEMA_ONLY)
-def test_records_validation_and_the_store_import_no_site_module(name: str) -> None:
+@pytest.mark.parametrize("name", NO_SITE)
+def test_records_and_the_schema_import_no_site_module(name: str) -> None:
     imported = {m for m in _imports(PACKAGE / name)
                 if m == "forensics.sites" or m.startswith("forensics.sites.")}
-    assert not imported, (name, imported)  # ScreenUnsure and as_int64: forensics.screening
+    assert not imported, (name, imported)
 
 
-def test_the_schema_lookups_answer_from_the_registry() -> None:
-    assert tuple(schema.SITES) == sites.SITES and schema.SITES == sites.SITES
-    assert list(schema.SITES) == list(sites.SITES) and len(schema.SITES) == len(sites.SITES)
-    assert "embedding" in schema.SITES and "nope" not in schema.SITES
-    assert schema.SITES[-1] == sites.SINK
-    assert schema.SITES.index(sites.SINK) == len(sites.SITES) - 1
-    for name in sites.SITES:
-        assert schema.site_schema(name) is sites.get_site(name)
-        assert schema.site_order(name) == sites.SITES.index(name)
-    with pytest.raises(UnknownSiteError, match="expected one of"):
-        schema.site_schema("nope")
+def test_the_schema_module_has_no_registry_lookups() -> None:
+    assert not {"SITES", "site_schema", "site_order"} & set(vars(schema))
+
+
+def test_records_sort_in_pipeline_order_by_the_registry() -> None:
+    records = [Record(name, step, 0) for step in (1, 0) for name in reversed(sites.SITES)]
+    ordered = sorted(records, key=pipeline_key)
+    assert [(r.step, r.site) for r in ordered] == [(s, n) for s in (0, 1) for n in sites.SITES]
+    assert not hasattr(Record, "key")

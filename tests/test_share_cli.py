@@ -81,7 +81,7 @@ def test_a_redaction_that_changes_the_evidence_is_refused(
     assert main(["redact", str(fault), "-o", str(out)]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("forensics redact: refusing to write") and "\n" not in err
-    assert "upstream verdict of async_output: violation -> ok" in err
+    assert "upstream/async_output: expected verdict 'violation', got 'ok'" in err
     assert not out.exists() and not list(tmp_path.glob(".*tmp*"))
 
 
@@ -90,6 +90,26 @@ def test_publish_leaves_an_existing_capture_when_refusing(fault: Path, tmp_path:
     assert main(["shrink", str(fault), "-o", str(out)]) == 0
     before = tree_digest(out)
     wrong = Evidence({"upstream": {"embedding": "ok"}}, {"upstream": None})
-    with pytest.raises(EvidenceChangedError, match="upstream verdict of embedding"):
+    with pytest.raises(EvidenceChangedError, match="upstream/embedding: expected verdict"):
         publish(out, forensics.load(fault), {}, [], wrong, ["upstream"], force=True)
     assert tree_digest(out) == before
+
+
+def test_one_evidence_type_serialises_as_expected_json_and_differs_on_its_own_keys() -> None:
+    from forensics.evidence import EXPECTED_KEYS, FIRST_KEYS, differences
+
+    first = {key: 1 for key in FIRST_KEYS}
+    full = Evidence({"upstream": {"embedding": "violation"}}, {"upstream": first})
+    assert Evidence.from_json(full.to_json()) == full
+    assert full.to_json()["format"] == 1
+    stored = Evidence.from_json({"verdicts": {"upstream": {"embedding": "violation"}},
+                                 "first_finding": {"upstream": {k: 1 for k in EXPECTED_KEYS}}})
+    assert differences(stored, full) == []  # an expected.json keeps fewer keys of the finding
+    moved = Evidence(full.verdicts, {"upstream": {**first, "origin": "async_output"}})
+    assert differences(full, moved) == ["upstream: first finding changed: expected "
+                                        "1 in 1 at step 1 rank 1 row 1 element 1 (1=1), got "
+                                        "1 in 1 at step 1 rank 1 row 1 element 1 (1=1); "
+                                        "origin 1 -> 'async_output'"]
+    assert differences(full, full, ["patched"]) == [
+        "variant 'patched' is not in expected.json; regenerate it with --forensics-regen "
+        "--forensics-variant patched"]

@@ -12,7 +12,7 @@ import pytest
 from forensics.errors import ConfigurationError, OutputExistsError, UnknownScenarioError
 from forensics.records import Record
 from forensics.simulation import SCENARIOS, Faults, Simulator, configure, get_scenario, simulate
-from forensics.sites import SITES
+from forensics.sites import SITES, pipeline_key
 from forensics.validate import validate_record
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -63,7 +63,7 @@ def test_unknown_scenario_lists_the_valid_ones() -> None:
 def test_records_validate_with_vllm_dtypes(name: str) -> None:
     records = simulate(name, steps=40, seed=3)
     assert [r.site for r in records[:4]] == list(SITES)
-    assert [r.key() for r in records] == sorted(r.key() for r in records)
+    assert [pipeline_key(r) for r in records] == sorted(pipeline_key(r) for r in records)
     for i, record in enumerate(records):
         validate_record(record, f"record {i}")
         for field in INT32_FIELDS[record.site]:

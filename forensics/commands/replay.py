@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Replay, print, and return the exit code."""
     from forensics.conclusion import conclude
-    from forensics.replaying import DEFAULT_VARIANTS, replay
+    from forensics.replaying import replay
+    from forensics.variants import DEFAULT_VARIANTS
 
     variants = list(args.variant or DEFAULT_VARIANTS)
     if args.fail_on and args.fail_on not in variants:

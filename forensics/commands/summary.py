@@ -33,8 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 @quietly
 def run(args: argparse.Namespace) -> int:
     """Replay the capture and print its write-up; return 0."""
-    from forensics.replaying import DEFAULT_VARIANTS, replay
+    from forensics.replaying import replay
     from forensics.summary import render
+    from forensics.variants import DEFAULT_VARIANTS
 
     result = replay(args.capture, variants=list(args.variant or DEFAULT_VARIANTS),
                     progress=sys.stderr.isatty())

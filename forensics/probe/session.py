@@ -9,14 +9,14 @@ completed (``event.query()``, never a wait) into a shared-memory ring (runs of j
 as blocks: :mod:`forensics.probe.frames`), pokes the writer process (one non-blocking write)
 and returns. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding)
 waits for the copies, frames them, and waits (bounded) for the writer process's
-acknowledgement that the capture holds them, fsynced. If the writer process dies, the records
-it had not acknowledged are counted as dropped and the session goes on with the in-process
-writer below.
+acknowledgement that the capture holds them, fsynced (:class:`ProcessBackend`). If the writer
+process dies, the records it had not acknowledged are counted as dropped and the session swaps
+in the in-process writer below.
 
-The in-process writer (``FORENSICS_WRITER=thread``, a ``writer_factory`` given, as tests do,
-or after the writer process was lost): every N records the call wakes the session's writer
-thread, which hands the records whose copies completed to
-:class:`~forensics.probe.writing.BatchWriter` (the one write path, also the writer
+The in-process writer (:class:`ThreadBackend`: ``FORENSICS_WRITER=thread``, a
+``writer_factory`` given, as tests do, or after the writer process was lost): every N
+records the call wakes the session's writer thread, which hands the records whose copies completed
+to :class:`~forensics.probe.writing.BatchWriter` (the one write path, also the writer
 process's). A final flush runs in the calling thread, after the
 batch the writer thread may be writing. The probe's own errors (in any thread or process)
 are counted and written as events; they never reach vLLM.
@@ -32,7 +32,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any
+from typing import Any, Protocol
 
 from forensics.probe import channel as channel_module
 from forensics.probe import frames
@@ -56,8 +56,42 @@ def _default_writer(session: ProbeSession) -> Any:
     return CaptureWriter(session.settings.capture, manifest, process=session.process)
 
 
+class WriterBackend(Protocol):
+    """Who writes a session's records: the writer process or a thread of this process. The
+    session keeps the ring and the counters and holds one backend; it swaps the process
+    backend for a thread backend when the writer process is lost."""
+
+    def record_added(self, due: bool) -> None:
+        """A record was queued (``due``: ``FLUSH_EVERY`` records since the last flush)."""
+
+    def flush(self, wait: bool) -> int:
+        """Write (or frame and poke) the ready records; how many were written meanwhile."""
+
+    def drain(self, timeout: float | None) -> bool:
+        """Wait until every batch asked of the writer is written (False on ``timeout``)."""
+
+    def event(self, event: dict[str, Any]) -> bool:
+        """Keep ``event``; False when there is nowhere to keep it yet (or it failed)."""
+
+    def accepts_events(self) -> bool:
+        """Whether an event would have somewhere to go now."""
+
+    def open(self) -> None:
+        """Make sure the capture can be written (an engine failure is about to be kept)."""
+
+    def settle(self) -> None:
+        """Wait for the batch being written (the session's lock held): closing follows."""
+
+    def stop(self) -> None:
+        """Stop the writer's worker after the final flush (before ``probe_stop``)."""
+
+    def close(self) -> None:
+        """Close the capture (after ``probe_stop``); never raises."""
+
+
 class ProbeSession:
-    """The probe's state in one process (see the module docstring)."""
+    """The probe's state in one process (see the module docstring): the step and rank, the
+    ring of pending records, the counters, and one :class:`WriterBackend`."""
 
     def __init__(self, settings: Settings, *, writer_factory: WriterFactory | None = None,
                  copier: Copier | None = None) -> None:
@@ -68,13 +102,6 @@ class ProbeSession:
         self.runner: Any = None
         self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0, "violations": 0,
                        "timeouts": 0}
-        self._writer_factory = writer_factory or _default_writer
-        self._writer: Any = None
-        #: records go to a writer process (else to the in-process writer and its thread)
-        self.framing = writer_factory is None and settings.writer == "process" \
-            and channel_module.available()
-        self._channel: WriterChannel | None = None
-        self._acked = Ack()  # the writer process's counts as last added to ``counts``
         self._started_event = False
         self._step = -1
         self._rank: int | None = None
@@ -84,13 +111,8 @@ class ProbeSession:
         self._since_flush = 0
         self._lock = threading.RLock()  # the ring, the counts and the writer thread's state
         self._cv = threading.Condition(self._lock)
-        self._event_lock = threading.RLock()
-        self._writing = False  # a batch is being encoded and written (outside the lock)
         self._flushers: set[int] = set()  # threads inside a flush
-        self._thread: threading.Thread | None = None
-        self._thread_pid = 0
-        self._requested = self._done = 0  # flushes asked of / done by the writer thread
-        self._flush_upto = 0  # the writer thread writes records numbered up to this
+        self.due_upto = 0  # the last record of the last due flush (a writer thread's bound)
         self._stopping = False
         self._warned = False
         self._passed_on_warned: set[str] = set()  # sites whose passed-on finding was logged
@@ -98,6 +120,11 @@ class ProbeSession:
         self._start_step = self.step
         self.cpus: dict[str, list[int]] = {}  # the writer thread's CPUs and the engine's
         self._closed = False
+        self._writer_factory = writer_factory or _default_writer
+        process = writer_factory is None and settings.writer == "process" \
+            and channel_module.available()
+        self.backend: WriterBackend = ProcessBackend(self) if process else \
+            ThreadBackend(self, self._writer_factory)
 
     # -- steps and ranks -------------------------------------------------------------------
     @property
@@ -139,13 +166,7 @@ class ProbeSession:
     def add(self, pending: PendingRecord, *, failed: bool = False) -> None:
         """Queue a finished record; every N records poke the writer process (or wake the
         writer thread; the call returns at once); flush at once, waiting, if ``failed``."""
-        framing = self.framing
-        if framing and self._channel is None:
-            self._launch()
-            framing = self.framing
-        if not framing and len(self._ring) >= self.settings.ring \
-                and self._requested > self._done:
-            self.drain()  # the writer thread lags a whole ring behind: wait rather than drop
+        self.backend.record_added(False)
         with self._lock:
             self.counts["records"] += 1
             pending.seq = self.counts["records"]
@@ -157,13 +178,11 @@ class ProbeSession:
             due = self._since_flush >= self.settings.flush_every
             if due:
                 self._since_flush = 0
-                self._flush_upto = pending.seq
+                self.due_upto = pending.seq
         if failed:
             self.flush(wait=True)
-        elif due and framing:
-            self._flush_framed(False)
         elif due:
-            self._kick()
+            self.backend.record_added(True)
 
     @property
     def busy(self) -> bool:
@@ -175,236 +194,17 @@ class ProbeSession:
         thread, after any batch the writer thread is writing; return how many were written.
         With the writer process: frame them and poke it; with ``wait``, wait (bounded) for
         its acknowledgement; return how many it wrote meanwhile."""
-        if self.framing:
-            return self._flush_framed(wait)
-        return self._flush(wait, None)
+        return self.backend.flush(wait)
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until the writer thread (or process) has written every batch asked of it so
         far; return False on ``timeout``. Without a live writer thread, flush here instead."""
-        if self.framing:
-            return self._drain_framed(timeout)
-        if not self._thread_alive():
-            self.flush(wait=False)
-            return True
-        with self._cv:
-            target = self._requested
-            return self._cv.wait_for(
-                lambda: self._done >= target or not self._thread_alive(), timeout)
+        return self.backend.drain(timeout)
 
-    def _flush(self, wait: bool, upto: int | None) -> int:
-        me = threading.get_ident()
-        with self._cv:
-            if self._closed:
-                return 0
-            self._flushers.add(me)
-            writing = False
-            try:
-                self._cv.wait_for(lambda: not self._writing)  # one batch at a time, in order
-                ready = self._take_ready(wait, upto)
-                if upto is None:  # a whole flush: the count restarts at the records left
-                    self._since_flush = len(self._ring)
-                if not ready and (not wait or self._writer is None):
-                    return 0
-                writer = self._open_writer()
-                if writer is None:
-                    self.counts["dropped"] += len(ready)
-                    return 0
-                self._writing = writing = True
-            finally:
-                if not writing:
-                    self._flushers.discard(me)
-        try:
-            return self._write(writer, ready)  # encoding and fsync outside the lock
-        finally:
-            with self._cv:
-                self._writing = False
-                self._flushers.discard(me)
-                self._cv.notify_all()
-
-    # -- the writer process ----------------------------------------------------------------
-    def _frame(self, ready: list[PendingRecord]) -> None:
-        """Frame ready records into the ring (the lock held): runs of joined records as
-        blocks, the others one by one. A ring the writer process has not freed: wait for it
-        (bounded) once, then drop and count."""
-        if not ready:
-            return
-        try:
-            channel = self._new_channel()
-        except Exception as exc:  # no shared memory here: the in-process writer
-            self._writer_lost(exc)
-            self._ring.extendleft(reversed(ready))
-            return
-        for parts, run in frames.runs(ready):
-            taken = self._put(channel, parts, run)
-            if taken < len(run) and channel.started and channel.wait(RING_WAIT_SECONDS):
-                taken += self._put(channel, parts, run[taken:])
-            self.counts["dropped"] += len(run) - taken
-
-    def _put(self, channel: WriterChannel, parts: Any, run: list[PendingRecord]) -> int:
-        """Frame one run (:func:`~forensics.probe.frames.runs`); how many records it took."""
-        try:
-            if parts is not None:
-                return channel.put_block(parts, run)
-            return int(channel.put_record(run[0]))
-        except Exception as exc:  # a value that cannot cross: the record is dropped
-            self.error(exc, f"framing a {run[0].site} record (step {run[0].step})")
-            return 0
-
-    def _flush_framed(self, wait: bool) -> int:
-        """:meth:`flush` with the writer process."""
-        me = threading.get_ident()
-        with self._lock:
-            if self._closed:
-                return 0
-            self._flushers.add(me)
-            try:
-                self._frame(self._take_ready(wait))
-                self._since_flush = len(self._ring)
-                channel = self._started_channel()
-                if channel is None:
-                    return 0
-                written = self.counts["written"]
-                done = channel.wait(FLUSH_SECONDS) if wait else channel.poke()
-                self._check_channel(channel, done, wait)
-                return self.counts["written"] - written
-            finally:
-                self._flushers.discard(me)
-
-    def _drain_framed(self, timeout: float | None) -> bool:
-        """:meth:`drain` with the writer process: wait for the last poke's acknowledgement."""
-        with self._lock:
-            channel = self._channel
-            if channel is None or not channel.started:
-                return True
-            done = channel.wait(FLUSH_SECONDS if timeout is None else timeout, poke=False)
-            self._check_channel(channel, done, False)
-            return done
-
-    def _new_channel(self) -> WriterChannel:
-        """The channel, its ring made at the first record (or the first in a forked copy of
-        this process); the writer process starts later (:meth:`_started_channel`)."""
-        channel = self._channel
-        if channel is None or channel.pid != os.getpid():
-            channel = self._channel = WriterChannel()
-        return channel
-
-    def _launch(self) -> None:
-        """Start the writer process at the first record (the lock taken), so that its
-        start (its imports) is over by the first poke; never raises."""
-        with self._lock:
-            try:
-                self._started_channel(create=True, announce=False)
-            except Exception as exc:  # no shared memory here: the in-process writer
-                self._writer_lost(exc)
-
-    def _started_channel(self, *, create: bool = False,
-                         announce: bool = True) -> WriterChannel | None:
-        """The channel with its writer process started, or None when there is none (nothing
-        framed yet unless ``create``, or it could not start: the session then writes in
-        process). With ``announce`` (the first poke) keep the ``probe_start`` event once."""
-        channel = self._new_channel() if create else self._channel
-        if channel is None:
-            return None
-        if not channel.started:
-            try:
-                from forensics.probe.manifest import build_manifest
-                from forensics.store.manifest import build_manifest as full_manifest
-
-                channel.start(str(self.settings.capture), self.process,
-                              full_manifest(build_manifest(self)))  # this process's versions
-            except Exception as exc:
-                self._writer_lost(exc)
-                return None
-        if announce:
-            self._start_event()
-        return channel
-
-    def _check_channel(self, channel: WriterChannel, done: bool, waited: bool) -> None:
-        """Take the writer process's counts; a dead one is replaced by the in-process writer;
-        a wait that timed out is counted."""
-        alive = channel.read_acks() and channel.alive()
-        self._take_counts(channel)
-        if not alive:
-            self._writer_lost(None)
-        elif waited and not done:
-            self.counts["timeouts"] += 1
-
-    def _take_counts(self, channel: WriterChannel) -> None:
-        ack, last = channel.ack, self._acked
-        self.counts["written"] += ack.written - last.written
-        self.counts["dropped"] += ack.dropped - last.dropped
-        self.counts["errors"] += ack.errors - last.errors
-        self._acked = ack
-
-    def _writer_lost(self, exc: BaseException | None) -> None:
-        """The writer process died (or never started): count what it had not written as
-        dropped and go on with the in-process writer (and an event saying so)."""
-        channel, self._channel, self.framing = self._channel, None, False
-        lost = 0
-        if channel is not None:
-            channel.read_acks()
-            self._take_counts(channel)
-            lost = channel.framed - channel.ack.records
-            self.counts["dropped"] += lost
-            channel.close(timeout=1.0)
-        detail = error_text(exc) if exc is not None else "it ended"
-        LOG.warning("forensics probe: the writer process was lost (%s); %d records dropped, "
-                    "writing in this process from now on", detail, lost)
-        if self._open_writer() is not None:
-            self._event("probe_writer_lost", error=detail, dropped=lost)
-
-    def _close_channel(self) -> None:
-        """End the writer process once the last records and events were framed; what it did
-        not acknowledge is counted as dropped."""
-        channel, self._channel = self._channel, None
-        if channel is None or not channel.started:
-            return
-        done = channel.close()
-        self._take_counts(channel)
-        if not done:
-            self.counts["dropped"] += channel.framed - channel.ack.records
-            self.counts["timeouts"] += 1
-
-    # -- the writer thread -----------------------------------------------------------------
-    def _thread_alive(self) -> bool:
-        thread = self._thread
-        return thread is not None and thread.is_alive() and self._thread_pid == os.getpid()
-
-    def _kick(self) -> None:
-        """Ask the writer thread for a flush (start it if needed; inline if it cannot run)."""
-        if not self._thread_alive():
-            try:
-                thread = threading.Thread(target=self._writer_loop, daemon=True,
-                                          name="forensics-probe-writer")
-                thread.start()
-            except RuntimeError:  # interpreter shutting down: flush here
-                self.flush(wait=False)
-                return
-            self._thread, self._thread_pid = thread, os.getpid()
-        with self._cv:
-            self._requested += 1
-            self._cv.notify_all()
-
-    def _writer_loop(self) -> None:
-        self.cpus = leave_engine_cores()  # off the core vLLM pinned the worker to, if it can
-        while True:
-            with self._cv:
-                self._cv.wait_for(lambda: self._requested > self._done or self._stopping)
-                if self._requested <= self._done:
-                    return
-                target = self._requested
-            try:
-                self._flush(False, self._flush_upto)
-            except Exception as exc:  # never let the thread die silently
-                self.error(exc, "the probe's writer thread")
-            with self._cv:
-                self._done = max(self._done, target)
-                self._cv.notify_all()
-
-    def _take_ready(self, wait: bool, upto: int | None = None) -> list[PendingRecord]:
+    def take_ready(self, wait: bool, upto: int | None = None) -> list[PendingRecord]:
         """Take the ready records (all if ``wait``) among those numbered ``upto`` or less
-        (the ring is in the order of their numbers); the others stay, in order."""
+        (the ring is in the order of their numbers; the lock held); the others stay, in
+        order."""
         ring = self._ring
         count = len(ring) if upto is None else bisect_right(ring, upto, key=_SEQ)
         head = [ring.popleft() for _ in range(count)]
@@ -423,27 +223,22 @@ class ProbeSession:
         ring.extendleft(reversed(keep))  # records not ready stay first, in order
         return ready
 
-    def _write(self, writer: Any, ready: list[PendingRecord]) -> int:
-        return BatchWriter(writer, self.error, self._count).write(ready)
-
     def _count(self, name: str, n: int = 1) -> None:
         with self._lock:
             self.counts[name] += n
 
-    def _open_writer(self) -> Any:
-        with self._lock:
-            return self._open_writer_locked()
+    def writer_lost(self, lost: int, exc: BaseException | None) -> None:
+        """The writer process died (or never started), ``lost`` records with it: go on with
+        a writer thread of this process, and an event saying so."""
+        self.backend = ThreadBackend(self, self._writer_factory)
+        detail = error_text(exc) if exc is not None else "it ended"
+        LOG.warning("forensics probe: the writer process was lost (%s); %d records dropped, "
+                    "writing in this process from now on", detail, lost)
+        self.backend.open()
+        if self.backend.accepts_events():
+            self._event("probe_writer_lost", error=detail, dropped=lost)
 
-    def _open_writer_locked(self) -> Any:
-        if self._writer is None:
-            try:
-                self._writer = self._writer_factory(self)
-                self._start_event()
-            except Exception as exc:
-                self.error(exc, f"opening the capture {self.settings.capture}")
-        return self._writer
-
-    def _start_event(self) -> None:
+    def start_event(self) -> None:
         """Keep the ``probe_start`` event, once per session."""
         if not self._started_event:
             self._started_event = True
@@ -464,27 +259,11 @@ class ProbeSession:
                         where, detail)
 
     def _event(self, kind: str, **fields: Any) -> bool:
-        channel = self._channel if self.framing else None
-        if self._writer is None and (channel is None or not channel.started):
+        backend = self.backend
+        if not backend.accepts_events():
             return False
-        event = {"kind": kind, "time": time.time(), "pid": os.getpid(), "rank": self.rank,
-                 "step": self.step, **fields}
-        if channel is not None:
-            return self._event_framed(channel, event)
-        try:
-            with self._event_lock:  # both threads keep events
-                self._writer.add_event(event)
-            return True
-        except Exception:
-            return False
-
-    def _event_framed(self, channel: WriterChannel, event: dict[str, Any]) -> bool:
-        """Frame ``event`` for the writer process and poke it (no wait)."""
-        try:
-            with self._lock:
-                return channel.put_bytes(frames.blob(frames.EVENT, event)) and channel.poke()
-        except Exception:
-            return False
+        return backend.event({"kind": kind, "time": time.time(), "pid": os.getpid(),
+                              "rank": self.rank, "step": self.step, **fields})
 
     def engine_failed(self, exc: BaseException, where: str) -> None:
         """An exception left vLLM's ``where``: keep it as an event and flush; never raises."""
@@ -492,10 +271,7 @@ class ProbeSession:
             detail = error_text(exc)[:2000]
             self.flush(wait=True)
             with self._lock:
-                if self.framing:
-                    self._started_channel(create=True)
-                if not self.framing:  # the in-process writer, or the writer process lost
-                    self._open_writer()
+                self.backend.open()
             self._event("engine_exception", where=where, error=detail)
         except Exception as inner:
             self._count("errors")
@@ -531,27 +307,353 @@ class ProbeSession:
             self._cv.notify_all()
         self.flush(wait=True)
         with self._cv:
-            self._cv.wait_for(lambda: not self._writing)
+            self.backend.settle()
             self._closed = True
-        self._join_writer_thread()
+        self.backend.stop()
         self._event("probe_stop", **self.counts, **self.cpus)  # the writer process adds its CPUs
-        if self.framing:
-            self._close_channel()
-        if self._writer is not None:
-            try:
-                self._writer.close()
-            except Exception as exc:
-                self._count("errors")
-                LOG.warning("forensics probe: closing the capture failed: %s", exc)
+        self.backend.close()
 
-    def _join_writer_thread(self) -> None:
+
+class ProcessBackend:
+    """The writer process (:mod:`forensics.probe.channel`): ready records are framed into a
+    shared-memory ring and the process is poked; its acknowledgements bring the counts."""
+
+    def __init__(self, session: ProbeSession) -> None:
+        self.session = session
+        self.channel: WriterChannel | None = None
+        self._acked = Ack()  # the writer process's counts as last added to the session's
+
+    def record_added(self, due: bool) -> None:
+        """Start the writer process at the first record; poke it when a flush is due."""
+        if due:
+            self.flush(False)
+        elif self.channel is None:
+            self._launch()
+
+    def flush(self, wait: bool) -> int:
+        """Frame the ready records and poke the writer process; with ``wait``, wait
+        (bounded) for its acknowledgement."""
+        session = self.session
+        me = threading.get_ident()
+        with session._lock:
+            if session._closed:
+                return 0
+            session._flushers.add(me)
+            try:
+                self._frame(session.take_ready(wait))
+                session._since_flush = len(session._ring)
+                if session.backend is not self:  # lost while framing: the thread writes
+                    return 0
+                channel = self._started_channel()
+                if channel is None:
+                    return 0
+                written = session.counts["written"]
+                done = channel.wait(FLUSH_SECONDS) if wait else channel.poke()
+                self._check_channel(channel, done, wait)
+                return session.counts["written"] - written
+            finally:
+                session._flushers.discard(me)
+
+    def drain(self, timeout: float | None) -> bool:
+        """Wait for the last poke's acknowledgement."""
+        with self.session._lock:
+            channel = self.channel
+            if channel is None or not channel.started:
+                return True
+            done = channel.wait(FLUSH_SECONDS if timeout is None else timeout, poke=False)
+            self._check_channel(channel, done, False)
+            return done
+
+    def accepts_events(self) -> bool:
+        """Whether the writer process runs."""
+        return self.channel is not None and self.channel.started
+
+    def event(self, event: dict[str, Any]) -> bool:
+        """Frame ``event`` for the writer process and poke it (no wait)."""
+        channel = self.channel
+        if channel is None:
+            return False
+        try:
+            with self.session._lock:
+                return channel.put_bytes(frames.blob(frames.EVENT, event)) and channel.poke()
+        except Exception:
+            return False
+
+    def open(self) -> None:
+        """Start the writer process if it is not running (a thread writes if it cannot)."""
+        self._started_channel(create=True)
+        if self.session.backend is not self:
+            self.session.backend.open()
+
+    def settle(self) -> None:
+        """Nothing: a flush with ``wait`` already waited for the acknowledgement."""
+
+    def stop(self) -> None:
+        """Nothing: the writer process ends when its channel closes."""
+
+    def close(self) -> None:
+        """End the writer process once the last records and events were framed; what it
+        did not acknowledge is counted as dropped."""
+        channel, self.channel = self.channel, None
+        if channel is None or not channel.started:
+            return
+        done = channel.close()
+        self._take_counts(channel)
+        if not done:
+            self.session.counts["dropped"] += channel.framed - channel.ack.records
+            self.session.counts["timeouts"] += 1
+
+    def _frame(self, ready: list[PendingRecord]) -> None:
+        """Frame ready records into the ring (the lock held): runs of joined records as
+        blocks, the others one by one. A ring the writer process has not freed: wait for it
+        (bounded) once, then drop and count."""
+        if not ready:
+            return
+        try:
+            channel = self._new_channel()
+        except Exception as exc:  # no shared memory here: the in-process writer
+            self._lost(exc)
+            self.session._ring.extendleft(reversed(ready))
+            return
+        for parts, run in frames.runs(ready):
+            taken = self._put(channel, parts, run)
+            if taken < len(run) and channel.started and channel.wait(RING_WAIT_SECONDS):
+                taken += self._put(channel, parts, run[taken:])
+            self.session.counts["dropped"] += len(run) - taken
+
+    def _put(self, channel: WriterChannel, parts: Any, run: list[PendingRecord]) -> int:
+        """Frame one run (:func:`~forensics.probe.frames.runs`); how many records it took."""
+        try:
+            if parts is not None:
+                return channel.put_block(parts, run)
+            return int(channel.put_record(run[0]))
+        except Exception as exc:  # a value that cannot cross: the record is dropped
+            self.session.error(exc, f"framing a {run[0].site} record (step {run[0].step})")
+            return 0
+
+    def _new_channel(self) -> WriterChannel:
+        """The channel, its ring made at the first record (or the first in a forked copy of
+        this process); the writer process starts later (:meth:`_started_channel`)."""
+        channel = self.channel
+        if channel is None or channel.pid != os.getpid():
+            channel = self.channel = WriterChannel()
+        return channel
+
+    def _launch(self) -> None:
+        """Start the writer process at the first record (the lock taken), so that its
+        start (its imports) is over by the first poke; never raises."""
+        with self.session._lock:
+            try:
+                self._started_channel(create=True, announce=False)
+            except Exception as exc:  # no shared memory here: the in-process writer
+                self._lost(exc)
+
+    def _started_channel(self, *, create: bool = False,
+                         announce: bool = True) -> WriterChannel | None:
+        """The channel with its writer process started, or None when there is none (nothing
+        framed yet unless ``create``, or it could not start: the session then writes in
+        process). With ``announce`` (the first poke) keep the ``probe_start`` event once."""
+        channel = self._new_channel() if create else self.channel
+        if channel is None:
+            return None
+        if not channel.started:
+            try:
+                from forensics.probe.manifest import build_manifest
+                from forensics.store.manifest import build_manifest as full_manifest
+
+                channel.start(str(self.session.settings.capture), self.session.process,
+                              full_manifest(build_manifest(self.session)))  # this process's
+            except Exception as exc:
+                self._lost(exc)
+                return None
+        if announce:
+            self.session.start_event()
+        return channel
+
+    def _check_channel(self, channel: WriterChannel, done: bool, waited: bool) -> None:
+        """Take the writer process's counts; a dead one is replaced by a writer thread; a
+        wait that timed out is counted."""
+        alive = channel.read_acks() and channel.alive()
+        self._take_counts(channel)
+        if not alive:
+            self._lost(None)
+        elif waited and not done:
+            self.session.counts["timeouts"] += 1
+
+    def _take_counts(self, channel: WriterChannel) -> None:
+        ack, last, counts = channel.ack, self._acked, self.session.counts
+        counts["written"] += ack.written - last.written
+        counts["dropped"] += ack.dropped - last.dropped
+        counts["errors"] += ack.errors - last.errors
+        self._acked = ack
+
+    def _lost(self, exc: BaseException | None) -> None:
+        """The writer process died (or never started): count what it had not written as
+        dropped; the session goes on with a writer thread."""
+        channel, self.channel = self.channel, None
+        lost = 0
+        if channel is not None:
+            channel.read_acks()
+            self._take_counts(channel)
+            lost = channel.framed - channel.ack.records
+            self.session.counts["dropped"] += lost
+            channel.close(timeout=1.0)
+        self.session.writer_lost(lost, exc)
+
+
+class ThreadBackend:
+    """A writer in this process (``FORENSICS_WRITER=thread``, a ``writer_factory`` given, or
+    after the writer process was lost): every N records the call wakes a writer thread,
+    which hands the ready records to :class:`~forensics.probe.writing.BatchWriter`; a final
+    flush runs in the calling thread, after the batch the writer thread may be writing."""
+
+    def __init__(self, session: ProbeSession, factory: WriterFactory) -> None:
+        self.session = session
+        self._factory = factory
+        self.writer: Any = None
+        self._event_lock = threading.RLock()
+        self._writing = False  # a batch is being encoded and written (outside the lock)
+        self.thread: threading.Thread | None = None
+        self._thread_pid = 0
+        self._requested = self._done = 0  # flushes asked of / done by the writer thread
+
+    def record_added(self, due: bool) -> None:
+        """Wake the writer thread when a flush is due; when it lags a whole ring behind,
+        wait for it rather than drop."""
+        session = self.session
+        if due:
+            self._kick()
+        elif len(session._ring) >= session.settings.ring and self._requested > self._done:
+            self.drain(None)
+
+    def flush(self, wait: bool, upto: int | None = None) -> int:
+        """Write the ready records (those numbered ``upto`` or less) in this thread, after
+        any batch being written."""
+        session = self.session
+        me = threading.get_ident()
+        with session._cv:
+            if session._closed:
+                return 0
+            session._flushers.add(me)
+            writing = False
+            try:
+                session._cv.wait_for(lambda: not self._writing)  # one batch at a time, in order
+                ready = session.take_ready(wait, upto)
+                if upto is None:  # a whole flush: the count restarts at the records left
+                    session._since_flush = len(session._ring)
+                if not ready and (not wait or self.writer is None):
+                    return 0
+                writer = self._open_writer()
+                if writer is None:
+                    session.counts["dropped"] += len(ready)
+                    return 0
+                self._writing = writing = True
+            finally:
+                if not writing:
+                    session._flushers.discard(me)
+        try:  # encoding and fsync outside the lock
+            return BatchWriter(writer, session.error, session._count).write(ready)
+        finally:
+            with session._cv:
+                self._writing = False
+                session._flushers.discard(me)
+                session._cv.notify_all()
+
+    def drain(self, timeout: float | None) -> bool:
+        """Wait for the writer thread's batches; without a live thread, flush here."""
+        if not self._thread_alive():
+            self.flush(False)
+            return True
+        with self.session._cv:
+            target = self._requested
+            return self.session._cv.wait_for(
+                lambda: self._done >= target or not self._thread_alive(), timeout)
+
+    def accepts_events(self) -> bool:
+        """Whether the capture is open."""
+        return self.writer is not None
+
+    def event(self, event: dict[str, Any]) -> bool:
+        """Append ``event`` to this process's events file."""
+        try:
+            with self._event_lock:  # both threads keep events
+                self.writer.add_event(event)
+            return True
+        except Exception:
+            return False
+
+    def open(self) -> None:
+        """Open the capture if it is not open."""
+        self._open_writer()
+
+    def settle(self) -> None:
+        """Wait for the batch the writer thread is writing (the session's lock held)."""
+        self.session._cv.wait_for(lambda: not self._writing)
+
+    def stop(self) -> None:
         """Wait (a bounded time) for the writer thread to end once it was told to stop: a
         daemon thread still running as the interpreter exits can abort the process
         (``terminate called without an active exception``, seen in benchmark scripts)."""
-        thread = self._thread
+        thread = self.thread
         if thread is not None and thread is not threading.current_thread() \
                 and self._thread_alive():
             thread.join(timeout=WRITER_JOIN_SECONDS)
+
+    def close(self) -> None:
+        """Close the capture writer."""
+        if self.writer is not None:
+            try:
+                self.writer.close()
+            except Exception as exc:
+                self.session._count("errors")
+                LOG.warning("forensics probe: closing the capture failed: %s", exc)
+
+    def _thread_alive(self) -> bool:
+        thread = self.thread
+        return thread is not None and thread.is_alive() and self._thread_pid == os.getpid()
+
+    def _kick(self) -> None:
+        """Ask the writer thread for a flush (start it if needed; inline if it cannot run)."""
+        if not self._thread_alive():
+            try:
+                thread = threading.Thread(target=self._writer_loop, daemon=True,
+                                          name="forensics-probe-writer")
+                thread.start()
+            except RuntimeError:  # interpreter shutting down: flush here
+                self.flush(False)
+                return
+            self.thread, self._thread_pid = thread, os.getpid()
+        with self.session._cv:
+            self._requested += 1
+            self.session._cv.notify_all()
+
+    def _writer_loop(self) -> None:
+        session = self.session
+        session.cpus = leave_engine_cores()  # off the core vLLM pinned the worker to, if it can
+        while True:
+            with session._cv:
+                session._cv.wait_for(lambda: self._requested > self._done or session._stopping)
+                if self._requested <= self._done:
+                    return
+                target = self._requested
+            try:
+                self.flush(False, session.due_upto)
+            except Exception as exc:  # never let the thread die silently
+                session.error(exc, "the probe's writer thread")
+            with session._cv:
+                self._done = max(self._done, target)
+                session._cv.notify_all()
+
+    def _open_writer(self) -> Any:
+        with self.session._lock:
+            if self.writer is None:
+                try:
+                    self.writer = self._factory(self.session)
+                    self.session.start_event()
+                except Exception as exc:
+                    self.session.error(exc, f"opening the capture "
+                                            f"{self.session.settings.capture}")
+            return self.writer
 
 
 #: how long ``close()`` waits for the writer thread to end after its last flush

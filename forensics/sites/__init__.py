@@ -14,12 +14,13 @@ from typing import Any
 
 from forensics.errors import UnknownSiteError
 from forensics.plugins import SITES_GROUP
+from forensics.records import Record
 from forensics.registry import Registry
 from forensics.sites import async_output, batch_change, embedding, prepare_input_ids
 from forensics.sites.base import REQUIRED, Site
 
 __all__ = ["ORIGIN_CHAIN", "REGISTRY", "SINK", "SITES", "Site", "get_site", "hooked_sites",
-           "site_order"]
+           "pipeline_key", "site_order"]
 
 
 def as_site(loaded: object) -> Site[Any]:
@@ -72,6 +73,11 @@ def origin_chain(names: tuple[str, ...]) -> tuple[str, ...]:
 def hooked_sites() -> tuple[str, ...]:
     """The sites the probe can record (those naming a ``Site.hook``), in pipeline order."""
     return tuple(name for name in SITES if get_site(name).hook is not None)
+
+
+def pipeline_key(record: Record) -> tuple[int, int, int]:
+    """Sort key of ``record`` in pipeline order: (step, rank, site order)."""
+    return (record.step, record.rank, site_order(record.site))
 
 
 REGISTRY.load_plugins()  # last: a plugin module may import this package's functions

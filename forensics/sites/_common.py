@@ -20,9 +20,10 @@ from forensics.errors import CaptureFormatError
 from forensics.outcome import Access, Outcome
 from forensics.records import Record
 from forensics.screening import ScreenUnsure, as_exact, as_int64
+from forensics.sites.core import MISATTRIBUTED as MISATTRIBUTED  # re-exported to the sites
+from forensics.sites.core import OUT_OF_BOUNDS as OUT_OF_BOUNDS
 from forensics.sites.core import owner, ragged_parts, starts_of, within
 
-OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
 _TORCH_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for dimension \d+ with size (\d+)")
 
 

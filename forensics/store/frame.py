@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from forensics.schema import site_schema
+from forensics.sites import get_site
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import SHAPE_SUFFIX
 from forensics.validate import SUMMARY_COMMON, field_specs
@@ -30,7 +30,7 @@ def frame_columns(site: str) -> list[str]:
     columns = ["step", "rank", "summary"]
     for name, spec in field_specs(site).items():
         columns += [name] if spec.kind == "int" else [f"{name}_len", name]
-    for name in (*SUMMARY_COMMON, site_schema(site).summary_bound):
+    for name in (*SUMMARY_COMMON, get_site(site).summary_bound):
         if name not in columns:
             columns.append(name)
     return columns

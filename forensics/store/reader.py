@@ -16,7 +16,7 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError
 from forensics.records import Record
-from forensics.schema import SITES, site_order
+from forensics.sites import SITES, site_order
 from forensics.store.manifest import read_expected, read_manifest
 from forensics.store.paths import capture_dir, parse_segment_name
 from forensics.store.segment import Segment, find_duplicate

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from forensics.errors import ForensicsError
+from forensics.store.fs import fsync_dir
 
 
 def tmp_path(out: Path, pid: int | None = None) -> Path:
@@ -39,11 +40,9 @@ def install(tmp: Path, out: Path) -> None:
 
     Raises OSError from the file system (then ``out`` is the old capture, or the new one).
     """
-    from forensics.store.writer import _fsync_dir
-
     if not os.path.lexists(out):
         os.rename(tmp, out)
-        _fsync_dir(out.parent)
+        fsync_dir(out.parent)
         return
     pid = os.getpid()
     journal = _journal(out)
@@ -53,14 +52,14 @@ def install(tmp: Path, out: Path) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(name, journal)
-    _fsync_dir(out.parent)
+    fsync_dir(out.parent)
     aside = _aside(out, pid)
     os.rename(out, aside)
     os.rename(tmp, out)
-    _fsync_dir(out.parent)
+    fsync_dir(out.parent)
     shutil.rmtree(aside)
     os.unlink(journal)
-    _fsync_dir(out.parent)
+    fsync_dir(out.parent)
 
 
 def recover(out: Path, clean: bool = False) -> None:

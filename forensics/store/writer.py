@@ -32,6 +32,7 @@ from forensics.store.arrow_codec import (
     trusted_columns,
 )
 from forensics.store.events import EventLog
+from forensics.store.fs import fsync_dir
 from forensics.store.index import IndexWriter, write_all
 from forensics.store.manifest import build_manifest, write_manifest_once
 from forensics.store.paths import INDEX_SUFFIX, MANIFEST, SegmentName, check_process_name
@@ -58,7 +59,7 @@ class _SegmentFile:
         header = self.schema.serialize()
         write_all(self.fd, header)
         os.fsync(self.fd)
-        _fsync_dir(root)
+        fsync_dir(root)
 
     def fits(self, columns: dict[str, ColumnSig]) -> bool:
         return all(self.columns.get(name) == sig for name, sig in columns.items())
@@ -95,19 +96,6 @@ def _create_exclusive(root: Path, site: str, rank: int, process: str) -> tuple[i
             except FileExistsError:
                 pass
         seq += 1
-
-
-def _fsync_dir(root: Path) -> None:
-    try:
-        fd = os.open(root, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class CaptureWriter:

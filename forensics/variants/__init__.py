@@ -4,7 +4,7 @@ A variant is any object with a ``name`` and ``run(record) -> Outcome`` (see
 :mod:`forensics.outcome`); it may also offer ``run_many(site, records) -> list[Outcome]`` for a
 vectorised path. Variants run and never judge.
 
-Built-ins are registered at the bottom of their own modules; ``resolve_variant`` also accepts
+Built-ins are registered here, plugins after them; ``resolve_variant`` also accepts
 ``vllm+PATH.diff`` and wraps user callables.
 """
 
@@ -64,6 +64,8 @@ class VariantRegistry(Registry[Callable[[], Variant]]):
 
 
 registry = VariantRegistry()
+#: the variants a replay, a check and a shrink run when none is named
+DEFAULT_VARIANTS = ("upstream", "patched")
 
 
 def resolve_variant(name: str, spec: Any = None) -> Variant:
@@ -83,8 +85,12 @@ def resolve_variant(name: str, spec: Any = None) -> Variant:
 
 def _register_builtins() -> None:
     """The built-in variants, then those of the ``forensics.variants`` entry points."""
-    from forensics.variants import models, vllm_real  # noqa: F401  (each registers itself)
+    from forensics.variants.models import PatchedVariant, UpstreamVariant
+    from forensics.variants.vllm_real import VllmVariant
 
+    for name, factory in (("upstream", UpstreamVariant), ("patched", PatchedVariant),
+                          ("vllm", VllmVariant)):
+        registry.register(name, factory)
     registry.load_plugins()
 
 

@@ -14,7 +14,6 @@ from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.sites import get_site
 from forensics.sites.core import BatchRun
-from forensics.variants import registry
 
 
 class ModelVariant:
@@ -57,6 +56,3 @@ class PatchedVariant(ModelVariant):
     name = "patched"
     kind = "patched"
 
-
-registry.register("upstream", UpstreamVariant)
-registry.register("patched", PatchedVariant)

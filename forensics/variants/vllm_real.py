@@ -1,7 +1,7 @@
 """The ``vllm`` variant: the installed vLLM 0.33.x code itself, called on CPU.
 
 vLLM is imported on the first :meth:`VllmVariant.run`, not when this module is imported (the
-registry imports it from ``import forensics.variants``). The site adapters live in
+registry in :mod:`forensics.variants` imports it). The site adapters live in
 :mod:`forensics.variants.vllm_adapters`, shared with the ``vllm+PATH.diff`` variant.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from forensics.outcome import Outcome
 from forensics.records import Record
-from forensics.variants import registry
 from forensics.variants.vllm_adapters import VllmCode, code_from, require_vllm, run_site
 
 
@@ -48,5 +47,3 @@ class VllmVariant:
         """
         return run_site(self.load(), record)
 
-
-registry.register("vllm", VllmVariant)

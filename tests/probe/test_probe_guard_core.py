@@ -1,8 +1,9 @@
 """The guard's host-side checks (forensics.probe.guard) against the sites' own columnar core.
 
-The guard keeps its own checks (the core on a batch of one costs 0.3-1 ms a call, see README,
-"Where the targets stand"), so generated records hold the two together: the guard finds a
-violation exactly when the core finds an index out of bounds, and the one it reports (row,
+The guard keeps its own checks (the core on a batch of one costs 0.3-1 ms a call:
+benchmarks/README.md, "Where the targets stand"), so generated records hold the two
+together: the guard finds a violation exactly when the core finds an index out of bounds,
+and the one it reports (row,
 tensor, value, bound) is among the core's findings (``async_output``: a written id the guard
 reports at an earlier row than a failed read may be missing from the core's, whose run stops at
 the read)."""

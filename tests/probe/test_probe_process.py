@@ -25,10 +25,16 @@ from probe_fakes import (
 import forensics
 from forensics.probe import session as session_module
 from forensics.probe.channel import WriterChannel
-from forensics.probe.session import ProbeSession
+from forensics.probe.session import ProbeSession, ProcessBackend, ThreadBackend
 from forensics.store.writer import CaptureWriter
 
 CALLS = [[0], [1, -1, 0], [-1, -1], [3, 2, 1, 0], [0, 1]] * 3
+
+
+def _process(session: ProbeSession) -> ProcessBackend:
+    """The session's writer-process backend (it has not been swapped for a thread)."""
+    assert isinstance(session.backend, ProcessBackend)
+    return session.backend
 
 
 def with_request_ids(session: ProbeSession) -> None:
@@ -49,7 +55,7 @@ def test_the_writer_process_writes_the_bytes_of_the_in_process_writer(
         # one flush at close: batch bounds do not depend on when either writer ran
         session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=64),
                                writer_factory=factory)
-        assert session.framing == (factory is None)
+        assert isinstance(session.backend, ProcessBackend) == (factory is None)
         if ids:
             with_request_ids(session)
         record_batch_changes(session, CALLS)
@@ -68,10 +74,10 @@ def test_the_writer_process_writes_the_bytes_of_the_in_process_writer(
 def test_the_thread_writer_setting_keeps_the_capture_in_process(tmp_path: Path) -> None:
     path = tmp_path / "thread.capture"
     session = ProbeSession(make_settings(tmp_path, capture=path, writer="thread"))
-    assert not session.framing
+    assert isinstance(session.backend, ThreadBackend)
     record_batch_changes(session, CALLS[:3])
     session.close()
-    assert session._channel is None and session.counts["written"] == 3
+    assert session.counts["written"] == 3
     assert len(list(forensics.load(path))) == 3
 
 
@@ -113,7 +119,7 @@ def test_the_writer_process_loads_neither_torch_nor_vllm(tmp_path: Path) -> None
     session = ProbeSession(make_settings(tmp_path, ring=8, flush_every=4))
     record_batch_changes(session, CALLS[:4])
     assert session.drain(timeout=30)
-    channel = session._channel
+    channel = _process(session).channel
     assert channel is not None and channel.proc is not None
     maps = Path(f"/proc/{channel.proc.pid}/maps").read_text()
     session.close()
@@ -127,12 +133,12 @@ def test_a_dead_writer_process_is_noticed_and_the_session_writes_in_process(
     session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=4))
     record_batch_changes(session, CALLS[:4])
     assert session.drain(timeout=30) and session.counts["written"] == 4
-    channel = session._channel
+    channel = _process(session).channel
     assert channel is not None and channel.proc is not None
     channel.proc.kill()
     channel.proc.wait(timeout=30)
     record_batch_changes(session, CALLS[4:12])  # framed, then the poke finds the pipe broken
-    assert not session.framing
+    assert isinstance(session.backend, ThreadBackend)
     session.close()
     assert session.counts["records"] == 12
     assert session.counts["written"] == 8 and session.counts["dropped"] == 4
@@ -150,16 +156,16 @@ def test_a_full_ring_drops_and_counts_without_hanging(tmp_path: Path,
     monkeypatch.setattr(session_module, "RING_WAIT_SECONDS", 0.01)
     path = tmp_path / "full.capture"
     session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=4))
-    session._channel = WriterChannel(size=16 * 1024)
+    _process(session).channel = WriterChannel(size=16 * 1024)
     record_batch_changes(session, CALLS[:4])
     assert session.drain(timeout=30)
-    proc = session._channel.proc
+    proc = _process(session).channel.proc
     assert proc is not None
     os.kill(proc.pid, signal.SIGSTOP)
     try:
         record_batch_changes(session, CALLS * 10)
         dropped = session.counts["dropped"]
-        assert dropped > 0 and session.framing
+        assert dropped > 0 and isinstance(session.backend, ProcessBackend)
     finally:
         os.kill(proc.pid, signal.SIGCONT)
     session.close()

@@ -20,7 +20,7 @@ from probe_fakes import (
 
 from forensics.errors import IndexBoundsError
 from forensics.probe import guard, hooks
-from forensics.probe.session import ProbeSession
+from forensics.probe.session import ProbeSession, ThreadBackend
 from forensics.sites import async_output, batch_change, prepare_input_ids
 
 
@@ -173,13 +173,13 @@ def test_a_late_writer_thread_keeps_the_flush_every_count(
     """The writer thread wakes after records 5 and 6 were queued: the next batch is still
     due at record 8 (CI once saw it slip to 10 when the thread reset the count)."""
     gate = threading.Event()
-    real_loop = ProbeSession._writer_loop
+    real_loop = ThreadBackend._writer_loop
 
-    def late_loop(self: ProbeSession) -> None:
+    def late_loop(self: ThreadBackend) -> None:
         gate.wait(30)
         real_loop(self)
 
-    monkeypatch.setattr(ProbeSession, "_writer_loop", late_loop)
+    monkeypatch.setattr(ThreadBackend, "_writer_loop", late_loop)
     session = active(ring=64, flush_every=4)
     wrapped = hooks.wrap_batch_change(plain_batch_change)
 
@@ -202,20 +202,21 @@ def test_close_returns_once_the_writer_thread_ended(
     """A daemon writer thread still running as the interpreter exits can abort the process
     (``terminate called without an active exception``): ``close()`` waits for it, here a
     thread that lingers 0.2 s after its loop."""
-    real_loop = ProbeSession._writer_loop
+    real_loop = ThreadBackend._writer_loop
 
-    def lingering_loop(self: ProbeSession) -> None:
+    def lingering_loop(self: ThreadBackend) -> None:
         real_loop(self)
         time.sleep(0.2)
 
-    monkeypatch.setattr(ProbeSession, "_writer_loop", lingering_loop)
+    monkeypatch.setattr(ThreadBackend, "_writer_loop", lingering_loop)
     session = active(ring=8, flush_every=4)
     wrapped = hooks.wrap_batch_change(plain_batch_change)
     for _ in range(4):
         session.begin_step()
         wrapped(*batch_args([0]))
     assert session.drain(timeout=30)
-    thread = session._thread
+    assert isinstance(session.backend, ThreadBackend)
+    thread = session.backend.thread
     assert thread is not None and thread.is_alive()
     session.close()
     assert not thread.is_alive()

@@ -23,6 +23,7 @@ from forensics import findings as judge
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.simulation import SCENARIOS, simulate
+from forensics.sites import pipeline_key
 from forensics.variants.models import ModelVariant, PatchedVariant, UpstreamVariant
 
 MODELS = {"upstream": UpstreamVariant(), "patched": PatchedVariant()}
@@ -97,7 +98,7 @@ def per_record(records: list[Record], variants: tuple[str, ...]
 def test_replay_matches_the_per_record_path(scenario: str, variants: tuple[str, ...],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(importlib.import_module("forensics.replaying"), "CHUNK", 37)  # chunks
-    records = sorted(scenario_records(scenario), key=Record.key)
+    records = sorted(scenario_records(scenario), key=pipeline_key)
     result = forensics.replay(records, variants=variants)
     outcomes, found, bounds = per_record(records, variants)
     pd.testing.assert_frame_equal(result.findings, found)
@@ -120,7 +121,7 @@ def test_replay_of_a_capture_matches_the_per_record_path(
 
     monkeypatch.setattr(importlib.import_module("forensics.replaying"), "CHUNK", 37)
     monkeypatch.setattr("forensics.store.writer.FLUSH_EVERY", 50)  # several batches a site
-    records = sorted(scenario_records(scenario), key=Record.key)
+    records = sorted(scenario_records(scenario), key=pipeline_key)
     write_capture(tmp_path / "s.capture", records)
     result = forensics.replay(tmp_path / "s.capture")
     outcomes, found, bounds = per_record(list(result.records), ("upstream", "patched"))
@@ -140,7 +141,7 @@ def test_a_replay_leaves_no_reference_cycle_through_its_data(tmp_path: Path) -> 
 
     from forensics.store.writer import write_capture
 
-    write_capture(tmp_path / "s.capture", sorted(scenario_records("soak"), key=Record.key))
+    write_capture(tmp_path / "s.capture", sorted(scenario_records("soak"), key=pipeline_key))
     capture = forensics.load(tmp_path / "s.capture")
     forensics.replay(capture)  # imports and caches settle
     gc.collect()
