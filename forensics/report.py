@@ -1,6 +1,7 @@
 """HTML reports: run an investigation notebook against a capture, export self-contained HTML.
 
-:func:`write_report` executes a notebook with papermill (its ``parameters`` cell gets
+:func:`write_report` executes a notebook in this process (:mod:`forensics.notebook_exec`; its
+``parameters`` cell is followed by one setting
 ``capture = "<absolute path>"``), then exports it with nbconvert through the packaged template
 ``forensics/templates/report.html.j2``: nbconvert's ``lab`` template without require.js, MathJax,
 Mermaid, widgets or JavaScript outputs, plus a Content-Security-Policy that forbids every script
@@ -107,24 +108,24 @@ def _capture_path(capture: Any) -> Path:
 
 def execute_notebook(notebook: Path, capture: Path, workdir: Path,
                      variants: list[str] | None = None) -> Any:
-    """Run ``notebook`` with ``capture`` (and ``variants`` when given) as its parameters; return
-    the executed nbformat node.
+    """Run ``notebook`` with ``capture`` (and ``variants`` when given) as its parameters, in
+    this process (:mod:`forensics.notebook_exec`), in the notebook's folder; return the
+    executed nbformat node. ``workdir`` is unused (kept for callers).
 
     Raises:
         NotebookExecutionError: a cell raised; the message names the cell and the exception.
     """
-    papermill = _require("papermill")
-    _require("ipykernel")
-    out = workdir / f"executed-{notebook.name}"
+    from forensics.notebook_exec import CellError, execute, inject_parameters, read_notebook
+
+    _require("IPython")
+    nb = read_notebook(notebook)
+    inject_parameters(nb, _parameters(capture, variants))
     try:
-        return papermill.execute_notebook(
-            str(notebook), str(out), parameters=_parameters(capture, variants),
-            kernel_name="python3", progress_bar=False, log_output=False,
-            cwd=str(notebook.parent), extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
-    except papermill.PapermillExecutionError as exc:
+        return execute(nb, notebook.parent)
+    except CellError as exc:
         raise NotebookExecutionError(
             f"notebook {notebook.name!r} failed on capture '{capture}' in cell "
-            f"{exc.exec_count}: {exc.ename}: {exc.evalue}; open {notebook} with "
+            f"{exc.number}: {exc.ename}: {exc.evalue}; open {notebook} with "
             f"capture = '{capture}' to see the traceback") from None
 
 
@@ -203,7 +204,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     Raises:
         CaptureFormatError: the capture is missing or malformed.
         ConfigurationError: the notebook does not exist, or ``out`` is a directory.
-        MissingDependencyError: papermill, ipykernel or nbconvert is not installed.
+        MissingDependencyError: IPython or nbconvert is not installed.
         NotebookExecutionError: a cell of the notebook raised.
         UnsafeReportError: the notebook emitted a script element.
     """

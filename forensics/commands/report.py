@@ -1,6 +1,6 @@
 """Write a self-contained HTML report of a capture.
 
-Runs an investigation notebook (default 03_triage) against the capture with papermill and
+Runs an investigation notebook (default 03_triage) against the capture (in this process, as papermill would) and
 exports it with an offline template: figures embedded, nothing loaded from the network, no
 script, code hidden unless --with-code. The conclusion (see forensics.conclusion) is the first
 paragraph after the title; every finding is listed, grouped per (variant, site, step, row).
