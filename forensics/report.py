@@ -41,6 +41,8 @@ REPO_NOTEBOOKS = PACKAGE_DIR.parent / "notebooks"
 DEFAULT_NOTEBOOK = "03_triage"
 _SCRIPT_TAG = re.compile(r"<\s*script\b", re.IGNORECASE)
 CONCLUSION_TAG, SKIP_TAG = "conclusion", "report-skip"
+#: the mimetype of the header data a notebook's conclusion cell displays (:func:`show_header`)
+HEADER_MIME = "application/vnd.forensics.header+json"
 
 
 class NotebookExecutionError(ForensicsError, RuntimeError):
@@ -140,14 +142,54 @@ def _tags(cell: Any) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
 
 
-def take_conclusion(nb: Any) -> str:
-    """The printed text of the cells tagged ``conclusion``; those cells and the ones tagged
-    ``report-skip`` are removed from ``nb``."""
-    texts = [o.get("text", "") for cell in nb.cells if CONCLUSION_TAG in _tags(cell)
-             for o in cell.get("outputs", [])
+def header_data(result: Any, conclusion: Any) -> dict[str, Any]:
+    """What the report's header shows: the conclusion as short lines (one per variant's
+    verdict, the first violation, the silent inputs, the capture's facts) and the verdict
+    table (site -> variant -> verdict)."""
+    lines = [conclusion.verdict_sentence(v) for v in conclusion.variants]
+    lines += [conclusion.first_sentence(conclusion.baseline), conclusion.silent_sentence()]
+    from forensics.conclusion import facts_sentence
+
+    lines.append(facts_sentence(conclusion.facts))
+    variants = list(result.variants)
+    sites = list(dict.fromkeys(s for v in variants for s in result.verdicts[v]))
+    return {"lines": [line for line in lines if line], "variants": variants,
+            "verdicts": [{"site": s, "verdicts": [result.verdicts[v].get(s, "") for v in
+                                                  variants]} for s in sites]}
+
+
+def show_header(result: Any, conclusion: Any) -> None:
+    """Display :func:`header_data` in a notebook cell (the report lifts it into its header)."""
+    from IPython.display import display
+
+    display({HEADER_MIME: header_data(result, conclusion)}, raw=True)
+
+
+def take_conclusion(nb: Any) -> tuple[str, dict[str, Any]]:
+    """The printed text and the :func:`header_data` of the cells tagged ``conclusion``; those
+    cells and the ones tagged ``report-skip`` are removed from ``nb``."""
+    outputs = [o for cell in nb.cells if CONCLUSION_TAG in _tags(cell)
+               for o in cell.get("outputs", [])]
+    texts = [o.get("text", "") for o in outputs
              if o.get("output_type") == "stream" and o.get("name") == "stdout"]
+    header = next((o["data"][HEADER_MIME] for o in outputs
+                   if HEADER_MIME in o.get("data", {})), {})
     nb.cells = [c for c in nb.cells if not {CONCLUSION_TAG, SKIP_TAG} & set(_tags(c))]
-    return "".join(texts).strip()
+    return "".join(texts).strip(), dict(header)
+
+
+def contents(nb: Any) -> list[dict[str, str]]:
+    """The report's contents: each ``## `` heading of ``nb``'s markdown cells, with the anchor
+    nbconvert gives it (spaces as ``-``)."""
+    found = []
+    for cell in nb.cells:
+        if cell.get("cell_type") != "markdown":
+            continue
+        for line in cell.source.splitlines():
+            if line.startswith("## "):
+                title = line[3:].strip()
+                found.append({"title": title, "id": title.replace(" ", "-")})
+    return found
 
 
 def _strip_for_report(nb: Any) -> Any:
@@ -160,7 +202,7 @@ def _strip_for_report(nb: Any) -> Any:
     return nb
 
 
-def export_html(nb: Any, *, title: str, info: dict[str, str], with_code: bool = False) -> str:
+def export_html(nb: Any, *, title: str, info: dict[str, Any], with_code: bool = False) -> str:
     """Export an executed notebook to self-contained HTML with the packaged offline template.
 
     Returns:
@@ -175,7 +217,8 @@ def export_html(nb: Any, *, title: str, info: dict[str, str], with_code: bool = 
         exclude_output_prompt=not with_code)
     exporter.extra_template_basedirs = [str(TEMPLATE_DIR)]
     nb = _strip_for_report(nb)
-    info = {**info, "conclusion": take_conclusion(nb)}
+    conclusion, header = take_conclusion(nb)
+    info = {**info, "conclusion": conclusion, "header": header, "contents": contents(nb)}
     resources = {"metadata": {"name": title}, "forensics": info}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     if _SCRIPT_TAG.search(body):
