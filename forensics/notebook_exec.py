@@ -119,7 +119,8 @@ def _shell() -> Any:
 
         def write_format_data(self, format_dict: Any, md_dict: Any = None) -> None:
             """Publish the result's formats."""
-            self.shell.display_pub.publish(format_dict, md_dict or {})
+            shell: Any = self.shell
+            shell.display_pub.publish(format_dict, md_dict or {})
 
     shell = InteractiveShell.instance()
     if not isinstance(shell.displayhook, PublishingHook):

@@ -172,7 +172,7 @@ def take_conclusion(nb: Any) -> tuple[str, dict[str, Any]]:
                for o in cell.get("outputs", [])]
     texts = [o.get("text", "") for o in outputs
              if o.get("output_type") == "stream" and o.get("name") == "stdout"]
-    header = next((o["data"][HEADER_MIME] for o in outputs
+    header: dict[str, Any] = next((o["data"][HEADER_MIME] for o in outputs
                    if HEADER_MIME in o.get("data", {})), {})
     nb.cells = [c for c in nb.cells if not {CONCLUSION_TAG, SKIP_TAG} & set(_tags(c))]
     return "".join(texts).strip(), dict(header)
