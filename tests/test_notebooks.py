@@ -21,7 +21,7 @@ EXPECTED = ("00_quickstart", "01_stale_prev_rows", "02_vocab_sentinel", "03_tria
 PUBLIC = {"load", "replay", "findings_table", "first_violation", "summary_by_site", "plots",
           "importers", "simulate", "shrink", "redact", "__version__", "conclusion", "tables"}
 PUBLIC_IMPORTS = {"forensics", "forensics.plots", "forensics.importers", "forensics.conclusion",
-                  "forensics.tables"}
+                  "forensics.tables", "forensics.report"}
 
 
 def notebooks() -> list[Path]:

@@ -24,6 +24,7 @@ for _name, _entry in {
     "redact": ("redact", "a copy of a capture fit to share, with the same evidence"),
     "summary": ("summary", "write up a capture's replay for a bug thread or pull request"),
     "findings": ("findings", "export a capture's findings (CSV, Parquet, JSON lines)"),
+    "repro": ("repro", "write a standalone pytest reproducer for vLLM maintainers"),
     "schema": ("schema", "the fields, shapes and dtypes forensics import reads per site"),
 }.items():
     COMMANDS.register(_name, _entry)
