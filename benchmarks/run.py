@@ -60,7 +60,8 @@ TARGETS = {"soak_generate_seconds_per_250k": ("<", 60.0), "open_seconds": ("<", 
            "load_speedup": (">=", 20.0), "replay_speedup": (">=", 20.0),
            "scan_fraction_of_numpy": (">=", 0.5), "probe_us_per_call": ("<=", 20.0),
            "probe_cpu_us_per_call": ("<=", 10.0),
-           "replay_rss_over_capture": ("<=", 2.0), "replay_added_rss_over_capture": ("<=", 0.5)}
+           "replay_rss_over_capture": ("<=", 2.0), "replay_added_rss_over_capture": ("<=", 0.5),
+           "report_over_replay": ("<=", 2.0)}
 
 
 def _clock() -> float:
@@ -497,6 +498,35 @@ def _fresh(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return (args[0].clone(), args[1].clone(), *args[2:])
 
 
+# --------------------------------------------------------------------------- report phase
+
+
+def report_phase(work: Path) -> dict[str, Any]:
+    """``forensics replay`` and ``forensics report`` of a 2-record capture, each a fresh
+    process as a user runs them: wall and CPU seconds, and the report's peak RSS."""
+    from forensics.records import Record
+    from forensics.store.writer import write_capture
+
+    capture = work / "two-records.capture"
+    ids = [np.array([1, 2, 3]), np.array([1, 248320, 3])]
+    write_capture(capture, [Record("embedding", step, 0, {"input_ids": i, "num_embeddings": 248320})
+                            for step, i in enumerate(ids)], force=True)
+    cli = [sys.executable, "-m", "forensics.cli"]
+    figures: dict[str, Any] = {}
+    for name, args in (("replay", ["replay", str(capture)]),
+                       ("report", ["report", str(capture), "-o", str(work / "two.html")])):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = _clock()
+        subprocess.run([*cli, *args], check=True, capture_output=True, timeout=600)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        figures[f"{name}_seconds"] = _clock() - t0
+        figures[f"{name}_cpu_seconds"] = (after.ru_utime + after.ru_stime
+                                          - before.ru_utime - before.ru_stime)
+        figures[f"{name}_peak_rss_bytes"] = after.ru_maxrss * 1024  # the largest child so far
+    shutil.rmtree(capture, ignore_errors=True)
+    return figures
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -654,6 +684,7 @@ def table(s: dict[str, Any]) -> str:
          f"{(raw['replay']['rss_peak_bytes'] - raw['replay']['rss_before_bytes']) / 2**20:.0f}"
          " MiB", f"capture on disk: {raw['capture_bytes'] / 2**20:.0f} MiB",
          f"{s.get('replay_added_rss_over_capture', float('nan')):.2f}x", "<= 0.5x"),
+        *_report_rows(s),
     ]
     lines = ["| measure | ours | baseline | ratio | target |", "|---|---|---|---|---|"]
     lines += [f"| {' | '.join(r)} |" for r in rows]
@@ -664,6 +695,20 @@ def table(s: dict[str, Any]) -> str:
                  f"{m['cpu']}, {m['ram_gib']} GiB RAM, Python {m['python']}, torch "
                  f"{m['torch']}.")
     return "\n".join(lines)
+
+
+def _report_rows(s: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The report row (issue 29): ``forensics report`` of a 2-record capture against its
+    ``forensics replay`` (absent from older result files)."""
+    rep = s["raw"].get("report")
+    if rep is None:
+        return []
+    return [("report (2-record capture, a fresh process)",
+             f"{rep['report_seconds']:.1f} s ({rep['report_cpu_seconds']:.1f} s CPU, peak "
+             f"{rep['report_peak_rss_bytes'] / 2**20:.0f} MiB)",
+             f"forensics replay of it: {rep['replay_seconds']:.1f} s "
+             f"({rep['replay_cpu_seconds']:.1f} s CPU)",
+             f"{s['report_over_replay']:.2f}x", "<= 2x")]
 
 
 def targets(s: dict[str, Any]) -> list[str]:
@@ -694,6 +739,8 @@ def run(scale: Scale, work: Path, out: Path | None) -> dict[str, Any]:
     rp = _phase("replay", lambda: replay_phase(capture, scale.loop_records, scale.repeats))
     pr = _phase("probe", lambda: probe_phase(scale.probe_calls, work))
     summary = summarise(scale, w, o, ld, sc, rp, pr, _du(capture), _du(pt_dir))
+    summary["raw"]["report"] = rep = _phase("report", lambda: report_phase(work))
+    summary["report_over_replay"] = rep["report_seconds"] / rep["replay_seconds"]
     for key, value in summary.items():
         if isinstance(value, float) and not math.isfinite(value):
             raise RuntimeError(f"benchmark value {key} is not finite: {value}")
@@ -781,7 +828,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
     parser.add_argument("--table", action="store_true",
                         help="print the table and targets of the --json file, run nothing")
-    parser.add_argument("--only", choices=["probe", "replay", "scan"],
+    parser.add_argument("--only", choices=["probe", "replay", "scan", "report"],
                         help="run only this phase and print its figures (--json untouched)")
     parser.add_argument("--replay-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -791,6 +838,13 @@ def main(argv: list[str] | None = None) -> int:
         return _only_replay(SCALES[args.scale], args.work)
     if args.only == "scan":
         return _only_scan(SCALES[args.scale], args.work)
+    if args.only == "report":
+        directory = Path(tempfile.mkdtemp(prefix="forensics-bench-report-", dir=args.work))
+        try:
+            print(json.dumps(_phase("report", lambda: report_phase(directory)), indent=2))
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        return 0
     if args.replay_child:
         replay_child(args.replay_child)
         return 0

@@ -294,8 +294,9 @@ def _event_text(event: dict[str, Any]) -> str:
     """``"cuda_assert at step 14 rank 0: MESSAGE"``; an unknown step or rank left out."""
     where = " ".join(f"{name} {event[name]}" for name in ("step", "rank")
                      if event.get(name) is not None)
-    message = str(event.get("message") or event.get("detail") or "").rstrip(".")
-    return f"{event.get('kind', 'event')}{f' at {where}' if where else ''}: {message}"
+    message = str(event.get("message") or event.get("detail") or "").strip().rstrip(".")
+    head = f"{event.get('kind', 'event')}{f' at {where}' if where else ''}"
+    return f"{head}: {message}" if message else head
 
 
 def facts_sentence(facts: dict[str, Any]) -> str:

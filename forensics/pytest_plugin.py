@@ -42,11 +42,52 @@ def _capture_dirs(config: pytest.Config) -> list[Path]:
     return found
 
 
+#: where the paths of the expected.json files this run wrote are kept (for the summary)
+WRITTEN = pytest.StashKey[list[Path]]()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    for path in _capture_dirs(config):
-        items.append(CaptureItem.from_parent(session, name=path.name, capture=path))
+    """Collect the captures as a collector of their own (reported, so counted and listed
+    as pytest's own items are), before ``-m`` and ``-k`` select."""
+    config.stash[WRITTEN] = []
+    captures = _capture_dirs(config)
+    if captures:
+        collector = CaptureCollector.from_parent(session, name="forensics-captures",
+                                                 nodeid="forensics-captures",
+                                                 captures=captures)
+        items += [item for item in session.genitems(collector)]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """List every expected.json file this run wrote."""
+    written = config.stash.get(WRITTEN, [])
+    if written:
+        terminalreporter.section("forensics: expected.json written")
+        for path in written:
+            terminalreporter.write_line(f"wrote {path}")
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as the test id shows it: relative to the invocation directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+class CaptureCollector(pytest.Collector):
+    """The captures of ``--forensics-captures`` and the ``forensics_captures`` ini option."""
+
+    def __init__(self, *, captures: list[Path], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.captures = captures
+
+    def collect(self) -> list[pytest.Item]:
+        """One item per capture, its id the capture's path."""
+        return [CaptureItem.from_parent(self, name=path.name, nodeid=shown_path(path),
+                                        capture=path) for path in self.captures]
 
 
 class CaptureItem(pytest.Item):
@@ -64,10 +105,20 @@ class CaptureItem(pytest.Item):
         return list(dict.fromkeys([*DEFAULT_VARIANTS, *extra]))
 
     def runtest(self) -> None:
+        """Compare the replay with expected.json; with --forensics-regen, or when there is
+        none yet, write it (a first run fails, as pytest-regressions does)."""
         from forensics import expectations
 
-        if self.config.getoption("forensics_regen"):
-            expectations.regenerate(self.capture, self._variants())
+        regen = self.config.getoption("forensics_regen")
+        missing = not (self.capture / expectations.EXPECTED_NAME).exists()
+        if regen or missing:
+            written = expectations.regenerate(self.capture, self._variants())
+            self.config.stash.setdefault(WRITTEN, []).append(written)
+            if missing and not regen:
+                raise CaptureMismatch(
+                    f"{shown_path(self.capture)}: no {expectations.EXPECTED_NAME} yet; wrote "
+                    f"{written} from this replay. Check it, commit it and rerun (or pass "
+                    "--forensics-regen to write baselines without failing)")
             return
         result = expectations.check(self.capture, self._variants())
         if not result.ok:
@@ -84,7 +135,7 @@ class CaptureItem(pytest.Item):
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.capture, None, f"capture {self.name}"
+        return self.capture, None, f"capture {shown_path(self.capture)}"
 
 
 class CaptureMismatch(AssertionError):

@@ -17,7 +17,10 @@ What changes, and what never does:
   only under the keys of :data:`SAFE_STRING_KEYS` and only when they hold no path; host names,
   paths, model names and notes go, unless named with ``keep`` (a dotted field such as
   ``model.name``). A ``redaction`` entry says what was done and which fields were dropped.
-- **events**: the same rule (``events.message`` etc. in ``keep`` keeps an event field).
+- **events**: the same rule (``events.message`` etc. in ``keep`` keeps an event field),
+  except vLLM's and torch's own error text (:func:`public_error_text`: the assert, the
+  exception type and message in :data:`PUBLIC_ERROR_FIELDS`), which maintainers search for:
+  it is kept with paths, hosts, addresses and ids stripped out of it.
 - summary records keep their integer fields and ``tensor``; other string fields go.
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -214,8 +218,13 @@ class Redactor:
         return kept
 
     def event(self, event: dict[str, Any]) -> dict[str, Any]:
-        """An event scrubbed like the manifest (its fields are ``events.KEY``)."""
-        return scrub(event, self.keep, "events.", self.dropped)
+        """An event scrubbed like the manifest (its fields are ``events.KEY``), its public
+        error text kept without paths, hosts and ids (:func:`public_error_text`)."""
+        public = {key: public_error_text(value) for key, value in event.items()
+                  if key in PUBLIC_ERROR_FIELDS and isinstance(value, str)
+                  and f"events.{key}" not in self.keep}
+        rest = {key: value for key, value in event.items() if key not in public}
+        return {**scrub(rest, self.keep, "events.", self.dropped), **public}
 
 
 def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
@@ -250,3 +259,59 @@ def _shareable(key: str, value: Any) -> bool:
 
 def _looks_like_path(text: str) -> bool:
     return "/" in text or "\\" in text or text.startswith("~")
+
+
+# --- public error text: vLLM's and torch's own messages, kept without what is private ---
+
+#: event fields holding error text from vLLM, torch or CUDA (the assert condition, the
+#: exception line, the kernel source position): kept through :func:`public_error_text`
+PUBLIC_ERROR_FIELDS = ("message", "detail", "location", "exception")
+#: file suffixes whose base name is public (a source file of vLLM, torch or CUDA)
+SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".cc", ".c", ".h", ".hpp")
+#: first labels of dotted names that are modules, not hosts (``torch.AcceleratorError``)
+MODULE_ROOTS = frozenset({"torch", "vllm", "triton", "cuda", "numpy", "transformers", "ray",
+                          "c10", "at", "aten", "std", "builtins", "asyncio", "concurrent"})
+_PATH_RE = re.compile(r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[/\\][\w.@%+=~-]+)+[/\\]?")
+_URL_RE = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
+_EMAIL_RE = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_IP_RE = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"
+                    r"|\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){3,7}\b", re.I)
+_UUID_RE = re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b",
+                      re.I)
+_ADDRESS_RE = re.compile(r"\b0x[0-9a-f]{6,}\b|\b[0-9a-f]{16,}\b", re.I)
+_ID_RE = re.compile(r"\b(?:(?:chat)?cmpl|req|request|trace|span)[-_][\w-]+", re.I)
+_KEYED_RE = re.compile(r"\b(pid|tid|ppid|uid|host|hostname|node|ip|user|job|request_id|"
+                       r"req_id)([=:]\s*)[^\s,;)\]]+", re.I)
+_DOTTED_RE = re.compile(r"\b[A-Za-z][\w-]+(?:\.[A-Za-z][\w-]*)+\b")  # "e.g." is no host
+
+
+def public_error_text(text: str) -> str:
+    """``text`` (an error line of vLLM, torch or CUDA) with what identifies a machine, a
+    person or a request stripped out: paths (a source file keeps its base name and line, as
+    ``Indexing.cu:1515``), URLs, e-mail and IP addresses, host names, pointers, UUIDs,
+    request ids and ``pid=N``-style keyed ids. The assert, exception type and message stay."""
+    text = _URL_RE.sub("<url>", text)
+    text = _EMAIL_RE.sub("<email>", text)
+    text = _PATH_RE.sub(_path_part, text)
+    text = _KEYED_RE.sub(lambda m: f"{m[1]}{m[2]}<id>", text)
+    text = _UUID_RE.sub("<id>", text)
+    text = _IP_RE.sub(lambda m: "<ip>" if any(c.isdigit() for c in m[0]) else m[0], text)
+    text = _ADDRESS_RE.sub("<addr>", text)
+    text = _ID_RE.sub("<id>", text)
+    return _DOTTED_RE.sub(_dotted_part, text)
+
+
+def _path_part(match: re.Match[str]) -> str:
+    """A source file's base name (public); any other path ``<path>``."""
+    name = re.split(r"[/\\]", match[0].rstrip("/\\"))[-1]
+    return name if name.lower().endswith(SOURCE_SUFFIXES) else "<path>"
+
+
+def _dotted_part(match: re.Match[str]) -> str:
+    """A module path or a source file kept; any other dotted name (a host) ``<host>``."""
+    word = match[0]
+    if word.split(".")[0] in MODULE_ROOTS or word.lower().endswith(SOURCE_SUFFIXES):
+        return word
+    if word[0].isupper() or word.split(".")[-1][:1].isupper():  # Class.attr, module.Class
+        return word
+    return "<host>"

@@ -1,6 +1,7 @@
 """HTML reports: run an investigation notebook against a capture, export self-contained HTML.
 
-:func:`write_report` executes a notebook with papermill (its ``parameters`` cell gets
+:func:`write_report` executes a notebook in this process (:mod:`forensics.notebook_exec`; its
+``parameters`` cell is followed by one setting
 ``capture = "<absolute path>"``), then exports it with nbconvert through the packaged template
 ``forensics/templates/report.html.j2``: nbconvert's ``lab`` template without require.js, MathJax,
 Mermaid, widgets or JavaScript outputs, plus a Content-Security-Policy that forbids every script
@@ -40,6 +41,8 @@ REPO_NOTEBOOKS = PACKAGE_DIR.parent / "notebooks"
 DEFAULT_NOTEBOOK = "03_triage"
 _SCRIPT_TAG = re.compile(r"<\s*script\b", re.IGNORECASE)
 CONCLUSION_TAG, SKIP_TAG = "conclusion", "report-skip"
+#: the mimetype of the header data a notebook's conclusion cell displays (:func:`show_header`)
+HEADER_MIME = "application/vnd.forensics.header+json"
 
 
 class NotebookExecutionError(ForensicsError, RuntimeError):
@@ -107,24 +110,24 @@ def _capture_path(capture: Any) -> Path:
 
 def execute_notebook(notebook: Path, capture: Path, workdir: Path,
                      variants: list[str] | None = None) -> Any:
-    """Run ``notebook`` with ``capture`` (and ``variants`` when given) as its parameters; return
-    the executed nbformat node.
+    """Run ``notebook`` with ``capture`` (and ``variants`` when given) as its parameters, in
+    this process (:mod:`forensics.notebook_exec`), in the notebook's folder; return the
+    executed nbformat node. ``workdir`` is unused (kept for callers).
 
     Raises:
         NotebookExecutionError: a cell raised; the message names the cell and the exception.
     """
-    papermill = _require("papermill")
-    _require("ipykernel")
-    out = workdir / f"executed-{notebook.name}"
+    from forensics.notebook_exec import CellError, execute, inject_parameters, read_notebook
+
+    _require("IPython")
+    nb = read_notebook(notebook)
+    inject_parameters(nb, _parameters(capture, variants))
     try:
-        return papermill.execute_notebook(
-            str(notebook), str(out), parameters=_parameters(capture, variants),
-            kernel_name="python3", progress_bar=False, log_output=False,
-            cwd=str(notebook.parent), extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
-    except papermill.PapermillExecutionError as exc:
+        return execute(nb, notebook.parent)
+    except CellError as exc:
         raise NotebookExecutionError(
             f"notebook {notebook.name!r} failed on capture '{capture}' in cell "
-            f"{exc.exec_count}: {exc.ename}: {exc.evalue}; open {notebook} with "
+            f"{exc.number}: {exc.ename}: {exc.evalue}; open {notebook} with "
             f"capture = '{capture}' to see the traceback") from None
 
 
@@ -139,14 +142,54 @@ def _tags(cell: Any) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
 
 
-def take_conclusion(nb: Any) -> str:
-    """The printed text of the cells tagged ``conclusion``; those cells and the ones tagged
-    ``report-skip`` are removed from ``nb``."""
-    texts = [o.get("text", "") for cell in nb.cells if CONCLUSION_TAG in _tags(cell)
-             for o in cell.get("outputs", [])
+def header_data(result: Any, conclusion: Any) -> dict[str, Any]:
+    """What the report's header shows: the conclusion as short lines (one per variant's
+    verdict, the first violation, the silent inputs, the capture's facts) and the verdict
+    table (site -> variant -> verdict)."""
+    lines = [conclusion.verdict_sentence(v) for v in conclusion.variants]
+    lines += [conclusion.first_sentence(conclusion.baseline), conclusion.silent_sentence()]
+    from forensics.conclusion import facts_sentence
+
+    lines.append(facts_sentence(conclusion.facts))
+    variants = list(result.variants)
+    sites = list(dict.fromkeys(s for v in variants for s in result.verdicts[v]))
+    return {"lines": [line for line in lines if line], "variants": variants,
+            "verdicts": [{"site": s, "verdicts": [result.verdicts[v].get(s, "") for v in
+                                                  variants]} for s in sites]}
+
+
+def show_header(result: Any, conclusion: Any) -> None:
+    """Display :func:`header_data` in a notebook cell (the report lifts it into its header)."""
+    from IPython.display import display
+
+    display({HEADER_MIME: header_data(result, conclusion)}, raw=True)
+
+
+def take_conclusion(nb: Any) -> tuple[str, dict[str, Any]]:
+    """The printed text and the :func:`header_data` of the cells tagged ``conclusion``; those
+    cells and the ones tagged ``report-skip`` are removed from ``nb``."""
+    outputs = [o for cell in nb.cells if CONCLUSION_TAG in _tags(cell)
+               for o in cell.get("outputs", [])]
+    texts = [o.get("text", "") for o in outputs
              if o.get("output_type") == "stream" and o.get("name") == "stdout"]
+    header: dict[str, Any] = next((o["data"][HEADER_MIME] for o in outputs
+                   if HEADER_MIME in o.get("data", {})), {})
     nb.cells = [c for c in nb.cells if not {CONCLUSION_TAG, SKIP_TAG} & set(_tags(c))]
-    return "".join(texts).strip()
+    return "".join(texts).strip(), dict(header)
+
+
+def contents(nb: Any) -> list[dict[str, str]]:
+    """The report's contents: each ``## `` heading of ``nb``'s markdown cells, with the anchor
+    nbconvert gives it (spaces as ``-``)."""
+    found = []
+    for cell in nb.cells:
+        if cell.get("cell_type") != "markdown":
+            continue
+        for line in cell.source.splitlines():
+            if line.startswith("## "):
+                title = line[3:].strip()
+                found.append({"title": title, "id": title.replace(" ", "-")})
+    return found
 
 
 def _strip_for_report(nb: Any) -> Any:
@@ -159,7 +202,7 @@ def _strip_for_report(nb: Any) -> Any:
     return nb
 
 
-def export_html(nb: Any, *, title: str, info: dict[str, str], with_code: bool = False) -> str:
+def export_html(nb: Any, *, title: str, info: dict[str, Any], with_code: bool = False) -> str:
     """Export an executed notebook to self-contained HTML with the packaged offline template.
 
     Returns:
@@ -174,7 +217,8 @@ def export_html(nb: Any, *, title: str, info: dict[str, str], with_code: bool = 
         exclude_output_prompt=not with_code)
     exporter.extra_template_basedirs = [str(TEMPLATE_DIR)]
     nb = _strip_for_report(nb)
-    info = {**info, "conclusion": take_conclusion(nb)}
+    conclusion, header = take_conclusion(nb)
+    info = {**info, "conclusion": conclusion, "header": header, "contents": contents(nb)}
     resources = {"metadata": {"name": title}, "forensics": info}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     if _SCRIPT_TAG.search(body):
@@ -203,7 +247,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     Raises:
         CaptureFormatError: the capture is missing or malformed.
         ConfigurationError: the notebook does not exist, or ``out`` is a directory.
-        MissingDependencyError: papermill, ipykernel or nbconvert is not installed.
+        MissingDependencyError: IPython or nbconvert is not installed.
         NotebookExecutionError: a cell of the notebook raised.
         UnsafeReportError: the notebook emitted a script element.
     """

@@ -42,8 +42,17 @@ def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None) -> s
               if key != "events"]
     lines += [f"- event: {event}" for event in conclusion.facts.get("events", [])]
     lines += ["", "### Reproduce", "", "```sh",
-              *reproduce_commands(result.source, result.variants), "```"]
+              *reproduce_commands(result.source, result.variants), "```", "",
+              *repro_lines(result.source)]
     return "\n".join(lines)
+
+
+def repro_lines(source: str) -> list[str]:
+    """The Markdown lines pointing to ``forensics repro``'s standalone pytest file."""
+    return ["A standalone reproducer for vLLM maintainers, `test_repro.py` (the failing records "
+            "inline; it imports only torch, vllm and pytest, and fails until the fix is in):",
+            "", "```sh", f"forensics repro {shlex.quote(source)} -o test_repro.py",
+            "pytest test_repro.py", "```"]
 
 
 def _verdict_rows(result: ReplayResult) -> list[str]:

@@ -140,3 +140,20 @@ def text_columns(frame: pd.DataFrame) -> list[str]:
     return [name for name in frame.columns
             if any(not isinstance(to_python(v), (int, float)) for v in frame[name]
                    if to_python(v) is not None)]
+
+
+def findings_details(groups: pd.DataFrame) -> str:
+    """The grouped findings (:func:`grouped_findings`) as collapsible HTML: one ``<details>``
+    per (variant, site), its summary the counts (findings, groups, steps); every text escaped
+    (the tables through :func:`styled`)."""
+    import html
+
+    parts = []
+    for (variant, site), part in groups.groupby(["variant", "site"], sort=False):
+        steps = part["step"]
+        summary = (f"{variant} · {site}: {int(part['findings'].sum())} findings in "
+                   f"{len(part)} groups, steps {steps.min()}-{steps.max()}")
+        table = styled(part.drop(columns=["variant", "site"])).to_html()
+        parts.append(f'<details class="forensics-findings"><summary>{html.escape(summary)}'
+                     f"</summary>\n{table}</details>")
+    return "\n".join(parts)

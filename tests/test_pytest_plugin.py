@@ -74,3 +74,61 @@ def test_ini_option_collects_too(pytester: pytest.Pytester, captures: Path) -> N
     pytester.makeini(f"[pytest]\nforensics_captures = {captures}\n")
     result = _run(pytester)
     result.assert_outcomes(passed=2)
+
+
+def test_captures_are_collected_and_listed_with_their_path(pytester: pytest.Pytester,
+                                                           captures: Path) -> None:
+    result = _run(pytester, "--forensics-captures", str(captures), "--collect-only", "-q")
+    result.stdout.fnmatch_lines([f"{captures / 'sink.capture'}", "*2 tests collected*"])
+    plain = _run(pytester, "--forensics-captures", str(captures))
+    plain.stdout.fnmatch_lines(["collected 2 items"])
+    verbose = _run(pytester, "--forensics-captures", str(captures), "-v")
+    verbose.stdout.fnmatch_lines([f"*/{captures.name}/sink.capture PASSED*"])
+
+
+def test_a_capture_without_expected_fails_first_then_passes(pytester: pytest.Pytester,
+                                                            captures: Path) -> None:
+    expected = captures / "sink.capture" / "expected.json"
+    expected.unlink()
+    first = _run(pytester, "--forensics-captures", str(captures))
+    first.assert_outcomes(passed=1, failed=1)
+    first.stdout.fnmatch_lines(["*no expected.json yet; wrote*", f"wrote {expected}"])
+    assert expected.exists()
+    _run(pytester, "--forensics-captures", str(captures)).assert_outcomes(passed=2)
+
+
+def test_regen_lists_every_file_it_wrote(pytester: pytest.Pytester, captures: Path,
+                                         make_capture) -> None:
+    other = make_capture("second", embedding_records())
+    result = _run(pytester, "--forensics-captures", str(captures), "--forensics-regen")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*forensics: expected.json written*",
+                                 f"wrote {captures / 'second.capture' / 'expected.json'}",
+                                 f"wrote {captures / 'sink.capture' / 'expected.json'}"])
+    assert (other / "expected.json").exists()
+
+
+def test_check_accept_writes_one_capture_baseline(make_capture,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from forensics.cli import main
+
+    path = make_capture("fresh", embedding_records(bad_step=1))
+    assert main(["check", str(path)]) == 2 and "no expected results" in capsys.readouterr().err
+    assert main(["check", str(path), "--accept"]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {path / 'expected.json'}"
+    assert main(["check", str(path)]) == 0
+
+
+def test_bare_pytest_with_captures_outside_the_repo_collects_without_errors(
+        tmp_path: Path, captures: Path) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path as P
+
+    root = P(__file__).resolve().parents[1]
+    pytest_bin = P(sys.executable).with_name("pytest")
+    run = subprocess.run([str(pytest_bin), "-p", "no:cacheprovider", "--forensics-captures",
+                          str(captures), "-m", "forensics_capture", "--collect-only", "-q"],
+                         cwd=root, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "error" not in run.stdout.lower() and f"{captures / 'sink.capture'}" in run.stdout

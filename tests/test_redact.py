@@ -150,3 +150,31 @@ def test_every_site_flags_its_token_fields() -> None:
         assert flagged == set(TOKEN_FIELDS.get(site, flagged)), site
         assert get_site(site).token_fields == {*flagged, *(
             f"{name}_after" for name in flagged & set(get_site(site).output_fields))}, site
+
+
+def test_redact_keeps_public_error_text_without_paths_hosts_and_ids(tmp_path: Path) -> None:
+    from forensics.conclusion import capture_facts, facts_sentence
+    from forensics.importers import import_sources
+
+    log = Path(__file__).parent / "data" / "sm70_engine.log"
+    (tmp_path / "engine.log").write_text(
+        log.read_text() + "(EngineCore_DP0 pid=4242) RuntimeError: device-side assert "
+        "triggered for req-7f3a on gpu-node-17.corp.x at 10.1.2.3 in /home/alice/run.sh\n")
+    src = import_sources([tmp_path / "engine.log"], tmp_path / "src.capture")
+    out = redact(src, tmp_path / "out.capture").path
+    events = forensics.load(out).events
+    first = events[0]
+    assert first["detail"] == "srcIndex < srcSelectDimSize"
+    assert first["location"] == "Indexing.cu:1515" and first["function"] == "indexSelectSmallIndex"
+    assert "indexSelectSmallIndex" in first["message"] and "/pytorch" not in first["message"]
+    messages = " | ".join(e["message"] for e in events)
+    assert "torch.AcceleratorError: CUDA error: an illegal memory access" in messages
+    assert "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered" in messages
+    assert "RuntimeError: device-side assert triggered for <id> on <host> at <ip> in <path>" \
+        in messages and "pid=<id>" in messages
+    blob = _bytes_of(out)
+    for private in (b"alice", b"10.1.2.3", b"req-7f3a", b"gpu-node-17", b"sm70_engine",
+                    b"/pytorch/aten"):
+        assert private not in blob, private
+    sentence = facts_sentence(capture_facts(forensics.load(out)))
+    assert "srcIndex < srcSelectDimSize" in sentence and ": ." not in sentence, sentence

@@ -275,33 +275,65 @@ def leak_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
 
 def test_report_opens_with_the_conclusion_and_lists_every_finding(browser: Any,
                                                                   leak_report: Any) -> None:
+    import pandas as pd
     from selenium.webdriver.common.by import By
 
     from forensics.conclusion import conclude
+    from forensics.report import header_data
     from forensics.tables import grouped_findings
 
     report, result = leak_report
     _open(browser, report)
     assert not [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
-    after_title = browser.find_element(By.XPATH, "//h1/following-sibling::p[1]")
-    assert after_title.get_attribute("id") == "conclusion"
-    assert after_title.text == conclude(result).paragraph()
-    assert after_title.text.startswith("patched leaves prepare_input_ids, embedding in violation")
+    after_title = browser.find_element(By.XPATH, "//h1/following-sibling::*[1]")
+    assert after_title.get_attribute("id") == "conclusion" and after_title.tag_name == "ul"
+    lines = [li.text for li in after_title.find_elements(By.TAG_NAME, "li")]
+    assert lines == header_data(result, conclude(result))["lines"]
+    assert lines[0].startswith("patched leaves prepare_input_ids, embedding in violation")
+    verdicts = browser.find_element(By.ID, "verdicts")
+    assert verdicts.location["y"] + verdicts.size["height"] < 1000, "verdicts below the fold"
+    assert "prepare_input_ids violation violation" in verdicts.text
     body = browser.find_element(By.TAG_NAME, "body").text
     assert "Triage of an incident" not in body  # the notebook's introduction stays out
     groups = grouped_findings(result)
     assert len(result.findings) > 30
-    table = browser.find_element(By.XPATH, "//h2[starts-with(@id, 'Findings')]"
-                                           "/following::table[1]")
-    rows = table.find_elements(By.XPATH, ".//tbody/tr")
+    sections = browser.find_elements(By.CSS_SELECTOR, "details.forensics-findings")
+    assert len(sections) == len(groups.groupby(["variant", "site"]))
+    rows = [row for section in sections for row in
+            section.find_elements(By.XPATH, ".//tbody/tr")]
     assert len(rows) == len(groups)
-    counts = [int(r.find_elements(By.TAG_NAME, "td")[5].text) for r in rows]
-    assert sum(counts) == len(result.findings)
-    for row, group in zip(rows, groups.itertuples(index=False), strict=True):
-        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
-        assert cells[:4] == [group.variant, group.site, str(group.step), str(group.row)]
-        assert cells[9] == group.values
-    assert "nan" not in table.text.lower() and "<NA>" not in table.text
+
+    def cells(row: Any) -> list[str]:
+        return [td.get_attribute("textContent").strip()
+                for td in row.find_elements(By.TAG_NAME, "td")]
+
+    assert sum(int(cells(r)[3]) for r in rows) == len(result.findings)
+    in_sections = [part for _, part in groups.groupby(["variant", "site"], sort=False)]
+    for row, group in zip(rows, pd.concat(in_sections).itertuples(index=False), strict=True):
+        assert cells(row)[:2] == [str(group.step), str(group.row)]
+        assert cells(row)[7] == group.values
+    text = " ".join(s.get_attribute("textContent") for s in sections)
+    assert "nan" not in text.lower() and "<NA>" not in text
+    summary = sections[0].find_element(By.TAG_NAME, "summary").text
+    assert summary.startswith("patched · prepare_input_ids: ") and " findings in " in summary
+
+
+def test_report_layout_puts_the_answer_and_pictures_first(leak_report: Any) -> None:
+    """Conclusion, verdict table, contents, pictures, then the sections; every contents link
+    has its target; findings collapsed with counts; no Python repr; wide tables scroll."""
+    html = leak_report[0].read_text()
+    order = [html.index(mark) for mark in (
+        'id="conclusion"', 'id="verdicts"', 'id="contents"', "<img", 'id="The-first-violation"',
+        'id="Findings"', "<details", 'id="What-was-captured"')]
+    assert order == sorted(order), order
+    targets = re.findall(r'<a href="#([^"]+)">', html.split('id="contents"')[1].split("</nav>")[0])
+    assert len(targets) >= 6
+    for target in targets:
+        assert f'id="{target}"' in html.replace("&#39;", "'"), target
+    assert not re.search(r"&lt;Capture|<Capture|object at 0x", html)
+    assert "overflow-x: auto" in html
+    summaries = re.findall(r"<summary>([^<]*)</summary>", html)
+    assert summaries and all(re.search(r": \d+ findings in \d+ groups", s) for s in summaries)
 
 
 def test_report_body_has_no_empty_conclusion_section(leak_report: Any) -> None:
@@ -346,7 +378,7 @@ def test_report_variants_and_progress(tmp_path: Path, capsys: pytest.CaptureFixt
                         progress=True).read_text()
     err = capsys.readouterr().err
     assert "report: running notebook 03_triage" in err and "report: wrote" in err
-    assert 'id="conclusion">patched leaves no site in violation' in html
+    assert re.search(r'id="conclusion">\s*<li>patched leaves no site in violation', html)
     assert "<script" not in html.lower() and "Content-Security-Policy" in html
 
 
@@ -360,7 +392,7 @@ def test_a_3000_step_report_renders_readable_plots(browser: Any, tmp_path: Path)
     report = write_report(capture, tmp_path / "leak3k.html")
     _open(browser, report)
     assert not [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
-    assert browser.find_element(By.XPATH, "//h1/following-sibling::p[1]").get_attribute(
+    assert browser.find_element(By.XPATH, "//h1/following-sibling::*[1]").get_attribute(
         "id") == "conclusion"
     images = browser.find_elements(By.TAG_NAME, "img")
     assert len(images) >= 5  # verdicts, then timeline, heatmap, histogram per flagged site

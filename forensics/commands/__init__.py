@@ -25,5 +25,7 @@ for _name, _entry in {
     "summary": ("summary", "write up a capture's replay for a bug thread or pull request"),
     "findings": ("findings", "export a capture's findings (CSV, Parquet, JSON lines)"),
     "known": ("known", "vLLM's known failure signatures, and which of them a capture matches"),
+    "repro": ("repro", "write a standalone pytest reproducer for vLLM maintainers"),
+    "schema": ("schema", "the fields, shapes and dtypes forensics import reads per site"),
 }.items():
     COMMANDS.register(_name, _entry)

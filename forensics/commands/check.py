@@ -1,7 +1,8 @@
 """Replay a capture and compare its verdicts and first finding with CAPTURE/expected.json.
 
 Exit 0 when they match, 1 when they differ (the obtained result is written to
-CAPTURE/expected.obtained.json), 2 for bad input.
+CAPTURE/expected.obtained.json), 2 for bad input. ``--accept`` writes the capture's baseline
+(its expected.json) from this replay instead, and prints the file it wrote.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import json
 
 EXAMPLE = """example:
   forensics check data/incident-b-vocab-sentinel.capture
-  forensics check my.capture --variant vllm --json"""
+  forensics check my.capture --variant vllm --json
+  forensics check my.capture --accept     # write (or rewrite) my.capture/expected.json"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,12 +23,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="variants to check (default: the built-in ones in "
                              "expected.json; a vllm+PATH.diff runs only when named here)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--accept", action="store_true",
+                        help="write this replay as the capture's expected.json (its baseline)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Check one capture; print the differences; return 0, 1 or (via ForensicsError) 2."""
-    from forensics.expectations import check
+    from forensics.expectations import DEFAULT_VARIANTS, check, regenerate
 
+    if args.accept:
+        written = regenerate(args.capture, args.variant or DEFAULT_VARIANTS)
+        print(f"wrote {written}")
+        return 0
     result = check(args.capture, args.variant)
     if args.json:
         print(json.dumps({"capture": str(result.capture), "ok": result.ok,

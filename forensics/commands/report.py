@@ -1,9 +1,11 @@
 """Write a self-contained HTML report of a capture.
 
-Runs an investigation notebook (default 03_triage) against the capture with papermill and
-exports it with an offline template: figures embedded, nothing loaded from the network, no
-script, code hidden unless --with-code. The conclusion (see forensics.conclusion) is the first
-paragraph after the title; every finding is listed, grouped per (variant, site, step, row).
+Runs an investigation notebook (default 03_triage) against the capture, in this process (as
+papermill would, without a kernel), and exports it with an offline template: figures embedded,
+nothing loaded from the network, no script, code hidden unless --with-code. The header opens
+with the conclusion as short lines (see forensics.conclusion), the verdict table and a contents
+list; the pictures come next; every finding is listed, grouped per (variant, site, step, row),
+in one collapsed section per variant and site.
 --variant (repeatable) chooses the variants replayed, real-code ones included. One line per
 stage goes to stderr on a terminal. An existing REPORT.html is overwritten.
 """

@@ -62,8 +62,12 @@ def read_source(path: str | os.PathLike[str]) -> Imported:
 
 
 def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
-                   force: bool = False) -> Path:
+                   force: bool = False, facts: dict[str, Any] | None = None) -> Path:
     """Import ``sources`` (.pt, .safetensors, .npz, logs) into a new capture at ``out``.
+
+    ``facts`` (``{"versions.vllm": "0.31.0", ...}``, see :mod:`forensics.importers.facts`)
+    are the incident's; every other stated fact is ``unknown``, and the importing tool and
+    time go under ``imported``.
 
     Returns:
         The capture's path.
@@ -91,8 +95,9 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
         events += imported.events
         bar.advance()
     bar.close()
-    manifest = {"creator_command": "forensics import",
-                "sources": [Path(s).name for s in sources]}
+    from forensics.importers.facts import import_manifest
+
+    manifest = import_manifest([Path(s) for s in sources], facts or {})
     return write_capture(target, records, manifest, force=force, events=events)
 
 

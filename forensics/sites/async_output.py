@@ -935,10 +935,39 @@ def placeholder_start(output: Sequence[int]) -> int:
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
+#: ``forensics repro``: the vLLM function a standalone test calls with one record ``r``,
+#: and the test body that calls it (``{lower}``/``{upper}``: the first finding's bound)
+REPRO = ('vllm.v1.worker.gpu_input_batch.InputBatch.update_async_output_token_ids',
+         '''    from vllm.v1.worker.gpu_input_batch import InputBatch
+
+    if "output_token_ids" in r:
+        lists = [list(row) for row in r["output_token_ids"]]
+    else:  # the captured tails after a filler prefix, at their full lengths
+        lists = [[0] * (n - len(tail)) + list(tail)
+                 for tail, n in zip(r["output_tail"], r["output_len"].tolist())]
+    prev = r.get("prev_req_id_to_index")
+    if prev is None and r.get("prev_req_ids") is not None:
+        prev = {{rid: i for i, rid in enumerate(r["prev_req_ids"]) if rid is not None}}
+    batch = NS(req_ids=list(r["req_ids"]), prev_req_id_to_index=prev,
+               sampled_token_ids_cpu=r["sampled_token_ids_cpu"].clone(),
+               sampling_metadata=NS(output_token_ids=lists),
+               async_copy_ready_event=NS(synchronize=lambda: None),
+               vocab_size=r["vocab_size"])
+    try:
+        InputBatch.update_async_output_token_ids(batch)
+    except IndexError as exc:
+        pytest.fail(f"out-of-range access in InputBatch.update_async_output_token_ids: {{exc}}")
+    bad = [(row, i, v) for row, ids in enumerate(lists)  # -1: a placeholder, left for later
+           for i, v in outside(ids, {lower}, {upper}, allowed=(-1,))]
+    assert not bad, f"output ids written out of [{lower}, {upper}): (row, position, id) {{bad[:5]}}"
+''')
+
+
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
             adapter="forensics.variants.vllm_adapters:run_update_async_output",
             hook="vllm.v1.worker.gpu_input_batch:InputBatch.update_async_output_token_ids",
+            repro=REPRO,
             origin_position=ORIGIN_POSITION,
             outcome_checks=outcome_checks, scan_indices=scan_indices, guard=guard,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,

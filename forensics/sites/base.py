@@ -79,7 +79,10 @@ class Site(SiteSchema, Generic[P]):
         hook: the vLLM function the probe wraps to record the site, ``module:qualname``
             (the probe's site list; None: the probe cannot record it);
         feeds_sink: ``(field, bound)``: the ids it hands to the sink (an ``_after`` output
-            field) and the field bounding them, for :mod:`forensics.silent` (None: none).
+            field) and the field bounding them, for :mod:`forensics.silent` (None: none);
+        repro: ``(function, body)``: the vLLM function a standalone reproducer calls and the
+            body of its pytest test, which reads the record as ``r`` (``{lower}``/``{upper}``:
+            the bound of the finding; :mod:`forensics.repro`; None: no reproducer).
     """
 
     upstream: Callable[[Record], Outcome]
@@ -94,6 +97,7 @@ class Site(SiteSchema, Generic[P]):
     adapter: str | None = None
     hook: str | None = None
     feeds_sink: tuple[str, str] | None = None
+    repro: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -118,6 +122,10 @@ class Site(SiteSchema, Generic[P]):
         if feed is not None and not (isinstance(feed, tuple) and len(feed) == 2
                                      and all(isinstance(f, str) for f in feed)):
             raise SiteDefinitionError(f"{where}: 'feeds_sink' must be (field, bound) or None")
+        repro = self.repro
+        if repro is not None and not (isinstance(repro, tuple) and len(repro) == 2
+                                      and all(isinstance(f, str) for f in repro)):
+            raise SiteDefinitionError(f"{where}: 'repro' must be (function, body) or None")
         for attr in ("adapter", "hook"):
             value = getattr(self, attr)
             if value is not None and (not isinstance(value, str) or ":" not in value):
@@ -176,7 +184,7 @@ class Site(SiteSchema, Generic[P]):
 
 _SCHEMA = {f.name for f in fields(SiteSchema)}
 #: what a Site knows beyond its schema and operations (plain values, not functions)
-KNOWLEDGE = ("origin", "origin_position", "adapter", "hook", "feeds_sink")
+KNOWLEDGE = ("origin", "origin_position", "adapter", "hook", "feeds_sink", "repro")
 #: every operation of a Site beyond its schema, required ones first
 OPERATIONS = tuple(f.name for f in fields(Site) if f.name not in _SCHEMA
                    and f.name not in KNOWLEDGE)

@@ -351,10 +351,26 @@ def scan_indices(cols: ScanColumns) -> list[IndexCount]:
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
+#: ``forensics repro``: the vLLM function a standalone test calls with one record ``r``,
+#: and the test body that calls it (``{lower}``/``{upper}``: the first finding's bound)
+REPRO = ('vllm.v1.spec_decode.utils.update_num_computed_tokens_for_batch_change',
+         '''    from vllm.v1.spec_decode import utils
+
+    args = [r[name].clone() for name in (
+        "num_computed_tokens", "num_accepted_tokens", "prev_positions",
+        "valid_sampled_token_count", "prev_num_draft_tokens", "cpu_num_computed_tokens")]
+    try:
+        real(utils.update_num_computed_tokens_for_batch_change)(*args)
+    except IndexError as exc:
+        pytest.fail(f"out-of-range access in update_num_computed_tokens_for_batch_change: {{exc}}")
+''')
+
+
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
             adapter="forensics.variants.vllm_adapters:run_update_num_computed_tokens",
             hook="vllm.v1.spec_decode.utils:update_num_computed_tokens_for_batch_change",
+            repro=REPRO,
             outcome_checks=outcome_checks, scan_indices=scan_indices, guard=guard,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch)

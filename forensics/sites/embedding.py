@@ -138,10 +138,28 @@ def scan_indices(cols: ScanColumns) -> list[IndexCount]:
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
+#: ``forensics repro``: the vLLM function a standalone test calls with one record ``r``,
+#: and the test body that calls it (``{lower}``/``{upper}``: the first finding's bound)
+REPRO = ('vllm.model_executor.layers.vocab_parallel_embedding.VocabParallelEmbedding.forward',
+         '''    from vllm.model_executor.layers.vocab_parallel_embedding import (
+        UnquantizedEmbeddingMethod,
+        VocabParallelEmbedding,
+    )
+
+    rows = r["num_embeddings"]
+    layer = NS(tp_size=1, quant_method=UnquantizedEmbeddingMethod(), weight=torch.zeros(rows, 1))
+    try:
+        VocabParallelEmbedding.forward(layer, r["input_ids"].clone())
+    except IndexError as exc:
+        pytest.fail(f"out-of-range access in VocabParallelEmbedding.forward: {{exc}}")
+''')
+
+
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
             adapter="forensics.variants.vllm_adapters:run_embedding_forward",
             hook="vllm.v1.worker.gpu_model_runner:GPUModelRunner._model_forward",
+            repro=REPRO,
             outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch)

@@ -863,10 +863,52 @@ def _fast_path(prev_positions: np.ndarray, cu_num_tokens: np.ndarray, common: np
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
+#: ``forensics repro``: the vLLM function a standalone test calls with one record ``r``,
+#: and the test body that calls it (``{lower}``/``{upper}``: the first finding's bound)
+REPRO = ('vllm.v1.worker.gpu_model_runner.GPUModelRunner._prepare_input_ids',
+         '''    from vllm.v1.worker import gpu_model_runner
+
+    if hasattr(gpu_model_runner, "PIN_MEMORY"):
+        gpu_model_runner.PIN_MEMORY = False  # CPU: no pinned memory
+
+    class Buffer:
+        """Stand-in for CpuGpuBuffer: .cpu, .gpu, .np and copy_to_gpu."""
+
+        def __init__(self, cpu, gpu):
+            self.cpu, self.gpu, self.np = cpu, gpu, cpu.numpy()
+
+        def copy_to_gpu(self, n=None):
+            cpu, gpu = (self.cpu, self.gpu) if n is None else (self.cpu[:n], self.gpu[:n])
+            return gpu.copy_(cpu, non_blocking=True)
+
+    req_ids = r.get("req_ids") or [f"r{{i}}" for i in range(len(r["prev_positions"]))]
+    cu_num_tokens = r["cu_num_tokens"].numpy().copy()
+    total = int(cu_num_tokens[-1]) if len(cu_num_tokens) else 0
+    staged = r["input_ids"].clone()
+    device = r["input_ids_device"].clone() if "input_ids_device" in r else staged.clone()
+    drafts = zip(req_ids, r["num_draft_tokens"].tolist())
+    spec = {{rid: [-1] * int(k) for rid, k in drafts if k > 0}}
+    runner = NS(_pp_recv_work=None, enable_prompt_embeds=False,
+                prev_positions=NS(np=r["prev_positions"].numpy().copy()),
+                input_batch=NS(prev_sampled_token_ids=r["prev_sampled_token_ids"].clone(),
+                               req_ids=req_ids),
+                input_ids=Buffer(staged, device), prev_num_spec_tokens=r["prev_num_spec_tokens"],
+                _draft_token_ids=r.get("draft_token_ids"), device=torch.device("cpu"))
+    try:
+        gpu_model_runner.GPUModelRunner._prepare_input_ids(
+            runner, NS(scheduled_spec_decode_tokens=spec), len(req_ids), total, cu_num_tokens)
+    except IndexError as exc:
+        pytest.fail(f"out-of-range access in GPUModelRunner._prepare_input_ids: {{exc}}")
+    bad = outside(runner.input_ids.gpu[:total].tolist(), {lower}, {upper})
+    assert not bad, f"input_ids written out of [{lower}, {upper}): (position, id) {{bad[:5]}}"
+''')
+
+
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
             summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
             adapter="forensics.variants.vllm_adapters:run_prepare_input_ids",
             hook="vllm.v1.worker.gpu_model_runner:GPUModelRunner._prepare_input_ids",
+            repro=REPRO,
             feeds_sink=(f"{OUTPUT_FIELDS[0]}_after", SUMMARY_BOUND),
             outcome_checks=outcome_checks, scan_indices=scan_indices, guard=guard,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,

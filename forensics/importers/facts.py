@@ -1,0 +1,89 @@
+"""The incident's facts in an imported capture: what the sources say, what ``--set`` gives,
+``unknown`` for the rest; the importing tool and time under their own key, ``imported``.
+
+An imported capture states no fact of the machine that imported it: its vLLM, torch and
+Python, and the import time, are not the incident's.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from forensics.errors import ConfigurationError
+
+UNKNOWN = "unknown"
+
+#: ``--set`` key -> the type its value is read as (``versions.*`` and ``model.*`` nest)
+SETTABLE: dict[str, type] = {
+    "versions.vllm": str, "versions.torch": str, "versions.python": str, "versions.cuda": str,
+    "model.name": str, "model.vocab_size": int, "model.num_embeddings": int,
+    "model.speculative": str, "model.num_speculative_tokens": int,
+    "model.async_scheduling": bool, "model.tensor_parallel_size": int, "model.hardware": str,
+    "host": str, "created": str, "notes": str,
+}
+#: facts every imported capture states, ``unknown`` until a source or ``--set`` gives them
+STATED = ("versions.vllm", "versions.torch", "versions.python", "model.name", "created")
+_TRUE, _FALSE = ("true", "on", "yes", "1"), ("false", "off", "no", "0")
+
+
+def parse_settings(settings: list[str]) -> dict[str, Any]:
+    """``["versions.vllm=0.31.0", ...]`` -> ``{"versions.vllm": "0.31.0", ...}``, each value
+    read as its key's type.
+
+    Raises ConfigurationError naming the setting, the key and the fix.
+    """
+    facts: dict[str, Any] = {}
+    for setting in settings:
+        key, sep, text = setting.partition("=")
+        key, text = key.strip(), text.strip()
+        if not sep or not text:
+            raise ConfigurationError(f"--set {setting!r}: expected KEY=VALUE, e.g. "
+                                     "--set versions.vllm=0.31.0")
+        kind = SETTABLE.get(key)
+        if kind is None:
+            raise ConfigurationError(f"--set {setting!r}: unknown key {key!r}; one of "
+                                     f"{', '.join(SETTABLE)}")
+        facts[key] = _value(setting, text, kind)
+    return facts
+
+
+def _value(setting: str, text: str, kind: type) -> Any:
+    """``text`` read as ``kind`` (str, a non-negative int, or a boolean word)."""
+    if kind is int:
+        if not text.isdigit() or len(text) > 18:
+            raise ConfigurationError(f"--set {setting!r}: expected a non-negative integer")
+        return int(text)
+    if kind is bool:
+        if text.lower() not in _TRUE + _FALSE:
+            raise ConfigurationError(f"--set {setting!r}: expected true or false")
+        return text.lower() in _TRUE
+    return text
+
+
+def import_manifest(sources: list[str | Path], facts: dict[str, Any],
+                    now: datetime | None = None) -> dict[str, Any]:
+    """The manifest entries of an imported capture: the facts given (``"a.b"`` keys nested),
+    ``unknown`` for every stated fact not given, and ``imported`` (tool, time, sources)."""
+    from forensics import __version__
+
+    unknown_keys = sorted(set(facts) - set(SETTABLE))
+    if unknown_keys:
+        raise ConfigurationError(f"unknown fact {unknown_keys[0]!r}; one of {', '.join(SETTABLE)}")
+    given = {key: UNKNOWN for key in STATED} | facts
+    manifest: dict[str, Any] = {"versions": {"forensics": UNKNOWN}, "model": {}}
+    for key, value in given.items():
+        group, _, name = key.partition(".")
+        if name:
+            manifest.setdefault(group, {})[name] = value
+        else:
+            manifest[group] = value
+    manifest["creator"] = UNKNOWN
+    manifest["imported"] = {
+        "tool": f"vllm-forensics {__version__}", "command": "forensics import",
+        "time": (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "sources": [Path(s).name for s in sources],
+    }
+    manifest["sources"] = manifest["imported"]["sources"]
+    return manifest

@@ -1,0 +1,158 @@
+"""Run a notebook in this process, through IPython's shell, and keep its outputs as nbformat
+outputs (what papermill and a kernel would give, without starting one).
+
+A report's notebook ran in a Jupyter kernel through papermill: most of a small capture's report
+time went to importing papermill (jsonschema's format checkers compile a grammar at import) and
+to starting the kernel and importing everything again in it. Here the cells run in
+``IPython.core.interactiveshell.InteractiveShell`` (the shell a kernel wraps) with a fresh
+namespace, figures are rendered as PNG at the end of each cell (as the inline backend does), a
+cell's last expression is displayed as a rich output (HTML tables), and stderr is dropped.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+PARAMETERS_TAG, INJECTED_TAG = "parameters", "injected-parameters"
+
+
+class CellError(RuntimeError):
+    """A cell raised: ``number`` (1-based among code cells), the exception's type and text."""
+
+    def __init__(self, number: int, ename: str, evalue: str) -> None:
+        super().__init__(f"cell {number}: {ename}: {evalue}")
+        self.number, self.ename, self.evalue = number, ename, evalue
+
+
+def read_notebook(path: Path) -> Any:
+    """The notebook at ``path`` as an nbformat v4 node (jsonschema's format checkers left
+    unloaded: nbformat does not need them, and their import alone takes seconds)."""
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+    import nbformat
+
+    return nbformat.read(str(path), as_version=4)
+
+
+def inject_parameters(nb: Any, parameters: dict[str, Any]) -> None:
+    """Insert a cell assigning ``parameters`` after the cell tagged ``parameters`` (first when
+    none is), tagged ``injected-parameters`` as papermill tags it."""
+    import nbformat
+
+    source = "\n".join(f"{name} = {value!r}" for name, value in parameters.items())
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["tags"] = [INJECTED_TAG]
+    at = next((i + 1 for i, c in enumerate(nb.cells)
+               if PARAMETERS_TAG in c.get("metadata", {}).get("tags", [])), 0)
+    nb.cells.insert(at, cell)
+
+
+def execute(nb: Any, cwd: Path) -> Any:
+    """Run every code cell of ``nb`` in order, in ``cwd``; fill in its outputs; return ``nb``.
+
+    Raises CellError at the first cell that raises (or does not compile).
+    """
+    shell = _shell()
+    number = 0
+    with _working_directory(cwd), _agg_figures() as plt:
+        for cell in nb.cells:
+            if cell.get("cell_type") != "code":
+                continue
+            number += 1
+            cell.outputs = _run_cell(shell, plt, cell.source, number)
+            cell.execution_count = number
+    return nb
+
+
+def _run_cell(shell: Any, plt: Any, source: str, number: int) -> list[Any]:
+    """Run one cell; return its outputs (stdout, then rich outputs and figures)."""
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    with capture_output(stdout=True, stderr=True, display=True) as captured:
+        result = shell.run_cell(source, store_history=True)
+        for figure in plt.get_fignums():
+            display(plt.figure(figure))
+        plt.close("all")
+    error = result.error_before_exec or result.error_in_exec
+    if error is not None:
+        raise CellError(number, type(error).__name__, str(error))
+    return _outputs(captured)
+
+
+def _outputs(captured: Any) -> list[Any]:
+    """nbformat outputs of one cell's captured stdout and rich outputs."""
+    import nbformat
+
+    outputs = []
+    if captured.stdout:
+        outputs.append(nbformat.v4.new_output("stream", name="stdout", text=captured.stdout))
+    for rich in captured.outputs:
+        data = {mime: _json_value(value) for mime, value in rich.data.items()}
+        outputs.append(nbformat.v4.new_output("display_data", data=data,
+                                              metadata=rich.metadata or {}))
+    return outputs
+
+
+def _json_value(value: Any) -> Any:
+    """A display value as a notebook holds it: binary images base64-encoded."""
+    return base64.b64encode(value).decode("ascii") if isinstance(value, bytes) else value
+
+
+def _shell() -> Any:
+    """The process's IPython shell with a fresh namespace, PNG figures, and a last expression
+    shown as a rich output (not printed as text)."""
+    from IPython.core.displayhook import DisplayHook
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.core.pylabtools import select_figure_formats
+
+    class PublishingHook(DisplayHook):
+        """Publishes a cell's result (every format) like ``display()`` does."""
+
+        def write_output_prompt(self) -> None:
+            """No ``Out[n]`` prompt."""
+
+        def write_format_data(self, format_dict: Any, md_dict: Any = None) -> None:
+            """Publish the result's formats."""
+            shell: Any = self.shell
+            shell.display_pub.publish(format_dict, md_dict or {})
+
+    shell = InteractiveShell.instance()
+    if not isinstance(shell.displayhook, PublishingHook):
+        shell.displayhook = PublishingHook(shell=shell, cache_size=0)
+        shell.display_trap.hook = shell.displayhook
+    shell.reset(new_session=True)
+    select_figure_formats(shell, {"png"}, bbox_inches=None)  # the figures lay themselves out
+    return shell
+
+
+@contextmanager
+def _working_directory(path: Path) -> Iterator[None]:
+    """Run the block in ``path``, then return to the current directory."""
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+@contextmanager
+def _agg_figures() -> Iterator[Any]:
+    """``matplotlib.pyplot`` on the Agg backend (no window), restored afterwards."""
+    import matplotlib
+
+    backend = matplotlib.get_backend()
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    try:
+        yield plt
+    finally:
+        plt.close("all")
+        matplotlib.use(backend)
