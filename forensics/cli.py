@@ -13,6 +13,7 @@ import sys
 
 from forensics.commands import COMMANDS
 from forensics.errors import ForensicsError
+from forensics.escaping import terminal
 from forensics.quiet import add_verbose
 
 __all__ = ["COMMANDS", "build_parser", "main", "one_line"]
@@ -89,7 +90,7 @@ def one_line(exc: BaseException) -> str:
     else:
         text = (f"internal error {type(exc).__name__}: {exc}; this is a bug: rerun with -v "
                 "and report the traceback")
-    return " ".join(text.split())[:2000]
+    return terminal(" ".join(text.split()))[:2000]
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from forensics.conclusion import Conclusion, conclude, describe_finding, fact_text
+from forensics.escaping import markdown, markdown_code, terminal
 
 if TYPE_CHECKING:
     from forensics.replaying import ReplayResult
@@ -24,7 +25,7 @@ FORMATS = ("markdown", "text", "json")
 def reproduce_commands(source: str, variants: list[str]) -> list[str]:
     """The shell commands that reproduce this replay and its write-up."""
     flags = " ".join(f"--variant {shlex.quote(v)}" for v in variants)
-    path = shlex.quote(source)
+    path = shlex.quote(terminal(source))
     return [f"forensics replay {path} {flags}", f"forensics summary {path} {flags}",
             f"forensics report {path} -o report.html {flags}"]
 
@@ -32,14 +33,15 @@ def reproduce_commands(source: str, variants: list[str]) -> list[str]:
 def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
     """The Markdown write-up of ``result`` (GitHub-flavoured: tables, fenced commands)."""
     conclusion = conclusion or conclude(result)
-    lines = [f"## vllm-forensics: {conclusion.capture}", "", conclusion.paragraph(), "",
+    lines = [f"## vllm-forensics: {markdown_code(conclusion.capture)}", "",
+             markdown(conclusion.paragraph()), "",
              "### Verdicts", "", *_verdict_rows(result), "", "### First violations", ""]
     for variant in result.variants:
-        lines.append(f"- **{variant}**: {_first_text(conclusion, variant)}")
+        lines.append(f"- **{markdown(variant)}**: {markdown(_first_text(conclusion, variant))}")
     lines += ["", "### Capture", ""]
-    lines += [f"- {key}: {fact_text(key, value)}" for key, value in conclusion.facts.items()
-              if key != "events"]
-    lines += [f"- event: {event}" for event in conclusion.facts.get("events", [])]
+    lines += [f"- {markdown(key)}: {markdown_code(fact_text(key, value))}"
+              for key, value in conclusion.facts.items() if key != "events"]
+    lines += [f"- event: {markdown_code(event)}" for event in conclusion.facts.get("events", [])]
     lines += ["", "### Reproduce", "", "```sh",
               *reproduce_commands(result.source, result.variants), "```"]
     return "\n".join(lines)
@@ -47,10 +49,11 @@ def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None) -> s
 
 def _verdict_rows(result: ReplayResult) -> list[str]:
     sites = list(next(iter(result.verdicts.values()), {}))
-    rows = ["| site | " + " | ".join(result.variants) + " |",
+    rows = ["| site | " + " | ".join(map(markdown, result.variants)) + " |",
             "|---|" + "---|" * len(result.variants)]
-    rows += [f"| {site} | " + " | ".join(result.verdicts[v][site] for v in result.variants)
-             + " |" for site in sites]
+    rows += [f"| {markdown(site)} | "
+             + " | ".join(result.verdicts[v][site] for v in result.variants) + " |"
+             for site in sites]
     return rows
 
 
