@@ -10,6 +10,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
 from forensics.commands import COMMANDS
 from forensics.errors import ForensicsError
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    warnings.showwarning = _warning_line
     try:
         return int(args._run(args))
     except KeyboardInterrupt:
@@ -76,6 +78,13 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):
         pass  # not a real file (a test's capture): nothing is left to flush
+
+
+def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: object = None, line: str | None = None) -> None:
+    """Show a warning as one line on stderr: ``forensics: warning: MESSAGE``."""
+    text = " ".join(str(message).removeprefix("forensics: ").split())
+    print(f"forensics: warning: {terminal(text)}", file=sys.stderr)
 
 
 def one_line(exc: BaseException) -> str:

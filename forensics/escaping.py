@@ -23,7 +23,7 @@ from typing import Any
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff"
                       "\ud800-\udfff]")
 #: characters Markdown (GitHub-flavoured) may read as markup anywhere in a line
-_MARKDOWN = re.compile(r"([\\`*_\[\]|~#!>$])")
+_MARKDOWN = re.compile(r"([\\`*\[\]|~#!>$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 #: a line start Markdown may read as a list item or a block
 _BLOCK_START = re.compile(r"^(\s*\d*)([-+=.)])")
 #: first characters that make a spreadsheet evaluate a cell

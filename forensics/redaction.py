@@ -2,22 +2,30 @@
 
 What changes, and what never does:
 
-- **token ids** (:data:`TOKEN_FIELDS`: sampled, input, device, draft and output ids, their
-  ``_after`` copies, and the ``min``/``max`` of token summary records) in ``[0, D)`` go through
+- **token ids** (:func:`token_fields`: sampled, input, device, draft and output ids, their
+  ``_after`` copies, and the ``min``/``max`` and integer extras of token summary records) in
+  ``[0, D)`` go through
   one keyed random permutation of ``[0, D)``, where ``D`` is the smallest token bound in the
   capture (every ``vocab_size`` and ``num_embeddings``): the same id maps to the same id
   everywhere, so equalities survive. The permutation is a single cycle, so no id maps to itself.
   Negative values (``-1`` placeholders), values at or past ``D`` (out-of-range ids, bounds such
   as a ``vocab_size`` sentinel) stay exactly as they were. Positions and counts are never
-  touched. The key is drawn at random for each run and never written.
+  touched. The key is drawn at random for each run and never written. Redaction never fails
+  open: a domain too small to permute (``D < 2``), or bounds that disagree across records (two
+  values of one bound, or fewer embedding rows than vocabulary), refuse
+  (:class:`RedactionRefusedError`).
 - **request ids** become pseudonyms ``anon-<n>``, numbered in order of first appearance, the
   same everywhere in the capture.
-- **manifest** (:func:`scrub_manifest`): numbers and booleans stay (``pid``s go); strings stay
-  only under the keys of :data:`SAFE_STRING_KEYS` and only when they hold no path; host names,
-  paths, model names and notes go, unless named with ``keep`` (a dotted field such as
-  ``model.name``). A ``redaction`` entry says what was done and which fields were dropped.
+- **manifest** (:func:`scrub`), by an allow-list of values (:mod:`forensics.shareable`): a dict
+  key at any depth stays only when it is one the toolkit writes, and a string only when it is
+  in a closed vocabulary (event kinds, site names, vLLM's speculative methods, strict version
+  strings...); numbers and booleans stay (``pid``s go); host names, paths, model names, notes,
+  hardware and build tags go, unless named with ``keep`` (a dotted field such as
+  ``model.name``). A ``redaction`` entry says what was done and which fields were dropped
+  (an unknown key is listed as ``*``, never by name).
 - **events**: the same rule (``events.message`` etc. in ``keep`` keeps an event field).
-- summary records keep their integer fields and ``tensor``; other string fields go.
+- summary records keep their integer fields (renamed ``extra<n>`` when their name is not a
+  known field) and a ``tensor`` that names a known field; other strings go.
 """
 
 from __future__ import annotations
@@ -33,8 +41,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from forensics.errors import ForensicsError
 from forensics.evidence import Evidence, evidence_of, publish, reference
 from forensics.records import Record
+from forensics.shareable import shareable_key, shareable_value
 
 if TYPE_CHECKING:
     from forensics.api_types import CaptureArg
@@ -51,11 +61,16 @@ TOKEN_FIELDS: dict[str, tuple[str, ...]] = {
 REQUEST_FIELDS = ("req_ids", "prev_req_ids", "prev_req_id_to_index")
 #: fields that bound token ids
 TOKEN_BOUNDS = ("vocab_size", "num_embeddings")
-#: manifest and event keys whose string values are kept (when they hold no path)
-SAFE_STRING_KEYS = frozenset({
-    "creator", "created", "python", "forensics", "vllm", "torch", "method", "mode", "sites",
-    "scenario", "speculative", "kind", "site", "function", "kv_cache_dtype", "hardware",
-    "variants"})
+
+
+class RedactionRefusedError(ForensicsError, ValueError):
+    """The capture cannot be redacted without leaving token ids as they are."""
+
+
+def token_fields(site: str) -> tuple[str, ...]:
+    """The fields of ``site`` that hold token ids (their ``<field>_after`` copies too): the one
+    place redaction reads them."""
+    return TOKEN_FIELDS.get(site, ())
 #: numeric keys that identify a process or a machine: dropped
 DROPPED_NUMBER_KEYS = frozenset({"pid", "ppid", "uid", "gid", "port"})
 PSEUDONYM = "anon-{}"
@@ -94,7 +109,7 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
     expected = evidence_of(result)
-    redactor = Redactor(token_domain(cap), keep=keep_manifest)
+    redactor = Redactor(token_domain(cap, f"capture '{cap.path}'"), keep=keep_manifest)
     manifest = redactor.manifest(cap.manifest)
     events = [redactor.event(e) for e in cap.events]
     path = publish(out, redactor.records(cap), manifest, events, expected, names, force,
@@ -103,13 +118,35 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
                         sorted(redactor.dropped), time.perf_counter() - start, expected)
 
 
-def token_domain(records: Iterable[Record]) -> int:
+def token_domain(records: Iterable[Record], where: str = "the capture") -> int:
     """The smallest token bound of ``records``: ids below it are in range at every site.
 
-    Returns 0 (nothing is permuted) when no record carries a token bound.
+    Returns 0 (nothing to permute) when no record carries a token bound.
+    Raises:
+        RedactionRefusedError: a bound below 2 (nothing could be permuted), two values of one
+            bound, or fewer embedding rows than vocabulary: ids would ship unchanged.
     """
-    bounds = [int(r[name]) for r in records for name in TOKEN_BOUNDS if name in r]
-    return max(0, min(bounds, default=0))
+    seen: dict[str, set[int]] = {name: set() for name in TOKEN_BOUNDS}
+    for record in records:
+        for name in TOKEN_BOUNDS:
+            if name in record:
+                seen[name].add(int(record[name]))
+    for name, values in seen.items():
+        if len(values) > 1:
+            raise RedactionRefusedError(
+                f"{where}: records disagree on {name} ({sorted(values)[:4]}); token ids could "
+                f"not be permuted consistently: fix or drop the records with the wrong {name}")
+    vocab, rows = seen["vocab_size"], seen["num_embeddings"]
+    if vocab and rows and min(rows) < max(vocab):
+        raise RedactionRefusedError(
+            f"{where}: num_embeddings {min(rows)} is below vocab_size {max(vocab)}; ids between "
+            f"them would ship unchanged: fix the records' num_embeddings")
+    bounds = [v for values in seen.values() for v in values]
+    if bounds and min(bounds) < 2:
+        raise RedactionRefusedError(
+            f"{where}: a token bound of {min(bounds)} (vocab_size/num_embeddings) leaves no ids "
+            f"to permute, so token ids would ship unchanged; fix the records' bounds")
+    return min(bounds, default=0)
 
 
 def cyclic_permutation(size: int, key: bytes) -> np.ndarray:
@@ -176,8 +213,8 @@ class Redactor:
         """One record redacted: token ids permuted, request ids pseudonymised."""
         if record.summary:
             return Record(record.site, record.step, record.rank, self._summary(record), True)
-        tokens = {*TOKEN_FIELDS[record.site],
-                  *(f"{name}_after" for name in TOKEN_FIELDS[record.site])}
+        tokens = {*token_fields(record.site),
+                  *(f"{name}_after" for name in token_fields(record.site))}
         fields = {}
         for name, value in record.fields.items():
             base = name.removesuffix("_after")
@@ -194,18 +231,22 @@ class Redactor:
         return [self.request(v) for v in value]
 
     def _summary(self, record: Record) -> dict[str, Any]:
-        """Integer fields and ``tensor`` kept; ``min``/``max`` permuted on token sites."""
+        """Integer fields kept (on token sites every one but the bound permuted, extras
+        renamed ``extra<n>`` unless a known field), ``tensor`` kept when it names a known
+        field; the rest dropped."""
         from forensics.sites import get_site
 
         token_site = get_site(record.site).summary_bound in TOKEN_BOUNDS
-        fields = {}
+        fields: dict[str, Any] = {}
         for name, value in record.fields.items():
-            if name in ("min", "max") and token_site:
-                fields[name] = self.ids(value)
-            elif isinstance(value, (int, np.integer)) or name == "tensor":
+            key = name if shareable_key(name) else f"extra{len(fields)}"
+            if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+                fields[key] = (self.ids(value) if token_site and name not in TOKEN_BOUNDS
+                               else value)
+            elif name == "tensor" and isinstance(value, str) and shareable_key(value):
                 fields[name] = value
             else:
-                self.dropped.add(f"records.{record.site}.{name}")
+                self.dropped.add(f"records.{record.site}.{name if key == name else '*'}")
         return fields
 
     def manifest(self, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -236,6 +277,8 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
         name = f"{prefix}{key}"
         if name in keep:
             out[key] = value
+        elif not shareable_key(key):
+            dropped.add(f"{prefix}*")
         elif isinstance(value, dict):
             out[key] = scrub(value, keep, f"{name}.", dropped)
         elif _shareable(key, value):
@@ -246,16 +289,14 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
 
 
 def _shareable(key: str, value: Any) -> bool:
+    """Whether ``value`` (under ``key``) holds only public values: numbers (not process ids),
+    booleans, and strings of a closed vocabulary (:func:`forensics.shareable.shareable_value`)."""
     if value is None or isinstance(value, bool):
         return True
     if isinstance(value, (int, float)):
         return key not in DROPPED_NUMBER_KEYS
     if isinstance(value, str):
-        return key in SAFE_STRING_KEYS and not _looks_like_path(value)
+        return shareable_value(value)
     if isinstance(value, list):
         return all(_shareable(key, v) for v in value)
     return False
-
-
-def _looks_like_path(text: str) -> bool:
-    return "/" in text or "\\" in text or text.startswith("~")

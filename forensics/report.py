@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from forensics.atomic import write_text_atomically
 from forensics.errors import ConfigurationError, ForensicsError, MissingDependencyError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -276,8 +277,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
             "version": forensics.__version__}
     html = export_html(executed, title=f"forensics report: {name}", info=info,
                        with_code=with_code)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(html, encoding="utf-8")
+    write_text_atomically(target, html)
     say(f"wrote {target}")
     return target
 
