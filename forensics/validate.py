@@ -15,6 +15,13 @@ if TYPE_CHECKING:
     from forensics.sites._common import BatchColumns
 
 SUMMARY_COMMON = ("min", "max")
+#: the largest vocabulary, embedding row count, output length or draft count a real engine
+#: has (2**24, about 16.8 million; the largest vocabularies today are near 2**18): a capture's
+#: integer past it is refused before anything is sized by it
+MAX_BOUND = 2**24
+#: the integer fields that size something in a replay, checked against :data:`MAX_BOUND`
+CAPPED_FIELDS = ("vocab_size", "num_embeddings", "output_len", "prev_num_spec_tokens",
+                 "tp_size")
 #: value signatures of typed full records whose names, required fields and tensor ranks passed
 _TYPED_OK: set[tuple[Any, ...]] = set()
 _SIGNATURES_MAX = 4096  # a cache of signatures, emptied when it grows past this
@@ -94,7 +101,27 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
     return _check_cross_fields(site, record, where)
 
 
+def check_caps(record: Record, where: str) -> Record:
+    """Return ``record`` when every field of :data:`CAPPED_FIELDS` it holds is at most
+    :data:`MAX_BOUND`.
+
+    Raises:
+        CaptureFormatError: naming the field, its value and the cap.
+    """
+    for name in CAPPED_FIELDS:
+        value = record.fields.get(name)
+        if value is None:
+            continue
+        array = np.asarray(value)
+        if array.size and array.dtype.kind in "iu" and int(array.max()) > MAX_BOUND:
+            raise CaptureFormatError(
+                f"{where}: {name!r} is {int(array.max())}, past {MAX_BOUND} (2**24), more than "
+                f"a real engine has; fix the record's {name}")
+    return record
+
+
 def _check_cross_fields(site: SiteSchema, record: Record, where: str) -> Record:
+    check_caps(record, where)
     if site.check_record is not None:
         site.check_record(record, where)
     return record
@@ -160,4 +187,4 @@ def _validate_summary(record: Record, bound: str, where: str) -> Record:
                                      f"{value!r}; summary records carry {list(SUMMARY_COMMON)} "
                                      f"and {bound!r}")
         record.fields[name] = int(value)  # type: ignore[arg-type]
-    return record
+    return check_caps(record, where)

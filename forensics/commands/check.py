@@ -21,13 +21,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="variants to check (default: the built-in ones in "
                              "expected.json; a vllm+PATH.diff runs only when named here)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--trust-expected", action="store_true",
+                        help="also run the registered variants expected.json names (vllm, "
+                             "plugins); default: only upstream and patched unless --variant")
 
 
 def run(args: argparse.Namespace) -> int:
     """Check one capture; print the differences; return 0, 1 or (via ForensicsError) 2."""
     from forensics.expectations import check
 
-    result = check(args.capture, args.variant)
+    result = check(args.capture, args.variant, trust_expected=args.trust_expected)
     if args.json:
         print(json.dumps({"capture": str(result.capture), "ok": result.ok,
                           "differences": result.differences,

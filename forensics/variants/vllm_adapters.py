@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from forensics.errors import CaptureFormatError, MissingDependencyError, UnsupportedVersionError
 from forensics.outcome import Outcome
 from forensics.records import Record
+from forensics.validate import check_caps
 
 if TYPE_CHECKING:
     import torch
@@ -245,7 +246,10 @@ def _output_lists(record: Record) -> tuple[list[list[int]], list[int] | None]:
     if len(tails) != len(lengths) or any(p < 0 for p in prefixes):
         raise CaptureFormatError(f"async_output record at step {record.step}: 'output_len' "
                                  f"must give one length per row, each >= its 'output_tail'")
-    lists = [[TAIL_FILLER] * p + list(tail) for p, tail in zip(prefixes, tails, strict=True)]
+    # vLLM reads a list from its end back to the first id that is not a placeholder: one
+    # filler id stands for the whole hidden prefix (nothing sized by 'output_len')
+    lists = [[TAIL_FILLER] * min(p, 1) + list(tail) for p, tail in zip(prefixes, tails,
+                                                                        strict=True)]
     return lists, prefixes
 
 
@@ -265,8 +269,10 @@ def _async_output(code: VllmCode, record: Record) -> dict[str, Any]:
     if prefixes is None:
         return {"output_token_ids": lists}
     dtype = np.asarray(record["output_len"]).dtype
-    return {"output_tail": [row[p:] for row, p in zip(lists, prefixes, strict=True)],
-            "output_len": np.array([len(row) for row in lists], dtype=dtype)}
+    short = [min(p, 1) for p in prefixes]
+    return {"output_tail": [row[s:] for row, s in zip(lists, short, strict=True)],
+            "output_len": np.array([len(row) - s + p for row, s, p in
+                                    zip(lists, short, prefixes, strict=True)], dtype=dtype)}
 
 
 # --- embedding ----------------------------------------------------------------------------------
@@ -274,9 +280,12 @@ def _async_output(code: VllmCode, record: Record) -> dict[str, Any]:
 def _embedding(code: VllmCode, record: Record) -> dict[str, Any]:
     import torch
 
+    check_caps(record, f"embedding record at step {record.step}")
     rows = int(record["num_embeddings"])
+    # one real row seen as ``rows`` rows (stride 0): the lookup checks bounds against the row
+    # count, and nothing is allocated in proportion to an integer from the capture
     layer = SimpleNamespace(tp_size=1, quant_method=code.embedding_method(),
-                            weight=torch.zeros(rows, 1))
+                            weight=torch.zeros(1, 1).expand(rows, 1))
     input_ids = _clone(record, "input_ids")
     if int(record.get("tp_size") or 1) == 1:
         code.embedding_forward(layer, input_ids)
