@@ -74,6 +74,8 @@ def token_fields(site: str) -> tuple[str, ...]:
 #: numeric keys that identify a process or a machine: dropped
 DROPPED_NUMBER_KEYS = frozenset({"pid", "ppid", "uid", "gid", "port"})
 PSEUDONYM = "anon-{}"
+#: the kind of an event whose own kind was not shareable
+REDACTED_KIND = "redacted"
 
 
 @dataclass
@@ -108,7 +110,7 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
     """
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
-    expected = evidence_of(result)
+    expected = shareable_evidence(evidence_of(result))
     redactor = Redactor(token_domain(cap, f"capture '{cap.path}'"), keep=keep_manifest)
     manifest = redactor.manifest(cap.manifest)
     events = [redactor.event(e) for e in cap.events]
@@ -116,6 +118,22 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
                    progress)
     return RedactResult(path, len(cap), redactor.domain, len(redactor.pseudonyms),
                         sorted(redactor.dropped), time.perf_counter() - start, expected)
+
+
+def shareable_evidence(evidence: Evidence) -> Evidence:
+    """``evidence`` as the redacted capture gives it: a summary record's ``tensor`` that is not
+    a known field name (dropped by :meth:`Redactor.record`) reads as its site's default."""
+    from forensics.sites import get_site
+
+    first = {variant: finding if finding is None or known_tensor(finding["tensor"])
+             else {**finding, "tensor": get_site(finding["site"]).summary_tensor}
+             for variant, finding in evidence.first.items()}
+    return Evidence(evidence.verdicts, first)
+
+
+def known_tensor(name: object) -> bool:
+    """Whether ``name`` is a field name the toolkit knows (``out.<field>`` included)."""
+    return isinstance(name, str) and shareable_key(name.removeprefix("out."))
 
 
 def token_domain(records: Iterable[Record], where: str = "the capture") -> int:
@@ -243,7 +261,7 @@ class Redactor:
             if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
                 fields[key] = (self.ids(value) if token_site and name not in TOKEN_BOUNDS
                                else value)
-            elif name == "tensor" and isinstance(value, str) and shareable_key(value):
+            elif name == "tensor" and known_tensor(value):
                 fields[name] = value
             else:
                 self.dropped.add(f"records.{record.site}.{name if key == name else '*'}")
@@ -264,8 +282,11 @@ class Redactor:
         return kept
 
     def event(self, event: dict[str, Any]) -> dict[str, Any]:
-        """An event scrubbed like the manifest (its fields are ``events.KEY``)."""
-        return scrub(event, self.keep, "events.", self.dropped)
+        """An event scrubbed like the manifest (its fields are ``events.KEY``); a ``kind``
+        outside the vocabulary becomes ``redacted``."""
+        kept = scrub(event, self.keep, "events.", self.dropped)
+        kept.setdefault("kind", REDACTED_KIND)
+        return kept
 
 
 def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,

@@ -24,7 +24,7 @@ CREATOR = re.compile(r"vllm-forensics " + VERSION.pattern)
 CREATORS = ("forensics redact", "forensics import", "forensics simulate", "forensics shrink",
             "forensics.embedding_guard")
 EVENT_KINDS = ("cuda_assert", "cuda_error", "illegal_memory_access", "engine_dead",
-               "probe_error", "index_error", "guard", "warning", "crash")
+               "probe_error", "index_error", "guard", "warning", "crash", "redacted")
 VARIANTS = ("upstream", "patched", "vllm")
 #: ``vllm.config.speculative.SpeculativeMethod`` of vLLM 0.33.0, flattened
 SPECULATIVE_METHODS = (

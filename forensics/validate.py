@@ -69,11 +69,11 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
     """
     site = site_schema(record.site)
     where = f"{where} (site {record.site!r})"
-    if not _is_int(record.step) or int(record.step) < 0:
-        raise CaptureFormatError(f"{where}: 'step' must be a non-negative integer, got "
+    if not _is_int(record.step) or not 0 <= int(record.step) < 2**63:
+        raise CaptureFormatError(f"{where}: 'step' must be a non-negative int64, got "
                                  f"{record.step!r}; give each record its engine step")
-    if not _is_int(record.rank) or int(record.rank) < 0:
-        raise CaptureFormatError(f"{where}: 'rank' must be a non-negative integer, got "
+    if not _is_int(record.rank) or not 0 <= int(record.rank) < 2**63:
+        raise CaptureFormatError(f"{where}: 'rank' must be a non-negative int64, got "
                                  f"{record.rank!r}")
     record.step, record.rank = int(record.step), int(record.rank)
     if record.summary:
@@ -148,10 +148,30 @@ def screen_batch(site: str, cols: BatchColumns) -> np.ndarray:
             bad |= ~present
         if spec.kind == "tensor" and present.any():
             bad |= present & (cols.ndim(name) != spec.ndim)
+        if name in CAPPED_FIELDS and present.any():
+            bad |= present & _past_cap(cols, name, spec.kind)
     try:
         return bad if check is None else bad | check(cols)
     except ScreenUnsure:
         return np.ones(cols.rows, dtype=bool)
+
+
+def _past_cap(cols: BatchColumns, name: str, kind: str) -> np.ndarray:
+    """Where a capped field (:data:`CAPPED_FIELDS`) is past :data:`MAX_BOUND`, per record."""
+    from forensics.screening import ScreenUnsure
+
+    if kind == "int":
+        return cols.ints(name) > MAX_BOUND
+    if kind != "tensor":
+        return np.ones(cols.rows, dtype=bool)
+    try:
+        values, counts = cols.flat(name)
+    except ScreenUnsure:
+        return np.ones(cols.rows, dtype=bool)
+    over = np.zeros(cols.rows, dtype=bool)
+    owner = np.repeat(np.arange(cols.rows), counts)
+    over[owner[values > MAX_BOUND]] = True
+    return over
 
 
 def value_signature(record: Record) -> tuple[Any, ...]:
