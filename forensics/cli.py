@@ -10,9 +10,11 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
 from forensics.commands import COMMANDS
 from forensics.errors import ForensicsError
+from forensics.escaping import terminal
 from forensics.quiet import add_verbose
 
 __all__ = ["COMMANDS", "build_parser", "main", "one_line"]
@@ -50,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    warnings.showwarning = _warning_line
     try:
         return int(args._run(args))
     except KeyboardInterrupt:
@@ -77,6 +80,13 @@ def _silence_stdout() -> None:
         pass  # not a real file (a test's capture): nothing is left to flush
 
 
+def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: object = None, line: str | None = None) -> None:
+    """Show a warning as one line on stderr: ``forensics: warning: MESSAGE``."""
+    text = " ".join(str(message).removeprefix("forensics: ").split())
+    print(f"forensics: warning: {terminal(text)}", file=sys.stderr)
+
+
 def one_line(exc: BaseException) -> str:
     """The one-line message of ``exc`` for the CLI."""
     if isinstance(exc, ForensicsError):
@@ -89,7 +99,7 @@ def one_line(exc: BaseException) -> str:
     else:
         text = (f"internal error {type(exc).__name__}: {exc}; this is a bug: rerun with -v "
                 "and report the traceback")
-    return " ".join(text.split())[:2000]
+    return terminal(" ".join(text.split()))[:2000]
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from forensics.escaping import terminal
 from forensics.findings import FINDING_COLUMNS, sort_findings, to_python
 from forensics.silent import silent_inputs_of
 from forensics.sites import SINK
@@ -172,7 +173,7 @@ def conclude(result: ReplayResult) -> Conclusion:
 
 def _capture_name(result: ReplayResult) -> str:
     capture = result.capture
-    return str(getattr(capture, "name", None) or result.source)
+    return terminal(getattr(capture, "name", None) or result.source)
 
 
 def unresolved(findings: pd.DataFrame, variant: str) -> pd.DataFrame:
@@ -242,8 +243,9 @@ def describe_finding(f: dict[str, Any]) -> str:
     if f.get("row") is not None:
         where += f", row {f['row']}"
     if f.get("req_id") is not None:
-        where += f" (request {f['req_id']})"
-    tensor = f["tensor"] if f.get("element") is None else f"{f['tensor']}[{f['element']}]"
+        where += f" (request {terminal(repr(str(f['req_id'])))})"
+    tensor = terminal(f["tensor"])
+    tensor = tensor if f.get("element") is None else f"{tensor}[{f['element']}]"
     text = f"{where}: {tensor} = {f['value']}"
     if f.get("lower") is not None or f.get("upper") is not None:
         text += f", outside [{_bound(f.get('lower'))}, {_bound(f.get('upper'))})"
@@ -292,10 +294,10 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
 
 def _event_text(event: dict[str, Any]) -> str:
     """``"cuda_assert at step 14 rank 0: MESSAGE"``; an unknown step or rank left out."""
-    where = " ".join(f"{name} {event[name]}" for name in ("step", "rank")
+    where = " ".join(f"{name} {terminal(event[name])}" for name in ("step", "rank")
                      if event.get(name) is not None)
-    message = str(event.get("message") or event.get("detail") or "").strip().rstrip(".")
-    head = f"{event.get('kind', 'event')}{f' at {where}' if where else ''}"
+    message = terminal(event.get("message") or event.get("detail") or "").strip().rstrip(".")
+    head = f"{terminal(event.get('kind', 'event'))}{f' at {where}' if where else ''}"
     return f"{head}: {message}" if message else head
 
 
@@ -309,7 +311,7 @@ def facts_sentence(facts: dict[str, Any]) -> str:
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."
     if facts.get("notes"):
-        text += f" Notes: {facts['notes']}"
+        text += f" Notes: {terminal(repr(str(facts['notes'])))}"
     return text
 
 
@@ -320,8 +322,8 @@ def fact_text(key: str, value: Any) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, list):
-        return ", ".join(map(str, value))
-    return str(value)
+        return ", ".join(map(terminal, value))
+    return terminal(value)
 
 
 # -- known or new, explained or not (forensics.known): the one block this module adds for it --

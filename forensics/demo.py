@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -142,7 +141,9 @@ def _write_verdict_figure(result: object, path: Path) -> Path:
 
 def _write_index(path: Path, rows: list[DemoRow], entries: list[tuple[str, str | None, str]]
                  ) -> None:
-    esc = html.escape
+    from forensics.atomic import write_text_atomically
+    from forensics.escaping import html as esc
+
     table = "".join(
         f"<tr><td>{esc(r.capture)}</td><td>{esc(r.site)}</td><td class='{esc(r.upstream)}'>"
         f"{esc(r.upstream)}</td><td class='{esc(r.patched)}'>{esc(r.patched)}</td>"
@@ -155,8 +156,8 @@ def _write_index(path: Path, rows: list[DemoRow], entries: list[tuple[str, str |
         + (f"<a href='{esc(report)}'>report</a>, " if report else "")
         + f"<a href='{esc(figure)}'>verdict figure</a></li>"
         for name, report, figure in entries)
-    path.write_text(
-        "<!doctype html><html><head><meta charset='utf-8'><title>vllm-forensics demo</title>"
+    write_text_atomically(
+        path, "<!doctype html><html><head><meta charset='utf-8'><title>vllm-forensics demo</title>"
         "<style>body{font-family:sans-serif;margin:2em}td,th{border:1px solid #ccc;"
         "padding:4px 8px}table{border-collapse:collapse}.violation{background:#f4c2c2}"
         ".error{background:#f9e0a0}.suspect{background:#fff3b0}.ok{background:#d8f0d8}"

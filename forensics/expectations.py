@@ -98,26 +98,31 @@ def _name(text: str) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def choose_variants(expected: dict[str, Any], path: Path,
-                    variants: Sequence[str] | None) -> list[str]:
-    """The variants to replay: those the user named, else the built-in ones of ``expected``
-    (or the defaults). Nothing in a capture chooses code to run.
+def choose_variants(expected: dict[str, Any], path: Path, variants: Sequence[str] | None,
+                    trust_expected: bool = False) -> list[str]:
+    """The variants to replay: those the user named, else those of ``expected`` that are the
+    built-in models (:data:`DEFAULT_VARIANTS`), or with ``trust_expected`` any registered
+    variant it names (the real vLLM code, a plugin). Nothing in a capture chooses code to run
+    on its own say-so.
 
     Raises:
-        UnknownVariantError: ``expected`` names a variant that is not built in (a
-            ``vllm+PATH.diff`` shipped with the capture) and the user did not name it.
+        UnknownVariantError: ``expected`` names a variant outside those (a ``vllm+PATH.diff``
+            shipped with the capture, or ``vllm`` without ``trust_expected``) and the user did
+            not name it.
     """
     if variants:
         return list(variants)
     from forensics.variants import registry
 
-    builtins = set(registry.names())
-    foreign = [v for v in expected["verdicts"] if v not in builtins]
+    allowed = set(registry.names()) if trust_expected else set(DEFAULT_VARIANTS)
+    foreign = [v for v in expected["verdicts"] if v not in allowed]
     if foreign:
+        built_in = "is not built in" if foreign[0] not in registry.names() else "runs real code"
         raise UnknownVariantError(
-            f"{path}: field 'verdicts' names variant {_name(foreign[0])!r}, which is not "
-            f"built in ({sorted(builtins)}); a capture never chooses code to run: pass "
-            "--variant NAME for each variant to check (only if you trust its code)")
+            f"{path}: field 'verdicts' names variant {_name(foreign[0])!r}, which {built_in} "
+            f"(a capture alone runs only {list(DEFAULT_VARIANTS)}); a capture never chooses "
+            "code to run: pass --variant NAME for each variant to check, or --trust-expected "
+            "for the registered ones (only if you trust the capture)")
     return list(expected["verdicts"] or DEFAULT_VARIANTS)
 
 
@@ -132,19 +137,19 @@ def obtain(capture: Path, variants: Sequence[str]) -> dict[str, Any]:
 
 
 def check(capture: Path | str, variants: Sequence[str] | None = None,
-          write_obtained: bool = True) -> CheckResult:
+          write_obtained: bool = True, trust_expected: bool = False) -> CheckResult:
     """Replay ``capture`` and compare with its ``expected.json``.
 
-    ``variants`` defaults to the built-in variants of the expected file (or upstream and
-    patched). On a mismatch the obtained object is written to ``expected.obtained.json`` beside
-    it.
+    ``variants`` defaults to the built-in models the expected file names (any registered
+    variant it names with ``trust_expected``; see :func:`choose_variants`). On a mismatch the
+    obtained object is written to ``expected.obtained.json`` beside it.
     Raises:
         CaptureFormatError: no or malformed expected.json; any error of load or replay.
         UnknownVariantError: see :func:`choose_variants`.
     """
     capture = Path(capture)
     expected = read_expected(capture)
-    chosen = choose_variants(expected, capture / EXPECTED_NAME, variants)
+    chosen = choose_variants(expected, capture / EXPECTED_NAME, variants, trust_expected)
     known = [v for v in chosen if v in expected["verdicts"]]
     obtained = obtain(capture, known) if known else {"verdicts": {}, "first_finding": {}}
     changed = differences(Evidence.from_json(expected), Evidence.from_json(obtained), chosen)

@@ -11,7 +11,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forensics.atomic import write_atomically
 from forensics.errors import ConfigurationError
+from forensics.escaping import csv_cell
 from forensics.findings import COLUMNS, finding_records, sort_findings
 from forensics.sites import get_site
 
@@ -70,20 +72,23 @@ def output_path(path: str | Path) -> Path:
 def write_findings(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write ``frame`` to ``path`` in the format of its suffix; return the path.
 
-    Raises ConfigurationError for another suffix or a directory.
+    Raises ConfigurationError for another suffix or a directory; OutputError (naming the file,
+    which is left as it was) when it cannot be written.
     """
     target = output_path(path)
-    suffix = target.suffix.lower()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".csv":
-        frame.to_csv(target, index=False)
-    elif suffix == ".jsonl":
-        with target.open("w", encoding="utf-8") as out:
-            for row in finding_records(frame):
-                out.write(json.dumps(row) + "\n")
-    else:
-        _write_parquet(frame, target)
-    return target
+    writers = {".csv": _write_csv, ".jsonl": _write_jsonl, ".parquet": _write_parquet}
+    return write_atomically(target, lambda tmp: writers[target.suffix.lower()](frame, tmp))
+
+
+def _write_csv(frame: pd.DataFrame, target: Path) -> None:
+    """CSV with every text cell through :func:`forensics.escaping.csv_cell` (no formula)."""
+    frame.map(csv_cell).to_csv(target, index=False)
+
+
+def _write_jsonl(frame: pd.DataFrame, target: Path) -> None:
+    with target.open("w", encoding="utf-8") as out:
+        for row in finding_records(frame):
+            out.write(json.dumps(row) + "\n")
 
 
 def _write_parquet(frame: pd.DataFrame, target: Path) -> None:

@@ -927,8 +927,12 @@ def plot(result: Any, kind: str = "timeline", site: str | None = None,
 def save(ax: Axes, path: str | os.PathLike[str], dpi: int = 120) -> None:
     """Save the figure holding ``ax`` to ``path`` (format from the suffix) and close it."""
     figure: Any = ax.figure
-    figure.savefig(path, dpi=dpi, bbox_inches="tight")
-    close(figure)
+    from forensics.atomic import write_atomically
+
+    try:
+        write_atomically(path, lambda tmp: figure.savefig(tmp, dpi=dpi, bbox_inches="tight"))
+    finally:
+        close(figure)
 
 
 def close(item: Any) -> None:

@@ -2,26 +2,34 @@
 
 What changes, and what never does:
 
-- **token ids** (the fields each site's schema flags ``token_ids``: sampled, input, device,
-  draft and output ids, their ``_after`` copies, and the ``min``/``max`` of token summary
-  records) in ``[0, D)`` go through one keyed random permutation of ``[0, D)``, where ``D`` is
-  the smallest token bound in the capture (every field flagged ``token_bound``:
-  ``vocab_size``, ``num_embeddings``): the same id maps to the same id everywhere, so
-  equalities survive. The permutation is a single cycle, so no id maps to itself.
+- **token ids** (:func:`token_fields`, the fields each site's schema flags
+  ``token_ids``: sampled, input, device, draft and output ids, their
+  ``_after`` copies, and the ``min``/``max`` and integer extras of token summary records) in
+  ``[0, D)`` go through
+  one keyed random permutation of ``[0, D)``, where ``D`` is the smallest token bound in the
+  capture (every field flagged ``token_bound``): the same id maps to the same id
+  everywhere, so equalities survive. The permutation is a single cycle, so no id maps to itself.
   Negative values (``-1`` placeholders), values at or past ``D`` (out-of-range ids, bounds such
   as a ``vocab_size`` sentinel) stay exactly as they were. Positions and counts are never
-  touched. The key is drawn at random for each run and never written.
+  touched. The key is drawn at random for each run and never written. Redaction never fails
+  open: a domain too small to permute (``D < 2``), or bounds that disagree across records (two
+  values of one bound, or fewer embedding rows than vocabulary), refuse
+  (:class:`RedactionRefusedError`).
 - **request ids** become pseudonyms ``anon-<n>``, numbered in order of first appearance, the
   same everywhere in the capture.
-- **manifest** (:func:`scrub_manifest`): numbers and booleans stay (``pid``s go); strings stay
-  only under the keys of :data:`SAFE_STRING_KEYS` and only when they hold no path; host names,
-  paths, model names and notes go, unless named with ``keep`` (a dotted field such as
-  ``model.name``). A ``redaction`` entry says what was done and which fields were dropped.
+- **manifest** (:func:`scrub`), by an allow-list of values (:mod:`forensics.shareable`): a dict
+  key at any depth stays only when it is one the toolkit writes, and a string only when it is
+  in a closed vocabulary (event kinds, site names, vLLM's speculative methods, strict version
+  strings...); numbers and booleans stay (``pid``s go); host names, paths, model names, notes,
+  hardware and build tags go, unless named with ``keep`` (a dotted field such as
+  ``model.name``). A ``redaction`` entry says what was done and which fields were dropped
+  (an unknown key is listed as ``*``, never by name).
 - **events**: the same rule (``events.message`` etc. in ``keep`` keeps an event field),
   except vLLM's and torch's own error text (:func:`public_error_text`: the assert, the
   exception type and message in :data:`PUBLIC_ERROR_FIELDS`), which maintainers search for:
   it is kept with paths, hosts, addresses and ids stripped out of it.
-- summary records keep their integer fields and ``tensor``; other string fields go.
+- summary records keep their integer fields (renamed ``extra<n>`` when their name is not a
+  known field) and a ``tensor`` that names a known field; other strings go.
 """
 
 from __future__ import annotations
@@ -38,8 +46,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from forensics.errors import ForensicsError
 from forensics.evidence import Evidence, evidence_of, publish, reference
 from forensics.records import Record
+from forensics.shareable import shareable_key, shareable_value
 from forensics.sites import get_site as site_schema
 
 if TYPE_CHECKING:
@@ -47,14 +57,19 @@ if TYPE_CHECKING:
 
 #: fields that hold request ids
 REQUEST_FIELDS = ("req_ids", "prev_req_ids", "prev_req_id_to_index")
-#: manifest and event keys whose string values are kept (when they hold no path)
-SAFE_STRING_KEYS = frozenset({
-    "creator", "created", "python", "forensics", "vllm", "torch", "method", "mode", "sites",
-    "scenario", "speculative", "kind", "site", "function", "kv_cache_dtype", "hardware",
-    "variants"})
+class RedactionRefusedError(ForensicsError, ValueError):
+    """The capture cannot be redacted without leaving token ids as they are."""
+
+
+def token_fields(site: str) -> tuple[str, ...]:
+    """The fields of ``site`` that hold token ids (their ``<field>_after`` copies too): the one
+    place redaction reads them."""
+    return tuple(site_schema(site).token_fields)
 #: numeric keys that identify a process or a machine: dropped
 DROPPED_NUMBER_KEYS = frozenset({"pid", "ppid", "uid", "gid", "port"})
 PSEUDONYM = "anon-{}"
+#: the kind of an event whose own kind was not shareable
+REDACTED_KIND = "redacted"
 
 
 @dataclass
@@ -89,8 +104,8 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
     """
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
-    expected = evidence_of(result)
-    redactor = Redactor(token_domain(cap), keep=keep_manifest)
+    expected = shareable_evidence(evidence_of(result))
+    redactor = Redactor(token_domain(cap, f"capture '{cap.path}'"), keep=keep_manifest)
     manifest = redactor.manifest(cap.manifest)
     events = [redactor.event(e) for e in cap.events]
     path = publish(out, redactor.records(cap), manifest, events, expected, names, force,
@@ -99,14 +114,51 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
                         sorted(redactor.dropped), time.perf_counter() - start, expected)
 
 
-def token_domain(records: Iterable[Record]) -> int:
+def shareable_evidence(evidence: Evidence) -> Evidence:
+    """``evidence`` as the redacted capture gives it: a summary record's ``tensor`` that is not
+    a known field name (dropped by :meth:`Redactor.record`) reads as its site's default."""
+    from forensics.sites import get_site
+
+    first = {variant: finding if finding is None or known_tensor(finding["tensor"])
+             else {**finding, "tensor": get_site(finding["site"]).summary_tensor}
+             for variant, finding in evidence.first.items()}
+    return Evidence(evidence.verdicts, first)
+
+
+def known_tensor(name: object) -> bool:
+    """Whether ``name`` is a field name the toolkit knows (``out.<field>`` included)."""
+    return isinstance(name, str) and shareable_key(name.removeprefix("out."))
+
+
+def token_domain(records: Iterable[Record], where: str = "the capture") -> int:
     """The smallest token bound of ``records``: ids below it are in range at every site.
 
-    Returns 0 (nothing is permuted) when no record carries a token bound.
+    Returns 0 (nothing to permute) when no record carries a token bound.
+    Raises:
+        RedactionRefusedError: a bound below 2 (nothing could be permuted), two values of one
+            bound, or fewer embedding rows than vocabulary: ids would ship unchanged.
     """
-    bounds = [int(r[name]) for r in records for name in site_schema(r.site).token_bounds
-              if name in r]
-    return max(0, min(bounds, default=0))
+    seen: dict[str, set[int]] = {}
+    for record in records:
+        for name in site_schema(record.site).token_bounds:
+            if name in record:
+                seen.setdefault(name, set()).add(int(record[name]))
+    for name, values in seen.items():
+        if len(values) > 1:
+            raise RedactionRefusedError(
+                f"{where}: records disagree on {name} ({sorted(values)[:4]}); token ids could "
+                f"not be permuted consistently: fix or drop the records with the wrong {name}")
+    vocab, rows = seen.get("vocab_size", set()), seen.get("num_embeddings", set())
+    if vocab and rows and min(rows) < max(vocab):
+        raise RedactionRefusedError(
+            f"{where}: num_embeddings {min(rows)} is below vocab_size {max(vocab)}; ids between "
+            f"them would ship unchanged: fix the records' num_embeddings")
+    bounds = [v for values in seen.values() for v in values]
+    if bounds and min(bounds) < 2:
+        raise RedactionRefusedError(
+            f"{where}: a token bound of {min(bounds)} (vocab_size/num_embeddings) leaves no ids "
+            f"to permute, so token ids would ship unchanged; fix the records' bounds")
+    return min(bounds, default=0)
 
 
 def cyclic_permutation(size: int, key: bytes) -> np.ndarray:
@@ -173,7 +225,7 @@ class Redactor:
         """One record redacted: token ids permuted, request ids pseudonymised."""
         if record.summary:
             return Record(record.site, record.step, record.rank, self._summary(record), True)
-        tokens = site_schema(record.site).token_fields
+        tokens = set(token_fields(record.site))
         fields = {}
         for name, value in record.fields.items():
             base = name.removesuffix("_after")
@@ -190,17 +242,21 @@ class Redactor:
         return [self.request(v) for v in value]
 
     def _summary(self, record: Record) -> dict[str, Any]:
-        """Integer fields and ``tensor`` kept; ``min``/``max`` permuted on token sites."""
+        """Integer fields kept (on token sites every one but the bound permuted, extras
+        renamed ``extra<n>`` unless a known field), ``tensor`` kept when it names a known
+        field; the rest dropped."""
         schema = site_schema(record.site)
         token_site = schema.summary_bound in schema.token_bounds
-        fields = {}
+        fields: dict[str, Any] = {}
         for name, value in record.fields.items():
-            if name in ("min", "max") and token_site:
-                fields[name] = self.ids(value)
-            elif isinstance(value, (int, np.integer)) or name == "tensor":
+            key = name if shareable_key(name) else f"extra{len(fields)}"
+            if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+                fields[key] = (self.ids(value) if token_site and name not in schema.token_bounds
+                               else value)
+            elif name == "tensor" and known_tensor(value):
                 fields[name] = value
             else:
-                self.dropped.add(f"records.{record.site}.{name}")
+                self.dropped.add(f"records.{record.site}.{name if key == name else '*'}")
         return fields
 
     def manifest(self, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -219,12 +275,15 @@ class Redactor:
 
     def event(self, event: dict[str, Any]) -> dict[str, Any]:
         """An event scrubbed like the manifest (its fields are ``events.KEY``), its public
-        error text kept without paths, hosts and ids (:func:`public_error_text`)."""
+        error text kept without paths, hosts and ids (:func:`public_error_text`); a ``kind``
+        outside the vocabulary becomes ``redacted``."""
         public = {key: public_error_text(value) for key, value in event.items()
                   if key in PUBLIC_ERROR_FIELDS and isinstance(value, str)
                   and f"events.{key}" not in self.keep}
         rest = {key: value for key, value in event.items() if key not in public}
-        return {**scrub(rest, self.keep, "events.", self.dropped), **public}
+        kept = {**scrub(rest, self.keep, "events.", self.dropped), **public}
+        kept.setdefault("kind", REDACTED_KIND)
+        return kept
 
 
 def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
@@ -236,6 +295,8 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
         name = f"{prefix}{key}"
         if name in keep:
             out[key] = value
+        elif not shareable_key(key):
+            dropped.add(f"{prefix}*")
         elif isinstance(value, dict):
             out[key] = scrub(value, keep, f"{name}.", dropped)
         elif _shareable(key, value):
@@ -246,26 +307,24 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
 
 
 def _shareable(key: str, value: Any) -> bool:
+    """Whether ``value`` (under ``key``) holds only public values: numbers (not process ids),
+    booleans, and strings of a closed vocabulary (:func:`forensics.shareable.shareable_value`)."""
     if value is None or isinstance(value, bool):
         return True
     if isinstance(value, (int, float)):
         return key not in DROPPED_NUMBER_KEYS
     if isinstance(value, str):
-        return key in SAFE_STRING_KEYS and not _looks_like_path(value)
+        return shareable_value(value)
     if isinstance(value, list):
         return all(_shareable(key, v) for v in value)
     return False
-
-
-def _looks_like_path(text: str) -> bool:
-    return "/" in text or "\\" in text or text.startswith("~")
 
 
 # --- public error text: vLLM's and torch's own messages, kept without what is private ---
 
 #: event fields holding error text from vLLM, torch or CUDA (the assert condition, the
 #: exception line, the kernel source position): kept through :func:`public_error_text`
-PUBLIC_ERROR_FIELDS = ("message", "detail", "location", "exception")
+PUBLIC_ERROR_FIELDS = ("message", "detail", "location", "function", "exception")
 #: file suffixes whose base name is public (a source file of vLLM, torch or CUDA)
 SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".cc", ".c", ".h", ".hpp")
 #: first labels of dotted names that are modules, not hosts (``torch.AcceleratorError``)

@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from forensics.atomic import write_text_atomically
 from forensics.errors import ConfigurationError, ForensicsError, MissingDependencyError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -40,6 +41,13 @@ TEMPLATE = TEMPLATE_DIR / "report.html.j2"
 REPO_NOTEBOOKS = PACKAGE_DIR.parent / "notebooks"
 DEFAULT_NOTEBOOK = "03_triage"
 _SCRIPT_TAG = re.compile(r"<\s*script\b", re.IGNORECASE)
+#: elements a report's body never holds: they would run, load, redirect or submit
+_FOREIGN_TAG = re.compile(r"<\s*(script|meta|base|link|iframe|frame|object|embed|form|svg|math"
+                          r"|audio|video|source|portal)\b", re.IGNORECASE)
+_STYLE = re.compile(r"<style[^>]*>(.*?)</style>", re.IGNORECASE | re.DOTALL)
+#: a pandas Styler's style element: rules on its own table id only
+_TABLE_STYLE = re.compile(r"\s*(#T_\w+[\w .#-]*\{[^{}<]*\}\s*)*")
+_NO_STYLE = "style-src 'none'"
 CONCLUSION_TAG, SKIP_TAG = "conclusion", "report-skip"
 #: the mimetype of the header data a notebook's conclusion cell displays (:func:`show_header`)
 HEADER_MIME = "application/vnd.forensics.header+json"
@@ -199,7 +207,49 @@ def _strip_for_report(nb: Any) -> Any:
         if cell.get("cell_type") == "code":
             cell.outputs = [o for o in cell.get("outputs", [])
                             if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+            for output in cell.outputs:
+                _escape_text_output(output)
     return nb
+
+
+def _escape_text_output(output: Any) -> None:
+    """Control characters of a text output (a printed line, a ``text/plain`` repr) shown as
+    escapes (:func:`forensics.escaping.terminal`), line by line: the template escapes markup."""
+    from forensics.escaping import terminal
+
+    def lines(text: Any) -> str:
+        text = "".join(text) if isinstance(text, list) else str(text)
+        return "\n".join(terminal(line) for line in text.split("\n"))
+
+    if output.get("output_type") == "stream":
+        output["text"] = lines(output.get("text", ""))
+    data = output.get("data") or {}
+    if "text/plain" in data:
+        data["text/plain"] = lines(data["text/plain"])
+
+
+def seal(body: str, capture: str) -> str:
+    """``body`` with its Content-Security-Policy allowing exactly its own style elements (by
+    hash).
+
+    Raises:
+        UnsafeReportError: the body holds an element that runs, loads, redirects or submits, or
+            a style element that is not ours (a notebook emitted raw HTML).
+    """
+    import base64
+    import hashlib
+
+    head, _, rest = body.partition("<body")
+    foreign = _FOREIGN_TAG.search(rest)
+    strange = [m for m in _STYLE.finditer(rest) if not _TABLE_STYLE.fullmatch(m.group(1))]
+    if foreign or strange or _NO_STYLE not in head:
+        what = foreign.group(0) if foreign else "<style>" if strange else "no CSP"
+        raise UnsafeReportError(
+            f"the report of {capture!r} would contain {what!r}; a notebook cell emitted raw "
+            f"HTML: display tables with forensics.tables.styled and text with print()")
+    hashes = sorted({"'sha256-" + base64.b64encode(hashlib.sha256(
+        m.group(1).encode("utf-8")).digest()).decode() + "'" for m in _STYLE.finditer(body)})
+    return body.replace(_NO_STYLE, "style-src " + " ".join(hashes or ["'none'"]), 1)
 
 
 def export_html(nb: Any, *, title: str, info: dict[str, Any], with_code: bool = False) -> str:
@@ -226,7 +276,7 @@ def export_html(nb: Any, *, title: str, info: dict[str, Any], with_code: bool = 
             f"the report of {info.get('capture', '?')!r} would contain a <script> element; "
             f"a notebook cell emitted raw HTML or JavaScript: display tables with pandas and "
             f"text with print()")
-    return body
+    return seal(body, info.get("capture", "?"))
 
 
 def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_NOTEBOOK,
@@ -271,8 +321,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
             "version": forensics.__version__}
     html = export_html(executed, title=f"forensics report: {name}", info=info,
                        with_code=with_code)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(html, encoding="utf-8")
+    write_text_atomically(target, html)
     say(f"wrote {target}")
     return target
 

@@ -14,6 +14,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from forensics.conclusion import Conclusion, conclude, describe_finding, fact_text
+from forensics.escaping import markdown, markdown_code, terminal
 
 if TYPE_CHECKING:
     from forensics.replaying import ReplayResult
@@ -24,7 +25,7 @@ FORMATS = ("markdown", "text", "json")
 def reproduce_commands(source: str, variants: list[str]) -> list[str]:
     """The shell commands that reproduce this replay and its write-up."""
     flags = " ".join(f"--variant {shlex.quote(v)}" for v in variants)
-    path = shlex.quote(source)
+    path = shlex.quote(terminal(source))
     return [f"forensics replay {path} {flags}", f"forensics summary {path} {flags}",
             f"forensics report {path} -o report.html {flags}"]
 
@@ -32,15 +33,16 @@ def reproduce_commands(source: str, variants: list[str]) -> list[str]:
 def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
     """The Markdown write-up of ``result`` (GitHub-flavoured: tables, fenced commands)."""
     conclusion = conclusion or conclude(result)
-    lines = [f"## vllm-forensics: {conclusion.capture}", "", conclusion.paragraph(), "",
+    lines = [f"## vllm-forensics: {markdown_code(conclusion.capture)}", "",
+             markdown(conclusion.paragraph()), "",
              "### Verdicts", "", *_verdict_rows(result), "", "### First violations", ""]
     for variant in result.variants:
-        lines.append(f"- **{variant}**: {_first_text(conclusion, variant)}")
+        lines.append(f"- **{markdown(variant)}**: {markdown(_first_text(conclusion, variant))}")
     lines += known_markdown(conclusion)
     lines += ["", "### Capture", ""]
-    lines += [f"- {key}: {fact_text(key, value)}" for key, value in conclusion.facts.items()
-              if key != "events"]
-    lines += [f"- event: {event}" for event in conclusion.facts.get("events", [])]
+    lines += [f"- {markdown(key)}: {markdown_code(fact_text(key, value))}"
+              for key, value in conclusion.facts.items() if key != "events"]
+    lines += [f"- event: {markdown_code(event)}" for event in conclusion.facts.get("events", [])]
     lines += ["", "### Reproduce", "", "```sh",
               *reproduce_commands(result.source, result.variants), "```", "",
               *repro_lines(result.source)]
@@ -51,16 +53,17 @@ def repro_lines(source: str) -> list[str]:
     """The Markdown lines pointing to ``forensics repro``'s standalone pytest file."""
     return ["A standalone reproducer for vLLM maintainers, `test_repro.py` (the failing records "
             "inline; it imports only torch, vllm and pytest, and fails until the fix is in):",
-            "", "```sh", f"forensics repro {shlex.quote(source)} -o test_repro.py",
+            "", "```sh", f"forensics repro {shlex.quote(terminal(source))} -o test_repro.py",
             "pytest test_repro.py", "```"]
 
 
 def _verdict_rows(result: ReplayResult) -> list[str]:
     sites = list(next(iter(result.verdicts.values()), {}))
-    rows = ["| site | " + " | ".join(result.variants) + " |",
+    rows = ["| site | " + " | ".join(map(markdown, result.variants)) + " |",
             "|---|" + "---|" * len(result.variants)]
-    rows += [f"| {site} | " + " | ".join(result.verdicts[v][site] for v in result.variants)
-             + " |" for site in sites]
+    rows += [f"| {markdown(site)} | "
+             + " | ".join(result.verdicts[v][site] for v in result.variants) + " |"
+             for site in sites]
     return rows
 
 
@@ -99,21 +102,22 @@ def known_markdown(conclusion: Conclusion) -> list[str]:
     for match in known.matches:
         e = match.entry
         lines += [f"- **{e.id}**: {e.title} ({e.threads()})",
-                  f"  - evidence: {'; '.join(match.evidence)}",
+                  f"  - evidence: {markdown('; '.join(match.evidence))}",
                   f"  - fix: {e.fix_text()}", f"  - workaround: {e.workaround}"]
     if known.matches:
         return lines
     if known.crash_verdict == "no crash" and not known.failing:
-        return [*lines, known.known_sentence()]
+        return [*lines, markdown(known.known_sentence())]
     lines.append("No known signature matches: a reason to file a new issue; a draft follows.")
     lines += ["", "### Draft: a new vLLM issue", "",
-              f"**Title**: [Bug]: {_draft_title(conclusion)}", "",
+              f"**Title**: [Bug]: {markdown(_draft_title(conclusion))}", "",
               "**What happened**: the capture's events are listed under Capture below; "
               "its facts (model, speculative method, async scheduling, versions) with them.", "",
-              "**What the capture shows**: " + (known.lead() or conclusion.first_sentence(
+              "**What the capture shows**: " + markdown(known.lead() or conclusion.first_sentence(
                   conclusion.baseline) or "see the verdicts above."), "",
               "**Checked against known issues** (`forensics known CAPTURE`):", "",
-              *(f"- {m.entry.id} ({m.entry.threads()}): {m.explain()}" for m in known.checked)]
+              *(f"- {m.entry.id} ({m.entry.threads()}): {markdown(m.explain())}"
+                for m in known.checked)]
     return lines
 
 

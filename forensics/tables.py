@@ -128,10 +128,13 @@ def _cell(value: Any) -> str:
 
 def styled(frame: pd.DataFrame) -> Any:
     """``frame`` as a pandas Styler for HTML: cleaned (:func:`display_frame`), every row, no
-    index column, cells HTML-escaped; text columns (:func:`text_columns`) aligned left, numbers
-    right."""
+    index column, cells and column names HTML-escaped (:func:`forensics.escaping.html`); text
+    columns (:func:`text_columns`) aligned left, numbers right."""
     left = [{"selector": "th, td", "props": "text-align: left"}]
-    return (display_frame(frame).style.hide(axis="index").format(escape="html")
+    from forensics.escaping import html
+
+    return (display_frame(frame).style.hide(axis="index").format(html)
+            .format_index(html, axis=1).format_index(html, axis=0)
             .set_table_styles({column: left for column in text_columns(frame)}))
 
 

@@ -16,6 +16,13 @@ if TYPE_CHECKING:
     from forensics.sites._common import BatchColumns
 
 SUMMARY_COMMON = ("min", "max")
+#: the largest vocabulary, embedding row count, output length or draft count a real engine
+#: has (2**24, about 16.8 million; the largest vocabularies today are near 2**18): a capture's
+#: integer past it is refused before anything is sized by it
+MAX_BOUND = 2**24
+#: the integer fields that size something in a replay, checked against :data:`MAX_BOUND`
+CAPPED_FIELDS = ("vocab_size", "num_embeddings", "output_len", "prev_num_spec_tokens",
+                 "tp_size")
 #: value signatures of typed full records whose names, required fields and tensor ranks passed
 _TYPED_OK: set[tuple[Any, ...]] = set()
 _SIGNATURES_MAX = 4096  # a cache of signatures, emptied when it grows past this
@@ -63,11 +70,11 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
     """
     site = get_site(record.site)
     where = f"{where} (site {record.site!r})"
-    if not _is_int(record.step) or int(record.step) < 0:
-        raise CaptureFormatError(f"{where}: 'step' must be a non-negative integer, got "
+    if not _is_int(record.step) or not 0 <= int(record.step) < 2**63:
+        raise CaptureFormatError(f"{where}: 'step' must be a non-negative int64, got "
                                  f"{record.step!r}; give each record its engine step")
-    if not _is_int(record.rank) or int(record.rank) < 0:
-        raise CaptureFormatError(f"{where}: 'rank' must be a non-negative integer, got "
+    if not _is_int(record.rank) or not 0 <= int(record.rank) < 2**63:
+        raise CaptureFormatError(f"{where}: 'rank' must be a non-negative int64, got "
                                  f"{record.rank!r}")
     record.step, record.rank = int(record.step), int(record.rank)
     if record.summary:
@@ -95,7 +102,27 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
     return _check_cross_fields(site, record, where)
 
 
+def check_caps(record: Record, where: str) -> Record:
+    """Return ``record`` when every field of :data:`CAPPED_FIELDS` it holds is at most
+    :data:`MAX_BOUND`.
+
+    Raises:
+        CaptureFormatError: naming the field, its value and the cap.
+    """
+    for name in CAPPED_FIELDS:
+        value = record.fields.get(name)
+        if value is None:
+            continue
+        array = np.asarray(value)
+        if array.size and array.dtype.kind in "iu" and int(array.max()) > MAX_BOUND:
+            raise CaptureFormatError(
+                f"{where}: {name!r} is {int(array.max())}, past {MAX_BOUND} (2**24), more than "
+                f"a real engine has; fix the record's {name}")
+    return record
+
+
 def _check_cross_fields(site: SiteSchema, record: Record, where: str) -> Record:
+    check_caps(record, where)
     if site.check_record is not None:
         site.check_record(record, where)
     return record
@@ -122,10 +149,30 @@ def screen_batch(site: str, cols: BatchColumns) -> np.ndarray:
             bad |= ~present
         if spec.kind == "tensor" and present.any():
             bad |= present & (cols.ndim(name) != spec.ndim)
+        if name in CAPPED_FIELDS and present.any():
+            bad |= present & _past_cap(cols, name, spec.kind)
     try:
         return bad if check is None else bad | check(cols)
     except ScreenUnsure:
         return np.ones(cols.rows, dtype=bool)
+
+
+def _past_cap(cols: BatchColumns, name: str, kind: str) -> np.ndarray:
+    """Where a capped field (:data:`CAPPED_FIELDS`) is past :data:`MAX_BOUND`, per record."""
+    from forensics.screening import ScreenUnsure
+
+    if kind == "int":
+        return cols.ints(name) > MAX_BOUND
+    if kind != "tensor":
+        return np.ones(cols.rows, dtype=bool)
+    try:
+        values, counts = cols.flat(name)
+    except ScreenUnsure:
+        return np.ones(cols.rows, dtype=bool)
+    over = np.zeros(cols.rows, dtype=bool)
+    owner = np.repeat(np.arange(cols.rows), counts)
+    over[owner[values > MAX_BOUND]] = True
+    return over
 
 
 def value_signature(record: Record) -> tuple[Any, ...]:
@@ -161,4 +208,4 @@ def _validate_summary(record: Record, bound: str, where: str) -> Record:
                                      f"{value!r}; summary records carry {list(SUMMARY_COMMON)} "
                                      f"and {bound!r}")
         record.fields[name] = int(value)  # type: ignore[arg-type]
-    return record
+    return check_caps(record, where)

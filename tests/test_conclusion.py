@@ -75,7 +75,7 @@ def test_summary_formats(capsys) -> None:
     markdown = capsys.readouterr().out
     assert markdown.splitlines()[2].startswith("upstream leaves async_output")
     assert "| async_output | violation | ok |" in markdown
-    assert "forensics replay" in markdown and "- model: Qwen3.8-27B INT4 + MTP" in markdown
+    assert "forensics replay" in markdown and "- model: `Qwen3.8-27B INT4 + MTP`" in markdown
     assert main(["summary", str(INCIDENT_B), "--format", "text"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 3 and lines[0].startswith("upstream: violation at async_output")

@@ -152,7 +152,7 @@ def test_one_run_object_is_judged_once_and_kept_apart_per_variant() -> None:
     from forensics.replaying import _judged
 
     upstream, _ = _faulty_runs("vocab-sentinel", "embedding")
-    runs = _judged({"upstream": upstream, "patched": upstream})
+    runs = _judged({"upstream": upstream, "patched": upstream}, None).variants
     assert runs["upstream"] is runs["patched"] and runs["upstream"].found
     keep = Judge(["upstream", "patched"])
     positions = np.arange(len(upstream.status))

@@ -76,7 +76,7 @@ def test_a_redaction_that_changes_the_evidence_is_refused(
         fault: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     # a wrong domain would move the vocab_size sentinel (32000) into range
-    monkeypatch.setattr(forensics.redaction, "token_domain", lambda records: 32001)
+    monkeypatch.setattr(forensics.redaction, "token_domain", lambda records, where="": 32001)
     out = tmp_path / "out.capture"
     assert main(["redact", str(fault), "-o", str(out)]) == 1
     err = capsys.readouterr().err.strip()

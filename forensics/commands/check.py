@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--accept", action="store_true",
                         help="write this replay as the capture's expected.json (its baseline)")
+    parser.add_argument("--trust-expected", action="store_true",
+                        help="also run the registered variants expected.json names (vllm, "
+                             "plugins); default: only upstream and patched unless --variant")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         written = regenerate(args.capture, args.variant or DEFAULT_VARIANTS)
         print(f"wrote {written}")
         return 0
-    result = check(args.capture, args.variant)
+    result = check(args.capture, args.variant, trust_expected=args.trust_expected)
     if args.json:
         print(json.dumps({"capture": str(result.capture), "ok": result.ok,
                           "differences": result.differences,

@@ -36,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 @quietly
 def run(args: argparse.Namespace) -> int:
     """Replay, filter, then print or write the findings; return 0."""
+    from forensics.escaping import terminal
     from forensics.export import output_path, parse_steps, select_findings, write_findings
     from forensics.replaying import replay
     from forensics.sites import get_site
@@ -51,8 +52,9 @@ def run(args: argparse.Namespace) -> int:
                     progress=sys.stderr.isatty())
     frame = select_findings(result.findings, site=args.site, steps=steps, request=args.request)
     if args.output:
-        print(f"{len(frame)} findings -> {write_findings(frame, args.output)}")
+        print(f"{len(frame)} findings -> {terminal(write_findings(frame, args.output))}")
     else:
-        print(display_frame(frame).to_string(index=False) if len(frame) else "no findings")
+        print(display_frame(frame).map(terminal).to_string(index=False) if len(frame)
+              else "no findings")
     return 0
 

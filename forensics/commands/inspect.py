@@ -7,6 +7,8 @@ import argparse
 import json
 from typing import Any
 
+from forensics.escaping import terminal
+
 EXAMPLE = """example:
   forensics inspect incident.capture
   forensics inspect incident.capture --json | jq .sites"""
@@ -44,17 +46,20 @@ def event_origin(event: dict[str, Any]) -> str:
     """Where an event comes from: ``FILE:LINE`` for an imported log line, else the process;
     then the step and rank it was kept at, when known (a field an event lacks is left out)."""
     if "line" in event:
-        parts = [f"{event.get('source', event.get('process', '?'))}:{event['line']}"]
+        parts = [f"{terminal(event.get('source', event.get('process', '?')))}:"
+                 f"{terminal(event['line'])}"]
     else:
-        parts = [str(event.get("process") or event.get("source") or event.get("pid") or "?")]
-    parts += [f"{name} {event[name]}" for name in ("step", "rank") if event.get(name) is not None]
+        parts = [terminal(event.get("process") or event.get("source") or event.get("pid")
+                          or "?")]
+    parts += [f"{name} {terminal(event[name])}" for name in ("step", "rank")
+              if event.get(name) is not None]
     return " ".join(parts)
 
 
 def render(summary: dict[str, Any]) -> str:
     """The human table of ``inspect``: one line per site, then events (whole messages) and
     truncated files."""
-    lines = [f"capture {summary['name']}: {summary['records']} records in "
+    lines = [f"capture {terminal(summary['name'])}: {summary['records']} records in "
              f"{summary['segments']} segments, steps {_span(summary['steps'])}, "
              f"ranks {summary['ranks']}",
              f"  {'site':<20}{'records':>10}  steps"]
@@ -63,10 +68,11 @@ def render(summary: dict[str, Any]) -> str:
     events = summary["events"]
     lines.append(f"events: {len(events)}")
     for event in events[:20]:
-        lines.append(f"  {event_origin(event):<34} {event.get('kind', '?'):<22} "
-                     f"{event.get('message') or event.get('detail') or ''}")
+        lines.append(f"  {event_origin(event):<34} {terminal(event.get('kind', '?')):<22} "
+                     f"{terminal(event.get('message') or event.get('detail') or '')}")
     if len(events) > 20:
         lines.append(f"  ... {len(events) - 20} more (use --json)")
     if summary["truncated"]:
-        lines.append("truncated tail ignored in: " + ", ".join(summary["truncated_files"]))
+        lines.append("truncated tail ignored in: "
+                     + ", ".join(map(terminal, summary["truncated_files"])))
     return "\n".join(lines)

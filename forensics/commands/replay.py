@@ -71,7 +71,9 @@ def format_result(result: Any, conclusion: Any = None) -> str:
 
     conclusion = conclusion if conclusion is not None else conclude(result)
     silent = conclusion.silent
-    lines = [f"capture {result.source}: {len(result.records)} records",
+    from forensics.escaping import terminal
+
+    lines = [f"capture {terminal(result.source)}: {len(result.records)} records",
              *verdict_table(result.verdicts, result.variants)]
     lines += [variant_line(result, conclusion, v) for v in result.variants]
     lines += ["", "conclusion:", textwrap.fill(conclusion.paragraph(), width=100,

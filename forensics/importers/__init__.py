@@ -77,12 +77,13 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
         OutputExistsError: ``out`` exists and ``force`` is false.
     """
     from forensics.progress import Progress
+    from forensics.store.paths import named
     from forensics.store.replace import recover
     from forensics.store.writer import check_replaceable, write_capture
 
     if not sources:
         raise CaptureFormatError("no sources given; pass .pt, .safetensors, .npz or log files")
-    target = Path(out)
+    target = named(out, "output")
     recover(target)
     check_replaceable(target, force)  # fail before reading anything
     records: list[Record] = []

@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any
 
+from forensics.errors import CaptureFormatError
 from forensics.probe import frames
 from forensics.probe.affinity import leave_engine_cores
 from forensics.probe.channel import ACK, POKE
@@ -42,6 +43,7 @@ class WriterChild:
         self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0}
         self.batch = BatchWriter(writer, self.error, self.count)
         self._where = (0, 0)  # rank and step of the last record read, for events
+        self.frames = 0  # frames read so far (a probe_error names the frame by this number)
 
     def run(self, pokes: int) -> None:
         """Serve pokes read from the file descriptor ``pokes`` until its end."""
@@ -60,30 +62,63 @@ class WriterChild:
     def write_upto(self, head: int) -> None:
         """Write every frame before ring position ``head``, then acknowledge."""
         pendings: list[PendingRecord] = []
-        events: list[dict[str, Any]] = []
+        events: list[tuple[int, dict[str, Any]]] = []  # (frame number, event)
         while self.done < head:
             offset = self.done % len(self.ring)
+            self.frames += 1
             try:
                 length, kind, item = self.decoder.frame(self.ring, offset)
-            except (frames.FrameError, ValueError, KeyError, TypeError) as exc:
-                self.error(exc, "reading the ring")  # its frames cannot be trusted
-                self.done = head
-                break
+            except Exception as exc:  # noqa: BLE001  (no frame may end the writer)
+                skip = self._frame_length(offset)
+                self.error(exc, f"decoding frame {self.frames} at ring offset {offset}"
+                                + ("" if skip else "; the frames after it up to the poke"))
+                if skip is None:  # its length cannot be trusted: nor can what follows
+                    self.done = head
+                    break
+                self.done += skip
+                continue
             self.done += length
-            if kind == frames.BLOCK and item:
-                pendings.extend(item)
-                self._where = (item[-1].rank, item[-1].step)
-            elif kind == frames.RECORD:
-                pendings.append(item)
-                self._where = (item.rank, item.step)
+            if kind in (frames.BLOCK, frames.RECORD):
+                pendings.extend(self._admit(item if kind == frames.BLOCK else [item]))
             elif kind == frames.EVENT:
-                events.append(item)
+                events.append((self.frames, item))
+        for number, event in events:
+            self.add_event(event, number)
         self.counts["records"] += len(pendings)
         if pendings:
-            self.batch.write(pendings)
-        for event in events:
-            self.add_event(event)
+            try:
+                self.batch.write(pendings)
+            except Exception as exc:  # noqa: BLE001  (no record may end the writer)
+                self.count("dropped", len(pendings))
+                self.error(exc, f"writing {len(pendings)} records up to frame {self.frames}")
         self.acknowledge()
+
+    def _frame_length(self, offset: int) -> int | None:
+        """The length the frame at ``offset`` declares, when it is a possible one."""
+        if offset + frames.HEAD.size > len(self.ring):
+            return None
+        length, _ = frames.HEAD.unpack_from(self.ring, offset)
+        ok = length >= frames.HEAD.size and not length % frames.ALIGN \
+            and offset + length <= len(self.ring)
+        return int(length) if ok else None
+
+    def _admit(self, pendings: list[PendingRecord]) -> list[PendingRecord]:
+        """The records of one frame that a capture can hold (a registered site, a step and a
+        rank that are non-negative int64); the others become one ``probe_error``."""
+        from forensics.sites import SITES
+
+        kept = [p for p in pendings if p.site in SITES and all(
+            type(v) is int and 0 <= v < 2**63 for v in (p.rank, p.step))]
+        if len(kept) < len(pendings):
+            bad = next(p for p in pendings if p not in kept)
+            self.count("dropped", len(pendings) - len(kept))
+            self.error(ValueError(f"{len(pendings) - len(kept)} record(s) of site "
+                                  f"{str(bad.site)[:64]!r}, step {str(bad.step)[:32]}, rank "
+                                  f"{str(bad.rank)[:32]}: an unknown site or a step or rank "
+                                  f"outside [0, 2**63)"), f"admitting frame {self.frames}")
+        if kept:
+            self._where = (kept[-1].rank, kept[-1].step)
+        return kept
 
     def acknowledge(self) -> None:
         """Tell the engine how far the capture holds the ring, and the counts."""
@@ -106,12 +141,16 @@ class WriterChild:
                         "rank": rank, "step": step, "where": where, "error": error_text(exc),
                         "errors": self.counts["errors"]})
 
-    def add_event(self, event: dict[str, Any]) -> None:
-        """Keep ``event`` (the writer's CPUs join the engine's ``probe_stop``)."""
+    def add_event(self, event: dict[str, Any], frame: int | None = None) -> None:
+        """Keep ``event`` (the writer's CPUs join the engine's ``probe_stop``); ``frame``: the
+        number of the frame it came in, for the ``probe_error`` of an event a capture could
+        not load."""
         if event.get("kind") == "probe_stop":
             event.update(self.cpus)
         try:
             self.writer.add_event(event)
+        except CaptureFormatError as exc:  # an event the capture could not load: say why
+            self.error(exc, f"checking the event of frame {frame}")
         except Exception as exc:  # a full disk: the count reaches the engine
             self.counts["errors"] += 1
             print(f"forensics probe writer: an event was lost: {error_text(exc)}",

@@ -37,8 +37,12 @@ class EventLog:
             raise CaptureFormatError(f"an event must be a dict, got {type(event).__name__}")
         try:
             line = json.dumps(event, sort_keys=True, allow_nan=False).encode() + b"\n"
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise CaptureFormatError(f"event is not JSON-serialisable: {exc}") from None
+        if len(line) > MAX_LINE:
+            raise CaptureFormatError(f"an event of {len(line)} bytes, past {MAX_LINE}; an event "
+                                     "is one short JSON object")
+        check_event(event, "an event")  # what the reader would refuse is never written
         if self._fd is None:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.write(self._fd, line)
@@ -99,6 +103,18 @@ def _event(line: bytes, path: Path, number: int, process: str) -> dict[str, Any]
         raise CaptureFormatError(f"{where}: not JSON ({str(exc)[:200]})") from None
     if not isinstance(event, dict):
         raise CaptureFormatError(f"{where}: expected a JSON object, got {type(event).__name__}")
+    check_event(event, where)
+    event.setdefault("process", process)
+    return event
+
+
+def check_event(event: dict[str, Any], where: str) -> dict[str, Any]:
+    """Return ``event`` when a reader takes it: a string ``kind``, a ``step`` and ``rank``
+    that are non-negative int64 or null.
+
+    Raises:
+        CaptureFormatError: naming ``where`` and the field.
+    """
     if not isinstance(event.get("kind"), str):
         raise CaptureFormatError(f"{where}: field 'kind' must be a string, got "
                                  f"{type(event.get('kind')).__name__}; fix or delete the line")
@@ -108,5 +124,4 @@ def _event(line: bytes, path: Path, number: int, process: str) -> dict[str, Any]
                                   or not 0 <= value < 2**63):
             raise CaptureFormatError(f"{where}: field {key!r} must be a non-negative int64 "
                                      "or null; fix or delete the line")
-    event.setdefault("process", process)
     return event

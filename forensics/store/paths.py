@@ -83,6 +83,24 @@ def check_within(root: Path, path: Path) -> None:
         )
 
 
+def named(path: str | os.PathLike[str], what: str = "capture") -> Path:
+    """``path`` with a last component: ``.``, ``..`` and ``dir/.`` resolved to the folder they
+    name.
+
+    Raises:
+        OutputError: ``path`` is the root folder, which has no name to build beside.
+    """
+    from forensics.errors import OutputError
+
+    root = Path(path).expanduser()
+    if root.name in ("", ".", "..") or str(path).rstrip("/").endswith(("/.", "/..")):
+        root = root.resolve()
+    if not root.name:
+        raise OutputError(f"{what} '{path}' is the root folder; give a NAME.capture path "
+                          f"inside a folder")
+    return root
+
+
 def capture_dir(path: str | os.PathLike[str]) -> Path:
     """Return ``path`` as a capture directory; raise CaptureFormatError when it is not one."""
     root = Path(path)

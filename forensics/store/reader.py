@@ -47,9 +47,11 @@ class Capture:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         from forensics.store.events import read_events
+        from forensics.store.paths import named
         from forensics.store.replace import recover
 
-        recover(Path(path))
+        path = named(path)
+        recover(path)
         self.path = capture_dir(path)
         name = self.path.resolve().name
         self.name = name[: -len(".capture")] if name.endswith(".capture") else name

@@ -81,6 +81,13 @@ def recover(out: Path, clean: bool = False) -> None:
                     path.unlink()
     except (OSError, ForensicsError):
         return
+    except (ValueError, RecursionError, TypeError) as exc:
+        import warnings
+
+        warnings.warn(f"forensics: ignored the replacement journal '{_journal(out)}': not one "
+                      f"of ours ({type(exc).__name__}); remove it if no forensics command is "
+                      f"writing "
+                      f"'{out}'", stacklevel=2)
 
 
 def _resume(out: Path) -> None:
@@ -91,8 +98,8 @@ def _resume(out: Path) -> None:
         entry = json.loads(read_bytes(journal, "replacement journal"))
         pid = _pid(str(entry.get("pid")))
         host = entry.get("host")
-    except (ValueError, AttributeError):
-        pid, host = None, None
+    except (ValueError, AttributeError, RecursionError, TypeError) as exc:
+        raise ValueError(f"not a journal: {type(exc).__name__}") from None
     if pid is None or host != socket.gethostname():
         return  # not our journal, or another host's process (whose pids we cannot see)
     if pid != os.getpid() and _alive(pid):

@@ -62,7 +62,7 @@ class Segment:
         if size == 0:
             self.truncated = True
             return
-        self._buf = pa.memory_map(str(self.path)).read_buffer()
+        self._buf = _map(self.path)
         self._bytes = np.frombuffer(self._buf, dtype=np.uint8)
         self.size = len(self._bytes)
         message, end = self._message_at(0)
@@ -276,3 +276,12 @@ def _same_batches(a: Segment, b: Segment) -> bool:
                               b._bytes[start_b:start_b + length]):
             return False
     return True
+
+
+def _map(path: Path) -> pa.Buffer:
+    """The file at ``path`` memory-mapped as an Arrow buffer (opened by the OS's bytes of the
+    name, so a name that is not UTF-8 opens too)."""
+    import mmap
+
+    with open(path, "rb") as handle:
+        return pa.py_buffer(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))

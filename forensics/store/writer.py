@@ -35,7 +35,13 @@ from forensics.store.events import EventLog
 from forensics.store.fs import fsync_dir
 from forensics.store.index import IndexWriter, write_all
 from forensics.store.manifest import build_manifest, write_manifest_once
-from forensics.store.paths import INDEX_SUFFIX, MANIFEST, SegmentName, check_process_name
+from forensics.store.paths import (
+    INDEX_SUFFIX,
+    MANIFEST,
+    SegmentName,
+    check_process_name,
+    named,
+)
 from forensics.store.replace import install, recover, tmp_path
 from forensics.validate import validate_record
 
@@ -292,7 +298,7 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
         OutputExistsError: as :func:`write_capture`.
         OutputError: the file system refuses (no space, read-only, missing parent).
     """
-    out = Path(path)
+    out = named(path, "output")
     recover(out, clean=True)
     check_replaceable(out, force)
     tmp = tmp_path(out)

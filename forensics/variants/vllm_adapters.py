@@ -26,6 +26,7 @@ from forensics.errors import (
 )
 from forensics.outcome import Outcome
 from forensics.records import Record
+from forensics.validate import check_caps
 
 if TYPE_CHECKING:
     import torch
@@ -271,7 +272,10 @@ def _output_lists(record: Record) -> tuple[list[list[int]], list[int] | None]:
     if len(tails) != len(lengths) or any(p < 0 for p in prefixes):
         raise CaptureFormatError(f"{record.site} record at step {record.step}: 'output_len' "
                                  f"must give one length per row, each >= its 'output_tail'")
-    lists = [[TAIL_FILLER] * p + list(tail) for p, tail in zip(prefixes, tails, strict=True)]
+    # vLLM reads a list from its end back to the first id that is not a placeholder: one
+    # filler id stands for the whole hidden prefix (nothing sized by 'output_len')
+    lists = [[TAIL_FILLER] * min(p, 1) + list(tail) for p, tail in zip(prefixes, tails,
+                                                                        strict=True)]
     return lists, prefixes
 
 
@@ -292,8 +296,10 @@ def run_update_async_output(code: VllmCode, record: Record) -> dict[str, Any]:
     if prefixes is None:
         return {"output_token_ids": lists}
     dtype = np.asarray(record["output_len"]).dtype
-    return {"output_tail": [row[p:] for row, p in zip(lists, prefixes, strict=True)],
-            "output_len": np.array([len(row) for row in lists], dtype=dtype)}
+    short = [min(p, 1) for p in prefixes]
+    return {"output_tail": [row[s:] for row, s in zip(lists, short, strict=True)],
+            "output_len": np.array([len(row) - s + p for row, s, p in
+                                    zip(lists, short, prefixes, strict=True)], dtype=dtype)}
 
 
 # --- VocabParallelEmbedding.forward -------------------------------------------------------------
@@ -302,9 +308,12 @@ def run_embedding_forward(code: VllmCode, record: Record) -> dict[str, Any]:
     """``VocabParallelEmbedding.forward`` on a one-column weight of the record's rows."""
     import torch
 
+    check_caps(record, f"embedding record at step {record.step}")
     rows = int(record["num_embeddings"])
+    # one real row seen as ``rows`` rows (stride 0): the lookup checks bounds against the row
+    # count, and nothing is allocated in proportion to an integer from the capture
     layer = SimpleNamespace(tp_size=1, quant_method=code.embedding_method(),
-                            weight=torch.zeros(rows, 1))
+                            weight=torch.zeros(1, 1).expand(rows, 1))
     input_ids = _clone(record, "input_ids")
     if int(record.get("tp_size") or 1) == 1:
         code.embedding_forward(layer, input_ids)

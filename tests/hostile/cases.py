@@ -35,6 +35,8 @@ class Case:
     codes: tuple[int, ...] = (2,)
     expect: str = ""
     name: str = ""
+    #: exit 0 only: the one warning line stderr must hold (else stderr is empty)
+    warn: str = ""
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -450,10 +452,12 @@ def plot_into_proc(work: Path, outside: Path) -> Case:
 
 
 @case
-def plot_onto_a_full_device(work: Path, outside: Path) -> Case:
+def plot_onto_a_link_to_a_full_device(work: Path, outside: Path) -> Case:
+    """An output is built beside its target and renamed over it: the link is replaced, never
+    written through (a full disk is tests/hostile/test_round2.py's file-size limit case)."""
     (work / "full.png").symlink_to("/dev/full")
-    return Case(["plot", capture(work), "-o", "full.png", "--kind", "verdicts"],
-                expect="No space left")
+    return Case(["plot", capture(work), "-o", "full.png", "--kind", "verdicts"], codes=(0,),
+                expect="full.png")
 
 
 @case
@@ -559,7 +563,8 @@ def planted_replacement_journal_with_links_out(work: Path, outside: Path) -> Cas
 def planted_journal_that_is_a_fifo(work: Path, outside: Path) -> Case:
     path = capture(work)
     os.mkfifo(work / ".c.capture.replacing")
-    return Case(["inspect", path], codes=(0,), expect="3 records")
+    return Case(["inspect", path], codes=(0,), expect="3 records",
+                warn="ignored the replacement journal")
 
 
 @case

@@ -57,6 +57,10 @@ def test_case_ends_in_exit_0_or_2_with_one_line(suite: dict[str, Any], name: str
         assert err.startswith(f"forensics {case.argv[0]}: error: "), result
         assert "internal error" not in err and "out of memory" not in err, result
         text = err
+    elif case.warn:
+        assert len(err.splitlines()) == 1 and err.startswith("forensics: warning: "), result
+        assert re.search(case.warn, err), (case.warn, result)
+        text = result["stdout"]
     else:
         assert err == "", result
         text = result["stdout"]

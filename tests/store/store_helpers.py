@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 
 from forensics.records import Record
 from forensics.sites import get_site
-from forensics.validate import SUMMARY_COMMON, field_specs
+from forensics.validate import CAPPED_FIELDS, MAX_BOUND, SUMMARY_COMMON, field_specs
 
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -40,6 +40,14 @@ def value_of(kind: str, ndim: int) -> st.SearchStrategy[Any]:
     }[kind]()
 
 
+def _capped(value: Any) -> Any:
+    """``value`` with every integer above :data:`MAX_BOUND` (a capture's cap) brought to it."""
+    if isinstance(value, np.ndarray):
+        return np.minimum(value, np.array(MAX_BOUND).astype(value.dtype)) \
+            if np.iinfo(value.dtype).max > MAX_BOUND else value
+    return min(value, MAX_BOUND)
+
+
 @st.composite
 def full_record(draw: st.DrawFn, site: str) -> Record:
     """A schema-valid full record of ``site`` (optional fields present or not)."""
@@ -47,6 +55,8 @@ def full_record(draw: st.DrawFn, site: str) -> Record:
     for name, spec in field_specs(site).items():
         if spec.required or draw(st.booleans()):
             fields[name] = draw(value_of(spec.kind, spec.ndim))
+            if name.removesuffix("_after") in CAPPED_FIELDS:
+                fields[name] = _capped(fields[name])
     return Record(site, draw(st.integers(0, 50)), draw(st.integers(0, 3)), fields)
 
 
@@ -55,6 +65,7 @@ def summary_record(draw: st.DrawFn, site: str) -> Record:
     """A summary record of ``site``: min, max, the bound, and optional extras."""
     names = (*SUMMARY_COMMON, get_site(site).summary_bound)
     fields: dict[str, Any] = {name: draw(INT64) for name in names}
+    fields.update({n: _capped(v) for n, v in fields.items() if n in CAPPED_FIELDS})
     if draw(st.booleans()):
         fields["line"] = draw(st.integers(1, 10**6))
     if draw(st.booleans()):

@@ -1,0 +1,91 @@
+"""What a redacted capture may keep: closed vocabularies of dict keys and string values.
+
+``forensics redact`` keeps a string (a value or a dict key) of the manifest, the events or a
+summary record only when it is in one of these vocabularies, which hold nothing private:
+
+- keys: the manifest and event keys this toolkit writes, and the sites' field names;
+- values: event kinds, site names, built-in variant names, simulator scenario names, the
+  speculative methods vLLM 0.33.0 defines (``vllm.config.speculative.SpeculativeMethod``),
+  KV-cache dtypes, tensor dtypes, and version strings or timestamps of a strict form
+  (:data:`VERSION`, :data:`TIMESTAMP`: a local build tag such as ``0.33.0+corp.7`` is not).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+#: ``0.33.0``, ``2.14.0rc1``, ``0.32.0.post1``, ``3.11.9``: no local build tag
+VERSION = re.compile(r"\d{1,4}(\.\d{1,6}){1,3}((a|b|rc)\d{1,4}|\.post\d{1,4}|\.dev\d{1,4})?")
+#: ``2026-12-02T17:38:57Z`` (UTC, as the toolkit writes them)
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z")
+#: who wrote a capture: ``vllm-forensics VERSION`` or one of these
+CREATOR = re.compile(r"vllm-forensics " + VERSION.pattern)
+CREATORS = ("forensics redact", "forensics import", "forensics simulate", "forensics shrink",
+            "forensics.embedding_guard")
+EVENT_KINDS = ("cuda_assert", "cuda_error", "illegal_memory_access", "engine_dead",
+               "probe_error", "index_error", "guard", "warning", "crash", "redacted")
+VARIANTS = ("upstream", "patched", "vllm")
+#: ``vllm.config.speculative.SpeculativeMethod`` of vLLM 0.33.0, flattened
+SPECULATIVE_METHODS = (
+    "ngram", "draft_model", "suffix", "custom_class", "eagle", "eagle3", "extract_hidden_states",
+    "dflash", "ngram_gpu", "dspark", "deepseek_mtp", "dots3_note_mtp", "mimo_mtp",
+    "mimo_v2_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp",
+    "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp", "qwen4_exp_mtp",
+    "qwen3_5_mtp", "longcat_flash_mtp", "bailing_hybrid_v3_mtp", "minimax_m3_mtp",
+    "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp",
+    "step5_mtp", "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp", "inkling_mtp", "glm5_next_mtp",
+    "medusa", "mlp_speculator")
+DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "nvfp4", "int8",
+          "bfloat16", "float16", "float32", "half", "float", "int32", "int64", "int16", "uint8",
+          "bool")
+RUNNERS = ("v1", "v2")
+#: manifest and event keys the toolkit writes
+KEYS = (
+    "format", "created", "creator", "creator_command", "versions", "forensics", "python",
+    "torch", "vllm", "triton", "model", "name", "vocab_size", "num_embeddings", "speculative",
+    "method", "num_speculative_tokens", "async_scheduling", "tensor_parallel_size",
+    "pipeline_parallel_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
+    "kv_cache_dtype", "hardware", "host", "notes", "runner", "mode", "sites", "variants",
+    "simulation", "scenario", "seed", "steps", "batch", "vocab", "spec_tokens", "accept_rate",
+    "arrival_rate", "mean_output", "faults", "forced_faults", "regenerate", "sources",
+    "redaction", "redacted", "token_ids", "request_ids", "manifest_and_events", "dropped",
+    "kept_on_request", "kind", "time", "pid", "rank", "step", "site", "function", "detail",
+    "message", "source", "line", "process", "count", "location", "where", "written", "errors",
+    "error", "failed", "timeouts", "violations", "records", "dtype", "min", "max", "tensor",
+    "frame")
+
+
+@functools.cache
+def closed_values() -> frozenset[str]:
+    """Every string value a redacted capture may keep as it is (besides the patterns)."""
+    from forensics.simulation import SCENARIOS
+    from forensics.sites import SITES
+
+    return frozenset((*CREATORS, *EVENT_KINDS, *VARIANTS, *SPECULATIVE_METHODS, *DTYPES,
+                      *RUNNERS, *SITES, *SCENARIOS))
+
+
+@functools.cache
+def closed_keys() -> frozenset[str]:
+    """Every dict key a redacted capture may keep: :data:`KEYS` and the sites' field names."""
+    from forensics.sites import REGISTRY
+
+    fields = {name for site in REGISTRY.values() for name in site_field_names(site)}
+    return frozenset((*KEYS, *fields, *(f"{name}_after" for name in fields)))
+
+
+def site_field_names(site: object) -> list[str]:
+    """The field names a site declares (its ``fields``: FieldSpecs or names)."""
+    return [str(getattr(spec, "name", spec)) for spec in getattr(site, "fields", None) or ()]
+
+
+def shareable_value(value: str) -> bool:
+    """Whether string ``value`` is in a closed vocabulary or of a strict public form."""
+    return (value in closed_values() or VERSION.fullmatch(value) is not None
+            or TIMESTAMP.fullmatch(value) is not None or CREATOR.fullmatch(value) is not None)
+
+
+def shareable_key(key: object) -> bool:
+    """Whether dict key ``key`` is one the toolkit writes."""
+    return isinstance(key, str) and key in closed_keys()
