@@ -39,19 +39,18 @@ Faults (each off by default, each a per-step probability, deterministic for a se
 
 Integer request ids are used inside; the strings ``req-<id>`` appear only in records. Sampled
 and draft ids are random: only their ranges and the row bookkeeping are modelled. The hot loop
-(:meth:`Simulator.advance`) is a few dozen numpy calls per step on index arrays (random draws are
-made 512 steps at a time) and returns a step's fields in compact form (:class:`StepFields`:
-request ids as integers, output tails as counts); :meth:`Simulator.step` spells them out as
-:class:`~forensics.records.Record` objects, and :mod:`forensics.simulate_columns` encodes many
-steps at once for the store. ``import forensics`` does not import this module (numpy only,
-imported lazily).
+(:meth:`Simulator.advance`) is a few dozen numpy calls per step on index arrays (random draws
+are made 512 steps at a time) and returns a step's fields in compact form
+(:class:`~forensics.simulated_step.StepFields`: request ids as integers, output tails as
+counts); :meth:`Simulator.step` spells them out as :class:`~forensics.records.Record` objects,
+and :mod:`forensics.simulate_columns` encodes many steps at once for the store.
+``import forensics`` does not import this module (numpy only, imported lazily).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 from typing import Any, cast
 
@@ -59,6 +58,7 @@ import numpy as np
 
 from forensics.errors import ConfigurationError, UnknownScenarioError
 from forensics.records import Record
+from forensics.simulated_step import Derived, StepFields, request_names
 
 FAULTS = ("stale_prev_row", "vocab_sentinel", "placeholder_leak", "misattribution")
 
@@ -70,31 +70,6 @@ FAULTS = ("stale_prev_row", "vocab_sentinel", "placeholder_leak", "misattributio
 RID, TARGET, TRUE_LEN, COMP, CPU_LAST, SENT, OUT_LEN, PH, LAST_OUT = range(9)
 NCOLS = 9
 TAIL = slice(OUT_LEN, LAST_OUT + 1)
-
-
-class Derived(Enum):
-    """Fields of :class:`StepFields` kept compact, spelled out when records are built."""
-
-    REQ_IDS = "req_ids"  #: ``req-<id>`` of each row's request
-    PREV_REQ_IDS = "prev_req_ids"  #: the previous batch's, None for a discarded row
-    OUTPUT_TAIL = "output_tail"  #: each row's output tail, from its counts
-
-
-@dataclass
-class StepFields:
-    """One step at the four sites, compact: request ids as integers, output tails as counts.
-
-    ``sites`` maps each site to its fields in record order; a :class:`Derived` value stands for
-    a field built from ``rids``, ``prev_rids``/``discarded`` or ``tails``. Arrays are never
-    changed after the step that made them (safe to keep).
-    """
-
-    step: int
-    rids: np.ndarray  # [n] int64: each row's request id
-    prev_rids: np.ndarray  # [p] int64: the previous batch's request ids
-    discarded: list[int]  # previous rows recorded as None (placeholder_leak)
-    tails: np.ndarray  # [3, n] int64: output lengths, trailing placeholders, last ids before
-    sites: dict[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -755,11 +730,6 @@ class Simulator:
             last_written[row] = self.vocab
         return tok, written, last_written
 
-
-
-def request_names(ids: Iterable[int]) -> list[str]:
-    """The request id that records carry for each integer id: ``req-<id>``."""
-    return [f"req-{i}" for i in ids]
 
 
 def output_tail(tails: np.ndarray) -> list[list[int]]:
