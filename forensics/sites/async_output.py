@@ -29,6 +29,7 @@ from forensics.sites._common import (
     RowValues,
     RunColumns,
     Violation,
+    placeholder_start,
     prev_rows,
     require,
     require_len,
@@ -921,16 +922,6 @@ def _written(output: Sequence[int], new_ids: Sequence[int]) -> list[int]:
     count = int(sampled_count(len(new_ids), minus, new_ids[-1] == -1))
     placeholders = len(output) - placeholder_start(output)
     return new_ids[:min(count, placeholders)]
-
-
-def placeholder_start(output: Sequence[int]) -> int:
-    """Position of the first of the trailing ``-1`` placeholders of one list (its length
-    when it does not end in ``-1``): :func:`trailing_start` of one list, in plain Python for
-    the probe's per-call hook and guard."""
-    end = len(output)
-    while end > 0 and output[end - 1] == -1:
-        end -= 1
-    return end
 
 
 def log_fields(match: re.Match[str], number: Callable[[str], int]) -> dict[str, Any]:

@@ -18,11 +18,9 @@ ROOT = Path(__file__).resolve().parents[2] / "forensics"
 BUILT_IN = ("batch_change", "prepare_input_ids", "async_output", "embedding")
 REGISTRY_LINE = "sites/__init__.py"
 #: files that still name a built-in site, each with what keeps it there (issue 26: the
-#: probe's per-site wrappers and the simulator's V1 step model are not moved yet). The test
-#: fails when this list is wrong either way: a new file naming a site, or a file here that no
-#: longer does.
+#: simulator's V1 step model is not moved yet). The test fails when this list is wrong either
+#: way: a new file naming a site, or a file here that no longer does.
 PENDING = {
-    "probe/hooks.py": "the per-site wrappers of vLLM's functions",
     "simulation.py": "the simulator's step model emits each V1 site's fields",
 }
 
