@@ -59,8 +59,13 @@ import numpy as np
 from forensics.errors import ConfigurationError, UnknownScenarioError
 from forensics.records import Record
 from forensics.simulated_step import Derived, StepFields, request_names
+from forensics.sites import hooked_by
 
 FAULTS = ("stale_prev_row", "vocab_sentinel", "placeholder_leak", "misattribution")
+#: the V1 calls a step makes, in pipeline order, by the qualname of vLLM's function; the site
+#: recording each is the one whose ``Site.hook`` names it (:func:`forensics.sites.hooked_by`)
+V1_CALLS = ("update_num_computed_tokens_for_batch_change", "GPUModelRunner._prepare_input_ids",
+            "InputBatch.update_async_output_token_ids", "GPUModelRunner._model_forward")
 
 # Rows of the state matrix ([NCOLS, n] int64, a column per batch row): request id, tokens
 # wanted, tokens generated and computed tokens (adjacent: a decode step adds the same count to
@@ -357,6 +362,8 @@ class Simulator:
         #: a forced ``vocab_sentinel`` that no row could carry yet (every row new): owed to the
         #: next step that drafts
         self._sentinel_owed = False
+        #: the site of each call of :data:`V1_CALLS`
+        self._sites = tuple(hooked_by()[call] for call in V1_CALLS)
         self._state, self._prev = self._first_batch()
 
     # -- arrivals ---------------------------------------------------------------------------
@@ -583,21 +590,18 @@ class Simulator:
         if self.k:
             prepare["draft_token_ids"] = prev.drafts
         tails = state[TAIL].copy()
-        sites = {
-            "batch_change": self._batch_change(st, prev),
-            "prepare_input_ids": prepare,
-            "async_output": {
-                "req_ids": rows_of,
-                "prev_req_ids": Derived.PREV_REQ_IDS,
-                "sampled_token_ids_cpu": prev.sampled,
-                "output_tail": Derived.OUTPUT_TAIL,
-                "output_len": tails[0].astype(np.int32),
-                "vocab_size": self.vocab,
-            },
-            "embedding": {"input_ids": self._embedding_ids(st, state, dev),
-                          "num_embeddings": self.vocab, "req_ids": rows_of,
-                          "cu_num_tokens": st.cu},
+        outputs = {
+            "req_ids": rows_of,
+            "prev_req_ids": Derived.PREV_REQ_IDS,
+            "sampled_token_ids_cpu": prev.sampled,
+            "output_tail": Derived.OUTPUT_TAIL,
+            "output_len": tails[0].astype(np.int32),
+            "vocab_size": self.vocab,
         }
+        model_input = {"input_ids": self._embedding_ids(st, state, dev),
+                       "num_embeddings": self.vocab, "req_ids": rows_of, "cu_num_tokens": st.cu}
+        calls = (self._batch_change(st, prev), prepare, outputs, model_input)  # V1_CALLS' order
+        sites = dict(zip(self._sites, calls, strict=True))
         return StepFields(self.step_index, st.rids, prev.rids, st.discarded, tails, sites)
 
     def _batch_change(self, st: _Step, prev: _Prev) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """The wrappers put around vLLM 0.33.x code: the four V1 sites and the step counter.
 
 Each wrapper records the site whose ``Site.hook`` names the vLLM function it wraps
-(:func:`hooked_by`: the registry says which site, and its ``Site.guard`` is the check). It
-records the call's inputs before it runs and the fields it changes after
+(:func:`forensics.sites.hooked_by`: the registry says which site, and its ``Site.guard`` is
+the check). It records the call's inputs before it runs and the fields it changes after
 (``<field>_after``), checks the site's bounds first in guard mode, and hands the record to the
 active :class:`~forensics.probe.session.ProbeSession`. Without an active session a wrapper just
 calls the original.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.probe import guard
-from forensics.sites import get_site, hooked_sites
+from forensics.sites import get_site, hooked_by
 from forensics.sites._common import placeholder_start
 
 if TYPE_CHECKING:
@@ -43,14 +43,6 @@ def activate(session: ProbeSession | None) -> None:
 
 
 FAILED = object()
-
-
-@functools.cache
-def hooked_by() -> dict[str, str]:
-    """vLLM function qualname (``Class.method`` or a module global) -> the registered site
-    whose ``Site.hook`` names it."""
-    return {hook.partition(":")[2]: name for name in hooked_sites()
-            if (hook := get_site(name).hook) is not None}
 
 
 def site_guard(site: str) -> Callable[..., Violation | None]:

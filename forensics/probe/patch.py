@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from forensics.probe import hooks
+from forensics.sites import hooked_by
 
 SPEC_UTILS = "vllm.v1.spec_decode.utils"
 RUNNER = "vllm.v1.worker.gpu_model_runner"
@@ -42,7 +43,7 @@ class Target:
         if not self.recorded:
             return None
         qualname = f"{self.owner}.{self.attribute}" if self.owner else self.attribute
-        return hooks.hooked_by()[qualname]
+        return hooked_by()[qualname]
 
 
 TARGETS: tuple[Target, ...] = (
