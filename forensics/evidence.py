@@ -1,13 +1,14 @@
 """The evidence of a capture: per variant, the verdict of every site and the first finding.
 
 :class:`Evidence` is what ``expected.json`` holds (:meth:`Evidence.to_json` is its
-serialisation, :meth:`Evidence.from_json` reads it back) and what ``shrink`` and ``redact``
-promise to keep; :func:`differences` names what differs between two of them, for
-``forensics check``, the pytest plugin and the share commands alike. ``expected.json`` keeps
-the first finding's place and value (:data:`EXPECTED_KEYS`); a shared capture keeps its bound,
-origin and resolution too (:data:`FIRST_KEYS`). :func:`publish` writes a capture beside its
-final place, replays it from disk, and renames it into place only when its evidence is the
-same.
+serialisation, :meth:`Evidence.from_json` reads it back once :func:`check_json` has checked a
+file's object) and what ``shrink`` and ``redact`` promise to keep; :func:`differences` names
+what differs between two of them, for ``forensics check``, the pytest plugin and the share
+commands alike. ``expected.json`` keeps the first finding's place and value
+(:data:`EXPECTED_KEYS`); a shared capture keeps its bound, origin and resolution too
+(:data:`FIRST_KEYS`). :func:`publish` writes a capture beside its final place, replays it from
+disk, and renames it into place only when its evidence is the same. Checking a capture against
+its file and regenerating it is :mod:`forensics.expectations`'s.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forensics.errors import ForensicsError, OutputExistsError
+from forensics.errors import CaptureFormatError, ForensicsError, OutputExistsError
 from forensics.records import Record
 from forensics.variants import DEFAULT_VARIANTS
 
@@ -59,9 +60,44 @@ class Evidence:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Evidence:
-        """The evidence an ``expected.json`` object holds (its shape checked by the reader)."""
+        """The evidence an ``expected.json`` object holds (read from a file, its shape checked
+        first by :func:`check_json`)."""
         return cls({v: dict(s) for v, s in data.get("verdicts", {}).items()},
                    dict(data.get("first_finding", {})), data.get("crash_verdict"))
+
+
+def check_json(data: dict[str, Any], path: Path) -> None:
+    """Raise CaptureFormatError (naming ``path``, the field and the fix) unless ``data``, read
+    from an ``expected.json`` file, is ``{"verdicts": {variant: {site: str}},
+    "first_finding": {variant: {key: scalar} | null}}`` (other top-level keys are kept)."""
+    fix = "regenerate it with --forensics-regen"
+    verdicts = data.get("verdicts")
+    if not isinstance(verdicts, dict):
+        raise CaptureFormatError(f"{path}: field 'verdicts' missing; expected an object "
+                                 f"{{variant: {{site: verdict}}}}; {fix}")
+    for variant, sites in verdicts.items():
+        if not isinstance(sites, dict) or not all(
+                isinstance(v, str) and len(v) <= 64 for v in sites.values()):
+            raise CaptureFormatError(f"{path}: field 'verdicts.{shortened(variant)}' must map "
+                                     f"each site to a verdict string; {fix}")
+    firsts = data.get("first_finding", {})
+    if not isinstance(firsts, dict):
+        raise CaptureFormatError(f"{path}: field 'first_finding' must be an object "
+                                 f"{{variant: finding or null}}; {fix}")
+    for variant, finding in firsts.items():
+        if finding is not None and not (isinstance(finding, dict) and all(
+                isinstance(v, (str, int, float, bool)) or v is None for v in finding.values())):
+            raise CaptureFormatError(f"{path}: field 'first_finding.{shortened(variant)}' "
+                                     f"must be null or an object of plain values; {fix}")
+    crash = data.get("crash_verdict")
+    if crash is not None and not (isinstance(crash, str) and len(crash) <= 64):
+        raise CaptureFormatError(f"{path}: field 'crash_verdict' must be a verdict string "
+                                 f"(unexplained, explained, no crash); {fix}")
+
+
+def shortened(text: str) -> str:
+    """A name read from a file, shortened for a one-line message."""
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def evidence_of(result: Any, keys: Sequence[str] = FIRST_KEYS) -> Evidence:

@@ -1,8 +1,12 @@
-"""Expected results of a capture (``NAME.capture/expected.json``): compare, explain, regenerate.
+"""A capture's ``expected.json`` file: check a replay against it, explain, regenerate.
 
-Used by ``forensics check`` and the pytest plugin. The object is the serialisation of
-:class:`forensics.evidence.Evidence` (:meth:`~forensics.evidence.Evidence.to_json`), compared
-by :func:`forensics.evidence.differences`.
+The workflow of ``forensics check`` and the pytest plugin over a capture's file: read it,
+choose the variants to replay (nothing in a capture chooses code to run), replay, compare,
+write the obtained result beside it or over it. What the file holds is
+:mod:`forensics.evidence`'s: the :class:`~forensics.evidence.Evidence` type, its serialisation
+(:meth:`~forensics.evidence.Evidence.to_json`, read back by
+:meth:`~forensics.evidence.Evidence.from_json` once :func:`~forensics.evidence.check_json`
+has checked its shape) and :func:`~forensics.evidence.differences`.
 """
 
 from __future__ import annotations
@@ -16,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError, OutputError, UnknownVariantError
-from forensics.evidence import EXPECTED_KEYS, Evidence, differences, evidence_of
+from forensics.evidence import (
+    EXPECTED_KEYS,
+    Evidence,
+    check_json,
+    differences,
+    evidence_of,
+    shortened,
+)
 from forensics.store.paths import EXPECTED
 from forensics.variants import DEFAULT_VARIANTS
 
@@ -65,37 +76,8 @@ def read_expected(capture: Path) -> dict[str, Any]:
         raise CaptureFormatError(f"{path}: no expected results; create them with "
                                  f"`pytest --forensics-captures {capture.parent} "
                                  f"--forensics-regen`")
-    _check_shape(data, path)
+    check_json(data, path)
     return data
-
-
-def _check_shape(data: dict[str, Any], path: Path) -> None:
-    """Raise CaptureFormatError unless ``data`` is ``{"verdicts": {variant: {site: str}},
-    "first_finding": {variant: {key: scalar} | null}}`` (other top-level keys are kept)."""
-    fix = "regenerate it with --forensics-regen"
-    verdicts = data.get("verdicts")
-    if not isinstance(verdicts, dict):
-        raise CaptureFormatError(f"{path}: field 'verdicts' missing; expected an object "
-                                 f"{{variant: {{site: verdict}}}}; {fix}")
-    for variant, sites in verdicts.items():
-        if not isinstance(sites, dict) or not all(
-                isinstance(v, str) and len(v) <= 64 for v in sites.values()):
-            raise CaptureFormatError(f"{path}: field 'verdicts.{_name(variant)}' must map "
-                                     f"each site to a verdict string; {fix}")
-    firsts = data.get("first_finding", {})
-    if not isinstance(firsts, dict):
-        raise CaptureFormatError(f"{path}: field 'first_finding' must be an object "
-                                 f"{{variant: finding or null}}; {fix}")
-    for variant, finding in firsts.items():
-        if finding is not None and not (isinstance(finding, dict) and all(
-                isinstance(v, (str, int, float, bool)) or v is None for v in finding.values())):
-            raise CaptureFormatError(f"{path}: field 'first_finding.{_name(variant)}' must be "
-                                     f"null or an object of plain values; {fix}")
-
-
-def _name(text: str) -> str:
-    """A name read from a file, shortened for a one-line message."""
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def choose_variants(expected: dict[str, Any], path: Path, variants: Sequence[str] | None,
@@ -119,7 +101,7 @@ def choose_variants(expected: dict[str, Any], path: Path, variants: Sequence[str
     if foreign:
         built_in = "is not built in" if foreign[0] not in registry.names() else "runs real code"
         raise UnknownVariantError(
-            f"{path}: field 'verdicts' names variant {_name(foreign[0])!r}, which {built_in} "
+            f"{path}: field 'verdicts' names variant {shortened(foreign[0])!r}, which {built_in} "
             f"(a capture alone runs only {list(DEFAULT_VARIANTS)}); a capture never chooses "
             "code to run: pass --variant NAME for each variant to check, or --trust-expected "
             "for the registered ones (only if you trust the capture)")

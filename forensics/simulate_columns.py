@@ -18,14 +18,14 @@ import sys
 import threading
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from forensics.errors import CaptureFormatError
 from forensics.progress import Progress
-from forensics.simulation import Derived, Simulator, StepFields, request_names
+from forensics.simulated_step import Derived, StepFields, request_names
 from forensics.sites import SITES
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import (
@@ -37,6 +37,9 @@ from forensics.store.arrow_codec import (
     encode_stacked_tensor,
 )
 from forensics.store.writer import FLUSH_EVERY, CaptureWriter, new_capture
+
+if TYPE_CHECKING:
+    from forensics.simulation import Simulator
 
 
 class StepColumns:

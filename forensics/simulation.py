@@ -39,19 +39,18 @@ Faults (each off by default, each a per-step probability, deterministic for a se
 
 Integer request ids are used inside; the strings ``req-<id>`` appear only in records. Sampled
 and draft ids are random: only their ranges and the row bookkeeping are modelled. The hot loop
-(:meth:`Simulator.advance`) is a few dozen numpy calls per step on index arrays (random draws are
-made 512 steps at a time) and returns a step's fields in compact form (:class:`StepFields`:
-request ids as integers, output tails as counts); :meth:`Simulator.step` spells them out as
-:class:`~forensics.records.Record` objects, and :mod:`forensics.simulate_columns` encodes many
-steps at once for the store. ``import forensics`` does not import this module (numpy only,
-imported lazily).
+(:meth:`Simulator.advance`) is a few dozen numpy calls per step on index arrays (random draws
+are made 512 steps at a time) and returns a step's fields in compact form
+(:class:`~forensics.simulated_step.StepFields`: request ids as integers, output tails as
+counts); :meth:`Simulator.step` spells them out as :class:`~forensics.records.Record` objects,
+and :mod:`forensics.simulate_columns` encodes many steps at once for the store.
+``import forensics`` does not import this module (numpy only, imported lazily).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 from typing import Any, cast
 
@@ -59,8 +58,14 @@ import numpy as np
 
 from forensics.errors import ConfigurationError, UnknownScenarioError
 from forensics.records import Record
+from forensics.simulated_step import Derived, StepFields, request_names
+from forensics.sites import hooked_by
 
 FAULTS = ("stale_prev_row", "vocab_sentinel", "placeholder_leak", "misattribution")
+#: the V1 calls a step makes, in pipeline order, by the qualname of vLLM's function; the site
+#: recording each is the one whose ``Site.hook`` names it (:func:`forensics.sites.hooked_by`)
+V1_CALLS = ("update_num_computed_tokens_for_batch_change", "GPUModelRunner._prepare_input_ids",
+            "InputBatch.update_async_output_token_ids", "GPUModelRunner._model_forward")
 
 # Rows of the state matrix ([NCOLS, n] int64, a column per batch row): request id, tokens
 # wanted, tokens generated and computed tokens (adjacent: a decode step adds the same count to
@@ -70,31 +75,6 @@ FAULTS = ("stale_prev_row", "vocab_sentinel", "placeholder_leak", "misattributio
 RID, TARGET, TRUE_LEN, COMP, CPU_LAST, SENT, OUT_LEN, PH, LAST_OUT = range(9)
 NCOLS = 9
 TAIL = slice(OUT_LEN, LAST_OUT + 1)
-
-
-class Derived(Enum):
-    """Fields of :class:`StepFields` kept compact, spelled out when records are built."""
-
-    REQ_IDS = "req_ids"  #: ``req-<id>`` of each row's request
-    PREV_REQ_IDS = "prev_req_ids"  #: the previous batch's, None for a discarded row
-    OUTPUT_TAIL = "output_tail"  #: each row's output tail, from its counts
-
-
-@dataclass
-class StepFields:
-    """One step at the four sites, compact: request ids as integers, output tails as counts.
-
-    ``sites`` maps each site to its fields in record order; a :class:`Derived` value stands for
-    a field built from ``rids``, ``prev_rids``/``discarded`` or ``tails``. Arrays are never
-    changed after the step that made them (safe to keep).
-    """
-
-    step: int
-    rids: np.ndarray  # [n] int64: each row's request id
-    prev_rids: np.ndarray  # [p] int64: the previous batch's request ids
-    discarded: list[int]  # previous rows recorded as None (placeholder_leak)
-    tails: np.ndarray  # [3, n] int64: output lengths, trailing placeholders, last ids before
-    sites: dict[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -382,6 +362,8 @@ class Simulator:
         #: a forced ``vocab_sentinel`` that no row could carry yet (every row new): owed to the
         #: next step that drafts
         self._sentinel_owed = False
+        #: the site of each call of :data:`V1_CALLS`
+        self._sites = tuple(hooked_by()[call] for call in V1_CALLS)
         self._state, self._prev = self._first_batch()
 
     # -- arrivals ---------------------------------------------------------------------------
@@ -608,21 +590,18 @@ class Simulator:
         if self.k:
             prepare["draft_token_ids"] = prev.drafts
         tails = state[TAIL].copy()
-        sites = {
-            "batch_change": self._batch_change(st, prev),
-            "prepare_input_ids": prepare,
-            "async_output": {
-                "req_ids": rows_of,
-                "prev_req_ids": Derived.PREV_REQ_IDS,
-                "sampled_token_ids_cpu": prev.sampled,
-                "output_tail": Derived.OUTPUT_TAIL,
-                "output_len": tails[0].astype(np.int32),
-                "vocab_size": self.vocab,
-            },
-            "embedding": {"input_ids": self._embedding_ids(st, state, dev),
-                          "num_embeddings": self.vocab, "req_ids": rows_of,
-                          "cu_num_tokens": st.cu},
+        outputs = {
+            "req_ids": rows_of,
+            "prev_req_ids": Derived.PREV_REQ_IDS,
+            "sampled_token_ids_cpu": prev.sampled,
+            "output_tail": Derived.OUTPUT_TAIL,
+            "output_len": tails[0].astype(np.int32),
+            "vocab_size": self.vocab,
         }
+        model_input = {"input_ids": self._embedding_ids(st, state, dev),
+                       "num_embeddings": self.vocab, "req_ids": rows_of, "cu_num_tokens": st.cu}
+        calls = (self._batch_change(st, prev), prepare, outputs, model_input)  # V1_CALLS' order
+        sites = dict(zip(self._sites, calls, strict=True))
         return StepFields(self.step_index, st.rids, prev.rids, st.discarded, tails, sites)
 
     def _batch_change(self, st: _Step, prev: _Prev) -> dict[str, Any]:
@@ -755,11 +734,6 @@ class Simulator:
             last_written[row] = self.vocab
         return tok, written, last_written
 
-
-
-def request_names(ids: Iterable[int]) -> list[str]:
-    """The request id that records carry for each integer id: ``req-<id>``."""
-    return [f"req-{i}" for i in ids]
 
 
 def output_tail(tails: np.ndarray) -> list[list[int]]:

@@ -9,10 +9,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "forensics"
 
-#: cycles known and left for the move into subpackages (issue 26, item 6): the simulator's
-#: entry point writes through the columnar writer, which reads the simulator's types
-KNOWN = {frozenset({"forensics.simulation", "forensics.simulate_columns"})}
-
 
 def module_names(root: Path = PACKAGE) -> dict[str, Path]:
     """Dotted module name -> source file, for every module of the package under ``root``."""
@@ -90,13 +86,8 @@ def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
 
 
 def test_the_package_has_no_import_cycle() -> None:
-    found = [sorted(c) for c in cycles(import_graph()) if frozenset(c) not in KNOWN]
+    found = [sorted(c) for c in cycles(import_graph())]
     assert not found, f"import cycles in forensics/: {found}"
-
-
-def test_the_known_cycles_are_still_cycles() -> None:
-    found = {frozenset(c) for c in cycles(import_graph())}
-    assert KNOWN <= found, "a known cycle is gone: remove it from KNOWN"
 
 
 def test_a_cycle_hidden_in_a_function_is_found(tmp_path: Path) -> None:

@@ -162,3 +162,27 @@ def test_a_plugin_site_gets_redaction_origin_scan_shrink_and_plots_from_its_site
     assert out["scan"] == [["toy_gather", "table", 10, 1], ["embedding", "input_ids", 8, 1]]
     assert "site 'toy_gather' has no real-code adapter" in out["adapter"]
     assert (tmp_path / "toy.png").stat().st_size > 0
+
+
+LOG = r'''
+import json, sys
+from pathlib import Path
+from forensics.importers import logs
+log = Path(sys.argv[1])
+log.write_text("start\nTOY-GATHER: max=9 size=4 step=3\n"
+               "SM70-TEMB: rows=8 input=(2,) dtype=int32 min=1 max=9\n")
+read = logs.read(log)
+print(json.dumps([[r.site, r.step, r.fields] for r in read.records]))
+'''
+
+
+def test_a_plugin_sites_log_line_is_read_into_its_summary_record(tmp_path: Path) -> None:
+    """The toy site's ``log_line`` is all the log importer needs: its line becomes a summary
+    record of the toy site, beside the built-in embedding line."""
+    _distribution(tmp_path)
+    proc = _run(tmp_path, LOG, str(tmp_path / "run.log"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [
+        ["toy_gather", 3, {"min": 0, "max": 9, "size": 4, "line": 2}],
+        ["embedding", 4, {"min": 1, "max": 9, "num_embeddings": 8, "num_tokens": 2,
+                          "dtype": "int32", "line": 3}]]

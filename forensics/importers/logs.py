@@ -1,9 +1,9 @@
 """Text logs: probe lines become summary records, crash lines become timeline events.
 
-- ``SM70-TEMB: rows=R input=(T,) dtype=D min=A max=B`` -> an ``embedding`` summary record
-  (``min``, ``max``, ``num_embeddings=R``);
-- ``OUT-PATH out-of-range sampled ids [I, ...] (vocab_size=V k=v ...)`` -> an ``async_output``
-  summary record (``min``/``max`` of the ids, ``vocab_size``, the other ``k=v`` as extras);
+- a site's probe line (its ``Site.log_line``: the line's pattern and the record's fields,
+  declared in the site's module; e.g. the SM70 fork's ``SM70-TEMB: rows=R input=(T,) ...``
+  for the embedding) -> a summary record of that site; a line is read by the first site in
+  pipeline order whose pattern it matches;
 - CUDA asserts (``Assertion `...` failed``), device-side assert errors, illegal memory access
   and ``EngineDeadError`` -> events with their line numbers (consecutive repeats collapse into
   one event with a ``count``).
@@ -22,15 +22,12 @@ from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
 from forensics.importers.common import where_of
 from forensics.records import Record
+from forensics.sites import SITES, get_site
+from forensics.sites.base import LogLine
 from forensics.store.events import MAX_EVENTS
 from forensics.store.guarded import iter_lines
 from forensics.validate import validate_record
 
-TEMB_RE = re.compile(r"SM70-TEMB:\s*rows=(?P<rows>\d+)\s+input=\((?P<shape>[\d,\s]*)\)"
-                     r"\s+dtype=(?P<dtype>\S+)\s+min=(?P<min>-?\d+)\s+max=(?P<max>-?\d+)")
-OUT_RE = re.compile(r"OUT-PATH out-of-range sampled ids \[(?P<ids>[-\d,\s]*)\]\s*"
-                    r"\((?P<pairs>[^()]*)\)")
-PAIR_RE = re.compile(r"(\w+)=(-?\d+)")
 STEP_RE = re.compile(r"\bstep[=:]\s*(\d+)")
 RANK_RE = re.compile(r"\brank[=:]\s*(\d+)")
 # the assert line is taken apart in linear time (one regex with .*? and .+? backtracked
@@ -70,13 +67,12 @@ class _LogParser:
         self.last_step: int | None = None
 
     def line(self, number: int, text: str) -> None:
-        temb, out = TEMB_RE.search(text), OUT_RE.search(text)
-        if temb is not None:
-            self._record(number, text, "embedding", _temb_fields(temb))
-        elif out is not None:
-            self._record(number, text, "async_output", _out_fields(out))
-        else:
-            self._event(number, text)
+        for site, probe in probe_lines():
+            match = probe.pattern.search(text)
+            if match is not None:
+                self._record(number, text, site, probe.fields(match, number_of))
+                return
+        self._event(number, text)
 
     def _record(self, number: int, text: str, site: str, fields: dict[str, Any]) -> None:
         named = STEP_RE.search(text)
@@ -115,29 +111,15 @@ class _LogParser:
         events.append(event)
 
 
+def probe_lines() -> list[tuple[str, LogLine]]:
+    """(site, its probe line) of every registered site that reads one, in pipeline order."""
+    return [(name, line) for name in SITES if (line := get_site(name).log_line) is not None]
+
+
 def number_of(text: str) -> int:
     """The integer ``text``; one past int64 for a text too long to be an int64 (refused by
     the caller with the line's position; never converted, however many digits)."""
     return int(text) if len(text.lstrip("-")) <= MAX_DIGITS else MAX_INT + 1
-
-
-def _temb_fields(match: re.Match[str]) -> dict[str, Any]:
-    tokens = 1
-    for size in re.findall(r"\d+", match["shape"]):
-        tokens = min(tokens * number_of(size), MAX_INT + 1)
-    return {"min": number_of(match["min"]), "max": number_of(match["max"]),
-            "num_embeddings": number_of(match["rows"]), "num_tokens": tokens,
-            "dtype": match["dtype"]}
-
-
-def _out_fields(match: re.Match[str]) -> dict[str, Any]:
-    ids = [number_of(v) for v in re.findall(r"-?\d+", match["ids"])]
-    pairs = {k: number_of(v) for k, v in PAIR_RE.findall(match["pairs"])}
-    fields: dict[str, Any] = {k: v for k, v in pairs.items() if k not in ("min", "max", "line")}
-    if ids:
-        fields["min"], fields["max"] = min(ids), max(ids)
-        fields["ids"] = ids
-    return fields
 
 
 def _classify(text: str) -> dict[str, Any] | None:

@@ -1,6 +1,8 @@
-"""The wrappers put around vLLM 0.33.x code: the four sites and the step counter.
+"""The wrappers put around vLLM 0.33.x code: the four V1 sites and the step counter.
 
-Each site wrapper records the call's inputs before it runs and the fields it changes after
+Each wrapper records the site whose ``Site.hook`` names the vLLM function it wraps
+(:func:`forensics.sites.hooked_by`: the registry says which site, and its ``Site.guard`` is
+the check). It records the call's inputs before it runs and the fields it changes after
 (``<field>_after``), checks the site's bounds first in guard mode, and hands the record to the
 active :class:`~forensics.probe.session.ProbeSession`. Without an active session a wrapper just
 calls the original.
@@ -21,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.probe import guard
-from forensics.sites import async_output, batch_change, prepare_input_ids
-from forensics.sites.batch_change import GATHERED
+from forensics.sites import get_site, hooked_by
+from forensics.sites._common import placeholder_start
 
 if TYPE_CHECKING:
     from forensics.probe.copy import PendingRecord
@@ -41,6 +43,14 @@ def activate(session: ProbeSession | None) -> None:
 
 
 FAILED = object()
+
+
+def site_guard(site: str) -> Callable[..., Violation | None]:
+    """``site``'s per-call check (``Site.guard``), for the wrapper of its hook."""
+    check = get_site(site).guard
+    if check is None:
+        raise TypeError(f"site {site!r} declares no guard for its probe hook")
+    return check
 
 
 def _safely(session: ProbeSession, what: str, step: Step, pending: PendingRecord) -> Any:
@@ -124,48 +134,50 @@ def _batch_context(session: ProbeSession, fields: dict[str, Any], rows: int) -> 
         fields["prev_req_id_to_index"] = dict(prev)
 
 
-# -- batch_change ----------------------------------------------------------------------------
-#: the recorded inputs in the order the wrapper takes them: prev_positions, the gathered tensors
-#: (vLLM's order), the per-row tensors; then the outputs
-_BATCH_CHANGE_INPUTS = ("prev_positions", *GATHERED, "num_accepted_tokens",
-                        "cpu_num_computed_tokens")
+# -- update_num_computed_tokens_for_batch_change --------------------------------------------
+#: the recorded inputs in the order the wrapper takes them: prev_positions, the tensors it
+#: gathers from (vLLM's order), the per-row tensors; then the outputs
+_BATCH_CHANGE_INPUTS = ("prev_positions", "valid_sampled_token_count", "num_computed_tokens",
+                        "prev_num_draft_tokens", "num_accepted_tokens", "cpu_num_computed_tokens")
 _BATCH_CHANGE_OUTPUTS = ("num_computed_tokens_after", "num_accepted_tokens_after")
 
 
 def wrap_batch_change(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``update_num_computed_tokens_for_batch_change`` (the torch.compile'd function)."""
+    site = hooked_by()["update_num_computed_tokens_for_batch_change"]
+    site_check = site_guard(site)
 
     @functools.wraps(original)
     def update_num_computed_tokens_for_batch_change(
             num_computed_tokens: Any, num_accepted_tokens: Any, prev_positions: Any,
             valid_sampled_token_count: Any, prev_num_draft_tokens: Any,
             cpu_num_computed_tokens: Any) -> None:
+        tensors = (prev_positions, valid_sampled_token_count, num_computed_tokens,
+                   prev_num_draft_tokens, num_accepted_tokens, cpu_num_computed_tokens)
+
         def inputs(session: ProbeSession, pending: PendingRecord) -> bool:
-            pending.joined.append((_BATCH_CHANGE_INPUTS, session.copier.join((
-                prev_positions, valid_sampled_token_count, num_computed_tokens,
-                prev_num_draft_tokens, num_accepted_tokens, cpu_num_computed_tokens))))
+            pending.joined.append((_BATCH_CHANGE_INPUTS, session.copier.join(tensors)))
             if session.runner is not None:
                 _batch_context(session, pending.fields, int(prev_positions.shape[0]))
             return True
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
-            gathered = (valid_sampled_token_count, num_computed_tokens, prev_num_draft_tokens)
             lengths = {name: int(tensor.shape[0])
-                       for name, tensor in zip(GATHERED, gathered, strict=True)}
-            return batch_change.guard(_host(prev_positions), lengths)
+                       for name, tensor in zip(_BATCH_CHANGE_INPUTS, tensors, strict=True)}
+            return site_check(_host(prev_positions), lengths)
 
         def outputs(session: ProbeSession, pending: PendingRecord) -> None:
             pending.joined.append((_BATCH_CHANGE_OUTPUTS, session.copier.join(
                 (num_computed_tokens, num_accepted_tokens))))
 
-        return _run("batch_change", lambda: original(
+        return _run(site, lambda: original(
             num_computed_tokens, num_accepted_tokens, prev_positions, valid_sampled_token_count,
             prev_num_draft_tokens, cpu_num_computed_tokens), inputs, check, outputs)
 
     return update_num_computed_tokens_for_batch_change
 
 
-# -- prepare_input_ids -----------------------------------------------------------------------
+# -- GPUModelRunner._prepare_input_ids -------------------------------------------------------
 def _draft_tensor(runner: Any) -> Any:
     import torch
 
@@ -177,6 +189,8 @@ def _draft_tensor(runner: Any) -> Any:
 
 def wrap_prepare_input_ids(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``GPUModelRunner._prepare_input_ids``; records its async branch only."""
+    site = hooked_by()["GPUModelRunner._prepare_input_ids"]
+    site_check = site_guard(site)
 
     @functools.wraps(original)
     def _prepare_input_ids(self: Any, scheduler_output: Any, num_reqs: int,
@@ -210,7 +224,7 @@ def wrap_prepare_input_ids(original: Callable[..., Any]) -> Callable[..., Any]:
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
             fields, draft = pending.fields, host["draft"]
-            return prepare_input_ids.guard(
+            return site_check(
                 fields["prev_positions"], fields["cu_num_tokens"], fields["num_draft_tokens"],
                 int(batch.prev_sampled_token_ids.shape[0]), fields["prev_num_spec_tokens"],
                 None if draft is None else int(draft.numel()))
@@ -219,17 +233,17 @@ def wrap_prepare_input_ids(original: Callable[..., Any]) -> Callable[..., Any]:
             after = self.input_ids.gpu[:total_num_scheduled_tokens]
             pending.fields["input_ids_device_after"] = session.copier.take(after)
 
-        return _run("prepare_input_ids", lambda: original(
+        return _run(site, lambda: original(
             self, scheduler_output, num_reqs, total_num_scheduled_tokens, cu_num_tokens),
             inputs, check, outputs)
 
     return _prepare_input_ids
 
 
-# -- async_output ----------------------------------------------------------------------------
+# -- InputBatch.update_async_output_token_ids -----------------------------------------------
 def _tail_start(output: list[int]) -> int:
     """Start of the tail kept for ``output``: its trailing ``-1`` run and one id before it."""
-    return max(async_output.placeholder_start(output) - 1, 0)
+    return max(placeholder_start(output) - 1, 0)
 
 
 def wrap_async_output(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -238,6 +252,8 @@ def wrap_async_output(original: Callable[..., Any]) -> Callable[..., Any]:
     ``sampled_token_ids_cpu`` is read after the call: the call itself waits for its copy event
     whenever it reads the tensor, so the probe adds no wait in record mode.
     """
+    site = hooked_by()["InputBatch.update_async_output_token_ids"]
+    site_check = site_guard(site)
 
     @functools.wraps(original)
     def update_async_output_token_ids(self: Any) -> None:
@@ -260,7 +276,7 @@ def wrap_async_output(original: Callable[..., Any]) -> Callable[..., Any]:
             if self.async_copy_ready_event is not None:
                 self.async_copy_ready_event.synchronize()  # guard mode waits, by design
             fields = pending.fields
-            return async_output.guard(
+            return site_check(
                 fields["req_ids"], fields["prev_req_id_to_index"],
                 self.sampling_metadata.output_token_ids, self.sampled_token_ids_cpu.tolist(),
                 fields["vocab_size"])
@@ -275,12 +291,12 @@ def wrap_async_output(original: Callable[..., Any]) -> Callable[..., Any]:
                 list(out[s:]) for out, s in zip(outs, starts, strict=True)]
             pending.fields["output_len_after"] = np.array([len(o) for o in outs], np.int64)
 
-        return _run("async_output", lambda: original(self), inputs, check, outputs, late)
+        return _run(site, lambda: original(self), inputs, check, outputs, late)
 
     return update_async_output_token_ids
 
 
-# -- embedding and the step counter ----------------------------------------------------------
+# -- GPUModelRunner._model_forward (the model's input ids) and the step counter --------------
 def embedding_rows(runner: Any) -> tuple[int, int | None]:
     """Rows of the model's token-embedding weight and its tensor-parallel size (cached).
 
@@ -319,7 +335,9 @@ def _embedding_layer(runner: Any) -> Any:
 
 
 def wrap_model_forward(original: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap ``GPUModelRunner._model_forward``: the ``embedding`` site, from ``input_ids``."""
+    """Wrap ``GPUModelRunner._model_forward``: the site of the model's ``input_ids`` (the
+    sink), checked against the embedding's rows (:func:`guard.check_ids`)."""
+    site = hooked_by()["GPUModelRunner._model_forward"]
 
     @functools.wraps(original)
     def _model_forward(self: Any, input_ids: Any = None, positions: Any = None,
@@ -344,10 +362,10 @@ def wrap_model_forward(original: Callable[..., Any]) -> Callable[..., Any]:
             return True
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
-            return guard.check_ids("embedding", "input_ids", _host(input_ids),
+            return guard.check_ids(site, "input_ids", _host(input_ids),
                                    pending.fields["num_embeddings"], host.get("cu"))
 
-        return _run("embedding", lambda: original(
+        return _run(site, lambda: original(
             self, input_ids=input_ids, positions=positions,
             intermediate_tensors=intermediate_tensors, inputs_embeds=inputs_embeds,
             **model_kwargs), inputs, check, None)

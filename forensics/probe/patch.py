@@ -8,7 +8,6 @@ right after they execute, so loading the plugin never imports the (slow) runner 
 
 from __future__ import annotations
 
-import functools
 import importlib.abc
 import importlib.machinery
 import sys
@@ -18,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from forensics.probe import hooks
-from forensics.sites import get_site, hooked_sites
+from forensics.sites import hooked_by
 
 SPEC_UTILS = "vllm.v1.spec_decode.utils"
 RUNNER = "vllm.v1.worker.gpu_model_runner"
@@ -45,13 +44,6 @@ class Target:
             return None
         qualname = f"{self.owner}.{self.attribute}" if self.owner else self.attribute
         return hooked_by()[qualname]
-
-
-@functools.cache
-def hooked_by() -> dict[str, str]:
-    """Function qualname (``Class.method`` or a module global) -> the site hooking it."""
-    return {hook.partition(":")[2]: name for name in hooked_sites()
-            if (hook := get_site(name).hook) is not None}
 
 
 TARGETS: tuple[Target, ...] = (

@@ -10,6 +10,7 @@ naming what it lacks.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from forensics.errors import UnknownSiteError
@@ -73,6 +74,14 @@ def origin_chain(names: tuple[str, ...]) -> tuple[str, ...]:
 def hooked_sites() -> tuple[str, ...]:
     """The sites the probe can record (those naming a ``Site.hook``), in pipeline order."""
     return tuple(name for name in SITES if get_site(name).hook is not None)
+
+
+@functools.cache
+def hooked_by() -> dict[str, str]:
+    """vLLM function qualname (``Class.method`` or a module global) -> the registered site
+    whose ``Site.hook`` names it: the site recording (or simulating) that function's calls."""
+    return {hook.partition(":")[2]: name for name in hooked_sites()
+            if (hook := get_site(name).hook) is not None}
 
 
 def pipeline_key(record: Record) -> tuple[int, int, int]:

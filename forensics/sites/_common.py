@@ -493,6 +493,17 @@ class Violation:
         return not self.tensor.startswith("out.")
 
 
+def placeholder_start(output: Sequence[int]) -> int:
+    """Position of the first of the trailing ``-1`` placeholders of one output list (its
+    length when it does not end in ``-1``), in plain Python for a probe hook and a guard: the
+    one-list form of ``async_output``'s columnar ``trailing_start`` (held to it by
+    ``tests/sites/test_async_output.py``)."""
+    end = len(output)
+    while end > 0 and output[end - 1] == -1:
+        end -= 1
+    return end
+
+
 def first_outside(values: np.ndarray, lower: int, upper: int) -> int | None:
     """Position of the first of ``values`` outside ``[lower, upper)``, or None."""
     bad = np.flatnonzero((values < lower) | (values >= upper))

@@ -14,7 +14,8 @@ to hold every trailing placeholder (the id before it is assumed not to be ``-1``
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -28,6 +29,7 @@ from forensics.sites._common import (
     RowValues,
     RunColumns,
     Violation,
+    placeholder_start,
     prev_rows,
     require,
     require_len,
@@ -922,17 +924,23 @@ def _written(output: Sequence[int], new_ids: Sequence[int]) -> list[int]:
     return new_ids[:min(count, placeholders)]
 
 
-def placeholder_start(output: Sequence[int]) -> int:
-    """Position of the first of the trailing ``-1`` placeholders of one list (its length
-    when it does not end in ``-1``): :func:`trailing_start` of one list, in plain Python for
-    the probe's per-call hook and guard."""
-    end = len(output)
-    while end > 0 and output[end - 1] == -1:
-        end -= 1
-    return end
+def log_fields(match: re.Match[str], number: Callable[[str], int]) -> dict[str, Any]:
+    """The summary record of an ``OUT-PATH`` probe line (:data:`LOG_LINE`): ``min``/``max``
+    of the listed ids (and the ids), the line's other ``k=v`` pairs (``vocab_size``, extras)."""
+    ids = [number(v) for v in re.findall(r"-?\d+", match["ids"])]
+    pairs = {k: number(v) for k, v in re.findall(r"(\w+)=(-?\d+)", match["pairs"])}
+    fields: dict[str, Any] = {k: v for k, v in pairs.items() if k not in ("min", "max", "line")}
+    if ids:
+        fields["min"], fields["max"] = min(ids), max(ids)
+        fields["ids"] = ids
+    return fields
 
 
-from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
+from forensics.sites.base import LogLine, Site  # noqa: E402  (the SITE declaration closes it)
+
+#: the SM70 fork's probe line: ``OUT-PATH out-of-range sampled ids [I, ...] (vocab_size=V k=v)``
+LOG_LINE = LogLine(re.compile(r"OUT-PATH out-of-range sampled ids \[(?P<ids>[-\d,\s]*)\]\s*"
+                              r"\((?P<pairs>[^()]*)\)"), log_fields)
 
 #: this module's site: its schema and operations (the registry holds it)
 #: ``forensics repro``: the vLLM function a standalone test calls with one record ``r``,
@@ -971,4 +979,4 @@ SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound
             origin_position=ORIGIN_POSITION,
             outcome_checks=outcome_checks, scan_indices=scan_indices, guard=guard,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
-            run_batch=run_batch)
+            run_batch=run_batch, log_line=LOG_LINE)

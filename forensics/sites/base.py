@@ -15,13 +15,15 @@ no other module names it (``tests/sites/test_site_names.py``). Its module declar
   columnar ``prepare_columns`` + ``run_batch``, ``scan_indices``, ``guard`` (optional);
 - what the rest of the package reads from it: ``origin``/``origin_position`` (origin chain),
   ``adapter`` (the real-code variants), ``hook`` (the probe), ``feeds_sink`` (wrong tokens
-  fed silently). Each rule is written once, in the module, and the other forms call it.
+  fed silently), ``log_line`` (the probe line of a text log it reads into a summary
+  record). Each rule is written once, in the module, and the other forms call it.
 
 numpy only (``import forensics.sites`` stays light).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -39,6 +41,18 @@ if TYPE_CHECKING:
 P = TypeVar("P")
 #: a finding dict: ``row, element, tensor, kind, value, lower, upper, req_id``
 Finding = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """A probe line of a text log that a site reads into one summary record
+    (:mod:`forensics.importers.logs`): ``pattern`` finds the line, ``fields(match, number)``
+    makes the record's fields from the match, each integer read with ``number`` (the
+    importer's conversion of a decimal text: one too long for int64 comes back outside it,
+    and the importer refuses the line)."""
+
+    pattern: re.Pattern[str]
+    fields: Callable[[re.Match[str], Callable[[str], int]], dict[str, Any]]
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -82,7 +96,9 @@ class Site(SiteSchema, Generic[P]):
             field) and the field bounding them, for :mod:`forensics.silent` (None: none);
         repro: ``(function, body)``: the vLLM function a standalone reproducer calls and the
             body of its pytest test, which reads the record as ``r`` (``{lower}``/``{upper}``:
-            the bound of the finding; :mod:`forensics.repro`; None: no reproducer).
+            the bound of the finding; :mod:`forensics.repro`; None: no reproducer);
+        log_line: the probe line of a text log it reads into a summary record
+            (:class:`LogLine`; None: the log importer reads none for it).
     """
 
     upstream: Callable[[Record], Outcome]
@@ -98,6 +114,7 @@ class Site(SiteSchema, Generic[P]):
     hook: str | None = None
     feeds_sink: tuple[str, str] | None = None
     repro: tuple[str, str] | None = None
+    log_line: LogLine | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -126,6 +143,8 @@ class Site(SiteSchema, Generic[P]):
         if repro is not None and not (isinstance(repro, tuple) and len(repro) == 2
                                       and all(isinstance(f, str) for f in repro)):
             raise SiteDefinitionError(f"{where}: 'repro' must be (function, body) or None")
+        if self.log_line is not None and not isinstance(self.log_line, LogLine):
+            raise SiteDefinitionError(f"{where}: 'log_line' must be a LogLine or None")
         for attr in ("adapter", "hook"):
             value = getattr(self, attr)
             if value is not None and (not isinstance(value, str) or ":" not in value):
@@ -184,7 +203,8 @@ class Site(SiteSchema, Generic[P]):
 
 _SCHEMA = {f.name for f in fields(SiteSchema)}
 #: what a Site knows beyond its schema and operations (plain values, not functions)
-KNOWLEDGE = ("origin", "origin_position", "adapter", "hook", "feeds_sink", "repro")
+KNOWLEDGE = ("origin", "origin_position", "adapter", "hook", "feeds_sink", "repro",
+             "log_line")
 #: every operation of a Site beyond its schema, required ones first
 OPERATIONS = tuple(f.name for f in fields(Site) if f.name not in _SCHEMA
                    and f.name not in KNOWLEDGE)

@@ -133,10 +133,12 @@ def gathered_rows(prev_positions: np.ndarray) -> np.ndarray:
 
 
 def guard(prev_positions: np.ndarray, lengths: Mapping[str, int]) -> Violation | None:
-    """The probe's per-call check (``Site.guard``): rows gather every tensor of ``lengths``
-    at :func:`gathered_rows`, unchecked; the first gather outside its tensor, or None."""
+    """The probe's per-call check (``Site.guard``): rows gather every tensor of
+    :data:`GATHERED` (``lengths`` holds their lengths, and may hold other tensors') at
+    :func:`gathered_rows`, unchecked; the first gather outside its tensor, or None."""
     gather = gathered_rows(np.asarray(prev_positions))
-    for tensor, length in lengths.items():
+    for tensor in GATHERED:
+        length = lengths[tensor]
         row = first_outside(gather, 0, length)
         if row is not None:
             return Violation(NAME, row, tensor, int(gather[row]), 0, int(length))

@@ -9,7 +9,9 @@ map each token to its batch row and request.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -135,7 +137,24 @@ def scan_indices(cols: ScanColumns) -> list[IndexCount]:
                                                       cols.bools("compare", len(ids))))]
 
 
-from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
+def log_fields(match: re.Match[str], number: Callable[[str], int]) -> dict[str, Any]:
+    """The summary record of a ``SM70-TEMB`` probe line (:data:`LOG_LINE`): ``min``/``max``
+    of the ids, ``num_embeddings`` (the weight's rows), ``num_tokens`` (the input's size, its
+    dimensions multiplied; past int64 it stops growing, and the importer refuses it)."""
+    tokens = 1
+    for size in re.findall(r"\d+", match["shape"]):
+        tokens = min(tokens * number(size), 2**63)
+    return {"min": number(match["min"]), "max": number(match["max"]),
+            "num_embeddings": number(match["rows"]), "num_tokens": tokens,
+            "dtype": match["dtype"]}
+
+
+from forensics.sites.base import LogLine, Site  # noqa: E402  (the SITE declaration closes it)
+
+#: the SM70 fork's probe line: ``SM70-TEMB: rows=R input=(T,) dtype=D min=A max=B``
+LOG_LINE = LogLine(re.compile(r"SM70-TEMB:\s*rows=(?P<rows>\d+)\s+input=\((?P<shape>[\d,\s]*)\)"
+                              r"\s+dtype=(?P<dtype>\S+)\s+min=(?P<min>-?\d+)\s+max=(?P<max>-?\d+)"),
+                   log_fields)
 
 #: this module's site: its schema and operations (the registry holds it)
 #: ``forensics repro``: the vLLM function a standalone test calls with one record ``r``,
@@ -162,4 +181,4 @@ SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound
             repro=REPRO,
             outcome_checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
-            run_batch=run_batch)
+            run_batch=run_batch, log_line=LOG_LINE)

@@ -146,8 +146,12 @@ def test_guard_raises_before_the_index_error(active, fake_writer: FakeWriter) ->
 
 
 def test_guard_checks() -> None:
-    assert batch_change.guard(np.array([-1, -1]), {"valid_sampled_token_count": 0}).row == 0
-    assert batch_change.guard(np.array([-1, 1]), {"a": 2, "b": 2}) is None
+    lengths = dict.fromkeys(batch_change.GATHERED, 2)
+    assert batch_change.guard(np.array([-1, -1]), {**lengths,
+                                                   "valid_sampled_token_count": 0}).row == 0
+    assert batch_change.guard(np.array([-1, 1]), lengths) is None
+    # the hook passes every recorded tensor's length: those not gathered are not checked
+    assert batch_change.guard(np.array([-1, 1]), {**lengths, "num_accepted_tokens": 0}) is None
     found = prepare_input_ids.guard(np.array([0, 2]), np.array([2, 4]), np.array([1, 1]),
                                           prev_rows=2, prev_num_spec_tokens=1, draft_numel=2)
     assert (found.row, found.tensor, found.value, found.upper) == (1, "prev_sampled_token_ids",

@@ -59,6 +59,7 @@ def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
     ({"check_batch": 3}, "'check_batch' must be a function, got int"),
     ({"prepare_columns": list}, "the columnar run needs 'run_batch' and its input"),
     ({"run_batch": list}, "the columnar run needs 'run_batch' and its input"),
+    ({"log_line": "SM70-TEMB"}, "'log_line' must be a LogLine or None"),
 ])
 def test_a_malformed_site_is_refused_naming_the_attribute(change: dict[str, object],
                                                           message: str) -> None:

@@ -4,7 +4,8 @@
 explain, are left out), a variable or function of that name, or an import of its module.
 What another module needs to know of a site it reads from the registry
 (:class:`forensics.sites.base.Site`): token fields, origin chain, real-code adapter, probe
-hook, what feeds the sink.
+hook (which also says which site records, or simulates, a vLLM function's calls), what feeds
+the sink, log lines.
 """
 
 from __future__ import annotations
@@ -17,15 +18,6 @@ from forensics.sites import REGISTRY
 ROOT = Path(__file__).resolve().parents[2] / "forensics"
 BUILT_IN = ("batch_change", "prepare_input_ids", "async_output", "embedding")
 REGISTRY_LINE = "sites/__init__.py"
-#: files that still name a built-in site, each with what keeps it there (issue 26, part A:
-#: the probe's per-site wrappers, the simulator's V1 step model and the log
-#: importer's line formats are not moved yet). The test fails when this list is wrong either
-#: way: a new file naming a site, or a file here that no longer does.
-PENDING = {
-    "importers/logs.py": "log lines of one site's format -> that site's summary records",
-    "probe/hooks.py": "the per-site wrappers of vLLM's functions",
-    "simulation.py": "the simulator's step model emits each V1 site's fields",
-}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -77,7 +69,7 @@ def test_only_a_sites_module_and_the_registry_line_name_it() -> None:
     for site in BUILT_IN:
         assert found.pop(f"sites/{site}.py", set()) <= {site}, site
     found.pop(REGISTRY_LINE)
-    assert sorted(found) == sorted(PENDING), {f: sorted(s) for f, s in found.items()}
+    assert not found, {f: sorted(s) for f, s in found.items()}
 
 
 def test_the_check_sees_each_way_of_naming_a_site() -> None:
