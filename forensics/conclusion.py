@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from forensics.findings import FINDING_COLUMNS, sort_findings, to_python
+from forensics.findings import FINDING_COLUMNS, INDEX_COLUMNS, sort_findings, to_python
 from forensics.silent import silent_inputs_of
 from forensics.sites import SINK
 
@@ -35,7 +35,7 @@ OUT_OF_BOUNDS = "out_of_bounds"
 #: a finding's place: two findings at the same place are the same finding under two variants
 PLACE = ("site", "step", "rank", "row", "element", "tensor")
 #: keys of a first violation: the DESIGN.md columns plus the request
-VIOLATION_KEYS = (*FINDING_COLUMNS, "req_id")
+VIOLATION_KEYS = (*FINDING_COLUMNS, "req_id", *INDEX_COLUMNS)
 #: manifest model keys shown as capture facts, with their labels
 MODEL_FACTS = (("name", "model"), ("vocab_size", "vocabulary"),
                ("num_embeddings", "embedding rows"), ("speculative", "speculative method"),
@@ -236,13 +236,84 @@ def describe_finding(f: dict[str, Any]) -> str:
         where += f", row {f['row']}"
     if f.get("req_id") is not None:
         where += f" (request {f['req_id']})"
-    tensor = f["tensor"] if f.get("element") is None else f"{f['tensor']}[{f['element']}]"
-    text = f"{where}: {tensor} = {f['value']}"
-    if f.get("lower") is not None or f.get("upper") is not None:
-        text += f", outside [{_bound(f.get('lower'))}, {_bound(f.get('upper'))})"
+    text = f"{where}: {what_happened(f)}"
     if f.get("resolved") is True:
         text += " (resolved)"
     return text
+
+
+def what_happened(f: dict[str, Any]) -> str:
+    """The bad value of a finding, where it is held and what it indexes: ``"`prev_positions[3]
+    = 4` indexes `valid_sampled_token_count` (4 elements): a stale previous row"``. ``T[i] =
+    v`` is written only where ``T[i]`` holds ``v`` (the finding's ``held``); a finding without
+    these keys (an older table) says ``tensor[element] = value``."""
+    if f.get("kind") != OUT_OF_BOUNDS or "index_tensor" not in f:
+        tensor = f["tensor"] if f.get("element") is None else f"{f['tensor']}[{f['element']}]"
+        text = f"{tensor} = {f['value']}"
+        if f.get("lower") is not None or f.get("upper") is not None:
+            text += f", outside [{_bound(f.get('lower'))}, {_bound(f.get('upper'))})"
+        return text
+    text = f"{_holder(f)} {_target(f)}"
+    kind = _value_kind(f)
+    return f"{text}: {kind}" if kind else text
+
+
+def _holder(f: dict[str, Any]) -> str:
+    """Where the bad value is: ``"`T[i] = v`"`` when ``T[i]`` holds it, else the index used
+    and what it is computed from, or ``"value v"``."""
+    tensor, at, value = f.get("index_tensor"), f.get("index_at"), f.get("value")
+    if f.get("held") and tensor is not None and at is not None:
+        return f"`{tensor}[{at}] = {value}`"
+    if tensor is not None and at is not None:
+        return f"index {value}, computed from `{tensor}[{at}]`,"
+    if tensor is not None:
+        return f"value {value} of `{tensor}`"
+    return f"index {value}"
+
+
+def _target(f: dict[str, Any]) -> str:
+    """What the value indexes and its bound: ``"indexes `T` (4 elements)"``, ``"is outside
+    the vocabulary (248320 ids)"``."""
+    indexed, lower, upper = f.get("indexed"), f.get("lower"), f.get("upper")
+    if upper is None:
+        span = "unknown size" if lower is None else f"valid from {lower}, size unknown"
+    elif lower not in (0, None):
+        span = f"valid [{lower}, {upper})"
+    else:
+        unit = _unit(f)
+        span = f"{upper} {unit[:-1] if upper == 1 else unit}"
+    if indexed in ("vocabulary", "embedding rows"):
+        return f"is outside the {indexed} ({span})"
+    if indexed is None:
+        return f"is outside its range ({span})"
+    return f"indexes `{indexed}` ({span})"
+
+
+def _unit(f: dict[str, Any]) -> str:
+    """What the bound counts: ids, embedding rows, rows of a 2-D field of the site (indexed by
+    row) or elements."""
+    indexed = f.get("indexed")
+    if indexed == "vocabulary":
+        return "ids"
+    if indexed == "embedding rows":
+        return "rows"
+    from forensics.sites import SITES, get_site
+
+    if f.get("site") in SITES:
+        spec = next((s for s in get_site(f["site"]).fields if s.name == indexed), None)
+        if spec is not None and spec.ndim == 2:
+            return "rows"
+    return "elements"
+
+
+def _value_kind(f: dict[str, Any]) -> str:
+    """The value class as words: ``"a -1 placeholder"``, ``"the vocab_size sentinel"``,
+    ``"negative"``, ``"past the end by 2"``, ``"a stale previous row"``; ``""`` unknown."""
+    vclass, value, upper = f.get("value_class"), f.get("value"), f.get("upper")
+    if vclass == "past_end" and value is not None and upper is not None:
+        return f"past the end by {value - upper + 1}"
+    return {"placeholder": "a -1 placeholder", "vocab_size": "the vocab_size sentinel",
+            "negative": "negative", "stale_row": "a stale previous row"}.get(vclass or "", "")
 
 
 def _bound(value: Any) -> str:

@@ -2,7 +2,10 @@
 
 The findings table has the columns of DESIGN.md (:data:`FINDING_COLUMNS`) followed by
 :data:`EXTRA_COLUMNS`: ``req_id`` (the request of the row, when known) and ``record`` (the
-position of the record in ``ReplayResult.records``). Conventions where DESIGN.md is silent:
+position of the record in ``ReplayResult.records``), then :data:`INDEX_COLUMNS`: what holds
+each bad value (``index_tensor[index_at]``; ``held`` false when the index used is computed
+from it), what it indexes (``indexed``) and its ``value_class``. Conventions where DESIGN.md is
+silent:
 
 - an access finding names the tensor read (``valid_sampled_token_count``,
   ``prev_sampled_token_ids``, ``draft_token_ids``, ``sampled_token_ids_cpu``), ``value`` is the
@@ -35,7 +38,14 @@ from forensics.records import Record
 from forensics.sites import SINK, SITES, get_site, site_order
 from forensics.sites._common import OUT_OF_BOUNDS, finding, index_error_finding
 from forensics.sites.base import record_findings
-from forensics.sites.core import BatchRun, CheckList, Checks, per_record
+from forensics.sites.core import (
+    EMBEDDING_ROWS,
+    VOCABULARY,
+    BatchRun,
+    CheckList,
+    Checks,
+    per_record,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,7 +53,12 @@ if TYPE_CHECKING:
 FINDING_COLUMNS = ("variant", "site", "step", "rank", "row", "element", "tensor", "kind",
                    "value", "lower", "upper", "origin", "resolved")
 EXTRA_COLUMNS = ("req_id", "record")
-COLUMNS = FINDING_COLUMNS + EXTRA_COLUMNS
+#: what holds an out-of-bounds value and what it indexes (DESIGN.md): ``index_tensor`` and
+#: ``index_at`` (the tensor and element holding the value; ``held`` false when the index used
+#: is computed from it, e.g. a draft's ``prev_positions[r] * spec + j``), ``indexed`` (a
+#: tensor, ``vocabulary`` or ``embedding rows``) and ``value_class``
+INDEX_COLUMNS = ("index_tensor", "index_at", "held", "indexed", "value_class")
+COLUMNS = FINDING_COLUMNS + EXTRA_COLUMNS + INDEX_COLUMNS
 #: columns of ``ReplayResult.bounds``: per variant, record and checked tensor, the range of the
 #: indices or ids used against their valid range ``[lower, upper)``
 BOUNDS_COLUMNS = ("variant", "site", "step", "rank", "record", "tensor", "min", "max", "lower",
@@ -52,7 +67,7 @@ FIRST_FINDING_KEYS = ("site", "step", "rank", "row", "element", "tensor", "kind"
 VIOLATION, ERROR_VERDICT, SUSPECT, OK = "violation", "error", "suspect", "ok"
 #: at equal steps, the origin goes to the site nearer the sink
 ORIGIN_PREFERENCE = ("prepare_input_ids", "async_output", "batch_change")
-_INT_COLUMNS = ("row", "element", "value", "lower", "upper")
+_INT_COLUMNS = ("row", "element", "value", "lower", "upper", "index_at")
 
 Findings = list[dict[str, Any]]
 #: checked ranges as ``Checks.range_table()`` gives them: per group its record, its tensor as
@@ -81,11 +96,19 @@ def summary_findings(record: Record) -> Findings:
     or past the bound."""
     bound, tensor = _summary_bound(record), _summary_tensor(record)
     found = []
+    indexed = summary_indexed(record.site)
     if record["min"] < 0:
-        found.append(finding(OUT_OF_BOUNDS, tensor, record["min"], 0, bound))
+        found.append(finding(OUT_OF_BOUNDS, tensor, record["min"], 0, bound, indexed=indexed))
     if record["max"] >= bound:
-        found.append(finding(OUT_OF_BOUNDS, tensor, record["max"], 0, bound))
+        found.append(finding(OUT_OF_BOUNDS, tensor, record["max"], 0, bound, indexed=indexed))
     return found
+
+
+def summary_indexed(site: str) -> str | None:
+    """What a summary record's ids index, from its site's bound: the embedding's rows
+    (``num_embeddings``), the vocabulary (``vocab_size``), else unknown."""
+    bound = get_site(site).summary_bound
+    return {"num_embeddings": EMBEDDING_ROWS, "vocab_size": VOCABULARY}.get(bound)
 
 
 def _summary_bound(record: Record) -> int:
@@ -463,7 +486,8 @@ def _frame(rows: list[dict[str, Any]], variants: list[str]) -> pd.DataFrame:
         frame[column] = frame[column].astype("Int64")
     for column in ("step", "rank", "record"):
         frame[column] = frame[column].astype("int64")
-    for column in ("variant", "site", "tensor", "kind", "origin", "resolved", "req_id"):
+    for column in ("variant", "site", "tensor", "kind", "origin", "resolved", "req_id",
+                   "index_tensor", "held", "indexed", "value_class"):
         frame[column] = frame[column].astype(object)
     frame = frame.where(frame.notna(), None) if len(frame) else frame
     return sort_findings(frame, variants)
