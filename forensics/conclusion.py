@@ -22,7 +22,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from forensics.findings import FINDING_COLUMNS, INDEX_COLUMNS, sort_findings, to_python
+from forensics.findings import (
+    FINDING_COLUMNS,
+    INDEX_COLUMNS,
+    UNJUDGED,
+    is_judged,
+    sort_findings,
+    to_python,
+)
 from forensics.silent import silent_inputs_of
 from forensics.sites import SINK
 
@@ -36,6 +43,8 @@ OUT_OF_BOUNDS = "out_of_bounds"
 PLACE = ("site", "step", "rank", "row", "element", "tensor")
 #: keys of a first violation: the DESIGN.md columns plus the request
 VIOLATION_KEYS = (*FINDING_COLUMNS, "req_id", *INDEX_COLUMNS)
+#: how many findings a variant cannot see are named in the conclusion
+_SHOWN_UNSEEN = 3
 #: manifest model keys shown as capture facts, with their labels
 MODEL_FACTS = (("name", "model"), ("vocab_size", "vocabulary"),
                ("num_embeddings", "embedding rows"), ("speculative", "speculative method"),
@@ -53,6 +62,9 @@ class Patch:
     resolved: int
     total: int
     added: int
+    #: the baseline's findings this variant cannot see (a read inside an allocation, by code
+    #: that shows no accesses): neither resolved nor still there
+    not_judged: int = 0
 
 
 @dataclass
@@ -71,6 +83,10 @@ class Conclusion:
     facts: dict[str, Any] = field(default_factory=dict)
     #: wrong tokens fed to the model without a crash (:func:`forensics.silent.silent_inputs`)
     silent: list[dict[str, Any]] = field(default_factory=list)
+    #: per variant, the first baseline findings it cannot see (only the models see them)
+    unseen: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: per variant, the sites it cannot judge (:data:`forensics.findings.UNJUDGED`)
+    unjudged: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field, plus ``text`` (the paragraph)."""
@@ -80,6 +96,7 @@ class Conclusion:
         """The conclusion as one paragraph of plain text (verdicts, patches, first violation and
         its chain, then the capture's facts)."""
         parts = [self.verdict_sentence(v) for v in self.variants]
+        parts += [self.unseen_sentence(v) for v in self.variants]
         parts.append(self.first_sentence(self.baseline))
         parts += [self.first_sentence(v) for v in self.variants
                   if v != self.baseline and not same_place(self.first.get(v),
@@ -97,10 +114,25 @@ class Conclusion:
             text += f", fails with errors at {', '.join(self.errors[variant])}"
         if self.suspects[variant]:
             text += f", finds {', '.join(self.suspects[variant])} suspect (misattributed rows)"
+        if self.unjudged.get(variant):
+            text += f", cannot judge {', '.join(self.unjudged[variant])}"
         patch = self.patch(variant)
         if patch is not None and patch.total + patch.added:
             text += " and " + describe_patch(patch, self.baseline)
         return text + "."
+
+    def unseen_sentence(self, variant: str) -> str:
+        """Which baseline findings ``variant`` cannot see, or ``""``."""
+        unseen = self.unseen.get(variant) or []
+        patch = self.patch(variant)
+        if not unseen or patch is None:
+            return ""
+        shown = "; ".join(describe_finding(f) for f in unseen[:_SHOWN_UNSEEN])
+        more = patch.not_judged - min(len(unseen), _SHOWN_UNSEEN)
+        return (f"{variant} cannot see {patch.not_judged} of the {patch.total} {self.baseline} "
+                f"out-of-bounds findings (a read inside an allocation raises nothing and "
+                f"{variant} shows no accesses): only the models see {shown}"
+                + (f" and {more} more" if more > 0 else "") + ".")
 
     def patch(self, variant: str) -> Patch | None:
         """The :class:`Patch` of ``variant`` (None for the baseline)."""
@@ -137,9 +169,13 @@ class Conclusion:
             status += f"; suspect at {','.join(self.suspects[variant])}"
         if self.errors[variant]:
             status += f"; error at {','.join(self.errors[variant])}"
+        if self.unjudged.get(variant):
+            status += f"; unjudged at {','.join(self.unjudged[variant])}"
         patch = self.patch(variant)
         if patch is not None:
             status += f"; resolves {patch.resolved} of {patch.total}, adds {patch.added}"
+            if patch.not_judged:
+                status += f", not judged {patch.not_judged}"
         if first is not None:
             status += f"; first {describe_finding(first)}"
         return f"{variant}: {status}"
@@ -160,7 +196,10 @@ def conclude(result: ReplayResult) -> Conclusion:
         patches=[patch_effect(findings, baseline, v) for v in result.variants if v != baseline],
         first=first,
         chains={v: origin_chain(findings, v, f) for v, f in first.items() if f is not None},
-        facts=capture_facts(result.capture), silent=silent_inputs_of(result))
+        facts=capture_facts(result.capture), silent=silent_inputs_of(result),
+        unseen={v: not_judged(findings, v) for v in result.variants if v != baseline},
+        unjudged={v: [s for s, verdict in result.verdicts[v].items() if verdict == UNJUDGED]
+                  for v in result.variants})
 
 
 def _capture_name(result: ReplayResult) -> str:
@@ -169,9 +208,19 @@ def _capture_name(result: ReplayResult) -> str:
 
 
 def unresolved(findings: pd.DataFrame, variant: str) -> pd.DataFrame:
-    """The ``out_of_bounds`` findings of ``variant`` that are not resolved, in first order."""
-    mine = findings[(findings["variant"] == variant) & (findings["kind"] == OUT_OF_BOUNDS)]
+    """The ``out_of_bounds`` findings of ``variant`` that are not resolved (and that it could
+    judge), in first order."""
+    mine = findings[(findings["variant"] == variant) & (findings["kind"] == OUT_OF_BOUNDS)
+                    & is_judged(findings)]
     return sort_findings(mine[mine["resolved"].map(lambda r: r is not True).astype(bool)])
+
+
+def not_judged(findings: pd.DataFrame, variant: str, limit: int = _SHOWN_UNSEEN
+               ) -> list[dict[str, Any]]:
+    """The first ``limit`` findings ``variant`` cannot see (``judged`` false), as dicts."""
+    mine = findings[(findings["variant"] == variant) & ~is_judged(findings)]
+    return [{key: to_python(row[key]) for key in VIOLATION_KEYS}
+            for _, row in sort_findings(mine).head(limit).iterrows()]
 
 
 def first_violation(findings: pd.DataFrame, variant: str) -> dict[str, Any] | None:
@@ -201,8 +250,9 @@ def patch_effect(findings: pd.DataFrame, baseline: str, variant: str) -> Patch:
     base = _places(findings[(findings["variant"] == baseline)
                             & (findings["kind"] == OUT_OF_BOUNDS)])
     still = _places(unresolved(findings, variant))
-    return Patch(variant=variant, resolved=len(base - still), total=len(base),
-                 added=len(still - base))
+    unseen = _places(findings[(findings["variant"] == variant) & ~is_judged(findings)]) & base
+    return Patch(variant=variant, resolved=len(base - still - unseen), total=len(base),
+                 added=len(still - base), not_judged=len(unseen))
 
 
 def origin_chain(findings: pd.DataFrame, variant: str, first: dict[str, Any]
@@ -323,6 +373,8 @@ def _bound(value: Any) -> str:
 def describe_patch(patch: Patch, baseline: str) -> str:
     """``"resolves 2 of 2 upstream findings"`` (and the new ones it adds)."""
     text = f"resolves {patch.resolved} of {patch.total} {baseline} out-of-bounds findings"
+    if patch.not_judged:
+        text += f" ({patch.not_judged} not judged: it cannot see them)"
     if patch.added:
         text += f", adding {patch.added} of its own"
     return text
@@ -413,6 +465,10 @@ def next_steps(conclusion: Conclusion) -> list[str]:
 
 def _patch_step(conclusion: Conclusion, patch: Patch) -> str:
     left = conclusion.violations[patch.variant]
+    if patch.not_judged:
+        return (f"{patch.variant} cannot see {patch.not_judged} of the {conclusion.baseline} "
+                f"findings (reads inside an allocation): only the models judge them, so "
+                f"this replay does not say whether {patch.variant} is affected there.")
     if left:
         return (f"{patch.variant} still leaves {', '.join(left)} in violation: it does not "
                 f"reach the cause there.")

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.outcome import ERROR, INDEX_ERROR, STATUSES, Outcome
+from forensics.outcome import OK as OK_OUTCOME
 from forensics.records import Record
 from forensics.sites import SINK, SITES, get_site, site_order
 from forensics.sites._common import OUT_OF_BOUNDS, finding, index_error_finding
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 
 FINDING_COLUMNS = ("variant", "site", "step", "rank", "row", "element", "tensor", "kind",
                    "value", "lower", "upper", "origin", "resolved")
-EXTRA_COLUMNS = ("req_id", "record")
+EXTRA_COLUMNS = ("req_id", "record", "judged")
 #: what holds an out-of-bounds value and what it indexes (DESIGN.md): ``index_tensor`` and
 #: ``index_at`` (the tensor and element holding the value; ``held`` false when the index used
 #: is computed from it, e.g. a draft's ``prev_positions[r] * spec + j``), ``indexed`` (a
@@ -65,6 +66,9 @@ BOUNDS_COLUMNS = ("variant", "site", "step", "rank", "record", "tensor", "min", 
                   "upper")
 FIRST_FINDING_KEYS = ("site", "step", "rank", "row", "element", "tensor", "kind", "value")
 VIOLATION, ERROR_VERDICT, SUSPECT, OK = "violation", "error", "suspect", "ok"
+#: the verdict of a site a variant cannot judge: summary records only (for every variant but
+#: the baseline), or only findings it cannot see (``judged`` false)
+UNJUDGED = "unjudged"
 #: at equal steps, the origin goes to the site nearer the sink
 ORIGIN_PREFERENCE = ("prepare_input_ids", "async_output", "batch_change")
 _INT_COLUMNS = ("row", "element", "value", "lower", "upper", "index_at")
@@ -168,6 +172,9 @@ class Judge:
         self._ranges: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
         self._tensors: dict[str, int] = {}
         self._count = 0
+        #: per variant, the records it ran without raising and without showing its accesses
+        #: (real code, user callables): it cannot see a silent read there
+        self._blind: dict[str, set[int]] = {v: set() for v in self.variants}
 
     def add_coordinates(self, positions: np.ndarray, rows: np.ndarray) -> None:
         """Note the coordinates of the records at ``positions``: one row each of site order,
@@ -191,6 +198,10 @@ class Judge:
             found.append(findings)
             tables.append(checks.range_table())
         _keep(self._found[variant], positions, found)
+        self._blind[variant] |= {int(i) for i, r, o in zip(positions, records, outcomes,
+                                                          strict=True)
+                                 if o is not None and o.accesses is None and o.status == OK_OUTCOME
+                                 and not r.summary}
         self._errors[variant] |= {r.site for r, o in zip(records, outcomes, strict=True)
                                   if o is not None and o.status == ERROR}
         rec, tensors, which, numbers = summary_checks(
@@ -263,10 +274,14 @@ class Judge:
         for name in self.variants:
             found = self._found[name]
             _annotate_sink(coords, found, origins)
-            for i in sorted(found):
+            unseen = _not_judged(coords, reference, self._blind[name], found)
+            for i in sorted(found.keys() | unseen.keys()):
                 site, step, rank = SITES[coords[i, 0]], int(coords[i, 1]), int(coords[i, 2])
                 rows += [{"variant": name, "site": site, "step": step, "rank": rank, **f,
-                          "record": i} for f in found[i]]
+                          "record": i, "judged": True} for f in found.get(i, [])]
+                rows += [{"variant": name, "site": site, "step": step, "rank": rank, **f,
+                          "origin": None, "resolved": None, "record": i, "judged": False}
+                         for f in unseen.get(i, [])]
         return _frame(rows, self.variants)
 
     def verdicts(self, findings: pd.DataFrame) -> dict[str, dict[str, str]]:
@@ -437,6 +452,24 @@ class _Origins:
         return None if best is None else best[2]
 
 
+def _not_judged(coords: np.ndarray, reference: Mapping[int, Findings], blind: set[int],
+                found: Mapping[int, Findings]) -> dict[int, Findings]:
+    """The reference's (upstream's) access findings that a variant could not see: reads
+    (not ``out.*``, not at the sink, whose ids every variant checks alike) of the records it
+    ran without raising and without showing its accesses (``blind``), where it has no finding
+    of its own."""
+    sink = site_order(SINK)
+    unseen: dict[int, Findings] = {}
+    for i in sorted(blind & reference.keys()):
+        if coords[i, 0] == sink or found.get(i):
+            continue
+        reads = [dict(f) for f in reference[i] if f["kind"] == OUT_OF_BOUNDS
+                 and not (f["tensor"] or "").startswith("out.")]
+        if reads:
+            unseen[i] = reads
+    return unseen
+
+
 def _annotate_sink(coords: np.ndarray, found: Mapping[int, Findings], origins: _Origins) -> None:
     """Fill ``origin``/``resolved`` of this variant's sink findings (null elsewhere)."""
     sink = site_order(SINK)
@@ -486,8 +519,9 @@ def _frame(rows: list[dict[str, Any]], variants: list[str]) -> pd.DataFrame:
         frame[column] = frame[column].astype("Int64")
     for column in ("step", "rank", "record"):
         frame[column] = frame[column].astype("int64")
+    frame["judged"] = [j is not False for j in frame["judged"]]
     for column in ("variant", "site", "tensor", "kind", "origin", "resolved", "req_id",
-                   "index_tensor", "held", "indexed", "value_class"):
+                   "index_tensor", "held", "indexed", "value_class", "judged"):
         frame[column] = frame[column].astype(object)
     frame = frame.where(frame.notna(), None) if len(frame) else frame
     return sort_findings(frame, variants)
@@ -529,21 +563,35 @@ def _verdicts(sites: Sequence[str], errors: Mapping[str, set[str]], findings: pd
     result = {}
     for name, errored in errors.items():
         mine = findings[findings["variant"] == name]
+        judged = is_judged(mine)
+        unseen = set(mine.loc[~judged, "site"])
+        mine = mine[judged]
         unresolved = mine[(mine["kind"] == OUT_OF_BOUNDS) & (mine["resolved"] != True)]  # noqa: E712
         suspect = set(mine.loc[mine["kind"] != OUT_OF_BOUNDS, "site"])
-        result[name] = {site: _verdict(site, set(unresolved["site"]), errored, suspect)
+        result[name] = {site: _verdict(site, set(unresolved["site"]), errored, suspect, unseen)
                         for site in sites}
     return result
 
 
-def _verdict(site: str, violations: set[str], errors: set[str], suspect: set[str]) -> str:
+def is_judged(findings: pd.DataFrame) -> pd.Series:
+    """Per finding, whether its variant could judge it (``judged`` not false; a table without
+    the column: every finding)."""
+    import pandas as pd
+
+    if "judged" not in findings.columns:
+        return pd.Series(True, index=findings.index)
+    return (findings["judged"] != False).astype(bool)  # noqa: E712  (null: judged)
+
+
+def _verdict(site: str, violations: set[str], errors: set[str], suspect: set[str],
+             unseen: set[str] = frozenset()) -> str:  # type: ignore[assignment]
     if site in violations:
         return VIOLATION
     if site in errors:
         return ERROR_VERDICT
     if site in suspect:
         return SUSPECT
-    return OK
+    return UNJUDGED if site in unseen else OK
 
 
 def first_finding(findings: pd.DataFrame, variant: str,

@@ -53,6 +53,7 @@ VERDICT_COLORS: dict[str, str] = {
     "error": "#ff7f0e",
     "suspect": SUSPECT_COLOR,
     "ok": "#2ca02c",
+    "unjudged": "#bdbdbd",
 }
 #: Neutral colours for several tensors on one Axes (never the violation colour).
 TENSOR_COLORS = ("#1f77b4", "#9467bd", "#17becf", "#8c564b", "#7f7f7f", "#bcbd22")
