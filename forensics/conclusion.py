@@ -19,6 +19,7 @@ A resolved finding (``resolved`` true) is never counted as unresolved anywhere h
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,12 +27,13 @@ from forensics.findings import (
     FINDING_COLUMNS,
     INDEX_COLUMNS,
     UNJUDGED,
+    baseline_of,
     is_judged,
     sort_findings,
     to_python,
 )
 from forensics.silent import silent_inputs_of
-from forensics.sites import SINK
+from forensics.sites import SINK, site_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,10 +85,14 @@ class Conclusion:
     facts: dict[str, Any] = field(default_factory=dict)
     #: wrong tokens fed to the model without a crash (:func:`forensics.silent.silent_inputs`)
     silent: list[dict[str, Any]] = field(default_factory=list)
-    #: per variant, the first baseline findings it cannot see (only the models see them)
+    #: per variant, the first baseline findings it cannot see (only the models see them; the
+    #: summary-only sites apart) and how many there are
     unseen: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    unseen_count: dict[str, int] = field(default_factory=dict)
     #: per variant, the sites it cannot judge (:data:`forensics.findings.UNJUDGED`)
     unjudged: dict[str, list[str]] = field(default_factory=dict)
+    #: the sites holding summary records only (log lines): nothing there is replayed
+    summary_only: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field, plus ``text`` (the paragraph)."""
@@ -97,6 +103,7 @@ class Conclusion:
         its chain, then the capture's facts)."""
         parts = [self.verdict_sentence(v) for v in self.variants]
         parts += [self.unseen_sentence(v) for v in self.variants]
+        parts.append(self.summary_sentence())
         parts.append(self.first_sentence(self.baseline))
         parts += [self.first_sentence(v) for v in self.variants
                   if v != self.baseline and not same_place(self.first.get(v),
@@ -121,15 +128,27 @@ class Conclusion:
             text += " and " + describe_patch(patch, self.baseline)
         return text + "."
 
+    def summary_sentence(self) -> str:
+        """Why the sites with summary records only are unjudged, or ``""``."""
+        others = [v for v in self.variants if v != self.baseline]
+        if not self.summary_only or not others:
+            return ""
+        sites = ", ".join(self.summary_only)
+        return (f"{sites} {'holds' if len(self.summary_only) == 1 else 'hold'} summary records "
+                f"only (a log's min/max, no tensors): nothing there can be replayed, so "
+                f"{', '.join(others)} cannot be judged there (unjudged); only the logged values "
+                f"against their bound ({self.baseline}) stand.")
+
     def unseen_sentence(self, variant: str) -> str:
         """Which baseline findings ``variant`` cannot see, or ``""``."""
         unseen = self.unseen.get(variant) or []
         patch = self.patch(variant)
         if not unseen or patch is None:
             return ""
+        count = self.unseen_count.get(variant, len(unseen))
         shown = "; ".join(describe_finding(f) for f in unseen[:_SHOWN_UNSEEN])
-        more = patch.not_judged - min(len(unseen), _SHOWN_UNSEEN)
-        return (f"{variant} cannot see {patch.not_judged} of the {patch.total} {self.baseline} "
+        more = count - min(len(unseen), _SHOWN_UNSEEN)
+        return (f"{variant} cannot see {count} of the {patch.total} {self.baseline} "
                 f"out-of-bounds findings (a read inside an allocation raises nothing and "
                 f"{variant} shows no accesses): only the models see {shown}"
                 + (f" and {more} more" if more > 0 else "") + ".")
@@ -184,11 +203,13 @@ class Conclusion:
 def conclude(result: ReplayResult) -> Conclusion:
     """Compute the :class:`Conclusion` of ``result`` (a replay of a capture or of records)."""
     findings = result.findings
-    baseline = "upstream" if "upstream" in result.variants else result.variants[0]
+    baseline = baseline_of(result.variants) or result.variants[0]
     by_verdict = {kind: {v: [s for s, verdict in result.verdicts[v].items() if verdict == kind]
                          for v in result.variants}
                   for kind in ("violation", "suspect", "error")}
     first = {v: first_violation(findings, v) for v in result.variants}
+    apart = summary_only_sites(result)
+    others = [v for v in result.variants if v != baseline]
     return Conclusion(
         capture=_capture_name(result), baseline=baseline, variants=list(result.variants),
         violations=by_verdict["violation"], suspects=by_verdict["suspect"],
@@ -197,9 +218,25 @@ def conclude(result: ReplayResult) -> Conclusion:
         first=first,
         chains={v: origin_chain(findings, v, f) for v, f in first.items() if f is not None},
         facts=capture_facts(result.capture), silent=silent_inputs_of(result),
-        unseen={v: not_judged(findings, v) for v in result.variants if v != baseline},
+        unseen={v: not_judged(findings, v, apart)[0] for v in others},
+        unseen_count={v: not_judged(findings, v, apart)[1] for v in others},
         unjudged={v: [s for s, verdict in result.verdicts[v].items() if verdict == UNJUDGED]
-                  for v in result.variants})
+                  for v in result.variants},
+        summary_only=apart)
+
+
+def summary_only_sites(result: ReplayResult) -> list[str]:
+    """The sites of ``result`` whose records are all summary records, in pipeline order."""
+    index = result.index
+    pairs: Iterable[tuple[str, bool]]
+    if index is not None and len(index):
+        pairs = zip(index["site"], index["summary"], strict=True)
+    else:
+        pairs = ((r.site, r.summary) for r in result.records)
+    seen: dict[str, bool] = {}
+    for site, summary in pairs:
+        seen[site] = seen.get(site, True) and bool(summary)
+    return [site for site in sorted(seen, key=site_order) if seen[site]]
 
 
 def _capture_name(result: ReplayResult) -> str:
@@ -215,12 +252,14 @@ def unresolved(findings: pd.DataFrame, variant: str) -> pd.DataFrame:
     return sort_findings(mine[mine["resolved"].map(lambda r: r is not True).astype(bool)])
 
 
-def not_judged(findings: pd.DataFrame, variant: str, limit: int = _SHOWN_UNSEEN
-               ) -> list[dict[str, Any]]:
-    """The first ``limit`` findings ``variant`` cannot see (``judged`` false), as dicts."""
-    mine = findings[(findings["variant"] == variant) & ~is_judged(findings)]
+def not_judged(findings: pd.DataFrame, variant: str, apart: Sequence[str] = (),
+               limit: int = _SHOWN_UNSEEN) -> tuple[list[dict[str, Any]], int]:
+    """The first ``limit`` findings ``variant`` cannot see (``judged`` false) outside the
+    sites ``apart``, as dicts, and how many there are."""
+    mine = findings[(findings["variant"] == variant) & ~is_judged(findings)
+                    & ~findings["site"].isin(list(apart))]
     return [{key: to_python(row[key]) for key in VIOLATION_KEYS}
-            for _, row in sort_findings(mine).head(limit).iterrows()]
+            for _, row in sort_findings(mine).head(limit).iterrows()], len(mine)
 
 
 def first_violation(findings: pd.DataFrame, variant: str) -> dict[str, Any] | None:

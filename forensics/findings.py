@@ -275,10 +275,13 @@ class Judge:
             found = self._found[name]
             _annotate_sink(coords, found, origins)
             unseen = _not_judged(coords, reference, self._blind[name], found)
+            base = name == baseline_of(self.variants)
             for i in sorted(found.keys() | unseen.keys()):
                 site, step, rank = SITES[coords[i, 0]], int(coords[i, 1]), int(coords[i, 2])
+                summary = bool(coords[i, 3]) and not base
                 rows += [{"variant": name, "site": site, "step": step, "rank": rank, **f,
-                          "record": i, "judged": True} for f in found.get(i, [])]
+                          "record": i, "judged": not summary or f.get("resolved") is True}
+                         for f in found.get(i, [])]
                 rows += [{"variant": name, "site": site, "step": step, "rank": rank, **f,
                           "origin": None, "resolved": None, "record": i, "judged": False}
                          for f in unseen.get(i, [])]
@@ -286,8 +289,10 @@ class Judge:
 
     def verdicts(self, findings: pd.DataFrame) -> dict[str, dict[str, str]]:
         """``{variant: {site: verdict}}`` (see :func:`verdicts`)."""
-        sites = [SITES[code] for code in np.unique(self.coordinates()[:, 0])]
-        return _verdicts(sites, self._errors, findings)
+        coords = self.coordinates()
+        sites = [SITES[code] for code in np.unique(coords[:, 0])]
+        replayed = {SITES[code] for code in np.unique(coords[coords[:, 3] == 0, 0])}
+        return _verdicts(sites, self._errors, findings, set(sites) - replayed)
 
     def bounds(self) -> pd.DataFrame:
         """The ``ReplayResult.bounds`` table, ordered by variant, then record. It takes the
@@ -554,13 +559,23 @@ def verdicts(records: Sequence[Record], outcomes: Mapping[str, Sequence[Outcome 
     errors = {name: {r.site for r, o in zip(records, outs, strict=True)
                      if o is not None and o.status == ERROR}
               for name, outs in outcomes.items()}
-    return _verdicts(sites, errors, findings)
+    summary_only = set(sites) - {r.site for r in records if not r.summary}
+    return _verdicts(sites, errors, findings, summary_only)
 
 
-def _verdicts(sites: Sequence[str], errors: Mapping[str, set[str]], findings: pd.DataFrame
+def baseline_of(variants: Sequence[str]) -> str | None:
+    """The variant the others are compared with: ``upstream`` when chosen, else the first."""
+    return "upstream" if "upstream" in variants else (variants[0] if variants else None)
+
+
+def _verdicts(sites: Sequence[str], errors: Mapping[str, set[str]], findings: pd.DataFrame,
+              summary_only: set[str] = frozenset()  # type: ignore[assignment]
               ) -> dict[str, dict[str, str]]:
-    """Verdicts of ``sites`` per variant of ``errors`` (the sites with an ``error`` outcome)."""
+    """Verdicts of ``sites`` per variant of ``errors`` (the sites with an ``error`` outcome);
+    a site of ``summary_only`` (nothing there replayed) is :data:`UNJUDGED` for every variant
+    but the baseline."""
     result = {}
+    baseline = baseline_of(list(errors))
     for name, errored in errors.items():
         mine = findings[findings["variant"] == name]
         judged = is_judged(mine)
@@ -568,7 +583,8 @@ def _verdicts(sites: Sequence[str], errors: Mapping[str, set[str]], findings: pd
         mine = mine[judged]
         unresolved = mine[(mine["kind"] == OUT_OF_BOUNDS) & (mine["resolved"] != True)]  # noqa: E712
         suspect = set(mine.loc[mine["kind"] != OUT_OF_BOUNDS, "site"])
-        result[name] = {site: _verdict(site, set(unresolved["site"]), errored, suspect, unseen)
+        result[name] = {site: UNJUDGED if name != baseline and site in summary_only
+                        else _verdict(site, set(unresolved["site"]), errored, suspect, unseen)
                         for site in sites}
     return result
 
