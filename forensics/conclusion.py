@@ -34,6 +34,7 @@ from forensics.findings import (
 )
 from forensics.silent import silent_inputs_of
 from forensics.sites import SINK, site_order
+from forensics.suspects import describe_suspect, first_suspects
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,6 +94,9 @@ class Conclusion:
     unjudged: dict[str, list[str]] = field(default_factory=dict)
     #: the sites holding summary records only (log lines): nothing there is replayed
     summary_only: list[str] = field(default_factory=list)
+    #: per variant, its first misattributed finding with the row and request it read
+    #: (:func:`forensics.suspects.first_suspects`), or None
+    suspect_first: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field, plus ``text`` (the paragraph)."""
@@ -120,7 +124,9 @@ class Conclusion:
         if self.errors[variant]:
             text += f", fails with errors at {', '.join(self.errors[variant])}"
         if self.suspects[variant]:
-            text += f", finds {', '.join(self.suspects[variant])} suspect (misattributed rows)"
+            text += f", finds {', '.join(self.suspects[variant])} suspect (misattributed rows"
+            first = self.suspect_first.get(variant)
+            text += f"; the first: {describe_suspect(first)})" if first else ")"
         if self.unjudged.get(variant):
             text += f", cannot judge {', '.join(self.unjudged[variant])}"
         patch = self.patch(variant)
@@ -186,6 +192,9 @@ class Conclusion:
         status = f"violation at {','.join(bad)}" if bad else "no violation"
         if self.suspects[variant]:
             status += f"; suspect at {','.join(self.suspects[variant])}"
+            suspect = self.suspect_first.get(variant)
+            if suspect:
+                status += f" (first {describe_suspect(suspect)})"
         if self.errors[variant]:
             status += f"; error at {','.join(self.errors[variant])}"
         if self.unjudged.get(variant):
@@ -222,7 +231,7 @@ def conclude(result: ReplayResult) -> Conclusion:
         unseen_count={v: not_judged(findings, v, apart)[1] for v in others},
         unjudged={v: [s for s, verdict in result.verdicts[v].items() if verdict == UNJUDGED]
                   for v in result.variants},
-        summary_only=apart)
+        summary_only=apart, suspect_first=first_suspects(result))
 
 
 def summary_only_sites(result: ReplayResult) -> list[str]:
@@ -490,8 +499,7 @@ def next_steps(conclusion: Conclusion) -> list[str]:
                          f"{chain[0]['step']}): the fix belongs there, not at the crash.")
     steps += [_patch_step(conclusion, p) for p in conclusion.patches if p.total or p.added]
     suspects = {v: s for v, s in conclusion.suspects.items() if s}
-    steps += [f"{v} finds {', '.join(s)} suspect: an in-range row read another request's "
-              f"state; compare the request ids at those steps." for v, s in suspects.items()]
+    steps += [_suspect_step(conclusion, v, s) for v, s in suspects.items()]
     if not any(conclusion.violations.values()) and not suspects:
         events = conclusion.facts.get("events") or []
         steps.append(
@@ -500,6 +508,17 @@ def next_steps(conclusion: Conclusion) -> list[str]:
             f"01_stale_prev_rows shows how)." if events else
             "No index left its valid range in this capture: nothing to fix at these sites.")
     return steps
+
+
+def _suspect_step(conclusion: Conclusion, variant: str, sites: list[str]) -> str:
+    """Where to look for ``variant``'s suspect rows: its first misattributed finding."""
+    first = conclusion.suspect_first.get(variant)
+    text = (f"{variant} finds {', '.join(sites)} suspect: an in-range row read another "
+            f"request's state")
+    if not first:
+        return text + "."
+    return (f"{text}; start at {describe_suspect(first)}"
+            + (f", the first of {first['count']}" if first.get("count", 1) > 1 else "") + ".")
 
 
 def _patch_step(conclusion: Conclusion, patch: Patch) -> str:

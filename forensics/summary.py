@@ -14,6 +14,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from forensics.conclusion import Conclusion, conclude, describe_finding, fact_text
+from forensics.suspects import describe_suspect
 
 if TYPE_CHECKING:
     from forensics.replaying import ReplayResult
@@ -36,6 +37,11 @@ def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None) -> s
              "### Verdicts", "", *_verdict_rows(result), "", "### First violations", ""]
     for variant in result.variants:
         lines.append(f"- **{variant}**: {_first_text(conclusion, variant)}")
+    suspects = {v: s for v, s in conclusion.suspect_first.items() if s}
+    if suspects:
+        lines += ["", "### Suspect rows", ""]
+        lines += [f"- **{v}**: {describe_suspect(s)} (the first of {s['count']})"
+                  for v, s in suspects.items()]
     lines += ["", "### Capture", ""]
     lines += [f"- {key}: {fact_text(key, value)}" for key, value in conclusion.facts.items()
               if key != "events"]
