@@ -99,12 +99,16 @@ def verdict_table(verdicts: dict[str, dict[str, str]], variants: list[str]) -> l
 def variant_line(result: Any, conclusion: Any, variant: str) -> str:
     """``variant: ok N, index_error N, error N; F findings (R resolved); first violation ...``."""
     from forensics.conclusion import describe_finding
+    from forensics.findings import is_judged
 
     counts = result.outcome_counts[variant]
     mine = result.findings[result.findings["variant"] == variant]
     resolved = int(mine["resolved"].map(lambda r: r is True).sum())
+    unseen = int((~is_judged(mine)).sum())
     first = conclusion.first.get(variant)
     where = ("no unresolved violation" if first is None
              else f"first violation: {describe_finding(first)}")
+    judged = f", {unseen} not judged" if unseen else ""
     return (f"{variant}: ok {counts['ok']}, index_error {counts['index_error']}, "
-            f"error {counts['error']}; {len(mine)} findings ({resolved} resolved); {where}")
+            f"error {counts['error']}; {len(mine)} findings ({resolved} resolved{judged}); "
+            f"{where}")

@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from importer_helpers import record_to_npz
 
 import forensics
+from forensics.cli import main
 from forensics.conclusion import conclude
 from forensics.importers import import_sources
 from forensics.records import Record
@@ -48,7 +50,8 @@ def test_a_log_alone_keeps_its_line_numbers(tmp_path: Path) -> None:
     assert sorted(r.step for r in load(out).records()) == [0, 1]
 
 
-def test_summary_only_sites_are_unjudged_but_for_the_baseline(tmp_path: Path) -> None:
+def test_summary_only_sites_are_unjudged_but_for_the_baseline(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "engine.log").write_text(LOG)
     out = import_sources([tmp_path / "engine.log"], tmp_path / "c.capture")
     result = forensics.replay(out, ["upstream", "patched"])
@@ -58,6 +61,8 @@ def test_summary_only_sites_are_unjudged_but_for_the_baseline(tmp_path: Path) ->
     assert "patched leaves embedding in violation" not in text
     assert "embedding holds summary records only" in text
     assert "patched cannot be judged there (unjudged)" in text
+    assert main(["replay", str(out)]) == 0
+    assert "1 findings (0 resolved, 1 not judged)" in capsys.readouterr().out
 
 
 def test_a_replayed_record_beside_a_log_keeps_the_site_judged(tmp_path: Path) -> None:
