@@ -188,3 +188,22 @@ def test_replay_json_carries_the_index_keys(tmp_path: Path,
     assert {k: first[k] for k in ("index_tensor", "index_at", "indexed", "value_class")} == {
         "index_tensor": "prev_positions", "index_at": 3,
         "indexed": "valid_sampled_token_count", "value_class": "stale_row"}
+
+
+@pytest.mark.parametrize("name", ["stale-prev-row", "incident-b-vocab-sentinel",
+                                  "placeholder-leak"])
+def test_bundled_demo_lines_name_the_index_tensor_and_value_class(name: str) -> None:
+    from forensics.demo import verdict_rows
+
+    data = Path(__file__).resolve().parent.parent / "data"
+    result = forensics.replay(data / f"{name}.capture", ["upstream", "patched"])
+    lines = [row.first_finding for row in verdict_rows(name, result)
+             if row.first_finding != "-"]
+    assert lines and all("`" in line for line in lines), lines  # an index tensor named
+    classes = ("a stale previous row", "the vocab_size sentinel", "a -1 placeholder")
+    assert all(any(c in line for c in classes) for line in lines), lines
+    up = result.findings[result.findings["variant"] == "upstream"]
+    for f in finding_records(up.head(200)):
+        if f["held"]:
+            record = result.records[f["record"]]
+            assert _holds(record, f["index_tensor"], [f["index_at"]], f["value"]), f
