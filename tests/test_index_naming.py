@@ -207,3 +207,15 @@ def test_bundled_demo_lines_name_the_index_tensor_and_value_class(name: str) -> 
         if f["held"]:
             record = result.records[f["record"]]
             assert _holds(record, f["index_tensor"], [f["index_at"]], f["value"]), f
+
+
+def test_an_async_previous_row_past_the_end_names_no_holder() -> None:
+    record = _record("async_output", 5, req_ids=["a", "b"], prev_req_ids=["a", "b"],
+                     sampled_token_ids_cpu=np.array([[3, 3]], np.int32),
+                     output_token_ids=[[5, -1], [6, -1]], vocab_size=100)
+    result = forensics.replay([record], ["upstream"])
+    (f,) = finding_records(result.findings)
+    assert (f["tensor"], f["index_tensor"], f["held"], f["value_class"]) == (
+        "sampled_token_ids_cpu", None, False, "stale_row")
+    assert "index 1 indexes `sampled_token_ids_cpu` (1 row): a stale previous row" in \
+        conclude(result).paragraph()

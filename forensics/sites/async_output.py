@@ -66,8 +66,9 @@ FIELDS = (
 OUTPUT_FIELDS = ("output_token_ids", "output_tail", "output_len")
 SUMMARY_BOUND = "vocab_size"
 SUMMARY_TENSOR = "out.output_token_ids"
-#: the tensor of the sampled ids the call reads, and the map giving the rows it reads
-SAMPLED, PREV_MAP = "sampled_token_ids_cpu", "prev_req_id_to_index"
+#: the tensor of the sampled ids the call reads (at each request's previous row, which no
+#: captured tensor holds as such: ``index_tensor`` null)
+SAMPLED = "sampled_token_ids_cpu"
 
 
 def check_record(record: Record, where: str) -> None:
@@ -338,7 +339,7 @@ class Run:
         acc_rows = self.selected.acc_rows
         mine = acc_rows[b.rec[acc_rows] == i]
         access = Access(SAMPLED, b.local[mine], b.local[mine], b.prev[mine], 0,
-                        int(b.s_rows[i]), PREV_MAP, held=False, stale=True)
+                        int(b.s_rows[i]), "", held=False, stale=True)
         if self.status[i] != 0:
             return Outcome(STATUSES[self.status[i]], _LIST_ERROR, {}, [access])
         values, lengths = self.after() if after is None else after
@@ -439,7 +440,7 @@ def _access_checks(rec: np.ndarray, row: np.ndarray, prev: np.ndarray, rows: np.
     only where the judge needs a bound)."""
     return Checks(SAMPLED, KINDS.index(OUT_OF_BOUNDS), rec, row, row, prev,
                   np.broadcast_to(np.int64(0), prev.shape), lambda at: rows[rec[at]],
-                  index_tensor=PREV_MAP, indexed=SAMPLED, held=False, stale=True)
+                  index_tensor="", indexed=SAMPLED, held=False, stale=True)
 
 
 def _sampled_rows(sampled: np.ndarray, base: np.ndarray, k: np.ndarray) -> np.ndarray:
