@@ -20,7 +20,6 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from conftest import DATA, embedding_records  # noqa: E402
 from incident_records import by_site, clean_step  # noqa: E402
 from matplotlib.colors import same_color  # noqa: E402
 
@@ -29,6 +28,7 @@ from forensics import plots  # noqa: E402
 from forensics.cli import main  # noqa: E402
 from forensics.conclusion import conclude, next_steps  # noqa: E402
 from forensics.summary import render  # noqa: E402
+from tests.conftest import DATA, embedding_records  # noqa: E402
 
 
 def _coloured(ax: Any, color: str) -> list[Any]:
