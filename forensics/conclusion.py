@@ -19,14 +19,24 @@ A resolved finding (``resolved`` true) is never counted as unresolved anywhere h
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from forensics.escaping import terminal
-from forensics.findings import FINDING_COLUMNS, sort_findings, to_python
+from forensics.findings import (
+    FINDING_COLUMNS,
+    INDEX_COLUMNS,
+    UNJUDGED,
+    baseline_of,
+    is_judged,
+    sort_findings,
+    to_python,
+)
 from forensics.silent import silent_inputs_of
-from forensics.sites import SINK
+from forensics.sites import SINK, site_order
 from forensics.sites.core import OUT_OF_BOUNDS
+from forensics.suspects import describe_suspect, first_suspects
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,7 +46,9 @@ if TYPE_CHECKING:
 #: a finding's place: two findings at the same place are the same finding under two variants
 PLACE = ("site", "step", "rank", "row", "element", "tensor")
 #: keys of a first violation: the DESIGN.md columns plus the request
-VIOLATION_KEYS = (*FINDING_COLUMNS, "req_id")
+VIOLATION_KEYS = (*FINDING_COLUMNS, "req_id", *INDEX_COLUMNS)
+#: how many findings a variant cannot see are named in the conclusion
+_SHOWN_UNSEEN = 3
 #: manifest model keys shown as capture facts, with their labels
 MODEL_FACTS = (("name", "model"), ("vocab_size", "vocabulary"),
                ("num_embeddings", "embedding rows"), ("speculative", "speculative method"),
@@ -54,6 +66,9 @@ class Patch:
     resolved: int
     total: int
     added: int
+    #: the baseline's findings this variant cannot see (a read inside an allocation, by code
+    #: that shows no accesses): neither resolved nor still there
+    not_judged: int = 0
 
 
 @dataclass
@@ -74,6 +89,17 @@ class Conclusion:
     silent: list[dict[str, Any]] = field(default_factory=list)
     #: known or new, explained or not (:class:`forensics.known.KnownAnswer`; None: not asked)
     known: Any = None
+    #: per variant, the first baseline findings it cannot see (only the models see them; the
+    #: summary-only sites apart) and how many there are
+    unseen: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    unseen_count: dict[str, int] = field(default_factory=dict)
+    #: per variant, the sites it cannot judge (:data:`forensics.findings.UNJUDGED`)
+    unjudged: dict[str, list[str]] = field(default_factory=dict)
+    #: the sites holding summary records only (log lines): nothing there is replayed
+    summary_only: list[str] = field(default_factory=list)
+    #: per variant, its first misattributed finding with the row and request it read
+    #: (:func:`forensics.suspects.first_suspects`), or None
+    suspect_first: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field, plus ``text`` (the paragraph)."""
@@ -86,6 +112,8 @@ class Conclusion:
         verdicts, patches, first violation and its chain, known issues, the capture's facts)."""
         parts = [self.known.lead() if self.known is not None else ""]
         parts += [self.verdict_sentence(v) for v in self.variants]
+        parts += [self.unseen_sentence(v) for v in self.variants]
+        parts.append(self.summary_sentence())
         parts.append(self.first_sentence(self.baseline))
         parts += [self.first_sentence(v) for v in self.variants
                   if v != self.baseline and not same_place(self.first.get(v),
@@ -103,11 +131,40 @@ class Conclusion:
         if self.errors[variant]:
             text += f", fails with errors at {', '.join(self.errors[variant])}"
         if self.suspects[variant]:
-            text += f", finds {', '.join(self.suspects[variant])} suspect (misattributed rows)"
+            text += f", finds {', '.join(self.suspects[variant])} suspect (misattributed rows"
+            first = self.suspect_first.get(variant)
+            text += f"; the first: {describe_suspect(first)})" if first else ")"
+        if self.unjudged.get(variant):
+            text += f", cannot judge {', '.join(self.unjudged[variant])}"
         patch = self.patch(variant)
         if patch is not None and patch.total + patch.added:
             text += " and " + describe_patch(patch, self.baseline)
         return text + "."
+
+    def summary_sentence(self) -> str:
+        """Why the sites with summary records only are unjudged, or ``""``."""
+        others = [v for v in self.variants if v != self.baseline]
+        if not self.summary_only or not others:
+            return ""
+        sites = ", ".join(self.summary_only)
+        return (f"{sites} {'holds' if len(self.summary_only) == 1 else 'hold'} summary records "
+                f"only (a log's min/max, no tensors): nothing there can be replayed, so "
+                f"{', '.join(others)} cannot be judged there (unjudged); only the logged values "
+                f"against their bound ({self.baseline}) stand.")
+
+    def unseen_sentence(self, variant: str) -> str:
+        """Which baseline findings ``variant`` cannot see, or ``""``."""
+        unseen = self.unseen.get(variant) or []
+        patch = self.patch(variant)
+        if not unseen or patch is None:
+            return ""
+        count = self.unseen_count.get(variant, len(unseen))
+        shown = "; ".join(describe_finding(f) for f in unseen[:_SHOWN_UNSEEN])
+        more = count - min(len(unseen), _SHOWN_UNSEEN)
+        return (f"{variant} cannot see {count} of the {patch.total} {self.baseline} "
+                f"out-of-bounds findings (a read inside an allocation raises nothing and "
+                f"{variant} shows no accesses): only the models see {shown}"
+                + (f" and {more} more" if more > 0 else "") + ".")
 
     def patch(self, variant: str) -> Patch | None:
         """The :class:`Patch` of ``variant`` (None for the baseline)."""
@@ -142,11 +199,18 @@ class Conclusion:
         status = f"violation at {','.join(bad)}" if bad else "no violation"
         if self.suspects[variant]:
             status += f"; suspect at {','.join(self.suspects[variant])}"
+            suspect = self.suspect_first.get(variant)
+            if suspect:
+                status += f" (first {describe_suspect(suspect)})"
         if self.errors[variant]:
             status += f"; error at {','.join(self.errors[variant])}"
+        if self.unjudged.get(variant):
+            status += f"; unjudged at {','.join(self.unjudged[variant])}"
         patch = self.patch(variant)
         if patch is not None:
             status += f"; resolves {patch.resolved} of {patch.total}, adds {patch.added}"
+            if patch.not_judged:
+                status += f", not judged {patch.not_judged}"
         if first is not None:
             status += f"; first {describe_finding(first)}"
         return f"{variant}: {status}"
@@ -155,11 +219,13 @@ class Conclusion:
 def conclude(result: ReplayResult) -> Conclusion:
     """Compute the :class:`Conclusion` of ``result`` (a replay of a capture or of records)."""
     findings = result.findings
-    baseline = "upstream" if "upstream" in result.variants else result.variants[0]
+    baseline = baseline_of(result.variants) or result.variants[0]
     by_verdict = {kind: {v: [s for s, verdict in result.verdicts[v].items() if verdict == kind]
                          for v in result.variants}
                   for kind in ("violation", "suspect", "error")}
     first = {v: first_violation(findings, v) for v in result.variants}
+    apart = summary_only_sites(result)
+    others = [v for v in result.variants if v != baseline]
     return Conclusion(
         capture=_capture_name(result), baseline=baseline, variants=list(result.variants),
         violations=by_verdict["violation"], suspects=by_verdict["suspect"],
@@ -168,7 +234,26 @@ def conclude(result: ReplayResult) -> Conclusion:
         first=first,
         chains={v: origin_chain(findings, v, f) for v, f in first.items() if f is not None},
         facts=capture_facts(result.capture), silent=silent_inputs_of(result),
+        unseen={v: not_judged(findings, v, apart)[0] for v in others},
+        unseen_count={v: not_judged(findings, v, apart)[1] for v in others},
+        unjudged={v: [s for s, verdict in result.verdicts[v].items() if verdict == UNJUDGED]
+                  for v in result.variants},
+        summary_only=apart, suspect_first=first_suspects(result),
         known=known_answer(result))
+
+
+def summary_only_sites(result: ReplayResult) -> list[str]:
+    """The sites of ``result`` whose records are all summary records, in pipeline order."""
+    index = result.index
+    pairs: Iterable[tuple[str, bool]]
+    if index is not None and len(index):
+        pairs = zip(index["site"], index["summary"], strict=True)
+    else:
+        pairs = ((r.site, r.summary) for r in result.records)
+    seen: dict[str, bool] = {}
+    for site, summary in pairs:
+        seen[site] = seen.get(site, True) and bool(summary)
+    return [site for site in sorted(seen, key=site_order) if seen[site]]
 
 
 def _capture_name(result: ReplayResult) -> str:
@@ -177,9 +262,21 @@ def _capture_name(result: ReplayResult) -> str:
 
 
 def unresolved(findings: pd.DataFrame, variant: str) -> pd.DataFrame:
-    """The ``out_of_bounds`` findings of ``variant`` that are not resolved, in first order."""
-    mine = findings[(findings["variant"] == variant) & (findings["kind"] == OUT_OF_BOUNDS)]
+    """The ``out_of_bounds`` findings of ``variant`` that are not resolved (and that it could
+    judge), in first order."""
+    mine = findings[(findings["variant"] == variant) & (findings["kind"] == OUT_OF_BOUNDS)
+                    & is_judged(findings)]
     return sort_findings(mine[mine["resolved"].map(lambda r: r is not True).astype(bool)])
+
+
+def not_judged(findings: pd.DataFrame, variant: str, apart: Sequence[str] = (),
+               limit: int = _SHOWN_UNSEEN) -> tuple[list[dict[str, Any]], int]:
+    """The first ``limit`` findings ``variant`` cannot see (``judged`` false) outside the
+    sites ``apart``, as dicts, and how many there are."""
+    mine = findings[(findings["variant"] == variant) & ~is_judged(findings)
+                    & ~findings["site"].isin(list(apart))]
+    return [{key: to_python(row[key]) for key in VIOLATION_KEYS}
+            for _, row in sort_findings(mine).head(limit).iterrows()], len(mine)
 
 
 def first_violation(findings: pd.DataFrame, variant: str) -> dict[str, Any] | None:
@@ -209,8 +306,9 @@ def patch_effect(findings: pd.DataFrame, baseline: str, variant: str) -> Patch:
     base = _places(findings[(findings["variant"] == baseline)
                             & (findings["kind"] == OUT_OF_BOUNDS)])
     still = _places(unresolved(findings, variant))
-    return Patch(variant=variant, resolved=len(base - still), total=len(base),
-                 added=len(still - base))
+    unseen = _places(findings[(findings["variant"] == variant) & ~is_judged(findings)]) & base
+    return Patch(variant=variant, resolved=len(base - still - unseen), total=len(base),
+                 added=len(still - base), not_judged=len(unseen))
 
 
 def origin_chain(findings: pd.DataFrame, variant: str, first: dict[str, Any]
@@ -244,14 +342,84 @@ def describe_finding(f: dict[str, Any]) -> str:
         where += f", row {f['row']}"
     if f.get("req_id") is not None:
         where += f" (request {terminal(repr(str(f['req_id'])))})"
-    tensor = terminal(f["tensor"])
-    tensor = tensor if f.get("element") is None else f"{tensor}[{f['element']}]"
-    text = f"{where}: {tensor} = {f['value']}"
-    if f.get("lower") is not None or f.get("upper") is not None:
-        text += f", outside [{_bound(f.get('lower'))}, {_bound(f.get('upper'))})"
+    text = f"{where}: {terminal(what_happened(f))}"
     if f.get("resolved") is True:
         text += " (resolved)"
     return text
+
+
+def what_happened(f: dict[str, Any]) -> str:
+    """The bad value of a finding, where it is held and what it indexes: ``"`prev_positions[3]
+    = 4` indexes `valid_sampled_token_count` (4 elements): a stale previous row"``. ``T[i] =
+    v`` is written only where ``T[i]`` holds ``v`` (the finding's ``held``); a finding without
+    these keys (an older table) says ``tensor[element] = value``."""
+    if f.get("kind") != OUT_OF_BOUNDS or "index_tensor" not in f:
+        tensor = f["tensor"] if f.get("element") is None else f"{f['tensor']}[{f['element']}]"
+        text = f"{tensor} = {f['value']}"
+        if f.get("lower") is not None or f.get("upper") is not None:
+            text += f", outside [{_bound(f.get('lower'))}, {_bound(f.get('upper'))})"
+        return text
+    text = f"{_holder(f)} {_target(f)}"
+    kind = _value_kind(f)
+    return f"{text}: {kind}" if kind else text
+
+
+def _holder(f: dict[str, Any]) -> str:
+    """Where the bad value is: ``"`T[i] = v`"`` when ``T[i]`` holds it, else the index used
+    and what it is computed from, or ``"value v"``."""
+    tensor, at, value = f.get("index_tensor"), f.get("index_at"), f.get("value")
+    if f.get("held") and tensor is not None and at is not None:
+        return f"`{tensor}[{at}] = {value}`"
+    if tensor is not None and at is not None:
+        return f"index {value}, computed from `{tensor}[{at}]`,"
+    if tensor is not None:
+        return f"value {value} of `{tensor}`"
+    return f"index {value}"
+
+
+def _target(f: dict[str, Any]) -> str:
+    """What the value indexes and its bound: ``"indexes `T` (4 elements)"``, ``"is outside
+    the vocabulary (248320 ids)"``."""
+    indexed, lower, upper = f.get("indexed"), f.get("lower"), f.get("upper")
+    if upper is None:
+        span = "unknown size" if lower is None else f"valid from {lower}, size unknown"
+    elif lower not in (0, None):
+        span = f"valid [{lower}, {upper})"
+    else:
+        unit = _unit(f)
+        span = f"{upper} {unit[:-1] if upper == 1 else unit}"
+    if indexed in ("vocabulary", "embedding rows"):
+        return f"is outside the {indexed} ({span})"
+    if indexed is None:
+        return f"is outside its range ({span})"
+    return f"indexes `{indexed}` ({span})"
+
+
+def _unit(f: dict[str, Any]) -> str:
+    """What the bound counts: ids, embedding rows, rows of a 2-D field of the site (indexed by
+    row) or elements."""
+    indexed = f.get("indexed")
+    if indexed == "vocabulary":
+        return "ids"
+    if indexed == "embedding rows":
+        return "rows"
+    from forensics.sites import SITES, get_site
+
+    if f.get("site") in SITES:
+        spec = next((s for s in get_site(f["site"]).fields if s.name == indexed), None)
+        if spec is not None and spec.ndim == 2:
+            return "rows"
+    return "elements"
+
+
+def _value_kind(f: dict[str, Any]) -> str:
+    """The value class as words: ``"a -1 placeholder"``, ``"the vocab_size sentinel"``,
+    ``"negative"``, ``"past the end by 2"``, ``"a stale previous row"``; ``""`` unknown."""
+    vclass, value, upper = f.get("value_class"), f.get("value"), f.get("upper")
+    if vclass == "past_end" and value is not None and upper is not None:
+        return f"past the end by {value - upper + 1}"
+    return {"placeholder": "a -1 placeholder", "vocab_size": "the vocab_size sentinel",
+            "negative": "negative", "stale_row": "a stale previous row"}.get(vclass or "", "")
 
 
 def _bound(value: Any) -> str:
@@ -261,6 +429,8 @@ def _bound(value: Any) -> str:
 def describe_patch(patch: Patch, baseline: str) -> str:
     """``"resolves 2 of 2 upstream findings"`` (and the new ones it adds)."""
     text = f"resolves {patch.resolved} of {patch.total} {baseline} out-of-bounds findings"
+    if patch.not_judged:
+        text += f" ({patch.not_judged} not judged: it cannot see them)"
     if patch.added:
         text += f", adding {patch.added} of its own"
     return text
@@ -357,8 +527,7 @@ def next_steps(conclusion: Conclusion) -> list[str]:
                          f"{chain[0]['step']}): the fix belongs there, not at the crash.")
     steps += [_patch_step(conclusion, p) for p in conclusion.patches if p.total or p.added]
     suspects = {v: s for v, s in conclusion.suspects.items() if s}
-    steps += [f"{v} finds {', '.join(s)} suspect: an in-range row read another request's "
-              f"state; compare the request ids at those steps." for v, s in suspects.items()]
+    steps += [_suspect_step(conclusion, v, s) for v, s in suspects.items()]
     if not any(conclusion.violations.values()) and not suspects:
         events = conclusion.facts.get("events") or []
         steps.append(
@@ -369,8 +538,23 @@ def next_steps(conclusion: Conclusion) -> list[str]:
     return steps
 
 
+def _suspect_step(conclusion: Conclusion, variant: str, sites: list[str]) -> str:
+    """Where to look for ``variant``'s suspect rows: its first misattributed finding."""
+    first = conclusion.suspect_first.get(variant)
+    text = (f"{variant} finds {', '.join(sites)} suspect: an in-range row read another "
+            f"request's state")
+    if not first:
+        return text + "."
+    return (f"{text}; start at {describe_suspect(first)}"
+            + (f", the first of {first['count']}" if first.get("count", 1) > 1 else "") + ".")
+
+
 def _patch_step(conclusion: Conclusion, patch: Patch) -> str:
     left = conclusion.violations[patch.variant]
+    if patch.not_judged:
+        return (f"{patch.variant} cannot see {patch.not_judged} of the {conclusion.baseline} "
+                f"findings (reads inside an allocation): only the models judge them, so "
+                f"this replay does not say whether {patch.variant} is affected there.")
     if left:
         return (f"{patch.variant} still leaves {', '.join(left)} in violation: it does not "
                 f"reach the cause there.")

@@ -46,10 +46,9 @@ def describe_finding(finding: dict | None) -> str:
         return "-"
     where = f"step {finding['step']}" + (f" row {finding['row']}"
                                          if finding.get("row") is not None else "")
-    text = f"{finding['kind']} {finding['tensor']}={finding.get('value')}"
-    if finding.get("upper") is not None:
-        text += f" outside [{finding.get('lower')}, {finding['upper']})"
-    return f"{text} at {where}"
+    from forensics.conclusion import what_happened
+
+    return f"{finding['kind']} {what_happened(finding)} at {where}"
 
 
 def verdict_rows(name: str, result: object) -> list[DemoRow]:

@@ -2,7 +2,10 @@
 
 The findings table has the columns of DESIGN.md (:data:`FINDING_COLUMNS`) followed by
 :data:`EXTRA_COLUMNS`: ``req_id`` (the request of the row, when known) and ``record`` (the
-position of the record in ``ReplayResult.records``). Conventions where DESIGN.md is silent:
+position of the record in ``ReplayResult.records``), then :data:`INDEX_COLUMNS`: what holds
+each bad value (``index_tensor[index_at]``; ``held`` false when the index used is computed
+from it), what it indexes (``indexed``) and its ``value_class``. Conventions where DESIGN.md is
+silent:
 
 - an access finding names the tensor read (``valid_sampled_token_count``,
   ``prev_sampled_token_ids``, ``draft_token_ids``, ``sampled_token_ids_cpu``), ``value`` is the
@@ -31,26 +34,42 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.outcome import ERROR, INDEX_ERROR, STATUSES, Outcome
+from forensics.outcome import OK as OK_OUTCOME
 from forensics.records import Record
 from forensics.sites import ORIGIN_CHAIN, SINK, SITES, get_site, site_order
 from forensics.sites._common import OUT_OF_BOUNDS, finding, index_error_finding
 from forensics.sites.base import record_findings
-from forensics.sites.core import BatchRun, CheckList, Checks, per_record
+from forensics.sites.core import (
+    EMBEDDING_ROWS,
+    VOCABULARY,
+    BatchRun,
+    CheckList,
+    Checks,
+    per_record,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
 FINDING_COLUMNS = ("variant", "site", "step", "rank", "row", "element", "tensor", "kind",
                    "value", "lower", "upper", "origin", "resolved")
-EXTRA_COLUMNS = ("req_id", "record")
-COLUMNS = FINDING_COLUMNS + EXTRA_COLUMNS
+EXTRA_COLUMNS = ("req_id", "record", "judged")
+#: what holds an out-of-bounds value and what it indexes (DESIGN.md): ``index_tensor`` and
+#: ``index_at`` (the tensor and element holding the value; ``held`` false when the index used
+#: is computed from it, e.g. a draft's ``prev_positions[r] * spec + j``), ``indexed`` (a
+#: tensor, ``vocabulary`` or ``embedding rows``) and ``value_class``
+INDEX_COLUMNS = ("index_tensor", "index_at", "held", "indexed", "value_class")
+COLUMNS = FINDING_COLUMNS + EXTRA_COLUMNS + INDEX_COLUMNS
 #: columns of ``ReplayResult.bounds``: per variant, record and checked tensor, the range of the
 #: indices or ids used against their valid range ``[lower, upper)``
 BOUNDS_COLUMNS = ("variant", "site", "step", "rank", "record", "tensor", "min", "max", "lower",
                   "upper")
 FIRST_FINDING_KEYS = ("site", "step", "rank", "row", "element", "tensor", "kind", "value")
 VIOLATION, ERROR_VERDICT, SUSPECT, OK = "violation", "error", "suspect", "ok"
-_INT_COLUMNS = ("row", "element", "value", "lower", "upper")
+#: the verdict of a site a variant cannot judge: summary records only (for every variant but
+#: the baseline), or only findings it cannot see (``judged`` false)
+UNJUDGED = "unjudged"
+_INT_COLUMNS = ("row", "element", "value", "lower", "upper", "index_at")
 
 Findings = list[dict[str, Any]]
 #: checked ranges as ``Checks.range_table()`` gives them: per group its record, its tensor as
@@ -81,11 +100,19 @@ def summary_findings(record: Record) -> Findings:
     ``max`` at or past its end."""
     tensor, low, high, lower, upper = summary_range(record)
     found = []
+    indexed = summary_indexed(record.site)
     if low < lower:
-        found.append(finding(OUT_OF_BOUNDS, tensor, low, lower, upper))
+        found.append(finding(OUT_OF_BOUNDS, tensor, low, lower, upper, indexed=indexed))
     if high >= upper:
-        found.append(finding(OUT_OF_BOUNDS, tensor, high, lower, upper))
+        found.append(finding(OUT_OF_BOUNDS, tensor, high, lower, upper, indexed=indexed))
     return found
+
+
+def summary_indexed(site: str) -> str | None:
+    """What a summary record's ids index, from its site's bound: the embedding's rows
+    (``num_embeddings``), the vocabulary (``vocab_size``), else unknown."""
+    bound = get_site(site).summary_bound
+    return {"num_embeddings": EMBEDDING_ROWS, "vocab_size": VOCABULARY}.get(bound)
 
 
 def summary_range(record: Record) -> tuple[str, int, int, int, int]:
@@ -144,6 +171,9 @@ class Judge:
         self._ranges: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
         self._tensors: dict[str, int] = {}
         self._count = 0
+        #: per variant, the records it ran without raising and without showing its accesses
+        #: (real code, user callables): it cannot see a silent read there
+        self._blind: dict[str, set[int]] = {v: set() for v in self.variants}
 
     def add_coordinates(self, positions: np.ndarray, rows: np.ndarray) -> None:
         """Note the coordinates of the records at ``positions``: one row each of site order,
@@ -167,6 +197,10 @@ class Judge:
             found.append(findings)
             tables.append(checks.range_table())
         _keep(self._found[variant], positions, found)
+        self._blind[variant] |= {int(i) for i, r, o in zip(positions, records, outcomes,
+                                                          strict=True)
+                                 if o is not None and o.accesses is None and o.status == OK_OUTCOME
+                                 and not r.summary}
         self._errors[variant] |= {r.site for r, o in zip(records, outcomes, strict=True)
                                   if o is not None and o.status == ERROR}
         rec, tensors, which, numbers = summary_checks(
@@ -239,16 +273,25 @@ class Judge:
         for name in self.variants:
             found = self._found[name]
             _annotate_sink(coords, found, origins)
-            for i in sorted(found):
+            unseen = _not_judged(coords, reference, self._blind[name], found)
+            base = name == baseline_of(self.variants)
+            for i in sorted(found.keys() | unseen.keys()):
                 site, step, rank = SITES[coords[i, 0]], int(coords[i, 1]), int(coords[i, 2])
+                summary = bool(coords[i, 3]) and not base
                 rows += [{"variant": name, "site": site, "step": step, "rank": rank, **f,
-                          "record": i} for f in found[i]]
+                          "record": i, "judged": not summary or f.get("resolved") is True}
+                         for f in found.get(i, [])]
+                rows += [{"variant": name, "site": site, "step": step, "rank": rank, **f,
+                          "origin": None, "resolved": None, "record": i, "judged": False}
+                         for f in unseen.get(i, [])]
         return _frame(rows, self.variants)
 
     def verdicts(self, findings: pd.DataFrame) -> dict[str, dict[str, str]]:
         """``{variant: {site: verdict}}`` (see :func:`verdicts`)."""
-        sites = [SITES[code] for code in np.unique(self.coordinates()[:, 0])]
-        return _verdicts(sites, self._errors, findings)
+        coords = self.coordinates()
+        sites = [SITES[code] for code in np.unique(coords[:, 0])]
+        replayed = {SITES[code] for code in np.unique(coords[coords[:, 3] == 0, 0])}
+        return _verdicts(sites, self._errors, findings, set(sites) - replayed)
 
     def bounds(self) -> pd.DataFrame:
         """The ``ReplayResult.bounds`` table, ordered by variant, then record. It takes the
@@ -413,6 +456,24 @@ class _Origins:
         return None if best is None else best[2]
 
 
+def _not_judged(coords: np.ndarray, reference: Mapping[int, Findings], blind: set[int],
+                found: Mapping[int, Findings]) -> dict[int, Findings]:
+    """The reference's (upstream's) access findings that a variant could not see: reads
+    (not ``out.*``, not at the sink, whose ids every variant checks alike) of the records it
+    ran without raising and without showing its accesses (``blind``), where it has no finding
+    of its own."""
+    sink = site_order(SINK)
+    unseen: dict[int, Findings] = {}
+    for i in sorted(blind & reference.keys()):
+        if coords[i, 0] == sink or found.get(i):
+            continue
+        reads = [dict(f) for f in reference[i] if f["kind"] == OUT_OF_BOUNDS
+                 and not (f["tensor"] or "").startswith("out.")]
+        if reads:
+            unseen[i] = reads
+    return unseen
+
+
 def _annotate_sink(coords: np.ndarray, found: Mapping[int, Findings], origins: _Origins) -> None:
     """Fill ``origin``/``resolved`` of this variant's sink findings (null elsewhere)."""
     sink = site_order(SINK)
@@ -462,7 +523,9 @@ def _frame(rows: list[dict[str, Any]], variants: list[str]) -> pd.DataFrame:
         frame[column] = frame[column].astype("Int64")
     for column in ("step", "rank", "record"):
         frame[column] = frame[column].astype("int64")
-    for column in ("variant", "site", "tensor", "kind", "origin", "resolved", "req_id"):
+    frame["judged"] = [j is not False for j in frame["judged"]]
+    for column in ("variant", "site", "tensor", "kind", "origin", "resolved", "req_id",
+                   "index_tensor", "held", "indexed", "value_class", "judged"):
         frame[column] = frame[column].astype(object)
     frame = frame.where(frame.notna(), None) if len(frame) else frame
     return sort_findings(frame, variants)
@@ -495,30 +558,55 @@ def verdicts(records: Sequence[Record], outcomes: Mapping[str, Sequence[Outcome 
     errors = {name: {r.site for r, o in zip(records, outs, strict=True)
                      if o is not None and o.status == ERROR}
               for name, outs in outcomes.items()}
-    return _verdicts(sites, errors, findings)
+    summary_only = set(sites) - {r.site for r in records if not r.summary}
+    return _verdicts(sites, errors, findings, summary_only)
 
 
-def _verdicts(sites: Sequence[str], errors: Mapping[str, set[str]], findings: pd.DataFrame
+def baseline_of(variants: Sequence[str]) -> str | None:
+    """The variant the others are compared with: ``upstream`` when chosen, else the first."""
+    return "upstream" if "upstream" in variants else (variants[0] if variants else None)
+
+
+def _verdicts(sites: Sequence[str], errors: Mapping[str, set[str]], findings: pd.DataFrame,
+              summary_only: set[str] = frozenset()  # type: ignore[assignment]
               ) -> dict[str, dict[str, str]]:
-    """Verdicts of ``sites`` per variant of ``errors`` (the sites with an ``error`` outcome)."""
+    """Verdicts of ``sites`` per variant of ``errors`` (the sites with an ``error`` outcome);
+    a site of ``summary_only`` (nothing there replayed) is :data:`UNJUDGED` for every variant
+    but the baseline."""
     result = {}
+    baseline = baseline_of(list(errors))
     for name, errored in errors.items():
         mine = findings[findings["variant"] == name]
+        judged = is_judged(mine)
+        unseen = set(mine.loc[~judged, "site"])
+        mine = mine[judged]
         unresolved = mine[(mine["kind"] == OUT_OF_BOUNDS) & (mine["resolved"] != True)]  # noqa: E712
         suspect = set(mine.loc[mine["kind"] != OUT_OF_BOUNDS, "site"])
-        result[name] = {site: _verdict(site, set(unresolved["site"]), errored, suspect)
+        result[name] = {site: UNJUDGED if name != baseline and site in summary_only
+                        else _verdict(site, set(unresolved["site"]), errored, suspect, unseen)
                         for site in sites}
     return result
 
 
-def _verdict(site: str, violations: set[str], errors: set[str], suspect: set[str]) -> str:
+def is_judged(findings: pd.DataFrame) -> pd.Series:
+    """Per finding, whether its variant could judge it (``judged`` not false; a table without
+    the column: every finding)."""
+    import pandas as pd
+
+    if "judged" not in findings.columns:
+        return pd.Series(True, index=findings.index)
+    return (findings["judged"] != False).astype(bool)  # noqa: E712  (null: judged)
+
+
+def _verdict(site: str, violations: set[str], errors: set[str], suspect: set[str],
+             unseen: set[str] = frozenset()) -> str:  # type: ignore[assignment]
     if site in violations:
         return VIOLATION
     if site in errors:
         return ERROR_VERDICT
     if site in suspect:
         return SUSPECT
-    return OK
+    return UNJUDGED if site in unseen else OK
 
 
 def first_finding(findings: pd.DataFrame, variant: str,

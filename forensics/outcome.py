@@ -20,6 +20,10 @@ class Access:
 
     ``rows`` are batch rows (or None), ``elements`` flat positions in the index tensor, ``values``
     the indices actually used, ``[lower, upper)`` the valid range. Arrays have equal length.
+    ``index_tensor`` names the captured tensor holding each index at ``index_at`` (None there:
+    ``elements``; ``""``: no captured tensor holds it); ``held`` false when the index used is
+    computed from that value; ``stale`` when an index past the end is a previous row now
+    gone; ``indexed`` what it indexes when not ``tensor`` itself (``draft_token_ids.flatten()``).
     """
 
     tensor: str
@@ -28,6 +32,11 @@ class Access:
     values: np.ndarray
     lower: int
     upper: int
+    index_tensor: str = ""
+    index_at: np.ndarray | None = None
+    held: bool = True
+    stale: bool = False
+    indexed: str | None = None
 
 
 @dataclass

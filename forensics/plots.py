@@ -53,6 +53,7 @@ VERDICT_COLORS: dict[str, str] = {
     "error": "#ff7f0e",
     "suspect": SUSPECT_COLOR,
     "ok": "#2ca02c",
+    "unjudged": "#bdbdbd",
 }
 #: Neutral colours for several tensors on one Axes (never the violation colour).
 TENSOR_COLORS = ("#1f77b4", "#9467bd", "#17becf", "#8c564b", "#7f7f7f", "#bcbd22")
@@ -339,11 +340,15 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     frame, complete = bounds_frame(result, site, variant)
     tensors, omitted = _tensors_of(frame, tensor)
     width = step_bin_width(frame["step"]) if len(frame) else 1
+    verdicts = step_verdicts(result, site, variant)
     bad: list[tuple[float, float]] = []
+    labelled: set[str] = set()
     for i, name in enumerate(tensors):
         steps = _per_step(frame[frame["tensor"].astype(str) == name])
         bad += _draw_tensor(ax, steps, name, TENSOR_COLORS[i % len(TENSOR_COLORS)], i == 0,
-                            labelled=not bad, width=width)
+                            labelled=labelled, width=width, verdicts=verdicts,
+                            variant=variant)
+    _mark_suspect_steps(ax, result, site, variant, frame)
     if bad:
         _note_first(ax, *min(bad))
     if not tensors:
@@ -353,15 +358,69 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
                  fontsize=10)
     notes = [] if complete else ["offending values only (the result has no bounds)"]
     if omitted:
-        notes.append(f"not drawn (another scale; pass tensor=...): {', '.join(omitted)}")
+        notes.append(f"not drawn (on another scale): {', '.join(omitted)}")
     if notes:
         ax.text(0.01, 0.99, _mathsafe("\n".join(notes)), transform=ax.transAxes, fontsize=7,
                 va="top", color="#555555")
     ax.set_xlabel("engine step")
     ax.set_ylabel(f"value used ({_value_unit(site, tensors)})")
     ax.margins(y=0.12)
+    _integer_steps(ax)
     _legend_below(ax)
     return ax
+
+
+def _integer_steps(ax: Axes) -> None:
+    """Steps are whole numbers: integer ticks only (a capture of two steps shows no 0.5)."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+#: per step, how the variant's out-of-bounds findings there are judged (see
+#: :func:`step_verdicts`)
+OPEN, RESOLVED, UNSEEN = "out of bounds", "resolved", "not judged"
+#: marker colours of resolved and not judged findings (never the violation colour)
+RESOLVED_COLOR, UNSEEN_COLOR = "#2ca02c", "#7f7f7f"
+
+
+def step_verdicts(result: Any, site: str, variant: str) -> dict[float, str] | None:
+    """Per step with an out-of-bounds finding of ``variant`` at ``site``: :data:`OPEN` when
+    one is unresolved and judged, else :data:`RESOLVED` when one is resolved, else
+    :data:`UNSEEN` (the variant cannot judge it). None without a findings table: every
+    value out of bounds is then drawn as such."""
+    found = _select(_findings(result), site, variant)
+    if _findings(result) is None:
+        return None
+    out: dict[float, str] = {}
+    if not len(found):
+        return out
+    found = found[found["kind"] == "out_of_bounds"]
+    judged = (found["judged"] != False) if "judged" in found else True  # noqa: E712
+    resolved = found["resolved"] == True  # noqa: E712
+    for step, state in ((found["step"][judged & ~resolved], OPEN),
+                        (found["step"][judged & resolved], RESOLVED),
+                        (found["step"][~judged] if "judged" in found else found["step"][:0],
+                         UNSEEN)):
+        for value in step.astype(float):
+            out.setdefault(float(value), state)
+    return out
+
+
+def _mark_suspect_steps(ax: Axes, result: Any, site: str, variant: str,
+                        frame: pd.DataFrame) -> None:
+    """Mark the steps with a misattributed finding (a suspect verdict) along the top of the
+    band: a diamond per step, labelled once."""
+    found = _select(_findings(result), site, variant)
+    if not len(found):
+        return
+    steps = sorted(set(pd.to_numeric(found.loc[found["kind"] == "misattributed", "step"])))
+    if not steps:
+        return
+    top = (frame.groupby("step")["max"].max() if len(frame) else pd.Series(dtype=float))
+    y = [float(top.get(step, 0.0)) for step in steps]
+    ax.scatter(steps, y, marker="D", s=36, facecolor="none", edgecolor=SUSPECT_COLOR,
+               linewidths=1.5, zorder=6, label="suspect: a row read another request's row")
 
 
 def _note_first(ax: Axes, x: float, y: float) -> None:
@@ -395,43 +454,99 @@ def bin_steps(steps: pd.DataFrame, width: int) -> pd.DataFrame:
     if width <= 1:
         return steps.assign(bad_steps=(steps["bad_low"] | steps["bad_high"]).astype(int))
     key = (steps["step"] // width) * width
-    return (steps.assign(bad=steps["bad_low"] | steps["bad_high"])
-            .groupby(key.rename("bin"), sort=True)
-            .agg(min=("min", "min"), max=("max", "max"), lower=("lower", "max"),
-                 upper=("upper", "min"), bad_low=("bad_low", "any"),
-                 bad_high=("bad_high", "any"), bad_steps=("bad", "sum"))
-            .reset_index().rename(columns={"bin": "step"})
-            .assign(step=lambda f: f["step"] + (width - 1) / 2))
+    state = {}
+    if "state" in steps:  # a bin takes its worst state: out of bounds, resolved, not judged
+        rank = steps["state"].map({OPEN: 0, RESOLVED: 1}).fillna(2)
+        rank = rank.where(steps["bad_low"] | steps["bad_high"], 3)
+        state = {"state": ("rank", "min")}
+        steps = steps.assign(rank=rank)
+    binned = (steps.assign(bad=steps["bad_low"] | steps["bad_high"])
+              .groupby(key.rename("bin"), sort=True)
+              .agg(min=("min", "min"), max=("max", "max"), lower=("lower", "max"),
+                   upper=("upper", "min"), bad_low=("bad_low", "any"),
+                   bad_high=("bad_high", "any"), bad_steps=("bad", "sum"), **state)
+              .reset_index().rename(columns={"bin": "step"})
+              .assign(step=lambda f: f["step"] + (width - 1) / 2))
+    if state:
+        binned["state"] = binned["state"].map({0: OPEN, 1: RESOLVED, 2: UNSEEN, 3: UNSEEN})
+    return binned
 
 
 def _draw_tensor(ax: Axes, steps: pd.DataFrame, name: str, color: str, first: bool,
-                 labelled: bool, width: int = 1) -> list[tuple[float, float]]:
-    """Draw one tensor's band, bound and violations (binned ``width`` steps a point when
-    ``width`` > 1); return the violations (step, value), unbinned."""
-    bad = _violations(steps)
+                 labelled: set[str], width: int = 1, verdicts: dict[float, str] | None = None,
+                 variant: str = "") -> list[tuple[float, float]]:
+    """Draw one tensor's band, bound and values out of bounds (binned ``width`` steps a point
+    when ``width`` > 1), each drawn as its verdict says (:func:`step_verdicts`: out of
+    bounds, resolved by ``variant`` or not judged); return the unresolved ones (step,
+    value), unbinned. ``labelled``: legend entries drawn so far (each is drawn once)."""
+    steps = steps.assign(state=[OPEN if verdicts is None else verdicts.get(float(t), UNSEEN)
+                                for t in steps["step"]])
+    bad = [(a, b) for a, b, _ in _violations(steps[steps["state"] == OPEN])]
     binned = bin_steps(steps, width)
     x = binned["step"].to_numpy()
     label = _mathsafe(name)
     dense = width > 1
+    upper, lower = binned["upper"].to_numpy(), binned["lower"].to_numpy()
     ax.fill_between(x, binned["min"], binned["max"], step="mid", color=color, alpha=0.15)
     ax.plot(x, binned["max"], marker=None if dense else "o", ms=3, lw=0.8 if dense else 1,
             color=color, label=f"{label} (min..max{f' per {width} steps' if dense else ''})")
     ax.plot(x, binned["min"], marker=None if dense else ".", ms=2, lw=0.6 if dense else 0.8,
             ls=":", color=color)
-    upper, lower = binned["upper"].to_numpy(), binned["lower"].to_numpy()
-    ax.step(x, upper, where="mid", ls="--", lw=1.2, color=BOUND_COLOR,
-            label=f"valid bound: {label} < {_fmt_bound(upper)}")
-    ax.step(x, lower, where="mid", ls="-.", lw=0.8, color=BOUND_COLOR,
-            label=f"valid bound: lower = {_fmt_bound(lower)}" if first else None)
-    marks = _violations(binned)
-    if marks:
-        mx, my, count = (np.array(v) for v in zip(*marks, strict=True))
-        size = 60.0 if not dense else 10.0 + 30.0 * count / max(count.max(), 1)
-        text = ("out of bounds" if not dense else
-                f"out of bounds (per {width}-step bin; size: bad steps)")
-        ax.scatter(mx, my, marker="X", s=size, linewidths=0.5, color=VIOLATION_COLOR,
-                   zorder=5, label=text if labelled else None)
-    return [(a, b) for a, b, _ in bad]
+    edges = _edges(x, width)  # a bound of one step still shows as a segment
+    ax.step(edges, _padded(upper), where="mid", ls="--", lw=1.4, color=BOUND_COLOR,
+            label=_once(labelled, f"valid bound (dashed): < {_fmt_bound(upper)}"))
+    ax.step(edges, _padded(lower), where="mid", ls="-.", lw=0.8, color=BOUND_COLOR,
+            label=f"lower bound = {_fmt_bound(lower)}" if first else None)
+    for state, marker, mark_color in ((OPEN, "X", VIOLATION_COLOR),
+                                      (RESOLVED, "o", RESOLVED_COLOR),
+                                      (UNSEEN, "s", UNSEEN_COLOR)):
+        _draw_marks(ax, binned, state, marker, mark_color, dense, width, labelled, variant)
+    return bad
+
+
+def _draw_marks(ax: Axes, binned: pd.DataFrame, state: str, marker: str, color: str,
+                dense: bool, width: int, labelled: set[str], variant: str) -> None:
+    """The values out of bounds of the bins in ``state``: a marker each (sized by bad steps
+    when ``dense``, never below a visible size) and, for unresolved ones on a dense
+    timeline, a thin vertical line, so one bad step among 10,000 still shows."""
+    marks = _violations(binned[binned["state"] == state])
+    if not marks:
+        return
+    mx, my, count = (np.array(v) for v in zip(*marks, strict=True))
+    size = 60.0 if not dense else 40.0 + 40.0 * count / max(count.max(), 1)
+    text = {OPEN: "out of bounds", RESOLVED: f"resolved by {variant}",
+            UNSEEN: f"not judged by {variant}"}[state]
+    if dense:
+        text += f" (per {width}-step bin; size: bad steps)"
+        if state == OPEN:
+            for step in np.unique(mx):
+                ax.axvline(step, color=color, lw=0.8, alpha=0.5, zorder=4)
+    filled = state == OPEN
+    ax.scatter(mx, my, marker=marker, s=size, linewidths=0.5 if filled else 1.5,
+               facecolor=color if filled else "none", edgecolor=color, zorder=5,
+               label=_once(labelled, text))
+
+
+def _once(labelled: set[str], text: str) -> str | None:
+    """``text`` the first time it is asked for (a legend entry), else None."""
+    if text in labelled:
+        return None
+    labelled.add(text)
+    return text
+
+
+def _edges(x: np.ndarray, width: int) -> np.ndarray:
+    """``x`` with one point half a bin before the first and after the last."""
+    if not len(x):
+        return x
+    return np.concatenate([[x[0] - width / 2], x, [x[-1] + width / 2]])
+
+
+def _padded(values: np.ndarray) -> np.ndarray:
+    """``values`` with its first and last repeated (see :func:`_edges`)."""
+    if not len(values):
+        return values
+    return np.concatenate([values[:1], values, values[-1:]])
 
 
 def _violations(steps: pd.DataFrame) -> list[tuple[float, float, int]]:
@@ -496,7 +611,7 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
     variant = _check_variant(result, variant)
     site = _check_site(result, site, variant)
     ax = _axes(ax)
-    oob = _oob(result, site, variant)
+    oob, settled = _open_and_settled(_oob(result, site, variant))
     checked = _checked_steps(result, site, variant)
     steps, rows = _heatmap_span(result, site, [variant, *(align or [])])
     if not steps:
@@ -521,10 +636,42 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
                   fontsize=8)
     _annotate_cells(ax, oob, steps, rows)
     suspects = _mark_suspects(ax, _select(_findings(result), site, variant), steps, rows)
+    marks = [m for m in _mark_settled(ax, settled, steps, rows, variant) if m is not None]
     _legend_below(ax, [Patch(color="#e0e0e0", label="checked, inside the valid bound"),
                        Patch(color=VIOLATION_COLOR, label="out of bounds"),
-                       *([suspects] if suspects is not None else [])])
+                       *([suspects] if suspects is not None else []), *marks])
     return _heatmap_labels(ax, result, site, variant, steps, rows)
+
+
+def _open_and_settled(oob: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The out-of-bounds findings split: those still out of bounds (judged, unresolved), and
+    the others (resolved, or not judged), which are never coloured as out of bounds."""
+    if not len(oob):
+        return oob, oob
+    settled = oob["resolved"] == True  # noqa: E712
+    if "judged" in oob:
+        settled |= oob["judged"] == False  # noqa: E712
+    return oob[~settled], oob[settled]
+
+
+def _mark_settled(ax: Axes, settled: pd.DataFrame, steps: list[float], rows: list[float],
+                  variant: str) -> list[Any]:
+    """Mark the cells of resolved findings (a circle, "resolved by VARIANT") and of findings
+    the variant cannot judge (a square); return the markers' artists (None for none)."""
+    if not len(settled):
+        return []
+    settled = settled[pd.to_numeric(settled["step"], errors="coerce").isin(steps)]
+    ri, si = _cell_index(settled, steps, rows)
+    resolved = (settled["resolved"] == True).to_numpy()  # noqa: E712
+    out = []
+    for mask, marker, color, text in ((resolved, "o", RESOLVED_COLOR, f"resolved by {variant}"),
+                                      (~resolved, "s", UNSEEN_COLOR,
+                                       f"not judged by {variant}")):
+        if mask.any():
+            out.append(ax.scatter(np.asarray(si)[mask], np.asarray(ri)[mask], marker=marker,
+                                  s=30, facecolor="none", edgecolor=color, linewidths=1.5,
+                                  zorder=6, label=text))
+    return out
 
 
 def _mark_small_cells(ax: Axes, grid: np.ndarray, image: Any) -> None:

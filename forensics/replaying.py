@@ -132,13 +132,16 @@ class ReplayResult:
     def to_json(self) -> dict[str, Any]:
         """The ``forensics replay --json`` object (JSON-ready): its ``first_finding`` per
         variant carries every findings column (bound, origin, request, ``resolved``)."""
+        from forensics.suspects import first_suspects
+
         keys = [c for c in judge.COLUMNS if c not in ("variant", "record")]
         return {"capture": self.source, "records": len(self.records),
                 "variants": list(self.variants), "verdicts": self.verdicts,
                 "findings": judge.finding_records(self.findings),
                 "outcomes": self.outcome_counts,
                 "first_finding": {v: judge.first_finding(self.findings, v, keys)
-                                  for v in self.variants}}
+                                  for v in self.variants},
+                "first_suspect": first_suspects(self)}
 
 
 def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,

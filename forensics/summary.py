@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from forensics.conclusion import Conclusion, conclude, describe_finding, fact_text
 from forensics.escaping import markdown, markdown_code, terminal
+from forensics.suspects import describe_suspect
 
 if TYPE_CHECKING:
     from forensics.replaying import ReplayResult
@@ -39,6 +40,11 @@ def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None) -> s
     for variant in result.variants:
         lines.append(f"- **{markdown(variant)}**: {markdown(_first_text(conclusion, variant))}")
     lines += known_markdown(conclusion)
+    suspects = {v: s for v, s in conclusion.suspect_first.items() if s}
+    if suspects:
+        lines += ["", "### Suspect rows", ""]
+        lines += [f"- **{markdown(v)}**: {markdown(describe_suspect(s))} (the first of "
+                  f"{s['count']})" for v, s in suspects.items()]
     lines += ["", "### Capture", ""]
     lines += [f"- {markdown(key)}: {markdown_code(fact_text(key, value))}"
               for key, value in conclusion.facts.items() if key != "events"]
@@ -82,7 +88,7 @@ def to_text(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
     """One line per variant (see :meth:`Conclusion.line`), then the crash verdict and the
     known issues matched."""
     conclusion = conclusion or conclude(result)
-    lines = [conclusion.line(v) for v in result.variants]
+    lines = [terminal(conclusion.line(v)) for v in result.variants]
     known = conclusion.known
     if known is not None:
         ids = ", ".join(m.entry.id for m in known.matches) or "none"

@@ -75,14 +75,14 @@ def format_result(result: Any, conclusion: Any = None) -> str:
 
     lines = [f"capture {terminal(result.source)}: {len(result.records)} records",
              *verdict_table(result.verdicts, result.variants)]
-    lines += [variant_line(result, conclusion, v) for v in result.variants]
-    lines += ["", "conclusion:", textwrap.fill(conclusion.paragraph(), width=100,
+    lines += [terminal(variant_line(result, conclusion, v)) for v in result.variants]
+    lines += ["", "conclusion:", textwrap.fill(terminal(conclusion.paragraph()), width=100,
                                                initial_indent="  ", subsequent_indent="  ")]
     if silent:
         from forensics.silent import describe
 
         lines.append(f"fed silently: {len(silent)} slot(s)")
-        lines.extend(f"  {describe(slot)}" for slot in silent[:10])
+        lines.extend(f"  {terminal(describe(slot))}" for slot in silent[:10])
     return "\n".join(lines)
 
 
@@ -102,12 +102,16 @@ def verdict_table(verdicts: dict[str, dict[str, str]], variants: list[str]) -> l
 def variant_line(result: Any, conclusion: Any, variant: str) -> str:
     """``variant: ok N, index_error N, error N; F findings (R resolved); first violation ...``."""
     from forensics.conclusion import describe_finding
+    from forensics.findings import is_judged
 
     counts = result.outcome_counts[variant]
     mine = result.findings[result.findings["variant"] == variant]
     resolved = int(mine["resolved"].map(lambda r: r is True).sum())
+    unseen = int((~is_judged(mine)).sum())
     first = conclusion.first.get(variant)
     where = ("no unresolved violation" if first is None
              else f"first violation: {describe_finding(first)}")
+    judged = f", {unseen} not judged" if unseen else ""
     return (f"{variant}: ok {counts['ok']}, index_error {counts['index_error']}, "
-            f"error {counts['error']}; {len(mine)} findings ({resolved} resolved); {where}")
+            f"error {counts['error']}; {len(mine)} findings ({resolved} resolved{judged}); "
+            f"{where}")

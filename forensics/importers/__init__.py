@@ -25,6 +25,9 @@ class Imported:
 
     records: list[Record] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: positions of the records whose step is only their order in the source (a log line
+    #: naming no step)
+    ordinal: set[int] = field(default_factory=set)
 
 
 #: file suffix -> "module:function" of its importer (modules load on first use)
@@ -86,20 +89,52 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
     target = named(out, "output")
     recover(target)
     check_replaceable(target, force)  # fail before reading anything
-    records: list[Record] = []
-    events: list[dict[str, Any]] = []
+    read: list[Imported] = []
     bar = Progress(len(sources), "import")
     for source in sources:
         bar.advance(0, Path(source).name)
-        imported = read_source(source)
-        records += imported.records
-        events += imported.events
+        read.append(read_source(source))
         bar.advance()
     bar.close()
+    records, events = combined(read)
     from forensics.importers.facts import import_manifest
 
     manifest = import_manifest([Path(s) for s in sources], facts or {})
     return write_capture(target, records, manifest, force=force, events=events)
+
+
+def combined(sources: Sequence[Imported]) -> tuple[list[Record], list[dict[str, Any]]]:
+    """The records and events of ``sources``, in order. Records whose step is only their line
+    order (:attr:`Imported.ordinal`) keep that order, placed after every step another source
+    names (and after the ordinal records placed before them): beside a dump, a log's lines
+    never share a step number with the dump's records."""
+    named = [{r.step for i, r in enumerate(s.records) if i not in s.ordinal} for s in sources]
+    after = max((max(steps) for steps in named if steps), default=-1) + 1
+    records: list[Record] = []
+    events: list[dict[str, Any]] = []
+    for k, source in enumerate(sources):
+        others = any(steps for j, steps in enumerate(named) if j != k)
+        moved = _ordinal_steps(source, after) if source.ordinal and others else {}
+        records += [_shifted(r, moved.get(r.step, r.step) if i in source.ordinal else r.step)
+                    for i, r in enumerate(source.records)]
+        events += [{**e, "step": moved[e["step"]]} if e.get("step") in moved
+                   and e["step"] not in named[k] else e for e in source.events]
+        if moved:
+            after = max(moved.values()) + 1
+    return records, events
+
+
+def _ordinal_steps(source: Imported, first: int) -> dict[int, int]:
+    """New steps of ``source``'s ordinal records: the same order, from ``first`` on."""
+    steps = sorted({source.records[i].step for i in source.ordinal})
+    return {step: first + n for n, step in enumerate(steps)}
+
+
+def _shifted(record: Record, step: int) -> Record:
+    """``record`` at ``step`` (itself when that is its step)."""
+    if step == record.step:
+        return record
+    return Record(record.site, step, record.rank, record.fields, summary=record.summary)
 
 
 register([".pt", ".pth"], "forensics.importers.pt:read")

@@ -9,7 +9,9 @@
   one event with a ``count``).
 
 Steps follow line order (each probe line is the next step) unless a line names one
-(``step=N``); ``rank=N`` on a line sets its rank.
+(``step=N``); ``rank=N`` on a line sets its rank. The lines naming no step say so
+(``Imported.ordinal``): imported beside a dump, they keep their order after the dump's steps
+(:func:`forensics.importers.combined`).
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ class _LogParser:
     def _record(self, number: int, text: str, site: str, fields: dict[str, Any]) -> None:
         named = STEP_RE.search(text)
         step = number_of(named.group(1)) if named else self.next_step
+        if named is None:
+            self.result.ordinal.add(len(self.result.records))
         rank_match = RANK_RE.search(text)
         rank = number_of(rank_match.group(1)) if rank_match else 0
         where = f"{where_of(self.path.name, len(self.result.records))} (line {number})"

@@ -111,9 +111,18 @@ def _field_matches(row: Any, key: str, wanted: Any, bounds: set[int]) -> bool:
     return got in _one_of(wanted)
 
 
+def _bad_value(row: Any) -> str:
+    """``T[i] = v`` where the finding says ``T[i]`` holds ``v`` (``held``), else the value and
+    where it was used, with no claim of what holds it."""
+    held, tensor, at = row.get("held"), row.get("index_tensor"), row.get("index_at")
+    if held is True and isinstance(tensor, str) and not is_missing(at):
+        return f"{tensor}[{int(at)}] = {row['value']}"
+    where = "" if is_missing(row.get("element")) else f" element {row['element']}"
+    return f"value {row['value']} used at {row['tensor']}{where}"
+
+
 def _describe(row: Any, bounds: set[int]) -> str:
-    element = "" if is_missing(row.get("element")) else f"[{row['element']}]"
-    text = (f"{row['site']} step {row['step']}: {row['tensor']}{element} = {row['value']}")
+    text = f"{row['site']} step {row['step']}: {_bad_value(row)}"
     cls = value_class(row, bounds)
     if cls:
         text += f" ({cls})"

@@ -22,17 +22,21 @@ from forensics.records import Record
 from forensics.screening import ScreenUnsure, as_exact, as_int64
 from forensics.sites.core import MISATTRIBUTED as MISATTRIBUTED  # re-exported to the sites
 from forensics.sites.core import OUT_OF_BOUNDS as OUT_OF_BOUNDS
-from forensics.sites.core import owner, ragged_parts, starts_of, within
+from forensics.sites.core import index_keys, owner, ragged_parts, starts_of, value_class, within
 
 _TORCH_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for dimension \d+ with size (\d+)")
 
 
 def finding(kind: str, tensor: str | None, value: Any, lower: Any = None, upper: Any = None,
-            row: Any = None, element: Any = None, req_id: str | None = None) -> dict[str, Any]:
-    """One finding dict with plain Python values (None where unknown)."""
+            row: Any = None, element: Any = None, req_id: str | None = None,
+            indexed: str | None = None) -> dict[str, Any]:
+    """One finding dict with plain Python values (None where unknown): ``tensor[element]``
+    holds ``value`` when both are known; ``indexed`` is what it indexes."""
+    value, lower, upper = _opt_int(value), _opt_int(lower), _opt_int(upper)
+    vclass = value_class(value, lower, upper, indexed) if kind == OUT_OF_BOUNDS else None
     return {"row": _opt_int(row), "element": _opt_int(element), "tensor": tensor, "kind": kind,
-            "value": _opt_int(value), "lower": _opt_int(lower), "upper": _opt_int(upper),
-            "req_id": req_id}
+            "value": value, "lower": lower, "upper": upper, "req_id": req_id,
+            **index_keys(tensor, _opt_int(element), indexed, True, vclass)}
 
 
 def _opt_int(value: Any) -> int | None:

@@ -40,9 +40,11 @@ from forensics.sites._common import (
 from forensics.sites.core import (
     KINDS,
     OUT_OF_BOUNDS,
+    VOCABULARY,
     BatchRun,
     CheckList,
     Checks,
+    Column,
     owner,
     ragged_parts,
     runs_from,
@@ -74,7 +76,8 @@ SUMMARY_TENSOR = "out.output_token_ids"
 #: so at equal steps this site is farther from the sink than the input staging (position 1) and
 #: nearer than the batch change (position 0)
 ORIGIN_POSITION = 0.5
-#: the tensor of the sampled ids the call reads
+#: the tensor of the sampled ids the call reads (at each request's previous row, which no
+#: captured tensor holds as such: ``index_tensor`` null)
 SAMPLED = "sampled_token_ids_cpu"
 
 
@@ -345,8 +348,8 @@ class Run:
         rows = np.flatnonzero(b.rec == i)
         acc_rows = self.selected.acc_rows
         mine = acc_rows[b.rec[acc_rows] == i]
-        access = Access("sampled_token_ids_cpu", b.local[mine], b.local[mine], b.prev[mine], 0,
-                        int(b.s_rows[i]))
+        access = Access(SAMPLED, b.local[mine], b.local[mine], b.prev[mine], 0,
+                        int(b.s_rows[i]), "", held=False, stale=True)
         if self.status[i] != 0:
             return Outcome(STATUSES[self.status[i]], _LIST_ERROR, {}, [access])
         values, lengths = self.after() if after is None else after
@@ -446,7 +449,8 @@ def _access_checks(rec: np.ndarray, row: np.ndarray, prev: np.ndarray, rows: np.
     record) as checks against ``[0, rows)`` (``rows`` per record: its sampled rows, read
     only where the judge needs a bound)."""
     return Checks(SAMPLED, KINDS.index(OUT_OF_BOUNDS), rec, row, row, prev,
-                  np.broadcast_to(np.int64(0), prev.shape), lambda at: rows[rec[at]])
+                  np.broadcast_to(np.int64(0), prev.shape), lambda at: rows[rec[at]],
+                  index_tensor="", indexed=SAMPLED, held=False, stale=True)
 
 
 def _sampled_rows(sampled: np.ndarray, base: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -717,8 +721,16 @@ def _write_checks(b: Batch, row: np.ndarray, position: np.ndarray, value: np.nda
             r, at, v, rc = row, position, value, rec
         else:
             r, at, v, rc = row[mask], position[mask], value[mask], rec[mask]
-        parts.append(Checks.of(tensor, rc, b.local[r], at + b.hidden[r], v, 0, b.vocab[rc]))
+        parts.append(_written_naming(
+            Checks.of(tensor, rc, b.local[r], at + b.hidden[r], v, 0, b.vocab[rc]), at))
     return Checks.concat(parts)
+
+
+def _written_naming(checks: Checks, tail_at: Column) -> Checks:
+    """Written ids named by the list holding them: ``out.output_tail[row]`` at ``tail_at``
+    (the position in the tail), or ``out.output_token_ids[row]`` at ``element``."""
+    tails = checks.tensor == "out.output_tail"
+    return checks.naming(checks.tensor + "[{row}]", VOCABULARY, tail_at if tails else None)
 
 
 def _tensor_masks(tails: np.ndarray, rec: np.ndarray
@@ -751,7 +763,10 @@ def _row_write_checks(tails: np.ndarray, s: Selected, count: np.ndarray, value: 
             rc, n, row, at, vocab = s.rec[mask], count[mask], s.row[mask], s.element[mask], \
                 s.vocab[mask]
             v = value[np.repeat(mask, count)]
-        parts.append(Checks.of_row_runs(tensor, rc, n, v, row, at, vocab))
+        start = s.start if mask is None else s.start[mask]
+        tail_at = Checks.of_row_runs(tensor, rc, n, v, row, start, vocab).element
+        parts.append(_written_naming(Checks.of_row_runs(tensor, rc, n, v, row, at, vocab),
+                                     tail_at))
     return Checks.concat(parts)
 
 
@@ -772,9 +787,7 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     first trailing placeholder on, against ``[0, vocab_size)``; ``element`` is the position in
     the request's full output list)."""
     batch = Batch.of([record])
-    parts: list[Checks | CheckList] = [
-        Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower, a.upper)
-        for a in outcome.accesses or ()]
+    parts: list[Checks | CheckList] = [Checks.of_access(a) for a in outcome.accesses or ()]
     after = outcome.outputs.get("output_tail" if batch.tails[0] else "output_token_ids")
     if outcome.status == OK and after is not None:
         rows = list(after)[: len(batch.lengths)]

@@ -147,7 +147,8 @@ def guard(prev_positions: np.ndarray, lengths: Mapping[str, int]) -> Violation |
 
 def _access(name: str, rows: np.ndarray, values: np.ndarray, upper: int) -> Access:
     rows = np.asarray(rows, dtype=np.int64)
-    return Access(name, rows, rows, np.asarray(values, dtype=np.int64), 0, int(upper))
+    return Access(name, rows, rows, np.asarray(values, dtype=np.int64), 0, int(upper),
+                  "prev_positions", stale=True)
 
 
 def _regular(cols: RunColumns) -> np.ndarray:
@@ -218,7 +219,8 @@ class _Batch:
         return Checks(GATHERED[0], 0, _looked_up(self.rec, None, at), row, row, value,
                       np.broadcast_to(np.int64(0), value.shape),
                       _looked_up(self.uppers[GATHERED[0]], self.rec, at),
-                      starts_of(counts)[counts > 0])
+                      starts_of(counts)[counts > 0], index_tensor="prev_positions",
+                      indexed=GATHERED[0], stale=True)
 
     def misattributed(self) -> Checks:
         """The in-range previous rows held by another request: the same for both models
@@ -305,8 +307,7 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     """The checks of any variant's outcome on one record: its gathers, then the misattributed
     rows among the in-range gathers (request ids known)."""
     accesses = list(outcome.accesses or ())
-    parts = [Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower, a.upper)
-             for a in accesses]
+    parts = [Checks.of_access(a) for a in accesses]
     if accesses and accesses[0].rows is not None:
         pp = np.asarray(record["prev_positions"], dtype=np.int64)
         read = np.zeros(len(pp), dtype=bool)

@@ -20,10 +20,16 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from forensics.outcome import Access
 from forensics.screening import as_exact
 
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
 KINDS = (OUT_OF_BOUNDS, MISATTRIBUTED)
+#: what an id indexes (``indexed`` of a checked id): its bound is the vocabulary's size or the
+#: embedding's rows, and a value equal to it is the ``vocab_size`` rejection sentinel
+VOCABULARY, EMBEDDING_ROWS = "vocabulary", "embedding rows"
+#: value classes of an out-of-bounds value (see :func:`value_class`)
+VALUE_CLASSES = ("placeholder", "vocab_size", "negative", "past_end", "stale_row")
 _NO_BOUND = np.iinfo(np.int64).min  # ``lower``/``upper`` of an entry without bounds
 Range = tuple[str, int, int, int, int]
 V = TypeVar("V")
@@ -78,6 +84,19 @@ class Checks:
     starts: np.ndarray | None = None
     _groups: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False,
                                                           repr=False, compare=False)
+    #: the tensor holding each checked value (None: ``tensor``); ``{row}`` in it is replaced
+    #: by the entry's row (a per-row list: ``out.output_tail[{row}]``)
+    index_tensor: str | None = None
+    #: where ``index_tensor`` holds each value (None: ``element``)
+    index_at: Column | None = None
+    #: what the values index: a tensor, :data:`VOCABULARY` or :data:`EMBEDDING_ROWS` (None:
+    #: unknown)
+    indexed: str | None = None
+    #: whether ``index_tensor[index_at]`` holds the value itself (False: the index used is
+    #: computed from it, e.g. ``prev_positions[r] * prev_num_spec_tokens + j``)
+    held: bool = True
+    #: whether a value past the end names a previous row that is gone (a stale row)
+    stale: bool = False
 
     @classmethod
     def empty(cls) -> Checks:
@@ -169,6 +188,26 @@ class Checks:
             flat += part.parts if isinstance(part, CheckList) else [part]
         return CheckList([p for p in flat if len(p.value)])
 
+    @classmethod
+    def of_access(cls, access: Access) -> Checks:
+        """The entries of one model access (:class:`~forensics.outcome.Access`), named as the
+        access names them."""
+        checks = cls.of(access.tensor, 0, access.rows, access.elements, access.values,
+                        access.lower, access.upper)
+        at = None if access.index_at is None else _i64(access.index_at)
+        return checks.naming(access.index_tensor, access.indexed or access.tensor, at,
+                             access.held, access.stale)
+
+    def naming(self, index_tensor: str | None, indexed: str | None, index_at: Column | None = None,
+               held: bool = True, stale: bool = False) -> Checks:
+        """The same entries, in the same groups, saying what holds each value
+        (``index_tensor[index_at]``, ``held``: the value itself) and what it indexes
+        (``indexed``; ``stale``: a previous row)."""
+        other = replace(self, index_tensor=index_tensor, index_at=index_at, indexed=indexed,
+                        held=held, stale=stale)
+        other._groups = self._groups
+        return other
+
     def bad(self) -> np.ndarray:
         """Positions of the entries that are findings."""
         if self.kind != 0:
@@ -210,8 +249,9 @@ class Checks:
         bad = self.bad()
         if not len(bad):
             return found
-        columns = (self.record, self.row, self.element, self.value, self.lower, self.upper)
-        for rec, row, element, value, lower, upper in zip(
+        columns = (self.record, self.row, self.element, self.value, self.lower, self.upper,
+                   self.element if self.index_at is None else self.index_at)
+        for rec, row, element, value, lower, upper, at in zip(
                 *(take(c, bad).tolist() for c in columns), strict=True):
             ids = None if req_ids is None else req_ids[rec]
             no_bound = lower == _NO_BOUND
@@ -219,8 +259,23 @@ class Checks:
                 "row": None if row < 0 else row, "element": None if element < 0 else element,
                 "tensor": self.tensor, "kind": KINDS[self.kind], "value": value,
                 "lower": None if no_bound else lower, "upper": None if no_bound else upper,
-                "req_id": None if ids is None or row < 0 or row >= len(ids) else ids[row]})
+                "req_id": None if ids is None or row < 0 or row >= len(ids) else ids[row],
+                **self._index_keys(row, at, value, None if no_bound else lower,
+                                   None if no_bound else upper)})
         return found
+
+    def _index_keys(self, row: int, at: int, value: int, lower: int | None,
+                    upper: int | None) -> dict[str, Any]:
+        """What holds one finding's value and what it indexes (:func:`index_keys`)."""
+        tensor: str | None = self.tensor if self.index_tensor is None else self.index_tensor
+        if not tensor:  # no captured tensor holds the value
+            tensor = None
+        elif "{row}" in tensor:
+            tensor = tensor.replace("{row}", str(row)) if row >= 0 else None
+        return index_keys(tensor, None if at < 0 else at, self.indexed,
+                          self.held and tensor is not None and at >= 0,
+                          value_class(value, lower, upper, self.indexed, self.stale)
+                          if self.kind == 0 else None)
 
     def range_table(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
         """The checked ranges: per group with bounds, its record, its tensor as a position
@@ -238,14 +293,16 @@ class Checks:
         at = np.flatnonzero(keep[record]) if len(record) else np.zeros(0, np.int64)
         if len(at) == len(self.value):
             return self
-        return Checks(self.tensor, self.kind, _taken(self.record, at), _taken(self.row, at),
-                      _taken(self.element, at), self.value[at], _taken(self.lower, at),
-                      _taken(self.upper, at))
+        return replace(self, record=_taken(self.record, at), row=_taken(self.row, at),
+                       element=_taken(self.element, at), value=self.value[at],
+                       lower=_taken(self.lower, at), upper=_taken(self.upper, at), starts=None,
+                       index_at=None if self.index_at is None else _taken(self.index_at, at))
 
     def sharing(self, tensor: str, upper: Column) -> Checks:
         """The same entries, in the same groups, checked as ``tensor`` against ``[lower,
         upper)``: the groups and their ranges are computed once for both."""
-        other = replace(self, tensor=tensor, upper=upper)
+        indexed = tensor if self.indexed == self.tensor else self.indexed
+        other = replace(self, tensor=tensor, upper=upper, indexed=indexed)
         starts, table = self._minmax()
         table = table.copy()
         table[:, 3] = take(upper, starts)
@@ -266,6 +323,33 @@ class Checks:
             out = replace(self, record=_renamed(record, positions, _gathered))
         out._groups = self._groups
         return out
+
+
+def index_keys(index_tensor: str | None, index_at: int | None, indexed: str | None,
+               held: bool, value_class: str | None) -> dict[str, Any]:
+    """The keys of a finding saying what holds its value and what it indexes:
+    ``index_tensor``/``index_at`` (the tensor and element holding the value; ``held`` false:
+    the index used is computed from it), ``indexed`` and ``value_class``."""
+    return {"index_tensor": index_tensor, "index_at": index_at, "indexed": indexed,
+            "held": bool(held and index_tensor is not None and index_at is not None),
+            "value_class": value_class}
+
+
+def value_class(value: int | None, lower: int | None, upper: int | None,
+                indexed: str | None = None, stale: bool = False) -> str | None:
+    """What kind of bad value ``value`` is against ``[lower, upper)``: ``placeholder`` (-1),
+    ``negative``, ``vocab_size`` (an id equal to the vocabulary's or embedding's size: the
+    rejection sentinel), ``stale_row`` (a previous row past the end, when ``stale``) or
+    ``past_end``; None when in range or unknown."""
+    if value is None or lower is None or upper is None:
+        return None
+    if value < lower:
+        return "placeholder" if value == -1 and lower == 0 else "negative"
+    if value < upper:
+        return None
+    if value == upper and indexed in (VOCABULARY, EMBEDDING_ROWS):
+        return "vocab_size"
+    return "stale_row" if stale else "past_end"
 
 
 def _run_group_starts(run_record: np.ndarray, counts: np.ndarray) -> np.ndarray:

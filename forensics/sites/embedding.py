@@ -28,7 +28,7 @@ from forensics.sites._common import (
     row_steps,
     rows_with_any,
 )
-from forensics.sites.core import BatchRun, Checks, rows_of_slots
+from forensics.sites.core import EMBEDDING_ROWS, BatchRun, Checks, rows_of_slots
 from forensics.sites.scan_counts import IndexCount, ScanColumns, outside
 
 NAME = "embedding"
@@ -85,7 +85,8 @@ def _ids(cols: RunColumns) -> Checks:
     ids, lengths = cols.flat("input_ids", widen=False)
     cu, counts = cols.flat("cu_num_tokens", widen=False)
     return Checks.of_runs("input_ids", lengths, ids, 0, cols.ints("num_embeddings"),
-                          lambda rec, element: rows_of_slots(cu, counts, rec, element))
+                          lambda rec, element: rows_of_slots(cu, counts, rec, element)
+                          ).naming(None, EMBEDDING_ROWS)
 
 
 def prepare_columns(cols: RunColumns) -> BatchRun:

@@ -41,9 +41,11 @@ from forensics.sites._common import (
     screen_rows,
 )
 from forensics.sites.core import (
+    VOCABULARY,
     BatchRun,
     CheckList,
     Checks,
+    Column,
     every,
     group_starts,
     in_range_extremes,
@@ -76,6 +78,8 @@ SUMMARY_BOUND = "vocab_size"
 SUMMARY_TENSOR = "out.input_ids_device"
 OUTPUT_TENSOR = "out.input_ids_device"
 SAMPLED, DRAFTS = "prev_sampled_token_ids", "draft_token_ids"
+#: what a draft index indexes: ``draft_token_ids.flatten()[prev_positions[r] * spec + j]``
+DRAFTS_FLAT = "draft_token_ids.flatten()"
 #: dtypes the numpy path handles exactly as torch does (others go through torch)
 _PLAIN = (np.dtype(np.int32), np.dtype(np.int64))
 
@@ -458,11 +462,13 @@ class Run:
         drafting = slow & self.has_drafts
         rows = functools.partial(rows_of_slots, b.cu, b.nrows)  # no cycle through the batch
         return Checks.concat([
-            Checks.of_runs(SAMPLED, count, within(count), 0, b.p, rows),
+            Checks.of_runs(SAMPLED, count, within(count), 0, b.p, rows).naming(
+                "", SAMPLED, held=False),
             self._sampled_reads(slow),
             self._draft_reads(drafting),
             self._misattributed(drafting),
-            Checks.of_runs(OUTPUT_TENSOR, self.d_len, self.device, 0, b.vocab, rows)])
+            Checks.of_runs(OUTPUT_TENSOR, self.d_len, self.device, 0, b.vocab, rows).naming(
+                None, VOCABULARY)])
 
     def _sampled_reads(self, slow: np.ndarray) -> Checks:
         """The sampled rows read by the records ``slow`` (each common row's previous
@@ -487,8 +493,9 @@ class Run:
         rows = every(drafting[p.crec])
         crec, nd = p.crec[rows], p.nd[rows]
         index = p.draft_index if isinstance(rows, slice) else runs_from(p.draft_first[rows], nd)
-        return Checks.of_row_runs(DRAFTS, crec, nd, index, b.local[p.common[rows]],
-                                  p.sample_slots[rows] + 1, self.dr_size[crec])
+        reads = Checks.of_row_runs(DRAFTS, crec, nd, index, b.local[p.common[rows]],
+                                   p.sample_slots[rows] + 1, self.dr_size[crec])
+        return _draft_naming(reads, reads.row)
 
     def _misattributed(self, drafting: np.ndarray) -> Checks:
         """The drafts of the records ``drafting`` read from another request's draft row."""
@@ -501,8 +508,10 @@ class Run:
         width = np.maximum(self.dr_width, 1)[srec]
         row_start = b.pp[p.spec_rows[spec]] * width  # the draft row of the drafted request
         wrong = (index < self.dr_size[srec]) & ((index < row_start) | (index >= row_start + width))
-        return Checks.of(DRAFTS, srec[wrong], spec_rows[wrong], p.spec_slots[spec][wrong],
-                         index[wrong], 0, self.dr_size[srec[wrong]], MISATTRIBUTED)
+        return _draft_naming(Checks.of(DRAFTS, srec[wrong], spec_rows[wrong],
+                                       p.spec_slots[spec][wrong], index[wrong], 0,
+                                       self.dr_size[srec[wrong]], MISATTRIBUTED),
+                             spec_rows[wrong])
 
     def _misattribution_possible(self, drafting: np.ndarray) -> bool:
         """Whether some draft of the records ``drafting`` may be read from another request's
@@ -717,12 +726,14 @@ def _accesses(record: Record, p: _Plan) -> list[Access]:
     if p.fast:
         slots = np.arange(len(p.common), dtype=np.int64)
         rows = _record_rows(record, slots)
-        return [Access("prev_sampled_token_ids", rows, slots, slots, 0, rows_sampled)]
-    found = [Access("prev_sampled_token_ids", p.common, p.sample_slots, p.prev, 0,
-                    rows_sampled)]
+        # the fast path's slice: no captured tensor holds the positions it reads
+        return [Access(SAMPLED, rows, slots, slots, 0, rows_sampled, held=False)]
+    found = [Access(SAMPLED, p.common, p.sample_slots, p.prev, 0, rows_sampled,
+                    "prev_positions", p.common, stale=True)]
     if "draft_token_ids" in record and len(p.spec_slots):
-        found.append(Access("draft_token_ids", p.spec_rows, p.spec_slots, p.draft_index, 0,
-                            int(np.asarray(record["draft_token_ids"]).size)))
+        found.append(Access(DRAFTS, p.spec_rows, p.spec_slots, p.draft_index, 0,
+                            int(np.asarray(record["draft_token_ids"]).size), "prev_positions",
+                            p.spec_rows, held=False, indexed=DRAFTS_FLAT))
     return found
 
 
@@ -730,9 +741,7 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     """The checks of any variant's outcome on one record: its accesses (models only), drafts
     read from another request's row, and every id of the resulting ``input_ids[:total]``."""
     accesses = list(outcome.accesses or ())
-    parts: list[Checks | CheckList] = [
-        Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower, a.upper)
-        for a in accesses]
+    parts: list[Checks | CheckList] = [Checks.of_access(a) for a in accesses]
     if "draft_token_ids" in record:
         width = max(record["draft_token_ids"].shape[1], 1)
         pp = np.asarray(record["prev_positions"], dtype=np.int64)
@@ -741,15 +750,24 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
                 values = np.asarray(a.values, dtype=np.int64)
                 rows = np.asarray(a.rows, dtype=np.int64)
                 wrong = (values >= a.lower) & (values < a.upper) & (values // width != pp[rows])
-                parts.append(Checks.of(DRAFTS, 0, rows[wrong], np.asarray(a.elements)[wrong],
-                                       values[wrong], a.lower, a.upper, MISATTRIBUTED))
+                parts.append(_draft_naming(
+                    Checks.of(DRAFTS, 0, rows[wrong], np.asarray(a.elements)[wrong],
+                              values[wrong], a.lower, a.upper, MISATTRIBUTED), rows[wrong]))
     produced = outcome.outputs.get("input_ids_device") if outcome.status == "ok" else None
     if produced is not None:
         ids = np.asarray(produced)[: total_tokens(record)]
         element = np.arange(len(ids), dtype=np.int64)
         rows = _record_rows(record, element)
-        parts.append(Checks.of(OUTPUT_TENSOR, 0, rows, element, ids, 0, record["vocab_size"]))
+        parts.append(Checks.of(OUTPUT_TENSOR, 0, rows, element, ids, 0,
+                               record["vocab_size"]).naming(None, VOCABULARY))
     return Checks.concat(parts)
+
+
+def _draft_naming(checks: Checks, rows: Column) -> Checks:
+    """Draft reads named by what they come from: index ``prev_positions[row] *
+    prev_num_spec_tokens + j`` into ``draft_token_ids``, computed from ``prev_positions[row]``
+    (``rows``: each entry's row)."""
+    return checks.naming("prev_positions", DRAFTS_FLAT, rows, held=False)
 
 
 def scan_indices(cols: ScanColumns) -> list[IndexCount]:

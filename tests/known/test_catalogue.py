@@ -85,7 +85,7 @@ def test_incident_b_names_the_fork_fix(tmp_path_factory: pytest.TempPathFactory)
     assert [m.entry.id for m in known.matches] == ["vocab-size-sentinel-counted"]
     sentence = known.known_sentence()
     assert "1CatAI/1Cat-vLLM#625 (pr, open)" in sentence
-    assert "async_output step 13: out.output_tail[21] = 248320 (vocab_size)" in sentence
+    assert "async_output step 13: out.output_tail[1][2] = 248320 (vocab_size)" in sentence
     assert "fix: PR 1CatAI/1Cat-vLLM#625" in sentence
 
 

@@ -114,8 +114,9 @@ def test_an_unknown_fact_is_reported_not_held_against() -> None:
     match = match_entry(_placeholder_entry(), _evidence({}))
     assert match.matched
     assert match.unknown == ["async_scheduling not recorded", "runner not recorded"]
-    assert match.evidence == ["upstream finds embedding step 3: input_ids[5] = -1 "
-                              "(placeholder), origin prepare_input_ids"]
+    # the hand-made finding says nothing of what holds the value: no `T[i] = v` claimed
+    assert match.evidence == ["upstream finds embedding step 3: value -1 used at input_ids "
+                              "element 5 (placeholder), origin prepare_input_ids"]
 
 
 def _step_one(capture: Path) -> list[Record]:
