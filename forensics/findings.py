@@ -386,6 +386,15 @@ def _matches(pairs: set[tuple[int, str | None]], value: int, req: str | None) ->
     return any(v == value and (req is None or r is None or r == req) for v, r in pairs)
 
 
+def _origin_preference(site: str) -> int:
+    """How strongly a record of ``site`` is preferred as an origin at equal steps (higher
+    wins): :data:`ORIGIN_PREFERENCE`'s order for its sites; any other site (Model Runner V2's,
+    a plugin's) by pipeline order, nearer the sink first."""
+    if site in ORIGIN_PREFERENCE:
+        return len(ORIGIN_PREFERENCE) - ORIGIN_PREFERENCE.index(site)
+    return len(ORIGIN_PREFERENCE) + 1 + site_order(site)
+
+
 class _Origins:
     """Finds the origin record of a sink finding from the reference (upstream) findings."""
 
@@ -394,12 +403,12 @@ class _Origins:
         self.produced: dict[int, set[tuple[int, str | None]]] = {}
         for i in sorted(reference):
             site = SITES[coords[i, 0]]
-            if site == SINK or site not in ORIGIN_PREFERENCE:
+            if site == SINK:
                 continue
             pairs = _produced(bool(coords[i, 3]), reference[i])
             if pairs:
                 self.produced[i] = pairs
-                pref = len(ORIGIN_PREFERENCE) - ORIGIN_PREFERENCE.index(site)
+                pref = _origin_preference(site)
                 self.candidates.setdefault(int(coords[i, 2]), []).append(
                     (int(coords[i, 1]), pref, i))
 
