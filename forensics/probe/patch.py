@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from forensics.probe import hooks
+from forensics.probe import hooks, v2_hooks
 
 SPEC_UTILS = "vllm.v1.spec_decode.utils"
 RUNNER = "vllm.v1.worker.gpu_model_runner"
@@ -46,6 +46,9 @@ TARGETS: tuple[Target, ...] = (
     Target(INPUT_BATCH, "InputBatch", "update_async_output_token_ids", hooks.wrap_async_output,
            "async_output"),
 )
+
+
+TARGETS += v2_hooks.targets(Target)  # Model Runner V2 (vllm.v1.worker.gpu)
 
 #: (holder, attribute, original) for every installed wrapper, to undo them
 _INSTALLED: list[tuple[Any, str, Any]] = []

@@ -32,7 +32,8 @@ LEGACY_PREFIX = "VLLM_"
 MODES = ("record", "guard")
 #: who writes the capture: a writer process (the default) or a thread of the engine's process
 WRITERS = ("process", "thread")
-ALL_SITES = ("batch_change", "prepare_input_ids", "async_output", "embedding")
+ALL_SITES = ("batch_change", "prepare_input_ids", "async_output", "post_update",
+             "combine_tokens", "embedding")
 DEFAULT_RING = 4096
 DEFAULT_FLUSH_EVERY = 256
 
