@@ -35,7 +35,13 @@ import numpy as np
 
 from forensics.outcome import INDEX_ERROR, OK, Access, Outcome
 from forensics.records import FieldSpec, Record
-from forensics.sites._common import require, require_len, require_unique
+from forensics.sites._common import (
+    BatchColumns,
+    require,
+    require_len,
+    require_unique,
+    screen_unique,
+)
 from forensics.sites.core import CheckList, Checks
 
 NAME = "combine_tokens"
@@ -80,6 +86,19 @@ def check_record(record: Record, where: str) -> None:
     require(record["num_new_sampled_tokens"] in (0, 1), where, "num_new_sampled_tokens",
             "must be 0 or 1")
     require(record["vocab_size"] >= 0, where, "vocab_size", "must be >= 0")
+
+
+def check_batch(cols: BatchColumns) -> np.ndarray:
+    """:func:`check_record` on a whole batch at once: the records it may reject."""
+    n = cols.length("idx_mapping")
+    bad = np.zeros(cols.rows, dtype=bool)
+    for name in _ROWS:
+        bad |= cols.present(name) & (cols.length(name) != n)
+    for name in ("query_start_loc", "cu_num_logits"):
+        bad |= cols.length(name) != n + 1
+    new = cols.ints("num_new_sampled_tokens")
+    bad |= (new != 0) & (new != 1)
+    return bad | (cols.ints("vocab_size") < 0) | screen_unique(cols, "req_ids")
 
 
 @dataclass
@@ -215,4 +234,4 @@ from forensics.sites.base import Site  # noqa: E402  (the SITE declaration close
 SITE: Site[None] = Site(
     name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
     summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
-    outcome_checks=outcome_checks, check_record=check_record)
+    outcome_checks=outcome_checks, check_record=check_record, check_batch=check_batch)

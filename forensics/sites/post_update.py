@@ -36,7 +36,13 @@ import numpy as np
 
 from forensics.outcome import INDEX_ERROR, OK, Access, Outcome
 from forensics.records import FieldSpec, Record
-from forensics.sites._common import require, require_len, require_unique
+from forensics.sites._common import (
+    BatchColumns,
+    require,
+    require_len,
+    require_unique,
+    screen_unique,
+)
 from forensics.sites.core import CheckList, Checks
 
 NAME = "post_update"
@@ -91,6 +97,21 @@ def check_record(record: Record, where: str) -> None:
         require(record[name] >= 0, where, name, "must be >= 0")
 
 
+def check_batch(cols: BatchColumns) -> np.ndarray:
+    """:func:`check_record` on a whole batch at once: the records it may reject."""
+    n, m = cols.length("idx_mapping"), cols.length("num_computed_tokens")
+    bad = np.zeros(cols.rows, dtype=bool)
+    for name in _ROWS:
+        bad |= cols.present(name) & (cols.length(name) != n)
+    bad |= cols.present("query_start_loc") & (cols.length("query_start_loc") != n + 1)
+    for name in _SLOTS:
+        bad |= cols.length(name) != m
+    bad |= cols.present("draft_tokens") != cols.present("draft_tokens_out")
+    for name in ("all_token_ids_width", "bin_counts_rows", "bin_counts_width", "vocab_size"):
+        bad |= cols.ints(name) < 0
+    return bad | screen_unique(cols, "req_ids")
+
+
 @dataclass
 class _Row:
     """What the kernel does on one batch row, as indices: the slot, the sampled ids it reads
@@ -115,9 +136,11 @@ def _count(record: Record, i: int, patched: bool) -> int:
 
 
 def _rows(record: Record, patched: bool) -> list[_Row]:
-    """Every row the kernel runs (slot >= 0): its reads and writes as indices."""
+    """Every row the kernel runs (slot >= 0): its reads and writes as indices. Rows run in
+    batch order and a row sees the ``total_len`` an earlier row of the same slot left (two
+    rows of one slot race on a GPU; the interpreter runs them in this order)."""
     idx = np.asarray(record["idx_mapping"], dtype=np.int64)
-    total = np.asarray(record["total_len"], dtype=np.int64)
+    total = np.array(record["total_len"], dtype=np.int64)
     qsl = record.get("query_start_loc")
     flat = np.asarray(record["sampled_tokens"]).reshape(-1)
     width = np.asarray(record["sampled_tokens"]).shape[1]
@@ -132,6 +155,8 @@ def _rows(record: Record, patched: bool) -> list[_Row]:
             offset = i * width + j
             row.ids.append(int(flat[offset]) if offset < len(flat) else -(2**62))
             row.columns.append(base + j)
+        if n > 0 and slot < len(total):
+            total[slot] += n
         query_len = 0 if qsl is None else int(qsl[i + 1]) - int(qsl[i])
         row.delta = query_len - int(record["num_rejected"][i])
         out.append(row)
@@ -248,4 +273,4 @@ from forensics.sites.base import Site  # noqa: E402  (the SITE declaration close
 SITE: Site[None] = Site(
     name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
     summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
-    outcome_checks=outcome_checks, check_record=check_record)
+    outcome_checks=outcome_checks, check_record=check_record, check_batch=check_batch)

@@ -21,8 +21,10 @@ Two things, each off unless its variable is set:
   before vLLM is imported. V2 faults (same ``KIND@STEP:ROW`` form) go into V2's request state
   at the start of the step's ``prepare_inputs``: ``draft`` writes ``-1`` as the first draft of
   the row's request slot (``req_states.draft_tokens[slot, 0]``), ``last`` writes ``vocab_size``
-  as its last sampled token (``req_states.last_sampled_tokens[slot]``); a row without drafts
-  scheduled is skipped for ``draft`` (logged as ``fault_skipped``).
+  as its last sampled token (``req_states.last_sampled_tokens[slot]``). When row ROW is not
+  decoding (with drafts, for ``draft``) the first row that is takes the fault: async
+  scheduling varies which rows decode at a given step.
+  Each injection is logged with its row, slot and request.
 """
 
 from __future__ import annotations
@@ -127,9 +129,14 @@ def _patch_runner(module: Any) -> None:
 def _inject_state(runner: Any, kind: str, row: int, batch: Any) -> None:
     """Write a V2 fault into the request state of ``batch``'s row ``row`` (see the module)."""
     drafts = getattr(batch, "num_draft_tokens_np", None)
+    decoding = [r for r in range(len(batch.req_ids)) if not batch.is_prefilling_np[r]
+                and (kind == "last" or (drafts is not None and drafts[r] > 0))]
+    if row not in decoding and decoding:
+        row = decoding[0]  # async scheduling varies which rows decode (with drafts) at a step
     has_draft = drafts is not None and row < len(drafts) and int(drafts[row]) > 0
     if row >= len(batch.req_ids) or (kind == "draft" and not has_draft):
-        _log(event="fault_skipped", kind=kind, step=_STATE["step"], row=row)
+        _log(event="fault_skipped", kind=kind, step=_STATE["step"], row=row,
+             drafts=None if drafts is None else drafts.tolist())
         return
     slot = int(batch.idx_mapping_np[row])
     states = runner.req_states
