@@ -68,6 +68,14 @@ def test_the_models_reproduce_what_the_v2_kernels_wrote(v2_record: Run) -> None:
     assert compared >= 30
 
 
+def test_the_vllm_variant_runs_the_v2_kernels_and_agrees_with_the_models(v2_record: Run) -> None:
+    report = replay_json(PROJECT_PYTHON, v2_record.capture, "upstream", "vllm")
+    records = report["records"]
+    assert report["outcomes"]["vllm"] == report["outcomes"]["upstream"] == {
+        "ok": records, "index_error": 0, "error": 0}
+    assert report["verdicts"]["vllm"] == report["verdicts"]["upstream"]
+
+
 def test_a_negative_draft_is_traced_from_the_embedding_to_combine_tokens(
         v2_draft_record: Run) -> None:
     """-1 as a request's first draft at step 2: combine_tokens copies it into input_ids, the
