@@ -176,8 +176,8 @@ class Redactor:
         """One record redacted: token ids permuted, request ids pseudonymised."""
         if record.summary:
             return Record(record.site, record.step, record.rank, self._summary(record), True)
-        tokens = {*TOKEN_FIELDS[record.site],
-                  *(f"{name}_after" for name in TOKEN_FIELDS[record.site])}
+        names = token_fields(record.site)
+        tokens = {*names, *(f"{name}_after" for name in names)}
         fields = {}
         for name, value in record.fields.items():
             base = name.removesuffix("_after")
@@ -259,3 +259,20 @@ def _shareable(key: str, value: Any) -> bool:
 
 def _looks_like_path(text: str) -> bool:
     return "/" in text or "\\" in text or text.startswith("~")
+
+
+def token_fields(site: str) -> tuple[str, ...]:
+    """The fields of ``site`` that hold token ids: :data:`TOKEN_FIELDS`, else the
+    ``TOKEN_ID_FIELDS`` its own module declares (Model Runner V2's sites).
+
+    Raises:
+        KeyError: the site declares none (a redaction must never leave ids unpermuted).
+    """
+    import importlib
+
+    from forensics.sites import get_site
+
+    if site in TOKEN_FIELDS:
+        return TOKEN_FIELDS[site]
+    module = importlib.import_module(get_site(site).upstream.__module__)
+    return tuple(module.TOKEN_ID_FIELDS)
