@@ -22,10 +22,10 @@ import forensics
 from forensics.evidence import evidence_of
 from forensics.redaction import (
     REQUEST_FIELDS,
-    TOKEN_FIELDS,
     cyclic_permutation,
     redact,
     token_domain,
+    token_fields,
 )
 from forensics.sites import SITES, get_site
 
@@ -49,7 +49,7 @@ def _pairs(src: Path, out: Path) -> list[tuple[forensics.Record, forensics.Recor
 def _check_tokens(pairs: list[tuple[forensics.Record, forensics.Record]], domain: int) -> None:
     mapping: dict[int, int] = {}
     for old, new in pairs:
-        tokens = {*TOKEN_FIELDS[old.site], *(f"{f}_after" for f in TOKEN_FIELDS[old.site])}
+        tokens = {*token_fields(old.site), *(f"{f}_after" for f in token_fields(old.site))}
         for name in old.fields:
             if name in tokens:
                 a, b = _flat(old[name]), _flat(new[name])
@@ -139,4 +139,4 @@ def test_the_domain_is_the_smallest_token_bound() -> None:
 def test_every_site_names_its_token_fields() -> None:
     for site in SITES:
         names = {spec.name for spec in get_site(site).fields}
-        assert set(TOKEN_FIELDS[site]) <= names, site
+        assert set(token_fields(site)) <= names, site
