@@ -192,6 +192,11 @@ def valid_records() -> list[Record]:
             "req_ids": ["a", "b"], "prev_req_ids": ["a", None],
             "sampled_token_ids_cpu": np.array([[3, -1], [4, 5]], i32),
             "output_token_ids": [[1, 2, -1], [3]], "vocab_size": 100}),
+        Record("embedding", 2, 0, {
+            "input_ids": np.array([1, 2, 3], i32), "num_embeddings": 100, "tp_size": 1,
+            "req_ids": ["a"], "cu_num_tokens": np.array([3], i32)}),
+        Record("embedding", 3, 1, {"min": 0, "max": 100, "num_embeddings": 100, "line": 7},
+               summary=True),
         Record("post_update", 1, 0, {  # Model Runner V2
             "idx_mapping": np.array([1, 0], np.int64), "num_computed_tokens": np.array([4, 6], i32),
             "last_sampled_tokens": np.array([3, 4], np.int64),
@@ -207,11 +212,6 @@ def valid_records() -> list[Record]:
             "prefill_len": np.array([4, 5], i32), "draft_tokens": np.array([[9], [8]], np.int64),
             "cu_num_logits": np.array([0, 2, 3], i32), "num_new_sampled_tokens": 1,
             "vocab_size": 100, "req_ids": ["a", "b"]}),
-        Record("embedding", 2, 0, {
-            "input_ids": np.array([1, 2, 3], i32), "num_embeddings": 100, "tp_size": 1,
-            "req_ids": ["a"], "cu_num_tokens": np.array([3], i32)}),
-        Record("embedding", 3, 1, {"min": 0, "max": 100, "num_embeddings": 100, "line": 7},
-               summary=True),
     ]
 
 
