@@ -57,6 +57,8 @@ bench: $(STAMP)
 
 bench-engine: $(STAMP) $(ENGINE_STAMP)
 	$(VENV)/bin/python benchmarks/engine.py --out benchmarks/engine.json
+	$(VENV)/bin/python benchmarks/engine.py --runner v2 --out benchmarks/engine-v2.json \
+		--workdir benchmarks/work/engine-v2 --prompts 4 --max-tokens 16 --rounds 5
 
 clean:
 	rm -rf $(VENV) $(ENGINE_VENV) reports .pytest_cache .mypy_cache .ruff_cache

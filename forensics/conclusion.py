@@ -451,7 +451,7 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
                              if model.get(key) is not None}
     versions = manifest.get("versions") or {}
     facts.update({name: versions[name] for name in ("vllm", "torch") if versions.get(name)})
-    for key in ("host", "created"):
+    for key in ("runner", "host", "created"):
         if manifest.get(key):
             facts[key] = manifest[key]
     facts["ranks"] = summary["ranks"]

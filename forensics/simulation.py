@@ -115,6 +115,10 @@ class Scenario:
     max_num_reqs: int | None = None
     ranks: int = 1
     embedding_dtype: str = "int32"
+    #: the runner simulated: "v1", or "v2" (Model Runner V2, :mod:`forensics.simulate_v2`,
+    #: whose faults are the rates of ``v2_faults``)
+    runner: str = "v1"
+    v2_faults: tuple[tuple[str, float], ...] = ()
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -133,6 +137,14 @@ SCENARIOS: dict[str, Scenario] = {
                  Faults(stale_prev_row=1e-4, vocab_sentinel=1e-4, placeholder_leak=1e-4,
                         misattribution=1e-4),
                  steps=250_000, batch=64, mean_output=256, arrival_rate=0.3),
+        Scenario("v2-clean", "Model Runner V2, no fault", steps=40, batch=6, spec_tokens=3,
+                 vocab=512, runner="v2"),
+        Scenario("v2-negative-draft", "Model Runner V2: a -1 draft in a request's slot reaches "
+                 "input_ids", steps=40, batch=6, spec_tokens=3, vocab=512, runner="v2",
+                 v2_faults=(("negative_draft", 0.05),)),
+        Scenario("v2-vocab-sample", "Model Runner V2: vocab_size sampled, counted and stored "
+                 "as the next input", steps=40, batch=6, spec_tokens=3, vocab=512, runner="v2",
+                 v2_faults=(("vocab_sample", 0.05),)),
     )
 }
 
@@ -808,6 +820,10 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
         OutputExistsError: ``out`` exists and ``force`` is False.
     """
     sc = configure(scenario, steps=steps, batch=batch, spec_tokens=spec_tokens, vocab=vocab)
+    if sc.runner == "v2":
+        from forensics.simulate_v2 import simulate_v2
+
+        return simulate_v2(sc, seed, manifest_for(sc, seed, notes), out, force)
     sim = Simulator(sc, seed)
     if out is None:
         return list(sim.records(sc.steps))

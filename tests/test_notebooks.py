@@ -101,6 +101,12 @@ def test_quickstart_follows_the_capture_it_runs_on(tmp_path: Path) -> None:
     assert "finds batch_change suspect" in text  # the conclusion of this capture
 
 
+def test_quickstart_runs_on_a_model_runner_v2_capture(tmp_path: Path) -> None:
+    text = _stdout(NOTEBOOKS / "00_quickstart.ipynb", tmp_path,
+                   ROOT / "data" / "v2-negative-draft.capture")
+    assert "combine_tokens" in text and "runner v2" in text, text[-3000:]
+
+
 def test_triage_pictures_the_violating_site_of_the_capture(tmp_path: Path) -> None:
     """Incident A's violation is in batch_change: the triage notebook (the report) pictures
     that site, not always the embedding, and opens with this capture's conclusion."""

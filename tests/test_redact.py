@@ -25,6 +25,7 @@ from forensics.redaction import (
     cyclic_permutation,
     redact,
     token_domain,
+    token_fields,
 )
 from forensics.sites import SITES, get_site
 
@@ -57,7 +58,7 @@ def _pairs(src: Path, out: Path) -> list[tuple[forensics.Record, forensics.Recor
 def _check_tokens(pairs: list[tuple[forensics.Record, forensics.Record]], domain: int) -> None:
     mapping: dict[int, int] = {}
     for old, new in pairs:
-        tokens = {*TOKEN_FIELDS[old.site], *(f"{f}_after" for f in TOKEN_FIELDS[old.site])}
+        tokens = {*token_fields(old.site), *(f"{f}_after" for f in token_fields(old.site))}
         for name in old.fields:
             if name in tokens:
                 a, b = _flat(old[name]), _flat(new[name])

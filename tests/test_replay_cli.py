@@ -13,7 +13,8 @@ from forensics.findings import COLUMNS
 from tests.conftest import DATA
 
 VERDICTS = {"violation", "error", "suspect", "ok"}
-SITES = {"batch_change", "prepare_input_ids", "async_output", "embedding"}
+SITES = {"batch_change", "prepare_input_ids", "async_output", "post_update", "combine_tokens",
+         "embedding"}
 
 
 def _capture(make_capture, bad: bool):

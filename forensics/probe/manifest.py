@@ -49,8 +49,12 @@ def build_manifest(session: ProbeSession) -> dict[str, Any]:
     The store adds the format version, creator, versions (of the modules in use: vLLM's CPU
     build included) and time; the first process to write wins.
     """
+    from forensics.probe.v2_hooks import runner_kind
+
     settings = session.settings
     return {
+        "runner": (runner_kind(session.runner) or "unknown") if session.runner is not None
+        else "unknown",
         "model": model_facts(session.runner),
         "probe": {"mode": settings.mode, "sites": list(settings.sites), "ring": settings.ring,
                   "flush_every": settings.flush_every},

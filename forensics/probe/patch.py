@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from forensics.probe import hooks
+from forensics.probe import hooks, v2_hooks
 from forensics.sites import hooked_by
 
 SPEC_UTILS = "vllm.v1.spec_decode.utils"
@@ -55,6 +55,9 @@ TARGETS: tuple[Target, ...] = (
     Target(RUNNER, "GPUModelRunner", "sample_tokens", hooks.wrap_sample_tokens, False),
     Target(INPUT_BATCH, "InputBatch", "update_async_output_token_ids", hooks.wrap_async_output),
 )
+
+
+TARGETS += v2_hooks.targets(Target)  # Model Runner V2 (vllm.v1.worker.gpu)
 
 #: (holder, attribute, original) for every installed wrapper, to undo them
 _INSTALLED: list[tuple[Any, str, Any]] = []

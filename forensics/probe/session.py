@@ -277,6 +277,18 @@ class ProbeSession:
             self._count("errors")
             LOG.warning("forensics probe: flushing after %s failed: %s", where, inner)
 
+    def keep_event(self, kind: str, **fields: Any) -> None:
+        """Keep an event ``kind``, opening the capture for it if no record did yet (flushes
+        what is queued first); never raises."""
+        try:
+            self.flush(wait=True)
+            with self._lock:
+                self.backend.open()
+            self._event(kind, **fields)
+        except Exception as inner:
+            self._count("errors")
+            LOG.warning("forensics probe: keeping a %s event failed: %s", kind, inner)
+
     def violation(self, pending: PendingRecord, found: Violation) -> BaseException:
         """Guard finding: queue ``pending``, flush and wait, keep an event; return the error."""
         self._count("violations")

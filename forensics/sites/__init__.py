@@ -17,7 +17,14 @@ from forensics.errors import UnknownSiteError
 from forensics.plugins import SITES_GROUP
 from forensics.records import Record
 from forensics.registry import Registry
-from forensics.sites import async_output, batch_change, embedding, prepare_input_ids
+from forensics.sites import (
+    async_output,
+    batch_change,
+    combine_tokens,
+    embedding,
+    post_update,
+    prepare_input_ids,
+)
 from forensics.sites.base import REQUIRED, Site
 
 __all__ = ["ORIGIN_CHAIN", "REGISTRY", "SINK", "SITES", "Site", "get_site", "hooked_sites",
@@ -45,7 +52,8 @@ def as_site(loaded: object) -> Site[Any]:
 REGISTRY: Registry[Site[Any]] = Registry(
     "site", UnknownSiteError, group=SITES_GROUP, accept=as_site, name_of=lambda s: s.name,
     plugins_before=embedding.NAME)
-for _module in (batch_change, prepare_input_ids, async_output, embedding):
+for _module in (batch_change, prepare_input_ids, async_output, post_update, combine_tokens,
+                embedding):
     REGISTRY.register(_module.SITE.name, _module.SITE)
 SINK = embedding.SITE.name
 

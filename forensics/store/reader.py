@@ -192,6 +192,7 @@ class Capture:
             "truncated_files": list(self.truncated),
             "events": self.events,
             "manifest": self.manifest,
+            "runner": self.manifest.get("runner"),
         }
 
 

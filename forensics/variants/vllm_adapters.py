@@ -107,6 +107,8 @@ class VllmCode:
     embedding_forward: Callable[[Any, Any], Any]
     embedding_method: type
     masked_input: Callable[..., Any]
+    #: private patched copies of some modules (``vllm+PATH.diff``), not the installed code
+    patched: bool = False
 
 
 def _plain(fn: Any) -> Any:
@@ -126,6 +128,7 @@ def code_from(modules: Mapping[str, ModuleType]) -> VllmCode:
         embedding_forward=emb.VocabParallelEmbedding.forward,
         embedding_method=emb.UnquantizedEmbeddingMethod,
         masked_input=_plain(emb.get_masked_input_and_mask),
+        patched=bool(modules),
     )
 
 
@@ -164,6 +167,13 @@ def run_site(code: VllmCode, record: Record) -> Outcome:
     if record.summary:
         raise CaptureFormatError(f"summary record of site {record.site!r} (step {record.step}) "
                                  f"cannot be replayed; summary records are bounds-checked only")
+    from forensics.variants import triton_kernels
+
+    if record.site in triton_kernels.KERNEL_SITES:  # Model Runner V2: a Triton kernel
+        if code.patched:
+            raise NotImplementedError(f"a diff is not applied to Model Runner V2's Triton "
+                                      f"kernels yet (site {record.site!r}); use 'vllm'")
+        return triton_kernels.run_kernel(record)
     return Outcome(outputs=adapter_of(record.site)(code, record))
 
 

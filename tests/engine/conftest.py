@@ -13,6 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine_runs import ENGINE_PYTHON, Run, Runs, Scenario, build_model  # noqa: E402
 
+#: the harness switch that runs Model Runner V2 (see harness/forensics_harness.py)
+V2 = {"FORENSICS_HARNESS_V2": "1"}
 #: the engine runs; each is started once and read by several tests
 SCENARIOS = [
     Scenario("off", probe=False),
@@ -27,6 +29,12 @@ SCENARIOS = [
     Scenario("nospec_guard", spec=0, env={"FORENSICS_MODE": "guard",
                                           "FORENSICS_HARNESS_FAULTS": "placeholder@4:1"}),
     Scenario("bad_setting", env={"FORENSICS_MODE": "loud"}),
+    # Model Runner V2 (its Triton kernels in Triton's interpreter: slow, so few tokens)
+    Scenario("v2_record", max_tokens=8, env=V2),
+    Scenario("v2_draft_record", max_tokens=8, env={**V2, "FORENSICS_HARNESS_FAULTS": "draft@2:1"}),
+    Scenario("v2_draft_guard", max_tokens=8, env={**V2, "FORENSICS_MODE": "guard",
+                                                  "FORENSICS_HARNESS_FAULTS": "draft@2:1"}),
+    Scenario("v2_last_record", max_tokens=8, env={**V2, "FORENSICS_HARNESS_FAULTS": "last@2:2"}),
 ]
 
 

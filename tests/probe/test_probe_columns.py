@@ -287,7 +287,9 @@ def truncated(record: Record) -> list[Record]:
 def test_screened_appends_take_exactly_the_records_validate_record_passes(
         tmp_path: Path) -> None:
     simulated = forensics.simulate("soak", steps=12, batch=5, spec_tokens=2)
-    assert isinstance(simulated, list)
+    v2 = forensics.simulate("v2-vocab-sample", steps=12)  # Model Runner V2's sites
+    assert isinstance(simulated, list) and isinstance(v2, list)
+    simulated += v2
     records = [variant for record in simulated for variant in truncated(record)]
     expected = []
     for record in records:

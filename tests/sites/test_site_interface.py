@@ -16,8 +16,10 @@ from forensics.sites import (
     SITES,
     async_output,
     batch_change,
+    combine_tokens,
     embedding,
     get_site,
+    post_update,
     prepare_input_ids,
 )
 from forensics.sites.base import Site
@@ -35,15 +37,16 @@ TOY = Site(name="toy", fields=(FieldSpec("index", "tensor"), FieldSpec("size", "
 
 
 def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
-    modules = (batch_change, prepare_input_ids, async_output, embedding)
+    modules = (batch_change, prepare_input_ids, async_output, post_update, combine_tokens,
+               embedding)
     assert SITES == tuple(m.NAME for m in modules)
     for module in modules:
         site = get_site(module.NAME)
         assert site is module.SITE
         assert (site.fields, site.output_fields, site.summary_bound, site.summary_tensor) == (
             module.FIELDS, module.OUTPUT_FIELDS, module.SUMMARY_BOUND, module.SUMMARY_TENSOR)
-        assert site.prepare_columns is module.prepare_columns
-        assert site.run_batch is module.run_batch
+        assert site.prepare_columns is getattr(module, "prepare_columns", None)
+        assert site.run_batch is getattr(module, "run_batch", None)
         assert site.check_record is module.check_record
         assert repr(site) == f"Site({module.NAME!r})"
 

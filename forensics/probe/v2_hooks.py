@@ -1,0 +1,288 @@
+"""The wrappers put around Model Runner V2 (``vllm.v1.worker.gpu``, vLLM 0.32/0.33).
+
+V2 keeps request state in per-slot buffers and does its index math in Triton kernels without
+bounds checks. The probe records, at their call sites in ``vllm.v1.worker.gpu.model_runner``:
+
+- ``combine_sampled_and_draft_tokens`` (site ``combine_tokens``): its inputs before the call
+  and ``input_ids`` after it;
+- ``post_update`` (site ``post_update``): its inputs before the call and the per-slot buffers
+  it changes after it (``all_token_ids`` and ``output_bin_counts`` by their widths only);
+- the ``input_ids`` ``GPUModelRunner.prepare_inputs`` hands to the model (site ``embedding``),
+  checked in guard mode before the model runs.
+
+Steps are counted at V2's ``GPUModelRunner.execute_model`` (the V1 wrapper, which only counts).
+Guard mode checks a call with the site's own model and checks (:func:`violation_of`): it
+raises before the kernel only for an index the kernel uses; an id it only writes is recorded,
+flushed and warned of, and the embedding raises if the id reaches it.
+
+``Worker.load_model`` is wrapped too: a runner the probe knows sets the manifest's ``runner``;
+any other gets a ``probe_unsupported`` event and one warning (:func:`report_unsupported`).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from forensics.probe import hooks
+from forensics.probe.guard import Violation
+from forensics.sites import combine_tokens, embedding, post_update
+
+if TYPE_CHECKING:
+    from forensics.probe.copy import PendingRecord
+    from forensics.probe.session import ProbeSession
+
+LOG = logging.getLogger("forensics.probe")
+RUNNER_V2 = "vllm.v1.worker.gpu.model_runner"
+WORKER = "vllm.v1.worker.gpu_worker"
+#: the runner classes the probe records, by ``module.qualname``, and their manifest names
+KNOWN_RUNNERS = {"vllm.v1.worker.gpu_model_runner.GPUModelRunner": "v1",
+                 f"{RUNNER_V2}.GPUModelRunner": "v2"}
+#: host facts of the step being prepared (tokens scheduled), per runner
+_TOKENS: dict[int, int] = {}
+
+
+def runner_kind(runner: Any) -> str | None:
+    """``"v1"`` or ``"v2"`` for a runner whose class is (or derives from) one the probe
+    records; None for any other."""
+    for cls in type(runner).__mro__:
+        kind = KNOWN_RUNNERS.get(f"{cls.__module__}.{cls.__qualname__}")
+        if kind is not None:
+            return kind
+    return None
+
+
+def _host(value: Any) -> np.ndarray:
+    """A host numpy copy of a tensor (waits for the device)."""
+    return value.detach().to("cpu").numpy()
+
+
+def violation_of(site: str, fields: dict[str, Any]) -> Violation | None:
+    """The first index ``site``'s upstream model finds out of range in a record of ``fields``
+    (host values), preferring one the kernel uses (a read, a write position) over an id it
+    only writes (``out.*``); None when every index is in range."""
+    from forensics.records import Record
+    from forensics.sites import get_site
+
+    record = Record(site, 0, 0, fields)
+    spec = get_site(site)
+    found = [f for f in spec.judge(record, spec.upstream(record)) if f["kind"] == "out_of_bounds"]
+    if not found:
+        return None
+    used = [f for f in found if not str(f["tensor"]).startswith("out.")]
+    first = (used or found)[0]
+    return Violation(site, first["row"], str(first["tensor"]), int(first["value"]),
+                     int(first["lower"]), int(first["upper"]))
+
+
+def _record(pending: PendingRecord, session: ProbeSession, tensors: dict[str, Any],
+            ints: dict[str, int], host: dict[str, Any]) -> None:
+    """Put ``tensors`` (copied: at once on the CPU, asynchronously from a device) and ``ints``
+    into the record; in guard mode also their host values into ``host``."""
+    take = session.copier.take
+    pending.fields.update({name: take(t) for name, t in tensors.items()})
+    pending.fields.update(ints)
+    if session.guard:
+        host.update({name: _host(t) for name, t in tensors.items()})
+        host.update(ints)
+
+
+def _req_ids(runner: Any, n: int) -> list[str] | None:
+    batch = getattr(runner, "_forensics_batch_req_ids", None)
+    return list(batch) if isinstance(batch, list) and len(batch) == n and all(
+        isinstance(r, str) for r in batch) else None
+
+
+# -- combine_tokens --------------------------------------------------------------------------
+def wrap_combine(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap ``combine_sampled_and_draft_tokens`` where V2's runner calls it."""
+
+    @functools.wraps(original)
+    def combine_sampled_and_draft_tokens(
+            input_ids: Any, idx_mapping: Any, last_sampled_tokens: Any, query_start_loc: Any,
+            seq_lens: Any, prefill_len: Any, draft_tokens: Any, cu_num_logits: Any,
+            num_logits: int, num_new_sampled_tokens: int = 1) -> Any:
+        host: dict[str, Any] = {}
+        n = int(idx_mapping.shape[0])
+        runner = hooks.SESSION.runner if hooks.SESSION is not None else None
+        tokens = _TOKENS.get(id(runner), int(input_ids.shape[0]))
+
+        def inputs(session: ProbeSession, pending: PendingRecord) -> bool:
+            _record(pending, session, {
+                "input_ids": input_ids[:tokens], "idx_mapping": idx_mapping,
+                "last_sampled_tokens": last_sampled_tokens.reshape(-1),
+                "query_start_loc": query_start_loc[:n + 1], "seq_lens": seq_lens[:n],
+                "prefill_len": prefill_len, "draft_tokens": draft_tokens,
+                "cu_num_logits": cu_num_logits[:n + 1]},
+                {"num_new_sampled_tokens": int(num_new_sampled_tokens),
+                 "vocab_size": int(session.runner.vocab_size)}, host)
+            req_ids = _req_ids(session.runner, n)
+            if req_ids is not None:
+                pending.fields["req_ids"] = host["req_ids"] = req_ids
+            return True
+
+        def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
+            return violation_of(combine_tokens.NAME, host)
+
+        def outputs(session: ProbeSession, pending: PendingRecord) -> None:
+            pending.fields["input_ids_after"] = session.copier.take(input_ids[:tokens])
+
+        return hooks._run(combine_tokens.NAME, lambda: original(
+            input_ids, idx_mapping, last_sampled_tokens, query_start_loc, seq_lens,
+            prefill_len, draft_tokens, cu_num_logits, num_logits, num_new_sampled_tokens),
+            inputs, check, outputs)
+
+    return combine_sampled_and_draft_tokens
+
+
+# -- post_update -----------------------------------------------------------------------------
+def wrap_post_update(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap ``post_update`` where V2's runner calls it (after sampling)."""
+
+    @functools.wraps(original)
+    def post_update_call(idx_mapping: Any, num_computed_tokens: Any, last_sampled_tokens: Any,
+                         output_bin_counts: Any, sampled_tokens: Any, num_sampled: Any,
+                         num_rejected: Any, query_start_loc: Any, all_token_ids: Any,
+                         total_len: Any, *drafts: Any, **named: Any) -> Any:
+        host: dict[str, Any] = {}
+        n = int(idx_mapping.shape[0])
+        given = dict(zip(("draft_tokens", "draft_tokens_out"), drafts, strict=False))
+        given.update(named)
+        changed = {"num_computed_tokens": num_computed_tokens,
+                   "last_sampled_tokens": last_sampled_tokens.reshape(-1),
+                   "total_len": total_len}
+        if given.get("draft_tokens") is not None:
+            changed["draft_tokens_out"] = given["draft_tokens_out"]
+
+        def inputs(session: ProbeSession, pending: PendingRecord) -> bool:
+            tensors = {"idx_mapping": idx_mapping, **changed, "sampled_tokens": sampled_tokens,
+                       "num_sampled": num_sampled, "num_rejected": num_rejected}
+            if query_start_loc is not None:
+                tensors["query_start_loc"] = query_start_loc[:n + 1]
+            if given.get("draft_tokens") is not None:
+                tensors["draft_tokens"] = given["draft_tokens"]
+            bins = (0, 0) if output_bin_counts is None else tuple(output_bin_counts.shape)
+            _record(pending, session, tensors, {
+                "all_token_ids_width": int(all_token_ids.shape[1]),
+                "bin_counts_rows": int(bins[0]), "bin_counts_width": int(bins[1]),
+                "vocab_size": int(session.runner.vocab_size)}, host)
+            req_ids = _req_ids(session.runner, n)
+            if req_ids is not None:
+                pending.fields["req_ids"] = host["req_ids"] = req_ids
+            return True
+
+        def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
+            return violation_of(post_update.NAME, host)
+
+        def outputs(session: ProbeSession, pending: PendingRecord) -> None:
+            take = session.copier.take
+            for name, tensor in changed.items():
+                pending.fields[f"{name}_after"] = take(tensor)
+
+        return hooks._run(post_update.NAME, lambda: original(
+            idx_mapping, num_computed_tokens, last_sampled_tokens, output_bin_counts,
+            sampled_tokens, num_sampled, num_rejected, query_start_loc, all_token_ids,
+            total_len, *drafts, **named), inputs, check, outputs)
+
+    return post_update_call
+
+
+# -- embedding: the input_ids prepare_inputs hands to the model ------------------------------
+def wrap_prepare_inputs(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap V2's ``GPUModelRunner.prepare_inputs``: note the step's tokens and requests for
+    the kernels' records, then record (and in guard mode check) the ``input_ids`` it built."""
+
+    @functools.wraps(original)
+    def prepare_inputs(self: Any, scheduler_output: Any, batch_req_state: Any, *args: Any,
+                       **kwargs: Any) -> Any:
+        try:
+            _TOKENS[id(self)] = int(batch_req_state.num_tokens)
+            self._forensics_batch_req_ids = list(batch_req_state.req_ids)
+        except Exception:  # a dummy or unfamiliar batch: the kernels record what they see
+            _TOKENS.pop(id(self), None)
+        batch = original(self, scheduler_output, batch_req_state, *args, **kwargs)
+        return hooks._run(embedding.NAME, lambda: batch, *_embedding_steps(self, batch))
+
+    return prepare_inputs
+
+
+def _embedding_steps(runner: Any, batch: Any) -> tuple[Any, Any, None]:
+    """The ``inputs`` and ``check`` steps of the embedding record of ``batch``."""
+    cu = np.array(batch.query_start_loc_np[1:batch.num_reqs + 1])
+
+    def inputs(session: ProbeSession, pending: PendingRecord) -> bool:
+        if getattr(runner, "uses_inputs_embeds", False):
+            return False  # the model may take embeddings instead of ids
+        rows, tp_size = hooks.embedding_rows(runner)
+        fields = pending.fields
+        fields.update(input_ids=session.copier.take(batch.input_ids), num_embeddings=rows)
+        if tp_size is not None:
+            fields["tp_size"] = int(tp_size)
+        req_ids = list(batch.req_ids[:batch.num_reqs])
+        fits = cu.size > 0 and int(cu[-1]) <= int(batch.input_ids.shape[0])
+        if fits and all(isinstance(r, str) for r in req_ids):
+            fields.update(req_ids=req_ids, cu_num_tokens=cu)
+        return True
+
+    def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
+        from forensics.probe import guard
+
+        return guard.check_ids(embedding.NAME, "input_ids", _host(batch.input_ids),
+                               pending.fields["num_embeddings"], cu)
+
+    return inputs, check, None
+
+
+# -- which runner runs -----------------------------------------------------------------------
+def wrap_load_model(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap ``Worker.load_model``: after it, tell the session which runner the worker holds
+    (:func:`report_unsupported` when the probe knows none of its classes)."""
+
+    @functools.wraps(original)
+    def load_model(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        session = hooks.SESSION
+        runner = getattr(self, "model_runner", None)
+        if session is not None and runner is not None:
+            if session.runner is None:
+                session.runner = runner
+            if runner_kind(runner) is None:
+                report_unsupported(session, runner)
+        return result
+
+    return load_model
+
+
+def report_unsupported(session: ProbeSession, runner: Any) -> None:
+    """Keep a ``probe_unsupported`` event (the capture is written for it) and log one warning
+    naming the vLLM version, the runner class and what to set. Never raises."""
+    try:
+        from forensics.versions import module_version
+
+        cls = type(runner)
+        name = f"{cls.__module__}.{cls.__qualname__}"
+        version = module_version("vllm") or "unknown"
+        message = (f"forensics probe: vLLM {version} runs model runner {name}, which the probe "
+                   f"does not know (it records {', '.join(sorted(KNOWN_RUNNERS))}); nothing "
+                   f"is recorded. Set VLLM_USE_V2_MODEL_RUNNER=1 for Model Runner V2, or "
+                   f"VLLM_USE_V2_MODEL_RUNNER=0 for V1, or use a vLLM the probe supports")
+        session.keep_event("probe_unsupported", runner=name, vllm=version, message=message)
+        LOG.warning("%s", message)
+    except Exception as exc:  # the probe's own failure never reaches vLLM
+        session.error(exc, "reporting an unsupported runner")
+
+
+def targets(target: Callable[..., Any]) -> tuple[Any, ...]:
+    """The V2 wrappers as ``patch.Target`` objects (``target`` is that class)."""
+    return (
+        target(RUNNER_V2, "", combine_tokens.HOOK_TARGET[1], wrap_combine),
+        target(RUNNER_V2, "", post_update.HOOK_TARGET[1], wrap_post_update),
+        target(RUNNER_V2, "GPUModelRunner", "prepare_inputs", wrap_prepare_inputs, False),
+        target(RUNNER_V2, "GPUModelRunner", "execute_model", hooks.wrap_execute_model, False),
+        target(RUNNER_V2, "GPUModelRunner", "sample_tokens", hooks.wrap_sample_tokens, False),
+        target(WORKER, "Worker", "load_model", wrap_load_model, False),
+    )

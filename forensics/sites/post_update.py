@@ -1,0 +1,279 @@
+"""Site ``post_update``: Model Runner V2's ``post_update`` (after sampling).
+
+``vllm.v1.worker.gpu.input_batch.post_update`` (vLLM 0.32/0.33) runs one Triton program per
+batch row ``i`` with no bounds check. With ``slot = idx_mapping[i]`` (a negative slot skips the
+row) and ``n = num_sampled[i]``:
+
+- drafts (when given, non-last pipeline ranks): ``draft_tokens_out[slot, :s] =
+  draft_tokens[i, :s]``;
+- when ``n > 0``: ``last_sampled_tokens[slot] = sampled_tokens[i, n - 1]`` and
+  ``total_len[slot] += n``;
+- for ``j < n``: ``sampled_tokens[i, j]`` is stored at ``all_token_ids[slot, total_len + j]``
+  and used as an index into ``output_bin_counts[slot, id]`` (when the sampler keeps counts):
+  an id outside ``[0, vocab)`` lands in another slot's row, or past the buffer;
+- ``num_computed_tokens[slot] += query_len - num_rejected[i]`` (``query_len`` 0 without
+  ``query_start_loc``).
+
+``all_token_ids`` and ``output_bin_counts`` are too large to record: a record carries their
+widths (``all_token_ids_width``, ``bin_counts_width``; 0 rows of counts when there are none)
+and the models check the indices into them. A read or write outside an allocation is
+``index_error`` (on a GPU an illegal memory access); one inside it is silent, and visible only
+as the models' access.
+
+The patched model checks each sampled id against the vocabulary before it is stored or used as
+an index (the rule of vLLM PR #46533 and PR #50939, which reject negative draft ids, applied to
+the ids this kernel stores): the count of sampled ids stops at the first id outside
+``[0, vocab_size)``, so such an id is neither counted, stored nor remembered as the next input.
+
+numpy only (``import forensics.sites`` stays light).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from forensics.outcome import INDEX_ERROR, OK, Access, Outcome
+from forensics.records import FieldSpec, Record
+from forensics.sites._common import (
+    BatchColumns,
+    require,
+    require_len,
+    require_unique,
+    screen_unique,
+)
+from forensics.sites.core import CheckList, Checks
+
+NAME = "post_update"
+FIELDS = (
+    FieldSpec("idx_mapping", "tensor", doc="[n] batch row -> request slot; < 0 skips"),
+    FieldSpec("num_computed_tokens", "tensor", doc="[m] per slot"),
+    FieldSpec("last_sampled_tokens", "tensor", token_ids=True, doc="[m] per slot"),
+    FieldSpec("sampled_tokens", "tensor", ndim=2, token_ids=True, doc="[n, s + 1] per row"),
+    FieldSpec("num_sampled", "tensor", doc="[n]"),
+    FieldSpec("num_rejected", "tensor", doc="[n]"),
+    FieldSpec("total_len", "tensor", doc="[m] per slot"),
+    FieldSpec("all_token_ids_width", "int", doc="columns of all_token_ids (max_model_len)"),
+    FieldSpec("bin_counts_rows", "int", doc="rows of output_bin_counts (0: no counts kept)"),
+    FieldSpec("bin_counts_width", "int", doc="columns of output_bin_counts (the vocabulary)"),
+    FieldSpec("vocab_size", "int", token_bound=True, doc="ids must lie in [0, vocab_size)"),
+    FieldSpec("query_start_loc", "tensor", required=False, doc="[n + 1]"),
+    FieldSpec("draft_tokens", "tensor", ndim=2, required=False, token_ids=True,
+              doc="[n, s] drafts received"),
+    FieldSpec("draft_tokens_out", "tensor", ndim=2, required=False, token_ids=True,
+              doc="[m, s] per slot"),
+    FieldSpec("req_ids", "str_list", required=False, doc="requests of the batch rows"),
+)
+OUTPUT_FIELDS = ("num_computed_tokens", "last_sampled_tokens", "total_len", "draft_tokens_out")
+SUMMARY_BOUND = "vocab_size"
+SUMMARY_TENSOR = "sampled_tokens"
+#: fields holding token ids (redaction permutes them; their ``_after`` copies too)
+TOKEN_ID_FIELDS = ("last_sampled_tokens", "sampled_tokens", "draft_tokens", "draft_tokens_out")
+#: the vLLM function this site records, as the probe wraps it: (module, attribute)
+HOOK_TARGET = ("vllm.v1.worker.gpu.model_runner", "post_update")
+#: the vLLM module holding the Triton kernel
+KERNEL_MODULE = "vllm.v1.worker.gpu.input_batch"
+_ROWS = ("sampled_tokens", "num_sampled", "num_rejected", "req_ids")
+_SLOTS = ("num_computed_tokens", "last_sampled_tokens", "total_len")
+
+
+def check_record(record: Record, where: str) -> None:
+    """Cross-field checks: per-row fields with one entry per row, per-slot buffers of one
+    length, drafts given with their destination, sane sizes.
+
+    Raises:
+        CaptureFormatError: naming the field and what was expected.
+    """
+    n = len(record["idx_mapping"])
+    for name in _ROWS:
+        require_len(record, name, n, where, "one per entry of 'idx_mapping'")
+    require_len(record, "query_start_loc", n + 1, where, "one more than 'idx_mapping' has")
+    m = len(record["num_computed_tokens"])
+    for name in _SLOTS:
+        require_len(record, name, m, where, "one per slot, as 'num_computed_tokens'")
+    require_unique(record, "req_ids", where)
+    require(("draft_tokens" in record) == ("draft_tokens_out" in record), where,
+            "draft_tokens_out", "must be given exactly when 'draft_tokens' is")
+    for name in ("all_token_ids_width", "bin_counts_rows", "bin_counts_width", "vocab_size"):
+        require(record[name] >= 0, where, name, "must be >= 0")
+
+
+def check_batch(cols: BatchColumns) -> np.ndarray:
+    """:func:`check_record` on a whole batch at once: the records it may reject."""
+    n, m = cols.length("idx_mapping"), cols.length("num_computed_tokens")
+    bad = np.zeros(cols.rows, dtype=bool)
+    for name in _ROWS:
+        bad |= cols.present(name) & (cols.length(name) != n)
+    bad |= cols.present("query_start_loc") & (cols.length("query_start_loc") != n + 1)
+    for name in _SLOTS:
+        bad |= cols.length(name) != m
+    bad |= cols.present("draft_tokens") != cols.present("draft_tokens_out")
+    for name in ("all_token_ids_width", "bin_counts_rows", "bin_counts_width", "vocab_size"):
+        bad |= cols.ints(name) < 0
+    return bad | screen_unique(cols, "req_ids")
+
+
+@dataclass
+class _Row:
+    """What the kernel does on one batch row, as indices: the slot, the sampled ids it reads
+    (``ids``), the ``all_token_ids`` columns it writes, and the computed-token change."""
+
+    row: int
+    slot: int
+    ids: list[int] = field(default_factory=list)
+    columns: list[int] = field(default_factory=list)
+    delta: int = 0
+
+
+def _count(record: Record, i: int, patched: bool) -> int:
+    """The sampled ids row ``i`` stores (``patched``: up to the first id outside the
+    vocabulary)."""
+    n = int(record["num_sampled"][i])
+    if not patched or n <= 0:
+        return n
+    ids = np.asarray(record["sampled_tokens"])[i, :n]
+    bad = np.flatnonzero((ids < 0) | (ids >= int(record["vocab_size"])))
+    return int(bad[0]) if bad.size else n
+
+
+def _rows(record: Record, patched: bool) -> list[_Row]:
+    """Every row the kernel runs (slot >= 0): its reads and writes as indices. Rows run in
+    batch order and a row sees the ``total_len`` an earlier row of the same slot left (two
+    rows of one slot race on a GPU; the interpreter runs them in this order)."""
+    idx = np.asarray(record["idx_mapping"], dtype=np.int64)
+    total = np.array(record["total_len"], dtype=np.int64)
+    qsl = record.get("query_start_loc")
+    flat = np.asarray(record["sampled_tokens"]).reshape(-1)
+    width = np.asarray(record["sampled_tokens"]).shape[1]
+    out: list[_Row] = []
+    for i, slot in enumerate(idx.tolist()):
+        if slot < 0:
+            continue
+        row = _Row(i, slot)
+        n = _count(record, i, patched)
+        base = int(total[slot]) if slot < len(total) else 0
+        for j in range(max(n, 0)):
+            offset = i * width + j
+            row.ids.append(int(flat[offset]) if offset < len(flat) else -(2**62))
+            row.columns.append(base + j)
+        if n > 0 and slot < len(total):
+            total[slot] += n
+        query_len = 0 if qsl is None else int(qsl[i + 1]) - int(qsl[i])
+        row.delta = query_len - int(record["num_rejected"][i])
+        out.append(row)
+    return out
+
+
+def _accesses(record: Record, rows: list[_Row]) -> list[Access]:
+    """Every index the kernel uses: the slot into each per-slot buffer, the sampled column,
+    the ``all_token_ids`` column and the id into ``output_bin_counts``."""
+    r = np.array([x.row for x in rows], dtype=np.int64)
+    slots = np.array([x.slot for x in rows], dtype=np.int64)
+    found = [Access(name, r, r, slots, 0, len(record[name])) for name in _SLOTS]
+    if "draft_tokens_out" in record:
+        found.append(Access("draft_tokens_out", r, r, slots, 0,
+                            np.asarray(record["draft_tokens_out"]).shape[0]))
+    per = np.array([len(x.ids) for x in rows], dtype=np.int64)
+    tok_rows = np.repeat(r, per)
+    col = np.concatenate([np.arange(len(x.ids)) for x in rows] or [np.zeros(0, np.int64)])
+    found.append(Access("sampled_tokens", tok_rows, col, col, 0,
+                        np.asarray(record["sampled_tokens"]).shape[1]))
+    columns = np.array([c for x in rows for c in x.columns], dtype=np.int64)
+    found.append(Access("all_token_ids", tok_rows, col, columns, 0,
+                        int(record["all_token_ids_width"])))
+    if int(record["bin_counts_rows"]) > 0:
+        ids = np.array([t for x in rows for t in x.ids], dtype=np.int64)
+        found.append(Access("output_bin_counts", tok_rows, col, ids, 0,
+                            int(record["bin_counts_width"])))
+    return found
+
+
+def _wild(record: Record, rows: list[_Row]) -> str | None:
+    """The first read or write outside its allocation, described, or None."""
+    m, sampled = len(record["num_computed_tokens"]), np.asarray(record["sampled_tokens"])
+    bins, width = int(record["bin_counts_rows"]), int(record["bin_counts_width"])
+    for x in rows:
+        if x.slot >= m:
+            return f"slot {x.slot} of buffers with {m} slots"
+        if x.ids and x.row * sampled.shape[1] + len(x.ids) > sampled.size:
+            return f"sampled_tokens row {x.row} column {len(x.ids) - 1}"
+        length = int(record["all_token_ids_width"]) * m
+        for c in x.columns:
+            if not 0 <= x.slot * int(record["all_token_ids_width"]) + c < length:
+                return f"all_token_ids[{x.slot}, {c}]"
+        for t in x.ids if bins > 0 else ():
+            if not 0 <= x.slot * width + t < bins * width:
+                return f"output_bin_counts[{x.slot}, {t}]"
+    return None
+
+
+def _run(record: Record, patched: bool) -> Outcome:
+    """The kernel on one record (``patched``: sampled ids checked against the vocabulary)."""
+    rows = _rows(record, patched)
+    accesses = _accesses(record, rows)
+    wild = _wild(record, rows)
+    if wild is not None:
+        return Outcome(INDEX_ERROR, f"IndexError: illegal memory access: {wild} is outside "
+                                    f"its buffer", {}, accesses)
+    outs = {name: np.array(record[name], copy=True) for name in _SLOTS}
+    drafts = record.get("draft_tokens")
+    if drafts is not None:
+        outs["draft_tokens_out"] = np.array(record["draft_tokens_out"], copy=True)
+    for x in rows:
+        if drafts is not None:
+            outs["draft_tokens_out"][x.slot] = np.asarray(drafts)[x.row]
+        if x.ids:
+            outs["last_sampled_tokens"][x.slot] = x.ids[-1]
+            outs["total_len"][x.slot] += len(x.ids)
+        outs["num_computed_tokens"][x.slot] += x.delta
+    return Outcome(OK, "", outs, accesses)
+
+
+def upstream(record: Record) -> Outcome:
+    """vLLM's kernel on one record: outputs the per-slot buffers it changes; ``index_error``
+    for a read or write outside a buffer (on a GPU an illegal memory access)."""
+    return _run(record, patched=False)
+
+
+def patched(record: Record) -> Outcome:
+    """The kernel with each sampled id checked against the vocabulary first."""
+    return _run(record, patched=True)
+
+
+def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
+    """The checks of any variant's outcome on one record: the indices a model used (its
+    accesses), then the ids it stored for the next step: ``out.last_sampled_tokens`` (element
+    the slot) and ``out.draft_tokens_out`` (element the flat position), against
+    ``[0, vocab_size)``, on the rows that stored one."""
+    parts = [Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower, a.upper)
+             for a in outcome.accesses or ()]
+    vocab = int(record["vocab_size"])
+    idx = np.asarray(record["idx_mapping"], dtype=np.int64)
+    last = outcome.outputs.get("last_sampled_tokens")
+    if last is not None:
+        last = np.asarray(last).reshape(-1)
+        stored = np.flatnonzero((idx >= 0) & (idx < len(last))
+                                & (np.asarray(record["num_sampled"]) > 0))
+        parts.append(Checks.of("out.last_sampled_tokens", 0, stored, idx[stored],
+                               last[idx[stored]], 0, vocab))
+    out = outcome.outputs.get("draft_tokens_out")
+    if out is not None and "draft_tokens" in record:
+        out = np.asarray(out)
+        rows = np.flatnonzero((idx >= 0) & (idx < out.shape[0]))
+        s = out.shape[1]
+        rows_rep = np.repeat(rows, s)
+        element = (idx[rows_rep] * s + np.tile(np.arange(s), len(rows))).astype(np.int64)
+        parts.append(Checks.of("out.draft_tokens_out", 0, rows_rep, element,
+                               out.reshape(-1)[element], 0, vocab))
+    return Checks.concat(parts)
+
+
+from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
+
+#: this module's site: its schema and operations (the registry holds it)
+SITE: Site[None] = Site(
+    name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
+    summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+    outcome_checks=outcome_checks, check_record=check_record, check_batch=check_batch,
+    hook=":".join(HOOK_TARGET))

@@ -1,0 +1,193 @@
+"""The process that runs Model Runner V2's Triton kernels in Triton's interpreter, on CPU.
+
+Started by :mod:`forensics.variants.triton_kernels` as ``python -m
+forensics.variants.triton_worker`` with ``TRITON_INTERPRET=1`` (read when vLLM's kernels are
+decorated, so before vLLM is imported) and ``CUDA_VISIBLE_DEVICES=""`` (vLLM's Triton check then
+accepts a machine without a GPU driver). It reads one JSON request per stdin line, ``{"site",
+"inputs"}`` (an ``.npz`` of the record's fields, read without pickle), calls vLLM's own function
+on CPU tensors built from them, and answers one JSON line ``{"status", "message", "outputs"}``
+(an ``.npz`` of the changed buffers); ``{"batch": [request, ...]}`` gets ``{"batch": [answer,
+...]}`` on one line.
+
+Every load and store the kernel makes is observed (:class:`Observer`): an address outside the
+tensors handed to the launch is an out-of-bounds access, reported as ``index_error`` and not
+performed (a load reads 0), so a wild index never corrupts or crashes this process. This
+observes reads as well as stores, which buffers padded with canaries would not.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+_MISSING = object()
+
+
+class Observer:
+    """Checks the kernel's memory accesses against the launch's tensors (see the module)."""
+
+    def __init__(self) -> None:
+        self.regions: list[tuple[int, int, str]] = []
+        self.outside: list[str] = []
+
+    def launch(self, names: list[str], values: list[Any]) -> None:
+        """Note the storages of a launch's tensor arguments (name, start, end)."""
+        for name, value in zip(names, values, strict=False):
+            if hasattr(value, "untyped_storage"):
+                storage = value.untyped_storage()
+                self.regions.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes(),
+                                     name))
+
+    def allowed(self, addresses: np.ndarray, mask: np.ndarray, size: int, what: str
+                ) -> np.ndarray:
+        """``mask`` without the lanes whose access leaves every region (noted in ``outside``)."""
+        addr = np.asarray(addresses, dtype=np.uint64).reshape(-1)
+        active = np.asarray(mask, dtype=bool).reshape(-1).copy()
+        inside = np.zeros(addr.shape, dtype=bool)
+        for start, end, _ in self.regions:
+            inside |= (addr >= start) & (addr + np.uint64(size) <= end)
+        bad = active & ~inside
+        if bad.any():
+            self.outside.append(f"{what} at an address outside every buffer of the launch "
+                                f"({self._nearest(int(addr[bad][0]))})")
+            active &= inside
+        return active.reshape(np.shape(mask))
+
+    def _nearest(self, address: int) -> str:
+        best = min(self.regions, key=lambda r: min(abs(address - r[0]), abs(address - r[1])),
+                   default=None)
+        if best is None:
+            return "no buffer"
+        start, end, name = best
+        offset = address - start
+        return f"byte {offset} of '{name}', {end - start} bytes long"
+
+
+OBSERVER = Observer()
+
+
+def install_observer() -> None:
+    """Route the interpreter's launches, loads and stores through :data:`OBSERVER`."""
+    import inspect
+
+    from triton.runtime import interpreter as interp
+
+    builder = interp.InterpreterBuilder
+    load, store, call = (builder.create_masked_load, builder.create_masked_store,
+                         interp.GridExecutor.__call__)
+
+    def masked_load(self: Any, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
+        size = np.dtype(interp._get_np_dtype(ptrs.get_element_ty())).itemsize
+        safe = interp.TensorHandle(OBSERVER.allowed(ptrs.data, mask.data, size, "a load"),
+                                   mask.dtype)
+        return load(self, ptrs, safe, other, *rest)
+
+    def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+        size = np.asarray(value.data).dtype.itemsize
+        safe = interp.TensorHandle(OBSERVER.allowed(ptrs.data, mask.data, size, "a store"),
+                                   mask.dtype)
+        return store(self, ptrs, value, safe, *rest)
+
+    def launch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        signature = inspect.signature(self.fn)
+        named = {k: v for k, v in kwargs.items() if k in signature.parameters}
+        bound = signature.bind_partial(*args, **named).arguments
+        OBSERVER.launch(list(bound), list(bound.values()))
+        return call(self, *args, **kwargs)
+
+    builder.create_masked_load = masked_load
+    builder.create_masked_store = masked_store
+    interp.GridExecutor.__call__ = launch
+
+
+def _tensor(inputs: dict[str, np.ndarray], name: str) -> Any:
+    import torch
+
+    return torch.from_numpy(np.array(inputs[name], copy=True))
+
+
+def combine_tokens(kernels: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``combine_sampled_and_draft_tokens`` on the record's buffers; returns ``input_ids``."""
+    t = {name: _tensor(inputs, name) for name in (
+        "input_ids", "idx_mapping", "query_start_loc", "seq_lens", "prefill_len",
+        "draft_tokens", "cu_num_logits")}
+    last = _tensor(inputs, "last_sampled_tokens").reshape(-1, 1)
+    num_logits = int(inputs["cu_num_logits"][-1]) if len(inputs["cu_num_logits"]) else 0
+    kernels.combine_sampled_and_draft_tokens(
+        t["input_ids"], t["idx_mapping"], last, t["query_start_loc"], t["seq_lens"],
+        t["prefill_len"], t["draft_tokens"], t["cu_num_logits"], num_logits,
+        int(inputs["num_new_sampled_tokens"]))
+    return {"input_ids": t["input_ids"].numpy()}
+
+
+def post_update(kernels: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``post_update`` on the record's buffers (``all_token_ids`` and ``output_bin_counts``
+    zeros of the recorded widths); returns the per-slot buffers it changes."""
+    import torch
+
+    t = {name: _tensor(inputs, name) for name in (
+        "idx_mapping", "num_computed_tokens", "sampled_tokens", "num_sampled", "num_rejected",
+        "total_len")}
+    last = _tensor(inputs, "last_sampled_tokens").reshape(-1, 1)
+    slots = len(inputs["num_computed_tokens"])
+    rows, width = int(inputs["bin_counts_rows"]), int(inputs["bin_counts_width"])
+    bins = torch.zeros(rows, width, dtype=torch.int32) if rows > 0 else None
+    all_ids = torch.zeros(slots, int(inputs["all_token_ids_width"]), dtype=torch.int32)
+    qsl = _tensor(inputs, "query_start_loc") if "query_start_loc" in inputs else None
+    drafts: tuple[Any, ...] = ()
+    if "draft_tokens" in inputs:
+        drafts = (_tensor(inputs, "draft_tokens"), _tensor(inputs, "draft_tokens_out"))
+    kernels.post_update(t["idx_mapping"], t["num_computed_tokens"], last, bins,
+                        t["sampled_tokens"], t["num_sampled"], t["num_rejected"], qsl, all_ids,
+                        t["total_len"], *drafts)
+    out = {"num_computed_tokens": t["num_computed_tokens"].numpy(),
+           "last_sampled_tokens": last.reshape(-1).numpy(), "total_len": t["total_len"].numpy()}
+    if drafts:
+        out["draft_tokens_out"] = drafts[1].numpy()
+    return out
+
+
+SITES = {"combine_tokens": combine_tokens, "post_update": post_update}
+
+
+def answer(kernels: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """Run one request; the answer's ``status`` is ``ok``, ``index_error`` (an observed
+    out-of-bounds access) or ``error`` (anything the call raised)."""
+    with np.load(request["inputs"], allow_pickle=False) as data:
+        inputs = {name: data[name] for name in data.files}
+    OBSERVER.regions, OBSERVER.outside = [], []
+    try:
+        outputs = SITES[request["site"]](kernels, inputs)
+    except Exception as exc:  # the kernel's own failure is the outcome
+        return {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:2000]}
+    if OBSERVER.outside:
+        return {"status": "index_error",
+                "message": f"IndexError: the Triton kernel made {OBSERVER.outside[0]}"}
+    np.savez(request["outputs"], **outputs)  # type: ignore[arg-type]
+    return {"status": "ok", "message": "", "outputs": request["outputs"]}
+
+
+def main() -> int:
+    """Serve requests until stdin closes; the first line says ``ready`` (or why not)."""
+    try:
+        install_observer()
+        from vllm.v1.worker.gpu import input_batch as kernels
+    except Exception as exc:
+        print(json.dumps({"ready": False, "message": f"{type(exc).__name__}: {exc}"}), flush=True)
+        return 1
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "batch" in request:  # many records, one answer line
+            print(json.dumps({"batch": [answer(kernels, r) for r in request["batch"]]}),
+                  flush=True)
+        else:
+            print(json.dumps(answer(kernels, request)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

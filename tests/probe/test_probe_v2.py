@@ -1,0 +1,97 @@
+"""The probe's Model Runner V2 pieces that need no engine: which runner a worker holds, the
+``probe_unsupported`` event and warning for one it does not know, the manifest's ``runner``,
+and the guard's check of a V2 call with the site's own model."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from probe_fakes import FakeWriter, make_settings
+
+from forensics.probe import hooks, v2_hooks
+from forensics.probe.manifest import build_manifest
+from forensics.probe.session import ProbeSession
+
+
+def _runner_class(module: str, name: str = "GPUModelRunner", base: type = object) -> type:
+    return type(name, (base,), {"__module__": module, "vocab_size": 50})
+
+
+V1 = _runner_class("vllm.v1.worker.gpu_model_runner")
+V2 = _runner_class("vllm.v1.worker.gpu.model_runner")
+
+
+@pytest.mark.parametrize(("runner", "kind"), [
+    (V1(), "v1"), (V2(), "v2"),
+    (_runner_class("vllm.v1.worker.cpu.model_runner", "CPUModelRunner", V2)(), "v2"),
+    (_runner_class("vllm.v1.worker.gpu_v3.model_runner")(), None)])
+def test_the_runner_kind_comes_from_the_class_and_its_bases(runner: Any, kind: str | None
+                                                            ) -> None:
+    assert v2_hooks.runner_kind(runner) == kind
+
+
+def _session(tmp_path: Path, writer: FakeWriter) -> ProbeSession:
+    return ProbeSession(make_settings(tmp_path), writer_factory=lambda s: writer)
+
+
+def test_an_unknown_runner_gives_an_event_and_one_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    writer = FakeWriter()
+    session = _session(tmp_path, writer)
+    hooks.activate(session)
+    unknown = _runner_class("vllm.v1.worker.gpu_v3.model_runner", "ModelRunnerV3")
+
+    class Worker:
+        def load_model(self) -> None:
+            self.model_runner = unknown()
+
+    load = v2_hooks.wrap_load_model(Worker.load_model)
+    try:
+        with caplog.at_level(logging.WARNING, logger="forensics.probe"):
+            load(Worker())
+    finally:
+        hooks.activate(None)
+    (event,) = [e for e in writer.events if e["kind"] == "probe_unsupported"]
+    assert event["runner"] == "vllm.v1.worker.gpu_v3.model_runner.ModelRunnerV3"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert ("vLLM " in warnings[0] and "ModelRunnerV3" in warnings[0]
+            and "VLLM_USE_V2_MODEL_RUNNER=0" in warnings[0]), warnings
+    assert build_manifest(session)["runner"] == "unknown"
+
+
+def test_a_known_runner_gives_no_event_and_names_itself_in_the_manifest(tmp_path: Path) -> None:
+    writer = FakeWriter()
+    session = _session(tmp_path, writer)
+    hooks.activate(session)
+
+    class Worker:
+        def load_model(self) -> None:
+            self.model_runner = V2()
+
+    try:
+        v2_hooks.wrap_load_model(Worker.load_model)(Worker())
+    finally:
+        hooks.activate(None)
+    assert not [e for e in writer.events if e["kind"] == "probe_unsupported"]
+    assert build_manifest(session)["runner"] == "v2"
+
+
+def test_the_guard_prefers_an_index_the_kernel_uses_over_an_id_it_writes() -> None:
+    fields = dict(
+        input_ids=np.full(6, 9, np.int32), idx_mapping=np.array([3, 9], np.int64),
+        last_sampled_tokens=np.array([1, 2, 3, -1], np.int64),
+        query_start_loc=np.array([0, 3, 4], np.int32), seq_lens=np.array([10, 7], np.int32),
+        prefill_len=np.array([4, 0, 0, 5], np.int32), draft_tokens=np.zeros((4, 2), np.int64),
+        cu_num_logits=np.array([0, 3, 4], np.int32), num_new_sampled_tokens=1, vocab_size=50)
+    found = v2_hooks.violation_of("combine_tokens", fields)
+    assert found is not None and found.used
+    assert (found.tensor, found.row, found.value, found.upper) == ("prefill_len", 1, 9, 4)
+    fields["idx_mapping"] = np.array([3, 0], np.int64)
+    written = v2_hooks.violation_of("combine_tokens", fields)
+    assert written is not None and not written.used
+    assert (written.tensor, written.row, written.value) == ("out.input_ids", 0, -1)

@@ -1,0 +1,43 @@
+"""Model Runner V2 record builders for the site tests: a small batch as vLLM's V2 holds it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from site_records import i32, record
+
+from forensics.records import Record
+
+VOCAB = 50
+
+
+def combine(draft: tuple[int, int] = (7, 8), last: int = 11, **change: Any) -> Record:
+    """A ``combine_tokens`` record: row 0 (slot 3) verifies two drafts, row 1 (slot 0) decodes
+    one token; the input buffer holds 6 slots."""
+    drafts = np.zeros((4, 2), np.int32)
+    drafts[3] = draft
+    fields: dict[str, Any] = dict(
+        input_ids=np.full(6, 99, np.int32), idx_mapping=np.array([3, 0], np.int64),
+        last_sampled_tokens=i32(21, 0, 0, last), query_start_loc=i32(0, 3, 4),
+        seq_lens=i32(10, 7), prefill_len=i32(4, 0, 0, 5), draft_tokens=drafts,
+        cu_num_logits=i32(0, 3, 4), num_new_sampled_tokens=1, vocab_size=VOCAB,
+        req_ids=["a", "b"])
+    fields.update(change)
+    return record("combine_tokens", **fields)
+
+
+def post(sampled: tuple[int, int, int] = (5, 6, -1), num_sampled: int = 2,
+         **change: Any) -> Record:
+    """A ``post_update`` record: row 0 (slot 3) accepted one draft and sampled ``num_sampled``
+    ids; row 1 (slot 0) sampled one id."""
+    fields: dict[str, Any] = dict(
+        idx_mapping=np.array([3, 0], np.int64), num_computed_tokens=i32(6, 0, 0, 7),
+        last_sampled_tokens=i32(21, 0, 0, 11),
+        sampled_tokens=np.array([sampled, (22, -1, -1)], np.int32),
+        num_sampled=i32(num_sampled, 1), num_rejected=i32(3 - num_sampled, 0),
+        total_len=i32(7, 0, 0, 9), all_token_ids_width=64, bin_counts_rows=4,
+        bin_counts_width=VOCAB, vocab_size=VOCAB, query_start_loc=i32(0, 3, 4),
+        req_ids=["a", "b"])
+    fields.update(change)
+    return record("post_update", **fields)
