@@ -24,5 +24,6 @@ for _name, _entry in {
     "redact": ("redact", "a copy of a capture fit to share, with the same evidence"),
     "summary": ("summary", "write up a capture's replay for a bug thread or pull request"),
     "findings": ("findings", "export a capture's findings (CSV, Parquet, JSON lines)"),
+    "triage": ("triage", "replay many captures at once and group them by signature"),
 }.items():
     COMMANDS.register(_name, _entry)

@@ -1,4 +1,4 @@
-"""``PATH...`` of ``forensics triage`` -> capture directories: a capture, a folder of them, a glob."""
+"""``forensics triage PATH...`` -> capture directories: a capture, a folder of them, a glob."""
 
 from __future__ import annotations
 

@@ -51,6 +51,7 @@ def build_manifest(session: ProbeSession) -> dict[str, Any]:
     """
     settings = session.settings
     return {
+        "engine_id": settings.engine_id,
         "model": model_facts(session.runner),
         "probe": {"mode": settings.mode, "sites": list(settings.sites), "ring": settings.ring,
                   "flush_every": settings.flush_every},
