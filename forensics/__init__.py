@@ -52,8 +52,8 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = ["Capture", "CaptureWriter", "ForensicsError", "Record", "ReplayResult", "__version__",
-           "findings_table", "first_violation", "load", "open_many", "plots", "redact", "replay", "shrink",
-           "simulate", "summary_by_site"]
+           "findings_table", "first_violation", "load", "open_many", "plots", "redact", "replay",
+           "shrink", "simulate", "summary_by_site"]
 
 
 def __getattr__(name: str) -> Any:
