@@ -1,0 +1,134 @@
+"""forensics triage on a small generated fleet: rows, groups, errors, divergence, outputs."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from forensics.cli import main
+from forensics.fleet.generate import DIVERGENCE_STEP, Fleet, simulate_fleet
+from forensics.fleet.output import flat_rows, render, write_html, write_table
+from forensics.fleet.triage import Triage, triage
+
+#: the conclusion and first-finding site of each kind of generated capture
+EXPECTED = {"clean": ("clean", None), "crash": ("unexplained", None),
+            "stale_prev_row": ("violation", "batch_change"),
+            "vocab_sentinel": ("violation", "async_output"),
+            "placeholder_leak": ("violation", "prepare_input_ids"),
+            "misattribution": ("suspect", "batch_change"),
+            "divergence": ("rank divergence", None), "corrupt": ("unreadable", None)}
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
+    return simulate_fleet(tmp_path_factory.mktemp("small"), count=14, steps=8, batch=3)
+
+
+@pytest.fixture(scope="module")
+def result(small: Fleet) -> Triage:
+    return triage([small.root], workers=1)
+
+
+def test_each_capture_is_one_row_with_its_conclusion(small: Fleet, result: Triage) -> None:
+    assert [r["capture"] for r in result.rows] == sorted(small.kinds)
+    for row in result.rows:
+        conclusion, site = EXPECTED[small.kinds[row["capture"]]]
+        assert row["conclusion"] == conclusion, row["name"]
+        assert (row["first"] or {}).get("site") == site, row["name"]
+
+
+def test_the_corrupt_capture_is_a_row_with_its_error(small: Fleet, result: Triage) -> None:
+    (row,) = [r for r in result.rows if r["capture"] == small.corrupt]
+    assert "unreadable" in row["error"] and "async_output.r0" in row["error"]
+    assert "\n" not in row["error"]
+    assert [g.title() for g in result.groups if g.key[3] == "unreadable capture"] == \
+        ["1 capture: unreadable capture"]
+
+
+def test_rank_divergence_is_found_at_its_step(small: Fleet, result: Triage) -> None:
+    diverged = {r["capture"]: r["divergence"] for r in result.rows if r["divergence"]}
+    assert sorted(diverged) == sorted(small.divergence["captures"])
+    hit = next(iter(diverged.values()))
+    assert (hit["step"], hit["site"], hit["tensor"], hit["element"]) == \
+        (DIVERGENCE_STEP, "embedding", "input_ids", 0)
+    assert hit["ranks"] == [0, 1] and hit["values"][1] == hit["values"][0] + 1
+    engine_b = [r for r in result.rows if "engine-b" in r["name"]]
+    assert len(engine_b) == 2 and all(r["divergence"] is None for r in engine_b)
+
+
+def test_groups_follow_the_generated_kinds(small: Fleet, result: Triage) -> None:
+    got = sorted(sorted(r["capture"] for r in g.rows) for g in result.groups)
+    expected: dict[tuple[str, ...], list[str]] = {}
+    for path, key in small.groups.items():
+        expected.setdefault(key, []).append(path)
+    assert got == sorted(sorted(v) for v in expected.values())
+    titles = [g.title() for g in result.groups]
+    assert "2 captures on 2 hosts, vLLM 0.33.0, V1, mtp: rank divergence in input_ids at " \
+           "embedding" in titles
+
+
+def test_a_split_capture_gives_the_rows_of_a_whole_one(small: Fleet, result: Triage) -> None:
+    split = triage([small.root], workers=1, split_records=10)  # 8 steps x 4 sites: 4 pieces
+    assert split.rows == result.rows
+
+
+def test_outputs_text_markdown_json(result: Triage) -> None:
+    text = render(result, "text")
+    assert "1 capture: unreadable capture" in text and "rank divergence at step 6" in text
+    assert render(result, "markdown").startswith("# triage: 14 captures")
+    data = json.loads(render(result, "json"))
+    assert data["captures"] == 14 and len(data["groups"]) == len(result.groups)
+
+
+def test_table_files_are_written_whole(result: Triage, tmp_path: Path) -> None:
+    table = pq.read_table(write_table(result, tmp_path / "t.parquet"))
+    assert table.num_rows == 14 and table.column_names[:3] == ["capture", "name", "host"]
+    with open(write_table(result, tmp_path / "t.csv"), newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["conclusion"] for r in rows] == [r["conclusion"] for r in result.rows]
+    assert sorted(os.listdir(tmp_path)) == ["t.csv", "t.parquet"]  # no temporary left
+
+
+def test_capture_strings_are_escaped_in_each_output(small: Fleet, tmp_path: Path) -> None:
+    hostile = tmp_path / "=cmd|x <b>.capture"
+    shutil.copytree(next(p for p, k in small.kinds.items() if k == "clean"), hostile)
+    manifest = json.loads((hostile / "manifest.json").read_text())
+    manifest["process"]["host"] = "<script>alert(1)</script>\x1b[31m"
+    (hostile / "manifest.json").write_text(json.dumps(manifest))
+    result = triage([hostile], workers=1)
+    with open(write_table(result, tmp_path / "t.csv"), newline="") as handle:
+        row = next(csv.DictReader(handle))
+    assert row["name"].startswith("'=cmd") and row["host"].startswith("<script>")
+    assert "\x1b" not in render(result, "text") and "\\x1b" in render(result, "text")
+    made: list[str] = []
+    index = write_html(result, tmp_path / "html", report=lambda c, out: made.append(str(out)))
+    page = index.read_text()
+    assert "<script>" not in page and "&lt;script&gt;" in page and "&lt;b&gt;" in page
+    assert made == [str(tmp_path / "html" / "group-000.html")]
+
+
+def test_the_command_line(small: Fleet, tmp_path: Path,
+                          capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "t.parquet"
+    assert main(["triage", str(small.root), "--workers", "1", "--format", "json",
+                 "-o", str(out)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["captures"] == 14 and pq.read_table(out).num_rows == 14
+    assert main(["triage", str(tmp_path / "nothing"), "--workers", "1"]) == 2
+    assert "names no capture" in capsys.readouterr().err
+
+
+def test_local_processes_give_the_rows_of_one_process(small: Fleet, result: Triage) -> None:
+    assert triage([small.root], workers=2).rows == result.rows
+
+
+def test_flat_rows_have_the_table_columns(result: Triage) -> None:
+    from forensics.fleet.output import COLUMNS
+
+    assert all(list(r) == list(COLUMNS) for r in flat_rows(result))
