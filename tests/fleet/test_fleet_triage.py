@@ -132,3 +132,44 @@ def test_flat_rows_have_the_table_columns(result: Triage) -> None:
     from forensics.fleet.output import COLUMNS
 
     assert all(list(r) == list(COLUMNS) for r in flat_rows(result))
+
+
+def test_known_issue_names_come_from_the_catalogue_seam(small: Fleet,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    from forensics.fleet.known_seam import match_known
+
+    assert match_known(None, None) == []  # no catalogue in this build
+    catalogue = types.ModuleType("forensics.known")
+
+    def match(result: object, capture: object) -> list[str]:
+        sites = {v for v in result.verdicts["upstream"].values()}  # type: ignore[attr-defined]
+        return ["vllm#44734 -1 placeholder"] if "violation" in sites else []
+
+    catalogue.match = match  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "forensics.known", catalogue)
+    leak = [p for p, k in small.kinds.items() if k == "placeholder_leak"][:1]
+    result = triage(leak, workers=1)
+    assert result.rows[0]["known"] == ["vllm#44734 -1 placeholder"]
+    assert result.rows[0]["conclusion"] == "known"
+    assert result.groups[0].title().endswith("(known: vllm#44734 -1 placeholder)")
+
+
+def test_ray_missing_is_one_line_naming_the_extra(small: Fleet,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert main(["triage", str(small.root), "--ray"]) == 2
+    assert "pip install 'vllm-forensics[fleet]'" in capsys.readouterr().err
+
+
+def test_progress_only_when_asked(small: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    one = [p for p, k in small.kinds.items() if k == "clean"][:1]
+    triage(one, workers=1)
+    assert capsys.readouterr().err == ""
+    triage(one, workers=1, progress=True)
+    assert "triage" in capsys.readouterr().err
