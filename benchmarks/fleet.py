@@ -44,15 +44,15 @@ def _on_ray(root: Path, rows: list[dict[str, Any]]) -> dict[str, Any]:
         import ray
     except ImportError:
         return {"ray_seconds": None, "ray_note": "Ray not installed (the fleet extra)"}
+    from forensics.fleet.runners import RAY_STARTS, start_local_ray
     from forensics.fleet.triage import triage
 
     cpu, start = cpu_seconds(), time.perf_counter()
     try:
-        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
-                 _node_ip_address="127.0.0.1")
+        start_local_ray()
     except Exception as exc:  # noqa: BLE001  (the row says why it has no Ray figure)
-        ray.shutdown()
-        return {"ray_seconds": None, "ray_note": f"Ray did not start: {str(exc)[:120]}"}
+        return {"ray_seconds": None,
+                "ray_note": f"Ray did not start in {RAY_STARTS} tries: {str(exc)[:80]}"}
     started = time.perf_counter()
     try:
         on_ray = triage([root], ray="local")

@@ -113,6 +113,9 @@ def atomic_write(target: Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the file from its readers
         os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)

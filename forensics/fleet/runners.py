@@ -18,6 +18,8 @@ from forensics.fleet.tasks import Task
 Done = Callable[[int], None]
 #: Ray retries a task whose worker died this many times before it is reported lost
 RAY_RETRIES = 2
+#: attempts to start a local Ray cluster
+RAY_STARTS = 3
 
 
 def lost(task: Task, why: str) -> bytes:
@@ -72,9 +74,10 @@ def run_ray(tasks: Sequence[Task], address: str | None = None, done: Done | None
     """
     ray = require_ray()
     started = not ray.is_initialized()
-    if started:
-        ray.init(address=None if address in (None, "local") else address,
-                 include_dashboard=False, log_to_driver=False)
+    if started and address in (None, "local"):
+        start_local_ray()
+    elif started:
+        ray.init(address=address, log_to_driver=False)
     try:
         remote = ray.remote(max_retries=retries, retry_exceptions=False)(piece)
         refs = [remote.remote(t.path, t.start, t.stop) for t in tasks]
@@ -101,6 +104,22 @@ def _gather(ray: Any, refs: list[Any], tasks: Sequence[Task], done: Done | None)
             if done:
                 done(1)
     return results
+
+
+def start_local_ray(num_cpus: int | None = None, attempts: int = RAY_STARTS) -> None:
+    """Start a Ray cluster of this process on the loopback address (``num_cpus``: default,
+    the machine's), trying ``attempts`` times: on a loaded machine Ray's agents can miss their
+    fixed 15 s start-up deadline (ray-project/ray#65983). Raises the last start's error."""
+    ray = require_ray()
+    for attempt in range(attempts):
+        try:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+                     _node_ip_address="127.0.0.1")
+            return
+        except Exception:
+            ray.shutdown()
+            if attempt == attempts - 1:
+                raise
 
 
 def require_ray() -> Any:

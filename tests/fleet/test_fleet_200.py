@@ -17,9 +17,6 @@ from forensics.fleet.generate import DIVERGENCE_STEP, Fleet, simulate_fleet
 from forensics.fleet.triage import Triage, triage
 
 ray = pytest.importorskip("ray", reason="the fleet extra (pip install 'vllm-forensics[fleet]')")
-#: attempts to start the local cluster: on a loaded machine Ray's agents can miss their
-#: fixed 15 s start-up deadline (ray-project/ray#65983)
-RAY_STARTS = 3
 
 
 @pytest.fixture(scope="module")
@@ -37,16 +34,11 @@ def local(fleet: Fleet) -> Triage:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    """A Ray cluster of this process on the loopback address, stopped at the end."""
-    for attempt in range(RAY_STARTS):
-        try:
-            ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-                     log_to_driver=False)
-            break
-        except Exception:
-            ray.shutdown()
-            if attempt == RAY_STARTS - 1:
-                raise
+    """A Ray cluster of this process on the loopback address (2 CPUs), stopped at the end."""
+    from forensics.fleet.runners import start_local_ray
+
+    start_local_ray(num_cpus=2)
+    assert ray.is_initialized()
     yield
     ray.shutdown()
 

@@ -93,6 +93,7 @@ def test_table_files_are_written_whole(result: Triage, tmp_path: Path) -> None:
         rows = list(csv.DictReader(handle))
     assert [r["conclusion"] for r in rows] == [r["conclusion"] for r in result.rows]
     assert sorted(os.listdir(tmp_path)) == ["t.csv", "t.parquet"]  # no temporary left
+    assert (tmp_path / "t.csv").stat().st_mode & 0o044 == 0o044  # readable as any new file
 
 
 def test_capture_strings_are_escaped_in_each_output(small: Fleet, tmp_path: Path) -> None:
