@@ -161,6 +161,8 @@ def write_html(result: Triage, directory: str | os.PathLike[str],
         if first is not None:
             name = f"group-{number:03d}.html"
             report(first["capture"], root / name)
+            if first.get("divergence") and (root / name).exists():
+                _add_banner(root / name, flat[first["capture"]]["divergence"])
             link = f' <a href="{name}">report of {html_text(first["name"])}</a>'
         items = "".join(f"<li>{html_text(_line(flat[r['capture']]))}</li>" for r in group.rows)
         sections.append(f"<h2>{html_text(group.title())}{link}</h2>\n<ul>{items}</ul>")
@@ -170,6 +172,16 @@ def write_html(result: Triage, directory: str | os.PathLike[str],
     index = root / "index.html"
     atomic_write(index, lambda tmp: _write_text(tmp, page))
     return index
+
+
+def _add_banner(report: Path, text: str) -> None:
+    """Put ``text`` (escaped) at the top of the body of the HTML ``report``: what the fleet
+    knows and a single capture's report cannot (a rank divergence across captures)."""
+    page = report.read_text(encoding="utf-8")
+    at = page.find(">", page.find("<body")) + 1 if "<body" in page else 0
+    banner = (f'<p class="forensics-fleet" style="border:2px solid #c00;padding:6px">'
+              f"Fleet triage: {html_text(text)}</p>")
+    atomic_write(report, lambda tmp: _write_text(tmp, page[:at] + banner + page[at:]))
 
 
 def _write_text(path: Path, text: str) -> None:

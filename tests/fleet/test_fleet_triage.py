@@ -174,3 +174,18 @@ def test_progress_only_when_asked(small: Fleet, capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().err == ""
     triage(one, workers=1, progress=True)
     assert "triage" in capsys.readouterr().err
+
+
+def test_the_report_of_a_diverged_engine_says_so(result: Triage, tmp_path: Path) -> None:
+    def report(capture: str, out: Path) -> None:
+        out.write_text("<html><body class='r'><h1>report</h1></body></html>")
+
+    write_html(result, tmp_path, report=report)
+    (number,) = [i for i, g in enumerate(result.groups) if g.rows[0]["divergence"]]
+    page = (tmp_path / f"group-{number:03d}.html").read_text()
+    assert page.startswith("<html><body class='r'><p class=\"forensics-fleet\"")
+    assert "Fleet triage: rank divergence at step 6: embedding input_ids[0]" in page
+    others = [i for i in range(len(result.groups)) if i != number
+              and (tmp_path / f"group-{i:03d}.html").exists()]
+    assert others and all("Fleet triage" not in (tmp_path / f"group-{i:03d}.html").read_text()
+                          for i in others)
