@@ -9,7 +9,7 @@ import argparse
 import sys
 
 EXAMPLE = """example:
-  forensics triage captures/ --format markdown
+  forensics triage data/ --format markdown       # the bundled captures
   forensics triage 'fleet/*/*.capture' -o triage.parquet --html triage-html/
   forensics triage captures/ --ray               # a Ray cluster started here
   forensics triage captures/ --ray ray://head:10001"""

@@ -84,7 +84,8 @@ def _line(row: dict[str, Any]) -> str:
     """One capture's line: name, host, pid, ranks, then its error or its first finding."""
     if row["error"]:
         return f"{row['name']}: error: {row['error']}"
-    head = f"{row['name']} (host {row['host']}, pid {row['pid']}, ranks {row['ranks']})"
+    pid = "unknown" if row["pid"] is None else row["pid"]
+    head = f"{row['name']} (host {row['host']}, pid {pid}, ranks {row['ranks']})"
     details = [row[k] for k in ("first_finding", "divergence", "crash_events", "guard_events")
                if row[k]]
     return f"{head}: {'; '.join(details) if details else row['conclusion']}"

@@ -82,8 +82,9 @@ class Group:
 
     @property
     def hosts(self) -> list[str]:
-        """The distinct hosts of the group's captures."""
-        return sorted({str(r.get("host")) for r in self.rows if r.get("host")})
+        """The distinct known hosts of the group's captures."""
+        return sorted({str(r["host"]) for r in self.rows
+                       if r.get("host") and r["host"] != "unknown"})
 
     def title(self) -> str:
         """``"47 captures on 12 hosts, vLLM 0.33.0, V2, mtp: `-1` ... (new)"``."""
@@ -92,7 +93,7 @@ class Group:
         if self.key[:3] == ("", "", ""):
             return f"{head}: {self.key[3]}"
         hosts = len(self.hosts)
-        head += f" on {hosts} host{'s' * (hosts != 1)}"
+        head += f" on {hosts} host{'s' * (hosts != 1)}" if hosts else " (hosts unknown)"
         return f"{head}, vLLM {self.key[0]}, {self.key[1]}, {self.key[2]}: {self.key[3]}"
 
 

@@ -189,3 +189,16 @@ def test_the_report_of_a_diverged_engine_says_so(result: Triage, tmp_path: Path)
               and (tmp_path / f"group-{i:03d}.html").exists()]
     assert others and all("Fleet triage" not in (tmp_path / f"group-{i:03d}.html").read_text()
                           for i in others)
+
+
+def test_the_bundled_captures(tmp_path: Path) -> None:
+    data = Path(__file__).resolve().parents[2] / "data"
+    rows = {r["name"]: r for r in triage([data], workers=1).rows}
+    incident_b = rows["incident-b-vocab-sentinel.capture"]
+    assert incident_b["conclusion"] == "violation"
+    assert (incident_b["first"]["site"], incident_b["first"]["step"],
+            incident_b["first"]["value"]) == ("async_output", 13, 248320)
+    assert incident_b["crash_events"].startswith("cuda_assert x1 (first at step 14)")
+    assert rows["incident-a-stale-prev-rows-refuted.capture"]["conclusion"] == "unexplained"
+    assert rows["clean.capture"]["conclusion"] == "clean"
+    assert all(r["divergence"] is None and not r["error"] for r in rows.values())
