@@ -202,3 +202,25 @@ def test_the_bundled_captures(tmp_path: Path) -> None:
     assert rows["incident-a-stale-prev-rows-refuted.capture"]["conclusion"] == "unexplained"
     assert rows["clean.capture"]["conclusion"] == "clean"
     assert all(r["divergence"] is None and not r["error"] for r in rows.values())
+
+
+def _dies_on_crash_captures(path: str, start: int | None, stop: int | None) -> bytes:
+    """A task body whose process exits abruptly on the crash captures (a dead worker)."""
+    if path.endswith("-crash.capture"):
+        os._exit(1)
+    from forensics.fleet.piece import replay_piece
+
+    return replay_piece(path, start, stop)
+
+
+def test_a_dead_local_worker_is_reported_not_lost(small: Fleet) -> None:
+    from forensics.fleet.paths import find_captures
+    from forensics.fleet.runners import run_local
+    from forensics.fleet.tasks import plan
+    from forensics.fleet.triage import finish
+
+    tasks = plan(find_captures([small.root]))
+    rows = finish(tasks, run_local(tasks, workers=2, piece=_dies_on_crash_captures))
+    assert [r["capture"] for r in rows] == sorted(small.kinds)
+    crashed = [r for r in rows if r["name"].endswith("-crash.capture")]
+    assert crashed and all(r["error"].startswith("task failed: BrokenProcessPool") for r in crashed)
