@@ -16,8 +16,6 @@ import pytest
 from forensics.fleet.generate import DIVERGENCE_STEP, Fleet, simulate_fleet
 from forensics.fleet.triage import Triage, triage
 
-ray = pytest.importorskip("ray", reason="the fleet extra (pip install 'vllm-forensics[fleet]')")
-
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
@@ -35,6 +33,7 @@ def local(fleet: Fleet) -> Triage:
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
     """A Ray cluster of this process on the loopback address (2 CPUs), stopped at the end."""
+    ray = pytest.importorskip("ray", reason="the fleet extra: pip install 'vllm-forensics[fleet]'")
     from forensics.fleet.runners import start_local_ray
 
     start_local_ray(num_cpus=2)
