@@ -686,6 +686,10 @@ def table(s: dict[str, Any]) -> str:
          f"{s.get('replay_added_rss_over_capture', float('nan')):.2f}x", "<= 0.5x"),
         *_report_rows(s),
     ]
+    if "triage" in raw:
+        from benchmarks import fleet
+
+        rows.append(fleet.triage_row(raw["triage"]))
     lines = ["| measure | ours | baseline | ratio | target |", "|---|---|---|---|---|"]
     lines += [f"| {' | '.join(r)} |" for r in rows]
     m = s["machine"]
@@ -741,6 +745,9 @@ def run(scale: Scale, work: Path, out: Path | None) -> dict[str, Any]:
     summary = summarise(scale, w, o, ld, sc, rp, pr, _du(capture), _du(pt_dir))
     summary["raw"]["report"] = rep = _phase("report", lambda: report_phase(work))
     summary["report_over_replay"] = rep["report_seconds"] / rep["replay_seconds"]
+    from benchmarks import fleet
+
+    summary["raw"]["triage"] = _phase("triage", lambda: fleet.triage_phase(scale.name, work))
     for key, value in summary.items():
         if isinstance(value, float) and not math.isfinite(value):
             raise RuntimeError(f"benchmark value {key} is not finite: {value}")
@@ -817,9 +824,24 @@ def _only_scan(scale: Scale, work: Path | None) -> int:
     return 0
 
 
+def _only_triage(scale: Scale, work: Path | None) -> int:
+    """``--only triage``: the triage phase alone (its fleet generated, untimed), its figures
+    printed as JSON and as the table row."""
+    from benchmarks import fleet
+
+    directory = Path(tempfile.mkdtemp(prefix="forensics-bench-triage-", dir=work))
+    try:
+        figures = _phase("triage", lambda: fleet.triage_phase(scale.name, directory))
+        print(json.dumps(figures, indent=2))
+        print(" | ".join(fleet.triage_row(figures)))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``--scale``, ``--work``, ``--json``, ``--keep``,
-    ``--only probe|replay|scan``."""
+    ``--only probe|replay|scan|triage``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
     parser.add_argument("--work", type=Path, default=None,
@@ -828,7 +850,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
     parser.add_argument("--table", action="store_true",
                         help="print the table and targets of the --json file, run nothing")
-    parser.add_argument("--only", choices=["probe", "replay", "scan", "report"],
+    parser.add_argument("--only", choices=["probe", "replay", "scan", "report", "triage"],
                         help="run only this phase and print its figures (--json untouched)")
     parser.add_argument("--replay-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -845,6 +867,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             shutil.rmtree(directory, ignore_errors=True)
         return 0
+    if args.only == "triage":
+        return _only_triage(SCALES[args.scale], args.work)
     if args.replay_child:
         replay_child(args.replay_child)
         return 0

@@ -8,6 +8,7 @@ The public API (heavy libraries are imported on first use, never by ``import for
 - :mod:`forensics.plots`: ``plot_*`` functions (matplotlib)
 - :func:`simulate`: synthetic captures of known incident shapes
 - :func:`shrink`, :func:`redact`: a smaller or a shareable capture with the same evidence
+- :func:`open_many`: one ``pyarrow.dataset`` per site over many captures (DuckDB, Polars)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from forensics.records import Record
 
 if TYPE_CHECKING:  # what type checkers see; at run time each name is imported on first use
     from forensics import plots
+    from forensics.fleet.dataset import open_many
     from forensics.redaction import redact
     from forensics.replaying import ReplayResult, replay
     from forensics.shrinking import shrink
@@ -46,11 +48,12 @@ _LAZY: dict[str, str] = {
     "shrink": "forensics.shrinking",
     "redact": "forensics.redaction",
     "plots": "forensics.plots",
+    "open_many": "forensics.fleet.dataset",
 }
 
 __all__ = ["Capture", "CaptureWriter", "ForensicsError", "Record", "ReplayResult", "__version__",
-           "findings_table", "first_violation", "load", "plots", "redact", "replay", "shrink",
-           "simulate", "summary_by_site"]
+           "findings_table", "first_violation", "load", "open_many", "plots", "redact", "replay",
+           "shrink", "simulate", "summary_by_site"]
 
 
 def __getattr__(name: str) -> Any:

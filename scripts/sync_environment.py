@@ -50,7 +50,7 @@ def locked_requirements() -> list[str]:
 def render() -> str:
     """The text environment.yml must have."""
     lines = [f"      - \"{req}\"" for req in locked_requirements()]
-    lines.append("      - \"-e .[notebooks,vllm,dev]\"")
+    lines.append("      - \"-e .[notebooks,vllm,dev,fleet]\"")
     return HEADER + "\n".join(lines) + "\n"
 
 

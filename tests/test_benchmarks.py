@@ -39,6 +39,9 @@ def test_tiny_benchmark_writes_finite_figures(tmp_path: Path) -> None:
     assert summary["raw"]["scan"]["scan_indices"] > 0
     assert {"cores", "cpu", "ram_gib"} <= set(summary["machine"]) and summary["date"]
     assert "| measure |" in proc.stdout
+    triage = summary["raw"]["triage"]  # the fleet row: local always, Ray or why not
+    assert triage["captures"] == 12 and math.isfinite(triage["local_seconds"])
+    assert "| triage (12 captures" in proc.stdout
     assert "| simulate soak -o (generate) |" in proc.stdout
     assert "soak_generate_seconds_per_250k" in proc.stdout  # the issue-6 target line
     assert not (tmp_path / "work" / "tiny").exists()  # generated data removed

@@ -27,5 +27,6 @@ for _name, _entry in {
     "known": ("known", "vLLM's known failure signatures, and which of them a capture matches"),
     "repro": ("repro", "write a standalone pytest reproducer for vLLM maintainers"),
     "schema": ("schema", "the fields, shapes and dtypes forensics import reads per site"),
+    "triage": ("triage", "replay many captures at once and group them by signature"),
 }.items():
     COMMANDS.register(_name, _entry)

@@ -92,13 +92,15 @@ def crash_verdict_of(result: ReplayResult) -> str:
     return crash_verdict(evidence_of(result))
 
 
-def answer(result: ReplayResult, catalogue: Catalogue | None = None) -> KnownAnswer:
-    """Match ``result`` against ``catalogue`` (default: the bundled one)."""
+def answer(result: ReplayResult, catalogue: Catalogue | None = None,
+           capture: Any = None) -> KnownAnswer:
+    """Match ``result`` against ``catalogue`` (default: the bundled one); ``capture``: where
+    the facts and events come from when ``result`` holds a part of it (default: its own)."""
     from forensics.race import race_check
 
     catalogue = catalogue or load_catalogue()
     race = race_check(result)
-    evidence = evidence_of(result)
+    evidence = evidence_of(result, capture)
     evidence.race = race.findings
     verdict = crash_verdict(evidence)
     checked = [match_entry(entry, evidence) for entry in catalogue.entries]

@@ -53,11 +53,11 @@ class Evidence:
         return bounds | {int(u) for u in sink}
 
 
-def evidence_of(result: ReplayResult) -> Evidence:
-    """The :class:`Evidence` of a replay (facts and events from its capture, when it has one;
-    ``race`` is left for :func:`forensics.known.answer` to fill)."""
+def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
+    """The :class:`Evidence` of a replay (facts and events from ``capture``, default its own
+    when it has one; ``race`` is left for :func:`forensics.known.answer` to fill)."""
     baseline = "upstream" if "upstream" in result.variants else result.variants[0]
-    summary = _summary(result.capture)
+    summary = _summary(capture if capture is not None else result.capture)
     events = list(summary.get("events") or [])
     facts = {**dump_facts(events), **facts_of(summary.get("manifest") or {})}
     return Evidence(findings=result.findings, baseline=baseline, facts=facts, events=events,

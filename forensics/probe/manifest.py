@@ -55,6 +55,7 @@ def build_manifest(session: ProbeSession) -> dict[str, Any]:
     return {
         "runner": (runner_kind(session.runner) or "unknown") if session.runner is not None
         else "unknown",
+        "engine_id": settings.engine_id,
         "model": model_facts(session.runner),
         "probe": {"mode": settings.mode, "sites": list(settings.sites), "ring": settings.ring,
                   "flush_every": settings.flush_every},

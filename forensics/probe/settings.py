@@ -11,6 +11,7 @@ import os
 import re
 import socket
 import time
+import uuid
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,10 @@ ENV_FLUSH_EVERY = "FORENSICS_FLUSH_EVERY"
 ENV_WRITER = "FORENSICS_WRITER"
 #: set by the first process that loads the plugin; inherited by the processes it starts
 ENV_CAPTURE = "FORENSICS_CAPTURE"
-ENV_NAMES = (ENV_DIR, ENV_MODE, ENV_SITES, ENV_RING, ENV_FLUSH_EVERY, ENV_WRITER, ENV_CAPTURE)
+#: the engine id, named and passed on like the capture: every rank of one engine shares it
+ENV_ENGINE = "FORENSICS_ENGINE_ID"
+ENV_NAMES = (ENV_DIR, ENV_MODE, ENV_SITES, ENV_RING, ENV_FLUSH_EVERY, ENV_WRITER, ENV_CAPTURE,
+             ENV_ENGINE)
 #: the older name of each setting, still read when the new one is unset
 LEGACY_PREFIX = "VLLM_"
 
@@ -50,6 +54,7 @@ class Settings:
     ring: int = DEFAULT_RING
     flush_every: int = DEFAULT_FLUSH_EVERY
     writer: str = "process"
+    engine_id: str = ""
 
     @property
     def guard(self) -> bool:
@@ -160,7 +165,8 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings | None:
     return Settings(directory=directory, capture=_capture(environ, directory),
                     mode=_choice(environ, ENV_MODE, MODES, "a mode"),
                     sites=_sites(environ), ring=ring, flush_every=flush_every,
-                    writer=_choice(environ, ENV_WRITER, WRITERS, "a writer"))
+                    writer=_choice(environ, ENV_WRITER, WRITERS, "a writer"),
+                    engine_id=_get(environ, ENV_ENGINE)[1] or uuid.uuid4().hex)
 
 
 def export(settings: Settings, environ: MutableMapping[str, str] | None = None) -> None:
@@ -173,3 +179,4 @@ def export(settings: Settings, environ: MutableMapping[str, str] | None = None) 
         if legacy is not None and not env.get(name, "").strip():
             env[name] = legacy
     env[ENV_CAPTURE] = str(settings.capture)
+    env[ENV_ENGINE] = settings.engine_id

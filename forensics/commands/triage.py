@@ -1,0 +1,56 @@
+"""forensics triage: replay many captures (local processes or Ray), one row each, grouped by
+signature: the host, vLLM version, runner, events, verdicts, first finding, the known issue it
+matches, and any rank divergence of an engine spread over several captures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXAMPLE = """example:
+  forensics triage data/ --format markdown       # the bundled captures
+  forensics triage 'fleet/*/*.capture' -o triage.parquet --html triage-html/
+  forensics triage captures/ --ray               # a Ray cluster started here
+  forensics triage captures/ --ray ray://head:10001"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare PATH..., --format, -o, --html, --ray [ADDRESS], --workers, --split-records."""
+    from forensics.fleet.output import FORMATS
+    from forensics.fleet.tasks import SPLIT_RECORDS
+
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="capture directories, folders holding them, or globs")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="stdout format")
+    parser.add_argument("-o", "--output", metavar="F.parquet|F.csv",
+                        help="also write one row per capture to a Parquet or CSV file")
+    parser.add_argument("--html", metavar="DIR",
+                        help="write DIR/index.html and a report per group's first capture")
+    parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                        help="run on Ray (no ADDRESS: a cluster started on this machine)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="local processes (default: the CPUs)")
+    parser.add_argument("--split-records", type=int, default=SPLIT_RECORDS,
+                        dest="split_records",
+                        help=f"replay a larger capture in step ranges (default {SPLIT_RECORDS})")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Triage and print; write the table and the HTML index when asked. Returns 0."""
+    from forensics.errors import ConfigurationError
+    from forensics.fleet.output import render, write_html, write_table
+    from forensics.fleet.triage import triage
+
+    for name in ("workers", "split_records"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise ConfigurationError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    result = triage(args.paths, ray=args.ray, workers=args.workers,
+                    split_records=args.split_records, progress=sys.stderr.isatty())
+    sys.stdout.write(render(result, args.format))
+    if args.output:
+        print(f"wrote {write_table(result, args.output)}", file=sys.stderr)
+    if args.html:
+        print(f"wrote {write_html(result, args.html)}", file=sys.stderr)
+    return 0

@@ -1,0 +1,14 @@
+"""The known issues a capture matches, for triage's rows (:mod:`forensics.known`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def match_known(result: Any, capture: Any = None) -> list[str]:
+    """The ids of the catalogue entries ``result`` (a ReplayResult) matches, sorted
+    (:func:`forensics.known.answer`), with the facts and events of ``capture`` (a replay of
+    a part of it holds none of its own)."""
+    from forensics.known import answer
+
+    return sorted(m.entry.id for m in answer(result, capture=capture).matches)

@@ -1,0 +1,189 @@
+"""A triage written out: text, Markdown or JSON on stdout; Parquet or CSV; an HTML index."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from forensics.errors import ConfigurationError
+from forensics.fleet.escape import csv_cell, html_text, markdown, terminal
+from forensics.fleet.triage import Triage
+
+FORMATS = ("text", "markdown", "json")
+TABLE_SUFFIXES = (".parquet", ".csv")
+#: the columns of a triage table (Parquet, CSV), in order
+COLUMNS = ("capture", "name", "host", "pid", "ranks", "engine_id", "vllm", "runner",
+           "spec_method", "async_scheduling", "steps", "records", "crash_events",
+           "guard_events", "verdicts", "first_finding", "findings", "known", "divergence",
+           "conclusion", "group", "error")
+
+
+def flat_rows(result: Triage) -> list[dict[str, Any]]:
+    """One flat dict per capture (:data:`COLUMNS`): nested values as text, ``group`` the
+    title of its group."""
+    from forensics.conclusion import describe_finding
+    from forensics.fleet.stitch import divergence_text
+
+    titles = {id(row): group.title() for group in result.groups for row in group.rows}
+    out = []
+    for row in result.rows:
+        flat = {key: row.get(key) for key in COLUMNS}
+        flat["verdicts"] = verdicts_text(row.get("verdicts") or {})
+        flat["first_finding"] = describe_finding(row["first"]) if row.get("first") else ""
+        flat["known"] = ", ".join(row.get("known") or [])
+        flat["divergence"] = divergence_text(row["divergence"]) if row.get("divergence") else ""
+        flat["group"] = titles[id(row)]
+        out.append(flat)
+    return out
+
+
+def verdicts_text(verdicts: dict[str, dict[str, str]]) -> str:
+    """``"upstream: embedding violation, ...; patched: ..."`` (ok sites left out)."""
+    parts = []
+    for variant, sites in verdicts.items():
+        bad = [f"{site} {v}" for site, v in sites.items() if v != "ok"]
+        parts.append(f"{variant}: {', '.join(bad) if bad else 'ok'}")
+    return "; ".join(parts)
+
+
+def render(result: Triage, fmt: str) -> str:
+    """The triage as ``text``, ``markdown`` or ``json``; ConfigurationError for another."""
+    if fmt == "json":
+        return json.dumps(to_json(result), indent=2, sort_keys=True)
+    if fmt not in FORMATS:
+        raise ConfigurationError(f"--format {fmt!r}; choose one of {list(FORMATS)}")
+    return _render_groups(result, terminal if fmt == "text" else markdown, fmt == "markdown")
+
+
+def to_json(result: Triage) -> dict[str, Any]:
+    """``{"captures": n, "groups": [{title, captures: [...]}], "rows": [row]}``."""
+    rows = [{k: v for k, v in row.items() if k != "crashed"} for row in result.rows]
+    return {"captures": len(result.rows), "where": result.where,
+            "groups": [{"title": g.title(), "captures": [r["capture"] for r in g.rows]}
+                       for g in result.groups], "rows": rows}
+
+
+def _render_groups(result: Triage, esc: Callable[[object], str], md: bool) -> str:
+    """Groups as headed lists, one line per capture (every capture string escaped)."""
+    flat = {row["capture"]: row for row in flat_rows(result)}
+    lines = [f"{'# ' if md else ''}triage: {len(result.rows)} captures, "
+             f"{len(result.groups)} groups ({result.seconds:.1f} s, {result.where})", ""]
+    for group in result.groups:
+        lines.append(f"{'## ' if md else ''}{esc(group.title())}")
+        for row in group.rows:
+            lines.append(("- " if md else "  ") + esc(_line(flat[row["capture"]])))
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _line(row: dict[str, Any]) -> str:
+    """One capture's line: name, host, pid, ranks, then its error or its first finding."""
+    if row["error"]:
+        return f"{row['name']}: error: {row['error']}"
+    pid = "unknown" if row["pid"] is None else row["pid"]
+    head = f"{row['name']} (host {row['host']}, pid {pid}, ranks {row['ranks']})"
+    details = [row[k] for k in ("first_finding", "divergence", "crash_events", "guard_events")
+               if row[k]]
+    return f"{head}: {'; '.join(details) if details else row['conclusion']}"
+
+
+def write_table(result: Triage, path: str | os.PathLike[str]) -> Path:
+    """Write the triage table to ``path`` (``.parquet`` or ``.csv``, atomically); return it.
+
+    Raises ConfigurationError for another suffix.
+    """
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise ConfigurationError(f"-o '{target}': give a file ending in one of "
+                                 f"{list(TABLE_SUFFIXES)}")
+    rows = flat_rows(result)
+    atomic_write(target, lambda tmp: _write_parquet(rows, tmp) if suffix == ".parquet"
+                 else _write_csv(rows, tmp))
+    return target
+
+
+def atomic_write(target: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write`` on a temporary file beside ``target``, then rename it into place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the file from its readers
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ints = {"pid", "steps", "records", "findings"}
+    schema = pa.schema([(c, pa.int64() if c in ints else pa.bool_() if c == "async_scheduling"
+                         else pa.string()) for c in COLUMNS])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+
+
+def _write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    import csv
+
+    with path.open("w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(COLUMNS)
+        for row in rows:
+            writer.writerow(["" if row[c] is None else csv_cell(row[c]) for c in COLUMNS])
+
+
+def write_html(result: Triage, directory: str | os.PathLike[str],
+               report: Callable[[str, Path], Any] | None = None) -> Path:
+    """Write ``DIR/index.html`` (every group, its captures, a link to the report of its first
+    readable capture) and those reports (``report(capture, out)``, default
+    :func:`forensics.report.write_report`); return the index's path."""
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    if report is None:
+        from forensics.report import write_report
+
+        report = write_report
+    flat = {row["capture"]: row for row in flat_rows(result)}
+    sections = []
+    for number, group in enumerate(result.groups):
+        first = next((r for r in group.rows if not r.get("error")), None)
+        link = ""
+        if first is not None:
+            name = f"group-{number:03d}.html"
+            report(first["capture"], root / name)
+            if first.get("divergence") and (root / name).exists():
+                _add_banner(root / name, flat[first["capture"]]["divergence"])
+            link = f' <a href="{name}">report of {html_text(first["name"])}</a>'
+        items = "".join(f"<li>{html_text(_line(flat[r['capture']]))}</li>" for r in group.rows)
+        sections.append(f"<h2>{html_text(group.title())}{link}</h2>\n<ul>{items}</ul>")
+    page = ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>forensics triage"
+            f"</title></head><body>\n<h1>triage: {len(result.rows)} captures, "
+            f"{len(result.groups)} groups</h1>\n" + "\n".join(sections) + "\n</body></html>\n")
+    index = root / "index.html"
+    atomic_write(index, lambda tmp: _write_text(tmp, page))
+    return index
+
+
+def _add_banner(report: Path, text: str) -> None:
+    """Put ``text`` (escaped) at the top of the body of the HTML ``report``: what the fleet
+    knows and a single capture's report cannot (a rank divergence across captures)."""
+    page = report.read_text(encoding="utf-8")
+    at = page.find(">", page.find("<body")) + 1 if "<body" in page else 0
+    banner = (f'<p class="forensics-fleet" style="border:2px solid #c00;padding:6px">'
+              f"Fleet triage: {html_text(text)}</p>")
+    atomic_write(report, lambda tmp: _write_text(tmp, page[:at] + banner + page[at:]))
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")

@@ -1,0 +1,133 @@
+"""One task of a triage: replay a capture (or a range of its steps) and return one Arrow row.
+
+A task's result crosses processes and machines as Arrow IPC bytes (:func:`to_ipc`), never as
+pickled records. A step range ``[start, stop)`` is replayed with :data:`LOOKBACK` earlier steps,
+so a finding at the sink still finds its origin a few steps back; only findings, outcomes and
+records of the range itself count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from forensics.fleet.facts import capture_facts
+from forensics.fleet.known_seam import match_known
+
+BASELINE = "upstream"
+VARIANTS = ("upstream", "patched")
+#: earlier steps replayed before a step range (origins of sink findings lie this close)
+LOOKBACK = 8
+#: a piece's columns, in order; JSON text for the nested ones
+PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ranks",
+                 "engine_id", "vllm", "runner", "spec_method", "async_scheduling", "steps",
+                 "records", "crash_events", "guard_events", "crashed", "scenario", "verdicts",
+                 "first_finding", "findings", "known")
+
+
+def replay_piece(path: str, start: int | None = None, stop: int | None = None,
+                 variants: tuple[str, ...] = VARIANTS) -> bytes:
+    """Replay the capture at ``path`` (steps ``[start, stop)``, or all when None) and return
+    its one-row table as Arrow IPC bytes; a capture that cannot be read or replayed gives a
+    row whose ``error`` is its one-line message (never raises for the capture's sake)."""
+    from forensics.cli import one_line
+
+    row: dict[str, Any] = {"capture": os.path.abspath(path), "name": os.path.basename(path),
+                           "start": start, "stop": stop, "error": ""}
+    try:
+        row.update(_replayed(path, start, stop, variants))
+    except Exception as exc:  # noqa: BLE001  (a bad capture is a row, never the end of a run)
+        row["error"] = one_line(exc)
+    return to_ipc([row])
+
+
+def _replayed(path: str, start: int | None, stop: int | None,
+              variants: tuple[str, ...]) -> dict[str, Any]:
+    """The facts and replay columns of one capture or step range."""
+    from forensics.replaying import replay
+    from forensics.store.reader import load
+
+    capture = load(path)
+    facts = capture_facts(capture)
+    if start is None or stop is None:
+        result = replay(capture, list(variants))
+        verdicts, found = result.verdicts, result.findings
+    else:
+        result = replay(capture.records(steps=range(max(0, start - LOOKBACK), stop)),
+                        list(variants))
+        verdicts, found = _in_range(result, start)
+    if start is not None:  # a piece's record count is its own range's
+        facts["records"] = len(capture.records(steps=range(start, stop or start)))
+    return {**facts, "verdicts": json.dumps(verdicts, sort_keys=True),
+            "first_finding": json.dumps(first_of(found)),
+            "findings": int((found["variant"] == BASELINE).sum()),
+            "known": json.dumps(match_known(result, capture))}
+
+
+def _in_range(result: Any, start: int) -> tuple[dict[str, dict[str, str]], Any]:
+    """Verdicts and findings of ``result`` from step ``start`` on (the lookback left out)."""
+    from forensics.findings import verdicts
+
+    steps = result.index["step"].to_numpy()
+    kept = [int(i) for i in (steps >= start).nonzero()[0]]
+    records = [result.records[i] for i in kept]
+    outcomes = _statuses(result, kept)
+    found = result.findings[result.findings["step"] >= start].reset_index(drop=True)
+    return verdicts(records, outcomes, found), found
+
+
+def _statuses(result: Any, kept: list[int]) -> dict[str, list[Any]]:
+    """Per variant, an :class:`~forensics.outcome.Outcome` holding each kept record's status
+    (from ``result.outcomes``; None for a summary record, which has no outcome)."""
+    from forensics.outcome import Outcome
+
+    table = result.outcomes
+    status = {(v, int(r)): s for v, r, s in zip(table["variant"], table["record"],
+                                                table["status"], strict=True)}
+    return {name: [Outcome(status=status[(name, i)]) if (name, i) in status else None
+                   for i in kept] for name in result.variants}
+
+
+def first_of(found: Any) -> dict[str, Any] | None:
+    """The baseline's first finding with every findings column but variant and record."""
+    from forensics.findings import first_finding
+
+    keys = [c for c in found.columns if c not in ("variant", "record")]
+    return first_finding(found, BASELINE, keys)
+
+
+def piece_schema() -> Any:
+    """The Arrow schema of a piece's row."""
+    import pyarrow as pa
+
+    ints = {"start", "stop", "pid", "steps", "records", "findings"}
+    bools = {"async_scheduling", "crashed"}
+    return pa.schema([(name, pa.int64() if name in ints else pa.bool_() if name in bools
+                       else pa.string()) for name in PIECE_COLUMNS])
+
+
+def to_ipc(rows: list[dict[str, Any]]) -> bytes:
+    """``rows`` as an Arrow IPC stream of the piece schema (missing values null)."""
+    import pyarrow as pa
+
+    schema = piece_schema()
+    table = pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows],
+                                 schema=schema)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(data: bytes) -> Any:
+    """The table in the Arrow IPC stream ``data`` (checked against the piece schema).
+
+    Raises ValueError when the stream is not a piece's table.
+    """
+    import pyarrow as pa
+
+    table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+    if not table.schema.equals(piece_schema()):
+        raise ValueError("a triage task returned a table of another schema")
+    return table

@@ -1,0 +1,132 @@
+"""Where a triage's tasks run: local processes (the default) or a Ray cluster.
+
+Either way a task returns its row as Arrow IPC bytes (:func:`forensics.fleet.piece.replay_piece`)
+and every task gives back one result: a task whose process died, or that Ray gave up on after
+its retries, comes back as a row carrying that error, never silently lost.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from forensics.errors import MissingDependencyError
+from forensics.fleet.piece import replay_piece, to_ipc
+from forensics.fleet.tasks import Task
+
+Done = Callable[[int], None]
+#: Ray retries a task whose worker died this many times before it is reported lost
+RAY_RETRIES = 2
+#: attempts to start a local Ray cluster
+RAY_STARTS = 3
+
+
+def lost(task: Task, why: str) -> bytes:
+    """The row of a task that returned nothing: its capture, range and ``why``."""
+    return to_ipc([{"capture": os.path.abspath(task.path), "name": os.path.basename(task.path),
+                    "start": task.start, "stop": task.stop, "error": why}])
+
+
+def run_local(tasks: Sequence[Task], workers: int | None = None, done: Done | None = None,
+              piece: Callable[..., bytes] = replay_piece) -> list[bytes]:
+    """Run ``tasks`` on ``workers`` local processes (default: the CPUs; 1: in this process);
+    return their results in task order. ``done(n)`` is called as tasks finish."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    workers = min(workers or os.cpu_count() or 1, max(len(tasks), 1))
+    if workers == 1:
+        out = []
+        for task in tasks:
+            out.append(piece(task.path, task.start, task.stop))
+            if done:
+                done(1)
+        return out
+    results: list[bytes | None] = [None] * len(tasks)
+    context = multiprocessing.get_context("spawn")  # no fork of a threaded process
+    with cf.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        futures = {pool.submit(piece, t.path, t.start, t.stop): i for i, t in enumerate(tasks)}
+        for future in cf.as_completed(futures):
+            i = futures[future]
+            results[i] = _result(future, tasks[i])
+            if done:
+                done(1)
+    return [r if r is not None else lost(tasks[i], "task returned nothing")
+            for i, r in enumerate(results)]
+
+
+def _result(future: Any, task: Task) -> bytes:
+    """A finished future's bytes, or the lost-task row of its exception."""
+    try:
+        return bytes(future.result())
+    except Exception as exc:  # noqa: BLE001  (a dead worker is a row, not the end of the run)
+        return lost(task, f"task failed: {type(exc).__name__}: {exc}")
+
+
+def run_ray(tasks: Sequence[Task], address: str | None = None, done: Done | None = None,
+            piece: Callable[..., bytes] = replay_piece, retries: int = RAY_RETRIES
+            ) -> list[bytes]:
+    """Run ``tasks`` as Ray tasks (one each) on the cluster at ``address`` (None or "local":
+    start one on this machine); return their results in task order.
+
+    Raises MissingDependencyError when Ray is not installed.
+    """
+    ray = require_ray()
+    started = not ray.is_initialized()
+    if started and address in (None, "local"):
+        start_local_ray()
+    elif started:
+        ray.init(address=address, log_to_driver=False)
+    try:
+        remote = ray.remote(max_retries=retries, retry_exceptions=False)(piece)
+        refs = [remote.remote(t.path, t.start, t.stop) for t in tasks]
+        return _gather(ray, refs, tasks, done)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _gather(ray: Any, refs: list[Any], tasks: Sequence[Task], done: Done | None) -> list[bytes]:
+    """Each task's bytes as it finishes; a task Ray reports failed becomes its error row."""
+    index = {ref: i for i, ref in enumerate(refs)}
+    results: list[bytes] = [b""] * len(refs)
+    pending = list(refs)
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        for ref in ready:
+            i = index[ref]
+            try:
+                results[i] = bytes(ray.get(ref))
+            except Exception as exc:  # noqa: BLE001  (a lost task is reported, not dropped)
+                why = " ".join(str(exc).split())[:300]
+                results[i] = lost(tasks[i], f"task lost on Ray: {type(exc).__name__}: {why}")
+            if done:
+                done(1)
+    return results
+
+
+def start_local_ray(num_cpus: int | None = None, attempts: int = RAY_STARTS) -> None:
+    """Start a Ray cluster of this process on the loopback address (``num_cpus``: default,
+    the machine's), trying ``attempts`` times: on a loaded machine Ray's agents can miss their
+    fixed 15 s start-up deadline (ray-project/ray#65983). Raises the last start's error."""
+    ray = require_ray()
+    for attempt in range(attempts):
+        try:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+                     _node_ip_address="127.0.0.1")
+            return
+        except Exception:
+            ray.shutdown()
+            if attempt == attempts - 1:
+                raise
+
+
+def require_ray() -> Any:
+    """The ``ray`` module; MissingDependencyError naming the extra when it is absent."""
+    try:
+        import ray
+    except ImportError:
+        raise MissingDependencyError("forensics triage --ray needs Ray: pip install "
+                                     "'vllm-forensics[fleet]'") from None
+    return ray

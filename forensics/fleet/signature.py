@@ -1,0 +1,106 @@
+"""A triage row's conclusion and signature, and the groups of rows that share a signature."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from forensics.fleet.piece import BASELINE
+
+CONCLUSIONS = ("known", "violation", "suspect", "rank divergence", "unexplained", "clean",
+               "unreadable")
+
+
+def conclusion(row: dict[str, Any]) -> str:
+    """``unreadable`` (an error), ``known`` (the catalogue matched), ``violation`` or ``suspect``
+    (the baseline's worst verdict, unmatched), ``rank divergence``, ``unexplained`` (a crash
+    with nothing found), else ``clean``."""
+    if row.get("error"):
+        return "unreadable"
+    if row.get("known"):
+        return "known"
+    verdicts = set((row.get("verdicts") or {}).get(BASELINE, {}).values())
+    for verdict in ("violation", "suspect"):
+        if verdict in verdicts:
+            return verdict
+    if row.get("divergence"):
+        return "rank divergence"
+    return "unexplained" if row.get("crashed") else "clean"
+
+
+def value_class(first: dict[str, Any]) -> str:
+    """What the first finding's value is: the judge's ``value_class`` when the finding has one,
+    else ``-1``, ``vocab_size`` (an id equal to its bound), ``negative``, ``past end``,
+    ``another request's row`` (misattributed), or the value."""
+    if first.get("kind") != "out_of_bounds":
+        return "another request's row"
+    if first.get("value_class"):  # the judge's own class, where it gives one
+        return str(first["value_class"])
+    value, lower, upper = first.get("value"), first.get("lower"), first.get("upper")
+    if value == -1:
+        return "-1"
+    ids = any(part in str(first.get("tensor")) for part in ("ids", "output_tail"))
+    if value is not None and value == upper and ids:
+        return "vocab_size"
+    if value is not None and lower is not None and value < lower:
+        return "negative"
+    if value is not None and upper is not None and value >= upper:
+        return "past end"
+    return str(value)
+
+
+def what(row: dict[str, Any]) -> str:
+    """The part of a signature that says what happened (no versions)."""
+    kind = row["conclusion"]
+    first = row.get("first")
+    if kind == "unreadable":
+        return "unreadable capture"
+    if first is not None and kind in ("known", "violation", "suspect"):
+        text = (f"`{value_class(first)}` {first['kind']} in {first['tensor']} at "
+                f"{first['site']}")
+        return text + (f" (known: {', '.join(row['known'])})" if row.get("known") else " (new)")
+    if kind == "rank divergence":
+        div = row["divergence"]
+        return f"rank divergence in {div['tensor']} at {div['site']}"
+    return "unexplained crash" if kind == "unexplained" else "clean"
+
+
+def signature(row: dict[str, Any]) -> tuple[str, ...]:
+    """The grouping key: vLLM version, runner, speculative method and :func:`what`."""
+    if row["conclusion"] == "unreadable":
+        return ("", "", "", what(row))
+    return (row["vllm"], row["runner"], row["spec_method"], what(row))
+
+
+@dataclass
+class Group:
+    """Rows that share a :func:`signature`."""
+
+    key: tuple[str, ...]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def hosts(self) -> list[str]:
+        """The distinct known hosts of the group's captures."""
+        return sorted({str(r["host"]) for r in self.rows
+                       if r.get("host") and r["host"] != "unknown"})
+
+    def title(self) -> str:
+        """``"47 captures on 12 hosts, vLLM 0.33.0, V2, mtp: `-1` ... (new)"``."""
+        n = len(self.rows)
+        head = f"{n} capture{'s' * (n != 1)}"
+        if self.key[:3] == ("", "", ""):
+            return f"{head}: {self.key[3]}"
+        hosts = len(self.hosts)
+        head += f" on {hosts} host{'s' * (hosts != 1)}" if hosts else " (hosts unknown)"
+        return f"{head}, vLLM {self.key[0]}, {self.key[1]}, {self.key[2]}: {self.key[3]}"
+
+
+def group_rows(rows: Sequence[dict[str, Any]]) -> list[Group]:
+    """Groups of ``rows`` by signature: largest first, then by key."""
+    groups: dict[tuple[str, ...], Group] = {}
+    for row in rows:
+        key = signature(row)
+        groups.setdefault(key, Group(key)).rows.append(row)
+    return sorted(groups.values(), key=lambda g: (-len(g.rows), g.key))

@@ -1,0 +1,121 @@
+"""One engine across captures: its ranks' records aligned by step, and the first rank divergence.
+
+Ranks of one tensor-parallel group see the same batch, so the ids below must be equal on every
+rank at every step. Captures are stitched by the engine id the probe writes into each manifest
+(no guesswork); a capture without one is an engine of its own (its ranks are still compared).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+#: site -> the id tensors every rank of one engine must hold alike, in the order compared
+SHARED_IDS: dict[str, tuple[str, ...]] = {
+    "batch_change": ("prev_positions",),
+    "prepare_input_ids": ("prev_positions", "prev_sampled_token_ids", "input_ids"),
+    "async_output": ("sampled_token_ids_cpu",),
+    "embedding": ("input_ids",),
+}
+
+
+def engines(rows: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+    """``{engine: [capture, ...]}`` for readable rows: by engine id, else the capture alone."""
+    out: dict[str, list[str]] = {}
+    for row in rows:
+        if row.get("error"):
+            continue
+        engine = row.get("engine_id")
+        key = engine if engine and engine != "unknown" else f"capture:{row['capture']}"
+        out.setdefault(key, []).append(row["capture"])
+    return out
+
+
+def first_divergence(captures: Sequence[str]) -> dict[str, Any] | None:
+    """The first step at which two ranks of ``captures`` (one engine) hold different shared
+    ids: ``{step, site, tensor, element, ranks, values, captures}``, or None when they agree
+    (or only one rank is there). Sites at one step are taken in pipeline order."""
+    from forensics.fleet.dataset import open_many
+    from forensics.sites import site_order
+
+    found: list[tuple[int, int, int, dict[str, Any]]] = []
+    for site, dataset in open_many(captures, on_error="skip").items():
+        for number, tensor in enumerate(SHARED_IDS.get(site, ())):
+            hit = _first_in(dataset, site, tensor) if tensor in dataset.schema.names else None
+            if hit is not None:
+                found.append((hit["step"], site_order(site), number, hit))
+    return min(found, key=lambda f: f[:3])[3] if found else None
+
+
+def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> dict[str, Any] | None:
+    """The first divergence of ``tensor`` at ``site`` across ranks, or None."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as pds
+
+    table = dataset.to_table(columns=["step", "rank", "capture", tensor],
+                             filter=~pds.field("summary") & pds.field(tensor).is_valid())
+    if table.num_rows == 0 or len(pc.unique(table["rank"])) < 2:
+        return None
+    table = table.sort_by([("step", "ascending"), ("rank", "ascending")])
+    steps = table["step"].to_numpy()
+    ranks = table["rank"].to_numpy()
+    values, offsets = _flat(table[tensor])
+    bounds = np.flatnonzero(np.diff(steps)) + 1
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(steps)], strict=True):
+        hit = _compare_step(values, offsets, lo, hi, ranks)
+        if hit is not None:
+            a, b, element, va, vb = hit
+            return {"step": int(steps[lo]), "site": site, "tensor": tensor,
+                    "element": element, "ranks": [int(ranks[a]), int(ranks[b])],
+                    "values": [va, vb], "captures": [str(table["capture"][a]),
+                                                     str(table["capture"][b])]}
+    return None
+
+
+def _flat(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """A list column's values (int64) and offsets ([rows + 1])."""
+    import pyarrow as pa
+
+    array = column.combine_chunks()
+    if isinstance(array, pa.ChunkedArray):
+        array = pa.concat_arrays(array.chunks) if array.num_chunks else pa.array([], array.type)
+    flat = array.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
+    lengths = array.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
+    return flat, np.r_[0, np.cumsum(lengths)]
+
+
+def _compare_step(values: np.ndarray, offsets: np.ndarray, lo: int, hi: int, ranks: np.ndarray
+                  ) -> tuple[int, int, int | None, int | None, int | None] | None:
+    """Rows ``lo:hi`` (one step) against the lowest rank's row: the first row of another rank
+    that differs, as ``(row a, row b, element, value a, value b)`` (element None: lengths
+    differ, values then the lengths), or None."""
+    ref = values[offsets[lo]:offsets[lo + 1]]
+    for row in range(lo + 1, hi):
+        if ranks[row] == ranks[lo]:
+            continue
+        mine = values[offsets[row]:offsets[row + 1]]
+        if len(mine) != len(ref):
+            return lo, row, None, len(ref), len(mine)
+        diff = np.flatnonzero(mine != ref)
+        if len(diff):
+            at = int(diff[0])
+            return lo, row, at, int(ref[at]), int(mine[at])
+    return None
+
+
+def divergence_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> str:
+    """``"rank divergence at step 7: embedding input_ids[3] = 17 on rank 0, 912 on rank 1"``
+    (lengths when the ranks' tensors differ in length)."""
+    where = (f"{hit['tensor']}[{hit['element']}]" if hit["element"] is not None
+             else f"len({hit['tensor']})")
+    sides = []
+    for rank, value, capture in zip(hit["ranks"], hit["values"], hit["captures"], strict=True):
+        host = (hosts or {}).get(capture)
+        sides.append(f"{value} on rank {rank}" + (f" ({host})" if host else ""))
+    return f"rank divergence at step {hit['step']}: {hit['site']} {where} = {', '.join(sides)}"

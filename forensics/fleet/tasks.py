@@ -1,0 +1,86 @@
+"""The tasks of a triage (a capture, or a step range of a huge one) and their merge into rows."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: a capture with more records than this is replayed in step ranges of about this many
+SPLIT_RECORDS = 500_000
+#: verdicts from worst to best: a merged site takes the worst of its pieces
+VERDICT_ORDER = ("violation", "error", "suspect", "not judged", "unjudged", "ok")
+
+
+@dataclass(frozen=True)
+class Task:
+    """Replay ``path``, steps ``[start, stop)`` (None: the whole capture)."""
+
+    path: str
+    start: int | None = None
+    stop: int | None = None
+
+
+def plan(paths: Sequence[Path], split_records: int = SPLIT_RECORDS) -> list[Task]:
+    """One task per capture; a capture of more than ``split_records`` records is cut into step
+    ranges of about that many (a capture that cannot be opened gets one task, which reports
+    the error)."""
+    from forensics.store.reader import load
+
+    tasks: list[Task] = []
+    for path in paths:
+        try:
+            capture = load(path)
+            total, span = len(capture), capture.summary()["steps"]
+        except Exception:  # noqa: BLE001  (its task replays it and reports the error)
+            total, span = 0, None
+        if span is None or total <= split_records:
+            tasks.append(Task(str(path)))
+            continue
+        first, last = span
+        width = max(1, math.ceil((last - first + 1) / math.ceil(total / split_records)))
+        tasks += [Task(str(path), lo, min(lo + width, last + 1))
+                  for lo in range(first, last + 1, width)]
+    return tasks
+
+
+def merge_pieces(pieces: list[dict[str, Any]]) -> dict[str, Any]:
+    """One capture's row from its pieces (step ranges, or one whole-capture piece): facts of the
+    first, records and findings summed, the worst verdict per site, the earliest first
+    finding, known issues united; the first error, if any, makes the row an error row."""
+    pieces = sorted(pieces, key=lambda p: (p["start"] is not None, p["start"] or 0))
+    row = {k: v for k, v in pieces[0].items() if k not in ("start", "stop")}
+    failed = [p for p in pieces if p["error"]]
+    if failed:
+        return {"capture": row["capture"], "name": row["name"], "error": failed[0]["error"]}
+    if len(pieces) == 1:
+        return row
+    row["records"] = sum(p["records"] for p in pieces)
+    row["findings"] = sum(p["findings"] for p in pieces)
+    row["verdicts"] = json.dumps(_worst([json.loads(p["verdicts"]) for p in pieces]),
+                                 sort_keys=True)
+    firsts = [p["first_finding"] for p in pieces if json.loads(p["first_finding"]) is not None]
+    row["first_finding"] = firsts[0] if firsts else "null"
+    row["known"] = json.dumps(sorted({k for p in pieces for k in json.loads(p["known"])}))
+    return row
+
+
+def _worst(all_verdicts: list[dict[str, dict[str, str]]]) -> dict[str, dict[str, str]]:
+    """Per variant and site, the worst verdict of the pieces (:data:`VERDICT_ORDER`; a verdict
+    it does not list ranks just above ``ok``)."""
+    def rank(verdict: str) -> float:
+        if verdict in VERDICT_ORDER:
+            return float(VERDICT_ORDER.index(verdict))
+        return len(VERDICT_ORDER) - 1.5
+
+    out: dict[str, dict[str, str]] = {}
+    for verdicts in all_verdicts:
+        for variant, sites in verdicts.items():
+            mine = out.setdefault(variant, {})
+            for site, verdict in sites.items():
+                if site not in mine or rank(verdict) < rank(mine[site]):
+                    mine[site] = verdict
+    return out

@@ -1,0 +1,103 @@
+"""``forensics.fleet.triage.triage(paths)``: every capture replayed, stitched and grouped."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from forensics.fleet.signature import Group, conclusion, group_rows
+from forensics.fleet.tasks import SPLIT_RECORDS, Task
+
+
+@dataclass
+class Triage:
+    """One row per capture (sorted by path) and the groups of rows by signature."""
+
+    rows: list[dict[str, Any]]
+    groups: list[Group] = field(default_factory=list)
+    seconds: float = 0.0
+    where: str = "local"
+
+
+def triage(paths: Iterable[str | os.PathLike[str]], ray: str | None = None,
+           workers: int | None = None, split_records: int = SPLIT_RECORDS,
+           progress: bool = False) -> Triage:
+    """Replay every capture under ``paths`` (on local processes, or on Ray at ``ray``:
+    ``"local"`` starts a cluster here), stitch the ranks of each engine, group by signature.
+
+    A capture that cannot be read is a row with its error. Raises ConfigurationError when a
+    path names no capture; MissingDependencyError for ``ray`` without Ray installed.
+    """
+    from forensics.fleet.paths import find_captures
+    from forensics.fleet.runners import run_local, run_ray
+    from forensics.fleet.tasks import plan
+    from forensics.progress import Progress
+
+    start = time.perf_counter()
+    tasks = plan(find_captures(paths), split_records)
+    bar = Progress(len(tasks), "triage", force=progress) if progress else None
+    done = bar.advance if bar is not None else None
+    results = (run_ray(tasks, ray, done) if ray is not None
+               else run_local(tasks, workers, done))
+    if bar is not None:
+        bar.close()
+    rows = finish(tasks, results)
+    return Triage(rows, group_rows(rows), time.perf_counter() - start,
+                  "ray" if ray is not None else "local")
+
+
+def finish(tasks: Sequence[Task], results: Sequence[bytes]) -> list[dict[str, Any]]:
+    """Rows from the tasks' results: pieces merged per capture, engines stitched, each row's
+    conclusion set."""
+    from forensics.fleet.tasks import merge_pieces
+
+    pieces: dict[str, list[dict[str, Any]]] = {}
+    for task, data in zip(tasks, results, strict=True):
+        for piece in _decoded(task, data):
+            pieces.setdefault(piece["capture"], []).append(piece)
+    rows = [_parsed(merge_pieces(pieces[key])) for key in sorted(pieces)]
+    _stitch(rows)
+    for row in rows:
+        row["conclusion"] = conclusion(row)
+    return rows
+
+
+def _decoded(task: Task, data: bytes) -> list[dict[str, Any]]:
+    """The piece rows in ``data``; a result that is not a piece table is its task's error."""
+    from forensics.fleet.piece import from_ipc
+    from forensics.fleet.runners import lost
+
+    try:
+        return list(from_ipc(data).to_pylist())
+    except Exception as exc:  # noqa: BLE001  (a garbled result is reported, not dropped)
+        return list(from_ipc(lost(task, f"unreadable task result: {exc}")).to_pylist())
+
+
+def _parsed(row: dict[str, Any]) -> dict[str, Any]:
+    """A merged row with its JSON columns as Python values (``first``: the first finding)."""
+    row = dict(row)
+    row["verdicts"] = json.loads(row["verdicts"]) if row.get("verdicts") else {}
+    row["first"] = json.loads(row.pop("first_finding", None) or "null")
+    row["known"] = json.loads(row["known"]) if row.get("known") else []
+    row.setdefault("findings", None)
+    row["divergence"] = None
+    return row
+
+
+def _stitch(rows: list[dict[str, Any]]) -> None:
+    """Set ``divergence`` on the rows of every engine whose ranks disagree."""
+    from forensics.fleet.stitch import engines, first_divergence
+
+    by_capture = {row["capture"]: row for row in rows}
+    for captures in engines(rows).values():
+        ranks = {r for c in captures for r in str(by_capture[c]["ranks"]).split(",") if r}
+        if len(ranks) < 2:
+            continue  # one rank: nothing to compare
+        hit = first_divergence(captures)
+        if hit is not None:
+            for capture in captures:
+                by_capture[capture]["divergence"] = hit

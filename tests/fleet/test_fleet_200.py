@@ -1,0 +1,109 @@
+"""The issue's check: 200 generated captures triaged on local processes and on a local Ray
+cluster (127.0.0.1, 2 CPUs) give the expected groups, equal results, the corrupt capture as
+one row with its error, and the rank divergence at its step; a task whose worker dies is
+retried, or reported once its retries are spent."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from forensics.fleet.generate import DIVERGENCE_STEP, Fleet, simulate_fleet
+from forensics.fleet.triage import Triage, triage
+
+#: the catalogue entry (forensics/known/catalogue.toml) each generated V1 fault kind matches
+KNOWN_BY_KIND = {"placeholder_leak": "placeholder-reaches-input-ids",
+                 "vocab_sentinel": "vocab-size-sentinel-counted",
+                 "stale_prev_row": "stale-prev-positions-row",
+                 "misattribution": "stale-prev-positions-row"}
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
+    return simulate_fleet(tmp_path_factory.mktemp("fleet200"), count=200, steps=8, batch=3)
+
+
+@pytest.fixture(scope="module")
+def local(fleet: Fleet) -> Triage:
+    start = time.perf_counter()
+    result = triage([fleet.root], workers=2)
+    print(f"\nlocal triage of 200 captures: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return result
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    """A Ray cluster of this process on the loopback address (2 CPUs), stopped at the end."""
+    ray = pytest.importorskip("ray", reason="the fleet extra: pip install 'vllm-forensics[fleet]'")
+    from forensics.fleet.runners import start_local_ray
+
+    start_local_ray(num_cpus=2)
+    assert ray.is_initialized()
+    yield
+    ray.shutdown()
+
+
+def test_local_groups_and_rows(fleet: Fleet, local: Triage) -> None:
+    assert len(local.rows) == 200
+    got = sorted(sorted(r["capture"] for r in g.rows) for g in local.groups)
+    expected: dict[tuple[str, ...], list[str]] = {}
+    for path, key in fleet.groups.items():
+        expected.setdefault(key, []).append(path)
+    assert got == sorted(sorted(v) for v in expected.values())
+    errors = [r for r in local.rows if r["error"]]
+    assert [r["capture"] for r in errors] == [fleet.corrupt]
+    diverged = sorted(r["capture"] for r in local.rows if r["divergence"])
+    assert diverged == sorted(fleet.divergence["captures"])
+    assert {r["divergence"]["step"] for r in local.rows if r["divergence"]} == {DIVERGENCE_STEP}
+    for row in local.rows:  # the catalogue's entries for V1 faults match where the runner is V1
+        kind = fleet.kinds.get(row["capture"], "")
+        wanted = KNOWN_BY_KIND.get(kind) if row["runner"] == "v1" else None
+        assert row["known"] == ([wanted] if wanted else []), (kind, row["runner"], row["known"])
+    titles = {g.title() for g in local.groups}
+    assert "1 capture: unreadable capture" in titles
+    assert any(t.endswith("unexplained crash") for t in titles)
+
+
+def test_ray_gives_the_local_result(fleet: Fleet, local: Triage, cluster: None) -> None:
+    start = time.perf_counter()
+    on_ray = triage([fleet.root], ray="local")
+    print(f"\nRay triage of 200 captures: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    assert on_ray.where == "ray"
+    assert on_ray.rows == local.rows
+    assert [g.title() for g in on_ray.groups] == [g.title() for g in local.groups]
+
+
+def _dies_first_time(marker: str, always: bool = False) -> Callable[..., bytes]:
+    """A task body whose worker process exits abruptly on its first run (every run with
+    ``always``), then replays as usual."""
+    def piece(path: str, start: int | None, stop: int | None) -> bytes:
+        if always or not os.path.exists(marker):
+            Path(marker).touch()
+            os._exit(1)
+        from forensics.fleet.piece import replay_piece
+
+        return replay_piece(path, start, stop)
+    return piece
+
+
+def test_a_killed_task_is_retried_or_reported(fleet: Fleet, local: Triage, cluster: None,
+                                              tmp_path: Path) -> None:
+    import cloudpickle
+
+    from forensics.fleet.paths import find_captures
+    from forensics.fleet.runners import run_ray
+    from forensics.fleet.tasks import plan
+    from forensics.fleet.triage import finish
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    tasks = plan(find_captures([fleet.root])[:3])
+    retried = finish(tasks, run_ray(tasks, piece=_dies_first_time(str(tmp_path / "died"))))
+    assert retried == [r for r in local.rows if r["capture"] in {t.path for t in tasks}]
+    lost = finish(tasks[:1], run_ray(tasks[:1], retries=1,
+                                     piece=_dies_first_time(str(tmp_path / "x"), always=True)))
+    assert len(lost) == 1 and lost[0]["error"].startswith("task lost on Ray:")
