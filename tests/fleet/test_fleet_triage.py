@@ -72,7 +72,7 @@ def test_groups_follow_the_generated_kinds(small: Fleet, result: Triage) -> None
         expected.setdefault(key, []).append(path)
     assert got == sorted(sorted(v) for v in expected.values())
     titles = [g.title() for g in result.groups]
-    assert "2 captures on 2 hosts, vLLM 0.33.0, V1, mtp: rank divergence in input_ids at " \
+    assert "2 captures on 2 hosts, vLLM 0.33.0, v1, mtp: rank divergence in input_ids at " \
            "embedding" in titles
 
 
