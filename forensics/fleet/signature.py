@@ -87,7 +87,7 @@ class Group:
                        if r.get("host") and r["host"] != "unknown"})
 
     def title(self) -> str:
-        """``"47 captures on 12 hosts, vLLM 0.33.0, V2, mtp: `-1` ... (new)"``."""
+        """``"47 captures on 12 hosts, vLLM 0.33.0, v2, mtp: `-1` ... (new)"``."""
         n = len(self.rows)
         head = f"{n} capture{'s' * (n != 1)}"
         if self.key[:3] == ("", "", ""):
