@@ -38,6 +38,11 @@ if TYPE_CHECKING:
     from forensics.simulation import Scenario
 
 FAULTS_V2 = ("negative_draft", "vocab_sample")
+#: the V2 functions whose calls a step records, as a site's ``Site.hook`` names them; the site
+#: of each is the one whose hook it is (:func:`forensics.sites.hooked_at`); the embedding of
+#: the step's ids is the sink
+V2_CALLS = ("vllm.v1.worker.gpu.model_runner:combine_sampled_and_draft_tokens",
+            "vllm.v1.worker.gpu.model_runner:post_update")
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,11 @@ class V2Simulator:
     """The per-slot state of V2 and the records of its steps (see the module)."""
 
     def __init__(self, settings: V2Settings, seed: int) -> None:
+        from forensics.sites import hooked_at
+
         self.s = settings
+        #: the site of each call of :data:`V2_CALLS`
+        self.combine_site, self.post_site = (hooked_at()[call] for call in V2_CALLS)
         self.rng = np.random.default_rng(seed)
         m, k = settings.slots, settings.spec_tokens
         self.live: dict[int, _Slot] = {}
@@ -118,7 +127,7 @@ class V2Simulator:
         queries, logits = [r[0] for r in rows], [r[1] for r in rows]
         qsl = np.concatenate([[0], np.cumsum(queries)]).astype(np.int32)
         computed = self.state["num_computed_tokens"][slots]
-        combine = Record("combine_tokens", step, 0, {
+        combine = Record(self.combine_site, step, 0, {
             "input_ids": self.rng.integers(0, vocab, int(qsl[-1])).astype(np.int32),
             "idx_mapping": np.array(slots, np.int64),
             "last_sampled_tokens": self.state["last_sampled_tokens"].copy(),
@@ -127,15 +136,15 @@ class V2Simulator:
             "draft_tokens": self.state["draft_tokens"].copy(),
             "cu_num_logits": np.concatenate([[0], np.cumsum(logits)]).astype(np.int32),
             "num_new_sampled_tokens": 1, "vocab_size": vocab, "req_ids": req_ids})
-        from forensics.sites import get_site
+        from forensics.sites import SINK, get_site
 
-        ids = get_site("combine_tokens").upstream(combine).outputs.get("input_ids")
+        ids = get_site(self.combine_site).upstream(combine).outputs.get("input_ids")
         combine.fields["input_ids_after"] = ids
-        embedding = Record("embedding", step, 0, {
+        fed = Record(SINK, step, 0, {
             "input_ids": ids, "num_embeddings": vocab, "req_ids": req_ids,
             "cu_num_tokens": qsl[1:].copy()})
         post = self._post_update(step, slots, rows, qsl, req_ids)
-        return [combine, embedding, post]
+        return [combine, fed, post]
 
     def _row(self, slot: int) -> tuple[int, int, int]:
         """``(query tokens, logits, drafts)`` of ``slot`` this step: the whole prompt for a
@@ -168,7 +177,7 @@ class V2Simulator:
                 i = rows_ok[int(self.rng.integers(0, len(rows_ok)))]
                 sampled[i, num_sampled[i] - 1] = vocab
         num_logits = np.array([r[1] for r in rows], np.int32)
-        record = Record("post_update", step, 0, {
+        record = Record(self.post_site, step, 0, {
             "idx_mapping": np.array(slots, np.int64),
             "num_computed_tokens": self.state["num_computed_tokens"].copy(),
             "last_sampled_tokens": self.state["last_sampled_tokens"].copy(),
@@ -178,7 +187,7 @@ class V2Simulator:
             "all_token_ids_width": self.s.max_model_len, "bin_counts_rows": self.s.slots,
             "bin_counts_width": vocab, "vocab_size": vocab, "query_start_loc": qsl,
             "req_ids": req_ids})
-        outputs = get_site("post_update").upstream(record).outputs
+        outputs = get_site(self.post_site).upstream(record).outputs
         for name, value in outputs.items():
             record.fields[f"{name}_after"] = value
             self.state[name] = np.array(value, copy=True)

@@ -30,7 +30,7 @@ import numpy as np
 
 from forensics.probe import hooks
 from forensics.probe.guard import Violation
-from forensics.sites import combine_tokens, embedding, post_update
+from forensics.sites import SINK, hooked_at
 
 if TYPE_CHECKING:
     from forensics.probe.copy import PendingRecord
@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 LOG = logging.getLogger("forensics.probe")
 RUNNER_V2 = "vllm.v1.worker.gpu.model_runner"
 WORKER = "vllm.v1.worker.gpu_worker"
+#: the V2 functions the probe wraps, as a site's ``Site.hook`` names them (the registry says
+#: which site records each: :func:`forensics.sites.hooked_at`)
+COMBINE = "vllm.v1.worker.gpu.model_runner:combine_sampled_and_draft_tokens"
+POST_UPDATE = "vllm.v1.worker.gpu.model_runner:post_update"
 #: the runner classes the probe records, by ``module.qualname``, and their manifest names
 KNOWN_RUNNERS = {"vllm.v1.worker.gpu_model_runner.GPUModelRunner": "v1",
                  f"{RUNNER_V2}.GPUModelRunner": "v2"}
@@ -100,6 +104,7 @@ def _req_ids(runner: Any, n: int) -> list[str] | None:
 # -- combine_tokens --------------------------------------------------------------------------
 def wrap_combine(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``combine_sampled_and_draft_tokens`` where V2's runner calls it."""
+    site = hooked_at()[COMBINE]
 
     @functools.wraps(original)
     def combine_sampled_and_draft_tokens(
@@ -126,12 +131,12 @@ def wrap_combine(original: Callable[..., Any]) -> Callable[..., Any]:
             return True
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
-            return violation_of(combine_tokens.NAME, host)
+            return violation_of(site, host)
 
         def outputs(session: ProbeSession, pending: PendingRecord) -> None:
             pending.fields["input_ids_after"] = session.copier.take(input_ids[:tokens])
 
-        return hooks._run(combine_tokens.NAME, lambda: original(
+        return hooks._run(site, lambda: original(
             input_ids, idx_mapping, last_sampled_tokens, query_start_loc, seq_lens,
             prefill_len, draft_tokens, cu_num_logits, num_logits, num_new_sampled_tokens),
             inputs, check, outputs)
@@ -142,6 +147,7 @@ def wrap_combine(original: Callable[..., Any]) -> Callable[..., Any]:
 # -- post_update -----------------------------------------------------------------------------
 def wrap_post_update(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``post_update`` where V2's runner calls it (after sampling)."""
+    site = hooked_at()[POST_UPDATE]
 
     @functools.wraps(original)
     def post_update_call(idx_mapping: Any, num_computed_tokens: Any, last_sampled_tokens: Any,
@@ -176,14 +182,14 @@ def wrap_post_update(original: Callable[..., Any]) -> Callable[..., Any]:
             return True
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
-            return violation_of(post_update.NAME, host)
+            return violation_of(site, host)
 
         def outputs(session: ProbeSession, pending: PendingRecord) -> None:
             take = session.copier.take
             for name, tensor in changed.items():
                 pending.fields[f"{name}_after"] = take(tensor)
 
-        return hooks._run(post_update.NAME, lambda: original(
+        return hooks._run(site, lambda: original(
             idx_mapping, num_computed_tokens, last_sampled_tokens, output_bin_counts,
             sampled_tokens, num_sampled, num_rejected, query_start_loc, all_token_ids,
             total_len, *drafts, **named), inputs, check, outputs)
@@ -205,7 +211,7 @@ def wrap_prepare_inputs(original: Callable[..., Any]) -> Callable[..., Any]:
         except Exception:  # a dummy or unfamiliar batch: the kernels record what they see
             _TOKENS.pop(id(self), None)
         batch = original(self, scheduler_output, batch_req_state, *args, **kwargs)
-        return hooks._run(embedding.NAME, lambda: batch, *_embedding_steps(self, batch))
+        return hooks._run(SINK, lambda: batch, *_embedding_steps(self, batch))
 
     return prepare_inputs
 
@@ -231,7 +237,7 @@ def _embedding_steps(runner: Any, batch: Any) -> tuple[Any, Any, None]:
     def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
         from forensics.probe import guard
 
-        return guard.check_ids(embedding.NAME, "input_ids", _host(batch.input_ids),
+        return guard.check_ids(SINK, "input_ids", _host(batch.input_ids),
                                pending.fields["num_embeddings"], cu)
 
     return inputs, check, None
@@ -279,8 +285,8 @@ def report_unsupported(session: ProbeSession, runner: Any) -> None:
 def targets(target: Callable[..., Any]) -> tuple[Any, ...]:
     """The V2 wrappers as ``patch.Target`` objects (``target`` is that class)."""
     return (
-        target(RUNNER_V2, "", combine_tokens.HOOK_TARGET[1], wrap_combine),
-        target(RUNNER_V2, "", post_update.HOOK_TARGET[1], wrap_post_update),
+        *(target(hook.partition(":")[0], "", hook.partition(":")[2], wrap)
+          for hook, wrap in ((COMBINE, wrap_combine), (POST_UPDATE, wrap_post_update))),
         target(RUNNER_V2, "GPUModelRunner", "prepare_inputs", wrap_prepare_inputs, False),
         target(RUNNER_V2, "GPUModelRunner", "execute_model", hooks.wrap_execute_model, False),
         target(RUNNER_V2, "GPUModelRunner", "sample_tokens", hooks.wrap_sample_tokens, False),

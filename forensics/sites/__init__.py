@@ -27,7 +27,8 @@ from forensics.sites import (
 )
 from forensics.sites.base import REQUIRED, Site
 
-__all__ = ["ORIGIN_CHAIN", "REGISTRY", "SINK", "SITES", "Site", "get_site", "hooked_sites",
+__all__ = ["ORIGIN_CHAIN", "REGISTRY", "SINK", "SITES", "Site", "get_site", "hooked_at",
+           "hooked_by", "hooked_sites",
            "pipeline_key", "site_order"]
 
 
@@ -90,6 +91,14 @@ def hooked_by() -> dict[str, str]:
     whose ``Site.hook`` names it: the site recording (or simulating) that function's calls."""
     return {hook.partition(":")[2]: name for name in hooked_sites()
             if (hook := get_site(name).hook) is not None}
+
+
+@functools.cache
+def hooked_at() -> dict[str, str]:
+    """vLLM function as ``Site.hook`` names it (``module:qualname``) -> the registered site
+    whose hook it is (:func:`hooked_by`, told apart by module: a site may share its name with
+    the vLLM function it records)."""
+    return {hook: name for name in hooked_sites() if (hook := get_site(name).hook) is not None}
 
 
 def pipeline_key(record: Record) -> tuple[int, int, int]:

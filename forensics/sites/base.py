@@ -14,9 +14,9 @@ no other module names it (``tests/sites/test_site_names.py``). Its module declar
 - the models ``upstream``/``patched`` on one record and ``outcome_checks`` (required), and the
   columnar ``prepare_columns`` + ``run_batch``, ``scan_indices``, ``guard`` (optional);
 - what the rest of the package reads from it: ``origin``/``origin_position`` (origin chain),
-  ``adapter`` (the real-code variants), ``hook`` (the probe), ``feeds_sink`` (wrong tokens
-  fed silently), ``log_line`` (the probe line of a text log it reads into a summary
-  record). Each rule is written once, in the module, and the other forms call it.
+  ``adapter``/``kernel`` (the real-code variants), ``hook`` (the probe), ``feeds_sink``
+  (wrong tokens fed silently), ``log_line`` (the probe line of a text log it reads into a
+  summary record). Each rule is written once, in the module, and the other forms call it.
 
 numpy only (``import forensics.sites`` stays light).
 """
@@ -92,6 +92,10 @@ class Site(SiteSchema, Generic[P]):
             adapter, the ``vllm`` variant raises ``NoAdapterError``);
         hook: the vLLM function the probe wraps to record the site, ``module:qualname``
             (the probe's site list; None: the probe cannot record it);
+        kernel: the dotted ``module:function`` running the site's vLLM Triton kernel on one
+            record's arrays in Triton's interpreter, in the kernel worker process
+            (:mod:`forensics.variants.triton_kernels`: the ``vllm`` variant runs it instead
+            of ``adapter``; None: the site's vLLM code is no Triton kernel);
         feeds_sink: ``(field, bound)``: the ids it hands to the sink (an ``_after`` output
             field) and the field bounding them, for :mod:`forensics.silent` (None: none);
         repro: ``(function, body)``: the vLLM function a standalone reproducer calls and the
@@ -112,6 +116,7 @@ class Site(SiteSchema, Generic[P]):
     origin_position: float | None = None
     adapter: str | None = None
     hook: str | None = None
+    kernel: str | None = None
     feeds_sink: tuple[str, str] | None = None
     repro: tuple[str, str] | None = None
     log_line: LogLine | None = None
@@ -145,7 +150,7 @@ class Site(SiteSchema, Generic[P]):
             raise SiteDefinitionError(f"{where}: 'repro' must be (function, body) or None")
         if self.log_line is not None and not isinstance(self.log_line, LogLine):
             raise SiteDefinitionError(f"{where}: 'log_line' must be a LogLine or None")
-        for attr in ("adapter", "hook"):
+        for attr in ("adapter", "hook", "kernel"):
             value = getattr(self, attr)
             if value is not None and (not isinstance(value, str) or ":" not in value):
                 raise SiteDefinitionError(f"{where}: {attr!r} must be 'module:name' or None, "
@@ -203,7 +208,7 @@ class Site(SiteSchema, Generic[P]):
 
 _SCHEMA = {f.name for f in fields(SiteSchema)}
 #: what a Site knows beyond its schema and operations (plain values, not functions)
-KNOWLEDGE = ("origin", "origin_position", "adapter", "hook", "feeds_sink", "repro",
+KNOWLEDGE = ("origin", "origin_position", "adapter", "hook", "kernel", "feeds_sink", "repro",
              "log_line")
 #: every operation of a Site beyond its schema, required ones first
 OPERATIONS = tuple(f.name for f in fields(Site) if f.name not in _SCHEMA

@@ -61,12 +61,6 @@ FIELDS = (
 OUTPUT_FIELDS = ("input_ids",)
 SUMMARY_BOUND = "vocab_size"
 SUMMARY_TENSOR = "input_ids"
-#: fields holding token ids (redaction permutes them; their ``_after`` copies too)
-TOKEN_ID_FIELDS = ("input_ids", "last_sampled_tokens", "draft_tokens")
-#: the vLLM function this site records, as the probe wraps it: (module, attribute)
-HOOK_TARGET = ("vllm.v1.worker.gpu.model_runner", "combine_sampled_and_draft_tokens")
-#: the vLLM module holding the Triton kernel
-KERNEL_MODULE = "vllm.v1.worker.gpu.input_batch"
 _ROWS = ("seq_lens", "req_ids")
 
 
@@ -235,4 +229,5 @@ SITE: Site[None] = Site(
     name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
     summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
     outcome_checks=outcome_checks, check_record=check_record, check_batch=check_batch,
-    hook=":".join(HOOK_TARGET))
+    hook="vllm.v1.worker.gpu.model_runner:combine_sampled_and_draft_tokens",
+    kernel="forensics.variants.triton_worker:run_combine_sampled_and_draft_tokens")

@@ -68,12 +68,6 @@ FIELDS = (
 OUTPUT_FIELDS = ("num_computed_tokens", "last_sampled_tokens", "total_len", "draft_tokens_out")
 SUMMARY_BOUND = "vocab_size"
 SUMMARY_TENSOR = "sampled_tokens"
-#: fields holding token ids (redaction permutes them; their ``_after`` copies too)
-TOKEN_ID_FIELDS = ("last_sampled_tokens", "sampled_tokens", "draft_tokens", "draft_tokens_out")
-#: the vLLM function this site records, as the probe wraps it: (module, attribute)
-HOOK_TARGET = ("vllm.v1.worker.gpu.model_runner", "post_update")
-#: the vLLM module holding the Triton kernel
-KERNEL_MODULE = "vllm.v1.worker.gpu.input_batch"
 _ROWS = ("sampled_tokens", "num_sampled", "num_rejected", "req_ids")
 _SLOTS = ("num_computed_tokens", "last_sampled_tokens", "total_len")
 
@@ -276,4 +270,5 @@ SITE: Site[None] = Site(
     name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
     summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
     outcome_checks=outcome_checks, check_record=check_record, check_batch=check_batch,
-    hook=":".join(HOOK_TARGET))
+    hook="vllm.v1.worker.gpu.model_runner:post_update",
+    kernel="forensics.variants.triton_worker:run_post_update")

@@ -29,8 +29,6 @@ from forensics.errors import MissingDependencyError
 from forensics.outcome import INDEX_ERROR, OK, Outcome
 from forensics.records import Record
 
-#: the sites whose vLLM code is a Triton kernel the worker runs
-KERNEL_SITES = ("combine_tokens", "post_update")
 _START_TIMEOUT = 600.0
 
 

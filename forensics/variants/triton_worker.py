@@ -5,7 +5,8 @@ forensics.variants.triton_worker`` with ``TRITON_INTERPRET=1`` (read when vLLM's
 decorated, so before vLLM is imported) and ``CUDA_VISIBLE_DEVICES=""`` (vLLM's Triton check then
 accepts a machine without a GPU driver). It reads one JSON request per stdin line, ``{"site",
 "inputs"}`` (an ``.npz`` of the record's fields, read without pickle), calls vLLM's own function
-on CPU tensors built from them, and answers one JSON line ``{"status", "message", "outputs"}``
+on CPU tensors built from them (the site's ``Site.kernel`` names the function here that
+does), and answers one JSON line ``{"status", "message", "outputs"}``
 (an ``.npz`` of the changed buffers); ``{"batch": [request, ...]}`` gets ``{"batch": [answer,
 ...]}`` on one line.
 
@@ -109,7 +110,8 @@ def _tensor(inputs: dict[str, np.ndarray], name: str) -> Any:
     return torch.from_numpy(np.array(inputs[name], copy=True))
 
 
-def combine_tokens(kernels: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def run_combine_sampled_and_draft_tokens(kernels: Any, inputs: dict[str, np.ndarray]
+                                         ) -> dict[str, np.ndarray]:
     """``combine_sampled_and_draft_tokens`` on the record's buffers; returns ``input_ids``."""
     t = {name: _tensor(inputs, name) for name in (
         "input_ids", "idx_mapping", "query_start_loc", "seq_lens", "prefill_len",
@@ -123,7 +125,7 @@ def combine_tokens(kernels: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.
     return {"input_ids": t["input_ids"].numpy()}
 
 
-def post_update(kernels: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def run_post_update(kernels: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """``post_update`` on the record's buffers (``all_token_ids`` and ``output_bin_counts``
     zeros of the recorded widths); returns the per-slot buffers it changes."""
     import torch
@@ -150,7 +152,17 @@ def post_update(kernels: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.nda
     return out
 
 
-SITES = {"combine_tokens": combine_tokens, "post_update": post_update}
+def kernel_of(site: str) -> Any:
+    """The function running ``site``'s kernel on its arrays (the site's ``Site.kernel``)."""
+    import importlib
+
+    from forensics.sites import get_site
+
+    kernel = get_site(site).kernel
+    if kernel is None:
+        raise ValueError(f"site {site!r} has no Triton kernel")
+    module, _, function = kernel.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def answer(kernels: Any, request: dict[str, Any]) -> dict[str, Any]:
@@ -160,7 +172,7 @@ def answer(kernels: Any, request: dict[str, Any]) -> dict[str, Any]:
         inputs = {name: data[name] for name in data.files}
     OBSERVER.regions, OBSERVER.outside = [], []
     try:
-        outputs = SITES[request["site"]](kernels, inputs)
+        outputs = kernel_of(request["site"])(kernels, inputs)
     except Exception as exc:  # the kernel's own failure is the outcome
         return {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:2000]}
     if OBSERVER.outside:

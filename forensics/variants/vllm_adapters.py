@@ -167,9 +167,10 @@ def run_site(code: VllmCode, record: Record) -> Outcome:
     if record.summary:
         raise CaptureFormatError(f"summary record of site {record.site!r} (step {record.step}) "
                                  f"cannot be replayed; summary records are bounds-checked only")
+    from forensics.sites import get_site
     from forensics.variants import triton_kernels
 
-    if record.site in triton_kernels.KERNEL_SITES:  # Model Runner V2: a Triton kernel
+    if get_site(record.site).kernel is not None:  # Model Runner V2: a Triton kernel
         if code.patched:
             raise NotImplementedError(f"a diff is not applied to Model Runner V2's Triton "
                                       f"kernels yet (site {record.site!r}); use 'vllm'")

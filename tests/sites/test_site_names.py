@@ -3,7 +3,7 @@
 "Names it" means a string literal equal to the site's name (docstrings and comments, which
 explain, are left out), a variable or function of that name, or an import of its module.
 What another module needs to know of a site it reads from the registry
-(:class:`forensics.sites.base.Site`): token fields, origin chain, real-code adapter, probe
+(:class:`forensics.sites.base.Site`): token fields, origin chain, real-code adapter or kernel, probe
 hook (which also says which site records, or simulates, a vLLM function's calls), what feeds
 the sink, log lines.
 """

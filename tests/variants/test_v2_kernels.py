@@ -128,3 +128,25 @@ def test_an_id_outside_the_vocabulary_is_written_by_both() -> None:
     record = combine(draft=(7, -1))
     kernel = triton_kernels.run_kernel(record)
     assert kernel.status == "ok" and kernel.outputs["input_ids"].tolist()[:3] == [11, 7, -1]
+
+
+def test_the_vllm_variant_runs_the_kernel_the_site_names() -> None:
+    """``run_site`` sends a site with a ``Site.kernel`` to the kernel worker (no adapter)."""
+    import sys
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from forensics.variants import vllm_adapters
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sites"))
+    from v2_records import post
+
+    record = post()
+    assert get_site(record.site).kernel is not None and get_site(record.site).adapter is None
+    real = vllm_adapters.run_site(SimpleNamespace(patched=False), record)  # type: ignore[arg-type]
+    model = get_site(record.site).upstream(record)
+    assert real.status == model.status == "ok"
+    assert {k: np.asarray(v).tolist() for k, v in real.outputs.items()} == {
+        k: np.asarray(v).tolist() for k, v in model.outputs.items()}
+    with pytest.raises(NotImplementedError, match="Triton kernels"):
+        vllm_adapters.run_site(SimpleNamespace(patched=True), record)  # type: ignore[arg-type]
