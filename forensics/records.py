@@ -37,7 +37,9 @@ FIELD_KINDS = ("tensor", "int", "str_list", "opt_str_list", "index_map", "ragged
 class FieldSpec:
     """One field of a site's schema: its name, kind, tensor rank and whether it is required;
     ``token_ids``: its values are token ids (redaction permutes them); ``token_bound``: it
-    bounds the token ids (``vocab_size``: redaction permutes the ids below every such bound)."""
+    bounds the token ids (``vocab_size``: redaction permutes the ids below every such bound);
+    ``rank_shared``: every rank of one tensor-parallel engine holds the same values (a rank
+    divergence there is a finding, :mod:`forensics.fleet.stitch`)."""
 
     name: str
     kind: str
@@ -46,6 +48,7 @@ class FieldSpec:
     doc: str = ""
     token_ids: bool = False
     token_bound: bool = False
+    rank_shared: bool = False
 
 
 @dataclass

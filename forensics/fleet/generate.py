@@ -18,6 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from forensics.records import Record
+from forensics.sites import SINK
 
 #: kind of a single-rank capture -> (scenario, fault forced at FAULT_STEP, or None)
 KINDS: dict[str, tuple[str, str | None]] = {
@@ -140,7 +141,7 @@ def diverge(records: Iterable[Record], rank: int, step: int, vocab: int) -> Iter
     another in-range id (what one rank of a tensor-parallel group would see if its copy of
     the batch went astray); every other record unchanged."""
     for record in records:
-        if record.site == "embedding" and record.rank == rank and record.step == step:
+        if record.site == SINK and record.rank == rank and record.step == step:
             ids = np.array(record.fields["input_ids"], copy=True)
             ids[0] = (int(ids[0]) + 1) % vocab
             record = Record(record.site, record.step, record.rank,

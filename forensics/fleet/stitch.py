@@ -16,13 +16,14 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-#: site -> the id tensors every rank of one engine must hold alike, in the order compared
-SHARED_IDS: dict[str, tuple[str, ...]] = {
-    "batch_change": ("prev_positions",),
-    "prepare_input_ids": ("prev_positions", "prev_sampled_token_ids", "input_ids"),
-    "async_output": ("sampled_token_ids_cpu",),
-    "embedding": ("input_ids",),
-}
+
+
+def shared_ids(site: str) -> tuple[str, ...]:
+    """The id tensors of ``site`` every rank of one engine must hold alike, in the order
+    compared (the fields its schema flags ``rank_shared``)."""
+    from forensics.sites import get_site
+
+    return tuple(f.name for f in get_site(site).fields if f.rank_shared)
 
 
 def engines(rows: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
@@ -46,7 +47,7 @@ def first_divergence(captures: Sequence[str]) -> dict[str, Any] | None:
 
     found: list[tuple[int, int, int, dict[str, Any]]] = []
     for site, dataset in open_many(captures, on_error="skip").items():
-        for number, tensor in enumerate(SHARED_IDS.get(site, ())):
+        for number, tensor in enumerate(shared_ids(site)):
             hit = _first_in(dataset, site, tensor) if tensor in dataset.schema.names else None
             if hit is not None:
                 found.append((hit["step"], site_order(site), number, hit))

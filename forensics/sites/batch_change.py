@@ -46,7 +46,8 @@ from forensics.sites.scan_counts import IndexCount, ScanColumns, at_or_past, out
 
 NAME = "batch_change"
 FIELDS = (
-    FieldSpec("prev_positions", "tensor", doc="[n] current row -> previous row, -1 for new"),
+    FieldSpec("prev_positions", "tensor", rank_shared=True,
+              doc="[n] current row -> previous row, -1 for new"),
     FieldSpec("valid_sampled_token_count", "tensor", doc="[p] per previous row"),
     FieldSpec("num_computed_tokens", "tensor", doc="[m] max_num_reqs buffer"),
     FieldSpec("num_accepted_tokens", "tensor", doc="[n]"),

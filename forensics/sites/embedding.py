@@ -33,7 +33,7 @@ from forensics.sites.scan_counts import IndexCount, ScanColumns, outside
 
 NAME = "embedding"
 FIELDS = (
-    FieldSpec("input_ids", "tensor", doc="[t]", token_ids=True),
+    FieldSpec("input_ids", "tensor", rank_shared=True, doc="[t]", token_ids=True),
     FieldSpec("num_embeddings", "int", doc="rows of the weight being indexed",
               token_bound=True),
     FieldSpec("tp_size", "int", required=False),

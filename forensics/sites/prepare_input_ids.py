@@ -59,10 +59,10 @@ from forensics.sites.scan_counts import IndexCount, ScanColumns, per_value, run_
 
 NAME = "prepare_input_ids"
 FIELDS = (
-    FieldSpec("prev_positions", "tensor", doc="[n]"),
-    FieldSpec("prev_sampled_token_ids", "tensor", ndim=2, doc="[p, 1] int32",
+    FieldSpec("prev_positions", "tensor", rank_shared=True, doc="[n]"),
+    FieldSpec("prev_sampled_token_ids", "tensor", ndim=2, rank_shared=True, doc="[p, 1] int32",
               token_ids=True),
-    FieldSpec("input_ids", "tensor", doc="[t] CPU-staged ids", token_ids=True),
+    FieldSpec("input_ids", "tensor", rank_shared=True, doc="[t] CPU-staged ids", token_ids=True),
     FieldSpec("input_ids_device", "tensor", required=False, doc="[t] device buffer before",
               token_ids=True),
     FieldSpec("cu_num_tokens", "tensor", doc="[n] inclusive cumulative scheduled tokens"),
