@@ -26,7 +26,6 @@ import pyarrow as pa
 from forensics.errors import CaptureFormatError
 from forensics.progress import Progress
 from forensics.simulated_step import Derived, StepFields, request_names
-from forensics.sites import SITES
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import (
     SHAPE_SUFFIX,
@@ -165,10 +164,10 @@ def _output_tails(tails: list[np.ndarray], lengths: np.ndarray) -> pa.Array:
     return an.lists(lengths, an.lists(inner, an.primitive(values)), None, arrow_type("ragged"))
 
 
-def block_steps(ranks: int) -> int:
+def block_steps(ranks: int, sites: int) -> int:
     """Steps per record batch: as many as :func:`~forensics.store.writer.write_capture` puts
-    in one flush (``FLUSH_EVERY`` records), at least one."""
-    return max(1, FLUSH_EVERY // (len(SITES) * ranks))
+    in one flush (``FLUSH_EVERY`` records of ``sites`` sites a step), at least one."""
+    return max(1, FLUSH_EVERY // (sites * ranks))
 
 
 def write_steps(writer: CaptureWriter, simulator: Simulator, steps: int,
@@ -183,7 +182,7 @@ def write_steps(writer: CaptureWriter, simulator: Simulator, steps: int,
     when a forced fault could not be placed (:meth:`Simulator.check_placed`).
     """
     ranks = simulator.scenario.ranks
-    size = block_steps(ranks)
+    size = block_steps(ranks, len(simulator.sites))
     blocks = _ForkedBlocks if FORK else _ThreadedBlocks
     bar = Progress(steps, f"simulate {simulator.scenario.name}", force=True) if progress \
         else None

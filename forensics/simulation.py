@@ -380,6 +380,11 @@ class Simulator:
 
     # -- arrivals ---------------------------------------------------------------------------
 
+
+    @property
+    def sites(self) -> tuple[str, ...]:
+        """The sites each step records, in pipeline order (one per call of :data:`V1_CALLS`)."""
+        return self._sites
     def _shape(self, n: int) -> _Shape:
         shape = self._shapes.get(n)
         if shape is None:

@@ -118,7 +118,9 @@ def test_summary_records_are_not_replayed_but_judged_for_every_variant() -> None
     assert result.outcomes.empty
     assert result.outcome_counts["upstream"] == {"ok": 0, "index_error": 0, "error": 0}
     assert result.findings["variant"].tolist() == ["upstream", "patched"]
-    assert result.verdicts["patched"] == {"embedding": "violation"}
+    # a site of summary records only: judged for the baseline, unjudged for a patch
+    assert result.verdicts["upstream"] == {"embedding": "violation"}
+    assert result.verdicts["patched"] == {"embedding": "unjudged"}
 
 
 def test_origin_uses_upstream_even_when_it_is_not_replayed() -> None:

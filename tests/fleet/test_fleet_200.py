@@ -62,8 +62,8 @@ def test_local_groups_and_rows(fleet: Fleet, local: Triage) -> None:
     assert {r["divergence"]["step"] for r in local.rows if r["divergence"]} == {DIVERGENCE_STEP}
     for row in local.rows:  # the catalogue's entries for V1 faults match where the runner is V1
         kind = fleet.kinds.get(row["capture"], "")
-        wanted = KNOWN_BY_KIND.get(kind) if row["runner"] == "v1" else None
-        assert row["known"] == ([wanted] if wanted else []), (kind, row["runner"], row["known"])
+        wanted = KNOWN_BY_KIND.get(kind) if row.get("runner") == "v1" else None
+        assert row["known"] == ([wanted] if wanted else []), (kind, row.get("runner"), row["known"])
     titles = {g.title() for g in local.groups}
     assert "1 capture: unreadable capture" in titles
     assert any(t.endswith("unexplained crash") for t in titles)

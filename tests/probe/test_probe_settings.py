@@ -95,7 +95,8 @@ def test_export_passes_the_settings_down_under_the_new_names_only(tmp_path: Path
     export(settings, environ)
     assert environ == {"FORENSICS_DIR": str(tmp_path), "FORENSICS_MODE": "guard",
                        "FORENSICS_SITES": "embedding",
-                       "FORENSICS_CAPTURE": str(settings.capture)}
+                       "FORENSICS_CAPTURE": str(settings.capture),
+                       "FORENSICS_ENGINE_ID": settings.engine_id}
 
 
 def test_the_writer_setting_chooses_a_process_or_a_thread(tmp_path: Path) -> None:
