@@ -89,8 +89,7 @@ def hooked_sites() -> tuple[str, ...]:
 def hooked_by() -> dict[str, str]:
     """vLLM function qualname (``Class.method`` or a module global) -> the registered site
     whose ``Site.hook`` names it: the site recording (or simulating) that function's calls."""
-    return {hook.partition(":")[2]: name for name in hooked_sites()
-            if (hook := get_site(name).hook) is not None}
+    return {hook.partition(":")[2]: name for hook, name in hooked_at().items()}
 
 
 @functools.cache
