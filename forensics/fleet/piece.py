@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from forensics.fleet.facts import capture_facts
-from forensics.fleet.known_seam import match_known
+from forensics.fleet.known_issues import match_known
 
 BASELINE = "upstream"
 VARIANTS = ("upstream", "patched")
