@@ -84,15 +84,19 @@ def violation_of(site: str, fields: dict[str, Any]) -> Violation | None:
 
 
 def _record(pending: PendingRecord, session: ProbeSession, tensors: dict[str, Any],
-            ints: dict[str, int], host: dict[str, Any]) -> None:
+            ints: dict[str, int], host: dict[str, Any], rows: int) -> None:
     """Put ``tensors`` (copied: at once on the CPU, asynchronously from a device) and ``ints``
-    into the record; in guard mode also their host values into ``host``."""
+    into the record, and the request ids of its ``rows`` batch rows when the runner knows
+    them; in guard mode also their host values into ``host``."""
     take = session.copier.take
     pending.fields.update({name: take(t) for name, t in tensors.items()})
     pending.fields.update(ints)
     if session.guard:
         host.update({name: _host(t) for name, t in tensors.items()})
         host.update(ints)
+    req_ids = _req_ids(session.runner, rows)
+    if req_ids is not None:
+        pending.fields["req_ids"] = host["req_ids"] = req_ids
 
 
 def _req_ids(runner: Any, n: int) -> list[str] | None:
@@ -124,10 +128,7 @@ def wrap_combine(original: Callable[..., Any]) -> Callable[..., Any]:
                 "prefill_len": prefill_len, "draft_tokens": draft_tokens,
                 "cu_num_logits": cu_num_logits[:n + 1]},
                 {"num_new_sampled_tokens": int(num_new_sampled_tokens),
-                 "vocab_size": int(session.runner.vocab_size)}, host)
-            req_ids = _req_ids(session.runner, n)
-            if req_ids is not None:
-                pending.fields["req_ids"] = host["req_ids"] = req_ids
+                 "vocab_size": int(session.runner.vocab_size)}, host, n)
             return True
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
@@ -175,10 +176,7 @@ def wrap_post_update(original: Callable[..., Any]) -> Callable[..., Any]:
             _record(pending, session, tensors, {
                 "all_token_ids_width": int(all_token_ids.shape[1]),
                 "bin_counts_rows": int(bins[0]), "bin_counts_width": int(bins[1]),
-                "vocab_size": int(session.runner.vocab_size)}, host)
-            req_ids = _req_ids(session.runner, n)
-            if req_ids is not None:
-                pending.fields["req_ids"] = host["req_ids"] = req_ids
+                "vocab_size": int(session.runner.vocab_size)}, host, n)
             return True
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
