@@ -109,3 +109,25 @@ def test_patched_kernels_that_fail_to_import_are_a_patch_error(tmp_path: Path) -
             variant.run(combine())
     finally:
         triton_kernels.close_worker(variant.kernel_patch)
+
+
+def test_the_worker_finds_patched_modules_and_packages_by_their_own_names(tmp_path: Path) -> None:
+    """The finder serves a patched file under its module's name; a patched package keeps the
+    installed submodules; any other module is the installed one."""
+    import vllm.v1.worker
+
+    from forensics.variants.triton_worker import PatchedFinder
+
+    (tmp_path / "vllm/v1/worker/gpu").mkdir(parents=True)
+    for name in ("__init__.py", "input_batch.py"):
+        (tmp_path / "vllm/v1/worker/gpu" / name).write_text("x = 1\n")
+    finder, installed = PatchedFinder(tmp_path), vllm_root() / "vllm/v1/worker/gpu"
+    package = finder.find_spec("vllm.v1.worker.gpu", list(vllm.v1.worker.__path__))
+    assert package is not None
+    assert package.origin == str(tmp_path / "vllm/v1/worker/gpu/__init__.py")
+    assert list(package.submodule_search_locations or []) == [str(installed)]
+    module = finder.find_spec("vllm.v1.worker.gpu.input_batch", [str(installed)])
+    assert module is not None and module.submodule_search_locations is None
+    assert module.origin == str(tmp_path / KERNELS)
+    assert finder.find_spec("vllm.v1.worker.gpu.states", [str(installed)]) is None
+    assert finder.find_spec("numpy", None) is None
