@@ -122,13 +122,17 @@ class _Row:
 
 def _count(record: Record, i: int, patched: bool) -> int:
     """The sampled ids row ``i`` stores (``patched``: up to the first id outside the
-    vocabulary)."""
+    vocabulary, among the ids the kernel reads: ``sampled_tokens`` read flat from the row's
+    start, as the kernel does; a read past the buffer is counted, for :func:`_wild`)."""
     n = int(record["num_sampled"][i])
     if not patched or n <= 0:
         return n
-    ids = np.asarray(record["sampled_tokens"])[i, :n]
+    sampled = np.asarray(record["sampled_tokens"])
+    ids = sampled.reshape(-1)[i * sampled.shape[1]:][:n]
     bad = np.flatnonzero((ids < 0) | (ids >= int(record["vocab_size"])))
-    return int(bad[0]) if bad.size else n
+    if bad.size:
+        return int(bad[0])
+    return n if len(ids) == n else len(ids) + 1
 
 
 def _rows(record: Record, patched: bool) -> list[_Row]:

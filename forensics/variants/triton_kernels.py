@@ -11,6 +11,11 @@ The worker observes every load and store of the kernel: one outside the buffers 
 launch is reported as ``index_error`` (observed, not modelled) and not performed, so the replay
 is never corrupted. A worker that dies anyway is restarted and the record's outcome is
 ``index_error`` with what it printed.
+
+The ``vllm+PATH.diff`` variant gets a worker of its own (:class:`KernelPatch`): it imports the
+diff's patched copies of vLLM's files in place of the installed ones, so the kernels it runs are
+the diff's. A record whose kernels live in no file the diff changes raises PatchApplyError (the
+diff would replay as the installed code).
 """
 
 from __future__ import annotations
@@ -20,35 +25,80 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-from forensics.errors import MissingDependencyError
+from forensics.errors import MissingDependencyError, PatchApplyError
 from forensics.outcome import INDEX_ERROR, OK, Outcome
 from forensics.records import Record
 
 _START_TIMEOUT = 600.0
 
 
-class KernelWorker:
-    """One worker process and its scratch directory (see the module)."""
+@dataclass(frozen=True)
+class KernelPatch:
+    """A diff's patched vLLM files, for a worker that runs the diff's kernels."""
 
-    def __init__(self) -> None:
+    #: the diff file, as the variant names it
+    name: str
+    #: vllm path (``vllm/v1/worker/gpu/input_batch.py``) -> patched text
+    sources: tuple[tuple[str, str], ...]
+    #: the dotted module name of each patched path
+    modules: tuple[str, ...]
+
+    def check_touches(self, site: str, used: list[str]) -> None:
+        """Raise unless the diff changes one of the modules ``used`` (the ones the record ran).
+
+        Raises:
+            PatchApplyError: naming the diff, the kernel's file and the fix.
+        """
+        used = [m for m in used if m]
+        if not used or set(used) & set(self.modules):
+            return
+        files = ", ".join(m.replace(".", "/") + ".py" for m in used)
+        raise PatchApplyError(
+            f"{self.name}: site {site!r} runs Model Runner V2's kernels in {files}, which the "
+            f"diff does not change (it changes {', '.join(p for p, _ in self.sources)}); put the "
+            f"kernel's fix in that file, or replay this site with 'vllm'")
+
+
+class KernelWorker:
+    """One worker process and its scratch directory (see the module); ``patch``: the diff
+    whose patched files it imports."""
+
+    def __init__(self, patch: KernelPatch | None = None) -> None:
         self._process: subprocess.Popen[str] | None = None
         self._dir = tempfile.TemporaryDirectory(prefix="forensics-triton-")
         self._count = 0
+        self.patch = patch
+
+    def _command(self) -> list[str]:
+        """The worker's command line; a patch's files written under the scratch directory."""
+        command = [sys.executable, "-m", "forensics.variants.triton_worker"]
+        if self.patch is None:
+            return command
+        root = Path(self._dir.name) / "patched"
+        for path, text in self.patch.sources:
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(text, encoding="utf-8")
+        return [*command, "--patched", str(root)]
 
     def _start(self) -> subprocess.Popen[str]:
         env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-        process = subprocess.Popen([sys.executable, "-m", "forensics.variants.triton_worker"],
+        process = subprocess.Popen(self._command(),
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL, text=True, env=env)
         hello = _read_line(process.stdout)
         if not hello or not json.loads(hello).get("ready"):
             process.kill()
             why = json.loads(hello).get("message") if hello else "it exited"
+            if self.patch is not None:
+                raise PatchApplyError(
+                    f"{self.patch.name}: vLLM's Triton kernels with the diff applied fail to "
+                    f"import in Triton's interpreter ({why}); fix the diff")
             raise MissingDependencyError(
                 f"vLLM's Triton kernels cannot run in Triton's interpreter here ({why}); the "
                 f"'vllm' variant of Model Runner V2 sites needs vLLM and Triton installed")
@@ -60,7 +110,12 @@ class KernelWorker:
 
     def run_many(self, records: list[Record]) -> list[Outcome]:
         """Run ``records`` in one exchange with the worker; their Outcomes, in order. A
-        worker that dies gives every record of the exchange the crash's ``index_error``."""
+        worker that dies gives every record of the exchange the crash's ``index_error``.
+
+        Raises:
+            PatchApplyError: a patch's worker ran a record's kernels in no file the diff
+                changes (see :meth:`KernelPatch.check_touches`), or fails to start.
+        """
         if self._process is None or self._process.poll() is not None:
             self._process = self._start()
         requests = []
@@ -83,8 +138,13 @@ class KernelWorker:
             return [Outcome(INDEX_ERROR, "IndexError: the Triton kernel crashed the "
                                          "interpreter's process (an illegal memory access)")
                     for _ in records]
-        return [_outcome(answer, request)
-                for answer, request in zip(json.loads(line)["batch"], requests, strict=True)]
+        answers = json.loads(line)["batch"]
+        outcomes = [_outcome(answer, request)
+                    for answer, request in zip(answers, requests, strict=True)]
+        if self.patch is not None:
+            for answer, record in zip(answers, records, strict=True):
+                self.patch.check_touches(record.site, answer.get("modules", []))
+        return outcomes
 
     def close(self) -> None:
         """End the worker and remove the scratch directory."""
@@ -116,20 +176,30 @@ def _arrays(record: Record) -> dict[str, Any]:
             if not isinstance(value, (list, dict)) and not name.endswith("_after")}
 
 
-_WORKER: KernelWorker | None = None
+#: the shared workers, by patch (None: the installed vLLM)
+_WORKERS: dict[KernelPatch | None, KernelWorker] = {}
 
 
-def run_kernel(record: Record) -> Outcome:
-    """The ``vllm`` variant of a Model Runner V2 site on one record (one shared worker)."""
-    global _WORKER
-    if _WORKER is None:
-        _WORKER = KernelWorker()
-    return _WORKER.run(record)
+def worker(patch: KernelPatch | None = None) -> KernelWorker:
+    """The shared worker of ``patch`` (None: the installed kernels), made on first use."""
+    if patch not in _WORKERS:
+        _WORKERS[patch] = KernelWorker(patch)
+    return _WORKERS[patch]
 
 
-def run_kernels(records: list[Record]) -> list[Outcome]:
+def run_kernel(record: Record, patch: KernelPatch | None = None) -> Outcome:
+    """The ``vllm`` (or, with ``patch``, ``vllm+PATH.diff``) variant of a Model Runner V2 site
+    on one record (one shared worker per patch). Raises as :meth:`KernelWorker.run_many`."""
+    return worker(patch).run(record)
+
+
+def run_kernels(records: list[Record], patch: KernelPatch | None = None) -> list[Outcome]:
     """:func:`run_kernel` on many records in one exchange with the shared worker."""
-    global _WORKER
-    if _WORKER is None:
-        _WORKER = KernelWorker()
-    return _WORKER.run_many(records)
+    return worker(patch).run_many(records)
+
+
+def close_worker(patch: KernelPatch | None = None) -> None:
+    """End the shared worker of ``patch`` if one runs (the next use starts another)."""
+    running = _WORKERS.pop(patch, None)
+    if running is not None:
+        running.close()

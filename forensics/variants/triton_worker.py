@@ -14,12 +14,25 @@ Every load and store the kernel makes is observed (:class:`Observer`): an addres
 tensors handed to the launch is an out-of-bounds access, reported as ``index_error`` and not
 performed (a load reads 0), so a wild index never corrupts or crashes this process. This
 observes reads as well as stores, which buffers padded with canaries would not.
+
+Started with ``--patched DIR`` (the ``vllm+PATH.diff`` variant), the worker imports the patched
+copies of vLLM's files under ``DIR`` (``DIR/vllm/...py``, written by the replaying process)
+in place of the installed ones, under their own module names (:class:`PatchedFinder`): this
+process serves one diff, so every kernel it runs is the diff's. Each answer names the vLLM
+modules its record ran (``modules``: the kernels launched, and the module the site's function
+was handed), so that the replaying process can tell a diff that does not touch them.
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import json
 import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -33,6 +46,7 @@ class Observer:
     def __init__(self) -> None:
         self.regions: list[tuple[int, int, str]] = []
         self.outside: list[str] = []
+        self.modules: set[str] = set()
 
     def launch(self, names: list[str], values: list[Any]) -> None:
         """Note the storages of a launch's tensor arguments (name, start, end)."""
@@ -97,6 +111,7 @@ def install_observer() -> None:
         named = {k: v for k, v in kwargs.items() if k in signature.parameters}
         bound = signature.bind_partial(*args, **named).arguments
         OBSERVER.launch(list(bound), list(bound.values()))
+        OBSERVER.modules.add(getattr(self.fn, "__module__", "") or "")
         return call(self, *args, **kwargs)
 
     builder.create_masked_load = masked_load
@@ -127,7 +142,11 @@ def run_combine_sampled_and_draft_tokens(kernels: Any, inputs: dict[str, np.ndar
 
 def run_post_update(kernels: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """``post_update`` on the record's buffers (``all_token_ids`` and ``output_bin_counts``
-    zeros of the recorded widths); returns the per-slot buffers it changes."""
+    zeros of the recorded widths); returns the per-slot buffers it changes. A ``post_update``
+    that takes ``vocab_size`` (the guard's diff) gets the record's, as the patched runner
+    passes its own."""
+    import inspect
+
     import torch
 
     t = {name: _tensor(inputs, name) for name in (
@@ -142,9 +161,12 @@ def run_post_update(kernels: Any, inputs: dict[str, np.ndarray]) -> dict[str, np
     drafts: tuple[Any, ...] = ()
     if "draft_tokens" in inputs:
         drafts = (_tensor(inputs, "draft_tokens"), _tensor(inputs, "draft_tokens_out"))
+    vocab = {}
+    if "vocab_size" in inspect.signature(kernels.post_update).parameters:
+        vocab["vocab_size"] = int(inputs["vocab_size"])
     kernels.post_update(t["idx_mapping"], t["num_computed_tokens"], last, bins,
                         t["sampled_tokens"], t["num_sampled"], t["num_rejected"], qsl, all_ids,
-                        t["total_len"], *drafts)
+                        t["total_len"], *drafts, **vocab)
     out = {"num_computed_tokens": t["num_computed_tokens"].numpy(),
            "last_sampled_tokens": last.reshape(-1).numpy(), "total_len": t["total_len"].numpy()}
     if drafts:
@@ -170,20 +192,47 @@ def answer(kernels: Any, request: dict[str, Any]) -> dict[str, Any]:
     out-of-bounds access) or ``error`` (anything the call raised)."""
     with np.load(request["inputs"], allow_pickle=False) as data:
         inputs = {name: data[name] for name in data.files}
-    OBSERVER.regions, OBSERVER.outside = [], []
+    OBSERVER.regions, OBSERVER.outside, OBSERVER.modules = [], [], {kernels.__name__}
     try:
         outputs = kernel_of(request["site"])(kernels, inputs)
     except Exception as exc:  # the kernel's own failure is the outcome
-        return {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:2000]}
+        return {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:2000],
+                "modules": sorted(OBSERVER.modules)}
     if OBSERVER.outside:
-        return {"status": "index_error",
+        return {"status": "index_error", "modules": sorted(OBSERVER.modules),
                 "message": f"IndexError: the Triton kernel made {OBSERVER.outside[0]}"}
     np.savez(request["outputs"], **outputs)  # type: ignore[arg-type]
-    return {"status": "ok", "message": "", "outputs": request["outputs"]}
+    return {"status": "ok", "message": "", "outputs": request["outputs"],
+            "modules": sorted(OBSERVER.modules)}
 
 
-def main() -> int:
+class PatchedFinder(importlib.abc.MetaPathFinder):
+    """Finds the patched copy of a module under ``root`` (``root/vllm/...py``), if any."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        """The spec of ``fullname``'s patched file, or None (the installed module is used)."""
+        parts = fullname.split(".")
+        for file, package in ((self.root.joinpath(*parts).with_suffix(".py"), False),
+                              (self.root.joinpath(*parts, "__init__.py"), True)):
+            if parts[0] == "vllm" and file.is_file():
+                installed = importlib.machinery.PathFinder.find_spec(fullname, path)
+                # a patched package's submodules are still the installed ones
+                below = list(installed.submodule_search_locations or []) if (
+                    package and installed is not None) else None
+                return importlib.util.spec_from_file_location(
+                    fullname, file, submodule_search_locations=below)
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
     """Serve requests until stdin closes; the first line says ``ready`` (or why not)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--patched"]:
+        sys.meta_path.insert(0, PatchedFinder(Path(args[1])))
     try:
         install_observer()
         from vllm.v1.worker.gpu import input_batch as kernels

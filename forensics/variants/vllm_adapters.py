@@ -107,8 +107,6 @@ class VllmCode:
     embedding_forward: Callable[[Any, Any], Any]
     embedding_method: type
     masked_input: Callable[..., Any]
-    #: private patched copies of some modules (``vllm+PATH.diff``), not the installed code
-    patched: bool = False
 
 
 def _plain(fn: Any) -> Any:
@@ -128,7 +126,6 @@ def code_from(modules: Mapping[str, ModuleType]) -> VllmCode:
         embedding_forward=emb.VocabParallelEmbedding.forward,
         embedding_method=emb.UnquantizedEmbeddingMethod,
         masked_input=_plain(emb.get_masked_input_and_mask),
-        patched=bool(modules),
     )
 
 
@@ -170,10 +167,7 @@ def run_site(code: VllmCode, record: Record) -> Outcome:
     from forensics.sites import get_site
     from forensics.variants import triton_kernels
 
-    if get_site(record.site).kernel is not None:  # Model Runner V2: a Triton kernel
-        if code.patched:
-            raise NotImplementedError(f"a diff is not applied to Model Runner V2's Triton "
-                                      f"kernels yet (site {record.site!r}); use 'vllm'")
+    if get_site(record.site).kernel is not None:  # Model Runner V2: the installed kernel
         return triton_kernels.run_kernel(record)
     return Outcome(outputs=adapter_of(record.site)(code, record))
 

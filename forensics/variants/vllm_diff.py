@@ -5,7 +5,13 @@ copies of the installed modules it touches, written to a temporary directory and
 private names inside the original package (``vllm.v1.worker._forensics_patched_<hash>_<stem>``)
 so that ``__package__`` is the original package and relative imports resolve. The installed
 vLLM files and modules are never modified. The same site adapters as the ``vllm`` variant then
-run through the patched functions and classes.
+run through the patched functions and classes (this process loads the patched copies of the
+modules the adapters take code from, :data:`~forensics.variants.vllm_adapters.MODULES`).
+
+A Model Runner V2 site (one with a ``Site.kernel``) runs in a kernel worker of the diff's own
+(:class:`~forensics.variants.triton_kernels.KernelPatch`), which imports every patched file in
+place of the installed one; a diff that does not change the file its kernels live in raises
+PatchApplyError naming the diff, that file and the fix.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from forensics.errors import CaptureFormatError, PatchApplyError
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.store.guarded import read_bytes
+from forensics.variants.triton_kernels import KernelPatch, run_kernel
 from forensics.variants.unidiff import FilePatch, apply_hunks, parse_diff
 from forensics.variants.vllm_adapters import (
+    MODULES,
     VllmCode,
     apply_settings,
     code_from,
@@ -173,6 +181,10 @@ class PatchedVllmVariant:
         self.name = f"vllm+{self.path}"
         self._sources = patched_sources(self.path)
         self._code: VllmCode | None = None
+        paths = sorted(self._sources)
+        #: the diff's patched files, for Model Runner V2's kernel worker
+        self.kernel_patch = KernelPatch(self.path, tuple((p, self._sources[p]) for p in paths),
+                                        tuple(module_name(p) for p in paths))
 
     def load(self) -> VllmCode:
         """Load the patched modules once; return the patched callables.
@@ -181,9 +193,20 @@ class PatchedVllmVariant:
             PatchApplyError: a patched module fails to import.
         """
         if self._code is None:
-            self._code = code_from(load_patched(self.path, self._sources))
+            used = {p: t for p, t in self._sources.items() if module_name(p) in MODULES}
+            self._code = code_from(load_patched(self.path, used))
         return self._code
 
     def run(self, record: Record) -> Outcome:
-        """Run one (non-summary) record through the patched code; exceptions propagate."""
+        """Run one (non-summary) record through the patched code (a Model Runner V2 site:
+        the patched kernels, in the diff's kernel worker); exceptions propagate.
+
+        Raises:
+            PatchApplyError: as :meth:`load`, or the diff does not change the file a V2
+                site's kernels live in.
+        """
+        from forensics.sites import get_site
+
+        if get_site(record.site).kernel is not None and not record.summary:
+            return run_kernel(record, self.kernel_patch)
         return run_site(self.load(), record)

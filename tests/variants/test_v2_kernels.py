@@ -87,8 +87,10 @@ def post_record(data: st.DataObject) -> Record:
     return validate_record(Record("post_update", 0, 0, fields), "generated")
 
 
-def _agree(record: Record, kernel: Outcome, seen: dict[str, int]) -> None:
-    model: Outcome = get_site(record.site).upstream(record)
+def agree(record: Record, kernel: Outcome, seen: dict[str, int], patched: bool = False) -> None:
+    """The kernel's outcome is the model's (``patched``: the patched model's): same status,
+    and the same outputs when ``ok``; ``seen`` counts the statuses."""
+    model: Outcome = get_site(record.site).model(patched)(record)
     assert kernel.status == model.status, (record.fields, model.message, kernel.message)
     seen[model.status] = seen.get(model.status, 0) + 1
     if model.status != "ok":
@@ -100,8 +102,8 @@ def _agree(record: Record, kernel: Outcome, seen: dict[str, int]) -> None:
                               np.asarray(value).reshape(-1)), (name, record.fields)
 
 
-@pytest.mark.parametrize("build", [combine_record, post_record], ids=["combine", "post"])
-def test_the_model_of_each_v2_kernel_is_the_kernel(build: Any) -> None:
+def generated(build: Any) -> list[Record]:
+    """``EXAMPLES`` records drawn by ``build`` (the same ones on every run)."""
     records: list[Record] = []
 
     @_SETTINGS
@@ -109,10 +111,16 @@ def test_the_model_of_each_v2_kernel_is_the_kernel(build: Any) -> None:
     def generate(data: st.DataObject) -> None:
         records.append(build(data))
 
-    generate()  # the records first; then the kernel runs them in one exchange with its worker
+    generate()
+    return records
+
+
+@pytest.mark.parametrize("build", [combine_record, post_record], ids=["combine", "post"])
+def test_the_model_of_each_v2_kernel_is_the_kernel(build: Any) -> None:
+    records = generated(build)  # first; then the kernel runs them in one exchange with its worker
     seen: dict[str, int] = {}
     for record, kernel in zip(records, triton_kernels.run_kernels(records), strict=True):
-        _agree(record, kernel, seen)
+        agree(record, kernel, seen)
     assert sum(seen.values()) >= EXAMPLES
     assert seen.get("ok", 0) > 100 and seen.get("index_error", 0) > 50, seen
 
@@ -143,10 +151,8 @@ def test_the_vllm_variant_runs_the_kernel_the_site_names() -> None:
 
     record = post()
     assert get_site(record.site).kernel is not None and get_site(record.site).adapter is None
-    real = vllm_adapters.run_site(SimpleNamespace(patched=False), record)  # type: ignore[arg-type]
+    real = vllm_adapters.run_site(SimpleNamespace(), record)  # type: ignore[arg-type]
     model = get_site(record.site).upstream(record)
     assert real.status == model.status == "ok"
     assert {k: np.asarray(v).tolist() for k, v in real.outputs.items()} == {
         k: np.asarray(v).tolist() for k, v in model.outputs.items()}
-    with pytest.raises(NotImplementedError, match="Triton kernels"):
-        vllm_adapters.run_site(SimpleNamespace(patched=True), record)  # type: ignore[arg-type]
