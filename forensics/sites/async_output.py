@@ -810,9 +810,15 @@ def run_batch(batch: Batch, patched: bool) -> BatchRun:
     req_ids = batch.runs[0].run.req_ids if batch.runs else RowValues(batch.cols, "req_ids")
     done = BatchRun(result.status, messages, Checks.concat([result.accesses(),
                                                             result.writes(taken)]), req_ids,
-                    outcome=result.outcome)
+                    outcome=functools.partial(_outcome, batch.cols, patched))
     batch.runs.append(Made(result.count, taken, done))
     return done
+
+
+def _outcome(cols: RunColumns, patched: bool, i: int) -> Outcome:
+    """The Outcome of record ``i`` of ``cols``: the run of a batch of that one record (a
+    closure over the columns, not the batch: the batch keeps its runs)."""
+    return run(Batch.of([cols.record(i)]), patched).outcome(0)
 
 
 def _taken_ids(result: Run, made: list[Made]) -> np.ndarray:

@@ -11,8 +11,11 @@ no other module names it (``tests/sites/test_site_names.py``). Its module declar
   ``token_ids=True`` on fields holding token ids and ``token_bound=True`` on their bound,
   for redaction), ``output_fields``, ``summary_bound``/``summary_tensor``, and optionally
   ``check_record``/``check_batch``;
-- the models ``upstream``/``patched`` on one record and ``outcome_checks`` (required), and the
-  columnar ``prepare_columns`` + ``run_batch``, ``scan_indices``, ``guard`` (optional);
+- its run and its checks (required): ``run_batch(cols, patched) -> BatchRun``, the model over
+  a batch of records held as columns, and ``checks(record, outcome)``, the checks of any
+  variant's outcome on one record; optionally ``prepare_columns`` (the run's input, made once
+  for both models), ``scan_indices`` and ``guard``. The per-record forms ``upstream``,
+  ``patched``, ``run`` and ``judge`` are methods: the run on a batch of one;
 - what the rest of the package reads from it: ``origin``/``origin_position`` (origin chain),
   ``adapter``/``kernel`` (the real-code variants), ``hook`` (the probe), ``feeds_sink``
   (wrong tokens fed silently), ``log_line`` (the probe line of a text log it reads into a

@@ -681,8 +681,10 @@ def _run_batch(b: Batch, patched: bool, skip: np.ndarray | None = None) -> Batch
 
 
 def _outcomes(b: Batch, patched: bool) -> Callable[[int], Outcome]:
-    """Each record's Outcome on demand (:func:`_run`: its device buffer whole)."""
-    return lambda i: _run(b.cols.record(i), patched)
+    """Each record's Outcome on demand (:func:`_run`: its device buffer whole; a closure over
+    the columns, not the batch: the batch keeps its runs)."""
+    cols = b.cols
+    return lambda i: _run(cols.record(i), patched)
 
 
 def _run_torch(record: Record, p: _Plan) -> Outcome:
