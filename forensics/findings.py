@@ -133,13 +133,13 @@ def judge_record(record: Record, outcome: Outcome | None) -> Findings:
 
 def judged_record(record: Record, outcome: Outcome | None) -> tuple[Findings, Checks | CheckList]:
     """Findings of one record under one variant (see :func:`judge_record`) and the checks they
-    come from (its checked ranges): the site's ``outcome_checks``, a summary's
+    come from (its checked ranges): a model run's own, else the site's ``checks``, a summary's
     :func:`summary_checks`."""
     if record.summary:
         return summary_findings(record), summary_checks([record])
     if outcome is None:
         return [], Checks.empty()
-    checks = get_site(record.site).outcome_checks(record, outcome)
+    checks = get_site(record.site).checks_of(record, outcome)
     found = record_findings(checks, record)
     if (outcome.accesses is None and outcome.status == INDEX_ERROR
             and not any(f["kind"] == OUT_OF_BOUNDS for f in found)):

@@ -6,9 +6,12 @@ Variants run and never judge; :mod:`forensics.findings` judges these objects.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from forensics.sites.core import CheckList, Checks
 
 OK, INDEX_ERROR, ERROR = "ok", "index_error", "error"
 STATUSES = (OK, INDEX_ERROR, ERROR)
@@ -45,10 +48,13 @@ class Outcome:
 
     ``status`` is one of ``ok``, ``index_error``, ``error``; ``outputs`` maps produced field
     names (the input field names the call changes, e.g. ``input_ids_device``) to values;
-    ``accesses`` is None for real-code and user variants, which expose no access pattern.
+    ``accesses`` is None for real-code and user variants, which expose no access pattern;
+    ``checks``: the checks of a model's own run on the record (``Site.run``, a batch of one),
+    which the judge reads as they are (None: the judge makes them with the site's ``checks``).
     """
 
     status: str = OK
     message: str = ""
     outputs: dict[str, Any] = field(default_factory=dict)
     accesses: list[Access] | None = None
+    checks: Checks | CheckList | None = None

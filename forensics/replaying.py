@@ -338,7 +338,7 @@ def _run_chunk(chunk: _Chunk, runs: _Runs, chosen: list[tuple[str, Variant]],
 @dataclass(frozen=True)
 class _Runs:
     """The judged columnar runs of one chunk: one per model variant (by name), and the origin
-    reference's (None: it is no model, or the site has no columnar run)."""
+    reference's (None: it is no model)."""
 
     variants: dict[str, judge.JudgedRun]
     reference: judge.JudgedRun | None = None
@@ -420,11 +420,11 @@ def _in_order(work: Callable[[Piece], Any], pieces: Iterator[Piece]) -> Iterator
 
 def _model_runs(chunk: _Chunk, models: _Models
                 ) -> tuple[dict[str, BatchRun], BatchRun | None]:
-    """The columnar run of each model variant over the chunk (none for a site without a
-    columnar run); columns the store cannot vouch for (``ScreenUnsure``) are read again from
-    the decoded records (CaptureFormatError when those hold values past int64)."""
+    """The columnar run of each model variant over the chunk; columns the store cannot vouch
+    for (``ScreenUnsure``) are read again from the decoded records (CaptureFormatError when
+    those hold values past int64)."""
     site = get_site(chunk.site)
-    if (not models.variants and models.reference is None) or site.run_batch is None:
+    if not models.variants and models.reference is None:
         return {}, None
     try:
         prepared = site.prepared(chunk.cols)

@@ -101,7 +101,7 @@ def test_a_site_plugin_that_is_not_a_site_is_skipped_naming_what_it_lacks(
     assert "names str, not a forensics.sites.Site (it lacks name, fields" in texts["number"]
     assert "AttributeError" in texts["broken"]
     assert "the site name 'toy_gather' is taken" in texts["again"]
-    assert ("SiteDefinitionError: site 'bad_gather': 'outcome_checks' must be a function, "
+    assert ("SiteDefinitionError: site 'bad_gather': 'checks' must be a function, "
             "got NoneType") in texts["bad"]
 
 

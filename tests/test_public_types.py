@@ -28,7 +28,7 @@ forensics.replay(42)
 forensics.shrink([], "out.capture")
 from forensics.sites import Site
 Site(name="x", fields=(), output_fields=(), summary_bound="b", summary_tensor="t",
-     upstream=len, patched=len, outcome_checks=len)
+     run_batch=len, checks=len)
 '''
 #: a fragment of what mypy must reveal for each line above, in order
 EXPECTED = [
@@ -60,8 +60,8 @@ def test_mypy_sees_the_typed_public_api(tmp_path: Path) -> None:
     for got, want in zip(revealed, EXPECTED, strict=True):
         assert want in got and not got.startswith("Any"), (got, want)
     errors = [line for line in lines if ": error:" in line]
-    assert len(errors) == 5, out
+    assert len(errors) == 4, out
     assert 'Argument 1 to "replay" has incompatible type "int"' in errors[0]
     assert 'Argument 1 to "shrink" has incompatible type "list[Never]"' in errors[1]
-    for error, name in zip(errors[2:], ("upstream", "patched", "outcome_checks"), strict=True):
+    for error, name in zip(errors[2:], ("run_batch", "checks"), strict=True):
         assert f'Argument "{name}" to "Site" has incompatible type' in error  # typed operations

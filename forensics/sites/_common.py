@@ -10,19 +10,29 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from forensics.errors import CaptureFormatError
-from forensics.outcome import Access, Outcome
+from forensics.outcome import STATUSES, Access, Outcome
 from forensics.records import Record
 from forensics.screening import ScreenUnsure, as_exact, as_int64
 from forensics.sites.core import MISATTRIBUTED as MISATTRIBUTED  # re-exported to the sites
 from forensics.sites.core import OUT_OF_BOUNDS as OUT_OF_BOUNDS
-from forensics.sites.core import index_keys, owner, ragged_parts, starts_of, value_class, within
+from forensics.sites.core import (
+    BatchRun,
+    CheckList,
+    Checks,
+    index_keys,
+    owner,
+    ragged_parts,
+    starts_of,
+    value_class,
+    within,
+)
 
 _TORCH_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for dimension \d+ with size (\d+)")
 
@@ -468,6 +478,38 @@ def repeats(codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return np.bincount(repeated, minlength=len(counts)) > 0
     ordered = np.sort(matrix, axis=1)
     return (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+
+
+#: a model on one record: ``(record, patched) -> Outcome``
+OneRecord = Callable[[Record, bool], Outcome]
+#: a site's checks of one record's outcome
+OutcomeChecks = Callable[[Record, Outcome], "Checks | CheckList"]
+
+
+def run_each(cols: RunColumns, model: OneRecord, patched: bool, checks: OutcomeChecks,
+             rows: Sequence[int] | None = None, run: BatchRun | None = None) -> BatchRun:
+    """The run of a model written per record (``model``) over the records ``rows`` of
+    ``cols`` (None: all), one by one, each outcome's checks made by ``checks``: a run of
+    ``cols`` with each record's Outcome kept (``BatchRun.outcome``). Given ``run`` (of every
+    record of ``cols``), the records ``rows`` are added to it, their statuses, messages and
+    checks replacing its own."""
+    rows = range(cols.rows) if rows is None else rows
+    if run is None:
+        run = BatchRun(np.zeros(cols.rows, dtype=np.int8), {}, Checks.concat([]),
+                       RowValues(cols, "req_ids"))
+    outcomes: dict[int, Outcome] = {}
+    parts: list[Checks | CheckList] = [run.checks]
+    for i in rows:
+        record = cols.record(i)
+        outcomes[i] = outcome = model(record, patched)
+        run.status[i] = STATUSES.index(outcome.status)
+        if outcome.message:
+            run.messages[i] = outcome.message
+        parts.append(checks(record, outcome).renumbered(np.array([i])))
+    run.checks = Checks.concat(parts)
+    if run.outcome is None and len(outcomes) == cols.rows:
+        run.outcome = outcomes.__getitem__
+    return run
 
 
 def failed(exc: BaseException, accesses: list[Access] | None = None) -> Outcome:

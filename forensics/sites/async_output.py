@@ -771,17 +771,6 @@ def _row_write_checks(tails: np.ndarray, s: Selected, count: np.ndarray, value: 
     return Checks.concat(parts)
 
 
-def upstream(record: Record) -> Outcome:
-    """vLLM 0.33.0 on one record: outputs the edited lists (or tails and lengths); accesses of
-    ``sampled_token_ids_cpu`` rows; ``index_error`` when a previous row is past its end."""
-    return run(Batch.of([record]), patched=False).outcome(0)
-
-
-def patched(record: Record) -> Outcome:
-    """As :func:`upstream`, counting sampled ids only up to the first id outside the vocabulary."""
-    return run(Batch.of([record]), patched=True).outcome(0)
-
-
 def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     """The checks of any variant's outcome on one record: its accesses (models only: previous
     rows against ``sampled_token_ids_cpu``), then the ids it wrote (``ok`` outcomes: from the
@@ -820,9 +809,16 @@ def run_batch(batch: Batch, patched: bool) -> BatchRun:
     messages = {int(i): _LIST_ERROR for i in np.flatnonzero(result.status)}
     req_ids = batch.runs[0].run.req_ids if batch.runs else RowValues(batch.cols, "req_ids")
     done = BatchRun(result.status, messages, Checks.concat([result.accesses(),
-                                                            result.writes(taken)]), req_ids)
+                                                            result.writes(taken)]), req_ids,
+                    outcome=functools.partial(_outcome, batch.cols, patched))
     batch.runs.append(Made(result.count, taken, done))
     return done
+
+
+def _outcome(cols: RunColumns, patched: bool, i: int) -> Outcome:
+    """The Outcome of record ``i`` of ``cols``: the run of a batch of that one record (a
+    closure over the columns, not the batch: the batch keeps its runs)."""
+    return run(Batch.of([cols.record(i)]), patched).outcome(0)
 
 
 def _taken_ids(result: Run, made: list[Made]) -> np.ndarray:
@@ -986,11 +982,11 @@ REPRO = ('vllm.v1.worker.gpu_input_batch.InputBatch.update_async_output_token_id
 
 
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
-            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            summary_tensor=SUMMARY_TENSOR,
             adapter="forensics.variants.vllm_adapters:run_update_async_output",
             hook="vllm.v1.worker.gpu_input_batch:InputBatch.update_async_output_token_ids",
             repro=REPRO,
             origin_position=ORIGIN_POSITION,
-            outcome_checks=outcome_checks, scan_indices=scan_indices, guard=guard,
+            checks=outcome_checks, scan_indices=scan_indices, guard=guard,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, log_line=LOG_LINE)

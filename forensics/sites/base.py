@@ -11,8 +11,11 @@ no other module names it (``tests/sites/test_site_names.py``). Its module declar
   ``token_ids=True`` on fields holding token ids and ``token_bound=True`` on their bound,
   for redaction), ``output_fields``, ``summary_bound``/``summary_tensor``, and optionally
   ``check_record``/``check_batch``;
-- the models ``upstream``/``patched`` on one record and ``outcome_checks`` (required), and the
-  columnar ``prepare_columns`` + ``run_batch``, ``scan_indices``, ``guard`` (optional);
+- its run and its checks (required): ``run_batch(cols, patched) -> BatchRun``, the model over
+  a batch of records held as columns, and ``checks(record, outcome)``, the checks of any
+  variant's outcome on one record; optionally ``prepare_columns`` (the run's input, made once
+  for both models), ``scan_indices`` and ``guard``. The per-record forms ``upstream``,
+  ``patched``, ``run`` and ``judge`` are methods: the run on a batch of one;
 - what the rest of the package reads from it: ``origin``/``origin_position`` (origin chain),
   ``adapter``/``kernel`` (the real-code variants), ``hook`` (the probe), ``feeds_sink``
   (wrong tokens fed silently), ``log_line`` (the probe line of a text log it reads into a
@@ -25,10 +28,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import MISSING, dataclass, fields
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from dataclasses import MISSING, dataclass, fields, replace
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from forensics.outcome import Outcome
+from forensics.outcome import STATUSES, Outcome
 from forensics.records import Record
 from forensics.schema import SiteDefinitionError, SiteSchema, check_function
 
@@ -57,25 +60,30 @@ class LogLine:
 
 @dataclass(frozen=True, kw_only=True, repr=False)
 class Site(SiteSchema, Generic[P]):
-    """A site: its schema (:class:`~forensics.schema.SiteSchema`) and its operations.
+    """A site: its schema (:class:`~forensics.schema.SiteSchema`), its run and its checks.
 
     Required operations:
-        upstream(record) / patched(record): the models on one record, as an ``Outcome``;
-        outcome_checks(record, outcome) -> Checks | CheckList: every index and id one
-            record's outcome (any variant's) used or produced, as the columnar core's checks
-            of a batch of one: the judge reads that record's findings (:meth:`judge`) and
-            checked ranges from them.
+        run_batch(prepared, patched) -> BatchRun: the model's run over a batch of the site's
+            records held as columns (``prepared``: the columns, or what ``prepare_columns``
+            made of them; ``patched`` picks the patched model): a status per record, the
+            failed records' messages, every checked value, and optionally each record's
+            Outcome (``BatchRun.outcome``: its outputs and accesses). The per-record forms
+            (:meth:`upstream`, :meth:`patched`, :meth:`run`) are this run on a batch of one;
+        checks(record, outcome) -> Checks | CheckList: the checks of any variant's outcome on
+            one record (real code, user variants: their outputs, and accesses where they show
+            them), as the columnar core's checks of a batch of one; :meth:`judge` reads a
+            record's findings from them, or from the model's own run for a model's outcome.
 
     Optional operations (None when the site has no such form; the record checks
     ``check_record`` / ``check_batch`` are part of the schema):
-        run_batch(prepared, patched) -> BatchRun: the columnar run (``patched`` picks the
-            patched variant of the run) of ``prepare_columns(cols) -> P``, its input read
-            from a batch's columns once for every model variant (a Record or a list of them
-            is a batch too: :class:`~forensics.sites._common.RecordColumns`);
+        prepare_columns(cols) -> P: the run's input read from a batch's columns once for
+            every model variant (upstream and patched share it); None: ``run_batch`` takes
+            the columns themselves (a Record or a list of them is a batch too:
+            :class:`~forensics.sites._common.RecordColumns`);
         scan_indices(cols) -> list[IndexCount]: the captured index checks, counted over a run
             of a batch's records held as flat columns (what ``forensics.scan`` runs; see
-            :mod:`forensics.sites.scan_counts`); None: the scan counts the ``upstream``
-            model's checks instead (:meth:`counted`);
+            :mod:`forensics.sites.scan_counts`); None: the scan counts the upstream run's
+            checks instead (:meth:`counted`);
         guard(...) -> Violation | None: the probe's cheaper per-call check on host values
             (arguments as the site's probe hook has them), beside the rule it mirrors and held
             to it by ``tests/probe/test_probe_guard_core.py``.
@@ -105,10 +113,8 @@ class Site(SiteSchema, Generic[P]):
             (:class:`LogLine`; None: the log importer reads none for it).
     """
 
-    upstream: Callable[[Record], Outcome]
-    patched: Callable[[Record], Outcome]
-    outcome_checks: Callable[[Record, Outcome], Checks | CheckList]
-    run_batch: Callable[[P, bool], BatchRun] | None = None
+    run_batch: Callable[[P, bool], BatchRun]
+    checks: Callable[[Record, Outcome], Checks | CheckList]
     prepare_columns: Callable[[RunColumns], P] | None = None
     scan_indices: Callable[[ScanColumns], list[IndexCount]] | None = None
     guard: Callable[..., Violation | None] | None = None
@@ -126,10 +132,6 @@ class Site(SiteSchema, Generic[P]):
         for name in OPERATIONS:
             check_function(self, name, required=name in REQUIRED_OPERATIONS)
         self._check_knowledge()
-        if (self.prepare_columns is not None) != (self.run_batch is not None):
-            raise SiteDefinitionError(f"site {self.name!r}: the columnar run needs 'run_batch' "
-                                      f"and its input, 'prepare_columns' (give both parts or "
-                                      f"neither)")
 
     def _check_knowledge(self) -> None:
         """Raise SiteDefinitionError unless the plain-valued attributes have their types."""
@@ -160,40 +162,54 @@ class Site(SiteSchema, Generic[P]):
         return f"Site({self.name!r})"
 
     def judge(self, record: Record, outcome: Outcome) -> list[Finding]:
-        """The finding dicts of one record's outcome (any variant's): the findings of its
-        :attr:`outcome_checks`."""
-        return record_findings(self.outcome_checks(record, outcome), record)
+        """The finding dicts of one record's outcome (any variant's): the checks of the
+        model's own run when ``outcome`` is one (:meth:`run`), else :attr:`checks`'."""
+        return record_findings(self.checks_of(record, outcome), record)
+
+    def checks_of(self, record: Record, outcome: Outcome) -> Checks | CheckList:
+        """The checks of one record's outcome: those its model run made (``outcome.checks``),
+        else the site's :attr:`checks` of it."""
+        made = outcome.checks
+        return made if made is not None else self.checks(record, outcome)
+
+    def upstream(self, record: Record) -> Outcome:
+        """The upstream model on one record: :meth:`run` unpatched."""
+        return self.run(record, False)
+
+    def patched(self, record: Record) -> Outcome:
+        """The patched model on one record: :meth:`run` patched."""
+        return self.run(record, True)
 
     def model(self, patched: bool) -> Callable[[Record], Outcome]:
         """The model on one record: ``patched`` or ``upstream``."""
         return self.patched if patched else self.upstream
 
-    def run_records(self, records: Sequence[Record], patched: bool) -> BatchRun | None:
-        """The columnar run of ``records`` (none a summary), or None when the site has no
-        columnar run; every record's results its own (:meth:`BatchRun.whole`: a run that
-        inherits records from another is resolved, so readers may take its checks as
-        they are)."""
-        if self.run_batch is None:
-            return None
+    def run(self, record: Record, patched: bool) -> Outcome:
+        """The model on one record (none a summary): :attr:`run_batch` on a batch of one,
+        as an Outcome holding the run's checks (its outputs and accesses those of
+        ``BatchRun.outcome``, none when the run gives no Outcome)."""
+        run = self.run_records([record], patched)
+        checks = run.checks
+        if run.outcome is not None:
+            return replace(run.outcome(0), checks=checks)
+        return Outcome(STATUSES[int(run.status[0])], run.messages.get(0, ""), {}, [], checks)
+
+    def run_records(self, records: Sequence[Record], patched: bool) -> BatchRun:
+        """The columnar run of ``records`` (none a summary), every record's results its own
+        (:meth:`BatchRun.whole`: a run that inherits records from another is resolved, so
+        readers may take its checks as they are)."""
         from forensics.sites._common import RecordColumns
 
         run = self.run_batch(self.prepared(RecordColumns(records)), patched)
         return run if getattr(run, "base", None) is None else run.whole()  # as it is if whole
 
     def counted(self, records: Sequence[Record]) -> list[IndexCount]:
-        """The ``out_of_bounds`` checks of the ``upstream`` model on ``records`` (none a
-        summary), counted per tensor: the scan of a site without ``scan_indices``."""
-        from forensics.sites.core import CheckList
+        """The ``out_of_bounds`` checks of the upstream run on ``records`` (none a summary),
+        counted per tensor: the scan of a site without ``scan_indices``."""
         from forensics.sites.scan_counts import IndexCount
 
-        run = self.run_records(records, False)
-        if run is not None:
-            parts = run.checks.parts
-        else:
-            checks = [self.outcome_checks(r, self.upstream(r)) for r in records]
-            parts = [p for c in checks for p in (c.parts if isinstance(c, CheckList) else [c])]
         counts: dict[str, IndexCount] = {}
-        for part in parts:
+        for part in self.run_records(records, False).checks.parts:
             if part.kind == 0 and len(part.value):
                 count = counts.setdefault(part.tensor, IndexCount(part.tensor, 0, 0))
                 count.checked += len(part.value)
@@ -201,8 +217,10 @@ class Site(SiteSchema, Generic[P]):
         return list(counts.values())
 
     def prepared(self, cols: RunColumns) -> P:
-        """The columnar run's input for the records of ``cols``."""
-        assert self.prepare_columns is not None  # __post_init__: run_batch needs its input
+        """The run's input for the records of ``cols``: ``prepare_columns``', else the
+        columns themselves."""
+        if self.prepare_columns is None:
+            return cast(P, cols)
         return self.prepare_columns(cols)
 
 
@@ -213,7 +231,7 @@ KNOWLEDGE = ("origin", "origin_position", "adapter", "hook", "kernel", "feeds_si
 #: every operation of a Site beyond its schema, required ones first
 OPERATIONS = tuple(f.name for f in fields(Site) if f.name not in _SCHEMA
                    and f.name not in KNOWLEDGE)
-REQUIRED_OPERATIONS = ("upstream", "patched", "outcome_checks")
+REQUIRED_OPERATIONS = ("run_batch", "checks")
 #: what a Site must be given (its schema and required operations)
 REQUIRED = (*(f.name for f in fields(SiteSchema) if f.default is MISSING), *REQUIRED_OPERATIONS)
 

@@ -7,8 +7,8 @@ were > 0, otherwise the CPU value; ``num_accepted_tokens`` takes ``valid_count``
 The patched model counts a row as previous only when ``0 <= prev_position < len(t)`` for every
 gathered tensor ``t`` and gathers nothing for other rows.
 
-``upstream``/``patched`` run one record with the same torch operations as vLLM;
-``run_batch`` runs many records at once in numpy (the same statuses and checks).
+``run_batch`` runs many records at once in numpy; records numpy cannot run exactly, and the
+Outcome of a record (its outputs), go through ``_run``, the same torch operations as vLLM.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from forensics.sites._common import (
     first_outside,
     other_holder,
     require_rows,
+    run_each,
     screen_rows,
 )
 from forensics.sites.core import (
@@ -82,18 +83,11 @@ def check_batch(cols: BatchColumns) -> np.ndarray:
     return screen_rows(cols, _ROWS)
 
 
-def upstream(record: Record) -> Outcome:
-    """vLLM 0.33.0 on one record: outputs ``num_computed_tokens`` (whole buffer) and
-    ``num_accepted_tokens``; ``index_error`` when a clamped position is past a gathered tensor."""
-    return _run(record, guard=False)
-
-
-def patched(record: Record) -> Outcome:
-    """The stale-row guard on one record: out-of-range previous rows fall back to the CPU value."""
-    return _run(record, guard=True)
-
-
 def _run(record: Record, guard: bool) -> Outcome:
+    """The call on one record through torch, as vLLM 0.33.0 makes it (``guard``: the
+    stale-row guard: out-of-range previous rows fall back to the CPU value): outputs
+    ``num_computed_tokens`` (whole buffer) and ``num_accepted_tokens``; ``index_error`` when a
+    clamped position is past a gathered tensor."""
     import torch
 
     pp = record.tensor("prev_positions")
@@ -280,7 +274,8 @@ def prepare_columns(cols: RunColumns) -> Prepared:
 
 def run_batch(prepared: Prepared, patched: bool) -> BatchRun:
     """The columnar run of prepared records as the judge reads it (regular records in one
-    numpy pass, the others one by one through torch)."""
+    numpy pass, the others one by one through torch); a record's Outcome, its outputs, is
+    made through torch on demand."""
     cols, regular, batch = prepared
     status = np.zeros(cols.rows, dtype=np.int8)
     messages: dict[int, str] = {}
@@ -294,14 +289,9 @@ def run_batch(prepared: Prepared, patched: bool) -> BatchRun:
             messages[int(regular[j])] = batch.message(j)
     irregular = np.ones(cols.rows, dtype=bool)
     irregular[regular] = False
-    for i in np.flatnonzero(irregular).tolist():
-        record = cols.record(i)
-        outcome = _run(record, patched)
-        status[i] = STATUSES.index(outcome.status)
-        if outcome.message:
-            messages[i] = outcome.message
-        parts.append(outcome_checks(record, outcome).renumbered(np.array([i])))
-    return BatchRun(status, messages, Checks.concat(parts), RowValues(cols, "req_ids"))
+    run = BatchRun(status, messages, Checks.concat(parts), RowValues(cols, "req_ids"),
+                   outcome=lambda i: _run(cols.record(i), patched))
+    return run_each(cols, _run, patched, outcome_checks, np.flatnonzero(irregular).tolist(), run)
 
 
 def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
@@ -371,10 +361,10 @@ REPRO = ('vllm.v1.spec_decode.utils.update_num_computed_tokens_for_batch_change'
 
 
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
-            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            summary_tensor=SUMMARY_TENSOR,
             adapter="forensics.variants.vllm_adapters:run_update_num_computed_tokens",
             hook="vllm.v1.spec_decode.utils:update_num_computed_tokens_for_batch_change",
             repro=REPRO,
-            outcome_checks=outcome_checks, scan_indices=scan_indices, guard=guard,
+            checks=outcome_checks, scan_indices=scan_indices, guard=guard,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch)

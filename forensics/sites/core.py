@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from forensics.outcome import Access
+from forensics.outcome import Access, Outcome
 from forensics.screening import as_exact
 
 OUT_OF_BOUNDS, MISATTRIBUTED = "out_of_bounds", "misattributed"
@@ -557,7 +557,11 @@ class BatchRun:
     and this run's own ``status[i]``, ``messages`` and ``checks`` are not read for it, so the
     site need not compute them (``status`` still has one entry per record). The judge
     (``forensics.findings.JudgedRun.of``) then judges ``base`` once for both runs; other
-    readers take :meth:`whole`."""
+    readers take :meth:`whole`.
+
+    ``outcome(i)``, where the site gives it, makes record ``i``'s Outcome on demand: its
+    status and message as the run has them, its outputs and accesses (what the per-record
+    form, ``Site.run``, returns; None: an Outcome of the status and message alone)."""
 
     status: np.ndarray
     messages: dict[int, str]
@@ -565,6 +569,7 @@ class BatchRun:
     req_ids: Sequence[Sequence[str] | None]
     base: BatchRun | None = None
     inherited: np.ndarray | None = None
+    outcome: Callable[[int], Outcome] | None = None
 
     def whole(self) -> BatchRun:
         """The same run with every record's results its own (``base`` resolved): the
@@ -576,7 +581,11 @@ class BatchRun:
         messages = per_record(base.messages, self.messages, inherited)
         checks = Checks.concat([base.checks.restricted(inherited),
                                 self.checks.restricted(~inherited)])
-        return BatchRun(status, messages, checks, self.req_ids)
+        outcome = None
+        if base.outcome is not None and self.outcome is not None:
+            own, inherited_outcome = self.outcome, base.outcome
+            outcome = lambda i: (inherited_outcome if inherited[i] else own)(i)  # noqa: E731
+        return BatchRun(status, messages, checks, self.req_ids, outcome=outcome)
 
     def inherited_mask(self) -> np.ndarray:
         """``inherited`` as a bool per record (none when not given)."""

@@ -10,7 +10,7 @@ map each token to its batch row and request.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -102,25 +102,10 @@ def prepare_columns(cols: RunColumns) -> BatchRun:
                     Checks.concat([checks]), RowValues(cols, "req_ids"))
 
 
-def prepare(records: Sequence[Record]) -> BatchRun:
-    """:func:`prepare_columns` of Records."""
-    return prepare_columns(RecordColumns(records))
-
-
 def run_batch(prepared: BatchRun, patched: bool) -> BatchRun:
-    """The run of a prepared batch (:func:`prepare`): there is no patch."""
+    """The run of a prepared batch (:func:`prepare_columns`): there is no patch. No outputs;
+    no accesses beyond the ids, which the judge checks for every variant."""
     return prepared
-
-
-def upstream(record: Record) -> Outcome:
-    """The lookup on one record: ``index_error`` for an id outside the weight with one GPU,
-    ``ok`` otherwise (masked with tensor parallelism). No outputs; no accesses beyond the ids,
-    which the judge checks for every variant."""
-    status = int(prepare([record]).status[0])
-    return Outcome(STATUSES[status], _MESSAGE if status else "", {}, [])
-
-
-patched = upstream
 
 
 def outcome_checks(record: Record, outcome: Outcome) -> Checks:
@@ -176,10 +161,10 @@ REPRO = ('vllm.model_executor.layers.vocab_parallel_embedding.VocabParallelEmbed
 
 
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
-            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            summary_tensor=SUMMARY_TENSOR,
             adapter="forensics.variants.vllm_adapters:run_embedding_forward",
             hook="vllm.v1.worker.gpu_model_runner:GPUModelRunner._model_forward",
             repro=REPRO,
-            outcome_checks=outcome_checks, scan_indices=scan_indices,
+            checks=outcome_checks, scan_indices=scan_indices,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch, log_line=LOG_LINE)

@@ -38,12 +38,14 @@ from forensics.outcome import INDEX_ERROR, OK, Access, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     BatchColumns,
+    RunColumns,
     require,
     require_len,
     require_unique,
+    run_each,
     screen_unique,
 )
-from forensics.sites.core import CheckList, Checks
+from forensics.sites.core import BatchRun, CheckList, Checks
 
 NAME = "post_update"
 FIELDS = (
@@ -228,15 +230,9 @@ def _run(record: Record, patched: bool) -> Outcome:
     return Outcome(OK, "", outs, accesses)
 
 
-def upstream(record: Record) -> Outcome:
-    """vLLM's kernel on one record: outputs the per-slot buffers it changes; ``index_error``
-    for a read or write outside a buffer (on a GPU an illegal memory access)."""
-    return _run(record, patched=False)
-
-
-def patched(record: Record) -> Outcome:
-    """The kernel with each sampled id checked against the vocabulary first."""
-    return _run(record, patched=True)
+def run_batch(cols: RunColumns, patched: bool) -> BatchRun:
+    """The kernel's model over a batch, record by record (:func:`_run`)."""
+    return run_each(cols, _run, patched, outcome_checks)
 
 
 def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
@@ -270,9 +266,9 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
-SITE: Site[None] = Site(
+SITE: Site[RunColumns] = Site(
     name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
-    summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
-    outcome_checks=outcome_checks, check_record=check_record, check_batch=check_batch,
+    summary_tensor=SUMMARY_TENSOR, run_batch=run_batch,
+    checks=outcome_checks, check_record=check_record, check_batch=check_batch,
     hook="vllm.v1.worker.gpu.model_runner:post_update",
     kernel="forensics.variants.triton_worker:run_post_update")

@@ -338,18 +338,6 @@ def plan(record: Record, guard: bool) -> _Plan:
     return plans(b, guard).one(b, 0)
 
 
-def upstream(record: Record) -> Outcome:
-    """vLLM 0.33.0 on one record: outputs ``input_ids_device`` (the whole device buffer after the
-    call); accesses of ``prev_sampled_token_ids`` (the fast path's broadcast included) and of
-    ``draft_token_ids``."""
-    return _run(record, guard=False)
-
-
-def patched(record: Record) -> Outcome:
-    """As :func:`upstream`, with common rows at or past the sampled rows skipped like new rows."""
-    return _run(record, guard=True)
-
-
 def inert(b: Batch) -> np.ndarray:
     """Per record of ``b``: whether ``patched`` gives exactly ``upstream``'s outcome. When no
     previous position is at or past the sampled rows, the guard skips no row and both take
@@ -358,6 +346,10 @@ def inert(b: Batch) -> np.ndarray:
 
 
 def _run(record: Record, guard: bool) -> Outcome:
+    """The Outcome of one record (``guard``: patched, common rows at or past the sampled rows
+    skipped like new rows): outputs ``input_ids_device`` (the whole device buffer after the
+    call); accesses of ``prev_sampled_token_ids`` (the fast path's broadcast included) and of
+    ``draft_token_ids``. The run of a batch of one, its buffer kept whole."""
     b = Batch.of([record])
     run = Run.of(b, plans(b, guard), whole=True)
     return run.outcome(0) if run.plain[0] else _run_torch(record, run.plans.one(b, 0))
@@ -664,9 +656,10 @@ def _with_apart(b: Batch, shared: BatchRun, apart: np.ndarray, patched: bool) ->
     if patched:  # the inert records are upstream's: the judge reads them from its run once
         upstream = _cached(b, ("apart", False), lambda: _with_apart(b, shared, apart, False))
         return BatchRun(status, messages, own.checks.renumbered(at), shared.req_ids,
-                        base=upstream, inherited=~apart)
+                        base=upstream, inherited=~apart, outcome=_outcomes(b, patched))
     return BatchRun(status, {**shared.messages, **messages},
-                    Checks.concat([shared.checks, own.checks.renumbered(at)]), shared.req_ids)
+                    Checks.concat([shared.checks, own.checks.renumbered(at)]), shared.req_ids,
+                    outcome=_outcomes(b, patched))
 
 
 def _run_batch(b: Batch, patched: bool, skip: np.ndarray | None = None) -> BatchRun:
@@ -683,7 +676,15 @@ def _run_batch(b: Batch, patched: bool, skip: np.ndarray | None = None) -> Batch
         if outcome.message:
             messages[r] = outcome.message
         parts.append(outcome_checks(record, outcome).renumbered(np.array([r])))
-    return BatchRun(status, messages, Checks.concat(parts), RowValues(b.cols, "req_ids"))
+    return BatchRun(status, messages, Checks.concat(parts), RowValues(b.cols, "req_ids"),
+                    outcome=_outcomes(b, patched))
+
+
+def _outcomes(b: Batch, patched: bool) -> Callable[[int], Outcome]:
+    """Each record's Outcome on demand (:func:`_run`: its device buffer whole; a closure over
+    the columns, not the batch: the batch keeps its runs)."""
+    cols = b.cols
+    return lambda i: _run(cols.record(i), patched)
 
 
 def _run_torch(record: Record, p: _Plan) -> Outcome:
@@ -923,11 +924,11 @@ REPRO = ('vllm.v1.worker.gpu_model_runner.GPUModelRunner._prepare_input_ids',
 
 
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
-            summary_tensor=SUMMARY_TENSOR, upstream=upstream, patched=patched,
+            summary_tensor=SUMMARY_TENSOR,
             adapter="forensics.variants.vllm_adapters:run_prepare_input_ids",
             hook="vllm.v1.worker.gpu_model_runner:GPUModelRunner._prepare_input_ids",
             repro=REPRO,
             feeds_sink=(f"{OUTPUT_FIELDS[0]}_after", SUMMARY_BOUND),
-            outcome_checks=outcome_checks, scan_indices=scan_indices, guard=guard,
+            checks=outcome_checks, scan_indices=scan_indices, guard=guard,
             check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
             run_batch=run_batch)

@@ -1,15 +1,14 @@
 """The model variants ``upstream`` and ``patched`` (the project's own reading of vLLM 0.33.0).
 
-Each runs a record through its site module's ``upstream`` / ``patched`` model and fills
-``Outcome.accesses``; ``run_batch`` runs a site's columnar run (the replay's path for a site
-that has one). Variants never judge.
+Each runs a site's columnar run (``Site.run_batch``): ``run_batch`` over a batch (the
+replay's path), ``run`` on one record (``Site.upstream`` / ``Site.patched``, a batch of one).
+Variants never judge.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from forensics.errors import UnknownSiteError
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.sites import get_site
@@ -17,7 +16,7 @@ from forensics.sites.core import BatchRun
 
 
 class ModelVariant:
-    """A model variant: ``kind`` names the model function of each site module."""
+    """A model variant: ``kind`` names the model (upstream or patched) of each site's run."""
 
     name = "model"
     kind = "upstream"
@@ -33,11 +32,8 @@ class ModelVariant:
 
     def run_batch(self, site: str, prepared: Any) -> BatchRun:
         """The columnar run of records of ``site`` (none a summary) as the judge reads it;
-        ``prepared`` is the site's ``prepare(records)``, shared by the model variants."""
-        run_batch = get_site(site).run_batch
-        if run_batch is None:
-            raise UnknownSiteError(f"site {site!r} has no columnar run (no 'run_batch')")
-        return run_batch(prepared, self.kind == "patched")
+        ``prepared`` is the site's ``prepared(cols)``, shared by the model variants."""
+        return get_site(site).run_batch(prepared, self.kind == "patched")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -27,7 +27,7 @@ def make(outputs, sampled, prev=None, **extra):
 
 def test_sentinel_before_the_first_placeholder_is_written_upstream_only() -> None:
     rec = make([[1, -1, -1, -1, -1, -1]], [[5, V, -1, -1, -1]])
-    up, pa = ao.upstream(rec), ao.patched(rec)
+    up, pa = ao.SITE.upstream(rec), ao.SITE.patched(rec)
     assert up.outputs["output_token_ids"] == [[1, 5, V]]
     assert pa.outputs["output_token_ids"] == [[1, 5]]
     assert [(f["tensor"], f["row"], f["element"], f["value"], f["upper"])
@@ -37,21 +37,21 @@ def test_sentinel_before_the_first_placeholder_is_written_upstream_only() -> Non
 
 def test_untouched_rows_keep_placeholders_without_findings() -> None:
     rec = make([[1, -1], [2, 3], [4, -1]], [[7], [8], [9]], prev={"r1": 1, "r2": 2})
-    outcome = ao.upstream(rec)
+    outcome = ao.SITE.upstream(rec)
     assert outcome.outputs["output_token_ids"] == [[1, -1], [2, 3], [4, 9]]
     assert judge_record(rec, outcome) == []
 
 
 def test_empty_sampled_row_and_fewer_placeholders() -> None:
     rec = make([[1, -1], [2, -1]], np.zeros((2, 0), np.int32).tolist())
-    assert ao.upstream(rec).outputs["output_token_ids"] == [[1, -1], [2, -1]]
+    assert ao.SITE.upstream(rec).outputs["output_token_ids"] == [[1, -1], [2, -1]]
     rec = make([[1, -1]], [[7, 8, 9]])
-    assert ao.upstream(rec).outputs["output_token_ids"] == [[1, 7]]
+    assert ao.SITE.upstream(rec).outputs["output_token_ids"] == [[1, 7]]
 
 
 def test_previous_row_past_the_sampled_rows_is_an_index_error() -> None:
     rec = make([[1, -1]], [[7]], prev={"r0": 3})
-    outcome = ao.upstream(rec)
+    outcome = ao.SITE.upstream(rec)
     assert outcome.status == "index_error"
     assert [(f["tensor"], f["value"], f["upper"]) for f in judge_record(rec, outcome)] == [
         ("sampled_token_ids_cpu", 3, 1)]
@@ -59,14 +59,14 @@ def test_previous_row_past_the_sampled_rows_is_an_index_error() -> None:
 
 def test_rows_sharing_a_previous_row_see_it_shortened_as_in_vllm() -> None:
     rec = make([[1, -1], [-1, -1]], [[-1, -1]], prev={"r0": 0, "r1": 0})
-    assert ao.upstream(rec).outputs["output_token_ids"] == [[1], [-1, -1]]
+    assert ao.SITE.upstream(rec).outputs["output_token_ids"] == [[1], [-1, -1]]
 
 
 def test_prev_req_ids_list_is_the_same_as_the_map() -> None:
     rec = record("async_output", req_ids=["a", "b"], prev_req_ids=[None, "a"],
                  sampled_token_ids_cpu=i32(1, 2).reshape(2, 1),
                  output_token_ids=[[-1], [-1]], vocab_size=10)
-    assert ao.upstream(rec).outputs["output_token_ids"] == [[2], [-1]]
+    assert ao.SITE.upstream(rec).outputs["output_token_ids"] == [[2], [-1]]
 
 
 def _tail(rec, keep):
@@ -107,7 +107,7 @@ def test_tails_give_the_same_result_as_full_lists(rec, data) -> None:
         trailing = len(row) - ao.placeholder_start(row)
         keep.append(data.draw(st.integers(min(len(row), trailing + 1), max(len(row), 1))))
     tailed = _tail(rec, keep)
-    for model in (ao.upstream, ao.patched):
+    for model in (ao.SITE.upstream, ao.SITE.patched):
         full, part = model(rec), model(tailed)
         assert full.status == part.status
         if full.status == "ok":
@@ -122,7 +122,7 @@ def test_tails_give_the_same_result_as_full_lists(rec, data) -> None:
 @settings(max_examples=300, deadline=None)
 @given(ao_records())
 def test_patched_never_writes_an_id_outside_the_vocabulary(rec) -> None:
-    outcome = ao.patched(rec)
+    outcome = ao.SITE.patched(rec)
     assert not [f for f in judge_record(rec, outcome) if f["tensor"].startswith("out.")]
 
 
@@ -178,7 +178,7 @@ def test_counts_on_the_sampled_matrix_are_the_counts_of_gathered_rows(records) -
     for patched in (False, True):
         gathered = ao._gathered_counts(s.ids, s.k, s.vocab, s.placeholders, s.groups, patched)
         assert ao._counts(batch, s, patched).tolist() == gathered.tolist()
-        model = ao.patched if patched else ao.upstream
+        model = ao.SITE.patched if patched else ao.SITE.upstream
         together = ao.run(batch, patched)
         found = together.checks().findings()
         # the ids written, as read from the rows before and after the call
@@ -238,7 +238,7 @@ def test_run_batch_judges_each_record_as_its_own_outcome(records, order) -> None
     batch = ao.prepare_columns(RecordColumns(records))
     for patched in order:
         done = ao.run_batch(batch, patched)
-        model = ao.patched if patched else ao.upstream
+        model = ao.SITE.patched if patched else ao.SITE.upstream
         found, ranges = _judged(done.checks, done.req_ids)
         for i, rec in enumerate(records):
             outcome = model(rec)

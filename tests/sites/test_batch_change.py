@@ -24,7 +24,7 @@ def make(pp, valid=(2, 1), computed=(10, 20, 30, 40, 0, 0), drafts=(2, 2, 2, 2),
 
 
 def test_upstream_corrects_rows_with_drafts_and_keeps_cpu_values_for_new_rows() -> None:
-    out = bc.upstream(make([1, -1]))
+    out = bc.SITE.upstream(make([1, -1]))
     assert out.status == "ok"
     np.testing.assert_array_equal(out.outputs["num_computed_tokens"], [21, 101, 30, 40, 0, 0])
     np.testing.assert_array_equal(out.outputs["num_accepted_tokens"], [1, 1])
@@ -33,13 +33,13 @@ def test_upstream_corrects_rows_with_drafts_and_keeps_cpu_values_for_new_rows() 
 
 
 def test_rows_without_previous_drafts_take_the_cpu_value() -> None:
-    out = bc.upstream(make([0], drafts=(0,)))
+    out = bc.SITE.upstream(make([0], drafts=(0,)))
     np.testing.assert_array_equal(out.outputs["num_computed_tokens"][:1], [100])
 
 
 def test_stale_positive_row_is_an_index_error_upstream_and_a_cpu_fallback_patched() -> None:
     rec = make([0, 3])
-    up, pa = bc.upstream(rec), bc.patched(rec)
+    up, pa = bc.SITE.upstream(rec), bc.SITE.patched(rec)
     assert up.status == "index_error" and "out of bounds" in up.message
     found = judge_record(rec, up)
     assert {(f["tensor"], f["row"], f["value"], f["upper"]) for f in found} == {
@@ -50,21 +50,21 @@ def test_stale_positive_row_is_an_index_error_upstream_and_a_cpu_fallback_patche
 
 def test_empty_valid_count_is_out_of_bounds_even_when_every_row_is_new() -> None:
     rec = make([-1, -1], valid=())
-    up = bc.upstream(rec)
+    up = bc.SITE.upstream(rec)
     assert up.status == "index_error"
     assert [(f["row"], f["value"], f["upper"]) for f in judge_record(rec, up)] == [
         (0, 0, 0), (1, 0, 0)]
-    assert bc.patched(rec).status == "ok"
+    assert bc.SITE.patched(rec).status == "ok"
 
 
 def test_misattributed_row_needs_request_ids() -> None:
     rec = make([1], req_ids=["a"], prev_req_ids=["a", "b"])
-    found = judge_record(rec, bc.upstream(rec))
+    found = judge_record(rec, bc.SITE.upstream(rec))
     assert [(f["kind"], f["row"], f["value"], f["req_id"]) for f in found] == [
         ("misattributed", 0, 1, "a")]
-    assert judge_record(make([1]), bc.upstream(make([1]))) == []
+    assert judge_record(make([1]), bc.SITE.upstream(make([1]))) == []
     same = make([1], req_ids=["b"], prev_req_id_to_index={"b": 1})
-    assert judge_record(same, bc.upstream(same)) == []
+    assert judge_record(same, bc.SITE.upstream(same)) == []
 
 
 def test_check_record_rejects_per_row_tensors_of_another_length() -> None:
@@ -79,7 +79,7 @@ def test_int64_buffers_keep_their_width_and_int32_wraps_like_torch() -> None:
                  valid_sampled_token_count=np.array([2**31 + 5], np.int64),
                  num_computed_tokens=i32(2**31 - 1), num_accepted_tokens=np.array([0], np.int64),
                  prev_num_draft_tokens=i32(1), cpu_num_computed_tokens=i32(0))
-    for out in (bc.upstream(rec),):
+    for out in (bc.SITE.upstream(rec),):
         assert out.outputs["num_computed_tokens"].dtype == np.int32
         assert out.outputs["num_accepted_tokens"].dtype == np.int64
         assert int(out.outputs["num_computed_tokens"][0]) == 4  # (2**31 - 1) + int32(2**31 + 5)
@@ -115,9 +115,9 @@ def _same(a, b, accesses: bool = True) -> None:
 @settings(max_examples=200, deadline=None)
 @given(bc_records())
 def test_patched_never_reads_out_of_bounds(rec) -> None:
-    out = bc.patched(rec)
+    out = bc.SITE.patched(rec)
     assert out.status == "ok"
     assert judge_record(rec, out) == []
-    up = bc.upstream(rec)
+    up = bc.SITE.upstream(rec)
     if up.status == "ok":
         _same(up, out, accesses=False)

@@ -52,7 +52,7 @@ def _keyed(found: list[dict]) -> list[tuple]:
 @given(st.lists(named_records(), min_size=1, max_size=6))
 def test_a_batch_judges_each_record_as_alone(records) -> None:
     prepared = bc.prepare_columns(RecordColumns(records))
-    for patched, model in ((False, bc.upstream), (True, bc.patched)):
+    for patched, model in ((False, bc.SITE.upstream), (True, bc.SITE.patched)):
         run = bc.run_batch(prepared, patched)
         ranges, found = _per_record(run.checks), run.checks.findings()
         for i, rec in enumerate(records):

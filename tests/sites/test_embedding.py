@@ -10,13 +10,14 @@ from site_records import i32, record
 from forensics.findings import judge_record
 from forensics.outcome import STATUSES, Outcome
 from forensics.sites import embedding as emb
+from forensics.sites._common import RecordColumns
 
 
 def test_out_of_range_ids_raise_with_one_gpu_and_are_masked_with_tp() -> None:
     rec = record("embedding", input_ids=np.array([1, 10, -1]), num_embeddings=10)
-    assert emb.upstream(rec).status == "index_error"
+    assert emb.SITE.upstream(rec).status == "index_error"
     tp = record("embedding", input_ids=np.array([1, 10]), num_embeddings=10, tp_size=2)
-    assert emb.upstream(tp).status == "ok"
+    assert emb.SITE.upstream(tp).status == "ok"
 
 
 def test_findings_map_tokens_to_rows_and_requests() -> None:
@@ -33,9 +34,9 @@ def test_findings_map_tokens_to_rows_and_requests() -> None:
 def test_vectorised_lookup_equals_one_record_at_a_time(specs) -> None:
     records = [record("embedding", input_ids=np.array(ids, np.int64), num_embeddings=bound,
                       tp_size=tp) for ids, bound, tp in specs]
-    statuses = emb.prepare(records).status.tolist()
+    statuses = emb.prepare_columns(RecordColumns(records)).status.tolist()
     for many, rec in zip(statuses, records, strict=True):
-        one = emb.upstream(rec)
+        one = emb.SITE.upstream(rec)
         assert STATUSES[many] == one.status
         ids = np.asarray(rec["input_ids"])
         bad = ((ids < 0) | (ids >= rec["num_embeddings"])).any()

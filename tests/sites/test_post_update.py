@@ -12,7 +12,7 @@ from forensics.sites import post_update as site
 
 
 def test_stores_the_last_sampled_id_and_moves_the_lengths() -> None:
-    out = site.upstream(post())
+    out = site.SITE.upstream(post())
     assert out.status == "ok"
     assert out.outputs["last_sampled_tokens"].tolist() == [22, 0, 0, 6]
     assert out.outputs["total_len"].tolist() == [8, 0, 0, 11]
@@ -22,7 +22,7 @@ def test_stores_the_last_sampled_id_and_moves_the_lengths() -> None:
 
 def test_a_vocab_size_id_is_an_index_into_another_slots_counts_and_stored() -> None:
     rec = post(sampled=(5, VOCAB, -1), bin_counts_rows=5)
-    out = site.upstream(rec)
+    out = site.SITE.upstream(rec)
     assert out.status == "ok"  # slot 3's id V lands on slot 4's first count: silent
     found = {(f["tensor"], f["row"], f["element"], f["value"]) for f in judge_record(rec, out)}
     assert found == {("output_bin_counts", 0, 1, VOCAB),
@@ -32,13 +32,13 @@ def test_a_vocab_size_id_is_an_index_into_another_slots_counts_and_stored() -> N
 def test_an_id_past_the_last_slots_counts_is_an_illegal_access() -> None:
     rec = post(sampled=(5, VOCAB, -1), bin_counts_rows=4,
                idx_mapping=np.array([3, 0], np.int64), bin_counts_width=VOCAB - 1)
-    out = site.upstream(rec)
+    out = site.SITE.upstream(rec)
     assert out.status == "index_error" and "output_bin_counts[3, 50]" in out.message
 
 
 def test_the_patch_stops_the_count_at_the_first_id_outside_the_vocabulary() -> None:
     rec = post(sampled=(5, VOCAB, -1))
-    out = site.patched(rec)
+    out = site.SITE.patched(rec)
     assert out.outputs["last_sampled_tokens"].tolist() == [22, 0, 0, 5]
     assert out.outputs["total_len"].tolist() == [8, 0, 0, 10]
     assert judge_record(rec, out) == []
@@ -46,9 +46,9 @@ def test_the_patch_stops_the_count_at_the_first_id_outside_the_vocabulary() -> N
 
 def test_negative_slots_are_skipped_and_a_stale_column_is_found() -> None:
     rec = post(idx_mapping=np.array([-1, 0], np.int64), total_len=i32(64, 0, 0, 9))
-    out = site.upstream(rec)
+    out = site.SITE.upstream(rec)
     assert out.outputs["last_sampled_tokens"].tolist() == [22, 0, 0, 11]
     late = post(total_len=i32(7, 0, 0, 63))
-    found = judge_record(late, site.upstream(late))
+    found = judge_record(late, site.SITE.upstream(late))
     assert [(f["tensor"], f["row"], f["element"], f["value"], f["upper"]) for f in found] == [
         ("all_token_ids", 0, 1, 64, 64)]

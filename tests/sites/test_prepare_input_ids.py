@@ -33,13 +33,13 @@ def out(outcome):
 def test_fast_path_copies_one_slice() -> None:
     rec = make([0, 1], [7, 8], [1, 2])
     assert pii.plan(rec, False).fast
-    assert out(pii.upstream(rec)) == [7, 8]
-    assert judge_record(rec, pii.upstream(rec)) == []
+    assert out(pii.SITE.upstream(rec)) == [7, 8]
+    assert judge_record(rec, pii.SITE.upstream(rec)) == []
 
 
 def test_fast_path_broadcasts_a_one_row_source_silently() -> None:
     rec = make([0, 1, 2], [7], [1, 2, 3])
-    up = pii.upstream(rec)
+    up = pii.SITE.upstream(rec)
     assert out(up) == [7, 7, 7]
     found = judge_record(rec, up)
     assert [(f["tensor"], f["row"], f["element"], f["value"], f["upper"]) for f in found] == [
@@ -48,12 +48,12 @@ def test_fast_path_broadcasts_a_one_row_source_silently() -> None:
 
 def test_fast_path_with_a_short_multi_row_source_is_a_size_error() -> None:
     rec = make([0, 1, 2], [7, 8], [1, 2, 3])
-    assert pii.upstream(rec).status == "error"
+    assert pii.SITE.upstream(rec).status == "error"
 
 
 def test_slow_path_stale_row_is_index_error_upstream_and_skipped_patched() -> None:
     rec = make([1, 5], [7, 8], [1, 2], ids=[3, 4])
-    up, pa = pii.upstream(rec), pii.patched(rec)
+    up, pa = pii.SITE.upstream(rec), pii.SITE.patched(rec)
     assert up.status == "index_error"
     assert [(f["row"], f["value"], f["upper"]) for f in judge_record(rec, up)] == [(1, 5, 2)]
     assert out(pa) == [8, 4]  # row 1 keeps what the CPU staged
@@ -62,7 +62,7 @@ def test_slow_path_stale_row_is_index_error_upstream_and_skipped_patched() -> No
 
 def test_placeholder_on_a_new_row_survives_both_models() -> None:
     rec = make([-1, 0], [7], [1, 2], ids=[-1, 0])
-    for model in (pii.upstream, pii.patched):
+    for model in (pii.SITE.upstream, pii.SITE.patched):
         outcome = model(rec)
         assert out(outcome) == [-1, 7]
         assert [(f["tensor"], f["row"], f["element"], f["value"])
@@ -73,17 +73,17 @@ def test_device_buffer_keeps_its_contents_when_every_row_is_common() -> None:
     rec = make([1, 0], [7, 8], [2, 4], drafts=[1, 1], ids=[1, 2, 3, 4],
                input_ids_device=i32(50, 51, 52, 53))
     assert not pii.plan(rec, False).copy_cpu
-    assert out(pii.upstream(rec)) == [8, 51, 7, 53]
+    assert out(pii.SITE.upstream(rec)) == [8, 51, 7, 53]
 
 
 def test_drafts_are_scattered_and_overruns_are_reported() -> None:
     drafts = np.array([[10, 11], [20, 21]], np.int64)
     rec = make([1, 0], [7, 8], [3, 6], drafts=[2, 2], spec=2, draft_token_ids=drafts,
                ids=[0] * 6)
-    assert out(pii.upstream(rec)) == [8, 20, 21, 7, 10, 11]
+    assert out(pii.SITE.upstream(rec)) == [8, 20, 21, 7, 10, 11]
     over = make([1, 0], [7, 8], [4, 8], drafts=[3, 3], spec=2, draft_token_ids=drafts,
                 ids=[0] * 8)
-    found = judge_record(over, pii.upstream(over))
+    found = judge_record(over, pii.SITE.upstream(over))
     kinds = [(f["kind"], f["tensor"], f["row"], f["value"]) for f in found]
     assert ("out_of_bounds", "draft_token_ids", 0, 4) in kinds
     assert ("misattributed", "draft_token_ids", 1, 2) in kinds
@@ -91,13 +91,13 @@ def test_drafts_are_scattered_and_overruns_are_reported() -> None:
 
 def test_drafts_absent_leave_draft_slots_alone() -> None:
     rec = make([1, 0], [7, 8], [2, 4], drafts=[1, 1], ids=[1, 2, 3, 4])
-    assert out(pii.upstream(rec)) == [8, 2, 7, 4]
+    assert out(pii.SITE.upstream(rec)) == [8, 2, 7, 4]
 
 
 def test_int64_source_fails_the_slow_path_scatter() -> None:
     rec = make([1, 0], [7, 8], [1, 2])
     rec.fields["prev_sampled_token_ids"] = rec["prev_sampled_token_ids"].astype(np.int64)
-    assert pii.upstream(rec).status == "error"
+    assert pii.SITE.upstream(rec).status == "error"
 
 
 def test_check_record_requires_room_for_each_rows_drafts() -> None:
@@ -128,7 +128,7 @@ def pii_records(draw):
 @settings(max_examples=300, deadline=None)
 @given(pii_records())
 def test_patched_never_reads_past_the_sampled_rows(rec) -> None:
-    outcome = pii.patched(rec)
+    outcome = pii.SITE.patched(rec)
     found = judge_record(rec, outcome)
     assert not [f for f in found if f["tensor"] == "prev_sampled_token_ids"]
     if outcome.status == "ok":
@@ -190,7 +190,7 @@ def test_a_batch_finds_what_each_record_finds_alone(records, patched) -> None:
 
     run = pii.run_batch(pii.prepare_columns(RecordColumns(records)), patched).whole()
     found = run.checks.findings()
-    model = pii.patched if patched else pii.upstream
+    model = pii.SITE.patched if patched else pii.SITE.upstream
     for i, rec in enumerate(records):
         alone = pii.outcome_checks(rec, model(rec)).findings().get(0, [])
         assert _keyed(found.get(i, [])) == _keyed(alone)

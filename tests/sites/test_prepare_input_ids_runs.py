@@ -68,7 +68,7 @@ def test_a_batch_checks_the_ranges_each_record_checks_alone(records, patched) ->
     model's outcome give."""
     run = pii.run_batch(pii.prepare_columns(RecordColumns(records)), patched)
     got = _per_record_table(run.whole().checks)
-    model = pii.patched if patched else pii.upstream
+    model = pii.SITE.patched if patched else pii.SITE.upstream
     for i, rec in enumerate(records):
         alone = pii.outcome_checks(rec, model(rec))
         assert got.get(i, []) == _per_record_table(alone).get(0, []), i

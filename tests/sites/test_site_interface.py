@@ -26,14 +26,16 @@ from forensics.sites.base import Site
 from forensics.sites.core import BatchRun, Checks
 
 
-def _outcome(status: str) -> Outcome:
-    return Outcome(status, "", {}, [])
+def _toy_run(cols: Any, patched: bool) -> BatchRun:
+    """Record i of a toy run: ``index_error`` when unpatched, ``ok`` patched."""
+    status = np.full(cols.rows, 0 if patched else 1, dtype=np.int8)
+    return BatchRun(status, {i: "unpatched" for i in np.flatnonzero(status).tolist()},
+                    Checks.concat([]), [None] * cols.rows)
 
 
 TOY = Site(name="toy", fields=(FieldSpec("index", "tensor"), FieldSpec("size", "int")),
            output_fields=(), summary_bound="size", summary_tensor="table",
-           upstream=lambda r: _outcome("upstream"), patched=lambda r: _outcome("patched"),
-           outcome_checks=lambda r, o: Checks.empty())
+           run_batch=_toy_run, checks=lambda r, o: Checks.empty())
 
 
 def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
@@ -46,7 +48,7 @@ def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
         assert (site.fields, site.output_fields, site.summary_bound, site.summary_tensor) == (
             module.FIELDS, module.OUTPUT_FIELDS, module.SUMMARY_BOUND, module.SUMMARY_TENSOR)
         assert site.prepare_columns is getattr(module, "prepare_columns", None)
-        assert site.run_batch is getattr(module, "run_batch", None)
+        assert site.run_batch is module.run_batch
         assert site.check_record is module.check_record
         assert repr(site) == f"Site({module.NAME!r})"
 
@@ -58,10 +60,10 @@ def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
     ({"fields": (FieldSpec("a", "float"),)}, "unknown kind"),
     ({"output_fields": ("nope",)}, "not fields: ['nope']"),
     ({"summary_bound": ""}, "'summary_bound' must be a non-empty str"),
-    ({"outcome_checks": None}, "'outcome_checks' must be a function, got NoneType"),
+    ({"checks": None}, "'checks' must be a function, got NoneType"),
+    ({"run_batch": None}, "'run_batch' must be a function, got NoneType"),
     ({"check_batch": 3}, "'check_batch' must be a function, got int"),
-    ({"prepare_columns": list}, "the columnar run needs 'run_batch' and its input"),
-    ({"run_batch": list}, "the columnar run needs 'run_batch' and its input"),
+    ({"prepare_columns": 3}, "'prepare_columns' must be a function, got int"),
     ({"log_line": "SM70-TEMB"}, "'log_line' must be a LogLine or None"),
 ])
 def test_a_malformed_site_is_refused_naming_the_attribute(change: dict[str, object],
@@ -71,11 +73,27 @@ def test_a_malformed_site_is_refused_naming_the_attribute(change: dict[str, obje
     assert message in str(info.value)
 
 
-def test_the_model_of_a_flag() -> None:
+def test_the_model_of_a_flag_is_the_run_on_a_batch_of_one() -> None:
     record = Record("toy", 0, fields={"index": np.zeros(1, np.int64), "size": 1})
-    assert TOY.model(False)(record).status == "upstream"
-    assert TOY.model(True)(record).status == "patched"
-    assert TOY.run_records([record], False) is None  # no columnar run
+    upstream, patched = TOY.model(False)(record), TOY.model(True)(record)
+    assert (upstream.status, upstream.message) == ("index_error", "unpatched")
+    assert (patched.status, patched.message, patched.outputs) == ("ok", "", {})
+    assert TOY.upstream(record).status == "index_error" and TOY.patched(record).status == "ok"
+    assert upstream.checks is not None and upstream.accesses == []  # judged from its run
+
+
+def test_a_run_that_gives_outcomes_is_the_per_record_form() -> None:
+    """``BatchRun.outcome`` gives the per-record form its outputs and accesses."""
+    made = Outcome("ok", "", {"out": 1}, [])
+
+    def run_batch(cols: Any, patched: bool) -> BatchRun:
+        run = _toy_run(cols, True)
+        run.outcome = lambda i: made
+        return run
+
+    outcome = replace(TOY, run_batch=run_batch).upstream(
+        Record("toy", 0, fields={"index": np.zeros(1, np.int64), "size": 1}))
+    assert outcome.outputs == {"out": 1} and outcome.checks is not None
 
 
 def test_the_columnar_run_of_records_is_run_batch_of_prepare() -> None:
@@ -97,9 +115,9 @@ def test_the_run_of_records_reads_them_as_columns() -> None:
         seen.append(cols.ints("size").tolist())
         return cols
 
-    site = replace(TOY, prepare_columns=prepare_columns, run_batch=lambda p, patched: p)
+    site = replace(TOY, prepare_columns=prepare_columns)
     record = Record("toy", 0, fields={"index": np.zeros(1, np.int64), "size": 3})
-    assert site.run_records([record], False) is not None
+    assert site.run_records([record], False).status.tolist() == [1]
     assert seen == [[3]]
 
 

@@ -1,7 +1,7 @@
 """The store's batch columns and ``RecordColumns`` over the same records read alike.
 
-A site's ``prepare_columns`` reads records only through ``RunColumns``: the replay hands it the
-store's screened batches (``BatchView.screened``), ``prepare(records)`` a ``RecordColumns``. The
+A site's run reads records only through ``RunColumns``: the replay hands it the
+store's screened batches (``BatchView.screened``), the per-record forms a ``RecordColumns``. The
 two must give the same values for every field of every bundled capture and a simulated soak.
 """
 
