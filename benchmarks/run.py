@@ -4,10 +4,9 @@ One run generates the ``soak`` scenario (batch 64, 4 drafts) as a capture the wa
 simulate soak -o`` does (timed: issue 6), writes its first steps record by record and as one
 ``torch.save`` file per step (what ad-hoc probes do), then measures side by side, on the same
 records: write, load, open, scan, replay, probe (V1's and V2's call sites) and memory. It
-prints a
-table and writes ``benchmarks/latest.json`` (``--json`` to change). Baselines that would take
-hours at full scale (the ``torch.save`` directory, the per-record Python loop) are measured on
-the first steps or records and scaled linearly: the table says so on their rows.
+prints a table and writes ``benchmarks/latest.json`` (``--json`` to change). Baselines that
+would take hours at full scale (the ``torch.save`` directory, the per-record Python loop) are
+measured on the first steps or records and scaled linearly: the table says so on their rows.
 Timings are wall-clock on a shared machine: ratios from one run, never unit-test assertions.
 """
 
