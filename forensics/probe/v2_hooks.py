@@ -88,8 +88,8 @@ def _record(pending: PendingRecord, session: ProbeSession, tensors: dict[str, An
     """Put ``tensors`` (copied: at once on the CPU, asynchronously from a device) and ``ints``
     into the record, and the request ids of its ``rows`` batch rows when the runner knows
     them; in guard mode also their host values into ``host``. (One copy per tensor: joining
-    them, as V1's ``batch_change`` does, cost more here: tensors of several ranks and dtypes
-    are flattened one by one, and the writer splits them again.)"""
+    them, as V1's ``batch_change`` does, cost more on CPU tensors, benchmarks/README.md;
+    on a device, not measured.)"""
     take = session.copier.take
     pending.fields.update({name: take(t) for name, t in tensors.items()})
     pending.fields.update(ints)
