@@ -1,12 +1,14 @@
-"""Two checkouts' probes side by side: rounds of recorded ``batch_change`` calls, interleaved.
+"""Two checkouts' probes side by side: rounds of recorded calls, interleaved.
 
-``python benchmarks/probe_compare.py OLD_ROOT NEW_ROOT [--rounds N]`` starts one worker
-process per checkout (each imports ``forensics`` from its root, e.g. ``git worktree add`` or
-``git archive`` of main into a temporary directory) and asks them for rounds in turn (old, new,
-new, old, ...), so both codes see the same load on a shared machine. A round is
+``python benchmarks/probe_compare.py OLD_ROOT NEW_ROOT [--rounds N] [--case CASE]`` starts one
+worker process per checkout (each imports ``forensics`` from its root, e.g. ``git worktree
+add`` or ``git archive`` of main into a temporary directory) and asks them for rounds in turn
+(old, new, new, old, ...), so both codes see the same load on a shared machine. A round is
 ``benchmarks/run.py``'s: :data:`run.PROBE_ROUND` plain calls of the reference function, then as
-many wrapped calls recording into a real capture, its writer thread working meanwhile (both
-under ``torch.inference_mode()``, as in vLLM). Prints,
+many wrapped calls recording into a real capture, its writer working meanwhile (both under
+``torch.inference_mode()``, as in vLLM): of V1's ``batch_change`` (``--case v1``, the
+default), or of a Model Runner V2 call site (``--case v2:SITE:MODE``, SITE ``combine`` or
+``post_update``, MODE ``record`` or ``guard``: ``benchmarks/probe_v2.py``). Prints,
 per code, the medians over rounds of the added cost per call: wall clock, the calling thread's
 CPU and the process's CPU (writer thread included), in microseconds; and the median of the
 per-round differences new - old (the rounds are paired in time). A writer process's CPU per
@@ -16,6 +18,7 @@ call, over all rounds (its start included), is under ``counts``.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import statistics
@@ -28,8 +31,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 
 
-def worker(root: str) -> None:
-    """Serve rounds on stdin/stdout with the ``forensics`` of ``root`` (one JSON line each)."""
+def worker(root: str, case: str = "v1") -> None:
+    """Serve rounds on stdin/stdout with the ``forensics`` of ``root`` (one JSON line each):
+    of V1's ``batch_change`` (``case`` "v1"), or of a V2 call site in a mode
+    (``v2:SITE:MODE``, ``benchmarks/probe_v2.py``)."""
     sys.path.insert(0, root)
     sys.path.insert(1, str(HERE))
     from forensics.probe import hooks  # ``root``'s, imported before run.py puts its own first
@@ -39,13 +44,20 @@ def worker(root: str) -> None:
     bench = importlib.import_module("run")
 
     assert Path(hooks.__file__).is_relative_to(root), hooks.__file__
-    probe = bench.ProbeBench(Path(tempfile.mkdtemp(prefix="forensics-probe-compare-")))
+    work = Path(tempfile.mkdtemp(prefix="forensics-probe-compare-"))
+    if case == "v1":
+        probe = bench.ProbeBench(work)
+        one_round = probe.round
+    else:
+        _, site, mode = case.split(":")
+        probe = importlib.import_module("probe_v2").V2Bench(work, mode, bench._round)
+        one_round = functools.partial(probe.round, site)
     session = probe.session
     for _ in sys.stdin:
-        plain, probed = probe.round()
+        plain, probed = one_round()
         added = [(p - q) / bench.PROBE_ROUND * 1e6 for p, q in zip(probed, plain, strict=True)]
         print(json.dumps(added), flush=True)
-    writer_cpu, calls = probe.writer_process_cpu(), session.counts["records"]
+    writer_cpu, calls = bench.writer_process_cpu(session), session.counts["records"]
     session.close()
     print(json.dumps({"written": session.counts["written"],
                       "dropped": session.counts["dropped"],
@@ -53,9 +65,10 @@ def worker(root: str) -> None:
           flush=True)
 
 
-def compare(roots: dict[str, str], rounds: int) -> dict[str, Any]:
-    """Interleaved rounds of each root's probe; the figures described in the module doc."""
-    procs = {name: subprocess.Popen([sys.executable, __file__, "--worker", root],
+def compare(roots: dict[str, str], rounds: int, case: str = "v1") -> dict[str, Any]:
+    """Interleaved rounds of each root's probe (``case``: see :func:`worker`); the figures
+    described in the module doc."""
+    procs = {name: subprocess.Popen([sys.executable, __file__, "--worker", root, "--case", case],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
              for name, root in roots.items()}
     names = list(roots)
@@ -90,15 +103,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("roots", nargs="*")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--case", default="v1",
+                        help="v1 (batch_change, record mode) or v2:SITE:MODE, SITE combine or "
+                             "post_update, MODE record or guard")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        worker(args.worker)
+        worker(args.worker, args.case)
         return 0
     if len(args.roots) != 2:
         parser.error("give OLD_ROOT and NEW_ROOT")
     roots = {"old": str(Path(args.roots[0]).resolve()), "new": str(Path(args.roots[1]).resolve())}
-    print(json.dumps(compare(roots, args.rounds), indent=2))
+    print(json.dumps(compare(roots, args.rounds, args.case), indent=2))
     return 0
 
 

@@ -3,10 +3,10 @@
 One run generates the ``soak`` scenario (batch 64, 4 drafts) as a capture the way ``forensics
 simulate soak -o`` does (timed: issue 6), writes its first steps record by record and as one
 ``torch.save`` file per step (what ad-hoc probes do), then measures side by side, on the same
-records: write, load, open, scan, replay, probe and memory. It prints a
-table and writes ``benchmarks/latest.json`` (``--json`` to change). Baselines that would take
-hours at full scale (the ``torch.save`` directory, the per-record Python loop) are measured on
-the first steps or records and scaled linearly: the table says so on their rows.
+records: write, load, open, scan, replay, probe (V1's and V2's call sites) and memory. It
+prints a table and writes ``benchmarks/latest.json`` (``--json`` to change). Baselines that
+would take hours at full scale (the ``torch.save`` directory, the per-record Python loop) are
+measured on the first steps or records and scaled linearly: the table says so on their rows.
 Timings are wall-clock on a shared machine: ratios from one run, never unit-test assertions.
 """
 
@@ -60,6 +60,8 @@ TARGETS = {"soak_generate_seconds_per_250k": ("<", 60.0), "open_seconds": ("<", 
            "load_speedup": (">=", 20.0), "replay_speedup": (">=", 20.0),
            "scan_fraction_of_numpy": (">=", 0.5), "probe_us_per_call": ("<=", 20.0),
            "probe_cpu_us_per_call": ("<=", 10.0),
+           "probe_v2_record_cpu_us_per_call": ("<=", 20.0),
+           "probe_v2_guard_cpu_us_per_call": ("<=", 20.0),
            "replay_rss_over_capture": ("<=", 2.0), "replay_added_rss_over_capture": ("<=", 0.5),
            "report_over_replay": ("<=", 2.0)}
 
@@ -394,11 +396,11 @@ def probe_phase(calls: int, work: Path) -> dict[str, Any]:
 
 
 class ProbeBench:
-    """A record-mode probe session writing to ``work`` and a wrapped ``batch_change``
-    reference: what the probe phase and ``probe_compare.py`` time (ImportError without the
-    probe)."""
+    """A probe session (record mode unless ``mode`` says) writing to ``work`` and a wrapped
+    ``batch_change`` reference: what the probe phases and ``probe_compare.py`` time
+    (ImportError without the probe)."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, mode: str = "record") -> None:
         import torch
 
         from forensics.probe import hooks
@@ -406,27 +408,21 @@ class ProbeBench:
         from forensics.probe.session import ProbeSession
         from forensics.probe.settings import Settings
 
-        capture = work / "probe.capture"
+        capture = work / ("probe.capture" if mode == "record" else f"probe-{mode}.capture")
         self.hooks, self.call = hooks, batch_change_reference
         # the session's own writer, as in vLLM (a writer process where the code has one);
         # $FORENSICS_WRITER picks it where the code has the setting
         writer = os.environ.get("FORENSICS_WRITER", "").strip().lower()
         chosen = {"writer": writer} if writer and "writer" in Settings.__dataclass_fields__ \
             else {}
-        self.session = ProbeSession(Settings(directory=work, capture=capture, mode="record",
+        self.session = ProbeSession(Settings(directory=work, capture=capture, mode=mode,
                                              **chosen))
         self.wrapped = hooks.wrap_batch_change(batch_change_reference)
         self.args = _batch_change_args(torch)
 
     def writer_process_cpu(self) -> float:
-        """CPU seconds of the session's writer process so far (its start included; 10 ms
-        ticks of ``/proc``), 0 without one (the code before it wrote in a thread)."""
-        proc: Any = getattr(getattr(self.session, "_channel", None), "proc", None)
-        try:
-            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (AttributeError, OSError):
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU seconds of the session's writer process so far (:func:`writer_process_cpu`)."""
+        return writer_process_cpu(self.session)
 
     def round(self) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
         """One round of plain calls, then one of probed calls (see :func:`_round`)."""
@@ -439,6 +435,89 @@ class ProbeBench:
         finally:
             self.hooks.activate(None)
         return plain, probed
+
+
+def probe_v2_phase(calls: int, work: Path) -> dict[str, Any]:
+    """The probe's cost per call on Model Runner V2's call sites (``benchmarks/probe_v2.py``)
+    beside V1's ``batch_change``, in record and guard mode, interleaved: each round runs
+    :data:`PROBE_ROUND` plain and as many probed calls of every (runner's site, mode), each
+    mode's calls recording into its own capture, its writer process working meanwhile.
+    ``calls`` / 4 calls a case (V2's guard checks cost about 1 ms a call). Per case, medians
+    over rounds of probed minus plain per call: ``us_per_call`` (wall), ``cpu_us_per_call``
+    (the calling thread's CPU) and ``process_cpu_us_per_call`` (the recording process's);
+    the headline figures are the costlier V2 site's."""
+    from benchmarks import probe_v2
+
+    rounds = max(calls // (4 * PROBE_ROUND), 1)
+    v1 = {mode: ProbeBench(work, mode) for mode in probe_v2.MODES}
+    v2 = {mode: probe_v2.V2Bench(work, mode, _round) for mode in probe_v2.MODES}
+    cases: dict[str, Any] = {f"v1_batch_change_{m}": v1[m].round for m in probe_v2.MODES}
+    cases.update({f"v2_{site}_{m}": (lambda b=v2[m], site=site: b.round(site))
+                  for m in probe_v2.MODES for site in probe_v2.SITES})
+    timed: dict[str, list[Any]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, one in cases.items():
+            timed[name].append(one())
+    sessions = {f"v1_{m}": b.session for m, b in v1.items()}
+    sessions.update({f"v2_{m}": b.session for m, b in v2.items()})
+    writers = {name: writer_process_cpu(s) for name, s in sessions.items()}
+    for session in sessions.values():
+        session.close()
+    out: dict[str, Any] = {"rounds": rounds, "calls_per_round": PROBE_ROUND,
+                           "mode": "forensics.probe, CPU tensors, torch.inference_mode()",
+                           "writer_process_cpu_seconds": writers,
+                           "counts": {name: dict(s.counts) for name, s in sessions.items()}}
+    for name, got in timed.items():
+        plain, probed = [p for p, _ in got], [q for _, q in got]
+        per_call = [(_median(probed, i) - _median(plain, i)) / PROBE_ROUND * 1e6
+                    for i in range(3)]
+        out[name] = {"us_per_call": per_call[0], "cpu_us_per_call": per_call[1],
+                     "process_cpu_us_per_call": per_call[2],
+                     "plain_us_per_call": _median(plain, 0) / PROBE_ROUND * 1e6}
+    for mode in probe_v2.MODES:
+        worst = max((out[f"v2_{site}_{mode}"] for site in probe_v2.SITES),
+                    key=lambda case: case["cpu_us_per_call"])
+        out[f"v2_{mode}_us_per_call"] = worst["us_per_call"]
+        out[f"v2_{mode}_cpu_us_per_call"] = worst["cpu_us_per_call"]
+    return out
+
+
+#: the probe_v2 phase's figures that ``latest.json`` carries at its top level (``probe_``
+#: before each): the costlier V2 site's, per mode
+V2_HEADLINES = ("v2_record_us_per_call", "v2_record_cpu_us_per_call", "v2_guard_us_per_call",
+                "v2_guard_cpu_us_per_call")
+
+
+def probe_v2_rows(raw: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The table's rows of the probe_v2 phase (absent from older result files): each V2
+    site and mode, V1's ``batch_change`` of the same rounds as the baseline column."""
+    v2 = raw.get("probe_v2")
+    if v2 is None:
+        return []
+    from benchmarks import probe_v2
+
+    def cost(case: dict[str, Any]) -> str:
+        return (f"{case['us_per_call']:.1f} us/call; calling thread's CPU "
+                f"{case['cpu_us_per_call']:.1f} us/call")
+
+    return [(f"probe on V2, {site} ({mode} mode, CPU tensors, batch {probe_v2.BATCH}, "
+             f"{probe_v2.DRAFTS} drafts)", cost(v2[f"v2_{site}_{mode}"]),
+             f"V1 batch_change, same rounds: {cost(v2[f'v1_batch_change_{mode}'])}", "-",
+             "CPU <= 20 us")
+            for mode in probe_v2.MODES for site in probe_v2.SITES]
+
+
+def writer_process_cpu(session: Any) -> float:
+    """CPU seconds of ``session``'s writer process so far (its start included; 10 ms ticks of
+    ``/proc``), 0 without one (a writer thread, or code before the writer process)."""
+    channel = getattr(getattr(session, "backend", None), "channel", None)
+    channel = channel or getattr(session, "_channel", None)  # the code before the backends
+    proc: Any = getattr(channel, "proc", None)
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (AttributeError, OSError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _round(call: Any, count: int = PROBE_ROUND, *, inference: bool = False
@@ -684,6 +763,7 @@ def table(s: dict[str, Any]) -> str:
          f"{(raw['replay']['rss_peak_bytes'] - raw['replay']['rss_before_bytes']) / 2**20:.0f}"
          " MiB", f"capture on disk: {raw['capture_bytes'] / 2**20:.0f} MiB",
          f"{s.get('replay_added_rss_over_capture', float('nan')):.2f}x", "<= 0.5x"),
+        *probe_v2_rows(raw),
         *_report_rows(s),
     ]
     if "triage" in raw:
@@ -743,6 +823,9 @@ def run(scale: Scale, work: Path, out: Path | None) -> dict[str, Any]:
     rp = _phase("replay", lambda: replay_phase(capture, scale.loop_records, scale.repeats))
     pr = _phase("probe", lambda: probe_phase(scale.probe_calls, work))
     summary = summarise(scale, w, o, ld, sc, rp, pr, _du(capture), _du(pt_dir))
+    summary["raw"]["probe_v2"] = v2 = _phase("probe_v2", lambda: probe_v2_phase(
+        scale.probe_calls, work))
+    summary.update({f"probe_{key}": v2[key] for key in V2_HEADLINES})
     summary["raw"]["report"] = rep = _phase("report", lambda: report_phase(work))
     summary["report_over_replay"] = rep["report_seconds"] / rep["replay_seconds"]
     from benchmarks import fleet
@@ -771,6 +854,19 @@ def _only_probe(scale: Scale, work: Path | None) -> int:
     try:
         print(json.dumps(_phase("probe", lambda: probe_phase(scale.probe_calls, directory)),
                          indent=2))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return 0
+
+
+def _only_probe_v2(scale: Scale, work: Path | None) -> int:
+    """``--only probe_v2``: the probe_v2 phase alone, its figures printed as JSON and as the
+    table's rows."""
+    directory = Path(tempfile.mkdtemp(prefix="forensics-bench-probe-v2-", dir=work))
+    try:
+        figures = _phase("probe_v2", lambda: probe_v2_phase(scale.probe_calls, directory))
+        print(json.dumps(figures, indent=2))
+        print("\n".join(" | ".join(row) for row in probe_v2_rows({"probe_v2": figures})))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     return 0
@@ -841,7 +937,7 @@ def _only_triage(scale: Scale, work: Path | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``--scale``, ``--work``, ``--json``, ``--keep``,
-    ``--only probe|replay|scan|triage``."""
+    ``--only probe|probe_v2|replay|scan|report|triage``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
     parser.add_argument("--work", type=Path, default=None,
@@ -850,12 +946,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
     parser.add_argument("--table", action="store_true",
                         help="print the table and targets of the --json file, run nothing")
-    parser.add_argument("--only", choices=["probe", "replay", "scan", "report", "triage"],
+    parser.add_argument("--only", choices=["probe", "probe_v2", "replay", "scan", "report",
+                                           "triage"],
                         help="run only this phase and print its figures (--json untouched)")
     parser.add_argument("--replay-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.only == "probe":
         return _only_probe(SCALES[args.scale], args.work)
+    if args.only == "probe_v2":
+        return _only_probe_v2(SCALES[args.scale], args.work)
     if args.only == "replay":
         return _only_replay(SCALES[args.scale], args.work)
     if args.only == "scan":

@@ -18,7 +18,13 @@ ROOT = Path(__file__).resolve().parents[1]
 KEYS = ("records", "generate_seconds", "soak_generate_seconds_per_250k", "write_speedup",
         "open_seconds", "load_speedup", "replay_speedup", "scan_fraction_of_numpy",
         "probe_us_per_call", "probe_cpu_us_per_call", "replay_rss_over_capture",
-        "replay_added_rss_over_capture", "report_over_replay")
+        "replay_added_rss_over_capture", "report_over_replay", "probe_v2_record_us_per_call",
+        "probe_v2_record_cpu_us_per_call", "probe_v2_guard_us_per_call",
+        "probe_v2_guard_cpu_us_per_call")
+#: the probe_v2 phase's cases (runner, site, mode), each with its figures per call
+PROBE_V2_CASES = [f"{case}_{mode}" for case in ("v1_batch_change", "v2_combine", "v2_post_update")
+                  for mode in ("record", "guard")]
+PROBE_V2_FIGURES = ("us_per_call", "cpu_us_per_call", "process_cpu_us_per_call")
 
 
 def test_tiny_benchmark_writes_finite_figures(tmp_path: Path) -> None:
@@ -38,6 +44,14 @@ def test_tiny_benchmark_writes_finite_figures(tmp_path: Path) -> None:
     assert summary["raw"]["replay"]["records"] == summary["records"]
     assert summary["raw"]["scan"]["scan_indices"] > 0
     assert {"cores", "cpu", "ram_gib"} <= set(summary["machine"]) and summary["date"]
+    probe_v2 = summary["raw"]["probe_v2"]  # V2's call sites beside V1's, record and guard
+    for case in PROBE_V2_CASES:
+        for figure in PROBE_V2_FIGURES:
+            assert math.isfinite(probe_v2[case][figure]), (case, figure)
+    for name, counts in probe_v2["counts"].items():  # every call recorded, nothing lost
+        assert counts["written"] == counts["records"] > 0 and not counts["dropped"], name
+        assert counts["violations"] == counts["errors"] == 0, name
+    assert "| probe on V2, combine (guard mode" in proc.stdout
     assert "| measure |" in proc.stdout
     triage = summary["raw"]["triage"]  # the fleet row: local always, Ray or why not
     assert triage["captures"] == 12 and math.isfinite(triage["local_seconds"])

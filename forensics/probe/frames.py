@@ -136,7 +136,7 @@ _STEP, _RANK = attrgetter("step"), attrgetter("rank")
 def blob(kind: int, header: dict[str, Any], arrays: tuple[np.ndarray, ...] = ()) -> bytes:
     """A ``RECORD``, ``LAYOUT`` or ``EVENT`` frame: ``header`` as JSON, then ``arrays``'
     bytes, each padded. Raises TypeError or ValueError for a value JSON cannot hold."""
-    text = json.dumps(header, allow_nan=False, default=_plain_number).encode()
+    text = _ENCODE(header).encode()
     parts = [b"", text, bytes(padded(len(text)) - len(text))]
     for array in arrays:
         data = np.ascontiguousarray(array).tobytes()
@@ -166,6 +166,10 @@ def _plain_number(value: Any) -> Any:
     if isinstance(value, (np.integer, np.bool_)):
         return value.item()
     raise TypeError(f"{type(value).__name__} cannot cross to the writer process")
+
+
+#: the frames' JSON encoder, made once (``json.dumps`` with options builds one per call)
+_ENCODE = json.JSONEncoder(allow_nan=False, default=_plain_number).encode
 
 
 # -- the writer process's side ---------------------------------------------------------------

@@ -87,7 +87,9 @@ def _record(pending: PendingRecord, session: ProbeSession, tensors: dict[str, An
             ints: dict[str, int], host: dict[str, Any], rows: int) -> None:
     """Put ``tensors`` (copied: at once on the CPU, asynchronously from a device) and ``ints``
     into the record, and the request ids of its ``rows`` batch rows when the runner knows
-    them; in guard mode also their host values into ``host``."""
+    them; in guard mode also their host values into ``host``. (One copy per tensor: joining
+    them, as V1's ``batch_change`` does, cost more on CPU tensors, benchmarks/README.md;
+    on a device, not measured.)"""
     take = session.copier.take
     pending.fields.update({name: take(t) for name, t in tensors.items()})
     pending.fields.update(ints)
@@ -99,10 +101,13 @@ def _record(pending: PendingRecord, session: ProbeSession, tensors: dict[str, An
         pending.fields["req_ids"] = host["req_ids"] = req_ids
 
 
+_STR = {str}
+
+
 def _req_ids(runner: Any, n: int) -> list[str] | None:
     batch = getattr(runner, "_forensics_batch_req_ids", None)
-    return list(batch) if isinstance(batch, list) and len(batch) == n and all(
-        isinstance(r, str) for r in batch) else None
+    return list(batch) if isinstance(batch, list) and len(batch) == n and (
+        n == 0 or set(map(type, batch)) == _STR) else None
 
 
 # -- combine_tokens --------------------------------------------------------------------------

@@ -29,6 +29,7 @@ SCENARIOS = [
     Scenario("nospec_guard", spec=0, env={"FORENSICS_MODE": "guard",
                                           "FORENSICS_HARNESS_FAULTS": "placeholder@4:1"}),
     Scenario("bad_setting", env={"FORENSICS_MODE": "loud"}),
+    Scenario("unknown_runner", env={"FORENSICS_HARNESS_UNKNOWN_RUNNER": "1"}),
     # Model Runner V2 (its Triton kernels in Triton's interpreter: slow, so few tokens)
     Scenario("v2_record", max_tokens=8, env=V2),
     Scenario("v2_draft_record", max_tokens=8, env={**V2, "FORENSICS_HARNESS_FAULTS": "draft@2:1"}),

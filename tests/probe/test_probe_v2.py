@@ -95,3 +95,82 @@ def test_the_guard_prefers_an_index_the_kernel_uses_over_an_id_it_writes() -> No
     written = v2_hooks.violation_of("combine_tokens", fields)
     assert written is not None and not written.used
     assert (written.tensor, written.row, written.value) == ("out.input_ids", 0, -1)
+
+
+def _v2_call_tensors() -> dict[str, Any]:
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    i32, i64 = torch.int32, torch.int64
+    return dict(
+        input_ids=torch.randint(0, 50, (12,), generator=g, dtype=i32),
+        idx_mapping=torch.tensor([3, 0], dtype=i32),
+        last_sampled_tokens=torch.randint(0, 50, (4, 1), generator=g, dtype=i64),
+        query_start_loc=torch.tensor([0, 3, 6, 0, 0], dtype=i32),
+        seq_lens=torch.tensor([9, 8, 0, 0], dtype=i32), prefill_len=torch.full((4,), 5, dtype=i32),
+        draft_tokens=torch.randint(0, 50, (4, 2), generator=g, dtype=i64),
+        cu_num_logits=torch.tensor([0, 3, 6], dtype=i32),
+        num_computed_tokens=torch.tensor([7, 1, 2, 8], dtype=i32),
+        output_bin_counts=torch.zeros(4, 50, dtype=i32),
+        sampled_tokens=torch.randint(0, 50, (2, 3), generator=g, dtype=i64),
+        num_sampled=torch.tensor([2, 3], dtype=i32), num_rejected=torch.tensor([1, 0], dtype=i32),
+        all_token_ids=torch.zeros(4, 16, dtype=i32),
+        total_len=torch.tensor([9, 2, 3, 8], dtype=i32),
+        new_drafts=torch.randint(0, 50, (2, 2), generator=g, dtype=i64))
+
+
+@pytest.mark.parametrize("mode", ["record", "guard"])
+def test_the_v2_wrappers_record_each_tensor_with_its_values_dtype_and_shape(
+        tmp_path: Path, mode: str) -> None:
+    """Through the writer process into a real capture: each recorded tensor (the inputs
+    joined into one copy, post_update's outputs into another) comes back as it was."""
+    import forensics
+
+    t = _v2_call_tensors()
+    before = {name: value.clone() for name, value in t.items()}
+    session = ProbeSession(make_settings(tmp_path, mode=mode))
+    session.runner = V2()
+    session.runner._forensics_batch_req_ids = ["a", "b"]
+    combine = v2_hooks.wrap_combine(lambda *args: None)
+    post_update = v2_hooks.wrap_post_update(lambda *args: t["total_len"].add_(1))
+    hooks.activate(session)
+    try:
+        session.begin_step()
+        combine(t["input_ids"], t["idx_mapping"], t["last_sampled_tokens"], t["query_start_loc"],
+                t["seq_lens"], t["prefill_len"], t["draft_tokens"], t["cu_num_logits"], 6, 1)
+        post_update(t["idx_mapping"], t["num_computed_tokens"], t["last_sampled_tokens"],
+                    t["output_bin_counts"], t["sampled_tokens"], t["num_sampled"],
+                    t["num_rejected"], t["query_start_loc"], t["all_token_ids"], t["total_len"],
+                    t["new_drafts"], t["draft_tokens"])
+    finally:
+        hooks.activate(None)
+        session.close()
+    assert session.counts["written"] == 2 and session.counts["errors"] == 0
+    got = {r.site: r.fields for r in forensics.load(session.settings.capture)}
+    n = 2
+    want_combine = dict(
+        input_ids=before["input_ids"], idx_mapping=before["idx_mapping"],
+        last_sampled_tokens=before["last_sampled_tokens"].reshape(-1),
+        query_start_loc=before["query_start_loc"][:n + 1], seq_lens=before["seq_lens"][:n],
+        prefill_len=before["prefill_len"], draft_tokens=before["draft_tokens"],
+        cu_num_logits=before["cu_num_logits"][:n + 1], input_ids_after=before["input_ids"])
+    want_post = dict(
+        idx_mapping=before["idx_mapping"], num_computed_tokens=before["num_computed_tokens"],
+        last_sampled_tokens=before["last_sampled_tokens"].reshape(-1),
+        total_len=before["total_len"], draft_tokens_out=before["draft_tokens"],
+        sampled_tokens=before["sampled_tokens"], num_sampled=before["num_sampled"],
+        num_rejected=before["num_rejected"], query_start_loc=before["query_start_loc"][:n + 1],
+        draft_tokens=before["new_drafts"], total_len_after=before["total_len"] + 1,
+        num_computed_tokens_after=before["num_computed_tokens"],
+        last_sampled_tokens_after=before["last_sampled_tokens"].reshape(-1),
+        draft_tokens_out_after=before["draft_tokens"])
+    for site, want in (("combine_tokens", want_combine), ("post_update", want_post)):
+        fields = got[site]
+        for name, tensor in want.items():
+            value = np.asarray(fields[name])
+            assert value.dtype == tensor.numpy().dtype and value.shape == tuple(tensor.shape), \
+                (site, name, value.dtype, value.shape)
+            assert np.array_equal(value, tensor.numpy()), (site, name)
+        assert fields["req_ids"] == ["a", "b"] and fields["vocab_size"] == 50
+    assert got["post_update"]["all_token_ids_width"] == 16
+    assert got["post_update"]["bin_counts_width"] == 50

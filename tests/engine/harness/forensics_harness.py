@@ -25,6 +25,12 @@ Two things, each off unless its variable is set:
   decoding (with drafts, for ``draft``) the first row that is takes the fault: async
   scheduling varies which rows decode at a given step.
   Each injection is logged with its row, slot and request.
+- ``FORENSICS_HARNESS_UNKNOWN_RUNNER=1``: the worker holds a model runner whose class the probe
+  does not know: right after ``CPUWorker.init_device`` builds its runner, the harness puts it
+  inside :class:`ModelRunnerV3`, a class of this module (no vLLM class among its bases) that
+  hands every attribute read and write to the runner inside, so the engine serves as before.
+  (The runner inside is still V1's, whose wrapped methods the probe records; a runner truly
+  unknown would not reach them.)
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import time
 from typing import Any
 
 CPU_PLATFORM = "vllm.platforms.cpu"
+CPU_WORKER = "vllm.v1.worker.cpu_worker"
 RUNNER = "vllm.v1.worker.gpu_model_runner"
 RUNNER_V2 = "vllm.v1.worker.gpu.model_runner"
 V1_KINDS, V2_KINDS = ("sentinel", "oob", "placeholder"), ("draft", "last")
@@ -170,6 +177,35 @@ def _patch_runner_v2(module: Any) -> None:
     runner_class.prepare_inputs = prepare_inputs_with_faults
 
 
+class ModelRunnerV3:
+    """A model runner class the probe does not know: it holds a vLLM runner and hands it every
+    attribute read and write (see the module docstring)."""
+
+    def __init__(self, runner: Any) -> None:
+        object.__setattr__(self, "_runner", runner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_runner"), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(object.__getattribute__(self, "_runner"), name, value)
+
+
+def _patch_worker_runner(module: Any) -> None:
+    worker_class = module.CPUWorker
+    init_device = worker_class.init_device
+
+    def init_device_unknown_runner(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = init_device(self, *args, **kwargs)
+        inner = self.model_runner
+        self.model_runner = ModelRunnerV3(inner)
+        _log(event="unknown_runner", inner=f"{type(inner).__module__}.{type(inner).__qualname__}",
+             runner=f"{ModelRunnerV3.__module__}.{ModelRunnerV3.__qualname__}")
+        return result
+
+    worker_class.init_device = init_device_unknown_runner
+
+
 def force_v2() -> None:
     """Model Runner V2 on the CPU, in Triton's interpreter (see the module docstring)."""
     os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1"
@@ -217,5 +253,7 @@ def install() -> None:
         force_v2()
         if os.environ.get("FORENSICS_HARNESS_FAULTS"):
             patches[RUNNER_V2] = _patch_runner_v2
+    if os.environ.get("FORENSICS_HARNESS_UNKNOWN_RUNNER") == "1":
+        patches[CPU_WORKER] = _patch_worker_runner
     if patches:
         sys.meta_path.insert(0, _Finder(patches))
