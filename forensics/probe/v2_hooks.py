@@ -282,6 +282,7 @@ def report_unsupported(session: ProbeSession, runner: Any) -> None:
 
 
 # -- any other V2 function a site's hook names: recorded by its schema's field names --------
+@functools.cache
 def wrap_by_fields(hook: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The wrapper of ``hook`` (a V2 module global), recording the site whose hook it is by
     its schema: each field named like one of the function's parameters takes that argument
