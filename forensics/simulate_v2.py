@@ -151,7 +151,7 @@ class V2Simulator:
         return [combine, fed, *drafts, post]
 
     def _drafts(self, step: int, slots: list[int], rows: list[tuple[int, int, int]],
-                qsl: np.ndarray, ids: np.ndarray, req_ids: list[str]) -> list[Record]:
+                qsl: np.ndarray, ids: Any, req_ids: list[str]) -> list[Record]:
         """The record of the rejection sampler's gather of the step's drafts (none when no
         request verifies drafts: V2 samples without the rejection sampler then). Each
         request's logits rows are its query's last ones, as ``combine_tokens`` places them."""
