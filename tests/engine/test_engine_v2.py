@@ -54,6 +54,8 @@ def test_a_clean_v2_run_records_every_v2_site_and_replays_ok(v2_record: Run) -> 
     drafted = steps["rejection_drafts"]  # from the first step with drafts to the last
     last = max(steps["post_update"])
     assert len(drafted) >= 4 and drafted == list(range(drafted[0], last + 1)), steps
+    for record in _records(v2_record, "rejection_drafts"):  # drafts verified, their requests named
+        assert (np.asarray(record["expanded_local_pos"]) > 0).any() and "req_ids" in record
     report = replay_json(PROJECT_PYTHON, v2_record.capture, "upstream", "patched")
     assert report["findings"] == []
     assert report["verdicts"] == {v: dict.fromkeys(V2_SITES, "ok")
