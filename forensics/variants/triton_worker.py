@@ -7,8 +7,8 @@ accepts a machine without a GPU driver). It reads one JSON request per stdin lin
 "inputs"}`` (an ``.npz`` of the record's fields, read without pickle), calls vLLM's own function
 on CPU tensors built from them (the site's ``Site.kernel`` names the function that does: here,
 or in the site's own module, which imports torch and vLLM inside it), and answers one JSON
-line ``{"status", "message", "outputs"}`` (an ``.npz`` of the changed buffers); ``{"batch": [request, ...]}`` gets ``{"batch": [answer,
-...]}`` on one line.
+line ``{"status", "message", "outputs"}`` (an ``.npz`` of the changed buffers);
+``{"batch": [request, ...]}`` gets ``{"batch": [answer, ...]}`` on one line.
 
 Every load and store the kernel makes is observed (:class:`Observer`): an address outside the
 tensors handed to the launch is an out-of-bounds access, reported as ``index_error`` and not
