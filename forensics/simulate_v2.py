@@ -1,9 +1,10 @@
 """Synthetic Model Runner V2 runs: the per-slot request state V2 keeps, step by step.
 
-Each step of a run records what V2's worker sees at its three sites, in the order it runs
-them: ``combine_tokens`` (the step's input ids from each slot's last sampled token and drafts),
-``embedding`` (those ids handed to the model), then ``post_update`` (the sampled ids stored
-back into the slots). The state moves by the sites' own models (``upstream``), so a run is
+Each step of a run records what V2's worker sees at its sites, in the order it runs them:
+``combine_sampled_and_draft_tokens`` (the step's input ids from each slot's last sampled token
+and drafts), the embedding of those ids, the rejection sampler's ``gather_draft_sampled`` (the
+drafts it verifies; steps with drafts only), then ``post_update`` (the sampled ids stored back
+into the slots). The state moves by the sites' own models (``upstream``), so a run is
 consistent with what the replay computes: the rules are written once, in the site modules.
 
 Requests arrive into free slots (a prefill step, 4 to 12 prompt tokens), decode with ``k``
@@ -42,7 +43,8 @@ FAULTS_V2 = ("negative_draft", "vocab_sample")
 #: of each is the one whose hook it is (:func:`forensics.sites.hooked_at`); the embedding of
 #: the step's ids is the sink
 V2_CALLS = ("vllm.v1.worker.gpu.model_runner:combine_sampled_and_draft_tokens",
-            "vllm.v1.worker.gpu.model_runner:post_update")
+            "vllm.v1.worker.gpu.model_runner:post_update",
+            "vllm.v1.worker.gpu.spec_decode.rejection_sampler:gather_draft_sampled")
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,8 @@ class V2Simulator:
 
         self.s = settings
         #: the site of each call of :data:`V2_CALLS`
-        self.combine_site, self.post_site = (hooked_at()[call] for call in V2_CALLS)
+        self.combine_site, self.post_site, self.drafts_site = (hooked_at()[call]
+                                                               for call in V2_CALLS)
         self.rng = np.random.default_rng(seed)
         m, k = settings.slots, settings.spec_tokens
         self.live: dict[int, _Slot] = {}
@@ -143,8 +146,29 @@ class V2Simulator:
         fed = Record(SINK, step, 0, {
             "input_ids": ids, "num_embeddings": vocab, "req_ids": req_ids,
             "cu_num_tokens": qsl[1:].copy()})
+        drafts = self._drafts(step, slots, rows, qsl, ids, req_ids)
         post = self._post_update(step, slots, rows, qsl, req_ids)
-        return [combine, fed, post]
+        return [combine, fed, *drafts, post]
+
+    def _drafts(self, step: int, slots: list[int], rows: list[tuple[int, int, int]],
+                qsl: np.ndarray, ids: Any, req_ids: list[str]) -> list[Record]:
+        """The record of the rejection sampler's gather of the step's drafts (none when no
+        request verifies drafts: V2 samples without the rejection sampler then). Each
+        request's logits rows are its query's last ones, as ``combine_tokens`` places them."""
+        if not any(r[2] for r in rows):
+            return []
+        computed = self.state["num_computed_tokens"]
+        positions = np.concatenate([computed[slot] + np.arange(r[0]) for slot, r in
+                                    zip(slots, rows, strict=True)]).astype(np.int64)
+        logits = [np.arange(int(qsl[i + 1]) - r[1], int(qsl[i + 1])) for i, r in enumerate(rows)]
+        return [Record(self.drafts_site, step, 0, {
+            "input_ids": np.asarray(ids), "positions": positions,
+            "logits_indices": np.concatenate(logits).astype(np.int64),
+            "expanded_idx_mapping": np.repeat(np.array(slots, np.int64), [r[1] for r in rows]),
+            "expanded_local_pos": np.concatenate([np.arange(r[1]) for r in rows]).astype(
+                np.int32),
+            "prefill_len": self.state["prefill_len"].copy(), "vocab_size": self.s.vocab,
+            "req_ids": req_ids})]
 
     def _row(self, slot: int) -> tuple[int, int, int]:
         """``(query tokens, logits, drafts)`` of ``slot`` this step: the whole prompt for a

@@ -21,7 +21,8 @@ def _records(scenario: str, seed: int = 1) -> list[Record]:
 
 def test_a_clean_v2_run_is_consistent_and_replays_without_a_finding() -> None:
     records = _records("v2-clean")
-    assert {r.site for r in records} == {"post_update", "combine_tokens", "embedding"}
+    assert {r.site for r in records} == {"post_update", "combine_tokens", "rejection_drafts",
+                                         "embedding"}
     result = forensics.replay(records, variants=["upstream"])
     assert result.findings.empty
     by_step: dict[int, dict[str, Record]] = {}
@@ -75,4 +76,5 @@ def test_the_cli_writes_a_v2_capture(tmp_path: Path) -> None:
                             "--json"], capture_output=True, text=True, timeout=600)
     summary = json.loads(shown.stdout)
     assert summary["runner"] == "v2"
-    assert set(summary["sites"]) == {"post_update", "combine_tokens", "embedding"}
+    assert set(summary["sites"]) == {"post_update", "combine_tokens", "rejection_drafts",
+                                     "embedding"}

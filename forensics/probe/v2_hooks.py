@@ -22,6 +22,7 @@ any other gets a ``probe_unsupported`` event and one warning (:func:`report_unsu
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -285,11 +286,73 @@ def report_unsupported(session: ProbeSession, runner: Any) -> None:
         session.error(exc, "reporting an unsupported runner")
 
 
+# -- any other V2 function a site's hook names: recorded by its schema's field names --------
+@functools.cache
+def wrap_by_fields(hook: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The wrapper of ``hook`` (a V2 module global), recording the site whose hook it is by
+    its schema: each field named like one of the function's parameters takes that argument
+    (a tensor copied, an int as it is), each int field the function does not take is the
+    runner's attribute of that name (``vocab_size``), ``req_ids`` the batch's request ids,
+    and each output field the argument after the call. Guard mode checks the call with the
+    site's model (:func:`violation_of`)."""
+
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        from forensics.sites import get_site
+
+        site = hooked_at()[hook]
+        spec = get_site(site)
+        signature = inspect.signature(original)
+        names = [f.name for f in spec.fields if f.name != "req_ids"]
+        from_runner = [f.name for f in spec.fields
+                       if f.kind == "int" and f.name not in signature.parameters]
+
+        @functools.wraps(original)
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            host: dict[str, Any] = {}
+            bound: dict[str, Any] = {}
+
+            def inputs(session: ProbeSession, pending: PendingRecord) -> bool:
+                bound.update(signature.bind(*args, **kwargs).arguments)
+                given = {n: bound[n] for n in names if bound.get(n) is not None}
+                ints = {n: int(v) for n, v in given.items() if isinstance(v, int)}
+                ints.update({n: int(getattr(session.runner, n)) for n in from_runner})
+                tensors = {n: v for n, v in given.items() if n not in ints}
+                batch = getattr(session.runner, "_forensics_batch_req_ids", None)
+                rows = len(batch) if "req_ids" in spec.field_specs() and isinstance(
+                    batch, list) else -1
+                _record(pending, session, tensors, ints, host, rows)
+                return True
+
+            def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
+                return violation_of(site, host)
+
+            def outputs(session: ProbeSession, pending: PendingRecord) -> None:
+                for name in spec.output_fields:
+                    pending.fields[f"{name}_after"] = session.copier.take(bound[name])
+
+            return hooks._run(site, lambda: original(*args, **kwargs), inputs, check,
+                              outputs)
+
+        return recorded
+
+    return wrap
+
+
+#: the V2 functions with a wrapper of their own (the others: :func:`wrap_by_fields`)
+_OWN_WRAPPERS = {COMBINE: wrap_combine, POST_UPDATE: wrap_post_update}
+
+
+def v2_hooks() -> list[str]:
+    """Every hook of a registered site in Model Runner V2's package
+    (``vllm.v1.worker.gpu.``), in pipeline order."""
+    return [hook for hook in hooked_at() if hook.startswith("vllm.v1.worker.gpu.")]
+
+
 def targets(target: Callable[..., Any]) -> tuple[Any, ...]:
     """The V2 wrappers as ``patch.Target`` objects (``target`` is that class)."""
     return (
-        *(target(hook.partition(":")[0], "", hook.partition(":")[2], wrap)
-          for hook, wrap in ((COMBINE, wrap_combine), (POST_UPDATE, wrap_post_update))),
+        *(target(hook.partition(":")[0], "", hook.partition(":")[2],
+                 _OWN_WRAPPERS.get(hook) or wrap_by_fields(hook)) for hook in v2_hooks()),
         target(RUNNER_V2, "GPUModelRunner", "prepare_inputs", wrap_prepare_inputs, False),
         target(RUNNER_V2, "GPUModelRunner", "execute_model", hooks.wrap_execute_model, False),
         target(RUNNER_V2, "GPUModelRunner", "sample_tokens", hooks.wrap_sample_tokens, False),

@@ -24,6 +24,7 @@ from forensics.sites import (
     embedding,
     post_update,
     prepare_input_ids,
+    rejection_drafts,
 )
 from forensics.sites.base import REQUIRED, Site
 
@@ -53,8 +54,8 @@ def as_site(loaded: object) -> Site[Any]:
 REGISTRY: Registry[Site[Any]] = Registry(
     "site", UnknownSiteError, group=SITES_GROUP, accept=as_site, name_of=lambda s: s.name,
     plugins_before=embedding.NAME)
-for _module in (batch_change, prepare_input_ids, async_output, post_update, combine_tokens,
-                embedding):
+for _module in (batch_change, prepare_input_ids, async_output, rejection_drafts, post_update,
+                combine_tokens, embedding):
     REGISTRY.register(_module.SITE.name, _module.SITE)
 SINK = embedding.SITE.name
 

@@ -5,10 +5,10 @@ forensics.variants.triton_worker`` with ``TRITON_INTERPRET=1`` (read when vLLM's
 decorated, so before vLLM is imported) and ``CUDA_VISIBLE_DEVICES=""`` (vLLM's Triton check then
 accepts a machine without a GPU driver). It reads one JSON request per stdin line, ``{"site",
 "inputs"}`` (an ``.npz`` of the record's fields, read without pickle), calls vLLM's own function
-on CPU tensors built from them (the site's ``Site.kernel`` names the function here that
-does), and answers one JSON line ``{"status", "message", "outputs"}``
-(an ``.npz`` of the changed buffers); ``{"batch": [request, ...]}`` gets ``{"batch": [answer,
-...]}`` on one line.
+on CPU tensors built from them (the site's ``Site.kernel`` names the function that does: here,
+or in the site's own module, which imports torch and vLLM inside it), and answers one JSON
+line ``{"status", "message", "outputs"}`` (an ``.npz`` of the changed buffers);
+``{"batch": [request, ...]}`` gets ``{"batch": [answer, ...]}`` on one line.
 
 Every load and store the kernel makes is observed (:class:`Observer`): an address outside the
 tensors handed to the launch is an out-of-bounds access, reported as ``index_error`` and not

@@ -14,7 +14,9 @@ TORCH_INDEX_ERROR = "index out of range in self"
 #: steps a worker may run with the faulty state: the fault's, and the one async scheduling has
 #: already queued before the failure reaches the engine core (the fault is not undone)
 FAULTY_STEPS = {2, 3}
-V2_SITES = ("post_update", "combine_tokens", "embedding")
+V2_SITES = ("rejection_drafts", "post_update", "combine_tokens", "embedding")
+#: the V2 sites recorded at every step (the rejection sampler runs on steps with drafts only)
+EVERY_STEP = ("post_update", "combine_tokens", "embedding")
 
 
 def _fault(run: Run, kind: str) -> dict[str, Any]:
@@ -47,7 +49,13 @@ def test_a_clean_v2_run_records_every_v2_site_and_replays_ok(v2_record: Run) -> 
     assert summary["runner"] == "v2"
     assert set(summary["sites"]) == set(V2_SITES)
     steps = {site: sorted(r.step for r in _records(v2_record, site)) for site in V2_SITES}
-    assert all(s == list(range(len(s))) and len(s) >= 7 for s in steps.values()), steps
+    assert all(steps[s] == list(range(len(steps[s]))) and len(steps[s]) >= 7
+               for s in EVERY_STEP), steps
+    drafted = steps["rejection_drafts"]  # from the first step with drafts to the last
+    last = max(steps["post_update"])
+    assert len(drafted) >= 4 and drafted == list(range(drafted[0], last + 1)), steps
+    for record in _records(v2_record, "rejection_drafts"):  # drafts verified, their requests named
+        assert (np.asarray(record["expanded_local_pos"]) > 0).any() and "req_ids" in record
     report = replay_json(PROJECT_PYTHON, v2_record.capture, "upstream", "patched")
     assert report["findings"] == []
     assert report["verdicts"] == {v: dict.fromkeys(V2_SITES, "ok")

@@ -174,3 +174,72 @@ def test_the_v2_wrappers_record_each_tensor_with_its_values_dtype_and_shape(
         assert fields["req_ids"] == ["a", "b"] and fields["vocab_size"] == 50
     assert got["post_update"]["all_token_ids_width"] == 16
     assert got["post_update"]["bin_counts_width"] == 50
+
+
+GATHER = "vllm.v1.worker.gpu.spec_decode.rejection_sampler:gather_draft_sampled"
+
+
+def _gather_args(draft: int) -> tuple[Any, ...]:
+    """Arguments of ``gather_draft_sampled``: request "a" (slot 1) verifies one draft
+    (``draft``), request "b" (slot 0) decodes."""
+    import torch
+
+    return (torch.tensor([5, draft, 8], dtype=torch.int32), torch.tensor([7, 8, 6]),
+            torch.tensor([0, 1, 2]), torch.tensor([1, 1, 0]),
+            torch.tensor([0, 1, 0], dtype=torch.int32), torch.tensor([4, 5], dtype=torch.int32))
+
+
+def _wrapped_gather(calls: list[int]) -> Any:
+    """A stand-in of vLLM's ``gather_draft_sampled`` (its signature), wrapped by the probe's
+    wrapper of the V2 hook the registry names; ``calls`` counts its runs."""
+    def gather_draft_sampled(input_ids: Any, positions: Any, logits_indices: Any,
+                             expanded_idx_mapping: Any, expanded_local_pos: Any,
+                             prefill_len: Any) -> Any:
+        calls.append(1)
+        return input_ids[logits_indices], positions[logits_indices]
+
+    assert GATHER in v2_hooks.v2_hooks()
+    return v2_hooks.wrap_by_fields(GATHER)(gather_draft_sampled)
+
+
+def test_a_v2_hook_without_a_wrapper_of_its_own_is_recorded_by_its_field_names(
+        tmp_path: Path) -> None:
+    writer, calls = FakeWriter(), []
+    session = _session(tmp_path, writer)
+    session.runner = V2()
+    session.runner._forensics_batch_req_ids = ["a", "b"]
+    hooks.activate(session)
+    try:
+        session.begin_step()
+        _wrapped_gather(calls)(*_gather_args(9))
+    finally:
+        hooks.activate(None)
+    session.close()
+    (record,) = writer.flushed
+    assert calls == [1] and record.site == "rejection_drafts"
+    assert {name: np.asarray(v).tolist() for name, v in record.fields.items()} == {
+        "input_ids": [5, 9, 8], "positions": [7, 8, 6], "logits_indices": [0, 1, 2],
+        "expanded_idx_mapping": [1, 1, 0], "expanded_local_pos": [0, 1, 0],
+        "prefill_len": [4, 5], "vocab_size": 50, "req_ids": ["a", "b"]}
+
+
+def test_guard_mode_raises_before_a_draft_past_the_vocabulary_reaches_the_rejection_kernels(
+        tmp_path: Path) -> None:
+    from forensics.errors import IndexBoundsError
+
+    calls: list[int] = []
+    session = ProbeSession(make_settings(tmp_path, mode="guard"),
+                           writer_factory=lambda s: FakeWriter())
+    session.runner = V2()
+    hooks.activate(session)
+    try:
+        session.begin_step()
+        _wrapped_gather(calls)(*_gather_args(7))  # in the vocabulary: runs
+        with pytest.raises(IndexBoundsError) as info:
+            _wrapped_gather(calls)(*_gather_args(50))
+    finally:
+        hooks.activate(None)
+        session.close()
+    assert calls == [1]
+    assert (info.value.site, info.value.row, info.value.value, info.value.bound) == (
+        "rejection_drafts", 0, 50, 50)

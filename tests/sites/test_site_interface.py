@@ -21,6 +21,7 @@ from forensics.sites import (
     get_site,
     post_update,
     prepare_input_ids,
+    rejection_drafts,
 )
 from forensics.sites.base import Site
 from forensics.sites.core import BatchRun, Checks
@@ -39,8 +40,8 @@ TOY = Site(name="toy", fields=(FieldSpec("index", "tensor"), FieldSpec("size", "
 
 
 def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
-    modules = (batch_change, prepare_input_ids, async_output, post_update, combine_tokens,
-               embedding)
+    modules = (batch_change, prepare_input_ids, async_output, rejection_drafts, post_update,
+               combine_tokens, embedding)
     assert SITES == tuple(m.NAME for m in modules)
     for module in modules:
         site = get_site(module.NAME)

@@ -16,8 +16,8 @@ from pathlib import Path
 from forensics.sites import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2] / "forensics"
-BUILT_IN = ("batch_change", "prepare_input_ids", "async_output", "post_update", "combine_tokens",
-            "embedding")
+BUILT_IN = ("batch_change", "prepare_input_ids", "async_output", "rejection_drafts", "post_update",
+            "combine_tokens", "embedding")
 REGISTRY_LINE = "sites/__init__.py"
 
 

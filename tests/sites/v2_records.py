@@ -41,3 +41,17 @@ def post(sampled: tuple[int, int, int] = (5, 6, -1), num_sampled: int = 2,
         req_ids=["a", "b"])
     fields.update(change)
     return record("post_update", **fields)
+
+
+def drafts(draft: int = 9, **change: Any) -> Record:
+    """A ``rejection_drafts`` record: request "a" (slot 1, past its prompt of 4) verifies two
+    drafts (``draft`` and 3) at logits rows 1 and 2, request "b" (slot 0) decodes (row 3);
+    the step's 5 tokens, the first of "a" at position 7."""
+    fields: dict[str, Any] = dict(
+        input_ids=i32(5, draft, 3, 8, 99), positions=np.array([7, 8, 9, 6, 0], np.int64),
+        logits_indices=np.array([0, 1, 2, 3], np.int64),
+        expanded_idx_mapping=np.array([1, 1, 1, 0], np.int64),
+        expanded_local_pos=i32(0, 1, 2, 0), prefill_len=i32(5, 4), vocab_size=VOCAB,
+        req_ids=["a", "b"])
+    fields.update(change)
+    return record("rejection_drafts", **fields)

@@ -223,6 +223,12 @@ def valid_records() -> list[Record]:
             "prefill_len": np.array([4, 5], i32), "draft_tokens": np.array([[9], [8]], np.int64),
             "cu_num_logits": np.array([0, 2, 3], i32), "num_new_sampled_tokens": 1,
             "vocab_size": 100, "req_ids": ["a", "b"]}),
+        Record("rejection_drafts", 2, 0, {  # Model Runner V2
+            "input_ids": np.array([5, 9, 8], i32), "positions": np.array([7, 8, 6], np.int64),
+            "logits_indices": np.array([0, 1, 2], np.int64),
+            "expanded_idx_mapping": np.array([1, 1, 0], np.int64),
+            "expanded_local_pos": np.array([0, 1, 0], i32), "prefill_len": np.array([4, 5], i32),
+            "vocab_size": 100, "req_ids": ["a", "b"]}),
     ]
 
 

@@ -82,6 +82,14 @@ BAD = [
     ("embedding", "more tokens than ids", _set(cu_num_tokens=np.array([4], i32)),
      "cu_num_tokens"),
     ("embedding", "request ids of another row count", _set(req_ids=["a", "b"]), "req_ids"),
+    ("rejection_drafts", "short per-logit tensor",
+     _set(expanded_local_pos=np.array([0, 1], i32)), "expanded_local_pos"),
+    ("rejection_drafts", "positions of another token count",
+     _set(positions=np.array([1, 2], np.int64)), "positions"),
+    ("rejection_drafts", "a request id per logits row", _set(req_ids=["a", "b", "c"]),
+     "req_ids"),
+    ("rejection_drafts", "repeated request", _set(req_ids=["a", "a"]), "repeat"),
+    ("rejection_drafts", "negative vocabulary", _set(vocab_size=-1), "vocab_size"),
 ]
 
 

@@ -87,6 +87,28 @@ def post_record(data: st.DataObject) -> Record:
     return validate_record(Record("post_update", 0, 0, fields), "generated")
 
 
+def drafts_record(data: st.DataObject) -> Record:
+    """A ``rejection_drafts`` record: requests of one to four logits rows each (their drafts
+    and bonus), the step's tokens and positions, sometimes a token index or slot outside its
+    buffer, draft ids sometimes negative or past the vocabulary."""
+    m, n = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 4))
+    per = data.draw(st.lists(st.integers(1, 4), min_size=n, max_size=n))
+    logits = sum(per)
+    tokens = logits + data.draw(st.integers(0, 3))
+    inside = st.integers(0, tokens - 1)
+    indices = data.draw(st.lists(st.one_of(inside, inside, inside, st.integers(-2, tokens + 2)),
+                                 min_size=logits, max_size=logits))
+    return validate_record(Record("rejection_drafts", 0, 0, dict(
+        input_ids=np.array(_ids(data, tokens), np.int32),
+        positions=np.array(data.draw(st.lists(st.integers(0, 14), min_size=tokens,
+                                              max_size=tokens)), np.int64),
+        logits_indices=np.array(indices, np.int64),
+        expanded_idx_mapping=np.repeat(_slots(data, n, m, -2), per),
+        expanded_local_pos=np.concatenate([np.arange(k) for k in per]).astype(np.int32),
+        prefill_len=np.array(data.draw(st.lists(st.integers(0, 10), min_size=m, max_size=m)),
+                             np.int32), vocab_size=VOCAB)), "generated")
+
+
 def agree(record: Record, kernel: Outcome, seen: dict[str, int], patched: bool = False) -> None:
     """The kernel's outcome is the model's (``patched``: the patched model's): same status,
     and the same outputs when ``ok``; ``seen`` counts the statuses."""
@@ -115,7 +137,8 @@ def generated(build: Any) -> list[Record]:
     return records
 
 
-@pytest.mark.parametrize("build", [combine_record, post_record], ids=["combine", "post"])
+@pytest.mark.parametrize("build", [combine_record, post_record, drafts_record],
+                         ids=["combine", "post", "drafts"])
 def test_the_model_of_each_v2_kernel_is_the_kernel(build: Any) -> None:
     records = generated(build)  # first; then the kernel runs them in one exchange with its worker
     seen: dict[str, int] = {}
@@ -123,6 +146,26 @@ def test_the_model_of_each_v2_kernel_is_the_kernel(build: Any) -> None:
         agree(record, kernel, seen)
     assert sum(seen.values()) >= EXAMPLES
     assert seen.get("ok", 0) > 100 and seen.get("index_error", 0) > 50, seen
+
+
+def test_the_kernel_hands_a_draft_past_the_vocabulary_to_the_rejection_kernels() -> None:
+    """The kernel's own ``draft_sampled``, judged by the site, is a finding at the draft's
+    logits row, and the patched model hands a placeholder on instead."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sites"))
+    from v2_records import VOCAB as V2_VOCAB
+    from v2_records import drafts
+
+    record = drafts(draft=V2_VOCAB + 1)
+    kernel = triton_kernels.run_kernel(record)
+    assert kernel.status == "ok" and kernel.outputs["draft_sampled"].tolist() == [
+        5, V2_VOCAB + 1, 3, 8]
+    spec = get_site(record.site)
+    assert [(f["tensor"], f["element"], f["value"]) for f in spec.judge(record, kernel)] == [
+        ("draft_sampled", 1, V2_VOCAB + 1)]
+    assert spec.patched(record).outputs["draft_sampled"].tolist() == [5, -1, 3, 8]
 
 
 def test_an_id_outside_the_vocabulary_is_written_by_both() -> None:
