@@ -43,6 +43,7 @@ def anchor(title: str) -> str:
 def _markdown() -> Any:
     """A mistune renderer whose headings carry :func:`anchor` ids and an anchor link."""
     import html
+
     import mistune
 
     class Renderer(mistune.HTMLRenderer):
@@ -122,7 +123,7 @@ def render_header(info: dict[str, Any]) -> str:
     """The header: title, the conclusion's lines, the verdict table, the contents, the facts
     of the run; every text escaped."""
     header = info.get("header") or {}
-    parts = [f'<header class="forensics-header" id="forensics-header">',
+    parts = ['<header class="forensics-header" id="forensics-header">',
              f"<h1>vllm-forensics report: {esc(info.get('capture', ''))}</h1>"]
     if header.get("lines"):
         items = "".join(f"<li>{esc(line)}</li>" for line in header["lines"])
