@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 KEYS = ("records", "generate_seconds", "soak_generate_seconds_per_250k", "write_speedup",
         "open_seconds", "load_speedup", "replay_speedup", "scan_fraction_of_numpy",
         "probe_us_per_call", "probe_cpu_us_per_call", "replay_rss_over_capture",
-        "replay_added_rss_over_capture", "report_over_replay")
+        "replay_added_rss_over_capture", "report_over_replay", "report_over_replay_cpu")
 
 
 def test_tiny_benchmark_writes_finite_figures(tmp_path: Path) -> None:
