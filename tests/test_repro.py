@@ -148,7 +148,7 @@ def test_the_v1_repro_fails_on_its_out_of_range_access_without_forensics(
 
     assert not v1_repro.resolve().is_relative_to(DATA.parent)
     run = subprocess.run([sys.executable, "-X", "importtime", "-c", WITHOUT_FORENSICS,
-                          "-p", "no:forensics", "-p", "no:cacheprovider", "-q",
+                          "-p", "no:forensics", "-p", "no:cacheprovider", "-q", "-s",
                           "--junitxml=junit.xml", "test_repro.py"], cwd=v1_repro.parent,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 1 and "2 failed" in run.stdout, run.stdout[-3000:]
