@@ -63,7 +63,7 @@ TARGETS = {"soak_generate_seconds_per_250k": ("<", 60.0), "open_seconds": ("<", 
            "probe_v2_record_cpu_us_per_call": ("<=", 20.0),
            "probe_v2_guard_cpu_us_per_call": ("<=", 20.0),
            "replay_rss_over_capture": ("<=", 2.0), "replay_added_rss_over_capture": ("<=", 0.5),
-           "report_over_replay": ("<=", 2.0)}
+           "report_over_replay": ("<=", 2.0), "report_over_replay_cpu": ("<=", 2.0)}
 
 
 def _clock() -> float:
@@ -580,9 +580,14 @@ def _fresh(args: tuple[Any, ...]) -> tuple[Any, ...]:
 # --------------------------------------------------------------------------- report phase
 
 
-def report_phase(work: Path) -> dict[str, Any]:
+#: rounds of (replay, report) in the report row, interleaved: the best of each is kept
+REPORT_ROUNDS = 3
+
+
+def report_phase(work: Path, rounds: int = REPORT_ROUNDS) -> dict[str, Any]:
     """``forensics replay`` and ``forensics report`` of a 2-record capture, each a fresh
-    process as a user runs them: wall and CPU seconds, and the report's peak RSS."""
+    process as a user runs them, interleaved ``rounds`` times: the best wall and the best CPU
+    seconds of each, and the report's peak RSS."""
     from forensics.records import Record
     from forensics.store.writer import write_capture
 
@@ -591,17 +596,22 @@ def report_phase(work: Path) -> dict[str, Any]:
     write_capture(capture, [Record("embedding", step, 0, {"input_ids": i, "num_embeddings": 248320})
                             for step, i in enumerate(ids)], force=True)
     cli = [sys.executable, "-m", "forensics.cli"]
-    figures: dict[str, Any] = {}
-    for name, args in (("replay", ["replay", str(capture)]),
-                       ("report", ["report", str(capture), "-o", str(work / "two.html")])):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = _clock()
-        subprocess.run([*cli, *args], check=True, capture_output=True, timeout=600)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        figures[f"{name}_seconds"] = _clock() - t0
-        figures[f"{name}_cpu_seconds"] = (after.ru_utime + after.ru_stime
-                                          - before.ru_utime - before.ru_stime)
-        figures[f"{name}_peak_rss_bytes"] = after.ru_maxrss * 1024  # the largest child so far
+    runs: dict[str, list[tuple[float, float]]] = {"replay": [], "report": []}
+    figures: dict[str, Any] = {"rounds": rounds}
+    for _ in range(rounds):
+        for name, args in (("replay", ["replay", str(capture)]),
+                           ("report", ["report", str(capture), "-o", str(work / "two.html")])):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = _clock()
+            subprocess.run([*cli, *args], check=True, capture_output=True, timeout=600)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            runs[name].append((_clock() - t0, after.ru_utime + after.ru_stime
+                               - before.ru_utime - before.ru_stime))
+            if name == "report":  # the largest child so far: the report is the larger
+                figures["report_peak_rss_bytes"] = after.ru_maxrss * 1024
+    for name, times in runs.items():
+        figures[f"{name}_seconds"] = min(wall for wall, _ in times)
+        figures[f"{name}_cpu_seconds"] = min(cpu for _, cpu in times)
     shutil.rmtree(capture, ignore_errors=True)
     return figures
 
@@ -783,16 +793,19 @@ def table(s: dict[str, Any]) -> str:
 
 def _report_rows(s: dict[str, Any]) -> list[tuple[str, ...]]:
     """The report row (issue 29): ``forensics report`` of a 2-record capture against its
-    ``forensics replay`` (absent from older result files)."""
+    ``forensics replay``, wall and CPU (absent from older result files)."""
     rep = s["raw"].get("report")
     if rep is None:
         return []
-    return [("report (2-record capture, a fresh process)",
+    cpu = s.get("report_over_replay_cpu")
+    rounds = f", best of {rep['rounds']} interleaved" if "rounds" in rep else ""
+    return [(f"report (2-record capture, a fresh process{rounds})",
              f"{rep['report_seconds']:.1f} s ({rep['report_cpu_seconds']:.1f} s CPU, peak "
              f"{rep['report_peak_rss_bytes'] / 2**20:.0f} MiB)",
              f"forensics replay of it: {rep['replay_seconds']:.1f} s "
              f"({rep['replay_cpu_seconds']:.1f} s CPU)",
-             f"{s['report_over_replay']:.2f}x", "<= 2x")]
+             f"{s['report_over_replay']:.2f}x" + (f" ({cpu:.2f}x CPU)" if cpu else ""),
+             "<= 2x")]
 
 
 def targets(s: dict[str, Any]) -> list[str]:
@@ -828,6 +841,7 @@ def run(scale: Scale, work: Path, out: Path | None) -> dict[str, Any]:
     summary.update({f"probe_{key}": v2[key] for key in V2_HEADLINES})
     summary["raw"]["report"] = rep = _phase("report", lambda: report_phase(work))
     summary["report_over_replay"] = rep["report_seconds"] / rep["replay_seconds"]
+    summary["report_over_replay_cpu"] = rep["report_cpu_seconds"] / rep["replay_cpu_seconds"]
     from benchmarks import fleet
 
     summary["raw"]["triage"] = _phase("triage", lambda: fleet.triage_phase(scale.name, work))

@@ -7,11 +7,14 @@ to starting the kernel and importing everything again in it. Here the cells run 
 ``IPython.core.interactiveshell.InteractiveShell`` (the shell a kernel wraps) with a fresh
 namespace, figures are rendered as PNG at the end of each cell (as the inline backend does), a
 cell's last expression is displayed as a rich output (HTML tables), and stderr is dropped.
+A v4 notebook is read as plain JSON into :class:`Node` (nbformat's import is a tenth of a small
+report's time); an older one goes through nbformat's conversion.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -30,23 +33,50 @@ class CellError(RuntimeError):
         self.number, self.ename, self.evalue = number, ename, evalue
 
 
+class Node(dict):  # type: ignore[type-arg]
+    """A notebook's JSON object with attribute access (``nb.cells``, ``cell.source``), as
+    nbformat's NotebookNode gives."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self[name] = value
+
+
+def _node(value: Any) -> Any:
+    """``value`` (parsed JSON) with every object a :class:`Node`, sources joined to strings."""
+    if isinstance(value, dict):
+        node = Node({key: _node(item) for key, item in value.items()})
+        if isinstance(node.get("source"), list):
+            node["source"] = "".join(node["source"])
+        return node
+    if isinstance(value, list):
+        return [_node(item) for item in value]
+    return value
+
+
 def read_notebook(path: Path) -> Any:
-    """The notebook at ``path`` as an nbformat v4 node (jsonschema's format checkers left
-    unloaded: nbformat does not need them, and their import alone takes seconds)."""
+    """The notebook at ``path`` as a v4 notebook of :class:`Node` (a v3 one through nbformat,
+    jsonschema's format checkers left unloaded: their import alone takes seconds)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("nbformat") == 4:
+        return _node(data)
     sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
     import nbformat
 
-    return nbformat.read(str(path), as_version=4)
+    return _node(json.loads(nbformat.writes(nbformat.read(str(path), as_version=4))))
 
 
 def inject_parameters(nb: Any, parameters: dict[str, Any]) -> None:
     """Insert a cell assigning ``parameters`` after the cell tagged ``parameters`` (first when
     none is), tagged ``injected-parameters`` as papermill tags it."""
-    import nbformat
-
     source = "\n".join(f"{name} = {value!r}" for name, value in parameters.items())
-    cell = nbformat.v4.new_code_cell(source)
-    cell.metadata["tags"] = [INJECTED_TAG]
+    cell = Node(cell_type="code", execution_count=None, source=source, outputs=[],
+                metadata=Node(tags=[INJECTED_TAG]))
     at = next((i + 1 for i, c in enumerate(nb.cells)
                if PARAMETERS_TAG in c.get("metadata", {}).get("tags", [])), 0)
     nb.cells.insert(at, cell)
@@ -86,16 +116,14 @@ def _run_cell(shell: Any, plt: Any, source: str, number: int) -> list[Any]:
 
 
 def _outputs(captured: Any) -> list[Any]:
-    """nbformat outputs of one cell's captured stdout and rich outputs."""
-    import nbformat
-
+    """Notebook outputs of one cell's captured stdout and rich outputs."""
     outputs = []
     if captured.stdout:
-        outputs.append(nbformat.v4.new_output("stream", name="stdout", text=captured.stdout))
+        outputs.append(Node(output_type="stream", name="stdout", text=captured.stdout))
     for rich in captured.outputs:
         data = {mime: _json_value(value) for mime, value in rich.data.items()}
-        outputs.append(nbformat.v4.new_output("display_data", data=data,
-                                              metadata=rich.metadata or {}))
+        outputs.append(Node(output_type="display_data", data=Node(data),
+                            metadata=Node(rich.metadata or {})))
     return outputs
 
 

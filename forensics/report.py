@@ -1,22 +1,21 @@
-"""HTML reports: run an investigation notebook against a capture, export self-contained HTML.
+"""HTML reports: run an investigation notebook against a capture, write self-contained HTML.
 
 :func:`write_report` executes a notebook in this process (:mod:`forensics.notebook_exec`; its
 ``parameters`` cell is followed by one setting
-``capture = "<absolute path>"``), then exports it with nbconvert through the packaged template
-``forensics/templates/report.html.j2``: nbconvert's ``lab`` template without require.js, MathJax,
-Mermaid, widgets or JavaScript outputs, plus a Content-Security-Policy that forbids every script
-and every remote load. Figures are embedded as ``data:`` URIs, code is hidden unless
-``with_code``, and stderr output (warnings) is left out. The ``variants`` parameter of the
-notebook gets the report's ``variants`` when given.
+``capture = "<absolute path>"``), then writes it as one page (:mod:`forensics.report_html`, no
+nbconvert): no require.js, MathJax, Mermaid, widgets or JavaScript outputs, and a
+Content-Security-Policy that forbids every script and every remote load. Figures are embedded as
+``data:`` URIs, code is hidden unless ``with_code``, and stderr output (warnings) is left out.
+The ``variants`` parameter of the notebook gets the report's ``variants`` when given.
 
 The answer first: the printed text of the cell tagged ``conclusion`` is lifted into the header,
 as the first paragraph after the title (``<p id="conclusion">``), and that cell leaves the body;
 cells tagged ``report-skip`` (a notebook's own introduction) are left out of the report.
 
-Escaping: strings from a capture reach the HTML as text outputs (escaped by the template), as
-pandas tables (escaped by pandas) or through the header (``| e``); the notebooks never emit raw
-HTML built from capture strings, and :func:`write_report` refuses to write a report holding a
-``<script`` element.
+Escaping: strings from a capture reach the HTML as text outputs (escaped by
+:mod:`forensics.report_html`), as tables (escaped by :func:`forensics.tables.styled`) or
+through the header; the notebooks never emit raw HTML built from capture strings, and
+:func:`write_report` refuses to write a report holding a ``<script`` element.
 
 Where notebooks come from: ``notebook`` is a name (``03_triage``) looked up in the repository's
 ``notebooks/`` folder next to the package (a checkout or an editable install, how this project
@@ -37,7 +36,6 @@ from forensics.errors import ConfigurationError, ForensicsError, MissingDependen
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 TEMPLATE_DIR = PACKAGE_DIR / "templates"
-TEMPLATE = TEMPLATE_DIR / "report.html.j2"
 REPO_NOTEBOOKS = PACKAGE_DIR.parent / "notebooks"
 DEFAULT_NOTEBOOK = "03_triage"
 _SCRIPT_TAG = re.compile(r"<\s*script\b", re.IGNORECASE)
@@ -188,7 +186,9 @@ def take_conclusion(nb: Any) -> tuple[str, dict[str, Any]]:
 
 def contents(nb: Any) -> list[dict[str, str]]:
     """The report's contents: each ``## `` heading of ``nb``'s markdown cells, with the anchor
-    nbconvert gives it (spaces as ``-``)."""
+    its heading gets (:func:`forensics.report_html.anchor`: spaces as ``-``)."""
+    from forensics.report_html import anchor
+
     found = []
     for cell in nb.cells:
         if cell.get("cell_type") != "markdown":
@@ -196,7 +196,7 @@ def contents(nb: Any) -> list[dict[str, str]]:
         for line in cell.source.splitlines():
             if line.startswith("## "):
                 title = line[3:].strip()
-                found.append({"title": title, "id": title.replace(" ", "-")})
+                found.append({"title": title, "id": anchor(title)})
     return found
 
 
@@ -253,24 +253,21 @@ def seal(body: str, capture: str) -> str:
 
 
 def export_html(nb: Any, *, title: str, info: dict[str, Any], with_code: bool = False) -> str:
-    """Export an executed notebook to self-contained HTML with the packaged offline template.
+    """Write an executed notebook as one self-contained HTML page
+    (:func:`forensics.report_html.page`).
 
     Returns:
         The HTML text.
     Raises:
         UnsafeReportError: the HTML would contain a ``<script`` element.
     """
-    nbconvert = _require("nbconvert")
-    exporter = nbconvert.HTMLExporter(
-        template_name="lab", template_file=str(TEMPLATE),
-        exclude_input=not with_code, exclude_input_prompt=not with_code,
-        exclude_output_prompt=not with_code)
-    exporter.extra_template_basedirs = [str(TEMPLATE_DIR)]
+    from forensics.report_html import page
+
+    _require("mistune")
     nb = _strip_for_report(nb)
     conclusion, header = take_conclusion(nb)
     info = {**info, "conclusion": conclusion, "header": header, "contents": contents(nb)}
-    resources = {"metadata": {"name": title}, "forensics": info}
-    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    body = page(nb, title=title, info=info, with_code=with_code)
     if _SCRIPT_TAG.search(body):
         raise UnsafeReportError(
             f"the report of {info.get('capture', '?')!r} would contain a <script> element; "
@@ -297,7 +294,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     Raises:
         CaptureFormatError: the capture is missing or malformed.
         ConfigurationError: the notebook does not exist, or ``out`` is a directory.
-        MissingDependencyError: IPython or nbconvert is not installed.
+        MissingDependencyError: IPython or mistune is not installed.
         NotebookExecutionError: a cell of the notebook raised.
         UnsafeReportError: the notebook emitted a script element.
     """

@@ -65,7 +65,9 @@ def reproducible_sites() -> list[str]:
 
 def failing_records(capture: CaptureArg) -> list[tuple[Record, dict[str, Any]]]:
     """The first record of each site the installed vLLM's real code leaves out of range, with
-    its first finding, in pipeline order.
+    its first finding, in pipeline order. The real code says only that an index left its
+    range; where the ``upstream`` model names the tensor and element on the same record, that
+    finding is the one returned (its ``real_code`` key: the real code's finding).
 
     Raises MissingDependencyError / UnsupportedVersionError without a supported vLLM.
     """
@@ -75,14 +77,40 @@ def failing_records(capture: CaptureArg) -> list[tuple[Record, dict[str, Any]]]:
     from forensics.variants.vllm_adapters import require_vllm
 
     require_vllm()
-    result = forensics.replay(capture, variants=["vllm"])
+    result = forensics.replay(capture, variants=["vllm", "upstream"])
     table = findings_table(result)
     table = table[(table["kind"] == "out_of_bounds") & table["site"].isin(reproducible_sites())]
     chosen = []
-    for _, rows in table.groupby("site", sort=False):
-        first = rows.sort_values(["step", "rank"]).iloc[0].to_dict()
-        chosen.append((result.records[int(first["record"])], first))
+    for _, rows in table[table["variant"] == "vllm"].groupby("site", sort=False):
+        first = _plain(rows.sort_values(["step", "rank"]).iloc[0].to_dict())
+        chosen.append((result.records[int(first["record"])],
+                       _named(table, first) or first))
     return sorted(chosen, key=lambda pair: site_order(pair[0].site))
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    """A table row as a finding: empty cells as None."""
+    return {key: None if _missing(value) else value for key, value in row.items()}
+
+
+def _named(table: Any, real: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``upstream`` model's first finding on the record of ``real`` that names the tensor
+    holding the bad index, with ``real`` under ``real_code``; None when there is none."""
+    same = table[(table["variant"] == "upstream") & (table["record"] == real["record"])]
+    if "index_tensor" not in same.columns:
+        return None
+    same = same[same["index_tensor"].notna()]
+    if not len(same):
+        return None
+    return {**_plain(same.iloc[0].to_dict()), "real_code": real}
+
+
+def _missing(value: Any) -> bool:
+    """A table's empty cell (None, NaN, ``pd.NA``), as a finding leaves it out."""
+    try:
+        return value is None or bool(value != value)
+    except (TypeError, ValueError):
+        return False
 
 
 def literal(value: Any) -> str:
@@ -101,19 +129,24 @@ def literal(value: Any) -> str:
 
 
 def test_source(record: Record, finding: dict[str, Any]) -> str:
-    """One test function: the record inline, the stand-ins, the call and the assertion."""
+    """One test function: the record inline, the stand-ins, the call and the assertion; its
+    comment says what the replay found (:func:`forensics.conclusion.what_happened`)."""
+    from forensics.conclusion import what_happened
+    from forensics.escaping import terminal
     from forensics.sites import get_site
 
     fields = ",\n".join(f"        {name!r}: {literal(value)}"
                         for name, value in record.fields.items()
                         if not name.endswith("_after"))
-    where = (f"{finding['tensor']}[{finding['element']}] = {finding['value']}, outside "
-             f"[{finding['lower']}, {finding['upper']})")
+    where = "the installed vLLM's call: " + terminal(what_happened(finding))  # one line
+    if "real_code" in finding:
+        where = ("the installed vLLM's call leaves an index out of range; the upstream model "
+                 f"reads {terminal(what_happened(finding))}")
     function, call = get_site(record.site).repro or ("", "")
-    body = call.format(lower=int(finding["lower"] or 0),
-                                     upper=int(finding["upper"]))
+    real = finding.get("real_code", finding)  # the bound the real call is held to
+    body = call.format(lower=int(real["lower"] or 0), upper=int(real["upper"]))
     return (f"\n\ndef test_{record.site}_step_{record.step}_rank_{record.rank}():\n"
-            f"    # {function}: the replay found {where}\n"
+            f"    # {function}: {where}\n"
             f"    r = {{\n{fields},\n    }}\n{body}")
 
 

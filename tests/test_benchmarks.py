@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 KEYS = ("records", "generate_seconds", "soak_generate_seconds_per_250k", "write_speedup",
         "open_seconds", "load_speedup", "replay_speedup", "scan_fraction_of_numpy",
         "probe_us_per_call", "probe_cpu_us_per_call", "replay_rss_over_capture",
-        "replay_added_rss_over_capture", "report_over_replay", "probe_v2_record_us_per_call",
+        "replay_added_rss_over_capture", "report_over_replay", "report_over_replay_cpu",
+        "probe_v2_record_us_per_call",
         "probe_v2_record_cpu_us_per_call", "probe_v2_guard_us_per_call",
         "probe_v2_guard_cpu_us_per_call")
 #: the probe_v2 phase's cases (runner, site, mode), each with its figures per call

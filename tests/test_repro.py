@@ -101,3 +101,65 @@ def test_a_capture_the_real_code_passes_has_nothing_to_reproduce(
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "nothing to reproduce" in err
     assert not (tmp_path / "t.py").exists()
+
+
+# ------------------------------------------------------------------ the V1 sites end to end
+
+#: batch_change and prepare_input_ids both read past the previous batch at step 20 (row 1)
+V1_SITES = DATA / "incident-a-stale-prev-rows-confirmed.capture"
+#: the message each repro's test fails with: its own assertion of the out-of-range access
+V1_FAILURES = {
+    "test_batch_change_step_20_rank_0": "Failed: out-of-range access in "
+    "update_num_computed_tokens_for_batch_change: index 4 is out of bounds for dimension 0 "
+    "with size 4",
+    "test_prepare_input_ids_step_20_rank_0": "Failed: out-of-range access in "
+    "GPUModelRunner._prepare_input_ids: index 4 is out of bounds for dimension 0 with size 4"}
+#: runs pytest with ``forensics`` unimportable: any import of it fails the run
+WITHOUT_FORENSICS = ("import sys; sys.modules['forensics'] = None; import pytest; "
+                     "sys.exit(pytest.main(sys.argv[1:]))")
+
+
+@pytest.fixture(scope="module")
+def v1_repro(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("vllm")
+    folder = tmp_path_factory.mktemp("repro-v1")
+    assert main(["repro", str(V1_SITES), "-o", str(folder / "test_repro.py")]) == 0
+    return folder / "test_repro.py"
+
+
+def test_the_v1_repro_comments_name_the_tensor_holding_the_bad_index(v1_repro: Path) -> None:
+    source = v1_repro.read_text()
+    assert "None[None]" not in source
+    comments = [line.strip() for line in source.splitlines() if line.strip().startswith("# vllm.")]
+    assert len(comments) == 2, comments
+    assert "update_num_computed_tokens_for_batch_change: " in comments[0]
+    assert "`prev_positions[1] = 4` indexes `valid_sampled_token_count` (4 elements): a stale " \
+           "previous row" in comments[0]
+    assert "GPUModelRunner._prepare_input_ids: " in comments[1]
+    assert "`prev_positions[1] = 4` indexes `prev_sampled_token_ids` (4 rows)" in comments[1]
+
+
+def test_the_v1_repro_fails_on_its_out_of_range_access_without_forensics(
+        v1_repro: Path) -> None:
+    """Plain pytest on the repro of a capture with batch_change and prepare_input_ids findings,
+    in its own folder outside the repository, with ``forensics`` unimportable: each test fails
+    on its asserted out-of-range access (not on an ImportError or a NameError)."""
+    import xml.etree.ElementTree as ET
+
+    assert not v1_repro.resolve().is_relative_to(DATA.parent)
+    run = subprocess.run([sys.executable, "-X", "importtime", "-c", WITHOUT_FORENSICS,
+                          "-p", "no:forensics", "-p", "no:cacheprovider", "-q", "-s",
+                          "--junitxml=junit.xml", "test_repro.py"], cwd=v1_repro.parent,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 1 and "2 failed" in run.stdout, run.stdout[-3000:]
+    cases = ET.parse(v1_repro.parent / "junit.xml").getroot().iter("testcase")
+    failures = {case.get("name"): case.find("failure") for case in cases}
+    assert set(failures) == set(V1_FAILURES)
+    for name, failure in failures.items():
+        assert failure is not None and failure.get("message") == V1_FAILURES[name], \
+            (name, None if failure is None else failure.get("message"))
+        assert "IndexError: index 4 is out of bounds" in (failure.text or "")
+    imported = [line.split("|")[-1].strip() for line in run.stderr.splitlines()
+                if line.startswith("import time:")]
+    assert "vllm" in imported
+    assert not [m for m in imported if m.split(".")[0] == "forensics"]
