@@ -85,15 +85,15 @@ def _step_payload(records: list[Any]) -> list[dict[str, Any]]:
 
 def write_phase(scale: Scale, work: Path) -> dict[str, Any]:
     """Generate the soak capture the way ``forensics simulate soak -o`` does
-    (:func:`~forensics.simulate_columns.write_simulation`: simulate, encode, write, fsync, all
+    (:func:`~forensics.simulator.columns.write_simulation`: simulate, encode, write, fsync, all
     timed by the wall clock, issue 6), then, on the first ``baseline_steps`` steps of a fresh
     simulator (the capture's first records), the per-record measures: simulating them as
     records, the trusted and the checked ``CaptureWriter.append`` into scratch captures, and
     one ``torch.save`` file per step. Only the generating and the writing are timed."""
     import torch
 
-    from forensics.simulate_columns import write_simulation
-    from forensics.simulation import Simulator, configure, manifest_for
+    from forensics.simulator.columns import write_simulation
+    from forensics.simulator.runs import Simulator, configure, manifest_for
     from forensics.store.writer import FLUSH_EVERY, CaptureWriter
 
     sc = configure("soak", steps=scale.steps, batch=BATCH, spec_tokens=DRAFTS)
@@ -199,14 +199,14 @@ def load_phase(capture: Path, pt_dir: Path) -> dict[str, float]:
 
 
 def scan_phase(capture: Path, rounds: int = 3) -> dict[str, Any]:
-    """``forensics.scan`` against a bare numpy comparison over the same index arrays (zero-copy
-    views at their captured width, scalar bound), in alternating rounds so that both see the
-    same load on a shared machine. Each round of either opens the capture afresh (untimed):
+    """``forensics.judge.scan`` against a bare numpy comparison over the same index arrays
+    (zero-copy views at their captured width, scalar bound), in alternating rounds so that both see
+    the same load on a shared machine. Each round of either opens the capture afresh (untimed):
     both read pages just mapped, from a warm page cache. The best round of each counts; the
     CPU seconds of that round come beside its wall seconds. ``numpy_warm_seconds``: bare numpy
     again on arrays whose pages it just touched (the baseline before 2026-12-01's third run),
     kept to show what the fresh opens change."""
-    from forensics.scan import scan
+    from forensics.judge.scan import scan
     from forensics.store.reader import load
 
     scans: list[tuple[float, float, Any]] = []
@@ -548,7 +548,7 @@ def _median(rounds: list[tuple[float, float, float]], i: int) -> float:
 
 
 def _append_cost(calls: int, work: Path) -> dict[str, Any]:
-    from forensics.simulation import simulate
+    from forensics.simulator.runs import simulate
     from forensics.store.writer import CaptureWriter
 
     simulated = simulate("soak", steps=calls + 1, batch=BATCH, spec_tokens=DRAFTS)
@@ -890,8 +890,8 @@ def _only_replay(scale: Scale, work: Path | None) -> int:
     """``--only replay``: the soak simulated (untimed), then the replay phase alone (our
     replay in fresh processes alternated with the per-record loop), its figures printed as
     JSON with the speed-up and the memory ratios of the full run."""
-    from forensics.simulate_columns import write_simulation
-    from forensics.simulation import Simulator, configure, manifest_for
+    from forensics.simulator.columns import write_simulation
+    from forensics.simulator.runs import Simulator, configure, manifest_for
 
     directory = Path(tempfile.mkdtemp(prefix="forensics-bench-replay-", dir=work))
     try:
@@ -910,8 +910,8 @@ def _only_scan(scale: Scale, work: Path | None) -> int:
     """``--only scan``: the scan phase alone on the soak, its figures printed as JSON with
     ``scan_fraction_of_numpy``. The soak is simulated (untimed) unless ``work`` holds the
     capture a ``--keep`` run left (``<work>/<scale>/soak.capture``), which is reused."""
-    from forensics.simulate_columns import write_simulation
-    from forensics.simulation import Simulator, configure, manifest_for
+    from forensics.simulator.columns import write_simulation
+    from forensics.simulator.runs import Simulator, configure, manifest_for
 
     kept = work / scale.name / "soak.capture" if work is not None else None
     directory = None if kept is not None and kept.is_dir() else \

@@ -60,7 +60,7 @@ def frame_digest(frame: Any) -> str:
 
 def evidence(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The verdicts and first findings of ``result``, as the share commands compare them."""
-    from forensics.evidence import evidence_of
+    from forensics.share.evidence import evidence_of
 
     ev = evidence_of(result)
     return ev.verdicts, ev.first
@@ -69,8 +69,8 @@ def evidence(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 def soak_lines(steps: int, work: Path) -> list[str]:
     """Simulate the soak of ``steps`` steps into ``work``, replay it, and digest the result."""
     import forensics
-    from forensics.simulate_columns import write_simulation
-    from forensics.simulation import Simulator, configure, manifest_for
+    from forensics.simulator.columns import write_simulation
+    from forensics.simulator.runs import Simulator, configure, manifest_for
 
     sc = configure("soak", steps=steps, batch=BATCH, spec_tokens=DRAFTS)
     capture = work / "soak.capture"

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from forensics.evidence import EXPECTED_KEYS, evidence_of
-from forensics.simulation import SCENARIOS, Faults, Scenario, Simulator, manifest_for
+from forensics.share.evidence import EXPECTED_KEYS, evidence_of
+from forensics.simulator.runs import SCENARIOS, Faults, Scenario, Simulator, manifest_for
 
 DATA = Path(__file__).resolve().parent
 
@@ -136,7 +136,7 @@ def records_of(sc: Scenario, seed: int) -> list[Any]:
         return list(Simulator(sc, seed).records(sc.steps))
     import numpy as np
 
-    from forensics.simulation import simulate
+    from forensics.simulator.runs import simulate
 
     records = simulate(sc, seed=seed)
     assert isinstance(records, list)

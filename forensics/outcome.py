@@ -1,6 +1,6 @@
 """What a variant returns for one record: its outcome, its outputs and (models only) its accesses.
 
-Variants run and never judge; :mod:`forensics.findings` judges these objects.
+Variants run and never judge; :mod:`forensics.judge.findings` judges these objects.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """pytest plugin: every ``*.capture`` under ``--forensics-captures DIR`` becomes a test item.
 
-Options and fixtures only; the comparison lives in :mod:`forensics.expectations`.
+Options and fixtures only; the comparison lives in :mod:`forensics.share.expectations`.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class CaptureItem(pytest.Item):
     def runtest(self) -> None:
         """Compare the replay with expected.json; with --forensics-regen, or when there is
         none yet, write it (a first run fails, as pytest-regressions does)."""
-        from forensics import expectations
+        from forensics.share import expectations
 
         regen = self.config.getoption("forensics_regen")
         missing = not (self.capture / expectations.EXPECTED_NAME).exists()

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 
-from forensics import findings as judge
 from forensics.errors import (
     CaptureFormatError,
     ConfigurationError,
@@ -27,6 +26,7 @@ from forensics.errors import (
     PatchApplyError,
     UnsupportedVersionError,
 )
+from forensics.judge import findings as judge
 from forensics.libc import libc_function
 from forensics.outcome import STATUSES, Outcome
 from forensics.progress import Progress
@@ -110,7 +110,7 @@ class ReplayResult:
     outcomes: BuiltOnRead[pd.DataFrame] = BuiltOnRead()
     capture: Capture | None = None
     #: per variant, record and checked tensor: min/max used against [lower, upper) (columns
-    #: :data:`forensics.findings.BOUNDS_COLUMNS`), from the ranges the judge kept
+    #: :data:`forensics.judge.findings.BOUNDS_COLUMNS`), from the ranges the judge kept
     bounds: BuiltOnRead[pd.DataFrame | None] = BuiltOnRead(None)
     #: per record: ``site``, ``step``, ``rank``, ``summary`` (a DataFrame, one row per record)
     index: Any = None
@@ -132,7 +132,7 @@ class ReplayResult:
     def to_json(self) -> dict[str, Any]:
         """The ``forensics replay --json`` object (JSON-ready): its ``first_finding`` per
         variant carries every findings column (bound, origin, request, ``resolved``)."""
-        from forensics.suspects import first_suspects
+        from forensics.judge.suspects import first_suspects
 
         keys = [c for c in judge.COLUMNS if c not in ("variant", "record")]
         return {"capture": self.source, "records": len(self.records),
@@ -209,7 +209,7 @@ def _replay(given: Any, variants: Any, progress: bool) -> ReplayResult:
 @dataclass
 class _Chunk:
     """Records of one site read together: where they all stand in the result (``everyone``)
-    and their coordinates (``coords``, as :func:`forensics.findings.coordinates_of` gives
+    and their coordinates (``coords``, as :func:`forensics.judge.findings.coordinates_of` gives
     them: the summary flag last), the summary records, and the replayed ones as columns
     (``cols``; their Records decoded only when a per-record variant asks, by ``decode``)."""
 

@@ -8,7 +8,7 @@ import hashlib
 from dataclasses import replace
 from pathlib import Path
 
-from forensics.simulation import Scenario, get_scenario, simulate
+from forensics.simulator.runs import Scenario, get_scenario, simulate
 from forensics.store.writer import write_capture
 
 #: fault scenario -> the fault it injects

@@ -109,7 +109,7 @@ def test_fail_on_exits_1_on_a_violation(make_capture,
 
 def test_check_exits_1_on_a_difference(make_capture,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    from forensics.expectations import regenerate
+    from forensics.share.expectations import regenerate
 
     path = make_capture("c", embedding_records(bad_step=1))
     regenerate(path)

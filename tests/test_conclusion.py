@@ -1,5 +1,5 @@
-"""The conclusion (forensics.conclusion), the write-up (forensics summary), the findings export
-(forensics findings) and the cleaned tables, on the bundled incident B capture."""
+"""The conclusion (forensics.present.conclusion), the write-up (forensics summary), the findings
+export (forensics findings) and the cleaned tables, on the bundled incident B capture."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 
 import forensics
 from forensics.cli import main
-from forensics.conclusion import conclude, patch_effect
-from forensics.findings import COLUMNS
-from forensics.tables import display_frame, grouped_findings
+from forensics.judge.findings import COLUMNS
+from forensics.present.conclusion import conclude, patch_effect
+from forensics.present.tables import display_frame, grouped_findings
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 INCIDENT_B = DATA / "incident-b-vocab-sentinel.capture"
@@ -146,7 +146,7 @@ def test_summary_by_site_counts_a_resolved_finding_as_not_unresolved(result_b) -
 
 
 def test_next_steps_follow_the_capture() -> None:
-    from forensics.conclusion import next_steps
+    from forensics.present.conclusion import next_steps
 
     b = next_steps(conclude(forensics.replay(INCIDENT_B)))
     refuted = next_steps(conclude(forensics.replay(
@@ -157,7 +157,7 @@ def test_next_steps_follow_the_capture() -> None:
 
 
 def test_styled_tables_align_text_left_and_numbers_right() -> None:
-    from forensics.tables import styled, text_columns
+    from forensics.present.tables import styled, text_columns
 
     frame = pd.DataFrame({"fact": ["model", "steps"], "value": ["Qwen", 14],
                           "count": [1, None], "resolved": [True, None]})
@@ -168,7 +168,7 @@ def test_styled_tables_align_text_left_and_numbers_right() -> None:
 
 
 def test_a_summary_finding_reads_without_none() -> None:
-    from forensics.conclusion import describe_finding
+    from forensics.present.conclusion import describe_finding
 
     text = describe_finding({"site": "embedding", "step": 7, "rank": 1, "row": None,
                              "element": None, "tensor": "input_ids", "value": 248320,

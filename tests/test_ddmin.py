@@ -1,11 +1,11 @@
-"""forensics.ddmin: 1-minimal subsets, each subset tested once."""
+"""forensics.share.ddmin: 1-minimal subsets, each subset tested once."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.ddmin import ddmin, split
+from forensics.share.ddmin import ddmin, split
 
 
 def test_split_covers_in_order_without_empty_chunks() -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from incident_records import VOCAB
 
-from forensics.findings import (
+from forensics.judge.findings import (
     COLUMNS,
     Judge,
     JudgedRun,
@@ -97,7 +97,7 @@ def test_first_finding_orders_by_step_rank_site_row_element() -> None:
 
 def _faulty_runs(scenario: str, site: str) -> tuple[BatchRun, BatchRun]:
     """The upstream and patched columnar runs of a simulated scenario's records of ``site``."""
-    from forensics.simulation import Simulator
+    from forensics.simulator.runs import Simulator
     from forensics.sites import get_site
 
     records = [r for r in Simulator(scenario, seed=3).records(60) if r.site == site]

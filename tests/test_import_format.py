@@ -12,7 +12,7 @@ import pytest
 
 import forensics
 from forensics.cli import main
-from forensics.import_format import as_markdown, formats
+from forensics.importers.format import as_markdown, formats
 from forensics.sites import SITES, get_site
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "import-format.md"

@@ -18,12 +18,12 @@ import pytest
 
 import forensics
 from forensics.cli import main
-from forensics.conclusion import conclude, describe_finding, next_steps
-from forensics.demo import describe_finding as demo_line
-from forensics.findings import COLUMNS, finding_records
+from forensics.judge.findings import COLUMNS, finding_records
+from forensics.present.conclusion import conclude, describe_finding, next_steps
+from forensics.present.demo import describe_finding as demo_line
+from forensics.present.writeup import render
 from forensics.records import Record
 from forensics.sites import get_site
-from forensics.summary import render
 from forensics.validate import validate_record
 
 #: ``T[i] = v`` or ``T[i][j] = v`` anywhere in a text
@@ -193,7 +193,7 @@ def test_replay_json_carries_the_index_keys(tmp_path: Path,
 @pytest.mark.parametrize("name", ["stale-prev-row", "incident-b-vocab-sentinel",
                                   "placeholder-leak"])
 def test_bundled_demo_lines_name_the_index_tensor_and_value_class(name: str) -> None:
-    from forensics.demo import verdict_rows
+    from forensics.present.demo import verdict_rows
 
     data = Path(__file__).resolve().parent.parent / "data"
     result = forensics.replay(data / f"{name}.capture", ["upstream", "patched"])

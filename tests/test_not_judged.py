@@ -13,8 +13,8 @@ import pytest
 
 import forensics
 from forensics.cli import main
-from forensics.conclusion import conclude, next_steps
 from forensics.outcome import Outcome
+from forensics.present.conclusion import conclude, next_steps
 from forensics.records import Record
 
 VOCAB = 248320

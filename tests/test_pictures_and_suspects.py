@@ -26,8 +26,8 @@ from matplotlib.colors import same_color  # noqa: E402
 import forensics  # noqa: E402
 from forensics import plots  # noqa: E402
 from forensics.cli import main  # noqa: E402
-from forensics.conclusion import conclude, next_steps  # noqa: E402
-from forensics.summary import render  # noqa: E402
+from forensics.present.conclusion import conclude, next_steps  # noqa: E402
+from forensics.present.writeup import render  # noqa: E402
 from tests.conftest import DATA, embedding_records  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""forensics.plots: one view per Axes, labelled, bound named, violations in one colour."""
+"""forensics.present.plots: one view per Axes, labelled, bound named, violations in one colour."""
 
 from __future__ import annotations
 

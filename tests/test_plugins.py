@@ -113,9 +113,9 @@ import forensics
 from forensics import plots
 from forensics.errors import NoAdapterError
 from forensics.records import Record
-from forensics.redaction import redact
-from forensics.scan import scan
-from forensics.shrinking import shrink
+from forensics.share.redaction import redact
+from forensics.judge.scan import scan
+from forensics.share.shrinking import shrink
 from forensics.store.writer import write_capture
 from forensics.variants.vllm_adapters import adapter_of
 work = Path(sys.argv[1])

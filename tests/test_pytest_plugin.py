@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics import expectations
+from forensics.share import expectations
 from tests.conftest import embedding_records
 
 pytest_plugins = ["pytester"]

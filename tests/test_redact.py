@@ -19,8 +19,8 @@ from share_cases import (
 )
 
 import forensics
-from forensics.evidence import evidence_of
-from forensics.redaction import (
+from forensics.share.evidence import evidence_of
+from forensics.share.redaction import (
     REQUEST_FIELDS,
     cyclic_permutation,
     redact,
@@ -154,8 +154,8 @@ def test_every_site_flags_its_token_fields() -> None:
 
 
 def test_redact_keeps_public_error_text_without_paths_hosts_and_ids(tmp_path: Path) -> None:
-    from forensics.conclusion import capture_facts, facts_sentence
     from forensics.importers import import_sources
+    from forensics.present.conclusion import capture_facts, facts_sentence
 
     log = Path(__file__).parent / "data" / "sm70_engine.log"
     (tmp_path / "engine.log").write_text(

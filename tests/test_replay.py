@@ -11,9 +11,9 @@ from incident_records import VOCAB, clean_step
 
 import forensics
 from forensics.errors import CaptureFormatError, ConfigurationError, UnknownVariantError
-from forensics.evidence import EXPECTED_KEYS, evidence_of
 from forensics.outcome import Outcome
 from forensics.records import Record
+from forensics.share.evidence import EXPECTED_KEYS, evidence_of
 from forensics.sites import pipeline_key
 from forensics.variants import registry
 from forensics.variants.models import PatchedVariant, UpstreamVariant
@@ -160,7 +160,12 @@ def test_expected_object_has_the_documented_shape() -> None:
 
 
 def test_tables() -> None:
-    from forensics.tables import SUMMARY_COLUMNS, findings_table, first_violation, summary_by_site
+    from forensics.present.tables import (
+        SUMMARY_COLUMNS,
+        findings_table,
+        first_violation,
+        summary_by_site,
+    )
 
     records = clean_step(0, ["a"])
     records[3].fields["input_ids"] = np.array([1, 2, 3, 4, VOCAB])
@@ -176,7 +181,7 @@ def test_bounds_table_holds_the_checked_ranges() -> None:
     """ReplayResult.bounds: one row per variant, record and checked tensor, with the bound."""
     import numpy as np
 
-    from forensics.findings import BOUNDS_COLUMNS
+    from forensics.judge.findings import BOUNDS_COLUMNS
     from forensics.records import Record
     from forensics.replaying import replay
 

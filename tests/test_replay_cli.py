@@ -9,7 +9,7 @@ import pytest
 from incident_records import VOCAB, clean_step
 
 from forensics.cli import main
-from forensics.findings import COLUMNS
+from forensics.judge.findings import COLUMNS
 from tests.conftest import DATA
 
 VERDICTS = {"violation", "error", "suspect", "ok"}

@@ -20,14 +20,14 @@ import numpy as np
 import pytest
 
 from forensics.errors import CaptureFormatError, ConfigurationError
-from forensics.records import Record
-from forensics.report import (
+from forensics.present.report import (
     NotebookExecutionError,
     UnsafeReportError,
     available_notebooks,
     find_notebook,
     write_report,
 )
+from forensics.records import Record
 from tests.conftest import DATA
 
 INCIDENT = DATA / "incident-b-vocab-sentinel.capture"
@@ -278,9 +278,9 @@ def test_report_opens_with_the_conclusion_and_lists_every_finding(browser: Any,
     import pandas as pd
     from selenium.webdriver.common.by import By
 
-    from forensics.conclusion import conclude
-    from forensics.report import header_data
-    from forensics.tables import grouped_findings
+    from forensics.present.conclusion import conclude
+    from forensics.present.report import header_data
+    from forensics.present.tables import grouped_findings
 
     report, result = leak_report
     _open(browser, report)
@@ -351,7 +351,7 @@ def test_a_relative_diff_variant_reaches_the_notebook_as_an_absolute_path(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The notebook runs in its own folder: ``--variant vllm+data/patches/x.diff`` given from
     the repository root must reach it as a path that exists there too."""
-    import forensics.report as report
+    import forensics.present.report as report
 
     seen: list[list[str] | None] = []
 

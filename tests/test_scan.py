@@ -1,4 +1,4 @@
-"""forensics.scan: columnar bounds counts agree with the upstream replay's findings."""
+"""forensics.judge.scan: columnar bounds counts agree with the upstream replay's findings."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import forensics
-from forensics.scan import SCAN_COLUMNS, scan
+from forensics.judge.scan import SCAN_COLUMNS, scan
 from forensics.store.reader import load
 from forensics.store.writer import write_capture
 
@@ -62,7 +62,7 @@ def test_scan_of_a_clean_capture_counts_every_embedding_id() -> None:
 def test_scan_in_small_runs_of_records_counts_the_same(path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     whole = scan(load(path)).to_json()["entries"]
-    monkeypatch.setattr("forensics.scan.CHUNK_VALUES", 1)  # one record per pass
+    monkeypatch.setattr("forensics.judge.scan.CHUNK_VALUES", 1)  # one record per pass
     assert scan(load(path)).to_json()["entries"] == whole
 
 

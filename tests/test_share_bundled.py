@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import forensics
-from forensics.shrinking import NothingToKeepError
+from forensics.share.shrinking import NothingToKeepError
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CAPTURES = sorted(DATA.glob("*.capture"))

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from share_cases import private_capture, tree_digest
 
-import forensics.redaction
+import forensics.share.redaction
 from forensics.cli import main
-from forensics.evidence import Evidence, EvidenceChangedError, publish
+from forensics.share.evidence import Evidence, EvidenceChangedError, publish
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def test_a_redaction_that_changes_the_evidence_is_refused(
         fault: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     # a wrong domain would move the vocab_size sentinel (32000) into range
-    monkeypatch.setattr(forensics.redaction, "token_domain", lambda records, where="": 32001)
+    monkeypatch.setattr(forensics.share.redaction, "token_domain", lambda records, where="": 32001)
     out = tmp_path / "out.capture"
     assert main(["redact", str(fault), "-o", str(out)]) == 1
     err = capsys.readouterr().err.strip()
@@ -96,7 +96,7 @@ def test_publish_leaves_an_existing_capture_when_refusing(fault: Path, tmp_path:
 
 
 def test_one_evidence_type_serialises_as_expected_json_and_differs_on_its_own_keys() -> None:
-    from forensics.evidence import EXPECTED_KEYS, FIRST_KEYS, differences
+    from forensics.share.evidence import EXPECTED_KEYS, FIRST_KEYS, differences
 
     first = {key: 1 for key in FIRST_KEYS}
     full = Evidence({"upstream": {"embedding": "violation"}}, {"upstream": first})

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from share_cases import FAULT_SCENARIOS, private_capture, tree_digest
 
 import forensics
-from forensics.evidence import evidence_of
-from forensics.shrinking import NothingToKeepError, shrink
-from forensics.simulation import Faults, get_scenario
+from forensics.share.evidence import evidence_of
+from forensics.share.shrinking import NothingToKeepError, shrink
+from forensics.simulator.runs import Faults, get_scenario
 
 SLOW = settings(max_examples=3, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -11,7 +11,7 @@ import pytest
 
 from forensics.errors import ConfigurationError, OutputExistsError, UnknownScenarioError
 from forensics.records import Record
-from forensics.simulation import SCENARIOS, Faults, Simulator, configure, get_scenario, simulate
+from forensics.simulator.runs import SCENARIOS, Faults, Simulator, configure, get_scenario, simulate
 from forensics.sites import SITES as ALL_SITES
 from forensics.sites import pipeline_key
 from forensics.validate import validate_record

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import forensics
-import forensics.simulate_columns as simulate_columns
+import forensics.simulator.columns as simulate_columns
 from forensics.errors import CaptureFormatError, OutputExistsError
 from forensics.records import Record
-from forensics.simulate_columns import StepColumns, write_simulation
-from forensics.simulation import SCENARIOS, Derived, Faults, Scenario, Simulator, configure
+from forensics.simulator.columns import StepColumns, write_simulation
+from forensics.simulator.runs import SCENARIOS, Derived, Faults, Scenario, Simulator, configure
 from forensics.sites import pipeline_key
 from forensics.store import arrow_codec
 from forensics.store import arrow_numpy as an
@@ -147,8 +147,8 @@ def test_bundled_captures_are_what_their_settings_simulate(
     for bundle in regenerate.bundles():
         sc = bundle.scenario
         bundled = list(forensics.load(DATA / f"{bundle.name}.capture"))
-        if sc.runner == "v2":  # Model Runner V2's step model (forensics.simulate_v2)
-            from forensics.simulate_v2 import V2Simulator, settings_of
+        if sc.runner == "v2":  # Model Runner V2's step model (forensics.simulator.v2)
+            from forensics.simulator.v2 import V2Simulator, settings_of
 
             # read back in pipeline order (post_update before combine_tokens); the V2 bundles
             # end at the crash they record (regenerate.py)

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check one capture; print the differences; return 0, 1 or (via ForensicsError) 2."""
-    from forensics.expectations import DEFAULT_VARIANTS, check, regenerate
+    from forensics.share.expectations import DEFAULT_VARIANTS, check, regenerate
 
     if args.accept:
         written = regenerate(args.capture, args.variant or DEFAULT_VARIANTS)

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; print the table; return 0."""
-    from forensics.demo import format_table, run_demo
+    from forensics.present.demo import format_table, run_demo
 
     def progress(message: str) -> None:
         if sys.stderr.isatty():

@@ -37,10 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Replay, filter, then print or write the findings; return 0."""
     from forensics.escaping import terminal
-    from forensics.export import output_path, parse_steps, select_findings, write_findings
+    from forensics.present.export import output_path, parse_steps, select_findings, write_findings
+    from forensics.present.tables import display_frame
     from forensics.replaying import replay
     from forensics.sites import get_site
-    from forensics.tables import display_frame
     from forensics.variants import DEFAULT_VARIANTS
 
     steps = parse_steps(args.steps) if args.steps else (None, None)

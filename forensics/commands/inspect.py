@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
 
     Raises ForensicsError subclasses for a missing or malformed capture (exit 2).
     """
-    from forensics.conclusion import facts_lines
+    from forensics.present.conclusion import facts_lines
     from forensics.store.reader import load
 
     summary = load(args.capture).summary()

@@ -64,7 +64,7 @@ def _variants(variant: str | None) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Replay the capture, draw the figure, save it; print its path; return 0."""
     import forensics
-    from forensics import plots
+    from forensics.present import plots
 
     out = Path(args.output)
     if out.suffix.lower() not in SUFFIXES:

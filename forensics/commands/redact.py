@@ -32,8 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Redact, print what was done; return the exit code."""
-    from forensics.evidence import EvidenceChangedError
-    from forensics.redaction import redact
+    from forensics.share.evidence import EvidenceChangedError
+    from forensics.share.redaction import redact
 
     try:
         result = redact(args.capture, args.output, args.keep, args.variant, force=args.force,

@@ -2,7 +2,7 @@
 
 Without --json: a verdict table (sites x variants), per variant the outcome counts, the findings
 (how many resolved) and the first unresolved violation, then the conclusion (see
-forensics.conclusion). With --json: one JSON object (capture, records, variants, verdicts,
+forensics.present.conclusion). With --json: one JSON object (capture, records, variants, verdicts,
 findings, outcomes, first_finding with its bound, origin, request and ``resolved``,
 conclusion). Exit 0 when done (findings are results), 1 when the --fail-on variant has a
 `violation` or `error` verdict, 2 for bad input or usage.
@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 @quietly
 def run(args: argparse.Namespace) -> int:
     """Replay, print, and return the exit code."""
-    from forensics.conclusion import conclude
+    from forensics.present.conclusion import conclude
     from forensics.replaying import replay
     from forensics.variants import DEFAULT_VARIANTS
 
@@ -65,9 +65,9 @@ def run(args: argparse.Namespace) -> int:
 
 def format_result(result: Any, conclusion: Any = None) -> str:
     """The human-readable report: verdict table, one line per variant, the conclusion, then
-    the wrong tokens the model was fed silently (``forensics.silent``). ``conclusion``:
+    the wrong tokens the model was fed silently (``forensics.judge.wrong_tokens``). ``conclusion``:
     ``conclude(result)`` when already computed."""
-    from forensics.conclusion import conclude
+    from forensics.present.conclusion import conclude
 
     conclusion = conclusion if conclusion is not None else conclude(result)
     silent = conclusion.silent
@@ -79,7 +79,7 @@ def format_result(result: Any, conclusion: Any = None) -> str:
     lines += ["", "conclusion:", textwrap.fill(terminal(conclusion.paragraph()), width=100,
                                                initial_indent="  ", subsequent_indent="  ")]
     if silent:
-        from forensics.silent import describe
+        from forensics.judge.wrong_tokens import describe
 
         lines.append(f"fed silently: {len(silent)} slot(s)")
         lines.extend(f"  {terminal(describe(slot))}" for slot in silent[:10])
@@ -101,8 +101,8 @@ def verdict_table(verdicts: dict[str, dict[str, str]], variants: list[str]) -> l
 
 def variant_line(result: Any, conclusion: Any, variant: str) -> str:
     """``variant: ok N, index_error N, error N; F findings (R resolved); first violation ...``."""
-    from forensics.conclusion import describe_finding
-    from forensics.findings import is_judged
+    from forensics.judge.findings import is_judged
+    from forensics.present.conclusion import describe_finding
 
     counts = result.outcome_counts[variant]
     mine = result.findings[result.findings["variant"] == variant]

@@ -3,9 +3,9 @@
 Runs an investigation notebook (default 03_triage) against the capture, in this process (as
 papermill would, without a kernel), and exports it with an offline template: figures embedded,
 nothing loaded from the network, no script, code hidden unless --with-code. The header opens
-with the conclusion as short lines (see forensics.conclusion), the verdict table and a contents
-list; the pictures come next; every finding is listed, grouped per (variant, site, step, row),
-in one collapsed section per variant and site.
+with the conclusion as short lines (see forensics.present.conclusion), the verdict table and a
+contents list; the pictures come next; every finding is listed, grouped per (variant, site, step,
+row), in one collapsed section per variant and site.
 --variant (repeatable) chooses the variants replayed, real-code ones included. One line per
 stage goes to stderr on a terminal. An existing REPORT.html is overwritten.
 """
@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 @quietly
 def run(args: argparse.Namespace) -> int:
     """Write the report; print its path; return 0 (bad input raises a ForensicsError)."""
-    from forensics.report import write_report
+    from forensics.present.report import write_report
 
     path = write_report(args.capture, args.output, notebook=args.notebook,
                         with_code=args.with_code, variants=args.variant,

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 @quietly
 def run(args: argparse.Namespace) -> int:
     """Write the reproducer; print the file and its tests. Returns 0."""
-    from forensics.repro import write_repro
+    from forensics.share.repro import write_repro
 
     path = write_repro(args.capture, args.output, force=args.force)
     tests = [line.split("(")[0][4:] for line in path.read_text().splitlines()

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the import format of the sites. Returns 0; an unknown site is exit 2."""
-    from forensics.import_format import as_markdown, as_text, formats
+    from forensics.importers.format import as_markdown, as_text, formats
 
     data = formats(args.sites or None)
     if args.json:

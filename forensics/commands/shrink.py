@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Shrink, print what was kept and what it cost; return the exit code."""
-    from forensics.evidence import EvidenceChangedError
-    from forensics.shrinking import shrink
+    from forensics.share.evidence import EvidenceChangedError
+    from forensics.share.shrinking import shrink
 
     try:
         result = shrink(args.capture, args.output, args.variant, force=args.force,

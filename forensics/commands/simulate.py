@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     Raises UnknownScenarioError, ConfigurationError or OutputExistsError (exit 2 in the CLI).
     """
-    from forensics.simulation import configure, simulate
+    from forensics.simulator.runs import configure, simulate
 
     sc = configure(args.scenario, steps=args.steps, batch=args.batch,
                    spec_tokens=args.spec_tokens, vocab=args.vocab)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from forensics.present.writeup import FORMATS
 from forensics.quiet import quietly
-from forensics.summary import FORMATS
 
 EXAMPLE = """examples:
   forensics summary data/incident-b-vocab-sentinel.capture > incident-b.md
@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 @quietly
 def run(args: argparse.Namespace) -> int:
     """Replay the capture and print its write-up; return 0."""
+    from forensics.present.writeup import render
     from forensics.replaying import replay
-    from forensics.summary import render
     from forensics.variants import DEFAULT_VARIANTS
 
     result = replay(args.capture, variants=list(args.variant or DEFAULT_VARIANTS),

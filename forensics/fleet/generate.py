@@ -1,6 +1,6 @@
 """A synthetic fleet for triage tests and benchmarks: many small captures of known shapes.
 
-Single-rank captures cycle through the fault kinds of :mod:`forensics.simulation` (each forced
+Single-rank captures cycle through the fault kinds of :mod:`forensics.simulator.runs` (each forced
 at one step, so its group is known in advance), a clean run, and a clean run whose engine
 crashed (an unexplained crash); vLLM versions, runners and hosts vary. Two engines of two ranks
 span two hosts each, one capture per rank sharing the engine id; one of them carries the
@@ -71,7 +71,7 @@ def simulate_fleet(root: str | Path, count: int = 200, steps: int = 12, batch: i
 def _manifest(i: int, kind: str, sc: Any, seed: int, host: str, rank: int = 0,
               engine: str | None = None) -> dict[str, Any]:
     """Manifest entries of capture ``i``: version, runner, host, pid, engine, speculation."""
-    from forensics.simulation import manifest_for
+    from forensics.simulator.runs import manifest_for
 
     entries = manifest_for(sc, seed)
     entries["versions"] = {"vllm": VERSIONS[i % 2]}
@@ -87,7 +87,7 @@ def _manifest(i: int, kind: str, sc: Any, seed: int, host: str, rank: int = 0,
 
 def _scenario(kind: str, steps: int, batch: int, ranks: int = 1) -> Any:
     """The scenario of ``kind``: its fault forced at :data:`FAULT_STEP` only."""
-    from forensics.simulation import Faults, configure
+    from forensics.simulator.runs import Faults, configure
 
     name, fault = KINDS[kind]
     sc = configure(name, steps=steps, batch=batch)
@@ -97,7 +97,7 @@ def _scenario(kind: str, steps: int, batch: int, ranks: int = 1) -> Any:
 
 def _single(fleet: Fleet, i: int, kind: str, steps: int, batch: int, seed: int) -> Path:
     """Write single-rank capture ``i`` of ``kind``; return its path."""
-    from forensics.simulation import simulate
+    from forensics.simulator.runs import simulate
     from forensics.store.writer import write_capture
 
     sc = _scenario(kind, steps, batch)
@@ -114,7 +114,7 @@ def _single(fleet: Fleet, i: int, kind: str, steps: int, batch: int, seed: int) 
 def _engine(fleet: Fleet, engine: str, steps: int, batch: int, seed: int,
             diverging: bool) -> None:
     """Two captures of one two-rank engine on two hosts (rank 1 diverging when asked)."""
-    from forensics.simulation import simulate
+    from forensics.simulator.runs import simulate
     from forensics.store.writer import write_capture
 
     sc = _scenario("clean", steps, batch, ranks=2)

@@ -25,8 +25,8 @@ COLUMNS = ("capture", "name", "host", "pid", "ranks", "engine_id", "vllm", "runn
 def flat_rows(result: Triage) -> list[dict[str, Any]]:
     """One flat dict per capture (:data:`COLUMNS`): nested values as text, ``group`` the
     title of its group."""
-    from forensics.conclusion import describe_finding
     from forensics.fleet.stitch import divergence_text
+    from forensics.present.conclusion import describe_finding
 
     titles = {id(row): group.title() for group in result.groups for row in group.rows}
     out = []
@@ -147,11 +147,11 @@ def write_html(result: Triage, directory: str | os.PathLike[str],
                report: Callable[[str, Path], Any] | None = None) -> Path:
     """Write ``DIR/index.html`` (every group, its captures, a link to the report of its first
     readable capture) and those reports (``report(capture, out)``, default
-    :func:`forensics.report.write_report`); return the index's path."""
+    :func:`forensics.present.report.write_report`); return the index's path."""
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     if report is None:
-        from forensics.report import write_report
+        from forensics.present.report import write_report
 
         report = write_report
     flat = {row["capture"]: row for row in flat_rows(result)}

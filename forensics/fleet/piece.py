@@ -67,7 +67,7 @@ def _replayed(path: str, start: int | None, stop: int | None,
 
 def _in_range(result: Any, start: int) -> tuple[dict[str, dict[str, str]], Any]:
     """Verdicts and findings of ``result`` from step ``start`` on (the lookback left out)."""
-    from forensics.findings import verdicts
+    from forensics.judge.findings import verdicts
 
     steps = result.index["step"].to_numpy()
     kept = [int(i) for i in (steps >= start).nonzero()[0]]
@@ -91,7 +91,7 @@ def _statuses(result: Any, kept: list[int]) -> dict[str, list[Any]]:
 
 def first_of(found: Any) -> dict[str, Any] | None:
     """The baseline's first finding with every findings column but variant and record."""
-    from forensics.findings import first_finding
+    from forensics.judge.findings import first_finding
 
     keys = [c for c in found.columns if c not in ("variant", "record")]
     return first_finding(found, BASELINE, keys)

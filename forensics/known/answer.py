@@ -18,7 +18,7 @@ from forensics.known.matching import Match, match_entry
 from forensics.known.schema import Catalogue, load_catalogue
 
 if TYPE_CHECKING:
-    from forensics.race import RaceCheck
+    from forensics.judge.race import RaceCheck
     from forensics.replaying import ReplayResult
 
 UNEXPLAINED, EXPLAINED, NO_CRASH = "unexplained", "explained", "no crash"
@@ -96,7 +96,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
            capture: Any = None) -> KnownAnswer:
     """Match ``result`` against ``catalogue`` (default: the bundled one); ``capture``: where
     the facts and events come from when ``result`` holds a part of it (default: its own)."""
-    from forensics.race import race_check
+    from forensics.judge.race import race_check
 
     catalogue = catalogue or load_catalogue()
     race = race_check(result)

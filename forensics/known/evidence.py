@@ -40,7 +40,7 @@ class Evidence:
     events: list[dict[str, Any]] = field(default_factory=list)
     #: request id -> scheduled spec-decode tokens, from vLLM's crash dump (None: no dump)
     spec_tokens: dict[str, list[int]] | None = None
-    #: ``unwritten_input`` findings (:mod:`forensics.race`), kept apart from the judge's
+    #: ``unwritten_input`` findings (:mod:`forensics.judge.race`), kept apart from the judge's
     race: pd.DataFrame | None = None
 
     def id_bounds(self) -> set[int]:

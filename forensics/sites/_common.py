@@ -2,7 +2,8 @@
 
 numpy only (``import forensics.sites`` stays light). A *finding dict* is what a site's
 ``judge`` returns: ``row, element, tensor, kind, value, lower, upper, req_id``;
-:mod:`forensics.findings` adds the variant, the record's coordinates, ``origin`` and ``resolved``.
+:mod:`forensics.judge.findings` adds the variant, the record's coordinates, ``origin`` and
+``resolved``.
 """
 
 from __future__ import annotations

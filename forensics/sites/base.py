@@ -81,7 +81,7 @@ class Site(SiteSchema, Generic[P]):
             the columns themselves (a Record or a list of them is a batch too:
             :class:`~forensics.sites._common.RecordColumns`);
         scan_indices(cols) -> list[IndexCount]: the captured index checks, counted over a run
-            of a batch's records held as flat columns (what ``forensics.scan`` runs; see
+            of a batch's records held as flat columns (what ``forensics.judge.scan`` runs; see
             :mod:`forensics.sites.scan_counts`); None: the scan counts the upstream run's
             checks instead (:meth:`counted`);
         guard(...) -> Violation | None: the probe's cheaper per-call check on host values
@@ -105,10 +105,11 @@ class Site(SiteSchema, Generic[P]):
             (:mod:`forensics.variants.triton_kernels`: the ``vllm`` variant runs it instead
             of ``adapter``; None: the site's vLLM code is no Triton kernel);
         feeds_sink: ``(field, bound)``: the ids it hands to the sink (an ``_after`` output
-            field) and the field bounding them, for :mod:`forensics.silent` (None: none);
+            field) and the field bounding them, for :mod:`forensics.judge.wrong_tokens` (None:
+    none);
         repro: ``(function, body)``: the vLLM function a standalone reproducer calls and the
             body of its pytest test, which reads the record as ``r`` (``{lower}``/``{upper}``:
-            the bound of the finding; :mod:`forensics.repro`; None: no reproducer);
+            the bound of the finding; :mod:`forensics.share.repro`; None: no reproducer);
         log_line: the probe line of a text log it reads into a summary record
             (:class:`LogLine`; None: the log importer reads none for it).
     """

@@ -556,7 +556,7 @@ class BatchRun:
     ``base``'s (e.g. the patched model's run where its guard changed nothing is upstream's),
     and this run's own ``status[i]``, ``messages`` and ``checks`` are not read for it, so the
     site need not compute them (``status`` still has one entry per record). The judge
-    (``forensics.findings.JudgedRun.of``) then judges ``base`` once for both runs; other
+    (``forensics.judge.findings.JudgedRun.of``) then judges ``base`` once for both runs; other
     readers take :meth:`whole`.
 
     ``outcome(i)``, where the site gives it, makes record ``i``'s Outcome on demand: its

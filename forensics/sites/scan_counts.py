@@ -3,7 +3,7 @@
 A site's ``scan_indices(cols)`` (a :class:`~forensics.sites.base.Site` operation) checks the
 indices whose bounds the capture alone decides, over a run of records of one batch held as
 flat columns (:class:`ScanColumns`), and reports per tensor how many it checked and how many
-lie outside their range (:class:`IndexCount`). :func:`forensics.scan.scan` runs it over every
+lie outside their range (:class:`IndexCount`). :func:`forensics.judge.scan.scan` runs it over every
 batch of a capture; it never builds a record or replays anything. The counting helpers below
 compare whole columns at their captured width, in as few passes as numpy allows.
 

@@ -122,7 +122,7 @@ class Capture:
     def batches(self, site: str | None = None) -> Iterator[BatchView]:
         """Every record batch (validated, columns as zero-copy views of the memory map),
         segment by segment in pipeline order of sites: for columnar readers such as
-        :func:`forensics.scan.scan`. Raises CaptureFormatError for a corrupt batch."""
+        :func:`forensics.judge.scan.scan`. Raises CaptureFormatError for a corrupt batch."""
         for seg in self._segments:
             if site is None or seg.site == site:
                 for i in range(len(seg.rows)):

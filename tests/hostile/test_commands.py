@@ -11,7 +11,7 @@ from cases import EXPECTED, capture
 
 from forensics.cli import main
 from forensics.errors import CaptureFormatError, UnknownVariantError
-from forensics.expectations import check, choose_variants, read_expected
+from forensics.share.expectations import check, choose_variants, read_expected
 
 
 def test_a_variant_named_only_by_expected_json_is_refused(tmp_path: Path) -> None:

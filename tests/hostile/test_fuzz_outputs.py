@@ -130,7 +130,7 @@ def test_cli_outputs_hold_no_control_byte_and_no_foreign_markup(
 def test_the_report_holds_no_control_byte_and_no_foreign_element(
         tmp_path_factory: pytest.TempPathFactory, notes: str, model: str, req: str,
         message: str) -> None:
-    from forensics.report import write_report
+    from forensics.present.report import write_report
 
     root = tmp_path_factory.mktemp("fuzz-report")
     path = capture_of(root, notes + "<evil-tag>", model, req, message + "\x1b[2J")

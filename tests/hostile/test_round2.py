@@ -79,7 +79,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str
 def injected_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The report of a capture whose event keys (the events table's column names) and values
     are markup."""
-    from forensics.report import write_report
+    from forensics.present.report import write_report
 
     root = tmp_path_factory.mktemp("html")
     event = {"kind": "cuda_assert", "step": 1, "rank": 0, "message": HTML_ATTACKS[4]}
@@ -225,7 +225,7 @@ def _secret_capture(path: Path) -> Path:
 
 def test_redaction_leaves_no_private_string_in_any_file(tmp_path: Path) -> None:
     import forensics
-    from forensics.redaction import redact
+    from forensics.share.redaction import redact
 
     out = redact(_secret_capture(tmp_path / "s.capture"), tmp_path / "r.capture").path
     for file in out.rglob("*"):
@@ -289,7 +289,7 @@ def test_the_vllm_async_output_adapter_builds_nothing_by_output_len() -> None:
 
 
 def test_check_runs_the_real_code_only_when_trusted(tmp_path: Path) -> None:
-    from forensics.expectations import check, choose_variants
+    from forensics.share.expectations import check, choose_variants
 
     path = write_capture(tmp_path / "e.capture", records(["a", "b"]))
     (path / "expected.json").write_text(json.dumps(

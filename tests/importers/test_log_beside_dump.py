@@ -12,8 +12,8 @@ from importer_helpers import record_to_npz
 
 import forensics
 from forensics.cli import main
-from forensics.conclusion import conclude
 from forensics.importers import import_sources
+from forensics.present.conclusion import conclude
 from forensics.records import Record
 from forensics.store.reader import load
 

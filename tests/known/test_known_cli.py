@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from forensics.cli import main
-from forensics.demo import DemoRow, format_table, known_line
 from forensics.known import load_catalogue
+from forensics.present.demo import DemoRow, format_table, known_line
 
 ROOT = Path(__file__).resolve().parents[2]
 

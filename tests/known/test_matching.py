@@ -11,10 +11,10 @@ import pytest
 
 import forensics
 from forensics.errors import CaptureFormatError
+from forensics.judge.race import race_check
 from forensics.known.evidence import Evidence, value_class
 from forensics.known.matching import match_entry
 from forensics.known.schema import CATALOGUE_PATH, load_catalogue
-from forensics.race import race_check
 from forensics.records import Record
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ import pytest
 
 import forensics
 from forensics.cli import main
-from forensics.conclusion import conclude, next_steps
-from forensics.expectations import check
+from forensics.present.conclusion import conclude, next_steps
+from forensics.share.expectations import check
 
 ROOT = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]

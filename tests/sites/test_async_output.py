@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from site_records import i32, record
 
-from forensics.findings import judge_record
+from forensics.judge.findings import judge_record
 from forensics.outcome import STATUSES
 from forensics.sites import async_output as ao
 from forensics.sites._common import RecordColumns

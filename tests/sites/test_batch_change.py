@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from site_records import i32, record
 
 from forensics.errors import CaptureFormatError
-from forensics.findings import judge_record
+from forensics.judge.findings import judge_record
 from forensics.sites import batch_change as bc
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from site_records import i32
 from v2_records import VOCAB, combine
 
-from forensics.findings import judge_record
+from forensics.judge.findings import judge_record
 from forensics.sites import combine_tokens as site
 
 

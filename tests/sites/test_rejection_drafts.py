@@ -8,7 +8,7 @@ import numpy as np
 from site_records import i32
 from v2_records import VOCAB, drafts
 
-from forensics.findings import judge_record
+from forensics.judge.findings import judge_record
 from forensics.sites import get_site
 from forensics.sites.rejection_drafts import SITE as site
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from forensics.simulation import configure, manifest_for, simulate
+from forensics.simulator.runs import configure, manifest_for, simulate
 from forensics.store.reader import load
 from forensics.store.writer import write_capture
 

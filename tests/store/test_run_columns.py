@@ -15,7 +15,7 @@ import pytest
 import forensics
 from forensics.records import Record
 from forensics.screening import ScreenUnsure
-from forensics.simulation import simulate
+from forensics.simulator.runs import simulate
 from forensics.sites import pipeline_key
 from forensics.sites._common import RecordColumns, RunColumns
 from forensics.store.writer import write_capture

@@ -166,7 +166,7 @@ def test_a_column_is_fully_validated_when_first_read(tmp_path: Path) -> None:
     """Batches get the structural check on decode and each column the full one on first use:
     a bad UTF-8 request id leaves the integer columns readable (the scan) and is caught, naming
     the column, as soon as the records are decoded."""
-    from forensics.scan import scan
+    from forensics.judge.scan import scan
 
     path = write_capture(tmp_path / "u.capture", [embedding(2, req="rqZQ")])
     segment = next(path.glob("embedding*.arrows"))

@@ -19,10 +19,10 @@ from _site_records import STRATEGIES
 from hypothesis import HealthCheck, given, settings
 
 import forensics
-from forensics import findings as judge
+from forensics.judge import findings as judge
 from forensics.outcome import Outcome
 from forensics.records import Record
-from forensics.simulation import SCENARIOS, simulate
+from forensics.simulator.runs import SCENARIOS, simulate
 from forensics.sites import pipeline_key
 from forensics.variants.models import ModelVariant, PatchedVariant, UpstreamVariant
 

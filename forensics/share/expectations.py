@@ -3,10 +3,11 @@
 The workflow of ``forensics check`` and the pytest plugin over a capture's file: read it,
 choose the variants to replay (nothing in a capture chooses code to run), replay, compare,
 write the obtained result beside it or over it. What the file holds is
-:mod:`forensics.evidence`'s: the :class:`~forensics.evidence.Evidence` type, its serialisation
-(:meth:`~forensics.evidence.Evidence.to_json`, read back by
-:meth:`~forensics.evidence.Evidence.from_json` once :func:`~forensics.evidence.check_json`
-has checked its shape) and :func:`~forensics.evidence.differences`.
+:mod:`forensics.share.evidence`'s: the :class:`~forensics.share.evidence.Evidence` type, its
+serialisation (:meth:`~forensics.share.evidence.Evidence.to_json`, read back by
+:meth:`~forensics.share.evidence.Evidence.from_json` once
+:func:`~forensics.share.evidence.check_json` has checked its shape) and
+:func:`~forensics.share.evidence.differences`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError, OutputError, UnknownVariantError
-from forensics.evidence import (
+from forensics.share.evidence import (
     EXPECTED_KEYS,
     Evidence,
     check_json,

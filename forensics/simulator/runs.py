@@ -41,9 +41,9 @@ Integer request ids are used inside; the strings ``req-<id>`` appear only in rec
 and draft ids are random: only their ranges and the row bookkeeping are modelled. The hot loop
 (:meth:`Simulator.advance`) is a few dozen numpy calls per step on index arrays (random draws
 are made 512 steps at a time) and returns a step's fields in compact form
-(:class:`~forensics.simulated_step.StepFields`: request ids as integers, output tails as
+(:class:`~forensics.simulator.step.StepFields`: request ids as integers, output tails as
 counts); :meth:`Simulator.step` spells them out as :class:`~forensics.records.Record` objects,
-and :mod:`forensics.simulate_columns` encodes many steps at once for the store.
+and :mod:`forensics.simulator.columns` encodes many steps at once for the store.
 ``import forensics`` does not import this module (numpy only, imported lazily).
 """
 
@@ -58,7 +58,7 @@ import numpy as np
 
 from forensics.errors import ConfigurationError, UnknownScenarioError
 from forensics.records import Record
-from forensics.simulated_step import Derived, StepFields, request_names
+from forensics.simulator.step import Derived, StepFields, request_names
 from forensics.sites import hooked_by
 
 FAULTS = ("stale_prev_row", "vocab_sentinel", "placeholder_leak", "misattribution")
@@ -115,7 +115,7 @@ class Scenario:
     max_num_reqs: int | None = None
     ranks: int = 1
     embedding_dtype: str = "int32"
-    #: the runner simulated: "v1", or "v2" (Model Runner V2, :mod:`forensics.simulate_v2`,
+    #: the runner simulated: "v1", or "v2" (Model Runner V2, :mod:`forensics.simulator.v2`,
     #: whose faults are the rates of ``v2_faults``)
     runner: str = "v1"
     v2_faults: tuple[tuple[str, float], ...] = ()
@@ -818,7 +818,7 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
     Returns:
         Without ``out``: the records, in pipeline order ``(step, rank, site)``.
         With ``out``: the path of the capture written there, a block of steps at a time
-        (:mod:`forensics.simulate_columns`: the same capture, written several times faster).
+        (:mod:`forensics.simulator.columns`: the same capture, written several times faster).
     Raises:
         UnknownScenarioError: an unknown scenario name, listing the valid ones.
         ConfigurationError: a setting out of range.
@@ -826,13 +826,13 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
     """
     sc = configure(scenario, steps=steps, batch=batch, spec_tokens=spec_tokens, vocab=vocab)
     if sc.runner == "v2":
-        from forensics.simulate_v2 import simulate_v2
+        from forensics.simulator.v2 import simulate_v2
 
         return simulate_v2(sc, seed, manifest_for(sc, seed, notes), out, force)
     sim = Simulator(sc, seed)
     if out is None:
         return list(sim.records(sc.steps))
-    from forensics.simulate_columns import write_simulation
+    from forensics.simulator.columns import write_simulation
 
     return write_simulation(Path(out), sim, sc.steps, manifest_for(sc, seed, notes), force,
                             progress)

@@ -4,13 +4,13 @@ nbconvert's export was a fifth of a small capture's report time (its import alon
 pygments, bleach-like filters, traitlets and jinja2's template tree); a report needs only a few
 things of it, done here: markdown cells through mistune (headings get nbconvert's ids, spaces
 as ``-``), outputs by mimetype in nbconvert's order of preference, code shown only when asked,
-JavaScript and widgets left out. The page's own style is ``forensics/templates/report.css``;
+JavaScript and widgets left out. The page's own style is ``forensics/present/templates/report.css``;
 its Content-Security-Policy forbids every script and every remote load (``style-src 'none'``
-is replaced by the hashes of the page's style elements: :func:`forensics.report.seal`).
+is replaced by the hashes of the page's style elements: :func:`forensics.present.report.seal`).
 
 Escaping: capture strings reach the page as text outputs and header lines, escaped here with
 :func:`forensics.escaping.html`, or inside the notebooks' HTML tables (escaped by
-:func:`forensics.tables.styled`); markdown cells are the notebook's, never the capture's.
+:func:`forensics.present.tables.styled`); markdown cells are the notebook's, never the capture's.
 """
 
 from __future__ import annotations

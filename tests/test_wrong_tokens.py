@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from forensics.judge.wrong_tokens import describe, silent_inputs
 from forensics.records import Record
-from forensics.silent import describe, silent_inputs
 
 
 def _prepared(step: int, after: list[int]) -> Record:
@@ -46,7 +46,7 @@ def test_the_conclusion_says_when_the_model_was_fed_a_wrong_token_silently() -> 
     from pathlib import Path
 
     import forensics
-    from forensics.conclusion import conclude
+    from forensics.present.conclusion import conclude
 
     capture = Path(__file__).resolve().parents[1] / "data" / "placeholder-leak.capture"
     conclusion = conclude(forensics.replay(capture))

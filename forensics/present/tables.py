@@ -1,6 +1,6 @@
 """Fixed-column pandas tables of a replay (for notebooks, reports and the CLI).
 
-- :func:`findings_table`: the findings, columns :data:`forensics.findings.COLUMNS`;
+- :func:`findings_table`: the findings, columns :data:`forensics.judge.findings.COLUMNS`;
 - :func:`first_violation`: the first unresolved ``out_of_bounds`` finding of a variant;
 - :func:`summary_by_site`: one row per (variant, site), columns :data:`SUMMARY_COLUMNS`;
 - :func:`grouped_findings`: every finding, one row per (variant, site, step, row);
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from forensics.findings import COLUMNS, FINDING_COLUMNS, sort_findings, to_python
+from forensics.judge.findings import COLUMNS, FINDING_COLUMNS, sort_findings, to_python
 from forensics.outcome import STATUSES
 from forensics.sites import site_order
 
@@ -31,7 +31,7 @@ SUMMARY_COLUMNS = ("variant", "site", "records", "summary_records", "ok", "index
 def findings_table(result: ReplayResult, variant: str | None = None,
                    site: str | None = None) -> pd.DataFrame:
     """The findings of ``result``, optionally of one variant and/or one site, in first-finding
-    order (columns :data:`forensics.findings.COLUMNS`)."""
+    order (columns :data:`forensics.judge.findings.COLUMNS`)."""
     frame = result.findings
     if variant is not None:
         frame = frame[frame["variant"] == variant]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from forensics.findings import COLUMNS, is_judged, sort_findings, to_python
+from forensics.judge.findings import COLUMNS, is_judged, sort_findings, to_python
 from forensics.sites._common import prev_holders
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """``shrink(capture, out)``: the fewest steps, then records, that give the same evidence.
 
-The evidence (:mod:`forensics.evidence`) is every site's verdict per variant and each variant's
-first finding with its bound, origin and resolution. One replay of the original gives it, with
-the records behind every finding. The search then works on small sets only:
+The evidence (:mod:`forensics.share.evidence`) is every site's verdict per variant and each
+variant's first finding with its bound, origin and resolution. One replay of the original gives it,
+with the records behind every finding. The search then works on small sets only:
 
 1. **window**: the steps of the records that witness the evidence: each variant's first
    finding, one record per (variant, site) verdict (a violation, an error outcome, a
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forensics.ddmin import ddmin
 from forensics.errors import ForensicsError
-from forensics.evidence import Evidence, differences, evidence_of, publish, reference
 from forensics.progress import Progress
+from forensics.share.ddmin import ddmin
+from forensics.share.evidence import Evidence, differences, evidence_of, publish, reference
 
 if TYPE_CHECKING:
     from forensics.api_types import CaptureArg

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from forensics.escaping import terminal
-from forensics.findings import (
+from forensics.judge.findings import (
     FINDING_COLUMNS,
     INDEX_COLUMNS,
     UNJUDGED,
@@ -33,10 +33,10 @@ from forensics.findings import (
     sort_findings,
     to_python,
 )
-from forensics.silent import silent_inputs_of
+from forensics.judge.suspects import describe_suspect, first_suspects
+from forensics.judge.wrong_tokens import silent_inputs_of
 from forensics.sites import SINK, site_order
 from forensics.sites.core import OUT_OF_BOUNDS
-from forensics.suspects import describe_suspect, first_suspects
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,7 +85,8 @@ class Conclusion:
     first: dict[str, dict[str, Any] | None]
     chains: dict[str, list[dict[str, Any]]]
     facts: dict[str, Any] = field(default_factory=dict)
-    #: wrong tokens fed to the model without a crash (:func:`forensics.silent.silent_inputs`)
+    #: wrong tokens fed to the model without a crash
+    #: (:func:`forensics.judge.wrong_tokens.silent_inputs`)
     silent: list[dict[str, Any]] = field(default_factory=list)
     #: known or new, explained or not (:class:`forensics.known.KnownAnswer`; None: not asked)
     known: Any = None
@@ -93,12 +94,12 @@ class Conclusion:
     #: summary-only sites apart) and how many there are
     unseen: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     unseen_count: dict[str, int] = field(default_factory=dict)
-    #: per variant, the sites it cannot judge (:data:`forensics.findings.UNJUDGED`)
+    #: per variant, the sites it cannot judge (:data:`forensics.judge.findings.UNJUDGED`)
     unjudged: dict[str, list[str]] = field(default_factory=dict)
     #: the sites holding summary records only (log lines): nothing there is replayed
     summary_only: list[str] = field(default_factory=list)
     #: per variant, its first misattributed finding with the row and request it read
-    #: (:func:`forensics.suspects.first_suspects`), or None
+    #: (:func:`forensics.judge.suspects.first_suspects`), or None
     suspect_first: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -187,7 +188,7 @@ class Conclusion:
         ``""``."""
         if not self.silent:
             return ""
-        from forensics.silent import describe
+        from forensics.judge.wrong_tokens import describe
 
         return (f"The model was fed {len(self.silent)} wrong token(s) silently, without a "
                 f"crash; the first at {describe(self.silent[0])}.")

@@ -33,7 +33,7 @@ def bundled_data_dir() -> Path:
     Raises:
         CaptureFormatError: it cannot be found (the package is not run from a checkout).
     """
-    path = Path(__file__).resolve().parent.parent / "data"
+    path = Path(__file__).resolve().parents[2] / "data"
     if not any(path.glob("*.capture")):
         raise CaptureFormatError(f"{path}: no bundled *.capture found; run the demo from a "
                                  f"checkout of vllm-forensics (make demo)")
@@ -46,7 +46,7 @@ def describe_finding(finding: dict | None) -> str:
         return "-"
     where = f"step {finding['step']}" + (f" row {finding['row']}"
                                          if finding.get("row") is not None else "")
-    from forensics.conclusion import what_happened
+    from forensics.present.conclusion import what_happened
 
     return f"{finding['kind']} {what_happened(finding)} at {where}"
 
@@ -123,7 +123,7 @@ def run_demo(out_dir: Path | str = "reports", data_dir: Path | None = None,
         if with_reports:
             if progress:
                 progress(f"writing the report of {path.name}")
-            from forensics.report import write_report
+            from forensics.present.report import write_report
 
             report = write_report(path, out / f"{name}.html").name
         entries.append((name, report, figure.name))
@@ -132,7 +132,7 @@ def run_demo(out_dir: Path | str = "reports", data_dir: Path | None = None,
 
 
 def _write_verdict_figure(result: object, path: Path) -> Path:
-    from forensics.plots import plot_verdict_matrix, save
+    from forensics.present.plots import plot_verdict_matrix, save
 
     save(plot_verdict_matrix(result), path, dpi=100)
     return path

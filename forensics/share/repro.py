@@ -72,8 +72,8 @@ def failing_records(capture: CaptureArg) -> list[tuple[Record, dict[str, Any]]]:
     Raises MissingDependencyError / UnsupportedVersionError without a supported vLLM.
     """
     import forensics
+    from forensics.present.tables import findings_table
     from forensics.sites import site_order
-    from forensics.tables import findings_table
     from forensics.variants.vllm_adapters import require_vllm
 
     require_vllm()
@@ -130,9 +130,9 @@ def literal(value: Any) -> str:
 
 def test_source(record: Record, finding: dict[str, Any]) -> str:
     """One test function: the record inline, the stand-ins, the call and the assertion; its
-    comment says what the replay found (:func:`forensics.conclusion.what_happened`)."""
-    from forensics.conclusion import what_happened
+    comment says what the replay found (:func:`forensics.present.conclusion.what_happened`)."""
     from forensics.escaping import terminal
+    from forensics.present.conclusion import what_happened
     from forensics.sites import get_site
 
     fields = ",\n".join(f"        {name!r}: {literal(value)}"

@@ -1,5 +1,5 @@
-"""One simulated step in compact form: what the step model (:mod:`forensics.simulation`) hands
-to the records it builds and to the columnar writer (:mod:`forensics.simulate_columns`).
+"""One simulated step in compact form: what the step model (:mod:`forensics.simulator.runs`) hands
+to the records it builds and to the columnar writer (:mod:`forensics.simulator.columns`).
 
 Both read this module and neither imports the other for it (the writer is the simulator's
 ``out=`` path). numpy only.

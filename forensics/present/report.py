@@ -1,9 +1,9 @@
 """HTML reports: run an investigation notebook against a capture, write self-contained HTML.
 
-:func:`write_report` executes a notebook in this process (:mod:`forensics.notebook_exec`; its
-``parameters`` cell is followed by one setting
-``capture = "<absolute path>"``), then writes it as one page (:mod:`forensics.report_html`, no
-nbconvert): no require.js, MathJax, Mermaid, widgets or JavaScript outputs, and a
+:func:`write_report` executes a notebook in this process (:mod:`forensics.present.notebook_exec`;
+its ``parameters`` cell is followed by one setting
+``capture = "<absolute path>"``), then writes it as one page (:mod:`forensics.present.report_html`,
+no nbconvert): no require.js, MathJax, Mermaid, widgets or JavaScript outputs, and a
 Content-Security-Policy that forbids every script and every remote load. Figures are embedded as
 ``data:`` URIs, code is hidden unless ``with_code``, and stderr output (warnings) is left out.
 The ``variants`` parameter of the notebook gets the report's ``variants`` when given.
@@ -13,14 +13,15 @@ as the first paragraph after the title (``<p id="conclusion">``), and that cell 
 cells tagged ``report-skip`` (a notebook's own introduction) are left out of the report.
 
 Escaping: strings from a capture reach the HTML as text outputs (escaped by
-:mod:`forensics.report_html`), as tables (escaped by :func:`forensics.tables.styled`) or
-through the header; the notebooks never emit raw HTML built from capture strings, and
+:mod:`forensics.present.report_html`), as tables (escaped by
+:func:`forensics.present.tables.styled`) or through the header; the notebooks never emit raw HTML
+built from capture strings, and
 :func:`write_report` refuses to write a report holding a ``<script`` element.
 
 Where notebooks come from: ``notebook`` is a name (``03_triage``) looked up in the repository's
 ``notebooks/`` folder next to the package (a checkout or an editable install, how this project
-is installed), then in ``forensics/templates/`` (a packaged copy, when a distribution ships one);
-or a path to any ``.ipynb`` with a ``parameters`` cell defining ``capture``.
+is installed), then in ``forensics/present/templates/`` (a packaged copy, when a distribution ships
+one); or a path to any ``.ipynb`` with a ``parameters`` cell defining ``capture``.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from typing import Any
 from forensics.atomic import write_text_atomically
 from forensics.errors import ConfigurationError, ForensicsError, MissingDependencyError
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-TEMPLATE_DIR = PACKAGE_DIR / "templates"
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 REPO_NOTEBOOKS = PACKAGE_DIR.parent / "notebooks"
 DEFAULT_NOTEBOOK = "03_triage"
 _SCRIPT_TAG = re.compile(r"<\s*script\b", re.IGNORECASE)
@@ -117,13 +118,13 @@ def _capture_path(capture: Any) -> Path:
 def execute_notebook(notebook: Path, capture: Path, workdir: Path,
                      variants: list[str] | None = None) -> Any:
     """Run ``notebook`` with ``capture`` (and ``variants`` when given) as its parameters, in
-    this process (:mod:`forensics.notebook_exec`), in the notebook's folder; return the
+    this process (:mod:`forensics.present.notebook_exec`), in the notebook's folder; return the
     executed nbformat node. ``workdir`` is unused (kept for callers).
 
     Raises:
         NotebookExecutionError: a cell raised; the message names the cell and the exception.
     """
-    from forensics.notebook_exec import CellError, execute, inject_parameters, read_notebook
+    from forensics.present.notebook_exec import CellError, execute, inject_parameters, read_notebook
 
     _require("IPython")
     nb = read_notebook(notebook)
@@ -154,7 +155,7 @@ def header_data(result: Any, conclusion: Any) -> dict[str, Any]:
     table (site -> variant -> verdict)."""
     lines = [conclusion.verdict_sentence(v) for v in conclusion.variants]
     lines += [conclusion.first_sentence(conclusion.baseline), conclusion.silent_sentence()]
-    from forensics.conclusion import facts_sentence
+    from forensics.present.conclusion import facts_sentence
 
     lines.append(facts_sentence(conclusion.facts))
     variants = list(result.variants)
@@ -186,8 +187,8 @@ def take_conclusion(nb: Any) -> tuple[str, dict[str, Any]]:
 
 def contents(nb: Any) -> list[dict[str, str]]:
     """The report's contents: each ``## `` heading of ``nb``'s markdown cells, with the anchor
-    its heading gets (:func:`forensics.report_html.anchor`: spaces as ``-``)."""
-    from forensics.report_html import anchor
+    its heading gets (:func:`forensics.present.report_html.anchor`: spaces as ``-``)."""
+    from forensics.present.report_html import anchor
 
     found = []
     for cell in nb.cells:
@@ -246,7 +247,7 @@ def seal(body: str, capture: str) -> str:
         what = foreign.group(0) if foreign else "<style>" if strange else "no CSP"
         raise UnsafeReportError(
             f"the report of {capture!r} would contain {what!r}; a notebook cell emitted raw "
-            f"HTML: display tables with forensics.tables.styled and text with print()")
+            f"HTML: display tables with forensics.present.tables.styled and text with print()")
     hashes = sorted({"'sha256-" + base64.b64encode(hashlib.sha256(
         m.group(1).encode("utf-8")).digest()).decode() + "'" for m in _STYLE.finditer(body)})
     return body.replace(_NO_STYLE, "style-src " + " ".join(hashes or ["'none'"]), 1)
@@ -254,14 +255,14 @@ def seal(body: str, capture: str) -> str:
 
 def export_html(nb: Any, *, title: str, info: dict[str, Any], with_code: bool = False) -> str:
     """Write an executed notebook as one self-contained HTML page
-    (:func:`forensics.report_html.page`).
+    (:func:`forensics.present.report_html.page`).
 
     Returns:
         The HTML text.
     Raises:
         UnsafeReportError: the HTML would contain a ``<script`` element.
     """
-    from forensics.report_html import page
+    from forensics.present.report_html import page
 
     _require("mistune")
     nb = _strip_for_report(nb)

@@ -1,6 +1,6 @@
 """Long simulations written fast: many steps' fields encoded as one Arrow record batch per site.
 
-:class:`StepColumns` gathers the compact :class:`~forensics.simulation.StepFields` of a block of
+:class:`StepColumns` gathers the compact :class:`~forensics.simulator.runs.StepFields` of a block of
 steps, field by field, and encodes each site's columns in a few numpy calls: request ids are
 spelled out once per distinct id, output tails are built from their counts. The batches are the
 ones :func:`~forensics.store.writer.write_capture` would write for the same records (a test
@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from forensics.errors import CaptureFormatError
 from forensics.progress import Progress
-from forensics.simulated_step import Derived, StepFields, request_names
+from forensics.simulator.step import Derived, StepFields, request_names
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import (
     SHAPE_SUFFIX,
@@ -38,7 +38,7 @@ from forensics.store.arrow_codec import (
 from forensics.store.writer import FLUSH_EVERY, CaptureWriter, new_capture
 
 if TYPE_CHECKING:
-    from forensics.simulation import Simulator
+    from forensics.simulator.runs import Simulator
 
 
 class StepColumns:
@@ -153,8 +153,9 @@ def _request_ids(rids: np.ndarray, discarded: np.ndarray | None = None) -> pa.Ar
 
 
 def _output_tails(tails: list[np.ndarray], lengths: np.ndarray) -> pa.Array:
-    """Each row's output tail (see :func:`forensics.simulation.output_tail`) as list<list<int64>>:
-    the id before the placeholders, when the list holds one, then the placeholders."""
+    """Each row's output tail (see :func:`forensics.simulator.runs.output_tail`) as
+    list<list<int64>>: the id before the placeholders, when the list holds one, then the
+    placeholders."""
     size, placeholders, last = np.concatenate(tails, axis=1)
     has_id = size > placeholders
     inner = np.where(has_id, placeholders + 1, size)

@@ -8,7 +8,7 @@ commands alike. ``expected.json`` keeps the first finding's place and value
 (:data:`EXPECTED_KEYS`); a shared capture keeps its bound, origin and resolution too
 (:data:`FIRST_KEYS`). :func:`publish` writes a capture beside its final place, replays it from
 disk, and renames it into place only when its evidence is the same. Checking a capture against
-its file and regenerating it is :mod:`forensics.expectations`'s.
+its file and regenerating it is :mod:`forensics.share.expectations`'s.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def shortened(text: str) -> str:
 def evidence_of(result: Any, keys: Sequence[str] = FIRST_KEYS) -> Evidence:
     """The :class:`Evidence` of a replay result (``forensics.replay(...)``), each first finding
     with ``keys`` (:data:`EXPECTED_KEYS` for ``expected.json``)."""
-    from forensics.findings import first_finding
+    from forensics.judge.findings import first_finding
 
     return Evidence({v: dict(s) for v, s in result.verdicts.items()},
                     {v: first_finding(result.findings, v, keys) for v in result.variants})

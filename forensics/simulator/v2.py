@@ -21,7 +21,7 @@ Faults (a per-step probability each; deterministic for a seed):
     into ``output_bin_counts``), stored as the slot's last sampled token, and written into the
     next step's ``input_ids`` by ``combine_tokens``.
 
-numpy only; imported lazily by :func:`forensics.simulation.simulate`.
+numpy only; imported lazily by :func:`forensics.simulator.runs.simulate`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import numpy as np
 from forensics.records import Record
 
 if TYPE_CHECKING:
-    from forensics.simulation import Scenario
+    from forensics.simulator.runs import Scenario
 
 FAULTS_V2 = ("negative_draft", "vocab_sample")
 #: the V2 functions whose calls a step records, as a site's ``Site.hook`` names them; the site

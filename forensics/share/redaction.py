@@ -17,7 +17,8 @@ What changes, and what never does:
   (:class:`RedactionRefusedError`).
 - **request ids** become pseudonyms ``anon-<n>``, numbered in order of first appearance, the
   same everywhere in the capture.
-- **manifest** (:func:`scrub`), by an allow-list of values (:mod:`forensics.shareable`): a dict
+- **manifest** (:func:`scrub`), by an allow-list of values (:mod:`forensics.share.shareable`): a
+dict
   key at any depth stays only when it is one the toolkit writes, and a string only when it is
   in a closed vocabulary (event kinds, site names, vLLM's speculative methods, strict version
   strings...); numbers and booleans stay (``pid``s go); host names, paths, model names, notes,
@@ -47,9 +48,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.errors import ForensicsError
-from forensics.evidence import Evidence, evidence_of, publish, reference
 from forensics.records import Record
-from forensics.shareable import shareable_key, shareable_value
+from forensics.share.evidence import Evidence, evidence_of, publish, reference
+from forensics.share.shareable import shareable_key, shareable_value
 from forensics.sites import get_site as site_schema
 
 if TYPE_CHECKING:
@@ -308,7 +309,8 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
 
 def _shareable(key: str, value: Any) -> bool:
     """Whether ``value`` (under ``key``) holds only public values: numbers (not process ids),
-    booleans, and strings of a closed vocabulary (:func:`forensics.shareable.shareable_value`)."""
+    booleans, and strings of a closed vocabulary
+    (:func:`forensics.share.shareable.shareable_value`)."""
     if value is None or isinstance(value, bool):
         return True
     if isinstance(value, (int, float)):

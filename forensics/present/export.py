@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from forensics.atomic import write_atomically
 from forensics.errors import ConfigurationError
 from forensics.escaping import csv_cell
-from forensics.findings import COLUMNS, finding_records, sort_findings
+from forensics.judge.findings import COLUMNS, finding_records, sort_findings
 from forensics.sites import get_site
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def parse_steps(text: str) -> tuple[int | None, int | None]:
 def select_findings(findings: pd.DataFrame, variant: str | None = None,
                     site: str | None = None, steps: tuple[int | None, int | None] = (None, None),
                     request: str | None = None) -> pd.DataFrame:
-    """The findings matching every given filter (columns :data:`forensics.findings.COLUMNS`),
+    """The findings matching every given filter (columns :data:`forensics.judge.findings.COLUMNS`),
     in first-finding order. Raises UnknownSiteError for an unknown ``site``."""
     frame = findings[list(COLUMNS)]
     if variant is not None:

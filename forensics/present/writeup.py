@@ -1,6 +1,6 @@
 """``forensics summary``: a write-up of a replay to paste into a bug thread or a pull request.
 
-Three renderings of one :class:`~forensics.conclusion.Conclusion`:
+Three renderings of one :class:`~forensics.present.conclusion.Conclusion`:
 
 - :func:`to_markdown`: the conclusion, the verdict table, the first violations with their origin
   chains, the capture's facts and the commands that reproduce the replay;
@@ -13,9 +13,9 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from forensics.conclusion import Conclusion, conclude, describe_finding, fact_text
 from forensics.escaping import markdown, markdown_code, terminal
-from forensics.suspects import describe_suspect
+from forensics.judge.suspects import describe_suspect
+from forensics.present.conclusion import Conclusion, conclude, describe_finding, fact_text
 
 if TYPE_CHECKING:
     from forensics.replaying import ReplayResult
