@@ -46,12 +46,16 @@ def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
                            *args], cwd=folder, capture_output=True, text=True, timeout=900)
 
 
+def _write_repro(factory: pytest.TempPathFactory, capture: Path, folder: str) -> Path:
+    """``forensics repro`` of ``capture`` into a fresh ``folder``'s test_repro.py."""
+    written = factory.mktemp(folder) / "test_repro.py"
+    assert main(["repro", str(capture), "-o", str(written)]) == 0
+    return written
+
+
 @pytest.fixture(scope="module")
 def repro(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("vllm")
-    folder = tmp_path_factory.mktemp("repro")
-    assert main(["repro", str(INCIDENT), "-o", str(folder / "test_repro.py")]) == 0
-    return folder / "test_repro.py"
+    return _write_repro(tmp_path_factory, INCIDENT, "repro")
 
 
 def test_the_repro_imports_only_torch_vllm_and_pytest(repro: Path) -> None:
@@ -96,7 +100,6 @@ def test_summary_markdown_links_the_repro(capsys: pytest.CaptureFixture[str]) ->
 
 def test_a_capture_the_real_code_passes_has_nothing_to_reproduce(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("vllm")
     assert main(["repro", str(DATA / "clean.capture"), "-o", str(tmp_path / "t.py")]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "nothing to reproduce" in err
@@ -121,10 +124,7 @@ WITHOUT_FORENSICS = ("import sys; sys.modules['forensics'] = None; import pytest
 
 @pytest.fixture(scope="module")
 def v1_repro(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("vllm")
-    folder = tmp_path_factory.mktemp("repro-v1")
-    assert main(["repro", str(V1_SITES), "-o", str(folder / "test_repro.py")]) == 0
-    return folder / "test_repro.py"
+    return _write_repro(tmp_path_factory, V1_SITES, "repro-v1")
 
 
 def test_the_v1_repro_comments_name_the_tensor_holding_the_bad_index(v1_repro: Path) -> None:
