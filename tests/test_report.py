@@ -402,3 +402,37 @@ def test_a_3000_step_report_renders_readable_plots(browser: Any, tmp_path: Path)
         png = image.screenshot_as_png
         (tmp_path / f"shot-{i}.png").write_bytes(png)  # kept for a look by eye
         assert _not_blank(png)
+
+
+def test_a_report_figure_is_drawn_once_with_the_pixels_savefig_gives(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The notebook's figures become PNGs from one draw (savefig draws a laid-out figure
+    twice), pixel for pixel what savefig writes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from forensics.present.notebook_exec import figure_png
+
+    def figure() -> Figure:
+        fig, ax = plt.subplots(figsize=(3, 2), layout="constrained")
+        ax.plot([0, 1, 2], [248320, 5, 7], label="input_ids")
+        ax.set_title("a title\non two lines")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2))
+        return fig
+
+    saved = io.BytesIO()
+    figure().savefig(saved, format="png")
+    fig = figure()
+    draws: list[int] = []
+    draw = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda self, r: (draws.append(1), draw(self, r))[1])
+    ours = figure_png(fig)
+    plt.close("all")
+    assert len(draws) == 1
+    assert ours.startswith(b"\x89PNG")
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(ours)).convert("RGBA")),
+                          np.asarray(Image.open(saved).convert("RGBA")))

@@ -5,7 +5,8 @@ A report's notebook ran in a Jupyter kernel through papermill: most of a small c
 time went to importing papermill (jsonschema's format checkers compile a grammar at import) and
 to starting the kernel and importing everything again in it. Here the cells run in
 ``IPython.core.interactiveshell.InteractiveShell`` (the shell a kernel wraps) with a fresh
-namespace, figures are rendered as PNG at the end of each cell (as the inline backend does), a
+namespace, figures are rendered as PNG at the end of each cell (as the inline backend does,
+with one draw instead of two: :func:`figure_png`), a
 cell's last expression is displayed as a rich output (HTML tables), and stderr is dropped.
 A v4 notebook is read as plain JSON into :class:`Node` (nbformat's import is a tenth of a small
 report's time); an older one goes through nbformat's conversion.
@@ -107,12 +108,30 @@ def _run_cell(shell: Any, plt: Any, source: str, number: int) -> list[Any]:
     with capture_output(stdout=True, stderr=True, display=True) as captured:
         result = shell.run_cell(source, store_history=True)
         for figure in plt.get_fignums():
-            display(plt.figure(figure))
+            display({"image/png": figure_png(plt.figure(figure))}, raw=True)
         plt.close("all")
     error = result.error_before_exec or result.error_in_exec
     if error is not None:
         raise CellError(number, type(error).__name__, str(error))
     return _outputs(captured)
+
+
+def figure_png(figure: Any) -> bytes:
+    """``figure`` as PNG bytes from one Agg draw: the draw runs the figure's layout engine
+    itself, where ``savefig`` draws twice (once to lay out, once to render), and the PNG is
+    written at zlib level 1 (a tenth of a figure's time at level 6, for 5-10% more bytes)."""
+    from io import BytesIO
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    width, height = canvas.get_width_height(physical=True)
+    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    out = BytesIO()
+    image.save(out, format="png", compress_level=1)
+    return out.getvalue()
 
 
 def _outputs(captured: Any) -> list[Any]:
