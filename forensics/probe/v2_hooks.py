@@ -11,8 +11,9 @@ bounds checks. The probe records, at their call sites in ``vllm.v1.worker.gpu.mo
   checked in guard mode before the model runs.
 
 Steps are counted at V2's ``GPUModelRunner.execute_model`` (the V1 wrapper, which only counts).
-Guard mode checks a call with the site's own model and checks (:func:`violation_of`): it
-raises before the kernel only for an index the kernel uses; an id it only writes is recorded,
+Guard mode checks a call with the site's ``Site.guard`` (:func:`checker`; a site without one
+with its own model and checks, :func:`violation_of`): it raises before the kernel only for an
+index the kernel uses; an id it only writes is recorded,
 flushed and warned of, and the embedding raises if the id reaches it.
 
 ``Worker.load_model`` is wrapped too: a runner the probe knows sets the manifest's ``runner``;
@@ -83,6 +84,18 @@ def violation_of(site: str, fields: dict[str, Any]) -> Violation | None:
                      int(first["lower"]), int(first["upper"]))
 
 
+def checker(site: str) -> Callable[[dict[str, Any]], Violation | None]:
+    """Guard mode's check of one ``site`` call on its host values: the site's own
+    ``Site.guard`` (vectorised, held to :func:`violation_of` by
+    ``tests/probe/test_probe_guard_core.py``) when it has one, else :func:`violation_of`."""
+    from forensics.sites import get_site
+
+    guard = get_site(site).guard
+    if guard is not None:
+        return guard
+    return functools.partial(violation_of, site)
+
+
 def _record(pending: PendingRecord, session: ProbeSession, tensors: dict[str, Any],
             ints: dict[str, int], host: dict[str, Any], rows: int) -> None:
     """Put ``tensors`` (copied: at once on the CPU, asynchronously from a device) and ``ints``
@@ -114,6 +127,7 @@ def _req_ids(runner: Any, n: int) -> list[str] | None:
 def wrap_combine(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``combine_sampled_and_draft_tokens`` where V2's runner calls it."""
     site = hooked_at()[COMBINE]
+    site_check = checker(site)
 
     @functools.wraps(original)
     def combine_sampled_and_draft_tokens(
@@ -137,7 +151,7 @@ def wrap_combine(original: Callable[..., Any]) -> Callable[..., Any]:
             return True
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
-            return violation_of(site, host)
+            return site_check(host)
 
         def outputs(session: ProbeSession, pending: PendingRecord) -> None:
             pending.fields["input_ids_after"] = session.copier.take(input_ids[:tokens])
@@ -154,6 +168,7 @@ def wrap_combine(original: Callable[..., Any]) -> Callable[..., Any]:
 def wrap_post_update(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``post_update`` where V2's runner calls it (after sampling)."""
     site = hooked_at()[POST_UPDATE]
+    site_check = checker(site)
 
     @functools.wraps(original)
     def post_update_call(idx_mapping: Any, num_computed_tokens: Any, last_sampled_tokens: Any,
@@ -185,7 +200,7 @@ def wrap_post_update(original: Callable[..., Any]) -> Callable[..., Any]:
             return True
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
-            return violation_of(site, host)
+            return site_check(host)
 
         def outputs(session: ProbeSession, pending: PendingRecord) -> None:
             take = session.copier.take
