@@ -100,14 +100,16 @@ def _record(pending: PendingRecord, session: ProbeSession, tensors: dict[str, An
             ints: dict[str, int], host: dict[str, Any], rows: int) -> None:
     """Put ``tensors`` (copied: at once on the CPU, asynchronously from a device) and ``ints``
     into the record, and the request ids of its ``rows`` batch rows when the runner knows
-    them; in guard mode also their host values into ``host``. (One copy per tensor: joining
-    them, as V1's ``batch_change`` does, cost more on CPU tensors, benchmarks/README.md;
-    on a device, not measured.)"""
-    take = session.copier.take
-    pending.fields.update({name: take(t) for name, t in tensors.items()})
+    them; in guard mode also their host values into ``host`` (a host tensor's copy is its
+    host value: no second copy). (One copy per tensor: joining them, as V1's
+    ``batch_change`` does, cost more on CPU tensors, benchmarks/README.md; on a device, not
+    measured.)"""
+    copies = session.copier.take_all(list(tensors.values()))
+    pending.fields.update(zip(tensors, copies, strict=True))
     pending.fields.update(ints)
     if session.guard:
-        host.update({name: _host(t) for name, t in tensors.items()})
+        host.update({name: copy if type(copy) is np.ndarray else _host(tensors[name])
+                     for name, copy in zip(tensors, copies, strict=True)})
         host.update(ints)
     req_ids = _req_ids(session.runner, rows)
     if req_ids is not None:

@@ -343,7 +343,7 @@ def _stored(fields: Mapping[str, Any], idx: np.ndarray, r: np.ndarray, counts: n
     out[idx[r]] = np.asarray(fields["draft_tokens"])[r]
     s = out.shape[1]
     rows = np.repeat(r, s)
-    element = idx[rows] * s + np.tile(np.arange(s), len(r))
+    element = idx[rows] * s + np.arange(len(rows)) % max(s, 1)
     return first_violation(NAME, [("out.draft_tokens_out", rows, out.reshape(-1)[element], vocab)])
 
 
