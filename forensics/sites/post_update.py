@@ -281,7 +281,7 @@ def _bases(slots: np.ndarray, counts: np.ndarray, total: np.ndarray) -> np.ndarr
     order = np.argsort(slots, kind="stable")
     ran = np.cumsum(add[order]) - add[order]
     ordered = slots[order]
-    starts = np.r_[True, ordered[1:] != ordered[:-1]]
+    starts = np.concatenate(([True], ordered[1:] != ordered[:-1]))
     earlier = np.empty_like(ran)
     earlier[order] = ran - ran[starts][np.cumsum(starts) - 1]
     base = total[np.where(inside, slots, 0)] if len(total) else np.zeros(len(slots), np.int64)
