@@ -151,15 +151,7 @@ class WriterChannel:
     def put_record(self, pending: PendingRecord) -> bool:
         """Frame ``pending`` (its copies completed) as a ``RECORD`` frame; False when the
         ring has no room. Raises what encoding raises (a value JSON cannot hold)."""
-        text, arrays = frames.record_parts(pending)
-        size = frames.parts_size(text, arrays)
-        offset = self._room(size)
-        if offset < 0:
-            return False
-        frames.put_parts(self.ring.view, offset, size, frames.RECORD, text, arrays)
-        self.head += size
-        self.framed += 1
-        return True
+        return self.put_bytes(frames.record_blob(pending), record=True)
 
     def put_bytes(self, frame: bytes, *, record: bool = False) -> bool:
         """Frame ready bytes (a ``RECORD``, ``LAYOUT`` or ``EVENT`` frame); False when the

@@ -143,38 +143,10 @@ def blob(kind: int, header: dict[str, Any], arrays: tuple[np.ndarray, ...] = ())
 def record_blob(pending: PendingRecord) -> bytes:
     """The ``RECORD`` frame of ``pending`` (its copies completed): byte for byte the frame of
     :func:`blob` of its header, written from cached pieces (:func:`record_header`)."""
-    return _framed(RECORD, *record_parts(pending))
-
-
-def record_parts(pending: PendingRecord) -> tuple[bytes, list[np.ndarray]]:
-    """The encoded JSON header of ``pending``'s ``RECORD`` frame and its arrays, in order."""
     record = pending.to_record()
     data = [value for value in record.fields.values() if isinstance(value, np.ndarray)]
-    return record_header(record.site, record.step, record.rank,
-                         record.fields).encode(), data
-
-
-def parts_size(text: bytes, arrays: list[np.ndarray]) -> int:
-    """The size of the frame of ``text`` and ``arrays`` (:func:`put_parts`)."""
-    return BLOB_HEAD.size + padded(len(text)) + sum([padded(a.nbytes) for a in arrays])
-
-
-def put_parts(view: memoryview, offset: int, size: int, kind: int, text: bytes,
-              arrays: list[np.ndarray]) -> None:
-    """Write the frame of ``kind`` of ``text`` and ``arrays`` (``size`` bytes,
-    :func:`parts_size`) at ``offset`` of ``view``: the bytes of :func:`_framed`, each array
-    copied once, straight into ``view``."""
-    BLOB_HEAD.pack_into(view, offset, size, kind, len(text))
-    at = offset + BLOB_HEAD.size
-    pieces: list[Any] = [text, *[np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-                                 for a in arrays]]
-    for data in pieces:
-        n = len(data)
-        if n:
-            view[at:at + n] = data
-        end = at + padded(n)
-        view[at + n:end] = bytes(end - at - n)
-        at = end
+    return _framed(RECORD, record_header(record.site, record.step, record.rank,
+                                         record.fields).encode(), data)
 
 
 def record_header(site: str, step: int, rank: int, fields: dict[str, Any]) -> str:

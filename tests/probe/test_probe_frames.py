@@ -63,17 +63,3 @@ def test_a_value_json_cannot_hold_still_raises() -> None:
         frames.record_blob(PendingRecord("s", 1, 0, {"x": float("nan")}))
     with pytest.raises(TypeError):
         frames.record_blob(PendingRecord("s", 1, 0, {"x": object()}))
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["req_ids", "vocab_size", "x", "idx"]),
-                       st.one_of(PLAIN, ARRAY), max_size=5), st.integers(0, 16))
-def test_a_record_frame_put_into_the_ring_is_its_blob(fields: dict[str, Any], at: int) -> None:
-    """``put_parts`` (what the writer channel writes into its ring) writes the bytes of
-    ``record_blob``, each array straight into the ring, its padding zeroed."""
-    pending = PendingRecord("combine_tokens", 3, 0, dict(fields))
-    text, arrays = frames.record_parts(pending)
-    size = frames.parts_size(text, arrays)
-    ring = bytearray(b"\xff" * (size + 32))
-    frames.put_parts(memoryview(ring), at * 2, size, frames.RECORD, text, arrays)
-    assert bytes(ring[at * 2:at * 2 + size]) == frames.record_blob(pending)
