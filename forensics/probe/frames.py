@@ -22,6 +22,7 @@ numbers, JSON and bytes, and numpy dtypes only of the numeric and boolean kinds.
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 from itertools import chain
@@ -136,29 +137,86 @@ _STEP, _RANK = attrgetter("step"), attrgetter("rank")
 def blob(kind: int, header: dict[str, Any], arrays: tuple[np.ndarray, ...] = ()) -> bytes:
     """A ``RECORD``, ``LAYOUT`` or ``EVENT`` frame: ``header`` as JSON, then ``arrays``'
     bytes, each padded. Raises TypeError or ValueError for a value JSON cannot hold."""
-    text = _ENCODE(header).encode()
+    return _framed(kind, _ENCODE(header).encode(), list(arrays))
+
+
+def record_blob(pending: PendingRecord) -> bytes:
+    """The ``RECORD`` frame of ``pending`` (its copies completed): byte for byte the frame of
+    :func:`blob` of its header, written from cached pieces (:func:`record_header`)."""
+    record = pending.to_record()
+    data = [value for value in record.fields.values() if isinstance(value, np.ndarray)]
+    return _framed(RECORD, record_header(record.site, record.step, record.rank,
+                                         record.fields).encode(), data)
+
+
+def record_header(site: str, step: int, rank: int, fields: dict[str, Any]) -> str:
+    """The JSON header of a ``RECORD`` frame, as :data:`_ENCODE` writes ``{"site", "step",
+    "rank", "fields": the plain values, "arrays": each array's [dtype, shape]}``, from
+    pieces: each field name's JSON made once, a list of request ids' JSON kept while the
+    same ids come again (a decode step's batch), each set of arrays' dtypes and shapes'
+    JSON made once. Any other value is encoded as it comes (raising what encoding raises)."""
+    if not all(type(name) is str for name in fields) or type(site) is not str:
+        return _slow_header(site, step, rank, fields)
+    plain: list[str] = []
+    shapes: list[tuple[str, str, tuple[int, ...]]] = []
+    for name, value in fields.items():
+        if isinstance(value, np.ndarray):
+            shapes.append((name, value.dtype.str, value.shape))
+        else:
+            plain.append(f"{_name(name)}: {_value(value)}")
+    arrays = _ARRAYS.get(key := tuple(shapes))
+    if arrays is None:
+        if len(_ARRAYS) >= _ARRAYS_KEPT:
+            _ARRAYS.clear()
+        arrays = _ARRAYS[key] = _ENCODE({name: [dtype, list(shape)]
+                                          for name, dtype, shape in shapes})
+    return (f'{{"site": {_name(site)}, "step": {_ENCODE(step)}, "rank": {_ENCODE(rank)}, '
+            f'"fields": {{{", ".join(plain)}}}, "arrays": {arrays}}}')
+
+
+def _slow_header(site: str, step: int, rank: int, fields: dict[str, Any]) -> str:
+    """:func:`record_header` as one encoding of the whole header (a field name not a str)."""
+    plain: dict[Any, Any] = {}
+    arrays: dict[Any, Any] = {}
+    for name, value in fields.items():
+        if isinstance(value, np.ndarray):
+            arrays[name] = [value.dtype.str, list(value.shape)]
+        else:
+            plain[name] = value
+    return _ENCODE({"site": site, "step": step, "rank": rank, "fields": plain,
+                    "arrays": arrays})
+
+
+_STR_ONLY = {str}
+#: the last list of strings encoded (a copy) and its JSON
+_last_ids: tuple[list[str], str] = ([], "[]")
+#: JSON of a set of arrays' names, dtypes and shapes; cleared when it holds this many
+_ARRAYS: dict[tuple[tuple[str, str, tuple[int, ...]], ...], str] = {}
+_ARRAYS_KEPT = 256
+
+
+def _value(value: Any) -> str:
+    """The JSON of one plain field value; a list of strings equal to the last one encoded
+    (every item a str, as it was) reuses that one's JSON."""
+    global _last_ids
+    if type(value) is list and value and set(map(type, value)) == _STR_ONLY:
+        last = _last_ids
+        if value == last[0]:
+            return last[1]
+        text = _ENCODE(value)
+        _last_ids = (list(value), text)
+        return text
+    return _ENCODE(value)
+
+
+def _framed(kind: int, text: bytes, arrays: list[np.ndarray]) -> bytes:
+    """A frame of ``kind``: the encoded JSON ``text``, then ``arrays``' bytes, each padded."""
     parts = [b"", text, bytes(padded(len(text)) - len(text))]
     for array in arrays:
         data = np.ascontiguousarray(array).tobytes()
         parts += [data, bytes(padded(len(data)) - len(data))]
     body = b"".join(parts)
     return BLOB_HEAD.pack(BLOB_HEAD.size + len(body), kind, len(text)) + body
-
-
-def record_blob(pending: PendingRecord) -> bytes:
-    """The ``RECORD`` frame of ``pending`` (its copies completed)."""
-    record = pending.to_record()
-    plain: dict[str, Any] = {}
-    arrays: dict[str, Any] = {}
-    data: list[np.ndarray] = []
-    for name, value in record.fields.items():
-        if isinstance(value, np.ndarray):
-            arrays[name] = [value.dtype.str, list(value.shape)]
-            data.append(value)
-        else:
-            plain[name] = value
-    return blob(RECORD, {"site": record.site, "step": record.step, "rank": record.rank,
-                         "fields": plain, "arrays": arrays}, tuple(data))
 
 
 def _plain_number(value: Any) -> Any:
@@ -170,6 +228,7 @@ def _plain_number(value: Any) -> Any:
 
 #: the frames' JSON encoder, made once (``json.dumps`` with options builds one per call)
 _ENCODE = json.JSONEncoder(allow_nan=False, default=_plain_number).encode
+_name = functools.lru_cache(maxsize=1024)(_ENCODE)  # a field name's (or site's) JSON
 
 
 # -- the writer process's side ---------------------------------------------------------------

@@ -11,8 +11,9 @@ bounds checks. The probe records, at their call sites in ``vllm.v1.worker.gpu.mo
   checked in guard mode before the model runs.
 
 Steps are counted at V2's ``GPUModelRunner.execute_model`` (the V1 wrapper, which only counts).
-Guard mode checks a call with the site's own model and checks (:func:`violation_of`): it
-raises before the kernel only for an index the kernel uses; an id it only writes is recorded,
+Guard mode checks a call with the site's ``Site.guard`` (:func:`checker`; a site without one
+with its own model and checks, :func:`violation_of`): it raises before the kernel only for an
+index the kernel uses; an id it only writes is recorded,
 flushed and warned of, and the embedding raises if the id reaches it.
 
 ``Worker.load_model`` is wrapped too: a runner the probe knows sets the manifest's ``runner``;
@@ -84,18 +85,32 @@ def violation_of(site: str, fields: dict[str, Any]) -> Violation | None:
                      int(first["lower"]), int(first["upper"]))
 
 
+def checker(site: str) -> Callable[[dict[str, Any]], Violation | None]:
+    """Guard mode's check of one ``site`` call on its host values: the site's own
+    ``Site.guard`` (vectorised, held to :func:`violation_of` by
+    ``tests/probe/test_probe_guard_core.py``) when it has one, else :func:`violation_of`."""
+    from forensics.sites import get_site
+
+    guard = get_site(site).guard
+    if guard is not None:
+        return guard
+    return functools.partial(violation_of, site)
+
+
 def _record(pending: PendingRecord, session: ProbeSession, tensors: dict[str, Any],
             ints: dict[str, int], host: dict[str, Any], rows: int) -> None:
     """Put ``tensors`` (copied: at once on the CPU, asynchronously from a device) and ``ints``
     into the record, and the request ids of its ``rows`` batch rows when the runner knows
-    them; in guard mode also their host values into ``host``. (One copy per tensor: joining
-    them, as V1's ``batch_change`` does, cost more on CPU tensors, benchmarks/README.md;
-    on a device, not measured.)"""
-    take = session.copier.take
-    pending.fields.update({name: take(t) for name, t in tensors.items()})
+    them; in guard mode also their host values into ``host`` (a host tensor's copy is its
+    host value: no second copy). (One copy per tensor: joining them, as V1's
+    ``batch_change`` does, cost more on CPU tensors, benchmarks/README.md; on a device, not
+    measured.)"""
+    copies = session.copier.take_all(list(tensors.values()))
+    pending.fields.update(zip(tensors, copies, strict=True))
     pending.fields.update(ints)
     if session.guard:
-        host.update({name: _host(t) for name, t in tensors.items()})
+        host.update({name: copy if type(copy) is np.ndarray else _host(tensors[name])
+                     for name, copy in zip(tensors, copies, strict=True)})
         host.update(ints)
     req_ids = _req_ids(session.runner, rows)
     if req_ids is not None:
@@ -115,6 +130,7 @@ def _req_ids(runner: Any, n: int) -> list[str] | None:
 def wrap_combine(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``combine_sampled_and_draft_tokens`` where V2's runner calls it."""
     site = hooked_at()[COMBINE]
+    site_check = checker(site)
 
     @functools.wraps(original)
     def combine_sampled_and_draft_tokens(
@@ -138,7 +154,7 @@ def wrap_combine(original: Callable[..., Any]) -> Callable[..., Any]:
             return True
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
-            return violation_of(site, host)
+            return site_check(host)
 
         def outputs(session: ProbeSession, pending: PendingRecord) -> None:
             pending.fields["input_ids_after"] = session.copier.take(input_ids[:tokens])
@@ -155,6 +171,7 @@ def wrap_combine(original: Callable[..., Any]) -> Callable[..., Any]:
 def wrap_post_update(original: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``post_update`` where V2's runner calls it (after sampling)."""
     site = hooked_at()[POST_UPDATE]
+    site_check = checker(site)
 
     @functools.wraps(original)
     def post_update_call(idx_mapping: Any, num_computed_tokens: Any, last_sampled_tokens: Any,
@@ -186,7 +203,7 @@ def wrap_post_update(original: Callable[..., Any]) -> Callable[..., Any]:
             return True
 
         def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
-            return violation_of(site, host)
+            return site_check(host)
 
         def outputs(session: ProbeSession, pending: PendingRecord) -> None:
             take = session.copier.take

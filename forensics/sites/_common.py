@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -555,3 +555,18 @@ def first_outside(values: np.ndarray, lower: int, upper: int) -> int | None:
     """Position of the first of ``values`` outside ``[lower, upper)``, or None."""
     bad = np.flatnonzero((values < lower) | (values >= upper))
     return int(bad[0]) if bad.size else None
+
+
+def first_violation(site: str, parts: Iterable[tuple[str, np.ndarray, np.ndarray, int]]
+                    ) -> Violation | None:
+    """The first entry outside ``[0, upper)`` of the first part holding one, as ``site``'s
+    Violation (``parts``: ``(tensor, rows, values, upper)`` in the order a model's checks
+    have them: a guard's form of the first finding of those checks)."""
+    for tensor, rows, values, upper in parts:
+        values = np.asarray(values)
+        if not values.size or (values.min() >= 0 and values.max() < upper):
+            continue  # two reductions: cheaper than finding none
+        at = first_outside(values, 0, upper)
+        if at is not None:
+            return Violation(site, int(rows[at]), tensor, int(values[at]), 0, int(upper))
+    return None

@@ -29,7 +29,9 @@ numpy only (``import forensics.sites`` stays light).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +40,8 @@ from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     BatchColumns,
     RunColumns,
+    Violation,
+    first_violation,
     require,
     require_len,
     require_unique,
@@ -117,7 +121,7 @@ class _Plan:
         self.position.append(position)
 
 
-def _block(record: Record) -> int:
+def _block(record: Record | Mapping[str, Any]) -> int:
     """The kernel's BLOCK_SIZE: the next power of two of ``s + num_new_sampled_tokens``."""
     need = int(np.asarray(record["draft_tokens"]).shape[1]) + int(record["num_new_sampled_tokens"])
     return 1 << max(need - 1, 0).bit_length()
@@ -218,12 +222,66 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     return Checks.concat(parts)
 
 
+def _writes(fields: Mapping[str, Any]) -> tuple[np.ndarray, ...]:
+    """:func:`_plan`'s writes, vectorised: per write its batch row, source (0 last sampled
+    token, 1 a draft), draft column and ``input_ids`` position, in the plan's order."""
+    idx = np.asarray(fields["idx_mapping"], dtype=np.int64)
+    prefill = np.asarray(fields["prefill_len"], dtype=np.int64)
+    cu = np.asarray(fields["cu_num_logits"], dtype=np.int64)
+    seq = np.asarray(fields["seq_lens"], dtype=np.int64)
+    new = int(fields["num_new_sampled_tokens"])
+    n = len(idx)
+    inside = (idx >= 0) & (idx < len(prefill))
+    pre = np.where(inside, prefill[np.where(inside, idx, 0)] if len(prefill) else 0, 0)
+    num_logits = cu[1:n + 1] - cu[:n]
+    live = inside & (seq > pre)
+    first = live & (new > 0) & (seq - num_logits >= pre)
+    drafts = np.where(live, np.minimum(np.maximum(num_logits - new, 0), _block(fields)), 0)
+    count = first.astype(np.int64) + drafts
+    rows = np.repeat(np.arange(n, dtype=np.int64), count)
+    offset = np.arange(len(rows), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+    source = np.where(first[rows] & (offset == 0), 0, 1)
+    column = np.where(source == 0, 0, offset - first[rows])
+    query_end = np.asarray(fields["query_start_loc"], dtype=np.int64)[rows + 1]
+    logits = num_logits[rows]
+    position = np.where(source == 0, query_end - logits, query_end - (logits - new) + column)
+    return rows, source, column, position
+
+
+def guard(fields: Mapping[str, Any]) -> Violation | None:
+    """The probe's per-call check (``Site.guard``) on one call's host values (the record's
+    fields): what :func:`violation_of <forensics.probe.v2_hooks.violation_of>` finds in the
+    upstream model's run, vectorised: the first index the kernel uses out of range (in the
+    order of :func:`_plan`'s accesses), else the first id written into ``input_ids`` outside
+    ``[0, vocab_size)`` (``out.input_ids``), else None."""
+    idx = np.asarray(fields["idx_mapping"], dtype=np.int64)
+    drafts = np.asarray(fields["draft_tokens"])
+    rows, source, column, position = _writes(fields)
+    every = np.arange(len(idx), dtype=np.int64)
+    read = rows[source == 1]
+    found = first_violation(NAME, (
+        ("prefill_len", every, idx, len(fields["prefill_len"])),
+        ("last_sampled_tokens", every, idx, len(fields["last_sampled_tokens"])),
+        ("draft_tokens", read, idx[read], drafts.shape[0]),
+        ("draft_tokens.column", read, column[source == 1], drafts.shape[1]),
+        ("input_ids", rows, position, len(fields["input_ids"]))))
+    if found is not None or not len(rows):
+        return found
+    slots = idx[rows]
+    values = np.where(source == 0, np.asarray(fields["last_sampled_tokens"]).reshape(-1)[slots],
+                      drafts.reshape(-1)[slots * drafts.shape[1] + column] if drafts.size else 0)
+    after = np.array(fields["input_ids"], dtype=np.int64).reshape(-1)
+    after[position] = values
+    return first_violation(NAME, (("out.input_ids", rows, after[position],
+                              int(fields["vocab_size"])),))
+
+
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
 SITE: Site[RunColumns] = Site(
     name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
     summary_tensor=SUMMARY_TENSOR, run_batch=run_batch,
-    checks=outcome_checks, check_record=check_record, check_batch=check_batch,
+    checks=outcome_checks, check_record=check_record, check_batch=check_batch, guard=guard,
     hook="vllm.v1.worker.gpu.model_runner:combine_sampled_and_draft_tokens",
     kernel="forensics.variants.triton_worker:run_combine_sampled_and_draft_tokens")

@@ -30,7 +30,9 @@ numpy only (``import forensics.sites`` stays light).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +41,8 @@ from forensics.records import FieldSpec, Record
 from forensics.sites._common import (
     BatchColumns,
     RunColumns,
+    Violation,
+    first_violation,
     require,
     require_len,
     require_unique,
@@ -193,9 +197,12 @@ def _wild(record: Record, rows: list[_Row]) -> str | None:
     """The first read or write outside its allocation, described, or None."""
     m, sampled = len(record["num_computed_tokens"]), np.asarray(record["sampled_tokens"])
     bins, width = int(record["bin_counts_rows"]), int(record["bin_counts_width"])
+    drafts = np.asarray(record["draft_tokens_out"]).shape[0] if "draft_tokens" in record else m
     for x in rows:
         if x.slot >= m:
             return f"slot {x.slot} of buffers with {m} slots"
+        if x.slot >= drafts:
+            return f"draft_tokens_out slot {x.slot} of {drafts}"
         if x.ids and x.row * sampled.shape[1] + len(x.ids) > sampled.size:
             return f"sampled_tokens row {x.row} column {len(x.ids) - 1}"
         length = int(record["all_token_ids_width"]) * m
@@ -263,12 +270,89 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     return Checks.concat(parts)
 
 
+def _bases(slots: np.ndarray, counts: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """:func:`_rows`' first ``all_token_ids`` column of each row (``slots`` >= 0, in batch
+    order): the slot's ``total_len`` plus the ids earlier rows of that slot stored (0 for a
+    slot outside ``total_len``, which no row changes)."""
+    if not len(slots):
+        return np.zeros(0, np.int64)
+    inside = slots < len(total)
+    add = np.where(inside & (counts > 0), counts, 0)
+    order = np.argsort(slots, kind="stable")
+    ran = np.cumsum(add[order]) - add[order]
+    ordered = slots[order]
+    starts = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+    earlier = np.empty_like(ran)
+    earlier[order] = ran - ran[starts][np.cumsum(starts) - 1]
+    base = total[np.where(inside, slots, 0)] if len(total) else np.zeros(len(slots), np.int64)
+    return np.where(inside, base + earlier, 0)
+
+
+def guard(fields: Mapping[str, Any]) -> Violation | None:
+    """The probe's per-call check (``Site.guard``) on one call's host values (the record's
+    fields): what :func:`violation_of <forensics.probe.v2_hooks.violation_of>` finds in the
+    upstream model's run, vectorised: the first index the kernel uses out of range (in the
+    order of :func:`_accesses`), else, when the kernel stays inside its buffers, the first
+    id stored for the next step outside ``[0, vocab_size)`` (``out.last_sampled_tokens``,
+    then ``out.draft_tokens_out``), else None."""
+    idx = np.asarray(fields["idx_mapping"], dtype=np.int64)
+    sampled = np.asarray(fields["sampled_tokens"])
+    width = sampled.shape[1]
+    r = np.flatnonzero(idx >= 0)
+    slots = idx[r]
+    counts = np.asarray(fields["num_sampled"], dtype=np.int64)[r]
+    per = np.maximum(counts, 0)
+    tok_rows = np.repeat(r, per)
+    col = np.arange(len(tok_rows), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+    parts = [(name, r, slots, len(fields[name])) for name in _SLOTS]
+    if "draft_tokens_out" in fields:
+        parts.append(("draft_tokens_out", r, slots,
+                      np.asarray(fields["draft_tokens_out"]).shape[0]))
+    parts.append(("sampled_tokens", tok_rows, col, width))
+    found = first_violation(NAME, parts)
+    if found is not None:
+        return found
+    total = np.asarray(fields["total_len"], dtype=np.int64)
+    columns = np.repeat(_bases(slots, counts, total), per) + col
+    found = first_violation(NAME, [("all_token_ids", tok_rows, columns,
+                                    int(fields["all_token_ids_width"]))])
+    ids = sampled.reshape(-1)[tok_rows * width + col].astype(np.int64)
+    bins = int(fields["bin_counts_rows"])
+    if found is None and bins > 0:
+        found = first_violation(NAME, [("output_bin_counts", tok_rows, ids,
+                                        int(fields["bin_counts_width"]))])
+    if found is not None or (bins > 0 and bool(np.any(np.repeat(slots, per) >= bins))):
+        return found  # a count outside output_bin_counts' rows: the model's run stops there
+    return _stored(fields, idx, r, counts, sampled)
+
+
+def _stored(fields: Mapping[str, Any], idx: np.ndarray, r: np.ndarray, counts: np.ndarray,
+            sampled: np.ndarray) -> Violation | None:
+    """:func:`outcome_checks`' ``out.*`` checks of the upstream run of a call whose kernel
+    stays inside its buffers: the first id stored for the next step outside the vocabulary."""
+    vocab = int(fields["vocab_size"])
+    last = np.array(fields["last_sampled_tokens"], dtype=np.int64).reshape(-1)
+    wrote = r[counts > 0]
+    last[idx[wrote]] = sampled[wrote, np.asarray(fields["num_sampled"])[wrote] - 1]
+    stored = np.flatnonzero((idx >= 0) & (idx < len(last))
+                            & (np.asarray(fields["num_sampled"]) > 0))
+    found = first_violation(NAME, [("out.last_sampled_tokens", stored, last[idx[stored]], vocab)])
+    if found is not None or "draft_tokens" not in fields:
+        return found
+    out = np.array(fields["draft_tokens_out"])
+    out[idx[r]] = np.asarray(fields["draft_tokens"])[r]
+    s = out.shape[1]
+    rows = np.repeat(r, s)
+    element = idx[rows] * s + np.arange(len(rows)) % max(s, 1)
+    return first_violation(NAME, [("out.draft_tokens_out", rows, out.reshape(-1)[element], vocab)])
+
+
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: this module's site: its schema and operations (the registry holds it)
 SITE: Site[RunColumns] = Site(
     name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
     summary_tensor=SUMMARY_TENSOR, run_batch=run_batch,
-    checks=outcome_checks, check_record=check_record, check_batch=check_batch,
+    checks=outcome_checks, check_record=check_record, check_batch=check_batch, guard=guard,
     hook="vllm.v1.worker.gpu.model_runner:post_update",
     kernel="forensics.variants.triton_worker:run_post_update")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from forensics.probe import guard
@@ -141,3 +141,90 @@ def test_async_output_guard_reads_a_previous_row_as_an_earlier_request_cut_it() 
     found = async_output.guard(req_ids, {"r3": 1, "r2": 1}, outputs[:2] + [[-1, -1], [-1]],
                                      sampled, 50)
     assert found is not None and (found.row, found.value) == (2, 50)
+
+
+def _ids(data: st.DataObject, shape: tuple[int, ...], vocab: int) -> np.ndarray:
+    """Token ids of ``shape``, mostly valid, some ``-1`` or ``vocab`` and beyond."""
+    size = int(np.prod(shape))
+    ids = st.one_of(st.integers(0, vocab - 1), st.integers(-2, -1), st.integers(vocab, vocab + 1))
+    return np.array(data.draw(st.lists(ids, min_size=size, max_size=size)),
+                    np.int64).reshape(shape)
+
+
+def _slots(data: st.DataObject, n: int, low: int, high: int, m: int) -> np.ndarray:
+    """``n`` slots: half the time all in ``[0, m)``, else any in ``[low, high]``."""
+    inside = data.draw(st.booleans())
+    slots = st.integers(0, m - 1) if inside else st.integers(low, high)
+    return np.array(data.draw(st.lists(slots, min_size=n, max_size=n)), np.int32)
+
+
+def _cumulative(data: st.DataObject, n: int, most: int) -> np.ndarray:
+    """``n + 1`` offsets from 0, steps in ``[0, most]``."""
+    steps = data.draw(st.lists(st.integers(0, most), min_size=n, max_size=n))
+    return np.concatenate([[0], np.cumsum(steps)]).astype(np.int32)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.data())
+def test_combine_tokens_guard_is_violation_of(data: st.DataObject) -> None:
+    """The V2 guard finds exactly what the upstream model's run does (v2_hooks.violation_of:
+    row, tensor, value, bounds), slots, draft columns and positions out of range included."""
+    from forensics.probe import v2_hooks
+    from forensics.sites import combine_tokens
+
+    n, m, s, vocab = (data.draw(st.integers(1, 5)), data.draw(st.integers(1, 5)),
+                      data.draw(st.integers(0, 3)), 20)
+    qsl = _cumulative(data, n, 4)
+    tokens = max(int(qsl[-1]) + data.draw(st.integers(-2, 2)), 0)
+    fields: dict[str, Any] = {
+        "input_ids": _ids(data, (tokens,), vocab),
+        "idx_mapping": _slots(data, n, -1, m + 1, m),
+        "last_sampled_tokens": _ids(data, (m + data.draw(st.integers(-1, 0)),), vocab),
+        "query_start_loc": qsl,
+        "seq_lens": np.array(data.draw(st.lists(st.integers(0, 8), min_size=n, max_size=n)),
+                             np.int32),
+        "prefill_len": np.array(data.draw(st.lists(st.integers(0, 8), min_size=m, max_size=m)),
+                                np.int32),
+        "draft_tokens": _ids(data, (m, s), vocab),
+        "cu_num_logits": _cumulative(data, n, s + 2),
+        "num_new_sampled_tokens": data.draw(st.integers(0, 1)), "vocab_size": vocab}
+    found = combine_tokens.guard(fields)
+    event(f"found: {None if found is None else found.tensor}")
+    assert found == v2_hooks.violation_of("combine_tokens", fields)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.data())
+def test_post_update_guard_is_violation_of(data: st.DataObject) -> None:
+    """The V2 guard finds exactly what the upstream model's run does (v2_hooks.violation_of),
+    slots, sampled columns, all_token_ids columns and bin-count ids out of range included,
+    and rows of one slot that move its ``total_len`` in batch order."""
+    from forensics.probe import v2_hooks
+    from forensics.sites import post_update
+
+    n, m, s, vocab = (data.draw(st.integers(1, 5)), data.draw(st.integers(1, 4)),
+                      data.draw(st.integers(0, 2)), 20)
+    width = data.draw(st.integers(1, 6))
+
+    def per_slot(low: int, high: int) -> np.ndarray:
+        return np.array(data.draw(st.lists(st.integers(low, high), min_size=m, max_size=m)),
+                        np.int32)
+
+    fields: dict[str, Any] = {
+        "idx_mapping": _slots(data, n, -1, m, m),
+        "num_computed_tokens": per_slot(0, 9), "last_sampled_tokens": _ids(data, (m,), vocab),
+        "sampled_tokens": _ids(data, (n, s + 1), vocab),
+        "num_sampled": np.array(data.draw(st.lists(st.integers(-1, s + 2), min_size=n,
+                                                   max_size=n)), np.int32),
+        "num_rejected": np.zeros(n, np.int32), "total_len": per_slot(-1, width),
+        "all_token_ids_width": width,
+        "bin_counts_rows": data.draw(st.sampled_from([0, m, max(m - 1, 1)])),
+        "bin_counts_width": vocab + data.draw(st.integers(-1, 0)), "vocab_size": vocab}
+    if data.draw(st.booleans()):
+        fields["query_start_loc"] = _cumulative(data, n, 3)
+    if data.draw(st.booleans()):
+        fields["draft_tokens"] = _ids(data, (n, s), vocab)
+        fields["draft_tokens_out"] = _ids(data, (m + data.draw(st.integers(-1, 0)), s), vocab)
+    found = post_update.guard(fields)
+    event(f"found: {None if found is None else found.tensor}")
+    assert found == v2_hooks.violation_of("post_update", fields)

@@ -52,3 +52,13 @@ def test_negative_slots_are_skipped_and_a_stale_column_is_found() -> None:
     found = judge_record(late, site.SITE.upstream(late))
     assert [(f["tensor"], f["row"], f["element"], f["value"], f["upper"]) for f in found] == [
         ("all_token_ids", 0, 1, 64, 64)]
+
+
+def test_a_slot_outside_the_draft_destination_is_an_illegal_access() -> None:
+    """Slot 3 of a ``draft_tokens_out`` of 2 rows: the kernel writes outside it (on a GPU an
+    illegal access), reported as ``index_error`` with the slot found, not a Python error."""
+    rec = post(draft_tokens=np.zeros((2, 2), np.int32), draft_tokens_out=np.zeros((2, 2), np.int32))
+    out = site.SITE.upstream(rec)
+    assert out.status == "index_error" and "draft_tokens_out slot 3 of 2" in out.message
+    found = [(f["tensor"], f["row"], f["value"], f["upper"]) for f in judge_record(rec, out)]
+    assert found == [("draft_tokens_out", 0, 3, 2)]
