@@ -31,6 +31,8 @@ from forensics.validate import check_caps
 if TYPE_CHECKING:
     import torch
 
+    from forensics.variants.triton_kernels import KernelPatch
+
 SUPPORTED_RANGE = "0.32.x or 0.33.x"
 SUPPORTED_PREFIXES = ("0.32.", "0.33.")
 INSTALL_HINT = "pip install 'vllm-forensics[vllm]'"
@@ -152,14 +154,19 @@ def adapter_of(site: str) -> Adapter:
     return adapter
 
 
-def run_site(code: VllmCode, record: Record) -> Outcome:
-    """Run ``record`` (not a summary) through ``code``; return an ``ok`` Outcome with its outputs
-    (numpy arrays of the dtype the call produced, and lists, named as in INTERNALS.md).
+def run_site(load: Callable[[], VllmCode], record: Record,
+             patch: KernelPatch | None = None) -> Outcome:
+    """Run ``record`` (not a summary) through vLLM's code; return an ``ok`` Outcome with its
+    outputs (numpy arrays of the dtype the call produced, and lists, named as in
+    INTERNALS.md). A Model Runner V2 site (one with a ``Site.kernel``) runs in the kernel
+    worker of ``patch`` (None: the installed kernels); any other site through the adapters'
+    callables, ``load()`` (imported only then).
 
     Raises:
         whatever the vLLM code raises (IndexError for an out-of-range index);
         CaptureFormatError: the record cannot be turned into the call's inputs.
         NoAdapterError: the record's site has no real-code adapter.
+        PatchApplyError: ``patch`` does not change the file a V2 site's kernels live in.
     """
     if record.summary:
         raise CaptureFormatError(f"summary record of site {record.site!r} (step {record.step}) "
@@ -167,9 +174,9 @@ def run_site(code: VllmCode, record: Record) -> Outcome:
     from forensics.sites import get_site
     from forensics.variants import triton_kernels
 
-    if get_site(record.site).kernel is not None:  # Model Runner V2: the installed kernel
-        return triton_kernels.run_kernel(record)
-    return Outcome(outputs=adapter_of(record.site)(code, record))
+    if get_site(record.site).kernel is not None:  # Model Runner V2: a Triton kernel
+        return triton_kernels.run_kernel(record, patch)
+    return Outcome(outputs=adapter_of(record.site)(load(), record))
 
 
 def _clone(record: Record, name: str) -> torch.Tensor:

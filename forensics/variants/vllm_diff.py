@@ -27,7 +27,7 @@ from forensics.errors import CaptureFormatError, PatchApplyError
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.store.guarded import read_bytes
-from forensics.variants.triton_kernels import KernelPatch, run_kernel
+from forensics.variants.triton_kernels import KernelPatch
 from forensics.variants.unidiff import FilePatch, apply_hunks, parse_diff
 from forensics.variants.vllm_adapters import (
     MODULES,
@@ -205,8 +205,4 @@ class PatchedVllmVariant:
             PatchApplyError: as :meth:`load`, or the diff does not change the file a V2
                 site's kernels live in.
         """
-        from forensics.sites import get_site
-
-        if get_site(record.site).kernel is not None and not record.summary:
-            return run_kernel(record, self.kernel_patch)
-        return run_site(self.load(), record)
+        return run_site(self.load, record, self.kernel_patch)

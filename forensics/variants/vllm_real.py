@@ -45,5 +45,5 @@ class VllmVariant:
             the vLLM code's own exceptions (IndexError for an out-of-range index), and the
             errors of :meth:`load`.
         """
-        return run_site(self.load(), record)
+        return run_site(self.load, record)
 

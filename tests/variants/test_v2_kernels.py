@@ -185,7 +185,6 @@ def test_the_vllm_variant_runs_the_kernel_the_site_names() -> None:
     """``run_site`` sends a site with a ``Site.kernel`` to the kernel worker (no adapter)."""
     import sys
     from pathlib import Path
-    from types import SimpleNamespace
 
     from forensics.variants import vllm_adapters
 
@@ -194,7 +193,10 @@ def test_the_vllm_variant_runs_the_kernel_the_site_names() -> None:
 
     record = post()
     assert get_site(record.site).kernel is not None and get_site(record.site).adapter is None
-    real = vllm_adapters.run_site(SimpleNamespace(), record)  # type: ignore[arg-type]
+    def load() -> vllm_adapters.VllmCode:
+        raise AssertionError("a V2 site loads no adapter code")
+
+    real = vllm_adapters.run_site(load, record)
     model = get_site(record.site).upstream(record)
     assert real.status == model.status == "ok"
     assert {k: np.asarray(v).tolist() for k, v in real.outputs.items()} == {
