@@ -105,8 +105,8 @@ class Site(SiteSchema, Generic[P]):
             (:mod:`forensics.variants.triton_kernels`: the ``vllm`` variant runs it instead
             of ``adapter``; None: the site's vLLM code is no Triton kernel);
         feeds_sink: ``(field, bound)``: the ids it hands to the sink (an ``_after`` output
-            field) and the field bounding them, for :mod:`forensics.judge.wrong_tokens` (None:
-    none);
+            field) and the field bounding them, for :mod:`forensics.judge.wrong_tokens`
+            (None: none);
         repro: ``(function, body)``: the vLLM function a standalone reproducer calls and the
             body of its pytest test, which reads the record as ``r`` (``{lower}``/``{upper}``:
             the bound of the finding; :mod:`forensics.share.repro`; None: no reproducer);
