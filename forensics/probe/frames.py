@@ -187,6 +187,12 @@ def _slow_header(site: str, step: int, rank: int, fields: dict[str, Any]) -> str
                     "arrays": arrays})
 
 
+def only_strings(values: list[Any]) -> bool:
+    """Whether every item of ``values`` is exactly a ``str`` (a subclass is not; an empty
+    list is): one set of types, cheaper than a test per item."""
+    return set(map(type, values)) <= _STR_ONLY
+
+
 _STR_ONLY = {str}
 #: the last list of strings encoded (a copy) and its JSON
 _last_ids: tuple[list[str], str] = ([], "[]")
@@ -199,7 +205,7 @@ def _value(value: Any) -> str:
     """The JSON of one plain field value; a list of strings equal to the last one encoded
     (every item a str, as it was) reuses that one's JSON."""
     global _last_ids
-    if type(value) is list and value and set(map(type, value)) == _STR_ONLY:
+    if type(value) is list and value and only_strings(value):
         last = _last_ids
         if value == last[0]:
             return last[1]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.probe import hooks
+from forensics.probe.frames import only_strings
 from forensics.probe.guard import Violation
 from forensics.sites import SINK, hooked_at
 
@@ -117,13 +118,10 @@ def _record(pending: PendingRecord, session: ProbeSession, tensors: dict[str, An
         pending.fields["req_ids"] = host["req_ids"] = req_ids
 
 
-_STR = {str}
-
-
 def _req_ids(runner: Any, n: int) -> list[str] | None:
     batch = getattr(runner, "_forensics_batch_req_ids", None)
-    return list(batch) if isinstance(batch, list) and len(batch) == n and (
-        n == 0 or set(map(type, batch)) == _STR) else None
+    return list(batch) if isinstance(batch, list) and len(batch) == n and only_strings(
+        batch) else None
 
 
 # -- combine_tokens --------------------------------------------------------------------------
@@ -310,14 +308,15 @@ def wrap_by_fields(hook: str) -> Callable[[Callable[..., Any]], Callable[..., An
     its schema: each field named like one of the function's parameters takes that argument
     (a tensor copied, an int as it is), each int field the function does not take is the
     runner's attribute of that name (``vocab_size``), ``req_ids`` the batch's request ids,
-    and each output field the argument after the call. Guard mode checks the call with the
-    site's model (:func:`violation_of`)."""
+    and each output field the argument after the call. Guard mode checks the call as the
+    other V2 wrappers do (:func:`checker`)."""
 
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         from forensics.sites import get_site
 
         site = hooked_at()[hook]
         spec = get_site(site)
+        site_check = checker(site)
         signature = inspect.signature(original)
         names = [f.name for f in spec.fields if f.name != "req_ids"]
         from_runner = [f.name for f in spec.fields
@@ -341,7 +340,7 @@ def wrap_by_fields(hook: str) -> Callable[[Callable[..., Any]], Callable[..., An
                 return True
 
             def check(session: ProbeSession, pending: PendingRecord) -> Violation | None:
-                return violation_of(site, host)
+                return site_check(host)
 
             def outputs(session: ProbeSession, pending: PendingRecord) -> None:
                 for name in spec.output_fields:
