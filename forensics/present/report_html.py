@@ -16,6 +16,7 @@ Escaping: capture strings reach the page as text outputs and header lines, escap
 from __future__ import annotations
 
 import base64
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -40,8 +41,10 @@ def anchor(title: str) -> str:
     return quote(title.replace(" ", "-"), safe="?/:@!$&'()*+,;=")
 
 
+@functools.cache
 def _markdown() -> Any:
-    """A mistune renderer whose headings carry :func:`anchor` ids and an anchor link."""
+    """A mistune renderer whose headings carry :func:`anchor` ids and an anchor link (made
+    once: every markdown cell and output of a page, and of later pages, goes through it)."""
     import html
 
     import mistune
