@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -862,25 +863,17 @@ def _phase(name: str, fn: Any) -> Any:
     return result
 
 
-def _only_probe(scale: Scale, work: Path | None) -> int:
-    """``--only probe``: the probe phase alone, its figures printed as JSON."""
-    directory = Path(tempfile.mkdtemp(prefix="forensics-bench-probe-", dir=work))
+def _only_phase(name: str, work: Path | None, run: Callable[[Path], dict[str, Any]],
+                rows: Callable[[dict[str, Any]], list[tuple[str, ...]]] | None = None) -> int:
+    """``--only NAME`` for a phase that needs only a scratch directory: ``run(directory)``
+    alone, its figures printed as JSON, then as the table's ``rows`` of them when given."""
+    prefix = f"forensics-bench-{name.replace('_', '-')}-"
+    directory = Path(tempfile.mkdtemp(prefix=prefix, dir=work))
     try:
-        print(json.dumps(_phase("probe", lambda: probe_phase(scale.probe_calls, directory)),
-                         indent=2))
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-    return 0
-
-
-def _only_probe_v2(scale: Scale, work: Path | None) -> int:
-    """``--only probe_v2``: the probe_v2 phase alone, its figures printed as JSON and as the
-    table's rows."""
-    directory = Path(tempfile.mkdtemp(prefix="forensics-bench-probe-v2-", dir=work))
-    try:
-        figures = _phase("probe_v2", lambda: probe_v2_phase(scale.probe_calls, directory))
+        figures = _phase(name, lambda: run(directory))
         print(json.dumps(figures, indent=2))
-        print("\n".join(" | ".join(row) for row in probe_v2_rows({"probe_v2": figures})))
+        for row in rows(figures) if rows is not None else []:
+            print(" | ".join(row))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     return 0
@@ -934,21 +927,6 @@ def _only_scan(scale: Scale, work: Path | None) -> int:
     return 0
 
 
-def _only_triage(scale: Scale, work: Path | None) -> int:
-    """``--only triage``: the triage phase alone (its fleet generated, untimed), its figures
-    printed as JSON and as the table row."""
-    from benchmarks import fleet
-
-    directory = Path(tempfile.mkdtemp(prefix="forensics-bench-triage-", dir=work))
-    try:
-        figures = _phase("triage", lambda: fleet.triage_phase(scale.name, directory))
-        print(json.dumps(figures, indent=2))
-        print(" | ".join(fleet.triage_row(figures)))
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``--scale``, ``--work``, ``--json``, ``--keep``,
     ``--only probe|probe_v2|replay|scan|report|triage``."""
@@ -965,23 +943,26 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only this phase and print its figures (--json untouched)")
     parser.add_argument("--replay-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    scale = SCALES[args.scale]
     if args.only == "probe":
-        return _only_probe(SCALES[args.scale], args.work)
+        return _only_phase("probe", args.work,
+                           lambda directory: probe_phase(scale.probe_calls, directory))
     if args.only == "probe_v2":
-        return _only_probe_v2(SCALES[args.scale], args.work)
+        return _only_phase("probe_v2", args.work,
+                           lambda directory: probe_v2_phase(scale.probe_calls, directory),
+                           lambda figures: probe_v2_rows({"probe_v2": figures}))
     if args.only == "replay":
-        return _only_replay(SCALES[args.scale], args.work)
+        return _only_replay(scale, args.work)
     if args.only == "scan":
-        return _only_scan(SCALES[args.scale], args.work)
+        return _only_scan(scale, args.work)
     if args.only == "report":
-        directory = Path(tempfile.mkdtemp(prefix="forensics-bench-report-", dir=args.work))
-        try:
-            print(json.dumps(_phase("report", lambda: report_phase(directory)), indent=2))
-        finally:
-            shutil.rmtree(directory, ignore_errors=True)
-        return 0
+        return _only_phase("report", args.work, report_phase)
     if args.only == "triage":
-        return _only_triage(SCALES[args.scale], args.work)
+        from benchmarks import fleet
+
+        return _only_phase("triage", args.work,
+                           lambda directory: fleet.triage_phase(scale.name, directory),
+                           lambda figures: [fleet.triage_row(figures)])
     if args.replay_child:
         replay_child(args.replay_child)
         return 0
