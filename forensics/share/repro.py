@@ -89,8 +89,10 @@ def failing_records(capture: CaptureArg) -> list[tuple[Record, dict[str, Any]]]:
 
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
-    """A table row as a finding: empty cells as None."""
-    return {key: None if _missing(value) else value for key, value in row.items()}
+    """A table row as a finding: plain Python values, empty cells as None."""
+    from forensics.judge.findings import to_python
+
+    return {key: to_python(value) for key, value in row.items()}
 
 
 def _named(table: Any, real: dict[str, Any]) -> dict[str, Any] | None:
@@ -103,14 +105,6 @@ def _named(table: Any, real: dict[str, Any]) -> dict[str, Any] | None:
     if not len(same):
         return None
     return {**_plain(same.iloc[0].to_dict()), "real_code": real}
-
-
-def _missing(value: Any) -> bool:
-    """A table's empty cell (None, NaN, ``pd.NA``), as a finding leaves it out."""
-    try:
-        return value is None or bool(value != value)
-    except (TypeError, ValueError):
-        return False
 
 
 def literal(value: Any) -> str:
