@@ -42,7 +42,6 @@ and ``SITE.patched`` are its batch of one. numpy only (``import forensics.sites`
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -241,16 +240,10 @@ def run(batch: Batch, patched: bool) -> Run:
 def run_batch(batch: Batch, patched: bool) -> BatchRun:
     """The columnar run of a prepared batch as the judge reads it; each record's Outcome
     (outputs ``draft_sampled`` and ``pos``; ``index_error`` for a read outside a buffer, on a
-    GPU an illegal memory access) built on demand, as a batch of that one record."""
+    GPU an illegal memory access) made from the same run on demand (:meth:`Run.outcome`)."""
     result = run(batch, patched)
     return BatchRun(result.status, result.messages, result.checks(),
-                    batch.cols.values("req_ids"),
-                    outcome=functools.partial(_outcome, batch.cols, patched))
-
-
-def _outcome(cols: RunColumns, patched: bool, i: int) -> Outcome:
-    """The Outcome of record ``i`` of ``cols`` (a closure over the columns, not the batch)."""
-    return run(prepare_columns(RecordColumns([cols.record(i)])), patched).outcome(0)
+                    batch.cols.values("req_ids"), outcome=result.outcome)
 
 
 def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
