@@ -73,8 +73,62 @@ def test_report_is_self_contained(incident_report: Path) -> None:
     assert not re.search(r"<\s*script", html, re.IGNORECASE)
     assert not NETWORK_REF.search(html), NETWORK_REF.search(html)
     assert "Content-Security-Policy" in html and "script-src 'none'" in html
-    assert html.count("data:image/png;base64,") >= 4
+    figures = svg_figures(html)
+    assert len(figures) >= 4 and "data:image/png" not in html  # drawn as SVG, no matplotlib
+    for figure in figures:
+        assert figure.tag == "{http://www.w3.org/2000/svg}svg"
+        assert not [e for e in figure.iter() if e.tag.endswith("script")]
     assert "incident-b-vocab-sentinel" in html
+
+
+def svg_figures(html: str) -> list[Any]:
+    """The report's SVG figures, each decoded from its data: URI and parsed as XML."""
+    import base64
+    import xml.etree.ElementTree as ET
+
+    return [ET.fromstring(base64.b64decode(data))
+            for data in re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', html)]
+
+
+def test_a_report_imports_no_matplotlib(tmp_path: Path) -> None:
+    """The report's figures are SVG from forensics.present.svg: its process never imports
+    matplotlib (its import and layout cost a small capture's report more than the replay)."""
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "from forensics.present.report import write_report\n"
+              f"write_report({str(INCIDENT)!r}, {str(tmp_path / 'b.html')!r})\n"
+              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=600, check=True).stdout
+    assert out.strip() == "[]", out
+    assert len(svg_figures((tmp_path / "b.html").read_text())) >= 4
+
+
+def _notebook(tmp_path: Path, *sources: str) -> Path:
+    """A notebook with a parameters cell for ``capture`` and the given code cells."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("capture = ''", metadata={"tags": ["parameters"]}),
+                *(nbformat.v4.new_code_cell(source) for source in sources)]
+    path = tmp_path / "figures.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_a_notebook_that_draws_with_pyplot_still_gets_its_figure(tmp_path: Path) -> None:
+    notebook = _notebook(tmp_path, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 4]);")
+    html = write_report(INCIDENT, tmp_path / "plt.html", notebook=notebook).read_text()
+    assert html.count("data:image/png;base64,") == 1
+
+
+def test_a_figure_that_is_a_cells_last_expression_is_shown_once(tmp_path: Path) -> None:
+    notebook = _notebook(tmp_path, "import forensics\nfrom forensics import plots\n"
+                                   "result = forensics.replay(capture)\n"
+                                   "plots.plot_verdict_matrix(result)")
+    html = write_report(INCIDENT, tmp_path / "last.html", notebook=notebook).read_text()
+    assert len(svg_figures(html)) == 1 and "&lt;forensics" not in html and "Figure object" \
+        not in html
 
 
 def test_code_is_hidden_unless_asked(incident_report: Path, tmp_path: Path) -> None:

@@ -5,11 +5,13 @@ A report's notebook ran in a Jupyter kernel through papermill: most of a small c
 time went to importing papermill (jsonschema's format checkers compile a grammar at import) and
 to starting the kernel and importing everything again in it. Here the cells run in
 ``IPython.core.interactiveshell.InteractiveShell`` (the shell a kernel wraps) with a fresh
-namespace, figures are rendered as PNG at the end of each cell (as the inline backend does,
-with one draw instead of two: :func:`figure_png`), a
+namespace, figures are shown at the end of each cell as the inline backend shows them: the SVG
+figures a report's views drew (:mod:`forensics.present.svg`), then pyplot's open figures as PNG
+(one draw instead of two: :func:`figure_png`), a
 cell's last expression is displayed as a rich output (HTML tables), and stderr is dropped.
 A v4 notebook is read as plain JSON into :class:`Node` (nbformat's import is a tenth of a small
-report's time); an older one goes through nbformat's conversion.
+report's time); an older one goes through nbformat's conversion. matplotlib is not imported
+here: only a cell that imports pyplot pays for it (on the Agg backend, through ``MPLBACKEND``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from forensics.present import svg
 
 PARAMETERS_TAG, INJECTED_TAG = "parameters", "injected-parameters"
 
@@ -90,30 +94,41 @@ def execute(nb: Any, cwd: Path) -> Any:
     """
     shell = _shell()
     number = 0
-    with _working_directory(cwd), _agg_figures() as plt:
+    with _working_directory(cwd), _agg_backend():
         for cell in nb.cells:
             if cell.get("cell_type") != "code":
                 continue
             number += 1
-            cell.outputs = _run_cell(shell, plt, cell.source, number)
+            cell.outputs = _run_cell(shell, cell.source, number)
             cell.execution_count = number
     return nb
 
 
-def _run_cell(shell: Any, plt: Any, source: str, number: int) -> list[Any]:
+def _run_cell(shell: Any, source: str, number: int) -> list[Any]:
     """Run one cell; return its outputs (stdout, then rich outputs and figures)."""
-    from IPython.display import display
     from IPython.utils.capture import capture_output
 
     with capture_output(stdout=True, stderr=True, display=True) as captured:
         result = shell.run_cell(source, store_history=True)
-        for figure in plt.get_fignums():
-            display({"image/png": figure_png(plt.figure(figure))}, raw=True)
-        plt.close("all")
+        _show_figures()
     error = result.error_before_exec or result.error_in_exec
     if error is not None:
         raise CellError(number, type(error).__name__, str(error))
     return _outputs(captured)
+
+
+def _show_figures() -> None:
+    """Display the figures the cell drew, in order: the SVG ones (:func:`svg.take_figures`),
+    then pyplot's open ones as PNG (only when a cell imported pyplot), which are closed."""
+    from IPython.display import display
+
+    for figure in svg.take_figures():
+        display({"image/svg+xml": figure.to_svg()}, raw=True)
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        for number in plt.get_fignums():
+            display({"image/png": figure_png(plt.figure(number))}, raw=True)
+        plt.close("all")
 
 
 def figure_png(figure: Any) -> bytes:
@@ -140,6 +155,8 @@ def _outputs(captured: Any) -> list[Any]:
     if captured.stdout:
         outputs.append(Node(output_type="stream", name="stdout", text=captured.stdout))
     for rich in captured.outputs:
+        if not rich.data:  # an object that displayed itself (or chose not to be shown)
+            continue
         data = {mime: _json_value(value) for mime, value in rich.data.items()}
         outputs.append(Node(output_type="display_data", data=Node(data),
                             metadata=Node(rich.metadata or {})))
@@ -152,11 +169,11 @@ def _json_value(value: Any) -> Any:
 
 
 def _shell() -> Any:
-    """The process's IPython shell with a fresh namespace, PNG figures, and a last expression
-    shown as a rich output (not printed as text)."""
+    """The process's IPython shell with a fresh namespace, a matplotlib Figure shown as PNG
+    (registered by name: matplotlib is not imported for it), and a last expression shown as a
+    rich output (not printed as text)."""
     from IPython.core.displayhook import DisplayHook
     from IPython.core.interactiveshell import InteractiveShell
-    from IPython.core.pylabtools import select_figure_formats
 
     class PublishingHook(DisplayHook):
         """Publishes a cell's result (every format) like ``display()`` does."""
@@ -174,7 +191,9 @@ def _shell() -> Any:
         shell.displayhook = PublishingHook(shell=shell, cache_size=0)
         shell.display_trap.hook = shell.displayhook
     shell.reset(new_session=True)
-    select_figure_formats(shell, {"png"}, bbox_inches=None)  # the figures lay themselves out
+    formatter: Any = shell.display_formatter
+    png = formatter.formatters["image/png"]
+    png.for_type_by_name("matplotlib.figure", "Figure", figure_png)  # lays itself out
     return shell
 
 
@@ -190,16 +209,24 @@ def _working_directory(path: Path) -> Iterator[None]:
 
 
 @contextmanager
-def _agg_figures() -> Iterator[Any]:
-    """``matplotlib.pyplot`` on the Agg backend (no window), restored afterwards."""
-    import matplotlib
-
-    backend = matplotlib.get_backend()
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def _agg_backend() -> Iterator[None]:
+    """matplotlib on the Agg backend (no window) in the block, restored afterwards, without
+    importing it: a matplotlib not imported yet reads ``MPLBACKEND`` when a cell imports it."""
+    matplotlib = sys.modules.get("matplotlib")
+    before = matplotlib.get_backend() if matplotlib is not None else os.environ.get("MPLBACKEND")
+    if matplotlib is not None:
+        matplotlib.use("Agg")
+    else:
+        os.environ["MPLBACKEND"] = "Agg"
     try:
-        yield plt
+        yield
     finally:
-        plt.close("all")
-        matplotlib.use(backend)
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is not None:
+            plt.close("all")
+        if matplotlib is not None:
+            matplotlib.use(before)
+        elif before is None:
+            os.environ.pop("MPLBACKEND", None)
+        else:
+            os.environ["MPLBACKEND"] = before

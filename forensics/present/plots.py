@@ -18,8 +18,11 @@ What each view reads from the result:
 - :func:`plot_verdict_matrix`: ``result.verdicts``;
 - :func:`plot_side_by_side`: one of the above per variant, in one figure.
 
-matplotlib is imported by this module only (``import forensics`` never imports it); without a
-display and without ``MPLBACKEND`` the Agg backend is selected.
+matplotlib is imported by this module only, and only when a view is drawn with it (``import
+forensics`` never imports it); without a display and without ``MPLBACKEND`` the Agg backend is
+selected then. Inside :func:`forensics.present.svg.collecting` (a report), a view called without
+``ax`` is drawn as SVG by :mod:`forensics.present.svg.views` instead, and its
+:class:`~forensics.present.svg.canvas.Figure` is returned: a report imports no matplotlib.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from forensics.errors import UnknownSiteError, UnknownVariantError
+from forensics.present import svg
 from forensics.sites import SINK, SITES, get_site
 
 if TYPE_CHECKING:
@@ -69,15 +73,24 @@ STEP_LABELS = 8
 #: above this many rows (or DENSE_STEPS steps) a heatmap marks offending cells with markers
 DENSE_ROWS = 64
 
-def _use_agg_without_display() -> None:
-    import matplotlib
+def _pyplot() -> Any:
+    """``matplotlib.pyplot``, imported on first use: on the Agg backend when there is no display,
+    no ``MPLBACKEND`` and pyplot was not imported already."""
+    if "matplotlib.pyplot" not in sys.modules:
+        import matplotlib
 
-    headless = not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-    if headless and "MPLBACKEND" not in os.environ and "matplotlib.pyplot" not in sys.modules:
-        matplotlib.use("Agg")
+        headless = not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+        if headless and "MPLBACKEND" not in os.environ:
+            matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
-_use_agg_without_display()
+def _as_svg(view: str, result: Any, **kwargs: Any) -> Any:
+    """The ``view`` drawn as an SVG figure (inside :func:`forensics.present.svg.collecting`),
+    kept for the notebook executor."""
+    return svg.draw(view, result, **kwargs)
 
 
 # ----------------------------------------------------------------------------- data access
@@ -219,9 +232,7 @@ def bounds_frame(result: Any, site: str, variant: str) -> tuple[pd.DataFrame, bo
 def _axes(ax: Axes | None, figsize: tuple[float, float] = (7.0, 4.0)) -> Axes:
     if ax is not None:
         return ax
-    import matplotlib.pyplot as plt
-
-    _, new_ax = plt.subplots(figsize=figsize, layout="constrained")
+    _, new_ax = _pyplot().subplots(figsize=figsize, layout="constrained")
     return new_ax
 
 
@@ -334,6 +345,8 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     Raises:
         UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
     """
+    if ax is None and svg.active():
+        return _as_svg("timeline", result, site=site, variant=variant, tensor=tensor)
     variant = _check_variant(result, variant)
     site = _check_site(result, site, variant)
     ax = _axes(ax, figsize=(7.0, 4.6))
@@ -605,6 +618,8 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
     Raises:
         UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
     """
+    if ax is None and svg.active():
+        return _as_svg("heatmap", result, site=site, variant=variant, align=align)
     from matplotlib.colors import LogNorm, Normalize
     from matplotlib.patches import Patch
 
@@ -896,6 +911,9 @@ def plot_value_histogram(result: Any, site: str | None = None, variant: str | No
     Raises:
         UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
     """
+    if ax is None and svg.active():
+        return _as_svg("histogram", result, site=site, variant=variant, vocab_size=vocab_size,
+                       window=window, tensor=tensor)
     variant = _check_variant(result, variant)
     site = _check_site(result, site, variant)
     ax = _axes(ax, figsize=(7.0, 4.6))
@@ -1006,6 +1024,8 @@ def plot_verdict_matrix(result: Any, ax: Axes | None = None) -> Axes:
     Returns:
         The Axes.
     """
+    if ax is None and svg.active():
+        return _as_svg("verdicts", result)
     from matplotlib.colors import to_rgb
 
     verdicts: dict[str, dict[str, str]] = getattr(result, "verdicts", None) or {}
@@ -1052,8 +1072,9 @@ def plot_side_by_side(result: Any, kind: str = "timeline", site: str | None = No
     Raises:
         ValueError: an unknown ``kind``; UnknownSiteError, UnknownVariantError as the plots do.
     """
-    import matplotlib.pyplot as plt
-
+    if svg.active():
+        return _as_svg("side_by_side", result, kind=kind, site=site, variants=variants,
+                       **kwargs)
     if kind not in PLOTTERS:
         raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(PLOTTERS)}")
     names = list(variants) if variants is not None else variant_names(result)
@@ -1061,7 +1082,7 @@ def plot_side_by_side(result: Any, kind: str = "timeline", site: str | None = No
     site = site or _check_site(result, None, _check_variant(result, names[0]))
     if kind != "heatmap" and kwargs.get("tensor") is None:
         kwargs["tensor"] = choose_tensors(result, site, names)
-    fig, axes = plt.subplots(1, len(names), figsize=(6.0 * len(names), 4.8),
+    fig, axes = _pyplot().subplots(1, len(names), figsize=(6.0 * len(names), 4.8),
                              sharey=kind != "heatmap", layout="constrained", squeeze=False)
     if kind == "heatmap":
         kwargs["align"] = names
@@ -1099,6 +1120,4 @@ def save(ax: Axes, path: str | os.PathLike[str], dpi: int = 120) -> None:
 
 def close(item: Any) -> None:
     """Close the pyplot figure of an Axes or Figure (frees it after saving)."""
-    import matplotlib.pyplot as plt
-
-    plt.close(getattr(item, "figure", item))
+    _pyplot().close(getattr(item, "figure", item))

@@ -4,8 +4,10 @@
 its ``parameters`` cell is followed by one setting
 ``capture = "<absolute path>"``), then writes it as one page (:mod:`forensics.present.report_html`,
 no nbconvert): no require.js, MathJax, Mermaid, widgets or JavaScript outputs, and a
-Content-Security-Policy that forbids every script and every remote load. Figures are embedded as
-``data:`` URIs, code is hidden unless ``with_code``, and stderr output (warnings) is left out.
+Content-Security-Policy that forbids every script and every remote load. Figures (SVG, drawn
+by :mod:`forensics.present.svg`; PNG for a notebook that draws with pyplot) are embedded as
+``data:`` URIs (an SVG image runs no script and loads nothing), code is hidden unless
+``with_code``, and stderr output (warnings) is left out.
 The ``variants`` parameter of the notebook gets the report's ``variants`` when given.
 
 The answer first: the printed text of the cell tagged ``conclusion`` is lifted into the header,
@@ -118,19 +120,23 @@ def _capture_path(capture: Any) -> Path:
 def execute_notebook(notebook: Path, capture: Path, workdir: Path,
                      variants: list[str] | None = None) -> Any:
     """Run ``notebook`` with ``capture`` (and ``variants`` when given) as its parameters, in
-    this process (:mod:`forensics.present.notebook_exec`), in the notebook's folder; return the
-    executed nbformat node. ``workdir`` is unused (kept for callers).
+    this process (:mod:`forensics.present.notebook_exec`), in the notebook's folder, its views
+    drawn as SVG (:func:`forensics.present.svg.collecting`: no matplotlib); return the executed
+    nbformat node. ``workdir`` is unused (kept for callers).
 
     Raises:
         NotebookExecutionError: a cell raised; the message names the cell and the exception.
     """
+    from forensics.present import svg
     from forensics.present.notebook_exec import CellError, execute, inject_parameters, read_notebook
+    from forensics.present.svg import views
 
     _require("IPython")
     nb = read_notebook(notebook)
     inject_parameters(nb, _parameters(capture, variants))
     try:
-        return execute(nb, notebook.parent)
+        with svg.collecting(views.draw):
+            return execute(nb, notebook.parent)
     except CellError as exc:
         raise NotebookExecutionError(
             f"notebook {notebook.name!r} failed on capture '{capture}' in cell "

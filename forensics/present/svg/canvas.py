@@ -262,6 +262,15 @@ class Figure:
     def _repr_svg_(self) -> str:
         return self.to_svg()
 
+    def _ipython_display_(self) -> None:
+        """Shown as SVG, unless kept for the notebook executor (:func:`forensics.present.svg.draw`),
+        which shows it once at the end of the cell: a figure that is also a cell's last
+        expression is not shown twice."""
+        if not getattr(self, "kept", False):
+            from IPython.display import display
+
+            display({"image/svg+xml": self.to_svg()}, raw=True)
+
 
 def _box(panel: Panel, x0: float, width: float, height: float, right: float) -> _Box:
     title_lines = panel.title.count("\n") + 1 if panel.title else 0

@@ -5,8 +5,8 @@ has one per matplotlib view, drawn from the same data (its ``bounds_frame``, ``s
 Each panel function (``timeline_panel``, ``heatmap_panel``, ``histogram_panel``) lives in the
 view's own module and returns a :class:`~forensics.present.svg.canvas.Panel`; this module puts
 panels into figures: one panel (:func:`figure`) or one per variant (:func:`side_by_side`), and
-the verdict matrix. The figures are not kept here: :mod:`forensics.present.plots` hands them to
-:func:`forensics.present.svg.keep`.
+the verdict matrix; :func:`draw` is the drawer a report passes to
+:func:`forensics.present.svg.collecting`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,14 @@ PANELS: dict[str, Callable[..., Panel]] = {
 }
 #: pixels of one panel, as matplotlib's figures of 7 x 4.6 inches at 100 dpi
 PANEL_WIDTH, PANEL_HEIGHT = 640, 440
+
+
+def draw(view: str, result: Any, **kwargs: Any) -> Figure:
+    """The drawer of :func:`forensics.present.svg.collecting`: ``view`` is a ``kind`` of
+    :func:`figure`, or ``side_by_side`` (``kind`` then in ``kwargs``)."""
+    if view == "side_by_side":
+        return side_by_side(result, **kwargs)
+    return figure(view, result, **kwargs)
 
 
 def figure(kind: str, result: Any, **kwargs: Any) -> Figure:
