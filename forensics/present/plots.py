@@ -1110,6 +1110,28 @@ def _annotate_sentinel(ax: Axes, axis: _ValueAxis, value: float, text: str,
 # ----------------------------------------------------------------------------- verdicts
 
 
+#: the colour of a verdict matrix cell without a verdict
+NO_VERDICT_COLOR = "#e8e8e8"
+
+
+def verdict_grid(result: Any) -> tuple[list[str], list[str], dict[str, dict[str, str]]]:
+    """The verdict matrix' sites (rows, pipeline order), variants (columns, replay order) and
+    verdicts (variant -> site -> verdict)."""
+    verdicts: dict[str, dict[str, str]] = getattr(result, "verdicts", None) or {}
+    return result_sites(result), variant_names(result) or list(verdicts), verdicts
+
+
+def verdict_cell(verdict: str | None) -> tuple[str, str, str]:
+    """A verdict matrix cell's (text, fill colour, text colour) for ``verdict`` (None: none)."""
+    ink = "white" if verdict in ("violation", "error") else "black"
+    return verdict or "-", VERDICT_COLORS.get(str(verdict), NO_VERDICT_COLOR), ink
+
+
+def verdict_title(result: Any) -> str:
+    """The verdict matrix' title."""
+    return f"{capture_name(result)} · all sites · all variants\nverdicts"
+
+
 def plot_verdict_matrix(result: Any, ax: Axes | None = None) -> Axes:
     """Sites (rows, pipeline order) x variants (columns), each cell coloured by its verdict.
 
@@ -1121,25 +1143,21 @@ def plot_verdict_matrix(result: Any, ax: Axes | None = None) -> Axes:
     """
     from matplotlib.colors import to_rgb
 
-    verdicts: dict[str, dict[str, str]] = getattr(result, "verdicts", None) or {}
-    variants = variant_names(result) or list(verdicts)
-    sites = result_sites(result)
+    sites, variants, verdicts = verdict_grid(result)
     ax = _axes(ax, figsize=(1.6 + 1.5 * max(1, len(variants)), 0.9 + 0.5 * max(1, len(sites))))
     colors = np.ones((max(1, len(sites)), max(1, len(variants)), 3))
     for i, site in enumerate(sites):
         for j, variant in enumerate(variants):
-            verdict = verdicts.get(variant, {}).get(site)
-            colors[i, j] = to_rgb(VERDICT_COLORS.get(str(verdict), "#e8e8e8"))
-            ax.text(j, i, _mathsafe(verdict or "-"), ha="center", va="center", fontsize=9,
-                    color="white" if verdict in ("violation", "error") else "black")
+            text, fill, ink = verdict_cell(verdicts.get(variant, {}).get(site))
+            colors[i, j] = to_rgb(fill)
+            ax.text(j, i, _mathsafe(text), ha="center", va="center", fontsize=9, color=ink)
     ax.imshow(colors, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(len(variants)), [_mathsafe(v) for v in variants], rotation=20,
                   ha="right")
     ax.set_yticks(range(len(sites)), sites)
     ax.set_xlabel("variant")
     ax.set_ylabel("site")
-    ax.set_title(_mathsafe(f"{capture_name(result)} · all sites · all variants\nverdicts"),
-                 fontsize=10)
+    ax.set_title(_mathsafe(verdict_title(result)), fontsize=10)
     return ax
 
 
