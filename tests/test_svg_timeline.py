@@ -331,3 +331,14 @@ def test_the_svg_views_never_import_matplotlib() -> None:
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr
+
+
+def test_figures_inlined_in_one_page_clip_by_their_own_rectangles(incident_b: Any) -> None:
+    ids = []
+    for variant in ("upstream", "patched"):
+        root = _timeline(incident_b, "embedding", variant)
+        own = {e.get("id") for e in root.iter() if e.tag.endswith("}clipPath")}
+        used = {e.get("clip-path") for e in root.iter() if e.get("clip-path")}
+        assert used == {f"url(#{i})" for i in own}
+        ids.append(own)
+    assert not ids[0] & ids[1]

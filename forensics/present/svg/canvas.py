@@ -15,6 +15,7 @@ text, and control characters become visible escapes (an XML document cannot hold
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
 #: average glyph width as a fraction of the font size (for laying out legends and margins)
 GLYPH = 0.6
 TITLE_SIZE, LABEL_SIZE, TICK_SIZE, LEGEND_SIZE, NOTE_SIZE = 12, 11, 10, 9, 9
+#: the placeholder of a clip path's id until the figure is drawn (see :meth:`Figure.to_svg`)
+_CLIP = "\x00clip"
 #: marker shapes: ``x`` a filled cross, ``o`` circle, ``s`` square, ``D`` diamond
 SHAPES = ("x", "o", "s", "D")
 
@@ -259,7 +262,10 @@ class Figure:
                                      self.right_margin, self._legend_rows(panel, width)))
             parts.append("</g>")
         parts.append("</svg>")
-        return "\n".join(parts)
+        text = "\n".join(parts)
+        # ids unique to the drawing, so figures inlined in one HTML page clip by their own
+        # rectangles (an escaped string never holds the raw NUL of the placeholder)
+        return text.replace(_CLIP, f"clip-{hashlib.sha1(text.encode()).hexdigest()[:12]}-")
 
     def _repr_svg_(self) -> str:
         return self.to_svg()
@@ -292,9 +298,9 @@ def _draw_panel(panel: Panel, x0: float, width: float, height: float, right: flo
     sx = _Scale(*xlim, box.left, box.right)
     top, bottom = (box.bottom, box.top) if panel.invert_y else (box.top, box.bottom)
     sy = _Scale(*ylim, bottom, top, log=panel.ylog)
-    out = [f'<clipPath id="clip{int(x0)}"><rect x="{box.left:.1f}" y="{box.top:.1f}" '
+    out = [f'<clipPath id="{_CLIP}{int(x0)}"><rect x="{box.left:.1f}" y="{box.top:.1f}" '
            f'width="{box.right - box.left:.1f}" height="{box.bottom - box.top:.1f}"/></clipPath>',
-           f'<g clip-path="url(#clip{int(x0)})">']
+           f'<g clip-path="url(#{_CLIP}{int(x0)})">']
     for kind, item in panel.items:
         out.extend(_DRAW[kind](item, sx, sy, box))
     out.append("</g>")
