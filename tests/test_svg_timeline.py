@@ -342,3 +342,50 @@ def test_figures_inlined_in_one_page_clip_by_their_own_rectangles(incident_b: An
         assert used == {f"url(#{i})" for i in own}
         ids.append(own)
     assert not ids[0] & ids[1]
+
+
+def wide_result(steps: int = 10_000, every: int = 7) -> FakeResult:
+    """10,000 steps: upstream reads the vocab sentinel at every ``every``-th step; patched
+    stays in range (as tests/test_plots.py's ``wide_result``)."""
+    import numpy as np
+
+    step = np.arange(steps)
+    bad = step % every == 3
+    bounds = [pd.DataFrame(dict(variant=variant, site="embedding", step=step, rank=0,
+                                record=step, tensor="input_ids", min=0,
+                                max=np.where(bad & (variant == "upstream"), VOCAB, VOCAB - 10),
+                                lower=0, upper=VOCAB))
+              for variant in ("upstream", "patched")]
+    hit = step[bad]
+    findings = pd.DataFrame(dict(variant="upstream", site="embedding", step=hit, rank=0,
+                                 row=hit % 256, element=0, tensor="input_ids",
+                                 kind="out_of_bounds", value=VOCAB, lower=0, upper=VOCAB,
+                                 resolved=False, req_id="r", record=hit))
+    return FakeResult(capture="wide", findings=findings,
+                      bounds=pd.concat(bounds, ignore_index=True),
+                      verdicts={"upstream": {"embedding": "violation"},
+                                "patched": {"embedding": "ok"}})
+
+
+def test_a_dense_timeline_marks_every_bad_bin_and_only_those() -> None:
+    from forensics.present.svg.canvas import TICK_SIZE, text_width
+
+    result = wide_result()
+    root = _timeline(result, "embedding", "upstream")
+    width = 200  # 10,000 steps in at most TIMELINE_BINS bins of a round width
+    assert "per 200-step bin" in " ".join(_text(t) for t in _classed(root, "title"))
+    bounds = result.bounds[result.bounds["variant"] == "upstream"]
+    bad = bounds.loc[bounds["max"] >= bounds["upper"], "step"]
+    marks = _marks(root, "open")
+    assert {int(float(m.get("data-x")) // width) for m in marks} == set(bad // width)
+    assert len(marks) <= 2 * plots.TIMELINE_BINS and len(marks) < len(bad)  # aggregated
+    sizes = [float(m.get("data-size")) for m in marks]
+    assert min(sizes) >= 8
+    for line in (*_classed(root, "series"), *_classed(root, "bound")):
+        assert len(set(line.get("data-x").split(","))) <= plots.TIMELINE_BINS + 2
+    ticks = sorted((float(t.get("x")), text_width(_text(t), TICK_SIZE))
+                   for t in _classed(root, "xtick"))
+    assert len(ticks) >= 4 and all(a + wa / 2 < b - wb / 2
+                                   for (a, wa), (b, wb) in zip(ticks, ticks[1:], strict=False))
+    patched = _timeline(result, "embedding", "patched")
+    assert not _painted(patched, plots.VIOLATION_COLOR)
