@@ -18,11 +18,13 @@ What each view reads from the result:
 - :func:`plot_verdict_matrix`: ``result.verdicts``;
 - :func:`plot_side_by_side`: one of the above per variant, in one figure.
 
-matplotlib is imported by this module only, and only when a view is drawn with it (``import
-forensics`` never imports it); without a display and without ``MPLBACKEND`` the Agg backend is
-selected then. Inside :func:`forensics.present.svg.collecting` (a report), a view called without
-``ax`` is drawn as SVG by :mod:`forensics.present.svg.views` instead, and its
-:class:`~forensics.present.svg.canvas.Figure` is returned: a report imports no matplotlib.
+matplotlib is imported by this module only, and only when a view draws with it (``import
+forensics`` and importing this module never import it; the data functions, which the SVG views
+of :mod:`forensics.present.svg` share, never do); without a display and without ``MPLBACKEND``
+the Agg backend is selected before pyplot is first imported. Inside
+:func:`forensics.present.svg.collecting` (a report), a view called without ``ax`` is drawn as
+SVG instead, and its :class:`~forensics.present.svg.canvas.Figure` is returned: a report imports
+no matplotlib.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -114,8 +117,13 @@ def _mathsafe(text: object) -> str:
     return str(text).replace("$", r"\$")
 
 
+def title_text(result: Any, site: str, variant: str, what: str) -> str:
+    """A view's title: the capture, the site and the variant, then ``what`` it shows."""
+    return f"{capture_name(result)} · {site} · {variant}\n{what}"
+
+
 def _title(result: Any, site: str, variant: str, what: str) -> str:
-    return _mathsafe(f"{capture_name(result)} · {site} · {variant}\n{what}")
+    return _mathsafe(title_text(result, site, variant, what))
 
 
 def _check_variant(result: Any, variant: str | None) -> str:
@@ -325,6 +333,152 @@ def choose_tensors(result: Any, site: str, variants: Sequence[str]) -> list[str]
     return pick_tensors(frames[0])[0] if frames else []
 
 
+#: per step, how the variant's out-of-bounds findings there are judged (see
+#: :func:`step_verdicts`)
+OPEN, RESOLVED, UNSEEN = "out of bounds", "resolved", "not judged"
+#: marker colours of resolved and not judged findings (never the violation colour)
+RESOLVED_COLOR, UNSEEN_COLOR = "#2ca02c", "#7f7f7f"
+#: how a timeline marks the values out of bounds of each state: (state, marker, colour); the
+#: marker is matplotlib's (``X`` a filled cross, ``o`` a circle, ``s`` a square)
+MARK_STYLES = ((OPEN, "X", VIOLATION_COLOR), (RESOLVED, "o", RESOLVED_COLOR),
+               (UNSEEN, "s", UNSEEN_COLOR))
+#: the legend entry of a timeline's suspect steps
+SUSPECT_LABEL = "suspect: a row read another request's row"
+
+
+@dataclass
+class TimelineTensor:
+    """One checked tensor of a timeline: its steps (binned, each with its ``state``), and its
+    unresolved violations (step, value), unbinned."""
+
+    name: str
+    color: str
+    binned: pd.DataFrame
+    bad: list[tuple[float, float]]
+
+    def bound_label(self) -> str:
+        """The legend text of the tensor's upper bound."""
+        return f"valid bound (dashed): < {_fmt_bound(self.binned['upper'].to_numpy())}"
+
+    def lower_label(self) -> str:
+        """The legend text of the tensor's lower bound."""
+        return f"lower bound = {_fmt_bound(self.binned['lower'].to_numpy())}"
+
+
+@dataclass
+class TimelineData:
+    """What a bounds timeline shows, decided once for every drawing of it (matplotlib here,
+    SVG in :mod:`forensics.present.svg.timeline`); texts are plain (not yet made safe for
+    their output)."""
+
+    result: Any
+    site: str
+    variant: str
+    width: int
+    complete: bool
+    lines: list[TimelineTensor]
+    omitted: list[str]
+    suspects: tuple[list[float], list[float]]
+
+    @property
+    def dense(self) -> bool:
+        """Whether steps are aggregated into bins of :attr:`width` steps."""
+        return self.width > 1
+
+    @property
+    def first(self) -> tuple[float, float] | None:
+        """The first unresolved, judged violation (step, value) of any tensor drawn."""
+        bad = [b for line in self.lines for b in line.bad]
+        return min(bad) if bad else None
+
+    def title(self) -> str:
+        """The timeline's title (:func:`title_text`)."""
+        per = "step" if self.width == 1 else f"{self.width}-step bin"
+        return title_text(self.result, self.site, self.variant,
+                          f"smallest and largest value used per {per}")
+
+    def ylabel(self) -> str:
+        """The value axis' label, with its unit."""
+        return f"value used ({_value_unit(self.site, [t.name for t in self.lines])})"
+
+    def empty(self) -> str:
+        """The message of a timeline with no tensor to draw."""
+        return f"no checked values for {self.site} under {self.variant}"
+
+    def notes(self) -> list[str]:
+        """What the timeline leaves out: in-range values (no bounds), tensors on another scale."""
+        notes = [] if self.complete else ["offending values only (the result has no bounds)"]
+        if self.omitted:
+            notes.append(f"not drawn (on another scale): {', '.join(self.omitted)}")
+        return notes
+
+    def series_label(self, line: TimelineTensor) -> str:
+        """The legend text of a tensor's band."""
+        return f"{line.name} (min..max{f' per {self.width} steps' if self.dense else ''})"
+
+    def marks(self, line: TimelineTensor, state: str) -> list[tuple[float, float, int]]:
+        """(step, value, bad steps) of each value out of bounds of ``line`` in ``state``."""
+        return _violations(line.binned[line.binned["state"] == state])
+
+    def mark_label(self, state: str) -> str:
+        """The legend text of the values out of bounds in ``state``."""
+        text = {OPEN: "out of bounds", RESOLVED: f"resolved by {self.variant}",
+                UNSEEN: f"not judged by {self.variant}"}[state]
+        return text + (f" (per {self.width}-step bin; size: bad steps)" if self.dense else "")
+
+    def lined(self, state: str) -> bool:
+        """Whether each bin with a value out of bounds in ``state`` gets a thin vertical line
+        too (unresolved ones on a dense timeline: one bad step among 10,000 still shows)."""
+        return self.dense and state == OPEN
+
+
+def timeline_data(result: Any, site: str | None = None, variant: str | None = None,
+                  tensor: TensorChoice = None) -> TimelineData:
+    """What :func:`plot_bounds_timeline` draws for (site, variant) (defaults as it says).
+
+    Raises:
+        UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
+    """
+    variant = _check_variant(result, variant)
+    site = _check_site(result, site, variant)
+    frame, complete = bounds_frame(result, site, variant)
+    tensors, omitted = _tensors_of(frame, tensor)
+    width = step_bin_width(frame["step"]) if len(frame) else 1
+    verdicts = step_verdicts(result, site, variant)
+    lines = [_timeline_tensor(_per_step(frame[frame["tensor"].astype(str) == name]), name,
+                              TENSOR_COLORS[i % len(TENSOR_COLORS)], width, verdicts)
+             for i, name in enumerate(tensors)]
+    return TimelineData(result, site, variant, width, complete, lines, omitted,
+                        suspect_steps(result, site, variant, frame))
+
+
+def _timeline_tensor(steps: pd.DataFrame, name: str, color: str, width: int,
+                     verdicts: dict[float, str] | None) -> TimelineTensor:
+    """One tensor's steps, each with its state (:func:`step_verdicts`: out of bounds, resolved
+    or not judged), binned ``width`` steps a point."""
+    steps = steps.assign(state=[OPEN if verdicts is None else verdicts.get(float(t), UNSEEN)
+                                for t in steps["step"]])
+    bad = [(a, b) for a, b, _ in _violations(steps[steps["state"] == OPEN])]
+    return TimelineTensor(name, color, bin_steps(steps, width), bad)
+
+
+def suspect_steps(result: Any, site: str, variant: str, frame: pd.DataFrame
+                  ) -> tuple[list[float], list[float]]:
+    """The steps with a misattributed finding (a suspect verdict) of (site, variant), and for
+    each the top of the band there (the largest value of ``frame`` at that step, else 0)."""
+    found = _select(_findings(result), site, variant)
+    if not len(found):
+        return [], []
+    steps = sorted(set(pd.to_numeric(found.loc[found["kind"] == "misattributed", "step"])))
+    top = (frame.groupby("step")["max"].max() if len(frame) else pd.Series(dtype=float))
+    return [float(s) for s in steps], [float(top.get(step, 0.0)) for step in steps]
+
+
+def first_note(x: float, y: float) -> str:
+    """The text naming the first unresolved violation (step ``x``, value ``y``)."""
+    return f"first: step {x:.0f}, value {y:.0f}"
+
+
 def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | None = None,
                          ax: Axes | None = None, tensor: TensorChoice = None) -> Axes:
     """Per step, the smallest and largest index or id a site used, against its valid bound.
@@ -347,36 +501,22 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     """
     if ax is None and svg.active():
         return _as_svg("timeline", result, site=site, variant=variant, tensor=tensor)
-    variant = _check_variant(result, variant)
-    site = _check_site(result, site, variant)
+    data = timeline_data(result, site, variant, tensor)
     ax = _axes(ax, figsize=(7.0, 4.6))
-    frame, complete = bounds_frame(result, site, variant)
-    tensors, omitted = _tensors_of(frame, tensor)
-    width = step_bin_width(frame["step"]) if len(frame) else 1
-    verdicts = step_verdicts(result, site, variant)
-    bad: list[tuple[float, float]] = []
     labelled: set[str] = set()
-    for i, name in enumerate(tensors):
-        steps = _per_step(frame[frame["tensor"].astype(str) == name])
-        bad += _draw_tensor(ax, steps, name, TENSOR_COLORS[i % len(TENSOR_COLORS)], i == 0,
-                            labelled=labelled, width=width, verdicts=verdicts,
-                            variant=variant)
-    _mark_suspect_steps(ax, result, site, variant, frame)
-    if bad:
-        _note_first(ax, *min(bad))
-    if not tensors:
-        _empty(ax, f"no checked values for {site} under {variant}")
-    per = "step" if width == 1 else f"{width}-step bin"
-    ax.set_title(_title(result, site, variant, f"smallest and largest value used per {per}"),
-                 fontsize=10)
-    notes = [] if complete else ["offending values only (the result has no bounds)"]
-    if omitted:
-        notes.append(f"not drawn (on another scale): {', '.join(omitted)}")
-    if notes:
-        ax.text(0.01, 0.99, _mathsafe("\n".join(notes)), transform=ax.transAxes, fontsize=7,
-                va="top", color="#555555")
+    for i, line in enumerate(data.lines):
+        _draw_tensor(ax, data, line, i == 0, labelled)
+    _mark_suspect_steps(ax, data)
+    if data.first is not None:
+        _note_first(ax, *data.first)
+    if not data.lines:
+        _empty(ax, data.empty())
+    ax.set_title(_mathsafe(data.title()), fontsize=10)
+    if data.notes():
+        ax.text(0.01, 0.99, _mathsafe("\n".join(data.notes())), transform=ax.transAxes,
+                fontsize=7, va="top", color="#555555")
     ax.set_xlabel("engine step")
-    ax.set_ylabel(f"value used ({_value_unit(site, tensors)})")
+    ax.set_ylabel(data.ylabel())
     ax.margins(y=0.12)
     _integer_steps(ax)
     _legend_below(ax)
@@ -388,13 +528,6 @@ def _integer_steps(ax: Axes) -> None:
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-
-
-#: per step, how the variant's out-of-bounds findings there are judged (see
-#: :func:`step_verdicts`)
-OPEN, RESOLVED, UNSEEN = "out of bounds", "resolved", "not judged"
-#: marker colours of resolved and not judged findings (never the violation colour)
-RESOLVED_COLOR, UNSEEN_COLOR = "#2ca02c", "#7f7f7f"
 
 
 def step_verdicts(result: Any, site: str, variant: str) -> dict[float, str] | None:
@@ -420,20 +553,13 @@ def step_verdicts(result: Any, site: str, variant: str) -> dict[float, str] | No
     return out
 
 
-def _mark_suspect_steps(ax: Axes, result: Any, site: str, variant: str,
-                        frame: pd.DataFrame) -> None:
-    """Mark the steps with a misattributed finding (a suspect verdict) along the top of the
-    band: a diamond per step, labelled once."""
-    found = _select(_findings(result), site, variant)
-    if not len(found):
-        return
-    steps = sorted(set(pd.to_numeric(found.loc[found["kind"] == "misattributed", "step"])))
-    if not steps:
-        return
-    top = (frame.groupby("step")["max"].max() if len(frame) else pd.Series(dtype=float))
-    y = [float(top.get(step, 0.0)) for step in steps]
-    ax.scatter(steps, y, marker="D", s=36, facecolor="none", edgecolor=SUSPECT_COLOR,
-               linewidths=1.5, zorder=6, label="suspect: a row read another request's row")
+def _mark_suspect_steps(ax: Axes, data: TimelineData) -> None:
+    """Mark the suspect steps (:func:`suspect_steps`) along the top of the band: a diamond per
+    step, labelled once."""
+    steps, y = data.suspects
+    if steps:
+        ax.scatter(steps, y, marker="D", s=36, facecolor="none", edgecolor=SUSPECT_COLOR,
+                   linewidths=1.5, zorder=6, label=SUSPECT_LABEL)
 
 
 def _note_first(ax: Axes, x: float, y: float) -> None:
@@ -485,59 +611,45 @@ def bin_steps(steps: pd.DataFrame, width: int) -> pd.DataFrame:
     return binned
 
 
-def _draw_tensor(ax: Axes, steps: pd.DataFrame, name: str, color: str, first: bool,
-                 labelled: set[str], width: int = 1, verdicts: dict[float, str] | None = None,
-                 variant: str = "") -> list[tuple[float, float]]:
-    """Draw one tensor's band, bound and values out of bounds (binned ``width`` steps a point
-    when ``width`` > 1), each drawn as its verdict says (:func:`step_verdicts`: out of
-    bounds, resolved by ``variant`` or not judged); return the unresolved ones (step,
-    value), unbinned. ``labelled``: legend entries drawn so far (each is drawn once)."""
-    steps = steps.assign(state=[OPEN if verdicts is None else verdicts.get(float(t), UNSEEN)
-                                for t in steps["step"]])
-    bad = [(a, b) for a, b, _ in _violations(steps[steps["state"] == OPEN])]
-    binned = bin_steps(steps, width)
+def _draw_tensor(ax: Axes, data: TimelineData, line: TimelineTensor, first: bool,
+                 labelled: set[str]) -> None:
+    """Draw one tensor's band, bound and values out of bounds (binned when the timeline is
+    dense), each drawn as its state says (out of bounds, resolved or not judged).
+    ``labelled``: legend entries drawn so far (each is drawn once)."""
+    binned, color, dense, width = line.binned, line.color, data.dense, data.width
     x = binned["step"].to_numpy()
-    label = _mathsafe(name)
-    dense = width > 1
     upper, lower = binned["upper"].to_numpy(), binned["lower"].to_numpy()
     ax.fill_between(x, binned["min"], binned["max"], step="mid", color=color, alpha=0.15)
     ax.plot(x, binned["max"], marker=None if dense else "o", ms=3, lw=0.8 if dense else 1,
-            color=color, label=f"{label} (min..max{f' per {width} steps' if dense else ''})")
+            color=color, label=_mathsafe(data.series_label(line)))
     ax.plot(x, binned["min"], marker=None if dense else ".", ms=2, lw=0.6 if dense else 0.8,
             ls=":", color=color)
     edges = _edges(x, width)  # a bound of one step still shows as a segment
     ax.step(edges, _padded(upper), where="mid", ls="--", lw=1.4, color=BOUND_COLOR,
-            label=_once(labelled, f"valid bound (dashed): < {_fmt_bound(upper)}"))
+            label=_once(labelled, line.bound_label()))
     ax.step(edges, _padded(lower), where="mid", ls="-.", lw=0.8, color=BOUND_COLOR,
-            label=f"lower bound = {_fmt_bound(lower)}" if first else None)
-    for state, marker, mark_color in ((OPEN, "X", VIOLATION_COLOR),
-                                      (RESOLVED, "o", RESOLVED_COLOR),
-                                      (UNSEEN, "s", UNSEEN_COLOR)):
-        _draw_marks(ax, binned, state, marker, mark_color, dense, width, labelled, variant)
-    return bad
+            label=line.lower_label() if first else None)
+    for state, marker, mark_color in MARK_STYLES:
+        _draw_marks(ax, data, line, state, marker, mark_color, labelled)
 
 
-def _draw_marks(ax: Axes, binned: pd.DataFrame, state: str, marker: str, color: str,
-                dense: bool, width: int, labelled: set[str], variant: str) -> None:
+def _draw_marks(ax: Axes, data: TimelineData, line: TimelineTensor, state: str, marker: str,
+                color: str, labelled: set[str]) -> None:
     """The values out of bounds of the bins in ``state``: a marker each (sized by bad steps
-    when ``dense``, never below a visible size) and, for unresolved ones on a dense
-    timeline, a thin vertical line, so one bad step among 10,000 still shows."""
-    marks = _violations(binned[binned["state"] == state])
+    when dense, never below a visible size) and, where :meth:`TimelineData.lined`, a thin
+    vertical line, so one bad step among 10,000 still shows."""
+    marks = data.marks(line, state)
     if not marks:
         return
     mx, my, count = (np.array(v) for v in zip(*marks, strict=True))
-    size = 60.0 if not dense else 40.0 + 40.0 * count / max(count.max(), 1)
-    text = {OPEN: "out of bounds", RESOLVED: f"resolved by {variant}",
-            UNSEEN: f"not judged by {variant}"}[state]
-    if dense:
-        text += f" (per {width}-step bin; size: bad steps)"
-        if state == OPEN:
-            for step in np.unique(mx):
-                ax.axvline(step, color=color, lw=0.8, alpha=0.5, zorder=4)
+    size = 60.0 if not data.dense else 40.0 + 40.0 * count / max(count.max(), 1)
+    if data.lined(state):
+        for step in np.unique(mx):
+            ax.axvline(step, color=color, lw=0.8, alpha=0.5, zorder=4)
     filled = state == OPEN
     ax.scatter(mx, my, marker=marker, s=size, linewidths=0.5 if filled else 1.5,
                facecolor=color if filled else "none", edgecolor=color, zorder=5,
-               label=_once(labelled, text))
+               label=_once(labelled, data.mark_label(state)))
 
 
 def _once(labelled: set[str], text: str) -> str | None:
@@ -1015,6 +1127,28 @@ def _annotate_sentinel(ax: Axes, axis: _ValueAxis, value: float, text: str,
 # ----------------------------------------------------------------------------- verdicts
 
 
+#: the colour of a verdict matrix cell without a verdict
+NO_VERDICT_COLOR = "#e8e8e8"
+
+
+def verdict_grid(result: Any) -> tuple[list[str], list[str], dict[str, dict[str, str]]]:
+    """The verdict matrix' sites (rows, pipeline order), variants (columns, replay order) and
+    verdicts (variant -> site -> verdict)."""
+    verdicts: dict[str, dict[str, str]] = getattr(result, "verdicts", None) or {}
+    return result_sites(result), variant_names(result) or list(verdicts), verdicts
+
+
+def verdict_cell(verdict: str | None) -> tuple[str, str, str]:
+    """A verdict matrix cell's (text, fill colour, text colour) for ``verdict`` (None: none)."""
+    ink = "white" if verdict in ("violation", "error") else "black"
+    return verdict or "-", VERDICT_COLORS.get(str(verdict), NO_VERDICT_COLOR), ink
+
+
+def verdict_title(result: Any) -> str:
+    """The verdict matrix' title."""
+    return f"{capture_name(result)} · all sites · all variants\nverdicts"
+
+
 def plot_verdict_matrix(result: Any, ax: Axes | None = None) -> Axes:
     """Sites (rows, pipeline order) x variants (columns), each cell coloured by its verdict.
 
@@ -1028,25 +1162,21 @@ def plot_verdict_matrix(result: Any, ax: Axes | None = None) -> Axes:
         return _as_svg("verdicts", result)
     from matplotlib.colors import to_rgb
 
-    verdicts: dict[str, dict[str, str]] = getattr(result, "verdicts", None) or {}
-    variants = variant_names(result) or list(verdicts)
-    sites = result_sites(result)
+    sites, variants, verdicts = verdict_grid(result)
     ax = _axes(ax, figsize=(1.6 + 1.5 * max(1, len(variants)), 0.9 + 0.5 * max(1, len(sites))))
     colors = np.ones((max(1, len(sites)), max(1, len(variants)), 3))
     for i, site in enumerate(sites):
         for j, variant in enumerate(variants):
-            verdict = verdicts.get(variant, {}).get(site)
-            colors[i, j] = to_rgb(VERDICT_COLORS.get(str(verdict), "#e8e8e8"))
-            ax.text(j, i, _mathsafe(verdict or "-"), ha="center", va="center", fontsize=9,
-                    color="white" if verdict in ("violation", "error") else "black")
+            text, fill, ink = verdict_cell(verdicts.get(variant, {}).get(site))
+            colors[i, j] = to_rgb(fill)
+            ax.text(j, i, _mathsafe(text), ha="center", va="center", fontsize=9, color=ink)
     ax.imshow(colors, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(len(variants)), [_mathsafe(v) for v in variants], rotation=20,
                   ha="right")
     ax.set_yticks(range(len(sites)), sites)
     ax.set_xlabel("variant")
     ax.set_ylabel("site")
-    ax.set_title(_mathsafe(f"{capture_name(result)} · all sites · all variants\nverdicts"),
-                 fontsize=10)
+    ax.set_title(_mathsafe(verdict_title(result)), fontsize=10)
     return ax
 
 

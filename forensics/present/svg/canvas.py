@@ -15,6 +15,7 @@ text, and control characters become visible escapes (an XML document cannot hold
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
 #: average glyph width as a fraction of the font size (for laying out legends and margins)
 GLYPH = 0.6
 TITLE_SIZE, LABEL_SIZE, TICK_SIZE, LEGEND_SIZE, NOTE_SIZE = 12, 11, 10, 9, 9
+#: the placeholder of a clip path's id until the figure is drawn (see :meth:`Figure.to_svg`)
+_CLIP = "\x00clip"
 #: marker shapes: ``x`` a filled cross, ``o`` circle, ``s`` square, ``D`` diamond
 SHAPES = ("x", "o", "s", "D")
 
@@ -49,7 +52,7 @@ def nice_ticks(lo: float, hi: float, most: int = 6, integer: bool = False) -> li
     step = next(m * scale for m in (1, 2, 5, 10) if m * scale >= raw)
     if integer:
         step = max(1.0, round(step))
-    first = math.ceil(lo / step) * step
+    first = math.ceil(lo / step) * step + 0.0  # + 0.0: no -0 tick
     return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
 
 
@@ -83,7 +86,8 @@ class Panel:
 
     ``xlim``/``ylim`` default to the data's extent (x padded by ``xpad`` data units each side,
     y by ``ypad`` of its span); ``xticks``/``yticks`` default to :func:`nice_ticks` (whole
-    numbers on x when ``integer_x``).
+    numbers on x when ``integer_x``); ``xtick_rotation`` turns the x tick labels by that many
+    degrees (rising to the right, each ending at its tick), with room made for them.
     """
 
     title: str = ""
@@ -98,6 +102,7 @@ class Panel:
     xticks: list[tuple[float, str]] | None = None
     yticks: list[tuple[float, str]] | None = None
     invert_y: bool = False
+    xtick_rotation: float = 0.0
     legend: list[LegendEntry] = field(default_factory=list)
     items: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     xs: list[float] = field(default_factory=list)
@@ -257,7 +262,10 @@ class Figure:
                                      self.right_margin, self._legend_rows(panel, width)))
             parts.append("</g>")
         parts.append("</svg>")
-        return "\n".join(parts)
+        text = "\n".join(parts)
+        # ids unique to the drawing, so figures inlined in one HTML page clip by their own
+        # rectangles (an escaped string never holds the raw NUL of the placeholder)
+        return text.replace(_CLIP, f"clip-{hashlib.sha1(text.encode()).hexdigest()[:12]}-")
 
     def _repr_svg_(self) -> str:
         return self.to_svg()
@@ -272,11 +280,20 @@ class Figure:
             display({"image/svg+xml": self.to_svg()}, raw=True)
 
 
+def _xtick_drop(panel: Panel) -> float:
+    """How far rotated x tick labels reach below unrotated ones, in pixels (0 unrotated)."""
+    if not panel.xtick_rotation or not panel.xticks:
+        return 0.0
+    longest = max(text_width(label, TICK_SIZE) for _, label in panel.xticks)
+    return longest * math.sin(math.radians(panel.xtick_rotation))
+
+
 def _box(panel: Panel, x0: float, width: float, height: float, right: float) -> _Box:
     title_lines = panel.title.count("\n") + 1 if panel.title else 0
     ylabels = [label for _, label in panel.yticks or []] or ["000000"]
     left = 22 + max(text_width(s, TICK_SIZE) for s in ylabels) + (16 if panel.ylabel else 0)
-    return _Box(x0 + left, 8 + 16 * title_lines + 6, x0 + width - right, height - 44)
+    return _Box(x0 + left, 8 + 16 * title_lines + 6, x0 + width - right,
+                height - 44 - _xtick_drop(panel))
 
 
 def _draw_panel(panel: Panel, x0: float, width: float, height: float, right: float,
@@ -290,9 +307,9 @@ def _draw_panel(panel: Panel, x0: float, width: float, height: float, right: flo
     sx = _Scale(*xlim, box.left, box.right)
     top, bottom = (box.bottom, box.top) if panel.invert_y else (box.top, box.bottom)
     sy = _Scale(*ylim, bottom, top, log=panel.ylog)
-    out = [f'<clipPath id="clip{int(x0)}"><rect x="{box.left:.1f}" y="{box.top:.1f}" '
+    out = [f'<clipPath id="{_CLIP}{int(x0)}"><rect x="{box.left:.1f}" y="{box.top:.1f}" '
            f'width="{box.right - box.left:.1f}" height="{box.bottom - box.top:.1f}"/></clipPath>',
-           f'<g clip-path="url(#clip{int(x0)})">']
+           f'<g clip-path="url(#{_CLIP}{int(x0)})">']
     for kind, item in panel.items:
         out.extend(_DRAW[kind](item, sx, sy, box))
     out.append("</g>")
@@ -308,12 +325,15 @@ def _frame(panel: Panel, box: _Box, sx: _Scale, sy: _Scale, xlim: tuple[float, f
            f'height="{box.bottom - box.top:.1f}" fill="none" stroke="#333333"/>']
     xticks = panel.xticks if panel.xticks is not None else [
         (t, tick_label(t)) for t in nice_ticks(*xlim, integer=panel.integer_x)]
+    turn = panel.xtick_rotation
     for value, label in xticks:
-        px = sx(value)
+        px, py = sx(value), box.bottom + 16
+        place = (f'text-anchor="end" transform="rotate({-turn:g} {px:.1f} {py - 4:.1f})"'
+                 if turn else 'text-anchor="middle"')
         out.append(f'<line x1="{px:.1f}" y1="{box.bottom:.1f}" x2="{px:.1f}" '
                    f'y2="{box.bottom + 4:.1f}" stroke="#333333"/>'
-                   f'<text class="xtick" data-x="{value:g}" x="{px:.1f}" y="{box.bottom + 16:.1f}" '
-                   f'font-size="{TICK_SIZE}" text-anchor="middle">{esc(label)}</text>')
+                   f'<text class="xtick" data-x="{value:g}" x="{px:.1f}" y="{py:.1f}" '
+                   f'font-size="{TICK_SIZE}" {place}>{esc(label)}</text>')
     for value, label in panel.yticks or []:
         py = sy(value)
         out.append(f'<line x1="{box.left - 4:.1f}" y1="{py:.1f}" x2="{box.left:.1f}" '
@@ -322,7 +342,8 @@ def _frame(panel: Panel, box: _Box, sx: _Scale, sy: _Scale, xlim: tuple[float, f
                    f'y="{py + 3.5:.1f}" font-size="{TICK_SIZE}" text-anchor="end">'
                    f"{esc(label)}</text>")
     middle = (box.left + box.right) / 2
-    out.append(f'<text class="xlabel" x="{middle:.1f}" y="{box.bottom + 34:.1f}" '
+    below = box.bottom + 34 + _xtick_drop(panel)
+    out.append(f'<text class="xlabel" x="{middle:.1f}" y="{below:.1f}" '
                f'font-size="{LABEL_SIZE}" text-anchor="middle">{esc(panel.xlabel)}</text>')
     if panel.ylabel:
         cy = (box.top + box.bottom) / 2
@@ -424,7 +445,7 @@ def _draw_band(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[
 def _draw_marks(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[str]:
     out = [f'<g class="{esc(item["role"])}">']
     for x, y, size in zip(item["x"], item["y"], item["size"], strict=True):
-        attrs = f' data-x="{x:g}" data-y="{y:g}"'
+        attrs = f' data-x="{x:g}" data-y="{y:g}" data-size="{size:g}"'
         out.append(_marker(item["shape"], sx(x), sy(y), size, item["color"], item["filled"],
                            attrs))
     return [*out, "</g>"]
@@ -453,8 +474,9 @@ def _draw_cell(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[
            f'y="{ya:.1f}" width="{max(xb - xa, 1.0):.1f}" height="{max(yb - ya, 1.0):.1f}" '
            f'fill="{item["fill"]}"/>']
     if item["text"]:
-        out.append(f'<text x="{(xa + xb) / 2:.1f}" y="{(ya + yb) / 2 + 3:.1f}" font-size="8" '
-                   f'text-anchor="middle" fill="{item["text_color"]}">{esc(item["text"])}</text>')
+        out.append(f'<text class="cell-text" x="{(xa + xb) / 2:.1f}" '
+                   f'y="{(ya + yb) / 2 + 3:.1f}" font-size="8" text-anchor="middle" '
+                   f'fill="{item["text_color"]}">{esc(item["text"])}</text>')
     return out
 
 
@@ -477,10 +499,14 @@ def _draw_note(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[
     anchor = "start"
     if tx + width > box.right:
         tx, anchor = px - 16, "end"
+    base = ty + (8 if below else 0)
+    left = tx if anchor == "start" else tx - width
     return [f'<g class="{esc(item["role"])}" data-x="{item["x"]:g}" data-y="{item["y"]:g}">'
             f'<line x1="{px:.1f}" y1="{py:.1f}" x2="{tx:.1f}" y2="{ty - 4:.1f}" '
             f'stroke="{item["color"]}" stroke-width="0.8"/>'
-            f'<text x="{tx:.1f}" y="{ty + (8 if below else 0):.1f}" font-size="{NOTE_SIZE}" '
+            f'<rect x="{left - 2:.1f}" y="{base - NOTE_SIZE:.1f}" width="{width + 4:.1f}" '
+            f'height="{NOTE_SIZE + 4}" fill="white" fill-opacity="0.85"/>'
+            f'<text x="{tx:.1f}" y="{base:.1f}" font-size="{NOTE_SIZE}" '
             f'text-anchor="{anchor}" fill="{item["color"]}">{esc(item["text"])}</text></g>']
 
 
