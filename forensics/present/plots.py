@@ -706,11 +706,98 @@ def distance_past_bound(value: Any, lower: Any, upper: Any) -> np.ndarray:
     return np.nan_to_num(above + below)
 
 
+#: the colours of a heatmap's distances past the bound, from 1 (the first invalid value) out
+VIOLATION_RAMP = ("#f7c6c6", VIOLATION_COLOR, "#5c0d0e")
+#: colour of a heatmap's checked cells inside the bound
+CHECKED_COLOR = "#e0e0e0"
+HEATMAP_WHAT = "out-of-bounds values per batch row and step"
+CHECKED_LABEL, SUSPECT_CELL_LABEL = ("checked, inside the valid bound",
+                                     "misattributed (another request's row)")
+DISTANCE_LABEL = "distance past the valid bound [lower, upper)\n(1 = first invalid value)"
+
+
 def _violation_cmap() -> Any:
     from matplotlib.colors import LinearSegmentedColormap
 
-    return LinearSegmentedColormap.from_list("forensics_violation",
-                                             ["#f7c6c6", VIOLATION_COLOR, "#5c0d0e"])
+    return LinearSegmentedColormap.from_list("forensics_violation", list(VIOLATION_RAMP))
+
+
+@dataclass
+class HeatmapData:
+    """What a rows x steps heatmap of (site, variant) shows, for either renderer.
+
+    ``grid[row index, step index]`` is the largest distance past the bound of the findings
+    still out of bounds there (0: none); ``checked`` the step indices where the site was
+    checked; ``written`` the (row index, step index, value) cells whose value is written;
+    ``suspects`` the cells of misattributed findings; ``settled`` per state (:data:`RESOLVED`,
+    :data:`UNSEEN`) the cells of findings that are not out of bounds for this variant.
+    """
+
+    title: str
+    variant: str
+    steps: list[float]
+    rows: list[float]
+    grid: np.ndarray
+    checked: list[int]
+    written: list[tuple[int, int, float]]
+    suspects: tuple[np.ndarray, np.ndarray] | None
+    settled: list[tuple[str, np.ndarray, np.ndarray]]
+    empty: str | None = None
+
+    @property
+    def peak(self) -> float:
+        """The largest distance in the grid (1 without any)."""
+        return float(np.nanmax(self.grid)) if self.grid.size and self.grid.max() > 0 else 1.0
+
+    @property
+    def log(self) -> bool:
+        """Whether distances are coloured on a log scale (a peak above 100)."""
+        return self.peak > 100
+
+    @property
+    def dense(self) -> bool:
+        """Whether the grid is too fine for a cell per pixel (offending cells get markers)."""
+        return len(self.steps) > DENSE_STEPS or len(self.rows) > DENSE_ROWS
+
+    def shade(self, value: float) -> float:
+        """``value``'s place (0 to 1) on the colour ramp: log from 1 to the peak when
+        :attr:`log`, else linear from 0.5 to the peak + 0.5."""
+        if self.log:
+            return float(np.clip(np.log(max(value, 1.0)) / np.log(max(self.peak, 2.0)), 0, 1))
+        return float(np.clip((value - 0.5) / max(self.peak, 1.0), 0, 1))
+
+    def xticks(self) -> list[tuple[int, str]]:
+        """(step index, label) of the labelled steps."""
+        return [(i, f"{self.steps[i]:.0f}") for i in step_ticks(self.steps, most=STEP_LABELS)]
+
+    def yticks(self) -> list[tuple[int, str]]:
+        """(row index, label) of the labelled rows (``summary`` for a summary record's row)."""
+        return [(i, "summary" if self.rows[i] < 0 else f"{self.rows[i]:.0f}")
+                for i in _thin(len(self.rows))]
+
+    def settled_label(self, state: str) -> str:
+        """The legend text of settled cells in ``state``."""
+        return f"{state} by {self.variant}"
+
+
+def heatmap_data(result: Any, site: str | None = None, variant: str | None = None,
+                 align: Sequence[str] | None = None) -> HeatmapData:
+    """The data of :func:`plot_row_heatmap` (``align``: the variants whose steps and rows the
+    grid spans too)."""
+    variant = _check_variant(result, variant)
+    site = _check_site(result, site, variant)
+    title = title_text(result, site, variant, HEATMAP_WHAT)
+    oob, settled = _open_and_settled(_oob(result, site, variant))
+    steps, rows = _heatmap_span(result, site, [variant, *(align or [])])
+    if not steps:
+        return HeatmapData(title, variant, [], rows, np.zeros((len(rows), 0)), [], [], None, [],
+                           empty=f"no records for {site} under {variant}")
+    at = {s: i for i, s in enumerate(steps)}
+    checked = sorted(at[s] for s in _checked_steps(result, site, variant))
+    findings = _select(_findings(result), site, variant)
+    return HeatmapData(title, variant, steps, rows, _heatmap_grid(oob, steps, rows), checked,
+                       _written_cells(oob, steps, rows), _suspect_cells(findings, steps, rows),
+                       _settled_cells(settled, steps, rows))
 
 
 def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None = None,
@@ -735,39 +822,42 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
     from matplotlib.colors import LogNorm, Normalize
     from matplotlib.patches import Patch
 
-    variant = _check_variant(result, variant)
-    site = _check_site(result, site, variant)
+    data = heatmap_data(result, site, variant, align)
     ax = _axes(ax)
-    oob, settled = _open_and_settled(_oob(result, site, variant))
-    checked = _checked_steps(result, site, variant)
-    steps, rows = _heatmap_span(result, site, [variant, *(align or [])])
-    if not steps:
-        _empty(ax, f"no records for {site} under {variant}")
-        return _heatmap_labels(ax, result, site, variant, [], [])
-    grid = _heatmap_grid(oob, steps, rows)
-    checked_steps = {s: i for i, s in enumerate(steps)}
-    shade = np.full((len(rows), len(steps)), np.nan)
-    shade[:, [checked_steps[s] for s in checked]] = 1.0
-    extent = (-0.5, len(steps) - 0.5, len(rows) - 0.5, -0.5)
+    if data.empty:
+        _empty(ax, data.empty)
+        return _heatmap_labels(ax, data)
+    shade = np.full(data.grid.shape, np.nan)
+    shade[:, data.checked] = 1.0
+    extent = (-0.5, len(data.steps) - 0.5, len(data.rows) - 0.5, -0.5)
     ax.imshow(shade, cmap="Greys", vmin=0, vmax=8, aspect="auto", extent=extent,
               interpolation="nearest")
-    peak = np.nanmax(grid) if np.isfinite(grid).any() else 1.0
-    norm = LogNorm(1, max(peak, 2)) if peak > 100 else Normalize(0.5, max(peak, 1) + 0.5)
-    image = ax.imshow(np.where(grid > 0, grid, np.nan), cmap=_violation_cmap(), norm=norm,
-                      aspect="auto", extent=extent, interpolation="nearest")
-    _mark_small_cells(ax, grid, image)
+    peak = data.peak
+    norm = LogNorm(1, max(peak, 2)) if data.log else Normalize(0.5, max(peak, 1) + 0.5)
+    image = ax.imshow(np.where(data.grid > 0, data.grid, np.nan), cmap=_violation_cmap(),
+                      norm=norm, aspect="auto", extent=extent, interpolation="nearest")
+    if data.dense:
+        _mark_small_cells(ax, data.grid, image)
     bar = ax.figure.colorbar(image, ax=ax, pad=0.02)
-    if not isinstance(norm, LogNorm):
+    if not data.log:
         bar.set_ticks(range(1, int(max(peak, 1)) + 1, max(1, int(peak) // 8)))
-    bar.set_label("distance past the valid bound [lower, upper)\n(1 = first invalid value)",
-                  fontsize=8)
-    _annotate_cells(ax, oob, steps, rows)
-    suspects = _mark_suspects(ax, _select(_findings(result), site, variant), steps, rows)
-    marks = [m for m in _mark_settled(ax, settled, steps, rows, variant) if m is not None]
-    _legend_below(ax, [Patch(color="#e0e0e0", label="checked, inside the valid bound"),
-                       Patch(color=VIOLATION_COLOR, label="out of bounds"),
-                       *([suspects] if suspects is not None else []), *marks])
-    return _heatmap_labels(ax, result, site, variant, steps, rows)
+    bar.set_label(DISTANCE_LABEL, fontsize=8)
+    for r, s, value in data.written:
+        ax.text(s, r, f"{value:.0f}", ha="center", va="center", fontsize=6, color="white")
+    handles: list[Any] = [Patch(color=CHECKED_COLOR, label=CHECKED_LABEL),
+                          Patch(color=VIOLATION_COLOR, label="out of bounds")]
+    if data.suspects is not None:
+        ri, si = data.suspects
+        handles.append(ax.scatter(si, ri, marker="D", s=30, facecolor="none",
+                                  edgecolor=SUSPECT_COLOR, linewidths=1.5, zorder=6,
+                                  label=SUSPECT_CELL_LABEL))
+    for state, ri, si in data.settled:
+        marker, color = ("o", RESOLVED_COLOR) if state == RESOLVED else ("s", UNSEEN_COLOR)
+        handles.append(ax.scatter(si, ri, marker=marker, s=30, facecolor="none",
+                                  edgecolor=color, linewidths=1.5, zorder=6,
+                                  label=data.settled_label(state)))
+    _legend_below(ax, handles)
+    return _heatmap_labels(ax, data)
 
 
 def _open_and_settled(oob: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -781,32 +871,23 @@ def _open_and_settled(oob: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return oob[~settled], oob[settled]
 
 
-def _mark_settled(ax: Axes, settled: pd.DataFrame, steps: list[float], rows: list[float],
-                  variant: str) -> list[Any]:
-    """Mark the cells of resolved findings (a circle, "resolved by VARIANT") and of findings
-    the variant cannot judge (a square); return the markers' artists (None for none)."""
+def _settled_cells(settled: pd.DataFrame, steps: list[float], rows: list[float]
+                   ) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(state, row indices, step indices) of the resolved findings' cells and of the cells of
+    findings the variant cannot judge (states without cells left out)."""
     if not len(settled):
         return []
     settled = settled[pd.to_numeric(settled["step"], errors="coerce").isin(steps)]
     ri, si = _cell_index(settled, steps, rows)
     resolved = (settled["resolved"] == True).to_numpy()  # noqa: E712
-    out = []
-    for mask, marker, color, text in ((resolved, "o", RESOLVED_COLOR, f"resolved by {variant}"),
-                                      (~resolved, "s", UNSEEN_COLOR,
-                                       f"not judged by {variant}")):
-        if mask.any():
-            out.append(ax.scatter(np.asarray(si)[mask], np.asarray(ri)[mask], marker=marker,
-                                  s=30, facecolor="none", edgecolor=color, linewidths=1.5,
-                                  zorder=6, label=text))
-    return out
+    return [(state, np.asarray(ri)[mask], np.asarray(si)[mask])
+            for state, mask in ((RESOLVED, resolved), (UNSEEN, ~resolved)) if mask.any()]
 
 
 def _mark_small_cells(ax: Axes, grid: np.ndarray, image: Any) -> None:
     """On a grid too fine for a cell per pixel (more than :data:`DENSE_STEPS` steps or
     :data:`DENSE_ROWS` rows), draw each offending cell as a square marker in the image's
     colours too: resampled to the screen, the image alone drops most of them."""
-    if grid.shape[1] <= DENSE_STEPS and grid.shape[0] <= DENSE_ROWS:
-        return
     rows, cols = np.nonzero(grid > 0)
     if len(rows):
         ax.scatter(cols, rows, c=grid[rows, cols], cmap=image.get_cmap(), norm=image.norm,
@@ -867,43 +948,38 @@ def _heatmap_grid(oob: pd.DataFrame, steps: list[float], rows: list[float]) -> n
     return grid
 
 
-def _annotate_cells(ax: Axes, oob: pd.DataFrame, steps: list[float], rows: list[float]) -> None:
+def _written_cells(oob: pd.DataFrame, steps: list[float], rows: list[float]
+                   ) -> list[tuple[int, int, float]]:
+    """(row index, step index, value) of the first finding of each offending cell, on a grid
+    of at most 400 cells (on a larger one the values are not written)."""
     if not len(oob) or len(steps) * len(rows) > 400:
-        return
+        return []
     ri, si = _cell_index(oob, steps, rows)
-    seen: set[tuple[int, int]] = set()
+    cells: dict[tuple[int, int], float] = {}
     for r, s, value in zip(ri, si, oob["value"], strict=True):
-        if (r, s) not in seen:
-            seen.add((r, s))
-            ax.text(s, r, f"{value:.0f}", ha="center", va="center", fontsize=6, color="white")
+        cells.setdefault((int(r), int(s)), float(value))
+    return [(r, s, value) for (r, s), value in cells.items()]
 
 
-def _mark_suspects(ax: Axes, findings: pd.DataFrame, steps: list[float],
-                   rows: list[float]) -> Any:
-    """Mark each ``misattributed`` finding's cell with a diamond; return the markers' artist
-    (for the legend), or None when there are none."""
+def _suspect_cells(findings: pd.DataFrame, steps: list[float], rows: list[float]
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(row indices, step indices) of the ``misattributed`` findings' cells, None without."""
     if not len(findings):
         return None
     sus = findings[findings["kind"] == "misattributed"]
     sus = sus[pd.to_numeric(sus["step"], errors="coerce").isin(steps)]
     if not len(sus):
         return None
-    ri, si = _cell_index(sus, steps, rows)
-    return ax.scatter(si, ri, marker="D", s=30, facecolor="none", edgecolor=SUSPECT_COLOR,
-                      linewidths=1.5, zorder=6, label="misattributed (another request's row)")
+    return _cell_index(sus, steps, rows)
 
 
-def _heatmap_labels(ax: Axes, result: Any, site: str, variant: str, steps: list[float],
-                    rows: list[float]) -> Axes:
-    ax.set_title(_title(result, site, variant, "out-of-bounds values per batch row and step"),
-                 fontsize=10)
+def _heatmap_labels(ax: Axes, data: HeatmapData) -> Axes:
+    ax.set_title(_mathsafe(data.title), fontsize=10)
     ax.set_xlabel("engine step")
     ax.set_ylabel("batch row (index)")
-    if steps:
-        ticks = step_ticks(steps, most=STEP_LABELS)
-        ax.set_xticks(ticks, [f"{steps[i]:.0f}" for i in ticks])
-        yt = _thin(len(rows))
-        ax.set_yticks(yt, ["summary" if rows[i] < 0 else f"{rows[i]:.0f}" for i in yt])
+    if data.steps:
+        ax.set_xticks(*zip(*data.xticks(), strict=True))
+        ax.set_yticks(*zip(*data.yticks(), strict=True))
     return ax
 
 
