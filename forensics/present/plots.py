@@ -1102,29 +1102,109 @@ def plot_value_histogram(result: Any, site: str | None = None, variant: str | No
     if ax is None and svg.active():
         return _as_svg("histogram", result, site=site, variant=variant, vocab_size=vocab_size,
                        window=window, tensor=tensor)
+    data = histogram_data(result, site, variant, vocab_size, window, tensor)
+    ax = _axes(ax, figsize=(7.0, 4.6))
+    _draw_histogram(ax, data)
+    _draw_valid_range(ax, data)
+    for x, text, side in data.sentinels:
+        _annotate_sentinel(ax, data.axis, x, text, side)
+    ax.set_title(_mathsafe(data.title), fontsize=10)
+    ax.set_xlabel(data.xlabel)
+    if data.omitted:
+        ax.text(0.99, 0.6, _mathsafe(data.omitted_note()), transform=ax.transAxes, ha="right",
+                fontsize=7, color="#555555")
+    ax.set_ylabel(HISTOGRAM_YLABEL)
+    _legend_below(ax)
+    return ax
+
+
+HISTOGRAM_WHAT, HISTOGRAM_YLABEL = "values near the bound", "count (log scale)"
+IN_RANGE_LABEL, OUT_LABEL = ("in range (per-record min and max)",
+                             "out of bounds (every element)")
+PLACEHOLDER_NOTE = "−1: async placeholder / new row"
+
+
+@dataclass
+class HistogramData:
+    """What the value histogram of (site, variant) shows, for either renderer.
+
+    ``edges`` are the bins' edges on the axis' positions (:class:`_ValueAxis`), ``inside`` and
+    ``outside`` the counts per bin of in-range extremes and of offending values (None without
+    any value); ``hidden``: in-range values far from both bounds, not shown; ``sentinels``:
+    (value, note, side) of each sentinel the axis shows.
+    """
+
+    title: str
+    xlabel: str
+    axis: _ValueAxis
+    lower: float
+    upper: float
+    edges: np.ndarray | None
+    inside: np.ndarray | None
+    outside: np.ndarray | None
+    hidden: int
+    sentinels: list[tuple[float, str, int]]
+    omitted: list[str]
+
+    def ylim(self) -> tuple[float, float]:
+        """The count axis' range: from below 1 to three times the tallest bar (at least 10)."""
+        top = float(np.max(self.inside + self.outside)) if self.inside is not None else 0.0
+        return 0.7, max(10.0, top * 3)
+
+    def range_edges(self) -> tuple[float, float]:
+        """The valid range's left and right edges on the axis."""
+        lo, hi = self.axis.pos(np.array([self.lower, self.upper])) - 0.5
+        return float(lo), float(hi)
+
+    def range_label(self) -> str:
+        """The valid range's legend text."""
+        return f"valid range [{self.lower:.0f}, {self.upper:.0f})"
+
+    def bound_labels(self) -> tuple[str, str]:
+        """The legend texts of the upper and the lower bound lines."""
+        return (f"valid bound: upper = {self.upper:.0f} (exclusive)",
+                f"valid bound: lower = {self.lower:.0f}")
+
+    def hidden_note(self) -> str:
+        """The note on in-range values not shown ("" when none)."""
+        return (f"{self.hidden} in-range values far from both bounds not shown"
+                if self.hidden else "")
+
+    def omitted_note(self) -> str:
+        """The note on tensors on another scale, not drawn."""
+        return "not drawn (another scale):\n" + "\n".join(self.omitted)
+
+    def break_at(self) -> tuple[float, float]:
+        """The middle and the width of a broken axis' break."""
+        return 2 * self.axis.window + (self.axis.gap - 1) / 2, float(self.axis.gap)
+
+
+def histogram_data(result: Any, site: str | None = None, variant: str | None = None,
+                   vocab_size: int | None = None, window: int = 32,
+                   tensor: TensorChoice = None) -> HistogramData:
+    """The data of :func:`plot_value_histogram` (its arguments)."""
     variant = _check_variant(result, variant)
     site = _check_site(result, site, variant)
-    ax = _axes(ax, figsize=(7.0, 4.6))
     frame, inside, outside, drawn, omitted = _histogram_data(result, site, variant, tensor)
     vocab = vocab_size if vocab_size is not None else _guess_vocab_size(site, frame)
     lower, upper = _range_of(frame, outside)
     if vocab is not None:
         window = max(window, int(abs(upper - vocab)) + 4)
     axis = _ValueAxis(lower, upper, window, np.concatenate([inside, outside]))
-    _draw_histogram(ax, axis, inside, outside)
-    _draw_valid_range(ax, axis, lower, upper)
-    _annotate_sentinel(ax, axis, -1, "−1: async placeholder / new row", side=-1)
+    shown_in = inside[axis.shown(inside)]
+    edges = low = high = None
+    if len(shown_in) + len(outside):
+        edges = np.asarray(list(axis.bins()), dtype=float)
+        low, _ = np.histogram(axis.pos(shown_in), bins=edges)
+        high, _ = np.histogram(axis.pos(outside), bins=edges)
+    sentinels = [(-1.0, PLACEHOLDER_NOTE, -1)]
     if vocab is not None:
-        _annotate_sentinel(ax, axis, vocab, f"vocab_size = {vocab}: rejection sentinel")
-    ax.set_title(_title(result, site, variant, "values near the bound"), fontsize=10)
-    ax.set_xlabel(f"value used ({_value_unit(site, drawn)})"
-                  + (" — broken axis: values near each bound" if axis.broken else ""))
-    if omitted:
-        ax.text(0.99, 0.6, _mathsafe("not drawn (another scale):\n" + "\n".join(omitted)),
-                transform=ax.transAxes, ha="right", fontsize=7, color="#555555")
-    ax.set_ylabel("count (log scale)")
-    _legend_below(ax)
-    return ax
+        sentinels.append((float(vocab), f"vocab_size = {vocab}: rejection sentinel", 1))
+    xlabel = (f"value used ({_value_unit(site, drawn)})"
+              + (" — broken axis: values near each bound" if axis.broken else ""))
+    return HistogramData(title_text(result, site, variant, HISTOGRAM_WHAT), xlabel, axis,
+                         lower, upper, edges, low, high, len(inside) - len(shown_in),
+                         [s for s in sentinels if axis.shown(np.array([s[0]]))[0]], omitted)
 
 
 def _range_of(frame: pd.DataFrame, outside: np.ndarray) -> tuple[float, float]:
@@ -1143,52 +1223,43 @@ def _plain_counts(ax: Axes) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def _draw_histogram(ax: Axes, axis: _ValueAxis, inside: np.ndarray,
-                    outside: np.ndarray) -> None:
-    shown_in, shown_out = inside[axis.shown(inside)], outside
-    hidden = len(inside) - len(shown_in)
-    if len(shown_in) + len(shown_out):
-        edges = np.asarray(list(axis.bins()), dtype=float)
-        low, _ = np.histogram(axis.pos(shown_in), bins=edges)
-        high, _ = np.histogram(axis.pos(shown_out), bins=edges)
-        ax.set_yscale("log")  # stacked steps: two artists, not one bar per bin and value kind
-        ax.stairs(low, edges, fill=True, color=IN_RANGE_COLOR,
-                  label="in range (per-record min and max)")
-        ax.stairs(low + high, edges, baseline=low, fill=True, color=VIOLATION_COLOR,
-                  label="out of bounds (every element)")
-        ax.set_ylim(0.7, max(10.0, float(np.max(low + high)) * 3))
+def _draw_histogram(ax: Axes, data: HistogramData) -> None:
+    ax.set_yscale("log")
+    if data.edges is not None and data.inside is not None and data.outside is not None:
+        # stacked steps: two artists, not one bar per bin and value kind
+        ax.stairs(data.inside, data.edges, fill=True, color=IN_RANGE_COLOR, label=IN_RANGE_LABEL)
+        ax.stairs(data.inside + data.outside, data.edges, baseline=data.inside, fill=True,
+                  color=VIOLATION_COLOR, label=OUT_LABEL)
+        ax.set_ylim(*data.ylim())
     else:
         _empty(ax, "no values")
-        ax.set_yscale("log")
     _plain_counts(ax)
-    if hidden:
-        ax.text(0.5, 0.9, f"{hidden} in-range values far from both bounds not shown",
-                transform=ax.transAxes, ha="center", fontsize=7, color="#555555", zorder=6,
+    if data.hidden:
+        ax.text(0.5, 0.9, data.hidden_note(), transform=ax.transAxes, ha="center", fontsize=7,
+                color="#555555", zorder=6,
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
-    ticks, labels = axis.ticks()
+    ticks, labels = data.axis.ticks()
     if ticks:
         ax.set_xticks(ticks, labels, fontsize=7)
-        middle = 2 * axis.window + (axis.gap - 1) / 2
-        ax.axvspan(middle - axis.gap / 2, middle + axis.gap / 2, color="white", zorder=3)
+        middle, gap = data.break_at()
+        ax.axvspan(middle - gap / 2, middle + gap / 2, color="white", zorder=3)
         ax.text(middle, 0.5, "≈", transform=ax.get_xaxis_transform(), ha="center",
                 fontsize=14, color="#555555", zorder=4)
 
 
-def _draw_valid_range(ax: Axes, axis: _ValueAxis, lower: float, upper: float) -> None:
-    lo, hi = axis.pos(np.array([lower, upper])) - 0.5
-    ax.axvspan(lo, hi, color="#2ca02c", alpha=0.08,
-               label=f"valid range [{lower:.0f}, {upper:.0f})")
-    ax.axvline(hi, color=BOUND_COLOR, ls="--", lw=1.2,
-               label=f"valid bound: upper = {upper:.0f} (exclusive)")
-    ax.axvline(lo, color=BOUND_COLOR, ls="-.", lw=0.8, label=f"valid bound: lower = {lower:.0f}")
+def _draw_valid_range(ax: Axes, data: HistogramData) -> None:
+    lo, hi = data.range_edges()
+    upper_label, lower_label = data.bound_labels()
+    ax.axvspan(lo, hi, color="#2ca02c", alpha=0.08, label=data.range_label())
+    ax.axvline(hi, color=BOUND_COLOR, ls="--", lw=1.2, label=upper_label)
+    ax.axvline(lo, color=BOUND_COLOR, ls="-.", lw=0.8, label=lower_label)
 
 
 def _annotate_sentinel(ax: Axes, axis: _ValueAxis, value: float, text: str,
                        side: int = 1) -> None:
     """Mark ``value`` with a dotted line and a label beside it, clear of the value's own bar:
-    on the left (``side=-1``, for ``-1``: nothing lies below it) or the right."""
-    if not axis.shown(np.array([value]))[0]:
-        return
+    on the left (``side=-1``, for ``-1``: nothing lies below it) or the right (``value`` is
+    one the axis shows: :attr:`HistogramData.sentinels`)."""
     x = float(axis.pos(np.array([value]))[0])
     ax.axvline(x, color=VIOLATION_COLOR, ls=":", lw=1)
     bar = float(axis.pos(np.array([value + 0.5]))[0] - x)  # half a bar, in data units
