@@ -181,6 +181,13 @@ class Panel:
         self.items.append(("text", dict(fx=fx, fy=fy, text=text, color=color, size=size,
                                         anchor=anchor, role=role)))
 
+    def vnote(self, x: float, text: str, color: str, *, side: int = 1,
+              role: str = "note") -> None:
+        """``text`` written upwards along the top of the panel, beside the line at ``x``: on
+        its right (``side`` 1) or its left (-1)."""
+        self.items.append(("vnote", dict(x=float(x), text=text, color=color, side=side,
+                                         role=role)))
+
     def note(self, x: float, y: float, text: str, color: str, *, role: str = "note") -> None:
         """``text`` beside the point (x, y) with a line to it, placed towards the panel's
         middle so it stays inside."""
@@ -510,5 +517,14 @@ def _draw_note(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[
             f'text-anchor="{anchor}" fill="{item["color"]}">{esc(item["text"])}</text></g>']
 
 
+def _draw_vnote(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[str]:
+    px = sx(item["x"]) + item["side"] * 10
+    ty = box.top + 4
+    return [f'<text class="{esc(item["role"])}" data-x="{item["x"]:g}" x="{px:.1f}" '
+            f'y="{ty:.1f}" font-size="{NOTE_SIZE - 1}" text-anchor="end" fill="{item["color"]}" '
+            f'transform="rotate(-90 {px:.1f} {ty:.1f})">{esc(item["text"])}</text>']
+
+
 _DRAW = {"line": _draw_line, "band": _draw_band, "marks": _draw_marks, "vline": _draw_vline,
-         "vspan": _draw_vspan, "cell": _draw_cell, "text": _draw_text, "note": _draw_note}
+         "vspan": _draw_vspan, "cell": _draw_cell, "text": _draw_text, "note": _draw_note,
+         "vnote": _draw_vnote}
