@@ -12,7 +12,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from forensics.present.svg import views
 from forensics.present.svg.timeline import timeline_panel
 from forensics.present.svg.verdicts import verdict_figure
 from tests.conftest import DATA, embedding_records
+from tests.test_plots import FakeResult
 
 ROOT = Path(__file__).resolve().parents[1]
 VOCAB = 248320
@@ -177,17 +177,6 @@ def test_the_timeline_marks_suspect_steps() -> None:
 # ------------------------------------------------------------------ results built directly
 
 
-@dataclass
-class FakeResult:
-    """The attributes of a ReplayResult the views read."""
-
-    capture: str = "fake"
-    variants: list[str] = field(default_factory=lambda: ["upstream", "patched"])
-    findings: pd.DataFrame | None = None
-    bounds: pd.DataFrame | None = None
-    verdicts: dict[str, dict[str, str]] = field(default_factory=dict)
-
-
 def fake_result(capture: str = "fake", tensor: str = "input_ids") -> FakeResult:
     """Embedding over 4 steps; upstream reads the vocab sentinel at step 2, patched resolves it."""
     bounds, findings = [], []
@@ -316,6 +305,7 @@ def test_a_missing_verdict_is_a_grey_dash() -> None:
 
 
 def test_the_svg_views_never_import_matplotlib() -> None:
+    """Every SVG view (timeline, heatmap, histogram, verdicts) draws without matplotlib."""
     code = (
         "import sys\n"
         "import forensics\n"
@@ -323,8 +313,9 @@ def test_the_svg_views_never_import_matplotlib() -> None:
         "from forensics.present import plots\n"
         f"r = forensics.replay({str(DATA / 'incident-b-vocab-sentinel.capture')!r},"
         " ['upstream', 'patched'])\n"
-        "svg = views.side_by_side(r, 'timeline', site='embedding').to_svg()\n"
-        "svg += verdicts.verdict_figure(r).to_svg()\n"
+        "svg = verdicts.verdict_figure(r).to_svg()\n"
+        "for kind in ('timeline', 'heatmap', 'histogram'):\n"
+        "    svg += views.side_by_side(r, kind, site='embedding').to_svg()\n"
         "assert 'resolved by patched' in svg\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib')\n"
         "assert not bad, bad\n")
