@@ -72,7 +72,7 @@ def result() -> Any:
     return forensics.replay(issue_records(), ["upstream", "patched"])
 
 
-def _holds(record: Record, tensor: str, at: list[int], value: int) -> bool:
+def holds(record: Record, tensor: str, at: list[int], value: int) -> bool:
     """Whether ``tensor`` (a field of ``record``, or ``out.<field>`` of upstream's outputs)
     holds ``value`` at the indices ``at`` (``tensor`` may carry indices: ``out.output_tail[0]``)."""
     at = [int(i) for i in re.findall(r"\[(\d+)\]", tensor)] + at
@@ -93,12 +93,12 @@ def _holds(record: Record, tensor: str, at: list[int], value: int) -> bool:
     return int(held) == value
 
 
-def _assignments_hold(text: str, records: list[Record]) -> list[str]:
+def assignments_not_held(text: str, records: list[Record]) -> list[str]:
     """The ``T[i] = v`` of ``text`` that no record holds."""
     wrong = []
     for name, brackets, value in ASSIGNMENT.findall(text):
         at = [int(i) for i in re.findall(r"\d+", brackets)]
-        if not any(_holds(r, name, at, int(value)) for r in records):
+        if not any(holds(r, name, at, int(value)) for r in records):
             wrong.append(f"{name}{brackets} = {value}")
     return wrong
 
@@ -134,7 +134,7 @@ def test_every_held_finding_holds_its_value(result: Any) -> None:
     records = issue_records()
     for f in finding_records(result.findings):
         if f["held"]:
-            assert _holds(records[f["record"]], f["index_tensor"], [f["index_at"]], f["value"])
+            assert holds(records[f["record"]], f["index_tensor"], [f["index_at"]], f["value"])
 
 
 def test_no_text_writes_an_assignment_that_does_not_hold(result: Any, tmp_path: Path,
@@ -157,7 +157,7 @@ def test_no_text_writes_an_assignment_that_does_not_hold(result: Any, tmp_path: 
            "previous row" in everything
     assert "`out.output_tail[0][4] = 248320`" in everything
     assert ASSIGNMENT.search(everything)  # the check below reads some assignments
-    assert _assignments_hold(everything, records) == []
+    assert assignments_not_held(everything, records) == []
 
 
 def test_value_classes_are_named_in_words(result: Any) -> None:
@@ -191,7 +191,7 @@ def test_replay_json_carries_the_index_keys(tmp_path: Path,
 
 
 @pytest.mark.parametrize("name", ["stale-prev-row", "incident-b-vocab-sentinel",
-                                  "placeholder-leak"])
+                                  "placeholder-leak", "v2-negative-draft", "v2-vocab-sample"])
 def test_bundled_demo_lines_name_the_index_tensor_and_value_class(name: str) -> None:
     from forensics.present.demo import verdict_rows
 
@@ -202,11 +202,12 @@ def test_bundled_demo_lines_name_the_index_tensor_and_value_class(name: str) -> 
     assert lines and all("`" in line for line in lines), lines  # an index tensor named
     classes = ("a stale previous row", "the vocab_size sentinel", "a -1 placeholder")
     assert all(any(c in line for c in classes) for line in lines), lines
+    assert not any("its range" in line for line in lines), lines  # what it indexes is known
     up = result.findings[result.findings["variant"] == "upstream"]
     for f in finding_records(up.head(200)):
         if f["held"]:
             record = result.records[f["record"]]
-            assert _holds(record, f["index_tensor"], [f["index_at"]], f["value"]), f
+            assert holds(record, f["index_tensor"], [f["index_at"]], f["value"]), f
 
 
 def test_an_async_previous_row_past_the_end_names_no_holder() -> None:

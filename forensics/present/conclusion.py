@@ -36,7 +36,7 @@ from forensics.judge.findings import (
 from forensics.judge.suspects import describe_suspect, first_suspects
 from forensics.judge.wrong_tokens import silent_inputs_of
 from forensics.sites import SINK, site_order
-from forensics.sites.core import OUT_OF_BOUNDS
+from forensics.sites.core import OUT_OF_BOUNDS, ROW_OF
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -393,6 +393,8 @@ def _target(f: dict[str, Any]) -> str:
         return f"is outside the {indexed} ({span})"
     if indexed is None:
         return f"is outside its range ({span})"
+    if indexed.startswith(ROW_OF):
+        return f"indexes a row of `{indexed[len(ROW_OF):]}` ({span})"
     return f"indexes `{indexed}` ({span})"
 
 

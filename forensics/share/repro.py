@@ -134,8 +134,8 @@ def test_source(record: Record, finding: dict[str, Any]) -> str:
                         if not name.endswith("_after"))
     where = "the installed vLLM's call: " + terminal(what_happened(finding))  # one line
     if "real_code" in finding:
-        where = ("the installed vLLM's call leaves an index out of range; the upstream model "
-                 f"reads {terminal(what_happened(finding))}")
+        where = ("the installed vLLM's call leaves an index out of range; in the upstream "
+                 f"model, {terminal(what_happened(finding))}")
     function, call = get_site(record.site).repro or ("", "")
     real = finding.get("real_code", finding)  # the bound the real call is held to
     body = call.format(lower=int(real["lower"] or 0), upper=int(real["upper"]))

@@ -48,7 +48,7 @@ from forensics.sites._common import (
     run_each,
     screen_unique,
 )
-from forensics.sites.core import BatchRun, CheckList, Checks
+from forensics.sites.core import VOCABULARY, BatchRun, CheckList, Checks, row_of
 
 NAME = "combine_tokens"
 FIELDS = (
@@ -134,12 +134,9 @@ def _plan(record: Record) -> _Plan:
     cu = np.asarray(record["cu_num_logits"], dtype=np.int64)
     seq = np.asarray(record["seq_lens"], dtype=np.int64)
     prefill = np.asarray(record["prefill_len"], dtype=np.int64)
-    drafts = np.asarray(record["draft_tokens"])
-    new, block, width = int(record["num_new_sampled_tokens"]), _block(record), drafts.shape[1]
+    new, block = int(record["num_new_sampled_tokens"]), _block(record)
     plan = _Plan([], [], [], [], [])
-    slot_rows: list[int] = []
     for i, slot in enumerate(idx.tolist()):
-        slot_rows.append(i)
         if not 0 <= slot < len(prefill):
             continue  # the kernel reads outside prefill_len: judged by its access below
         num_logits = int(cu[i + 1] - cu[i])
@@ -150,19 +147,32 @@ def _plan(record: Record) -> _Plan:
             plan.add(i, 0, 0, query_end - num_logits)
         for j in range(min(max(k, 0), block)):
             plan.add(i, 1, j, query_end - k + j)
-    rows = np.array(slot_rows, dtype=np.int64)
-    for name in ("prefill_len", "last_sampled_tokens"):
-        plan.accesses.append(Access(name, rows, rows, idx, 0, len(record[name])))
+    plan.accesses = _accesses(record, plan, idx)
+    return plan
+
+
+def _accesses(record: Record, plan: _Plan, idx: np.ndarray) -> list[Access]:
+    """Every index the kernel uses, named by what holds it: the slot ``idx_mapping[i]`` into
+    ``prefill_len``, ``last_sampled_tokens`` and ``draft_tokens``; the draft column (computed
+    from ``cu_num_logits``) into a row of ``draft_tokens``; the ``input_ids`` position
+    (computed from ``query_start_loc``)."""
+    drafts = np.asarray(record["draft_tokens"])
+    rows = np.arange(len(idx), dtype=np.int64)
+    found = [Access(name, rows, rows, idx, 0, len(record[name]), "idx_mapping", indexed=name)
+             for name in ("prefill_len", "last_sampled_tokens")]
     src = np.asarray(plan.source, dtype=np.int64)
     draft_rows = np.asarray(plan.rows, dtype=np.int64)[src == 1]
-    plan.accesses.append(Access("draft_tokens", draft_rows, draft_rows, idx[draft_rows], 0,
-                                drafts.shape[0]))
+    found.append(Access("draft_tokens", draft_rows, draft_rows, idx[draft_rows], 0,
+                        drafts.shape[0], "idx_mapping", indexed="draft_tokens"))
     columns = np.asarray(plan.column, dtype=np.int64)[src == 1]
-    plan.accesses.append(Access("draft_tokens.column", draft_rows, columns, columns, 0, width))
+    found.append(Access("draft_tokens.column", draft_rows, columns, columns, 0, drafts.shape[1],
+                        "cu_num_logits", draft_rows + 1, held=False,
+                        indexed=row_of("draft_tokens")))
     written = np.asarray(plan.rows, dtype=np.int64)
-    plan.accesses.append(Access("input_ids", written, np.asarray(plan.position, np.int64),
-                                np.asarray(plan.position, np.int64), 0, len(record["input_ids"])))
-    return plan
+    position = np.asarray(plan.position, np.int64)
+    found.append(Access("input_ids", written, position, position, 0, len(record["input_ids"]),
+                        "query_start_loc", written + 1, held=False, indexed="input_ids"))
+    return found
 
 
 def _read(record: Record, plan: _Plan, at: int) -> int | None:
@@ -208,8 +218,7 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     """The checks of any variant's outcome on one record: the indices a model used (its
     accesses), then every id written into ``input_ids`` (``out.input_ids``, element the
     position) against ``[0, vocab_size)``."""
-    parts = [Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower, a.upper)
-             for a in outcome.accesses or ()]
+    parts = [Checks.of_access(a) for a in outcome.accesses or ()]
     after = outcome.outputs.get("input_ids")
     if after is not None:
         plan = _plan(record)
@@ -218,7 +227,7 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
         rows = np.asarray(plan.rows, dtype=np.int64)[keep]
         positions = np.asarray(plan.position, dtype=np.int64)[keep]
         parts.append(Checks.of("out.input_ids", 0, rows, positions, after[positions], 0,
-                               int(record["vocab_size"])))
+                               int(record["vocab_size"])).naming(None, VOCABULARY))
     return Checks.concat(parts)
 
 

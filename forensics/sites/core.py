@@ -28,6 +28,15 @@ KINDS = (OUT_OF_BOUNDS, MISATTRIBUTED)
 #: what an id indexes (``indexed`` of a checked id): its bound is the vocabulary's size or the
 #: embedding's rows, and a value equal to it is the ``vocab_size`` rejection sentinel
 VOCABULARY, EMBEDDING_ROWS = "vocabulary", "embedding rows"
+#: the ``indexed`` of a column index into a 2-D tensor: ``"a row of draft_tokens"`` (the bound
+#: is the row's length)
+ROW_OF = "a row of "
+
+
+def row_of(tensor: str) -> str:
+    """The ``indexed`` of a column index into one row of ``tensor`` (:data:`ROW_OF`)."""
+    return ROW_OF + tensor
+
 #: value classes of an out-of-bounds value (see :func:`value_class`)
 VALUE_CLASSES = ("placeholder", "vocab_size", "negative", "past_end", "stale_row")
 _NO_BOUND = np.iinfo(np.int64).min  # ``lower``/``upper`` of an entry without bounds

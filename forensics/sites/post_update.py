@@ -49,7 +49,7 @@ from forensics.sites._common import (
     run_each,
     screen_unique,
 )
-from forensics.sites.core import BatchRun, CheckList, Checks
+from forensics.sites.core import VOCABULARY, BatchRun, CheckList, Checks, row_of
 
 NAME = "post_update"
 FIELDS = (
@@ -170,26 +170,35 @@ def _rows(record: Record, patched: bool) -> list[_Row]:
 
 
 def _accesses(record: Record, rows: list[_Row]) -> list[Access]:
-    """Every index the kernel uses: the slot into each per-slot buffer, the sampled column,
-    the ``all_token_ids`` column and the id into ``output_bin_counts``."""
+    """Every index the kernel uses, named by what holds it: the slot ``idx_mapping[i]`` into
+    each per-slot buffer, the sampled column (computed from ``num_sampled``) into a row of
+    ``sampled_tokens``, the ``all_token_ids`` column (computed from ``total_len``) and the id
+    ``sampled_tokens[i][j]`` into a row of ``output_bin_counts``."""
     r = np.array([x.row for x in rows], dtype=np.int64)
     slots = np.array([x.slot for x in rows], dtype=np.int64)
-    found = [Access(name, r, r, slots, 0, len(record[name])) for name in _SLOTS]
+    found = [Access(name, r, r, slots, 0, len(record[name]), "idx_mapping", indexed=name)
+             for name in _SLOTS]
     if "draft_tokens_out" in record:
         found.append(Access("draft_tokens_out", r, r, slots, 0,
-                            np.asarray(record["draft_tokens_out"]).shape[0]))
+                            np.asarray(record["draft_tokens_out"]).shape[0], "idx_mapping",
+                            indexed="draft_tokens_out"))
     per = np.array([len(x.ids) for x in rows], dtype=np.int64)
     tok_rows = np.repeat(r, per)
     col = np.concatenate([np.arange(len(x.ids)) for x in rows] or [np.zeros(0, np.int64)])
-    found.append(Access("sampled_tokens", tok_rows, col, col, 0,
-                        np.asarray(record["sampled_tokens"]).shape[1]))
+    width = np.asarray(record["sampled_tokens"]).shape[1]
+    found.append(Access("sampled_tokens", tok_rows, col, col, 0, width, "num_sampled", tok_rows,
+                        held=False, indexed=row_of("sampled_tokens")))
     columns = np.array([c for x in rows for c in x.columns], dtype=np.int64)
     found.append(Access("all_token_ids", tok_rows, col, columns, 0,
-                        int(record["all_token_ids_width"])))
+                        int(record["all_token_ids_width"]), "total_len", np.repeat(slots, per),
+                        held=False, indexed=row_of("all_token_ids")))
     if int(record["bin_counts_rows"]) > 0:
         ids = np.array([t for x in rows for t in x.ids], dtype=np.int64)
+        in_row = bool(np.all(col < width))  # else some ids were read from the next row
         found.append(Access("output_bin_counts", tok_rows, col, ids, 0,
-                            int(record["bin_counts_width"])))
+                            int(record["bin_counts_width"]),
+                            "sampled_tokens[{row}]" if in_row else "", held=in_row,
+                            indexed=row_of("output_bin_counts")))
     return found
 
 
@@ -247,8 +256,7 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     accesses), then the ids it stored for the next step: ``out.last_sampled_tokens`` (element
     the slot) and ``out.draft_tokens_out`` (element the flat position), against
     ``[0, vocab_size)``, on the rows that stored one."""
-    parts = [Checks.of(a.tensor, 0, a.rows, a.elements, a.values, a.lower, a.upper)
-             for a in outcome.accesses or ()]
+    parts = [Checks.of_access(a) for a in outcome.accesses or ()]
     vocab = int(record["vocab_size"])
     idx = np.asarray(record["idx_mapping"], dtype=np.int64)
     last = outcome.outputs.get("last_sampled_tokens")
@@ -257,7 +265,7 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
         stored = np.flatnonzero((idx >= 0) & (idx < len(last))
                                 & (np.asarray(record["num_sampled"]) > 0))
         parts.append(Checks.of("out.last_sampled_tokens", 0, stored, idx[stored],
-                               last[idx[stored]], 0, vocab))
+                               last[idx[stored]], 0, vocab).naming(None, VOCABULARY))
     out = outcome.outputs.get("draft_tokens_out")
     if out is not None and "draft_tokens" in record:
         out = np.asarray(out)
@@ -266,7 +274,7 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
         rows_rep = np.repeat(rows, s)
         element = (idx[rows_rep] * s + np.tile(np.arange(s), len(rows))).astype(np.int64)
         parts.append(Checks.of("out.draft_tokens_out", 0, rows_rep, element,
-                               out.reshape(-1)[element], 0, vocab))
+                               out.reshape(-1)[element], 0, vocab).naming(None, VOCABULARY))
     return Checks.concat(parts)
 
 
