@@ -158,12 +158,12 @@ def _accesses(record: Record, plan: _Plan, idx: np.ndarray) -> list[Access]:
     (computed from ``query_start_loc``)."""
     drafts = np.asarray(record["draft_tokens"])
     rows = np.arange(len(idx), dtype=np.int64)
-    found = [Access(name, rows, rows, idx, 0, len(record[name]), "idx_mapping", indexed=name)
+    found = [Access(name, rows, rows, idx, 0, len(record[name]), "idx_mapping")
              for name in ("prefill_len", "last_sampled_tokens")]
     src = np.asarray(plan.source, dtype=np.int64)
     draft_rows = np.asarray(plan.rows, dtype=np.int64)[src == 1]
     found.append(Access("draft_tokens", draft_rows, draft_rows, idx[draft_rows], 0,
-                        drafts.shape[0], "idx_mapping", indexed="draft_tokens"))
+                        drafts.shape[0], "idx_mapping"))
     columns = np.asarray(plan.column, dtype=np.int64)[src == 1]
     found.append(Access("draft_tokens.column", draft_rows, columns, columns, 0, drafts.shape[1],
                         "cu_num_logits", draft_rows + 1, held=False,
@@ -171,7 +171,7 @@ def _accesses(record: Record, plan: _Plan, idx: np.ndarray) -> list[Access]:
     written = np.asarray(plan.rows, dtype=np.int64)
     position = np.asarray(plan.position, np.int64)
     found.append(Access("input_ids", written, position, position, 0, len(record["input_ids"]),
-                        "query_start_loc", written + 1, held=False, indexed="input_ids"))
+                        "query_start_loc", written + 1, held=False))
     return found
 
 

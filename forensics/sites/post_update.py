@@ -176,12 +176,11 @@ def _accesses(record: Record, rows: list[_Row]) -> list[Access]:
     ``sampled_tokens[i][j]`` into a row of ``output_bin_counts``."""
     r = np.array([x.row for x in rows], dtype=np.int64)
     slots = np.array([x.slot for x in rows], dtype=np.int64)
-    found = [Access(name, r, r, slots, 0, len(record[name]), "idx_mapping", indexed=name)
+    found = [Access(name, r, r, slots, 0, len(record[name]), "idx_mapping")
              for name in _SLOTS]
     if "draft_tokens_out" in record:
         found.append(Access("draft_tokens_out", r, r, slots, 0,
-                            np.asarray(record["draft_tokens_out"]).shape[0], "idx_mapping",
-                            indexed="draft_tokens_out"))
+                            np.asarray(record["draft_tokens_out"]).shape[0], "idx_mapping"))
     per = np.array([len(x.ids) for x in rows], dtype=np.int64)
     tok_rows = np.repeat(r, per)
     col = np.concatenate([np.arange(len(x.ids)) for x in rows] or [np.zeros(0, np.int64)])
