@@ -26,8 +26,9 @@ from forensics.records import Record
 from forensics.sites import get_site
 from forensics.validate import validate_record
 
-#: ``T[i] = v`` or ``T[i][j] = v`` anywhere in a text
-ASSIGNMENT = re.compile(r"([A-Za-z_][\w.]*)((?:\[\d+\])+) = (-?\d+)")
+#: ``T[i] = v``, ``T[i][j] = v`` or ``T.flatten()[i] = v`` anywhere in a text
+ASSIGNMENT = re.compile(r"([A-Za-z_][\w.]*(?:\.flatten\(\))?)((?:\[\d+\])+) = (-?\d+)")
+FLAT = ".flatten()"
 
 
 def i32(*values: int) -> np.ndarray:
@@ -74,9 +75,11 @@ def result() -> Any:
 
 def holds(record: Record, tensor: str, at: list[int], value: int) -> bool:
     """Whether ``tensor`` (a field of ``record``, or ``out.<field>`` of upstream's outputs)
-    holds ``value`` at the indices ``at`` (``tensor`` may carry indices: ``out.output_tail[0]``)."""
+    holds ``value`` at the indices ``at`` (``tensor`` may carry indices: ``out.output_tail[0]``;
+    ``T.flatten()`` is ``T`` read flat)."""
     at = [int(i) for i in re.findall(r"\[(\d+)\]", tensor)] + at
-    tensor = tensor.split("[")[0]
+    name = tensor.split("[")[0]
+    tensor, flat = name.removesuffix(FLAT), name.endswith(FLAT)
     if tensor.startswith("out."):
         source = get_site(record.site).upstream(record).outputs
         tensor = tensor[4:]
@@ -84,7 +87,7 @@ def holds(record: Record, tensor: str, at: list[int], value: int) -> bool:
         source = dict(record.fields)
     if tensor not in source:
         return False
-    held: Any = source[tensor]
+    held: Any = np.asarray(source[tensor]).reshape(-1) if flat else source[tensor]
     for i in at:
         held = list(held) if not isinstance(held, np.ndarray) else held
         if not 0 <= i < len(held):

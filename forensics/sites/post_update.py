@@ -273,7 +273,8 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
         rows_rep = np.repeat(rows, s)
         element = (idx[rows_rep] * s + np.tile(np.arange(s), len(rows))).astype(np.int64)
         parts.append(Checks.of("out.draft_tokens_out", 0, rows_rep, element,
-                               out.reshape(-1)[element], 0, vocab).naming(None, VOCABULARY))
+                               out.reshape(-1)[element], 0, vocab)
+                     .naming("out.draft_tokens_out.flatten()", VOCABULARY))  # a flat position
     return Checks.concat(parts)
 
 

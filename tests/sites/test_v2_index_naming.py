@@ -27,13 +27,15 @@ from tests.test_index_naming import ASSIGNMENT, assignments_not_held, holds
 def v2_records() -> list[Record]:
     """A slot past ``prefill_len``, a ``-1`` draft written into ``input_ids``, a sampled id
     equal to the vocabulary's size stored for the next step, a row that claims more sampled
-    ids than its row of ``sampled_tokens`` has, and that id counted in ``output_bin_counts``
-    (the kernel's run stops there)."""
+    ids than its row of ``sampled_tokens`` has, that id counted in ``output_bin_counts`` (the
+    kernel's run stops there), and a ``-1`` draft stored in a 4x2 ``draft_tokens_out``."""
     made = [combine(idx_mapping=np.array([3, 7], np.int64)),
             combine(draft=(-1, 8)),
             post(sampled=(5, VOCAB, -1), bin_counts_rows=0),
             post(num_sampled=4, num_rejected=np.array([0, 0], np.int32)),
-            post(sampled=(5, VOCAB, -1))]
+            post(sampled=(5, VOCAB, -1)),
+            post(draft_tokens=np.array([[-1, 5], [1, 2]], np.int32),
+                 draft_tokens_out=np.zeros((4, 2), np.int32))]
     return [replace(r, step=step) for step, r in enumerate(made)]  # record i at step i
 
 
@@ -66,6 +68,14 @@ def test_an_id_written_or_stored_is_outside_the_vocabulary(result: Any) -> None:
         "out.last_sampled_tokens", 3, "vocab_size")
     assert f"is outside the vocabulary ({VOCAB} ids): the vocab_size sentinel" in \
         demo_line(stored)
+
+
+def test_a_stored_draft_names_its_flat_position(result: Any) -> None:
+    stored = next(f for f in _upstream(result, 5) if f["tensor"] == "out.draft_tokens_out")
+    assert (stored["index_tensor"], stored["index_at"], stored["value_class"]) == (
+        "out.draft_tokens_out.flatten()", 6, "placeholder")  # slot 3, column 0 of 2
+    assert "`out.draft_tokens_out.flatten()[6] = -1` is outside the vocabulary" in \
+        demo_line(stored)  # not `out.draft_tokens_out[6]`: the tensor has 4 rows
 
 
 def test_a_sampled_id_counted_names_the_sampled_tokens_element(result: Any) -> None:
