@@ -270,3 +270,25 @@ def test_the_data_holds_numbers_as_numbers() -> None:
     encoded = field_data("tensor", np.array([[1, 2], [3, 4]], dtype=np.int32))
     assert encoded == {"kind": "tensor", "value": {"dtype": "int32", "shape": [2, 2],
                                                    "values": [1, 2, 3, 4]}}
+
+
+def test_help_says_what_is_written_and_the_deadline(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["repro", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "holds no text of the capture and reads the JSON at run time" in text
+    assert "--deadline SECONDS" in text and "timed out after N s" in text
+    assert "the tests skip, saying why" in text and "get no test" in text
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["-o", "t.txt"], "does not end in .py"),
+    (["-o", "t.py", "--deadline", "0"], "--deadline 0: give 1 to 3600 seconds")])
+def test_bad_arguments_are_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:
+    args = [str(tmp_path / a) if a.startswith("t.") else a for a in args]
+    assert main(["repro", str(tmp_path / "none.capture"), *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and says in err
+    assert not list(tmp_path.iterdir())
