@@ -292,3 +292,16 @@ def test_bad_arguments_are_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and says in err
     assert not list(tmp_path.iterdir())
+
+
+def test_the_vocabulary_comes_from_the_record_then_the_manifest() -> None:
+    from forensics.records import Record
+    from forensics.share.repro import vocab_fact
+
+    with_field = Record("prepare_input_ids", 0, 0, {"vocab_size": np.int64(32000)})
+    without = Record("batch_change", 0, 0, {})
+    assert vocab_fact(with_field, {"model": {"vocab_size": 7}}) == 32000
+    assert vocab_fact(without, {"model": {"vocab_size": 32000}}) == 32000
+    assert vocab_fact(without, {"model": {"vocab_size": "32000"}}) is None
+    assert vocab_fact(without, {"model": {"vocab_size": True}}) is None
+    assert vocab_fact(without, {}) is None
