@@ -1,10 +1,15 @@
 """forensics repro: write a standalone pytest file that reproduces a capture's out-of-range
-indices on the installed vLLM's own code, for a vLLM maintainer (it imports only torch, vllm
-and pytest; the failing records are inline).
+indices on the installed vLLM's own code, for a vLLM maintainer, and its data file beside it
+(FILE.json: the failing records; the pytest file holds no text of the capture and reads the
+JSON at run time). It imports only the standard library, torch, vllm and pytest.
 
-Each test calls vLLM's real function for one site with that site's first failing record and the
-smallest stand-ins the function reads on CPU, and asserts the index stays in range: it fails on
-the unpatched code and passes once a fix is applied. Needs vLLM 0.32.x or 0.33.x installed.
+Each test calls vLLM's real function for one site in violation (the origin first) with that
+site's first failing record and the smallest stand-ins the function reads on CPU, under a
+deadline ("timed out after N s"). It fails while the call raises IndexError (naming the tensor,
+element, value and bound the capture holds) or writes an id outside the capture's vocabulary,
+and passes once a fix keeps the index in range. Without the vLLM minor version that reproduced
+the failure the tests skip, saying why. Writing it needs vLLM 0.32.x or 0.33.x installed;
+Model Runner V2's Triton-kernel sites get no test (only their V1-code sites, e.g. embedding).
 """
 
 from __future__ import annotations
@@ -15,24 +20,35 @@ from forensics.quiet import quietly
 
 EXAMPLE = """example:
   forensics repro data/incident-b-vocab-sentinel.capture -o test_repro.py
-  pytest test_repro.py        # with the vLLM under test installed"""
+  pytest test_repro.py        # with the vLLM under test installed; test_repro.json beside it"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare CAPTURE, -o FILE.py and --force."""
+    """Declare CAPTURE, -o FILE.py, --deadline and --force."""
+    from forensics.share.repro import DEFAULT_DEADLINE
+
     parser.add_argument("capture", metavar="CAPTURE", help="a NAME.capture directory")
     parser.add_argument("-o", "--output", required=True, metavar="FILE.py",
-                        help="the pytest file to write")
-    parser.add_argument("--force", action="store_true", help="replace an existing FILE.py")
+                        help="the pytest file to write (its data goes to FILE.json beside it)")
+    parser.add_argument("--deadline", type=int, default=DEFAULT_DEADLINE, metavar="SECONDS",
+                        help="the seconds each test's vLLM call may run before it fails with "
+                             f"'timed out after N s' (1 to 3600; default {DEFAULT_DEADLINE})")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing FILE.py and FILE.json")
 
 
 @quietly
 def run(args: argparse.Namespace) -> int:
-    """Write the reproducer; print the file and its tests. Returns 0."""
-    from forensics.share.repro import write_repro
+    """Write the reproducer and its data; print both files and the tests. Returns 0."""
+    import json
 
-    path = write_repro(args.capture, args.output, force=args.force)
-    tests = [line.split("(")[0][4:] for line in path.read_text().splitlines()
-             if line.startswith("def test_")]
-    print(f"wrote {path}: {', '.join(tests)}")
+    from forensics.escaping import terminal
+    from forensics.share.repro import data_path, write_repro
+
+    path = write_repro(args.capture, args.output, force=args.force, deadline=args.deadline)
+    data = data_path(path)
+    cases = json.loads(data.read_text(encoding="utf-8"))["cases"]
+    tests = [f"test_index_stays_in_range[{c['site']}-step{c['step']}-rank{c['rank']}]"
+             for c in cases]
+    print(terminal(f"wrote {path} and {data}: {', '.join(tests)}"))
     return 0

@@ -57,8 +57,9 @@ def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None) -> s
 
 def repro_lines(source: str) -> list[str]:
     """The Markdown lines pointing to ``forensics repro``'s standalone pytest file."""
-    return ["A standalone reproducer for vLLM maintainers, `test_repro.py` (the failing records "
-            "inline; it imports only torch, vllm and pytest, and fails until the fix is in):",
+    return ["A standalone reproducer for vLLM maintainers, `test_repro.py` and its data "
+            "`test_repro.json` (the failing records; it imports only torch, vllm and pytest, "
+            "fails until the fix is in, and skips without vLLM):",
             "", "```sh", f"forensics repro {shlex.quote(terminal(source))} -o test_repro.py",
             "pytest test_repro.py", "```"]
 

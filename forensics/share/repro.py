@@ -1,19 +1,23 @@
-"""``forensics repro``: a standalone pytest file a vLLM maintainer can run without this package.
+"""``forensics repro``: a standalone pytest file a vLLM maintainer can run without this
+package, and the data file beside it.
 
 The capture is replayed through the installed vLLM's real code (the ``vllm`` variant); for each
-site it leaves out of range, the first failing record is written inline as literals, with the
-smallest stand-ins the real function needs on CPU (the same ones
-:mod:`forensics.variants.vllm_adapters` uses), the call of that function, and an assertion of
-the out-of-range access: an ``IndexError`` from the call, or an output outside its bound. The
-test fails on the unpatched code and passes once a fix keeps the index in range. The file
-imports only torch, vllm and pytest.
-
-Every string from the capture reaches the file through ``repr`` (a Python literal), never as
-code.
+site it leaves out of range, the first failing record becomes one test case: the record's
+fields, the facts its bounds come from (the vocabulary) and the finding, written as JSON to
+``NAME.json`` beside ``NAME.py``. ``NAME.py`` is the same for every capture
+(:mod:`forensics.share.repro_template`: the sites' ``Site.repro`` bodies between a fixed head
+and tail); it reads the JSON at run time through a guarded loader, so no text of the capture
+(its name, request ids, manifest, notes, field names) is ever written as code, a docstring or
+a comment. Each test calls vLLM's own function on CPU with the smallest stand-ins it reads
+(the ones :mod:`forensics.variants.vllm_adapters` uses) under a deadline, and fails on an
+``IndexError`` or an id written outside the capture's vocabulary: it fails on the unpatched code
+and passes once a fix keeps the index in range; without the vLLM it needs it skips, saying why.
+The file imports only the standard library, torch, vllm and pytest.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,36 +28,10 @@ if TYPE_CHECKING:
     from forensics.api_types import CaptureArg
     from forensics.records import Record
 
-
-HEADER = '''"""Reproducer of an out-of-range index in vLLM (`forensics repro` of {capture!r}).
-
-Run it with the vLLM under test installed: `pytest {name}`. Each test calls vLLM's own
-function on CPU with one captured record (inline below) and the smallest stand-ins the function
-reads; it fails while the index leaves its range and passes once a fix keeps it in range.
-Needs only torch, vllm and pytest.
-"""
-
-import pytest
-import torch
-
-
-class NS:
-    """A plain object holding the attributes a vLLM method reads (a stand-in)."""
-
-    def __init__(self, **attributes):
-        self.__dict__.update(attributes)
-
-
-def real(function):
-    """The plain function behind a torch.compile wrapper."""
-    return getattr(function, "_torchdynamo_orig_callable", function)
-
-
-def outside(values, lower, upper, allowed=()):
-    """(position, value) of every value outside [lower, upper), but the ``allowed`` ones."""
-    return [(i, v) for i, v in enumerate(values) if not lower <= v < upper and v not in allowed]
-'''
-
+#: the deadline of each vLLM call of a generated repro (seconds), unless --deadline says
+DEFAULT_DEADLINE = 300
+#: the data format the generated file reads (``FORMAT`` in its head)
+DATA_FORMAT = 1
 
 
 def reproducible_sites() -> list[str]:
@@ -63,11 +41,13 @@ def reproducible_sites() -> list[str]:
     return [name for name in SITES if get_site(name).repro is not None]
 
 
-def failing_records(capture: CaptureArg) -> list[tuple[Record, dict[str, Any]]]:
+def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, Any]]],
+                                                   dict[str, Any]]:
     """The first record of each site the installed vLLM's real code leaves out of range, with
-    its first finding, in pipeline order. The real code says only that an index left its
-    range; where the ``upstream`` model names the tensor and element on the same record, that
-    finding is the one returned (its ``real_code`` key: the real code's finding).
+    its first finding, the sites named as an origin first, then by step and pipeline order; and
+    the capture's manifest ({} for records given in memory). The real code says only that an
+    index left its range; where the ``upstream`` model names the tensor and element on the same
+    record, that finding is the one returned (its ``real_code`` key: the real code's finding).
 
     Raises MissingDependencyError / UnsupportedVersionError without a supported vLLM.
     """
@@ -85,7 +65,10 @@ def failing_records(capture: CaptureArg) -> list[tuple[Record, dict[str, Any]]]:
         first = _plain(rows.sort_values(["step", "rank"]).iloc[0].to_dict())
         chosen.append((result.records[int(first["record"])],
                        _named(table, first) or first))
-    return sorted(chosen, key=lambda pair: site_order(pair[0].site))
+    origins = set(table["origin"].dropna()) if "origin" in table.columns else set()
+    chosen.sort(key=lambda pair: (pair[0].site not in origins, pair[0].step, pair[0].rank,
+                                  site_order(pair[0].site)))
+    return chosen, dict(getattr(result.capture, "manifest", None) or {})
 
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
@@ -107,64 +90,140 @@ def _named(table: Any, real: dict[str, Any]) -> dict[str, Any] | None:
     return {**_plain(same.iloc[0].to_dict()), "real_code": real}
 
 
-def literal(value: Any) -> str:
-    """``value`` (a field of a record) as a Python expression using only torch."""
-    import numpy as np
-
-    if isinstance(value, np.ndarray):
-        return f"torch.tensor({value.tolist()!r}, dtype=torch.{value.dtype.name})"
-    if isinstance(value, (np.integer, np.bool_)):
-        return repr(value.item())
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {literal(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return repr([v.tolist() if isinstance(v, np.ndarray) else v for v in value])
-    return repr(value)
 
 
-def test_source(record: Record, finding: dict[str, Any]) -> str:
-    """One test function: the record inline, the stand-ins, the call and the assertion; its
-    comment says what the replay found (:func:`forensics.present.conclusion.what_happened`)."""
-    from forensics.escaping import terminal
-    from forensics.present.conclusion import what_happened
+def script_text() -> str:
+    """The generated pytest file: the same text for every capture (no capture input)."""
+    from forensics.share.repro_template import HEAD, TAIL
     from forensics.sites import get_site
 
-    fields = ",\n".join(f"        {name!r}: {literal(value)}"
-                        for name, value in record.fields.items()
-                        if not name.endswith("_after"))
-    where = "the installed vLLM's call: " + terminal(what_happened(finding))  # one line
+    runners = []
+    for name in reproducible_sites():
+        assert name.isidentifier(), name  # a registered site's name
+        _, body = get_site(name).repro or ("", "")
+        runners.append(f"\n\ndef run_{name}(r):\n{body}")
+    return HEAD + "".join(runners) + TAIL
+
+
+def field_data(kind: str, value: Any) -> dict[str, Any]:
+    """One record field as JSON data (``{"kind", "value"}``) of its schema ``kind``."""
+    import numpy as np
+
+    if kind == "tensor":
+        array = np.asarray(value)
+        return {"kind": kind, "value": {"dtype": array.dtype.name, "shape": list(array.shape),
+                                        "values": array.reshape(-1).tolist()}}
+    if kind == "int":
+        return {"kind": kind, "value": int(value)}
+    if kind == "index_map":
+        return {"kind": kind, "value": {str(k): int(v) for k, v in value.items()}}
+    if kind == "ragged":
+        return {"kind": kind, "value": [[int(v) for v in row] for row in value]}
+    return {"kind": kind, "value": [None if v is None else str(v) for v in value]}
+
+
+def vocab_fact(record: Record, manifest: dict[str, Any]) -> int | None:
+    """The vocabulary size the ids are checked against: the record's ``vocab_size``, else the
+    manifest's ``model.vocab_size``; None when the capture holds neither as a positive int."""
+    import numpy as np
+
+    model = manifest.get("model")
+    for value in (record.fields.get("vocab_size"),
+                  model.get("vocab_size") if isinstance(model, dict) else None):
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0:
+            return int(value)
+    return None
+
+
+def finding_data(finding: dict[str, Any]) -> dict[str, Any]:
+    """What the replay found, as data: its words, and (where the model names the element
+    holding the bad index) that tensor, element, value, bound and what it indexes."""
+    from forensics.escaping import terminal
+    from forensics.present.conclusion import what_happened
+
+    text = what_happened(finding)
     if "real_code" in finding:
-        where = ("the installed vLLM's call leaves an index out of range; in the upstream "
-                 f"model, {terminal(what_happened(finding))}")
-    function, call = get_site(record.site).repro or ("", "")
-    real = finding.get("real_code", finding)  # the bound the real call is held to
-    body = call.format(lower=int(real["lower"] or 0), upper=int(real["upper"]))
-    return (f"\n\ndef test_{record.site}_step_{record.step}_rank_{record.rank}():\n"
-            f"    # {function}: {where}\n"
-            f"    r = {{\n{fields},\n    }}\n{body}")
+        text = ("the installed vLLM's call leaves an index out of range; in the upstream "
+                f"model, {text}")
+    held = bool(finding.get("held")) and finding.get("index_tensor") is not None
+
+    def number(key: str) -> int | None:
+        value = finding.get(key)
+        return None if value is None else int(value)
+
+    return {"text": terminal(text), "tensor": finding["index_tensor"] if held else None,
+            "element": number("index_at") if held else None, "value": number("value"),
+            "lower": number("lower"), "upper": number("upper"),
+            "indexed": finding.get("indexed") if held else None}
+
+
+def case_data(record: Record, finding: dict[str, Any], manifest: dict[str, Any]
+              ) -> dict[str, Any]:
+    """One test case: the site, its vLLM function, the record's schema fields, the facts and
+    the finding."""
+    from forensics.sites import get_site
+
+    site = get_site(record.site)
+    kinds = {spec.name: spec.kind for spec in site.fields}
+    function, _ = site.repro or ("", "")
+    return {"site": site.name, "function": function, "step": int(record.step),
+            "rank": int(record.rank),
+            "record": {name: field_data(kinds[name], value)
+                       for name, value in record.fields.items() if name in kinds},
+            "facts": {"vocab_size": vocab_fact(record, manifest)},
+            "finding": finding_data(finding)}
+
+
+def repro_data(chosen: list[tuple[Record, dict[str, Any]]], manifest: dict[str, Any],
+               installed: str, deadline: int) -> dict[str, Any]:
+    """The data file's object: the vLLM minor version that reproduced it, the deadline and the
+    cases."""
+    versions = manifest.get("versions")
+    captured = versions.get("vllm") if isinstance(versions, dict) else None
+    return {"format": DATA_FORMAT,
+            "vllm": {"needed": ".".join(installed.split(".")[:2]),
+                     "capture": captured if isinstance(captured, str) else None},
+            "deadline_s": int(deadline),
+            "cases": [case_data(record, finding, manifest) for record, finding in chosen]}
+
+
+def data_path(script: str | os.PathLike[str]) -> Path:
+    """The data file beside the generated ``script`` (``NAME.py`` -> ``NAME.json``)."""
+    return Path(script).with_suffix(".json")
 
 
 def write_repro(capture: CaptureArg, out: str | os.PathLike[str], *,
-                force: bool = False) -> Path:
-    """Write the reproducer of ``capture`` at ``out`` (see the module docstring).
+                force: bool = False, deadline: int = DEFAULT_DEADLINE) -> Path:
+    """Write the reproducer of ``capture`` at ``out`` and its data beside it (see the module
+    docstring); ``deadline``: the seconds each vLLM call may run.
 
     Raises:
-        ConfigurationError: the installed vLLM finds nothing out of range in the capture, or
-            ``out`` exists without ``force``.
+        ConfigurationError: ``out`` does not end in ``.py``, it or its data file exists
+            without ``force``, ``deadline`` is outside [1, 3600] s, or the installed vLLM finds
+            nothing out of range in the capture.
         MissingDependencyError / UnsupportedVersionError: no supported vLLM is installed.
     """
+    from forensics.atomic import write_text_atomically
+    from forensics.variants.vllm_adapters import require_vllm
+
     target = Path(out)
-    if target.exists() and not force:
-        raise ConfigurationError(f"'{target}' exists; pass --force to replace it")
-    chosen = failing_records(capture)
+    data = data_path(target)
+    if target.suffix != ".py":
+        raise ConfigurationError(f"'{target}' does not end in .py; name the pytest file "
+                                 "NAME.py (its data goes to NAME.json)")
+    if not 1 <= deadline <= 3600:
+        raise ConfigurationError(f"--deadline {deadline}: give 1 to 3600 seconds")
+    for path in (target, data):
+        if path.exists() and not force:
+            raise ConfigurationError(f"'{path}' exists; pass --force to replace it")
+    installed = require_vllm()
+    chosen, manifest = failing_records(capture)
     if not chosen:
         raise ConfigurationError(
             f"the installed vLLM's code leaves no index out of range in '{capture}'; nothing "
             "to reproduce (a model-only finding is not reproducible on the real code)")
-    name = Path(str(getattr(capture, "path", capture))).name
-    text = HEADER.format(capture=name, name=target.name)
-    text += "".join(test_source(record, finding) for record, finding in chosen)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+    text = json.dumps(repro_data(chosen, manifest, installed, deadline), ensure_ascii=True,
+                      allow_nan=False)
+    write_text_atomically(data, text + "\n")
+    write_text_atomically(target, script_text())
     return target

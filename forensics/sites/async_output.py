@@ -965,19 +965,14 @@ REPRO = ('vllm.v1.worker.gpu_input_batch.InputBatch.update_async_output_token_id
                  for tail, n in zip(r["output_tail"], r["output_len"].tolist())]
     prev = r.get("prev_req_id_to_index")
     if prev is None and r.get("prev_req_ids") is not None:
-        prev = {{rid: i for i, rid in enumerate(r["prev_req_ids"]) if rid is not None}}
+        prev = {rid: i for i, rid in enumerate(r["prev_req_ids"]) if rid is not None}
     batch = NS(req_ids=list(r["req_ids"]), prev_req_id_to_index=prev,
                sampled_token_ids_cpu=r["sampled_token_ids_cpu"].clone(),
                sampling_metadata=NS(output_token_ids=lists),
                async_copy_ready_event=NS(synchronize=lambda: None),
                vocab_size=r["vocab_size"])
-    try:
-        InputBatch.update_async_output_token_ids(batch)
-    except IndexError as exc:
-        pytest.fail(f"out-of-range access in InputBatch.update_async_output_token_ids: {{exc}}")
-    bad = [(row, i, v) for row, ids in enumerate(lists)  # -1: a placeholder, left for later
-           for i, v in outside(ids, {lower}, {upper}, allowed=(-1,))]
-    assert not bad, f"output ids written out of [{lower}, {upper}): (row, position, id) {{bad[:5]}}"
+    InputBatch.update_async_output_token_ids(batch)
+    return [("output_token_ids", lists, (-1,))]  # -1: a placeholder, filled in later
 ''')
 
 

@@ -108,8 +108,10 @@ class Site(SiteSchema, Generic[P]):
             field) and the field bounding them, for :mod:`forensics.judge.wrong_tokens`
             (None: none);
         repro: ``(function, body)``: the vLLM function a standalone reproducer calls and the
-            body of its pytest test, which reads the record as ``r`` (``{lower}``/``{upper}``:
-            the bound of the finding; :mod:`forensics.share.repro`; None: no reproducer);
+            body of ``run_<site>(r)``, which calls it on the record ``r`` (decoded at run time
+            from the reproducer's data file) and returns ``[(tensor, ids, allowed), ...]``, the
+            ids it wrote, checked against the capture's vocabulary (:mod:`forensics.share.repro`;
+            None: no reproducer);
         log_line: the probe line of a text log it reads into a summary record
             (:class:`LogLine`; None: the log importer reads none for it).
     """

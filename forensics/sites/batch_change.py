@@ -353,10 +353,8 @@ REPRO = ('vllm.v1.spec_decode.utils.update_num_computed_tokens_for_batch_change'
     args = [r[name].clone() for name in (
         "num_computed_tokens", "num_accepted_tokens", "prev_positions",
         "valid_sampled_token_count", "prev_num_draft_tokens", "cpu_num_computed_tokens")]
-    try:
-        real(utils.update_num_computed_tokens_for_batch_change)(*args)
-    except IndexError as exc:
-        pytest.fail(f"out-of-range access in update_num_computed_tokens_for_batch_change: {{exc}}")
+    real(utils.update_num_computed_tokens_for_batch_change)(*args)
+    return []
 ''')
 
 

@@ -153,10 +153,8 @@ REPRO = ('vllm.model_executor.layers.vocab_parallel_embedding.VocabParallelEmbed
 
     rows = r["num_embeddings"]
     layer = NS(tp_size=1, quant_method=UnquantizedEmbeddingMethod(), weight=torch.zeros(rows, 1))
-    try:
-        VocabParallelEmbedding.forward(layer, r["input_ids"].clone())
-    except IndexError as exc:
-        pytest.fail(f"out-of-range access in VocabParallelEmbedding.forward: {{exc}}")
+    VocabParallelEmbedding.forward(layer, r["input_ids"].clone())
+    return []
 ''')
 
 

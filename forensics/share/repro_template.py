@@ -1,0 +1,286 @@
+"""The fixed text of the pytest file ``forensics repro`` writes (:mod:`forensics.share.repro`).
+
+The file is the same for every capture: :data:`HEAD`, then one ``run_<site>(r)`` function per
+site that declares a repro (its ``Site.repro`` body), then :data:`TAIL`. Everything that comes
+from a capture (records, request ids, names, the finding's words, the facts bounds come from)
+is in the JSON file beside it, read at run time through its guarded loader (``load_data``),
+so no capture text is ever code, a docstring or a comment.
+"""
+
+from __future__ import annotations
+
+HEAD = '''"""Reproducer of out-of-range indices in vLLM, written by `forensics repro`.
+
+Each test calls vLLM's own function on CPU with one captured record and the smallest stand-ins
+the function reads: it fails while the call leaves an index out of range (an IndexError, or an
+id written outside the capture's vocabulary) and passes once a fix keeps it in range. The
+records, and the facts their bounds come from, are read at run time from the JSON file beside
+this one (same name, `.json`), through `load_data`: this file holds no text of the capture.
+Every call has a deadline; past it the test fails with "timed out after N s". Without the vLLM
+this repro needs, the tests are skipped, saying why.
+
+Run it with the vLLM under test installed: `pytest THIS_FILE.py`. Needs only torch, vllm and
+pytest.
+"""
+
+import contextlib
+import json
+import signal
+import threading
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+#: the data file: this file's name with `.json`
+DATA_FILE = Path(__file__).with_suffix(".json")
+#: the largest data file read (bytes)
+MAX_BYTES = 256 * 1024 * 1024
+#: the data format this file reads
+FORMAT = 1
+#: the dtypes a record's tensor may have
+DTYPES = {"bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16,
+          "int32": torch.int32, "int64": torch.int64}
+#: the longest deadline a data file may set (seconds)
+MAX_DEADLINE = 3600
+
+
+class BadData(Exception):
+    """The data file is not one `forensics repro` wrote for this file."""
+
+
+def _fail(where, why):
+    raise BadData(f"{DATA_FILE.name}: {where}: {why}; write it again with `forensics repro`")
+
+
+def _no_constant(name):
+    _fail("the JSON text", f"holds {name}, which is no JSON number")
+
+
+def _int(value, where, low=None, high=None):
+    """``value`` when it is an int (not a bool) within [low, high]."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        _fail(where, f"expected an integer, got {type(value).__name__}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        _fail(where, f"{value} is outside [{low}, {high}]")
+    return value
+
+
+def _str(value, where, optional=False):
+    if not (isinstance(value, str) or (optional and value is None)):
+        _fail(where, f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _list(value, where):
+    if not isinstance(value, list):
+        _fail(where, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _dict(value, where, keys):
+    """``value`` when it is a dict holding exactly ``keys``."""
+    if not isinstance(value, dict) or set(value) != set(keys):
+        _fail(where, f"expected an object with the keys {sorted(keys)}")
+    return value
+
+
+def load_data(path=DATA_FILE):
+    """The data file as plain values, its size, format and layout checked (BadData if not)."""
+    try:
+        with open(path, "rb") as stream:
+            raw = stream.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise BadData(f"{path.name}: cannot be read ({exc.strerror}); keep it beside "
+                      f"{Path(__file__).name}") from None
+    if len(raw) > MAX_BYTES:
+        _fail("the file", f"larger than {MAX_BYTES} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        _fail("the file", f"not JSON ({exc})")
+    _dict(data, "the file", ["format", "vllm", "deadline_s", "cases"])
+    _int(data["format"], "format", FORMAT, FORMAT)
+    vllm = _dict(data["vllm"], "vllm", ["needed", "capture"])
+    _str(vllm["needed"], "vllm.needed")
+    _str(vllm["capture"], "vllm.capture", optional=True)
+    _int(data["deadline_s"], "deadline_s", 1, MAX_DEADLINE)
+    for i, case in enumerate(_list(data["cases"], "cases")):
+        _case(case, f"cases[{i}]")
+    return data
+
+
+def _case(case, where):
+    """Check one case's layout: a known site, a step, a rank, a record, facts and a finding."""
+    _dict(case, where, ["site", "function", "step", "rank", "record", "facts", "finding"])
+    if case["site"] not in RUNNERS:
+        _fail(f"{where}.site", "not a site this file can run")
+    _str(case["function"], f"{where}.function")
+    _int(case["step"], f"{where}.step", 0)
+    _int(case["rank"], f"{where}.rank", 0)
+    facts = _dict(case["facts"], f"{where}.facts", ["vocab_size"])
+    if facts["vocab_size"] is not None:
+        _int(facts["vocab_size"], f"{where}.facts.vocab_size", 1)
+    finding = _dict(case["finding"], f"{where}.finding",
+                    ["text", "tensor", "element", "value", "lower", "upper", "indexed"])
+    _str(finding["text"], f"{where}.finding.text")
+    _str(finding["tensor"], f"{where}.finding.tensor", optional=True)
+    _str(finding["indexed"], f"{where}.finding.indexed", optional=True)
+    for key in ("element", "value", "lower", "upper"):
+        if finding[key] is not None:
+            _int(finding[key], f"{where}.finding.{key}")
+    record = case["record"]
+    if not isinstance(record, dict):
+        _fail(f"{where}.record", "expected an object")
+    for name, field in record.items():
+        _dict(field, f"{where}.record[{ascii(name)}]", ["kind", "value"])
+
+
+def decode(field, where):
+    """One record field as the value the vLLM call reads (a tensor, an int, ids, a map)."""
+    kind, value = field["kind"], field["value"]
+    if kind == "tensor":
+        value = _dict(value, where, ["dtype", "shape", "values"])
+        if value["dtype"] not in DTYPES:
+            _fail(where, f"dtype {ascii(value['dtype'])} is not one of {sorted(DTYPES)}")
+        shape = [_int(n, f"{where}.shape", 0) for n in _list(value["shape"], f"{where}.shape")]
+        if not 1 <= len(shape) <= 2:
+            _fail(f"{where}.shape", "expected 1 or 2 dimensions")
+        flat = [_int(v, f"{where}.values") for v in _list(value["values"], f"{where}.values")]
+        if len(flat) != (shape[0] * (shape[1] if len(shape) == 2 else 1)):
+            _fail(f"{where}.values", f"{len(flat)} values for the shape {shape}")
+        return torch.tensor(flat, dtype=DTYPES[value["dtype"]]).reshape(shape)
+    if kind == "int":
+        return _int(value, where)
+    if kind in ("str_list", "opt_str_list"):
+        return [_str(v, where, optional=kind == "opt_str_list") for v in _list(value, where)]
+    if kind == "index_map":
+        if not isinstance(value, dict):
+            _fail(where, "expected an object")
+        return {_str(k, where): _int(v, where) for k, v in value.items()}
+    if kind == "ragged":
+        return [[_int(v, where) for v in _list(row, where)] for row in _list(value, where)]
+    _fail(where, f"unknown kind {ascii(kind)}")
+
+
+def record(case):
+    """The case's record, decoded: ``{field: value}``."""
+    return {name: decode(field, f"record[{ascii(name)}]")
+            for name, field in case["record"].items()}
+
+
+class NS:
+    """A plain object holding the attributes a vLLM method reads (a stand-in)."""
+
+    def __init__(self, **attributes):
+        self.__dict__.update(attributes)
+
+
+def real(function):
+    """The plain function behind a torch.compile wrapper."""
+    return getattr(function, "_torchdynamo_orig_callable", function)
+
+
+def need_vllm(needed):
+    """Skip, saying why, unless vLLM of the minor version ``needed`` is installed."""
+    try:
+        import vllm
+    except ImportError as exc:
+        pytest.skip(f"vLLM is not installed ({exc}); this repro needs vLLM {needed}.x")
+    version = str(getattr(vllm, "__version__", "unknown"))
+    if not (version == needed or version.startswith(needed + ".")):
+        pytest.skip(f"this repro needs vLLM {needed}.x (the version that reproduced the "
+                    f"capture's failure); installed: vLLM {version}")
+
+
+class Deadline(BaseException):
+    """The call ran past its deadline (never caught by the code under test's handlers)."""
+
+
+@contextlib.contextmanager
+def deadline(seconds):
+    """Raise Deadline in the block after ``seconds`` (where signals can: the main thread)."""
+    main = threading.current_thread() is threading.main_thread()
+    if not hasattr(signal, "setitimer") or not main:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise Deadline()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def held(case, r):
+    """Where the capture's bad index is: its tensor, element, value (read from the record)
+    and bound, or the replay's words when the finding names no tensor."""
+    f = case["finding"]
+    tensor, element = f["tensor"], f["element"]
+    value = f["value"]
+    if tensor in r and torch.is_tensor(r[tensor]) and element is not None \\
+            and 0 <= element < r[tensor].numel():
+        value = int(r[tensor].flatten()[element])
+    if tensor is None or element is None:
+        return f"the capture's replay found: {f['text']}"
+    lower = 0 if f["lower"] is None else f["lower"]
+    bound = f"[{lower}, {f['upper']})" if f["upper"] is not None else f"[{lower}, unknown)"
+    what = f", the valid indices of {f['indexed']}" if f["indexed"] else ""
+    return f"the capture's {tensor}[{element}] = {value} is outside {bound}{what}"
+
+
+def ids_outside(values, upper, allowed, at=()):
+    """(element, value) of every id in ``values`` (nested lists) outside [0, upper)."""
+    bad = []
+    for i, v in enumerate(values):
+        if isinstance(v, list):
+            bad += ids_outside(v, upper, allowed, (*at, i))
+        elif not 0 <= v < upper and v not in allowed:
+            bad.append(("".join(f"[{j}]" for j in (*at, i)), v))
+    return bad
+'''
+
+TAIL = '''
+
+#: the function running each site's vLLM call on a record
+RUNNERS = {name[len("run_"):]: function for name, function in list(globals().items())
+           if name.startswith("run_") and callable(function)}
+DATA = load_data()
+
+
+def _case_id(case):
+    return f"{case['site']}-step{case['step']}-rank{case['rank']}"
+
+
+@pytest.mark.parametrize("case", DATA["cases"], ids=_case_id)
+def test_index_stays_in_range(case):
+    """vLLM's call on the record leaves no index out of range and writes no id outside the
+    vocabulary."""
+    need_vllm(DATA["vllm"]["needed"])
+    r = record(case)
+    function, seconds = case["function"], DATA["deadline_s"]
+    try:
+        with deadline(seconds):
+            written = RUNNERS[case["site"]](r)
+    except Deadline:
+        pytest.fail(f"timed out after {seconds} s in {function}", pytrace=False)
+    except IndexError as exc:
+        pytest.fail(f"out-of-range access in {function}: {exc}; {held(case, r)}",
+                    pytrace=False)
+    vocab = case["facts"]["vocab_size"]
+    if vocab is None:
+        warnings.warn("the ids vLLM wrote are not checked: the capture holds no vocabulary "
+                      "size")
+        return
+    for tensor, values, allowed in written:
+        bad = ids_outside(values, vocab, allowed)
+        assert not bad, (f"{function} wrote {tensor}{bad[0][0]} = {bad[0][1]}, outside the "
+                         f"vocabulary [0, {vocab}) ({len(bad)} such ids; first ones: "
+                         f"{bad[:5]})")
+'''
