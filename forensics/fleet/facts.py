@@ -62,7 +62,10 @@ def _text(value: Any) -> str:
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """``value`` when it is an integer int64 can hold, else None (unknown)."""
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        return value
+    return None
 
 
 def _flag(value: Any) -> bool | None:

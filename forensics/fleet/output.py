@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from forensics.atomic import write_atomically
 from forensics.errors import ConfigurationError
-from forensics.fleet.escape import csv_cell, html_text, markdown, terminal
+from forensics.escaping import csv_cell, html, markdown, terminal, unicode
 from forensics.fleet.triage import Triage
 
 FORMATS = ("text", "markdown", "json")
@@ -102,25 +102,21 @@ def write_table(result: Triage, path: str | os.PathLike[str]) -> Path:
         raise ConfigurationError(f"-o '{target}': give a file ending in one of "
                                  f"{list(TABLE_SUFFIXES)}")
     rows = flat_rows(result)
-    atomic_write(target, lambda tmp: _write_parquet(rows, tmp) if suffix == ".parquet"
+    shared_write(target, lambda tmp: _write_parquet(rows, tmp) if suffix == ".parquet"
                  else _write_csv(rows, tmp))
     return target
 
 
-def atomic_write(target: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write`` on a temporary file beside ``target``, then rename it into place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
+def shared_write(target: Path, write: Callable[[Path], None]) -> Path:
+    """Write ``target`` atomically (:func:`forensics.atomic.write_atomically`) with the
+    permissions of a new file under the umask: a triage is made to be shared."""
+    def written(tmp: Path) -> None:
+        write(tmp)
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the file from its readers
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        os.chmod(tmp, 0o666 & ~umask)
+
+    return write_atomically(target, written)
 
 
 def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
@@ -130,7 +126,8 @@ def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
     ints = {"pid", "steps", "records", "findings"}
     schema = pa.schema([(c, pa.int64() if c in ints else pa.bool_() if c == "async_scheduling"
                          else pa.string()) for c in COLUMNS])
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+    cells = [{c: unicode(v) if isinstance(v, str) else v for c, v in row.items()} for row in rows]
+    pq.write_table(pa.Table.from_pylist(cells, schema=schema), path)
 
 
 def _write_csv(rows: list[dict[str, Any]], path: Path) -> None:
@@ -164,14 +161,14 @@ def write_html(result: Triage, directory: str | os.PathLike[str],
             report(first["capture"], root / name)
             if first.get("divergence") and (root / name).exists():
                 _add_banner(root / name, flat[first["capture"]]["divergence"])
-            link = f' <a href="{name}">report of {html_text(first["name"])}</a>'
-        items = "".join(f"<li>{html_text(_line(flat[r['capture']]))}</li>" for r in group.rows)
-        sections.append(f"<h2>{html_text(group.title())}{link}</h2>\n<ul>{items}</ul>")
+            link = f' <a href="{name}">report of {html(first["name"])}</a>'
+        items = "".join(f"<li>{html(_line(flat[r['capture']]))}</li>" for r in group.rows)
+        sections.append(f"<h2>{html(group.title())}{link}</h2>\n<ul>{items}</ul>")
     page = ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>forensics triage"
             f"</title></head><body>\n<h1>triage: {len(result.rows)} captures, "
             f"{len(result.groups)} groups</h1>\n" + "\n".join(sections) + "\n</body></html>\n")
     index = root / "index.html"
-    atomic_write(index, lambda tmp: _write_text(tmp, page))
+    shared_write(index, lambda tmp: _write_text(tmp, page))
     return index
 
 
@@ -181,8 +178,8 @@ def _add_banner(report: Path, text: str) -> None:
     page = report.read_text(encoding="utf-8")
     at = page.find(">", page.find("<body")) + 1 if "<body" in page else 0
     banner = (f'<p class="forensics-fleet" style="border:2px solid #c00;padding:6px">'
-              f"Fleet triage: {html_text(text)}</p>")
-    atomic_write(report, lambda tmp: _write_text(tmp, page[:at] + banner + page[at:]))
+              f"Fleet triage: {html(text)}</p>")
+    shared_write(report, lambda tmp: _write_text(tmp, page[:at] + banner + page[at:]))
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -67,14 +67,18 @@ def finish(tasks: Sequence[Task], results: Sequence[bytes]) -> list[dict[str, An
 
 
 def _decoded(task: Task, data: bytes) -> list[dict[str, Any]]:
-    """The piece rows in ``data``; a result that is not a piece table is its task's error."""
+    """The piece rows in ``data``, each named by its task's own path (the piece holds a
+    printable copy of it); a result that is not a piece table is its task's error."""
     from forensics.fleet.piece import from_ipc
     from forensics.fleet.runners import lost
 
     try:
-        return list(from_ipc(data).to_pylist())
+        pieces = list(from_ipc(data).to_pylist())
     except Exception as exc:  # noqa: BLE001  (a garbled result is reported, not dropped)
-        return list(from_ipc(lost(task, f"unreadable task result: {exc}")).to_pylist())
+        pieces = list(from_ipc(lost(task, f"unreadable task result: {exc}")).to_pylist())
+    for piece in pieces:
+        piece["capture"], piece["name"] = os.path.abspath(task.path), os.path.basename(task.path)
+    return pieces
 
 
 def _parsed(row: dict[str, Any]) -> dict[str, Any]:
