@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +57,18 @@ def _deep(root: Path) -> None:
         os.close(fd)
 
 
+def _remove_deep(root: Path) -> None:
+    """Remove what :func:`_deep` made, deepest first (shutil.rmtree recurses too deep)."""
+    fds = [os.open(root, os.O_RDONLY)]
+    for name in ["deep"] + ["d"] * (DEPTH - 1):
+        fds.append(os.open(name, os.O_RDONLY, dir_fd=fds[-1]))
+    for fd, name in zip(reversed(fds), reversed(["deep"] + ["d"] * DEPTH), strict=True):
+        os.rmdir(name, dir_fd=fd)
+        os.close(fd)
+
+
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     root = tmp_path_factory.mktemp("hostile-fleet")
     made = {"good": _capture(root, "good.capture", manifest={"process": {"host": "h1",
                                                                           "pid": 7}})}
@@ -82,7 +93,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     made["unreadable"] = unreadable
     _deep(root)
     made["root"] = str(root)
-    return made
+    yield made
+    _remove_deep(root)
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +190,15 @@ def test_a_folder_nested_past_path_max_is_walked(fleet: dict[str, str]) -> None:
 
     found = find_captures([fleet["root"]])
     assert os.path.abspath(fleet["good"]) in map(os.path.abspath, found)
+
+
+def test_a_capture_of_no_records_has_a_report_saying_so(fleet: dict[str, str],
+                                                        tmp_path: Path) -> None:
+    from forensics.cli import main
+    from forensics.present.report import write_report
+
+    page = write_report(fleet["zero"], tmp_path / "zero.html").read_text(encoding="utf-8")
+    assert "holds no records" in page
+    assert main(["triage", fleet["zero"], "--workers", "1", "--html",
+                 str(tmp_path / "html")]) == 0
+    assert "holds no records" in (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
