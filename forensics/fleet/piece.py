@@ -24,7 +24,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ranks",
                  "engine_id", "vllm", "runner", "spec_method", "async_scheduling", "steps",
                  "records", "crash_events", "guard_events", "crashed", "scenario", "verdicts",
-                 "first_finding", "findings", "known")
+                 "first_finding", "findings", "known", "started", "history")
 
 
 def replay_piece(path: str, start: int | None = None, stop: int | None = None,

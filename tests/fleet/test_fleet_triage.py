@@ -65,6 +65,53 @@ def test_rank_divergence_is_found_at_its_step(small: Fleet, result: Triage) -> N
     assert len(engine_b) == 2 and all(r["divergence"] is None for r in engine_b)
 
 
+def test_the_divergence_names_both_captures_compared(small: Fleet, result: Triage) -> None:
+    from forensics.fleet.stitch import divergence_text
+
+    (row, other) = [r for r in result.rows if r["divergence"]]
+    text = divergence_text(row["divergence"])
+    assert f"on rank 0 ({row['name']})" in text or f"on rank 0 ({other['name']})" in text
+    assert row["name"] in text and other["name"] in text
+
+
+def _forged_rank(small: Fleet, target: Path, drop_last_step: bool) -> Path:
+    """A capture claiming engine-b's id as its rank 1, its ids changed at every step (a
+    divergence, were it stitched); one step fewer when ``drop_last_step``."""
+    from dataclasses import replace
+
+    from forensics.store.reader import load
+    from forensics.store.writer import write_capture
+
+    source = load(next(p for p in small.kinds if p.endswith("engine-b-rank1.capture")))
+    last = max(source.steps)
+    records = []
+    for record in source.records():
+        if drop_last_step and record.step == last:
+            continue
+        fields = dict(record.fields)
+        if record.site == "embedding" and not record.summary:
+            fields["input_ids"] = fields["input_ids"][::-1].copy()
+        records.append(replace(record, fields=fields))
+    manifest = {k: v for k, v in source.manifest.items() if k not in ("format", "created")}
+    manifest["process"] = {"host": "attacker", "pid": 1, "rank": 1}
+    return write_capture(target, records, manifest)
+
+
+def test_a_claimed_engine_id_alone_makes_no_divergence(small: Fleet, tmp_path: Path) -> None:
+    engine_b = sorted(p for p in small.kinds if "engine-b" in p)
+    forged = _forged_rank(small, tmp_path / "forged.capture", drop_last_step=True)
+    rows = {r["name"]: r for r in triage([*engine_b, forged], workers=1).rows}
+    assert all(r["divergence"] is None for r in rows.values())
+    assert rows["engine-b-rank0.capture"]["conclusion"] == "clean"
+    # the same claim with the engine's step history corroborated is stitched, and the verdict
+    # names the capture it was compared with (rank 0's), never the other rank's
+    same = _forged_rank(small, tmp_path / "same-history.capture", drop_last_step=False)
+    rows = {r["name"]: r for r in triage([engine_b[0], same], workers=1).rows}
+    assert rows["same-history.capture"]["divergence"] is not None
+    assert rows["engine-b-rank0.capture"]["divergence"]["captures"][1].endswith(
+        "same-history.capture")
+
+
 def test_groups_follow_the_generated_kinds(small: Fleet, result: Triage) -> None:
     got = sorted(sorted(r["capture"] for r in g.rows) for g in result.groups)
     expected: dict[tuple[str, ...], list[str]] = {}
