@@ -91,14 +91,15 @@ def html(value: Any) -> str:
     return _html.escape(terminal(value), quote=True)
 
 
-def markdown(value: Any) -> str:
+def markdown(value: Any, table: bool = False) -> str:
     """``value`` as one line of Markdown that GitHub renders as the text itself: what would be
-    markup escaped, no raw HTML; a span between backticks a code span."""
+    markup escaped, no raw HTML; a span between backticks a code span (``table``: in a table
+    cell, :func:`markdown_code`)."""
     text = terminal(value)
     parts: list[str] = []
     at = 0
     for match in _MD_CODE.finditer(text):
-        parts += [_markdown_plain(text[at:match.start()]), markdown_code(match.group(2))]
+        parts += [_markdown_plain(text[at:match.start()]), markdown_code(match.group(2), table)]
         at = match.end()
     parts.append(_markdown_plain(text[at:]))
     out = "".join(parts)

@@ -50,7 +50,7 @@ def test_the_corrupt_capture_is_a_row_with_its_error(small: Fleet, result: Triag
     (row,) = [r for r in result.rows if r["capture"] == small.corrupt]
     assert "unreadable" in row["error"] and "async_output.r0" in row["error"]
     assert "\n" not in row["error"]
-    assert [g.title() for g in result.groups if g.key[3] == "unreadable capture"] == \
+    assert [g.title() for g in result.groups if g.what == "unreadable capture"] == \
         ["1 capture: unreadable capture"]
 
 
@@ -119,8 +119,8 @@ def test_groups_follow_the_generated_kinds(small: Fleet, result: Triage) -> None
         expected.setdefault(key, []).append(path)
     assert got == sorted(sorted(v) for v in expected.values())
     titles = [g.title() for g in result.groups]
-    assert "2 captures on 2 hosts, vLLM 0.33.0, v1, mtp: rank divergence in input_ids at " \
-           "embedding" in titles
+    assert "2 captures on 2 hosts, vLLM 0.33.0, runner v1, speculation mtp: rank divergence " \
+           "in input_ids at embedding" in titles
 
 
 def test_a_split_capture_gives_the_rows_of_a_whole_one(small: Fleet, result: Triage) -> None:
@@ -191,7 +191,7 @@ def test_known_issue_names_come_from_the_catalogue(small: Fleet) -> None:
     v1 = [r for r in result.rows if r["runner"] == "v1"]
     assert v1 and all(r["known"] == ["placeholder-reaches-input-ids"] for r in v1)
     assert all(r["conclusion"] == "known" for r in v1)
-    assert any(g.title().endswith("(known: placeholder-reaches-input-ids)")
+    assert any(g.title().endswith(": known issue placeholder-reaches-input-ids")
                for g in result.groups)
     clean = [p for p, k in small.kinds.items() if k == "clean"][:1]
     assert triage(clean, workers=1).rows[0]["known"] == []
@@ -264,3 +264,55 @@ def test_a_dead_local_worker_is_reported_not_lost(small: Fleet) -> None:
     assert [r["capture"] for r in rows] == sorted(small.kinds)
     crashed = [r for r in rows if r["name"].endswith("-crash.capture")]
     assert crashed and all(r["error"].startswith("task failed: BrokenProcessPool") for r in crashed)
+
+
+@pytest.fixture(scope="module")
+def one_issue(tmp_path_factory: pytest.TempPathFactory) -> Triage:
+    """Three V1 captures of one known issue by two kinds and two vLLM versions."""
+    from forensics.fleet.generate import _single
+
+    root = tmp_path_factory.mktemp("one-issue")
+    fleet = Fleet(root)
+    for i, kind in ((13, "stale_prev_row"), (8, "misattribution"), (21, "stale_prev_row")):
+        _single(fleet, i, kind, 8, 3, 1 + i)
+    return triage([root], workers=1)
+
+
+def test_one_known_issue_is_one_group(one_issue: Triage) -> None:
+    assert [r["known"] for r in one_issue.rows] == [["stale-prev-positions-row"]] * 3
+    (group,) = one_issue.groups
+    assert group.title() == ("3 captures on 3 hosts, vLLM 0.32.0 or 0.33.0, runner v1, "
+                             "speculation mtp: known issue stale-prev-positions-row")
+
+
+def test_facts_are_labelled_and_unknown_once(small: Fleet, tmp_path: Path) -> None:
+    from forensics.fleet.signature import Group
+
+    rows = [{"vllm": "unknown", "runner": None, "spec_method": "unknown", "host": "unknown"}]
+    assert Group((1, "clean"), rows).facts() == \
+        "vLLM unknown, runner unknown, speculation unknown"
+    rows.append({"vllm": "0.33.0", "runner": "v2", "spec_method": "unknown", "host": "h"})
+    assert Group((1, "clean"), rows).facts() == \
+        "vLLM 0.33.0 (some unknown), runner v2 (some unknown), speculation unknown"
+
+
+def test_markdown_and_html_are_tables_that_render_to_the_text(result: Triage,
+                                                              tmp_path: Path) -> None:
+    import html as html_lib
+    import re
+
+    import mistune
+
+    text = render(result, "markdown")
+    assert "\\`" not in text and "\n- " not in text
+    page = str(mistune.create_markdown(escape=False, plugins=["table"])(text))
+    assert page.count("<table>") == len(result.groups)
+    cells = [html_lib.unescape(re.sub(r"<[^>]+>", "", c))
+             for c in re.findall(r"<td>(.*?)</td>", page)]
+    names = [r["name"] for r in result.rows]
+    assert sorted(c for c in cells if c in names) == sorted(names)
+    assert all("\\" not in c for c in cells)  # nothing escaped shows in the rendered cells
+    index = write_html(result, tmp_path / "html", report=lambda c, out: None).read_text()
+    assert index.count("<table>") == len(result.groups) and "<li>" not in index
+    plain = render(result, "text")
+    assert "capture" in plain.splitlines()[3] and "what it shows" in plain.splitlines()[3]
