@@ -48,8 +48,9 @@ _MD_LINK = re.compile(r"\[(?=\^|[^\]]*\][(\[:])")
 _MD_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 _MD_TAG = re.compile(r"<(?=[A-Za-z/!?])")
 _MD_EMOJI = re.compile(r":(?=[A-Za-z0-9_+-]+:)")
-#: a line start Markdown may read as a block: a list item, heading, quote, rule or fence
-_MD_BLOCK_START = re.compile(r"^(\s*\d*)([-+=.)#>])")
+#: a line start Markdown reads as a block: a list item (``- ``, ``1. ``), a heading (``# ``), a
+#: quote, a rule or a setext underline; group 2 is the character escaped
+_MD_BLOCK_START = re.compile(r"^(\s*\d{0,9})([.)](?=\s|$))|^(\s*)([-+*#]|=)(?=[-=\s]|$)|^(\s*)(>)")
 #: a heading's closing sequence (`` ##`` at the end), which GitHub drops
 _MD_CLOSING = re.compile(r"(\s)(#+\s*)$")
 #: a span between backticks in our own text: a code span
@@ -103,7 +104,14 @@ def markdown(value: Any, table: bool = False) -> str:
         at = match.end()
     parts.append(_markdown_plain(text[at:]))
     out = "".join(parts)
-    return _MD_BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2), out, count=1)
+    return _MD_BLOCK_START.sub(_escape_block_start, out, count=1)
+
+
+def _escape_block_start(match: re.Match[str]) -> str:
+    """A :data:`_MD_BLOCK_START` match with its marker character backslash-escaped."""
+    groups = match.groups()
+    lead, marker = next((groups[i], groups[i + 1]) for i in (0, 2, 4) if groups[i + 1])
+    return f"{lead or ''}\\{marker}"
 
 
 def _markdown_plain(text: str) -> str:
