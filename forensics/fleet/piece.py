@@ -19,6 +19,8 @@ BASELINE = "upstream"
 VARIANTS = ("upstream", "patched")
 #: earlier steps replayed before a step range (origins of sink findings lie this close)
 LOOKBACK = 8
+#: the words of the error of a capture that holds no records (its conclusion is ``empty``)
+NO_RECORDS = "holds no records"
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: a piece's columns, in order; JSON text for the nested ones
 PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ranks",
@@ -53,7 +55,7 @@ def _replayed(path: str, start: int | None, stop: int | None,
 
     capture = load(path)
     if len(capture) == 0:
-        raise CaptureFormatError(f"'{os.path.basename(path)}' holds no records: nothing to "
+        raise CaptureFormatError(f"'{os.path.basename(path)}' {NO_RECORDS}: nothing to "
                                  "replay (the probe saw no call, or its segments were removed)")
     facts = capture_facts(capture)
     if start is None or stop is None:

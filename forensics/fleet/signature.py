@@ -6,18 +6,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from forensics.fleet.piece import BASELINE
+from forensics.fleet.piece import BASELINE, NO_RECORDS
 
 CONCLUSIONS = ("known", "violation", "suspect", "rank divergence", "unexplained", "clean",
-               "unreadable")
+               "empty", "unreadable")
 
 
 def conclusion(row: dict[str, Any]) -> str:
-    """``unreadable`` (an error), ``known`` (the catalogue matched), ``violation`` or ``suspect``
-    (the baseline's worst verdict, unmatched), ``rank divergence``, ``unexplained`` (a crash
-    with nothing found), else ``clean``."""
+    """``empty`` (a capture of no records), ``unreadable`` (another error), ``known`` (the
+    catalogue matched), ``violation`` or ``suspect`` (the baseline's worst verdict, unmatched),
+    ``rank divergence``, ``unexplained`` (a crash with nothing found), else ``clean``."""
     if row.get("error"):
-        return "unreadable"
+        return "empty" if NO_RECORDS in str(row["error"]) else "unreadable"
     if row.get("known"):
         return "known"
     verdicts = set((row.get("verdicts") or {}).get(BASELINE, {}).values())
@@ -54,8 +54,8 @@ def what(row: dict[str, Any]) -> str:
     """The part of a signature that says what happened (no versions)."""
     kind = row["conclusion"]
     first = row.get("first")
-    if kind == "unreadable":
-        return "unreadable capture"
+    if kind in ("unreadable", "empty"):
+        return "unreadable capture" if kind == "unreadable" else "capture of no records"
     if kind == "known":
         return f"known issue {', '.join(row['known'])}"
     if first is not None and kind in ("violation", "suspect"):
@@ -77,7 +77,7 @@ def signature(row: dict[str, Any]) -> tuple[Any, ...]:
     """The grouping key: ``(KNOWN, issue ids)`` for a capture that matches known issues (one
     group per known issue, whatever its versions or findings), ``(UNREADABLE, what)``, else
     ``(UNMATCHED, vLLM version, runner, speculative method, what)``."""
-    if row["conclusion"] == "unreadable":
+    if row["conclusion"] in ("unreadable", "empty"):
         return (UNREADABLE, what(row))
     if row["conclusion"] == "known":
         return (KNOWN, what(row))

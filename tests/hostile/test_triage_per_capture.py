@@ -130,7 +130,8 @@ def test_hostile_facts_become_readable_rows(fleet: dict[str, str], result: Triag
 def test_a_capture_that_fails_is_its_row_with_one_line(fleet: dict[str, str],
                                                        result: Triage) -> None:
     zero = _row(result, fleet["zero"])
-    assert zero["conclusion"] == "unreadable" and "holds no records" in zero["error"]
+    assert zero["conclusion"] == "empty" and "holds no records" in zero["error"]
+    assert "1 capture: capture of no records" in [g.title() for g in result.groups]
     unreadable = _row(result, fleet["unreadable"])
     assert unreadable["conclusion"] == "unreadable" and unreadable["error"]
     assert all("\n" not in (r.get("error") or "") for r in result.rows)
