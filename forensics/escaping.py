@@ -1,14 +1,23 @@
 """One escaping rule per output: every string that comes from a capture goes through the
-function of the output it lands in, keys and column names included.
+function of the output it lands in, keys and column names included. This is the only module
+that escapes (no output keeps a copy of these rules).
 
-- :func:`terminal`: control characters (C0, DEL, C1, and the Unicode line separators and
-  bidirectional overrides) shown as ``\\x1b``-style escapes, so a string is one line of inert
-  text; the base of the other three;
-- :func:`html`: :func:`terminal`, then ``& < > " '`` as entities;
-- :func:`markdown`: :func:`terminal`, then every character Markdown or raw HTML could read as
-  markup backslash-escaped (``<`` as ``&lt;``); :func:`markdown_code`: a code span;
+- :func:`terminal`: control characters (C0, DEL, C1, the Unicode line separators, the
+  bidirectional marks, overrides and isolates, the byte-order mark), noncharacters and lone
+  surrogates shown as ``\\x1b``-style escapes, and a very long string cut at :data:`LIMIT`
+  characters with a marker, so a string is one line of inert text of bounded length; the base
+  of every other function;
+- :func:`unicode`: only lone surrogates shown (``\\udcff``): text a UTF-8 store (Arrow, JSON
+  files) can hold, otherwise unchanged;
+- :func:`html` (also SVG/XML text and attribute values): :func:`terminal`, then
+  ``& < > " '`` as entities (a noncharacter or C0 control never reaches XML);
+- :func:`markdown`: :func:`terminal`, then only what GitHub-flavoured Markdown would read as
+  markup escaped, so the rendered text is the text; a span of the text between backticks
+  becomes a code span (:func:`markdown_code`, with a fence longer than any backtick run in it);
 - :func:`csv_cell`: :func:`terminal`, then a cell starting with ``= + - @``, tab or CR
-  prefixed with ``'`` (a spreadsheet would evaluate it as a formula).
+  prefixed with ``'`` (a spreadsheet would evaluate it as a formula);
+- :func:`python_string`: a Python string literal (ASCII, from :func:`repr`) that evaluates to
+  :func:`terminal` of the value: generated source holds capture text only as such a literal.
 """
 
 from __future__ import annotations
@@ -17,45 +26,110 @@ import html as _html
 import re
 from typing import Any
 
-#: characters never written raw: C0 controls, DEL, C1 controls, line/paragraph separators,
-#: bidirectional marks and overrides, the byte-order mark, lone surrogates (an undecodable
-#: file name)
+#: characters of a capture string written at most this many, then a marker of how many more
+LIMIT = 20_000
+#: noncharacters: U+FDD0-U+FDEF and the last two code points of every plane
+_NONCHARACTERS = "\ufdd0-\ufdef" + "".join(
+    f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(17))
+#: characters never written raw: C0 controls, DEL, C1 controls, the Arabic letter mark, the
+#: left-to-right/right-to-left marks, line/paragraph separators, bidirectional embeddings,
+#: overrides and isolates, the byte-order mark, lone surrogates (an undecodable file name),
+#: noncharacters
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff"
-                      "\ud800-\udfff]")
-#: characters Markdown (GitHub-flavoured) may read as markup anywhere in a line
-_MARKDOWN = re.compile(r"([\\`*\[\]|~#!>$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
-#: a line start Markdown may read as a list item or a block
-_BLOCK_START = re.compile(r"^(\s*\d*)([-+=.)])")
+                      "\ud800-\udfff" + _NONCHARACTERS + "]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: inline characters GitHub-flavoured Markdown reads as markup wherever they stand: a
+#: backslash before punctuation, emphasis and strikethrough marks, a table cell's bar, math
+_MD_INLINE = re.compile(r"(\\(?=[!-/:-@\[-`{-~])|[*~|$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|`)")
+#: a ``[`` that opens a link, an image, a reference or a footnote
+_MD_LINK = re.compile(r"\[(?=\^|[^\]]*\][(\[:])")
+#: an entity (``&amp;``), raw HTML or an autolink (``<a``, ``</``, ``<!``, ``<?``), an emoji
+#: shortcode (``:smile:``)
+_MD_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+_MD_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+_MD_EMOJI = re.compile(r":(?=[A-Za-z0-9_+-]+:)")
+#: a line start Markdown reads as a block: a list item (``- ``, ``1. ``), a heading (``# ``), a
+#: quote, a rule or a setext underline; group 2 is the character escaped
+_MD_BLOCK_START = re.compile(r"^(\s*\d{0,9})([.)](?=\s|$))|^(\s*)([-+*#]|=)(?=[-=\s]|$)|^(\s*)(>)")
+#: a heading's closing sequence (`` ##`` at the end), which GitHub drops
+_MD_CLOSING = re.compile(r"(\s)(#+\s*)$")
+#: a span between backticks in our own text: a code span
+_MD_CODE = re.compile(r"(`+)(.+?)\1(?!`)")
 #: first characters that make a spreadsheet evaluate a cell
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def capped(value: Any, limit: int = LIMIT) -> str:
+    """``str(value)``, cut after ``limit`` characters with ``… [N more characters]``."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
 def terminal(value: Any) -> str:
-    """``value`` as one line of text: every control character as a ``\\x..``/``\\u....``
-    escape."""
-    return _CONTROL.sub(_visible, str(value))
+    """``value`` as one line of text of at most about :data:`LIMIT` characters: every control
+    character, noncharacter and lone surrogate as a ``\\x..``/``\\u....`` escape."""
+    return _CONTROL.sub(_visible, capped(value))
+
+
+def unicode(value: Any) -> str:
+    """``value`` as text UTF-8 can encode: a lone surrogate as ``\\udcNN``, nothing else
+    changed."""
+    return _SURROGATE.sub(_visible, str(value))
 
 
 def html(value: Any) -> str:
-    """``value`` as HTML text: :func:`terminal`, then markup characters as entities."""
+    """``value`` as HTML or XML text (an attribute value too): :func:`terminal`, then markup
+    characters as entities."""
     return _html.escape(terminal(value), quote=True)
 
 
-def markdown(value: Any) -> str:
-    """``value`` as Markdown text: one line, markup characters escaped, no raw HTML."""
-    text = terminal(value).replace("&", "&amp;").replace("<", "&lt;")
-    text = _MARKDOWN.sub(r"\\\1", text)
-    return _BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text, count=1)
+def markdown(value: Any, table: bool = False) -> str:
+    """``value`` as one line of Markdown that GitHub renders as the text itself: what would be
+    markup escaped, no raw HTML; a span between backticks a code span (``table``: in a table
+    cell, :func:`markdown_code`)."""
+    text = terminal(value)
+    parts: list[str] = []
+    at = 0
+    for match in _MD_CODE.finditer(text):
+        parts += [_markdown_plain(text[at:match.start()]), markdown_code(match.group(2), table)]
+        at = match.end()
+    parts.append(_markdown_plain(text[at:]))
+    out = "".join(parts)
+    return _MD_BLOCK_START.sub(_escape_block_start, out, count=1)
 
 
-def markdown_code(value: Any) -> str:
-    """``value`` as a Markdown code span (one line; a ``|`` escaped for tables)."""
-    text = terminal(value).replace("|", "\\|")
+def _escape_block_start(match: re.Match[str]) -> str:
+    """A :data:`_MD_BLOCK_START` match with its marker character backslash-escaped."""
+    groups = match.groups()
+    lead, marker = next((groups[i], groups[i + 1]) for i in (0, 2, 4) if groups[i + 1])
+    return f"{lead or ''}\\{marker}"
+
+
+def _markdown_plain(text: str) -> str:
+    """``text`` (no code span) with only what GitHub would read as markup escaped."""
+    text = _MD_ENTITY.sub("&amp;", text)
+    text = _MD_TAG.sub("&lt;", text)
+    text = _MD_INLINE.sub(r"\\\1", text)
+    text = _MD_LINK.sub(r"\\[", text)
+    text = _MD_EMOJI.sub(r"\\:", text)
+    return _MD_CLOSING.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
+
+
+def markdown_code(value: Any, table: bool = False) -> str:
+    """``value`` as a Markdown code span (one line) fenced by more backticks than any run in
+    it; in a table cell (``table``) a ``|`` is escaped, as GitHub's tables need."""
+    text = terminal(value)
+    if table:
+        text = text.replace("|", "\\|")
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
     return f"{fence}{pad}{text}{pad}{fence}"
@@ -69,3 +143,9 @@ def csv_cell(value: Any) -> Any:
     text = terminal(value)
     return "'" + text if text.startswith(FORMULA_STARTS) or value.startswith(FORMULA_STARTS) \
         else text
+
+
+def python_string(value: Any) -> str:
+    """A Python string literal (ASCII only) of :func:`terminal` of ``value``: safe inside
+    generated source (never ends a string, a docstring or a comment line)."""
+    return ascii(terminal(value))

@@ -1,6 +1,7 @@
 """forensics triage: replay many captures (local processes or Ray), one row each, grouped by
-signature: the host, vLLM version, runner, events, verdicts, first finding, the known issue it
-matches, and any rank divergence of an engine spread over several captures.
+known issue, then by signature, a table per group: the host, vLLM version, runner, events,
+verdicts, first finding, the known issue it matches, and any (corroborated) rank divergence of
+an engine spread over several captures.
 """
 
 from __future__ import annotations

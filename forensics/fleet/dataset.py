@@ -5,6 +5,12 @@ Each segment's record batches are the store's own (memory-mapped, validated befo
 place, not copied. Batches of one site may differ (a field some records lack, an integer width):
 the site's schema is their union, a missing column reads as null, and only a column narrower than
 the union's type is widened (a copy of that column alone).
+
+A capture's own columns never overwrite ours: a summary extra named like an added column is
+namespaced (``extra.capture``), and an extra whose type differs across captures is split by kind
+(``foo.int``, ``foo.str``), so no capture changes or stops what the others read. Each capture is
+read on its own: with ``on_error="skip"`` one that cannot be read (undecodable names, out of range
+numbers, unreadable files, a path too long) is left out and the others are unaffected.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ if TYPE_CHECKING:
 
 #: columns added to every batch, beside the store's ``step``, ``rank`` and ``summary``
 ADDED_COLUMNS = ("capture", "host", "pid")
+#: the prefix of a capture's column that has the name of an added column
+EXTRA_PREFIX = "extra."
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 ON_ERROR = ("raise", "skip")
 
 
@@ -49,7 +58,8 @@ def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
             continue
         for site, site_batches in found.items():
             batches.setdefault(site, []).extend(site_batches)
-    return {site: site_dataset(batches[site]) for site in SITES if site in batches}
+    return {site: site_dataset(_split_conflicts(batches[site])) for site in SITES
+            if site in batches}
 
 
 def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBatch]]:
@@ -57,32 +67,85 @@ def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBat
 
     Raises CaptureFormatError or UnsafeInputError when the capture cannot be read.
     """
+    from forensics.escaping import unicode
     from forensics.store.reader import load
 
     capture = load(path)
     process = capture.manifest.get("process")
     process = process if isinstance(process, dict) else {}
-    host = process.get("host") if isinstance(process.get("host"), str) else None
-    pid = process.get("pid") if isinstance(process.get("pid"), int) else None
+    host = unicode(process["host"]) if isinstance(process.get("host"), str) else None
+    pid = process.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or not INT64_MIN <= pid <= INT64_MAX:
+        pid = None
+    where = unicode(os.path.abspath(capture.path))
     out: dict[str, list[pa.RecordBatch]] = {}
     for view in capture.batches():
-        out.setdefault(view.site, []).append(
-            _with_origin(view.batch, os.path.abspath(capture.path), host, pid))
+        out.setdefault(view.site, []).append(_with_origin(view.batch, where, host, pid))
     return out
 
 
 def _with_origin(batch: pa.RecordBatch, capture: str, host: str | None, pid: int | None
                  ) -> pa.RecordBatch:
-    """``batch`` without field metadata, with constant ``capture``, ``host`` and ``pid``."""
+    """``batch`` without field metadata, with constant ``capture``, ``host`` and ``pid`` (a
+    column of the batch named like one of them renamed ``extra.NAME``)."""
     import pyarrow as pa
 
     n = batch.num_rows
     arrays = [*batch.columns, pa.array([capture] * n, pa.string()),
               pa.array([host] * n, pa.string()), pa.array([pid] * n, pa.int64())]
-    fields = [pa.field(f.name, f.type) for f in batch.schema]
+    fields = [pa.field(EXTRA_PREFIX + f.name if f.name in ADDED_COLUMNS else f.name, f.type)
+              for f in batch.schema]
     fields += [pa.field("capture", pa.string()), pa.field("host", pa.string()),
                pa.field("pid", pa.int64())]
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _split_conflicts(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """``batches`` with every column whose types cannot be unified across them renamed
+    ``NAME.KIND`` in each (:func:`kind_of`), so each capture's values stay readable."""
+    import pyarrow as pa
+
+    types: dict[str, list[pa.DataType]] = {}
+    for batch in batches:
+        for f in batch.schema:
+            if f.type not in types.setdefault(f.name, []):
+                types[f.name].append(f.type)
+    clashing = {name for name, found in types.items() if len(found) > 1 and not _unifies(
+        [pa.field(name, t) for t in found])}
+    if not clashing:
+        return batches
+    return [pa.RecordBatch.from_arrays(batch.columns, schema=pa.schema(
+        [pa.field(f"{f.name}.{kind_of(f.type)}" if f.name in clashing else f.name, f.type)
+         for f in batch.schema])) for batch in batches]
+
+
+def _unifies(fields: list[pa.Field]) -> bool:
+    """Whether fields of one name can be unified (permissive promotion)."""
+    import pyarrow as pa
+
+    try:
+        pa.unify_schemas([pa.schema([f]) for f in fields], promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
+def kind_of(kind: pa.DataType) -> str:
+    """A column type's kind for a column name: ``int``, ``str``, ``tensor`` (a list of
+    integers), ``str_list``, ``ragged``, ``index_map``, or the type's own name."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(kind):
+        return "int"
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return "str"
+    if pa.types.is_map(kind):
+        return "index_map"
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        item = kind.value_type
+        return ("tensor" if pa.types.is_integer(item) else "str_list" if pa.types.is_string(item)
+                else "ragged" if pa.types.is_list(item) else "list")
+    return "".join(ch if ch.isalnum() else "_" for ch in str(kind))
 
 
 def site_dataset(batches: list[pa.RecordBatch]) -> ds.Dataset:

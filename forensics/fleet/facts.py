@@ -38,7 +38,19 @@ def capture_facts(capture: Any) -> dict[str, Any]:
         "guard_events": event_text(capture.events, GUARD_KINDS),
         "crashed": any(e.get("kind") in CRASH_KINDS for e in capture.events),
         "scenario": _text(simulation.get("scenario")) if simulation else "",
+        "started": _text(manifest.get("created")),
+        "history": step_history(summary),
     }
+
+
+def step_history(summary: dict[str, Any]) -> str:
+    """What every rank of one engine shares, as text: per site, its first and last step and
+    its records per rank (ranks of one engine see the same steps); "" for no records."""
+    ranks = max(1, len(summary.get("ranks") or []))
+    spans = summary.get("site_steps") or {}
+    sites = summary.get("sites") or {}
+    return ";".join(f"{site}:{first}-{last}x{sites.get(site, 0) / ranks:g}"
+                    for site, (first, last) in spans.items())
 
 
 def event_text(events: list[dict[str, Any]], kinds: tuple[str, ...]) -> str:
@@ -62,7 +74,10 @@ def _text(value: Any) -> str:
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """``value`` when it is an integer int64 can hold, else None (unknown)."""
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        return value
+    return None
 
 
 def _flag(value: Any) -> bool | None:

@@ -29,6 +29,11 @@ KINDS: dict[str, tuple[str, str | None]] = {
     "misattribution": ("misattribution", "misattribution"),
     "crash": ("clean", None),
 }
+#: the catalogue entry a kind's capture matches on the V1 runner (triage groups it there)
+KNOWN_ON_V1 = {"stale_prev_row": "stale-prev-positions-row",
+               "misattribution": "stale-prev-positions-row",
+               "vocab_sentinel": "vocab-size-sentinel-counted",
+               "placeholder_leak": "placeholder-reaches-input-ids"}
 VERSIONS = ("0.32.0", "0.33.0")
 RUNNERS = ("v1", "v2")
 FAULT_STEP = 4
@@ -107,7 +112,9 @@ def _single(fleet: Fleet, i: int, kind: str, steps: int, batch: int, seed: int) 
     write_capture(path, records, entries, events=[CRASH_EVENT] if kind == "crash" else [],
                   validated=True)
     fleet.kinds[str(path)] = kind
-    fleet.groups[str(path)] = (entries["versions"]["vllm"], entries["runner"], kind)
+    known = KNOWN_ON_V1.get(kind) if entries["runner"] == "v1" else None
+    fleet.groups[str(path)] = (("known", known) if known
+                               else (entries["versions"]["vllm"], entries["runner"], kind))
     return path
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from forensics.atomic import write_atomically
 from forensics.errors import ConfigurationError
-from forensics.fleet.escape import csv_cell, html_text, markdown, terminal
+from forensics.escaping import csv_cell, html, markdown, terminal, unicode
 from forensics.fleet.triage import Triage
 
 FORMATS = ("text", "markdown", "json")
@@ -67,28 +67,55 @@ def to_json(result: Triage) -> dict[str, Any]:
                        for g in result.groups], "rows": rows}
 
 
+#: the columns of a group's table in text, Markdown and HTML: (flat row key, header)
+TABLE = (("name", "capture"), ("host", "host"), ("pid", "pid"), ("ranks", "ranks"),
+         ("vllm", "vLLM"), ("runner", "runner"), ("shows", "what it shows"))
+
+
 def _render_groups(result: Triage, esc: Callable[[object], str], md: bool) -> str:
-    """Groups as headed lists, one line per capture (every capture string escaped)."""
+    """Each group: its title, then a table of its captures (Markdown: a GitHub table; text:
+    aligned columns); every capture string escaped."""
     flat = {row["capture"]: row for row in flat_rows(result)}
     lines = [f"{'# ' if md else ''}triage: {len(result.rows)} captures, "
              f"{len(result.groups)} groups ({result.seconds:.1f} s, {result.where})", ""]
     for group in result.groups:
         lines.append(f"{'## ' if md else ''}{esc(group.title())}")
-        for row in group.rows:
-            lines.append(("- " if md else "  ") + esc(_line(flat[row["capture"]])))
-        lines.append("")
+        cell = (lambda v: markdown(v, table=True)) if md else esc
+        cells = [[cell(c) for c in _cells(flat[row["capture"]])] for row in group.rows]
+        lines += (_markdown_table(cells) if md else _text_table(cells)) + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _line(row: dict[str, Any]) -> str:
-    """One capture's line: name, host, pid, ranks, then its error or its first finding."""
+def _cells(row: dict[str, Any]) -> list[str]:
+    """One capture's cells of :data:`TABLE` (``unknown`` for a missing fact)."""
+    shown = {**row, "shows": _shows(row)}
+    return ["unknown" if shown.get(key) is None or shown.get(key) == "" else str(shown[key])
+            for key, _ in TABLE]
+
+
+def _markdown_table(cells: list[list[str]]) -> list[str]:
+    """A GitHub table of already escaped ``cells``."""
+    head = [h for _, h in TABLE]
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + \
+        ["| " + " | ".join(row) + " |" for row in cells]
+
+
+def _text_table(cells: list[list[str]]) -> list[str]:
+    """Aligned columns of already escaped ``cells``, indented under the group's title."""
+    rows = [[h for _, h in TABLE], *cells]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE) - 1)]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1]
+            for r in rows]
+
+
+def _shows(row: dict[str, Any]) -> str:
+    """What one capture shows: its error, else its first finding, divergence and events, else
+    its conclusion."""
     if row["error"]:
-        return f"{row['name']}: error: {row['error']}"
-    pid = "unknown" if row["pid"] is None else row["pid"]
-    head = f"{row['name']} (host {row['host']}, pid {pid}, ranks {row['ranks']})"
+        return f"error: {row['error']}"
     details = [row[k] for k in ("first_finding", "divergence", "crash_events", "guard_events")
                if row[k]]
-    return f"{head}: {'; '.join(details) if details else row['conclusion']}"
+    return "; ".join(details) if details else row["conclusion"]
 
 
 def write_table(result: Triage, path: str | os.PathLike[str]) -> Path:
@@ -102,25 +129,21 @@ def write_table(result: Triage, path: str | os.PathLike[str]) -> Path:
         raise ConfigurationError(f"-o '{target}': give a file ending in one of "
                                  f"{list(TABLE_SUFFIXES)}")
     rows = flat_rows(result)
-    atomic_write(target, lambda tmp: _write_parquet(rows, tmp) if suffix == ".parquet"
+    shared_write(target, lambda tmp: _write_parquet(rows, tmp) if suffix == ".parquet"
                  else _write_csv(rows, tmp))
     return target
 
 
-def atomic_write(target: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write`` on a temporary file beside ``target``, then rename it into place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
+def shared_write(target: Path, write: Callable[[Path], None]) -> Path:
+    """Write ``target`` atomically (:func:`forensics.atomic.write_atomically`) with the
+    permissions of a new file under the umask: a triage is made to be shared."""
+    def written(tmp: Path) -> None:
+        write(tmp)
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the file from its readers
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        os.chmod(tmp, 0o666 & ~umask)
+
+    return write_atomically(target, written)
 
 
 def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
@@ -130,7 +153,8 @@ def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
     ints = {"pid", "steps", "records", "findings"}
     schema = pa.schema([(c, pa.int64() if c in ints else pa.bool_() if c == "async_scheduling"
                          else pa.string()) for c in COLUMNS])
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+    cells = [{c: unicode(v) if isinstance(v, str) else v for c, v in row.items()} for row in rows]
+    pq.write_table(pa.Table.from_pylist(cells, schema=schema), path)
 
 
 def _write_csv(rows: list[dict[str, Any]], path: Path) -> None:
@@ -164,14 +188,19 @@ def write_html(result: Triage, directory: str | os.PathLike[str],
             report(first["capture"], root / name)
             if first.get("divergence") and (root / name).exists():
                 _add_banner(root / name, flat[first["capture"]]["divergence"])
-            link = f' <a href="{name}">report of {html_text(first["name"])}</a>'
-        items = "".join(f"<li>{html_text(_line(flat[r['capture']]))}</li>" for r in group.rows)
-        sections.append(f"<h2>{html_text(group.title())}{link}</h2>\n<ul>{items}</ul>")
+            link = f' <a href="{name}">report of {html(first["name"])}</a>'
+        head = "".join(f"<th>{h}</th>" for _, h in TABLE)
+        body = "".join("<tr>" + "".join(f"<td>{html(c)}</td>" for c in _cells(flat[r["capture"]]))
+                       + "</tr>" for r in group.rows)
+        sections.append(f"<h2>{html(group.title())}{link}</h2>\n<table><thead><tr>{head}"
+                        f"</tr></thead><tbody>{body}</tbody></table>")
     page = ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>forensics triage"
-            f"</title></head><body>\n<h1>triage: {len(result.rows)} captures, "
-            f"{len(result.groups)} groups</h1>\n" + "\n".join(sections) + "\n</body></html>\n")
+            "</title><style>table{border-collapse:collapse}th,td{border:1px solid #ccc;"
+            "padding:2px 6px;text-align:left;vertical-align:top}</style></head><body>\n"
+            f"<h1>triage: {len(result.rows)} captures, {len(result.groups)} groups</h1>\n"
+            + "\n".join(sections) + "\n</body></html>\n")
     index = root / "index.html"
-    atomic_write(index, lambda tmp: _write_text(tmp, page))
+    shared_write(index, lambda tmp: _write_text(tmp, page))
     return index
 
 
@@ -181,8 +210,8 @@ def _add_banner(report: Path, text: str) -> None:
     page = report.read_text(encoding="utf-8")
     at = page.find(">", page.find("<body")) + 1 if "<body" in page else 0
     banner = (f'<p class="forensics-fleet" style="border:2px solid #c00;padding:6px">'
-              f"Fleet triage: {html_text(text)}</p>")
-    atomic_write(report, lambda tmp: _write_text(tmp, page[:at] + banner + page[at:]))
+              f"Fleet triage: {html(text)}</p>")
+    shared_write(report, lambda tmp: _write_text(tmp, page[:at] + banner + page[at:]))
 
 
 def _write_text(path: Path, text: str) -> None:

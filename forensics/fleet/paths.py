@@ -14,8 +14,13 @@ CAPTURE_SUFFIX = ".capture"
 
 
 def is_capture(path: Path) -> bool:
-    """Whether ``path`` is a capture directory (named ``*.capture`` or holding a manifest)."""
-    return path.is_dir() and (path.name.endswith(CAPTURE_SUFFIX) or (path / MANIFEST).exists())
+    """Whether ``path`` is a capture directory (named ``*.capture`` or holding a manifest);
+    False for a path the system cannot look at (too long, no permission)."""
+    try:
+        return path.is_dir() and (path.name.endswith(CAPTURE_SUFFIX)
+                                  or (path / MANIFEST).exists())
+    except OSError:
+        return False
 
 
 def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -39,13 +44,35 @@ def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 
 def _captures_at(path: Path) -> list[Path]:
-    """``path`` itself when it is a capture, else the captures inside it (recursively; a
-    capture's own folders are not searched)."""
+    """``path`` itself when it is a capture, else the captures inside it (searched without
+    recursion, so a folder nested thousands deep is walked as far as the system can open it,
+    links not followed; a capture's own folders are not searched)."""
     if is_capture(path):
         return [path]
     found: list[Path] = []
-    for root, dirs, _ in os.walk(path):
-        children = [Path(root) / name for name in sorted(dirs)]
-        found += [child for child in children if is_capture(child)]
-        dirs[:] = [child.name for child in children if not is_capture(child)]
-    return found
+    pending = [path]
+    while pending:
+        children = _subfolders(pending.pop())
+        found += [child for child, _ in children if is_capture(child)]
+        pending += [child for child, link in reversed(children)
+                    if not link and not is_capture(child)]
+    return sorted(found)
+
+
+def _subfolders(folder: Path) -> list[tuple[Path, bool]]:
+    """The folders directly in ``folder``, sorted, each with whether it is a link (as
+    :func:`os.walk` lists them: a link is listed, never entered); none when ``folder`` cannot
+    be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted((folder / e.name, e.is_symlink()) for e in entries if _is_folder(e))
+    except OSError:
+        return []
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    """Whether ``entry`` is a folder or a link to one (False when it cannot be told)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

@@ -19,11 +19,14 @@ BASELINE = "upstream"
 VARIANTS = ("upstream", "patched")
 #: earlier steps replayed before a step range (origins of sink findings lie this close)
 LOOKBACK = 8
+#: the words of the error of a capture that holds no records (its conclusion is ``empty``)
+NO_RECORDS = "holds no records"
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: a piece's columns, in order; JSON text for the nested ones
 PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ranks",
                  "engine_id", "vllm", "runner", "spec_method", "async_scheduling", "steps",
                  "records", "crash_events", "guard_events", "crashed", "scenario", "verdicts",
-                 "first_finding", "findings", "known")
+                 "first_finding", "findings", "known", "started", "history")
 
 
 def replay_piece(path: str, start: int | None = None, stop: int | None = None,
@@ -37,18 +40,23 @@ def replay_piece(path: str, start: int | None = None, stop: int | None = None,
                            "start": start, "stop": stop, "error": ""}
     try:
         row.update(_replayed(path, start, stop, variants))
+        return to_ipc([row])
     except Exception as exc:  # noqa: BLE001  (a bad capture is a row, never the end of a run)
-        row["error"] = one_line(exc)
-    return to_ipc([row])
+        failed = {k: row[k] for k in ("capture", "name", "start", "stop")}
+        return to_ipc([{**failed, "error": one_line(exc)}])
 
 
 def _replayed(path: str, start: int | None, stop: int | None,
               variants: tuple[str, ...]) -> dict[str, Any]:
     """The facts and replay columns of one capture or step range."""
+    from forensics.errors import CaptureFormatError
     from forensics.replaying import replay
     from forensics.store.reader import load
 
     capture = load(path)
+    if len(capture) == 0:
+        raise CaptureFormatError(f"'{os.path.basename(path)}' {NO_RECORDS}: nothing to "
+                                 "replay (the probe saw no call, or its segments were removed)")
     facts = capture_facts(capture)
     if start is None or stop is None:
         result = replay(capture, list(variants))
@@ -108,16 +116,30 @@ def piece_schema() -> Any:
 
 
 def to_ipc(rows: list[dict[str, Any]]) -> bytes:
-    """``rows`` as an Arrow IPC stream of the piece schema (missing values null)."""
+    """``rows`` as an Arrow IPC stream of the piece schema (missing values null; text made
+    storable, :func:`storable`)."""
     import pyarrow as pa
 
     schema = piece_schema()
-    table = pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows],
+    table = pa.Table.from_pylist([{k: storable(r.get(k)) for k in schema.names} for r in rows],
                                  schema=schema)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, schema) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
+
+
+def storable(value: Any) -> Any:
+    """``value`` as Arrow can hold it: text as valid UTF-8 (:func:`forensics.escaping.unicode`:
+    a lone surrogate of an undecodable file name shown as ``\\udcNN``), an integer outside
+    int64 as null (unknown); other values unchanged."""
+    from forensics.escaping import unicode
+
+    if isinstance(value, str):
+        return unicode(value)
+    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+        return None
+    return value
 
 
 def from_ipc(data: bytes) -> Any:

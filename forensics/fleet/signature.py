@@ -6,18 +6,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from forensics.fleet.piece import BASELINE
+from forensics.fleet.piece import BASELINE, NO_RECORDS
 
 CONCLUSIONS = ("known", "violation", "suspect", "rank divergence", "unexplained", "clean",
-               "unreadable")
+               "empty", "unreadable")
 
 
 def conclusion(row: dict[str, Any]) -> str:
-    """``unreadable`` (an error), ``known`` (the catalogue matched), ``violation`` or ``suspect``
-    (the baseline's worst verdict, unmatched), ``rank divergence``, ``unexplained`` (a crash
-    with nothing found), else ``clean``."""
+    """``empty`` (a capture of no records), ``unreadable`` (another error), ``known`` (the
+    catalogue matched), ``violation`` or ``suspect`` (the baseline's worst verdict, unmatched),
+    ``rank divergence``, ``unexplained`` (a crash with nothing found), else ``clean``."""
     if row.get("error"):
-        return "unreadable"
+        return "empty" if NO_RECORDS in str(row["error"]) else "unreadable"
     if row.get("known"):
         return "known"
     verdicts = set((row.get("verdicts") or {}).get(BASELINE, {}).values())
@@ -54,30 +54,41 @@ def what(row: dict[str, Any]) -> str:
     """The part of a signature that says what happened (no versions)."""
     kind = row["conclusion"]
     first = row.get("first")
-    if kind == "unreadable":
-        return "unreadable capture"
-    if first is not None and kind in ("known", "violation", "suspect"):
-        text = (f"`{value_class(first)}` {first['kind']} in {first['tensor']} at "
-                f"{first['site']}")
-        return text + (f" (known: {', '.join(row['known'])})" if row.get("known") else " (new)")
+    if kind in ("unreadable", "empty"):
+        return "unreadable capture" if kind == "unreadable" else "capture of no records"
+    if kind == "known":
+        return f"known issue {', '.join(row['known'])}"
+    if first is not None and kind in ("violation", "suspect"):
+        return (f"`{value_class(first)}` {first['kind']} in {first['tensor']} at "
+                f"{first['site']} (new)")
     if kind == "rank divergence":
         div = row["divergence"]
         return f"rank divergence in {div['tensor']} at {div['site']}"
     return "unexplained crash" if kind == "unexplained" else "clean"
 
 
-def signature(row: dict[str, Any]) -> tuple[str, ...]:
-    """The grouping key: vLLM version, runner, speculative method and :func:`what`."""
-    if row["conclusion"] == "unreadable":
-        return ("", "", "", what(row))
-    return (row["vllm"], row["runner"], row["spec_method"], what(row))
+#: the facts a group's title names, with their labels: (row key, label)
+FACTS = (("vllm", "vLLM"), ("runner", "runner"), ("spec_method", "speculation"))
+#: a group's place: known issues first, then unmatched signatures, then unreadable captures
+KNOWN, UNMATCHED, UNREADABLE = 0, 1, 2
+
+
+def signature(row: dict[str, Any]) -> tuple[Any, ...]:
+    """The grouping key: ``(KNOWN, issue ids)`` for a capture that matches known issues (one
+    group per known issue, whatever its versions or findings), ``(UNREADABLE, what)``, else
+    ``(UNMATCHED, vLLM version, runner, speculative method, what)``."""
+    if row["conclusion"] in ("unreadable", "empty"):
+        return (UNREADABLE, what(row))
+    if row["conclusion"] == "known":
+        return (KNOWN, what(row))
+    return (UNMATCHED, row["vllm"], row["runner"], row["spec_method"], what(row))
 
 
 @dataclass
 class Group:
     """Rows that share a :func:`signature`."""
 
-    key: tuple[str, ...]
+    key: tuple[Any, ...]
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -86,21 +97,40 @@ class Group:
         return sorted({str(r["host"]) for r in self.rows
                        if r.get("host") and r["host"] != "unknown"})
 
+    @property
+    def what(self) -> str:
+        """What the group's captures show (the last part of the key)."""
+        return str(self.key[-1])
+
+    def facts(self) -> str:
+        """``"vLLM 0.32.0 or 0.33.0, runner v1, speculation mtp"``: each fact labelled, once,
+        its distinct values among the group's captures ("unknown" where none is known)."""
+        parts = []
+        for key, label in FACTS:
+            values = sorted({str(r.get(key) or "unknown") for r in self.rows})
+            known = [v for v in values if v != "unknown"]
+            shown = " or ".join(known) + (" (some unknown)" if len(known) < len(values) else "")
+            parts.append(f"{label} {shown if known else 'unknown'}")
+        return ", ".join(parts)
+
     def title(self) -> str:
-        """``"47 captures on 12 hosts, vLLM 0.33.0, v2, mtp: `-1` ... (new)"``."""
+        """``"47 captures on 12 hosts, vLLM 0.33.0, runner v2, speculation mtp: `-1` ...
+        (new)"``; an unreadable group names no facts."""
         n = len(self.rows)
         head = f"{n} capture{'s' * (n != 1)}"
-        if self.key[:3] == ("", "", ""):
-            return f"{head}: {self.key[3]}"
+        if self.key[0] == UNREADABLE:
+            return f"{head}: {self.what}"
         hosts = len(self.hosts)
         head += f" on {hosts} host{'s' * (hosts != 1)}" if hosts else " (hosts unknown)"
-        return f"{head}, vLLM {self.key[0]}, {self.key[1]}, {self.key[2]}: {self.key[3]}"
+        return f"{head}, {self.facts()}: {self.what}"
 
 
 def group_rows(rows: Sequence[dict[str, Any]]) -> list[Group]:
-    """Groups of ``rows`` by signature: largest first, then by key."""
-    groups: dict[tuple[str, ...], Group] = {}
+    """Groups of ``rows`` by signature: known issues first, then unmatched signatures, then
+    unreadable captures; in each, largest first, then by key."""
+    groups: dict[tuple[Any, ...], Group] = {}
     for row in rows:
         key = signature(row)
         groups.setdefault(key, Group(key)).rows.append(row)
-    return sorted(groups.values(), key=lambda g: (-len(g.rows), g.key))
+    return sorted(groups.values(), key=lambda g: (g.key[0], -len(g.rows),
+                                                  tuple(map(str, g.key[1:]))))

@@ -1,8 +1,11 @@
 """One engine across captures: its ranks' records aligned by step, and the first rank divergence.
 
 Ranks of one tensor-parallel group see the same batch, so the ids below must be equal on every
-rank at every step. Captures are stitched by the engine id the probe writes into each manifest
-(no guesswork); a capture without one is an engine of its own (its ranks are still compared).
+rank at every step. Captures are stitched by the engine id the probe writes into each manifest,
+but a claimed id alone is no proof (any capture can write any id): two captures are one engine
+only when the claim is corroborated, by the same host and run start, or by the same step history
+(per site, the same first and last step and records per rank). A capture without an id, or
+whose claim nothing corroborates, is an engine of its own (its ranks are still compared).
 """
 
 from __future__ import annotations
@@ -27,15 +30,44 @@ def shared_ids(site: str) -> tuple[str, ...]:
 
 
 def engines(rows: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
-    """``{engine: [capture, ...]}`` for readable rows: by engine id, else the capture alone."""
+    """``{engine: [capture, ...]}`` for readable rows: captures of one claimed engine id whose
+    claims corroborate each other (:func:`corroborated`), else each capture alone."""
+    claims: dict[str, list[dict[str, Any]]] = {}
     out: dict[str, list[str]] = {}
     for row in rows:
         if row.get("error"):
             continue
         engine = row.get("engine_id")
-        key = engine if engine and engine != "unknown" else f"capture:{row['capture']}"
-        out.setdefault(key, []).append(row["capture"])
+        if engine and engine != "unknown":
+            claims.setdefault(str(engine), []).append(row)
+        else:
+            out[f"capture:{row['capture']}"] = [row["capture"]]
+    for engine, claimed in claims.items():
+        for number, cluster in enumerate(_clusters(claimed)):
+            out[f"{engine}#{number}"] = [row["capture"] for row in cluster]
     return out
+
+
+def corroborated(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two rows claiming one engine id are one engine beyond the claim: the same known
+    host and run start, or the same known step history."""
+    def known(value: Any) -> bool:
+        return bool(value) and value != "unknown"
+
+    if known(a.get("host")) and known(a.get("started")) and \
+            (a.get("host"), a.get("started")) == (b.get("host"), b.get("started")):
+        return True
+    return known(a.get("history")) and a.get("history") == b.get("history")
+
+
+def _clusters(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """``rows`` (one claimed engine) split into groups linked by :func:`corroborated`."""
+    clusters: list[list[dict[str, Any]]] = []
+    for row in rows:
+        linked = [c for c in clusters if any(corroborated(row, other) for other in c)]
+        merged = [row] + [r for c in linked for r in c]
+        clusters = [c for c in clusters if c not in linked] + [merged]
+    return [sorted(c, key=lambda r: r["capture"]) for c in clusters]
 
 
 def first_divergence(captures: Sequence[str]) -> dict[str, Any] | None:
@@ -111,12 +143,16 @@ def _compare_step(values: np.ndarray, offsets: np.ndarray, lo: int, hi: int, ran
 
 
 def divergence_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> str:
-    """``"rank divergence at step 7: embedding input_ids[3] = 17 on rank 0, 912 on rank 1"``
-    (lengths when the ranks' tensors differ in length)."""
+    """``"rank divergence at step 7: embedding input_ids[3] = 17 on rank 0 (a.capture), 912 on
+    rank 1 (b.capture)"``: each side names its capture (and host, when given); lengths when the
+    ranks' tensors differ in length."""
+    import os
+
     where = (f"{hit['tensor']}[{hit['element']}]" if hit["element"] is not None
              else f"len({hit['tensor']})")
     sides = []
     for rank, value, capture in zip(hit["ranks"], hit["values"], hit["captures"], strict=True):
         host = (hosts or {}).get(capture)
-        sides.append(f"{value} on rank {rank}" + (f" ({host})" if host else ""))
+        named = os.path.basename(capture) + (f", {host}" if host else "")
+        sides.append(f"{value} on rank {rank} ({named})")
     return f"rank divergence at step {hit['step']}: {hit['site']} {where} = {', '.join(sides)}"

@@ -67,14 +67,18 @@ def finish(tasks: Sequence[Task], results: Sequence[bytes]) -> list[dict[str, An
 
 
 def _decoded(task: Task, data: bytes) -> list[dict[str, Any]]:
-    """The piece rows in ``data``; a result that is not a piece table is its task's error."""
+    """The piece rows in ``data``, each named by its task's own path (the piece holds a
+    printable copy of it); a result that is not a piece table is its task's error."""
     from forensics.fleet.piece import from_ipc
     from forensics.fleet.runners import lost
 
     try:
-        return list(from_ipc(data).to_pylist())
+        pieces = list(from_ipc(data).to_pylist())
     except Exception as exc:  # noqa: BLE001  (a garbled result is reported, not dropped)
-        return list(from_ipc(lost(task, f"unreadable task result: {exc}")).to_pylist())
+        pieces = list(from_ipc(lost(task, f"unreadable task result: {exc}")).to_pylist())
+    for piece in pieces:
+        piece["capture"], piece["name"] = os.path.abspath(task.path), os.path.basename(task.path)
+    return pieces
 
 
 def _parsed(row: dict[str, Any]) -> dict[str, Any]:
@@ -89,7 +93,9 @@ def _parsed(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _stitch(rows: list[dict[str, Any]]) -> None:
-    """Set ``divergence`` on the rows of every engine whose ranks disagree."""
+    """Set ``divergence`` on the two rows of every engine (:func:`~forensics.fleet.stitch.
+    engines`: claims corroborated) whose ranks disagree: the rows of the captures compared."""
+    from forensics.escaping import unicode
     from forensics.fleet.stitch import engines, first_divergence
 
     by_capture = {row["capture"]: row for row in rows}
@@ -100,4 +106,5 @@ def _stitch(rows: list[dict[str, Any]]) -> None:
         hit = first_divergence(captures)
         if hit is not None:
             for capture in captures:
-                by_capture[capture]["divergence"] = hit
+                if unicode(os.path.abspath(capture)) in hit["captures"]:
+                    by_capture[capture]["divergence"] = hit

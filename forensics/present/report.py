@@ -315,6 +315,8 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
                                  f"e.g. '{target / (capture_path.stem + '.html')}'")
     variants = [absolute_variant(v) for v in variants] if variants else variants
     name = capture_path.name.removesuffix(".capture")
+    if len(forensics.load(capture_path)) == 0:  # nothing for the notebook to replay
+        return write_text_atomically(target, no_records_page(name))
     say = _stage_printer(progress)
     say(f"running notebook {nb_path.stem} on {name} (replay, tables, plots)")
     with tempfile.TemporaryDirectory(prefix="forensics-report-") as tmp:
@@ -328,6 +330,17 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     write_text_atomically(target, html)
     say(f"wrote {target}")
     return target
+
+
+def no_records_page(name: str) -> str:
+    """The report of a capture of no records: one page saying so (no notebook is run)."""
+    from forensics.escaping import html
+
+    return ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta http-equiv=\""
+            "Content-Security-Policy\" content=\"default-src 'none'\"><title>forensics report: "
+            f"{html(name)}</title></head><body><h1>forensics report: {html(name)}</h1>\n"
+            "<p id=\"conclusion\">The capture holds no records: nothing to replay or judge "
+            "(the probe saw no call, or its segments were removed).</p></body></html>\n")
 
 
 def absolute_variant(variant: str) -> str:

@@ -149,7 +149,7 @@ def findings_details(groups: pd.DataFrame) -> str:
     """The grouped findings (:func:`grouped_findings`) as collapsible HTML: one ``<details>``
     per (variant, site), its summary the counts (findings, groups, steps); every text escaped
     (the tables through :func:`styled`)."""
-    import html
+    from forensics.escaping import html
 
     parts = []
     for (variant, site), part in groups.groupby(["variant", "site"], sort=False):
@@ -157,6 +157,6 @@ def findings_details(groups: pd.DataFrame) -> str:
         summary = (f"{variant} · {site}: {int(part['findings'].sum())} findings in "
                    f"{len(part)} groups, steps {steps.min()}-{steps.max()}")
         table = styled(part.drop(columns=["variant", "site"])).to_html()
-        parts.append(f'<details class="forensics-findings"><summary>{html.escape(summary)}'
+        parts.append(f'<details class="forensics-findings"><summary>{html(summary)}'
                      f"</summary>\n{table}</details>")
     return "\n".join(parts)

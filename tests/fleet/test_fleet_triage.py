@@ -50,7 +50,7 @@ def test_the_corrupt_capture_is_a_row_with_its_error(small: Fleet, result: Triag
     (row,) = [r for r in result.rows if r["capture"] == small.corrupt]
     assert "unreadable" in row["error"] and "async_output.r0" in row["error"]
     assert "\n" not in row["error"]
-    assert [g.title() for g in result.groups if g.key[3] == "unreadable capture"] == \
+    assert [g.title() for g in result.groups if g.what == "unreadable capture"] == \
         ["1 capture: unreadable capture"]
 
 
@@ -65,6 +65,53 @@ def test_rank_divergence_is_found_at_its_step(small: Fleet, result: Triage) -> N
     assert len(engine_b) == 2 and all(r["divergence"] is None for r in engine_b)
 
 
+def test_the_divergence_names_both_captures_compared(small: Fleet, result: Triage) -> None:
+    from forensics.fleet.stitch import divergence_text
+
+    (row, other) = [r for r in result.rows if r["divergence"]]
+    text = divergence_text(row["divergence"])
+    assert f"on rank 0 ({row['name']})" in text or f"on rank 0 ({other['name']})" in text
+    assert row["name"] in text and other["name"] in text
+
+
+def _forged_rank(small: Fleet, target: Path, drop_last_step: bool) -> Path:
+    """A capture claiming engine-b's id as its rank 1, its ids changed at every step (a
+    divergence, were it stitched); one step fewer when ``drop_last_step``."""
+    from dataclasses import replace
+
+    from forensics.store.reader import load
+    from forensics.store.writer import write_capture
+
+    source = load(next(p for p in small.kinds if p.endswith("engine-b-rank1.capture")))
+    last = max(source.steps)
+    records = []
+    for record in source.records():
+        if drop_last_step and record.step == last:
+            continue
+        fields = dict(record.fields)
+        if record.site == "embedding" and not record.summary:
+            fields["input_ids"] = fields["input_ids"][::-1].copy()
+        records.append(replace(record, fields=fields))
+    manifest = {k: v for k, v in source.manifest.items() if k not in ("format", "created")}
+    manifest["process"] = {"host": "attacker", "pid": 1, "rank": 1}
+    return write_capture(target, records, manifest)
+
+
+def test_a_claimed_engine_id_alone_makes_no_divergence(small: Fleet, tmp_path: Path) -> None:
+    engine_b = sorted(p for p in small.kinds if "engine-b" in p)
+    forged = _forged_rank(small, tmp_path / "forged.capture", drop_last_step=True)
+    rows = {r["name"]: r for r in triage([*engine_b, forged], workers=1).rows}
+    assert all(r["divergence"] is None for r in rows.values())
+    assert rows["engine-b-rank0.capture"]["conclusion"] == "clean"
+    # the same claim with the engine's step history corroborated is stitched, and the verdict
+    # names the capture it was compared with (rank 0's), never the other rank's
+    same = _forged_rank(small, tmp_path / "same-history.capture", drop_last_step=False)
+    rows = {r["name"]: r for r in triage([engine_b[0], same], workers=1).rows}
+    assert rows["same-history.capture"]["divergence"] is not None
+    assert rows["engine-b-rank0.capture"]["divergence"]["captures"][1].endswith(
+        "same-history.capture")
+
+
 def test_groups_follow_the_generated_kinds(small: Fleet, result: Triage) -> None:
     got = sorted(sorted(r["capture"] for r in g.rows) for g in result.groups)
     expected: dict[tuple[str, ...], list[str]] = {}
@@ -72,8 +119,8 @@ def test_groups_follow_the_generated_kinds(small: Fleet, result: Triage) -> None
         expected.setdefault(key, []).append(path)
     assert got == sorted(sorted(v) for v in expected.values())
     titles = [g.title() for g in result.groups]
-    assert "2 captures on 2 hosts, vLLM 0.33.0, v1, mtp: rank divergence in input_ids at " \
-           "embedding" in titles
+    assert "2 captures on 2 hosts, vLLM 0.33.0, runner v1, speculation mtp: rank divergence " \
+           "in input_ids at embedding" in titles
 
 
 def test_a_split_capture_gives_the_rows_of_a_whole_one(small: Fleet, result: Triage) -> None:
@@ -144,7 +191,7 @@ def test_known_issue_names_come_from_the_catalogue(small: Fleet) -> None:
     v1 = [r for r in result.rows if r["runner"] == "v1"]
     assert v1 and all(r["known"] == ["placeholder-reaches-input-ids"] for r in v1)
     assert all(r["conclusion"] == "known" for r in v1)
-    assert any(g.title().endswith("(known: placeholder-reaches-input-ids)")
+    assert any(g.title().endswith(": known issue placeholder-reaches-input-ids")
                for g in result.groups)
     clean = [p for p, k in small.kinds.items() if k == "clean"][:1]
     assert triage(clean, workers=1).rows[0]["known"] == []
@@ -217,3 +264,55 @@ def test_a_dead_local_worker_is_reported_not_lost(small: Fleet) -> None:
     assert [r["capture"] for r in rows] == sorted(small.kinds)
     crashed = [r for r in rows if r["name"].endswith("-crash.capture")]
     assert crashed and all(r["error"].startswith("task failed: BrokenProcessPool") for r in crashed)
+
+
+@pytest.fixture(scope="module")
+def one_issue(tmp_path_factory: pytest.TempPathFactory) -> Triage:
+    """Three V1 captures of one known issue by two kinds and two vLLM versions."""
+    from forensics.fleet.generate import _single
+
+    root = tmp_path_factory.mktemp("one-issue")
+    fleet = Fleet(root)
+    for i, kind in ((13, "stale_prev_row"), (8, "misattribution"), (21, "stale_prev_row")):
+        _single(fleet, i, kind, 8, 3, 1 + i)
+    return triage([root], workers=1)
+
+
+def test_one_known_issue_is_one_group(one_issue: Triage) -> None:
+    assert [r["known"] for r in one_issue.rows] == [["stale-prev-positions-row"]] * 3
+    (group,) = one_issue.groups
+    assert group.title() == ("3 captures on 3 hosts, vLLM 0.32.0 or 0.33.0, runner v1, "
+                             "speculation mtp: known issue stale-prev-positions-row")
+
+
+def test_facts_are_labelled_and_unknown_once(small: Fleet, tmp_path: Path) -> None:
+    from forensics.fleet.signature import Group
+
+    rows = [{"vllm": "unknown", "runner": None, "spec_method": "unknown", "host": "unknown"}]
+    assert Group((1, "clean"), rows).facts() == \
+        "vLLM unknown, runner unknown, speculation unknown"
+    rows.append({"vllm": "0.33.0", "runner": "v2", "spec_method": "unknown", "host": "h"})
+    assert Group((1, "clean"), rows).facts() == \
+        "vLLM 0.33.0 (some unknown), runner v2 (some unknown), speculation unknown"
+
+
+def test_markdown_and_html_are_tables_that_render_to_the_text(result: Triage,
+                                                              tmp_path: Path) -> None:
+    import html as html_lib
+    import re
+
+    import mistune
+
+    text = render(result, "markdown")
+    assert "\\`" not in text and "\n- " not in text
+    page = str(mistune.create_markdown(escape=False, plugins=["table"])(text))
+    assert page.count("<table>") == len(result.groups)
+    cells = [html_lib.unescape(re.sub(r"<[^>]+>", "", c))
+             for c in re.findall(r"<td>(.*?)</td>", page)]
+    names = [r["name"] for r in result.rows]
+    assert sorted(c for c in cells if c in names) == sorted(names)
+    assert all("\\" not in c for c in cells)  # nothing escaped shows in the rendered cells
+    index = write_html(result, tmp_path / "html", report=lambda c, out: None).read_text()
+    assert index.count("<table>") == len(result.groups) and "<li>" not in index
+    plain = render(result, "text")
+    assert "capture" in plain.splitlines()[3] and "what it shows" in plain.splitlines()[3]
