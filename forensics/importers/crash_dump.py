@@ -57,8 +57,7 @@ def read(path: Path) -> Imported:
     dumps = _Dumps(path.name)
     for number, line, _complete in iter_lines(path, "log", max_line=plain_logs.MAX_LINE):
         dumps.line(number, line.decode("utf-8", errors="replace").rstrip("\r\n"))
-    for dump in dumps.events:
-        _join_chain(dump, imported.events)
+    _join_chains(dumps.events, imported.events)
     imported.events = sorted(imported.events + dumps.events,
                              key=lambda e: e.get("first_line", e["line"]))
     return imported
@@ -85,19 +84,26 @@ class _Dumps:
             self.config = {}
 
 
-def _join_chain(dump: dict[str, Any], events: list[dict[str, Any]]) -> None:
-    """Move the first exception chain that ends after ``dump``'s line into ``dump`` (its
-    exception, location, source line; a CUDA assert's condition it joined) and out of
-    ``events``: one crash, one event."""
-    for at, event in enumerate(events):
-        if "exception" in event and event["last_line"] > dump["line"]:
-            dump.update({key: event[key] for key in CHAIN_KEYS if key in event})
-            if event["kind"] == "cuda_assert":
-                dump["assertion"] = event.get("detail")
-            dump["last_line"] = event["last_line"]
-            dump["message"] = _message(dump)
-            del events[at]
-            return
+def _join_chains(dumps: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+    """Move into each dump the first exception chain that ends after its line (its exception,
+    location, source line; a CUDA assert's condition it joined), taking that chain's event
+    out of ``events``: one crash, one event. One pass over both lists (each in line order)."""
+    taken: set[int] = set()
+    at = 0
+    for dump in dumps:
+        while at < len(events) and not ("exception" in events[at]
+                                         and events[at]["last_line"] > dump["line"]):
+            at += 1
+        if at == len(events):
+            break
+        chain = events[at]
+        dump.update({key: chain[key] for key in CHAIN_KEYS if key in chain})
+        if chain["kind"] == "cuda_assert":
+            dump["assertion"] = chain.get("detail")
+        dump.update(last_line=chain["last_line"], message=_message(dump))
+        taken.add(at)
+        at += 1
+    events[:] = [event for k, event in enumerate(events) if k not in taken]
 
 
 def parse_config(version: str, text: str) -> dict[str, Any]:

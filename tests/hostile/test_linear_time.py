@@ -103,7 +103,7 @@ LOG_SHAPES: dict[str, Callable[[int], list[str]]] = {
         '(EngineCore_DP0 pid=1) ERROR [core.py:1]   File "x.py", line 1, in f',
         "(EngineCore_DP0 pid=1) ERROR [core.py:1]     f()",
         "(EngineCore_DP0 pid=1) ERROR [core.py:1] RuntimeError: CUDA error: device-side assert "
-        "triggered"] * (n // 4),
+        "triggered"] * (n // 2),
     "an endless traceback": lambda n: ["Traceback (most recent call last):"] + [
         '  File "x.py", line 1, in f', "    f()"] * (3 * n),
     "assert lines": lambda n: [
