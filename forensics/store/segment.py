@@ -288,7 +288,7 @@ def _digest(seg: Segment) -> bytes:
     digest = hashlib.blake2b(digest_size=32)
     for entry in seg._table:
         start = int(entry["offset"])
-        digest.update(seg._bytes[start:start + int(entry["length"])])
+        digest.update(seg._bytes[start:start + int(entry["length"])].data)
     return digest.digest()
 
 
