@@ -4,17 +4,17 @@ After an exception in ``execute_model`` vLLM logs, at ERROR level, three lines f
 ``vllm/logging_utils/dump_input.py``: ``Dumping input data for V1 LLM engine (vX) with config:
 ...``, ``Dumping scheduler output for model execution: SchedulerOutput(...)`` (tensors print as
 shapes, token ids as counts) and ``Dumping scheduler stats: ...``, then the exception's
-traceback. :func:`read` reads the log as :mod:`forensics.importers.logs` does and adds one
-``crash_dump`` event per dump (and an ``engine_exception`` event for a fatal engine error logged
-without a dump, with its exception and source line), carrying:
+traceback. :func:`read` reads the log as :mod:`forensics.importers.logs` does (each exception
+chain one event, :mod:`forensics.importers.tracebacks`) and adds one ``crash_dump`` event per
+dump, which takes in the exception chain after it (one crash, one event), carrying:
 
 - ``scheduled_spec_decode_tokens``: request id -> the draft token ids scheduled;
 - ``num_scheduled_tokens`` (the batch: request id -> tokens), ``total_num_scheduled_tokens``,
   ``req_ids`` (of the cached requests) and ``new_req_ids``;
 - ``config``: the vLLM version, model, speculative method and tokens, tensor parallel size;
-- ``exception``: the first ``...Error: ...`` line after the dump, ``location``: the last
-  ``File ...`` line of its traceback, and ``source_line``: the source line under it (e.g. an
-  ``assert``).
+- ``exception``: the root exception of the chain after the dump (``final``: the chain's last),
+  ``location``: the last ``File ...`` line of its traceback, and ``source_line``: the source
+  line under it (e.g. an ``assert``).
 
 Every value is data: parsed with regular expressions, never evaluated.
 """
@@ -22,15 +22,15 @@ Every value is data: parsed with regular expressions, never evaluated.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from forensics.importers import Imported
 from forensics.importers import logs as plain_logs
+from forensics.importers.tracebacks import PREFIX_RE
 from forensics.store.guarded import iter_lines
 
-#: vLLM's log prefix: ``(EngineCore pid=1) ERROR 12-02 10:46:44 [dump_input.py:72] ``
-PREFIX_RE = re.compile(r"^(?:\([^)]*\)\s+)?(?:[A-Z]+\s+\d\d-\d\d\s+[\d:]+\s+\[[^\]]*\]\s?)?")
 CONFIG_RE = re.compile(r"Dumping input data for V1 LLM engine \(v(?P<version>[^)\s]+)\) with "
                        r"config: (?P<config>.*)")
 OUTPUT_RE = re.compile(r"Dumping scheduler output for model execution: (?P<dump>.*)")
@@ -38,18 +38,18 @@ DICT_RE = r"{name}=\{{(?P<body>[^{{}}]*)\}}"
 IDS_RE = re.compile(r"\[(?P<ids>[-\d,\s]*)\]?")
 INT_RE = re.compile(r"-?\d{1,18}")
 QUOTED_RE = re.compile(r"'([^']*)'")
-EXCEPTION_RE = re.compile(r"^(?:[\w.]+\.)?(?P<type>\w*(?:Error|Exception))(?::\s*(?P<text>.*))?$")
-SOURCE_RE = re.compile(r"^\s{4}\S")
 CONFIG_FIELDS = {"model": re.compile(r"^model='(?P<v>[^']*)'"),
                  "speculative": re.compile(r"SpeculativeConfig\(method='(?P<v>[^']*)'"),
                  "num_speculative_tokens": re.compile(r"num_spec_tokens=(?P<v>\d+)"),
                  "tensor_parallel_size": re.compile(r"tensor_parallel_size=(?P<v>\d+)")}
-FATAL = "EngineCore encountered a fatal error"
+#: what a dump takes from the exception chain after it
+CHAIN_KEYS = ("exception", "final", "links", "location", "source_line", "engine_dead")
 MAX_IDS = 1 << 16  # draft ids kept per dump (a dump lists a handful per request)
 
 
 def read(path: Path) -> Imported:
-    """Read ``path`` as a plain log and add one ``crash_dump`` event per vLLM crash dump.
+    """Read ``path`` as a plain log and add one ``crash_dump`` event per vLLM crash dump; the
+    exception chain after a dump is that dump's (its event joins the dump's).
 
     Raises CaptureFormatError as :func:`forensics.importers.logs.read` does.
     """
@@ -57,18 +57,19 @@ def read(path: Path) -> Imported:
     dumps = _Dumps(path.name)
     for number, line, _complete in iter_lines(path, "log", max_line=plain_logs.MAX_LINE):
         dumps.line(number, line.decode("utf-8", errors="replace").rstrip("\r\n"))
-    imported.events += dumps.events
+    _join_chains(dumps.events, imported.events)
+    imported.events = sorted(imported.events + dumps.events,
+                             key=lambda e: e.get("first_line", e["line"]))
     return imported
 
 
 class _Dumps:
-    """Collects dumps line by line: config, scheduler output, then the exception."""
+    """Collects dumps line by line: the config line, then the scheduler output line."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.events: list[dict[str, Any]] = []
         self.config: dict[str, Any] = {}
-        self.open: dict[str, Any] | None = None  # a dump still waiting for its exception
 
     def line(self, number: int, raw: str) -> None:
         text = PREFIX_RE.sub("", raw, count=1)
@@ -76,36 +77,33 @@ class _Dumps:
         if config is not None:
             self.config = parse_config(config["version"], config["config"])
         elif output is not None:
-            self.open = {"kind": "crash_dump", "source": self.source, "line": number,
-                         "step": None, "config": self.config,
-                         **parse_scheduler_output(output["dump"])}
-            self.open["message"] = _message(self.open)
-            self.events.append(self.open)
+            dump = {"kind": "crash_dump", "source": self.source, "line": number, "step": None,
+                    "config": self.config, **parse_scheduler_output(output["dump"])}
+            dump["message"] = _message(dump)
+            self.events.append(dump)
             self.config = {}
-        elif self.open is None and FATAL in text:
-            self.open = {"kind": "engine_exception", "source": self.source, "line": number,
-                         "step": None, "message": text.strip()[:500]}
-            self.events.append(self.open)
-        elif self.open is not None:
-            self._exception_line(text)
 
-    def _exception_line(self, text: str) -> None:
-        """Keep the traceback's last source line and the first exception line."""
-        assert self.open is not None
-        if text.strip().startswith("File "):
-            self.open["location"] = text.strip()[:500]
-            return
-        if SOURCE_RE.match(text):
-            self.open["source_line"] = text.strip()[:500]
-            return
-        found = EXCEPTION_RE.match(text.strip())
-        if found is not None and "exception" not in self.open:
-            self.open["exception"] = text.strip()[:500]
-            if self.open["kind"] == "crash_dump":
-                self.open["message"] = _message(self.open)
-            else:
-                self.open["message"] = f"engine exception: {self.open['exception']}"
-            self.open = None
+
+def _join_chains(dumps: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+    """Move into each dump the first exception chain that ends after its line (its exception,
+    location, source line; a CUDA assert's condition it joined), taking that chain's event
+    out of ``events``: one crash, one event. One pass over both lists (each in line order)."""
+    taken: set[int] = set()
+    at = 0
+    for dump in dumps:
+        while at < len(events) and not ("exception" in events[at]
+                                         and events[at]["last_line"] > dump["line"]):
+            at += 1
+        if at == len(events):
+            break
+        chain = events[at]
+        dump.update({key: chain[key] for key in CHAIN_KEYS if key in chain})
+        if chain["kind"] == "cuda_assert":
+            dump["assertion"] = chain.get("detail")
+        dump.update(last_line=chain["last_line"], message=_message(dump))
+        taken.add(at)
+        at += 1
+    events[:] = [event for k, event in enumerate(events) if k not in taken]
 
 
 def parse_config(version: str, text: str) -> dict[str, Any]:
@@ -125,11 +123,26 @@ def parse_scheduler_output(text: str) -> dict[str, Any]:
     spec = _dict(text, "scheduled_spec_decode_tokens", "], ", _ids)
     counts = _dict(text, "num_scheduled_tokens", ", ", _count)
     total = re.search(r"total_num_scheduled_tokens=(\d+)", text)
-    cached = re.search(r"CachedRequestData\(req_ids=\[(?P<ids>[^\]]*)\]", text)
+    cached = next(between(text, "CachedRequestData(req_ids=[", "]"), None)
     return {"scheduled_spec_decode_tokens": spec, "num_scheduled_tokens": counts,
             "total_num_scheduled_tokens": int(total.group(1)) if total else None,
-            "req_ids": QUOTED_RE.findall(cached["ids"]) if cached else [],
-            "new_req_ids": re.findall(r"NewRequestData\(req_id=([^,]*),", text)}
+            "req_ids": QUOTED_RE.findall(cached) if cached is not None else [],
+            "new_req_ids": list(between(text, "NewRequestData(req_id=", ","))}
+
+
+def between(text: str, opener: str, closer: str) -> Iterator[str]:
+    """Each text between an ``opener`` and the next ``closer`` after it, left to right, the
+    next search starting after that ``closer`` (what ``re.findall(opener + "([^closer]*)" +
+    closer)`` finds, for a one-character ``closer``), in time linear in ``text``: a regex
+    retries every opener when no closer follows and rescans the rest of the text each time."""
+    at = text.find(opener)
+    while at >= 0:
+        start = at + len(opener)
+        end = text.find(closer, start)
+        if end < 0:
+            return  # no closer after this opener, so none after any later one
+        yield text[start:end]
+        at = text.find(opener, end + len(closer))
 
 
 def _dict(text: str, name: str, separator: str, value: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from typing import Any
 from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
 from forensics.importers.common import where_of
+from forensics.importers.tracebacks import Chains
 from forensics.records import Record
 from forensics.sites import SITES, get_site
 from forensics.sites.base import LogLine
@@ -67,14 +68,35 @@ class _LogParser:
         self.result = Imported()
         self.next_step = 0
         self.last_step: int | None = None
+        self.probes = probe_lines()
+        self.chains = Chains(self.result.events, path.name, kind_of, self._stands_alone)
 
     def line(self, number: int, text: str) -> None:
-        for site, probe in probe_lines():
+        if self.chains.take(number, text, self.last_step):
+            self._check_events(number)
+            return
+        for site, match in self._probe(text):
+            self._record(number, text, site, self.probes[site].fields(match, number_of))
+            return
+        self._event(number, text)
+
+    def _probe(self, text: str) -> list[tuple[str, re.Match[str]]]:
+        """The first site whose probe line ``text`` is, with its match (or none)."""
+        for site, probe in self.probes.items():
             match = probe.pattern.search(text)
             if match is not None:
-                self._record(number, text, site, probe.fields(match, number_of))
-                return
-        self._event(number, text)
+                return [(site, match)]
+        return []
+
+    def _stands_alone(self, text: str) -> bool:
+        """Whether the line is an event or a record by itself (it ends a chain without
+        prefix)."""
+        return bool(self._probe(text)) or _classify(text) is not None
+
+    def _check_events(self, number: int) -> None:
+        if len(self.result.events) > MAX_EVENTS:
+            raise CaptureFormatError(f"log '{self.path}' line {number}: more than {MAX_EVENTS} "
+                                     "crash events; split the log and import each part")
 
     def _record(self, number: int, text: str, site: str, fields: dict[str, Any]) -> None:
         named = STEP_RE.search(text)
@@ -103,7 +125,7 @@ class _LogParser:
         last = events[-1] if events else None
         if last is not None and (last["kind"], last.get("detail")) == (event["kind"],
                                                                        event.get("detail")) \
-                and last["last_line"] == number - 1:
+                and last["last_line"] == number - 1 and "links" not in last:
             last["count"] += 1
             last["last_line"] = number
             return
@@ -115,9 +137,15 @@ class _LogParser:
         events.append(event)
 
 
-def probe_lines() -> list[tuple[str, LogLine]]:
-    """(site, its probe line) of every registered site that reads one, in pipeline order."""
-    return [(name, line) for name in SITES if (line := get_site(name).log_line) is not None]
+def probe_lines() -> dict[str, LogLine]:
+    """Site -> its probe line, for every registered site that reads one, in pipeline order."""
+    return {name: line for name in SITES if (line := get_site(name).log_line) is not None}
+
+
+def kind_of(text: str) -> str | None:
+    """The event kind a line names by itself, or None."""
+    event = _classify(text)
+    return None if event is None else str(event["kind"])
 
 
 def number_of(text: str) -> int:

@@ -459,7 +459,11 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
             facts[key] = manifest[key]
     facts["ranks"] = summary["ranks"]
     facts["steps"] = summary["steps"]
-    facts["events"] = [_event_text(e) for e in summary["events"]]
+    from forensics.known.evidence import CRASH_EVENT_KINDS
+
+    # crash events only: the probe's start and stop (and other bookkeeping) are no crash
+    facts["events"] = [_event_text(e) for e in summary["events"]
+                       if e.get("kind") in CRASH_EVENT_KINDS]
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
     return facts

@@ -9,6 +9,7 @@ only when first used. A message cut short at the end of the file is ignored and 
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import OrderedDict
 from pathlib import Path
@@ -251,21 +252,44 @@ def release_pages(address: int, size: int) -> None:
 def find_duplicate(segments: list[Segment]) -> tuple[Segment, Segment] | None:
     """Two segments of one site and rank holding the same batches (a copied file), or None.
 
-    Candidates are found from the batch tables alone (sizes, rows, steps); only those are
-    compared byte by byte, so a capture without copies costs no reads.
+    Candidates are found from the batch tables alone (sizes, rows, steps); only segments whose
+    tables equal another's are read, each once, to a digest of its batches, and only equal
+    digests are compared byte by byte: linear in the capture however many tables agree, and a
+    capture without copies costs no reads.
     """
-    seen: dict[tuple[object, ...], list[Segment]] = {}
+    first_of: dict[tuple[object, ...], Segment] = {}
+    by_content: dict[tuple[object, ...], Segment] = {}
     for seg in segments:
-        table = seg._table
-        if not len(table):
+        if not len(seg._table):
             continue
-        key = (seg.site, seg.rank, table["length"].tobytes(), table["rows"].tobytes(),
-               table["step_min"].tobytes(), table["step_max"].tobytes())
-        for other in seen.setdefault(key, []):
-            if _same_batches(seg, other):
-                return other, seg
-        seen[key].append(seg)
+        key = _table_key(seg)
+        first = first_of.setdefault(key, seg)
+        if first is seg:
+            continue
+        if (key, None) not in by_content:  # the first of these tables, read once
+            by_content[(key, None)] = first
+            by_content.setdefault((key, _digest(first)), first)
+        other = by_content.setdefault((key, _digest(seg)), seg)
+        if other is not seg and _same_batches(seg, other):
+            return other, seg
     return None
+
+
+def _table_key(seg: Segment) -> tuple[object, ...]:
+    """What two copies of one segment share without reading a batch: site, rank, batch
+    sizes, rows and steps."""
+    table = seg._table
+    return (seg.site, seg.rank, table["length"].tobytes(), table["rows"].tobytes(),
+            table["step_min"].tobytes(), table["step_max"].tobytes())
+
+
+def _digest(seg: Segment) -> bytes:
+    """A BLAKE2b digest of ``seg``'s batches (the bytes :func:`_same_batches` compares)."""
+    digest = hashlib.blake2b(digest_size=32)
+    for entry in seg._table:
+        start = int(entry["offset"])
+        digest.update(seg._bytes[start:start + int(entry["length"])].data)
+    return digest.digest()
 
 
 def _same_batches(a: Segment, b: Segment) -> bool:

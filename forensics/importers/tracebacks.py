@@ -1,0 +1,138 @@
+"""Python tracebacks in a log: one exception chain is one crash event.
+
+A chain starts at ``Traceback (most recent call last):`` and runs through its frames, its
+exception line (the first line after the frames that is not indented), the message's further
+lines, and any ``During handling of the above exception ...`` / ``The above exception was the
+direct cause ...`` link into the next traceback. vLLM logs a traceback with its logger's prefix
+(``(EngineCore_DP0 pid=1) ERROR 12-02 10:46:44 [core.py:866] ``) on every line: a chain holds
+the lines of its own prefix, so a line of another prefix ends it. A chain without prefix (plain
+stderr) ends at a line that is an event by itself (a CUDA assert, a probe line) or a new
+traceback without a link.
+
+The event carries its own line: ``line`` and ``message`` are the root exception's line (the
+``Traceback`` line until one is read), ``first_line``/``last_line`` span the chain, and it
+holds ``exception`` (the root), ``final`` (the last exception of the chain), ``links``,
+``location`` (the root traceback's last ``File`` line) and ``source_line`` (the source under
+it). Two chains join what they belong to instead of counting a second crash: a chain right
+after a CUDA assert event (nothing else in between) is that assert's exception, and an
+``EngineDeadError`` chain after a crash is the API server's report of that crash.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+#: vLLM's log prefix: ``(EngineCore pid=1) ERROR 12-02 10:46:44 [dump_input.py:72] ``
+PREFIX_RE = re.compile(r"(?:\([^)]*\)\s+)?(?:[A-Z]+\s+\d\d-\d\d\s+[\d:]+\s+\[[^\]]*\]\s?)?")
+TRACEBACK = "Traceback (most recent call last):"
+LINKS = ("During handling of the above exception, another exception occurred:",
+         "The above exception was the direct cause of the following exception:")
+#: the event kinds of a crash (a chain after one of them, naming EngineDeadError, joins it)
+CRASH_KINDS = ("cuda_assert", "cuda_error", "illegal_memory_access", "engine_exception")
+TEXT = 500  # characters kept of a line
+
+
+class Chains:
+    """Groups the lines of a log into exception chains, each one event of ``events``.
+
+    ``kind_of(text)`` is the event kind a line names by itself (None for none): the root
+    exception's kind names the chain's (``engine_exception`` when it names none);
+    ``stands_alone(text)`` says whether a line is an event of its own (it ends a chain
+    without prefix).
+    """
+
+    def __init__(self, events: list[dict[str, Any]], source: str,
+                 kind_of: Callable[[str], str | None],
+                 stands_alone: Callable[[str], bool]) -> None:
+        self.events = events
+        self.source = source
+        self.kind_of = kind_of
+        self.stands_alone = stands_alone
+        self.event: dict[str, Any] | None = None  # the open chain's event
+        self.tag = ""  # the open chain's log prefix
+        self.in_frames = False  # between a Traceback line and its exception line
+        self.linked = False  # a link line since the last exception line
+        self.root = True  # still in the chain's first traceback
+        self.own_frames = True  # frames name the event's location (not so for an assert's)
+
+    def take(self, number: int, text: str, step: int | None) -> bool:
+        """Whether the line belongs to a chain (it opens, continues or ends one); False: the
+        line is not a chain's, and any open chain has ended before it."""
+        prefix = PREFIX_RE.match(text)
+        tag = prefix.group(0) if prefix else ""
+        body = text[len(tag):].rstrip("\r\n")
+        if self.event is not None and self._continues(number, text, tag, body):
+            return True
+        self.event = None
+        if body.strip().startswith(TRACEBACK):
+            self._open(number, text, tag, step)
+            return True
+        return False
+
+    def _open(self, number: int, text: str, tag: str, step: int | None) -> None:
+        last = self.events[-1] if self.events else None
+        self.tag, self.in_frames, self.linked, self.root = tag, True, False, True
+        self.own_frames = True
+        if last is not None and last.get("kind") == "cuda_assert" and "exception" not in last:
+            self.event, self.own_frames = last, False  # the exception of the assert before
+            self.event.update(links=0, last_line=number)
+            return
+        self.event = {"kind": "engine_exception", "source": self.source, "line": number,
+                      "first_line": number, "last_line": number, "count": 1, "step": step,
+                      "message": text.strip()[:TEXT], "links": 0}
+        self.events.append(self.event)
+
+    def _continues(self, number: int, text: str, tag: str, body: str) -> bool:
+        """Read one more line into the open chain; False when the line is not the chain's."""
+        stripped = body.strip()
+        if tag != self.tag or (not tag and not self.in_frames and self.stands_alone(text)):
+            return False
+        if stripped.startswith(TRACEBACK):
+            if not self.in_frames and not self.linked:
+                return False  # a new chain
+            self.in_frames, self.linked, self.root = True, False, False
+        elif stripped in LINKS:
+            self.linked = True
+        elif self.in_frames and stripped and body[:1].isspace():
+            self._frame(body, stripped)
+        elif self.in_frames and stripped:
+            self._exception(number, text, stripped)
+        assert self.event is not None
+        self.event["last_line"] = number
+        return True
+
+    def _frame(self, body: str, stripped: str) -> None:
+        """Keep the root traceback's last ``File`` line and the source line under it."""
+        assert self.event is not None
+        if not (self.root and self.own_frames):
+            return
+        if stripped.startswith("File "):
+            self.event["location"] = stripped[:TEXT]
+            self.event.pop("source_line", None)
+        elif body.startswith("    ") and "location" in self.event \
+                and not stripped.startswith(("^", "~")):
+            self.event.setdefault("source_line", stripped[:TEXT])
+
+    def _exception(self, number: int, text: str, stripped: str) -> None:
+        """An exception line: the root's (the event's line) or a later link's (``final``)."""
+        event = self.event
+        assert event is not None
+        self.in_frames = False
+        event["links"] = event.get("links", 0) + 1
+        event["final"] = stripped[:TEXT]
+        if "exception" in event:
+            return
+        event["exception"] = stripped[:TEXT]
+        if event["kind"] != "engine_exception":
+            return  # joined to its assert: the assert's line stays the event's
+        kind = self.kind_of(text)
+        before = self.events[-2] if len(self.events) > 1 else None
+        if kind == "engine_dead" and before is not None and before.get("kind") in CRASH_KINDS \
+                and "engine_dead" not in before:
+            self.events.pop()  # the API server's report of the crash before: that crash's
+            before["engine_dead"] = {"line": number, "message": text.strip()[:TEXT]}
+            self.event, self.own_frames = dict(event), False  # its other lines are read, not kept
+            return
+        event.update(kind=kind or "engine_exception", line=number, message=text.strip()[:TEXT])

@@ -1,0 +1,88 @@
+"""Every claim of docs/threat-model.md has a test (issue 38, point 8): the claim ids are read
+from the doc, each maps to tests that exist, and a claim marked pending in the doc is listed
+in :data:`PENDING` (and nowhere else), to be wired to its test when it holds.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "threat-model.md"
+CLAIM_RE = re.compile(r"^\*\*(T\d+)\*\*(.*?)(?=^\*\*T\d+\*\*|^## |\Z)", re.M | re.S)
+
+#: claim -> the tests that check it (``path::function``)
+TESTS = {
+    "T1": ["tests/hostile/test_guarded.py::test_a_fifo_is_refused_without_blocking",
+           "tests/hostile/test_guarded.py::test_a_device_is_refused",
+           "tests/hostile/test_guarded.py::"
+           "test_a_link_out_of_the_capture_is_refused_and_one_inside_followed",
+           "tests/hostile/test_hostile.py::test_case_ends_in_exit_0_or_2_with_one_line"],
+    "T2": ["tests/hostile/test_hostile.py::test_case_ends_in_exit_0_or_2_with_one_line",
+           "tests/hostile/test_guarded.py::test_a_file_over_its_cap_is_refused_before_it_is_read"],
+    "T3": ["tests/hostile/test_linear_time.py::test_a_long_line_parses_in_linear_time",
+           "tests/hostile/test_linear_time.py::test_a_long_log_parses_in_linear_time"],
+    "T4": ["tests/importers/test_log_chains.py::"
+           "test_assert_then_chain_then_engine_dead_is_one_crash",
+           "tests/importers/test_log_chains.py::test_a_chained_traceback_is_one_event_on_its_own_line",
+           "tests/importers/test_log_chains.py::test_probe_start_and_stop_are_not_crash_events"],
+    "T5": ["tests/hostile/test_linear_time.py::test_the_duplicate_segment_check_is_linear",
+           "tests/hostile/test_linear_time.py::test_the_duplicate_check_still_finds_a_copy_among_many"],
+    "T6": ["tests/hostile/test_round2.py::test_terminal_output_holds_no_control_character",
+           "tests/hostile/test_round2.py::test_html_keys_are_escaped_and_the_csp_allows_only_our_styles",
+           "tests/hostile/test_round2.py::"
+           "test_markdown_summary_keeps_one_table_one_code_block_and_no_raw_html",
+           "tests/hostile/test_round2.py::test_csv_cells_never_start_a_formula"],
+    "T7": ["tests/hostile/test_commands.py::test_a_variant_named_only_by_expected_json_is_refused",
+           "tests/hostile/test_round2.py::test_check_runs_the_real_code_only_when_trusted"],
+    "T8": ["tests/hostile/test_guarded.py::test_a_diff_variant_reads_its_diff_through_the_guards"],
+    "T9": ["tests/hostile/test_round2.py::test_a_bound_past_the_cap_is_refused_before_the_replay"],
+    "T10": ["tests/hostile/test_commands.py::test_the_obtained_file_never_writes_through_a_link",
+            "tests/hostile/test_replace.py::"
+            "test_a_sigkill_at_every_step_leaves_the_old_or_the_new_capture_whole"],
+    "T11": ["tests/hostile/test_round2.py::test_redaction_leaves_no_private_string_in_any_file",
+            "tests/hostile/test_round2.py::test_redaction_refuses_a_domain_it_cannot_permute"],
+}
+
+#: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
+#: TESTS, and drop the doc's "(pending: ...)", when the work lands)
+PENDING = {
+    "T12": "repro writes the capture's data beside the script (issue 38.1)",
+    "T13": "the probe creates its folder and files new, O_EXCL/O_NOFOLLOW (issue 38.2)",
+    "T14": "one allocation budget for replay, shrink and the kernel worker (issue 38.3)",
+    "T15": "deadlines and heartbeats for every child process (issue 38.4)",
+    "T16": "per-capture triage and open_many (issue 38.5)",
+    "T17": "one escaping module over every class of code point (issue 38.7)",
+}
+
+
+def claims() -> dict[str, str]:
+    """Claim id -> its text, from the doc."""
+    found = {m.group(1): m.group(2) for m in CLAIM_RE.finditer(DOC.read_text())}
+    assert found, f"no claim (**T<n>**) in {DOC}"
+    return found
+
+
+def test_every_claim_has_a_test_or_is_listed_pending() -> None:
+    ids = set(claims())
+    assert ids - set(TESTS) - set(PENDING) == set(), "a claim without a test"
+    assert set(TESTS) | set(PENDING) <= ids, "a test mapped to a claim the doc lacks"
+    assert not set(TESTS) & set(PENDING)
+
+
+def test_the_doc_marks_pending_exactly_the_pending_claims() -> None:
+    marked = {claim for claim, text in claims().items() if "(pending:" in text}
+    assert marked == set(PENDING)
+
+
+def test_each_mapped_test_exists() -> None:
+    """Each ``path::function`` names a test function defined at the top of that file."""
+    for claim, tests in TESTS.items():
+        assert tests, claim
+        for test in tests:
+            path, name = test.split("::")
+            tree = ast.parse((ROOT / path).read_text())
+            defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+            assert name.startswith("test_") and name in defined, f"{claim}: {test} not found"
