@@ -30,7 +30,8 @@ CHILD = textwrap.dedent("""
         num_accepted_tokens.copy_(valid)
 
     capture = Path(sys.argv[1])
-    plugin.start(Settings(directory=capture.parent, capture=capture, ring=64, flush_every=4))
+    plugin.start(Settings(directory=capture.parent, capture=capture, ring=64, flush_every=4,
+                          handoff="batch"))  # records leave every 4: the last 2 are held
     wrapped = hooks.wrap_batch_change(plain)
     session = plugin.session()
     for _ in range(10):
