@@ -16,10 +16,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import Any
+
+from forensics.probe.settings import unique_name
 
 LOG = logging.getLogger("forensics.probe")
 #: how many fresh names the probe tries before it gives up (each one was in the way)
@@ -89,13 +90,6 @@ def make_folder(directory: Path, first: Path) -> tuple[Path, str]:
         finally:
             os.close(fd)
     raise FileExistsError(f"{ATTEMPTS} capture names in {directory} were all taken")
-
-
-def unique_name(now: float | None = None, pid: int | None = None) -> str:
-    """A capture name no one can plant in advance (see :func:`capture_name`)."""
-    from forensics.probe.settings import capture_name
-
-    return capture_name(now, pid, secrets.token_hex(6))
 
 
 def claim(settings: Any) -> Any:

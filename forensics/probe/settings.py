@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import socket
 import time
 import uuid
@@ -127,10 +128,15 @@ def _sites(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 def capture_name(now: float | None = None, pid: int | None = None, token: str = "") -> str:
     """Return ``<UTC time>-<pid>[-<token>].capture``, the name the first process gives its
-    capture (with a random ``token``: :func:`forensics.probe.owned.unique_name`)."""
+    capture (with a random ``token``: :func:`unique_name`)."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
     suffix = f"-{token}" if token else ""
     return f"{stamp}-{os.getpid() if pid is None else pid}{suffix}.capture"
+
+
+def unique_name(now: float | None = None, pid: int | None = None) -> str:
+    """A capture name no one can plant in advance: :func:`capture_name` with a random token."""
+    return capture_name(now, pid, secrets.token_hex(6))
 
 
 def process_tag(pid: int | None = None) -> str:
@@ -142,8 +148,6 @@ def process_tag(pid: int | None = None) -> str:
 def _capture(environ: Mapping[str, str], directory: Path) -> Path:
     name, inherited = _get(environ, ENV_CAPTURE)
     if not inherited:
-        from forensics.probe.owned import unique_name
-
         return directory / unique_name()
     path = Path(inherited)
     if not path.name.endswith(".capture"):
