@@ -69,7 +69,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workdir", default=str(HERE / "work" / "engine"))
     parser.add_argument("--runner", choices=("v1", "v2"), default="v1",
                         help="the model runner the engines run (v2: Model Runner V2)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    # the engines run with their work folder as their working directory: a relative path
+    # given here (the Makefile's) would be read again from inside it
+    args.workdir, args.out = str(Path(args.workdir).resolve()), str(Path(args.out).resolve())
+    return args
 
 
 class Engine:

@@ -3,7 +3,8 @@
 :func:`evidence_of` gathers them from a :class:`~forensics.replaying.ReplayResult`;
 :func:`value_class` names the class of an out-of-range value (the ``value_class`` column when the
 findings carry it, else derived from the value and its bound); :func:`crashed` says whether the
-timeline holds an engine exception, a guard event or a crash event.
+timeline holds an engine exception, a guard event or a crash event, or a probe that never
+stopped (:func:`unstopped`).
 """
 
 from __future__ import annotations
@@ -108,8 +109,21 @@ def spec_tokens_of(events: list[dict[str, Any]]) -> dict[str, list[int]] | None:
 
 
 def crashed(events: list[dict[str, Any]]) -> bool:
-    """Whether the timeline holds an engine exception, a guard event or a crash event."""
-    return any(e.get("kind") in CRASH_EVENT_KINDS for e in events)
+    """Whether the timeline holds an engine exception, a guard event or a crash event, or a
+    probe that started and never stopped (its process was killed or crashed)."""
+    return any(e.get("kind") in CRASH_EVENT_KINDS for e in events) or bool(unstopped(events))
+
+
+#: the probe's own bookkeeping events: never crash events
+PROBE_START, PROBE_STOP = "probe_start", "probe_stop"
+
+
+def unstopped(events: list[dict[str, Any]]) -> list[str]:
+    """The processes whose probe kept a ``probe_start`` event and no ``probe_stop``: they
+    ended without the probe's stop (SIGKILL, SIGSEGV, SIGABRT, the OOM killer)."""
+    started = {str(e.get("process")) for e in events if e.get("kind") == PROBE_START}
+    stopped = {str(e.get("process")) for e in events if e.get("kind") == PROBE_STOP}
+    return sorted(started - stopped)
 
 
 def out_of_range(findings: pd.DataFrame) -> bool:

@@ -464,6 +464,9 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     # crash events only: the probe's start and stop (and other bookkeeping) are no crash
     facts["events"] = [_event_text(e) for e in summary["events"]
                        if e.get("kind") in CRASH_EVENT_KINDS]
+    stopped = stopped_after(summary)
+    if stopped is not None:
+        facts["stopped_after"] = stopped
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
     return facts
@@ -478,15 +481,38 @@ def _event_text(event: dict[str, Any]) -> str:
     return f"{head}: {message}" if message else head
 
 
+def stopped_after(summary: dict[str, Any]) -> int | None:
+    """The last step of a capture whose engine stopped without the probe's stop (a process
+    with a ``probe_start`` event and no ``probe_stop``: killed or crashed), else None."""
+    from forensics.known.evidence import unstopped
+
+    events = summary.get("events") or []
+    gone = set(unstopped(events))
+    if not gone:
+        return None
+    steps = [e["step"] for e in events if str(e.get("process")) in gone
+             and isinstance(e.get("step"), int)]
+    span = summary.get("steps")
+    return max(steps + ([span[1]] if span else []), default=0)
+
+
+def stopped_sentence(step: int) -> str:
+    """What a capture cut short by its engine's death says (never "no failure")."""
+    return (f"The engine stopped without the probe's stop (killed or crashed) after step "
+            f"{step}: the capture holds what was recorded up to then.")
+
+
 def facts_sentence(facts: dict[str, Any]) -> str:
     """The capture's facts as one sentence (``""`` when there are none)."""
     if not facts:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
-             if key not in ("events", "notes")]
+             if key not in ("events", "notes", "stopped_after")]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."
+    if facts.get("stopped_after") is not None:
+        text += " " + stopped_sentence(facts["stopped_after"])
     if facts.get("notes"):
         text += f" Notes: {terminal(repr(str(facts['notes'])))}"
     return text
@@ -537,6 +563,11 @@ def next_steps(conclusion: Conclusion) -> list[str]:
     steps += [_suspect_step(conclusion, v, s) for v, s in suspects.items()]
     if not any(conclusion.violations.values()) and not suspects:
         events = conclusion.facts.get("events") or []
+        stopped = conclusion.facts.get("stopped_after")
+        if stopped is not None and not events:
+            steps.append(stopped_sentence(stopped) + " No captured index left its range: "
+                         "look at the step in flight (the kernels it launched) next.")
+            return steps
         steps.append(
             f"No site has a violation, yet the capture holds {len(events)} crash event(s): it "
             f"refutes the hypotheses these sites encode; look elsewhere (notebook "

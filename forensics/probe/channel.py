@@ -92,8 +92,10 @@ class WriterChannel:
         self.pid = os.getpid()  # a forked copy of the engine must not share the child
 
     # -- the child process ----------------------------------------------------------------
-    def start(self, capture: str, process: str, manifest: dict[str, Any]) -> None:
-        """Spawn the writer process for ``capture`` (segments named by ``process``).
+    def start(self, folder: int, process: str, manifest: dict[str, Any]) -> None:
+        """Spawn the writer process for the capture folder held open as ``folder`` (a
+        descriptor it inherits: :class:`~forensics.probe.owned.OwnedFolder`; segments named
+        by ``process``).
 
         Raises OSError when it cannot be started."""
         read, write = os.pipe()
@@ -101,9 +103,9 @@ class WriterChannel:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "forensics.probe.writer_process", "--ring-fd",
                  str(self.ring.fd), "--ring-bytes", str(self.size), "--ack-fd", str(write),
-                 "--capture", capture, "--process", process, "--engine-pid",
+                 "--capture-fd", str(folder), "--process", process, "--engine-pid",
                  str(os.getpid()), "--manifest", json.dumps(manifest, default=str)],
-                stdin=subprocess.PIPE, pass_fds=(self.ring.fd, write), close_fds=True)
+                stdin=subprocess.PIPE, pass_fds=(self.ring.fd, write, folder), close_fds=True)
         except BaseException:
             os.close(read)
             raise

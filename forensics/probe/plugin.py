@@ -3,9 +3,10 @@
 vLLM calls it once in every process (API server, engine core, workers). Without
 ``FORENSICS_DIR`` (or the older ``VLLM_FORENSICS_DIR``) it returns at once and wraps nothing.
 Otherwise it validates the settings (a bad one raises :class:`~forensics.errors.ConfigurationError`
-from the call itself, so the engine refuses to start), names the capture once and passes the name
-down through ``FORENSICS_CAPTURE``, and installs the wrappers, an ``atexit`` flush and a SIGTERM
-flush that chains to the previous handler.
+from the call itself, so the engine refuses to start), makes the capture folder once
+(:mod:`forensics.probe.owned`) and passes its name and identity down through
+``FORENSICS_CAPTURE`` and ``FORENSICS_CAPTURE_OWNER``, and installs the wrappers, an ``atexit``
+flush and a SIGTERM flush that chains to the previous handler.
 """
 
 from __future__ import annotations
@@ -43,12 +44,21 @@ def start(settings: Any, **session_options: Any) -> Any:
         return _SESSION
     import atexit
 
-    from forensics.probe import hooks, patch
+    from forensics.errors import ConfigurationError
+    from forensics.probe import hooks, owned, patch
     from forensics.probe.session import ProbeSession
-    from forensics.probe.settings import export
+    from forensics.probe.settings import ENV_DIR, export
 
+    made = not settings.owner
+    try:
+        settings = owned.claim(settings)  # made here, or the first process's, checked
+    except OSError as exc:
+        raise ConfigurationError(f"{ENV_DIR}={str(settings.directory)!r}: no capture folder "
+                                 f"can be made there ({exc.strerror or exc}); point it at a "
+                                 "writable directory") from None
     export(settings)
     _SESSION = session = ProbeSession(settings, **session_options)
+    session.made_folder = made
     hooks.activate(session)
     patch.install(settings.sites)
     atexit.register(session.close)

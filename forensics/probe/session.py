@@ -4,7 +4,9 @@ By default (``FORENSICS_WRITER=process``) the capture is written by a **writer p
 (:mod:`forensics.probe.channel`, :mod:`forensics.probe.writer_process`), so that its Python
 never runs under the engine's interpreter lock. Records wait in the session's ring
 (``FORENSICS_RING`` records at most; the oldest are dropped and counted when it overflows).
-Every ``FORENSICS_FLUSH_EVERY`` records the wrapped call frames the records whose copies
+As each record is queued (``FORENSICS_HANDOFF=record``, the default: a SIGSEGV, SIGABRT or
+SIGKILL of the engine then loses at most the record in flight; with ``batch``, every
+``FORENSICS_FLUSH_EVERY`` records) the wrapped call frames the records whose copies
 completed (``event.query()``, never a wait) into a shared-memory ring (runs of joined records
 as blocks: :mod:`forensics.probe.frames`), pokes the writer process (one non-blocking write)
 and returns. A final flush (exit, SIGTERM, an exception in a wrapped call, a guard finding)
@@ -35,7 +37,7 @@ from operator import attrgetter
 from typing import Any, Protocol
 
 from forensics.probe import channel as channel_module
-from forensics.probe import frames
+from forensics.probe import frames, owned
 from forensics.probe.affinity import leave_engine_cores
 from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
@@ -53,7 +55,7 @@ def _default_writer(session: ProbeSession) -> Any:
     from forensics.store.writer import CaptureWriter
 
     manifest = build_manifest(session)
-    return CaptureWriter(session.settings.capture, manifest, process=session.process)
+    return CaptureWriter(session.folder().path, manifest, process=session.process)
 
 
 class WriterBackend(Protocol):
@@ -61,8 +63,12 @@ class WriterBackend(Protocol):
     session keeps the ring and the counters and holds one backend; it swaps the process
     backend for a thread backend when the writer process is lost."""
 
+    #: every record goes to the writer as it is queued (``record_added(True)`` each time)
+    hands_off_each: bool
+
     def record_added(self, due: bool) -> None:
-        """A record was queued (``due``: ``FLUSH_EVERY`` records since the last flush)."""
+        """A record was queued (``due``: ``FLUSH_EVERY`` records since the last flush, or
+        every record when :attr:`hands_off_each`)."""
 
     def flush(self, wait: bool) -> int:
         """Write (or frame and poke) the ready records; how many were written meanwhile."""
@@ -95,7 +101,9 @@ class ProbeSession:
 
     def __init__(self, settings: Settings, *, writer_factory: WriterFactory | None = None,
                  copier: Copier | None = None) -> None:
-        self.settings = settings
+        self.made_folder = not settings.owner  #: this process made the capture folder
+        self.settings = settings = owned.claim(settings)
+        self._folder: owned.OwnedFolder | None = None
         self.guard = settings.guard  #: guard mode (read at every recorded call)
         self.copier = copier or Copier()
         self.process = process_tag()
@@ -125,6 +133,13 @@ class ProbeSession:
             and channel_module.available()
         self.backend: WriterBackend = ProcessBackend(self) if process else \
             ThreadBackend(self, self._writer_factory)
+
+    def folder(self) -> owned.OwnedFolder:
+        """The capture folder, held open once checked (:class:`~forensics.probe.owned.
+        OwnedFolder`). Raises PermissionError when the name no longer leads to it."""
+        if self._folder is None or self._folder.fd < 0:
+            self._folder = owned.OwnedFolder(self.settings.capture, self.settings.owner)
+        return self._folder
 
     # -- steps and ranks -------------------------------------------------------------------
     @property
@@ -181,7 +196,7 @@ class ProbeSession:
                 self.due_upto = pending.seq
         if failed:
             self.flush(wait=True)
-        elif due:
+        elif due or self.backend.hands_off_each:
             self.backend.record_added(True)
 
     @property
@@ -245,7 +260,7 @@ class ProbeSession:
             self._event("probe_start", step=self._start_step, started=self.started,
                         first_write_step=self.step, mode=self.settings.mode,
                         sites=list(self.settings.sites), ring=self.settings.ring,
-                        flush_every=self.settings.flush_every)
+                        flush_every=self.settings.flush_every, handoff=self.settings.handoff)
 
     # -- errors and findings ---------------------------------------------------------------
     def error(self, exc: BaseException, where: str) -> None:
@@ -324,6 +339,18 @@ class ProbeSession:
         self.backend.stop()
         self._event("probe_stop", **self.counts, **self.cpus)  # the writer process adds its CPUs
         self.backend.close()
+        self._let_go()
+
+    def _let_go(self) -> None:
+        """Close the held capture folder; remove it when this process made it and nothing
+        was written into it (an engine that recorded nothing leaves no empty capture)."""
+        if self._folder is not None:
+            self._folder.close()
+        if self.made_folder:
+            try:
+                os.rmdir(self.settings.capture)  # only ever removes an empty folder
+            except OSError:
+                pass
 
 
 class ProcessBackend:
@@ -332,6 +359,10 @@ class ProcessBackend:
 
     def __init__(self, session: ProbeSession) -> None:
         self.session = session
+        #: ``FORENSICS_HANDOFF=record``: each ready record is framed and the writer process
+        #: poked as the record is queued, so that a crash of the engine (SIGSEGV, SIGABRT,
+        #: SIGKILL) loses at most the record in flight
+        self.hands_off_each = session.settings.handoff == "record"
         self.channel: WriterChannel | None = None
         self._acked = Ack()  # the writer process's counts as last added to the session's
 
@@ -473,7 +504,7 @@ class ProcessBackend:
                 from forensics.probe.manifest import build_manifest
                 from forensics.store.manifest import build_manifest as full_manifest
 
-                channel.start(str(self.session.settings.capture), self.session.process,
+                channel.start(self.session.folder().fd, self.session.process,
                               full_manifest(build_manifest(self.session)))  # this process's
             except Exception as exc:
                 self._lost(exc)
@@ -518,6 +549,8 @@ class ThreadBackend:
     after the writer process was lost): every N records the call wakes a writer thread,
     which hands the ready records to :class:`~forensics.probe.writing.BatchWriter`; a final
     flush runs in the calling thread, after the batch the writer thread may be writing."""
+
+    hands_off_each = False  #: a thread of this process dies with it: records go in batches
 
     def __init__(self, session: ProbeSession, factory: WriterFactory) -> None:
         self.session = session

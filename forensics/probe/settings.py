@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import socket
 import time
 import uuid
@@ -25,18 +26,26 @@ ENV_SITES = "FORENSICS_SITES"
 ENV_RING = "FORENSICS_RING"
 ENV_FLUSH_EVERY = "FORENSICS_FLUSH_EVERY"
 ENV_WRITER = "FORENSICS_WRITER"
+#: when records leave the engine's process for the writer process: each one as it is made
+#: (the default: a crash loses at most the record in flight) or every FLUSH_EVERY records
+ENV_HANDOFF = "FORENSICS_HANDOFF"
 #: set by the first process that loads the plugin; inherited by the processes it starts
 ENV_CAPTURE = "FORENSICS_CAPTURE"
 #: the engine id, named and passed on like the capture: every rank of one engine shares it
 ENV_ENGINE = "FORENSICS_ENGINE_ID"
+#: the identity of the capture folder the first process made (:mod:`forensics.probe.owned`):
+#: a process joins an inherited capture only when it is that folder
+ENV_OWNER = "FORENSICS_CAPTURE_OWNER"
 ENV_NAMES = (ENV_DIR, ENV_MODE, ENV_SITES, ENV_RING, ENV_FLUSH_EVERY, ENV_WRITER, ENV_CAPTURE,
-             ENV_ENGINE)
+             ENV_ENGINE, ENV_OWNER, ENV_HANDOFF)
 #: the older name of each setting, still read when the new one is unset
 LEGACY_PREFIX = "VLLM_"
 
 MODES = ("record", "guard")
 #: who writes the capture: a writer process (the default) or a thread of the engine's process
 WRITERS = ("process", "thread")
+#: when the writer process is handed records: per record (crash-safe) or per FLUSH_EVERY
+HANDOFFS = ("record", "batch")
 #: the sites the probe can record: those whose Site names a hook, in pipeline order
 ALL_SITES = hooked_sites()
 DEFAULT_RING = 4096
@@ -45,7 +54,8 @@ DEFAULT_FLUSH_EVERY = 256
 
 @dataclass(frozen=True)
 class Settings:
-    """Validated probe settings. ``capture`` is the capture directory all processes share."""
+    """Validated probe settings. ``capture`` is the capture directory all processes share;
+    ``owner`` its identity once made (:func:`forensics.probe.owned.claim`), else empty."""
 
     directory: Path
     capture: Path
@@ -55,6 +65,8 @@ class Settings:
     flush_every: int = DEFAULT_FLUSH_EVERY
     writer: str = "process"
     engine_id: str = ""
+    owner: str = ""
+    handoff: str = "record"
 
     @property
     def guard(self) -> bool:
@@ -114,10 +126,17 @@ def _sites(environ: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(site for site in ALL_SITES if site in names)
 
 
-def capture_name(now: float | None = None, pid: int | None = None) -> str:
-    """Return ``<UTC time>-<pid>.capture``, the name the first process gives its capture."""
+def capture_name(now: float | None = None, pid: int | None = None, token: str = "") -> str:
+    """Return ``<UTC time>-<pid>[-<token>].capture``, the name the first process gives its
+    capture (with a random ``token``: :func:`unique_name`)."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
-    return f"{stamp}-{os.getpid() if pid is None else pid}.capture"
+    suffix = f"-{token}" if token else ""
+    return f"{stamp}-{os.getpid() if pid is None else pid}{suffix}.capture"
+
+
+def unique_name(now: float | None = None, pid: int | None = None) -> str:
+    """A capture name no one can plant in advance: :func:`capture_name` with a random token."""
+    return capture_name(now, pid, secrets.token_hex(6))
 
 
 def process_tag(pid: int | None = None) -> str:
@@ -129,7 +148,7 @@ def process_tag(pid: int | None = None) -> str:
 def _capture(environ: Mapping[str, str], directory: Path) -> Path:
     name, inherited = _get(environ, ENV_CAPTURE)
     if not inherited:
-        return directory / capture_name()
+        return directory / unique_name()
     path = Path(inherited)
     if not path.name.endswith(".capture"):
         raise ConfigurationError(f"{name}={inherited!r} must name a '*.capture' "
@@ -166,7 +185,9 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings | None:
                     mode=_choice(environ, ENV_MODE, MODES, "a mode"),
                     sites=_sites(environ), ring=ring, flush_every=flush_every,
                     writer=_choice(environ, ENV_WRITER, WRITERS, "a writer"),
-                    engine_id=_get(environ, ENV_ENGINE)[1] or uuid.uuid4().hex)
+                    handoff=_choice(environ, ENV_HANDOFF, HANDOFFS, "a hand-off"),
+                    engine_id=_get(environ, ENV_ENGINE)[1] or uuid.uuid4().hex,
+                    owner=_get(environ, ENV_OWNER)[1] if _get(environ, ENV_CAPTURE)[1] else "")
 
 
 def export(settings: Settings, environ: MutableMapping[str, str] | None = None) -> None:
@@ -180,3 +201,7 @@ def export(settings: Settings, environ: MutableMapping[str, str] | None = None) 
             env[name] = legacy
     env[ENV_CAPTURE] = str(settings.capture)
     env[ENV_ENGINE] = settings.engine_id
+    if settings.owner:
+        env[ENV_OWNER] = settings.owner
+    else:
+        env.pop(ENV_OWNER, None)

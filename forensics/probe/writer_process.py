@@ -159,11 +159,12 @@ class WriterChild:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line (the session's): the ring's descriptor and size, the ack pipe's
-    descriptor, the capture, the engine's process tag and pid, the manifest (JSON)."""
+    descriptor, the capture folder's descriptor, the engine's process tag and pid, the
+    manifest (JSON)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for name in ("--ring-fd", "--ring-bytes", "--ack-fd", "--engine-pid"):
+    for name in ("--ring-fd", "--ring-bytes", "--ack-fd", "--engine-pid", "--capture-fd"):
         parser.add_argument(name, type=int, required=True)
-    for name in ("--capture", "--process", "--manifest"):
+    for name in ("--process", "--manifest"):
         parser.add_argument(name, required=True)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -172,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     from forensics.store.writer import CaptureWriter
 
     ring = memoryview(mmap.mmap(args.ring_fd, args.ring_bytes))
-    writer = CaptureWriter(args.capture, json.loads(args.manifest), process=args.process)
+    folder = f"/proc/self/fd/{args.capture_fd}"  # the folder the engine made and checked
+    writer = CaptureWriter(folder, json.loads(args.manifest), process=args.process)
     child = WriterChild(ring, writer, args.ack_fd, args.engine_pid, cpus)
     gc.freeze()  # the collector skips what the imports made (a write's objects are acyclic)
     try:

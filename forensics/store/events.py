@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,12 @@ def events_filename(process: str) -> str:
 
 
 class EventLog:
-    """Appends events to one process's sidecar; each line is written and fsynced at once."""
+    """Appends events to one process's sidecar; each line is written and fsynced at once.
+
+    The sidecar is made new (``O_EXCL``, ``O_NOFOLLOW``, mode 0600); one already there is
+    appended to only when it is a plain file of this user with no other link (another writer
+    of the same process in this capture made it), never through a symlink, a FIFO or a hard
+    link someone planted."""
 
     def __init__(self, root: Path, process: str) -> None:
         self.path = root / events_filename(process)
@@ -44,7 +50,7 @@ class EventLog:
                                      "is one short JSON object")
         check_event(event, "an event")  # what the reader would refuse is never written
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._fd = open_sidecar(self.path)
         os.write(self._fd, line)
         os.fsync(self._fd)
 
@@ -53,6 +59,25 @@ class EventLog:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def open_sidecar(path: Path) -> int:
+    """A descriptor appending to the sidecar ``path``: made new, or one a writer of this
+    capture made before (see :class:`EventLog`). Raises OSError naming what is in the way."""
+    try:
+        return os.open(path, _APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    fd = os.open(path, _APPEND)  # a symlink: ELOOP; a FIFO without a reader: ENXIO
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.getuid():
+        os.close(fd)
+        raise PermissionError(f"'{path}' is in the way: not a plain file of this user with "
+                              "one link; the events go nowhere rather than into it")
+    return fd
 
 
 def read_events(root: Path) -> tuple[list[dict[str, Any]], list[str]]:

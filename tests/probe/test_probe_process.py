@@ -130,7 +130,8 @@ def test_the_writer_process_loads_neither_torch_nor_vllm(tmp_path: Path) -> None
 def test_a_dead_writer_process_is_noticed_and_the_session_writes_in_process(
         tmp_path: Path) -> None:
     path = tmp_path / "lost.capture"
-    session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=4))
+    session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=4,
+                                         handoff="batch"))  # 4 framed, unpoked, are lost
     record_batch_changes(session, CALLS[:4])
     assert session.drain(timeout=30) and session.counts["written"] == 4
     channel = _process(session).channel

@@ -25,6 +25,8 @@ def test_defaults_and_capture_name(tmp_path: Path) -> None:
     assert settings.capture.parent == tmp_path
     assert settings.capture.name.endswith(".capture")
     assert capture_name(0, 42) == "19700101T000000Z-42.capture"
+    assert capture_name(0, 42, "ab12") == "19700101T000000Z-42-ab12.capture"
+    assert settings.capture.name != from_env({"FORENSICS_DIR": str(tmp_path)}).capture.name
 
 
 def test_inherited_capture_and_site_list(tmp_path: Path) -> None:

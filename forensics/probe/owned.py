@@ -1,0 +1,138 @@
+"""The probe's own capture folder: made new by the first process, joined only by its own.
+
+The first process that loads the probe makes its capture folder itself (``mkdir``, mode
+0700, a name no one can guess: ``<UTC time>-<pid>-<random>.capture``) and passes its name and
+its identity (device, inode and owner: :data:`~forensics.probe.settings.ENV_OWNER`) to the
+processes it starts. A process joins an inherited folder only when it is that very folder
+(opened without following a symlink, same device and inode, owned by this user, private);
+anything else in the way (a symlink, a FIFO, a file, a folder someone made or forged) is
+never read, written or adopted: one log line says what was there, and the probe makes a new
+folder under a fresh name. Writers then reach the folder through a descriptor held open
+(:class:`OwnedFolder`), so that renaming or replacing the name later changes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from forensics.probe.settings import unique_name
+
+LOG = logging.getLogger("forensics.probe")
+#: how many fresh names the probe tries before it gives up (each one was in the way)
+ATTEMPTS = 16
+
+
+def identity(st: os.stat_result) -> str:
+    """The identity a joining process checks: ``<device>:<inode>:<uid>``."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_uid}"
+
+
+def describe(path: Path) -> str:
+    """What is at ``path``, in a few words, without following it."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"nothing usable ({exc.strerror})"
+    kinds = ((stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"),
+             (stat.S_ISREG, "a file"))
+    kind = next((word for test, word in kinds if test(st.st_mode)), "a special file")
+    owner = "yours" if st.st_uid == os.getuid() else f"of uid {st.st_uid}"
+    return f"{kind} ({owner}, mode {stat.S_IMODE(st.st_mode):o})"
+
+
+def open_folder(path: Path) -> int:
+    """A descriptor of the folder ``path`` itself (never through a symlink). Raises OSError."""
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def refusal(path: Path, owner: str) -> str | None:
+    """Why ``path`` is not the folder whose identity is ``owner`` (None when it is)."""
+    try:
+        fd = open_folder(path)
+    except OSError:
+        return f"{describe(path)} is there"
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if identity(st) != owner:
+        return f"{describe(path)} is there, not the folder the first process made"
+    if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+        return f"{describe(path)} is there, not private to this user"
+    return None
+
+
+def make_folder(directory: Path, first: Path) -> tuple[Path, str]:
+    """Make a new private capture folder in ``directory``, named ``first`` unless something
+    is in the way (then a fresh name, and one log line saying what was there); return its
+    path and identity. Raises OSError when no folder can be made."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = first
+    for _ in range(ATTEMPTS):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            fresh = directory / unique_name()
+            LOG.warning("forensics probe: %s is in the way at %s; it is left untouched and "
+                        "the capture goes to %s", describe(path), path, fresh)
+            path = fresh
+            continue
+        fd = open_folder(path)
+        try:
+            os.fchmod(fd, 0o700)  # whatever the umask
+            return path, identity(os.fstat(fd))
+        finally:
+            os.close(fd)
+    raise FileExistsError(f"{ATTEMPTS} capture names in {directory} were all taken")
+
+
+def claim(settings: Any) -> Any:
+    """``settings`` with a capture folder this process may write: the inherited one when it
+    is the folder the first process made (:func:`refusal`), else a new one (a log line says
+    why); the same settings when they already name it. Raises OSError when no folder can be
+    made."""
+    capture: Path = settings.capture
+    if settings.owner:
+        why = refusal(capture, settings.owner)
+        if why is None:
+            return settings
+        fresh = settings.directory / unique_name()
+        LOG.warning("forensics probe: the inherited capture folder %s is not joined: %s; this "
+                    "process writes a new capture instead", capture, why)
+        capture = fresh
+    path, owner = make_folder(settings.directory, capture)
+    return dataclasses.replace(settings, capture=path, owner=owner)
+
+
+class OwnedFolder:
+    """The capture folder held open (after :func:`refusal` cleared it): ``path`` reaches the
+    folder through the descriptor (``/proc/self/fd/N``), whatever happens to its name."""
+
+    def __init__(self, path: Path, owner: str) -> None:
+        why = refusal(path, owner)
+        if why is not None:
+            raise PermissionError(f"capture folder {path}: {why}; the probe writes only into "
+                                  "the folder its first process made")
+        self.name = path
+        self.fd = open_folder(path)
+        if identity(os.fstat(self.fd)) != owner:  # replaced between the check and the open
+            os.close(self.fd)
+            raise PermissionError(f"capture folder {path} was replaced while it was opened")
+
+    @property
+    def path(self) -> Path:
+        """A path to the folder through the held descriptor (its name when /proc is absent)."""
+        through = Path(f"/proc/self/fd/{self.fd}")
+        return through if through.is_dir() else self.name
+
+    def close(self) -> None:
+        """Let go of the folder (closing twice is harmless)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
