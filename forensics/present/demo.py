@@ -164,4 +164,4 @@ def _write_index(path: Path, rows: list[DemoRow], entries: list[tuple[str, str |
         "<table id='verdicts'><tr><th>capture</th><th>site</th><th>upstream</th>"
         f"<th>patched</th><th>first finding (upstream)</th></tr>{table}</table>"
         f"<h2>Known issues</h2><ul id='known'>{known}</ul>"
-        f"<h2>Reports</h2><ul>{links}</ul></body></html>\n")
+        f"<h2>Reports</h2><ul>{links}</ul></body></html>\n", shared=True)

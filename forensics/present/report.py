@@ -325,7 +325,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
             "version": forensics.__version__}
     html = export_html(executed, title=f"forensics report: {name}", info=info,
                        with_code=with_code)
-    write_text_atomically(target, html)
+    write_text_atomically(target, html, shared=True)
     say(f"wrote {target}")
     return target
 
