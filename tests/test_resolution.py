@@ -106,3 +106,21 @@ def test_unpatched_vllm_does_not_resolve_the_crash_it_reproduces() -> None:
     patch = conclude(result).patch("vllm")
     assert patch is not None
     assert (patch.resolved, patch.total, patch.added, patch.failing) == (0, 12, 0, 12)
+
+
+def test_a_capture_of_another_vllm_says_the_models_copy_another_version(tmp_path: Path) -> None:
+    """Issue 42 point 8: a capture of vLLM 0.31.0 replayed through the 0.33.0 models says so."""
+    import shutil
+
+    from forensics.present.conclusion import version_sentence
+
+    copy = tmp_path / "old.capture"
+    shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", copy)
+    manifest = copy / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"vllm": "0.33.0"', '"vllm": "0.31.0"'))
+    text = conclude(forensics.replay(copy)).paragraph()
+    assert ("The capture comes from vLLM 0.31.0, while upstream, patched replay the code of "
+            "vLLM 0.33.0") in text
+    same = conclude(forensics.replay(DATA / "incident-b-vocab-sentinel.capture"))
+    assert "The capture comes from vLLM" not in same.paragraph()
+    assert version_sentence({"vllm": "0.31.0"}, ["vllm"]) == ""

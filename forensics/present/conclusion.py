@@ -128,6 +128,7 @@ class Conclusion:
                                                            self.first.get(self.baseline))]
         parts.append(self.silent_sentence())
         parts += known_sentences(self.known)
+        parts.append(version_sentence(self.facts, self.variants))
         parts.append(facts_sentence(self.facts))
         return " ".join(p for p in parts if p)
 
@@ -514,6 +515,25 @@ def _event_text(event: dict[str, Any]) -> str:
     message = terminal(event.get("message") or event.get("detail") or "").strip().rstrip(".")
     head = f"{terminal(event.get('kind', 'event'))}{f' at {where}' if where else ''}"
     return f"{head}: {message}" if message else head
+
+
+#: the vLLM version whose code the model variants (``upstream``, ``patched``) copy
+MODELS_VLLM = "0.33.0"
+
+
+def version_sentence(facts: dict[str, Any], variants: Sequence[str]) -> str:
+    """That the capture's vLLM is not the one the models copy, and what that may change; or
+    ``""`` (same version, unknown version, or no model variant replayed)."""
+    version = str(facts.get("vllm") or "")
+    models = [v for v in variants if not v.startswith("vllm")]
+    if not version or version == "unknown" or version == MODELS_VLLM or not models:
+        return ""
+    return (f"The capture comes from vLLM {terminal(version)}, while {', '.join(models)} "
+            f"replay{'s' if len(models) == 1 else ''} the code of vLLM {MODELS_VLLM}: where "
+            f"these sites changed between the two, a bound, a fast path or the placeholder "
+            f"rule may differ, so a verdict may not be what {terminal(version)} did (replay "
+            f"with --variant vllm on that version's code where it is supported, 0.32.x or "
+            f"0.33.x).")
 
 
 def facts_sentence(facts: dict[str, Any]) -> str:
