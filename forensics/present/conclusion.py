@@ -595,6 +595,11 @@ def next_steps(conclusion: Conclusion) -> list[str]:
     steps += [_suspect_step(conclusion, v, s) for v, s in suspects.items()]
     if not any(conclusion.violations.values()) and not suspects:
         events = conclusion.facts.get("events") or []
+        if known is not None and known.failing:  # only unwritten inputs are left
+            steps.append("No index left its valid range, yet the model received input ids "
+                         "that no recorded site wrote (unwritten_input findings, the race "
+                         "evidence above): look for a race on the input buffer.")
+            return steps
         steps.append(
             f"No site has a violation, yet the capture holds {len(events)} crash event(s): it "
             f"refutes the hypotheses these sites encode; look elsewhere (notebook "

@@ -71,7 +71,7 @@ def known_line(result: object) -> str:
 
     known = answer(result)  # type: ignore[arg-type]
     ids = ", ".join(f"{m.entry.id} ({m.entry.threads()})" for m in known.matches)
-    return f"crash verdict {known.crash_verdict}; known issues: {ids or 'none matches'}"
+    return f"{known.verdict_text()}; known issues: {ids or 'none matches'}"
 
 
 def known_block(rows: list[DemoRow]) -> str:

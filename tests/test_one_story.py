@@ -1,0 +1,43 @@
+"""One story per capture (issue 42, point 3): "no failure" never stands beside a
+disagreement, and the crash verdict names what it saw."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import forensics
+from forensics.present.conclusion import conclude, next_steps
+from forensics.records import Record
+
+CLEAN = Path(__file__).resolve().parents[1] / "data" / "clean.capture"
+
+
+def _step_one_with_a_disagreement() -> list[Record]:
+    """Step 1 of the clean capture, the embedding receiving one id nobody wrote."""
+    records = [Record(r.site, r.step, r.rank, {k: np.array(v) if isinstance(v, np.ndarray)
+                                               else v for k, v in r.fields.items()})
+               for r in forensics.load(CLEAN).records() if r.step == 1]
+    embedding = next(r for r in records if r.site == "embedding")
+    embedding.fields["input_ids"][7] = 31999 if embedding["input_ids"][7] != 31999 else 1
+    return records
+
+
+def test_a_disagreement_is_never_called_no_failure() -> None:
+    conclusion = conclude(forensics.replay(_step_one_with_a_disagreement()))
+    text = conclusion.paragraph()
+    assert "1 element(s) disagree" in text
+    assert "no failure to report" not in text
+    assert "No known signature matches: a reason to file a new issue" in text
+    steps = next_steps(conclusion)
+    assert not any("nothing to fix" in s for s in steps)
+    assert any("unwritten_input" in s for s in steps)
+
+
+def test_the_crash_verdict_names_what_it_saw() -> None:
+    known = conclude(forensics.replay(_step_one_with_a_disagreement())).known
+    assert known.verdict_text() == (
+        "crash verdict no crash (no crash event in the capture; the upstream replay raises "
+        "nothing)")
+    assert known.to_json()["seen"] == known.seen
