@@ -188,7 +188,7 @@ class Conclusion:
         chain = self.chains.get(variant) or []
         if len(chain) > 1:
             text += " Origin chain: " + " -> ".join(
-                f"{c['site']} step {c['step']}" for c in chain) + "."
+                f"{c['site']} step {c['step']}" + _rank_of(c) for c in chain) + "."
         return text
 
     def silent_sentence(self) -> str:
@@ -338,7 +338,7 @@ def patch_effect(findings: pd.DataFrame, baseline: str, variant: str) -> Patch:
 
 def origin_chain(findings: pd.DataFrame, variant: str, first: dict[str, Any]
                  ) -> list[dict[str, Any]]:
-    """The path of ``first``'s bad value: ``[{site, step, tensor}, ...]`` from the site that
+    """The path of ``first``'s bad value: ``[{site, step, rank, tensor}, ...]`` from the site that
     produced it to the sink (one entry when the value reached no other recorded site)."""
     rows = findings[(findings["variant"] == variant) & (findings["rank"] == first["rank"])
                     & (findings["value"] == first["value"])]
@@ -347,7 +347,8 @@ def origin_chain(findings: pd.DataFrame, variant: str, first: dict[str, Any]
         if len(before):
             src = sort_findings(before).iloc[-1]
             return [_link(src), _link(first)]
-        return [{"site": first["origin"], "step": None, "tensor": None}, _link(first)]
+        return [{"site": first["origin"], "step": None, "rank": first["rank"], "tensor": None},
+                _link(first)]
     after = rows[(rows["site"] == SINK) & (rows["origin"] == first["site"])
                  & (rows["step"] >= first["step"])]
     if len(after):
@@ -356,7 +357,13 @@ def origin_chain(findings: pd.DataFrame, variant: str, first: dict[str, Any]
 
 
 def _link(row: Any) -> dict[str, Any]:
-    return {"site": row["site"], "step": to_python(row["step"]), "tensor": row["tensor"]}
+    return {"site": row["site"], "step": to_python(row["step"]), "rank": to_python(row["rank"]),
+            "tensor": row["tensor"]}
+
+
+def _rank_of(link: dict[str, Any]) -> str:
+    """``" (rank 1)"``: the rank of a link of an origin chain (``""`` when unknown)."""
+    return "" if link.get("rank") is None else f" (rank {link['rank']})"
 
 
 def describe_finding(f: dict[str, Any]) -> str:
@@ -589,7 +596,8 @@ def next_steps(conclusion: Conclusion) -> list[str]:
         chain = conclusion.chains.get(conclusion.baseline) or []
         if len(chain) > 1:
             steps.append(f"The bad value reaches the sink from {chain[0]['site']} (step "
-                         f"{chain[0]['step']}): the fix belongs there, not at the crash.")
+                         f"{chain[0]['step']}){_rank_of(chain[0])}: the fix belongs there, "
+                         "not at the crash.")
     steps += [_patch_step(conclusion, p) for p in conclusion.patches if p.total or p.added]
     suspects = {v: s for v, s in conclusion.suspects.items() if s}
     steps += [_suspect_step(conclusion, v, s) for v, s in suspects.items()]
