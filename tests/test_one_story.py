@@ -41,3 +41,14 @@ def test_the_crash_verdict_names_what_it_saw() -> None:
         "crash verdict no crash (no crash event in the capture; the upstream replay raises "
         "nothing)")
     assert known.to_json()["seen"] == known.seen
+
+
+def test_a_misattribution_does_not_get_the_stale_row_description() -> None:
+    """Issue 42 point 3: a match's description fits the finding's kind."""
+    result = forensics.replay(Path(__file__).resolve().parents[1] / "data"
+                              / "misattribution.capture")
+    text = conclude(result).paragraph()
+    assert "Known issue stale-prev-positions-row (#47199 (pr, closed)), matched by a " \
+           "misattributed row only" in text
+    assert "outlives the previous-batch tensors" not in text
+    assert "(misattributed: an in-range row another request held)" in text

@@ -82,8 +82,14 @@ class KnownAnswer:
 
 def describe_match(match: Match) -> str:
     """``"Known issue all-placeholder-drafts-race (#40756 ...): evidence ...; fix ...;
-    workaround ..."``."""
+    workaround ..."``; a match resting on misattributed rows alone leaves the entry's title
+    out (it describes a value out of range) and says what matched instead."""
     e = match.entry
+    if match.kinds == {"misattributed"}:  # the title describes another kind of finding
+        return (f"Known issue {e.id} ({e.threads()}), matched by a misattributed row only (an "
+                f"in-range row another request held, no value out of range): evidence: "
+                f"{'; '.join(match.evidence)}; fix: {e.fix_text()}; workaround: "
+                f"{e.workaround.rstrip('.')}.")
     return (f"Known issue {e.id} ({e.threads()}): {e.title}; evidence: "
             f"{'; '.join(match.evidence)}; fix: {e.fix_text()}; workaround: "
             f"{e.workaround.rstrip('.')}.")
