@@ -52,3 +52,14 @@ def test_a_misattribution_does_not_get_the_stale_row_description() -> None:
            "misattributed row only" in text
     assert "outlives the previous-batch tensors" not in text
     assert "(misattributed: an in-range row another request held)" in text
+
+
+def test_the_report_header_carries_the_known_issue_match() -> None:
+    """Issue 42 point 6: the header names the match (no need to scroll to the table)."""
+    from forensics.present.report import header_data
+
+    result = forensics.replay(Path(__file__).resolve().parents[1] / "data"
+                              / "incident-b-vocab-sentinel.capture")
+    lines = header_data(result, conclude(result))["lines"]
+    assert lines[0].startswith("upstream leaves async_output, embedding in violation")
+    assert lines[2].startswith("Known issue vocab-size-sentinel-counted (")
