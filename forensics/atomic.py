@@ -1,5 +1,10 @@
 """Atomic outputs: every file we write is built beside its target and renamed into place, so a
-full disk or a crash leaves the old file or the new one, never a truncated one."""
+full disk or a crash leaves the old file or the new one, never a truncated one.
+
+A file is private (``0600``) unless its writer says it is for sharing (``shared=True``: reports,
+exports, plots, write-ups, the demo's index), which then gets the mode a plain ``open()`` would
+give it under the process's umask (``0644`` under umask 022). Captures, and anything redaction
+has not passed, stay private."""
 
 from __future__ import annotations
 
@@ -11,9 +16,11 @@ from pathlib import Path
 from forensics.errors import OutputError
 
 
-def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
+def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], object],
+                     shared: bool = False) -> Path:
     """Call ``write(tmp)`` on a new file beside ``target`` (same suffix, so a format chosen by
-    suffix is kept), then rename it over ``target``; return ``target``.
+    suffix is kept), then rename it over ``target``; return ``target``. ``shared``: the file
+    is for others to read, so it honours the umask (:func:`shared_mode`); else ``0600``.
 
     Raises:
         OutputError: the file cannot be written (no space, a size limit, permissions); the
@@ -27,6 +34,8 @@ def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], obj
                                    dir=path.parent)
         os.close(fd)
         write(Path(tmp))
+        if shared:
+            os.chmod(tmp, shared_mode())
         os.replace(tmp, path)
         tmp = ""
     except OSError as exc:
@@ -38,6 +47,15 @@ def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], obj
     return path
 
 
-def write_text_atomically(target: str | os.PathLike[str], text: str) -> Path:
+def write_text_atomically(target: str | os.PathLike[str], text: str,
+                          shared: bool = False) -> Path:
     """Write ``text`` (UTF-8) to ``target`` atomically (:func:`write_atomically`)."""
-    return write_atomically(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return write_atomically(target, lambda tmp: tmp.write_text(text, encoding="utf-8"),
+                            shared=shared)
+
+
+def shared_mode() -> int:
+    """The mode ``open()`` gives a new file under the process's umask (``0o666 & ~umask``)."""
+    mask = os.umask(0o077)  # read it (there is no other portable way), then put it back
+    os.umask(mask)
+    return 0o666 & ~mask

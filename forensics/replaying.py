@@ -3,8 +3,8 @@
 Every non-summary record goes through every chosen variant on CPU. A variant's exception becomes
 an ``index_error`` outcome (IndexError) or an ``error`` outcome (anything else) with the message
 ``"<ExceptionType>: <text>"``. Summary records are never replayed: every variant gets the same
-bounds finding from them. Origins of sink findings come from the ``upstream`` model, run here
-when it is not among the chosen variants.
+bounds finding from them. Origins of sink findings, and the access a real-code ``IndexError``
+came from, come from the ``upstream`` model, run here when it is not among the chosen variants.
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def _replay(given: Any, variants: Any, progress: bool) -> ReplayResult:
     chosen = _variants(variants)
     names = [name for name, _ in chosen]
     reference = None
-    if "upstream" not in names and source.has_site(SINK):
+    if "upstream" not in names and (source.has_site(SINK) or _blind(chosen)):
         reference = resolve_variant("upstream")
     bar = Progress(len(records) * len(chosen), "replay", force=True) if progress else None
     judged = judge.Judge(names)
@@ -204,6 +204,12 @@ def _replay(given: Any, variants: Any, progress: bool) -> ReplayResult:
                         outcomes=functools.partial(_outcome_frame, coords, kept),
                         capture=source.capture, bounds=judged.deferred_bounds(),
                         index=_index_frame(coords))
+
+
+def _blind(chosen: list[tuple[str, Variant]]) -> bool:
+    """Whether some chosen variant is no model (real code, a user callable): its
+    ``IndexError`` is named after the upstream model's access at that record."""
+    return any(not isinstance(variant, ModelVariant) for _, variant in chosen)
 
 
 @dataclass

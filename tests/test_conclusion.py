@@ -44,7 +44,9 @@ def test_conclusion_of_incident_b(result_b) -> None:
     text = c.paragraph()
     assert text.startswith("upstream leaves async_output, embedding in violation.")
     assert "patched leaves no site in violation and resolves 2 of 2 upstream" in text
-    assert "async_output step 13 -> embedding step 14" in text and "Qwen3.8-27B" in text
+    assert "async_output step 13 (rank 0) -> embedding step 14 (rank 0)" in text
+    assert "Qwen3.8-27B" in text
+    assert [x["rank"] for x in c.chains["upstream"]] == [0, 0]  # issue 42: chains name the rank
 
 
 def test_a_first_violation_shared_with_the_baseline_is_said_once() -> None:

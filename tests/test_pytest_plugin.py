@@ -113,10 +113,18 @@ def test_check_accept_writes_one_capture_baseline(make_capture,
     from forensics.cli import main
 
     path = make_capture("fresh", embedding_records(bad_step=1))
-    assert main(["check", str(path)]) == 2 and "no expected results" in capsys.readouterr().err
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "no expected results" in err and f"`forensics check {path} --accept`" in err
+    assert "forensics-regen" not in err  # issue 42 point 8: the command, not the plugin
     assert main(["check", str(path), "--accept"]) == 0
     assert capsys.readouterr().out.strip() == f"wrote {path / 'expected.json'}"
     assert main(["check", str(path)]) == 0
+    expected = json.loads((path / "expected.json").read_text())
+    expected["verdicts"]["patched"]["embedding"] = "ok"
+    (path / "expected.json").write_text(json.dumps(expected))
+    assert main(["check", str(path)]) == 1
+    assert f"to accept it: forensics check {path} --accept" in capsys.readouterr().out
 
 
 def test_bare_pytest_with_captures_outside_the_repo_collects_without_errors(

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"capture": result.source, **known.to_json()}, indent=2))
         return 0
-    lines = [f"capture {result.source}: crash verdict {known.crash_verdict}"]
+    lines = [_wrap(f"capture {result.source}: {known.verdict_text()}")]
     for match in known.checked:
         mark = "MATCH" if match.matched else "no   "
         lines.append(_wrap(f"{mark} {match.entry.id}: {match.explain()}"))

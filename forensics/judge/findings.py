@@ -19,7 +19,12 @@ silent:
   element null, tensor the site's ``SUMMARY_TENSOR`` unless the record names one in ``tensor``;
 - a variant without accesses (real code, user callables) whose outcome is ``index_error`` and
   which has no other ``out_of_bounds`` finding on that record gets one, ``value``/``upper``
-  parsed from a torch message when possible;
+  parsed from a torch message when possible; it is then named after the access it came from:
+  the first ``upstream`` model finding at that record (the site's declared accesses, in the
+  order the code runs them) with the same value and bound lends it its tensor, row, element,
+  request and what it indexes (:func:`named_after_access`). Where none matches, it keeps
+  ``tensor`` null: :func:`is_raised` tells it, and the conclusion says "vLLM raised
+  IndexError at this record";
 - only output findings (``out.*``) and summary findings make a record an origin candidate;
 - in the first-finding order a null row or element sorts after the others.
 """
@@ -272,6 +277,7 @@ class Judge:
         rows = []
         for name in self.variants:
             found = self._found[name]
+            _name_raised(found, reference)
             _annotate_sink(coords, found, origins)
             unseen = _not_judged(coords, reference, self._blind[name], found)
             base = name == baseline_of(self.variants)
@@ -454,6 +460,46 @@ class _Origins:
             if cand_step <= step and _matches(self.produced[i], value, req):
                 best = max(best or (cand_step, pref, i), (cand_step, pref, i))
         return None if best is None else best[2]
+
+
+def is_raised(f: Mapping[str, Any]) -> bool:
+    """Whether ``f`` is the bare finding of an ``index_error`` raised by code that shows no
+    accesses, not mapped to the access it came from (no tensor is known)."""
+    return (f.get("kind") == OUT_OF_BOUNDS and f.get("tensor") is None
+            and f.get("index_tensor") is None)
+
+
+def named_after_access(raised: dict[str, Any], model: Sequence[Mapping[str, Any]]
+                       ) -> dict[str, Any] | None:
+    """``raised`` (see :func:`is_raised`) named after the access it came from: the first of
+    the ``model``'s out-of-bounds findings at the same record (reads, not outputs) whose value
+    and bound are the ones the exception names; None when there is none (or the exception
+    named no index)."""
+    value, upper = raised.get("value"), raised.get("upper")
+    if value is None:
+        return None
+    for f in model:
+        if (f["kind"] == OUT_OF_BOUNDS and f["value"] == value and f["upper"] == upper
+                and not (f["tensor"] or "").startswith("out.")):
+            return {**raised, **{k: f[k] for k in _NAMING_KEYS}}
+    return None
+
+
+#: what a real-code finding takes from the model finding of the access it came from
+_NAMING_KEYS = ("row", "element", "tensor", "lower", "req_id", "index_tensor", "index_at",
+                "held", "indexed", "value_class")
+
+
+def _name_raised(found: dict[int, Findings], reference: Mapping[int, Findings]) -> None:
+    """Name each raised finding of ``found`` after the reference model's access at its
+    record (:func:`named_after_access`), in place; those without a match stay as they are."""
+    for i, fs in found.items():
+        model = reference.get(i)
+        if not model:
+            continue
+        for k, f in enumerate(fs):
+            if is_raised(f):
+                fs[k] = named_after_access(f, model) or f
 
 
 def _not_judged(coords: np.ndarray, reference: Mapping[int, Findings], blind: set[int],

@@ -33,8 +33,17 @@ class KnownAnswer:
     checked: list[Match]
     experiments: list[str] = field(default_factory=list)
     race: str = ""
-    #: whether any variant finds a value out of range or a misattributed row
+    #: whether any variant finds a value out of range, a misattributed row, or an input the
+    #: model received that no recorded site wrote (``unwritten_input``)
     failing: bool = False
+    #: what the verdict rests on: the crash events in the capture and where the replay
+    #: raises (:func:`what_was_seen`)
+    seen: str = ""
+
+    def verdict_text(self) -> str:
+        """``"crash verdict no crash (no crash event in the capture; the replay raises
+        IndexError at step 7)"``: the verdict with what it saw."""
+        return f"crash verdict {self.crash_verdict}" + (f" ({self.seen})" if self.seen else "")
 
     @property
     def matches(self) -> list[Match]:
@@ -68,13 +77,19 @@ class KnownAnswer:
         return {"crash_verdict": self.crash_verdict,
                 "matches": [m.entry.id for m in self.matches],
                 "checked": [m.to_json() for m in self.checked],
-                "experiments": self.experiments, "race": self.race}
+                "experiments": self.experiments, "race": self.race, "seen": self.seen}
 
 
 def describe_match(match: Match) -> str:
     """``"Known issue all-placeholder-drafts-race (#40756 ...): evidence ...; fix ...;
-    workaround ..."``."""
+    workaround ..."``; a match resting on misattributed rows alone leaves the entry's title
+    out (it describes a value out of range) and says what matched instead."""
     e = match.entry
+    if match.kinds == {"misattributed"}:  # the title describes another kind of finding
+        return (f"Known issue {e.id} ({e.threads()}), matched by a misattributed row only (an "
+                f"in-range row another request held, no value out of range): evidence: "
+                f"{'; '.join(match.evidence)}; fix: {e.fix_text()}; workaround: "
+                f"{e.workaround.rstrip('.')}.")
     return (f"Known issue {e.id} ({e.threads()}): {e.title}; evidence: "
             f"{'; '.join(match.evidence)}; fix: {e.fix_text()}; workaround: "
             f"{e.workaround.rstrip('.')}.")
@@ -108,8 +123,30 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     findings = evidence.findings
     failing = bool(len(findings)) and bool(
         findings["kind"].isin(["out_of_bounds", "misattributed"]).any())
+    failing = failing or bool(len(race.findings))
     race_text = race.summary() if len(race.findings) or verdict == UNEXPLAINED else ""
-    return KnownAnswer(verdict, checked, experiments, race_text, failing)
+    return KnownAnswer(verdict, checked, experiments, race_text, failing,
+                       what_was_seen(evidence, result))
+
+
+def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
+    """The crash events of the capture (or that it holds none) and where the baseline's
+    replay raises first (or that it raises nothing): what the crash verdict rests on."""
+    events = [e for e in evidence.events if crashed([e])]
+    if events:
+        first = events[0]
+        step = f" at step {first['step']}" if isinstance(first.get("step"), int) else ""
+        text = f"{len(events)} crash event(s) in the capture, the first {first.get('kind')}{step}"
+    else:
+        text = "no crash event in the capture"
+    outcomes = result.outcomes
+    raised = outcomes[(outcomes["variant"] == evidence.baseline) & (outcomes["status"] != "ok")]
+    if not len(raised):
+        return f"{text}; the {evidence.baseline} replay raises nothing"
+    first_row = raised.sort_values(["step", "rank"], kind="mergesort").iloc[0]
+    exception = str(first_row["message"]).split(":", 1)[0] or str(first_row["status"])
+    return (f"{text}; the {evidence.baseline} replay raises {exception} at step "
+            f"{int(first_row['step'])} ({first_row['site']}, rank {int(first_row['rank'])})")
 
 
 def next_experiments(evidence: Evidence, race: RaceCheck, result: ReplayResult) -> list[str]:

@@ -21,6 +21,8 @@ class Check:
 
     holds: bool | None
     why: str
+    #: the kind of the finding that decided it (finding clauses that hold), else None
+    kind: str | None = None
 
 
 @dataclass
@@ -33,6 +35,8 @@ class Match:
     missing: list[str] = field(default_factory=list)
     contradicted: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+    #: the kinds of the findings the match rests on (``out_of_bounds``, ``misattributed``...)
+    kinds: set[str] = field(default_factory=set)
 
     def explain(self) -> str:
         """One sentence: why the entry matches, or why not."""
@@ -60,6 +64,8 @@ def match_entry(entry: Entry, evidence: Evidence) -> Match:
     for clause in entry.require:
         check = evaluate(clause, evidence)
         (result.evidence if check.holds else result.missing).append(check.why)
+        if check.holds and check.kind:
+            result.kinds.add(check.kind)
     for clause in entry.context:
         check = evaluate(clause, evidence)
         if check.holds is False:
@@ -97,7 +103,7 @@ def _finding(spec: dict[str, Any], evidence: Evidence) -> Check:
     bounds = evidence.id_bounds() if len(rows) else set()
     for _, row in rows.iterrows():
         if all(_field_matches(row, key, spec[key], bounds) for key in spec if key != "variant"):
-            return Check(True, f"{variant} finds {_describe(row, bounds)}")
+            return Check(True, f"{variant} finds {_describe(row, bounds)}", row.get("kind"))
     wanted = ", ".join(f"{k} {'/'.join(map(str, _one_of(v)))}" for k, v in spec.items())
     return Check(False, f"no finding with {wanted}")
 
@@ -123,6 +129,8 @@ def _bad_value(row: Any) -> str:
 
 def _describe(row: Any, bounds: set[int]) -> str:
     text = f"{row['site']} step {row['step']}: {_bad_value(row)}"
+    if row.get("kind") == "misattributed":
+        text += " (misattributed: an in-range row another request held)"
     cls = value_class(row, bounds)
     if cls:
         text += f" ({cls})"

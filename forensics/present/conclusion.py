@@ -6,9 +6,12 @@ events and summary) and gives a :class:`Conclusion`:
 
 - per variant, the sites it leaves in violation (and the suspect and error sites);
 - per patch (every variant but the baseline: ``upstream`` when chosen, else the first), how many
-  of the baseline's ``out_of_bounds`` findings it resolves, and how many new ones it adds; a
-  baseline finding is resolved when the patch has no unresolved ``out_of_bounds`` finding at the
-  same (site, step, rank, row, element, tensor);
+  of the baseline's ``out_of_bounds`` findings it resolves, how many still fail, and how many
+  new ones it adds; a baseline finding is resolved only when the fix made it go away: the patch
+  has no unresolved ``out_of_bounds`` finding at that record at all (real code stops at its
+  first ``IndexError``: whatever it raises there stands in the finding's place, the same
+  failure, never "resolved" plus "added"); a new one is a finding at a record where the
+  baseline has none;
 - per variant, the first violation (the first unresolved ``out_of_bounds`` finding, with its
   request and bound) and the origin chain from the site that produced the value to the sink;
 - the capture's facts (model, vocabulary, speculative config, async flag, versions, host, ranks,
@@ -30,6 +33,7 @@ from forensics.judge.findings import (
     UNJUDGED,
     baseline_of,
     is_judged,
+    is_raised,
     sort_findings,
     to_python,
 )
@@ -69,6 +73,9 @@ class Patch:
     #: the baseline's findings this variant cannot see (a read inside an allocation, by code
     #: that shows no accesses): neither resolved nor still there
     not_judged: int = 0
+    #: the baseline's findings at records where this variant still has an unresolved finding
+    #: (it raised there, or reads out of bounds): the same failure, not resolved
+    failing: int = 0
 
 
 @dataclass
@@ -121,6 +128,7 @@ class Conclusion:
                                                            self.first.get(self.baseline))]
         parts.append(self.silent_sentence())
         parts += known_sentences(self.known)
+        parts.append(version_sentence(self.facts, self.variants))
         parts.append(facts_sentence(self.facts))
         return " ".join(p for p in parts if p)
 
@@ -180,7 +188,7 @@ class Conclusion:
         chain = self.chains.get(variant) or []
         if len(chain) > 1:
             text += " Origin chain: " + " -> ".join(
-                f"{c['site']} step {c['step']}" for c in chain) + "."
+                f"{c['site']} step {c['step']}" + _rank_of(c) for c in chain) + "."
         return text
 
     def silent_sentence(self) -> str:
@@ -210,6 +218,8 @@ class Conclusion:
         patch = self.patch(variant)
         if patch is not None:
             status += f"; resolves {patch.resolved} of {patch.total}, adds {patch.added}"
+            if patch.failing:
+                status += f", still failing {patch.failing}"
             if patch.not_judged:
                 status += f", not judged {patch.not_judged}"
         if first is not None:
@@ -297,24 +307,38 @@ def same_place(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     return all(a.get(k) == b.get(k) for k in (*PLACE, "value"))
 
 
-def _places(frame: pd.DataFrame) -> set[tuple[Any, ...]]:
-    return {tuple(to_python(v) for v in row)
-            for row in frame[list(PLACE)].itertuples(index=False, name=None)}
+def _keyed(frame: pd.DataFrame) -> set[tuple[Any, ...]]:
+    """Each finding of ``frame`` as ``(record, *PLACE)``: its record (the ``record`` column,
+    else its site, step and rank) then its place."""
+    places = [tuple(to_python(v) for v in row)
+              for row in frame[list(PLACE)].itertuples(index=False, name=None)]
+    if "record" in frame.columns:
+        records: list[Any] = [to_python(r) for r in frame["record"]]
+    else:
+        records = [p[:3] for p in places]
+    return {(r, *p) for r, p in zip(records, places, strict=True)}
 
 
 def patch_effect(findings: pd.DataFrame, baseline: str, variant: str) -> Patch:
-    """How many of ``baseline``'s out-of-bounds findings ``variant`` resolves, and adds."""
-    base = _places(findings[(findings["variant"] == baseline)
-                            & (findings["kind"] == OUT_OF_BOUNDS)])
-    still = _places(unresolved(findings, variant))
-    unseen = _places(findings[(findings["variant"] == variant) & ~is_judged(findings)]) & base
-    return Patch(variant=variant, resolved=len(base - still - unseen), total=len(base),
-                 added=len(still - base), not_judged=len(unseen))
+    """How many of ``baseline``'s out-of-bounds findings ``variant`` resolves (no unresolved
+    finding of its own left at that record), still fails on, cannot see, and how many it adds
+    (at records where the baseline has none)."""
+    base = _keyed(findings[(findings["variant"] == baseline)
+                           & (findings["kind"] == OUT_OF_BOUNDS)])
+    still = _keyed(unresolved(findings, variant))
+    unseen = _keyed(findings[(findings["variant"] == variant) & ~is_judged(findings)]) & base
+    failing_records = {key[0] for key in still}
+    seen = base - unseen
+    failing = {key for key in seen if key[0] in failing_records}
+    base_records = {key[0] for key in base}
+    return Patch(variant=variant, resolved=len(seen - failing), total=len(base),
+                 added=len({key for key in still if key[0] not in base_records}),
+                 not_judged=len(unseen), failing=len(failing))
 
 
 def origin_chain(findings: pd.DataFrame, variant: str, first: dict[str, Any]
                  ) -> list[dict[str, Any]]:
-    """The path of ``first``'s bad value: ``[{site, step, tensor}, ...]`` from the site that
+    """The path of ``first``'s bad value: ``[{site, step, rank, tensor}, ...]`` from the site that
     produced it to the sink (one entry when the value reached no other recorded site)."""
     rows = findings[(findings["variant"] == variant) & (findings["rank"] == first["rank"])
                     & (findings["value"] == first["value"])]
@@ -323,7 +347,8 @@ def origin_chain(findings: pd.DataFrame, variant: str, first: dict[str, Any]
         if len(before):
             src = sort_findings(before).iloc[-1]
             return [_link(src), _link(first)]
-        return [{"site": first["origin"], "step": None, "tensor": None}, _link(first)]
+        return [{"site": first["origin"], "step": None, "rank": first["rank"], "tensor": None},
+                _link(first)]
     after = rows[(rows["site"] == SINK) & (rows["origin"] == first["site"])
                  & (rows["step"] >= first["step"])]
     if len(after):
@@ -332,7 +357,13 @@ def origin_chain(findings: pd.DataFrame, variant: str, first: dict[str, Any]
 
 
 def _link(row: Any) -> dict[str, Any]:
-    return {"site": row["site"], "step": to_python(row["step"]), "tensor": row["tensor"]}
+    return {"site": row["site"], "step": to_python(row["step"]), "rank": to_python(row["rank"]),
+            "tensor": row["tensor"]}
+
+
+def _rank_of(link: dict[str, Any]) -> str:
+    """``" (rank 1)"``: the rank of a link of an origin chain (``""`` when unknown)."""
+    return "" if link.get("rank") is None else f" (rank {link['rank']})"
 
 
 def describe_finding(f: dict[str, Any]) -> str:
@@ -353,7 +384,10 @@ def what_happened(f: dict[str, Any]) -> str:
     """The bad value of a finding, where it is held and what it indexes: ``"`prev_positions[3]
     = 4` indexes `valid_sampled_token_count` (4 elements): a stale previous row"``. ``T[i] =
     v`` is written only where ``T[i]`` holds ``v`` (the finding's ``held``); a finding without
-    these keys (an older table) says ``tensor[element] = value``."""
+    these keys (an older table) says ``tensor[element] = value``; an ``IndexError`` of real
+    code that no access explains says so (:func:`raised_text`)."""
+    if "index_tensor" in f and is_raised(f):
+        return raised_text(f)
     if f.get("kind") != OUT_OF_BOUNDS or "index_tensor" not in f:
         tensor = f["tensor"] if f.get("element") is None else f"{f['tensor']}[{f['element']}]"
         text = f"{tensor} = {f['value']}"
@@ -363,6 +397,19 @@ def what_happened(f: dict[str, Any]) -> str:
     text = f"{_holder(f)} {_target(f)}"
     kind = _value_kind(f)
     return f"{text}: {kind}" if kind else text
+
+
+def raised_text(f: dict[str, Any]) -> str:
+    """``"vLLM raised IndexError at this record (index 4, size 4)"``: a real-code finding that
+    no declared access of the site explains (the code that raised it, and what it said)."""
+    variant = str(f.get("variant") or "")
+    who = "vLLM" if variant.startswith("vllm") else (f"variant {variant}" if variant
+                                                     else "the code")
+    text = f"{who} raised IndexError at this record"
+    if f.get("value") is not None:
+        size = "" if f.get("upper") is None else f", size {f['upper']}"
+        text += f" (index {f['value']}{size}); no access of the site explains it"
+    return text
 
 
 def _holder(f: dict[str, Any]) -> str:
@@ -432,6 +479,9 @@ def _bound(value: Any) -> str:
 def describe_patch(patch: Patch, baseline: str) -> str:
     """``"resolves 2 of 2 upstream findings"`` (and the new ones it adds)."""
     text = f"resolves {patch.resolved} of {patch.total} {baseline} out-of-bounds findings"
+    if patch.failing:
+        every = "all " if patch.failing == patch.total else ""
+        text += f" ({every}{patch.failing} still fail at their records)"
     if patch.not_judged:
         text += f" ({patch.not_judged} not judged: it cannot see them)"
     if patch.added:
@@ -502,6 +552,25 @@ def stopped_sentence(step: int) -> str:
             f"{step}: the capture holds what was recorded up to then.")
 
 
+#: the vLLM version whose code the model variants (``upstream``, ``patched``) copy
+MODELS_VLLM = "0.33.0"
+
+
+def version_sentence(facts: dict[str, Any], variants: Sequence[str]) -> str:
+    """That the capture's vLLM is not the one the models copy, and what that may change; or
+    ``""`` (same version, unknown version, or no model variant replayed)."""
+    version = str(facts.get("vllm") or "")
+    models = [v for v in variants if not v.startswith("vllm")]
+    if not version or version == "unknown" or version == MODELS_VLLM or not models:
+        return ""
+    return (f"The capture comes from vLLM {terminal(version)}, while {', '.join(models)} "
+            f"replay{'s' if len(models) == 1 else ''} the code of vLLM {MODELS_VLLM}: where "
+            f"these sites changed between the two, a bound, a fast path or the placeholder "
+            f"rule may differ, so a verdict may not be what {terminal(version)} did (replay "
+            f"with --variant vllm on that version's code where it is supported, 0.32.x or "
+            f"0.33.x).")
+
+
 def facts_sentence(facts: dict[str, Any]) -> str:
     """The capture's facts as one sentence (``""`` when there are none)."""
     if not facts:
@@ -557,7 +626,8 @@ def next_steps(conclusion: Conclusion) -> list[str]:
         chain = conclusion.chains.get(conclusion.baseline) or []
         if len(chain) > 1:
             steps.append(f"The bad value reaches the sink from {chain[0]['site']} (step "
-                         f"{chain[0]['step']}): the fix belongs there, not at the crash.")
+                         f"{chain[0]['step']}){_rank_of(chain[0])}: the fix belongs there, "
+                         "not at the crash.")
     steps += [_patch_step(conclusion, p) for p in conclusion.patches if p.total or p.added]
     suspects = {v: s for v, s in conclusion.suspects.items() if s}
     steps += [_suspect_step(conclusion, v, s) for v, s in suspects.items()]
@@ -567,6 +637,11 @@ def next_steps(conclusion: Conclusion) -> list[str]:
         if stopped is not None and not events:
             steps.append(stopped_sentence(stopped) + " No captured index left its range: "
                          "look at the step in flight (the kernels it launched) next.")
+            return steps
+        if known is not None and known.failing:  # only unwritten inputs are left
+            steps.append("No index left its valid range, yet the model received input ids "
+                         "that no recorded site wrote (unwritten_input findings, the race "
+                         "evidence above): look for a race on the input buffer.")
             return steps
         steps.append(
             f"No site has a violation, yet the capture holds {len(events)} crash event(s): it "

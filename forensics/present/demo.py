@@ -71,7 +71,7 @@ def known_line(result: object) -> str:
 
     known = answer(result)  # type: ignore[arg-type]
     ids = ", ".join(f"{m.entry.id} ({m.entry.threads()})" for m in known.matches)
-    return f"crash verdict {known.crash_verdict}; known issues: {ids or 'none matches'}"
+    return f"{known.verdict_text()}; known issues: {ids or 'none matches'}"
 
 
 def known_block(rows: list[DemoRow]) -> str:
@@ -164,4 +164,4 @@ def _write_index(path: Path, rows: list[DemoRow], entries: list[tuple[str, str |
         "<table id='verdicts'><tr><th>capture</th><th>site</th><th>upstream</th>"
         f"<th>patched</th><th>first finding (upstream)</th></tr>{table}</table>"
         f"<h2>Known issues</h2><ul id='known'>{known}</ul>"
-        f"<h2>Reports</h2><ul>{links}</ul></body></html>\n")
+        f"<h2>Reports</h2><ul>{links}</ul></body></html>\n", shared=True)

@@ -77,7 +77,8 @@ def write_findings(frame: pd.DataFrame, path: str | Path) -> Path:
     """
     target = output_path(path)
     writers = {".csv": _write_csv, ".jsonl": _write_jsonl, ".parquet": _write_parquet}
-    return write_atomically(target, lambda tmp: writers[target.suffix.lower()](frame, tmp))
+    return write_atomically(target, lambda tmp: writers[target.suffix.lower()](frame, tmp),
+                            shared=True)
 
 
 def _write_csv(frame: pd.DataFrame, target: Path) -> None:

@@ -1390,7 +1390,8 @@ def save(ax: Axes, path: str | os.PathLike[str], dpi: int = 120) -> None:
     from forensics.atomic import write_atomically
 
     try:
-        write_atomically(path, lambda tmp: figure.savefig(tmp, dpi=dpi, bbox_inches="tight"))
+        write_atomically(path, lambda tmp: figure.savefig(tmp, dpi=dpi, bbox_inches="tight"),
+                         shared=True)
     finally:
         close(figure)
 

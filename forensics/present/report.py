@@ -156,13 +156,18 @@ def _tags(cell: Any) -> list[str]:
 
 
 def header_data(result: Any, conclusion: Any) -> dict[str, Any]:
-    """What the report's header shows: the conclusion as short lines (one per variant's
-    verdict, the first violation, the silent inputs, the capture's facts) and the verdict
+    """What the report's header shows: the conclusion as short lines ("not explained" first
+    when so, one per variant's verdict, the known-issue match, the first violation, the silent
+    inputs, another vLLM version, the capture's facts) and the verdict
     table (site -> variant -> verdict)."""
-    lines = [conclusion.verdict_sentence(v) for v in conclusion.variants]
-    lines += [conclusion.first_sentence(conclusion.baseline), conclusion.silent_sentence()]
-    from forensics.present.conclusion import facts_sentence
+    from forensics.present.conclusion import facts_sentence, version_sentence
 
+    known = conclusion.known
+    lines = [known.lead() if known is not None else ""]
+    lines += [conclusion.verdict_sentence(v) for v in conclusion.variants]
+    lines += [known.known_sentence() if known is not None else ""]  # the known-issue match
+    lines += [conclusion.first_sentence(conclusion.baseline), conclusion.silent_sentence()]
+    lines.append(version_sentence(conclusion.facts, conclusion.variants))
     lines.append(facts_sentence(conclusion.facts))
     variants = list(result.variants)
     sites = list(dict.fromkeys(s for v in variants for s in result.verdicts[v]))
@@ -327,7 +332,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
             "version": forensics.__version__}
     html = export_html(executed, title=f"forensics report: {name}", info=info,
                        with_code=with_code)
-    write_text_atomically(target, html)
+    write_text_atomically(target, html, shared=True)
     say(f"wrote {target}")
     return target
 

@@ -81,7 +81,9 @@ def _first_text(conclusion: Conclusion, variant: str) -> str:
     text = describe_finding(first)
     chain = conclusion.chains.get(variant) or []
     if len(chain) > 1:
-        text += "; origin chain " + " -> ".join(f"{c['site']} step {c['step']}" for c in chain)
+        text += "; origin chain " + " -> ".join(
+            f"{c['site']} step {c['step']}" + (f" (rank {c['rank']})" if c.get("rank") is not None
+                                                else "") for c in chain)
     return text
 
 

@@ -55,8 +55,8 @@ class CheckResult:
         lines += [f"  - {d}" for d in self.differences]
         if self.obtained_path is not None:
             lines.append(f"  obtained result written to {self.obtained_path}")
-        lines.append(f"  to accept it: pytest --forensics-captures {self.capture.parent} "
-                     f"--forensics-regen  (or copy {OBTAINED_NAME} over {EXPECTED_NAME})")
+        lines.append(f"  to accept it: forensics check {self.capture} --accept  (in a test suite: "
+                     f"pytest --forensics-captures {self.capture.parent} --forensics-regen)")
         return "\n".join(lines)
 
 
@@ -75,8 +75,7 @@ def read_expected(capture: Path) -> dict[str, Any]:
     data = read_file(capture)
     if data is None:
         raise CaptureFormatError(f"{path}: no expected results; create them with "
-                                 f"`pytest --forensics-captures {capture.parent} "
-                                 f"--forensics-regen`")
+                                 f"`forensics check {capture} --accept`")
     check_json(data, path)
     return data
 

@@ -30,10 +30,12 @@ def test_known_capture_explains_every_entry(capsys: pytest.CaptureFixture[str]) 
     capture = ROOT / "data" / "placeholder-leak.capture"
     assert main(["known", str(capture)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].endswith("placeholder-leak.capture: crash verdict no crash")
     marks = [line.split()[0] for line in lines[1:] if line.startswith(("MATCH", "no "))]
     assert marks == ["MATCH"] + ["no"] * 7
     text = " ".join(" ".join(lines).split())
+    # issue 42 point 3: the verdict names what it saw, not only "no crash"
+    assert ("placeholder-leak.capture: crash verdict no crash (no crash event in the capture; "
+            "the upstream replay raises IndexError at step 39 (embedding, rank 0)) ") in text
     assert ("MATCH placeholder-reaches-input-ids: matches: upstream finds embedding step 39: "
             "input_ids[30] = -1 (placeholder), origin prepare_input_ids") in text
 
@@ -48,7 +50,9 @@ def test_the_demo_table_names_known_issues() -> None:
 
     result = forensics.replay(ROOT / "data" / "incident-b-vocab-sentinel.capture")
     line = known_line(result)
-    assert line == ("crash verdict explained; known issues: vocab-size-sentinel-counted "
+    assert line == ("crash verdict explained (2 crash event(s) in the capture, the first "
+                    "cuda_assert at step 14; the upstream replay raises IndexError at step 14 "
+                    "(embedding, rank 0)); known issues: vocab-size-sentinel-counted "
                     "(1CatAI/1Cat-vLLM#625 (pr, open))")
     row = DemoRow("incident-b", "embedding", "violation", "ok", "-", line)
     assert format_table([row]).endswith(f"known issues (forensics known CAPTURE):\n"
