@@ -94,6 +94,9 @@ class Stream:
     #: whether vLLM clamps ``input_ids`` to ``>= 0`` before the embedding (None: unknown)
     clamps: bool | None = None
     clamp_reason: str = "unknown"
+    #: the ids' bound (the embedding's rows) when recorded: an id at or past it is a bounds
+    #: finding, not a substitution
+    bound: int | None = None
 
     def accept(self, rank: int, req_id: str, position: int, token: Recorded) -> None:
         """Note ``token`` as accepted for ``req_id`` at ``position``."""
@@ -135,8 +138,10 @@ class Continuity:
         if self.findings:
             first = describe(self.findings[0])
             more = len(self.findings) - 1
-            return (f"Token continuity: {len(self.findings)} substituted token(s); the first: "
-                    f"{first}" + (f" ({more} more)." if more else ""))
+            kinds = ", ".join(f"{sum(f['kind'] == k for f in self.findings)} {k}" for k in KINDS
+                              if any(f["kind"] == k for f in self.findings))
+            return (f"Token continuity: {len(self.findings)} wrong token(s) fed ({kinds}); the "
+                    f"first: {first}" + (f" ({more} more)." if more else "."))
         if self.needs:
             return f"Token continuity not judged: needs {', '.join(self.needs)}."
         return ""
@@ -167,7 +172,8 @@ def check(stream: Stream) -> Continuity:
         judged += 1
         if placeholder:
             findings.append(finding_of(fed, expected, CLAMPED))
-        elif expected is not None and fed.value >= 0 and fed.value != expected.value:
+        elif (expected is not None and 0 <= fed.value < (stream.bound or fed.value + 1)
+              and fed.value != expected.value):
             findings.append(finding_of(fed, expected, SUBSTITUTED))
     return Continuity(stream.runner, findings, notes, list(stream.needs), judged, stream.clamps)
 

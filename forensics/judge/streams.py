@@ -129,6 +129,8 @@ def _v1_fed(stream: Stream, key: Key, emb: Record, prep: Record | None,
     """The tokens of ``emb`` (the model's ids), before the clamp where ``prep`` recorded them."""
     step, rank = key
     read = np.asarray(emb["input_ids"]).reshape(-1)
+    if isinstance(emb.get("num_embeddings"), int):
+        stream.bound = int(emb["num_embeddings"])
     rows = prep if prep is not None else emb
     names, cu = rows.get("req_ids"), rows.get("cu_num_tokens")
     drafts = prep.get("num_draft_tokens") if prep is not None else None
@@ -197,6 +199,8 @@ def _v2_fed(stream: Stream, key: Key, emb: Record, comb: Record, post: Record
     """The tokens of ``emb``; returns each request's last verified position."""
     step, rank = key
     read = np.asarray(emb["input_ids"]).reshape(-1)
+    if isinstance(emb.get("num_embeddings"), int):
+        stream.bound = int(emb["num_embeddings"])
     qsl = np.asarray(comb["query_start_loc"]).reshape(-1).astype(np.int64)
     logits = np.diff(np.asarray(comb["cu_num_logits"]).reshape(-1).astype(np.int64))
     slots = np.asarray(comb["idx_mapping"]).reshape(-1).astype(np.int64)
