@@ -61,12 +61,13 @@ def v2_sites() -> tuple[str, str, str]:
 def v1_stream(records_of: RecordsOf, clamps: bool | None = None, why: str = "") -> Stream:
     """The token stream of a V1 capture (see the module)."""
     stream = Stream("v1", clamps=clamps, clamp_reason=why)
-    sink, prepare, change = v1_sites()
-    embedded, prepared, changed = (_by_key(records_of(site)) for site in (sink, prepare, change))
+    sink, staging, batch_change = v1_sites()
+    embedded, prepared, changed = (_by_key(records_of(site))
+                                   for site in (sink, staging, batch_change))
     if not embedded:
         stream.need(f"{sink}.input_ids")
     if not prepared:
-        stream.need(f"{prepare} (rows, drafts and sampled ids)")
+        stream.need(f"{staging} (rows, drafts and sampled ids)")
     last: dict[tuple[int, str], tuple[int, int]] = {}  # (rank, req) -> (step, last verified)
     for key in sorted(embedded):
         prep, change = prepared.get(key), changed.get(key)
@@ -177,14 +178,15 @@ def _v1_token(key: Key, e: int, name: str | None, position: int | None, read: np
 def v2_stream(records_of: RecordsOf) -> Stream:
     """The token stream of a V2 capture (see the module)."""
     stream = Stream("v2", clamps=False, clamp_reason="Model Runner V2 does not clamp input ids")
-    sink, combine, post = v2_sites()
-    embedded, combined, updated = (_by_key(records_of(site)) for site in (sink, combine, post))
+    sink, combining, updating = v2_sites()
+    embedded, combined, updated = (_by_key(records_of(site))
+                                   for site in (sink, combining, updating))
     if not embedded:
         stream.need(f"{sink}.input_ids")
     if not combined:
-        stream.need(f"{combine} (rows and drafts)")
+        stream.need(f"{combining} (rows and drafts)")
     if not updated:
-        stream.need(f"{post} (positions and sampled ids)")
+        stream.need(f"{updating} (positions and sampled ids)")
     for key in sorted(embedded):
         comb, post = combined.get(key), updated.get(key)
         if comb is None or post is None:

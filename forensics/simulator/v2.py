@@ -158,8 +158,8 @@ class V2Simulator:
         ids = get_site(self.combine_site).upstream(combine).outputs.get("input_ids")
         if self.s.zeroed_combine and self.rng.random() < self.s.zeroed_combine and decoding:
             ids = np.array(ids, copy=True)
-            end, drafts = int(qsl[decoding[-1] + 1]), rows[decoding[-1]][2]
-            ids[end - drafts:end] = 0
+            end, count = int(qsl[decoding[-1] + 1]), rows[decoding[-1]][2]
+            ids[end - count:end] = 0
         combine.fields["input_ids_after"] = ids
         fed = Record(SINK, step, 0, {
             "input_ids": ids, "num_embeddings": vocab, "req_ids": req_ids,
