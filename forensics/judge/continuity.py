@@ -41,7 +41,7 @@ EFFECTS = {
 CONTINUITY_COLUMNS = ("position", "expected", "expected_at", "expected_step", "effect")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Recorded:
     """A token as a capture recorded it: its value, where (site, step, tensor, element) and
     the step that sampled or proposed it."""
@@ -58,7 +58,7 @@ class Recorded:
         return f"{self.site} step {self.step} {self.tensor}{self.element}"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Fed:
     """One token fed to the model: ``tensor[element]`` of ``site``'s record at ``step`` holds
     ``value`` for request ``req_id`` at ``position``; ``draft`` is its draft slot (``-1`` for a
@@ -87,8 +87,10 @@ class Stream:
     fed: list[Fed] = field(default_factory=list)
     #: (rank, request, position) -> the tokens accepted there, in recording order
     accepted: dict[tuple[int, str, int], list[Recorded]] = field(default_factory=dict)
-    #: (rank, step fed, request, draft slot) -> the draft the drafter proposed
-    proposed: dict[tuple[int, int, str, int], Recorded] = field(default_factory=dict)
+    #: (rank, step fed, request) -> the drafts proposed for it: their values, and where they
+    #: were recorded (site, step, tensor, row of that tensor, the step that proposed them)
+    proposed: dict[tuple[int, int, str], tuple[list[int], str, int, str, int, int]] = field(
+        default_factory=dict)
     #: the fields the check needs and the capture lacks (``site.field``)
     needs: list[str] = field(default_factory=list)
     #: whether vLLM clamps ``input_ids`` to ``>= 0`` before the embedding (None: unknown)
@@ -184,12 +186,18 @@ def expected_for(stream: Stream, fed: Fed) -> Recorded | None:
     if fed.req_id is None:
         return None
     if fed.role == DRAFT:
-        return stream.proposed.get((fed.rank, fed.step, fed.req_id, fed.draft))
+        drafts = stream.proposed.get((fed.rank, fed.step, fed.req_id))
+        if drafts is None or fed.draft >= len(drafts[0]):
+            return None
+        values, site, step, tensor, row, made_at = drafts
+        return Recorded(values[fed.draft], site, step, tensor, f"[{row}, {fed.draft}]", made_at)
     if fed.position is None:
         return None
-    earlier = [t for t in stream.accepted.get((fed.rank, fed.req_id, fed.position), ())
-               if t.made_at < fed.step]
-    return earlier[-1] if earlier else None
+    found = None
+    for token in stream.accepted.get((fed.rank, fed.req_id, fed.position), ()):
+        if token.made_at < fed.step:
+            found = token
+    return found
 
 
 def finding_of(fed: Fed, expected: Recorded | None, kind: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ judged against the slot's ``draft_tokens`` as ``combine_tokens`` received them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -46,12 +47,14 @@ V2_COMBINE = "vllm.v1.worker.gpu.model_runner:combine_sampled_and_draft_tokens"
 V2_POST_UPDATE = "vllm.v1.worker.gpu.model_runner:post_update"
 
 
+@functools.lru_cache(maxsize=1)
 def v1_sites() -> tuple[str, str, str]:
     """The V1 sites a stream reads: the sink, the input staging, the batch change."""
     by = hooked_by()
     return SINK, by[V1_PREPARE], by[V1_BATCH_CHANGE]
 
 
+@functools.lru_cache(maxsize=1)
 def v2_sites() -> tuple[str, str, str]:
     """The V2 sites a stream reads: the sink, the combine step, the post-update."""
     at = hooked_at()
@@ -69,6 +72,9 @@ def v1_stream(records_of: RecordsOf, clamps: bool | None = None, why: str = "") 
     if not prepared:
         stream.need(f"{staging} (rows, drafts and sampled ids)")
     last: dict[tuple[int, str], tuple[int, int]] = {}  # (rank, req) -> (step, last verified)
+    if embedded and all("positions" not in r for r in embedded.values()):
+        stream.need(f"{sink}.positions")  # nothing is judged without them: skip the walk
+        return stream
     for key in sorted(embedded):
         prep, change = prepared.get(key), changed.get(key)
         if prep is not None:
@@ -99,10 +105,8 @@ def _v1_expected(stream: Stream, key: Key, prep: Record, change: Record | None,
                 int(sampled[i, 0]), prep.site, step, "prev_sampled_token_ids",
                 f"[{i}, 0]", step - 1))
         if drafts is not None and i < len(drafts):
-            for j, value in enumerate(drafts[i].tolist()):
-                stream.proposed[(rank, step, name, j)] = Recorded(
-                    int(value), prep.site, step, "draft_token_ids", f"[{i}, {j}]",
-                    step - 1)
+            stream.proposed[(rank, step, name)] = (drafts[i].tolist(), prep.site, step,
+                                                   "draft_token_ids", i, step - 1)
     if counts is None:
         stream.need(f"{v1_sites()[2]}.valid_sampled_token_count")
 
@@ -144,35 +148,35 @@ def _v1_fed(stream: Stream, key: Key, emb: Record, prep: Record | None,
             if value is None:
                 stream.need(field)
         return
-    before = prep.get("input_ids_device_after") if prep is not None else None
-    before = None if before is None else np.asarray(before).reshape(-1)
-    pos = np.asarray(positions).reshape(-1)
-    ends = np.asarray(cu).reshape(-1).astype(np.int64)
-    for i, (name, end) in enumerate(zip(names, ends.tolist(), strict=False)):
-        start = int(ends[i - 1]) if i else 0
-        d = int(np.asarray(drafts).reshape(-1)[i])
-        for e in range(start, min(end, len(read))):
+    after = prep.get("input_ids_device_after") if prep is not None else None
+    before = [] if after is None else np.asarray(after).reshape(-1).tolist()
+    ids, pos = read.tolist(), np.asarray(positions).reshape(-1).tolist()
+    ends = np.asarray(cu).reshape(-1).astype(np.int64).tolist()
+    counts = np.asarray(drafts).reshape(-1).tolist()
+    token = functools.partial(_v1_token, key, ids, before)
+    fed = stream.fed
+    for i, (name, end) in enumerate(zip(names, ends, strict=False)):
+        start, d = ends[i - 1] if i else 0, counts[i]
+        for e in range(start, min(end, len(ids))):
             j = e - (end - d)
-            role = DRAFT if j >= 0 else VERIFIED
-            stream.fed.append(_v1_token(key, e, name, int(pos[e]) if e < len(pos) else None,
-                                        read, before, role, j, i))
-        if end - d - 1 < len(pos) and end - d - 1 >= start:
-            last[(rank, name)] = (step, int(pos[end - d - 1]))
-    for e in range(int(ends[-1]) if len(ends) else 0, len(read)):
-        stream.fed.append(_v1_token(key, e, None, None, read, before, PADDING, -1, None))
+            fed.append(token(e, name, pos[e] if e < len(pos) else None,
+                             DRAFT if j >= 0 else VERIFIED, j if j >= 0 else -1, i))
+        if start <= end - d - 1 < len(pos):
+            last[(rank, name)] = (step, pos[end - d - 1])
+    for e in range(ends[-1] if ends else 0, len(ids)):
+        fed.append(token(e, None, None, PADDING, -1, None))
 
 
-def _v1_token(key: Key, e: int, name: str | None, position: int | None, read: np.ndarray,
-              before: np.ndarray | None, role: str, j: int, row: int | None) -> Fed:
+def _v1_token(key: Key, ids: list[int], before: list[int], e: int, name: str | None,
+              position: int | None, role: str, j: int, row: int | None) -> Fed:
     """One V1 token: the id ``prepare_input_ids`` wrote (before the clamp) when recorded and
     out of range, else the id the embedding read."""
     step, rank = key
-    value = int(read[e])
-    if before is not None and e < len(before) and int(before[e]) < 0:
+    value = ids[e]
+    if e < len(before) and before[e] < 0:
         return Fed(step, rank, v1_sites()[1], "out.input_ids_device", e, name, position,
-                   int(before[e]), role, max(j, -1), row, value)
-    return Fed(step, rank, SINK, "input_ids", e, name, position, value, role, max(j, -1), row,
-               value)
+                   before[e], role, j, row, value)
+    return Fed(step, rank, SINK, "input_ids", e, name, position, value, role, j, row, value)
 
 
 def v2_stream(records_of: RecordsOf) -> Stream:
@@ -217,13 +221,12 @@ def _v2_fed(stream: Stream, key: Key, emb: Record, comb: Record, post: Record
         start, end, slot = int(qsl[i]), int(qsl[i + 1]), int(slots[i])
         d = max(int(logits[i]) - 1, 0) if i < len(logits) else 0
         first = int(computed[slot]) if 0 <= slot < len(computed) else None
+        if d and 0 <= slot < len(drafts):
+            stream.proposed[(rank, step, name)] = (drafts[slot].reshape(-1).tolist(), comb.site,
+                                                   step, "draft_tokens", slot, step - 1)
         for e in range(start, min(end, len(read))):
             j = e - (end - d)
             position = None if first is None else first + e - start
-            if j >= 0 and 0 <= slot < len(drafts) and j < drafts.shape[1]:
-                stream.proposed[(rank, step, name, j)] = Recorded(
-                    int(drafts[slot, j]), comb.site, step, "draft_tokens",
-                    f"[{slot}, {j}]", step - 1)
             stream.fed.append(Fed(step, rank, SINK, "input_ids", e, name, position,
                                   int(read[e]), DRAFT if j >= 0 else VERIFIED, max(j, -1), i,
                                   int(read[e])))
