@@ -71,6 +71,8 @@ class Bundle:
     notes: str
     model: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: a V2 run ends at the first id out of range (the crash); a silent fault runs to the end
+    ends_at_crash: bool = True
 
 
 def first_shrink(sc: Scenario, seed: int) -> int:
@@ -96,7 +98,13 @@ def bundles() -> list[Bundle]:
                "max_model_len": 229376, "max_num_seqs": 4, "kv_cache_dtype": "fp8",
                "async_scheduling": True}
     shapes = [Bundle(name, SCENARIOS[name], 0, f"synthetic: {SCENARIOS[name].description}")
-              for name in ("clean", "stale-prev-row", "placeholder-leak", "misattribution")]
+              for name in ("clean", "stale-prev-row", "misattribution")]
+    # vLLM 0.33.0 (the manifest's) clamps input_ids before the embedding with speculative
+    # decoding: the leaked -1 is read as token 0, silently (issue 40)
+    leak = Bundle("placeholder-leak", replace(SCENARIOS["placeholder-leak"], clamps=True), 0,
+                  "synthetic: a -1 placeholder survives on a row absent from the previous batch; "
+                  "vLLM 0.33.0's _preprocess clamps it to token 0 before the embedding")
+    shapes.insert(2, leak)
     return [
         Bundle("incident-a-stale-prev-rows-refuted", INCIDENT_A, 3,
                "Incident A crash window, simulated without any stale row: the guard's "
@@ -126,12 +134,23 @@ def bundles() -> list[Bundle]:
                "last sampled token, and combine_sampled_and_draft_tokens writes it into the next "
                "step's input_ids; the embedding indexes row 151936 of 151936. The capture ends "
                "at that step.", {"runner": "v2"}, V2_CRASH),
+        Bundle("v2-wrong-last-token", replace(SCENARIOS["v2-wrong-last-token"], steps=24,
+                                              batch=4, vocab=151936), 5,
+               "Model Runner V2: another valid id replaces a request's last sampled token in "
+               "its slot (last_sampled_tokens); combine_sampled_and_draft_tokens feeds it, the "
+               "embedding reads it in range, nothing crashes: the output is silently wrong.",
+               {"runner": "v2"}, ends_at_crash=False),
+        Bundle("v2-zeroed-combine", replace(SCENARIOS["v2-zeroed-combine"], steps=24, batch=4,
+                                            vocab=151936), 0,
+               "Model Runner V2: combine_sampled_and_draft_tokens writes token 0 where a "
+               "request's drafts belong (the shape of #54137): the drafts are judged against "
+               "the wrong tokens; nothing crashes.", {"runner": "v2"}, ends_at_crash=False),
     ]
 
 
-def records_of(sc: Scenario, seed: int) -> list[Any]:
+def records_of(sc: Scenario, seed: int, ends_at_crash: bool = True) -> list[Any]:
     """The simulated records of ``sc``; a V2 run ends at the first step whose embedding gets an
-    id out of range (where the engine would have crashed)."""
+    id out of range (where the engine would have crashed), unless ``ends_at_crash`` is off."""
     if sc.runner != "v2":
         return list(Simulator(sc, seed).records(sc.steps))
     import numpy as np
@@ -140,6 +159,8 @@ def records_of(sc: Scenario, seed: int) -> list[Any]:
 
     records = simulate(sc, seed=seed)
     assert isinstance(records, list)
+    if not ends_at_crash:
+        return records
     bad = [r.step for r in records if r.site == "embedding"
            and not ((np.asarray(r["input_ids"]) >= 0)
                     & (np.asarray(r["input_ids"]) < r["num_embeddings"])).all()]
@@ -155,7 +176,7 @@ def build(bundle: Bundle) -> Path:
 
     sc = bundle.scenario
     out = DATA / f"{bundle.name}.capture"
-    records = records_of(sc, bundle.seed)
+    records = records_of(sc, bundle.seed, bundle.ends_at_crash)
     manifest = manifest_for(sc, bundle.seed, bundle.notes)
     runner = bundle.model.pop("runner", None)
     if runner is not None:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from forensics.api_types import ReplaySource, VariantsArg
+    from forensics.judge.continuity import Continuity
     from forensics.store.reader import Capture
 
 #: a variant that cannot be set up (missing vLLM, a patched copy that does not import) is bad
@@ -114,6 +115,9 @@ class ReplayResult:
     bounds: BuiltOnRead[pd.DataFrame | None] = BuiltOnRead(None)
     #: per record: ``site``, ``step``, ``rank``, ``summary`` (a DataFrame, one row per record)
     index: Any = None
+    #: the token continuity check of the records (:mod:`forensics.judge.continuity`; its
+    #: findings are in ``findings`` under every variant); None when not run
+    continuity: Any = None
 
     @property
     def outcome_counts(self) -> dict[str, dict[str, int]]:
@@ -199,11 +203,12 @@ def _replay(given: Any, variants: Any, progress: bool) -> ReplayResult:
     if bar is not None:
         bar.close()
     coords = judged.coordinates()
-    found = judged.findings()
+    continuity = source.continuity()
+    found = judge.with_continuity(judged.findings(), continuity.findings, names, coords)
     return ReplayResult(source.name, records, names, found, judged.verdicts(found),
                         outcomes=functools.partial(_outcome_frame, coords, kept),
                         capture=source.capture, bounds=judged.deferred_bounds(),
-                        index=_index_frame(coords))
+                        index=_index_frame(coords), continuity=continuity)
 
 
 def _blind(chosen: list[tuple[str, Variant]]) -> bool:
@@ -482,6 +487,18 @@ class Source:
         if self.capture is not None:
             return site in self.capture.sites
         return any(r.site == site for r in self.records)
+
+    def continuity(self) -> Continuity:
+        """The token continuity check of the records (:func:`continuity_of`)."""
+        from forensics.judge.streams import continuity_of
+
+        if self.capture is not None:
+            capture = self.capture
+            return continuity_of(lambda site: capture.records(site=site)
+                                 if site in capture.sites else [],
+                                 capture.sites, capture.manifest)
+        return continuity_of(lambda site: [r for r in self.records if r.site == site],
+                             {r.site for r in self.records})
 
     def pieces(self) -> Iterator[Piece]:
         """The pieces the replay reads: the capture's batches, or the records' chunks."""

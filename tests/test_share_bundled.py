@@ -14,11 +14,19 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 CAPTURES = sorted(DATA.glob("*.capture"))
 
 
+def _place(finding: dict | None) -> dict | None:
+    """A first finding as the evidence compares it: a ``substituted`` id is an in-range token,
+    which redaction maps to another by design (kind and place must hold)."""
+    if finding is None or finding["kind"] != "substituted":
+        return finding
+    return {k: v for k, v in finding.items() if k != "value"}
+
+
 def _same_evidence(a: Path, b: Path) -> None:
     ra, rb = forensics.replay(a), forensics.replay(b)
     assert ra.verdicts == rb.verdicts
-    assert [ra.first_finding(v) for v in ra.variants] == [rb.first_finding(v)
-                                                          for v in rb.variants]
+    assert [_place(ra.first_finding(v)) for v in ra.variants] == [
+        _place(rb.first_finding(v)) for v in rb.variants]
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.stem)

@@ -23,10 +23,14 @@ SITES = tuple(s for s in ALL_SITES if s in ("batch_change", "prepare_input_ids",
 SHAPES = ("clean", "stale-prev-row", "vocab-sentinel", "placeholder-leak", "misattribution")
 
 #: (site, kind, variant) each scenario must show under upstream and patched, and nothing else.
+#: A stale or misattributed row feeds a token that is not its request's own (the CPU's stale
+#: copy, or another request's): token continuity finds it at the embedding (issue 40).
 EXPECTED_PAIRS = {
     "clean": set(),
     "stale-prev-row": {("batch_change", "out_of_bounds", "upstream"),
-                       ("prepare_input_ids", "out_of_bounds", "upstream")},
+                       ("prepare_input_ids", "out_of_bounds", "upstream"),
+                       ("embedding", "substituted", "upstream"),
+                       ("embedding", "substituted", "patched")},
     "vocab-sentinel": {("async_output", "out_of_bounds", "upstream"),
                        ("embedding", "out_of_bounds", "upstream"),
                        ("embedding", "out_of_bounds", "patched")},
@@ -35,7 +39,9 @@ EXPECTED_PAIRS = {
                          ("embedding", "out_of_bounds", "upstream"),
                          ("embedding", "out_of_bounds", "patched")},
     "misattribution": {("batch_change", "misattributed", "upstream"),
-                       ("batch_change", "misattributed", "patched")},
+                       ("batch_change", "misattributed", "patched"),
+                       ("embedding", "substituted", "upstream"),
+                       ("embedding", "substituted", "patched")},
 }
 
 INT32_FIELDS = {
@@ -199,7 +205,7 @@ def test_soak_mixes_faults() -> None:
     sc = configure("soak", steps=400, batch=16)
     sc = type(sc)(**{**sc.__dict__, "faults": Faults(0.02, 0.02, 0.02, 0.02)})
     pairs, _ = replay_pairs(list(Simulator(sc, 0).records(sc.steps)))
-    assert {kind for _, kind, _ in pairs} == {"out_of_bounds", "misattributed"}
+    assert {kind for _, kind, _ in pairs} == {"out_of_bounds", "misattributed", "substituted"}
 
 
 def test_clean_long_run_has_no_finding() -> None:

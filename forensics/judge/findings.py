@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from forensics.judge.continuity import CONTINUITY_COLUMNS, VERIFIED
+from forensics.judge.continuity import KINDS as CONTINUITY_KINDS
 from forensics.outcome import ERROR, INDEX_ERROR, STATUSES, Outcome
 from forensics.outcome import OK as OK_OUTCOME
 from forensics.records import Record
@@ -64,7 +66,10 @@ EXTRA_COLUMNS = ("req_id", "record", "judged")
 #: is computed from it, e.g. a draft's ``prev_positions[r] * spec + j``), ``indexed`` (a
 #: tensor, ``vocabulary`` or ``embedding rows``) and ``value_class``
 INDEX_COLUMNS = ("index_tensor", "index_at", "held", "indexed", "value_class")
-COLUMNS = FINDING_COLUMNS + EXTRA_COLUMNS + INDEX_COLUMNS
+#: a token continuity finding's (``substituted``, ``clamped_placeholder``; null for others):
+#: the position fed, the token expected there, where and at which step it was recorded, and
+#: the role of the slot (:data:`forensics.judge.continuity.CONTINUITY_COLUMNS`)
+COLUMNS = FINDING_COLUMNS + EXTRA_COLUMNS + INDEX_COLUMNS + CONTINUITY_COLUMNS
 #: columns of ``ReplayResult.bounds``: per variant, record and checked tensor, the range of the
 #: indices or ids used against their valid range ``[lower, upper)``
 BOUNDS_COLUMNS = ("variant", "site", "step", "rank", "record", "tensor", "min", "max", "lower",
@@ -74,7 +79,8 @@ VIOLATION, ERROR_VERDICT, SUSPECT, OK = "violation", "error", "suspect", "ok"
 #: the verdict of a site a variant cannot judge: summary records only (for every variant but
 #: the baseline), or only findings it cannot see (``judged`` false)
 UNJUDGED = "unjudged"
-_INT_COLUMNS = ("row", "element", "value", "lower", "upper", "index_at")
+_INT_COLUMNS = ("row", "element", "value", "lower", "upper", "index_at", "position", "expected",
+                "expected_step")
 
 Findings = list[dict[str, Any]]
 #: checked ranges as ``Checks.range_table()`` gives them: per group its record, its tensor as
@@ -571,7 +577,8 @@ def _frame(rows: list[dict[str, Any]], variants: list[str]) -> pd.DataFrame:
         frame[column] = frame[column].astype("int64")
     frame["judged"] = [j is not False for j in frame["judged"]]
     for column in ("variant", "site", "tensor", "kind", "origin", "resolved", "req_id",
-                   "index_tensor", "held", "indexed", "value_class", "judged"):
+                   "index_tensor", "held", "indexed", "value_class", "judged", "expected_at",
+                   "effect"):
         frame[column] = frame[column].astype(object)
     frame = frame.where(frame.notna(), None) if len(frame) else frame
     return sort_findings(frame, variants)
@@ -626,7 +633,9 @@ def _verdicts(sites: Sequence[str], errors: Mapping[str, set[str]], findings: pd
         judged = is_judged(mine)
         unseen = set(mine.loc[~judged, "site"])
         mine = mine[judged]
-        unresolved = mine[(mine["kind"] == OUT_OF_BOUNDS) & (mine["resolved"] != True)]  # noqa: E712
+        wrong_token = mine["kind"].isin(CONTINUITY_KINDS) & (mine.get("effect", "") == VERIFIED)
+        unresolved = mine[((mine["kind"] == OUT_OF_BOUNDS) & (mine["resolved"] != True))  # noqa: E712
+                          | wrong_token]
         suspect = set(mine.loc[mine["kind"] != OUT_OF_BOUNDS, "site"])
         result[name] = {site: UNJUDGED if name != baseline and site in summary_only
                         else _verdict(site, set(unresolved["site"]), errored, suspect, unseen)
@@ -680,6 +689,26 @@ def to_python(value: Any) -> Any:
     if hasattr(value, "item"):
         return value.item()
     return value
+
+
+def with_continuity(findings: pd.DataFrame, found: Sequence[dict[str, Any]],
+                    variants: Sequence[str], coords: np.ndarray) -> pd.DataFrame:
+    """``findings`` with the token continuity findings ``found`` (rows of
+    :func:`forensics.judge.continuity.finding_of`) added for every variant: they are facts of
+    the capture, the same whatever code replays it. ``record`` is the position of the record
+    of their site, step and rank (``coords``: :meth:`Judge.coordinates`)."""
+    if not found:
+        return findings
+    import pandas as pd
+
+    where = {(int(c[0]), int(c[1]), int(c[2])): i for i, c in enumerate(coords.tolist())
+             if not c[3]}
+    rows = [{**f, "variant": v, "record": where.get((site_order(f["site"]), f["step"],
+                                                       f["rank"]), -1)}
+            for v in variants for f in found]
+    added = _frame(rows, list(variants))
+    merged = added if findings.empty else pd.concat([findings, added], ignore_index=True)
+    return sort_findings(merged, variants)
 
 
 def finding_records(findings: pd.DataFrame) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ RUNNERS = ("v1", "v2", "both", "unknown")
 REF_KINDS = ("issue", "pr")
 REF_STATES = ("open", "closed", "merged", "unknown")
 VALUE_CLASSES = ("placeholder", "vocab_size", "negative", "past_end", "stale_row")
-FINDING_KEYS = ("site", "tensor", "kind", "value_class", "origin", "variant")
+FINDING_KEYS = ("site", "tensor", "kind", "value_class", "origin", "variant", "effect")
 SPEC_TOKEN_CLASSES = ("all_placeholder", "any_placeholder")
 #: clause kind -> the type its value must have
 CLAUSE_KINDS: dict[str, type] = {"finding": dict, "fact": dict, "event": dict, "spec_tokens": str,
@@ -61,6 +61,8 @@ class Entry:
     require: tuple[dict[str, Any], ...]
     context: tuple[dict[str, Any], ...] = ()
     notes: str = ""
+    #: the date its facts were last checked against the threads (``checked = YYYY-MM-DD``)
+    checked: str = "unknown"
 
     def threads(self) -> str:
         """The entry's threads, comma-separated."""
@@ -159,7 +161,8 @@ def _entry(path: Path, index: int, raw: Any) -> Entry:
                    for i, r in enumerate(raw.get("refs") or [])),
         fix_pr=_text(path, f"{name}.fix.pr", fix.get("pr")),
         fix_release=_text(path, f"{name}.fix.release", fix.get("release")),
-        require=tuple(require), context=tuple(context), notes=str(raw.get("notes", "")))
+        require=tuple(require), context=tuple(context), notes=str(raw.get("notes", "")),
+        checked=str(raw.get("checked", "unknown")))
 
 
 def _reference(path: Path, where: str, raw: Any) -> Reference:

@@ -95,6 +95,9 @@ class Conclusion:
     #: wrong tokens fed to the model without a crash
     #: (:func:`forensics.judge.wrong_tokens.silent_inputs`)
     silent: list[dict[str, Any]] = field(default_factory=list)
+    #: the token continuity check's sentence (:meth:`forensics.judge.continuity.Continuity.
+    #: sentence`): substituted or clamped tokens, or the fields it lacked; "" when silent
+    continuity: str = ""
     #: known or new, explained or not (:class:`forensics.known.KnownAnswer`; None: not asked)
     known: Any = None
     #: per variant, the first baseline findings it cannot see (only the models see them; the
@@ -127,6 +130,7 @@ class Conclusion:
                   if v != self.baseline and not same_place(self.first.get(v),
                                                            self.first.get(self.baseline))]
         parts.append(self.silent_sentence())
+        parts.append(self.continuity)
         parts += known_sentences(self.known)
         parts.append(version_sentence(self.facts, self.variants))
         parts.append(facts_sentence(self.facts))
@@ -245,6 +249,7 @@ def conclude(result: ReplayResult) -> Conclusion:
         first=first,
         chains={v: origin_chain(findings, v, f) for v, f in first.items() if f is not None},
         facts=capture_facts(result.capture), silent=silent_inputs_of(result),
+        continuity=_continuity_sentence(result),
         unseen={v: not_judged(findings, v, apart)[0] for v in others},
         unseen_count={v: not_judged(findings, v, apart)[1] for v in others},
         unjudged={v: [s for s, verdict in result.verdicts[v].items() if verdict == UNJUDGED]
@@ -683,3 +688,9 @@ def facts_lines(summary: dict[str, Any]) -> list[str]:
     facts = summary_facts(summary)
     return ["manifest:", *(f"  {key}: {fact_text(key, value)}" for key, value in facts.items()
                            if key not in ("events", "steps", "ranks"))]
+
+
+def _continuity_sentence(result: ReplayResult) -> str:
+    """The continuity check's sentence of ``result`` ("" when the replay did not run it)."""
+    continuity = getattr(result, "continuity", None)
+    return continuity.sentence() if continuity is not None else ""

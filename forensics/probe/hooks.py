@@ -353,6 +353,10 @@ def wrap_model_forward(original: Callable[..., Any]) -> Callable[..., Any]:
             fields.update(input_ids=session.copier.take(input_ids), num_embeddings=rows)
             if tp_size is not None:
                 fields["tp_size"] = int(tp_size)
+            if positions is not None and getattr(positions, "ndim", 0) == 1:
+                # each id's position in its request: token continuity (issue 40); M-RoPE's
+                # 2-D positions are left out
+                fields["positions"] = session.copier.take(positions)
             num_reqs = int(self.input_batch.num_reqs)
             host["cu"] = cu = np.array(self.query_start_loc.np[1:num_reqs + 1])
             req_ids = list(self.input_batch.req_ids[:num_reqs])

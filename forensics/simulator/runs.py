@@ -119,6 +119,10 @@ class Scenario:
     #: whose faults are the rates of ``v2_faults``)
     runner: str = "v1"
     v2_faults: tuple[tuple[str, float], ...] = ()
+    #: V1: ``GPUModelRunner._preprocess`` clamps the input ids to ``>= 0`` before the
+    #: embedding (vLLM 0.32/0.33 with a speculative config): ``prepare_input_ids`` records the
+    #: ids it wrote (``input_ids_device_after``) and the embedding receives them clamped
+    clamps: bool = False
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -133,6 +137,9 @@ SCENARIOS: dict[str, Scenario] = {
                  "previous batch", Faults(placeholder_leak=0.05)),
         Scenario("misattribution", "an in-range previous row of another request",
                  Faults(misattribution=0.05)),
+        Scenario("clamped-placeholder", "a -1 placeholder survives on a row absent from the "
+                 "previous batch and vLLM's clamp turns it into token 0 before the embedding",
+                 Faults(placeholder_leak=0.05), clamps=True),
         Scenario("soak", "a long run at batch 64 with rare mixed faults",
                  Faults(stale_prev_row=1e-4, vocab_sentinel=1e-4, placeholder_leak=1e-4,
                         misattribution=1e-4),
@@ -145,6 +152,12 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("v2-vocab-sample", "Model Runner V2: vocab_size sampled, counted and stored "
                  "as the next input", steps=40, batch=6, spec_tokens=3, vocab=512, runner="v2",
                  v2_faults=(("vocab_sample", 0.05),)),
+        Scenario("v2-wrong-last-token", "Model Runner V2: another valid id replaces a "
+                 "request's last sampled token in its slot", steps=40, batch=6, spec_tokens=3,
+                 vocab=512, runner="v2", v2_faults=(("wrong_last_token", 0.05),)),
+        Scenario("v2-zeroed-combine", "Model Runner V2: the combine step writes token 0 where "
+                 "a request's drafts belong", steps=40, batch=6, spec_tokens=3, vocab=512,
+                 runner="v2", v2_faults=(("zeroed_combine", 0.05),)),
     )
 }
 
@@ -615,11 +628,21 @@ class Simulator:
             "output_len": tails[0].astype(np.int32),
             "vocab_size": self.vocab,
         }
+        if self.scenario.clamps:
+            prepare["input_ids_device_after"] = dev
+            dev = np.maximum(dev, 0)
         model_input = {"input_ids": self._embedding_ids(st, state, dev),
-                       "num_embeddings": self.vocab, "req_ids": rows_of, "cu_num_tokens": st.cu}
+                       "num_embeddings": self.vocab, "req_ids": rows_of, "cu_num_tokens": st.cu,
+                       "positions": self._positions(st, state)}
         calls = (self._batch_change(st, prev), prepare, outputs, model_input)  # V1_CALLS' order
         sites = dict(zip(self._sites, calls, strict=True))
         return StepFields(self.step_index, st.rids, prev.rids, st.discarded, tails, sites)
+
+    def _positions(self, st: _Step, state: np.ndarray) -> np.ndarray:
+        """The position of each token fed: a row's computed tokens, then one more per token."""
+        total = int(st.cu[-1]) if len(st.cu) else 0
+        first = np.repeat(state[COMP] - (st.cu - st.sched), st.sched)
+        return (first + np.arange(total)).astype(np.int64)
 
     def _batch_change(self, st: _Step, prev: _Prev) -> dict[str, Any]:
         comp = self._buf_comp = self._persist(self._buf_comp, prev.comp)
@@ -803,7 +826,7 @@ def manifest_for(sc: Scenario, seed: int, notes: str | None = None) -> dict[str,
                        "mean_output": sc.mean_output, "faults": faults,
                        "forced_faults": forced},
         "notes": notes if notes is not None else f"synthetic run: {sc.description}",
-    }
+    } | ({"clamps": True} if sc.clamps else {})
 
 
 def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,

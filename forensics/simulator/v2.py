@@ -20,6 +20,13 @@ Faults (a per-step probability each; deterministic for a seed):
     ``vocab_size`` is one request's last sampled id at ``post_update``: it is counted (an index
     into ``output_bin_counts``), stored as the slot's last sampled token, and written into the
     next step's ``input_ids`` by ``combine_tokens``.
+``wrong_last_token``
+    another valid id replaces one decoding request's last sampled token in its slot
+    (``last_sampled_tokens``) before ``combine_tokens``: the model reads it in range, silently
+    (a ``substituted`` token at a verified position).
+``zeroed_combine``
+    ``combine_tokens`` writes token 0 where one decoding request's drafts belong (#54137's
+    shape): the drafts are judged against the wrong tokens (``substituted`` at draft positions).
 
 numpy only; imported lazily by :func:`forensics.simulator.runs.simulate`.
 """
@@ -38,7 +45,7 @@ from forensics.records import Record
 if TYPE_CHECKING:
     from forensics.simulator.runs import Scenario
 
-FAULTS_V2 = ("negative_draft", "vocab_sample")
+FAULTS_V2 = ("negative_draft", "vocab_sample", "wrong_last_token", "zeroed_combine")
 #: the V2 functions whose calls a step records, as a site's ``Site.hook`` names them; the site
 #: of each is the one whose hook it is (:func:`forensics.sites.hooked_at`); the embedding of
 #: the step's ids is the sink
@@ -60,6 +67,8 @@ class V2Settings:
     mean_output: int = 12
     negative_draft: float = 0.0
     vocab_sample: float = 0.0
+    wrong_last_token: float = 0.0
+    zeroed_combine: float = 0.0
     max_model_len: int = 256
 
 
@@ -126,6 +135,11 @@ class V2Simulator:
             decoding = [i for i, r in enumerate(rows) if r[2] > 0]
             if decoding:
                 self.state["draft_tokens"][slots[decoding[0]], 0] = -1
+        decoding = [i for i, r in enumerate(rows) if r[2] > 0]
+        if self.s.wrong_last_token and self.rng.random() < self.s.wrong_last_token and decoding:
+            last = self.state["last_sampled_tokens"]
+            slot = slots[decoding[0]]
+            last[slot] = (int(last[slot]) + 1 + int(self.rng.integers(0, vocab - 1))) % vocab
         req_ids = [f"req-{self.live[slot].req}" for slot in slots]
         queries, logits = [r[0] for r in rows], [r[1] for r in rows]
         qsl = np.concatenate([[0], np.cumsum(queries)]).astype(np.int32)
@@ -142,6 +156,10 @@ class V2Simulator:
         from forensics.sites import SINK, get_site
 
         ids = get_site(self.combine_site).upstream(combine).outputs.get("input_ids")
+        if self.s.zeroed_combine and self.rng.random() < self.s.zeroed_combine and decoding:
+            ids = np.array(ids, copy=True)
+            end, count = int(qsl[decoding[-1] + 1]), rows[decoding[-1]][2]
+            ids[end - count:end] = 0
         combine.fields["input_ids_after"] = ids
         fed = Record(SINK, step, 0, {
             "input_ids": ids, "num_embeddings": vocab, "req_ids": req_ids,
@@ -235,7 +253,9 @@ def settings_of(scenario: Scenario) -> V2Settings:
     return V2Settings(steps=scenario.steps, slots=scenario.batch,
                       spec_tokens=scenario.spec_tokens, vocab=scenario.vocab,
                       negative_draft=rates.get("negative_draft", 0.0),
-                      vocab_sample=rates.get("vocab_sample", 0.0))
+                      vocab_sample=rates.get("vocab_sample", 0.0),
+                      wrong_last_token=rates.get("wrong_last_token", 0.0),
+                      zeroed_combine=rates.get("zeroed_combine", 0.0))
 
 
 def simulate_v2(scenario: Scenario, seed: int, manifest: dict[str, Any],

@@ -39,6 +39,8 @@ FIELDS = (
     FieldSpec("tp_size", "int", required=False),
     FieldSpec("req_ids", "str_list", required=False, doc="requests of the batch rows"),
     FieldSpec("cu_num_tokens", "tensor", required=False, doc="[n] token -> row mapping"),
+    FieldSpec("positions", "tensor", required=False,
+              doc="[t] the position of each id in its request (token continuity)"),
 )
 OUTPUT_FIELDS: tuple[str, ...] = ()
 SUMMARY_BOUND = "num_embeddings"

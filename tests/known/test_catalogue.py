@@ -30,6 +30,8 @@ CASES = {
                                            "vllm_gdn_illegal_access.log"),
     "vocab-size-sentinel-counted": ("incident-b-vocab-sentinel.capture",
                                     "placeholder-leak.capture"),
+    "v2-pd-first-draft-bos": ("v2-zeroed-combine.capture", "v2-wrong-last-token.capture"),
+    "v2-zeros-embedded": ("v2-wrong-last-token.capture", "v2-zeroed-combine.capture"),
 }
 
 
@@ -107,3 +109,25 @@ def test_every_reference_carries_a_checked_state() -> None:
     for entry in load_catalogue().entries:
         for ref in entry.refs:
             assert ref.verified or ref.state == "unknown", (entry.id, ref)
+
+
+def test_every_entry_says_when_its_threads_were_checked_or_that_they_were_not() -> None:
+    """``checked = YYYY-MM-DD`` per entry (issue 40); an entry not re-read says "unknown"."""
+    import re
+
+    for entry in load_catalogue().entries:
+        assert entry.checked == "unknown" or re.fullmatch(r"\d{4}-\d{2}-\d{2}", entry.checked)
+    checked = {e.id for e in load_catalogue().entries if e.checked != "unknown"}
+    assert {"placeholder-reaches-input-ids", "all-placeholder-drafts-race",
+            "gdn-accepted-count-race", "v2-pd-first-draft-bos", "v2-zeros-embedded"} <= checked
+
+
+def test_a_clamped_placeholder_is_the_silent_shape_of_the_leak(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """On vLLM 0.33.0 (the capture's) the leak is read as token 0: the entry matches the
+    clamped_placeholder finding, and the catalogue no longer calls it a crash."""
+    known = known_of("placeholder-leak.capture", tmp_path_factory)
+    match = next(m for m in known.checked if m.entry.id == "placeholder-reaches-input-ids")
+    assert match.matched
+    assert "clamped" not in match.entry.title or "token 0" in match.entry.title
+    assert "reaches the embedding" not in match.entry.title

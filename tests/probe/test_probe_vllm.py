@@ -139,7 +139,8 @@ def exercise_all_sites(vllm_code: SimpleNamespace) -> dict[str, Any]:
     vllm_code.batch.InputBatch.update_async_output_token_ids(batch)
     changed["async_output"] = [list(o) for o in batch.sampling_metadata.output_token_ids]
     runner = embed_runner(["a", "b"], [2, 3])
-    vllm_code.runner.GPUModelRunner._model_forward(runner, input_ids=torch.tensor([1, 2, 3]))
+    vllm_code.runner.GPUModelRunner._model_forward(runner, input_ids=torch.tensor([1, 2, 3]),
+                                                   positions=torch.tensor([7, 8, 4]))
     return changed
 
 
@@ -160,6 +161,7 @@ def test_records_of_the_real_functions_replay_to_the_same_outputs(vllm_code, pro
     assert records["async_output"]["output_tail_after"] == [[6, 30], [7], [8, 31, 32], []]
     assert records["embedding"]["num_embeddings"] == 10
     assert records["embedding"]["req_ids"] == ["a", "b"]
+    assert records["embedding"]["positions"].tolist() == [7, 8, 4]  # token continuity
     result = forensics.replay(list(capture), variants=("upstream",))
     outcomes = [UpstreamVariant().run(record) for record in result.records]
     for record, outcome in zip(result.records, outcomes, strict=True):

@@ -1,0 +1,241 @@
+"""Token continuity: every token fed to the model is the one the request had there.
+
+A request's token stream is rebuilt from what a capture holds (:mod:`forensics.judge.streams`
+turns a runner's records into a :class:`Stream`): each token fed (:class:`Fed`: the tensor and
+element, the request, the position, the value, and its role: ``verified``, ``draft`` or
+``padding``), each token accepted for a request at a position (:class:`Recorded`: where it was
+recorded, and the step that sampled it), and each draft the drafter proposed for a request's
+slot. :func:`check` compares them:
+
+- a verified token fed at position ``p`` of request ``r`` must equal the token accepted for
+  ``r`` at ``p`` in an earlier step: else ``substituted`` (verdict ``violation``: the output is
+  corrupt from that token on);
+- a draft must equal what the drafter proposed for that slot: else ``substituted`` (verdict
+  ``suspect``: the draft is judged against the wrong token);
+- a ``-1`` placeholder fed where vLLM clamps ids to ``>= 0`` before the embedding is
+  ``clamped_placeholder``: the model read token 0 there;
+- padding beyond the scheduled tokens is harmless: a placeholder there is a note, not a finding.
+
+A token without a recorded expectation (a prompt token, a request first seen mid-capture) is
+not judged and not counted. A stream that lacks a field the check needs says so in
+:attr:`Stream.needs`: its continuity is "not judged: needs <field>", never ``ok``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SUBSTITUTED, CLAMPED = "substituted", "clamped_placeholder"
+#: the finding kinds of this check
+KINDS = (SUBSTITUTED, CLAMPED)
+VERIFIED, DRAFT, PADDING = "verified", "draft", "padding"
+#: what a wrong token at each role does to the output, in words a user can act on
+EFFECTS = {
+    VERIFIED: "the output of this request is corrupt from this token on",
+    DRAFT: ("the draft is judged against the wrong token (acceptance lost, or a wrong token "
+            "accepted where the two agree by chance)"),
+    PADDING: "harmless: padding beyond the scheduled tokens",
+}
+#: columns a continuity finding adds to the findings table (null for other findings)
+CONTINUITY_COLUMNS = ("position", "expected", "expected_at", "expected_step", "effect")
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A token as a capture recorded it: its value, where (site, step, tensor, element) and
+    the step that sampled or proposed it."""
+
+    value: int
+    site: str
+    step: int
+    tensor: str
+    element: str
+    made_at: int
+
+    def where(self) -> str:
+        """``"prepare_input_ids step 38 prev_sampled_token_ids[2, 0]"``."""
+        return f"{self.site} step {self.step} {self.tensor}{self.element}"
+
+
+@dataclass(slots=True)
+class Fed:
+    """One token fed to the model: ``tensor[element]`` of ``site``'s record at ``step`` holds
+    ``value`` for request ``req_id`` at ``position``; ``draft`` is its draft slot (``-1`` for a
+    verified token); ``read`` is what the model read there after vLLM's clamp (None: not
+    recorded)."""
+
+    step: int
+    rank: int
+    site: str
+    tensor: str
+    element: int
+    req_id: str | None
+    position: int | None
+    value: int
+    role: str
+    draft: int = -1
+    row: int | None = None
+    read: int | None = None
+
+
+@dataclass
+class Stream:
+    """What a capture holds of its requests' token streams (see the module)."""
+
+    runner: str
+    fed: list[Fed] = field(default_factory=list)
+    #: (rank, request, position) -> the tokens accepted there, in recording order
+    accepted: dict[tuple[int, str, int], list[Recorded]] = field(default_factory=dict)
+    #: (rank, step fed, request) -> the drafts proposed for it: their values, and where they
+    #: were recorded (site, step, tensor, row of that tensor, the step that proposed them)
+    proposed: dict[tuple[int, int, str], tuple[list[int], str, int, str, int, int]] = field(
+        default_factory=dict)
+    #: the fields the check needs and the capture lacks (``site.field``)
+    needs: list[str] = field(default_factory=list)
+    #: whether vLLM clamps ``input_ids`` to ``>= 0`` before the embedding (None: unknown)
+    clamps: bool | None = None
+    clamp_reason: str = "unknown"
+    #: the ids' bound (the embedding's rows) when recorded: an id at or past it is a bounds
+    #: finding, not a substitution
+    bound: int | None = None
+
+    def accept(self, rank: int, req_id: str, position: int, token: Recorded) -> None:
+        """Note ``token`` as accepted for ``req_id`` at ``position``."""
+        self.accepted.setdefault((rank, req_id, position), []).append(token)
+
+    def need(self, what: str) -> None:
+        """Note a field the check needs and the capture lacks."""
+        if what not in self.needs:
+            self.needs.append(what)
+
+
+@dataclass
+class Continuity:
+    """The continuity check's answer: findings (dicts, :func:`finding_of`), notes (padding),
+    the fields it lacked, and how many fed tokens it could judge."""
+
+    runner: str
+    findings: list[dict[str, Any]]
+    notes: list[dict[str, Any]]
+    needs: list[str]
+    judged: int
+    clamps: bool | None = None
+
+    @property
+    def verdict(self) -> str:
+        """``violation`` (a wrong token at a verified position), ``suspect`` (at drafts only),
+        ``ok``, or ``not judged: needs <field>, ...``."""
+        if any(f["effect"] == VERIFIED for f in self.findings):
+            return "violation"
+        if self.findings:
+            return "suspect"
+        if self.needs:
+            return "not judged: needs " + ", ".join(self.needs)
+        return "ok"
+
+    def sentence(self) -> str:
+        """One sentence for the conclusion: the first finding and the count, the fields
+        lacking, or ``""`` when the check found nothing to say."""
+        if self.findings:
+            first = describe(self.findings[0])
+            more = len(self.findings) - 1
+            kinds = ", ".join(f"{sum(f['kind'] == k for f in self.findings)} {k}" for k in KINDS
+                              if any(f["kind"] == k for f in self.findings))
+            return (f"Token continuity: {len(self.findings)} wrong token(s) fed ({kinds}); the "
+                    f"first: {first}" + (f" ({more} more)." if more else "."))
+        if self.needs:
+            return f"Token continuity not judged: needs {', '.join(self.needs)}."
+        return ""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict: verdict, findings, notes, needs, judged count."""
+        return {"runner": self.runner, "verdict": self.verdict, "findings": self.findings,
+                "notes": self.notes, "needs": self.needs, "judged": self.judged,
+                "clamps": self.clamps}
+
+
+def check(stream: Stream) -> Continuity:
+    """Compare every fed token of ``stream`` with the token its request had there."""
+    findings: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
+    judged = 0
+    for fed in stream.fed:
+        if fed.role == PADDING:
+            if fed.value < 0:
+                notes.append(finding_of(fed, None, CLAMPED if stream.clamps else SUBSTITUTED))
+            continue
+        expected = expected_for(stream, fed)
+        # a -1 the capture shows reaching the embedding unclamped is a bounds finding instead
+        placeholder = (fed.value < 0 and stream.clamps is True
+                       and (fed.read is None or fed.read >= 0))
+        if expected is None and not placeholder:
+            continue
+        judged += 1
+        if placeholder:
+            findings.append(finding_of(fed, expected, CLAMPED))
+        elif (expected is not None and 0 <= fed.value < (stream.bound or fed.value + 1)
+              and fed.value != expected.value):
+            findings.append(finding_of(fed, expected, SUBSTITUTED))
+    return Continuity(stream.runner, findings, notes, list(stream.needs), judged, stream.clamps)
+
+
+def expected_for(stream: Stream, fed: Fed) -> Recorded | None:
+    """The token ``fed`` should be: the latest accepted for its request at its position by a
+    step before it (verified), or the drafter's proposal for its slot (draft); None unknown."""
+    if fed.req_id is None:
+        return None
+    if fed.role == DRAFT:
+        drafts = stream.proposed.get((fed.rank, fed.step, fed.req_id))
+        if drafts is None or fed.draft >= len(drafts[0]):
+            return None
+        values, site, step, tensor, row, made_at = drafts
+        return Recorded(values[fed.draft], site, step, tensor, f"[{row}, {fed.draft}]", made_at)
+    if fed.position is None:
+        return None
+    found = None
+    for token in stream.accepted.get((fed.rank, fed.req_id, fed.position), ()):
+        if token.made_at < fed.step:
+            found = token
+    return found
+
+
+def finding_of(fed: Fed, expected: Recorded | None, kind: str) -> dict[str, Any]:
+    """The findings-table row (less variant and record) of a wrong token fed."""
+    return {"site": fed.site, "step": fed.step, "rank": fed.rank, "row": fed.row,
+            "element": fed.element, "tensor": fed.tensor, "kind": kind, "value": fed.value,
+            "lower": None, "upper": None, "origin": None, "resolved": None,
+            "req_id": fed.req_id, "judged": True, "index_tensor": fed.tensor,
+            "index_at": fed.element, "held": True, "indexed": "embedding rows",
+            "value_class": "placeholder" if fed.value == -1 else None,
+            "position": fed.position,
+            "expected": None if expected is None else expected.value,
+            "expected_at": None if expected is None else expected.where(),
+            "expected_step": None if expected is None else expected.made_at,
+            "effect": fed.role, "read": fed.read}
+
+
+def describe(found: dict[str, Any]) -> str:
+    """One sentence naming the tensor and element fed, request, position, the value fed, the
+    value expected and where it was recorded, and what it does to the output."""
+    where = (f"`{found['tensor']}[{found['element']}] = {found['value']}` (step "
+             f"{found['step']}, request {found.get('req_id') or 'unknown'}, position "
+             f"{_or_unknown(found.get('position'))})")
+    expected = found.get("expected")
+    if found["kind"] == CLAMPED:
+        instead = ("the token sampled for it (unknown: not recorded)" if expected is None else
+                   f"token {expected}, sampled at step {found['expected_step']} "
+                   f"({found['expected_at']})")
+        if found["effect"] == DRAFT and expected is not None:
+            instead = f"draft {expected}, proposed at step {found['expected_step']} " \
+                      f"({found['expected_at']})"
+        return (f"{where} was clamped to token 0 before the embedding: the model read token 0 "
+                f"instead of {instead}; {EFFECTS[found['effect']]}")
+    what = "sampled" if found["effect"] == VERIFIED else "proposed"
+    return (f"{where} was fed token {found['value']} where the request had token {expected} "
+            f"({what} at step {found.get('expected_step')}, recorded at "
+            f"{found.get('expected_at')}); {EFFECTS[found['effect']]}")
+
+
+def _or_unknown(value: Any) -> str:
+    return "unknown" if value is None else str(value)

@@ -1,0 +1,289 @@
+"""Each runner's records as a :class:`~forensics.judge.continuity.Stream` of tokens.
+
+V1 (async scheduling): per step, the ``embedding`` record holds the ids the model read and
+their ``positions``; ``prepare_input_ids`` the rows (``req_ids``, ``cu_num_tokens``,
+``num_draft_tokens``), the ids it wrote before ``_preprocess``'s clamp
+(``input_ids_device_after``), each previous row's last sampled id (``prev_sampled_token_ids``)
+and the drafts proposed for it (``draft_token_ids``); ``batch_change`` the previous rows'
+requests (``prev_req_ids`` or ``prev_req_id_to_index``: a discarded row has none) and how many
+ids each accepted (``valid_sampled_token_count``). A previous row's last id was sampled at the
+step before, at the position after its last verified token plus its count less one.
+
+V2: per step, the ``embedding`` record holds the ids the model read; ``combine_tokens`` the
+rows (``req_ids``, ``query_start_loc``, ``cu_num_logits``: a row's drafts are its logits rows
+but one) and each slot's drafts (``draft_tokens``, ``idx_mapping``); ``post_update`` each slot's
+computed tokens before the step (the position of the row's first token), and the ids sampled
+(``sampled_tokens``, ``num_sampled``), placed after the row's last verified token. V2's drafts are
+judged against the slot's ``draft_tokens`` as ``combine_tokens`` received them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from forensics.judge.continuity import (
+    DRAFT,
+    PADDING,
+    VERIFIED,
+    Continuity,
+    Fed,
+    Recorded,
+    Stream,
+    check,
+)
+from forensics.records import Record
+from forensics.sites import SINK, hooked_at, hooked_by
+
+RecordsOf = Callable[[str], Iterable[Record]]
+Key = tuple[int, int]  # (step, rank)
+#: the vLLM functions whose sites a stream reads (the registry says which site records each)
+V1_BATCH_CHANGE = "update_num_computed_tokens_for_batch_change"
+V1_PREPARE = "GPUModelRunner._prepare_input_ids"
+V2_COMBINE = "vllm.v1.worker.gpu.model_runner:combine_sampled_and_draft_tokens"
+V2_POST_UPDATE = "vllm.v1.worker.gpu.model_runner:post_update"
+
+
+@functools.lru_cache(maxsize=1)
+def v1_sites() -> tuple[str, str, str]:
+    """The V1 sites a stream reads: the sink, the input staging, the batch change."""
+    by = hooked_by()
+    return SINK, by[V1_PREPARE], by[V1_BATCH_CHANGE]
+
+
+@functools.lru_cache(maxsize=1)
+def v2_sites() -> tuple[str, str, str]:
+    """The V2 sites a stream reads: the sink, the combine step, the post-update."""
+    at = hooked_at()
+    return SINK, at[V2_COMBINE], at[V2_POST_UPDATE]
+
+
+def v1_stream(records_of: RecordsOf, clamps: bool | None = None, why: str = "") -> Stream:
+    """The token stream of a V1 capture (see the module)."""
+    stream = Stream("v1", clamps=clamps, clamp_reason=why)
+    sink, staging, batch_change = v1_sites()
+    embedded, prepared, changed = (_by_key(records_of(site))
+                                   for site in (sink, staging, batch_change))
+    if not embedded:
+        stream.need(f"{sink}.input_ids")
+    if not prepared:
+        stream.need(f"{staging} (rows, drafts and sampled ids)")
+    last: dict[tuple[int, str], tuple[int, int]] = {}  # (rank, req) -> (step, last verified)
+    if embedded and all("positions" not in r for r in embedded.values()):
+        stream.need(f"{sink}.positions")  # nothing is judged without them: skip the walk
+        return stream
+    for key in sorted(embedded):
+        prep, change = prepared.get(key), changed.get(key)
+        if prep is not None:
+            _v1_expected(stream, key, prep, change, last)
+        _v1_fed(stream, key, embedded[key], prep, last)
+    return stream
+
+
+def _v1_expected(stream: Stream, key: Key, prep: Record, change: Record | None,
+                 last: dict[tuple[int, str], tuple[int, int]]) -> None:
+    """Each previous row's last sampled id (at its position) and its drafts, from ``prep``."""
+    step, rank = key
+    names = _prev_names(stream, change)
+    if names is None:
+        return
+    sampled = _rows(prep["prev_sampled_token_ids"])
+    counts = np.asarray(change["valid_sampled_token_count"]).reshape(-1) if change is not None \
+        else None
+    drafts = prep.get("draft_token_ids")
+    drafts = None if drafts is None else _rows(drafts)
+    for i, name in enumerate(names):
+        if name is None:
+            continue
+        before = last.get((rank, name))
+        if (counts is not None and i < len(counts) and i < len(sampled) and before is not None
+                and before[0] == step - 1 and int(counts[i]) > 0):
+            stream.accept(rank, name, before[1] + int(counts[i]), Recorded(
+                int(sampled[i, 0]), prep.site, step, "prev_sampled_token_ids",
+                f"[{i}, 0]", step - 1))
+        if drafts is not None and i < len(drafts):
+            stream.proposed[(rank, step, name)] = (drafts[i].tolist(), prep.site, step,
+                                                   "draft_token_ids", i, step - 1)
+    if counts is None:
+        stream.need(f"{v1_sites()[2]}.valid_sampled_token_count")
+
+
+def _prev_names(stream: Stream, change: Record | None) -> list[str | None] | None:
+    """The requests of the previous rows (None for a discarded row), from ``batch_change``."""
+    if change is None:
+        stream.need(f"{v1_sites()[2]}.prev_req_ids")
+        return None
+    names = change.get("prev_req_ids")
+    if names is not None:
+        return list(names)
+    index = change.get("prev_req_id_to_index")
+    if not isinstance(index, dict):
+        stream.need(f"{change.site}.prev_req_ids")
+        return None
+    out: list[str | None] = [None] * (max(index.values(), default=-1) + 1)
+    for name, row in index.items():
+        out[int(row)] = name
+    return out
+
+
+def _v1_fed(stream: Stream, key: Key, emb: Record, prep: Record | None,
+            last: dict[tuple[int, str], tuple[int, int]]) -> None:
+    """The tokens of ``emb`` (the model's ids), before the clamp where ``prep`` recorded them."""
+    step, rank = key
+    read = np.asarray(emb["input_ids"]).reshape(-1)
+    if isinstance(emb.get("num_embeddings"), int):
+        stream.bound = int(emb["num_embeddings"])
+    rows = prep if prep is not None else emb
+    names, cu = rows.get("req_ids"), rows.get("cu_num_tokens")
+    drafts = prep.get("num_draft_tokens") if prep is not None else None
+    positions = emb.get("positions")
+    if names is None or cu is None or drafts is None or positions is None:
+        staging = v1_sites()[1]
+        for field, value in ((f"{staging}.req_ids", names), (f"{staging}.cu_num_tokens", cu),
+                             (f"{staging}.num_draft_tokens", drafts),
+                             (f"{emb.site}.positions", positions)):
+            if value is None:
+                stream.need(field)
+        return
+    after = prep.get("input_ids_device_after") if prep is not None else None
+    before = [] if after is None else np.asarray(after).reshape(-1).tolist()
+    ids, pos = read.tolist(), np.asarray(positions).reshape(-1).tolist()
+    ends = np.asarray(cu).reshape(-1).astype(np.int64).tolist()
+    counts = np.asarray(drafts).reshape(-1).tolist()
+    token = functools.partial(_v1_token, key, ids, before)
+    fed = stream.fed
+    for i, (name, end) in enumerate(zip(names, ends, strict=False)):
+        start, d = ends[i - 1] if i else 0, counts[i]
+        for e in range(start, min(end, len(ids))):
+            j = e - (end - d)
+            fed.append(token(e, name, pos[e] if e < len(pos) else None,
+                             DRAFT if j >= 0 else VERIFIED, j if j >= 0 else -1, i))
+        if start <= end - d - 1 < len(pos):
+            last[(rank, name)] = (step, pos[end - d - 1])
+    for e in range(ends[-1] if ends else 0, len(ids)):
+        fed.append(token(e, None, None, PADDING, -1, None))
+
+
+def _v1_token(key: Key, ids: list[int], before: list[int], e: int, name: str | None,
+              position: int | None, role: str, j: int, row: int | None) -> Fed:
+    """One V1 token: the id ``prepare_input_ids`` wrote (before the clamp) when recorded and
+    out of range, else the id the embedding read."""
+    step, rank = key
+    value = ids[e]
+    if e < len(before) and before[e] < 0:
+        return Fed(step, rank, v1_sites()[1], "out.input_ids_device", e, name, position,
+                   before[e], role, j, row, value)
+    return Fed(step, rank, SINK, "input_ids", e, name, position, value, role, j, row, value)
+
+
+def v2_stream(records_of: RecordsOf) -> Stream:
+    """The token stream of a V2 capture (see the module)."""
+    stream = Stream("v2", clamps=False, clamp_reason="Model Runner V2 does not clamp input ids")
+    sink, combining, updating = v2_sites()
+    embedded, combined, updated = (_by_key(records_of(site))
+                                   for site in (sink, combining, updating))
+    if not embedded:
+        stream.need(f"{sink}.input_ids")
+    if not combined:
+        stream.need(f"{combining} (rows and drafts)")
+    if not updated:
+        stream.need(f"{updating} (positions and sampled ids)")
+    for key in sorted(embedded):
+        comb, post = combined.get(key), updated.get(key)
+        if comb is None or post is None:
+            continue
+        verified = _v2_fed(stream, key, embedded[key], comb, post)
+        _v2_sampled(stream, key, post, verified)
+    return stream
+
+
+def _v2_fed(stream: Stream, key: Key, emb: Record, comb: Record, post: Record
+            ) -> dict[str, int]:
+    """The tokens of ``emb``; returns each request's last verified position."""
+    step, rank = key
+    read = np.asarray(emb["input_ids"]).reshape(-1)
+    if isinstance(emb.get("num_embeddings"), int):
+        stream.bound = int(emb["num_embeddings"])
+    qsl = np.asarray(comb["query_start_loc"]).reshape(-1).astype(np.int64)
+    logits = np.diff(np.asarray(comb["cu_num_logits"]).reshape(-1).astype(np.int64))
+    slots = np.asarray(comb["idx_mapping"]).reshape(-1).astype(np.int64)
+    computed = np.asarray(post["num_computed_tokens"]).reshape(-1)
+    drafts = np.asarray(comb["draft_tokens"])
+    names = comb.get("req_ids")
+    if names is None:
+        stream.need(f"{comb.site}.req_ids")
+        return {}
+    verified: dict[str, int] = {}
+    for i, name in enumerate(names):
+        start, end, slot = int(qsl[i]), int(qsl[i + 1]), int(slots[i])
+        d = max(int(logits[i]) - 1, 0) if i < len(logits) else 0
+        first = int(computed[slot]) if 0 <= slot < len(computed) else None
+        if d and 0 <= slot < len(drafts):
+            stream.proposed[(rank, step, name)] = (drafts[slot].reshape(-1).tolist(), comb.site,
+                                                   step, "draft_tokens", slot, step - 1)
+        for e in range(start, min(end, len(read))):
+            j = e - (end - d)
+            position = None if first is None else first + e - start
+            stream.fed.append(Fed(step, rank, SINK, "input_ids", e, name, position,
+                                  int(read[e]), DRAFT if j >= 0 else VERIFIED, max(j, -1), i,
+                                  int(read[e])))
+        if first is not None:
+            verified[name] = first + (end - d - 1 - start)
+    for e in range(int(qsl[len(names)]) if len(qsl) > len(names) else len(read), len(read)):
+        stream.fed.append(Fed(step, rank, SINK, "input_ids", e, None, None, int(read[e]),
+                              PADDING, -1, None, int(read[e])))
+    return verified
+
+
+def _v2_sampled(stream: Stream, key: Key, post: Record, verified: dict[str, int]) -> None:
+    """The ids ``post`` stores for each row, after the row's last verified position."""
+    step, rank = key
+    names: Sequence[Any] | None = post.get("req_ids")
+    if names is None:
+        stream.need(f"{post.site}.req_ids")
+        return
+    sampled = np.asarray(post["sampled_tokens"])
+    counts = np.asarray(post["num_sampled"]).reshape(-1)
+    for i, name in enumerate(names):
+        if name not in verified or i >= len(counts):
+            continue
+        for j in range(min(int(counts[i]), sampled.shape[1])):
+            stream.accept(rank, name, verified[name] + 1 + j, Recorded(
+                int(sampled[i, j]), post.site, step, "sampled_tokens", f"[{i}, {j}]", step))
+
+
+def _rows(value: Any) -> np.ndarray:
+    """``value`` as a 2-D array, one row per previous row (a 1-D array: one column)."""
+    array = np.asarray(value)
+    if array.ndim < 2:
+        return array.reshape(-1, 1)
+    return array.reshape(array.shape[0], int(np.prod(array.shape[1:])))
+
+
+def _by_key(records: Iterable[Record]) -> dict[Key, Record]:
+    """Full records by (step, rank); the last of a key wins."""
+    return {(r.step, r.rank): r for r in records if not r.summary}
+
+
+def continuity_of(records_of: RecordsOf, sites: Iterable[str],
+                  manifest: dict[str, Any] | None = None) -> Continuity:
+    """The continuity check of a capture's records (``sites``: the sites it holds; the
+    manifest names its runner, vLLM version and drafts), or of in-memory records (no
+    manifest: the installed vLLM says whether it clamps)."""
+    from forensics.judge.clamp import clamps
+
+    present = set(sites)
+    manifest = manifest or {}
+    v2 = manifest.get("runner") == "v2" or bool(present & set(v2_sites()[1:]))
+    if v2:
+        return check(v2_stream(records_of))
+    version = (manifest.get("versions") or {}).get("vllm")
+    model = manifest.get("model") or {}
+    speculative = (int(model.get("num_speculative_tokens") or 0) > 0 if "num_speculative_tokens"
+                   in model else any(int(r.get("prev_num_spec_tokens") or 0) > 0
+                                     for r in records_of(v1_sites()[1])))
+    known, why = clamps(version if isinstance(version, str) else None, "v1", speculative)
+    return check(v1_stream(records_of, known, why))
