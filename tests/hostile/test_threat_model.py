@@ -44,17 +44,29 @@ TESTS = {
             "test_a_sigkill_at_every_step_leaves_the_old_or_the_new_capture_whole"],
     "T11": ["tests/hostile/test_round2.py::test_redaction_leaves_no_private_string_in_any_file",
             "tests/hostile/test_round2.py::test_redaction_refuses_a_domain_it_cannot_permute"],
+    "T12": ["tests/test_repro_data.py::test_the_repro_of_a_hostile_capture_holds_none_of_its_text",
+            "tests/test_repro_data.py::"
+            "test_the_repro_of_a_hostile_capture_runs_nothing_but_the_repro"],
+    "T13": ["tests/probe/test_probe_owns.py::test_a_real_probe_leaves_what_was_planted_alone",
+            "tests/probe/test_probe_owns.py::test_each_kind_of_thing_in_the_way_is_left_alone",
+            "tests/probe/test_probe_owns.py::"
+            "test_an_inherited_folder_that_was_replaced_is_not_joined"],
+    "T16": ["tests/hostile/test_triage_per_capture.py::"
+            "test_every_capture_is_a_row_and_the_good_one_is_unchanged",
+            "tests/hostile/test_triage_per_capture.py::"
+            "test_a_capture_that_fails_is_its_row_with_one_line",
+            "tests/hostile/test_triage_per_capture.py::test_open_many_skips_what_cannot_be_read"],
+    "T17": ["tests/hostile/test_escaping.py::test_every_output_shows_the_character_as_an_escape",
+            "tests/hostile/test_escaping.py::"
+            "test_a_noncharacter_in_a_capture_name_keeps_the_svgs_well_formed",
+            "tests/hostile/test_escaping.py::test_there_is_one_escaping_module"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
 #: TESTS, and drop the doc's "(pending: ...)", when the work lands)
 PENDING = {
-    "T12": "repro writes the capture's data beside the script (issue 38.1)",
-    "T13": "the probe creates its folder and files new, O_EXCL/O_NOFOLLOW (issue 38.2)",
     "T14": "one allocation budget for replay, shrink and the kernel worker (issue 38.3)",
     "T15": "deadlines and heartbeats for every child process (issue 38.4)",
-    "T16": "per-capture triage and open_many (issue 38.5)",
-    "T17": "one escaping module over every class of code point (issue 38.7)",
 }
 
 
