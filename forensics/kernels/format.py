@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,21 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[\d+\])?")
 def numpy_dtype(name: str) -> np.dtype[Any]:
     """The numpy dtype holding ``name``'s bytes (bfloat16 as little-endian uint16)."""
     return np.dtype("<u2") if name == "bfloat16" else np.dtype(name).newbyteorder("<")
+
+
+def source_hash(fn: Any) -> str:
+    """The sha256 of a kernel function's source from its ``def`` line on (dedented; the
+    decorators left out, as ``JITFunction.src`` holds it), or "" when it has none."""
+    import inspect
+    import textwrap
+
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return ""
+    start = re.search(r"^def\s+\w+\s*\(", source, re.MULTILINE)
+    source = source[start.start():] if start else source
+    return hashlib.sha256(source.encode()).hexdigest()
 
 
 def encode_bytes(data: bytes) -> str:

@@ -19,7 +19,6 @@ kernels are listed in the ``kernel_summary`` event as seen only in a graph.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import inspect
 import logging
 import os
@@ -30,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from forensics.errors import ConfigurationError
-from forensics.kernels.format import FORMAT, KIND, SUMMARY_KIND, encode_bytes
+from forensics.kernels.format import FORMAT, KIND, SUMMARY_KIND, encode_bytes, source_hash
 
 LOG = logging.getLogger("forensics.probe")
 ENV_KERNELS = "FORENSICS_KERNELS"
@@ -106,8 +105,7 @@ class KernelMeta:
             self._describe(jit, fn)
 
     def _describe(self, jit: Any, fn: Any) -> None:
-        source = getattr(jit, "src", None) or _source(fn)
-        self.sha = hashlib.sha256(source.encode()).hexdigest()
+        self.sha = source_hash(fn)
         self.path = "interpreter" if type(jit).__name__ == "InterpretedFunction" else "compiled"
         signature = inspect.signature(fn)
         self.params = list(signature.parameters)
@@ -115,13 +113,6 @@ class KernelMeta:
         self.constexprs = {k for k, v in annotations.items() if "constexpr" in v}
         self.defaults = {k: p.default for k, p in signature.parameters.items()
                          if p.default is not inspect.Parameter.empty}
-
-
-def _source(fn: Any) -> str:
-    try:
-        return inspect.getsource(fn)
-    except (OSError, TypeError):
-        return ""
 
 
 class Pending:
