@@ -119,7 +119,7 @@ class Pending:
     """One launch whose copies wait to be encoded: the tensors' layouts and host copies."""
 
     __slots__ = ("meta", "step", "rank", "ordinal", "grid", "constexprs", "scalars",
-                 "tensors", "unrecorded")
+                 "tensors", "unrecorded", "names", "views", "sizes", "before", "after")
 
     def __init__(self, meta: KernelMeta, step: int, rank: int, ordinal: int) -> None:
         self.meta, self.step, self.rank, self.ordinal = meta, step, rank, ordinal
@@ -128,6 +128,11 @@ class Pending:
         self.scalars: dict[str, Any] = {}
         self.tensors: dict[str, dict[str, Any]] = {}
         self.unrecorded: dict[str, str] = {}
+        self.names: list[str] = []  # the tensors whose contents are copied, in copy order
+        self.views: list[Any] = []  # their flat byte views (live memory; until ``after``)
+        self.sizes: list[int] = []
+        self.before: Any = None  # one host copy of every view joined, before the launch
+        self.after: Any = None  # and after it
 
 
 class FlightRecorder:
@@ -175,14 +180,13 @@ class FlightRecorder:
         pending.grid = _grid(grid, bound)
         launches.append(pending)
         self._pointer_tables(pending, bound)
+        pending.before = _join(pending.views)
         return pending
 
     def after(self, pending: Pending) -> None:
         """Copy the tensors the launch may have written (their storage, once more)."""
-        for info in pending.tensors.values():
-            tensor = info.pop("live", None)
-            if tensor is not None and info["copy"] is not None:
-                info["after"] = _take(tensor, info["contents"])
+        pending.after = _join(pending.views)
+        pending.views = []
 
     def _argument(self, pending: Pending, name: str, value: Any, floats: int) -> int:
         """Note one argument; return the float budget left."""
@@ -206,7 +210,7 @@ class FlightRecorder:
         info: dict[str, Any] = {
             "dtype": _dtype_name(tensor.dtype), "shape": list(tensor.shape),
             "strides": list(tensor.stride()), "offset": tensor.storage_offset(),
-            "storage": storage, "contents": "none", "reason": "", "copy": None, **extra}
+            "storage": storage, "contents": "none", "reason": "", **extra}
         whole = not (tensor.is_floating_point() or tensor.is_complex())
         view_bytes = tensor.numel() * tensor.element_size()
         if whole and storage <= WHOLE_BYTES:
@@ -223,8 +227,10 @@ class FlightRecorder:
             if torch.is_complex(tensor):
                 info["contents"], info["reason"] = "none", "a complex tensor"
             else:
-                info["copy"] = _take(tensor, info["contents"])
-                info["live"] = tensor
+                view = _flat(tensor, info["contents"])
+                pending.names.append(name)
+                pending.views.append(view)
+                pending.sizes.append(view.numel())
         pending.tensors[name] = info
         return floats
 
@@ -285,15 +291,19 @@ def event_fields(pending: Pending) -> dict[str, Any]:
     meta = pending.meta
     tensors: dict[str, dict[str, Any]] = {}
     for name, info in pending.tensors.items():
-        copy, after = info.get("copy"), info.get("after")
-        out = {k: v for k, v in info.items() if k not in ("copy", "after", "live")}
+        out = dict(info)
         if not out["reason"]:
             del out["reason"]
-        if copy is not None:
-            out["data"] = encode_bytes(_bytes(copy))
-            if after is not None and not bool((after == copy).all()):
-                out["after"] = encode_bytes(_bytes(after))
         tensors[name] = out
+    start = 0
+    before = _bytes(pending.before) if pending.before is not None else b""
+    after = _bytes(pending.after) if pending.after is not None else None
+    for name, size in zip(pending.names, pending.sizes, strict=True):
+        data = before[start:start + size]
+        tensors[name]["data"] = encode_bytes(data)
+        if after is not None and after[start:start + size] != data:
+            tensors[name]["after"] = encode_bytes(after[start:start + size])
+        start += size
     _fit(tensors)
     return {"format": FORMAT, "step": pending.step, "rank": pending.rank,
             "kernel": {"module": meta.module, "name": meta.name, "source_sha256": meta.sha},
@@ -321,22 +331,33 @@ def _dtype_name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _take(tensor: Any, contents: str) -> Any:
-    """A host copy of ``tensor``'s storage (``storage``) or elements (``view``)."""
+def _flat(tensor: Any, contents: str) -> Any:
+    """``tensor``'s storage (``storage``) or elements (``view``) as flat bytes (a view of the
+    live memory for ``storage``; no copy yet)."""
     import torch
 
     if contents == "storage":
-        flat = torch.empty(0, dtype=torch.uint8, device=tensor.device)
-        flat.set_(tensor.untyped_storage())
-        return flat.to("cpu", copy=True)
-    view = tensor.detach().contiguous()
-    return view.view(torch.uint8).reshape(-1).to("cpu", copy=True) if view.numel() \
-        else torch.empty(0, dtype=torch.uint8)
+        count = tensor.untyped_storage().nbytes() // tensor.element_size()
+        whole = torch.as_strided(tensor.detach(), (count,), (1,), 0)
+    else:
+        whole = tensor.detach().contiguous().reshape(-1)
+    return whole.view(torch.uint8)
+
+
+def _join(views: list[Any]) -> Any:
+    """One host copy of ``views``' bytes, joined (None for none)."""
+    import torch
+
+    if not views:
+        return None
+    joined = torch.cat(views)
+    return joined if joined.is_cpu else joined.to("cpu")
 
 
 def _bytes(copy: Any) -> bytes:
+    """The bytes of a joined copy (CPU and CUDA hosts are little-endian, as the format)."""
     data: bytes = copy.numpy().tobytes()
-    return data if sys.byteorder == "little" else data  # CPU and CUDA hosts are little-endian
+    return data
 
 
 def _plain(value: Any) -> Any:
@@ -380,10 +401,11 @@ def _candidates(local: dict[str, Any]) -> list[Any]:
         values += list(vars(owner).values())
     out: list[Any] = []
     for value in values:
-        if isinstance(value, (list, tuple)):
-            out.extend(value[:64])
-        else:
-            out.append(value)
+        items = list(value[:64]) if isinstance(value, (list, tuple)) else [value]
+        for item in items:  # an item holding its tensor (vLLM's StagedWriteTensor.gpu)
+            out.append(item)
+            if isinstance(value, (list, tuple)) and hasattr(item, "__dict__"):
+                out.extend(vars(item).values())
     return out
 
 
