@@ -249,3 +249,43 @@ def launches_of(events: list[dict[str, Any]], capture: str) -> list[Launch]:
 def summaries_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The capture's ``kernel_summary`` events (kernels seen, seen only in a graph)."""
     return [e for e in events if e.get("kind") == SUMMARY_KIND]
+
+
+#: the section of docs/import-format.md on kernel records (appended by ``forensics schema``)
+MARKDOWN = """## Kernel records (`kernel_launch` events)
+
+The flight recorder (`FORENSICS_KERNELS=all`, or a comma list of kernel names or globs;
+`FORENSICS_KERNELS_KEEP` steps kept, default 32, `all` for every step;
+`FORENSICS_KERNELS_BUDGET` bytes of float contents per launch, default 65536) writes each
+recorded launch of a `@triton.jit` kernel of vLLM's worker, sampling and speculative-decoding
+packages as one line of the capture's `events-<process>.jsonl`. Another tool can write the
+same lines; `forensics kernels CAPTURE` replays them.
+
+| key | type | meaning |
+|---|---|---|
+| `kind` | `"kernel_launch"` | |
+| `format` | `1` | |
+| `step`, `rank` | int >= 0 | the engine step and rank of the launch |
+| `ordinal` | int >= 0 | the launch's number within its step, in its process |
+| `kernel` | `{module, name, source_sha256}` | the kernel (sha256 of its source from `def` on) |
+| `path` | `compiled` or `interpreter` | the launch path it was recorded on |
+| `grid` | list of <= 3 ints | the launch grid |
+| `args` | list of str | the kernel's parameter names, in order |
+| `constexprs`, `scalars` | name -> int, float, bool, str or null | the non-tensor arguments |
+| `tensors` | name -> tensor (below) | the tensor arguments |
+| `unrecorded` | name -> str | arguments not recorded, and why (such a launch is not replayable) |
+
+A tensor: `dtype` (`bool`, `int8`..`int64`, `uint8`..`uint64`, `float16`, `bfloat16`,
+`float32`, `float64`), `shape`, `strides` and `offset` (in elements), `storage` (the size of
+its storage, in bytes), `contents` (`storage`: `data` holds every byte of the storage;
+`view`: the tensor's elements in row-major order; `none`: nothing, `reason` says why),
+`data` and `after` (base64 of little-endian bytes; `after`: the same span after the launch,
+present only when the launch changed it). Integer and boolean storages are recorded whole (up
+to 4 MiB, else the view); floats within the launch's budget. A table of raw pointers
+(an int64 argument named `*_ptrs`) has each tensor it points into recorded under
+`NAME[i]`, with `pointer_of` (the table's argument) and `pointer_index` (`i`).
+
+A `kernel_summary` event follows each write: `kernels_seen` (`module.name` -> launches seen),
+`graph_only` (kernels seen only while a CUDA graph was being captured: not recorded),
+`dropped_steps` (steps older than the kept ones), `launches_written` and `reason`.
+"""
