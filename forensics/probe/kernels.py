@@ -10,7 +10,8 @@ may write, after it (integer and boolean storages whole up to :data:`WHOLE_BYTES
 ``FORENSICS_KERNELS_BUDGET`` bytes per launch, else their elements up to the budget, else
 nothing and the record says so). Nothing is encoded on the launch path: the copies wait in the
 flight recorder, which keeps the last ``FORENSICS_KERNELS_KEEP`` steps (default 32; ``all``:
-every step) and writes them as ``kernel_launch`` events through the probe's writer
+every step, each handed to the probe's writer when the next begins, so that it survives a
+SIGKILL of the engine) and writes them as ``kernel_launch`` events through the probe's writer
 (:mod:`forensics.kernels.format`) when ``execute_model`` raises, at exit, on SIGTERM/SIGINT, and
 on request (:func:`dump`). Launches while a CUDA graph is being captured are not recorded; their
 kernels are listed in the ``kernel_summary`` event as seen only in a graph.
@@ -264,6 +265,8 @@ class FlightRecorder:
         steps = self.steps
         if steps and steps[-1][0] == step:
             return steps[-1][1]
+        if self.keep is None and steps and self.session is not None:
+            _write(self, "a step ended (FORENSICS_KERNELS_KEEP=all)")  # survives a SIGKILL
         steps.append((step, []))
         while self.keep is not None and len(steps) > self.keep:
             steps.popleft()
@@ -544,6 +547,11 @@ def dump(reason: str = "on request") -> int:
     recorder = RECORDER
     if recorder is None or recorder.session is None:
         return 0
+    return _write(recorder, reason)
+
+
+def _write(recorder: FlightRecorder, reason: str) -> int:
+    """Write ``recorder``'s kept launches and a summary (see :func:`dump`)."""
     session, written = recorder.session, 0
     try:
         for pending in recorder.take():
