@@ -28,5 +28,6 @@ for _name, _entry in {
     "repro": ("repro", "write a standalone pytest reproducer for vLLM maintainers"),
     "schema": ("schema", "the fields, shapes and dtypes forensics import reads per site"),
     "triage": ("triage", "replay many captures at once and group them by signature"),
+    "kernels": ("kernels", "replay recorded Triton kernel launches with every access checked"),
 }.items():
     COMMANDS.register(_name, _entry)

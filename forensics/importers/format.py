@@ -154,4 +154,7 @@ def as_markdown(data: list[dict[str, Any]]) -> str:
         summary = site["summary"]
         out += ["", f"Summary record: `{'`, `'.join(summary['fields'])}` (the range of "
                 f"`{summary['describes']}`)."]
+    from forensics.kernels.format import MARKDOWN
+
+    out += ["", *MARKDOWN.rstrip("\n").split("\n")]
     return "\n".join(out) + "\n"

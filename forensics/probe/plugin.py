@@ -63,6 +63,9 @@ def start(settings: Any, **session_options: Any) -> Any:
     patch.install(settings.sites)
     atexit.register(session.close)
     _install_sigterm(session)
+    from forensics.probe import kernels
+
+    kernels.install(session)  # FORENSICS_KERNELS: the flight recorder of kernel launches
     return session
 
 
@@ -75,6 +78,10 @@ def stop() -> None:
     from forensics.probe import hooks, patch
 
     session, _SESSION = _SESSION, None
+    from forensics.probe import kernels
+
+    kernels.dump("the probe stopped")
+    kernels.uninstall()
     hooks.activate(None)
     patch.uninstall()
     if session is not None:

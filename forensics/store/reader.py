@@ -57,7 +57,11 @@ class Capture:
         self.name = name[: -len(".capture")] if name.endswith(".capture") else name
         self.manifest: dict[str, Any] = read_manifest(self.path)
         self.expected: dict[str, Any] | None = read_expected(self.path)
-        self.events, truncated_events = read_events(self.path)
+        events, truncated_events = read_events(self.path)
+        #: the flight recorder's ``kernel_launch`` / ``kernel_summary`` events (not timeline
+        #: events: ``forensics kernels`` reads them, :mod:`forensics.kernels.format`)
+        self.kernel_events = [e for e in events if str(e["kind"]).startswith("kernel_")]
+        self.events = [e for e in events if not str(e["kind"]).startswith("kernel_")]
         self._segments = _open_segments(self.path)
         self.segments: list[str] = [s.name for s in self._segments]
         #: files whose cut-short tail was ignored (a crash while writing)

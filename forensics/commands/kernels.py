@@ -1,0 +1,69 @@
+"""forensics kernels: replay a capture's recorded Triton kernel launches in Triton's interpreter
+and report out-of-bounds accesses, broken index contracts, int32 wraps and launches whose live
+outputs differ from the replay's (:mod:`forensics.kernels.sanitizer`).
+
+``--coverage`` lists every Triton kernel of the installed vLLM's worker packages: recorded,
+seen only in a CUDA graph, never launched, or not replayable (and why). Exit 0 when no launch
+has a finding, 1 when one has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from forensics.errors import ConfigurationError
+from forensics.escaping import terminal
+from forensics.quiet import quietly
+
+EXAMPLE = """examples:
+  FORENSICS_DIR=/tmp/caps FORENSICS_KERNELS=all vllm serve ...   # record
+  forensics kernels /tmp/caps/NAME.capture
+  forensics kernels /tmp/caps/NAME.capture --coverage --json"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare CAPTURE, --variant, --coverage and --json."""
+    parser.add_argument("capture", metavar="CAPTURE", help="a NAME.capture directory")
+    parser.add_argument("--variant", default="vllm", metavar="NAME",
+                        help="the kernels to replay: vllm (the installed vLLM's; the only one "
+                             "supported so far)")
+    parser.add_argument("--coverage", action="store_true",
+                        help="list every Triton kernel of the installed vLLM's worker packages")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+@quietly
+def run(args: argparse.Namespace) -> int:
+    """Replay the launches and print the report; 1 when a launch has a finding."""
+    from forensics.kernels.sanitizer import describe, sanitize, to_json
+
+    if args.variant != "vllm":
+        raise ConfigurationError(f"--variant {args.variant!r}: forensics kernels replays the "
+                                 "installed vLLM's kernels only (--variant vllm); a diff's "
+                                 "kernels are not supported yet")
+    report = sanitize(args.capture)
+    if args.json:
+        out = to_json(report)
+        if not args.coverage:
+            out.pop("coverage")
+        print(json.dumps(out, indent=1, default=str))
+        return 1 if report.findings else 0
+    replayed = sum(r.status == "replayed" for r in report.results)
+    print(f"{terminal(report.capture)}: {len(report.results)} launch(es) recorded, "
+          f"{replayed} replayed, {len(report.findings)} finding(s)")
+    if report.note:
+        print(f"note: {terminal(report.note)}")
+    for result in report.results:
+        if result.status != "replayed":
+            print(f"not replayed: {terminal(result.launch.where)}: {terminal(result.reason)}")
+    for finding in report.findings:
+        print(terminal(describe(finding)))
+    if not report.results:
+        print("no kernel_launch event: record with FORENSICS_KERNELS=all")
+    if args.coverage:
+        for row in report.coverage:
+            why = f" ({row['why']})" if row["why"] else ""
+            print(f"  {row['status']:<15} {terminal(row['module'])}.{terminal(row['kernel'])}: "
+                  f"{row['launches']} recorded{terminal(why)}")
+    return 1 if report.findings else 0

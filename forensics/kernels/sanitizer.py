@@ -1,0 +1,237 @@
+"""``forensics kernels``: replay a capture's recorded kernel launches and report what they did.
+
+Each launch goes to a worker process (:mod:`forensics.kernels.replay_worker`) that runs the
+installed vLLM's kernel in Triton's interpreter with every load and store observed. Findings:
+
+- ``kernel_out_of_bounds``: an access outside the storage of the tensor it derives from;
+- ``kernel_contract``: a recorded index outside its contract (:mod:`forensics.kernels.contracts`);
+- ``offset_overflow``: int32 arithmetic that wrapped;
+- ``live_differs``: the replay on the recorded inputs wrote other values than the live launch:
+  evidence the kernel read inputs that changed under it (a race).
+
+A launch that cannot be replayed is listed with its reason, never dropped. Only kernels the
+installed vLLM's worker packages define are run (:mod:`forensics.kernels.coverage`): a capture
+names a kernel, it never chooses code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from forensics.kernels import contracts
+from forensics.kernels.coverage import installed_kernels
+from forensics.kernels.format import KIND, Launch, launches_of, summaries_of
+
+RACE = ("evidence the kernel read inputs that changed under it (a race): the replay on the "
+        "recorded inputs wrote other values than the live launch")
+DISABLED = ("not judged: vLLM disabled Triton here ({why}); fix: run with a Triton that has a "
+            "backend, or register the installed backend as 'cpu' before vLLM is imported "
+            "(the worker does: it failed)")
+
+
+@dataclass
+class LaunchResult:
+    """One launch: ``status`` (``replayed``, ``not_replayable``), why, and its findings."""
+
+    launch: Launch
+    status: str
+    reason: str = ""
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class KernelReport:
+    """A capture's launches, their results and the kernels' coverage."""
+
+    capture: str
+    results: list[LaunchResult]
+    coverage: list[dict[str, Any]]
+    note: str = ""
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        """Every finding, in launch order."""
+        return [f for r in self.results for f in r.findings]
+
+
+class Worker:
+    """The replay worker process (started on first use)."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[str] | None = None
+        self.note = ""
+        self.failed = ""
+
+    def start(self) -> bool:
+        """Start the worker; False (``failed`` says why) when vLLM's kernels cannot run."""
+        env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "forensics.kernels.replay_worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        hello = _line(self.process.stdout)
+        answer = json.loads(hello) if hello.startswith("{") else {}
+        if not answer.get("ready"):
+            self.failed = str(answer.get("message") or "the worker exited")
+            self.close()
+            return False
+        self.note = str(answer.get("note", ""))
+        return True
+
+    def ask(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The worker's answer for one launch event (a dead worker is restarted once)."""
+        if self.process is None or self.process.poll() is not None:
+            if not self.start():
+                return {"status": "not_replayable", "reason": DISABLED.format(why=self.failed)}
+        assert self.process is not None and self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps(event) + "\n")
+            self.process.stdin.flush()
+            line = _line(self.process.stdout)
+        except OSError:
+            line = ""
+        if not line:
+            self.process = None
+            return {"status": "not_replayable",
+                    "reason": "the replay crashed the interpreter's process"}
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        """End the worker."""
+        if self.process is not None:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+            self.process = None
+
+
+def _line(stream: IO[str] | None) -> str:
+    return stream.readline() if stream is not None else ""
+
+
+def _base(launch: Launch, kind: str) -> dict[str, Any]:
+    return {"kind": kind, "kernel": launch.name, "module": launch.module,
+            "step": launch.step, "rank": launch.rank, "launch": launch.ordinal}
+
+
+def _findings(launch: Launch, answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings of one replayed launch's answer."""
+    out = []
+    for access in answer.get("accesses", []):
+        arg = launch.tensors.get(str(access.get("argument")))
+        out.append({**_base(launch, "kernel_out_of_bounds"), **access,
+                    "storage_elements": arg.elements if arg else None})
+    for overflow in answer.get("overflows", []):
+        out.append({**_base(launch, "offset_overflow"), **overflow})
+    meaning = RACE if not answer.get("accesses") else (
+        "the live launch also accessed memory outside its tensors (kernel_out_of_bounds "
+        "above): what it read there is not recorded; else " + RACE)
+    for differ in answer.get("differs", []):
+        out.append({**_base(launch, "live_differs"), **differ, "meaning": meaning})
+    return out
+
+
+def sanitize(capture: str | os.PathLike[str]) -> KernelReport:
+    """Replay every recorded launch of ``capture`` (see the module)."""
+    from forensics.store.reader import load
+
+    cap = load(capture)
+    raw = [e for e in cap.kernel_events if e.get("kind") == KIND]
+    launches = launches_of(cap.kernel_events, str(capture))
+    known = set(installed_kernels())
+    worker, results = Worker(), []
+    try:
+        for launch, event in zip(launches, raw, strict=True):
+            results.append(_one(launch, event, known, worker, cap.manifest))
+    finally:
+        worker.close()
+    note = worker.note or ("" if not worker.failed else DISABLED.format(why=worker.failed))
+    return KernelReport(str(capture), results, coverage(launches, results, cap.kernel_events,
+                                                        known), note)
+
+
+def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], worker: Worker,
+         manifest: dict[str, Any]) -> LaunchResult:
+    found = contracts.check(launch, manifest)
+    if (launch.module, launch.name) not in known:
+        return LaunchResult(launch, "not_replayable", "not a Triton kernel of the installed "
+                                                      "vLLM's worker packages", found)
+    answer = worker.ask(event)
+    if answer.get("status") != "replayed":
+        return LaunchResult(launch, "not_replayable", str(answer.get("reason", "")), found)
+    return LaunchResult(launch, "replayed", str(answer.get("reason", "")),
+                        found + _findings(launch, answer))
+
+
+def coverage(launches: list[Launch], results: list[LaunchResult],
+             events: list[dict[str, Any]], known: set[tuple[str, str]]) -> list[dict[str, Any]]:
+    """One row per kernel of the installed vLLM (and per recorded kernel it lacks):
+    ``recorded``, ``graph_only``, ``never_launched`` or ``not_replayable`` (with why)."""
+    graph_only: set[str] = set()
+    seen: dict[str, int] = {}
+    for summary in summaries_of(events):
+        graph_only |= {str(k) for k in summary.get("graph_only", [])}
+        for key, count in (summary.get("kernels_seen") or {}).items():
+            seen[str(key)] = seen.get(str(key), 0) + int(count)
+    by_kernel: dict[tuple[str, str], list[LaunchResult]] = {}
+    for result in results:
+        by_kernel.setdefault((result.launch.module, result.launch.name), []).append(result)
+    rows = []
+    for module, name in sorted(known | set(by_kernel)):
+        mine, key = by_kernel.get((module, name), []), f"{module}.{name}"
+        failed = [r for r in mine if r.status != "replayed"]
+        status = ("not_replayable" if failed else "recorded") if mine else (
+            "graph_only" if key in graph_only else "never_launched")
+        rows.append({"module": module, "kernel": name, "status": status,
+                     "launches": len(mine), "seen": seen.get(key, 0),
+                     "why": failed[0].reason if failed else ""})
+    return rows
+
+
+def to_json(report: KernelReport) -> dict[str, Any]:
+    """The report as one JSON object."""
+    return {"capture": report.capture, "note": report.note,
+            "launches": [{"kernel": r.launch.name, "module": r.launch.module,
+                          "step": r.launch.step, "rank": r.launch.rank,
+                          "launch": r.launch.ordinal, "status": r.status, "reason": r.reason,
+                          "findings": len(r.findings)} for r in report.results],
+            "findings": report.findings, "coverage": report.coverage}
+
+
+def describe(finding: dict[str, Any]) -> str:
+    """One line of text for a finding (the caller escapes it)."""
+    at = f"{finding['kernel']} (step {finding['step']}, launch {finding['launch']})"
+    kind = finding["kind"]
+    if kind == "kernel_out_of_bounds":
+        return (f"kernel_out_of_bounds: {at}: {'masked' if finding['masked'] else 'unmasked'} "
+                f"{finding['op']} of {finding['argument']} element(s) {finding['elements']} "
+                f"(its storage holds {finding['storage_elements']} elements) by program "
+                f"{tuple(finding['program_id'])}, {finding['count']} lane(s)")
+    if kind == "kernel_contract":
+        return (f"kernel_contract: {at}: {finding['argument']} element(s) "
+                f"{finding['elements']} hold {finding['contract']} {finding['values']}, "
+                f"outside [{finding['lower']}, {finding['upper']}) ({finding['bound']})")
+    if kind == "offset_overflow":
+        return (f"offset_overflow: {at}: an int32 {finding['operation']} by program "
+                f"{tuple(finding['program_id'])} is {finding['exact']}, wrapped to "
+                f"{finding['wrapped']}")
+    shown = ", ".join(f"[{i}] live {a} replay {b}" for i, a, b in finding["elements"])
+    return (f"live_differs: {at}: {finding['argument']} ({finding['span']}) differs at "
+            f"{finding['count']} element(s): {shown}; {finding['meaning']}")
+
+
+def unreadable(path: Path) -> str:
+    """The line for a capture without kernel records."""
+    return (f"{path}: the capture holds no kernel_launch events; record with "
+            f"FORENSICS_KERNELS=all")

@@ -1,0 +1,580 @@
+"""The flight recorder of vLLM's Triton kernel launches (``FORENSICS_KERNELS``).
+
+With ``FORENSICS_KERNELS=all`` (or a comma list of kernel names or globs) every launch of a
+``@triton.jit`` kernel defined in vLLM's worker, sampling and speculative-decoding packages is
+recorded, on both launch paths: compiled kernels (``JITFunction.run``) and Triton's interpreter
+(``InterpretedFunction.run``, ``TRITON_INTERPRET=1``). The launch itself is not changed.
+
+A launch costs one copy of each tensor argument's storage before and, for tensors the launch
+may write, after it (integer and boolean storages whole up to :data:`WHOLE_BYTES`; floats within
+``FORENSICS_KERNELS_BUDGET`` bytes per launch, else their elements up to the budget, else
+nothing and the record says so). Nothing is encoded on the launch path: the copies wait in the
+flight recorder, which keeps the last ``FORENSICS_KERNELS_KEEP`` steps (default 32; ``all``:
+every step, each handed to the probe's writer when the next begins, so that it survives a
+SIGKILL of the engine) and writes them as ``kernel_launch`` events through the probe's writer
+(:mod:`forensics.kernels.format`) when ``execute_model`` raises, at exit, on SIGTERM/SIGINT, and
+on request (:func:`dump`). Launches while a CUDA graph is being captured are not recorded; their
+kernels are listed in the ``kernel_summary`` event as seen only in a graph.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+import logging
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from forensics.errors import ConfigurationError
+from forensics.kernels.format import FORMAT, KIND, SUMMARY_KIND, encode_bytes, source_hash
+
+LOG = logging.getLogger("forensics.probe")
+ENV_KERNELS = "FORENSICS_KERNELS"
+ENV_KEEP = "FORENSICS_KERNELS_KEEP"
+ENV_BUDGET = "FORENSICS_KERNELS_BUDGET"
+DEFAULT_KEEP = 32
+DEFAULT_BUDGET = 64 << 10
+#: an integer or boolean storage up to this size is recorded whole; a larger one: the view
+WHOLE_BYTES = 4 << 20
+#: the packages whose kernels are recorded
+PACKAGES = ("vllm.v1.worker.", "vllm.v1.sample.", "vllm.v1.spec_decode.")
+#: a launch record past this many bytes of encoded contents drops its largest contents
+MAX_EVENT_BYTES = 900_000
+
+
+def selection(environ: Mapping[str, str] | None = None) -> tuple[str, ...] | None:
+    """The kernel globs of ``FORENSICS_KERNELS`` (``all`` -> ``*``); None when it is unset."""
+    raw = (os.environ if environ is None else environ).get(ENV_KERNELS, "").strip()
+    if not raw or raw.lower() in ("0", "off", "none"):
+        return None
+    globs = tuple(p.strip() for p in raw.split(",") if p.strip())
+    return ("*",) if "all" in globs else globs
+
+
+def keep_steps(environ: Mapping[str, str] | None = None) -> int | None:
+    """``FORENSICS_KERNELS_KEEP``: the steps kept (default 32); None for ``all``.
+
+    Raises:
+        ConfigurationError: not a positive int nor ``all``.
+    """
+    raw = (os.environ if environ is None else environ).get(ENV_KEEP, "").strip()
+    if raw.lower() == "all":
+        return None
+    return _positive(raw, ENV_KEEP, DEFAULT_KEEP, "or 'all'")
+
+
+def budget(environ: Mapping[str, str] | None = None) -> int:
+    """``FORENSICS_KERNELS_BUDGET``: bytes of float contents recorded per launch."""
+    raw = (os.environ if environ is None else environ).get(ENV_BUDGET, "").strip()
+    return _positive(raw, ENV_BUDGET, DEFAULT_BUDGET, "(bytes)")
+
+
+def _positive(raw: str, name: str, default: int, also: str) -> int:
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ConfigurationError(f"{name}={raw!r}: expected a positive int {also}; unset it "
+                                 f"for the default {default}")
+    return value
+
+
+class KernelMeta:
+    """What the recorder knows of one kernel object: its names, parameters and whether it is
+    recorded (``wanted``)."""
+
+    __slots__ = ("module", "name", "sha", "params", "constexprs", "defaults", "wanted", "path")
+
+    def __init__(self, jit: Any, globs: tuple[str, ...]) -> None:
+        fn = getattr(jit, "fn", None)
+        self.module = getattr(fn, "__module__", "") or ""
+        self.name = getattr(fn, "__name__", "") or ""
+        self.wanted = self.module.startswith(PACKAGES) and any(
+            fnmatch.fnmatchcase(self.name, g) for g in globs)
+        self.sha = self.path = ""
+        self.params: list[str] = []
+        self.constexprs: set[str] = set()
+        self.defaults: dict[str, Any] = {}
+        if self.wanted:
+            self._describe(jit, fn)
+
+    def _describe(self, jit: Any, fn: Any) -> None:
+        self.sha = source_hash(fn)
+        self.path = "interpreter" if type(jit).__name__ == "InterpretedFunction" else "compiled"
+        signature = inspect.signature(fn)
+        self.params = list(signature.parameters)
+        annotations = {k: str(v) for k, v in getattr(fn, "__annotations__", {}).items()}
+        self.constexprs = {k for k, v in annotations.items() if "constexpr" in v}
+        self.defaults = {k: p.default for k, p in signature.parameters.items()
+                         if p.default is not inspect.Parameter.empty}
+
+
+class Pending:
+    """One launch whose copies wait to be encoded: the tensors' layouts and host copies."""
+
+    __slots__ = ("meta", "step", "rank", "ordinal", "grid", "constexprs", "scalars",
+                 "tensors", "unrecorded", "names", "views", "sizes", "before", "after")
+
+    def __init__(self, meta: KernelMeta, step: int, rank: int, ordinal: int) -> None:
+        self.meta, self.step, self.rank, self.ordinal = meta, step, rank, ordinal
+        self.grid: list[int] = []
+        self.constexprs: dict[str, Any] = {}
+        self.scalars: dict[str, Any] = {}
+        self.tensors: dict[str, dict[str, Any]] = {}
+        self.unrecorded: dict[str, str] = {}
+        self.names: list[str] = []  # the tensors whose contents are copied, in copy order
+        self.views: list[Any] = []  # their flat byte views (live memory; until ``after``)
+        self.sizes: list[int] = []
+        self.before: Any = None  # one host copy of every view joined, before the launch
+        self.after: Any = None  # and after it
+
+
+class FlightRecorder:
+    """The last ``keep`` steps of launches of one process (see the module)."""
+
+    def __init__(self, globs: tuple[str, ...], keep: int | None, float_budget: int,
+                 session: Any = None) -> None:
+        self.globs, self.keep, self.budget = globs, keep, float_budget
+        self.session = session
+        self.steps: deque[tuple[int, list[Pending]]] = deque()
+        self.meta: dict[int, KernelMeta] = {}
+        self.seen: dict[str, int] = {}  # kernel -> launches seen (recorded or not)
+        self.graph_only: set[str] = set()
+        self.dropped_steps = 0
+        self.errors = 0
+        self._torch: Any = None
+        self._capturing: Callable[[], bool] = lambda: False
+
+    # -- the launch path --------------------------------------------------------------------
+    def kernel(self, jit: Any) -> KernelMeta:
+        """The KernelMeta of ``jit`` (made once per kernel object)."""
+        meta = self.meta.get(id(jit))
+        if meta is None:
+            meta = self.meta[id(jit)] = KernelMeta(jit, self.globs)
+        return meta
+
+    def before(self, meta: KernelMeta, args: tuple[Any, ...], kwargs: dict[str, Any],
+               grid: Any) -> Pending | None:
+        """Record a launch's arguments (None when it is captured into a graph)."""
+        key = f"{meta.module}.{meta.name}"
+        self.seen[key] = self.seen.get(key, 0) + 1
+        if self._capturing():
+            self.graph_only.add(key)
+            return None
+        step, rank = self._step_rank()
+        launches = self._launches(step)
+        pending = Pending(meta, step, rank, len(launches))
+        bound = dict(zip(meta.params, args, strict=False))
+        bound.update((k, v) for k, v in kwargs.items() if k in meta.params)
+        for name, value in meta.defaults.items():
+            bound.setdefault(name, value)
+        floats = self.budget
+        for name in meta.params:
+            floats = self._argument(pending, name, bound.get(name), floats)
+        pending.grid = _grid(grid, bound)
+        launches.append(pending)
+        self._pointer_tables(pending, bound)
+        pending.before = _join(pending.views)
+        return pending
+
+    def after(self, pending: Pending) -> None:
+        """Copy the tensors the launch may have written (their storage, once more)."""
+        pending.after = _join(pending.views)
+        pending.views = []
+
+    def _argument(self, pending: Pending, name: str, value: Any, floats: int) -> int:
+        """Note one argument; return the float budget left."""
+        torch = self._torch
+        if name in pending.meta.constexprs:
+            pending.constexprs[name] = _plain(value)
+        elif isinstance(value, torch.Tensor):
+            return self._tensor(pending, name, value, floats)
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            pending.scalars[name] = _plain(value)
+        else:
+            pending.unrecorded[name] = f"a {type(value).__name__}, not a tensor or scalar"
+        return floats
+
+    def _tensor(self, pending: Pending, name: str, tensor: Any, floats: int,
+                **extra: Any) -> int:
+        """Note one tensor argument and copy its contents (see the module); return the
+        float budget left."""
+        torch = self._torch
+        storage = tensor.untyped_storage().nbytes()
+        info: dict[str, Any] = {
+            "dtype": _dtype_name(tensor.dtype), "shape": list(tensor.shape),
+            "strides": list(tensor.stride()), "offset": tensor.storage_offset(),
+            "storage": storage, "contents": "none", "reason": "", **extra}
+        whole = not (tensor.is_floating_point() or tensor.is_complex())
+        view_bytes = tensor.numel() * tensor.element_size()
+        if whole and storage <= WHOLE_BYTES:
+            info["contents"] = "storage"
+        elif whole or view_bytes <= floats:
+            info["contents"] = "view"
+            floats -= 0 if whole else view_bytes
+        else:
+            info["reason"] = (f"float contents of {view_bytes} bytes, past the launch's "
+                              f"budget ({self.budget} bytes, {ENV_BUDGET}): shape only")
+        if storage <= floats and not whole:
+            info["contents"] = "storage"
+        if info["contents"] != "none":
+            if torch.is_complex(tensor):
+                info["contents"], info["reason"] = "none", "a complex tensor"
+            else:
+                view = _flat(tensor, info["contents"])
+                pending.names.append(name)
+                pending.views.append(view)
+                pending.sizes.append(view.numel())
+        pending.tensors[name] = info
+        return floats
+
+    def _pointer_tables(self, pending: Pending, bound: dict[str, Any]) -> None:
+        """Record the tensors a table of raw pointers (``*_ptrs``, int64) points into,
+        found among the callers' tensors; a pointer that none holds is said so."""
+        torch = self._torch
+        for name, value in bound.items():
+            if not (name.endswith("_ptrs") and isinstance(value, torch.Tensor)
+                    and value.dtype == torch.int64 and value.dim() == 1):
+                continue
+            pointers = [int(p) for p in value.cpu().tolist()]
+            found = _tensors_holding(pointers, torch)
+            for i, pointer in enumerate(pointers):
+                target = found.get(pointer)
+                if target is None:
+                    pending.unrecorded[f"{name}[{i}]"] = (
+                        "a raw pointer into no tensor the recorder could find")
+                    continue
+                self._tensor(pending, f"{name}[{i}]", target, 0, pointer_of=name,
+                             pointer_index=i)
+
+    def _step_rank(self) -> tuple[int, int]:
+        session = self.session
+        if session is None:
+            return 0, 0
+        return session.step, session.rank
+
+    def _launches(self, step: int) -> list[Pending]:
+        """The list of ``step``'s launches (a new step drops the oldest past ``keep``)."""
+        steps = self.steps
+        if steps and steps[-1][0] == step:
+            return steps[-1][1]
+        if self.keep is None and steps and self.session is not None:
+            _write(self, "a step ended (FORENSICS_KERNELS_KEEP=all)")  # survives a SIGKILL
+        steps.append((step, []))
+        while self.keep is not None and len(steps) > self.keep:
+            steps.popleft()
+            self.dropped_steps += 1
+        return steps[-1][1]
+
+    # -- writing ----------------------------------------------------------------------------
+    def take(self) -> list[Pending]:
+        """The kept launches, oldest first; the recorder is emptied."""
+        out = [p for _, launches in self.steps for p in launches]
+        self.steps.clear()
+        return out
+
+    def summary(self, written: int) -> dict[str, Any]:
+        """The fields of the ``kernel_summary`` event."""
+        return {"format": FORMAT, "selection": list(self.globs),
+                "keep": self.keep if self.keep is not None else "all",
+                "launches_written": written, "dropped_steps": self.dropped_steps,
+                "kernels_seen": dict(self.seen), "graph_only": sorted(self.graph_only),
+                "recorder_errors": self.errors}
+
+
+def event_fields(pending: Pending) -> dict[str, Any]:
+    """The ``kernel_launch`` event of ``pending`` (:mod:`forensics.kernels.format`)."""
+    meta = pending.meta
+    tensors: dict[str, dict[str, Any]] = {}
+    for name, info in pending.tensors.items():
+        out = dict(info)
+        if not out["reason"]:
+            del out["reason"]
+        tensors[name] = out
+    start = 0
+    before = _bytes(pending.before) if pending.before is not None else b""
+    after = _bytes(pending.after) if pending.after is not None else None
+    for name, size in zip(pending.names, pending.sizes, strict=True):
+        data = before[start:start + size]
+        tensors[name]["data"] = encode_bytes(data)
+        if after is not None and after[start:start + size] != data:
+            tensors[name]["after"] = encode_bytes(after[start:start + size])
+        start += size
+    _fit(tensors)
+    return {"format": FORMAT, "step": pending.step, "rank": pending.rank,
+            "kernel": {"module": meta.module, "name": meta.name, "source_sha256": meta.sha},
+            "ordinal": pending.ordinal, "path": meta.path, "grid": pending.grid,
+            "args": list(meta.params), "constexprs": pending.constexprs,
+            "scalars": pending.scalars, "tensors": tensors, "unrecorded": pending.unrecorded}
+
+
+def _fit(tensors: dict[str, dict[str, Any]]) -> None:
+    """Drop the largest contents until the event fits one events line (said in ``reason``)."""
+    def size() -> int:
+        return sum(len(t.get("data", "")) + len(t.get("after", "")) for t in tensors.values())
+
+    while size() > MAX_EVENT_BYTES:
+        name = max(tensors, key=lambda n: len(tensors[n].get("data", "")))
+        t = tensors[name]
+        t.pop("data", None)
+        t.pop("after", None)
+        t["contents"] = "none"
+        t["reason"] = "contents past the size of one event line: shape only"
+
+
+# -- tensors ------------------------------------------------------------------------------
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _flat(tensor: Any, contents: str) -> Any:
+    """``tensor``'s storage (``storage``) or elements (``view``) as flat bytes (a view of the
+    live memory for ``storage``; no copy yet)."""
+    import torch
+
+    if contents == "storage":
+        count = tensor.untyped_storage().nbytes() // tensor.element_size()
+        whole = torch.as_strided(tensor.detach(), (count,), (1,), 0)
+    else:
+        whole = tensor.detach().contiguous().reshape(-1)
+    return whole.view(torch.uint8)
+
+
+def _join(views: list[Any]) -> Any:
+    """One host copy of ``views``' bytes, joined (None for none)."""
+    import torch
+
+    if not views:
+        return None
+    joined = torch.cat(views)
+    return joined if joined.is_cpu else joined.to("cpu")
+
+
+def _bytes(copy: Any) -> bytes:
+    """The bytes of a joined copy (CPU and CUDA hosts are little-endian, as the format)."""
+    data: bytes = copy.numpy().tobytes()
+    return data
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON holds it (a dtype or other object as its text)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else str(value)
+    return str(value)[:200]
+
+
+def _grid(grid: Any, bound: dict[str, Any]) -> list[int]:
+    """The launch grid as ints (a callable grid called with the bound arguments)."""
+    if callable(grid):
+        grid = grid(bound)
+    if isinstance(grid, int):
+        grid = (grid,)
+    return [int(g) for g in tuple(grid)[:3]]
+
+
+def _tensors_holding(pointers: list[int], torch: Any) -> dict[int, Any]:
+    """Pointer -> a tensor (among the callers' locals and their ``self``'s attributes)
+    whose storage starts at it."""
+    wanted, found = set(pointers), dict[int, Any]()
+    frame: Any = sys._getframe(3)
+    for _ in range(6):
+        if frame is None:
+            break
+        for value in _candidates(frame.f_locals):
+            if isinstance(value, torch.Tensor) and value.data_ptr() in wanted:
+                found.setdefault(value.data_ptr(), value)
+        frame = frame.f_back
+    return found
+
+
+def _candidates(local: dict[str, Any]) -> list[Any]:
+    """Tensors and lists of tensors among ``local`` and its ``self``'s attributes."""
+    values = list(local.values())
+    owner = local.get("self")
+    if owner is not None and hasattr(owner, "__dict__"):
+        values += list(vars(owner).values())
+    out: list[Any] = []
+    for value in values:
+        items = list(value[:64]) if isinstance(value, (list, tuple)) else [value]
+        for item in items:  # an item holding its tensor (vLLM's StagedWriteTensor.gpu)
+            out.append(item)
+            if isinstance(value, (list, tuple)) and hasattr(item, "__dict__"):
+                out.extend(vars(item).values())
+    return out
+
+
+# -- installing ---------------------------------------------------------------------------
+RECORDER: FlightRecorder | None = None
+_ORIGINALS: list[tuple[Any, Any]] = []
+_PREVIOUS: dict[int, Any] = {}
+
+
+def wrap_run(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``run`` of a Triton kernel class, recording the launch when the kernel is wanted."""
+    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        recorder = RECORDER
+        if recorder is None or warmup:
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        pending = None
+        try:
+            meta = recorder.kernel(self)
+            if meta.wanted:
+                pending = recorder.before(meta, args, kwargs, grid)
+        except Exception as exc:  # the recorder never breaks a launch
+            recorder.errors += 1
+            LOG.debug("forensics kernels: recording a launch failed: %s", exc)
+        try:
+            result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        except BaseException:
+            dump("a kernel launch raised")
+            raise
+        if pending is not None:
+            try:
+                recorder.after(pending)
+            except Exception:
+                recorder.errors += 1
+        return result
+
+    run.__wrapped__ = original  # type: ignore[attr-defined]
+    return run
+
+
+def install(session: Any, environ: Mapping[str, str] | None = None) -> FlightRecorder | None:
+    """Start recording kernel launches when ``FORENSICS_KERNELS`` asks; return the
+    recorder (None when off). Wraps both launch paths, ``session.engine_failed``, exit,
+    SIGTERM and SIGINT.
+
+    Raises:
+        ConfigurationError: a bad ``FORENSICS_KERNELS_*`` setting.
+    """
+    global RECORDER
+    globs = selection(environ)
+    if globs is None:
+        return None
+    recorder = FlightRecorder(globs, keep_steps(environ), budget(environ), session)
+    import torch
+
+    recorder._torch = torch
+    recorder._capturing = _graph_capture_check(torch)
+    RECORDER = recorder
+    _wrap_launchers()
+    _hook_session(session)
+    import atexit
+
+    atexit.register(dump, "exit")
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        _chain_signal(signum)
+    return recorder
+
+
+def _graph_capture_check(torch: Any) -> Callable[[], bool]:
+    """A call saying whether the current CUDA stream is capturing a graph (False on CPU)."""
+    if not torch.cuda.is_available():
+        return lambda: False
+    return torch.cuda.is_current_stream_capturing
+
+
+def _wrap_launchers() -> None:
+    """Wrap ``JITFunction.run`` and ``InterpretedFunction.run`` (once)."""
+    if _ORIGINALS:
+        return
+    classes = []
+    try:
+        from triton.runtime.jit import JITFunction
+
+        classes.append(JITFunction)
+    except ImportError:
+        pass
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        classes.append(InterpretedFunction)
+    except ImportError:
+        pass
+    for cls in classes:
+        _ORIGINALS.append((cls, cls.run))
+        cls.run = wrap_run(cls.run)
+
+
+def _hook_session(session: Any) -> None:
+    """Dump the launches before the session keeps an engine failure or closes."""
+    if session is None:
+        return
+    failed, close = session.engine_failed, session.close
+
+    def engine_failed(exc: BaseException, where: str) -> None:
+        dump(f"an exception left {where}")
+        failed(exc, where)
+
+    def closing() -> None:
+        dump("the probe closed")
+        close()
+
+    session.engine_failed, session.close = engine_failed, closing
+
+
+def _chain_signal(signum: int) -> None:
+    """Dump on ``signum``, then hand the signal to the handler that was there."""
+    try:
+        _PREVIOUS[signum] = signal.getsignal(signum)
+        signal.signal(signum, _on_signal)
+    except ValueError:  # not the main thread: exit still dumps
+        pass
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    dump(f"signal {signal.Signals(signum).name}")
+    previous = _PREVIOUS.get(signum)
+    if callable(previous):
+        previous(signum, frame)
+    elif previous == signal.SIG_DFL:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def dump(reason: str = "on request") -> int:
+    """Write the kept launches as ``kernel_launch`` events and a ``kernel_summary``;
+    return how many were written. Never raises."""
+    recorder = RECORDER
+    if recorder is None or recorder.session is None:
+        return 0
+    return _write(recorder, reason)
+
+
+def _write(recorder: FlightRecorder, reason: str) -> int:
+    """Write ``recorder``'s kept launches and a summary (see :func:`dump`)."""
+    session, written = recorder.session, 0
+    try:
+        for pending in recorder.take():
+            fields = event_fields(pending)
+            session.keep_event(KIND, **fields)
+            written += 1
+        session.keep_event(SUMMARY_KIND, reason=reason, **recorder.summary(written))
+    except Exception as exc:
+        recorder.errors += 1
+        LOG.warning("forensics kernels: writing the recorded launches failed: %s", exc)
+    return written
+
+
+def uninstall() -> None:
+    """Stop recording and restore the launch paths (tests)."""
+    global RECORDER
+    RECORDER = None
+    for cls, run in _ORIGINALS:
+        cls.run = run
+    _ORIGINALS.clear()
+    for signum, previous in list(_PREVIOUS.items()):
+        try:
+            signal.signal(signum, previous)
+        except (ValueError, TypeError):
+            pass
+    _PREVIOUS.clear()
