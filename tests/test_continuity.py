@@ -172,5 +172,6 @@ def test_the_replay_judges_a_substitution_under_every_variant() -> None:
     assert sorted(mine["variant"]) == ["patched", "upstream"]
     assert set(mine["step"]) == {10} and set(mine["expected"]) == {true}
     assert result.verdicts["upstream"][SINK] == "violation"
-    assert "Token continuity: 1 wrong token(s) fed (1 substituted); the first: `input_ids[0] = " in \
-        conclude(result).paragraph()
+    expected_text = ("Token continuity: 1 wrong token(s) fed (1 substituted); the first: "
+                     "`input_ids[0] = ")
+    assert expected_text in conclude(result).paragraph()
