@@ -83,8 +83,10 @@ class Lines:
         threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
 
     def _pump(self, stream: IO[str] | None) -> None:
-        for line in stream if stream is not None else ():
-            self._queue.put(line.strip())
+        if stream is not None:
+            with stream:
+                for line in stream:
+                    self._queue.put(line.strip())
         self._queue.put(None)
 
     def next(self, seconds: float) -> str | None:
@@ -129,8 +131,7 @@ class KernelWorker:
         self._lines = Lines(process.stdout)
         hello = self._lines.next(max(_START_TIMEOUT, child_deadline()))
         if not hello or not json.loads(hello).get("ready"):
-            process.kill()
-            process.wait()
+            _end(process)
             why = json.loads(hello).get("message") if hello else "it exited"
             if self.patch is not None:
                 raise PatchApplyError(
@@ -209,8 +210,7 @@ class KernelWorker:
     def _stop(self) -> None:
         """Kill the worker (stuck, dead or abandoned mid-batch); the next use starts one."""
         if self._process is not None:
-            self._process.kill()
-            self._process.wait()
+            _end(self._process)
         self._process, self._lines = None, None
 
     def close(self) -> None:
@@ -234,6 +234,18 @@ def _outcome(answer: dict[str, Any], request: dict[str, str]) -> Outcome:
     for path in (request["inputs"], request["outputs"]):
         Path(path).unlink(missing_ok=True)
     return Outcome(answer["status"], answer["message"], produced)
+
+
+def _end(process: subprocess.Popen[str]) -> None:
+    """Kill ``process``, reap it and close its stdin (its stdout closes on its reader's
+    thread, at the end of the stream)."""
+    process.kill()
+    process.wait()
+    if process.stdin is not None:
+        try:
+            process.stdin.close()
+        except OSError:
+            pass  # a pipe with unsent bytes to a dead process
 
 
 def _remove(requests: list[dict[str, str]]) -> None:

@@ -285,5 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # run as the package's module, so that its state is one (WHERE)
+    from forensics.variants.triton_worker import main as _main
+
+    sys.exit(_main())

@@ -23,18 +23,20 @@ from forensics.validate import validate_record
 
 DRIVER = Path(__file__).with_name("hostile_driver.py")
 VOCAB = 50
+VLLM_WALL = 240.0  # seconds for a case that starts the kernel worker (it imports vLLM)
 
 
-def run_cases(root: Path, cases: dict[str, list[object]], env: dict[str, str] | None = None
-              ) -> dict[str, dict[str, Any]]:
+def run_cases(root: Path, cases: dict[str, list[object]], env: dict[str, str] | None = None,
+              wall: float = 30) -> dict[str, dict[str, Any]]:
     """Run each ``name: argv`` through the CLI in ``hostile_driver.py`` (a forked child under
-    an address-space limit of 3 GiB past its imports, and 30 s); results by name."""
+    an address-space limit of 3 GiB past its imports, and ``wall`` seconds); results by
+    name."""
     spec = [{"name": name, "argv": [str(a) for a in argv], "cwd": str(root)}
             for name, argv in cases.items()]
     (root / "cases.json").write_text(json.dumps(spec))
     done = subprocess.run([sys.executable, str(DRIVER), str(root / "cases.json")],
                           capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, "HOSTILE_WALL_SECONDS": str(wall), **(env or {})})
     assert done.returncode == 0, done.stderr[-3000:]
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return {r["name"]: r for r in results}
@@ -72,3 +74,35 @@ def test_a_huge_num_sampled_is_capped_by_the_stored_ids(tmp_path: Path) -> None:
     assert "MemoryError" not in result["stderr"] + result["stdout"], result
     assert "upstream: ok 2, index_error 1, error 0" in result["stdout"], result
     assert "patched: ok 3" in result["stdout"], result
+
+
+# ------------------------------------------- 2. the kernel worker allocates within the budget
+
+
+def test_the_kernel_worker_refuses_a_buffer_past_the_budget(tmp_path: Path) -> None:
+    """``bin_counts_rows`` x ``bin_counts_width`` of 2**20 x 2**14 (each under the 2**24
+    cap) once asked the worker for 64 GiB; now one line names the record, the fields and
+    their values, and the CLI exits 2."""
+    capture = write_capture(tmp_path / "bins.capture", [
+        post(0), post(1, bin_counts_rows=2**20, bin_counts_width=2**14)])
+    result = run_cases(tmp_path, {"bins": ["replay", capture, "--variant", "vllm"]},
+                       wall=VLLM_WALL)["bins"]
+    assert result["code"] == 2, result
+    line = result["stderr"].strip()
+    assert len(line.splitlines()) == 1, line
+    for part in ("step 1", "'bin_counts_rows x bin_counts_width'", "1048576 x 16384",
+                 "68719476736 bytes", "FORENSICS_MAX_ALLOC"):
+        assert part in line, (part, line)
+
+
+def test_the_budget_is_settable_and_holds_in_the_worker(tmp_path: Path) -> None:
+    """A budget of 4 KiB (``FORENSICS_MAX_ALLOC=4K``) refuses the 64 x 64 int32 all_token_ids
+    of an ordinary record (16 KiB) in the worker; the default budget takes it."""
+    capture = write_capture(tmp_path / "small.capture", [post(0, all_token_ids_width=1024)])
+    small = run_cases(tmp_path, {"small": ["replay", capture, "--variant", "vllm"]},
+                      env={"FORENSICS_MAX_ALLOC": "4K"}, wall=VLLM_WALL)["small"]
+    assert small["code"] == 2 and "all_token_ids_width" in small["stderr"], small
+    assert "past the allocation budget of 4096 bytes" in small["stderr"], small
+    fine = run_cases(tmp_path, {"fine": ["replay", capture, "--variant", "vllm"]},
+                     wall=VLLM_WALL)["fine"]
+    assert fine["code"] == 0 and "vllm: ok 1" in fine["stdout"], fine
