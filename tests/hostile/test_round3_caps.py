@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from forensics.records import Record
 from forensics.store.writer import write_capture
@@ -106,3 +107,43 @@ def test_the_budget_is_settable_and_holds_in_the_worker(tmp_path: Path) -> None:
     fine = run_cases(tmp_path, {"fine": ["replay", capture, "--variant", "vllm"]},
                      wall=VLLM_WALL)["fine"]
     assert fine["code"] == 0 and "vllm: ok 1" in fine["stdout"], fine
+
+
+# ------------------------------------------------------ 3. a stuck kernel worker has a deadline
+
+STUCK_WORKER = Path(__file__).with_name("stuck_worker.py")
+
+
+def test_a_stuck_kernel_worker_times_out_and_the_replay_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    """A worker that never answers step 1 (``stuck_worker.py``) once hung ``replay --variant
+    vllm`` for ever; now that record is ``error: timed out after 5 s`` and the records of
+    steps 0 and 2 are run (in a new worker) and judged."""
+    from forensics.cli import main
+    from forensics.variants import triton_kernels
+
+    capture = write_capture(tmp_path / "stuck.capture", [post(0), post(1), post(2)])
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "5")
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
+                        lambda self: [sys.executable, str(STUCK_WORKER)])
+    triton_kernels.close_worker()
+    try:
+        code = main(["replay", str(capture), "--variant", "vllm", "--json"])
+    finally:
+        triton_kernels.close_worker()
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert out["outcomes"]["vllm"] == {"ok": 2, "index_error": 0, "error": 1}, out
+    assert out["verdicts"]["vllm"]["post_update"] == "error", out
+
+    from forensics.replaying import replay
+
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "5")
+    try:
+        result = replay(capture, variants=["vllm"])
+    finally:
+        triton_kernels.close_worker()
+    rows = result.outcomes.sort_values("step")
+    assert rows["status"].tolist() == ["ok", "error", "ok"], rows
+    assert rows["message"].tolist()[1] == "timed out after 5 s", rows
