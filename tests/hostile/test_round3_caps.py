@@ -178,3 +178,22 @@ def test_an_index_into_a_sparse_hole_is_refused(tmp_path: Path) -> None:
         line = result["stderr"].strip()
         assert len(line.splitlines()) == 1 and "index entry 1 does not match" in line, line
         assert segment.name in line and "134217728" not in result["stdout"], result
+
+
+# ------------------------------------------------------- 5. a stuck notebook cell has a deadline
+
+
+def test_a_stuck_notebook_cell_ends_as_that_cells_timeout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report notebook's cell that never returns ends at ``FORENSICS_CHILD_TIMEOUT`` as
+    that cell's error, ``timed out after 1 s``; the cells before it ran."""
+    from forensics.present.notebook_exec import CellError, Node, execute
+
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
+    nb = Node(cells=[Node(cell_type="code", source="x = 41 + 1", outputs=[]),
+                     Node(cell_type="code", source="while True:\n    x += 1", outputs=[])])
+    with pytest.raises(CellError) as raised:
+        execute(nb, tmp_path)
+    assert raised.value.number == 2 and raised.value.ename == "DeadlineError", raised.value
+    assert raised.value.evalue == "timed out after 1 s"
+    assert nb.cells[0].execution_count == 1
