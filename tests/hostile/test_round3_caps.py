@@ -197,3 +197,25 @@ def test_a_stuck_notebook_cell_ends_as_that_cells_timeout(
     assert raised.value.number == 2 and raised.value.ename == "DeadlineError", raised.value
     assert raised.value.evalue == "timed out after 1 s"
     assert nb.cells[0].execution_count == 1
+
+
+# ------------------------------------------------------------ 6. a stuck fleet task has a deadline
+
+
+def test_a_stuck_fleet_task_is_its_rows_timeout_and_the_others_finish(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of four local triage tasks on two processes, the one that never returns
+    (``stuck_piece.py``) comes back as its row ``timed out after 20 s``; the other three
+    come back as their own rows."""
+    import pyarrow as pa
+    from stuck_piece import piece
+
+    from forensics.fleet.runners import run_local
+    from forensics.fleet.tasks import Task
+
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "20")
+    tasks = [Task(str(tmp_path / name)) for name in ("a", "stuck", "b", "c")]
+    rows = [pa.ipc.open_stream(out).read_all().to_pylist()[0]
+            for out in run_local(tasks, workers=2, piece=piece)]
+    assert [r["name"] for r in rows] == ["a", "stuck", "b", "c"], rows
+    assert [r["error"] for r in rows] == [None, "timed out after 20 s", None, None], rows
