@@ -219,3 +219,26 @@ def test_a_stuck_fleet_task_is_its_rows_timeout_and_the_others_finish(
             for out in run_local(tasks, workers=2, piece=piece)]
     assert [r["name"] for r in rows] == ["a", "stuck", "b", "c"], rows
     assert [r["error"] for r in rows] == [None, "timed out after 20 s", None, None], rows
+
+
+# ------------------------------------------- 7. shrink's window is sized by the steps stored
+
+
+def test_shrinks_window_over_a_huge_step_gap_lists_only_stored_steps() -> None:
+    """Shrink widens its window of steps backwards from the witnesses; it once listed every
+    step value in the window (a record at step 2**62 grew that list without end). The window
+    is now computed over the stored steps, and equals the old value-by-value window where
+    that one fits in memory."""
+    from forensics.share.shrinking import _within
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        steps = np.unique(rng.integers(0, 40, 12)).astype(np.int64)
+        seeds = np.unique(rng.choice(steps, 3)).astype(np.int64)
+        for width in (0, 1, 2, 4, 8, 64):
+            low = {int(s) - d for s in seeds for d in range(width + 1)}
+            assert steps[_within(steps, seeds, width)].tolist() == [
+                int(s) for s in steps if int(s) in low]
+    huge = np.array([0, 1, 2**62], np.int64)
+    assert huge[_within(huge, np.array([2**62], np.int64), 2**62)].tolist() == huge.tolist()
+    assert huge[_within(huge, np.array([2**62], np.int64), 2**40)].tolist() == [2**62]
