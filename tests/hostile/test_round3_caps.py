@@ -242,3 +242,33 @@ def test_shrinks_window_over_a_huge_step_gap_lists_only_stored_steps() -> None:
     huge = np.array([0, 1, 2**62], np.int64)
     assert huge[_within(huge, np.array([2**62], np.int64), 2**62)].tolist() == huge.tolist()
     assert huge[_within(huge, np.array([2**62], np.int64), 2**40)].tolist() == [2**62]
+
+
+# ----------------------------------------------------------------- 8. the settings themselves
+
+
+def test_the_budget_and_deadline_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``FORENSICS_MAX_ALLOC`` takes bytes or K/M/G; ``FORENSICS_CHILD_TIMEOUT`` positive
+    seconds; anything else is one ConfigurationError naming the variable; the budget check
+    passes at the budget and names the field and value past it."""
+    from forensics.budget import child_deadline, max_alloc, require_alloc
+    from forensics.errors import AllocationBudgetError, ConfigurationError
+
+    monkeypatch.delenv("FORENSICS_MAX_ALLOC", raising=False)
+    monkeypatch.delenv("FORENSICS_CHILD_TIMEOUT", raising=False)
+    assert (max_alloc(), child_deadline()) == (1 << 30, 600.0)
+    for text, size in (("4096", 4096), ("8K", 8192), ("3m", 3 << 20), ("2G", 2 << 30)):
+        monkeypatch.setenv("FORENSICS_MAX_ALLOC", text)
+        assert max_alloc() == size
+    assert require_alloc(2 << 30, "here", "f", 1) == 2 << 30
+    with pytest.raises(AllocationBudgetError,
+                       match="here: 'f' is 7, which would allocate 2147483649 bytes"):
+        require_alloc((2 << 30) + 1, "here", "f", 7)
+    for bad in ("0", "-1", "1T", "x", "1.5G"):
+        monkeypatch.setenv("FORENSICS_MAX_ALLOC", bad)
+        with pytest.raises(ConfigurationError, match="FORENSICS_MAX_ALLOC"):
+            max_alloc()
+    for bad in ("0", "-3", "inf", "nan", "soon"):
+        monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", bad)
+        with pytest.raises(ConfigurationError, match="FORENSICS_CHILD_TIMEOUT"):
+            child_deadline()
