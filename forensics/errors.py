@@ -57,3 +57,12 @@ class ConfigurationError(ForensicsError, ValueError):
 
 class IndexBoundsError(ForensicsError, IndexError):
     """Raised by the probe's guard mode when an index leaves its valid range."""
+
+
+class AllocationBudgetError(CaptureFormatError):
+    """A size taken from a record would allocate past the allocation budget
+    (:mod:`forensics.budget`); the message names the record, the field and its value."""
+
+
+class DeadlineError(ForensicsError, TimeoutError):
+    """A child process (kernel worker, notebook, fleet task) outlived its deadline."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import numpy as np
 
 from forensics.errors import (
+    AllocationBudgetError,
     CaptureFormatError,
     ConfigurationError,
     MissingDependencyError,
@@ -46,8 +47,10 @@ if TYPE_CHECKING:
     from forensics.store.reader import Capture
 
 #: a variant that cannot be set up (missing vLLM, a patched copy that does not import) is bad
-#: input, not an outcome: these propagate (the CLI exits 2)
-_SETUP_ERRORS = (MissingDependencyError, UnsupportedVersionError, PatchApplyError)
+#: input, not an outcome: these propagate (the CLI exits 2), as does a record whose buffers
+#: would pass the allocation budget (forensics.budget)
+_SETUP_ERRORS = (MissingDependencyError, UnsupportedVersionError, PatchApplyError,
+                 AllocationBudgetError)
 OUTCOME_COLUMNS = ("record", "variant", "site", "step", "rank", "status", "message")
 #: records read, run and judged together: what is held at once beside the results
 CHUNK = 2048

@@ -8,10 +8,12 @@ its retries, comes back as a row carrying that error, never silently lost.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from forensics.errors import MissingDependencyError
+from forensics.budget import child_deadline, timed_out
+from forensics.errors import DeadlineError, MissingDependencyError
 from forensics.fleet.piece import replay_piece, to_ipc
 from forensics.fleet.tasks import Task
 
@@ -20,6 +22,8 @@ Done = Callable[[int], None]
 RAY_RETRIES = 2
 #: attempts to start a local Ray cluster
 RAY_STARTS = 3
+#: seconds between two looks at the local tasks (each look is their heartbeat check)
+HEARTBEAT = 1.0
 
 
 def lost(task: Task, why: str) -> bytes:
@@ -31,10 +35,11 @@ def lost(task: Task, why: str) -> bytes:
 def run_local(tasks: Sequence[Task], workers: int | None = None, done: Done | None = None,
               piece: Callable[..., bytes] = replay_piece) -> list[bytes]:
     """Run ``tasks`` on ``workers`` local processes (default: the CPUs; 1: in this process);
-    return their results in task order. ``done(n)`` is called as tasks finish."""
-    import concurrent.futures as cf
-    import multiprocessing
-
+    return their results in task order. ``done(n)`` is called as tasks finish. A task running
+    past its deadline (:func:`forensics.budget.child_deadline`) ends in its process
+    (:func:`_with_deadline`) and comes back as its row with ``error: timed out after N s``;
+    one that does not end even then (stuck outside Python) is killed with its pool at twice
+    the deadline plus a minute, and the unfinished others run in a new pool."""
     workers = min(workers or os.cpu_count() or 1, max(len(tasks), 1))
     if workers == 1:
         out = []
@@ -44,22 +49,86 @@ def run_local(tasks: Sequence[Task], workers: int | None = None, done: Done | No
                 done(1)
         return out
     results: list[bytes | None] = [None] * len(tasks)
-    context = multiprocessing.get_context("spawn")  # no fork of a threaded process
-    with cf.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        futures = {pool.submit(piece, t.path, t.start, t.stop): i for i, t in enumerate(tasks)}
-        for future in cf.as_completed(futures):
-            i = futures[future]
-            results[i] = _result(future, tasks[i])
-            if done:
-                done(1)
+    pending = list(range(len(tasks)))
+    while pending:
+        pending = _run_pool(tasks, pending, workers, piece, results, done)
     return [r if r is not None else lost(tasks[i], "task returned nothing")
             for i, r in enumerate(results)]
+
+
+def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
+              piece: Callable[..., bytes], results: list[bytes | None], done: Done | None
+              ) -> list[int]:
+    """Run the ``pending`` tasks in one process pool, filling ``results``; the tasks left
+    unfinished when a task outlived its deadline (its pool is then killed), else none."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    deadline = child_deadline()
+    backstop = 2 * deadline + 60  # from when the task is handed to a process
+    context = multiprocessing.get_context("spawn")  # no fork of a threaded process
+    pool = cf.ProcessPoolExecutor(min(workers, len(pending)), mp_context=context)
+    futures = {pool.submit(_with_deadline, piece, deadline, tasks[i].path, tasks[i].start,
+                           tasks[i].stop): i for i in pending}
+    started: dict[Any, float] = {}
+    waiting = set(futures)
+    try:
+        while waiting:
+            finished, waiting = cf.wait(waiting, timeout=HEARTBEAT,
+                                        return_when=cf.FIRST_COMPLETED)
+            for future in finished:
+                results[futures[future]] = _result(future, tasks[futures[future]])
+                if done:
+                    done(1)
+            now = time.monotonic()
+            for future in waiting:
+                if future.running():
+                    started.setdefault(future, now)
+            stuck = {f for f in waiting if now - started.get(f, now) > backstop}
+            if stuck:
+                for future in stuck:
+                    results[futures[future]] = lost(tasks[futures[future]], timed_out(backstop))
+                    if done:
+                        done(1)
+                _kill(pool)
+                return sorted(futures[f] for f in waiting - stuck)
+        return []
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _with_deadline(piece: Callable[..., bytes], seconds: float, path: str,
+                   start: int | None, stop: int | None) -> bytes:
+    """``piece(path, start, stop)`` in a pool's process, ended by DeadlineError (``timed out
+    after N s``) once it runs ``seconds`` (SIGALRM: the pool runs tasks on its process's main
+    thread)."""
+    import signal
+
+    def expire(signum: int, frame: Any) -> None:
+        raise DeadlineError(timed_out(seconds))
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return piece(path, start, stop)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _kill(pool: Any) -> None:
+    """Kill the worker processes of a ``ProcessPoolExecutor`` (one holds a stuck task)."""
+    for process in list(getattr(pool, "_processes", {}).values()):
+        process.kill()
+        process.join()
 
 
 def _result(future: Any, task: Task) -> bytes:
     """A finished future's bytes, or the lost-task row of its exception."""
     try:
         return bytes(future.result())
+    except DeadlineError as exc:
+        return lost(task, str(exc))
     except Exception as exc:  # noqa: BLE001  (a dead worker is a row, not the end of the run)
         return lost(task, f"task failed: {type(exc).__name__}: {exc}")
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from forensics.errors import ForensicsError
 from forensics.progress import Progress
 from forensics.share.ddmin import ddmin
@@ -136,12 +138,12 @@ class _Search:
 
     def window(self) -> list[int]:
         """The witness steps, widened backwards until their records keep the evidence."""
-        seeds = sorted({int(self.index["step"].iat[i]) for i in self.witnesses()})
-        all_steps = sorted(int(s) for s in self.index["step"].unique())
+        seeds = np.array(sorted({int(self.index["step"].iat[i]) for i in self.witnesses()}),
+                         dtype=np.int64)
+        all_steps = np.array(sorted(int(s) for s in self.index["step"].unique()), np.int64)
         width = 0
         while True:
-            low = {s - d for s in seeds for d in range(width + 1)}
-            steps = [s for s in all_steps if s in low]
+            steps = [int(s) for s in all_steps[_within(all_steps, seeds, width)]]
             if len(steps) == len(all_steps) or self.keeps(self.at_steps(steps)):
                 return steps
             width = max(1, 2 * width)
@@ -185,3 +187,13 @@ class _Search:
             if len(rows):
                 found.add(int(rows.sort_values("step")["record"].iat[-1]))
         return found
+
+
+def _within(steps: np.ndarray, seeds: np.ndarray, width: int) -> np.ndarray:
+    """Where each of ``steps`` lies at most ``width`` steps before (or at) a seed: computed
+    over the steps the capture holds, never by listing every step value in the window (a
+    record's step of 2**62 once made that list grow without end)."""
+    at = np.searchsorted(seeds, steps)  # the first seed at or after each step
+    inside = at < len(seeds)
+    gap = seeds[np.minimum(at, max(len(seeds) - 1, 0))] - steps if len(seeds) else steps * 0
+    return inside & (gap <= width)

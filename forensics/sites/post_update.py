@@ -141,6 +141,14 @@ def _count(record: Record, i: int, patched: bool) -> int:
     return n if len(ids) == n else len(ids) + 1
 
 
+def _reads(n: int, start: int, stored: int) -> int:
+    """The sampled ids a row's loop reads from ``start`` of the flat ``sampled_tokens``, capped
+    by what is stored, never by the claimed count ``n`` (``num_sampled``, which may say 2**31):
+    the stored ids past ``start`` and the first read past the buffer (the wild read
+    :func:`_wild` reports), at most."""
+    return min(max(n, 0), max(stored - start, 0) + 1)
+
+
 def _rows(record: Record, patched: bool) -> list[_Row]:
     """Every row the kernel runs (slot >= 0): its reads and writes as indices. Rows run in
     batch order and a row sees the ``total_len`` an earlier row of the same slot left (two
@@ -157,7 +165,7 @@ def _rows(record: Record, patched: bool) -> list[_Row]:
         row = _Row(i, slot)
         n = _count(record, i, patched)
         base = int(total[slot]) if slot < len(total) else 0
-        for j in range(max(n, 0)):
+        for j in range(_reads(n, i * width, len(flat))):
             offset = i * width + j
             row.ids.append(int(flat[offset]) if offset < len(flat) else -(2**62))
             row.columns.append(base + j)

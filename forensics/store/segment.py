@@ -116,12 +116,25 @@ class Segment:
         sane = ((entries["length"] > 0) & (entries["rows"] > 0)
                 & (entries["rows"] <= entries["length"] // MIN_ROW_BYTES)
                 & (entries["step_min"] >= 0) & (entries["step_min"] <= entries["step_max"]))
-        bad = np.flatnonzero(~(starts_ok & sane))
+        bad = np.flatnonzero(~(starts_ok & sane & self._heads_stored(entries)))
         if len(bad):
             raise CaptureFormatError(f"{self.where}: index entry {int(bad[0])} does not match "
                                      f"the segment; delete '{index_path.name}' to rescan")
         visible = int(np.searchsorted(ends, self.size, side="right"))  # later: still writing
         return entries[:visible]
+
+    def _heads_stored(self, entries: np.ndarray) -> np.ndarray:
+        """Per entry: whether the segment holds, at its offset, the head of an Arrow message
+        that fits in the entry (a continuation marker and a metadata length). An entry's
+        claimed rows size nothing until this evidence is found: a sparse file's hole reads as
+        zeros, so an index pointing into one (a 16 GB segment of 12 KiB stored) is refused."""
+        offsets = entries["offset"]
+        inside = offsets + 8 <= self.size
+        heads = self._bytes[np.where(inside, offsets, 0)[:, None] + np.arange(8)]
+        words = heads.view("<u4").reshape(-1, 2) if len(heads) else np.zeros((0, 2), "<u4")
+        marker = words[:, 0] == CONTINUATION
+        meta = words[:, 1].astype(np.int64)
+        return inside & marker & (meta > 0) & (meta < 2**31) & (8 + meta < entries["length"])
 
     def _scan_tail(self, pos: int) -> None:
         rows: list[tuple[int, int, int, int, int]] = []

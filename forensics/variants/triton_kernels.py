@@ -12,6 +12,12 @@ launch is reported as ``index_error`` (observed, not modelled) and not performed
 is never corrupted. A worker that dies anyway is restarted and the record's outcome is
 ``index_error`` with what it printed.
 
+Each record has a deadline (:func:`forensics.budget.child_deadline`, ``FORENSICS_CHILD_TIMEOUT``
+seconds): the worker answers a batch one line per record, and each answer is its heartbeat. A
+worker that gives no answer within the deadline is killed; the record it held gets ``error:
+timed out after N s`` and the records after it run in a new worker. A record whose buffers
+would pass the allocation budget (:mod:`forensics.budget`) raises AllocationBudgetError.
+
 The ``vllm+PATH.diff`` variant gets a worker of its own (:class:`KernelPatch`): it imports the
 diff's patched copies of vLLM's files in place of the installed ones, so the kernels it runs are
 the diff's. A record whose kernels live in no file the diff changes raises PatchApplyError (the
@@ -22,17 +28,20 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-from forensics.errors import MissingDependencyError, PatchApplyError
-from forensics.outcome import INDEX_ERROR, OK, Outcome
+from forensics.budget import child_deadline, timed_out
+from forensics.errors import AllocationBudgetError, MissingDependencyError, PatchApplyError
+from forensics.outcome import ERROR, INDEX_ERROR, OK, Outcome
 from forensics.records import Record
 
 _START_TIMEOUT = 600.0
@@ -65,12 +74,40 @@ class KernelPatch:
             f"kernel's fix in that file, or replay this site with 'vllm'")
 
 
+class Lines:
+    """A child's stdout read line by line on a thread, so that each read has a deadline."""
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._ended = False
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream: IO[str] | None) -> None:
+        if stream is not None:
+            with stream:
+                for line in stream:
+                    self._queue.put(line.strip())
+        self._queue.put(None)
+
+    def next(self, seconds: float) -> str | None:
+        """The next line (``""`` once the stream ended), or None when none came in time."""
+        if self._ended:
+            return ""
+        try:
+            line = self._queue.get(timeout=seconds)
+        except queue.Empty:
+            return None
+        self._ended = line is None
+        return line or ""
+
+
 class KernelWorker:
     """One worker process and its scratch directory (see the module); ``patch``: the diff
     whose patched files it imports."""
 
     def __init__(self, patch: KernelPatch | None = None) -> None:
         self._process: subprocess.Popen[str] | None = None
+        self._lines: Lines | None = None
         self._dir = tempfile.TemporaryDirectory(prefix="forensics-triton-")
         self._count = 0
         self.patch = patch
@@ -91,9 +128,10 @@ class KernelWorker:
         process = subprocess.Popen(self._command(),
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL, text=True, env=env)
-        hello = _read_line(process.stdout)
+        self._lines = Lines(process.stdout)
+        hello = self._lines.next(max(_START_TIMEOUT, child_deadline()))
         if not hello or not json.loads(hello).get("ready"):
-            process.kill()
+            _end(process)
             why = json.loads(hello).get("message") if hello else "it exited"
             if self.patch is not None:
                 raise PatchApplyError(
@@ -109,48 +147,80 @@ class KernelWorker:
         return self.run_many([record])[0]
 
     def run_many(self, records: list[Record]) -> list[Outcome]:
-        """Run ``records`` in one exchange with the worker; their Outcomes, in order. A
-        worker that dies gives every record of the exchange the crash's ``index_error``.
+        """Run ``records`` through the worker; their Outcomes, in order. The record a worker
+        dies on gets the crash's ``index_error``, the one it outlives its deadline on
+        ``error: timed out after N s``; the records after it run in a new worker.
 
         Raises:
             PatchApplyError: a patch's worker ran a record's kernels in no file the diff
                 changes (see :meth:`KernelPatch.check_touches`), or fails to start.
+            AllocationBudgetError: a record's buffers would pass the allocation budget.
         """
+        outcomes: list[Outcome] = []
+        while len(outcomes) < len(records):
+            outcomes += self._exchange(records[len(outcomes):])
+        return outcomes
+
+    def _exchange(self, records: list[Record]) -> list[Outcome]:
+        """Send ``records`` as one batch; the outcomes of those answered, and of the one the
+        worker died on or outlived its deadline on (then the worker is ended)."""
         if self._process is None or self._process.poll() is not None:
             self._process = self._start()
-        requests = []
-        for record in records:
-            self._count += 1
-            base = Path(self._dir.name) / f"r{self._count}"
-            request = {"site": record.site, "inputs": f"{base}-in.npz",
-                       "outputs": f"{base}-out.npz"}
-            np.savez(request["inputs"], **_arrays(record))
-            requests.append(request)
-        assert self._process.stdin is not None
+        requests = [self._request(record) for record in records]
+        assert self._process.stdin is not None and self._lines is not None
         try:
             self._process.stdin.write(json.dumps({"batch": requests}) + "\n")
             self._process.stdin.flush()
-            line = _read_line(self._process.stdout)
         except OSError:
-            line = ""
-        if not line:
-            self._process = None
-            return [Outcome(INDEX_ERROR, "IndexError: the Triton kernel crashed the "
-                                         "interpreter's process (an illegal memory access)")
-                    for _ in records]
-        answers = json.loads(line)["batch"]
-        outcomes = [_outcome(answer, request)
-                    for answer, request in zip(answers, requests, strict=True)]
+            pass  # it died: the first read below says so
+        deadline = child_deadline()
+        outcomes, answers = [], []
+        for request in requests:
+            line = self._lines.next(deadline)
+            if not line:
+                self._stop()
+                _remove(requests)
+                outcomes.append(Outcome(ERROR, timed_out(deadline)) if line is None else
+                                Outcome(INDEX_ERROR, "IndexError: the Triton kernel crashed "
+                                        "the interpreter's process (an illegal memory access)"))
+                return outcomes
+            answers.append(json.loads(line))
+            if answers[-1]["status"] == BUDGET:
+                self._stop()
+                _remove(requests)
+                raise AllocationBudgetError(answers[-1]["message"])
+            outcomes.append(_outcome(answers[-1], request))
         if self.patch is not None:
             for answer, record in zip(answers, records, strict=True):
                 self.patch.check_touches(record.site, answer.get("modules", []))
         return outcomes
 
+    def _request(self, record: Record) -> dict[str, str]:
+        """The request of ``record``: its arrays written to a new ``.npz`` in the scratch
+        directory, and its name for messages."""
+        self._count += 1
+        base = Path(self._dir.name) / f"r{self._count}"
+        request = {"site": record.site, "inputs": f"{base}-in.npz",
+                   "outputs": f"{base}-out.npz",
+                   "where": f"record of site {record.site!r} at step {record.step}, "
+                            f"rank {record.rank}"}
+        np.savez(request["inputs"], **_arrays(record))
+        return request
+
+    def _stop(self) -> None:
+        """Kill the worker (stuck, dead or abandoned mid-batch); the next use starts one."""
+        if self._process is not None:
+            _end(self._process)
+        self._process, self._lines = None, None
+
     def close(self) -> None:
         """End the worker and remove the scratch directory."""
         if self._process is not None and self._process.stdin is not None:
             self._process.stdin.close()
-            self._process.wait(timeout=30)
+            try:
+                self._process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._stop()
         self._process = None
         self._dir.cleanup()
 
@@ -166,8 +236,23 @@ def _outcome(answer: dict[str, Any], request: dict[str, str]) -> Outcome:
     return Outcome(answer["status"], answer["message"], produced)
 
 
-def _read_line(stream: IO[str] | None) -> str:
-    return stream.readline().strip() if stream is not None else ""
+def _end(process: subprocess.Popen[str]) -> None:
+    """Kill ``process``, reap it and close its stdin (its stdout closes on its reader's
+    thread, at the end of the stream)."""
+    process.kill()
+    process.wait()
+    if process.stdin is not None:
+        try:
+            process.stdin.close()
+        except OSError:
+            pass  # a pipe with unsent bytes to a dead process
+
+
+def _remove(requests: list[dict[str, str]]) -> None:
+    """Remove the files of ``requests`` (an exchange cut short)."""
+    for request in requests:
+        for path in (request["inputs"], request["outputs"]):
+            Path(path).unlink(missing_ok=True)
 
 
 def _arrays(record: Record) -> dict[str, Any]:
@@ -175,6 +260,9 @@ def _arrays(record: Record) -> dict[str, Any]:
     return {name: np.asarray(value) for name, value in record.fields.items()
             if not isinstance(value, (list, dict)) and not name.endswith("_after")}
 
+
+#: the answer status of a record past the allocation budget (as the worker's ``BUDGET``)
+BUDGET = "budget"
 
 #: the shared workers, by patch (None: the installed vLLM)
 _WORKERS: dict[KernelPatch | None, KernelWorker] = {}

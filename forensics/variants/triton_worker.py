@@ -8,7 +8,14 @@ accepts a machine without a GPU driver). It reads one JSON request per stdin lin
 on CPU tensors built from them (the site's ``Site.kernel`` names the function that does: here,
 or in the site's own module, which imports torch and vLLM inside it), and answers one JSON
 line ``{"status", "message", "outputs"}`` (an ``.npz`` of the changed buffers);
-``{"batch": [request, ...]}`` gets ``{"batch": [answer, ...]}`` on one line.
+``{"batch": [request, ...]}`` gets one answer line per request, in order (each answer is also
+the worker's heartbeat: the replaying process gives each its deadline, see
+:mod:`forensics.variants.triton_kernels`).
+
+Every buffer the worker allocates from a record's numbers (``output_bin_counts``,
+``all_token_ids``, the ``num_logits`` vLLM allocates) is first held to the allocation budget
+(:func:`forensics.budget.require_alloc`); past it the answer's status is ``budget`` and the
+replaying process raises AllocationBudgetError naming the record, the field and its value.
 
 Every load and store the kernel makes is observed (:class:`Observer`): an address outside the
 tensors handed to the launch is an out-of-bounds access, reported as ``index_error`` and not
@@ -37,7 +44,21 @@ from typing import Any
 
 import numpy as np
 
+from forensics.budget import require_alloc
+from forensics.errors import AllocationBudgetError
+
 _MISSING = object()
+#: the answer status of a request whose buffers would pass the allocation budget
+BUDGET = "budget"
+
+
+class _Where:
+    """The record the worker is answering, named for budget messages (set per request)."""
+
+    text = "a record"
+
+
+WHERE = _Where()
 
 
 class Observer:
@@ -119,6 +140,15 @@ def install_observer() -> None:
     interp.GridExecutor.__call__ = launch
 
 
+def _zeros(rows: int, width: int, field: str) -> Any:
+    """An int32 ``rows x width`` torch buffer of zeros, held to the allocation budget first
+    (``field`` names the record's fields that sized it)."""
+    import torch
+
+    require_alloc(4 * max(rows, 0) * max(width, 0), WHERE.text, field, f"{rows} x {width}")
+    return torch.zeros(rows, width, dtype=torch.int32)
+
+
 def _tensor(inputs: dict[str, np.ndarray], name: str) -> Any:
     import torch
 
@@ -133,6 +163,7 @@ def run_combine_sampled_and_draft_tokens(kernels: Any, inputs: dict[str, np.ndar
         "draft_tokens", "cu_num_logits")}
     last = _tensor(inputs, "last_sampled_tokens").reshape(-1, 1)
     num_logits = int(inputs["cu_num_logits"][-1]) if len(inputs["cu_num_logits"]) else 0
+    require_alloc(8 * max(num_logits, 0), WHERE.text, "cu_num_logits[-1]", num_logits)
     kernels.combine_sampled_and_draft_tokens(
         t["input_ids"], t["idx_mapping"], last, t["query_start_loc"], t["seq_lens"],
         t["prefill_len"], t["draft_tokens"], t["cu_num_logits"], num_logits,
@@ -147,7 +178,6 @@ def run_post_update(kernels: Any, inputs: dict[str, np.ndarray]) -> dict[str, np
     passes its own."""
     import inspect
 
-    import torch
 
     t = {name: _tensor(inputs, name) for name in (
         "idx_mapping", "num_computed_tokens", "sampled_tokens", "num_sampled", "num_rejected",
@@ -155,8 +185,9 @@ def run_post_update(kernels: Any, inputs: dict[str, np.ndarray]) -> dict[str, np
     last = _tensor(inputs, "last_sampled_tokens").reshape(-1, 1)
     slots = len(inputs["num_computed_tokens"])
     rows, width = int(inputs["bin_counts_rows"]), int(inputs["bin_counts_width"])
-    bins = torch.zeros(rows, width, dtype=torch.int32) if rows > 0 else None
-    all_ids = torch.zeros(slots, int(inputs["all_token_ids_width"]), dtype=torch.int32)
+    bins = _zeros(rows, width, "bin_counts_rows x bin_counts_width") if rows > 0 else None
+    all_ids = _zeros(slots, int(inputs["all_token_ids_width"]),
+                     "len(num_computed_tokens) x all_token_ids_width")
     qsl = _tensor(inputs, "query_start_loc") if "query_start_loc" in inputs else None
     drafts: tuple[Any, ...] = ()
     if "draft_tokens" in inputs:
@@ -189,12 +220,16 @@ def kernel_of(site: str) -> Any:
 
 def answer(kernels: Any, request: dict[str, Any]) -> dict[str, Any]:
     """Run one request; the answer's ``status`` is ``ok``, ``index_error`` (an observed
-    out-of-bounds access) or ``error`` (anything the call raised)."""
+    out-of-bounds access), ``budget`` (a buffer past the allocation budget, not allocated) or
+    ``error`` (anything the call raised)."""
     with np.load(request["inputs"], allow_pickle=False) as data:
         inputs = {name: data[name] for name in data.files}
     OBSERVER.regions, OBSERVER.outside, OBSERVER.modules = [], [], {kernels.__name__}
+    WHERE.text = str(request.get("where", "a record"))
     try:
         outputs = kernel_of(request["site"])(kernels, inputs)
+    except AllocationBudgetError as exc:
+        return {"status": BUDGET, "message": str(exc)[:2000], "modules": []}
     except Exception as exc:  # the kernel's own failure is the outcome
         return {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:2000],
                 "modules": sorted(OBSERVER.modules)}
@@ -242,13 +277,15 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
-        if "batch" in request:  # many records, one answer line
-            print(json.dumps({"batch": [answer(kernels, r) for r in request["batch"]]}),
-                  flush=True)
+        if "batch" in request:  # many records, one answer line each (each a heartbeat)
+            for one in request["batch"]:
+                print(json.dumps(answer(kernels, one)), flush=True)
         else:
             print(json.dumps(answer(kernels, request)), flush=True)
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # run as the package's module, so that its state is one (WHERE)
+    from forensics.variants.triton_worker import main as _main
+
+    sys.exit(_main())

@@ -1,0 +1,86 @@
+"""The allocation budget: the most bytes any single allocation sized by a record may take.
+
+Every path that sizes an allocation from a capture's numbers (replay's models, the Model Runner
+V2 kernel worker, shrink) calls :func:`require_alloc` before it allocates: past the budget it
+raises :class:`~forensics.errors.AllocationBudgetError` naming where, the field and its value,
+instead of asking the machine for gigabytes. The budget is 1 GiB, or ``FORENSICS_MAX_ALLOC``
+bytes (a plain integer, or with a ``K``/``M``/``G`` suffix: ``512M``).
+
+Deadlines of child processes live here too (:func:`child_deadline`): ``FORENSICS_CHILD_TIMEOUT``
+seconds (default 600) for any one answer of a kernel worker, notebook cell or fleet task.
+"""
+
+from __future__ import annotations
+
+import os
+
+from forensics.errors import AllocationBudgetError, ConfigurationError
+
+#: the default budget of one allocation, in bytes
+DEFAULT_MAX_ALLOC = 1 << 30
+#: the environment variable that sets the budget
+MAX_ALLOC_ENV = "FORENSICS_MAX_ALLOC"
+#: the default deadline of one answer of a child process, in seconds
+DEFAULT_CHILD_TIMEOUT = 600.0
+#: the environment variable that sets it
+CHILD_TIMEOUT_ENV = "FORENSICS_CHILD_TIMEOUT"
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def max_alloc() -> int:
+    """The budget of one allocation in bytes (``FORENSICS_MAX_ALLOC``, else 1 GiB).
+
+    Raises:
+        ConfigurationError: the variable is not a positive size.
+    """
+    text = os.environ.get(MAX_ALLOC_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_ALLOC
+    unit = text[-1].upper() if text[-1].isalpha() else ""
+    number = text[:-1] if unit else text
+    if unit not in _UNITS or not number.isdigit() or int(number) <= 0:
+        raise ConfigurationError(f"{MAX_ALLOC_ENV}={text!r} is not a size; give bytes, "
+                                 f"e.g. 1073741824 or 1G")
+    return int(number) * _UNITS[unit]
+
+
+def require_alloc(nbytes: int, where: str, field: str, value: object) -> int:
+    """Return ``nbytes`` when it is within :func:`max_alloc`; the one check every sizing path
+    makes before it allocates what a record's ``field`` (of ``value``) asks for.
+
+    Raises:
+        AllocationBudgetError: one line naming ``where``, the field, its value and the budget.
+    """
+    budget = max_alloc()
+    if nbytes > budget:
+        raise AllocationBudgetError(
+            f"{where}: {field!r} is {value}, which would allocate {nbytes} bytes, past the "
+            f"allocation budget of {budget} bytes; fix the record's {field}, or raise "
+            f"{MAX_ALLOC_ENV} if the engine really had buffers that large")
+    return nbytes
+
+
+def child_deadline() -> float:
+    """The seconds a child process may take for one answer (``FORENSICS_CHILD_TIMEOUT``,
+    else 600).
+
+    Raises:
+        ConfigurationError: the variable is not a positive number of seconds.
+    """
+    text = os.environ.get(CHILD_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_CHILD_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise ConfigurationError(f"{CHILD_TIMEOUT_ENV}={text!r} is not a number of seconds; "
+                                 f"give one, e.g. 600")
+    return seconds
+
+
+def timed_out(seconds: float) -> str:
+    """The message of an ``error`` outcome whose child outlived its deadline (shown as
+    ``error: timed out after N s``)."""
+    return f"timed out after {seconds:g} s"
