@@ -279,3 +279,12 @@ def test_a_forced_vocab_sentinel_needs_drafts() -> None:
                  faults=Faults(forced={"vocab_sentinel": (3,)}))
     with pytest.raises(ConfigurationError, match="needs drafts"):
         Simulator(sc)
+
+
+def test_the_help_names_every_scenario() -> None:
+    import forensics.commands.simulate as command
+    from forensics.simulator.runs import SCENARIOS
+
+    help_text = " ".join((command.__doc__ or "").split())
+    missing = [name for name in SCENARIOS if name not in help_text]
+    assert not missing, missing

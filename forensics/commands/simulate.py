@@ -1,8 +1,10 @@
 """forensics simulate: write a synthetic capture of a scenario (async scheduling + spec decoding).
 
-Scenarios: clean, stale-prev-row, vocab-sentinel, placeholder-leak, misattribution, soak (a long
-run with rare mixed faults). Settings not given take the scenario's own; the same seed gives the
-same capture.
+Scenarios (V1): clean, stale-prev-row, vocab-sentinel, placeholder-leak, misattribution,
+clamped-placeholder (vLLM's clamp turns a leaked -1 into token 0), soak (a long run with rare
+mixed faults); Model Runner V2: v2-clean, v2-negative-draft, v2-vocab-sample,
+v2-wrong-last-token, v2-zeroed-combine. Settings not given take the scenario's own; the same
+seed gives the same capture.
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare SCENARIO, -o OUT.capture, --steps, --seed, --batch, --spec-tokens, --vocab,
     --force."""
     parser.add_argument("scenario", metavar="SCENARIO",
-                        help="clean, stale-prev-row, vocab-sentinel, placeholder-leak, "
-                             "misattribution or soak")
+                        help="a scenario named above (V1 or v2-...)")
     parser.add_argument("-o", "--output", required=True, metavar="OUT.capture",
                         help="capture directory to create")
     parser.add_argument("--steps", type=int, default=None, help="engine steps to record")
