@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import sys
 from typing import Any
@@ -276,13 +277,26 @@ def replay(launch: Launch) -> dict[str, Any]:
 
 
 def _point(launch: Launch, tensors: dict[str, Any]) -> None:
-    """Write the new addresses of pointer targets (``NAME[i]``) into their tables."""
+    """Write the new addresses of pointer targets (``NAME[i]``) into their tables; a table
+    of raw pointers (``*_ptrs``) with an entry no recorded tensor stands for is not replayable
+    (its live addresses would be read as accesses)."""
+    import torch
+
     for name, arg in launch.tensors.items():
         if arg.pointer_of is not None and arg.pointer_index is not None:
             table = tensors.get(arg.pointer_of)
             if table is None:
                 raise NotReplayable(f"tensor {name} points from {arg.pointer_of}, not recorded")
-            table.view(-1)[arg.pointer_index] = tensors[name].data_ptr()
+            table.view(torch.int64).view(-1)[arg.pointer_index] = tensors[name].data_ptr()
+    for name, arg in launch.tensors.items():
+        if not name.endswith("_ptrs") or arg.pointer_of is not None or \
+                arg.dtype not in ("int64", "uint64"):
+            continue
+        entries = math.prod(arg.shape)
+        pointed = {a.pointer_index for a in launch.tensors.values() if a.pointer_of == name}
+        if len(pointed) < entries:
+            raise NotReplayable(f"the pointer table {name} holds {entries} raw pointer(s), "
+                                f"{len(pointed)} resolved to recorded tensors")
 
 
 def answer(line: str) -> dict[str, Any]:

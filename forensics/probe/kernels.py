@@ -241,9 +241,9 @@ class FlightRecorder:
         torch = self._torch
         for name, value in bound.items():
             if not (name.endswith("_ptrs") and isinstance(value, torch.Tensor)
-                    and value.dtype == torch.int64 and value.dim() == 1):
-                continue
-            pointers = [int(p) for p in value.cpu().tolist()]
+                    and value.dtype in (torch.int64, torch.uint64) and value.dim() == 1):
+                continue  # vLLM 0.32 keeps its pointer tables as uint64, 0.33 as int64
+            pointers = [int(p) for p in value.view(torch.int64).cpu().tolist()]
             found = _tensors_holding(pointers, torch)
             for i, pointer in enumerate(pointers):
                 target = found.get(pointer)

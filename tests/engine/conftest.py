@@ -36,6 +36,8 @@ SCENARIOS = [
     Scenario("v2_draft_guard", max_tokens=8, env={**V2, "FORENSICS_MODE": "guard",
                                                   "FORENSICS_HARNESS_FAULTS": "draft@2:1"}),
     Scenario("v2_last_record", max_tokens=8, env={**V2, "FORENSICS_HARNESS_FAULTS": "last@2:2"}),
+    Scenario("v2_kernels_record", max_tokens=8, env={**V2, "FORENSICS_KERNELS": "all",
+                                                     "FORENSICS_KERNELS_KEEP": "all"}),
 ]
 
 
