@@ -68,7 +68,8 @@ def run_stage(stage: Stage, position: int, total: int) -> Ran:
     """Run one stage, passing its output through, and return what it did."""
     print(f"\n==> [{position}/{total}] {stage.name}: {stage.what}", flush=True)
     started = time.monotonic()
-    process = subprocess.Popen(stage.command, cwd=ROOT, stdout=subprocess.PIPE,
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # pytest's progress as it happens
+    process = subprocess.Popen(stage.command, cwd=ROOT, stdout=subprocess.PIPE, env=env,
                                stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1)
     last_summary = ""
     assert process.stdout is not None
