@@ -13,6 +13,10 @@ The ``variants`` parameter of the notebook gets the report's ``variants`` when g
 The answer first: the printed text of the cell tagged ``conclusion`` is lifted into the header,
 as the first paragraph after the title (``<p id="conclusion">``), and that cell leaves the body;
 cells tagged ``report-skip`` (a notebook's own introduction) are left out of the report.
+A long report stays short: the sections of :data:`LEAD_SECTIONS` ("What to look at next",
+"Summary by site") follow the header, a table of more than
+:data:`forensics.present.tables.SHOWN_ROWS` rows shows its first rows with every row in a
+``<details>``, and a cell's figures past its first are folded the same way (no script).
 
 Escaping: strings from a capture reach the HTML as text outputs (escaped by
 :mod:`forensics.present.report_html`), as tables (escaped by
