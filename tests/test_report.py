@@ -374,12 +374,14 @@ def test_report_opens_with_the_conclusion_and_lists_every_finding(browser: Any,
 
 
 def test_report_layout_puts_the_answer_and_pictures_first(leak_report: Any) -> None:
-    """Conclusion, verdict table, contents, pictures, then the sections; every contents link
+    """Conclusion, verdict table, contents, next steps, summary by site, pictures, then the
+    sections; every contents link
     has its target; findings collapsed with counts; no Python repr; wide tables scroll."""
     html = leak_report[0].read_text()
     order = [html.index(mark) for mark in (
-        'id="conclusion"', 'id="verdicts"', 'id="contents"', "<img", 'id="The-first-violation"',
-        'id="Findings"', "<details", 'id="What-was-captured"')]
+        'id="conclusion"', 'id="verdicts"', 'id="contents"', 'id="What-to-look-at-next"',
+        'id="Summary-by-site"', "<img", 'id="The-first-violation"', 'id="Findings"',
+        '<details class="forensics-findings"', 'id="What-was-captured"')]
     assert order == sorted(order), order
     targets = re.findall(r'<a href="#([^"]+)">', html.split('id="contents"')[1].split("</nav>")[0])
     assert len(targets) >= 6
@@ -387,7 +389,7 @@ def test_report_layout_puts_the_answer_and_pictures_first(leak_report: Any) -> N
         assert f'id="{target}"' in html.replace("&#39;", "'"), target
     assert not re.search(r"&lt;Capture|<Capture|object at 0x", html)
     assert "overflow-x: auto" in html
-    summaries = re.findall(r"<summary>([^<]*)</summary>", html)
+    summaries = re.findall(r'class="forensics-findings"><summary>([^<]*)</summary>', html)
     assert summaries and all(re.search(r": \d+ findings in \d+ groups", s) for s in summaries)
 
 

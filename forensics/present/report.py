@@ -13,6 +13,10 @@ The ``variants`` parameter of the notebook gets the report's ``variants`` when g
 The answer first: the printed text of the cell tagged ``conclusion`` is lifted into the header,
 as the first paragraph after the title (``<p id="conclusion">``), and that cell leaves the body;
 cells tagged ``report-skip`` (a notebook's own introduction) are left out of the report.
+A long report stays short: the sections of :data:`LEAD_SECTIONS` ("What to look at next",
+"Summary by site") follow the header, a table of more than
+:data:`forensics.present.tables.SHOWN_ROWS` rows shows its first rows with every row in a
+``<details>``, and a cell's figures past its first are folded the same way (no script).
 
 Escaping: strings from a capture reach the HTML as text outputs (escaped by
 :mod:`forensics.present.report_html`), as tables (escaped by
@@ -50,6 +54,8 @@ _STYLE = re.compile(r"<style[^>]*>(.*?)</style>", re.IGNORECASE | re.DOTALL)
 _TABLE_STYLE = re.compile(r"\s*(#T_\w+[\w .#-]*\{[^{}<]*\}\s*)*")
 _NO_STYLE = "style-src 'none'"
 CONCLUSION_TAG, SKIP_TAG = "conclusion", "report-skip"
+#: sections a report shows first, right under its header, in this order (:func:`lead_sections`)
+LEAD_SECTIONS = ("What to look at next", "Summary by site")
 #: the mimetype of the header data a notebook's conclusion cell displays (:func:`show_header`)
 HEADER_MIME = "application/vnd.forensics.header+json"
 
@@ -212,6 +218,30 @@ def contents(nb: Any) -> list[dict[str, str]]:
     return found
 
 
+def _section_title(cell: Any) -> str | None:
+    """The title of the first ``## `` heading of a markdown cell, or None."""
+    if cell.get("cell_type") != "markdown":
+        return None
+    source = "".join(cell.get("source", ""))
+    return next((line[3:].strip() for line in source.splitlines() if line.startswith("## ")),
+                None)
+
+
+def lead_sections(nb: Any) -> None:
+    """Move the sections titled :data:`LEAD_SECTIONS` (a ``## `` heading cell and the cells up
+    to the next one) to the front of ``nb``, so a long report opens with the next steps and the
+    summary; a notebook without them is left as it is."""
+    sections: list[list[Any]] = [[]]
+    for cell in nb.cells:
+        if _section_title(cell) is not None:
+            sections.append([])
+        sections[-1].append(cell)
+    titled = {_section_title(part[0]): part for part in sections[1:]}
+    lead = [titled[title] for title in LEAD_SECTIONS if title in titled]
+    rest = [part for part in sections if not any(part is chosen for chosen in lead)]
+    nb.cells = [cell for part in lead + rest for cell in part]
+
+
 def _strip_for_report(nb: Any) -> Any:
     """Drop stderr streams (warnings) and widget state from an executed notebook."""
     nb.metadata.pop("widgets", None)
@@ -278,6 +308,7 @@ def export_html(nb: Any, *, title: str, info: dict[str, Any], with_code: bool = 
     _require("mistune")
     nb = _strip_for_report(nb)
     conclusion, header = take_conclusion(nb)
+    lead_sections(nb)
     info = {**info, "conclusion": conclusion, "header": header, "contents": contents(nb)}
     body = page(nb, title=title, info=info, with_code=with_code)
     if _SCRIPT_TAG.search(body):

@@ -96,6 +96,27 @@ def render_output(output: Any) -> str:
     return f'<div class="jp-OutputArea-output">{_pre(value)}</div>'
 
 
+#: figures a cell shows before the rest is folded into ``<details>`` (:func:`render_outputs`)
+SHOWN_FIGURES = 1
+
+
+def render_outputs(outputs: list[Any]) -> str:
+    """A code cell's outputs in order (:func:`render_output`); figures past the first
+    :data:`SHOWN_FIGURES` are folded, together, into one ``<details>`` at the end."""
+    shown: list[str] = []
+    folded: list[str] = []
+    figures = 0
+    for output in outputs:
+        html = render_output(output)
+        figures += html.startswith('<div class="jp-RenderedImage')
+        folded_here = figures > SHOWN_FIGURES and html.startswith('<div class="jp-RenderedImage')
+        (folded if folded_here else shown).append(html)
+    if not folded:
+        return "".join(shown)
+    return ("".join(shown) + f'<details class="forensics-figures"><summary>show {len(folded)} '
+            f'more figure{"s" if len(folded) > 1 else ""}</summary>{"".join(folded)}</details>')
+
+
 def _code(source: str, number: Any) -> str:
     """A code cell's input: its prompt and its source, escaped, in a ``<pre>``."""
     prompt = f"In [{number}]:" if number is not None else "In [ ]:"
@@ -116,7 +137,7 @@ def render_cells(nb: Any, with_code: bool) -> str:
         elif kind == "code":
             inner = _code(_text(cell.get("source", "")), cell.get("execution_count")) \
                 if with_code else ""
-            inner += "".join(render_output(o) for o in cell.get("outputs", []))
+            inner += render_outputs(cell.get("outputs", []))
             if inner:
                 parts.append(f'<div class="jp-Cell jp-CodeCell">{inner}</div>')
     return "\n".join(parts)

@@ -126,16 +126,48 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+#: rows a long table shows before the rest is folded into ``<details>`` (:func:`styled`)
+SHOWN_ROWS = 8
+
+
 def styled(frame: pd.DataFrame) -> Any:
-    """``frame`` as a pandas Styler for HTML: cleaned (:func:`display_frame`), every row, no
-    index column, cells and column names HTML-escaped (:func:`forensics.escaping.html`); text
-    columns (:func:`text_columns`) aligned left, numbers right."""
+    """``frame`` as a pandas Styler for HTML: cleaned (:func:`display_frame`), no index column,
+    cells and column names HTML-escaped (:func:`forensics.escaping.html`); text columns
+    (:func:`text_columns`) aligned left, numbers right. Shown in a notebook or report, a table
+    of more than :data:`SHOWN_ROWS` rows is its first rows, every row one click away
+    (``to_html()`` gives the whole table)."""
+    from pandas.io.formats.style import Styler
+
+    class FoldedStyler(Styler):
+        """A Styler whose notebook display folds the rows past :data:`SHOWN_ROWS`."""
+
+        def _repr_html_(self) -> str:
+            """The first rows, then ``<details>`` holding the whole table."""
+            return folded_html(frame, self.to_html())
+
+    return _style(FoldedStyler, frame)
+
+
+def _style(kind: Any, frame: pd.DataFrame) -> Any:
+    """A Styler of class ``kind`` on ``frame``, cleaned, escaped and aligned (:func:`styled`)."""
     left = [{"selector": "th, td", "props": "text-align: left"}]
     from forensics.escaping import html
 
-    return (display_frame(frame).style.hide(axis="index").format(html)
+    return (kind(display_frame(frame)).hide(axis="index").format(html)
             .format_index(html, axis=1).format_index(html, axis=0)
             .set_table_styles({column: left for column in text_columns(frame)}))
+
+
+def folded_html(frame: pd.DataFrame, whole: str) -> str:
+    """``whole`` (the HTML of ``frame``'s table) when it has at most :data:`SHOWN_ROWS` rows,
+    else its first rows followed by ``<details>`` holding ``whole`` (no script needed)."""
+    if len(frame) <= SHOWN_ROWS:
+        return whole
+    from pandas.io.formats.style import Styler
+
+    head = _style(Styler, frame.head(SHOWN_ROWS)).to_html()
+    return (f'{head}<details class="forensics-rows"><summary>show all {len(frame)} rows'
+            f"</summary>\n{whole}</details>")
 
 
 def text_columns(frame: pd.DataFrame) -> list[str]:
