@@ -44,7 +44,7 @@ require = [ CLAUSE ]
 
 def test_the_bundled_catalogue_validates() -> None:
     catalogue = load_catalogue(CATALOGUE_PATH)
-    assert len(catalogue.entries) == 8
+    assert len(catalogue.entries) == 10
     assert catalogue.race_reader == {"site": "embedding", "field": "input_ids"}
 
 
