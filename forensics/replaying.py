@@ -121,6 +121,9 @@ class ReplayResult:
     #: the token continuity check of the records (:mod:`forensics.judge.continuity`; its
     #: findings are in ``findings`` under every variant); None when not run
     continuity: Any = None
+    #: the race check (:func:`forensics.judge.race.race_check`; its ``unwritten_input``
+    #: findings are in ``findings`` under the baseline variant); None when not run
+    race: Any = None
 
     @property
     def outcome_counts(self) -> dict[str, dict[str, int]]:
@@ -136,18 +139,21 @@ class ReplayResult:
         value``), or None."""
         return judge.first_finding(self.findings, variant)
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``forensics replay --json`` object (JSON-ready): its ``first_finding`` per
-        variant carries every findings column (bound, origin, request, ``resolved``)."""
+    def to_json(self, first: Mapping[str, dict[str, Any] | None] | None = None
+                ) -> dict[str, Any]:
+        """The ``forensics replay --json`` object (JSON-ready). Its ``first_finding`` per
+        variant is ``first`` when given (``forensics replay`` passes the conclusion's first
+        violations, so the JSON and the text tell one story), else the first finding of any
+        kind with every findings column (bound, origin, request, ``resolved``)."""
         from forensics.judge.suspects import first_suspects
 
         keys = [c for c in judge.COLUMNS if c not in ("variant", "record")]
+        firsts = ({v: first.get(v) for v in self.variants} if first is not None else
+                  {v: judge.first_finding(self.findings, v, keys) for v in self.variants})
         return {"capture": self.source, "records": len(self.records),
                 "variants": list(self.variants), "verdicts": self.verdicts,
                 "findings": judge.finding_records(self.findings),
-                "outcomes": self.outcome_counts,
-                "first_finding": {v: judge.first_finding(self.findings, v, keys)
-                                  for v in self.variants},
+                "outcomes": self.outcome_counts, "first_finding": firsts,
                 "first_suspect": first_suspects(self)}
 
 
@@ -208,10 +214,25 @@ def _replay(given: Any, variants: Any, progress: bool) -> ReplayResult:
     coords = judged.coordinates()
     continuity = source.continuity()
     found = judge.with_continuity(judged.findings(), continuity.findings, names, coords)
-    return ReplayResult(source.name, records, names, found, judged.verdicts(found),
-                        outcomes=functools.partial(_outcome_frame, coords, kept),
-                        capture=source.capture, bounds=judged.deferred_bounds(),
-                        index=_index_frame(coords), continuity=continuity)
+    result = ReplayResult(source.name, records, names, found, judged.verdicts(found),
+                          outcomes=functools.partial(_outcome_frame, coords, kept),
+                          capture=source.capture, bounds=judged.deferred_bounds(),
+                          index=_index_frame(coords), continuity=continuity)
+    return _with_race(result, judged)
+
+
+def _with_race(result: ReplayResult, judged: judge.Judge) -> ReplayResult:
+    """``result`` with its race check and the check's ``unwritten_input`` findings in its
+    findings table (verdicts again: they leave every verdict as it was, see
+    :func:`forensics.judge.findings.verdicts`)."""
+    from forensics.judge.race import as_findings, race_check
+
+    result.race = race_check(result, run_variant)
+    if len(result.race.findings):
+        result.findings = judge.with_unwritten(result.findings, as_findings(
+            result.race.findings), result.variants)
+        result.verdicts = judged.verdicts(result.findings)
+    return result
 
 
 def _blind(chosen: list[tuple[str, Variant]]) -> bool:

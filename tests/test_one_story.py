@@ -63,3 +63,67 @@ def test_the_report_header_carries_the_known_issue_match() -> None:
     lines = header_data(result, conclude(result))["lines"]
     assert lines[0].startswith("upstream leaves async_output, embedding in violation")
     assert lines[2].startswith("Known issue vocab-size-sentinel-counted (")
+
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _disagreements(text: str) -> int:
+    """The count of "N element(s) disagree" in a conclusion's text (0 when absent)."""
+    import re
+
+    found = re.search(r"(\d+) element\(s\) disagree", text)
+    return int(found.group(1)) if found else 0
+
+
+def test_every_disagreement_the_text_counts_is_an_unwritten_input_row(tmp_path: Path) -> None:
+    """Issue 42 point 3: the disagreements are finding rows, in the table and in exports; the
+    count in the text is the number of rows; they leave the verdicts as they are."""
+    from forensics.cli import main
+    from forensics.judge.findings import _verdicts
+
+    result = forensics.replay(DATA / "placeholder-leak.capture")
+    text = conclude(result).paragraph()
+    rows = result.findings[result.findings["kind"] == "unwritten_input"]
+    assert _disagreements(text) == len(rows) == 9
+    assert set(rows["variant"]) == {"upstream"} and set(rows["tensor"]) == {"input_ids"}
+    assert rows["req_id"].notna().all() and rows["row"].notna().all()
+    first = rows.iloc[0]
+    assert (first["step"], first["rank"], first["element"], first["value"],
+            first["expected"]) == (39, 0, 30, 0, -1)
+    assert first["expected_at"] == "prepare_input_ids step 39 out.input_ids_device[30] (recorded)"
+    out = tmp_path / "findings.jsonl"
+    assert main(["findings", str(DATA / "placeholder-leak.capture"), "-o", str(out)]) == 0
+    exported = [line for line in out.read_text().splitlines() if "unwritten_input" in line]
+    assert len(exported) == len(rows)
+    others = result.findings[result.findings["kind"] != "unwritten_input"]
+    errors = {v: {s for s, verdict in result.verdicts[v].items() if verdict == "error"}
+              for v in result.variants}
+    assert _verdicts(list(result.verdicts["upstream"]), errors, others) == result.verdicts
+
+
+def test_a_disagreement_in_a_clean_capture_is_one_row_and_the_site_stays_ok() -> None:
+    records = _step_one_with_a_disagreement()
+    result = forensics.replay(records)
+    rows = result.findings[result.findings["kind"] == "unwritten_input"]
+    embedding = next(r for r in records if r.site == "embedding")
+    assert _disagreements(conclude(result).paragraph()) == len(rows) == 1
+    assert (rows.iloc[0]["element"], rows.iloc[0]["value"]) == (7, embedding["input_ids"][7])
+    assert rows.iloc[0]["expected_at"].endswith("(upstream replay)")
+    assert result.verdicts["upstream"]["embedding"] == "ok"
+
+
+def test_replay_json_first_finding_is_the_conclusions_first(capsys) -> None:
+    """Issue 42 point 3: on every bundled capture and variant, ``first_finding`` is
+    ``conclusion.first`` (incident B's patched: none, as the text says)."""
+    import json
+
+    from forensics.cli import main
+
+    for capture in sorted(DATA.glob("*.capture")):
+        assert main(["replay", str(capture), "--variant", "upstream", "--variant", "patched",
+                     "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        for variant in ("upstream", "patched"):
+            assert data["first_finding"][variant] == data["conclusion"]["first"][variant], (
+                capture.name, variant)

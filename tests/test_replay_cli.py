@@ -37,7 +37,7 @@ def _check_schema(data: dict) -> None:
         assert all(isinstance(c, int) for c in counts.values())
     for finding in data["findings"]:
         assert list(finding) == list(COLUMNS)
-        assert finding["kind"] in ("out_of_bounds", "misattributed")
+        assert finding["kind"] in ("out_of_bounds", "misattributed", "unwritten_input")
         for key in ("step", "rank", "record"):
             assert isinstance(finding[key], int)
         for key in ("row", "element", "value", "lower", "upper"):
@@ -92,14 +92,20 @@ def test_vllm_import_noise_stays_out_unless_verbose() -> None:
 
 
 def test_json_first_finding_says_resolved_with_its_bound_and_origin(capsys) -> None:
-    """Issue 16 point 1: incident B's patched first finding (embedding, step 14) is shown
-    resolved, with its bound and the site its value came from; upstream's is not resolved."""
+    """Issue 16 point 1: incident B's patched finding (embedding, step 14) is shown resolved,
+    with its bound and the site its value came from; upstream's is not resolved. Issue 42
+    point 3: ``first_finding`` is the conclusion's first violation, so patched's is null (the
+    text says "no unresolved violation") and its resolved finding is in ``findings``."""
     assert main(["replay", str(DATA / "incident-b-vocab-sentinel.capture"), "--json"]) == 0
-    first = json.loads(capsys.readouterr().out)["first_finding"]
-    assert first["patched"]["site"] == "embedding" and first["patched"]["step"] == 14
-    assert first["patched"]["resolved"] is True
-    assert first["patched"]["origin"] == "async_output"
-    assert (first["patched"]["lower"], first["patched"]["upper"]) == (0, 248320)
+    data = json.loads(capsys.readouterr().out)
+    first = data["first_finding"]
+    assert first["patched"] is None
+    patched = [f for f in data["findings"] if f["variant"] == "patched"
+               and f["kind"] == "out_of_bounds"]
+    assert [(f["site"], f["step"]) for f in patched] == [("embedding", 14)]
+    assert patched[0]["resolved"] is True
+    assert patched[0]["origin"] == "async_output"
+    assert (patched[0]["lower"], patched[0]["upper"]) == (0, 248320)
     assert first["upstream"]["resolved"] is not True
     assert first["upstream"]["req_id"] == "req-1"
 

@@ -3,7 +3,8 @@
 Without --json: a verdict table (sites x variants), per variant the outcome counts, the findings
 (how many resolved) and the first unresolved violation, then the conclusion (see
 forensics.present.conclusion). With --json: one JSON object (capture, records, variants, verdicts,
-findings, outcomes, first_finding with its bound, origin, request and ``resolved``,
+findings, outcomes, first_finding: per variant the conclusion's first violation with its bound,
+origin, request and ``resolved``, null when the text says "no unresolved violation";
 conclusion). Exit 0 when done (findings are results), 1 when the --fail-on variant has a
 `violation` or `error` verdict, 2 for bad input or usage.
 """
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     result = replay(args.capture, variants=variants, progress=sys.stderr.isatty())
     conclusion = conclude(result)
     if args.json:
-        print(json.dumps({**result.to_json(),
+        print(json.dumps({**result.to_json(first=conclusion.first),
                           "silent_inputs": conclusion.silent,
                           "conclusion": conclusion.to_json()}, indent=2))
     else:

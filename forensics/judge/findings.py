@@ -79,6 +79,8 @@ VIOLATION, ERROR_VERDICT, SUSPECT, OK = "violation", "error", "suspect", "ok"
 #: the verdict of a site a variant cannot judge: summary records only (for every variant but
 #: the baseline), or only findings it cannot see (``judged`` false)
 UNJUDGED = "unjudged"
+#: the race check's finding (:mod:`forensics.judge.race`): it leaves every verdict as it was
+UNWRITTEN_INPUT = "unwritten_input"
 _INT_COLUMNS = ("row", "element", "value", "lower", "upper", "index_at", "position", "expected",
                 "expected_step")
 
@@ -636,7 +638,8 @@ def _verdicts(sites: Sequence[str], errors: Mapping[str, set[str]], findings: pd
         wrong_token = mine["kind"].isin(CONTINUITY_KINDS) & (mine.get("effect", "") == VERIFIED)
         unresolved = mine[((mine["kind"] == OUT_OF_BOUNDS) & (mine["resolved"] != True))  # noqa: E712
                           | wrong_token]
-        suspect = set(mine.loc[mine["kind"] != OUT_OF_BOUNDS, "site"])
+        # an unwritten input is race evidence, not a misused index: it leaves the verdict
+        suspect = set(mine.loc[~mine["kind"].isin([OUT_OF_BOUNDS, UNWRITTEN_INPUT]), "site"])
         result[name] = {site: UNJUDGED if name != baseline and site in summary_only
                         else _verdict(site, set(unresolved["site"]), errored, suspect, unseen)
                         for site in sites}
@@ -707,6 +710,20 @@ def with_continuity(findings: pd.DataFrame, found: Sequence[dict[str, Any]],
                                                        f["rank"]), -1)}
             for v in variants for f in found]
     added = _frame(rows, list(variants))
+    merged = added if findings.empty else pd.concat([findings, added], ignore_index=True)
+    return sort_findings(merged, variants)
+
+
+def with_unwritten(findings: pd.DataFrame, found: Sequence[dict[str, Any]],
+                   variants: Sequence[str]) -> pd.DataFrame:
+    """``findings`` with the ``unwritten_input`` findings ``found`` (rows of
+    :func:`forensics.judge.race.as_findings`, each under the baseline variant that judged it)
+    added in first order."""
+    if not found:
+        return findings
+    import pandas as pd
+
+    added = _frame(list(found), list(variants))
     merged = added if findings.empty else pd.concat([findings, added], ignore_index=True)
     return sort_findings(merged, variants)
 

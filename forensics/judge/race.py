@@ -5,24 +5,33 @@ Where one step (and rank) has both a writer record (what ``prepare_input_ids`` o
 received), every element where the two disagree is a finding of kind ``unwritten_input``, with
 both values: ``value`` is what the model received, ``written`` what the site wrote (its recorded
 output when the probe kept one, else the baseline's replay of the call, as ``source`` says). The
-site and field names come from the catalogue's ``[race]`` table.
+site and field names come from the catalogue's ``[race]`` table. The replay puts these findings
+in its findings table under the baseline (:func:`as_findings`; ``written`` becomes
+``expected``); they leave every verdict as it was (docs/findings.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from forensics.judge.findings import UNWRITTEN_INPUT
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from forensics.replaying import ReplayResult
 
-KIND = "unwritten_input"
+KIND = UNWRITTEN_INPUT
 COLUMNS = ("variant", "site", "step", "rank", "row", "element", "tensor", "kind", "value",
-           "lower", "upper", "origin", "resolved", "written", "source")
+           "lower", "upper", "origin", "resolved", "written", "source", "written_at", "req_id",
+           "record")
+#: runs a variant on records, one outcome each (:func:`forensics.replaying.run_variant`, given
+#: by the caller: the replay imports this module)
+Runner = Callable[[Any, Sequence[Any]], list[Any]]
 #: the most disagreements kept (a capture of a broken engine may disagree everywhere)
 MAX_FINDINGS = 10_000
 #: the most steps compared: those nearest a crash event first, then the latest ones (each
@@ -72,13 +81,9 @@ class RaceCheck:
                 if s in steps]
 
 
-def unwritten_inputs(result: ReplayResult) -> pd.DataFrame:
-    """The ``unwritten_input`` findings of ``result`` (columns :data:`COLUMNS`)."""
-    return race_check(result).findings
-
-
-def race_check(result: ReplayResult) -> RaceCheck:
-    """Compare writer and embedding records step by step (see the module docstring)."""
+def race_check(result: ReplayResult, runner: Runner) -> RaceCheck:
+    """Compare writer and embedding records step by step (see the module docstring);
+    ``runner`` replays the writer records that kept no output."""
     import pandas as pd
 
     from forensics.known.schema import load_catalogue
@@ -103,7 +108,8 @@ def race_check(result: ReplayResult) -> RaceCheck:
     check.paired = len(pairs)
     rows: list[dict[str, Any]] = []
     chosen = _chosen(pairs, _crash_steps(result))
-    written = _written_all(result, baseline, [(w, p[w["site"]]) for _, _, w, p in chosen])
+    written = _written_all(result, (baseline, runner),
+                           [(w, p[w["site"]]) for _, _, w, p in chosen])
     for (step, rank, writer, present), (values, source) in zip(chosen, written, strict=True):
         check.compared += 1
         if len(rows) < MAX_FINDINGS:
@@ -162,18 +168,39 @@ def _compare(result: ReplayResult, baseline: str, wrote: tuple[np.ndarray | None
              "row": None if row is None else int(row), "element": int(i),
              "tensor": reader["field"], "kind": KIND, "value": int(received[i]),
              "lower": None, "upper": None, "origin": writer["site"], "resolved": None,
-             "written": int(written[i]), "source": source}
+             "written": int(written[i]), "source": source,
+             "written_at": f"{writer['site']} step {step} out.{writer['field']}[{int(i)}] "
+                           f"({source})",
+             "req_id": _request(reader_record, row), "record": present[reader["site"]]}
             for i, row in zip(differ, rows, strict=True)]
 
 
-def _written_all(result: ReplayResult, baseline: str,
+def _request(record: Any, row: int | None) -> str | None:
+    """The request of batch row ``row`` of ``record`` (its ``req_ids``), or None when unknown."""
+    req_ids = record.get("req_ids")
+    if row is None or req_ids is None or not 0 <= row < len(req_ids):
+        return None
+    return str(req_ids[row])
+
+
+def as_findings(found: pd.DataFrame) -> list[dict[str, Any]]:
+    """The ``unwritten_input`` findings ``found`` as rows of the findings table: what was
+    written goes to ``expected``, where (writer, step, tensor and element, recorded or
+    replayed) to ``expected_at``."""
+    kept = [c for c in COLUMNS if c not in ("written", "source", "written_at")]
+    return [{**{k: row[k] for k in kept}, "expected": row["written"],
+             "expected_at": row["written_at"]} for row in found.to_dict("records")]
+
+
+def _written_all(result: ReplayResult, run: tuple[str, Runner],
                  writers: list[tuple[dict[str, str], int]]) -> list[tuple[np.ndarray | None, str]]:
     """What each writer record wrote: its recorded ``<field>_after``, else the output of the
     baseline variant run again on the records that lack it (in one batch)."""
     records = [result.records[position] for _, position in writers]
     lacking = [i for i, ((w, _), r) in enumerate(zip(writers, records, strict=True))
                if f"{w['field']}_after" not in r]
-    outcomes = dict(zip(lacking, _run(baseline, [records[i] for i in lacking]), strict=True))
+    baseline = run[0]
+    outcomes = dict(zip(lacking, _run(run, [records[i] for i in lacking]), strict=True))
     found: list[tuple[np.ndarray | None, str]] = []
     for i, ((writer, _), record) in enumerate(zip(writers, records, strict=True)):
         name = writer["field"]
@@ -186,12 +213,13 @@ def _written_all(result: ReplayResult, baseline: str,
     return found
 
 
-def _run(baseline: str, records: list[Any]) -> list[Any]:
-    """The outcomes of the built-in variant ``baseline`` on ``records`` (None each when it is
-    not a built-in variant, such as a user's callable)."""
+def _run(run: tuple[str, Runner], records: list[Any]) -> list[Any]:
+    """The outcomes of the built-in variant ``run[0]`` on ``records``, run by ``run[1]``
+    (None each when it is not a built-in variant, such as a user's callable)."""
     from forensics.errors import ForensicsError
-    from forensics.replaying import run_variant
     from forensics.variants import resolve_variant
+
+    baseline, run_variant = run
 
     if not records:
         return []

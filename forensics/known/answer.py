@@ -114,7 +114,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     from forensics.judge.race import race_check
 
     catalogue = catalogue or load_catalogue()
-    race = race_check(result)
+    race = result.race if getattr(result, "race", None) is not None else race_check(
+        result, _runner())
     evidence = evidence_of(result, capture)
     evidence.race = race.findings
     verdict = crash_verdict(evidence)
@@ -127,6 +128,13 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     race_text = race.summary() if len(race.findings) or verdict == UNEXPLAINED else ""
     return KnownAnswer(verdict, checked, experiments, race_text, failing,
                        what_was_seen(evidence, result))
+
+
+def _runner() -> Any:
+    """The replay's variant runner (the race check replays writers that kept no output)."""
+    from forensics.replaying import run_variant
+
+    return run_variant
 
 
 def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:

@@ -11,7 +11,6 @@ import pytest
 
 import forensics
 from forensics.errors import CaptureFormatError
-from forensics.judge.race import race_check
 from forensics.known.evidence import Evidence, value_class
 from forensics.known.matching import match_entry
 from forensics.known.schema import CATALOGUE_PATH, load_catalogue
@@ -133,7 +132,7 @@ def test_a_disagreement_is_an_unwritten_input_with_both_values() -> None:
     embedding = next(r for r in records if r.site == "embedding")
     written = int(embedding["input_ids"][7])
     embedding.fields["input_ids"][7] = 31999 if written != 31999 else 1
-    check = race_check(forensics.replay(records))
+    check = forensics.replay(records).race
     assert check.compared == 1 and not check.missing
     row = check.findings.iloc[0].to_dict()
     assert len(check.findings) == 1
@@ -146,14 +145,14 @@ def test_a_disagreement_is_an_unwritten_input_with_both_values() -> None:
 
 
 def test_agreeing_records_give_no_finding() -> None:
-    check = race_check(forensics.replay(_step_one(CLEAN)))
+    check = forensics.replay(_step_one(CLEAN)).race
     assert check.compared == 1 and check.findings.empty
     assert check.summary().endswith("at 1 step(s): they agree.")
 
 
 def test_a_missing_record_is_named() -> None:
     records = [r for r in _step_one(CLEAN) if r.site != "embedding"]
-    check = race_check(forensics.replay(records))
+    check = forensics.replay(records).race
     assert check.compared == 0
     assert check.missing == [(1, 0, "embedding")]
     assert check.missing_at({1}) == ["step 1 rank 0 has no embedding record"]
