@@ -64,9 +64,9 @@ def v2_sites() -> tuple[str, str, str]:
 def v1_stream(records_of: RecordsOf, clamps: bool | None = None, why: str = "") -> Stream:
     """The token stream of a V1 capture (see the module)."""
     stream = Stream("v1", clamps=clamps, clamp_reason=why)
-    sink, staging, batch_change = v1_sites()
+    sink, staging, change_site = v1_sites()
     embedded, prepared, changed = (_by_key(records_of(site))
-                                   for site in (sink, staging, batch_change))
+                                   for site in (sink, staging, change_site))
     if not embedded:
         stream.need(f"{sink}.input_ids")
     if not prepared:
