@@ -10,6 +10,7 @@ came from, come from the ``upstream`` model, run here when it is not among the c
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import gc
 import os
@@ -227,12 +228,24 @@ def _with_race(result: ReplayResult, judged: judge.Judge) -> ReplayResult:
     :func:`forensics.judge.findings.verdicts`)."""
     from forensics.judge.race import as_findings, race_check
 
-    result.race = race_check(result, run_variant)
+    race = race_check(result, run_variant)
+    result.race = dataclasses.replace(race, findings=_not_the_clamp(race.findings,
+                                                                    result.continuity))
     if len(result.race.findings):
         result.findings = judge.with_unwritten(result.findings, as_findings(
             result.race.findings), result.variants)
         result.verdicts = judged.verdicts(result.findings)
     return result
+
+
+def _not_the_clamp(found: Any, continuity: Any) -> Any:
+    """The race check's disagreements less those vLLM's clamp explains (a ``-1`` written, 0
+    fed, where the capture's vLLM clamps): those are ``clamped_placeholder`` findings of the
+    continuity check, not input nobody wrote."""
+    if not len(found) or continuity is None or continuity.clamps is not True:
+        return found
+    clamp = (found["written"] < 0) & (found["value"] == 0)
+    return found[~clamp]
 
 
 def _blind(chosen: list[tuple[str, Variant]]) -> bool:

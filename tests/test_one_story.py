@@ -81,25 +81,36 @@ def test_every_disagreement_the_text_counts_is_an_unwritten_input_row(tmp_path: 
     count in the text is the number of rows; they leave the verdicts as they are."""
     from forensics.cli import main
     from forensics.judge.findings import _verdicts
+    from forensics.store.writer import write_capture
 
-    result = forensics.replay(DATA / "placeholder-leak.capture")
+    capture = write_capture(tmp_path / "one.capture", _step_one_with_a_disagreement(),
+                            manifest=forensics.load(CLEAN).manifest)
+    result = forensics.replay(capture)
     text = conclude(result).paragraph()
     rows = result.findings[result.findings["kind"] == "unwritten_input"]
-    assert _disagreements(text) == len(rows) == 9
+    assert _disagreements(text) == len(rows) == 1
     assert set(rows["variant"]) == {"upstream"} and set(rows["tensor"]) == {"input_ids"}
     assert rows["req_id"].notna().all() and rows["row"].notna().all()
     first = rows.iloc[0]
-    assert (first["step"], first["rank"], first["element"], first["value"],
-            first["expected"]) == (39, 0, 30, 0, -1)
-    assert first["expected_at"] == "prepare_input_ids step 39 out.input_ids_device[30] (recorded)"
+    assert (first["step"], first["rank"], first["element"]) == (1, 0, 7)
+    assert str(first["expected_at"]).startswith("prepare_input_ids step 1 ")
     out = tmp_path / "findings.jsonl"
-    assert main(["findings", str(DATA / "placeholder-leak.capture"), "-o", str(out)]) == 0
+    assert main(["findings", str(capture), "-o", str(out)]) == 0
     exported = [line for line in out.read_text().splitlines() if "unwritten_input" in line]
     assert len(exported) == len(rows)
     others = result.findings[result.findings["kind"] != "unwritten_input"]
     errors = {v: {s for s, verdict in result.verdicts[v].items() if verdict == "error"}
               for v in result.variants}
     assert _verdicts(list(result.verdicts["upstream"]), errors, others) == result.verdicts
+
+
+def test_a_clamped_placeholder_is_its_own_finding_not_an_unwritten_input() -> None:
+    """Where the capture's vLLM clamps, a -1 written and 0 fed is the clamp
+    (``clamped_placeholder``), not input nobody wrote: one finding per element, not two."""
+    result = forensics.replay(DATA / "placeholder-leak.capture")
+    kinds = result.findings.groupby("kind").size().to_dict()
+    assert "unwritten_input" not in kinds and kinds["clamped_placeholder"] >= 9
+    assert _disagreements(conclude(result).paragraph()) == 0
 
 
 def test_a_disagreement_in_a_clean_capture_is_one_row_and_the_site_stays_ok() -> None:

@@ -229,6 +229,10 @@ def describe(found: dict[str, Any]) -> str:
         if found["effect"] == DRAFT and expected is not None:
             instead = f"draft {expected}, proposed at step {found['expected_step']} " \
                       f"({found['expected_at']})"
+        if expected is not None and expected < 0:  # the source holds the placeholder too
+            instead = (f"the token its request had there (unknown: the id recorded at step "
+                       f"{found['expected_step']} ({found['expected_at']}) is {expected} "
+                       f"itself)")
         return (f"{where} was clamped to token 0 before the embedding: the model read token 0 "
                 f"instead of {instead}; {EFFECTS[found['effect']]}")
     what = "sampled" if found["effect"] == VERIFIED else "proposed"

@@ -69,7 +69,13 @@ def test_a_placeholder_with_spec_decode_feeds_token_zero_silently(faults_record:
     fed = np.asarray(embedded["input_ids"])
     assert fed[slots[0]] == 0 and (fed >= 0).all()
     report = replay_json(PROJECT_PYTHON, faults_record.capture, "upstream")
-    assert [f["value"] for f in _findings(report, "upstream", "prepare_input_ids", 4)] == [-1]
+    at_prepare = _findings(report, "upstream", "prepare_input_ids", 4)
+    assert [f["value"] for f in at_prepare if f["kind"] == "out_of_bounds"] == [-1]
+    # issue 40: the clamp is a finding at its step, request and position; the embedding saw 0
+    (clamped,) = [f for f in at_prepare if f["kind"] == "clamped_placeholder"]
+    assert clamped["element"] == int(slots[0]) and clamped["value"] == -1
+    assert clamped["req_id"] and clamped["position"] is not None
+    assert clamped["effect"] == "verified"
     assert _findings(report, "upstream", "embedding", 4) == []
     assert [(s["step"], s["element"], s["written"], s["fed"]) for s in report["silent_inputs"]
             if s["step"] == 4] == [(4, int(slots[0]), -1, 0)]
