@@ -20,7 +20,10 @@ _DOTTED = re.compile(r"`(forensics(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`")
 
 
 def _named(pattern: re.Pattern[str]) -> list[tuple[str, str]]:
-    return sorted({(doc.name, name) for doc in DOCS for name in pattern.findall(doc.read_text())})
+    """(doc, name) for each name ``pattern`` finds; a placeholder in capitals (``NAME.py``,
+    ``test_X.py``'s ``X``) stands for the reader's own file and is left out."""
+    return sorted({(doc.name, name) for doc in DOCS for name in pattern.findall(doc.read_text())
+                   if not Path(name).stem.isupper()})
 
 
 @cache
