@@ -95,15 +95,19 @@ def test_findings_export_by_suffix(tmp_path, capsys) -> None:
         assert main(["findings", str(INCIDENT_B), "-o", str(out)]) == 0
         if suffix == ".csv":
             frame = pd.read_csv(out)
-            assert frame["value"].tolist() == [248320] * 3
-            assert frame["resolved"].isna().tolist() == [True, False, False]
+            # the async_output write, the sink (upstream, then patched) and the sink's
+            # unwritten_input row (the race check: prepare_input_ids' replay wrote another id)
+            assert frame["value"].tolist() == [248320] * 4
+            assert frame["kind"].tolist() == ["out_of_bounds", "out_of_bounds",
+                                              "unwritten_input", "out_of_bounds"]
+            assert frame["resolved"].isna().tolist() == [True, False, True, False]
         elif suffix == ".jsonl":
             rows = [json.loads(line) for line in out.read_text().splitlines()]
-            assert [r["resolved"] for r in rows] == [None, False, True]
+            assert [r["resolved"] for r in rows] == [None, False, None, True]
             assert all(list(r) == list(COLUMNS) for r in rows)
         else:
             table = pq.read_table(out)
-            assert table.column("resolved").to_pylist() == [None, False, True]
+            assert table.column("resolved").to_pylist() == [None, False, None, True]
             assert str(table.schema.field("value").type) == "int64"
     capsys.readouterr()
     assert main(["findings", str(INCIDENT_B), "--variant", "patched", "--steps", "14:"]) == 0

@@ -138,3 +138,20 @@ def test_replay_json_first_finding_is_the_conclusions_first(capsys) -> None:
         for variant in ("upstream", "patched"):
             assert data["first_finding"][variant] == data["conclusion"]["first"][variant], (
                 capture.name, variant)
+
+
+def test_every_kind_of_finding_exports_to_parquet(tmp_path: Path) -> None:
+    """The new kinds' integer columns (position, expected, expected_step) are typed in the
+    Parquet schema: substituted, clamped_placeholder and unwritten_input rows export."""
+    import pyarrow.parquet as pq
+
+    from forensics.cli import main
+
+    kinds: set[str] = set()
+    for name in ("v2-wrong-last-token", "placeholder-leak", "incident-b-vocab-sentinel"):
+        out = tmp_path / f"{name}.parquet"
+        assert main(["findings", str(DATA / f"{name}.capture"), "-o", str(out)]) == 0
+        table = pq.read_table(out)
+        kinds |= set(table.column("kind").to_pylist())
+        assert str(table.schema.field("expected").type) == "int64"
+    assert {"substituted", "clamped_placeholder", "unwritten_input"} <= kinds

@@ -107,5 +107,6 @@ def _schema() -> Any:
     types = {"row": pa.int64(), "element": pa.int64(), "step": pa.int64(), "rank": pa.int64(),
              "value": pa.int64(), "lower": pa.int64(), "upper": pa.int64(),
              "record": pa.int64(), "resolved": pa.bool_(), "index_at": pa.int64(),
-             "held": pa.bool_(), "judged": pa.bool_()}
+             "held": pa.bool_(), "judged": pa.bool_(), "position": pa.int64(),
+             "expected": pa.int64(), "expected_step": pa.int64()}
     return pa.schema([(c, types.get(c, pa.string())) for c in COLUMNS])
