@@ -157,10 +157,15 @@ def test_bundled_captures_are_what_their_settings_simulate(
             # nothing at random, so the others are unchanged)
             held = {r.site for r in bundled}
             fresh = [r for r in fresh if r.site in held]
-            assert bundled and len(bundled) < len(fresh), bundle.name
+            assert bundled and len(bundled) <= len(fresh), bundle.name  # silent ones: equal
             fresh = fresh[:len(bundled)]
         else:
             fresh = list(Simulator(sc, bundle.seed).records(sc.steps))
+            # a field added after a bundle was written (the embedding's positions, for token
+            # continuity) is not in it; it draws nothing at random, so the rest is unchanged
+            if not any("positions" in r.fields for r in bundled):
+                fresh = [replace(r, fields={k: v for k, v in r.fields.items()
+                                            if k != "positions"}) for r in fresh]
         assert [canonical(r) for r in bundled] == [canonical(r) for r in fresh], bundle.name
 
 
