@@ -31,6 +31,7 @@ from typing import Any
 
 from forensics.errors import ConfigurationError
 from forensics.kernels.format import FORMAT, KIND, SUMMARY_KIND, encode_bytes, source_hash
+from forensics.probe.settings import positive_int
 
 LOG = logging.getLogger("forensics.probe")
 ENV_KERNELS = "FORENSICS_KERNELS"
@@ -76,11 +77,8 @@ def budget(environ: Mapping[str, str] | None = None) -> int:
 def _positive(raw: str, name: str, default: int, also: str) -> int:
     if not raw:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
+    value = positive_int(raw)
+    if value is None:
         raise ConfigurationError(f"{name}={raw!r}: expected a positive int {also}; unset it "
                                  f"for the default {default}")
     return value

@@ -89,15 +89,21 @@ def enabled(environ: Mapping[str, str] | None = None) -> bool:
     return bool(_get(os.environ if environ is None else environ, ENV_DIR)[1])
 
 
+def positive_int(raw: str) -> int | None:
+    """``raw`` as a positive int, or None when it is not one."""
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
 def _positive_int(environ: Mapping[str, str], setting: str, default: int) -> int:
     name, raw = _get(environ, setting)
     if not raw:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
+    value = positive_int(raw)
+    if value is None:
         raise ConfigurationError(f"{name}={raw!r} is not a positive integer; set it to a "
                                  f"record count such as {default}, or unset it")
     return value
