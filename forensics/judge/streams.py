@@ -61,16 +61,25 @@ def v2_sites() -> tuple[str, str, str]:
     return SINK, at[V2_COMBINE], at[V2_POST_UPDATE]
 
 
+def _read(stream: Stream, records_of: RecordsOf,
+          sites: list[tuple[str, str | None]]) -> list[dict[Key, Record]]:
+    """Each site's records by (step, rank); a site without any is noted as needed (with what
+    it holds) unless its note is None."""
+    found = []
+    for site, holds in sites:
+        by_key = _by_key(records_of(site))
+        if not by_key and holds is not None:
+            stream.need(f"{site}{holds}")
+        found.append(by_key)
+    return found
+
+
 def v1_stream(records_of: RecordsOf, clamps: bool | None = None, why: str = "") -> Stream:
     """The token stream of a V1 capture (see the module)."""
     stream = Stream("v1", clamps=clamps, clamp_reason=why)
     sink, staging, change_site = v1_sites()
-    embedded, prepared, changed = (_by_key(records_of(site))
-                                   for site in (sink, staging, change_site))
-    if not embedded:
-        stream.need(f"{sink}.input_ids")
-    if not prepared:
-        stream.need(f"{staging} (rows, drafts and sampled ids)")
+    embedded, prepared, changed = _read(stream, records_of, [
+        (sink, ".input_ids"), (staging, " (rows, drafts and sampled ids)"), (change_site, None)])
     last: dict[tuple[int, str], tuple[int, int]] = {}  # (rank, req) -> (step, last verified)
     if embedded and all("positions" not in r for r in embedded.values()):
         stream.need(f"{sink}.positions")  # nothing is judged without them: skip the walk
@@ -183,14 +192,9 @@ def v2_stream(records_of: RecordsOf) -> Stream:
     """The token stream of a V2 capture (see the module)."""
     stream = Stream("v2", clamps=False, clamp_reason="Model Runner V2 does not clamp input ids")
     sink, combining, updating = v2_sites()
-    embedded, combined, updated = (_by_key(records_of(site))
-                                   for site in (sink, combining, updating))
-    if not embedded:
-        stream.need(f"{sink}.input_ids")
-    if not combined:
-        stream.need(f"{combining} (rows and drafts)")
-    if not updated:
-        stream.need(f"{updating} (positions and sampled ids)")
+    embedded, combined, updated = _read(stream, records_of, [
+        (sink, ".input_ids"), (combining, " (rows and drafts)"),
+        (updating, " (positions and sampled ids)")])
     for key in sorted(embedded):
         comb, post = combined.get(key), updated.get(key)
         if comb is None or post is None:
