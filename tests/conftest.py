@@ -7,12 +7,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from forensics.cpu_env import before_vllm_import
 from forensics.records import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 #: the words a skip's reason must hold to count as a skip rather than a failure
 GPU_ONLY = "GPU-only"
+#: every vLLM import of the suite (here, in CLI children, in notebooks) skips humming's
+#: background CUDA builds, as a replay does
+before_vllm_import()
 
 
 @pytest.hookimpl(hookwrapper=True)
