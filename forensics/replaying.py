@@ -24,6 +24,7 @@ from forensics.errors import (
     AllocationBudgetError,
     CaptureFormatError,
     ConfigurationError,
+    ForensicsError,
     MissingDependencyError,
     PatchApplyError,
     UnsupportedVersionError,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
     from forensics.api_types import ReplaySource, VariantsArg
     from forensics.judge.continuity import Continuity
+    from forensics.judge.race import RaceCheck
     from forensics.store.reader import Capture
 
 #: a variant that cannot be set up (missing vLLM, a patched copy that does not import) is bad
@@ -125,6 +127,11 @@ class ReplayResult:
     #: the race check (:func:`forensics.judge.race.race_check`; its ``unwritten_input``
     #: findings are in ``findings`` under the baseline variant); None when not run
     race: Any = None
+    #: the baseline variant's outputs (name -> array; None: it produced none) at the records
+    #: the replay ran it on for presenting (the race check's writer records that kept no
+    #: output), by record position: the judge and the conclusion read them, never run it
+    baseline_outputs: dict[int, Mapping[str, Any] | None] = dataclasses.field(
+        default_factory=dict)
 
     @property
     def outcome_counts(self) -> dict[str, dict[str, int]]:
@@ -226,9 +233,9 @@ def _with_race(result: ReplayResult, judged: judge.Judge) -> ReplayResult:
     """``result`` with its race check and the check's ``unwritten_input`` findings in its
     findings table (verdicts again: they leave every verdict as it was, see
     :func:`forensics.judge.findings.verdicts`)."""
-    from forensics.judge.race import as_findings, race_check
+    from forensics.judge.race import as_findings
 
-    race = race_check(result, run_variant)
+    race = race_of(result)
     result.race = dataclasses.replace(race, findings=_not_the_clamp(race.findings,
                                                                     result.continuity))
     if len(result.race.findings):
@@ -236,6 +243,33 @@ def _with_race(result: ReplayResult, judged: judge.Judge) -> ReplayResult:
             result.race.findings), result.variants)
         result.verdicts = judged.verdicts(result.findings)
     return result
+
+
+def race_of(result: ReplayResult) -> RaceCheck:
+    """The race check of ``result`` (:func:`forensics.judge.race.race_check`), the baseline
+    run first on the writer records that kept no output and its outputs kept in
+    ``result.baseline_outputs``."""
+    from forensics.judge.race import race_check, race_plan
+
+    plan = race_plan(result)
+    result.baseline_outputs.update(_baseline_outputs(result, plan.baseline,
+                                                     plan.unrecorded(result)))
+    return race_check(result, plan)
+
+
+def _baseline_outputs(result: ReplayResult, baseline: str, positions: list[int]
+                      ) -> dict[int, Mapping[str, Any] | None]:
+    """The outputs of the built-in variant ``baseline`` at the records at ``positions``, run
+    in one batch (none when it is not a built-in variant, such as a user's callable)."""
+    if not positions:
+        return {}
+    try:
+        variant = resolve_variant(baseline)
+    except ForensicsError:
+        return {}
+    outcomes = run_variant(variant, [result.records[p] for p in positions])
+    return {p: None if o is None else o.outputs
+            for p, o in zip(positions, outcomes, strict=True)}
 
 
 def _not_the_clamp(found: Any, continuity: Any) -> Any:
