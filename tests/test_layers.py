@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from test_import_graph import import_graph
 
 #: the layer of each package or top-level module of ``forensics`` (higher is upper); the
@@ -52,16 +53,22 @@ def imports_up(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
                   if layer(target) > layer(module))
 
 
-def test_at_most_four_imports_run_back_up_and_each_is_known() -> None:
-    found = imports_up(import_graph())
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """The import graph of ``forensics/``, read once for the tests of this module."""
+    return import_graph()
+
+
+def test_at_most_four_imports_run_back_up_and_each_is_known(graph: dict[str, set[str]]
+                                                              ) -> None:
+    found = imports_up(graph)
     assert len(found) <= MOST_UP, f"{len(found)} imports run back up the layers: {found}"
     unknown = [pair for pair in found if pair not in ALLOWED_UP]
     assert not unknown, (f"imports run back up the layers: {unknown}; import downwards, or "
                          "move the shared piece into the lower layer")
 
 
-def test_the_judge_never_imports_a_variant_runner() -> None:
-    graph = import_graph()
+def test_the_judge_never_imports_a_variant_runner(graph: dict[str, set[str]]) -> None:
     judge = {m: sorted(t for t in targets if t.startswith("forensics.variants"))
              for m, targets in graph.items() if m.startswith("forensics.judge")}
     assert judge and not any(judge.values()), f"judge/ imports the variant runners: {judge}"
