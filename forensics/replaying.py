@@ -240,24 +240,24 @@ def race_of(result: ReplayResult) -> RaceCheck:
     from forensics.judge.race import race_check, race_plan
 
     plan = race_plan(result)
-    result.baseline_outputs.update(_baseline_outputs(result, plan.baseline,
-                                                     plan.unrecorded(result)))
+    result.baseline_outputs.update(_baseline_outputs(plan.baseline, plan.unrecorded()))
     return race_check(result, plan)
 
 
-def _baseline_outputs(result: ReplayResult, baseline: str, positions: list[int]
+def _baseline_outputs(baseline: str, records: list[tuple[int, Record]]
                       ) -> dict[int, Mapping[str, Any] | None]:
-    """The outputs of the built-in variant ``baseline`` at the records at ``positions``, run
-    in one batch (none when it is not a built-in variant, such as a user's callable)."""
-    if not positions:
+    """The outputs of the built-in variant ``baseline`` on ``records`` (position, record),
+    run in one batch, by position (none when it is not a built-in variant, such as a user's
+    callable)."""
+    if not records:
         return {}
     try:
         variant = resolve_variant(baseline)
     except ForensicsError:
         return {}
-    outcomes = run_variant(variant, [result.records[p] for p in positions])
+    outcomes = run_variant(variant, [record for _, record in records])
     return {p: None if o is None else o.outputs
-            for p, o in zip(positions, outcomes, strict=True)}
+            for (p, _), o in zip(records, outcomes, strict=True)}
 
 
 def _not_the_clamp(found: Any, continuity: Any) -> Any:

@@ -8,15 +8,15 @@ output when the probe kept one, else the baseline's replay of the call, as ``sou
 site and field names come from the catalogue's ``[race]`` table. The judge runs no variant: the
 replay runs the baseline on the writer records :func:`race_plan` names and keeps its outputs
 in the result (``ReplayResult.baseline_outputs``), which :func:`race_check` reads. The replay
-puts these findings
-in its findings table under the baseline (:func:`as_findings`; ``written`` becomes
-``expected``); they leave every verdict as it was (docs/findings.md).
+puts these findings in its findings table under the baseline (:func:`as_findings`;
+``written`` becomes ``expected``); they leave every verdict as it was (docs/findings.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -87,19 +87,26 @@ class RaceCheck:
 class RacePlan:
     """The steps the race check compares: the writer and reader sites of the catalogue's
     ``[race]`` table, the (step, rank, writer, records by site) pairs chosen, the baseline
-    variant whose replay stands in for a writer record that kept no output, and the
-    :class:`RaceCheck` counts known before comparing."""
+    variant whose replay stands in for a writer record that kept no output, the
+    :class:`RaceCheck` counts known before comparing, and the replay's records."""
 
     reader: dict[str, str]
     chosen: list[tuple[int, int, dict[str, str], dict[str, int]]]
     baseline: str
     check: RaceCheck
+    records: Sequence[Any]
 
-    def unrecorded(self, result: ReplayResult) -> list[int]:
-        """Positions of the chosen writer records that kept no output: the replay runs the
-        baseline on them and keeps its outputs (``ReplayResult.baseline_outputs``)."""
-        return [present[writer["site"]] for _, _, writer, present in self.chosen
-                if f"{writer['field']}_after" not in result.records[present[writer["site"]]]]
+    @functools.cached_property
+    def writers(self) -> list[tuple[dict[str, str], int, Any]]:
+        """(writer, position, record) of each chosen step, its record decoded once."""
+        return [(writer, present[writer["site"]], self.records[present[writer["site"]]])
+                for _, _, writer, present in self.chosen]
+
+    def unrecorded(self) -> list[tuple[int, Any]]:
+        """(position, record) of the chosen writer records that kept no output: the replay
+        runs the baseline on them and keeps its outputs (``ReplayResult.baseline_outputs``)."""
+        return [(position, record) for writer, position, record in self.writers
+                if f"{writer['field']}_after" not in record]
 
 
 def race_plan(result: ReplayResult) -> RacePlan:
@@ -126,7 +133,7 @@ def race_plan(result: ReplayResult) -> RacePlan:
             pairs.append((step, rank, writer, present))
     check.paired = len(pairs)
     return RacePlan(reader, _chosen(pairs, _crash_steps(result)),
-                    str(baseline_of(result.variants)), check)
+                    str(baseline_of(result.variants)), check, result.records)
 
 
 def race_check(result: ReplayResult, plan: RacePlan | None = None) -> RaceCheck:
@@ -139,8 +146,8 @@ def race_check(result: ReplayResult, plan: RacePlan | None = None) -> RaceCheck:
     check = dataclasses.replace(plan.check, missing=list(plan.check.missing))
     outputs = getattr(result, "baseline_outputs", None) or {}
     rows: list[dict[str, Any]] = []
-    for step, rank, writer, present in plan.chosen:
-        wrote = _written(result, plan.baseline, outputs, (writer, present[writer["site"]]))
+    for (step, rank, writer, present), written in zip(plan.chosen, plan.writers, strict=True):
+        wrote = _written(plan.baseline, outputs, written)
         check.compared += 1
         if len(rows) < MAX_FINDINGS:
             rows += _compare(result, plan.baseline, wrote, (writer, plan.reader), present,
@@ -222,12 +229,11 @@ def as_findings(found: pd.DataFrame) -> list[dict[str, Any]]:
              "expected_at": row["written_at"]} for row in found.to_dict("records")]
 
 
-def _written(result: ReplayResult, baseline: str,
-             outputs: Mapping[int, Mapping[str, Any] | None],
-             writer: tuple[dict[str, str], int]) -> tuple[np.ndarray | None, str]:
+def _written(baseline: str, outputs: Mapping[int, Mapping[str, Any] | None],
+             writer: tuple[dict[str, str], int, Any]) -> tuple[np.ndarray | None, str]:
     """What one writer record wrote: its recorded ``<field>_after``, else the baseline's
     output the replay kept for it (``"not produced"`` when there is none)."""
-    (site, position), record = writer, result.records[writer[1]]
+    site, position, record = writer
     name = site["field"]
     if f"{name}_after" in record:
         value, source = record[f"{name}_after"], "recorded"
