@@ -40,6 +40,7 @@ import pandas as pd
 
 from forensics.errors import UnknownSiteError, UnknownVariantError
 from forensics.present import svg
+from forensics.present.timeline_bins import BinDensity, density_of
 from forensics.sites import SINK, SITES, get_site
 
 if TYPE_CHECKING:
@@ -379,6 +380,8 @@ class TimelineData:
     lines: list[TimelineTensor]
     omitted: list[str]
     suspects: tuple[list[float], list[float]]
+    #: a dense timeline's counts per bin (:mod:`forensics.present.timeline_bins`), else None
+    density: BinDensity | None = None
 
     @property
     def dense(self) -> bool:
@@ -449,7 +452,9 @@ def timeline_data(result: Any, site: str | None = None, variant: str | None = No
                               TENSOR_COLORS[i % len(TENSOR_COLORS)], width, verdicts)
              for i, name in enumerate(tensors)]
     return TimelineData(result, site, variant, width, complete, lines, omitted,
-                        suspect_steps(result, site, variant, frame))
+                        suspect_steps(result, site, variant, frame),
+                        density_of(result, site, variant, [line.name for line in lines], width,
+                                   [line.binned for line in lines]))
 
 
 def _timeline_tensor(steps: pd.DataFrame, name: str, color: str, width: int,
