@@ -102,6 +102,21 @@ else:
                      sampled_tokens, num_sampled, num_rejected, query_start_loc, all_token_ids,
                      total_len, draft_tokens, draft_tokens_out)
 '''
+#: vLLM's gather_draft_sampled as plain torch; ``FIXED``: a draft id outside the vocabulary
+#: (32000 here) handed on as -1, as the patched model does
+GATHER = KERNELS + '''
+
+def gather_draft_sampled(input_ids, positions, logits_indices, expanded_idx_mapping,
+                         expanded_local_pos, prefill_len):
+    _interpreted()
+    token = logits_indices.long()
+    draft, pos = input_ids[token].clone(), positions[token].clone()
+    local = expanded_local_pos.long()
+    draft[(local > 0) & (pos - local < prefill_len[expanded_idx_mapping.long()])] = -1
+    if FIXED:
+        draft[(local > 0) & (draft >= 32000)] = -1
+    return draft, pos
+'''
 #: the module path of the stand-ins (vLLM's)
 PACKAGES = ("vllm", "vllm.v1", "vllm.v1.worker", "vllm.v1.worker.gpu")
 
@@ -157,6 +172,14 @@ def _stand_ins(monkeypatch: pytest.MonkeyPatch, fixed: bool, text: str = KERNELS
     assert parent is not None
     parent.input_batch = kernels  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, kernels.__name__, kernels)
+    gather = types.ModuleType("vllm.v1.worker.gpu.spec_decode.rejection_sampler")
+    exec(compile(GATHER.replace("FIXED = False", f"FIXED = {fixed}"), "gather", "exec"),
+         gather.__dict__)
+    monkeypatch.setitem(sys.modules, "vllm.v1.worker.gpu.spec_decode",
+                        types.ModuleType("vllm.v1.worker.gpu.spec_decode"))
+    sys.modules["vllm.v1.worker.gpu.spec_decode"].rejection_sampler = gather  # type: ignore
+    parent.spec_decode = sys.modules["vllm.v1.worker.gpu.spec_decode"]  # type: ignore
+    monkeypatch.setitem(sys.modules, gather.__name__, gather)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
 
@@ -185,7 +208,8 @@ def test_the_data_of_a_v2_case_is_the_record_and_the_element(
     assert combine["record"]["draft_tokens"]["kind"] == "tensor"  # read from data, not code
     assert (post["function"], post["step"]) == ("vllm.v1.worker.gpu.input_batch.post_update", 11)
     assert post["facts"] == {"vocab_size": 151936}
-    assert "TRITON_SITES = frozenset(('combine_tokens', 'post_update'))" in script_text()
+    assert "TRITON_SITES = frozenset(('combine_tokens', 'post_update', 'rejection_drafts'))" \
+        in script_text()
 
 
 @pytest.mark.parametrize(("site", "fails"), [
@@ -200,6 +224,35 @@ def test_a_v2_case_fails_on_the_kernel_and_passes_once_fixed(
     message = _outcome(module, monkeypatch)
     assert fails in message, message
     assert ", outside the vocabulary [0, 151936)" in message
+    _stand_ins(monkeypatch, fixed=True)
+    assert _outcome(module, monkeypatch) == "passed"
+
+
+def _tensor(values: list[int]) -> dict[str, Any]:
+    return {"kind": "tensor", "value": {"dtype": "int64", "shape": [len(values)],
+                                        "values": values}}
+
+
+def test_rejection_drafts_checks_the_draft_ids_it_hands_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One request, 2 drafts past its prompt: the second draft (logits row 2) is the
+    vocabulary's size; a negative draft in a prompt row is the kernels' own rejection."""
+    case = {"site": "rejection_drafts",
+            "function": "vllm.v1.worker.gpu.spec_decode.rejection_sampler.gather_draft_sampled",
+            "step": 3, "rank": 0, "facts": {"vocab_size": 32000},
+            "record": {"input_ids": _tensor([5, 9, 32000]),
+                       "positions": _tensor([10, 11, 12]),
+                       "logits_indices": _tensor([0, 1, 2]),
+                       "expanded_idx_mapping": _tensor([0, 0, 0]),
+                       "expanded_local_pos": _tensor([0, 1, 2]),
+                       "prefill_len": _tensor([4]), "vocab_size": {"kind": "int", "value": 32000}},
+            "finding": {"text": "", "tensor": "draft_sampled", "element": 2, "value": 32000,
+                        "lower": 0, "upper": 32000, "indexed": "target_logits"}}
+    module = _generated(tmp_path, [case], "repro_v2_drafts")
+    _stand_ins(monkeypatch, fixed=False)
+    message = _outcome(module, monkeypatch)
+    assert "gather_draft_sampled wrote draft_sampled[2] = 32000, outside the vocabulary " \
+           "[0, 32000) (1 such ids" in message, message
     _stand_ins(monkeypatch, fixed=True)
     assert _outcome(module, monkeypatch) == "passed"
 

@@ -233,12 +233,18 @@ def deadline(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
-def interpreted_kernels():
-    """vLLM's Model Runner V2 kernels (``vllm.v1.worker.gpu.input_batch``), run by Triton's
-    interpreter on CPU: only in a case's own process (see ``run_in_interpreter``)."""
+def require_interpreter():
+    """Raise unless Triton's interpreter is on: a Triton case runs only in its own process
+    (see ``run_in_interpreter``), where vLLM's kernels run on CPU."""
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("a Triton case runs in its own process, started with "
                            "TRITON_INTERPRET=1 (run_in_interpreter)")
+
+
+def interpreted_kernels():
+    """vLLM's Model Runner V2 kernels (``vllm.v1.worker.gpu.input_batch``), run by Triton's
+    interpreter on CPU."""
+    require_interpreter()
     from vllm.v1.worker.gpu import input_batch
 
     return input_batch
