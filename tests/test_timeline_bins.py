@@ -111,3 +111,18 @@ def test_the_density_counts_only_the_drawn_tensors_out_of_bounds() -> None:
     density = bin_density(found, ["a"], 200, [])
     assert (density.starts, density.totals(), density.unit) == ([0, 200], [1, 1], VALUES)
     assert density.stacked() == [(plots.OPEN, 0, 0, 1), (plots.OPEN, 200, 0, 1)]
+
+
+def test_the_notebook_draws_the_same_counts() -> None:
+    """plot_bounds_timeline (matplotlib) draws the bars the report's SVG does."""
+    from matplotlib.patches import Rectangle
+
+    result = burst_result()
+    ax = plots.plot_bounds_timeline(result, site="embedding", variant="upstream")
+    heights = {round(p.get_x() + p.get_width() / 2): p.get_height() for p in ax.patches
+               if isinstance(p, Rectangle) and p.get_height() > 0}
+    panel = timeline_panel(result, "embedding", "upstream")
+    assert heights == {round(x + 0.5): c for x, c in _bars(panel, "open").items()}
+    assert ax.get_ylabel() == "values out of bounds per 200-step bin"
+    assert ax.get_xlim() == (-0.5, 9999.5)  # the whole capture, not only its bad bins
+    plots.close(ax)

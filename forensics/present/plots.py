@@ -40,7 +40,7 @@ import pandas as pd
 
 from forensics.errors import UnknownSiteError, UnknownVariantError
 from forensics.present import svg
-from forensics.present.timeline_bins import BinDensity, density_of
+from forensics.present.timeline_bins import BinDensity, density_of, draw_density
 from forensics.sites import SINK, SITES, get_site
 
 if TYPE_CHECKING:
@@ -490,6 +490,8 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
 
     One band per checked tensor (min to max), the bound ``[lower, upper)`` as dashed step
     lines, and every step whose extreme leaves the bound marked in :data:`VIOLATION_COLOR`.
+    Past :data:`DENSE_STEPS` steps: counts per bin instead, how many values out of bounds each
+    bin holds (:mod:`forensics.present.timeline_bins`).
 
     Args:
         result: a ReplayResult (``bounds``, ``findings``, ``capture``, ``variants``).
@@ -508,6 +510,10 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
         return _as_svg("timeline", result, site=site, variant=variant, tensor=tensor)
     data = timeline_data(result, site, variant, tensor)
     ax = _axes(ax, figsize=(7.0, 4.6))
+    if data.density is not None and data.lines:  # counts per bin (forensics.present.timeline_bins)
+        draw_density(ax, data, data.density)
+        _legend_below(ax)
+        return ax
     labelled: set[str] = set()
     for i, line in enumerate(data.lines):
         _draw_tensor(ax, data, line, i == 0, labelled)

@@ -9,16 +9,23 @@ the variant's ``out_of_bounds`` findings of the site's drawn tensors (one per el
 result without a findings table counts the steps whose extremes left their bound instead
 (:attr:`BinDensity.unit` says which).
 
-pandas only (no matplotlib): :mod:`forensics.present.svg.timeline` draws it for the report.
+:mod:`forensics.present.svg.timeline` draws it for the report, :func:`draw_density` on a
+matplotlib Axes (:func:`forensics.present.plots.plot_bounds_timeline`), with the same texts;
+matplotlib is imported only there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from forensics.present.plots import TimelineData
 
 #: what a density counts, with a findings table and without one
 VALUES, STEPS = "values out of bounds", "steps with a value out of bounds"
@@ -119,3 +126,77 @@ def density_of(result: Any, site: str, variant: str, tensors: list[str], width: 
         found = (table[(table["site"] == site) & (table["variant"] == variant)]
                  if {"site", "variant"} <= set(table.columns) else table.iloc[0:0])
     return bin_density(found, tensors, width, binned)
+
+
+def bar_label(data: TimelineData, state: str) -> str:
+    """The legend text of the bars of ``state`` (the drawn tensors named once, on the bars
+    out of bounds)."""
+    from forensics.present import plots
+
+    tensors = ", ".join(line.name for line in data.lines)
+    return {plots.OPEN: f"out of bounds ({tensors})",
+            plots.RESOLVED: f"resolved by {data.variant}",
+            plots.UNSEEN: f"not judged by {data.variant}"}[state]
+
+
+def density_title(data: TimelineData, density: BinDensity) -> str:
+    """The title of a dense timeline: the capture, site and variant, and what is counted."""
+    from forensics.present import plots
+
+    return plots.title_text(data.result, data.site, data.variant, density.ylabel())
+
+
+def empty_text(data: TimelineData, density: BinDensity) -> str:
+    """What a dense timeline without a value out of bounds says."""
+    return f"no {density.unit} for {data.site} under {data.variant}"
+
+
+def open_centres(density: BinDensity) -> list[float]:
+    """The centre step of each bin holding a value out of bounds (a line is drawn there)."""
+    from forensics.present import plots
+
+    return [start + (density.width - 1) / 2 for state, start, _, _ in density.stacked()
+            if state == plots.OPEN]
+
+
+def draw_density(ax: Axes, data: TimelineData, density: BinDensity) -> None:
+    """The dense timeline ``data`` as counts per bin on ``ax``: a stack of bars per bin (one
+    colour per state), a thin line at each bin out of bounds, the suspect steps along the
+    bottom, the first violation noted, title and axis labels."""
+    from forensics.present import plots
+
+    colors = {state: color for state, _, color in plots.MARK_STYLES}
+    labelled: set[str] = set()
+    for state, start, bottom, top in density.stacked():
+        label = bar_label(data, state)
+        ax.bar(start + (density.width - 1) / 2, top - bottom, width=density.width,
+               bottom=bottom, color=colors[state], linewidth=0,
+               label=None if label in labelled else plots._mathsafe(label))
+        labelled.add(label)
+    for x in open_centres(density):
+        ax.axvline(x, color=plots.VIOLATION_COLOR, lw=0.8, alpha=0.5, zorder=4)
+    steps, _ = data.suspects
+    if steps:
+        ax.scatter(steps, [0.0] * len(steps), marker="D", s=36, facecolor="none",
+                   edgecolor=plots.SUSPECT_COLOR, linewidths=1.5, zorder=6,
+                   label=plots.SUSPECT_LABEL)
+    top = max([*density.totals(), 1]) * 1.25
+    ax.set_ylim(0, top)
+    steps = [float(x) for line in data.lines for x in line.binned["step"]]
+    ax.set_xlim(min(steps) - density.width / 2, max(steps) + density.width / 2)
+    if data.first is not None:  # towards the middle, so the note stays inside the axes
+        step, value = data.first
+        y = first_bin_top(density, step)
+        dy = -30 if y > top / 2 else 30
+        ax.annotate(plots.first_note(step, value), (step, y), textcoords="offset points",
+                    xytext=(14, dy), va="top" if dy < 0 else "bottom", fontsize=8,
+                    color=plots.VIOLATION_COLOR, zorder=7,
+                    arrowprops={"arrowstyle": "->", "color": plots.VIOLATION_COLOR, "lw": 0.8},
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
+                          "alpha": 0.85})
+    if not density.starts:
+        ax.text(0.5, 0.5, plots._mathsafe(empty_text(data, density)), transform=ax.transAxes,
+                ha="center", va="center", color="#555555")
+    ax.set_title(plots._mathsafe(density_title(data, density)), fontsize=10)
+    ax.set_xlabel("engine step")
+    ax.set_ylabel(density.ylabel())

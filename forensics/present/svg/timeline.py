@@ -20,7 +20,14 @@ from typing import Any
 
 from forensics.present import plots
 from forensics.present.svg.canvas import Panel
-from forensics.present.timeline_bins import BinDensity, first_bin_top
+from forensics.present.timeline_bins import (
+    BinDensity,
+    bar_label,
+    density_title,
+    empty_text,
+    first_bin_top,
+    open_centres,
+)
 
 #: the canvas marker of each of matplotlib's markers in :data:`plots.MARK_STYLES`
 _SHAPES = {"X": "x", "o": "o", "s": "s"}
@@ -64,21 +71,14 @@ def timeline_panel(result: Any, site: str | None = None, variant: str | None = N
 def _density_panel(data: plots.TimelineData, density: BinDensity) -> Panel:
     """A dense timeline as counts per bin (see the module): a bar stack per bin, a line at
     each bin holding a value out of bounds, the suspect steps and the first violation."""
-    panel = Panel(title=plots.title_text(data.result, data.site, data.variant,
-                                         density.ylabel()),
-                  xlabel="engine step", ylabel=density.ylabel(), integer_x=True, ypad=0.12)
+    panel = Panel(title=density_title(data, density), xlabel="engine step",
+                  ylabel=density.ylabel(), integer_x=True, ypad=0.12)
     colors = {state: color for state, _, color in plots.MARK_STYLES}
-    tensors = ", ".join(line.name for line in data.lines)
     for state, start, bottom, top in density.stacked():
-        label = {plots.OPEN: f"out of bounds ({tensors})",
-                 plots.RESOLVED: f"resolved by {data.variant}",
-                 plots.UNSEEN: f"not judged by {data.variant}"}[state]
         panel.cell(start - 0.5, bottom, start + density.width - 0.5, top, colors[state],
-                   role=f"bar {_CLASSES[state]}", label=label)
-    open_starts = [start for state, start, _, _ in density.stacked() if state == plots.OPEN]
-    for start in open_starts:
-        panel.vline(start + (density.width - 1) / 2, plots.VIOLATION_COLOR, width=1.0,
-                    opacity=0.6, role="vline open")
+                   role=f"bar {_CLASSES[state]}", label=bar_label(data, state))
+    for x in open_centres(density):
+        panel.vline(x, plots.VIOLATION_COLOR, width=1.0, opacity=0.6, role="vline open")
     steps, _ = data.suspects
     if steps:
         panel.marks(steps, [0.0] * len(steps), "D", plots.SUSPECT_COLOR, filled=False,
@@ -88,8 +88,7 @@ def _density_panel(data: plots.TimelineData, density: BinDensity) -> Panel:
         panel.note(step, first_bin_top(density, step), plots.first_note(step, value),
                    plots.VIOLATION_COLOR, role="note first")
     if not density.starts:
-        panel.text(0.5, 0.5, f"no {density.unit} for {data.site} under {data.variant}",
-                   anchor="middle", role="empty")
+        panel.text(0.5, 0.5, empty_text(data, density), anchor="middle", role="empty")
     if data.notes():
         panel.text(0.01, 0.99, "\n".join(data.notes()), role="note omitted")
     panel.xlim = _xlim(data)
