@@ -182,8 +182,8 @@ def draw_density(ax: Axes, data: TimelineData, density: BinDensity) -> None:
                    label=plots.SUSPECT_LABEL)
     top = max([*density.totals(), 1]) * 1.25
     ax.set_ylim(0, top)
-    steps = [float(x) for line in data.lines for x in line.binned["step"]]
-    ax.set_xlim(min(steps) - density.width / 2, max(steps) + density.width / 2)
+    xs = [float(x) for line in data.lines for x in line.binned["step"]]
+    ax.set_xlim(min(xs) - density.width / 2, max(xs) + density.width / 2)
     if data.first is not None:  # towards the middle, so the note stays inside the axes
         step, value = data.first
         y = first_bin_top(density, step)
