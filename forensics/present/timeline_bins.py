@@ -180,14 +180,14 @@ def draw_density(ax: Axes, data: TimelineData, density: BinDensity) -> None:
         ax.scatter(steps, [0.0] * len(steps), marker="D", s=36, facecolor="none",
                    edgecolor=plots.SUSPECT_COLOR, linewidths=1.5, zorder=6,
                    label=plots.SUSPECT_LABEL)
-    top = max([*density.totals(), 1]) * 1.25
-    ax.set_ylim(0, top)
+    ceiling = max([*density.totals(), 1]) * 1.25
+    ax.set_ylim(0, ceiling)
     xs = [float(x) for line in data.lines for x in line.binned["step"]]
     ax.set_xlim(min(xs) - density.width / 2, max(xs) + density.width / 2)
     if data.first is not None:  # towards the middle, so the note stays inside the axes
         step, value = data.first
         y = first_bin_top(density, step)
-        dy = -30 if y > top / 2 else 30
+        dy = -30 if y > ceiling / 2 else 30
         ax.annotate(plots.first_note(step, value), (step, y), textcoords="offset points",
                     xytext=(14, dy), va="top" if dy < 0 else "bottom", fontsize=8,
                     color=plots.VIOLATION_COLOR, zorder=7,
