@@ -108,9 +108,11 @@ def test_the_density_counts_only_the_drawn_tensors_out_of_bounds() -> None:
     found = pd.DataFrame(dict(step=[5, 5, 250, 260], kind=["out_of_bounds", "misattributed",
                                                           "out_of_bounds", "out_of_bounds"],
                               tensor=["a", "a", "a", "b"], resolved=False))
-    density = bin_density(found, ["a"], 200, [])
+    density = bin_density(found, ["a"], 200, [], plots.MARK_STYLES, "upstream")
     assert (density.starts, density.totals(), density.unit) == ([0, 200], [1, 1], VALUES)
     assert density.stacked() == [(plots.OPEN, 0, 0, 1), (plots.OPEN, 200, 0, 1)]
+    assert density.label(plots.OPEN) == "out of bounds (a)"
+    assert density.colors[plots.OPEN] == plots.VIOLATION_COLOR
 
 
 def test_the_notebook_draws_the_same_counts() -> None:

@@ -40,7 +40,7 @@ import pandas as pd
 
 from forensics.errors import UnknownSiteError, UnknownVariantError
 from forensics.present import svg
-from forensics.present.timeline_bins import BinDensity, density_of, draw_density
+from forensics.present.timeline_bins import BinDensity, Marks, density_of, draw_density
 from forensics.sites import SINK, SITES, get_site
 
 if TYPE_CHECKING:
@@ -454,7 +454,7 @@ def timeline_data(result: Any, site: str | None = None, variant: str | None = No
     return TimelineData(result, site, variant, width, complete, lines, omitted,
                         suspect_steps(result, site, variant, frame),
                         density_of(result, site, variant, [line.name for line in lines], width,
-                                   [line.binned for line in lines]))
+                                   [line.binned for line in lines], MARK_STYLES))
 
 
 def _timeline_tensor(steps: pd.DataFrame, name: str, color: str, width: int,
@@ -511,7 +511,12 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     data = timeline_data(result, site, variant, tensor)
     ax = _axes(ax, figsize=(7.0, 4.6))
     if data.density is not None and data.lines:  # counts per bin (forensics.present.timeline_bins)
-        draw_density(ax, data, data.density)
+        xs = [float(x) for line in data.lines for x in line.binned["step"]]
+        marks = Marks((min(xs) - data.width / 2, max(xs) + data.width / 2), data.first,
+                      first_note(*data.first) if data.first else "", data.suspects[0],
+                      SUSPECT_COLOR, SUSPECT_LABEL)
+        draw_density(ax, data.density, title_text(result, data.site, data.variant,
+                                                  data.density.ylabel()), marks, _mathsafe)
         _legend_below(ax)
         return ax
     labelled: set[str] = set()

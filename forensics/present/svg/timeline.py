@@ -20,14 +20,7 @@ from typing import Any
 
 from forensics.present import plots
 from forensics.present.svg.canvas import Panel
-from forensics.present.timeline_bins import (
-    BinDensity,
-    bar_label,
-    density_title,
-    empty_text,
-    first_bin_top,
-    open_centres,
-)
+from forensics.present.timeline_bins import BinDensity
 
 #: the canvas marker of each of matplotlib's markers in :data:`plots.MARK_STYLES`
 _SHAPES = {"X": "x", "o": "o", "s": "s"}
@@ -71,13 +64,13 @@ def timeline_panel(result: Any, site: str | None = None, variant: str | None = N
 def _density_panel(data: plots.TimelineData, density: BinDensity) -> Panel:
     """A dense timeline as counts per bin (see the module): a bar stack per bin, a line at
     each bin holding a value out of bounds, the suspect steps and the first violation."""
-    panel = Panel(title=density_title(data, density), xlabel="engine step",
-                  ylabel=density.ylabel(), integer_x=True, ypad=0.12)
-    colors = {state: color for state, _, color in plots.MARK_STYLES}
+    panel = Panel(title=plots.title_text(data.result, data.site, data.variant,
+                                         density.ylabel()),
+                  xlabel="engine step", ylabel=density.ylabel(), integer_x=True, ypad=0.12)
     for state, start, bottom, top in density.stacked():
-        panel.cell(start - 0.5, bottom, start + density.width - 0.5, top, colors[state],
-                   role=f"bar {_CLASSES[state]}", label=bar_label(data, state))
-    for x in open_centres(density):
+        panel.cell(start - 0.5, bottom, start + density.width - 0.5, top, density.colors[state],
+                   role=f"bar {_CLASSES[state]}", label=density.label(state))
+    for x in density.open_centres():
         panel.vline(x, plots.VIOLATION_COLOR, width=1.0, opacity=0.6, role="vline open")
     steps, _ = data.suspects
     if steps:
@@ -85,10 +78,11 @@ def _density_panel(data: plots.TimelineData, density: BinDensity) -> Panel:
                     size=MARK_SIZE, label=plots.SUSPECT_LABEL, role="mark suspect")
     if data.first is not None:
         step, value = data.first
-        panel.note(step, first_bin_top(density, step), plots.first_note(step, value),
+        panel.note(step, density.top_at(step), plots.first_note(step, value),
                    plots.VIOLATION_COLOR, role="note first")
     if not density.starts:
-        panel.text(0.5, 0.5, empty_text(data, density), anchor="middle", role="empty")
+        panel.text(0.5, 0.5, density.empty_text(data.site, data.variant), anchor="middle",
+                   role="empty")
     if data.notes():
         panel.text(0.01, 0.99, "\n".join(data.notes()), role="note omitted")
     panel.xlim = _xlim(data)
