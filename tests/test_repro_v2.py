@@ -332,3 +332,75 @@ def test_the_case_runs_in_its_own_interpreted_process_without_forensics(
     failure = next(ET.parse(tmp_path / "junit.xml").getroot().iter("failure"))
     assert "combine_sampled_and_draft_tokens wrote input_ids[1] = -1, outside the " \
            "vocabulary [0, 151936)" in (failure.get("message") or ""), failure.get("message")
+
+
+# ------------------------------------------------ the real vLLM, with the bundled fix applied
+
+#: imported by every Python the test starts: a case process whose index is in PATCHED_CASES
+#: imports the patched copies of vLLM's files under PATCHED_ROOT in place of the installed ones
+#: (the vllm+PATH.diff machinery's finder), and notes the kernels' file it ran
+SITECUSTOMIZE = '''
+import atexit
+import importlib.abc
+import os
+import sys
+from pathlib import Path
+
+
+def _patched():
+    return sys.argv[1:2] == ["--case"] and sys.argv[2] in os.environ["PATCHED_CASES"].split(",")
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if not (name.startswith("vllm") and _patched()):
+            return None
+        from forensics.variants.triton_worker import PatchedFinder
+
+        return PatchedFinder(Path(os.environ["PATCHED_ROOT"])).find_spec(name, path, target)
+
+
+def _note():
+    module = sys.modules.get("vllm.v1.worker.gpu.input_batch")
+    if sys.argv[1:2] == ["--case"] and module is not None:
+        with open(os.environ["RAN_LOG"], "a") as log:
+            log.write(f"{sys.argv[2]} {module.__file__}\\n")
+
+
+sys.meta_path.insert(0, _Finder())
+atexit.register(_note)
+'''
+
+
+def test_on_vllm_the_v2_cases_fail_and_pass_once_the_bundled_fix_is_in(
+        tmp_path: Path, cases: dict[str, dict[str, Any]]) -> None:
+    """The one run of the real vLLM here (each case's process imports it: ~10 s each). Case 0,
+    ``post_update`` on the installed vLLM 0.33.0, fails on the sampled id it stores; cases 1
+    and 2, ``post_update`` and ``combine_tokens`` on the kernels of
+    ``data/patches/v2-index-guard.diff`` (applied to private copies of vLLM's files), pass."""
+    from forensics.variants.vllm_diff import patched_sources
+
+    root = tmp_path / "patched"
+    for path, text in patched_sources(DATA / "patches" / "v2-index-guard.diff").items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "test_repro.py").write_text(script_text())
+    (work / "test_repro.json").write_text(json.dumps(_data(
+        [cases["post_update"], cases["post_update"], cases["combine_tokens"]])))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(tmp_path / "site"),
+           "PATCHED_ROOT": str(root), "PATCHED_CASES": "1,2", "RAN_LOG": str(tmp_path / "ran")}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:forensics", "-p",
+                          "no:cacheprovider", "-q", "--junitxml=junit.xml", "test_repro.py"],
+                         cwd=work, capture_output=True, text=True, timeout=900, env=env)
+    assert "1 failed, 2 passed" in run.stdout, run.stdout[-3000:]
+    failures = [f.get("message") or "" for f in
+                ET.parse(work / "junit.xml").getroot().iter("failure")]
+    assert len(failures) == 1 and "post_update wrote last_sampled_tokens[" in failures[0]
+    assert "= 151936, outside the vocabulary [0, 151936)" in failures[0]
+    ran = dict(line.split(" ", 1) for line in (tmp_path / "ran").read_text().splitlines())
+    assert ran["1"].strip() == ran["2"].strip() == str(root / "vllm/v1/worker/gpu/input_batch.py")
+    assert ran["0"].strip() != ran["1"].strip()  # the installed kernels
