@@ -292,6 +292,27 @@ def test_a_write_past_a_buffer_fails_naming_it(
     assert "sampled id(s) outside the" in message and "rows of output_bin_counts" in message
 
 
+def test_an_index_the_interpreter_cannot_observe_is_checked_from_the_data_saying_so(
+        tmp_path: Path, cases: dict[str, dict[str, Any]]) -> None:
+    """A finding on a record field (a slot past the per-slot buffers): Triton's interpreter
+    does not check the read, so the test checks the captured value and says it does."""
+    combine = cases["combine_tokens"]
+    module = _generated(tmp_path, [combine], "repro_v2_unobserved")
+    r = module.record(module.DATA["cases"][0])
+    slots = len(r["prefill_len"])
+    wild = {**combine, "finding": {"text": "", "tensor": "idx_mapping", "element": 0,
+                                   "value": slots, "lower": 0, "upper": slots,
+                                   "indexed": "prefill_len"}}
+    assert module.read_unobserved(wild, r) == ""  # the captured slot is in range
+    r["idx_mapping"][0] = slots
+    assert module.read_unobserved(wild, r) == (
+        "vllm.v1.worker.gpu.input_batch.combine_sampled_and_draft_tokens uses an index outside "
+        "its buffer, which Triton's interpreter does not check: checked from the record instead "
+        f"(no fix to vLLM changes this check), the capture's idx_mapping[0] = {slots} is "
+        f"outside [0, {slots}), the valid indices of prefill_len")
+    assert module.read_unobserved(combine, r) == ""  # an id it wrote: the kernel's run shows it
+
+
 def test_a_case_process_killed_by_a_signal_fails_naming_the_signal(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cases: dict[str, dict[str, Any]]
 ) -> None:
