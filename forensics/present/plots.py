@@ -40,6 +40,7 @@ import pandas as pd
 
 from forensics.errors import UnknownSiteError, UnknownVariantError
 from forensics.present import svg
+from forensics.present.timeline_bins import BinDensity, Marks, density_of, draw_density
 from forensics.sites import SINK, SITES, get_site
 
 if TYPE_CHECKING:
@@ -379,6 +380,8 @@ class TimelineData:
     lines: list[TimelineTensor]
     omitted: list[str]
     suspects: tuple[list[float], list[float]]
+    #: a dense timeline's counts per bin (:mod:`forensics.present.timeline_bins`), else None
+    density: BinDensity | None = None
 
     @property
     def dense(self) -> bool:
@@ -449,7 +452,9 @@ def timeline_data(result: Any, site: str | None = None, variant: str | None = No
                               TENSOR_COLORS[i % len(TENSOR_COLORS)], width, verdicts)
              for i, name in enumerate(tensors)]
     return TimelineData(result, site, variant, width, complete, lines, omitted,
-                        suspect_steps(result, site, variant, frame))
+                        suspect_steps(result, site, variant, frame),
+                        density_of(result, site, variant, [line.name for line in lines], width,
+                                   [line.binned for line in lines], MARK_STYLES))
 
 
 def _timeline_tensor(steps: pd.DataFrame, name: str, color: str, width: int,
@@ -485,6 +490,8 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
 
     One band per checked tensor (min to max), the bound ``[lower, upper)`` as dashed step
     lines, and every step whose extreme leaves the bound marked in :data:`VIOLATION_COLOR`.
+    Past :data:`DENSE_STEPS` steps: counts per bin instead, how many values out of bounds each
+    bin holds (:mod:`forensics.present.timeline_bins`).
 
     Args:
         result: a ReplayResult (``bounds``, ``findings``, ``capture``, ``variants``).
@@ -503,6 +510,15 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
         return _as_svg("timeline", result, site=site, variant=variant, tensor=tensor)
     data = timeline_data(result, site, variant, tensor)
     ax = _axes(ax, figsize=(7.0, 4.6))
+    if data.density is not None and data.lines:  # counts per bin (forensics.present.timeline_bins)
+        xs = [float(x) for line in data.lines for x in line.binned["step"]]
+        marks = Marks((min(xs) - data.width / 2, max(xs) + data.width / 2), data.first,
+                      first_note(*data.first) if data.first else "", data.suspects[0],
+                      SUSPECT_COLOR, SUSPECT_LABEL)
+        draw_density(ax, data.density, title_text(result, data.site, data.variant,
+                                                  data.density.ylabel()), marks, _mathsafe)
+        _legend_below(ax)
+        return ax
     labelled: set[str] = set()
     for i, line in enumerate(data.lines):
         _draw_tensor(ax, data, line, i == 0, labelled)

@@ -88,14 +88,16 @@ def _first_text(conclusion: Conclusion, variant: str) -> str:
 
 
 def to_text(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
-    """One line per variant (see :meth:`Conclusion.line`), then the crash verdict and the
-    known issues matched."""
+    """One line per variant (see :meth:`Conclusion.line`), then the crash verdict with what
+    it rests on (as ``forensics known`` says it: the capture's crash events, where the replay
+    raises) and the known issues matched."""
     conclusion = conclusion or conclude(result)
     lines = [terminal(conclusion.line(v)) for v in result.variants]
     known = conclusion.known
     if known is not None:
         ids = ", ".join(m.entry.id for m in known.matches) or "none"
-        lines.append(f"crash verdict: {known.crash_verdict}; known issues: {ids}")
+        seen = f" ({known.seen})" if known.seen else ""
+        lines.append(terminal(f"crash verdict: {known.crash_verdict}{seen}; known issues: {ids}"))
     return "\n".join(lines)
 
 

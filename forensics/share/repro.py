@@ -12,6 +12,9 @@ a comment. Each test calls vLLM's own function on CPU with the smallest stand-in
 (the ones :mod:`forensics.variants.vllm_adapters` uses) under a deadline, and fails on an
 ``IndexError`` or an id written outside the capture's vocabulary: it fails on the unpatched code
 and passes once a fix keeps the index in range; without the vLLM it needs it skips, saying why.
+Model Runner V2's sites (``combine_tokens``, ``post_update``) call vLLM's Triton kernel, each in
+a process of its own with Triton's interpreter on (:mod:`forensics.share.repro_template`), and
+check the ids the kernel wrote, and that it wrote nothing past its buffers' ends.
 The file imports only the standard library, torch, vllm and pytest.
 """
 
@@ -44,7 +47,10 @@ def reproducible_sites() -> list[str]:
 def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, Any]]],
                                                    dict[str, Any]]:
     """The first record of each site the installed vLLM's real code leaves out of range, with
-    its first finding, the sites named as an origin first, then by step and pipeline order; and
+    its first finding, in the order the engine ran them (step, rank, pipeline order: an origin
+    runs before the sites its ids reach, so it comes first, as does V2's ``post_update``,
+    which stores a sampled id a step before ``combine_tokens`` writes it), the sites named as
+    an origin first among records of one step; and
     the capture's manifest ({} for records given in memory). The real code says only that an
     index left its range; where the ``upstream`` model names the tensor and element on the same
     record, that finding is the one returned (its ``real_code`` key: the real code's finding).
@@ -66,7 +72,7 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
         chosen.append((result.records[int(first["record"])],
                        _named(table, first) or first))
     origins = set(table["origin"].dropna()) if "origin" in table.columns else set()
-    chosen.sort(key=lambda pair: (pair[0].site not in origins, pair[0].step, pair[0].rank,
+    chosen.sort(key=lambda pair: (pair[0].step, pair[0].rank, pair[0].site not in origins,
                                   site_order(pair[0].site)))
     return chosen, dict(getattr(result.capture, "manifest", None) or {})
 
@@ -102,6 +108,10 @@ def script_text() -> str:
         assert name.isidentifier(), name  # a registered site's name
         _, body = get_site(name).repro or ("", "")
         runners.append(f"\n\ndef run_{name}(r):\n{body}")
+    triton = sorted(name for name in reproducible_sites() if get_site(name).kernel is not None)
+    runners.append("\n\n#: the sites whose vLLM code is a Triton kernel (run in Triton's "
+                   "interpreter, each in its own process)\n"
+                   f"TRITON_SITES = frozenset({tuple(triton)!r})\n")
     return HEAD + "".join(runners) + TAIL
 
 

@@ -1,10 +1,16 @@
 """The fixed text of the pytest file ``forensics repro`` writes (:mod:`forensics.share.repro`).
 
 The file is the same for every capture: :data:`HEAD`, then one ``run_<site>(r)`` function per
-site that declares a repro (its ``Site.repro`` body), then :data:`TAIL`. Everything that comes
-from a capture (records, request ids, names, the finding's words, the facts bounds come from)
-is in the JSON file beside it, read at run time through its guarded loader (``load_data``),
-so no capture text is ever code, a docstring or a comment.
+site that declares a repro (its ``Site.repro`` body), the names of the sites whose vLLM code is a
+Triton kernel (``TRITON_SITES``), then :data:`TAIL`. A Triton site's call runs in a fresh Python
+process started on this same file (``python NAME.py --case N``) with Triton's interpreter
+switched on (``TRITON_INTERPRET=1``, read when vLLM's kernels are decorated, so before vLLM is
+imported) and no GPU visible, so vLLM's own kernel runs on CPU tensors; the process prints its
+outcome as one JSON line, and a process killed by a signal (a wild address) is a failure.
+
+Everything that comes from a capture (records, request ids, names, the finding's words, the
+facts bounds come from) is in the JSON file beside it, read at run time through its guarded
+loader (``load_data``), so no capture text is ever code, a docstring or a comment.
 """
 
 from __future__ import annotations
@@ -13,7 +19,12 @@ HEAD = '''"""Reproducer of out-of-range indices in vLLM, written by `forensics r
 
 Each test calls vLLM's own function on CPU with one captured record and the smallest stand-ins
 the function reads: it fails while the call leaves an index out of range (an IndexError, or an
-id written outside the capture's vocabulary) and passes once a fix keeps it in range. The
+id written outside the capture's vocabulary) and passes once a fix keeps it in range. Model
+Runner V2's functions are Triton kernels: each of their tests runs the kernel in a fresh Python
+process (this file, run with `--case N`) in Triton's interpreter, on CPU; the buffers it writes
+have spare rows past their end, so a write past a buffer lands there and fails the test; an
+index outside its buffer is not observed by Triton's interpreter, so where the capture's finding
+names a record field holding one, the test checks that value against its bound and says so. The
 records, and the facts their bounds come from, are read at run time from the JSON file beside
 this one (same name, `.json`), through `load_data`: this file holds no text of the capture.
 Every call has a deadline; past it the test fails with "timed out after N s". Without the vLLM
@@ -25,7 +36,10 @@ pytest.
 
 import contextlib
 import json
+import os
 import signal
+import subprocess
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -44,6 +58,8 @@ DTYPES = {"bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16":
           "int32": torch.int32, "int64": torch.int64}
 #: the longest deadline a data file may set (seconds)
 MAX_DEADLINE = 3600
+#: the prefix of the line a Triton case's process prints its outcome on (vLLM logs to stdout)
+OUTCOME = "REPRO-OUTCOME "
 
 
 class BadData(Exception):
@@ -218,6 +234,49 @@ def deadline(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
+def require_interpreter():
+    """Raise unless Triton's interpreter is on: a Triton case runs only in its own process
+    (see ``run_in_interpreter``), where vLLM's kernels run on CPU."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("a Triton case runs in its own process, started with "
+                           "TRITON_INTERPRET=1 (run_in_interpreter)")
+
+
+def interpreted_kernels():
+    """vLLM's Model Runner V2 kernels (``vllm.v1.worker.gpu.input_batch``), run by Triton's
+    interpreter on CPU."""
+    require_interpreter()
+    from vllm.v1.worker.gpu import input_batch
+
+    return input_batch
+
+
+def spare(shape, fill, dtype, extra):
+    """A ``shape`` buffer of ``fill`` with ``extra`` spare rows past its end: (the whole
+    buffer, the view handed to vLLM)."""
+    whole = torch.full((shape[0] + extra, *shape[1:]), fill, dtype=dtype)
+    return whole, whole[:shape[0]]
+
+
+def written_cells(first, second, start=0, stop=None):
+    """``{"[i]" or "[i, j]": value}`` of every cell of rows ``start:stop`` the call wrote: the
+    same after two runs whose buffers started at different fills."""
+    same = (first == second)[start:stop]
+    return {"[" + ", ".join(str(i) for i in (cell[0] + start, *cell[1:])) + "]":
+            int(first[(cell[0] + start, *cell[1:])]) for cell in same.nonzero().tolist()}
+
+
+def written_past(first, second, rows, what):
+    """Raise IndexError when the call wrote a spare row past the first ``rows`` (see
+    ``spare``), naming ``what`` and the first such cell."""
+    past = written_cells(first, second, rows)
+    if past:
+        cell, value = next(iter(past.items()))
+        unit = "rows" if first.dim() > 1 else "elements"
+        raise IndexError(f"the call wrote {len(past)} cell(s) past the end of {what} "
+                         f"({rows} {unit}): the first, {value}, at {what}{cell}")
+
+
 def held(case, r):
     """Where the capture's bad index is: its tensor, element, value (read from the record)
     and bound, or the replay's words when the finding names no tensor."""
@@ -232,11 +291,34 @@ def held(case, r):
     lower = 0 if f["lower"] is None else f["lower"]
     bound = f"[{lower}, {f['upper']})" if f["upper"] is not None else f"[{lower}, unknown)"
     what = f", the valid indices of {f['indexed']}" if f["indexed"] else ""
+    if tensor.startswith("out."):  # a buffer the call wrote, in the capture's replay
+        return (f"in the capture's replay the call wrote {tensor[4:]}[{element}] = {value}, "
+                f"outside {bound}{what}")
     return f"the capture's {tensor}[{element}] = {value} is outside {bound}{what}"
 
 
+def read_unobserved(case, r):
+    """For a Triton case whose finding names a field of the record holding an index outside
+    its bound (an access Triton's interpreter does not check, so the kernel's run cannot show
+    it): the words saying so and what is checked from the data instead; else ''."""
+    f = case["finding"]
+    tensor, element, upper = f["tensor"], f["element"], f["upper"]
+    if tensor is None or element is None or upper is None or tensor not in r \
+            or not torch.is_tensor(r[tensor]) or not 0 <= element < r[tensor].numel():
+        return ""
+    value, lower = int(r[tensor].flatten()[element]), f["lower"] or 0
+    if lower <= value < upper:
+        return ""
+    return (f"{case['function']} uses an index outside its buffer, which Triton's interpreter "
+            f"does not check: checked from the record instead (no fix to vLLM changes this "
+            f"check), {held(case, r)}")
+
+
 def ids_outside(values, upper, allowed, at=()):
-    """(element, value) of every id in ``values`` (nested lists) outside [0, upper)."""
+    """(element, value) of every id in ``values`` (nested lists, or ``{element: id}``) outside
+    [0, upper)."""
+    if isinstance(values, dict):
+        return [(k, v) for k, v in values.items() if not 0 <= v < upper and v not in allowed]
     bad = []
     for i, v in enumerate(values):
         if isinstance(v, list):
@@ -254,8 +336,50 @@ RUNNERS = {name[len("run_"):]: function for name, function in list(globals().ite
 DATA = load_data()
 
 
+class Crashed(Exception):
+    """A Triton case's process was killed by a signal (an access outside the process's
+    memory)."""
+
+
 def _case_id(case):
     return f"{case['site']}-step{case['step']}-rank{case['rank']}"
+
+
+def run_in_interpreter(index, seconds):
+    """Case ``index``'s call in a fresh process running this file with Triton's interpreter
+    on and no GPU visible: what it wrote; raises IndexError as the call did, Deadline past
+    ``seconds``, Crashed when a signal killed it."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    try:
+        run = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--case",
+                              str(index)], env=env, capture_output=True, text=True,
+                             timeout=seconds)
+    except subprocess.TimeoutExpired:
+        raise Deadline() from None
+    if run.returncode < 0:
+        name = signal.Signals(-run.returncode).name
+        raise Crashed(f"its process was killed by {name}")
+    lines = [line for line in run.stdout.splitlines() if line.startswith(OUTCOME)]
+    if run.returncode != 0 or not lines:
+        raise RuntimeError(f"the case's process exited {run.returncode}: "
+                           f"{run.stderr.strip()[-2000:]}")
+    outcome = json.loads(lines[-1][len(OUTCOME):])
+    if "index_error" in outcome:
+        raise IndexError(outcome["index_error"])
+    return [(tensor, values, tuple(allowed)) for tensor, values, allowed in outcome["written"]]
+
+
+def case_process(index):
+    """The body of ``python THIS_FILE.py --case N``: run case N, print its outcome."""
+    case = DATA["cases"][index]
+    try:
+        written = RUNNERS[case["site"]](record(case))
+    except IndexError as exc:
+        outcome = {"index_error": str(exc)}
+    else:
+        outcome = {"written": [[tensor, values, list(allowed)]
+                               for tensor, values, allowed in written]}
+    print(OUTCOME + json.dumps(outcome), flush=True)
 
 
 @pytest.mark.parametrize("case", DATA["cases"], ids=_case_id)
@@ -266,13 +390,19 @@ def test_index_stays_in_range(case):
     r = record(case)
     function, seconds = case["function"], DATA["deadline_s"]
     try:
-        with deadline(seconds):
-            written = RUNNERS[case["site"]](r)
+        if case["site"] in TRITON_SITES:
+            index = next(i for i, c in enumerate(DATA["cases"]) if c is case)
+            written = run_in_interpreter(index, seconds)
+        else:
+            with deadline(seconds):
+                written = RUNNERS[case["site"]](r)
     except Deadline:
         pytest.fail(f"timed out after {seconds} s in {function}", pytrace=False)
-    except IndexError as exc:
+    except (IndexError, Crashed) as exc:
         pytest.fail(f"out-of-range access in {function}: {exc}; {held(case, r)}",
                     pytrace=False)
+    unobserved = read_unobserved(case, r) if case["site"] in TRITON_SITES else ""
+    assert not unobserved, unobserved
     vocab = case["facts"]["vocab_size"]
     if vocab is None:
         warnings.warn("the ids vLLM wrote are not checked: the capture holds no vocabulary "
@@ -283,4 +413,8 @@ def test_index_stays_in_range(case):
         assert not bad, (f"{function} wrote {tensor}{bad[0][0]} = {bad[0][1]}, outside the "
                          f"vocabulary [0, {vocab}) ({len(bad)} such ids; first ones: "
                          f"{bad[:5]})")
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--case"]:
+    case_process(int(sys.argv[2]))
 '''

@@ -287,10 +287,31 @@ def guard(fields: Mapping[str, Any]) -> Violation | None:
 
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
+#: ``forensics repro``: the vLLM function a standalone test calls with one record ``r`` (in
+#: Triton's interpreter, in its own process), and the test body that calls it: run twice, on an
+#: ``input_ids`` of 0s and one of 1s with spare room past its end, the cells equal after both
+#: are the ids the kernel wrote (checked against the vocabulary); a write past the end fails
+REPRO = ('vllm.v1.worker.gpu.input_batch.combine_sampled_and_draft_tokens',
+         '''    kernels = interpreted_kernels()
+    size, drafts = len(r["input_ids"]), r["draft_tokens"]
+    num_logits = int(r["cu_num_logits"][-1]) if len(r["cu_num_logits"]) else 0
+    runs = []
+    for fill in (0, 1):
+        whole, ids = spare([size], fill, r["input_ids"].dtype, drafts.shape[-1] + 2)
+        kernels.combine_sampled_and_draft_tokens(
+            ids, r["idx_mapping"].clone(), r["last_sampled_tokens"].clone().reshape(-1, 1),
+            r["query_start_loc"].clone(), r["seq_lens"].clone(), r["prefill_len"].clone(),
+            drafts.clone(), r["cu_num_logits"].clone(), num_logits,
+            r["num_new_sampled_tokens"])
+        runs.append(whole)
+    written_past(*runs, size, "input_ids")
+    return [("input_ids", written_cells(*runs, 0, size), ())]
+''')
+
 #: this module's site: its schema and operations (the registry holds it)
 SITE: Site[RunColumns] = Site(
     name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
     summary_tensor=SUMMARY_TENSOR, run_batch=run_batch,
     checks=outcome_checks, check_record=check_record, check_batch=check_batch, guard=guard,
-    hook="vllm.v1.worker.gpu.model_runner:combine_sampled_and_draft_tokens",
+    hook="vllm.v1.worker.gpu.model_runner:combine_sampled_and_draft_tokens", repro=REPRO,
     kernel="forensics.variants.triton_worker:run_combine_sampled_and_draft_tokens")

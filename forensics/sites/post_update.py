@@ -365,10 +365,50 @@ def _stored(fields: Mapping[str, Any], idx: np.ndarray, r: np.ndarray, counts: n
 
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
+#: ``forensics repro``: the vLLM function a standalone test calls with one record ``r`` (in
+#: Triton's interpreter, in its own process), and the test body that calls it: run twice, on
+#: ``last_sampled_tokens`` and ``all_token_ids`` of 0s and of 1s, the cells equal after both are
+#: the ids the kernel stored (checked against the vocabulary); every buffer has a spare row past
+#: its end (``output_bin_counts`` one before it too), and a count or an id written there fails.
+#: A ``post_update`` that takes ``vocab_size`` (a fix) gets the record's, as its caller would.
+REPRO = ('vllm.v1.worker.gpu.input_batch.post_update',
+         '''    import inspect
+
+    kernels = interpreted_kernels()
+    slots, rows = len(r["num_computed_tokens"]), r["bin_counts_rows"]
+    vocab = {}
+    if "vocab_size" in inspect.signature(kernels.post_update).parameters:
+        vocab["vocab_size"] = r["vocab_size"]
+    drafts = ()
+    if "draft_tokens" in r:
+        drafts = (r["draft_tokens"].clone(), r["draft_tokens_out"].clone())
+    runs = []
+    for fill in (0, 1):
+        last, last_view = spare([slots, 1], fill, r["last_sampled_tokens"].dtype, 1)
+        ids, ids_view = spare([slots, r["all_token_ids_width"]], fill, torch.int32, 1)
+        counts = torch.zeros(rows + 2, r["bin_counts_width"], dtype=torch.int32)
+        kernels.post_update(
+            r["idx_mapping"].clone(), r["num_computed_tokens"].clone(), last_view,
+            counts[1:rows + 1] if rows > 0 else None, r["sampled_tokens"].clone(),
+            r["num_sampled"].clone(), r["num_rejected"].clone(),
+            r["query_start_loc"].clone() if "query_start_loc" in r else None, ids_view,
+            r["total_len"].clone(), *drafts, **vocab)
+        outside = int(counts[0].sum() + counts[rows + 1].sum()) if rows > 0 else 0
+        if outside:
+            raise IndexError(f"the call counted {outside} sampled id(s) outside the "
+                             f"{rows} rows of output_bin_counts")
+        runs.append((last.reshape(-1), ids))
+    (last, ids), (last_1, ids_1) = runs
+    written_past(last, last_1, slots, "last_sampled_tokens")
+    written_past(ids, ids_1, slots, "all_token_ids")
+    return [("last_sampled_tokens", written_cells(last, last_1, 0, slots), ()),
+            ("all_token_ids", written_cells(ids, ids_1, 0, slots), ())]
+''')
+
 #: this module's site: its schema and operations (the registry holds it)
 SITE: Site[RunColumns] = Site(
     name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
     summary_tensor=SUMMARY_TENSOR, run_batch=run_batch,
     checks=outcome_checks, check_record=check_record, check_batch=check_batch, guard=guard,
-    hook="vllm.v1.worker.gpu.model_runner:post_update",
+    hook="vllm.v1.worker.gpu.model_runner:post_update", repro=REPRO,
     kernel="forensics.variants.triton_worker:run_post_update")

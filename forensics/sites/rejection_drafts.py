@@ -278,6 +278,22 @@ def run_kernel(kernels: object, inputs: dict[str, np.ndarray]) -> dict[str, np.n
 
 from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
 
+#: ``forensics repro``: the vLLM function a standalone test calls with one record ``r`` (in
+#: Triton's interpreter, in its own process), and the test body that calls it: the draft ids
+#: it hands to the rejection kernels (draft rows, ids >= 0: the kernels reject negative ones)
+#: are checked against the vocabulary, element the logits row
+REPRO = ('vllm.v1.worker.gpu.spec_decode.rejection_sampler.gather_draft_sampled',
+         '''    require_interpreter()
+    from vllm.v1.worker.gpu.spec_decode.rejection_sampler import gather_draft_sampled
+
+    draft, _ = gather_draft_sampled(*[r[name].clone() for name in (
+        "input_ids", "positions", "logits_indices", "expanded_idx_mapping",
+        "expanded_local_pos", "prefill_len")])
+    local = r["expanded_local_pos"].tolist()
+    handed = {f"[{b}]": int(v) for b, v in enumerate(draft.tolist()) if local[b] > 0 and v >= 0}
+    return [("draft_sampled", handed, ())]
+''')
+
 #: this module's site: its schema and operations (the registry holds it)
 SITE: Site[Batch] = Site(
     name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
@@ -285,5 +301,5 @@ SITE: Site[Batch] = Site(
     checks=outcome_checks, check_record=check_record, check_batch=check_batch,
     prepare_columns=prepare_columns, run_batch=run_batch, origin=False,
     hook="vllm.v1.worker.gpu.spec_decode.rejection_sampler:gather_draft_sampled",
-    kernel="forensics.sites.rejection_drafts:run_kernel")
+    kernel="forensics.sites.rejection_drafts:run_kernel", repro=REPRO)
 

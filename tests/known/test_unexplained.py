@@ -58,7 +58,9 @@ def test_a_capture_without_crash_is_no_crash() -> None:
 def test_summary_formats_carry_the_verdict(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["summary", str(REFUTED), "--format", "text"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
-        "crash verdict: unexplained; known issues: none")
+        "crash verdict: unexplained (2 crash event(s) in the capture, the first "
+        "illegal_memory_access at step 48; the upstream replay raises nothing); known issues: "
+        "none")
     assert main(["summary", str(REFUTED), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["known"]["crash_verdict"] == "unexplained"

@@ -6,6 +6,12 @@ Classes a reader (or a test) can find: ``band``, ``series max`` / ``series min``
 largest and smallest value), ``bound upper`` / ``bound lower``, ``mark open`` (out of bounds),
 ``mark resolved``, ``mark unseen`` (not judged), ``mark suspect``, ``vline open`` (a dense
 timeline's line at each bin out of bounds), ``note first``, ``note omitted``, ``empty``.
+
+A dense timeline (more steps than bins) draws counts instead
+(:mod:`forensics.present.timeline_bins`): per bin, a stack of bars of how many values out of
+bounds it holds, one ``bar open`` / ``bar resolved`` / ``bar unseen`` rectangle per state
+(``data-x``: the bin's centre), and a ``vline open`` at each bin holding a value out of bounds,
+so one bad step among 10,000 still shows.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 
 from forensics.present import plots
 from forensics.present.svg.canvas import Panel
+from forensics.present.timeline_bins import BinDensity
 
 #: the canvas marker of each of matplotlib's markers in :data:`plots.MARK_STYLES`
 _SHAPES = {"X": "x", "o": "o", "s": "s"}
@@ -33,6 +40,8 @@ def timeline_panel(result: Any, site: str | None = None, variant: str | None = N
         UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
     """
     data = plots.timeline_data(result, site, variant, tensor)
+    if data.density is not None and data.lines:
+        return _density_panel(data, data.density)
     panel = Panel(title=data.title(), xlabel="engine step", ylabel=data.ylabel(),
                   integer_x=True, ypad=0.12)
     for i, line in enumerate(data.lines):
@@ -49,6 +58,35 @@ def timeline_panel(result: Any, site: str | None = None, variant: str | None = N
     if data.notes():
         panel.text(0.01, 0.99, "\n".join(data.notes()), role="note omitted")
     panel.xlim = _xlim(data)
+    return panel
+
+
+def _density_panel(data: plots.TimelineData, density: BinDensity) -> Panel:
+    """A dense timeline as counts per bin (see the module): a bar stack per bin, a line at
+    each bin holding a value out of bounds, the suspect steps and the first violation."""
+    panel = Panel(title=plots.title_text(data.result, data.site, data.variant,
+                                         density.ylabel()),
+                  xlabel="engine step", ylabel=density.ylabel(), integer_x=True, ypad=0.12)
+    for state, start, bottom, top in density.stacked():
+        panel.cell(start - 0.5, bottom, start + density.width - 0.5, top, density.colors[state],
+                   role=f"bar {_CLASSES[state]}", label=density.label(state))
+    for x in density.open_centres():
+        panel.vline(x, plots.VIOLATION_COLOR, width=1.0, opacity=0.6, role="vline open")
+    steps, _ = data.suspects
+    if steps:
+        panel.marks(steps, [0.0] * len(steps), "D", plots.SUSPECT_COLOR, filled=False,
+                    size=MARK_SIZE, label=plots.SUSPECT_LABEL, role="mark suspect")
+    if data.first is not None:
+        step, value = data.first
+        panel.note(step, density.top_at(step), plots.first_note(step, value),
+                   plots.VIOLATION_COLOR, role="note first")
+    if not density.starts:
+        panel.text(0.5, 0.5, density.empty_text(data.site, data.variant), anchor="middle",
+                   role="empty")
+    if data.notes():
+        panel.text(0.01, 0.99, "\n".join(data.notes()), role="note omitted")
+    panel.xlim = _xlim(data)
+    panel.ylim = (0.0, max([*density.totals(), 1]) * 1.12)
     return panel
 
 

@@ -1,0 +1,427 @@
+"""``forensics repro`` of Model Runner V2's sites: ``combine_tokens`` and ``post_update`` get a
+test each that calls vLLM's Triton kernel (in its own process, Triton's interpreter on) on the
+captured record read from the data file, and checks the ids the kernel wrote and that it wrote
+nothing past its buffers; a fixed kernel passes.
+
+Cheap: the kernels here are stand-ins written with vLLM's pointer arithmetic (a fake
+``vllm.v1.worker.gpu.input_batch``, a module in memory), run in this process; one test runs the
+generated file under plain pytest with the stand-ins as a package, to check the case's own
+process (Triton's interpreter on, no GPU visible, forensics unimportable). The same file on the
+real vLLM 0.33.0 (and with ``data/patches/v2-index-guard.diff`` applied) is the check the
+report of this change records (no vLLM import here: each costs ~10 s).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import types
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import forensics
+from forensics.present.tables import findings_table
+from forensics.share.repro import case_data, script_text
+from tests.conftest import DATA
+
+#: vLLM's two V2 kernels as plain torch, with the kernels' pointer arithmetic (a write lands
+#: where the kernel's would, past a view's end included); ``FIXED``: the bundled guard's rule
+#: (negative drafts written as 0; sampled ids outside the vocabulary neither counted nor stored)
+KERNELS = '''
+import os
+
+import torch
+
+FIXED = False
+
+
+def _at(tensor, offset):
+    """The element ``offset`` elements past ``tensor``'s start, as the kernel's pointer."""
+    return torch.as_strided(tensor, (1,), (1,), tensor.storage_offset() + int(offset))
+
+
+def _interpreted():
+    if os.environ.get("TRITON_INTERPRET") != "1" or os.environ.get("CUDA_VISIBLE_DEVICES") != "":
+        raise RuntimeError("not in Triton's interpreter without a GPU")
+
+
+def combine_sampled_and_draft_tokens(input_ids, idx_mapping, last_sampled_tokens,
+                                     query_start_loc, seq_lens, prefill_len, draft_tokens,
+                                     cu_num_logits, num_logits, num_new_sampled_tokens=1):
+    _interpreted()
+    for i, slot in enumerate(idx_mapping.tolist()):
+        n = int(cu_num_logits[i + 1] - cu_num_logits[i])
+        k, end = n - num_new_sampled_tokens, int(query_start_loc[i + 1])
+        if int(seq_lens[i]) <= int(_at(prefill_len, slot)):
+            continue
+        if num_new_sampled_tokens and int(seq_lens[i]) - n >= int(_at(prefill_len, slot)):
+            _at(input_ids, end - n)[0] = _at(last_sampled_tokens, slot)[0]
+        for j in range(k):
+            draft = int(_at(draft_tokens, slot * draft_tokens.stride(0) + j))
+            _at(input_ids, end - k + j)[0] = max(draft, 0) if FIXED else draft
+
+
+def _post_update(idx_mapping, num_computed_tokens, last_sampled_tokens, output_bin_counts,
+                 sampled_tokens, num_sampled, num_rejected, query_start_loc, all_token_ids,
+                 total_len, draft_tokens=None, draft_tokens_out=None, vocab_size=None):
+    _interpreted()
+    for i, slot in enumerate(idx_mapping.tolist()):
+        if slot < 0:
+            continue
+        ids = sampled_tokens[i, :int(num_sampled[i])].tolist()
+        if vocab_size is not None:
+            valid = [0 <= t < vocab_size for t in ids] + [False]
+            ids = ids[:valid.index(False)]
+        length = int(_at(total_len, slot))
+        if ids:
+            _at(last_sampled_tokens, slot)[0] = ids[-1]
+            _at(total_len, slot)[0] = length + len(ids)
+        for j, token in enumerate(ids):
+            _at(all_token_ids, slot * all_token_ids.stride(0) + length + j)[0] = token
+            if output_bin_counts is not None:
+                _at(output_bin_counts, slot * output_bin_counts.stride(0) + token)[0] += 1
+
+
+if FIXED:
+    def post_update(idx_mapping, num_computed_tokens, last_sampled_tokens, output_bin_counts,
+                    sampled_tokens, num_sampled, num_rejected, query_start_loc, all_token_ids,
+                    total_len, draft_tokens=None, draft_tokens_out=None, vocab_size=None):
+        _post_update(idx_mapping, num_computed_tokens, last_sampled_tokens, output_bin_counts,
+                     sampled_tokens, num_sampled, num_rejected, query_start_loc, all_token_ids,
+                     total_len, draft_tokens, draft_tokens_out, vocab_size)
+else:
+    def post_update(idx_mapping, num_computed_tokens, last_sampled_tokens, output_bin_counts,
+                    sampled_tokens, num_sampled, num_rejected, query_start_loc, all_token_ids,
+                    total_len, draft_tokens=None, draft_tokens_out=None):
+        _post_update(idx_mapping, num_computed_tokens, last_sampled_tokens, output_bin_counts,
+                     sampled_tokens, num_sampled, num_rejected, query_start_loc, all_token_ids,
+                     total_len, draft_tokens, draft_tokens_out)
+'''
+#: vLLM's gather_draft_sampled as plain torch; ``FIXED``: a draft id outside the vocabulary
+#: (32000 here) handed on as -1, as the patched model does
+GATHER = KERNELS + '''
+
+def gather_draft_sampled(input_ids, positions, logits_indices, expanded_idx_mapping,
+                         expanded_local_pos, prefill_len):
+    _interpreted()
+    token = logits_indices.long()
+    draft, pos = input_ids[token].clone(), positions[token].clone()
+    local = expanded_local_pos.long()
+    draft[(local > 0) & (pos - local < prefill_len[expanded_idx_mapping.long()])] = -1
+    if FIXED:
+        draft[(local > 0) & (draft >= 32000)] = -1
+    return draft, pos
+'''
+#: the module path of the stand-ins (vLLM's)
+PACKAGES = ("vllm", "vllm.v1", "vllm.v1.worker", "vllm.v1.worker.gpu")
+
+
+def _first_case(capture: str, site: str) -> dict[str, Any]:
+    """The data file's case of ``site``'s first out-of-bounds finding in ``capture`` under the
+    upstream model (what ``forensics repro`` writes, less the real code's replay)."""
+    result = forensics.replay(DATA / capture, ["upstream"])
+    table = findings_table(result)
+    rows = table[(table["site"] == site) & (table["kind"] == "out_of_bounds")
+                 & table["index_tensor"].notna()].sort_values(["step", "rank"])
+    finding = rows.iloc[0].to_dict()
+    record = result.records[int(finding["record"])]
+    return case_data(record, finding, dict(result.capture.manifest))
+
+
+@pytest.fixture(scope="module")
+def cases() -> dict[str, dict[str, Any]]:
+    return {"combine_tokens": _first_case("v2-negative-draft.capture", "combine_tokens"),
+            "post_update": _first_case("v2-vocab-sample.capture", "post_update")}
+
+
+def _data(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"format": 1, "vllm": {"needed": "0.33", "capture": "0.33.0"}, "deadline_s": 60,
+            "cases": cases}
+
+
+def _generated(folder: Path, cases: list[dict[str, Any]], name: str) -> types.ModuleType:
+    """The generated file with ``cases`` as its data, imported as module ``name``."""
+    (folder / "test_repro.py").write_text(script_text())
+    (folder / "test_repro.json").write_text(json.dumps(_data(cases)))
+    spec = importlib.util.spec_from_file_location(name, folder / "test_repro.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stand_ins(monkeypatch: pytest.MonkeyPatch, fixed: bool, text: str = KERNELS) -> None:
+    """The stand-in kernels as ``vllm.v1.worker.gpu.input_batch`` in this process, in Triton's
+    interpreter's environment."""
+    kernels = types.ModuleType("vllm.v1.worker.gpu.input_batch")
+    exec(compile(text.replace("FIXED = False", f"FIXED = {fixed}"), "kernels", "exec"),
+         kernels.__dict__)
+    parent = None
+    for name in PACKAGES:
+        package = types.ModuleType(name)
+        monkeypatch.setitem(sys.modules, name, package)
+        if parent is not None:
+            setattr(parent, name.rsplit(".", 1)[1], package)
+        parent = package
+    sys.modules["vllm"].__version__ = "0.33.0"  # type: ignore[attr-defined]
+    assert parent is not None
+    parent.input_batch = kernels  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, kernels.__name__, kernels)
+    gather = types.ModuleType("vllm.v1.worker.gpu.spec_decode.rejection_sampler")
+    exec(compile(GATHER.replace("FIXED = False", f"FIXED = {fixed}"), "gather", "exec"),
+         gather.__dict__)
+    monkeypatch.setitem(sys.modules, "vllm.v1.worker.gpu.spec_decode",
+                        types.ModuleType("vllm.v1.worker.gpu.spec_decode"))
+    sys.modules["vllm.v1.worker.gpu.spec_decode"].rejection_sampler = gather  # type: ignore
+    parent.spec_decode = sys.modules["vllm.v1.worker.gpu.spec_decode"]  # type: ignore
+    monkeypatch.setitem(sys.modules, gather.__name__, gather)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+
+
+def _outcome(module: types.ModuleType, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The generated test on the module's one case, its kernel run in this process: "passed"
+    or the failure's message."""
+    case = module.DATA["cases"][0]
+    monkeypatch.setattr(module, "run_in_interpreter",
+                        lambda index, seconds: module.RUNNERS[case["site"]](module.record(case)))
+    try:
+        module.test_index_stays_in_range(case)
+    except (AssertionError, pytest.fail.Exception) as failed:
+        return str(failed)
+    return "passed"
+
+
+def test_the_data_of_a_v2_case_is_the_record_and_the_element(
+        cases: dict[str, dict[str, Any]]) -> None:
+    combine, post = cases["combine_tokens"], cases["post_update"]
+    assert (combine["function"], combine["step"]) == (
+        "vllm.v1.worker.gpu.input_batch.combine_sampled_and_draft_tokens", 7)
+    assert combine["finding"] | {"text": ""} == {
+        "text": "", "tensor": "out.input_ids", "element": 1, "value": -1, "lower": 0,
+        "upper": 151936, "indexed": "vocabulary"}
+    assert combine["record"]["draft_tokens"]["kind"] == "tensor"  # read from data, not code
+    assert (post["function"], post["step"]) == ("vllm.v1.worker.gpu.input_batch.post_update", 11)
+    assert post["facts"] == {"vocab_size": 151936}
+    assert "TRITON_SITES = frozenset(('combine_tokens', 'post_update', 'rejection_drafts'))" \
+        in script_text()
+
+
+@pytest.mark.parametrize(("site", "fails"), [
+    ("combine_tokens", "vllm.v1.worker.gpu.input_batch.combine_sampled_and_draft_tokens wrote "
+                       "input_ids[1] = -1, outside the vocabulary [0, 151936)"),
+    ("post_update", "vllm.v1.worker.gpu.input_batch.post_update wrote last_sampled_tokens[")])
+def test_a_v2_case_fails_on_the_kernel_and_passes_once_fixed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cases: dict[str, dict[str, Any]],
+        site: str, fails: str) -> None:
+    module = _generated(tmp_path, [cases[site]], f"repro_v2_{site}")
+    _stand_ins(monkeypatch, fixed=False)
+    message = _outcome(module, monkeypatch)
+    assert fails in message, message
+    assert ", outside the vocabulary [0, 151936)" in message
+    _stand_ins(monkeypatch, fixed=True)
+    assert _outcome(module, monkeypatch) == "passed"
+
+
+def _tensor(values: list[int]) -> dict[str, Any]:
+    return {"kind": "tensor", "value": {"dtype": "int64", "shape": [len(values)],
+                                        "values": values}}
+
+
+def test_rejection_drafts_checks_the_draft_ids_it_hands_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One request, 2 drafts past its prompt: the second draft (logits row 2) is the
+    vocabulary's size; a negative draft in a prompt row is the kernels' own rejection."""
+    case = {"site": "rejection_drafts",
+            "function": "vllm.v1.worker.gpu.spec_decode.rejection_sampler.gather_draft_sampled",
+            "step": 3, "rank": 0, "facts": {"vocab_size": 32000},
+            "record": {"input_ids": _tensor([5, 9, 32000]),
+                       "positions": _tensor([10, 11, 12]),
+                       "logits_indices": _tensor([0, 1, 2]),
+                       "expanded_idx_mapping": _tensor([0, 0, 0]),
+                       "expanded_local_pos": _tensor([0, 1, 2]),
+                       "prefill_len": _tensor([4]), "vocab_size": {"kind": "int", "value": 32000}},
+            "finding": {"text": "", "tensor": "draft_sampled", "element": 2, "value": 32000,
+                        "lower": 0, "upper": 32000, "indexed": "target_logits"}}
+    module = _generated(tmp_path, [case], "repro_v2_drafts")
+    _stand_ins(monkeypatch, fixed=False)
+    message = _outcome(module, monkeypatch)
+    assert "gather_draft_sampled wrote draft_sampled[2] = 32000, outside the vocabulary " \
+           "[0, 32000) (1 such ids" in message, message
+    _stand_ins(monkeypatch, fixed=True)
+    assert _outcome(module, monkeypatch) == "passed"
+
+
+def test_post_update_names_the_slot_and_every_stored_id(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cases: dict[str, dict[str, Any]]
+) -> None:
+    module = _generated(tmp_path, [cases["post_update"]], "repro_v2_ids")
+    _stand_ins(monkeypatch, fixed=False)
+    r = module.record(module.DATA["cases"][0])
+    (_, last, _), (_, stored, _) = module.RUNNERS["post_update"](r)
+    slot = int(r["idx_mapping"][cases["post_update"]["finding"]["element"]])
+    assert last[f"[{slot}]"] == 151936
+    assert 151936 in stored.values() and all(key.count(",") == 1 for key in stored)
+
+
+def test_a_write_past_a_buffer_fails_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cases: dict[str, dict[str, Any]]
+) -> None:
+    """A kernel writing one id past ``input_ids``' end, and one counting an id one row past
+    ``output_bin_counts``: both fail, naming the buffer (the spare rows caught the write)."""
+    past = KERNELS.replace("_at(input_ids, end - k + j)[0] =",
+                           "_at(input_ids, input_ids.numel() + j)[0] =")
+    module = _generated(tmp_path, [cases["combine_tokens"]], "repro_v2_past")
+    _stand_ins(monkeypatch, fixed=False, text=past)
+    message = _outcome(module, monkeypatch)
+    assert "out-of-range access in vllm.v1.worker.gpu.input_batch.combine_sampled_and_draft_" \
+           "tokens: the call wrote 3 cell(s) past the end of input_ids (12 elements): the first, " \
+           "24305, at input_ids[12]" in message, message
+    assert "in the capture's replay the call wrote input_ids[1] = -1, outside [0, 151936), " \
+           "the valid indices of vocabulary" in message
+    wild = KERNELS.replace("slot * output_bin_counts.stride(0) + token",
+                           "output_bin_counts.numel() + 0 * token")
+    module = _generated(tmp_path, [cases["post_update"]], "repro_v2_counts")
+    _stand_ins(monkeypatch, fixed=False, text=wild)
+    message = _outcome(module, monkeypatch)
+    assert "sampled id(s) outside the" in message and "rows of output_bin_counts" in message
+
+
+def test_an_index_the_interpreter_cannot_observe_is_checked_from_the_data_saying_so(
+        tmp_path: Path, cases: dict[str, dict[str, Any]]) -> None:
+    """A finding on a record field (a slot past the per-slot buffers): Triton's interpreter
+    does not check the read, so the test checks the captured value and says it does."""
+    combine = cases["combine_tokens"]
+    module = _generated(tmp_path, [combine], "repro_v2_unobserved")
+    r = module.record(module.DATA["cases"][0])
+    slots = len(r["prefill_len"])
+    wild = {**combine, "finding": {"text": "", "tensor": "idx_mapping", "element": 0,
+                                   "value": slots, "lower": 0, "upper": slots,
+                                   "indexed": "prefill_len"}}
+    assert module.read_unobserved(wild, r) == ""  # the captured slot is in range
+    r["idx_mapping"][0] = slots
+    assert module.read_unobserved(wild, r) == (
+        "vllm.v1.worker.gpu.input_batch.combine_sampled_and_draft_tokens uses an index outside "
+        "its buffer, which Triton's interpreter does not check: checked from the record instead "
+        f"(no fix to vLLM changes this check), the capture's idx_mapping[0] = {slots} is "
+        f"outside [0, {slots}), the valid indices of prefill_len")
+    assert module.read_unobserved(combine, r) == ""  # an id it wrote: the kernel's run shows it
+
+
+def test_a_case_process_killed_by_a_signal_fails_naming_the_signal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cases: dict[str, dict[str, Any]]
+) -> None:
+    module = _generated(tmp_path, [cases["combine_tokens"]], "repro_v2_signal")
+    _stand_ins(monkeypatch, fixed=False)
+    answers = iter([subprocess.CompletedProcess([], -11, "", ""),
+                    subprocess.CompletedProcess([], 0, "INFO vllm says hello\n"
+                                                f"{module.OUTCOME}{{\"index_error\": \"x\"}}\n",
+                                                "")])
+    monkeypatch.setattr(module.subprocess, "run", lambda *a, **k: next(answers))
+    with pytest.raises(module.Crashed, match="its process was killed by SIGSEGV"):
+        module.run_in_interpreter(0, 5)
+    with pytest.raises(IndexError, match="^x$"):
+        module.run_in_interpreter(0, 5)
+
+
+def test_the_case_runs_in_its_own_interpreted_process_without_forensics(
+        tmp_path: Path, cases: dict[str, dict[str, Any]]) -> None:
+    """Plain pytest on the generated file with the stand-ins as an installed package and
+    ``forensics`` unimportable: the combine case fails in its own process (which the stand-in
+    checks runs Triton's interpreter without a GPU) on the id it wrote."""
+    site = tmp_path / "site" / "vllm" / "v1" / "worker" / "gpu"
+    site.mkdir(parents=True)
+    (tmp_path / "site" / "vllm" / "__init__.py").write_text("__version__ = '0.33.0'\n")
+    for folder in (site.parent.parent, site.parent, site):
+        (folder / "__init__.py").write_text("")
+    (site / "input_batch.py").write_text(KERNELS)
+    (tmp_path / "test_repro.py").write_text(script_text())
+    (tmp_path / "test_repro.json").write_text(json.dumps(_data([cases["combine_tokens"]])))
+    launcher = ("import sys; sys.modules['forensics'] = None; import pytest; "
+                "sys.exit(pytest.main(sys.argv[1:]))")
+    run = subprocess.run([sys.executable, "-c", launcher, "-p", "no:forensics", "-p",
+                          "no:cacheprovider", "-q", "--junitxml=junit.xml", "test_repro.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                              "PYTHONPATH": str(tmp_path / "site")})
+    assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout[-3000:]
+    failure = next(ET.parse(tmp_path / "junit.xml").getroot().iter("failure"))
+    assert "combine_sampled_and_draft_tokens wrote input_ids[1] = -1, outside the " \
+           "vocabulary [0, 151936)" in (failure.get("message") or ""), failure.get("message")
+
+
+# ------------------------------------------------ the real vLLM, with the bundled fix applied
+
+#: imported by every Python the test starts: a case process whose index is in PATCHED_CASES
+#: imports the patched copies of vLLM's files under PATCHED_ROOT in place of the installed ones
+#: (the vllm+PATH.diff machinery's finder), and notes the kernels' file it ran
+SITECUSTOMIZE = '''
+import atexit
+import importlib.abc
+import os
+import sys
+from pathlib import Path
+
+
+def _patched():
+    return sys.argv[1:2] == ["--case"] and sys.argv[2] in os.environ["PATCHED_CASES"].split(",")
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if not (name.startswith("vllm") and _patched()):
+            return None
+        from forensics.variants.triton_worker import PatchedFinder
+
+        return PatchedFinder(Path(os.environ["PATCHED_ROOT"])).find_spec(name, path, target)
+
+
+def _note():
+    module = sys.modules.get("vllm.v1.worker.gpu.input_batch")
+    if sys.argv[1:2] == ["--case"] and module is not None:
+        with open(os.environ["RAN_LOG"], "a") as log:
+            log.write(f"{sys.argv[2]} {module.__file__}\\n")
+
+
+sys.meta_path.insert(0, _Finder())
+atexit.register(_note)
+'''
+
+
+def test_on_vllm_the_v2_cases_fail_and_pass_once_the_bundled_fix_is_in(
+        tmp_path: Path, cases: dict[str, dict[str, Any]]) -> None:
+    """The one run of the real vLLM here (each case's process imports it: ~10 s each). Case 0,
+    ``post_update`` on the installed vLLM 0.33.0, fails on the sampled id it stores; cases 1
+    and 2, ``post_update`` and ``combine_tokens`` on the kernels of
+    ``data/patches/v2-index-guard.diff`` (applied to private copies of vLLM's files), pass."""
+    from forensics.variants.vllm_diff import patched_sources
+
+    root = tmp_path / "patched"
+    for path, text in patched_sources(DATA / "patches" / "v2-index-guard.diff").items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "test_repro.py").write_text(script_text())
+    (work / "test_repro.json").write_text(json.dumps(_data(
+        [cases["post_update"], cases["post_update"], cases["combine_tokens"]])))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(tmp_path / "site"),
+           "PATCHED_ROOT": str(root), "PATCHED_CASES": "1,2", "RAN_LOG": str(tmp_path / "ran")}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:forensics", "-p",
+                          "no:cacheprovider", "-q", "--junitxml=junit.xml", "test_repro.py"],
+                         cwd=work, capture_output=True, text=True, timeout=900, env=env)
+    assert "1 failed, 2 passed" in run.stdout, run.stdout[-3000:]
+    failures = [f.get("message") or "" for f in
+                ET.parse(work / "junit.xml").getroot().iter("failure")]
+    assert len(failures) == 1 and "post_update wrote last_sampled_tokens[" in failures[0]
+    assert "= 151936, outside the vocabulary [0, 151936)" in failures[0]
+    ran = dict(line.split(" ", 1) for line in (tmp_path / "ran").read_text().splitlines())
+    assert ran["1"].strip() == ran["2"].strip() == str(root / "vllm/v1/worker/gpu/input_batch.py")
+    assert ran["0"].strip() != ran["1"].strip()  # the installed kernels
