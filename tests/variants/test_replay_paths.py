@@ -22,7 +22,8 @@ import forensics
 from forensics.judge import findings as judge
 from forensics.outcome import Outcome
 from forensics.records import Record
-from forensics.simulator.runs import SCENARIOS, simulate
+from forensics.simulator.runs import simulate
+from forensics.simulator.scenarios import SCENARIOS
 from forensics.sites import pipeline_key
 from forensics.variants.models import ModelVariant, PatchedVariant, UpstreamVariant
 
