@@ -13,7 +13,7 @@ import sys
 import warnings
 
 from forensics.commands import COMMANDS
-from forensics.errors import ForensicsError
+from forensics.errors import one_line
 from forensics.escaping import terminal
 from forensics.quiet import add_verbose
 
@@ -85,21 +85,6 @@ def _warning_line(message: Warning | str, category: type[Warning], filename: str
     """Show a warning as one line on stderr: ``forensics: warning: MESSAGE``."""
     text = " ".join(str(message).removeprefix("forensics: ").split())
     print(f"forensics: warning: {terminal(text)}", file=sys.stderr)
-
-
-def one_line(exc: BaseException) -> str:
-    """The one-line message of ``exc`` for the CLI."""
-    if isinstance(exc, ForensicsError):
-        text = str(exc)
-    elif isinstance(exc, OSError):
-        where = f"'{exc.filename}': " if exc.filename else ""
-        text = f"{where}{exc.strerror or exc}; check the path, its permissions and free space"
-    elif isinstance(exc, MemoryError):
-        text = "out of memory; the input is too large for this machine"
-    else:
-        text = (f"internal error {type(exc).__name__}: {exc}; this is a bug: rerun with -v "
-                "and report the traceback")
-    return terminal(" ".join(text.split()))[:2000]
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from forensics.escaping import terminal
+
 
 class ForensicsError(Exception):
     """Root of every error this package raises on purpose."""
@@ -66,3 +68,20 @@ class AllocationBudgetError(CaptureFormatError):
 
 class DeadlineError(ForensicsError, TimeoutError):
     """A child process (kernel worker, notebook, fleet task) outlived its deadline."""
+
+
+def one_line(exc: BaseException) -> str:
+    """The one-line message of ``exc`` for the CLI and for a fleet row: a ForensicsError as
+    its message, an OSError as the file and the reason, anything else as a bug (escaped for
+    a terminal, at most 2,000 characters)."""
+    if isinstance(exc, ForensicsError):
+        text = str(exc)
+    elif isinstance(exc, OSError):
+        where = f"'{exc.filename}': " if exc.filename else ""
+        text = f"{where}{exc.strerror or exc}; check the path, its permissions and free space"
+    elif isinstance(exc, MemoryError):
+        text = "out of memory; the input is too large for this machine"
+    else:
+        text = (f"internal error {type(exc).__name__}: {exc}; this is a bug: rerun with -v "
+                "and report the traceback")
+    return terminal(" ".join(text.split()))[:2000]

@@ -20,14 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 
-from forensics.errors import (
-    AllocationBudgetError,
-    CaptureFormatError,
-    ConfigurationError,
-    MissingDependencyError,
-    PatchApplyError,
-    UnsupportedVersionError,
-)
+from forensics.errors import CaptureFormatError, ConfigurationError, ForensicsError
 from forensics.judge import findings as judge
 from forensics.libc import libc_function
 from forensics.outcome import STATUSES, Outcome
@@ -35,23 +28,20 @@ from forensics.progress import Progress
 from forensics.records import Record
 from forensics.screening import ScreenUnsure
 from forensics.sites import SINK, SITES, get_site, pipeline_key, site_order
-from forensics.sites._common import RecordColumns, RunColumns, failed
+from forensics.sites._common import RecordColumns, RunColumns
 from forensics.sites.core import BatchRun
 from forensics.variants import DEFAULT_VARIANTS, Variant, resolve_variant
 from forensics.variants.models import ModelVariant
+from forensics.variants.running import run_variant
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from forensics.api_types import ReplaySource, VariantsArg
     from forensics.judge.continuity import Continuity
+    from forensics.judge.race import RaceCheck
     from forensics.store.reader import Capture
 
-#: a variant that cannot be set up (missing vLLM, a patched copy that does not import) is bad
-#: input, not an outcome: these propagate (the CLI exits 2), as does a record whose buffers
-#: would pass the allocation budget (forensics.budget)
-_SETUP_ERRORS = (MissingDependencyError, UnsupportedVersionError, PatchApplyError,
-                 AllocationBudgetError)
 OUTCOME_COLUMNS = ("record", "variant", "site", "step", "rank", "status", "message")
 #: records read, run and judged together: what is held at once beside the results
 CHUNK = 2048
@@ -125,6 +115,11 @@ class ReplayResult:
     #: the race check (:func:`forensics.judge.race.race_check`; its ``unwritten_input``
     #: findings are in ``findings`` under the baseline variant); None when not run
     race: Any = None
+    #: the baseline variant's outputs (name -> array; None: it produced none) at the records
+    #: the replay ran it on for presenting (the race check's writer records that kept no
+    #: output), by record position: the judge and the conclusion read them, never run it
+    baseline_outputs: dict[int, Mapping[str, Any] | None] = dataclasses.field(
+        default_factory=dict)
 
     @property
     def outcome_counts(self) -> dict[str, dict[str, int]]:
@@ -226,9 +221,9 @@ def _with_race(result: ReplayResult, judged: judge.Judge) -> ReplayResult:
     """``result`` with its race check and the check's ``unwritten_input`` findings in its
     findings table (verdicts again: they leave every verdict as it was, see
     :func:`forensics.judge.findings.verdicts`)."""
-    from forensics.judge.race import as_findings, race_check
+    from forensics.judge.race import as_findings
 
-    race = race_check(result, run_variant)
+    race = race_of(result)
     result.race = dataclasses.replace(race, findings=_not_the_clamp(race.findings,
                                                                     result.continuity))
     if len(result.race.findings):
@@ -236,6 +231,33 @@ def _with_race(result: ReplayResult, judged: judge.Judge) -> ReplayResult:
             result.race.findings), result.variants)
         result.verdicts = judged.verdicts(result.findings)
     return result
+
+
+def race_of(result: ReplayResult) -> RaceCheck:
+    """The race check of ``result`` (:func:`forensics.judge.race.race_check`), the baseline
+    run first on the writer records that kept no output and its outputs kept in
+    ``result.baseline_outputs``."""
+    from forensics.judge.race import race_check, race_plan
+
+    plan = race_plan(result)
+    result.baseline_outputs.update(_baseline_outputs(plan.baseline, plan.unrecorded()))
+    return race_check(result, plan)
+
+
+def _baseline_outputs(baseline: str, records: list[tuple[int, Record]]
+                      ) -> dict[int, Mapping[str, Any] | None]:
+    """The outputs of the built-in variant ``baseline`` on ``records`` (position, record),
+    run in one batch, by position (none when it is not a built-in variant, such as a user's
+    callable)."""
+    if not records:
+        return {}
+    try:
+        variant = resolve_variant(baseline)
+    except ForensicsError:
+        return {}
+    outcomes = run_variant(variant, [record for _, record in records])
+    return {p: None if o is None else o.outputs
+            for (p, _), o in zip(records, outcomes, strict=True)}
 
 
 def _not_the_clamp(found: Any, continuity: Any) -> Any:
@@ -581,72 +603,6 @@ def _from_spec(name: str, spec: Any) -> Variant:
     if isinstance(spec, str):
         return resolve_variant(spec)
     return resolve_variant(name, spec)
-
-
-def run_variant(variant: Variant, records: Sequence[Record], progress: Progress | None = None,
-                name: str | None = None) -> list[Outcome | None]:
-    """One outcome per record (None for summary records), site by site; ``run_many`` when the
-    variant has it, else ``run`` per record. Exceptions become outcomes. ``progress`` is
-    advanced by the records of each site."""
-    outcomes: list[Outcome | None] = [None] * len(records)
-    by_site: dict[str, list[int]] = {}
-    for i, record in enumerate(records):
-        if not record.summary:
-            by_site.setdefault(record.site, []).append(i)
-    for site, indices in by_site.items():
-        if progress is not None:
-            progress.advance(0, f"{name or variant.name}: {site}")
-        for i, outcome in zip(indices, _run_site(variant, site, [records[i] for i in indices]),
-                              strict=True):
-            outcomes[i] = outcome
-        if progress is not None:
-            progress.advance(len(indices))
-    return outcomes
-
-
-def _run_site(variant: Variant, site: str, records: list[Record]) -> list[Outcome]:
-    """The outcomes of ``records`` (all of ``site``): ``run_many`` over them when the variant
-    has it, else ``run`` one record at a time. A ``run_many`` that raises or answers another
-    number of outcomes fails the batch: each of its records gets an ``error`` outcome naming
-    the batch (it is not run again record by record)."""
-    many = getattr(variant, "run_many", None)
-    if many is None:
-        return [_run_one(variant, record) for record in records]
-    try:
-        outs = list(many(site, records))
-    except _SETUP_ERRORS:
-        raise
-    except Exception as exc:  # noqa: BLE001  (a variant's failure is an outcome)
-        return _batch_failed(variant, site, records, f"{type(exc).__name__}: {exc}")
-    if len(outs) != len(records):
-        return _batch_failed(variant, site, records,
-                             f"it returned {len(outs)} outcomes for {len(records)} records")
-    return [_checked(o) for o in outs]
-
-
-def _batch_failed(variant: Variant, site: str, records: list[Record], why: str
-                  ) -> list[Outcome]:
-    """An ``error`` outcome for each record of a failed ``run_many`` batch, naming it."""
-    steps = [r.step for r in records]
-    message = (f"{variant.name}.run_many failed on the batch of {len(records)} {site} records "
-               f"of steps {min(steps)}-{max(steps)}: {why}")
-    return [Outcome("error", message) for _ in records]
-
-
-def _run_one(variant: Variant, record: Record) -> Outcome:
-    try:
-        return _checked(variant.run(record))
-    except _SETUP_ERRORS:
-        raise
-    except Exception as exc:  # noqa: BLE001  (a variant's failure is an outcome)
-        return failed(exc)
-
-
-def _checked(outcome: Any) -> Outcome:
-    if not isinstance(outcome, Outcome) or outcome.status not in STATUSES:
-        return Outcome("error", f"TypeError: variant returned {outcome!r:.80}, not an Outcome "
-                                f"with a status in {list(STATUSES)}")
-    return outcome
 
 
 class _Kept:

@@ -7,12 +7,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from forensics.cpu_env import before_vllm_import
 from forensics.records import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 #: the words a skip's reason must hold to count as a skip rather than a failure
 GPU_ONLY = "GPU-only"
+#: every vLLM import of the suite (here, in CLI children, in notebooks) skips humming's
+#: background CUDA builds, as a replay does
+before_vllm_import()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -26,6 +30,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         if GPU_ONLY not in reason:
             report.outcome = "failed"
             report.longrepr = f"skipped, and only GPU-only checks may skip: {reason}"
+
+
+#: test files that start a local Ray cluster: one worker runs them all, one cluster at a time
+RAY_FILES = ("tests/fleet/test_fleet_200.py", "tests/fleet/test_fleet_triage.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's ``--dist loadgroup`` (``make unit`` runs two workers), each test
+    file stays on one worker, so its module-scoped fixtures are built once, and the files that
+    start Ray share one worker."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            path = item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group("ray" if path in RAY_FILES else path))
 
 
 def embedding_records(bad_step: int | None = None, steps: int = 4) -> list[Record]:

@@ -34,7 +34,7 @@ def replay_piece(path: str, start: int | None = None, stop: int | None = None,
     """Replay the capture at ``path`` (steps ``[start, stop)``, or all when None) and return
     its one-row table as Arrow IPC bytes; a capture that cannot be read or replayed gives a
     row whose ``error`` is its one-line message (never raises for the capture's sake)."""
-    from forensics.cli import one_line
+    from forensics.errors import one_line
 
     row: dict[str, Any] = {"capture": os.path.abspath(path), "name": os.path.basename(path),
                            "start": start, "stop": stop, "error": ""}

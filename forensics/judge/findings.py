@@ -22,9 +22,9 @@ silent:
   parsed from a torch message when possible; it is then named after the access it came from:
   the first ``upstream`` model finding at that record (the site's declared accesses, in the
   order the code runs them) with the same value and bound lends it its tensor, row, element,
-  request and what it indexes (:func:`named_after_access`). Where none matches, it keeps
-  ``tensor`` null: :func:`is_raised` tells it, and the conclusion says "vLLM raised
-  IndexError at this record";
+  request and what it indexes (:func:`forensics.judge.origins.named_after_access`). Where
+  none matches, it keeps ``tensor`` null: :func:`forensics.judge.origins.is_raised` tells it,
+  and the conclusion says "vLLM raised IndexError at this record";
 - only output findings (``out.*``) and summary findings make a record an origin candidate;
 - in the first-finding order a null row or element sorts after the others.
 """
@@ -40,10 +40,11 @@ import numpy as np
 
 from forensics.judge.continuity import CONTINUITY_COLUMNS, VERIFIED
 from forensics.judge.continuity import KINDS as CONTINUITY_KINDS
+from forensics.judge.origins import Findings, Origins, annotate_sink, name_raised, not_judged
 from forensics.outcome import ERROR, INDEX_ERROR, STATUSES, Outcome
 from forensics.outcome import OK as OK_OUTCOME
 from forensics.records import Record
-from forensics.sites import ORIGIN_CHAIN, SINK, SITES, get_site, site_order
+from forensics.sites import SITES, get_site, site_order
 from forensics.sites._common import OUT_OF_BOUNDS, finding, index_error_finding
 from forensics.sites.base import record_findings
 from forensics.sites.core import (
@@ -84,7 +85,6 @@ UNWRITTEN_INPUT = "unwritten_input"
 _INT_COLUMNS = ("row", "element", "value", "lower", "upper", "index_at", "position", "expected",
                 "expected_step")
 
-Findings = list[dict[str, Any]]
 #: checked ranges as ``Checks.range_table()`` gives them: per group its record, its tensor as
 #: ``tensors[which]`` and ``(min, max, lower, upper)``: ``(record, tensors, which, numbers)``
 RangeTable = tuple[np.ndarray, list[str], np.ndarray, np.ndarray]
@@ -281,13 +281,13 @@ class Judge:
         reference = self._reference
         if reference is None:
             reference = self._found.get("upstream", {})
-        origins = _Origins(coords, reference)
+        origins = Origins(coords, reference)
         rows = []
         for name in self.variants:
             found = self._found[name]
-            _name_raised(found, reference)
-            _annotate_sink(coords, found, origins)
-            unseen = _not_judged(coords, reference, self._blind[name], found)
+            name_raised(found, reference)
+            annotate_sink(coords, found, origins)
+            unseen = not_judged(coords, reference, self._blind[name], found)
             base = name == baseline_of(self.variants)
             for i in sorted(found.keys() | unseen.keys()):
                 site, step, rank = SITES[coords[i, 0]], int(coords[i, 1]), int(coords[i, 2])
@@ -429,117 +429,6 @@ def _keep(store: dict[int, Findings], positions: np.ndarray, found: list[Finding
     for i, f in zip(np.asarray(positions).tolist(), found, strict=True):
         if f:
             store[i] = f
-
-
-def _produced(summary: bool, found: Findings) -> set[tuple[int, str | None]]:
-    """Out-of-range (value, request) pairs a record wrote or passed on under one variant."""
-    return {(f["value"], f["req_id"]) for f in found
-            if f["kind"] == OUT_OF_BOUNDS and f["value"] is not None
-            and (summary or (f["tensor"] or "").startswith("out."))}
-
-
-def _matches(pairs: set[tuple[int, str | None]], value: int, req: str | None) -> bool:
-    return any(v == value and (req is None or r is None or r == req) for v, r in pairs)
-
-
-class _Origins:
-    """Finds the origin record of a sink finding from the reference (upstream) findings."""
-
-    def __init__(self, coords: np.ndarray, reference: Mapping[int, Findings]) -> None:
-        self.candidates: dict[int, list[tuple[int, int, int]]] = {}
-        self.produced: dict[int, set[tuple[int, str | None]]] = {}
-        for i in sorted(reference):
-            site = SITES[coords[i, 0]]
-            if site not in ORIGIN_CHAIN:
-                continue
-            pairs = _produced(bool(coords[i, 3]), reference[i])
-            if pairs:
-                self.produced[i] = pairs
-                pref = ORIGIN_CHAIN.index(site) + 1  # at equal steps: nearer the sink wins
-                self.candidates.setdefault(int(coords[i, 2]), []).append(
-                    (int(coords[i, 1]), pref, i))
-
-    def origin(self, step: int, rank: int, value: int | None, req: str | None) -> int | None:
-        """Index of the origin record of ``value`` seen at a sink of ``step`` and ``rank``."""
-        if value is None:
-            return None
-        best = None
-        for cand_step, pref, i in self.candidates.get(rank, ()):
-            if cand_step <= step and _matches(self.produced[i], value, req):
-                best = max(best or (cand_step, pref, i), (cand_step, pref, i))
-        return None if best is None else best[2]
-
-
-def is_raised(f: Mapping[str, Any]) -> bool:
-    """Whether ``f`` is the bare finding of an ``index_error`` raised by code that shows no
-    accesses, not mapped to the access it came from (no tensor is known)."""
-    return (f.get("kind") == OUT_OF_BOUNDS and f.get("tensor") is None
-            and f.get("index_tensor") is None)
-
-
-def named_after_access(raised: dict[str, Any], model: Sequence[Mapping[str, Any]]
-                       ) -> dict[str, Any] | None:
-    """``raised`` (see :func:`is_raised`) named after the access it came from: the first of
-    the ``model``'s out-of-bounds findings at the same record (reads, not outputs) whose value
-    and bound are the ones the exception names; None when there is none (or the exception
-    named no index)."""
-    value, upper = raised.get("value"), raised.get("upper")
-    if value is None:
-        return None
-    for f in model:
-        if (f["kind"] == OUT_OF_BOUNDS and f["value"] == value and f["upper"] == upper
-                and not (f["tensor"] or "").startswith("out.")):
-            return {**raised, **{k: f[k] for k in _NAMING_KEYS}}
-    return None
-
-
-#: what a real-code finding takes from the model finding of the access it came from
-_NAMING_KEYS = ("row", "element", "tensor", "lower", "req_id", "index_tensor", "index_at",
-                "held", "indexed", "value_class")
-
-
-def _name_raised(found: dict[int, Findings], reference: Mapping[int, Findings]) -> None:
-    """Name each raised finding of ``found`` after the reference model's access at its
-    record (:func:`named_after_access`), in place; those without a match stay as they are."""
-    for i, fs in found.items():
-        model = reference.get(i)
-        if not model:
-            continue
-        for k, f in enumerate(fs):
-            if is_raised(f):
-                fs[k] = named_after_access(f, model) or f
-
-
-def _not_judged(coords: np.ndarray, reference: Mapping[int, Findings], blind: set[int],
-                found: Mapping[int, Findings]) -> dict[int, Findings]:
-    """The reference's (upstream's) access findings that a variant could not see: reads
-    (not ``out.*``, not at the sink, whose ids every variant checks alike) of the records it
-    ran without raising and without showing its accesses (``blind``), where it has no finding
-    of its own."""
-    sink = site_order(SINK)
-    unseen: dict[int, Findings] = {}
-    for i in sorted(blind & reference.keys()):
-        if coords[i, 0] == sink or found.get(i):
-            continue
-        reads = [dict(f) for f in reference[i] if f["kind"] == OUT_OF_BOUNDS
-                 and not (f["tensor"] or "").startswith("out.")]
-        if reads:
-            unseen[i] = reads
-    return unseen
-
-
-def _annotate_sink(coords: np.ndarray, found: Mapping[int, Findings], origins: _Origins) -> None:
-    """Fill ``origin``/``resolved`` of this variant's sink findings (null elsewhere)."""
-    sink = site_order(SINK)
-    for i, fs in found.items():
-        for f in fs:
-            f["origin"] = f["resolved"] = None
-            if coords[i, 0] != sink or f["kind"] != OUT_OF_BOUNDS:
-                continue
-            src = origins.origin(int(coords[i, 1]), int(coords[i, 2]), f["value"], f["req_id"])
-            f["origin"] = None if src is None else SITES[coords[src, 0]]
-            f["resolved"] = src is not None and not _matches(
-                _produced(bool(coords[src, 3]), found.get(src, [])), f["value"], f["req_id"])
 
 
 def build_findings(records: Sequence[Record], outcomes: Mapping[str, Sequence[Outcome | None]],

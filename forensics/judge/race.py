@@ -5,20 +5,24 @@ Where one step (and rank) has both a writer record (what ``prepare_input_ids`` o
 received), every element where the two disagree is a finding of kind ``unwritten_input``, with
 both values: ``value`` is what the model received, ``written`` what the site wrote (its recorded
 output when the probe kept one, else the baseline's replay of the call, as ``source`` says). The
-site and field names come from the catalogue's ``[race]`` table. The replay puts these findings
-in its findings table under the baseline (:func:`as_findings`; ``written`` becomes
-``expected``); they leave every verdict as it was (docs/findings.md).
+site and field names come from the catalogue's ``[race]`` table. The judge runs no variant: the
+replay runs the baseline on the writer records :func:`race_plan` names and keeps its outputs
+in the result (``ReplayResult.baseline_outputs``), which :func:`race_check` reads. The replay
+puts these findings in its findings table under the baseline (:func:`as_findings`;
+``written`` becomes ``expected``); they leave every verdict as it was (docs/findings.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from forensics.judge.findings import UNWRITTEN_INPUT
+from forensics.judge.findings import UNWRITTEN_INPUT, baseline_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,13 +33,11 @@ KIND = UNWRITTEN_INPUT
 COLUMNS = ("variant", "site", "step", "rank", "row", "element", "tensor", "kind", "value",
            "lower", "upper", "origin", "resolved", "written", "source", "written_at", "req_id",
            "record")
-#: runs a variant on records, one outcome each (:func:`forensics.replaying.run_variant`, given
-#: by the caller: the replay imports this module)
-Runner = Callable[[Any, Sequence[Any]], list[Any]]
 #: the most disagreements kept (a capture of a broken engine may disagree everywhere)
 MAX_FINDINGS = 10_000
 #: the most steps compared: those nearest a crash event first, then the latest ones (each
-#: compared step decodes two records and, without a recorded output, replays the writer)
+#: compared step decodes two records and, without a recorded output, the replay runs the
+#: writer's baseline)
 MAX_STEPS = 256
 
 
@@ -81,9 +83,34 @@ class RaceCheck:
                 if s in steps]
 
 
-def race_check(result: ReplayResult, runner: Runner) -> RaceCheck:
-    """Compare writer and embedding records step by step (see the module docstring);
-    ``runner`` replays the writer records that kept no output."""
+@dataclass
+class RacePlan:
+    """The steps the race check compares: the writer and reader sites of the catalogue's
+    ``[race]`` table, the (step, rank, writer, records by site) pairs chosen, the baseline
+    variant whose replay stands in for a writer record that kept no output, the
+    :class:`RaceCheck` counts known before comparing, and the replay's records."""
+
+    reader: dict[str, str]
+    chosen: list[tuple[int, int, dict[str, str], dict[str, int]]]
+    baseline: str
+    check: RaceCheck
+    records: Sequence[Any]
+
+    @functools.cached_property
+    def writers(self) -> list[tuple[dict[str, str], int, Any]]:
+        """(writer, position, record) of each chosen step, its record decoded once."""
+        return [(writer, present[writer["site"]], self.records[present[writer["site"]]])
+                for _, _, writer, present in self.chosen]
+
+    def unrecorded(self) -> list[tuple[int, Any]]:
+        """(position, record) of the chosen writer records that kept no output: the replay
+        runs the baseline on them and keeps its outputs (``ReplayResult.baseline_outputs``)."""
+        return [(position, record) for writer, position, record in self.writers
+                if f"{writer['field']}_after" not in record]
+
+
+def race_plan(result: ReplayResult) -> RacePlan:
+    """What the race check of ``result`` compares (see the module docstring)."""
     import pandas as pd
 
     from forensics.known.schema import load_catalogue
@@ -94,7 +121,6 @@ def race_check(result: ReplayResult, runner: Runner) -> RaceCheck:
     by_step: dict[tuple[int, int], dict[str, int]] = {}
     for position, site, step, rank in _positions(result, sites):
         by_step.setdefault((step, rank), {})[site] = position
-    baseline = "upstream" if "upstream" in result.variants else result.variants[0]
     check = RaceCheck(pd.DataFrame(columns=list(COLUMNS)), recorded=bool(by_step))
     pairs: list[tuple[int, int, dict[str, str], dict[str, int]]] = []
     for (step, rank), present in sorted(by_step.items()):
@@ -106,14 +132,25 @@ def race_check(result: ReplayResult, runner: Runner) -> RaceCheck:
         else:
             pairs.append((step, rank, writer, present))
     check.paired = len(pairs)
+    return RacePlan(reader, _chosen(pairs, _crash_steps(result)),
+                    str(baseline_of(result.variants)), check, result.records)
+
+
+def race_check(result: ReplayResult, plan: RacePlan | None = None) -> RaceCheck:
+    """Compare writer and embedding records step by step (see the module docstring), as
+    ``plan`` (default: :func:`race_plan`) chose them; a writer record that kept no output is
+    compared with the baseline's outputs the replay kept (``result.baseline_outputs``)."""
+    import pandas as pd
+
+    plan = plan or race_plan(result)
+    check = dataclasses.replace(plan.check, missing=list(plan.check.missing))
+    outputs = getattr(result, "baseline_outputs", None) or {}
     rows: list[dict[str, Any]] = []
-    chosen = _chosen(pairs, _crash_steps(result))
-    written = _written_all(result, (baseline, runner),
-                           [(w, p[w["site"]]) for _, _, w, p in chosen])
-    for (step, rank, writer, present), (values, source) in zip(chosen, written, strict=True):
+    for (step, rank, writer, present), written in zip(plan.chosen, plan.writers, strict=True):
+        wrote = _written(plan.baseline, outputs, written)
         check.compared += 1
         if len(rows) < MAX_FINDINGS:
-            rows += _compare(result, baseline, (values, source), (writer, reader), present,
+            rows += _compare(result, plan.baseline, wrote, (writer, plan.reader), present,
                              (step, rank))
     if rows:
         check.findings = pd.DataFrame(rows[:MAX_FINDINGS], columns=list(COLUMNS))
@@ -192,39 +229,17 @@ def as_findings(found: pd.DataFrame) -> list[dict[str, Any]]:
              "expected_at": row["written_at"]} for row in found.to_dict("records")]
 
 
-def _written_all(result: ReplayResult, run: tuple[str, Runner],
-                 writers: list[tuple[dict[str, str], int]]) -> list[tuple[np.ndarray | None, str]]:
-    """What each writer record wrote: its recorded ``<field>_after``, else the output of the
-    baseline variant run again on the records that lack it (in one batch)."""
-    records = [result.records[position] for _, position in writers]
-    lacking = [i for i, ((w, _), r) in enumerate(zip(writers, records, strict=True))
-               if f"{w['field']}_after" not in r]
-    baseline = run[0]
-    outcomes = dict(zip(lacking, _run(run, [records[i] for i in lacking]), strict=True))
-    found: list[tuple[np.ndarray | None, str]] = []
-    for i, ((writer, _), record) in enumerate(zip(writers, records, strict=True)):
-        name = writer["field"]
-        outcome = outcomes.get(i)
-        value = (record[f"{name}_after"] if i not in outcomes
-                 else None if outcome is None else outcome.outputs.get(name))
-        source = "recorded" if i not in outcomes else f"{baseline} replay"
-        found.append((None, "not produced") if value is None else
-                     (np.asarray(value).reshape(-1).astype(np.int64), source))
-    return found
-
-
-def _run(run: tuple[str, Runner], records: list[Any]) -> list[Any]:
-    """The outcomes of the built-in variant ``run[0]`` on ``records``, run by ``run[1]``
-    (None each when it is not a built-in variant, such as a user's callable)."""
-    from forensics.errors import ForensicsError
-    from forensics.variants import resolve_variant
-
-    baseline, run_variant = run
-
-    if not records:
-        return []
-    try:
-        variant = resolve_variant(baseline)
-    except ForensicsError:
-        return [None] * len(records)
-    return run_variant(variant, records)
+def _written(baseline: str, outputs: Mapping[int, Mapping[str, Any] | None],
+             writer: tuple[dict[str, str], int, Any]) -> tuple[np.ndarray | None, str]:
+    """What one writer record wrote: its recorded ``<field>_after``, else the baseline's
+    output the replay kept for it (``"not produced"`` when there is none)."""
+    site, position, record = writer
+    name = site["field"]
+    if f"{name}_after" in record:
+        value, source = record[f"{name}_after"], "recorded"
+    else:
+        kept = outputs.get(position)
+        value, source = None if kept is None else kept.get(name), f"{baseline} replay"
+    if value is None:
+        return None, "not produced"
+    return np.asarray(value).reshape(-1).astype(np.int64), source

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from forensics.cpu_env import triton_child_env
 from forensics.kernels import contracts
 from forensics.kernels.coverage import installed_kernels
 from forensics.kernels.format import KIND, Launch, launches_of, summaries_of
@@ -70,7 +71,7 @@ class Worker:
 
     def start(self) -> bool:
         """Start the worker; False (``failed`` says why) when vLLM's kernels cannot run."""
-        env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+        env = triton_child_env()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "forensics.kernels.replay_worker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)

@@ -111,11 +111,10 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
            capture: Any = None) -> KnownAnswer:
     """Match ``result`` against ``catalogue`` (default: the bundled one); ``capture``: where
     the facts and events come from when ``result`` holds a part of it (default: its own)."""
-    from forensics.judge.race import race_check
+    from forensics.replaying import race_of
 
     catalogue = catalogue or load_catalogue()
-    race = result.race if getattr(result, "race", None) is not None else race_check(
-        result, _runner())
+    race = result.race if getattr(result, "race", None) is not None else race_of(result)
     evidence = evidence_of(result, capture)
     evidence.race = race.findings
     verdict = crash_verdict(evidence)
@@ -128,13 +127,6 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     race_text = race.summary() if len(race.findings) or verdict == UNEXPLAINED else ""
     return KnownAnswer(verdict, checked, experiments, race_text, failing,
                        what_was_seen(evidence, result))
-
-
-def _runner() -> Any:
-    """The replay's variant runner (the race check replays writers that kept no output)."""
-    from forensics.replaying import run_variant
-
-    return run_variant
 
 
 def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:

@@ -57,7 +57,9 @@ class Evidence:
 def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     """The :class:`Evidence` of a replay (facts and events from ``capture``, default its own
     when it has one; ``race`` is left for :func:`forensics.known.answer` to fill)."""
-    baseline = "upstream" if "upstream" in result.variants else result.variants[0]
+    from forensics.judge.findings import baseline_of
+
+    baseline = str(baseline_of(result.variants))
     summary = _summary(capture if capture is not None else result.capture)
     events = list(summary.get("events") or [])
     facts = {**dump_facts(events), **facts_of(summary.get("manifest") or {})}

@@ -33,10 +33,10 @@ from forensics.judge.findings import (
     UNJUDGED,
     baseline_of,
     is_judged,
-    is_raised,
     sort_findings,
     to_python,
 )
+from forensics.judge.origins import is_raised
 from forensics.judge.suspects import describe_suspect, first_suspects
 from forensics.judge.wrong_tokens import silent_inputs_of
 from forensics.sites import SINK, site_order

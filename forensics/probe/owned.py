@@ -9,6 +9,11 @@ anything else in the way (a symlink, a FIFO, a file, a folder someone made or fo
 never read, written or adopted: one log line says what was there, and the probe makes a new
 folder under a fresh name. Writers then reach the folder through a descriptor held open
 (:class:`OwnedFolder`), so that renaming or replacing the name later changes nothing.
+
+A joining process leaves an empty ``.joined-<pid>`` file in the folder as it joins: the first
+process removes its folder at exit only when it is empty (an engine that recorded nothing),
+and a child that joined but has not written yet (a V2 worker flushes its first records at
+shutdown, after the first process has gone) must not lose its folder.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ from forensics.probe.settings import unique_name
 LOG = logging.getLogger("forensics.probe")
 #: how many fresh names the probe tries before it gives up (each one was in the way)
 ATTEMPTS = 16
+#: the mark a joining process leaves in the folder it joins (followed by its pid)
+JOINED_MARK = ".joined-"
+#: the identities of the folders this process made (it never marks those as joined)
+_MADE_HERE: set[str] = set()
 
 
 def identity(st: os.stat_result) -> str:
@@ -100,6 +109,8 @@ def claim(settings: Any) -> Any:
     capture: Path = settings.capture
     if settings.owner:
         why = refusal(capture, settings.owner)
+        if why is None and settings.owner not in _MADE_HERE:
+            why = mark_joined(capture, settings.owner)
         if why is None:
             return settings
         fresh = settings.directory / unique_name()
@@ -107,7 +118,28 @@ def claim(settings: Any) -> Any:
                     "process writes a new capture instead", capture, why)
         capture = fresh
     path, owner = make_folder(settings.directory, capture)
+    _MADE_HERE.add(owner)
     return dataclasses.replace(settings, capture=path, owner=owner)
+
+
+def mark_joined(path: Path, owner: str) -> str | None:
+    """Leave this process's :data:`JOINED_MARK` in the folder ``path`` whose identity is
+    ``owner``; why it could not (the folder is gone or replaced), None when it did."""
+    try:
+        fd = open_folder(path)
+    except OSError as exc:
+        return f"the folder is gone ({exc.strerror})"
+    try:
+        if identity(os.fstat(fd)) != owner:
+            return f"{describe(path)} is there, not the folder the first process made"
+        mark = os.open(f"{JOINED_MARK}{os.getpid()}", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW
+                       | os.O_CLOEXEC, 0o600, dir_fd=fd)
+        os.close(mark)
+        return None
+    except OSError as exc:  # removed after it was opened: no file can be made in it
+        return f"the folder was removed as it was joined ({exc.strerror})"
+    finally:
+        os.close(fd)
 
 
 class OwnedFolder:

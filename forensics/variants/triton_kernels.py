@@ -27,7 +27,6 @@ diff would replay as the installed code).
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from typing import IO, Any
 import numpy as np
 
 from forensics.budget import child_deadline, timed_out
+from forensics.cpu_env import triton_child_env
 from forensics.errors import AllocationBudgetError, MissingDependencyError, PatchApplyError
 from forensics.outcome import ERROR, INDEX_ERROR, OK, Outcome
 from forensics.records import Record
@@ -124,7 +124,7 @@ class KernelWorker:
         return [*command, "--patched", str(root)]
 
     def _start(self) -> subprocess.Popen[str]:
-        env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+        env = triton_child_env()
         process = subprocess.Popen(self._command(),
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL, text=True, env=env)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from types import ModuleType, SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from forensics.cpu_env import before_vllm_import
 from forensics.errors import (
     CaptureFormatError,
     MissingDependencyError,
@@ -63,6 +64,7 @@ def require_vllm() -> str:
         MissingDependencyError: vLLM is not installed (names the extra to install).
         UnsupportedVersionError: another vLLM version than ``0.32.x`` or ``0.33.x`` is installed.
     """
+    before_vllm_import()
     version = vllm_version()
     if version is None:
         raise MissingDependencyError(

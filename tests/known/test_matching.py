@@ -144,6 +144,23 @@ def test_a_disagreement_is_an_unwritten_input_with_both_values() -> None:
     assert "1 element(s) disagree" in check.summary()
 
 
+def test_the_race_check_reads_the_baseline_outputs_the_result_holds() -> None:
+    from forensics.judge.race import race_check
+
+    records = _step_one(CLEAN)
+    embedding = next(r for r in records if r.site == "embedding")
+    embedding.fields["input_ids"][7] += 1
+    result = forensics.replay(records)
+    writer = next(i for i, r in enumerate(result.records) if r.site == "prepare_input_ids")
+    assert list(result.baseline_outputs) == [writer]
+    again = race_check(result)
+    assert len(again.findings) == 1 and again.findings.iloc[0]["source"] == "upstream replay"
+    assert again.findings.to_dict("records") == result.race.findings.to_dict("records")
+    result.baseline_outputs.clear()  # the judge runs nothing: without them nothing is written
+    unknown = race_check(result)
+    assert unknown.compared == 1 and unknown.findings.empty
+
+
 def test_agreeing_records_give_no_finding() -> None:
     check = forensics.replay(_step_one(CLEAN)).race
     assert check.compared == 1 and check.findings.empty

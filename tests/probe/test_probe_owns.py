@@ -254,3 +254,35 @@ def test_the_events_file_is_made_private_and_reopened_by_its_own_writer(
 def test_a_session_that_recorded_nothing_leaves_no_empty_folder(tmp_path: Path) -> None:
     (capture,), _ = run_probe(probe_env(tmp_path), steps=0)
     assert not capture.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_a_child_joined_outlives_the_first_process(tmp_path: Path) -> None:
+    """The first process ends (recording nothing) before its child writes: the child's mark
+    keeps the folder, so the child's records land in it (a V2 worker flushes at shutdown)."""
+    from forensics.probe.session import ProbeSession
+    from forensics.probe.settings import from_env
+
+    settings = from_env(probe_env(tmp_path))
+    assert settings is not None
+    made = owned.claim(settings)
+    first = ProbeSession(made)
+    first.made_folder = True
+    assert owned.mark_joined(made.capture, made.owner) is None  # what a joining child does
+    first.close()
+    assert made.capture.is_dir()
+    assert [p.name for p in made.capture.iterdir()] == [f"{owned.JOINED_MARK}{os.getpid()}"]
+    (child,), _ = run_probe(probe_env(tmp_path, FORENSICS_CAPTURE=str(made.capture),
+                                      FORENSICS_CAPTURE_OWNER=made.owner))
+    assert child == made.capture and [r.step for r in forensics.load(child)] == [0, 1, 2]
+
+
+def test_a_child_whose_folder_was_removed_as_it_joined_makes_its_own(tmp_path: Path) -> None:
+    from forensics.probe.settings import from_env
+
+    settings = from_env(probe_env(tmp_path))
+    assert settings is not None
+    made = owned.claim(settings)
+    os.rmdir(made.capture)  # the first process ended, its folder empty
+    assert owned.mark_joined(made.capture, made.owner) is not None
+    child = owned.claim(made)
+    assert child.capture != made.capture and child.capture.is_dir()
