@@ -595,7 +595,8 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
              batch: int | None = None, spec_tokens: int | None = None,
              vocab: int | None = None, out: str | Path | None = None, *, force: bool = False,
              notes: str | None = None, progress: bool = False) -> list[Record] | Path:
-    """Run ``scenario`` (a name in :data:`SCENARIOS` or a :class:`Scenario`).
+    """Run ``scenario`` (a name in :data:`~forensics.simulator.scenarios.SCENARIOS` or a
+    :class:`~forensics.simulator.scenarios.Scenario`).
 
     Settings left at None take the scenario's own (4 drafts, its batch, vocabulary and steps).
     ``progress``: with ``out``, draw a progress bar on stderr.

@@ -13,6 +13,7 @@ import numpy as np
 
 from forensics.errors import ConfigurationError, UnknownScenarioError
 
+#: the V1 faults a scenario can inject, in the order of :meth:`Faults.rates`
 FAULTS = ("stale_prev_row", "vocab_sentinel", "placeholder_leak", "misattribution")
 
 

@@ -4,4 +4,5 @@ heatmap, a histogram or the verdict matrix shows (one module each), which
 
 from __future__ import annotations
 
+#: the views, by name (each a ``kind`` of :func:`forensics.present.plots.plot`)
 KINDS = ("timeline", "heatmap", "histogram", "verdicts")
