@@ -94,7 +94,8 @@ def write_phase(scale: Scale, work: Path) -> dict[str, Any]:
     import torch
 
     from forensics.simulator.columns import write_simulation
-    from forensics.simulator.runs import Simulator, configure, manifest_for
+    from forensics.simulator.runs import Simulator
+    from forensics.simulator.scenarios import configure, manifest_for
     from forensics.store.writer import FLUSH_EVERY, CaptureWriter
 
     sc = configure("soak", steps=scale.steps, batch=BATCH, spec_tokens=DRAFTS)
@@ -884,7 +885,8 @@ def _only_replay(scale: Scale, work: Path | None) -> int:
     replay in fresh processes alternated with the per-record loop), its figures printed as
     JSON with the speed-up and the memory ratios of the full run."""
     from forensics.simulator.columns import write_simulation
-    from forensics.simulator.runs import Simulator, configure, manifest_for
+    from forensics.simulator.runs import Simulator
+    from forensics.simulator.scenarios import configure, manifest_for
 
     directory = Path(tempfile.mkdtemp(prefix="forensics-bench-replay-", dir=work))
     try:
@@ -904,7 +906,8 @@ def _only_scan(scale: Scale, work: Path | None) -> int:
     ``scan_fraction_of_numpy``. The soak is simulated (untimed) unless ``work`` holds the
     capture a ``--keep`` run left (``<work>/<scale>/soak.capture``), which is reused."""
     from forensics.simulator.columns import write_simulation
-    from forensics.simulator.runs import Simulator, configure, manifest_for
+    from forensics.simulator.runs import Simulator
+    from forensics.simulator.scenarios import configure, manifest_for
 
     kept = work / scale.name / "soak.capture" if work is not None else None
     directory = None if kept is not None and kept.is_dir() else \

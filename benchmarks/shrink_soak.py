@@ -37,7 +37,7 @@ def cpu_seconds() -> float:
 def measure(steps: int, batch: int, seed: int, work: Path) -> dict[str, Any]:
     """Simulate the soak, shrink it, and return the figures."""
     import forensics
-    from forensics.simulator.runs import Faults, get_scenario
+    from forensics.simulator.scenarios import Faults, get_scenario
 
     fault = int(steps * 0.6)
     sc = replace(get_scenario("soak"), steps=steps, batch=batch,

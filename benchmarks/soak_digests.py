@@ -70,7 +70,8 @@ def soak_lines(steps: int, work: Path) -> list[str]:
     """Simulate the soak of ``steps`` steps into ``work``, replay it, and digest the result."""
     import forensics
     from forensics.simulator.columns import write_simulation
-    from forensics.simulator.runs import Simulator, configure, manifest_for
+    from forensics.simulator.runs import Simulator
+    from forensics.simulator.scenarios import configure, manifest_for
 
     sc = configure("soak", steps=steps, batch=BATCH, spec_tokens=DRAFTS)
     capture = work / "soak.capture"

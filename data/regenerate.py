@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from forensics.share.evidence import EXPECTED_KEYS, evidence_of
-from forensics.simulator.runs import SCENARIOS, Faults, Scenario, Simulator, manifest_for
+from forensics.simulator.runs import Simulator
+from forensics.simulator.scenarios import SCENARIOS, Faults, Scenario, manifest_for
 
 DATA = Path(__file__).resolve().parent
 

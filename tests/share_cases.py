@@ -8,7 +8,8 @@ import hashlib
 from dataclasses import replace
 from pathlib import Path
 
-from forensics.simulator.runs import Scenario, get_scenario, simulate
+from forensics.simulator.runs import simulate
+from forensics.simulator.scenarios import Scenario, get_scenario
 from forensics.store.writer import write_capture
 
 #: fault scenario -> the fault it injects

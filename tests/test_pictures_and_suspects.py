@@ -27,6 +27,7 @@ import forensics  # noqa: E402
 from forensics import plots  # noqa: E402
 from forensics.cli import main  # noqa: E402
 from forensics.present.conclusion import conclude, next_steps  # noqa: E402
+from forensics.present.style import RESOLVED_COLOR, SUSPECT_COLOR, VIOLATION_COLOR
 from forensics.present.writeup import render  # noqa: E402
 from tests.conftest import DATA, embedding_records  # noqa: E402
 
@@ -54,10 +55,10 @@ def incident_b() -> Any:
 def test_a_resolved_finding_is_drawn_as_resolved(incident_b: Any) -> None:
     assert incident_b.verdicts["patched"]["embedding"] == "ok"
     ax = plots.plot_bounds_timeline(incident_b, "embedding", "patched")
-    assert not _coloured(ax, plots.VIOLATION_COLOR), "a resolved finding drawn out of bounds"
+    assert not _coloured(ax, VIOLATION_COLOR), "a resolved finding drawn out of bounds"
     assert not any("first:" in t.get_text() for t in ax.texts)
     assert "resolved by patched" in _legend(ax)
-    marks = _coloured(ax, plots.RESOLVED_COLOR)
+    marks = _coloured(ax, RESOLVED_COLOR)
     assert [float(x) for m in marks for x, _ in m.get_offsets()] == [14.0]
     heat = plots.plot_row_heatmap(incident_b, "embedding", "patched")
     assert "resolved by patched" in _legend(heat)
@@ -66,7 +67,7 @@ def test_a_resolved_finding_is_drawn_as_resolved(incident_b: Any) -> None:
 
 def test_upstream_still_draws_its_violation(incident_b: Any) -> None:
     ax = plots.plot_bounds_timeline(incident_b, "embedding", "upstream")
-    assert _coloured(ax, plots.VIOLATION_COLOR) and "out of bounds" in _legend(ax)
+    assert _coloured(ax, VIOLATION_COLOR) and "out of bounds" in _legend(ax)
 
 
 def test_a_tiny_capture_has_integer_ticks_and_a_visible_bound() -> None:
@@ -82,10 +83,10 @@ def test_one_bad_step_among_10000_still_shows() -> None:
     result = forensics.replay(embedding_records(bad_step=5000, steps=10_000), ["upstream"])
     ax = plots.plot_bounds_timeline(result, "embedding", "upstream")
     lines = [line for line in ax.lines
-             if same_color(line.get_color(), plots.VIOLATION_COLOR)]
+             if same_color(line.get_color(), VIOLATION_COLOR)]
     assert any(abs(float(np.mean(line.get_xdata())) - 5000) < 200 for line in lines)
     # counts per bin (issue 42): the one bad value is a bar of 1 in its bin, a visible one
-    bars = [p for p in ax.patches if same_color(p.get_facecolor()[:3], plots.VIOLATION_COLOR)]
+    bars = [p for p in ax.patches if same_color(p.get_facecolor()[:3], VIOLATION_COLOR)]
     assert [(abs(p.get_x() + p.get_width() / 2 - 5000) < 200, p.get_height()) for p in bars] \
         == [(True, 1.0)]
     assert ax.get_ylim()[1] < 2  # on the counts' scale, not the ids'
@@ -129,7 +130,7 @@ def test_a_suspect_verdict_says_where(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_the_timeline_marks_suspect_steps() -> None:
     result = forensics.replay(DATA / "misattribution.capture", ["upstream"])
     ax = plots.plot_bounds_timeline(result, "batch_change", "upstream")
-    marks = _coloured(ax, plots.SUSPECT_COLOR)
+    marks = _coloured(ax, SUSPECT_COLOR)
     steps = {float(x) for m in marks for x, _ in m.get_offsets()}
     found = result.findings
     expected = set(found.loc[(found["kind"] == "misattributed")

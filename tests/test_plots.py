@@ -19,6 +19,16 @@ from matplotlib.colors import same_color  # noqa: E402
 
 from forensics import plots  # noqa: E402
 from forensics.errors import UnknownSiteError, UnknownVariantError  # noqa: E402
+from forensics.present.scene import KINDS
+from forensics.present.scene.heatmap import distance_past_bound
+from forensics.present.selection import pick_tensors
+from forensics.present.style import (
+    STEP_LABELS,
+    SUSPECT_COLOR,
+    TIMELINE_BINS,
+    VERDICT_COLORS,
+    VIOLATION_COLOR,
+)
 from tests.conftest import embedding_records  # noqa: E402
 
 FINDING_COLUMNS = ["variant", "site", "step", "rank", "row", "element", "tensor", "kind", "value",
@@ -84,7 +94,7 @@ def _violation_artists(ax: Any) -> list[Any]:
         colors = []
         if hasattr(artist, "get_facecolor"):
             colors = np.atleast_2d(artist.get_facecolor())
-        if any(len(c) and same_color(c[:3], plots.VIOLATION_COLOR) for c in colors):
+        if any(len(c) and same_color(c[:3], VIOLATION_COLOR) for c in colors):
             found.append(artist)
     return found
 
@@ -143,7 +153,7 @@ def test_timeline_falls_back_to_findings_without_bounds() -> None:
 
 
 def test_distance_past_bound() -> None:
-    got = plots.distance_past_bound([-3, -1, 0, 5, 9, 10, 12], 0, 10)
+    got = distance_past_bound([-3, -1, 0, 5, 9, 10, 12], 0, 10)
     assert list(got) == [3, 1, 0, 0, 0, 1, 3]
 
 
@@ -153,7 +163,7 @@ def test_heatmap_colours_offending_cells() -> None:
     grid = np.ma.filled(image.get_array(), np.nan)
     bad = np.argwhere(np.isfinite(grid))
     assert sorted((int(r), int(c)) for r, c in bad) == [(1, s) for s in BAD_STEPS]
-    assert same_color(image.get_cmap()(image.norm(1.0))[:3], plots.VIOLATION_COLOR) or \
+    assert same_color(image.get_cmap()(image.norm(1.0))[:3], VIOLATION_COLOR) or \
         image.get_cmap().name == "forensics_violation"
     assert any("valid bound" in ax.figure.axes[-1].get_ylabel() for _ in [0])
 
@@ -161,7 +171,7 @@ def test_heatmap_colours_offending_cells() -> None:
 def test_heatmap_marks_misattributed_rows() -> None:
     ax = plots.plot_row_heatmap(fake_result(), site="async_output", variant="upstream")
     suspects = [c for c in ax.collections if len(c.get_offsets())]
-    assert any(same_color(c.get_edgecolor()[0][:3], plots.SUSPECT_COLOR) for c in suspects)
+    assert any(same_color(c.get_edgecolor()[0][:3], SUSPECT_COLOR) for c in suspects)
     assert any(t.startswith("misattributed") for t in _legend_texts(ax)), _legend_texts(ax)
     clean = plots.plot_row_heatmap(fake_result(), site="embedding", variant="upstream")
     assert not any(t.startswith("misattributed") for t in _legend_texts(clean))
@@ -202,8 +212,8 @@ def test_verdict_matrix_colours_each_cell() -> None:
     cells = {t.get_text() for t in ax.texts}
     assert cells == {"violation", "ok"}
     rgb = ax.images[0].get_array()
-    assert same_color(rgb[0, 0], plots.VIOLATION_COLOR)
-    assert same_color(rgb[1, 1], plots.VERDICT_COLORS["ok"])
+    assert same_color(rgb[0, 0], VIOLATION_COLOR)
+    assert same_color(rgb[1, 1], VERDICT_COLORS["ok"])
     assert [t.get_text() for t in ax.get_yticklabels()] == ["async_output", "embedding"]
     assert "incident-b" in ax.get_title()
 
@@ -247,7 +257,7 @@ def replayed(make_capture) -> Any:
     return forensics.replay(make_capture("emb", embedding_records(bad_step=2, steps=5)))
 
 
-@pytest.mark.parametrize("kind", plots.KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_draws_a_real_replay(replayed: Any, kind: str, tmp_path: Path) -> None:
     ax = plots.plot(replayed, kind)
     assert "emb" in ax.get_title()
@@ -265,7 +275,7 @@ def test_cli_plot_writes_a_png(make_capture, tmp_path: Path) -> None:
     from forensics.cli import main
 
     path = make_capture("emb", embedding_records(bad_step=1, steps=3))
-    for kind in plots.KINDS:
+    for kind in KINDS:
         out = tmp_path / f"{kind}.png"
         assert main(["plot", str(path), "-o", str(out), "--kind", kind]) == 0
         assert out.read_bytes()[:4] == b"\x89PNG"
@@ -296,10 +306,10 @@ def test_tensors_on_another_scale_are_not_squeezed_together() -> None:
                                      "draft_token_ids"], "step": [3, 3, 3],
                           "min": [0, 5, 0], "max": [4, 200, 7], "lower": [0, 0, 0],
                           "upper": [4, 248320, 8]})
-    assert plots.pick_tensors(frame) == (["draft_token_ids", "prev_sampled_token_ids"],
+    assert pick_tensors(frame) == (["draft_token_ids", "prev_sampled_token_ids"],
                                          ["out.input_ids_device"])
     clean = frame.assign(max=[1, 200, 7])
-    assert plots.pick_tensors(clean) == (["out.input_ids_device"],
+    assert pick_tensors(clean) == (["out.input_ids_device"],
                                          ["draft_token_ids", "prev_sampled_token_ids"])
 
 
@@ -374,7 +384,7 @@ def _round_step_labels(ax: Any, multiple: int) -> int:
     """How many step labels the heatmap has, each asserted a multiple of ``multiple``."""
     labels = [int(t.get_text()) for t in ax.get_xticklabels() if t.get_text()]
     assert labels and all(x % multiple == 0 for x in labels), labels
-    assert len(labels) <= plots.STEP_LABELS
+    assert len(labels) <= STEP_LABELS
     return len(labels)
 
 
@@ -408,7 +418,7 @@ def _check_binned_timeline(ax: Any, bounds: pd.DataFrame, site: str) -> None:
     bars = [p for p in _violation_artists(ax) if isinstance(p, Rectangle)]
     bins = {int((bar.get_x() + bar.get_width() / 2) // width) for bar in bars}
     assert bins == {int(s // width) for s in bad}, "every bad bin counted, only those"
-    assert len(bars) <= plots.TIMELINE_BINS and len(bars) < len(bad)  # aggregated
+    assert len(bars) <= TIMELINE_BINS and len(bars) < len(bad)  # aggregated
     renderer = ax.figure.canvas.get_renderer()
     assert not _overlapping(ax.get_xticklabels(), renderer)
     assert not _overlapping(ax.get_yticklabels(), renderer)

@@ -35,7 +35,7 @@ EXPECTED = [
     "def (capture: forensics.store.reader.Capture | str | os.PathLike[str] | "
     "typing.Iterable[forensics.records.Record], variants: ",
     "def (path: str | os.PathLike[str]) -> forensics.store.reader.Capture",
-    "def (scenario: str | forensics.simulator.runs.Scenario, ",
+    "def (scenario: str | forensics.simulator.scenarios.Scenario, ",
     "def (capture: forensics.store.reader.Capture | str | os.PathLike[str], "
     "out: ",
     "def (capture: forensics.store.reader.Capture | str | os.PathLike[str], "

@@ -122,6 +122,22 @@ def test_a_notebook_that_draws_with_pyplot_still_gets_its_figure(tmp_path: Path)
     assert html.count("data:image/png;base64,") == 1
 
 
+def test_the_callers_open_figures_stay_out_of_the_report_and_open(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mine = plt.figure()
+    try:
+        notebook = _notebook(tmp_path, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 4]);")
+        html = write_report(INCIDENT, tmp_path / "own.html", notebook=notebook).read_text()
+        assert html.count("data:image/png;base64,") == 1
+        assert plt.fignum_exists(mine.number)
+    finally:
+        plt.close(mine)
+
+
 def test_a_figure_that_is_a_cells_last_expression_is_shown_once(tmp_path: Path) -> None:
     notebook = _notebook(tmp_path, "import forensics\nfrom forensics import plots\n"
                                    "result = forensics.replay(capture)\n"

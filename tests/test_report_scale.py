@@ -15,7 +15,8 @@ import pytest
 import forensics
 from forensics.present.report import write_report
 from forensics.present.tables import SHOWN_ROWS
-from forensics.simulator.runs import SCENARIOS, Faults, simulate
+from forensics.simulator.runs import simulate
+from forensics.simulator.scenarios import SCENARIOS, Faults
 from tests.test_report import _open, browser  # noqa: F401 (the Chromium fixture)
 
 STEPS, RATE = 10_000, 0.0035  # every fault at this rate: about a thousand findings

@@ -14,7 +14,7 @@ from share_cases import FAULT_SCENARIOS, private_capture, tree_digest
 import forensics
 from forensics.share.evidence import evidence_of
 from forensics.share.shrinking import NothingToKeepError, shrink
-from forensics.simulator.runs import Faults, get_scenario
+from forensics.simulator.scenarios import Faults, get_scenario
 
 SLOW = settings(max_examples=3, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])

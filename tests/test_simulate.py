@@ -11,7 +11,8 @@ import pytest
 
 from forensics.errors import ConfigurationError, OutputExistsError, UnknownScenarioError
 from forensics.records import Record
-from forensics.simulator.runs import SCENARIOS, Faults, Simulator, configure, get_scenario, simulate
+from forensics.simulator.runs import Simulator, simulate
+from forensics.simulator.scenarios import SCENARIOS, Faults, configure, get_scenario
 from forensics.sites import SITES as ALL_SITES
 from forensics.sites import pipeline_key
 from forensics.validate import validate_record
@@ -289,7 +290,7 @@ def test_a_forced_vocab_sentinel_needs_drafts() -> None:
 
 def test_the_help_names_every_scenario() -> None:
     import forensics.commands.simulate as command
-    from forensics.simulator.runs import SCENARIOS
+    from forensics.simulator.scenarios import SCENARIOS
 
     help_text = " ".join((command.__doc__ or "").split())
     missing = [name for name in SCENARIOS if name not in help_text]

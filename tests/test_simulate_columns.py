@@ -19,7 +19,9 @@ import forensics.simulator.columns as simulate_columns
 from forensics.errors import CaptureFormatError, OutputExistsError
 from forensics.records import Record
 from forensics.simulator.columns import StepColumns, write_simulation
-from forensics.simulator.runs import SCENARIOS, Derived, Faults, Scenario, Simulator, configure
+from forensics.simulator.runs import Simulator
+from forensics.simulator.scenarios import SCENARIOS, Faults, Scenario, configure
+from forensics.simulator.step import Derived
 from forensics.sites import pipeline_key
 from forensics.store import arrow_codec
 from forensics.store import arrow_numpy as an

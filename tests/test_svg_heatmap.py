@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import forensics
-from forensics.present import plots
+from forensics.present.scene.heatmap import heatmap_data
 from forensics.present.svg import views
 from forensics.present.svg.heatmap import ramp
 from forensics.records import Record
@@ -81,7 +81,7 @@ def test_misattributed_cells_are_marked() -> None:
     root = _heatmap(result, "batch_change", "upstream")
     found = result.findings
     sus = found[(found["kind"] == "misattributed") & (found["site"] == "batch_change")]
-    data = plots.heatmap_data(result, "batch_change", "upstream")
+    data = heatmap_data(result, "batch_change", "upstream")
     expected = {(float(data.steps.index(float(s))), float(data.rows.index(float(r))))
                 for s, r in zip(sus["step"], sus["row"], strict=True)}
     assert set(_marks(root, "suspect")) == expected and expected
@@ -105,7 +105,7 @@ def test_a_larger_distance_gets_a_darker_colour_and_a_key() -> None:
                for step, extra in enumerate([0, 9])]
     result = forensics.replay(records, ["upstream"])
     root = _heatmap(result, "embedding", "upstream")
-    data = plots.heatmap_data(result, "embedding", "upstream")
+    data = heatmap_data(result, "embedding", "upstream")
     fills = {float(c.get("data-x")): c.get("fill") for c in _classed(root, "cell", "open")}
     assert data.shade(10.0) > data.shade(1.0)  # distances 1 and 10, as matplotlib normalises
     assert fills == {0.0: ramp(data.shade(1.0)), 1.0: ramp(data.shade(10.0))}

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import forensics
-from forensics.present import plots
+from forensics.present.scene.histogram import histogram_data
+from forensics.present.style import VIOLATION_COLOR
 from forensics.present.svg import views
 from forensics.records import Record
 from tests.conftest import DATA, embedding_records
@@ -45,11 +46,11 @@ def test_the_vocab_sentinel_is_named_and_its_bar_is_out_of_bounds(incident_b: An
     root = _histogram(incident_b)
     notes = ["".join(e.itertext()) for e in _classed(root, "note", "sentinel")]
     assert f"vocab_size = {VOCAB}: rejection sentinel" in notes
-    data = plots.histogram_data(incident_b, "embedding", "upstream")
+    data = histogram_data(incident_b, "embedding", "upstream")
     at = float(data.axis.pos(np.array([VOCAB]))[0])
     bars = _classed(root, "bar", "open")
     assert bars and all(abs(float(b.get("data-x")) - at) <= 0.5 for b in bars)
-    assert bars[0].get("fill") == plots.VIOLATION_COLOR
+    assert bars[0].get("fill") == VIOLATION_COLOR
     lines = [e for e in root.iter() if e.get("class") == "sentinel"]
     assert [float(s.get("data-x")) for s in lines] == [
         float(data.axis.pos(np.array([v]))[0]) for v, _, _ in data.sentinels]

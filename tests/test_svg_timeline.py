@@ -19,7 +19,17 @@ import pandas as pd
 import pytest
 
 import forensics
-from forensics.present import plots
+from forensics.present.selection import result_sites, variant_names
+from forensics.present.style import (
+    NO_VERDICT_COLOR,
+    RESOLVED_COLOR,
+    SUSPECT_COLOR,
+    SUSPECT_LABEL,
+    TIMELINE_BINS,
+    UNSEEN_COLOR,
+    VERDICT_COLORS,
+    VIOLATION_COLOR,
+)
 from forensics.present.svg import views
 from forensics.present.svg.timeline import timeline_panel
 from forensics.present.svg.verdicts import verdict_figure
@@ -75,8 +85,8 @@ def test_a_resolved_finding_is_drawn_as_resolved(incident_b: Any) -> None:
     root = _timeline(incident_b, "embedding", "patched")
     resolved = _marks(root, "resolved")
     assert [float(m.get("data-x")) for m in resolved] == [14.0]
-    assert all(m.get("stroke") == plots.RESOLVED_COLOR for m in resolved)
-    assert not _painted(root, plots.VIOLATION_COLOR), "a resolved finding drawn out of bounds"
+    assert all(m.get("stroke") == RESOLVED_COLOR for m in resolved)
+    assert not _painted(root, VIOLATION_COLOR), "a resolved finding drawn out of bounds"
     assert not _marks(root, "open")
     assert "first:" not in _texts(root)
     assert "resolved by patched" in _legend(root)
@@ -87,7 +97,7 @@ def test_upstream_still_draws_its_violation(incident_b: Any) -> None:
     root = _timeline(incident_b, "embedding", "upstream")
     bad = _marks(root, "open")
     assert [(float(m.get("data-x")), float(m.get("data-y"))) for m in bad] == [(14.0, VOCAB)]
-    assert all(m.get("fill") == plots.VIOLATION_COLOR for m in bad)
+    assert all(m.get("fill") == VIOLATION_COLOR for m in bad)
     assert "out of bounds" in _legend(root)
     assert [_text(n) for n in _classed(root, "note", "first")] == [
         f"first: step 14, value {VOCAB}"]
@@ -104,7 +114,7 @@ def test_side_by_side_panels_follow_each_variants_verdicts(incident_b: Any) -> N
     upstream, patched = panels
     assert _marks(upstream, "open") and not _marks(upstream, "resolved")
     assert _marks(patched, "resolved") and not _marks(patched, "open")
-    assert not _painted(patched, plots.VIOLATION_COLOR)
+    assert not _painted(patched, VIOLATION_COLOR)
     yticks = [[t.get("data-y") for t in _classed(p, "ytick")] for p in panels]
     assert yticks[0] == yticks[1] and yticks[0], "one value axis for both panels"
 
@@ -132,7 +142,7 @@ def test_one_bad_step_among_10000_still_shows() -> None:
     result = forensics.replay(embedding_records(bad_step=5000, steps=10_000), ["upstream"])
     root = _timeline(result, "embedding", "upstream")
     lines = [e for e in _classed(root, "vline", "open")
-             if e.get("stroke") == plots.VIOLATION_COLOR]
+             if e.get("stroke") == VIOLATION_COLOR]
     assert any(abs(float(e.get("data-x")) - 5000) < 200 for e in lines)
     bars = _classed(root, "bar", "open")  # counts per bin (issue 42), at least 1 px tall
     assert [abs(float(b.get("data-x")) - 5000) < 200 for b in bars] == [True]
@@ -170,8 +180,8 @@ def test_the_timeline_marks_suspect_steps() -> None:
     expected = set(found.loc[(found["kind"] == "misattributed")
                              & (found["site"] == "batch_change"), "step"].astype(float))
     assert expected and {float(m.get("data-x")) for m in marks} == expected
-    assert all(m.get("stroke") == plots.SUSPECT_COLOR for m in marks)
-    assert plots.SUSPECT_LABEL in _legend(root) and any("suspect" in t for t in _legend(root))
+    assert all(m.get("stroke") == SUSPECT_COLOR for m in marks)
+    assert SUSPECT_LABEL in _legend(root) and any("suspect" in t for t in _legend(root))
 
 
 # ------------------------------------------------------------------ results built directly
@@ -246,8 +256,8 @@ def test_not_judged_findings_are_drawn_as_not_judged() -> None:
     root = _timeline(result, "embedding", "patched")
     unseen = _marks(root, "unseen")
     assert [float(m.get("data-x")) for m in unseen] == [2.0]
-    assert all(m.get("stroke") == plots.UNSEEN_COLOR for m in unseen)
-    assert not _marks(root, "open") and not _painted(root, plots.VIOLATION_COLOR)
+    assert all(m.get("stroke") == UNSEEN_COLOR for m in unseen)
+    assert not _marks(root, "open") and not _painted(root, VIOLATION_COLOR)
     assert "not judged by patched" in _legend(root)
 
 
@@ -282,12 +292,12 @@ def _cells(root: ET.Element) -> dict[tuple[str, str], tuple[str, str]]:
 def test_the_verdict_matrix_has_one_cell_per_site_and_variant(incident_b: Any) -> None:
     root = _svg(verdict_figure(incident_b))
     cells = _cells(root)
-    sites, variants = plots.result_sites(incident_b), plots.variant_names(incident_b)
+    sites, variants = result_sites(incident_b), variant_names(incident_b)
     assert set(cells) == {(s, v) for s in sites for v in variants}
     for (site, variant), (fill, text) in cells.items():
         verdict = incident_b.verdicts[variant][site]
-        assert (fill, text) == (plots.VERDICT_COLORS[verdict], verdict)
-    assert cells[("embedding", "upstream")] == (plots.VIOLATION_COLOR, "violation")
+        assert (fill, text) == (VERDICT_COLORS[verdict], verdict)
+    assert cells[("embedding", "upstream")] == (VIOLATION_COLOR, "violation")
     assert [_text(t) for t in _classed(root, "xtick")] == variants
     assert [_text(t) for t in _classed(root, "ytick")] == sites
     assert "incident-b-vocab-sentinel · all sites · all variants" in _texts(root)
@@ -297,8 +307,8 @@ def test_a_missing_verdict_is_a_grey_dash() -> None:
     result = fake_result()
     result.verdicts = {"upstream": {"embedding": "violation"}}
     cells = _cells(_svg(verdict_figure(result)))
-    assert cells[("embedding", "patched")] == (plots.NO_VERDICT_COLOR, "-")
-    assert cells[("embedding", "upstream")] == (plots.VIOLATION_COLOR, "violation")
+    assert cells[("embedding", "patched")] == (NO_VERDICT_COLOR, "-")
+    assert cells[("embedding", "upstream")] == (VIOLATION_COLOR, "violation")
 
 
 # ------------------------------------------------------------------ without matplotlib
@@ -369,10 +379,10 @@ def test_a_dense_timeline_marks_every_bad_bin_and_only_those() -> None:
     bad = bounds.loc[bounds["max"] >= bounds["upper"], "step"]
     bars = _classed(root, "bar", "open")  # one bar of counts per bin (issue 42)
     assert {int(float(b.get("data-x")) // width) for b in bars} == set(bad // width)
-    assert len(bars) <= plots.TIMELINE_BINS and len(bars) < len(bad)  # aggregated
+    assert len(bars) <= TIMELINE_BINS and len(bars) < len(bad)  # aggregated
     ticks = sorted((float(t.get("x")), text_width(_text(t), TICK_SIZE))
                    for t in _classed(root, "xtick"))
     assert len(ticks) >= 4 and all(a + wa / 2 < b - wb / 2
                                    for (a, wa), (b, wb) in zip(ticks, ticks[1:], strict=False))
     patched = _timeline(result, "embedding", "patched")
-    assert not _painted(patched, plots.VIOLATION_COLOR)
+    assert not _painted(patched, VIOLATION_COLOR)

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 
 from forensics.present import plots
+from forensics.present.scene.timeline import timeline_data
+from forensics.present.style import MARK_STYLES, OPEN, TIMELINE_BINS, VIOLATION_COLOR
 from forensics.present.svg import views
 from forensics.present.svg.timeline import timeline_panel
 from forensics.present.timeline_bins import STEPS, VALUES, bin_density
@@ -61,7 +63,7 @@ def test_a_long_timeline_counts_values_per_bin_instead_of_a_band() -> None:
     panel = timeline_panel(result, "embedding", "upstream")
     bars = _bars(panel, "open")
     assert sum(bars.values()) == 2 * 400 + 1  # every value out of bounds, counted once
-    assert len(bars) <= plots.TIMELINE_BINS
+    assert len(bars) <= TIMELINE_BINS
     assert {round(x) for x, c in bars.items() if c == 1} == {100}  # the bin of step 137
     assert max(bars.values()) == 2 * 200  # a 200-step bin wholly inside the burst
     assert "values out of bounds per 200-step bin" in panel.title
@@ -88,7 +90,7 @@ def test_bars_stack_by_verdict() -> None:
 
 def test_a_short_timeline_keeps_its_band() -> None:
     result = burst_result(steps=150, burst=range(60, 70), lone=3)
-    data = plots.timeline_data(result, "embedding", "upstream")
+    data = timeline_data(result, "embedding", "upstream")
     assert data.width == 1 and data.density is None
     root = ET.fromstring(views.figure("timeline", result, site="embedding",
                                       variant="upstream").to_svg())
@@ -98,7 +100,7 @@ def test_a_short_timeline_keeps_its_band() -> None:
 def test_without_findings_the_bad_steps_are_counted() -> None:
     result = burst_result()
     result.findings = None
-    data = plots.timeline_data(result, "embedding", "upstream")
+    data = timeline_data(result, "embedding", "upstream")
     assert data.density is not None and data.density.unit == STEPS
     assert sum(data.density.totals()) == 400 + 1
     assert data.density.ylabel() == "steps with a value out of bounds per 200-step bin"
@@ -108,11 +110,11 @@ def test_the_density_counts_only_the_drawn_tensors_out_of_bounds() -> None:
     found = pd.DataFrame(dict(step=[5, 5, 250, 260], kind=["out_of_bounds", "misattributed",
                                                           "out_of_bounds", "out_of_bounds"],
                               tensor=["a", "a", "a", "b"], resolved=False))
-    density = bin_density(found, ["a"], 200, [], plots.MARK_STYLES, "upstream")
+    density = bin_density(found, ["a"], 200, [], MARK_STYLES, "upstream")
     assert (density.starts, density.totals(), density.unit) == ([0, 200], [1, 1], VALUES)
-    assert density.stacked() == [(plots.OPEN, 0, 0, 1), (plots.OPEN, 200, 0, 1)]
-    assert density.label(plots.OPEN) == "out of bounds (a)"
-    assert density.colors[plots.OPEN] == plots.VIOLATION_COLOR
+    assert density.stacked() == [(OPEN, 0, 0, 1), (OPEN, 200, 0, 1)]
+    assert density.label(OPEN) == "out of bounds (a)"
+    assert density.colors[OPEN] == VIOLATION_COLOR
 
 
 def test_the_notebook_draws_the_same_counts() -> None:

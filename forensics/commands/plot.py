@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     """Replay the capture, draw the figure, save it; print its path; return 0."""
     import forensics
     from forensics.present import plots
+    from forensics.present.selection import check_site_name
 
     out = Path(args.output)
     if out.suffix.lower() not in SUFFIXES:
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
                                  f"expected a file ending in one of {list(SUFFIXES)}")
     capture = forensics.load(args.capture)
     if args.site is not None and args.site not in capture.sites:
-        plots.check_site_name(args.site, list(capture.sites))
+        check_site_name(args.site, list(capture.sites))
     result = forensics.replay(capture, variants=_variants(args.variant))
     out.parent.mkdir(parents=True, exist_ok=True)
     for kind, path in figure_paths(out, args.kind or [["timeline"]]):

@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
 
     Raises UnknownScenarioError, ConfigurationError or OutputExistsError (exit 2 in the CLI).
     """
-    from forensics.simulator.runs import configure, simulate
+    from forensics.simulator.runs import simulate
+    from forensics.simulator.scenarios import configure
 
     sc = configure(args.scenario, steps=args.steps, batch=args.batch,
                    spec_tokens=args.spec_tokens, vocab=args.vocab)

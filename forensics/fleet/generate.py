@@ -76,7 +76,7 @@ def simulate_fleet(root: str | Path, count: int = 200, steps: int = 12, batch: i
 def _manifest(i: int, kind: str, sc: Any, seed: int, host: str, rank: int = 0,
               engine: str | None = None) -> dict[str, Any]:
     """Manifest entries of capture ``i``: version, runner, host, pid, engine, speculation."""
-    from forensics.simulator.runs import manifest_for
+    from forensics.simulator.scenarios import manifest_for
 
     entries = manifest_for(sc, seed)
     entries["versions"] = {"vllm": VERSIONS[i % 2]}
@@ -92,7 +92,7 @@ def _manifest(i: int, kind: str, sc: Any, seed: int, host: str, rank: int = 0,
 
 def _scenario(kind: str, steps: int, batch: int, ranks: int = 1) -> Any:
     """The scenario of ``kind``: its fault forced at :data:`FAULT_STEP` only."""
-    from forensics.simulator.runs import Faults, configure
+    from forensics.simulator.scenarios import Faults, configure
 
     name, fault = KINDS[kind]
     sc = configure(name, steps=steps, batch=batch)

@@ -99,32 +99,40 @@ def execute(nb: Any, cwd: Path) -> Any:
     shell = _shell()
     number = 0
     with _working_directory(cwd), _agg_backend():
+        callers = _open_figures()  # the calling process's own: never shown, never closed
         for cell in nb.cells:
             if cell.get("cell_type") != "code":
                 continue
             number += 1
-            cell.outputs = _run_cell(shell, cell.source, number)
+            cell.outputs = _run_cell(shell, cell.source, number, callers)
             cell.execution_count = number
     return nb
 
 
-def _run_cell(shell: Any, source: str, number: int) -> list[Any]:
+def _open_figures() -> set[int]:
+    """The numbers of pyplot's open figures (none when pyplot is not imported)."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    return set(plt.get_fignums()) if plt is not None else set()
+
+
+def _run_cell(shell: Any, source: str, number: int, callers: set[int]) -> list[Any]:
     """Run one cell; return its outputs (stdout, then rich outputs and figures)."""
     from IPython.utils.capture import capture_output
 
     with capture_output(stdout=True, stderr=True, display=True) as captured:
         with _deadline(child_deadline()):
             result = shell.run_cell(source, store_history=True)
-        _show_figures()
+        _show_figures(callers)
     error = result.error_before_exec or result.error_in_exec
     if error is not None:
         raise CellError(number, type(error).__name__, str(error))
     return _outputs(captured)
 
 
-def _show_figures() -> None:
+def _show_figures(callers: set[int]) -> None:
     """Display the figures the cell drew, in order: the SVG ones (:func:`svg.take_figures`),
-    then pyplot's open ones as PNG (only when a cell imported pyplot), which are closed."""
+    then pyplot's open ones as PNG (only when a cell imported pyplot), which are closed; the
+    figures of ``callers`` (open in the calling process before the notebook ran) are left."""
     from IPython.display import display
 
     for figure in svg.take_figures():
@@ -132,8 +140,9 @@ def _show_figures() -> None:
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None:
         for number in plt.get_fignums():
-            display({"image/png": figure_png(plt.figure(number))}, raw=True)
-        plt.close("all")
+            if number not in callers:
+                display({"image/png": figure_png(plt.figure(number))}, raw=True)
+                plt.close(number)
 
 
 def figure_png(figure: Any) -> bytes:

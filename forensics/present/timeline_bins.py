@@ -1,13 +1,13 @@
 """Counts per step bin for a timeline whose steps outnumber its bins.
 
-A dense timeline (:func:`forensics.present.plots.timeline_data`: more steps than the plot has
-bins) cannot draw each step: its min..max band over a bin of a long capture spans the whole
-value range, and a bin with one bad step among hundreds is as red as one where every step is
-bad. Instead it draws, per bin, how many values out of bounds it holds (a density), stacked
-by how the variant judges them: out of bounds, resolved, not judged. The values counted are
-the variant's ``out_of_bounds`` findings of the site's drawn tensors (one per element); a
-result without a findings table counts the steps whose extremes left their bound instead
-(:attr:`BinDensity.unit` says which).
+A dense timeline (:func:`forensics.present.scene.timeline.timeline_data`: more steps than
+the plot has bins) cannot draw each step: its min..max band over a bin of a long capture
+spans the whole value range, and a bin with one bad step among hundreds is as red as one
+where every step is bad. Instead it draws, per bin, how many values out of bounds it holds (a
+density), stacked by how the variant judges them: out of bounds, resolved, not judged. The
+values counted are the variant's ``out_of_bounds`` findings of the site's drawn tensors (one
+per element); a result without a findings table counts the steps whose extremes left their
+bound instead (:attr:`BinDensity.unit` says which).
 
 :mod:`forensics.present.svg.timeline` draws it for the report, :func:`draw_density` on a
 matplotlib Axes (:func:`forensics.present.plots.plot_bounds_timeline`), with the same texts

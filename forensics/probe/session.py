@@ -42,6 +42,7 @@ from forensics.probe.affinity import leave_engine_cores
 from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error, passed_on_message
+from forensics.probe.rank import RankTracker
 from forensics.probe.settings import Settings, process_tag
 from forensics.probe.writing import BatchWriter, error_text
 
@@ -112,9 +113,7 @@ class ProbeSession:
                        "timeouts": 0}
         self._started_event = False
         self._step = -1
-        self._rank: int | None = None
-        self._rank_step, self._rank_guess = -2, 0  # a provisional rank and its step
-        self._env_rank: int | None = None  # $RANK, read once
+        self._ranks = RankTracker()
         self._ring: deque[PendingRecord] = deque()
         self._since_flush = 0
         self._lock = threading.RLock()  # the ring, the counts and the writer thread's state
@@ -157,17 +156,7 @@ class ProbeSession:
     @property
     def rank(self) -> int:
         """The global rank (torch.distributed once initialised, else ``$RANK``, else 0)."""
-        if self._rank is None:
-            if self._rank_step == self._step:  # asked once per step until it is final
-                return self._rank_guess
-            rank = _distributed_rank()
-            if rank is None:  # not final: $RANK (read once), else 0
-                if self._env_rank is None:
-                    self._env_rank = _env_rank()
-                self._rank_step, self._rank_guess = self._step, self._env_rank
-                return self._env_rank
-            self._rank = rank
-        return self._rank
+        return self._ranks.at(self._step)
 
     def wants(self, site: str) -> bool:
         """True when ``site`` is recorded (``VLLM_FORENSICS_SITES``) and the probe is open."""
@@ -707,28 +696,3 @@ WRITER_JOIN_SECONDS = 1.0
 FLUSH_SECONDS = 30.0
 #: how long a record waits for the writer process to free a full ring before it is dropped
 RING_WAIT_SECONDS = 5.0
-
-_DIST: Any = None
-
-
-def _distributed_rank() -> int | None:
-    """The torch.distributed rank once its process group is initialised, else None."""
-    global _DIST
-    try:
-        if _DIST is None:
-            import torch.distributed as dist
-
-            _DIST = dist if dist.is_available() else False
-        if _DIST and _DIST.is_initialized():
-            return int(_DIST.get_rank())
-    except Exception:  # an uninitialised or torn-down process group
-        pass
-    return None
-
-
-def _env_rank() -> int:
-    """``$RANK`` (torchrun and most launchers set it), else 0."""
-    try:
-        return int(os.environ.get("RANK", "0"))
-    except ValueError:
-        return 0

@@ -59,7 +59,7 @@ KEYS = (
 @functools.cache
 def closed_values() -> frozenset[str]:
     """Every string value a redacted capture may keep as it is (besides the patterns)."""
-    from forensics.simulator.runs import SCENARIOS
+    from forensics.simulator.scenarios import SCENARIOS
     from forensics.sites import SITES
 
     return frozenset((*CREATORS, *EVENT_KINDS, *VARIANTS, *SPECULATIVE_METHODS, *DTYPES,

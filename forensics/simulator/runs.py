@@ -49,19 +49,19 @@ and :mod:`forensics.simulator.columns` encodes many steps at once for the store.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
-from forensics.errors import ConfigurationError, UnknownScenarioError
+from forensics.errors import ConfigurationError
 from forensics.records import Record
+from forensics.simulator.draws import Draws, StepDraws
+from forensics.simulator.scenarios import FAULTS, Scenario, configure, get_scenario, manifest_for
 from forensics.simulator.step import Derived, StepFields, request_names
 from forensics.sites import hooked_by
 
-FAULTS = ("stale_prev_row", "vocab_sentinel", "placeholder_leak", "misattribution")
 #: the V1 calls a step makes, in pipeline order, by the qualname of vLLM's function; the site
 #: recording each is the one whose ``Site.hook`` names it (:func:`forensics.sites.hooked_by`)
 V1_CALLS = ("update_num_computed_tokens_for_batch_change", "GPUModelRunner._prepare_input_ids",
@@ -75,202 +75,6 @@ V1_CALLS = ("update_num_computed_tokens_for_batch_change", "GPUModelRunner._prep
 RID, TARGET, TRUE_LEN, COMP, CPU_LAST, SENT, OUT_LEN, PH, LAST_OUT = range(9)
 NCOLS = 9
 TAIL = slice(OUT_LEN, LAST_OUT + 1)
-
-
-@dataclass(frozen=True)
-class Faults:
-    """Per-step probability of each fault (0: off), plus steps at which one is forced."""
-
-    stale_prev_row: float = 0.0
-    vocab_sentinel: float = 0.0
-    placeholder_leak: float = 0.0
-    misattribution: float = 0.0
-    #: fault name -> steps at which one instance is injected regardless of the rate
-    forced: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-
-    def rates(self) -> np.ndarray:
-        """The four rates in :data:`FAULTS` order."""
-        return np.array([getattr(self, name) for name in FAULTS], dtype=np.float64)
-
-    def forced_at(self, step: int) -> set[str]:
-        """Names of the faults forced at ``step``."""
-        return {name for name, steps in self.forced.items() if step in steps}
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """A named simulation setting: the batch and model shape, its dynamics and its faults."""
-
-    name: str
-    description: str
-    faults: Faults = Faults()
-    steps: int = 200
-    batch: int = 8
-    spec_tokens: int = 4
-    vocab: int = 32000
-    accept_rate: float = 0.7
-    arrival_rate: float = 0.5
-    mean_output: int = 48
-    prompt_len: tuple[int, int] = (4, 16)
-    max_num_reqs: int | None = None
-    ranks: int = 1
-    embedding_dtype: str = "int32"
-    #: the runner simulated: "v1", or "v2" (Model Runner V2, :mod:`forensics.simulator.v2`,
-    #: whose faults are the rates of ``v2_faults``)
-    runner: str = "v1"
-    v2_faults: tuple[tuple[str, float], ...] = ()
-    #: V1: ``GPUModelRunner._preprocess`` clamps the input ids to ``>= 0`` before the
-    #: embedding (vLLM 0.32/0.33 with a speculative config): ``prepare_input_ids`` records the
-    #: ids it wrote (``input_ids_device_after``) and the embedding receives them clamped
-    clamps: bool = False
-
-
-SCENARIOS: dict[str, Scenario] = {
-    s.name: s
-    for s in (
-        Scenario("clean", "no fault: every index stays in range"),
-        Scenario("stale-prev-row", "a positive prev_positions entry past the previous batch",
-                 Faults(stale_prev_row=0.05)),
-        Scenario("vocab-sentinel", "rejected slots carry vocab_size; async_output writes it",
-                 Faults(vocab_sentinel=0.05)),
-        Scenario("placeholder-leak", "a -1 placeholder survives on a row absent from the "
-                 "previous batch", Faults(placeholder_leak=0.05)),
-        Scenario("misattribution", "an in-range previous row of another request",
-                 Faults(misattribution=0.05)),
-        Scenario("clamped-placeholder", "a -1 placeholder survives on a row absent from the "
-                 "previous batch and vLLM's clamp turns it into token 0 before the embedding",
-                 Faults(placeholder_leak=0.05), clamps=True),
-        Scenario("soak", "a long run at batch 64 with rare mixed faults",
-                 Faults(stale_prev_row=1e-4, vocab_sentinel=1e-4, placeholder_leak=1e-4,
-                        misattribution=1e-4),
-                 steps=250_000, batch=64, mean_output=256, arrival_rate=0.3),
-        Scenario("v2-clean", "Model Runner V2, no fault", steps=40, batch=6, spec_tokens=3,
-                 vocab=512, runner="v2"),
-        Scenario("v2-negative-draft", "Model Runner V2: a -1 draft in a request's slot reaches "
-                 "input_ids", steps=40, batch=6, spec_tokens=3, vocab=512, runner="v2",
-                 v2_faults=(("negative_draft", 0.05),)),
-        Scenario("v2-vocab-sample", "Model Runner V2: vocab_size sampled, counted and stored "
-                 "as the next input", steps=40, batch=6, spec_tokens=3, vocab=512, runner="v2",
-                 v2_faults=(("vocab_sample", 0.05),)),
-        Scenario("v2-wrong-last-token", "Model Runner V2: another valid id replaces a "
-                 "request's last sampled token in its slot", steps=40, batch=6, spec_tokens=3,
-                 vocab=512, runner="v2", v2_faults=(("wrong_last_token", 0.05),)),
-        Scenario("v2-zeroed-combine", "Model Runner V2: the combine step writes token 0 where "
-                 "a request's drafts belong", steps=40, batch=6, spec_tokens=3, vocab=512,
-                 runner="v2", v2_faults=(("zeroed_combine", 0.05),)),
-    )
-}
-
-
-def get_scenario(name: str | Scenario) -> Scenario:
-    """Return the scenario ``name`` (a :class:`Scenario` is returned as is).
-
-    Raises:
-        UnknownScenarioError: the name is not in :data:`SCENARIOS`; the message lists them.
-    """
-    if isinstance(name, Scenario):
-        return name
-    try:
-        return SCENARIOS[name]
-    except (KeyError, TypeError):
-        raise UnknownScenarioError(
-            f"unknown scenario {name!r}; expected one of {list(SCENARIOS)}"
-        ) from None
-
-
-class _Draws:
-    """Random numbers drawn in large blocks (a few generator calls per thousand steps), so the
-    sequence depends only on the seed and on what the steps consume."""
-
-    BLOCK = 1 << 18
-
-    def __init__(self, seed: int, vocab: int) -> None:
-        self.rng = np.random.default_rng(seed)
-        self.vocab = vocab
-        self._u = np.empty(0)
-        self._iu = 0
-        self._t = np.empty(0, np.int32)
-        self._it = 0
-
-    def uniform(self, count: int) -> np.ndarray:
-        """``count`` floats in [0, 1) (a read-only view)."""
-        if self._iu + count > len(self._u):
-            self._u, self._iu = self.rng.random(max(self.BLOCK, count)), 0
-        out = self._u[self._iu:self._iu + count]
-        self._iu += count
-        return out
-
-    def tokens(self, count: int) -> np.ndarray:
-        """``count`` int32 token ids in [0, vocab) (a view: copy before writing)."""
-        if self._it + count > len(self._t):
-            size = max(self.BLOCK, count)
-            self._t, self._it = self.rng.integers(0, self.vocab, size, dtype=np.int32), 0
-        out = self._t[self._it:self._it + count]
-        self._it += count
-        return out
-
-    def integers(self, low: int, high: int, count: int) -> np.ndarray:
-        """``count`` int64 values in [low, high)."""
-        if count <= 4:  # the same values, computed in Python (cheaper for a few)
-            span = high - low
-            return np.array([low + int(u * span) for u in self.uniform(count).tolist()],
-                            dtype=np.int64)
-        return low + (self.uniform(count) * (high - low)).astype(np.int64)
-
-
-class _Tables:
-    """Draws of acceptance, sampled ids, drafts and fault triggers, made for many steps at once.
-
-    Row ``i`` of a step's table belongs to whichever request sits in batch row ``i``; rows are
-    independent and identically distributed, so drawing them ahead changes nothing but speed.
-    """
-
-    CHUNK = 512
-
-    def __init__(self, draws: _Draws, rows: int, k: int, accept_rate: float,
-                 rates: np.ndarray) -> None:
-        self.draws, self.rows, self.k, self.rate, self.rates = draws, rows, k, accept_rate, rates
-        self._next = self.CHUNK
-
-    def step(self, n: int) -> tuple[np.ndarray, ...]:
-        """(accepted [n], valid count [n] int32, sampled ids [n, k+1] with -1 after the valid
-        ones, last valid id [n], drafts [n, k], last id then drafts [n, k+1]) for one step:
-        views, to be copied before any change."""
-        if self._next == self.CHUNK:
-            self._fill()
-        c = self._next
-        self._next += 1
-        return (self.acc[c, :n], self.valid[c, :n], self.tok[c, :n], self.last[c, :n],
-                self.drafts[c, :n], self.block[c, :n])
-
-    def faults(self) -> np.ndarray | None:
-        """The fault triggers of the step :meth:`step` serves next (None: none fired)."""
-        if self._next == self.CHUNK:
-            self._fill()
-        if not self.fire_any[self._next]:
-            return None
-        return cast(np.ndarray, self.fire[self._next])
-
-    def _fill(self) -> None:
-        c, b, k, k1 = self.CHUNK, self.rows, self.k, self.k + 1
-        self.acc = np.zeros((c, b), np.int64)  # drafts accepted: leading accepted slots
-        if k:
-            ok = self.draws.uniform(c * b * k).reshape(c, b, k) < self.rate
-            run = ok[:, :, 0].copy()
-            for slot in range(k):
-                if slot:
-                    run &= ok[:, :, slot]
-                self.acc += run
-        self.valid = (self.acc + 1).astype(np.int32)
-        drawn = self.draws.tokens(c * b * k1).reshape(c, b, k1)
-        self.tok = np.where(np.arange(k1) > self.acc[:, :, None], np.int32(-1), drawn)
-        self.block = self.draws.tokens(c * b * k1).reshape(c, b, k1).copy()
-        self.last = np.take_along_axis(drawn, self.acc[:, :, None], axis=2)[:, :, 0]
-        self.block[:, :, 0] = self.last
-        self.drafts = self.block[:, :, 1:]
-        self.fire = np.asarray(self.draws.uniform(c * len(FAULTS)).reshape(c, -1) < self.rates)
-        self.fire_any: list[bool] = np.asarray(self.fire.any(axis=1)).tolist()
-        self._next = 0
 
 
 class _Shape:
@@ -366,8 +170,8 @@ class Simulator:
         self.scenario = sc
         self.k, self.k1, self.vocab = sc.spec_tokens, sc.spec_tokens + 1, sc.vocab
         self.m = max(sc.max_num_reqs or sc.batch, sc.batch)
-        self.draws = _Draws(seed, sc.vocab)
-        self._tables = _Tables(self.draws, sc.batch, self.k, sc.accept_rate,
+        self.draws = Draws(seed, sc.vocab)
+        self._tables = StepDraws(self.draws, sc.batch, self.k, sc.accept_rate,
                                sc.faults.rates())
         self._forced = bool(sc.faults.forced)
         if sc.faults.forced.get("vocab_sentinel") and not self.k:
@@ -775,7 +579,6 @@ class Simulator:
         return tok, written, last_written
 
 
-
 def output_tail(tails: np.ndarray) -> list[list[int]]:
     """Each row's output tail from ``tails`` ([3, n]: list lengths, trailing placeholders, the
     ids before them): that id then the placeholders, or only placeholders when the list holds
@@ -788,52 +591,12 @@ def output_tail(tails: np.ndarray) -> list[list[int]]:
 # -- the public entry point ---------------------------------------------------------------------
 
 
-def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int | None = None,
-              spec_tokens: int | None = None, vocab: int | None = None) -> Scenario:
-    """The scenario with the given settings replaced (None keeps the scenario's own).
-
-    Raises:
-        UnknownScenarioError: an unknown scenario name (the message lists the valid ones).
-        ConfigurationError: steps or batch below 1, negative spec_tokens, vocab below 2.
-    """
-    sc = get_scenario(scenario)
-    changes: dict[str, Any] = {key: value for key, value in (("steps", steps), ("batch", batch),
-                                             ("spec_tokens", spec_tokens), ("vocab", vocab))
-               if value is not None}
-    sc = replace(sc, **changes)
-    for key, low in (("steps", 1), ("batch", 1), ("spec_tokens", 0), ("vocab", 2)):
-        value = getattr(sc, key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise ConfigurationError(f"simulate {sc.name!r}: {key} must be an integer >= "
-                                     f"{low}, got {value!r}")
-    return sc
-
-
-def manifest_for(sc: Scenario, seed: int, notes: str | None = None) -> dict[str, Any]:
-    """The manifest entries of a simulated capture: creator, model facts, settings, notes."""
-    from forensics import __version__
-
-    faults = {name: getattr(sc.faults, name) for name in FAULTS}
-    forced = {name: list(steps) for name, steps in sc.faults.forced.items()}
-    return {
-        "creator": f"vllm-forensics {__version__} simulate",
-        "model": {"vocab_size": sc.vocab, "num_embeddings": sc.vocab,
-                  "num_speculative_tokens": sc.spec_tokens, "max_num_seqs": sc.batch,
-                  "tensor_parallel_size": sc.ranks},
-        "simulation": {"scenario": sc.name, "seed": seed, "steps": sc.steps, "batch": sc.batch,
-                       "spec_tokens": sc.spec_tokens, "vocab": sc.vocab,
-                       "accept_rate": sc.accept_rate, "arrival_rate": sc.arrival_rate,
-                       "mean_output": sc.mean_output, "faults": faults,
-                       "forced_faults": forced},
-        "notes": notes if notes is not None else f"synthetic run: {sc.description}",
-    } | ({"clamps": True} if sc.clamps else {})
-
-
 def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
              batch: int | None = None, spec_tokens: int | None = None,
              vocab: int | None = None, out: str | Path | None = None, *, force: bool = False,
              notes: str | None = None, progress: bool = False) -> list[Record] | Path:
-    """Run ``scenario`` (a name in :data:`SCENARIOS` or a :class:`Scenario`).
+    """Run ``scenario`` (a name in :data:`~forensics.simulator.scenarios.SCENARIOS` or a
+    :class:`~forensics.simulator.scenarios.Scenario`).
 
     Settings left at None take the scenario's own (4 drafts, its batch, vocabulary and steps).
     ``progress``: with ``out``, draw a progress bar on stderr.

@@ -43,7 +43,7 @@ import numpy as np
 from forensics.records import Record
 
 if TYPE_CHECKING:
-    from forensics.simulator.runs import Scenario
+    from forensics.simulator.scenarios import Scenario
 
 FAULTS_V2 = ("negative_draft", "vocab_sample", "wrong_last_token", "zeroed_combine")
 #: the V2 functions whose calls a step records, as a site's ``Site.hook`` names them; the site

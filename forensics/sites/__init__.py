@@ -1,6 +1,7 @@
 """The site registry: the :class:`~forensics.sites.base.Site` of each site, in pipeline order.
 
-Each built-in site is a module ending with ``SITE = Site(...)``, its schema and operations
+Each built-in site is a module (or a package: ``async_output``, ``prepare_input_ids``) whose
+code ends with ``SITE = Site(...)``, its schema and operations
 (see :class:`~forensics.sites.base.Site`; numpy only: torch is imported inside functions).
 Third-party sites come through the entry-point group ``forensics.sites``: each entry point
 names a ``Site`` object (``my_package.my_site:SITE``; :mod:`forensics.plugins`); they come

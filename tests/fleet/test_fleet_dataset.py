@@ -13,7 +13,8 @@ import forensics
 from forensics.errors import CaptureFormatError, ConfigurationError
 from forensics.fleet.dataset import open_many
 from forensics.fleet.paths import find_captures
-from forensics.simulator.runs import configure, simulate
+from forensics.simulator.runs import simulate
+from forensics.simulator.scenarios import configure
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +22,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three small captures in two folders, one of them with int64 embedding ids."""
     from dataclasses import replace
 
-    from forensics.simulator.runs import Faults
+    from forensics.simulator.scenarios import Faults
 
     root = tmp_path_factory.mktemp("fleet")
     leak = replace(configure("placeholder-leak", steps=10, batch=3),

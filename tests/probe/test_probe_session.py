@@ -279,7 +279,7 @@ def test_take_all_copies_like_take() -> None:
 
 def test_rank_reads_rank_once_until_torch_distributed_is_up(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from forensics.probe import session as session_module
+    from forensics.probe import rank as rank_module
 
     monkeypatch.setenv("RANK", "3")
     session = ProbeSession(make_settings(tmp_path))
@@ -288,11 +288,11 @@ def test_rank_reads_rank_once_until_torch_distributed_is_up(
     monkeypatch.setenv("RANK", "5")  # the provisional rank is read once per session
     session.begin_step()
     assert session.rank == 3
-    monkeypatch.setattr(session_module, "_distributed_rank", lambda: 1)
+    monkeypatch.setattr(rank_module, "distributed_rank", lambda: 1)
     assert session.rank == 3  # asked once per step
     session.begin_step()
     assert session.rank == 1
-    monkeypatch.setattr(session_module, "_distributed_rank", lambda: None)
+    monkeypatch.setattr(rank_module, "distributed_rank", lambda: None)
     session.begin_step()
     assert session.rank == 1  # final once torch.distributed gave it
 

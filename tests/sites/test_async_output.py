@@ -10,7 +10,9 @@ from site_records import i32, record
 from forensics.judge.findings import judge_record
 from forensics.outcome import STATUSES
 from forensics.sites import async_output as ao
-from forensics.sites._common import RecordColumns
+from forensics.sites._common import RecordColumns, placeholder_start
+from forensics.sites.async_output import lines as ao_lines
+from forensics.sites.async_output import replay as ao_replay
 
 V = 248320
 
@@ -95,8 +97,8 @@ def test_the_per_list_placeholder_start_is_the_columnar_one(lists) -> None:
     from forensics.sites.core import ragged_parts
 
     values, lengths = ragged_parts(lists)
-    assert ao.trailing_start(values, lengths).tolist() == [
-        ao.placeholder_start(ids) for ids in lists]
+    assert ao_lines.trailing_start(values, lengths).tolist() == [
+        placeholder_start(ids) for ids in lists]
 
 
 @settings(max_examples=300, deadline=None)
@@ -104,7 +106,7 @@ def test_the_per_list_placeholder_start_is_the_columnar_one(lists) -> None:
 def test_tails_give_the_same_result_as_full_lists(rec, data) -> None:
     keep = []
     for row in rec["output_token_ids"]:
-        trailing = len(row) - ao.placeholder_start(row)
+        trailing = len(row) - placeholder_start(row)
         keep.append(data.draw(st.integers(min(len(row), trailing + 1), max(len(row), 1))))
     tailed = _tail(rec, keep)
     for model in (ao.SITE.upstream, ao.SITE.patched):
@@ -146,7 +148,7 @@ def test_previous_rows_by_table_and_by_search_are_prev_index_map(batch, search) 
     .map(lambda lines: np.array(lines, dtype=bool).reshape(len(lines), w))))
 def test_first_true_is_the_first_true_of_each_line(mask) -> None:
     want = [line.index(True) if True in line else mask.shape[1] for line in mask.tolist()]
-    assert ao.first_true(mask).tolist() == want
+    assert ao_lines.first_true(mask).tolist() == want
 
 
 @st.composite
@@ -172,22 +174,23 @@ def same_width_batches(draw):
 def test_counts_on_the_sampled_matrix_are_the_counts_of_gathered_rows(records) -> None:
     """Counted once per line of the sampled matrix, or per row on the rows gathered: the same
     ids written; and a batch's run gives each record its own run's outcome and checks."""
-    batch = ao.Batch.of(records)
-    s = ao._select(batch)
+    batch = ao_replay.Batch.of(records)
+    s = ao_replay._select(batch)
     assert s.lines is not None
     for patched in (False, True):
-        gathered = ao._gathered_counts(s.ids, s.k, s.vocab, s.placeholders, s.groups, patched)
-        assert ao._counts(batch, s, patched).tolist() == gathered.tolist()
+        gathered = ao_replay._gathered_counts(s.ids, s.k, s.vocab, s.placeholders, s.groups,
+                                              patched)
+        assert ao_replay._counts(batch, s, patched).tolist() == gathered.tolist()
         model = ao.SITE.patched if patched else ao.SITE.upstream
-        together = ao.run(batch, patched)
+        together = ao_replay.run(batch, patched)
         found = together.checks().findings()
         # the ids written, as read from the rows before and after the call
-        rebuilt = ao.written(batch, *together.after(), together.status == 0)
+        rebuilt = ao_replay.written(batch, *together.after(), together.status == 0)
         assert together.writes().findings() == rebuilt.findings()
         for i, (rec, outcome) in enumerate(zip(records, together.outcomes(), strict=True)):
             alone = model(rec)
             assert (outcome.status, outcome.outputs) == (alone.status, alone.outputs)
-            own = ao.run(ao.Batch.of([rec]), patched).checks().findings().get(0, [])
+            own = ao_replay.run(ao_replay.Batch.of([rec]), patched).checks().findings().get(0, [])
             assert found.get(i, []) == own
 
 
@@ -213,9 +216,9 @@ def test_trailing_start_is_where_each_rows_trailing_placeholders_begin(rows) -> 
     values = np.array([v for row in rows for v in row], dtype=np.int64)
     lengths = np.array([len(row) for row in rows], dtype=np.int64)
     want = [by_loop(row) for row in rows]
-    assert ao.trailing_start(values, lengths).tolist() == want
+    assert ao_lines.trailing_start(values, lengths).tolist() == want
     some = np.arange(len(rows))[::2]
-    assert ao.trailing_start(values, lengths, some).tolist() == [want[i] for i in some]
+    assert ao_lines.trailing_start(values, lengths, some).tolist() == [want[i] for i in some]
 
 
 def _judged(checks, req_ids):
@@ -235,16 +238,17 @@ def test_run_batch_judges_each_record_as_its_own_outcome(records, order) -> None
     when it writes the same ids, and cuts the other's ids where it writes fewer): status,
     findings and checked ranges of each record are those of its own outcome, one record at
     a time."""
-    batch = ao.prepare_columns(RecordColumns(records))
+    batch = ao_replay.prepare_columns(RecordColumns(records))
     for patched in order:
-        done = ao.run_batch(batch, patched)
+        done = ao_replay.run_batch(batch, patched)
         model = ao.SITE.patched if patched else ao.SITE.upstream
         found, ranges = _judged(done.checks, done.req_ids)
         for i, rec in enumerate(records):
             outcome = model(rec)
             assert STATUSES[done.status[i]] == outcome.status
             assert (i in done.messages) == (outcome.status != "ok")
-            own_found, own_ranges = _judged(ao.outcome_checks(rec, outcome), [rec["req_ids"]])
+            own_found, own_ranges = _judged(ao_replay.outcome_checks(rec, outcome),
+                                            [rec["req_ids"]])
             assert found.get(i, []) == own_found.get(0, [])
             assert [r[1:] for r in ranges if r[0] == i] == [r[1:] for r in own_ranges]
 
@@ -260,7 +264,7 @@ def test_line_prefixes_are_the_first_ids_of_each_line(case) -> None:
     at = np.array([line for line, _ in taken], dtype=np.int64)
     count = np.array([c for _, c in taken], dtype=np.int64)
     want = [v for line, c in taken for v in lines[line][:c]]
-    got = ao.line_prefixes(matrix, at, count)
+    got = ao_lines.line_prefixes(matrix, at, count)
     assert got.dtype == matrix.dtype and got.tolist() == want
 
 
@@ -287,9 +291,9 @@ def test_a_previous_list_gives_no_two_rows_one_previous_row(records) -> None:
     one its previous batch gives as a map (where rows may be shared)."""
     from forensics.sites._common import prev_index_map
 
-    assert ao._select(ao.Batch.of(records)).groups is None
-    for model in (lambda rs: ao.run(ao.Batch.of(rs), patched=False).outcomes(),
-                  lambda rs: ao.run(ao.Batch.of(rs), patched=True).outcomes()):
+    assert ao_replay._select(ao_replay.Batch.of(records)).groups is None
+    for model in (lambda rs: ao_replay.run(ao_replay.Batch.of(rs), patched=False).outcomes(),
+                  lambda rs: ao_replay.run(ao_replay.Batch.of(rs), patched=True).outcomes()):
         as_maps = [record("async_output", req_ids=r["req_ids"],
                           prev_req_id_to_index=prev_index_map(r),
                           sampled_token_ids_cpu=r["sampled_token_ids_cpu"],

@@ -11,6 +11,8 @@ from site_records import i32, record
 from forensics.errors import CaptureFormatError
 from forensics.judge.findings import judge_record
 from forensics.sites import prepare_input_ids as pii
+from forensics.sites.prepare_input_ids import plans as pii_plans
+from forensics.sites.prepare_input_ids import replay as pii_replay
 
 
 def make(pp, sampled, cu, drafts=None, ids=None, **extra):
@@ -32,7 +34,7 @@ def out(outcome):
 
 def test_fast_path_copies_one_slice() -> None:
     rec = make([0, 1], [7, 8], [1, 2])
-    assert pii.plan(rec, False).fast
+    assert pii_plans.plan(rec, False).fast
     assert out(pii.SITE.upstream(rec)) == [7, 8]
     assert judge_record(rec, pii.SITE.upstream(rec)) == []
 
@@ -72,7 +74,7 @@ def test_placeholder_on_a_new_row_survives_both_models() -> None:
 def test_device_buffer_keeps_its_contents_when_every_row_is_common() -> None:
     rec = make([1, 0], [7, 8], [2, 4], drafts=[1, 1], ids=[1, 2, 3, 4],
                input_ids_device=i32(50, 51, 52, 53))
-    assert not pii.plan(rec, False).copy_cpu
+    assert not pii_plans.plan(rec, False).copy_cpu
     assert out(pii.SITE.upstream(rec)) == [8, 51, 7, 53]
 
 
@@ -155,9 +157,9 @@ def test_drafts_scattered_a_position_at_a_time_are_the_per_draft_scatter(rows, w
         for j in range(int(count[i])):
             value = drafts[index[i] + j]
             want[slot[i] + j] = np.array([value]).astype(np.int32)[0] if wraps else value
-    for columns in (0, pii.DRAFT_COLUMNS):
+    for columns in (0, pii_replay.DRAFT_COLUMNS):
         got = np.full(size, -9, dtype=np.int64)
-        pii.scatter_drafts(got, slot, drafts, index, count, wraps, columns)
+        pii_replay.scatter_drafts(got, slot, drafts, index, count, wraps, columns)
         assert got.tolist() == want.tolist()
 
 
@@ -188,9 +190,9 @@ def test_a_batch_finds_what_each_record_finds_alone(records, patched) -> None:
     of the model's outcome find (misattributed drafts judged draft by draft)."""
     from forensics.sites._common import RecordColumns
 
-    run = pii.run_batch(pii.prepare_columns(RecordColumns(records)), patched).whole()
+    run = pii_replay.run_batch(pii_replay.prepare_columns(RecordColumns(records)), patched).whole()
     found = run.checks.findings()
     model = pii.SITE.patched if patched else pii.SITE.upstream
     for i, rec in enumerate(records):
-        alone = pii.outcome_checks(rec, model(rec)).findings().get(0, [])
+        alone = pii_replay.outcome_checks(rec, model(rec)).findings().get(0, [])
         assert _keyed(found.get(i, [])) == _keyed(alone)

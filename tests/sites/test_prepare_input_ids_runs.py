@@ -14,6 +14,8 @@ from test_prepare_input_ids import drafting_records, pii_records
 from forensics.sites import prepare_input_ids as pii
 from forensics.sites._common import RecordColumns
 from forensics.sites.core import CheckList, Checks, in_range_extremes
+from forensics.sites.prepare_input_ids import plans as pii_plans
+from forensics.sites.prepare_input_ids import replay as pii_replay
 
 
 def _table(checks: Checks | CheckList) -> list[tuple[int, str, list[int]]]:
@@ -66,11 +68,11 @@ def test_a_batch_checks_the_ranges_each_record_checks_alone(records, patched) ->
     """The columnar run of several records gives, per record, the checked ranges (tensor,
     min, max, lower, upper, in order) and the findings that the per-record checks of the
     model's outcome give."""
-    run = pii.run_batch(pii.prepare_columns(RecordColumns(records)), patched)
+    run = pii_replay.run_batch(pii_replay.prepare_columns(RecordColumns(records)), patched)
     got = _per_record_table(run.whole().checks)
     model = pii.SITE.patched if patched else pii.SITE.upstream
     for i, rec in enumerate(records):
-        alone = pii.outcome_checks(rec, model(rec))
+        alone = pii_replay.outcome_checks(rec, model(rec))
         assert got.get(i, []) == _per_record_table(alone).get(0, []), i
 
 
@@ -91,12 +93,12 @@ def test_records_the_guard_changes_run_apart_as_in_the_whole_batch(records) -> N
     """Where the guard skips rows of some records only, those run apart (per model) and the
     others once for both: statuses, messages, ranges and findings are those of each model
     run over the whole batch."""
-    batch = pii.prepare_columns(RecordColumns(records))
-    changed = ~pii.inert(batch)
+    batch = pii_replay.prepare_columns(RecordColumns(records))
+    changed = ~pii_plans.inert(batch)
     for patched in (False, True):
-        whole = pii._run_batch(pii.prepare_columns(RecordColumns(records)), patched)
-        assert _judged(pii.run_batch(batch, patched)) == _judged(whole)
-    apart = 0 < changed.sum() <= min(pii.APART_AT_MOST, len(records) - 1)
+        whole = pii_replay._run_batch(pii_replay.prepare_columns(RecordColumns(records)), patched)
+        assert _judged(pii_replay.run_batch(batch, patched)) == _judged(whole)
+    apart = 0 < changed.sum() <= min(pii_replay.APART_AT_MOST, len(records) - 1)
     assert (("apart", True) in batch.runs) == apart
     assert (("inert", False) in batch.runs) == apart
     if not changed.any():
@@ -109,9 +111,9 @@ def test_many_changed_records_run_whole_per_model(monkeypatch: pytest.MonkeyPatc
 
     stale = make([5], [7], [1])  # its previous row is past the one sampled row
     fine = make([0], [7], [1])
-    monkeypatch.setattr(pii, "APART_AT_MOST", 0)
-    batch = pii.prepare_columns(RecordColumns([stale, fine]))
-    up, patched = pii.run_batch(batch, False), pii.run_batch(batch, True)
+    monkeypatch.setattr(pii_replay, "APART_AT_MOST", 0)
+    batch = pii_replay.prepare_columns(RecordColumns([stale, fine]))
+    up, patched = pii_replay.run_batch(batch, False), pii_replay.run_batch(batch, True)
     assert sorted(batch.runs) == [("whole", False), ("whole", True)]
     assert up.status.tolist() == [1, 0] and patched.status.tolist() == [0, 0]
 
@@ -124,9 +126,9 @@ def test_a_changed_record_numpy_runs_is_left_to_its_own_run() -> None:
     broadcast = make([0, 1, 2], [7], [1, 2, 3])  # rows 1, 2 past the one sampled row
     fine = make([0], [7], [1])
     records = [fine, broadcast, fine]
-    batch = pii.prepare_columns(RecordColumns(records))
-    assert (~pii.inert(batch)).tolist() == [False, True, False]
+    batch = pii_replay.prepare_columns(RecordColumns(records))
+    assert (~pii_plans.inert(batch)).tolist() == [False, True, False]
     for patched in (False, True):
-        whole = pii._run_batch(pii.prepare_columns(RecordColumns(records)), patched)
-        assert _judged(pii.run_batch(batch, patched)) == _judged(whole)
-    assert len(pii.run_batch(batch, False).checks.findings()[1]) == 2
+        whole = pii_replay._run_batch(pii_replay.prepare_columns(RecordColumns(records)), patched)
+        assert _judged(pii_replay.run_batch(batch, patched)) == _judged(whole)
+    assert len(pii_replay.run_batch(batch, False).checks.findings()[1]) == 2

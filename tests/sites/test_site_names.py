@@ -1,4 +1,5 @@
-"""A site is one module: only a built-in site's own module and the registry name it in code.
+"""A site is one module (or one package): only a built-in site's own modules and the registry
+name it in code.
 
 "Names it" means a string literal equal to the site's name (docstrings and comments, which
 explain, are left out), a variable or function of that name, or an import of its module.
@@ -67,8 +68,10 @@ def test_the_built_in_sites_are_registered() -> None:
 
 def test_only_a_sites_module_and_the_registry_line_name_it() -> None:
     found = naming_files()
-    for site in BUILT_IN:
-        assert found.pop(f"sites/{site}.py", set()) <= {site}, site
+    for site in BUILT_IN:  # a site is one module, or one package (its modules name only it)
+        own = [f for f in found if f == f"sites/{site}.py" or f.startswith(f"sites/{site}/")]
+        for path in own:
+            assert found.pop(path) <= {site}, (site, path)
     found.pop(REGISTRY_LINE)
     assert not found, {f: sorted(s) for f, s in found.items()}
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from forensics.simulator.runs import configure, manifest_for, simulate
+from forensics.simulator.runs import simulate
+from forensics.simulator.scenarios import configure, manifest_for
 from forensics.store.reader import load
 from forensics.store.writer import write_capture
 

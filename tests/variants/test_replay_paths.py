@@ -22,7 +22,8 @@ import forensics
 from forensics.judge import findings as judge
 from forensics.outcome import Outcome
 from forensics.records import Record
-from forensics.simulator.runs import SCENARIOS, simulate
+from forensics.simulator.runs import simulate
+from forensics.simulator.scenarios import SCENARIOS
 from forensics.sites import pipeline_key
 from forensics.variants.models import ModelVariant, PatchedVariant, UpstreamVariant
 
@@ -62,7 +63,7 @@ def scenario_records(name: str) -> list[Record]:
 
 def test_an_inert_record_gets_exactly_the_upstream_outcome() -> None:
     """Where ``prepare_input_ids.inert`` holds, the patched run inherits the upstream one."""
-    from forensics.sites import prepare_input_ids as pii
+    from forensics.sites.prepare_input_ids import plans as pii_plans
 
     site = "prepare_input_ids"
     seen = {True: 0, False: 0}
@@ -71,7 +72,7 @@ def test_an_inert_record_gets_exactly_the_upstream_outcome() -> None:
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(record=STRATEGIES[site])
     def check(record: Record) -> None:
-        inert = bool(pii.inert(pii.Batch.of([record]))[0])
+        inert = bool(pii_plans.inert(pii_plans.Batch.of([record]))[0])
         seen[inert] += 1
         if inert:
             assert_same_outcome(MODELS["upstream"].run(record), MODELS["patched"].run(record),

@@ -7,7 +7,7 @@ return its :class:`~forensics.present.svg.canvas.Figure`; each such figure is ke
 keeps its open figures, until :func:`take_figures` hands them to the notebook executor at the
 end of the cell. Outside it (a notebook in Jupyter, a script) the same calls draw with
 matplotlib, as before. (The drawer is passed in, not imported here: the views import
-:mod:`forensics.present.plots` for their data.)
+:mod:`forensics.present.scene` for their data.)
 """
 
 from __future__ import annotations

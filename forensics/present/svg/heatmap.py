@@ -1,5 +1,5 @@
 """The rows x steps heatmap as an SVG panel: what :func:`forensics.present.plots.plot_row_heatmap`
-draws, from the same :func:`~forensics.present.plots.heatmap_data` (grid, checked steps,
+draws, from the same :func:`~forensics.present.scene.heatmap.heatmap_data` (grid, checked steps,
 written values, suspect and settled cells, colour scale, ticks, texts).
 
 Classes a reader (or a test) can find: ``checked`` (a run of checked steps, one rect for all its
@@ -13,7 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from forensics.present import plots
+from forensics.present.scene.heatmap import HeatmapData, heatmap_data
+from forensics.present.style import (
+    CHECKED_COLOR,
+    CHECKED_LABEL,
+    RESOLVED,
+    RESOLVED_COLOR,
+    SUSPECT_CELL_LABEL,
+    SUSPECT_COLOR,
+    UNSEEN_COLOR,
+    VIOLATION_COLOR,
+    VIOLATION_RAMP,
+)
 from forensics.present.svg.canvas import LegendEntry, Panel
 
 #: pixels of a settled or suspect cell's marker
@@ -30,7 +41,7 @@ def heatmap_panel(result: Any, site: str | None = None, variant: str | None = No
     Raises:
         UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
     """
-    data = plots.heatmap_data(result, site, variant, align)
+    data = heatmap_data(result, site, variant, align)
     panel = Panel(title=data.title, xlabel="engine step", ylabel="batch row (index)",
                   integer_x=False, xlim=(-0.5, max(len(data.steps), 1) - 0.5),
                   ylim=(-0.5, len(data.rows) - 0.5), invert_y=True,
@@ -41,22 +52,22 @@ def heatmap_panel(result: Any, site: str | None = None, variant: str | None = No
         return panel
     _checked_runs(panel, data)
     _offending_cells(panel, data)
-    panel.legend[:0] = [LegendEntry(plots.CHECKED_LABEL, plots.CHECKED_COLOR, "patch"),
-                        LegendEntry("out of bounds", plots.VIOLATION_COLOR, "patch")]
+    panel.legend[:0] = [LegendEntry(CHECKED_LABEL, CHECKED_COLOR, "patch"),
+                        LegendEntry("out of bounds", VIOLATION_COLOR, "patch")]
     if data.suspects is not None:
         ri, si = data.suspects
-        panel.marks(si.tolist(), ri.tolist(), "D", plots.SUSPECT_COLOR, filled=False,
-                    size=MARK_SIZE, label=plots.SUSPECT_CELL_LABEL, role="mark suspect")
+        panel.marks(si.tolist(), ri.tolist(), "D", SUSPECT_COLOR, filled=False,
+                    size=MARK_SIZE, label=SUSPECT_CELL_LABEL, role="mark suspect")
     for state, ri, si in data.settled:
-        shape, color, cls = (("o", plots.RESOLVED_COLOR, "resolved") if state == plots.RESOLVED
-                             else ("s", plots.UNSEEN_COLOR, "unseen"))
+        shape, color, cls = (("o", RESOLVED_COLOR, "resolved") if state == RESOLVED
+                             else ("s", UNSEEN_COLOR, "unseen"))
         panel.marks(si.tolist(), ri.tolist(), shape, color, filled=False, size=MARK_SIZE,
                     label=data.settled_label(state), role=f"mark {cls}")
     panel.legend.extend(_distance_key(data))
     return panel
 
 
-def _checked_runs(panel: Panel, data: plots.HeatmapData) -> None:
+def _checked_runs(panel: Panel, data: HeatmapData) -> None:
     """The checked steps in grey: one rect per run of consecutive step indices, all rows."""
     top, bottom = -0.5, len(data.rows) - 0.5
     runs: list[list[int]] = []
@@ -66,10 +77,10 @@ def _checked_runs(panel: Panel, data: plots.HeatmapData) -> None:
         else:
             runs.append([i, i])
     for first, last in runs:
-        panel.cell(first - 0.5, top, last + 0.5, bottom, plots.CHECKED_COLOR, role="checked")
+        panel.cell(first - 0.5, top, last + 0.5, bottom, CHECKED_COLOR, role="checked")
 
 
-def _offending_cells(panel: Panel, data: plots.HeatmapData) -> None:
+def _offending_cells(panel: Panel, data: HeatmapData) -> None:
     """Each offending cell in the colour of its distance, its value written on a small grid;
     at least :data:`DENSE_CELL` of the axes on a dense one."""
     written = {(r, s): value for r, s, value in data.written}
@@ -83,7 +94,7 @@ def _offending_cells(panel: Panel, data: plots.HeatmapData) -> None:
                    text="" if value is None else f"{value:.0f}", role="cell open")
 
 
-def _distance_key(data: plots.HeatmapData) -> list[LegendEntry]:
+def _distance_key(data: HeatmapData) -> list[LegendEntry]:
     """Legend entries for the colour of a distance of 1 and of the largest distance (none
     when every distance is 1: "out of bounds" is then its colour)."""
     if data.peak <= 1:
@@ -96,8 +107,9 @@ def _distance_key(data: plots.HeatmapData) -> list[LegendEntry]:
 
 
 def ramp(t: float) -> str:
-    """The colour at ``t`` (0 to 1) of :data:`plots.VIOLATION_RAMP`, interpolated linearly."""
-    stops = [tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in plots.VIOLATION_RAMP]
+    """The colour at ``t`` (0 to 1) of :data:`~forensics.present.style.VIOLATION_RAMP`,
+    interpolated linearly."""
+    stops = [tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in VIOLATION_RAMP]
     t = min(max(t, 0.0), 1.0) * (len(stops) - 1)
     i = min(int(t), len(stops) - 2)
     a, b, f = stops[i], stops[i + 1], t - i

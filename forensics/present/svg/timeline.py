@@ -1,5 +1,5 @@
 """The bounds timeline as an SVG panel: what :func:`forensics.present.plots.plot_bounds_timeline`
-draws, from the same :func:`~forensics.present.plots.timeline_data` (tensors, bins, each
+draws, from the same :func:`~forensics.present.scene.timeline.timeline_data` (tensors, bins, each
 finding's state, suspect steps, texts), so the report's picture says what the notebook's does.
 
 Classes a reader (or a test) can find: ``band``, ``series max`` / ``series min`` (a tensor's
@@ -18,28 +18,46 @@ from __future__ import annotations
 
 from typing import Any
 
-from forensics.present import plots
+from forensics.present.scene.timeline import (
+    TimelineData,
+    TimelineTensor,
+    bin_edges,
+    first_note,
+    padded_to_edges,
+    timeline_data,
+)
+from forensics.present.selection import TensorChoice, title_text
+from forensics.present.style import (
+    BOUND_COLOR,
+    MARK_STYLES,
+    OPEN,
+    RESOLVED,
+    SUSPECT_COLOR,
+    SUSPECT_LABEL,
+    UNSEEN,
+    VIOLATION_COLOR,
+)
 from forensics.present.svg.canvas import Panel
 from forensics.present.timeline_bins import BinDensity
 
-#: the canvas marker of each of matplotlib's markers in :data:`plots.MARK_STYLES`
+#: the canvas marker of each of matplotlib's markers in :data:`~forensics.present.style.MARK_STYLES`
 _SHAPES = {"X": "x", "o": "o", "s": "s"}
 #: the class of each state's marks
-_CLASSES = {plots.OPEN: "open", plots.RESOLVED: "resolved", plots.UNSEEN: "unseen"}
+_CLASSES = {OPEN: "open", RESOLVED: "resolved", UNSEEN: "unseen"}
 #: marker sizes in pixels: a step's marker, and a dense timeline's smallest and largest bin
 #: marker (sized by its bad steps; the smallest still shows one bad step among 10,000)
 MARK_SIZE, BIN_SIZES = 9.0, (8.0, 14.0)
 
 
 def timeline_panel(result: Any, site: str | None = None, variant: str | None = None,
-                   tensor: plots.TensorChoice = None) -> Panel:
+                   tensor: TensorChoice = None) -> Panel:
     """Per step (or bin), the smallest and largest value each checked tensor used, against its
     valid bound, with every value out of bounds marked as its verdict says.
 
     Raises:
         UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
     """
-    data = plots.timeline_data(result, site, variant, tensor)
+    data = timeline_data(result, site, variant, tensor)
     if data.density is not None and data.lines:
         return _density_panel(data, data.density)
     panel = Panel(title=data.title(), xlabel="engine step", ylabel=data.ylabel(),
@@ -48,10 +66,10 @@ def timeline_panel(result: Any, site: str | None = None, variant: str | None = N
         _draw_tensor(panel, data, line, first=i == 0)
     steps, tops = data.suspects
     if steps:
-        panel.marks(steps, tops, "D", plots.SUSPECT_COLOR, filled=False, size=MARK_SIZE,
-                    label=plots.SUSPECT_LABEL, role="mark suspect")
+        panel.marks(steps, tops, "D", SUSPECT_COLOR, filled=False, size=MARK_SIZE,
+                    label=SUSPECT_LABEL, role="mark suspect")
     if data.first is not None:
-        panel.note(*data.first, plots.first_note(*data.first), plots.VIOLATION_COLOR,
+        panel.note(*data.first, first_note(*data.first), VIOLATION_COLOR,
                    role="note first")
     if not data.lines:
         panel.text(0.5, 0.5, data.empty(), anchor="middle", role="empty")
@@ -61,25 +79,25 @@ def timeline_panel(result: Any, site: str | None = None, variant: str | None = N
     return panel
 
 
-def _density_panel(data: plots.TimelineData, density: BinDensity) -> Panel:
+def _density_panel(data: TimelineData, density: BinDensity) -> Panel:
     """A dense timeline as counts per bin (see the module): a bar stack per bin, a line at
     each bin holding a value out of bounds, the suspect steps and the first violation."""
-    panel = Panel(title=plots.title_text(data.result, data.site, data.variant,
+    panel = Panel(title=title_text(data.result, data.site, data.variant,
                                          density.ylabel()),
                   xlabel="engine step", ylabel=density.ylabel(), integer_x=True, ypad=0.12)
     for state, start, bottom, top in density.stacked():
         panel.cell(start - 0.5, bottom, start + density.width - 0.5, top, density.colors[state],
                    role=f"bar {_CLASSES[state]}", label=density.label(state))
     for x in density.open_centres():
-        panel.vline(x, plots.VIOLATION_COLOR, width=1.0, opacity=0.6, role="vline open")
+        panel.vline(x, VIOLATION_COLOR, width=1.0, opacity=0.6, role="vline open")
     steps, _ = data.suspects
     if steps:
-        panel.marks(steps, [0.0] * len(steps), "D", plots.SUSPECT_COLOR, filled=False,
-                    size=MARK_SIZE, label=plots.SUSPECT_LABEL, role="mark suspect")
+        panel.marks(steps, [0.0] * len(steps), "D", SUSPECT_COLOR, filled=False,
+                    size=MARK_SIZE, label=SUSPECT_LABEL, role="mark suspect")
     if data.first is not None:
         step, value = data.first
-        panel.note(step, density.top_at(step), plots.first_note(step, value),
-                   plots.VIOLATION_COLOR, role="note first")
+        panel.note(step, density.top_at(step), first_note(step, value),
+                   VIOLATION_COLOR, role="note first")
     if not density.starts:
         panel.text(0.5, 0.5, density.empty_text(data.site, data.variant), anchor="middle",
                    role="empty")
@@ -90,7 +108,7 @@ def _density_panel(data: plots.TimelineData, density: BinDensity) -> Panel:
     return panel
 
 
-def _xlim(data: plots.TimelineData) -> tuple[float, float] | None:
+def _xlim(data: TimelineData) -> tuple[float, float] | None:
     """The steps' extent, half a bin beyond the first and the last (None without steps)."""
     xs = [float(x) for line in data.lines for x in line.binned["step"]] + data.suspects[0]
     if not xs:
@@ -98,29 +116,29 @@ def _xlim(data: plots.TimelineData) -> tuple[float, float] | None:
     return min(xs) - data.width / 2, max(xs) + data.width / 2
 
 
-def _draw_tensor(panel: Panel, data: plots.TimelineData, line: plots.TimelineTensor,
+def _draw_tensor(panel: Panel, data: TimelineData, line: TimelineTensor,
                  first: bool) -> None:
     """One tensor's band, largest and smallest values, bound lines and marks."""
     binned, dense = line.binned, data.dense
     column = {c: binned[c].to_numpy(dtype="float64") for c in ("step", "min", "max", "lower",
                                                                  "upper")}
     x = column["step"].tolist()
-    edges = plots._edges(column["step"], data.width).tolist()  # a bin spans its whole width
-    padded = {c: plots._padded(column[c]).tolist() for c in ("min", "max", "lower", "upper")}
+    edges = bin_edges(column["step"], data.width).tolist()  # a bin spans its whole width
+    padded = {c: padded_to_edges(column[c]).tolist() for c in ("min", "max", "lower", "upper")}
     panel.band(edges, padded["min"], padded["max"], line.color, opacity=0.15)
     panel.line(x, column["max"].tolist(), line.color, width=0.8 if dense else 1.0,
                dots=0.0 if dense else 1.8, label=data.series_label(line), role="series max")
     panel.line(x, column["min"].tolist(), line.color, width=0.6 if dense else 0.8,
                dash="1.5,2", dots=0.0 if dense else 1.0, role="series min")
-    panel.line(edges, padded["upper"], plots.BOUND_COLOR, width=1.4, dash="5,3", step=True,
+    panel.line(edges, padded["upper"], BOUND_COLOR, width=1.4, dash="5,3", step=True,
                label=line.bound_label(), role="bound upper")
-    panel.line(edges, padded["lower"], plots.BOUND_COLOR, width=0.8, dash="6,2,1.5,2",
+    panel.line(edges, padded["lower"], BOUND_COLOR, width=0.8, dash="6,2,1.5,2",
                step=True, label=line.lower_label() if first else None, role="bound lower")
-    for state, marker, color in plots.MARK_STYLES:
+    for state, marker, color in MARK_STYLES:
         _draw_marks(panel, data, line, state, _SHAPES[marker], color)
 
 
-def _draw_marks(panel: Panel, data: plots.TimelineData, line: plots.TimelineTensor,
+def _draw_marks(panel: Panel, data: TimelineData, line: TimelineTensor,
                 state: str, shape: str, color: str) -> None:
     """The values out of bounds of ``line`` in ``state``: a marker each (on a dense timeline
     sized by the bin's bad steps) and, where the data says so, a thin vertical line."""
@@ -135,5 +153,5 @@ def _draw_marks(panel: Panel, data: plots.TimelineData, line: plots.TimelineTens
     if data.lined(state):
         for step in sorted(set(mx)):
             panel.vline(step, color, width=1.0, opacity=0.6, role=f"vline {cls}")
-    panel.marks(mx, my, shape, color, filled=state == plots.OPEN, size=sizes,
+    panel.marks(mx, my, shape, color, filled=state == OPEN, size=sizes,
                 label=data.mark_label(state), role=f"mark {cls}")

@@ -1,6 +1,6 @@
 """The verdict matrix as an SVG figure: what :func:`forensics.present.plots.plot_verdict_matrix`
-draws, from the same :func:`~forensics.present.plots.verdict_grid` and
-:func:`~forensics.present.plots.verdict_cell`.
+draws, from the same :func:`~forensics.present.scene.verdicts.verdict_grid` and
+:func:`~forensics.present.scene.verdicts.verdict_cell`.
 
 Each cell is a ``rect`` of class ``cell`` at ``data-x`` (the variant's column) and ``data-y``
 (the site's row), followed by its ``cell-text``; the x tick labels name the variants, the y
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from forensics.present import plots
+from forensics.present.scene.verdicts import verdict_cell, verdict_grid, verdict_title
 from forensics.present.svg.canvas import TICK_SIZE, TITLE_SIZE, Figure, Panel, text_width
 
 #: pixels of one cell
@@ -23,17 +23,17 @@ ROTATION = 20.0
 
 def verdict_figure(result: Any) -> Figure:
     """Sites (rows, pipeline order) x variants (columns), each cell coloured by its verdict
-    (:data:`plots.VERDICT_COLORS`) and holding its text."""
-    sites, variants, verdicts = plots.verdict_grid(result)
+    (:data:`~forensics.present.style.VERDICT_COLORS`) and holding its text."""
+    sites, variants, verdicts = verdict_grid(result)
     rows, columns = max(1, len(sites)), max(1, len(variants))
-    panel = Panel(title=plots.verdict_title(result), xlabel="variant", ylabel="site",
+    panel = Panel(title=verdict_title(result), xlabel="variant", ylabel="site",
                   integer_x=False, xlim=(-0.5, columns - 0.5), ylim=(-0.5, rows - 0.5),
                   invert_y=True, xtick_rotation=ROTATION,
                   xticks=[(float(j), v) for j, v in enumerate(variants)],
                   yticks=[(float(i), s) for i, s in enumerate(sites)])
     for i, site in enumerate(sites):
         for j, variant in enumerate(variants):
-            text, fill, ink = plots.verdict_cell(verdicts.get(variant, {}).get(site))
+            text, fill, ink = verdict_cell(verdicts.get(variant, {}).get(site))
             panel.cell(j - 0.5, i - 0.5, j + 0.5, i + 0.5, fill, text=text, text_color=ink)
     return Figure([panel], *_size(panel, rows, columns), kind="verdicts")
 

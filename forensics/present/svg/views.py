@@ -1,6 +1,7 @@
 """The report's views as SVG figures: one function per view, as :mod:`forensics.present.plots`
-has one per matplotlib view, drawn from the same data (its ``bounds_frame``, ``step_verdicts``,
-``bin_steps``... ) so a picture in a report says what the notebook's picture says.
+has one per matplotlib view, drawn from the same scenes (:mod:`forensics.present.scene`) and
+styles (:mod:`forensics.present.style`), so a picture in a report says what the notebook's
+picture says.
 
 Each panel function (``timeline_panel``, ``heatmap_panel``, ``histogram_panel``) lives in the
 view's own module and returns a :class:`~forensics.present.svg.canvas.Panel`; this module puts
@@ -14,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from forensics.present import plots
+from forensics.present.scene import KINDS
+from forensics.present.selection import choose_tensors, chosen_site, chosen_variant, variant_names
 from forensics.present.svg.canvas import Figure, Panel
 from forensics.present.svg.heatmap import heatmap_panel
 from forensics.present.svg.histogram import histogram_panel
@@ -44,7 +46,7 @@ def figure(kind: str, result: Any, **kwargs: Any) -> Figure:
     if kind == "verdicts":
         return verdict_figure(result)
     if kind not in PANELS:
-        raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(plots.KINDS)}")
+        raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(KINDS)}")
     return Figure([PANELS[kind](result, **kwargs)], PANEL_WIDTH, PANEL_HEIGHT, kind=kind)
 
 
@@ -55,11 +57,11 @@ def side_by_side(result: Any, kind: str = "timeline", site: str | None = None,
     heatmaps, whose grids span every variant's steps and rows."""
     if kind not in PANELS:
         raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(PANELS)}")
-    names = list(variants) if variants is not None else plots.variant_names(result)
-    names = names or [plots._check_variant(result, None)]
-    site = site or plots._check_site(result, None, plots._check_variant(result, names[0]))
+    names = list(variants) if variants is not None else variant_names(result)
+    names = names or [chosen_variant(result, None)]
+    site = site or chosen_site(result, None, chosen_variant(result, names[0]))
     if kind != "heatmap" and kwargs.get("tensor") is None:
-        kwargs["tensor"] = plots.choose_tensors(result, site, names)
+        kwargs["tensor"] = choose_tensors(result, site, names)
     if kind == "heatmap":
         kwargs["align"] = names
     panels = [PANELS[kind](result, site=site, variant=name, **kwargs) for name in names]

@@ -1,42 +1,38 @@
-"""Site ``async_output``: ``InputBatch.update_async_output_token_ids``.
-
-For each current request present in the previous batch whose output is non-empty and ends in
-``-1`` placeholders, vLLM 0.33.0 takes ``sampled_token_ids_cpu[prev_row]`` (skipped when empty),
-counts its ids (the row's length when its last id is not ``-1``, else the position of its first
-``-1``) and replaces the trailing placeholders with the first ``min(count, placeholders)`` ids.
-The patched count stops at the first id ``< 0`` or ``>= vocab_size``.
-
-Outputs are given either as full lists (``output_token_ids``) or as tails (``output_tail``, the
-last ids of each list, with the full lengths ``output_len``). A tail made only of ``-1`` is taken
-to hold every trailing placeholder (the id before it is assumed not to be ``-1``).
-"""
+"""The columnar replay of ``async_output``: a batch of records as columns (:class:`Batch`), which
+rows each model reads and how many ids it writes to each (:func:`run`), and the checks of what
+it read and wrote, for the judge (:func:`run_batch`) and for one outcome
+(:func:`outcome_checks`)."""
 
 from __future__ import annotations
 
 import functools
-import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from forensics.outcome import INDEX_ERROR, OK, STATUSES, Access, Outcome
-from forensics.records import FieldSpec, Record
+from forensics.records import Record
 from forensics.sites._common import (
-    BatchColumns,
     RecordColumns,
     RowValues,
     RunColumns,
-    Violation,
-    placeholder_start,
     prev_rows,
-    require,
-    require_len,
-    require_unique,
-    rows_with_any,
-    screen_unique,
 )
+from forensics.sites.async_output.lines import (
+    LOWEST_BIT,
+    first_true,
+    first_within,
+    line_bits,
+    line_prefixes,
+    only_minus_outside,
+    outside_vocab,
+    sampled_count,
+    sampled_lines,
+    trailing_start,
+)
+from forensics.sites.async_output.records import SAMPLED
 from forensics.sites.core import (
     KINDS,
     OUT_OF_BOUNDS,
@@ -53,89 +49,6 @@ from forensics.sites.core import (
     starts_of,
     within,
 )
-from forensics.sites.scan_counts import IndexCount, ScanColumns, count_outside, distinct
-
-NAME = "async_output"
-FIELDS = (
-    FieldSpec("req_ids", "str_list", doc="[n] current rows"),
-    FieldSpec("prev_req_id_to_index", "index_map", required=False),
-    FieldSpec("prev_req_ids", "opt_str_list", required=False),
-    FieldSpec("sampled_token_ids_cpu", "tensor", ndim=2, rank_shared=True, doc="[p, k] int32",
-              token_ids=True),
-    FieldSpec("output_token_ids", "ragged", required=False, doc="full output lists",
-              token_ids=True),
-    FieldSpec("output_tail", "ragged", required=False, doc="last ids of each output list",
-              token_ids=True),
-    FieldSpec("output_len", "tensor", required=False, doc="[n] full lengths"),
-    FieldSpec("vocab_size", "int", token_bound=True),
-)
-OUTPUT_FIELDS = ("output_token_ids", "output_tail", "output_len")
-SUMMARY_BOUND = "vocab_size"
-SUMMARY_TENSOR = "out.output_token_ids"
-#: the place in the origin chain (pipeline positions): the record of step ``s`` writes the ids
-#: of step ``s - 1`` into the output lists, which the input staging reads only at the next step,
-#: so at equal steps this site is farther from the sink than the input staging (position 1) and
-#: nearer than the batch change (position 0)
-ORIGIN_POSITION = 0.5
-#: the tensor of the sampled ids the call reads (at each request's previous row, which no
-#: captured tensor holds as such: ``index_tensor`` null)
-SAMPLED = "sampled_token_ids_cpu"
-
-
-def check_record(record: Record, where: str) -> None:
-    """Cross-field checks: the previous batch is given, outputs are full lists or tails with
-    lengths, one per current row.
-
-    Raises:
-        CaptureFormatError: naming the field and what was expected.
-    """
-    n = len(record["req_ids"])
-    require_unique(record, "req_ids", where)
-    require("prev_req_id_to_index" in record or "prev_req_ids" in record, where,
-            "prev_req_id_to_index", "or 'prev_req_ids' must give the previous batch")
-    has_full, has_tail = "output_token_ids" in record, "output_tail" in record
-    require(has_full != has_tail, where, "output_token_ids",
-            "or 'output_tail' (with 'output_len') must be given, not both")
-    for name in ("output_token_ids", "output_tail", "output_len"):
-        require_len(record, name, n, where, "one per current row")
-    if has_tail:
-        require("output_len" in record, where, "output_len", "must come with 'output_tail'")
-        _check_tails(record, where)
-    require(record["vocab_size"] > 0, where, "vocab_size", "must be > 0")
-
-
-def check_batch(cols: BatchColumns) -> np.ndarray:
-    """:func:`check_record` on a whole batch at once: the records it may reject."""
-    n = cols.length("req_ids")
-    full, tail = cols.present("output_token_ids"), cols.present("output_tail")
-    bad = screen_unique(cols, "req_ids") | (full == tail) | (cols.ints("vocab_size") <= 0)
-    bad |= ~(cols.present("prev_req_id_to_index") | cols.present("prev_req_ids"))
-    for name in ("output_token_ids", "output_tail", "output_len"):
-        bad |= cols.present(name) & (cols.length(name) != n)
-    has_len = cols.present("output_len")
-    bad |= tail & ~has_len
-    if not (tail & has_len).any():
-        return bad
-    lengths, counts = cols.flat("output_len")
-    tails, tail_counts = cols.inner_lengths("output_tail")
-    if not np.array_equal(counts, tail_counts):
-        return bad | tail  # the rows whose counts differ are flagged; check the rest per row
-    wrong = (tails > lengths) | ((tails == 0) & (lengths != 0))
-    return bad | (tail & rows_with_any(wrong, counts)) if wrong.any() else bad
-
-
-def _check_tails(record: Record, where: str) -> None:
-    """Each tail holds the last ids of its list: at most ``output_len`` ids, and some ids
-    unless the list is empty (one numpy pass; the first bad row is named)."""
-    lengths = np.asarray(record["output_len"], dtype=np.int64)
-    tails = np.fromiter(map(len, record["output_tail"]), dtype=np.int64,
-                        count=len(record["output_tail"]))
-    bad = np.flatnonzero((tails > lengths) | ((tails == 0) & (lengths != 0)))
-    if len(bad):
-        row = int(bad[0])
-        require(False, where, "output_tail", f"row {row}: must hold the last ids of a list of "
-                f"{int(lengths[row])} ids (got {int(tails[row])})")
-
 
 _LIST_ERROR = "IndexError: list index out of range"
 
@@ -283,8 +196,8 @@ class Selected:
 
     @functools.cached_property
     def ids(self) -> np.ndarray:
-        """The sampled row of each written row (:func:`_sampled_rows`)."""
-        return _sampled_rows(self.sampled, self.base, self.k)
+        """The sampled row of each written row (:func:`sampled_lines`)."""
+        return sampled_lines(self.sampled, self.base, self.k)
 
 
 @dataclass
@@ -392,7 +305,7 @@ def _guard_stops_nothing(b: Batch, s: Selected) -> bool:
     without ending in one (where upstream takes every id)."""
     if s.groups is not None or s.lines is None or b.matrix is None:
         return False
-    if not _only_minus_outside(b.matrix, b.vocab) or b.minus_bits is None:
+    if not only_minus_outside(b.matrix, b.vocab) or b.minus_bits is None:
         return False
     k = b.matrix.shape[1]
     byte = np.arange(256)
@@ -454,63 +367,6 @@ def _access_checks(rec: np.ndarray, row: np.ndarray, prev: np.ndarray, rows: np.
                   index_tensor="", indexed=SAMPLED, held=False, stale=True)
 
 
-def _sampled_rows(sampled: np.ndarray, base: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """The sampled row of each selected row as one line of a matrix of ``max(k)`` columns:
-    ``k[i]`` ids from flat position ``base[i]``, then ``-1``."""
-    width = int(k.max(initial=0))
-    if not len(k) or not width:
-        return np.full((len(k), width), -1, dtype=sampled.dtype)
-    out = np.full((len(k), width), -1, dtype=sampled.dtype)
-    column = within(k)
-    out[owner(k), column] = sampled[np.repeat(base, k) + column]
-    return out
-
-
-def _first(mask: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Per line of a matrix: the column of its first True among its first ``k`` columns, or
-    ``k`` when none."""
-    return np.minimum(first_true(mask), k)
-
-
-def trailing_start(values: np.ndarray, lengths: np.ndarray,
-                   runs: np.ndarray | None = None) -> np.ndarray:
-    """Per run (of ``runs`` only, when given): the position of the first of its trailing
-    ``-1`` placeholders (its length when it does not end in ``-1``): one past its last id
-    that is not ``-1``."""
-    out = _tails_of_one_id(values, lengths)
-    if out is None:
-        out = _past_last_id(values, lengths)
-    return out if runs is None else out[runs]
-
-
-def _tails_of_one_id(values: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
-    """:func:`trailing_start` of runs that hold at most one id that is not ``-1``, first
-    (the tails the probe records: the trailing placeholders and the id before them): 1
-    where a run starts with such an id, else 0. None when some id that is not ``-1`` is not
-    the first of its run (one count over the values tells)."""
-    if not len(values):
-        return np.zeros(len(lengths), dtype=np.int64)
-    first = np.minimum(starts_of(lengths), len(values) - 1)
-    leading = (values[first] != -1) & (lengths > 0)
-    if np.count_nonzero(values != -1) != np.count_nonzero(leading):
-        return None
-    return leading.astype(np.int64)
-
-
-def _past_last_id(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """:func:`trailing_start` of any runs: one running maximum over all the values of ``1 +``
-    the position of each id that is not ``-1`` (0 for a ``-1``), read at each run's end."""
-    if not len(values):
-        return np.zeros(len(lengths), dtype=np.int64)
-    index = np.int32 if len(values) < 2**31 - 1 else np.int64  # half the bytes to scan
-    last = np.arange(1, len(values) + 1, dtype=index)
-    np.multiply(last, values != -1, out=last)
-    np.maximum.accumulate(last, out=last)  # 1 + the last id not -1 so far (0: none)
-    ends = np.cumsum(lengths)
-    begin = ends - lengths
-    return np.where(lengths > 0, np.maximum(last[np.maximum(ends - 1, 0)] - begin, 0), 0)
-
-
 def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray, key: np.ndarray
             ) -> tuple[np.ndarray, ...] | None:
     """Rows sharing a previous row of one record, in row order: the sort order, each sorted
@@ -525,13 +381,6 @@ def _groups(srec: np.ndarray, eff: np.ndarray, rows: np.ndarray, key: np.ndarray
     group = np.cumsum(new) - 1
     first = np.flatnonzero(new)
     return order, group, np.arange(len(order)) - first[group]
-
-
-def sampled_count(size: Any, first_minus: Any, last_minus: Any) -> Any:
-    """vLLM's count of the ids in a row of ``sampled_token_ids_cpu`` (the one rule, for
-    arrays or ints): all ``size`` of them when the last is not ``-1`` (``last_minus`` false),
-    else those before the first ``-1`` (at ``first_minus``)."""
-    return np.where(last_minus, first_minus, size)
 
 
 def _counts(b: Batch, s: Selected, patched: bool) -> np.ndarray:
@@ -553,91 +402,30 @@ def _line_counts(b: Batch, patched: bool) -> np.ndarray:
     matrix = b.matrix
     assert matrix is not None
     k = matrix.shape[1]
-    if patched and not _only_minus_outside(matrix, b.vocab):
-        return first_true(_outside(matrix, b.vocab, b.s_rows))
+    if patched and not only_minus_outside(matrix, b.vocab):
+        return first_true(outside_vocab(matrix, b.vocab, b.s_rows))
     # upstream, or a guard that stops only at -1: both read where each line holds -1
     bits = b.minus_bits
     if bits is None:  # more than 8 columns
         first = first_true(matrix == -1)
         return first if patched else sampled_count(k, first, matrix[:, -1] == -1)
-    first = np.minimum(_LOWEST_BIT, k)  # per byte of bits: the first -1 (k: none)
+    first = np.minimum(LOWEST_BIT, k)  # per byte of bits: the first -1 (k: none)
     if patched:
         return first[bits]
     ends_in_minus = (np.arange(256) >> (k - 1)) & 1 == 1
     return sampled_count(k, first, ends_in_minus)[bits]
 
 
-def _only_minus_outside(matrix: np.ndarray, vocab: np.ndarray) -> bool:
-    """Whether every id of ``matrix`` lies in ``[-1, vocab)`` for the smallest ``vocab``
-    (then the only ids the vocabulary guard stops at are the ``-1`` ones)."""
-    return not matrix.size or (int(matrix.min()) >= -1 and int(matrix.max()) < int(vocab.min()))
-
-
-def _outside(matrix: np.ndarray, vocab: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Where the ids of ``matrix`` lie outside ``[0, vocab)`` (``vocab`` per record, whose
-    sampled rows are ``rows`` lines of ``matrix``): one unsigned comparison when every record
-    shares a vocabulary within the dtype's range (a negative id reads as a large one)."""
-    if len(vocab) and vocab.min() == vocab.max() and matrix.dtype.kind == "i" \
-            and 0 < int(vocab[0]) <= np.iinfo(matrix.dtype).max:
-        return matrix.view(matrix.dtype.str.replace("i", "u")) >= int(vocab[0])
-    bound = np.repeat(vocab, rows)[:, None]
-    return (matrix < 0) | (matrix >= bound)
-
-
-def first_true(mask: np.ndarray) -> np.ndarray:
-    """Per line of a boolean matrix: the column of its first True, or its width when none.
-    Up to 8 columns, a table of 256 entries gives the lowest set bit of each line's byte
-    of flags (:func:`line_bits`: no reduction along the short axis)."""
-    lines, width = mask.shape
-    bits = line_bits(mask)
-    if bits is None:
-        first = mask.argmax(axis=1) if width else np.zeros(lines, dtype=np.int64)
-        return np.where(mask[np.arange(lines), first] if width else False, first, width)
-    return np.minimum(_LOWEST_BIT, width)[bits]
-
-
-def line_bits(mask: np.ndarray) -> np.ndarray | None:
-    """Per line of a boolean matrix of 1 to 8 columns: its flags as the bits of one byte
-    (column ``j`` is bit ``j``; one pass per column). None for other widths."""
-    lines, width = mask.shape
-    if not 0 < width <= 8:
-        return None
-    bits = mask[:, 0].astype(np.uint8)
-    column = np.empty(lines, dtype=np.uint8)
-    for j in range(1, width):
-        np.left_shift(mask[:, j].view(np.uint8), j, out=column)
-        bits |= column
-    return bits
-
-
-#: the position of the lowest set bit of each byte (8 for 0)
-_LOWEST_BIT = np.array([(b & -b).bit_length() - 1 if b else 8 for b in range(256)],
-                       dtype=np.int64)
-
-
-def line_prefixes(matrix: np.ndarray, lines: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """The first ``count[i]`` ids of line ``lines[i]`` of ``matrix`` (at most 8 columns),
-    end to end: the lines taken whole, then the ids kept by one mask (each line's mask
-    read from a table of 9 words, one per count)."""
-    keep = _PREFIX_WORDS[count].view(np.bool_).reshape(-1, 8)[:, :matrix.shape[1]]
-    return np.compress(np.ascontiguousarray(keep).reshape(-1),
-                       np.take(matrix, lines, axis=0).reshape(-1))
-
-
-#: per count ``c`` from 0 to 8: 8 flags, the first ``c`` True, as one 64-bit word
-_PREFIX_WORDS = (np.arange(8) < np.arange(9)[:, None]).view(np.uint64).reshape(-1)
-
-
 def _gathered_counts(ids: np.ndarray, k: np.ndarray, vocab: np.ndarray,
                      placeholders: np.ndarray, groups: tuple[np.ndarray, ...] | None,
                      patched: bool) -> np.ndarray:
     """:func:`_counts` on the sampled rows gathered per selected row (``ids``,
-    :func:`_sampled_rows`): one pass per rank within the rows sharing a previous row (one
+    :func:`sampled_lines`): one pass per rank within the rows sharing a previous row (one
     pass when none shares)."""
     if patched:
-        stop = _first((ids < 0) | (ids >= vocab[:, None]), k)
+        stop = first_within((ids < 0) | (ids >= vocab[:, None]), k)
     else:
-        stop = _first(ids == -1, k)
+        stop = first_within(ids == -1, k)
     if groups is None:
         return _taken(ids, k, stop, placeholders, patched)
     order, group, rank = groups
@@ -841,147 +629,3 @@ def _cut_runs(values: np.ndarray, lengths: np.ndarray, kept: np.ndarray) -> np.n
         return values
     dropped = runs_from(starts_of(lengths)[cut] + kept[cut], lengths[cut] - kept[cut])
     return np.delete(values, dropped)
-
-
-def scan_indices(cols: ScanColumns) -> list[IndexCount]:
-    """The captured index checks (see :mod:`forensics.sites.scan_counts`): the ids vLLM
-    counts in each row of ``sampled_token_ids_cpu`` (all when the last is not ``-1``, else
-    those before the first ``-1``), valid in ``[0, vocab_size)``. A screen
-    (``replay=False``): an out-of-vocabulary sampled id is a finding of the replay only
-    when the call writes it."""
-    flat, sizes, present = cols.tensor(SAMPLED)
-    rows = cols.first_dim(SAMPLED)
-    width = sizes // np.maximum(rows, 1)
-    used = present & (rows > 0) & (width > 0)
-    vocab = cols.ints("vocab_size")
-    checked = bad = 0
-    for k in distinct(width[used]):  # one pass per row width (usually one)
-        mine = used & (width == k)
-        block = flat if mine.all() else flat[np.repeat(mine, sizes)]
-        n, b = _scan_sampled(block.reshape(-1, k), vocab[mine], rows[mine], cols)
-        checked += n
-        bad += b
-    return [IndexCount(SAMPLED, checked, bad, replay=False)]
-
-
-def _scan_sampled(block: np.ndarray, vocab: np.ndarray, rows: np.ndarray, cols: ScanColumns
-                  ) -> tuple[int, int]:
-    """Ids vLLM counts in the rows of ``block`` (each record's ``rows`` rows against its
-    ``vocab``): how many, and how many lie outside ``[0, vocab)``."""
-    minus = np.equal(block, -1, out=cols.bools("minus", block.size).reshape(block.shape))
-    if not _scan_gaps(minus, cols) and vocab.min() == vocab.max():
-        # every row's -1s form a suffix (the padding): the counted ids are the others
-        high, padding = int(vocab[0]), int(np.count_nonzero(minus))
-        # outside [0, high) but -1 (when high >= 0, -1 is outside: count all, take the -1s)
-        compare = cols.bools("compare", block.size).reshape(block.shape)
-        bad = count_outside(block, high, compare) - padding if high >= 0 else \
-            int(np.count_nonzero((block < -1) | (block >= high)))
-        return block.size - padding, bad
-    counted = _scan_counted(block)
-    ids = block[counted]
-    bound = np.broadcast_to(np.repeat(vocab, rows)[:, None], block.shape)[counted]
-    return len(ids), int(np.count_nonzero((ids < 0) | (ids >= bound)))
-
-
-def _scan_gaps(minus: np.ndarray, cols: ScanColumns) -> bool:
-    """Whether a row of ``minus`` (rows x k, True at each -1) has a -1 followed by an id: one
-    contiguous comparison of neighbours, the pairs that straddle two rows left out."""
-    flat = minus.reshape(-1)
-    rises = np.greater(flat[:-1], flat[1:], out=cols.bools("rises", max(len(flat) - 1, 0)))
-    rises[minus.shape[1] - 1::minus.shape[1]] = False  # last of a row, first of the next
-    return bool(rises.any())
-
-
-def _scan_counted(block: np.ndarray) -> np.ndarray:
-    """Mask of the ids vLLM counts in each row: all when the last is not -1, else those before
-    the first -1."""
-    minus = block == -1
-    first = sampled_count(block.shape[1], minus.argmax(axis=1), minus[:, -1])
-    return np.arange(block.shape[1]) < first[:, None]
-
-
-def guard(req_ids: Sequence[str], prev_req_id_to_index: Mapping[str, int],
-                       outputs: Sequence[Sequence[int]], sampled: Sequence[Sequence[int]],
-                       vocab_size: int) -> Violation | None:
-    """The probe's per-call check (``Site.guard``): rows ending in ``-1`` placeholders read
-    ``sampled[prev_row]`` and write its leading ids.
-    vLLM cuts the row's list to the ids it wrote (``del new_ids[n:]`` on the list it reads), so
-    a later request mapped to the same previous row reads only those."""
-    cut: dict[int, list[int]] = {}  # previous rows as earlier requests left them
-    for row, req_id in enumerate(req_ids):
-        prev = prev_req_id_to_index.get(req_id)
-        output = outputs[row] if row < len(outputs) else ()
-        if prev is None or not output or output[-1] != -1:
-            continue
-        if not 0 <= prev < len(sampled):
-            return Violation(NAME, row, "sampled_token_ids_cpu", int(prev), 0,
-                             len(sampled))
-        written = cut[prev] = _written(output, cut.get(prev, sampled[prev]))
-        for value in written:
-            if not 0 <= value < vocab_size:
-                return Violation(NAME, row, "out.output_token_ids", int(value), 0,
-                                 int(vocab_size))
-    return None
-
-
-def _written(output: Sequence[int], new_ids: Sequence[int]) -> list[int]:
-    new_ids = list(new_ids)
-    if not new_ids:
-        return []
-    minus = new_ids.index(-1) if new_ids[-1] == -1 else len(new_ids)
-    count = int(sampled_count(len(new_ids), minus, new_ids[-1] == -1))
-    placeholders = len(output) - placeholder_start(output)
-    return new_ids[:min(count, placeholders)]
-
-
-def log_fields(match: re.Match[str], number: Callable[[str], int]) -> dict[str, Any]:
-    """The summary record of an ``OUT-PATH`` probe line (:data:`LOG_LINE`): ``min``/``max``
-    of the listed ids (and the ids), the line's other ``k=v`` pairs (``vocab_size``, extras)."""
-    ids = [number(v) for v in re.findall(r"-?\d+", match["ids"])]
-    pairs = {k: number(v) for k, v in re.findall(r"(\w+)=(-?\d+)", match["pairs"])}
-    fields: dict[str, Any] = {k: v for k, v in pairs.items() if k not in ("min", "max", "line")}
-    if ids:
-        fields["min"], fields["max"] = min(ids), max(ids)
-        fields["ids"] = ids
-    return fields
-
-
-from forensics.sites.base import LogLine, Site  # noqa: E402  (the SITE declaration closes it)
-
-#: the SM70 fork's probe line: ``OUT-PATH out-of-range sampled ids [I, ...] (vocab_size=V k=v)``
-LOG_LINE = LogLine(re.compile(r"OUT-PATH out-of-range sampled ids \[(?P<ids>[-\d,\s]*)\]\s*"
-                              r"\((?P<pairs>[^()]*)\)"), log_fields)
-
-#: this module's site: its schema and operations (the registry holds it)
-#: ``forensics repro``: the vLLM function a standalone test calls with one record ``r``,
-#: and the test body that calls it (``{lower}``/``{upper}``: the first finding's bound)
-REPRO = ('vllm.v1.worker.gpu_input_batch.InputBatch.update_async_output_token_ids',
-         '''    from vllm.v1.worker.gpu_input_batch import InputBatch
-
-    if "output_token_ids" in r:
-        lists = [list(row) for row in r["output_token_ids"]]
-    else:  # the captured tails after a filler prefix, at their full lengths
-        lists = [[0] * (n - len(tail)) + list(tail)
-                 for tail, n in zip(r["output_tail"], r["output_len"].tolist())]
-    prev = r.get("prev_req_id_to_index")
-    if prev is None and r.get("prev_req_ids") is not None:
-        prev = {rid: i for i, rid in enumerate(r["prev_req_ids"]) if rid is not None}
-    batch = NS(req_ids=list(r["req_ids"]), prev_req_id_to_index=prev,
-               sampled_token_ids_cpu=r["sampled_token_ids_cpu"].clone(),
-               sampling_metadata=NS(output_token_ids=lists),
-               async_copy_ready_event=NS(synchronize=lambda: None),
-               vocab_size=r["vocab_size"])
-    InputBatch.update_async_output_token_ids(batch)
-    return [("output_token_ids", lists, (-1,))]  # -1: a placeholder, filled in later
-''')
-
-
-SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
-            summary_tensor=SUMMARY_TENSOR,
-            adapter="forensics.variants.vllm_adapters:run_update_async_output",
-            hook="vllm.v1.worker.gpu_input_batch:InputBatch.update_async_output_token_ids",
-            repro=REPRO,
-            origin_position=ORIGIN_POSITION,
-            checks=outcome_checks, scan_indices=scan_indices, guard=guard,
-            check_record=check_record, check_batch=check_batch, prepare_columns=prepare_columns,
-            run_batch=run_batch, log_line=LOG_LINE)

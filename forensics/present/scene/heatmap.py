@@ -1,0 +1,239 @@
+"""The rows x steps heatmap's scene: per cell the distance past the bound of the findings still
+out of bounds there, the checked steps, the written values, and the suspect and settled cells."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from forensics.present.selection import (
+    bounds_frame,
+    chosen_site,
+    chosen_variant,
+    findings_of,
+    out_of_bounds,
+    rows_of,
+    title_text,
+)
+from forensics.present.style import (
+    DENSE_ROWS,
+    DENSE_STEPS,
+    HEATMAP_WHAT,
+    RESOLVED,
+    STEP_LABELS,
+    UNSEEN,
+)
+
+
+def distance_past_bound(value: Any, lower: Any, upper: Any) -> np.ndarray:
+    """How far each value lies outside ``[lower, upper)``: 0 inside, 1 for ``upper`` or
+    ``lower - 1`` (the first invalid value on either side), growing outwards."""
+    v, lo, hi = (np.asarray(a, dtype="float64") for a in (value, lower, upper))
+    above = np.where(v >= hi, v - hi + 1, 0.0)
+    below = np.where(v < lo, lo - v, 0.0)
+    return np.nan_to_num(above + below)
+
+
+@dataclass
+class HeatmapData:
+    """What a rows x steps heatmap of (site, variant) shows, for either renderer.
+
+    ``grid[row index, step index]`` is the largest distance past the bound of the findings
+    still out of bounds there (0: none); ``checked`` the step indices where the site was
+    checked; ``written`` the (row index, step index, value) cells whose value is written;
+    ``suspects`` the cells of misattributed findings; ``settled`` per state (:data:`RESOLVED`,
+    :data:`UNSEEN`) the cells of findings that are not out of bounds for this variant.
+    """
+
+    title: str
+    variant: str
+    steps: list[float]
+    rows: list[float]
+    grid: np.ndarray
+    checked: list[int]
+    written: list[tuple[int, int, float]]
+    suspects: tuple[np.ndarray, np.ndarray] | None
+    settled: list[tuple[str, np.ndarray, np.ndarray]]
+    empty: str | None = None
+
+    @property
+    def peak(self) -> float:
+        """The largest distance in the grid (1 without any)."""
+        return float(np.nanmax(self.grid)) if self.grid.size and self.grid.max() > 0 else 1.0
+
+    @property
+    def log(self) -> bool:
+        """Whether distances are coloured on a log scale (a peak above 100)."""
+        return self.peak > 100
+
+    @property
+    def dense(self) -> bool:
+        """Whether the grid is too fine for a cell per pixel (offending cells get markers)."""
+        return len(self.steps) > DENSE_STEPS or len(self.rows) > DENSE_ROWS
+
+    def shade(self, value: float) -> float:
+        """``value``'s place (0 to 1) on the colour ramp: log from 1 to the peak when
+        :attr:`log`, else linear from 0.5 to the peak + 0.5."""
+        if self.log:
+            return float(np.clip(np.log(max(value, 1.0)) / np.log(max(self.peak, 2.0)), 0, 1))
+        return float(np.clip((value - 0.5) / max(self.peak, 1.0), 0, 1))
+
+    def xticks(self) -> list[tuple[int, str]]:
+        """(step index, label) of the labelled steps."""
+        return [(i, f"{self.steps[i]:.0f}") for i in step_ticks(self.steps, most=STEP_LABELS)]
+
+    def yticks(self) -> list[tuple[int, str]]:
+        """(row index, label) of the labelled rows (``summary`` for a summary record's row)."""
+        return [(i, "summary" if self.rows[i] < 0 else f"{self.rows[i]:.0f}")
+                for i in _thin(len(self.rows))]
+
+    def settled_label(self, state: str) -> str:
+        """The legend text of settled cells in ``state``."""
+        return f"{state} by {self.variant}"
+
+
+def heatmap_data(result: Any, site: str | None = None, variant: str | None = None,
+                 align: Sequence[str] | None = None) -> HeatmapData:
+    """The data of :func:`~forensics.present.plots.plot_row_heatmap` (``align``: the variants
+    whose steps and rows the grid spans too)."""
+    variant = chosen_variant(result, variant)
+    site = chosen_site(result, site, variant)
+    title = title_text(result, site, variant, HEATMAP_WHAT)
+    oob, settled = _open_and_settled(out_of_bounds(result, site, variant))
+    steps, rows = _heatmap_span(result, site, [variant, *(align or [])])
+    if not steps:
+        return HeatmapData(title, variant, [], rows, np.zeros((len(rows), 0)), [], [], None, [],
+                           empty=f"no records for {site} under {variant}")
+    at = {s: i for i, s in enumerate(steps)}
+    checked = sorted(at[s] for s in _checked_steps(result, site, variant))
+    findings = rows_of(findings_of(result), site, variant)
+    return HeatmapData(title, variant, steps, rows, _heatmap_grid(oob, steps, rows), checked,
+                       _written_cells(oob, steps, rows), _suspect_cells(findings, steps, rows),
+                       _settled_cells(settled, steps, rows))
+
+
+def _open_and_settled(oob: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The out-of-bounds findings split: those still out of bounds (judged, unresolved), and
+    the others (resolved, or not judged), which are never coloured as out of bounds."""
+    if not len(oob):
+        return oob, oob
+    settled = oob["resolved"] == True  # noqa: E712
+    if "judged" in oob:
+        settled |= oob["judged"] == False  # noqa: E712
+    return oob[~settled], oob[settled]
+
+
+def _settled_cells(settled: pd.DataFrame, steps: list[float], rows: list[float]
+                   ) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(state, row indices, step indices) of the resolved findings' cells and of the cells of
+    findings the variant cannot judge (states without cells left out)."""
+    if not len(settled):
+        return []
+    settled = settled[pd.to_numeric(settled["step"], errors="coerce").isin(steps)]
+    ri, si = _cell_index(settled, steps, rows)
+    resolved = (settled["resolved"] == True).to_numpy()  # noqa: E712
+    return [(state, np.asarray(ri)[mask], np.asarray(si)[mask])
+            for state, mask in ((RESOLVED, resolved), (UNSEEN, ~resolved)) if mask.any()]
+
+
+def _heatmap_span(result: Any, site: str, variants: Sequence[str]
+                  ) -> tuple[list[float], list[float]]:
+    """The steps (checked or offending) and rows of ``site`` over ``variants``, sorted."""
+    steps: set[float] = set()
+    rows: set[float] = set()
+    for name in dict.fromkeys(variants):
+        oob = out_of_bounds(result, site, name)
+        steps |= _checked_steps(result, site, name) | set(oob.get("step", pd.Series()).dropna())
+        rows |= set(_heatmap_rows(oob, rows_of(findings_of(result), site, name)))
+    return sorted(steps), sorted(rows) or [0.0]
+
+
+def _checked_steps(result: Any, site: str, variant: str) -> set[float]:
+    """Steps at which the site was checked: from ``bounds``, else from the result's records."""
+    frame, complete = bounds_frame(result, site, variant)
+    steps = set(frame["step"].dropna()) if len(frame) else set()
+    if not complete:
+        records = getattr(result, "records", None)
+        if isinstance(records, list):
+            steps |= {float(r.step) for r in records if getattr(r, "site", None) == site}
+    return steps
+
+
+def _heatmap_rows(oob: pd.DataFrame, findings: pd.DataFrame) -> list[float]:
+    rows: set[float] = set()
+    for frame in (oob, findings):
+        if len(frame):
+            rows.update(pd.to_numeric(frame["row"], errors="coerce").fillna(-1).astype(float))
+    if not rows:
+        return [0.0]
+    numbered = [r for r in rows if r >= 0]
+    dense = [float(r) for r in range(int(max(numbered)) + 1)] if numbered else []
+    return ([-1.0] if -1.0 in rows else []) + dense
+
+
+def _cell_index(frame: pd.DataFrame, steps: list[float], rows: list[float]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    step_at = {s: i for i, s in enumerate(steps)}
+    row_at = {r: i for i, r in enumerate(rows)}
+    r = pd.to_numeric(frame["row"], errors="coerce").fillna(-1).astype(float)
+    s = pd.to_numeric(frame["step"], errors="coerce").astype(float)
+    return (np.array([row_at[x] for x in r], dtype=int),
+            np.array([step_at[x] for x in s], dtype=int))
+
+
+def _heatmap_grid(oob: pd.DataFrame, steps: list[float], rows: list[float]) -> np.ndarray:
+    grid = np.zeros((len(rows), len(steps)))
+    if len(oob):
+        ri, si = _cell_index(oob, steps, rows)
+        dist = distance_past_bound(oob["value"], oob["lower"], oob["upper"])
+        np.maximum.at(grid, (ri, si), dist)
+    return grid
+
+
+def _written_cells(oob: pd.DataFrame, steps: list[float], rows: list[float]
+                   ) -> list[tuple[int, int, float]]:
+    """(row index, step index, value) of the first finding of each offending cell, on a grid
+    of at most 400 cells (on a larger one the values are not written)."""
+    if not len(oob) or len(steps) * len(rows) > 400:
+        return []
+    ri, si = _cell_index(oob, steps, rows)
+    cells: dict[tuple[int, int], float] = {}
+    for r, s, value in zip(ri, si, oob["value"], strict=True):
+        cells.setdefault((int(r), int(s)), float(value))
+    return [(r, s, value) for (r, s), value in cells.items()]
+
+
+def _suspect_cells(findings: pd.DataFrame, steps: list[float], rows: list[float]
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(row indices, step indices) of the ``misattributed`` findings' cells, None without."""
+    if not len(findings):
+        return None
+    sus = findings[findings["kind"] == "misattributed"]
+    sus = sus[pd.to_numeric(sus["step"], errors="coerce").isin(steps)]
+    if not len(sus):
+        return None
+    return _cell_index(sus, steps, rows)
+
+
+def step_ticks(steps: list[float], most: int = STEP_LABELS) -> list[int]:
+    """Positions in ``steps`` (sorted) to label: at most ``most``, at round step numbers
+    (multiples of 1, 2 or 5 x 10^k) where the steps hold them, so labels read 1000, 2000...
+    rather than 1, 1251, 2501..."""
+    if len(steps) <= most:
+        return list(range(len(steps)))
+    span = max(steps[-1] - steps[0], 1.0)
+    raw = span / most
+    scale = 10 ** int(np.floor(np.log10(raw)))
+    width = next(m * scale for m in (1, 2, 5, 10) if m * scale >= raw)
+    wanted = np.arange(np.ceil(steps[0] / width) * width, steps[-1] + 1, width)
+    found = np.searchsorted(steps, wanted)
+    return sorted({int(i) for i in found if i < len(steps)})[:most]
+
+
+def _thin(n: int, most: int = 20) -> list[int]:
+    stride = max(1, int(np.ceil(n / most)))
+    return list(range(0, n, stride))

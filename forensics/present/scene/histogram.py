@@ -1,0 +1,183 @@
+"""The value histogram's scene: the value axis (linear, or two windows around the bounds with a
+break), the counts per bin of in-range extremes and of offending values, and the sentinels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from forensics.present.selection import (
+    TensorChoice,
+    bounds_frame,
+    chosen_site,
+    chosen_variant,
+    is_id_tensor,
+    out_of_bounds,
+    tensors_to_draw,
+    title_text,
+    value_unit,
+)
+from forensics.present.style import HISTOGRAM_WHAT, PLACEHOLDER_NOTE
+
+
+def _histogram_data(result: Any, site: str, variant: str, tensor: TensorChoice
+                    ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[str], list[str]]:
+    """(bounds rows drawn, in-range extremes of each record, every offending value, tensors
+    drawn, tensors omitted for being on another scale)."""
+    frame, _ = bounds_frame(result, site, variant)
+    oob = out_of_bounds(result, site, variant)
+    drawn, omitted = tensors_to_draw(frame, tensor)
+    if drawn or tensor is not None:
+        frame = frame[frame["tensor"].astype(str).isin(drawn)]
+        oob = oob[oob["tensor"].astype(str).isin(drawn)] if len(oob) else oob
+    inside = np.array([], dtype="float64")
+    for column in ("min", "max") if len(frame) else ():
+        ok = (frame[column] >= frame["lower"]) & (frame[column] < frame["upper"])
+        inside = np.concatenate([inside, frame.loc[ok, column].to_numpy(dtype="float64")])
+    outside = oob["value"].to_numpy(dtype="float64") if len(oob) else np.array([])
+    return frame, inside, outside, drawn, omitted
+
+
+def _guess_vocab_size(site: str, frame: pd.DataFrame) -> int | None:
+    """The most common bound of the token-id tensors in ``frame`` (None without any)."""
+    if not len(frame):
+        return None
+    ids = frame[[is_id_tensor(site, str(t)) for t in frame["tensor"]]]
+    uppers = ids["upper"].dropna()
+    return int(uppers.mode().iloc[0]) if len(uppers) else None
+
+
+class ValueAxis:
+    """Maps values to x positions: one linear stretch, or two windows (around ``lower`` and
+    ``upper``) joined by a break when the valid range is wide."""
+
+    def __init__(self, lower: float, upper: float, window: int, values: np.ndarray) -> None:
+        self.lower, self.upper, self.window = lower, upper, window
+        lo = min([lower - 1, *values]) if len(values) else lower - 1
+        hi = max([upper, *values]) if len(values) else upper
+        self.broken = (hi - lo) > 6 * window
+        self.gap = max(2, window // 4)
+        self.start, self.stop = (lo, hi) if not self.broken else (0.0, 0.0)
+
+    def pos(self, values: np.ndarray) -> np.ndarray:
+        """x position of each value (values beyond a window sit on its edge)."""
+        v = np.asarray(values, dtype="float64")
+        if not self.broken:
+            return v
+        w, mid = self.window, (self.lower + self.upper) / 2
+        left = np.clip(v - (self.lower - w), 0, 2 * w - 1)
+        right = np.clip(v - (self.upper - w), 0, 2 * w - 1) + 2 * w + self.gap
+        return np.where(v < mid, left, right)
+
+    def shown(self, values: np.ndarray) -> np.ndarray:
+        """Mask of the values inside a window (all of them on a linear axis)."""
+        v = np.asarray(values, dtype="float64")
+        if not self.broken:
+            return np.ones(len(v), dtype=bool)
+        w = self.window
+        return (np.abs(v - self.lower) < w) | (np.abs(v - self.upper) < w)
+
+    def bins(self) -> np.ndarray:
+        if not self.broken:
+            return np.arange(self.start - 0.5, self.stop + 1.5)
+        return np.arange(-0.5, 4 * self.window + self.gap)
+
+    def ticks(self) -> tuple[list[float], list[str]]:
+        if not self.broken:
+            return [], []
+        w = self.window
+        values = [self.lower - w // 2, self.lower, self.upper - w // 2, self.upper,
+                  self.upper + w // 2]
+        return list(self.pos(np.array(values))), [f"{v:.0f}" for v in values]
+
+
+@dataclass
+class HistogramData:
+    """What the value histogram of (site, variant) shows, for either renderer.
+
+    ``edges`` are the bins' edges on the axis' positions (:class:`ValueAxis`), ``inside`` and
+    ``outside`` the counts per bin of in-range extremes and of offending values (None without
+    any value); ``hidden``: in-range values far from both bounds, not shown; ``sentinels``:
+    (value, note, side) of each sentinel the axis shows.
+    """
+
+    title: str
+    xlabel: str
+    axis: ValueAxis
+    lower: float
+    upper: float
+    edges: np.ndarray | None
+    inside: np.ndarray | None
+    outside: np.ndarray | None
+    hidden: int
+    sentinels: list[tuple[float, str, int]]
+    omitted: list[str]
+
+    def ylim(self) -> tuple[float, float]:
+        """The count axis' range: from below 1 to three times the tallest bar (at least 10)."""
+        top = float(np.max(self.inside + self.outside)) if self.inside is not None else 0.0
+        return 0.7, max(10.0, top * 3)
+
+    def range_edges(self) -> tuple[float, float]:
+        """The valid range's left and right edges on the axis."""
+        lo, hi = self.axis.pos(np.array([self.lower, self.upper])) - 0.5
+        return float(lo), float(hi)
+
+    def range_label(self) -> str:
+        """The valid range's legend text."""
+        return f"valid range [{self.lower:.0f}, {self.upper:.0f})"
+
+    def bound_labels(self) -> tuple[str, str]:
+        """The legend texts of the upper and the lower bound lines."""
+        return (f"valid bound: upper = {self.upper:.0f} (exclusive)",
+                f"valid bound: lower = {self.lower:.0f}")
+
+    def hidden_note(self) -> str:
+        """The note on in-range values not shown ("" when none)."""
+        return (f"{self.hidden} in-range values far from both bounds not shown"
+                if self.hidden else "")
+
+    def omitted_note(self) -> str:
+        """The note on tensors on another scale, not drawn."""
+        return "not drawn (another scale):\n" + "\n".join(self.omitted)
+
+    def break_at(self) -> tuple[float, float]:
+        """The middle and the width of a broken axis' break."""
+        return 2 * self.axis.window + (self.axis.gap - 1) / 2, float(self.axis.gap)
+
+
+def histogram_data(result: Any, site: str | None = None, variant: str | None = None,
+                   vocab_size: int | None = None, window: int = 32,
+                   tensor: TensorChoice = None) -> HistogramData:
+    """The data of :func:`~forensics.present.plots.plot_value_histogram` (its arguments)."""
+    variant = chosen_variant(result, variant)
+    site = chosen_site(result, site, variant)
+    frame, inside, outside, drawn, omitted = _histogram_data(result, site, variant, tensor)
+    vocab = vocab_size if vocab_size is not None else _guess_vocab_size(site, frame)
+    lower, upper = _range_of(frame, outside)
+    if vocab is not None:
+        window = max(window, int(abs(upper - vocab)) + 4)
+    axis = ValueAxis(lower, upper, window, np.concatenate([inside, outside]))
+    shown_in = inside[axis.shown(inside)]
+    edges = low = high = None
+    if len(shown_in) + len(outside):
+        edges = np.asarray(list(axis.bins()), dtype=float)
+        low, _ = np.histogram(axis.pos(shown_in), bins=edges)
+        high, _ = np.histogram(axis.pos(outside), bins=edges)
+    sentinels = [(-1.0, PLACEHOLDER_NOTE, -1)]
+    if vocab is not None:
+        sentinels.append((float(vocab), f"vocab_size = {vocab}: rejection sentinel", 1))
+    xlabel = (f"value used ({value_unit(site, drawn)})"
+              + (" — broken axis: values near each bound" if axis.broken else ""))
+    return HistogramData(title_text(result, site, variant, HISTOGRAM_WHAT), xlabel, axis,
+                         lower, upper, edges, low, high, len(inside) - len(shown_in),
+                         [s for s in sentinels if axis.shown(np.array([s[0]]))[0]], omitted)
+
+
+def _range_of(frame: pd.DataFrame, outside: np.ndarray) -> tuple[float, float]:
+    if len(frame) and frame["upper"].notna().any():
+        return float(frame["lower"].min()), float(frame["upper"].max())
+    return 0.0, float(outside.max()) if len(outside) else 1.0

@@ -1,0 +1,274 @@
+"""The bounds timeline's scene: per checked tensor, its steps (binned on a dense timeline) with
+the state of each value out of bounds, the suspect steps, and the texts of the view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from forensics.present.selection import (
+    TensorChoice,
+    bounds_frame,
+    chosen_site,
+    chosen_variant,
+    findings_of,
+    rows_of,
+    tensors_to_draw,
+    title_text,
+    value_unit,
+)
+from forensics.present.style import (
+    DENSE_STEPS,
+    MARK_STYLES,
+    OPEN,
+    RESOLVED,
+    TENSOR_COLORS,
+    TIMELINE_BINS,
+    UNSEEN,
+)
+from forensics.present.timeline_bins import BinDensity, density_of
+
+
+def _per_step(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per step: smallest and largest value used, tightest bound, whether any record violated."""
+    frame = frame.assign(bad_low=frame["min"] < frame["lower"],
+                         bad_high=frame["max"] >= frame["upper"])
+    return (frame.groupby("step", sort=True)
+            .agg(min=("min", "min"), max=("max", "max"), lower=("lower", "max"),
+                 upper=("upper", "min"), bad_low=("bad_low", "any"),
+                 bad_high=("bad_high", "any"))
+            .reset_index())
+
+
+@dataclass
+class TimelineTensor:
+    """One checked tensor of a timeline: its steps (binned, each with its ``state``), and its
+    unresolved violations (step, value), unbinned."""
+
+    name: str
+    color: str
+    binned: pd.DataFrame
+    bad: list[tuple[float, float]]
+
+    def bound_label(self) -> str:
+        """The legend text of the tensor's upper bound."""
+        return f"valid bound (dashed): < {_fmt_bound(self.binned['upper'].to_numpy())}"
+
+    def lower_label(self) -> str:
+        """The legend text of the tensor's lower bound."""
+        return f"lower bound = {_fmt_bound(self.binned['lower'].to_numpy())}"
+
+
+@dataclass
+class TimelineData:
+    """What a bounds timeline shows, decided once for every drawing of it (matplotlib here,
+    SVG in :mod:`forensics.present.svg.timeline`); texts are plain (not yet made safe for
+    their output)."""
+
+    result: Any
+    site: str
+    variant: str
+    width: int
+    complete: bool
+    lines: list[TimelineTensor]
+    omitted: list[str]
+    suspects: tuple[list[float], list[float]]
+    #: a dense timeline's counts per bin (:mod:`forensics.present.timeline_bins`), else None
+    density: BinDensity | None = None
+
+    @property
+    def dense(self) -> bool:
+        """Whether steps are aggregated into bins of :attr:`width` steps."""
+        return self.width > 1
+
+    @property
+    def first(self) -> tuple[float, float] | None:
+        """The first unresolved, judged violation (step, value) of any tensor drawn."""
+        bad = [b for line in self.lines for b in line.bad]
+        return min(bad) if bad else None
+
+    def title(self) -> str:
+        """The timeline's title (:func:`~forensics.present.selection.title_text`)."""
+        per = "step" if self.width == 1 else f"{self.width}-step bin"
+        return title_text(self.result, self.site, self.variant,
+                          f"smallest and largest value used per {per}")
+
+    def ylabel(self) -> str:
+        """The value axis' label, with its unit."""
+        return f"value used ({value_unit(self.site, [t.name for t in self.lines])})"
+
+    def empty(self) -> str:
+        """The message of a timeline with no tensor to draw."""
+        return f"no checked values for {self.site} under {self.variant}"
+
+    def notes(self) -> list[str]:
+        """What the timeline leaves out: in-range values (no bounds), tensors on another scale."""
+        notes = [] if self.complete else ["offending values only (the result has no bounds)"]
+        if self.omitted:
+            notes.append(f"not drawn (on another scale): {', '.join(self.omitted)}")
+        return notes
+
+    def series_label(self, line: TimelineTensor) -> str:
+        """The legend text of a tensor's band."""
+        return f"{line.name} (min..max{f' per {self.width} steps' if self.dense else ''})"
+
+    def marks(self, line: TimelineTensor, state: str) -> list[tuple[float, float, int]]:
+        """(step, value, bad steps) of each value out of bounds of ``line`` in ``state``."""
+        return _violations(line.binned[line.binned["state"] == state])
+
+    def mark_label(self, state: str) -> str:
+        """The legend text of the values out of bounds in ``state``."""
+        text = {OPEN: "out of bounds", RESOLVED: f"resolved by {self.variant}",
+                UNSEEN: f"not judged by {self.variant}"}[state]
+        return text + (f" (per {self.width}-step bin; size: bad steps)" if self.dense else "")
+
+    def lined(self, state: str) -> bool:
+        """Whether each bin with a value out of bounds in ``state`` gets a thin vertical line
+        too (unresolved ones on a dense timeline: one bad step among 10,000 still shows)."""
+        return self.dense and state == OPEN
+
+
+def timeline_data(result: Any, site: str | None = None, variant: str | None = None,
+                  tensor: TensorChoice = None) -> TimelineData:
+    """What :func:`~forensics.present.plots.plot_bounds_timeline` draws for (site, variant)
+    (defaults as it says).
+
+    Raises:
+        UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
+    """
+    variant = chosen_variant(result, variant)
+    site = chosen_site(result, site, variant)
+    frame, complete = bounds_frame(result, site, variant)
+    tensors, omitted = tensors_to_draw(frame, tensor)
+    width = step_bin_width(frame["step"]) if len(frame) else 1
+    verdicts = step_verdicts(result, site, variant)
+    lines = [_timeline_tensor(_per_step(frame[frame["tensor"].astype(str) == name]), name,
+                              TENSOR_COLORS[i % len(TENSOR_COLORS)], width, verdicts)
+             for i, name in enumerate(tensors)]
+    return TimelineData(result, site, variant, width, complete, lines, omitted,
+                        suspect_steps(result, site, variant, frame),
+                        density_of(result, site, variant, [line.name for line in lines], width,
+                                   [line.binned for line in lines], MARK_STYLES))
+
+
+def _timeline_tensor(steps: pd.DataFrame, name: str, color: str, width: int,
+                     verdicts: dict[float, str] | None) -> TimelineTensor:
+    """One tensor's steps, each with its state (:func:`step_verdicts`: out of bounds, resolved
+    or not judged), binned ``width`` steps a point."""
+    steps = steps.assign(state=[OPEN if verdicts is None else verdicts.get(float(t), UNSEEN)
+                                for t in steps["step"]])
+    bad = [(a, b) for a, b, _ in _violations(steps[steps["state"] == OPEN])]
+    return TimelineTensor(name, color, bin_steps(steps, width), bad)
+
+
+def suspect_steps(result: Any, site: str, variant: str, frame: pd.DataFrame
+                  ) -> tuple[list[float], list[float]]:
+    """The steps with a misattributed finding (a suspect verdict) of (site, variant), and for
+    each the top of the band there (the largest value of ``frame`` at that step, else 0)."""
+    found = rows_of(findings_of(result), site, variant)
+    if not len(found):
+        return [], []
+    steps = sorted(set(pd.to_numeric(found.loc[found["kind"] == "misattributed", "step"])))
+    top = (frame.groupby("step")["max"].max() if len(frame) else pd.Series(dtype=float))
+    return [float(s) for s in steps], [float(top.get(step, 0.0)) for step in steps]
+
+
+def first_note(x: float, y: float) -> str:
+    """The text naming the first unresolved violation (step ``x``, value ``y``)."""
+    return f"first: step {x:.0f}, value {y:.0f}"
+
+
+def step_verdicts(result: Any, site: str, variant: str) -> dict[float, str] | None:
+    """Per step with an out-of-bounds finding of ``variant`` at ``site``: :data:`OPEN` when
+    one is unresolved and judged, else :data:`RESOLVED` when one is resolved, else
+    :data:`UNSEEN` (the variant cannot judge it). None without a findings table: every
+    value out of bounds is then drawn as such."""
+    found = rows_of(findings_of(result), site, variant)
+    if findings_of(result) is None:
+        return None
+    out: dict[float, str] = {}
+    if not len(found):
+        return out
+    found = found[found["kind"] == "out_of_bounds"]
+    judged = (found["judged"] != False) if "judged" in found else True  # noqa: E712
+    resolved = found["resolved"] == True  # noqa: E712
+    for step, state in ((found["step"][judged & ~resolved], OPEN),
+                        (found["step"][judged & resolved], RESOLVED),
+                        (found["step"][~judged] if "judged" in found else found["step"][:0],
+                         UNSEEN)):
+        for value in step.astype(float):
+            out.setdefault(float(value), state)
+    return out
+
+
+def step_bin_width(steps: pd.Series) -> int:
+    """The width in steps of a dense timeline's bins: 1 up to :data:`DENSE_STEPS` distinct
+    steps, else a round width (1, 2 or 5 x 10^k) giving at most :data:`TIMELINE_BINS` bins."""
+    if steps.nunique() <= DENSE_STEPS:
+        return 1
+    span = float(steps.max() - steps.min()) + 1
+    raw = span / TIMELINE_BINS
+    scale = 10 ** int(np.floor(np.log10(raw)))
+    return int(next(m * scale for m in (1, 2, 5, 10) if m * scale >= raw))
+
+
+def bin_steps(steps: pd.DataFrame, width: int) -> pd.DataFrame:
+    """:func:`_per_step`'s table aggregated into bins of ``width`` steps (each bin drawn at its
+    centre): extremes and tightest bound of the bin, whether any step of it violated, and
+    ``bad_steps``, how many did."""
+    if width <= 1:
+        return steps.assign(bad_steps=(steps["bad_low"] | steps["bad_high"]).astype(int))
+    key = (steps["step"] // width) * width
+    state = {}
+    if "state" in steps:  # a bin takes its worst state: out of bounds, resolved, not judged
+        rank = steps["state"].map({OPEN: 0, RESOLVED: 1}).fillna(2)
+        rank = rank.where(steps["bad_low"] | steps["bad_high"], 3)
+        state = {"state": ("rank", "min")}
+        steps = steps.assign(rank=rank)
+    binned = (steps.assign(bad=steps["bad_low"] | steps["bad_high"])
+              .groupby(key.rename("bin"), sort=True)
+              .agg(min=("min", "min"), max=("max", "max"), lower=("lower", "max"),
+                   upper=("upper", "min"), bad_low=("bad_low", "any"),
+                   bad_high=("bad_high", "any"), bad_steps=("bad", "sum"), **state)
+              .reset_index().rename(columns={"bin": "step"})
+              .assign(step=lambda f: f["step"] + (width - 1) / 2))
+    if state:
+        binned["state"] = binned["state"].map({0: OPEN, 1: RESOLVED, 2: UNSEEN, 3: UNSEEN})
+    return binned
+
+
+def bin_edges(x: np.ndarray, width: int) -> np.ndarray:
+    """``x`` with one point half a bin before the first and after the last."""
+    if not len(x):
+        return x
+    return np.concatenate([[x[0] - width / 2], x, [x[-1] + width / 2]])
+
+
+def padded_to_edges(values: np.ndarray) -> np.ndarray:
+    """``values`` with its first and last repeated (see :func:`bin_edges`)."""
+    if not len(values):
+        return values
+    return np.concatenate([values[:1], values, values[-1:]])
+
+
+def _violations(steps: pd.DataFrame) -> list[tuple[float, float, int]]:
+    """(step, offending extreme, bad steps) of each row of ``steps`` that left its bound:
+    the largest value above the bound and the smallest below it, each once."""
+    count = steps["bad_steps"] if "bad_steps" in steps else pd.Series(1, index=steps.index)
+    found = []
+    for flag, column in (("bad_high", "max"), ("bad_low", "min")):
+        hit = steps[steps[flag]]
+        found += [(float(a), float(b), int(c)) for a, b, c in
+                  zip(hit["step"], hit[column], count[hit.index], strict=True)]
+    return found
+
+
+def _fmt_bound(values: np.ndarray) -> str:
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return "?"
+    lo, hi = int(finite.min()), int(finite.max())
+    return f"{lo}" if lo == hi else f"{lo}..{hi}"

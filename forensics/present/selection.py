@@ -1,0 +1,212 @@
+"""What a view reads from a replay result: the capture's and the variants' names, the site and
+the variant it draws (checked against the result), and the rows of ``bounds`` and ``findings``
+of one (site, variant), with the tensors drawn together on one value axis.
+
+Every view of :mod:`forensics.present.scene` starts here; the result is a
+:class:`~forensics.replaying.ReplayResult` or any object with the same attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from forensics.errors import UnknownSiteError, UnknownVariantError
+from forensics.sites import SINK, SITES, get_site
+
+
+def capture_name(result: Any) -> str:
+    """The capture's name as shown in titles (a Capture's ``.name``, a path's stem, or str)."""
+    capture = getattr(result, "capture", None)
+    name = getattr(capture, "name", capture)
+    text = str(name) if name is not None else "capture"
+    return text.removesuffix(".capture")
+
+
+def variant_names(result: Any) -> list[str]:
+    """The result's variant names, in replay order."""
+    return [str(getattr(v, "name", v)) for v in getattr(result, "variants", [])]
+
+
+def title_text(result: Any, site: str, variant: str, what: str) -> str:
+    """A view's title: the capture, the site and the variant, then ``what`` it shows."""
+    return f"{capture_name(result)} · {site} · {variant}\n{what}"
+
+
+def chosen_variant(result: Any, variant: str | None) -> str:
+    """The variant a view draws: ``variant`` checked against the result, default ``upstream``
+    (or the first variant replayed)."""
+    names = variant_names(result)
+    if variant is None:
+        return "upstream" if "upstream" in names or not names else names[0]
+    if variant not in names:
+        raise UnknownVariantError(
+            f"variant {variant!r} is not in the replay of {capture_name(result)!r}; "
+            f"expected one of {names}; replay with variants=[..., {variant!r}]")
+    return variant
+
+
+def result_sites(result: Any) -> list[str]:
+    """Sites present in the result (from its verdicts), in pipeline order."""
+    present: set[str] = set()
+    for per_site in (getattr(result, "verdicts", None) or {}).values():
+        present.update(per_site)
+    for frame in (bounds_of(result), findings_of(result)):
+        if frame is not None and len(frame):
+            present.update(frame["site"].astype(str))
+    return [s for s in SITES if s in present] + sorted(present - set(SITES))
+
+
+def check_site_name(site: str, present: Sequence[str], capture: str = "the capture") -> str:
+    """Return ``site`` when it is a known site present in the capture.
+
+    Raises:
+        UnknownSiteError: an unknown site (listing every site) or one without records
+            (listing the sites present).
+    """
+    if site not in SITES:
+        get_site(site)  # raises UnknownSiteError listing the valid sites
+    if present and site not in present:
+        raise UnknownSiteError(f"site {site!r} has no records in {capture!r}; "
+                               f"expected one of {list(present)}")
+    return site
+
+
+def chosen_site(result: Any, site: str | None, variant: str) -> str:
+    """The site a view draws: ``site`` checked against the result, default the first site with
+    a finding of ``variant`` (see :func:`_default_site`)."""
+    present = result_sites(result)
+    if site is None:
+        return _default_site(result, variant, present)
+    return check_site_name(site, present, capture_name(result))
+
+
+def _default_site(result: Any, variant: str, present: list[str]) -> str:
+    """The first site (pipeline order) with an out-of-bounds finding of the variant, else with a
+    misattributed one (a suspect site, so a soak's only finding is pictured), else the sink,
+    else the first."""
+    findings = findings_of(result)
+    if findings is not None and len(findings):
+        for kind in ("out_of_bounds", "misattributed"):
+            bad = findings[(findings["variant"] == variant) & (findings["kind"] == kind)]
+            for site in present:
+                if (bad["site"] == site).any():
+                    return site
+    if SINK in present:
+        return SINK
+    return present[0] if present else SINK
+
+
+def findings_of(result: Any) -> pd.DataFrame | None:
+    """The result's findings table (None without one)."""
+    frame = getattr(result, "findings", None)
+    return frame if isinstance(frame, pd.DataFrame) else None
+
+
+def bounds_of(result: Any) -> pd.DataFrame | None:
+    """The result's bounds table (None without one)."""
+    frame = getattr(result, "bounds", None)
+    return frame if isinstance(frame, pd.DataFrame) else None
+
+
+def _numeric(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """A copy of ``frame`` with ``columns`` as floats (NaN where not a number)."""
+    frame = frame.copy()
+    for column in columns:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+    return frame
+
+
+def rows_of(frame: pd.DataFrame | None, site: str, variant: str) -> pd.DataFrame:
+    """The rows of ``frame`` (bounds or findings) of (site, variant); empty without any."""
+    if frame is None or not len(frame):
+        return pd.DataFrame()
+    return frame[(frame["site"] == site) & (frame["variant"] == variant)]
+
+
+def out_of_bounds(result: Any, site: str, variant: str) -> pd.DataFrame:
+    """The out-of-bounds findings of (site, variant), with numeric step, value and bounds."""
+    frame = rows_of(findings_of(result), site, variant)
+    if not len(frame):
+        return frame
+    frame = frame[frame["kind"] == "out_of_bounds"]
+    return _numeric(frame, ["step", "value", "lower", "upper"])
+
+
+def bounds_frame(result: Any, site: str, variant: str) -> tuple[pd.DataFrame, bool]:
+    """The bounds rows of (site, variant) with numeric columns, and whether they are complete.
+
+    Without ``result.bounds`` the rows are rebuilt from the out-of-bounds findings (one row per
+    offending element) and the flag is False: in-range values are then unknown.
+    """
+    bounds = bounds_of(result)
+    if bounds is not None:
+        frame = rows_of(bounds, site, variant)
+        return _numeric(frame, ["step", "min", "max", "lower", "upper"]), True
+    oob = out_of_bounds(result, site, variant)
+    frame = pd.DataFrame({"step": oob.get("step", []), "tensor": oob.get("tensor", []),
+                          "min": oob.get("value", []), "max": oob.get("value", []),
+                          "lower": oob.get("lower", []), "upper": oob.get("upper", [])})
+    return _numeric(frame, ["step", "min", "max", "lower", "upper"]), False
+
+
+def is_id_tensor(site: str, tensor: str) -> bool:
+    """Whether the values checked for ``tensor`` are token ids (else they are row indices):
+    produced values (``out.<field>``) and the embedding's ``input_ids``."""
+    return tensor.startswith("out.") or (site == SINK and tensor == "input_ids")
+
+
+def value_unit(site: str, tensors: Sequence[str]) -> str:
+    """The unit of the values of ``tensors`` at ``site``: token id, row index, or both."""
+    ids = [t for t in tensors if is_id_tensor(site, t)]
+    if not tensors:
+        return "token id" if site == SINK else "index"
+    if len(ids) == len(tensors):
+        return "token id"
+    return "row index / token id" if ids else "row index"
+
+
+TensorChoice = str | Sequence[str] | None
+
+
+def pick_tensors(frame: pd.DataFrame, scale: float = 100.0) -> tuple[list[str], list[str]]:
+    """Split a site's checked tensors into those drawn together and those on another scale.
+
+    The reference is the tensor of the earliest violation (else the one with the largest
+    bound); tensors whose largest bound is within ``scale`` times the reference's are drawn,
+    so row indices (bounds of a few rows) and token ids (bounds of the vocabulary) are not
+    squeezed onto one axis. Returns (drawn, omitted), each sorted.
+    """
+    if not len(frame):
+        return [], []
+    frame = frame.assign(tensor=frame["tensor"].astype(str))
+    upper = frame.groupby("tensor")["upper"].max().fillna(1).clip(lower=1)
+    bad = frame[(frame["max"] >= frame["upper"]) | (frame["min"] < frame["lower"])]
+    reference = (bad.sort_values("step")["tensor"].iloc[0] if len(bad)
+                 else upper.idxmax())
+    ratio = np.maximum(upper / upper[reference], upper[reference] / upper)
+    drawn = sorted(t for t in upper.index if ratio[t] <= scale)
+    return drawn, sorted(set(upper.index) - set(drawn))
+
+
+def tensors_to_draw(frame: pd.DataFrame, tensor: TensorChoice) -> tuple[list[str], list[str]]:
+    """(tensors to draw, tensors left out) for a ``tensor`` argument."""
+    if tensor is None:
+        return pick_tensors(frame)
+    wanted = [tensor] if isinstance(tensor, str) else list(tensor)
+    present = set(frame["tensor"].astype(str)) if len(frame) else set()
+    return sorted(t for t in wanted if t in present), sorted(present - set(wanted))
+
+
+def choose_tensors(result: Any, site: str, variants: Sequence[str]) -> list[str]:
+    """The tensors to draw for ``site`` in every panel: those :func:`pick_tensors` chooses for
+    the first of ``variants`` with a violation there (else for the first variant)."""
+    frames = [bounds_frame(result, site, v)[0] for v in variants]
+    for frame in frames:
+        if len(frame) and ((frame["max"] >= frame["upper"])
+                           | (frame["min"] < frame["lower"])).any():
+            return pick_tensors(frame)[0]
+    return pick_tensors(frames[0])[0] if frames else []
