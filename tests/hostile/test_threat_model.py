@@ -79,7 +79,9 @@ TESTS = {
             "test_a_stuck_notebook_cell_ends_as_that_cells_timeout",
             "tests/hostile/test_round3_caps.py::"
             "test_a_stuck_fleet_task_is_its_rows_timeout_and_the_others_finish",
-            "tests/test_repro_data.py::test_a_call_past_its_deadline_fails_with_timed_out"],
+            "tests/test_repro_data.py::test_a_call_past_its_deadline_fails_with_timed_out",
+            "tests/fleet/test_fleet_200.py::"
+            "test_a_stuck_ray_task_is_its_rows_timeout_and_the_others_finish"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
