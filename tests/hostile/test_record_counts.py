@@ -114,6 +114,27 @@ def test_every_field_at_its_extremes_is_refused_or_run_within_bounds(site: str) 
     assert ran and ran + refused >= len(specs) // 2, (ran, refused)
 
 
+def test_a_summary_record_at_its_extremes_is_judged_within_bounds() -> None:
+    """A summary record of each site claiming min and max 2**62 apart (a span no loop or
+    histogram may be sized by) and its bound at the cap is judged beside a full record of
+    the site, the process's peak resident memory growing by less than :data:`PEAK` (after
+    one replay that loads the libraries a replay uses)."""
+    import resource
+
+    from forensics.replaying import replay
+
+    replay([site_records()["embedding"]])
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    for site in sorted(SITES):
+        base = site_records()[site]
+        summary = validate_record(Record(site, base.step + 1, 0, {
+            "min": -(2**62), "max": 2**62, get_site(site).summary_bound: 2**24}, summary=True),
+            "test")
+        assert set(replay([base, summary]).verdicts) == {"upstream", "patched"}, site
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+    assert grown < PEAK, grown
+
+
 # ------------------------------------------------- a budget error names the capture file
 
 
