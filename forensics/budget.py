@@ -3,7 +3,8 @@
 Every path that sizes an allocation from a capture's numbers (replay's models, the Model Runner
 V2 kernel worker, shrink) calls :func:`require_alloc` before it allocates: past the budget it
 raises :class:`~forensics.errors.AllocationBudgetError` naming where, the field and its value,
-instead of asking the machine for gigabytes. The budget is 1 GiB, or ``FORENSICS_MAX_ALLOC``
+instead of asking the machine for gigabytes; a replay names the capture file first
+(:func:`in_capture`). The budget is 1 GiB, or ``FORENSICS_MAX_ALLOC``
 bytes (a plain integer, or with a ``K``/``M``/``G`` suffix: ``512M``).
 
 Deadlines of child processes live here too (:func:`child_deadline`): ``FORENSICS_CHILD_TIMEOUT``
@@ -58,6 +59,17 @@ def require_alloc(nbytes: int, where: str, field: str, value: object) -> int:
             f"allocation budget of {budget} bytes; fix the record's {field}, or raise "
             f"{MAX_ALLOC_ENV} if the engine really had buffers that large")
     return nbytes
+
+
+def in_capture(error: AllocationBudgetError, capture: object) -> AllocationBudgetError:
+    """``error`` with the capture it came from named first: ``capture`` is a capture path or a
+    Capture (its ``path``); records held in memory (no file) leave ``error`` as it is."""
+    path = capture if isinstance(capture, (str, os.PathLike)) else getattr(capture, "path", None)
+    if not isinstance(path, (str, os.PathLike)):
+        return error
+    prefix = f"capture '{os.fspath(path)}', "
+    text = str(error)
+    return error if text.startswith(prefix) else AllocationBudgetError(prefix + text)
 
 
 def child_deadline() -> float:

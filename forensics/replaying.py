@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 
-from forensics.errors import CaptureFormatError, ConfigurationError, ForensicsError
+from forensics.budget import in_capture
+from forensics.errors import (
+    AllocationBudgetError,
+    CaptureFormatError,
+    ConfigurationError,
+    ForensicsError,
+)
 from forensics.judge import findings as judge
 from forensics.libc import libc_function
 from forensics.outcome import STATUSES, Outcome
@@ -164,9 +170,14 @@ def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
         CaptureFormatError: a record is malformed (in-memory records are validated here).
         UnknownVariantError, MissingDependencyError: a variant cannot be built.
         ConfigurationError: no variant, or a variant name given twice.
+        AllocationBudgetError: a record's size past the allocation budget (naming the
+            capture file, the record, the field and its value).
     """
-    with _collector_paused():
-        return _replay(capture, variants, progress)
+    try:
+        with _collector_paused():
+            return _replay(capture, variants, progress)
+    except AllocationBudgetError as exc:  # a record's size past the budget: name its file
+        raise in_capture(exc, capture) from None
 
 
 @contextlib.contextmanager

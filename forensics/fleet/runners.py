@@ -2,13 +2,17 @@
 
 Either way a task returns its row as Arrow IPC bytes (:func:`forensics.fleet.piece.replay_piece`)
 and every task gives back one result: a task whose process died, or that Ray gave up on after
-its retries, comes back as a row carrying that error, never silently lost.
+its retries, comes back as a row carrying that error, never silently lost. Either way a task
+has a deadline (:func:`forensics.budget.child_deadline`): it ends in its own process at the
+deadline (:func:`_with_deadline`), and one stuck past the backstop (:func:`backstop`) is killed
+from outside; both come back as the row ``error: timed out after N s``.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,14 +26,22 @@ Done = Callable[[int], None]
 RAY_RETRIES = 2
 #: attempts to start a local Ray cluster
 RAY_STARTS = 3
-#: seconds between two looks at the local tasks (each look is their heartbeat check)
+#: seconds between two looks at the tasks (each look is their heartbeat check)
 HEARTBEAT = 1.0
+#: seconds past twice the deadline before a task stuck outside Python is killed
+BACKSTOP_GRACE = 60.0
 
 
 def lost(task: Task, why: str) -> bytes:
     """The row of a task that returned nothing: its capture, range and ``why``."""
     return to_ipc([{"capture": os.path.abspath(task.path), "name": os.path.basename(task.path),
                     "start": task.start, "stop": task.stop, "error": why}])
+
+
+def backstop() -> float:
+    """Seconds after which a task that did not end at its deadline (stuck outside Python, where
+    no signal reaches it) is killed from outside: twice the deadline plus :data:`BACKSTOP_GRACE`."""
+    return 2 * child_deadline() + BACKSTOP_GRACE
 
 
 def run_local(tasks: Sequence[Task], workers: int | None = None, done: Done | None = None,
@@ -64,8 +76,7 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
     import concurrent.futures as cf
     import multiprocessing
 
-    deadline = child_deadline()
-    backstop = 2 * deadline + 60  # from when the task is handed to a process
+    deadline, limit = child_deadline(), backstop()  # the limit from when a process has it
     context = multiprocessing.get_context("spawn")  # no fork of a threaded process
     pool = cf.ProcessPoolExecutor(min(workers, len(pending)), mp_context=context)
     futures = {pool.submit(_with_deadline, piece, deadline, tasks[i].path, tasks[i].start,
@@ -84,10 +95,10 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
             for future in waiting:
                 if future.running():
                     started.setdefault(future, now)
-            stuck = {f for f in waiting if now - started.get(f, now) > backstop}
+            stuck = {f for f in waiting if now - started.get(f, now) > limit}
             if stuck:
                 for future in stuck:
-                    results[futures[future]] = lost(tasks[futures[future]], timed_out(backstop))
+                    results[futures[future]] = lost(tasks[futures[future]], timed_out(limit))
                     if done:
                         done(1)
                 _kill(pool)
@@ -99,9 +110,9 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
 
 def _with_deadline(piece: Callable[..., bytes], seconds: float, path: str,
                    start: int | None, stop: int | None) -> bytes:
-    """``piece(path, start, stop)`` in a pool's process, ended by DeadlineError (``timed out
-    after N s``) once it runs ``seconds`` (SIGALRM: the pool runs tasks on its process's main
-    thread)."""
+    """``piece(path, start, stop)`` in a pool's process or a Ray worker, ended once it runs
+    ``seconds`` (SIGALRM: both run a task on their process's main thread); a task so ended
+    gives its row ``error: timed out after N s``."""
     import signal
 
     def expire(signum: int, frame: Any) -> None:
@@ -111,6 +122,8 @@ def _with_deadline(piece: Callable[..., bytes], seconds: float, path: str,
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         return piece(path, start, stop)
+    except DeadlineError as exc:
+        return lost(Task(path, start, stop), str(exc))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -127,8 +140,6 @@ def _result(future: Any, task: Task) -> bytes:
     """A finished future's bytes, or the lost-task row of its exception."""
     try:
         return bytes(future.result())
-    except DeadlineError as exc:
-        return lost(task, str(exc))
     except Exception as exc:  # noqa: BLE001  (a dead worker is a row, not the end of the run)
         return lost(task, f"task failed: {type(exc).__name__}: {exc}")
 
@@ -137,7 +148,8 @@ def run_ray(tasks: Sequence[Task], address: str | None = None, done: Done | None
             piece: Callable[..., bytes] = replay_piece, retries: int = RAY_RETRIES
             ) -> list[bytes]:
     """Run ``tasks`` as Ray tasks (one each) on the cluster at ``address`` (None or "local":
-    start one on this machine); return their results in task order.
+    start one on this machine); return their results in task order. Each task has the local
+    path's deadline (:func:`_with_deadline` in its worker, :func:`_gather` from outside).
 
     Raises MissingDependencyError when Ray is not installed.
     """
@@ -148,31 +160,59 @@ def run_ray(tasks: Sequence[Task], address: str | None = None, done: Done | None
     elif started:
         ray.init(address=address, log_to_driver=False)
     try:
-        remote = ray.remote(max_retries=retries, retry_exceptions=False)(piece)
-        refs = [remote.remote(t.path, t.start, t.stop) for t in tasks]
-        return _gather(ray, refs, tasks, done)
+        remote = ray.remote(max_retries=retries, retry_exceptions=False)(
+            _deadlined(piece, child_deadline()))
+        return _gather(ray, lambda t: remote.remote(t.path, t.start, t.stop), tasks, done)
     finally:
         if started:
             ray.shutdown()
 
 
-def _gather(ray: Any, refs: list[Any], tasks: Sequence[Task], done: Done | None) -> list[bytes]:
-    """Each task's bytes as it finishes; a task Ray reports failed becomes its error row."""
-    index = {ref: i for i, ref in enumerate(refs)}
-    results: list[bytes] = [b""] * len(refs)
-    pending = list(refs)
-    while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
-        for ref in ready:
-            i = index[ref]
-            try:
-                results[i] = bytes(ray.get(ref))
-            except Exception as exc:  # noqa: BLE001  (a lost task is reported, not dropped)
-                why = " ".join(str(exc).split())[:300]
-                results[i] = lost(tasks[i], f"task lost on Ray: {type(exc).__name__}: {why}")
+def _deadlined(piece: Callable[..., bytes], seconds: float) -> Callable[..., bytes]:
+    """The body of a Ray task: ``piece`` under :func:`_with_deadline` (a closure, so Ray ships
+    ``piece`` with it as it shipped ``piece`` itself)."""
+    def task(path: str, start: int | None, stop: int | None) -> bytes:
+        return _with_deadline(piece, seconds, path, start, stop)
+    return task
+
+
+def _gather(ray: Any, submit: Callable[[Task], Any], tasks: Sequence[Task],
+            done: Done | None) -> list[bytes]:
+    """Each task's bytes as it finishes, submitting no more tasks than the cluster has CPUs
+    (so a task in flight is running, and its time from submission is its own); a task Ray
+    reports failed becomes its error row, and one in flight past :func:`backstop` is
+    cancelled (its worker killed) and becomes its row ``timed out after N s``."""
+    limit, slots = backstop(), max(1, int(ray.cluster_resources().get("CPU", 1)))
+    results: list[bytes] = [b""] * len(tasks)
+    queue = deque(range(len(tasks)))
+    flying: dict[Any, tuple[int, float]] = {}  # a task's ref: its index, when it was sent
+    while queue or flying:
+        while queue and len(flying) < slots:
+            i = queue.popleft()
+            flying[submit(tasks[i])] = (i, time.monotonic())
+        ready, _ = ray.wait(list(flying), num_returns=1, timeout=HEARTBEAT)
+        now = time.monotonic()
+        stuck = [ref for ref, (_, sent) in flying.items()
+                 if ref not in ready and now - sent > limit]
+        for ref in ready + stuck:
+            i, _ = flying.pop(ref)
+            if ref in stuck:
+                ray.cancel(ref, force=True)
+                results[i] = lost(tasks[i], timed_out(limit))
+            else:
+                results[i] = _ray_result(ray, ref, tasks[i])
             if done:
                 done(1)
     return results
+
+
+def _ray_result(ray: Any, ref: Any, task: Task) -> bytes:
+    """A finished Ray task's bytes, or the lost-task row of its failure."""
+    try:
+        return bytes(ray.get(ref))
+    except Exception as exc:  # noqa: BLE001  (a lost task is reported, not dropped)
+        why = " ".join(str(exc).split())[:300]
+        return lost(task, f"task lost on Ray: {type(exc).__name__}: {why}")
 
 
 def start_local_ray(num_cpus: int | None = None, attempts: int = RAY_STARTS) -> None:

@@ -5,7 +5,10 @@ rank at every step. Captures are stitched by the engine id the probe writes into
 but a claimed id alone is no proof (any capture can write any id): two captures are one engine
 only when the claim is corroborated, by the same host and run start, or by the same step history
 (per site, the same first and last step and records per rank). A capture without an id, or
-whose claim nothing corroborates, is an engine of its own (its ranks are still compared).
+whose claim nothing corroborates, is an engine of its own (its ranks are still compared). Each
+rank of an engine is one process writing one capture: two captures of one claimed engine that
+both hold a rank contradict each other (one of them, at least, is a copy or a forgery, and the
+data cannot say which), so neither is stitched to the engine (:func:`_uncontested`).
 """
 
 from __future__ import annotations
@@ -44,8 +47,27 @@ def engines(rows: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
             out[f"capture:{row['capture']}"] = [row["capture"]]
     for engine, claimed in claims.items():
         for number, cluster in enumerate(_clusters(claimed)):
-            out[f"{engine}#{number}"] = [row["capture"] for row in cluster]
+            kept, contested = _uncontested(cluster)
+            out[f"{engine}#{number}"] = [row["capture"] for row in kept]
+            out.update({f"capture:{row['capture']}": [row["capture"]] for row in contested})
     return out
+
+
+def _uncontested(cluster: list[dict[str, Any]]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``cluster`` split into the captures whose ranks no other capture of it holds, and
+    those that share a rank with another (each then an engine of its own); a capture whose
+    ranks are unknown shares none."""
+    def ranks(row: dict[str, Any]) -> set[str]:
+        text = str(row.get("ranks") or "")
+        return set() if text in ("", "unknown") else set(text.split(","))
+
+    holders: dict[str, int] = {}
+    for row in cluster:
+        for rank in ranks(row):
+            holders[rank] = holders.get(rank, 0) + 1
+    contested = [row for row in cluster if any(holders[r] > 1 for r in ranks(row))]
+    return [row for row in cluster if row not in contested], contested
 
 
 def corroborated(a: dict[str, Any], b: dict[str, Any]) -> bool:

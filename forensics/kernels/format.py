@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -188,7 +189,8 @@ def _tensor(name: str, raw: Any, where: str) -> TensorArg:
                     reason=_text(raw.get("reason", ""), here, "reason"))
     if contents != "none":
         arg.data = _b64(raw.get("data"), here, "data")
-        expected = arg.storage if contents == "storage" else int(np.prod(shape)) * arg.itemsize
+        # math.prod: exact, where numpy's product of a forged shape wraps to a small size
+        expected = arg.storage if contents == "storage" else math.prod(shape) * arg.itemsize
         if len(arg.data) != expected:
             raise _fail(here, "data", f"holds {len(arg.data)} bytes; its 'contents' "
                                       f"({contents}) needs {expected}")

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from forensics.budget import require_alloc
+from forensics.errors import AllocationBudgetError
 from forensics.kernels.format import Launch, TensorArg, check_launch, numpy_dtype, source_hash
 
 #: bytes left unused on either side of each tensor's storage
@@ -179,10 +181,16 @@ def _kernel(launch: Launch) -> Any:
 
 def _allocate(arg: TensorArg, torch: Any, keep: list[Any]) -> tuple[Any, Region]:
     """The tensor of ``arg`` in an allocation of its own (with gaps), filled with the
-    recorded contents."""
+    recorded contents; a storage past the allocation budget (:mod:`forensics.budget`: a
+    ``none`` or ``view`` record's ``storage`` is only a claim) is not allocated, and the launch
+    is not replayable, saying so in one line."""
     if arg.storage % arg.itemsize:
         raise NotReplayable(f"tensor {arg.name}: a storage of {arg.storage} bytes is no whole "
                             f"number of {arg.dtype} elements")
+    try:
+        require_alloc(arg.storage + 2 * GAP, f"tensor {arg.name}", "storage", arg.storage)
+    except AllocationBudgetError as exc:
+        raise NotReplayable(str(exc)) from None
     arena = torch.zeros(arg.storage + 2 * GAP, dtype=torch.uint8)
     keep.append(arena)
     dtype = getattr(torch, arg.dtype)

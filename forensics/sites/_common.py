@@ -69,6 +69,12 @@ def index_error_finding(outcome: Outcome, tensor: str | None = None) -> dict[str
     return finding(OUT_OF_BOUNDS, tensor, int(match.group(1)), 0, int(match.group(2)))
 
 
+def stored(value: int, dtype: np.dtype[Any]) -> Any:
+    """``value`` as a kernel's store into a buffer of ``dtype`` leaves it: wrapped to the
+    buffer's width, as on the GPU (a record's huge id or count never raises OverflowError)."""
+    return np.array([int(value) % (1 << 64)], dtype=np.uint64).astype(dtype)[0]
+
+
 def rows_of_slots(cu_num_tokens: np.ndarray | None, slots: np.ndarray) -> np.ndarray | None:
     """Batch row of each token slot given inclusive cumulative counts; -1 past the last row."""
     if cu_num_tokens is None:

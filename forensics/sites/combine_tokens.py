@@ -47,6 +47,7 @@ from forensics.sites._common import (
     require_unique,
     run_each,
     screen_unique,
+    stored,
 )
 from forensics.sites.core import VOCABULARY, BatchRun, CheckList, Checks, row_of
 
@@ -202,7 +203,7 @@ def _run(record: Record, patched: bool) -> Outcome:
             continue
         if patched and plan.source[at] == 1 and value < 0:
             value = 0
-        ids[position] = value
+        ids[position] = stored(value, ids.dtype)  # int64 ids into int32 input_ids
     if wild:
         return Outcome(INDEX_ERROR, f"IndexError: illegal memory access: {wild[0]} is outside "
                                     f"its buffer", {}, plan.accesses)

@@ -48,6 +48,7 @@ from forensics.sites._common import (
     require_unique,
     run_each,
     screen_unique,
+    stored,
 )
 from forensics.sites.core import VOCABULARY, BatchRun, CheckList, Checks, row_of
 
@@ -247,10 +248,16 @@ def _run(record: Record, patched: bool) -> Outcome:
         if drafts is not None:
             outs["draft_tokens_out"][x.slot] = np.asarray(drafts)[x.row]
         if x.ids:
-            outs["last_sampled_tokens"][x.slot] = x.ids[-1]
-            outs["total_len"][x.slot] += len(x.ids)
-        outs["num_computed_tokens"][x.slot] += x.delta
+            _add(outs["last_sampled_tokens"], x.slot, x.ids[-1], replace=True)
+            _add(outs["total_len"], x.slot, len(x.ids))
+        _add(outs["num_computed_tokens"], x.slot, x.delta)
     return Outcome(OK, "", outs, accesses)
+
+
+def _add(buffer: np.ndarray, slot: int, value: int, replace: bool = False) -> None:
+    """``buffer[slot] += value`` (``= value`` with ``replace``) in the buffer's own width,
+    wrapping as the kernel's int32 arithmetic does (:func:`stored`)."""
+    buffer[slot] = stored(value if replace else int(buffer[slot]) + int(value), buffer.dtype)
 
 
 def run_batch(cols: RunColumns, patched: bool) -> BatchRun:

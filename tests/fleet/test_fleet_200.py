@@ -1,7 +1,7 @@
 """The issue's check: 200 generated captures triaged on local processes and on a local Ray
 cluster (127.0.0.1, 2 CPUs) give the expected groups, equal results, the corrupt capture as
 one row with its error, and the rank divergence at its step; a task whose worker dies is
-retried, or reported once its retries are spent."""
+retried, or reported once its retries are spent; a stuck task is its row's timeout."""
 
 from __future__ import annotations
 
@@ -104,3 +104,42 @@ def test_a_killed_task_is_retried_or_reported(fleet: Fleet, local: Triage, clust
     lost = finish(tasks[:1], run_ray(tasks[:1], retries=1,
                                      piece=_dies_first_time(str(tmp_path / "x"), always=True)))
     assert len(lost) == 1 and lost[0]["error"].startswith("task lost on Ray:")
+
+
+def _stuck_unless_named_ok() -> Callable[..., bytes]:
+    """A task body (a closure: Ray ships it by value) that answers at once for a capture
+    named ``ok*``, never for ``stuck`` (asleep in Python), nor for ``deaf`` (asleep with
+    SIGALRM blocked: stuck where no signal reaches it)."""
+    def piece(path: str, start: int | None, stop: int | None) -> bytes:
+        import signal
+
+        from forensics.fleet.piece import to_ipc
+
+        name = os.path.basename(path)
+        if name == "deaf":
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        while name in ("stuck", "deaf"):
+            time.sleep(60)
+        return to_ipc([{"capture": path, "name": name, "start": start, "stop": stop}])
+    return piece
+
+
+def test_a_stuck_ray_task_is_its_rows_timeout_and_the_others_finish(
+        cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On Ray, a task asleep past ``FORENSICS_CHILD_TIMEOUT`` (3 s) ends in its worker as its
+    row ``timed out after 3 s``; one that no signal reaches is cancelled at the backstop (twice
+    the deadline plus a grace of 2 s here) as ``timed out after 8 s``; the others are their own
+    rows, in task order."""
+    import pyarrow as pa
+
+    from forensics.fleet import runners
+    from forensics.fleet.tasks import Task
+
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "3")
+    monkeypatch.setattr(runners, "BACKSTOP_GRACE", 2.0)
+    tasks = [Task(str(tmp_path / name)) for name in ("ok1", "stuck", "deaf", "ok2")]
+    rows = [pa.ipc.open_stream(out).read_all().to_pylist()[0]
+            for out in runners.run_ray(tasks, piece=_stuck_unless_named_ok())]
+    assert [r["name"] for r in rows] == ["ok1", "stuck", "deaf", "ok2"], rows
+    assert [r["error"] for r in rows] == [
+        None, "timed out after 3 s", "timed out after 8 s", None], rows

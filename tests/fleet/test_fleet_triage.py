@@ -116,6 +116,21 @@ def test_a_claimed_engine_id_alone_makes_no_divergence(small: Fleet, tmp_path: P
         "same-history.capture")
 
 
+def test_a_copy_claiming_a_rank_the_engine_holds_is_stitched_to_nothing(
+        small: Fleet, result: Triage, tmp_path: Path) -> None:
+    """A capture copying engine-b's id and step history that claims rank 1, beside engine-b's
+    own rank 1, its ids changed, once made engine-b's rank 0 a rank divergence; two captures of
+    one rank contradict each other, so neither is stitched: every engine-b row is the row it
+    has without the copy, and the copy compares with nothing."""
+    engine_b = sorted(p for p in small.kinds if "engine-b" in p)
+    forged = _forged_rank(small, tmp_path / "forged.capture", drop_last_step=False)
+    rows = {r["name"]: r for r in triage([*engine_b, forged], workers=1).rows}
+    assert rows["forged.capture"]["divergence"] is None
+    for row in result.rows:
+        if row["capture"] in engine_b:
+            assert rows[row["name"]] == row
+
+
 def test_groups_follow_the_generated_kinds(small: Fleet, result: Triage) -> None:
     got = sorted(sorted(r["capture"] for r in g.rows) for g in result.groups)
     expected: dict[tuple[str, ...], list[str]] = {}
