@@ -128,12 +128,12 @@ def test_the_callers_open_figures_stay_out_of_the_report_and_open(tmp_path: Path
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    mine = plt.figure()
+    mine = plt.figure()  # the caller's, current: the notebook's plt.plot must not draw on it
     try:
         notebook = _notebook(tmp_path, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 4]);")
         html = write_report(INCIDENT, tmp_path / "own.html", notebook=notebook).read_text()
         assert html.count("data:image/png;base64,") == 1
-        assert plt.fignum_exists(mine.number)
+        assert plt.fignum_exists(mine.number) and not mine.axes
     finally:
         plt.close(mine)
 

@@ -98,41 +98,51 @@ def execute(nb: Any, cwd: Path) -> Any:
     """
     shell = _shell()
     number = 0
-    with _working_directory(cwd), _agg_backend():
-        callers = _open_figures()  # the calling process's own: never shown, never closed
+    with _working_directory(cwd), _callers_figures_aside(), _agg_backend():
         for cell in nb.cells:
             if cell.get("cell_type") != "code":
                 continue
             number += 1
-            cell.outputs = _run_cell(shell, cell.source, number, callers)
+            cell.outputs = _run_cell(shell, cell.source, number)
             cell.execution_count = number
     return nb
 
 
-def _open_figures() -> set[int]:
-    """The numbers of pyplot's open figures (none when pyplot is not imported)."""
-    plt = sys.modules.get("matplotlib.pyplot")
-    return set(plt.get_fignums()) if plt is not None else set()
+@contextmanager
+def _callers_figures_aside() -> Iterator[None]:
+    """pyplot's figures open in the calling process are set aside while the notebook runs (its
+    cells then draw on figures of their own, and only theirs are shown), and put back after."""
+    if "matplotlib.pyplot" not in sys.modules:
+        yield
+        return
+    from matplotlib._pylab_helpers import Gcf  # pyplot's own table of open figures
+
+    callers = dict(Gcf.figs)
+    Gcf.figs.clear()
+    try:
+        yield
+    finally:
+        Gcf.figs.update(callers)
 
 
-def _run_cell(shell: Any, source: str, number: int, callers: set[int]) -> list[Any]:
+def _run_cell(shell: Any, source: str, number: int) -> list[Any]:
     """Run one cell; return its outputs (stdout, then rich outputs and figures)."""
     from IPython.utils.capture import capture_output
 
     with capture_output(stdout=True, stderr=True, display=True) as captured:
         with _deadline(child_deadline()):
             result = shell.run_cell(source, store_history=True)
-        _show_figures(callers)
+        _show_figures()
     error = result.error_before_exec or result.error_in_exec
     if error is not None:
         raise CellError(number, type(error).__name__, str(error))
     return _outputs(captured)
 
 
-def _show_figures(callers: set[int]) -> None:
+def _show_figures() -> None:
     """Display the figures the cell drew, in order: the SVG ones (:func:`svg.take_figures`),
-    then pyplot's open ones as PNG (only when a cell imported pyplot), which are closed; the
-    figures of ``callers`` (open in the calling process before the notebook ran) are left."""
+    then pyplot's open ones as PNG (only when a cell imported pyplot), which are closed (the
+    caller's are set aside meanwhile: :func:`_callers_figures_aside`)."""
     from IPython.display import display
 
     for figure in svg.take_figures():
@@ -140,9 +150,8 @@ def _show_figures(callers: set[int]) -> None:
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None:
         for number in plt.get_fignums():
-            if number not in callers:
-                display({"image/png": figure_png(plt.figure(number))}, raw=True)
-                plt.close(number)
+            display({"image/png": figure_png(plt.figure(number))}, raw=True)
+        plt.close("all")
 
 
 def figure_png(figure: Any) -> bytes:
