@@ -138,6 +138,16 @@ def test_the_callers_open_figures_stay_out_of_the_report_and_open(tmp_path: Path
         plt.close(mine)
 
 
+def test_the_callers_main_module_is_kept(tmp_path: Path) -> None:
+    """IPython's shell installs its own ``__main__`` (no ``__spec__``); a local triage's
+    spawned workers in the same process then failed to start."""
+    import sys
+
+    main = sys.modules["__main__"]
+    write_report(INCIDENT, tmp_path / "main.html", notebook=_notebook(tmp_path, "x = 1"))
+    assert sys.modules["__main__"] is main
+
+
 def test_a_figure_that_is_a_cells_last_expression_is_shown_once(tmp_path: Path) -> None:
     notebook = _notebook(tmp_path, "import forensics\nfrom forensics import plots\n"
                                    "result = forensics.replay(capture)\n"

@@ -96,9 +96,10 @@ def execute(nb: Any, cwd: Path) -> Any:
 
     Raises CellError at the first cell that raises (or does not compile).
     """
-    shell = _shell()
     number = 0
-    with _working_directory(cwd), _callers_figures_aside(), _agg_backend():
+    with _main_module_kept(), _working_directory(cwd), _callers_figures_aside(), \
+            _agg_backend():
+        shell = _shell()
         for cell in nb.cells:
             if cell.get("cell_type") != "code":
                 continue
@@ -106,6 +107,19 @@ def execute(nb: Any, cwd: Path) -> Any:
             cell.outputs = _run_cell(shell, cell.source, number)
             cell.execution_count = number
     return nb
+
+
+@contextmanager
+def _main_module_kept() -> Iterator[None]:
+    """The process's ``__main__`` module put back after the block: IPython's shell installs a
+    module of its own there, without ``__spec__``, and ``multiprocessing``'s spawn start (a
+    local triage's workers) then fails in the calling process."""
+    main = sys.modules.get("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 @contextmanager
