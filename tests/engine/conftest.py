@@ -3,6 +3,7 @@ runs (started once per session, two at a time, shared by the tests that read the
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +39,11 @@ SCENARIOS = [
     Scenario("v2_last_record", max_tokens=8, env={**V2, "FORENSICS_HARNESS_FAULTS": "last@2:2"}),
     Scenario("v2_kernels_record", max_tokens=8, env={**V2, "FORENSICS_KERNELS": "all",
                                                      "FORENSICS_KERNELS_KEEP": "all"}),
+    # the recorder on, the worker killed by SIGSEGV mid-run (per-record hand-off, the default)
+    Scenario("v2_kernels_segv", max_tokens=32, kill_after_records=12,
+             kill_signal=signal.SIGSEGV,
+             env={**V2, "FORENSICS_KERNELS": "all", "FORENSICS_KERNELS_KEEP": "all",
+                  "FORENSICS_HANDOFF": "record", "FORENSICS_HARNESS_STEP_DELAY": "0.1"}),
 ]
 
 

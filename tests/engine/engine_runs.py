@@ -38,7 +38,8 @@ class Scenario:
     spec: int = 3
     max_tokens: int = 32
     probe: bool = True
-    kill_after_records: int = 0  # > 0: SIGKILL the recording worker once this many are flushed
+    kill_after_records: int = 0  # > 0: kill the recording worker once this many are flushed
+    kill_signal: int = signal.SIGKILL  # the signal it is killed with
     legacy_names: bool = False  # give the probe settings their older VLLM_FORENSICS_* names
 
 
@@ -144,8 +145,8 @@ def flushed_records(capture: Path) -> int:
 
 
 def run_and_kill(scenario: Scenario, model: Path, workdir: Path) -> Run:
-    """Run ``scenario`` and SIGKILL the recording worker mid-generation, once its capture holds
-    ``kill_after_records`` readable records; the Run's ``extra`` holds how many were readable
+    """Run ``scenario`` and kill the recording worker mid-generation (its ``kill_signal``),
+    once its capture holds ``kill_after_records`` readable records; the Run's ``extra`` holds how many were readable
     just before the kill. (The scenario slows each step down a little through the harness, so
     generation is still going on then.)"""
     process, log = start(scenario, model, workdir)
@@ -156,7 +157,7 @@ def run_and_kill(scenario: Scenario, model: Path, workdir: Path) -> Run:
         if pid is not None:
             before = flushed_records(captures[0])
             if before >= scenario.kill_after_records:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, scenario.kill_signal)
                 break
         time.sleep(0.2)
     run = finish(scenario, process, log, workdir)
