@@ -146,9 +146,9 @@ def flushed_records(capture: Path) -> int:
 
 def run_and_kill(scenario: Scenario, model: Path, workdir: Path) -> Run:
     """Run ``scenario`` and kill the recording worker mid-generation (its ``kill_signal``),
-    once its capture holds ``kill_after_records`` readable records; the Run's ``extra`` holds how many were readable
-    just before the kill. (The scenario slows each step down a little through the harness, so
-    generation is still going on then.)"""
+    once its capture holds ``kill_after_records`` readable records; the Run's ``extra`` holds
+    how many were readable just before the kill. (The scenario slows each step down a little
+    through the harness, so generation is still going on then.)"""
     process, log = start(scenario, model, workdir)
     deadline, before, pid = time.monotonic() + 420, 0, None
     while time.monotonic() < deadline and process.poll() is None:
