@@ -41,9 +41,9 @@ SCENARIOS = [
                                                      "FORENSICS_KERNELS_KEEP": "all"}),
     # the recorder on, the worker killed by SIGSEGV mid-run (per-record hand-off, the default)
     Scenario("v2_kernels_segv", max_tokens=32, kill_after_records=12,
-             kill_signal=signal.SIGSEGV,
+             kill_signal=signal.SIGSEGV, kill_delay=2.0,
              env={**V2, "FORENSICS_KERNELS": "all", "FORENSICS_KERNELS_KEEP": "all",
-                  "FORENSICS_HANDOFF": "record", "FORENSICS_HARNESS_STEP_DELAY": "0.1"}),
+                  "FORENSICS_HANDOFF": "record", "FORENSICS_HARNESS_LOG_STEPS": "1"}),
 ]
 
 

@@ -40,6 +40,7 @@ class Scenario:
     probe: bool = True
     kill_after_records: int = 0  # > 0: kill the recording worker once this many are flushed
     kill_signal: int = signal.SIGKILL  # the signal it is killed with
+    kill_delay: float = 0.0  # seconds from reaching kill_after_records to the kill
     legacy_names: bool = False  # give the probe settings their older VLLM_FORENSICS_* names
 
 
@@ -157,6 +158,7 @@ def run_and_kill(scenario: Scenario, model: Path, workdir: Path) -> Run:
         if pid is not None:
             before = flushed_records(captures[0])
             if before >= scenario.kill_after_records:
+                time.sleep(scenario.kill_delay)  # steps go on past the last flush
                 os.kill(pid, scenario.kill_signal)
                 break
         time.sleep(0.2)

