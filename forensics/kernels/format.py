@@ -289,5 +289,7 @@ to 4 MiB, else the view); floats within the launch's budget. A table of raw poin
 
 A `kernel_summary` event follows each write: `kernels_seen` (`module.name` -> launches seen),
 `graph_only` (kernels seen only while a CUDA graph was being captured: not recorded),
-`dropped_steps` (steps older than the kept ones), `launches_written` and `reason`.
+`dropped_steps` (steps older than the kept ones), `launches_written` (by this write),
+`handed_off` (launches handed to the writer one by one as they returned, with
+`FORENSICS_KERNELS_KEEP=all`) and `reason`.
 """

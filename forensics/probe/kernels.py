@@ -9,11 +9,12 @@ A launch costs one copy of each tensor argument's storage before and, for tensor
 may write, after it (integer and boolean storages whole up to :data:`WHOLE_BYTES`; floats within
 ``FORENSICS_KERNELS_BUDGET`` bytes per launch, else their elements up to the budget, else
 nothing and the record says so). Nothing is encoded on the launch path: the copies wait in the
-flight recorder, which keeps the last ``FORENSICS_KERNELS_KEEP`` steps (default 32; ``all``:
-every step, each handed to the probe's writer when the next begins, so that it survives a
-SIGKILL of the engine) and writes them as ``kernel_launch`` events through the probe's writer
-(:mod:`forensics.kernels.format`) when ``execute_model`` raises, at exit, on SIGTERM/SIGINT, and
-on request (:func:`dump`). Launches while a CUDA graph is being captured are not recorded; their
+flight recorder, which keeps the last ``FORENSICS_KERNELS_KEEP`` steps (default 32) and writes
+them as ``kernel_launch`` events through the probe's writer (:mod:`forensics.kernels.format`)
+when ``execute_model`` raises, at exit, on SIGTERM/SIGINT, and on request (:func:`dump`). With
+``FORENSICS_KERNELS_KEEP=all`` each launch is encoded and handed to the writer as soon as it
+returns (or raises), so a SIGSEGV, SIGABRT or SIGKILL of the engine loses at most the launch in
+flight. Launches while a CUDA graph is being captured are not recorded; their
 kernels are listed in the ``kernel_summary`` event as seen only in a graph.
 """
 
@@ -147,6 +148,8 @@ class FlightRecorder:
         self.graph_only: set[str] = set()
         self.dropped_steps = 0
         self.errors = 0
+        self.written = 0  # launches handed to the writer so far
+        self._ordinal = (-1, 0)  # (step, launches of that step so far)
         self._torch: Any = None
         self._capturing: Callable[[], bool] = lambda: False
 
@@ -167,8 +170,7 @@ class FlightRecorder:
             self.graph_only.add(key)
             return None
         step, rank = self._step_rank()
-        launches = self._launches(step)
-        pending = Pending(meta, step, rank, len(launches))
+        pending = Pending(meta, step, rank, self._next_ordinal(step))
         bound = dict(zip(meta.params, args, strict=False))
         bound.update((k, v) for k, v in kwargs.items() if k in meta.params)
         for name, value in meta.defaults.items():
@@ -177,15 +179,37 @@ class FlightRecorder:
         for name in meta.params:
             floats = self._argument(pending, name, bound.get(name), floats)
         pending.grid = _grid(grid, bound)
-        launches.append(pending)
         self._pointer_tables(pending, bound)
         pending.before = _join(pending.views)
+        if not self.hands_off_each_launch:
+            self._launches(step).append(pending)
         return pending
 
     def after(self, pending: Pending) -> None:
         """Copy the tensors the launch may have written (their storage, once more)."""
         pending.after = _join(pending.views)
         pending.views = []
+        if self.hands_off_each_launch:
+            self.hand_off(pending)
+
+    @property
+    def hands_off_each_launch(self) -> bool:
+        """Whether each launch goes to the writer when it returns (``KEEP=all``)."""
+        return self.keep is None and self.session is not None
+
+    def hand_off(self, pending: Pending) -> None:
+        """Encode ``pending`` and hand it to the probe's writer now (it then survives a crash of
+        the engine); a launch that raised goes with its arguments before the launch only."""
+        pending.views = []
+        self.session.keep_event(KIND, **event_fields(pending))
+        self.written += 1
+
+    def _next_ordinal(self, step: int) -> int:
+        """The launch ordinal of a new launch at ``step`` (0 for its first)."""
+        last, count = self._ordinal
+        count = count + 1 if last == step else 1
+        self._ordinal = (step, count)
+        return count - 1
 
     def _argument(self, pending: Pending, name: str, value: Any, floats: int) -> int:
         """Note one argument; return the float budget left."""
@@ -263,8 +287,6 @@ class FlightRecorder:
         steps = self.steps
         if steps and steps[-1][0] == step:
             return steps[-1][1]
-        if self.keep is None and steps and self.session is not None:
-            _write(self, "a step ended (FORENSICS_KERNELS_KEEP=all)")  # survives a SIGKILL
         steps.append((step, []))
         while self.keep is not None and len(steps) > self.keep:
             steps.popleft()
@@ -282,7 +304,8 @@ class FlightRecorder:
         """The fields of the ``kernel_summary`` event."""
         return {"format": FORMAT, "selection": list(self.globs),
                 "keep": self.keep if self.keep is not None else "all",
-                "launches_written": written, "dropped_steps": self.dropped_steps,
+                "launches_written": written, "handed_off": self.written,
+                "dropped_steps": self.dropped_steps,
                 "kernels_seen": dict(self.seen), "graph_only": sorted(self.graph_only),
                 "recorder_errors": self.errors}
 
@@ -433,6 +456,8 @@ def wrap_run(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
         except BaseException:
+            if pending is not None and recorder.hands_off_each_launch:
+                _hand_off_raised(recorder, pending)
             dump("a kernel launch raised")
             raise
         if pending is not None:
@@ -444,6 +469,14 @@ def wrap_run(original: Callable[..., Any]) -> Callable[..., Any]:
 
     run.__wrapped__ = original  # type: ignore[attr-defined]
     return run
+
+
+def _hand_off_raised(recorder: FlightRecorder, pending: Pending) -> None:
+    """Hand off a launch that raised (never raises itself)."""
+    try:
+        recorder.hand_off(pending)
+    except Exception:
+        recorder.errors += 1
 
 
 def install(session: Any, environ: Mapping[str, str] | None = None) -> FlightRecorder | None:

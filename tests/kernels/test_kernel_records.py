@@ -109,3 +109,82 @@ def test_data_of_the_wrong_size_is_refused() -> None:
     with pytest.raises(CaptureFormatError, match="'data'"):
         check_launch(event, "test")
     assert np.frombuffer(b"\0" * 16, dtype=np.int64).size == 2
+
+
+class Session(Steps):
+    """A probe session that keeps the events handed to it."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict]] = []
+
+    def keep_event(self, kind: str, **fields: object) -> None:
+        self.events.append((kind, fields))
+
+
+def test_keep_all_hands_each_launch_to_the_writer_when_it_returns() -> None:
+    """FORENSICS_KERNELS_KEEP=all: a launch is handed off as soon as it returns, not when the
+    next step begins, so a crash of the engine after it loses nothing of it."""
+    recorder = K.FlightRecorder(("*",), None, 64, Session())
+    recorder._torch = torch
+    meta = recorder.kernel(Jit())
+    for step, launches in ((0, 2), (1, 1)):
+        recorder.session.step = step
+        for n in range(launches):
+            ptr = torch.zeros(2, dtype=torch.int32)
+            pending = recorder.before(meta, (ptr, torch.zeros(2), n), {}, (1,))
+            ptr[1] = 7
+            recorder.after(pending)
+            kind, fields = recorder.session.events[-1]
+            assert (kind, fields["step"], fields["ordinal"]) == (K.KIND, step, n)
+            launch = check_launch(json.loads(json.dumps(fields)), "test")
+            assert launch.tensors["ptr"].array("after").tolist() == [0, 7]
+    assert recorder.written == 3 and recorder.take() == []
+
+
+def test_keep_all_hands_off_a_launch_that_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = K.FlightRecorder(("*",), None, 64, Session())
+    recorder._torch = torch
+    monkeypatch.setattr(K, "RECORDER", recorder)
+
+    def crashing_launch(self: object, *args: object, grid: object, warmup: bool) -> None:
+        raise RuntimeError("illegal memory access")
+
+    run = K.wrap_run(crashing_launch)
+    with pytest.raises(RuntimeError):
+        run(Jit(), torch.zeros(2, dtype=torch.int32), torch.zeros(2), 1, grid=(1,),
+            warmup=False)
+    kinds = [kind for kind, _ in recorder.session.events]
+    assert kinds == [K.KIND, K.SUMMARY_KIND]
+    launch = check_launch(json.loads(json.dumps(recorder.session.events[0][1])), "test")
+    assert launch.tensors["ptr"].after is None
+    assert recorder.session.events[1][1]["handed_off"] == 1
+
+
+def _positions_fn(pos_ptr, input_ids_ptr, n):  # noqa: ANN001 (a kernel's shape)
+    """A kernel that writes positions and input ids."""
+
+
+_positions_fn.__module__ = "vllm.v1.worker.gpu.stand_in"
+
+
+class PositionsJit:
+    fn = staticmethod(_positions_fn)
+
+
+def test_position_and_token_id_contracts_read_the_manifests_model_facts() -> None:
+    """The probe writes max_model_len and vocab_size among the manifest's ``model`` facts; the
+    contracts judge written positions and ids against them, and without them judge neither."""
+    from forensics.kernels import contracts
+
+    recorder = _recorder(budget=1 << 10)
+    pos, ids = torch.zeros(4, dtype=torch.int64), torch.zeros(4, dtype=torch.int32)
+    pending = recorder.before(recorder.kernel(PositionsJit()), (pos, ids, 4), {}, (1,))
+    pos[:] = torch.tensor([5, 6, 7, 8])  # "the launch" writes one position past 8 - 1
+    ids[:] = torch.tensor([1, 2, 3, 9])
+    recorder.after(pending)
+    launch = check_launch(json.loads(json.dumps(K.event_fields(pending))), "test")
+    found = contracts.check(launch, {"model": {"max_model_len": 8, "vocab_size": 4}})
+    assert [(f["contract"], f["argument"], f["elements"], f["values"], f["upper"])
+            for f in found] == [("position", "pos_ptr", [3], [8], 8),
+                                ("token id", "input_ids_ptr", [3], [9], 4)]
+    assert contracts.check(launch, {"max_model_len": 8, "vocab_size": 4}) == []
