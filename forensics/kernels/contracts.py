@@ -6,8 +6,8 @@ recorded values of a launch (``kernel_contract`` findings).
 - block index: in ``_compute_slot_mappings_kernel``, ``pos // block_size <`` the blocks per row
   of each enabled group's block table (a block index past the row reads the next request's row:
   inside the allocation, outside its row);
-- position: written ``pos`` values ``< max_model_len`` (from the capture's manifest; not judged
-  without it);
+- position: written ``pos`` values ``< max_model_len`` (from the capture's manifest, its
+  ``model`` facts; not judged without it);
 - token id: ``input_ids`` values a launch wrote ``< vocab_size`` (from the manifest; not judged
   without it).
 """
@@ -116,8 +116,11 @@ def _bounded(launch: Launch, names: tuple[str, ...], bound: int | None, what: st
 
 
 def check(launch: Launch, manifest: dict[str, Any]) -> list[dict[str, Any]]:
-    """The launch's ``kernel_contract`` findings."""
-    model_len, vocab = manifest.get("max_model_len"), manifest.get("vocab_size")
+    """The launch's ``kernel_contract`` findings (the bounds from the manifest's ``model``
+    facts, where the probe and the importers put them)."""
+    model = manifest.get("model")
+    facts = model if isinstance(model, dict) else {}
+    model_len, vocab = facts.get("max_model_len"), facts.get("vocab_size")
     return (_slots(launch) + _blocks(launch)
             + _bounded(launch, POSITIONS, model_len if isinstance(model_len, int) else None,
                        "position", "max_model_len (manifest)")

@@ -37,6 +37,7 @@ def model_facts(runner: Any) -> dict[str, Any]:
     return {
         "model": _attempt(lambda: _plain(model_config.model)),  # type: ignore[union-attr]
         "vocab_size": _attempt(lambda: int(model_config.get_vocab_size())),  # type: ignore[union-attr]
+        "max_model_len": _attempt(lambda: int(model_config.max_model_len)),  # type: ignore[union-attr]
         "speculative_config": _attempt(lambda: _speculative(runner)),
         "async_scheduling": _attempt(lambda: bool(runner.use_async_scheduling)),
         "async_spec_decode": _attempt(lambda: bool(runner.use_async_spec_decode)),
