@@ -37,8 +37,17 @@ SCENARIOS = [
     Scenario("v2_draft_guard", max_tokens=8, env={**V2, "FORENSICS_MODE": "guard",
                                                   "FORENSICS_HARNESS_FAULTS": "draft@2:1"}),
     Scenario("v2_last_record", max_tokens=8, env={**V2, "FORENSICS_HARNESS_FAULTS": "last@2:2"}),
+    Scenario("v2_swap_record", max_tokens=8, env={**V2, "FORENSICS_HARNESS_FAULTS": "swap@2:0"}),
     Scenario("v2_kernels_record", max_tokens=8, env={**V2, "FORENSICS_KERNELS": "all",
                                                      "FORENSICS_KERNELS_KEEP": "all"}),
+    # the recorder on, one request's device num_computed_tokens pushed past max_model_len;
+    # then one idx_mapping entry one past the last request slot (issue 41)
+    Scenario("v2_kernels_computed", max_tokens=8, env={
+        **V2, "FORENSICS_KERNELS": "all", "FORENSICS_KERNELS_KEEP": "all",
+        "FORENSICS_HARNESS_FAULTS": "computed@3:0"}),
+    Scenario("v2_kernels_slot", max_tokens=8, env={
+        **V2, "FORENSICS_KERNELS": "all", "FORENSICS_KERNELS_KEEP": "all",
+        "FORENSICS_HARNESS_FAULTS": "slot@3:1"}),
     # the recorder on, the worker killed by SIGSEGV mid-run (per-record hand-off, the default)
     Scenario("v2_kernels_segv", max_tokens=32, kill_after_records=12,
              kill_signal=signal.SIGSEGV, kill_delay=2.0,

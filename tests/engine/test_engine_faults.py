@@ -3,6 +3,7 @@ in record and in guard mode, with and without speculative decoding."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -83,6 +84,10 @@ def test_a_placeholder_with_spec_decode_feeds_token_zero_silently(faults_record:
     assert (f"step 4 rank 0: prepare_input_ids left id -1 at input_ids[{slots[0]}]" in text
             and "a wrong token, silently, not a crash" in text), text
     assert 4 < 14 <= max(_steps(faults_record, "embedding"))  # the engine went on past it
+    known = forensics_cli(PROJECT_PYTHON, "known", str(faults_record.capture), "--json")
+    assert known.returncode in (0, 1), known.stderr[-3000:]
+    answer = json.loads(known.stdout)
+    assert "placeholder-reaches-input-ids" in answer.get("known", answer)["matches"], answer
 
 
 def test_an_out_of_range_sampled_id_is_found_and_torch_raises(faults_record: Run) -> None:

@@ -129,3 +129,32 @@ def test_guard_mode_on_v2_warns_at_combine_tokens_and_raises_at_the_embedding(
         v2_draft_guard.log[-3000:]
     assert TORCH_INDEX_ERROR not in v2_draft_guard.log
     assert max(r.step for r in _records(v2_draft_guard, "combine_tokens")) in FAULTY_STEPS
+
+
+def test_a_wrong_in_range_last_token_is_found_as_a_substitution(v2_swap_record: Run) -> None:
+    """Issue 40: one request's last sampled token replaced by another id of the vocabulary
+    (no crash, a silently wrong token) is `substituted` at the step that fed it, with the
+    request, its position, the id fed and the true token as expected; it matches the V2
+    substitution entry of the catalogue; nothing is out of range."""
+    import json
+
+    from engine_runs import forensics_cli
+
+    fault = _fault(v2_swap_record, "swap")
+    assert fault["step"] == 2 and fault["value"] != fault["true"]
+    assert v2_swap_record.error is None, v2_swap_record.log[-3000:]
+    report = replay_json(PROJECT_PYTHON, v2_swap_record.capture, "upstream")
+    found = [f for f in report["findings"] if f["variant"] == "upstream"]
+    assert [(f["kind"], f["step"], f["site"], f["tensor"], f["req_id"], f["value"],
+             f["expected"], f["effect"]) for f in found] == [
+        ("substituted", 2, "embedding", "input_ids", fault["req_id"], fault["value"],
+         fault["true"], "verified")], found
+    (sub,) = found
+    assert sub["position"] is not None and sub["expected_step"] < 2
+    (embedded,) = _records(v2_swap_record, "embedding", 2)
+    assert int(np.asarray(embedded["input_ids"])[sub["element"]]) == fault["value"]
+    done = forensics_cli(PROJECT_PYTHON, "known", str(v2_swap_record.capture), "--json")
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    answer = json.loads(done.stdout)
+    known = answer.get("known", answer)
+    assert known["matches"] == ["v2-zeros-embedded"], known["matches"]

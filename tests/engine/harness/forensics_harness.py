@@ -25,7 +25,13 @@ Two things, each off unless its variable is set:
   before vLLM is imported. V2 faults (same ``KIND@STEP:ROW`` form) go into V2's request state
   at the start of the step's ``prepare_inputs``: ``draft`` writes ``-1`` as the first draft of
   the row's request slot (``req_states.draft_tokens[slot, 0]``), ``last`` writes ``vocab_size``
-  as its last sampled token (``req_states.last_sampled_tokens[slot]``). When row ROW is not
+  as its last sampled token (``req_states.last_sampled_tokens[slot]``), ``swap`` replaces that
+  last sampled token by the next id of the vocabulary (in range: a silent substitution; the
+  true token is logged as ``true``), ``computed`` pushes
+  the device copy of its ``num_computed_tokens`` to four times ``max_model_len`` (the CPU
+  mirror keeps the true count, as after a lost update on the GPU), and ``slot`` writes
+  ``max_num_reqs`` (one past the last request slot) into row ROW of the step's device
+  ``idx_mapping`` (its CPU copy ``idx_mapping_np`` stays right). When row ROW is not
   decoding (with drafts, for ``draft``) the first row that is takes the fault: async
   scheduling varies which rows decode at a given step.
   Each injection is logged with its row, slot and request.
@@ -51,7 +57,8 @@ CPU_PLATFORM = "vllm.platforms.cpu"
 CPU_WORKER = "vllm.v1.worker.cpu_worker"
 RUNNER = "vllm.v1.worker.gpu_model_runner"
 RUNNER_V2 = "vllm.v1.worker.gpu.model_runner"
-V1_KINDS, V2_KINDS = ("sentinel", "oob", "placeholder"), ("draft", "last")
+V1_KINDS = ("sentinel", "oob", "placeholder")
+V2_KINDS = ("draft", "last", "swap", "computed", "slot")
 _STATE = {"step": -1}
 
 
@@ -141,7 +148,7 @@ def _inject_state(runner: Any, kind: str, row: int, batch: Any) -> None:
     """Write a V2 fault into the request state of ``batch``'s row ``row`` (see the module)."""
     drafts = getattr(batch, "num_draft_tokens_np", None)
     decoding = [r for r in range(len(batch.req_ids)) if not batch.is_prefilling_np[r]
-                and (kind == "last" or (drafts is not None and drafts[r] > 0))]
+                and (kind != "draft" or (drafts is not None and drafts[r] > 0))]
     if row not in decoding and decoding:
         row = decoding[0]  # async scheduling varies which rows decode (with drafts) at a step
     has_draft = drafts is not None and row < len(drafts) and int(drafts[row]) > 0
@@ -151,14 +158,44 @@ def _inject_state(runner: Any, kind: str, row: int, batch: Any) -> None:
         return
     slot = int(batch.idx_mapping_np[row])
     states = runner.req_states
+    extra: dict[str, Any] = {}
     if kind == "draft":
         value = -1
         states.draft_tokens[slot, 0] = value
+    elif kind == "swap":
+        true = int(states.last_sampled_tokens[slot].reshape(-1)[0])
+        value = (true + 1) % int(runner.vocab_size)
+        states.last_sampled_tokens[slot] = value
+        extra["true"] = true
+    elif kind == "computed":
+        value = 4 * int(runner.max_model_len)
+        states.num_computed_tokens.gpu[slot] = value
     else:
         value = int(runner.vocab_size)
         states.last_sampled_tokens[slot] = value
     _log(event="fault", kind=kind, step=_STATE["step"], row=row, slot=slot, value=value,
-         req_id=batch.req_ids[row])
+         req_id=batch.req_ids[row], **extra)
+
+
+def _with_bad_slot(runner: Any, module: Any, row: int, prepare: Any) -> Any:
+    """Run ``prepare`` (the step's ``prepare_inputs``) with ``max_num_reqs`` in row ``row`` of
+    the device ``idx_mapping``: its first host-to-device copy (see the module)."""
+    copy = module.async_tensor_h2d
+    value = int(runner.max_num_reqs)
+
+    def bad_first_copy(*args: Any, **kwargs: Any) -> Any:
+        module.async_tensor_h2d = copy
+        tensor = copy(*args, **kwargs)
+        tensor[row] = value
+        _log(event="fault", kind="slot", step=_STATE["step"], row=row, value=value,
+             slots=[int(s) for s in args[0]])
+        return tensor
+
+    module.async_tensor_h2d = bad_first_copy
+    try:
+        return prepare()
+    finally:
+        module.async_tensor_h2d = copy
 
 
 def _patch_runner_v2(module: Any) -> None:
@@ -179,6 +216,9 @@ def _patch_runner_v2(module: Any) -> None:
     def prepare_inputs_with_faults(self: Any, scheduler_output: Any, batch: Any, *args: Any,
                                    **kwargs: Any) -> Any:
         kind, row = planned.get(_STATE["step"], ("", -1))
+        if kind == "slot":
+            return _with_bad_slot(self, module, row, lambda: prepare_inputs(
+                self, scheduler_output, batch, *args, **kwargs))
         if kind in V2_KINDS:
             _inject_state(self, kind, row, batch)
         return prepare_inputs(self, scheduler_output, batch, *args, **kwargs)
