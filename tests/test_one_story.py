@@ -3,6 +3,7 @@ disagreement, and the crash verdict names what it saw."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -155,3 +156,17 @@ def test_every_kind_of_finding_exports_to_parquet(tmp_path: Path) -> None:
         kinds |= set(table.column("kind").to_pylist())
         assert str(table.schema.field("expected").type) == "int64"
     assert {"substituted", "clamped_placeholder", "unwritten_input"} <= kinds
+
+
+def test_replay_json_says_whether_token_continuity_was_judged() -> None:
+    """The JSON carries the continuity check's verdict and what it judged: a V2 substitution is
+    a violation over judged tokens; a V1 capture without the embedding's positions is "not
+    judged", never ok."""
+    answers = {name: json.loads(json.dumps(forensics.replay(
+        DATA / f"{name}.capture", variants=["upstream"]).to_json()))["continuity"]
+        for name in ("v2-wrong-last-token", "clean")}
+    assert answers["v2-wrong-last-token"]["verdict"] == "violation"
+    assert answers["v2-wrong-last-token"]["judged"] > 0
+    assert answers["clean"] == {"verdict": "not judged: needs embedding.positions", "judged": 0,
+                                "needs": ["embedding.positions"], "clamps": True,
+                                "padding_notes": 0}

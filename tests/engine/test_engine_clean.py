@@ -58,6 +58,8 @@ def test_replay_is_ok_everywhere_and_the_vllm_variant_agrees_in_032_and_033(reco
         for variant, verdicts in report["verdicts"].items():
             assert verdicts == {site: "ok" for site in SITES}, (version, variant)
         assert report["findings"] == []
+        continuity = report["continuity"]  # issue 40: judged, and no token substituted
+        assert continuity["verdict"] == "ok" and continuity["judged"] > 0, continuity
         assert report["outcomes"]["vllm"] == report["outcomes"]["upstream"], version
         assert report["outcomes"]["vllm"]["ok"] == report["records"], version
 

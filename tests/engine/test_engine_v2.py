@@ -58,6 +58,8 @@ def test_a_clean_v2_run_records_every_v2_site_and_replays_ok(v2_record: Run) -> 
         assert (np.asarray(record["expanded_local_pos"]) > 0).any() and "req_ids" in record
     report = replay_json(PROJECT_PYTHON, v2_record.capture, "upstream", "patched")
     assert report["findings"] == []
+    continuity = report["continuity"]  # issue 40: judged, and no token substituted
+    assert continuity["verdict"] == "ok" and continuity["judged"] > 0, continuity
     assert report["verdicts"] == {v: dict.fromkeys(V2_SITES, "ok")
                                   for v in ("upstream", "patched")}
 
