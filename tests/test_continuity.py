@@ -175,3 +175,20 @@ def test_the_replay_judges_a_substitution_under_every_variant() -> None:
     expected_text = ("Token continuity: 1 wrong token(s) fed (1 substituted); the first: "
                      "`input_ids[0] = ")
     assert expected_text in conclude(result).paragraph()
+
+
+def test_a_step_without_a_staging_record_is_skipped_not_a_missing_field() -> None:
+    """The probe records prepare_input_ids only at steps that carry ids over from the previous
+    step (a first, prefill-only step has none): such a step's embedding is not judged, and the
+    check is not "not judged: needs num_draft_tokens" for the whole capture."""
+    first = [Record(SINK, 0, 0, {"input_ids": np.array([1, 2, 3, 4, 10]), "num_embeddings": 100,
+                                 "positions": np.array([0, 1, 2, 3, 4]),
+                                 "req_ids": ["req-a"], "cu_num_tokens": np.array([5])})]
+    records = first + _step(1, [10, 11, 12], [5, 6, 7], prev_last=10, count=1,
+                            drafts=[11, 12]) + _step(2, [77, 30, 31], [7, 8, 9], prev_last=77,
+                                                     count=2, drafts=[30, 31])
+    manifest = {"versions": {"vllm": "0.33.0"}, "model": {"num_speculative_tokens": 2}}
+    result = continuity_of(lambda site: [r for r in records if r.site == site],
+                           {r.site for r in records}, manifest)
+    assert (result.verdict, result.findings, result.needs) == ("ok", [], [])
+    assert result.judged == 5
