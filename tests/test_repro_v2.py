@@ -155,8 +155,9 @@ def _first_cases(capture: str, sites: tuple[str, ...]) -> dict[str, dict[str, An
 
 @pytest.fixture(scope="module")
 def cases() -> dict[str, dict[str, Any]]:
+    vocab = _first_cases("v2-vocab-sample.capture", ("post_update", "embedding"))
     return {**_first_cases("v2-negative-draft.capture", ("combine_tokens", "embedding")),
-            **_first_cases("v2-vocab-sample.capture", ("post_update",))}
+            "post_update": vocab["post_update"], "embedding_vocab": vocab["embedding"]}
 
 
 def _data(cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -299,6 +300,20 @@ def test_a_v2_embedding_reads_the_ids_its_origin_writes_so_a_fixed_kernel_passes
     calls.clear()
     assert [_run_case(both, monkeypatch, i, calls) for i in (0, 1)] == ["passed", "passed"]
     assert calls == [(0, "--case")]  # the embedding reused the combine case's run
+
+
+def test_a_v2_embedding_carries_a_fix_one_call_back_no_further(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cases: dict[str, dict[str, Any]]
+) -> None:
+    """``v2-vocab-sample.capture``: the id reaches ``combine_tokens`` (step 12) through the
+    ``last_sampled_tokens`` its record holds as the unpatched ``post_update`` stored it, so the
+    fixed kernels still write it and the test still fails, naming the combine call."""
+    module = _generated(tmp_path, [cases["embedding_vocab"]], "repro_v2_two_back")
+    _stand_ins(monkeypatch, fixed=True)
+    message = _run_case(module, monkeypatch, 0, [])
+    assert ("combine_sampled_and_draft_tokens writes on the capture's step-12 combine_tokens "
+            "record (rank 0), run on the installed vLLM: input_ids[4] = 151936 is outside the "
+            "vocabulary [0, 151936)") in message, message
 
 
 def test_a_v2_embedding_without_its_origin_record_says_it_cannot_carry_a_fix(

@@ -14,7 +14,11 @@ a comment. Each test calls vLLM's own function on CPU with the smallest stand-in
 and passes once a fix keeps the index in range; without the vLLM it needs it skips, saying why.
 Model Runner V2's sites (``combine_tokens``, ``post_update``) call vLLM's Triton kernel, each in
 a process of its own with Triton's interpreter on (:mod:`forensics.share.repro_template`), and
-check the ids the kernel wrote, and that it wrote nothing past its buffers' ends.
+check the ids the kernel wrote, and that it wrote nothing past its buffers' ends. A V2
+capture's ``embedding`` case also holds its ``origin``: the record whose vLLM call wrote its ids
+(:func:`origin_record`); its test runs that call on the origin's recorded inputs and checks the
+ids it writes, so a fix to that call reaches the embedding's test (None: the capture holds no
+such record, and the test says it checks the recorded ids).
 The file imports only the standard library, torch, vllm and pytest.
 """
 

@@ -24,7 +24,9 @@ Runner V2's functions are Triton kernels: each of their tests runs the kernel in
 process (this file, run with `--case N`) in Triton's interpreter, on CPU; the buffers it writes
 have spare rows past their end, so a write past a buffer lands there and fails the test; an
 index outside its buffer is not observed by Triton's interpreter, so where the capture's finding
-names a record field holding one, the test checks that value against its bound and says so. The
+names a record field holding one, the test checks that value against its bound and says so. A
+V2 embedding's test first runs the vLLM call that wrote its ids (its origin) on that call's
+recorded inputs, and checks and embeds the ids it writes, so a fix to that call passes it. The
 records, and the facts their bounds come from, are read at run time from the JSON file beside
 this one (same name, `.json`), through `load_data`: this file holds no text of the capture.
 Every call has a deadline; past it the test fails with "timed out after N s". Without the vLLM
