@@ -323,8 +323,8 @@ def test_a_v2_embedding_without_its_origin_record_says_it_cannot_carry_a_fix(
     _stand_ins(monkeypatch, fixed=True)
     message = _run_case(module, monkeypatch, 0, [])
     assert message.startswith(
-        "the recorded input_ids (the capture holds no record of the call that wrote them, so "
-        "this test checks the recorded ids and cannot carry a fix to vLLM forward): "
+        "the recorded input_ids (the capture's replay finds no record of the call that wrote "
+        "them, so this test checks the recorded ids and cannot carry a fix to vLLM forward): "
         "input_ids[1] = -1 is outside the vocabulary [0, 151936)"), message
 
 

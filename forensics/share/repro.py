@@ -217,21 +217,14 @@ def case_data(record: Record, finding: dict[str, Any], manifest: dict[str, Any]
               ) -> dict[str, Any]:
     """One test case: the record's data (:func:`record_data`), the facts and the finding; for
     a V2 embedding (``finding`` holds ``origin_record``) also ``origin``: the data of the
-    record whose vLLM call wrote its ids, None when the capture holds none."""
+    record whose vLLM call wrote its ids, None when the capture holds none this file can run."""
     case = {**record_data(record), "facts": {"vocab_size": vocab_fact(record, manifest)},
             "finding": finding_data(finding)}
     if "origin_record" in finding:
         origin = finding["origin_record"]
-        case["origin"] = None if origin is None or get_repro(origin.site) is None \
+        case["origin"] = None if origin is None or origin.site not in reproducible_sites() \
             else record_data(origin)
     return case
-
-
-def get_repro(site: str) -> tuple[str, str] | None:
-    """The site's ``Site.repro`` (None: the site declares no reproducer)."""
-    from forensics.sites import get_site
-
-    return get_site(site).repro
 
 
 def repro_data(chosen: list[tuple[Record, dict[str, Any]]], manifest: dict[str, Any],

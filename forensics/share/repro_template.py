@@ -428,8 +428,8 @@ def carried_ids(case, index, r, seconds):
     origin = case["origin"]
     cannot = "so this test checks the recorded ids and cannot carry a fix to vLLM forward"
     if origin is None:
-        return r["input_ids"], ("the recorded input_ids (the capture holds no record of the "
-                                f"call that wrote them, {cannot})")
+        return r["input_ids"], ("the recorded input_ids (the capture's replay finds no record "
+                                f"of the call that wrote them, {cannot})")
     where = (f"the capture's step-{origin['step']} {origin['site']} record (rank "
              f"{origin['rank']})")
     try:
