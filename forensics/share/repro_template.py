@@ -26,7 +26,9 @@ have spare rows past their end, so a write past a buffer lands there and fails t
 index outside its buffer is not observed by Triton's interpreter, so where the capture's finding
 names a record field holding one, the test checks that value against its bound and says so. A
 V2 embedding's test first runs the vLLM call that wrote its ids (its origin) on that call's
-recorded inputs, and checks and embeds the ids it writes, so a fix to that call passes it. The
+recorded inputs, and checks the ids it writes (the embedding's forward, which fails on no id
+inside the vocabulary, is not called: it would import much of vLLM), so a fix to that call
+passes it. The
 records, and the facts their bounds come from, are read at run time from the JSON file beside
 this one (same name, `.json`), through `load_data`: this file holds no text of the capture.
 Every call has a deadline; past it the test fails with "timed out after N s". Without the vLLM
@@ -464,7 +466,7 @@ def check_carried(case, r, ids, source):
 @pytest.mark.parametrize("case", DATA["cases"], ids=_case_id)
 def test_index_stays_in_range(case):
     """vLLM's call on the record leaves no index out of range and writes no id outside the
-    vocabulary; a V2 embedding reads the ids its origin's vLLM call writes."""
+    vocabulary; a V2 embedding's ids are those its origin's vLLM call writes, checked."""
     need_vllm(DATA["vllm"]["needed"])
     r = record(case)
     function, seconds = case["function"], DATA["deadline_s"]
@@ -473,9 +475,7 @@ def test_index_stays_in_range(case):
         if "origin" in case:
             ids, source = carried_ids(case, index, r, seconds)
             check_carried(case, r, ids, source)
-            r = {**r, "input_ids": ids}
-            with deadline(seconds):
-                written = RUNNERS[case["site"]](r)
+            written = []
         else:
             written = run_record(case, index, "--case", seconds)
     except Deadline:
