@@ -26,7 +26,7 @@ import pytest
 
 import forensics
 from forensics.present.tables import findings_table
-from forensics.share.repro import case_data, script_text
+from forensics.share.repro import case_data, origin_record, script_text
 from tests.conftest import DATA
 
 #: vLLM's two V2 kernels as plain torch, with the kernels' pointer arithmetic (a write lands
@@ -121,22 +121,29 @@ def gather_draft_sampled(input_ids, positions, logits_indices, expanded_idx_mapp
 PACKAGES = ("vllm", "vllm.v1", "vllm.v1.worker", "vllm.v1.worker.gpu")
 
 
-def _first_case(capture: str, site: str) -> dict[str, Any]:
-    """The data file's case of ``site``'s first out-of-bounds finding in ``capture`` under the
-    upstream model (what ``forensics repro`` writes, less the real code's replay)."""
+def _first_cases(capture: str, sites: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """The data file's case of each site's first out-of-bounds finding in ``capture`` under
+    the upstream model (what ``forensics repro`` writes, less the real code's replay; the
+    embedding's with its origin record, as for a V2 capture)."""
     result = forensics.replay(DATA / capture, ["upstream"])
     table = findings_table(result)
-    rows = table[(table["site"] == site) & (table["kind"] == "out_of_bounds")
-                 & table["index_tensor"].notna()].sort_values(["step", "rank"])
-    finding = rows.iloc[0].to_dict()
-    record = result.records[int(finding["record"])]
-    return case_data(record, finding, dict(result.capture.manifest))
+    found = {}
+    for site in sites:
+        rows = table[(table["site"] == site) & (table["kind"] == "out_of_bounds")
+                     & table["index_tensor"].notna()].sort_values(["step", "rank"])
+        finding = rows.iloc[0].to_dict()
+        record = result.records[int(finding["record"])]
+        if site == "embedding":
+            finding["origin_record"] = origin_record(result.records, record, finding["origin"])
+        found[site] = case_data(record, finding, dict(result.capture.manifest))
+    return found
 
 
 @pytest.fixture(scope="module")
 def cases() -> dict[str, dict[str, Any]]:
-    return {"combine_tokens": _first_case("v2-negative-draft.capture", "combine_tokens"),
-            "post_update": _first_case("v2-vocab-sample.capture", "post_update")}
+    vocab = _first_cases("v2-vocab-sample.capture", ("post_update", "embedding"))
+    return {**_first_cases("v2-negative-draft.capture", ("combine_tokens", "embedding")),
+            "post_update": vocab["post_update"], "embedding_vocab": vocab["embedding"]}
 
 
 def _data(cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -188,8 +195,8 @@ def _outcome(module: types.ModuleType, monkeypatch: pytest.MonkeyPatch) -> str:
     """The generated test on the module's one case, its kernel run in this process: "passed"
     or the failure's message."""
     case = module.DATA["cases"][0]
-    monkeypatch.setattr(module, "run_in_interpreter",
-                        lambda index, seconds: module.RUNNERS[case["site"]](module.record(case)))
+    monkeypatch.setattr(module, "run_in_interpreter", lambda index, seconds, part="--case":
+                        module.RUNNERS[case["site"]](module.record(case)))
     try:
         module.test_index_stays_in_range(case)
     except (AssertionError, pytest.fail.Exception) as failed:
@@ -226,6 +233,80 @@ def test_a_v2_case_fails_on_the_kernel_and_passes_once_fixed(
     assert ", outside the vocabulary [0, 151936)" in message
     _stand_ins(monkeypatch, fixed=True)
     assert _outcome(module, monkeypatch) == "passed"
+
+
+def _run_case(module: types.ModuleType, monkeypatch: pytest.MonkeyPatch, index: int,
+              calls: list[tuple[int, str]]) -> str:
+    """The generated test on case ``index``, each Triton call (a case's or an origin's) run in
+    this process and noted in ``calls``: "passed" or the failure's message."""
+    def in_process(at: int, seconds: int, part: str = "--case") -> Any:
+        calls.append((at, part))
+        case = module.DATA["cases"][at]
+        case = case["origin"] if part == "--origin" else case
+        return module.RUNNERS[case["site"]](module.record(case))
+
+    monkeypatch.setattr(module, "run_in_interpreter", in_process)
+    try:
+        module.test_index_stays_in_range(module.DATA["cases"][index])
+    except (AssertionError, pytest.fail.Exception) as failed:
+        return str(failed)
+    return "passed"
+
+
+def test_a_v2_embedding_reads_the_ids_its_origin_writes_so_a_fixed_kernel_passes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cases: dict[str, dict[str, Any]]
+) -> None:
+    """The embedding of ``v2-negative-draft.capture`` (input_ids[1] = -1, written at step 7
+    by ``combine_sampled_and_draft_tokens``): its test runs the combine kernel on the
+    origin's recorded inputs (the record in the data file), and checks the ids it writes; the
+    fixed kernel writes 0 there, and the test passes, though the recorded id is -1."""
+    combine, embedding = cases["combine_tokens"], cases["embedding"]
+    assert embedding["origin"] is not None
+    assert (embedding["origin"]["site"], embedding["origin"]["step"]) == ("combine_tokens", 7)
+    assert embedding["origin"]["record"] == combine["record"]
+    assert embedding["record"]["input_ids"]["value"]["values"][1] == -1
+    module = _generated(tmp_path, [embedding], "repro_v2_embedding")
+    _stand_ins(monkeypatch, fixed=False)
+    calls: list[tuple[int, str]] = []
+    message = _run_case(module, monkeypatch, 0, calls)
+    assert ("the input_ids vllm.v1.worker.gpu.input_batch.combine_sampled_and_draft_tokens "
+            "writes on the capture's step-7 combine_tokens record (rank 0), run on the "
+            "installed vLLM: input_ids[1] = -1 is outside the vocabulary [0, 151936) "
+            "(1 such ids") in message, message
+    assert calls == [(0, "--origin")]
+    _stand_ins(monkeypatch, fixed=True)
+    module.WRITTEN.clear()  # the session's runs were of the unfixed kernel
+    assert _run_case(module, monkeypatch, 0, calls) == "passed"
+    both = _generated(tmp_path, [combine, embedding], "repro_v2_both")  # origin = case 0
+    calls.clear()
+    assert [_run_case(both, monkeypatch, i, calls) for i in (0, 1)] == ["passed", "passed"]
+    assert calls == [(0, "--case")]  # the embedding reused the combine case's run
+
+
+def test_a_v2_embedding_carries_a_fix_one_call_back_no_further(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cases: dict[str, dict[str, Any]]
+) -> None:
+    """``v2-vocab-sample.capture``: the id reaches ``combine_tokens`` (step 12) through the
+    ``last_sampled_tokens`` its record holds as the unpatched ``post_update`` stored it, so the
+    fixed kernels still write it and the test still fails, naming the combine call."""
+    module = _generated(tmp_path, [cases["embedding_vocab"]], "repro_v2_two_back")
+    _stand_ins(monkeypatch, fixed=True)
+    message = _run_case(module, monkeypatch, 0, [])
+    assert ("combine_sampled_and_draft_tokens writes on the capture's step-12 combine_tokens "
+            "record (rank 0), run on the installed vLLM: input_ids[4] = 151936 is outside the "
+            "vocabulary [0, 151936)") in message, message
+
+
+def test_a_v2_embedding_without_its_origin_record_says_it_cannot_carry_a_fix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cases: dict[str, dict[str, Any]]
+) -> None:
+    module = _generated(tmp_path, [{**cases["embedding"], "origin": None}], "repro_v2_no_origin")
+    _stand_ins(monkeypatch, fixed=True)
+    message = _run_case(module, monkeypatch, 0, [])
+    assert message.startswith(
+        "the recorded input_ids (the capture's replay finds no record of the call that wrote "
+        "them, so this test checks the recorded ids and cannot carry a fix to vLLM forward): "
+        "input_ids[1] = -1 is outside the vocabulary [0, 151936)"), message
 
 
 def _tensor(values: list[int]) -> dict[str, Any]:
@@ -357,9 +438,9 @@ def test_the_case_runs_in_its_own_interpreted_process_without_forensics(
 
 # ------------------------------------------------ the real vLLM, with the bundled fix applied
 
-#: imported by every Python the test starts: a case process whose index is in PATCHED_CASES
-#: imports the patched copies of vLLM's files under PATCHED_ROOT in place of the installed ones
-#: (the vllm+PATH.diff machinery's finder), and notes the kernels' file it ran
+#: imported by every Python the test starts: a case (or origin) process whose index is in
+#: PATCHED_CASES imports the patched copies of vLLM's files under PATCHED_ROOT in place of the
+#: installed ones (the vllm+PATH.diff machinery's finder), and notes the kernels' file it ran
 SITECUSTOMIZE = '''
 import atexit
 import importlib.abc
@@ -369,7 +450,8 @@ from pathlib import Path
 
 
 def _patched():
-    return sys.argv[1:2] == ["--case"] and sys.argv[2] in os.environ["PATCHED_CASES"].split(",")
+    return (sys.argv[1:2] in (["--case"], ["--origin"])
+            and sys.argv[2] in os.environ["PATCHED_CASES"].split(","))
 
 
 class _Finder(importlib.abc.MetaPathFinder):
@@ -383,7 +465,7 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 def _note():
     module = sys.modules.get("vllm.v1.worker.gpu.input_batch")
-    if sys.argv[1:2] == ["--case"] and module is not None:
+    if sys.argv[1:2] in (["--case"], ["--origin"]) and module is not None:
         with open(os.environ["RAN_LOG"], "a") as log:
             log.write(f"{sys.argv[2]} {module.__file__}\\n")
 
@@ -398,7 +480,10 @@ def test_on_vllm_the_v2_cases_fail_and_pass_once_the_bundled_fix_is_in(
     """The one run of the real vLLM here (each case's process imports it: ~10 s each). Case 0,
     ``post_update`` on the installed vLLM 0.33.0, fails on the sampled id it stores; cases 1
     and 2, ``post_update`` and ``combine_tokens`` on the kernels of
-    ``data/patches/v2-index-guard.diff`` (applied to private copies of vLLM's files), pass."""
+    ``data/patches/v2-index-guard.diff`` (applied to private copies of vLLM's files), pass;
+    so does case 3, the embedding whose recorded input_ids[1] is -1: its ids are what the
+    patched combine kernel writes on its origin record (case 2's, whose run it reuses: no
+    process of its own), checked against the vocabulary."""
     from forensics.variants.vllm_diff import patched_sources
 
     root = tmp_path / "patched"
@@ -411,13 +496,14 @@ def test_on_vllm_the_v2_cases_fail_and_pass_once_the_bundled_fix_is_in(
     work.mkdir()
     (work / "test_repro.py").write_text(script_text())
     (work / "test_repro.json").write_text(json.dumps(_data(
-        [cases["post_update"], cases["post_update"], cases["combine_tokens"]])))
+        [cases["post_update"], cases["post_update"], cases["combine_tokens"],
+         cases["embedding"]])))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(tmp_path / "site"),
-           "PATCHED_ROOT": str(root), "PATCHED_CASES": "1,2", "RAN_LOG": str(tmp_path / "ran")}
+           "PATCHED_ROOT": str(root), "PATCHED_CASES": "1,2,3", "RAN_LOG": str(tmp_path / "ran")}
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:forensics", "-p",
                           "no:cacheprovider", "-q", "--junitxml=junit.xml", "test_repro.py"],
                          cwd=work, capture_output=True, text=True, timeout=900, env=env)
-    assert "1 failed, 2 passed" in run.stdout, run.stdout[-3000:]
+    assert "1 failed, 3 passed" in run.stdout, run.stdout[-3000:]
     failures = [f.get("message") or "" for f in
                 ET.parse(work / "junit.xml").getroot().iter("failure")]
     assert len(failures) == 1 and "post_update wrote last_sampled_tokens[" in failures[0]
@@ -425,3 +511,4 @@ def test_on_vllm_the_v2_cases_fail_and_pass_once_the_bundled_fix_is_in(
     ran = dict(line.split(" ", 1) for line in (tmp_path / "ran").read_text().splitlines())
     assert ran["1"].strip() == ran["2"].strip() == str(root / "vllm/v1/worker/gpu/input_batch.py")
     assert ran["0"].strip() != ran["1"].strip()  # the installed kernels
+    assert "3" not in ran  # the embedding's origin run was case 2's

@@ -14,7 +14,11 @@ a comment. Each test calls vLLM's own function on CPU with the smallest stand-in
 and passes once a fix keeps the index in range; without the vLLM it needs it skips, saying why.
 Model Runner V2's sites (``combine_tokens``, ``post_update``) call vLLM's Triton kernel, each in
 a process of its own with Triton's interpreter on (:mod:`forensics.share.repro_template`), and
-check the ids the kernel wrote, and that it wrote nothing past its buffers' ends.
+check the ids the kernel wrote, and that it wrote nothing past its buffers' ends. A V2
+capture's ``embedding`` case also holds its ``origin``: the record whose vLLM call wrote its ids
+(:func:`origin_record`); its test runs that call on the origin's recorded inputs and checks the
+ids it writes, so a fix to that call reaches the embedding's test (None: the capture holds no
+such record, and the test says it checks the recorded ids).
 The file imports only the standard library, torch, vllm and pytest.
 """
 
@@ -28,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 from forensics.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from forensics.api_types import CaptureArg
     from forensics.records import Record
 
@@ -35,6 +41,9 @@ if TYPE_CHECKING:
 DEFAULT_DEADLINE = 300
 #: the data format the generated file reads (``FORMAT`` in its head)
 DATA_FORMAT = 1
+#: the site whose test derives its ids from its origin's vLLM call in a V2 capture (the
+#: embedding reads the ``input_ids`` V2's ``combine_sampled_and_draft_tokens`` writes)
+CARRIED_SITE = "embedding"
 
 
 def reproducible_sites() -> list[str]:
@@ -72,9 +81,32 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
         chosen.append((result.records[int(first["record"])],
                        _named(table, first) or first))
     origins = set(table["origin"].dropna()) if "origin" in table.columns else set()
+    v2 = dict(getattr(result.capture, "manifest", None) or {}).get("runner") == "v2"
+    for record, finding in chosen:
+        if record.site == CARRIED_SITE and (v2 or _kernel_site(finding.get("origin"))):
+            finding["origin_record"] = origin_record(result.records, record,
+                                                     finding.get("origin"))
     chosen.sort(key=lambda pair: (pair[0].step, pair[0].rank, pair[0].site not in origins,
                                   site_order(pair[0].site)))
     return chosen, dict(getattr(result.capture, "manifest", None) or {})
+
+
+def _kernel_site(name: Any) -> bool:
+    """Whether ``name`` is a registered site whose vLLM code is a Triton kernel (V2's)."""
+    from forensics.sites import SITES, get_site
+
+    return isinstance(name, str) and name in SITES and get_site(name).kernel is not None
+
+
+def origin_record(records: Sequence[Record], sink: Record, origin: Any) -> Record | None:
+    """The record of site ``origin`` that wrote the ids ``sink`` (an embedding) reads: the
+    latest one of that site at ``sink``'s rank and a step no later than ``sink``'s; None when
+    the capture holds none (or no origin is named)."""
+    if not isinstance(origin, str):
+        return None
+    before = [r for r in records if r.site == origin and r.rank == sink.rank
+              and r.step <= sink.step]
+    return max(before, key=lambda r: r.step) if before else None
 
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
@@ -167,10 +199,9 @@ def finding_data(finding: dict[str, Any]) -> dict[str, Any]:
             "indexed": finding.get("indexed") if held else None}
 
 
-def case_data(record: Record, finding: dict[str, Any], manifest: dict[str, Any]
-              ) -> dict[str, Any]:
-    """One test case: the site, its vLLM function, the record's schema fields, the facts and
-    the finding."""
+def record_data(record: Record) -> dict[str, Any]:
+    """A record as the data file holds it: its site, its vLLM function, step, rank and schema
+    fields."""
     from forensics.sites import get_site
 
     site = get_site(record.site)
@@ -179,9 +210,21 @@ def case_data(record: Record, finding: dict[str, Any], manifest: dict[str, Any]
     return {"site": site.name, "function": function, "step": int(record.step),
             "rank": int(record.rank),
             "record": {name: field_data(kinds[name], value)
-                       for name, value in record.fields.items() if name in kinds},
-            "facts": {"vocab_size": vocab_fact(record, manifest)},
+                       for name, value in record.fields.items() if name in kinds}}
+
+
+def case_data(record: Record, finding: dict[str, Any], manifest: dict[str, Any]
+              ) -> dict[str, Any]:
+    """One test case: the record's data (:func:`record_data`), the facts and the finding; for
+    a V2 embedding (``finding`` holds ``origin_record``) also ``origin``: the data of the
+    record whose vLLM call wrote its ids, None when the capture holds none this file can run."""
+    case = {**record_data(record), "facts": {"vocab_size": vocab_fact(record, manifest)},
             "finding": finding_data(finding)}
+    if "origin_record" in finding:
+        origin = finding["origin_record"]
+        case["origin"] = None if origin is None or origin.site not in reproducible_sites() \
+            else record_data(origin)
+    return case
 
 
 def repro_data(chosen: list[tuple[Record, dict[str, Any]]], manifest: dict[str, Any],

@@ -24,7 +24,11 @@ Runner V2's functions are Triton kernels: each of their tests runs the kernel in
 process (this file, run with `--case N`) in Triton's interpreter, on CPU; the buffers it writes
 have spare rows past their end, so a write past a buffer lands there and fails the test; an
 index outside its buffer is not observed by Triton's interpreter, so where the capture's finding
-names a record field holding one, the test checks that value against its bound and says so. The
+names a record field holding one, the test checks that value against its bound and says so. A
+V2 embedding's test first runs the vLLM call that wrote its ids (its origin) on that call's
+recorded inputs, and checks the ids it writes (the embedding's forward, which fails on no id
+inside the vocabulary, is not called: it would import much of vLLM), so a fix to that call
+passes it. The
 records, and the facts their bounds come from, are read at run time from the JSON file beside
 this one (same name, `.json`), through `load_data`: this file holds no text of the capture.
 Every call has a deadline; past it the test fails with "timed out after N s". Without the vLLM
@@ -128,13 +132,15 @@ def load_data(path=DATA_FILE):
 
 
 def _case(case, where):
-    """Check one case's layout: a known site, a step, a rank, a record, facts and a finding."""
-    _dict(case, where, ["site", "function", "step", "rank", "record", "facts", "finding"])
-    if case["site"] not in RUNNERS:
-        _fail(f"{where}.site", "not a site this file can run")
-    _str(case["function"], f"{where}.function")
-    _int(case["step"], f"{where}.step", 0)
-    _int(case["rank"], f"{where}.rank", 0)
+    """Check one case's layout: a known site, a step, a rank, a record, facts and a finding
+    (and, for a V2 embedding, its origin: a record of its own, or null)."""
+    keys = ["site", "function", "step", "rank", "record", "facts", "finding"]
+    _dict(case, where, keys + ["origin"] if isinstance(case, dict) and "origin" in case
+          else keys)
+    _record(case, where)
+    if case.get("origin") is not None:
+        _dict(case["origin"], f"{where}.origin", keys[:5])
+        _record(case["origin"], f"{where}.origin")
     facts = _dict(case["facts"], f"{where}.facts", ["vocab_size"])
     if facts["vocab_size"] is not None:
         _int(facts["vocab_size"], f"{where}.facts.vocab_size", 1)
@@ -146,6 +152,15 @@ def _case(case, where):
     for key in ("element", "value", "lower", "upper"):
         if finding[key] is not None:
             _int(finding[key], f"{where}.finding.{key}")
+
+
+def _record(case, where):
+    """Check one record's layout: a known site, its function, a step, a rank and its fields."""
+    if case["site"] not in RUNNERS:
+        _fail(f"{where}.site", "not a site this file can run")
+    _str(case["function"], f"{where}.function")
+    _int(case["step"], f"{where}.step", 0)
+    _int(case["rank"], f"{where}.rank", 0)
     record = case["record"]
     if not isinstance(record, dict):
         _fail(f"{where}.record", "expected an object")
@@ -334,6 +349,9 @@ TAIL = '''
 RUNNERS = {name[len("run_"):]: function for name, function in list(globals().items())
            if name.startswith("run_") and callable(function)}
 DATA = load_data()
+#: what each Triton call this session ran wrote, by its record's data: a V2 embedding's origin
+#: that is also a case's record (run before it) is not run again
+WRITTEN = {}
 
 
 class Crashed(Exception):
@@ -345,13 +363,13 @@ def _case_id(case):
     return f"{case['site']}-step{case['step']}-rank{case['rank']}"
 
 
-def run_in_interpreter(index, seconds):
-    """Case ``index``'s call in a fresh process running this file with Triton's interpreter
-    on and no GPU visible: what it wrote; raises IndexError as the call did, Deadline past
-    ``seconds``, Crashed when a signal killed it."""
+def run_in_interpreter(index, seconds, part="--case"):
+    """Case ``index``'s call (``part`` "--origin": its origin record's) in a fresh process
+    running this file with Triton's interpreter on and no GPU visible: what it wrote; raises
+    IndexError as the call did, Deadline past ``seconds``, Crashed when a signal killed it."""
     env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
     try:
-        run = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--case",
+        run = subprocess.run([sys.executable, str(Path(__file__).resolve()), part,
                               str(index)], env=env, capture_output=True, text=True,
                              timeout=seconds)
     except subprocess.TimeoutExpired:
@@ -369,9 +387,12 @@ def run_in_interpreter(index, seconds):
     return [(tensor, values, tuple(allowed)) for tensor, values, allowed in outcome["written"]]
 
 
-def case_process(index):
-    """The body of ``python THIS_FILE.py --case N``: run case N, print its outcome."""
+def case_process(index, part="--case"):
+    """The body of ``python THIS_FILE.py --case N`` (``--origin N``): run case N (its origin
+    record), print its outcome."""
     case = DATA["cases"][index]
+    if part == "--origin":
+        case = case["origin"]
     try:
         written = RUNNERS[case["site"]](record(case))
     except IndexError as exc:
@@ -382,20 +403,81 @@ def case_process(index):
     print(OUTCOME + json.dumps(outcome), flush=True)
 
 
+def _key(case):
+    """A record's identity: its site and its fields' data."""
+    return json.dumps([case["site"], case["record"]], sort_keys=True)
+
+
+def run_record(case, index, part, seconds):
+    """What vLLM's call wrote on case ``index``'s record (``part`` "--origin": its origin's,
+    reusing a case's run of the same record), a Triton call in its own process, any other
+    here under the deadline."""
+    if case["site"] not in TRITON_SITES:
+        with deadline(seconds):
+            return RUNNERS[case["site"]](record(case))
+    if part == "--origin" and _key(case) in WRITTEN:
+        return WRITTEN[_key(case)]
+    written = run_in_interpreter(index, seconds, part)
+    WRITTEN[_key(case)] = written
+    return written
+
+
+def carried_ids(case, index, r, seconds):
+    """A V2 embedding's ``input_ids`` as the installed vLLM writes them: the recorded ids with
+    every cell its origin's call writes, run on the origin's recorded inputs, replaced by what
+    the call wrote; and the words saying where they come from (the recorded ids, saying why,
+    when the capture holds no origin record or the origin's call writes no ``input_ids``)."""
+    origin = case["origin"]
+    cannot = "so this test checks the recorded ids and cannot carry a fix to vLLM forward"
+    if origin is None:
+        return r["input_ids"], ("the recorded input_ids (the capture's replay finds no record "
+                                f"of the call that wrote them, {cannot})")
+    where = (f"the capture's step-{origin['step']} {origin['site']} record (rank "
+             f"{origin['rank']})")
+    try:
+        written = run_record(origin, index, "--origin", seconds)
+    except (IndexError, Crashed) as exc:
+        raise IndexError(f"in {origin['function']}, run on {where} to derive the embedding's "
+                         f"input_ids: {exc}") from None
+    cells = next((values for tensor, values, _ in written if tensor == "input_ids"), None)
+    if cells is None:
+        return r["input_ids"], (f"the recorded input_ids ({origin['function']} on {where} "
+                                f"writes no input_ids, {cannot})")
+    ids = r["input_ids"].clone().reshape(-1)
+    for cell, value in cells.items():
+        element = int(cell.strip("[]"))
+        if element < ids.numel():
+            ids[element] = value
+    return ids.reshape(r["input_ids"].shape), (
+        f"the input_ids {origin['function']} writes on {where}, run on the installed vLLM")
+
+
+def check_carried(case, r, ids, source):
+    """Fail naming the element, value and bound of the first id outside the vocabulary (the
+    capture's, else the embedding's rows)."""
+    bound, what = case["facts"]["vocab_size"], "the vocabulary"
+    if bound is None:
+        bound, what = r["num_embeddings"], "the embedding's rows"
+    bad = ids_outside(ids.reshape(-1).tolist(), bound, ())
+    assert not bad, (f"{source}: input_ids{bad[0][0]} = {bad[0][1]} is outside {what} "
+                     f"[0, {bound}) ({len(bad)} such ids; first ones: {bad[:5]})")
+
+
 @pytest.mark.parametrize("case", DATA["cases"], ids=_case_id)
 def test_index_stays_in_range(case):
     """vLLM's call on the record leaves no index out of range and writes no id outside the
-    vocabulary."""
+    vocabulary; a V2 embedding's ids are those its origin's vLLM call writes, checked."""
     need_vllm(DATA["vllm"]["needed"])
     r = record(case)
     function, seconds = case["function"], DATA["deadline_s"]
+    index = next(i for i, c in enumerate(DATA["cases"]) if c is case)
     try:
-        if case["site"] in TRITON_SITES:
-            index = next(i for i, c in enumerate(DATA["cases"]) if c is case)
-            written = run_in_interpreter(index, seconds)
+        if "origin" in case:
+            ids, source = carried_ids(case, index, r, seconds)
+            check_carried(case, r, ids, source)
+            written = []
         else:
-            with deadline(seconds):
-                written = RUNNERS[case["site"]](r)
+            written = run_record(case, index, "--case", seconds)
     except Deadline:
         pytest.fail(f"timed out after {seconds} s in {function}", pytrace=False)
     except (IndexError, Crashed) as exc:
@@ -415,6 +497,6 @@ def test_index_stays_in_range(case):
                          f"{bad[:5]})")
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["--case"]:
-    case_process(int(sys.argv[2]))
+if __name__ == "__main__" and sys.argv[1:2] in (["--case"], ["--origin"]):
+    case_process(int(sys.argv[2]), sys.argv[1])
 '''
