@@ -25,6 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 #: pytest's closing line, e.g. "12 passed, 1 failed, 3 skipped in 40.1s"
 _COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)\b")
+_PROGRESS = re.compile(r"\[\s*\d+%\]\s*$")
+#: when this run began (the progress lines say how long ago)
+BEGAN = time.monotonic()
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ def run_stage(stage: Stage, position: int, total: int) -> Ran:
     last_summary = ""
     assert process.stdout is not None
     for line in process.stdout:
-        sys.stdout.write(line)
+        sys.stdout.write(_timed(line))
         sys.stdout.flush()
         if stage.runs_pytest and _COUNT.search(line) and " in " in line:
             last_summary = line
@@ -85,6 +88,14 @@ def run_stage(stage: Stage, position: int, total: int) -> Ran:
     state = "done" if returncode == 0 else f"FAILED (exit {returncode})"
     print(f"==> [{position}/{total}] {stage.name}: {state} in {_duration(seconds)}", flush=True)
     return Ran(stage, returncode, seconds, counts)
+
+
+def _timed(line: str) -> str:
+    """A pytest progress line (``.... [ 40%]``) with the time since ``make test`` began, so
+    that the tail of a run cut short still says how far each stage had come, and when."""
+    if not _PROGRESS.search(line):
+        return line
+    return f"{line.rstrip()}  at {_duration(time.monotonic() - BEGAN)}\n"
 
 
 def _duration(seconds: float) -> str:
