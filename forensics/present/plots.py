@@ -53,11 +53,8 @@ from forensics.present.scene.timeline import (
 from forensics.present.scene.verdicts import verdict_cell, verdict_grid, verdict_title
 from forensics.present.selection import (
     TensorChoice,
-    choose_tensors,
-    chosen_site,
-    chosen_variant,
+    side_by_side_choice,
     title_text,
-    variant_names,
 )
 from forensics.present.style import (
     BOUND_COLOR,
@@ -506,19 +503,12 @@ def plot_side_by_side(result: Any, kind: str = "timeline", site: str | None = No
     if svg.active():
         return _as_svg("side_by_side", result, kind=kind, site=site, variants=variants,
                        **kwargs)
-    if kind not in PLOTTERS:
-        raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(PLOTTERS)}")
-    names = list(variants) if variants is not None else variant_names(result)
-    names = names or [chosen_variant(result, None)]
-    site = site or chosen_site(result, None, chosen_variant(result, names[0]))
-    if kind != "heatmap" and kwargs.get("tensor") is None:
-        kwargs["tensor"] = choose_tensors(result, site, names)
+    names, site, options = side_by_side_choice(result, kind, site, variants, list(PLOTTERS),
+                                               kwargs)
     fig, axes = _pyplot().subplots(1, len(names), figsize=(6.0 * len(names), 4.8),
                              sharey=kind != "heatmap", layout="constrained", squeeze=False)
-    if kind == "heatmap":
-        kwargs["align"] = names
     for ax, name in zip(axes[0], names, strict=True):
-        PLOTTERS[kind](result, site=site, variant=name, ax=ax, **kwargs)
+        PLOTTERS[kind](result, site=site, variant=name, ax=ax, **options)
     return fig
 
 
