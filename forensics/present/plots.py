@@ -45,9 +45,7 @@ from forensics.present.scene.histogram import HistogramData, ValueAxis, histogra
 from forensics.present.scene.timeline import (
     TimelineData,
     TimelineTensor,
-    bin_edges,
     first_note,
-    padded_to_edges,
     timeline_data,
 )
 from forensics.present.scene.verdicts import verdict_cell, verdict_grid, verdict_title
@@ -222,16 +220,15 @@ def _draw_tensor(ax: Axes, data: TimelineData, line: TimelineTensor, first: bool
     ``labelled``: legend entries drawn so far (each is drawn once)."""
     binned, color, dense, width = line.binned, line.color, data.dense, data.width
     x = binned["step"].to_numpy()
-    upper, lower = binned["upper"].to_numpy(), binned["lower"].to_numpy()
     ax.fill_between(x, binned["min"], binned["max"], step="mid", color=color, alpha=0.15)
     ax.plot(x, binned["max"], marker=None if dense else "o", ms=3, lw=0.8 if dense else 1,
             color=color, label=_mathsafe(data.series_label(line)))
     ax.plot(x, binned["min"], marker=None if dense else ".", ms=2, lw=0.6 if dense else 0.8,
             ls=":", color=color)
-    edges = bin_edges(x, width)  # a bound of one step still shows as a segment
-    ax.step(edges, padded_to_edges(upper), where="mid", ls="--", lw=1.4, color=BOUND_COLOR,
+    edges, bound = line.stepped(width, ("upper", "lower"))
+    ax.step(edges, bound["upper"], where="mid", ls="--", lw=1.4, color=BOUND_COLOR,
             label=_once(labelled, line.bound_label()))
-    ax.step(edges, padded_to_edges(lower), where="mid", ls="-.", lw=0.8, color=BOUND_COLOR,
+    ax.step(edges, bound["lower"], where="mid", ls="-.", lw=0.8, color=BOUND_COLOR,
             label=line.lower_label() if first else None)
     for state, marker, mark_color in MARK_STYLES:
         _draw_marks(ax, data, line, state, marker, mark_color, labelled)
