@@ -31,10 +31,12 @@ no matplotlib.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -80,6 +82,9 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+#: a plot function (:func:`_svg_when_collecting`)
+_Plot = TypeVar("_Plot", bound=Callable[..., Any])
+
 def _pyplot() -> Any:
     """``matplotlib.pyplot``, imported on first use: on the Agg backend when there is no display,
     no ``MPLBACKEND`` and pyplot was not imported already."""
@@ -98,6 +103,24 @@ def _as_svg(view: str, result: Any, **kwargs: Any) -> Any:
     """The ``view`` drawn as an SVG figure (inside :func:`forensics.present.svg.collecting`),
     kept for the notebook executor."""
     return svg.draw(view, result, **kwargs)
+
+
+def _svg_when_collecting(view: str) -> Callable[[_Plot], _Plot]:
+    """A plot that, given no ``ax`` while SVG figures are collected, draws the SVG ``view``
+    (:func:`_as_svg`) with its other arguments instead: the rule of every single plot."""
+    def wrap(plot: _Plot) -> _Plot:
+        signature = inspect.signature(plot)
+
+        @functools.wraps(plot)
+        def plot_or_svg(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            options = dict(bound.arguments)
+            if options.pop("ax") is None and svg.active():
+                return _as_svg(view, options.pop("result"), **options)
+            return plot(*args, **kwargs)
+        return cast(_Plot, plot_or_svg)
+    return wrap
 
 
 def _mathsafe(text: object) -> str:
@@ -129,6 +152,7 @@ def _legend_below(ax: Axes, handles: Sequence[Any] | None = None) -> None:
                   bbox_to_anchor=(0.5, -0.16))
 
 
+@_svg_when_collecting("timeline")
 def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | None = None,
                          ax: Axes | None = None, tensor: TensorChoice = None) -> Axes:
     """Per step, the smallest and largest index or id a site used, against its valid bound.
@@ -151,8 +175,6 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     Raises:
         UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
     """
-    if ax is None and svg.active():
-        return _as_svg("timeline", result, site=site, variant=variant, tensor=tensor)
     data = timeline_data(result, site, variant, tensor)
     ax = _axes(ax, figsize=(7.0, 4.6))
     if data.density is not None and data.lines:  # counts per bin (forensics.present.timeline_bins)
@@ -267,6 +289,7 @@ def _violation_cmap() -> Any:
     return LinearSegmentedColormap.from_list("forensics_violation", list(VIOLATION_RAMP))
 
 
+@_svg_when_collecting("heatmap")
 def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None = None,
                      ax: Axes | None = None, align: Sequence[str] | None = None) -> Axes:
     """Batch rows x engine steps, each offending cell coloured by how far past the bound it is.
@@ -284,8 +307,6 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
     Raises:
         UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
     """
-    if ax is None and svg.active():
-        return _as_svg("heatmap", result, site=site, variant=variant, align=align)
     from matplotlib.colors import LogNorm, Normalize
     from matplotlib.patches import Patch
 
@@ -347,6 +368,7 @@ def _heatmap_labels(ax: Axes, data: HeatmapData) -> Axes:
     return ax
 
 
+@_svg_when_collecting("histogram")
 def plot_value_histogram(result: Any, site: str | None = None, variant: str | None = None,
                          ax: Axes | None = None, vocab_size: int | None = None,
                          window: int = 32, tensor: TensorChoice = None) -> Axes:
@@ -369,9 +391,6 @@ def plot_value_histogram(result: Any, site: str | None = None, variant: str | No
     Raises:
         UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
     """
-    if ax is None and svg.active():
-        return _as_svg("histogram", result, site=site, variant=variant, vocab_size=vocab_size,
-                       window=window, tensor=tensor)
     data = histogram_data(result, site, variant, vocab_size, window, tensor)
     ax = _axes(ax, figsize=(7.0, 4.6))
     _draw_histogram(ax, data)
@@ -446,6 +465,7 @@ def _annotate_sentinel(ax: Axes, axis: ValueAxis, value: float, text: str,
                 bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
 
 
+@_svg_when_collecting("verdicts")
 def plot_verdict_matrix(result: Any, ax: Axes | None = None) -> Axes:
     """Sites (rows, pipeline order) x variants (columns), each cell coloured by its verdict.
 
@@ -455,8 +475,6 @@ def plot_verdict_matrix(result: Any, ax: Axes | None = None) -> Axes:
     Returns:
         The Axes.
     """
-    if ax is None and svg.active():
-        return _as_svg("verdicts", result)
     from matplotlib.colors import to_rgb
 
     sites, variants, verdicts = verdict_grid(result)
