@@ -551,3 +551,30 @@ def test_heatmap_legend_covers_no_cell(variant: str) -> None:
     assert legend is not None and "out of bounds" in _legend_texts(ax)
     box = legend.get_window_extent(ax.figure.canvas.get_renderer())
     assert not box.overlaps(ax.bbox), "the legend sits on the grid's cells"
+
+
+def test_a_plot_given_no_axes_draws_its_svg_view_with_its_other_arguments_while_collecting(
+        ) -> None:
+    """Inside ``svg.collecting`` each single plot called without ``ax`` hands its view and
+    every other argument (defaults included) to the drawer, as the report's notebook needs."""
+    from types import SimpleNamespace
+
+    from forensics.present import plots, svg
+
+    calls: list[tuple[str, object, dict[str, object]]] = []
+
+    def drawer(view: str, result: object, **kwargs: object) -> SimpleNamespace:
+        calls.append((view, result, kwargs))
+        return SimpleNamespace()
+
+    with svg.collecting(drawer):
+        plots.plot_row_heatmap("R", "site_a", variant="v")
+        plots.plot_bounds_timeline("R", tensor="t")
+        plots.plot_value_histogram("R", None, "v", None, 7)
+        plots.plot_verdict_matrix("R")
+    assert calls == [
+        ("heatmap", "R", {"site": "site_a", "variant": "v", "align": None}),
+        ("timeline", "R", {"site": None, "variant": None, "tensor": "t"}),
+        ("histogram", "R", {"site": None, "variant": "v", "vocab_size": 7, "window": 32,
+                            "tensor": None}),
+        ("verdicts", "R", {})]

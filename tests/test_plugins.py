@@ -4,12 +4,14 @@ tables and a plot in a fresh interpreter that sees its distribution's entry poin
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import forensics.sites
 from forensics.sites import SITES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,7 +87,7 @@ print(json.dumps({"sites": list(SITES), "warnings": [str(w.message) for w in cau
 
 def test_a_site_plugin_that_is_not_a_site_is_skipped_naming_what_it_lacks(
         tmp_path: Path) -> None:
-    _distribution(tmp_path, "module = toy_site\nnumber = toy_site:SUMMARY_BOUND\n"
+    _distribution(tmp_path, "module = toy_site\nnumber = toy_site:NAME\n"
                             "broken = toy_site:NO_SUCH_NAME\ntwice = toy_site:SITE\n"
                             "again = toy_site:SITE\nbad = bad_site:SITE\n")
     proc = _run(tmp_path, MALFORMED)
@@ -118,6 +120,8 @@ from forensics.judge.scan import scan
 from forensics.share.shrinking import shrink
 from forensics.store.writer import write_capture
 from forensics.variants.vllm_adapters import adapter_of
+from forensics.probe.guard import bounds_error
+from forensics.probe.v2_hooks import checker, violation_of
 work = Path(sys.argv[1])
 toy = [Record("toy_gather", step, fields={"index": np.array(ix, np.int32), "size": 4})
        for step, ix in enumerate([[0, 1, 2], [3, 5, 1], [0, 2], [1, 1]])]
@@ -139,7 +143,15 @@ try:
     adapter = "found"
 except NoAdapterError as exc:
     adapter = str(exc)
+guard = checker("toy_gather")
+import toy_site
+guarded = [guard(dict(r.fields)) for r in toy if not r.summary]
+upstream = [violation_of("toy_gather", dict(r.fields)) for r in toy if not r.summary]
 print(json.dumps({
+    "guard": [None if v is None else [v.row, v.tensor, v.value, v.upper, v.used]
+              for v in guarded],
+    "guard_is_upstream": guarded == upstream, "own_guard": guard is toy_site.guard,
+    "guard_error": [str(bounds_error(v, 1, 0, path)) for v in guarded if v is not None],
     "origins": sink_rows[["step", "value", "origin"]].values.tolist(),
     "redacted": [redacted.records, forensics.replay(redacted.path).verdicts == result.verdicts],
     "shrunk": [shrunk.records_before, shrunk.records_kept,
@@ -151,13 +163,20 @@ print(json.dumps({
 
 def test_a_plugin_site_gets_redaction_origin_scan_shrink_and_plots_from_its_site_alone(
         tmp_path: Path) -> None:
-    """The toy site declares only its schema and models; the rest comes from the registry:
-    its summary record's ``max`` (9) is the origin of the sink's 9 at the same step, and
-    redact, shrink, scan and plot run on its capture (redact used to raise a bare KeyError)."""
+    """The toy site declares only its schema, models and guard; the rest comes from the
+    registry: its summary record's ``max`` (9) is the origin of the sink's 9 at the same step,
+    redact, shrink, scan and plot run on its capture (redact used to raise a bare KeyError),
+    and the probe's guard mode checks a call with the site's own ``guard``, which finds what
+    the upstream model finds (the 5 off the table of 4 at step 1) and raises naming it."""
     _distribution(tmp_path)
     proc = _run(tmp_path, FOR_FREE, str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["guard"] == [None, [1, "table", 5, 4, True], None, None]
+    assert out["guard_is_upstream"] and out["own_guard"]
+    assert len(out["guard_error"]) == 1
+    assert "site 'toy_gather' step 1 rank 0 row 1: table value 5 is outside [0, 4)" in \
+        out["guard_error"][0]
     assert out["origins"] == [[3, 9, "toy_gather"]]
     assert out["redacted"] == [9, True]
     assert out["shrunk"][0] == 9 and out["shrunk"][1] < 9 and out["shrunk"][2]
@@ -188,3 +207,21 @@ def test_a_plugin_sites_log_line_is_read_into_its_summary_record(tmp_path: Path)
         ["toy_gather", 3, {"min": 0, "max": 9, "size": 4, "line": 2}],
         ["embedding", 4, {"min": 1, "max": 9, "num_embeddings": 8, "num_tokens": 2,
                           "dtype": "int32", "line": 3}]]
+
+
+def test_the_plugin_contributing_shows_is_the_toy_site_whole_on_public_api_only() -> None:
+    """CONTRIBUTING.md's plugin is ``tests/plugins/toy_site.py`` as it is: under 60 lines,
+    importing nothing of ``forensics`` but the plugin API of ``forensics.sites``."""
+    source = (ROOT / "tests" / "plugins" / "toy_site.py").read_text()
+    shown = (ROOT / "CONTRIBUTING.md").read_text().partition(
+        "## A site of your own")[2].partition("```python\n")[2].partition("```")[0]
+    assert shown == source
+    assert len(source.splitlines()) < 60
+    tree = ast.parse(source)
+    imported = {n.module if isinstance(n, ast.ImportFrom) else a.name
+                for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                for a in n.names}
+    assert {m for m in imported if m and m.startswith("forensics")} == {"forensics.sites"}
+    used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name) and n.value.id == "fs"}
+    assert used <= set(forensics.sites.PLUGIN_API) <= set(forensics.sites.__all__)

@@ -5,6 +5,8 @@
 - :mod:`forensics.kernels.sanitizer`: replays recorded launches in Triton's interpreter (in a
   worker process, :mod:`forensics.kernels.replay_worker`) and turns what it observed into
   findings;
+- :mod:`forensics.kernels.interpreter`: Triton's interpreter with every masked load and store
+  checked first (the replay worker's and the ``vllm`` variant's Triton worker's one hook);
 - :mod:`forensics.kernels.coverage`: the Triton kernels of the installed vLLM's worker packages,
   read from their source (nothing imported).
 

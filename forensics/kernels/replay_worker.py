@@ -31,6 +31,7 @@ import numpy as np
 from forensics.budget import require_alloc
 from forensics.errors import AllocationBudgetError
 from forensics.kernels.format import Launch, TensorArg, check_launch, numpy_dtype, source_hash
+from forensics.kernels.interpreter import check_masked_accesses
 
 #: bytes left unused on either side of each tensor's storage
 GAP = 1 << 16
@@ -99,24 +100,10 @@ OBSERVER = Observer()
 
 def install_observer() -> None:
     """Route the interpreter's loads, stores and int32 arithmetic through :data:`OBSERVER`."""
-    from triton.runtime import interpreter as interp
-
+    interp = check_masked_accesses(OBSERVER.check, "load", "store")
     builder = interp.InterpreterBuilder
-    load, store = builder.create_masked_load, builder.create_masked_store
     plain_load, plain_store, grid_idx = builder.create_load, builder.create_store, \
         builder.set_grid_idx
-
-    def masked_load(self: Any, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
-        size = np.dtype(interp._get_np_dtype(ptrs.get_element_ty())).itemsize
-        safe = interp.TensorHandle(OBSERVER.check(ptrs.data, mask.data, size, "load"),
-                                   mask.dtype)
-        return load(self, ptrs, safe, other, *rest)
-
-    def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
-        size = np.asarray(value.data).dtype.itemsize
-        safe = interp.TensorHandle(OBSERVER.check(ptrs.data, mask.data, size, "store"),
-                                   mask.dtype)
-        return store(self, ptrs, value, safe, *rest)
 
     def unmasked(original: Any) -> Any:
         def call(self: Any, *args: Any) -> Any:
@@ -137,7 +124,6 @@ def install_observer() -> None:
             return self.binary_op(lhs, rhs, op)
         return call
 
-    builder.create_masked_load, builder.create_masked_store = masked_load, masked_store
     builder.create_load, builder.create_store = unmasked(plain_load), unmasked(plain_store)
     builder.set_grid_idx = set_grid_idx
     builder.create_mul = checked(np.multiply, "multiply")

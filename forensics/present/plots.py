@@ -31,10 +31,12 @@ no matplotlib.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -45,19 +47,14 @@ from forensics.present.scene.histogram import HistogramData, ValueAxis, histogra
 from forensics.present.scene.timeline import (
     TimelineData,
     TimelineTensor,
-    bin_edges,
     first_note,
-    padded_to_edges,
     timeline_data,
 )
 from forensics.present.scene.verdicts import verdict_cell, verdict_grid, verdict_title
 from forensics.present.selection import (
     TensorChoice,
-    choose_tensors,
-    chosen_site,
-    chosen_variant,
+    side_by_side_choice,
     title_text,
-    variant_names,
 )
 from forensics.present.style import (
     BOUND_COLOR,
@@ -85,6 +82,9 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+#: a plot function (:func:`_svg_when_collecting`)
+_Plot = TypeVar("_Plot", bound=Callable[..., Any])
+
 def _pyplot() -> Any:
     """``matplotlib.pyplot``, imported on first use: on the Agg backend when there is no display,
     no ``MPLBACKEND`` and pyplot was not imported already."""
@@ -103,6 +103,24 @@ def _as_svg(view: str, result: Any, **kwargs: Any) -> Any:
     """The ``view`` drawn as an SVG figure (inside :func:`forensics.present.svg.collecting`),
     kept for the notebook executor."""
     return svg.draw(view, result, **kwargs)
+
+
+def _svg_when_collecting(view: str) -> Callable[[_Plot], _Plot]:
+    """A plot that, given no ``ax`` while SVG figures are collected, draws the SVG ``view``
+    (:func:`_as_svg`) with its other arguments instead: the rule of every single plot."""
+    def wrap(plot: _Plot) -> _Plot:
+        signature = inspect.signature(plot)
+
+        @functools.wraps(plot)
+        def plot_or_svg(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            options = dict(bound.arguments)
+            if options.pop("ax") is None and svg.active():
+                return _as_svg(view, options.pop("result"), **options)
+            return plot(*args, **kwargs)
+        return cast(_Plot, plot_or_svg)
+    return wrap
 
 
 def _mathsafe(text: object) -> str:
@@ -134,6 +152,7 @@ def _legend_below(ax: Axes, handles: Sequence[Any] | None = None) -> None:
                   bbox_to_anchor=(0.5, -0.16))
 
 
+@_svg_when_collecting("timeline")
 def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | None = None,
                          ax: Axes | None = None, tensor: TensorChoice = None) -> Axes:
     """Per step, the smallest and largest index or id a site used, against its valid bound.
@@ -156,8 +175,6 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     Raises:
         UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
     """
-    if ax is None and svg.active():
-        return _as_svg("timeline", result, site=site, variant=variant, tensor=tensor)
     data = timeline_data(result, site, variant, tensor)
     ax = _axes(ax, figsize=(7.0, 4.6))
     if data.density is not None and data.lines:  # counts per bin (forensics.present.timeline_bins)
@@ -225,16 +242,15 @@ def _draw_tensor(ax: Axes, data: TimelineData, line: TimelineTensor, first: bool
     ``labelled``: legend entries drawn so far (each is drawn once)."""
     binned, color, dense, width = line.binned, line.color, data.dense, data.width
     x = binned["step"].to_numpy()
-    upper, lower = binned["upper"].to_numpy(), binned["lower"].to_numpy()
     ax.fill_between(x, binned["min"], binned["max"], step="mid", color=color, alpha=0.15)
     ax.plot(x, binned["max"], marker=None if dense else "o", ms=3, lw=0.8 if dense else 1,
             color=color, label=_mathsafe(data.series_label(line)))
     ax.plot(x, binned["min"], marker=None if dense else ".", ms=2, lw=0.6 if dense else 0.8,
             ls=":", color=color)
-    edges = bin_edges(x, width)  # a bound of one step still shows as a segment
-    ax.step(edges, padded_to_edges(upper), where="mid", ls="--", lw=1.4, color=BOUND_COLOR,
+    edges, bound = line.stepped(width, ("upper", "lower"))
+    ax.step(edges, bound["upper"], where="mid", ls="--", lw=1.4, color=BOUND_COLOR,
             label=_once(labelled, line.bound_label()))
-    ax.step(edges, padded_to_edges(lower), where="mid", ls="-.", lw=0.8, color=BOUND_COLOR,
+    ax.step(edges, bound["lower"], where="mid", ls="-.", lw=0.8, color=BOUND_COLOR,
             label=line.lower_label() if first else None)
     for state, marker, mark_color in MARK_STYLES:
         _draw_marks(ax, data, line, state, marker, mark_color, labelled)
@@ -273,6 +289,7 @@ def _violation_cmap() -> Any:
     return LinearSegmentedColormap.from_list("forensics_violation", list(VIOLATION_RAMP))
 
 
+@_svg_when_collecting("heatmap")
 def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None = None,
                      ax: Axes | None = None, align: Sequence[str] | None = None) -> Axes:
     """Batch rows x engine steps, each offending cell coloured by how far past the bound it is.
@@ -290,8 +307,6 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
     Raises:
         UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
     """
-    if ax is None and svg.active():
-        return _as_svg("heatmap", result, site=site, variant=variant, align=align)
     from matplotlib.colors import LogNorm, Normalize
     from matplotlib.patches import Patch
 
@@ -353,6 +368,7 @@ def _heatmap_labels(ax: Axes, data: HeatmapData) -> Axes:
     return ax
 
 
+@_svg_when_collecting("histogram")
 def plot_value_histogram(result: Any, site: str | None = None, variant: str | None = None,
                          ax: Axes | None = None, vocab_size: int | None = None,
                          window: int = 32, tensor: TensorChoice = None) -> Axes:
@@ -375,9 +391,6 @@ def plot_value_histogram(result: Any, site: str | None = None, variant: str | No
     Raises:
         UnknownSiteError, UnknownVariantError: ``site`` or ``variant`` is not in the result.
     """
-    if ax is None and svg.active():
-        return _as_svg("histogram", result, site=site, variant=variant, vocab_size=vocab_size,
-                       window=window, tensor=tensor)
     data = histogram_data(result, site, variant, vocab_size, window, tensor)
     ax = _axes(ax, figsize=(7.0, 4.6))
     _draw_histogram(ax, data)
@@ -452,6 +465,7 @@ def _annotate_sentinel(ax: Axes, axis: ValueAxis, value: float, text: str,
                 bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
 
 
+@_svg_when_collecting("verdicts")
 def plot_verdict_matrix(result: Any, ax: Axes | None = None) -> Axes:
     """Sites (rows, pipeline order) x variants (columns), each cell coloured by its verdict.
 
@@ -461,8 +475,6 @@ def plot_verdict_matrix(result: Any, ax: Axes | None = None) -> Axes:
     Returns:
         The Axes.
     """
-    if ax is None and svg.active():
-        return _as_svg("verdicts", result)
     from matplotlib.colors import to_rgb
 
     sites, variants, verdicts = verdict_grid(result)
@@ -506,19 +518,12 @@ def plot_side_by_side(result: Any, kind: str = "timeline", site: str | None = No
     if svg.active():
         return _as_svg("side_by_side", result, kind=kind, site=site, variants=variants,
                        **kwargs)
-    if kind not in PLOTTERS:
-        raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(PLOTTERS)}")
-    names = list(variants) if variants is not None else variant_names(result)
-    names = names or [chosen_variant(result, None)]
-    site = site or chosen_site(result, None, chosen_variant(result, names[0]))
-    if kind != "heatmap" and kwargs.get("tensor") is None:
-        kwargs["tensor"] = choose_tensors(result, site, names)
+    names, site, options = side_by_side_choice(result, kind, site, variants, list(PLOTTERS),
+                                               kwargs)
     fig, axes = _pyplot().subplots(1, len(names), figsize=(6.0 * len(names), 4.8),
                              sharey=kind != "heatmap", layout="constrained", squeeze=False)
-    if kind == "heatmap":
-        kwargs["align"] = names
     for ax, name in zip(axes[0], names, strict=True):
-        PLOTTERS[kind](result, site=site, variant=name, ax=ax, **kwargs)
+        PLOTTERS[kind](result, site=site, variant=name, ax=ax, **options)
     return fig
 
 

@@ -210,3 +210,26 @@ def choose_tensors(result: Any, site: str, variants: Sequence[str]) -> list[str]
                            | (frame["min"] < frame["lower"])).any():
             return pick_tensors(frame)[0]
     return pick_tensors(frames[0])[0] if frames else []
+
+
+def side_by_side_choice(result: Any, kind: str, site: str | None,
+                        variants: Sequence[str] | None, kinds: Sequence[str],
+                        options: dict[str, Any]) -> tuple[list[str], str, dict[str, Any]]:
+    """What a side-by-side view of ``kind`` draws, as either painter draws it: the variants
+    (default: all replayed), the site, and each panel's options (the tensors shared by the
+    panels except on heatmaps, whose grids span every variant's steps and rows).
+
+    Raises:
+        ValueError: ``kind`` is not one of ``kinds``.
+    """
+    if kind not in kinds:
+        raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(kinds)}")
+    names = list(variants) if variants is not None else variant_names(result)
+    names = names or [chosen_variant(result, None)]
+    site = site or chosen_site(result, None, chosen_variant(result, names[0]))
+    options = dict(options)
+    if kind == "heatmap":
+        options["align"] = names
+    elif options.get("tensor") is None:
+        options["tensor"] = choose_tensors(result, site, names)
+    return names, site, options

@@ -30,9 +30,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from forensics.errors import ConfigurationError
 from forensics.kernels.format import FORMAT, KIND, SUMMARY_KIND, encode_bytes, source_hash
-from forensics.probe.settings import positive_int
+from forensics.probe.settings import positive_setting
 
 LOG = logging.getLogger("forensics.probe")
 ENV_KERNELS = "FORENSICS_KERNELS"
@@ -76,13 +75,8 @@ def budget(environ: Mapping[str, str] | None = None) -> int:
 
 
 def _positive(raw: str, name: str, default: int, also: str) -> int:
-    if not raw:
-        return default
-    value = positive_int(raw)
-    if value is None:
-        raise ConfigurationError(f"{name}={raw!r}: expected a positive int {also}; unset it "
-                                 f"for the default {default}")
-    return value
+    return positive_setting(name, raw, default, f": expected a positive int {also}; unset it "
+                                                f"for the default {default}")
 
 
 class KernelMeta:

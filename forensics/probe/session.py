@@ -193,6 +193,16 @@ class ProbeSession:
         """True inside a flush of the calling thread: a signal handler must not re-enter it."""
         return threading.get_ident() in self._flushers
 
+    def enter_flush(self) -> bool:
+        """Count the calling thread as in a flush (:attr:`busy`; lock held), unless closed."""
+        if not self._closed:
+            self._flushers.add(threading.get_ident())
+        return not self._closed
+
+    def leave_flush(self) -> None:
+        """The calling thread's flush is over (:meth:`enter_flush`)."""
+        self._flushers.discard(threading.get_ident())
+
     def flush(self, *, wait: bool = False) -> int:
         """Write the records whose copies completed (all of them if ``wait``) now, in this
         thread, after any batch the writer thread is writing; return how many were written.
@@ -366,25 +376,22 @@ class ProcessBackend:
         """Frame the ready records and poke the writer process; with ``wait``, wait
         (bounded) for its acknowledgement."""
         session = self.session
-        me = threading.get_ident()
         with session._lock:
-            if session._closed:
+            if not session.enter_flush():
                 return 0
-            session._flushers.add(me)
             try:
                 self._frame(session.take_ready(wait))
                 session._since_flush = len(session._ring)
                 if session.backend is not self:  # lost while framing: the thread writes
                     return 0
-                channel = self._started_channel()
-                if channel is None:
+                if (channel := self._started_channel()) is None:
                     return 0
                 written = session.counts["written"]
                 done = channel.wait(FLUSH_SECONDS) if wait else channel.poke()
                 self._check_channel(channel, done, wait)
                 return session.counts["written"] - written
             finally:
-                session._flushers.discard(me)
+                session.leave_flush()
 
     def drain(self, timeout: float | None) -> bool:
         """Wait for the last poke's acknowledgement."""
@@ -402,8 +409,7 @@ class ProcessBackend:
 
     def event(self, event: dict[str, Any]) -> bool:
         """Frame ``event`` for the writer process and poke it (no wait)."""
-        channel = self.channel
-        if channel is None:
+        if (channel := self.channel) is None:
             return False
         try:
             with self.session._lock:
@@ -564,11 +570,9 @@ class ThreadBackend:
         """Write the ready records (those numbered ``upto`` or less) in this thread, after
         any batch being written."""
         session = self.session
-        me = threading.get_ident()
         with session._cv:
-            if session._closed:
+            if not session.enter_flush():
                 return 0
-            session._flushers.add(me)
             writing = False
             try:
                 session._cv.wait_for(lambda: not self._writing)  # one batch at a time, in order
@@ -584,13 +588,13 @@ class ThreadBackend:
                 self._writing = writing = True
             finally:
                 if not writing:
-                    session._flushers.discard(me)
+                    session.leave_flush()
         try:  # encoding and fsync outside the lock
             return BatchWriter(writer, session.error, session._count).write(ready)
         finally:
             with session._cv:
                 self._writing = False
-                session._flushers.discard(me)
+                session.leave_flush()
                 session._cv.notify_all()
 
     def drain(self, timeout: float | None) -> bool:
@@ -629,8 +633,7 @@ class ThreadBackend:
         daemon thread still running as the interpreter exits can abort the process
         (``terminate called without an active exception``, seen in benchmark scripts)."""
         thread = self.thread
-        if thread is not None and thread is not threading.current_thread() \
-                and self._thread_alive():
+        if thread is not None and thread is not threading.current_thread() and self._thread_alive():
             thread.join(timeout=WRITER_JOIN_SECONDS)
 
     def close(self) -> None:
@@ -685,8 +688,7 @@ class ThreadBackend:
                     self.writer = self._factory(self.session)
                     self.session.start_event()
                 except Exception as exc:
-                    self.session.error(exc, f"opening the capture "
-                                            f"{self.session.settings.capture}")
+                    self.session.error(exc, f"opening the capture {self.session.settings.capture}")
             return self.writer
 
 

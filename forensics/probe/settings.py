@@ -98,15 +98,25 @@ def positive_int(raw: str) -> int | None:
     return value if value > 0 else None
 
 
-def _positive_int(environ: Mapping[str, str], setting: str, default: int) -> int:
-    name, raw = _get(environ, setting)
+def positive_setting(name: str, raw: str, default: int, fix: str) -> int:
+    """``raw``, the value of the environment variable ``name``, as a positive int (``default``
+    when empty).
+
+    Raises:
+        ConfigurationError: ``name=raw`` then ``fix`` (what was expected and how to set it).
+    """
     if not raw:
         return default
     value = positive_int(raw)
     if value is None:
-        raise ConfigurationError(f"{name}={raw!r} is not a positive integer; set it to a "
-                                 f"record count such as {default}, or unset it")
+        raise ConfigurationError(f"{name}={raw!r}{fix}")
     return value
+
+
+def _positive_int(environ: Mapping[str, str], setting: str, default: int) -> int:
+    name, raw = _get(environ, setting)
+    return positive_setting(name, raw, default, f" is not a positive integer; set it to a "
+                                                f"record count such as {default}, or unset it")
 
 
 def _choice(environ: Mapping[str, str], setting: str, choices: tuple[str, ...],

@@ -7,6 +7,9 @@ Third-party sites come through the entry-point group ``forensics.sites``: each e
 names a ``Site`` object (``my_package.my_site:SITE``; :mod:`forensics.plugins`); they come
 before the sink in pipeline order. A plugin that is not a ``Site`` is skipped with a warning
 naming what it lacks.
+
+The plugin API is what this package exports (:data:`PLUGIN_API`): a plugin site needs nothing
+from the private modules (``CONTRIBUTING.md``, "A site of your own", shows a complete one).
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ import functools
 from typing import Any
 
 from forensics.errors import UnknownSiteError
+from forensics.outcome import Outcome
 from forensics.plugins import SITES_GROUP
-from forensics.records import Record
+from forensics.records import FieldSpec, Record
 from forensics.registry import Registry
 from forensics.sites import (
     async_output,
@@ -27,11 +31,21 @@ from forensics.sites import (
     prepare_input_ids,
     rejection_drafts,
 )
-from forensics.sites.base import REQUIRED, Site
+from forensics.sites._common import RunColumns, Violation, first_violation
+from forensics.sites.base import REQUIRED, LogLine, Site
+from forensics.sites.core import BatchRun, CheckList, Checks, owner, within
 
-__all__ = ["ORIGIN_CHAIN", "REGISTRY", "SINK", "SITES", "Site", "get_site", "hooked_at",
-           "hooked_by", "hooked_sites",
-           "pipeline_key", "site_order"]
+#: what a third-party site builds itself from: its schema (``FieldSpec``), its run over a batch
+#: of records held as columns (``RunColumns`` in, ``BatchRun`` of ``Checks`` out; ``owner`` and
+#: ``within`` place flat values in their records and rows), the checks of another variant's
+#: ``Outcome``, the probe's per-call check (``Violation``, ``first_violation``), a text log's
+#: line (``LogLine``) and the ``Site`` itself
+PLUGIN_API = ("BatchRun", "CheckList", "Checks", "FieldSpec", "LogLine", "Outcome", "Record",
+              "RunColumns", "Site", "Violation", "first_violation", "owner", "within")
+__all__ = ["ORIGIN_CHAIN", "PLUGIN_API", "REGISTRY", "SINK", "SITES", "get_site", "hooked_at",
+           "hooked_by", "hooked_sites", "pipeline_key", "site_order",
+           "BatchRun", "CheckList", "Checks", "FieldSpec", "LogLine", "Outcome", "Record",
+           "RunColumns", "Site", "Violation", "first_violation", "owner", "within"]
 
 
 def as_site(loaded: object) -> Site[Any]:

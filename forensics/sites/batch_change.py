@@ -43,6 +43,7 @@ from forensics.sites.core import (
     starts_of,
     within,
 )
+from forensics.sites.fields import PREV_REQUESTS
 from forensics.sites.scan_counts import IndexCount, ScanColumns, at_or_past, outside
 
 NAME = "batch_change"
@@ -55,8 +56,7 @@ FIELDS = (
     FieldSpec("prev_num_draft_tokens", "tensor", doc="[q] max_num_reqs buffer"),
     FieldSpec("cpu_num_computed_tokens", "tensor", doc="[n]"),
     FieldSpec("req_ids", "str_list", required=False, doc="current rows' request ids"),
-    FieldSpec("prev_req_id_to_index", "index_map", required=False),
-    FieldSpec("prev_req_ids", "opt_str_list", required=False),
+    *PREV_REQUESTS,
 )
 OUTPUT_FIELDS = ("num_computed_tokens", "num_accepted_tokens")
 SUMMARY_BOUND = "bound"

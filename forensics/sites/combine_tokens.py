@@ -50,6 +50,7 @@ from forensics.sites._common import (
     stored,
 )
 from forensics.sites.core import VOCABULARY, BatchRun, CheckList, Checks, row_of
+from forensics.sites.fields import PREFILL_LEN, REQ_IDS, VOCAB_SIZE
 
 NAME = "combine_tokens"
 FIELDS = (
@@ -58,12 +59,12 @@ FIELDS = (
     FieldSpec("last_sampled_tokens", "tensor", token_ids=True, doc="[m] per slot (max_num_reqs)"),
     FieldSpec("query_start_loc", "tensor", doc="[n + 1] first token of each row"),
     FieldSpec("seq_lens", "tensor", doc="[n] per row"),
-    FieldSpec("prefill_len", "tensor", doc="[m] per slot"),
+    PREFILL_LEN,
     FieldSpec("draft_tokens", "tensor", ndim=2, token_ids=True, doc="[m, s] per slot"),
     FieldSpec("cu_num_logits", "tensor", doc="[n + 1] first logit of each row"),
     FieldSpec("num_new_sampled_tokens", "int", doc="0 or 1"),
-    FieldSpec("vocab_size", "int", token_bound=True, doc="ids must lie in [0, vocab_size)"),
-    FieldSpec("req_ids", "str_list", required=False, doc="requests of the batch rows"),
+    VOCAB_SIZE,
+    REQ_IDS,
 )
 OUTPUT_FIELDS = ("input_ids",)
 SUMMARY_BOUND = "vocab_size"

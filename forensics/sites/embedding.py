@@ -29,6 +29,7 @@ from forensics.sites._common import (
     rows_with_any,
 )
 from forensics.sites.core import EMBEDDING_ROWS, BatchRun, Checks, rows_of_slots
+from forensics.sites.fields import REQ_IDS
 from forensics.sites.scan_counts import IndexCount, ScanColumns, outside
 
 NAME = "embedding"
@@ -37,7 +38,7 @@ FIELDS = (
     FieldSpec("num_embeddings", "int", doc="rows of the weight being indexed",
               token_bound=True),
     FieldSpec("tp_size", "int", required=False),
-    FieldSpec("req_ids", "str_list", required=False, doc="requests of the batch rows"),
+    REQ_IDS,
     FieldSpec("cu_num_tokens", "tensor", required=False, doc="[n] token -> row mapping"),
     FieldSpec("positions", "tensor", required=False,
               doc="[t] the position of each id in its request (token continuity)"),

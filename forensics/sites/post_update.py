@@ -51,6 +51,7 @@ from forensics.sites._common import (
     stored,
 )
 from forensics.sites.core import VOCABULARY, BatchRun, CheckList, Checks, row_of
+from forensics.sites.fields import REQ_IDS, VOCAB_SIZE
 
 NAME = "post_update"
 FIELDS = (
@@ -64,13 +65,13 @@ FIELDS = (
     FieldSpec("all_token_ids_width", "int", doc="columns of all_token_ids (max_model_len)"),
     FieldSpec("bin_counts_rows", "int", doc="rows of output_bin_counts (0: no counts kept)"),
     FieldSpec("bin_counts_width", "int", doc="columns of output_bin_counts (the vocabulary)"),
-    FieldSpec("vocab_size", "int", token_bound=True, doc="ids must lie in [0, vocab_size)"),
+    VOCAB_SIZE,
     FieldSpec("query_start_loc", "tensor", required=False, doc="[n + 1]"),
     FieldSpec("draft_tokens", "tensor", ndim=2, required=False, token_ids=True,
               doc="[n, s] drafts received"),
     FieldSpec("draft_tokens_out", "tensor", ndim=2, required=False, token_ids=True,
               doc="[m, s] per slot"),
-    FieldSpec("req_ids", "str_list", required=False, doc="requests of the batch rows"),
+    REQ_IDS,
 )
 OUTPUT_FIELDS = ("num_computed_tokens", "last_sampled_tokens", "total_len", "draft_tokens_out")
 SUMMARY_BOUND = "vocab_size"

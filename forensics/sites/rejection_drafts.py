@@ -58,6 +58,7 @@ from forensics.sites._common import (
     screen_unique,
 )
 from forensics.sites.core import BatchRun, CheckList, Checks, owner, starts_of
+from forensics.sites.fields import PREFILL_LEN, VOCAB_SIZE
 
 NAME = "rejection_drafts"
 FIELDS = (
@@ -66,8 +67,8 @@ FIELDS = (
     FieldSpec("logits_indices", "tensor", doc="[l] token of each logits row"),
     FieldSpec("expanded_idx_mapping", "tensor", doc="[l] logits row -> request slot"),
     FieldSpec("expanded_local_pos", "tensor", doc="[l] position in its request's logits rows"),
-    FieldSpec("prefill_len", "tensor", doc="[m] per slot"),
-    FieldSpec("vocab_size", "int", token_bound=True, doc="ids must lie in [0, vocab_size)"),
+    PREFILL_LEN,
+    VOCAB_SIZE,
     FieldSpec("req_ids", "str_list", required=False,
               doc="requests, one per logits row with expanded_local_pos 0"),
 )

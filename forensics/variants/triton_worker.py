@@ -46,6 +46,7 @@ import numpy as np
 
 from forensics.budget import require_alloc
 from forensics.errors import AllocationBudgetError
+from forensics.kernels.interpreter import check_masked_accesses
 
 _MISSING = object()
 #: the answer status of a request whose buffers would pass the allocation budget
@@ -109,23 +110,8 @@ def install_observer() -> None:
     """Route the interpreter's launches, loads and stores through :data:`OBSERVER`."""
     import inspect
 
-    from triton.runtime import interpreter as interp
-
-    builder = interp.InterpreterBuilder
-    load, store, call = (builder.create_masked_load, builder.create_masked_store,
-                         interp.GridExecutor.__call__)
-
-    def masked_load(self: Any, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
-        size = np.dtype(interp._get_np_dtype(ptrs.get_element_ty())).itemsize
-        safe = interp.TensorHandle(OBSERVER.allowed(ptrs.data, mask.data, size, "a load"),
-                                   mask.dtype)
-        return load(self, ptrs, safe, other, *rest)
-
-    def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
-        size = np.asarray(value.data).dtype.itemsize
-        safe = interp.TensorHandle(OBSERVER.allowed(ptrs.data, mask.data, size, "a store"),
-                                   mask.dtype)
-        return store(self, ptrs, value, safe, *rest)
+    interp = check_masked_accesses(OBSERVER.allowed, "a load", "a store")
+    call = interp.GridExecutor.__call__
 
     def launch(self: Any, *args: Any, **kwargs: Any) -> Any:
         signature = inspect.signature(self.fn)
@@ -135,8 +121,6 @@ def install_observer() -> None:
         OBSERVER.modules.add(getattr(self.fn, "__module__", "") or "")
         return call(self, *args, **kwargs)
 
-    builder.create_masked_load = masked_load
-    builder.create_masked_store = masked_store
     interp.GridExecutor.__call__ = launch
 
 

@@ -1,48 +1,48 @@
-"""A toy third-party site and variant, registered only through entry points (test_plugins).
+"""A third-party site, ``toy_gather``: a record's ``index`` reads ``table[index[i]]``.
 
-Site ``toy_gather`` (the ``Site`` object ``SITE``): reads ``table[index[i]]`` for each ``i``;
-upstream reads every index (an index outside ``[0, size)`` raises), patched skips those; a
-text log's ``TOY-GATHER: max=M size=S`` line is its summary record (``log_line``). Variant
-``toy_fix`` is the patched model under another name (``toy_variant.py``).
+Upstream reads every index (one outside ``[0, size)`` is an ``index_error``); patched skips
+those. A text log's ``TOY-GATHER: max=M size=S`` line is its summary record. Its distribution
+names it: ``[project.entry-points."forensics.sites"] toy = "toy_site:SITE"``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from forensics.outcome import Outcome
-from forensics.records import FieldSpec, Record
-from forensics.sites import Site
-from forensics.sites._common import RunColumns
-from forensics.sites.base import LogLine
-from forensics.sites.core import BatchRun, CheckList, Checks, owner, within
+import forensics.sites as fs
 
 NAME = "toy_gather"
-FIELDS = (FieldSpec("index", "tensor", doc="[n]"), FieldSpec("size", "int"))
-SUMMARY_BOUND = "size"
+FIELDS = (fs.FieldSpec("index", "tensor", doc="[n]"), fs.FieldSpec("size", "int"))
 
 
-def run_batch(cols: RunColumns, patched: bool) -> BatchRun:
+def run_batch(cols: fs.RunColumns, patched: bool) -> fs.BatchRun:
     """Every record's reads at once: every index (``patched``: those inside the table)."""
     index, counts = cols.flat("index")
     size = np.repeat(cols.ints("size"), counts)
-    record, row = owner(counts), within(counts)
+    record, row = fs.owner(counts), fs.within(counts)
     inside = (index >= 0) & (index < size)
     read = inside if patched else np.ones(len(index), dtype=bool)
     failed = np.zeros(cols.rows, dtype=np.int8)
     failed[record[read & ~inside]] = 1  # STATUSES[1]: index_error
     messages = {int(i): "IndexError: toy index out of range" for i in np.flatnonzero(failed)}
-    checks = Checks.of("table", record[read], row[read], row[read], index[read], 0, size[read])
-    return BatchRun(failed, messages, Checks.concat([checks]), [None] * cols.rows)
+    checks = fs.Checks.of("table", record[read], row[read], row[read], index[read], 0, size[read])
+    return fs.BatchRun(failed, messages, fs.Checks.concat([checks]), [None] * cols.rows)
 
 
-def checks(record: Record, outcome: Outcome) -> CheckList:
+def checks(record: fs.Record, outcome: fs.Outcome) -> fs.CheckList:
     """Another variant's outcome on one record: the accesses it shows, if any."""
-    return Checks.concat([Checks.of_access(a) for a in outcome.accesses or ()])
+    return fs.Checks.concat([fs.Checks.of_access(a) for a in outcome.accesses or ()])
+
+
+def guard(fields: Mapping[str, Any]) -> fs.Violation | None:
+    """The probe's per-call check on one call's host values: the first index off the table."""
+    index = np.asarray(fields["index"]).reshape(-1)
+    rows = np.arange(len(index))
+    return fs.first_violation(NAME, [("table", rows, index, int(fields["size"]))])
 
 
 def log_fields(match: re.Match[str], number: Callable[[str], int]) -> dict[str, Any]:
@@ -50,8 +50,8 @@ def log_fields(match: re.Match[str], number: Callable[[str], int]) -> dict[str, 
     return {"min": 0, "max": number(match["max"]), "size": number(match["size"])}
 
 
-LOG_LINE = LogLine(re.compile(r"TOY-GATHER: max=(?P<max>-?\d+) size=(?P<size>\d+)"), log_fields)
-
-#: the site the entry point names (``toy = toy_site:SITE``)
-SITE = Site(name=NAME, fields=FIELDS, output_fields=(), summary_bound=SUMMARY_BOUND,
-            summary_tensor="table", run_batch=run_batch, checks=checks, log_line=LOG_LINE)
+LOG_LINE = fs.LogLine(re.compile(r"TOY-GATHER: max=(?P<max>-?\d+) size=(?P<size>\d+)"),
+                      log_fields)
+SITE = fs.Site(name=NAME, fields=FIELDS, output_fields=(), summary_bound="size",
+               summary_tensor="table", run_batch=run_batch, checks=checks, guard=guard,
+               log_line=LOG_LINE)

@@ -3,6 +3,7 @@ the state of each value out of bounds, the suspect steps, and the texts of the v
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +61,14 @@ class TimelineTensor:
     def lower_label(self) -> str:
         """The legend text of the tensor's lower bound."""
         return f"lower bound = {_fmt_bound(self.binned['lower'].to_numpy())}"
+
+    def stepped(self, width: int, columns: Sequence[str], dtype: str | None = None
+                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The binned ``columns`` (read as ``dtype``) as step lines spanning each bin's whole
+        ``width``, so that a bound of one step still shows as a segment: the edges (half a bin
+        before the first step and after the last) and each column padded to them."""
+        edges = bin_edges(self.binned["step"].to_numpy(dtype=dtype), width)
+        return edges, {c: padded_to_edges(self.binned[c].to_numpy(dtype=dtype)) for c in columns}
 
 
 @dataclass

@@ -21,9 +21,7 @@ from typing import Any
 from forensics.present.scene.timeline import (
     TimelineData,
     TimelineTensor,
-    bin_edges,
     first_note,
-    padded_to_edges,
     timeline_data,
 )
 from forensics.present.selection import TensorChoice, title_text
@@ -123,8 +121,10 @@ def _draw_tensor(panel: Panel, data: TimelineData, line: TimelineTensor,
     column = {c: binned[c].to_numpy(dtype="float64") for c in ("step", "min", "max", "lower",
                                                                  "upper")}
     x = column["step"].tolist()
-    edges = bin_edges(column["step"], data.width).tolist()  # a bin spans its whole width
-    padded = {c: padded_to_edges(column[c]).tolist() for c in ("min", "max", "lower", "upper")}
+    stepped, padded_columns = line.stepped(data.width, ("min", "max", "lower", "upper"),
+                                           "float64")
+    edges = stepped.tolist()
+    padded = {c: values.tolist() for c, values in padded_columns.items()}
     panel.band(edges, padded["min"], padded["max"], line.color, opacity=0.15)
     panel.line(x, column["max"].tolist(), line.color, width=0.8 if dense else 1.0,
                dots=0.0 if dense else 1.8, label=data.series_label(line), role="series max")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from forensics.present.scene import KINDS
-from forensics.present.selection import choose_tensors, chosen_site, chosen_variant, variant_names
+from forensics.present.selection import side_by_side_choice
 from forensics.present.svg.canvas import Figure, Panel
 from forensics.present.svg.heatmap import heatmap_panel
 from forensics.present.svg.histogram import histogram_panel
@@ -55,16 +55,9 @@ def side_by_side(result: Any, kind: str = "timeline", site: str | None = None,
     """One panel per variant (default: all replayed) of the same ``kind`` and site, as
     :func:`forensics.present.plots.plot_side_by_side` draws them: shared value axis except on
     heatmaps, whose grids span every variant's steps and rows."""
-    if kind not in PANELS:
-        raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(PANELS)}")
-    names = list(variants) if variants is not None else variant_names(result)
-    names = names or [chosen_variant(result, None)]
-    site = site or chosen_site(result, None, chosen_variant(result, names[0]))
-    if kind != "heatmap" and kwargs.get("tensor") is None:
-        kwargs["tensor"] = choose_tensors(result, site, names)
-    if kind == "heatmap":
-        kwargs["align"] = names
-    panels = [PANELS[kind](result, site=site, variant=name, **kwargs) for name in names]
+    names, site, options = side_by_side_choice(result, kind, site, variants, list(PANELS),
+                                               kwargs)
+    panels = [PANELS[kind](result, site=site, variant=name, **options) for name in names]
     if kind != "heatmap":
         share_y(panels)
     return Figure(panels, PANEL_WIDTH * len(panels), PANEL_HEIGHT, kind=kind)

@@ -14,12 +14,12 @@ from forensics.sites._common import (
     rows_with_any,
     screen_unique,
 )
+from forensics.sites.fields import PREV_REQUESTS
 
 NAME = "async_output"
 FIELDS = (
     FieldSpec("req_ids", "str_list", doc="[n] current rows"),
-    FieldSpec("prev_req_id_to_index", "index_map", required=False),
-    FieldSpec("prev_req_ids", "opt_str_list", required=False),
+    *PREV_REQUESTS,
     FieldSpec("sampled_token_ids_cpu", "tensor", ndim=2, rank_shared=True, doc="[p, k] int32",
               token_ids=True),
     FieldSpec("output_token_ids", "ragged", required=False, doc="full output lists",
