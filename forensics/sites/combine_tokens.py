@@ -37,18 +37,7 @@ import numpy as np
 
 from forensics.outcome import INDEX_ERROR, OK, Access, Outcome
 from forensics.records import FieldSpec, Record
-from forensics.sites._common import (
-    BatchColumns,
-    RunColumns,
-    Violation,
-    first_violation,
-    require,
-    require_len,
-    require_unique,
-    run_each,
-    screen_unique,
-    stored,
-)
+from forensics.sites import _common as common
 from forensics.sites.core import VOCABULARY, BatchRun, CheckList, Checks, row_of
 from forensics.sites.fields import PREFILL_LEN, REQ_IDS, VOCAB_SIZE
 
@@ -81,16 +70,16 @@ def check_record(record: Record, where: str) -> None:
     """
     n = len(record["idx_mapping"])
     for name in _ROWS:
-        require_len(record, name, n, where, "one per entry of 'idx_mapping'")
+        common.require_len(record, name, n, where, "one per entry of 'idx_mapping'")
     for name in ("query_start_loc", "cu_num_logits"):
-        require_len(record, name, n + 1, where, "one more than 'idx_mapping' has entries")
-    require_unique(record, "req_ids", where)
-    require(record["num_new_sampled_tokens"] in (0, 1), where, "num_new_sampled_tokens",
+        common.require_len(record, name, n + 1, where, "one more than 'idx_mapping' has entries")
+    common.require_unique(record, "req_ids", where)
+    common.require(record["num_new_sampled_tokens"] in (0, 1), where, "num_new_sampled_tokens",
             "must be 0 or 1")
-    require(record["vocab_size"] >= 0, where, "vocab_size", "must be >= 0")
+    common.require(record["vocab_size"] >= 0, where, "vocab_size", "must be >= 0")
 
 
-def check_batch(cols: BatchColumns) -> np.ndarray:
+def check_batch(cols: common.BatchColumns) -> np.ndarray:
     """:func:`check_record` on a whole batch at once: the records it may reject."""
     n = cols.length("idx_mapping")
     bad = np.zeros(cols.rows, dtype=bool)
@@ -100,7 +89,7 @@ def check_batch(cols: BatchColumns) -> np.ndarray:
         bad |= cols.length(name) != n + 1
     new = cols.ints("num_new_sampled_tokens")
     bad |= (new != 0) & (new != 1)
-    return bad | (cols.ints("vocab_size") < 0) | screen_unique(cols, "req_ids")
+    return bad | (cols.ints("vocab_size") < 0) | common.screen_unique(cols, "req_ids")
 
 
 @dataclass
@@ -204,16 +193,16 @@ def _run(record: Record, patched: bool) -> Outcome:
             continue
         if patched and plan.source[at] == 1 and value < 0:
             value = 0
-        ids[position] = stored(value, ids.dtype)  # int64 ids into int32 input_ids
+        ids[position] = common.stored(value, ids.dtype)  # int64 ids into int32 input_ids
     if wild:
         return Outcome(INDEX_ERROR, f"IndexError: illegal memory access: {wild[0]} is outside "
                                     f"its buffer", {}, plan.accesses)
     return Outcome(OK, "", {"input_ids": ids}, plan.accesses)
 
 
-def run_batch(cols: RunColumns, patched: bool) -> BatchRun:
+def run_batch(cols: common.RunColumns, patched: bool) -> BatchRun:
     """The kernel's model over a batch, record by record (:func:`_run`)."""
-    return run_each(cols, _run, patched, outcome_checks)
+    return common.run_each(cols, _run, patched, outcome_checks)
 
 
 def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
@@ -259,7 +248,7 @@ def _writes(fields: Mapping[str, Any]) -> tuple[np.ndarray, ...]:
     return rows, source, column, position
 
 
-def guard(fields: Mapping[str, Any]) -> Violation | None:
+def guard(fields: Mapping[str, Any]) -> common.Violation | None:
     """The probe's per-call check (``Site.guard``) on one call's host values (the record's
     fields): what :func:`violation_of <forensics.probe.v2_hooks.violation_of>` finds in the
     upstream model's run, vectorised: the first index the kernel uses out of range (in the
@@ -270,7 +259,7 @@ def guard(fields: Mapping[str, Any]) -> Violation | None:
     rows, source, column, position = _writes(fields)
     every = np.arange(len(idx), dtype=np.int64)
     read = rows[source == 1]
-    found = first_violation(NAME, (
+    found = common.first_violation(NAME, (
         ("prefill_len", every, idx, len(fields["prefill_len"])),
         ("last_sampled_tokens", every, idx, len(fields["last_sampled_tokens"])),
         ("draft_tokens", read, idx[read], drafts.shape[0]),
@@ -283,7 +272,7 @@ def guard(fields: Mapping[str, Any]) -> Violation | None:
                       drafts.reshape(-1)[slots * drafts.shape[1] + column] if drafts.size else 0)
     after = np.array(fields["input_ids"], dtype=np.int64).reshape(-1)
     after[position] = values
-    return first_violation(NAME, (("out.input_ids", rows, after[position],
+    return common.first_violation(NAME, (("out.input_ids", rows, after[position],
                               int(fields["vocab_size"])),))
 
 
@@ -311,7 +300,7 @@ REPRO = ('vllm.v1.worker.gpu.input_batch.combine_sampled_and_draft_tokens',
 ''')
 
 #: this module's site: its schema and operations (the registry holds it)
-SITE: Site[RunColumns] = Site(
+SITE: Site[common.RunColumns] = Site(
     name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,
     summary_tensor=SUMMARY_TENSOR, run_batch=run_batch,
     checks=outcome_checks, check_record=check_record, check_batch=check_batch, guard=guard,
