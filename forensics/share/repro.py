@@ -41,9 +41,14 @@ if TYPE_CHECKING:
 DEFAULT_DEADLINE = 300
 #: the data format the generated file reads (``FORMAT`` in its head)
 DATA_FORMAT = 1
-#: the site whose test derives its ids from its origin's vLLM call in a V2 capture (the
-#: embedding reads the ``input_ids`` V2's ``combine_sampled_and_draft_tokens`` writes)
-CARRIED_SITE = "embedding"
+
+
+def _carried_site() -> str:
+    """The site whose test derives its ids from its origin's vLLM call in a V2 capture: the
+    sink (the embedding reads the ``input_ids`` ``combine_sampled_and_draft_tokens`` writes)."""
+    from forensics.sites import SINK
+
+    return SINK
 
 
 def reproducible_sites() -> list[str]:
@@ -83,7 +88,7 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
     origins = set(table["origin"].dropna()) if "origin" in table.columns else set()
     v2 = dict(getattr(result.capture, "manifest", None) or {}).get("runner") == "v2"
     for record, finding in chosen:
-        if record.site == CARRIED_SITE and (v2 or _kernel_site(finding.get("origin"))):
+        if record.site == _carried_site() and (v2 or _kernel_site(finding.get("origin"))):
             finding["origin_record"] = origin_record(result.records, record,
                                                      finding.get("origin"))
     chosen.sort(key=lambda pair: (pair[0].step, pair[0].rank, pair[0].site not in origins,
