@@ -26,7 +26,7 @@ import pytest
 
 import forensics
 from forensics.present.tables import findings_table
-from forensics.share.repro import case_data, origin_record, script_text
+from forensics.share.repro import case_data, chain_record, origin_record, script_text
 from tests.conftest import DATA
 
 #: vLLM's two V2 kernels as plain torch, with the kernels' pointer arithmetic (a write lands
@@ -134,7 +134,12 @@ def _first_cases(capture: str, sites: tuple[str, ...]) -> dict[str, dict[str, An
         finding = rows.iloc[0].to_dict()
         record = result.records[int(finding["record"])]
         if site == "embedding":
-            finding["origin_record"] = origin_record(result.records, record, finding["origin"])
+            origin = origin_record(result.records, record, finding["origin"])
+            finding["origin_record"] = origin
+            if origin is not None:
+                failing = table[table["kind"] == "out_of_bounds"]["record"]
+                finding["chain_record"] = chain_record(result.records, origin,
+                                                       {int(i) for i in failing})
         found[site] = case_data(record, finding, dict(result.capture.manifest))
     return found
 
@@ -243,7 +248,7 @@ def _run_case(module: types.ModuleType, monkeypatch: pytest.MonkeyPatch, index: 
         calls.append((at, part))
         case = module.DATA["cases"][at]
         case = case["origin"] if part == "--origin" else case
-        return module.RUNNERS[case["site"]](module.record(case))
+        return module.RUNNERS[case["site"]](module.inputs(case))
 
     monkeypatch.setattr(module, "run_in_interpreter", in_process)
     try:
@@ -283,18 +288,46 @@ def test_a_v2_embedding_reads_the_ids_its_origin_writes_so_a_fixed_kernel_passes
     assert calls == [(0, "--case")]  # the embedding reused the combine case's run
 
 
-def test_a_v2_embedding_carries_a_fix_one_call_back_no_further(
+def test_a_v2_embedding_carries_a_fix_two_calls_back_through_post_update(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cases: dict[str, dict[str, Any]]
 ) -> None:
     """``v2-vocab-sample.capture``: the id reaches ``combine_tokens`` (step 12) through the
-    ``last_sampled_tokens`` its record holds as the unpatched ``post_update`` stored it, so the
-    fixed kernels still write it and the test still fails, naming the combine call."""
-    module = _generated(tmp_path, [cases["embedding_vocab"]], "repro_v2_two_back")
-    _stand_ins(monkeypatch, fixed=True)
+    ``last_sampled_tokens`` ``post_update`` stored at step 11 (slots 0, 1 and 3 of its
+    ``idx_mapping``); the data file holds that record as the origin's chain, and the test runs
+    ``post_update`` on it first, then the combine kernel on the values it stores: with the
+    combine kernel fixed, the unfixed ``post_update`` still fails the test (naming both calls),
+    the fixed one passes it."""
+    embedding = cases["embedding_vocab"]
+    chain = embedding["origin"]["chain"]
+    assert (chain["site"], chain["step"], chain["rank"], chain["field"], chain["slots"]) == (
+        "post_update", 11, 0, "last_sampled_tokens", [0, 1, 3])
+    assert chain["record"] == cases["post_update"]["record"]
+    module = _generated(tmp_path, [embedding], "repro_v2_two_back")
+    fixed_combine = KERNELS.replace("max(draft, 0) if FIXED else draft", "max(draft, 0)")
+    _stand_ins(monkeypatch, fixed=False, text=fixed_combine)
     message = _run_case(module, monkeypatch, 0, [])
     assert ("combine_sampled_and_draft_tokens writes on the capture's step-12 combine_tokens "
-            "record (rank 0), run on the installed vLLM: input_ids[4] = 151936 is outside the "
-            "vocabulary [0, 151936)") in message, message
+            "record (rank 0), its last_sampled_tokens at slots [0, 1, 3] being what "
+            "vllm.v1.worker.gpu.input_batch.post_update stores there on the capture's step-11 "
+            "post_update record (rank 0), run first, run on the installed vLLM: input_ids[4] = "
+            "151936 is outside the vocabulary [0, 151936)") in message, message
+    _stand_ins(monkeypatch, fixed=True)
+    module.WRITTEN.clear()
+    assert _run_case(module, monkeypatch, 0, []) == "passed"
+    unchained = {**embedding, "origin": {k: v for k, v in embedding["origin"].items()
+                                         if k != "chain"}}
+    module = _generated(tmp_path, [unchained], "repro_v2_one_back")  # the recorded ids
+    assert "input_ids[4] = 151936" in _run_case(module, monkeypatch, 0, [])
+
+
+def test_a_bad_chain_in_the_data_file_is_refused_naming_the_field(
+        tmp_path: Path, cases: dict[str, dict[str, Any]]) -> None:
+    embedding = cases["embedding_vocab"]
+    bad = {**embedding, "origin": {**embedding["origin"], "chain": {
+        **embedding["origin"]["chain"], "field": "not_a_field"}}}
+    with pytest.raises(Exception, match=r"cases\[0\]\.origin\.chain\.field: 'not_a_field' is "
+                                        "no tensor of both records"):
+        _generated(tmp_path, [bad], "repro_v2_bad_chain")
 
 
 def test_a_v2_embedding_without_its_origin_record_says_it_cannot_carry_a_fix(

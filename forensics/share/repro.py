@@ -18,7 +18,11 @@ check the ids the kernel wrote, and that it wrote nothing past its buffers' ends
 capture's ``embedding`` case also holds its ``origin``: the record whose vLLM call wrote its ids
 (:func:`origin_record`); its test runs that call on the origin's recorded inputs and checks the
 ids it writes, so a fix to that call reaches the embedding's test (None: the capture holds no
-such record, and the test says it checks the recorded ids).
+such record, and the test says it checks the recorded ids). Where an input of that origin
+(``last_sampled_tokens``) was stored a step before by another call the capture holds
+(:func:`chain_record`: ``post_update``), the origin carries that record too (its ``chain``: the
+record, the field and the slots); the test runs that call first and puts the values it stores
+in place of the recorded ones for those slots, so a fix two calls back reaches the test too.
 The file imports only the standard library, torch, vllm and pytest.
 """
 
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from forensics.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
     from forensics.api_types import CaptureArg
     from forensics.records import Record
@@ -89,8 +93,11 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
     v2 = dict(getattr(result.capture, "manifest", None) or {}).get("runner") == "v2"
     for record, finding in chosen:
         if record.site == _carried_site() and (v2 or _kernel_site(finding.get("origin"))):
-            finding["origin_record"] = origin_record(result.records, record,
-                                                     finding.get("origin"))
+            origin = origin_record(result.records, record, finding.get("origin"))
+            finding["origin_record"] = origin
+            if origin is not None:
+                finding["chain_record"] = chain_record(
+                    result.records, origin, {int(i) for i in table["record"]})
     chosen.sort(key=lambda pair: (pair[0].step, pair[0].rank, pair[0].site not in origins,
                                   site_order(pair[0].site)))
     return chosen, dict(getattr(result.capture, "manifest", None) or {})
@@ -112,6 +119,44 @@ def origin_record(records: Sequence[Record], sink: Record, origin: Any) -> Recor
     before = [r for r in records if r.site == origin and r.rank == sink.rank
               and r.step <= sink.step]
     return max(before, key=lambda r: r.step) if before else None
+
+
+def chain_record(records: Sequence[Record], origin: Record, failing: Collection[int]
+                 ) -> tuple[Record, str, list[int]] | None:
+    """The record of the call that stored a per-slot input of ``origin`` (the embedding's
+    origin) a step before: a reproducible Triton site listing that field among its outputs, the
+    latest record at ``origin``'s rank and an earlier step (one of the same step runs after
+    it), with the field and the slots of its ``idx_mapping`` whose stored values (the record's
+    ``FIELD_after``) are the ones ``origin`` read; None when the capture holds no such record,
+    or when that record's index is not in ``failing`` (the replay finds that call in range, so
+    a fix leaves what it stores, the recorded values, as they are)."""
+    import numpy as np
+
+    for field, value in origin.fields.items():
+        writers = [name for name in reproducible_sites() if name != origin.site
+                   and _kernel_site(name) and field in _outputs(name)]
+        before = [i for i, r in enumerate(records) if r.site in writers
+                  and r.rank == origin.rank and r.step < origin.step and field in r.fields]
+        if not before:
+            continue
+        at = max(before, key=lambda i: records[i].step)
+        if at not in failing:
+            continue
+        writer = records[at]
+        read = np.asarray(value).reshape(-1)
+        stored = np.asarray(writer.fields.get(f"{field}_after", [])).reshape(-1)
+        slots = sorted({int(s) for s in np.asarray(writer.fields.get("idx_mapping", []))
+                        if 0 <= s < min(len(read), len(stored)) and read[s] == stored[s]})
+        if slots:
+            return writer, field, slots
+    return None
+
+
+def _outputs(name: str) -> tuple[str, ...]:
+    """The fields site ``name``'s call writes (its ``Site.output_fields``)."""
+    from forensics.sites import get_site
+
+    return tuple(get_site(name).output_fields)
 
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
@@ -222,13 +267,18 @@ def case_data(record: Record, finding: dict[str, Any], manifest: dict[str, Any]
               ) -> dict[str, Any]:
     """One test case: the record's data (:func:`record_data`), the facts and the finding; for
     a V2 embedding (``finding`` holds ``origin_record``) also ``origin``: the data of the
-    record whose vLLM call wrote its ids, None when the capture holds none this file can run."""
+    record whose vLLM call wrote its ids, None when the capture holds none this file can run,
+    with its ``chain`` (:func:`chain_record`) where the capture holds one."""
     case = {**record_data(record), "facts": {"vocab_size": vocab_fact(record, manifest)},
             "finding": finding_data(finding)}
     if "origin_record" in finding:
         origin = finding["origin_record"]
         case["origin"] = None if origin is None or origin.site not in reproducible_sites() \
             else record_data(origin)
+        chain = finding.get("chain_record")
+        if case["origin"] is not None and chain is not None:
+            writer, field, slots = chain
+            case["origin"]["chain"] = {**record_data(writer), "field": field, "slots": slots}
     return case
 
 

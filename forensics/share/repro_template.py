@@ -28,7 +28,9 @@ names a record field holding one, the test checks that value against its bound a
 V2 embedding's test first runs the vLLM call that wrote its ids (its origin) on that call's
 recorded inputs, and checks the ids it writes (the embedding's forward, which fails on no id
 inside the vocabulary, is not called: it would import much of vLLM), so a fix to that call
-passes it. The
+passes it; where the data file holds the call that stored one of that call's per-slot inputs a
+step before (the origin's `chain`), that call runs first and what it stores replaces the
+recorded values at those slots, so a fix to it passes the test too. The
 records, and the facts their bounds come from, are read at run time from the JSON file beside
 this one (same name, `.json`), through `load_data`: this file holds no text of the capture.
 Every call has a deadline; past it the test fails with "timed out after N s". Without the vLLM
@@ -139,8 +141,13 @@ def _case(case, where):
           else keys)
     _record(case, where)
     if case.get("origin") is not None:
-        _dict(case["origin"], f"{where}.origin", keys[:5])
-        _record(case["origin"], f"{where}.origin")
+        origin = case["origin"]
+        _dict(origin, f"{where}.origin",
+              keys[:5] + ["chain"] if isinstance(origin, dict) and "chain" in origin
+              else keys[:5])
+        _record(origin, f"{where}.origin")
+        if "chain" in origin:
+            _chain(origin, f"{where}.origin.chain")
     facts = _dict(case["facts"], f"{where}.facts", ["vocab_size"])
     if facts["vocab_size"] is not None:
         _int(facts["vocab_size"], f"{where}.facts.vocab_size", 1)
@@ -152,6 +159,20 @@ def _case(case, where):
     for key in ("element", "value", "lower", "upper"):
         if finding[key] is not None:
             _int(finding[key], f"{where}.finding.{key}")
+
+
+def _chain(origin, where):
+    """Check an origin's chain: the record of the call that stored one of its per-slot inputs a
+    step before, the field (a tensor of both records) and the slots it stored the values of."""
+    chain = _dict(origin["chain"], where, ["site", "function", "step", "rank", "record",
+                                           "field", "slots"])
+    _record(chain, where)
+    field = _str(chain["field"], f"{where}.field")
+    for holder in (chain, origin):
+        if holder["record"].get(field, {}).get("kind") != "tensor":
+            _fail(f"{where}.field", f"{ascii(field)} is no tensor of both records")
+    for slot in _list(chain["slots"], f"{where}.slots"):
+        _int(slot, f"{where}.slots", 0)
 
 
 def _record(case, where):
@@ -387,6 +408,43 @@ def run_in_interpreter(index, seconds, part="--case"):
     return [(tensor, values, tuple(allowed)) for tensor, values, allowed in outcome["written"]]
 
 
+def _where(record_case):
+    return (f"the capture's step-{record_case['step']} {record_case['site']} record (rank "
+            f"{record_case['rank']})")
+
+
+def inputs(case):
+    """The case's record, decoded; for an origin with a ``chain``, its chained field holds, at
+    the chain's slots, what the chain's vLLM call (run first, on its own recorded inputs) stores
+    there: the value it writes, else the one it leaves (the chain record's)."""
+    r = record(case)
+    chain = case.get("chain")
+    if chain is None:
+        return r
+    field, before = chain["field"], record(chain)
+    stored = before[field].clone()
+    try:
+        written = RUNNERS[chain["site"]](before)
+    except IndexError as exc:
+        raise IndexError(f"in {chain['function']}, run first on {_where(chain)} to derive "
+                         f"{field}: {exc}") from None
+    for cell, value in next((v for t, v, _ in written if t == field), {}).items():
+        at = tuple(int(i) for i in cell.strip("[]").split(","))
+        if len(at) == stored.dim():
+            stored[at] = value
+        elif len(at) == 1:
+            stored.view(-1)[at[0]] = value
+    stored = stored.reshape(-1)
+    carried = r[field].clone()
+    flat = carried.view(-1)
+    for slot in chain["slots"]:
+        if slot >= min(flat.numel(), stored.numel()):
+            _fail("origin.chain.slots", f"slot {slot} is outside {field}")
+        flat[slot] = stored[slot]
+    r[field] = carried
+    return r
+
+
 def case_process(index, part="--case"):
     """The body of ``python THIS_FILE.py --case N`` (``--origin N``): run case N (its origin
     record), print its outcome."""
@@ -394,7 +452,7 @@ def case_process(index, part="--case"):
     if part == "--origin":
         case = case["origin"]
     try:
-        written = RUNNERS[case["site"]](record(case))
+        written = RUNNERS[case["site"]](inputs(case))
     except IndexError as exc:
         outcome = {"index_error": str(exc)}
     else:
@@ -404,8 +462,8 @@ def case_process(index, part="--case"):
 
 
 def _key(case):
-    """A record's identity: its site and its fields' data."""
-    return json.dumps([case["site"], case["record"]], sort_keys=True)
+    """A record's identity: its site, its fields' data and its chain's."""
+    return json.dumps([case["site"], case["record"], case.get("chain")], sort_keys=True)
 
 
 def run_record(case, index, part, seconds):
@@ -414,7 +472,7 @@ def run_record(case, index, part, seconds):
     here under the deadline."""
     if case["site"] not in TRITON_SITES:
         with deadline(seconds):
-            return RUNNERS[case["site"]](record(case))
+            return RUNNERS[case["site"]](inputs(case))
     if part == "--origin" and _key(case) in WRITTEN:
         return WRITTEN[_key(case)]
     written = run_in_interpreter(index, seconds, part)
@@ -432,8 +490,10 @@ def carried_ids(case, index, r, seconds):
     if origin is None:
         return r["input_ids"], ("the recorded input_ids (the capture's replay finds no record "
                                 f"of the call that wrote them, {cannot})")
-    where = (f"the capture's step-{origin['step']} {origin['site']} record (rank "
-             f"{origin['rank']})")
+    where, chain = _where(origin), origin.get("chain")
+    if chain is not None:
+        where += (f", its {chain['field']} at slots {chain['slots']} being what "
+                  f"{chain['function']} stores there on {_where(chain)}, run first")
     try:
         written = run_record(origin, index, "--origin", seconds)
     except (IndexError, Crashed) as exc:
