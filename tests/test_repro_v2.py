@@ -511,12 +511,14 @@ atexit.register(_note)
 def test_on_vllm_the_v2_cases_fail_and_pass_once_the_bundled_fix_is_in(
         tmp_path: Path, cases: dict[str, dict[str, Any]]) -> None:
     """The one run of the real vLLM here (each case's process imports it: ~10 s each). Case 0,
-    ``post_update`` on the installed vLLM 0.33.0, fails on the sampled id it stores; cases 1
-    and 2, ``post_update`` and ``combine_tokens`` on the kernels of
-    ``data/patches/v2-index-guard.diff`` (applied to private copies of vLLM's files), pass;
-    so does case 3, the embedding whose recorded input_ids[1] is -1: its ids are what the
-    patched combine kernel writes on its origin record (case 2's, whose run it reuses: no
-    process of its own), checked against the vocabulary."""
+    ``post_update`` on the installed vLLM 0.33.0, fails on the sampled id it stores; on the
+    kernels of ``data/patches/v2-index-guard.diff`` (applied to private copies of vLLM's
+    files) the others pass: case 1, ``v2-vocab-sample``'s embedding, whose origin's process
+    runs the patched ``post_update`` on its chain record (case 0's record: the id 151936 it
+    stores unpatched is what the combine call writes at input_ids[4]), then the patched
+    combine kernel on the values it stored; case 2, ``combine_tokens``; and case 3, the
+    embedding whose recorded input_ids[1] is -1: its ids are what the patched combine kernel
+    writes on its origin record (case 2's, whose run it reuses: no process of its own)."""
     from forensics.variants.vllm_diff import patched_sources
 
     root = tmp_path / "patched"
@@ -529,7 +531,7 @@ def test_on_vllm_the_v2_cases_fail_and_pass_once_the_bundled_fix_is_in(
     work.mkdir()
     (work / "test_repro.py").write_text(script_text())
     (work / "test_repro.json").write_text(json.dumps(_data(
-        [cases["post_update"], cases["post_update"], cases["combine_tokens"],
+        [cases["post_update"], cases["embedding_vocab"], cases["combine_tokens"],
          cases["embedding"]])))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(tmp_path / "site"),
            "PATCHED_ROOT": str(root), "PATCHED_CASES": "1,2,3", "RAN_LOG": str(tmp_path / "ran")}
@@ -542,6 +544,7 @@ def test_on_vllm_the_v2_cases_fail_and_pass_once_the_bundled_fix_is_in(
     assert len(failures) == 1 and "post_update wrote last_sampled_tokens[" in failures[0]
     assert "= 151936, outside the vocabulary [0, 151936)" in failures[0]
     ran = dict(line.split(" ", 1) for line in (tmp_path / "ran").read_text().splitlines())
+    assert cases["embedding_vocab"]["origin"]["chain"]["record"] == cases["post_update"]["record"]
     assert ran["1"].strip() == ran["2"].strip() == str(root / "vllm/v1/worker/gpu/input_batch.py")
     assert ran["0"].strip() != ran["1"].strip()  # the installed kernels
     assert "3" not in ran  # the embedding's origin run was case 2's
