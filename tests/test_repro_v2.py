@@ -320,6 +320,29 @@ def test_a_v2_embedding_carries_a_fix_two_calls_back_through_post_update(
     assert "input_ids[4] = 151936" in _run_case(module, monkeypatch, 0, [])
 
 
+def test_a_chain_call_leaving_its_buffers_fails_naming_both_calls(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cases: dict[str, dict[str, Any]]
+) -> None:
+    """A ``post_update`` counting an id past ``output_bin_counts``, run first as the chain of
+    ``v2-vocab-sample``'s embedding: the test fails naming the combine call, the post_update
+    call and its record."""
+    wild = KERNELS.replace("slot * output_bin_counts.stride(0) + token",
+                           "output_bin_counts.numel() + 0 * token")
+    module = _generated(tmp_path, [cases["embedding_vocab"]], "repro_v2_chain_wild")
+    _stand_ins(monkeypatch, fixed=True, text=wild)
+    message = _run_case(module, monkeypatch, 0, [])
+    assert message.startswith(
+        "out-of-range access in vllm.model_executor.layers.vocab_parallel_embedding."
+        "VocabParallelEmbedding.forward: in vllm.v1.worker.gpu.input_batch.combine_sampled_and_"
+        "draft_tokens, run on the capture's step-12 combine_tokens record (rank 0), its "
+        "last_sampled_tokens at slots [0, 1, 3] being what"), message
+    assert ("to derive the embedding's input_ids: in vllm.v1.worker.gpu.input_batch.post_update, "
+            "run first on the capture's step-11 post_update record (rank 0) to derive "
+            "last_sampled_tokens: the call counted 6 sampled id(s) outside the 4 rows of "
+            "output_bin_counts; the capture's input_ids[4] = 151936 is outside [0, 151936)"
+            ) in message, message
+
+
 def test_a_bad_chain_in_the_data_file_is_refused_naming_the_field(
         tmp_path: Path, cases: dict[str, dict[str, Any]]) -> None:
     embedding = cases["embedding_vocab"]
