@@ -218,8 +218,11 @@ def _ray_result(ray: Any, ref: Any, task: Task) -> bytes:
 def start_local_ray(num_cpus: int | None = None, attempts: int = RAY_STARTS) -> None:
     """Start a Ray cluster of this process on the loopback address (``num_cpus``: default,
     the machine's), trying ``attempts`` times: on a loaded machine Ray's agents can miss their
-    fixed 15 s start-up deadline (ray-project/ray#65983). Raises the last start's error."""
+    fixed 15 s start-up deadline (ray-project/ray#65983). Ray's usage statistics (a report sent
+    to Ray's servers) stay off unless ``RAY_USAGE_STATS_ENABLED`` says otherwise: a triage sends
+    nothing out. Raises the last start's error."""
     ray = require_ray()
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     for attempt in range(attempts):
         try:
             ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
