@@ -574,12 +574,14 @@ def test_on_vllm_the_v2_cases_fail_and_pass_once_the_bundled_fix_is_in(
     """The one run of the real vLLM here (each case's process imports it: ~10 s each). Case 0,
     ``post_update`` on the installed vLLM 0.33.0, fails on the sampled id it stores; on the
     kernels of ``data/patches/v2-index-guard.diff`` (applied to private copies of vLLM's
-    files) the others pass: case 1, ``v2-vocab-sample``'s embedding, whose origin's process
+    files) the others pass: case 1, ``v2-vocab-sample``'s ``combine_tokens``, whose process
     runs the patched ``post_update`` on its chain record (case 0's record: the id 151936 it
     stores unpatched is what the combine call writes at input_ids[4]), then the patched
-    combine kernel on the values it stored; case 2, ``combine_tokens``; and case 3, the
-    embedding whose recorded input_ids[1] is -1: its ids are what the patched combine kernel
-    writes on its origin record (case 2's, whose run it reuses: no process of its own)."""
+    combine kernel on the values it stored; case 2, that capture's embedding, whose origin is
+    case 1's record with the same chain (its run reused: no process of its own); case 3,
+    ``v2-negative-draft``'s ``combine_tokens``; and case 4, the embedding whose recorded
+    input_ids[1] is -1: its ids are what the patched combine kernel writes on its origin
+    record (case 3's, whose run it reuses)."""
     from forensics.variants.vllm_diff import patched_sources
 
     root = tmp_path / "patched"
@@ -592,20 +594,21 @@ def test_on_vllm_the_v2_cases_fail_and_pass_once_the_bundled_fix_is_in(
     work.mkdir()
     (work / "test_repro.py").write_text(script_text())
     (work / "test_repro.json").write_text(json.dumps(_data(
-        [cases["post_update"], cases["embedding_vocab"], cases["combine_tokens"],
-         cases["embedding"]])))
+        [cases["post_update"], cases["combine_vocab"], cases["embedding_vocab"],
+         cases["combine_tokens"], cases["embedding"]])))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(tmp_path / "site"),
-           "PATCHED_ROOT": str(root), "PATCHED_CASES": "1,2,3", "RAN_LOG": str(tmp_path / "ran")}
+           "PATCHED_ROOT": str(root), "PATCHED_CASES": "1,2,3,4", "RAN_LOG": str(tmp_path / "ran")}
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:forensics", "-p",
                           "no:cacheprovider", "-q", "--junitxml=junit.xml", "test_repro.py"],
                          cwd=work, capture_output=True, text=True, timeout=900, env=env)
-    assert "1 failed, 3 passed" in run.stdout, run.stdout[-3000:]
+    assert "1 failed, 4 passed" in run.stdout, run.stdout[-3000:]
     failures = [f.get("message") or "" for f in
                 ET.parse(work / "junit.xml").getroot().iter("failure")]
     assert len(failures) == 1 and "post_update wrote last_sampled_tokens[" in failures[0]
     assert "= 151936, outside the vocabulary [0, 151936)" in failures[0]
     ran = dict(line.split(" ", 1) for line in (tmp_path / "ran").read_text().splitlines())
     assert cases["embedding_vocab"]["origin"]["chain"]["record"] == cases["post_update"]["record"]
-    assert ran["1"].strip() == ran["2"].strip() == str(root / "vllm/v1/worker/gpu/input_batch.py")
+    assert cases["combine_vocab"]["chain"] == cases["embedding_vocab"]["origin"]["chain"]
+    assert ran["1"].strip() == ran["3"].strip() == str(root / "vllm/v1/worker/gpu/input_batch.py")
     assert ran["0"].strip() != ran["1"].strip()  # the installed kernels
-    assert "3" not in ran  # the embedding's origin run was case 2's
+    assert "2" not in ran and "4" not in ran  # the embeddings' origin runs were cases 1 and 3
