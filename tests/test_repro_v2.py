@@ -127,6 +127,7 @@ def _first_cases(capture: str, sites: tuple[str, ...]) -> dict[str, dict[str, An
     embedding's with its origin record, as for a V2 capture)."""
     result = forensics.replay(DATA / capture, ["upstream"])
     table = findings_table(result)
+    failing = {int(i) for i in table[table["kind"] == "out_of_bounds"]["record"]}
     found = {}
     for site in sites:
         rows = table[(table["site"] == site) & (table["kind"] == "out_of_bounds")
@@ -137,18 +138,20 @@ def _first_cases(capture: str, sites: tuple[str, ...]) -> dict[str, dict[str, An
             origin = origin_record(result.records, record, finding["origin"])
             finding["origin_record"] = origin
             if origin is not None:
-                failing = table[table["kind"] == "out_of_bounds"]["record"]
-                finding["chain_record"] = chain_record(result.records, origin,
-                                                       {int(i) for i in failing})
+                finding["chain_record"] = chain_record(result.records, origin, failing)
+        elif site == "combine_tokens":  # an origin's site: its case carries its chain too
+            finding["chain_record"] = chain_record(result.records, record, failing)
         found[site] = case_data(record, finding, dict(result.capture.manifest))
     return found
 
 
 @pytest.fixture(scope="module")
 def cases() -> dict[str, dict[str, Any]]:
-    vocab = _first_cases("v2-vocab-sample.capture", ("post_update", "embedding"))
+    vocab = _first_cases("v2-vocab-sample.capture", ("post_update", "combine_tokens",
+                                                     "embedding"))
     return {**_first_cases("v2-negative-draft.capture", ("combine_tokens", "embedding")),
-            "post_update": vocab["post_update"], "embedding_vocab": vocab["embedding"]}
+            "post_update": vocab["post_update"], "combine_vocab": vocab["combine_tokens"],
+            "embedding_vocab": vocab["embedding"]}
 
 
 def _data(cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -318,6 +321,41 @@ def test_a_v2_embedding_carries_a_fix_two_calls_back_through_post_update(
                                          if k != "chain"}}
     module = _generated(tmp_path, [unchained], "repro_v2_one_back")  # the recorded ids
     assert "input_ids[4] = 151936" in _run_case(module, monkeypatch, 0, [])
+
+
+def test_a_v2_combine_case_carries_the_fix_of_the_post_update_that_stored_its_input(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cases: dict[str, dict[str, Any]]
+) -> None:
+    """``v2-vocab-sample``'s ``combine_tokens`` case (step 12) holds the embedding origin's
+    chain (the step-11 ``post_update``): with the combine kernel fixed, the unfixed
+    ``post_update`` fails its test naming the tensor, element, value, bound and both calls, the
+    fixed one passes it; the embedding reuses the case's run; without the chain the recorded
+    ``last_sampled_tokens`` fail it even then."""
+    combine, embedding = cases["combine_vocab"], cases["embedding_vocab"]
+    assert combine["chain"] == embedding["origin"]["chain"]
+    assert "chain" not in cases["combine_tokens"]  # v2-negative-draft: no post_update stored it
+    assert combine["finding"]["tensor"] == "out.input_ids"
+    fixed_combine = KERNELS.replace("max(draft, 0) if FIXED else draft", "max(draft, 0)")
+    _stand_ins(monkeypatch, fixed=False, text=fixed_combine)
+    module = _generated(tmp_path, [combine, embedding], "repro_v2_combine_chain")
+    message = _run_case(module, monkeypatch, 0, [])
+    assert message.startswith(
+        "vllm.v1.worker.gpu.input_batch.combine_sampled_and_draft_tokens wrote input_ids[4] = "
+        "151936, outside the vocabulary [0, 151936)"), message
+    assert message.endswith(
+        "; it ran on the capture's step-12 combine_tokens record (rank 0), its "
+        "last_sampled_tokens at slots [0, 1, 3] being what vllm.v1.worker.gpu.input_batch."
+        "post_update stores there on the capture's step-11 post_update record (rank 0), run "
+        "first"), message
+    _stand_ins(monkeypatch, fixed=True)
+    module.WRITTEN.clear()
+    calls: list[tuple[int, str]] = []
+    assert [_run_case(module, monkeypatch, i, calls) for i in (0, 1)] == ["passed", "passed"]
+    assert calls == [(0, "--case")]  # the embedding reused the combine case's run
+    unchained = {k: v for k, v in combine.items() if k != "chain"}
+    module = _generated(tmp_path, [unchained], "repro_v2_combine_unchained")
+    assert "wrote input_ids[4] = 151936, outside the vocabulary" in _run_case(
+        module, monkeypatch, 0, [])
 
 
 def test_a_chain_call_leaving_its_buffers_fails_naming_both_calls(
@@ -536,12 +574,14 @@ def test_on_vllm_the_v2_cases_fail_and_pass_once_the_bundled_fix_is_in(
     """The one run of the real vLLM here (each case's process imports it: ~10 s each). Case 0,
     ``post_update`` on the installed vLLM 0.33.0, fails on the sampled id it stores; on the
     kernels of ``data/patches/v2-index-guard.diff`` (applied to private copies of vLLM's
-    files) the others pass: case 1, ``v2-vocab-sample``'s embedding, whose origin's process
+    files) the others pass: case 1, ``v2-vocab-sample``'s ``combine_tokens``, whose process
     runs the patched ``post_update`` on its chain record (case 0's record: the id 151936 it
     stores unpatched is what the combine call writes at input_ids[4]), then the patched
-    combine kernel on the values it stored; case 2, ``combine_tokens``; and case 3, the
-    embedding whose recorded input_ids[1] is -1: its ids are what the patched combine kernel
-    writes on its origin record (case 2's, whose run it reuses: no process of its own)."""
+    combine kernel on the values it stored; case 2, that capture's embedding, whose origin is
+    case 1's record with the same chain (its run reused: no process of its own); case 3,
+    ``v2-negative-draft``'s ``combine_tokens``; and case 4, the embedding whose recorded
+    input_ids[1] is -1: its ids are what the patched combine kernel writes on its origin
+    record (case 3's, whose run it reuses)."""
     from forensics.variants.vllm_diff import patched_sources
 
     root = tmp_path / "patched"
@@ -554,20 +594,21 @@ def test_on_vllm_the_v2_cases_fail_and_pass_once_the_bundled_fix_is_in(
     work.mkdir()
     (work / "test_repro.py").write_text(script_text())
     (work / "test_repro.json").write_text(json.dumps(_data(
-        [cases["post_update"], cases["embedding_vocab"], cases["combine_tokens"],
-         cases["embedding"]])))
+        [cases["post_update"], cases["combine_vocab"], cases["embedding_vocab"],
+         cases["combine_tokens"], cases["embedding"]])))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(tmp_path / "site"),
-           "PATCHED_ROOT": str(root), "PATCHED_CASES": "1,2,3", "RAN_LOG": str(tmp_path / "ran")}
+           "PATCHED_ROOT": str(root), "PATCHED_CASES": "1,2,3,4", "RAN_LOG": str(tmp_path / "ran")}
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:forensics", "-p",
                           "no:cacheprovider", "-q", "--junitxml=junit.xml", "test_repro.py"],
                          cwd=work, capture_output=True, text=True, timeout=900, env=env)
-    assert "1 failed, 3 passed" in run.stdout, run.stdout[-3000:]
+    assert "1 failed, 4 passed" in run.stdout, run.stdout[-3000:]
     failures = [f.get("message") or "" for f in
                 ET.parse(work / "junit.xml").getroot().iter("failure")]
     assert len(failures) == 1 and "post_update wrote last_sampled_tokens[" in failures[0]
     assert "= 151936, outside the vocabulary [0, 151936)" in failures[0]
     ran = dict(line.split(" ", 1) for line in (tmp_path / "ran").read_text().splitlines())
     assert cases["embedding_vocab"]["origin"]["chain"]["record"] == cases["post_update"]["record"]
-    assert ran["1"].strip() == ran["2"].strip() == str(root / "vllm/v1/worker/gpu/input_batch.py")
+    assert cases["combine_vocab"]["chain"] == cases["embedding_vocab"]["origin"]["chain"]
+    assert ran["1"].strip() == ran["3"].strip() == str(root / "vllm/v1/worker/gpu/input_batch.py")
     assert ran["0"].strip() != ran["1"].strip()  # the installed kernels
-    assert "3" not in ran  # the embedding's origin run was case 2's
+    assert "2" not in ran and "4" not in ran  # the embeddings' origin runs were cases 1 and 3

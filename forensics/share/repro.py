@@ -23,6 +23,8 @@ such record, and the test says it checks the recorded ids). Where an input of th
 (:func:`chain_record`: ``post_update``), the origin carries that record too (its ``chain``: the
 record, the field and the slots); the test runs that call first and puts the values it stores
 in place of the recorded ones for those slots, so a fix two calls back reaches the test too.
+A case of that origin's site (``combine_tokens``) carries its own chain the same way, so a fix
+to the call that stored its input reaches its test too.
 The file imports only the standard library, torch, vllm and pytest.
 """
 
@@ -91,13 +93,15 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
                        _named(table, first) or first))
     origins = set(table["origin"].dropna()) if "origin" in table.columns else set()
     v2 = dict(getattr(result.capture, "manifest", None) or {}).get("runner") == "v2"
+    failing = {int(i) for i in table["record"]}
     for record, finding in chosen:
         if record.site == _carried_site() and (v2 or _kernel_site(finding.get("origin"))):
             origin = origin_record(result.records, record, finding.get("origin"))
             finding["origin_record"] = origin
             if origin is not None:
-                finding["chain_record"] = chain_record(
-                    result.records, origin, {int(i) for i in table["record"]})
+                finding["chain_record"] = chain_record(result.records, origin, failing)
+        elif v2 and record.site in origins and _kernel_site(record.site):
+            finding["chain_record"] = chain_record(result.records, record, failing)
     chosen.sort(key=lambda pair: (pair[0].step, pair[0].rank, pair[0].site not in origins,
                                   site_order(pair[0].site)))
     return chosen, dict(getattr(result.capture, "manifest", None) or {})
@@ -268,18 +272,26 @@ def case_data(record: Record, finding: dict[str, Any], manifest: dict[str, Any]
     """One test case: the record's data (:func:`record_data`), the facts and the finding; for
     a V2 embedding (``finding`` holds ``origin_record``) also ``origin``: the data of the
     record whose vLLM call wrote its ids, None when the capture holds none this file can run,
-    with its ``chain`` (:func:`chain_record`) where the capture holds one."""
+    with its ``chain`` (:func:`chain_record`) where the capture holds one; a case of an
+    origin's site (``finding`` holds ``chain_record``) carries its own ``chain`` likewise."""
     case = {**record_data(record), "facts": {"vocab_size": vocab_fact(record, manifest)},
             "finding": finding_data(finding)}
     if "origin_record" in finding:
         origin = finding["origin_record"]
         case["origin"] = None if origin is None or origin.site not in reproducible_sites() \
             else record_data(origin)
-        chain = finding.get("chain_record")
-        if case["origin"] is not None and chain is not None:
-            writer, field, slots = chain
-            case["origin"]["chain"] = {**record_data(writer), "field": field, "slots": slots}
+        if case["origin"] is not None and finding.get("chain_record") is not None:
+            case["origin"]["chain"] = chain_data(finding["chain_record"])
+    elif finding.get("chain_record") is not None:
+        case["chain"] = chain_data(finding["chain_record"])
     return case
+
+
+def chain_data(chain: tuple[Record, str, list[int]]) -> dict[str, Any]:
+    """A chain (:func:`chain_record`) as the data file holds it: the record's data, the field
+    and the slots."""
+    writer, field, slots = chain
+    return {**record_data(writer), "field": field, "slots": slots}
 
 
 def repro_data(chosen: list[tuple[Record, dict[str, Any]]], manifest: dict[str, Any],

@@ -30,7 +30,8 @@ recorded inputs, and checks the ids it writes (the embedding's forward, which fa
 inside the vocabulary, is not called: it would import much of vLLM), so a fix to that call
 passes it; where the data file holds the call that stored one of that call's per-slot inputs a
 step before (the origin's `chain`), that call runs first and what it stores replaces the
-recorded values at those slots, so a fix to it passes the test too. The
+recorded values at those slots, so a fix to it passes the test too; a case of that
+origin's call carries the same `chain` and runs it the same way (one run for both). The
 records, and the facts their bounds come from, are read at run time from the JSON file beside
 this one (same name, `.json`), through `load_data`: this file holds no text of the capture.
 Every call has a deadline; past it the test fails with "timed out after N s". Without the vLLM
@@ -135,11 +136,14 @@ def load_data(path=DATA_FILE):
 
 def _case(case, where):
     """Check one case's layout: a known site, a step, a rank, a record, facts and a finding
-    (and, for a V2 embedding, its origin: a record of its own, or null)."""
+    (and, for a V2 embedding, its origin: a record of its own, or null; for a case of an
+    origin's site, its chain)."""
     keys = ["site", "function", "step", "rank", "record", "facts", "finding"]
-    _dict(case, where, keys + ["origin"] if isinstance(case, dict) and "origin" in case
-          else keys)
+    extra = [key for key in ("origin", "chain") if isinstance(case, dict) and key in case]
+    _dict(case, where, keys + extra)
     _record(case, where)
+    if "chain" in case:
+        _chain(case, f"{where}.chain")
     if case.get("origin") is not None:
         origin = case["origin"]
         _dict(origin, f"{where}.origin",
@@ -162,8 +166,9 @@ def _case(case, where):
 
 
 def _chain(origin, where):
-    """Check an origin's chain: the record of the call that stored one of its per-slot inputs a
-    step before, the field (a tensor of both records) and the slots it stored the values of."""
+    """Check an origin's (or a case's) chain: the record of the call that stored one of its
+    per-slot inputs a step before, the field (a tensor of both records) and the slots it stored
+    the values of."""
     chain = _dict(origin["chain"], where, ["site", "function", "step", "rank", "record",
                                            "field", "slots"])
     _record(chain, where)
@@ -413,8 +418,18 @@ def _where(record_case):
             f"{record_case['rank']})")
 
 
+def inputs_from(record_case):
+    """Where a call's inputs come from: the record, and for one with a ``chain``, the slots
+    of its chained field holding what the chain's call stores, run first."""
+    where, chain = _where(record_case), record_case.get("chain")
+    if chain is not None:
+        where += (f", its {chain['field']} at slots {chain['slots']} being what "
+                  f"{chain['function']} stores there on {_where(chain)}, run first")
+    return where
+
+
 def inputs(case):
-    """The case's record, decoded; for an origin with a ``chain``, its chained field holds, at
+    """The case's record, decoded; for a record with a ``chain``, its chained field holds, at
     the chain's slots, what the chain's vLLM call (run first, on its own recorded inputs) stores
     there: the value it writes, else the one it leaves (the chain record's)."""
     r = record(case)
@@ -490,10 +505,7 @@ def carried_ids(case, index, r, seconds):
     if origin is None:
         return r["input_ids"], ("the recorded input_ids (the capture's replay finds no record "
                                 f"of the call that wrote them, {cannot})")
-    where, chain = _where(origin), origin.get("chain")
-    if chain is not None:
-        where += (f", its {chain['field']} at slots {chain['slots']} being what "
-                  f"{chain['function']} stores there on {_where(chain)}, run first")
+    where = inputs_from(origin)
     try:
         written = run_record(origin, index, "--origin", seconds)
     except (IndexError, Crashed) as exc:
@@ -550,11 +562,12 @@ def test_index_stays_in_range(case):
         warnings.warn("the ids vLLM wrote are not checked: the capture holds no vocabulary "
                       "size")
         return
+    ran = f"; it ran on {inputs_from(case)}" if "chain" in case else ""
     for tensor, values, allowed in written:
         bad = ids_outside(values, vocab, allowed)
         assert not bad, (f"{function} wrote {tensor}{bad[0][0]} = {bad[0][1]}, outside the "
                          f"vocabulary [0, {vocab}) ({len(bad)} such ids; first ones: "
-                         f"{bad[:5]})")
+                         f"{bad[:5]}){ran}")
 
 
 if __name__ == "__main__" and sys.argv[1:2] in (["--case"], ["--origin"]):
