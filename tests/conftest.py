@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from forensics.cpu_env import before_vllm_import
 from forensics.records import Record
@@ -17,6 +18,12 @@ GPU_ONLY = "GPU-only"
 #: every vLLM import of the suite (here, in CLI children, in notebooks) skips humming's
 #: background CUDA builds, as a replay does
 before_vllm_import()
+#: hypothesis draws the same examples on every run (a fixed seed per test, no example
+#: database): a CI run tests what the last local run tested, and a red run is reproducible;
+#: `pytest --hypothesis-profile=explore` draws new ones
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile("repeatable")
 
 
 @pytest.hookimpl(hookwrapper=True)

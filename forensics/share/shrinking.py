@@ -5,11 +5,13 @@ variant's first finding with its bound, origin and resolution. One replay of the
 with the records behind every finding. The search then works on small sets only:
 
 1. **window**: the steps of the records that witness the evidence: each variant's first
-   finding, one record per (variant, site) verdict (a violation, an error outcome, a
-   misattribution, or any record of an ``ok`` site), and the origin of each of those that is a
-   sink finding (the latest ``upstream`` output finding with that value, same rank, at or
-   before the sink's step). Each window step is widened backwards (1, 2, 4, ... steps) until
-   the window's records replay to the same evidence; at worst the window is the capture.
+   finding, one record per (variant, site) verdict (a violation or a wrong token fed, an
+   error outcome, a misattribution, or any record of an ``ok`` site), and the origin of each
+   of those that is a sink finding (the latest ``upstream`` output finding with that value,
+   same rank, at or before the sink's step). Each window step is widened backwards (1, 2, 4,
+   ... steps) until the window's records replay to the same evidence; at worst (every step up
+   to the last witness is in and the evidence still needs a later one) the window is the
+   capture.
 2. **steps**: ``ddmin`` over the window's steps (each step with all its records);
 3. **records**: ``ddmin`` over the records left.
 
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.errors import ForensicsError
+from forensics.judge.continuity import CLAMPED, SUBSTITUTED
 from forensics.progress import Progress
 from forensics.share.ddmin import ddmin
 from forensics.share.evidence import Evidence, differences, evidence_of, publish, reference
@@ -35,6 +38,11 @@ from forensics.share.evidence import Evidence, differences, evidence_of, publish
 if TYPE_CHECKING:
     from forensics.api_types import CaptureArg
     from forensics.records import Record
+
+
+#: the token continuity findings (a verified one makes its site a violation, a draft one a
+#: suspect): their records witness the verdict as a bounds finding's do
+TOKEN_KINDS = (SUBSTITUTED, CLAMPED)
 
 
 class NothingToKeepError(ForensicsError, ValueError):
@@ -141,11 +149,15 @@ class _Search:
         seeds = np.array(sorted({int(self.index["step"].iat[i]) for i in self.witnesses()}),
                          dtype=np.int64)
         all_steps = np.array(sorted(int(s) for s in self.index["step"].unique()), np.int64)
+        # once every step up to the last witness is in, widening backwards adds nothing
+        reachable = int(np.count_nonzero(all_steps <= seeds.max())) if len(seeds) else 0
         width = 0
         while True:
             steps = [int(s) for s in all_steps[_within(all_steps, seeds, width)]]
             if len(steps) == len(all_steps) or self.keeps(self.at_steps(steps)):
                 return steps
+            if len(steps) >= reachable:  # what is missing lies after every witness
+                return [int(s) for s in all_steps]
             width = max(1, 2 * width)
 
     def witnesses(self) -> set[int]:
@@ -163,9 +175,10 @@ class _Search:
 
     def _witness(self, mine: Any, variant: str, site: str, verdict: str) -> int:
         if verdict == "violation":
-            rows = mine[(mine["kind"] == "out_of_bounds") & (mine["resolved"] != True)]  # noqa: E712
+            rows = mine[((mine["kind"] == "out_of_bounds") & (mine["resolved"] != True))  # noqa: E712
+                        | mine["kind"].isin(TOKEN_KINDS)]
         elif verdict == "suspect":
-            rows = mine[mine["kind"] == "misattributed"]
+            rows = mine[mine["kind"].isin(("misattributed", *TOKEN_KINDS))]
         elif verdict == "error":
             o = self.result.outcomes
             rows = o[(o["variant"] == variant) & (o["site"] == site) & (o["status"] == "error")]
