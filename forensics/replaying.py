@@ -156,17 +156,8 @@ class ReplayResult:
                 "variants": list(self.variants), "verdicts": self.verdicts,
                 "findings": judge.finding_records(self.findings),
                 "outcomes": self.outcome_counts, "first_finding": firsts,
-                "first_suspect": first_suspects(self), "continuity": self._continuity_json()}
-
-    def _continuity_json(self) -> dict[str, Any] | None:
-        """The token continuity check's verdict, fed tokens judged, fields it lacked and
-        padding notes counted (its findings are among ``findings``); None when not run."""
-        if self.continuity is None:
-            return None
-        answer = self.continuity.to_json()
-        return {"verdict": answer["verdict"], "judged": answer["judged"],
-                "needs": answer["needs"], "clamps": answer["clamps"],
-                "padding_notes": len(answer["notes"])}
+                "first_suspect": first_suspects(self),
+                "continuity": None if self.continuity is None else self.continuity.summary()}
 
 
 def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,

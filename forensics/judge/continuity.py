@@ -154,6 +154,12 @@ class Continuity:
                 "notes": self.notes, "needs": self.needs, "judged": self.judged,
                 "clamps": self.clamps}
 
+    def summary(self) -> dict[str, Any]:
+        """What ``replay --json`` says of the check beside its findings: the verdict, the fed
+        tokens judged, the fields it lacked, the clamp and the padding notes counted."""
+        return {"verdict": self.verdict, "judged": self.judged, "needs": self.needs,
+                "clamps": self.clamps, "padding_notes": len(self.notes)}
+
 
 def check(stream: Stream) -> Continuity:
     """Compare every fed token of ``stream`` with the token its request had there."""
