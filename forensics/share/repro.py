@@ -92,7 +92,8 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
         chosen.append((result.records[int(first["record"])],
                        _named(table, first) or first))
     origins = set(table["origin"].dropna()) if "origin" in table.columns else set()
-    v2 = dict(getattr(result.capture, "manifest", None) or {}).get("runner") == "v2"
+    manifest = dict(getattr(result.capture, "manifest", None) or {})
+    v2 = manifest.get("runner") == "v2"
     failing = {int(i) for i in table["record"]}
     for record, finding in chosen:
         if record.site == _carried_site() and (v2 or _kernel_site(finding.get("origin"))):
@@ -104,7 +105,7 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
             finding["chain_record"] = chain_record(result.records, record, failing)
     chosen.sort(key=lambda pair: (pair[0].step, pair[0].rank, pair[0].site not in origins,
                                   site_order(pair[0].site)))
-    return chosen, dict(getattr(result.capture, "manifest", None) or {})
+    return chosen, manifest
 
 
 def _kernel_site(name: Any) -> bool:
@@ -136,9 +137,10 @@ def chain_record(records: Sequence[Record], origin: Record, failing: Collection[
     a fix leaves what it stores, the recorded values, as they are)."""
     import numpy as np
 
+    kernel_sites = [name for name in reproducible_sites()
+                    if name != origin.site and _kernel_site(name)]
     for field, value in origin.fields.items():
-        writers = [name for name in reproducible_sites() if name != origin.site
-                   and _kernel_site(name) and field in _outputs(name)]
+        writers = [name for name in kernel_sites if field in _outputs(name)]
         before = [i for i, r in enumerate(records) if r.site in writers
                   and r.rank == origin.rank and r.step < origin.step and field in r.fields]
         if not before:

@@ -413,6 +413,11 @@ def run_in_interpreter(index, seconds, part="--case"):
     return [(tensor, values, tuple(allowed)) for tensor, values, allowed in outcome["written"]]
 
 
+def _cell(cell):
+    """A cell of :func:`written_cells` (``"[3]"``, ``"[1, 2]"``) as a tuple of ints."""
+    return tuple(int(i) for i in cell.strip("[]").split(","))
+
+
 def _where(record_case):
     return (f"the capture's step-{record_case['step']} {record_case['site']} record (rank "
             f"{record_case['rank']})")
@@ -444,7 +449,7 @@ def inputs(case):
         raise IndexError(f"in {chain['function']}, run first on {_where(chain)} to derive "
                          f"{field}: {exc}") from None
     for cell, value in next((v for t, v, _ in written if t == field), {}).items():
-        at = tuple(int(i) for i in cell.strip("[]").split(","))
+        at = _cell(cell)
         if len(at) == stored.dim():
             stored[at] = value
         elif len(at) == 1:
@@ -517,7 +522,7 @@ def carried_ids(case, index, r, seconds):
                                 f"writes no input_ids, {cannot})")
     ids = r["input_ids"].clone().reshape(-1)
     for cell, value in cells.items():
-        element = int(cell.strip("[]"))
+        (element,) = _cell(cell)
         if element < ids.numel():
             ids[element] = value
     return ids.reshape(r["input_ids"].shape), (
