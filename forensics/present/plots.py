@@ -85,6 +85,7 @@ if TYPE_CHECKING:
 #: a plot function (:func:`_svg_when_collecting`)
 _Plot = TypeVar("_Plot", bound=Callable[..., Any])
 
+
 def _pyplot() -> Any:
     """``matplotlib.pyplot``, imported on first use: on the Agg backend when there is no display,
     no ``MPLBACKEND`` and pyplot was not imported already."""
