@@ -49,11 +49,14 @@ SCENARIOS = [
     Scenario("v2_kernels_slot", max_tokens=8, env={
         **V2, "FORENSICS_KERNELS": "all", "FORENSICS_KERNELS_KEEP": "all",
         "FORENSICS_HARNESS_FAULTS": "slot@3:1"}),
-    # the recorder on, the worker killed by SIGSEGV mid-run (per-record hand-off, the default)
-    Scenario("v2_kernels_segv", max_tokens=32, kill_after_records=12,
+    # the recorder on, the worker killed by SIGSEGV mid-run (per-record hand-off, the default);
+    # each step slowed down so that generation outlasts the kill (without it, a run on a quiet
+    # machine ended before the kill came)
+    Scenario("v2_kernels_segv", max_tokens=128, kill_after_records=12,
              kill_signal=signal.SIGSEGV, kill_delay=2.0,
              env={**V2, "FORENSICS_KERNELS": "all", "FORENSICS_KERNELS_KEEP": "all",
-                  "FORENSICS_HANDOFF": "record", "FORENSICS_HARNESS_LOG_STEPS": "1"}),
+                  "FORENSICS_HANDOFF": "record", "FORENSICS_HARNESS_LOG_STEPS": "1",
+                  "FORENSICS_HARNESS_STEP_DELAY": "0.5"}),
 ]
 
 

@@ -13,8 +13,8 @@ Two things, each off unless its variable is set:
   previous step's sampled id of that row (``prev_sampled_token_ids[ROW, 0]``) before the step
   runs, so the step's ``_prepare_input_ids`` copies it into the input ids.
   Each injection is appended as a JSON line to ``FORENSICS_HARNESS_LOG``.
-- ``FORENSICS_HARNESS_STEP_DELAY=SECONDS``: sleep that long before each step (the SIGKILL test
-  needs generation to last until it kills the worker).
+- ``FORENSICS_HARNESS_STEP_DELAY=SECONDS``: sleep that long before each step, on either runner
+  (the kill tests need generation to last until they kill the worker).
 - ``FORENSICS_HARNESS_LOG_STEPS=1`` (V2): each step the runner finished (its
   ``sample_tokens`` returned) is appended to ``FORENSICS_HARNESS_LOG`` (``{"event":
   "step_done", "step": N}``, N the probe's step), so a test knows which steps an engine killed
@@ -117,17 +117,21 @@ def _inject_sentinel(runner: Any, output: Any, row: int) -> None:
          req_id=runner.input_batch.req_ids[row], before=values)
 
 
+def _step_delay() -> None:
+    """Sleep ``FORENSICS_HARNESS_STEP_DELAY`` seconds (none when unset)."""
+    delay = float(os.environ.get("FORENSICS_HARNESS_STEP_DELAY", "0"))
+    if delay:
+        time.sleep(delay)
+
+
 def _patch_runner(module: Any) -> None:
     runner_class = module.GPUModelRunner
     execute_model, sample = runner_class.execute_model, runner_class._sample
     planned = faults()
 
-    delay = float(os.environ.get("FORENSICS_HARNESS_STEP_DELAY", "0"))
-
     def execute_model_with_faults(self: Any, *args: Any, **kwargs: Any) -> Any:
         _STATE["step"] += 1
-        if delay:
-            time.sleep(delay)
+        _step_delay()
         kind, row = planned.get(_STATE["step"], ("", -1))
         if kind in ("oob", "placeholder"):
             _inject_input(self, kind, row)
@@ -206,6 +210,7 @@ def _patch_runner_v2(module: Any) -> None:
 
     def execute_model_counted(self: Any, *args: Any, **kwargs: Any) -> Any:
         _STATE["step"] += 1
+        _step_delay()
         return execute_model(self, *args, **kwargs)
 
     def sample_tokens_logged(self: Any, *args: Any, **kwargs: Any) -> Any:
