@@ -34,6 +34,7 @@ from forensics.sites._common import (
     run_each,
     screen_rows,
 )
+from forensics.sites._fields import PREV_REQUESTS
 from forensics.sites.core import (
     BatchRun,
     CheckList,
@@ -43,7 +44,6 @@ from forensics.sites.core import (
     starts_of,
     within,
 )
-from forensics.sites.fields import PREV_REQUESTS
 from forensics.sites.scan_counts import IndexCount, ScanColumns, at_or_past, outside
 
 NAME = "batch_change"

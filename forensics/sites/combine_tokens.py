@@ -38,8 +38,8 @@ import numpy as np
 from forensics.outcome import INDEX_ERROR, OK, Access, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites import _common as common
+from forensics.sites._fields import PREFILL_LEN, REQ_IDS, VOCAB_SIZE
 from forensics.sites.core import VOCABULARY, BatchRun, CheckList, Checks, row_of
-from forensics.sites.fields import PREFILL_LEN, REQ_IDS, VOCAB_SIZE
 
 NAME = "combine_tokens"
 FIELDS = (

@@ -28,8 +28,8 @@ from forensics.sites._common import (
     row_steps,
     rows_with_any,
 )
+from forensics.sites._fields import REQ_IDS
 from forensics.sites.core import EMBEDDING_ROWS, BatchRun, Checks, rows_of_slots
-from forensics.sites.fields import REQ_IDS
 from forensics.sites.scan_counts import IndexCount, ScanColumns, outside
 
 NAME = "embedding"

@@ -50,8 +50,8 @@ from forensics.sites._common import (
     screen_unique,
     stored,
 )
+from forensics.sites._fields import REQ_IDS, VOCAB_SIZE
 from forensics.sites.core import VOCABULARY, BatchRun, CheckList, Checks, row_of
-from forensics.sites.fields import REQ_IDS, VOCAB_SIZE
 
 NAME = "post_update"
 FIELDS = (

@@ -57,8 +57,8 @@ from forensics.sites._common import (
     require_unique,
     screen_unique,
 )
+from forensics.sites._fields import PREFILL_LEN, VOCAB_SIZE
 from forensics.sites.core import BatchRun, CheckList, Checks, owner, starts_of
-from forensics.sites.fields import PREFILL_LEN, VOCAB_SIZE
 
 NAME = "rejection_drafts"
 FIELDS = (

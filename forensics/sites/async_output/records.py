@@ -14,7 +14,7 @@ from forensics.sites._common import (
     rows_with_any,
     screen_unique,
 )
-from forensics.sites.fields import PREV_REQUESTS
+from forensics.sites._fields import PREV_REQUESTS
 
 NAME = "async_output"
 FIELDS = (
