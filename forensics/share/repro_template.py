@@ -34,8 +34,10 @@ recorded values at those slots, so a fix to it passes the test too; a case of th
 origin's call carries the same `chain` and runs it the same way (one run for both). The
 records, and the facts their bounds come from, are read at run time from the JSON file beside
 this one (same name, `.json`), through `load_data`: this file holds no text of the capture.
-Every call has a deadline; past it the test fails with "timed out after N s". Without the vLLM
-this repro needs, the tests are skipped, saying why.
+Every call has a deadline; past it the test fails with "timed out after N s". No buffer sized by
+a record's numbers passes one allocation budget (1 GiB, or FORENSICS_MAX_ALLOC bytes): past it,
+or where a record disagrees with the call run on it, the data file is refused (BadData), naming
+the field. Without the vLLM this repro needs, the tests are skipped, saying why.
 
 Run it with the vLLM under test installed: `pytest THIS_FILE.py`. Needs only torch, vllm and
 pytest.
@@ -67,6 +69,9 @@ DTYPES = {"bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16":
 MAX_DEADLINE = 3600
 #: the prefix of the line a Triton case's process prints its outcome on (vLLM logs to stdout)
 OUTCOME = "REPRO-OUTCOME "
+#: the most bytes one buffer a test allocates from a record's numbers may take: 1 GiB, or
+#: FORENSICS_MAX_ALLOC bytes (as `forensics` reads it: an integer, or with a K, M or G suffix)
+MAX_ALLOC_ENV = "FORENSICS_MAX_ALLOC"
 
 
 class BadData(Exception):
@@ -292,10 +297,42 @@ def interpreted_kernels():
     return input_batch
 
 
-def spare(shape, fill, dtype, extra):
+def max_alloc():
+    """The budget of one allocation in bytes (see ``MAX_ALLOC_ENV``)."""
+    text = os.environ.get(MAX_ALLOC_ENV, "").strip()
+    unit = text[-1:].upper() if text[-1:].isalpha() else ""
+    number = text[:-1] if unit else text
+    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(unit)
+    if not text or scale is None or not number.isdigit() or int(number) <= 0:
+        return 1 << 30
+    return int(number) * scale
+
+
+def budget(nbytes, what, value):
+    """Raise BadData, naming the record's ``what`` and its ``value``, when an allocation of
+    ``nbytes`` it sizes would pass :func:`max_alloc`: no number in the data file allocates
+    beyond it (the replay that wrote the file held its buffers to the same budget)."""
+    if nbytes > max_alloc():
+        _fail(what, f"{value} would allocate {nbytes} bytes, past the allocation budget of "
+                    f"{max_alloc()} bytes (raise {MAX_ALLOC_ENV} if the engine really had "
+                    "buffers that large)")
+
+
+def zeros(shape, dtype, what):
+    """A ``shape`` buffer of zeros, held to the allocation budget first (``what``: the record's
+    fields that sized it)."""
+    shape = [max(int(n), 0) for n in shape]
+    count = 1
+    for n in shape:
+        count *= n
+    budget(count * torch.empty((), dtype=dtype).element_size(), what, " x ".join(map(str, shape)))
+    return torch.zeros(shape, dtype=dtype)
+
+
+def spare(shape, fill, dtype, extra, what="the record's buffer sizes"):
     """A ``shape`` buffer of ``fill`` with ``extra`` spare rows past its end: (the whole
-    buffer, the view handed to vLLM)."""
-    whole = torch.full((shape[0] + extra, *shape[1:]), fill, dtype=dtype)
+    buffer, the view handed to vLLM); held to the allocation budget first."""
+    whole = zeros([shape[0] + extra, *shape[1:]], dtype, what).fill_(fill)
     return whole, whole[:shape[0]]
 
 
@@ -410,12 +447,30 @@ def run_in_interpreter(index, seconds, part="--case"):
     outcome = json.loads(lines[-1][len(OUTCOME):])
     if "index_error" in outcome:
         raise IndexError(outcome["index_error"])
+    if "bad_data" in outcome:
+        raise BadData(outcome["bad_data"])
     return [(tensor, values, tuple(allowed)) for tensor, values, allowed in outcome["written"]]
 
 
-def _cell(cell):
-    """A cell of :func:`written_cells` (``"[3]"``, ``"[1, 2]"``) as a tuple of ints."""
-    return tuple(int(i) for i in cell.strip("[]").split(","))
+def _cell(cell, where, shape=None):
+    """A cell of :func:`written_cells` (``"[3]"``, ``"[1, 2]"``) as a tuple of ints; with
+    ``shape``, one index per dimension or one flat index, inside it. BadData naming ``where``
+    when it is not (the data file's record does not match the buffer the call wrote)."""
+    text = cell if isinstance(cell, str) else ""
+    parts = [part.strip() for part in text[1:-1].split(",")] if text[:1] + text[-1:] == "[]" \
+        else [""]
+    if not all(part.isascii() and part.isdigit() for part in parts):
+        _fail(where, f"{ascii(cell)} is not a cell the call could write")
+    at = tuple(int(part) for part in parts)
+    if shape is None:
+        return at
+    size = 1
+    for n in shape:
+        size *= n
+    if (len(at) == len(shape) and all(i < n for i, n in zip(at, shape))) \
+            or (len(at) == 1 and at[0] < size):
+        return at
+    _fail(where, f"the call wrote the cell {text}, outside the record's {list(shape)} values")
 
 
 def _where(record_case):
@@ -449,10 +504,10 @@ def inputs(case):
         raise IndexError(f"in {chain['function']}, run first on {_where(chain)} to derive "
                          f"{field}: {exc}") from None
     for cell, value in next((v for t, v, _ in written if t == field), {}).items():
-        at = _cell(cell)
+        at = _cell(cell, f"{_where(chain)}: {field}", tuple(stored.shape))
         if len(at) == stored.dim():
             stored[at] = value
-        elif len(at) == 1:
+        else:
             stored.view(-1)[at[0]] = value
     stored = stored.reshape(-1)
     carried = r[field].clone()
@@ -475,6 +530,8 @@ def case_process(index, part="--case"):
         written = RUNNERS[case["site"]](inputs(case))
     except IndexError as exc:
         outcome = {"index_error": str(exc)}
+    except BadData as exc:
+        outcome = {"bad_data": str(exc)}
     else:
         outcome = {"written": [[tensor, values, list(allowed)]
                                for tensor, values, allowed in written]}
@@ -522,7 +579,11 @@ def carried_ids(case, index, r, seconds):
                                 f"writes no input_ids, {cannot})")
     ids = r["input_ids"].clone().reshape(-1)
     for cell, value in cells.items():
-        (element,) = _cell(cell)
+        at = _cell(cell, f"{_where(origin)}: input_ids")
+        if len(at) != 1:
+            _fail(f"{_where(origin)}: input_ids", f"the call wrote the cell {cell} of a 1-D "
+                                                 "buffer")
+        element = at[0]
         if element < ids.numel():
             ids[element] = value
     return ids.reshape(r["input_ids"].shape), (

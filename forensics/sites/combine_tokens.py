@@ -286,6 +286,7 @@ REPRO = ('vllm.v1.worker.gpu.input_batch.combine_sampled_and_draft_tokens',
          '''    kernels = interpreted_kernels()
     size, drafts = len(r["input_ids"]), r["draft_tokens"]
     num_logits = int(r["cu_num_logits"][-1]) if len(r["cu_num_logits"]) else 0
+    budget(8 * max(num_logits, 0), "cu_num_logits[-1]", num_logits)  # vLLM allocates it
     runs = []
     for fill in (0, 1):
         whole, ids = spare([size], fill, r["input_ids"].dtype, drafts.shape[-1] + 2)

@@ -154,8 +154,9 @@ REPRO = ('vllm.model_executor.layers.vocab_parallel_embedding.VocabParallelEmbed
         VocabParallelEmbedding,
     )
 
-    rows = r["num_embeddings"]
-    layer = NS(tp_size=1, quant_method=UnquantizedEmbeddingMethod(), weight=torch.zeros(rows, 1))
+    rows = r["num_embeddings"]  # one real row seen as `rows` rows: nothing sized by the data
+    layer = NS(tp_size=1, quant_method=UnquantizedEmbeddingMethod(),
+               weight=torch.zeros(1, 1).expand(rows, 1))
     VocabParallelEmbedding.forward(layer, r["input_ids"].clone())
     return []
 ''')

@@ -393,8 +393,10 @@ REPRO = ('vllm.v1.worker.gpu.input_batch.post_update',
     runs = []
     for fill in (0, 1):
         last, last_view = spare([slots, 1], fill, r["last_sampled_tokens"].dtype, 1)
-        ids, ids_view = spare([slots, r["all_token_ids_width"]], fill, torch.int32, 1)
-        counts = torch.zeros(rows + 2, r["bin_counts_width"], dtype=torch.int32)
+        ids, ids_view = spare([slots, r["all_token_ids_width"]], fill, torch.int32, 1,
+                              "len(num_computed_tokens) x all_token_ids_width")
+        counts = zeros([rows + 2, r["bin_counts_width"]], torch.int32,
+                       "bin_counts_rows x bin_counts_width")
         kernels.post_update(
             r["idx_mapping"].clone(), r["num_computed_tokens"].clone(), last_view,
             counts[1:rows + 1] if rows > 0 else None, r["sampled_tokens"].clone(),

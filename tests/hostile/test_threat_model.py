@@ -11,7 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "threat-model.md"
-CLAIM_RE = re.compile(r"^\*\*(T\d+)\*\*(.*?)(?=^\*\*T\d+\*\*|^## |\Z)", re.M | re.S)
+CLAIM_RE = re.compile(r"^\*\*(T\d+[a-z]?)\*\*(.*?)(?=^\*\*T\d+[a-z]?\*\*|^## |\Z)",
+                      re.M | re.S)
 
 #: claim -> the tests that check it (``path::function``)
 TESTS = {
@@ -82,6 +83,17 @@ TESTS = {
             "tests/test_repro_data.py::test_a_call_past_its_deadline_fails_with_timed_out",
             "tests/fleet/test_fleet_200.py::"
             "test_a_stuck_ray_task_is_its_rows_timeout_and_the_others_finish"],
+    "T18r": ["tests/hostile/test_round4_repro.py::"
+             "test_a_number_in_the_data_file_sizes_no_buffer_past_the_budget",
+             "tests/hostile/test_round4_repro.py::"
+             "test_an_async_output_case_builds_no_list_of_output_len_ids",
+             "tests/hostile/test_round4_repro.py::"
+             "test_an_embedding_case_allocates_no_weight_of_num_embeddings_rows",
+             "tests/hostile/test_round4_repro.py::"
+             "test_a_chain_record_that_disagrees_with_its_call_is_bad_data_not_a_vllm_bug",
+             "tests/hostile/test_round4_repro.py::test_a_cell_the_call_could_not_write_is_refused",
+             "tests/hostile/test_round4_repro.py::"
+             "test_the_repro_of_a_hostile_v2_capture_holds_its_chain_as_data_and_runs_only_the_repro"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

@@ -59,11 +59,14 @@ LOG_LINE = LogLine(re.compile(r"OUT-PATH out-of-range sampled ids \[(?P<ids>[-\d
 REPRO = ('vllm.v1.worker.gpu_input_batch.InputBatch.update_async_output_token_ids',
          '''    from vllm.v1.worker.gpu_input_batch import InputBatch
 
+    hidden = None  # per row, the ids before the captured tail (output_len - its length)
     if "output_token_ids" in r:
         lists = [list(row) for row in r["output_token_ids"]]
-    else:  # the captured tails after a filler prefix, at their full lengths
-        lists = [[0] * (n - len(tail)) + list(tail)
-                 for tail, n in zip(r["output_tail"], r["output_len"].tolist())]
+    else:  # the captured tails after one filler id: vLLM reads a list from its end back to
+        # the first id that is no placeholder, so one stands for the whole hidden prefix
+        hidden = [max(n - len(tail), 0)
+                  for tail, n in zip(r["output_tail"], r["output_len"].tolist())]
+        lists = [[0] * min(h, 1) + list(tail) for h, tail in zip(hidden, r["output_tail"])]
     prev = r.get("prev_req_id_to_index")
     if prev is None and r.get("prev_req_ids") is not None:
         prev = {rid: i for i, rid in enumerate(r["prev_req_ids"]) if rid is not None}
@@ -73,6 +76,9 @@ REPRO = ('vllm.v1.worker.gpu_input_batch.InputBatch.update_async_output_token_id
                async_copy_ready_event=NS(synchronize=lambda: None),
                vocab_size=r["vocab_size"])
     InputBatch.update_async_output_token_ids(batch)
+    if hidden is not None:  # each id of a tail at its place in the full list
+        lists = {f"[{i}][{h + j - min(h, 1)}]": v for i, (h, row) in enumerate(zip(hidden, lists))
+                 for j, v in enumerate(row) if j >= min(h, 1)}
     return [("output_token_ids", lists, (-1,))]  # -1: a placeholder, filled in later
 ''')
 SITE = Site(name=NAME, fields=FIELDS, output_fields=OUTPUT_FIELDS, summary_bound=SUMMARY_BOUND,

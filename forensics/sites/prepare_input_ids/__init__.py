@@ -59,8 +59,9 @@ REPRO = ('vllm.v1.worker.gpu_model_runner.GPUModelRunner._prepare_input_ids',
     total = int(cu_num_tokens[-1]) if len(cu_num_tokens) else 0
     staged = r["input_ids"].clone()
     device = r["input_ids_device"].clone() if "input_ids_device" in r else staged.clone()
-    drafts = zip(req_ids, r["num_draft_tokens"].tolist())
-    spec = {rid: [-1] * int(k) for rid, k in drafts if k > 0}
+    drafts = r["num_draft_tokens"].tolist()
+    budget(8 * sum(max(int(k), 0) for k in drafts), "num_draft_tokens", sum(drafts))
+    spec = {rid: [-1] * int(k) for rid, k in zip(req_ids, drafts) if k > 0}
     runner = NS(_pp_recv_work=None, enable_prompt_embeds=False,
                 prev_positions=NS(np=r["prev_positions"].numpy().copy()),
                 input_batch=NS(prev_sampled_token_ids=r["prev_sampled_token_ids"].clone(),

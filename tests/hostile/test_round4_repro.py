@@ -1,0 +1,367 @@
+"""Hostile input, round 4: ``forensics repro``'s Model Runner V2 chain (the embedding's origin,
+the ``post_update`` that stored the origin's input) and the generated file's own bookkeeping,
+and ``forensics shrink``'s window, attacked as a hostile capture author (or a hostile data
+file attached to a bug thread) would.
+
+No test here imports vLLM: the real code's replay is stood in for by the upstream model's
+findings (``_as_if_vllm``), and the generated file's vLLM calls by plain stand-ins.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import forensics
+from forensics.cli import main
+from forensics.share.repro import script_text
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_repro_data import BREAKERS, HOSTILE, _all_text  # noqa: E402
+from test_repro_v2 import _first_cases, _generated, _run_case, _stand_ins  # noqa: E402
+
+from tests.conftest import DATA  # noqa: E402
+
+#: a folder name holding a lone surrogate (a file name that is no UTF-8), bidi controls,
+#: format braces and the two docstring quotes (under 255 bytes)
+HOSTILE_NAME = ("x\udcff\u202e{0}%s#" + BREAKERS[0] + BREAKERS[1])[:120] + ".capture"
+
+
+def _hostile_v2(root: Path) -> Path:
+    """``v2-vocab-sample.capture`` with every request id, the folder's name, the manifest's
+    names, versions, host and notes, and an ``expected.json`` of hostile text."""
+    from forensics.store.writer import write_capture
+
+    source = DATA / "v2-vocab-sample.capture"
+    records = list(forensics.load(source))
+    for record in records:
+        if "req_ids" in record.fields:
+            record.fields["req_ids"] = [f"{i}-{HOSTILE}" for i, _ in
+                                        enumerate(record.fields["req_ids"])]
+    manifest = json.loads((source / "manifest.json").read_text())
+    manifest.update({"notes": HOSTILE, "host": HOSTILE, HOSTILE: HOSTILE,
+                     "versions": {**manifest["versions"], "vllm": HOSTILE},
+                     "model": {**manifest["model"], "name": HOSTILE, HOSTILE: 1}})
+    capture = write_capture(root / HOSTILE_NAME, records, manifest=manifest)
+    (capture / "expected.json").write_text(json.dumps({HOSTILE: HOSTILE, "verdicts": HOSTILE}))
+    return capture
+
+
+class _AsIfVllm:
+    """A replay through ``upstream`` only, its findings also labelled ``vllm``: the real code's
+    replay of a V2 capture costs ~30 s of Triton's interpreter; the repro's choice of records,
+    origins and chains from those findings is what is under test."""
+
+    def __init__(self, result: Any) -> None:
+        import pandas as pd
+
+        self._result = result
+        up = result.findings[result.findings["variant"] == "upstream"]
+        self.findings = pd.concat([up.assign(variant="vllm"), up], ignore_index=True)
+        self.variants = ["vllm", "upstream"]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._result, name)
+
+
+@pytest.fixture
+def as_if_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``forensics repro`` with :class:`_AsIfVllm` for the real code's replay, vLLM 0.33.0."""
+    import forensics.variants.vllm_adapters as adapters
+
+    replay = forensics.replay
+    monkeypatch.setattr(adapters, "require_vllm", lambda: "0.33.0")
+    monkeypatch.setattr(forensics, "replay", lambda capture, variants=None, **kw:
+                        _AsIfVllm(replay(capture, variants=["upstream"], **kw)))
+
+
+def _import(script: Path, name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ----------------------------------------------- T12: the V2 chain is data, never code
+
+
+def test_the_repro_of_a_hostile_v2_capture_holds_its_chain_as_data_and_runs_only_the_repro(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, as_if_vllm: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Every string of a V2 capture hostile: the pytest file is the fixed text, the data file
+    is ASCII JSON holding the ids exactly, the embedding's origin and the origin's chain (the
+    ``post_update`` record) among them; imported in a sandbox folder it writes nothing, and
+    its tests run on the stand-in kernels, failing on the ids, no payload run."""
+    capture = _hostile_v2(tmp_path)
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    script = sandbox / "test_repro.py"
+    assert main(["repro", str(capture), "-o", str(script)]) == 0
+    out = capsys.readouterr().out
+    assert "PWNED" not in out and out.isascii() and out.count("\n") == 1, out
+    source = script.read_text(encoding="utf-8")
+    assert source == script_text()
+    assert not [text for text in _all_text(source) if "PWNED" in text or "\u202e" in text]
+    raw = script.with_suffix(".json").read_bytes()
+    assert raw.isascii()  # every control, bidi and surrogate escaped as JSON text
+    data = json.loads(raw)
+    assert data["vllm"] == {"needed": "0.33", "capture": HOSTILE}
+    sites = [case["site"] for case in data["cases"]]
+    assert sites == ["post_update", "combine_tokens", "embedding"], sites
+    embedding = data["cases"][2]
+    chain = embedding["origin"]["chain"]
+    assert (chain["site"], chain["field"]) == ("post_update", "last_sampled_tokens")
+    assert chain["record"]["req_ids"]["value"][0] == f"0-{HOSTILE}"
+    assert data["cases"][1]["chain"] == chain
+    monkeypatch.chdir(sandbox)
+    module = _import(script, "repro_round4_hostile_v2")
+    _stand_ins(monkeypatch, fixed=False)
+    messages = [_run_case(module, monkeypatch, i, []) for i in range(3)]
+    assert all("outside the vocabulary [0, 151936)" in m for m in messages), messages
+    assert not [m for m in messages if "PWNED" in m or "req" in m or "\u202e" in m]
+    assert sorted(p.name for p in sandbox.iterdir()) == ["test_repro.json", "test_repro.py"]
+    assert not list(tmp_path.rglob("PWNED")) and not list(Path.cwd().glob("PWNED"))
+
+
+def test_a_bad_capture_with_a_hostile_name_is_one_line_exit_2(
+        tmp_path: Path, as_if_vllm: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture the replay cannot read (its manifest is text no JSON reader takes), under a
+    hostile folder name: one escaped line, exit 2, nothing written."""
+    capture = tmp_path / HOSTILE_NAME
+    capture.mkdir()
+    (capture / "manifest.json").write_text('"""\n' + "open('PWNED', 'w')")
+    assert main(["repro", str(capture), "-o", str(tmp_path / "t.py")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.isascii() and err.startswith("forensics repro: error:")
+    assert not (tmp_path / "t.py").exists() and not (tmp_path / "t.json").exists()
+
+
+# --------------------------------- the generated file allocates nothing sized by a claimed number
+
+
+def _tensor(values: list[Any], dtype: str = "int64") -> dict[str, Any]:
+    rows = values and isinstance(values[0], list)
+    flat = [v for row in values for v in row] if rows else values
+    shape = [len(values), len(values[0])] if rows else [len(values)]
+    return {"kind": "tensor", "value": {"dtype": dtype, "shape": shape, "values": flat}}
+
+
+def _int(value: int) -> dict[str, Any]:
+    return {"kind": "int", "value": value}
+
+
+def _case(site: str, record: dict[str, Any], vocab: int | None = 100) -> dict[str, Any]:
+    return {"site": site, "function": f"vllm.{site}", "step": 2, "rank": 0, "record": record,
+            "facts": {"vocab_size": vocab},
+            "finding": {"text": "", "tensor": None, "element": None, "value": None,
+                        "lower": None, "upper": None, "indexed": None}}
+
+
+def _fake_vllm(monkeypatch: pytest.MonkeyPatch, modules: dict[str, dict[str, Any]]) -> None:
+    """``vllm`` 0.33.0 and ``modules`` (name: attributes) in ``sys.modules``."""
+    names = {"vllm": {"__version__": "0.33.0"}, **modules}
+    for name, attributes in names.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attributes)
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+class _InputBatch:
+    """vLLM 0.33's ``InputBatch.update_async_output_token_ids``, noting each list's length."""
+
+    seen: list[int] = []
+
+    @staticmethod
+    def update_async_output_token_ids(self: Any) -> None:
+        sampled = self.sampled_token_ids_cpu.tolist()
+        for index, req_id in enumerate(self.req_ids):
+            ids = self.sampling_metadata.output_token_ids[index]
+            _InputBatch.seen.append(len(ids))
+            prev = self.prev_req_id_to_index.get(req_id)
+            if prev is None or not ids or ids[-1] != -1:
+                continue
+            first = len(ids)
+            while first > 0 and ids[first - 1] == -1:
+                first -= 1
+            ids[first:] = sampled[prev][:len(ids) - first]
+
+
+def test_an_async_output_case_builds_no_list_of_output_len_ids(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``output_len`` is capped per row (2**24) but not per record: a record of many rows at
+    the cap once made the generated test build lists of rows x 2**24 ids (gigabytes), where the
+    replay builds one filler id per row. The test now builds the same lists as the replay, and
+    still names the element by its place in the full list."""
+    n = 2**20
+    record = {"req_ids": {"kind": "str_list", "value": ["a", "b"]},
+              "prev_req_ids": {"kind": "opt_str_list", "value": ["a", "b"]},
+              "sampled_token_ids_cpu": _tensor([[100], [7]]),
+              "output_tail": {"kind": "ragged", "value": [[5, -1], [-1]]},
+              "output_len": _tensor([n, n]), "vocab_size": _int(100)}
+    module = _generated(tmp_path, [_case("async_output", record)], "repro_round4_async")
+    _fake_vllm(monkeypatch, {"vllm.v1.worker.gpu_input_batch": {"InputBatch": _InputBatch}})
+    _InputBatch.seen = []
+    with pytest.raises(AssertionError) as failed:
+        module.test_index_stays_in_range(module.DATA["cases"][0])
+    assert _InputBatch.seen == [3, 2], _InputBatch.seen[:2]  # filler, tail: not 2**20 ids
+    assert str(failed.value).startswith(
+        f"vllm.async_output wrote output_token_ids[0][{n - 1}] = 100, outside the vocabulary "
+        "[0, 100) (1 such ids"), failed.value
+
+
+def test_an_embedding_case_allocates_no_weight_of_num_embeddings_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``num_embeddings`` 2**62 in the data file: the weight is one row seen as that many (as
+    the replay's), so the test fails on the id, not on an allocation of 2**64 bytes."""
+    import torch
+
+    def forward(layer: Any, input_: Any) -> Any:
+        return torch.nn.functional.embedding(input_, layer.weight)
+
+    record = {"input_ids": _tensor([3, -1]), "num_embeddings": _int(2**62)}
+    module = _generated(tmp_path, [_case("embedding", record)], "repro_round4_embedding")
+    _fake_vllm(monkeypatch, {
+        "vllm.model_executor.layers.vocab_parallel_embedding": {
+            "UnquantizedEmbeddingMethod": object,
+            "VocabParallelEmbedding": types.SimpleNamespace(forward=forward)}})
+    with pytest.raises(pytest.fail.Exception, match="out-of-range access in vllm.embedding: "
+                                                    "index out of range in self"):
+        module.test_index_stays_in_range(module.DATA["cases"][0])
+
+
+def _post_update(**change: Any) -> dict[str, Any]:
+    record = {"idx_mapping": _tensor([0]), "num_computed_tokens": _tensor([4]),
+              "last_sampled_tokens": _tensor([1]), "sampled_tokens": _tensor([[5, 6]]),
+              "num_sampled": _tensor([1]), "num_rejected": _tensor([0]),
+              "total_len": _tensor([4]), "all_token_ids_width": _int(8),
+              "bin_counts_rows": _int(2), "bin_counts_width": _int(100),
+              "vocab_size": _int(100)}
+    return {**record, **change}
+
+
+def _combine(**change: Any) -> dict[str, Any]:
+    record = {"input_ids": _tensor([0, 0]), "idx_mapping": _tensor([0]),
+              "last_sampled_tokens": _tensor([1]), "query_start_loc": _tensor([0, 2]),
+              "seq_lens": _tensor([9]), "prefill_len": _tensor([4]),
+              "draft_tokens": _tensor([[3]]), "cu_num_logits": _tensor([0, 2]),
+              "num_new_sampled_tokens": _int(1), "vocab_size": _int(100)}
+    return {**record, **change}
+
+
+def _unreachable(*args: Any, **kwargs: Any) -> None:
+    raise AssertionError("vLLM's call ran on buffers past the allocation budget")
+
+
+def _logits(input_ids: Any, idx_mapping: Any, last: Any, qsl: Any, seq_lens: Any,
+            prefill_len: Any, drafts: Any, cu_num_logits: Any, num_logits: int,
+            num_new: int = 1) -> Any:
+    """vLLM's combine kernel's own allocation (``logits_indices``), then the kernel."""
+    import torch
+
+    torch.empty(num_logits, dtype=torch.int64)
+    _unreachable()
+
+
+@pytest.mark.parametrize(("site", "record", "says"), [
+    ("post_update", _post_update(bin_counts_width=_int(2**40)),
+     "bin_counts_rows x bin_counts_width: 4 x 1099511627776 would allocate 17592186044416 "
+     "bytes, past the allocation budget of 1073741824 bytes"),
+    ("post_update", _post_update(all_token_ids_width=_int(2**40)),
+     "len(num_computed_tokens) x all_token_ids_width: 2 x 1099511627776 would allocate"),
+    ("combine_tokens", _combine(cu_num_logits=_tensor([0, 2**40])),
+     "cu_num_logits[-1]: 1099511627776 would allocate 8796093022208 bytes"),
+    ("prepare_input_ids", {"num_draft_tokens": _tensor([2**40]), "cu_num_tokens": _tensor([1]),
+                           "input_ids": _tensor([1]), "prev_positions": _tensor([-1]),
+                           "prev_sampled_token_ids": _tensor([[1]]),
+                           "prev_num_spec_tokens": _int(0), "vocab_size": _int(100)},
+     "num_draft_tokens: 1099511627776 would allocate 8796093022208 bytes"),
+])
+def test_a_number_in_the_data_file_sizes_no_buffer_past_the_budget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        site: str, record: dict[str, Any], says: str) -> None:
+    """A data file (attached to a bug thread, say) whose widths, logit count or draft count
+    would make the test allocate terabytes: the call is refused with one BadData line naming
+    the field, its value and the budget (``FORENSICS_MAX_ALLOC``, as ``forensics`` reads it);
+    a Triton case's process prints it as its outcome."""
+    monkeypatch.delenv("FORENSICS_MAX_ALLOC", raising=False)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    module = _generated(tmp_path, [_case(site, record)], f"repro_round4_budget_{site}")
+    kernels = {"post_update": _unreachable, "combine_sampled_and_draft_tokens": _logits}
+    _fake_vllm(monkeypatch, {
+        "vllm.v1.worker.gpu.input_batch": kernels,
+        "vllm.v1.worker.gpu_model_runner": {
+            "GPUModelRunner": types.SimpleNamespace(_prepare_input_ids=_unreachable)}})
+    sys.modules["vllm.v1.worker.gpu"] = types.SimpleNamespace(  # type: ignore[assignment]
+        input_batch=sys.modules["vllm.v1.worker.gpu.input_batch"])
+    sys.modules["vllm.v1.worker"] = types.SimpleNamespace(  # type: ignore[assignment]
+        gpu_model_runner=sys.modules["vllm.v1.worker.gpu_model_runner"])
+    with pytest.raises(module.BadData) as refused:
+        module.RUNNERS[site](module.record(module.DATA["cases"][0]))
+    assert str(refused.value) == (f"test_repro.json: {says}" + str(refused.value).split(says)[1])
+    assert "\n" not in str(refused.value) and "FORENSICS_MAX_ALLOC" in str(refused.value)
+    if site in module.TRITON_SITES:
+        module.case_process(0)
+        outcome = json.loads(capsys.readouterr().out.split(module.OUTCOME, 1)[1])
+        assert outcome == {"bad_data": str(refused.value)}
+    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "32T")
+    assert module.max_alloc() == 1 << 30  # what forensics would refuse is the default
+    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "64G")
+    assert module.max_alloc() == 64 << 30
+
+
+# ------------------------------------------ the chain's records must agree with what runs on them
+
+
+@pytest.fixture(scope="module")
+def vocab_cases() -> dict[str, dict[str, Any]]:
+    """The data file's cases of ``v2-vocab-sample.capture`` (upstream's findings)."""
+    return _first_cases("v2-vocab-sample.capture", ("post_update", "combine_tokens",
+                                                    "embedding"))
+
+
+def test_a_chain_record_that_disagrees_with_its_call_is_bad_data_not_a_vllm_bug(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        vocab_cases: dict[str, dict[str, Any]]) -> None:
+    """The chain's ``post_update`` record holds 2 ``last_sampled_tokens`` though its call
+    writes slot 3 (4 slots of ``num_computed_tokens``): the test once wrote that cell into the
+    2 values and reported the IndexError as an out-of-range access of vLLM's embedding; it is
+    now the data file's fault, named (the record, the field, the cell), on fixed kernels and
+    unfixed alike."""
+    embedding = json.loads(json.dumps(vocab_cases["embedding"]))
+    chain = embedding["origin"]["chain"]
+    assert (chain["site"], chain["slots"]) == ("post_update", [0, 1, 3])
+    stored = chain["record"]["last_sampled_tokens"]["value"]
+    stored.update(shape=[2], values=stored["values"][:2])
+    module = _generated(tmp_path, [embedding], "repro_round4_short_chain")
+    for fixed in (True, False):
+        _stand_ins(monkeypatch, fixed=fixed)
+        module.WRITTEN.clear()
+        with pytest.raises(module.BadData, match=re.escape(
+                "test_repro.json: the capture's step-11 post_update record (rank 0): "
+                "last_sampled_tokens: the call wrote the cell [3], outside the record's [2] "
+                "values;")):
+            _run_case(module, monkeypatch, 0, [])
+
+
+@pytest.mark.parametrize("cell", ["[-1]", "[4]", "[1e3]", "[\u00b2]", "[3", "[1, 2]", "[]",
+                                  "[0x3]", 12345678901234567890, "[3]\n[0]"])
+def test_a_cell_the_call_could_not_write_is_refused(
+        tmp_path: Path, cell: Any) -> None:
+    """Negative, past the buffer, not an integer, not a cell, or of the wrong rank: BadData
+    naming the cell in ASCII, never an index used as it is (``-1`` once wrote the last
+    value)."""
+    module = _generated(tmp_path, [], f"repro_round4_cell_{abs(hash(str(cell)))}")
+    with pytest.raises(module.BadData, match="^test_repro.json: w: ") as refused:
+        module._cell(cell, "w", (4,))
+    assert str(refused.value).isascii() and "\n" not in str(refused.value)
+    assert module._cell("[3]", "w", (4,)) == (3,)
+    assert module._cell("[1, 2]", "w", (2, 3)) == (1, 2)
+    assert module._cell("[5]", "w", (2, 3)) == (5,)  # a flat index inside 2 x 3
