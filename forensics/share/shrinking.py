@@ -9,9 +9,9 @@ with the records behind every finding. The search then works on small sets only:
    error outcome, a misattribution, or any record of an ``ok`` site), and the origin of each
    of those that is a sink finding (the latest ``upstream`` output finding with that value,
    same rank, at or before the sink's step). Each window step is widened backwards (1, 2, 4,
-   ... steps) until the window's records replay to the same evidence; at worst (every step up
-   to the last witness is in and the evidence still needs a later one) the window is the
-   capture.
+   ... steps, a width that would add no stored step skipped) until the window's records replay
+   to the same evidence; at worst (every step up to the last witness is in and the evidence
+   still needs a later one) the window is the capture.
 2. **steps**: ``ddmin`` over the window's steps (each step with all its records);
 3. **records**: ``ddmin`` over the records left.
 
@@ -158,7 +158,7 @@ class _Search:
                 return steps
             if len(steps) >= reachable:  # what is missing lies after every witness
                 return [int(s) for s in all_steps]
-            width = max(1, 2 * width)
+            width = max(2 * width, _next_width(all_steps, seeds, width))
 
     def witnesses(self) -> set[int]:
         """Record positions behind the evidence (see the module docstring)."""
@@ -200,6 +200,17 @@ class _Search:
             if len(rows):
                 found.add(int(rows.sort_values("step")["record"].iat[-1]))
         return found
+
+
+def _next_width(steps: np.ndarray, seeds: np.ndarray, width: int) -> int:
+    """The least width past ``width`` that takes in one more of ``steps`` (one before a seed):
+    a window is never replayed again on the steps it already had (steps 0 and 2**62 once took
+    63 replays of the same records before the gap was crossed)."""
+    at = np.searchsorted(seeds, steps)
+    before = at < len(seeds)
+    gaps = seeds[at[before]] - steps[before]
+    gaps = gaps[gaps > width]
+    return int(gaps.min()) if len(gaps) else width + 1
 
 
 def _within(steps: np.ndarray, seeds: np.ndarray, width: int) -> np.ndarray:

@@ -94,6 +94,7 @@ TESTS = {
              "tests/hostile/test_round4_repro.py::test_a_cell_the_call_could_not_write_is_refused",
              "tests/hostile/test_round4_repro.py::"
              "test_the_repro_of_a_hostile_v2_capture_holds_its_chain_as_data_and_runs_only_the_repro"],
+    "T18s": ["tests/hostile/test_round4_shrink.py::test_the_window_replays_each_set_of_steps_once"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
