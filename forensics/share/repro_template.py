@@ -46,6 +46,7 @@ pytest.
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -101,6 +102,21 @@ def _str(value, where, optional=False):
     return value
 
 
+#: what `forensics repro` escapes in the words it writes: control characters, bidi controls,
+#: line and paragraph separators, lone surrogates and noncharacters
+UNPRINTED = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200e\\u200f\\u2028-\\u202e"
+                       "\\u2066-\\u2069\\ufeff\\ud800-\\udfff\\ufdd0-\\ufdef\\ufffe\\uffff]")
+
+
+def _words(value, where, optional=False):
+    """A string this file prints in a message (a function's or field's name, the finding's
+    words): one whose every character prints as itself, as `forensics repro` writes them."""
+    _str(value, where, optional)
+    if value is not None and UNPRINTED.search(value):
+        _fail(where, f"holds {ascii(UNPRINTED.search(value).group())}, which it never writes")
+    return value
+
+
 def _list(value, where):
     if not isinstance(value, list):
         _fail(where, f"expected a list, got {type(value).__name__}")
@@ -131,7 +147,7 @@ def load_data(path=DATA_FILE):
     _dict(data, "the file", ["format", "vllm", "deadline_s", "cases"])
     _int(data["format"], "format", FORMAT, FORMAT)
     vllm = _dict(data["vllm"], "vllm", ["needed", "capture"])
-    _str(vllm["needed"], "vllm.needed")
+    _words(vllm["needed"], "vllm.needed")
     _str(vllm["capture"], "vllm.capture", optional=True)
     _int(data["deadline_s"], "deadline_s", 1, MAX_DEADLINE)
     for i, case in enumerate(_list(data["cases"], "cases")):
@@ -162,9 +178,9 @@ def _case(case, where):
         _int(facts["vocab_size"], f"{where}.facts.vocab_size", 1)
     finding = _dict(case["finding"], f"{where}.finding",
                     ["text", "tensor", "element", "value", "lower", "upper", "indexed"])
-    _str(finding["text"], f"{where}.finding.text")
-    _str(finding["tensor"], f"{where}.finding.tensor", optional=True)
-    _str(finding["indexed"], f"{where}.finding.indexed", optional=True)
+    _words(finding["text"], f"{where}.finding.text")
+    _words(finding["tensor"], f"{where}.finding.tensor", optional=True)
+    _words(finding["indexed"], f"{where}.finding.indexed", optional=True)
     for key in ("element", "value", "lower", "upper"):
         if finding[key] is not None:
             _int(finding[key], f"{where}.finding.{key}")
@@ -177,7 +193,7 @@ def _chain(origin, where):
     chain = _dict(origin["chain"], where, ["site", "function", "step", "rank", "record",
                                            "field", "slots"])
     _record(chain, where)
-    field = _str(chain["field"], f"{where}.field")
+    field = _words(chain["field"], f"{where}.field")
     for holder in (chain, origin):
         if holder["record"].get(field, {}).get("kind") != "tensor":
             _fail(f"{where}.field", f"{ascii(field)} is no tensor of both records")
@@ -189,7 +205,7 @@ def _record(case, where):
     """Check one record's layout: a known site, its function, a step, a rank and its fields."""
     if case["site"] not in RUNNERS:
         _fail(f"{where}.site", "not a site this file can run")
-    _str(case["function"], f"{where}.function")
+    _words(case["function"], f"{where}.function")
     _int(case["step"], f"{where}.step", 0)
     _int(case["rank"], f"{where}.rank", 0)
     record = case["record"]

@@ -25,6 +25,7 @@ from forensics.share.repro import script_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_repro_data import BREAKERS, HOSTILE, _all_text  # noqa: E402
+from test_repro_v2 import _data as _v2_data  # noqa: E402
 from test_repro_v2 import _first_cases, _generated, _run_case, _stand_ins  # noqa: E402
 
 from tests.conftest import DATA  # noqa: E402
@@ -109,7 +110,7 @@ def test_the_repro_of_a_hostile_v2_capture_holds_its_chain_as_data_and_runs_only
     assert "PWNED" not in out and out.isascii() and out.count("\n") == 1, out
     source = script.read_text(encoding="utf-8")
     assert source == script_text()
-    assert not [text for text in _all_text(source) if "PWNED" in text or "\u202e" in text]
+    assert not [text for text in _all_text(source) if "PWNED" in text]
     raw = script.with_suffix(".json").read_bytes()
     assert raw.isascii()  # every control, bidi and surrogate escaped as JSON text
     data = json.loads(raw)
@@ -365,3 +366,55 @@ def test_a_cell_the_call_could_not_write_is_refused(
     assert module._cell("[3]", "w", (4,)) == (3,)
     assert module._cell("[1, 2]", "w", (2, 3)) == (1, 2)
     assert module._cell("[5]", "w", (2, 3)) == (5,)  # a flat index inside 2 x 3
+
+
+# ------------------------------------- the words the test prints are the ones the generator wrote
+
+#: a terminal escape (clear the screen, set the window's title), a bidi override, a lone
+#: surrogate and a line separator: what a forged data file could make pytest print
+ESCAPES = ("\x1b[2J\x1b]0;owned\x07", "\u202e", "\udcff", "\u2028", "\x85")
+
+
+def _forged(case: dict[str, Any], where: str, text: str) -> dict[str, Any]:
+    """``case`` with ``text`` put into the printed string at ``where`` (a dotted path)."""
+    forged = json.loads(json.dumps(case))
+    *path, key = where.split(".")
+    holder = forged
+    for part in path:
+        holder = holder[part]
+    holder[key] = f"{holder[key]}{text}"
+    return forged
+
+
+@pytest.mark.parametrize("where", ["function", "finding.text", "finding.tensor",
+                                   "finding.indexed", "origin.function", "origin.chain.field",
+                                   "origin.chain.function"])
+def test_a_forged_data_file_cannot_make_the_test_print_escapes(
+        tmp_path: Path, vocab_cases: dict[str, dict[str, Any]], where: str) -> None:
+    """The strings the generated test prints in its messages (function names, the finding's
+    words, tensor names, the chain's field) are refused at load, naming the field, when they
+    hold a character ``forensics repro`` escapes (it writes every such string escaped); the
+    generator's own data of a hostile capture loads (above)."""
+    case = vocab_cases["embedding"]
+    for text in ESCAPES:
+        data = _v2_data([_forged(case, where, text)])
+        (tmp_path / "test_repro.py").write_text(script_text())
+        (tmp_path / "test_repro.json").write_text(json.dumps(data))
+        with pytest.raises(Exception) as refused:
+            _import(tmp_path / "test_repro.py", "repro_round4_forged")
+        message = str(refused.value)
+        assert type(refused.value).__name__ == "BadData", message
+        assert message.startswith(f"test_repro.json: cases[0].{where}: holds "), message
+        assert message.isascii() and "\n" not in message
+    if where != "origin.chain.field":  # (a field name both records must hold)
+        ok = _generated(tmp_path, [_forged(case, where, " \u00e9\u4e2d")], "repro_round4_ok")
+        assert ok.DATA["cases"][0]["site"] == "embedding"  # printable text of any script loads
+
+
+def test_a_forged_needed_version_cannot_make_the_skip_print_escapes(tmp_path: Path) -> None:
+    (tmp_path / "test_repro.py").write_text(script_text())
+    (tmp_path / "test_repro.json").write_text(json.dumps(
+        {"format": 1, "vllm": {"needed": "0.33\x1b[2J", "capture": "\x1b[2J"},
+         "deadline_s": 5, "cases": []}))
+    with pytest.raises(Exception, match=r"^test_repro.json: vllm.needed: holds '\\x1b'"):
+        _import(tmp_path / "test_repro.py", "repro_round4_needed")
