@@ -134,9 +134,9 @@ def chain_record(records: Sequence[Record], origin: Record, failing: Collection[
     it), with the field and the slots of its ``idx_mapping`` whose stored values (the record's
     ``FIELD_after``) are the ones ``origin`` read; None when the capture holds no such record,
     or when that record's index is not in ``failing`` (the replay finds that call in range, so
-    a fix leaves what it stores, the recorded values, as they are)."""
-    import numpy as np
-
+    a fix leaves what it stores, the recorded values, as they are). Of several records at that
+    step (a capture may hold duplicates), the first in ``failing`` that stored a value
+    ``origin`` read, whatever their order in the capture."""
     kernel_sites = [name for name in reproducible_sites()
                     if name != origin.site and _kernel_site(name)]
     for field, value in origin.fields.items():
@@ -145,17 +145,23 @@ def chain_record(records: Sequence[Record], origin: Record, failing: Collection[
                   and r.rank == origin.rank and r.step < origin.step and field in r.fields]
         if not before:
             continue
-        at = max(before, key=lambda i: records[i].step)
-        if at not in failing:
-            continue
-        writer = records[at]
-        read = np.asarray(value).reshape(-1)
-        stored = np.asarray(writer.fields.get(f"{field}_after", [])).reshape(-1)
-        slots = sorted({int(s) for s in np.asarray(writer.fields.get("idx_mapping", []))
-                        if 0 <= s < min(len(read), len(stored)) and read[s] == stored[s]})
-        if slots:
-            return writer, field, slots
+        latest = max(records[i].step for i in before)
+        for at in (i for i in before if records[i].step == latest and i in failing):
+            slots = _stored_slots(records[at], field, value)
+            if slots:
+                return records[at], field, slots
     return None
+
+
+def _stored_slots(writer: Record, field: str, read: Any) -> list[int]:
+    """The slots of ``writer``'s ``idx_mapping`` where the ``field`` it stored
+    (``FIELD_after``) is the value ``read`` holds."""
+    import numpy as np
+
+    read = np.asarray(read).reshape(-1)
+    stored = np.asarray(writer.fields.get(f"{field}_after", [])).reshape(-1)
+    return sorted({int(s) for s in np.asarray(writer.fields.get("idx_mapping", []))
+                   if 0 <= s < min(len(read), len(stored)) and read[s] == stored[s]})
 
 
 def _outputs(name: str) -> tuple[str, ...]:

@@ -418,3 +418,30 @@ def test_a_forged_needed_version_cannot_make_the_skip_print_escapes(tmp_path: Pa
          "deadline_s": 5, "cases": []}))
     with pytest.raises(Exception, match=r"^test_repro.json: vllm.needed: holds '\\x1b'"):
         _import(tmp_path / "test_repro.py", "repro_round4_needed")
+
+
+def test_a_duplicate_chain_record_does_not_drop_the_chain_by_its_place_in_the_capture() -> None:
+    """Two ``post_update`` records at step 11 (rank 0), one of them with no sampled id (it
+    stores nothing ``combine_tokens`` read and has no finding): the chain is the one that
+    stored what was read, whichever comes first in the capture (the first one once decided,
+    and the chain was dropped when the empty one came first)."""
+    import copy
+
+    from forensics.present.tables import findings_table
+    from forensics.share.repro import chain_record, origin_record
+
+    records = list(forensics.load(DATA / "v2-vocab-sample.capture"))
+    real = next(r for r in records if r.site == "post_update" and r.step == 11)
+    empty = copy.deepcopy(real)
+    empty.fields["num_sampled"] = empty.fields["num_sampled"] * 0
+    for listed in ([empty, *records], [*records, empty]):
+        result = forensics.replay(listed, ["upstream"])
+        table = findings_table(result)
+        failing = {int(i) for i in table[table["kind"] == "out_of_bounds"]["record"]}
+        sink = next(r for r in result.records if r.site == "embedding" and r.step == 12)
+        origin = origin_record(result.records, sink, "combine_tokens")
+        assert origin is not None
+        chain = chain_record(result.records, origin, failing)
+        assert chain is not None and chain[0].step == 11
+        assert chain[0].fields["num_sampled"].sum() > 0  # the real one, not the empty one
+        assert chain[1:] == ("last_sampled_tokens", [0, 1, 3])
