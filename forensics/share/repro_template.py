@@ -142,7 +142,7 @@ def load_data(path=DATA_FILE):
         _fail("the file", f"larger than {MAX_BYTES} bytes")
     try:
         data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # (nested too deep)
         _fail("the file", f"not JSON ({exc})")
     _dict(data, "the file", ["format", "vllm", "deadline_s", "cases"])
     _int(data["format"], "format", FORMAT, FORMAT)

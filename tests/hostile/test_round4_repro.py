@@ -445,3 +445,17 @@ def test_a_duplicate_chain_record_does_not_drop_the_chain_by_its_place_in_the_ca
         assert chain is not None and chain[0].step == 11
         assert chain[0].fields["num_sampled"].sum() > 0  # the real one, not the empty one
         assert chain[1:] == ("last_sampled_tokens", [0, 1, 3])
+
+
+@pytest.mark.parametrize("text", ["[" * 200_000 + "]" * 200_000,
+                                  '{"format": ' + "{\"a\": " * 100_000 + "1" + "}" * 100_001])
+def test_a_data_file_nested_too_deep_is_bad_data(tmp_path: Path, text: str) -> None:
+    """JSON nested deeper than Python's parser recurses: the loader once let the
+    RecursionError through (a traceback at import); it is one BadData line like any other
+    text that is no JSON."""
+    (tmp_path / "test_repro.py").write_text(script_text())
+    (tmp_path / "test_repro.json").write_text(text)
+    with pytest.raises(Exception) as refused:
+        _import(tmp_path / "test_repro.py", "repro_round4_deep")
+    assert type(refused.value).__name__ == "BadData", repr(refused.value)[:300]
+    assert str(refused.value).startswith("test_repro.json: the file: not JSON (maximum recursion")

@@ -96,6 +96,7 @@ TESTS = {
              "test_a_forged_data_file_cannot_make_the_test_print_escapes",
              "tests/hostile/test_round4_repro.py::"
              "test_a_duplicate_chain_record_does_not_drop_the_chain_by_its_place_in_the_capture",
+             "tests/hostile/test_round4_repro.py::test_a_data_file_nested_too_deep_is_bad_data",
              "tests/hostile/test_round4_repro.py::"
              "test_the_repro_of_a_hostile_v2_capture_holds_its_chain_as_data_and_runs_only_the_repro"],
     "T18s": ["tests/hostile/test_round4_shrink.py::test_the_window_replays_each_set_of_steps_once"],
