@@ -203,7 +203,7 @@ def _chain(origin, where):
 
 def _record(case, where):
     """Check one record's layout: a known site, its function, a step, a rank and its fields."""
-    if case["site"] not in RUNNERS:
+    if not isinstance(case["site"], str) or case["site"] not in RUNNERS:
         _fail(f"{where}.site", "not a site this file can run")
     _words(case["function"], f"{where}.function")
     _int(case["step"], f"{where}.step", 0)
@@ -220,15 +220,19 @@ def decode(field, where):
     kind, value = field["kind"], field["value"]
     if kind == "tensor":
         value = _dict(value, where, ["dtype", "shape", "values"])
-        if value["dtype"] not in DTYPES:
+        if not isinstance(value["dtype"], str) or value["dtype"] not in DTYPES:
             _fail(where, f"dtype {ascii(value['dtype'])} is not one of {sorted(DTYPES)}")
+        dtype = DTYPES[value["dtype"]]
         shape = [_int(n, f"{where}.shape", 0) for n in _list(value["shape"], f"{where}.shape")]
         if not 1 <= len(shape) <= 2:
             _fail(f"{where}.shape", "expected 1 or 2 dimensions")
-        flat = [_int(v, f"{where}.values") for v in _list(value["values"], f"{where}.values")]
+        low, high = (0, 1) if dtype is torch.bool else (torch.iinfo(dtype).min,
+                                                         torch.iinfo(dtype).max)
+        flat = [_int(v, f"{where}.values", low, high)  # in its dtype's range: never wrapped
+                for v in _list(value["values"], f"{where}.values")]
         if len(flat) != (shape[0] * (shape[1] if len(shape) == 2 else 1)):
             _fail(f"{where}.values", f"{len(flat)} values for the shape {shape}")
-        return torch.tensor(flat, dtype=DTYPES[value["dtype"]]).reshape(shape)
+        return torch.tensor(flat, dtype=dtype).reshape(shape)
     if kind == "int":
         return _int(value, where)
     if kind in ("str_list", "opt_str_list"):

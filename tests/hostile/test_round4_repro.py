@@ -459,3 +459,38 @@ def test_a_data_file_nested_too_deep_is_bad_data(tmp_path: Path, text: str) -> N
         _import(tmp_path / "test_repro.py", "repro_round4_deep")
     assert type(refused.value).__name__ == "BadData", repr(refused.value)[:300]
     assert str(refused.value).startswith("test_repro.json: the file: not JSON (maximum recursion")
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"site": ["embedding"]}, "cases[0].site: not a site this file can run"),
+    ({"site": {"embedding": 1}}, "cases[0].site: not a site this file can run"),
+])
+def test_an_unhashable_site_is_bad_data(tmp_path: Path, change: dict[str, Any],
+                                        says: str) -> None:
+    """A site that is a list or an object once raised TypeError (unhashable) at import."""
+    case = {**_case("embedding", {"input_ids": _tensor([1])}), **change}
+    (tmp_path / "test_repro.py").write_text(script_text())
+    (tmp_path / "test_repro.json").write_text(json.dumps(_v2_data([case])))
+    with pytest.raises(Exception) as refused:
+        _import(tmp_path / "test_repro.py", "repro_round4_site")
+    assert type(refused.value).__name__ == "BadData" and says in str(refused.value)
+
+
+@pytest.mark.parametrize(("field", "says"), [
+    (_tensor([300], "int8"), "record['input_ids'].values: 300 is outside [-128, 127]"),
+    (_tensor([-1], "uint8"), "record['input_ids'].values: -1 is outside [0, 255]"),
+    (_tensor([2**64]), "record['input_ids'].values: 18446744073709551616 is outside"),
+    (_tensor([2], "bool"), "record['input_ids'].values: 2 is outside [0, 1]"),
+    ({"kind": "tensor", "value": {"dtype": ["int64"], "shape": [1], "values": [1]}},
+     "record['input_ids']: dtype ['int64'] is not one of"),
+])
+def test_a_tensor_value_outside_its_dtype_is_bad_data_not_wrapped(
+        tmp_path: Path, field: dict[str, Any], says: str) -> None:
+    """-1 as uint8 once became 255 without a word, 2 as bool True; 300 as int8 and 2**64 a
+    RuntimeError / ValueError from torch, an unhashable dtype a TypeError: each is now BadData
+    naming the field (the generator writes each value in its array's dtype)."""
+    module = _generated(tmp_path, [_case("embedding", {"input_ids": field})],
+                        "repro_round4_dtype")
+    with pytest.raises(module.BadData) as refused:
+        module.record(module.DATA["cases"][0])
+    assert says in str(refused.value), refused.value
