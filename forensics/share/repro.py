@@ -101,7 +101,7 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
             finding["origin_record"] = origin
             if origin is not None:
                 finding["chain_record"] = chain_record(result.records, origin, failing)
-        elif v2 and record.site in origins and _kernel_site(record.site):
+        elif record.site in origins and _kernel_site(record.site):  # V2's, manifest or not
             finding["chain_record"] = chain_record(result.records, record, failing)
     chosen.sort(key=lambda pair: (pair[0].step, pair[0].rank, pair[0].site not in origins,
                                   site_order(pair[0].site)))

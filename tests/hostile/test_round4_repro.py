@@ -494,3 +494,23 @@ def test_a_tensor_value_outside_its_dtype_is_bad_data_not_wrapped(
     with pytest.raises(module.BadData) as refused:
         module.record(module.DATA["cases"][0])
     assert says in str(refused.value), refused.value
+
+
+def test_a_v2_capture_whose_manifest_says_no_runner_keeps_the_combine_cases_chain(
+        tmp_path: Path, as_if_vllm: None) -> None:
+    """The manifest's ``runner`` is a claim: without it (or with "v1") the embedding's origin
+    still carried its chain, but the ``combine_tokens`` case lost its own, so the same record
+    was run two ways; both now carry it."""
+    from forensics.store.writer import write_capture
+
+    source = DATA / "v2-vocab-sample.capture"
+    manifest = json.loads((source / "manifest.json").read_text())
+    capture = write_capture(tmp_path / "v1-claim.capture", list(forensics.load(source)),
+                            manifest={**manifest, "runner": "v1"})
+    script = tmp_path / "test_repro.py"
+    assert main(["repro", str(capture), "-o", str(script)]) == 0
+    cases = json.loads(script.with_suffix(".json").read_text())["cases"]
+    combine, embedding = cases[1], cases[2]
+    assert (combine["site"], embedding["site"]) == ("combine_tokens", "embedding")
+    assert combine.get("chain") is not None
+    assert combine["chain"] == embedding["origin"]["chain"]

@@ -101,6 +101,8 @@ TESTS = {
              "tests/hostile/test_round4_repro.py::"
              "test_a_tensor_value_outside_its_dtype_is_bad_data_not_wrapped",
              "tests/hostile/test_round4_repro.py::"
+             "test_a_v2_capture_whose_manifest_says_no_runner_keeps_the_combine_cases_chain",
+             "tests/hostile/test_round4_repro.py::"
              "test_the_repro_of_a_hostile_v2_capture_holds_its_chain_as_data_and_runs_only_the_repro"],
     "T18s": ["tests/hostile/test_round4_shrink.py::test_the_window_replays_each_set_of_steps_once"],
 }
