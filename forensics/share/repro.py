@@ -97,7 +97,7 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
     failing = {int(i) for i in table["record"]}
     for record, finding in chosen:
         if record.site == _carried_site() and (v2 or _kernel_site(finding.get("origin"))):
-            origin = origin_record(result.records, record, finding.get("origin"))
+            origin = origin_record(result.records, record, finding.get("origin"), failing)
             finding["origin_record"] = origin
             if origin is not None:
                 finding["chain_record"] = chain_record(result.records, origin, failing)
@@ -115,15 +115,21 @@ def _kernel_site(name: Any) -> bool:
     return isinstance(name, str) and name in SITES and get_site(name).kernel is not None
 
 
-def origin_record(records: Sequence[Record], sink: Record, origin: Any) -> Record | None:
+def origin_record(records: Sequence[Record], sink: Record, origin: Any,
+                  failing: Collection[int] = ()) -> Record | None:
     """The record of site ``origin`` that wrote the ids ``sink`` (an embedding) reads: the
-    latest one of that site at ``sink``'s rank and a step no later than ``sink``'s; None when
-    the capture holds none (or no origin is named)."""
+    latest one of that site at ``sink``'s rank and a step no later than ``sink``'s (of several
+    at that step, a capture's duplicates, the first whose index is in ``failing``, whatever
+    their order); None when the capture holds none (or no origin is named)."""
     if not isinstance(origin, str):
         return None
-    before = [r for r in records if r.site == origin and r.rank == sink.rank
+    before = [i for i, r in enumerate(records) if r.site == origin and r.rank == sink.rank
               and r.step <= sink.step]
-    return max(before, key=lambda r: r.step) if before else None
+    if not before:
+        return None
+    top = max(records[i].step for i in before)
+    latest = [i for i in before if records[i].step == top]
+    return records[next((i for i in latest if i in failing), latest[0])]
 
 
 def chain_record(records: Sequence[Record], origin: Record, failing: Collection[int]

@@ -514,3 +514,26 @@ def test_a_v2_capture_whose_manifest_says_no_runner_keeps_the_combine_cases_chai
     assert (combine["site"], embedding["site"]) == ("combine_tokens", "embedding")
     assert combine.get("chain") is not None
     assert combine["chain"] == embedding["origin"]["chain"]
+
+
+def test_a_duplicate_origin_record_is_chosen_by_its_finding_not_its_place() -> None:
+    """Two ``combine_tokens`` records at the embedding's step 12, one of them writing nothing
+    (no row past its prompt, no finding): the embedding's origin is the one the replay finds
+    out of range, whichever comes first in the capture."""
+    import copy
+
+    from forensics.present.tables import findings_table
+    from forensics.share.repro import origin_record
+
+    records = list(forensics.load(DATA / "v2-vocab-sample.capture"))
+    real = next(r for r in records if r.site == "combine_tokens" and r.step == 12)
+    idle = copy.deepcopy(real)
+    idle.fields["seq_lens"] = idle.fields["seq_lens"] * 0  # every row still in its prompt
+    for listed in ([idle, *records], [*records, idle]):
+        result = forensics.replay(listed, ["upstream"])
+        table = findings_table(result)
+        failing = {int(i) for i in table[table["kind"] == "out_of_bounds"]["record"]}
+        sink = next(r for r in result.records if r.site == "embedding" and r.step == 12)
+        origin = origin_record(result.records, sink, "combine_tokens", failing)
+        assert origin is not None and origin.step == 12
+        assert origin.fields["seq_lens"].sum() > 0  # the real one, not the idle one

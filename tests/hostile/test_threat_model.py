@@ -96,6 +96,8 @@ TESTS = {
              "test_a_forged_data_file_cannot_make_the_test_print_escapes",
              "tests/hostile/test_round4_repro.py::"
              "test_a_duplicate_chain_record_does_not_drop_the_chain_by_its_place_in_the_capture",
+             "tests/hostile/test_round4_repro.py::"
+             "test_a_duplicate_origin_record_is_chosen_by_its_finding_not_its_place",
              "tests/hostile/test_round4_repro.py::test_a_data_file_nested_too_deep_is_bad_data",
              "tests/hostile/test_round4_repro.py::test_an_unhashable_site_is_bad_data",
              "tests/hostile/test_round4_repro.py::"
