@@ -423,8 +423,8 @@ def test_a_forged_needed_version_cannot_make_the_skip_print_escapes(tmp_path: Pa
 def test_a_duplicate_chain_record_does_not_drop_the_chain_by_its_place_in_the_capture() -> None:
     """Two ``post_update`` records at step 11 (rank 0), one of them with no sampled id (it
     stores nothing ``combine_tokens`` read and has no finding): the chain is the one that
-    stored what was read, whichever comes first in the capture (the first one once decided,
-    and the chain was dropped when the empty one came first)."""
+    stored what was read, whichever comes first in the capture, its steps in order or not
+    (the first one once decided, and the chain was dropped when the empty one came first)."""
     import copy
 
     from forensics.present.tables import findings_table
@@ -434,7 +434,7 @@ def test_a_duplicate_chain_record_does_not_drop_the_chain_by_its_place_in_the_ca
     real = next(r for r in records if r.site == "post_update" and r.step == 11)
     empty = copy.deepcopy(real)
     empty.fields["num_sampled"] = empty.fields["num_sampled"] * 0
-    for listed in ([empty, *records], [*records, empty]):
+    for listed in ([empty, *records], [*records, empty], [*records[::-1], empty]):
         result = forensics.replay(listed, ["upstream"])
         table = findings_table(result)
         failing = {int(i) for i in table[table["kind"] == "out_of_bounds"]["record"]}
