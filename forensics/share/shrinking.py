@@ -189,16 +189,24 @@ class _Search:
         return int(self.index.index[self.index["site"] == site][0])  # any record of the site
 
     def _origins(self, positions: set[int]) -> set[int]:
-        """The origin records of the sink findings on ``positions`` (from ``upstream``)."""
+        """The origin records of the sink findings on ``positions`` (from ``upstream``): per
+        sink, the latest output finding of its origin site, rank and value at or before its
+        step. One lookup per distinct (origin, rank, value, step), each a binary search: a
+        witness holding thousands of bad ids once cost a scan of the table for each."""
         f = self.findings
         sinks = f[f["record"].isin(list(positions)) & f["origin"].notna()]
         up = f[(f["variant"] == "upstream") & f["tensor"].str.startswith("out.", na=False)]
-        found = set()
-        for _, s in sinks.iterrows():
-            rows = up[(up["site"] == s["origin"]) & (up["rank"] == s["rank"])
-                      & (up["step"] <= s["step"]) & (up["value"] == s["value"])]
-            if len(rows):
-                found.add(int(rows.sort_values("step")["record"].iat[-1]))
+        keys = ["rank", "value"]
+        written = {key: (rows["step"].to_numpy(np.int64), rows["record"].to_numpy())
+                   for key, rows in up.sort_values("step", kind="mergesort")
+                   .groupby(["site", *keys], sort=False)}
+        found: set[int] = set()
+        wanted = sinks[["origin", *keys, "step"]].drop_duplicates()
+        for key, steps in wanted.groupby(["origin", *keys], sort=False)["step"]:
+            if key in written:
+                up_steps, records = written[key]
+                at = np.searchsorted(up_steps, steps.to_numpy(np.int64), side="right") - 1
+                found.update(int(records[i]) for i in at[at >= 0])
         return found
 
 

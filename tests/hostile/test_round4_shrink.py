@@ -54,3 +54,65 @@ def test_a_dense_window_still_widens_by_doubling() -> None:
     window, replays = _window(list(range(1000)), 999, 899)
     assert [len(r) for r in replays] == [1, 2, 3, 5, 9, 17, 33, 65, 129]
     assert window == list(range(871, 1000))
+
+
+def _origins_by_scan(f: pd.DataFrame, positions: set[int]) -> set[int]:
+    """The origins as shrink once found them (the specification): a scan of the upstream
+    output findings for each sink finding."""
+    sinks = f[f["record"].isin(list(positions)) & f["origin"].notna()]
+    up = f[(f["variant"] == "upstream") & f["tensor"].str.startswith("out.", na=False)]
+    found = set()
+    for _, s in sinks.iterrows():
+        rows = up[(up["site"] == s["origin"]) & (up["rank"] == s["rank"])
+                  & (up["step"] <= s["step"]) & (up["value"] == s["value"])]
+        if len(rows):
+            found.add(int(rows.sort_values("step", kind="mergesort")["record"].iat[-1]))
+    return found
+
+
+def test_the_origins_of_the_witnesses_are_those_a_scan_finds() -> None:
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        n = int(rng.integers(1, 40))
+        f = pd.DataFrame({
+            "variant": rng.choice(["upstream", "patched"], n),
+            "site": rng.choice(["async_output", "combine_tokens", "embedding"], n),
+            "rank": rng.integers(0, 2, n), "step": rng.integers(0, 5, n),
+            "value": rng.choice([1.0, 2.0, np.nan], n),
+            "tensor": rng.choice(["out.input_ids", "input_ids", None], n),
+            "origin": rng.choice(["async_output", "combine_tokens", None], n),
+            "record": rng.integers(0, 12, n)})
+        search = object.__new__(_Search)
+        search.findings = f
+        positions = set(rng.integers(0, 12, 5).tolist())
+        assert search._origins(positions) == _origins_by_scan(f, positions)
+
+
+def test_a_witness_with_thousands_of_bad_ids_costs_less_than_one_replay() -> None:
+    """The bundled vocab-sentinel incident with its step-14 embedding holding 4,000 copies of
+    the sentinel (8,000 sink findings, each with an origin): finding the witnesses' origins
+    once scanned the findings for each (about 50 times one replay of the capture); it is now
+    one binary search per distinct id, step and rank, a small part of one replay."""
+    import time
+
+    import forensics
+    from forensics.share.evidence import evidence_of
+    from tests.conftest import DATA
+
+    records = list(forensics.load(DATA / "incident-b-vocab-sentinel.capture"))
+    sink = next(r for r in records if r.site == "embedding" and r.step == 14)
+    sink.fields["input_ids"] = np.full(4000, sink.fields["input_ids"].max(),
+                                       sink.fields["input_ids"].dtype)
+    del sink.fields["cu_num_tokens"]
+    forensics.replay(records)  # warm
+    start = time.perf_counter()
+    result = forensics.replay(records)
+    replay = time.perf_counter() - start
+    search = _Search(result, evidence_of(result), list(result.variants), False)
+    f = result.findings
+    positions = {int(i) for i in f[f["origin"].notna()]["record"]}
+    assert int(f["origin"].notna().sum()) >= 8000
+    start = time.perf_counter()
+    origins = search._origins(positions)
+    assert time.perf_counter() - start < replay / 2
+    assert origins and all(result.records[i].site == "async_output" for i in origins)
