@@ -23,6 +23,7 @@ not judged and not counted. A stream that lacks a field the check needs says so 
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +64,8 @@ class Fed:
     """One token fed to the model: ``tensor[element]`` of ``site``'s record at ``step`` holds
     ``value`` for request ``req_id`` at ``position``; ``draft`` is its draft slot (``-1`` for a
     verified token); ``read`` is what the model read there after vLLM's clamp (None: not
-    recorded)."""
+    recorded); ``bound`` the ids' bound of its own record (the embedding's rows: an id at or
+    past it is a bounds finding, not a substitution; None: not recorded)."""
 
     step: int
     rank: int
@@ -77,6 +79,7 @@ class Fed:
     draft: int = -1
     row: int | None = None
     read: int | None = None
+    bound: int | None = None
 
 
 @dataclass
@@ -96,9 +99,6 @@ class Stream:
     #: whether vLLM clamps ``input_ids`` to ``>= 0`` before the embedding (None: unknown)
     clamps: bool | None = None
     clamp_reason: str = "unknown"
-    #: the ids' bound (the embedding's rows) when recorded: an id at or past it is a bounds
-    #: finding, not a substitution
-    bound: int | None = None
 
     def accept(self, rank: int, req_id: str, position: int, token: Recorded) -> None:
         """Note ``token`` as accepted for ``req_id`` at ``position``."""
@@ -162,48 +162,76 @@ class Continuity:
 
 
 def check(stream: Stream) -> Continuity:
-    """Compare every fed token of ``stream`` with the token its request had there."""
+    """Compare every fed token of ``stream`` with the token its request had there (in time
+    linear in the tokens fed and accepted, whatever positions and steps they claim)."""
     findings: list[dict[str, Any]] = []
     notes: list[dict[str, Any]] = []
     judged = 0
+    accepted = _Accepted(stream.accepted)
     for fed in stream.fed:
         if fed.role == PADDING:
             if fed.value < 0:
                 notes.append(finding_of(fed, None, CLAMPED if stream.clamps else SUBSTITUTED))
             continue
-        expected = expected_for(stream, fed)
+        expected = expected_for(stream, fed, accepted)
         # a -1 the capture shows reaching the embedding unclamped is a bounds finding instead
         placeholder = (fed.value < 0 and stream.clamps is True
                        and (fed.read is None or fed.read >= 0))
-        if expected is None and not placeholder:
-            continue
-        judged += 1
         if placeholder:
-            findings.append(finding_of(fed, expected, CLAMPED))
-        elif (expected is not None and 0 <= fed.value < (stream.bound or fed.value + 1)
-              and fed.value != expected.value):
-            findings.append(finding_of(fed, expected, SUBSTITUTED))
+            judged += 1
+            known = expected is not None and INT64[0] <= expected.value <= INT64[1]
+            findings.append(finding_of(fed, expected if known else None, CLAMPED))
+        elif (expected is not None and is_token(fed.value, fed.bound)
+              and is_token(expected.value, fed.bound)):
+            judged += 1
+            if fed.value != expected.value:
+                findings.append(finding_of(fed, expected, SUBSTITUTED))
     return Continuity(stream.runner, findings, notes, list(stream.needs), judged, stream.clamps)
 
 
-def expected_for(stream: Stream, fed: Fed) -> Recorded | None:
+#: the range of an int64 (the findings table's integer columns)
+INT64 = (-2**63, 2**63 - 1)
+
+
+def is_token(value: int, bound: int | None) -> bool:
+    """Whether ``value`` is an id in range: ``[0, bound)``, or a non-negative int64 when the
+    bound is not recorded (an id out of range is a bounds finding, never a substitution)."""
+    return 0 <= value < (INT64[1] + 1 if bound is None else bound)
+
+
+class _Accepted:
+    """The tokens accepted per (rank, request, position), each key's in the order of the step
+    that sampled them, looked up by bisection: a key accepted at every step costs each lookup
+    a logarithm, not the capture's length."""
+
+    def __init__(self, accepted: dict[tuple[int, str, int], list[Recorded]]) -> None:
+        self.tokens = {key: sorted(tokens, key=lambda t: t.made_at)  # stable: recording order
+                       for key, tokens in accepted.items()}
+        self.steps = {key: [t.made_at for t in tokens] for key, tokens in self.tokens.items()}
+
+    def before(self, key: tuple[int, str, int], step: int) -> Recorded | None:
+        """The latest token accepted at ``key`` by a step before ``step`` (None: none)."""
+        at = bisect.bisect_left(self.steps.get(key, ()), step)
+        return self.tokens[key][at - 1] if at else None
+
+
+def expected_for(stream: Stream, fed: Fed, accepted: _Accepted | None = None
+                 ) -> Recorded | None:
     """The token ``fed`` should be: the latest accepted for its request at its position by a
-    step before it (verified), or the drafter's proposal for its slot (draft); None unknown."""
+    step before it (verified), or the drafter's proposal for its slot (draft); None unknown.
+    ``accepted``: the stream's accepted tokens indexed (built here when not given)."""
     if fed.req_id is None:
         return None
     if fed.role == DRAFT:
         drafts = stream.proposed.get((fed.rank, fed.step, fed.req_id))
-        if drafts is None or fed.draft >= len(drafts[0]):
+        if drafts is None or not 0 <= fed.draft < len(drafts[0]):
             return None
         values, site, step, tensor, row, made_at = drafts
         return Recorded(values[fed.draft], site, step, tensor, f"[{row}, {fed.draft}]", made_at)
     if fed.position is None:
         return None
-    found = None
-    for token in stream.accepted.get((fed.rank, fed.req_id, fed.position), ()):
-        if token.made_at < fed.step:
-            found = token
-    return found
+    index = accepted if accepted is not None else _Accepted(stream.accepted)
+    return index.before((fed.rank, fed.req_id, fed.position), fed.step)
 
 
 def finding_of(fed: Fed, expected: Recorded | None, kind: str) -> dict[str, Any]:
