@@ -248,3 +248,19 @@ def test_a_position_accepted_at_every_step_is_judged_in_linear_time() -> None:
     steps (8,000 steps took 9x the time of 2,000). Every one of them substitutes."""
     assert len(_alternating(50)().findings) == 25
     assert_scales_linearly(_alternating, 1500)
+
+
+def test_the_report_tables_hold_a_step_near_int64s_end(v2_records: list[Record]) -> None:
+    """Steps from 2**63 - 20: the summary by site (the report's first table) built its
+    ``first_step`` column through float64 and failed (``cannot safely cast non-equivalent
+    float64 to int64``): ``forensics report`` ended in an error."""
+    import forensics
+    from forensics.present.tables import summary_by_site
+
+    shifted = copy.deepcopy(v2_records)
+    for record in shifted:
+        record.step += 2**63 - 20
+    table = summary_by_site(forensics.replay(shifted))
+    firsts = table[table["site"] == SINK]["first_step"].tolist()
+    assert firsts == [2**63 - 16] * 2
+    assert table["first_step"].isna().sum() == len(table) - 2
