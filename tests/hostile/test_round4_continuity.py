@@ -264,3 +264,56 @@ def test_the_report_tables_hold_a_step_near_int64s_end(v2_records: list[Record])
     firsts = table[table["site"] == SINK]["first_step"].tolist()
     assert firsts == [2**63 - 16] * 2
     assert table["first_step"].isna().sum() == len(table) - 2
+
+
+def _entry(ident: str) -> Any:
+    from forensics.known.schema import load_catalogue
+
+    return next(e for e in load_catalogue().entries if e.id == ident)
+
+
+@pytest.mark.parametrize("kind", ["note", "probe_start", "probe_error", "anything"])
+def test_known_matches_no_failure_on_the_text_of_an_event_that_is_no_failure(kind: str
+                                                                             ) -> None:
+    """A capture's own event (a note, the probe's start, a made-up kind) whose text holds an
+    entry's word matched that entry by text alone ("AsyncScheduler's num_output_placeholders
+    goes below zero" from ``{"kind": "note", "message": "num_output_placeholders"}``); an
+    entry's words are read only in events that mean the engine failed, unless it names
+    the kinds."""
+    import pandas as pd
+
+    from forensics.known.evidence import Evidence
+    from forensics.known.matching import match_entry
+
+    events = [{"kind": kind, "step": 1, "message": "num_output_placeholders logits_processor",
+               "error": "num_output_placeholders"}]
+    for ident in ("output-placeholders-underflow", "logits-processors-see-placeholders"):
+        evidence = Evidence(pd.DataFrame(), "upstream", {"async_scheduling": True}, events)
+        assert not match_entry(_entry(ident), evidence).matched
+        events_of_a_crash = [{**events[0], "kind": "engine_exception"}]
+        evidence = Evidence(pd.DataFrame(), "upstream", {"async_scheduling": True},
+                            events_of_a_crash)
+        assert match_entry(_entry(ident), evidence).matched
+
+
+def test_known_takes_the_runner_from_the_sites_a_capture_holds() -> None:
+    """A V1 capture whose manifest names no runner, with one token substituted: it matched
+    "Model Runner V2 embeds zeros" (runner unknown). The token streams were rebuilt from
+    V1's own sites, so the runner is v1 and the V2 entry is contradicted."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from forensics.known.evidence import evidence_of
+    from forensics.known.matching import match_entry
+
+    result = _check(_v1([11, 22]), MANIFEST)
+    table = with_continuity(pd.DataFrame(), result.findings, ["upstream"],
+                            np.zeros((0, 4), dtype=np.int64))
+    replayed = SimpleNamespace(findings=table, variants=["upstream"], capture=None,
+                               continuity=result)
+    match = match_entry(_entry("v2-zeros-embedded"), evidence_of(replayed))  # type: ignore[arg-type]
+    assert not match.matched and match.contradicted == ["runner is v1, not v2"]
+    unjudged = SimpleNamespace(**{**vars(replayed), "continuity": _check(
+        [r for r in _v1([11, 22]) if r.site == SINK], MANIFEST)})
+    assert "runner" not in evidence_of(unjudged).facts  # type: ignore[arg-type]
