@@ -200,19 +200,27 @@ def is_token(value: int, bound: int | None) -> bool:
 
 
 class _Accepted:
-    """The tokens accepted per (rank, request, position), each key's in the order of the step
-    that sampled them, looked up by bisection: a key accepted at every step costs each lookup
-    a logarithm, not the capture's length."""
+    """The tokens accepted per (rank, request, position), a key held more than once sorted by
+    the step that sampled them (on its first lookup) and looked up by bisection: a key
+    accepted at every step costs each lookup a logarithm, not the capture's length."""
 
     def __init__(self, accepted: dict[tuple[int, str, int], list[Recorded]]) -> None:
-        self.tokens = {key: sorted(tokens, key=lambda t: t.made_at)  # stable: recording order
-                       for key, tokens in accepted.items()}
-        self.steps = {key: [t.made_at for t in tokens] for key, tokens in self.tokens.items()}
+        self.accepted = accepted
+        self.sorted: dict[tuple[int, str, int], tuple[list[Recorded], list[int]]] = {}
 
     def before(self, key: tuple[int, str, int], step: int) -> Recorded | None:
         """The latest token accepted at ``key`` by a step before ``step`` (None: none)."""
-        at = bisect.bisect_left(self.steps.get(key, ()), step)
-        return self.tokens[key][at - 1] if at else None
+        tokens = self.accepted.get(key)
+        if not tokens:
+            return None
+        if len(tokens) == 1:
+            return tokens[0] if tokens[0].made_at < step else None
+        held = self.sorted.get(key)
+        if held is None:  # stable: tokens of one step stay in recording order
+            ordered = sorted(tokens, key=lambda t: t.made_at)
+            held = self.sorted[key] = (ordered, [t.made_at for t in ordered])
+        at = bisect.bisect_left(held[1], step)
+        return held[0][at - 1] if at else None
 
 
 def expected_for(stream: Stream, fed: Fed, accepted: _Accepted | None = None
