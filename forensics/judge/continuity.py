@@ -174,9 +174,10 @@ def check(stream: Stream) -> Continuity:
                 notes.append(finding_of(fed, None, CLAMPED if stream.clamps else SUBSTITUTED))
             continue
         expected = expected_for(stream, fed, accepted)
-        # a -1 the capture shows reaching the embedding unclamped is a bounds finding instead
+        # a -1 the capture shows reaching the embedding unclamped is a bounds finding instead,
+        # and one where the embedding read another id than the clamp's 0 is the race check's
         placeholder = (fed.value < 0 and stream.clamps is True
-                       and (fed.read is None or fed.read >= 0))
+                       and (fed.read is None or fed.read == 0))
         if placeholder:
             judged += 1
             known = expected is not None and INT64[0] <= expected.value <= INT64[1]

@@ -34,7 +34,8 @@ def _check(records: list[Record], manifest: dict[str, Any] | None = None) -> Con
 
 
 def _v1(fed: list[int], *, prev: dict[str, Any] | None = None, sampled: Any = None,
-        bound: int = 100, bound_2: int | None = None) -> list[Record]:
+        bound: int = 100, bound_2: int | None = None, written: list[int] | None = None
+        ) -> list[Record]:
     """Two V1 steps of requests ``a`` (row 0) and ``b`` (row 1), one token each: step 1 feeds
     10 and 20 at position 5, step 2 feeds ``fed`` at position 6, where the request had 11 and
     21 (the ids step 1 sampled). ``prev``: step 2's ``batch_change`` names for its previous
@@ -53,6 +54,8 @@ def _v1(fed: list[int], *, prev: dict[str, Any] | None = None, sampled: Any = No
     last = np.array([[11], [21]]) if sampled is None else sampled
     second = step(2, fed, 6, last, prev or {"prev_req_ids": ["a", "b"]},
                   bound if bound_2 is None else bound_2)
+    if written is not None:  # what the staging wrote before the clamp
+        second[1].fields["input_ids_device_after"] = np.array(written)
     return first + second
 
 
@@ -317,3 +320,16 @@ def test_known_takes_the_runner_from_the_sites_a_capture_holds() -> None:
     unjudged = SimpleNamespace(**{**vars(replayed), "continuity": _check(
         [r for r in _v1([11, 22]) if r.site == SINK], MANIFEST)})
     assert "runner" not in evidence_of(unjudged).facts  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("read", "clamped"), [(0, True), (5, False), (-1, False)])
+def test_a_placeholder_is_called_clamped_only_where_the_model_read_the_clamps_zero(
+        read: int, clamped: bool) -> None:
+    """The staging wrote -1 for ``a``, vLLM 0.33 with drafts clamps it to 0: "the model read
+    token 0" was said even where the embedding recorded 5 (another id than the clamp's: the
+    race check's unwritten input) -- a wrong sentence. It is said only where it read 0."""
+    spec = {"versions": {"vllm": "0.33.0"}, "model": {"num_speculative_tokens": 2}}
+    found = _check(_v1([read, 21], written=[-1, 21]), spec).findings
+    assert [f["kind"] for f in found] == (["clamped_placeholder"] if clamped else [])
+    if clamped:
+        assert "the model read token 0 instead of token 11" in describe(found[0])
