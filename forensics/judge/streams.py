@@ -320,9 +320,17 @@ def continuity_of(records_of: RecordsOf, sites: Iterable[str],
     if v2:
         return check(v2_stream(records_of))
     version = (manifest.get("versions") or {}).get("vllm")
-    model = manifest.get("model") or {}
-    speculative = (int(model.get("num_speculative_tokens") or 0) > 0 if "num_speculative_tokens"
-                   in model else any(int(r.get("prev_num_spec_tokens") or 0) > 0
-                                     for r in records_of(v1_sites()[1])))
+    speculative = _speculative(manifest, records_of)
     known, why = clamps(version if isinstance(version, str) else None, "v1", speculative)
     return check(v1_stream(records_of, known, why))
+
+
+def _speculative(manifest: dict[str, Any], records_of: RecordsOf) -> bool:
+    """Whether the engine drafted: the manifest's ``num_speculative_tokens`` (null: no
+    drafter), else (absent, or no int: a string, a list, a bool) the staging records'."""
+    drafts = (manifest.get("model") or {}).get("num_speculative_tokens", "")
+    if drafts is None:
+        return False
+    if isinstance(drafts, int) and not isinstance(drafts, bool):
+        return drafts > 0
+    return any(int(r.get("prev_num_spec_tokens") or 0) > 0 for r in records_of(v1_sites()[1]))

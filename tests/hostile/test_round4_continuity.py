@@ -333,3 +333,34 @@ def test_a_placeholder_is_called_clamped_only_where_the_model_read_the_clamps_ze
     assert [f["kind"] for f in found] == (["clamped_placeholder"] if clamped else [])
     if clamped:
         assert "the model read token 0 instead of token 11" in describe(found[0])
+
+
+@pytest.mark.parametrize("count", ["x", [1], float("inf"), True])
+def test_a_draft_count_that_is_no_int_is_read_from_the_records(count: Any) -> None:
+    """``model.num_speculative_tokens`` of ``"x"``, ``[1]`` or infinity: ValueError,
+    TypeError, OverflowError (an internal error of ``replay``). The staging records say."""
+    manifest = {"versions": {"vllm": "0.33.0"}, "model": {"num_speculative_tokens": count}}
+    result = _check(_v1([11, 22]), manifest)
+    assert result.clamps is False  # the records' prev_num_spec_tokens: 0, no drafter
+    assert [f["req_id"] for f in result.findings] == ["b"]
+
+
+@pytest.mark.parametrize(("key", "value"), [("model", [1]), ("versions", "0.33.0"),
+                                            ("process", 7)])
+def test_a_manifest_section_that_is_no_object_is_refused_in_one_line(
+        tmp_path: Any, key: str, value: Any) -> None:
+    """``"model": [1]`` or ``"versions": "abc"``: every reader of the manifest took them for
+    objects (AttributeError: an internal error of ``replay``); the reader refuses them."""
+    import json
+
+    from forensics.errors import CaptureFormatError
+    from forensics.store.reader import load
+    from forensics.store.writer import write_capture
+
+    path = write_capture(tmp_path / "c.capture", [Record(SINK, 1, 0, {
+        "input_ids": np.array([1, 2]), "num_embeddings": 10})])
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest[key] = value
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(CaptureFormatError, match=f"'{key}' must be an object, got "):
+        load(path)
