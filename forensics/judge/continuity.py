@@ -121,14 +121,28 @@ class Continuity:
     needs: list[str]
     judged: int
     clamps: bool | None = None
+    #: every wrong token found, by kind (``findings`` keeps the first :data:`MAX_FINDINGS`)
+    counts: dict[str, int] = field(default_factory=dict)
+    #: whether some wrong token found was fed at a verified position
+    verified: bool = False
+    #: the padding placeholders noted (``notes`` keeps the first :data:`MAX_FINDINGS`)
+    padded: int = 0
+
+    def __post_init__(self) -> None:
+        """Counts from the findings and notes themselves where none were given."""
+        if not self.counts:
+            for found in self.findings:
+                self.counts[found["kind"]] = self.counts.get(found["kind"], 0) + 1
+        self.verified = self.verified or any(f["effect"] == VERIFIED for f in self.findings)
+        self.padded = max(self.padded, len(self.notes))
 
     @property
     def verdict(self) -> str:
         """``violation`` (a wrong token at a verified position), ``suspect`` (at drafts only),
         ``ok``, or ``not judged: needs <field>, ...``."""
-        if any(f["effect"] == VERIFIED for f in self.findings):
+        if self.verified:
             return "violation"
-        if self.findings:
+        if self.counts:
             return "suspect"
         if self.needs:
             return "not judged: needs " + ", ".join(self.needs)
@@ -139,11 +153,12 @@ class Continuity:
         lacking, or ``""`` when the check found nothing to say."""
         if self.findings:
             first = describe(self.findings[0])
-            more = len(self.findings) - 1
-            kinds = ", ".join(f"{sum(f['kind'] == k for f in self.findings)} {k}" for k in KINDS
-                              if any(f["kind"] == k for f in self.findings))
-            return (f"Token continuity: {len(self.findings)} wrong token(s) fed ({kinds}); the "
-                    f"first: {first}" + (f" ({more} more)." if more else "."))
+            total = sum(self.counts.values())
+            kinds = ", ".join(f"{self.counts[k]} {k}" for k in KINDS if self.counts.get(k))
+            listed = (f"; the findings table lists the first {len(self.findings)}"
+                      if total > len(self.findings) else "")
+            return (f"Token continuity: {total} wrong token(s) fed ({kinds}); the first: "
+                    f"{first}" + (f" ({total - 1} more{listed})." if total > 1 else "."))
         if self.needs:
             return f"Token continuity not judged: needs {', '.join(self.needs)}."
         return ""
@@ -158,20 +173,20 @@ class Continuity:
         """What ``replay --json`` says of the check beside its findings: the verdict, the fed
         tokens judged, the fields it lacked, the clamp and the padding notes counted."""
         return {"verdict": self.verdict, "judged": self.judged, "needs": self.needs,
-                "clamps": self.clamps, "padding_notes": len(self.notes)}
+                "clamps": self.clamps, "padding_notes": self.padded,
+                "found": sum(self.counts.values()), "listed": len(self.findings)}
 
 
 def check(stream: Stream) -> Continuity:
     """Compare every fed token of ``stream`` with the token its request had there (in time
     linear in the tokens fed and accepted, whatever positions and steps they claim)."""
-    findings: list[dict[str, Any]] = []
-    notes: list[dict[str, Any]] = []
+    found = _Found()
     judged = 0
     accepted = _Accepted(stream.accepted)
     for fed in stream.fed:
         if fed.role == PADDING:
             if fed.value < 0:
-                notes.append(finding_of(fed, None, CLAMPED if stream.clamps else SUBSTITUTED))
+                found.note(fed, CLAMPED if stream.clamps else SUBSTITUTED)
             continue
         expected = expected_for(stream, fed, accepted)
         # a -1 the capture shows reaching the embedding unclamped is a bounds finding instead,
@@ -181,13 +196,49 @@ def check(stream: Stream) -> Continuity:
         if placeholder:
             judged += 1
             known = expected is not None and INT64[0] <= expected.value <= INT64[1]
-            findings.append(finding_of(fed, expected if known else None, CLAMPED))
+            found.add(fed, expected if known else None, CLAMPED)
         elif (expected is not None and is_token(fed.value, fed.bound)
               and is_token(expected.value, fed.bound)):
             judged += 1
             if fed.value != expected.value:
-                findings.append(finding_of(fed, expected, SUBSTITUTED))
-    return Continuity(stream.runner, findings, notes, list(stream.needs), judged, stream.clamps)
+                found.add(fed, expected, SUBSTITUTED)
+    return Continuity(stream.runner, found.findings, found.notes, list(stream.needs), judged,
+                      stream.clamps, found.counts, found.verified, found.padded)
+
+
+#: the most findings (and padding notes) kept: a capture whose every token is wrong is told by
+#: the counts, not by a row per token (5 KB each, for every variant)
+MAX_FINDINGS = 10_000
+
+
+@dataclass
+class _Found:
+    """The check's findings and notes as they are found: all counted, the first kept."""
+
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    verified: bool = False
+    padded: int = 0
+
+    #: the (site, role) pairs kept: the first of each is kept past the cap (the verdict of
+    #: each site is read from the findings table)
+    kept: set[tuple[str, str]] = field(default_factory=set)
+
+    def add(self, fed: Fed, expected: Recorded | None, kind: str) -> None:
+        """Count a wrong token ``fed`` of ``kind``; keep it while under the cap, or when it is
+        the first of its site and role."""
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        self.verified = self.verified or fed.role == VERIFIED
+        if len(self.findings) < MAX_FINDINGS or (fed.site, fed.role) not in self.kept:
+            self.kept.add((fed.site, fed.role))
+            self.findings.append(finding_of(fed, expected, kind))
+
+    def note(self, fed: Fed, kind: str) -> None:
+        """Count a placeholder in the padding; keep it while under the cap."""
+        self.padded += 1
+        if len(self.notes) < MAX_FINDINGS:
+            self.notes.append(finding_of(fed, None, kind))
 
 
 #: the range of an int64 (the findings table's integer columns)

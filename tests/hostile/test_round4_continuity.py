@@ -364,3 +364,39 @@ def test_a_manifest_section_that_is_no_object_is_refused_in_one_line(
     (path / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(CaptureFormatError, match=f"'{key}' must be an object, got "):
         load(path)
+
+
+def test_a_capture_whose_every_token_is_wrong_is_counted_not_listed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every token substituted: a row per token, for every variant (1,000 steps of 64
+    requests: 287,396 findings, 1.7 GB). The check counts them all and keeps the first
+    (here 10) for the table; the sentence and ``replay --json`` give the count."""
+    from forensics.judge import continuity
+
+    monkeypatch.setattr(continuity, "MAX_FINDINGS", 10)
+    result = _alternating(60)()
+    assert (len(result.findings), result.counts, result.verdict) == (
+        10, {SUBSTITUTED: 30}, "violation")
+    assert result.summary()["found"] == 30 and result.summary()["listed"] == 10
+    assert result.sentence().startswith("Token continuity: 30 wrong token(s) fed (30 "
+                                        "substituted); the first: ")
+    assert result.sentence().endswith("(29 more; the findings table lists the first 10).")
+
+
+def test_past_the_cap_the_first_wrong_token_of_each_site_and_role_is_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wrong drafts fill the cap, then a wrong verified token: it is kept (the site's verdict
+    is read from the table: it must say violation, as the check does)."""
+    from forensics.judge import continuity
+    from forensics.judge.continuity import DRAFT, VERIFIED, Fed, Recorded, Stream, check
+
+    monkeypatch.setattr(continuity, "MAX_FINDINGS", 2)
+    stream = Stream("v1", clamps=False)
+    stream.proposed[(0, 2, "a")] = ([5, 5, 5, 5], PREPARE, 2, "draft_token_ids", 0, 1)
+    stream.accept(0, "a", 7, Recorded(9, PREPARE, 2, "prev_sampled_token_ids", "[0, 0]", 1))
+    stream.fed += [Fed(2, 0, SINK, "input_ids", 1 + j, "a", 8 + j, 6, DRAFT, j, 0, 6, 100)
+                   for j in range(4)]
+    stream.fed.append(Fed(2, 0, SINK, "input_ids", 0, "a", 7, 8, VERIFIED, -1, 0, 8, 100))
+    result = check(stream)
+    assert [f["effect"] for f in result.findings] == [DRAFT, DRAFT, VERIFIED]
+    assert result.counts == {SUBSTITUTED: 5} and result.verdict == "violation"
