@@ -88,8 +88,10 @@ class Stream:
 
     runner: str
     fed: list[Fed] = field(default_factory=list)
-    #: (rank, request, position) -> the tokens accepted there, in recording order
+    #: (rank, request, position) -> the tokens accepted there, in the order of the step that
+    #: sampled them (recording order among one step's), and those steps (:meth:`before`)
     accepted: dict[tuple[int, str, int], list[Recorded]] = field(default_factory=dict)
+    made: dict[tuple[int, str, int], list[int]] = field(default_factory=dict)
     #: (rank, step fed, request) -> the drafts proposed for it: their values, and where they
     #: were recorded (site, step, tensor, row of that tensor, the step that proposed them)
     proposed: dict[tuple[int, int, str], tuple[list[int], str, int, str, int, int]] = field(
@@ -101,8 +103,19 @@ class Stream:
     clamp_reason: str = "unknown"
 
     def accept(self, rank: int, req_id: str, position: int, token: Recorded) -> None:
-        """Note ``token`` as accepted for ``req_id`` at ``position``."""
-        self.accepted.setdefault((rank, req_id, position), []).append(token)
+        """Note ``token`` as accepted for ``req_id`` at ``position`` (after the tokens of its
+        step and the steps before: a stream is read in step order, so this appends)."""
+        key = (rank, req_id, position)
+        tokens, steps = self.accepted.setdefault(key, []), self.made.setdefault(key, [])
+        at = bisect.bisect_right(steps, token.made_at)
+        tokens.insert(at, token)
+        steps.insert(at, token.made_at)
+
+    def before(self, key: tuple[int, str, int], step: int) -> Recorded | None:
+        """The latest token accepted at ``key`` by a step before ``step`` (None: none), found
+        by bisection: a key accepted at every step costs a lookup a logarithm."""
+        at = bisect.bisect_left(self.made.get(key, ()), step)
+        return self.accepted[key][at - 1] if at else None
 
     def need(self, what: str) -> None:
         """Note a field the check needs and the capture lacks."""
@@ -180,30 +193,53 @@ class Continuity:
 def check(stream: Stream) -> Continuity:
     """Compare every fed token of ``stream`` with the token its request had there (in time
     linear in the tokens fed and accepted, whatever positions and steps they claim)."""
-    found = _Found()
-    judged = 0
-    accepted = _Accepted(stream.accepted)
-    for fed in stream.fed:
+    judging = Judging()
+    judging.take(stream)
+    return judging.result(stream)
+
+
+class Judging:
+    """The check as a stream is read: :meth:`take` judges the tokens fed so far and lets them
+    go (a stream read in step order holds, when a step's tokens are taken, every token
+    accepted before that step), so a capture's tokens are never all held at once."""
+
+    def __init__(self) -> None:
+        self.found = _Found()
+        self.judged = 0
+
+    def take(self, stream: Stream) -> None:
+        """Judge the tokens ``stream`` fed since the last take; drop them and their drafts."""
+        for fed in stream.fed:
+            self._judge(stream, fed)
+        stream.fed.clear()
+        stream.proposed.clear()
+
+    def result(self, stream: Stream) -> Continuity:
+        """The check's answer for ``stream`` (its tokens all taken)."""
+        found = self.found
+        return Continuity(stream.runner, found.findings, found.notes, list(stream.needs),
+                          self.judged, stream.clamps, found.counts, found.verified,
+                          found.padded)
+
+    def _judge(self, stream: Stream, fed: Fed) -> None:
         if fed.role == PADDING:
             if fed.value < 0:
-                found.note(fed, CLAMPED if stream.clamps else SUBSTITUTED)
-            continue
-        expected = expected_for(stream, fed, accepted)
+                self.found.note(fed, CLAMPED if stream.clamps else SUBSTITUTED)
+            return
+        expected = expected_for(stream, fed)
         # a -1 the capture shows reaching the embedding unclamped is a bounds finding instead,
         # and one where the embedding read another id than the clamp's 0 is the race check's
         placeholder = (fed.value < 0 and stream.clamps is True
                        and (fed.read is None or fed.read == 0))
         if placeholder:
-            judged += 1
+            self.judged += 1
             known = expected is not None and INT64[0] <= expected.value <= INT64[1]
-            found.add(fed, expected if known else None, CLAMPED)
+            self.found.add(fed, expected if known else None, CLAMPED)
         elif (expected is not None and is_token(fed.value, fed.bound)
               and is_token(expected.value, fed.bound)):
-            judged += 1
+            self.judged += 1
             if fed.value != expected.value:
-                found.add(fed, expected, SUBSTITUTED)
-    return Continuity(stream.runner, found.findings, found.notes, list(stream.needs), judged,
-                      stream.clamps, found.counts, found.verified, found.padded)
+                self.found.add(fed, expected, SUBSTITUTED)
 
 
 #: the most findings (and padding notes) kept: a capture whose every token is wrong is told by
@@ -251,35 +287,9 @@ def is_token(value: int, bound: int | None) -> bool:
     return 0 <= value < (INT64[1] + 1 if bound is None else bound)
 
 
-class _Accepted:
-    """The tokens accepted per (rank, request, position), a key held more than once sorted by
-    the step that sampled them (on its first lookup) and looked up by bisection: a key
-    accepted at every step costs each lookup a logarithm, not the capture's length."""
-
-    def __init__(self, accepted: dict[tuple[int, str, int], list[Recorded]]) -> None:
-        self.accepted = accepted
-        self.sorted: dict[tuple[int, str, int], tuple[list[Recorded], list[int]]] = {}
-
-    def before(self, key: tuple[int, str, int], step: int) -> Recorded | None:
-        """The latest token accepted at ``key`` by a step before ``step`` (None: none)."""
-        tokens = self.accepted.get(key)
-        if not tokens:
-            return None
-        if len(tokens) == 1:
-            return tokens[0] if tokens[0].made_at < step else None
-        held = self.sorted.get(key)
-        if held is None:  # stable: tokens of one step stay in recording order
-            ordered = sorted(tokens, key=lambda t: t.made_at)
-            held = self.sorted[key] = (ordered, [t.made_at for t in ordered])
-        at = bisect.bisect_left(held[1], step)
-        return held[0][at - 1] if at else None
-
-
-def expected_for(stream: Stream, fed: Fed, accepted: _Accepted | None = None
-                 ) -> Recorded | None:
+def expected_for(stream: Stream, fed: Fed) -> Recorded | None:
     """The token ``fed`` should be: the latest accepted for its request at its position by a
-    step before it (verified), or the drafter's proposal for its slot (draft); None unknown.
-    ``accepted``: the stream's accepted tokens indexed (built here when not given)."""
+    step before it (verified), or the drafter's proposal for its slot (draft); None unknown."""
     if fed.req_id is None:
         return None
     if fed.role == DRAFT:
@@ -290,8 +300,7 @@ def expected_for(stream: Stream, fed: Fed, accepted: _Accepted | None = None
         return Recorded(values[fed.draft], site, step, tensor, f"[{row}, {fed.draft}]", made_at)
     if fed.position is None:
         return None
-    index = accepted if accepted is not None else _Accepted(stream.accepted)
-    return index.before((fed.rank, fed.req_id, fed.position), fed.step)
+    return stream.before((fed.rank, fed.req_id, fed.position), fed.step)
 
 
 def finding_of(fed: Fed, expected: Recorded | None, kind: str) -> dict[str, Any]:

@@ -33,9 +33,9 @@ from forensics.judge.continuity import (
     VERIFIED,
     Continuity,
     Fed,
+    Judging,
     Recorded,
     Stream,
-    check,
 )
 from forensics.records import Record
 from forensics.sites import SINK, hooked_at, hooked_by
@@ -76,8 +76,10 @@ def _read(stream: Stream, records_of: RecordsOf,
     return found
 
 
-def v1_stream(records_of: RecordsOf, clamps: bool | None = None, why: str = "") -> Stream:
-    """The token stream of a V1 capture (see the module)."""
+def v1_stream(records_of: RecordsOf, clamps: bool | None = None, why: str = "",
+              judging: Judging | None = None) -> Stream:
+    """The token stream of a V1 capture (see the module); ``judging``: judge each step's
+    tokens as it is read (the stream then keeps none)."""
     stream = Stream("v1", clamps=clamps, clamp_reason=why)
     sink, staging, change_site = v1_sites()
     embedded, prepared, changed = _read(stream, records_of, [
@@ -95,6 +97,8 @@ def v1_stream(records_of: RecordsOf, clamps: bool | None = None, why: str = "") 
         if prep is not None:
             _v1_expected(stream, key, prep, change, last)
         _v1_fed(stream, key, embedded[key], prep, last)
+        if judging is not None:
+            judging.take(stream)
     return stream
 
 
@@ -201,8 +205,8 @@ def _v1_token(key: Key, ids: list[int], before: list[int], bound: int | None, e:
                bound)
 
 
-def v2_stream(records_of: RecordsOf) -> Stream:
-    """The token stream of a V2 capture (see the module)."""
+def v2_stream(records_of: RecordsOf, judging: Judging | None = None) -> Stream:
+    """The token stream of a V2 capture (see the module); ``judging`` as :func:`v1_stream`."""
     stream = Stream("v2", clamps=False, clamp_reason="Model Runner V2 does not clamp input ids")
     sink, combining, updating = v2_sites()
     embedded, combined, updated = _read(stream, records_of, [
@@ -214,6 +218,8 @@ def v2_stream(records_of: RecordsOf) -> Stream:
             continue
         verified = _v2_fed(stream, key, embedded[key], comb, post)
         _v2_sampled(stream, key, post, verified)
+        if judging is not None:
+            judging.take(stream)
     return stream
 
 
@@ -316,13 +322,14 @@ def continuity_of(records_of: RecordsOf, sites: Iterable[str],
 
     present = set(sites)
     manifest = manifest or {}
+    judging = Judging()
     v2 = manifest.get("runner") == "v2" or bool(present & set(v2_sites()[1:]))
     if v2:
-        return check(v2_stream(records_of))
+        return judging.result(v2_stream(records_of, judging))
     version = (manifest.get("versions") or {}).get("vllm")
     speculative = _speculative(manifest, records_of)
     known, why = clamps(version if isinstance(version, str) else None, "v1", speculative)
-    return check(v1_stream(records_of, known, why))
+    return judging.result(v1_stream(records_of, known, why, judging))
 
 
 def _speculative(manifest: dict[str, Any], records_of: RecordsOf) -> bool:
