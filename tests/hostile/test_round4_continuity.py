@@ -400,3 +400,22 @@ def test_past_the_cap_the_first_wrong_token_of_each_site_and_role_is_kept(
     result = check(stream)
     assert [f["effect"] for f in result.findings] == [DRAFT, DRAFT, VERIFIED]
     assert result.counts == {SUBSTITUTED: 5} and result.verdict == "violation"
+
+
+@pytest.mark.parametrize(("kind", "value", "given", "label"), [
+    ("substituted", 78, None, "not the request's token"),
+    ("clamped_placeholder", -1, "placeholder", "placeholder"),
+    ("unwritten_input", 5, None, "not the id written"),
+    ("misattributed", 3, None, "another request's row"),
+    ("out_of_bounds", -1, None, "-1")])
+def test_a_triage_group_names_a_wrong_token_for_what_it_is(kind: str, value: int,
+                                                           given: str | None,
+                                                           label: str) -> None:
+    """Triage titled every finding that is not out of bounds "`another request's row`": a
+    substituted token ("`another request's row` substituted in input_ids at embedding"), a
+    clamped placeholder, an unwritten input -- a wrong sentence for all but misattributed."""
+    from forensics.fleet.signature import value_class
+
+    first = {"kind": kind, "value": value, "value_class": given, "lower": 0, "upper": 100,
+             "tensor": "input_ids", "site": SINK}
+    assert value_class(first) == label
