@@ -107,18 +107,19 @@ def _v1_expected(stream: Stream, key: Key, prep: Record, change: Record | None,
     """Each previous row's last sampled id (at its position) and its drafts, from ``prep``."""
     step, rank = key
     sampled = _rows(prep["prev_sampled_token_ids"])
-    names = _prev_names(stream, change, len(sampled))
+    drafts = prep.get("draft_token_ids")
+    drafts = None if drafts is None else _rows(drafts)
+    names = _prev_names(stream, change, max(len(sampled), 0 if drafts is None else len(drafts)))
     if names is None:
         return
     counts = np.asarray(change["valid_sampled_token_count"]).reshape(-1) if change is not None \
         else None
-    drafts = prep.get("draft_token_ids")
-    drafts = None if drafts is None else _rows(drafts)
     for i, name in enumerate(names):
         if name is None:
             continue
         before = last.get((rank, name))
-        if (counts is not None and i < len(counts) and sampled.shape[1] and before is not None
+        if (counts is not None and i < len(counts) and i < len(sampled) and sampled.shape[1]
+                and before is not None
                 and before[0] == step - 1 and int(counts[i]) > 0):
             stream.accept(rank, name, before[1] + int(counts[i]), Recorded(
                 int(sampled[i, 0]), prep.site, step, "prev_sampled_token_ids",
