@@ -124,7 +124,7 @@ def _v1_expected(stream: Stream, key: Key, prep: Record, change: Record | None,
             stream.accept(rank, name, before[1] + int(counts[i]), Recorded(
                 int(sampled[i, 0]), prep.site, step, "prev_sampled_token_ids",
                 f"[{i}, 0]", step - 1))
-        if drafts is not None and i < len(drafts):
+        if drafts is not None and i < len(drafts) and step > 0:  # step 0 follows none
             stream.proposed[(rank, step, name)] = (drafts[i].tolist(), prep.site, step,
                                                    "draft_token_ids", i, step - 1)
     if counts is None:
@@ -254,7 +254,7 @@ def _v2_fed(stream: Stream, key: Key, emb: Record, comb: Record, post: Record
         first = int(computed[slot]) if own and slot < len(computed) else None
         if first is not None and not 0 <= first <= INT64[1] - (end - start):
             first = None  # no position an int64 holds
-        if d and own and slot < len(drafts):
+        if d and own and slot < len(drafts) and step > 0:  # step 0 follows none
             stream.proposed[(rank, step, name)] = (drafts[slot].reshape(-1).tolist(), comb.site,
                                                    step, "draft_tokens", slot, step - 1)
         for e in range(start, min(end, len(read))):

@@ -419,3 +419,21 @@ def test_a_triage_group_names_a_wrong_token_for_what_it_is(kind: str, value: int
     first = {"kind": kind, "value": value, "value_class": given, "lower": 0, "upper": 100,
              "tensor": "input_ids", "site": SINK}
     assert value_class(first) == label
+
+
+def test_drafts_fed_at_step_zero_are_proposed_at_no_step_before_it() -> None:
+    """A capture whose first step is 0 with drafts fed: "proposed at step -1" (a step that
+    does not exist) in the sentence and the ``expected_step`` column. Such drafts are not
+    judged."""
+    records = [Record(CHANGE, 0, 0, {"valid_sampled_token_count": np.array([1]),
+                                     "prev_req_ids": ["a"]}),
+               Record(PREPARE, 0, 0, {"prev_sampled_token_ids": np.array([[7]]),
+                                      "cu_num_tokens": np.array([3]),
+                                      "num_draft_tokens": np.array([2]), "req_ids": ["a"],
+                                      "draft_token_ids": np.array([[30, 31]]),
+                                      "prev_num_spec_tokens": 2}),
+               Record(SINK, 0, 0, {"input_ids": np.array([7, 30, 32]), "num_embeddings": 100,
+                                   "positions": np.array([5, 6, 7])})]
+    result = _check(records, MANIFEST)
+    assert all(f["expected_step"] is None or f["expected_step"] >= 0 for f in result.findings)
+    assert result.findings == []
