@@ -17,7 +17,8 @@ slot. :func:`check` compares them:
 - padding beyond the scheduled tokens is harmless: a placeholder there is a note, not a finding.
 
 A token without a recorded expectation (a prompt token, a request first seen mid-capture) is
-not judged and not counted. A stream that lacks a field the check needs says so in
+not judged and not counted. Every wrong token is counted; the first :data:`MAX_FINDINGS` are
+kept as findings. A stream that lacks a field the check needs says so in
 :attr:`Stream.needs`: its continuity is "not judged: needs <field>", never ``ok``.
 """
 
@@ -192,7 +193,8 @@ class Continuity:
 
 def check(stream: Stream) -> Continuity:
     """Compare every fed token of ``stream`` with the token its request had there (in time
-    linear in the tokens fed and accepted, whatever positions and steps they claim)."""
+    linear in the tokens fed and accepted, whatever positions and steps they claim); the
+    stream's tokens and drafts are taken (:meth:`Judging.take`)."""
     judging = Judging()
     judging.take(stream)
     return judging.result(stream)
