@@ -14,10 +14,12 @@ recorded values of a launch (``kernel_contract`` findings).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
+from forensics.budget import require_alloc
 from forensics.kernels.format import Launch, TensorArg
 
 SLOT_INDEX = ("idx_mapping", "idx_mapping_ptr")
@@ -30,18 +32,23 @@ MOST = 16
 
 
 def _values(arg: TensorArg, which: str = "data") -> np.ndarray | None:
-    """The tensor's elements (row-major), or None when they were not recorded."""
+    """The tensor's elements (row-major), or None when they were not recorded; the view lies
+    inside the storage (:func:`forensics.kernels.format.check_launch` saw to it), and its
+    elements (a zero stride repeats one) are held to the allocation budget.
+
+    Raises:
+        AllocationBudgetError: the view's elements would pass the budget.
+    """
     if arg.contents == "none" or (which == "after" and arg.after is None):
         return None
     flat = arg.array(which)
     if arg.contents == "view":
         return flat
-    try:
-        return np.lib.stride_tricks.as_strided(
-            flat[arg.offset:], arg.shape, [s * arg.itemsize for s in arg.strides],
-            writeable=False).reshape(-1) if arg.shape else flat[arg.offset:arg.offset + 1]
-    except ValueError:
-        return None
+    require_alloc(math.prod(arg.shape) * arg.itemsize, f"tensor {arg.name}", "shape",
+                  list(arg.shape))
+    return np.lib.stride_tricks.as_strided(
+        flat[arg.offset:], arg.shape, [s * arg.itemsize for s in arg.strides],
+        writeable=False).reshape(-1) if arg.shape else flat[arg.offset:arg.offset + 1]
 
 
 def _finding(launch: Launch, arg: str, what: str, values: np.ndarray, bad: np.ndarray,

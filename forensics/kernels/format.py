@@ -99,9 +99,11 @@ class TensorArg:
         return self.storage // self.itemsize
 
     def array(self, which: str = "data") -> np.ndarray:
-        """``data`` (or ``after``) as a flat array of the tensor's dtype."""
+        """``data`` (or ``after``) as a flat array of the tensor's dtype (its whole elements:
+        a storage need not be a whole number of them)."""
         raw = self.data if which == "data" else (self.after or b"")
-        return np.frombuffer(raw, dtype=numpy_dtype(self.dtype))
+        return np.frombuffer(raw, dtype=numpy_dtype(self.dtype),
+                             count=len(raw) // self.itemsize)
 
 
 @dataclass
@@ -170,6 +172,20 @@ def _b64(value: Any, where: str, key: str) -> bytes:
         raise _fail(where, key, "is not valid base64") from None
 
 
+def _inside_storage(arg: TensorArg, here: str) -> None:
+    """Refuse a view (``shape``, ``strides``, ``offset``) reaching outside its ``storage``: a
+    torch tensor's never does, and the contracts read the recorded storage through it."""
+    if 0 in arg.shape:
+        return
+    reach = [s * (d - 1) for s, d in zip(arg.strides, arg.shape, strict=True)]
+    low = arg.offset + sum(r for r in reach if r < 0)
+    high = arg.offset + sum(r for r in reach if r > 0)
+    if low < 0 or (high + 1) * arg.itemsize > arg.storage:
+        raise _fail(here, "shape", f"(with 'strides' {list(arg.strides)} and 'offset' "
+                                   f"{arg.offset}) reaches elements {low}..{high}, outside its "
+                                   f"storage of {arg.elements} {arg.dtype} element(s)")
+
+
 def _tensor(name: str, raw: Any, where: str) -> TensorArg:
     here = f"{where} tensor {name!r}"
     if not isinstance(raw, dict) or not _NAME.fullmatch(name):
@@ -187,6 +203,7 @@ def _tensor(name: str, raw: Any, where: str) -> TensorArg:
     arg = TensorArg(name, dtype, shape, strides, _int(raw.get("offset"), here, "offset"),
                     _int(raw.get("storage"), here, "storage"), contents,
                     reason=_text(raw.get("reason", ""), here, "reason"))
+    _inside_storage(arg, here)
     if contents != "none":
         arg.data = _b64(raw.get("data"), here, "data")
         # math.prod: exact, where numpy's product of a forged shape wraps to a small size

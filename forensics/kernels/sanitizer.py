@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from forensics.cpu_env import triton_child_env
+from forensics.errors import AllocationBudgetError
 from forensics.kernels import contracts
 from forensics.kernels.coverage import installed_kernels
 from forensics.kernels.format import KIND, Launch, launches_of, summaries_of
@@ -164,7 +165,10 @@ def sanitize(capture: str | os.PathLike[str]) -> KernelReport:
 
 def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], worker: Worker,
          manifest: dict[str, Any]) -> LaunchResult:
-    found = contracts.check(launch, manifest)
+    try:
+        found = contracts.check(launch, manifest)
+    except AllocationBudgetError as exc:
+        return LaunchResult(launch, "not_replayable", str(exc))
     if (launch.module, launch.name) not in known:
         return LaunchResult(launch, "not_replayable", "not a Triton kernel of the installed "
                                                       "vLLM's worker packages", found)
