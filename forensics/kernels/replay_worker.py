@@ -10,10 +10,11 @@ installed vLLM defines) and answers one JSON line: ``{"status": "replayed"|"not_
 "reason", "accesses", "overflows", "differs", "values"}``.
 
 Each tensor argument gets its own allocation with :data:`GAP` bytes of unused memory on either
-side, so an access just past a tensor is attributed to it. Every load and store is observed: an
-active lane whose address leaves every tensor's storage is an out-of-bounds access (argument,
-program id, element offset from the storage's start, load or store, masked or not); it is not
-performed (a load reads 0), so a wild index neither corrupts nor crashes the replay. Integer
+side, so an access just past a tensor is attributed to it. Every load, store and atomic is
+observed: an active lane whose address leaves every tensor's storage is an out-of-bounds access
+(argument, program id, element offset from the storage's start, load, store or atomic, masked
+or not); it is not performed (a load reads 0), so a wild index neither corrupts nor crashes the
+replay. Integer
 additions, subtractions and multiplications of int32 values that wrap are noted as overflows.
 """
 
@@ -100,7 +101,7 @@ OBSERVER = Observer()
 
 def install_observer() -> None:
     """Route the interpreter's loads, stores and int32 arithmetic through :data:`OBSERVER`."""
-    interp = check_masked_accesses(OBSERVER.check, "load", "store")
+    interp = check_masked_accesses(OBSERVER.check, "load", "store", "atomic")
     builder = interp.InterpreterBuilder
     plain_load, plain_store, grid_idx = builder.create_load, builder.create_store, \
         builder.set_grid_idx

@@ -22,13 +22,15 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from forensics.budget import child_deadline, timed_out
 from forensics.cpu_env import triton_child_env
 from forensics.errors import AllocationBudgetError
 from forensics.kernels import contracts
 from forensics.kernels.coverage import installed_kernels
 from forensics.kernels.format import KIND, Launch, launches_of, summaries_of
+from forensics.variants.triton_kernels import Lines
 
 RACE = ("evidence the kernel read inputs that changed under it (a race): the replay on the "
         "recorded inputs wrote other values than the live launch")
@@ -63,63 +65,92 @@ class KernelReport:
 
 
 class Worker:
-    """The replay worker process (started on first use)."""
+    """The replay worker process (started on first use). Each answer has a deadline
+    (:func:`forensics.budget.child_deadline`): a worker that gives none in time is killed and
+    that launch is not replayable (``timed out after N s``); the next launch starts a new one.
+    It starts with ``-P``: the working directory (a shared folder, a capture) is not on its
+    import path, so no ``vllm/``, ``numpy.py`` or ``forensics/`` planted there is imported."""
 
     def __init__(self) -> None:
         self.process: subprocess.Popen[str] | None = None
+        self.lines: Lines | None = None
         self.note = ""
         self.failed = ""
 
+    def command(self) -> list[str]:
+        """The worker's command line (``-P``: see the class)."""
+        return [sys.executable, "-P", "-m", "forensics.kernels.replay_worker"]
+
     def start(self) -> bool:
         """Start the worker; False (``failed`` says why) when vLLM's kernels cannot run."""
-        env = triton_child_env()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "forensics.kernels.replay_worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-        hello = _line(self.process.stdout)
-        answer = json.loads(hello) if hello.startswith("{") else {}
+            self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, env=triton_child_env())
+        self.lines = Lines(self.process.stdout)
+        seconds = child_deadline()
+        answer = _json(self.lines.next(seconds) or "")
         if not answer.get("ready"):
             self.failed = str(answer.get("message") or "the worker exited")
-            self.close()
+            if not answer and self.process.poll() is None:
+                self.failed = f"it gave no answer: {timed_out(seconds)}"
+            self.stop()
             return False
         self.note = str(answer.get("note", ""))
         return True
 
     def ask(self, event: dict[str, Any]) -> dict[str, Any]:
-        """The worker's answer for one launch event (a dead worker is restarted once)."""
+        """The worker's answer for one launch event (a dead or stuck worker is ended; the
+        next launch starts a new one)."""
         if self.process is None or self.process.poll() is not None:
             if not self.start():
                 return {"status": "not_replayable", "reason": DISABLED.format(why=self.failed)}
         assert self.process is not None and self.process.stdin is not None
+        assert self.lines is not None
         try:
             self.process.stdin.write(json.dumps(event) + "\n")
             self.process.stdin.flush()
-            line = _line(self.process.stdout)
         except OSError:
-            line = ""
-        if not line:
-            self.process = None
-            return {"status": "not_replayable",
-                    "reason": "the replay crashed the interpreter's process"}
-        answer: dict[str, Any] = json.loads(line)
+            pass  # it died: the read below says so
+        seconds = child_deadline()
+        line = self.lines.next(seconds)
+        answer = _json(line or "")
+        if not answer:
+            self.stop()
+            why = timed_out(seconds) if line is None else \
+                "the replay crashed the interpreter's process"
+            return {"status": "not_replayable", "reason": why}
         return answer
 
-    def close(self) -> None:
-        """End the worker."""
+    def stop(self) -> None:
+        """Kill the worker and reap it (its stdout closes on its reader's thread)."""
         if self.process is not None:
+            self.process.kill()
+            self.process.wait()
             if self.process.stdin is not None:
-                self.process.stdin.close()
+                try:
+                    self.process.stdin.close()
+                except OSError:
+                    pass  # a pipe with unsent bytes to a dead process
+        self.process, self.lines = None, None
+
+    def close(self) -> None:
+        """End the worker (its stdin closed, it exits; killed when it does not in 30 s)."""
+        if self.process is not None and self.process.stdin is not None:
             try:
+                self.process.stdin.close()
                 self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-            if self.process.stdout is not None:
-                self.process.stdout.close()
-            self.process = None
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.stop()
 
 
-def _line(stream: IO[str] | None) -> str:
-    return stream.readline() if stream is not None else ""
+def _json(line: str) -> dict[str, Any]:
+    """The JSON object of one worker line, or {} (nothing, or not an object)."""
+    try:
+        answer = json.loads(line) if line.startswith("{") else {}
+    except ValueError:
+        return {}
+    return answer if isinstance(answer, dict) else {}
 
 
 def _base(launch: Launch, kind: str) -> dict[str, Any]:

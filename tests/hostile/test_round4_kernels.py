@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,115 @@ def test_a_storage_of_no_whole_number_of_elements_is_judged() -> None:
     assert [(f["argument"], f["elements"], f["values"], f["upper"]) for f in found] == [
         ("idx_mapping_ptr", [1], [5], 4)]
     assert json.dumps(found)
+
+
+def write_capture(root: Path, events: list[dict[str, Any]],
+                  model: dict[str, Any] | None = None) -> Path:
+    """A capture folder at ``root`` of a manifest (``model``: its model facts) and ``events``
+    (one events sidecar)."""
+    root.mkdir(parents=True)
+    (root / "manifest.json").write_text(json.dumps({
+        "format": 1, "creator": "test", "engine_id": "e" * 32, "model": model or {},
+        "process": {"host": "h", "pid": 1, "rank": 0, "tag": "h-1"}, "versions": {}}))
+    (root / "events-h-1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return root
+
+
+# --------------------------------------------- 2. a replay that never ends; a planted import
+
+
+STAND_IN = HERE / "hostile_kernel_worker.py"
+
+
+def test_a_stuck_replay_worker_times_out_and_the_other_launches_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    """A launch the interpreter never finishes (a grid of 2**31 programs) once hung
+    ``forensics kernels`` for ever: the worker's answer was read with no deadline. Now that
+    launch is not replayable, 'timed out after 1 s' (``FORENSICS_CHILD_TIMEOUT``), the worker
+    is killed, a launch that kills its worker is that launch's line, and the others run."""
+    from forensics.cli import main
+    from forensics.kernels.sanitizer import Worker
+
+    capture = write_capture(tmp_path / "stuck.capture", [
+        {**launch(step), "grid": [2**31] if step == 1 else [2]} for step in range(4)])
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
+    monkeypatch.setattr(Worker, "command", lambda self: [sys.executable, "-P", str(STAND_IN)])
+    code = main(["kernels", str(capture), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert [(r["step"], r["status"], r["reason"]) for r in out["launches"]] == [
+        (0, "replayed", ""), (1, "not_replayable", "timed out after 1 s"),
+        (2, "not_replayable", "the replay crashed the interpreter's process"),
+        (3, "replayed", "")], out
+
+
+def test_a_module_planted_in_the_working_directory_is_not_imported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m`` puts the working directory first on the import path: run from a shared
+    folder holding a ``forensics/`` (or ``numpy.py``, ``vllm/``), the replay worker once
+    imported it, running whatever it held. Now the worker starts with ``-P``; the real one is
+    ended by its start's deadline here (it would import vLLM), the planted code never ran."""
+    from forensics.kernels.sanitizer import Worker
+
+    planted = tmp_path / "shared"
+    (planted / "forensics").mkdir(parents=True)
+    marker = tmp_path / "ran"
+    (planted / "forensics" / "__init__.py").write_text(
+        f"open({str(marker)!r}, 'w').write('planted code ran')\nraise SystemExit(3)\n")
+    (planted / "numpy.py").write_text(f"open({str(marker)!r}, 'w').write('numpy.py ran')\n")
+    monkeypatch.chdir(planted)
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
+    worker = Worker()
+    try:
+        assert not worker.start()
+    finally:
+        worker.close()
+    assert not marker.exists(), marker.read_text()
+    assert worker.failed == "it gave no answer: timed out after 1 s", worker.failed
+
+
+# ------------------------------------------------- 3. an atomic at an address the capture chose
+
+
+def test_an_atomic_outside_every_storage_is_noted_and_not_performed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's ``_bincount_kernel`` adds 1 at ``output_bin_counts_ptr + token`` with tokens read
+    from the capture: the interpreter's atomics were not checked, so a recorded token id made
+    the replay worker add to any address it chose (another tensor, the worker's own memory),
+    unseen. Now an atomic lane outside the storages is noted as an ``atomic`` and not
+    performed, a compare-and-swap's too (Triton's interpreter alone: no kernel, no torch)."""
+    import numpy as np
+    import triton.language as tl
+    from triton._C.libtriton import ir
+    from triton.runtime import interpreter as interp
+
+    from forensics.kernels.interpreter import check_masked_accesses
+
+    for name in ("create_masked_load", "create_masked_store", "create_atomic_rmw",
+                 "create_atomic_cas"):  # the hook is undone after the test
+        monkeypatch.setattr(interp.InterpreterBuilder, name,
+                            getattr(interp.InterpreterBuilder, name))
+    storage, victim = np.zeros(4, dtype=np.int32), np.zeros(4, dtype=np.int32)
+    start, noted = storage.ctypes.data, []
+
+    def check(addresses: Any, mask: Any, size: int, what: str) -> Any:
+        address = np.asarray(addresses, dtype=np.uint64)
+        inside = (address >= start) & (address + size <= start + storage.nbytes)
+        noted.append((what, (np.asarray(mask) & ~inside).tolist()))
+        return np.asarray(mask) & inside
+
+    check_masked_accesses(check, "load", "store", "atomic")
+    builder = interp.InterpreterBuilder()
+    ptr = interp.TensorHandle(np.array([start, victim.ctypes.data + 4], dtype=np.uint64),
+                              tl.pointer_type(tl.int32))
+    value = interp.TensorHandle(np.array([5, 7], dtype=np.int32), tl.int32)
+    every = interp.TensorHandle(np.array([True, True]), tl.int1)
+    sem, scope = ir.MEM_SEMANTIC.ACQUIRE_RELEASE, ir.MEM_SYNC_SCOPE.GPU
+    builder.create_atomic_rmw(ir.ATOMIC_OP.ADD, ptr, value, every, sem, scope)
+    assert storage.tolist() == [5, 0, 0, 0] and victim.tolist() == [0, 0, 0, 0]
+    compare = interp.TensorHandle(np.array([5, 0], dtype=np.int32), tl.int32)
+    builder.create_atomic_cas(ptr, compare, interp.TensorHandle(
+        np.array([6, 9], dtype=np.int32), tl.int32), sem, scope)
+    assert storage.tolist() == [6, 0, 0, 0] and victim.tolist() == [0, 0, 0, 0]
+    assert noted == [("atomic", [False, True]), ("atomic", [False, True])]
