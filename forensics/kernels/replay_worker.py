@@ -166,6 +166,19 @@ def _kernel(launch: Launch) -> Any:
     return kernel
 
 
+def _require_budget(launch: Launch) -> None:
+    """Hold the launch's allocations together (each storage and its two gaps) to the
+    allocation budget before any is made: thousands of small tensors, or several storages each
+    under the budget, once asked for gigabytes together."""
+    storages = sum(arg.storage for arg in launch.tensors.values())
+    try:
+        require_alloc(storages + 2 * GAP * len(launch.tensors),
+                      f"the launch's {len(launch.tensors)} tensor(s)", "storage",
+                      f"{storages} bytes in all (and {2 * GAP} bytes of gaps each)")
+    except AllocationBudgetError as exc:
+        raise NotReplayable(str(exc)) from None
+
+
 def _allocate(arg: TensorArg, torch: Any, keep: list[Any]) -> tuple[Any, Region]:
     """The tensor of ``arg`` in an allocation of its own (with gaps), filled with the
     recorded contents; a storage past the allocation budget (:mod:`forensics.budget`: a
@@ -225,6 +238,7 @@ def _num(value: Any) -> Any:
 
 def replay(launch: Launch) -> dict[str, Any]:
     """Replay one launch (see the module); the answer's fields."""
+    _require_budget(launch)
     import torch
 
     kernel = _kernel(launch)

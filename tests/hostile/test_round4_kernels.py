@@ -225,3 +225,32 @@ def test_an_atomic_outside_every_storage_is_noted_and_not_performed(
         np.array([6, 9], dtype=np.int32), tl.int32), sem, scope)
     assert storage.tolist() == [6, 0, 0, 0] and victim.tolist() == [0, 0, 0, 0]
     assert noted == [("atomic", [False, True]), ("atomic", [False, True])]
+
+
+# ------------------------------------------- 4. a launch's allocations together, not one by one
+
+
+def test_a_launchs_allocations_together_are_held_to_the_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each tensor's storage was held to the budget alone: a launch of many tensors (each
+    with 64 KiB of gap on either side: 12,000 empty ones fit an event line, 1.5 GiB) or of
+    several storages just under the budget asked for their sum. Now the sum (gaps included)
+    is refused in one line before anything is imported or allocated."""
+    from forensics.kernels.format import check_launch
+    from forensics.kernels.replay_worker import GAP, NotReplayable, replay
+
+    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "1M")
+    empty = {"dtype": "int32", "shape": [0], "strides": [1], "offset": 0, "storage": 0,
+             "contents": "none"}
+    event = {**launch(), "kernel": {"module": "forensics.no_such_module", "name": "_k"}}
+    event["tensors"] = {f"t{i}": empty for i in range(1 + (1 << 20) // (2 * GAP))}
+    with pytest.raises(NotReplayable) as raised:
+        replay(check_launch(event, "test"))
+    line = str(raised.value)
+    assert line.startswith("the launch's 9 tensor(s): 'storage' is 0 bytes in all (and 131072 "
+                           "bytes of gaps each), which would allocate 1179648 bytes"), line
+    assert "budget of 1048576 bytes" in line and len(line.splitlines()) == 1, line
+    half = {**empty, "shape": [1], "storage": 400_000}
+    event["tensors"] = {"a": half, "b": half, "c": half}
+    with pytest.raises(NotReplayable, match="'storage' is 1200000 bytes in all"):
+        replay(check_launch(event, "test"))
