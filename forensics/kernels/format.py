@@ -265,9 +265,32 @@ def launches_of(events: list[dict[str, Any]], capture: str) -> list[Launch]:
             for i, e in enumerate(found)]
 
 
-def summaries_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The capture's ``kernel_summary`` events (kernels seen, seen only in a graph)."""
-    return [e for e in events if e.get("kind") == SUMMARY_KIND]
+def check_summary(event: dict[str, Any], where: str) -> dict[str, Any]:
+    """``event`` (a ``kernel_summary``) when the fields the sanitizer reads hold what they
+    say: ``graph_only`` a list of ``module.kernel`` names, ``kernels_seen`` name -> count.
+
+    Raises:
+        CaptureFormatError: naming ``where``, the field and the fix.
+    """
+    graph_only = event.get("graph_only", [])
+    if not isinstance(graph_only, list) or not all(
+            isinstance(k, str) and len(k) <= 300 for k in graph_only):
+        raise _fail(where, "graph_only", "must be a list of 'module.kernel' names")
+    seen = event.get("kernels_seen", {})
+    if not isinstance(seen, dict) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**63
+            for n in seen.values()):
+        raise _fail(where, "kernels_seen", "must be an object 'module.kernel' -> launches "
+                                           "seen (an int >= 0)")
+    return event
+
+
+def summaries_of(events: list[dict[str, Any]], capture: str) -> list[dict[str, Any]]:
+    """The capture's ``kernel_summary`` events (kernels seen, seen only in a graph), checked
+    (:func:`check_summary`)."""
+    found = [e for e in events if e.get("kind") == SUMMARY_KIND]
+    return [check_summary(e, f"capture '{capture}' kernel_summary event {i}")
+            for i, e in enumerate(found)]
 
 
 #: the section of docs/import-format.md on kernel records (appended by ``forensics schema``)

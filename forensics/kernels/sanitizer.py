@@ -182,6 +182,7 @@ def sanitize(capture: str | os.PathLike[str]) -> KernelReport:
     cap = load(capture)
     raw = [e for e in cap.kernel_events if e.get("kind") == KIND]
     launches = launches_of(cap.kernel_events, str(capture))
+    summaries = summaries_of(cap.kernel_events, str(capture))
     known = set(installed_kernels())
     worker, results = Worker(), []
     try:
@@ -190,8 +191,7 @@ def sanitize(capture: str | os.PathLike[str]) -> KernelReport:
     finally:
         worker.close()
     note = worker.note or ("" if not worker.failed else DISABLED.format(why=worker.failed))
-    return KernelReport(str(capture), results, coverage(launches, results, cap.kernel_events,
-                                                        known), note)
+    return KernelReport(str(capture), results, coverage(results, summaries, known), note)
 
 
 def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], worker: Worker,
@@ -210,16 +210,16 @@ def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], wor
                         found + _findings(launch, answer))
 
 
-def coverage(launches: list[Launch], results: list[LaunchResult],
-             events: list[dict[str, Any]], known: set[tuple[str, str]]) -> list[dict[str, Any]]:
+def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
+             known: set[tuple[str, str]]) -> list[dict[str, Any]]:
     """One row per kernel of the installed vLLM (and per recorded kernel it lacks):
     ``recorded``, ``graph_only``, ``never_launched`` or ``not_replayable`` (with why)."""
     graph_only: set[str] = set()
     seen: dict[str, int] = {}
-    for summary in summaries_of(events):
-        graph_only |= {str(k) for k in summary.get("graph_only", [])}
-        for key, count in (summary.get("kernels_seen") or {}).items():
-            seen[str(key)] = seen.get(str(key), 0) + int(count)
+    for summary in summaries:
+        graph_only |= set(summary.get("graph_only", []))
+        for key, count in summary.get("kernels_seen", {}).items():
+            seen[key] = seen.get(key, 0) + count
     by_kernel: dict[tuple[str, str], list[LaunchResult]] = {}
     for result in results:
         by_kernel.setdefault((result.launch.module, result.launch.name), []).append(result)

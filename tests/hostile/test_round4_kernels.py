@@ -254,3 +254,34 @@ def test_a_launchs_allocations_together_are_held_to_the_budget(
     event["tensors"] = {"a": half, "b": half, "c": half}
     with pytest.raises(NotReplayable, match="'storage' is 1200000 bytes in all"):
         replay(check_launch(event, "test"))
+
+
+# --------------------------------------------------------- 5. a kernel_summary of other types
+
+SUMMARY = {"kind": "kernel_summary", "format": 1, "step": 0, "rank": 0, "graph_only": [],
+           "kernels_seen": {f"{MODULE}.{KERNEL}": 1}, "handed_off": 0, "launches_written": 1}
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"graph_only": 5}, "graph_only"),
+    ({"graph_only": [["nested"]]}, "graph_only"),
+    ({"kernels_seen": [1]}, "kernels_seen"),
+    ({"kernels_seen": {"k": "many"}}, "kernels_seen"),
+    ({"kernels_seen": {"k": float("inf")}}, "kernels_seen"),
+])
+def test_a_kernel_summary_of_other_types_is_one_line_naming_its_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any],
+        field: str) -> None:
+    """The sanitizer read a ``kernel_summary``'s ``graph_only`` and ``kernels_seen`` unchecked
+    (``int(count)``, ``.items()``): another type ended ``forensics kernels`` in 'internal
+    error ... this is a bug'. Now exit 2 with one line naming the event, the field and the fix
+    (the summary's other counts, ``handed_off`` among them, size nothing and are not read)."""
+    from forensics.cli import main
+
+    capture = write_capture(tmp_path / "summary.capture", [
+        launch(), {**SUMMARY, **change, "handed_off": -(2**70)}])
+    assert main(["kernels", str(capture)]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith(f"forensics kernels: error: capture '{capture}' kernel_summary "
+                           f"event 0: field '{field}' must be"), line
+    assert "fix or delete the event line" in line and len(line.splitlines()) == 1, line
