@@ -225,7 +225,8 @@ def _differs(arg: TensorArg, replayed: bytes) -> dict[str, Any] | None:
     mine = np.frombuffer(replayed, dtype=numpy_dtype(arg.dtype))
     if live.shape != mine.shape:
         return None
-    where = np.flatnonzero(live != mine)
+    bits = np.dtype(f"<u{live.itemsize}")  # a NaN equals itself, -0.0 differs from 0.0
+    where = np.flatnonzero(live.view(bits) != mine.view(bits))
     if not len(where):
         return None
     return {"argument": arg.name, "span": arg.contents, "count": int(len(where)),

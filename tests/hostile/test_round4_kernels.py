@@ -285,3 +285,42 @@ def test_a_kernel_summary_of_other_types_is_one_line_naming_its_field(
     assert line.startswith(f"forensics kernels: error: capture '{capture}' kernel_summary "
                            f"event 0: field '{field}' must be"), line
     assert "fix or delete the event line" in line and len(line.splitlines()) == 1, line
+
+
+# ------------------------------------------------------------- 6. NaN and infinity in a record
+
+
+def test_an_unchanged_nan_is_no_live_difference() -> None:
+    """The replay's span was compared with the live one by value: a float tensor holding a NaN
+    the launch never touched differed from itself, a 'race' finding on a clean launch. It is
+    compared by bits (and -0.0 written where 0.0 was live is a difference)."""
+    import numpy as np
+
+    from forensics.kernels.format import check_launch
+    from forensics.kernels.replay_worker import _differs
+
+    values = np.array([np.nan, 1.0, 0.0], dtype=np.float32)
+    event = launch(dtype="float32", shape=[3], storage=12, data=b64(values.tobytes()))
+    arg = check_launch(event, "test").tensors["idx_mapping_ptr"]
+    assert _differs(arg, values.tobytes()) is None
+    found = _differs(arg, np.array([np.nan, 1.0, -0.0], dtype=np.float32).tobytes())
+    assert found is not None and [e[0] for e in found["elements"]] == [2], found
+
+
+def test_json_output_holds_no_nan_or_infinity(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A float ``idx_mapping`` holding infinity is a contract finding whose values were printed
+    as the bare ``Infinity`` of Python's json, which JSON (and jq) refuse; ``--json`` is now
+    strict JSON with such a value as the text "inf"."""
+    import numpy as np
+
+    from forensics.cli import main
+
+    values = np.array([np.inf, 1.0], dtype=np.float32)
+    capture = write_capture(tmp_path / "inf.capture", [{
+        **launch(dtype="float32", data=b64(values.tobytes())),
+        "kernel": {"module": "vllm.v1.worker.gpu.stand_in", "name": "_k"}}])
+    assert main(["kernels", str(capture), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out, parse_constant=lambda name: pytest.fail(name))
+    [finding] = out["findings"]
+    assert (finding["argument"], finding["values"]) == ("idx_mapping_ptr", ["inf"]), finding
