@@ -64,6 +64,10 @@ class KernelReport:
         return [f for r in self.results for f in r.findings]
 
 
+#: the seconds the worker may take to start (import vLLM), unless the child deadline is longer
+START_TIMEOUT = 600.0
+
+
 class Worker:
     """The replay worker process (started on first use). Each answer has a deadline
     (:func:`forensics.budget.child_deadline`): a worker that gives none in time is killed and
@@ -82,17 +86,19 @@ class Worker:
         return [sys.executable, "-P", "-m", "forensics.kernels.replay_worker"]
 
     def start(self) -> bool:
-        """Start the worker; False (``failed`` says why) when vLLM's kernels cannot run."""
+        """Start the worker; False (``failed`` says why, in one line) when vLLM's kernels cannot
+        run or it gave no ``ready`` within :data:`START_TIMEOUT` (or the child deadline)."""
         self.process = subprocess.Popen(
             self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True, env=triton_child_env())
         self.lines = Lines(self.process.stdout)
-        seconds = child_deadline()
-        answer = _json(self.lines.next(seconds) or "")
+        seconds = max(START_TIMEOUT, child_deadline())
+        line = self.lines.next(seconds)
+        answer = _json(line or "")
         if not answer.get("ready"):
-            self.failed = str(answer.get("message") or "the worker exited")
-            if not answer and self.process.poll() is None:
-                self.failed = f"it gave no answer: {timed_out(seconds)}"
+            self.failed = f"the replay worker did not start: {timed_out(seconds)}" \
+                if line is None else DISABLED.format(
+                    why=str(answer.get("message") or "the worker exited"))
             self.stop()
             return False
         self.note = str(answer.get("note", ""))
@@ -103,7 +109,7 @@ class Worker:
         next launch starts a new one)."""
         if self.process is None or self.process.poll() is not None:
             if not self.start():
-                return {"status": "not_replayable", "reason": DISABLED.format(why=self.failed)}
+                return {"status": "not_replayable", "reason": self.failed}
         assert self.process is not None and self.process.stdin is not None
         assert self.lines is not None
         try:
@@ -190,7 +196,7 @@ def sanitize(capture: str | os.PathLike[str]) -> KernelReport:
             results.append(_one(launch, event, known, worker, cap.manifest))
     finally:
         worker.close()
-    note = worker.note or ("" if not worker.failed else DISABLED.format(why=worker.failed))
+    note = worker.note or worker.failed
     return KernelReport(str(capture), results, coverage(results, summaries, known), note)
 
 

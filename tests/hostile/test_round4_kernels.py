@@ -161,7 +161,9 @@ def test_a_module_planted_in_the_working_directory_is_not_imported(
     """``python -m`` puts the working directory first on the import path: run from a shared
     folder holding a ``forensics/`` (or ``numpy.py``, ``vllm/``), the replay worker once
     imported it, running whatever it held. Now the worker starts with ``-P``; the real one is
-    ended by its start's deadline here (it would import vLLM), the planted code never ran."""
+    ended by its start's deadline, 1 s here (it would import vLLM), the planted code never
+    ran."""
+    from forensics.kernels import sanitizer
     from forensics.kernels.sanitizer import Worker
 
     planted = tmp_path / "shared"
@@ -172,13 +174,14 @@ def test_a_module_planted_in_the_working_directory_is_not_imported(
     (planted / "numpy.py").write_text(f"open({str(marker)!r}, 'w').write('numpy.py ran')\n")
     monkeypatch.chdir(planted)
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
+    monkeypatch.setattr(sanitizer, "START_TIMEOUT", 1.0)
     worker = Worker()
     try:
         assert not worker.start()
     finally:
         worker.close()
     assert not marker.exists(), marker.read_text()
-    assert worker.failed == "it gave no answer: timed out after 1 s", worker.failed
+    assert worker.failed == "the replay worker did not start: timed out after 1 s", worker.failed
 
 
 # ------------------------------------------------- 3. an atomic at an address the capture chose
