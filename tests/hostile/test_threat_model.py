@@ -11,7 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "threat-model.md"
-CLAIM_RE = re.compile(r"^\*\*(T\d+)\*\*(.*?)(?=^\*\*T\d+\*\*|^## |\Z)", re.M | re.S)
+CLAIM_RE = re.compile(r"^\*\*(T\d+[a-z]?)\*\*(.*?)(?=^\*\*T\d+[a-z]?\*\*|^## |\Z)",
+                      re.M | re.S)
 
 #: claim -> the tests that check it (``path::function``)
 TESTS = {
@@ -82,6 +83,24 @@ TESTS = {
             "tests/test_repro_data.py::test_a_call_past_its_deadline_fails_with_timed_out",
             "tests/fleet/test_fleet_200.py::"
             "test_a_stuck_ray_task_is_its_rows_timeout_and_the_others_finish"],
+    "T18k": ["tests/hostile/test_round4_kernels.py::"
+             "test_a_view_reaching_outside_its_storage_is_refused",
+             "tests/hostile/test_round4_kernels.py::"
+             "test_a_repeated_view_past_the_budget_is_that_launchs_line",
+             "tests/hostile/test_round4_kernels.py::"
+             "test_a_launchs_allocations_together_are_held_to_the_budget",
+             "tests/hostile/test_round4_kernels.py::"
+             "test_an_atomic_outside_every_storage_is_noted_and_not_performed",
+             "tests/hostile/test_round4_kernels.py::"
+             "test_a_stuck_replay_worker_times_out_and_the_other_launches_run",
+             "tests/hostile/test_round4_kernels.py::"
+             "test_a_module_planted_in_the_working_directory_is_not_imported",
+             "tests/hostile/test_round4_kernels.py::"
+             "test_a_kernel_summary_of_other_types_is_one_line_naming_its_field",
+             "tests/hostile/test_round4_kernels.py::"
+             "test_the_block_index_contract_is_linear_in_groups_and_positions",
+             "tests/hostile/test_round4_kernels.py::"
+             "test_json_output_holds_no_nan_or_infinity"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
