@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from forensics.budget import require_alloc
 from forensics.kernels.format import Launch, TensorArg
 
 SLOT_INDEX = ("idx_mapping", "idx_mapping_ptr")
@@ -32,20 +31,18 @@ MOST = 16
 
 
 def _values(arg: TensorArg, which: str = "data") -> np.ndarray | None:
-    """The tensor's elements (row-major), or None when they were not recorded; the view lies
-    inside the storage (:func:`forensics.kernels.format.check_launch` saw to it), and its
-    elements (a zero stride repeats one) are held to the allocation budget.
-
-    Raises:
-        AllocationBudgetError: the view's elements would pass the budget.
-    """
+    """The tensor's elements (row-major), or None when they were not recorded or the view
+    repeats elements (more of them than its storage holds: a zero stride; the engine's index
+    buffers never are, and the contracts' work and memory follow the recorded bytes, not a
+    claimed shape). The view lies inside the storage
+    (:func:`forensics.kernels.format.check_launch` saw to it)."""
     if arg.contents == "none" or (which == "after" and arg.after is None):
         return None
     flat = arg.array(which)
     if arg.contents == "view":
         return flat
-    require_alloc(math.prod(arg.shape) * arg.itemsize, f"tensor {arg.name}", "shape",
-                  list(arg.shape))
+    if math.prod(arg.shape) > len(flat):
+        return None
     return np.lib.stride_tricks.as_strided(
         flat[arg.offset:], arg.shape, [s * arg.itemsize for s in arg.strides],
         writeable=False).reshape(-1) if arg.shape else flat[arg.offset:arg.offset + 1]

@@ -26,7 +26,6 @@ from typing import Any
 
 from forensics.budget import child_deadline, timed_out
 from forensics.cpu_env import triton_child_env
-from forensics.errors import AllocationBudgetError
 from forensics.kernels import contracts
 from forensics.kernels.coverage import installed_kernels
 from forensics.kernels.format import KIND, Launch, launches_of, summaries_of
@@ -202,10 +201,7 @@ def sanitize(capture: str | os.PathLike[str]) -> KernelReport:
 
 def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], worker: Worker,
          manifest: dict[str, Any]) -> LaunchResult:
-    try:
-        found = contracts.check(launch, manifest)
-    except AllocationBudgetError as exc:
-        return LaunchResult(launch, "not_replayable", str(exc))
+    found = contracts.check(launch, manifest)
     if (launch.module, launch.name) not in known:
         return LaunchResult(launch, "not_replayable", "not a Triton kernel of the installed "
                                                       "vLLM's worker packages", found)

@@ -3,8 +3,9 @@
 Each test is an attack a capture author (or a shared folder) made on the kernel sanitizer that
 once worked: a launch record whose view reaches outside its storage (read process memory, then
 a segmentation fault), a zero-stride view of 2**40 elements, a storage of no whole number of
-elements. No test here imports vLLM, Triton or torch: the replay worker, where one is needed,
-is a stand-in (``hostile_kernel_worker.py``).
+elements, and more (each section below). No test here imports vLLM or torch (one imports
+Triton's interpreter alone); the replay worker, where one is needed, is a stand-in
+(``hostile_kernel_worker.py``).
 """
 
 from __future__ import annotations
@@ -82,20 +83,19 @@ def test_a_view_inside_its_storage_is_read() -> None:
     assert [(f["elements"], f["values"]) for f in contracts.check(bad, {})] == [([0], [7])]
 
 
-def test_a_repeated_view_past_the_budget_is_that_launchs_line() -> None:
+def test_a_repeated_view_is_not_materialised() -> None:
     """A zero-stride view of 2**40 elements fits its 8-byte storage; the contracts once asked
-    for 4 TiB (and 1 TiB of booleans) to judge it, ending ``forensics kernels`` with an error.
-    Now that launch is not replayable, in one line naming the tensor, 'shape' and the budget;
-    the launch next to it is judged."""
+    for 4 TiB (and 1 TiB of booleans) to judge it, ending ``forensics kernels`` with an error
+    (and one of 2**27, within the budget, made the block-index contract's work follow it).
+    A view of more elements than its storage holds is not judged by the contracts (the
+    engine's index buffers are never such views); the launch beside it is."""
     from forensics.kernels.format import check_launch
     from forensics.kernels.sanitizer import _one
 
-    huge = check_launch(launch(shape=[2**40], strides=[0]), "test")
+    huge = check_launch(launch(shape=[2**40], strides=[0],
+                               data=b64(b"\11\0\0\0\11\0\0\0")), "test")
     result = _one(huge, {}, set(), None, {})  # type: ignore[arg-type]
-    assert result.status == "not_replayable", result
-    assert result.reason.startswith("tensor idx_mapping_ptr: 'shape' is [1099511627776], "
-                                    "which would allocate 4398046511104 bytes"), result.reason
-    assert "allocation budget" in result.reason and len(result.reason.splitlines()) == 1
+    assert result.findings == [], result
     beside = check_launch(launch(data=b64(b"\0\0\0\0\11\0\0\0")), "test")
     result = _one(beside, {}, set(), None, {})  # type: ignore[arg-type]
     assert [f["values"] for f in result.findings] == [[9]], result
