@@ -105,7 +105,9 @@ class Worker:
 
     def ask(self, event: dict[str, Any]) -> dict[str, Any]:
         """The worker's answer for one launch event (a dead or stuck worker is ended; the
-        next launch starts a new one)."""
+        next launch starts a new one; one that failed to start is not started again)."""
+        if self.failed:
+            return {"status": "not_replayable", "reason": self.failed}
         if self.process is None or self.process.poll() is not None:
             if not self.start():
                 return {"status": "not_replayable", "reason": self.failed}

@@ -156,6 +156,30 @@ def test_a_stuck_replay_worker_times_out_and_the_other_launches_run(
         (3, "replayed", "")], out
 
 
+def test_a_worker_that_never_starts_is_waited_for_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that never says it is ready (an import that hangs) was waited for without a
+    deadline, and a worker that failed to start was started again for every launch. Now its
+    start has a deadline, every launch says why it was not replayed, and it is started once."""
+    from forensics.kernels import sanitizer
+
+    capture = write_capture(tmp_path / "never.capture", [launch(step) for step in range(3)])
+    starts: list[int] = []
+
+    def command(self: sanitizer.Worker) -> list[str]:
+        starts.append(1)
+        return [sys.executable, "-P", "-c", "import time; time.sleep(60)"]
+
+    monkeypatch.setattr(sanitizer.Worker, "command", command)
+    monkeypatch.setattr(sanitizer, "START_TIMEOUT", 1.0)
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
+    report = sanitizer.sanitize(capture)
+    assert [(r.status, r.reason) for r in report.results] == [
+        ("not_replayable", "the replay worker did not start: timed out after 1 s")] * 3
+    assert report.note == "the replay worker did not start: timed out after 1 s"
+    assert len(starts) == 1
+
+
 def test_a_module_planted_in_the_working_directory_is_not_imported(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``python -m`` puts the working directory first on the import path: run from a shared
