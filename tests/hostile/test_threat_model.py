@@ -94,6 +94,8 @@ TESTS = {
              "tests/hostile/test_round4_kernels.py::"
              "test_a_stuck_replay_worker_times_out_and_the_other_launches_run",
              "tests/hostile/test_round4_kernels.py::"
+             "test_a_worker_that_never_starts_is_waited_for_once",
+             "tests/hostile/test_round4_kernels.py::"
              "test_a_module_planted_in_the_working_directory_is_not_imported",
              "tests/hostile/test_round4_kernels.py::"
              "test_a_kernel_summary_of_other_types_is_one_line_naming_its_field",
