@@ -414,3 +414,26 @@ def test_a_float_query_start_loc_is_not_judged() -> None:
 
     event = slot_mappings(1, 4, np.array([0, np.nan], dtype=np.float32))
     assert contracts.check(check_launch(event, "test"), {}) == []
+
+
+def test_the_v2_variant_worker_imports_nothing_from_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``replay --variant vllm``'s V2 kernel worker started with ``python -m`` too: a
+    ``forensics/`` in the folder it is run from ran. Now it starts with ``-P``; the real worker
+    is ended by its start's deadline (1 s here: it would import vLLM), the planted code never
+    ran."""
+    from forensics.errors import MissingDependencyError
+    from forensics.variants import triton_kernels
+
+    planted = tmp_path / "shared"
+    (planted / "forensics").mkdir(parents=True)
+    marker = tmp_path / "ran"
+    (planted / "forensics" / "__init__.py").write_text(
+        f"open({str(marker)!r}, 'w').write('planted code ran')\nraise SystemExit(3)\n")
+    monkeypatch.chdir(planted)
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
+    monkeypatch.setattr(triton_kernels, "_START_TIMEOUT", 1.0)
+    worker = triton_kernels.KernelWorker()
+    with pytest.raises(MissingDependencyError):
+        worker._start()
+    assert not marker.exists(), marker.read_text()

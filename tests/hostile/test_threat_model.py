@@ -118,6 +118,8 @@ TESTS = {
              "tests/hostile/test_round4_kernels.py::"
              "test_a_module_planted_in_the_working_directory_is_not_imported",
              "tests/hostile/test_round4_kernels.py::"
+             "test_the_v2_variant_worker_imports_nothing_from_the_working_directory",
+             "tests/hostile/test_round4_kernels.py::"
              "test_a_kernel_summary_of_other_types_is_one_line_naming_its_field",
              "tests/hostile/test_round4_kernels.py::"
              "test_the_block_index_contract_is_linear_in_groups_and_positions",
