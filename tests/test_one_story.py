@@ -169,4 +169,4 @@ def test_replay_json_says_whether_token_continuity_was_judged() -> None:
     assert answers["v2-wrong-last-token"]["judged"] > 0
     assert answers["clean"] == {"verdict": "not judged: needs embedding.positions", "judged": 0,
                                 "needs": ["embedding.positions"], "clamps": True,
-                                "padding_notes": 0}
+                                "padding_notes": 0, "found": 0, "listed": 0}

@@ -219,6 +219,20 @@ def test_ids_past_int64_are_a_format_error_naming_the_field() -> None:
         forensics.replay([record])
 
 
+def test_a_v2_sampled_id_past_int64_is_a_format_error_naming_the_field() -> None:
+    """V2's ``post_update`` reads its sampled ids as int64 too: a uint64 id past int64 is one
+    clear error (it was an OverflowError, an internal error, in the model)."""
+    from pathlib import Path
+
+    capture = Path(__file__).parents[1] / "data" / "v2-vocab-sample.capture"
+    record = next(r for r in forensics.load(capture) if r.site == "post_update")
+    sampled = np.asarray(record["sampled_tokens"]).astype(np.uint64)
+    sampled[0, 0] = 2**64 - 1
+    record.fields["sampled_tokens"] = sampled
+    with pytest.raises(CaptureFormatError, match="'sampled_tokens' holds values past int64"):
+        forensics.replay([record])
+
+
 @pytest.mark.parametrize("name", ["incident-b-vocab-sentinel", "stale-prev-row"])
 def test_threaded_replay_is_the_serial_replay(name, monkeypatch) -> None:
     """Worker threads (chunks read, run and judged ahead of the main thread) give the serial

@@ -29,12 +29,18 @@ def conclusion(row: dict[str, Any]) -> str:
     return "unexplained" if row.get("crashed") else "clean"
 
 
+#: what the value of a finding that is in range is, by its kind
+IN_RANGE = {"misattributed": "another request's row", "substituted": "not the request's token",
+            "unwritten_input": "not the id written"}
+
+
 def value_class(first: dict[str, Any]) -> str:
-    """What the first finding's value is: the judge's ``value_class`` when the finding has one,
-    else ``-1``, ``vocab_size`` (an id equal to its bound), ``negative``, ``past end``,
-    ``another request's row`` (misattributed), or the value."""
-    if first.get("kind") != "out_of_bounds":
-        return "another request's row"
+    """What the first finding's value is: for an in-range finding what its kind says
+    (:data:`IN_RANGE`: ``another request's row`` for a misattributed one), else the judge's
+    ``value_class`` when the finding has one (``placeholder``), else ``-1``, ``vocab_size``
+    (an id equal to its bound), ``negative``, ``past end``, or the value."""
+    if first.get("kind") in IN_RANGE:
+        return IN_RANGE[first["kind"]]
     if first.get("value_class"):  # the judge's own class, where it gives one
         return str(first["value_class"])
     value, lower, upper = first.get("value"), first.get("lower"), first.get("upper")

@@ -17,12 +17,14 @@ slot. :func:`check` compares them:
 - padding beyond the scheduled tokens is harmless: a placeholder there is a note, not a finding.
 
 A token without a recorded expectation (a prompt token, a request first seen mid-capture) is
-not judged and not counted. A stream that lacks a field the check needs says so in
+not judged and not counted. Every wrong token is counted; the first :data:`MAX_FINDINGS` are
+kept as findings. A stream that lacks a field the check needs says so in
 :attr:`Stream.needs`: its continuity is "not judged: needs <field>", never ``ok``.
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +65,8 @@ class Fed:
     """One token fed to the model: ``tensor[element]`` of ``site``'s record at ``step`` holds
     ``value`` for request ``req_id`` at ``position``; ``draft`` is its draft slot (``-1`` for a
     verified token); ``read`` is what the model read there after vLLM's clamp (None: not
-    recorded)."""
+    recorded); ``bound`` the ids' bound of its own record (the embedding's rows: an id at or
+    past it is a bounds finding, not a substitution; None: not recorded)."""
 
     step: int
     rank: int
@@ -77,6 +80,7 @@ class Fed:
     draft: int = -1
     row: int | None = None
     read: int | None = None
+    bound: int | None = None
 
 
 @dataclass
@@ -85,8 +89,10 @@ class Stream:
 
     runner: str
     fed: list[Fed] = field(default_factory=list)
-    #: (rank, request, position) -> the tokens accepted there, in recording order
+    #: (rank, request, position) -> the tokens accepted there, in the order of the step that
+    #: sampled them (recording order among one step's), and those steps (:meth:`before`)
     accepted: dict[tuple[int, str, int], list[Recorded]] = field(default_factory=dict)
+    made: dict[tuple[int, str, int], list[int]] = field(default_factory=dict)
     #: (rank, step fed, request) -> the drafts proposed for it: their values, and where they
     #: were recorded (site, step, tensor, row of that tensor, the step that proposed them)
     proposed: dict[tuple[int, int, str], tuple[list[int], str, int, str, int, int]] = field(
@@ -96,13 +102,21 @@ class Stream:
     #: whether vLLM clamps ``input_ids`` to ``>= 0`` before the embedding (None: unknown)
     clamps: bool | None = None
     clamp_reason: str = "unknown"
-    #: the ids' bound (the embedding's rows) when recorded: an id at or past it is a bounds
-    #: finding, not a substitution
-    bound: int | None = None
 
     def accept(self, rank: int, req_id: str, position: int, token: Recorded) -> None:
-        """Note ``token`` as accepted for ``req_id`` at ``position``."""
-        self.accepted.setdefault((rank, req_id, position), []).append(token)
+        """Note ``token`` as accepted for ``req_id`` at ``position`` (after the tokens of its
+        step and the steps before: a stream is read in step order, so this appends)."""
+        key = (rank, req_id, position)
+        tokens, steps = self.accepted.setdefault(key, []), self.made.setdefault(key, [])
+        at = bisect.bisect_right(steps, token.made_at)
+        tokens.insert(at, token)
+        steps.insert(at, token.made_at)
+
+    def before(self, key: tuple[int, str, int], step: int) -> Recorded | None:
+        """The latest token accepted at ``key`` by a step before ``step`` (None: none), found
+        by bisection: a key accepted at every step costs a lookup a logarithm."""
+        at = bisect.bisect_left(self.made.get(key, ()), step)
+        return self.accepted[key][at - 1] if at else None
 
     def need(self, what: str) -> None:
         """Note a field the check needs and the capture lacks."""
@@ -121,14 +135,28 @@ class Continuity:
     needs: list[str]
     judged: int
     clamps: bool | None = None
+    #: every wrong token found, by kind (``findings`` keeps the first :data:`MAX_FINDINGS`)
+    counts: dict[str, int] = field(default_factory=dict)
+    #: whether some wrong token found was fed at a verified position
+    verified: bool = False
+    #: the padding placeholders noted (``notes`` keeps the first :data:`MAX_FINDINGS`)
+    padded: int = 0
+
+    def __post_init__(self) -> None:
+        """Counts from the findings and notes themselves where none were given."""
+        if not self.counts:
+            for found in self.findings:
+                self.counts[found["kind"]] = self.counts.get(found["kind"], 0) + 1
+        self.verified = self.verified or any(f["effect"] == VERIFIED for f in self.findings)
+        self.padded = max(self.padded, len(self.notes))
 
     @property
     def verdict(self) -> str:
         """``violation`` (a wrong token at a verified position), ``suspect`` (at drafts only),
         ``ok``, or ``not judged: needs <field>, ...``."""
-        if any(f["effect"] == VERIFIED for f in self.findings):
+        if self.verified:
             return "violation"
-        if self.findings:
+        if self.counts:
             return "suspect"
         if self.needs:
             return "not judged: needs " + ", ".join(self.needs)
@@ -139,11 +167,12 @@ class Continuity:
         lacking, or ``""`` when the check found nothing to say."""
         if self.findings:
             first = describe(self.findings[0])
-            more = len(self.findings) - 1
-            kinds = ", ".join(f"{sum(f['kind'] == k for f in self.findings)} {k}" for k in KINDS
-                              if any(f["kind"] == k for f in self.findings))
-            return (f"Token continuity: {len(self.findings)} wrong token(s) fed ({kinds}); the "
-                    f"first: {first}" + (f" ({more} more)." if more else "."))
+            total = sum(self.counts.values())
+            kinds = ", ".join(f"{self.counts[k]} {k}" for k in KINDS if self.counts.get(k))
+            listed = (f"; the findings table lists the first {len(self.findings)}"
+                      if total > len(self.findings) else "")
+            return (f"Token continuity: {total} wrong token(s) fed ({kinds}); the first: "
+                    f"{first}" + (f" ({total - 1} more{listed})." if total > 1 else "."))
         if self.needs:
             return f"Token continuity not judged: needs {', '.join(self.needs)}."
         return ""
@@ -158,32 +187,106 @@ class Continuity:
         """What ``replay --json`` says of the check beside its findings: the verdict, the fed
         tokens judged, the fields it lacked, the clamp and the padding notes counted."""
         return {"verdict": self.verdict, "judged": self.judged, "needs": self.needs,
-                "clamps": self.clamps, "padding_notes": len(self.notes)}
+                "clamps": self.clamps, "padding_notes": self.padded,
+                "found": sum(self.counts.values()), "listed": len(self.findings)}
 
 
 def check(stream: Stream) -> Continuity:
-    """Compare every fed token of ``stream`` with the token its request had there."""
-    findings: list[dict[str, Any]] = []
-    notes: list[dict[str, Any]] = []
-    judged = 0
-    for fed in stream.fed:
+    """Compare every fed token of ``stream`` with the token its request had there (in time
+    linear in the tokens fed and accepted, whatever positions and steps they claim); the
+    stream's tokens and drafts are taken (:meth:`Judging.take`)."""
+    judging = Judging()
+    judging.take(stream)
+    return judging.result(stream)
+
+
+class Judging:
+    """The check as a stream is read: :meth:`take` judges the tokens fed so far and lets them
+    go (a stream read in step order holds, when a step's tokens are taken, every token
+    accepted before that step), so a capture's tokens are never all held at once."""
+
+    def __init__(self) -> None:
+        self.found = _Found()
+        self.judged = 0
+
+    def take(self, stream: Stream) -> None:
+        """Judge the tokens ``stream`` fed since the last take; drop them and their drafts."""
+        for fed in stream.fed:
+            self._judge(stream, fed)
+        stream.fed.clear()
+        stream.proposed.clear()
+
+    def result(self, stream: Stream) -> Continuity:
+        """The check's answer for ``stream`` (its tokens all taken)."""
+        found = self.found
+        return Continuity(stream.runner, found.findings, found.notes, list(stream.needs),
+                          self.judged, stream.clamps, found.counts, found.verified,
+                          found.padded)
+
+    def _judge(self, stream: Stream, fed: Fed) -> None:
         if fed.role == PADDING:
             if fed.value < 0:
-                notes.append(finding_of(fed, None, CLAMPED if stream.clamps else SUBSTITUTED))
-            continue
+                self.found.note(fed, CLAMPED if stream.clamps else SUBSTITUTED)
+            return
         expected = expected_for(stream, fed)
-        # a -1 the capture shows reaching the embedding unclamped is a bounds finding instead
+        # a -1 the capture shows reaching the embedding unclamped is a bounds finding instead,
+        # and one where the embedding read another id than the clamp's 0 is the race check's
         placeholder = (fed.value < 0 and stream.clamps is True
-                       and (fed.read is None or fed.read >= 0))
-        if expected is None and not placeholder:
-            continue
-        judged += 1
+                       and (fed.read is None or fed.read == 0))
         if placeholder:
-            findings.append(finding_of(fed, expected, CLAMPED))
-        elif (expected is not None and 0 <= fed.value < (stream.bound or fed.value + 1)
-              and fed.value != expected.value):
-            findings.append(finding_of(fed, expected, SUBSTITUTED))
-    return Continuity(stream.runner, findings, notes, list(stream.needs), judged, stream.clamps)
+            self.judged += 1
+            known = expected is not None and INT64[0] <= expected.value <= INT64[1]
+            self.found.add(fed, expected if known else None, CLAMPED)
+        elif (expected is not None and is_token(fed.value, fed.bound)
+              and is_token(expected.value, fed.bound)):
+            self.judged += 1
+            if fed.value != expected.value:
+                self.found.add(fed, expected, SUBSTITUTED)
+
+
+#: the most findings (and padding notes) kept: a capture whose every token is wrong is told by
+#: the counts, not by a row per token (5 KB each, for every variant)
+MAX_FINDINGS = 10_000
+
+
+@dataclass
+class _Found:
+    """The check's findings and notes as they are found: all counted, the first kept."""
+
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    verified: bool = False
+    padded: int = 0
+
+    #: the (site, role) pairs kept: the first of each is kept past the cap (the verdict of
+    #: each site is read from the findings table)
+    kept: set[tuple[str, str]] = field(default_factory=set)
+
+    def add(self, fed: Fed, expected: Recorded | None, kind: str) -> None:
+        """Count a wrong token ``fed`` of ``kind``; keep it while under the cap, or when it is
+        the first of its site and role."""
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        self.verified = self.verified or fed.role == VERIFIED
+        if len(self.findings) < MAX_FINDINGS or (fed.site, fed.role) not in self.kept:
+            self.kept.add((fed.site, fed.role))
+            self.findings.append(finding_of(fed, expected, kind))
+
+    def note(self, fed: Fed, kind: str) -> None:
+        """Count a placeholder in the padding; keep it while under the cap."""
+        self.padded += 1
+        if len(self.notes) < MAX_FINDINGS:
+            self.notes.append(finding_of(fed, None, kind))
+
+
+#: the range of an int64 (the findings table's integer columns)
+INT64 = (-2**63, 2**63 - 1)
+
+
+def is_token(value: int, bound: int | None) -> bool:
+    """Whether ``value`` is an id in range: ``[0, bound)``, or a non-negative int64 when the
+    bound is not recorded (an id out of range is a bounds finding, never a substitution)."""
+    return 0 <= value < (INT64[1] + 1 if bound is None else bound)
 
 
 def expected_for(stream: Stream, fed: Fed) -> Recorded | None:
@@ -193,17 +296,13 @@ def expected_for(stream: Stream, fed: Fed) -> Recorded | None:
         return None
     if fed.role == DRAFT:
         drafts = stream.proposed.get((fed.rank, fed.step, fed.req_id))
-        if drafts is None or fed.draft >= len(drafts[0]):
+        if drafts is None or not 0 <= fed.draft < len(drafts[0]):
             return None
         values, site, step, tensor, row, made_at = drafts
         return Recorded(values[fed.draft], site, step, tensor, f"[{row}, {fed.draft}]", made_at)
     if fed.position is None:
         return None
-    found = None
-    for token in stream.accepted.get((fed.rank, fed.req_id, fed.position), ()):
-        if token.made_at < fed.step:
-            found = token
-    return found
+    return stream.before((fed.rank, fed.req_id, fed.position), fed.step)
 
 
 def finding_of(fed: Fed, expected: Recorded | None, kind: str) -> dict[str, Any]:

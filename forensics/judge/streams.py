@@ -19,6 +19,7 @@ judged against the slot's ``draft_tokens`` as ``combine_tokens`` received them.
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -27,13 +28,14 @@ import numpy as np
 
 from forensics.judge.continuity import (
     DRAFT,
+    INT64,
     PADDING,
     VERIFIED,
     Continuity,
     Fed,
+    Judging,
     Recorded,
     Stream,
-    check,
 )
 from forensics.records import Record
 from forensics.sites import SINK, hooked_at, hooked_by
@@ -74,8 +76,10 @@ def _read(stream: Stream, records_of: RecordsOf,
     return found
 
 
-def v1_stream(records_of: RecordsOf, clamps: bool | None = None, why: str = "") -> Stream:
-    """The token stream of a V1 capture (see the module)."""
+def v1_stream(records_of: RecordsOf, clamps: bool | None = None, why: str = "",
+              judging: Judging | None = None) -> Stream:
+    """The token stream of a V1 capture (see the module); ``judging``: judge each step's
+    tokens as it is read (the stream then keeps none)."""
     stream = Stream("v1", clamps=clamps, clamp_reason=why)
     sink, staging, change_site = v1_sites()
     embedded, prepared, changed = _read(stream, records_of, [
@@ -93,6 +97,8 @@ def v1_stream(records_of: RecordsOf, clamps: bool | None = None, why: str = "") 
         if prep is not None:
             _v1_expected(stream, key, prep, change, last)
         _v1_fed(stream, key, embedded[key], prep, last)
+        if judging is not None:
+            judging.take(stream)
     return stream
 
 
@@ -100,45 +106,53 @@ def _v1_expected(stream: Stream, key: Key, prep: Record, change: Record | None,
                  last: dict[tuple[int, str], tuple[int, int]]) -> None:
     """Each previous row's last sampled id (at its position) and its drafts, from ``prep``."""
     step, rank = key
-    names = _prev_names(stream, change)
-    if names is None:
-        return
     sampled = _rows(prep["prev_sampled_token_ids"])
-    counts = np.asarray(change["valid_sampled_token_count"]).reshape(-1) if change is not None \
-        else None
     drafts = prep.get("draft_token_ids")
     drafts = None if drafts is None else _rows(drafts)
+    names = _prev_names(stream, change, max(len(sampled), 0 if drafts is None else len(drafts)))
+    if names is None:
+        return
+    counts = np.asarray(change["valid_sampled_token_count"]).reshape(-1) if change is not None \
+        else None
     for i, name in enumerate(names):
         if name is None:
             continue
         before = last.get((rank, name))
-        if (counts is not None and i < len(counts) and i < len(sampled) and before is not None
+        if (counts is not None and i < len(counts) and i < len(sampled) and sampled.shape[1]
+                and before is not None
                 and before[0] == step - 1 and int(counts[i]) > 0):
             stream.accept(rank, name, before[1] + int(counts[i]), Recorded(
                 int(sampled[i, 0]), prep.site, step, "prev_sampled_token_ids",
                 f"[{i}, 0]", step - 1))
-        if drafts is not None and i < len(drafts):
+        if drafts is not None and i < len(drafts) and step > 0:  # step 0 follows none
             stream.proposed[(rank, step, name)] = (drafts[i].tolist(), prep.site, step,
                                                    "draft_token_ids", i, step - 1)
     if counts is None:
         stream.need(f"{v1_sites()[2]}.valid_sampled_token_count")
 
 
-def _prev_names(stream: Stream, change: Record | None) -> list[str | None] | None:
-    """The requests of the previous rows (None for a discarded row), from ``batch_change``."""
+def _prev_names(stream: Stream, change: Record | None, rows: int) -> list[str | None] | None:
+    """The requests of the ``rows`` previous rows ``prepare_input_ids`` holds, from
+    ``batch_change`` (None: a discarded row, a row out of that range, or a request the record
+    names at more than one row, which no engine does: its rows are not judged)."""
     if change is None:
         stream.need(f"{v1_sites()[2]}.prev_req_ids")
         return None
     names = change.get("prev_req_ids")
     if names is not None:
-        return list(names)
-    index = change.get("prev_req_id_to_index")
-    if not isinstance(index, dict):
-        stream.need(f"{change.site}.prev_req_ids")
-        return None
-    out: list[str | None] = [None] * (max(index.values(), default=-1) + 1)
-    for name, row in index.items():
-        out[int(row)] = name
+        pairs = [(name, row) for row, name in enumerate(names[:rows]) if name is not None]
+    else:
+        index = change.get("prev_req_id_to_index")
+        if not isinstance(index, dict):
+            stream.need(f"{change.site}.prev_req_ids")
+            return None
+        pairs = [(name, int(row)) for name, row in index.items()]
+    out: list[str | None] = [None] * rows
+    held = collections.Counter(name for name, _ in pairs)
+    held.update(row for _, row in pairs)  # a row two requests claim (str and int never equal)
+    for name, row in pairs:
+        if 0 <= row < rows and held[name] == 1 and held[row] == 1:
+            out[row] = name
     return out
 
 
@@ -147,8 +161,6 @@ def _v1_fed(stream: Stream, key: Key, emb: Record, prep: Record | None,
     """The tokens of ``emb`` (the model's ids), before the clamp where ``prep`` recorded them."""
     step, rank = key
     read = np.asarray(emb["input_ids"]).reshape(-1)
-    if isinstance(emb.get("num_embeddings"), int):
-        stream.bound = int(emb["num_embeddings"])
     rows = prep if prep is not None else emb
     names, cu = rows.get("req_ids"), rows.get("cu_num_tokens")
     drafts = prep.get("num_draft_tokens") if prep is not None else None
@@ -166,7 +178,7 @@ def _v1_fed(stream: Stream, key: Key, emb: Record, prep: Record | None,
     ids, pos = read.tolist(), np.asarray(positions).reshape(-1).tolist()
     ends = np.asarray(cu).reshape(-1).astype(np.int64).tolist()
     counts = np.asarray(drafts).reshape(-1).tolist()
-    token = functools.partial(_v1_token, key, ids, before)
+    token = functools.partial(_v1_token, key, ids, before, _bound(emb))
     fed = stream.fed
     for i, (name, end) in enumerate(zip(names, ends, strict=False)):
         start, d = ends[i - 1] if i else 0, counts[i]
@@ -180,20 +192,22 @@ def _v1_fed(stream: Stream, key: Key, emb: Record, prep: Record | None,
         fed.append(token(e, None, None, PADDING, -1, None))
 
 
-def _v1_token(key: Key, ids: list[int], before: list[int], e: int, name: str | None,
-              position: int | None, role: str, j: int, row: int | None) -> Fed:
+def _v1_token(key: Key, ids: list[int], before: list[int], bound: int | None, e: int,
+              name: str | None, position: int | None, role: str, j: int, row: int | None
+              ) -> Fed:
     """One V1 token: the id ``prepare_input_ids`` wrote (before the clamp) when recorded and
     out of range, else the id the embedding read."""
     step, rank = key
     value = ids[e]
     if e < len(before) and before[e] < 0:
         return Fed(step, rank, v1_sites()[1], "out.input_ids_device", e, name, position,
-                   before[e], role, j, row, value)
-    return Fed(step, rank, SINK, "input_ids", e, name, position, value, role, j, row, value)
+                   before[e], role, j, row, value, bound)
+    return Fed(step, rank, SINK, "input_ids", e, name, position, value, role, j, row, value,
+               bound)
 
 
-def v2_stream(records_of: RecordsOf) -> Stream:
-    """The token stream of a V2 capture (see the module)."""
+def v2_stream(records_of: RecordsOf, judging: Judging | None = None) -> Stream:
+    """The token stream of a V2 capture (see the module); ``judging`` as :func:`v1_stream`."""
     stream = Stream("v2", clamps=False, clamp_reason="Model Runner V2 does not clamp input ids")
     sink, combining, updating = v2_sites()
     embedded, combined, updated = _read(stream, records_of, [
@@ -205,45 +219,69 @@ def v2_stream(records_of: RecordsOf) -> Stream:
             continue
         verified = _v2_fed(stream, key, embedded[key], comb, post)
         _v2_sampled(stream, key, post, verified)
+        if judging is not None:
+            judging.take(stream)
     return stream
 
 
 def _v2_fed(stream: Stream, key: Key, emb: Record, comb: Record, post: Record
             ) -> dict[str, int]:
-    """The tokens of ``emb``; returns each request's last verified position."""
+    """The tokens of ``emb``; returns each request's last verified position. A row whose span
+    in ``query_start_loc`` is not within the ids after the rows before it (a negative or
+    decreasing offset), or whose slot another row shares, is not judged."""
     step, rank = key
     read = np.asarray(emb["input_ids"]).reshape(-1)
-    if isinstance(emb.get("num_embeddings"), int):
-        stream.bound = int(emb["num_embeddings"])
-    qsl = np.asarray(comb["query_start_loc"]).reshape(-1).astype(np.int64)
+    qsl = np.asarray(comb["query_start_loc"]).reshape(-1).astype(np.int64).tolist()
     logits = np.diff(np.asarray(comb["cu_num_logits"]).reshape(-1).astype(np.int64))
-    slots = np.asarray(comb["idx_mapping"]).reshape(-1).astype(np.int64)
+    slots = np.asarray(comb["idx_mapping"]).reshape(-1).astype(np.int64).tolist()
     computed = np.asarray(post["num_computed_tokens"]).reshape(-1)
     drafts = np.asarray(comb["draft_tokens"])
     names = comb.get("req_ids")
     if names is None:
         stream.need(f"{comb.site}.req_ids")
         return {}
+    shared = collections.Counter(slots)
+    token = functools.partial(_v2_token, key, read.tolist(), _bound(emb))
     verified: dict[str, int] = {}
-    for i, name in enumerate(names):
-        start, end, slot = int(qsl[i]), int(qsl[i + 1]), int(slots[i])
+    done = 0  # the end of the rows so far: a row starts at or after it
+    for i, name in enumerate(names[:max(len(qsl) - 1, 0)]):
+        start, end, slot = qsl[i], qsl[i + 1], slots[i] if i < len(slots) else -1
+        if not done <= start <= end:
+            continue
+        done = end
         d = max(int(logits[i]) - 1, 0) if i < len(logits) else 0
-        first = int(computed[slot]) if 0 <= slot < len(computed) else None
-        if d and 0 <= slot < len(drafts):
+        own = 0 <= slot and shared[slot] == 1
+        first = int(computed[slot]) if own and slot < len(computed) else None
+        if first is not None and not 0 <= first <= INT64[1] - (end - start):
+            first = None  # no position an int64 holds
+        if d and own and slot < len(drafts) and step > 0:  # step 0 follows none
             stream.proposed[(rank, step, name)] = (drafts[slot].reshape(-1).tolist(), comb.site,
                                                    step, "draft_tokens", slot, step - 1)
         for e in range(start, min(end, len(read))):
             j = e - (end - d)
             position = None if first is None else first + e - start
-            stream.fed.append(Fed(step, rank, SINK, "input_ids", e, name, position,
-                                  int(read[e]), DRAFT if j >= 0 else VERIFIED, max(j, -1), i,
-                                  int(read[e])))
+            stream.fed.append(token(e, name, position, DRAFT if j >= 0 else VERIFIED,
+                                    max(j, -1), i))
         if first is not None:
             verified[name] = first + (end - d - 1 - start)
-    for e in range(int(qsl[len(names)]) if len(qsl) > len(names) else len(read), len(read)):
-        stream.fed.append(Fed(step, rank, SINK, "input_ids", e, None, None, int(read[e]),
-                              PADDING, -1, None, int(read[e])))
+    tail = qsl[len(names)] if len(qsl) > len(names) and qsl[len(names)] >= done else len(read)
+    for e in range(tail, len(read)):
+        stream.fed.append(token(e, None, None, PADDING, -1, None))
     return verified
+
+
+def _v2_token(key: Key, ids: list[int], bound: int | None, e: int, name: str | None,
+              position: int | None, role: str, j: int, row: int | None) -> Fed:
+    """One V2 token: the id the embedding read at ``e``."""
+    step, rank = key
+    return Fed(step, rank, SINK, "input_ids", e, name, position, ids[e], role, j, row, ids[e],
+               bound)
+
+
+def _bound(emb: Record) -> int | None:
+    """The ids' bound of the embedding record ``emb`` (its rows), None when not recorded."""
+    bound = emb.get("num_embeddings")
+    return int(bound) if isinstance(bound, int) else None
 
 
 def _v2_sampled(stream: Stream, key: Key, post: Record, verified: dict[str, int]) -> None:
@@ -285,13 +323,22 @@ def continuity_of(records_of: RecordsOf, sites: Iterable[str],
 
     present = set(sites)
     manifest = manifest or {}
+    judging = Judging()
     v2 = manifest.get("runner") == "v2" or bool(present & set(v2_sites()[1:]))
     if v2:
-        return check(v2_stream(records_of))
+        return judging.result(v2_stream(records_of, judging))
     version = (manifest.get("versions") or {}).get("vllm")
-    model = manifest.get("model") or {}
-    speculative = (int(model.get("num_speculative_tokens") or 0) > 0 if "num_speculative_tokens"
-                   in model else any(int(r.get("prev_num_spec_tokens") or 0) > 0
-                                     for r in records_of(v1_sites()[1])))
+    speculative = _speculative(manifest, records_of)
     known, why = clamps(version if isinstance(version, str) else None, "v1", speculative)
-    return check(v1_stream(records_of, known, why))
+    return judging.result(v1_stream(records_of, known, why, judging))
+
+
+def _speculative(manifest: dict[str, Any], records_of: RecordsOf) -> bool:
+    """Whether the engine drafted: the manifest's ``num_speculative_tokens`` (null: no
+    drafter), else (absent, or no int: a string, a list, a bool) the staging records'."""
+    drafts = (manifest.get("model") or {}).get("num_speculative_tokens", "")
+    if drafts is None:
+        return False
+    if isinstance(drafts, int) and not isinstance(drafts, bool):
+        return drafts > 0
+    return any(int(r.get("prev_num_spec_tokens") or 0) > 0 for r in records_of(v1_sites()[1]))

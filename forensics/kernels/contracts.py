@@ -14,6 +14,7 @@ recorded values of a launch (``kernel_contract`` findings).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -30,27 +31,37 @@ MOST = 16
 
 
 def _values(arg: TensorArg, which: str = "data") -> np.ndarray | None:
-    """The tensor's elements (row-major), or None when they were not recorded."""
+    """The tensor's elements (row-major), or None when they were not recorded or the view
+    repeats elements (more of them than its storage holds: a zero stride; the engine's index
+    buffers never are, and the contracts' work and memory follow the recorded bytes, not a
+    claimed shape). The view lies inside the storage
+    (:func:`forensics.kernels.format.check_launch` saw to it)."""
     if arg.contents == "none" or (which == "after" and arg.after is None):
         return None
     flat = arg.array(which)
     if arg.contents == "view":
         return flat
-    try:
-        return np.lib.stride_tricks.as_strided(
-            flat[arg.offset:], arg.shape, [s * arg.itemsize for s in arg.strides],
-            writeable=False).reshape(-1) if arg.shape else flat[arg.offset:arg.offset + 1]
-    except ValueError:
+    if math.prod(arg.shape) > len(flat):
         return None
+    return np.lib.stride_tricks.as_strided(
+        flat[arg.offset:], arg.shape, [s * arg.itemsize for s in arg.strides],
+        writeable=False).reshape(-1) if arg.shape else flat[arg.offset:arg.offset + 1]
 
 
 def _finding(launch: Launch, arg: str, what: str, values: np.ndarray, bad: np.ndarray,
              lower: int, upper: int, bound: str) -> dict[str, Any]:
     where = np.flatnonzero(bad)
+    return _finding_at(launch, arg, what, where[:MOST], values[where[:MOST]], len(where), lower,
+                       upper, bound)
+
+
+def _finding_at(launch: Launch, arg: str, what: str, elements: np.ndarray, values: np.ndarray,
+                count: int, lower: int, upper: int, bound: str) -> dict[str, Any]:
+    """The finding of ``count`` elements outside ``[lower, upper)``, the first ones given."""
     return {"kind": "kernel_contract", "kernel": launch.name, "module": launch.module,
             "step": launch.step, "rank": launch.rank, "launch": launch.ordinal,
-            "argument": arg, "contract": what, "elements": where[:MOST].tolist(),
-            "values": values[where[:MOST]].tolist(), "count": int(len(where)),
+            "argument": arg, "contract": what, "elements": elements.tolist(),
+            "values": values.tolist(), "count": int(count),
             "lower": lower, "upper": upper, "bound": bound}
 
 
@@ -74,32 +85,66 @@ def _slots(launch: Launch) -> list[dict[str, Any]]:
 
 
 def _blocks(launch: Launch) -> list[dict[str, Any]]:
+    """Positions whose block index passes the row of an enabled group's block table, judged
+    for every group in time linear in groups plus positions (a record of thousands of groups
+    and positions once took their product); integer tensors only (the kernel's are)."""
     if launch.name != "_compute_slot_mappings_kernel" or "pos" not in launch.tensors:
         return []
-    pos = _values(launch.tensors["pos"])
-    sizes = launch.tensors.get("block_sizes")
-    enabled = launch.tensors.get("slot_mapping_enabled")
-    qsl = launch.tensors.get("query_start_loc")
-    if pos is None or sizes is None or qsl is None:
+    pos, sizes, on, starts = (_values(launch.tensors[n]) if n in launch.tensors else None
+                              for n in ("pos", "block_sizes", "slot_mapping_enabled",
+                                        "query_start_loc"))
+    if pos is None or sizes is None or starts is None or any(
+            a.dtype.kind not in "iu" for a in (pos, sizes, starts)):
         return []
-    size_values, on, starts = _values(sizes), _values(enabled) if enabled else None, _values(qsl)
-    if size_values is None or starts is None:
+    pos = pos[:max(0, int(starts[-1]))] if len(starts) else pos
+    groups = [(g, size, launch.tensors[f"block_table_ptrs[{g}]"])
+              for g, size in enumerate(sizes.tolist())
+              if f"block_table_ptrs[{g}]" in launch.tensors and size > 0
+              and len(launch.tensors[f"block_table_ptrs[{g}]"].shape) == 2
+              and (on is None or g >= len(on) or on[g])]
+    if not groups or not len(pos):
         return []
-    pos = pos[:int(starts[-1])] if len(starts) else pos
+    negative, ceiling = np.flatnonzero(pos < 0), int(np.iinfo(pos.dtype).max)
+    # position p >= 0 is past a row of W blocks of size b exactly when p >= b * W
+    limits = [size * table.shape[1] for _, size, table in groups]
+    judged = [i for i, limit in enumerate(limits) if limit <= ceiling or len(negative)]
+    at = np.array([min(limits[i], ceiling) for i in judged], dtype=pos.dtype)
+    first = _first_at_least(pos, at, [limits[i] > ceiling for i in judged])
+    ordered = np.sort(pos)
     out = []
-    for group, block_size in enumerate(size_values.tolist()):
-        table = launch.tensors.get(f"block_table_ptrs[{group}]")
-        if table is None or len(table.shape) != 2 or block_size <= 0 or (
-                on is not None and group < len(on) and not on[group]):
+    for i, found in zip(judged, first, strict=True):
+        group, size, table = groups[i]
+        past = 0 if limits[i] > ceiling else len(pos) - int(np.searchsorted(ordered, limits[i]))
+        if not past + len(negative):
             continue
-        blocks = pos // block_size
-        bad = (blocks < 0) | (blocks >= table.shape[1])
-        if bad.any():
-            found = _finding(launch, "pos", "block index", blocks, bad, 0, table.shape[1],
-                             f"the blocks per row of {table.name} (block size {block_size})")
-            found["positions"] = pos[np.flatnonzero(bad)[:MOST]].tolist()
-            out.append(found)
+        elements = np.union1d(negative[:MOST], found)[:MOST]
+        row = _finding_at(launch, "pos", "block index", elements, pos[elements] // size,
+                          past + len(negative), 0, table.shape[1],
+                          f"the blocks per row of {table.name} (block size {size})")
+        row["positions"] = pos[elements].tolist()
+        out.append(row)
     return out
+
+
+def _first_at_least(key: np.ndarray, limits: np.ndarray, never: list[bool]) -> list[np.ndarray]:
+    """For each limit, the first :data:`MOST` indices ``i`` with ``key[i] >= limit`` (none
+    where ``never``): a descent through a table of range maxima, all limits at once."""
+    maxima = [key]  # maxima[j][i]: the largest of key[i : i + 2**j]
+    while 1 << len(maxima) <= len(key):
+        half = 1 << (len(maxima) - 1)
+        maxima.append(np.maximum(maxima[-1][:-half], maxima[-1][half:]))
+    start = np.where(never, len(key), 0).astype(np.int64)
+    found: list[list[int]] = [[] for _ in limits]
+    for _ in range(MOST):
+        for level in range(len(maxima) - 1, -1, -1):
+            table = maxima[level]
+            inside = start < len(table)
+            below = table[np.minimum(start, len(table) - 1)] < limits
+            start += np.where(inside & below, 1 << level, 0)
+        for i in np.flatnonzero(start < len(key)).tolist():
+            found[i].append(int(start[i]))
+        start += 1
+    return [np.array(f, dtype=np.int64) for f in found]
 
 
 def _bounded(launch: Launch, names: tuple[str, ...], bound: int | None, what: str,

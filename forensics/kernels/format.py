@@ -99,9 +99,11 @@ class TensorArg:
         return self.storage // self.itemsize
 
     def array(self, which: str = "data") -> np.ndarray:
-        """``data`` (or ``after``) as a flat array of the tensor's dtype."""
+        """``data`` (or ``after``) as a flat array of the tensor's dtype (its whole elements:
+        a storage need not be a whole number of them)."""
         raw = self.data if which == "data" else (self.after or b"")
-        return np.frombuffer(raw, dtype=numpy_dtype(self.dtype))
+        return np.frombuffer(raw, dtype=numpy_dtype(self.dtype),
+                             count=len(raw) // self.itemsize)
 
 
 @dataclass
@@ -170,6 +172,20 @@ def _b64(value: Any, where: str, key: str) -> bytes:
         raise _fail(where, key, "is not valid base64") from None
 
 
+def _inside_storage(arg: TensorArg, here: str) -> None:
+    """Refuse a view (``shape``, ``strides``, ``offset``) reaching outside its ``storage``: a
+    torch tensor's never does, and the contracts read the recorded storage through it."""
+    if 0 in arg.shape:
+        return
+    reach = [s * (d - 1) for s, d in zip(arg.strides, arg.shape, strict=True)]
+    low = arg.offset + sum(r for r in reach if r < 0)
+    high = arg.offset + sum(r for r in reach if r > 0)
+    if low < 0 or (high + 1) * arg.itemsize > arg.storage:
+        raise _fail(here, "shape", f"(with 'strides' {list(arg.strides)} and 'offset' "
+                                   f"{arg.offset}) reaches elements {low}..{high}, outside its "
+                                   f"storage of {arg.elements} {arg.dtype} element(s)")
+
+
 def _tensor(name: str, raw: Any, where: str) -> TensorArg:
     here = f"{where} tensor {name!r}"
     if not isinstance(raw, dict) or not _NAME.fullmatch(name):
@@ -187,6 +203,7 @@ def _tensor(name: str, raw: Any, where: str) -> TensorArg:
     arg = TensorArg(name, dtype, shape, strides, _int(raw.get("offset"), here, "offset"),
                     _int(raw.get("storage"), here, "storage"), contents,
                     reason=_text(raw.get("reason", ""), here, "reason"))
+    _inside_storage(arg, here)
     if contents != "none":
         arg.data = _b64(raw.get("data"), here, "data")
         # math.prod: exact, where numpy's product of a forged shape wraps to a small size
@@ -248,9 +265,32 @@ def launches_of(events: list[dict[str, Any]], capture: str) -> list[Launch]:
             for i, e in enumerate(found)]
 
 
-def summaries_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The capture's ``kernel_summary`` events (kernels seen, seen only in a graph)."""
-    return [e for e in events if e.get("kind") == SUMMARY_KIND]
+def check_summary(event: dict[str, Any], where: str) -> dict[str, Any]:
+    """``event`` (a ``kernel_summary``) when the fields the sanitizer reads hold what they
+    say: ``graph_only`` a list of ``module.kernel`` names, ``kernels_seen`` name -> count.
+
+    Raises:
+        CaptureFormatError: naming ``where``, the field and the fix.
+    """
+    graph_only = event.get("graph_only", [])
+    if not isinstance(graph_only, list) or not all(
+            isinstance(k, str) and len(k) <= 300 for k in graph_only):
+        raise _fail(where, "graph_only", "must be a list of 'module.kernel' names")
+    seen = event.get("kernels_seen", {})
+    if not isinstance(seen, dict) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**63
+            for n in seen.values()):
+        raise _fail(where, "kernels_seen", "must be an object 'module.kernel' -> launches "
+                                           "seen (an int >= 0)")
+    return event
+
+
+def summaries_of(events: list[dict[str, Any]], capture: str) -> list[dict[str, Any]]:
+    """The capture's ``kernel_summary`` events (kernels seen, seen only in a graph), checked
+    (:func:`check_summary`)."""
+    found = [e for e in events if e.get("kind") == SUMMARY_KIND]
+    return [check_summary(e, f"capture '{capture}' kernel_summary event {i}")
+            for i, e in enumerate(found)]
 
 
 #: the section of docs/import-format.md on kernel records (appended by ``forensics schema``)

@@ -10,10 +10,11 @@ installed vLLM defines) and answers one JSON line: ``{"status": "replayed"|"not_
 "reason", "accesses", "overflows", "differs", "values"}``.
 
 Each tensor argument gets its own allocation with :data:`GAP` bytes of unused memory on either
-side, so an access just past a tensor is attributed to it. Every load and store is observed: an
-active lane whose address leaves every tensor's storage is an out-of-bounds access (argument,
-program id, element offset from the storage's start, load or store, masked or not); it is not
-performed (a load reads 0), so a wild index neither corrupts nor crashes the replay. Integer
+side, so an access just past a tensor is attributed to it. Every load, store and atomic is
+observed: an active lane whose address leaves every tensor's storage is an out-of-bounds access
+(argument, program id, element offset from the storage's start, load, store or atomic, masked
+or not); it is not performed (a load reads 0), so a wild index neither corrupts nor crashes the
+replay. Integer
 additions, subtractions and multiplications of int32 values that wrap are noted as overflows.
 """
 
@@ -100,7 +101,7 @@ OBSERVER = Observer()
 
 def install_observer() -> None:
     """Route the interpreter's loads, stores and int32 arithmetic through :data:`OBSERVER`."""
-    interp = check_masked_accesses(OBSERVER.check, "load", "store")
+    interp = check_masked_accesses(OBSERVER.check, "load", "store", "atomic")
     builder = interp.InterpreterBuilder
     plain_load, plain_store, grid_idx = builder.create_load, builder.create_store, \
         builder.set_grid_idx
@@ -165,6 +166,19 @@ def _kernel(launch: Launch) -> Any:
     return kernel
 
 
+def _require_budget(launch: Launch) -> None:
+    """Hold the launch's allocations together (each storage and its two gaps) to the
+    allocation budget before any is made: thousands of small tensors, or several storages each
+    under the budget, once asked for gigabytes together."""
+    storages = sum(arg.storage for arg in launch.tensors.values())
+    try:
+        require_alloc(storages + 2 * GAP * len(launch.tensors),
+                      f"the launch's {len(launch.tensors)} tensor(s)", "storage",
+                      f"{storages} bytes in all (and {2 * GAP} bytes of gaps each)")
+    except AllocationBudgetError as exc:
+        raise NotReplayable(str(exc)) from None
+
+
 def _allocate(arg: TensorArg, torch: Any, keep: list[Any]) -> tuple[Any, Region]:
     """The tensor of ``arg`` in an allocation of its own (with gaps), filled with the
     recorded contents; a storage past the allocation budget (:mod:`forensics.budget`: a
@@ -211,7 +225,8 @@ def _differs(arg: TensorArg, replayed: bytes) -> dict[str, Any] | None:
     mine = np.frombuffer(replayed, dtype=numpy_dtype(arg.dtype))
     if live.shape != mine.shape:
         return None
-    where = np.flatnonzero(live != mine)
+    bits = np.dtype(f"<u{live.itemsize}")  # a NaN equals itself, -0.0 differs from 0.0
+    where = np.flatnonzero(live.view(bits) != mine.view(bits))
     if not len(where):
         return None
     return {"argument": arg.name, "span": arg.contents, "count": int(len(where)),
@@ -224,6 +239,7 @@ def _num(value: Any) -> Any:
 
 def replay(launch: Launch) -> dict[str, Any]:
     """Replay one launch (see the module); the answer's fields."""
+    _require_budget(launch)
     import torch
 
     kernel = _kernel(launch)

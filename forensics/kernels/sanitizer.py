@@ -22,12 +22,14 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from forensics.budget import child_deadline, timed_out
 from forensics.cpu_env import triton_child_env
 from forensics.kernels import contracts
 from forensics.kernels.coverage import installed_kernels
 from forensics.kernels.format import KIND, Launch, launches_of, summaries_of
+from forensics.variants.triton_kernels import Lines
 
 RACE = ("evidence the kernel read inputs that changed under it (a race): the replay on the "
         "recorded inputs wrote other values than the live launch")
@@ -61,64 +63,101 @@ class KernelReport:
         return [f for r in self.results for f in r.findings]
 
 
+#: the seconds the worker may take to start (import vLLM), unless the child deadline is longer
+START_TIMEOUT = 600.0
+
+
 class Worker:
-    """The replay worker process (started on first use)."""
+    """The replay worker process (started on first use). Each answer has a deadline
+    (:func:`forensics.budget.child_deadline`): a worker that gives none in time is killed and
+    that launch is not replayable (``timed out after N s``); the next launch starts a new one.
+    It starts with ``-P``: the working directory (a shared folder, a capture) is not on its
+    import path, so no ``vllm/``, ``numpy.py`` or ``forensics/`` planted there is imported."""
 
     def __init__(self) -> None:
         self.process: subprocess.Popen[str] | None = None
+        self.lines: Lines | None = None
         self.note = ""
         self.failed = ""
 
+    def command(self) -> list[str]:
+        """The worker's command line (``-P``: see the class)."""
+        return [sys.executable, "-P", "-m", "forensics.kernels.replay_worker"]
+
     def start(self) -> bool:
-        """Start the worker; False (``failed`` says why) when vLLM's kernels cannot run."""
-        env = triton_child_env()
+        """Start the worker; False (``failed`` says why, in one line) when vLLM's kernels cannot
+        run or it gave no ``ready`` within :data:`START_TIMEOUT` (or the child deadline)."""
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "forensics.kernels.replay_worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-        hello = _line(self.process.stdout)
-        answer = json.loads(hello) if hello.startswith("{") else {}
+            self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, env=triton_child_env())
+        self.lines = Lines(self.process.stdout)
+        seconds = max(START_TIMEOUT, child_deadline())
+        line = self.lines.next(seconds)
+        answer = _json(line or "")
         if not answer.get("ready"):
-            self.failed = str(answer.get("message") or "the worker exited")
-            self.close()
+            self.failed = f"the replay worker did not start: {timed_out(seconds)}" \
+                if line is None else DISABLED.format(
+                    why=str(answer.get("message") or "the worker exited"))
+            self.stop()
             return False
         self.note = str(answer.get("note", ""))
         return True
 
     def ask(self, event: dict[str, Any]) -> dict[str, Any]:
-        """The worker's answer for one launch event (a dead worker is restarted once)."""
+        """The worker's answer for one launch event (a dead or stuck worker is ended; the
+        next launch starts a new one; one that failed to start is not started again)."""
+        if self.failed:
+            return {"status": "not_replayable", "reason": self.failed}
         if self.process is None or self.process.poll() is not None:
             if not self.start():
-                return {"status": "not_replayable", "reason": DISABLED.format(why=self.failed)}
+                return {"status": "not_replayable", "reason": self.failed}
         assert self.process is not None and self.process.stdin is not None
+        assert self.lines is not None
         try:
             self.process.stdin.write(json.dumps(event) + "\n")
             self.process.stdin.flush()
-            line = _line(self.process.stdout)
         except OSError:
-            line = ""
-        if not line:
-            self.process = None
-            return {"status": "not_replayable",
-                    "reason": "the replay crashed the interpreter's process"}
-        answer: dict[str, Any] = json.loads(line)
+            pass  # it died: the read below says so
+        seconds = child_deadline()
+        line = self.lines.next(seconds)
+        answer = _json(line or "")
+        if not answer:
+            self.stop()
+            why = timed_out(seconds) if line is None else \
+                "the replay crashed the interpreter's process"
+            return {"status": "not_replayable", "reason": why}
         return answer
 
-    def close(self) -> None:
-        """End the worker."""
+    def stop(self) -> None:
+        """Kill the worker and reap it (its stdout closes on its reader's thread)."""
         if self.process is not None:
+            self.process.kill()
+            self.process.wait()
             if self.process.stdin is not None:
-                self.process.stdin.close()
+                try:
+                    self.process.stdin.close()
+                except OSError:
+                    pass  # a pipe with unsent bytes to a dead process
+        self.process, self.lines = None, None
+
+    def close(self) -> None:
+        """End the worker (its stdin closed, it exits; killed when it does not in 30 s)."""
+        if self.process is not None and self.process.stdin is not None:
             try:
+                self.process.stdin.close()
                 self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-            if self.process.stdout is not None:
-                self.process.stdout.close()
-            self.process = None
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.stop()
 
 
-def _line(stream: IO[str] | None) -> str:
-    return stream.readline() if stream is not None else ""
+def _json(line: str) -> dict[str, Any]:
+    """The JSON object of one worker line, or {} (nothing, or not an object)."""
+    try:
+        answer = json.loads(line) if line.startswith("{") else {}
+    except ValueError:
+        return {}
+    return answer if isinstance(answer, dict) else {}
 
 
 def _base(launch: Launch, kind: str) -> dict[str, Any]:
@@ -150,6 +189,7 @@ def sanitize(capture: str | os.PathLike[str]) -> KernelReport:
     cap = load(capture)
     raw = [e for e in cap.kernel_events if e.get("kind") == KIND]
     launches = launches_of(cap.kernel_events, str(capture))
+    summaries = summaries_of(cap.kernel_events, str(capture))
     known = set(installed_kernels())
     worker, results = Worker(), []
     try:
@@ -157,9 +197,8 @@ def sanitize(capture: str | os.PathLike[str]) -> KernelReport:
             results.append(_one(launch, event, known, worker, cap.manifest))
     finally:
         worker.close()
-    note = worker.note or ("" if not worker.failed else DISABLED.format(why=worker.failed))
-    return KernelReport(str(capture), results, coverage(launches, results, cap.kernel_events,
-                                                        known), note)
+    note = worker.note or worker.failed
+    return KernelReport(str(capture), results, coverage(results, summaries, known), note)
 
 
 def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], worker: Worker,
@@ -175,16 +214,16 @@ def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], wor
                         found + _findings(launch, answer))
 
 
-def coverage(launches: list[Launch], results: list[LaunchResult],
-             events: list[dict[str, Any]], known: set[tuple[str, str]]) -> list[dict[str, Any]]:
+def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
+             known: set[tuple[str, str]]) -> list[dict[str, Any]]:
     """One row per kernel of the installed vLLM (and per recorded kernel it lacks):
     ``recorded``, ``graph_only``, ``never_launched`` or ``not_replayable`` (with why)."""
     graph_only: set[str] = set()
     seen: dict[str, int] = {}
-    for summary in summaries_of(events):
-        graph_only |= {str(k) for k in summary.get("graph_only", [])}
-        for key, count in (summary.get("kernels_seen") or {}).items():
-            seen[str(key)] = seen.get(str(key), 0) + int(count)
+    for summary in summaries:
+        graph_only |= set(summary.get("graph_only", []))
+        for key, count in summary.get("kernels_seen", {}).items():
+            seen[key] = seen.get(key, 0) + count
     by_kernel: dict[tuple[str, str], list[LaunchResult]] = {}
     for result in results:
         by_kernel.setdefault((result.launch.module, result.launch.name), []).append(result)

@@ -63,6 +63,10 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     summary = _summary(capture if capture is not None else result.capture)
     events = list(summary.get("events") or [])
     facts = {**dump_facts(events), **facts_of(summary.get("manifest") or {})}
+    continuity = getattr(result, "continuity", None)
+    if "runner" not in facts and continuity is not None and not continuity.needs:
+        # the token streams were rebuilt from that runner's own sites: its records say which
+        facts["runner"] = continuity.runner
     return Evidence(findings=result.findings, baseline=baseline, facts=facts, events=events,
                     spec_tokens=spec_tokens_of(events))
 

@@ -11,7 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from forensics.known.evidence import Evidence, crashed, is_missing, out_of_range, value_class
+from forensics.known.evidence import (
+    CRASH_EVENT_KINDS,
+    Evidence,
+    crashed,
+    is_missing,
+    out_of_range,
+    value_class,
+)
 from forensics.known.schema import Entry
 
 
@@ -151,10 +158,13 @@ def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
 
 
 def _event(spec: dict[str, Any], evidence: Evidence) -> Check:
-    kinds = _one_of(spec["kind"]) if "kind" in spec else None
+    """An event of the clause's kinds (by default one that means the engine failed: a
+    capture's other events, its notes and the probe's own, name no failure) mentioning one
+    of its words."""
+    kinds = _one_of(spec["kind"]) if "kind" in spec else sorted(CRASH_EVENT_KINDS)
     words = [w.lower() for w in _one_of(spec.get("contains", []))]
     for event in evidence.events:
-        if kinds is not None and event.get("kind") not in kinds:
+        if event.get("kind") not in kinds:
             continue
         text = _event_text(event).lower()
         word = next((w for w in words if w in text), None)
@@ -162,7 +172,8 @@ def _event(spec: dict[str, Any], evidence: Evidence) -> Check:
             what = f" mentioning {word!r}" if word else ""
             return Check(True, f"event {event.get('kind')}{what} at step {event.get('step')}")
     wanted = f" mentioning one of {words}" if words else ""
-    return Check(False, f"no event{' ' + '/'.join(kinds) if kinds else ''}{wanted}")
+    named = "" if "kind" not in spec else " " + "/".join(kinds)
+    return Check(False, f"no {'crash ' if not named else ''}event{named}{wanted}")
 
 
 def _event_text(event: dict[str, Any]) -> str:

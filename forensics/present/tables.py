@@ -58,7 +58,9 @@ def summary_by_site(result: ReplayResult) -> pd.DataFrame:
     sites = sorted(set(result.index["site"]), key=site_order)
     rows = [_summary_row(result, variant, site) for variant in result.variants for site in sites]
     frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-    frame["first_step"] = frame["first_step"].astype("Int64")  # an integer, or empty
+    # an integer, or empty: built from the ints themselves (a column of ints and None is
+    # float64, which holds no step past 2**53)
+    frame["first_step"] = pd.array([row["first_step"] for row in rows], dtype="Int64")
     return frame
 
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from forensics.outcome import INDEX_ERROR, OK, Access, Outcome
 from forensics.records import FieldSpec, Record
+from forensics.screening import as_int64
 from forensics.sites._common import (
     BatchColumns,
     RunColumns,
@@ -158,7 +159,7 @@ def _rows(record: Record, patched: bool) -> list[_Row]:
     idx = np.asarray(record["idx_mapping"], dtype=np.int64)
     total = np.array(record["total_len"], dtype=np.int64)
     qsl = record.get("query_start_loc")
-    flat = np.asarray(record["sampled_tokens"]).reshape(-1)
+    flat = as_int64(np.asarray(record["sampled_tokens"]).reshape(-1), "sampled_tokens")
     width = np.asarray(record["sampled_tokens"]).shape[1]
     out: list[_Row] = []
     for i, slot in enumerate(idx.tolist()):

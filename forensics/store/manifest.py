@@ -17,6 +17,8 @@ from forensics.store.paths import EXPECTED, MANIFEST, inside
 
 FORMAT_VERSION = 1
 PATH_LIST_KEYS = ("attachments",)
+#: entries every reader takes for objects (``build_manifest`` merges them key by key)
+OBJECT_KEYS = ("model", "versions", "process")
 
 
 @functools.cache
@@ -130,6 +132,11 @@ def read_manifest(root: Path) -> dict[str, Any]:
     if version > FORMAT_VERSION:
         raise CaptureFormatError(f"manifest '{path}': format {version} is newer than this "
                                  f"reader ({FORMAT_VERSION}); upgrade vllm-forensics")
+    for key in OBJECT_KEYS:
+        if not isinstance(manifest.get(key, {}), dict):
+            raise CaptureFormatError(f"manifest '{path}': {key!r} must be an object, got "
+                                     f"{type(manifest[key]).__name__}; fix the producer or "
+                                     f"remove the entry")
     for key in PATH_LIST_KEYS:
         entries = manifest.get(key, [])
         if not isinstance(entries, list):

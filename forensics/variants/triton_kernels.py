@@ -114,7 +114,7 @@ class KernelWorker:
 
     def _command(self) -> list[str]:
         """The worker's command line; a patch's files written under the scratch directory."""
-        command = [sys.executable, "-m", "forensics.variants.triton_worker"]
+        command = [sys.executable, "-P", "-m", "forensics.variants.triton_worker"]
         if self.patch is None:
             return command
         root = Path(self._dir.name) / "patched"
