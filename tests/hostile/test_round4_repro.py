@@ -300,10 +300,10 @@ def test_a_number_in_the_data_file_sizes_no_buffer_past_the_budget(
         "vllm.v1.worker.gpu.input_batch": kernels,
         "vllm.v1.worker.gpu_model_runner": {
             "GPUModelRunner": types.SimpleNamespace(_prepare_input_ids=_unreachable)}})
-    sys.modules["vllm.v1.worker.gpu"] = types.SimpleNamespace(  # type: ignore[assignment]
-        input_batch=sys.modules["vllm.v1.worker.gpu.input_batch"])
-    sys.modules["vllm.v1.worker"] = types.SimpleNamespace(  # type: ignore[assignment]
-        gpu_model_runner=sys.modules["vllm.v1.worker.gpu_model_runner"])
+    monkeypatch.setitem(sys.modules, "vllm.v1.worker.gpu", types.SimpleNamespace(
+        input_batch=sys.modules["vllm.v1.worker.gpu.input_batch"]))
+    monkeypatch.setitem(sys.modules, "vllm.v1.worker", types.SimpleNamespace(
+        gpu_model_runner=sys.modules["vllm.v1.worker.gpu_model_runner"]))
     with pytest.raises(module.BadData) as refused:
         module.RUNNERS[site](module.record(module.DATA["cases"][0]))
     assert str(refused.value) == (f"test_repro.json: {says}" + str(refused.value).split(says)[1])
