@@ -180,6 +180,20 @@ def test_a_worker_that_never_starts_is_waited_for_once(
     assert len(starts) == 1
 
 
+def _run_from_a_planted_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Work in a folder holding a planted ``forensics/`` and ``numpy.py`` (each writes the
+    returned marker file when imported), with a child deadline of 1 s."""
+    planted = tmp_path / "shared"
+    (planted / "forensics").mkdir(parents=True)
+    marker = tmp_path / "ran"
+    (planted / "forensics" / "__init__.py").write_text(
+        f"open({str(marker)!r}, 'w').write('planted code ran')\nraise SystemExit(3)\n")
+    (planted / "numpy.py").write_text(f"open({str(marker)!r}, 'w').write('numpy.py ran')\n")
+    monkeypatch.chdir(planted)
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
+    return marker
+
+
 def test_a_module_planted_in_the_working_directory_is_not_imported(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``python -m`` puts the working directory first on the import path: run from a shared
@@ -190,14 +204,7 @@ def test_a_module_planted_in_the_working_directory_is_not_imported(
     from forensics.kernels import sanitizer
     from forensics.kernels.sanitizer import Worker
 
-    planted = tmp_path / "shared"
-    (planted / "forensics").mkdir(parents=True)
-    marker = tmp_path / "ran"
-    (planted / "forensics" / "__init__.py").write_text(
-        f"open({str(marker)!r}, 'w').write('planted code ran')\nraise SystemExit(3)\n")
-    (planted / "numpy.py").write_text(f"open({str(marker)!r}, 'w').write('numpy.py ran')\n")
-    monkeypatch.chdir(planted)
-    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
+    marker = _run_from_a_planted_folder(tmp_path, monkeypatch)
     monkeypatch.setattr(sanitizer, "START_TIMEOUT", 1.0)
     worker = Worker()
     try:
@@ -425,13 +432,7 @@ def test_the_v2_variant_worker_imports_nothing_from_the_working_directory(
     from forensics.errors import MissingDependencyError
     from forensics.variants import triton_kernels
 
-    planted = tmp_path / "shared"
-    (planted / "forensics").mkdir(parents=True)
-    marker = tmp_path / "ran"
-    (planted / "forensics" / "__init__.py").write_text(
-        f"open({str(marker)!r}, 'w').write('planted code ran')\nraise SystemExit(3)\n")
-    monkeypatch.chdir(planted)
-    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
+    marker = _run_from_a_planted_folder(tmp_path, monkeypatch)
     monkeypatch.setattr(triton_kernels, "_START_TIMEOUT", 1.0)
     worker = triton_kernels.KernelWorker()
     with pytest.raises(MissingDependencyError):
