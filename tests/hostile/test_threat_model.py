@@ -128,6 +128,15 @@ TESTS = {
     "T21t": ["tests/hostile/test_round4_triage.py::test_a_link_to_a_capture_is_that_capture_once",
              "tests/hostile/test_round4_triage.py::test_a_folder_named_twice_is_read_once",
              "tests/hostile/test_round4_triage.py::test_stitching_is_linear_in_the_captures"],
+    "T22i": ["tests/hostile/test_round4_importers.py::"
+             "test_an_unsigned_tensor_past_int64_is_refused_at_import",
+             "tests/hostile/test_round4_importers.py::test_a_zip_member_given_twice_is_refused",
+             "tests/hostile/test_round4_importers.py::"
+             "test_a_safetensors_key_given_twice_is_refused",
+             "tests/hostile/test_round4_importers.py::"
+             "test_crash_events_past_the_events_file_limit_are_refused_before_writing",
+             "tests/hostile/test_round4_importers.py::"
+             "test_crash_events_of_several_logs_past_the_count_are_refused"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
