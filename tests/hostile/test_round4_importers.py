@@ -9,6 +9,7 @@ import io
 import json
 import struct
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -160,3 +161,29 @@ def test_crash_events_of_several_logs_past_the_count_are_refused(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "50" in err and "a.log" in err, err
     assert not out.exists()
+
+
+#: probe lines whose ``k=v`` pairs are engineered against the pair pattern (the length grows)
+PAIR_LINES = {
+    "one long word": lambda n: "a" * n,
+    "words without a value": lambda n: "ab= " * (n // 4),
+    "values without a digit": lambda n: "ab=-" * (n // 4),
+}
+
+
+@pytest.mark.parametrize("shape", list(PAIR_LINES))
+def test_probe_line_pairs_parse_in_linear_time(tmp_path: Path, shape: str) -> None:
+    """An ``OUT-PATH`` probe line 4x longer (16 KiB -> 64 KiB) takes under 6x the time (one
+    long word among its pairs took 40 s for two 60 KiB lines: quadratic)."""
+    from forensics.importers import logs
+    from tests.hostile.test_linear_time import assert_scales_linearly
+
+    def make(size: int) -> Callable[[], object]:
+        line = ("OUT-PATH out-of-range sampled ids [1] (vocab_size=10 " + PAIR_LINES[shape](size)
+                + " x=5)")
+        path = tmp_path / f"pairs-{size}.log"
+        path.write_text((line + "\n") * 12)
+        assert logs.read(path).records[0].fields["x"] == 5
+        return lambda: logs.read(path)
+
+    assert_scales_linearly(make, 16_000)

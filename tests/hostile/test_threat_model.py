@@ -24,7 +24,8 @@ TESTS = {
     "T2": ["tests/hostile/test_hostile.py::test_case_ends_in_exit_0_or_2_with_one_line",
            "tests/hostile/test_guarded.py::test_a_file_over_its_cap_is_refused_before_it_is_read"],
     "T3": ["tests/hostile/test_linear_time.py::test_a_long_line_parses_in_linear_time",
-           "tests/hostile/test_linear_time.py::test_a_long_log_parses_in_linear_time"],
+           "tests/hostile/test_linear_time.py::test_a_long_log_parses_in_linear_time",
+           "tests/hostile/test_round4_importers.py::test_probe_line_pairs_parse_in_linear_time"],
     "T4": ["tests/importers/test_log_chains.py::"
            "test_assert_then_chain_then_engine_dead_is_one_crash",
            "tests/importers/test_log_chains.py::test_a_chained_traceback_is_one_event_on_its_own_line",
