@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import zipfile
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -18,6 +18,9 @@ META_KEYS = ("site", "step", "rank", "summary")
 INT64_MAX = 2**63 - 1
 MAX_DEPTH = 4  # ragged lists are two deep, a dict of ints one
 MAX_MEMBERS = 4096
+#: the largest central directory of a zip archive read (bytes; a member's entry is 46 bytes
+#: and its name)
+MAX_DIRECTORY = MAX_MEMBERS * 1024
 
 
 def where_of(path: Any, index: int) -> str:
@@ -55,6 +58,26 @@ def record_from_dict(raw: Any, where: str) -> Record:
         return validate_record(record, where)
     except UnknownSiteError as exc:
         raise UnknownSiteError(f"{where}: {exc}") from None
+
+
+def open_archive(handle: BinaryIO, path: Any) -> zipfile.ZipFile:
+    """The zip archive in ``handle``, after its end record's claims: at most
+    :data:`MAX_MEMBERS` members in a central directory of at most :data:`MAX_DIRECTORY` bytes
+    (zipfile builds an object per member it lists, about ten times the bytes that list it:
+    a 1 GiB archive of empty members would take gigabytes before any count is checked).
+
+    Raises CaptureFormatError naming the file and the claim; zipfile.BadZipFile for a file
+    that is not a zip archive.
+    """
+    end = zipfile._EndRecData(handle)  # type: ignore[attr-defined]  # the stdlib's own reader
+    if end is not None:
+        members = end[zipfile._ECD_ENTRIES_TOTAL]  # type: ignore[attr-defined]
+        size = end[zipfile._ECD_SIZE]  # type: ignore[attr-defined]
+        if members > MAX_MEMBERS or size > MAX_DIRECTORY:
+            raise CaptureFormatError(f"'{path}' lists {members} members in {size} bytes; at "
+                                     f"most {MAX_MEMBERS} members in {MAX_DIRECTORY} bytes")
+    handle.seek(0)
+    return zipfile.ZipFile(handle)
 
 
 def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None,

@@ -21,6 +21,7 @@ from forensics.importers.common import (
     DuplicateKeyError,
     check_disjoint,
     check_members,
+    open_archive,
     record_from_dict,
     show,
     strict_json,
@@ -68,7 +69,7 @@ def read(path: Path) -> Imported:
 
 def _check_members(handle: BinaryIO, path: Path) -> None:
     try:
-        with zipfile.ZipFile(handle) as archive:
+        with open_archive(handle, path) as archive:
             check_members(archive, path, ".npy")
             for info in archive.infolist():
                 with archive.open(info) as member:

@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 
 from forensics.cli import main
+from forensics.errors import CaptureFormatError
+from forensics.importers import read_source
 
 BASE = {"site": np.array("embedding"), "step": np.array(1), "input_ids": np.arange(4),
         "num_embeddings": np.array(10)}
@@ -187,3 +189,25 @@ def test_probe_line_pairs_parse_in_linear_time(tmp_path: Path, shape: str) -> No
         return lambda: logs.read(path)
 
     assert_scales_linearly(make, 16_000)
+
+
+def test_a_zip_listing_many_members_is_refused_before_they_are_parsed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An ``.npz`` listing 40,000 empty members is refused from its end record: zipfile
+    builds an object per listed member (a 1 GiB archive of them took gigabytes before the
+    member count was checked), so the import's peak memory stays far below the listing's."""
+    import tracemalloc
+
+    path = tmp_path / "many.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        for i in range(40_000):
+            archive.writestr(f"{i}.npy", b"")
+    _refused(path, tmp_path, capsys, "40000 members")
+    tracemalloc.start()
+    try:
+        with pytest.raises(CaptureFormatError, match="40000 members"):
+            read_source(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < path.stat().st_size // 4, f"peak {peak} bytes for {path.stat().st_size}"
