@@ -10,7 +10,8 @@ A capture's own columns never overwrite ours: a summary extra named like an adde
 namespaced (``extra.capture``), and an extra whose type differs across captures is split by kind
 (``foo.int``, ``foo.str``), so no capture changes or stops what the others read. Each capture is
 read on its own: with ``on_error="skip"`` one that cannot be read (undecodable names, out of range
-numbers, unreadable files, a path too long) is left out and the others are unaffected.
+numbers, unreadable files, a path too long) is left out and the others are unaffected. A host
+longer than any host name (:data:`MAX_HOST`) is unknown (null): it would be copied onto every row.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ ADDED_COLUMNS = ("capture", "host", "pid")
 EXTRA_PREFIX = "extra."
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 ON_ERROR = ("raise", "skip")
+#: the longest host name kept (a DNS name has at most 253 characters): the host is repeated
+#: on every row, so a longer one (unknown, null) would take its length times the rows
+MAX_HOST = 255
 
 
 def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
@@ -73,7 +77,8 @@ def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBat
     capture = load(path)
     process = capture.manifest.get("process")
     process = process if isinstance(process, dict) else {}
-    host = unicode(process["host"]) if isinstance(process.get("host"), str) else None
+    host = process.get("host")
+    host = unicode(host) if isinstance(host, str) and len(host) <= MAX_HOST else None
     pid = process.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or not INT64_MIN <= pid <= INT64_MAX:
         pid = None

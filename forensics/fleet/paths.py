@@ -24,13 +24,14 @@ def is_capture(path: Path) -> bool:
 
 
 def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Every capture under ``patterns``, sorted and without repeats.
+    """Every capture under ``patterns``, sorted and without repeats: a capture reached twice
+    (through a link, or under a folder named twice) is listed once, by its direct name.
 
     A pattern is a capture directory, a folder whose ``*.capture`` children (one level, then
     their folders recursively) are captures, or a glob of either.
     Raises ConfigurationError when a pattern names nothing.
     """
-    found: dict[str, Path] = {}
+    found: dict[object, Path] = {}
     for pattern in patterns:
         text = os.fspath(pattern)
         matches = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
@@ -39,8 +40,28 @@ def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
             raise ConfigurationError(f"'{text}' names no capture directory; give NAME.capture "
                                      "directories, folders holding them, or a glob")
         for hit in hits:
-            found.setdefault(os.path.abspath(hit), hit)
-    return [found[key] for key in sorted(found)]
+            key = folder_id(hit)
+            if key not in found or (_through_link(found[key]) and not _through_link(hit)):
+                found[key] = hit
+    return sorted(found.values(), key=os.path.abspath)
+
+
+def folder_id(path: Path) -> object:
+    """What names one folder however it is reached (its device and inode: a link to it, or a
+    folder named twice, is the same capture); its absolute path when it cannot be looked at."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return os.path.abspath(path)
+    return (info.st_dev, info.st_ino)
+
+
+def _through_link(path: Path) -> bool:
+    """Whether ``path`` reaches its folder through a link (the direct name is the one kept)."""
+    try:
+        return os.path.realpath(path) != os.path.abspath(path)
+    except (OSError, ValueError):
+        return False
 
 
 def _captures_at(path: Path) -> list[Path]:

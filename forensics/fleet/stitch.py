@@ -48,7 +48,8 @@ def engines(rows: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
     for engine, claimed in claims.items():
         for number, cluster in enumerate(_clusters(claimed)):
             kept, contested = _uncontested(cluster)
-            out[f"{engine}#{number}"] = [row["capture"] for row in kept]
+            if kept:
+                out[f"{engine}#{number}"] = [row["capture"] for row in kept]
             out.update({f"capture:{row['capture']}": [row["capture"]] for row in contested})
     return out
 
@@ -66,30 +67,52 @@ def _uncontested(cluster: list[dict[str, Any]]
     for row in cluster:
         for rank in ranks(row):
             holders[rank] = holders.get(rank, 0) + 1
-    contested = [row for row in cluster if any(holders[r] > 1 for r in ranks(row))]
-    return [row for row in cluster if row not in contested], contested
+    shared = [any(holders[r] > 1 for r in ranks(row)) for row in cluster]
+    return ([row for row, two in zip(cluster, shared, strict=True) if not two],
+            [row for row, two in zip(cluster, shared, strict=True) if two])
 
 
 def corroborated(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two rows claiming one engine id are one engine beyond the claim: the same known
-    host and run start, or the same known step history."""
-    def known(value: Any) -> bool:
-        return bool(value) and value != "unknown"
-
-    if known(a.get("host")) and known(a.get("started")) and \
-            (a.get("host"), a.get("started")) == (b.get("host"), b.get("started")):
-        return True
-    return known(a.get("history")) and a.get("history") == b.get("history")
+    host and run start, or the same known step history (a key of :func:`_keys` in common)."""
+    return bool(set(_keys(a)) & set(_keys(b)))
 
 
 def _clusters(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """``rows`` (one claimed engine) split into groups linked by :func:`corroborated`."""
-    clusters: list[list[dict[str, Any]]] = []
-    for row in rows:
-        linked = [c for c in clusters if any(corroborated(row, other) for other in c)]
-        merged = [row] + [r for c in linked for r in c]
-        clusters = [c for c in clusters if c not in linked] + [merged]
-    return [sorted(c, key=lambda r: r["capture"]) for c in clusters]
+    """``rows`` (one claimed engine) split into groups linked by :func:`corroborated`, in time
+    linear in the rows: rows sharing a corroborating key (:func:`_keys`) are joined through
+    that key, never compared pairwise."""
+    parent = list(range(len(rows)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[tuple[Any, ...], int] = {}
+    for i, row in enumerate(rows):
+        for key in _keys(row):
+            j = first.setdefault(key, i)
+            parent[root(i)] = root(j)
+    clusters: dict[int, list[dict[str, Any]]] = {}
+    for i, row in enumerate(rows):
+        clusters.setdefault(root(i), []).append(row)
+    return [sorted(c, key=lambda r: r["capture"]) for c in clusters.values()]
+
+
+def _keys(row: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The keys two rows must share to be :func:`corroborated`: host and run start (both
+    known), and step history (known)."""
+    def known(value: Any) -> bool:
+        return bool(value) and value != "unknown"
+
+    keys: list[tuple[Any, ...]] = []
+    if known(row.get("host")) and known(row.get("started")):
+        keys.append(("run", row.get("host"), row.get("started")))
+    if known(row.get("history")):
+        keys.append(("history", row.get("history")))
+    return keys
 
 
 def first_divergence(captures: Sequence[str]) -> dict[str, Any] | None:

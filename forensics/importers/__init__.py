@@ -97,6 +97,7 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
         bar.advance()
     bar.close()
     records, events = combined(read)
+    check_events(events, [Path(s).name for s in sources], [len(r.events) for r in read])
     from forensics.importers.facts import import_manifest
 
     manifest = import_manifest([Path(s) for s in sources], facts or {})
@@ -122,6 +123,44 @@ def combined(sources: Sequence[Imported]) -> tuple[list[Record], list[dict[str, 
         if moved:
             after = max(moved.values()) + 1
     return records, events
+
+
+def check_events(events: Sequence[dict[str, Any]], names: Sequence[str],
+                 counts: Sequence[int]) -> None:
+    """Refuse, before anything is written, events that a capture could not be read back with:
+    more than the reader's event count, or more bytes (as the events file stores them) than
+    its events file may hold. ``counts``: how many of ``events`` each source (``names``) gave,
+    in order. Raises CaptureFormatError naming the source that gave the most."""
+    from forensics.store import events as store
+    from forensics.store.guarded import LIMITS
+
+    sizes, at = [], 0
+    for count in counts:
+        sizes.append(sum(_stored_size(e) for e in events[at:at + count]))
+        at += count
+    most = max(range(len(names)), key=lambda k: sizes[k]) if names else 0
+    who = f"'{names[most]}'" + (f" (with {len(names) - 1} other sources)" if len(names) > 1
+                                else "")
+    if len(events) > store.MAX_EVENTS:
+        raise CaptureFormatError(f"{who}: {len(events)} crash events, past the "
+                                 f"{store.MAX_EVENTS} a capture holds; split the log and "
+                                 "import each part")
+    limit = LIMITS["events file"]
+    if sum(sizes) > limit:
+        raise CaptureFormatError(f"{who}: its crash events take {sum(sizes)} bytes, past the "
+                                 f"{limit} a capture's events file holds (each crash dump keeps "
+                                 "its batch); split the log and import each part")
+
+
+def _stored_size(event: dict[str, Any]) -> int:
+    """The bytes of ``event``'s line in an events file (0 for one the writer refuses itself,
+    in one line)."""
+    import json
+
+    try:
+        return len(json.dumps(event, sort_keys=True, allow_nan=False)) + 1
+    except (TypeError, ValueError, RecursionError):
+        return 0
 
 
 def _ordinal_steps(source: Imported, first: int) -> dict[int, int]:

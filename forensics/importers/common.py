@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import zipfile
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -17,6 +18,9 @@ META_KEYS = ("site", "step", "rank", "summary")
 INT64_MAX = 2**63 - 1
 MAX_DEPTH = 4  # ragged lists are two deep, a dict of ints one
 MAX_MEMBERS = 4096
+#: the largest central directory of a zip archive read (bytes; a member's entry is 46 bytes
+#: and its name)
+MAX_DIRECTORY = MAX_MEMBERS * 1024
 
 
 def where_of(path: Any, index: int) -> str:
@@ -56,10 +60,31 @@ def record_from_dict(raw: Any, where: str) -> Record:
         raise UnknownSiteError(f"{where}: {exc}") from None
 
 
+def open_archive(handle: BinaryIO, path: Any) -> zipfile.ZipFile:
+    """The zip archive in ``handle``, after its end record's claims: at most
+    :data:`MAX_MEMBERS` members in a central directory of at most :data:`MAX_DIRECTORY` bytes
+    (zipfile builds an object per member it lists, about ten times the bytes that list it:
+    a 1 GiB archive of empty members would take gigabytes before any count is checked).
+
+    Raises CaptureFormatError naming the file and the claim; zipfile.BadZipFile for a file
+    that is not a zip archive.
+    """
+    end = zipfile._EndRecData(handle)  # type: ignore[attr-defined]  # the stdlib's own reader
+    if end is not None:
+        members = end[zipfile._ECD_ENTRIES_TOTAL]  # type: ignore[attr-defined]
+        size = end[zipfile._ECD_SIZE]  # type: ignore[attr-defined]
+        if members > MAX_MEMBERS or size > MAX_DIRECTORY:
+            raise CaptureFormatError(f"'{path}' lists {members} members in {size} bytes; at "
+                                     f"most {MAX_MEMBERS} members in {MAX_DIRECTORY} bytes")
+    handle.seek(0)
+    return zipfile.ZipFile(handle)
+
+
 def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None,
                   member_limit: int = MAX_MEMBER) -> None:
-    """Refuse a zip archive (``.npz``, ``.pt``) whose members would decompress past the
-    limits, before any is read: at most :data:`MAX_MEMBERS` members, each at most
+    """Refuse a zip archive (``.npz``, ``.pt``) that names a member twice or whose members
+    would decompress past the limits, before any is read: at most :data:`MAX_MEMBERS` members,
+    each at most
     ``member_limit`` bytes, :data:`MAX_DECODED` in all; with ``suffix``, every member's name
     ends in it. The zip reader stops each member at its declared size.
 
@@ -69,8 +94,13 @@ def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None
     if len(infos) > MAX_MEMBERS:
         raise CaptureFormatError(f"'{path}' holds {len(infos)} members; at most {MAX_MEMBERS}")
     total = 0
+    seen: set[str] = set()
     for info in infos:
         name = show(info.filename)
+        if info.filename in seen:
+            raise CaptureFormatError(f"'{path}': member {name} is there twice (one reader "
+                                     "takes the first, another the last); save each field once")
+        seen.add(info.filename)
         if suffix is not None and not info.filename.endswith(suffix):
             raise CaptureFormatError(f"'{path}': member {name} is not a {suffix} array; save "
                                      f"every field with numpy.savez (names end in {suffix})")
@@ -81,6 +111,33 @@ def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None
         if total > MAX_DECODED:
             raise CaptureFormatError(f"'{path}': members unpack to more than {MAX_DECODED} "
                                      "bytes in all; split the dump")
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object of a source names one key twice."""
+
+
+def strict_json(text: str | bytes) -> Any:
+    """``json.loads(text)``, refusing an object that names a key twice (one reader takes the
+    first value, another the last): DuplicateKeyError naming the key."""
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise DuplicateKeyError(f"key {show(key)} is there twice")
+            out[key] = value
+        return out
+
+    return json.loads(text, object_pairs_hook=unique)
+
+
+def check_disjoint(meta: dict[str, Any], fields: Any, path: Any, what: str) -> None:
+    """Refuse a ``__metadata__`` key that is also a ``what`` (member, tensor) of the file: two
+    values of one field. Raises CaptureFormatError naming the field."""
+    both = sorted(set(meta) & set(fields))
+    if both:
+        raise CaptureFormatError(f"'{path}': field {show(both[0])} is both a {what} and a "
+                                 "__metadata__ key; give each field once")
 
 
 def _scalar(value: Any) -> Any:
@@ -100,12 +157,17 @@ def _int_meta(raw: dict[str, Any], key: str, where: str, default: int | None) ->
 
 
 def _check_ints(value: Any, where: str, depth: int = 0) -> None:
-    """Raise CaptureFormatError for a Python int outside int64 anywhere in ``value`` (lists
-    and dicts of a field), before anything converts it."""
+    """Raise CaptureFormatError for a Python int, or an unsigned array's element, outside
+    int64 anywhere in ``value`` (lists and dicts of a field), before anything converts it."""
     if isinstance(value, int) and not isinstance(value, bool):
         if not -INT64_MAX - 1 <= value <= INT64_MAX:
             raise CaptureFormatError(f"{where} holds an integer outside int64 "
                                      f"({show(value)}); values are int64 at most")
+    elif isinstance(value, np.ndarray) and value.dtype.kind == "u" and value.size \
+            and int(value.max()) > INT64_MAX:
+        raise CaptureFormatError(f"{where} holds an integer outside int64 "
+                                 f"({int(value.max())}, an unsigned tensor); values are int64 "
+                                 "at most")
     elif isinstance(value, (list, tuple, dict)):
         if depth > MAX_DEPTH:
             raise CaptureFormatError(f"{where} is nested more than {MAX_DEPTH} deep")

@@ -2,13 +2,13 @@
 
 Integer arrays are tensors, 0-d arrays are scalars (``site`` a 0-d string), 1-d string arrays
 are lists of str, and a 0-d string holding JSON carries lists, dicts and ragged lists (an
-optional ``__metadata__`` JSON object may carry several fields at once). Every member's header
+optional ``__metadata__`` JSON object may carry several fields at once; a field, member or
+JSON key given twice is refused). Every member's header
 is checked against its stored size before numpy allocates anything.
 """
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -17,7 +17,16 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError
 from forensics.importers import Imported
-from forensics.importers.common import check_members, record_from_dict, where_of
+from forensics.importers.common import (
+    DuplicateKeyError,
+    check_disjoint,
+    check_members,
+    open_archive,
+    record_from_dict,
+    show,
+    strict_json,
+    where_of,
+)
 from forensics.store.guarded import open_file
 
 
@@ -51,6 +60,7 @@ def read(path: Path) -> Imported:
         value = _value("__metadata__", meta, path)
         if not isinstance(value, dict):
             raise CaptureFormatError(f"'{path}': __metadata__ must be a JSON object string")
+        check_disjoint(value, arrays, path, "member")
         raw.update(value)
     for name, array in arrays.items():
         raw[name] = _value(name, array, path)
@@ -59,7 +69,7 @@ def read(path: Path) -> Imported:
 
 def _check_members(handle: BinaryIO, path: Path) -> None:
     try:
-        with zipfile.ZipFile(handle) as archive:
+        with open_archive(handle, path) as archive:
             check_members(archive, path, ".npy")
             for info in archive.infolist():
                 with archive.open(info) as member:
@@ -96,7 +106,10 @@ def _value(name: str, array: np.ndarray, path: Path) -> Any:
             if name == "site":
                 return text
             try:
-                return json.loads(text)
+                return strict_json(text)
+            except DuplicateKeyError as exc:
+                raise CaptureFormatError(f"'{path}': member {show(name + '.npy')}: {exc}; give "
+                                         "each key once") from None
             except (ValueError, RecursionError):
                 return text
         return [str(v) for v in array.ravel()]

@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 
 from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError
 from forensics.importers import Imported
-from forensics.importers.common import check_members, record_from_dict, where_of
+from forensics.importers.common import check_members, open_archive, record_from_dict, where_of
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, open_file
 
 MAX_PICKLE = 16 << 20
@@ -74,7 +74,7 @@ def _check_archive(handle: BinaryIO, path: Path) -> None:
     unpack past the limits (their sizes are read from the archive, not trusted from the
     pickle)."""
     try:
-        with zipfile.ZipFile(handle) as archive:
+        with open_archive(handle, path) as archive:
             check_members(archive, path)
             pickles = [i for i in archive.infolist() if i.filename.endswith(".pkl")]
             if any(i.file_size > MAX_PICKLE for i in pickles):

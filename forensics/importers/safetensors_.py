@@ -3,12 +3,12 @@
 Tensors are the site's tensor fields; ``__metadata__`` (string to string) carries ``site``,
 ``step``, optional ``rank``/``summary``, and every other field as JSON (ints, lists of str,
 ``prev_req_id_to_index``, ragged lists of lists). A header that claims more bytes than the file
-holds is refused before anything is allocated.
+holds is refused before anything is allocated, and so is a key given twice (in one JSON
+object, or as both a tensor and a ``__metadata__`` key).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,14 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
-from forensics.importers.common import record_from_dict, show, where_of
+from forensics.importers.common import (
+    DuplicateKeyError,
+    check_disjoint,
+    record_from_dict,
+    show,
+    strict_json,
+    where_of,
+)
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, read_bytes
 
 MAX_HEADER = 100 * 1024 * 1024
@@ -37,6 +44,7 @@ def read(path: Path) -> Imported:
     meta = header.pop("__metadata__", {}) or {}
     if not isinstance(meta, dict):
         raise CaptureFormatError(f"'{path}': __metadata__ must be an object of strings")
+    check_disjoint(meta, header, path, "tensor")
     for key, text in meta.items():
         raw[key] = _meta_value(key, text, path)
     spans: list[tuple[int, int, str]] = []
@@ -54,7 +62,10 @@ def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
         raise CaptureFormatError(f"'{path}': header claims {size} bytes but the file holds "
                                  f"{len(data) - 8}; the file is truncated or not safetensors")
     try:
-        header = json.loads(data[8:8 + size].decode("utf-8"))
+        header = strict_json(data[8:8 + size].decode("utf-8"))
+    except DuplicateKeyError as exc:
+        raise CaptureFormatError(f"'{path}': header {exc} (one reader takes the first, "
+                                 "another the last); name each tensor and key once") from None
     except (ValueError, RecursionError) as exc:
         raise CaptureFormatError(f"'{path}': header is not JSON ({exc})") from None
     if not isinstance(header, dict):
@@ -68,7 +79,10 @@ def _meta_value(key: str, text: Any, path: Path) -> Any:
     if key == "site":
         return text
     try:
-        return json.loads(text)
+        return strict_json(text)
+    except DuplicateKeyError as exc:
+        raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}]: {exc}; give each key "
+                                 "once") from None
     except (ValueError, RecursionError):
         raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}] = {text[:60]!r} is not "
                                  "JSON; write ints as 5, lists as [1, 2], strings as "

@@ -24,7 +24,8 @@ TESTS = {
     "T2": ["tests/hostile/test_hostile.py::test_case_ends_in_exit_0_or_2_with_one_line",
            "tests/hostile/test_guarded.py::test_a_file_over_its_cap_is_refused_before_it_is_read"],
     "T3": ["tests/hostile/test_linear_time.py::test_a_long_line_parses_in_linear_time",
-           "tests/hostile/test_linear_time.py::test_a_long_log_parses_in_linear_time"],
+           "tests/hostile/test_linear_time.py::test_a_long_log_parses_in_linear_time",
+           "tests/hostile/test_round4_importers.py::test_probe_line_pairs_parse_in_linear_time"],
     "T4": ["tests/importers/test_log_chains.py::"
            "test_assert_then_chain_then_engine_dead_is_one_crash",
            "tests/importers/test_log_chains.py::test_a_chained_traceback_is_one_event_on_its_own_line",
@@ -153,6 +154,21 @@ TESTS = {
              "test_the_origins_of_the_witnesses_are_those_a_scan_finds",
              "tests/hostile/test_round4_shrink.py::"
              "test_a_witness_with_thousands_of_bad_ids_costs_less_than_one_replay"],
+    "T23t": ["tests/hostile/test_round4_triage.py::test_a_link_to_a_capture_is_that_capture_once",
+             "tests/hostile/test_round4_triage.py::test_a_folder_named_twice_is_read_once",
+             "tests/hostile/test_round4_triage.py::test_stitching_is_linear_in_the_captures",
+             "tests/hostile/test_round4_triage.py::test_a_huge_host_is_not_copied_onto_every_row"],
+    "T24i": ["tests/hostile/test_round4_importers.py::"
+             "test_an_unsigned_tensor_past_int64_is_refused_at_import",
+             "tests/hostile/test_round4_importers.py::test_a_zip_member_given_twice_is_refused",
+             "tests/hostile/test_round4_importers.py::"
+             "test_a_safetensors_key_given_twice_is_refused",
+             "tests/hostile/test_round4_importers.py::"
+             "test_crash_events_past_the_events_file_limit_are_refused_before_writing",
+             "tests/hostile/test_round4_importers.py::"
+             "test_crash_events_of_several_logs_past_the_count_are_refused",
+             "tests/hostile/test_round4_importers.py::"
+             "test_a_zip_listing_many_members_is_refused_before_they_are_parsed"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

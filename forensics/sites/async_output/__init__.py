@@ -42,7 +42,7 @@ def log_fields(match: re.Match[str], number: Callable[[str], int]) -> dict[str, 
     """The summary record of an ``OUT-PATH`` probe line (:data:`LOG_LINE`): ``min``/``max``
     of the listed ids (and the ids), the line's other ``k=v`` pairs (``vocab_size``, extras)."""
     ids = [number(v) for v in re.findall(r"-?\d+", match["ids"])]
-    pairs = {k: number(v) for k, v in re.findall(r"(\w+)=(-?\d+)", match["pairs"])}
+    pairs = {k: number(v) for k, v in PAIR_RE.findall(match["pairs"])}
     fields: dict[str, Any] = {k: v for k, v in pairs.items() if k not in ("min", "max", "line")}
     if ids:
         fields["min"], fields["max"] = min(ids), max(ids)
@@ -50,6 +50,9 @@ def log_fields(match: re.Match[str], number: Callable[[str], int]) -> dict[str, 
     return fields
 
 
+#: a ``k=v`` pair of the probe line, tried only where a word starts (linear time: tried inside
+#: a long word, ``\w+`` would rescan the rest of the word at every character)
+PAIR_RE = re.compile(r"(?<!\w)(\w+)=(-?\d+)")
 #: the SM70 fork's probe line: ``OUT-PATH out-of-range sampled ids [I, ...] (vocab_size=V k=v)``
 LOG_LINE = LogLine(re.compile(r"OUT-PATH out-of-range sampled ids \[(?P<ids>[-\d,\s]*)\]\s*"
                               r"\((?P<pairs>[^()]*)\)"), log_fields)
