@@ -66,6 +66,11 @@ class Evidence:
                    dict(data.get("first_finding", {})), data.get("crash_verdict"))
 
 
+#: the most variants, sites per variant and characters per site name an ``expected.json``
+#: holds (a real one names a few of each: a message lists every difference, one line each)
+MAX_VARIANTS, MAX_SITES, MAX_NAME = 64, 256, 80
+
+
 def check_json(data: dict[str, Any], path: Path) -> None:
     """Raise CaptureFormatError (naming ``path``, the field and the fix) unless ``data``, read
     from an ``expected.json`` file, is ``{"verdicts": {variant: {site: str}},
@@ -75,11 +80,18 @@ def check_json(data: dict[str, Any], path: Path) -> None:
     if not isinstance(verdicts, dict):
         raise CaptureFormatError(f"{path}: field 'verdicts' missing; expected an object "
                                  f"{{variant: {{site: verdict}}}}; {fix}")
+    if len(verdicts) > MAX_VARIANTS:
+        raise CaptureFormatError(f"{path}: field 'verdicts' holds {len(verdicts)} variants, "
+                                 f"more than {MAX_VARIANTS}; {fix}")
     for variant, sites in verdicts.items():
         if not isinstance(sites, dict) or not all(
                 isinstance(v, str) and len(v) <= 64 for v in sites.values()):
             raise CaptureFormatError(f"{path}: field 'verdicts.{shortened(variant)}' must map "
                                      f"each site to a verdict string; {fix}")
+        if len(sites) > MAX_SITES or any(len(site) > MAX_NAME for site in sites):
+            raise CaptureFormatError(
+                f"{path}: field 'verdicts.{shortened(variant)}' must name at most {MAX_SITES} "
+                f"sites, each of at most {MAX_NAME} characters; {fix}")
     firsts = data.get("first_finding", {})
     if not isinstance(firsts, dict):
         raise CaptureFormatError(f"{path}: field 'first_finding' must be an object "
@@ -97,7 +109,7 @@ def check_json(data: dict[str, Any], path: Path) -> None:
 
 def shortened(text: str) -> str:
     """A name read from a file, shortened for a one-line message."""
-    return text if len(text) <= 80 else text[:77] + "..."
+    return text if len(text) <= MAX_NAME else text[:MAX_NAME - 3] + "..."
 
 
 def evidence_of(result: Any, keys: Sequence[str] = FIRST_KEYS) -> Evidence:
