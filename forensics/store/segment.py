@@ -21,7 +21,7 @@ from forensics.errors import CaptureFormatError, ForensicsError
 from forensics.libc import libc_function
 from forensics.store.arrow_codec import schema_columns, schema_info
 from forensics.store.batch import BatchView
-from forensics.store.guarded import check_regular
+from forensics.store.guarded import stored_size
 from forensics.store.index import ENTRY, read_index
 from forensics.store.paths import INDEX_SUFFIX, SegmentName
 
@@ -59,7 +59,7 @@ class Segment:
     # ------------------------------------------------------------------ opening
 
     def _open(self) -> None:
-        size = check_regular(self.path, "segment", self.root)
+        size, self.stored = stored_size(self.path, "segment", self.root)
         if size == 0:
             self.truncated = True
             return
@@ -85,6 +85,19 @@ class Segment:
         tail = int(self._table["offset"][-1] + self._table["length"][-1]) if len(self._table) \
             else end
         self._scan_tail(tail)
+        self._check_stored()
+
+    def _check_stored(self) -> None:
+        """Refuse a batch table claiming more rows than the bytes the file stores can hold
+        (each row takes at least :data:`MIN_ROW_BYTES`): a sparse file's hole holds no rows,
+        however its entries' heads were planted."""
+        claimed = int(self._table["rows"].sum()) if len(self._table) else 0
+        if claimed > self.stored // MIN_ROW_BYTES:
+            raise CaptureFormatError(
+                f"{self.where}: its batches claim {claimed} records but the file stores only "
+                f"{self.stored} of its {self.size} bytes (a sparse file); a record takes at "
+                f"least {MIN_ROW_BYTES} bytes: restore the segment from the source or delete "
+                "it")
 
     def _check_cut_schema(self) -> None:
         """A first message cut short is a crash while the schema was written only when it

@@ -1,0 +1,58 @@
+"""Round 4 attack on the capture store's guarded reader and on what ``report``, ``summary`` and
+``inspect`` write from a capture (issue 38's standard; T5, T6, T10, T14, T17 of
+docs/threat-model.md): each test is a defect this attack found, failing before its fix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_round2 import run_cli
+
+from forensics.errors import CaptureFormatError
+from forensics.records import Record
+from forensics.store.index import ENTRY
+from forensics.store.writer import write_capture
+
+CONTINUATION = (0xFFFFFFFF).to_bytes(4, "little")
+
+
+def embedding(steps: int = 3) -> list[Record]:
+    """Small valid embedding records."""
+    return [Record("embedding", s, 0, {"input_ids": np.arange(4, dtype=np.int32),
+                                       "num_embeddings": 10}) for s in range(steps)]
+
+
+# ------------------------------ 1. a sparse hole behind a planted message head holds no rows
+
+
+def test_a_planted_head_over_a_sparse_hole_claims_no_rows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Round 3 refused an index entry pointing into a hole by looking for an Arrow message
+    head at its offset; 8 planted bytes (a continuation marker and a metadata length) passed
+    that check, and a 12 KiB capture claimed 134 million records (``inspect`` printed them,
+    ``replay`` and ``summary`` grew to gigabytes before 'out of memory'). The rows a segment
+    claims are now held to the bytes it stores."""
+    capture = write_capture(tmp_path / "sparse.capture", embedding())
+    segment = next(capture.glob("*.arrows"))
+    index = segment.with_name(segment.name + ".idx")
+    last = np.fromfile(index, dtype=ENTRY, offset=8)[-1]
+    tail = int(last["offset"] + last["length"])
+    hole = 2 << 30
+    with open(segment, "r+b") as handle:
+        handle.seek(tail)
+        handle.write(CONTINUATION + (100).to_bytes(4, "little"))
+    os.truncate(segment, tail + hole)
+    with open(index, "ab") as handle:
+        handle.write(np.array([(tail, hole, hole // 16, 5, 5)], dtype=ENTRY).tobytes())
+    assert os.stat(segment).st_blocks * 512 < 1 << 20  # sparse: nothing stored in the hole
+    code, out, err = run_cli(capsys, "inspect", capture)
+    assert code == 2, out
+    assert len(err.strip().splitlines()) == 1, err
+    assert segment.name in err and "stores only" in err and "134217731" in err, err
+    import forensics
+
+    with pytest.raises(CaptureFormatError, match="sparse"):
+        forensics.load(capture)
