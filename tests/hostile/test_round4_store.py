@@ -56,3 +56,25 @@ def test_a_planted_head_over_a_sparse_hole_claims_no_rows(
 
     with pytest.raises(CaptureFormatError, match="sparse"):
         forensics.load(capture)
+
+
+# ------------------------------------ 2. what a capture's events make a reader hold is bounded
+
+
+def test_events_of_empty_lists_are_refused_before_they_fill_memory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each line under the 1 MiB line cap, each file under the 64 MiB file cap and the events
+    under the 200,000-event cap, lines of empty lists (2 bytes read, 64 held each) made a
+    57 MiB events file hold 1.4 GB in ``inspect`` (and files are not counted: ten were 14 GB).
+    The lists and objects of a capture's events are now counted before each line is parsed
+    and refused past MAX_CONTAINERS, in one line naming the file and the line."""
+    from forensics.store.events import MAX_CONTAINERS
+
+    capture = write_capture(tmp_path / "ev.capture", embedding())
+    line = b'{"kind": "x", "a": [' + b"[]," * 300_000 + b"[]]}\n"
+    lines = MAX_CONTAINERS // 300_000 + 1
+    (capture / "events-w9.jsonl").write_bytes(line * lines)
+    code, out, err = run_cli(capsys, "inspect", capture)
+    assert code == 2, out[:200]
+    assert len(err.strip().splitlines()) == 1, err
+    assert f"events-w9.jsonl' line {lines}" in err and str(MAX_CONTAINERS) in err, err
