@@ -78,3 +78,21 @@ def test_events_of_empty_lists_are_refused_before_they_fill_memory(
     assert code == 2, out[:200]
     assert len(err.strip().splitlines()) == 1, err
     assert f"events-w9.jsonl' line {lines}" in err and str(MAX_CONTAINERS) in err, err
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "expected.json"])
+def test_a_manifest_of_empty_lists_is_refused_before_it_is_parsed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    """A 15 MB manifest (under its 16 MiB cap) of five million empty lists made ``inspect``
+    hold 450 MB (each capture of a triage holds its manifest); the lists and objects of a
+    manifest or expected.json are now counted before it is parsed."""
+    from forensics.store.manifest import MAX_CONTAINERS
+
+    capture = write_capture(tmp_path / "m.capture", embedding())
+    body = b'{"format": 1, "x": [' + b"[]," * MAX_CONTAINERS + b"[]]}"
+    (capture / name).write_bytes(body)
+    code, out, err = run_cli(capsys, "check" if name == "expected.json" else "inspect",
+                             capture)
+    assert code == 2, out[:200]
+    assert len(err.strip().splitlines()) == 1, err
+    assert name in err and f"past {MAX_CONTAINERS}" in err, err
