@@ -206,6 +206,11 @@ def _open_segments(root: Path) -> list[Segment]:
         name = parse_segment_name(entry)
         if name is None or name.site not in SITES:
             continue
+        if name.filename != entry:  # 'r00' or '00000': it would be read as another file
+            raise CaptureFormatError(
+                f"segment file '{entry}' of '{root}' is not named as a writer names it: it "
+                f"reads as '{name.filename}'; rename it to that (if no file has that name) or "
+                "delete it")
         segments.append(Segment(root, name))
     segments.sort(key=lambda s: (site_order(s.site), s.rank, s.process, s.seq))
     twins = find_duplicate(segments)

@@ -96,3 +96,27 @@ def test_a_manifest_of_empty_lists_is_refused_before_it_is_parsed(
     assert code == 2, out[:200]
     assert len(err.strip().splitlines()) == 1, err
     assert name in err and f"past {MAX_CONTAINERS}" in err, err
+
+
+# ---------------------- 3. a segment file is read by its own name, never as another file's
+
+
+@pytest.mark.parametrize("alias", ["embedding.r00.w0.0000.arrows",
+                                   "embedding.r0.w0.00000.arrows"])
+def test_a_segment_named_like_another_is_refused_by_its_own_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], alias: str) -> None:
+    """A segment named with extra leading zeros parsed as the writer's name of the same site,
+    rank, process and sequence and was opened under that name: beside the real file, the real
+    file was read twice and the refusal said to delete 'the copy', naming the real file twice
+    (the alias, holding other records, was never read); alone, it was 'No such file' naming a
+    file that is not there. It is now refused under its own name."""
+    capture = write_capture(tmp_path / "a.capture", embedding(3))
+    other = write_capture(tmp_path / "b.capture", embedding(5))
+    source = next(other.glob("*.arrows"))
+    os.rename(source, capture / alias)
+    os.rename(f"{source}.idx", capture / f"{alias}.idx")
+    code, out, err = run_cli(capsys, "inspect", capture)
+    assert code == 2, out
+    assert len(err.strip().splitlines()) == 1, err
+    assert f"segment file '{alias}'" in err and "embedding.r0.w0.0000.arrows'" in err, err
+    assert "same batches" not in err and "No such file" not in err, err
