@@ -82,23 +82,18 @@ def check_size(path: Path, kind: str, size: int) -> None:
                                  "Is it the right file?")
 
 
-def stored_size(path: Path, kind: str, root: Path | None = None) -> tuple[int, int]:
-    """Apply the guards of :func:`open_guarded` without keeping the file open (for files
-    that are memory-mapped, such as segments); return its size and the bytes it stores: the
-    size itself for a file without holes (one ``SEEK_HOLE``), else what its allocated blocks
-    hold (a sparse file's holes read as zeros but store nothing: no evidence of content)."""
-    fd = open_guarded(path, kind, root)
+def stored_size(fd: int) -> tuple[int, int]:
+    """The size of the open regular file ``fd`` and the bytes it stores: the size itself for a
+    file without holes (one ``SEEK_HOLE``), else what its allocated blocks hold (a sparse
+    file's holes read as zeros but store nothing: no evidence of content)."""
+    info = os.fstat(fd)
     try:
-        info = os.fstat(fd)
-        try:
-            first_hole = os.lseek(fd, 0, getattr(os, "SEEK_HOLE", 4))
-        except OSError:  # a file system that cannot tell: no hole
-            first_hole = info.st_size
-        if first_hole >= info.st_size:
-            return info.st_size, info.st_size
-        return info.st_size, min(info.st_size, info.st_blocks * 512)
-    finally:
-        os.close(fd)
+        first_hole = os.lseek(fd, 0, getattr(os, "SEEK_HOLE", 4))
+    except OSError:  # a file system that cannot tell: no hole
+        first_hole = info.st_size
+    if first_hole >= info.st_size:
+        return info.st_size, info.st_size
+    return info.st_size, min(info.st_size, info.st_blocks * 512)
 
 
 def read_bytes(path: Path, kind: str, root: Path | None = None,

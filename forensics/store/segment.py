@@ -21,12 +21,13 @@ from forensics.errors import CaptureFormatError, ForensicsError
 from forensics.libc import libc_function
 from forensics.store.arrow_codec import schema_columns, schema_info
 from forensics.store.batch import BatchView
-from forensics.store.guarded import stored_size
+from forensics.store.guarded import open_guarded, stored_size
 from forensics.store.index import ENTRY, read_index
 from forensics.store.paths import INDEX_SUFFIX, SegmentName
 
 CONTINUATION = 0xFFFFFFFF
 _MADV_DONTNEED = 4  # Linux <sys/mman.h>
+_PROT_READ, _MAP_SHARED = 1, 1  # Linux <sys/mman.h>
 MIN_ROW_BYTES = 16  # every row stores at least an int64 step and an int64 rank
 CACHE_SIZE = 32
 MAX_SCHEMA_BYTES = 1 << 20  # a segment's schema message is a few KiB
@@ -59,11 +60,15 @@ class Segment:
     # ------------------------------------------------------------------ opening
 
     def _open(self) -> None:
-        size, self.stored = stored_size(self.path, "segment", self.root)
-        if size == 0:
-            self.truncated = True
-            return
-        self._buf = _map(self.path)
+        fd = open_guarded(self.path, "segment", self.root)
+        try:
+            size, self.stored = stored_size(fd)
+            if size == 0:
+                self.truncated = True
+                return
+            self._buf = map_file(fd, size)
+        finally:
+            os.close(fd)
         self._bytes = np.frombuffer(self._buf, dtype=np.uint8)
         self.size = len(self._bytes)
         message, end = self._message_at(0)
@@ -328,10 +333,48 @@ def _same_batches(a: Segment, b: Segment) -> bool:
     return True
 
 
-def _map(path: Path) -> pa.Buffer:
-    """The file at ``path`` memory-mapped as an Arrow buffer (opened by the OS's bytes of the
-    name, so a name that is not UTF-8 opens too)."""
-    import mmap
+def map_file(fd: int, size: int) -> pa.Buffer:
+    """The first ``size`` bytes of the open file ``fd`` memory-mapped read-only as an Arrow
+    buffer that keeps no descriptor: the caller closes ``fd`` (a capture of thousands of
+    segments stays far below the open-files limit, often 1024). Python's ``mmap`` keeps a
+    duplicate descriptor per mapping; it is used only where libc cannot be reached."""
+    mapping = _Mapping.of(fd, size)
+    if mapping is None:
+        import mmap
 
-    with open(path, "rb") as handle:
-        return pa.py_buffer(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
+        return pa.py_buffer(mmap.mmap(fd, size, access=mmap.ACCESS_READ))
+    return pa.foreign_buffer(mapping.address, size, base=mapping)
+
+
+class _Mapping:
+    """A read-only shared mapping made by libc's ``mmap``, unmapped when collected (the
+    Arrow buffer over it holds it as its base)."""
+
+    def __init__(self, address: int, size: int) -> None:
+        self.address, self.size = address, size
+
+    @classmethod
+    def of(cls, fd: int, size: int) -> _Mapping | None:
+        """Map ``size`` bytes of ``fd``; None off Linux. Raises OSError when mmap fails."""
+        mmap_c, munmap = libc_function("mmap"), libc_function("munmap")
+        if mmap_c is None or munmap is None:
+            return None
+        import ctypes
+
+        mmap_c.restype = ctypes.c_void_p
+        mmap_c.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                           ctypes.c_int, ctypes.c_long]
+        address = mmap_c(None, size, _PROT_READ, _MAP_SHARED, fd, 0)
+        if address is None or address == ctypes.c_void_p(-1).value:
+            err = ctypes.get_errno() or 12
+            raise OSError(err, os.strerror(err))
+        return cls(address, size)
+
+    def __del__(self) -> None:
+        import ctypes
+
+        munmap = libc_function("munmap")
+        if munmap is None:  # the interpreter is shutting down
+            return
+        munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        munmap(ctypes.c_void_p(self.address), ctypes.c_size_t(self.size))
