@@ -96,6 +96,24 @@ def stored_size(fd: int) -> tuple[int, int]:
     return info.st_size, min(info.st_size, info.st_blocks * 512)
 
 
+def data_extents(fd: int, size: int) -> list[tuple[int, int]]:
+    """The ``(start, end)`` byte ranges of the open file ``fd`` that hold stored data (between
+    its holes), found with ``SEEK_DATA``/``SEEK_HOLE``: one range per stored extent, so as many
+    steps as the file stores blocks at most. The whole file where holes cannot be told."""
+    seek_data, seek_hole = getattr(os, "SEEK_DATA", 3), getattr(os, "SEEK_HOLE", 4)
+    extents: list[tuple[int, int]] = []
+    pos = 0
+    try:
+        while pos < size:
+            start = os.lseek(fd, pos, seek_data)
+            pos = os.lseek(fd, start, seek_hole)
+            extents.append((start, min(pos, size)))
+    except OSError as exc:
+        if exc.errno != 6:  # ENXIO: no data after pos
+            return [(0, size)]
+    return extents
+
+
 def read_bytes(path: Path, kind: str, root: Path | None = None,
                limit: int | None = None) -> bytes:
     """The whole of ``path`` through the guards, read in pieces of :data:`CHUNK`.

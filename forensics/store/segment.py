@@ -21,7 +21,7 @@ from forensics.errors import CaptureFormatError, ForensicsError
 from forensics.libc import libc_function
 from forensics.store.arrow_codec import schema_columns, schema_info
 from forensics.store.batch import BatchView
-from forensics.store.guarded import open_guarded, stored_size
+from forensics.store.guarded import data_extents, open_guarded, stored_size
 from forensics.store.index import ENTRY, read_index
 from forensics.store.paths import INDEX_SUFFIX, SegmentName
 
@@ -48,6 +48,7 @@ class Segment:
         self.truncated = False
         self.columns: dict[str, tuple[str, str]] = {}
         self._table = np.zeros(0, dtype=ENTRY)
+        self._extents: np.ndarray | None = None
         self._cache: OrderedDict[int, BatchView] = OrderedDict()
         try:
             self._open()
@@ -66,6 +67,9 @@ class Segment:
             if size == 0:
                 self.truncated = True
                 return
+            #: the stored ranges of a sparse file (None: no hole)
+            self._extents = None if self.stored == size else \
+                np.array(data_extents(fd, size), dtype=np.int64).reshape(-1, 2)
             self._buf = map_file(fd, size)
         finally:
             os.close(fd)
@@ -109,7 +113,7 @@ class Segment:
         claims a schema-sized length and the index lists no batch; else the segment is bad."""
         claimed = int.from_bytes(self._bytes[4:8].tobytes(), "little") if self.size >= 8 else 0
         entries = read_index(self.path.with_name(self.name + INDEX_SUFFIX), self.root,
-                             self.size)
+                             self.stored)
         if claimed > MAX_SCHEMA_BYTES or (entries is not None and len(entries)):
             raise CaptureFormatError(
                 f"{self.where}: its first message claims {claimed} bytes, past the end of the "
@@ -118,7 +122,7 @@ class Segment:
 
     def _indexed(self, schema_end: int) -> np.ndarray:
         index_path = self.path.with_name(self.name + INDEX_SUFFIX)
-        entries = read_index(index_path, self.root, self.size)
+        entries = read_index(index_path, self.root, self.stored)  # a hole holds no batch
         if entries is None or not len(entries):
             return np.zeros(0, dtype=ENTRY)
         outside = np.flatnonzero(~((entries["offset"] >= 0) & (entries["offset"] <= self.size)
@@ -147,12 +151,33 @@ class Segment:
         claimed rows size nothing until this evidence is found: a sparse file's hole reads as
         zeros, so an index pointing into one (a 16 GB segment of 12 KiB stored) is refused."""
         offsets = entries["offset"]
-        inside = offsets + 8 <= self.size
+        inside = (offsets + 8 <= self.size) & self._stored_at(offsets, 8)
         heads = self._bytes[np.where(inside, offsets, 0)[:, None] + np.arange(8)]
         words = heads.view("<u4").reshape(-1, 2) if len(heads) else np.zeros((0, 2), "<u4")
         marker = words[:, 0] == CONTINUATION
         meta = words[:, 1].astype(np.int64)
         return inside & marker & (meta > 0) & (meta < 2**31) & (8 + meta < entries["length"])
+
+    def _stored_at(self, offsets: np.ndarray, width: int) -> np.ndarray:
+        """Per offset: whether its ``width`` bytes lie in one stored range of the file (always
+        without holes), so that checking them reads no hole: a page of a hole read through
+        the map is a page of zeros the reader holds, however many entries point into it."""
+        if self._extents is None:
+            return np.ones(len(offsets), dtype=bool)
+        starts, ends = self._extents[:, 0], self._extents[:, 1]
+        which = np.searchsorted(starts, offsets, side="right") - 1
+        found = which >= 0
+        which = np.maximum(which, 0)
+        return found & (offsets + width <= ends[which]) if len(starts) else \
+            np.zeros(len(offsets), dtype=bool)
+
+    def _stored_in(self, start: int, end: int) -> int:
+        """The bytes of ``start:end`` that the file stores (all of them without holes)."""
+        if self._extents is None:
+            return end - start
+        overlap = (np.minimum(self._extents[:, 1], end)
+                   - np.maximum(self._extents[:, 0], start))
+        return int(overlap[overlap > 0].sum())
 
     def _scan_tail(self, pos: int) -> None:
         rows: list[tuple[int, int, int, int, int]] = []
@@ -242,6 +267,12 @@ class Segment:
         batch.validate()
         if batch.num_rows == 0:
             raise CaptureFormatError(f"{self.where}: empty record batch at byte {pos}")
+        end = pos + 8 + message.metadata.size + message.body.size
+        if batch.num_rows * MIN_ROW_BYTES > self._stored_in(pos, end):
+            raise CaptureFormatError(
+                f"{self.where}: the record batch at byte {pos} claims {batch.num_rows} records "
+                f"but the file stores only {self._stored_in(pos, end)} of its {end - pos} bytes "
+                "(a sparse file): restore the segment from the source or delete it")
         view = BatchView(batch, self.columns, self.site, self.rank,
                          f"{self.where}, batch {i}")
         self._cache[i] = view

@@ -140,3 +140,88 @@ def test_an_open_capture_holds_no_descriptor_per_segment(tmp_path: Path) -> None
     assert len(capture.segments) == 64 and len(capture) == 64
     assert len(os.listdir("/proc/self/fd")) - before < 8
     assert [r.rank for r in capture.records()] == list(range(64))
+
+
+# ------------------- 5. checking a sparse segment reads none of its holes (a hole read is held)
+
+
+def peak_growth(action: object) -> int:
+    """Bytes the process's peak resident set grew by while ``action()`` ran (Linux: the peak
+    is reset through ``/proc/self/clear_refs`` first)."""
+    def hwm() -> int:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmHWM")
+
+    Path("/proc/self/clear_refs").write_text("5")
+    before = hwm()
+    action()  # type: ignore[operator]
+    return hwm() - before
+
+
+def test_an_index_of_many_entries_over_a_hole_reads_none_of_it(tmp_path: Path) -> None:
+    """An index of 20,000 entries (800 KB) over a 5 GB hole made ``inspect`` read a head in
+    each entry's page of the hole (each a page of zeros held, with read-around: 5 GB resident,
+    from 12 KiB stored); the index is now capped by the bytes the segment stores, and a head is
+    looked for only where the file stores data."""
+    import forensics
+    from forensics.store.index import MAGIC
+
+    capture = write_capture(tmp_path / "s.capture", embedding(1))
+    segment = next(capture.glob("*.arrows"))
+    index = segment.with_name(segment.name + ".idx")
+    start = int(np.fromfile(index, dtype=ENTRY, offset=8)[0]["offset"])
+    count, length = 2000, 1 << 18
+    os.truncate(segment, start + count * length)
+    entries = np.zeros(count, dtype=ENTRY)
+    entries["offset"] = start + np.arange(count) * length
+    entries["length"], entries["rows"] = length, 1
+    index.write_bytes(MAGIC + entries.tobytes())
+
+    def load() -> None:
+        with pytest.raises(CaptureFormatError, match="segment index .* bytes it may hold"):
+            forensics.load(capture)
+
+    assert peak_growth(load) < 64 << 20
+
+
+def test_a_scanned_batch_over_a_hole_is_refused_before_its_columns_are_read(
+        tmp_path: Path) -> None:
+    """Without an index, a planted batch head claiming a million rows whose body is a 32 MB
+    hole was decoded and its columns read (their zero pages held: 955 MB for 50 million)
+    before the segment's claimed rows were held to its stored bytes; each batch is now checked
+    against the bytes its own range stores before a column is read."""
+    import pyarrow as pa
+
+    import forensics
+
+    capture = write_capture(tmp_path / "s.capture", embedding(1))
+    segment = next(capture.glob("*.arrows"))
+    index = segment.with_name(segment.name + ".idx")
+    tail = int(sum(np.fromfile(index, dtype=ENTRY, offset=8)[0][["offset", "length"]]
+                   .tolist()))
+    schema = pa.ipc.open_stream(segment.read_bytes()).schema
+    rows = 1_000_000
+    columns = [pa.array(np.zeros(rows, np.int64)) if f.name in ("step", "rank")
+               else pa.array(np.zeros(rows, bool)) if f.name == "summary"
+               else pa.nulls(rows, f.type) for f in schema]
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
+    stream = sink.getvalue()
+    message = stream.slice(8 + int.from_bytes(stream.slice(4, 4).to_pybytes(), "little"))
+    head = message.slice(0, 8 + int.from_bytes(message.slice(4, 4).to_pybytes(), "little"))
+    with open(segment, "r+b") as handle:
+        handle.seek(tail)
+        handle.write(head.to_pybytes())
+    os.truncate(segment, tail + message.size - 8)  # the body a hole; no end-of-stream
+    index.unlink()
+    assert os.stat(segment).st_blocks * 512 < 1 << 20
+
+    def load() -> None:
+        with pytest.raises(CaptureFormatError, match=f"record batch at byte {tail} claims "
+                                                     f"{rows} records"):
+            forensics.load(capture)
+
+    assert peak_growth(load) < 4 << 20
