@@ -49,6 +49,9 @@ class Segment:
         self.columns: dict[str, tuple[str, str]] = {}
         self._table = np.zeros(0, dtype=ENTRY)
         self._extents: np.ndarray | None = None
+        self._used = True  # pages may be resident: a batch or steps read since the release
+        #: where this segment puts itself when in use (its capture's set), if anywhere
+        self.tracker: set[Segment] | None = None
         self._cache: OrderedDict[int, BatchView] = OrderedDict()
         try:
             self._open()
@@ -237,6 +240,7 @@ class Segment:
 
     def batch(self, i: int) -> BatchView:
         """Return batch ``i``, validated on first use. Raises CaptureFormatError."""
+        self.in_use()
         view = self._cache.get(i)
         if view is not None:
             self._cache.move_to_end(i)
@@ -280,15 +284,25 @@ class Segment:
             self._cache.popitem(last=False)
         return view
 
+    def in_use(self) -> None:
+        """Say that this segment's pages are being read: the next :meth:`release` drops them."""
+        self._used = True
+        if self.tracker is not None:
+            self.tracker.add(self)
+
     def release(self) -> None:
         """Drop this segment's mapped pages from the process's resident memory (Linux; nothing
-        elsewhere). Nothing is lost: a page is read from the file again when next used."""
+        elsewhere), when it was in use since the last release (a batch or steps handed out,
+        :meth:`in_use`): a capture releasing every segment per chunk stays linear in them.
+        Nothing is lost: a page is read from the file again when next used."""
         buf = getattr(self, "_buf", None)
-        if buf is not None and buf.size:
+        if buf is not None and buf.size and self._used:
             release_pages(buf.address, buf.size)
+        self._used = False
 
     def steps_of(self, i: int) -> np.ndarray:
         """The step of every row of batch ``i`` (from the index when the batch has one step)."""
+        self.in_use()
         entry = self._table[i]
         if entry["step_min"] == entry["step_max"]:
             return np.full(int(entry["rows"]), int(entry["step_min"]), dtype=np.int64)
