@@ -15,9 +15,10 @@ from forensics.store.paths import EVENTS_RE
 #: the longest event line, and the most events a capture may hold
 MAX_LINE = 1 << 20
 MAX_EVENTS = 200_000
-#: the most JSON lists and objects the events of a capture may hold (an empty one costs 64
-#: bytes held for 2 bytes read: a bound on what a capture's events make a reader hold)
-MAX_CONTAINERS = 2_000_000
+#: the most JSON lists and objects the events of a capture may hold: 40 per event of
+#: MAX_EVENTS (a kernel launch of ten tensors holds about 40), so an empty one, 64 bytes held
+#: for 2 bytes read, makes a reader hold at most about 512 MB
+MAX_CONTAINERS = 40 * MAX_EVENTS
 
 
 def events_filename(process: str) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from test_round2 import run_cli
 
+import forensics
 from forensics.errors import CaptureFormatError
 from forensics.records import Record
 from forensics.store.index import ENTRY
@@ -62,22 +63,28 @@ def test_a_planted_head_over_a_sparse_hole_claims_no_rows(
 
 
 def test_events_of_empty_lists_are_refused_before_they_fill_memory(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Each line under the 1 MiB line cap, each file under the 64 MiB file cap and the events
     under the 200,000-event cap, lines of empty lists (2 bytes read, 64 held each) made a
     57 MiB events file hold 1.4 GB in ``inspect`` (and files are not counted: ten were 14 GB).
     The lists and objects of a capture's events are now counted before each line is parsed
-    and refused past MAX_CONTAINERS, in one line naming the file and the line."""
-    from forensics.store.events import MAX_CONTAINERS
+    and refused past MAX_CONTAINERS (8 million; 600,000 here, for a cheap test), in one line
+    naming the file and the line; the events below the cap are read."""
+    from forensics.store import events
 
+    monkeypatch.setattr(events, "MAX_CONTAINERS", 600_000)
     capture = write_capture(tmp_path / "ev.capture", embedding())
-    line = b'{"kind": "x", "a": [' + b"[]," * 300_000 + b"[]]}\n"
-    lines = MAX_CONTAINERS // 300_000 + 1
+    line = b'{"kind": "x", "a": [' + b"[]," * 99_999 + b"[]]}\n"  # 100,001 containers
+    (capture / "events-w8.jsonl").write_bytes(line * 5)
+    assert len(forensics.load(capture).events) == 5
+    lines = 6
     (capture / "events-w9.jsonl").write_bytes(line * lines)
+    MAX_CONTAINERS = events.MAX_CONTAINERS
     code, out, err = run_cli(capsys, "inspect", capture)
     assert code == 2, out[:200]
     assert len(err.strip().splitlines()) == 1, err
-    assert f"events-w9.jsonl' line {lines}" in err and str(MAX_CONTAINERS) in err, err
+    assert "events-w9.jsonl' line 1:" in err and str(MAX_CONTAINERS) in err, err
 
 
 @pytest.mark.parametrize("name", ["manifest.json", "expected.json"])
