@@ -125,7 +125,7 @@ TESTS = {
              "test_the_block_index_contract_is_linear_in_groups_and_positions",
              "tests/hostile/test_round4_kernels.py::"
              "test_json_output_holds_no_nan_or_infinity"],
-    "T21s": ["tests/hostile/test_round4_store.py::"
+    "T26h": ["tests/hostile/test_round4_store.py::"
              "test_a_planted_head_over_a_sparse_hole_claims_no_rows",
              "tests/hostile/test_round4_store.py::"
              "test_events_of_empty_lists_are_refused_before_they_fill_memory",
