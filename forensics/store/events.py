@@ -15,6 +15,10 @@ from forensics.store.paths import EVENTS_RE
 #: the longest event line, and the most events a capture may hold
 MAX_LINE = 1 << 20
 MAX_EVENTS = 200_000
+#: the most JSON lists and objects the events of a capture may hold: 40 per event of
+#: MAX_EVENTS (a kernel launch of ten tensors holds about 40), so an empty one, 64 bytes held
+#: for 2 bytes read, makes a reader hold at most about 512 MB
+MAX_CONTAINERS = 40 * MAX_EVENTS
 
 
 def events_filename(process: str) -> str:
@@ -88,23 +92,27 @@ def read_events(root: Path) -> tuple[list[dict[str, Any]], list[str]]:
         names of sidecars whose last line was cut short and ignored).
     Raises:
         CaptureFormatError: a complete line that is not a JSON object, an event whose ``kind``
-            is not a string or whose ``step``/``rank`` is not an integer, an oversized file or
-            more than :data:`MAX_EVENTS` events.
+            is not a string or whose ``step``/``rank`` is not an integer, an oversized file,
+            more than :data:`MAX_EVENTS` events or :data:`MAX_CONTAINERS` lists and objects.
         UnsafeInputError: a sidecar that is not a regular file or a symlink out of the capture.
     """
     events: list[dict[str, Any]] = []
     truncated: list[str] = []
+    containers = [0]  # the lists and objects read so far (at most MAX_CONTAINERS)
     for name in sorted(os.listdir(root)):
         match = EVENTS_RE.fullmatch(name)
         if match is None:
             continue
-        if _read_one(root, root / name, match["process"], events):
+        if _read_one(root, root / name, match["process"], events, containers):
             truncated.append(name)
     return events, truncated
 
 
-def _read_one(root: Path, path: Path, process: str, out: list[dict[str, Any]]) -> bool:
-    """Append the events of one sidecar to ``out``; True when its last line was cut short."""
+def _read_one(root: Path, path: Path, process: str, out: list[dict[str, Any]],
+              containers: list[int]) -> bool:
+    """Append the events of one sidecar to ``out`` (``containers[0]``: the lists and objects
+    read so far, counted from their opening brackets before a line is parsed); True when its
+    last line was cut short."""
     for number, line, complete in iter_lines(path, "events file", root, max_line=MAX_LINE + 1):
         if not complete:
             return True
@@ -116,6 +124,12 @@ def _read_one(root: Path, path: Path, process: str, out: list[dict[str, Any]]) -
         if len(out) >= MAX_EVENTS:
             raise CaptureFormatError(f"events file '{path}': more than {MAX_EVENTS} events in "
                                      "the capture; remove the excess lines")
+        containers[0] += line.count(b"[") + line.count(b"{")
+        if containers[0] > MAX_CONTAINERS:
+            raise CaptureFormatError(f"events file '{path}' line {number}: the capture's "
+                                     f"events hold more than {MAX_CONTAINERS} JSON lists and "
+                                     "objects; an event is one short JSON object: remove the "
+                                     "excess lines")
         out.append(_event(line, path, number, process))
     return False
 

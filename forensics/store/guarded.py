@@ -82,14 +82,36 @@ def check_size(path: Path, kind: str, size: int) -> None:
                                  "Is it the right file?")
 
 
-def check_regular(path: Path, kind: str, root: Path | None = None) -> int:
-    """Apply the guards of :func:`open_guarded` without keeping the file open; return its size
-    (for files that are memory-mapped, such as segments)."""
-    fd = open_guarded(path, kind, root)
+def stored_size(fd: int) -> tuple[int, int]:
+    """The size of the open regular file ``fd`` and the bytes it stores: the size itself for a
+    file without holes (one ``SEEK_HOLE``), else what its allocated blocks hold (a sparse
+    file's holes read as zeros but store nothing: no evidence of content)."""
+    info = os.fstat(fd)
     try:
-        return os.fstat(fd).st_size
-    finally:
-        os.close(fd)
+        first_hole = os.lseek(fd, 0, getattr(os, "SEEK_HOLE", 4))
+    except OSError:  # a file system that cannot tell: no hole
+        first_hole = info.st_size
+    if first_hole >= info.st_size:
+        return info.st_size, info.st_size
+    return info.st_size, min(info.st_size, info.st_blocks * 512)
+
+
+def data_extents(fd: int, size: int) -> list[tuple[int, int]]:
+    """The ``(start, end)`` byte ranges of the open file ``fd`` that hold stored data (between
+    its holes), found with ``SEEK_DATA``/``SEEK_HOLE``: one range per stored extent, so as many
+    steps as the file stores blocks at most. The whole file where holes cannot be told."""
+    seek_data, seek_hole = getattr(os, "SEEK_DATA", 3), getattr(os, "SEEK_HOLE", 4)
+    extents: list[tuple[int, int]] = []
+    pos = 0
+    try:
+        while pos < size:
+            start = os.lseek(fd, pos, seek_data)
+            pos = os.lseek(fd, start, seek_hole)
+            extents.append((start, min(pos, size)))
+    except OSError as exc:
+        if exc.errno != 6:  # ENXIO: no data after pos
+            return [(0, size)]
+    return extents
 
 
 def read_bytes(path: Path, kind: str, root: Path | None = None,

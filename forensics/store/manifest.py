@@ -19,6 +19,9 @@ FORMAT_VERSION = 1
 PATH_LIST_KEYS = ("attachments",)
 #: entries every reader takes for objects (``build_manifest`` merges them key by key)
 OBJECT_KEYS = ("model", "versions", "process")
+#: the most JSON lists and objects a manifest or expected.json may hold (counted from their
+#: opening brackets before parsing: an empty one costs 64 bytes held for 2 bytes read)
+MAX_CONTAINERS = 250_000
 
 
 @functools.cache
@@ -98,10 +101,16 @@ def read_json_object(path: Path, what: str, root: Path | None = None) -> dict[st
     :data:`forensics.store.guarded.LIMITS`; ``root`` the capture it must stay inside).
 
     Raises:
-        CaptureFormatError: unreadable, too large, not JSON, or not an object.
+        CaptureFormatError: unreadable, too large, not JSON, not an object, or more than
+            :data:`MAX_CONTAINERS` lists and objects.
         UnsafeInputError: not a regular file, or a link out of ``root``.
     """
     data = read_bytes(path, what, root)
+    containers = data.count(b"[") + data.count(b"{")
+    if containers > MAX_CONTAINERS:
+        raise CaptureFormatError(f"{what} '{path}' holds {containers} JSON lists and objects, "
+                                 f"past {MAX_CONTAINERS}; it is a short object of settings: "
+                                 "replace it with the one its producer wrote")
     try:
         value = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:

@@ -63,6 +63,10 @@ class Capture:
         self.kernel_events = [e for e in events if str(e["kind"]).startswith("kernel_")]
         self.events = [e for e in events if not str(e["kind"]).startswith("kernel_")]
         self._segments = _open_segments(self.path)
+        #: the segments in use since the last :meth:`release` (those it releases)
+        self._in_use: set[Segment] = set(self._segments)
+        for seg in self._segments:
+            seg.tracker = self._in_use
         self.segments: list[str] = [s.name for s in self._segments]
         #: files whose cut-short tail was ignored (a crash while writing)
         self.truncated: list[str] = [s.name for s in self._segments if s.truncated]
@@ -139,19 +143,23 @@ class Capture:
         report per record, such as the replay."""
         where = self._ordered()[1]
         at = 0
-        for view in self.batches():
-            for start in range(0, len(view), size):
-                stop = min(start + size, len(view))
-                yield view, start, stop, where[at + start:at + stop]
-            at += len(view)
+        for seg in self._segments:
+            for i in range(len(seg.rows)):
+                view = seg.batch(i)
+                for start in range(0, len(view), size):
+                    stop = min(start + size, len(view))
+                    seg.in_use()  # its pages are read until the next release
+                    yield view, start, stop, where[at + start:at + stop]
+                at += len(view)
 
     def release(self) -> None:
         """Drop the segments' mapped pages from the process's resident memory (see
         :meth:`forensics.store.segment.Segment.release`): a long read such as a replay calls it
         between chunks so that its RSS does not grow by the capture's size. Records and arrays
         already decoded stay valid."""
-        for seg in self._segments:
+        for seg in self._in_use:  # only these: releasing per chunk stays linear in segments
             seg.release()
+        self._in_use.clear()
 
     def to_frame(self, site: str) -> Any:
         """One pandas row per record of ``site``: step, rank, summary, scalars, and for each
@@ -206,6 +214,11 @@ def _open_segments(root: Path) -> list[Segment]:
         name = parse_segment_name(entry)
         if name is None or name.site not in SITES:
             continue
+        if name.filename != entry:  # 'r00' or '00000': it would be read as another file
+            raise CaptureFormatError(
+                f"segment file '{entry}' of '{root}' is not named as a writer names it: it "
+                f"reads as '{name.filename}'; rename it to that (if no file has that name) or "
+                "delete it")
         segments.append(Segment(root, name))
     segments.sort(key=lambda s: (site_order(s.site), s.rank, s.process, s.seq))
     twins = find_duplicate(segments)

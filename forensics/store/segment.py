@@ -21,12 +21,13 @@ from forensics.errors import CaptureFormatError, ForensicsError
 from forensics.libc import libc_function
 from forensics.store.arrow_codec import schema_columns, schema_info
 from forensics.store.batch import BatchView
-from forensics.store.guarded import check_regular
+from forensics.store.guarded import data_extents, open_guarded, stored_size
 from forensics.store.index import ENTRY, read_index
 from forensics.store.paths import INDEX_SUFFIX, SegmentName
 
 CONTINUATION = 0xFFFFFFFF
 _MADV_DONTNEED = 4  # Linux <sys/mman.h>
+_PROT_READ, _MAP_SHARED = 1, 1  # Linux <sys/mman.h>
 MIN_ROW_BYTES = 16  # every row stores at least an int64 step and an int64 rank
 CACHE_SIZE = 32
 MAX_SCHEMA_BYTES = 1 << 20  # a segment's schema message is a few KiB
@@ -47,6 +48,10 @@ class Segment:
         self.truncated = False
         self.columns: dict[str, tuple[str, str]] = {}
         self._table = np.zeros(0, dtype=ENTRY)
+        self._extents: np.ndarray | None = None
+        self._used = True  # pages may be resident: a batch or steps read since the release
+        #: where this segment puts itself when in use (its capture's set), if anywhere
+        self.tracker: set[Segment] | None = None
         self._cache: OrderedDict[int, BatchView] = OrderedDict()
         try:
             self._open()
@@ -59,11 +64,18 @@ class Segment:
     # ------------------------------------------------------------------ opening
 
     def _open(self) -> None:
-        size = check_regular(self.path, "segment", self.root)
-        if size == 0:
-            self.truncated = True
-            return
-        self._buf = _map(self.path)
+        fd = open_guarded(self.path, "segment", self.root)
+        try:
+            size, self.stored = stored_size(fd)
+            if size == 0:
+                self.truncated = True
+                return
+            #: the stored ranges of a sparse file (None: no hole)
+            self._extents = None if self.stored == size else \
+                np.array(data_extents(fd, size), dtype=np.int64).reshape(-1, 2)
+            self._buf = map_file(fd, size)
+        finally:
+            os.close(fd)
         self._bytes = np.frombuffer(self._buf, dtype=np.uint8)
         self.size = len(self._bytes)
         message, end = self._message_at(0)
@@ -85,13 +97,26 @@ class Segment:
         tail = int(self._table["offset"][-1] + self._table["length"][-1]) if len(self._table) \
             else end
         self._scan_tail(tail)
+        self._check_stored()
+
+    def _check_stored(self) -> None:
+        """Refuse a batch table claiming more rows than the bytes the file stores can hold
+        (each row takes at least :data:`MIN_ROW_BYTES`): a sparse file's hole holds no rows,
+        however its entries' heads were planted."""
+        claimed = int(self._table["rows"].sum()) if len(self._table) else 0
+        if claimed > self.stored // MIN_ROW_BYTES:
+            raise CaptureFormatError(
+                f"{self.where}: its batches claim {claimed} records but the file stores only "
+                f"{self.stored} of its {self.size} bytes (a sparse file); a record takes at "
+                f"least {MIN_ROW_BYTES} bytes: restore the segment from the source or delete "
+                "it")
 
     def _check_cut_schema(self) -> None:
         """A first message cut short is a crash while the schema was written only when it
         claims a schema-sized length and the index lists no batch; else the segment is bad."""
         claimed = int.from_bytes(self._bytes[4:8].tobytes(), "little") if self.size >= 8 else 0
         entries = read_index(self.path.with_name(self.name + INDEX_SUFFIX), self.root,
-                             self.size)
+                             self.stored)
         if claimed > MAX_SCHEMA_BYTES or (entries is not None and len(entries)):
             raise CaptureFormatError(
                 f"{self.where}: its first message claims {claimed} bytes, past the end of the "
@@ -100,7 +125,7 @@ class Segment:
 
     def _indexed(self, schema_end: int) -> np.ndarray:
         index_path = self.path.with_name(self.name + INDEX_SUFFIX)
-        entries = read_index(index_path, self.root, self.size)
+        entries = read_index(index_path, self.root, self.stored)  # a hole holds no batch
         if entries is None or not len(entries):
             return np.zeros(0, dtype=ENTRY)
         outside = np.flatnonzero(~((entries["offset"] >= 0) & (entries["offset"] <= self.size)
@@ -129,12 +154,33 @@ class Segment:
         claimed rows size nothing until this evidence is found: a sparse file's hole reads as
         zeros, so an index pointing into one (a 16 GB segment of 12 KiB stored) is refused."""
         offsets = entries["offset"]
-        inside = offsets + 8 <= self.size
+        inside = (offsets + 8 <= self.size) & self._stored_at(offsets, 8)
         heads = self._bytes[np.where(inside, offsets, 0)[:, None] + np.arange(8)]
         words = heads.view("<u4").reshape(-1, 2) if len(heads) else np.zeros((0, 2), "<u4")
         marker = words[:, 0] == CONTINUATION
         meta = words[:, 1].astype(np.int64)
         return inside & marker & (meta > 0) & (meta < 2**31) & (8 + meta < entries["length"])
+
+    def _stored_at(self, offsets: np.ndarray, width: int) -> np.ndarray:
+        """Per offset: whether its ``width`` bytes lie in one stored range of the file (always
+        without holes), so that checking them reads no hole: a page of a hole read through
+        the map is a page of zeros the reader holds, however many entries point into it."""
+        if self._extents is None:
+            return np.ones(len(offsets), dtype=bool)
+        starts, ends = self._extents[:, 0], self._extents[:, 1]
+        which = np.searchsorted(starts, offsets, side="right") - 1
+        found = which >= 0
+        which = np.maximum(which, 0)
+        return found & (offsets + width <= ends[which]) if len(starts) else \
+            np.zeros(len(offsets), dtype=bool)
+
+    def _stored_in(self, start: int, end: int) -> int:
+        """The bytes of ``start:end`` that the file stores (all of them without holes)."""
+        if self._extents is None:
+            return end - start
+        overlap = (np.minimum(self._extents[:, 1], end)
+                   - np.maximum(self._extents[:, 0], start))
+        return int(overlap[overlap > 0].sum())
 
     def _scan_tail(self, pos: int) -> None:
         rows: list[tuple[int, int, int, int, int]] = []
@@ -194,6 +240,7 @@ class Segment:
 
     def batch(self, i: int) -> BatchView:
         """Return batch ``i``, validated on first use. Raises CaptureFormatError."""
+        self.in_use()
         view = self._cache.get(i)
         if view is not None:
             self._cache.move_to_end(i)
@@ -224,6 +271,12 @@ class Segment:
         batch.validate()
         if batch.num_rows == 0:
             raise CaptureFormatError(f"{self.where}: empty record batch at byte {pos}")
+        end = pos + 8 + message.metadata.size + message.body.size
+        if batch.num_rows * MIN_ROW_BYTES > self._stored_in(pos, end):
+            raise CaptureFormatError(
+                f"{self.where}: the record batch at byte {pos} claims {batch.num_rows} records "
+                f"but the file stores only {self._stored_in(pos, end)} of its {end - pos} bytes "
+                "(a sparse file): restore the segment from the source or delete it")
         view = BatchView(batch, self.columns, self.site, self.rank,
                          f"{self.where}, batch {i}")
         self._cache[i] = view
@@ -231,15 +284,25 @@ class Segment:
             self._cache.popitem(last=False)
         return view
 
+    def in_use(self) -> None:
+        """Say that this segment's pages are being read: the next :meth:`release` drops them."""
+        self._used = True
+        if self.tracker is not None:
+            self.tracker.add(self)
+
     def release(self) -> None:
         """Drop this segment's mapped pages from the process's resident memory (Linux; nothing
-        elsewhere). Nothing is lost: a page is read from the file again when next used."""
+        elsewhere), when it was in use since the last release (a batch or steps handed out,
+        :meth:`in_use`): a capture releasing every segment per chunk stays linear in them.
+        Nothing is lost: a page is read from the file again when next used."""
         buf = getattr(self, "_buf", None)
-        if buf is not None and buf.size:
+        if buf is not None and buf.size and self._used:
             release_pages(buf.address, buf.size)
+        self._used = False
 
     def steps_of(self, i: int) -> np.ndarray:
         """The step of every row of batch ``i`` (from the index when the batch has one step)."""
+        self.in_use()
         entry = self._table[i]
         if entry["step_min"] == entry["step_max"]:
             return np.full(int(entry["rows"]), int(entry["step_min"]), dtype=np.int64)
@@ -315,10 +378,48 @@ def _same_batches(a: Segment, b: Segment) -> bool:
     return True
 
 
-def _map(path: Path) -> pa.Buffer:
-    """The file at ``path`` memory-mapped as an Arrow buffer (opened by the OS's bytes of the
-    name, so a name that is not UTF-8 opens too)."""
-    import mmap
+def map_file(fd: int, size: int) -> pa.Buffer:
+    """The first ``size`` bytes of the open file ``fd`` memory-mapped read-only as an Arrow
+    buffer that keeps no descriptor: the caller closes ``fd`` (a capture of thousands of
+    segments stays far below the open-files limit, often 1024). Python's ``mmap`` keeps a
+    duplicate descriptor per mapping; it is used only where libc cannot be reached."""
+    mapping = _Mapping.of(fd, size)
+    if mapping is None:
+        import mmap
 
-    with open(path, "rb") as handle:
-        return pa.py_buffer(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
+        return pa.py_buffer(mmap.mmap(fd, size, access=mmap.ACCESS_READ))
+    return pa.foreign_buffer(mapping.address, size, base=mapping)
+
+
+class _Mapping:
+    """A read-only shared mapping made by libc's ``mmap``, unmapped when collected (the
+    Arrow buffer over it holds it as its base)."""
+
+    def __init__(self, address: int, size: int) -> None:
+        self.address, self.size = address, size
+
+    @classmethod
+    def of(cls, fd: int, size: int) -> _Mapping | None:
+        """Map ``size`` bytes of ``fd``; None off Linux. Raises OSError when mmap fails."""
+        mmap_c, munmap = libc_function("mmap"), libc_function("munmap")
+        if mmap_c is None or munmap is None:
+            return None
+        import ctypes
+
+        mmap_c.restype = ctypes.c_void_p
+        mmap_c.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                           ctypes.c_int, ctypes.c_long]
+        address = mmap_c(None, size, _PROT_READ, _MAP_SHARED, fd, 0)
+        if address is None or address == ctypes.c_void_p(-1).value:
+            err = ctypes.get_errno() or 12
+            raise OSError(err, os.strerror(err))
+        return cls(address, size)
+
+    def __del__(self) -> None:
+        import ctypes
+
+        munmap = libc_function("munmap")
+        if munmap is None:  # the interpreter is shutting down
+            return
+        munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        munmap(ctypes.c_void_p(self.address), ctypes.c_size_t(self.size))

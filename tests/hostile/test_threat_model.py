@@ -171,6 +171,22 @@ TESTS = {
              "test_a_zip_listing_many_members_is_refused_before_they_are_parsed"],
     "T25e": ["tests/hostile/test_round4_expected.py::"
              "test_an_expected_file_past_what_a_real_one_holds_is_one_line"],
+    "T26h": ["tests/hostile/test_round4_store.py::"
+             "test_a_planted_head_over_a_sparse_hole_claims_no_rows",
+             "tests/hostile/test_round4_store.py::"
+             "test_events_of_empty_lists_are_refused_before_they_fill_memory",
+             "tests/hostile/test_round4_store.py::"
+             "test_a_manifest_of_empty_lists_is_refused_before_it_is_parsed",
+             "tests/hostile/test_round4_store.py::"
+             "test_a_segment_named_like_another_is_refused_by_its_own_name",
+             "tests/hostile/test_round4_store.py::"
+             "test_an_open_capture_holds_no_descriptor_per_segment",
+             "tests/hostile/test_round4_store.py::"
+             "test_an_index_of_many_entries_over_a_hole_reads_none_of_it",
+             "tests/hostile/test_round4_store.py::"
+             "test_a_scanned_batch_over_a_hole_is_refused_before_its_columns_are_read",
+             "tests/hostile/test_round4_store.py::"
+             "test_releasing_per_chunk_touches_only_the_segments_in_use"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
