@@ -108,20 +108,12 @@ def test_stitching_is_linear_in_the_captures(rows: Callable[[int], list[dict[str
 def test_stitching_still_links_what_corroborates() -> None:
     """Captures corroborated through a chain (same host and start, or same history) are one
     engine; a claim nothing corroborates is an engine of its own; a shared rank splits."""
-    rows = [
-        {"capture": "/f/a", "engine_id": "E", "host": "h", "started": "s", "history": "1",
-         "ranks": "0", "error": ""},
-        {"capture": "/f/b", "engine_id": "E", "host": "h", "started": "s", "history": "2",
-         "ranks": "1", "error": ""},
-        {"capture": "/f/c", "engine_id": "E", "host": "k", "started": "t", "history": "2",
-         "ranks": "2", "error": ""},
-        {"capture": "/f/d", "engine_id": "E", "host": "z", "started": "u", "history": "3",
-         "ranks": "3", "error": ""},
-        {"capture": "/f/e", "engine_id": "F", "host": "h", "started": "s", "history": "1",
-         "ranks": "0", "error": ""},
-        {"capture": "/f/f", "engine_id": "F", "host": "h", "started": "s", "history": "1",
-         "ranks": "0", "error": ""},
-    ]
+    table = [("a", "E", "h", "s", "1", "0"), ("b", "E", "h", "s", "2", "1"),
+             ("c", "E", "k", "t", "2", "2"), ("d", "E", "z", "u", "3", "3"),
+             ("e", "F", "h", "s", "1", "0"), ("f", "F", "h", "s", "1", "0")]
+    rows = [{"capture": f"/f/{name}", "engine_id": engine, "host": host, "started": started,
+             "history": history, "ranks": ranks, "error": ""}
+            for name, engine, host, started, history, ranks in table]
     groups = sorted(sorted(captures) for captures in engines(rows).values() if captures)
     assert groups == [["/f/a", "/f/b", "/f/c"], ["/f/d"], ["/f/e"], ["/f/f"]]
 
