@@ -29,7 +29,7 @@ from forensics.cpu_env import triton_child_env
 from forensics.kernels import contracts
 from forensics.kernels.coverage import installed_kernels
 from forensics.kernels.format import KIND, Launch, launches_of, summaries_of
-from forensics.variants.triton_kernels import Lines
+from forensics.variants.triton_kernels import Lines, end_process
 
 RACE = ("evidence the kernel read inputs that changed under it (a race): the replay on the "
         "recorded inputs wrote other values than the live launch")
@@ -131,13 +131,7 @@ class Worker:
     def stop(self) -> None:
         """Kill the worker and reap it (its stdout closes on its reader's thread)."""
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            if self.process.stdin is not None:
-                try:
-                    self.process.stdin.close()
-                except OSError:
-                    pass  # a pipe with unsent bytes to a dead process
+            end_process(self.process)
         self.process, self.lines = None, None
 
     def close(self) -> None:

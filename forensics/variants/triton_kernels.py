@@ -131,7 +131,7 @@ class KernelWorker:
         self._lines = Lines(process.stdout)
         hello = self._lines.next(max(_START_TIMEOUT, child_deadline()))
         if not hello or not json.loads(hello).get("ready"):
-            _end(process)
+            end_process(process)
             why = json.loads(hello).get("message") if hello else "it exited"
             if self.patch is not None:
                 raise PatchApplyError(
@@ -210,7 +210,7 @@ class KernelWorker:
     def _stop(self) -> None:
         """Kill the worker (stuck, dead or abandoned mid-batch); the next use starts one."""
         if self._process is not None:
-            _end(self._process)
+            end_process(self._process)
         self._process, self._lines = None, None
 
     def close(self) -> None:
@@ -236,7 +236,7 @@ def _outcome(answer: dict[str, Any], request: dict[str, str]) -> Outcome:
     return Outcome(answer["status"], answer["message"], produced)
 
 
-def _end(process: subprocess.Popen[str]) -> None:
+def end_process(process: subprocess.Popen[str]) -> None:
     """Kill ``process``, reap it and close its stdin (its stdout closes on its reader's
     thread, at the end of the stream)."""
     process.kill()
