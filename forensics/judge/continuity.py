@@ -60,6 +60,11 @@ class Recorded:
         return f"{self.site} step {self.step} {self.tensor}{self.element}"
 
 
+def _made_at(token: Recorded) -> int:
+    """The step that sampled or proposed ``token`` (the order of a position's tokens)."""
+    return token.made_at
+
+
 @dataclass(slots=True)
 class Fed:
     """One token fed to the model: ``tensor[element]`` of ``site``'s record at ``step`` holds
@@ -83,16 +88,65 @@ class Fed:
     bound: int | None = None
 
 
+@dataclass(slots=True)
+class Span:
+    """The tokens one row fed at one step, held as plain lists (a :class:`Fed` is made only for
+    a token judged wrong, :meth:`fed`): element ``start + k`` of ``read_at``'s tensor holds
+    ``reads[k]``, the id the model read; ``written[k]``, where recorded and negative, is the id
+    staged before vLLM's clamp (at ``written_at``), and is then the token fed. Its position is
+    ``positions[k]`` (None past their end) or else ``first + k`` (None when ``first`` is);
+    tokens from ``draft_from`` on are drafts (slot ``k - draft_from``). A padding span
+    (``padding``) has no request."""
+
+    step: int
+    rank: int
+    req_id: str | None
+    row: int | None
+    start: int
+    reads: list[int]
+    bound: int | None
+    read_at: tuple[str, str]
+    draft_from: int = 0
+    padding: bool = False
+    positions: list[int] | None = None
+    first: int | None = None
+    written: list[int] = field(default_factory=list)
+    written_at: tuple[str, str] = ("", "")
+
+    def value(self, k: int) -> int:
+        """The token fed at ``k``: the id written before the clamp where negative, else read."""
+        return self.written[k] if k < len(self.written) and self.written[k] < 0 else self.reads[k]
+
+    def position(self, k: int) -> int | None:
+        """The position of the token at ``k`` (None: not recorded)."""
+        if self.positions is not None:
+            return self.positions[k] if k < len(self.positions) else None
+        return None if self.first is None else self.first + k
+
+    def fed(self, k: int) -> Fed:
+        """The token at ``k`` as a :class:`Fed`."""
+        j = k - self.draft_from
+        role = PADDING if self.padding else DRAFT if j >= 0 else VERIFIED
+        written = k < len(self.written) and self.written[k] < 0
+        site, tensor = self.written_at if written else self.read_at
+        return Fed(self.step, self.rank, site, tensor, self.start + k, self.req_id,
+                   self.position(k), self.value(k), role, j if role == DRAFT else -1, self.row,
+                   self.reads[k], self.bound)
+
+
 @dataclass
 class Stream:
     """What a capture holds of its requests' token streams (see the module)."""
 
     runner: str
+    #: the tokens fed since the last take, as rows' spans (a stream's own) and as single tokens
+    spans: list[Span] = field(default_factory=list)
     fed: list[Fed] = field(default_factory=list)
     #: (rank, request, position) -> the tokens accepted there, in the order of the step that
-    #: sampled them (recording order among one step's), and those steps (:meth:`before`)
+    #: sampled them (recording order among one step's: :meth:`before`)
     accepted: dict[tuple[int, str, int], list[Recorded]] = field(default_factory=dict)
-    made: dict[tuple[int, str, int], list[int]] = field(default_factory=dict)
+    #: the (rank, request) pairs some token was accepted for
+    requests: set[tuple[int, str]] = field(default_factory=set)
     #: (rank, step fed, request) -> the drafts proposed for it: their values, and where they
     #: were recorded (site, step, tensor, row of that tensor, the step that proposed them)
     proposed: dict[tuple[int, int, str], tuple[list[int], str, int, str, int, int]] = field(
@@ -106,17 +160,18 @@ class Stream:
     def accept(self, rank: int, req_id: str, position: int, token: Recorded) -> None:
         """Note ``token`` as accepted for ``req_id`` at ``position`` (after the tokens of its
         step and the steps before: a stream is read in step order, so this appends)."""
-        key = (rank, req_id, position)
-        tokens, steps = self.accepted.setdefault(key, []), self.made.setdefault(key, [])
-        at = bisect.bisect_right(steps, token.made_at)
-        tokens.insert(at, token)
-        steps.insert(at, token.made_at)
+        self.requests.add((rank, req_id))
+        bisect.insort_right(self.accepted.setdefault((rank, req_id, position), []), token,
+                            key=_made_at)
 
     def before(self, key: tuple[int, str, int], step: int) -> Recorded | None:
         """The latest token accepted at ``key`` by a step before ``step`` (None: none), found
         by bisection: a key accepted at every step costs a lookup a logarithm."""
-        at = bisect.bisect_left(self.made.get(key, ()), step)
-        return self.accepted[key][at - 1] if at else None
+        tokens = self.accepted.get(key)
+        if tokens is None:
+            return None
+        at = bisect.bisect_left(tokens, step, key=_made_at)
+        return tokens[at - 1] if at else None
 
     def need(self, what: str) -> None:
         """Note a field the check needs and the capture lacks."""
@@ -211,8 +266,11 @@ class Judging:
 
     def take(self, stream: Stream) -> None:
         """Judge the tokens ``stream`` fed since the last take; drop them and their drafts."""
+        for span in stream.spans:
+            self._span(stream, span)
         for fed in stream.fed:
             self._judge(stream, fed)
+        stream.spans.clear()
         stream.fed.clear()
         stream.proposed.clear()
 
@@ -222,6 +280,62 @@ class Judging:
         return Continuity(stream.runner, found.findings, found.notes, list(stream.needs),
                           self.judged, stream.clamps, found.counts, found.verified,
                           found.padded)
+
+    def _span(self, stream: Stream, span: Span) -> None:
+        """Judge a row's tokens as :meth:`_judge` would each of them, making a :class:`Fed` only
+        for a token that is negative or differs from the token expected (the rest are at most
+        counted as judged: an id in range equal to its expected token)."""
+        if not span.padding and self._in_order(stream, span):
+            return
+        name, step, rank = span.req_id, span.step, span.rank
+        proposal = None if name is None else stream.proposed.get((rank, step, name))
+        drafts = () if proposal is None else proposal[0]
+        limit = INT64[1] + 1 if span.bound is None else span.bound
+        written, reads = span.written, span.reads
+        for k, read in enumerate(reads):
+            value = written[k] if k < len(written) and written[k] < 0 else read
+            j, expected = k - span.draft_from, None
+            if span.padding:
+                pass
+            elif j >= 0:
+                expected = drafts[j] if j < len(drafts) else None
+            elif name is not None and (position := span.position(k)) is not None:
+                found = stream.before((rank, name, position), step)
+                expected = None if found is None else found.value
+            if value < 0 or (expected is not None and value != expected):
+                self._judge(stream, span.fed(k))
+            elif expected is not None and value < limit:
+                self.judged += 1
+
+    def _in_order(self, stream: Stream, span: Span) -> bool:
+        """Whether every token of a row's ``span`` is an id in range that equals its expected
+        token where it has one (those are then counted judged), checked by whole lists: a
+        token by token walk (:meth:`_span`) is needed only where this says False."""
+        reads, written, name = span.reads, span.written, span.req_id
+        limit = INT64[1] + 1 if span.bound is None else span.bound
+        if not reads or min(reads) < 0 or max(reads) >= limit or (written and min(written) < 0):
+            return not reads
+        if name is None:
+            return True
+        judged, verified = 0, min(max(span.draft_from, 0), len(reads))
+        if (span.rank, name) in stream.requests:
+            for k in range(verified):
+                position = span.position(k)
+                found = None if position is None else stream.before(
+                    (span.rank, name, position), span.step)
+                if found is not None:
+                    if found.value != reads[k]:
+                        return False
+                    judged += 1
+        proposal = stream.proposed.get((span.rank, span.step, name))
+        if proposal is not None:
+            first = verified - span.draft_from  # the draft slot of the first draft token
+            count = max(0, min(len(reads) - verified, len(proposal[0]) - first))
+            if reads[verified:verified + count] != proposal[0][first:first + count]:
+                return False
+            judged += count
+        self.judged += judged
+        return True
 
     def _judge(self, stream: Stream, fed: Fed) -> None:
         if fed.role == PADDING:

@@ -27,14 +27,11 @@ from typing import Any
 import numpy as np
 
 from forensics.judge.continuity import (
-    DRAFT,
     INT64,
-    PADDING,
-    VERIFIED,
     Continuity,
-    Fed,
     Judging,
     Recorded,
+    Span,
     Stream,
 )
 from forensics.records import Record
@@ -112,20 +109,21 @@ def _v1_expected(stream: Stream, key: Key, prep: Record, change: Record | None,
     names = _prev_names(stream, change, max(len(sampled), 0 if drafts is None else len(drafts)))
     if names is None:
         return
-    counts = np.asarray(change["valid_sampled_token_count"]).reshape(-1) if change is not None \
-        else None
+    counts = None if change is None else \
+        np.asarray(change["valid_sampled_token_count"]).reshape(-1).tolist()
+    firsts = sampled[:, 0].tolist() if sampled.shape[1] else []  # each row's last sampled id
+    proposals = None if drafts is None else drafts.tolist()
     for i, name in enumerate(names):
         if name is None:
             continue
         before = last.get((rank, name))
-        if (counts is not None and i < len(counts) and i < len(sampled) and sampled.shape[1]
-                and before is not None
+        if (counts is not None and i < len(counts) and i < len(firsts) and before is not None
                 and before[0] == step - 1 and int(counts[i]) > 0):
             stream.accept(rank, name, before[1] + int(counts[i]), Recorded(
-                int(sampled[i, 0]), prep.site, step, "prev_sampled_token_ids",
-                f"[{i}, 0]", step - 1))
-        if drafts is not None and i < len(drafts) and step > 0:  # step 0 follows none
-            stream.proposed[(rank, step, name)] = (drafts[i].tolist(), prep.site, step,
+                int(firsts[i]), prep.site, step, "prev_sampled_token_ids", f"[{i}, 0]",
+                step - 1))
+        if proposals is not None and i < len(proposals) and step > 0:  # step 0 follows none
+            stream.proposed[(rank, step, name)] = (proposals[i], prep.site, step,
                                                    "draft_token_ids", i, step - 1)
     if counts is None:
         stream.need(f"{v1_sites()[2]}.valid_sampled_token_count")
@@ -178,32 +176,20 @@ def _v1_fed(stream: Stream, key: Key, emb: Record, prep: Record | None,
     ids, pos = read.tolist(), np.asarray(positions).reshape(-1).tolist()
     ends = np.asarray(cu).reshape(-1).astype(np.int64).tolist()
     counts = np.asarray(drafts).reshape(-1).tolist()
-    token = functools.partial(_v1_token, key, ids, before, _bound(emb))
-    fed = stream.fed
+    # the id prepare_input_ids wrote (before the clamp) where recorded and negative, else read
+    span = functools.partial(Span, step, rank, bound=_bound(emb), read_at=(SINK, "input_ids"),
+                             written_at=(v1_sites()[1], "out.input_ids_device"))
     for i, (name, end) in enumerate(zip(names, ends, strict=False)):
-        start, d = ends[i - 1] if i else 0, counts[i]
-        for e in range(start, min(end, len(ids))):
-            j = e - (end - d)
-            fed.append(token(e, name, pos[e] if e < len(pos) else None,
-                             DRAFT if j >= 0 else VERIFIED, j if j >= 0 else -1, i))
+        start, d = max(ends[i - 1] if i else 0, 0), counts[i]  # no element before the first
+        stop = max(start, min(end, len(ids)))
+        stream.spans.append(span(name, i, start, ids[start:stop], draft_from=end - d - start,
+                                 positions=pos[start:stop], written=before[start:stop]))
         if start <= end - d - 1 < len(pos):
             last[(rank, name)] = (step, pos[end - d - 1])
-    for e in range(ends[-1] if ends else 0, len(ids)):
-        fed.append(token(e, None, None, PADDING, -1, None))
-
-
-def _v1_token(key: Key, ids: list[int], before: list[int], bound: int | None, e: int,
-              name: str | None, position: int | None, role: str, j: int, row: int | None
-              ) -> Fed:
-    """One V1 token: the id ``prepare_input_ids`` wrote (before the clamp) when recorded and
-    out of range, else the id the embedding read."""
-    step, rank = key
-    value = ids[e]
-    if e < len(before) and before[e] < 0:
-        return Fed(step, rank, v1_sites()[1], "out.input_ids_device", e, name, position,
-                   before[e], role, j, row, value, bound)
-    return Fed(step, rank, SINK, "input_ids", e, name, position, value, role, j, row, value,
-               bound)
+    tail = max(ends[-1], 0) if ends else 0
+    if tail < len(ids):
+        stream.spans.append(span(None, None, tail, ids[tail:], padding=True,
+                                 written=before[tail:]))
 
 
 def v2_stream(records_of: RecordsOf, judging: Judging | None = None) -> Stream:
@@ -241,7 +227,8 @@ def _v2_fed(stream: Stream, key: Key, emb: Record, comb: Record, post: Record
         stream.need(f"{comb.site}.req_ids")
         return {}
     shared = collections.Counter(slots)
-    token = functools.partial(_v2_token, key, read.tolist(), _bound(emb))
+    ids = read.tolist()
+    span = functools.partial(Span, step, rank, bound=_bound(emb), read_at=(SINK, "input_ids"))
     verified: dict[str, int] = {}
     done = 0  # the end of the rows so far: a row starts at or after it
     for i, name in enumerate(names[:max(len(qsl) - 1, 0)]):
@@ -257,25 +244,14 @@ def _v2_fed(stream: Stream, key: Key, emb: Record, comb: Record, post: Record
         if d and own and slot < len(drafts) and step > 0:  # step 0 follows none
             stream.proposed[(rank, step, name)] = (drafts[slot].reshape(-1).tolist(), comb.site,
                                                    step, "draft_tokens", slot, step - 1)
-        for e in range(start, min(end, len(read))):
-            j = e - (end - d)
-            position = None if first is None else first + e - start
-            stream.fed.append(token(e, name, position, DRAFT if j >= 0 else VERIFIED,
-                                    max(j, -1), i))
+        stream.spans.append(span(name, i, start, ids[start:max(start, min(end, len(ids)))],
+                                 draft_from=end - d - start, first=first))
         if first is not None:
             verified[name] = first + (end - d - 1 - start)
-    tail = qsl[len(names)] if len(qsl) > len(names) and qsl[len(names)] >= done else len(read)
-    for e in range(tail, len(read)):
-        stream.fed.append(token(e, None, None, PADDING, -1, None))
+    tail = qsl[len(names)] if len(qsl) > len(names) and qsl[len(names)] >= done else len(ids)
+    if tail < len(ids):
+        stream.spans.append(span(None, None, tail, ids[tail:], padding=True))
     return verified
-
-
-def _v2_token(key: Key, ids: list[int], bound: int | None, e: int, name: str | None,
-              position: int | None, role: str, j: int, row: int | None) -> Fed:
-    """One V2 token: the id the embedding read at ``e``."""
-    step, rank = key
-    return Fed(step, rank, SINK, "input_ids", e, name, position, ids[e], role, j, row, ids[e],
-               bound)
 
 
 def _bound(emb: Record) -> int | None:

@@ -208,7 +208,8 @@ def test_a_position_past_int64_is_unknown(v2_records: list[Record]) -> None:
             record.fields["num_computed_tokens"] = np.full_like(
                 record["num_computed_tokens"], 2**63 - 2, dtype=np.int64)
     stream = v2_stream(lambda site: [r for r in copied if r.site == site])
-    assert stream.fed and all(f.position is None or f.position < 2**63 for f in stream.fed)
+    fed = [span.fed(k) for span in stream.spans for k in range(len(span.reads))]
+    assert fed and all(f.position is None or f.position < 2**63 for f in fed)
 
 
 def test_two_rows_of_one_slot_are_not_judged(v2_records: list[Record]) -> None:
