@@ -1,0 +1,170 @@
+"""Hostile input, round 5: the defects the last round left open (claim T31l), attacked as a
+hostile capture author, a hostile data file attached to a bug thread, or a hostile local user
+sharing a folder would: ``repro`` writing into the capture it reads, a forged repro data file
+missing a field, a planted ``.NAME.tmp-PID`` link adopted by the store's recovery, and the
+rest listed on each test.
+
+No test here imports vLLM or starts an engine: the real code's replay is stood in for by the
+upstream model's findings, the generated file's vLLM calls by plain stand-ins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_round4_repro import _AsIfVllm, _case, _fake_vllm, _generated, _InputBatch, _int, _tensor
+
+import forensics
+from forensics.cli import main
+from forensics.store.replace import recover
+from forensics.store.replace import tmp_path as build_path
+from tests.conftest import DATA
+
+# ----------------------------------------------- repro never writes into the capture it reads
+
+
+@pytest.fixture
+def as_if_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``forensics repro`` with the upstream model's findings for the real code's, vLLM
+    0.33.0 (see ``test_round4_repro._AsIfVllm``)."""
+    import forensics.variants.vllm_adapters as adapters
+
+    replay = forensics.replay
+    monkeypatch.setattr(adapters, "require_vllm", lambda: "0.33.0")
+    monkeypatch.setattr(forensics, "replay", lambda capture, variants=None, **kw:
+                        _AsIfVllm(replay(capture, variants=["upstream"], **kw)))
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.parametrize(("name", "force"), [
+    ("manifest.py", True), ("new.py", False), ("new.py", True), ("segments/x.py", True),
+    ("../link/manifest.py", True)])
+def test_repro_refuses_an_output_inside_the_capture_it_reads(
+        tmp_path: Path, as_if_vllm: None, capsys: pytest.CaptureFixture[str], name: str,
+        force: bool) -> None:
+    """``-o CAPTURE/manifest.py --force`` once replaced the capture's ``manifest.json`` with
+    the repro's data file (``NAME.json`` beside ``NAME.py``), and ``-o CAPTURE/new.py`` added
+    two files to it; an output inside the capture, through a link to its folder too, is now
+    one line and exit 2, ``--force`` or not, and the capture is left byte for byte."""
+    capture = tmp_path / "b.capture"
+    shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", capture)
+    (tmp_path / "link").symlink_to(capture)
+    (capture / "segments").mkdir(exist_ok=True)
+    before = _snapshot(capture)
+    code = main(["repro", str(capture), "-o", str(capture / name)] + ["--force"] * force)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "inside the capture" in err, err
+    assert _snapshot(capture) == before
+
+
+def test_repro_still_writes_beside_the_capture(tmp_path: Path, as_if_vllm: None) -> None:
+    """The check refuses only paths inside the capture: a sibling whose name starts with the
+    capture's (``b.capture-repro``) is written."""
+    capture = tmp_path / "b.capture"
+    shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", capture)
+    out = tmp_path / "b.capture-repro" / "test_b.py"
+    out.parent.mkdir()
+    assert main(["repro", str(capture), "-o", str(out)]) == 0
+    assert out.exists() and out.with_suffix(".json").exists()
+
+
+# ----------------------------------------------- a forged data file lacking a field is BadData
+
+ASYNC = {"req_ids": {"kind": "str_list", "value": ["a", "b"]},
+         "prev_req_ids": {"kind": "opt_str_list", "value": ["a", "b"]},
+         "sampled_token_ids_cpu": _tensor([[100], [7]]),
+         "output_tail": {"kind": "ragged", "value": [[5, -1], [-1]]},
+         "output_len": _tensor([3, 3]), "vocab_size": _int(100)}
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"vocab_size": None}, "record: lacks the field 'vocab_size', which every async_output "
+                           "record holds"),
+    ({"sampled_token_ids_cpu": None}, "record: lacks the field 'sampled_token_ids_cpu'"),
+    ({"vocab_size": _tensor([100])}, "record['vocab_size'].kind: 'tensor', expected 'int'"),
+    ({"req_ids": _int(3)}, "record['req_ids'].kind: 'int', expected 'str_list'"),
+    ({"forged": _int(3)}, "record['forged']: not a field of a async_output record"),
+])
+def test_a_record_lacking_a_field_or_of_the_wrong_kind_is_bad_data(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: dict[str, Any],
+        says: str) -> None:
+    """A record lacking a field every record of its site holds once reached the call, which
+    raised KeyError (a traceback); a field of another kind reached the call as it was. Both
+    are now one BadData line naming the field, when the test decodes its record (the other
+    cases of the file still run)."""
+    record = {k: v for k, v in {**ASYNC, **change}.items() if v is not None}
+    module = _generated(tmp_path, [_case("async_output", record)], "repro_round5_lacks")
+    _fake_vllm(monkeypatch, {"vllm.v1.worker.gpu_input_batch": {"InputBatch": _InputBatch}})
+    with pytest.raises(module.BadData) as refused:
+        module.test_index_stays_in_range(module.DATA["cases"][0])
+    assert str(refused.value).startswith(f"test_repro.json: {says}"), refused.value
+    assert "\n" not in str(refused.value)
+
+
+def test_a_tensor_of_the_wrong_dimensions_is_bad_data(tmp_path: Path) -> None:
+    """``sampled_token_ids_cpu`` is 2-D in every async_output record: a 1-D one is refused
+    naming it, not handed to the call."""
+    module = _generated(tmp_path, [_case("async_output", {
+        **ASYNC, "sampled_token_ids_cpu": _tensor([100, 7])})], "repro_round5_ndim")
+    with pytest.raises(module.BadData, match="record\\['sampled_token_ids_cpu'\\].shape: "
+                                             "expected 2 dimension"):
+        module.record(module.DATA["cases"][0])
+
+
+def test_an_optional_field_the_call_reads_is_bad_data_not_a_key_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An async_output record holding neither ``output_token_ids`` nor ``output_tail`` (each
+    optional alone) once raised KeyError in the call; it is BadData naming the field."""
+    record = {k: v for k, v in ASYNC.items() if k not in ("output_tail",)}
+    module = _generated(tmp_path, [_case("async_output", record)], "repro_round5_optional")
+    _fake_vllm(monkeypatch, {"vllm.v1.worker.gpu_input_batch": {"InputBatch": _InputBatch}})
+    with pytest.raises(module.BadData) as refused:
+        module.test_index_stays_in_range(module.DATA["cases"][0])
+    assert str(refused.value).startswith(
+        "test_repro.json: record['output_tail']: the record lacks this field, which the call "
+        "reads;"), refused.value
+
+
+# ----------------------------------------------- the store's recovery adopts nothing planted
+
+
+def _dead_pid() -> int:
+    """The id of a process that has ended (and been reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.parametrize("planted", ["tmp", "old"])
+def test_recovery_never_renames_a_planted_link_into_place(tmp_path: Path,
+                                                          planted: str) -> None:
+    """A journal naming a dead process of this host and a ``.NAME.tmp-PID`` (or
+    ``.NAME.old-PID``) that is a link to a forged capture elsewhere: recovery once renamed the
+    link into place (``is_dir()`` follows links), so the next reader opened the forged capture
+    as the user's. A link is never adopted (nor followed to remove what it names)."""
+    forged = tmp_path / "elsewhere" / "forged.capture"
+    forged.mkdir(parents=True)
+    (forged / "manifest.json").write_text("{}")
+    out = tmp_path / "x.capture"
+    pid = _dead_pid()
+    aside = out.with_name(f".{out.name}.old-{pid}")
+    (build_path(out, pid) if planted == "tmp" else aside).symlink_to(forged)
+    journal = out.with_name(f".{out.name}.replacing")
+    journal.write_text(json.dumps({"pid": pid, "host": socket.gethostname()}))
+    recover(out, clean=True)
+    assert not os.path.lexists(out)
+    assert (forged / "manifest.json").read_text() == "{}"
+    with pytest.raises(Exception, match="x.capture"):
+        forensics.load(out)
