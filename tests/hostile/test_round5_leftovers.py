@@ -168,3 +168,50 @@ def test_recovery_never_renames_a_planted_link_into_place(tmp_path: Path,
     assert (forged / "manifest.json").read_text() == "{}"
     with pytest.raises(Exception, match="x.capture"):
         forensics.load(out)
+
+
+# ----------------------------------------------- kernels: one deadline over all the launches
+
+
+def test_kernel_replays_stop_at_the_overall_deadline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Six launches the worker never answers (each to its per-launch deadline: 600 s by
+    default) once cost 6 x 600 s. Now the replays share one deadline (``--deadline``, 1.5 s
+    here, the per-launch one 1 s): the first launch times out, the second waits only what is
+    left, and the others read 'not run: the overall deadline of 1.5 s passed' (never
+    replayed, never "ok"), in the text output and the JSON."""
+    from test_round4_kernels import KERNEL, MODULE, STAND_IN, launch, write_capture
+
+    from forensics.kernels import sanitizer
+
+    capture = write_capture(tmp_path / "slow.capture", [launch(1) for _ in range(6)])
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
+    monkeypatch.setattr(sanitizer.Worker, "command",
+                        lambda self: [sys.executable, "-P", str(STAND_IN)])
+    # the installed vLLM's kernels (2 s to list): the one kernel launched here
+    monkeypatch.setattr(sanitizer, "installed_kernels", lambda: [(MODULE, KERNEL)])
+    code = main(["kernels", str(capture), "--json", "--deadline", "1.5"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    rows = [(r["status"], r["reason"]) for r in out["launches"]]
+    assert rows[0] == ("not_replayable", "timed out after 1 s"), rows
+    not_run = ("not_run", "not run: the overall deadline of 1.5 s passed")
+    assert rows[2:] == [not_run] * 4 and rows[1][0] in ("not_replayable", "not_run"), rows
+    assert main(["kernels", str(capture), "--deadline", "0.01"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("not run: the overall deadline of 0.01 s passed: ")
+               for line in text) >= 5, text
+    assert not [line for line in text if " ok" in line]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_an_overall_deadline_that_is_no_number_of_seconds_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """``--deadline`` must be a positive, finite number of seconds: one line, exit 2."""
+    from test_round4_kernels import launch, write_capture
+
+    capture = write_capture(tmp_path / "one.capture", [launch(0)])
+    assert main(["kernels", str(capture), "--deadline", value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--deadline" in err, err
