@@ -215,3 +215,94 @@ def test_an_overall_deadline_that_is_no_number_of_seconds_is_one_line(
     assert main(["kernels", str(capture), "--deadline", value]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--deadline" in err, err
+
+
+# ----------------------------------------------- segments: the map count, a file cut under a map
+
+
+def _ranks(root: Path, ranks: int, steps: int = 3) -> Path:
+    """A capture of one embedding segment per rank (``ranks`` segment files)."""
+    import numpy as np
+
+    from forensics.records import Record
+    from forensics.store.writer import write_capture
+
+    return write_capture(root, [
+        Record("embedding", s, r, {"input_ids": np.arange(4, dtype=np.int32),
+                                   "num_embeddings": 10})
+        for r in range(ranks) for s in range(steps)])
+
+
+def test_a_capture_of_more_segments_than_can_be_mapped_is_refused_up_front(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Past ``vm.max_map_count`` (65,530 by default: a capture of 65,000 small segment files)
+    the mapping of one more segment once failed as 'Cannot allocate memory', naming neither the
+    limit nor the fix. Here the limit stands at the maps in use, the reserve and 3 more: a
+    capture of 5 segments is refused before any is mapped, in one line naming the count, the
+    limit and the sysctl that raises it; of 3, it opens."""
+    from forensics.store import maps
+
+    many, few = _ranks(tmp_path / "many.capture", 5), _ranks(tmp_path / "few.capture", 3)
+    monkeypatch.setattr(maps, "map_count_limit",
+                        lambda: maps.maps_in_use() + maps.RESERVED_MAPS + 3)
+    assert main(["inspect", str(many)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds 5 segment files, more than this process can map " \
+        "(vm.max_map_count is" in err and "sysctl -w vm.max_map_count=" in err, err
+    assert main(["inspect", str(few)]) == 0
+
+
+def test_a_map_refused_for_want_of_memory_names_the_map_count(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An ``mmap`` that fails with ENOMEM (the map count, or the address space) is one line
+    naming both and the fix, not a bare 'Cannot allocate memory'."""
+    import ctypes
+
+    from forensics.store import segment
+
+    class _NoMap:
+        restype = argtypes = None
+
+        def __call__(self, *args: Any) -> Any:
+            return ctypes.c_void_p(-1).value
+
+    real = segment.libc_function
+    monkeypatch.setattr(segment, "libc_function",
+                        lambda name: _NoMap() if name == "mmap" else real(name))
+    assert main(["inspect", str(_ranks(tmp_path / "x.capture", 1))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "out of memory maps (" in err and \
+        "vm.max_map_count" in err and "ulimit -v" in err, err
+
+
+#: opens a capture, cuts its segment to nothing, then reads its records (argv: the capture)
+TRUNCATE = """
+import os, sys
+from pathlib import Path
+import forensics
+from forensics.errors import ForensicsError
+capture = forensics.load(sys.argv[1])
+for segment in Path(sys.argv[1]).glob("*.arrows"):
+    os.truncate(segment, 0)
+try:
+    print(sum(len(r.fields) for r in capture.records()))
+except ForensicsError as exc:
+    print(exc)
+    sys.exit(2)
+"""
+
+
+def test_a_segment_truncated_after_it_was_opened_is_one_line_not_sigbus(
+        tmp_path: Path) -> None:
+    """A segment cut to nothing by another process after ``load`` mapped it: reading its
+    batches once touched pages past the file's end, and SIGBUS killed the command (in its own
+    process here: it would kill the test run). The file is checked again before a batch is
+    first read: one line naming the segment, exit 2."""
+    capture = _ranks(tmp_path / "cut.capture", 1, steps=200)
+    run = subprocess.run([sys.executable, "-c", TRUNCATE, str(capture)], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 2, (run.returncode, run.stderr[-2000:])
+    assert run.stdout.count("\n") == 1 and "was truncated or replaced while it was read" in \
+        run.stdout, run.stdout
