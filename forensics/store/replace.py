@@ -28,6 +28,24 @@ def tmp_path(out: Path, pid: int | None = None) -> Path:
     return out.with_name(f".{out.name}.tmp-{os.getpid() if pid is None else pid}")
 
 
+def clear_build(tmp: Path) -> None:
+    """Remove what is at ``tmp`` (this process's build path) as what it is: a directory of
+    this user's with what it holds, anything else (a planted link, a file) by its own name,
+    never what a link names."""
+    if _own_dir(tmp):
+        shutil.rmtree(tmp)
+    elif os.path.lexists(tmp):
+        os.unlink(tmp)
+
+
+def new_build(tmp: Path) -> None:
+    """Create the build folder ``tmp`` afresh (:func:`clear_build`, then an exclusive
+    ``mkdir``): a link planted there after it was cleared fails the ``mkdir``, so nothing is
+    ever written through one."""
+    clear_build(tmp)
+    os.mkdir(tmp, 0o755)
+
+
 def _aside(out: Path, pid: int) -> Path:
     return out.with_name(f".{out.name}.old-{pid}")
 

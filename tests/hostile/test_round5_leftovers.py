@@ -170,6 +170,28 @@ def test_recovery_never_renames_a_planted_link_into_place(tmp_path: Path,
         forensics.load(out)
 
 
+def test_a_link_planted_at_this_process_build_path_is_never_written_through(
+        tmp_path: Path) -> None:
+    """A shared folder's other user plants ``.NAME.tmp-PID`` for the writer's own pid (alive,
+    so recovery leaves it), a link to a folder of theirs: the writer once followed it
+    (``exists()``), then failed to remove it, or, planted between that check and the
+    writer's ``mkdir(exist_ok=True)``, wrote the new capture into the link's target and renamed
+    the link into place. The link is now removed as a link and the build folder made
+    exclusively: the capture is written where asked, the target untouched."""
+    from forensics.records import Record
+    from forensics.store.writer import write_capture
+
+    target = tmp_path / "theirs"
+    target.mkdir()
+    (target / "kept").write_text("theirs")
+    out = tmp_path / "x.capture"
+    build_path(out).symlink_to(target)
+    write_capture(out, [Record("embedding", 0, 0, {"input_ids": [1, 2], "num_embeddings": 10})])
+    assert not out.is_symlink() and len(forensics.load(out)) == 1
+    assert sorted(p.name for p in target.iterdir()) == ["kept"]
+    assert not os.path.lexists(build_path(out))
+
+
 # ----------------------------------------------- kernels: one deadline over all the launches
 
 
