@@ -39,10 +39,11 @@ def clear_build(tmp: Path) -> None:
 
 
 def new_build(tmp: Path) -> None:
-    """Create the build folder ``tmp`` afresh (:func:`clear_build`, then an exclusive
-    ``mkdir``): a link planted there after it was cleared fails the ``mkdir``, so nothing is
-    ever written through one."""
+    """Create the build folder ``tmp`` afresh (:func:`clear_build`, its parents if missing,
+    then an exclusive ``mkdir``): a link planted there after it was cleared fails the
+    ``mkdir``, so nothing is ever written through one."""
     clear_build(tmp)
+    tmp.parent.mkdir(parents=True, exist_ok=True)  # the output's folder, as writers make it
     os.mkdir(tmp, 0o755)
 
 

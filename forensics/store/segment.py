@@ -82,6 +82,7 @@ class Segment:
             os.close(fd)
         self._bytes = np.frombuffer(self._buf, dtype=np.uint8)
         self.size = len(self._bytes)
+        self.check_whole()  # cut between its size being read and its mapping: refused
         message, end = self._message_at(0)
         if isinstance(message, str):  # cut short, or an end-of-stream marker only
             self.truncated = message == _INCOMPLETE
