@@ -25,7 +25,7 @@ EXAMPLE = """examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare CAPTURE, --variant, --coverage and --json."""
+    """Declare CAPTURE, --variant, --coverage, --json and --deadline."""
     parser.add_argument("capture", metavar="CAPTURE", help="a NAME.capture directory")
     parser.add_argument("--variant", default="vllm", metavar="NAME",
                         help="the kernels to replay: vllm (the installed vLLM's; the only one "
@@ -33,18 +33,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--coverage", action="store_true",
                         help="list every Triton kernel of the installed vLLM's worker packages")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--deadline", type=float, default=None, metavar="SECONDS",
+                        help="the seconds all the replays may take together (default 3600); "
+                             "the launches left when it passes are listed as not run")
 
 
 @quietly
 def run(args: argparse.Namespace) -> int:
     """Replay the launches and print the report; 1 when a launch has a finding."""
-    from forensics.kernels.sanitizer import describe, sanitize, to_json
+    from forensics.kernels.sanitizer import (
+        DEFAULT_OVERALL_DEADLINE,
+        NOT_RUN,
+        describe,
+        overall_deadline,
+        sanitize,
+        to_json,
+    )
 
     if args.variant != "vllm":
         raise ConfigurationError(f"--variant {args.variant!r}: forensics kernels replays the "
                                  "installed vLLM's kernels only (--variant vllm); a diff's "
                                  "kernels are not supported yet")
-    report = sanitize(args.capture)
+    deadline = overall_deadline(DEFAULT_OVERALL_DEADLINE if args.deadline is None
+                                else args.deadline)
+    report = sanitize(args.capture, deadline)
     if args.json:
         out = to_json(report)
         if not args.coverage:
@@ -57,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
     if report.note:
         print(f"note: {terminal(report.note)}")
     for result in report.results:
-        if result.status != "replayed":
+        if result.status == NOT_RUN:  # the reason says "not run: ..."
+            print(f"{terminal(result.reason)}: {terminal(result.launch.where)}")
+        elif result.status != "replayed":
             print(f"not replayed: {terminal(result.launch.where)}: {terminal(result.reason)}")
     for finding in report.findings:
         print(terminal(describe(finding)))

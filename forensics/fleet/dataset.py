@@ -91,18 +91,29 @@ def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBat
 
 def _with_origin(batch: pa.RecordBatch, capture: str, host: str | None, pid: int | None
                  ) -> pa.RecordBatch:
-    """``batch`` without field metadata, with constant ``capture``, ``host`` and ``pid`` (a
-    column of the batch named like one of them renamed ``extra.NAME``)."""
+    """``batch`` without field metadata, with constant ``capture``, ``host`` (strings,
+    dictionary-encoded: :func:`repeated`) and ``pid`` (a column of the batch named like one of
+    them renamed ``extra.NAME``)."""
     import pyarrow as pa
 
     n = batch.num_rows
-    arrays = [*batch.columns, pa.array([capture] * n, pa.string()),
-              pa.array([host] * n, pa.string()), pa.array([pid] * n, pa.int64())]
+    arrays = [*batch.columns, repeated(capture, n), repeated(host, n),
+              pa.array([pid] * n, pa.int64())]
     fields = [pa.field(EXTRA_PREFIX + f.name if f.name in ADDED_COLUMNS else f.name, f.type)
               for f in batch.schema]
-    fields += [pa.field("capture", pa.string()), pa.field("host", pa.string()),
-               pa.field("pid", pa.int64())]
+    text = pa.dictionary(pa.int32(), pa.string())  # strings, each stored once per batch
+    fields += [pa.field("capture", text), pa.field("host", text), pa.field("pid", pa.int64())]
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def repeated(text: str | None, n: int) -> pa.Array:
+    """``text`` (None: null) on ``n`` rows, stored once: a dictionary of one string and ``n``
+    int32 indices (4 bytes a row however long the capture's path)."""
+    import numpy as np
+    import pyarrow as pa
+
+    indices = pa.array(np.zeros(n, dtype=np.int32), mask=np.full(n, text is None))
+    return pa.DictionaryArray.from_arrays(indices, pa.array([text or ""], pa.string()))
 
 
 def _split_conflicts(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:

@@ -17,15 +17,18 @@ names a kernel, it never chooses code.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from forensics.budget import child_deadline, timed_out
 from forensics.cpu_env import triton_child_env
+from forensics.errors import ConfigurationError
 from forensics.kernels import contracts
 from forensics.kernels.coverage import installed_kernels
 from forensics.kernels.format import KIND, Launch, launches_of, summaries_of
@@ -38,9 +41,16 @@ DISABLED = ("not judged: vLLM disabled Triton here ({why}); fix: run with a Trit
             "(the worker does: it failed)")
 
 
+#: the seconds all of a capture's replays may take together, unless ``--deadline`` says
+DEFAULT_OVERALL_DEADLINE = 3600.0
+#: the status of a launch the overall deadline left unreplayed (not judged)
+NOT_RUN = "not_run"
+
+
 @dataclass
 class LaunchResult:
-    """One launch: ``status`` (``replayed``, ``not_replayable``), why, and its findings."""
+    """One launch: ``status`` (``replayed``, ``not_replayable``, ``not_run``: the overall
+    deadline passed before it), why, and its findings."""
 
     launch: Launch
     status: str
@@ -84,14 +94,15 @@ class Worker:
         """The worker's command line (``-P``: see the class)."""
         return [sys.executable, "-P", "-m", "forensics.kernels.replay_worker"]
 
-    def start(self) -> bool:
+    def start(self, most: float = math.inf) -> bool:
         """Start the worker; False (``failed`` says why, in one line) when vLLM's kernels cannot
-        run or it gave no ``ready`` within :data:`START_TIMEOUT` (or the child deadline)."""
+        run or it gave no ``ready`` within :data:`START_TIMEOUT` (or the child deadline; at
+        most ``most`` seconds: what is left of the overall deadline)."""
         self.process = subprocess.Popen(
             self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True, env=triton_child_env())
         self.lines = Lines(self.process.stdout)
-        seconds = max(START_TIMEOUT, child_deadline())
+        seconds = min(max(START_TIMEOUT, child_deadline()), most)
         line = self.lines.next(seconds)
         answer = _json(line or "")
         if not answer.get("ready"):
@@ -103,13 +114,15 @@ class Worker:
         self.note = str(answer.get("note", ""))
         return True
 
-    def ask(self, event: dict[str, Any]) -> dict[str, Any]:
-        """The worker's answer for one launch event (a dead or stuck worker is ended; the
-        next launch starts a new one; one that failed to start is not started again)."""
+    def ask(self, event: dict[str, Any], most: float = math.inf) -> dict[str, Any]:
+        """The worker's answer for one launch event within the child deadline and at most
+        ``most`` seconds, its start included (a dead or stuck worker is ended; the next launch
+        starts a new one; one that failed to start is not started again)."""
         if self.failed:
             return {"status": "not_replayable", "reason": self.failed}
+        begun = time.monotonic()
         if self.process is None or self.process.poll() is not None:
-            if not self.start():
+            if not self.start(most):
                 return {"status": "not_replayable", "reason": self.failed}
         assert self.process is not None and self.process.stdin is not None
         assert self.lines is not None
@@ -118,7 +131,7 @@ class Worker:
             self.process.stdin.flush()
         except OSError:
             pass  # it died: the read below says so
-        seconds = child_deadline()
+        seconds = min(child_deadline(), max(most - (time.monotonic() - begun), 0.0))
         line = self.lines.next(seconds)
         answer = _json(line or "")
         if not answer:
@@ -176,32 +189,56 @@ def _findings(launch: Launch, answer: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def sanitize(capture: str | os.PathLike[str]) -> KernelReport:
-    """Replay every recorded launch of ``capture`` (see the module)."""
+def overall_deadline(seconds: float) -> float:
+    """``seconds`` when it is a positive, finite number of seconds (ConfigurationError, naming
+    ``--deadline`` and the fix, if not)."""
+    if not 0 < seconds < math.inf:
+        raise ConfigurationError(f"--deadline {seconds:g}: give the seconds all the replays "
+                                 f"may take together, a positive number (default "
+                                 f"{DEFAULT_OVERALL_DEADLINE:g})")
+    return seconds
+
+
+def sanitize(capture: str | os.PathLike[str],
+             deadline: float = DEFAULT_OVERALL_DEADLINE) -> KernelReport:
+    """Replay every recorded launch of ``capture`` (see the module) within ``deadline``
+    seconds in all: each replay waits at most what is left of it, and the launches left when
+    it has passed are ``not_run`` (their contracts still checked from the record)."""
     from forensics.store.reader import load
 
+    overall_deadline(deadline)
     cap = load(capture)
     raw = [e for e in cap.kernel_events if e.get("kind") == KIND]
     launches = launches_of(cap.kernel_events, str(capture))
     summaries = summaries_of(cap.kernel_events, str(capture))
     known = set(installed_kernels())
     worker, results = Worker(), []
+    end = time.monotonic() + deadline
     try:
         for launch, event in zip(launches, raw, strict=True):
-            results.append(_one(launch, event, known, worker, cap.manifest))
+            left = end - time.monotonic()
+            results.append(_one(launch, event, known, worker, cap.manifest, left)
+                           if left > 0 else _not_run(launch, cap.manifest, deadline))
     finally:
         worker.close()
     note = worker.note or worker.failed
     return KernelReport(str(capture), results, coverage(results, summaries, known), note)
 
 
+def _not_run(launch: Launch, manifest: dict[str, Any], deadline: float) -> LaunchResult:
+    """A launch the overall deadline left unreplayed: not judged, its contracts checked."""
+    return LaunchResult(launch, NOT_RUN, f"not run: the overall deadline of {deadline:g} s "
+                                         "passed", contracts.check(launch, manifest))
+
+
 def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], worker: Worker,
-         manifest: dict[str, Any]) -> LaunchResult:
+         manifest: dict[str, Any], most: float = math.inf) -> LaunchResult:
+    """One launch's contracts and replay (``most``: the seconds it may take)."""
     found = contracts.check(launch, manifest)
     if (launch.module, launch.name) not in known:
         return LaunchResult(launch, "not_replayable", "not a Triton kernel of the installed "
                                                       "vLLM's worker packages", found)
-    answer = worker.ask(event)
+    answer = worker.ask(event, most)
     if answer.get("status") != "replayed":
         return LaunchResult(launch, "not_replayable", str(answer.get("reason", "")), found)
     return LaunchResult(launch, "replayed", str(answer.get("reason", "")),
@@ -211,7 +248,8 @@ def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], wor
 def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
              known: set[tuple[str, str]]) -> list[dict[str, Any]]:
     """One row per kernel of the installed vLLM (and per recorded kernel it lacks):
-    ``recorded``, ``graph_only``, ``never_launched`` or ``not_replayable`` (with why)."""
+    ``recorded``, ``graph_only``, ``never_launched``, ``not_replayable`` (with why) or
+    ``not_run`` (launches recorded, none refused, some left by the overall deadline)."""
     graph_only: set[str] = set()
     seen: dict[str, int] = {}
     for summary in summaries:
@@ -224,8 +262,9 @@ def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
     rows = []
     for module, name in sorted(known | set(by_kernel)):
         mine, key = by_kernel.get((module, name), []), f"{module}.{name}"
-        failed = [r for r in mine if r.status != "replayed"]
-        status = ("not_replayable" if failed else "recorded") if mine else (
+        failed = [r for r in mine if r.status == "not_replayable"] or \
+            [r for r in mine if r.status == NOT_RUN]
+        status = (failed[0].status if failed else "recorded") if mine else (
             "graph_only" if key in graph_only else "never_launched")
         rows.append({"module": module, "kernel": name, "status": status,
                      "launches": len(mine), "seen": seen.get(key, 0),

@@ -212,6 +212,10 @@ def script_text() -> str:
     runners.append("\n\n#: the sites whose vLLM code is a Triton kernel (run in Triton's "
                    "interpreter, each in its own process)\n"
                    f"TRITON_SITES = frozenset({tuple(triton)!r})\n")
+    fields = {name: {spec.name: [spec.kind, spec.ndim, spec.required]
+                     for spec in get_site(name).fields} for name in reproducible_sites()}
+    runners.append("#: each site's record fields: [kind, dimensions of a tensor, required]\n"
+                   f"FIELDS = {fields!r}\n")
     return HEAD + "".join(runners) + TAIL
 
 
@@ -326,6 +330,19 @@ def data_path(script: str | os.PathLike[str]) -> Path:
     return Path(script).with_suffix(".json")
 
 
+def refuse_inside_capture(path: Path, capture: CaptureArg) -> None:
+    """Raise ConfigurationError when ``path`` (links followed) lies inside the folder of
+    ``capture`` (a path or an opened capture's; records in memory have none): a written
+    file would change the capture being read, ``--force`` or not."""
+    where = capture if isinstance(capture, (str, os.PathLike)) else getattr(capture, "path", None)
+    if not isinstance(where, (str, os.PathLike)):
+        return
+    folder, written = Path(where).resolve(), Path(path).resolve()
+    if written == folder or folder in written.parents:
+        raise ConfigurationError(f"'{path}' is inside the capture '{capture}'; write the "
+                                 "repro outside the capture folder (-o DIR/NAME.py)")
+
+
 def write_repro(capture: CaptureArg, out: str | os.PathLike[str], *,
                 force: bool = False, deadline: int = DEFAULT_DEADLINE) -> Path:
     """Write the reproducer of ``capture`` at ``out`` and its data beside it (see the module
@@ -333,8 +350,9 @@ def write_repro(capture: CaptureArg, out: str | os.PathLike[str], *,
 
     Raises:
         ConfigurationError: ``out`` does not end in ``.py``, it or its data file exists
-            without ``force``, ``deadline`` is outside [1, 3600] s, or the installed vLLM finds
-            nothing out of range in the capture.
+            without ``force`` or lies inside the capture's folder (with ``force`` too),
+            ``deadline`` is outside [1, 3600] s, or the installed vLLM finds nothing out of
+            range in the capture.
         MissingDependencyError / UnsupportedVersionError: no supported vLLM is installed.
     """
     from forensics.atomic import write_text_atomically
@@ -348,6 +366,7 @@ def write_repro(capture: CaptureArg, out: str | os.PathLike[str], *,
     if not 1 <= deadline <= 3600:
         raise ConfigurationError(f"--deadline {deadline}: give 1 to 3600 seconds")
     for path in (target, data):
+        refuse_inside_capture(path, capture)
         if path.exists() and not force:
             raise ConfigurationError(f"'{path}' exists; pass --force to replace it")
     installed = require_vllm()

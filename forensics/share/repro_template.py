@@ -2,7 +2,8 @@
 
 The file is the same for every capture: :data:`HEAD`, then one ``run_<site>(r)`` function per
 site that declares a repro (its ``Site.repro`` body), the names of the sites whose vLLM code is a
-Triton kernel (``TRITON_SITES``), then :data:`TAIL`. A Triton site's call runs in a fresh Python
+Triton kernel (``TRITON_SITES``), each site's fields (``FIELDS``: kind, dimensions, required), then
+:data:`TAIL`. A Triton site's call runs in a fresh Python
 process started on this same file (``python NAME.py --case N``) with Triton's interpreter
 switched on (``TRITON_INTERPRET=1``, read when vLLM's kernels are decorated, so before vLLM is
 imported) and no GPU visible, so vLLM's own kernel runs on CPU tensors; the process prints its
@@ -215,17 +216,30 @@ def _record(case, where):
         _dict(field, f"{where}.record[{ascii(name)}]", ["kind", "value"])
 
 
-def decode(field, where):
-    """One record field as the value the vLLM call reads (a tensor, an int, ids, a map)."""
+class Fields(dict):
+    """A record's decoded fields: a field the call reads and the record lacks (one the schema
+    makes optional) is BadData naming it, never a KeyError."""
+
+    def __missing__(self, name):
+        _fail(f"record[{ascii(name)}]", "the record lacks this field, which the call reads")
+
+
+def decode(field, where, spec=None):
+    """One record field as the value the vLLM call reads (a tensor, an int, ids, a map); of
+    the kind and (a tensor) the dimensions ``spec`` gives, where given (its site's schema:
+    ``[kind, dimensions, required]``)."""
     kind, value = field["kind"], field["value"]
+    ndim = None if spec is None else spec[1]
+    if spec is not None and kind != spec[0] and kind in KINDS:
+        _fail(f"{where}.kind", f"{ascii(kind)}, expected {ascii(spec[0])}")
     if kind == "tensor":
         value = _dict(value, where, ["dtype", "shape", "values"])
         if not isinstance(value["dtype"], str) or value["dtype"] not in DTYPES:
             _fail(where, f"dtype {ascii(value['dtype'])} is not one of {sorted(DTYPES)}")
         dtype = DTYPES[value["dtype"]]
         shape = [_int(n, f"{where}.shape", 0) for n in _list(value["shape"], f"{where}.shape")]
-        if not 1 <= len(shape) <= 2:
-            _fail(f"{where}.shape", "expected 1 or 2 dimensions")
+        if not 1 <= len(shape) <= 2 or (ndim is not None and len(shape) != ndim):
+            _fail(f"{where}.shape", f"expected {ndim or '1 or 2'} dimension(s)")
         low, high = (0, 1) if dtype is torch.bool else (torch.iinfo(dtype).min,
                                                          torch.iinfo(dtype).max)
         flat = [_int(v, f"{where}.values", low, high)  # in its dtype's range: never wrapped
@@ -246,10 +260,25 @@ def decode(field, where):
     _fail(where, f"unknown kind {ascii(kind)}")
 
 
+#: the kinds of a record's fields
+KINDS = ("tensor", "int", "str_list", "opt_str_list", "index_map", "ragged")
+
+
 def record(case):
-    """The case's record, decoded: ``{field: value}``."""
-    return {name: decode(field, f"record[{ascii(name)}]")
-            for name, field in case["record"].items()}
+    """The case's record, decoded: ``{field: value}`` (:class:`Fields`), each field one of its
+    site's (``FIELDS``) of the kind and dimensions it gives, and every required one there
+    (BadData naming the field if not)."""
+    schema = FIELDS[case["site"]]
+    decoded = Fields()
+    for name, field in case["record"].items():
+        if name not in schema:
+            _fail(f"record[{ascii(name)}]", f"not a field of a {case['site']} record")
+        decoded[name] = decode(field, f"record[{ascii(name)}]", schema[name])
+    missing = [name for name, spec in schema.items() if spec[2] and name not in decoded]
+    if missing:
+        _fail("record", f"lacks the field {ascii(missing[0])}, which every {case['site']} "
+                        "record holds")
+    return decoded
 
 
 class NS:

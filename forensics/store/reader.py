@@ -18,6 +18,7 @@ from forensics.errors import CaptureFormatError
 from forensics.records import Record
 from forensics.sites import SITES, site_order
 from forensics.store.manifest import read_expected, read_manifest
+from forensics.store.maps import require_map_slots
 from forensics.store.paths import capture_dir, parse_segment_name
 from forensics.store.segment import Segment, find_duplicate
 
@@ -209,11 +210,13 @@ class Capture:
 
 
 def _open_segments(root: Path) -> list[Segment]:
-    segments = []
+    segments, named = [], []
     for entry in sorted(os.listdir(root)):
         name = parse_segment_name(entry)
-        if name is None or name.site not in SITES:
-            continue
+        if name is not None and name.site in SITES:
+            named.append((entry, name))
+    require_map_slots(root, len(named))  # before any is mapped
+    for entry, name in named:
         if name.filename != entry:  # 'r00' or '00000': it would be read as another file
             raise CaptureFormatError(
                 f"segment file '{entry}' of '{root}' is not named as a writer names it: it "

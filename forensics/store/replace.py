@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import tempfile
 from pathlib import Path
 
@@ -25,6 +26,25 @@ from forensics.store.fs import fsync_dir
 def tmp_path(out: Path, pid: int | None = None) -> Path:
     """Where the new capture for ``out`` is built by process ``pid`` (default: this one)."""
     return out.with_name(f".{out.name}.tmp-{os.getpid() if pid is None else pid}")
+
+
+def clear_build(tmp: Path) -> None:
+    """Remove what is at ``tmp`` (this process's build path) as what it is: a directory of
+    this user's with what it holds, anything else (a planted link, a file) by its own name,
+    never what a link names."""
+    if _own_dir(tmp):
+        shutil.rmtree(tmp)
+    elif os.path.lexists(tmp):
+        os.unlink(tmp)
+
+
+def new_build(tmp: Path) -> None:
+    """Create the build folder ``tmp`` afresh (:func:`clear_build`, its parents if missing,
+    then an exclusive ``mkdir``): a link planted there after it was cleared fails the
+    ``mkdir``, so nothing is ever written through one."""
+    clear_build(tmp)
+    tmp.parent.mkdir(parents=True, exist_ok=True)  # the output's folder, as writers make it
+    os.mkdir(tmp, 0o755)
 
 
 def _aside(out: Path, pid: int) -> Path:
@@ -75,10 +95,10 @@ def recover(out: Path, clean: bool = False) -> None:
             pid = _builder(out, entry)
             if pid is not None and not _alive(pid):
                 path = parent / entry
-                if path.is_dir() and not path.is_symlink():
+                if _own_dir(path):
                     shutil.rmtree(path, ignore_errors=True)
                 else:
-                    path.unlink()
+                    path.unlink()  # a file or a link itself, never what a link names
     except (OSError, ForensicsError):
         return
     except (ValueError, RecursionError, TypeError) as exc:
@@ -100,17 +120,40 @@ def _resume(out: Path) -> None:
         host = entry.get("host")
     except (ValueError, AttributeError, RecursionError, TypeError) as exc:
         raise ValueError(f"not a journal: {type(exc).__name__}") from None
-    if pid is None or host != socket.gethostname():
-        return  # not our journal, or another host's process (whose pids we cannot see)
+    if pid is None or host != socket.gethostname() or not _owned(journal):
+        return  # not our journal, another host's process (whose pids we cannot see), or
+        # planted by another user
     if pid != os.getpid() and _alive(pid):
         return  # that replacement is still running
     tmp, aside = tmp_path(out, pid), _aside(out, pid)
     if not os.path.lexists(out):
-        os.rename(tmp if tmp.is_dir() else aside, out)  # roll forward, else back
+        source = next((path for path in (tmp, aside) if _own_dir(path)), None)
+        if source is None:
+            return  # neither a build nor an old capture of ours: nothing is adopted
+        os.rename(source, out)  # roll forward, else back
     for leftover in (tmp, aside):
-        if leftover.is_dir() and not leftover.is_symlink():
+        if _own_dir(leftover):
             shutil.rmtree(leftover)
     os.unlink(journal)
+
+
+def _owned(path: Path) -> bool:
+    """Whether ``path`` itself (never what a link names) is this user's."""
+    try:
+        return os.lstat(path).st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
+def _own_dir(path: Path) -> bool:
+    """Whether ``path`` itself is a directory of this user's: a link, even to a directory,
+    is not (``lstat``: a planted ``.NAME.tmp-PID`` link is never renamed into place, nor
+    followed to remove what it names)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
 
 
 def _builder(out: Path, entry: str) -> int | None:

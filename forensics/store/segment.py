@@ -9,6 +9,7 @@ only when first used. A message cut short at the end of the file is ignored and 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections import OrderedDict
@@ -23,6 +24,7 @@ from forensics.store.arrow_codec import schema_columns, schema_info
 from forensics.store.batch import BatchView
 from forensics.store.guarded import data_extents, open_guarded, stored_size
 from forensics.store.index import ENTRY, read_index
+from forensics.store.maps import why_no_map
 from forensics.store.paths import INDEX_SUFFIX, SegmentName
 
 CONTINUATION = 0xFFFFFFFF
@@ -67,6 +69,8 @@ class Segment:
         fd = open_guarded(self.path, "segment", self.root)
         try:
             size, self.stored = stored_size(fd)
+            opened = os.fstat(fd)
+            self._identity = (opened.st_dev, opened.st_ino)
             if size == 0:
                 self.truncated = True
                 return
@@ -78,6 +82,7 @@ class Segment:
             os.close(fd)
         self._bytes = np.frombuffer(self._buf, dtype=np.uint8)
         self.size = len(self._bytes)
+        self.check_whole()  # cut between its size being read and its mapping: refused
         message, end = self._message_at(0)
         if isinstance(message, str):  # cut short, or an end-of-stream marker only
             self.truncated = message == _INCOMPLETE
@@ -247,6 +252,7 @@ class Segment:
             return view
         entry = self._table[i]
         offset, length = int(entry["offset"]), int(entry["length"])
+        self.check_whole()
         try:
             message, end = self._message_at(offset)
             if isinstance(message, str) or end != offset + length:
@@ -283,6 +289,24 @@ class Segment:
         if len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
         return view
+
+    def check_whole(self) -> None:
+        """Refuse (CaptureFormatError) to read the mapping of a file truncated or replaced
+        since it was opened: a page past a truncated file's end would raise SIGBUS and kill the
+        command. The file is checked by its path just before a batch is first read; a
+        truncation in the moment between that check and the read is not seen (the threat
+        model's T31l says what remains)."""
+        try:
+            info = os.stat(self.path)
+            same = (info.st_dev, info.st_ino) == self._identity
+            size = info.st_size
+        except OSError:
+            same, size = False, 0
+        if not same or size < self.size:
+            raise CaptureFormatError(
+                f"{self.where} was truncated or replaced while it was read ({size} of its "
+                f"{self.size} bytes left at its path); read the capture again once nothing "
+                "writes to it")
 
     def in_use(self) -> None:
         """Say that this segment's pages are being read: the next :meth:`release` drops them."""
@@ -362,6 +386,7 @@ def _table_key(seg: Segment) -> tuple[object, ...]:
 def _digest(seg: Segment) -> bytes:
     """A BLAKE2b digest of ``seg``'s batches (the bytes :func:`_same_batches` compares)."""
     digest = hashlib.blake2b(digest_size=32)
+    seg.check_whole()
     for entry in seg._table:
         start = int(entry["offset"])
         digest.update(seg._bytes[start:start + int(entry["length"])].data)
@@ -369,6 +394,8 @@ def _digest(seg: Segment) -> bytes:
 
 
 def _same_batches(a: Segment, b: Segment) -> bool:
+    a.check_whole()
+    b.check_whole()
     for i in range(len(a._table)):
         ea, eb = a._table[i], b._table[i]
         start_a, start_b, length = int(ea["offset"]), int(eb["offset"]), int(ea["length"])
@@ -411,8 +438,8 @@ class _Mapping:
                            ctypes.c_int, ctypes.c_long]
         address = mmap_c(None, size, _PROT_READ, _MAP_SHARED, fd, 0)
         if address is None or address == ctypes.c_void_p(-1).value:
-            err = ctypes.get_errno() or 12
-            raise OSError(err, os.strerror(err))
+            err = ctypes.get_errno() or errno.ENOMEM
+            raise OSError(err, why_no_map() if err == errno.ENOMEM else os.strerror(err))
         return cls(address, size)
 
     def __del__(self) -> None:

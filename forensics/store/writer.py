@@ -9,8 +9,8 @@ in one process, can share a capture.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,7 +42,7 @@ from forensics.store.paths import (
     check_process_name,
     named,
 )
-from forensics.store.replace import install, recover, tmp_path
+from forensics.store.replace import clear_build, install, new_build, recover, tmp_path
 from forensics.validate import validate_record
 
 __all__ = ["CaptureWriter", "new_capture", "write_capture"]
@@ -302,9 +302,10 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
     recover(out, clean=True)
     check_replaceable(out, force)
     tmp = tmp_path(out)
+    made = False
     try:
-        if tmp.exists():
-            shutil.rmtree(tmp)
+        new_build(tmp)
+        made = True
         with CaptureWriter(tmp, manifest, process="w0") as writer:
             yield writer
         install(tmp, out)
@@ -313,8 +314,9 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
                           f"{_at(exc)}; check the folder, its permissions and free "
                           "space") from None
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        if made:
+            with contextlib.suppress(OSError):
+                clear_build(tmp)  # what is left of ours (a link planted since: as a link)
 
 
 def _at(exc: OSError) -> str:
