@@ -10,11 +10,20 @@ headers' lines, one file patched over and over). The diff tests use a fake insta
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import io
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
-from forensics.errors import PatchApplyError
+from forensics.cli import main
+from forensics.errors import CaptureFormatError, PatchApplyError
+from forensics.records import Record
+from forensics.store.writer import write_capture
+from forensics.validate import validate_record
 from forensics.variants import unidiff, vllm_diff
 from forensics.variants.vllm_diff import PatchedVllmVariant
 
@@ -153,3 +162,110 @@ def test_more_hunks_than_the_cap_are_refused_while_parsing(tmp_path: Path) -> No
     text = "--- a/vllm/mod.py\n+++ b/vllm/mod.py\n" + hunk * (unidiff.MAX_HUNKS + 1)
     with pytest.raises(PatchApplyError, match=f"more than {unidiff.MAX_HUNKS} hunks"):
         unidiff.parse_diff(text, "p.diff")
+
+
+# --- records whose values overflow int64 arithmetic or have an unsigned dtype -------------------
+
+
+def site_record(site: str, **fields: Any) -> Record:
+    """The tiny simulated record of ``site`` (test_record_counts'), ``fields`` replaced."""
+    from test_record_counts import site_records
+
+    record = copy.copy(site_records()[site])
+    record.fields = {**record.fields, **fields}
+    return record
+
+
+def replay_cli(tmp_path: Path, record: Record, name: str = "h.capture") -> tuple[int, str, str]:
+    """``forensics replay`` of a capture holding ``record`` as written (no validation on the
+    way in, as a hostile author's bytes): exit code, stdout, stderr."""
+    capture = write_capture(tmp_path / name, [record], validated=True)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["replay", str(capture)])
+    return code, out.getvalue(), err.getvalue()
+
+
+def refused(code: int, err: str, field: str) -> bool:
+    """Whether the command ended in exit 2 with one line naming ``field``, not a bug report."""
+    return (code == 2 and len(err.strip().splitlines()) == 1 and field in err
+            and "internal error" not in err)
+
+
+def draft_record(cu: list[int], drafts: list[int]) -> Record:
+    """A ``prepare_input_ids`` record of three rows with ``cu_num_tokens`` and
+    ``num_draft_tokens`` replaced."""
+    return site_record("prepare_input_ids", cu_num_tokens=np.array(cu, np.int64),
+                       num_draft_tokens=np.array(drafts, np.int64))
+
+
+@pytest.mark.parametrize(("cu", "drafts"), [
+    ([5, 10, 15], [2**63 - 1, 0, 0]),                        # 1 + drafts wraps to int64's min
+    ([2**63 - 1, -(2**63) + 1, -(2**63) + 6], [2**63 - 2, 0, 0]),  # a step that wraps to 2
+])
+def test_a_draft_count_past_its_tokens_by_overflow_is_refused(
+        tmp_path: Path, cu: list[int], drafts: list[int]) -> None:
+    """``cu_num_tokens`` must give each row 1 + its drafts: a check that wrapped in int64 let
+    2**63 - 1 drafts through to ``np.repeat`` (an internal error, or an allocation sized by the
+    claim); now the record is refused, by its check and by the batch screen alike."""
+    record = draft_record(cu, drafts)
+    with pytest.raises(CaptureFormatError, match="cu_num_tokens"):
+        validate_record(copy.copy(record), "record 0 in 'h.capture'")
+    code, _, err = replay_cli(tmp_path, record)
+    assert refused(code, err, "cu_num_tokens"), (code, err)
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
+def test_an_unsigned_batch_change_tensor_replays_as_its_values(tmp_path: Path,
+                                                               dtype: type) -> None:
+    """``batch_change``'s torch model on unsigned tensors (torch compares none wider than a
+    byte) gives the outcome of the same values as int64, not NotImplementedError."""
+    from forensics.replaying import replay
+
+    base = site_record("batch_change")
+    values = {name: base[name].astype(np.int64) for name in
+              ("prev_positions", "valid_sampled_token_count", "num_computed_tokens")}
+    values["prev_positions"][-1] = 7  # a stale row: a finding to agree on
+    signed = site_record("batch_change", **values)
+    unsigned = site_record("batch_change", **{k: v.astype(dtype) for k, v in values.items()})
+    assert replay([unsigned]).verdicts == replay([signed]).verdicts == {
+        "upstream": {"batch_change": "violation"}, "patched": {"batch_change": "ok"}}
+
+
+def test_an_unsigned_value_past_int64_is_refused_naming_its_field(tmp_path: Path) -> None:
+    """An unsigned ``prev_positions`` of 2**64 - 1 (``batch_change``) or ``num_sampled``
+    (``post_update``, which once summed it into ``total_len``: OverflowError) is refused in one
+    line naming the field."""
+    big = site_record("batch_change", prev_positions=np.full(3, 2**64 - 1, np.uint64))
+    code, _, err = replay_cli(tmp_path, big, "b.capture")
+    assert refused(code, err, "prev_positions"), (code, err)
+    sampled = site_record("post_update", num_sampled=np.full(3, 2**64 - 1, np.uint64))
+    code, _, err = replay_cli(tmp_path, sampled, "p.capture")
+    assert refused(code, err, "num_sampled"), (code, err)
+
+
+@pytest.mark.parametrize("qsl", [
+    [-(2**63)] * 4,
+    [2**63 - 1, -(2**63) + 1, 2**63 - 1, -(2**63) + 1],
+    [1, 2**63 - 1, 1, 2**63 - 1],
+])
+def test_combine_tokens_positions_at_int64s_ends_wrap_and_are_judged(
+        tmp_path: Path, qsl: list[int]) -> None:
+    """``query_start_loc`` at int64's ends: the kernel's positions wrap in int64 and are judged
+    against ``input_ids`` (the model once raised OverflowError, and a finding at 2**63 - 1 broke
+    the findings table); the replay ends in exit 0, no warning line."""
+    record = site_record("combine_tokens", query_start_loc=np.array(qsl, np.int64))
+    code, out, err = replay_cli(tmp_path, record)
+    assert code == 0 and err == "", (code, err)
+    assert "violation" in out
+
+
+def test_a_finding_at_int64s_end_keeps_its_value() -> None:
+    """A finding whose value is 2**63 - 1 beside findings with no value is that value in the
+    table (it went through float64 once: TypeError)."""
+    from forensics.judge.findings import _frame
+
+    rows = [{"variant": "upstream", "site": "embedding", "kind": "out_of_bounds", "step": 0,
+             "rank": 0, "record": i, "value": value} for i, value in enumerate((2**63 - 1, None))]
+    frame = _frame(rows, [])
+    assert 2**63 - 1 in frame["value"].tolist() and int(frame["value"].isna().sum()) == 1
