@@ -269,3 +269,26 @@ def test_a_finding_at_int64s_end_keeps_its_value() -> None:
              "rank": 0, "record": i, "value": value} for i, value in enumerate((2**63 - 1, None))]
     frame = _frame(rows, [])
     assert 2**63 - 1 in frame["value"].tolist() and int(frame["value"].isna().sum()) == 1
+
+
+# --- simulate with hostile settings -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("scenario", "settings", "named"), [
+    ("clean", ["--seed", "-1"], "seed"),
+    ("v2-clean", ["--seed", "-5"], "seed"),
+    ("clean", ["--vocab", str(2**70)], "vocab"),
+    ("v2-clean", ["--vocab", str(2**63 - 1)], "vocab"),
+    ("clean", ["--batch", str(10**12)], "batch"),
+    ("v2-clean", ["--spec-tokens", str(10**12)], "spec_tokens"),
+])
+def test_simulate_refuses_a_setting_past_its_range_before_it_runs(
+        tmp_path: Path, scenario: str, settings: list[str], named: str) -> None:
+    """A negative seed, a vocabulary past 2**24 or a step past 2**16 tokens is refused in one
+    line naming the setting, before anything is drawn (once: an internal error after a
+    simulation, or gigabytes asked for)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["simulate", scenario, "-o", str(tmp_path / "s.capture"), *settings])
+    assert refused(code, err.getvalue(), named), (code, err.getvalue())
+    assert not (tmp_path / "s.capture").exists()

@@ -97,7 +97,9 @@ TESTS = {
              "tests/hostile/test_round5_variants.py::"
              "test_an_unsigned_batch_change_tensor_replays_as_its_values",
              "tests/hostile/test_round5_variants.py::"
-             "test_an_unsigned_value_past_int64_is_refused_naming_its_field"],
+             "test_an_unsigned_value_past_int64_is_refused_naming_its_field",
+             "tests/hostile/test_round5_variants.py::"
+             "test_simulate_refuses_a_setting_past_its_range_before_it_runs"],
     "T15": ["tests/hostile/test_round3_caps.py::"
             "test_a_stuck_kernel_worker_times_out_and_the_replay_goes_on",
             "tests/hostile/test_round3_caps.py::"
