@@ -87,6 +87,15 @@ def test_a_module_that_is_a_link_out_of_the_tree_is_refused(site: Path, tmp_path
         PatchedVllmVariant(diff)
 
 
+def test_a_diff_path_no_file_can_have_is_one_line() -> None:
+    """A diff named with a NUL in it (by the API or a pytest option) is refused naming it, not
+    an internal ValueError."""
+    from forensics.variants.vllm_diff import read_diff
+
+    with pytest.raises(CaptureFormatError, match="cannot be a path"):
+        read_diff("p\x00.diff")
+
+
 def test_a_plain_diff_of_the_fake_tree_applies(site: Path, tmp_path: Path) -> None:
     """The fake tree is patched by an ordinary diff (the refusals above are not of everything)."""
     variant = PatchedVllmVariant(write_diff(tmp_path, "vllm/mod.py", one_change(7)))
