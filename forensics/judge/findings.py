@@ -462,8 +462,8 @@ def _frame(rows: list[dict[str, Any]], variants: list[str]) -> pd.DataFrame:
     import pandas as pd
 
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    for column in _INT_COLUMNS:
-        frame[column] = frame[column].astype("Int64")
+    for column in _INT_COLUMNS:  # from the rows, not the frame's floats (2**63 - 1 is exact)
+        frame[column] = pd.array([row.get(column) for row in rows], dtype="Int64")
     for column in ("step", "rank", "record"):
         frame[column] = frame[column].astype("int64")
     frame["judged"] = [j is not False for j in frame["judged"]]

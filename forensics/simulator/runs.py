@@ -607,10 +607,13 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
         (:mod:`forensics.simulator.columns`: the same capture, written several times faster).
     Raises:
         UnknownScenarioError: an unknown scenario name, listing the valid ones.
-        ConfigurationError: a setting out of range.
+        ConfigurationError: a setting out of range (a negative seed included).
         OutputExistsError: ``out`` exists and ``force`` is False.
     """
     sc = configure(scenario, steps=steps, batch=batch, spec_tokens=spec_tokens, vocab=vocab)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ConfigurationError(f"simulate {sc.name!r}: seed must be an integer >= 0, "
+                                 f"got {seed!r}")
     if sc.runner == "v2":
         from forensics.simulator.v2 import simulate_v2
 

@@ -118,13 +118,21 @@ def get_scenario(name: str | Scenario) -> Scenario:
         ) from None
 
 
+#: the largest vocabulary a simulation draws from (the replay refuses a larger one)
+MAX_VOCAB = 2**24
+#: the most tokens one simulated step schedules (batch x (1 + spec_tokens)): its arrays stay
+#: small, never sized by a setting into gigabytes
+MAX_STEP_TOKENS = 2**16
+
+
 def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int | None = None,
               spec_tokens: int | None = None, vocab: int | None = None) -> Scenario:
     """The scenario with the given settings replaced (None keeps the scenario's own).
 
     Raises:
         UnknownScenarioError: an unknown scenario name (the message lists the valid ones).
-        ConfigurationError: steps or batch below 1, negative spec_tokens, vocab below 2.
+        ConfigurationError: steps or batch below 1, negative spec_tokens, vocab below 2 or
+            past :data:`MAX_VOCAB`, a step of more than :data:`MAX_STEP_TOKENS` tokens.
     """
     sc = get_scenario(scenario)
     changes: dict[str, Any] = {key: value for key, value in (("steps", steps), ("batch", batch),
@@ -136,6 +144,14 @@ def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int 
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise ConfigurationError(f"simulate {sc.name!r}: {key} must be an integer >= "
                                      f"{low}, got {value!r}")
+    if sc.vocab > MAX_VOCAB:
+        raise ConfigurationError(f"simulate {sc.name!r}: vocab must be at most {MAX_VOCAB} "
+                                 f"(2**24, the replay's cap), got {sc.vocab}")
+    if sc.batch * (1 + sc.spec_tokens) > MAX_STEP_TOKENS:
+        raise ConfigurationError(
+            f"simulate {sc.name!r}: batch x (1 + spec_tokens) = {sc.batch} x "
+            f"{1 + sc.spec_tokens} tokens a step, past {MAX_STEP_TOKENS} (2**16); give a "
+            f"smaller --batch or --spec-tokens")
     return sc
 
 

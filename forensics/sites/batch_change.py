@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from forensics.outcome import INDEX_ERROR, STATUSES, Access, Outcome
 from forensics.records import FieldSpec, Record
+from forensics.screening import as_int64
 from forensics.sites._common import (
     MISATTRIBUTED,
     BatchColumns,
@@ -45,6 +47,9 @@ from forensics.sites.core import (
     within,
 )
 from forensics.sites.scan_counts import IndexCount, ScanColumns, at_or_past, outside
+
+if TYPE_CHECKING:
+    import torch
 
 NAME = "batch_change"
 FIELDS = (
@@ -90,11 +95,11 @@ def _run(record: Record, guard: bool) -> Outcome:
     clamped position is past a gathered tensor."""
     import torch
 
-    pp = record.tensor("prev_positions")
-    gathered = [record.tensor(name) for name in GATHERED]
-    num_computed = record.tensor("num_computed_tokens").clone()
-    num_accepted = record.tensor("num_accepted_tokens").clone()
-    cpu = record.tensor("cpu_num_computed_tokens")
+    pp = _signed(record, "prev_positions")
+    gathered = [_signed(record, name) for name in GATHERED]
+    num_computed = _signed(record, "num_computed_tokens").clone()
+    num_accepted = _signed(record, "num_accepted_tokens").clone()
+    cpu = _signed(record, "cpu_num_computed_tokens")
     n = pp.shape[0]
     previous = pp >= 0
     for tensor in gathered:
@@ -118,6 +123,21 @@ def _run(record: Record, guard: bool) -> Outcome:
     outputs = {"num_computed_tokens": num_computed.numpy(),
                "num_accepted_tokens": num_accepted.numpy()}
     return Outcome("ok", "", outputs, accesses)
+
+
+def _signed(record: Record, name: str) -> torch.Tensor:
+    """Tensor field ``name`` for torch: an unsigned one wider than a byte (which torch cannot
+    compare) as int64, the same values.
+
+    Raises:
+        ScreenUnsure: a value past int64 (the replay refuses the record, naming the field).
+    """
+    values = record[name]
+    if values.dtype.kind == "u" and values.dtype.itemsize > 1:
+        import torch
+
+        return torch.from_numpy(as_int64(np.asarray(values), name))
+    return record.tensor(name)
 
 
 def gathered_rows(prev_positions: np.ndarray) -> np.ndarray:

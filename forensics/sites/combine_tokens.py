@@ -38,10 +38,13 @@ import numpy as np
 from forensics.outcome import INDEX_ERROR, OK, Access, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites import _common as common
+from forensics.sites._common import stored
 from forensics.sites._fields import PREFILL_LEN, REQ_IDS, VOCAB_SIZE
 from forensics.sites.core import VOCABULARY, BatchRun, CheckList, Checks, row_of
 
 NAME = "combine_tokens"
+#: the width the kernel computes a write's column and position in
+_INT64 = np.dtype(np.int64)
 FIELDS = (
     FieldSpec("input_ids", "tensor", token_ids=True, doc="[t] the input-id buffer before the call"),
     FieldSpec("idx_mapping", "tensor", doc="[n] batch row -> request slot"),
@@ -105,11 +108,12 @@ class _Plan:
     accesses: list[Access]
 
     def add(self, row: int, source: int, column: int, position: int) -> None:
-        """Add one write."""
+        """Add one write, its column and position wrapped to int64 as the kernel computes
+        them (a record's extreme ``query_start_loc`` or ``cu_num_logits`` never raises)."""
         self.rows.append(row)
         self.source.append(source)
-        self.column.append(column)
-        self.position.append(position)
+        self.column.append(int(stored(column, _INT64)))
+        self.position.append(int(stored(position, _INT64)))
 
 
 def _block(record: Record | Mapping[str, Any]) -> int:
@@ -127,17 +131,18 @@ def _plan(record: Record) -> _Plan:
     prefill = np.asarray(record["prefill_len"], dtype=np.int64)
     new, block = int(record["num_new_sampled_tokens"]), _block(record)
     plan = _Plan([], [], [], [], [])
-    for i, slot in enumerate(idx.tolist()):
-        if not 0 <= slot < len(prefill):
-            continue  # the kernel reads outside prefill_len: judged by its access below
-        num_logits = int(cu[i + 1] - cu[i])
-        k, query_end = num_logits - new, int(qsl[i + 1])
-        if seq[i] <= prefill[slot]:
-            continue
-        if new > 0 and seq[i] - num_logits >= prefill[slot]:
-            plan.add(i, 0, 0, query_end - num_logits)
-        for j in range(min(max(k, 0), block)):
-            plan.add(i, 1, j, query_end - k + j)
+    with np.errstate(over="ignore"):  # int64 arithmetic wraps, as the kernel's does
+        for i, slot in enumerate(idx.tolist()):
+            if not 0 <= slot < len(prefill):
+                continue  # the kernel reads outside prefill_len: judged by its access below
+            num_logits = int(cu[i + 1] - cu[i])
+            k, query_end = num_logits - new, int(qsl[i + 1])
+            if seq[i] <= prefill[slot]:
+                continue
+            if new > 0 and seq[i] - num_logits >= prefill[slot]:
+                plan.add(i, 0, 0, query_end - num_logits)
+            for j in range(min(max(k, 0), block)):
+                plan.add(i, 1, j, query_end - k + j)
     plan.accesses = _accesses(record, plan, idx)
     return plan
 

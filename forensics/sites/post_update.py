@@ -158,6 +158,8 @@ def _rows(record: Record, patched: bool) -> list[_Row]:
     rows of one slot race on a GPU; the interpreter runs them in this order)."""
     idx = np.asarray(record["idx_mapping"], dtype=np.int64)
     total = np.array(record["total_len"], dtype=np.int64)
+    width_of_total = np.asarray(record["total_len"]).dtype
+    as_int64(np.asarray(record["num_sampled"]), "num_sampled")  # refuses a count past int64
     qsl = record.get("query_start_loc")
     flat = as_int64(np.asarray(record["sampled_tokens"]).reshape(-1), "sampled_tokens")
     width = np.asarray(record["sampled_tokens"]).shape[1]
@@ -173,7 +175,7 @@ def _rows(record: Record, patched: bool) -> list[_Row]:
             row.ids.append(int(flat[offset]) if offset < len(flat) else -(2**62))
             row.columns.append(base + j)
         if n > 0 and slot < len(total):
-            total[slot] += n
+            total[slot] = stored(int(total[slot]) + n, width_of_total)  # wraps as on the GPU
         query_len = 0 if qsl is None else int(qsl[i + 1]) - int(qsl[i])
         row.delta = query_len - int(record["num_rejected"][i])
         out.append(row)

@@ -2,18 +2,33 @@
 
 Used by :mod:`forensics.variants.vllm_diff` to patch private copies of vLLM modules. Hunks must
 match exactly (no fuzz); a hunk may apply at an offset from the line its header states, the
-nearest matching position winning, as ``patch`` does.
+nearest matching position winning, as ``patch`` does. A diff holds at most :data:`MAX_HUNKS`
+hunks, and applying it takes at most :data:`SEARCH_BUDGET` line comparisons (a hunk whose header
+names lines far from where it applies costs a scan of the file): past either, it is refused in
+one line instead of searched for minutes. Binary patches, renames, copies, created and deleted
+files are refused, never silently skipped.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from forensics.errors import PatchApplyError
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
+#: the most hunks one diff may hold
+MAX_HUNKS = 10_000
+#: the most line comparisons (lines split included) applying one diff may take
+SEARCH_BUDGET = 4_000_000
+#: the most digits a hunk header's line number or count may have
+_MAX_DIGITS = 18
+#: git's extended headers of changes this applier cannot make, by how they begin
+_UNSUPPORTED = ("GIT binary patch", "Binary files ", "rename from ", "rename to ", "copy from ",
+                "copy to ", "new file mode", "deleted file mode")
 
 
 @dataclass
@@ -66,15 +81,24 @@ def parse_diff(text: str, source: str = "<diff>") -> list[FilePatch]:
     """
     patches: list[FilePatch] = []
     lines = text.splitlines()
-    i = 0
+    i = hunks = 0
     while i < len(lines):
         line = lines[i]
         if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
             patches.append(FilePatch(_strip_path(line[4:]), _strip_path(lines[i + 1][4:])))
             i += 2
             continue
+        if line.startswith(_UNSUPPORTED):
+            raise PatchApplyError(f"{source}: line {i + 1} ({line[:40]!r}...) is a binary patch, "
+                                  f"rename, copy, new or deleted file, which cannot be "
+                                  f"replayed; only in-place changes of text files can")
         match = _HUNK.match(line)
         if match:
+            _check_header(match, i, source)
+            hunks += 1
+            if hunks > MAX_HUNKS:
+                raise PatchApplyError(f"{source}: line {i + 1}: more than {MAX_HUNKS} hunks; "
+                                      f"split the diff")
             if not patches:
                 raise PatchApplyError(f"{source}: line {i + 1}: hunk before any '---'/'+++' "
                                       f"file header; fix the diff")
@@ -87,6 +111,14 @@ def parse_diff(text: str, source: str = "<diff>") -> list[FilePatch]:
         raise PatchApplyError(f"{source}: no unified-diff hunks found; expected '--- a/PATH', "
                               f"'+++ b/PATH' and '@@ -l,s +l,s @@' blocks")
     return patches
+
+
+def _check_header(match: re.Match[str], i: int, source: str) -> None:
+    """Refuse a hunk header whose line number or count has more than :data:`_MAX_DIGITS` digits."""
+    for number in match.groups():
+        if number is not None and len(number) > _MAX_DIGITS:
+            raise PatchApplyError(f"{source}: line {i + 1}: a hunk header number of "
+                                  f"{len(number)} digits (at most {_MAX_DIGITS}); fix the diff")
 
 
 def _read_hunk(lines: list[str], i: int, match: re.Match[str], number: int, source: str,
@@ -119,19 +151,47 @@ def _read_hunk(lines: list[str], i: int, match: re.Match[str], number: int, sour
     return hunk, i
 
 
-def apply_hunks(text: str, patch: FilePatch, source: str = "<diff>") -> str:
+class Work:
+    """The line comparisons left to applying one diff (:data:`SEARCH_BUDGET` at the start)."""
+
+    def __init__(self, source: str = "<diff>") -> None:
+        self.source = source
+        self.budget = SEARCH_BUDGET
+        self.left = self.budget
+
+    def spend(self, lines: int, patch: FilePatch, hunk: Hunk | None = None) -> None:
+        """Take ``lines`` comparisons from what is left; refuse the diff once none is left.
+
+        Raises:
+            PatchApplyError: naming the diff, the file and the hunk being placed.
+        """
+        self.left -= lines
+        if self.left < 0:
+            where = f"hunk {hunk.number} of {patch.path}" if hunk else f"patch of {patch.path}"
+            raise PatchApplyError(
+                f"{self.source}: applying the diff takes more than {self.budget} line "
+                f"comparisons (at {where}: its hunks lie far from the lines their headers name, "
+                f"or it patches one file many times); make the diff against this file's version")
+
+
+def apply_hunks(text: str, patch: FilePatch, source: str = "<diff>",
+                work: Work | None = None) -> str:
     """Apply ``patch`` to ``text`` (the target file's contents); return the patched text.
+
+    ``work``: the comparisons left to the whole diff (a fresh :class:`Work` when None).
 
     Raises:
         PatchApplyError: naming ``source``, the target file and the hunk number that does not
-            match the text.
+            match the text, or the diff's comparisons past :data:`SEARCH_BUDGET`.
     """
+    work = work if work is not None else Work(source)
     lines = text.splitlines(keepends=True)
+    work.spend(len(lines) + 1, patch)
     ends_with_newline = text.endswith("\n")
     body = [line.rstrip("\r\n") for line in lines]
     offset = 0
     for hunk in patch.hunks:
-        at = _locate(body, hunk, offset)
+        at = _locate(body, hunk, offset, partial(work.spend, patch=patch, hunk=hunk))
         if at is None:
             raise PatchApplyError(
                 f"{source}: hunk {hunk.number} of {patch.path} does not apply (expected at line "
@@ -149,13 +209,22 @@ def _expected_at(hunk: Hunk, offset: int) -> int:
     return hunk.old_start + offset - (1 if hunk.old_len else 0)
 
 
-def _locate(body: list[str], hunk: Hunk, offset: int) -> int | None:
+def _locate(body: list[str], hunk: Hunk, offset: int,
+            spend: Callable[[int], None]) -> int | None:
+    """The matching position nearest the hunk's expected line, each comparison ``spend``-ed."""
     old = hunk.old_lines()
     guess = max(_expected_at(hunk, offset), 0)
     if not old:
         return min(guess, len(body))
+    first, size, last = old[0], len(old), len(body) - len(old)
+    guess = min(guess, max(last, 0))  # a header past the end still searches the whole file
     for delta in range(len(body) + 1):
+        if guess - delta < 0 and guess + delta > last:
+            break
+        spend(2)
         for at in (guess - delta, guess + delta):
-            if 0 <= at <= len(body) - len(old) and body[at:at + len(old)] == old:
-                return at
+            if 0 <= at <= last and body[at] == first:
+                spend(size)
+                if body[at:at + size] == old:
+                    return at
     return None

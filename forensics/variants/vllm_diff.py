@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import keyword
 import sys
 import tempfile
 from pathlib import Path
@@ -28,7 +29,7 @@ from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.store.guarded import read_bytes
 from forensics.variants.triton_kernels import KernelPatch
-from forensics.variants.unidiff import FilePatch, apply_hunks, parse_diff
+from forensics.variants.unidiff import FilePatch, Work, apply_hunks, parse_diff
 from forensics.variants.vllm_adapters import (
     MODULES,
     VllmCode,
@@ -61,6 +62,9 @@ def read_diff(path: str | Path) -> str:
     except UnicodeDecodeError as exc:
         raise CaptureFormatError(f"diff file {str(path)!r} is not UTF-8 text ({exc}); "
                                  f"{how}") from None
+    except ValueError as exc:  # a path no file can have (a NUL in it)
+        raise CaptureFormatError(f"diff file {str(path)!r} cannot be a path ({exc}); "
+                                 f"{how}") from None
     except CaptureFormatError as exc:  # also UnsafeInputError (not a regular file)
         raise type(exc)(f"{exc}; {how}") from None
 
@@ -74,18 +78,26 @@ def vllm_root() -> Path:
 
 
 def module_name(path: str) -> str:
-    """The dotted module name of a ``vllm/...py`` path (a package for ``__init__.py``).
+    """The dotted module name of a ``vllm/...py`` path (a package for ``__init__.py``); every
+    part of the path is a plain ASCII identifier, so the path names that module's file and no
+    other (no ``..``, ``.``, empty or absolute part, no second dot).
 
     Raises:
         PatchApplyError: the path is not a Python file of the vllm package.
     """
-    parts = Path(path).with_suffix("").parts
-    if not path.endswith(".py") or not parts or parts[0] != "vllm":
+    parts = path[:-3].split("/") if path.endswith(".py") else []
+    if not parts or parts[0] != "vllm" or not all(_is_name(part) for part in parts):
         raise PatchApplyError(f"diff touches {path!r}, which is not a module of the installed "
-                              f"vllm package; expected paths like 'a/vllm/v1/spec_decode/utils.py'")
+                              f"vllm package; expected paths like 'a/vllm/v1/spec_decode/utils.py'"
+                              f" (plain names only: no '..', '.', '//' or absolute path)")
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
+
+
+def _is_name(part: str) -> bool:
+    """Whether ``part`` of a path is a module name Python imports by that spelling."""
+    return part.isascii() and part.isidentifier() and not keyword.iskeyword(part)
 
 
 def patched_sources(diff_path: str | Path) -> dict[str, str]:
@@ -98,15 +110,18 @@ def patched_sources(diff_path: str | Path) -> dict[str, str]:
     """
     source = str(diff_path)
     root = vllm_root()
+    package = (root / "vllm").resolve()
+    work = Work(source)
     result: dict[str, str] = {}
     for patch in parse_diff(read_diff(diff_path), source):
         _check_target(patch, source)
         target = root / patch.path
-        if patch.path not in result and not target.is_file():
+        if patch.path not in result and not (target.is_file()
+                                             and target.resolve().is_relative_to(package)):
             raise PatchApplyError(f"{source}: target file {patch.path} does not exist in the "
-                                  f"installed vllm at {root}")
-        text = result.get(patch.path) or target.read_text(encoding="utf-8")
-        result[patch.path] = apply_hunks(text, patch, source)
+                                  f"installed vllm at {root} (or is a link out of it)")
+        text = result[patch.path] if patch.path in result else target.read_text(encoding="utf-8")
+        result[patch.path] = apply_hunks(text, patch, source, work)
     return result
 
 

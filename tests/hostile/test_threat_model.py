@@ -75,6 +75,33 @@ TESTS = {
             "test_a_budget_error_names_the_capture_file_record_field_and_fix",
             "tests/hostile/test_record_counts.py::"
             "test_a_launch_storage_past_the_budget_is_not_allocated"],
+    "T30v": ["tests/hostile/test_round5_variants.py::"
+             "test_a_diff_path_out_of_the_tree_or_of_another_spelling_is_refused",
+             "tests/hostile/test_round5_variants.py::"
+             "test_a_module_that_is_a_link_out_of_the_tree_is_refused",
+             "tests/hostile/test_round5_variants.py::"
+             "test_a_diff_path_no_file_can_have_is_one_line",
+             "tests/hostile/test_round5_variants.py::"
+             "test_a_change_the_applier_cannot_make_is_refused_not_skipped",
+             "tests/hostile/test_round5_variants.py::"
+             "test_a_hunk_header_of_thousands_of_digits_is_one_line",
+             "tests/hostile/test_round5_variants.py::"
+             "test_hunks_far_from_their_headers_are_refused_within_the_budget",
+             "tests/hostile/test_round5_variants.py::"
+             "test_one_file_patched_over_and_over_is_refused_within_the_budget",
+             "tests/hostile/test_round5_variants.py::"
+             "test_more_hunks_than_the_cap_are_refused_while_parsing",
+             "tests/hostile/test_round5_variants.py::"
+             "test_a_draft_count_past_its_tokens_by_overflow_is_refused",
+             "tests/hostile/test_round5_variants.py::"
+             "test_combine_tokens_positions_at_int64s_ends_wrap_and_are_judged",
+             "tests/hostile/test_round5_variants.py::test_a_finding_at_int64s_end_keeps_its_value",
+             "tests/hostile/test_round5_variants.py::"
+             "test_an_unsigned_batch_change_tensor_replays_as_its_values",
+             "tests/hostile/test_round5_variants.py::"
+             "test_an_unsigned_value_past_int64_is_refused_naming_its_field",
+             "tests/hostile/test_round5_variants.py::"
+             "test_simulate_refuses_a_setting_past_its_range_before_it_runs"],
     "T15": ["tests/hostile/test_round3_caps.py::"
             "test_a_stuck_kernel_worker_times_out_and_the_replay_goes_on",
             "tests/hostile/test_round3_caps.py::"

@@ -62,7 +62,8 @@ def check_record(record: Record, where: str) -> None:
     cu = np.asarray(record["cu_num_tokens"], dtype=np.int64)
     counts = np.diff(cu, prepend=0)
     require(bool((drafts >= 0).all()), where, "num_draft_tokens", "must be >= 0")
-    require(bool((counts >= 1 + drafts).all()), where, "cu_num_tokens",
+    # in exact arithmetic: every cu >= 1 (so no step overflows int64), each step > drafts
+    require(bool((cu >= 1).all() and (counts > drafts).all()), where, "cu_num_tokens",
             "must give each row at least 1 + num_draft_tokens[row] tokens")
     total = total_tokens(record)
     for name in ("input_ids", "input_ids_device"):
@@ -77,7 +78,7 @@ def check_batch(cols: BatchColumns) -> np.ndarray:
     """:func:`check_record` on a whole batch at once: the records it may reject."""
     bad = screen_rows(cols, _ROWS)
     cu, drafts, counts = aligned(cols, ("cu_num_tokens", "num_draft_tokens"))
-    bad |= rows_with_any((drafts < 0) | (row_steps(cu, counts) < 1 + drafts), counts)
+    bad |= rows_with_any((drafts < 0) | (cu < 1) | (row_steps(cu, counts) <= drafts), counts)
     total = row_last(cu, counts)
     for name in ("input_ids", "input_ids_device"):
         bad |= cols.present(name) & (cols.length(name) < total)
