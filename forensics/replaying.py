@@ -9,10 +9,8 @@ came from, come from the ``upstream`` model, run here when it is not among the c
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import numpy as np
 
 from forensics.budget import in_capture
+from forensics.collector import collector_paused
 from forensics.errors import (
     AllocationBudgetError,
     CaptureFormatError,
@@ -175,24 +174,10 @@ def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
             capture file, the record, the field and its value).
     """
     try:
-        with _collector_paused():
+        with collector_paused():
             return _replay(capture, variants, progress)
     except AllocationBudgetError as exc:  # a record's size past the budget: name its file
         raise in_capture(exc, capture) from None
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: a replay allocates millions of small lists while
-    every record stays alive, and each full collection would walk them all (a third of the
-    time at soak scale). Nothing a replay builds needs the collector; it resumes afterwards."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _replay(given: Any, variants: Any, progress: bool) -> ReplayResult:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from forensics.collector import collector_paused
 from forensics.errors import CaptureFormatError
 from forensics.records import Record
 from forensics.screening import as_exact, as_int64
@@ -106,7 +105,7 @@ class BatchView:
         stop = len(self) if stop is None else min(stop, len(self))
         if not self._bulk_ok():
             return [self.record(row) for row in range(start, stop)]
-        with _gc_paused():
+        with collector_paused():
             return self._bulk_records(start, stop)
 
     def _bulk_records(self, start: int, stop: int) -> list[Record]:
@@ -263,19 +262,6 @@ class BatchView:
         return flat[start:stop].reshape(shape)
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a batch is decoded: it allocates many small
-    lists (no cycles), and each burst would otherwise start a collection that walks every live
-    object."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class _Decoded:
