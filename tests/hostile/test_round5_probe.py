@@ -1,0 +1,157 @@
+"""Hostile input, round 5: the live-capture side (claim T27p of docs/threat-model.md).
+
+A full disk cuts a write short (the kernel writes part of it, then refuses: a soft
+``RLIMIT_FSIZE`` stands in for the disk, as it gives the same short write and error), then
+space comes back; a ``FORENSICS_DIR`` the system refuses to look at; a writer process that
+stalls (SIGSTOP). Each test runs the probe's real pieces in this process (no vLLM engine).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "probe"))
+from probe_fakes import make_settings, record_batch_changes  # noqa: E402
+
+import forensics  # noqa: E402
+from forensics.errors import ConfigurationError  # noqa: E402
+from forensics.probe import session as session_module  # noqa: E402
+from forensics.probe.channel import WriterChannel  # noqa: E402
+from forensics.probe.session import ProbeSession, ProcessBackend  # noqa: E402
+from forensics.probe.settings import from_env  # noqa: E402
+from forensics.records import Record  # noqa: E402
+from forensics.store.events import EventLog  # noqa: E402
+from forensics.store.writer import CaptureWriter  # noqa: E402
+
+
+@contextlib.contextmanager
+def disk_full_past(path: Path, extra: int) -> Iterator[None]:
+    """Writes past ``extra`` more bytes than ``path`` holds are cut short and then refused
+    (``EFBIG``, as ``ENOSPC`` is), until the block ends: space comes back."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + extra, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+
+
+def embedding_records(steps: int) -> list[Record]:
+    """One small ``embedding`` record per step."""
+    return [Record("embedding", step, 0, {"input_ids": np.arange(4, dtype=np.int64),
+                                          "num_embeddings": 100}) for step in range(steps)]
+
+
+def test_a_batch_cut_short_by_a_full_disk_leaves_every_other_batch_readable(
+        tmp_path: Path) -> None:
+    """The disk fills in the middle of a batch, then frees up: the batches before and after
+    it are read; the one cut short is reported to the writer's caller, not left in the way."""
+    root = tmp_path / "full.capture"
+    records = embedding_records(steps=3)
+    writer = CaptureWriter(root, {"notes": "full disk"}, process="p1")
+    writer.append(records[0])
+    writer.flush()
+    (segment,) = root.glob("*.arrows")
+    writer.append(records[1])
+    with disk_full_past(segment, 40), pytest.raises(OSError):
+        writer.flush()
+    writer.append(records[2])
+    writer.flush()
+    writer.close()
+    assert [r.step for r in forensics.load(root)] == [0, 2]
+
+
+def test_an_event_cut_short_by_a_full_disk_leaves_the_events_readable(tmp_path: Path) -> None:
+    """An event line the disk cut short is never followed by the next event on its line;
+    a writer reopening a sidecar that ends in a cut line starts on a line of its own."""
+    root = tmp_path / "events.capture"
+    writer = CaptureWriter(root, {"notes": "full disk"}, process="p1")
+    writer.add_event({"kind": "first", "step": 0})
+    sidecar = root / "events-p1.jsonl"
+    with disk_full_past(sidecar, 10), pytest.raises(OSError):
+        writer.add_event({"kind": "cut", "step": 1, "error": "x" * 200})
+    writer.add_event({"kind": "after", "step": 2})
+    writer.close()
+    with sidecar.open("ab") as handle:  # a writer killed in the middle of a line
+        handle.write(b'{"kind": "killed", "st')
+    again = EventLog(root, "p1")  # the in-process writer taking over the sidecar
+    again.append({"kind": "taken over", "step": 3})
+    again.close()
+    kinds = [e["kind"] for e in forensics.load(root).events]
+    assert kinds == ["first", "after", "taken over"]
+
+
+@pytest.mark.parametrize("directory", ["/tmp/" + "d" * 5000, "/tmp/" + "d" * 300 + "/c",
+                                       "~no-such-user-of-this-machine/captures"],
+                         ids=["path too long", "name too long", "unknown user"])
+def test_a_directory_the_system_refuses_is_one_configuration_line(directory: str) -> None:
+    """``FORENSICS_DIR`` that cannot even be looked at: a ConfigurationError of one short line
+    naming the variable (the engine refuses to start with it), never an OSError traceback."""
+    with pytest.raises(ConfigurationError) as caught:
+        from_env({"FORENSICS_DIR": directory})
+    message = str(caught.value)
+    assert message.startswith("FORENSICS_DIR=") and "\n" not in message
+    assert len(message) < 600
+
+
+@pytest.mark.parametrize("name", ["FORENSICS_RING", "FORENSICS_MODE", "FORENSICS_SITES"])
+def test_a_very_long_setting_is_named_in_a_short_line(name: str) -> None:
+    """A bad value of 100,000 characters is shown shortened: the error stays one short line."""
+    with pytest.raises(ConfigurationError) as caught:
+        from_env({"FORENSICS_DIR": "/tmp/captures", name: "9x" * 50_000})
+    message = str(caught.value)
+    assert message.startswith(f"{name}=") and "\n" not in message and len(message) < 600
+
+
+def test_a_stalled_writer_process_costs_the_engine_one_wait(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer process stops (SIGSTOP: a disk that no longer answers): once one wait for
+    it timed out, the engine's calls drop and count instead of waiting again, until the writer
+    moves; when it does, the records framed before the stall are all written."""
+    monkeypatch.setattr(session_module, "RING_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(session_module, "FLUSH_SECONDS", 0.2)
+    path = tmp_path / "stalled.capture"
+    session = ProbeSession(make_settings(tmp_path, capture=path, ring=64, flush_every=4))
+    backend = session.backend
+    assert isinstance(backend, ProcessBackend)
+    backend.channel = WriterChannel(size=16 * 1024)
+    record_batch_changes(session, [[0, 1]] * 4)
+    assert session.drain(timeout=30)
+    waited = [0.0]
+    real_wait = WriterChannel.wait
+
+    def timed_wait(self: WriterChannel, timeout: float, *, poke: bool = True) -> bool:
+        start = time.monotonic()
+        try:
+            return real_wait(self, timeout, poke=poke)
+        finally:
+            waited[0] += time.monotonic() - start
+
+    monkeypatch.setattr(WriterChannel, "wait", timed_wait)
+    proc = backend.channel.proc
+    assert proc is not None
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        record_batch_changes(session, [[0, 1, 2, 3]] * 200)  # the ring fills early on
+        for number in range(5):  # a kernel launch handed off each (FORENSICS_KERNELS_KEEP=all)
+            session.keep_event("kernel_launch", ordinal=number)
+        assert session.counts["dropped"] > 0
+        assert waited[0] < 4 * 0.2  # one timed-out wait (and a little), not one per call
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    session.close()
+    counts = session.counts
+    assert counts["written"] + counts["dropped"] == counts["records"] == 204
+    assert len(list(forensics.load(path))) == counts["written"] >= 4
