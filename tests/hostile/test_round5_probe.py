@@ -155,3 +155,38 @@ def test_a_stalled_writer_process_costs_the_engine_one_wait(
     counts = session.counts
     assert counts["written"] + counts["dropped"] == counts["records"] == 204
     assert len(list(forensics.load(path))) == counts["written"] >= 4
+
+
+def _fn(ids, out, n):  # a kernel's signature
+    """A stand-in kernel function in a vLLM worker module."""
+
+
+_fn.__module__ = "vllm.v1.worker.gpu.stand_in"
+
+
+class _Jit:
+    """What the flight recorder reads of a Triton kernel object."""
+
+    fn = staticmethod(_fn)
+
+
+@pytest.mark.parametrize("budget", [64, 10**15], ids=["default budget", "huge budget"])
+def test_a_launch_copies_no_more_than_one_event_holds(budget: int) -> None:
+    """An integer view of 20 MB expanded from one element of a 5 MB storage, and a float
+    storage past what one event line holds (even under a huge ``FORENSICS_KERNELS_BUDGET``):
+    the recorder notes their shapes and copies neither on the launch path."""
+    import torch
+
+    from forensics.probe import kernels
+
+    recorder = kernels.FlightRecorder(("*",), 2, budget, None)
+    recorder._torch = torch
+    expanded = torch.zeros(5 << 20, dtype=torch.int8)[:1].expand(20 << 20)
+    floats = torch.ones(1 << 20, dtype=torch.float32)  # 4 MB: more than one event line
+    pending = recorder.before(recorder.kernel(_Jit()), (expanded, floats, 3), {}, (1,))
+    assert pending is not None and pending.views == [] and pending.before is None
+    assert {info["contents"] for info in pending.tensors.values()} == {"none"}
+    assert "one event line" in pending.tensors["ids"]["reason"]
+    recorder.after(pending)
+    fields = kernels.event_fields(pending)
+    assert fields["tensors"]["ids"]["shape"] == [20 << 20]
