@@ -190,3 +190,23 @@ def test_a_launch_copies_no_more_than_one_event_holds(budget: int) -> None:
     recorder.after(pending)
     fields = kernels.event_fields(pending)
     assert fields["tensors"]["ids"]["shape"] == [20 << 20]
+
+
+@pytest.mark.parametrize("rank", ["-1", "1234567", str(2**70), "zero"])
+def test_a_rank_no_segment_name_holds_is_not_given_to_records(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        rank: str) -> None:
+    """``$RANK`` that is no rank a capture can hold (a segment name has six digits at most):
+    the records say rank 0 and one log line says why, so every record written is read back
+    (before, the in-process writer counted them written into a segment no reader opens)."""
+    monkeypatch.setenv("RANK", rank)
+    path = tmp_path / "rank.capture"
+    session = ProbeSession(make_settings(tmp_path, capture=path, writer="thread", ring=64,
+                                         flush_every=4))
+    record_batch_changes(session, [[0, 1]] * 6)
+    session.close()
+    loaded = forensics.load(path)
+    assert session.counts["written"] == 6 == len(list(loaded))
+    assert {r.rank for r in loaded} == {0}
+    assert {e["kind"] for e in loaded.events} >= {"probe_start", "probe_stop"}
+    assert sum("is not a rank" in r.getMessage() for r in caplog.records) == 1
