@@ -52,6 +52,8 @@ DEFAULT_RING = 4096
 DEFAULT_FLUSH_EVERY = 256
 #: how much of a setting's value an error message shows
 SHOWN_CHARS = 120
+#: the longest ``FORENSICS_ENGINE_ID`` (a uuid has 32 characters)
+MAX_ENGINE_ID = 256
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,24 @@ def shown(value: object) -> str:
     return f"{text[:SHOWN_CHARS]!r}... ({len(text)} characters)"
 
 
+def _engine_id(environ: Mapping[str, str]) -> str:
+    """``FORENSICS_ENGINE_ID``, else a new one (a uuid).
+
+    Raises:
+        ConfigurationError: longer than :data:`MAX_ENGINE_ID` characters, or holding one
+            that is not printable (a control, a byte that is not UTF-8): it goes into every
+            manifest and onto the writer process's command line, which a huge one overflows.
+    """
+    name, raw = _get(environ, ENV_ENGINE)
+    if not raw:
+        return uuid.uuid4().hex
+    if len(raw) > MAX_ENGINE_ID or not raw.isprintable():
+        raise ConfigurationError(f"{name}={shown(raw)} is not an engine id: expected at most "
+                                 f"{MAX_ENGINE_ID} printable characters; unset it to let the "
+                                 "probe name the engine")
+    return raw
+
+
 def from_env(environ: Mapping[str, str] | None = None) -> Settings | None:
     """Read the settings from ``environ`` (default ``os.environ``).
 
@@ -231,7 +251,7 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings | None:
                     sites=_sites(environ), ring=ring, flush_every=flush_every,
                     writer=_choice(environ, ENV_WRITER, WRITERS, "a writer"),
                     handoff=_choice(environ, ENV_HANDOFF, HANDOFFS, "a hand-off"),
-                    engine_id=_get(environ, ENV_ENGINE)[1] or uuid.uuid4().hex,
+                    engine_id=_engine_id(environ),
                     owner=_get(environ, ENV_OWNER)[1] if _get(environ, ENV_CAPTURE)[1] else "")
 
 

@@ -115,6 +115,24 @@ def test_a_very_long_setting_is_named_in_a_short_line(name: str) -> None:
     assert message.startswith(f"{name}=") and "\n" not in message and len(message) < 600
 
 
+@pytest.mark.parametrize("engine_id", ["e" * 131_000, "a\x1b[2Jb", "line\nbreak", "e\udcff"],
+                         ids=["past the command line", "escape", "newline", "not UTF-8"])
+def test_an_engine_id_no_manifest_should_hold_is_one_configuration_line(
+        engine_id: str) -> None:
+    """``FORENSICS_ENGINE_ID`` goes into every manifest and onto the writer process's command
+    line (one argument holds at most 128 KiB: a longer one left the engine writing in its own
+    process): a huge one, or one holding a control or a byte that is not UTF-8, is refused in
+    one short line naming the variable; a uuid-like one is kept."""
+    env = {"FORENSICS_DIR": "/tmp/captures"}
+    with pytest.raises(ConfigurationError) as caught:
+        from_env({**env, "FORENSICS_ENGINE_ID": engine_id})
+    message = str(caught.value)
+    assert message.startswith("FORENSICS_ENGINE_ID=") and len(message) < 600
+    assert "\n" not in message and "\x1b" not in message
+    settings = from_env({**env, "FORENSICS_ENGINE_ID": "engine-7_a.b"})
+    assert settings is not None and settings.engine_id == "engine-7_a.b"
+
+
 def test_a_stalled_writer_process_costs_the_engine_one_wait(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The writer process stops (SIGSTOP: a disk that no longer answers): once one wait for
