@@ -9,6 +9,7 @@ stalls (SIGSTOP). Each test runs the probe's real pieces in this process (no vLL
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import resource
 import signal
@@ -228,3 +229,32 @@ def test_a_rank_no_segment_name_holds_is_not_given_to_records(
     assert {r.rank for r in loaded} == {0}
     assert {e["kind"] for e in loaded.events} >= {"probe_start", "probe_stop"}
     assert sum("is not a rank" in r.getMessage() for r in caplog.records) == 1
+
+
+class _FullDisk:
+    """A capture writer on a full disk: every write fails with ENOSPC."""
+
+    def add_event(self, event: dict) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def flush(self) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_is_one_line_on_the_engines_stderr_not_one_per_record(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """The writer process on a full disk: each record it cannot write is a ``probe_error`` it
+    cannot keep either; its stderr (the engine's) says so once, the count holds them all."""
+    from forensics.probe.writer_process import WriterChild
+
+    read, write = os.pipe()
+    try:
+        child = WriterChild(memoryview(bytearray(64)), _FullDisk(), write, os.getpid(), {})
+        for number in range(50):
+            child.error(OSError(errno.ENOSPC, "No space left on device"), f"batch {number}")
+    finally:
+        os.close(read)
+        os.close(write)
+    lines = [line for line in capfd.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "No space left on device" in lines[0]
+    assert child.counts["errors"] == 100  # each failure and each event lost with it
