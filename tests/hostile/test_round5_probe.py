@@ -258,3 +258,24 @@ def test_a_full_disk_is_one_line_on_the_engines_stderr_not_one_per_record(
     lines = [line for line in capfd.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1 and "No space left on device" in lines[0]
     assert child.counts["errors"] == 100  # each failure and each event lost with it
+
+
+@pytest.mark.parametrize(("mode", "warned"), [(0o777, True), (0o770, True), (0o1777, False),
+                                              (0o755, False)])
+def test_a_capture_directory_others_may_write_is_said_in_one_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, mode: int, warned: bool) -> None:
+    """``FORENSICS_DIR`` where other users may rename entries (group or world writable
+    without the sticky bit): the probe still makes its private folder there, and one log line
+    says its name may be taken away; a sticky or private directory is said nothing of."""
+    from forensics.probe import owned
+
+    directory = tmp_path / "shared"
+    directory.mkdir()
+    os.chmod(directory, mode)
+    settings = from_env({"FORENSICS_DIR": str(directory)})
+    assert settings is not None
+    made = owned.claim(settings)
+    assert made.capture.parent == directory and made.capture.is_dir()
+    lines = [r.getMessage() for r in caplog.records if "other users may" in r.getMessage()]
+    assert len(lines) == int(warned)
+    assert all(str(directory) in line and "FORENSICS_DIR" in line for line in lines)
