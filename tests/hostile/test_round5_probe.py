@@ -28,7 +28,7 @@ import forensics  # noqa: E402
 from forensics.errors import ConfigurationError  # noqa: E402
 from forensics.probe import session as session_module  # noqa: E402
 from forensics.probe.channel import WriterChannel  # noqa: E402
-from forensics.probe.session import ProbeSession, ProcessBackend  # noqa: E402
+from forensics.probe.session import ProbeSession, ProcessBackend, ThreadBackend  # noqa: E402
 from forensics.probe.settings import from_env  # noqa: E402
 from forensics.records import Record  # noqa: E402
 from forensics.store.events import EventLog  # noqa: E402
@@ -279,3 +279,62 @@ def test_a_capture_directory_others_may_write_is_said_in_one_line(
     lines = [r.getMessage() for r in caplog.records if "other users may" in r.getMessage()]
     assert len(lines) == int(warned)
     assert all(str(directory) in line and "FORENSICS_DIR" in line for line in lines)
+
+
+class _HungDisk:
+    """A capture writer whose flush hangs (a disk that no longer answers) until released."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.release = threading.Event()
+        self.records = 0
+
+    def append(self, record: Record, *, validated: bool = False) -> None:
+        self.records += 1
+
+    def flush(self) -> None:
+        self.release.wait(60)
+
+    def add_event(self, event: dict) -> None:
+        """Events are kept nowhere."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def test_a_hung_writer_thread_costs_the_engine_one_bounded_wait(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process writer (``FORENSICS_WRITER=thread``, or after the writer process was
+    lost) hangs in a flush: a call that finds the ring full waits a bounded time once, then
+    the ring drops and counts the oldest records; it waited for ever before."""
+    import threading
+
+    monkeypatch.setattr(session_module, "RING_WAIT_SECONDS", 0.2)
+    disk = _HungDisk()
+    session = ProbeSession(make_settings(tmp_path, ring=8, flush_every=4),
+                           writer_factory=lambda s: disk)
+    done, timed_out = threading.Event(), [0]
+    real_drain = ThreadBackend.drain
+
+    def counted_drain(self: ThreadBackend, timeout: float | None) -> bool:
+        drained = real_drain(self, timeout)
+        timed_out[0] += not drained
+        return drained
+
+    monkeypatch.setattr(ThreadBackend, "drain", counted_drain)
+
+    def engine() -> None:
+        record_batch_changes(session, [[0, 1]] * 60)
+        done.set()
+
+    thread = threading.Thread(target=engine, daemon=True)
+    thread.start()
+    finished = done.wait(30)
+    disk.release.set()
+    thread.join(30)
+    session.close()
+    assert finished, "the engine's calls hung on the writer thread"
+    assert timed_out[0] == 1  # one timed-out wait, not one per call
+    assert session.counts["dropped"] > 0
+    assert session.counts["records"] == 60
