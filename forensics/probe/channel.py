@@ -90,6 +90,7 @@ class WriterChannel:
         self.proc: subprocess.Popen[bytes] | None = None
         self._acks = -1
         self.pid = os.getpid()  # a forked copy of the engine must not share the child
+        self._stalled_at: int | None = None  # ``ack.done`` when a wait last timed out
 
     # -- the child process ----------------------------------------------------------------
     def start(self, folder: int, process: str, manifest: dict[str, Any]) -> None:
@@ -223,14 +224,18 @@ class WriterChannel:
     def wait(self, timeout: float, *, poke: bool = True) -> bool:
         """Poke, then wait until the child acknowledged everything framed so far (without
         ``poke``: everything poked so far), at most ``timeout`` seconds; False on a timeout
-        or a dead child."""
+        or a dead child. A child that acknowledged nothing since a wait timed out is
+        :meth:`stalled`: not waited for again (the engine's calls go on at once)."""
         if poke and not self.poke():
             return False
         target = self.poked
+        if self.stalled():
+            return self.ack.done >= target
         deadline = time.monotonic() + timeout
         while self.ack.done < target:
             left = deadline - time.monotonic()
             if left <= 0:
+                self._stalled_at = self.ack.done
                 return False
             readable, _, _ = select.select([self._acks], [], [], min(left, 0.5))
             if not readable and not self.alive():
@@ -238,6 +243,16 @@ class WriterChannel:
             if readable and not self.read_acks():  # the child ended, maybe done
                 return self.ack.done >= target
         return True
+
+    def stalled(self) -> bool:
+        """True when the child has acknowledged nothing since a :meth:`wait` for it timed out
+        (a stopped process, a disk that no longer answers); False again once it moves."""
+        if self._stalled_at is None:
+            return False
+        self.read_acks()
+        if self.ack.done != self._stalled_at:
+            self._stalled_at = None
+        return self._stalled_at is not None
 
     def close(self, timeout: float = CLOSE_SECONDS) -> bool:
         """Poke, close the child's stdin (it writes what it was given, then exits) and wait

@@ -45,6 +45,8 @@ WHOLE_BYTES = 4 << 20
 PACKAGES = ("vllm.v1.worker.", "vllm.v1.sample.", "vllm.v1.spec_decode.")
 #: a launch record past this many bytes of encoded contents drops its largest contents
 MAX_EVENT_BYTES = 900_000
+#: the most bytes of one tensor's contents a launch record can hold (base64: 4 chars for 3)
+EVENT_CONTENT_BYTES = MAX_EVENT_BYTES // 4 * 3
 
 
 def selection(environ: Mapping[str, str] | None = None) -> tuple[str, ...] | None:
@@ -240,6 +242,7 @@ class FlightRecorder:
                               f"budget ({self.budget} bytes, {ENV_BUDGET}): shape only")
         if storage <= floats and not whole:
             info["contents"] = "storage"
+        _within_one_event(info, view_bytes)
         if info["contents"] != "none":
             if torch.is_complex(tensor):
                 info["contents"], info["reason"] = "none", "a complex tensor"
@@ -345,6 +348,23 @@ def _fit(tensors: dict[str, dict[str, Any]]) -> None:
 
 
 # -- tensors ------------------------------------------------------------------------------
+def _within_one_event(info: dict[str, Any], view_bytes: int) -> None:
+    """Copy no more of a tensor than one event line can hold (:data:`EVENT_CONTENT_BYTES`;
+    a larger copy would be dropped when it is written): its storage, else its elements, else
+    nothing and ``reason`` says so. A huge view (an expanded tensor
+    of a few bytes of storage) is then never materialised on the launch path."""
+    contents = info["contents"]
+    size = info["storage"] if contents == "storage" else view_bytes
+    if contents == "none" or size <= EVENT_CONTENT_BYTES:
+        return
+    if contents == "storage" and view_bytes <= EVENT_CONTENT_BYTES:
+        info["contents"] = "view"
+        return
+    info["contents"] = "none"
+    info["reason"] = (f"contents of {size} bytes, past what one event line holds "
+                      f"({EVENT_CONTENT_BYTES} bytes): shape only")
+
+
 def _dtype_name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 

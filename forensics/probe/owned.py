@@ -82,6 +82,7 @@ def make_folder(directory: Path, first: Path) -> tuple[Path, str]:
     is in the way (then a fresh name, and one log line saying what was there); return its
     path and identity. Raises OSError when no folder can be made."""
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    warn_if_shared(directory)
     path = first
     for _ in range(ATTEMPTS):
         try:
@@ -99,6 +100,20 @@ def make_folder(directory: Path, first: Path) -> tuple[Path, str]:
         finally:
             os.close(fd)
     raise FileExistsError(f"{ATTEMPTS} capture names in {directory} were all taken")
+
+
+def warn_if_shared(directory: Path) -> None:
+    """One log line when other users may rename or replace entries of ``directory`` (it is
+    writable by its group or by others without the sticky bit, or owned by another user
+    than this one or root): the capture's contents stay private, but its name may be taken
+    away or stand for a folder someone else made once the engine is done."""
+    st = os.stat(directory)
+    shared = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX
+    if shared or st.st_uid not in (os.getuid(), 0):
+        LOG.warning("forensics probe: the capture directory %s is %s: other users may rename "
+                    "or replace the capture folder's name (its contents stay private to you); "
+                    "point FORENSICS_DIR at a directory of your own", directory,
+                    describe(directory))
 
 
 def claim(settings: Any) -> Any:

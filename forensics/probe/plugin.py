@@ -47,13 +47,13 @@ def start(settings: Any, **session_options: Any) -> Any:
     from forensics.errors import ConfigurationError
     from forensics.probe import hooks, owned, patch
     from forensics.probe.session import ProbeSession
-    from forensics.probe.settings import ENV_DIR, export
+    from forensics.probe.settings import ENV_DIR, export, shown
 
     made = not settings.owner
     try:
         settings = owned.claim(settings)  # made here, or the first process's, checked
     except OSError as exc:
-        raise ConfigurationError(f"{ENV_DIR}={str(settings.directory)!r}: no capture folder "
+        raise ConfigurationError(f"{ENV_DIR}={shown(str(settings.directory))}: no capture folder "
                                  f"can be made there ({exc.strerror or exc}); point it at a "
                                  "writable directory") from None
     export(settings)

@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
+LOG = logging.getLogger("forensics.probe")
+#: a capture's segment file names hold a rank of at most six digits
+#: (:data:`forensics.store.paths.SEGMENT_RE`): a larger one's records would be read by no one
+MAX_RANK = 10**6
 _DIST: Any = None
 
 
@@ -34,7 +39,8 @@ class RankTracker:
 
 
 def distributed_rank() -> int | None:
-    """The torch.distributed rank once its process group is initialised, else None."""
+    """The torch.distributed rank once its process group is initialised (and it is a rank:
+    :func:`is_rank`), else None."""
     global _DIST
     try:
         if _DIST is None:
@@ -42,15 +48,29 @@ def distributed_rank() -> int | None:
 
             _DIST = dist if dist.is_available() else False
         if _DIST and _DIST.is_initialized():
-            return int(_DIST.get_rank())
+            rank = int(_DIST.get_rank())
+            return rank if is_rank(rank) else None
     except Exception:  # an uninitialised or torn-down process group
         pass
     return None
 
 
 def env_rank() -> int:
-    """``$RANK`` (torchrun and most launchers set it), else 0."""
+    """``$RANK`` (torchrun and most launchers set it) when it is a rank (:func:`is_rank`),
+    else 0; a ``$RANK`` that is no rank (``-1``, a number past int32, text) is said in one log
+    line: a record of rank -1 would go to a segment no reader opens."""
+    raw = os.environ.get("RANK", "").strip()
     try:
-        return int(os.environ.get("RANK", "0"))
+        rank = int(raw or "0")
     except ValueError:
-        return 0
+        rank = -1
+    if is_rank(rank):
+        return rank
+    LOG.warning("forensics probe: $RANK=%r is not a rank (0 to %d); the records say rank 0",
+                raw[:40], MAX_RANK - 1)
+    return 0
+
+
+def is_rank(rank: int) -> bool:
+    """True when ``rank`` is a rank a capture holds: 0 up to :data:`MAX_RANK` - 1."""
+    return 0 <= rank < MAX_RANK

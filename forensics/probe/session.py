@@ -555,16 +555,16 @@ class ThreadBackend:
         self._writing = False  # a batch is being encoded and written (outside the lock)
         self.thread: threading.Thread | None = None
         self._thread_pid = 0
-        self._requested = self._done = 0  # flushes asked of / done by the writer thread
+        self._requested, self._done, self._stalled_at = 0, 0, -1  # flushes asked, done, at timeout
 
     def record_added(self, due: bool) -> None:
-        """Wake the writer thread when a flush is due; when it lags a whole ring behind,
-        wait for it rather than drop."""
-        session = self.session
+        """Wake the writer thread when a flush is due; when it lags a whole ring behind, wait
+        for it (bounded; not again after a timeout until it ends a flush) rather than drop."""
         if due:
             self._kick()
-        elif len(session._ring) >= session.settings.ring and self._requested > self._done:
-            self.drain(None)
+        elif len(self.session._ring) >= self.session.settings.ring and self._stalled_at \
+                != self._done < self._requested and not self.drain(RING_WAIT_SECONDS):
+            self._stalled_at = self._done  # a disk that no longer answers: drop, count
 
     def flush(self, wait: bool, upto: int | None = None) -> int:
         """Write the ready records (those numbered ``upto`` or less) in this thread, after

@@ -50,6 +50,10 @@ HANDOFFS = ("record", "batch")
 ALL_SITES = hooked_sites()
 DEFAULT_RING = 4096
 DEFAULT_FLUSH_EVERY = 256
+#: how much of a setting's value an error message shows
+SHOWN_CHARS = 120
+#: the longest ``FORENSICS_ENGINE_ID`` (a uuid has 32 characters)
+MAX_ENGINE_ID = 256
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ def positive_setting(name: str, raw: str, default: int, fix: str) -> int:
         return default
     value = positive_int(raw)
     if value is None:
-        raise ConfigurationError(f"{name}={raw!r}{fix}")
+        raise ConfigurationError(f"{name}={shown(raw)}{fix}")
     return value
 
 
@@ -125,7 +129,7 @@ def _choice(environ: Mapping[str, str], setting: str, choices: tuple[str, ...],
     name, raw = _get(environ, setting)
     raw = raw or choices[0]
     if raw.lower() not in choices:
-        raise ConfigurationError(f"{name}={raw!r} is not {what}; expected one of "
+        raise ConfigurationError(f"{name}={shown(raw)} is not {what}; expected one of "
                                  f"{list(choices)}, or unset it for {choices[0]!r}")
     return raw.lower()
 
@@ -137,7 +141,8 @@ def _sites(environ: Mapping[str, str]) -> tuple[str, ...]:
     names = [part.strip() for part in raw.split(",") if part.strip()]
     unknown = [name for name in names if name not in ALL_SITES]
     if unknown or not names:
-        raise ConfigurationError(f"{name}={raw!r} names unknown site {unknown[:1]}; "
+        first = shown(unknown[0]) if unknown else "''"
+        raise ConfigurationError(f"{name}={shown(raw)} names unknown site [{first}]; "
                                  f"expected a comma list of {list(ALL_SITES)}, or unset it")
     return tuple(site for site in ALL_SITES if site in names)
 
@@ -167,9 +172,56 @@ def _capture(environ: Mapping[str, str], directory: Path) -> Path:
         return directory / unique_name()
     path = Path(inherited)
     if not path.name.endswith(".capture"):
-        raise ConfigurationError(f"{name}={inherited!r} must name a '*.capture' "
+        raise ConfigurationError(f"{name}={shown(inherited)} must name a '*.capture' "
                                  f"directory; unset it to let the probe name one")
     return path
+
+
+def _directory(name: str, raw: str) -> Path:
+    """``FORENSICS_DIR``'s value ``raw`` as a path: nothing there yet, or a directory.
+
+    Raises:
+        ConfigurationError: not a directory, or a path the system refuses to look at (a name
+            too long, a ``~user`` unknown here, a folder this user may not search).
+    """
+    try:
+        directory = Path(raw).expanduser()
+        other = directory.exists() and not directory.is_dir()
+    except (OSError, RuntimeError) as exc:  # ENAMETOOLONG, EACCES; an unknown ~user
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise ConfigurationError(f"{name}={shown(raw)} cannot be used ({why}); point it at "
+                                 "a writable directory for captures") from None
+    if other:
+        raise ConfigurationError(f"{name}={shown(raw)} is not a directory; point it at a "
+                                 f"writable directory for captures")
+    return directory
+
+
+def shown(value: object) -> str:
+    """``value`` as an error message shows it: its ``repr``, shortened past
+    :data:`SHOWN_CHARS` characters (an environment value may be very long)."""
+    text = str(value)
+    if len(text) <= SHOWN_CHARS:
+        return repr(value) if isinstance(value, str) else text
+    return f"{text[:SHOWN_CHARS]!r}... ({len(text)} characters)"
+
+
+def _engine_id(environ: Mapping[str, str]) -> str:
+    """``FORENSICS_ENGINE_ID``, else a new one (a uuid).
+
+    Raises:
+        ConfigurationError: longer than :data:`MAX_ENGINE_ID` characters, or holding one
+            that is not printable (a control, a byte that is not UTF-8): it goes into every
+            manifest and onto the writer process's command line, which a huge one overflows.
+    """
+    name, raw = _get(environ, ENV_ENGINE)
+    if not raw:
+        return uuid.uuid4().hex
+    if len(raw) > MAX_ENGINE_ID or not raw.isprintable():
+        raise ConfigurationError(f"{name}={shown(raw)} is not an engine id: expected at most "
+                                 f"{MAX_ENGINE_ID} printable characters; unset it to let the "
+                                 "probe name the engine")
+    return raw
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> Settings | None:
@@ -186,15 +238,12 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings | None:
     dir_name, raw_dir = _get(environ, ENV_DIR)
     if not raw_dir:
         return None
-    directory = Path(raw_dir).expanduser()
-    if directory.exists() and not directory.is_dir():
-        raise ConfigurationError(f"{dir_name}={raw_dir!r} is not a directory; point it at a "
-                                 f"writable directory for captures")
+    directory = _directory(dir_name, raw_dir)
     ring = _positive_int(environ, ENV_RING, DEFAULT_RING)
     flush_every = _positive_int(environ, ENV_FLUSH_EVERY, min(DEFAULT_FLUSH_EVERY, ring))
     if flush_every > ring:
-        raise ConfigurationError(f"{_get(environ, ENV_FLUSH_EVERY)[0]}={flush_every} exceeds "
-                                 f"{_get(environ, ENV_RING)[0]}={ring}; "
+        raise ConfigurationError(f"{_get(environ, ENV_FLUSH_EVERY)[0]}={shown(flush_every)} "
+                                 f"exceeds {_get(environ, ENV_RING)[0]}={shown(ring)}; "
                                  f"records would be dropped before any flush: lower it to "
                                  f"{ring} or less")
     return Settings(directory=directory, capture=_capture(environ, directory),
@@ -202,7 +251,7 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings | None:
                     sites=_sites(environ), ring=ring, flush_every=flush_every,
                     writer=_choice(environ, ENV_WRITER, WRITERS, "a writer"),
                     handoff=_choice(environ, ENV_HANDOFF, HANDOFFS, "a hand-off"),
-                    engine_id=_get(environ, ENV_ENGINE)[1] or uuid.uuid4().hex,
+                    engine_id=_engine_id(environ),
                     owner=_get(environ, ENV_OWNER)[1] if _get(environ, ENV_CAPTURE)[1] else "")
 
 

@@ -44,6 +44,7 @@ class WriterChild:
         self.batch = BatchWriter(writer, self.error, self.count)
         self._where = (0, 0)  # rank and step of the last record read, for events
         self.frames = 0  # frames read so far (a probe_error names the frame by this number)
+        self.lost_events = 0  # events the writer could not keep (the first is said on stderr)
 
     def run(self, pokes: int) -> None:
         """Serve pokes read from the file descriptor ``pokes`` until its end."""
@@ -153,8 +154,10 @@ class WriterChild:
             self.error(exc, f"checking the event of frame {frame}")
         except Exception as exc:  # a full disk: the count reaches the engine
             self.counts["errors"] += 1
-            print(f"forensics probe writer: an event was lost: {error_text(exc)}",
-                  file=sys.stderr)
+            if not self.lost_events:  # one line, not one per record while the disk is full
+                print(f"forensics probe writer: an event was lost: {error_text(exc)} "
+                      "(further lost events are only counted)", file=sys.stderr)
+            self.lost_events += 1
 
 
 def main(argv: list[str] | None = None) -> int:

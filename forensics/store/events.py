@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError
+from forensics.store.fs import append_whole
 from forensics.store.guarded import iter_lines
 from forensics.store.paths import EVENTS_RE
 
@@ -55,8 +56,7 @@ class EventLog:
         check_event(event, "an event")  # what the reader would refuse is never written
         if self._fd is None:
             self._fd = open_sidecar(self.path)
-        os.write(self._fd, line)
-        os.fsync(self._fd)
+        append_whole(self._fd, line)  # a line the disk cuts short is cut off again
 
     def close(self) -> None:
         """Close the sidecar (appending again reopens it)."""
@@ -66,22 +66,43 @@ class EventLog:
 
 
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+#: a sidecar made before is opened to read its last line too (:func:`end_on_a_line`)
+_REOPEN = _APPEND & ~os.O_WRONLY | os.O_RDWR
 
 
 def open_sidecar(path: Path) -> int:
     """A descriptor appending to the sidecar ``path``: made new, or one a writer of this
-    capture made before (see :class:`EventLog`). Raises OSError naming what is in the way."""
+    capture made before (see :class:`EventLog`), its last line whole. Raises OSError naming
+    what is in the way."""
     try:
         return os.open(path, _APPEND | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         pass
-    fd = os.open(path, _APPEND)  # a symlink: ELOOP; a FIFO without a reader: ENXIO
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.getuid():
+    fd = os.open(path, _REOPEN)  # a symlink: ELOOP; a FIFO: not a plain file below
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.getuid():
+            raise PermissionError(f"'{path}' is in the way: not a plain file of this user "
+                                  "with one link; the events go nowhere rather than into it")
+        end_on_a_line(fd, st.st_size, path)
+    except BaseException:
         os.close(fd)
-        raise PermissionError(f"'{path}' is in the way: not a plain file of this user with "
-                              "one link; the events go nowhere rather than into it")
+        raise
     return fd
+
+
+def end_on_a_line(fd: int, size: int, path: Path) -> None:
+    """Cut off the last line of the sidecar ``fd`` of ``size`` bytes when it was cut short (a
+    writer killed or a disk full as it wrote it): the next event starts a line of its own.
+    Raises PermissionError when no line ends in its last :data:`MAX_LINE` bytes."""
+    tail = os.pread(fd, min(size, MAX_LINE + 1), max(0, size - MAX_LINE - 1))
+    if not tail or tail.endswith(b"\n"):
+        return
+    end = tail.rfind(b"\n")
+    if end < 0 and size > len(tail):
+        raise PermissionError(f"'{path}' ends in a line longer than {MAX_LINE} bytes: not an "
+                              "events file of this capture's writers; the events go nowhere")
+    os.ftruncate(fd, size - len(tail) + end + 1)
 
 
 def read_events(root: Path) -> tuple[list[dict[str, Any]], list[str]]:

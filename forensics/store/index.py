@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from forensics.errors import CaptureFormatError
+from forensics.store.fs import append_whole, write_all
 from forensics.store.guarded import read_bytes
 
 MAGIC = b"FXIDX001"
@@ -30,22 +31,14 @@ class IndexWriter:
         write_all(self._fd, MAGIC)
 
     def append(self, offset: int, length: int, rows: int, step_min: int, step_max: int) -> None:
-        """Record one batch at ``offset`` of ``length`` bytes; fsync."""
+        """Record one batch at ``offset`` of ``length`` bytes; fsync (a whole entry or none:
+        :func:`~forensics.store.fs.append_whole`)."""
         entry = np.array([(offset, length, rows, step_min, step_max)], dtype=ENTRY)
-        write_all(self._fd, entry.tobytes())
-        os.fsync(self._fd)
+        append_whole(self._fd, entry.tobytes())
 
     def close(self) -> None:
         """Close the file."""
         os.close(self._fd)
-
-
-def write_all(fd: int, data: bytes | memoryview) -> None:
-    """Write all of ``data`` to ``fd`` (os.write may write less than asked)."""
-    view = memoryview(data)
-    while view.nbytes:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def read_index(path: Path, root: Path | None = None,

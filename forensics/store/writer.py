@@ -32,8 +32,8 @@ from forensics.store.arrow_codec import (
     trusted_columns,
 )
 from forensics.store.events import EventLog
-from forensics.store.fs import fsync_dir
-from forensics.store.index import IndexWriter, write_all
+from forensics.store.fs import append_whole, cut_back, fsync_dir, write_all
+from forensics.store.index import IndexWriter
 from forensics.store.manifest import build_manifest, write_manifest_once
 from forensics.store.paths import (
     INDEX_SUFFIX,
@@ -75,13 +75,19 @@ class _SegmentFile:
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         """Append ``batch`` (of this segment's schema), fsync, then index it. The offset is
-        the file's size, so a process forked from the owner may append too (one at a time)."""
+        the file's size, so a process forked from the owner may append too (one at a time).
+        A batch the disk refuses part way is cut off again, its index entry too: the
+        segment's next batch follows the last whole one."""
         data = batch.serialize()
-        pos = os.fstat(self.fd).st_size
-        write_all(self.fd, data)
-        os.fsync(self.fd)
         steps = arrow_numpy.values(batch.column(0))
-        self.index.append(pos, data.size, batch.num_rows, int(steps.min()), int(steps.max()))
+        pos = os.fstat(self.fd).st_size
+        append_whole(self.fd, data)
+        try:
+            self.index.append(pos, data.size, batch.num_rows, int(steps.min()),
+                              int(steps.max()))
+        except BaseException:
+            cut_back(self.fd, pos)
+            raise
 
     def close(self) -> None:
         write_all(self.fd, EOS)

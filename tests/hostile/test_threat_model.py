@@ -49,6 +49,27 @@ TESTS = {
     "T12": ["tests/test_repro_data.py::test_the_repro_of_a_hostile_capture_holds_none_of_its_text",
             "tests/test_repro_data.py::"
             "test_the_repro_of_a_hostile_capture_runs_nothing_but_the_repro"],
+    "T27p": ["tests/hostile/test_round5_probe.py::"
+             "test_a_batch_cut_short_by_a_full_disk_leaves_every_other_batch_readable",
+             "tests/hostile/test_round5_probe.py::"
+             "test_an_event_cut_short_by_a_full_disk_leaves_the_events_readable",
+             "tests/hostile/test_round5_probe.py::"
+             "test_a_directory_the_system_refuses_is_one_configuration_line",
+             "tests/hostile/test_round5_probe.py::test_a_very_long_setting_is_named_in_a_short_line",
+             "tests/hostile/test_round5_probe.py::"
+             "test_a_stalled_writer_process_costs_the_engine_one_wait",
+             "tests/hostile/test_round5_probe.py::"
+             "test_a_launch_copies_no_more_than_one_event_holds",
+             "tests/hostile/test_round5_probe.py::"
+             "test_a_rank_no_segment_name_holds_is_not_given_to_records",
+             "tests/hostile/test_round5_probe.py::"
+             "test_an_engine_id_no_manifest_should_hold_is_one_configuration_line",
+             "tests/hostile/test_round5_probe.py::"
+             "test_a_full_disk_is_one_line_on_the_engines_stderr_not_one_per_record",
+             "tests/hostile/test_round5_probe.py::"
+             "test_a_capture_directory_others_may_write_is_said_in_one_line",
+             "tests/hostile/test_round5_probe.py::"
+             "test_a_hung_writer_thread_costs_the_engine_one_bounded_wait"],
     "T13": ["tests/probe/test_probe_owns.py::test_a_real_probe_leaves_what_was_planted_alone",
             "tests/probe/test_probe_owns.py::test_each_kind_of_thing_in_the_way_is_left_alone",
             "tests/probe/test_probe_owns.py::"
