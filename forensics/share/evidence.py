@@ -211,13 +211,14 @@ def reference(capture: Any, out: str | os.PathLike[str], variants: Sequence[str]
 
 
 def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: dict[str, Any],
-            events: Sequence[dict[str, Any]], expected: Evidence, variants: Sequence[str],
+            events: Iterable[dict[str, Any]], expected: Evidence, variants: Sequence[str],
             force: bool = False, progress: bool = False) -> Path:
     """Write ``records`` as a capture at ``out``, replay it from disk through ``variants`` and
     rename it into place only when its evidence equals ``expected``.
 
     ``records`` come from a capture that was read (hence validated) and keep their fields'
     types, so they take the writer's trusted path; the replay from disk validates them again.
+    ``events`` are taken after every record is written (a generator may depend on them).
 
     Returns:
         The path of the capture written.

@@ -1,0 +1,165 @@
+"""Hostile input, round 5, on sharing and importing (T29d): an ``.npz`` member whose elements
+take no bytes or whose strings unpack from a few KiB into millions of Python objects is refused
+in one line before anything is sized by it; ``redact`` takes the capture's request ids, bare
+hosts with their port and users' homes out of the error text it keeps in events."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from forensics.cli import main
+from forensics.records import Record
+from forensics.store.writer import write_capture
+
+BASE = {"site": np.array("embedding"), "step": np.array(1), "input_ids": np.arange(4),
+        "num_embeddings": np.array(10)}
+
+
+def _npy(array: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
+
+
+def _npy_header(descr: str, shape: tuple[int, ...]) -> bytes:
+    """A bare ``.npy`` header (version 1.0) claiming ``shape`` of ``descr``, with no data."""
+    text = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}"
+    text += " " * (63 - (len(text) + 10) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode()
+
+
+def _npz(path: Path, extra: dict[str, bytes]) -> Path:
+    """An ``.npz`` of a valid embedding record plus the raw members ``extra`` (deflated)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, array in BASE.items():
+            archive.writestr(f"{name}.npy", _npy(array))
+        for name, raw in extra.items():
+            archive.writestr(f"{name}.npy", raw)
+    return path
+
+
+def _refused(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+             *words: str) -> str:
+    """Import ``source``: exit 2, one line naming its file and ``words``, no capture left."""
+    out = tmp_path / "out.capture"
+    assert main(["import", str(source), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert source.name in err and all(w in err for w in words), err
+    assert not out.exists()
+    return err
+
+
+# ------------------------------------------------------------------ import: .npz members
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("descr", ["<U0", "|V0", "|S0"])
+def test_an_npz_member_of_zero_byte_elements_is_refused_by_its_count(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], descr: str) -> None:
+    """Ten billion elements of zero bytes each pass a check of bytes claimed against bytes
+    stored (0 <= 128); as ``req_ids`` the ``<U0`` ones became ten billion Python strings (a
+    hang, then out of memory). Their count is held to the bytes stored."""
+    source = _npz(tmp_path / "zero.npz", {"req_ids": _npy_header(descr, (10**10,))})
+    _refused(source, tmp_path, capsys, "'req_ids.npy'", "10000000000")
+
+
+def test_an_npz_string_member_unpacking_to_millions_of_strings_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Five million and one one-character strings deflate to a few KiB and would become as
+    many Python objects (about 50 bytes each, 13 times their bytes in the array): refused
+    naming the member; a list of real length still imports."""
+    many = np.full(5_000_001, "a", dtype="<U1")
+    source = _npz(tmp_path / "many.npz", {"req_ids": _npy(many)})
+    assert source.stat().st_size < 100_000
+    _refused(source, tmp_path, capsys, "'req_ids.npy'", "5000001 strings")
+    fine = _npz(tmp_path / "fine.npz", {"req_ids": _npy(np.array(["a", "b"]))})
+    assert main(["import", str(fine), "-o", str(tmp_path / "fine.capture")]) == 0
+
+
+def test_an_npz_json_text_past_its_length_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 0-d string holding JSON is held to a length (the cap lowered here so the test stays
+    cheap: the check is the same at 16 Mi characters)."""
+    from forensics.importers import npz
+
+    monkeypatch.setattr(npz, "MAX_JSON", 1000)
+    text = json.dumps(["r"] * 400)
+    source = _npz(tmp_path / "json.npz", {"req_ids": _npy(np.array(text))})
+    _refused(source, tmp_path, capsys, "'req_ids.npy'", "1000 characters")
+
+
+# ------------------------------------------------------------------ redact: events' error text
+
+PRIVATE_IDS = ("alice-session-7", "bob-9", "user:carol:3")
+
+
+@pytest.fixture(scope="module")
+def redacted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A capture whose request ids, host and user name appear in its events' error text,
+    redacted."""
+    from forensics.share.redaction import redact
+
+    tmp = tmp_path_factory.mktemp("redact")
+    recs = [Record("embedding", step, 0, {
+        "input_ids": np.array([5, 6, 7, 8], dtype=np.int64), "num_embeddings": 32000,
+        "req_ids": list(PRIVATE_IDS[:2]) if step else [PRIVATE_IDS[2], PRIVATE_IDS[0]],
+        "cu_num_tokens": np.array([2, 4], dtype=np.int32)}) for step in range(3)]
+    events = [{"kind": "index_error", "step": 1, "rank": 0,
+               "message": f"index out of range for request {PRIVATE_IDS[0]} ({PRIVATE_IDS[1]})",
+               "exception": f"KeyError: '{PRIVATE_IDS[2]}'",
+               "detail": "rendezvous with gpu-node-7:29500 failed as ~alice",
+               "location": "Indexing.cu:1515: indexSelectLargeIndex"}]
+    capture = write_capture(tmp / "s.capture", recs, events=events)
+    return redact(capture, tmp / "r.capture").path
+
+
+def test_redaction_takes_the_captures_request_ids_out_of_event_error_text(
+        redacted: Path) -> None:
+    """Request ids the capture holds (the probe writes them into guard and error messages) are
+    replaced in the kept error text by the pseudonyms they have in the records."""
+    for file in redacted.rglob("*"):
+        if file.is_file():
+            data = file.read_bytes()
+            assert not [r for r in PRIVATE_IDS if r.encode() in data], file.name
+    text = "".join(p.read_text() for p in redacted.glob("events*.jsonl"))
+    event = json.loads(text.splitlines()[0])
+    # numbered in order of first appearance: step 0 holds user:carol:3, then alice-session-7
+    assert event["message"] == "index out of range for request anon-1 (anon-2)", event
+    assert event["exception"] == "KeyError: 'anon-0'", event
+
+
+def test_redaction_takes_bare_hosts_and_homes_out_of_event_error_text(redacted: Path) -> None:
+    """``gpu-node-7:29500`` (a host without a domain, with its port) and ``~alice`` go; a source
+    file's position (``Indexing.cu:1515``) stays."""
+    text = "".join(p.read_text() for p in redacted.glob("events*.jsonl"))
+    assert "gpu-node-7" not in text and "alice" not in text, text
+    assert "Indexing.cu:1515" in text and ":29500" in text, text
+
+
+def test_request_ids_are_found_in_error_text_in_linear_time() -> None:
+    """Ids sharing their first characters (as vLLM's ``cmpl-...`` all do) and of one length are
+    found by one look-up per place a word may start, whatever their number: a text of 4x the
+    places against 4x the ids costs at most 6x (not 16x)."""
+    import time
+
+    from forensics.share.redaction import IdFinder
+
+    def cost(n: int) -> float:
+        names = {f"cmpl-{i:08d}": f"anon-{i}" for i in range(n)}
+        text = " ".join(f"cmpl-{i:08d}x" for i in range(n))  # every word a near miss
+        finder = IdFinder(names)
+        start = time.perf_counter()
+        assert finder.replace(text) == text
+        return time.perf_counter() - start
+
+    cost(250)
+    small, large = min(cost(1_000) for _ in range(3)), min(cost(4_000) for _ in range(3))
+    assert large < 6 * small, (small, large)
