@@ -36,11 +36,10 @@ def _npy_header(descr: str, shape: tuple[int, ...]) -> bytes:
 
 
 def _npz(path: Path, extra: dict[str, bytes]) -> Path:
-    """An ``.npz`` of a valid embedding record plus the raw members ``extra`` (deflated)."""
+    """An ``.npz`` of a valid embedding record with the raw members ``extra`` (deflated)."""
+    members = {**{name: _npy(array) for name, array in BASE.items()}, **extra}
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, array in BASE.items():
-            archive.writestr(f"{name}.npy", _npy(array))
-        for name, raw in extra.items():
+        for name, raw in members.items():
             archive.writestr(f"{name}.npy", raw)
     return path
 
@@ -163,3 +162,23 @@ def test_request_ids_are_found_in_error_text_in_linear_time() -> None:
     cost(250)
     small, large = min(cost(1_000) for _ in range(3)), min(cost(4_000) for _ in range(3))
     assert large < 6 * small, (small, large)
+
+
+def test_sources_holding_more_than_one_import_holds_are_refused_before_writing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each source is held to its own cap (512 MiB of arrays from a compressed archive of a few
+    hundred KiB), and every source is read before the capture is written: a folder of such
+    dumps held gigabytes at once. The sources of one import are held to a total (lowered here
+    so the test stays cheap; the same check holds at 2 GiB), naming the source past it."""
+    import forensics.importers as importers
+
+    monkeypatch.setattr(importers, "MAX_IMPORTED", 3 << 20)
+    ids = _npy(np.zeros(1 << 17, dtype=np.int64))  # 1 MiB, deflated to about a KiB
+    sources = [_npz(tmp_path / f"d{i}.npz", {"input_ids": ids}) for i in range(4)]
+    out = tmp_path / "out.capture"
+    assert main(["import", *map(str, sources), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "d3.npz" in err and str(3 << 20) in err, err
+    assert not out.exists()
+    assert main(["import", *map(str, sources[:2]), "-o", str(out)]) == 0
