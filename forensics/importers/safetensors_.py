@@ -17,6 +17,7 @@ import numpy as np
 from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
 from forensics.importers.common import (
+    MAX_JSON,
     DuplicateKeyError,
     check_disjoint,
     record_from_dict,
@@ -78,6 +79,10 @@ def _meta_value(key: str, text: Any, path: Path) -> Any:
         raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}] must be a string")
     if key == "site":
         return text
+    if len(text) > MAX_JSON:
+        raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}] is a JSON text of "
+                                 f"{len(text)} characters; at most {MAX_JSON}; save ids as "
+                                 "tensors")
     try:
         return strict_json(text)
     except DuplicateKeyError as exc:

@@ -182,3 +182,21 @@ def test_sources_holding_more_than_one_import_holds_are_refused_before_writing(
     assert len(err.splitlines()) == 1 and "d3.npz" in err and str(3 << 20) in err, err
     assert not out.exists()
     assert main(["import", *map(str, sources[:2]), "-o", str(out)]) == 0
+
+
+def test_a_safetensors_metadata_json_text_past_its_length_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``__metadata__`` value is JSON parsed into Python objects (an empty list, two bytes,
+    becomes 56): it is held to the same length as an ``.npz`` JSON text (the cap lowered here
+    so the test stays cheap)."""
+    from forensics.importers import safetensors_
+
+    monkeypatch.setattr(safetensors_, "MAX_JSON", 1000)
+    meta = {"site": "embedding", "step": "1", "num_embeddings": "10",
+            "req_ids": json.dumps(["r"] * 400)}
+    header = json.dumps({"__metadata__": meta,
+                         "input_ids": {"dtype": "I64", "shape": [4], "data_offsets": [0, 32]}})
+    source = tmp_path / "meta.safetensors"
+    source.write_bytes(struct.pack("<Q", len(header)) + header.encode() + bytes(32))
+    _refused(source, tmp_path, capsys, "'req_ids'", "1000")
