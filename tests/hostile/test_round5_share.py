@@ -200,3 +200,31 @@ def test_a_safetensors_metadata_json_text_past_its_length_is_refused(
     source = tmp_path / "meta.safetensors"
     source.write_bytes(struct.pack("<Q", len(header)) + header.encode() + bytes(32))
     _refused(source, tmp_path, capsys, "'req_ids'", "1000")
+
+
+# ------------------------------------------------------------------ expected.json's first finding
+
+@pytest.mark.parametrize("finding", [
+    {"kind": "Z" * 1_000_000, "site": "embedding"},
+    {f"k{i}": "v" for i in range(100_000)},
+    {"k" * 1000: 1},
+], ids=["long value", "many keys", "long key"])
+def test_an_expected_first_finding_past_what_a_real_one_holds_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], finding: dict[str, object]) -> None:
+    """``forensics check`` printed an expected first finding's values (and every key that
+    differs) in its one difference line: a value of a million characters, or a hundred
+    thousand keys, made a line of megabytes. Its keys and values are held to a real one's."""
+    import shutil
+
+    from forensics.share.evidence import FIRST_KEYS, MAX_NAME
+
+    root = Path(__file__).resolve().parents[2] / "data" / "clean.capture"
+    capture = Path(shutil.copytree(root, tmp_path / "c.capture"))
+    data = json.loads((capture / "expected.json").read_text())
+    data["first_finding"] = {"upstream": finding}
+    (capture / "expected.json").write_text(json.dumps(data))
+    assert main(["check", str(capture)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and len(err) < 400, err[:400]
+    assert "first_finding.upstream" in err and str(MAX_NAME) in err, err
+    assert str(len(FIRST_KEYS)) in err
