@@ -36,6 +36,7 @@ dict
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import secrets
@@ -360,11 +361,13 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
 
 
 def _shareable(key: str, value: Any) -> bool:
-    """Whether ``value`` (under ``key``) holds only public values: numbers (not process ids),
-    booleans, and strings of a closed vocabulary
+    """Whether ``value`` (under ``key``) holds only public values: finite numbers (not process
+    ids), booleans, and strings of a closed vocabulary
     (:func:`forensics.share.shareable.shareable_value`)."""
     if value is None or isinstance(value, bool):
         return True
+    if isinstance(value, float) and not math.isfinite(value):
+        return False  # NaN and infinities: no JSON holds them
     if isinstance(value, (int, float)):
         return key not in DROPPED_NUMBER_KEYS
     if isinstance(value, str):

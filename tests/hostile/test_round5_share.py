@@ -228,3 +228,27 @@ def test_an_expected_first_finding_past_what_a_real_one_holds_is_one_line(
     assert len(err.splitlines()) == 1 and len(err) < 400, err[:400]
     assert "first_finding.upstream" in err and str(MAX_NAME) in err, err
     assert str(len(FIRST_KEYS)) in err
+
+
+def test_redaction_drops_numbers_no_json_holds(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Python's JSON reader takes ``NaN``, ``Infinity`` and ``1e400`` in a manifest or an
+    event; redaction kept them as numbers and its writer then refused the whole output
+    ("not JSON-serialisable", naming no field). They are dropped and named like any other
+    value that is not shareable."""
+    recs = [Record("embedding", step, 0, {"input_ids": np.array([5, 6], dtype=np.int64),
+                                          "num_embeddings": 32000}) for step in range(2)]
+    capture = write_capture(tmp_path / "s.capture", recs, events=[{"kind": "warning",
+                                                                 "step": 1, "time": 1.5}])
+    manifest = capture / "manifest.json"
+    manifest.write_text(manifest.read_text().rstrip().rstrip("}")
+                        + ', "seed": NaN, "steps": Infinity, "count": 1e400}')
+    for events in capture.glob("events*.jsonl"):
+        events.write_text(events.read_text().replace("1.5", "NaN"))
+    out = tmp_path / "r.capture"
+    assert main(["redact", str(capture), "-o", str(out)]) == 0, capsys.readouterr().err
+    said = capsys.readouterr().out
+    written = json.loads((out / "manifest.json").read_text())
+    assert not {"seed", "steps", "count"} & set(written), written
+    assert {"seed", "steps", "count"} <= set(written["redaction"]["dropped"]), written
+    assert "events.time" in said and "time" not in (out / "events-w0.jsonl").read_text(), said
