@@ -252,3 +252,21 @@ def test_redaction_drops_numbers_no_json_holds(tmp_path: Path,
     assert not {"seed", "steps", "count"} & set(written), written
     assert {"seed", "steps", "count"} <= set(written["redaction"]["dropped"]), written
     assert "events.time" in said and "time" not in (out / "events-w0.jsonl").read_text(), said
+
+
+# ------------------------------------------------------------------ import: ragged tensors
+
+@pytest.mark.parametrize("text", ["[[1, 2], [3]]", "[1, [2]]"], ids=["ragged", "mixed"])
+def test_a_ragged_list_given_for_a_tensor_is_one_line_naming_the_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> None:
+    """A tensor field given as JSON rows of different lengths (an ``.npz`` 0-d string, a
+    ``.safetensors`` ``__metadata__`` value) made numpy raise inside validation: "internal
+    error ValueError", naming neither the file nor the field."""
+    npz = _npz(tmp_path / "ragged.npz", {"input_ids": _npy(np.array(text))})
+    _refused(npz, tmp_path, capsys, "'input_ids'", "integer tensor")
+    meta = {"site": "embedding", "step": "1", "num_embeddings": "10", "input_ids": text}
+    header = json.dumps({"__metadata__": meta})
+    st = tmp_path / "ragged.safetensors"
+    st.write_bytes(struct.pack("<Q", len(header)) + header.encode())
+    err = _refused(st, tmp_path, capsys, "'input_ids'", "integer tensor")
+    assert "internal error" not in err, err
