@@ -106,18 +106,23 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
     return write_capture(target, records, manifest, force=force, events=events)
 
 
-#: the most bytes of arrays the sources of one import may hold together (each source is held
-#: to ``forensics.store.guarded.MAX_DECODED`` on its own): every source is read before the
-#: capture is written, so a folder of small compressed dumps would otherwise hold gigabytes
+#: the most bytes the records of one import's sources may hold together (each source is held
+#: to its own caps: ``forensics.store.guarded.MAX_DECODED`` of arrays, a log's million
+#: records): every source is read before the capture is written, so a folder of small
+#: compressed dumps or of long logs would otherwise hold gigabytes
 MAX_IMPORTED = 2 << 30
+#: the bytes counted for each record besides its arrays (a summary record of a log takes
+#: about 370)
+RECORD_BYTES = 512
 
 
-def held_bytes(records: Iterable[Record]) -> int:
-    """The bytes the array fields of ``records`` hold in memory."""
+def held_bytes(records: Sequence[Record]) -> int:
+    """The bytes ``records`` hold in memory: their arrays, and :data:`RECORD_BYTES` each."""
     import numpy as np
 
-    return sum(value.nbytes for record in records for value in record.fields.values()
-               if isinstance(value, np.ndarray))
+    return RECORD_BYTES * len(records) + sum(
+        value.nbytes for record in records for value in record.fields.values()
+        if isinstance(value, np.ndarray))
 
 
 def check_held(total: int, source: str | os.PathLike[str]) -> int:
@@ -126,7 +131,7 @@ def check_held(total: int, source: str | os.PathLike[str]) -> int:
     Raises CaptureFormatError naming ``source``, the source that went past it."""
     if total > MAX_IMPORTED:
         raise CaptureFormatError(f"'{source}': the sources read up to it hold {total} bytes of "
-                                 f"arrays, past the {MAX_IMPORTED} one import holds; import "
+                                 f"records, past the {MAX_IMPORTED} one import holds; import "
                                  "them in parts")
     return total
 

@@ -173,13 +173,13 @@ def test_sources_holding_more_than_one_import_holds_are_refused_before_writing(
     so the test stays cheap; the same check holds at 2 GiB), naming the source past it."""
     import forensics.importers as importers
 
-    monkeypatch.setattr(importers, "MAX_IMPORTED", 3 << 20)
+    monkeypatch.setattr(importers, "MAX_IMPORTED", (3 << 20) + 3 * importers.RECORD_BYTES)
     ids = _npy(np.zeros(1 << 17, dtype=np.int64))  # 1 MiB, deflated to about a KiB
     sources = [_npz(tmp_path / f"d{i}.npz", {"input_ids": ids}) for i in range(4)]
     out = tmp_path / "out.capture"
     assert main(["import", *map(str, sources), "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "d3.npz" in err and str(3 << 20) in err, err
+    assert len(err.splitlines()) == 1 and "d3.npz" in err and "import them in parts" in err, err
     assert not out.exists()
     assert main(["import", *map(str, sources[:2]), "-o", str(out)]) == 0
 
@@ -270,3 +270,24 @@ def test_a_ragged_list_given_for_a_tensor_is_one_line_naming_the_field(
     st.write_bytes(struct.pack("<Q", len(header)) + header.encode())
     err = _refused(st, tmp_path, capsys, "'input_ids'", "integer tensor")
     assert "internal error" not in err, err
+
+
+def test_logs_of_many_records_are_held_to_one_imports_total(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log yields up to a million summary records (about 370 bytes each, no array): logs
+    passed together count against the same total, by their records (cap lowered here)."""
+    import forensics.importers as importers
+
+    line = ("(EngineCore_DP0 pid=1) SM70-OUTPROBE: OUT-PATH out-of-range sampled ids [248320] "
+            "(vocab_size=248320 num_sampled_ids=1 num_placeholders=5 first_placeholder=1 "
+            "old_no_spec_end=23997)\n")
+    monkeypatch.setattr(importers, "MAX_IMPORTED", 2500 * importers.RECORD_BYTES)
+    logs = [tmp_path / f"engine{i}.log" for i in range(3)]
+    for log in logs:
+        log.write_text(line * 1000)
+    out = tmp_path / "out.capture"
+    assert main(["import", *map(str, logs), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "engine2.log" in err, err
+    assert not out.exists()
