@@ -114,9 +114,9 @@ def _tensor(body: memoryview, name: str, info: Any, path: Path,
     if not isinstance(info, dict):
         raise CaptureFormatError(f"{where}: header entry must be an object")
     dtype_name, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-    if dtype_name not in DTYPES:
-        raise CaptureFormatError(f"{where}: dtype {dtype_name!r} is not supported; expected "
-                                 f"one of {sorted(DTYPES)}")
+    if not isinstance(dtype_name, str) or dtype_name not in DTYPES:  # a list is unhashable
+        raise CaptureFormatError(f"{where}: dtype {show(dtype_name)} is not supported; "
+                                 f"expected one of {sorted(DTYPES)}")
     if not (isinstance(shape, list) and len(shape) <= 8
             and all(_count(s) and s <= MAX_DIM for s in shape)):
         raise CaptureFormatError(f"{where}: shape must be a list of at most 8 ints in "

@@ -315,3 +315,17 @@ def test_ddmin_memory_is_linear_in_the_items() -> None:
 
     small, large = peak(100), peak(400)
     assert large < 6 * small, (small, large)
+
+
+@pytest.mark.parametrize("dtype", [["I64"], {"I64": 1}], ids=["list", "object"])
+def test_a_safetensors_dtype_that_is_not_a_string_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], dtype: object) -> None:
+    """A tensor's ``dtype`` given as a JSON list or object was looked up in a dict of dtypes:
+    ``TypeError: unhashable type``, an internal error naming neither file nor field."""
+    header = json.dumps({"__metadata__": {"site": "embedding", "step": "1",
+                                          "num_embeddings": "10"},
+                         "input_ids": {"dtype": dtype, "shape": [4], "data_offsets": [0, 32]}})
+    source = tmp_path / "dtype.safetensors"
+    source.write_bytes(struct.pack("<Q", len(header)) + header.encode() + bytes(32))
+    err = _refused(source, tmp_path, capsys, "'input_ids'", "dtype")
+    assert "internal error" not in err, err
