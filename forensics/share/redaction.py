@@ -388,8 +388,11 @@ SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".cc", ".c", ".h", ".hpp")
 MODULE_ROOTS = frozenset({"torch", "vllm", "triton", "cuda", "numpy", "transformers", "ray",
                           "c10", "at", "aten", "std", "builtins", "asyncio", "concurrent"})
 _PATH_RE = re.compile(r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[/\\][\w.@%+=~-]+)+[/\\]?")
-_URL_RE = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
-_EMAIL_RE = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+# each pattern that starts with a run of characters starts only where that run starts, and
+# takes the run whole (``*+``, ``++``): one attempt per run, time linear in the text (a
+# ``\b`` start let every character of ``a-a-a-...`` begin a scan to the end: 40 KB, 35 s)
+_URL_RE = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*+://\S+", re.I)
+_EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]+(?:\.[\w-]+)+\b")
 _IP_RE = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"
                     r"|\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){3,7}\b", re.I)
 _UUID_RE = re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b",
@@ -398,7 +401,7 @@ _ADDRESS_RE = re.compile(r"\b0x[0-9a-f]{6,}\b|\b[0-9a-f]{16,}\b", re.I)
 _ID_RE = re.compile(r"\b(?:(?:chat)?cmpl|req|request|trace|span)[-_][\w-]+", re.I)
 _KEYED_RE = re.compile(r"\b(pid|tid|ppid|uid|host|hostname|node|ip|user|job|request_id|"
                        r"req_id)([=:]\s*)[^\s,;)\]]+", re.I)
-_DOTTED_RE = re.compile(r"\b[A-Za-z][\w-]+(?:\.[A-Za-z][\w-]*)+\b")  # "e.g." is no host
+_DOTTED_RE = re.compile(r"(?<![\w-])[A-Za-z][\w-]++(?:\.[A-Za-z][\w-]*)+\b")  # "e.g." is no host
 #: a bare host and its port (``gpu-node-7:29500``; a source file's ``Indexing.cu:1515`` is not)
 _HOST_PORT_RE = re.compile(r"(?<![\w.\-/\\])[A-Za-z][\w-]*(?=:\d{2,5}\b)")
 #: a user's home (``~alice``)
