@@ -241,13 +241,11 @@ class Redactor:
             fields[name] = value
         return Record(record.site, record.step, record.rank, fields)
 
-    def known_requests(self, text: str) -> str:
-        """``text`` with every request id seen so far (:meth:`request`) that stands as a word
-        of its own (no letter, digit or ``_`` beside it) replaced by its pseudonym, longest
-        ids first; linear in ``text`` (ids are found by their first characters)."""
+    def finder(self) -> IdFinder:
+        """The :class:`IdFinder` of every request id seen so far (:meth:`request`)."""
         if self._finder is None or self._finder.size != len(self.pseudonyms):
             self._finder = IdFinder(self.pseudonyms)
-        return self._finder.replace(text)
+        return self._finder
 
     def _requests(self, value: Any) -> Any:
         if isinstance(value, dict):
@@ -289,12 +287,14 @@ class Redactor:
     def event(self, event: dict[str, Any]) -> dict[str, Any]:
         """An event scrubbed like the manifest (its fields are ``events.KEY``), its public
         error text kept without the capture's request ids (their pseudonyms instead: call it
-        after :meth:`records`), paths, hosts and ids (:func:`public_error_text`); a ``kind``
-        outside the vocabulary becomes ``redacted``."""
-        public = {key: public_error_text(self.known_requests(value))
+        after :meth:`records`; dropped when the ids have more than :data:`MAX_ID_LENGTHS`
+        lengths), paths, hosts and ids (:func:`public_error_text`); a ``kind`` outside the
+        vocabulary becomes ``redacted``."""
+        finder = self.finder()  # ids of too many lengths: the text goes, as any private one
+        public = {key: public_error_text(finder.replace(value))
                   for key, value in event.items()
                   if key in PUBLIC_ERROR_FIELDS and isinstance(value, str)
-                  and f"events.{key}" not in self.keep}
+                  and f"events.{key}" not in self.keep and finder.searchable}
         rest = {key: value for key, value in event.items() if key not in public}
         kept = {**scrub(rest, self.keep, "events.", self.dropped), **public}
         kept.setdefault("kind", REDACTED_KIND)
@@ -304,15 +304,21 @@ class Redactor:
 _WORD = re.compile(r"\w")
 
 
+#: the most distinct lengths of request ids whose error text :class:`IdFinder` searches (real
+#: ids have a few); past it the text is dropped
+MAX_ID_LENGTHS = 64
+
+
 class IdFinder:
     """Finds known ids (request ids) standing as words of their own in a text (no letter,
-    digit or ``_`` on both sides of either end), in time linear in the text for ids of a few
-    lengths: at each place a word may start, one look-up per id length that ends where a
-    word may end, never a scan of every id."""
+    digit or ``_`` on both sides of either end), in time linear in the text: at each place a
+    word may start, one look-up per id length (at most :data:`MAX_ID_LENGTHS`; else
+    ``searchable`` is false) that ends where a word may end, never a scan of every id."""
 
     def __init__(self, names: dict[str, str]) -> None:
         self.names, self.size = names, len(names)
         self.lengths = sorted({len(rid) for rid in names if rid}, reverse=True)
+        self.searchable = len(self.lengths) <= MAX_ID_LENGTHS
 
     def replace(self, text: str) -> str:
         """``text`` with each id found replaced by its name (the longest id at a place)."""
