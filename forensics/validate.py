@@ -94,12 +94,27 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
                                          f"{[s.name for s in specs.values() if s.required]}")
             continue
         if not typed:
-            record.fields[name] = check_value(spec, record.fields[name], where)
+            record.fields[name] = _checked(spec, record.fields[name], where)
         elif spec.kind == "tensor" and record.fields[name].ndim != spec.ndim:
             check_value(spec, record.fields[name], where)  # raises, naming the field
     if typed:
         remember_signature(_TYPED_OK, key)
     return _check_cross_fields(site, record, where)
+
+
+def _checked(spec: FieldSpec, value: Any, where: str) -> Any:
+    """:func:`check_value`, with numpy's refusal of a value it cannot make an array of (a
+    ragged list given for a tensor) as the CaptureFormatError naming ``where`` and the field."""
+    try:
+        return check_value(spec, value, where)
+    except CaptureFormatError:
+        raise
+    except (ValueError, TypeError, OverflowError):
+        what = (f"a {spec.ndim}-dimensional integer tensor" if spec.kind == "tensor"
+                else f"of kind {spec.kind}")
+        raise CaptureFormatError(
+            f"{where}: field {spec.name!r} must be {what}, got a value numpy cannot make an "
+            "array of (rows of different lengths?); fix the producer or the dump") from None
 
 
 def check_caps(record: Record, where: str) -> Record:

@@ -90,10 +90,12 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
     recover(target)
     check_replaceable(target, force)  # fail before reading anything
     read: list[Imported] = []
+    held = 0
     bar = Progress(len(sources), "import")
     for source in sources:
         bar.advance(0, Path(source).name)
         read.append(read_source(source))
+        held = check_held(held + held_bytes(read[-1].records), source)
         bar.advance()
     bar.close()
     records, events = combined(read)
@@ -102,6 +104,36 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
 
     manifest = import_manifest([Path(s) for s in sources], facts or {})
     return write_capture(target, records, manifest, force=force, events=events)
+
+
+#: the most bytes the records of one import's sources may hold together (each source is held
+#: to its own caps: ``forensics.store.guarded.MAX_DECODED`` of arrays, a log's million
+#: records): every source is read before the capture is written, so a folder of small
+#: compressed dumps or of long logs would otherwise hold gigabytes
+MAX_IMPORTED = 2 << 30
+#: the bytes counted for each record besides its arrays (a summary record of a log takes
+#: about 370)
+RECORD_BYTES = 512
+
+
+def held_bytes(records: Sequence[Record]) -> int:
+    """The bytes ``records`` hold in memory: their arrays, and :data:`RECORD_BYTES` each."""
+    import numpy as np
+
+    return RECORD_BYTES * len(records) + sum(
+        value.nbytes for record in records for value in record.fields.values()
+        if isinstance(value, np.ndarray))
+
+
+def check_held(total: int, source: str | os.PathLike[str]) -> int:
+    """Return ``total`` (the bytes read so far) when it is within :data:`MAX_IMPORTED`.
+
+    Raises CaptureFormatError naming ``source``, the source that went past it."""
+    if total > MAX_IMPORTED:
+        raise CaptureFormatError(f"'{source}': the sources read up to it hold {total} bytes of "
+                                 f"records, past the {MAX_IMPORTED} one import holds; import "
+                                 "them in parts")
+    return total
 
 
 def combined(sources: Sequence[Imported]) -> tuple[list[Record], list[dict[str, Any]]]:

@@ -21,6 +21,11 @@ MAX_MEMBERS = 4096
 #: the largest central directory of a zip archive read (bytes; a member's entry is 46 bytes
 #: and its name)
 MAX_DIRECTORY = MAX_MEMBERS * 1024
+#: values (containers, scalars, strings) one source may turn into: a compressed member or a
+#: pickle's shared containers can describe millions from a few KiB
+MAX_VALUES = 5_000_000
+#: the longest JSON text of one field (characters)
+MAX_JSON = 16 << 20
 
 
 def where_of(path: Any, index: int) -> str:

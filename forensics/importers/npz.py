@@ -18,6 +18,8 @@ import numpy as np
 from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError
 from forensics.importers import Imported
 from forensics.importers.common import (
+    MAX_JSON,
+    MAX_VALUES,
     DuplicateKeyError,
     check_disjoint,
     check_members,
@@ -94,13 +96,15 @@ def _check_header(member: Any, info: zipfile.ZipInfo, path: Path) -> None:
     count = 1
     for size in shape:
         count *= size
-    if count * dtype.itemsize > info.file_size:
+    # an element of zero bytes (``<U0``, ``|V0``) is still one Python object per element
+    if count * max(dtype.itemsize, 1) > info.file_size:
         raise CaptureFormatError(f"'{path}': member {info.filename!r} claims shape {shape} of "
                                  f"{dtype} but stores {info.file_size} bytes")
 
 
 def _value(name: str, array: np.ndarray, path: Path) -> Any:
     if array.dtype.kind == "U":
+        _check_text_size(name, array, path)
         if array.ndim == 0:
             text = str(array.item())
             if name == "site":
@@ -116,3 +120,16 @@ def _value(name: str, array: np.ndarray, path: Path) -> Any:
     if array.ndim == 0:
         return array.item()
     return array
+
+
+def _check_text_size(name: str, array: np.ndarray, path: Path) -> None:
+    """Refuse a string member that would become more Python objects than a record holds (a
+    list of :data:`MAX_VALUES` strings, a JSON text of :data:`MAX_JSON` characters): a
+    compressed member of a few KiB unpacks to millions of them (a Python string is ~50 bytes,
+    thirteen times its 4 bytes in the array)."""
+    chars = array.size * (array.dtype.itemsize // 4) if array.ndim == 0 else 0
+    if array.size > MAX_VALUES or chars > MAX_JSON:
+        raise CaptureFormatError(
+            f"'{path}': member {show(name + '.npy')} holds {array.size} strings of "
+            f"{array.dtype.itemsize // 4} characters; at most {MAX_VALUES} strings, or one "
+            f"JSON text of {MAX_JSON} characters; save ids as integer arrays")

@@ -13,13 +13,16 @@ from typing import Any, BinaryIO
 
 from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError
 from forensics.importers import Imported
-from forensics.importers.common import check_members, open_archive, record_from_dict, where_of
+from forensics.importers.common import (
+    MAX_VALUES,
+    check_members,
+    open_archive,
+    record_from_dict,
+    where_of,
+)
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, open_file
 
 MAX_PICKLE = 16 << 20
-#: values (containers, scalars, tensors) one file may hold: shared containers in a pickle
-#: can describe exponentially many
-MAX_VALUES = 5_000_000
 
 
 def read(path: Path) -> Imported:

@@ -17,6 +17,7 @@ import numpy as np
 from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
 from forensics.importers.common import (
+    MAX_JSON,
     DuplicateKeyError,
     check_disjoint,
     record_from_dict,
@@ -78,6 +79,10 @@ def _meta_value(key: str, text: Any, path: Path) -> Any:
         raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}] must be a string")
     if key == "site":
         return text
+    if len(text) > MAX_JSON:
+        raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}] is a JSON text of "
+                                 f"{len(text)} characters; at most {MAX_JSON}; save ids as "
+                                 "tensors")
     try:
         return strict_json(text)
     except DuplicateKeyError as exc:
@@ -109,9 +114,9 @@ def _tensor(body: memoryview, name: str, info: Any, path: Path,
     if not isinstance(info, dict):
         raise CaptureFormatError(f"{where}: header entry must be an object")
     dtype_name, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-    if dtype_name not in DTYPES:
-        raise CaptureFormatError(f"{where}: dtype {dtype_name!r} is not supported; expected "
-                                 f"one of {sorted(DTYPES)}")
+    if not isinstance(dtype_name, str) or dtype_name not in DTYPES:  # a list is unhashable
+        raise CaptureFormatError(f"{where}: dtype {show(dtype_name)} is not supported; "
+                                 f"expected one of {sorted(DTYPES)}")
     if not (isinstance(shape, list) and len(shape) <= 8
             and all(_count(s) and s <= MAX_DIM for s in shape)):
         raise CaptureFormatError(f"{where}: shape must be a list of at most 8 ints in "

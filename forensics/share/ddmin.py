@@ -6,21 +6,24 @@ says whether a subset still has the property. Every subset is tested at most onc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
 
 T = TypeVar("T", bound=Hashable)
 
 
 class _Cached(Generic[T]):
-    """``test`` with a memory: a subset (as a frozenset) is passed to ``test`` once."""
+    """``test`` with a memory: a subset is passed to ``test`` once. A subset is remembered by
+    its length and the hash of its items in order (every subset ddmin tests keeps the order of
+    ``items``), not by a copy: copies made the memory quadratic in the items (2,000 items, 8,000
+    subsets tested: half a gigabyte)."""
 
     def __init__(self, test: Callable[[list[T]], bool]) -> None:
         self.test, self.calls = test, 0
-        self.seen: dict[frozenset[T], bool] = {}
+        self.seen: dict[tuple[int, int], bool] = {}
 
     def __call__(self, items: list[T]) -> bool:
-        key = frozenset(items)
+        key = (len(items), hash(tuple(items)))
         if key not in self.seen:
             self.calls += 1
             self.seen[key] = bool(self.test(items))
@@ -51,9 +54,9 @@ def ddmin(items: Sequence[T], test: Callable[[list[T]], bool]) -> tuple[list[T],
         if found is not None:
             current, n = found, 2
             continue
-        complements = [] if len(chunks) == 2 else [
+        complements: Iterable[list[T]] = () if len(chunks) == 2 else (
             [x for j, chunk in enumerate(chunks) if j != i for x in chunk]
-            for i in range(len(chunks))]
+            for i in range(len(chunks)))  # one at a time: all at once is quadratic
         found = next((c for c in complements if cached(c)), None)
         if found is not None:
             current, n = found, max(n - 1, 2)

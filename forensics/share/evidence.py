@@ -96,15 +96,31 @@ def check_json(data: dict[str, Any], path: Path) -> None:
     if not isinstance(firsts, dict):
         raise CaptureFormatError(f"{path}: field 'first_finding' must be an object "
                                  f"{{variant: finding or null}}; {fix}")
+    if len(firsts) > MAX_VARIANTS:
+        raise CaptureFormatError(f"{path}: field 'first_finding' holds {len(firsts)} variants, "
+                                 f"more than {MAX_VARIANTS}; {fix}")
     for variant, finding in firsts.items():
         if finding is not None and not (isinstance(finding, dict) and all(
                 isinstance(v, (str, int, float, bool)) or v is None for v in finding.values())):
             raise CaptureFormatError(f"{path}: field 'first_finding.{shortened(variant)}' "
                                      f"must be null or an object of plain values; {fix}")
+        if finding is not None and not _finding_fits(finding):
+            raise CaptureFormatError(
+                f"{path}: field 'first_finding.{shortened(variant)}' must hold at most "
+                f"{len(FIRST_KEYS)} keys, each key and string value of at most {MAX_NAME} "
+                f"characters; {fix}")
     crash = data.get("crash_verdict")
     if crash is not None and not (isinstance(crash, str) and len(crash) <= 64):
         raise CaptureFormatError(f"{path}: field 'crash_verdict' must be a verdict string "
                                  f"(unexplained, explained, no crash); {fix}")
+
+
+def _finding_fits(finding: dict[str, Any]) -> bool:
+    """Whether a first finding read from a file is no larger than one the toolkit writes (its
+    keys and values reach the differences a check prints)."""
+    return len(finding) <= len(FIRST_KEYS) and all(
+        len(key) <= MAX_NAME and not (isinstance(value, str) and len(value) > MAX_NAME)
+        for key, value in finding.items())
 
 
 def shortened(text: str) -> str:
@@ -211,13 +227,14 @@ def reference(capture: Any, out: str | os.PathLike[str], variants: Sequence[str]
 
 
 def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: dict[str, Any],
-            events: Sequence[dict[str, Any]], expected: Evidence, variants: Sequence[str],
+            events: Iterable[dict[str, Any]], expected: Evidence, variants: Sequence[str],
             force: bool = False, progress: bool = False) -> Path:
     """Write ``records`` as a capture at ``out``, replay it from disk through ``variants`` and
     rename it into place only when its evidence equals ``expected``.
 
     ``records`` come from a capture that was read (hence validated) and keep their fields'
     types, so they take the writer's trusted path; the replay from disk validates them again.
+    ``events`` are taken after every record is written (a generator may depend on them).
 
     Returns:
         The path of the capture written.

@@ -36,6 +36,7 @@ dict
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import secrets
@@ -108,7 +109,9 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
     expected = shareable_evidence(evidence_of(result))
     redactor = Redactor(token_domain(cap, f"capture '{cap.path}'"), keep=keep_manifest)
     manifest = redactor.manifest(cap.manifest)
-    events = [redactor.event(e) for e in cap.events]
+    # events are redacted as publish writes them, after every record: by then the redactor
+    # knows every request id of the capture, and takes each out of the events' error text
+    events = (redactor.event(e) for e in cap.events)
     path = publish(out, redactor.records(cap), manifest, events, expected, names, force,
                    progress)
     return RedactResult(path, len(cap), redactor.domain, len(redactor.pseudonyms),
@@ -180,6 +183,7 @@ class Redactor:
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
     pseudonyms: dict[str, str] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)
+    _finder: IdFinder | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.table = cyclic_permutation(self.domain, self.key)
@@ -237,6 +241,12 @@ class Redactor:
             fields[name] = value
         return Record(record.site, record.step, record.rank, fields)
 
+    def finder(self) -> IdFinder:
+        """The :class:`IdFinder` of every request id seen so far (:meth:`request`)."""
+        if self._finder is None or self._finder.size != len(self.pseudonyms):
+            self._finder = IdFinder(self.pseudonyms)
+        return self._finder
+
     def _requests(self, value: Any) -> Any:
         if isinstance(value, dict):
             return {self.request(k): v for k, v in value.items()}
@@ -276,16 +286,65 @@ class Redactor:
 
     def event(self, event: dict[str, Any]) -> dict[str, Any]:
         """An event scrubbed like the manifest (its fields are ``events.KEY``), its public
-        error text kept without paths, hosts and ids (:func:`public_error_text`); a ``kind``
-        outside the vocabulary becomes ``redacted``."""
-        public = {key: public_error_text(value) for key, value in event.items()
+        error text kept without the capture's request ids (their pseudonyms instead: call it
+        after :meth:`records`; dropped when the ids have more than :data:`MAX_ID_LENGTHS`
+        lengths), paths, hosts and ids (:func:`public_error_text`); a ``kind`` outside the
+        vocabulary becomes ``redacted``."""
+        finder = self.finder()  # ids of too many lengths: the text goes, as any private one
+        public = {key: public_error_text(finder.replace(value))
+                  for key, value in event.items()
                   if key in PUBLIC_ERROR_FIELDS and isinstance(value, str)
-                  and f"events.{key}" not in self.keep}
+                  and f"events.{key}" not in self.keep and finder.searchable}
         rest = {key: value for key, value in event.items() if key not in public}
         kept = {**scrub(rest, self.keep, "events.", self.dropped), **public}
         kept.setdefault("kind", REDACTED_KIND)
         return kept
 
+
+_WORD = re.compile(r"\w")
+
+
+#: the most distinct lengths of request ids whose error text :class:`IdFinder` searches (real
+#: ids have a few); past it the text is dropped
+MAX_ID_LENGTHS = 64
+
+
+class IdFinder:
+    """Finds known ids (request ids) standing as words of their own in a text (no letter,
+    digit or ``_`` on both sides of either end), in time linear in the text: at each place a
+    word may start, one look-up per id length (at most :data:`MAX_ID_LENGTHS`; else
+    ``searchable`` is false) that ends where a word may end, never a scan of every id."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names, self.size = names, len(names)
+        self.lengths = sorted({len(rid) for rid in names if rid}, reverse=True)
+        self.searchable = len(self.lengths) <= MAX_ID_LENGTHS
+
+    def replace(self, text: str) -> str:
+        """``text`` with each id found replaced by its name (the longest id at a place)."""
+        out, at, start = [], 0, 0
+        while at < len(text):
+            rid = self._at(text, at) if self._splits(text, at) else None
+            if rid is None:
+                at += 1
+                continue
+            out += [text[start:at], self.names[rid]]
+            at = start = at + len(rid)
+        return "".join([*out, text[start:]])
+
+    def _at(self, text: str, at: int) -> str | None:
+        """The longest known id that starts at ``at`` and ends where a word may end."""
+        for length in self.lengths:
+            end = at + length
+            if end <= len(text) and self._splits(text, end) and text[at:end] in self.names:
+                return text[at:end]
+        return None
+
+    @staticmethod
+    def _splits(text: str, at: int) -> bool:
+        """Whether a word may start or end at ``at`` (not between two word characters)."""
+        return not (0 < at < len(text) and _WORD.match(text, at - 1) is not None
+                    and _WORD.match(text, at) is not None)
 
 def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
           dropped: set[str]) -> dict[str, Any]:
@@ -308,11 +367,13 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
 
 
 def _shareable(key: str, value: Any) -> bool:
-    """Whether ``value`` (under ``key``) holds only public values: numbers (not process ids),
-    booleans, and strings of a closed vocabulary
+    """Whether ``value`` (under ``key``) holds only public values: finite numbers (not process
+    ids), booleans, and strings of a closed vocabulary
     (:func:`forensics.share.shareable.shareable_value`)."""
     if value is None or isinstance(value, bool):
         return True
+    if isinstance(value, float) and not math.isfinite(value):
+        return False  # NaN and infinities: no JSON holds them
     if isinstance(value, (int, float)):
         return key not in DROPPED_NUMBER_KEYS
     if isinstance(value, str):
@@ -333,8 +394,11 @@ SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".cc", ".c", ".h", ".hpp")
 MODULE_ROOTS = frozenset({"torch", "vllm", "triton", "cuda", "numpy", "transformers", "ray",
                           "c10", "at", "aten", "std", "builtins", "asyncio", "concurrent"})
 _PATH_RE = re.compile(r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[/\\][\w.@%+=~-]+)+[/\\]?")
-_URL_RE = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
-_EMAIL_RE = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+# each pattern that starts with a run of characters starts only where that run starts, and
+# takes the run whole (``*+``, ``++``): one attempt per run, time linear in the text (a
+# ``\b`` start let every character of ``a-a-a-...`` begin a scan to the end: 40 KB, 35 s)
+_URL_RE = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*+://\S+", re.I)
+_EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]+(?:\.[\w-]+)+\b")
 _IP_RE = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"
                     r"|\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){3,7}\b", re.I)
 _UUID_RE = re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b",
@@ -343,7 +407,11 @@ _ADDRESS_RE = re.compile(r"\b0x[0-9a-f]{6,}\b|\b[0-9a-f]{16,}\b", re.I)
 _ID_RE = re.compile(r"\b(?:(?:chat)?cmpl|req|request|trace|span)[-_][\w-]+", re.I)
 _KEYED_RE = re.compile(r"\b(pid|tid|ppid|uid|host|hostname|node|ip|user|job|request_id|"
                        r"req_id)([=:]\s*)[^\s,;)\]]+", re.I)
-_DOTTED_RE = re.compile(r"\b[A-Za-z][\w-]+(?:\.[A-Za-z][\w-]*)+\b")  # "e.g." is no host
+_DOTTED_RE = re.compile(r"(?<![\w-])[A-Za-z][\w-]++(?:\.[A-Za-z][\w-]*)+\b")  # "e.g." is no host
+#: a bare host and its port (``gpu-node-7:29500``; a source file's ``Indexing.cu:1515`` is not)
+_HOST_PORT_RE = re.compile(r"(?<![\w.\-/\\])[A-Za-z][\w-]*(?=:\d{2,5}\b)")
+#: a user's home (``~alice``)
+_HOME_RE = re.compile(r"~[\w.-]+")
 
 
 def public_error_text(text: str) -> str:
@@ -353,12 +421,14 @@ def public_error_text(text: str) -> str:
     request ids and ``pid=N``-style keyed ids. The assert, exception type and message stay."""
     text = _URL_RE.sub("<url>", text)
     text = _EMAIL_RE.sub("<email>", text)
+    text = _HOME_RE.sub("<path>", text)
     text = _PATH_RE.sub(_path_part, text)
     text = _KEYED_RE.sub(lambda m: f"{m[1]}{m[2]}<id>", text)
     text = _UUID_RE.sub("<id>", text)
     text = _IP_RE.sub(lambda m: "<ip>" if any(c.isdigit() for c in m[0]) else m[0], text)
     text = _ADDRESS_RE.sub("<addr>", text)
     text = _ID_RE.sub("<id>", text)
+    text = _HOST_PORT_RE.sub("<host>", text)
     return _DOTTED_RE.sub(_dotted_part, text)
 
 
