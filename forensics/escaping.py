@@ -17,12 +17,19 @@ that escapes (no output keeps a copy of these rules).
 - :func:`csv_cell`: :func:`terminal`, then a cell starting with ``= + - @``, tab or CR
   prefixed with ``'`` (a spreadsheet would evaluate it as a formula);
 - :func:`python_string`: a Python string literal (ASCII, from :func:`repr`) that evaluates to
-  :func:`terminal` of the value: generated source holds capture text only as such a literal.
+  :func:`terminal` of the value: generated source holds capture text only as such a literal;
+- :func:`terminal_lines`: a text of several lines (a message, a list of differences), each
+  line through :func:`terminal`;
+- :func:`json_text`: strict JSON (ASCII): a float JSON cannot hold (``NaN``, the infinities
+  a capture's JSON files may carry: Python's parser takes them) as its text, ``"nan"``,
+  ``"inf"`` or ``"-inf"``.
 """
 
 from __future__ import annotations
 
 import html as _html
+import json
+import math
 import re
 from typing import Any
 
@@ -149,3 +156,29 @@ def python_string(value: Any) -> str:
     """A Python string literal (ASCII only) of :func:`terminal` of ``value``: safe inside
     generated source (never ends a string, a docstring or a comment line)."""
     return ascii(terminal(value))
+
+
+def terminal_lines(value: Any) -> str:
+    """``value`` as lines of inert text: each line through :func:`terminal`, the line breaks
+    kept (a message of several lines, such as ``check``'s list of differences)."""
+    return "\n".join(terminal(line) for line in str(value).split("\n"))
+
+
+def json_text(value: Any, indent: int | None = None, sort_keys: bool = False) -> str:
+    """``value`` as strict JSON (ASCII, so no raw control character): a float JSON cannot hold
+    (``NaN``, an infinity) written as its text ``"nan"``, ``"inf"`` or ``"-inf"``."""
+    try:
+        return json.dumps(value, indent=indent, sort_keys=sort_keys, allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere: only then is the value copied
+        return json.dumps(_finite(value), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with each float JSON cannot hold as its text (in dicts, lists and tuples)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value

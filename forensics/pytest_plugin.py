@@ -1,6 +1,9 @@
 """pytest plugin: every ``*.capture`` under ``--forensics-captures DIR`` becomes a test item.
 
-Options and fixtures only; the comparison lives in :mod:`forensics.share.expectations`.
+Options and fixtures only; the comparison lives in :mod:`forensics.share.expectations`. What
+the plugin gives pytest to show (an item's id and name, a failure, a written file) holds a
+capture's folder name and its ``expected.json``'s text: it goes through
+:mod:`forensics.escaping` (``terminal``) first.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from forensics.escaping import terminal, terminal_lines
 
 MARKER = "forensics_capture"
 
@@ -66,15 +71,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if written:
         terminalreporter.section("forensics: expected.json written")
         for path in written:
-            terminalreporter.write_line(f"wrote {path}")
+            terminalreporter.write_line(f"wrote {terminal(path)}")
 
 
 def shown_path(path: Path) -> str:
-    """``path`` as the test id shows it: relative to the invocation directory when inside it."""
+    """``path`` as the test id shows it: relative to the invocation directory when inside it,
+    as inert text (:func:`forensics.escaping.terminal`)."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return terminal(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
-        return str(path)
+        return terminal(path)
 
 
 class CaptureCollector(pytest.Collector):
@@ -86,7 +92,7 @@ class CaptureCollector(pytest.Collector):
 
     def collect(self) -> list[pytest.Item]:
         """One item per capture, its id the capture's path."""
-        return [CaptureItem.from_parent(self, name=path.name, nodeid=shown_path(path),
+        return [CaptureItem.from_parent(self, name=terminal(path.name), nodeid=shown_path(path),
                                         capture=path) for path in self.captures]
 
 
@@ -117,12 +123,12 @@ class CaptureItem(pytest.Item):
             if missing and not regen:
                 raise CaptureMismatch(
                     f"{shown_path(self.capture)}: no {expectations.EXPECTED_NAME} yet; wrote "
-                    f"{written} from this replay. Check it, commit it and rerun (or pass "
+                    f"{terminal(written)} from this replay. Check it, commit it and rerun (or pass "
                     "--forensics-regen to write baselines without failing)")
             return
         result = expectations.check(self.capture, self._variants())
         if not result.ok:
-            raise CaptureMismatch(result.explain())
+            raise CaptureMismatch(terminal_lines(result.explain()))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:
@@ -131,7 +137,7 @@ class CaptureItem(pytest.Item):
         from forensics.errors import ForensicsError
 
         if isinstance(excinfo.value, ForensicsError):
-            return f"{self.capture}: {excinfo.value}"
+            return terminal_lines(f"{self.capture}: {excinfo.value}")
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

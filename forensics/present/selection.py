@@ -15,15 +15,18 @@ import numpy as np
 import pandas as pd
 
 from forensics.errors import UnknownSiteError, UnknownVariantError
+from forensics.escaping import terminal
 from forensics.sites import SINK, SITES, get_site
 
 
 def capture_name(result: Any) -> str:
-    """The capture's name as shown in titles (a Capture's ``.name``, a path's stem, or str)."""
+    """The capture's name as shown in titles (a Capture's ``.name``, a path's stem, or str), as
+    inert text (:func:`forensics.escaping.terminal`: a matplotlib SVG keeps a title in an XML
+    comment, where a control character or a noncharacter would break the file)."""
     capture = getattr(result, "capture", None)
     name = getattr(capture, "name", capture)
     text = str(name) if name is not None else "capture"
-    return text.removesuffix(".capture")
+    return terminal(text.removesuffix(".capture"))
 
 
 def variant_names(result: Any) -> list[str]:

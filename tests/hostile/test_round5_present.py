@@ -1,0 +1,168 @@
+"""Hostile input, round 5, on what shows results (issue 38's standard): a capture whose every
+string (its folder's name, manifest fields, facts the known-issue catalogue reads, event texts,
+request ids) holds control sequences, markup, noncharacters and mathtext, and whose manifest
+holds ``NaN`` and ``Infinity`` (JSON's parser takes them), through ``plot`` (SVG), every
+``--json``, ``known``, ``check`` and its ``expected.json``, the pytest plugin and the report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_round2 import records, run_cli
+
+from forensics.store.writer import write_capture
+
+pytest_plugins = ["pytester"]
+
+#: clear screen, a title change (OSC), a bell, a noncharacter, a bidi override, what ends an
+#: XML comment or CDATA, an entity, mathtext, a formula
+HOSTILE = "\x1b[2J\x1b]0;pwn\x07\ufdd0\ufffe\u202e<!--x-->]]>&amp;$x^2$=1+1"
+#: what no terminal or XML output may hold raw (newlines and tabs aside)
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufdd0-\ufdef\ufffe\uffff]")
+#: manifest fields set to ``NaN`` / ``Infinity`` after the capture is written
+NON_FINITE = {"NOTES": "NaN", "HOST": "Infinity", "MODEL": "NaN", "VLLM": "-Infinity"}
+
+
+def _strict(text: str) -> Any:
+    """``text`` parsed as strict JSON (``NaN`` and the infinities refused)."""
+    def refuse(constant: str) -> Any:
+        raise AssertionError(f"not strict JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def _clean(text: str) -> None:
+    """No control character, bidi control or noncharacter stands raw in ``text``."""
+    found = RAW.search(text)
+    assert found is None, repr(text[max(0, found.start() - 80):found.start() + 40])
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A capture named, described and timed by :data:`HOSTILE` (facts the catalogue reads
+    included)."""
+    root = tmp_path_factory.mktemp("round5")
+    manifest = {"notes": HOSTILE, "host": HOSTILE, "runner": HOSTILE,
+                "model": {"name": HOSTILE, "async_scheduling": HOSTILE, "speculative": HOSTILE},
+                "versions": {"vllm": HOSTILE}}
+    events = [{"kind": "cuda_assert", "step": 1, "rank": 0, "message": HOSTILE,
+               "detail": HOSTILE},
+              {"kind": "crash_dump", "step": 1, "rank": 0, "config": {"speculative": HOSTILE}}]
+    return write_capture(root / f"n{HOSTILE}.capture", records([HOSTILE, "q" + HOSTILE]),
+                         manifest=manifest, events=events)
+
+
+@pytest.fixture(scope="module")
+def non_finite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A capture whose manifest holds ``NaN``, ``Infinity`` and ``-Infinity`` as values (the
+    store reads them: Python's JSON parser takes them)."""
+    root = tmp_path_factory.mktemp("round5nan")
+    capture = write_capture(root / "nan.capture", records(["a", "b"]), manifest={
+        "notes": "NOTES", "host": "HOST", "model": {"name": "MODEL"},
+        "versions": {"vllm": "VLLM"}})
+    path = capture / "manifest.json"
+    text = path.read_text(encoding="utf-8")
+    for marker, constant in NON_FINITE.items():
+        text = text.replace(f'"{marker}"', constant)
+    path.write_text(text, encoding="utf-8")
+    return capture
+
+
+# ------------------------------------------------------------------ plot: SVG is XML
+
+
+def test_plot_svgs_of_a_hostile_capture_are_well_formed(hostile: Path, tmp_path: Path) -> None:
+    from forensics.present import plots
+    from forensics.replaying import replay
+
+    result = replay(hostile, variants=["upstream", "patched"])
+    for kind in ("timeline", "verdicts"):  # titled by the capture's name
+        path = tmp_path / f"{kind}.svg"
+        plots.save(plots.plot(result, kind), path)
+        text = path.read_text(encoding="utf-8")
+        ET.fromstring(text)  # well-formed XML: no control character, no "--" in a comment
+        _clean(text)
+
+
+# ------------------------------------------------------------------ --json is strict JSON
+
+
+@pytest.mark.parametrize("argv", [["inspect", "--json"], ["summary", "--format", "json"]])
+def test_json_outputs_of_a_non_finite_manifest_are_strict(
+        non_finite: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, out, err = run_cli(capsys, *argv, non_finite)
+    assert code == 0, err
+    _strict(out)
+    assert '"nan"' in out and '"inf"' in out  # the manifest's values, as their text
+
+
+# ------------------------------------------------------------------ terminal text
+
+
+def test_known_text_holds_no_control_character(hostile: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "known", hostile)
+    assert code == 0, err
+    assert "async_scheduling is \\x1b[2J" in " ".join(out.split())  # shown as escapes
+    _clean(out + err)
+
+
+def _forge_expected(capture: Path) -> None:
+    """An ``expected.json`` whose site names, first-finding keys and values are hostile."""
+    first = {"site": HOSTILE[:60], "step": 1, "rank": 0, "row": 0, "element": 2,
+             "tensor": HOSTILE, "kind": HOSTILE, "value": 1, HOSTILE[:40]: HOSTILE}
+    data = {"format": 1, "verdicts": {"upstream": {HOSTILE[:60]: HOSTILE[:60]}},
+            "first_finding": {"upstream": first}, "crash_verdict": HOSTILE[:60]}
+    (capture / "expected.json").write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_check_text_of_a_forged_expected_holds_no_control_character(
+        hostile: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "check", hostile, "--accept")
+    assert code == 0, err
+    _clean(out + err)
+    code, out, err = run_cli(capsys, "check", hostile)
+    assert code == 0 and "matches expected.json" in out, err
+    _clean(out + err)
+    _forge_expected(hostile)
+    try:
+        code, out, err = run_cli(capsys, "check", hostile)
+        assert code == 1 and "expected verdict" in out, (out, err)
+        _clean(out + err)
+        code, out, err = run_cli(capsys, "check", hostile, "--json")
+        assert code == 1
+        _strict(out)
+    finally:
+        (hostile / "expected.json").unlink()
+        (hostile / "expected.obtained.json").unlink(missing_ok=True)
+
+
+def _run_plugin(pytester: pytest.Pytester, capture: Path) -> pytest.RunResult:
+    """pytest (in this process, verbose, every outcome listed) on ``capture`` alone."""
+    return pytester.runpytest_inprocess("-p", "no:cacheprovider", "-rA", "-v",
+                                        "-o", "forensics_captures=",
+                                        "--forensics-captures", str(capture))
+
+
+def test_the_pytest_plugin_shows_a_hostile_capture_as_inert_text(
+        hostile: Path, pytester: pytest.Pytester) -> None:
+    result = _run_plugin(pytester, hostile)
+    result.assert_outcomes(failed=1)  # no expected.json yet: written, and the item fails
+    text = "\n".join(result.outlines + result.errlines)
+    assert "no expected.json yet" in text
+    _clean(text)
+    _forge_expected(hostile)
+    try:
+        result = _run_plugin(pytester, hostile)
+        result.assert_outcomes(failed=1)
+        text = "\n".join(result.outlines + result.errlines)
+        assert "expected verdict" in text
+        _clean(text)
+    finally:
+        (hostile / "expected.json").unlink()
+        (hostile / "expected.obtained.json").unlink(missing_ok=True)
