@@ -116,10 +116,12 @@ def bounds_of(result: Any) -> pd.DataFrame | None:
 
 
 def _numeric(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
-    """A copy of ``frame`` with ``columns`` as floats (NaN where not a number)."""
+    """A copy of ``frame`` with ``columns`` as floats (NaN where not a number; a column the
+    frame lacks, as the empty table of a capture of no records does, added empty)."""
     frame = frame.copy()
     for column in columns:
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+        values = frame[column] if column in frame else pd.Series(np.nan, index=frame.index)
+        frame[column] = pd.to_numeric(values, errors="coerce").astype("float64")
     return frame
 
 

@@ -89,6 +89,16 @@ def test_plot_svgs_of_a_hostile_capture_are_well_formed(hostile: Path, tmp_path:
         _clean(text)
 
 
+def test_plot_of_a_capture_of_no_records_draws_every_kind(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = write_capture(tmp_path / "empty.capture", [], manifest={"notes": "none"},
+                          events=[{"kind": "cuda_assert", "step": 1, "rank": 0}])
+    code, out, err = run_cli(capsys, "plot", empty, "-o", tmp_path / "fig.svg", "--kind", "all")
+    assert code == 0, err
+    for kind in ("timeline", "heatmap", "histogram", "verdicts"):
+        ET.fromstring((tmp_path / f"fig-{kind}.svg").read_text(encoding="utf-8"))
+
+
 # ------------------------------------------------------------------ --json is strict JSON
 
 
@@ -166,3 +176,27 @@ def test_the_pytest_plugin_shows_a_hostile_capture_as_inert_text(
     finally:
         (hostile / "expected.json").unlink()
         (hostile / "expected.obtained.json").unlink(missing_ok=True)
+
+
+#: a notebook of two cells: the parameters, then one printing the capture's manifest notes
+TINY_NOTEBOOK = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+    {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "capture = None",
+     "outputs": [], "execution_count": None},
+    {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+     "source": "import forensics\nprint(capture)\n"
+               "print(forensics.load(capture).manifest['notes'])"}]}
+
+
+def test_the_report_of_a_hostile_capture_shows_its_text_inert(
+        hostile: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from forensics.present.report import write_report
+
+    notebook = tmp_path / "tiny.ipynb"
+    notebook.write_text(json.dumps(TINY_NOTEBOOK), encoding="utf-8")
+    page = write_report(hostile, tmp_path / "r.html", notebook=notebook, progress=True)
+    err = capsys.readouterr().err
+    assert "running notebook tiny on n\\x1b[2J" in err  # the stage line names it as escapes
+    _clean(err)
+    html = page.read_text(encoding="utf-8")
+    assert "\\x1b[2J\\x1b]0;pwn\\x07" in html and "<!--x-->" not in html
+    _clean(html)
