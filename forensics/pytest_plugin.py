@@ -43,8 +43,25 @@ def _capture_dirs(config: pytest.Config) -> list[Path]:
         if root.name.endswith(".capture"):
             found.append(root)
         else:
-            found += sorted(p for p in root.rglob("*.capture") if p.is_dir())
+            found += captures_under(root)
     return found
+
+
+def captures_under(root: Path) -> list[Path]:
+    """The ``*.capture`` folders under ``root``, sorted, each once: found as triage finds them
+    (:func:`forensics.fleet.paths.find_captures`: without recursion, so a folder nested
+    thousands deep is no ``RecursionError``; links not entered; a capture reached twice listed
+    once, by its direct name); none when ``root`` holds none."""
+    import glob
+
+    from forensics.errors import ConfigurationError
+    from forensics.fleet.paths import find_captures
+
+    try:
+        found = find_captures([glob.escape(str(root))])
+    except ConfigurationError:
+        return []
+    return [path for path in found if path.name.endswith(".capture")]
 
 
 #: where the paths of the expected.json files this run wrote are kept (for the summary)

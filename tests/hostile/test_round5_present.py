@@ -178,6 +178,26 @@ def test_the_pytest_plugin_shows_a_hostile_capture_as_inert_text(
         (hostile / "expected.obtained.json").unlink(missing_ok=True)
 
 
+def test_the_pytest_plugin_collects_beside_a_folder_nested_past_pythons_recursion(
+        tmp_path: Path, pytester: pytest.Pytester) -> None:
+    write_capture(tmp_path / "a.capture", records(["a", "b"]), manifest={})
+    made = [tmp_path / "d"]
+    for _ in range(1_100):  # deeper than Python's recursion limit (pathlib's rglob recursed)
+        made.append(made[-1] / "d")
+    try:
+        for folder in made:
+            folder.mkdir()
+        result = pytester.runpytest_inprocess("-p", "no:cacheprovider",
+                                              "-o", "forensics_captures=",
+                                              "--forensics-captures", str(tmp_path))
+        assert "INTERNALERROR" not in "\n".join(result.outlines + result.errlines)
+        result.assert_outcomes(failed=1)  # a.capture, collected: no expected.json yet
+    finally:  # bottom up: pytest's own clean-up of tmp_path recurses (shutil.rmtree)
+        for folder in reversed(made):
+            if folder.is_dir():
+                folder.rmdir()
+
+
 #: a notebook of two cells: the parameters, then one printing the capture's manifest notes
 TINY_NOTEBOOK = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
     {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "capture = None",
