@@ -122,6 +122,24 @@ def test_known_text_holds_no_control_character(hostile: Path,
     _clean(out + err)
 
 
+@pytest.mark.parametrize("recorded", ["true", "false", 1, 0])
+def test_a_fact_that_is_no_boolean_neither_matches_nor_contradicts(recorded: object) -> None:
+    import pandas as pd
+
+    from forensics.known import load_catalogue
+    from forensics.known.evidence import Evidence
+    from forensics.known.matching import match_entry
+
+    entry = next(e for e in load_catalogue().entries if e.id == "placeholder-reaches-input-ids")
+    finding = {"variant": "upstream", "site": "embedding", "step": 3, "rank": 0, "row": 1,
+               "element": 5, "tensor": "input_ids", "kind": "out_of_bounds", "value": -1,
+               "lower": 0, "upper": 32000, "origin": "prepare_input_ids", "resolved": False}
+    match = match_entry(entry, Evidence(findings=pd.DataFrame([finding]), baseline="upstream",
+                                        facts={"runner": "v1", "async_scheduling": recorded}))
+    assert match.matched and match.contradicted == []  # the entry's evidence is the finding
+    assert match.unknown == [f"async_scheduling recorded as {recorded!r}, not as true or false"]
+
+
 def _forge_expected(capture: Path) -> None:
     """An ``expected.json`` whose site names, first-finding keys and values are hostile."""
     first = {"site": HOSTILE[:60], "step": 1, "rank": 0, "row": 0, "element": 2,
