@@ -31,6 +31,7 @@ import html as _html
 import json
 import math
 import re
+from collections import deque
 from typing import Any
 
 #: characters of a capture string written at most this many, then a marker of how many more
@@ -48,8 +49,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 #: inline characters GitHub-flavoured Markdown reads as markup wherever they stand: a
 #: backslash before punctuation, emphasis and strikethrough marks, a table cell's bar, math
 _MD_INLINE = re.compile(r"(\\(?=[!-/:-@\[-`{-~])|[*~|$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|`)")
-#: a ``[`` that opens a link, an image, a reference or a footnote
-_MD_LINK = re.compile(r"\[(?=\^|[^\]]*\][(\[:])")
+#: what follows the ``]`` that closes a link's text (an inline link, a reference, a definition)
+_MD_LINK_NEXT = ("(", "[", ":")
 #: an entity (``&amp;``), raw HTML or an autolink (``<a``, ``</``, ``<!``, ``<?``), an emoji
 #: shortcode (``:smile:``)
 _MD_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
@@ -60,8 +61,8 @@ _MD_EMOJI = re.compile(r":(?=[A-Za-z0-9_+-]+:)")
 _MD_BLOCK_START = re.compile(r"^(\s*\d{0,9})([.)](?=\s|$))|^(\s*)([-+*#]|=)(?=[-=\s]|$)|^(\s*)(>)")
 #: a heading's closing sequence (`` ##`` at the end), which GitHub drops
 _MD_CLOSING = re.compile(r"(\s)(#+\s*)$")
-#: a span between backticks in our own text: a code span
-_MD_CODE = re.compile(r"(`+)(.+?)\1(?!`)")
+#: a run of backticks: a code span opens at one and closes at the next run of its length
+_MD_BACKTICKS = re.compile("`+")
 #: first characters that make a spreadsheet evaluate a cell
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -106,12 +107,49 @@ def markdown(value: Any, table: bool = False) -> str:
     text = terminal(value)
     parts: list[str] = []
     at = 0
-    for match in _MD_CODE.finditer(text):
-        parts += [_markdown_plain(text[at:match.start()]), markdown_code(match.group(2), table)]
-        at = match.end()
+    for start, end, code in _code_spans(text):
+        parts += [_markdown_plain(text[at:start]), markdown_code(code, table)]
+        at = end
     parts.append(_markdown_plain(text[at:]))
     out = "".join(parts)
     return _MD_BLOCK_START.sub(_escape_block_start, out, count=1)
+
+
+def _code_spans(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, content)`` of each code span of ``text``: a run of backticks closed by
+    the next run of the same length (as CommonMark reads them), found in one pass (time linear
+    in ``text``: a regex retried every opener and backtracked within each run, cubic in a
+    capture string of backticks)."""
+    runs = [(m.start(), m.end()) for m in _MD_BACKTICKS.finditer(text)]
+    later: dict[int, deque[int]] = {}
+    for number, (start, end) in enumerate(runs):
+        later.setdefault(end - start, deque()).append(number)
+    spans: list[tuple[int, int, str]] = []
+    number = 0
+    while number < len(runs):
+        start, end = runs[number]
+        closers = later[end - start]
+        while closers and closers[0] <= number:
+            closers.popleft()
+        if not closers:
+            number += 1
+            continue
+        close = closers.popleft()
+        spans.append((start, runs[close][1], text[end:runs[close][0]]))
+        number = close + 1
+    return spans
+
+
+def _escape_link_openers(text: str) -> str:
+    """``text`` with each ``[`` that opens a link, an image, a reference or a footnote
+    backslash-escaped: one before ``^``, and every one before a ``]`` followed by ``(``, ``[``
+    or ``:`` (time linear in ``text``: the ``[`` between two ``]`` share their answer)."""
+    parts = text.split("]")
+    for number, part in enumerate(parts):
+        follows = parts[number + 1][:1] if number + 1 < len(parts) else ""
+        parts[number] = (part.replace("[", "\\[") if follows and follows in _MD_LINK_NEXT
+                         else part.replace("[^", "\\[^"))
+    return "]".join(parts)
 
 
 def _escape_block_start(match: re.Match[str]) -> str:
@@ -126,7 +164,7 @@ def _markdown_plain(text: str) -> str:
     text = _MD_ENTITY.sub("&amp;", text)
     text = _MD_TAG.sub("&lt;", text)
     text = _MD_INLINE.sub(r"\\\1", text)
-    text = _MD_LINK.sub(r"\\[", text)
+    text = _escape_link_openers(text)
     text = _MD_EMOJI.sub(r"\\:", text)
     return _MD_CLOSING.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_linear_time import assert_scales_linearly
 from test_round2 import records, run_cli
 
 from forensics.store.writer import write_capture
@@ -97,6 +98,20 @@ def test_plot_of_a_capture_of_no_records_draws_every_kind(
     assert code == 0, err
     for kind in ("timeline", "heatmap", "histogram", "verdicts"):
         ET.fromstring((tmp_path / f"fig-{kind}.svg").read_text(encoding="utf-8"))
+
+
+# ------------------------------------------------------------------ Markdown in linear time
+
+
+@pytest.mark.parametrize("piece", ["`", "["])
+def test_markdown_of_a_string_of_backticks_or_brackets_is_linear(piece: str) -> None:
+    from forensics.escaping import markdown
+
+    def make(size: int) -> Any:
+        text = piece * (size // len(piece))
+        return lambda: (markdown(text), markdown(text, table=True))
+
+    assert_scales_linearly(make, 4_000)
 
 
 # ------------------------------------------------------------------ --json is strict JSON
