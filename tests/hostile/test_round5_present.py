@@ -133,7 +133,7 @@ def test_known_text_holds_no_control_character(hostile: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "known", hostile)
     assert code == 0, err
-    assert "async_scheduling is \\x1b[2J" in " ".join(out.split())  # shown as escapes
+    assert "speculative is \\x1b[2J" in " ".join(out.split())  # shown as escapes
     _clean(out + err)
 
 
