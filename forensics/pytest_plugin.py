@@ -155,7 +155,7 @@ class CaptureItem(pytest.Item):
 
         if isinstance(excinfo.value, ForensicsError):
             return terminal_lines(f"{self.capture}: {excinfo.value}")
-        return str(super().repr_failure(excinfo))
+        return terminal_lines(str(super().repr_failure(excinfo)))  # a message may quote it
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.capture, None, f"capture {shown_path(self.capture)}"

@@ -211,6 +211,21 @@ def test_the_pytest_plugin_shows_a_hostile_capture_as_inert_text(
         (hostile / "expected.obtained.json").unlink(missing_ok=True)
 
 
+def test_the_pytest_plugin_shows_an_unexpected_error_quoting_a_capture_as_inert_text(
+        hostile: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    from forensics.share import expectations
+
+    def fails(capture: Path, variants: object) -> object:
+        raise RuntimeError(f"cannot judge {capture.name}")  # unforeseen, quoting the capture
+
+    monkeypatch.setattr(expectations, "regenerate", fails)
+    result = _run_plugin(pytester, hostile)
+    result.assert_outcomes(failed=1)
+    text = "\n".join(result.outlines + result.errlines)
+    assert "RuntimeError: cannot judge" in text
+    _clean(text)
+
+
 def test_the_pytest_plugin_collects_beside_a_folder_nested_past_pythons_recursion(
         tmp_path: Path, pytester: pytest.Pytester) -> None:
     write_capture(tmp_path / "a.capture", records(["a", "b"]), manifest={})

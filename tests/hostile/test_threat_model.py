@@ -275,7 +275,9 @@ TESTS = {
              "tests/hostile/test_round5_present.py::"
              "test_a_fact_that_is_no_boolean_neither_matches_nor_contradicts",
              "tests/hostile/test_round5_present.py::"
-             "test_markdown_of_a_string_of_backticks_or_brackets_is_linear"],
+             "test_markdown_of_a_string_of_backticks_or_brackets_is_linear",
+             "tests/hostile/test_round5_present.py::"
+             "test_the_pytest_plugin_shows_an_unexpected_error_quoting_a_capture_as_inert_text"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
