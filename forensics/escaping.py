@@ -17,13 +17,21 @@ that escapes (no output keeps a copy of these rules).
 - :func:`csv_cell`: :func:`terminal`, then a cell starting with ``= + - @``, tab or CR
   prefixed with ``'`` (a spreadsheet would evaluate it as a formula);
 - :func:`python_string`: a Python string literal (ASCII, from :func:`repr`) that evaluates to
-  :func:`terminal` of the value: generated source holds capture text only as such a literal.
+  :func:`terminal` of the value: generated source holds capture text only as such a literal;
+- :func:`terminal_lines`: a text of several lines (a message, a list of differences), each
+  line through :func:`terminal`;
+- :func:`json_text`: strict JSON (ASCII): a float JSON cannot hold (``NaN``, the infinities
+  a capture's JSON files may carry: Python's parser takes them) as its text, ``"nan"``,
+  ``"inf"`` or ``"-inf"``.
 """
 
 from __future__ import annotations
 
 import html as _html
+import json
+import math
 import re
+from collections import deque
 from typing import Any
 
 #: characters of a capture string written at most this many, then a marker of how many more
@@ -41,8 +49,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 #: inline characters GitHub-flavoured Markdown reads as markup wherever they stand: a
 #: backslash before punctuation, emphasis and strikethrough marks, a table cell's bar, math
 _MD_INLINE = re.compile(r"(\\(?=[!-/:-@\[-`{-~])|[*~|$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|`)")
-#: a ``[`` that opens a link, an image, a reference or a footnote
-_MD_LINK = re.compile(r"\[(?=\^|[^\]]*\][(\[:])")
+#: what follows the ``]`` that closes a link's text (an inline link, a reference, a definition)
+_MD_LINK_NEXT = ("(", "[", ":")
 #: an entity (``&amp;``), raw HTML or an autolink (``<a``, ``</``, ``<!``, ``<?``), an emoji
 #: shortcode (``:smile:``)
 _MD_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
@@ -53,8 +61,8 @@ _MD_EMOJI = re.compile(r":(?=[A-Za-z0-9_+-]+:)")
 _MD_BLOCK_START = re.compile(r"^(\s*\d{0,9})([.)](?=\s|$))|^(\s*)([-+*#]|=)(?=[-=\s]|$)|^(\s*)(>)")
 #: a heading's closing sequence (`` ##`` at the end), which GitHub drops
 _MD_CLOSING = re.compile(r"(\s)(#+\s*)$")
-#: a span between backticks in our own text: a code span
-_MD_CODE = re.compile(r"(`+)(.+?)\1(?!`)")
+#: a run of backticks: a code span opens at one and closes at the next run of its length
+_MD_BACKTICKS = re.compile("`+")
 #: first characters that make a spreadsheet evaluate a cell
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -99,12 +107,49 @@ def markdown(value: Any, table: bool = False) -> str:
     text = terminal(value)
     parts: list[str] = []
     at = 0
-    for match in _MD_CODE.finditer(text):
-        parts += [_markdown_plain(text[at:match.start()]), markdown_code(match.group(2), table)]
-        at = match.end()
+    for start, end, code in _code_spans(text):
+        parts += [_markdown_plain(text[at:start]), markdown_code(code, table)]
+        at = end
     parts.append(_markdown_plain(text[at:]))
     out = "".join(parts)
     return _MD_BLOCK_START.sub(_escape_block_start, out, count=1)
+
+
+def _code_spans(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, content)`` of each code span of ``text``: a run of backticks closed by
+    the next run of the same length (as CommonMark reads them), found in one pass (time linear
+    in ``text``: a regex retried every opener and backtracked within each run, cubic in a
+    capture string of backticks)."""
+    runs = [(m.start(), m.end()) for m in _MD_BACKTICKS.finditer(text)]
+    later: dict[int, deque[int]] = {}
+    for number, (start, end) in enumerate(runs):
+        later.setdefault(end - start, deque()).append(number)
+    spans: list[tuple[int, int, str]] = []
+    number = 0
+    while number < len(runs):
+        start, end = runs[number]
+        closers = later[end - start]
+        while closers and closers[0] <= number:
+            closers.popleft()
+        if not closers:
+            number += 1
+            continue
+        close = closers.popleft()
+        spans.append((start, runs[close][1], text[end:runs[close][0]]))
+        number = close + 1
+    return spans
+
+
+def _escape_link_openers(text: str) -> str:
+    """``text`` with each ``[`` that opens a link, an image, a reference or a footnote
+    backslash-escaped: one before ``^``, and every one before a ``]`` followed by ``(``, ``[``
+    or ``:`` (time linear in ``text``: the ``[`` between two ``]`` share their answer)."""
+    parts = text.split("]")
+    for number, part in enumerate(parts):
+        follows = parts[number + 1][:1] if number + 1 < len(parts) else ""
+        parts[number] = (part.replace("[", "\\[") if follows and follows in _MD_LINK_NEXT
+                         else part.replace("[^", "\\[^"))
+    return "]".join(parts)
 
 
 def _escape_block_start(match: re.Match[str]) -> str:
@@ -119,7 +164,7 @@ def _markdown_plain(text: str) -> str:
     text = _MD_ENTITY.sub("&amp;", text)
     text = _MD_TAG.sub("&lt;", text)
     text = _MD_INLINE.sub(r"\\\1", text)
-    text = _MD_LINK.sub(r"\\[", text)
+    text = _escape_link_openers(text)
     text = _MD_EMOJI.sub(r"\\:", text)
     return _MD_CLOSING.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
 
@@ -149,3 +194,29 @@ def python_string(value: Any) -> str:
     """A Python string literal (ASCII only) of :func:`terminal` of ``value``: safe inside
     generated source (never ends a string, a docstring or a comment line)."""
     return ascii(terminal(value))
+
+
+def terminal_lines(value: Any) -> str:
+    """``value`` as lines of inert text: each line through :func:`terminal`, the line breaks
+    kept (a message of several lines, such as ``check``'s list of differences)."""
+    return "\n".join(terminal(line) for line in str(value).split("\n"))
+
+
+def json_text(value: Any, indent: int | None = None, sort_keys: bool = False) -> str:
+    """``value`` as strict JSON (ASCII, so no raw control character): a float JSON cannot hold
+    (``NaN``, an infinity) written as its text ``"nan"``, ``"inf"`` or ``"-inf"``."""
+    try:
+        return json.dumps(value, indent=indent, sort_keys=sort_keys, allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere: only then is the value copied
+        return json.dumps(_finite(value), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with each float JSON cannot hold as its text (in dicts, lists and tuples)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value

@@ -1,6 +1,9 @@
 """pytest plugin: every ``*.capture`` under ``--forensics-captures DIR`` becomes a test item.
 
-Options and fixtures only; the comparison lives in :mod:`forensics.share.expectations`.
+Options and fixtures only; the comparison lives in :mod:`forensics.share.expectations`. What
+the plugin gives pytest to show (an item's id and name, a failure, a written file) holds a
+capture's folder name and its ``expected.json``'s text: it goes through
+:mod:`forensics.escaping` (``terminal``) first.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from forensics.escaping import terminal, terminal_lines
 
 MARKER = "forensics_capture"
 
@@ -38,8 +43,25 @@ def _capture_dirs(config: pytest.Config) -> list[Path]:
         if root.name.endswith(".capture"):
             found.append(root)
         else:
-            found += sorted(p for p in root.rglob("*.capture") if p.is_dir())
+            found += captures_under(root)
     return found
+
+
+def captures_under(root: Path) -> list[Path]:
+    """The ``*.capture`` folders under ``root``, sorted, each once: found as triage finds them
+    (:func:`forensics.fleet.paths.find_captures`: without recursion, so a folder nested
+    thousands deep is no ``RecursionError``; links not entered; a capture reached twice listed
+    once, by its direct name); none when ``root`` holds none."""
+    import glob
+
+    from forensics.errors import ConfigurationError
+    from forensics.fleet.paths import find_captures
+
+    try:
+        found = find_captures([glob.escape(str(root))])
+    except ConfigurationError:
+        return []
+    return [path for path in found if path.name.endswith(".capture")]
 
 
 #: where the paths of the expected.json files this run wrote are kept (for the summary)
@@ -66,15 +88,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if written:
         terminalreporter.section("forensics: expected.json written")
         for path in written:
-            terminalreporter.write_line(f"wrote {path}")
+            terminalreporter.write_line(f"wrote {terminal(path)}")
 
 
 def shown_path(path: Path) -> str:
-    """``path`` as the test id shows it: relative to the invocation directory when inside it."""
+    """``path`` as the test id shows it: relative to the invocation directory when inside it,
+    as inert text (:func:`forensics.escaping.terminal`)."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return terminal(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
-        return str(path)
+        return terminal(path)
 
 
 class CaptureCollector(pytest.Collector):
@@ -86,7 +109,7 @@ class CaptureCollector(pytest.Collector):
 
     def collect(self) -> list[pytest.Item]:
         """One item per capture, its id the capture's path."""
-        return [CaptureItem.from_parent(self, name=path.name, nodeid=shown_path(path),
+        return [CaptureItem.from_parent(self, name=terminal(path.name), nodeid=shown_path(path),
                                         capture=path) for path in self.captures]
 
 
@@ -117,12 +140,12 @@ class CaptureItem(pytest.Item):
             if missing and not regen:
                 raise CaptureMismatch(
                     f"{shown_path(self.capture)}: no {expectations.EXPECTED_NAME} yet; wrote "
-                    f"{written} from this replay. Check it, commit it and rerun (or pass "
+                    f"{terminal(written)} from this replay. Check it, commit it and rerun (or pass "
                     "--forensics-regen to write baselines without failing)")
             return
         result = expectations.check(self.capture, self._variants())
         if not result.ok:
-            raise CaptureMismatch(result.explain())
+            raise CaptureMismatch(terminal_lines(result.explain()))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:
@@ -131,8 +154,8 @@ class CaptureItem(pytest.Item):
         from forensics.errors import ForensicsError
 
         if isinstance(excinfo.value, ForensicsError):
-            return f"{self.capture}: {excinfo.value}"
-        return str(super().repr_failure(excinfo))
+            return terminal_lines(f"{self.capture}: {excinfo.value}")
+        return terminal_lines(str(super().repr_failure(excinfo)))  # a message may quote it
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.capture, None, f"capture {shown_path(self.capture)}"

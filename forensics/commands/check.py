@@ -8,7 +8,8 @@ CAPTURE/expected.obtained.json), 2 for bad input. ``--accept`` writes the captur
 from __future__ import annotations
 
 import argparse
-import json
+
+from forensics.escaping import json_text, terminal, terminal_lines
 
 EXAMPLE = """example:
   forensics check data/incident-b-vocab-sentinel.capture
@@ -36,15 +37,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.accept:
         written = regenerate(args.capture, args.variant or DEFAULT_VARIANTS)
-        print(f"wrote {written}")
+        print(f"wrote {terminal(written)}")
         return 0
     result = check(args.capture, args.variant, trust_expected=args.trust_expected)
     if args.json:
-        print(json.dumps({"capture": str(result.capture), "ok": result.ok,
-                          "differences": result.differences,
-                          "obtained": result.obtained}, indent=2))
+        print(json_text({"capture": str(result.capture), "ok": result.ok,
+                         "differences": result.differences,
+                         "obtained": result.obtained}, indent=2))
     elif result.ok:
-        print(f"{result.capture.name}: matches expected.json")
+        print(f"{terminal(result.capture.name)}: matches expected.json")
     else:
-        print(result.explain())
+        print(terminal_lines(result.explain()))
     return 0 if result.ok else 1

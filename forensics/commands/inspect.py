@@ -4,10 +4,9 @@ replaying it. Opening reads only the batch index, so large captures answer at on
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from forensics.escaping import terminal
+from forensics.escaping import json_text, terminal
 
 EXAMPLE = """example:
   forensics inspect incident.capture
@@ -31,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     summary = load(args.capture).summary()
     if args.json:
-        print(json.dumps(summary, sort_keys=True))
+        print(json_text(summary, sort_keys=True))
     else:
         print(render(summary))
         print("\n".join(facts_lines(summary)))

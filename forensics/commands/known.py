@@ -8,10 +8,11 @@ why not; then the crash verdict (unexplained when a crash holds no value out of 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import textwrap
 from typing import TYPE_CHECKING, Any
+
+from forensics.escaping import json_text, terminal
 
 if TYPE_CHECKING:
     from forensics.known import Entry
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     catalogue = load_catalogue()
     if args.capture is None:
         if args.json:
-            print(json.dumps([_entry_json(e) for e in catalogue.entries], indent=2))
+            print(json_text([_entry_json(e) for e in catalogue.entries], indent=2))
         else:
             print("\n\n".join(_entry_text(e) for e in catalogue.entries))
         return 0
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
                     progress=sys.stderr.isatty())
     known = answer(result, catalogue)
     if args.json:
-        print(json.dumps({"capture": result.source, **known.to_json()}, indent=2))
+        print(json_text({"capture": result.source, **known.to_json()}, indent=2))
         return 0
     lines = [_wrap(f"capture {result.source}: {known.verdict_text()}")]
     for match in known.checked:
@@ -60,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _wrap(text: str) -> str:
-    return textwrap.fill(text, width=100, subsequent_indent="      ")
+    """``text`` as inert lines of at most 100 characters (a capture's facts and name reach
+    it: :func:`forensics.escaping.terminal`)."""
+    return textwrap.fill(terminal(text), width=100, subsequent_indent="      ")
 
 
 def _entry_json(e: Entry) -> dict[str, Any]:

@@ -148,10 +148,16 @@ def _describe(row: Any, bounds: set[int]) -> str:
 
 
 def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
+    """Whether the capture's fact ``name`` equals the clause's value (None: not recorded, or
+    recorded as no true/false where the clause wants one: ``"true"`` or ``1`` is no boolean
+    a producer writes, so it neither holds nor contradicts)."""
     name, wanted = str(spec["name"]), spec["equals"]
     got = evidence.facts.get(name)
     if got is None:
         return Check(None, f"{name} not recorded")
+    if isinstance(wanted, bool) != isinstance(got, bool):
+        return Check(None, f"{name} recorded as {got!r}, not as true or false"
+                     if isinstance(wanted, bool) else f"{name} recorded as {got!r}")
     same = (str(got).lower() == str(wanted).lower() if isinstance(wanted, str)
             else got == wanted)
     return Check(same, f"{name} is {got}" + ("" if same else f", not {wanted}"))

@@ -397,14 +397,17 @@ def absolute_variant(variant: str) -> str:
 
 
 def _stage_printer(enabled: bool) -> Any:
-    """A function printing ``report: <stage> (<seconds since start>)`` on stderr, or nothing."""
+    """A function printing ``report: <stage> (<seconds since start>)`` on stderr, or nothing;
+    a stage names the capture, so it is shown as inert text (``escaping.terminal``)."""
     import sys
     import time
+
+    from forensics.escaping import terminal
 
     start = time.monotonic()
 
     def say(stage: str) -> None:
         if enabled:
-            print(f"report: {stage} [{time.monotonic() - start:.0f} s]", file=sys.stderr,
-                  flush=True)
+            print(f"report: {terminal(stage)} [{time.monotonic() - start:.0f} s]",
+                  file=sys.stderr, flush=True)
     return say

@@ -15,15 +15,18 @@ import numpy as np
 import pandas as pd
 
 from forensics.errors import UnknownSiteError, UnknownVariantError
+from forensics.escaping import terminal
 from forensics.sites import SINK, SITES, get_site
 
 
 def capture_name(result: Any) -> str:
-    """The capture's name as shown in titles (a Capture's ``.name``, a path's stem, or str)."""
+    """The capture's name as shown in titles (a Capture's ``.name``, a path's stem, or str), as
+    inert text (:func:`forensics.escaping.terminal`: a matplotlib SVG keeps a title in an XML
+    comment, where a control character or a noncharacter would break the file)."""
     capture = getattr(result, "capture", None)
     name = getattr(capture, "name", capture)
     text = str(name) if name is not None else "capture"
-    return text.removesuffix(".capture")
+    return terminal(text.removesuffix(".capture"))
 
 
 def variant_names(result: Any) -> list[str]:
@@ -113,10 +116,12 @@ def bounds_of(result: Any) -> pd.DataFrame | None:
 
 
 def _numeric(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
-    """A copy of ``frame`` with ``columns`` as floats (NaN where not a number)."""
+    """A copy of ``frame`` with ``columns`` as floats (NaN where not a number; a column the
+    frame lacks, as the empty table of a capture of no records does, added empty)."""
     frame = frame.copy()
     for column in columns:
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+        values = frame[column] if column in frame else pd.Series(np.nan, index=frame.index)
+        frame[column] = pd.to_numeric(values, errors="coerce").astype("float64")
     return frame
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from forensics.escaping import markdown, markdown_code, terminal
+from forensics.escaping import json_text, markdown, markdown_code, terminal
 from forensics.judge.suspects import describe_suspect
 from forensics.present.conclusion import Conclusion, conclude, describe_finding, fact_text
 
@@ -148,8 +148,6 @@ def to_json(result: ReplayResult, conclusion: Conclusion | None = None) -> dict[
 
 def render(result: ReplayResult, fmt: str) -> str:
     """``result``'s write-up in ``fmt`` (one of :data:`FORMATS`)."""
-    import json
-
     if fmt == "json":
-        return json.dumps(to_json(result), indent=2)
+        return json_text(to_json(result), indent=2)
     return to_text(result) if fmt == "text" else to_markdown(result)
