@@ -32,6 +32,7 @@ import json
 import math
 import re
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 #: characters of a capture string written at most this many, then a marker of how many more
@@ -202,13 +203,17 @@ def terminal_lines(value: Any) -> str:
     return "\n".join(terminal(line) for line in str(value).split("\n"))
 
 
-def json_text(value: Any, indent: int | None = None, sort_keys: bool = False) -> str:
+def json_text(value: Any, indent: int | None = None, sort_keys: bool = False,
+              default: Callable[[Any], Any] | None = None) -> str:
     """``value`` as strict JSON (ASCII, so no raw control character): a float JSON cannot hold
-    (``NaN``, an infinity) written as its text ``"nan"``, ``"inf"`` or ``"-inf"``."""
+    (``NaN``, an infinity) written as its text ``"nan"``, ``"inf"`` or ``"-inf"``; ``default``
+    as :func:`json.dumps`'s, for values JSON has no type for."""
     try:
-        return json.dumps(value, indent=indent, sort_keys=sort_keys, allow_nan=False)
+        return json.dumps(value, indent=indent, sort_keys=sort_keys, allow_nan=False,
+                          default=default)
     except ValueError:  # a NaN or an infinity somewhere: only then is the value copied
-        return json.dumps(_finite(value), indent=indent, sort_keys=sort_keys, allow_nan=False)
+        return json.dumps(_finite(value), indent=indent, sort_keys=sort_keys, allow_nan=False,
+                          default=default)
 
 
 def _finite(value: Any) -> Any:

@@ -10,12 +10,9 @@ has a finding, 1 when one has.
 from __future__ import annotations
 
 import argparse
-import json
-import math
-from typing import Any
 
 from forensics.errors import ConfigurationError
-from forensics.escaping import terminal
+from forensics.escaping import json_text, terminal
 from forensics.quiet import quietly
 
 EXAMPLE = """examples:
@@ -61,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         out = to_json(report)
         if not args.coverage:
             out.pop("coverage")
-        print(json.dumps(_finite(out), indent=1, default=str, allow_nan=False))
+        print(json_text(out, indent=1, default=str))
         return 1 if report.findings else 0
     replayed = sum(r.status == "replayed" for r in report.results)
     print(f"{terminal(report.capture)}: {len(report.results)} launch(es) recorded, "
@@ -83,15 +80,3 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {row['status']:<15} {terminal(row['module'])}.{terminal(row['kernel'])}: "
                   f"{row['launches']} recorded{terminal(why)}")
     return 1 if report.findings else 0
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with each float that JSON cannot hold (NaN, infinities: a recorded float
-    tensor's values) as its text, ``"nan"``, ``"inf"`` or ``"-inf"``."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
