@@ -50,7 +50,7 @@ def _safetensors(path: Path, header: bytes | dict[str, object], body: bytes) -> 
     return path
 
 
-def _refused(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+def refused(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
              *words: str) -> str:
     """Import ``source``: exit 2, one line naming its file and ``words``, no capture left."""
     out = tmp_path / "out.capture"
@@ -68,11 +68,11 @@ def test_an_unsigned_tensor_past_int64_is_refused_at_import(
     ``.npz`` and a ``.safetensors``, naming the field; one inside int64 is imported."""
     huge = np.array([1, 2**64 - 1], dtype=np.uint64)
     npz = _npz(tmp_path / "u64.npz", _members(input_ids=huge))
-    _refused(npz, tmp_path, capsys, "'input_ids'", "outside int64")
+    refused(npz, tmp_path, capsys, "'input_ids'", "outside int64")
     body = np.array([0, 1, 2**64 - 1, 3], dtype="<u8").tobytes()
     st = _safetensors(tmp_path / "u64.safetensors",
                       {"__metadata__": META, "input_ids": {**IDS, "dtype": "U64"}}, body)
-    _refused(st, tmp_path, capsys, "'input_ids'", "outside int64")
+    refused(st, tmp_path, capsys, "'input_ids'", "outside int64")
     fine = _npz(tmp_path / "fine.npz", _members(input_ids=np.arange(4, dtype=np.uint64)))
     assert main(["import", str(fine), "-o", str(tmp_path / "fine.capture")]) == 0
 
@@ -84,7 +84,7 @@ def test_a_zip_member_given_twice_is_refused(tmp_path: Path,
     members = _members() + [("input_ids.npy", np.arange(4) + 100)]
     with pytest.warns(UserWarning, match="Duplicate name"):
         npz = _npz(tmp_path / "twice.npz", members)
-    _refused(npz, tmp_path, capsys, "'input_ids.npy'", "twice")
+    refused(npz, tmp_path, capsys, "'input_ids.npy'", "twice")
 
 
 def test_an_npz_metadata_key_that_is_also_a_member_is_refused(
@@ -92,7 +92,7 @@ def test_an_npz_metadata_key_that_is_also_a_member_is_refused(
     """``__metadata__`` naming ``step`` beside a ``step`` member is two values of one field."""
     meta = np.array(json.dumps({"step": 9}))
     npz = _npz(tmp_path / "meta.npz", _members(__metadata__=meta))
-    _refused(npz, tmp_path, capsys, "'step'", "__metadata__")
+    refused(npz, tmp_path, capsys, "'step'", "__metadata__")
 
 
 def test_a_json_key_given_twice_in_an_npz_field_is_refused(
@@ -101,7 +101,7 @@ def test_a_json_key_given_twice_in_an_npz_field_is_refused(
     meta = np.array('{"num_embeddings": 10, "num_embeddings": 99999}')
     npz = _npz(tmp_path / "key.npz",
                [(n, a) for n, a in _members(__metadata__=meta) if n != "num_embeddings.npy"])
-    _refused(npz, tmp_path, capsys, "'num_embeddings'", "twice")
+    refused(npz, tmp_path, capsys, "'num_embeddings'", "twice")
 
 
 def test_a_safetensors_key_given_twice_is_refused(tmp_path: Path,
@@ -112,14 +112,14 @@ def test_a_safetensors_key_given_twice_is_refused(tmp_path: Path,
     meta = json.dumps(META)
     twice = (f'{{"__metadata__": {meta}, "input_ids": {json.dumps(IDS)}, "input_ids": '
              '{"dtype": "I64", "shape": [4], "data_offsets": [32, 64]}}').encode()
-    _refused(_safetensors(tmp_path / "t1.safetensors", twice, body), tmp_path, capsys,
+    refused(_safetensors(tmp_path / "t1.safetensors", twice, body), tmp_path, capsys,
              "'input_ids'", "twice")
     meta_twice = (f'{{"__metadata__": {meta[:-1]}, "step": "7"}}, '
                   f'"input_ids": {json.dumps(IDS)}}}').encode()
-    _refused(_safetensors(tmp_path / "t2.safetensors", meta_twice, body[:32]), tmp_path,
+    refused(_safetensors(tmp_path / "t2.safetensors", meta_twice, body[:32]), tmp_path,
              capsys, "'step'", "twice")
     both = {"__metadata__": {**META, "input_ids": "[1, 2]"}, "input_ids": IDS}
-    _refused(_safetensors(tmp_path / "t3.safetensors", both, body[:32]), tmp_path, capsys,
+    refused(_safetensors(tmp_path / "t3.safetensors", both, body[:32]), tmp_path, capsys,
              "'input_ids'", "__metadata__")
 
 
@@ -141,7 +141,7 @@ def test_crash_events_past_the_events_file_limit_are_refused_before_writing(
     monkeypatch.setitem(guarded.LIMITS, "events file", 1 << 20)
     log = _dump_log(tmp_path / "dumps.log", 40, 3000)
     assert log.stat().st_size < guarded.LIMITS["log"]
-    _refused(log, tmp_path, capsys, "events", "split the log")
+    refused(log, tmp_path, capsys, "events", "split the log")
     small = _dump_log(tmp_path / "small.log", 2, 30)
     assert main(["import", str(small), "-o", str(tmp_path / "small.capture")]) == 0
     assert main(["inspect", str(tmp_path / "small.capture")]) == 0
@@ -202,7 +202,7 @@ def test_a_zip_listing_many_members_is_refused_before_they_are_parsed(
     with zipfile.ZipFile(path, "w") as archive:
         for i in range(40_000):
             archive.writestr(f"{i}.npy", b"")
-    _refused(path, tmp_path, capsys, "40000 members")
+    refused(path, tmp_path, capsys, "40000 members")
     tracemalloc.start()
     try:
         with pytest.raises(CaptureFormatError, match="40000 members"):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_round4_importers import refused
 
 from forensics.cli import main
 from forensics.records import Record
@@ -44,18 +45,6 @@ def _npz(path: Path, extra: dict[str, bytes]) -> Path:
     return path
 
 
-def _refused(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-             *words: str) -> str:
-    """Import ``source``: exit 2, one line naming its file and ``words``, no capture left."""
-    out = tmp_path / "out.capture"
-    assert main(["import", str(source), "-o", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert source.name in err and all(w in err for w in words), err
-    assert not out.exists()
-    return err
-
-
 # ------------------------------------------------------------------ import: .npz members
 
 @pytest.mark.timeout(30)
@@ -66,7 +55,7 @@ def test_an_npz_member_of_zero_byte_elements_is_refused_by_its_count(
     stored (0 <= 128); as ``req_ids`` the ``<U0`` ones became ten billion Python strings (a
     hang, then out of memory). Their count is held to the bytes stored."""
     source = _npz(tmp_path / "zero.npz", {"req_ids": _npy_header(descr, (10**10,))})
-    _refused(source, tmp_path, capsys, "'req_ids.npy'", "10000000000")
+    refused(source, tmp_path, capsys, "'req_ids.npy'", "10000000000")
 
 
 def test_an_npz_string_member_unpacking_to_millions_of_strings_is_refused(
@@ -77,7 +66,7 @@ def test_an_npz_string_member_unpacking_to_millions_of_strings_is_refused(
     many = np.full(5_000_001, "a", dtype="<U1")
     source = _npz(tmp_path / "many.npz", {"req_ids": _npy(many)})
     assert source.stat().st_size < 100_000
-    _refused(source, tmp_path, capsys, "'req_ids.npy'", "5000001 strings")
+    refused(source, tmp_path, capsys, "'req_ids.npy'", "5000001 strings")
     fine = _npz(tmp_path / "fine.npz", {"req_ids": _npy(np.array(["a", "b"]))})
     assert main(["import", str(fine), "-o", str(tmp_path / "fine.capture")]) == 0
 
@@ -92,7 +81,7 @@ def test_an_npz_json_text_past_its_length_is_refused(
     monkeypatch.setattr(npz, "MAX_JSON", 1000)
     text = json.dumps(["r"] * 400)
     source = _npz(tmp_path / "json.npz", {"req_ids": _npy(np.array(text))})
-    _refused(source, tmp_path, capsys, "'req_ids.npy'", "1000 characters")
+    refused(source, tmp_path, capsys, "'req_ids.npy'", "1000 characters")
 
 
 # ------------------------------------------------------------------ redact: events' error text
@@ -199,7 +188,7 @@ def test_a_safetensors_metadata_json_text_past_its_length_is_refused(
                          "input_ids": {"dtype": "I64", "shape": [4], "data_offsets": [0, 32]}})
     source = tmp_path / "meta.safetensors"
     source.write_bytes(struct.pack("<Q", len(header)) + header.encode() + bytes(32))
-    _refused(source, tmp_path, capsys, "'req_ids'", "1000")
+    refused(source, tmp_path, capsys, "'req_ids'", "1000")
 
 
 # ------------------------------------------------------------------ expected.json's first finding
@@ -263,12 +252,12 @@ def test_a_ragged_list_given_for_a_tensor_is_one_line_naming_the_field(
     ``.safetensors`` ``__metadata__`` value) made numpy raise inside validation: "internal
     error ValueError", naming neither the file nor the field."""
     npz = _npz(tmp_path / "ragged.npz", {"input_ids": _npy(np.array(text))})
-    _refused(npz, tmp_path, capsys, "'input_ids'", "integer tensor")
+    refused(npz, tmp_path, capsys, "'input_ids'", "integer tensor")
     meta = {"site": "embedding", "step": "1", "num_embeddings": "10", "input_ids": text}
     header = json.dumps({"__metadata__": meta})
     st = tmp_path / "ragged.safetensors"
     st.write_bytes(struct.pack("<Q", len(header)) + header.encode())
-    err = _refused(st, tmp_path, capsys, "'input_ids'", "integer tensor")
+    err = refused(st, tmp_path, capsys, "'input_ids'", "integer tensor")
     assert "internal error" not in err, err
 
 
@@ -327,7 +316,7 @@ def test_a_safetensors_dtype_that_is_not_a_string_is_one_line(
                          "input_ids": {"dtype": dtype, "shape": [4], "data_offsets": [0, 32]}})
     source = tmp_path / "dtype.safetensors"
     source.write_bytes(struct.pack("<Q", len(header)) + header.encode() + bytes(32))
-    err = _refused(source, tmp_path, capsys, "'input_ids'", "dtype")
+    err = refused(source, tmp_path, capsys, "'input_ids'", "dtype")
     assert "internal error" not in err, err
 
 
