@@ -62,11 +62,11 @@ def read_diff(path: str | Path) -> str:
     except UnicodeDecodeError as exc:
         raise CaptureFormatError(f"diff file {str(path)!r} is not UTF-8 text ({exc}); "
                                  f"{how}") from None
-    except ValueError as exc:  # a path no file can have (a NUL in it)
-        raise CaptureFormatError(f"diff file {str(path)!r} cannot be a path ({exc}); "
-                                 f"{how}") from None
     except CaptureFormatError as exc:  # also UnsafeInputError (not a regular file)
         raise type(exc)(f"{exc}; {how}") from None
+    except ValueError as exc:  # a path no file can have (a NUL in it); after its subclass above
+        raise CaptureFormatError(f"diff file {str(path)!r} cannot be a path ({exc}); "
+                                 f"{how}") from None
 
 
 def vllm_root() -> Path:
