@@ -27,6 +27,9 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError
 
+#: the range of an int64: an int field's, and every integer column's of a capture
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
 if TYPE_CHECKING:
     import torch
 
@@ -118,6 +121,8 @@ def check_value(spec: FieldSpec, value: Any, where: str) -> Any:
         if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
             ok, value = True, value.item()
         _expect(ok, where, spec.name, "an integer", value)
+        _expect(INT64_MIN <= int(value) <= INT64_MAX, where, spec.name,
+                "an integer int64 holds (a capture stores it as one)", value)
         return int(value)
     if spec.kind in ("str_list", "opt_str_list"):
         ok = isinstance(value, (list, tuple)) and all(

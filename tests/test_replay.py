@@ -233,6 +233,21 @@ def test_a_v2_sampled_id_past_int64_is_a_format_error_naming_the_field() -> None
         forensics.replay([record])
 
 
+@pytest.mark.parametrize(("site", "field"), [("post_update", "vocab_size"),
+                                              ("post_update", "all_token_ids_width"),
+                                              ("combine_tokens", "vocab_size")])
+def test_an_int_field_past_int64_is_a_format_error_naming_it(site: str, field: str) -> None:
+    """In-memory records (a capture cannot store them) with an int field past int64: one
+    clear error naming the field (V2's models raised OverflowError, an internal error)."""
+    from pathlib import Path
+
+    capture = Path(__file__).parents[1] / "data" / "v2-vocab-sample.capture"
+    record = next(r for r in forensics.load(capture) if r.site == site)
+    record.fields[field] = 2**64
+    with pytest.raises(CaptureFormatError, match=f"'{field}' must be an integer int64 holds"):
+        forensics.replay([record])
+
+
 @pytest.mark.parametrize("name", ["incident-b-vocab-sentinel", "stale-prev-row"])
 def test_threaded_replay_is_the_serial_replay(name, monkeypatch) -> None:
     """Worker threads (chunks read, run and judged ahead of the main thread) give the serial

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from forensics.errors import ConfigurationError
+from forensics.records import INT64_MAX, INT64_MIN
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 ADDED_COLUMNS = ("capture", "host", "pid")
 #: the prefix of a capture's column that has the name of an added column
 EXTRA_PREFIX = "extra."
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 ON_ERROR = ("raise", "skip")
 #: the longest host name kept (a DNS name has at most 253 characters): the host is repeated
 #: on every row, so a longer one (unknown, null) would take its length times the rows

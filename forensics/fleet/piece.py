@@ -14,6 +14,7 @@ from typing import Any
 
 from forensics.fleet.facts import capture_facts
 from forensics.fleet.known_issues import match_known
+from forensics.records import INT64_MAX, INT64_MIN
 
 BASELINE = "upstream"
 VARIANTS = ("upstream", "patched")
@@ -21,7 +22,6 @@ VARIANTS = ("upstream", "patched")
 LOOKBACK = 8
 #: the words of the error of a capture that holds no records (its conclusion is ``empty``)
 NO_RECORDS = "holds no records"
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: a piece's columns, in order; JSON text for the nested ones
 PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ranks",
                  "engine_id", "vllm", "runner", "spec_method", "async_scheduling", "steps",

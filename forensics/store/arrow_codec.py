@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.errors import CaptureFormatError
-from forensics.records import Record, check_value
+from forensics.records import INT64_MAX, INT64_MIN, Record, check_value
 from forensics.store import arrow_numpy as an
 from forensics.validate import field_specs, remember_signature, value_signature
 
@@ -40,7 +40,6 @@ SHAPE_SUFFIX = ".shape"
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 KINDS = ("tensor", "int", "str", "str_list", "opt_str_list", "index_map", "ragged")
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 SCHEMA_KEY = b"forensics"
 
 
