@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forensics.errors import ConfigurationError
+from forensics.escaping import capped
 from forensics.sites import hooked_sites
 
 ENV_DIR = "FORENSICS_DIR"
@@ -203,7 +204,7 @@ def shown(value: object) -> str:
     text = str(value)
     if len(text) <= SHOWN_CHARS:
         return repr(value) if isinstance(value, str) else text
-    return f"{text[:SHOWN_CHARS]!r}... ({len(text)} characters)"
+    return repr(capped(text, SHOWN_CHARS))
 
 
 def _engine_id(environ: Mapping[str, str]) -> str:
