@@ -291,10 +291,8 @@ class Judging:
         proposal = None if name is None else stream.proposed.get((rank, step, name))
         drafts = () if proposal is None else proposal[0]
         limit = INT64[1] + 1 if span.bound is None else span.bound
-        written, reads = span.written, span.reads
-        for k, read in enumerate(reads):
-            value = written[k] if k < len(written) and written[k] < 0 else read
-            j, expected = k - span.draft_from, None
+        for k in range(len(span.reads)):  # only rows :meth:`_in_order` could not clear
+            value, j, expected = span.value(k), k - span.draft_from, None
             if span.padding:
                 pass
             elif j >= 0:
