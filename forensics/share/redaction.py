@@ -28,7 +28,8 @@ dict
 - **events**: the same rule (``events.message`` etc. in ``keep`` keeps an event field),
   except vLLM's and torch's own error text (:func:`public_error_text`: the assert, the
   exception type and message in :data:`PUBLIC_ERROR_FIELDS`), which maintainers search for:
-  it is kept with paths, hosts, addresses and ids stripped out of it.
+  it is kept with paths, hosts, addresses and ids stripped out of it, and only as far as its
+  words are vLLM's, torch's and CUDA's own (:mod:`forensics.share.error_text`).
 - summary records keep their integer fields (renamed ``extra<n>`` when their name is not a
   known field) and a ``tensor`` that names a known field; other strings go.
 """
@@ -50,6 +51,7 @@ import numpy as np
 
 from forensics.errors import ForensicsError
 from forensics.records import Record
+from forensics.share.error_text import PSEUDONYM, PUBLIC_ERROR_FIELDS, public_error_text
 from forensics.share.evidence import Evidence, evidence_of, publish, reference
 from forensics.share.shareable import shareable_key, shareable_value
 from forensics.sites import get_site as site_schema
@@ -69,7 +71,6 @@ def token_fields(site: str) -> tuple[str, ...]:
     return tuple(site_schema(site).token_fields)
 #: numeric keys that identify a process or a machine: dropped
 DROPPED_NUMBER_KEYS = frozenset({"pid", "ppid", "uid", "gid", "port"})
-PSEUDONYM = "anon-{}"
 #: the kind of an event whose own kind was not shareable
 REDACTED_KIND = "redacted"
 
@@ -381,68 +382,3 @@ def _shareable(key: str, value: Any) -> bool:
     if isinstance(value, list):
         return all(_shareable(key, v) for v in value)
     return False
-
-
-# --- public error text: vLLM's and torch's own messages, kept without what is private ---
-
-#: event fields holding error text from vLLM, torch or CUDA (the assert condition, the
-#: exception line, the kernel source position): kept through :func:`public_error_text`
-PUBLIC_ERROR_FIELDS = ("message", "detail", "location", "function", "exception")
-#: file suffixes whose base name is public (a source file of vLLM, torch or CUDA)
-SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".cc", ".c", ".h", ".hpp")
-#: first labels of dotted names that are modules, not hosts (``torch.AcceleratorError``)
-MODULE_ROOTS = frozenset({"torch", "vllm", "triton", "cuda", "numpy", "transformers", "ray",
-                          "c10", "at", "aten", "std", "builtins", "asyncio", "concurrent"})
-_PATH_RE = re.compile(r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[/\\][\w.@%+=~-]+)+[/\\]?")
-# each pattern that starts with a run of characters starts only where that run starts, and
-# takes the run whole (``*+``, ``++``): one attempt per run, time linear in the text (a
-# ``\b`` start let every character of ``a-a-a-...`` begin a scan to the end: 40 KB, 35 s)
-_URL_RE = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*+://\S+", re.I)
-_EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]+(?:\.[\w-]+)+\b")
-_IP_RE = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"
-                    r"|\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){3,7}\b", re.I)
-_UUID_RE = re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b",
-                      re.I)
-_ADDRESS_RE = re.compile(r"\b0x[0-9a-f]{6,}\b|\b[0-9a-f]{16,}\b", re.I)
-_ID_RE = re.compile(r"\b(?:(?:chat)?cmpl|req|request|trace|span)[-_][\w-]+", re.I)
-_KEYED_RE = re.compile(r"\b(pid|tid|ppid|uid|host|hostname|node|ip|user|job|request_id|"
-                       r"req_id)([=:]\s*)[^\s,;)\]]+", re.I)
-_DOTTED_RE = re.compile(r"(?<![\w-])[A-Za-z][\w-]++(?:\.[A-Za-z][\w-]*)+\b")  # "e.g." is no host
-#: a bare host and its port (``gpu-node-7:29500``; a source file's ``Indexing.cu:1515`` is not)
-_HOST_PORT_RE = re.compile(r"(?<![\w.\-/\\])[A-Za-z][\w-]*(?=:\d{2,5}\b)")
-#: a user's home (``~alice``)
-_HOME_RE = re.compile(r"~[\w.-]+")
-
-
-def public_error_text(text: str) -> str:
-    """``text`` (an error line of vLLM, torch or CUDA) with what identifies a machine, a
-    person or a request stripped out: paths (a source file keeps its base name and line, as
-    ``Indexing.cu:1515``), URLs, e-mail and IP addresses, host names, pointers, UUIDs,
-    request ids and ``pid=N``-style keyed ids. The assert, exception type and message stay."""
-    text = _URL_RE.sub("<url>", text)
-    text = _EMAIL_RE.sub("<email>", text)
-    text = _HOME_RE.sub("<path>", text)
-    text = _PATH_RE.sub(_path_part, text)
-    text = _KEYED_RE.sub(lambda m: f"{m[1]}{m[2]}<id>", text)
-    text = _UUID_RE.sub("<id>", text)
-    text = _IP_RE.sub(lambda m: "<ip>" if any(c.isdigit() for c in m[0]) else m[0], text)
-    text = _ADDRESS_RE.sub("<addr>", text)
-    text = _ID_RE.sub("<id>", text)
-    text = _HOST_PORT_RE.sub("<host>", text)
-    return _DOTTED_RE.sub(_dotted_part, text)
-
-
-def _path_part(match: re.Match[str]) -> str:
-    """A source file's base name (public); any other path ``<path>``."""
-    name = re.split(r"[/\\]", match[0].rstrip("/\\"))[-1]
-    return name if name.lower().endswith(SOURCE_SUFFIXES) else "<path>"
-
-
-def _dotted_part(match: re.Match[str]) -> str:
-    """A module path or a source file kept; any other dotted name (a host) ``<host>``."""
-    word = match[0]
-    if word.split(".")[0] in MODULE_ROOTS or word.lower().endswith(SOURCE_SUFFIXES):
-        return word
-    if word[0].isupper() or word.split(".")[-1][:1].isupper():  # Class.attr, module.Class
-        return word
-    return "<host>"
