@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     warnings.showwarning = _warning_line
     try:
+        _check_capture(args)
         return int(args._run(args))
     except KeyboardInterrupt:
         return 130
@@ -65,6 +66,17 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"forensics {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
+
+
+def _check_capture(args: argparse.Namespace) -> None:
+    """A command's CAPTURE (every command names it ``capture``) is a folder this user can read,
+    before the command opens anything: a FIFO, a device, a file or a loop of links is one line
+    naming it (:func:`~forensics.store.paths.capture_dir`, the one check)."""
+    capture = getattr(args, "capture", None)
+    if isinstance(capture, str):
+        from forensics.store.paths import capture_dir
+
+        capture_dir(capture)
 
 
 #: the exit code when stdout's reader went away, as a shell reports a SIGPIPE (128 + 13)

@@ -69,8 +69,9 @@ def read_expected(capture: Path) -> dict[str, Any]:
             the field and the fix; UnsafeInputError: not a regular file inside the capture.
     """
     from forensics.store.manifest import read_expected as read_file
+    from forensics.store.paths import capture_dir
 
-    capture = Path(capture)
+    capture = capture_dir(capture)  # a FIFO, a file, a link loop: not "no expected results"
     path = capture / EXPECTED_NAME
     data = read_file(capture)
     if data is None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,10 +111,41 @@ def named(path: str | os.PathLike[str], what: str = "capture") -> Path:
 
 
 def capture_dir(path: str | os.PathLike[str]) -> Path:
-    """Return ``path`` as a capture directory; raise CaptureFormatError when it is not one."""
+    """Return ``path`` as a capture directory; raise CaptureFormatError when it is not one.
+
+    One ``stat`` and one ``open`` of the folder itself, never of anything in it: a FIFO, a
+    device, a plain file or a loop of links is named as what it is, never opened (a FIFO's
+    open would wait for a writer); a folder this user cannot read is said to be one."""
     root = Path(path)
-    if not root.is_dir():
-        what = "does not exist" if not root.exists() else "is not a directory"
+    what = _not_a_folder(root)
+    if what is not None:
         raise CaptureFormatError(f"capture '{root}' {what}; give a NAME.capture directory "
                                  "(forensics import or the probe creates one)")
     return root
+
+
+#: what a path that is no folder is, by its file type (``stat.S_IFMT``)
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFREG: "a file"}
+
+
+def _not_a_folder(root: Path) -> str | None:
+    """Why ``root`` cannot be read as a folder (its links followed), or None when it can."""
+    try:
+        mode = os.stat(root).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a loop of symbolic links, not a capture folder"
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return "does not exist"
+        return f"cannot be reached ({exc.strerror or exc})"
+    if not stat.S_ISDIR(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "something other than a folder")
+        return f"is {kind}, not a capture folder"
+    try:
+        os.close(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+    except OSError as exc:
+        return f"is a folder this user cannot read ({exc.strerror or exc})"
+    if not os.access(root, os.R_OK | os.X_OK):
+        return "is a folder this user cannot read (permission denied)"
+    return None

@@ -70,13 +70,14 @@ def test_an_output_error_is_one_line_and_the_traceback_needs_v(
 
 
 def test_an_unexpected_exception_is_one_line_naming_a_bug(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
     import forensics.commands.inspect as inspect_command
 
     def broken(args: object) -> int:
         raise TypeError("boom")
 
     monkeypatch.setattr(inspect_command, "run", broken)
-    assert main(["inspect", "x"]) == 2
+    assert main(["inspect", str(tmp_path)]) == 2  # a folder: the CLI's path check passes
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error TypeError: boom" in err and "-v" in err

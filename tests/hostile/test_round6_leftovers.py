@@ -1,0 +1,66 @@
+"""Hostile input, round 6: the defects the last round left open in the probe's writing path and
+in the commands that take a capture path (claim T32l), attacked as a hostile local user (a
+FIFO, a device, a file or a loop of links where a capture should be; a writer whose disk is
+full or stalled; a writer process that cannot start or is killed) would.
+
+No test here imports vLLM or torch or starts an engine: the probe's session is driven with
+host copies and a stand-in writer, the writer process with its real module.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from forensics.cli import main
+from forensics.escaping import terminal
+
+# ------------------------------------------- a command given a path that is no capture folder
+
+#: every command that takes a capture path, with the output it would write
+COMMANDS = {"check": [], "inspect": [], "summary": [], "findings": [], "replay": [],
+            "report": ["-o", "{out}/r.html"], "plot": ["-o", "{out}/p.png"], "known": [],
+            "kernels": [], "repro": ["-o", "{out}/r.py"], "shrink": ["-o", "{out}/s.capture"],
+            "redact": ["-o", "{out}/x.capture"]}
+#: a name a terminal would act on (a new line, an escape sequence)
+BAD_NAME = "bad\nname\x1b[31m"
+
+
+@pytest.fixture(scope="module")
+def not_folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One of each kind of path that is no capture folder, and a folder of mode 000."""
+    root = tmp_path_factory.mktemp("paths")
+    os.mkfifo(root / "fifo")
+    (root / "plain").write_text("hi\n")
+    (root / "loop1").symlink_to(root / "loop2")
+    (root / "loop2").symlink_to(root / "loop1")
+    (root / "locked").mkdir(mode=0o000)
+    os.mkfifo(root / BAD_NAME)
+    paths = {"fifo": root / "fifo", "device": Path(os.devnull), "file": root / "plain",
+             "loop": root / "loop1", "mode 000": root / "locked", "bad name": root / BAD_NAME}
+    yield paths
+    (root / "locked").chmod(0o700)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", ["fifo", "device", "file", "loop", "mode 000", "bad name"])
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_command_given_no_capture_folder_says_so_in_one_line(
+        not_folders: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        command: str, kind: str) -> None:
+    """``forensics check FIFO`` said "no expected results", ``report`` and ``repro`` of a link
+    loop an internal error (Python's RuntimeError of ``Path.resolve``), every command "does
+    not exist" of a loop: now each command names the path (escaped) and what it is in one
+    line, exit 2, without opening it (a FIFO's open would wait for a writer)."""
+    path = not_folders[kind]
+    extra = [arg.format(out=tmp_path) for arg in COMMANDS[command]]
+    code = main([command, str(path), *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "Traceback" not in err and "internal error" not in err and "\x1b" not in err, err
+    assert terminal(" ".join(str(path).split())) in err, err
+    if kind != "mode 000":  # root reads a folder of mode 000: it is then "not a capture"
+        assert "not a capture folder" in err, err
+    assert not any(tmp_path.iterdir())
