@@ -60,9 +60,9 @@ class EventLog:
 
     def close(self) -> None:
         """Close the sidecar (appending again reopens it)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # once, even when it fails (the descriptor is gone either way)
 
 
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK

@@ -28,7 +28,11 @@ class IndexWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-        write_all(self._fd, MAGIC)
+        try:
+            write_all(self._fd, MAGIC)
+        except BaseException:  # a full disk: no descriptor left open
+            self.close()
+            raise
 
     def append(self, offset: int, length: int, rows: int, step_min: int, step_max: int) -> None:
         """Record one batch at ``offset`` of ``length`` bytes; fsync (a whole entry or none:
@@ -37,8 +41,10 @@ class IndexWriter:
         append_whole(self._fd, entry.tobytes())
 
     def close(self) -> None:
-        """Close the file."""
-        os.close(self._fd)
+        """Close the file (once: closing again does nothing)."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
 
 
 def read_index(path: Path, root: Path | None = None,

@@ -60,11 +60,14 @@ class _SegmentFile:
                  columns: dict[str, ColumnSig]) -> None:
         self.schema = build_schema(site, rank, process, columns)
         self.columns = schema_columns(self.schema)
-        self.fd, self.path = _create_exclusive(root, site, rank, process)
-        self.index = IndexWriter(self.path.with_name(self.path.name + INDEX_SUFFIX))
-        header = self.schema.serialize()
-        write_all(self.fd, header)
-        os.fsync(self.fd)
+        with contextlib.ExitStack() as undo:  # a disk that refuses the header: both closed
+            self.fd, self.path = _create_exclusive(root, site, rank, process)
+            undo.callback(os.close, self.fd)
+            self.index = IndexWriter(self.path.with_name(self.path.name + INDEX_SUFFIX))
+            undo.callback(self.index.close)
+            write_all(self.fd, self.schema.serialize())
+            os.fsync(self.fd)
+            undo.pop_all()
         fsync_dir(root)
 
     def fits(self, columns: dict[str, ColumnSig]) -> bool:
@@ -90,10 +93,16 @@ class _SegmentFile:
             raise
 
     def close(self) -> None:
-        write_all(self.fd, EOS)
-        os.fsync(self.fd)
-        os.close(self.fd)
-        self.index.close()
+        """Write the end-of-stream marker and fsync; the segment and its index are closed
+        whatever fails (once: closing again does nothing), then the first failure raised."""
+        fd, self.fd = self.fd, -1
+        if fd < 0:
+            return
+        with contextlib.ExitStack() as closing:
+            closing.callback(self.index.close)
+            closing.callback(os.close, fd)
+            write_all(fd, EOS)
+            os.fsync(fd)
 
 
 def _create_exclusive(root: Path, site: str, rank: int, process: str) -> tuple[int, Path]:
@@ -220,6 +229,7 @@ class CaptureWriter:
         if current is not None:
             merged = merge_columns(current.columns, columns)
             columns = merged if merged is not None else columns
+            del self._segments[key]  # closed (its files) even when its end cannot be written
             current.close()
         segment = _SegmentFile(self.path, key[0], key[1], self.process, columns)
         self._segments[key] = segment
@@ -233,17 +243,25 @@ class CaptureWriter:
         self._events.append(event)
 
     def close(self) -> None:
-        """Flush, then close every file. Closing twice is harmless."""
+        """Flush, then close every file, each whatever the flush or the others do (a full
+        disk leaks no descriptor); the first failure is raised once all are closed. Closing
+        twice is harmless."""
         if self._closed:
             return
         try:
             self.flush()
         finally:
             self._closed = True
-            for segment in self._segments.values():
-                segment.close()
-            self._segments.clear()
-            self._events.close()
+            self._close_files()
+
+    def _close_files(self) -> None:
+        """Close every segment (and its index) and the events file (see :meth:`close`)."""
+        segments = list(self._segments.values())
+        self._segments.clear()
+        with contextlib.ExitStack() as closing:
+            closing.callback(self._events.close)
+            for segment in reversed(segments):  # closed in the order they were made
+                closing.callback(segment.close)
 
     def __enter__(self) -> CaptureWriter:
         return self

@@ -9,13 +9,16 @@ host copies and a stand-in writer, the writer process with its real module.
 
 from __future__ import annotations
 
+import errno
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from forensics.cli import main
 from forensics.escaping import terminal
+from tests.conftest import embedding_records
 
 # ------------------------------------------- a command given a path that is no capture folder
 
@@ -64,3 +67,73 @@ def test_a_command_given_no_capture_folder_says_so_in_one_line(
     if kind != "mode 000":  # root reads a folder of mode 000: it is then "not a capture"
         assert "not a capture folder" in err, err
     assert not any(tmp_path.iterdir())
+
+
+# ------------------------------------------------- a full disk as the capture writer closes
+
+
+def _open_fds() -> set[str]:
+    """The descriptors this process holds open (their numbers)."""
+    return set(os.listdir("/proc/self/fd"))
+
+
+def _disk_full_under(monkeypatch: pytest.MonkeyPatch, folder: Path, call: str) -> None:
+    """``os.<call>`` (``write`` or ``fsync``: what the store's writers call on a descriptor)
+    of any file under ``folder`` fails as a full disk does; other files are left alone."""
+    real = getattr(os, call)
+
+    def full(fd: int, *args: object) -> object:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            target = ""
+        if target.startswith(str(folder)):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, *args)
+
+    monkeypatch.setattr(os, call, full)
+
+
+@pytest.mark.parametrize("call", ["write", "fsync"])
+@pytest.mark.parametrize("buffered", [True, False], ids=["records buffered", "all flushed"])
+def test_a_full_disk_at_close_leaks_no_descriptor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  call: str, buffered: bool) -> None:
+    """``CaptureWriter.close()`` stopped at the first segment whose end-of-stream marker the
+    disk refused: that segment's descriptor, its index's and every other file's stayed open
+    (a probe that reopens after each failure runs out of descriptors). Now every file it
+    opened is closed whatever fails, and the failure is raised once, one line."""
+    from forensics.store.writer import CaptureWriter
+
+    capture = tmp_path / "c.capture"
+    before = _open_fds()
+    writer = CaptureWriter(capture, {"notes": "full disk"}, process="w0")
+    for rank in (0, 1):  # two segments, two index files
+        writer.extend(replace(record, rank=rank) for record in embedding_records())
+    writer.flush()
+    writer.add_event({"kind": "note"})  # the events file
+    if buffered:  # close() flushes them first: that write fails too
+        writer.extend(embedding_records())
+    assert len(_open_fds() - before) == 5
+    _disk_full_under(monkeypatch, capture, call)
+    with pytest.raises(OSError) as failed:
+        writer.close()
+    assert _open_fds() == before
+    assert failed.value.errno == errno.ENOSPC and "\n" not in str(failed.value)
+    writer.close()  # closing twice is harmless (nothing closed twice: no EBADF)
+
+
+def test_a_full_disk_as_a_segment_is_made_leaks_no_descriptor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment whose header (or its index's magic number) the disk refuses: the segment's
+    descriptor and its index's are closed before the failure is raised."""
+    from forensics.store.writer import CaptureWriter
+
+    capture = tmp_path / "c.capture"
+    before = _open_fds()
+    writer = CaptureWriter(capture, {"notes": "full disk"}, process="w0")
+    writer.extend(embedding_records())
+    _disk_full_under(monkeypatch, capture, "write")
+    with pytest.raises(OSError):
+        writer.flush()
+    writer.close()  # the failed flush made no segment: nothing left to close but the events
+    assert _open_fds() == before
