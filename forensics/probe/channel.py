@@ -56,6 +56,35 @@ class Ack:
         self.done, self.records, self.written, self.dropped, self.errors = values
 
 
+class Stall:
+    """The probe's one rule for a writer that stops answering (a stopped process, a disk that
+    no longer answers): once a wait for it timed out, it is not waited for again until it
+    moves, so that it costs the engine one bounded wait, not one per call. ``progress`` is
+    any count the writer raises as it works (the bytes it acknowledged, the batches it
+    wrote)."""
+
+    __slots__ = ("_at",)
+
+    def __init__(self) -> None:
+        self._at: int | None = None  # the writer's progress when a wait last timed out
+
+    def timed_out(self, progress: int) -> None:
+        """A wait for the writer timed out with it at ``progress``."""
+        self._at = progress
+
+    @property
+    def suspected(self) -> bool:
+        """True when a wait timed out and the writer was not seen moving since (no need to
+        look at its progress otherwise)."""
+        return self._at is not None
+
+    def holds(self, progress: int) -> bool:
+        """True while the writer is still at the ``progress`` a wait timed out at."""
+        if self._at is not None and progress != self._at:
+            self._at = None
+        return self._at is not None
+
+
 class Ring:
     """The shared memory: a ``memfd`` of ``size`` bytes (``fd``, handed to the child) mapped
     here as a memoryview (``view``), int64 items (``ints``) and a torch uint8 tensor
@@ -90,7 +119,7 @@ class WriterChannel:
         self.proc: subprocess.Popen[bytes] | None = None
         self._acks = -1
         self.pid = os.getpid()  # a forked copy of the engine must not share the child
-        self._stalled_at: int | None = None  # ``ack.done`` when a wait last timed out
+        self._stall = Stall()  # of ``ack.done``
 
     # -- the child process ----------------------------------------------------------------
     def start(self, folder: int, process: str, manifest: dict[str, Any]) -> None:
@@ -235,7 +264,7 @@ class WriterChannel:
         while self.ack.done < target:
             left = deadline - time.monotonic()
             if left <= 0:
-                self._stalled_at = self.ack.done
+                self._stall.timed_out(self.ack.done)
                 return False
             readable, _, _ = select.select([self._acks], [], [], min(left, 0.5))
             if not readable and not self.alive():
@@ -247,12 +276,10 @@ class WriterChannel:
     def stalled(self) -> bool:
         """True when the child has acknowledged nothing since a :meth:`wait` for it timed out
         (a stopped process, a disk that no longer answers); False again once it moves."""
-        if self._stalled_at is None:
+        if not self._stall.suspected:
             return False
         self.read_acks()
-        if self.ack.done != self._stalled_at:
-            self._stalled_at = None
-        return self._stalled_at is not None
+        return self._stall.holds(self.ack.done)
 
     def close(self, timeout: float = CLOSE_SECONDS) -> bool:
         """Poke, close the child's stdin (it writes what it was given, then exits) and wait

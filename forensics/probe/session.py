@@ -39,7 +39,7 @@ from typing import Any, Protocol
 from forensics.probe import channel as channel_module
 from forensics.probe import frames, owned
 from forensics.probe.affinity import leave_engine_cores
-from forensics.probe.channel import Ack, WriterChannel
+from forensics.probe.channel import Ack, Stall, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error, passed_on_message
 from forensics.probe.rank import RankTracker
@@ -334,6 +334,8 @@ class ProbeSession:
         self.flush(wait=True)
         with self._cv:
             self.backend.settle()
+            self.counts["dropped"] += len(self._ring)  # what no writer took (a stalled disk)
+            self._ring.clear()
             self._closed = True
         self.backend.stop()
         self._event("probe_stop", **self.counts, **self.cpus)  # the writer process adds its CPUs
@@ -555,16 +557,19 @@ class ThreadBackend:
         self._writing = False  # a batch is being encoded and written (outside the lock)
         self.thread: threading.Thread | None = None
         self._thread_pid = 0
-        self._requested, self._done, self._stalled_at = 0, 0, -1  # flushes asked, done, at timeout
+        self._requested, self._done = 0, 0  # flushes asked of the writer thread, done
+        self._finished = 0  # batches written, in any thread: the writer's progress
+        self._stall = Stall()  # of ``_finished``: a disk that no longer answers
 
     def record_added(self, due: bool) -> None:
         """Wake the writer thread when a flush is due; when it lags a whole ring behind, wait
         for it (bounded; not again after a timeout until it ends a flush) rather than drop."""
         if due:
             self._kick()
-        elif len(self.session._ring) >= self.session.settings.ring and self._stalled_at \
-                != self._done < self._requested and not self.drain(RING_WAIT_SECONDS):
-            self._stalled_at = self._done  # a disk that no longer answers: drop, count
+        elif len(self.session._ring) >= self.session.settings.ring \
+                and self._done < self._requested and not self._stalled() \
+                and not self.drain(RING_WAIT_SECONDS):
+            self._timed_out(RING_WAIT_SECONDS)  # the ring drops and counts meanwhile
 
     def flush(self, wait: bool, upto: int | None = None) -> int:
         """Write the ready records (those numbered ``upto`` or less) in this thread, after
@@ -575,7 +580,8 @@ class ThreadBackend:
                 return 0
             writing = False
             try:
-                session._cv.wait_for(lambda: not self._writing)  # one batch at a time, in order
+                if not self._wait_writing():  # one batch at a time, in order
+                    return 0  # the records stay in the ring (dropped when it overflows)
                 ready = session.take_ready(wait, upto)
                 if upto is None:  # a whole flush: the count restarts at the records left
                     session._since_flush = len(session._ring)
@@ -594,22 +600,26 @@ class ThreadBackend:
         finally:
             with session._cv:
                 self._writing = False
+                self._finished += 1
                 session.leave_flush()
                 session._cv.notify_all()
 
     def drain(self, timeout: float | None) -> bool:
-        """Wait for the writer thread's batches; without a live thread, flush here."""
+        """Wait for the writer thread's batches (``timeout`` or :data:`FLUSH_SECONDS`);
+        without a live thread, flush here."""
         if not self._thread_alive():
             self.flush(False)
             return True
         with self.session._cv:
             target = self._requested
             return self.session._cv.wait_for(
-                lambda: self._done >= target or not self._thread_alive(), timeout)
+                lambda: self._done >= target or not self._thread_alive(),
+                FLUSH_SECONDS if timeout is None else timeout)
 
     def accepts_events(self) -> bool:
-        """Whether the capture is open."""
-        return self.writer is not None
+        """Whether the capture is open and its writer answers (an event written to a disk
+        that no longer answers would hang the engine's thread)."""
+        return self.writer is not None and not self._stalled()
 
     def event(self, event: dict[str, Any]) -> bool:
         """Append ``event`` to this process's events file."""
@@ -625,25 +635,57 @@ class ThreadBackend:
         self._open_writer()
 
     def settle(self) -> None:
-        """Wait for the batch the writer thread is writing (the session's lock held)."""
-        self.session._cv.wait_for(lambda: not self._writing)
+        """Wait (bounded) for the batch the writer thread is writing (the session's lock
+        held)."""
+        self._wait_writing()
 
     def stop(self) -> None:
         """Wait (a bounded time) for the writer thread to end once it was told to stop: a
         daemon thread still running as the interpreter exits can abort the process
         (``terminate called without an active exception``, seen in benchmark scripts)."""
         thread = self.thread
-        if thread is not None and thread is not threading.current_thread() and self._thread_alive():
+        if thread is not None and thread is not threading.current_thread() \
+                and self._thread_alive() and not self._stalled():
             thread.join(timeout=WRITER_JOIN_SECONDS)
 
     def close(self) -> None:
-        """Close the capture writer."""
-        if self.writer is not None:
+        """Close the capture writer, unless a batch is stuck in it (a disk that no longer
+        answers: the files stay as they are, every batch before it whole)."""
+        if self.writer is not None and not self._stalled():
             try:
                 self.writer.close()
             except Exception as exc:
                 self.session._count("errors")
                 LOG.warning("forensics probe: closing the capture failed: %s", exc)
+
+    def _wait_writing(self) -> bool:
+        """Wait (the session's lock held) until no batch is being written: the writer thread
+        waits as long as it takes; the engine's threads :data:`WRITE_WAIT_SECONDS` at most,
+        and not again until that batch is done (:class:`~forensics.probe.channel.Stall`).
+        False when a batch is still being written."""
+        cv = self.session._cv
+        if not self._writing or threading.current_thread() is self.thread:
+            return cv.wait_for(lambda: not self._writing)
+        if self._stalled():
+            return False
+        if cv.wait_for(lambda: not self._writing, WRITE_WAIT_SECONDS):
+            return True
+        self._timed_out(WRITE_WAIT_SECONDS)
+        return False
+
+    def _stalled(self) -> bool:
+        """True while no batch was written since a wait for the writer timed out."""
+        return self._stall.holds(self._finished)
+
+    def _timed_out(self, waited: float) -> None:
+        """A wait of ``waited`` s for the writer timed out: counted, said in one line, and
+        not waited for again until it writes a batch."""
+        self._stall.timed_out(self._finished)
+        self.session._count("timeouts")
+        LOG.warning("forensics probe: the capture writer did not finish a batch within %g s "
+                    "(a disk that no longer answers?); the engine goes on without waiting "
+                    "for it until it does, and the records it cannot take are dropped and "
+                    "counted", waited)
 
     def _thread_alive(self) -> bool:
         thread = self.thread
@@ -696,5 +738,7 @@ class ThreadBackend:
 WRITER_JOIN_SECONDS = 1.0
 #: how long a final flush waits for the writer process's acknowledgement
 FLUSH_SECONDS = 30.0
+#: how long an engine's thread waits for the batch the writer thread is writing
+WRITE_WAIT_SECONDS = 30.0
 #: how long a record waits for the writer process to free a full ring before it is dropped
 RING_WAIT_SECONDS = 5.0

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from forensics.cli import main
 from forensics.escaping import terminal
+from forensics.probe.copy import PendingRecord
 from tests.conftest import embedding_records
 
 # ------------------------------------------- a command given a path that is no capture folder
@@ -137,3 +141,82 @@ def test_a_full_disk_as_a_segment_is_made_leaks_no_descriptor(
         writer.flush()
     writer.close()  # the failed flush made no segment: nothing left to close but the events
     assert _open_fds() == before
+
+
+# ------------------------------------------- a writer thread hung in fsync (a stalled disk)
+
+
+class _StalledDisk:
+    """A capture writer whose flush (its fsync) hangs until released: a disk that no longer
+    answers."""
+
+    def __init__(self) -> None:
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.closed = False
+
+    def append(self, record: object, *, validated: bool = False) -> None:
+        """Buffered: nothing reaches the disk yet."""
+
+    def flush(self) -> None:
+        self.entered.set()
+        self.release.wait(60)
+
+    def add_event(self, event: dict[str, object]) -> None:
+        """Kept nowhere."""
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _host_record(step: int) -> PendingRecord:
+    """A queued ``embedding`` record of host values (no device copy to wait for)."""
+    return PendingRecord("embedding", step, 0, {"input_ids": np.arange(4, dtype=np.int64),
+                                                "num_embeddings": 100})
+
+
+@pytest.mark.timeout(30)
+def test_a_writer_thread_hung_in_fsync_costs_the_engine_one_bounded_wait(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The in-process writer's thread hangs in a batch's fsync: the engine's final flush,
+    a guard finding's flush and ``close()`` waited for it without a deadline (the engine
+    hung at exit). Now the first wait is bounded, said in one log line, and not repeated
+    until the writer finishes a batch; what it could not take is counted as dropped."""
+    from forensics.probe import rank as rank_module
+    from forensics.probe import session as session_module
+    from forensics.probe.session import ProbeSession
+    from forensics.probe.settings import Settings
+
+    monkeypatch.setattr(session_module, "WRITE_WAIT_SECONDS", 0.3, raising=False)
+    monkeypatch.setattr(rank_module, "_DIST", False)  # no torch.distributed: no torch import
+    disk = _StalledDisk()
+    settings = Settings(directory=tmp_path, capture=tmp_path / "t-1.capture", ring=64,
+                        flush_every=4, writer="thread")
+    session = ProbeSession(settings, writer_factory=lambda s: disk)
+    for step in range(4):  # the fourth wakes the writer thread, which hangs in the fsync
+        session.begin_step()
+        session.add(_host_record(step))
+    assert disk.entered.wait(10)
+    done = threading.Event()
+
+    def engine() -> None:
+        for step in range(4, 10):
+            session.begin_step()
+            session.add(_host_record(step), failed=step == 5)  # a guard finding: flush, wait
+        session.keep_event("engine_dead", reason="test")
+        session.close()
+        done.set()
+
+    with caplog.at_level("WARNING", logger="forensics.probe"):
+        start = time.monotonic()
+        threading.Thread(target=engine, daemon=True).start()
+        finished = done.wait(10)
+        took = time.monotonic() - start
+    disk.release.set()
+    assert finished, "the engine waited for the hung writer thread without a deadline"
+    assert took < 0.3 * 4  # one timed-out wait (and a little), not one per flush
+    lines = [r.getMessage() for r in caplog.records if "did not finish a batch" in r.getMessage()]
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    counts = session.counts
+    assert counts["timeouts"] == 1 and counts["records"] == 10
+    assert counts["dropped"] == 6  # the records queued after the hung batch
+    assert not disk.closed  # the writer in use by the hung thread is left to it
