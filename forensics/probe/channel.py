@@ -18,6 +18,7 @@ import json
 import mmap
 import os
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -40,6 +41,29 @@ RING_BYTES = 16 << 20
 BLOCK_SHARE = 4
 #: how long the engine waits for the child to start reading before it counts it as dead
 CLOSE_SECONDS = 10.0
+#: the child's exit status when it could not start (its one line on stderr says why)
+START_FAILED = 3
+#: its exit status when it stopped on an error of its own after starting (one line too)
+FAILED = 4
+
+
+def ended(proc: subprocess.Popen[bytes] | None) -> str:
+    """How the writer process ``proc`` ended, in words, for the one log line saying it was
+    lost."""
+    code = None if proc is None else proc.poll()
+    if code is None:
+        return "it stopped answering"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"it was killed by signal {-code} ({name})"
+    if code == START_FAILED:
+        return f"it could not start (exit status {code}; its line on stderr says why)"
+    if code == FAILED:
+        return f"it stopped on an error (exit status {code}; its line on stderr says why)"
+    return f"it exited with status {code}"
 
 
 def available() -> bool:

@@ -241,11 +241,11 @@ class ProbeSession:
         with self._lock:
             self.counts[name] += n
 
-    def writer_lost(self, lost: int, exc: BaseException | None) -> None:
-        """The writer process died (or never started), ``lost`` records with it: go on with
-        a writer thread of this process, and an event saying so."""
+    def writer_lost(self, lost: int, detail: str) -> None:
+        """The writer process died (or never started: ``detail`` says how, on one line),
+        ``lost`` records with it: go on with a writer thread of this process, and an event
+        saying so."""
         self.backend = ThreadBackend(self, self._writer_factory)
-        detail = error_text(exc) if exc is not None else "it ended"
         LOG.warning("forensics probe: the writer process was lost (%s); %d records dropped, "
                     "writing in this process from now on", detail, lost)
         self.backend.open()
@@ -538,7 +538,9 @@ class ProcessBackend:
             lost = channel.framed - channel.ack.records
             self.session.counts["dropped"] += lost
             channel.close(timeout=1.0)
-        self.session.writer_lost(lost, exc)
+        detail = channel_module.ended(channel.proc if channel is not None else None) \
+            if exc is None else error_text(exc)
+        self.session.writer_lost(lost, " ".join(detail.split()))
 
 
 class ThreadBackend:

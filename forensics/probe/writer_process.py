@@ -26,7 +26,7 @@ from typing import Any
 from forensics.errors import CaptureFormatError
 from forensics.probe import frames
 from forensics.probe.affinity import leave_engine_cores
-from forensics.probe.channel import ACK, POKE
+from forensics.probe.channel import ACK, FAILED, POKE, START_FAILED
 from forensics.probe.copy import PendingRecord
 from forensics.probe.writing import BatchWriter, error_text
 
@@ -163,7 +163,8 @@ class WriterChild:
 def main(argv: list[str] | None = None) -> int:
     """Command line (the session's): the ring's descriptor and size, the ack pipe's
     descriptor, the capture folder's descriptor, the engine's process tag and pid, the
-    manifest (JSON)."""
+    manifest (JSON). Any failure is one line on stderr (the engine's), never a traceback:
+    exit :data:`START_FAILED` before the first frame is read, :data:`FAILED` after."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name in ("--ring-fd", "--ring-bytes", "--ack-fd", "--engine-pid", "--capture-fd"):
         parser.add_argument(name, type=int, required=True)
@@ -172,22 +173,51 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        child = _start(args)
+    except Exception as exc:  # noqa: BLE001  (one line, not a traceback on the engine's stderr)
+        _say("could not start", exc)
+        return START_FAILED
+    gc.freeze()  # the collector skips what the imports made (a write's objects are acyclic)
+    return _serve(child)
+
+
+def _start(args: argparse.Namespace) -> WriterChild:
+    """Map the ring and open the capture the engine made and checked (its folder held open
+    as ``--capture-fd``)."""
     cpus = leave_engine_cores()
     from forensics.store.writer import CaptureWriter
 
     ring = memoryview(mmap.mmap(args.ring_fd, args.ring_bytes))
-    folder = f"/proc/self/fd/{args.capture_fd}"  # the folder the engine made and checked
+    folder = f"/proc/self/fd/{args.capture_fd}"
     writer = CaptureWriter(folder, json.loads(args.manifest), process=args.process)
-    child = WriterChild(ring, writer, args.ack_fd, args.engine_pid, cpus)
-    gc.freeze()  # the collector skips what the imports made (a write's objects are acyclic)
+    return WriterChild(ring, writer, args.ack_fd, args.engine_pid, cpus)
+
+
+def _serve(child: WriterChild) -> int:
+    """Serve the engine's pokes until its end, then close the capture and acknowledge; 0,
+    or :data:`FAILED` after one line saying what failed."""
+    status = 0
     try:
         child.run(sys.stdin.fileno())
-    finally:
-        try:
-            writer.close()
-        finally:
-            child.acknowledge()
-    return 0
+    except Exception as exc:  # noqa: BLE001
+        _say("stopped", exc)
+        status = FAILED
+    try:
+        child.writer.close()
+    except Exception as exc:  # noqa: BLE001  (a full disk: every file is closed regardless)
+        child.counts["errors"] += 1
+        _say("could not close the capture", exc)
+    child.acknowledge()
+    return status
+
+
+def _say(what: str, exc: BaseException) -> None:
+    """One line on stderr: the writer process ``what``, and why (escaped, on one line)."""
+    from forensics.escaping import terminal
+
+    why = terminal(" ".join(error_text(exc).split()))[:500]
+    print(f"forensics probe writer: {what}: {why}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -220,3 +222,59 @@ def test_a_writer_thread_hung_in_fsync_costs_the_engine_one_bounded_wait(
     assert counts["timeouts"] == 1 and counts["records"] == 10
     assert counts["dropped"] == 6  # the records queued after the hung batch
     assert not disk.closed  # the writer in use by the hung thread is left to it
+
+
+# ------------------------------------------------------- a writer process that cannot start
+
+
+def _writer_process(tmp_path: Path, what: str) -> subprocess.Popen[bytes]:
+    """The probe's writer process started as the session starts it, with one thing wrong:
+    ``ring`` (a descriptor that is not open), ``folder`` (the capture descriptor is a file),
+    ``manifest`` (not JSON)."""
+    if what == "folder":
+        folder = os.open(tmp_path / "plain", os.O_RDONLY | os.O_CREAT, 0o600)
+    else:
+        (tmp_path / "c.capture").mkdir()
+        folder = os.open(tmp_path / "c.capture", os.O_RDONLY | os.O_DIRECTORY)
+    ring = os.memfd_create("test-ring")
+    os.ftruncate(ring, 1 << 16)
+    read, write = os.pipe()
+    args = ["--ring-fd", str(ring if what != "ring" else 999), "--ring-bytes", str(1 << 16),
+            "--ack-fd", str(write), "--capture-fd", str(folder), "--process", "p1",
+            "--engine-pid", str(os.getpid()), "--manifest", "{" if what == "manifest" else "{}"]
+    try:
+        return subprocess.Popen([sys.executable, "-m", "forensics.probe.writer_process", *args],
+                                stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                                pass_fds=(ring, write, folder))
+    finally:
+        for fd in (ring, read, write, folder):
+            os.close(fd)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("what", ["ring", "folder", "manifest"])
+def test_a_writer_process_that_cannot_start_says_why_in_one_line(tmp_path: Path,
+                                                                  what: str) -> None:
+    """The writer process failing at its start (a ring it cannot map, a capture it cannot
+    open, a manifest it cannot read) printed a Python traceback on the engine's stderr, and
+    the engine's line said only "it ended". Now the child says why in one line and exits 3,
+    and the engine's line says it could not start (the session then writes in process)."""
+    from forensics.probe.channel import START_FAILED, ended
+
+    proc = _writer_process(tmp_path, what)
+    _, err = proc.communicate(timeout=50)
+    lines = err.decode().splitlines()
+    assert proc.returncode == START_FAILED, err
+    assert len(lines) == 1 and lines[0].startswith("forensics probe writer: could not start: "), err
+    assert "Traceback" not in lines[0]
+    assert ended(proc).startswith("it could not start")
+
+
+def test_a_killed_writer_process_is_named_by_its_signal() -> None:
+    """The engine's one line says how its writer process ended: by which signal."""
+    from forensics.probe.channel import ended
+
+    proc = subprocess.Popen(["sleep", "30"])
+    proc.kill()
+    proc.wait(10)
+    assert ended(proc) == "it was killed by signal 9 (SIGKILL)"
