@@ -170,6 +170,14 @@ class WriterChannel:
         os.set_blocking(self.proc.stdin.fileno(), False)
         self._acks = read
 
+    def unread(self) -> int:
+        """The ring position from which the writer process provably read no frame: where it
+        last acknowledged when none ran or it could not start, else the last head it was
+        poked with (it reads no further)."""
+        if self.proc is None or self.proc.poll() == START_FAILED:
+            return self.ack.done
+        return max(self.poked, self.ack.done)
+
     @property
     def started(self) -> bool:
         """True once the child was spawned (in this process)."""

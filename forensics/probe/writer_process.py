@@ -62,6 +62,22 @@ class WriterChild:
 
     def write_upto(self, head: int) -> None:
         """Write every frame before ring position ``head``, then acknowledge."""
+        pendings, events = self.read_upto(head)
+        for number, event in events:
+            self.add_event(event, number)
+        self.counts["records"] += len(pendings)
+        if pendings:
+            try:
+                self.batch.write(pendings)
+            except Exception as exc:  # noqa: BLE001  (no record may end the writer)
+                self.count("dropped", len(pendings))
+                self.error(exc, f"writing {len(pendings)} records up to frame {self.frames}")
+        self.acknowledge()
+
+    def read_upto(self, head: int) -> tuple[list[PendingRecord],
+                                            list[tuple[int, dict[str, Any]]]]:
+        """Read every frame before ring position ``head``: the records a capture can hold,
+        and the events with the number of the frame each came in."""
         pendings: list[PendingRecord] = []
         events: list[tuple[int, dict[str, Any]]] = []  # (frame number, event)
         while self.done < head:
@@ -83,16 +99,7 @@ class WriterChild:
                 pendings.extend(self._admit(item if kind == frames.BLOCK else [item]))
             elif kind == frames.EVENT:
                 events.append((self.frames, item))
-        for number, event in events:
-            self.add_event(event, number)
-        self.counts["records"] += len(pendings)
-        if pendings:
-            try:
-                self.batch.write(pendings)
-            except Exception as exc:  # noqa: BLE001  (no record may end the writer)
-                self.count("dropped", len(pendings))
-                self.error(exc, f"writing {len(pendings)} records up to frame {self.frames}")
-        self.acknowledge()
+        return pendings, events
 
     def _frame_length(self, offset: int) -> int | None:
         """The length the frame at ``offset`` declares, when it is a possible one."""
@@ -124,6 +131,8 @@ class WriterChild:
     def acknowledge(self) -> None:
         """Tell the engine how far the capture holds the ring, and the counts."""
         c = self.counts
+        if self.ack_fd < 0:  # the engine rewriting what a lost writer process left: no one
+            return
         try:
             os.write(self.ack_fd, ACK.pack(self.done, c["records"], c["written"], c["dropped"],
                                            c["errors"]))
@@ -158,6 +167,37 @@ class WriterChild:
                 print(f"forensics probe writer: an event was lost: {error_text(exc)} "
                       "(further lost events are only counted)", file=sys.stderr)
             self.lost_events += 1
+
+
+class Salvaged:
+    """What the engine wrote again of a lost writer process's ring (:func:`salvage`): the
+    records read, written and dropped, the errors, and the steps of the records that
+    process may or may not have written before it died (``unsure``: sorted)."""
+
+    __slots__ = ("records", "written", "dropped", "errors", "unsure")
+
+    def __init__(self, counts: dict[str, int] | None = None,
+                 unsure: list[int] | None = None) -> None:
+        counts = counts or {}
+        self.records, self.written = counts.get("records", 0), counts.get("written", 0)
+        self.dropped, self.errors = counts.get("dropped", 0), counts.get("errors", 0)
+        self.unsure = unsure or []
+
+
+def salvage(ring: memoryview, layouts: list[bytes], acked: int, unread: int, head: int,
+            writer: Any) -> Salvaged:
+    """In the engine, after its writer process was lost: write through ``writer`` the frames
+    of ``ring`` from ``unread`` (where that process provably read nothing) to ``head``, with
+    the ``LAYOUT`` frames ``layouts`` announced; the frames from ``acked`` (what it
+    acknowledged) to ``unread`` are only read, for the steps of their records (it may have
+    written them before it died: writing them again could hold them twice)."""
+    child = WriterChild(ring, writer, -1, os.getpid(), {})
+    for announce in layouts:
+        child.decoder.frame(memoryview(announce), 0)
+    child.done = acked
+    unsure, _ = child.read_upto(unread)
+    child.write_upto(head)
+    return Salvaged(child.counts, sorted({pending.step for pending in unsure}))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -310,7 +310,9 @@ def test_a_hung_writer_thread_costs_the_engine_one_bounded_wait(
     the ring drops and counts the oldest records; it waited for ever before."""
     import threading
 
-    monkeypatch.setattr(session_module, "RING_WAIT_SECONDS", 0.2)
+    from forensics.probe import thread_backend
+
+    monkeypatch.setattr(thread_backend, "RING_WAIT_SECONDS", 0.2)  # the in-process writer's
     disk = _HungDisk()
     session = ProbeSession(make_settings(tmp_path, ring=8, flush_every=4),
                            writer_factory=lambda s: disk)

@@ -184,11 +184,11 @@ def test_a_writer_thread_hung_in_fsync_costs_the_engine_one_bounded_wait(
     hung at exit). Now the first wait is bounded, said in one log line, and not repeated
     until the writer finishes a batch; what it could not take is counted as dropped."""
     from forensics.probe import rank as rank_module
-    from forensics.probe import session as session_module
+    from forensics.probe import thread_backend
     from forensics.probe.session import ProbeSession
     from forensics.probe.settings import Settings
 
-    monkeypatch.setattr(session_module, "WRITE_WAIT_SECONDS", 0.3, raising=False)
+    monkeypatch.setattr(thread_backend, "WRITE_WAIT_SECONDS", 0.3)
     monkeypatch.setattr(rank_module, "_DIST", False)  # no torch.distributed: no torch import
     disk = _StalledDisk()
     settings = Settings(directory=tmp_path, capture=tmp_path / "t-1.capture", ring=64,
@@ -278,3 +278,92 @@ def test_a_killed_writer_process_is_named_by_its_signal() -> None:
     proc.kill()
     proc.wait(10)
     assert ended(proc) == "it was killed by signal 9 (SIGKILL)"
+
+
+# ---------------------------------------- what a lost writer process left in the shared ring
+
+
+class _HostRing:
+    """The session's shared ring without its torch view (host records need none): a memfd
+    mapped here, as :class:`forensics.probe.channel.Ring` maps it."""
+
+    def __init__(self, size: int) -> None:
+        import mmap
+
+        self.fd = os.memfd_create("test-ring", os.MFD_CLOEXEC)
+        os.ftruncate(self.fd, size)
+        self.map = mmap.mmap(self.fd, size)
+        self.view = memoryview(self.map)
+        self.ints = np.frombuffer(self.map, np.int64)
+
+
+@pytest.fixture
+def host_ring(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's channel and session without torch (no torch.distributed rank either)."""
+    from forensics.probe import channel, rank
+
+    monkeypatch.setattr(channel, "Ring", _HostRing)
+    monkeypatch.setattr(rank, "_DIST", False)
+
+
+def test_the_frames_a_lost_writer_never_read_are_written_again_the_others_named(
+        tmp_path: Path, host_ring: None) -> None:
+    """Frames from the last acknowledged position to the last poke may be in the capture
+    (the process may have written them before it died): only their steps are read; the
+    frames after the last poke it never read are written again, in this process."""
+    from forensics.probe.channel import WriterChannel
+    from forensics.probe.writer_process import salvage
+    from forensics.store.reader import load
+    from forensics.store.writer import CaptureWriter
+
+    channel = WriterChannel(size=1 << 16)
+    for step in range(3):
+        assert channel.put_record(_host_record(step))
+    poked = channel.head
+    for step in range(3, 8):
+        assert channel.put_record(_host_record(step))
+    writer = CaptureWriter(tmp_path / "c.capture", {"notes": "salvage"}, process="p1")
+    saved = salvage(channel.ring.view, [], 0, poked, channel.head, writer)
+    writer.close()
+    assert (saved.records, saved.written, saved.dropped, saved.unsure) == (5, 5, 0, [0, 1, 2])
+    assert [r.step for r in load(tmp_path / "c.capture")] == [3, 4, 5, 6, 7]
+
+
+@pytest.mark.timeout(60)
+def test_a_writer_process_that_could_not_start_loses_no_record(
+        tmp_path: Path, host_ring: None, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The writer process starts, takes the first records' frames and pokes, and exits
+    without reading one (it could not open the capture): those records were counted as
+    dropped (``lost N``) though the ring still held them. Now the session writes them
+    again in process: the capture holds every record, the event and the log line say so."""
+    from forensics.probe.channel import WriterChannel
+    from forensics.probe.session import ProbeSession, ProcessBackend
+    from forensics.probe.settings import Settings
+    from forensics.store.reader import load
+
+    plain = os.open(tmp_path / "plain", os.O_RDONLY | os.O_CREAT, 0o600)
+    real_start = WriterChannel.start
+    monkeypatch.setattr(WriterChannel, "start", lambda self, folder, process, manifest:
+                        real_start(self, plain, process, manifest))  # not a folder: exit 3
+    capture = tmp_path / "t-1.capture"
+    session = ProbeSession(Settings(directory=tmp_path, capture=capture, ring=64, flush_every=4))
+    assert isinstance(session.backend, ProcessBackend)
+    try:
+        with caplog.at_level("WARNING", logger="forensics.probe"):
+            for step in range(8):
+                session.begin_step()
+                session.add(_host_record(step))
+                time.sleep(0.05 if step == 2 else 0)  # the child dies meanwhile, or later
+            session.close()
+    finally:
+        os.close(plain)
+    counts = session.counts
+    assert counts["records"] == counts["written"] == 8 and counts["dropped"] == 0, counts
+    loaded = load(capture)
+    assert [r.step for r in loaded] == list(range(8))
+    (lost,) = [e for e in loaded.events if e["kind"] == "probe_writer_lost"]
+    assert lost["dropped"] == 0 and lost["recovered"] == lost["unacknowledged"] > 0
+    assert "could not start" in lost["error"]
+    lines = [r.getMessage() for r in caplog.records if "writer process was lost" in r.getMessage()]
+    assert len(lines) == 1 and "0 are dropped" in lines[0], lines

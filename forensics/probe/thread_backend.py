@@ -1,0 +1,227 @@
+"""The in-process writer of a probe session (:class:`ThreadBackend`): a thread of the engine's
+process that writes the session's records (``FORENSICS_WRITER=thread``, a ``writer_factory``
+given, or after the writer process was lost; see :mod:`forensics.probe.session`).
+
+No engine's thread waits for it without a deadline: a batch stuck in the disk (an fsync that
+does not return) costs the engine one wait of :data:`WRITE_WAIT_SECONDS`, then none until
+the batch is done (:class:`~forensics.probe.channel.Stall`, the writer process's rule too).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from forensics.probe.affinity import leave_engine_cores
+from forensics.probe.channel import Stall
+from forensics.probe.writing import BatchWriter
+
+if TYPE_CHECKING:
+    from forensics.probe.session import ProbeSession, WriterFactory
+
+LOG = logging.getLogger("forensics.probe")
+
+
+class ThreadBackend:
+    """A writer in this process (``FORENSICS_WRITER=thread``, a ``writer_factory`` given, or
+    after the writer process was lost): every N records the call wakes a writer thread,
+    which hands the ready records to :class:`~forensics.probe.writing.BatchWriter`; a final
+    flush runs in the calling thread, after the batch the writer thread may be writing."""
+
+    hands_off_each = False  #: a thread of this process dies with it: records go in batches
+
+    def __init__(self, session: ProbeSession, factory: WriterFactory) -> None:
+        self.session = session
+        self._factory = factory
+        self.writer: Any = None
+        self._event_lock = threading.RLock()
+        self._writing = False  # a batch is being encoded and written (outside the lock)
+        self.thread: threading.Thread | None = None
+        self._thread_pid = 0
+        self._requested, self._done = 0, 0  # flushes asked of the writer thread, done
+        self._finished = 0  # batches written, in any thread: the writer's progress
+        self._stall = Stall()  # of ``_finished``: a disk that no longer answers
+
+    def record_added(self, due: bool) -> None:
+        """Wake the writer thread when a flush is due; when it lags a whole ring behind, wait
+        for it (bounded; not again after a timeout until it ends a flush) rather than drop."""
+        if due:
+            self._kick()
+        elif len(self.session._ring) >= self.session.settings.ring \
+                and self._done < self._requested and not self._stalled() \
+                and not self.drain(RING_WAIT_SECONDS):
+            self._timed_out(RING_WAIT_SECONDS)  # the ring drops and counts meanwhile
+
+    def flush(self, wait: bool, upto: int | None = None) -> int:
+        """Write the ready records (those numbered ``upto`` or less) in this thread, after
+        any batch being written."""
+        session = self.session
+        with session._cv:
+            if not session.enter_flush():
+                return 0
+            writing = False
+            try:
+                if not self._wait_writing():  # one batch at a time, in order
+                    return 0  # the records stay in the ring (dropped when it overflows)
+                ready = session.take_ready(wait, upto)
+                if upto is None:  # a whole flush: the count restarts at the records left
+                    session._since_flush = len(session._ring)
+                if not ready and (not wait or self.writer is None):
+                    return 0
+                writer = self._open_writer()
+                if writer is None:
+                    session.counts["dropped"] += len(ready)
+                    return 0
+                self._writing = writing = True
+            finally:
+                if not writing:
+                    session.leave_flush()
+        try:  # encoding and fsync outside the lock
+            return BatchWriter(writer, session.error, session._count).write(ready)
+        finally:
+            with session._cv:
+                self._writing = False
+                self._finished += 1
+                session.leave_flush()
+                session._cv.notify_all()
+
+    def drain(self, timeout: float | None) -> bool:
+        """Wait for the writer thread's batches (``timeout`` or :data:`FLUSH_SECONDS`);
+        without a live thread, flush here."""
+        if not self._thread_alive():
+            self.flush(False)
+            return True
+        with self.session._cv:
+            target = self._requested
+            return self.session._cv.wait_for(
+                lambda: self._done >= target or not self._thread_alive(),
+                FLUSH_SECONDS if timeout is None else timeout)
+
+    def accepts_events(self) -> bool:
+        """Whether the capture is open and its writer answers (an event written to a disk
+        that no longer answers would hang the engine's thread)."""
+        return self.writer is not None and not self._stalled()
+
+    def event(self, event: dict[str, Any]) -> bool:
+        """Append ``event`` to this process's events file."""
+        try:
+            with self._event_lock:  # both threads keep events
+                self.writer.add_event(event)
+            return True
+        except Exception:
+            return False
+
+    def open(self) -> None:
+        """Open the capture if it is not open."""
+        self._open_writer()
+
+    def settle(self) -> None:
+        """Wait (bounded) for the batch the writer thread is writing (the session's lock
+        held)."""
+        self._wait_writing()
+
+    def stop(self) -> None:
+        """Wait (a bounded time) for the writer thread to end once it was told to stop: a
+        daemon thread still running as the interpreter exits can abort the process
+        (``terminate called without an active exception``, seen in benchmark scripts)."""
+        thread = self.thread
+        if thread is not None and thread is not threading.current_thread() \
+                and self._thread_alive() and not self._stalled():
+            thread.join(timeout=WRITER_JOIN_SECONDS)
+
+    def close(self) -> None:
+        """Close the capture writer, unless a batch is stuck in it (a disk that no longer
+        answers: the files stay as they are, every batch before it whole)."""
+        if self.writer is not None and not self._stalled():
+            try:
+                self.writer.close()
+            except Exception as exc:
+                self.session._count("errors")
+                LOG.warning("forensics probe: closing the capture failed: %s", exc)
+
+    def _wait_writing(self) -> bool:
+        """Wait (the session's lock held) until no batch is being written: the writer thread
+        waits as long as it takes; the engine's threads :data:`WRITE_WAIT_SECONDS` at most,
+        and not again until that batch is done (:class:`~forensics.probe.channel.Stall`).
+        False when a batch is still being written."""
+        cv = self.session._cv
+        if not self._writing or threading.current_thread() is self.thread:
+            return cv.wait_for(lambda: not self._writing)
+        if self._stalled():
+            return False
+        if cv.wait_for(lambda: not self._writing, WRITE_WAIT_SECONDS):
+            return True
+        self._timed_out(WRITE_WAIT_SECONDS)
+        return False
+
+    def _stalled(self) -> bool:
+        """True while no batch was written since a wait for the writer timed out."""
+        return self._stall.holds(self._finished)
+
+    def _timed_out(self, waited: float) -> None:
+        """A wait of ``waited`` s for the writer timed out: counted, said in one line, and
+        not waited for again until it writes a batch."""
+        self._stall.timed_out(self._finished)
+        self.session._count("timeouts")
+        LOG.warning("forensics probe: the capture writer did not finish a batch within %g s "
+                    "(a disk that no longer answers?); the engine goes on without waiting "
+                    "for it until it does, and the records it cannot take are dropped and "
+                    "counted", waited)
+
+    def _thread_alive(self) -> bool:
+        thread = self.thread
+        return thread is not None and thread.is_alive() and self._thread_pid == os.getpid()
+
+    def _kick(self) -> None:
+        """Ask the writer thread for a flush (start it if needed; inline if it cannot run)."""
+        if not self._thread_alive():
+            try:
+                thread = threading.Thread(target=self._writer_loop, daemon=True,
+                                          name="forensics-probe-writer")
+                thread.start()
+            except RuntimeError:  # interpreter shutting down: flush here
+                self.flush(False)
+                return
+            self.thread, self._thread_pid = thread, os.getpid()
+        with self.session._cv:
+            self._requested += 1
+            self.session._cv.notify_all()
+
+    def _writer_loop(self) -> None:
+        session = self.session
+        session.cpus = leave_engine_cores()  # off the core vLLM pinned the worker to, if it can
+        while True:
+            with session._cv:
+                session._cv.wait_for(lambda: self._requested > self._done or session._stopping)
+                if self._requested <= self._done:
+                    return
+                target = self._requested
+            try:
+                self.flush(False, session.due_upto)
+            except Exception as exc:  # never let the thread die silently
+                session.error(exc, "the probe's writer thread")
+            with session._cv:
+                self._done = max(self._done, target)
+                session._cv.notify_all()
+
+    def _open_writer(self) -> Any:
+        with self.session._lock:
+            if self.writer is None:
+                try:
+                    self.writer = self._factory(self.session)
+                    self.session.start_event()
+                except Exception as exc:
+                    self.session.error(exc, f"opening the capture {self.session.settings.capture}")
+            return self.writer
+
+
+#: how long ``close()`` waits for the writer thread to end after its last flush
+WRITER_JOIN_SECONDS = 1.0
+#: how long a final flush waits for the writer process's acknowledgement
+FLUSH_SECONDS = 30.0
+#: how long an engine's thread waits for the batch the writer thread is writing
+WRITE_WAIT_SECONDS = 30.0
+#: how long a record waits for the writer process to free a full ring before it is dropped
+RING_WAIT_SECONDS = 5.0
