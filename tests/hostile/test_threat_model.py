@@ -266,6 +266,23 @@ TESTS = {
              "tests/hostile/test_round6_redact.py::"
              "test_redact_leaves_no_free_text_word_in_any_file",
              "tests/hostile/test_round5_share.py::test_public_error_text_is_linear_in_its_text"],
+    "T32l": [
+            "tests/hostile/test_round6_leftovers.py::"
+            "test_a_command_given_no_capture_folder_says_so_in_one_line",
+            "tests/hostile/test_round6_leftovers.py::"
+            "test_a_full_disk_at_close_leaks_no_descriptor",
+            "tests/hostile/test_round6_leftovers.py::"
+            "test_a_full_disk_as_a_segment_is_made_leaks_no_descriptor",
+            "tests/hostile/test_round6_leftovers.py::"
+            "test_a_writer_thread_hung_in_fsync_costs_the_engine_one_bounded_wait",
+            "tests/hostile/test_round6_leftovers.py::"
+            "test_a_writer_process_that_cannot_start_says_why_in_one_line",
+            "tests/hostile/test_round6_leftovers.py::"
+            "test_a_killed_writer_process_is_named_by_its_signal",
+            "tests/hostile/test_round6_leftovers.py::"
+            "test_the_frames_a_lost_writer_never_read_are_written_again_the_others_named",
+            "tests/hostile/test_round6_leftovers.py::"
+            "test_a_writer_process_that_could_not_start_loses_no_record"],
     "T29d": ["tests/hostile/test_round5_share.py::"
              "test_an_npz_member_of_zero_byte_elements_is_refused_by_its_count",
              "tests/hostile/test_round5_share.py::"
