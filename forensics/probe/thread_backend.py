@@ -36,7 +36,8 @@ class ThreadBackend:
         self.session = session
         self._factory = factory
         self.writer: Any = None
-        self._event_lock = threading.RLock()
+        self._event_lock = threading.RLock()  # both threads keep events
+        self._open_lock = threading.Lock()  # the capture is made once (outside the session's)
         self._writing = False  # a batch is being encoded and written (outside the lock)
         self.thread: threading.Thread | None = None
         self._thread_pid = 0
@@ -70,15 +71,15 @@ class ThreadBackend:
                     session._since_flush = len(session._ring)
                 if not ready and (not wait or self.writer is None):
                     return 0
-                writer = self._open_writer()
-                if writer is None:
-                    session.counts["dropped"] += len(ready)
-                    return 0
                 self._writing = writing = True
             finally:
                 if not writing:
                     session.leave_flush()
-        try:  # encoding and fsync outside the lock
+        try:  # making the capture, encoding and fsync outside the lock
+            writer = self._open_writer()
+            if writer is None:
+                session._count("dropped", len(ready))
+                return 0
             return BatchWriter(writer, session.error, session._count).write(ready)
         finally:
             with session._cv:
@@ -106,12 +107,15 @@ class ThreadBackend:
 
     def event(self, event: dict[str, Any]) -> bool:
         """Append ``event`` to this process's events file."""
+        if not self._acquire(self._event_lock):
+            return False
         try:
-            with self._event_lock:  # both threads keep events
-                self.writer.add_event(event)
+            self.writer.add_event(event)
             return True
         except Exception:
             return False
+        finally:
+            self._event_lock.release()
 
     def open(self) -> None:
         """Open the capture if it is not open."""
@@ -180,11 +184,11 @@ class ThreadBackend:
             try:
                 thread = threading.Thread(target=self._writer_loop, daemon=True,
                                           name="forensics-probe-writer")
+                self.thread, self._thread_pid = thread, os.getpid()  # known before it runs
                 thread.start()
             except RuntimeError:  # interpreter shutting down: flush here
                 self.flush(False)
                 return
-            self.thread, self._thread_pid = thread, os.getpid()
         with self.session._cv:
             self._requested += 1
             self.session._cv.notify_all()
@@ -207,7 +211,14 @@ class ThreadBackend:
                 session._cv.notify_all()
 
     def _open_writer(self) -> Any:
-        with self.session._lock:
+        """The capture writer, made at the first call (a folder, a manifest, their fsync:
+        never under the session's lock, which the engine's calls take); None when it could
+        not be made, or an engine's thread timed out waiting for another to make it."""
+        if self.writer is not None:
+            return self.writer
+        if not self._acquire(self._open_lock):
+            return None
+        try:
             if self.writer is None:
                 try:
                     self.writer = self._factory(self.session)
@@ -215,6 +226,21 @@ class ThreadBackend:
                 except Exception as exc:
                     self.session.error(exc, f"opening the capture {self.session.settings.capture}")
             return self.writer
+        finally:
+            self._open_lock.release()
+
+    def _acquire(self, lock: Any) -> bool:
+        """Take ``lock``, which a thread holds while it writes to the disk: the writer
+        thread waits as long as it takes, an engine's thread :data:`WRITE_WAIT_SECONDS` at
+        most and not again until a batch is done (see :meth:`_wait_writing`)."""
+        if threading.current_thread() is self.thread:
+            return bool(lock.acquire())
+        if self._stalled():
+            return bool(lock.acquire(blocking=False))
+        if lock.acquire(timeout=WRITE_WAIT_SECONDS):
+            return True
+        self._timed_out(WRITE_WAIT_SECONDS)
+        return False
 
 
 #: how long ``close()`` waits for the writer thread to end after its last flush

@@ -367,3 +367,47 @@ def test_a_writer_process_that_could_not_start_loses_no_record(
     assert "could not start" in lost["error"]
     lines = [r.getMessage() for r in caplog.records if "writer process was lost" in r.getMessage()]
     assert len(lines) == 1 and "0 are dropped" in lines[0], lines
+
+
+@pytest.mark.timeout(30)
+def test_a_writer_thread_hung_opening_the_capture_never_blocks_the_engine(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer thread made the capture (a mkdir, the manifest, its fsync) holding the
+    session's lock: a disk that no longer answers then blocked every recorded call of the
+    engine (each queues its record under that lock), without a deadline. Now the capture is
+    made outside that lock: the calls go on, and ``close()`` waits once, bounded."""
+    from forensics.probe import rank as rank_module
+    from forensics.probe import thread_backend
+    from forensics.probe.session import ProbeSession
+    from forensics.probe.settings import Settings
+
+    monkeypatch.setattr(thread_backend, "WRITE_WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(rank_module, "_DIST", False)
+    disk, opening = _StalledDisk(), threading.Event()
+
+    def stalled_open(session: object) -> _StalledDisk:
+        opening.set()
+        disk.release.wait(60)
+        return disk
+
+    settings = Settings(directory=tmp_path, capture=tmp_path / "t-1.capture", ring=64,
+                        flush_every=4, writer="thread")
+    session = ProbeSession(settings, writer_factory=stalled_open)
+    for step in range(4):  # the fourth wakes the writer thread, which opens the capture
+        session.begin_step()
+        session.add(_host_record(step))
+    assert opening.wait(10)
+    done = threading.Event()
+
+    def engine() -> None:
+        for step in range(4, 10):
+            session.begin_step()
+            session.add(_host_record(step))
+        session.close()
+        done.set()
+
+    threading.Thread(target=engine, daemon=True).start()
+    finished = done.wait(10)
+    disk.release.set()
+    assert finished, "the engine's calls waited for the capture to be made"
+    assert session.counts["records"] == 10 and session.counts["timeouts"] == 1
