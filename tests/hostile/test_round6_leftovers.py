@@ -75,6 +75,26 @@ def test_a_command_given_no_capture_folder_says_so_in_one_line(
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("command", ["inspect", "check"])
+def test_a_folder_this_user_cannot_read_is_said_to_be_one(
+        not_folders: dict[str, Path], capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """A capture folder of mode 000 (or under a folder this user cannot search): one line
+    saying it cannot be read, not "has no manifest.json" nor "no expected results". Root
+    reads any folder: the check runs with nobody's rights then (``seteuid``)."""
+    locked = not_folders["mode 000"]
+    root = os.geteuid() == 0
+    if root:
+        os.seteuid(65534)
+    try:
+        code = main([command, str(locked)])
+    finally:
+        if root:
+            os.seteuid(0)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Permission denied" in err, err
+    assert terminal(str(locked)) in err and "manifest" not in err and "expected" not in err
+
+
 # ------------------------------------------------- a full disk as the capture writer closes
 
 

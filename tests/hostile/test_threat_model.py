@@ -270,6 +270,8 @@ TESTS = {
             "tests/hostile/test_round6_leftovers.py::"
             "test_a_command_given_no_capture_folder_says_so_in_one_line",
             "tests/hostile/test_round6_leftovers.py::"
+            "test_a_folder_this_user_cannot_read_is_said_to_be_one",
+            "tests/hostile/test_round6_leftovers.py::"
             "test_a_full_disk_at_close_leaks_no_descriptor",
             "tests/hostile/test_round6_leftovers.py::"
             "test_a_full_disk_as_a_segment_is_made_leaks_no_descriptor",
