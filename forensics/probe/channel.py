@@ -315,11 +315,14 @@ class WriterChannel:
 
     def close(self, timeout: float = CLOSE_SECONDS) -> bool:
         """Poke, close the child's stdin (it writes what it was given, then exits) and wait
-        for it, at most ``timeout`` seconds (then kill it); True when it acknowledged every
+        for it, at most ``timeout`` seconds (then kill it; at once when it is
+        :meth:`stalled`: it is not waited for twice); True when it acknowledged every
         frame."""
         proc = self.proc
         done = True
         if proc is not None:
+            if self.stalled():
+                timeout = 0.0
             self.poke()
             try:
                 assert proc.stdin is not None

@@ -9,6 +9,7 @@ host copies and a stand-in writer, the writer process with its real module.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import subprocess
@@ -431,3 +432,44 @@ def test_a_writer_thread_hung_opening_the_capture_never_blocks_the_engine(
     disk.release.set()
     assert finished, "the engine's calls waited for the capture to be made"
     assert session.counts["records"] == 10 and session.counts["timeouts"] == 1
+
+
+@pytest.mark.timeout(60)
+def test_closing_with_a_stalled_writer_process_costs_no_second_wait(
+        tmp_path: Path, host_ring: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer process stops (SIGSTOP: a disk that no longer answers): the final flush's
+    wait times out once; ``close()`` then waited :data:`~forensics.probe.channel.
+    CLOSE_SECONDS` more for it to exit. Now a writer that has not moved since a wait timed
+    out is not waited for again: it is ended at once, and what it had not acknowledged is
+    counted as dropped."""
+    import signal
+
+    from forensics.probe import session as session_module
+    from forensics.probe.session import ProbeSession, ProcessBackend
+    from forensics.probe.settings import Settings
+
+    monkeypatch.setattr(session_module, "FLUSH_SECONDS", 0.3)
+    session = ProbeSession(Settings(directory=tmp_path, capture=tmp_path / "t-1.capture",
+                                    ring=64, flush_every=4))
+    backend = session.backend
+    assert isinstance(backend, ProcessBackend)
+    for step in range(4):
+        session.begin_step()
+        session.add(_host_record(step))
+    assert session.drain(timeout=30) and session.counts["written"] == 4
+    assert backend.channel is not None and backend.channel.proc is not None
+    proc = backend.channel.proc
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        for step in range(4, 8):
+            session.begin_step()
+            session.add(_host_record(step))
+        start = time.monotonic()
+        session.close()
+        took = time.monotonic() - start
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGCONT)
+    assert took < 0.3 + 2.0, took  # the flush's one wait, then the kill (not 10 s more)
+    counts = session.counts
+    assert counts["written"] == 4 and counts["dropped"] == 4 and counts["timeouts"] >= 1

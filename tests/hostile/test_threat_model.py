@@ -280,6 +280,8 @@ TESTS = {
             "tests/hostile/test_round6_leftovers.py::"
             "test_a_writer_thread_hung_opening_the_capture_never_blocks_the_engine",
             "tests/hostile/test_round6_leftovers.py::"
+            "test_closing_with_a_stalled_writer_process_costs_no_second_wait",
+            "tests/hostile/test_round6_leftovers.py::"
             "test_a_writer_process_that_cannot_start_says_why_in_one_line",
             "tests/hostile/test_round6_leftovers.py::"
             "test_a_killed_writer_process_is_named_by_its_signal",
