@@ -82,6 +82,10 @@ def test_a_folder_this_user_cannot_read_is_said_to_be_one(
     """A capture folder of mode 000 (or under a folder this user cannot search): one line
     saying it cannot be read, not "has no manifest.json" nor "no expected results". Root
     reads any folder: the check runs with nobody's rights then (``seteuid``)."""
+    from forensics.cli import build_parser
+    from forensics.store import paths  # noqa: F401  (imported while the sources can be read)
+
+    build_parser()  # every command's module imported before the rights are dropped
     locked = not_folders["mode 000"]
     root = os.geteuid() == 0
     if root:
