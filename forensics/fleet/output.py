@@ -28,7 +28,10 @@ def flat_rows(result: Triage) -> list[dict[str, Any]]:
     from forensics.fleet.stitch import divergence_text
     from forensics.present.conclusion import describe_finding
 
-    titles = {id(row): group.title() for group in result.groups for row in group.rows}
+    titles: dict[int, str] = {}
+    for group in result.groups:  # a title counts its group's rows: made once per group
+        title = group.title()
+        titles.update((id(row), title) for row in group.rows)
     out = []
     for row in result.rows:
         flat = {key: row.get(key) for key in COLUMNS}

@@ -6,6 +6,7 @@ case-insensitive query (DuckDB) of the documented columns reads ours."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from forensics.fleet.runners import run_local
 from forensics.fleet.tasks import Task
+from tests.hostile.test_linear_time import assert_scales_linearly
 
 
 def _rows(out: list[bytes]) -> list[dict[str, Any]]:
@@ -51,3 +53,38 @@ def test_a_task_on_one_worker_has_the_deadline(tmp_path: Path,
     assert (row["name"], row["error"]) == ("slow", "timed out after 1 s")
     (row,) = _rows(run_local([Task(str(tmp_path / "quick"))], workers=1, piece=piece))
     assert (row["name"], row["error"]) == ("quick", None)
+
+
+# ------------------------------------ 3. thousands of captures in one group: linear to write out
+
+
+def _triage_of(count: int) -> Any:
+    """A triage of ``count`` clean captures, one group, each on its own host and version."""
+    from forensics.fleet.signature import conclusion, group_rows
+    from forensics.fleet.triage import Triage
+
+    rows = []
+    for i in range(count):
+        row = {"capture": f"/fleet/c{i:06d}.capture", "name": f"c{i:06d}.capture", "error": "",
+               "host": f"host-{i}", "pid": i, "ranks": "0", "engine_id": "unknown",
+               "vllm": "0.33.0", "runner": "v1", "spec_method": "unknown",
+               "async_scheduling": None, "steps": 3, "records": 3, "crash_events": "",
+               "guard_events": "", "crashed": False, "verdicts": {}, "first": None,
+               "known": [], "divergence": None, "findings": 0}
+        row["conclusion"] = conclusion(row)
+        rows.append(row)
+    return Triage(rows, group_rows(rows))
+
+
+@pytest.mark.parametrize("fmt", ["table", "text"])
+def test_writing_a_large_group_out_is_linear(fmt: str) -> None:
+    """4x the captures of one group take under 6x the time to flatten (every table output's
+    rows) and to render: each group's title is made once, not once per capture (it counts
+    the group's hosts and versions)."""
+    from forensics.fleet.output import flat_rows, render
+
+    def make(count: int) -> Callable[[], object]:
+        made = _triage_of(count)
+        return (lambda: flat_rows(made)) if fmt == "table" else (lambda: render(made, "text"))
+
+    assert_scales_linearly(make, 300)
