@@ -12,6 +12,9 @@ namespaced (``extra.capture``), and an extra whose type differs across captures 
 read on its own: with ``on_error="skip"`` one that cannot be read (undecodable names, out of range
 numbers, unreadable files, a path too long) is left out and the others are unaffected. A host
 longer than any host name (:data:`MAX_HOST`) is unknown (null): it would be copied onto every row.
+A capture's column whose name folds (case, Unicode compatibility) onto one of ours or of its
+site's fields (``Capture``, ``Input_Ids``: a case-insensitive query engine such as DuckDB would
+read it for ours) is namespaced too (``extra.Capture``).
 """
 
 from __future__ import annotations
@@ -85,22 +88,48 @@ def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBat
     where = unicode(os.path.abspath(capture.path))
     out: dict[str, list[pa.RecordBatch]] = {}
     for view in capture.batches():
-        out.setdefault(view.site, []).append(_with_origin(view.batch, where, host, pid))
+        out.setdefault(view.site, []).append(
+            _with_origin(view.batch, where, host, pid, ours(view.site)))
     return out
 
 
-def _with_origin(batch: pa.RecordBatch, capture: str, host: str | None, pid: int | None
-                 ) -> pa.RecordBatch:
+def folded(name: str) -> str:
+    """``name`` as a case-insensitive reader may compare it: NFKC, then case-folded."""
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+def ours(site: str) -> dict[str, str]:
+    """``{folded name: name}`` of the columns a capture's own may not take at ``site``: the
+    added ones, the store's ``step``, ``rank``, ``summary``, and the site's fields (with their
+    ``.shape``)."""
+    from forensics.sites import get_site
+    from forensics.store.arrow_codec import BASE_COLUMNS
+
+    fields = [f.name for f in get_site(site).fields]
+    names = [*ADDED_COLUMNS, *BASE_COLUMNS, *fields, *(f"{name}.shape" for name in fields)]
+    return {folded(name): name for name in names}
+
+
+def own_name(name: str, reserved: dict[str, str]) -> str:
+    """A batch column's name in the dataset: ``extra.NAME`` for an added column's name, or a
+    name that folds onto one of ``reserved`` (:func:`ours`) without being it; else ``name``."""
+    clash = name in ADDED_COLUMNS or reserved.get(folded(name), name) != name
+    return EXTRA_PREFIX + name if clash else name
+
+
+def _with_origin(batch: pa.RecordBatch, capture: str, host: str | None, pid: int | None,
+                 reserved: dict[str, str]) -> pa.RecordBatch:
     """``batch`` without field metadata, with constant ``capture``, ``host`` (strings,
     dictionary-encoded: :func:`repeated`) and ``pid`` (a column of the batch named like one of
-    them renamed ``extra.NAME``)."""
+    ours renamed: :func:`own_name`)."""
     import pyarrow as pa
 
     n = batch.num_rows
     arrays = [*batch.columns, repeated(capture, n), repeated(host, n),
               pa.array([pid] * n, pa.int64())]
-    fields = [pa.field(EXTRA_PREFIX + f.name if f.name in ADDED_COLUMNS else f.name, f.type)
-              for f in batch.schema]
+    fields = [pa.field(own_name(f.name, reserved), f.type) for f in batch.schema]
     text = pa.dictionary(pa.int32(), pa.string())  # strings, each stored once per batch
     fields += [pa.field("capture", text), pa.field("host", text), pa.field("pid", pa.int64())]
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))

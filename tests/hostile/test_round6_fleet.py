@@ -6,15 +6,20 @@ case-insensitive query (DuckDB) of the documented columns reads ours."""
 
 from __future__ import annotations
 
+import os
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from forensics.fleet.runners import run_local
 from forensics.fleet.tasks import Task
+from forensics.records import Record
+from forensics.store.writer import write_capture
 from tests.hostile.test_linear_time import assert_scales_linearly
 
 
@@ -88,3 +93,58 @@ def test_writing_a_large_group_out_is_linear(fmt: str) -> None:
         return (lambda: flat_rows(made)) if fmt == "table" else (lambda: render(made, "text"))
 
     assert_scales_linearly(make, 300)
+
+
+# ------------------------------- 4. a column that folds onto one of ours is the capture's own
+
+
+def _fold(name: str) -> str:
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+@pytest.fixture(scope="module")
+def folding(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A clean capture, and one of only a summary record (its columns come first in the
+    union) whose extras are our columns and the site's in other cases."""
+    root = tmp_path_factory.mktemp("folding")
+    good = write_capture(root / "good.capture", [
+        Record("embedding", s, 0, {"input_ids": np.arange(4, dtype=np.int32),
+                                   "num_embeddings": 10}) for s in range(3)])
+    extras = {"Capture": "/etc/passwd", "HOST": "forged", "Pid": 1, "Input_Ids": 99,
+              "Step": 5, "RANK": 7, "Summary": 0, "NUM_EMBEDDINGS": "x"}
+    hostile = write_capture(root / "a-hostile.capture", [
+        Record("embedding", 3, 0, {"min": 0, "max": 3, "num_embeddings": 10, **extras},
+               summary=True)])
+    return {"good": str(good), "hostile": str(hostile)}
+
+
+def test_a_column_folding_onto_ours_is_namespaced(folding: dict[str, str]) -> None:
+    """No two columns of a site's dataset fold to one name; the capture's own are
+    ``extra.NAME``, its values kept there."""
+    from forensics.fleet.dataset import open_many
+
+    table = open_many([folding["hostile"], folding["good"]])["embedding"].to_table()
+    names = table.column_names
+    assert len({_fold(n) for n in names}) == len(names), names
+    for name in ("Capture", "HOST", "Pid", "Input_Ids", "Step", "RANK", "Summary",
+                 "NUM_EMBEDDINGS"):
+        assert f"extra.{name}" in names and name not in names, names
+    rows = table.to_pylist()
+    assert [r["extra.Capture"] for r in rows if r["summary"]] == ["/etc/passwd"]
+    assert {r["capture"] for r in rows} == {folding["good"], folding["hostile"]}
+
+
+def test_duckdb_reads_our_columns_beside_a_folding_capture(folding: dict[str, str]) -> None:
+    """The documented DuckDB query (identifiers are case-insensitive there) reads our
+    ``capture``, ``host`` and ``input_ids`` columns: a capture's ``Capture`` extra once
+    became every row's capture, and its ``Input_Ids`` made the query fail for all."""
+    import duckdb
+
+    from forensics.fleet.dataset import open_many
+
+    con = duckdb.connect()
+    con.register("emb", open_many([folding["hostile"], folding["good"]])["embedding"])
+    got = con.sql("SELECT capture, host, min(list_min(input_ids)) AS low FROM emb "
+                     "GROUP BY ALL ORDER BY capture").fetchall()
+    assert got == [(folding["hostile"], None, None), (folding["good"], None, 0)], got
+    assert os.path.basename(folding["hostile"]) == "a-hostile.capture"
