@@ -148,3 +148,29 @@ def test_duckdb_reads_our_columns_beside_a_folding_capture(folding: dict[str, st
                      "GROUP BY ALL ORDER BY capture").fetchall()
     assert got == [(folding["hostile"], None, None), (folding["good"], None, 0)], got
     assert os.path.basename(folding["hostile"]) == "a-hostile.capture"
+
+
+# ------------------------------------- 5. a group's title does not grow with its captures' facts
+
+
+def test_a_groups_title_is_bounded_whatever_its_captures_claim(tmp_path: Path) -> None:
+    """A known issue's group gathers captures of any vLLM version, runner and speculative
+    method: 100 captures claiming 2,000-character distinct versions once made a title of
+    200,000 characters, written on each of their 100 rows of the Parquet table (quadratic in
+    the captures). The title names a few values, each cut, and how many more."""
+    import pyarrow.parquet as pq
+
+    from forensics.fleet.output import write_table
+    from forensics.fleet.signature import FACT_VALUES, group_rows
+
+    made = _triage_of(100)
+    for i, row in enumerate(made.rows):
+        row.update(vllm=f"{i:03d}" + "v" * 2000, runner="r" * 5000 + str(i), known=["x"],
+                   conclusion="known")
+    made.groups = group_rows(made.rows)
+    (group,) = made.groups
+    title = group.title()
+    assert len(title) < 3000 and f"or {100 - FACT_VALUES} more" in title, title[:300]
+    assert title.startswith("100 captures on 100 hosts, vLLM 000vvv")
+    table = pq.read_table(write_table(made, tmp_path / "t.parquet"))
+    assert set(table["group"].to_pylist()) == {title}
