@@ -20,10 +20,10 @@ read it for ours) is namespaced too (``extra.Capture``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from forensics.errors import ConfigurationError
+from forensics.errors import CaptureFormatError, ConfigurationError
 from forensics.records import INT64_MAX, INT64_MIN
 
 if TYPE_CHECKING:
@@ -55,18 +55,54 @@ def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
 
     if on_error not in ON_ERROR:
         raise ConfigurationError(f"open_many: on_error={on_error!r}; choose one of {ON_ERROR}")
-    batches: dict[str, list[pa.RecordBatch]] = {}
+    captures: dict[str, dict[str, list[pa.RecordBatch]]] = {}
     for path in find_captures(paths):
         try:
-            found = capture_batches(path)
+            captures[str(path)] = capture_batches(path)
         except Exception:
             if on_error == "raise":
                 raise
-            continue
+    while True:  # each pass leaves out one capture that does not fit beside the others
+        try:
+            return _datasets(captures, SITES)
+        except UnfitCapture as exc:
+            if on_error == "raise":
+                raise
+            captures = {k: v for k, v in captures.items() if _name_of(v) != exc.capture}
+
+
+class UnfitCapture(CaptureFormatError):
+    """A capture's column holds a value the site's union type cannot (a uint64 id past int64
+    beside signed ones): it cannot be read in one dataset with the others."""
+
+    def __init__(self, capture: str, column: str, kind: object, why: object) -> None:
+        from forensics.escaping import terminal
+
+        super().__init__(f"open_many: capture '{terminal(capture)}' column {column!r} does not "
+                         f"fit the type {kind} the other captures share ({terminal(why)}); "
+                         "open it alone, or pass on_error='skip' to leave it out")
+        self.capture = capture
+
+
+def _datasets(captures: dict[str, dict[str, list[pa.RecordBatch]]], sites: Sequence[str]
+              ) -> dict[str, ds.Dataset]:
+    """``{site: dataset}`` over the batches of ``captures``, sites in ``sites`` order.
+
+    Raises UnfitCapture for a capture whose column cannot be widened to the union type."""
+    batches: dict[str, list[pa.RecordBatch]] = {}
+    for found in captures.values():
         for site, site_batches in found.items():
             batches.setdefault(site, []).extend(site_batches)
-    return {site: site_dataset(_split_conflicts(batches[site])) for site in SITES
+    return {site: site_dataset(_split_conflicts(batches[site])) for site in sites
             if site in batches}
+
+
+def _name_of(found: dict[str, list[pa.RecordBatch]]) -> str | None:
+    """The ``capture`` column's value of a capture's batches (None: it has none)."""
+    for site_batches in found.values():
+        for batch in site_batches:
+            return str(batch.column("capture").dictionary[0].as_py())
+    return None
 
 
 def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBatch]]:
@@ -209,12 +245,26 @@ def site_dataset(batches: list[pa.RecordBatch]) -> ds.Dataset:
 
 
 def _widened(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` with each column whose type differs from ``schema``'s cast to it."""
+    """``batch`` with each column whose type differs from ``schema``'s cast to it.
+
+    Raises UnfitCapture when a value does not fit (the capture is named)."""
     import pyarrow as pa
 
     if all(f.type == schema.field(f.name).type for f in batch.schema):
         return batch
-    arrays = [col if f.type == schema.field(f.name).type else col.cast(schema.field(f.name).type)
+    arrays = [col if f.type == schema.field(f.name).type else
+              _cast(batch, f.name, col, schema.field(f.name).type)
               for f, col in zip(batch.schema, batch.columns, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(
         [schema.field(f.name) for f in batch.schema]))
+
+
+def _cast(batch: pa.RecordBatch, name: str, column: pa.Array, kind: pa.DataType) -> pa.Array:
+    """``column`` (``name`` of ``batch``) cast to ``kind``; UnfitCapture when a value does not
+    fit it."""
+    import pyarrow as pa
+
+    try:
+        return column.cast(kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise UnfitCapture(_name_of({"": [batch]}) or "?", name, kind, exc) from None

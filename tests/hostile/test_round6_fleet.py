@@ -174,3 +174,55 @@ def test_a_groups_title_is_bounded_whatever_its_captures_claim(tmp_path: Path) -
     assert title.startswith("100 captures on 100 hosts, vLLM 000vvv")
     table = pq.read_table(write_table(made, tmp_path / "t.parquet"))
     assert set(table["group"].to_pylist()) == {title}
+
+
+# ------------------------------ 6. a capture's ids that fit no shared type stop no one else's read
+
+
+def _ids_capture(root: Path, name: str, rank: int, ids: list[int], dtype: Any) -> str:
+    return str(write_capture(root / name, [
+        Record("embedding", s, rank, {"input_ids": np.array(ids, dtype=dtype),
+                                      "num_embeddings": 10}) for s in range(2)]))
+
+
+@pytest.fixture(scope="module")
+def unfit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Rank 0 of int64 ids, rank 1 of uint64 ids one past int64 at element 2, and a third
+    capture of int32 ids."""
+    root = tmp_path_factory.mktemp("unfit")
+    return {"signed": _ids_capture(root, "a.capture", 0, [0, 1, 2, 3], np.int64),
+            "huge": _ids_capture(root, "b.capture", 1, [0, 1, 2**63 + 5, 3], np.uint64),
+            "narrow": _ids_capture(root, "c.capture", 0, [0, 1, 2, 3], np.int32)}
+
+
+def test_ids_past_int64_beside_signed_ones_leave_only_their_capture_out(
+        unfit: dict[str, str]) -> None:
+    """A uint64 id past int64 fits no type it shares with int64 ids: ``on_error="skip"``
+    leaves out that capture only (it once failed the whole read, skip or not, and with it
+    the triage stitching an engine it claimed); ``"raise"`` is one line naming it."""
+    from forensics.errors import CaptureFormatError
+    from forensics.fleet.dataset import open_many
+    from forensics.fleet.stitch import first_divergence
+
+    paths = [unfit["signed"], unfit["huge"], unfit["narrow"]]
+    table = open_many(paths, on_error="skip")["embedding"].to_table()
+    assert sorted(set(table["capture"].to_pylist())) == [unfit["signed"], unfit["narrow"]]
+    assert table["input_ids"].to_pylist() == [[0, 1, 2, 3]] * 4
+    with pytest.raises(CaptureFormatError) as raised:
+        open_many(paths)
+    assert "b.capture" in str(raised.value) and "'input_ids'" in str(raised.value)
+    assert "\n" not in str(raised.value)
+    assert first_divergence([unfit["signed"], unfit["huge"]]) is None
+
+
+def test_a_divergence_of_uint64_ids_names_their_values(unfit: dict[str, str],
+                                                       tmp_path: Path) -> None:
+    """Ranks of uint64 ids that differ past int64 are compared and named as stored (they were
+    cast to int64, a value past it then named as a negative number)."""
+    from forensics.fleet.stitch import first_divergence
+
+    other = _ids_capture(tmp_path, "d.capture", 0, [0, 1, 7, 3], np.uint64)
+    hit = first_divergence([other, unfit["huge"]])
+    assert hit is not None
+    assert (hit["step"], hit["tensor"], hit["element"], hit["ranks"], hit["values"]) == \
+        (0, "input_ids", 2, [0, 1], [7, 2**63 + 5]), hit
