@@ -105,7 +105,8 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
               ) -> tuple[list[int], list[int]]:
     """Run the ``pending`` tasks in one process pool, filling ``results``; return the tasks
     to run again in a new pool, and those to run again each alone. A task that outlived its
-    deadline kills the pool (the unfinished others run again). A process that died breaks
+    deadline, counted from when it said it started (not from when the pool queued it), kills
+    the pool (the unfinished others run again). A process that died breaks
     the pool: of the tasks it failed, those that never started run again; of those that had
     started, one alone is the one that died (its row says so), several each run again alone
     (if none started, every one is its row)."""
@@ -119,7 +120,7 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
                                   initializer=_keep_starts, initargs=(starts,))
     futures = {pool.submit(_announced, piece, deadline, i, tasks[i].path, tasks[i].start,
                            tasks[i].stop): i for i in pending}
-    started: dict[Any, float] = {}
+    began: dict[int, float] = {}  # a task: when it said it started
     running: dict[int, int] = {}  # a pool process's pid: the last task it started
     processes: dict[int, Any] = {}
     broken: list[int] = []
@@ -128,7 +129,10 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
         while waiting:
             finished, waiting = cf.wait(waiting, timeout=HEARTBEAT,
                                         return_when=cf.FIRST_COMPLETED)
-            running.update(_drained(starts))
+            now = time.monotonic()
+            for pid, index in _drained(starts).items():
+                running[pid] = index
+                began.setdefault(index, now)
             processes.update(getattr(pool, "_processes", None) or {})
             for future in finished:
                 if _died(future):
@@ -137,11 +141,7 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
                 results[futures[future]] = _result(future, tasks[futures[future]])
                 if done:
                     done(1)
-            now = time.monotonic()
-            for future in waiting:
-                if future.running():
-                    started.setdefault(future, now)
-            stuck = {f for f in waiting if now - started.get(f, now) > limit}
+            stuck = {f for f in waiting if now - began.get(futures[f], now) > limit}
             if stuck:
                 for future in stuck:
                     results[futures[future]] = lost(tasks[futures[future]], timed_out(limit))

@@ -1,6 +1,6 @@
 """Fleet task bodies for ``test_round6_fleet.py``: one whose process dies abruptly for a capture
-named ``dies`` (a capture that crashes its worker), one slow for ``slow``; any other gives a row
-naming its capture."""
+named ``dies`` (a capture that crashes its worker), slow for ``slow``, deaf to the deadline for
+``deaf...``; any other gives a row naming its capture."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import os
 import time
 
 from forensics.fleet.piece import to_ipc
+
+to_ipc([{"capture": "warm-up"}])  # what a row needs is imported with the task's function,
+#                                   not inside its deadline (a busy machine takes seconds)
 
 
 def piece(path: str, start: int | None, stop: int | None) -> bytes:
@@ -20,3 +23,15 @@ def piece(path: str, start: int | None, stop: int | None) -> bytes:
         time.sleep(3)
     return to_ipc([{"capture": path, "name": name, "start": start, "stop": stop,
                     "error": None}])
+
+
+def deaf(path: str, start: int | None, stop: int | None) -> bytes:
+    """As :func:`piece`, but a capture named ``deaf...`` never returns and ignores the
+    deadline's signal (a task stuck outside Python, where no signal reaches it)."""
+    import signal
+
+    if os.path.basename(path).startswith("deaf"):
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        while True:
+            time.sleep(60)
+    return piece(path, start, stop)
