@@ -168,6 +168,40 @@ def test_duckdb_reads_our_columns_beside_a_folding_capture(folding: dict[str, st
     assert os.path.basename(folding["hostile"]) == "a-hostile.capture"
 
 
+def test_one_long_value_does_not_pad_every_row_of_its_group() -> None:
+    """The text table aligns its columns: one capture's 20,000-character host (the most a
+    cell shows) once padded each of the group's rows to that width (the output grew by the
+    captures times the longest claim). Columns are padded to a bounded width."""
+    from forensics.fleet.output import render
+
+    made = _triage_of(200)
+    made.rows[0]["host"] = "h" * 50_000
+    lines = render(made, "text").splitlines()
+    assert max(len(line) for line in lines[1:]) > 20_000  # the long host is shown, cut
+    assert sorted(len(line) for line in lines)[-2] < 500, sorted(map(len, lines))[-3:]
+    assert sum(map(len, lines)) < 200 * 500 + 30_000
+
+
+def test_the_json_output_of_an_undecodable_name_is_strict() -> None:
+    """A capture folder's name that is not UTF-8 reaches the rows as lone surrogates; the JSON
+    output once wrote them as ``\\udcff`` escapes, which strict parsers refuse. Every string
+    of it encodes as UTF-8, the name shown as the text ``\\udcff``."""
+    import json
+
+    from forensics.fleet.output import render
+    from forensics.fleet.signature import group_rows
+
+    made = _triage_of(3)
+    made.rows[1].update(capture="/fleet/bad\udcff.capture", name="bad\udcff.capture",
+                        host="h\ud800", verdicts={"upstream": {"emb\udcfe": "ok"}})
+    made.groups = group_rows(made.rows)
+    parsed = json.loads(render(made, "json"))
+    json.dumps(parsed, ensure_ascii=False).encode("utf-8")  # no lone surrogate anywhere
+    rows = parsed["rows"]
+    assert rows[1]["capture"] == "/fleet/bad\\udcff.capture"
+    assert rows[1]["verdicts"] == {"upstream": {"emb\\udcfe": "ok"}}
+
+
 # ------------------------------------- 5. a group's title does not grow with its captures' facts
 
 
