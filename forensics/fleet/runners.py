@@ -125,6 +125,7 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
     processes: dict[int, Any] = {}
     broken: list[int] = []
     waiting = set(futures)
+    ended = False  # every task ended: the pool's processes are waited for (none is stuck)
     try:
         while waiting:
             finished, waiting = cf.wait(waiting, timeout=HEARTBEAT,
@@ -150,9 +151,10 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
                 _kill(pool)
                 return sorted(futures[f] for f in waiting - stuck) + broken, []
         running.update(_drained(starts))
+        ended = True
         return _after_break(tasks, broken, running, processes, results, done)
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    finally:  # a process still starting up must not outlive the queue it is handed
+        pool.shutdown(wait=ended, cancel_futures=True)
         starts.close()
 
 
@@ -180,6 +182,8 @@ def _after_break(tasks: Sequence[Task], broken: list[int], running: dict[int, in
     failing ``broken``: the task a process ran when it died (:func:`_deaths`) is its row; the
     others run again. When no death can be told, of the tasks that had started one alone is
     the one that died (none started: every one is), several each run again alone."""
+    if not broken:
+        return [], []
     dead = _deaths(broken, running, processes)
     if not dead:
         suspects = sorted(i for i in broken if i in running.values())
@@ -202,9 +206,11 @@ def _deaths(broken: list[int], running: dict[int, int], processes: dict[int, Any
 
     dead: dict[int, str] = {}
     for pid, process in processes.items():
+        if running.get(pid) not in broken:
+            continue  # its last task finished: not the one that died
         process.join(BREAK_WAIT)
         code = process.exitcode
-        if code is None or code in (0, -signal.SIGTERM) or running.get(pid) not in broken:
+        if code is None or code in (0, -signal.SIGTERM):
             continue
         dead[running[pid]] = (f"signal {signal.Signals(-code).name}" if code < 0
                               and -code in signal.Signals._value2member_map_
