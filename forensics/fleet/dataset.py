@@ -66,9 +66,10 @@ def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
         try:
             return _datasets(captures, SITES)
         except UnfitCapture as exc:
-            if on_error == "raise":
+            kept = {k: v for k, v in captures.items() if _name_of(v) != exc.capture}
+            if on_error == "raise" or len(kept) == len(captures):
                 raise
-            captures = {k: v for k, v in captures.items() if _name_of(v) != exc.capture}
+            captures = kept
 
 
 class UnfitCapture(CaptureFormatError):
