@@ -19,6 +19,7 @@ read it for ours) is namespaced too (``extra.Capture``).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -137,6 +138,7 @@ def folded(name: str) -> str:
     return unicodedata.normalize("NFKC", name).casefold()
 
 
+@functools.cache  # one per site: read-only, asked for every batch
 def ours(site: str) -> dict[str, str]:
     """``{folded name: name}`` of the columns a capture's own may not take at ``site``: the
     added ones, the store's ``step``, ``rank``, ``summary``, and the site's fields (with their
