@@ -14,7 +14,9 @@ numbers, unreadable files, a path too long) is left out and the others are unaff
 longer than any host name (:data:`MAX_HOST`) is unknown (null): it would be copied onto every row.
 A capture's column whose name folds (case, Unicode compatibility) onto one of ours or of its
 site's fields (``Capture``, ``Input_Ids``: a case-insensitive query engine such as DuckDB would
-read it for ours) is namespaced too (``extra.Capture``).
+read it for ours) is namespaced too (``extra.Capture``), and columns of two captures whose names
+fold onto each other (``Foo``, ``foo``) are each renamed by their spelling (``Foo.case_100``,
+``foo.case_000``), so no capture's column is read for another's.
 """
 
 from __future__ import annotations
@@ -95,8 +97,8 @@ def _datasets(captures: dict[str, dict[str, list[pa.RecordBatch]]], sites: Seque
     for found in captures.values():
         for site, site_batches in found.items():
             batches.setdefault(site, []).extend(site_batches)
-    return {site: site_dataset(_split_conflicts(batches[site])) for site in sites
-            if site in batches}
+    return {site: site_dataset(_split_conflicts(_split_spellings(batches[site])))
+            for site in sites if site in batches}
 
 
 def _name_of(found: dict[str, list[pa.RecordBatch]]) -> str | None:
@@ -182,6 +184,30 @@ def repeated(text: str | None, n: int) -> pa.Array:
 
     indices = pa.array(np.zeros(n, dtype=np.int32), mask=np.full(n, text is None))
     return pa.DictionaryArray.from_arrays(indices, pa.array([text or ""], pa.string()))
+
+
+def _split_spellings(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """``batches`` with every column whose name folds (:func:`folded`) onto another's of
+    another spelling (``Foo`` in one capture, ``foo`` in another) renamed ``NAME.case_MASK``
+    in each (MASK: 1 for each upper-case character), so a case-insensitive reader never
+    reads one capture's column for another's."""
+    import pyarrow as pa
+
+    spellings: dict[str, set[str]] = {}
+    for batch in batches:
+        for name in batch.schema.names:
+            spellings.setdefault(folded(name), set()).add(name)
+    clashing = {name for found in spellings.values() if len(found) > 1 for name in found}
+    if not clashing:
+        return batches
+    return [pa.RecordBatch.from_arrays(batch.columns, schema=pa.schema(
+        [pa.field(_spelled(f.name) if f.name in clashing else f.name, f.type)
+         for f in batch.schema])) for batch in batches]
+
+
+def _spelled(name: str) -> str:
+    """``name.case_MASK``: the name with where its upper-case characters are."""
+    return f"{name}.case_{''.join('1' if ch.isupper() else '0' for ch in name)}"
 
 
 def _split_conflicts(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:

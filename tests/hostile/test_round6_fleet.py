@@ -228,6 +228,28 @@ def test_a_groups_title_is_bounded_whatever_its_captures_claim(tmp_path: Path) -
     assert set(table["group"].to_pylist()) == {title}
 
 
+def test_extras_of_two_captures_folding_onto_each_other_are_kept_apart(
+        tmp_path: Path) -> None:
+    """A capture's ``Foo`` extra beside another's ``foo``: DuckDB read the first for both
+    (the other capture's rows then null). Each is renamed by its spelling; no two columns
+    fold to one name, and each capture's value is under its own."""
+    import duckdb
+
+    from forensics.fleet.dataset import open_many
+
+    paths = [str(write_capture(tmp_path / f"{name}.capture", [
+        Record("embedding", 0, 0, {"min": 0, "max": 3, "num_embeddings": 10, extra: value},
+               summary=True)])) for name, extra, value in (("a", "Foo", 1), ("b", "foo", 2))]
+    emb = open_many(paths)["embedding"]
+    names = emb.schema.names
+    assert len({_fold(n) for n in names}) == len(names), names
+    assert {"Foo.case_100", "foo.case_000"} <= set(names) and "foo" not in names, names
+    con = duckdb.connect()
+    con.register("emb", emb)
+    got = con.sql('SELECT "Foo.case_100", "foo.case_000" FROM emb ORDER BY capture').fetchall()
+    assert got == [(1, None), (None, 2)], got
+
+
 # ------------------------------ 6. a capture's ids that fit no shared type stop no one else's read
 
 

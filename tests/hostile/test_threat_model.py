@@ -322,6 +322,8 @@ TESTS = {
              "tests/hostile/test_round6_fleet.py::"
              "test_duckdb_reads_our_columns_beside_a_folding_capture",
              "tests/hostile/test_round6_fleet.py::"
+             "test_extras_of_two_captures_folding_onto_each_other_are_kept_apart",
+             "tests/hostile/test_round6_fleet.py::"
              "test_ids_past_int64_beside_signed_ones_leave_only_their_capture_out",
              "tests/hostile/test_round6_fleet.py::"
              "test_a_divergence_of_uint64_ids_names_their_values"],
