@@ -72,10 +72,14 @@ def run_local(tasks: Sequence[Task], workers: int | None = None, done: Done | No
 
 def _run_here(tasks: Sequence[Task], piece: Callable[..., bytes], done: Done | None
               ) -> list[bytes]:
-    """Run ``tasks`` one by one in this process, each under its deadline."""
+    """Run ``tasks`` one by one in this process, each under its deadline; a task that raises
+    is its row, as in a pool (:func:`failed`)."""
     deadline, out = child_deadline(), []
     for task in tasks:
-        out.append(_with_deadline(piece, deadline, task.path, task.start, task.stop))
+        try:
+            out.append(_with_deadline(piece, deadline, task.path, task.start, task.stop))
+        except Exception as exc:  # noqa: BLE001  (a task's failure is its row)
+            out.append(failed(task, exc))
         if done:
             done(1)
     return out
@@ -254,7 +258,15 @@ def _result(future: Any, task: Task) -> bytes:
     try:
         return bytes(future.result())
     except Exception as exc:  # noqa: BLE001  (a dead worker is a row, not the end of the run)
-        return lost(task, f"task failed: {type(exc).__name__}: {exc}")
+        return failed(task, exc)
+
+
+def failed(task: Task, exc: BaseException) -> bytes:
+    """The row of a task that raised ``exc``: ``task failed: TYPE: MESSAGE`` on one line."""
+    from forensics.escaping import terminal
+
+    return lost(task, f"task failed: {type(exc).__name__}: "
+                      f"{terminal(' '.join(str(exc).split()))[:2000]}")
 
 
 def run_ray(tasks: Sequence[Task], address: str | None = None, done: Done | None = None,

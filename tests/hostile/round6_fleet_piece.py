@@ -35,3 +35,20 @@ def deaf(path: str, start: int | None, stop: int | None) -> bytes:
         while True:
             time.sleep(60)
     return piece(path, start, stop)
+
+
+class Odd(Exception):
+    """An exception that cannot be pickled (it holds a lock) and whose text spans lines."""
+
+    def __init__(self) -> None:
+        import threading
+
+        super().__init__("first line\nsecond \x1b[31mline")
+        self.lock = threading.Lock()
+
+
+def odd(path: str, start: int | None, stop: int | None) -> bytes:
+    """As :func:`piece`, but raises :class:`Odd` for a capture named ``odd``."""
+    if os.path.basename(path) == "odd":
+        raise Odd()
+    return piece(path, start, stop)

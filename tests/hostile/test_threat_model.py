@@ -310,6 +310,8 @@ TESTS = {
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::test_a_task_on_one_worker_has_the_deadline",
              "tests/hostile/test_round6_fleet.py::"
+             "test_a_task_raising_an_odd_exception_is_its_one_line_row",
+             "tests/hostile/test_round6_fleet.py::"
              "test_a_task_queued_behind_stuck_ones_is_not_timed_out",
              "tests/hostile/test_round6_fleet.py::test_writing_a_large_group_out_is_linear",
              "tests/hostile/test_round6_fleet.py::"
