@@ -12,15 +12,21 @@ namespaced (``extra.capture``), and an extra whose type differs across captures 
 read on its own: with ``on_error="skip"`` one that cannot be read (undecodable names, out of range
 numbers, unreadable files, a path too long) is left out and the others are unaffected. A host
 longer than any host name (:data:`MAX_HOST`) is unknown (null): it would be copied onto every row.
+A capture's column whose name folds (case, Unicode compatibility) onto one of ours or of its
+site's fields (``Capture``, ``Input_Ids``: a case-insensitive query engine such as DuckDB would
+read it for ours) is namespaced too (``extra.Capture``), and columns of two captures whose names
+fold onto each other (``Foo``, ``foo``) are each renamed by their spelling (``Foo.case_100``,
+``foo.case_000``), so no capture's column is read for another's.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from forensics.errors import ConfigurationError
+from forensics.errors import CaptureFormatError, ConfigurationError
 from forensics.records import INT64_MAX, INT64_MIN
 
 if TYPE_CHECKING:
@@ -52,18 +58,55 @@ def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
 
     if on_error not in ON_ERROR:
         raise ConfigurationError(f"open_many: on_error={on_error!r}; choose one of {ON_ERROR}")
-    batches: dict[str, list[pa.RecordBatch]] = {}
+    captures: dict[str, dict[str, list[pa.RecordBatch]]] = {}
     for path in find_captures(paths):
         try:
-            found = capture_batches(path)
+            captures[str(path)] = capture_batches(path)
         except Exception:
             if on_error == "raise":
                 raise
-            continue
+    while True:  # each pass leaves out one capture that does not fit beside the others
+        try:
+            return _datasets(captures, SITES)
+        except UnfitCapture as exc:
+            kept = {k: v for k, v in captures.items() if _name_of(v) != exc.capture}
+            if on_error == "raise" or len(kept) == len(captures):
+                raise
+            captures = kept
+
+
+class UnfitCapture(CaptureFormatError):
+    """A capture's column holds a value the site's union type cannot (a uint64 id past int64
+    beside signed ones): it cannot be read in one dataset with the others."""
+
+    def __init__(self, capture: str, column: str, kind: object, why: object) -> None:
+        from forensics.escaping import terminal
+
+        super().__init__(f"open_many: capture '{terminal(capture)}' column {column!r} does not "
+                         f"fit the type {kind} the other captures share ({terminal(why)}); "
+                         "open it alone, or pass on_error='skip' to leave it out")
+        self.capture = capture
+
+
+def _datasets(captures: dict[str, dict[str, list[pa.RecordBatch]]], sites: Sequence[str]
+              ) -> dict[str, ds.Dataset]:
+    """``{site: dataset}`` over the batches of ``captures``, sites in ``sites`` order.
+
+    Raises UnfitCapture for a capture whose column cannot be widened to the union type."""
+    batches: dict[str, list[pa.RecordBatch]] = {}
+    for found in captures.values():
         for site, site_batches in found.items():
             batches.setdefault(site, []).extend(site_batches)
-    return {site: site_dataset(_split_conflicts(batches[site])) for site in SITES
-            if site in batches}
+    return {site: site_dataset(_split_conflicts(_split_spellings(batches[site])))
+            for site in sites if site in batches}
+
+
+def _name_of(found: dict[str, list[pa.RecordBatch]]) -> str | None:
+    """The ``capture`` column's value of a capture's batches (None: it has none)."""
+    for site_batches in found.values():
+        for batch in site_batches:
+            return str(batch.column("capture").dictionary[0].as_py())
+    return None
 
 
 def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBatch]]:
@@ -85,22 +128,49 @@ def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBat
     where = unicode(os.path.abspath(capture.path))
     out: dict[str, list[pa.RecordBatch]] = {}
     for view in capture.batches():
-        out.setdefault(view.site, []).append(_with_origin(view.batch, where, host, pid))
+        out.setdefault(view.site, []).append(
+            _with_origin(view.batch, where, host, pid, ours(view.site)))
     return out
 
 
-def _with_origin(batch: pa.RecordBatch, capture: str, host: str | None, pid: int | None
-                 ) -> pa.RecordBatch:
+def folded(name: str) -> str:
+    """``name`` as a case-insensitive reader may compare it: NFKC, then case-folded."""
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+@functools.cache  # one per site: read-only, asked for every batch
+def ours(site: str) -> dict[str, str]:
+    """``{folded name: name}`` of the columns a capture's own may not take at ``site``: the
+    added ones, the store's ``step``, ``rank``, ``summary``, and the site's fields (with their
+    ``.shape``)."""
+    from forensics.sites import get_site
+    from forensics.store.arrow_codec import BASE_COLUMNS
+
+    fields = [f.name for f in get_site(site).fields]
+    names = [*ADDED_COLUMNS, *BASE_COLUMNS, *fields, *(f"{name}.shape" for name in fields)]
+    return {folded(name): name for name in names}
+
+
+def own_name(name: str, reserved: dict[str, str]) -> str:
+    """A batch column's name in the dataset: ``extra.NAME`` for an added column's name, or a
+    name that folds onto one of ``reserved`` (:func:`ours`) without being it; else ``name``."""
+    clash = name in ADDED_COLUMNS or reserved.get(folded(name), name) != name
+    return EXTRA_PREFIX + name if clash else name
+
+
+def _with_origin(batch: pa.RecordBatch, capture: str, host: str | None, pid: int | None,
+                 reserved: dict[str, str]) -> pa.RecordBatch:
     """``batch`` without field metadata, with constant ``capture``, ``host`` (strings,
     dictionary-encoded: :func:`repeated`) and ``pid`` (a column of the batch named like one of
-    them renamed ``extra.NAME``)."""
+    ours renamed: :func:`own_name`)."""
     import pyarrow as pa
 
     n = batch.num_rows
     arrays = [*batch.columns, repeated(capture, n), repeated(host, n),
               pa.array([pid] * n, pa.int64())]
-    fields = [pa.field(EXTRA_PREFIX + f.name if f.name in ADDED_COLUMNS else f.name, f.type)
-              for f in batch.schema]
+    fields = [pa.field(own_name(f.name, reserved), f.type) for f in batch.schema]
     text = pa.dictionary(pa.int32(), pa.string())  # strings, each stored once per batch
     fields += [pa.field("capture", text), pa.field("host", text), pa.field("pid", pa.int64())]
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
@@ -114,6 +184,30 @@ def repeated(text: str | None, n: int) -> pa.Array:
 
     indices = pa.array(np.zeros(n, dtype=np.int32), mask=np.full(n, text is None))
     return pa.DictionaryArray.from_arrays(indices, pa.array([text or ""], pa.string()))
+
+
+def _split_spellings(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """``batches`` with every column whose name folds (:func:`folded`) onto another's of
+    another spelling (``Foo`` in one capture, ``foo`` in another) renamed ``NAME.case_MASK``
+    in each (MASK: 1 for each upper-case character), so a case-insensitive reader never
+    reads one capture's column for another's."""
+    import pyarrow as pa
+
+    spellings: dict[str, set[str]] = {}
+    for batch in batches:
+        for name in batch.schema.names:
+            spellings.setdefault(folded(name), set()).add(name)
+    clashing = {name for found in spellings.values() if len(found) > 1 for name in found}
+    if not clashing:
+        return batches
+    return [pa.RecordBatch.from_arrays(batch.columns, schema=pa.schema(
+        [pa.field(_spelled(f.name) if f.name in clashing else f.name, f.type)
+         for f in batch.schema])) for batch in batches]
+
+
+def _spelled(name: str) -> str:
+    """``name.case_MASK``: the name with where its upper-case characters are."""
+    return f"{name}.case_{''.join('1' if ch.isupper() else '0' for ch in name)}"
 
 
 def _split_conflicts(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
@@ -180,12 +274,26 @@ def site_dataset(batches: list[pa.RecordBatch]) -> ds.Dataset:
 
 
 def _widened(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` with each column whose type differs from ``schema``'s cast to it."""
+    """``batch`` with each column whose type differs from ``schema``'s cast to it.
+
+    Raises UnfitCapture when a value does not fit (the capture is named)."""
     import pyarrow as pa
 
     if all(f.type == schema.field(f.name).type for f in batch.schema):
         return batch
-    arrays = [col if f.type == schema.field(f.name).type else col.cast(schema.field(f.name).type)
+    arrays = [col if f.type == schema.field(f.name).type else
+              _cast(batch, f.name, col, schema.field(f.name).type)
               for f, col in zip(batch.schema, batch.columns, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(
         [schema.field(f.name) for f in batch.schema]))
+
+
+def _cast(batch: pa.RecordBatch, name: str, column: pa.Array, kind: pa.DataType) -> pa.Array:
+    """``column`` (``name`` of ``batch``) cast to ``kind``; UnfitCapture when a value does not
+    fit it."""
+    import pyarrow as pa
+
+    try:
+        return column.cast(kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise UnfitCapture(_name_of({"": [batch]}) or "?", name, kind, exc) from None

@@ -28,7 +28,10 @@ def flat_rows(result: Triage) -> list[dict[str, Any]]:
     from forensics.fleet.stitch import divergence_text
     from forensics.present.conclusion import describe_finding
 
-    titles = {id(row): group.title() for group in result.groups for row in group.rows}
+    titles: dict[int, str] = {}
+    for group in result.groups:  # a title counts its group's rows: made once per group
+        title = group.title()
+        titles.update((id(row), title) for row in group.rows)
     out = []
     for row in result.rows:
         flat = {key: row.get(key) for key in COLUMNS}
@@ -60,11 +63,24 @@ def render(result: Triage, fmt: str) -> str:
 
 
 def to_json(result: Triage) -> dict[str, Any]:
-    """``{"captures": n, "groups": [{title, captures: [...]}], "rows": [row]}``."""
+    """``{"captures": n, "groups": [{title, captures: [...]}], "rows": [row]}``, every string
+    UTF-8 can encode (:func:`json_ready`: a lone surrogate of a file name is no strict JSON)."""
     rows = [{k: v for k, v in row.items() if k != "crashed"} for row in result.rows]
-    return {"captures": len(result.rows), "where": result.where,
-            "groups": [{"title": g.title(), "captures": [r["capture"] for r in g.rows]}
-                       for g in result.groups], "rows": rows}
+    return json_ready({"captures": len(result.rows), "where": result.where,
+                       "groups": [{"title": g.title(), "captures": [r["capture"] for r in g.rows]}
+                                  for g in result.groups], "rows": rows})
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with every string (keys too) in lists and dicts made UTF-8 encodable
+    (:func:`forensics.escaping.unicode`: a lone surrogate as the text ``\\udcNN``)."""
+    if isinstance(value, str):
+        return unicode(value)
+    if isinstance(value, dict):
+        return {json_ready(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
 
 
 #: the columns of a group's table in text, Markdown and HTML: (flat row key, header)
@@ -100,10 +116,16 @@ def _markdown_table(cells: list[list[str]]) -> list[str]:
         ["| " + " | ".join(row) + " |" for row in cells]
 
 
+#: the widest a text table's column is padded to (a longer cell runs past its column): one
+#: capture's long value never pads every other row of its group
+TEXT_WIDTH = 40
+
+
 def _text_table(cells: list[list[str]]) -> list[str]:
-    """Aligned columns of already escaped ``cells``, indented under the group's title."""
+    """Aligned columns of already escaped ``cells``, indented under the group's title (each
+    padded to at most :data:`TEXT_WIDTH`)."""
     rows = [[h for _, h in TABLE], *cells]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE) - 1)]
+    widths = [min(max(len(r[i]) for r in rows), TEXT_WIDTH) for i in range(len(TABLE) - 1)]
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1]
             for r in rows]
 

@@ -30,6 +30,8 @@ RAY_STARTS = 3
 HEARTBEAT = 1.0
 #: seconds past twice the deadline before a task stuck outside Python is killed
 BACKSTOP_GRACE = 60.0
+#: seconds a broken pool is given to end its processes before their exit codes are read
+BREAK_WAIT = 5.0
 
 
 def lost(task: Task, why: str) -> bytes:
@@ -46,80 +48,192 @@ def backstop() -> float:
 
 def run_local(tasks: Sequence[Task], workers: int | None = None, done: Done | None = None,
               piece: Callable[..., bytes] = replay_piece) -> list[bytes]:
-    """Run ``tasks`` on ``workers`` local processes (default: the CPUs; 1: in this process);
-    return their results in task order. ``done(n)`` is called as tasks finish. A task running
-    past its deadline (:func:`forensics.budget.child_deadline`) ends in its process
-    (:func:`_with_deadline`) and comes back as its row with ``error: timed out after N s``;
+    """Run ``tasks`` on ``workers`` local processes (default: the CPUs; 1: in this process
+    when it is on the main thread); return their results in task order. ``done(n)`` is called
+    as tasks finish. A task running past its deadline (:func:`forensics.budget.child_deadline`)
+    ends (:func:`_with_deadline`) and comes back as its row with ``error: timed out after N s``;
     one that does not end even then (stuck outside Python) is killed with its pool at twice
-    the deadline plus a minute, and the unfinished others run in a new pool."""
+    the deadline plus a minute, and the unfinished others run in a new pool. A task whose
+    process dies (a signal, the OOM killer) breaks its pool: it is its row ``task failed:
+    BrokenProcessPool``, and the tasks that shared the pool run again (:func:`_run_pool`)."""
+    import threading
+
     workers = min(workers or os.cpu_count() or 1, max(len(tasks), 1))
-    if workers == 1:
-        out = []
-        for task in tasks:
-            out.append(piece(task.path, task.start, task.stop))
-            if done:
-                done(1)
-        return out
+    if workers == 1 and threading.current_thread() is threading.main_thread():
+        return _run_here(tasks, piece, done)
     results: list[bytes | None] = [None] * len(tasks)
-    pending = list(range(len(tasks)))
-    while pending:
-        pending = _run_pool(tasks, pending, workers, piece, results, done)
+    pools = [list(range(len(tasks)))]
+    while pools:
+        rerun, alone = _run_pool(tasks, pools.pop(0), workers, piece, results, done)
+        pools += ([rerun] if rerun else []) + [[i] for i in alone]
     return [r if r is not None else lost(tasks[i], "task returned nothing")
             for i, r in enumerate(results)]
 
 
+def _run_here(tasks: Sequence[Task], piece: Callable[..., bytes], done: Done | None
+              ) -> list[bytes]:
+    """Run ``tasks`` one by one in this process, each under its deadline; a task that raises
+    is its row, as in a pool (:func:`failed`)."""
+    deadline, out = child_deadline(), []
+    for task in tasks:
+        try:
+            out.append(_with_deadline(piece, deadline, task.path, task.start, task.stop))
+        except Exception as exc:  # noqa: BLE001  (a task's failure is its row)
+            out.append(failed(task, exc))
+        if done:
+            done(1)
+    return out
+
+
+#: in a pool's process, where its tasks say they started (:func:`_announced`)
+_STARTS: Any = None
+
+
+def _keep_starts(starts: Any) -> None:
+    """A pool process's initializer: keep the queue its tasks announce their start on."""
+    global _STARTS
+    _STARTS = starts
+
+
+def _announced(piece: Callable[..., bytes], seconds: float, index: int, path: str,
+               start: int | None, stop: int | None) -> bytes:
+    """Say that task ``index`` started in this process (before anything of it runs), then run
+    it under its deadline (:func:`_with_deadline`)."""
+    if _STARTS is not None:
+        _STARTS.put((index, os.getpid()))
+    return _with_deadline(piece, seconds, path, start, stop)
+
+
 def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
               piece: Callable[..., bytes], results: list[bytes | None], done: Done | None
-              ) -> list[int]:
-    """Run the ``pending`` tasks in one process pool, filling ``results``; the tasks left
-    unfinished when a task outlived its deadline (its pool is then killed), else none."""
+              ) -> tuple[list[int], list[int]]:
+    """Run the ``pending`` tasks in one process pool, filling ``results``; return the tasks
+    to run again in a new pool, and those to run again each alone. A task that outlived its
+    deadline, counted from when it said it started (not from when the pool queued it), kills
+    the pool (the unfinished others run again). A process that died breaks
+    the pool: of the tasks it failed, those that never started run again; of those that had
+    started, one alone is the one that died (its row says so), several each run again alone
+    (if none started, every one is its row)."""
     import concurrent.futures as cf
     import multiprocessing
 
     deadline, limit = child_deadline(), backstop()  # the limit from when a process has it
     context = multiprocessing.get_context("spawn")  # no fork of a threaded process
-    pool = cf.ProcessPoolExecutor(min(workers, len(pending)), mp_context=context)
-    futures = {pool.submit(_with_deadline, piece, deadline, tasks[i].path, tasks[i].start,
+    starts = context.SimpleQueue()
+    pool = cf.ProcessPoolExecutor(min(workers, len(pending)), mp_context=context,
+                                  initializer=_keep_starts, initargs=(starts,))
+    futures = {pool.submit(_announced, piece, deadline, i, tasks[i].path, tasks[i].start,
                            tasks[i].stop): i for i in pending}
-    started: dict[Any, float] = {}
+    began: dict[int, float] = {}  # a task: when it said it started
+    running: dict[int, int] = {}  # a pool process's pid: the last task it started
+    processes: dict[int, Any] = {}
+    broken: list[int] = []
     waiting = set(futures)
+    ended = False  # every task ended: the pool's processes are waited for (none is stuck)
     try:
         while waiting:
             finished, waiting = cf.wait(waiting, timeout=HEARTBEAT,
                                         return_when=cf.FIRST_COMPLETED)
+            now = time.monotonic()
+            for pid, index in _drained(starts).items():
+                running[pid] = index
+                began.setdefault(index, now)
+            processes.update(getattr(pool, "_processes", None) or {})
             for future in finished:
+                if _died(future):
+                    broken.append(futures[future])
+                    continue
                 results[futures[future]] = _result(future, tasks[futures[future]])
                 if done:
                     done(1)
-            now = time.monotonic()
-            for future in waiting:
-                if future.running():
-                    started.setdefault(future, now)
-            stuck = {f for f in waiting if now - started.get(f, now) > limit}
+            stuck = {f for f in waiting if now - began.get(futures[f], now) > limit}
             if stuck:
                 for future in stuck:
                     results[futures[future]] = lost(tasks[futures[future]], timed_out(limit))
                     if done:
                         done(1)
                 _kill(pool)
-                return sorted(futures[f] for f in waiting - stuck)
-        return []
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+                return sorted(futures[f] for f in waiting - stuck) + broken, []
+        running.update(_drained(starts))
+        ended = True
+        return _after_break(tasks, broken, running, processes, results, done)
+    finally:  # a process still starting up must not outlive the queue it is handed
+        pool.shutdown(wait=ended, cancel_futures=True)
+        starts.close()
+
+
+def _drained(starts: Any) -> dict[int, int]:
+    """``{pid: task index}``: the last task each pool process announced on ``starts`` since
+    the last call (read as they come: a full pipe would stop the tasks announcing)."""
+    out = {}
+    while not starts.empty():
+        index, pid = starts.get()
+        out[pid] = index
+    return out
+
+
+def _died(future: Any) -> bool:
+    """Whether ``future`` failed because a process of its pool died."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    return isinstance(future.exception(), BrokenProcessPool)
+
+
+def _after_break(tasks: Sequence[Task], broken: list[int], running: dict[int, int],
+                 processes: dict[int, Any], results: list[bytes | None], done: Done | None
+                 ) -> tuple[list[int], list[int]]:
+    """The tasks to run again (in a new pool; each alone) after a process of the pool died,
+    failing ``broken``: the task a process ran when it died (:func:`_deaths`) is its row; the
+    others run again. When no death can be told, of the tasks that had started one alone is
+    the one that died (none started: every one is), several each run again alone."""
+    if not broken:
+        return [], []
+    dead = _deaths(broken, running, processes)
+    if not dead:
+        suspects = sorted(i for i in broken if i in running.values())
+        if len(suspects) > 1:
+            return sorted(set(broken) - set(suspects)), suspects
+        dead = dict.fromkeys(suspects or broken, "a signal, or the system ended it")
+    for i, why in dead.items():
+        results[i] = lost(tasks[i], f"task failed: BrokenProcessPool: its process died ({why})")
+        if done:
+            done(1)
+    return sorted(set(broken) - set(dead)), []
+
+
+def _deaths(broken: list[int], running: dict[int, int], processes: dict[int, Any]
+            ) -> dict[int, str]:
+    """``{task: how its process ended}`` for each task of ``broken`` whose pool process ended
+    by itself (an exit code, or a signal other than the SIGTERM the broken pool sends the
+    rest), waiting a few seconds for the pool to end its processes."""
+    import signal
+
+    dead: dict[int, str] = {}
+    for pid, process in processes.items():
+        if running.get(pid) not in broken:
+            continue  # its last task finished: not the one that died
+        process.join(BREAK_WAIT)
+        code = process.exitcode
+        if code is None or code in (0, -signal.SIGTERM):
+            continue
+        dead[running[pid]] = (f"signal {signal.Signals(-code).name}" if code < 0
+                              and -code in signal.Signals._value2member_map_
+                              else f"exit code {code}")
+    return dead
 
 
 def _with_deadline(piece: Callable[..., bytes], seconds: float, path: str,
                    start: int | None, stop: int | None) -> bytes:
     """``piece(path, start, stop)`` in a pool's process or a Ray worker, ended once it runs
-    ``seconds`` (SIGALRM: both run a task on their process's main thread); a task so ended
-    gives its row ``error: timed out after N s``."""
+    ``seconds`` (SIGALRM: both run a task on their process's main thread, as does
+    :func:`_run_here`); a task so ended gives its row ``error: timed out after N s``."""
     import signal
 
     def expire(signum: int, frame: Any) -> None:
         raise DeadlineError(timed_out(seconds))
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    outer, began = signal.setitimer(signal.ITIMER_REAL, seconds), time.monotonic()
     try:
         return piece(path, start, stop)
     except DeadlineError as exc:
@@ -127,6 +241,9 @@ def _with_deadline(piece: Callable[..., bytes], seconds: float, path: str,
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer[0] > 0:  # an alarm set around this task (in this process) goes on
+            signal.setitimer(signal.ITIMER_REAL,
+                             max(outer[0] - (time.monotonic() - began), 1e-3), outer[1])
 
 
 def _kill(pool: Any) -> None:
@@ -141,7 +258,15 @@ def _result(future: Any, task: Task) -> bytes:
     try:
         return bytes(future.result())
     except Exception as exc:  # noqa: BLE001  (a dead worker is a row, not the end of the run)
-        return lost(task, f"task failed: {type(exc).__name__}: {exc}")
+        return failed(task, exc)
+
+
+def failed(task: Task, exc: BaseException) -> bytes:
+    """The row of a task that raised ``exc``: ``task failed: TYPE: MESSAGE`` on one line."""
+    from forensics.escaping import terminal
+
+    return lost(task, f"task failed: {type(exc).__name__}: "
+                      f"{terminal(' '.join(str(exc).split()))[:2000]}")
 
 
 def run_ray(tasks: Sequence[Task], address: str | None = None, done: Done | None = None,

@@ -75,6 +75,8 @@ def what(row: dict[str, Any]) -> str:
 
 #: the facts a group's title names, with their labels: (row key, label)
 FACTS = (("vllm", "vLLM"), ("runner", "runner"), ("spec_method", "speculation"))
+#: the most distinct values of a fact a group's title names, and the characters of each
+FACT_VALUES, FACT_CHARS = 8, 100
 #: a group's place: known issues first, then unmatched signatures, then unreadable captures
 KNOWN, UNMATCHED, UNREADABLE = 0, 1, 2
 
@@ -110,12 +112,19 @@ class Group:
 
     def facts(self) -> str:
         """``"vLLM 0.32.0 or 0.33.0, runner v1, speculation mtp"``: each fact labelled, once,
-        its distinct values among the group's captures ("unknown" where none is known)."""
+        its distinct values among the group's captures ("unknown" where none is known); at
+        most :data:`FACT_VALUES` values, each cut after :data:`FACT_CHARS` characters (the
+        title is on every row of a table: its length never grows with the group)."""
+        from forensics.escaping import capped
+
         parts = []
         for key, label in FACTS:
             values = sorted({str(r.get(key) or "unknown") for r in self.rows})
             known = [v for v in values if v != "unknown"]
-            shown = " or ".join(known) + (" (some unknown)" if len(known) < len(values) else "")
+            more = len(known) - FACT_VALUES
+            shown = " or ".join(capped(v, FACT_CHARS) for v in known[:FACT_VALUES]) + \
+                (f" or {more} more" if more > 0 else "") + \
+                (" (some unknown)" if len(known) < len(values) else "")
             parts.append(f"{label} {shown if known else 'unknown'}")
         return ", ".join(parts)
 

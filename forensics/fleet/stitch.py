@@ -157,13 +157,14 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> dict[str, Any] | N
 
 
 def _flat(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """A list column's values (int64) and offsets ([rows + 1])."""
+    """A list column's values (their own integer type: a uint64 past int64 stays itself) and
+    offsets ([rows + 1])."""
     import pyarrow as pa
 
     array = column.combine_chunks()
     if isinstance(array, pa.ChunkedArray):
         array = pa.concat_arrays(array.chunks) if array.num_chunks else pa.array([], array.type)
-    flat = array.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
+    flat = array.flatten().to_numpy(zero_copy_only=False)
     lengths = array.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
     return flat, np.r_[0, np.cumsum(lengths)]
 

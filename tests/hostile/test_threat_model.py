@@ -339,6 +339,29 @@ TESTS = {
              "test_markdown_of_a_string_of_backticks_or_brackets_is_linear",
              "tests/hostile/test_round5_present.py::"
              "test_the_pytest_plugin_shows_an_unexpected_error_quoting_a_capture_as_inert_text"],
+    "T36f": ["tests/hostile/test_round6_fleet.py::"
+             "test_a_task_that_kills_its_worker_leaves_the_other_rows",
+             "tests/hostile/test_round6_fleet.py::test_a_task_on_one_worker_has_the_deadline",
+             "tests/hostile/test_round6_fleet.py::"
+             "test_a_task_raising_an_odd_exception_is_its_one_line_row",
+             "tests/hostile/test_round6_fleet.py::"
+             "test_a_task_queued_behind_stuck_ones_is_not_timed_out",
+             "tests/hostile/test_round6_fleet.py::test_writing_a_large_group_out_is_linear",
+             "tests/hostile/test_round6_fleet.py::"
+             "test_one_long_value_does_not_pad_every_row_of_its_group",
+             "tests/hostile/test_round6_fleet.py::"
+             "test_the_json_output_of_an_undecodable_name_is_strict",
+             "tests/hostile/test_round6_fleet.py::"
+             "test_a_groups_title_is_bounded_whatever_its_captures_claim",
+             "tests/hostile/test_round6_fleet.py::test_a_column_folding_onto_ours_is_namespaced",
+             "tests/hostile/test_round6_fleet.py::"
+             "test_duckdb_reads_our_columns_beside_a_folding_capture",
+             "tests/hostile/test_round6_fleet.py::"
+             "test_extras_of_two_captures_folding_onto_each_other_are_kept_apart",
+             "tests/hostile/test_round6_fleet.py::"
+             "test_ids_past_int64_beside_signed_ones_leave_only_their_capture_out",
+             "tests/hostile/test_round6_fleet.py::"
+             "test_a_divergence_of_uint64_ids_names_their_values"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
