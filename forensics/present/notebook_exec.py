@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -56,15 +56,15 @@ class Node(dict):  # type: ignore[type-arg]
         self[name] = value
 
 
-def _node(value: Any) -> Any:
+def as_node(value: Any) -> Any:
     """``value`` (parsed JSON) with every object a :class:`Node`, sources joined to strings."""
     if isinstance(value, dict):
-        node = Node({key: _node(item) for key, item in value.items()})
+        node = Node({key: as_node(item) for key, item in value.items()})
         if isinstance(node.get("source"), list):
             node["source"] = "".join(node["source"])
         return node
     if isinstance(value, list):
-        return [_node(item) for item in value]
+        return [as_node(item) for item in value]
     return value
 
 
@@ -73,11 +73,11 @@ def read_notebook(path: Path) -> Any:
     jsonschema's format checkers left unloaded: their import alone takes seconds)."""
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("nbformat") == 4:
-        return _node(data)
+        return as_node(data)
     sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
     import nbformat
 
-    return _node(json.loads(nbformat.writes(nbformat.read(str(path), as_version=4))))
+    return as_node(json.loads(nbformat.writes(nbformat.read(str(path), as_version=4))))
 
 
 def inject_parameters(nb: Any, parameters: dict[str, Any]) -> None:
@@ -91,8 +91,9 @@ def inject_parameters(nb: Any, parameters: dict[str, Any]) -> None:
     nb.cells.insert(at, cell)
 
 
-def execute(nb: Any, cwd: Path) -> Any:
+def execute(nb: Any, cwd: Path, on_cell: Callable[[int], object] | None = None) -> Any:
     """Run every code cell of ``nb`` in order, in ``cwd``; fill in its outputs; return ``nb``.
+    ``on_cell(number)`` is called as each code cell starts (a heartbeat).
 
     Raises CellError at the first cell that raises (or does not compile).
     """
@@ -104,6 +105,8 @@ def execute(nb: Any, cwd: Path) -> Any:
             if cell.get("cell_type") != "code":
                 continue
             number += 1
+            if on_cell is not None:
+                on_cell(number)
             cell.outputs = _run_cell(shell, cell.source, number)
             cell.execution_count = number
     return nb

@@ -1,0 +1,167 @@
+"""Hostile input, round 6, on notebooks and the report's child processes (issue 38's
+standard): a cell stuck where no signal handler runs (signals blocked, as native code may
+leave them) is ended from outside at its deadline with its whole process group; a
+``forensics report`` ended by a real signal leaves no notebook process behind; what a capture
+puts into a notebook's parameters stays data.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from forensics.cli import main
+from tests.conftest import DATA
+
+CAPTURE = DATA / "v2-negative-draft.capture"
+#: a cell that no in-process deadline can stop: every signal a handler could use is blocked
+#: (as native code can leave them) before it waits
+STUCK = ("import signal, time\n"
+         "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGINT, "
+         "signal.SIGTERM, signal.SIGHUP})\n"
+         "time.sleep(3600)")
+
+
+def write_notebook(path: Path, *sources: str) -> Path:
+    """A v4 notebook at ``path``: a ``parameters`` cell ``capture = None``, then ``sources``."""
+    cells = [("capture = None", ["parameters"]), *((source, []) for source in sources)]
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "execution_count": None, "id": f"c{i}", "outputs": [],
+         "metadata": {"tags": tags}, "source": source}
+        for i, (source, tags) in enumerate(cells)]}), encoding="utf-8")
+    return path
+
+
+def notebook(path: Path, pids: Path) -> Path:
+    """A notebook at ``path`` whose cells start a helper process, write the notebook's pid and
+    the helper's to ``pids``, then get stuck (:data:`STUCK`)."""
+    return write_notebook(path, "import os, subprocess\n"
+                                "helper = subprocess.Popen(['sleep', '300'])\n"
+                                f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} "
+                                "{helper.pid}')", STUCK)
+
+
+def gone(pid: int, within: float = 10.0) -> bool:
+    """Whether process ``pid`` has ended (reaped, or a zombie) within ``within`` seconds."""
+    stop = time.monotonic() + within
+    while time.monotonic() < stop:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def read_pids(path: Path, within: float = 60.0) -> list[int]:
+    """The pids a notebook wrote to ``path`` (waited for up to ``within`` seconds)."""
+    stop = time.monotonic() + within
+    while True:
+        if path.is_file() and len(text := path.read_text().split()) == 2:
+            return [int(pid) for pid in text]
+        if time.monotonic() > stop:
+            break
+        time.sleep(0.05)
+    raise AssertionError(f"the notebook never wrote {path}")
+
+
+def kill_left(pids: list[int]) -> None:
+    """Kill whatever of ``pids`` is left (a failed test leaves nothing running)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+# ----------------------------------- 1. a cell stuck where no signal reaches is killed outside
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_a_cell_no_signal_reaches_is_killed_from_outside_with_its_group(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    """``forensics report`` on a notebook whose cell blocks every signal and waits ends at the
+    deadline (``FORENSICS_CHILD_TIMEOUT=1``) in one line naming the notebook, the cell and
+    ``timed out after 1 s``, exit 2; the notebook's process and the process its cell started
+    are gone, and no report is written."""
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
+    pids_file, out = tmp_path / "pids", tmp_path / "r.html"
+    nb = notebook(tmp_path / "stuck.ipynb", pids_file)
+    started = time.monotonic()
+    code = main(["report", str(CAPTURE), "-o", str(out), "--notebook", str(nb)])
+    took = time.monotonic() - started
+    pids = read_pids(pids_file, within=0)
+    try:
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1, (code, err)
+        assert "stuck.ipynb" in err and "cell 4: timed out after 1 s" in err, err
+        assert all(gone(pid) for pid in pids), pids
+        assert not out.exists() and took < 60, took
+    finally:
+        kill_left(pids)
+
+
+# ------------------------------------- 2. a report ended by a signal leaves no notebook behind
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_report_ended_by_a_signal_leaves_no_notebook_process(
+        tmp_path: Path, signum: int) -> None:
+    """A real ``forensics report`` process, sent ``signum`` while its notebook's cell is stuck
+    (:data:`STUCK`), ends within seconds, and so do the notebook's process and the process
+    its cell started; no report is left at its name, nor a part of one beside it."""
+    pids_file, out = tmp_path / "pids", tmp_path / "r.html"
+    nb = notebook(tmp_path / "stuck.ipynb", pids_file)
+    env = {**os.environ, "FORENSICS_CHILD_TIMEOUT": "600"}
+    report = subprocess.Popen([sys.executable, "-m", "forensics.cli", "report", str(CAPTURE),
+                               "-o", str(out), "--notebook", str(nb)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pids: list[int] = []
+    try:
+        pids = read_pids(pids_file)
+        report.send_signal(signum)
+        report.wait(timeout=20)
+        assert all(gone(pid) for pid in pids), pids
+        assert report.returncode in (-signum, 128 + signum, 130), report.returncode
+        assert not out.exists() and not [p for p in os.listdir(tmp_path) if ".r.html" in p]
+    finally:
+        report.kill()
+        report.wait()
+        kill_left(pids)
+
+
+# ------------------------------------------------ 3. a capture's path reaches a cell as data
+
+#: what could end a string literal, a line or a docstring, or is no UTF-8
+HOSTILE_PATHS = ['/x/a"""b\'\'\'c\\', '/x/\nimport os; os._exit(3)\n#', "/x/\\N{BEL}\\x1b{x}",
+                 os.fsdecode(b"/x/\xff\xfe.capture"), "/x/\u202e\x00"]
+
+
+@pytest.mark.parametrize("path", HOSTILE_PATHS)
+def test_a_capture_path_is_one_literal_of_the_parameters_cell(path: str) -> None:
+    """The cell injected into a report's notebook assigns the capture's path (and the
+    variants) as literals holding exactly the text given, whatever it holds: quotes,
+    newlines, backslashes, bytes that are no UTF-8 (surrogate escapes) or NUL."""
+    from forensics.present.notebook_exec import Node, inject_parameters
+    from forensics.present.report import _parameters
+
+    nb = Node(cells=[Node(cell_type="code", source="capture = None",
+                          metadata=Node(tags=["parameters"]))])
+    inject_parameters(nb, _parameters(Path(path), [path]))
+    tree = ast.parse(nb.cells[1].source)
+    assert [type(s).__name__ for s in tree.body] == ["Assign", "Assign"], nb.cells[1].source
+    values = {s.targets[0].id: ast.literal_eval(s.value) for s in tree.body  # type: ignore
+              if isinstance(s, ast.Assign)}
+    assert values == {"capture": str(Path(path)), "variants": [path]}, values
+
