@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -165,3 +166,54 @@ def test_a_capture_path_is_one_literal_of_the_parameters_cell(path: str) -> None
               if isinstance(s, ast.Assign)}
     assert values == {"capture": str(Path(path)), "variants": [path]}, values
 
+
+# ------------------------------------------- 4. a hostile capture name through the notebooks
+
+#: a folder name of quotes, a docstring's end, a backslash, a newline, ESC, markup, bytes that
+#: are no UTF-8, a bidi override and a noncharacter
+HOSTILE_NAME = (b'x"""\'\\\n\x1b[31m<script>alert(1)<\\script>\xff\xfe\xe2\x80\xae'
+                b'\xef\xb7\x90.capture')
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of :data:`CAPTURE` under :data:`HOSTILE_NAME`."""
+    target = os.path.join(os.fsencode(tmp_path_factory.mktemp("hostile")), HOSTILE_NAME)
+    shutil.copytree(os.fsencode(CAPTURE), target)
+    return Path(os.fsdecode(target))
+
+
+def test_the_quickstart_report_of_a_hostile_name_is_inert(hostile: Path, tmp_path: Path
+                                                          ) -> None:
+    """The report of ``00_quickstart`` (the one the command's help names; it displayed bare
+    pandas tables, which the report refuses as raw HTML) on a capture named
+    :data:`HOSTILE_NAME` is written, and shows the name as escaped text only."""
+    from test_round5_present import RAW
+
+    from forensics.present.report import write_report
+
+    page = write_report(hostile, tmp_path / "r.html", notebook="00_quickstart").read_text(
+        encoding="utf-8")
+    assert RAW.search(page) is None, RAW.search(page)
+    assert "<script" not in page.lower() and "&lt;script&gt;alert(1)" in page
+
+
+@pytest.mark.parametrize(("cell", "said"), [
+    ("raise ValueError(capture * 2)", "in cell 3: ValueError: "),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+     "the notebook's process was killed by SIGKILL in cell 3 without an answer")])
+def test_a_failing_cell_on_a_hostile_name_is_one_inert_line(
+        hostile: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], cell: str,
+        said: str) -> None:
+    """A cell that raises with the capture's path in its message, or kills its own process,
+    ends ``forensics report`` in one line (exit 2) that says so, naming the capture with no
+    control character, bidi control or noncharacter raw; no report is written."""
+    from test_round5_present import RAW
+
+    nb = write_notebook(tmp_path / "fails.ipynb", cell)
+    out = tmp_path / "r.html"
+    code = main(["report", str(hostile), "-o", str(out), "--notebook", str(nb)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, (code, err)
+    assert said in err and "\\x1b[31m" in err and RAW.search(err) is None, err
+    assert not out.exists()
