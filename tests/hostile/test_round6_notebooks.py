@@ -217,3 +217,26 @@ def test_a_failing_cell_on_a_hostile_name_is_one_inert_line(
     assert code == 2 and len(err.strip().splitlines()) == 1, (code, err)
     assert said in err and "\\x1b[31m" in err and RAW.search(err) is None, err
     assert not out.exists()
+
+
+# ------------------------------------------------- 5. the progress bar's label is inert text
+
+
+def test_a_progress_label_naming_a_hostile_file_is_inert() -> None:
+    """The progress bar's label (``import`` shows each source file's name) is drawn with no
+    control character, bidi control or noncharacter raw: only the bar's own carriage return
+    and its line's end."""
+    import io
+
+    from test_round5_present import RAW
+
+    from forensics.progress import Progress
+
+    stream = io.StringIO()
+    bar = Progress(2, "import", stream=stream, force=True)
+    bar.advance(0, os.fsdecode(b"\x1b]0;pwn\x07\x1b[2J\xe2\x80\xae\n\r\xff.log"))
+    bar.advance(1)
+    bar.close()
+    drawn = stream.getvalue()
+    assert drawn.count("\r") == 2 and drawn.count("\n") == 1 and drawn.endswith("\n"), drawn
+    assert RAW.search(drawn.replace("\r", "").replace("\n", "")) is None, drawn
