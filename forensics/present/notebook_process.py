@@ -215,7 +215,7 @@ def _child(nb: Any, cwd: Path, around: Callable[[], AbstractContextManager[Any]]
         out = os.fdopen(writer, "wb")
 
         def send(message: dict[str, Any]) -> None:
-            out.write(json.dumps(message).encode("ascii") + b"\n")
+            out.write(json.dumps(message, default=_plain).encode("ascii") + b"\n")
             out.flush()
 
         try:
@@ -228,6 +228,13 @@ def _child(nb: Any, cwd: Path, around: Callable[[], AbstractContextManager[Any]]
         status = 0
     finally:
         os._exit(status)
+
+
+def _plain(value: Any) -> Any:
+    """A value JSON has no type for, as a notebook's display shows it: an array or a numpy
+    scalar as its Python value, anything else as its text."""
+    tolist = getattr(value, "tolist", None)
+    return tolist() if callable(tolist) else str(value)
 
 
 def _end_with_parent(parent: int) -> None:

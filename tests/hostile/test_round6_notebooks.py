@@ -240,3 +240,19 @@ def test_a_progress_label_naming_a_hostile_file_is_inert() -> None:
     drawn = stream.getvalue()
     assert drawn.count("\r") == 2 and drawn.count("\n") == 1 and drawn.endswith("\n"), drawn
     assert RAW.search(drawn.replace("\r", "").replace("\n", "")) is None, drawn
+
+
+def test_an_output_json_has_no_type_for_comes_back_as_its_value(tmp_path: Path) -> None:
+    """What a cell displays that JSON has no type for (a numpy scalar or array, any other
+    object in a display's data or metadata) comes back from the notebook's process as its
+    value or its text, not as a failed report."""
+    from forensics.present.notebook_exec import as_node
+    from forensics.present.notebook_process import execute_in_child
+
+    nb = as_node({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": (
+        "import numpy as np\nfrom IPython.display import display\n"
+        "display({'application/json': {'n': np.int64(7), 'a': np.arange(2), 'p': object}},"
+        " metadata={'x': np.float32(0.5)}, raw=True)")}]})
+    data = execute_in_child(nb, tmp_path).cells[0].outputs[0]
+    assert data["data"]["application/json"] == {"n": 7, "a": [0, 1], "p": "<class 'object'>"}
+    assert data["metadata"] == {"x": 0.5}, data
