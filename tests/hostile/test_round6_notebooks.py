@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from forensics.cli import main
-from tests.conftest import DATA
+from tests.conftest import DATA, embedding_records
 
 CAPTURE = DATA / "v2-negative-draft.capture"
 #: a cell that no in-process deadline can stop: every signal a handler could use is blocked
@@ -256,3 +256,43 @@ def test_an_output_json_has_no_type_for_comes_back_as_its_value(tmp_path: Path) 
     data = execute_in_child(nb, tmp_path).cells[0].outputs[0]
     assert data["data"]["application/json"] == {"n": 7, "a": [0, 1], "p": "<class 'object'>"}
     assert data["metadata"] == {"x": 0.5}, data
+
+
+# ------------------------------- 6. triage --html: one group's failed report leaves the others
+
+
+def test_one_groups_report_past_its_deadline_leaves_the_others_written(
+        tmp_path: Path) -> None:
+    """``triage --html``: when one group's report fails (its notebook ran past its deadline:
+    the error a real one gives), the other groups' reports are still written, the index says
+    that group's error (escaped) in place of its link, and the command then ends in one line
+    naming it."""
+    from forensics.errors import ForensicsError
+    from forensics.fleet.output import write_html
+    from forensics.fleet.triage import triage
+    from forensics.present.report import NotebookExecutionError
+    from forensics.store.writer import write_capture
+
+    paths = [str(write_capture(tmp_path / f"{name}.capture", embedding_records(bad)))
+             for name, bad in (("clean", None), ("bad", 2))]
+    result = triage(paths, workers=1)
+    assert len(result.groups) == 2, result.groups
+    written: list[str] = []
+
+    def report(capture: str, out: Path) -> None:
+        if not written:
+            written.append("")
+            raise NotebookExecutionError(
+                "notebook '03_triage.ipynb' on capture '\x1b[2J<b>': cell 7: timed out after 1 s")
+        out.write_text("<html></html>")
+        written.append(out.name)
+
+    with pytest.raises(ForensicsError) as raised:
+        write_html(result, tmp_path / "html", report=report)
+    line = str(raised.value)
+    assert len(line.splitlines()) == 1 and "group-000.html: " in line, line
+    assert "timed out after 1 s" in line and "\x1b" not in line, line
+    index = (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
+    assert written[1:] == ["group-001.html"] and (tmp_path / "html" / "group-001.html").exists()
+    assert 'href="group-001.html"' in index and 'href="group-000.html"' not in index
+    assert "error: notebook" in index and "&lt;b&gt;" in index and "\x1b" not in index
