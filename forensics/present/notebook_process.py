@@ -37,6 +37,9 @@ from forensics.present.notebook_exec import CellError, as_node, execute
 #: seconds the caller waits past the deadline, so a cell the in-process alarm can stop ends
 #: as that cell's own error first
 GRACE = 1.0
+#: the least seconds the child has to start its first cell (its shell made, its views set up;
+#: slower on a loaded machine than one cell's deadline may allow)
+START = 60.0
 #: signals that end the caller: on them the child's group is killed first
 _ENDING = (signal.SIGTERM, signal.SIGHUP)
 _PR_SET_PDEATHSIG = 1
@@ -134,14 +137,16 @@ def _answer(reader: int, seconds: float) -> tuple[dict[str, Any] | None, int]:
     number of the cell last started.
 
     Raises:
-        DeadlineError: no message within ``seconds`` (+ :data:`GRACE`) of the cell's start.
+        DeadlineError: no message within ``seconds`` (+ :data:`GRACE`) of the cell's start
+            (of the fork for the first cell: at least :data:`START`).
     """
     pending, cell = bytearray(), 0
-    limit = time.monotonic() + seconds + GRACE
+    limit = time.monotonic() + max(seconds, START) + GRACE
     while True:
         left = limit - time.monotonic()
         if left <= 0 or not select.select([reader], [], [], left)[0]:
-            raise DeadlineError(f"cell {cell}: {timed_out(seconds)}")
+            raise DeadlineError(f"cell {cell}: {timed_out(seconds)}" if cell else
+                                f"no cell started: {timed_out(max(seconds, START))}")
         chunk = os.read(reader, _CHUNK)
         if not chunk:
             return None, cell
