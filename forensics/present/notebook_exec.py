@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.budget import child_deadline, timed_out
-from forensics.errors import DeadlineError
+from forensics.errors import ConfigurationError, DeadlineError
 from forensics.present import svg
 
 PARAMETERS_TAG, INJECTED_TAG = "parameters", "injected-parameters"
@@ -70,14 +70,53 @@ def as_node(value: Any) -> Any:
 
 def read_notebook(path: Path) -> Any:
     """The notebook at ``path`` as a v4 notebook of :class:`Node` (a v3 one through nbformat,
-    jsonschema's format checkers left unloaded: their import alone takes seconds)."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("nbformat") == 4:
-        return as_node(data)
-    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-    import nbformat
+    jsonschema's format checkers left unloaded: their import alone takes seconds).
 
-    return as_node(json.loads(nbformat.writes(nbformat.read(str(path), as_version=4))))
+    Raises:
+        ConfigurationError: the file is no notebook (not JSON, not UTF-8, cells without a type
+            or source text, metadata or tags of another kind); the message names the file and
+            what is wrong.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("it is not a JSON object")
+        if data.get("nbformat") == 4:
+            return _checked(as_node(data))
+        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+        import nbformat
+
+        try:
+            converted = nbformat.writes(nbformat.read(str(path), as_version=4))
+        except nbformat.ValidationError as exc:
+            raise ValueError(f"nbformat refuses it: {exc.message}") from None
+        return _checked(as_node(json.loads(converted)))
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ConfigurationError(
+            f"notebook '{path}' cannot be run: {exc}; give a Jupyter notebook (.ipynb) whose "
+            f"cells each have a cell_type and a source, as Jupyter saves it") from None
+
+
+def _checked(nb: Any) -> Any:
+    """``nb`` when its cells, metadata and tags are of the kinds a notebook's are (a missing
+    metadata is added empty).
+
+    Raises:
+        ValueError: naming the first field that is not.
+    """
+    if not isinstance(nb.setdefault("metadata", Node()), dict):
+        raise ValueError("its 'metadata' is not an object")
+    if not isinstance(nb.get("cells"), list):
+        raise ValueError("its 'cells' is not a list")
+    for number, cell in enumerate(nb.cells, 1):
+        if not (isinstance(cell, dict) and isinstance(cell.get("cell_type"), str)
+                and isinstance(cell.get("source"), str)):
+            raise ValueError(f"cell {number} has no 'cell_type' or no 'source' text")
+        tags = cell.setdefault("metadata", Node()).get("tags", []) if isinstance(
+            cell.get("metadata", {}), dict) else None
+        if not (isinstance(tags, list) and all(isinstance(tag, str) for tag in tags)):
+            raise ValueError(f"cell {number}'s 'metadata' or its 'tags' is not of its kind")
+    return nb
 
 
 def inject_parameters(nb: Any, parameters: dict[str, Any]) -> None:

@@ -298,3 +298,29 @@ def test_one_groups_report_past_its_deadline_leaves_the_others_written(
     assert written[1:] == ["group-001.html"] and (tmp_path / "html" / "group-001.html").exists()
     assert 'href="group-001.html"' in index and 'href="group-000.html"' not in index
     assert "error: notebook" in index and "&lt;b&gt;" in index and "\x1b" not in index
+
+
+# ------------------------------------------------ 7. a file that is no notebook is one line
+
+NO_NOTEBOOKS = {"list": b"[]", "not json": b"not json", "not utf-8": b"\xff\xfe{}",
+                "cells not a list": b'{"nbformat": 4, "cells": 5}',
+                "cell without source": b'{"nbformat": 4, "cells": [{"cell_type": "code"}]}',
+                "source of numbers": b'{"nbformat": 4, "cells": [{"cell_type": "code", '
+                                     b'"source": ["x = 1", 5]}]}',
+                "tags not a list": b'{"nbformat": 4, "cells": [{"cell_type": "code", '
+                                   b'"source": "x = 1", "metadata": {"tags": 5}}]}',
+                "old and invalid": b'{"nbformat": 3}'}
+
+
+@pytest.mark.parametrize("content", NO_NOTEBOOKS.values(), ids=NO_NOTEBOOKS.keys())
+def test_a_file_that_is_no_notebook_is_one_line_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes) -> None:
+    """``report --notebook FILE`` where FILE is no notebook (not JSON, not UTF-8, cells of
+    another kind, nbformat's refusal) ends in one line naming the file and saying what a
+    notebook needs (exit 2), not an internal error."""
+    nb = tmp_path / "bad.ipynb"
+    nb.write_bytes(content)
+    code = main(["report", str(CAPTURE), "-o", str(tmp_path / "r.html"), "--notebook", str(nb)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, (code, err)
+    assert f"notebook '{nb}' cannot be run: " in err and "internal error" not in err, err

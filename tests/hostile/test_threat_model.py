@@ -145,7 +145,9 @@ TESTS = {
              "tests/hostile/test_round6_notebooks.py::"
              "test_a_progress_label_naming_a_hostile_file_is_inert",
              "tests/hostile/test_round6_notebooks.py::"
-             "test_one_groups_report_past_its_deadline_leaves_the_others_written"],
+             "test_one_groups_report_past_its_deadline_leaves_the_others_written",
+             "tests/hostile/test_round6_notebooks.py::"
+             "test_a_file_that_is_no_notebook_is_one_line_naming_it"],
     "T18c": ["tests/hostile/test_round4_continuity.py::"
              "test_a_row_index_claimed_by_prev_req_id_to_index_sizes_nothing",
              "tests/hostile/test_round4_continuity.py::"
