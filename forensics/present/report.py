@@ -154,9 +154,11 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
             f"{exc.number}: {exc.ename}: {exc.evalue}; open {notebook} with "
             f"capture = '{capture}' to see the traceback") from None
     except (DeadlineError, NotebookProcessError) as exc:
+        why = f" ({CHILD_TIMEOUT_ENV} sets the deadline of one cell)" if isinstance(
+            exc, DeadlineError) else ""
         raise NotebookExecutionError(
             f"notebook {notebook.name!r} on capture '{capture}': {exc}; its processes were "
-            f"ended ({CHILD_TIMEOUT_ENV} sets the deadline of one cell)") from None
+            f"ended{why}") from None
 
 
 def _parameters(capture: Path, variants: list[str] | None) -> dict[str, Any]:
