@@ -146,6 +146,7 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
     _require("IPython")
     nb = read_notebook(notebook)
     inject_parameters(nb, _parameters(capture, variants))
+    _import_once()
     try:
         return execute_in_child(nb, notebook.parent, lambda: svg.collecting(views.draw))
     except CellError as exc:
@@ -159,6 +160,21 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
         raise NotebookExecutionError(
             f"notebook {notebook.name!r} on capture '{capture}': {exc}; its processes were "
             f"ended{why}") from None
+
+
+#: modules every bundled notebook uses (replay, conclusion, styled tables)
+WARM_MODULES = ("forensics.replaying", "forensics.present.conclusion",
+                "forensics.present.tables", "pandas.io.formats.style")
+
+
+def _import_once() -> None:
+    """Import :data:`WARM_MODULES` in this process, once: each report's notebook runs in a
+    child forked from it, whose own imports end with it (a quarter of a report's time when
+    reports are written one after another)."""
+    import importlib
+
+    for name in WARM_MODULES:
+        importlib.import_module(name)
 
 
 def _parameters(capture: Path, variants: list[str] | None) -> dict[str, Any]:
