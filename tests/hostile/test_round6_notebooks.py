@@ -64,7 +64,7 @@ def gone(pid: int, within: float = 10.0) -> bool:
     return False
 
 
-def read_pids(path: Path, within: float = 60.0) -> list[int]:
+def read_pids(path: Path, within: float = 120.0) -> list[int]:
     """The pids a notebook wrote to ``path`` (waited for up to ``within`` seconds)."""
     stop = time.monotonic() + within
     while True:
