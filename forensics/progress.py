@@ -1,9 +1,12 @@
-"""A minimal progress bar on stderr, shown only when stderr is a terminal."""
+"""A minimal progress bar on stderr, shown only when stderr is a terminal; its label (which
+may name a capture or a source file) is shown as inert text (``escaping.terminal``)."""
 
 from __future__ import annotations
 
 import sys
 from typing import TextIO
+
+from forensics.escaping import terminal
 
 BAR_WIDTH = 30
 
@@ -27,8 +30,9 @@ class Progress:
             self.label = label
         if self.enabled:
             filled = BAR_WIDTH * self.done // self.total
+            label = terminal(self.label)[:40]
             self.stream.write(f"\r[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] "
-                              f"{100 * self.done // self.total:3d}% {self.label[:40]:<40}")
+                              f"{100 * self.done // self.total:3d}% {label:<40}")
             self.stream.flush()
 
     def close(self) -> None:

@@ -1,7 +1,8 @@
 """Write a self-contained HTML report of a capture.
 
-Runs an investigation notebook (default 03_triage) against the capture, in this process (as
-papermill would, without a kernel), and exports it with an offline template: figures embedded,
+Runs an investigation notebook (default 03_triage) against the capture, in a child process
+(as papermill would, without a kernel; a cell that outlives FORENSICS_CHILD_TIMEOUT, 600 s, is
+ended with the processes it started), and exports it with an offline template: figures embedded,
 nothing loaded from the network, no script, code hidden unless --with-code. The header opens
 with the conclusion as short lines (see forensics.present.conclusion), the verdict table and a
 contents list; the pictures come next; every finding is listed, grouped per (variant, site, step,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.atomic import write_atomically
-from forensics.errors import ConfigurationError
+from forensics.errors import ConfigurationError, ForensicsError, one_line
 from forensics.escaping import csv_cell, html, markdown, terminal, unicode
 from forensics.fleet.triage import Triage
 
@@ -201,16 +201,12 @@ def write_html(result: Triage, directory: str | os.PathLike[str],
 
         report = write_report
     flat = {row["capture"]: row for row in flat_rows(result)}
-    sections = []
+    sections: list[str] = []
+    failed: list[str] = []
     for number, group in enumerate(result.groups):
         first = next((r for r in group.rows if not r.get("error")), None)
-        link = ""
-        if first is not None:
-            name = f"group-{number:03d}.html"
-            report(first["capture"], root / name)
-            if first.get("divergence") and (root / name).exists():
-                _add_banner(root / name, flat[first["capture"]]["divergence"])
-            link = f' <a href="{name}">report of {html(first["name"])}</a>'
+        link = "" if first is None else _report_link(
+            report, first, root / f"group-{number:03d}.html", flat[first["capture"]], failed)
         head = "".join(f"<th>{h}</th>" for _, h in TABLE)
         body = "".join("<tr>" + "".join(f"<td>{html(c)}</td>" for c in _cells(flat[r["capture"]]))
                        + "</tr>" for r in group.rows)
@@ -223,7 +219,27 @@ def write_html(result: Triage, directory: str | os.PathLike[str],
             + "\n".join(sections) + "\n</body></html>\n")
     index = root / "index.html"
     shared_write(index, lambda tmp: _write_text(tmp, page))
+    if failed:
+        raise ForensicsError(f"wrote {index}, but {len(failed)} group report(s) failed "
+                             f"(said in it), the first {failed[0]}")
     return index
+
+
+def _report_link(report: Callable[[str, Path], Any], first: dict[str, Any], out: Path,
+                 row: dict[str, Any], failed: list[str]) -> str:
+    """Write the report of a group's ``first`` capture to ``out``; return the index's link to
+    it (``row``: its flat row, for the divergence banner), or, when the report fails, its
+    one-line reason (added to ``failed``): one group's
+    failed report (a notebook past its deadline) leaves the others' written."""
+    try:
+        report(first["capture"], out)
+    except ForensicsError as exc:
+        why = one_line(exc)
+        failed.append(f"{out.name}: {why}")
+        return f" (report of {html(first['name'])}: error: {html(why)})"
+    if first.get("divergence") and out.exists():
+        _add_banner(out, row["divergence"])
+    return f' <a href="{out.name}">report of {html(first["name"])}</a>'
 
 
 def _add_banner(report: Path, text: str) -> None:

@@ -22,13 +22,13 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from forensics.budget import child_deadline, timed_out
-from forensics.errors import DeadlineError
+from forensics.errors import ConfigurationError, DeadlineError
 from forensics.present import svg
 
 PARAMETERS_TAG, INJECTED_TAG = "parameters", "injected-parameters"
@@ -56,28 +56,67 @@ class Node(dict):  # type: ignore[type-arg]
         self[name] = value
 
 
-def _node(value: Any) -> Any:
+def as_node(value: Any) -> Any:
     """``value`` (parsed JSON) with every object a :class:`Node`, sources joined to strings."""
     if isinstance(value, dict):
-        node = Node({key: _node(item) for key, item in value.items()})
+        node = Node({key: as_node(item) for key, item in value.items()})
         if isinstance(node.get("source"), list):
             node["source"] = "".join(node["source"])
         return node
     if isinstance(value, list):
-        return [_node(item) for item in value]
+        return [as_node(item) for item in value]
     return value
 
 
 def read_notebook(path: Path) -> Any:
     """The notebook at ``path`` as a v4 notebook of :class:`Node` (a v3 one through nbformat,
-    jsonschema's format checkers left unloaded: their import alone takes seconds)."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("nbformat") == 4:
-        return _node(data)
-    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-    import nbformat
+    jsonschema's format checkers left unloaded: their import alone takes seconds).
 
-    return _node(json.loads(nbformat.writes(nbformat.read(str(path), as_version=4))))
+    Raises:
+        ConfigurationError: the file is no notebook (not JSON, not UTF-8, cells without a type
+            or source text, metadata or tags of another kind); the message names the file and
+            what is wrong.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("it is not a JSON object")
+        if data.get("nbformat") == 4:
+            return _checked(as_node(data))
+        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+        import nbformat
+
+        try:
+            converted = nbformat.writes(nbformat.read(str(path), as_version=4))
+        except nbformat.ValidationError as exc:
+            raise ValueError(f"nbformat refuses it: {exc.message}") from None
+        return _checked(as_node(json.loads(converted)))
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ConfigurationError(
+            f"notebook '{path}' cannot be run: {exc}; give a Jupyter notebook (.ipynb) whose "
+            f"cells each have a cell_type and a source, as Jupyter saves it") from None
+
+
+def _checked(nb: Any) -> Any:
+    """``nb`` when its cells, metadata and tags are of the kinds a notebook's are (a missing
+    metadata is added empty).
+
+    Raises:
+        ValueError: naming the first field that is not.
+    """
+    if not isinstance(nb.setdefault("metadata", Node()), dict):
+        raise ValueError("its 'metadata' is not an object")
+    if not isinstance(nb.get("cells"), list):
+        raise ValueError("its 'cells' is not a list")
+    for number, cell in enumerate(nb.cells, 1):
+        if not (isinstance(cell, dict) and isinstance(cell.get("cell_type"), str)
+                and isinstance(cell.get("source"), str)):
+            raise ValueError(f"cell {number} has no 'cell_type' or no 'source' text")
+        tags = cell.setdefault("metadata", Node()).get("tags", []) if isinstance(
+            cell.get("metadata", {}), dict) else None
+        if not (isinstance(tags, list) and all(isinstance(tag, str) for tag in tags)):
+            raise ValueError(f"cell {number}'s 'metadata' or its 'tags' is not of its kind")
+    return nb
 
 
 def inject_parameters(nb: Any, parameters: dict[str, Any]) -> None:
@@ -91,8 +130,9 @@ def inject_parameters(nb: Any, parameters: dict[str, Any]) -> None:
     nb.cells.insert(at, cell)
 
 
-def execute(nb: Any, cwd: Path) -> Any:
+def execute(nb: Any, cwd: Path, on_cell: Callable[[int], object] | None = None) -> Any:
     """Run every code cell of ``nb`` in order, in ``cwd``; fill in its outputs; return ``nb``.
+    ``on_cell(number)`` is called as each code cell starts (a heartbeat).
 
     Raises CellError at the first cell that raises (or does not compile).
     """
@@ -104,6 +144,8 @@ def execute(nb: Any, cwd: Path) -> Any:
             if cell.get("cell_type") != "code":
                 continue
             number += 1
+            if on_cell is not None:
+                on_cell(number)
             cell.outputs = _run_cell(shell, cell.source, number)
             cell.execution_count = number
     return nb

@@ -1,7 +1,8 @@
 """HTML reports: run an investigation notebook against a capture, write self-contained HTML.
 
-:func:`write_report` executes a notebook in this process (:mod:`forensics.present.notebook_exec`;
-its ``parameters`` cell is followed by one setting
+:func:`write_report` executes a notebook (:mod:`forensics.present.notebook_exec`, in a child
+process whose every cell has a deadline enforced from outside:
+:mod:`forensics.present.notebook_process`; its ``parameters`` cell is followed by one setting
 ``capture = "<absolute path>"``), then writes it as one page (:mod:`forensics.present.report_html`,
 no nbconvert): no require.js, MathJax, Mermaid, widgets or JavaScript outputs, and a
 Content-Security-Policy that forbids every script and every remote load. Figures (SVG, drawn
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.atomic import write_text_atomically
+from forensics.budget import CHILD_TIMEOUT_ENV
 from forensics.errors import ConfigurationError, ForensicsError, MissingDependencyError
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -126,28 +128,53 @@ def _capture_path(capture: Any) -> Path:
 def execute_notebook(notebook: Path, capture: Path, workdir: Path,
                      variants: list[str] | None = None) -> Any:
     """Run ``notebook`` with ``capture`` (and ``variants`` when given) as its parameters, in
-    this process (:mod:`forensics.present.notebook_exec`), in the notebook's folder, its views
+    a child process of its own process group (:mod:`forensics.present.notebook_process`:
+    each cell has a deadline enforced from outside), in the notebook's folder, its views
     drawn as SVG (:func:`forensics.present.svg.collecting`: no matplotlib); return the executed
     nbformat node. ``workdir`` is unused (kept for callers).
 
     Raises:
-        NotebookExecutionError: a cell raised; the message names the cell and the exception.
+        NotebookExecutionError: a cell raised, ran past its deadline (``timed out after N s``:
+            the child's group was killed) or ended the child; the message names the cell.
     """
+    from forensics.errors import DeadlineError
     from forensics.present import svg
-    from forensics.present.notebook_exec import CellError, execute, inject_parameters, read_notebook
+    from forensics.present.notebook_exec import CellError, inject_parameters, read_notebook
+    from forensics.present.notebook_process import NotebookProcessError, execute_in_child
     from forensics.present.svg import views
 
     _require("IPython")
     nb = read_notebook(notebook)
     inject_parameters(nb, _parameters(capture, variants))
+    _import_once()
     try:
-        with svg.collecting(views.draw):
-            return execute(nb, notebook.parent)
+        return execute_in_child(nb, notebook.parent, lambda: svg.collecting(views.draw))
     except CellError as exc:
         raise NotebookExecutionError(
             f"notebook {notebook.name!r} failed on capture '{capture}' in cell "
             f"{exc.number}: {exc.ename}: {exc.evalue}; open {notebook} with "
             f"capture = '{capture}' to see the traceback") from None
+    except (DeadlineError, NotebookProcessError) as exc:
+        why = f" ({CHILD_TIMEOUT_ENV} sets the deadline of one cell)" if isinstance(
+            exc, DeadlineError) else ""
+        raise NotebookExecutionError(
+            f"notebook {notebook.name!r} on capture '{capture}': {exc}; its processes were "
+            f"ended{why}") from None
+
+
+#: modules every bundled notebook uses (replay, conclusion, styled tables)
+WARM_MODULES = ("forensics.replaying", "forensics.present.conclusion",
+                "forensics.present.tables", "pandas.io.formats.style")
+
+
+def _import_once() -> None:
+    """Import :data:`WARM_MODULES` in this process, once: each report's notebook runs in a
+    child forked from it, whose own imports end with it (a quarter of a report's time when
+    reports are written one after another)."""
+    import importlib
+
+    for name in WARM_MODULES:
+        importlib.import_module(name)
 
 
 def _parameters(capture: Path, variants: list[str] | None) -> dict[str, Any]:

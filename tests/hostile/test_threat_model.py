@@ -132,6 +132,22 @@ TESTS = {
             "tests/test_repro_data.py::test_a_call_past_its_deadline_fails_with_timed_out",
             "tests/fleet/test_fleet_200.py::"
             "test_a_stuck_ray_task_is_its_rows_timeout_and_the_others_finish"],
+    "T35n": ["tests/hostile/test_round6_notebooks.py::"
+             "test_a_cell_no_signal_reaches_is_killed_from_outside_with_its_group",
+             "tests/hostile/test_round6_notebooks.py::"
+             "test_a_report_ended_by_a_signal_leaves_no_notebook_process",
+             "tests/hostile/test_round6_notebooks.py::"
+             "test_a_capture_path_is_one_literal_of_the_parameters_cell",
+             "tests/hostile/test_round6_notebooks.py::"
+             "test_the_quickstart_report_of_a_hostile_name_is_inert",
+             "tests/hostile/test_round6_notebooks.py::"
+             "test_a_failing_cell_on_a_hostile_name_is_one_inert_line",
+             "tests/hostile/test_round6_notebooks.py::"
+             "test_a_progress_label_naming_a_hostile_file_is_inert",
+             "tests/hostile/test_round6_notebooks.py::"
+             "test_one_groups_report_past_its_deadline_leaves_the_others_written",
+             "tests/hostile/test_round6_notebooks.py::"
+             "test_a_file_that_is_no_notebook_is_one_line_naming_it"],
     "T18c": ["tests/hostile/test_round4_continuity.py::"
              "test_a_row_index_claimed_by_prev_req_id_to_index_sizes_nothing",
              "tests/hostile/test_round4_continuity.py::"
