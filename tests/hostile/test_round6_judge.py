@@ -1,0 +1,95 @@
+"""Hostile input, round 6: what we conclude (``forensics/judge/``, ``forensics/versions.py``,
+``forensics/present/conclusion.py``, ``forensics/known/``) against a capture author who wants a
+false sentence printed: a crafted version string, crafted steps, ranks, sites and request ids,
+forged facts.
+
+Every test builds its records and manifest in memory (no torch, no engine, no vLLM import) and
+runs the judge as the replay does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from forensics.judge.clamp import clamps
+from forensics.judge.continuity import CLAMPED
+from forensics.judge.streams import continuity_of, v1_sites
+from forensics.records import Record
+from forensics.versions import release_of
+
+SINK, PREPARE, CHANGE = v1_sites()
+
+#: strings that are no version vLLM publishes: each must leave "whether it clamps" unknown
+NOT_VERSIONS = ["v0.32", "999", "", "0.32.0\n0.31.0", " 0.32.0", "0.32.0 ", "0.33.0\n",
+                "\uff10.\uff13\uff12.\uff10", "\u0660.\u0663\u0662.\u0660", "0.32.0-garbage",
+                "0.33.0\x00", "00.32.0", "0.32.0 # 0.31.0"]
+#: pre-releases and dev builds of a minor whose final release was read: may predate the clamp
+NOT_FINAL = ["0.32.0rc1", "0.32.0.dev1234", "0.33.0.dev1234", "0.33.0rc2", "0.32.0a1",
+             "0.33.1.dev5+g1234.d20260101"]
+
+
+def _step(step: int, fed: list[int], prev_last: int, count: int, drafts: list[int],
+          written: list[int] | None = None) -> list[Record]:
+    """One V1 step of request ``req-a``: 3 scheduled ids (the last two drafts)."""
+    prepare: dict[str, Any] = {
+        "prev_sampled_token_ids": np.array([[prev_last]]), "cu_num_tokens": np.array([3]),
+        "num_draft_tokens": np.array([2]), "prev_num_spec_tokens": 2,
+        "draft_token_ids": np.array([drafts]), "req_ids": ["req-a"]}
+    if written is not None:
+        prepare["input_ids_device_after"] = np.array(written)
+    positions = np.array([5, 6, 7]) + 2 * (step - 1)
+    return [Record(CHANGE, step, 0, {"valid_sampled_token_count": np.array([count]),
+                                     "prev_req_ids": ["req-a"]}),
+            Record(PREPARE, step, 0, prepare),
+            Record(SINK, step, 0, {"input_ids": np.array(fed), "num_embeddings": 100,
+                                   "positions": positions})]
+
+
+def _clamped_capture(version: Any) -> Any:
+    """Step 2's staging wrote -1 where the request had 77 and the embedding read 0: whether
+    that is "clamped to token 0" depends on whether the capture's vLLM clamps."""
+    records = (_step(1, [10, 11, 12], prev_last=10, count=1, drafts=[11, 12])
+               + _step(2, [0, 30, 31], prev_last=77, count=2, drafts=[30, 31],
+                       written=[-1, 30, 31]))
+    manifest = {"versions": {"vllm": version}, "model": {"num_speculative_tokens": 2}}
+    return continuity_of(lambda site: [r for r in records if r.site == site],
+                         {r.site for r in records}, manifest)
+
+
+def test_a_release_the_source_was_read_for_still_says_clamped() -> None:
+    """The base of the attacks below: vLLM 0.32.0 clamps, so the -1 is named as clamped."""
+    result = _clamped_capture("0.32.0")
+    assert result.clamps is True
+    assert [f["kind"] for f in result.findings] == [CLAMPED]
+    assert "was clamped to token 0" in result.sentence()
+
+
+@pytest.mark.parametrize("version", NOT_VERSIONS + NOT_FINAL)
+def test_a_version_we_cannot_read_never_decides_the_clamp(version: str) -> None:
+    """``"0.32.0\\n0.31.0"``, ``"0.32.0 "``, ``"0.32.0-garbage"`` were read as 0.32 (the text
+    before the second dot), pre-releases and dev builds as their final release (a dev build of
+    0.33 as the installed 0.33.0): the conclusion said the model read token 0 "clamped" for a
+    vLLM whose clamp nobody read. Now whether it clamps is unknown, and no finding says so."""
+    result = _clamped_capture(version)
+    assert result.clamps is None
+    assert result.findings == []
+    assert "clamped" not in result.sentence()
+    known, why = clamps(version, "v1", True)
+    assert known is None and why.startswith("unknown whether")
+
+
+@pytest.mark.parametrize("version", NOT_VERSIONS)
+def test_a_string_that_is_no_version_parses_to_nothing(version: str) -> None:
+    assert release_of(version) is None
+
+
+@pytest.mark.parametrize(("version", "minor", "final"), [
+    ("0.32.0", "0.32", True), ("0.32.1", "0.32", True), ("0.32.0+cpu", "0.32", True),
+    ("0.33.0.post1", "0.33", True), ("0.32", "0.32", True), ("0.32.0rc1", "0.32", False),
+    ("0.33.0.dev1234", "0.33", False)])
+def test_a_version_as_releases_spell_it_is_read(version: str, minor: str, final: bool) -> None:
+    release = release_of(version)
+    assert release is not None and (release.minor, release.final) == (minor, final)
