@@ -4,8 +4,9 @@ vLLM's V1 ``GPUModelRunner._preprocess`` clamps the step's input ids (``clamp_(m
 "Clamp speculative scheduler placeholders (-1) before embedding lookup") whenever a speculative
 config is set: a ``-1`` placeholder left in the ids is read as token 0, silently. Which versions
 do so is read, never assumed: from the installed vLLM's source when its version is the one the
-capture names (or the capture names none), else from the versions whose source was read
-(:data:`READ_VERSIONS`); any other version is unknown. V2 (``runner = "v2"``) has no such clamp.
+capture names (in-memory records, which name none, use it too), else from the versions whose
+source was read (:data:`READ_VERSIONS`); any other version, a capture that names none and a
+string that is no version are unknown. V2 (``runner = "v2"``) has no such clamp.
 """
 
 from __future__ import annotations
@@ -48,15 +49,17 @@ def clamps(version: str | None, runner: str, speculative: bool) -> tuple[bool | 
     """Whether ids are clamped before the embedding, and why we say so: V2 never; V1 only
     with speculative decoding, then per the installed code (the same release, or none named)
     or :data:`READ_VERSIONS` (final releases only); None (unknown) for a version we have not
-    read, a pre-release or dev build, and a string that is not a version at all."""
+    read, a pre-release or dev build, and a string that is not a version at all (``""``: a
+    capture that names none; None: in-memory records, judged by the installed vLLM)."""
     if runner == "v2":
         return False, "Model Runner V2 does not clamp input ids"
     if not speculative:
         return False, "no speculative decoding: V1 clamps only with a speculative config"
     named = release_of(version)
     if version is not None and named is None:
-        return None, (f"unknown whether the capture's vLLM clamps: its version "
-                      f"{terminal(repr(version))} is not a version string")
+        return None, ("unknown whether the capture's vLLM clamps: " + (
+            f"its version {terminal(repr(version))} is not a version string" if version
+            else "its manifest names no vLLM version"))
     installed = module_version("vllm")
     if version is None or _same_code(version, installed):
         found = installed_clamps()

@@ -293,20 +293,27 @@ def _by_key(records: Iterable[Record]) -> dict[Key, Record]:
 def continuity_of(records_of: RecordsOf, sites: Iterable[str],
                   manifest: dict[str, Any] | None = None) -> Continuity:
     """The continuity check of a capture's records (``sites``: the sites it holds; the
-    manifest names its runner, vLLM version and drafts), or of in-memory records (no
-    manifest: the installed vLLM says whether it clamps)."""
+    manifest names its runner, vLLM version and drafts: one it does not name is unknown), or
+    of in-memory records (no manifest: the installed vLLM says whether it clamps)."""
     from forensics.judge.clamp import clamps
 
     present = set(sites)
+    version = None if manifest is None else _vllm_named(manifest)
     manifest = manifest or {}
     judging = Judging()
     v2 = manifest.get("runner") == "v2" or bool(present & set(v2_sites()[1:]))
     if v2:
         return judging.result(v2_stream(records_of, judging))
-    version = (manifest.get("versions") or {}).get("vllm")
     speculative = _speculative(manifest, records_of)
-    known, why = clamps(version if isinstance(version, str) else None, "v1", speculative)
+    known, why = clamps(version, "v1", speculative)
     return judging.result(v1_stream(records_of, known, why, judging))
+
+
+def _vllm_named(manifest: dict[str, Any]) -> str:
+    """The vLLM version a capture's manifest names (``""``: none, or no string: a capture
+    never falls back on the installed vLLM, which need not be the one that ran it)."""
+    version = (manifest.get("versions") or {}).get("vllm")
+    return version if isinstance(version, str) else ""
 
 
 def _speculative(manifest: dict[str, Any], records_of: RecordsOf) -> bool:

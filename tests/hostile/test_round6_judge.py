@@ -48,13 +48,15 @@ def _step(step: int, fed: list[int], prev_last: int, count: int, drafts: list[in
                                    "positions": positions})]
 
 
-def _clamped_capture(version: Any) -> Any:
+def _clamped_capture(version: Any, versions: dict[str, Any] | None = None) -> Any:
     """Step 2's staging wrote -1 where the request had 77 and the embedding read 0: whether
-    that is "clamped to token 0" depends on whether the capture's vLLM clamps."""
+    that is "clamped to token 0" depends on whether the capture's vLLM clamps (``versions``:
+    the manifest's whole ``versions`` object instead of ``{"vllm": version}``)."""
     records = (_step(1, [10, 11, 12], prev_last=10, count=1, drafts=[11, 12])
                + _step(2, [0, 30, 31], prev_last=77, count=2, drafts=[30, 31],
                        written=[-1, 30, 31]))
-    manifest = {"versions": {"vllm": version}, "model": {"num_speculative_tokens": 2}}
+    manifest = {"versions": {"vllm": version} if versions is None else versions,
+                "model": {"num_speculative_tokens": 2}}
     return continuity_of(lambda site: [r for r in records if r.site == site],
                          {r.site for r in records}, manifest)
 
@@ -93,3 +95,15 @@ def test_a_string_that_is_no_version_parses_to_nothing(version: str) -> None:
 def test_a_version_as_releases_spell_it_is_read(version: str, minor: str, final: bool) -> None:
     release = release_of(version)
     assert release is not None and (release.minor, release.final) == (minor, final)
+
+
+@pytest.mark.parametrize("versions", [{}, {"vllm": None}, {"vllm": 0.33}, {"vllm": 33},
+                                      {"vllm": ["0.33.0"]}, {"vllm": {"0.33.0": 1}}])
+def test_a_capture_that_names_no_vllm_is_not_judged_by_the_installed_one(
+        versions: dict[str, Any]) -> None:
+    """A manifest without ``versions.vllm`` (or a number, a list there) was judged by the vLLM
+    installed where the replay runs, as if the capture named it: "clamped to token 0" for a
+    capture from any vLLM at all. Only in-memory records (no manifest) use the installed one."""
+    result = _clamped_capture(None, versions)
+    assert result.clamps is None and result.findings == []
+    assert "clamped" not in result.sentence()
