@@ -125,11 +125,14 @@ PROBE_START, PROBE_STOP = "probe_start", "probe_stop"
 
 
 def unstopped(events: list[dict[str, Any]]) -> list[str]:
-    """The processes whose probe kept a ``probe_start`` event and no ``probe_stop``: they
-    ended without the probe's stop (SIGKILL, SIGSEGV, SIGABRT, the OOM killer)."""
-    started = {str(e.get("process")) for e in events if e.get("kind") == PROBE_START}
-    stopped = {str(e.get("process")) for e in events if e.get("kind") == PROBE_STOP}
-    return sorted(started - stopped)
+    """The processes whose last ``probe_start`` event has no ``probe_stop`` after it (events
+    in their process's order): they ended without the probe's stop (SIGKILL, SIGSEGV,
+    SIGABRT, the OOM killer), even where an earlier session of theirs stopped."""
+    last: dict[str, str] = {}
+    for event in events:
+        if event.get("kind") in (PROBE_START, PROBE_STOP):
+            last[str(event.get("process"))] = event["kind"]
+    return sorted(process for process, kind in last.items() if kind == PROBE_START)
 
 
 def out_of_range(findings: pd.DataFrame) -> bool:

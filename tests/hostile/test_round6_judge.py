@@ -107,3 +107,20 @@ def test_a_capture_that_names_no_vllm_is_not_judged_by_the_installed_one(
     result = _clamped_capture(None, versions)
     assert result.clamps is None and result.findings == []
     assert "clamped" not in result.sentence()
+
+
+def test_a_process_that_started_the_probe_again_and_died_is_called_died() -> None:
+    """One process ran two probe sessions (two engines one after the other): the first stopped,
+    the second was killed at step 9. Its start and stop were matched as sets, so the process
+    counted as stopped: no crash, no "stopped without the probe's stop" sentence."""
+    from forensics.known.evidence import crashed, unstopped
+    from forensics.present.conclusion import stopped_after
+
+    events = [{"kind": "probe_start", "process": "h-1", "step": 0},
+              {"kind": "probe_stop", "process": "h-1", "step": 5},
+              {"kind": "probe_start", "process": "h-1", "step": 6},
+              {"kind": "probe_start", "process": "h-2", "step": 0},
+              {"kind": "probe_stop", "process": "h-2", "step": 9}]
+    assert unstopped(events) == ["h-1"] and crashed(events)
+    assert stopped_after({"events": events, "steps": [0, 9]}) == 9
+    assert unstopped(events[:2] + events[3:]) == []  # each session stopped: no death
