@@ -30,6 +30,10 @@ MODEL_FACT_KEYS = {"async_scheduling": "async_scheduling", "speculative": "specu
                    "vocab_size": "vocab_size", "num_embeddings": "num_embeddings",
                    "tensor_parallel_size": "tensor_parallel_size"}
 
+#: the facts a crash dump's config line states (``forensics.importers.crash_dump``'s)
+DUMP_FACT_KEYS = frozenset({"vllm", "model", "speculative", "num_speculative_tokens",
+                            "tensor_parallel_size"})
+
 
 @dataclass
 class Evidence:
@@ -43,6 +47,8 @@ class Evidence:
     spec_tokens: dict[str, list[int]] | None = None
     #: ``unwritten_input`` findings (:mod:`forensics.judge.race`), kept apart from the judge's
     race: pd.DataFrame | None = None
+    #: the facts taken from a crash dump's config line (an event's text, not the manifest)
+    dumped: frozenset[str] = frozenset()
 
     def id_bounds(self) -> set[int]:
         """Bounds that are a vocabulary or an embedding's row count (ids, not rows)."""
@@ -62,13 +68,14 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     baseline = str(baseline_of(result.variants))
     summary = _summary(capture if capture is not None else result.capture)
     events = list(summary.get("events") or [])
-    facts = {**dump_facts(events), **facts_of(summary.get("manifest") or {})}
+    dumped, stated = dump_facts(events), facts_of(summary.get("manifest") or {})
+    facts = {**dumped, **stated}
     continuity = getattr(result, "continuity", None)
     if "runner" not in facts and continuity is not None and not continuity.needs:
         # the token streams were rebuilt from that runner's own sites: its records say which
         facts["runner"] = continuity.runner
     return Evidence(findings=result.findings, baseline=baseline, facts=facts, events=events,
-                    spec_tokens=spec_tokens_of(events))
+                    spec_tokens=spec_tokens_of(events), dumped=frozenset(set(dumped) - set(stated)))
 
 
 def _summary(capture: Any) -> dict[str, Any]:
@@ -92,12 +99,15 @@ def facts_of(manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def dump_facts(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Facts from the config line of vLLM's crash dumps (a manifest's facts take precedence)."""
+    """Facts from the config line of vLLM's crash dumps, only those such a line states
+    (:data:`DUMP_FACT_KEYS`; a manifest's facts take precedence): an event naming ``runner``
+    or ``async_scheduling`` in its config states nothing of them."""
     facts: dict[str, Any] = {}
     for event in events:
         config = event.get("config")
         if event.get("kind") == "crash_dump" and isinstance(config, dict):
-            facts.update({k: v for k, v in config.items() if isinstance(v, (str, int))})
+            facts.update({k: v for k, v in config.items() if k in DUMP_FACT_KEYS
+                          and isinstance(v, (str, int)) and not isinstance(v, bool)})
     return facts
 
 

@@ -153,14 +153,16 @@ def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
     a producer writes, so it neither holds nor contradicts)."""
     name, wanted = str(spec["name"]), spec["equals"]
     got = evidence.facts.get(name)
+    source = " (from a crash dump's config line)" if name in evidence.dumped else ""
     if got is None:
         return Check(None, f"{name} not recorded")
     if isinstance(wanted, bool) != isinstance(got, bool):
-        return Check(None, f"{name} recorded as {got!r}, not as true or false"
-                     if isinstance(wanted, bool) else f"{name} recorded as {got!r}")
+        return Check(None, (f"{name} recorded as {got!r}, not as true or false"
+                            if isinstance(wanted, bool) else f"{name} recorded as {got!r}")
+                     + source)
     same = (str(got).lower() == str(wanted).lower() if isinstance(wanted, str)
             else got == wanted)
-    return Check(same, f"{name} is {got}" + ("" if same else f", not {wanted}"))
+    return Check(same, f"{name} is {got}" + ("" if same else f", not {wanted}") + source)
 
 
 def _event(spec: dict[str, Any], evidence: Evidence) -> Check:

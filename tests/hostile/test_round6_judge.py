@@ -124,3 +124,42 @@ def test_a_process_that_started_the_probe_again_and_died_is_called_died() -> Non
     assert unstopped(events) == ["h-1"] and crashed(events)
     assert stopped_after({"events": events, "steps": [0, 9]}) == 9
     assert unstopped(events[:2] + events[3:]) == []  # each session stopped: no death
+
+
+def _known_evidence(manifest: dict[str, Any], config: dict[str, Any]) -> Any:
+    """The known-issue evidence of a capture whose one crash-dump event has ``config``."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from forensics.known.evidence import evidence_of
+
+    events = [{"kind": "crash_dump", "step": 3, "rank": 0, "config": config}]
+    capture = SimpleNamespace(summary=lambda: {"manifest": manifest, "events": events})
+    return evidence_of(SimpleNamespace(  # type: ignore[arg-type]
+        findings=pd.DataFrame(), variants=["upstream"], capture=capture, continuity=None))
+
+
+def test_a_crash_dump_event_states_only_what_a_dump_config_line_holds() -> None:
+    """Any key of a ``crash_dump`` event's ``config`` became a fact: an event (free data in the
+    events file) claiming ``runner: v1`` and ``async_scheduling: false`` contradicted the
+    entries of a V2 capture with async scheduling: "does not match: runner is v1"."""
+    evidence = _known_evidence({"model": {}}, {"runner": "v1", "async_scheduling": False,
+                                               "speculative": "mtp", "vllm": "0.33.0"})
+    assert "runner" not in evidence.facts and "async_scheduling" not in evidence.facts
+    assert evidence.facts["speculative"] == "mtp"
+
+
+def test_a_fact_from_a_crash_dump_says_so_where_it_decides() -> None:
+    """A fact the manifest does not state, taken from a crash dump's config line, decided a
+    match (contradicted an entry) with no word of where it came from."""
+    from forensics.known import load_catalogue
+    from forensics.known.matching import match_entry
+
+    entry = next(e for e in load_catalogue().entries if e.id == "all-placeholder-drafts-race")
+    dumped = match_entry(entry, _known_evidence({"model": {}}, {"speculative": "eagle"}))
+    assert dumped.contradicted == ["speculative is eagle, not mtp (from a crash dump's config "
+                                   "line)"]
+    stated = match_entry(entry, _known_evidence({"model": {"speculative": "eagle"}},
+                                                {"speculative": "mtp"}))
+    assert stated.contradicted == ["speculative is eagle, not mtp"]  # the manifest's wins
