@@ -163,3 +163,85 @@ def test_a_fact_from_a_crash_dump_says_so_where_it_decides() -> None:
     stated = match_entry(entry, _known_evidence({"model": {"speculative": "eagle"}},
                                                 {"speculative": "mtp"}))
     assert stated.contradicted == ["speculative is eagle, not mtp"]  # the manifest's wins
+
+
+def _two_engines_at_one_rank() -> list[Record]:
+    """Engine A's two steps of ``req-a`` (step 2 fed exactly what the request had), then a
+    second engine's embedding record claiming the same step and rank (its own request's ids)."""
+    records = (_step(1, [10, 11, 12], prev_last=10, count=1, drafts=[11, 12],
+                     written=[10, 11, 12])
+               + _step(2, [77, 30, 31], prev_last=77, count=2, drafts=[30, 31],
+                       written=[77, 30, 31]))
+    other = Record(SINK, 2, 0, {"input_ids": np.array([5, 6, 7]), "num_embeddings": 100,
+                                "positions": np.array([0, 1, 2])})
+    return [*records, other]
+
+
+def test_a_step_two_engines_claim_is_not_judged_against_the_other_engine() -> None:
+    """The records were paired by (step, rank), the last of a key winning: engine B's ids were
+    judged against engine A's request, "input_ids[0] = 5 ... was fed token 5 where the request
+    had token 77", a substitution no engine made. A step where a site holds two records is
+    not judged now."""
+    records = _two_engines_at_one_rank()
+    manifest = {"versions": {"vllm": "0.33.0"}, "model": {"num_speculative_tokens": 2}}
+    result = continuity_of(lambda site: [r for r in records if r.site == site],
+                           {r.site for r in records}, manifest)
+    assert result.findings == [] and "substituted" not in result.sentence()
+    alone = records[:-1]  # the base: engine A alone is judged, step 2's three ids with it
+    assert continuity_of(lambda site: [r for r in alone if r.site == site],
+                         {r.site for r in alone}, manifest).judged == result.judged + 3
+
+
+def test_the_race_check_compares_no_step_a_site_holds_twice() -> None:
+    """The race check paired engine A's staging with engine B's embedding record at the same
+    (step, rank): "3 element(s) disagree ... the embedding received input_ids[0] = 5", the
+    unwritten-input evidence of a race that never happened. That step is not compared now,
+    and the sentence says why."""
+    from types import SimpleNamespace
+
+    from forensics.judge.race import race_check
+
+    records = _two_engines_at_one_rank()
+    result = SimpleNamespace(records=records, index=None, variants=["upstream"], capture=None,
+                             baseline_outputs={})
+    check = race_check(result)  # type: ignore[arg-type]
+    assert len(check.findings) == 0 and check.compared == 1  # step 1 still compared
+    assert check.ambiguous == [(2, 0, SINK)]
+    assert "1 step(s) were not compared: a site holds more than one record there" in \
+        check.summary()
+
+
+@pytest.fixture(scope="module")
+def clean_runs() -> dict[str, list[Record]]:
+    """Clean simulated V1 and V2 runs (no wrong token anywhere)."""
+    from forensics.simulator.runs import simulate
+
+    return {"v1": simulate("clean", steps=8, seed=1), "v2": simulate("v2-clean", steps=8, seed=1)}
+
+
+@pytest.mark.parametrize(("runner", "sites", "step"), [
+    ("v1", ("prepare_input_ids",), 3), ("v2", ("combine_tokens",), 3),
+    ("v2", ("post_update",), 2), ("v2", ("combine_tokens", "post_update"), 3)])
+def test_one_request_at_two_rows_is_judged_as_neither(clean_runs: dict[str, list[Record]],
+                                                      runner: str, sites: tuple[str, ...],
+                                                      step: int) -> None:
+    """A step whose rows name one request twice (``req_ids = ["req-0", "req-0", ...]``): the
+    second row's tokens, drafts and sampled ids were taken as the first's, and a clean run
+    read "fed token 9693 where the request had token 24129 ... the output of this request is
+    corrupt from this token on" at every later step. Neither row is judged now."""
+    import copy
+
+    records = copy.deepcopy(clean_runs[runner])
+    for record in records:
+        if record.site in sites and record.step == step:
+            names = list(record["req_ids"])
+            assert len(names) > 1
+            record.fields["req_ids"] = [names[0], names[0], *names[2:]]
+    manifest = {"runner": "v2"} if runner == "v2" else {
+        "versions": {"vllm": "0.33.0"}, "model": {"num_speculative_tokens": 4}}
+    clean = continuity_of(lambda site: [r for r in clean_runs[runner] if r.site == site],
+                          {r.site for r in records}, manifest)
+    result = continuity_of(lambda site: [r for r in records if r.site == site],
+                           {r.site for r in records}, manifest)
+    assert clean.verdict == "ok" and result.findings == [] and result.verdict == "ok"
+    assert 0 < result.judged < clean.judged
