@@ -3,7 +3,8 @@ engineer's first two questions.
 
 :func:`answer` matches a replay against the catalogue and decides the capture's crash verdict
 (:data:`CRASH_VERDICTS`): ``unexplained`` when the timeline holds an engine exception, guard
-event or crash event and no variant finds a value out of range. Then the lead sentence says so
+event or crash event and no variant of the engine's own code (the baseline, the unpatched real
+code: never a patch) finds a value out of range. Then the lead sentence says so
 first, and :meth:`KnownAnswer.experiments` lists what the evidence points to instead, with the
 next experiment for each.
 """
@@ -13,7 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from forensics.known.evidence import Evidence, crashed, evidence_of, out_of_range
+from forensics.known.evidence import (
+    Evidence,
+    crashed,
+    engine_variants,
+    evidence_of,
+    out_of_range,
+)
 from forensics.known.matching import Match, match_entry
 from forensics.known.schema import Catalogue, load_catalogue
 
@@ -99,7 +106,8 @@ def crash_verdict(evidence: Evidence) -> str:
     """``unexplained``, ``explained`` or ``no crash`` (see the module docstring)."""
     if not crashed(evidence.events):
         return NO_CRASH
-    return EXPLAINED if out_of_range(evidence.findings) else UNEXPLAINED
+    explained = out_of_range(evidence.findings, engine_variants(evidence))
+    return EXPLAINED if explained else UNEXPLAINED
 
 
 def crash_verdict_of(result: ReplayResult) -> str:

@@ -145,9 +145,24 @@ def unstopped(events: list[dict[str, Any]]) -> list[str]:
     return sorted(process for process, kind in last.items() if kind == PROBE_START)
 
 
-def out_of_range(findings: pd.DataFrame) -> bool:
-    """Whether any variant found a value out of range."""
-    return bool((findings["kind"] == OUT_OF_BOUNDS).any()) if len(findings) else False
+def out_of_range(findings: pd.DataFrame, variants: frozenset[str] | None = None) -> bool:
+    """Whether any variant (of ``variants`` when given) found a value out of range."""
+    if not len(findings):
+        return False
+    found = findings["kind"] == OUT_OF_BOUNDS
+    if variants is not None:
+        found &= findings["variant"].isin(list(variants))
+    return bool(found.any())
+
+
+#: the variant that replays vLLM's own installed code, unpatched
+UNPATCHED_VLLM = "vllm"
+
+
+def engine_variants(evidence: Evidence) -> frozenset[str]:
+    """The variants whose findings tell what the engine's own code did: the baseline and the
+    unpatched real code (a patch's findings, its own reads, explain no crash the engine had)."""
+    return frozenset({evidence.baseline, UNPATCHED_VLLM})
 
 
 def value_class(row: Any, id_bounds: set[int]) -> str | None:

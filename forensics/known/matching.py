@@ -15,6 +15,7 @@ from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     Evidence,
     crashed,
+    engine_variants,
     is_missing,
     out_of_range,
     value_class,
@@ -204,10 +205,12 @@ def _spec_tokens(wanted: str, evidence: Evidence) -> Check:
 
 
 def _crash_without_findings(wanted: bool, evidence: Evidence) -> Check:
-    crash, values = crashed(evidence.events), out_of_range(evidence.findings)
+    crash = crashed(evidence.events)
+    values = out_of_range(evidence.findings, engine_variants(evidence))
     holds = crash and not values
-    why = ("a crash event and no value out of range in any variant" if holds else
-           "no crash event" if not crash else "a variant finds a value out of range")
+    why = ("a crash event and no value out of range in the engine's own code" if holds else
+           "no crash event" if not crash else
+           "the engine's own code (the baseline or unpatched vLLM) finds a value out of range")
     return Check(holds == wanted, why)
 
 

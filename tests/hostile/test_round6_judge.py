@@ -245,3 +245,32 @@ def test_one_request_at_two_rows_is_judged_as_neither(clean_runs: dict[str, list
                            {r.site for r in records}, manifest)
     assert clean.verdict == "ok" and result.findings == [] and result.verdict == "ok"
     assert 0 < result.judged < clean.judged
+
+
+def _oob(variant: str) -> dict[str, Any]:
+    """An out-of-bounds finding of ``variant`` (a -1 read by the embedding at step 3)."""
+    return {"variant": variant, "site": "embedding", "step": 3, "rank": 0, "row": 1,
+            "element": 5, "tensor": "input_ids", "kind": "out_of_bounds", "value": -1,
+            "lower": 0, "upper": 32000, "origin": None, "resolved": False}
+
+
+@pytest.mark.parametrize(("variants", "verdict"), [
+    (["patched"], "unexplained"), (["vllm+fix.diff"], "unexplained"),
+    (["upstream"], "explained"), (["vllm"], "explained"), ([], "unexplained")])
+def test_a_patchs_own_reads_explain_no_crash(variants: list[str], verdict: str) -> None:
+    """An engine crash where the engine's code (upstream, unpatched vLLM) finds every value in
+    range, and only the patched model reads out of range (a finding it adds, code the engine
+    never ran): the crash verdict said "explained" and the entry for crashes with every value
+    in range did not match."""
+    import pandas as pd
+
+    from forensics.known.answer import crash_verdict
+    from forensics.known.evidence import Evidence
+    from forensics.known.matching import evaluate
+
+    events = [{"kind": "engine_exception", "step": 3, "rank": 0, "message": "illegal memory"}]
+    evidence = Evidence(findings=pd.DataFrame([_oob(v) for v in variants]),
+                        baseline="upstream", events=events)
+    assert crash_verdict(evidence) == verdict
+    held = evaluate({"crash_without_findings": True}, evidence).holds
+    assert held is (verdict == "unexplained")
