@@ -274,3 +274,18 @@ def test_a_patchs_own_reads_explain_no_crash(variants: list[str], verdict: str) 
     assert crash_verdict(evidence) == verdict
     held = evaluate({"crash_without_findings": True}, evidence).holds
     assert held is (verdict == "unexplained")
+
+
+def test_a_silent_wrong_token_is_never_paired_across_two_engines_at_one_rank() -> None:
+    """Engine A's staging wrote -1 and its embedding read -1 (a crash); engine B's embedding
+    record claims the same step and rank and read 0 there. The last record of a key won: "the
+    model was fed token 0 there instead: a wrong token, silently, not a crash" of an engine
+    that crashed. A step a site holds twice is not paired now."""
+    from forensics.judge.wrong_tokens import silent_inputs
+
+    staged = Record(PREPARE, 3, 0, {"input_ids_device_after": np.array([4, -1, 5]),
+                                    "vocab_size": 10})
+    crashed = Record(SINK, 3, 0, {"input_ids": np.array([4, -1, 5]), "num_embeddings": 16})
+    other = Record(SINK, 3, 0, {"input_ids": np.array([4, 0, 5]), "num_embeddings": 16})
+    assert silent_inputs([staged, crashed, other]) == []
+    assert silent_inputs([staged, other])  # the base: one engine's clamp is found
