@@ -289,3 +289,22 @@ def test_a_silent_wrong_token_is_never_paired_across_two_engines_at_one_rank() -
     other = Record(SINK, 3, 0, {"input_ids": np.array([4, 0, 5]), "num_embeddings": 16})
     assert silent_inputs([staged, crashed, other]) == []
     assert silent_inputs([staged, other])  # the base: one engine's clamp is found
+
+
+def test_a_previous_row_two_requests_claim_names_neither_as_its_holder() -> None:
+    """``prev_req_id_to_index = {"a": 0, "b": 1, "c": 1}`` gives row 1 to b and c: the suspect
+    sentence named whichever came last ("held by request c"). It names neither now, and says
+    the capture gives that row to two requests."""
+    from incident_records import by_site, clean_step
+
+    import forensics
+    from forensics.judge.suspects import describe_suspect, first_suspects
+
+    change = by_site(clean_step(2, ["a", "b"]), "batch_change", 2)
+    change.fields["prev_positions"] = np.array([1, 0], np.int32)
+    change.fields.pop("prev_req_ids", None)
+    change.fields["prev_req_id_to_index"] = {"a": 0, "b": 1, "c": 1}
+    first = first_suspects(forensics.replay([change], ["upstream"]))["upstream"]
+    assert first is not None and first["read_row"] == 1 and first["read_req_id"] is None
+    assert "held by one of 2 requests the capture gives that row to (b, c)" in \
+        describe_suspect(first)

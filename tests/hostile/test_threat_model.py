@@ -255,7 +255,9 @@ TESTS = {
              "tests/hostile/test_round6_judge.py::"
              "test_a_crash_dump_event_states_only_what_a_dump_config_line_holds",
              "tests/hostile/test_round6_judge.py::"
-             "test_a_fact_from_a_crash_dump_says_so_where_it_decides"],
+             "test_a_fact_from_a_crash_dump_says_so_where_it_decides",
+             "tests/hostile/test_round6_judge.py::"
+             "test_a_previous_row_two_requests_claim_names_neither_as_its_holder"],
     "T31l": [
             "tests/hostile/test_round5_leftovers.py::"
             "test_repro_refuses_an_output_inside_the_capture_it_reads",
