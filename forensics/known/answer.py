@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from forensics.known.evidence import (
+    CRASH_EVENT_KINDS,
     Evidence,
     crashed,
     engine_variants,
     evidence_of,
+    in_step_order,
     out_of_range,
+    unstopped,
 )
 from forensics.known.matching import Match, match_entry
 from forensics.known.schema import Catalogue, load_catalogue
@@ -140,13 +143,17 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
 def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
     """The crash events of the capture (or that it holds none) and where the baseline's
     replay raises first (or that it raises nothing): what the crash verdict rests on."""
-    events = [e for e in evidence.events if crashed([e])]
+    events = in_step_order([e for e in evidence.events if e.get("kind") in CRASH_EVENT_KINDS])
+    gone = unstopped(evidence.events)
     if events:
         first = events[0]
         step = f" at step {first['step']}" if isinstance(first.get("step"), int) else ""
         text = f"{len(events)} crash event(s) in the capture, the first {first.get('kind')}{step}"
     else:
         text = "no crash event in the capture"
+    if gone:
+        text += (f"; {len(gone)} process(es) died without the probe's stop "
+                 f"({', '.join(gone[:3])}{', ...' if len(gone) > 3 else ''})")
     outcomes = result.outcomes
     raised = outcomes[(outcomes["variant"] == evidence.baseline) & (outcomes["status"] != "ok")]
     if not len(raised):

@@ -130,6 +130,15 @@ def crashed(events: list[dict[str, Any]]) -> bool:
     return any(e.get("kind") in CRASH_EVENT_KINDS for e in events) or bool(unstopped(events))
 
 
+def in_step_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` by step (those without an integer step last), else as read: the first is
+    the earliest, whichever process's events file holds it."""
+    def step_of(event: dict[str, Any]) -> tuple[int, int]:
+        step = event.get("step")
+        return (0, step) if isinstance(step, int) and not isinstance(step, bool) else (1, 0)
+    return sorted(events, key=step_of)
+
+
 #: the probe's own bookkeeping events: never crash events
 PROBE_START, PROBE_STOP = "probe_start", "probe_stop"
 

@@ -308,3 +308,34 @@ def test_a_previous_row_two_requests_claim_names_neither_as_its_holder() -> None
     assert first is not None and first["read_row"] == 1 and first["read_req_id"] is None
     assert "held by one of 2 requests the capture gives that row to (b, c)" in \
         describe_suspect(first)
+
+
+def test_the_first_crash_event_is_the_earliest_not_the_first_file_read() -> None:
+    """Events are read file by file (``events-host-1000.jsonl`` before ``events-host-200``):
+    "2 crash event(s) ... the first engine_exception at step 50" named a later crash first
+    when another process's file held one at step 3; and a process's ``probe_start`` counted
+    as a crash event ("the first probe_start at step 0") even where its probe stopped."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from forensics.known.answer import what_was_seen
+    from forensics.known.evidence import Evidence
+    from forensics.present.conclusion import summary_facts
+
+    events = [{"kind": "engine_exception", "step": 50, "rank": 0, "process": "host-1000"},
+              {"kind": "probe_start", "step": 0, "rank": 0, "process": "host-200"},
+              {"kind": "cuda_assert", "step": 3, "rank": 1, "process": "host-200"},
+              {"kind": "probe_stop", "step": 3, "rank": 1, "process": "host-200"}]
+    evidence = Evidence(findings=pd.DataFrame(), baseline="upstream", events=events)
+    outcomes = pd.DataFrame(columns=["variant", "status", "step", "rank", "site", "message"])
+    seen = what_was_seen(evidence, SimpleNamespace(outcomes=outcomes))  # type: ignore[arg-type]
+    assert seen == ("2 crash event(s) in the capture, the first cuda_assert at step 3; the "
+                    "upstream replay raises nothing")
+    died = what_was_seen(Evidence(findings=pd.DataFrame(), baseline="upstream",
+                                  events=events[1:2]),
+                         SimpleNamespace(outcomes=outcomes))  # type: ignore[arg-type]
+    assert died.startswith("no crash event in the capture; 1 process(es) died without the "
+                           "probe's stop (host-200)")
+    facts = summary_facts({"manifest": {}, "events": events, "ranks": [0, 1], "steps": [0, 50]})
+    assert facts["events"][0].startswith("cuda_assert at step 3")
