@@ -7,6 +7,7 @@ clause holds and no ``context`` clause is false; unknown context facts are liste
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,10 +149,16 @@ def _describe(row: Any, bounds: set[int]) -> str:
     return text
 
 
+#: how a fact the catalogue compares with a name is spelled (``v1``, ``mtp``, ``eagle3``):
+#: anything else (a space, an invisible or look-alike character, a number) is no such name
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", re.ASCII)
+
+
 def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
     """Whether the capture's fact ``name`` equals the clause's value (None: not recorded, or
     recorded as no true/false where the clause wants one: ``"true"`` or ``1`` is no boolean
-    a producer writes, so it neither holds nor contradicts)."""
+    a producer writes, so it neither holds nor contradicts; nor does a name holding a space,
+    an invisible or look-alike character, or a number where the clause wants a name)."""
     name, wanted = str(spec["name"]), spec["equals"]
     got = evidence.facts.get(name)
     source = " (from a crash dump's config line)" if name in evidence.dumped else ""
@@ -161,6 +168,8 @@ def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
         return Check(None, (f"{name} recorded as {got!r}, not as true or false"
                             if isinstance(wanted, bool) else f"{name} recorded as {got!r}")
                      + source)
+    if isinstance(wanted, str) and not (isinstance(got, str) and _NAME.fullmatch(got)):
+        return Check(None, f"{name} recorded as {got!r}, not as a name" + source)
     same = (str(got).lower() == str(wanted).lower() if isinstance(wanted, str)
             else got == wanted)
     return Check(same, f"{name} is {got}" + ("" if same else f", not {wanted}") + source)

@@ -339,3 +339,17 @@ def test_the_first_crash_event_is_the_earliest_not_the_first_file_read() -> None
                            "probe's stop (host-200)")
     facts = summary_facts({"manifest": {}, "events": events, "ranks": [0, 1], "steps": [0, 50]})
     assert facts["events"][0].startswith("cuda_assert at step 3")
+
+
+@pytest.mark.parametrize("runner", ["v2\u200b", "v2 ", "\u0441v2", "v\uff12", "v2\nv1"])
+def test_a_fact_spelled_as_no_name_neither_matches_nor_contradicts(runner: Any) -> None:
+    """A manifest ``runner`` of ``"v2\\u200b"`` (a zero-width space) contradicted the V2
+    entries: "does not match: runner is v2, not v2" (the invisible character printed as
+    nothing). A value spelled as no name is "recorded as ..., not as a name": unknown."""
+    from forensics.known import load_catalogue
+    from forensics.known.matching import match_entry
+
+    entry = next(e for e in load_catalogue().entries if e.id == "v2-zeros-embedded")
+    match = match_entry(entry, _known_evidence({"runner": runner}, {}))
+    assert match.contradicted == []
+    assert match.unknown == [f"runner recorded as {str(runner).lower()!r}, not as a name"]
