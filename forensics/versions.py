@@ -9,7 +9,25 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import re
 import sys
+from dataclasses import dataclass
+
+#: a version as vLLM's releases spell it (PEP 440, normalised, ASCII digits only): release
+#: ``X.Y[.Z...]``, then an optional pre-release, post-release, dev build and local label
+_VERSION = re.compile(
+    r"(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})((?:\.(?:0|[1-9][0-9]{0,8})){0,2})"
+    r"((?:a|b|rc)(?:0|[1-9][0-9]{0,8}))?(\.post(?:0|[1-9][0-9]{0,8}))?"
+    r"(\.dev(?:0|[1-9][0-9]{0,8}))?(\+[a-z0-9]+(?:\.[a-z0-9]+)*)?", re.ASCII)
+
+
+@dataclass(frozen=True)
+class Release:
+    """A parsed version: its ``major.minor`` and whether it is a final release (neither a
+    pre-release nor a dev build, which may predate what the final release holds)."""
+
+    minor: str
+    final: bool
 
 
 def distribution_of(package: str) -> str | None:
@@ -40,3 +58,14 @@ def module_version(package: str) -> str | None:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def release_of(version: object) -> Release | None:
+    """The :class:`Release` that ``version`` names, or None when it is not a version string as
+    releases are spelled (anything else: spaces, a ``v``, other digits, two lines, no minor)."""
+    if not isinstance(version, str):
+        return None
+    match = _VERSION.fullmatch(version)
+    if match is None:
+        return None
+    return Release(f"{match[1]}.{match[2]}", match[4] is None and match[6] is None)

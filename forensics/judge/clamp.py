@@ -4,8 +4,9 @@ vLLM's V1 ``GPUModelRunner._preprocess`` clamps the step's input ids (``clamp_(m
 "Clamp speculative scheduler placeholders (-1) before embedding lookup") whenever a speculative
 config is set: a ``-1`` placeholder left in the ids is read as token 0, silently. Which versions
 do so is read, never assumed: from the installed vLLM's source when its version is the one the
-capture names (or the capture names none), else from the versions whose source was read
-(:data:`READ_VERSIONS`); any other version is unknown. V2 (``runner = "v2"``) has no such clamp.
+capture names (in-memory records, which name none, use it too), else from the versions whose
+source was read (:data:`READ_VERSIONS`); any other version, a capture that names none and a
+string that is no version are unknown. V2 (``runner = "v2"``) has no such clamp.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import functools
 import importlib.util
 from pathlib import Path
 
-from forensics.versions import module_version
+from forensics.escaping import terminal
+from forensics.versions import module_version, release_of
 
 #: the statement of ``_preprocess`` that clamps (vLLM 0.33.0's source)
 CLAMP_SOURCE = ".clamp_(min=0)"
@@ -45,25 +47,42 @@ def installed_clamps() -> bool | None:
 
 def clamps(version: str | None, runner: str, speculative: bool) -> tuple[bool | None, str]:
     """Whether ids are clamped before the embedding, and why we say so: V2 never; V1 only
-    with speculative decoding, then per the installed code (same version, or none named) or
-    :data:`READ_VERSIONS`; None (unknown) for a version we have not read."""
+    with speculative decoding, then per the installed code (the same release, or none named)
+    or :data:`READ_VERSIONS` (final releases only); None (unknown) for a version we have not
+    read, a pre-release or dev build, and a string that is not a version at all (``""``: a
+    capture that names none; None: in-memory records, judged by the installed vLLM)."""
     if runner == "v2":
         return False, "Model Runner V2 does not clamp input ids"
     if not speculative:
         return False, "no speculative decoding: V1 clamps only with a speculative config"
+    named = release_of(version)
+    if version is not None and named is None:
+        return None, ("unknown whether the capture's vLLM clamps: " + (
+            f"its version {terminal(repr(version))} is not a version string" if version
+            else "its manifest names no vLLM version"))
     installed = module_version("vllm")
-    if version is None or (installed is not None and _minor(installed) == _minor(version)):
+    if version is None or _same_code(version, installed):
         found = installed_clamps()
         if found is not None:
             return found, (f"the installed vLLM {installed} "
                            + ("clamps" if found else "does not clamp")
                            + " in GPUModelRunner._preprocess")
-    if version is not None and _minor(version) in READ_VERSIONS:
-        found = READ_VERSIONS[_minor(version)]
+    if named is not None and named.final and named.minor in READ_VERSIONS:
+        found = READ_VERSIONS[named.minor]
         return found, f"vLLM {version} (the capture's manifest) clamps in _preprocess"
+    if named is not None and not named.final:
+        return None, (f"unknown whether vLLM {version} clamps: a pre-release or dev build may "
+                      f"predate the release whose source was read")
     return None, f"unknown whether vLLM {version or '(unnamed)'} clamps"
 
 
-def _minor(version: str) -> str:
-    """``"0.33"`` of ``"0.33.0"`` (or ``"0.33.0rc1"``)."""
-    return ".".join(version.split("+")[0].split(".")[:2])
+def _same_code(version: str, installed: str | None) -> bool:
+    """Whether the capture's ``version`` runs the installed vLLM's code: the same string, or
+    final releases of the same minor (a pre-release or dev build only by its exact string)."""
+    if installed is None:
+        return False
+    if version == installed:
+        return True
+    named, have = release_of(version), release_of(installed)
+    return (named is not None and have is not None and named.final and have.final
+            and named.minor == have.minor)

@@ -52,6 +52,10 @@ class RaceCheck:
     #: (step, rank, the record that is missing: "embedding" or the writer site(s))
     missing: list[tuple[int, int, str]] = field(default_factory=list)
     recorded: bool = False
+    #: (step, rank, site) where the site holds more than one record (two engines claiming one
+    #: rank, a step number repeated): which record wrote what another read is unknown, so
+    #: that step is not compared
+    ambiguous: list[tuple[int, int, str]] = field(default_factory=list)
 
     def summary(self) -> str:
         """One sentence on the comparison, or ``""`` when the capture has neither record."""
@@ -60,8 +64,8 @@ class RaceCheck:
         if not self.compared:
             sites = sorted({m[2] for m in self.missing})
             return (f"No step has both the writer's and the embedding's record (missing: "
-                    f"{', '.join(sites)}), so whether the model read what was written is not "
-                    "known.")
+                    f"{', '.join(sites) or 'none'}), so whether the model read what was "
+                    "written is not known." + self.ambiguous_sentence())
         text = (f"Compared what was written into the input ids with what the embedding "
                 f"received at {self.compared} step(s)"
                 + (f" of {self.paired}" if self.paired > self.compared else "") + ": ")
@@ -75,7 +79,17 @@ class RaceCheck:
             text += "they agree."
         if self.missing:
             text += f" {len(self.missing)} step(s) lack one of the two records."
-        return text
+        return text + self.ambiguous_sentence()
+
+    def ambiguous_sentence(self) -> str:
+        """Which steps were not compared because a site holds several records there, or
+        ``""``."""
+        if not self.ambiguous:
+            return ""
+        step, rank, site = self.ambiguous[0]
+        return (f" {len(self.ambiguous)} step(s) were not compared: a site holds more than one "
+                f"record there (the first: {site} at step {step} rank {rank}), so which record "
+                f"the embedding's ids came from is unknown.")
 
     def missing_at(self, steps: set[int]) -> list[str]:
         """Sentences naming the record missing at each of ``steps``."""
@@ -119,11 +133,17 @@ def race_plan(result: ReplayResult) -> RacePlan:
     reader, writers = catalogue.race_reader, catalogue.race_writers
     sites = {reader.get("site"), *(w.get("site") for w in writers)}
     by_step: dict[tuple[int, int], dict[str, int]] = {}
+    repeated: dict[tuple[int, int], str] = {}
     for position, site, step, rank in _positions(result, sites):
-        by_step.setdefault((step, rank), {})[site] = position
-    check = RaceCheck(pd.DataFrame(columns=list(COLUMNS)), recorded=bool(by_step))
+        if site in by_step.setdefault((step, rank), {}):
+            repeated.setdefault((step, rank), str(site))
+        by_step[(step, rank)][site] = position
+    check = RaceCheck(pd.DataFrame(columns=list(COLUMNS)), recorded=bool(by_step),
+                      ambiguous=[(s, r, site) for (s, r), site in sorted(repeated.items())])
     pairs: list[tuple[int, int, dict[str, str], dict[str, int]]] = []
     for (step, rank), present in sorted(by_step.items()):
+        if (step, rank) in repeated:
+            continue
         writer = next((w for w in writers if w.get("site") in present), None)
         if writer is None or reader.get("site") not in present:
             missing = reader.get("site") if writer is not None else "/".join(

@@ -63,13 +63,19 @@ def v2_sites() -> tuple[str, str, str]:
 def _read(stream: Stream, records_of: RecordsOf,
           sites: list[tuple[str, str | None]]) -> list[dict[Key, Record]]:
     """Each site's records by (step, rank); a site without any is noted as needed (with what
-    it holds) unless its note is None."""
-    found = []
+    it holds) unless its note is None. A (step, rank) where some site holds more than one
+    record (two engines claiming one rank, a step number repeated) is read at no site: which
+    record goes with which is unknown, so its tokens are not judged."""
+    found, repeated = [], set()
     for site, holds in sites:
-        by_key = _by_key(records_of(site))
+        by_key, twice = _by_key(records_of(site))
         if not by_key and holds is not None:
             stream.need(f"{site}{holds}")
         found.append(by_key)
+        repeated |= twice
+    for by_key in found:
+        for key in repeated:
+            by_key.pop(key, None)
     return found
 
 
@@ -179,12 +185,16 @@ def _v1_fed(stream: Stream, key: Key, emb: Record, prep: Record | None,
     # the id prepare_input_ids wrote (before the clamp) where recorded and negative, else read
     span = functools.partial(Span, step, rank, bound=_bound(emb), read_at=(SINK, "input_ids"),
                              written_at=(v1_sites()[1], "out.input_ids_device"))
+    once = _held_once(names)
     for i, (name, end) in enumerate(zip(names, ends, strict=False)):
         start, d = max(ends[i - 1] if i else 0, 0), counts[i]  # no element before the first
         stop = max(start, min(end, len(ids)))
+        if name not in once:  # a request at two rows: neither row is its (not judged)
+            last.pop((rank, name), None)
+            name = None
         stream.spans.append(span(name, i, start, ids[start:stop], draft_from=end - d - start,
                                  positions=pos[start:stop], written=before[start:stop]))
-        if start <= end - d - 1 < len(pos):
+        if name is not None and start <= end - d - 1 < len(pos):
             last[(rank, name)] = (step, pos[end - d - 1])
     tail = max(ends[-1], 0) if ends else 0
     if tail < len(ids):
@@ -226,7 +236,7 @@ def _v2_fed(stream: Stream, key: Key, emb: Record, comb: Record, post: Record
     if names is None:
         stream.need(f"{comb.site}.req_ids")
         return {}
-    shared = collections.Counter(slots)
+    shared, once = collections.Counter(slots), _held_once(names)
     ids = read.tolist()
     span = functools.partial(Span, step, rank, bound=_bound(emb), read_at=(SINK, "input_ids"))
     verified: dict[str, int] = {}
@@ -237,16 +247,17 @@ def _v2_fed(stream: Stream, key: Key, emb: Record, comb: Record, post: Record
             continue
         done = end
         d = max(int(logits[i]) - 1, 0) if i < len(logits) else 0
-        own = 0 <= slot and shared[slot] == 1
+        own = 0 <= slot and shared[slot] == 1 and name in once
+        name = name if name in once else None  # a request at two rows: not judged
         first = int(computed[slot]) if own and slot < len(computed) else None
         if first is not None and not 0 <= first <= INT64[1] - (end - start):
             first = None  # no position an int64 holds
-        if d and own and slot < len(drafts) and step > 0:  # step 0 follows none
+        if d and own and name is not None and slot < len(drafts) and step > 0:  # 0: none before
             stream.proposed[(rank, step, name)] = (drafts[slot].reshape(-1).tolist(), comb.site,
                                                    step, "draft_tokens", slot, step - 1)
         stream.spans.append(span(name, i, start, ids[start:max(start, min(end, len(ids)))],
                                  draft_from=end - d - start, first=first))
-        if first is not None:
+        if first is not None and name is not None:
             verified[name] = first + (end - d - 1 - start)
     tail = qsl[len(names)] if len(qsl) > len(names) and qsl[len(names)] >= done else len(ids)
     if tail < len(ids):
@@ -269,12 +280,20 @@ def _v2_sampled(stream: Stream, key: Key, post: Record, verified: dict[str, int]
         return
     sampled = np.asarray(post["sampled_tokens"])
     counts = np.asarray(post["num_sampled"]).reshape(-1)
+    once = _held_once(names)
     for i, name in enumerate(names):
-        if name not in verified or i >= len(counts):
+        if name not in verified or name not in once or i >= len(counts):
             continue
         for j in range(min(int(counts[i]), sampled.shape[1])):
             stream.accept(rank, name, verified[name] + 1 + j, Recorded(
                 int(sampled[i, j]), post.site, step, "sampled_tokens", f"[{i}, {j}]", step))
+
+
+def _held_once(names: Iterable[Any]) -> set[Any]:
+    """The request ids ``names`` holds at exactly one row (a request at two rows of one step,
+    which no engine schedules, is no request whose tokens can be told apart)."""
+    held = collections.Counter(name for name in names if name is not None)
+    return {name for name, count in held.items() if count == 1}
 
 
 def _rows(value: Any) -> np.ndarray:
@@ -285,28 +304,43 @@ def _rows(value: Any) -> np.ndarray:
     return array.reshape(array.shape[0], int(np.prod(array.shape[1:])))
 
 
-def _by_key(records: Iterable[Record]) -> dict[Key, Record]:
-    """Full records by (step, rank); the last of a key wins."""
-    return {(r.step, r.rank): r for r in records if not r.summary}
+def _by_key(records: Iterable[Record]) -> tuple[dict[Key, Record], set[Key]]:
+    """Full records by (step, rank), and the keys more than one record holds."""
+    by_key: dict[Key, Record] = {}
+    twice: set[Key] = set()
+    for record in records:
+        if not record.summary:
+            key = (record.step, record.rank)
+            if key in by_key:
+                twice.add(key)
+            by_key[key] = record
+    return by_key, twice
 
 
 def continuity_of(records_of: RecordsOf, sites: Iterable[str],
                   manifest: dict[str, Any] | None = None) -> Continuity:
     """The continuity check of a capture's records (``sites``: the sites it holds; the
-    manifest names its runner, vLLM version and drafts), or of in-memory records (no
-    manifest: the installed vLLM says whether it clamps)."""
+    manifest names its runner, vLLM version and drafts: one it does not name is unknown), or
+    of in-memory records (no manifest: the installed vLLM says whether it clamps)."""
     from forensics.judge.clamp import clamps
 
     present = set(sites)
+    version = None if manifest is None else _vllm_named(manifest)
     manifest = manifest or {}
     judging = Judging()
     v2 = manifest.get("runner") == "v2" or bool(present & set(v2_sites()[1:]))
     if v2:
         return judging.result(v2_stream(records_of, judging))
-    version = (manifest.get("versions") or {}).get("vllm")
     speculative = _speculative(manifest, records_of)
-    known, why = clamps(version if isinstance(version, str) else None, "v1", speculative)
+    known, why = clamps(version, "v1", speculative)
     return judging.result(v1_stream(records_of, known, why, judging))
+
+
+def _vllm_named(manifest: dict[str, Any]) -> str:
+    """The vLLM version a capture's manifest names (``""``: none, or no string: a capture
+    never falls back on the installed vLLM, which need not be the one that ran it)."""
+    version = (manifest.get("versions") or {}).get("vllm")
+    return version if isinstance(version, str) else ""
 
 
 def _speculative(manifest: dict[str, Any], records_of: RecordsOf) -> bool:

@@ -37,9 +37,21 @@ def first_suspects(result: ReplayResult) -> dict[str, dict[str, Any] | None]:
                  if key in COLUMNS}
         record = result.records[first["record"]]
         row = read_row(record, first)
-        holder = None if row is None else prev_holders(record).get(row)
-        out[variant] = {**first, "read_row": row, "read_req_id": holder, "count": len(mine)}
+        holders = [] if row is None else holders_of(record, row)
+        out[variant] = {**first, "read_row": row, "count": len(mine),
+                        "read_req_id": holders[0] if len(holders) == 1 else None,
+                        "read_req_ids": holders}
     return out
+
+
+def holders_of(record: Record, row: int) -> list[str]:
+    """Every request the record says held previous ``row`` (``prev_req_id_to_index`` may give
+    one row to two requests: then no one of them is named as its holder)."""
+    if record.get("prev_req_ids") is not None:
+        held = prev_holders(record).get(row)
+        return [] if held is None else [held]
+    mapping = record.get("prev_req_id_to_index") or {}
+    return sorted(str(req) for req, index in mapping.items() if index == row)
 
 
 def read_row(record: Record, finding: dict[str, Any]) -> int | None:
@@ -59,8 +71,11 @@ def describe_suspect(s: dict[str, Any]) -> str:
     """``"batch_change at step 19, rank 0, row 0: request req-0 read previous row 7, held by
     request req-7 (`prev_positions[0] = 7`)"``; unknown requests say so."""
     mine = "an unknown request" if s.get("req_id") is None else f"request {s['req_id']}"
-    held = ("a request the capture does not name" if s.get("read_req_id") is None
-            else f"request {s['read_req_id']}")
+    claimed = s.get("read_req_ids") or []
+    held = (f"request {s['read_req_id']}" if s.get("read_req_id") is not None else
+            f"one of {len(claimed)} requests the capture gives that row to "
+            f"({', '.join(claimed[:3])}{', ...' if len(claimed) > 3 else ''})"
+            if len(claimed) > 1 else "a request the capture does not name")
     row = "" if s.get("row") is None else f", row {s['row']}"
     read = "a previous row" if s.get("read_row") is None else f"previous row {s['read_row']}"
     at = _where_read(s)

@@ -29,22 +29,31 @@ def silent_inputs(records: Iterable[Record]) -> list[dict[str, Any]]:
     """Each slot whose id left a site feeding the sink out of ``[0, bound)`` but reached the
     sink in range: ``{step, rank, element, written, fed, vocab_size, site}``, by step, rank,
     site (pipeline order) and element. Records without the fields needed (summaries, no
-    output recorded) are skipped."""
+    output recorded) are skipped, and so is a step and rank where a site holds two records
+    (two engines claiming one rank, a repeated step): which wrote what the other fed is
+    unknown."""
     feeds = feeders()
     written: dict[tuple[int, int, int], Record] = {}
     fed: dict[tuple[int, int], Record] = {}
+    repeated: set[tuple[int, int]] = set()
     for record in records:
         if record.summary:
             continue
         feed = feeds.get(record.site)
         if feed is not None and feed[0] in record:
-            written[(record.step, record.rank, SITES.index(record.site))] = record
+            key: tuple[int, ...] = (record.step, record.rank, SITES.index(record.site))
+            held: dict[Any, Record] = written
         elif record.site == SINK:
-            fed[(record.step, record.rank)] = record
+            key, held = (record.step, record.rank), fed
+        else:
+            continue
+        if key in held:
+            repeated.add((record.step, record.rank))
+        held[key] = record
     found: list[dict[str, Any]] = []
-    for key in sorted(written):
-        if key[:2] in fed:
-            found.extend(_slots(written[key], feeds[written[key].site], fed[key[:2]]))
+    for where in sorted(written):
+        if where[:2] in fed and where[:2] not in repeated:
+            found.extend(_slots(written[where], feeds[written[where].site], fed[where[:2]]))
     return found
 
 

@@ -3,7 +3,8 @@ engineer's first two questions.
 
 :func:`answer` matches a replay against the catalogue and decides the capture's crash verdict
 (:data:`CRASH_VERDICTS`): ``unexplained`` when the timeline holds an engine exception, guard
-event or crash event and no variant finds a value out of range. Then the lead sentence says so
+event or crash event and no variant of the engine's own code (the baseline, the unpatched real
+code: never a patch) finds a value out of range. Then the lead sentence says so
 first, and :meth:`KnownAnswer.experiments` lists what the evidence points to instead, with the
 next experiment for each.
 """
@@ -13,7 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from forensics.known.evidence import Evidence, crashed, evidence_of, out_of_range
+from forensics.known.evidence import (
+    CRASH_EVENT_KINDS,
+    Evidence,
+    crashed,
+    engine_variants,
+    evidence_of,
+    in_step_order,
+    out_of_range,
+    unstopped,
+)
 from forensics.known.matching import Match, match_entry
 from forensics.known.schema import Catalogue, load_catalogue
 
@@ -99,7 +109,8 @@ def crash_verdict(evidence: Evidence) -> str:
     """``unexplained``, ``explained`` or ``no crash`` (see the module docstring)."""
     if not crashed(evidence.events):
         return NO_CRASH
-    return EXPLAINED if out_of_range(evidence.findings) else UNEXPLAINED
+    explained = out_of_range(evidence.findings, engine_variants(evidence))
+    return EXPLAINED if explained else UNEXPLAINED
 
 
 def crash_verdict_of(result: ReplayResult) -> str:
@@ -132,13 +143,17 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
 def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
     """The crash events of the capture (or that it holds none) and where the baseline's
     replay raises first (or that it raises nothing): what the crash verdict rests on."""
-    events = [e for e in evidence.events if crashed([e])]
+    events = in_step_order([e for e in evidence.events if e.get("kind") in CRASH_EVENT_KINDS])
+    gone = unstopped(evidence.events)
     if events:
         first = events[0]
         step = f" at step {first['step']}" if isinstance(first.get("step"), int) else ""
         text = f"{len(events)} crash event(s) in the capture, the first {first.get('kind')}{step}"
     else:
         text = "no crash event in the capture"
+    if gone:
+        text += (f"; {len(gone)} process(es) died without the probe's stop "
+                 f"({', '.join(gone[:3])}{', ...' if len(gone) > 3 else ''})")
     outcomes = result.outcomes
     raised = outcomes[(outcomes["variant"] == evidence.baseline) & (outcomes["status"] != "ok")]
     if not len(raised):

@@ -30,6 +30,10 @@ MODEL_FACT_KEYS = {"async_scheduling": "async_scheduling", "speculative": "specu
                    "vocab_size": "vocab_size", "num_embeddings": "num_embeddings",
                    "tensor_parallel_size": "tensor_parallel_size"}
 
+#: the facts a crash dump's config line states (``forensics.importers.crash_dump``'s)
+DUMP_FACT_KEYS = frozenset({"vllm", "model", "speculative", "num_speculative_tokens",
+                            "tensor_parallel_size"})
+
 
 @dataclass
 class Evidence:
@@ -43,6 +47,8 @@ class Evidence:
     spec_tokens: dict[str, list[int]] | None = None
     #: ``unwritten_input`` findings (:mod:`forensics.judge.race`), kept apart from the judge's
     race: pd.DataFrame | None = None
+    #: the facts taken from a crash dump's config line (an event's text, not the manifest)
+    dumped: frozenset[str] = frozenset()
 
     def id_bounds(self) -> set[int]:
         """Bounds that are a vocabulary or an embedding's row count (ids, not rows)."""
@@ -62,13 +68,14 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     baseline = str(baseline_of(result.variants))
     summary = _summary(capture if capture is not None else result.capture)
     events = list(summary.get("events") or [])
-    facts = {**dump_facts(events), **facts_of(summary.get("manifest") or {})}
+    dumped, stated = dump_facts(events), facts_of(summary.get("manifest") or {})
+    facts = {**dumped, **stated}
     continuity = getattr(result, "continuity", None)
     if "runner" not in facts and continuity is not None and not continuity.needs:
         # the token streams were rebuilt from that runner's own sites: its records say which
         facts["runner"] = continuity.runner
     return Evidence(findings=result.findings, baseline=baseline, facts=facts, events=events,
-                    spec_tokens=spec_tokens_of(events))
+                    spec_tokens=spec_tokens_of(events), dumped=frozenset(set(dumped) - set(stated)))
 
 
 def _summary(capture: Any) -> dict[str, Any]:
@@ -92,12 +99,15 @@ def facts_of(manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def dump_facts(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Facts from the config line of vLLM's crash dumps (a manifest's facts take precedence)."""
+    """Facts from the config line of vLLM's crash dumps, only those such a line states
+    (:data:`DUMP_FACT_KEYS`; a manifest's facts take precedence): an event naming ``runner``
+    or ``async_scheduling`` in its config states nothing of them."""
     facts: dict[str, Any] = {}
     for event in events:
         config = event.get("config")
         if event.get("kind") == "crash_dump" and isinstance(config, dict):
-            facts.update({k: v for k, v in config.items() if isinstance(v, (str, int))})
+            facts.update({k: v for k, v in config.items() if k in DUMP_FACT_KEYS
+                          and isinstance(v, (str, int)) and not isinstance(v, bool)})
     return facts
 
 
@@ -120,21 +130,48 @@ def crashed(events: list[dict[str, Any]]) -> bool:
     return any(e.get("kind") in CRASH_EVENT_KINDS for e in events) or bool(unstopped(events))
 
 
+def in_step_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` by step (those without an integer step last), else as read: the first is
+    the earliest, whichever process's events file holds it."""
+    def step_of(event: dict[str, Any]) -> tuple[int, int]:
+        step = event.get("step")
+        return (0, step) if isinstance(step, int) and not isinstance(step, bool) else (1, 0)
+    return sorted(events, key=step_of)
+
+
 #: the probe's own bookkeeping events: never crash events
 PROBE_START, PROBE_STOP = "probe_start", "probe_stop"
 
 
 def unstopped(events: list[dict[str, Any]]) -> list[str]:
-    """The processes whose probe kept a ``probe_start`` event and no ``probe_stop``: they
-    ended without the probe's stop (SIGKILL, SIGSEGV, SIGABRT, the OOM killer)."""
-    started = {str(e.get("process")) for e in events if e.get("kind") == PROBE_START}
-    stopped = {str(e.get("process")) for e in events if e.get("kind") == PROBE_STOP}
-    return sorted(started - stopped)
+    """The processes whose last ``probe_start`` event has no ``probe_stop`` after it (events
+    in their process's order): they ended without the probe's stop (SIGKILL, SIGSEGV,
+    SIGABRT, the OOM killer), even where an earlier session of theirs stopped."""
+    last: dict[str, str] = {}
+    for event in events:
+        if event.get("kind") in (PROBE_START, PROBE_STOP):
+            last[str(event.get("process"))] = event["kind"]
+    return sorted(process for process, kind in last.items() if kind == PROBE_START)
 
 
-def out_of_range(findings: pd.DataFrame) -> bool:
-    """Whether any variant found a value out of range."""
-    return bool((findings["kind"] == OUT_OF_BOUNDS).any()) if len(findings) else False
+def out_of_range(findings: pd.DataFrame, variants: frozenset[str] | None = None) -> bool:
+    """Whether any variant (of ``variants`` when given) found a value out of range."""
+    if not len(findings):
+        return False
+    found = findings["kind"] == OUT_OF_BOUNDS
+    if variants is not None:
+        found &= findings["variant"].isin(list(variants))
+    return bool(found.any())
+
+
+#: the variant that replays vLLM's own installed code, unpatched
+UNPATCHED_VLLM = "vllm"
+
+
+def engine_variants(evidence: Evidence) -> frozenset[str]:
+    """The variants whose findings tell what the engine's own code did: the baseline and the
+    unpatched real code (a patch's findings, its own reads, explain no crash the engine had)."""
+    return frozenset({evidence.baseline, UNPATCHED_VLLM})
 
 
 def value_class(row: Any, id_bounds: set[int]) -> str | None:

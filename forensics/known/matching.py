@@ -7,6 +7,7 @@ clause holds and no ``context`` clause is false; unknown context facts are liste
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     Evidence,
     crashed,
+    engine_variants,
     is_missing,
     out_of_range,
     value_class,
@@ -147,20 +149,30 @@ def _describe(row: Any, bounds: set[int]) -> str:
     return text
 
 
+#: how a fact the catalogue compares with a name is spelled (``v1``, ``mtp``, ``eagle3``):
+#: anything else (a space, an invisible or look-alike character, a number) is no such name
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", re.ASCII)
+
+
 def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
     """Whether the capture's fact ``name`` equals the clause's value (None: not recorded, or
     recorded as no true/false where the clause wants one: ``"true"`` or ``1`` is no boolean
-    a producer writes, so it neither holds nor contradicts)."""
+    a producer writes, so it neither holds nor contradicts; nor does a name holding a space,
+    an invisible or look-alike character, or a number where the clause wants a name)."""
     name, wanted = str(spec["name"]), spec["equals"]
     got = evidence.facts.get(name)
+    source = " (from a crash dump's config line)" if name in evidence.dumped else ""
     if got is None:
         return Check(None, f"{name} not recorded")
     if isinstance(wanted, bool) != isinstance(got, bool):
-        return Check(None, f"{name} recorded as {got!r}, not as true or false"
-                     if isinstance(wanted, bool) else f"{name} recorded as {got!r}")
+        return Check(None, (f"{name} recorded as {got!r}, not as true or false"
+                            if isinstance(wanted, bool) else f"{name} recorded as {got!r}")
+                     + source)
+    if isinstance(wanted, str) and not (isinstance(got, str) and _NAME.fullmatch(got)):
+        return Check(None, f"{name} recorded as {got!r}, not as a name" + source)
     same = (str(got).lower() == str(wanted).lower() if isinstance(wanted, str)
             else got == wanted)
-    return Check(same, f"{name} is {got}" + ("" if same else f", not {wanted}"))
+    return Check(same, f"{name} is {got}" + ("" if same else f", not {wanted}") + source)
 
 
 def _event(spec: dict[str, Any], evidence: Evidence) -> Check:
@@ -202,10 +214,12 @@ def _spec_tokens(wanted: str, evidence: Evidence) -> Check:
 
 
 def _crash_without_findings(wanted: bool, evidence: Evidence) -> Check:
-    crash, values = crashed(evidence.events), out_of_range(evidence.findings)
+    crash = crashed(evidence.events)
+    values = out_of_range(evidence.findings, engine_variants(evidence))
     holds = crash and not values
-    why = ("a crash event and no value out of range in any variant" if holds else
-           "no crash event" if not crash else "a variant finds a value out of range")
+    why = ("a crash event and no value out of range in the engine's own code" if holds else
+           "no crash event" if not crash else
+           "the engine's own code (the baseline or unpatched vLLM) finds a value out of range")
     return Check(holds == wanted, why)
 
 

@@ -514,10 +514,11 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
             facts[key] = manifest[key]
     facts["ranks"] = summary["ranks"]
     facts["steps"] = summary["steps"]
-    from forensics.known.evidence import CRASH_EVENT_KINDS
+    from forensics.known.evidence import CRASH_EVENT_KINDS, in_step_order
 
-    # crash events only: the probe's start and stop (and other bookkeeping) are no crash
-    facts["events"] = [_event_text(e) for e in summary["events"]
+    # crash events only: the probe's start and stop (and other bookkeeping) are no crash;
+    # by step, so "the first" is the earliest whichever process's file holds it
+    facts["events"] = [_event_text(e) for e in in_step_order(summary["events"])
                        if e.get("kind") in CRASH_EVENT_KINDS]
     stopped = stopped_after(summary)
     if stopped is not None:

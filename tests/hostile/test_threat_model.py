@@ -251,6 +251,33 @@ TESTS = {
              "test_a_scanned_batch_over_a_hole_is_refused_before_its_columns_are_read",
              "tests/hostile/test_round4_store.py::"
              "test_releasing_per_chunk_touches_only_the_segments_in_use"],
+    "T34j": [
+             "tests/hostile/test_round6_judge.py::"
+             "test_a_version_we_cannot_read_never_decides_the_clamp",
+             "tests/hostile/test_round6_judge.py::"
+             "test_a_capture_that_names_no_vllm_is_not_judged_by_the_installed_one",
+             "tests/hostile/test_round6_judge.py::"
+             "test_a_step_two_engines_claim_is_not_judged_against_the_other_engine",
+             "tests/hostile/test_round6_judge.py::"
+             "test_the_race_check_compares_no_step_a_site_holds_twice",
+             "tests/hostile/test_round6_judge.py::"
+             "test_a_silent_wrong_token_is_never_paired_across_two_engines_at_one_rank",
+             "tests/hostile/test_round6_judge.py::"
+             "test_one_request_at_two_rows_is_judged_as_neither",
+             "tests/hostile/test_round6_judge.py::"
+             "test_a_process_that_started_the_probe_again_and_died_is_called_died",
+             "tests/hostile/test_round6_judge.py::"
+             "test_a_patchs_own_reads_explain_no_crash",
+             "tests/hostile/test_round6_judge.py::"
+             "test_a_crash_dump_event_states_only_what_a_dump_config_line_holds",
+             "tests/hostile/test_round6_judge.py::"
+             "test_a_fact_from_a_crash_dump_says_so_where_it_decides",
+             "tests/hostile/test_round6_judge.py::"
+             "test_a_previous_row_two_requests_claim_names_neither_as_its_holder",
+             "tests/hostile/test_round6_judge.py::"
+             "test_the_first_crash_event_is_the_earliest_not_the_first_file_read",
+             "tests/hostile/test_round6_judge.py::"
+             "test_a_fact_spelled_as_no_name_neither_matches_nor_contradicts"],
     "T31l": [
             "tests/hostile/test_round5_leftovers.py::"
             "test_repro_refuses_an_output_inside_the_capture_it_reads",
