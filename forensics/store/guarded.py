@@ -29,7 +29,7 @@ LIMITS: dict[str, int] = {
     "replacement journal": 64 * 1024,
     "log": 1 << 30,
     "torch file": 1 << 30,
-    "safetensors file": (512 + 100) * MIB,  # MAX_DECODED of tensors and a 100 MiB header
+    "safetensors file": (512 + 17) * MIB,  # MAX_DECODED of tensors and a header (16 MiB + 13 KiB)
     "npz archive": 1 << 30,
     "diff file": 64 * MIB,
 }
@@ -137,6 +137,22 @@ def read_bytes(path: Path, kind: str, root: Path | None = None,
             total += len(piece)
             if total > cap:
                 raise CaptureFormatError(f"{kind} '{path}' grew past {cap} bytes while read")
+    except OSError as exc:
+        raise CaptureFormatError(f"{kind} '{path}' cannot be read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def read_prefix(path: Path, kind: str, size: int, root: Path | None = None) -> bytes:
+    """The first ``size`` bytes of ``path`` (fewer when it is shorter) through the guards: what
+    a format's head claims is checked before the rest is read. Raises as :func:`read_bytes`."""
+    fd = open_guarded(path, kind, root)
+    try:
+        parts: list[bytes] = []
+        while size > 0 and (piece := os.read(fd, min(CHUNK, size))):
+            parts.append(piece)
+            size -= len(piece)
+        return b"".join(parts)
     except OSError as exc:
         raise CaptureFormatError(f"{kind} '{path}' cannot be read: {exc.strerror}") from None
     finally:

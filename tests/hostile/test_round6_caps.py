@@ -1,0 +1,113 @@
+"""Hostile input, round 6, on ``forensics import`` and its caps (T33i): a ``.safetensors``
+header is held to what one record needs (its length checked from its first 8 bytes, its lists
+and objects counted before it is parsed); a ``.pt`` view is materialised only within the bytes
+its storage holds; every refusal is one line naming the file and field, exit 2, nothing
+written."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_round4_importers import refused
+
+from forensics.cli import main
+from forensics.importers import safetensors_
+
+META = {"site": "embedding", "step": "1", "num_embeddings": "10"}
+IDS = {"dtype": "I64", "shape": [4], "data_offsets": [0, 32]}
+BODY = struct.pack("<4q", 1, 2, 3, 4)
+
+
+def _safetensors(path: Path, raw: bytes, body: bytes = BODY) -> Path:
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + body)
+    return path
+
+
+def _header(**extra: object) -> bytes:
+    return json.dumps({"__metadata__": META, "input_ids": IDS, **extra}).encode()
+
+
+# ------------------------------------------------------------------ .safetensors header
+
+def test_a_safetensors_header_past_what_one_record_needs_is_refused_by_its_length(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A header one byte past the cap (valid JSON: a record padded with spaces) was parsed
+    whole (up to 100 MiB); it is refused from its 8-byte length, naming the field. The same
+    record within the cap imports."""
+    raw = _header()
+    fine = _safetensors(tmp_path / "fine.safetensors", raw + b" " * 1000)
+    assert main(["import", str(fine), "-o", str(tmp_path / "fine.capture")]) == 0
+    capsys.readouterr()
+    padded = raw + b" " * (safetensors_.MAX_HEADER + 1 - len(raw))
+    source = _safetensors(tmp_path / "long.safetensors", padded)
+    refused(source, tmp_path, capsys, "header length", str(len(padded)))
+
+
+@pytest.mark.timeout(60)
+def test_a_100_mib_safetensors_header_costs_no_memory(tmp_path: Path) -> None:
+    """A header claiming 100 MiB (a sparse file: it reads as NUL bytes) was read and decoded
+    whole, 300 MiB more at peak (a 100 MiB header of empty lists: 2.6 GiB and 27 s); now only
+    its 8-byte length is read (measured by ``ru_maxrss`` in a child process)."""
+    source = tmp_path / "huge.safetensors"
+    size = 100 << 20
+    with open(source, "wb") as out:
+        out.write(struct.pack("<Q", size) + b'{"x":')
+        out.truncate(8 + size)
+    script = ("import resource, sys\nfrom forensics.importers import read_source\n"
+              "from forensics.errors import CaptureFormatError\n"
+              "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+              "try:\n    read_source(sys.argv[1])\nexcept CaptureFormatError as exc:\n"
+              "    print(exc)\n"
+              "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(source)], capture_output=True,
+                          text=True, timeout=60, check=True)
+    message, grown = done.stdout.strip().splitlines()
+    assert "header length" in message, done.stdout
+    assert int(grown) < 32 * 1024, f"peak memory grew {int(grown) // 1024} MiB"
+
+
+def test_a_safetensors_header_of_a_million_lists_is_refused_before_it_is_parsed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Within the length cap, 16 MiB of ``[]`` is five million Python lists (300 MiB); the
+    lists and objects are counted before parsing, in the header and in each ``__metadata__``
+    text (where ``\\u005b`` escapes hide them from the header's count)."""
+    lists = b"[]," * (safetensors_.MAX_CONTAINERS + 1)
+    source = _safetensors(tmp_path / "lists.safetensors",
+                          _header()[:-1] + b', "x": [' + lists + b"[]]}")
+    refused(source, tmp_path, capsys, "header", "JSON lists and objects")
+    hidden = "\\u005b\\u005d," * (safetensors_.MAX_CONTAINERS + 1)
+    raw = (json.dumps({"__metadata__": {**META, "req_ids": "@"}, "input_ids": IDS})
+           .replace('"@"', '"\\u005b' + hidden + '\\u005b\\u005d\\u005d"').encode())
+    source = _safetensors(tmp_path / "escaped.safetensors", raw)
+    refused(source, tmp_path, capsys, "'req_ids'", "JSON lists and objects")
+
+
+def test_a_safetensors_header_naming_more_tensors_than_a_record_holds_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each of a header's entries was turned into an array before the record was checked
+    (thousands of empty tensors in a small header); a record holds at most 64."""
+    empty = {"dtype": "I64", "shape": [0], "data_offsets": [0, 0]}
+    raw = _header(**{f"t{k}": empty for k in range(safetensors_.MAX_TENSORS + 1)})
+    source = _safetensors(tmp_path / "many.safetensors", raw)
+    refused(source, tmp_path, capsys, "tensors", str(safetensors_.MAX_TENSORS))
+
+
+def test_the_header_length_is_read_without_reading_the_file(tmp_path: Path) -> None:
+    """``read_prefix`` reads only the bytes asked for (a FIFO or link out is refused as by
+    every guarded read)."""
+    from forensics.errors import UnsafeInputError
+    from forensics.store.guarded import read_prefix
+
+    source = _safetensors(tmp_path / "a.safetensors", _header())
+    assert read_prefix(source, "safetensors file", 8) == source.read_bytes()[:8]
+    assert read_prefix(source, "safetensors file", 1 << 30) == source.read_bytes()
+    fifo = tmp_path / "fifo.safetensors"
+    os.mkfifo(fifo)
+    with pytest.raises(UnsafeInputError):
+        read_prefix(fifo, "safetensors file", 8)
