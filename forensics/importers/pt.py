@@ -18,11 +18,15 @@ from forensics.importers.common import (
     check_members,
     open_archive,
     record_from_dict,
+    show,
     where_of,
 )
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, open_file
 
 MAX_PICKLE = 16 << 20
+#: the bytes a view may materialise past what its storage holds (a scalar broadcast to a
+#: short row); beyond, an expanded or overlapping view is refused, never copied out
+MAX_REPEATED = 64 << 10
 
 
 def read(path: Path) -> Imported:
@@ -124,7 +128,7 @@ def _plain(value: Any, where: str, budget: _Budget | None = None) -> Any:
     start = budget.values
     budget.add(1)
     if isinstance(value, dict):
-        out: Any = {k: _plain(v, where, budget) for k, v in value.items()}
+        out: Any = {k: _plain(v, f"{where}, field {show(k)}", budget) for k, v in value.items()}
     else:
         out = [_plain(v, where, budget) for v in value]
     budget.seen[id(value)] = (out, budget.values - start)
@@ -140,6 +144,7 @@ def _leaf(value: Any, where: str, budget: _Budget) -> Any:
     if value.layout != torch.strided or value.is_quantized or value.is_complex():
         raise CaptureFormatError(f"{where}: tensor of layout {value.layout} and dtype "
                                  f"{value.dtype} is not supported; save dense int tensors")
+    _check_stored(value, where)
     budget.tensor(value.numel() * value.element_size())
     try:
         array = value.detach().cpu().numpy()
@@ -147,3 +152,22 @@ def _leaf(value: Any, where: str, budget: _Budget) -> Any:
         raise CaptureFormatError(f"{where}: a tensor of dtype {value.dtype} cannot be "
                                  "read; expected an integer tensor") from None
     return array if array.ndim else array.item()
+
+
+def _check_stored(value: Any, where: str) -> None:
+    """Refuse a tensor whose elements need more bytes than its storage holds (past
+    :data:`MAX_REPEATED`): a stride-0 (expanded) or overlapping view of a few stored bytes
+    would be copied out to its claimed shape; and hold what is materialised to the allocation
+    budget (:func:`forensics.budget.require_alloc`).
+
+    Raises CaptureFormatError (AllocationBudgetError past the budget) naming ``where``."""
+    from forensics.budget import require_alloc
+
+    needed = value.numel() * value.element_size()
+    stored = value.untyped_storage().nbytes()
+    if needed > max(stored, MAX_REPEATED):
+        raise CaptureFormatError(f"{where}: a tensor of shape {list(value.shape)} and strides "
+                                 f"{list(value.stride())} needs {needed} bytes but its storage "
+                                 f"holds {stored}; save it with .contiguous() (an expanded or "
+                                 "overlapping view is not copied out)")
+    require_alloc(needed, where, "shape", list(value.shape))

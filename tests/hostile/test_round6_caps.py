@@ -111,3 +111,42 @@ def test_the_header_length_is_read_without_reading_the_file(tmp_path: Path) -> N
     os.mkfifo(fifo)
     with pytest.raises(UnsafeInputError):
         read_prefix(fifo, "safetensors file", 8)
+
+
+# ------------------------------------------------------------------ .pt views
+
+def _pt(path: Path, **fields: object) -> Path:
+    import torch
+
+    torch.save({"site": "embedding", "step": 1, "num_embeddings": 10, **fields}, path)
+    return path
+
+
+def test_an_expanded_pt_tensor_is_refused_by_the_bytes_its_storage_holds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One stored int64 expanded (stride 0) to a million elements was copied out to 8 MiB (up
+    to 512 MiB from 8 stored bytes); it is refused naming the field, its shape and the bytes
+    stored. An overlapping view (strides (1, 1)) is refused the same way; a short broadcast and
+    a plain tensor import."""
+    import torch
+
+    one = torch.zeros(1, dtype=torch.int64)
+    source = _pt(tmp_path / "expanded.pt", input_ids=one.expand(1 << 20))
+    refused(source, tmp_path, capsys, "'input_ids'", "[1048576]", "holds 8")
+    base = torch.arange(1 << 13, dtype=torch.int64)
+    source = _pt(tmp_path / "overlap.pt", input_ids=base.as_strided((1 << 12, 1 << 12), (1, 1)))
+    refused(source, tmp_path, capsys, "'input_ids'", "[4096, 4096]")
+    fine = _pt(tmp_path / "fine.pt", input_ids=one.expand(4))
+    assert main(["import", str(fine), "-o", str(tmp_path / "fine.capture")]) == 0
+
+
+def test_a_pt_tensor_past_the_allocation_budget_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a ``.pt`` tensor materialises is held to ``FORENSICS_MAX_ALLOC`` (the one budget of
+    an allocation sized by a record), in one line naming the field."""
+    import torch
+
+    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "1K")
+    source = _pt(tmp_path / "big.pt", input_ids=torch.zeros(1024, dtype=torch.int64))
+    refused(source, tmp_path, capsys, "'input_ids'", "allocation budget", "FORENSICS_MAX_ALLOC")
