@@ -55,7 +55,8 @@ def read(path: Path) -> Imported:
     """
     imported = plain_logs.read(path)
     dumps = _Dumps(path.name)
-    for number, line, _complete in iter_lines(path, "log", max_line=plain_logs.MAX_LINE):
+    for number, line, _complete in iter_lines(path, "log", max_line=plain_logs.MAX_LINE,
+                                                   cr_ends=True):
         dumps.line(number, line.decode("utf-8", errors="replace").rstrip("\r\n"))
     _join_chains(dumps.events, imported.events)
     imported.events = sorted(imported.events + dumps.events,

@@ -160,25 +160,44 @@ def read_prefix(path: Path, kind: str, size: int, root: Path | None = None) -> b
 
 
 def iter_lines(path: Path, kind: str, root: Path | None = None,
-               max_line: int = 1 << 16) -> Iterator[tuple[int, bytes, bool]]:
+               max_line: int = 1 << 16,
+               cr_ends: bool = False) -> Iterator[tuple[int, bytes, bool]]:
     """Yield ``(number, line, complete)`` for each non-empty line of ``path`` (numbered from
     1, newline removed), read in bounded pieces: a line longer than ``max_line`` is cut to
     its first ``max_line`` bytes (the rest is skipped without being held); ``complete`` is
-    False for a last line without newline. Raises as :func:`open_guarded`."""
+    False for a last line without newline. ``cr_ends``: a lone carriage return ends a line
+    too, and CR LF is one end (a text log; a log of CR-only ends would otherwise be one line,
+    cut). Raises as :func:`open_guarded`."""
     fd = open_guarded(path, kind, root)
     try:
-        yield from _lines(fd, max_line)
+        yield from _lines(_pieces(fd, cr_ends), max_line)
     except OSError as exc:
         raise CaptureFormatError(f"{kind} '{path}' cannot be read: {exc.strerror}") from None
     finally:
         os.close(fd)
 
 
-def _lines(fd: int, max_line: int) -> Iterator[tuple[int, bytes, bool]]:
+def _pieces(fd: int, cr_ends: bool) -> Iterator[bytes]:
+    """The non-empty pieces of at most :data:`CHUNK` bytes (and one more) of ``fd``; with
+    ``cr_ends``, each line end (LF, CR LF or a lone CR) as one LF (a CR ending a piece is
+    held for the next, which may begin with its LF)."""
+    held = b""
+    while piece := os.read(fd, CHUNK):
+        if cr_ends:
+            piece = held + piece
+            held = b"\r" if piece.endswith(b"\r") else b""
+            piece = piece[:len(piece) - len(held)].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if piece:
+            yield piece
+    if held:
+        yield b"\n"
+
+
+def _lines(pieces: Iterator[bytes], max_line: int) -> Iterator[tuple[int, bytes, bool]]:
     pending = b""  # the first max_line bytes of the line that the last piece left open
     partial = False  # bytes of an unfinished line have been read
     number = 0  # lines completed so far
-    while piece := os.read(fd, CHUNK):
+    for piece in pieces:
         first = piece.find(b"\n")
         if first >= 0:
             line = pending + piece[:first][:max_line - len(pending)]

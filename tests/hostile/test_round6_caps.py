@@ -150,3 +150,36 @@ def test_a_pt_tensor_past_the_allocation_budget_is_refused(
     monkeypatch.setenv("FORENSICS_MAX_ALLOC", "1K")
     source = _pt(tmp_path / "big.pt", input_ids=torch.zeros(1024, dtype=torch.int64))
     refused(source, tmp_path, capsys, "'input_ids'", "allocation budget", "FORENSICS_MAX_ALLOC")
+
+
+# ------------------------------------------------------------------ logs: line ends
+
+def test_a_log_of_cr_only_line_ends_is_read_line_by_line(tmp_path: Path) -> None:
+    """A log whose lines end in a lone carriage return was one line, cut at 64 KiB: its
+    second and later crashes were never counted (two asserts read as one event, the rest
+    lost). A lone CR ends a line as LF does; CR LF is one end, so line numbers stay."""
+    from forensics.importers import read_source
+
+    lines = ["Assertion `a < n` failed", "x", "Assertion `b < n` failed", "y" * 70_000,
+             "EngineDeadError"]
+    for end, expected in (("\r", [1, 3, 5]), ("\r\n", [1, 3, 5]), ("\n", [1, 3, 5])):
+        source = tmp_path / f"engine-{len(end)}-{ord(end[0])}.log"
+        source.write_bytes(end.join(lines).encode() + end.encode())
+        events = read_source(source).events
+        assert [e["line"] for e in events] == expected, (end, events)
+        assert [e.get("detail") for e in events[:2]] == ["a < n", "b < n"]
+
+
+def test_a_cr_lf_split_between_two_reads_is_one_line_end(tmp_path: Path) -> None:
+    """The CR of a CR LF that ends one piece read and the LF that begins the next are one
+    line end (never a blank line that shifts every later line number)."""
+    from forensics.store.guarded import CHUNK, iter_lines
+
+    source = tmp_path / "split.log"
+    source.write_bytes(b"x" * (CHUNK - 1) + b"\r\nsecond\rthird\r")
+    found = [(n, line[:6], done) for n, line, done in
+             iter_lines(source, "log", max_line=64, cr_ends=True)]
+    assert found == [(1, b"xxxxxx", True), (2, b"second", True), (3, b"third", True)]
+    source.write_bytes(b"a\rb")
+    assert list(iter_lines(source, "log", cr_ends=True)) == [(1, b"a", True), (2, b"b", False)]
+    assert list(iter_lines(source, "log")) == [(1, b"a\rb", False)]
