@@ -306,6 +306,15 @@ TESTS = {
              "test_markdown_of_a_string_of_backticks_or_brackets_is_linear",
              "tests/hostile/test_round5_present.py::"
              "test_the_pytest_plugin_shows_an_unexpected_error_quoting_a_capture_as_inert_text"],
+    "T33i": ["tests/hostile/test_round6_caps.py::"
+             "test_a_safetensors_header_past_what_one_record_needs_is_refused_by_its_length",
+             "tests/hostile/test_round6_caps.py::test_a_100_mib_safetensors_header_costs_no_memory",
+             "tests/hostile/test_round6_caps.py::"
+             "test_a_safetensors_header_of_a_million_lists_is_refused_before_it_is_parsed",
+             "tests/hostile/test_round6_caps.py::"
+             "test_an_expanded_pt_tensor_is_refused_by_the_bytes_its_storage_holds",
+             "tests/hostile/test_round6_caps.py::test_a_pt_tensor_past_the_allocation_budget_is_refused",
+             "tests/hostile/test_round6_caps.py::test_a_log_of_cr_only_line_ends_is_read_line_by_line"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
