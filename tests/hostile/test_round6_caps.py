@@ -6,11 +6,13 @@ written."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import struct
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -183,3 +185,39 @@ def test_a_cr_lf_split_between_two_reads_is_one_line_end(tmp_path: Path) -> None
     source.write_bytes(b"a\rb")
     assert list(iter_lines(source, "log", cr_ends=True)) == [(1, b"a", True), (2, b"b", False)]
     assert list(iter_lines(source, "log")) == [(1, b"a\rb", False)]
+
+
+def _pt_with_pickle(path: Path, body: bytes) -> Path:
+    """A torch zip archive whose ``data.pkl`` is ``body``."""
+    import torch
+
+    saved = io.BytesIO()
+    torch.save({"a": 1}, saved)
+    with zipfile.ZipFile(saved) as archive, zipfile.ZipFile(path, "w") as out:
+        for info in archive.infolist():
+            raw = body if info.filename.endswith("data.pkl") else archive.read(info)
+            out.writestr(info.filename, raw)
+    return path
+
+
+def test_a_pickle_making_more_values_than_a_source_holds_is_refused_before_it_is_loaded(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """16 MiB of 1-byte ``EMPTY_LIST`` opcodes made 16 million lists in torch's unpickler (1.1
+    GiB, a minute) before any value was counted; the pickle's opcodes are counted first, and
+    past the values one source may hold (here lowered to 1,000) torch never loads it."""
+    import torch
+
+    from forensics.importers import pt
+
+    monkeypatch.setattr(pt, "MAX_VALUES", 1000)
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("torch.load ran")
+
+    monkeypatch.setattr(torch, "load", never)
+    source = _pt_with_pickle(tmp_path / "lists.pt", b"\x80\x02](" + b"]" * 1001 + b"e.")
+    refused(source, tmp_path, capsys, "pickle", "more than 1000 values")
+    shared = b"\x80\x02](]q\x00" + b"h\x00" * 5000 + b"e."  # one list, 5,000 references
+    assert pt._count_made(shared, 0, tmp_path / "shared.pt") == 2
+    assert pt._count_made(b"\xff not a pickle", 7, tmp_path / "x.pt") == 7  # left to the loader
