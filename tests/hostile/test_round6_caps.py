@@ -221,3 +221,31 @@ def test_a_pickle_making_more_values_than_a_source_holds_is_refused_before_it_is
     shared = b"\x80\x02](]q\x00" + b"h\x00" * 5000 + b"e."  # one list, 5,000 references
     assert pt._count_made(shared, 0, tmp_path / "shared.pt") == 2
     assert pt._count_made(b"\xff not a pickle", 7, tmp_path / "x.pt") == 7  # left to the loader
+
+
+DUMP = "(EngineCore_DP0 pid=1) ERROR 12-02 10:46:44 [dump_input.py:72] Dumping "
+
+
+def test_a_crash_dump_number_of_thousands_of_digits_is_left_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A config's ``tensor_parallel_size`` or a dump's ``total_num_scheduled_tokens`` of 5,000
+    digits was converted with ``int()`` (Python refuses past 4,300 digits: an internal error),
+    and a draft id of 20 digits past int64 went into the event; each number outside int64 is
+    left out as a value that does not parse, and the rest of the dump is kept."""
+    huge = "9" * 5000
+    source = tmp_path / "engine.log"
+    source.write_text(
+        f"{DUMP}input data for V1 LLM engine (v0.33.0) with config: model='m', "
+        f"tensor_parallel_size={huge}\n"
+        f"{DUMP}scheduler output for model execution: SchedulerOutput(scheduled_spec_decode_"
+        f"tokens={{r1: [{'9' * 20}, -1, 5]}}, num_scheduled_tokens={{r1: 3}}, "
+        f"total_num_scheduled_tokens={huge})\n")
+    out = tmp_path / "out.capture"
+    assert main(["import", str(source), "-o", str(out)]) == 0, capsys.readouterr().err
+    from forensics.store.reader import load
+
+    (dump,) = [e for e in load(out).events if e["kind"] == "crash_dump"]
+    assert dump["config"] == {"vllm": "0.33.0", "model": "m"}
+    assert dump["total_num_scheduled_tokens"] is None
+    assert dump["scheduled_spec_decode_tokens"] == {"r1": [-1, 5]}
+    assert dump["num_scheduled_tokens"] == {"r1": 3}
