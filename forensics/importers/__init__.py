@@ -79,6 +79,7 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
             names the file, record, site and field).
         OutputExistsError: ``out`` exists and ``force`` is false.
     """
+    from forensics.escaping import terminal
     from forensics.progress import Progress
     from forensics.store.paths import named
     from forensics.store.replace import recover
@@ -93,7 +94,7 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
     held = 0
     bar = Progress(len(sources), "import")
     for source in sources:
-        bar.advance(0, Path(source).name)
+        bar.advance(0, terminal(Path(source).name))  # a planted file's name holds escapes
         read.append(read_source(source))
         held = check_held(held + held_bytes(read[-1].records), source)
         bar.advance()

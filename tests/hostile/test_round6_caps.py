@@ -249,3 +249,26 @@ def test_a_crash_dump_number_of_thousands_of_digits_is_left_out(
     assert dump["total_num_scheduled_tokens"] is None
     assert dump["scheduled_spec_decode_tokens"] == {"r1": [-1, 5]}
     assert dump["num_scheduled_tokens"] == {"r1": 3}
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal (the progress bar draws only on one)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_import_progress_bar_shows_a_source_name_as_inert_text(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source's file name (a log planted in a shared folder, imported by a glob) was drawn
+    raw on the terminal by the progress bar: an OSC or CSI sequence in it reached the user's
+    terminal. It is drawn escaped."""
+    from forensics.importers import import_sources
+
+    source = tmp_path / "a\x1b]0;owned\x07\x1b[2J.log"
+    source.write_text("EngineDeadError\n")
+    screen = _Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    import_sources([source], tmp_path / "out.capture")
+    drawn = screen.getvalue()
+    assert "owned" in drawn and "\x1b" not in drawn and "\x07" not in drawn, repr(drawn)
