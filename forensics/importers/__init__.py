@@ -144,10 +144,11 @@ def combined(sources: Sequence[Imported]) -> tuple[list[Record], list[dict[str, 
     never share a step number with the dump's records."""
     named = [{r.step for i, r in enumerate(s.records) if i not in s.ordinal} for s in sources]
     after = max((max(steps) for steps in named if steps), default=-1) + 1
+    naming = sum(1 for steps in named if steps)  # sources that name a step
     records: list[Record] = []
     events: list[dict[str, Any]] = []
     for k, source in enumerate(sources):
-        others = any(steps for j, steps in enumerate(named) if j != k)
+        others = naming > (1 if named[k] else 0)  # another source names a step
         moved = _ordinal_steps(source, after) if source.ordinal and others else {}
         records += [_shifted(r, moved.get(r.step, r.step) if i in source.ordinal else r.step)
                     for i, r in enumerate(source.records)]
