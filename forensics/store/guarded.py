@@ -8,6 +8,7 @@ cap while being read is refused too.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -48,13 +49,21 @@ def open_guarded(path: Path, kind: str, root: Path | None = None) -> int:
     is not regular (FIFO, device, socket, directory), CaptureFormatError for a file over the
     cap of ``kind`` (:data:`LIMITS`), FileNotFoundError when it does not exist.
     """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
     if root is not None:
+        # a file that is no link when checked is opened as no link: one swapped for a link
+        # after the check (by another user of a shared folder) is refused, never followed
+        flags |= 0 if os.path.islink(path) else getattr(os, "O_NOFOLLOW", 0)
         check_within(root, path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeInputError(f"{kind} '{path}' became a link after it was checked; "
+                                   "refused, not followed. Is someone changing the capture?") \
+                from None
         raise CaptureFormatError(f"{kind} '{path}' cannot be opened: {exc.strerror}") from None
     try:
         info = os.fstat(fd)

@@ -288,3 +288,38 @@ def test_combining_many_sources_is_linear_in_their_count() -> None:
         return lambda: combined(sources)
 
     assert_scales_linearly(make, 2000)
+
+
+# ------------------------------------------------------------------ the guarded reader
+
+def test_a_capture_file_swapped_for_a_link_after_its_check_is_not_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of a capture was checked (no link, inside the capture) and then opened by its
+    path, following whatever was there by then: another user of a shared folder who swaps it
+    for a link to a file of yours in that moment had it read as the capture's. A file that was
+    no link when checked is opened without following one."""
+    from forensics.errors import UnsafeInputError
+    from forensics.store import guarded, paths
+
+    root = tmp_path / "x.capture"
+    root.mkdir()
+    target = root / "manifest.json"
+    target.write_text("{}")
+    private = tmp_path / "private.json"
+    private.write_text('{"secret": 1}')
+    checked = paths.check_within
+
+    def swap_after_check(where: Path, path: Path) -> None:
+        checked(where, path)
+        target.unlink()
+        target.symlink_to(private)
+
+    monkeypatch.setattr(guarded, "check_within", swap_after_check)
+    with pytest.raises(UnsafeInputError, match="became a link"):
+        guarded.read_bytes(target, "manifest", root)
+    target.unlink()
+    inside = root / "real.json"
+    inside.write_text("{}")
+    target.symlink_to(inside)  # a link inside the capture is still read
+    monkeypatch.setattr(guarded, "check_within", checked)
+    assert guarded.read_bytes(target, "manifest", root) == b"{}"
