@@ -200,7 +200,7 @@ def _check_stored(value: Any, where: str) -> None:
     stored = value.untyped_storage().nbytes()
     if needed > max(stored, MAX_REPEATED):
         raise CaptureFormatError(f"{where}: a tensor of shape {list(value.shape)} and strides "
-                                 f"{list(value.stride())} needs {needed} bytes but its storage "
-                                 f"holds {stored}; save it with .contiguous() (an expanded or "
-                                 "overlapping view is not copied out)")
+                                 f"{list(value.stride())} needs {needed} bytes, more than the "
+                                 f"{stored} its storage holds; save it with .contiguous() (an "
+                                 "expanded or overlapping view is not copied out)")
     require_alloc(needed, where, "shape", list(value.shape))

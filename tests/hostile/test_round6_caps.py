@@ -135,7 +135,7 @@ def test_an_expanded_pt_tensor_is_refused_by_the_bytes_its_storage_holds(
 
     one = torch.zeros(1, dtype=torch.int64)
     source = _pt(tmp_path / "expanded.pt", input_ids=one.expand(1 << 20))
-    refused(source, tmp_path, capsys, "'input_ids'", "[1048576]", "holds 8")
+    refused(source, tmp_path, capsys, "'input_ids'", "[1048576]", "the 8 its storage holds")
     base = torch.arange(1 << 13, dtype=torch.int64)
     source = _pt(tmp_path / "overlap.pt", input_ids=base.as_strided((1 << 12, 1 << 12), (1, 1)))
     refused(source, tmp_path, capsys, "'input_ids'", "[4096, 4096]")
