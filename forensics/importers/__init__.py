@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError
-from forensics.records import Record
+from forensics.records import INT64_MAX, Record
 from forensics.registry import Registry
 
 __all__ = ["IMPORTERS", "Imported", "import_sources", "importer_for", "read_source"]
@@ -99,7 +99,7 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
         held = check_held(held + held_bytes(read[-1].records), source)
         bar.advance()
     bar.close()
-    records, events = combined(read)
+    records, events = combined(read, [Path(s).name for s in sources])
     check_events(events, [Path(s).name for s in sources], [len(r.events) for r in read])
     from forensics.importers.facts import import_manifest
 
@@ -137,11 +137,15 @@ def check_held(total: int, source: str | os.PathLike[str]) -> int:
     return total
 
 
-def combined(sources: Sequence[Imported]) -> tuple[list[Record], list[dict[str, Any]]]:
+def combined(sources: Sequence[Imported], names: Sequence[str] | None = None,
+             ) -> tuple[list[Record], list[dict[str, Any]]]:
     """The records and events of ``sources``, in order. Records whose step is only their line
     order (:attr:`Imported.ordinal`) keep that order, placed after every step another source
     names (and after the ordinal records placed before them): beside a dump, a log's lines
-    never share a step number with the dump's records."""
+    never share a step number with the dump's records.
+
+    Raises CaptureFormatError naming the source (of ``names``) whose lines would be placed
+    past int64."""
     named = [{r.step for i, r in enumerate(s.records) if i not in s.ordinal} for s in sources]
     after = max((max(steps) for steps in named if steps), default=-1) + 1
     naming = sum(1 for steps in named if steps)  # sources that name a step
@@ -150,6 +154,12 @@ def combined(sources: Sequence[Imported]) -> tuple[list[Record], list[dict[str, 
     for k, source in enumerate(sources):
         others = naming > (1 if named[k] else 0)  # another source names a step
         moved = _ordinal_steps(source, after) if source.ordinal and others else {}
+        if moved and max(moved.values()) > INT64_MAX:
+            name = names[k] if names is not None else f"source {k}"
+            raise CaptureFormatError(
+                f"'{name}': its {len(moved)} steps of lines naming no step go after step "
+                f"{after - 1} of the other sources, past int64; give those lines their step "
+                "(step=N) or import the log on its own")
         records += [_shifted(r, moved.get(r.step, r.step) if i in source.ordinal else r.step)
                     for i, r in enumerate(source.records)]
         events += [{**e, "step": moved[e["step"]]} if e.get("step") in moved

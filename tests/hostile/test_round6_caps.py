@@ -323,3 +323,22 @@ def test_a_capture_file_swapped_for_a_link_after_its_check_is_not_followed(
     target.symlink_to(inside)  # a link inside the capture is still read
     monkeypatch.setattr(guarded, "check_within", checked)
     assert guarded.read_bytes(target, "manifest", root) == b"{}"
+
+
+def test_log_lines_placed_past_int64_by_another_source_name_the_log(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dump at step 2**63 - 1 beside a log whose probe lines name no step placed those lines
+    at 2**63: the refusal named the capture's temporary build folder and "record 1", not the
+    log. It names the log, before anything is built."""
+    import numpy as np
+    from test_round4_importers import BASE, _npz
+
+    dump = _npz(tmp_path / "last.npz", [(f"{k}.npy", v) for k, v in
+                                        {**BASE, "step": np.array(2**63 - 1)}.items()])
+    log = tmp_path / "probe.log"
+    log.write_text("SM70-TEMB: rows=1 input=(4,) dtype=torch.int64 min=0 max=3\n")
+    out = tmp_path / "out.capture"
+    assert main(["import", str(dump), str(log), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'probe.log'" in err and "int64" in err, err
+    assert "tmp" not in err and not list(tmp_path.glob("*.capture*")) and not out.exists()
