@@ -219,8 +219,10 @@ def test_a_pickle_making_more_values_than_a_source_holds_is_refused_before_it_is
     monkeypatch.setattr(torch, "load", never)
     source = _pt_with_pickle(tmp_path / "lists.pt", b"\x80\x02](" + b"]" * 1001 + b"e.")
     refused(source, tmp_path, capsys, "pickle", "more than 1000 values")
-    shared = b"\x80\x02](]q\x00" + b"h\x00" * 5000 + b"e."  # one list, 5,000 references
-    assert pt._count_made(shared, 0, tmp_path / "shared.pt") == 2
+    shared = b"\x80\x02](]q\x00" + b"h\x00" * 500 + b"e."  # one list, 500 references
+    assert pt._count_made(shared, 0, tmp_path / "shared.pt") == 504  # 2 lists, mark, memo, refs
+    source = _pt_with_pickle(tmp_path / "marks.pt", b"\x80\x02" + b"(" * 1001 + b"].")
+    refused(source, tmp_path, capsys, "pickle", "more than 1000 values")
     assert pt._count_made(b"\xff not a pickle", 7, tmp_path / "x.pt") == 7  # left to the loader
 
 
