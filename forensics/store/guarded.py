@@ -176,22 +176,32 @@ def iter_lines(path: Path, kind: str, root: Path | None = None,
     its first ``max_line`` bytes (the rest is skipped without being held); ``complete`` is
     False for a last line without newline. ``cr_ends``: a lone carriage return ends a line
     too, and CR LF is one end (a text log; a log of CR-only ends would otherwise be one line,
-    cut). Raises as :func:`open_guarded`."""
+    cut). Raises as :func:`open_guarded`, and CaptureFormatError once more bytes than the
+    kind's cap are read (a file whose size says less than it holds: a ``/proc`` or FUSE file,
+    one that grows)."""
     fd = open_guarded(path, kind, root)
     try:
-        yield from _lines(_pieces(fd, cr_ends), max_line)
+        yield from _lines(_pieces(fd, cr_ends, f"{kind} '{path}'", LIMITS.get(kind, 1 << 30)),
+                          max_line)
     except OSError as exc:
         raise CaptureFormatError(f"{kind} '{path}' cannot be read: {exc.strerror}") from None
     finally:
         os.close(fd)
 
 
-def _pieces(fd: int, cr_ends: bool) -> Iterator[bytes]:
+def _pieces(fd: int, cr_ends: bool, what: str, cap: int) -> Iterator[bytes]:
     """The non-empty pieces of at most :data:`CHUNK` bytes (and one more) of ``fd``; with
     ``cr_ends``, each line end (LF, CR LF or a lone CR) as one LF (a CR ending a piece is
-    held for the next, which may begin with its LF)."""
+    held for the next, which may begin with its LF). Raises CaptureFormatError naming
+    ``what`` past ``cap`` bytes read."""
     held = b""
+    read = 0
     while piece := os.read(fd, CHUNK):
+        read += len(piece)
+        if read > cap:
+            raise CaptureFormatError(f"{what} grew past {cap} bytes while read (its size said "
+                                     "less: a /proc or FUSE file, or one still written); copy "
+                                     "the file and read the copy")
         if cr_ends:
             piece = held + piece
             held = b"\r" if piece.endswith(b"\r") else b""

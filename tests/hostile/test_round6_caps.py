@@ -344,3 +344,22 @@ def test_log_lines_placed_past_int64_by_another_source_name_the_log(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "'probe.log'" in err and "int64" in err, err
     assert "tmp" not in err and not list(tmp_path.glob("*.capture*")) and not out.exists()
+
+
+def test_a_log_whose_size_says_less_than_it_holds_is_read_only_to_its_cap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``/proc`` file says size 0 and holds what it likes (``/proc/self/pagemap``: hundreds
+    of GiB); a log named so, or linked there from a shared folder, was read line by line to
+    its end, past the log's cap. Reading stops at the cap (here lowered to 100 bytes) with one
+    line naming the file; a file within it reads whole."""
+    from forensics.errors import CaptureFormatError
+    from forensics.store import guarded
+
+    monkeypatch.setitem(guarded.LIMITS, "log", 100)
+    maps = Path("/proc/self/maps")
+    assert os.stat(maps).st_size == 0
+    with pytest.raises(CaptureFormatError, match="grew past 100 bytes"):
+        list(guarded.iter_lines(maps, "log"))
+    small = tmp_path / "small.log"
+    small.write_bytes(b"a\n" * 50)
+    assert len(list(guarded.iter_lines(small, "log", cr_ends=True))) == 50
