@@ -90,6 +90,7 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
     target = named(out, "output")
     recover(target)
     check_replaceable(target, force)  # fail before reading anything
+    check_distinct(sources)
     read: list[Imported] = []
     held = 0
     bar = Progress(len(sources), "import")
@@ -115,6 +116,23 @@ MAX_IMPORTED = 2 << 30
 #: the bytes counted for each record besides its arrays (a summary record of a log takes
 #: about 370)
 RECORD_BYTES = 512
+
+
+def check_distinct(sources: Sequence[str | os.PathLike[str]]) -> None:
+    """Refuse one file given as two sources (named twice, or a link planted beside it in a
+    folder imported by a glob): its records would be imported twice.
+
+    Raises CaptureFormatError naming both."""
+    seen: dict[tuple[int, int], int] = {}
+    for k, source in enumerate(sources):
+        try:
+            info = os.stat(source)
+        except OSError:
+            continue  # read_source says what is wrong with it
+        first = seen.setdefault((info.st_dev, info.st_ino), k)
+        if first != k:
+            raise CaptureFormatError(f"'{source}' is the same file as '{sources[first]}' (named "
+                                     "twice, or a link to it); give each source once")
 
 
 def held_bytes(records: Sequence[Record]) -> int:

@@ -363,3 +363,21 @@ def test_a_log_whose_size_says_less_than_it_holds_is_read_only_to_its_cap(
     small = tmp_path / "small.log"
     small.write_bytes(b"a\n" * 50)
     assert len(list(guarded.iter_lines(small, "log", cr_ends=True))) == 50
+
+
+def test_one_file_given_as_two_sources_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dump and a link to it planted beside it (a folder imported by a glob), or one dump
+    named twice, imported its records twice; one line names both, nothing is written."""
+    from test_round4_importers import _members, _npz
+
+    dump = _npz(tmp_path / "a.npz", _members())
+    (tmp_path / "b.npz").symlink_to(dump)
+    out = tmp_path / "out.capture"
+    for second in (tmp_path / "b.npz", dump):
+        assert main(["import", str(dump), str(second), "-o", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "same file" in err and second.name in err, err
+        assert not out.exists()
+    other = _npz(tmp_path / "c.npz", _members())
+    assert main(["import", str(dump), str(other), "-o", str(out)]) == 0
