@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError
-from forensics.records import Record
+from forensics.records import INT64_MAX, Record
 from forensics.registry import Registry
 
 __all__ = ["IMPORTERS", "Imported", "import_sources", "importer_for", "read_source"]
@@ -79,6 +79,7 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
             names the file, record, site and field).
         OutputExistsError: ``out`` exists and ``force`` is false.
     """
+    from forensics.escaping import terminal
     from forensics.progress import Progress
     from forensics.store.paths import named
     from forensics.store.replace import recover
@@ -89,16 +90,17 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
     target = named(out, "output")
     recover(target)
     check_replaceable(target, force)  # fail before reading anything
+    check_distinct(sources)
     read: list[Imported] = []
     held = 0
     bar = Progress(len(sources), "import")
     for source in sources:
-        bar.advance(0, Path(source).name)
+        bar.advance(0, terminal(Path(source).name))  # a planted file's name holds escapes
         read.append(read_source(source))
         held = check_held(held + held_bytes(read[-1].records), source)
         bar.advance()
     bar.close()
-    records, events = combined(read)
+    records, events = combined(read, [Path(s).name for s in sources])
     check_events(events, [Path(s).name for s in sources], [len(r.events) for r in read])
     from forensics.importers.facts import import_manifest
 
@@ -114,6 +116,23 @@ MAX_IMPORTED = 2 << 30
 #: the bytes counted for each record besides its arrays (a summary record of a log takes
 #: about 370)
 RECORD_BYTES = 512
+
+
+def check_distinct(sources: Sequence[str | os.PathLike[str]]) -> None:
+    """Refuse one file given as two sources (named twice, or a link planted beside it in a
+    folder imported by a glob): its records would be imported twice.
+
+    Raises CaptureFormatError naming both."""
+    seen: dict[tuple[int, int], int] = {}
+    for k, source in enumerate(sources):
+        try:
+            info = os.stat(source)
+        except OSError:
+            continue  # read_source says what is wrong with it
+        first = seen.setdefault((info.st_dev, info.st_ino), k)
+        if first != k:
+            raise CaptureFormatError(f"'{source}' is the same file as '{sources[first]}' (named "
+                                     "twice, or a link to it); give each source once")
 
 
 def held_bytes(records: Sequence[Record]) -> int:
@@ -136,18 +155,29 @@ def check_held(total: int, source: str | os.PathLike[str]) -> int:
     return total
 
 
-def combined(sources: Sequence[Imported]) -> tuple[list[Record], list[dict[str, Any]]]:
+def combined(sources: Sequence[Imported], names: Sequence[str] | None = None,
+             ) -> tuple[list[Record], list[dict[str, Any]]]:
     """The records and events of ``sources``, in order. Records whose step is only their line
     order (:attr:`Imported.ordinal`) keep that order, placed after every step another source
     names (and after the ordinal records placed before them): beside a dump, a log's lines
-    never share a step number with the dump's records."""
+    never share a step number with the dump's records.
+
+    Raises CaptureFormatError naming the source (of ``names``) whose lines would be placed
+    past int64."""
     named = [{r.step for i, r in enumerate(s.records) if i not in s.ordinal} for s in sources]
     after = max((max(steps) for steps in named if steps), default=-1) + 1
+    naming = sum(1 for steps in named if steps)  # sources that name a step
     records: list[Record] = []
     events: list[dict[str, Any]] = []
     for k, source in enumerate(sources):
-        others = any(steps for j, steps in enumerate(named) if j != k)
+        others = naming > (1 if named[k] else 0)  # another source names a step
         moved = _ordinal_steps(source, after) if source.ordinal and others else {}
+        if moved and max(moved.values()) > INT64_MAX:
+            name = names[k] if names is not None else f"source {k}"
+            raise CaptureFormatError(
+                f"'{name}': its {len(moved)} steps of lines naming no step go after step "
+                f"{after - 1} of the other sources, past int64; give those lines their step "
+                "(step=N) or import the log on its own")
         records += [_shifted(r, moved.get(r.step, r.step) if i in source.ordinal else r.step)
                     for i, r in enumerate(source.records)]
         events += [{**e, "step": moved[e["step"]]} if e.get("step") in moved

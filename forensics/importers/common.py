@@ -9,13 +9,12 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from forensics.errors import CaptureFormatError, UnknownSiteError
-from forensics.records import Record
+from forensics.records import INT64_MAX, Record
 from forensics.sites import SITES
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER
 from forensics.validate import validate_record
 
 META_KEYS = ("site", "step", "rank", "summary")
-INT64_MAX = 2**63 - 1
 MAX_DEPTH = 4  # ragged lists are two deep, a dict of ints one
 MAX_MEMBERS = 4096
 #: the largest central directory of a zip archive read (bytes; a member's entry is 46 bytes

@@ -55,7 +55,8 @@ def read(path: Path) -> Imported:
     """
     imported = plain_logs.read(path)
     dumps = _Dumps(path.name)
-    for number, line, _complete in iter_lines(path, "log", max_line=plain_logs.MAX_LINE):
+    for number, line, _complete in iter_lines(path, "log", max_line=plain_logs.MAX_LINE,
+                                                   cr_ends=True):
         dumps.line(number, line.decode("utf-8", errors="replace").rstrip("\r\n"))
     _join_chains(dumps.events, imported.events)
     imported.events = sorted(imported.events + dumps.events,
@@ -112,9 +113,12 @@ def parse_config(version: str, text: str) -> dict[str, Any]:
     facts: dict[str, Any] = {"vllm": version}
     for name, pattern in CONFIG_FIELDS.items():
         found = pattern.search(text)
-        if found is not None:
-            value = found["v"]
-            facts[name] = int(value) if value.isdigit() else value
+        if found is None:
+            continue
+        value = found["v"]
+        number = _int(value) if value.isdigit() else value
+        if number is not None:
+            facts[name] = number
     return facts
 
 
@@ -125,7 +129,7 @@ def parse_scheduler_output(text: str) -> dict[str, Any]:
     total = re.search(r"total_num_scheduled_tokens=(\d+)", text)
     cached = next(between(text, "CachedRequestData(req_ids=[", "]"), None)
     return {"scheduled_spec_decode_tokens": spec, "num_scheduled_tokens": counts,
-            "total_num_scheduled_tokens": int(total.group(1)) if total else None,
+            "total_num_scheduled_tokens": _int(total.group(1)) if total else None,
             "req_ids": QUOTED_RE.findall(cached) if cached is not None else [],
             "new_req_ids": list(between(text, "NewRequestData(req_id=", ","))}
 
@@ -165,12 +169,19 @@ def _ids(text: str) -> list[int] | None:
     found = IDS_RE.fullmatch(text.strip())
     if found is None:
         return None
-    return [int(v) for v in re.findall(r"-?\d+", found["ids"])[:MAX_IDS]
-            if len(v.lstrip("-")) <= plain_logs.MAX_DIGITS]
+    ids = (_int(v) for v in re.findall(r"-?\d+", found["ids"])[:MAX_IDS])
+    return [v for v in ids if v is not None]
 
 
 def _count(text: str) -> int | None:
     return int(text) if INT_RE.fullmatch(text.strip()) else None
+
+
+def _int(text: str) -> int | None:
+    """The integer ``text`` when within int64, else None (left out, as a value that does not
+    parse; a number of thousands of digits is never converted)."""
+    value = plain_logs.number_of(text)
+    return value if abs(value) <= plain_logs.MAX_INT else None
 
 
 def _message(dump: dict[str, Any]) -> str:

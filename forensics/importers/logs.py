@@ -57,7 +57,8 @@ def read(path: Path) -> Imported:
     outside int64.
     """
     parser = _LogParser(path)
-    for number, line, _complete in iter_lines(path, "log", max_line=MAX_LINE):
+    for number, line, _complete in iter_lines(path, "log", max_line=MAX_LINE,
+                                                     cr_ends=True):
         parser.line(number, line.decode("utf-8", errors="replace"))
     return parser.result
 

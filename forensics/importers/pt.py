@@ -18,11 +18,15 @@ from forensics.importers.common import (
     check_members,
     open_archive,
     record_from_dict,
+    show,
     where_of,
 )
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, open_file
 
 MAX_PICKLE = 16 << 20
+#: the bytes a view may materialise past what its storage holds (a scalar broadcast to a
+#: short row); beyond, an expanded or overlapping view is refused, never copied out
+MAX_REPEATED = 64 << 10
 
 
 def read(path: Path) -> Imported:
@@ -83,11 +87,43 @@ def _check_archive(handle: BinaryIO, path: Path) -> None:
             if any(i.file_size > MAX_PICKLE for i in pickles):
                 raise CaptureFormatError(f"'{path}': its pickle is over {MAX_PICKLE} bytes; "
                                          "save tensors, not long Python lists")
+            made = 0
+            for info in pickles:
+                made = _count_made(archive.read(info), made, path)
     except zipfile.BadZipFile:
         raise UnsafeInputError(f"'{path}' is not a torch zip archive but a bare or legacy "
                                "pickle: refused unread (it may carry pickled code, and its "
                                "storage sizes cannot be checked before they inflate). Re-save "
                                "it with torch.save (torch >= 1.6) or use .safetensors") from None
+
+
+def _count_made(data: bytes, made: int, path: Path) -> int:
+    """``made`` plus the objects, references and memo entries the pickle ``data`` makes (every
+    opcode but :data:`_BOOKKEEPING`), read opcode by opcode without running any, before
+    torch's unpickler does (16 MiB of 1-byte ``EMPTY_LIST`` made 16 million lists: 1.1 GiB and
+    a minute before anything was counted; 8 MiB of ``MARK``, 560 MiB and 20 s).
+
+    Raises CaptureFormatError past :data:`MAX_VALUES`; a pickle that does not parse is left
+    to the loader to refuse."""
+    import pickletools
+
+    try:
+        for opcode, _arg, _pos in pickletools.genops(data):
+            made += opcode.name not in _BOOKKEEPING
+            if made > MAX_VALUES:
+                break
+    except ValueError:  # not a pickle: the loader refuses it
+        return made
+    if made > MAX_VALUES:
+        raise CaptureFormatError(f"'{path}': its pickle makes more than {MAX_VALUES} values; "
+                                 "save tensors, not long Python lists")
+    return made
+
+
+#: pickle opcodes that hold nothing more (appends into a container made before, the stack's
+#: pops); every other one makes an object or a reference, a memo entry or, a ``MARK``, a list
+_BOOKKEEPING = frozenset({"STOP", "POP", "POP_MARK", "PROTO", "FRAME", "APPEND", "APPENDS",
+                          "SETITEM", "SETITEMS", "ADDITEMS"})
 
 
 class _Budget:
@@ -124,7 +160,7 @@ def _plain(value: Any, where: str, budget: _Budget | None = None) -> Any:
     start = budget.values
     budget.add(1)
     if isinstance(value, dict):
-        out: Any = {k: _plain(v, where, budget) for k, v in value.items()}
+        out: Any = {k: _plain(v, f"{where}, field {show(k)}", budget) for k, v in value.items()}
     else:
         out = [_plain(v, where, budget) for v in value]
     budget.seen[id(value)] = (out, budget.values - start)
@@ -140,6 +176,7 @@ def _leaf(value: Any, where: str, budget: _Budget) -> Any:
     if value.layout != torch.strided or value.is_quantized or value.is_complex():
         raise CaptureFormatError(f"{where}: tensor of layout {value.layout} and dtype "
                                  f"{value.dtype} is not supported; save dense int tensors")
+    _check_stored(value, where)
     budget.tensor(value.numel() * value.element_size())
     try:
         array = value.detach().cpu().numpy()
@@ -147,3 +184,22 @@ def _leaf(value: Any, where: str, budget: _Budget) -> Any:
         raise CaptureFormatError(f"{where}: a tensor of dtype {value.dtype} cannot be "
                                  "read; expected an integer tensor") from None
     return array if array.ndim else array.item()
+
+
+def _check_stored(value: Any, where: str) -> None:
+    """Refuse a tensor whose elements need more bytes than its storage holds (past
+    :data:`MAX_REPEATED`): a stride-0 (expanded) or overlapping view of a few stored bytes
+    would be copied out to its claimed shape; and hold what is materialised to the allocation
+    budget (:func:`forensics.budget.require_alloc`).
+
+    Raises CaptureFormatError (AllocationBudgetError past the budget) naming ``where``."""
+    from forensics.budget import require_alloc
+
+    needed = value.numel() * value.element_size()
+    stored = value.untyped_storage().nbytes()
+    if needed > max(stored, MAX_REPEATED):
+        raise CaptureFormatError(f"{where}: a tensor of shape {list(value.shape)} and strides "
+                                 f"{list(value.stride())} needs {needed} bytes, more than the "
+                                 f"{stored} its storage holds; save it with .contiguous() (an "
+                                 "expanded or overlapping view is not copied out)")
+    require_alloc(needed, where, "shape", list(value.shape))

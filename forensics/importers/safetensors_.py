@@ -25,9 +25,18 @@ from forensics.importers.common import (
     strict_json,
     where_of,
 )
-from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, read_bytes
+from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, read_bytes, read_prefix
 
-MAX_HEADER = 100 * 1024 * 1024
+#: the most tensors one record's file holds (the largest site has 19 fields with its outputs)
+MAX_TENSORS = 64
+#: the header bytes one tensor's entry needs (its name, dtype, shape and offsets)
+TENSOR_ENTRY = 200
+#: the longest header read: the tensors' entries and one JSON text's worth of ``__metadata__``
+#: (every other field); checked from its 8-byte length, before the rest is read
+MAX_HEADER = MAX_TENSORS * TENSOR_ENTRY + MAX_JSON
+#: the most JSON lists and objects a header (and each ``__metadata__`` text) may hold, counted
+#: before it is parsed: an empty list is 2 bytes of JSON and 56 of Python
+MAX_CONTAINERS = 1 << 20
 MAX_DIM = 1 << 40
 DTYPES = {"I8": "<i1", "I16": "<i2", "I32": "<i4", "I64": "<i8", "U8": "<u1", "U16": "<u2",
           "U32": "<u4", "U64": "<u8", "F16": "<f2", "F32": "<f4", "F64": "<f8", "BOOL": "?"}
@@ -39,6 +48,7 @@ def read(path: Path) -> Imported:
     Raises CaptureFormatError: a malformed header, a tensor outside the data, an unsupported
     dtype, metadata that is not JSON, or a record that fails its site's schema.
     """
+    _check_header_length(read_prefix(path, "safetensors file", 8), path)
     data = read_bytes(path, "safetensors file")
     header, start = _header(data, path)
     raw: dict[str, Any] = {}
@@ -55,15 +65,30 @@ def read(path: Path) -> Imported:
     return Imported(records=[record_from_dict(raw, where_of(path.name, 0))])
 
 
-def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
-    if len(data) < 8:
+def _check_header_length(head: bytes, path: Path) -> int:
+    """The header length the file's first 8 bytes claim, when within :data:`MAX_HEADER`.
+
+    Raises CaptureFormatError naming the file, the field (header length) and the fix."""
+    if len(head) < 8:
         raise CaptureFormatError(f"'{path}' is too short for a safetensors header")
-    size = int.from_bytes(data[:8], "little")
-    if size > min(MAX_HEADER, len(data) - 8):
+    size = int.from_bytes(head[:8], "little")
+    if size > MAX_HEADER:
+        raise CaptureFormatError(f"'{path}': header claims {size} bytes (its header length), "
+                                 f"past the {MAX_HEADER} one record needs ({MAX_TENSORS} tensors "
+                                 f"and {MAX_JSON} of __metadata__); save long lists as tensors, "
+                                 "one record per file")
+    return size
+
+
+def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
+    size = _check_header_length(data[:8], path)
+    if size > len(data) - 8:
         raise CaptureFormatError(f"'{path}': header claims {size} bytes but the file holds "
                                  f"{len(data) - 8}; the file is truncated or not safetensors")
+    text = data[8:8 + size]
+    _check_containers(text, f"'{path}': header")
     try:
-        header = strict_json(data[8:8 + size].decode("utf-8"))
+        header = strict_json(text.decode("utf-8"))
     except DuplicateKeyError as exc:
         raise CaptureFormatError(f"'{path}': header {exc} (one reader takes the first, "
                                  "another the last); name each tensor and key once") from None
@@ -71,7 +96,23 @@ def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
         raise CaptureFormatError(f"'{path}': header is not JSON ({exc})") from None
     if not isinstance(header, dict):
         raise CaptureFormatError(f"'{path}': header must be a JSON object")
+    if len(header) > MAX_TENSORS + 1:
+        raise CaptureFormatError(f"'{path}': header names {len(header)} tensors; one record "
+                                 f"holds at most {MAX_TENSORS}; one record per file")
     return header, 8 + size
+
+
+def _check_containers(text: bytes | str, where: str) -> None:
+    """Refuse JSON ``text`` holding more than :data:`MAX_CONTAINERS` lists and objects (each
+    ``[`` or ``{`` counted, in strings too), before it is parsed.
+
+    Raises CaptureFormatError naming ``where``, the count and the fix."""
+    opened = (text.count(b"[") + text.count(b"{") if isinstance(text, bytes)
+              else text.count("[") + text.count("{"))
+    if opened > MAX_CONTAINERS:
+        raise CaptureFormatError(f"{where} holds {opened} JSON lists and objects, past the "
+                                 f"{MAX_CONTAINERS} one record needs; save long lists as "
+                                 "tensors")
 
 
 def _meta_value(key: str, text: Any, path: Path) -> Any:
@@ -83,6 +124,7 @@ def _meta_value(key: str, text: Any, path: Path) -> Any:
         raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}] is a JSON text of "
                                  f"{len(text)} characters; at most {MAX_JSON}; save ids as "
                                  "tensors")
+    _check_containers(text, f"'{path}': __metadata__[{show(key)}]")
     try:
         return strict_json(text)
     except DuplicateKeyError as exc:

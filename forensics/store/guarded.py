@@ -8,6 +8,7 @@ cap while being read is refused too.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -29,7 +30,7 @@ LIMITS: dict[str, int] = {
     "replacement journal": 64 * 1024,
     "log": 1 << 30,
     "torch file": 1 << 30,
-    "safetensors file": (512 + 100) * MIB,  # MAX_DECODED of tensors and a 100 MiB header
+    "safetensors file": (512 + 17) * MIB,  # MAX_DECODED of tensors and a header (16 MiB + 13 KiB)
     "npz archive": 1 << 30,
     "diff file": 64 * MIB,
 }
@@ -48,13 +49,21 @@ def open_guarded(path: Path, kind: str, root: Path | None = None) -> int:
     is not regular (FIFO, device, socket, directory), CaptureFormatError for a file over the
     cap of ``kind`` (:data:`LIMITS`), FileNotFoundError when it does not exist.
     """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
     if root is not None:
+        # a file that is no link when checked is opened as no link: one swapped for a link
+        # after the check (by another user of a shared folder) is refused, never followed
+        flags |= 0 if os.path.islink(path) else getattr(os, "O_NOFOLLOW", 0)
         check_within(root, path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeInputError(f"{kind} '{path}' became a link after it was checked; "
+                                   "refused, not followed. Is someone changing the capture?") \
+                from None
         raise CaptureFormatError(f"{kind} '{path}' cannot be opened: {exc.strerror}") from None
     try:
         info = os.fstat(fd)
@@ -143,26 +152,71 @@ def read_bytes(path: Path, kind: str, root: Path | None = None,
         os.close(fd)
 
 
-def iter_lines(path: Path, kind: str, root: Path | None = None,
-               max_line: int = 1 << 16) -> Iterator[tuple[int, bytes, bool]]:
-    """Yield ``(number, line, complete)`` for each non-empty line of ``path`` (numbered from
-    1, newline removed), read in bounded pieces: a line longer than ``max_line`` is cut to
-    its first ``max_line`` bytes (the rest is skipped without being held); ``complete`` is
-    False for a last line without newline. Raises as :func:`open_guarded`."""
+def read_prefix(path: Path, kind: str, size: int, root: Path | None = None) -> bytes:
+    """The first ``size`` bytes of ``path`` (fewer when it is shorter) through the guards: what
+    a format's head claims is checked before the rest is read. Raises as :func:`read_bytes`."""
     fd = open_guarded(path, kind, root)
     try:
-        yield from _lines(fd, max_line)
+        parts: list[bytes] = []
+        while size > 0 and (piece := os.read(fd, min(CHUNK, size))):
+            parts.append(piece)
+            size -= len(piece)
+        return b"".join(parts)
     except OSError as exc:
         raise CaptureFormatError(f"{kind} '{path}' cannot be read: {exc.strerror}") from None
     finally:
         os.close(fd)
 
 
-def _lines(fd: int, max_line: int) -> Iterator[tuple[int, bytes, bool]]:
+def iter_lines(path: Path, kind: str, root: Path | None = None,
+               max_line: int = 1 << 16,
+               cr_ends: bool = False) -> Iterator[tuple[int, bytes, bool]]:
+    """Yield ``(number, line, complete)`` for each non-empty line of ``path`` (numbered from
+    1, newline removed), read in bounded pieces: a line longer than ``max_line`` is cut to
+    its first ``max_line`` bytes (the rest is skipped without being held); ``complete`` is
+    False for a last line without newline. ``cr_ends``: a lone carriage return ends a line
+    too, and CR LF is one end (a text log; a log of CR-only ends would otherwise be one line,
+    cut). Raises as :func:`open_guarded`, and CaptureFormatError once more bytes than the
+    kind's cap are read (a file whose size says less than it holds: a ``/proc`` or FUSE file,
+    one that grows)."""
+    fd = open_guarded(path, kind, root)
+    try:
+        yield from _lines(_pieces(fd, cr_ends, f"{kind} '{path}'", LIMITS.get(kind, 1 << 30)),
+                          max_line)
+    except OSError as exc:
+        raise CaptureFormatError(f"{kind} '{path}' cannot be read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _pieces(fd: int, cr_ends: bool, what: str, cap: int) -> Iterator[bytes]:
+    """The non-empty pieces of at most :data:`CHUNK` bytes (and one more) of ``fd``; with
+    ``cr_ends``, each line end (LF, CR LF or a lone CR) as one LF (a CR ending a piece is
+    held for the next, which may begin with its LF). Raises CaptureFormatError naming
+    ``what`` past ``cap`` bytes read."""
+    held = b""
+    read = 0
+    while piece := os.read(fd, CHUNK):
+        read += len(piece)
+        if read > cap:
+            raise CaptureFormatError(f"{what} grew past {cap} bytes while read (its size said "
+                                     "less: a /proc or FUSE file, or one still written); copy "
+                                     "the file and read the copy")
+        if cr_ends:
+            piece = held + piece
+            held = b"\r" if piece.endswith(b"\r") else b""
+            piece = piece[:len(piece) - len(held)].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if piece:
+            yield piece
+    if held:
+        yield b"\n"
+
+
+def _lines(pieces: Iterator[bytes], max_line: int) -> Iterator[tuple[int, bytes, bool]]:
     pending = b""  # the first max_line bytes of the line that the last piece left open
     partial = False  # bytes of an unfinished line have been read
     number = 0  # lines completed so far
-    while piece := os.read(fd, CHUNK):
+    for piece in pieces:
         first = piece.find(b"\n")
         if first >= 0:
             line = pending + piece[:first][:max_line - len(pending)]

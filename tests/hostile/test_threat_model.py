@@ -405,6 +405,29 @@ TESTS = {
              "test_ids_past_int64_beside_signed_ones_leave_only_their_capture_out",
              "tests/hostile/test_round6_fleet.py::"
              "test_a_divergence_of_uint64_ids_names_their_values"],
+    "T33i": ["tests/hostile/test_round6_caps.py::"
+             "test_a_safetensors_header_past_what_one_record_needs_is_refused_by_its_length",
+             "tests/hostile/test_round6_caps.py::test_a_100_mib_safetensors_header_costs_no_memory",
+             "tests/hostile/test_round6_caps.py::"
+             "test_a_safetensors_header_of_a_million_lists_is_refused_before_it_is_parsed",
+             "tests/hostile/test_round6_caps.py::"
+             "test_an_expanded_pt_tensor_is_refused_by_the_bytes_its_storage_holds",
+             "tests/hostile/test_round6_caps.py::test_a_pt_tensor_past_the_allocation_budget_is_refused",
+             "tests/hostile/test_round6_caps.py::"
+             "test_a_pickle_making_more_values_than_a_source_holds_is_refused_before_it_is_loaded",
+             "tests/hostile/test_round6_caps.py::test_a_log_of_cr_only_line_ends_is_read_line_by_line",
+             "tests/hostile/test_round6_caps.py::"
+             "test_a_crash_dump_number_of_thousands_of_digits_is_left_out",
+             "tests/hostile/test_round6_caps.py::"
+             "test_the_import_progress_bar_shows_a_source_name_as_inert_text",
+             "tests/hostile/test_round6_caps.py::test_combining_many_sources_is_linear_in_their_count",
+             "tests/hostile/test_round6_caps.py::"
+             "test_a_capture_file_swapped_for_a_link_after_its_check_is_not_followed",
+             "tests/hostile/test_round6_caps.py::"
+             "test_log_lines_placed_past_int64_by_another_source_name_the_log",
+             "tests/hostile/test_round6_caps.py::"
+             "test_a_log_whose_size_says_less_than_it_holds_is_read_only_to_its_cap",
+             "tests/hostile/test_round6_caps.py::test_one_file_given_as_two_sources_is_refused"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
