@@ -79,6 +79,11 @@ def test_notebook_runs_against_the_bundled_data(path: Path, tmp_path: Path) -> N
     images = sum("image/png" in o.get("data", {}) for c in executed.cells
                  if c.cell_type == "code" for o in c.get("outputs", []))
     assert images >= 1, "the notebook draws its plots"
+    # `forensics report --notebook NAME` exports it: a bare pandas table (raw HTML with its own
+    # <style>) is refused there, so every bundled notebook shows its tables through styled()
+    from forensics.present.report import export_html
+
+    assert export_html(executed, title=path.stem, info={"capture": path.stem}).endswith("</html>\n")
 
 
 def _stdout(path: Path, tmp_path: Path, capture: Path) -> str:
