@@ -72,9 +72,14 @@ def in_capture(error: AllocationBudgetError, capture: object) -> AllocationBudge
     return error if text.startswith(prefix) else AllocationBudgetError(prefix + text)
 
 
+#: the longest deadline a child may be given (115 days): past it a timer's ``select`` and
+#: ``setitimer`` overflow (``1e300`` was an internal error)
+LONGEST_CHILD_TIMEOUT = 10_000_000
+
+
 def child_deadline() -> float:
     """The seconds a child process may take for one answer (``FORENSICS_CHILD_TIMEOUT``,
-    else 600).
+    else 600; at most :data:`LONGEST_CHILD_TIMEOUT`).
 
     Raises:
         ConfigurationError: the variable is not a positive number of seconds.
@@ -86,9 +91,10 @@ def child_deadline() -> float:
         seconds = float(text)
     except ValueError:
         seconds = -1.0
-    if not 0 < seconds < float("inf"):
-        raise ConfigurationError(f"{CHILD_TIMEOUT_ENV}={text!r} is not a number of seconds; "
-                                 f"give one, e.g. 600")
+    if not 0 < seconds <= LONGEST_CHILD_TIMEOUT:
+        raise ConfigurationError(
+            f"{CHILD_TIMEOUT_ENV}={text[:120]!r} is not a number of seconds up to "
+            f"{LONGEST_CHILD_TIMEOUT:,}; give one, e.g. 600")
     return seconds
 
 
