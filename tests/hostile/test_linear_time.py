@@ -25,8 +25,6 @@ from forensics.store.writer import write_capture
 
 #: 4x the input must take under this many times as long
 LIMIT = 6.0
-#: a larger run than this many times the base is quadratic beyond any noise: not repeated
-CLEARLY = 20.0
 REPEAT = 5
 DUMP = ("(EngineCore_DP0 pid=1) ERROR 12-02 10:46:44 [dump_input.py:72] Dumping scheduler output "
         "for model execution: ")
@@ -47,8 +45,9 @@ def assert_scales_linearly(make: Callable[[int], Callable[[], object]], base: in
     for _ in range(REPEAT):  # interleaved, so a burst of load on a shared machine hits both
         small = min(small, cpu_seconds(small_work))
         large = min(large, cpu_seconds(large_work))
-        if large < LIMIT * small or large > CLEARLY * small:
-            break
+        if large < LIMIT * small:
+            break  # a failure is always measured REPEAT times: one pause (a collection of the
+            # garbage, another thread of the process) once made a linear 3 ms run look 135x
     assert large < LIMIT * small, (f"4x the input took {large / max(small, 1e-9):.1f}x the CPU "
                                    f"time ({small:.3f} s -> {large:.3f} s): not linear")
 
