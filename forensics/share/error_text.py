@@ -52,11 +52,10 @@ _HOST_PORT_RE = re.compile(r"(?<![\w.\-/\\])[A-Za-z][\w-]*(?=:\d{2,5}\b)")
 _HOME_RE = re.compile(r"~[\w.-]+")
 #: what pass 1 leaves in the text (kept as they are by pass 2)
 _PLACEHOLDERS = ("url", "email", "path", "id", "ip", "addr", "host", "text")
-#: a word of pass 2: a placeholder, or letters, digits and ``_`` joined by hyphens
-#: (``device-side``, ``gpu-node-17``: a hyphenated name is judged whole)
-_WORD_RE = re.compile(r"<(?:" + "|".join(_PLACEHOLDERS) + r")>|"
-                      + PSEUDONYM.format(r"\d++") + r"\b|\w++(?:-\w++)*+")
-_PSEUDONYM_RE = re.compile(PSEUDONYM.format(r"\d+"))
+#: a word of pass 2: a placeholder or a pseudonym (group ``kept``), or letters, digits and
+#: ``_`` joined by hyphens (``device-side``, ``gpu-node-17``: a hyphenated name is judged whole)
+_WORD_RE = re.compile(r"(?P<kept><(?:" + "|".join(_PLACEHOLDERS) + r")>|"
+                      + PSEUDONYM.format(r"\d++") + r"\b)|\w++(?:-\w++)*+")
 #: a word's parts: ``indexSelectSmallIndex_v2`` -> index, Select, Small, Index, v, 2
 _PARTS_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+|[_-]+")
 #: the longest word judged (vLLM's longest names are about 60 characters): longer ones are not
@@ -101,11 +100,10 @@ def _dotted_part(match: re.Match[str]) -> str:
 
 
 def _known_word(match: re.Match[str]) -> str:
-    """A placeholder, a number or a word of :func:`error_words` as it is; else
+    """A placeholder, a pseudonym, a number or a word of :func:`error_words` as it is; else
     :data:`UNKNOWN_WORD`."""
     word = match[0]
-    kept = word.startswith("<") or _PSEUDONYM_RE.fullmatch(word) or known_word(word)
-    return word if kept else UNKNOWN_WORD
+    return word if match["kept"] or known_word(word) else UNKNOWN_WORD
 
 
 def known_word(word: str) -> bool:
@@ -116,9 +114,7 @@ def known_word(word: str) -> bool:
     looks random (an API key)."""
     if len(word) > LONGEST_WORD or not word.isascii():
         return False
-    parts = _PARTS_RE.findall(word)
-    if "".join(parts) != word:
-        return False
+    parts = _PARTS_RE.findall(word)  # ASCII letters, digits, _ and -: every one in a part
     if word.isdigit():
         return True
     if "-" in word and any(p.isdigit() for p in parts) or _looks_random(word):
