@@ -8,14 +8,21 @@ instead of asking the machine for gigabytes; a replay names the capture file fir
 bytes (a plain integer, or with a ``K``/``M``/``G`` suffix: ``512M``).
 
 Deadlines of child processes live here too (:func:`child_deadline`): ``FORENSICS_CHILD_TIMEOUT``
-seconds (default 600) for any one answer of a kernel worker, notebook cell or fleet task.
+seconds (default 600) for any one answer of a kernel worker, notebook cell or fleet task, and
+the in-process alarm that ends a block at its deadline (:func:`alarm_deadline`).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
-from forensics.errors import AllocationBudgetError, ConfigurationError
+from forensics.errors import AllocationBudgetError, ConfigurationError, DeadlineError
 
 #: the default budget of one allocation, in bytes
 DEFAULT_MAX_ALLOC = 1 << 30
@@ -102,3 +109,29 @@ def timed_out(seconds: float) -> str:
     """The message of an ``error`` outcome whose child outlived its deadline (shown as
     ``error: timed out after N s``)."""
     return f"timed out after {seconds:g} s"
+
+
+@contextmanager
+def alarm_deadline(seconds: float) -> Iterator[None]:
+    """Raise DeadlineError (:func:`timed_out`) in the block once it runs ``seconds``
+    (``SIGALRM``); an alarm set around the block goes on after it, less the time the block
+    took. Only on the main thread of a system with ``setitimer``; elsewhere the block runs
+    without one."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+            signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise DeadlineError(timed_out(seconds))
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    outer, began = signal.setitimer(signal.ITIMER_REAL, seconds), time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer[0] > 0:  # an alarm set around this block goes on
+            signal.setitimer(signal.ITIMER_REAL,
+                             max(outer[0] - (time.monotonic() - began), 1e-3), outer[1])

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from forensics.budget import child_deadline, timed_out
+from forensics.budget import alarm_deadline, child_deadline, timed_out
 from forensics.errors import DeadlineError, MissingDependencyError
 from forensics.fleet.piece import replay_piece, to_ipc
 from forensics.fleet.tasks import Task
@@ -225,25 +225,14 @@ def _deaths(broken: list[int], running: dict[int, int], processes: dict[int, Any
 def _with_deadline(piece: Callable[..., bytes], seconds: float, path: str,
                    start: int | None, stop: int | None) -> bytes:
     """``piece(path, start, stop)`` in a pool's process or a Ray worker, ended once it runs
-    ``seconds`` (SIGALRM: both run a task on their process's main thread, as does
-    :func:`_run_here`); a task so ended gives its row ``error: timed out after N s``."""
-    import signal
-
-    def expire(signum: int, frame: Any) -> None:
-        raise DeadlineError(timed_out(seconds))
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    outer, began = signal.setitimer(signal.ITIMER_REAL, seconds), time.monotonic()
+    ``seconds`` (:func:`forensics.budget.alarm_deadline`: both run a task on their process's
+    main thread, as does :func:`_run_here`); a task so ended gives its row ``error: timed out
+    after N s``."""
     try:
-        return piece(path, start, stop)
+        with alarm_deadline(seconds):
+            return piece(path, start, stop)
     except DeadlineError as exc:
         return lost(Task(path, start, stop), str(exc))
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if outer[0] > 0:  # an alarm set around this task (in this process) goes on
-            signal.setitimer(signal.ITIMER_REAL,
-                             max(outer[0] - (time.monotonic() - began), 1e-3), outer[1])
 
 
 def _kill(pool: Any) -> None:

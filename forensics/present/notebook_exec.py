@@ -19,16 +19,14 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from forensics.budget import child_deadline, timed_out
-from forensics.errors import ConfigurationError, DeadlineError
+from forensics.budget import alarm_deadline, child_deadline
+from forensics.errors import ConfigurationError
 from forensics.present import svg
 
 PARAMETERS_TAG, INJECTED_TAG = "parameters", "injected-parameters"
@@ -186,7 +184,7 @@ def _run_cell(shell: Any, source: str, number: int) -> list[Any]:
     from IPython.utils.capture import capture_output
 
     with capture_output(stdout=True, stderr=True, display=True) as captured:
-        with _deadline(child_deadline()):
+        with alarm_deadline(child_deadline()):
             result = shell.run_cell(source, store_history=True)
         _show_figures()
     error = result.error_before_exec or result.error_in_exec
@@ -274,28 +272,6 @@ def _shell() -> Any:
     png = formatter.formatters["image/png"]
     png.for_type_by_name("matplotlib.figure", "Figure", figure_png)  # lays itself out
     return shell
-
-
-@contextmanager
-def _deadline(seconds: float) -> Iterator[None]:
-    """Raise DeadlineError (``timed out after N s``) in the block once it runs ``seconds``
-    (``FORENSICS_CHILD_TIMEOUT``): a cell stuck in a loop ends as that cell's error. Only on
-    the main thread of a system with ``SIGALRM``; elsewhere the block runs without one."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(
-            signal, "setitimer"):
-        yield
-        return
-
-    def expire(signum: int, frame: Any) -> None:
-        raise DeadlineError(timed_out(seconds))
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @contextmanager
