@@ -24,6 +24,7 @@ from forensics.store.arrow_codec import schema_columns, schema_info
 from forensics.store.batch import BatchView
 from forensics.store.guarded import data_extents, open_guarded, stored_size
 from forensics.store.index import ENTRY, read_index
+from forensics.store.ipc_header import compression_of
 from forensics.store.maps import why_no_map
 from forensics.store.paths import INDEX_SUFFIX, SegmentName
 
@@ -273,6 +274,7 @@ class Segment:
         if message.type != "record batch":
             raise CaptureFormatError(f"{self.where}: unexpected {message.type!r} message at "
                                      f"byte {pos}; expected a record batch")
+        self._refuse_compressed(message, pos)
         batch = pa.ipc.read_record_batch(message, self.schema)
         batch.validate()
         if batch.num_rows == 0:
@@ -289,6 +291,21 @@ class Segment:
         if len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
         return view
+
+    def _refuse_compressed(self, message: pa.ipc.Message, pos: int) -> None:
+        """Refuse a record batch whose body is compressed before pyarrow decodes it: it would
+        decompress to whatever its buffers claim (a 39 KiB batch held 1.2 GB), and the probe
+        never writes one."""
+        try:
+            codec = compression_of(message.metadata.to_pybytes())
+        except ValueError as exc:
+            raise CaptureFormatError(f"{self.where}: bad message at byte {pos}: {exc}") from None
+        if codec is not None:
+            raise CaptureFormatError(
+                f"{self.where}: the record batch at byte {pos} is compressed ({codec}); a "
+                "capture's batches are stored uncompressed (a compressed body can decode to "
+                "far more memory than the file holds): rewrite the segment uncompressed, or "
+                "delete it")
 
     def check_whole(self) -> None:
         """Refuse (CaptureFormatError) to read the mapping of a file truncated or replaced

@@ -382,6 +382,12 @@ TESTS = {
              "test_markdown_of_a_string_of_backticks_or_brackets_is_linear",
              "tests/hostile/test_round5_present.py::"
              "test_the_pytest_plugin_shows_an_unexpected_error_quoting_a_capture_as_inert_text"],
+    "T38a": ["tests/hostile/test_round7_compressed.py::"
+             "test_a_compressed_batch_is_refused_before_it_is_decoded",
+             "tests/hostile/test_round7_compressed.py::"
+             "test_open_many_skips_a_capture_with_a_compressed_batch",
+             "tests/hostile/test_round7_compressed.py::"
+             "test_the_header_reader_agrees_with_pyarrows_writer"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::test_a_task_on_one_worker_has_the_deadline",

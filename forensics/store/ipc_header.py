@@ -1,0 +1,75 @@
+"""What an Arrow IPC message's header says before pyarrow decodes its body.
+
+The header is a FlatBuffers ``Message`` (Arrow's ``format/Message.fbs``); this reads the one
+thing the store must know before the body is decoded: whether a record batch's body is
+compressed (its ``RecordBatch`` table holds a ``compression`` field). pyarrow decompresses a
+body as it decodes it, to whatever size the body's buffers claim, so a compressed batch of a
+few KiB can take gigabytes; the probe writes uncompressed batches, and a segment's batch is
+refused before it is decoded when it is not one of those (:func:`compression_of`).
+
+Every read is bounds-checked: a header that is not a well-formed ``Message`` raises
+``ValueError``, never reads outside ``header``.
+"""
+
+from __future__ import annotations
+
+import struct
+
+#: ``MessageHeader`` union: the type of a ``RecordBatch`` header
+RECORD_BATCH = 3
+#: ``Message`` fields (their vtable slots): ``header_type``, ``header``
+_HEADER_TYPE, _HEADER = 1, 2
+#: ``RecordBatch`` field: ``compression`` (a ``BodyCompression`` table)
+_COMPRESSION = 3
+#: ``BodyCompression`` field ``codec`` (a byte) and its names
+_CODEC = 0
+CODECS = {0: "LZ4_FRAME", 1: "ZSTD"}
+
+
+def compression_of(header: bytes) -> str | None:
+    """The codec that compresses the body of the record batch whose ``Message`` header is
+    ``header`` (``"ZSTD"``, ``"LZ4_FRAME"``, or ``"codec N"`` for a code Arrow does not
+    define); None when the body is not compressed or the message is no record batch.
+    Raises ValueError when ``header`` is not a well-formed ``Message``."""
+    message = _uoffset(header, 0)
+    if _scalar(header, message, _HEADER_TYPE, "<B") != RECORD_BATCH:
+        return None
+    batch = _table_field(header, message, _HEADER)
+    if batch is None:
+        raise ValueError("a record batch message without its RecordBatch header")
+    compression = _table_field(header, batch, _COMPRESSION)
+    if compression is None:
+        return None
+    codec = _scalar(header, compression, _CODEC, "<b")
+    return CODECS.get(codec, f"codec {codec}")
+
+
+def _read(header: bytes, fmt: str, at: int) -> int:
+    if at < 0 or at + struct.calcsize(fmt) > len(header):
+        raise ValueError(f"a header field at byte {at} lies outside its {len(header)} bytes")
+    return int(struct.unpack_from(fmt, header, at)[0])
+
+
+def _uoffset(header: bytes, at: int) -> int:
+    """The table an unsigned 32-bit offset stored at ``at`` points to."""
+    return at + _read(header, "<I", at)
+
+
+def _slot(header: bytes, table: int, field: int) -> int:
+    """Where ``field`` of ``table`` is stored (0: absent, its default)."""
+    vtable = table - _read(header, "<i", table)
+    size = _read(header, "<H", vtable)
+    entry = 4 + 2 * field
+    return 0 if entry + 2 > size else _read(header, "<H", vtable + entry)
+
+
+def _scalar(header: bytes, table: int, field: int, fmt: str) -> int:
+    """A scalar field of ``table`` (its default, 0, when absent)."""
+    slot = _slot(header, table, field)
+    return 0 if slot == 0 else _read(header, fmt, table + slot)
+
+
+def _table_field(header: bytes, table: int, field: int) -> int | None:
+    """The table a field of ``table`` points to; None when absent."""
+    slot = _slot(header, table, field)
+    return None if slot == 0 else _uoffset(header, table + slot)
