@@ -20,14 +20,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the demo; print the table; return 0."""
+    """Run the demo; print the table and a line per report not written; return 0, or 2 when
+    some report was not written (the others were)."""
+    from forensics.escaping import terminal
     from forensics.present.demo import format_table, run_demo
 
     def progress(message: str) -> None:
         if sys.stderr.isatty():
             print(f"  {message}...", file=sys.stderr)
 
-    rows = run_demo(args.output, with_reports=not args.no_reports, progress=progress)
-    print(format_table(rows))
+    demo = run_demo(args.output, with_reports=not args.no_reports, progress=progress)
+    print(format_table(demo.rows))
     print(f"\nwrote {args.output}/index.html")
-    return 0
+    for name, why in demo.failed:
+        print(f"forensics demo: error: the report of {terminal(name)} was not written: {why}",
+              file=sys.stderr)
+    return 2 if demo.failed else 0

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.judge.findings import UNWRITTEN_INPUT, baseline_of
+from forensics.judge.keyed import by_key
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -132,12 +133,14 @@ def race_plan(result: ReplayResult) -> RacePlan:
     catalogue = load_catalogue()
     reader, writers = catalogue.race_reader, catalogue.race_writers
     sites = {reader.get("site"), *(w.get("site") for w in writers)}
+    held, twice = by_key(((step, rank, site), position)
+                         for position, site, step, rank in _positions(result, sites))
     by_step: dict[tuple[int, int], dict[str, int]] = {}
+    for (step, rank, site), position in held.items():
+        by_step.setdefault((step, rank), {})[site] = position
     repeated: dict[tuple[int, int], str] = {}
-    for position, site, step, rank in _positions(result, sites):
-        if site in by_step.setdefault((step, rank), {}):
-            repeated.setdefault((step, rank), str(site))
-        by_step[(step, rank)][site] = position
+    for step, rank, site in twice:
+        repeated.setdefault((step, rank), site)
     check = RaceCheck(pd.DataFrame(columns=list(COLUMNS)), recorded=bool(by_step),
                       ambiguous=[(s, r, site) for (s, r), site in sorted(repeated.items())])
     pairs: list[tuple[int, int, dict[str, str], dict[str, int]]] = []

@@ -34,6 +34,7 @@ from forensics.judge.continuity import (
     Span,
     Stream,
 )
+from forensics.judge.keyed import by_key
 from forensics.records import Record
 from forensics.sites import SINK, hooked_at, hooked_by
 
@@ -66,16 +67,17 @@ def _read(stream: Stream, records_of: RecordsOf,
     it holds) unless its note is None. A (step, rank) where some site holds more than one
     record (two engines claiming one rank, a step number repeated) is read at no site: which
     record goes with which is unknown, so its tokens are not judged."""
-    found, repeated = [], set()
+    found: list[dict[Key, Record]] = []
+    repeated: set[Key] = set()
     for site, holds in sites:
-        by_key, twice = _by_key(records_of(site))
-        if not by_key and holds is not None:
+        held, twice = by_key(((r.step, r.rank), r) for r in records_of(site) if not r.summary)
+        if not held and holds is not None:
             stream.need(f"{site}{holds}")
-        found.append(by_key)
-        repeated |= twice
-    for by_key in found:
+        found.append(held)
+        repeated.update(twice)
+    for held in found:
         for key in repeated:
-            by_key.pop(key, None)
+            held.pop(key, None)
     return found
 
 
@@ -302,19 +304,6 @@ def _rows(value: Any) -> np.ndarray:
     if array.ndim < 2:
         return array.reshape(-1, 1)
     return array.reshape(array.shape[0], int(np.prod(array.shape[1:])))
-
-
-def _by_key(records: Iterable[Record]) -> tuple[dict[Key, Record], set[Key]]:
-    """Full records by (step, rank), and the keys more than one record holds."""
-    by_key: dict[Key, Record] = {}
-    twice: set[Key] = set()
-    for record in records:
-        if not record.summary:
-            key = (record.step, record.rank)
-            if key in by_key:
-                twice.add(key)
-            by_key[key] = record
-    return by_key, twice
 
 
 def continuity_of(records_of: RecordsOf, sites: Iterable[str],

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from forensics.judge.keyed import by_key
 from forensics.records import Record
 from forensics.sites import SINK, SITES, get_site
 
@@ -33,28 +34,21 @@ def silent_inputs(records: Iterable[Record]) -> list[dict[str, Any]]:
     (two engines claiming one rank, a repeated step): which wrote what the other fed is
     unknown."""
     feeds = feeders()
-    written: dict[tuple[int, int, int], Record] = {}
-    fed: dict[tuple[int, int], Record] = {}
-    repeated: set[tuple[int, int]] = set()
-    for record in records:
-        if record.summary:
-            continue
-        feed = feeds.get(record.site)
-        if feed is not None and feed[0] in record:
-            key: tuple[int, ...] = (record.step, record.rank, SITES.index(record.site))
-            held: dict[Any, Record] = written
-        elif record.site == SINK:
-            key, held = (record.step, record.rank), fed
-        else:
-            continue
-        if key in held:
-            repeated.add((record.step, record.rank))
-        held[key] = record
+    held, twice = by_key(((r.step, r.rank, SITES.index(r.site)), r) for r in records
+                         if _feeds(r, feeds.get(r.site)) or (r.site == SINK and not r.summary))
+    written = {key: r for key, r in held.items() if r.site != SINK}
+    fed = {key[:2]: r for key, r in held.items() if r.site == SINK}
+    repeated = {key[:2] for key in twice}
     found: list[dict[str, Any]] = []
     for where in sorted(written):
         if where[:2] in fed and where[:2] not in repeated:
             found.extend(_slots(written[where], feeds[written[where].site], fed[where[:2]]))
     return found
+
+
+def _feeds(record: Record, feed: tuple[str, str] | None) -> bool:
+    """Whether ``record`` holds the ids its site hands to the sink (``feed``: the field)."""
+    return feed is not None and not record.summary and feed[0] in record
 
 
 def silent_inputs_of(result: Any) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from forensics.errors import CaptureFormatError
@@ -25,6 +25,15 @@ class DemoRow:
     first_finding: str
     #: the capture's crash verdict and the known issues it matches (forensics.known)
     known: str = ""
+
+
+@dataclass
+class Demo:
+    """What :func:`run_demo` did: the verdict table's rows, and each report it could not write
+    (the capture's name, one line why; its index entry links no report)."""
+
+    rows: list[DemoRow]
+    failed: list[tuple[str, str]] = field(default_factory=list)
 
 
 def bundled_data_dir() -> Path:
@@ -96,11 +105,13 @@ def format_table(rows: list[DemoRow]) -> str:
 
 def run_demo(out_dir: Path | str = "reports", data_dir: Path | None = None,
              with_reports: bool = True,
-             progress: Callable[[str], None] | None = None) -> list[DemoRow]:
-    """Replay every bundled capture and write ``out_dir/index.html`` with reports and figures.
+             progress: Callable[[str], None] | None = None) -> Demo:
+    """Replay every bundled capture and write ``out_dir/index.html`` with reports and figures;
+    a report that cannot be written is named in :attr:`Demo.failed` and the others are still
+    written.
 
     Returns:
-        The verdict table's rows.
+        The verdict table's rows and the reports not written.
     Raises:
         ForensicsError: a bundled capture cannot be read or replayed.
     """
@@ -109,7 +120,7 @@ def run_demo(out_dir: Path | str = "reports", data_dir: Path | None = None,
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rows: list[DemoRow] = []
+    demo = Demo([])
     entries: list[tuple[str, str | None, str]] = []
     for path in sorted((data_dir or bundled_data_dir()).glob("*.capture")):
         if progress:
@@ -117,18 +128,30 @@ def run_demo(out_dir: Path | str = "reports", data_dir: Path | None = None,
         name = path.name.removesuffix(".capture")
         result = replay(load(path), variants=list(DEMO_VARIANTS))
         known = known_line(result)
-        rows += [replace(row, known=known) for row in verdict_rows(name, result)]
+        demo.rows += [replace(row, known=known) for row in verdict_rows(name, result)]
         figure = _write_verdict_figure(result, out / f"{name}-verdicts.png")
         report = None
         if with_reports:
             if progress:
                 progress(f"writing the report of {path.name}")
-            from forensics.present.report import write_report
-
-            report = write_report(path, out / f"{name}.html").name
+            why = _write_report(path, out / f"{name}.html")
+            report = None if why else f"{name}.html"
+            demo.failed += [(name, why)] if why else []
         entries.append((name, report, figure.name))
-    _write_index(out / "index.html", rows, entries)
-    return rows
+    _write_index(out / "index.html", demo.rows, entries)
+    return demo
+
+
+def _write_report(capture: Path, target: Path) -> str:
+    """Write the report of ``capture`` to ``target``: ``""``, or one line why it was not."""
+    from forensics.errors import one_line
+    from forensics.present.report import write_report
+
+    try:
+        write_report(capture, target)
+    except Exception as exc:  # noqa: BLE001  (one report's failure is a line, not the demo's end)
+        return one_line(exc)
+    return ""
 
 
 def _write_verdict_figure(result: object, path: Path) -> Path:

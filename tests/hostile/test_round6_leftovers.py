@@ -76,6 +76,22 @@ def test_a_command_given_no_capture_folder_says_so_in_one_line(
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_command_given_a_path_that_does_not_exist_says_so_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """``forensics check MISSING`` (and every other command): one line naming the path, that it
+    does not exist and the fix, exit 2 (bad input), never "no expected results"."""
+    path = tmp_path / "gone.capture"
+    out = tmp_path / "out"
+    out.mkdir()
+    code = main([command, str(path), *(arg.format(out=out) for arg in COMMANDS[command])])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"capture '{path}' does not exist; give a NAME.capture directory" in err, err
+    assert "no expected results" not in err and "Traceback" not in err, err
+    assert not path.exists() and not any(out.iterdir())
+
+
 @pytest.mark.parametrize("command", ["inspect", "check"])
 def test_a_folder_this_user_cannot_read_is_said_to_be_one(
         not_folders: dict[str, Path], capsys: pytest.CaptureFixture[str], command: str) -> None:
