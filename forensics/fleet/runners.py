@@ -2,7 +2,9 @@
 
 Either way a task returns its row as Arrow IPC bytes (:func:`forensics.fleet.piece.replay_piece`)
 and every task gives back one result: a task whose process died, or that Ray gave up on after
-its retries, comes back as a row carrying that error, never silently lost. Either way a task
+its retries, comes back as a row carrying that error, never silently lost. No task runs in the
+triage's own process, not even with one worker: a task that kills its process (a reader's
+segfault on a hostile file, the OOM killer) ends only that process. Either way a task
 has a deadline (:func:`forensics.budget.child_deadline`): it ends in its own process at the
 deadline (:func:`_with_deadline`), and one stuck past the backstop (:func:`backstop`) is killed
 from outside; both come back as the row ``error: timed out after N s``.
@@ -48,19 +50,17 @@ def backstop() -> float:
 
 def run_local(tasks: Sequence[Task], workers: int | None = None, done: Done | None = None,
               piece: Callable[..., bytes] = replay_piece) -> list[bytes]:
-    """Run ``tasks`` on ``workers`` local processes (default: the CPUs; 1: in this process
-    when it is on the main thread); return their results in task order. ``done(n)`` is called
-    as tasks finish. A task running past its deadline (:func:`forensics.budget.child_deadline`)
-    ends (:func:`_with_deadline`) and comes back as its row with ``error: timed out after N s``;
-    one that does not end even then (stuck outside Python) is killed with its pool at twice
-    the deadline plus a minute, and the unfinished others run in a new pool. A task whose
-    process dies (a signal, the OOM killer) breaks its pool: it is its row ``task failed:
-    BrokenProcessPool``, and the tasks that shared the pool run again (:func:`_run_pool`)."""
-    import threading
-
+    """Run ``tasks`` on ``workers`` local processes (default: the CPUs; with 1, or one task,
+    still one process apart from this one); return their results in task order. ``done(n)`` is
+    called as tasks finish. A task that raises is its row ``task failed: TYPE: MESSAGE``
+    (:func:`_announced`). A task running past its deadline
+    (:func:`forensics.budget.child_deadline`) ends (:func:`_with_deadline`) and comes back as
+    its row with ``error: timed out after N s``; one that does not end even then (stuck outside
+    Python) is killed with its pool at twice the deadline plus a minute, and the unfinished
+    others run in a new pool. A task whose process dies (a signal, the OOM killer) breaks its
+    pool: it is its row ``task failed: BrokenProcessPool``, and the tasks that shared the pool
+    run again (:func:`_run_pool`)."""
     workers = min(workers or os.cpu_count() or 1, max(len(tasks), 1))
-    if workers == 1 and threading.current_thread() is threading.main_thread():
-        return _run_here(tasks, piece, done)
     results: list[bytes | None] = [None] * len(tasks)
     pools = [list(range(len(tasks)))]
     while pools:
@@ -68,21 +68,6 @@ def run_local(tasks: Sequence[Task], workers: int | None = None, done: Done | No
         pools += ([rerun] if rerun else []) + [[i] for i in alone]
     return [r if r is not None else lost(tasks[i], "task returned nothing")
             for i, r in enumerate(results)]
-
-
-def _run_here(tasks: Sequence[Task], piece: Callable[..., bytes], done: Done | None
-              ) -> list[bytes]:
-    """Run ``tasks`` one by one in this process, each under its deadline; a task that raises
-    is its row, as in a pool (:func:`failed`)."""
-    deadline, out = child_deadline(), []
-    for task in tasks:
-        try:
-            out.append(_with_deadline(piece, deadline, task.path, task.start, task.stop))
-        except Exception as exc:  # noqa: BLE001  (a task's failure is its row)
-            out.append(failed(task, exc))
-        if done:
-            done(1)
-    return out
 
 
 #: in a pool's process, where its tasks say they started (:func:`_announced`)
@@ -98,10 +83,15 @@ def _keep_starts(starts: Any) -> None:
 def _announced(piece: Callable[..., bytes], seconds: float, index: int, path: str,
                start: int | None, stop: int | None) -> bytes:
     """Say that task ``index`` started in this process (before anything of it runs), then run
-    it under its deadline (:func:`_with_deadline`)."""
+    it under its deadline (:func:`_with_deadline`); a task that raises is its row
+    (:func:`failed`), made here: an exception that cannot be pickled back would be reported as
+    the pickling's error instead of its own."""
     if _STARTS is not None:
         _STARTS.put((index, os.getpid()))
-    return _with_deadline(piece, seconds, path, start, stop)
+    try:
+        return _with_deadline(piece, seconds, path, start, stop)
+    except Exception as exc:  # noqa: BLE001  (a task's failure is its row)
+        return failed(Task(path, start, stop), exc)
 
 
 def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
@@ -226,7 +216,7 @@ def _with_deadline(piece: Callable[..., bytes], seconds: float, path: str,
                    start: int | None, stop: int | None) -> bytes:
     """``piece(path, start, stop)`` in a pool's process or a Ray worker, ended once it runs
     ``seconds`` (:func:`forensics.budget.alarm_deadline`: both run a task on their process's
-    main thread, as does :func:`_run_here`); a task so ended gives its row ``error: timed out
+    main thread); a task so ended gives its row ``error: timed out
     after N s``."""
     try:
         with alarm_deadline(seconds):

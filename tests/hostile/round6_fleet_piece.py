@@ -1,6 +1,7 @@
 """Fleet task bodies for ``test_round6_fleet.py``: one whose process dies abruptly for a capture
 named ``dies`` (a capture that crashes its worker), slow for ``slow``, deaf to the deadline for
-``deaf...``; any other gives a row naming its capture."""
+``deaf...``; any other gives a row naming its capture. :func:`killer` replays real captures and
+sends its own process SIGKILL for one named ``killed``."""
 
 from __future__ import annotations
 
@@ -52,3 +53,15 @@ def odd(path: str, start: int | None, stop: int | None) -> bytes:
     if os.path.basename(path) == "odd":
         raise Odd()
     return piece(path, start, stop)
+
+
+def killer(path: str, start: int | None, stop: int | None) -> bytes:
+    """The real task (:func:`forensics.fleet.piece.replay_piece`), but a capture named
+    ``killed`` has the process send itself SIGKILL (what the OOM killer sends)."""
+    import signal
+
+    from forensics.fleet.piece import replay_piece
+
+    if os.path.basename(path) == "killed":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return replay_piece(path, start, stop)

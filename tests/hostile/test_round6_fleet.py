@@ -1,5 +1,5 @@
 """Hostile input, round 6, on fleets (T36f): a task that kills its worker process is its own
-row and the tasks beside it keep theirs; a task run in this process (one worker) has the
+row and the tasks beside it keep theirs, with one worker too; a task on one worker has the
 deadline too; a triage of thousands of captures in one group is written out in time linear in
 them; a capture's column whose name folds (case, Unicode) onto one of ours is namespaced, so a
 case-insensitive query (DuckDB) of the documented columns reads ours."""
@@ -44,13 +44,33 @@ def test_a_task_that_kills_its_worker_leaves_the_other_rows(tmp_path: Path) -> N
     assert errors == dict.fromkeys(["a", "b", "c", "d"]), rows
 
 
-# ---------------------------------------------- 2. a task run in this process has its deadline
+def test_a_task_that_kills_its_only_worker_leaves_the_other_rows(tmp_path: Path) -> None:
+    """With one worker (``--workers 1``), a task whose process sends itself SIGKILL is its row
+    ``task failed: BrokenProcessPool: its process died (signal SIGKILL)``, and the bundled
+    captures before and after it get exactly the rows they get without it (the task once ran
+    in the triage's own process: the signal ended the whole triage, no row for anyone)."""
+    from round6_fleet_piece import killer
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    others = [Task(str(data / n)) for n in ("clean.capture", "incident-b-vocab-sentinel.capture",
+                                           "misattribution.capture")]
+    tasks = [others[0], Task(str(tmp_path / "killed")), *others[1:]]
+    rows = _rows(run_local(tasks, workers=1, piece=killer))
+    assert [r["name"] for r in rows] == [os.path.basename(t.path) for t in tasks], rows
+    assert rows.pop(1)["error"] == \
+        "task failed: BrokenProcessPool: its process died (signal SIGKILL)"
+    alone = _rows(run_local(others, workers=1, piece=killer))
+    assert rows == alone and all(r["error"] == "" and r["records"] for r in alone), alone
+
+
+# ------------------------------------------------------ 2. a task on one worker has its deadline
 
 
 def test_a_task_on_one_worker_has_the_deadline(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--workers 1`` (and a triage of one capture) runs its task in this process: it is
-    ended at the deadline as the pool's tasks are (it once ran without one, for ever)."""
+    """``--workers 1`` (and a triage of one capture) runs its task in one process apart from
+    this one: it is ended at the deadline as any pool's tasks are (when it ran in this
+    process, it once ran without one, for ever)."""
     from round6_fleet_piece import piece
 
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
@@ -79,10 +99,10 @@ def test_a_task_queued_behind_stuck_ones_is_not_timed_out(
 
 
 def test_a_task_raising_an_odd_exception_is_its_one_line_row(tmp_path: Path) -> None:
-    """In this process (one worker), a task that raises an exception which cannot be
-    pickled, its text on two lines with a terminal escape, is its row ``task failed: Odd:
-    ...`` on one line, escaped (it once ended the whole run); the task after it keeps its
-    row. (A pool's task that raises was already its row.)"""
+    """On one worker, a task that raises an exception which cannot be pickled, its text on
+    two lines with a terminal escape, is its row ``task failed: Odd: ...`` on one line,
+    escaped (run in this process, it once ended the whole run; in a pool its row once named
+    the pickling's error instead); the task after it keeps its row."""
     from round6_fleet_piece import odd
 
     rows = _rows(run_local([Task(str(tmp_path / n)) for n in ("odd", "b")], workers=1,

@@ -390,6 +390,8 @@ TESTS = {
              "test_the_header_reader_agrees_with_pyarrows_writer"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
+             "tests/hostile/test_round6_fleet.py::"
+             "test_a_task_that_kills_its_only_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::test_a_task_on_one_worker_has_the_deadline",
              "tests/hostile/test_round6_fleet.py::"
              "test_a_task_raising_an_odd_exception_is_its_one_line_row",
