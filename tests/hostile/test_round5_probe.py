@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "probe"))
-from probe_fakes import make_settings, record_batch_changes  # noqa: E402
+from probe_fakes import make_settings, record_batch_changes, resume_writer  # noqa: E402
 
 import forensics  # noqa: E402
 from forensics.errors import ConfigurationError  # noqa: E402
@@ -169,16 +169,7 @@ def test_a_stalled_writer_process_costs_the_engine_one_wait(
         assert session.counts["dropped"] > 0
         assert waited[0] < 4 * 0.2  # one timed-out wait (and a little), not one per call
     finally:
-        os.kill(proc.pid, signal.SIGCONT)
-    # the writer moves again: seen moving before the close (which, by design, ends at once a
-    # writer that has not moved since a wait timed out; on a loaded machine the resumed
-    # process may not have been scheduled yet, and was killed in the middle of its write)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with session._lock:
-            if not backend.channel.stalled():
-                break
-        time.sleep(0.02)
+        resume_writer(session, proc.pid)
     monkeypatch.setattr(session_module, "FLUSH_SECONDS", 30.0)  # the close's own wait, too
     session.close()
     counts = session.counts

@@ -144,12 +144,13 @@ def test_request_ids_are_found_in_error_text_in_linear_time() -> None:
         names = {f"cmpl-{i:08d}": f"anon-{i}" for i in range(n)}
         text = " ".join(f"cmpl-{i:08d}x" for i in range(n))  # every word a near miss
         finder = IdFinder(names)
-        start = time.perf_counter()
+        start = time.process_time()
         assert finder.replace(text) == text
-        return time.perf_counter() - start
+        return time.process_time() - start
 
     cost(250)
-    small, large = min(cost(1_000) for _ in range(3)), min(cost(4_000) for _ in range(3))
+    rounds = [(cost(1_000), cost(4_000)) for _ in range(5)]  # interleaved, CPU time
+    small, large = min(r[0] for r in rounds), min(r[1] for r in rounds)
     assert large < 6 * small, (small, large)
 
 

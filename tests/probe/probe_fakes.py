@@ -118,3 +118,22 @@ def add_bad_batch_change(session: Any) -> None:
     bad.joined.append((hooks._BATCH_CHANGE_INPUTS, session.copier.join(
         (args[2], args[3], args[0], args[4], args[1], args[5]))))
     session.add(bad)
+
+
+def resume_writer(session: Any, pid: int, seconds: float = 60.0) -> None:
+    """SIGCONT the stopped writer process ``pid`` of ``session`` and wait (at most ``seconds``)
+    until it is seen moving again. Its close ends at once a writer that has not moved since a
+    wait for it timed out (by design); on a loaded machine the resumed process may not be
+    scheduled yet when the test closes, and was killed in the middle of its write (records on
+    disk that the session counted as dropped)."""
+    import os
+    import signal
+    import time
+
+    os.kill(pid, signal.SIGCONT)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with session._lock:
+            if not session.backend.channel.stalled():
+                return
+        time.sleep(0.02)

@@ -19,6 +19,7 @@ from probe_fakes import (
     fake_device_copier,
     make_settings,
     record_batch_changes,
+    resume_writer,
     segment_bytes,
 )
 
@@ -169,7 +170,7 @@ def test_a_full_ring_drops_and_counts_without_hanging(tmp_path: Path,
         dropped = session.counts["dropped"]
         assert dropped > 0 and isinstance(session.backend, ProcessBackend)
     finally:
-        os.kill(proc.pid, signal.SIGCONT)
+        resume_writer(session, proc.pid)
     session.close()
     counts = session.counts
     assert counts["written"] + counts["dropped"] == counts["records"] == 4 + len(CALLS) * 10
