@@ -388,6 +388,12 @@ TESTS = {
              "test_open_many_skips_a_capture_with_a_compressed_batch",
              "tests/hostile/test_round7_compressed.py::"
              "test_the_header_reader_agrees_with_pyarrows_writer"],
+    "T38b": ["tests/hostile/test_round7_schema.py::"
+             "test_a_schema_past_its_size_is_refused_before_it_is_decoded",
+             "tests/hostile/test_round7_schema.py::"
+             "test_distinct_schemas_past_the_captures_budget_are_refused",
+             "tests/hostile/test_round7_schema.py::"
+             "test_segments_of_one_schema_share_it_within_the_budget"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"
