@@ -126,3 +126,20 @@ def test_segments_of_one_schema_share_it_within_the_budget(
     assert len(wide) == 40
     assert all(s.schema is wide[0].schema for s in wide)
     assert len(opened) == len(forensics.load(CLEAN))
+
+
+def test_the_writer_makes_no_schema_the_reader_refuses(tmp_path: Path) -> None:
+    import forensics
+    from forensics.records import Record
+    from forensics.store.writer import write_capture
+
+    def summary(extras: int) -> Record:
+        fields = {"min": 0, "max": 3, "num_embeddings": 10,
+                  **{f"extra_field_number_{i}": i for i in range(extras)}}
+        return Record("embedding", 0, 0, fields, summary=True)
+
+    write_capture(tmp_path / "fits.capture", [summary(100)])
+    assert len(forensics.load(tmp_path / "fits.capture")) == 1
+    with pytest.raises(CaptureFormatError, match="past the 1048576 a reader takes"):
+        write_capture(tmp_path / "wide.capture", [summary(9000)])  # 1.3 MB of schema
+    assert not (tmp_path / "wide.capture").exists()

@@ -393,7 +393,9 @@ TESTS = {
              "tests/hostile/test_round7_schema.py::"
              "test_distinct_schemas_past_the_captures_budget_are_refused",
              "tests/hostile/test_round7_schema.py::"
-             "test_segments_of_one_schema_share_it_within_the_budget"],
+             "test_segments_of_one_schema_share_it_within_the_budget",
+             "tests/hostile/test_round7_schema.py::"
+             "test_the_writer_makes_no_schema_the_reader_refuses"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"
