@@ -25,7 +25,7 @@ from forensics.store.arrow_codec import ColumnSig, schema_columns, schema_info
 from forensics.store.batch import BatchView
 from forensics.store.guarded import data_extents, open_guarded, stored_size
 from forensics.store.index import ENTRY, read_index
-from forensics.store.ipc_header import compression_of
+from forensics.store.ipc_header import compression_of, overlapping_buffer
 from forensics.store.maps import why_no_map
 from forensics.store.paths import INDEX_SUFFIX, SegmentName
 
@@ -344,11 +344,19 @@ class Segment:
     def _refuse_compressed(self, message: pa.ipc.Message, pos: int) -> None:
         """Refuse a record batch whose body is compressed before pyarrow decodes it: it would
         decompress to whatever its buffers claim (a 39 KiB batch held 1.2 GB), and the probe
-        never writes one."""
+        never writes one; and one whose buffers overlap (16 columns of one 15 MB buffer took
+        ``to_frame`` to 1.4 GB): no writer lays out one."""
+        header = message.metadata.to_pybytes()
         try:
-            codec = compression_of(message.metadata.to_pybytes())
+            codec, aliased = compression_of(header), overlapping_buffer(header)
         except ValueError as exc:
             raise CaptureFormatError(f"{self.where}: bad message at byte {pos}: {exc}") from None
+        if aliased is not None:
+            raise CaptureFormatError(
+                f"{self.where}: the record batch at byte {pos} has buffer {aliased} overlapping "
+                "the one before it (columns decoded from the same bytes, each as big as they "
+                "are: copying them takes the file's size again per column); Arrow's writers "
+                "lay buffers one after another: rewrite the segment, or delete it")
         if codec is not None:
             raise CaptureFormatError(
                 f"{self.where}: the record batch at byte {pos} is compressed ({codec}); a "

@@ -396,6 +396,8 @@ TESTS = {
              "test_segments_of_one_schema_share_it_within_the_budget",
              "tests/hostile/test_round7_schema.py::"
              "test_the_writer_makes_no_schema_the_reader_refuses"],
+    "T38c": ["tests/hostile/test_round7_aliased.py::test_a_batch_of_aliased_buffers_is_refused",
+             "tests/hostile/test_round7_aliased.py::test_no_batch_a_writer_made_is_refused"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"
