@@ -398,6 +398,9 @@ TESTS = {
              "test_the_writer_makes_no_schema_the_reader_refuses"],
     "T38c": ["tests/hostile/test_round7_aliased.py::test_a_batch_of_aliased_buffers_is_refused",
              "tests/hostile/test_round7_aliased.py::test_no_batch_a_writer_made_is_refused"],
+    "T38d": ["tests/hostile/test_round7_encodings.py::"
+             "test_a_wide_log_is_refused_naming_its_encoding",
+             "tests/hostile/test_round7_encodings.py::test_a_utf8_byte_order_mark_changes_nothing"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"
