@@ -403,7 +403,10 @@ TESTS = {
              "tests/hostile/test_round7_encodings.py::test_a_utf8_byte_order_mark_changes_nothing"],
     "T38e": ["tests/hostile/test_round7_budget.py::test_a_budget_that_is_no_size_is_one_line",
              "tests/hostile/test_round7_budget.py::"
-             "test_the_generated_repro_reads_the_budget_as_forensics_does"],
+             "test_the_generated_repro_reads_the_budget_as_forensics_does",
+             "tests/hostile/test_round7_digits.py::test_a_set_number_of_other_digits_is_one_line",
+             "tests/hostile/test_round7_digits.py::"
+             "test_a_planted_build_of_other_digits_stops_no_clean_up"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"
