@@ -33,6 +33,8 @@ DEFAULT_CHILD_TIMEOUT = 600.0
 #: the environment variable that sets it
 CHILD_TIMEOUT_ENV = "FORENSICS_CHILD_TIMEOUT"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+#: the most digits a budget is given in (more than any machine's memory)
+MAX_ALLOC_DIGITS = 19
 
 
 def max_alloc() -> int:
@@ -46,9 +48,12 @@ def max_alloc() -> int:
         return DEFAULT_MAX_ALLOC
     unit = text[-1].upper() if text[-1].isalpha() else ""
     number = text[:-1] if unit else text
-    if unit not in _UNITS or not number.isdigit() or int(number) <= 0:
-        raise ConfigurationError(f"{MAX_ALLOC_ENV}={text!r} is not a size; give bytes, "
-                                 f"e.g. 1073741824 or 1G")
+    # ASCII digits only: int() refuses '²' (a digit to isdigit) and more than 4,300 digits
+    if unit not in _UNITS or not (number.isascii() and number.isdigit()) \
+            or len(number) > MAX_ALLOC_DIGITS or int(number) <= 0:
+        raise ConfigurationError(f"{MAX_ALLOC_ENV}={text[:120]!r} is not a size; give bytes "
+                                 f"(at most {MAX_ALLOC_DIGITS} digits, a K, M or G after "
+                                 "them), e.g. 1073741824 or 1G")
     return int(number) * _UNITS[unit]
 
 

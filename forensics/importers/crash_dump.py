@@ -29,7 +29,6 @@ from typing import Any
 from forensics.importers import Imported
 from forensics.importers import logs as plain_logs
 from forensics.importers.tracebacks import PREFIX_RE
-from forensics.store.guarded import iter_lines
 
 CONFIG_RE = re.compile(r"Dumping input data for V1 LLM engine \(v(?P<version>[^)\s]+)\) with "
                        r"config: (?P<config>.*)")
@@ -55,9 +54,8 @@ def read(path: Path) -> Imported:
     """
     imported = plain_logs.read(path)
     dumps = _Dumps(path.name)
-    for number, line, _complete in iter_lines(path, "log", max_line=plain_logs.MAX_LINE,
-                                                   cr_ends=True):
-        dumps.line(number, line.decode("utf-8", errors="replace").rstrip("\r\n"))
+    for number, text in plain_logs.text_lines(path):
+        dumps.line(number, text.rstrip("\r\n"))
     _join_chains(dumps.events, imported.events)
     imported.events = sorted(imported.events + dumps.events,
                              key=lambda e: e.get("first_line", e["line"]))

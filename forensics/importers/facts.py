@@ -52,7 +52,7 @@ def parse_settings(settings: list[str]) -> dict[str, Any]:
 def _value(setting: str, text: str, kind: type) -> Any:
     """``text`` read as ``kind`` (str, a non-negative int, or a boolean word)."""
     if kind is int:
-        if not text.isdigit() or len(text) > 18:
+        if not (text.isascii() and text.isdigit()) or len(text) > 18:  # not '²', '٣'
             raise ConfigurationError(f"--set {setting!r}: expected a non-negative integer")
         return int(text)
     if kind is bool:

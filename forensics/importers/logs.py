@@ -16,7 +16,9 @@ Steps follow line order (each probe line is the next step) unless a line names o
 
 from __future__ import annotations
 
+import codecs
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,9 @@ EVENT_PATTERNS = (
     ("cuda_error", re.compile(r"device-side assert triggered", re.I)),
 )
 MAX_LINE = 1 << 16
+#: byte-order marks of text that is not UTF-8 (UTF-32's first: it begins as UTF-16's does)
+WIDE_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32LE"), (codecs.BOM_UTF32_BE, "UTF-32BE"),
+             (codecs.BOM_UTF16_LE, "UTF-16LE"), (codecs.BOM_UTF16_BE, "UTF-16BE"))
 MAX_INT = 2**63 - 1
 MAX_DIGITS = 20  # longer numbers are outside int64 and are not converted
 MAX_RECORDS = 1_000_000  # summary records one log may yield (each held until written)
@@ -57,10 +62,31 @@ def read(path: Path) -> Imported:
     outside int64.
     """
     parser = _LogParser(path)
-    for number, line, _complete in iter_lines(path, "log", max_line=MAX_LINE,
-                                                     cr_ends=True):
-        parser.line(number, line.decode("utf-8", errors="replace"))
+    for number, text in text_lines(path):
+        parser.line(number, text)
     return parser.result
+
+
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The lines of the UTF-8 log ``path``, numbered (a byte that is not UTF-8 read as
+    U+FFFD, a UTF-8 byte-order mark dropped).
+
+    Raises CaptureFormatError when the log starts with a UTF-16 or UTF-32 byte-order mark (a
+    log saved by PowerShell's ``>``): read as UTF-8, none of its lines would match, and its
+    crashes would be imported as none."""
+    first = True
+    for number, line, _complete in iter_lines(path, "log", max_line=MAX_LINE, cr_ends=True):
+        if first:
+            first = False
+            if line.startswith(codecs.BOM_UTF8):
+                line = line[len(codecs.BOM_UTF8):]
+            for bom, name in WIDE_BOMS:
+                if line.startswith(bom):
+                    raise CaptureFormatError(
+                        f"log '{path}' is {name} text (it starts with its byte-order mark); "
+                        f"logs are read as UTF-8: convert it first (iconv -f {name[:-2]} -t "
+                        "UTF-8)")
+        yield number, line.decode("utf-8", errors="replace")
 
 
 class _LogParser:

@@ -352,7 +352,8 @@ def max_alloc():
     unit = text[-1:].upper() if text[-1:].isalpha() else ""
     number = text[:-1] if unit else text
     scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(unit)
-    if not text or scale is None or not number.isdigit() or int(number) <= 0:
+    if not text or scale is None or not (number.isascii() and number.isdigit()) \
+            or len(number) > 19 or int(number) <= 0:  # as forensics reads it: else refused
         return 1 << 30
     return int(number) * scale
 

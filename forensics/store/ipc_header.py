@@ -1,11 +1,13 @@
 """What an Arrow IPC message's header says before pyarrow decodes its body.
 
-The header is a FlatBuffers ``Message`` (Arrow's ``format/Message.fbs``); this reads the one
-thing the store must know before the body is decoded: whether a record batch's body is
+The header is a FlatBuffers ``Message`` (Arrow's ``format/Message.fbs``); this reads what
+the store must know before the body is decoded: whether a record batch's body is
 compressed (its ``RecordBatch`` table holds a ``compression`` field). pyarrow decompresses a
 body as it decodes it, to whatever size the body's buffers claim, so a compressed batch of a
 few KiB can take gigabytes; the probe writes uncompressed batches, and a segment's batch is
-refused before it is decoded when it is not one of those (:func:`compression_of`).
+refused before it is decoded when it is not one of those (:func:`compression_of`). Nor is a
+batch whose body buffers overlap (:func:`overlapping_buffer`): columns decoded from the same
+bytes cost nothing until they are copied, then each costs the whole buffer again.
 
 Every read is bounds-checked: a header that is not a well-formed ``Message`` raises
 ``ValueError``, never reads outside ``header``.
@@ -19,8 +21,10 @@ import struct
 RECORD_BATCH = 3
 #: ``Message`` fields (their vtable slots): ``header_type``, ``header``
 _HEADER_TYPE, _HEADER = 1, 2
-#: ``RecordBatch`` field: ``compression`` (a ``BodyCompression`` table)
-_COMPRESSION = 3
+#: ``RecordBatch`` fields: ``buffers`` (a vector of ``Buffer`` structs: offset and length,
+#: two int64) and ``compression`` (a ``BodyCompression`` table)
+_BUFFERS, _COMPRESSION = 2, 3
+_BUFFER_STRUCT = 16
 #: ``BodyCompression`` field ``codec`` (a byte) and its names
 _CODEC = 0
 CODECS = {0: "LZ4_FRAME", 1: "ZSTD"}
@@ -31,17 +35,48 @@ def compression_of(header: bytes) -> str | None:
     ``header`` (``"ZSTD"``, ``"LZ4_FRAME"``, or ``"codec N"`` for a code Arrow does not
     define); None when the body is not compressed or the message is no record batch.
     Raises ValueError when ``header`` is not a well-formed ``Message``."""
+    batch = _record_batch(header)
+    if batch is None:
+        return None
+    compression = _table_field(header, batch, _COMPRESSION)
+    if compression is None:
+        return None
+    codec = _scalar(header, compression, _CODEC, "<b")
+    return CODECS.get(codec, f"codec {codec}")
+
+
+def overlapping_buffer(header: bytes) -> int | None:
+    """The index of the first body buffer of a record batch's ``Message`` header that starts
+    before the previous non-empty one ends (buffers aliasing one another: several columns, or
+    a column and another's values, decoded from the same bytes), or None when each buffer
+    follows the last, as Arrow's writers lay them out, or the message is no record batch.
+    Linear in the buffers. Raises ValueError when ``header`` is not a well-formed ``Message``."""
+    batch = _record_batch(header)
+    vector = None if batch is None else _table_field(header, batch, _BUFFERS)
+    if vector is None:
+        return None
+    end = 0
+    for i in range(_read(header, "<I", vector)):
+        at = vector + 4 + _BUFFER_STRUCT * i
+        offset, length = _read(header, "<q", at), _read(header, "<q", at + 8)
+        if length == 0:
+            continue
+        if offset < end:
+            return i
+        end = offset + length
+    return None
+
+
+def _record_batch(header: bytes) -> int | None:
+    """Where the ``RecordBatch`` table of the ``Message`` ``header`` is; None when the
+    message is no record batch."""
     message = _uoffset(header, 0)
     if _scalar(header, message, _HEADER_TYPE, "<B") != RECORD_BATCH:
         return None
     batch = _table_field(header, message, _HEADER)
     if batch is None:
         raise ValueError("a record batch message without its RecordBatch header")
-    compression = _table_field(header, batch, _COMPRESSION)
-    if compression is None:
-        return None
-    codec = _scalar(header, compression, _CODEC, "<b")
-    return CODECS.get(codec, f"codec {codec}")
+    return batch
 
 
 def _read(header: bytes, fmt: str, at: int) -> int:

@@ -20,7 +20,7 @@ from forensics.sites import SITES, site_order
 from forensics.store.manifest import read_expected, read_manifest
 from forensics.store.maps import require_map_slots
 from forensics.store.paths import capture_dir, parse_segment_name
-from forensics.store.segment import Segment, find_duplicate
+from forensics.store.segment import Schemas, Segment, find_duplicate
 
 if TYPE_CHECKING:
     from forensics.store.batch import BatchView
@@ -216,13 +216,14 @@ def _open_segments(root: Path) -> list[Segment]:
         if name is not None and name.site in SITES:
             named.append((entry, name))
     require_map_slots(root, len(named))  # before any is mapped
+    schemas = Schemas()
     for entry, name in named:
         if name.filename != entry:  # 'r00' or '00000': it would be read as another file
             raise CaptureFormatError(
                 f"segment file '{entry}' of '{root}' is not named as a writer names it: it "
                 f"reads as '{name.filename}'; rename it to that (if no file has that name) or "
                 "delete it")
-        segments.append(Segment(root, name))
+        segments.append(Segment(root, name, schemas))
     segments.sort(key=lambda s: (site_order(s.site), s.rank, s.process, s.seq))
     twins = find_duplicate(segments)
     if twins is not None:

@@ -167,7 +167,7 @@ def _builder(out: Path, entry: str) -> int | None:
 
 
 def _pid(text: str) -> int | None:
-    return int(text) if text.isdigit() and 0 < len(text) <= 9 else None
+    return int(text) if text.isascii() and text.isdigit() and 0 < len(text) <= 9 else None
 
 
 def _alive(pid: int) -> bool:

@@ -14,17 +14,18 @@ import hashlib
 import os
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from forensics.errors import CaptureFormatError, ForensicsError
 from forensics.libc import libc_function
-from forensics.store.arrow_codec import schema_columns, schema_info
+from forensics.store.arrow_codec import ColumnSig, schema_columns, schema_info
 from forensics.store.batch import BatchView
 from forensics.store.guarded import data_extents, open_guarded, stored_size
 from forensics.store.index import ENTRY, read_index
-from forensics.store.ipc_header import compression_of
+from forensics.store.ipc_header import compression_of, overlapping_buffer
 from forensics.store.maps import why_no_map
 from forensics.store.paths import INDEX_SUFFIX, SegmentName
 
@@ -34,15 +35,53 @@ _PROT_READ, _MAP_SHARED = 1, 1  # Linux <sys/mman.h>
 MIN_ROW_BYTES = 16  # every row stores at least an int64 step and an int64 rank
 CACHE_SIZE = 32
 MAX_SCHEMA_BYTES = 1 << 20  # a segment's schema message is a few KiB
+#: the most bytes the distinct schema messages of one capture's segments take together
+MAX_CAPTURE_SCHEMA_BYTES = 32 << 20
 _INCOMPLETE = "incomplete"
 _EOS = "eos"
+
+
+class Schemas:
+    """The decoded schemas of one capture's segments: each distinct schema message is decoded
+    once (a capture's segments of one site, rank and process share theirs), and the distinct
+    ones take at most :data:`MAX_CAPTURE_SCHEMA_BYTES` together. A decoded schema takes several
+    times its bytes (about 5.5x for one of thousands of columns) and is held while its capture
+    is open, so a capture of many segments, each a schema under :data:`MAX_SCHEMA_BYTES` with
+    other column names, is refused before its schemas outgrow the memory budget."""
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, tuple[pa.Schema, dict[str, Any], dict[str, ColumnSig]]] = {}
+        self._bytes = 0
+
+    def decode(self, message: pa.ipc.Message, where: str
+               ) -> tuple[pa.Schema, dict[str, Any], dict[str, ColumnSig]]:
+        """The schema of ``message``, its ``forensics`` metadata and its field columns.
+        Raises CaptureFormatError (naming ``where``) for a bad schema, or one that takes the
+        capture's distinct schemas past :data:`MAX_CAPTURE_SCHEMA_BYTES`."""
+        raw = message.metadata.to_pybytes()
+        key = hashlib.blake2b(raw, digest_size=32).digest()
+        known = self._known.get(key)
+        if known is not None:
+            return known
+        if self._bytes + len(raw) > MAX_CAPTURE_SCHEMA_BYTES:
+            raise CaptureFormatError(
+                f"{where}: its schema takes the capture's distinct segment schemas past "
+                f"{MAX_CAPTURE_SCHEMA_BYTES} bytes (each is decoded and held while the capture "
+                "is open; the probe's take a few KiB each): rewrite the segments with fewer "
+                "columns and metadata, or split the capture")
+        schema = pa.ipc.read_schema(message)
+        known = (schema, schema_info(schema, where), schema_columns(schema, where))
+        self._bytes += len(raw)
+        self._known[key] = known
+        return known
 
 
 class Segment:
     """A segment of a capture: ``.rows``, ``.step_min``, ``.step_max`` per batch, ``batch(i)``."""
 
-    def __init__(self, root: Path, name: SegmentName) -> None:
+    def __init__(self, root: Path, name: SegmentName, schemas: Schemas | None = None) -> None:
         self.root = root
+        self._schemas = Schemas() if schemas is None else schemas
         self.name = name.filename
         self.site, self.rank, self.process, self.seq = name.site, name.rank, name.process, \
             name.seq
@@ -93,17 +132,27 @@ class Segment:
         if message.type != "schema":
             raise CaptureFormatError(f"{self.where}: starts with a {message.type!r} message; "
                                      "expected the schema")
-        self.schema = pa.ipc.read_schema(message)
-        info = schema_info(self.schema, self.where)
+        self._check_schema_size(end)
+        self.schema, info, self.columns = self._schemas.decode(message, self.where)
         if (info.get("site"), info.get("rank")) != (self.site, self.rank):
             raise CaptureFormatError(f"{self.where}: schema says site {info.get('site')!r} "
                                      f"rank {info.get('rank')!r}; the file name disagrees")
-        self.columns = schema_columns(self.schema, self.where)
         self._table = self._indexed(end)
         tail = int(self._table["offset"][-1] + self._table["length"][-1]) if len(self._table) \
             else end
         self._scan_tail(tail)
         self._check_stored()
+
+    def _check_schema_size(self, end: int) -> None:
+        """Refuse a schema message past :data:`MAX_SCHEMA_BYTES` before pyarrow decodes it:
+        decoded, a schema takes many times its bytes (a 64 MiB one of 300,000 columns took
+        `inspect` to 531 MB, a 29 MiB 'forensics' metadata text of empty JSON lists to 898 MB),
+        and a segment's schema, a few KiB, is held while its capture is open."""
+        if end > MAX_SCHEMA_BYTES:
+            raise CaptureFormatError(
+                f"{self.where}: its schema message takes {end} bytes, past the "
+                f"{MAX_SCHEMA_BYTES} a segment's schema may take (the probe's take a few "
+                "KiB); rewrite the segment with fewer columns and metadata, or delete it")
 
     def _check_stored(self) -> None:
         """Refuse a batch table claiming more rows than the bytes the file stores can hold
@@ -295,11 +344,19 @@ class Segment:
     def _refuse_compressed(self, message: pa.ipc.Message, pos: int) -> None:
         """Refuse a record batch whose body is compressed before pyarrow decodes it: it would
         decompress to whatever its buffers claim (a 39 KiB batch held 1.2 GB), and the probe
-        never writes one."""
+        never writes one; and one whose buffers overlap (16 columns of one 15 MB buffer took
+        ``to_frame`` to 1.4 GB): no writer lays out one."""
+        header = message.metadata.to_pybytes()
         try:
-            codec = compression_of(message.metadata.to_pybytes())
+            codec, aliased = compression_of(header), overlapping_buffer(header)
         except ValueError as exc:
             raise CaptureFormatError(f"{self.where}: bad message at byte {pos}: {exc}") from None
+        if aliased is not None:
+            raise CaptureFormatError(
+                f"{self.where}: the record batch at byte {pos} has buffer {aliased} overlapping "
+                "the one before it (columns decoded from the same bytes, each as big as they "
+                "are: copying them takes the file's size again per column); Arrow's writers "
+                "lay buffers one after another: rewrite the segment, or delete it")
         if codec is not None:
             raise CaptureFormatError(
                 f"{self.where}: the record batch at byte {pos} is compressed ({codec}); a "

@@ -43,6 +43,7 @@ from forensics.store.paths import (
     named,
 )
 from forensics.store.replace import clear_build, install, new_build, recover, tmp_path
+from forensics.store.segment import MAX_SCHEMA_BYTES
 from forensics.validate import validate_record
 
 __all__ = ["CaptureWriter", "new_capture", "write_capture"]
@@ -60,12 +61,18 @@ class _SegmentFile:
                  columns: dict[str, ColumnSig]) -> None:
         self.schema = build_schema(site, rank, process, columns)
         self.columns = schema_columns(self.schema)
+        header = self.schema.serialize()
+        if header.size > MAX_SCHEMA_BYTES:  # the reader would refuse the segment
+            raise CaptureFormatError(
+                f"records of site {site!r} with {len(columns)} fields make a segment schema of "
+                f"{header.size} bytes, past the {MAX_SCHEMA_BYTES} a reader takes; write fewer "
+                "summary extras (or shorter names)")
         with contextlib.ExitStack() as undo:  # a disk that refuses the header: both closed
             self.fd, self.path = _create_exclusive(root, site, rank, process)
             undo.callback(os.close, self.fd)
             self.index = IndexWriter(self.path.with_name(self.path.name + INDEX_SUFFIX))
             undo.callback(self.index.close)
-            write_all(self.fd, self.schema.serialize())
+            write_all(self.fd, header)
             os.fsync(self.fd)
             undo.pop_all()
         fsync_dir(root)

@@ -388,6 +388,25 @@ TESTS = {
              "test_open_many_skips_a_capture_with_a_compressed_batch",
              "tests/hostile/test_round7_compressed.py::"
              "test_the_header_reader_agrees_with_pyarrows_writer"],
+    "T38b": ["tests/hostile/test_round7_schema.py::"
+             "test_a_schema_past_its_size_is_refused_before_it_is_decoded",
+             "tests/hostile/test_round7_schema.py::"
+             "test_distinct_schemas_past_the_captures_budget_are_refused",
+             "tests/hostile/test_round7_schema.py::"
+             "test_segments_of_one_schema_share_it_within_the_budget",
+             "tests/hostile/test_round7_schema.py::"
+             "test_the_writer_makes_no_schema_the_reader_refuses"],
+    "T38c": ["tests/hostile/test_round7_aliased.py::test_a_batch_of_aliased_buffers_is_refused",
+             "tests/hostile/test_round7_aliased.py::test_no_batch_a_writer_made_is_refused"],
+    "T38d": ["tests/hostile/test_round7_encodings.py::"
+             "test_a_wide_log_is_refused_naming_its_encoding",
+             "tests/hostile/test_round7_encodings.py::test_a_utf8_byte_order_mark_changes_nothing"],
+    "T38e": ["tests/hostile/test_round7_budget.py::test_a_budget_that_is_no_size_is_one_line",
+             "tests/hostile/test_round7_budget.py::"
+             "test_the_generated_repro_reads_the_budget_as_forensics_does",
+             "tests/hostile/test_round7_digits.py::test_a_set_number_of_other_digits_is_one_line",
+             "tests/hostile/test_round7_digits.py::"
+             "test_a_planted_build_of_other_digits_stops_no_clean_up"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"
