@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from forensics.digits import ascii_int
 from forensics.errors import AllocationBudgetError, ConfigurationError, DeadlineError
 
 #: the default budget of one allocation, in bytes
@@ -48,13 +49,12 @@ def max_alloc() -> int:
         return DEFAULT_MAX_ALLOC
     unit = text[-1].upper() if text[-1].isalpha() else ""
     number = text[:-1] if unit else text
-    # ASCII digits only: int() refuses '²' (a digit to isdigit) and more than 4,300 digits
-    if unit not in _UNITS or not (number.isascii() and number.isdigit()) \
-            or len(number) > MAX_ALLOC_DIGITS or int(number) <= 0:
+    value = ascii_int(number, MAX_ALLOC_DIGITS)
+    if unit not in _UNITS or not value:
         raise ConfigurationError(f"{MAX_ALLOC_ENV}={text[:120]!r} is not a size; give bytes "
                                  f"(at most {MAX_ALLOC_DIGITS} digits, a K, M or G after "
                                  "them), e.g. 1073741824 or 1G")
-    return int(number) * _UNITS[unit]
+    return value * _UNITS[unit]
 
 
 def require_alloc(nbytes: int, where: str, field: str, value: object) -> int:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from forensics.digits import ascii_int
 from forensics.errors import ConfigurationError
 
 UNKNOWN = "unknown"
@@ -52,9 +53,10 @@ def parse_settings(settings: list[str]) -> dict[str, Any]:
 def _value(setting: str, text: str, kind: type) -> Any:
     """``text`` read as ``kind`` (str, a non-negative int, or a boolean word)."""
     if kind is int:
-        if not (text.isascii() and text.isdigit()) or len(text) > 18:  # not '²', '٣'
+        value = ascii_int(text, 18)
+        if value is None:
             raise ConfigurationError(f"--set {setting!r}: expected a non-negative integer")
-        return int(text)
+        return value
     if kind is bool:
         if text.lower() not in _TRUE + _FALSE:
             raise ConfigurationError(f"--set {setting!r}: expected true or false")

@@ -19,6 +19,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from forensics.digits import ascii_int
 from forensics.errors import ForensicsError
 from forensics.store.fs import fsync_dir
 
@@ -167,7 +168,7 @@ def _builder(out: Path, entry: str) -> int | None:
 
 
 def _pid(text: str) -> int | None:
-    return int(text) if text.isascii() and text.isdigit() and 0 < len(text) <= 9 else None
+    return ascii_int(text, 9)
 
 
 def _alive(pid: int) -> bool:
