@@ -85,18 +85,21 @@ class KernelMeta:
     """What the recorder knows of one kernel object: its names, parameters and whether it is
     recorded (``wanted``)."""
 
-    __slots__ = ("module", "name", "sha", "params", "constexprs", "defaults", "wanted", "path")
+    __slots__ = ("module", "name", "sha", "params", "constexprs", "defaults", "wanted", "path",
+                 "pointer_params", "key")
 
     def __init__(self, jit: Any, globs: tuple[str, ...]) -> None:
         fn = getattr(jit, "fn", None)
         self.module = getattr(fn, "__module__", "") or ""
         self.name = getattr(fn, "__name__", "") or ""
+        self.key = f"{self.module}.{self.name}"  # as ``kernels_seen`` names it
         self.wanted = self.module.startswith(PACKAGES) and any(
             fnmatch.fnmatchcase(self.name, g) for g in globs)
         self.sha = self.path = ""
         self.params: list[str] = []
         self.constexprs: set[str] = set()
         self.defaults: dict[str, Any] = {}
+        self.pointer_params: tuple[str, ...] = ()  # the ``*_ptrs`` parameters
         if self.wanted:
             self._describe(jit, fn)
 
@@ -109,6 +112,7 @@ class KernelMeta:
         self.constexprs = {k for k, v in annotations.items() if "constexpr" in v}
         self.defaults = {k: p.default for k, p in signature.parameters.items()
                          if p.default is not inspect.Parameter.empty}
+        self.pointer_params = tuple(p for p in self.params if p.endswith("_ptrs"))
 
 
 class Pending:
@@ -160,7 +164,7 @@ class FlightRecorder:
     def before(self, meta: KernelMeta, args: tuple[Any, ...], kwargs: dict[str, Any],
                grid: Any) -> Pending | None:
         """Record a launch's arguments (None when it is captured into a graph)."""
-        key = f"{meta.module}.{meta.name}"
+        key = meta.key
         self.seen[key] = self.seen.get(key, 0) + 1
         if self._capturing():
             self.graph_only.add(key)
@@ -224,14 +228,13 @@ class FlightRecorder:
                 **extra: Any) -> int:
         """Note one tensor argument and copy its contents (see the module); return the
         float budget left."""
-        torch = self._torch
+        dtype, whole, complex_, itemsize = _dtype_facts(tensor.dtype)
         storage = tensor.untyped_storage().nbytes()
         info: dict[str, Any] = {
-            "dtype": _dtype_name(tensor.dtype), "shape": list(tensor.shape),
-            "strides": list(tensor.stride()), "offset": tensor.storage_offset(),
-            "storage": storage, "contents": "none", "reason": "", **extra}
-        whole = not (tensor.is_floating_point() or tensor.is_complex())
-        view_bytes = tensor.numel() * tensor.element_size()
+            "dtype": dtype, "shape": tensor.shape, "strides": tensor.stride(),
+            "offset": tensor.storage_offset(), "storage": storage, "contents": "none",
+            "reason": "", **extra}
+        view_bytes = tensor.numel() * itemsize
         if whole and storage <= WHOLE_BYTES:
             info["contents"] = "storage"
         elif whole or view_bytes <= floats:
@@ -244,10 +247,10 @@ class FlightRecorder:
             info["contents"] = "storage"
         _within_one_event(info, view_bytes)
         if info["contents"] != "none":
-            if torch.is_complex(tensor):
+            if complex_:
                 info["contents"], info["reason"] = "none", "a complex tensor"
             else:
-                view = _flat(tensor, info["contents"])
+                view = _flat(tensor, info["contents"], storage // itemsize, self._torch)
                 pending.names.append(name)
                 pending.views.append(view)
                 pending.sizes.append(view.numel())
@@ -258,8 +261,9 @@ class FlightRecorder:
         """Record the tensors a table of raw pointers (``*_ptrs``, int64) points into,
         found among the callers' tensors; a pointer that none holds is said so."""
         torch = self._torch
-        for name, value in bound.items():
-            if not (name.endswith("_ptrs") and isinstance(value, torch.Tensor)
+        for name in pending.meta.pointer_params:
+            value = bound.get(name)
+            if not (isinstance(value, torch.Tensor)
                     and value.dtype in (torch.int64, torch.uint64) and value.dim() == 1):
                 continue  # vLLM 0.32 keeps its pointer tables as uint64, 0.33 as int64
             pointers = [int(p) for p in value.view(torch.int64).cpu().tolist()]
@@ -312,7 +316,7 @@ def event_fields(pending: Pending) -> dict[str, Any]:
     meta = pending.meta
     tensors: dict[str, dict[str, Any]] = {}
     for name, info in pending.tensors.items():
-        out = dict(info)
+        out = {**info, "shape": list(info["shape"]), "strides": list(info["strides"])}
         if not out["reason"]:
             del out["reason"]
         tensors[name] = out
@@ -365,17 +369,26 @@ def _within_one_event(info: dict[str, Any], view_bytes: int) -> None:
                       f"({EVENT_CONTENT_BYTES} bytes): shape only")
 
 
-def _dtype_name(dtype: Any) -> str:
-    return str(dtype).removeprefix("torch.")
+#: per torch dtype: its name, whether it is integer or boolean (copied whole), whether it is
+#: complex, its item size
+_DTYPE_FACTS: dict[Any, tuple[str, bool, bool, int]] = {}
 
 
-def _flat(tensor: Any, contents: str) -> Any:
-    """``tensor``'s storage (``storage``) or elements (``view``) as flat bytes (a view of the
-    live memory for ``storage``; no copy yet)."""
-    import torch
+def _dtype_facts(dtype: Any) -> tuple[str, bool, bool, int]:
+    """``dtype``'s name, whether it is integer or boolean, whether it is complex, and its
+    item size (kept per dtype: the launch path asks for each tensor)."""
+    facts = _DTYPE_FACTS.get(dtype)
+    if facts is None:
+        whole = not (dtype.is_floating_point or dtype.is_complex)
+        facts = (str(dtype).removeprefix("torch."), whole, dtype.is_complex, dtype.itemsize)
+        _DTYPE_FACTS[dtype] = facts
+    return facts
 
+
+def _flat(tensor: Any, contents: str, count: int, torch: Any) -> Any:
+    """``tensor``'s storage (``storage``: its ``count`` elements) or elements (``view``) as
+    flat bytes (a view of the live memory for ``storage``; no copy yet)."""
     if contents == "storage":
-        count = tensor.untyped_storage().nbytes() // tensor.element_size()
         whole = torch.as_strided(tensor.detach(), (count,), (1,), 0)
     else:
         whole = tensor.detach().contiguous().reshape(-1)
