@@ -407,6 +407,13 @@ TESTS = {
              "tests/hostile/test_round7_digits.py::test_a_set_number_of_other_digits_is_one_line",
              "tests/hostile/test_round7_digits.py::"
              "test_a_planted_build_of_other_digits_stops_no_clean_up"],
+    "T39t": ["tests/hostile/test_round8_shrink.py::test_every_step_of_the_chain_is_needed",
+             "tests/hostile/test_round8_shrink.py::"
+             "test_a_capture_whose_every_step_is_needed_shrinks_in_linear_time",
+             "tests/hostile/test_round8_shrink.py::"
+             "test_a_search_within_its_budget_is_still_one_minimal",
+             "tests/hostile/test_round8_shrink.py::"
+             "test_shrink_says_when_it_stopped_at_its_budget"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"
