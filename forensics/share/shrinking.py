@@ -74,7 +74,7 @@ class ShrinkResult:
     #: False when the search stopped at its budget (:data:`SEARCH_FACTOR`): what was written
     #: keeps the evidence, but a record of it might still be dropped
     complete: bool = True
-    #: the records the window held, and the records the search replayed
+    #: the records the window held, and the records its two ddmin searches replayed
     window_records: int = 0
     records_replayed: int = 0
 
