@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Shrink, print what was kept and what it cost; return the exit code."""
     from forensics.share.evidence import EvidenceChangedError
-    from forensics.share.shrinking import shrink
+    from forensics.share.shrinking import SEARCH_FACTOR, shrink
 
     try:
         result = shrink(args.capture, args.output, args.variant, force=args.force,
@@ -40,5 +40,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {result.path}: kept {result.records_kept} of {result.records_before} records "
           f"({100 * result.fraction_kept:.3g}%), steps {result.steps_kept}; "
           f"{result.replays} replays, {result.seconds:.1f} s")
+    if not result.complete:
+        print(f"note: the search stopped at its budget ({SEARCH_FACTOR} times the records each "
+              f"pass starts from, {result.window_records} for the first; "
+              f"{result.records_replayed} replayed): {result.path} keeps the evidence, but some "
+              "of its records may not be needed")
     return 0
 

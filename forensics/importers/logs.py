@@ -26,11 +26,12 @@ from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
 from forensics.importers.common import where_of
 from forensics.importers.tracebacks import Chains
+from forensics.importers.wide import PREFIX_BYTES, refuse_wide
 from forensics.records import Record
 from forensics.sites import SITES, get_site
 from forensics.sites.base import LogLine
 from forensics.store.events import MAX_EVENTS
-from forensics.store.guarded import iter_lines
+from forensics.store.guarded import iter_lines, read_prefix
 from forensics.validate import validate_record
 
 STEP_RE = re.compile(r"\bstep[=:]\s*(\d+)")
@@ -47,9 +48,6 @@ EVENT_PATTERNS = (
     ("cuda_error", re.compile(r"device-side assert triggered", re.I)),
 )
 MAX_LINE = 1 << 16
-#: byte-order marks of text that is not UTF-8 (UTF-32's first: it begins as UTF-16's does)
-WIDE_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32LE"), (codecs.BOM_UTF32_BE, "UTF-32BE"),
-             (codecs.BOM_UTF16_LE, "UTF-16LE"), (codecs.BOM_UTF16_BE, "UTF-16BE"))
 MAX_INT = 2**63 - 1
 MAX_DIGITS = 20  # longer numbers are outside int64 and are not converted
 MAX_RECORDS = 1_000_000  # summary records one log may yield (each held until written)
@@ -71,21 +69,16 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
     """The lines of the UTF-8 log ``path``, numbered (a byte that is not UTF-8 read as
     U+FFFD, a UTF-8 byte-order mark dropped).
 
-    Raises CaptureFormatError when the log starts with a UTF-16 or UTF-32 byte-order mark (a
-    log saved by PowerShell's ``>``): read as UTF-8, none of its lines would match, and its
-    crashes would be imported as none."""
+    Raises CaptureFormatError when the log's first bytes are UTF-16 or UTF-32 text, with a
+    byte-order mark (a log saved by PowerShell's ``>``) or without (:mod:`.wide`): read as
+    UTF-8, none of its lines would match, and its crashes would be imported as none."""
+    refuse_wide(path, read_prefix(path, "log", PREFIX_BYTES))
     first = True
     for number, line, _complete in iter_lines(path, "log", max_line=MAX_LINE, cr_ends=True):
         if first:
             first = False
             if line.startswith(codecs.BOM_UTF8):
                 line = line[len(codecs.BOM_UTF8):]
-            for bom, name in WIDE_BOMS:
-                if line.startswith(bom):
-                    raise CaptureFormatError(
-                        f"log '{path}' is {name} text (it starts with its byte-order mark); "
-                        f"logs are read as UTF-8: convert it first (iconv -f {name[:-2]} -t "
-                        "UTF-8)")
         yield number, line.decode("utf-8", errors="replace")
 
 

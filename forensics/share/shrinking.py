@@ -15,11 +15,18 @@ with the records behind every finding. The search then works on small sets only:
 2. **steps**: ``ddmin`` over the window's steps (each step with all its records);
 3. **records**: ``ddmin`` over the records left.
 
-Each test is a replay of the candidate records in memory; records are decoded once.
+Each test is a replay of the candidate records in memory; records are decoded once. ``ddmin``
+over items that are all needed (a capture whose every step the evidence needs: each missing
+step makes a wrong token appear) tests the complement of each of n chunks at every granularity:
+its replays take in records quadratic in the window's. Each search replays at most
+:data:`SEARCH_FACTOR` times the records it starts from (a :class:`~forensics.share.ddmin.Budget`);
+spent, it keeps the smallest set found so far, which keeps the evidence, and the result says
+it stopped (:attr:`ShrinkResult.complete`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Sequence
@@ -32,7 +39,7 @@ import numpy as np
 from forensics.errors import ForensicsError
 from forensics.judge.continuity import CLAMPED, SUBSTITUTED
 from forensics.progress import Progress
-from forensics.share.ddmin import ddmin
+from forensics.share.ddmin import Budget, ddmin
 from forensics.share.evidence import Evidence, differences, evidence_of, publish, reference
 
 if TYPE_CHECKING:
@@ -43,6 +50,8 @@ if TYPE_CHECKING:
 #: the token continuity findings (a verified one makes its site a violation, a draft one a
 #: suspect): their records witness the verdict as a bounds finding's do
 TOKEN_KINDS = (SUBSTITUTED, CLAMPED)
+#: the records each ddmin search may replay in all, as a multiple of the records it starts from
+SEARCH_FACTOR = 64
 
 
 class NothingToKeepError(ForensicsError, ValueError):
@@ -62,6 +71,12 @@ class ShrinkResult:
     evidence: Evidence
     #: of ``seconds``: the replay of the original (the rest: search, write, verify)
     reference_seconds: float = 0.0
+    #: False when the search stopped at its budget (:data:`SEARCH_FACTOR`): what was written
+    #: keeps the evidence, but a record of it might still be dropped
+    complete: bool = True
+    #: the records the window held, and the records its two ddmin searches replayed
+    window_records: int = 0
+    records_replayed: int = 0
 
     @property
     def fraction_kept(self) -> float:
@@ -98,7 +113,9 @@ def shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[
     path = publish(out, [search.record(i) for i in kept], manifest, cap.events, expected, names,
                    force)
     return ShrinkResult(path, len(result.records), len(kept), steps, search.replays + 2,
-                        time.perf_counter() - start, expected, reference_seconds)
+                        time.perf_counter() - start, expected, reference_seconds,
+                        not any(b.exhausted for b in search.budgets), search.window_records,
+                        sum(b.spent for b in search.budgets))
 
 
 class _Search:
@@ -110,6 +127,8 @@ class _Search:
         self.index, self.findings = result.index, result.findings
         self.replays = 0
         self._records: dict[int, Record] = {}
+        self.budgets: list[Budget] = []  # of the search over steps, then over records
+        self.window_records = 0
         self.bar = Progress(1, "shrink", force=True) if progress else None
 
     def record(self, i: int) -> Record:
@@ -133,16 +152,31 @@ class _Search:
         """Positions of the records kept, in capture order."""
         try:
             steps = self.window()
-            steps, _ = ddmin(steps, lambda s: self.keeps(self.at_steps(s)))
-            kept, _ = ddmin(self.at_steps(steps), self.keeps)
+            self.window_records = len(self.at_steps(steps))
+            self.budgets = [Budget(SEARCH_FACTOR * self.window_records)]
+            steps, _ = ddmin(steps, lambda s: self.keeps(self.at_steps(s)), self.budgets[0],
+                             lambda s: sum(len(self.by_step[step]) for step in s))
+            left = self.at_steps(steps)
+            self.budgets.append(Budget(SEARCH_FACTOR * len(left)))
+            kept, _ = ddmin(left, self.keeps, self.budgets[1])
         finally:
             if self.bar is not None:
                 self.bar.close()
         return sorted(kept)
 
+    @functools.cached_property
+    def by_step(self) -> dict[int, list[int]]:
+        """Each step's record positions, in capture order."""
+        out: dict[int, list[int]] = {}
+        steps = self.index["step"].to_numpy(np.int64).tolist()
+        for position, step in zip(self.index.index.tolist(), steps, strict=True):
+            out.setdefault(step, []).append(int(position))
+        return out
+
     def at_steps(self, steps: Sequence[int]) -> list[int]:
-        """Positions of every record at ``steps``."""
-        return [int(i) for i in self.index.index[self.index["step"].isin(list(steps))]]
+        """Positions of every record at ``steps``, in capture order (from a table made once:
+        a look-up over the whole index for each subset tested was quadratic in the steps)."""
+        return sorted(i for step in steps for i in self.by_step.get(int(step), ()))
 
     def window(self) -> list[int]:
         """The witness steps, widened backwards until their records keep the evidence."""

@@ -407,6 +407,20 @@ TESTS = {
              "tests/hostile/test_round7_digits.py::test_a_set_number_of_other_digits_is_one_line",
              "tests/hostile/test_round7_digits.py::"
              "test_a_planted_build_of_other_digits_stops_no_clean_up"],
+    "T39s": ["tests/hostile/test_round8_encodings.py::"
+             "test_a_wide_log_without_a_mark_is_refused_naming_its_encoding",
+             "tests/hostile/test_round8_encodings.py::"
+             "test_a_short_wide_log_is_refused_and_a_long_one_read_only_in_its_prefix",
+             "tests/hostile/test_round8_encodings.py::test_a_real_vllm_log_is_never_refused",
+             "tests/hostile/test_round8_encodings.py::"
+             "test_binary_ish_content_is_not_taken_for_wide_text"],
+    "T39t": ["tests/hostile/test_round8_shrink.py::test_every_step_of_the_chain_is_needed",
+             "tests/hostile/test_round8_shrink.py::"
+             "test_a_capture_whose_every_step_is_needed_shrinks_in_linear_time",
+             "tests/hostile/test_round8_shrink.py::"
+             "test_a_search_within_its_budget_is_still_one_minimal",
+             "tests/hostile/test_round8_shrink.py::"
+             "test_shrink_says_when_it_stopped_at_its_budget"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"

@@ -1,0 +1,71 @@
+"""Logs in UTF-16 or UTF-32, which the importers (reading UTF-8) would read as garbage.
+
+A log starting with a UTF-16 or UTF-32 byte-order mark (PowerShell's ``>``) is named by its
+mark. Without one (some Windows tools write UTF-16 that way), mostly-ASCII text still shows
+its encoding in its first bytes: in UTF-16LE a NUL follows each character, in UTF-16BE one
+precedes it, in UTF-32 three do. :func:`wide_encoding` reads only a bounded prefix
+(:data:`PREFIX_BYTES`) and asks that nearly every code unit be so (:data:`SHARE`): a UTF-8 log
+has no NUL in its text, and binary data (random bytes, runs of NULs, small integers) fails one
+half of the test or the other.
+"""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+
+from forensics.errors import CaptureFormatError
+
+#: byte-order marks of text that is not UTF-8 (UTF-32's first: it begins as UTF-16's does)
+WIDE_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32LE"), (codecs.BOM_UTF32_BE, "UTF-32BE"),
+             (codecs.BOM_UTF16_LE, "UTF-16LE"), (codecs.BOM_UTF16_BE, "UTF-16BE"))
+#: the bytes of a log read to tell its encoding (a fixed cost, whatever the log's size)
+PREFIX_BYTES = 4096
+#: the share of code units that must be one printable ASCII character and NULs
+SHARE = 0.9
+#: the fewest code units judged (a shorter prefix is read as UTF-8)
+MIN_UNITS = 4
+#: the bytes of text: tab, line ends and printable ASCII
+_TEXT = bytes([9, 10, 13, *range(32, 127)])
+#: (encoding, code unit's width, offset of its character byte, what the refusal says of it)
+_LAYOUTS = (("UTF-32LE", 4, 0, "three NUL bytes after"),
+            ("UTF-32BE", 4, 3, "three NUL bytes before"),
+            ("UTF-16LE", 2, 0, "a NUL byte after"), ("UTF-16BE", 2, 1, "a NUL byte before"))
+
+
+def wide_encoding(prefix: bytes) -> tuple[str, str | None] | None:
+    """The encoding a log's first bytes ``prefix`` are in, when UTF-16 or UTF-32 (None: read
+    it as UTF-8), with what shows it: None for its byte-order mark, else the NULs around its
+    characters in words."""
+    for bom, name in WIDE_BOMS:
+        if prefix.startswith(bom):
+            return name, None
+    for name, width, at, nuls in _LAYOUTS:
+        units = len(prefix) // width
+        if units >= MIN_UNITS and _laid_out(prefix[:units * width], width, at, units):
+            return name, f"{nuls} nearly every character of its first {units * width} bytes"
+    return None
+
+
+def _laid_out(data: bytes, width: int, at: int, units: int) -> bool:
+    """Whether nearly every ``width``-byte unit of ``data`` is a text byte at ``at`` and NULs
+    elsewhere (each count a pass in C over a slice of the prefix)."""
+    chars = data[at::width]
+    if len(chars.translate(None, _TEXT)) > (1 - SHARE) * units:
+        return False
+    return all(data[k::width].count(0) >= SHARE * units for k in range(width) if k != at)
+
+
+def refuse_wide(path: Path, prefix: bytes) -> None:
+    """Raise CaptureFormatError naming the log ``path``, its encoding and the ``iconv`` that
+    converts it when its first bytes ``prefix`` are UTF-16 or UTF-32 text."""
+    found = wide_encoding(prefix)
+    if found is None:
+        return
+    name, nuls = found
+    if nuls is None:  # iconv reads the byte order from the mark
+        what, source = f"is {name} text (it starts with its byte-order mark)", name[:-2]
+    else:
+        what, source = f"looks like {name} text without a byte-order mark ({nuls})", name
+    raise CaptureFormatError(f"log '{path}' {what}; logs are read as UTF-8: convert it first "
+                             f"(iconv -f {source} -t UTF-8)")
