@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError

@@ -321,10 +321,10 @@ def write_capture(path: str | os.PathLike[str], records: Iterable[Record],
 @contextmanager
 def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = None,
                 force: bool = False) -> Iterator[CaptureWriter]:
-    """A writer (process name :data:`~forensics.store.paths.WRITTEN_AGAIN`) on a new capture built beside ``path``, put in place
-    when the block ends without an exception (:func:`forensics.store.replace.install`: a
-    SIGKILL at any moment leaves the old capture or the new one, whole); on an exception
-    nothing is left behind.
+    """A writer (process name :data:`~forensics.store.paths.WRITTEN_AGAIN`) on a new capture
+    built beside ``path``, put in place when the block ends without an exception
+    (:func:`forensics.store.replace.install`: a SIGKILL at any moment leaves the old capture
+    or the new one, whole); on an exception nothing is left behind.
 
     Raises:
         OutputExistsError: as :func:`write_capture`.
