@@ -370,7 +370,10 @@ class WriterChannel:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.wait(1.0)
+                try:
+                    proc.wait(1.0)
+                except subprocess.TimeoutExpired:  # blocked in the kernel (a dead disk)
+                    pass
             self.read_acks()
             done = self.ack.done >= self.head
         if self._acks >= 0:

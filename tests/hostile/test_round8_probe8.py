@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,73 @@ def test_a_capture_written_again_keeps_each_process_and_a_planted_file_claims_no
     events = forensics.load(planted).events
     assert [e["process"] for e in events] == ["h-9", "h-9", "h-1", "h-2", "h-2"]
     assert unstopped(events) == ["h-1"]
+
+
+def _acks_lost_after(session: ProbeSession, monkeypatch: pytest.MonkeyPatch, calls: int) -> Any:
+    """The writer process writes ``calls`` more records, but its acknowledgements of them
+    never reach the engine (as when it is killed between a write and its ack): the engine's
+    channel keeps the ack it had. Returns the writer's process once the capture holds them."""
+    channel = session.backend.channel
+    frozen, real = channel.ack, WriterChannel.read_acks
+
+    def read_acks(self: WriterChannel) -> bool:
+        alive = real(self)
+        self.ack = frozen
+        return alive
+
+    monkeypatch.setattr(WriterChannel, "read_acks", read_acks)
+    record_batch_changes(session, [[0, 1]] * calls)  # poked every 4
+    deadline = time.monotonic() + 60
+    while len(forensics.load(session.settings.capture)) < BEFORE + calls:
+        assert time.monotonic() < deadline, "the writer process wrote nothing in 60 s"
+        time.sleep(0.02)
+    return channel.proc
+
+
+def _session(tmp_path: Path) -> ProbeSession:
+    """A session whose writer process wrote and acknowledged BEFORE records."""
+    session = ProbeSession(make_settings(tmp_path, capture=tmp_path / "k.capture", ring=64,
+                                         flush_every=4))
+    assert isinstance(session.backend, ProcessBackend)
+    record_batch_changes(session, [[0, 1]] * BEFORE)
+    assert session.drain(timeout=30)
+    return session
+
+
+def test_records_a_killed_writer_wrote_after_its_last_ack_are_counted_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer process wrote 8 records, then was killed (SIGKILL) before their ack reached
+    the engine: they are in the capture, and were counted as dropped. Now the engine counts
+    what the segments that process made hold."""
+    session = _session(tmp_path)
+    proc = _acks_lost_after(session, monkeypatch, 8)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    session.close()
+    counts = session.counts
+    assert counts["records"] == BEFORE + 8 and counts["dropped"] == 0
+    assert len(forensics.load(session.settings.capture)) == counts["written"] == BEFORE + 8
+    events = forensics.load(session.settings.capture).events
+    (lost,) = [e for e in events if e["kind"] == "probe_writer_lost"]
+    assert lost["unacknowledged"] == 8 and lost["found"] == 8 and lost["dropped"] == 0
+
+
+def test_records_a_stalled_writer_wrote_before_the_close_killed_it_are_counted_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer process wrote 8 records and stopped (SIGSTOP) before their ack reached the
+    engine; a wait for it timed out, and the close killed it: the 8 in the capture are
+    counted written, not dropped."""
+    monkeypatch.setattr(session_module, "FLUSH_SECONDS", 0.05)
+    session = _session(tmp_path)
+    proc = _acks_lost_after(session, monkeypatch, 8)
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        assert not session.drain(timeout=0.05)  # the wait times out: the writer is stalled
+        session.close()
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL
+    counts = session.counts
+    assert counts["records"] == BEFORE + 8 and counts["dropped"] == 0
+    assert len(forensics.load(session.settings.capture)) == counts["written"] == BEFORE + 8
