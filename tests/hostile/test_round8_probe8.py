@@ -141,8 +141,11 @@ STOP = {"kind": "probe_stop", "step": 9, "rank": 0}
 def test_a_stop_in_another_process_events_file_does_not_hide_a_death(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Process h-1 started and died; process h-2's events file also holds a ``probe_stop``
-    naming ``process`` h-1. It was read as h-1's stop: no death in ``known`` or ``summary``.
-    Now an event's process is the one whose events file holds it."""
+    naming ``process`` h-1. It was read as h-1's stop: no death in ``known`` or ``summary``
+    (nor the report's header, which says what ``summary`` says). Now an event's process is the
+    one whose events file holds it; and ``triage``'s row counts a process that died without
+    the probe's stop as a crash (it said "clean" for any such capture)."""
+    from forensics.fleet.facts import capture_facts
     from forensics.known.evidence import unstopped
 
     path = _capture(tmp_path / "two.capture", {
@@ -152,6 +155,7 @@ def test_a_stop_in_another_process_events_file_does_not_hide_a_death(
     assert unstopped(events) == ["h-1"]
     assert "1 process(es) died without the probe's stop" in _said(["known", str(path)], capsys)
     assert "stopped without the probe's stop" in _said(["summary", str(path)], capsys)
+    assert capture_facts(forensics.load(path))["crashed"]  # triage's row: not "clean"
 
 
 def test_a_capture_written_again_keeps_each_process_and_a_planted_file_claims_none(
