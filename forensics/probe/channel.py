@@ -71,9 +71,9 @@ def ended(proc: subprocess.Popen[bytes] | None) -> str:
 
 def run_time(pid: int) -> int | None:
     """The CPU time process ``pid`` has run so far, in nanoseconds (``/proc/PID/schedstat``;
-    clock ticks of ``/proc/PID/stat`` where the kernel keeps no schedstat), or None when
-    neither can be read: a process that is stopped, or blocked on a disk that no longer
-    answers, runs none."""
+    clock ticks of ``/proc/PID/stat`` where the kernel keeps no schedstat); None when neither
+    can be read. A process that is stopped, or blocked on a disk that no longer answers, adds
+    none."""
     try:
         with open(f"/proc/{pid}/schedstat", "rb") as file:
             return int(file.read().split()[0])
@@ -353,8 +353,8 @@ class WriterChannel:
     def close(self, timeout: float = CLOSE_SECONDS) -> bool:
         """Poke, close the child's stdin (it writes what it was given, then exits) and wait
         for it, at most ``timeout`` seconds, then kill it. A :meth:`stalled` child is not
-        waited for twice: it is killed at once unless it :meth:`moves` within
-        :data:`LOOK_SECONDS`. True when it acknowledged every frame."""
+        waited for twice: unless it :meth:`moves` within :data:`LOOK_SECONDS`, it is killed
+        after that look. True when it acknowledged every frame."""
         proc = self.proc
         done = True
         if proc is not None:
