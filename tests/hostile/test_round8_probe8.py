@@ -182,18 +182,22 @@ def _acks_lost_after(session: ProbeSession, monkeypatch: pytest.MonkeyPatch, cal
     channel keeps the ack it had. Returns the writer's process once the capture holds them."""
     channel = session.backend.channel
     frozen, real = channel.ack, WriterChannel.read_acks
+    sent = [frozen]  # the writer's latest ack, which the engine does not take
 
     def read_acks(self: WriterChannel) -> bool:
         alive = real(self)
-        self.ack = frozen
+        if self.ack is not frozen:  # one came
+            sent[0], self.ack = self.ack, frozen
         return alive
 
     monkeypatch.setattr(WriterChannel, "read_acks", read_acks)
     record_batch_changes(session, [[0, 1]] * calls)  # poked every 4
     deadline = time.monotonic() + 60
-    while len(forensics.load(session.settings.capture)) < BEFORE + calls:
+    while sent[0].written < BEFORE + calls:  # written and fsynced, then acknowledged
         assert time.monotonic() < deadline, "the writer process wrote nothing in 60 s"
         time.sleep(0.02)
+        channel.read_acks()
+    assert len(forensics.load(session.settings.capture)) == BEFORE + calls
     return channel.proc
 
 
