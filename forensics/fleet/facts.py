@@ -17,6 +17,8 @@ def capture_facts(capture: Any) -> dict[str, Any]:
     """Host, pid, ranks, engine id, vLLM version, runner, speculative method, async flag,
     steps, records and events of a loaded capture; a fact the capture lacks is "unknown"
     (None for numbers and flags)."""
+    from forensics.known.evidence import unstopped
+
     manifest = capture.manifest
     process = _dict(manifest.get("process"))
     model = _dict(manifest.get("model"))
@@ -36,7 +38,8 @@ def capture_facts(capture: Any) -> dict[str, Any]:
         "records": int(summary["records"]),
         "crash_events": event_text(capture.events, CRASH_KINDS),
         "guard_events": event_text(capture.events, GUARD_KINDS),
-        "crashed": any(e.get("kind") in CRASH_KINDS for e in capture.events),
+        "crashed": any(e.get("kind") in CRASH_KINDS for e in capture.events)
+        or bool(unstopped(capture.events)),
         "scenario": _text(simulation.get("scenario")) if simulation else "",
         "started": _text(manifest.get("created")),
         "history": step_history(summary),

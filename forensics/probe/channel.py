@@ -41,6 +41,9 @@ RING_BYTES = 16 << 20
 BLOCK_SHARE = 4
 #: how long the engine waits for the child to start reading before it counts it as dead
 CLOSE_SECONDS = 10.0
+#: how long the close looks for a stalled child moving before it ends it (one resumed, as by
+#: SIGCONT, just before the close may not have been scheduled yet); well under CLOSE_SECONDS
+LOOK_SECONDS = 0.5
 #: the child's exit status when it could not start (its one line on stderr says why)
 START_FAILED = 3
 #: its exit status when it stopped on an error of its own after starting (one line too)
@@ -64,6 +67,24 @@ def ended(proc: subprocess.Popen[bytes] | None) -> str:
     if code == FAILED:
         return f"it stopped on an error (exit status {code}; its line on stderr says why)"
     return f"it exited with status {code}"
+
+
+def run_time(pid: int) -> int | None:
+    """The CPU time process ``pid`` has run so far, in nanoseconds (``/proc/PID/schedstat``;
+    clock ticks of ``/proc/PID/stat`` where the kernel keeps no schedstat); None when neither
+    can be read. A process that is stopped, or blocked on a disk that no longer answers, adds
+    none."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as file:
+            return int(file.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            fields = file.read().rpartition(b")")[2].split()
+        return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def available() -> bool:
@@ -313,15 +334,31 @@ class WriterChannel:
         self.read_acks()
         return self._stall.holds(self.ack.done)
 
+    def moves(self, seconds: float) -> bool:
+        """Whether the child, :meth:`stalled`, is seen moving within ``seconds``: it
+        acknowledged more, ended, or ran on a CPU (one resumed just before, not scheduled
+        yet, runs as soon as it is; a stopped one, or one blocked on a dead disk, does not)."""
+        assert self.proc is not None
+        start = run_time(self.proc.pid)
+        deadline = time.monotonic() + seconds
+        while self.stalled() and self.proc.poll() is None:
+            now = run_time(self.proc.pid)
+            if start is not None and now is not None and now != start:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
     def close(self, timeout: float = CLOSE_SECONDS) -> bool:
         """Poke, close the child's stdin (it writes what it was given, then exits) and wait
-        for it, at most ``timeout`` seconds (then kill it; at once when it is
-        :meth:`stalled`: it is not waited for twice); True when it acknowledged every
-        frame."""
+        for it, at most ``timeout`` seconds, then kill it. A :meth:`stalled` child is not
+        waited for twice: unless it :meth:`moves` within :data:`LOOK_SECONDS`, it is killed
+        after that look. True when it acknowledged every frame."""
         proc = self.proc
         done = True
         if proc is not None:
-            if self.stalled():
+            if self.stalled() and not self.moves(LOOK_SECONDS):
                 timeout = 0.0
             self.poke()
             try:
@@ -333,7 +370,10 @@ class WriterChannel:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.wait(1.0)
+                try:
+                    proc.wait(1.0)
+                except subprocess.TimeoutExpired:  # blocked in the kernel (a dead disk)
+                    pass
             self.read_acks()
             done = self.ack.done >= self.head
         if self._acks >= 0:

@@ -244,12 +244,13 @@ class ProbeSession:
             self.counts[name] += n
 
     def writer_lost(self, unacked: int, detail: str,
-                    salvage: Callable[[Any], Salvaged] | None = None) -> None:
+                    salvage: Callable[[Any], Salvaged] | None = None, found: int = 0) -> None:
         """The writer process died (or never started: ``detail`` says how, on one line),
-        ``unacked`` records not acknowledged: go on with a writer thread of this process,
-        which first writes again what ``salvage`` can of them (those still in the ring that
-        the process never read); the others are counted as dropped, their steps said in
-        one log line and a ``probe_writer_lost`` event."""
+        ``unacked`` records not acknowledged, ``found`` of them in the capture all the same
+        (written before it died): go on with a writer thread of this process, which first
+        writes again what ``salvage`` can of them (those still in the ring that the process
+        never read); the others are counted as dropped, their steps said in one log line and
+        a ``probe_writer_lost`` event."""
         self.backend = backend = ThreadBackend(self, self._writer_factory)
         backend.open()
         saved = Salvaged()
@@ -258,19 +259,19 @@ class ProbeSession:
                 saved = salvage(backend.writer)
             except Exception as exc:
                 self.error(exc, "writing again the records a lost writer process left")
-        lost = max(unacked - saved.records, 0)
+        lost = max(unacked - saved.records - found, 0)
         with self._lock:
             self.counts["dropped"] += lost + saved.dropped
-            self.counts["written"] += saved.written
+            self.counts["written"] += saved.written + found
             self.counts["errors"] += saved.errors
         steps = f" (steps {saved.unsure[0]} to {saved.unsure[-1]})" if saved.unsure else ""
         LOG.warning("forensics probe: the writer process was lost (%s); of the %d records it "
-                    "had not acknowledged, %d were written again from the ring and %d are "
-                    "dropped%s; writing in this process from now on", detail, unacked,
-                    saved.written, lost, steps)
+                    "had not acknowledged, %d were found in the capture, %d were written "
+                    "again from the ring and %d are dropped%s; writing in this process from "
+                    "now on", detail, unacked, found, saved.written, lost, steps)
         if backend.accepts_events():
             self._event("probe_writer_lost", error=detail, unacknowledged=unacked,
-                        recovered=saved.written, dropped=lost,
+                        found=found, recovered=saved.written, dropped=lost,
                         unsure_steps=saved.unsure[:1] + saved.unsure[-1:])
 
     def start_event(self) -> None:
@@ -387,6 +388,8 @@ class ProcessBackend:
         self.hands_off_each = session.settings.handoff == "record"
         self.channel: WriterChannel | None = None
         self._acked = Ack()  # the writer process's counts as last added to the session's
+        #: this process's segment files when its writer process started (None: unknown)
+        self._before: frozenset[str] | None = None
 
     def record_added(self, due: bool) -> None:
         """Start the writer process at the first record; poke it when a flush is due."""
@@ -461,7 +464,9 @@ class ProcessBackend:
         done = channel.close()
         self._take_counts(channel)
         if not done:
-            self.session.counts["dropped"] += channel.framed - channel.ack.records
+            found = self._found(channel)
+            self.session.counts["written"] += found
+            self.session.counts["dropped"] += channel.framed - channel.ack.records - found
             self.session.counts["timeouts"] += 1
 
     def _frame(self, ready: list[PendingRecord]) -> None:
@@ -522,6 +527,7 @@ class ProcessBackend:
                 from forensics.probe.manifest import build_manifest
                 from forensics.store.manifest import build_manifest as full_manifest
 
+                self._before = self._own_segments()
                 channel.start(self.session.folder().fd, self.session.process,
                               full_manifest(build_manifest(self.session)))  # this process's
             except Exception as exc:
@@ -540,6 +546,39 @@ class ProcessBackend:
             self._lost(None)
         elif waited and not done:
             self.session.counts["timeouts"] += 1
+
+    def _own_segments(self) -> frozenset[str] | None:
+        """The names of this process's segment files in the capture now (None when the
+        folder cannot be listed)."""
+        from forensics.store.paths import parse_segment_name
+
+        try:
+            names = os.listdir(self.session.folder().fd)
+        except OSError:
+            return None
+        return frozenset(entry for entry in names if (name := parse_segment_name(entry))
+                         is not None and name.process == self.session.process)
+
+    def _found(self, channel: WriterChannel) -> int:
+        """The records the ended writer process of ``channel`` wrote after its last
+        acknowledgement (killed, or dead, between a write and its ack): those the capture
+        holds, as a reader reads them, in the segments of this process made since it started,
+        past the records it acknowledged as written; at most those it did not acknowledge.
+        0 while it may still write, or when the segments cannot be listed or read."""
+        unacked = channel.framed - channel.ack.records
+        if unacked <= 0 or channel.alive() or self._before is None:
+            return 0
+        from forensics.store.reader import records_in
+
+        try:
+            now = self._own_segments()
+            if now is None:
+                return 0
+            on_disk = records_in(self.session.folder().path, sorted(now - self._before))
+        except Exception as exc:  # a segment a reader refuses: counted as before, said
+            self.session.error(exc, "counting the records a lost writer process left")
+            return 0
+        return max(0, min(on_disk - channel.ack.written, unacked))
 
     def _take_counts(self, channel: WriterChannel) -> None:
         ack, last, counts = channel.ack, self._acked, self.session.counts
@@ -560,7 +599,8 @@ class ProcessBackend:
         self._take_counts(channel)
         detail = channel_module.ended(channel.proc) if exc is None else error_text(exc)
         self.session.writer_lost(channel.framed - channel.ack.records, " ".join(detail.split()),
-                                 lambda writer: self._salvage(channel, writer))
+                                 lambda writer: self._salvage(channel, writer),
+                                 self._found(channel))
 
     @staticmethod
     def _salvage(channel: WriterChannel, writer: Any) -> Salvaged:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError
 from forensics.store.fs import append_whole
 from forensics.store.guarded import iter_lines
-from forensics.store.paths import EVENTS_RE
+from forensics.store.paths import EVENTS_RE, WRITTEN_AGAIN
 
 #: the longest event line, and the most events a capture may hold
 MAX_LINE = 1 << 20
@@ -109,7 +110,7 @@ def read_events(root: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """Read every events sidecar of the capture at ``root``, line by line in bounded pieces.
 
     Returns:
-        (events in file-name then line order, each with ``process`` added when absent;
+        (events in file-name then line order, each with its ``process``: :func:`owner`;
         names of sidecars whose last line was cut short and ignored).
     Raises:
         CaptureFormatError: a complete line that is not a JSON object, an event whose ``kind``
@@ -120,17 +121,32 @@ def read_events(root: Path) -> tuple[list[dict[str, Any]], list[str]]:
     events: list[dict[str, Any]] = []
     truncated: list[str] = []
     containers = [0]  # the lists and objects read so far (at most MAX_CONTAINERS)
-    for name in sorted(os.listdir(root)):
-        match = EVENTS_RE.fullmatch(name)
-        if match is None:
-            continue
-        if _read_one(root, root / name, match["process"], events, containers):
+    files = {match["process"]: name for name in sorted(os.listdir(root))
+             if (match := EVENTS_RE.fullmatch(name)) is not None}
+    for process, name in files.items():
+        start = len(events)
+        if _read_one(root, root / name, events, containers):
             truncated.append(name)
+        for event in events[start:]:
+            event["process"] = owner(event, process, files)
     return events, truncated
 
 
-def _read_one(root: Path, path: Path, process: str, out: list[dict[str, Any]],
-              containers: list[int]) -> bool:
+def owner(event: dict[str, Any], process: str, files: Iterable[str]) -> Any:
+    """The process an event of ``process``'s events file stands for, ``files`` naming the
+    processes with an events file in the capture: the file's own process, unless the event's
+    ``process`` field names another process that has no events file of its own and the file
+    is that of a capture written again (:data:`~forensics.store.paths.WRITTEN_AGAIN`: it
+    holds every process's events, each naming its own). A field naming another process in
+    any other file is not believed: a ``probe_stop`` in one process's file claiming another
+    process must not hide that process's death."""
+    claimed = event.get("process", process)
+    if process == WRITTEN_AGAIN and not (isinstance(claimed, str) and claimed in files):
+        return claimed
+    return process
+
+
+def _read_one(root: Path, path: Path, out: list[dict[str, Any]], containers: list[int]) -> bool:
     """Append the events of one sidecar to ``out`` (``containers[0]``: the lists and objects
     read so far, counted from their opening brackets before a line is parsed); True when its
     last line was cut short."""
@@ -151,11 +167,11 @@ def _read_one(root: Path, path: Path, process: str, out: list[dict[str, Any]],
                                      f"events hold more than {MAX_CONTAINERS} JSON lists and "
                                      "objects; an event is one short JSON object: remove the "
                                      "excess lines")
-        out.append(_event(line, path, number, process))
+        out.append(_event(line, path, number))
     return False
 
 
-def _event(line: bytes, path: Path, number: int, process: str) -> dict[str, Any]:
+def _event(line: bytes, path: Path, number: int) -> dict[str, Any]:
     where = f"events file '{path}' line {number}"
     try:
         event = json.loads(line.decode("utf-8"))
@@ -163,9 +179,7 @@ def _event(line: bytes, path: Path, number: int, process: str) -> dict[str, Any]
         raise CaptureFormatError(f"{where}: not JSON ({str(exc)[:200]})") from None
     if not isinstance(event, dict):
         raise CaptureFormatError(f"{where}: expected a JSON object, got {type(event).__name__}")
-    check_event(event, where)
-    event.setdefault("process", process)
-    return event
+    return check_event(event, where)
 
 
 def check_event(event: dict[str, Any], where: str) -> dict[str, Any]:

@@ -21,6 +21,9 @@ SEGMENT_RE = re.compile(
     + PROCESS_PATTERN + r")\.(?P<seq>[0-9]{1,9})" + re.escape(SEGMENT_SUFFIX)
 )
 EVENTS_RE = re.compile(r"events-(?P<process>" + PROCESS_PATTERN + r")\.jsonl")
+#: the process name of the writer of a capture written again (``shrink``, ``redact``,
+#: ``import``): its one events file holds every process's events, each naming its process
+WRITTEN_AGAIN = "w0"
 
 
 @dataclass(frozen=True)

@@ -209,6 +209,23 @@ class Capture:
         }
 
 
+def records_in(root: Path, names: Iterable[str]) -> int:
+    """How many records the segment files ``names`` of the capture at ``root`` hold, as
+    :func:`load` reads them (a batch cut short is not counted; a name that is no segment of
+    a known site is skipped).
+
+    Raises:
+        CaptureFormatError: a malformed segment.
+        UnsafeInputError: a segment that is not a regular file or a link out of ``root``.
+    """
+    schemas, total = Schemas(), 0
+    for entry in names:
+        name = parse_segment_name(entry)
+        if name is not None and name.site in SITES and name.filename == entry:
+            total += len(Segment(root, name, schemas))
+    return total
+
+
 def _open_segments(root: Path) -> list[Segment]:
     segments, named = [], []
     for entry in sorted(os.listdir(root)):

@@ -38,6 +38,7 @@ from forensics.store.manifest import build_manifest, write_manifest_once
 from forensics.store.paths import (
     INDEX_SUFFIX,
     MANIFEST,
+    WRITTEN_AGAIN,
     SegmentName,
     check_process_name,
     named,
@@ -320,10 +321,10 @@ def write_capture(path: str | os.PathLike[str], records: Iterable[Record],
 @contextmanager
 def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = None,
                 force: bool = False) -> Iterator[CaptureWriter]:
-    """A writer (process name ``w0``) on a new capture built beside ``path``, put in place
-    when the block ends without an exception (:func:`forensics.store.replace.install`: a
-    SIGKILL at any moment leaves the old capture or the new one, whole); on an exception
-    nothing is left behind.
+    """A writer (process name :data:`~forensics.store.paths.WRITTEN_AGAIN`) on a new capture
+    built beside ``path``, put in place when the block ends without an exception
+    (:func:`forensics.store.replace.install`: a SIGKILL at any moment leaves the old capture
+    or the new one, whole); on an exception nothing is left behind.
 
     Raises:
         OutputExistsError: as :func:`write_capture`.
@@ -337,7 +338,7 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
     try:
         new_build(tmp)
         made = True
-        with CaptureWriter(tmp, manifest, process="w0") as writer:
+        with CaptureWriter(tmp, manifest, process=WRITTEN_AGAIN) as writer:
             yield writer
         install(tmp, out)
     except OSError as exc:

@@ -421,6 +421,18 @@ TESTS = {
              "test_a_search_within_its_budget_is_still_one_minimal",
              "tests/hostile/test_round8_shrink.py::"
              "test_shrink_says_when_it_stopped_at_its_budget"],
+    "T39p": ["tests/hostile/test_round8_probe8.py::"
+             "test_a_writer_resumed_just_before_the_close_writes_what_it_was_given",
+             "tests/hostile/test_round8_probe8.py::"
+             "test_a_writer_still_stopped_at_the_close_is_ended_after_one_short_look",
+             "tests/hostile/test_round8_probe8.py::"
+             "test_records_a_killed_writer_wrote_after_its_last_ack_are_counted_written",
+             "tests/hostile/test_round8_probe8.py::"
+             "test_records_a_stalled_writer_wrote_before_the_close_killed_it_are_counted_written"],
+    "T39q": ["tests/hostile/test_round8_probe8.py::"
+             "test_a_stop_in_another_process_events_file_does_not_hide_a_death",
+             "tests/hostile/test_round8_probe8.py::"
+             "test_a_capture_written_again_keeps_each_process_and_a_planted_file_claims_none"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"

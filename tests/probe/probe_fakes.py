@@ -122,10 +122,9 @@ def add_bad_batch_change(session: Any) -> None:
 
 def resume_writer(session: Any, pid: int, seconds: float = 60.0) -> None:
     """SIGCONT the stopped writer process ``pid`` of ``session`` and wait (at most ``seconds``)
-    until it is seen moving again. Its close ends at once a writer that has not moved since a
-    wait for it timed out (by design); on a loaded machine the resumed process may not be
-    scheduled yet when the test closes, and was killed in the middle of its write (records on
-    disk that the session counted as dropped)."""
+    until it is seen moving again, so that the test's next steps find it moving. (The close
+    itself looks for a resumed writer moving, a bounded while, before it ends one that has
+    not moved since a wait for it timed out: tests/hostile/test_round8_probe8.py.)"""
     import os
     import signal
     import time
