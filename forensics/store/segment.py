@@ -35,6 +35,8 @@ _PROT_READ, _MAP_SHARED = 1, 1  # Linux <sys/mman.h>
 MIN_ROW_BYTES = 16  # every row stores at least an int64 step and an int64 rank
 CACHE_SIZE = 32
 MAX_SCHEMA_BYTES = 1 << 20  # a segment's schema message is a few KiB
+#: an index entry's offset or length past this is no file's (and their sum stays in int64)
+MAX_INDEXED_BYTES = 1 << 62
 #: the most bytes the distinct schema messages of one capture's segments take together
 MAX_CAPTURE_SCHEMA_BYTES = 32 << 20
 _INCOMPLETE = "incomplete"
@@ -179,29 +181,33 @@ class Segment:
                 "is corrupt: restore it from the source or delete it")
 
     def _indexed(self, schema_end: int) -> np.ndarray:
+        """The index entries of the batches the mapped file holds, checked against it. Entries
+        past the mapped end that continue the chain are batches a live writer appended after
+        the file was mapped (its index is read later): they are left to the next open."""
         index_path = self.path.with_name(self.name + INDEX_SUFFIX)
         entries = read_index(index_path, self.root, self.stored)  # a hole holds no batch
         if entries is None or not len(entries):
             return np.zeros(0, dtype=ENTRY)
-        outside = np.flatnonzero(~((entries["offset"] >= 0) & (entries["offset"] <= self.size)
-                                   & (entries["length"] >= 0)
-                                   & (entries["length"] <= self.size)))
+        offsets, lengths = entries["offset"], entries["length"]
+        outside = np.flatnonzero(~((offsets >= 0) & (offsets <= MAX_INDEXED_BYTES)
+                                   & (lengths >= 0) & (lengths <= MAX_INDEXED_BYTES)))
         if len(outside):
             raise CaptureFormatError(f"{self.where}: index entry {int(outside[0])} points "
                                      f"outside the segment; delete '{index_path.name}' to "
                                      "rescan")
-        ends = entries["offset"] + entries["length"]
-        starts_ok = np.concatenate([[entries["offset"][0] == schema_end],
-                                    entries["offset"][1:] == ends[:-1]])
-        sane = ((entries["length"] > 0) & (entries["rows"] > 0)
-                & (entries["rows"] <= entries["length"] // MIN_ROW_BYTES)
-                & (entries["step_min"] >= 0) & (entries["step_min"] <= entries["step_max"]))
-        bad = np.flatnonzero(~(starts_ok & sane & self._heads_stored(entries)))
+        ends = offsets + lengths
+        starts_ok = np.concatenate([[offsets[0] == schema_end], offsets[1:] == ends[:-1]])
+        visible = int(np.searchsorted(ends, self.size, side="right")) if starts_ok.all() \
+            else len(entries)  # a broken chain is judged whole: its first break is named
+        shown = entries[:visible]
+        sane = ((shown["length"] > 0) & (shown["rows"] > 0)
+                & (shown["rows"] <= shown["length"] // MIN_ROW_BYTES)
+                & (shown["step_min"] >= 0) & (shown["step_min"] <= shown["step_max"]))
+        bad = np.flatnonzero(~(starts_ok[:visible] & sane & self._heads_stored(shown)))
         if len(bad):
             raise CaptureFormatError(f"{self.where}: index entry {int(bad[0])} does not match "
                                      f"the segment; delete '{index_path.name}' to rescan")
-        visible = int(np.searchsorted(ends, self.size, side="right"))  # later: still writing
-        return entries[:visible]
+        return shown
 
     def _heads_stored(self, entries: np.ndarray) -> np.ndarray:
         """Per entry: whether the segment holds, at its offset, the head of an Arrow message
