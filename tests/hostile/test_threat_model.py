@@ -407,6 +407,18 @@ TESTS = {
              "tests/hostile/test_round7_digits.py::test_a_set_number_of_other_digits_is_one_line",
              "tests/hostile/test_round7_digits.py::"
              "test_a_planted_build_of_other_digits_stops_no_clean_up"],
+    "T39a": ["tests/hostile/test_round8_attack.py::"
+             "test_a_crash_verdict_not_computed_is_no_difference",
+             "tests/hostile/test_round8_attack.py::test_a_crash_verdict_that_differs_is_still_said",
+             "tests/hostile/test_round8_attack.py::"
+             "test_an_expected_value_no_replay_gives_is_refused",
+             "tests/hostile/test_round8_attack.py::"
+             "test_a_key_an_expected_finding_lacks_is_unknown_never_none"],
+    "T39b": ["tests/hostile/test_round8_attack.py::"
+             "test_a_resolution_past_its_range_is_one_line_before_the_replay",
+             "tests/hostile/test_round8_attack.py::test_the_api_holds_a_resolution_to_the_same_range",
+             "tests/hostile/test_round8_attack.py::"
+             "test_a_backend_matplotlib_cannot_load_is_one_line"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"

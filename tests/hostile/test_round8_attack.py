@@ -1,0 +1,167 @@
+"""Hostile input, round 8 (T39a, T39b): what ``check`` says of an ``expected.json`` that wants a
+false sentence printed, and what ``plot`` does with a resolution or ``MPLBACKEND`` it cannot
+use.
+
+``check`` (and the pytest plugin) compared a crash verdict it never computed: an
+``expected.json`` naming no variant that was replayed got "crash verdict: expected
+'explained', got None" (exit 1, a difference that is none). It took a ``crash_verdict`` that is
+no verdict (``"bogus"``) while refusing a number for not being one of the three, took ``NaN``
+and ``Infinity`` (which Python's parser reads) as a first finding's value (a difference no
+replay can clear), and showed the keys a first finding did not hold as ``None`` ("expected
+None in None at step 13 rank None ...", as if the file said so).
+
+``plot --dpi 0`` (or ``-5``) was matplotlib's internal error, ``--dpi 100000`` "out of memory;
+the input is too large for this machine" (the input was not; the resolution was), and a
+resolution in between asked for gigabytes. A ``MPLBACKEND`` matplotlib cannot load
+(``bogus``, ``module://missing``) was an internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forensics.cli import main
+from forensics.errors import ConfigurationError
+
+ROOT = Path(__file__).resolve().parents[2]
+INCIDENT = ROOT / "data" / "incident-b-vocab-sentinel.capture"
+VERDICTS = {"embedding": "violation", "async_output": "violation", "batch_change": "ok",
+            "prepare_input_ids": "ok"}
+
+
+def _with_expected(tmp_path: Path, expected: str) -> Path:
+    """A copy of incident B whose ``expected.json`` is the text ``expected``."""
+    capture = tmp_path / "e.capture"
+    shutil.copytree(INCIDENT, capture)
+    (capture / "expected.json").write_text(expected)
+    return capture
+
+
+def _check(capture: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(["check", str(capture), *argv])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+# ------------------------------------------------------------------ 1. check (T39a)
+
+
+def test_a_crash_verdict_not_computed_is_no_difference(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An expected.json of no variant (or a --variant it does not list) replays none of its
+    variants: no crash verdict is computed, so none differs; the variants it lacks are said."""
+    capture = _with_expected(tmp_path, json.dumps(
+        {"format": 1, "verdicts": {}, "first_finding": {}, "crash_verdict": "explained"}))
+    code, text = _check(capture, capsys, "--json")
+    differences = json.loads(text)["differences"]
+    assert code == 1
+    assert differences == [
+        "variant 'upstream' is not in expected.json; regenerate it with --forensics-regen "
+        "--forensics-variant upstream",
+        "variant 'patched' is not in expected.json; regenerate it with --forensics-regen "
+        "--forensics-variant patched"], differences
+
+
+def test_a_crash_verdict_that_differs_is_still_said(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The fix above leaves a computed verdict compared: 'no crash' against incident B's
+    'explained' is a difference."""
+    capture = _with_expected(tmp_path, json.dumps(
+        {"format": 1, "verdicts": {"upstream": VERDICTS}, "first_finding": {},
+         "crash_verdict": "no crash"}))
+    code, text = _check(capture, capsys, "--variant", "upstream")
+    assert code == 1 and "crash verdict: expected 'no crash', got 'explained'" in text, text
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("crash_verdict", '"bogus"', "field 'crash_verdict' must be a verdict string"),
+    ("first_finding", '{"upstream": {"value": NaN, "site": "async_output"}}',
+     "field 'first_finding.upstream' must be null or an object of plain values"),
+    ("first_finding", '{"upstream": {"step": Infinity}}',
+     "field 'first_finding.upstream' must be null or an object of plain values"),
+    ("first_finding", '{"upstream": {"value": -Infinity}}',
+     "field 'first_finding.upstream' must be null or an object of plain values"),
+])
+def test_an_expected_value_no_replay_gives_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: str,
+        said: str) -> None:
+    """A crash verdict that is none of the three, and a first finding's number that is not
+    finite, are one line naming the file and the field (exit 2), not a difference."""
+    verdicts = json.dumps(VERDICTS)
+    text = f'{{"format": 1, "verdicts": {{"upstream": {verdicts}}}, "first_finding": {{}}, ' \
+           f'"{field}": {value}}}'
+    capture = _with_expected(tmp_path, text)
+    code, out = _check(capture, capsys, "--variant", "upstream")
+    assert code == 2, out
+    assert said in out and "expected.json" in out and len(out.strip().splitlines()) == 1, out
+
+
+def test_a_key_an_expected_finding_lacks_is_unknown_never_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A first finding that holds only some keys is compared on those; the others are shown
+    as "unknown", never as a None the file does not say."""
+    capture = _with_expected(tmp_path, json.dumps(
+        {"format": 1, "verdicts": {"upstream": VERDICTS},
+         "first_finding": {"upstream": {"site": "async_output", "value": 248321}}}))
+    code, text = _check(capture, capsys, "--variant", "upstream")
+    [line] = [line for line in text.splitlines() if "first finding changed" in line]
+    assert code == 1
+    assert "expected unknown in async_output at step unknown rank unknown row unknown " \
+           "element unknown (unknown=248321), got out_of_bounds in async_output at step 13" \
+           in line, line
+    assert "None" not in line and line.endswith("value 248321 -> 248320"), line
+
+
+# ------------------------------------------------------------------ 2. plot (T39b)
+
+
+@pytest.mark.parametrize("dpi", ["0", "-5", "100000", "nan", "²", "1201"])
+def test_a_resolution_past_its_range_is_one_line_before_the_replay(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], dpi: str) -> None:
+    with pytest.raises(SystemExit) as ended:
+        main(["plot", str(INCIDENT), "-o", str(tmp_path / "f.png"), f"--dpi={dpi}"])
+    err = capsys.readouterr().err
+    assert ended.value.code == 2
+    assert "argument --dpi: dpi" in err and "is not a resolution from 1 to 1200" in err, err
+    assert "internal error" not in err and "out of memory" not in err, err
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_api_holds_a_resolution_to_the_same_range(tmp_path: Path) -> None:
+    """``plots.save`` (the API the command calls) refuses what ``--dpi`` refuses, and writes
+    nothing."""
+    import forensics
+    from forensics.present import plots
+
+    result = forensics.replay(forensics.load(INCIDENT), variants=["upstream"])
+    for dpi in (0, -1, 1201, 10**6):
+        ax = plots.plot(result, "verdicts")
+        with pytest.raises(ConfigurationError, match="is not a resolution from 1 to 1200"):
+            plots.save(ax, tmp_path / "f.png", dpi=dpi)
+    assert not list(tmp_path.iterdir())
+    ax = plots.plot(result, "verdicts")
+    plots.save(ax, tmp_path / "f.png", dpi=plots.MAX_DPI)
+    assert (tmp_path / "f.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("backend", ["bogus", "module://forensics_no_such_backend"])
+def test_a_backend_matplotlib_cannot_load_is_one_line(
+        tmp_path: Path, backend: str) -> None:
+    """Run in a process of its own (matplotlib reads ``MPLBACKEND`` once, when imported)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "forensics.cli", "plot", str(INCIDENT), "-o",
+         str(tmp_path / "f.png")], capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "MPLBACKEND": backend})
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"forensics plot: error: MPLBACKEND='{backend}' is no matplotlib "
+                           "backend this Python can load"), line
+    assert line.endswith("unset it or give one such as Agg"), line
+    assert not (tmp_path / "f.png").exists()
