@@ -165,3 +165,36 @@ def test_a_backend_matplotlib_cannot_load_is_one_line(
                            "backend this Python can load"), line
     assert line.endswith("unset it or give one such as Agg"), line
     assert not (tmp_path / "f.png").exists()
+
+
+# ------------------------------------------------------------------ 3. strict JSON (T39c)
+
+
+def _strict(text: str) -> object:
+    """``text`` parsed as strict JSON (Python's parser takes NaN and Infinity: refused)."""
+    def refuse(constant: str) -> object:
+        raise AssertionError(f"not strict JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("argv", [["replay", "--json"], ["inspect", "--json"],
+                                  ["summary", "--format", "json"], ["known", "--json"],
+                                  ["check", "--json"]])
+def test_every_json_of_a_manifest_of_nan_and_infinity_is_strict(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """``replay --json`` copied the manifest's facts (its conclusion's capture section) with
+    ``json.dumps``: a manifest's ``NaN`` (which Python's parser reads) came out as ``NaN``, which
+    no strict parser takes. Every command's JSON writes it as the text "nan"."""
+    capture = tmp_path / "nan.capture"
+    shutil.copytree(INCIDENT, capture)
+    manifest = json.loads((capture / "manifest.json").read_text())
+    manifest["model"].update(vocab_size=float("nan"), num_embeddings=float("inf"),
+                             num_speculative_tokens=float("-inf"))
+    manifest["versions"]["vllm"] = float("nan")
+    manifest.update(notes=float("nan"), runner=float("inf"), created=float("nan"))
+    (capture / "manifest.json").write_text(json.dumps(manifest))
+    code = main([argv[0], str(capture), *argv[1:]])
+    out = capsys.readouterr().out
+    assert code in (0, 1)
+    _strict(out)
+    assert "NaN" not in out and "Infinity" not in out

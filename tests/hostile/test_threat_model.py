@@ -419,6 +419,8 @@ TESTS = {
              "tests/hostile/test_round8_attack.py::test_the_api_holds_a_resolution_to_the_same_range",
              "tests/hostile/test_round8_attack.py::"
              "test_a_backend_matplotlib_cannot_load_is_one_line"],
+    "T39c": ["tests/hostile/test_round8_attack.py::"
+             "test_every_json_of_a_manifest_of_nan_and_infinity_is_strict"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"
