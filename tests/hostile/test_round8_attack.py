@@ -198,3 +198,48 @@ def test_every_json_of_a_manifest_of_nan_and_infinity_is_strict(
     assert code in (0, 1)
     _strict(out)
     assert "NaN" not in out and "Infinity" not in out
+
+
+# ---------------------------------------------- 4. a manifest's NaN in a derived capture (T39d)
+
+
+@pytest.mark.parametrize("argv", [["shrink"], ["redact"], ["redact", "--keep-manifest", "model"],
+                                  ["redact", "--keep-manifest", "notes"]])
+def test_a_capture_whose_manifest_holds_nan_is_shrunk_and_redacted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """Every reader takes a manifest's ``NaN``, ``Infinity`` and ``1e400`` (Python's parser
+    does), but ``shrink`` and ``redact --keep-manifest`` wrote them again and ended in
+    "manifest is not JSON-serialisable: Out of range float values are not JSON compliant" (no
+    file, no field, no fix). The manifest reads them as their text, so the derived capture
+    is written, holding strict JSON."""
+    capture = tmp_path / "nan.capture"
+    shutil.copytree(INCIDENT, capture)
+    text = (capture / "manifest.json").read_text()
+    text = text.replace('"vocab_size": 248320', '"vocab_size": NaN')
+    text = text.replace('"max_num_seqs": 4', '"max_num_seqs": 1e400')
+    text = text.replace('"notes": "', '"x": -Infinity, "notes": "')
+    (capture / "manifest.json").write_text(text)
+    out = tmp_path / "out.capture"
+    code = main([argv[0], str(capture), "-o", str(out), *argv[1:]])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    written = _strict((out / "manifest.json").read_text())
+    assert isinstance(written, dict)
+    if argv[0] == "shrink" or "model" in argv:
+        assert written["model"]["vocab_size"] == "nan"
+        assert written["model"]["max_num_seqs"] == "inf"
+    assert main(["inspect", str(out)]) == 0
+
+
+def test_a_manifest_number_no_json_holds_is_read_as_its_text(tmp_path: Path) -> None:
+    """The reader's view of such a manifest (what every command shows): the text, never a
+    float that no JSON holds; a finite number is read as before."""
+    from forensics.store.manifest import read_manifest
+
+    capture = tmp_path / "nan.capture"
+    shutil.copytree(INCIDENT, capture)
+    (capture / "manifest.json").write_text(
+        '{"format": 1, "model": {"a": NaN, "b": Infinity, "c": -Infinity, "d": 1e400, '
+        '"e": 2.5, "f": -0.0, "g": 7}}')
+    assert read_manifest(capture)["model"] == {"a": "nan", "b": "inf", "c": "-inf",
+                                               "d": "inf", "e": 2.5, "f": -0.0, "g": 7}
