@@ -243,3 +243,23 @@ def test_a_manifest_number_no_json_holds_is_read_as_its_text(tmp_path: Path) -> 
         '"e": 2.5, "f": -0.0, "g": 7}}')
     assert read_manifest(capture)["model"] == {"a": "nan", "b": "inf", "c": "-inf",
                                                "d": "inf", "e": 2.5, "f": -0.0, "g": 7}
+
+
+@pytest.mark.parametrize("argv", [["shrink"], ["redact", "--keep-manifest", "events.extra"]])
+def test_a_capture_whose_events_hold_nan_is_shrunk_and_redacted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """So with an event's field: ``shrink`` and ``redact --keep-manifest events.extra`` of a
+    capture whose assert event holds ``"extra": Infinity`` ended in "event is not
+    JSON-serialisable"; the event is read (and written) with the text "inf"."""
+    capture = tmp_path / "nan.capture"
+    shutil.copytree(INCIDENT, capture)
+    events = capture / "events-w0.jsonl"
+    lines = events.read_text().splitlines()
+    lines[0] = lines[0][:-1] + ', "extra": Infinity, "more": NaN}'
+    events.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out.capture"
+    code = main([argv[0], str(capture), "-o", str(out), *argv[1:]])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    written = [_strict(line) for line in (out / "events-w0.jsonl").read_text().splitlines()]
+    assert {"extra": "inf"}.items() <= written[0].items(), written  # type: ignore[union-attr]
