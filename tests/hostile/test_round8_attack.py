@@ -263,3 +263,25 @@ def test_a_capture_whose_events_hold_nan_is_shrunk_and_redacted(
     assert code == 0, err
     written = [_strict(line) for line in (out / "events-w0.jsonl").read_text().splitlines()]
     assert {"extra": "inf"}.items() <= written[0].items(), written  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------ 5. simulate (T39e)
+
+
+@pytest.mark.parametrize("steps", ["99999999999999999999", "1000001"])
+def test_simulate_refuses_steps_past_its_cap_before_drawing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], steps: str) -> None:
+    """``simulate --steps`` of 20 digits ran for ever (writing until the disk was full): the
+    steps are held to :data:`MAX_STEPS` (four times the soak scenario's) in one line, and
+    nothing is written."""
+    from forensics.simulator.scenarios import MAX_STEPS, SCENARIOS, configure
+
+    assert max(sc.steps for sc in SCENARIOS.values()) * 4 == MAX_STEPS
+    code = main(["simulate", "clean", "-o", str(tmp_path / "s.capture"), "--steps", steps])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"steps must be at most 1,000,000, got {steps}; give a smaller --steps" in err, err
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ConfigurationError, match="steps must be at most"):
+        configure("soak", steps=MAX_STEPS + 1)
+    assert configure("soak", steps=MAX_STEPS).steps == MAX_STEPS
