@@ -285,3 +285,21 @@ def test_simulate_refuses_steps_past_its_cap_before_drawing(
     with pytest.raises(ConfigurationError, match="steps must be at most"):
         configure("soak", steps=MAX_STEPS + 1)
     assert configure("soak", steps=MAX_STEPS).steps == MAX_STEPS
+
+
+# ------------------------------------------------------------------ 6. findings (T39f)
+
+
+def test_a_step_range_that_ends_before_it_starts_is_refused(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``findings --steps 5:1`` kept no step and said "no findings" of a capture whose steps 1
+    to 5 may hold some; it is one line naming the range and the fix. A range of one step,
+    and an open end, are read as before."""
+    code = main(["findings", str(INCIDENT), "--steps", "14:13"])
+    out = capsys.readouterr()
+    assert code == 2 and "no findings" not in out.out
+    assert "--steps '14:13' ends before it starts; give A <= B, such as --steps 13:14" \
+        in out.err, out.err
+    for steps in ("13:14", "13:13", "13", "13:", ":13"):
+        assert main(["findings", str(INCIDENT), "--steps", steps]) == 0
+        assert "async_output" in capsys.readouterr().out, steps

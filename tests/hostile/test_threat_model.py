@@ -429,6 +429,8 @@ TESTS = {
              "test_a_capture_whose_events_hold_nan_is_shrunk_and_redacted"],
     "T39e": ["tests/hostile/test_round8_attack.py::"
              "test_simulate_refuses_steps_past_its_cap_before_drawing"],
+    "T39f": ["tests/hostile/test_round8_attack.py::"
+             "test_a_step_range_that_ends_before_it_starts_is_refused"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"
