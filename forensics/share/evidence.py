@@ -133,13 +133,21 @@ def shortened(text: str) -> str:
     return text if len(text) <= MAX_NAME else text[:MAX_NAME - 3] + "..."
 
 
-def evidence_of(result: Any, keys: Sequence[str] = FIRST_KEYS) -> Evidence:
+def evidence_of(result: Any, keys: Sequence[str] = FIRST_KEYS, crash: bool = False) -> Evidence:
     """The :class:`Evidence` of a replay result (``forensics.replay(...)``), each first finding
-    with ``keys`` (:data:`EXPECTED_KEYS` for ``expected.json``)."""
+    with ``keys`` (:data:`EXPECTED_KEYS` for ``expected.json``); ``crash``: with its crash
+    verdict (:func:`forensics.known.crash_verdict_of`: the replay of a whole capture, whose
+    events it reads)."""
     from forensics.judge.findings import first_finding
 
+    verdict = None
+    if crash:
+        from forensics.known import crash_verdict_of
+
+        verdict = crash_verdict_of(result)
     return Evidence({v: dict(s) for v, s in result.verdicts.items()},
-                    {v: first_finding(result.findings, v, keys) for v in result.variants})
+                    {v: first_finding(result.findings, v, keys) for v in result.variants},
+                    verdict)
 
 
 def differences(expected: Evidence, got: Evidence,
@@ -259,7 +267,8 @@ def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: di
         for event in events:
             writer.add_event(event)
         writer.close()
-        got = evidence_of(replay(load(writer.path), variants=list(variants), progress=progress))
+        got = evidence_of(replay(load(writer.path), variants=list(variants), progress=progress),
+                          crash=True)
         changed = differences(expected, got)
         if changed:
             raise EvidenceChangedError(f"refusing to write '{out}': its replay differs from the "

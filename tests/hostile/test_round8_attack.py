@@ -303,3 +303,73 @@ def test_a_step_range_that_ends_before_it_starts_is_refused(
     for steps in ("13:14", "13:13", "13", "13:", ":13"):
         assert main(["findings", str(INCIDENT), "--steps", steps]) == 0
         assert "async_output" in capsys.readouterr().out, steps
+
+
+# ------------------------------------------- 7. redact keeps what says the engine died (T39g)
+
+CLEAN = ROOT / "data" / "clean.capture"
+#: the events the probe writes when its engine fails (none is in the log importer's kinds)
+PROBE_FAILURE = [
+    {"kind": "probe_start", "pid": 77, "step": 0, "rank": 0},
+    {"kind": "engine_exception", "where": "execute_model", "step": 3, "rank": 0,
+     "error": "RuntimeError: CUDA error: device-side assert triggered"},
+    {"kind": "guard_violation", "step": 4, "rank": 0, "message": "index out of range"},
+    {"kind": "crash_dump", "step": 5, "rank": 0, "message": "dump"},
+]
+
+
+def _failed_engine(tmp_path: Path, events: list[dict[str, object]]) -> Path:
+    """``clean.capture`` (no finding) whose only events are ``events``."""
+    capture = tmp_path / "died.capture"
+    shutil.copytree(CLEAN, capture)
+    for old in capture.glob("events-*.jsonl"):
+        old.unlink()
+    (capture / "events-w0.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return capture
+
+
+def _crash_verdict(capture: Path) -> str:
+    import forensics
+    from forensics.known import crash_verdict_of
+
+    return crash_verdict_of(forensics.replay(forensics.load(capture), variants=["upstream"]))
+
+
+@pytest.mark.parametrize("events", [PROBE_FAILURE[:1], PROBE_FAILURE[1:2], PROBE_FAILURE[2:3],
+                                    PROBE_FAILURE[3:], PROBE_FAILURE])
+def test_a_redacted_capture_of_a_failed_engine_says_it_failed(
+        tmp_path: Path, events: list[dict[str, object]]) -> None:
+    """``redact`` kept only the log importer's event kinds: the probe's own
+    ``engine_exception``, a guard's ``guard_violation``, an imported ``crash_dump`` and the
+    ``probe_start`` of a process that died became ``redacted``, and the shared capture of an
+    engine that died said "no crash" and "the capture shows no failure to report". Their kinds
+    are kept (the exception's text through the public error words), so the crash verdict is
+    the original's."""
+    from forensics.share.redaction import redact
+
+    capture = _failed_engine(tmp_path, events)
+    assert _crash_verdict(capture) == "unexplained"
+    out = redact(capture, tmp_path / "shared.capture").path
+    written = (out / "events-w0.jsonl").read_text()
+    kinds = [json.loads(line)["kind"] for line in written.splitlines()]
+    assert kinds == [e["kind"] for e in events]
+    assert _crash_verdict(out) == "unexplained"
+    if PROBE_FAILURE[1] in events:
+        assert "RuntimeError: CUDA error: device-side assert triggered" in written
+
+
+def test_a_derived_capture_whose_crash_verdict_differs_is_not_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a redaction drops, the capture it writes is replayed and compared with the
+    original on its crash verdict too (it was compared on verdicts and first findings only):
+    one whose failure events went is refused, nothing written."""
+    from forensics.share import redaction
+    from forensics.share.evidence import EvidenceChangedError
+
+    capture = _failed_engine(tmp_path, PROBE_FAILURE[1:2])
+    monkeypatch.setattr(redaction.Redactor, "event",
+                        lambda self, event: {"kind": "redacted", "step": event["step"]})
+    with pytest.raises(EvidenceChangedError, match="crash verdict: expected 'unexplained', "
+                                                   "got 'no crash'"):
+        redaction.redact(capture, tmp_path / "shared.capture")
+    assert not (tmp_path / "shared.capture").exists()

@@ -431,6 +431,10 @@ TESTS = {
              "test_simulate_refuses_steps_past_its_cap_before_drawing"],
     "T39f": ["tests/hostile/test_round8_attack.py::"
              "test_a_step_range_that_ends_before_it_starts_is_refused"],
+    "T39g": ["tests/hostile/test_round8_attack.py::"
+             "test_a_redacted_capture_of_a_failed_engine_says_it_failed",
+             "tests/hostile/test_round8_attack.py::"
+             "test_a_derived_capture_whose_crash_verdict_differs_is_not_written"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"
