@@ -373,3 +373,24 @@ def test_a_derived_capture_whose_crash_verdict_differs_is_not_written(
                                                    "got 'no crash'"):
         redaction.redact(capture, tmp_path / "shared.capture")
     assert not (tmp_path / "shared.capture").exists()
+
+
+# --------------------------------------- 8. triage says a failed engine failed, as known does
+
+
+@pytest.mark.parametrize("events", [PROBE_FAILURE[:1], PROBE_FAILURE[2:3], PROBE_FAILURE[3:]])
+def test_triage_groups_a_failed_engine_as_known_judges_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], events: list[dict[str, object]]
+        ) -> None:
+    """Triage read its own list of crash kinds: a capture whose only sign of failure was an
+    imported ``crash_dump``, a guard's ``guard_violation`` or the ``probe_start`` of a process
+    that died was grouped "clean" while ``known`` and ``summary`` said "unexplained". Its
+    ``crashed`` fact is now the known-issue evidence's."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    capture = _failed_engine(folder, events)
+    assert _crash_verdict(capture) == "unexplained"
+    assert main(["triage", str(folder), "--format", "json", "--workers", "1"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    [group] = answer["groups"]
+    assert group["title"].endswith(": unexplained crash"), group

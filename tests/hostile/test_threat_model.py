@@ -435,6 +435,8 @@ TESTS = {
              "test_a_redacted_capture_of_a_failed_engine_says_it_failed",
              "tests/hostile/test_round8_attack.py::"
              "test_a_derived_capture_whose_crash_verdict_differs_is_not_written"],
+    "T39h": ["tests/hostile/test_round8_attack.py::"
+             "test_triage_groups_a_failed_engine_as_known_judges_it"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"
