@@ -40,7 +40,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", default=None,
                         help="the variant to draw (default: upstream); replayed with upstream "
                              "and patched")
-    parser.add_argument("--dpi", type=int, default=120, help="resolution of a PNG (default 120)")
+    parser.add_argument("--dpi", type=_dpi, default=120,
+                        help="resolution of a PNG, 1 to 1200 (default 120)")
+
+
+def _dpi(text: str) -> int:
+    """The --dpi value: ASCII digits of a resolution :func:`forensics.present.plots.check_dpi`
+    takes."""
+    from forensics.digits import ascii_int
+    from forensics.present.plots import MAX_DPI, check_dpi
+
+    try:
+        return check_dpi(ascii_int(text.strip(), len(str(MAX_DPI))), text)
+    except ConfigurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _kinds(text: str) -> list[str]:

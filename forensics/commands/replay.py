@@ -12,11 +12,11 @@ conclusion). Exit 0 when done (findings are results), 1 when the --fail-on varia
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import textwrap
 from typing import Any
 
+from forensics.escaping import json_text
 from forensics.quiet import quietly
 
 EXAMPLE = """examples:
@@ -53,9 +53,9 @@ def run(args: argparse.Namespace) -> int:
     result = replay(args.capture, variants=variants, progress=sys.stderr.isatty())
     conclusion = conclude(result)
     if args.json:
-        print(json.dumps({**result.to_json(first=conclusion.first),
-                          "silent_inputs": conclusion.silent,
-                          "conclusion": conclusion.to_json()}, indent=2))
+        print(json_text({**result.to_json(first=conclusion.first),
+                         "silent_inputs": conclusion.silent,
+                         "conclusion": conclusion.to_json()}, indent=2))
     else:
         print(format_result(result, conclusion))
     if args.fail_on and any(v in FAILING_VERDICTS

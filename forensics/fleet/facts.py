@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-#: event kinds that say the engine crashed (probe events and imported log lines)
-CRASH_KINDS = ("cuda_assert", "cuda_error", "illegal_memory_access", "engine_dead",
-               "engine_exception")
+from forensics.known.evidence import CRASH_EVENT_KINDS, crashed
+
 #: event kinds the probe's guard mode writes
 GUARD_KINDS = ("guard_violation", "guard_passed_on")
+#: event kinds that say the engine crashed (probe events, imported log lines and crash dumps:
+#: those of the known-issue evidence, less the guard's)
+CRASH_KINDS = tuple(sorted(CRASH_EVENT_KINDS - set(GUARD_KINDS)))
 UNKNOWN = "unknown"
 
 
@@ -17,8 +19,6 @@ def capture_facts(capture: Any) -> dict[str, Any]:
     """Host, pid, ranks, engine id, vLLM version, runner, speculative method, async flag,
     steps, records and events of a loaded capture; a fact the capture lacks is "unknown"
     (None for numbers and flags)."""
-    from forensics.known.evidence import unstopped
-
     manifest = capture.manifest
     process = _dict(manifest.get("process"))
     model = _dict(manifest.get("model"))
@@ -38,8 +38,7 @@ def capture_facts(capture: Any) -> dict[str, Any]:
         "records": int(summary["records"]),
         "crash_events": event_text(capture.events, CRASH_KINDS),
         "guard_events": event_text(capture.events, GUARD_KINDS),
-        "crashed": any(e.get("kind") in CRASH_KINDS for e in capture.events)
-        or bool(unstopped(capture.events)),
+        "crashed": crashed(capture.events),
         "scenario": _text(simulation.get("scenario")) if simulation else "",
         "started": _text(manifest.get("created")),
         "history": step_history(summary),

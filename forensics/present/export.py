@@ -26,15 +26,19 @@ FORMATS = (".csv", ".parquet", ".jsonl")
 def parse_steps(text: str) -> tuple[int | None, int | None]:
     """``"10:20"`` -> ``(10, 20)``, ``"10:"`` -> ``(10, None)``, ``"7"`` -> ``(7, 7)``.
 
-    Raises ConfigurationError naming the expected form.
+    Raises ConfigurationError naming the expected form, or a range that ends before it starts
+    (``"5:1"`` kept no step, and said "no findings").
     """
     first, sep, last = text.partition(":")
     try:
         low = int(first) if first.strip() else None
         high = (int(last) if last.strip() else None) if sep else low
     except ValueError:
-        raise ConfigurationError(f"--steps {text!r} is not A:B; give two integers such as "
+        raise ConfigurationError(f"--steps {text[:40]!r} is not A:B; give two integers such as "
                                  f"--steps 10:20 (both included), 10: or :20") from None
+    if low is not None and high is not None and low > high:
+        raise ConfigurationError(f"--steps {text[:40]!r} ends before it starts; give A <= B, "
+                                 f"such as --steps {high}:{low}")
     return low, high
 
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
+from forensics.errors import ConfigurationError
 from forensics.present import svg
 from forensics.present.scene import KINDS
 from forensics.present.scene.heatmap import HeatmapData, heatmap_data
@@ -82,6 +83,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+#: the environment variable that chooses matplotlib's backend (read by matplotlib on import)
+BACKEND_ENV = "MPLBACKEND"
 #: a plot function (:func:`_svg_when_collecting`)
 _Plot = TypeVar("_Plot", bound=Callable[..., Any])
 
@@ -89,14 +92,24 @@ _Plot = TypeVar("_Plot", bound=Callable[..., Any])
 def _pyplot() -> Any:
     """``matplotlib.pyplot``, imported on first use: on the Agg backend when there is no display,
     no ``MPLBACKEND`` and pyplot was not imported already."""
-    if "matplotlib.pyplot" not in sys.modules:
-        import matplotlib
+    try:
+        if "matplotlib.pyplot" not in sys.modules:
+            import matplotlib
 
-        headless = not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-        if headless and "MPLBACKEND" not in os.environ:
-            matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+            headless = not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+            if headless and BACKEND_ENV not in os.environ:
+                matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
 
+            plt.switch_backend(matplotlib.get_backend())  # loaded now, not at the first figure
+        import matplotlib.pyplot as plt
+    except (ValueError, ImportError) as exc:
+        if BACKEND_ENV not in os.environ:
+            raise
+        raise ConfigurationError(
+            f"{BACKEND_ENV}={os.environ[BACKEND_ENV][:120]!r} is no matplotlib backend this "
+            f"Python can load ({type(exc).__name__}: {str(exc)[:200]}); unset it or give "
+            f"one such as Agg") from None
     return plt
 
 
@@ -544,12 +557,37 @@ def plot(result: Any, kind: str = "timeline", site: str | None = None,
     return PLOTTERS[kind](result, site=site, variant=variant, ax=ax)
 
 
+#: the finest resolution a figure is saved at (a 7 x 4.6 in figure at 1200 dpi is 46 million
+#: pixels, 185 MB in memory; one at 100,000 dpi asked for terabytes)
+MAX_DPI = 1200
+
+
+def check_dpi(dpi: object, written: str | None = None) -> int:
+    """``dpi`` if it is a whole number of dots per inch from 1 to :data:`MAX_DPI`
+    (``written``: the text it was read from, for the message).
+
+    Raises:
+        ConfigurationError: any other value (0 and negative ones were matplotlib's internal
+            error, a huge one its out-of-memory error).
+    """
+    if not isinstance(dpi, int) or isinstance(dpi, bool) or not 1 <= dpi <= MAX_DPI:
+        shown = str(dpi) if written is None else written
+        raise ConfigurationError(f"dpi {shown[:40]!r} is not a resolution from 1 to "
+                                 f"{MAX_DPI} dots per inch; give one, e.g. 120")
+    return dpi
+
+
 def save(ax: Axes, path: str | os.PathLike[str], dpi: int = 120) -> None:
-    """Save the figure holding ``ax`` to ``path`` (format from the suffix) and close it."""
+    """Save the figure holding ``ax`` to ``path`` (format from the suffix) and close it.
+
+    Raises:
+        ConfigurationError: ``dpi`` is not one :func:`check_dpi` takes.
+    """
     figure: Any = ax.figure
     from forensics.atomic import write_atomically
 
     try:
+        check_dpi(dpi)
         write_atomically(path, lambda tmp: figure.savefig(tmp, dpi=dpi, bbox_inches="tight"),
                          shared=True)
     finally:

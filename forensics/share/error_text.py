@@ -21,7 +21,7 @@ from importlib import resources
 
 #: event fields holding error text from vLLM, torch or CUDA (the assert condition, the
 #: exception line, the kernel source position): kept through :func:`public_error_text`
-PUBLIC_ERROR_FIELDS = ("message", "detail", "location", "function", "exception")
+PUBLIC_ERROR_FIELDS = ("message", "detail", "location", "function", "exception", "error")
 #: file suffixes whose base name is public (a source file of vLLM, torch or CUDA)
 SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".cc", ".c", ".h", ".hpp")
 #: first labels of dotted names that are modules, not hosts (``torch.AcceleratorError``)

@@ -13,6 +13,7 @@ its file and regenerating it is :mod:`forensics.share.expectations`'s.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -101,16 +102,20 @@ def check_json(data: dict[str, Any], path: Path) -> None:
                                  f"more than {MAX_VARIANTS}; {fix}")
     for variant, finding in firsts.items():
         if finding is not None and not (isinstance(finding, dict) and all(
-                isinstance(v, (str, int, float, bool)) or v is None for v in finding.values())):
+                isinstance(v, (str, int, bool)) or v is None
+                or (isinstance(v, float) and math.isfinite(v)) for v in finding.values())):
             raise CaptureFormatError(f"{path}: field 'first_finding.{shortened(variant)}' "
-                                     f"must be null or an object of plain values; {fix}")
+                                     f"must be null or an object of plain values (strings, "
+                                     f"finite numbers, booleans, null); {fix}")
         if finding is not None and not _finding_fits(finding):
             raise CaptureFormatError(
                 f"{path}: field 'first_finding.{shortened(variant)}' must hold at most "
                 f"{len(FIRST_KEYS)} keys, each key and string value of at most {MAX_NAME} "
                 f"characters; {fix}")
+    from forensics.known.answer import CRASH_VERDICTS
+
     crash = data.get("crash_verdict")
-    if crash is not None and not (isinstance(crash, str) and len(crash) <= 64):
+    if crash is not None and crash not in CRASH_VERDICTS:
         raise CaptureFormatError(f"{path}: field 'crash_verdict' must be a verdict string "
                                  f"(unexplained, explained, no crash); {fix}")
 
@@ -128,13 +133,21 @@ def shortened(text: str) -> str:
     return text if len(text) <= MAX_NAME else text[:MAX_NAME - 3] + "..."
 
 
-def evidence_of(result: Any, keys: Sequence[str] = FIRST_KEYS) -> Evidence:
+def evidence_of(result: Any, keys: Sequence[str] = FIRST_KEYS, crash: bool = False) -> Evidence:
     """The :class:`Evidence` of a replay result (``forensics.replay(...)``), each first finding
-    with ``keys`` (:data:`EXPECTED_KEYS` for ``expected.json``)."""
+    with ``keys`` (:data:`EXPECTED_KEYS` for ``expected.json``); ``crash``: with its crash
+    verdict (:func:`forensics.known.crash_verdict_of`: the replay of a whole capture, whose
+    events it reads)."""
     from forensics.judge.findings import first_finding
 
+    verdict = None
+    if crash:
+        from forensics.known import crash_verdict_of
+
+        verdict = crash_verdict_of(result)
     return Evidence({v: dict(s) for v, s in result.verdicts.items()},
-                    {v: first_finding(result.findings, v, keys) for v in result.variants})
+                    {v: first_finding(result.findings, v, keys) for v in result.variants},
+                    verdict)
 
 
 def differences(expected: Evidence, got: Evidence,
@@ -161,8 +174,9 @@ def differences(expected: Evidence, got: Evidence,
 
 def _crash_verdict_changed(want: str | None, got: str | None) -> list[str]:
     """The crash verdict's difference, compared only when ``want`` records one (older
-    expected files do not)."""
-    if want is None or want == got:
+    expected files do not) and ``got`` was computed (it is not when no variant of the
+    expected file was replayed: there is no verdict to differ)."""
+    if want is None or got is None or want == got:
         return []
     return [f"crash verdict: expected {want!r}, got {got!r}"
             + (" (a crash the captured values do not explain)" if got == "unexplained" else "")]
@@ -183,11 +197,12 @@ def _first_changed(want: dict[str, Any] | None, got: dict[str, Any] | None) -> s
 
 
 def _short(finding: dict[str, Any] | None) -> str:
-    """One line of a first finding: its kind, place and value."""
+    """One line of a first finding: its kind, place and value (a key it does not hold, as an
+    ``expected.json`` may not, is "unknown", never None)."""
     if not finding:
         return "none"
     return ("{kind} in {site} at step {step} rank {rank} row {row} element {element} "
-            "({tensor}={value})").format(**{k: finding.get(k) for k in EXPECTED_KEYS})
+            "({tensor}={value})").format(**{k: finding.get(k, "unknown") for k in EXPECTED_KEYS})
 
 
 def check_output(source: str | os.PathLike[str], out: str | os.PathLike[str],
@@ -252,7 +267,8 @@ def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: di
         for event in events:
             writer.add_event(event)
         writer.close()
-        got = evidence_of(replay(load(writer.path), variants=list(variants), progress=progress))
+        got = evidence_of(replay(load(writer.path), variants=list(variants), progress=progress),
+                          crash=True)
         changed = differences(expected, got)
         if changed:
             raise EvidenceChangedError(f"refusing to write '{out}': its replay differs from the "

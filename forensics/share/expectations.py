@@ -16,7 +16,7 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -111,12 +111,10 @@ def choose_variants(expected: dict[str, Any], path: Path, variants: Sequence[str
 
 def obtain(capture: Path, variants: Sequence[str]) -> dict[str, Any]:
     """Replay ``capture`` through ``variants`` and return its expected object."""
-    from forensics.known import crash_verdict_of
     from forensics.replaying import replay
 
     result = replay(capture, variants=list(variants))
-    found = replace(evidence_of(result, EXPECTED_KEYS), crash_verdict=crash_verdict_of(result))
-    return found.to_json()
+    return evidence_of(result, EXPECTED_KEYS, crash=True).to_json()
 
 
 def check(capture: Path | str, variants: Sequence[str] | None = None,

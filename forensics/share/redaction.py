@@ -107,7 +107,7 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
     """
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
-    expected = shareable_evidence(evidence_of(result))
+    expected = shareable_evidence(evidence_of(result, crash=True))
     redactor = Redactor(token_domain(cap, f"capture '{cap.path}'"), keep=keep_manifest)
     manifest = redactor.manifest(cap.manifest)
     # events are redacted as publish writes them, after every record: by then the redactor
@@ -127,7 +127,7 @@ def shareable_evidence(evidence: Evidence) -> Evidence:
     first = {variant: finding if finding is None or known_tensor(finding["tensor"])
              else {**finding, "tensor": get_site(finding["site"]).summary_tensor}
              for variant, finding in evidence.first.items()}
-    return Evidence(evidence.verdicts, first)
+    return Evidence(evidence.verdicts, first, evidence.crash_verdict)
 
 
 def known_tensor(name: object) -> bool:

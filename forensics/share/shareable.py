@@ -23,8 +23,11 @@ TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z")
 CREATOR = re.compile(r"vllm-forensics " + VERSION.pattern)
 CREATORS = ("forensics redact", "forensics import", "forensics simulate", "forensics shrink",
             "forensics.embedding_guard")
-EVENT_KINDS = ("cuda_assert", "cuda_error", "illegal_memory_access", "engine_dead",
-               "probe_error", "index_error", "guard", "warning", "crash", "redacted")
+#: event kinds besides those that mean the engine failed (``CRASH_EVENT_KINDS``, kept too: a
+#: redacted capture's crash verdict is its original's); a kernel launch's is not kept (its
+#: fields are not redacted: ``kernels`` would read a launch without them)
+EVENT_KINDS = ("probe_error", "probe_start", "probe_stop", "probe_writer_lost",
+               "probe_unsupported", "index_error", "guard", "warning", "crash", "redacted")
 VARIANTS = ("upstream", "patched", "vllm")
 #: ``vllm.config.speculative.SpeculativeMethod`` of vLLM 0.33.0, flattened
 SPECULATIVE_METHODS = (
@@ -59,11 +62,12 @@ KEYS = (
 @functools.cache
 def closed_values() -> frozenset[str]:
     """Every string value a redacted capture may keep as it is (besides the patterns)."""
+    from forensics.known.evidence import CRASH_EVENT_KINDS
     from forensics.simulator.scenarios import SCENARIOS
     from forensics.sites import SITES
 
-    return frozenset((*CREATORS, *EVENT_KINDS, *VARIANTS, *SPECULATIVE_METHODS, *DTYPES,
-                      *RUNNERS, *SITES, *SCENARIOS))
+    return frozenset((*CREATORS, *EVENT_KINDS, *CRASH_EVENT_KINDS, *VARIANTS,
+                      *SPECULATIVE_METHODS, *DTYPES, *RUNNERS, *SITES, *SCENARIOS))
 
 
 @functools.cache

@@ -100,7 +100,7 @@ def shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
     reference_seconds = time.perf_counter() - start
-    expected = evidence_of(result)
+    expected = evidence_of(result, crash=True)
     if not expected.has_findings:
         raise NothingToKeepError(f"capture '{cap.path}' has no finding under {names}: there is "
                                  "no evidence to keep; share it whole or choose other variants")

@@ -120,6 +120,9 @@ def get_scenario(name: str | Scenario) -> Scenario:
 
 #: the largest vocabulary a simulation draws from (the replay refuses a larger one)
 MAX_VOCAB = 2**24
+#: the most steps a simulation runs (four times the soak scenario's): ``--steps`` of 20 digits
+#: ran for ever, writing until the disk was full
+MAX_STEPS = 1_000_000
 #: the most tokens one simulated step schedules (batch x (1 + spec_tokens)): its arrays stay
 #: small, never sized by a setting into gigabytes
 MAX_STEP_TOKENS = 2**16
@@ -132,7 +135,8 @@ def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int 
     Raises:
         UnknownScenarioError: an unknown scenario name (the message lists the valid ones).
         ConfigurationError: steps or batch below 1, negative spec_tokens, vocab below 2 or
-            past :data:`MAX_VOCAB`, a step of more than :data:`MAX_STEP_TOKENS` tokens.
+            past :data:`MAX_VOCAB`, steps past :data:`MAX_STEPS`, a step of more than
+            :data:`MAX_STEP_TOKENS` tokens.
     """
     sc = get_scenario(scenario)
     changes: dict[str, Any] = {key: value for key, value in (("steps", steps), ("batch", batch),
@@ -144,6 +148,9 @@ def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int 
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise ConfigurationError(f"simulate {sc.name!r}: {key} must be an integer >= "
                                      f"{low}, got {value!r}")
+    if sc.steps > MAX_STEPS:
+        raise ConfigurationError(f"simulate {sc.name!r}: steps must be at most {MAX_STEPS:,}, "
+                                 f"got {str(sc.steps)[:40]}; give a smaller --steps")
     if sc.vocab > MAX_VOCAB:
         raise ConfigurationError(f"simulate {sc.name!r}: vocab must be at most {MAX_VOCAB} "
                                  f"(2**24, the replay's cap), got {sc.vocab}")

@@ -12,6 +12,7 @@ from typing import Any
 from forensics.errors import CaptureFormatError
 from forensics.store.fs import append_whole
 from forensics.store.guarded import iter_lines
+from forensics.store.manifest import loads_finite
 from forensics.store.paths import EVENTS_RE, WRITTEN_AGAIN
 
 #: the longest event line, and the most events a capture may hold
@@ -174,7 +175,7 @@ def _read_one(root: Path, path: Path, out: list[dict[str, Any]], containers: lis
 def _event(line: bytes, path: Path, number: int) -> dict[str, Any]:
     where = f"events file '{path}' line {number}"
     try:
-        event = json.loads(line.decode("utf-8"))
+        event = loads_finite(line.decode("utf-8"))
     except (ValueError, RecursionError) as exc:
         raise CaptureFormatError(f"{where}: not JSON ({str(exc)[:200]})") from None
     if not isinstance(event, dict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import platform
 import tempfile
@@ -96,9 +97,28 @@ def write_manifest_once(root: Path, manifest: dict[str, Any]) -> bool:
             os.unlink(tmp)
 
 
-def read_json_object(path: Path, what: str, root: Path | None = None) -> dict[str, Any]:
+def _number_as_text(text: str) -> float | str:
+    """A JSON number or constant as Python reads it, but one no JSON holds (``NaN``,
+    ``Infinity``, ``1e400``) as its text (``"nan"``, ``"inf"``), as the probe writes a
+    kernel's non-finite scalar."""
+    value = float(text)
+    return value if math.isfinite(value) else str(value)
+
+
+def loads_finite(text: str) -> Any:
+    """``json.loads`` of a capture's JSON text (its manifest, an event line), a number no JSON
+    holds read as its text (:func:`_number_as_text`): what is read is written again
+    (``shrink``, ``redact``) and printed as strict JSON.
+
+    Raises ValueError (not JSON) or RecursionError (nested past Python's limit)."""
+    return json.loads(text, parse_constant=_number_as_text, parse_float=_number_as_text)
+
+
+def read_json_object(path: Path, what: str, root: Path | None = None,
+                     finite: bool = False) -> dict[str, Any]:
     """Parse the JSON object in ``path`` through the guarded reader (``what`` is its kind in
     :data:`forensics.store.guarded.LIMITS`; ``root`` the capture it must stay inside).
+    ``finite``: a number no JSON holds is read as its text (:func:`loads_finite`).
 
     Raises:
         CaptureFormatError: unreadable, too large, not JSON, not an object, or more than
@@ -112,7 +132,8 @@ def read_json_object(path: Path, what: str, root: Path | None = None) -> dict[st
                                  f"past {MAX_CONTAINERS}; it is a short object of settings: "
                                  "replace it with the one its producer wrote")
     try:
-        value = json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        value = loads_finite(text) if finite else json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise CaptureFormatError(f"{what} '{path}' is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
@@ -133,7 +154,7 @@ def read_manifest(root: Path) -> dict[str, Any]:
         raise CaptureFormatError(f"'{root}' has no {MANIFEST}; it is not a capture "
                                  "(create one with forensics import or the probe)")
     inside(root, MANIFEST)
-    manifest = read_json_object(path, "manifest", root)
+    manifest = read_json_object(path, "manifest", root, finite=True)
     version = manifest.get("format")
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version:
         raise CaptureFormatError(f"manifest '{path}': 'format' must be a positive integer, "

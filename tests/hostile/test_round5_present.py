@@ -161,7 +161,8 @@ def _forge_expected(capture: Path) -> None:
     first = {"site": HOSTILE[:60], "step": 1, "rank": 0, "row": 0, "element": 2,
              "tensor": HOSTILE, "kind": HOSTILE, "value": 1, HOSTILE[:40]: HOSTILE}
     data = {"format": 1, "verdicts": {"upstream": {HOSTILE[:60]: HOSTILE[:60]}},
-            "first_finding": {"upstream": first}, "crash_verdict": HOSTILE[:60]}
+            "first_finding": {"upstream": first},
+            "crash_verdict": "unexplained"}  # a verdict of other text is refused (T39a)
     (capture / "expected.json").write_text(json.dumps(data), encoding="utf-8")
 
 

@@ -433,6 +433,36 @@ TESTS = {
              "test_a_stop_in_another_process_events_file_does_not_hide_a_death",
              "tests/hostile/test_round8_probe8.py::"
              "test_a_capture_written_again_keeps_each_process_and_a_planted_file_claims_none"],
+    "T39a": ["tests/hostile/test_round8_attack.py::"
+             "test_a_crash_verdict_not_computed_is_no_difference",
+             "tests/hostile/test_round8_attack.py::test_a_crash_verdict_that_differs_is_still_said",
+             "tests/hostile/test_round8_attack.py::"
+             "test_an_expected_value_no_replay_gives_is_refused",
+             "tests/hostile/test_round8_attack.py::"
+             "test_a_key_an_expected_finding_lacks_is_unknown_never_none"],
+    "T39b": ["tests/hostile/test_round8_attack.py::"
+             "test_a_resolution_past_its_range_is_one_line_before_the_replay",
+             "tests/hostile/test_round8_attack.py::test_the_api_holds_a_resolution_to_the_same_range",
+             "tests/hostile/test_round8_attack.py::"
+             "test_a_backend_matplotlib_cannot_load_is_one_line"],
+    "T39c": ["tests/hostile/test_round8_attack.py::"
+             "test_every_json_of_a_manifest_of_nan_and_infinity_is_strict"],
+    "T39d": ["tests/hostile/test_round8_attack.py::"
+             "test_a_capture_whose_manifest_holds_nan_is_shrunk_and_redacted",
+             "tests/hostile/test_round8_attack.py::"
+             "test_a_manifest_number_no_json_holds_is_read_as_its_text",
+             "tests/hostile/test_round8_attack.py::"
+             "test_a_capture_whose_events_hold_nan_is_shrunk_and_redacted"],
+    "T39e": ["tests/hostile/test_round8_attack.py::"
+             "test_simulate_refuses_steps_past_its_cap_before_drawing"],
+    "T39f": ["tests/hostile/test_round8_attack.py::"
+             "test_a_step_range_that_ends_before_it_starts_is_refused"],
+    "T39g": ["tests/hostile/test_round8_attack.py::"
+             "test_a_redacted_capture_of_a_failed_engine_says_it_failed",
+             "tests/hostile/test_round8_attack.py::"
+             "test_a_derived_capture_whose_crash_verdict_differs_is_not_written"],
+    "T39h": ["tests/hostile/test_round8_attack.py::"
+             "test_triage_groups_a_failed_engine_as_known_judges_it"],
     "T36f": ["tests/hostile/test_round6_fleet.py::"
              "test_a_task_that_kills_its_worker_leaves_the_other_rows",
              "tests/hostile/test_round6_fleet.py::"
