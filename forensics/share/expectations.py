@@ -30,7 +30,7 @@ from forensics.share.evidence import (
     shortened,
 )
 from forensics.store.paths import EXPECTED
-from forensics.variants import DEFAULT_VARIANTS
+from forensics.variants import DEFAULT_VARIANTS, resolve_variant
 
 EXPECTED_NAME = EXPECTED
 OBTAINED_NAME = "expected.obtained.json"
@@ -125,13 +125,17 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     variant it names with ``trust_expected``; see :func:`choose_variants`). On a mismatch the
     obtained object is written to ``expected.obtained.json`` beside it.
     Raises:
-        CaptureFormatError: no or malformed expected.json; any error of load or replay.
-        UnknownVariantError: see :func:`choose_variants`.
+        CaptureFormatError: no or malformed expected.json; any error of load or replay; a
+            ``vllm+PATH.diff`` variant whose diff is missing, replayed or not.
+        UnknownVariantError: see :func:`choose_variants`; a variant no name registers.
     """
     capture = Path(capture)
     expected = read_expected(capture)
     chosen = choose_variants(expected, capture / EXPECTED_NAME, variants, trust_expected)
     known = [v for v in chosen if v in expected["verdicts"]]
+    for name in chosen:
+        if name not in known:  # not replayed, but a name no variant has is still refused
+            resolve_variant(name)
     obtained = obtain(capture, known) if known else {"verdicts": {}, "first_finding": {}}
     changed = differences(Evidence.from_json(expected), Evidence.from_json(obtained), chosen)
     result = CheckResult(capture, changed, obtained)
