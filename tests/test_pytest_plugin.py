@@ -65,9 +65,19 @@ def test_a_changed_capture_fails_then_regen_accepts(pytester: pytest.Pytester,
 def test_a_variant_missing_from_expected_fails_with_a_hint(pytester: pytest.Pytester,
                                                            captures: Path) -> None:
     result = _run(pytester, "--forensics-captures", str(captures),
+                  "--forensics-variant", "vllm")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*variant 'vllm' is not in expected.json*regenerate*"])
+
+
+def test_a_variant_no_name_registers_fails_naming_it(pytester: pytest.Pytester,
+                                                     captures: Path) -> None:
+    """Regenerating with a variant that does not exist could only fail: no such hint."""
+    result = _run(pytester, "--forensics-captures", str(captures),
                   "--forensics-variant", "mine")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*variant 'mine' is not in expected.json*regenerate*"])
+    result.stdout.fnmatch_lines(["*unknown variant 'mine'*"])
+    result.stdout.no_fnmatch_line("*regenerate*")
 
 
 def test_ini_option_collects_too(pytester: pytest.Pytester, captures: Path) -> None:
