@@ -31,7 +31,14 @@ import numpy as np
 
 from forensics.budget import require_alloc
 from forensics.errors import AllocationBudgetError
-from forensics.kernels.format import Launch, TensorArg, check_launch, numpy_dtype, source_hash
+from forensics.kernels.format import (
+    Launch,
+    TensorArg,
+    check_launch,
+    numpy_dtype,
+    readable,
+    source_hash,
+)
 from forensics.kernels.interpreter import check_masked_accesses
 
 #: bytes left unused on either side of each tensor's storage
@@ -229,6 +236,7 @@ def _differs(arg: TensorArg, replayed: bytes) -> dict[str, Any] | None:
     where = np.flatnonzero(live.view(bits) != mine.view(bits))
     if not len(where):
         return None
+    live, mine = readable(live, arg.dtype), readable(mine, arg.dtype)  # values, not bits
     return {"argument": arg.name, "span": arg.contents, "count": int(len(where)),
             "elements": [[int(i), _num(live[i]), _num(mine[i])] for i in where[:MOST]]}
 
