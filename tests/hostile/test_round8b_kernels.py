@@ -133,3 +133,27 @@ def test_a_bfloat16_live_difference_names_values() -> None:
     arg = TensorArg("x", "bfloat16", (2,), (1,), 0, 4, "storage", data=live.tobytes())
     found = _differs(arg, bfloat16_bits([float("nan"), 3.0]).tobytes())
     assert found is not None and found["elements"] == [[1, 1.0, 3.0]], found
+
+
+@pytest.mark.parametrize("reason", [
+    "the installed kernel's source differs from the recorded one's",
+    "live against replay not judged: the contents of idx_mapping_ptr were not recorded"])
+def test_what_a_replay_could_not_judge_is_said_in_text(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        reason: str) -> None:
+    """A launch replayed with a reason (a forged ``source_sha256``: the installed kernel ran in
+    the recorded one's stead; a tensor of no recorded contents: live against replay not
+    judged) was '1 replayed, 0 finding(s)' in the text output, the reason only in ``--json``:
+    read as a launch found clean. The text says it on the launch's line."""
+    from test_round4_kernels import launch
+
+    from forensics.cli import main
+    from forensics.kernels import sanitizer
+
+    capture = write_capture(tmp_path / "noted.capture", [launch()])
+    monkeypatch.setattr(sanitizer.Worker, "ask", lambda self, event, most=0.0: {
+        "status": "replayed", "reason": reason, "accesses": [], "overflows": [], "differs": []})
+    assert main(["kernels", str(capture)]) == 0
+    out = capsys.readouterr().out
+    assert "1 replayed, 0 finding(s)" in out, out
+    assert f"replayed, but: _prepare_pos_seq_lens_kernel at step 0 launch 0: {reason}\n" in out
