@@ -93,11 +93,19 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def shown_path(path: Path) -> str:
     """``path`` as the test id shows it: relative to the invocation directory when inside it,
-    as inert text (:func:`forensics.escaping.terminal`)."""
+    as inert text (:func:`shown`)."""
     try:
-        return terminal(path.resolve().relative_to(Path.cwd().resolve()))
+        return shown(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
-        return terminal(path)
+        return shown(path)
+
+
+def shown(text: object) -> str:
+    """``text`` as inert text (:func:`forensics.escaping.terminal`) that tells two captures
+    apart: a backslash is doubled first, so a folder named with the four characters ``\\x1b``
+    never gets the id of one holding ESC (two items of one id: pytest listed a result, and
+    ``--deselect`` took both, without saying which capture was meant)."""
+    return terminal(str(text).replace("\\", "\\\\"))
 
 
 class CaptureCollector(pytest.Collector):
@@ -109,7 +117,7 @@ class CaptureCollector(pytest.Collector):
 
     def collect(self) -> list[pytest.Item]:
         """One item per capture, its id the capture's path."""
-        return [CaptureItem.from_parent(self, name=terminal(path.name), nodeid=shown_path(path),
+        return [CaptureItem.from_parent(self, name=shown(path.name), nodeid=shown_path(path),
                                         capture=path) for path in self.captures]
 
 
