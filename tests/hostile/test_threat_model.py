@@ -481,6 +481,9 @@ TESTS = {
              "test_what_a_replay_could_not_judge_is_said_in_text"],
     "T40c": ["tests/hostile/test_round8b_plugin.py::"
              "test_captures_whose_names_escape_alike_get_ids_of_their_own"],
+    "T40d": ["tests/hostile/test_round8b_known.py::test_a_catalogue_nested_deep_is_one_line",
+             "tests/hostile/test_round8b_known.py::"
+             "test_a_catalogue_nested_within_the_limit_is_read"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
