@@ -484,6 +484,10 @@ TESTS = {
     "T40d": ["tests/hostile/test_round8b_known.py::test_a_catalogue_nested_deep_is_one_line",
              "tests/hostile/test_round8b_known.py::"
              "test_a_catalogue_nested_within_the_limit_is_read"],
+    "T40e": ["tests/hostile/test_round8b_fleet.py::"
+             "test_leaving_out_unfit_captures_is_linear_in_the_fleet",
+             "tests/hostile/test_round8b_fleet.py::"
+             "test_every_unfit_capture_is_left_out_and_only_they"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
