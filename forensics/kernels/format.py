@@ -136,8 +136,9 @@ class Launch:
 
     @property
     def where(self) -> str:
-        """``kernel at step S launch L`` (for messages)."""
-        return f"{self.name} at step {self.step} launch {self.ordinal}"
+        """``kernel at step S rank R launch L`` (for messages: the ranks of one engine number
+        their launches alike, so a launch is named by its rank too)."""
+        return f"{self.name} at step {self.step} rank {self.rank} launch {self.ordinal}"
 
 
 def _fail(where: str, key: str, what: str) -> CaptureFormatError:

@@ -156,4 +156,24 @@ def test_what_a_replay_could_not_judge_is_said_in_text(
     assert main(["kernels", str(capture)]) == 0
     out = capsys.readouterr().out
     assert "1 replayed, 0 finding(s)" in out, out
-    assert f"replayed, but: _prepare_pos_seq_lens_kernel at step 0 launch 0: {reason}\n" in out
+    assert f"replayed, but: _prepare_pos_seq_lens_kernel at step 0 rank 0 launch 0: {reason}\n" \
+        in out
+
+
+def test_a_launch_is_named_by_its_rank_too(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The ranks of one engine number their launches alike: a finding of rank 1's launch 0 and
+    rank 0's launch 0 were told as the same 'KERNEL (step 0, launch 0)', so the text did not
+    say which rank held the index out of range. Each line names the rank."""
+    from forensics.cli import main
+
+    launches = [{**event("_k", {"idx_mapping": tensor(np.array(ids, dtype=np.int32))},
+                         {"max_num_reqs": 4}), "rank": rank}
+                for rank, ids in ((0, [0, 1]), (1, [0, 9]))]
+    capture = write_capture(tmp_path / "ranks.capture", launches)
+    assert main(["kernels", str(capture)]) == 1
+    out = capsys.readouterr().out
+    assert "kernel_contract: _k (step 0, rank 1, launch 0): idx_mapping element(s) [1] hold " \
+           "request slot [9]" in out, out
+    assert "not replayed: _k at step 0 rank 0 launch 0: " in out
+    assert "not replayed: _k at step 0 rank 1 launch 0: " in out

@@ -488,6 +488,7 @@ TESTS = {
              "test_leaving_out_unfit_captures_is_linear_in_the_fleet",
              "tests/hostile/test_round8b_fleet.py::"
              "test_every_unfit_capture_is_left_out_and_only_they"],
+    "T40f": ["tests/hostile/test_round8b_kernels.py::test_a_launch_is_named_by_its_rank_too"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
