@@ -55,3 +55,18 @@ def test_every_unfit_capture_is_left_out_and_only_they(fleet: list[str]) -> None
         p for p in fleet if Path(p).name.startswith("s")]
     with pytest.raises(CaptureFormatError, match="u000.capture"):
         open_many(fleet)
+
+
+def test_a_capture_named_like_a_glob_is_itself(tmp_path: Path) -> None:
+    """``triage 'd[1].capture'`` (and ``open_many``) read its name as a glob: it triaged
+    ``d1.capture`` beside it, another capture (or said it named nothing). A path that exists
+    is taken as spelled; a glob that names no path is still a glob."""
+    from forensics.fleet.dataset import open_many
+    from forensics.fleet.paths import find_captures
+
+    named = ids_capture(tmp_path, "d[1].capture", [0, 1], np.int64)
+    other = ids_capture(tmp_path, "d1.capture", [0, 2], np.int64)
+    assert find_captures([named]) == [Path(named)]
+    table = open_many([named])["embedding"].to_table()
+    assert set(table["capture"].to_pylist()) == {named}
+    assert find_captures([str(tmp_path / "d?.capture")]) == [Path(other)]
