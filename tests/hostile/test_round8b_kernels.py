@@ -177,3 +177,26 @@ def test_a_launch_is_named_by_its_rank_too(tmp_path: Path,
            "request slot [9]" in out, out
     assert "not replayed: _k at step 0 rank 0 launch 0: " in out
     assert "not replayed: _k at step 0 rank 1 launch 0: " in out
+
+
+def _stand_in_kernel(x_ptr: Any) -> None:
+    """A function whose source hash a record may name (it is never run)."""
+
+
+def test_a_record_of_no_source_hash_says_the_source_was_not_compared() -> None:
+    """A launch record whose ``source_sha256`` is empty (or left out) was replayed against the
+    installed kernel with no word of it, while one naming another hash said the source differs:
+    leaving the hash out hid that the kernel that ran may not be the one recorded."""
+    from forensics.kernels.format import source_hash
+    from forensics.kernels.replay_worker import source_note
+
+    launch = idx_launch(np.array([0], dtype=np.int32))
+    assert launch.source_sha256 == ""
+    assert source_note(launch, _stand_in_kernel) == (
+        "the record names no source hash: the installed kernel's source was not compared "
+        "with the recorded one's")
+    launch.source_sha256 = "0" * 64
+    assert source_note(launch, _stand_in_kernel) == \
+        "the installed kernel's source differs from the recorded one's"
+    launch.source_sha256 = source_hash(_stand_in_kernel)
+    assert source_note(launch, _stand_in_kernel) == ""
