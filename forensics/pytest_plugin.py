@@ -93,11 +93,19 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def shown_path(path: Path) -> str:
     """``path`` as the test id shows it: relative to the invocation directory when inside it,
-    as inert text (:func:`forensics.escaping.terminal`)."""
+    as inert text (:func:`shown`)."""
     try:
-        return terminal(path.resolve().relative_to(Path.cwd().resolve()))
+        return shown(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
-        return terminal(path)
+        return shown(path)
+
+
+def shown(text: object) -> str:
+    """``text`` as inert text (:func:`forensics.escaping.terminal`) that tells two captures
+    apart: a backslash is doubled first, so a folder named with the four characters ``\\x1b``
+    never gets the id of one holding ESC (two items of one id: pytest listed a result, and
+    ``--deselect`` took both, without saying which capture was meant)."""
+    return terminal(str(text).replace("\\", "\\\\"))
 
 
 class CaptureCollector(pytest.Collector):
@@ -109,7 +117,7 @@ class CaptureCollector(pytest.Collector):
 
     def collect(self) -> list[pytest.Item]:
         """One item per capture, its id the capture's path."""
-        return [CaptureItem.from_parent(self, name=terminal(path.name), nodeid=shown_path(path),
+        return [CaptureItem.from_parent(self, name=shown(path.name), nodeid=shown_path(path),
                                         capture=path) for path in self.captures]
 
 
@@ -135,6 +143,7 @@ class CaptureItem(pytest.Item):
         regen = self.config.getoption("forensics_regen")
         missing = not (self.capture / expectations.EXPECTED_NAME).exists()
         if regen or missing:
+            self._refuse_a_link()
             written = expectations.regenerate(self.capture, self._variants())
             self.config.stash.setdefault(WRITTEN, []).append(written)
             if missing and not regen:
@@ -143,9 +152,22 @@ class CaptureItem(pytest.Item):
                     f"{terminal(written)} from this replay. Check it, commit it and rerun (or pass "
                     "--forensics-regen to write baselines without failing)")
             return
-        result = expectations.check(self.capture, self._variants())
+        result = expectations.check(self.capture, self._variants(),  # nothing through a link
+                                    write_obtained=not self.capture.is_symlink())
         if not result.ok:
             raise CaptureMismatch(terminal_lines(result.explain()))
+
+    def _refuse_a_link(self) -> None:
+        """Fail, writing nothing, when the capture's folder is a link: a link planted in the
+        folder of captures (to another user's capture, anywhere) once had ``expected.json``
+        written into the folder it points to."""
+        if self.capture.is_symlink():
+            from forensics.share import expectations
+
+            raise CaptureMismatch(
+                f"{shown(self.capture)}: is a link (to {shown_path(self.capture)}); "
+                f"{expectations.EXPECTED_NAME} is not written through a link: give the "
+                "capture's own folder to write it")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:

@@ -70,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{terminal(result.reason)}: {terminal(result.launch.where)}")
         elif result.status != "replayed":
             print(f"not replayed: {terminal(result.launch.where)}: {terminal(result.reason)}")
+        elif result.reason:  # what the replay could not judge, or ran in the record's stead
+            print(f"replayed, but: {terminal(result.launch.where)}: {terminal(result.reason)}")
     for finding in report.findings:
         print(terminal(describe(finding)))
     if not report.results:

@@ -65,14 +65,24 @@ def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
         except Exception:
             if on_error == "raise":
                 raise
-    while True:  # each pass leaves out one capture that does not fit beside the others
-        try:
-            return _datasets(captures, SITES)
-        except UnfitCapture as exc:
-            kept = {k: v for k, v in captures.items() if _name_of(v) != exc.capture}
-            if on_error == "raise" or len(kept) == len(captures):
-                raise
-            captures = kept
+    return fit_together(captures, SITES, on_error)
+
+
+def fit_together(captures: dict[str, dict[str, list[pa.RecordBatch]]], sites: Sequence[str],
+                 on_error: str = "raise") -> dict[str, ds.Dataset]:
+    """``{site: dataset}`` over ``captures``' batches (:func:`_datasets`); with ``on_error``
+    ``"skip"`` the captures that do not fit beside the others are left out, all those one pass
+    finds at once (the union type changes as they go: passes go on until none is left out)."""
+    while True:
+        unfit: list[UnfitCapture] | None = None if on_error == "raise" else []
+        found = _datasets(captures, sites, unfit)
+        if not unfit:
+            return found
+        names = {exc.capture for exc in unfit}
+        kept = {k: v for k, v in captures.items() if _name_of(v) not in names}
+        if len(kept) == len(captures):
+            raise unfit[0]
+        captures = kept
 
 
 class UnfitCapture(CaptureFormatError):
@@ -88,16 +98,18 @@ class UnfitCapture(CaptureFormatError):
         self.capture = capture
 
 
-def _datasets(captures: dict[str, dict[str, list[pa.RecordBatch]]], sites: Sequence[str]
-              ) -> dict[str, ds.Dataset]:
+def _datasets(captures: dict[str, dict[str, list[pa.RecordBatch]]], sites: Sequence[str],
+              unfit: list[UnfitCapture] | None = None) -> dict[str, ds.Dataset]:
     """``{site: dataset}`` over the batches of ``captures``, sites in ``sites`` order.
 
-    Raises UnfitCapture for a capture whose column cannot be widened to the union type."""
+    Raises UnfitCapture for a capture whose column cannot be widened to the union type, or,
+    given ``unfit``, adds each such to it and leaves its batches out (one pass finds them all:
+    a pass per unfit capture, each over every capture, was quadratic in a fleet of them)."""
     batches: dict[str, list[pa.RecordBatch]] = {}
     for found in captures.values():
         for site, site_batches in found.items():
             batches.setdefault(site, []).extend(site_batches)
-    return {site: site_dataset(_split_conflicts(_split_spellings(batches[site])))
+    return {site: site_dataset(_split_conflicts(_split_spellings(batches[site])), unfit)
             for site in sites if site in batches}
 
 
@@ -258,16 +270,24 @@ def kind_of(kind: pa.DataType) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in str(kind))
 
 
-def site_dataset(batches: list[pa.RecordBatch]) -> ds.Dataset:
+def site_dataset(batches: list[pa.RecordBatch], unfit: list[UnfitCapture] | None = None
+                 ) -> ds.Dataset:
     """One dataset over ``batches`` of one site: their union schema, each batch in place but
-    for columns it must widen to that schema."""
+    for columns it must widen to that schema (a batch that cannot: UnfitCapture, or, given
+    ``unfit``, added to it and left out)."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
     schema = pa.unify_schemas([b.schema for b in batches], promote_options="permissive")
     groups: dict[pa.Schema, list[pa.RecordBatch]] = {}
     for batch in batches:
-        widened = _widened(batch, schema)
+        try:
+            widened = _widened(batch, schema)
+        except UnfitCapture as exc:
+            if unfit is None:
+                raise
+            unfit.append(exc)
+            continue
         groups.setdefault(widened.schema, []).append(widened)
     children = [ds.dataset(group, schema=group[0].schema) for group in groups.values()]
     return ds.dataset(children, schema=schema)

@@ -28,13 +28,16 @@ def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
     (through a link, or under a folder named twice) is listed once, by its direct name.
 
     A pattern is a capture directory, a folder whose ``*.capture`` children (one level, then
-    their folders recursively) are captures, or a glob of either.
+    their folders recursively) are captures, or a glob of either (a path that exists is
+    taken as it is spelled, even one holding ``[``, ``*`` or ``?``).
     Raises ConfigurationError when a pattern names nothing.
     """
     found: dict[object, Path] = {}
     for pattern in patterns:
         text = os.fspath(pattern)
-        matches = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
+        # a path that exists is itself, never a glob: 'd[1].capture' named d1.capture
+        matches = sorted(glob.glob(text)) if glob.has_magic(text) and not os.path.lexists(
+            text) else [text]
         hits = [c for m in matches for c in _captures_at(Path(m))]
         if not hits:
             raise ConfigurationError(f"'{text}' names no capture directory; give NAME.capture "

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from forensics.kernels.format import Launch, TensorArg
+from forensics.kernels.format import Launch, TensorArg, readable
 
 SLOT_INDEX = ("idx_mapping", "idx_mapping_ptr")
 #: per-request state tensors (one row per request slot), in the order their rows are trusted
@@ -31,7 +31,8 @@ MOST = 16
 
 
 def _values(arg: TensorArg, which: str = "data") -> np.ndarray | None:
-    """The tensor's elements (row-major), or None when they were not recorded or the view
+    """The tensor's elements (row-major, as the numbers they are: a bfloat16's value, never its
+    bits), or None when they were not recorded or the view
     repeats elements (more of them than its storage holds: a zero stride; the engine's index
     buffers never are, and the contracts' work and memory follow the recorded bytes, not a
     claimed shape). The view lies inside the storage
@@ -39,13 +40,21 @@ def _values(arg: TensorArg, which: str = "data") -> np.ndarray | None:
     if arg.contents == "none" or (which == "after" and arg.after is None):
         return None
     flat = arg.array(which)
-    if arg.contents == "view":
-        return flat
-    if math.prod(arg.shape) > len(flat):
-        return None
-    return np.lib.stride_tricks.as_strided(
-        flat[arg.offset:], arg.shape, [s * arg.itemsize for s in arg.strides],
-        writeable=False).reshape(-1) if arg.shape else flat[arg.offset:arg.offset + 1]
+    if arg.contents == "storage":
+        if math.prod(arg.shape) > len(flat):
+            return None
+        flat = np.lib.stride_tricks.as_strided(
+            flat[arg.offset:], arg.shape, [s * arg.itemsize for s in arg.strides],
+            writeable=False).reshape(-1) if arg.shape else flat[arg.offset:arg.offset + 1]
+    return readable(flat, arg.dtype)
+
+
+def _bound(value: Any) -> int | None:
+    """``value`` when it is a bound an index can be held to (an int >= 1; not a bool, which
+    is an int to Python), else None: the contract is not judged (a ``max_num_reqs`` of
+    ``true`` or ``-5`` once judged every slot against ``[0, True)`` or ``[0, -5)``)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 \
+        else None
 
 
 def _finding(launch: Launch, arg: str, what: str, values: np.ndarray, bad: np.ndarray,
@@ -69,8 +78,8 @@ def _slots(launch: Launch) -> list[dict[str, Any]]:
     index = next((launch.tensors[n] for n in SLOT_INDEX if n in launch.tensors), None)
     if index is None:
         return []
-    bound, source = launch.scalars.get("max_num_reqs"), "the max_num_reqs argument"
-    if not isinstance(bound, int):
+    bound, source = _bound(launch.scalars.get("max_num_reqs")), "the max_num_reqs argument"
+    if bound is None:
         state = next((launch.tensors[n] for n in SLOT_STATE
                       if n in launch.tensors and launch.tensors[n].shape), None)
         if state is None:
@@ -118,7 +127,10 @@ def _blocks(launch: Launch) -> list[dict[str, Any]]:
         if not past + len(negative):
             continue
         elements = np.union1d(negative[:MOST], found)[:MOST]
-        row = _finding_at(launch, "pos", "block index", elements, pos[elements] // size,
+        # in Python's ints: a block size past pos's dtype (2**40 beside int8 positions, a
+        # uint64 size beside int64 ones) was an OverflowError that ended `forensics kernels`
+        blocks = np.array([p // size for p in pos[elements].tolist()], dtype=object)
+        row = _finding_at(launch, "pos", "block index", elements, blocks,
                           past + len(negative), 0, table.shape[1],
                           f"the blocks per row of {table.name} (block size {size})")
         row["positions"] = pos[elements].tolist()
@@ -167,7 +179,6 @@ def check(launch: Launch, manifest: dict[str, Any]) -> list[dict[str, Any]]:
     facts = model if isinstance(model, dict) else {}
     model_len, vocab = facts.get("max_model_len"), facts.get("vocab_size")
     return (_slots(launch) + _blocks(launch)
-            + _bounded(launch, POSITIONS, model_len if isinstance(model_len, int) else None,
-                       "position", "max_model_len (manifest)")
-            + _bounded(launch, TOKEN_IDS, vocab if isinstance(vocab, int) else None,
-                       "token id", "vocab_size (manifest)"))
+            + _bounded(launch, POSITIONS, _bound(model_len), "position",
+                       "max_model_len (manifest)")
+            + _bounded(launch, TOKEN_IDS, _bound(vocab), "token id", "vocab_size (manifest)"))

@@ -51,6 +51,15 @@ def numpy_dtype(name: str) -> np.dtype[Any]:
     return np.dtype("<u2") if name == "bfloat16" else np.dtype(name).newbyteorder("<")
 
 
+def readable(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """``raw`` (a record's elements as :func:`numpy_dtype` holds them) as the numbers they are:
+    bfloat16's bits widened to the float32 of the same value (read as bits, a bfloat16 ``1.0``
+    was said to hold 16256), other dtypes as they are."""
+    if dtype != "bfloat16":
+        return raw
+    return (raw.astype("<u4") << 16).view("<f4")
+
+
 def source_hash(fn: Any) -> str:
     """The sha256 of a kernel function's source from its ``def`` line on (dedented; the
     decorators left out, as ``JITFunction.src`` holds it), or "" when it has none."""
@@ -127,8 +136,9 @@ class Launch:
 
     @property
     def where(self) -> str:
-        """``kernel at step S launch L`` (for messages)."""
-        return f"{self.name} at step {self.step} launch {self.ordinal}"
+        """``kernel at step S rank R launch L`` (for messages: the ranks of one engine number
+        their launches alike, so a launch is named by its rank too)."""
+        return f"{self.name} at step {self.step} rank {self.rank} launch {self.ordinal}"
 
 
 def _fail(where: str, key: str, what: str) -> CaptureFormatError:

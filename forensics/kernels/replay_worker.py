@@ -31,7 +31,14 @@ import numpy as np
 
 from forensics.budget import require_alloc
 from forensics.errors import AllocationBudgetError
-from forensics.kernels.format import Launch, TensorArg, check_launch, numpy_dtype, source_hash
+from forensics.kernels.format import (
+    Launch,
+    TensorArg,
+    check_launch,
+    numpy_dtype,
+    readable,
+    source_hash,
+)
 from forensics.kernels.interpreter import check_masked_accesses
 
 #: bytes left unused on either side of each tensor's storage
@@ -229,6 +236,7 @@ def _differs(arg: TensorArg, replayed: bytes) -> dict[str, Any] | None:
     where = np.flatnonzero(live.view(bits) != mine.view(bits))
     if not len(where):
         return None
+    live, mine = readable(live, arg.dtype), readable(mine, arg.dtype)  # values, not bits
     return {"argument": arg.name, "span": arg.contents, "count": int(len(where)),
             "elements": [[int(i), _num(live[i]), _num(mine[i])] for i in where[:MOST]]}
 
@@ -243,9 +251,7 @@ def replay(launch: Launch) -> dict[str, Any]:
     import torch
 
     kernel = _kernel(launch)
-    notes = []
-    if launch.source_sha256 and source_hash(kernel.fn) != launch.source_sha256:
-        notes.append("the installed kernel's source differs from the recorded one's")
+    notes = [note for note in [source_note(launch, kernel.fn)] if note]
     if launch.unrecorded:
         name, why = next(iter(launch.unrecorded.items()))
         raise NotReplayable(f"argument {name} was not recorded ({why})")
@@ -284,6 +290,17 @@ def replay(launch: Launch) -> dict[str, Any]:
                 for (a, op, masked, pid), elements in OBSERVER.accesses.items()]
     return {"status": "replayed", "reason": "; ".join(notes), "accesses": accesses,
             "overflows": OBSERVER.overflows, "differs": differs}
+
+
+def source_note(launch: Launch, fn: Any) -> str:
+    """What the replay says of the installed kernel's source (``fn``) against the recorded
+    one's: that it differs, that the record names no hash to compare it with (a replay said
+    nothing of it, as if the same kernel ran), or "" when they are the same."""
+    if not launch.source_sha256:
+        return ("the record names no source hash: the installed kernel's source was not "
+                "compared with the recorded one's")
+    return "" if source_hash(fn) == launch.source_sha256 else \
+        "the installed kernel's source differs from the recorded one's"
 
 
 def _point(launch: Launch, tensors: dict[str, Any]) -> None:

@@ -284,7 +284,8 @@ def to_json(report: KernelReport) -> dict[str, Any]:
 
 def describe(finding: dict[str, Any]) -> str:
     """One line of text for a finding (the caller escapes it)."""
-    at = f"{finding['kernel']} (step {finding['step']}, launch {finding['launch']})"
+    at = (f"{finding['kernel']} (step {finding['step']}, rank {finding['rank']}, launch "
+          f"{finding['launch']})")
     kind = finding["kind"]
     if kind == "kernel_out_of_bounds":
         return (f"kernel_out_of_bounds: {at}: {'masked' if finding['masked'] else 'unmasked'} "

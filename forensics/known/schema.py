@@ -26,6 +26,9 @@ SPEC_TOKEN_CLASSES = ("all_placeholder", "any_placeholder")
 CLAUSE_KINDS: dict[str, type] = {"finding": dict, "fact": dict, "event": dict, "spec_tokens": str,
                 "crash_without_findings": bool, "any": list}
 DEFAULT_REPO = "vllm-project/vllm"
+#: the deepest ``any`` clauses may nest (the bundled catalogue nests 1; matching recurses per
+#: level)
+MAX_CLAUSE_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,9 @@ def load_catalogue(path: Path | str = CATALOGUE_PATH) -> Catalogue:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise CaptureFormatError(f"catalogue '{path}': cannot be read as TOML ({exc}); fix "
                                  "the file") from None
+    except RecursionError:  # arrays or tables nested deeper than the parser recurses
+        raise CaptureFormatError(f"catalogue '{path}': cannot be read as TOML (nested deeper "
+                                 "than Python's recursion limit); fix the file") from None
     if data.get("format") != 1:
         raise _bad(path, "format", "must be 1")
     entries = data.get("entry")
@@ -180,9 +186,12 @@ def _reference(path: Path, where: str, raw: Any) -> Reference:
                      _text(path, f"{where}.repo", raw.get("repo", DEFAULT_REPO)))
 
 
-def check_clause(path: Path, where: str, clause: Any) -> None:
-    """Raise CaptureFormatError unless ``clause`` is one well-formed clause (recursively)."""
+def check_clause(path: Path, where: str, clause: Any, depth: int = 0) -> None:
+    """Raise CaptureFormatError unless ``clause`` is one well-formed clause (recursively, at
+    most :data:`MAX_CLAUSE_DEPTH` ``any`` deep)."""
     clause = _table(path, where, clause)
+    if depth > MAX_CLAUSE_DEPTH:
+        raise _bad(path, where, f"nests 'any' clauses deeper than {MAX_CLAUSE_DEPTH}")
     if len(clause) != 1 or next(iter(clause)) not in CLAUSE_KINDS:
         raise _bad(path, where, f"must have exactly one key of {list(CLAUSE_KINDS)}, got "
                                 f"{sorted(clause)}")
@@ -190,7 +199,7 @@ def check_clause(path: Path, where: str, clause: Any) -> None:
     value = _typed(path, where, kind, value)
     if kind == "any":
         for i, inner in enumerate(value):
-            check_clause(path, f"{where}.any[{i}]", inner)
+            check_clause(path, f"{where}.any[{i}]", inner, depth + 1)
     elif kind == "finding":
         _check_finding(path, f"{where}.finding", value)
     elif kind == "fact" and ("name" not in value or "equals" not in value):

@@ -123,7 +123,8 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
 
     ``variants`` defaults to the built-in models the expected file names (any registered
     variant it names with ``trust_expected``; see :func:`choose_variants`). On a mismatch the
-    obtained object is written to ``expected.obtained.json`` beside it.
+    obtained object is written to ``expected.obtained.json`` beside it (and on a match a stale
+    one removed); with ``write_obtained=False`` nothing is written or removed.
     Raises:
         CaptureFormatError: no or malformed expected.json; any error of load or replay; a
             ``vllm+PATH.diff`` variant whose diff is missing, replayed or not.
@@ -141,7 +142,7 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     result = CheckResult(capture, changed, obtained)
     if result.differences and write_obtained:
         result.obtained_path = write_json(capture / OBTAINED_NAME, obtained)
-    elif not result.differences:
+    elif not result.differences and write_obtained:
         (capture / OBTAINED_NAME).unlink(missing_ok=True)
     return result
 

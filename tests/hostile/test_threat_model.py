@@ -515,6 +515,33 @@ TESTS = {
              "tests/hostile/test_round6_caps.py::"
              "test_a_log_whose_size_says_less_than_it_holds_is_read_only_to_its_cap",
              "tests/hostile/test_round6_caps.py::test_one_file_given_as_two_sources_is_refused"],
+    "T40a": ["tests/hostile/test_round8b_kernels.py::"
+             "test_a_block_size_past_the_positions_dtype_is_judged",
+             "tests/hostile/test_round8b_kernels.py::test_a_bound_that_is_no_count_is_not_judged",
+             "tests/hostile/test_round8b_kernels.py::test_a_count_bound_is_judged",
+             "tests/hostile/test_round8b_kernels.py::"
+             "test_a_bfloat16_index_is_judged_by_its_value_not_its_bits",
+             "tests/hostile/test_round8b_kernels.py::"
+             "test_a_bfloat16_live_difference_names_values"],
+    "T40b": ["tests/hostile/test_round8b_kernels.py::"
+             "test_what_a_replay_could_not_judge_is_said_in_text",
+             "tests/hostile/test_round8b_kernels.py::"
+             "test_a_record_of_no_source_hash_says_the_source_was_not_compared"],
+    "T40c": ["tests/hostile/test_round8b_plugin.py::"
+             "test_captures_whose_names_escape_alike_get_ids_of_their_own"],
+    "T40d": ["tests/hostile/test_round8b_known.py::test_a_catalogue_nested_deep_is_one_line",
+             "tests/hostile/test_round8b_known.py::"
+             "test_a_catalogue_nested_within_the_limit_is_read"],
+    "T40e": ["tests/hostile/test_round8b_fleet.py::"
+             "test_leaving_out_unfit_captures_is_linear_in_the_fleet",
+             "tests/hostile/test_round8b_fleet.py::"
+             "test_every_unfit_capture_is_left_out_and_only_they"],
+    "T40f": ["tests/hostile/test_round8b_kernels.py::test_a_launch_is_named_by_its_rank_too"],
+    "T40g": ["tests/hostile/test_round8b_fleet.py::test_a_capture_named_like_a_glob_is_itself"],
+    "T40h": ["tests/hostile/test_round8b_plugin.py::"
+             "test_a_capture_reached_through_a_planted_link_is_not_written",
+             "tests/hostile/test_round8b_plugin.py::"
+             "test_a_linked_captures_comparison_writes_nothing_through_the_link"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
