@@ -131,7 +131,7 @@ def _said(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     from forensics.cli import main
 
     assert main(argv) == 0
-    return capsys.readouterr().out
+    return " ".join(capsys.readouterr().out.split())  # as one line, however it was wrapped
 
 
 START = {"kind": "probe_start", "step": 0, "rank": 0}
