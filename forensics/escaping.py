@@ -17,8 +17,9 @@ that escapes (no output keeps a copy of these rules).
   values through :func:`terminal`; ``raw=True``: a capture's value, :func:`terminal`), then
   ``& < > " '`` as entities (a noncharacter or C0 control never reaches XML);
 - :func:`markdown`: :func:`inert` (``raw=True``: :func:`terminal`), then only what
-  GitHub-flavoured Markdown would read as markup escaped, so the rendered text is the text; a span of the text between backticks
-  becomes a code span (:func:`markdown_code`, with a fence longer than any backtick run in it);
+  GitHub-flavoured Markdown would read as markup escaped, so the rendered text is the text; a
+  span of the text between backticks becomes a code span (:func:`markdown_code`, with a
+  fence longer than any backtick run in it);
 - :func:`csv_cell`: :func:`terminal`, then a cell starting with ``= + - @``, tab or CR
   prefixed with ``'`` (a spreadsheet would evaluate it as a formula), and one starting with
   ``'`` too (so the prefix never makes two values one cell);

@@ -553,7 +553,8 @@ TESTS = {
     "T42d": ["tests/hostile/test_round8d_fleet.py::"
              "test_an_unfit_capture_takes_no_innocent_one_of_a_like_label",
              "tests/hostile/test_round8d_fleet.py::test_labels_of_two_such_captures_differ"],
-    "T42e": ["tests/hostile/test_round8d_kernels.py::test_no_launch_replayed_is_exit_2_with_one_line",
+    "T42e": ["tests/hostile/test_round8d_kernels.py::"
+             "test_no_launch_replayed_is_exit_2_with_one_line",
              "tests/hostile/test_round8d_kernels.py::test_a_capture_of_no_launch_is_exit_2",
              "tests/hostile/test_round8d_kernels.py::"
              "test_some_launches_replayed_is_exit_0_and_says_how_many_were_not"],
