@@ -15,7 +15,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from forensics.errors import CaptureFormatError, ConfigurationError
-from forensics.escaping import json_text, terminal
+from forensics.escaping import inert, json_text, terminal
 from forensics.quiet import quietly
 
 if TYPE_CHECKING:
@@ -73,13 +73,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {terminal(report.note)}")
     for result in report.results:
         if result.status == NOT_RUN:  # the reason says "not run: ..."
-            print(f"{terminal(result.reason)}: {terminal(result.launch.where)}")
+            print(f"{inert(result.reason)}: {terminal(result.launch.where)}")
         elif result.status != "replayed":
-            print(f"not replayed: {terminal(result.launch.where)}: {terminal(result.reason)}")
+            print(f"not replayed: {terminal(result.launch.where)}: {inert(result.reason)}")
         elif result.reason:  # what the replay could not judge, or ran in the record's stead
-            print(f"replayed, but: {terminal(result.launch.where)}: {terminal(result.reason)}")
+            print(f"replayed, but: {terminal(result.launch.where)}: {inert(result.reason)}")
     for finding in report.findings:
-        print(terminal(describe(finding)))
+        print(inert(describe(finding)))  # a sentence
     unjudged = sum(r.status != "replayed" for r in report.results)
     if unjudged and report.results:
         print(f"{unjudged} of {len(report.results)} launch(es) not replayed: not judged for "

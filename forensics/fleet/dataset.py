@@ -90,9 +90,10 @@ class UnfitCapture(CaptureFormatError):
     beside signed ones): it cannot be read in one dataset with the others."""
 
     def __init__(self, capture: str, column: str, kind: object, why: object) -> None:
-        from forensics.escaping import terminal
+        from forensics.escaping import inert, terminal
 
-        super().__init__(f"open_many: capture '{terminal(capture)}' column {column!r} does not "
+        # the label is escaped already (unicode_path): its escapes are not doubled
+        super().__init__(f"open_many: capture '{inert(capture)}' column {column!r} does not "
                          f"fit the type {kind} the other captures share ({terminal(why)}); "
                          "open it alone, or pass on_error='skip' to leave it out")
         self.capture = capture
