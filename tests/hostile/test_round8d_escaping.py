@@ -104,3 +104,24 @@ def test_ordinary_names_print_as_before() -> None:
         assert terminal(name) == name
     assert csv_cell("=1") == "'=1" and csv_cell("'=1") == "''=1"
     assert inert(f"capture '{terminal('a' + chr(27))}' unreadable") == "capture 'a\\x1b' unreadable"
+
+
+def test_report_figures_name_two_captures_that_escape_alike_apart(tmp_path: Path) -> None:
+    """The SVG figures' titles (HTML entities over :func:`terminal`) of a capture holding ESC
+    and of one named with the text ``\\x1b`` differ."""
+    import shutil
+    import xml.etree.ElementTree as ET
+
+    from forensics.present.svg import views
+    from forensics.replaying import replay
+    from forensics.store.reader import load
+
+    source = Path(__file__).parents[2] / "data" / "incident-b-vocab-sentinel.capture"
+    texts = []
+    for name in PAIRS["esc"]:
+        path = tmp_path / name
+        shutil.copytree(source, path)
+        svg = views.figure("timeline", replay(load(path), ["upstream"])).to_svg()
+        texts.append(sorted("".join(t.itertext()) for t in ET.fromstring(svg).iter()
+                            if t.tag.endswith("text") and "a\\" in "".join(t.itertext())))
+    assert texts[0] and texts[1] and texts[0] != texts[1], texts

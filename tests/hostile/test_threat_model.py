@@ -543,7 +543,9 @@ TESTS = {
              "tests/hostile/test_round8b_plugin.py::"
              "test_a_linked_captures_comparison_writes_nothing_through_the_link"],
     "T42a": ["tests/hostile/test_round8d_escaping.py::test_no_two_values_escape_alike",
-             "tests/hostile/test_round8d_escaping.py::test_ordinary_names_print_as_before"],
+             "tests/hostile/test_round8d_escaping.py::test_ordinary_names_print_as_before",
+             "tests/hostile/test_round8d_escaping.py::"
+             "test_report_figures_name_two_captures_that_escape_alike_apart"],
     "T42b": ["tests/hostile/test_round8d_escaping.py::"
              "test_triage_shows_two_captures_that_escape_alike_as_two",
              "tests/hostile/test_round8d_escaping.py::"
