@@ -10,7 +10,7 @@ from typing import Any
 
 from forensics.atomic import write_atomically
 from forensics.errors import ConfigurationError, ForensicsError, one_line
-from forensics.escaping import csv_cell, html, inert, markdown, terminal, unicode
+from forensics.escaping import csv_cell, html, inert, markdown, terminal, unicode, unicode_path
 from forensics.fleet.triage import Triage
 
 FORMATS = ("text", "markdown", "json")
@@ -64,10 +64,13 @@ def render(result: Triage, fmt: str) -> str:
 
 def to_json(result: Triage) -> dict[str, Any]:
     """``{"captures": n, "groups": [{title, captures: [...]}], "rows": [row]}``, every string
-    UTF-8 can encode (:func:`json_ready`: a lone surrogate of a file name is no strict JSON)."""
-    rows = [{k: v for k, v in row.items() if k != "crashed"} for row in result.rows]
+    UTF-8 can encode (:func:`json_ready`: a lone surrogate of a file name is no strict JSON;
+    a capture's path and name no other capture's: :data:`PATH_COLUMNS`)."""
+    rows = [{k: unicode_path(v) if k in PATH_COLUMNS else v for k, v in row.items()
+             if k != "crashed"} for row in result.rows]
     return json_ready({"captures": len(result.rows), "where": result.where,
-                       "groups": [{"title": g.title(), "captures": [r["capture"] for r in g.rows]}
+                       "groups": [{"title": g.title(),
+                                   "captures": [unicode_path(r["capture"]) for r in g.rows]}
                                   for g in result.groups], "rows": rows})
 
 
@@ -83,6 +86,9 @@ def json_ready(value: Any) -> Any:
     return value
 
 
+#: the columns that name a capture: in JSON and Parquet through
+#: :func:`forensics.escaping.unicode_path` (two captures' never alike)
+PATH_COLUMNS = frozenset({"capture", "name"})
 #: the columns whose text is a message that may hold values escaped already (an error's one
 #: line): escaped as inert text (:func:`forensics.escaping.inert`), their escapes not doubled;
 #: every other column's text is a value (escaped so no two print alike)
@@ -189,7 +195,8 @@ def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
     ints = {"pid", "steps", "records", "findings"}
     schema = pa.schema([(c, pa.int64() if c in ints else pa.bool_() if c == "async_scheduling"
                          else pa.string()) for c in COLUMNS])
-    cells = [{c: unicode(v) if isinstance(v, str) else v for c, v in row.items()} for row in rows]
+    cells = [{c: (unicode_path(v) if c in PATH_COLUMNS else unicode(v)) if isinstance(v, str)
+              else v for c, v in row.items()} for row in rows]
     pq.write_table(pa.Table.from_pylist(cells, schema=schema), path)
 
 

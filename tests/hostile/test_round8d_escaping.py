@@ -125,3 +125,22 @@ def test_report_figures_name_two_captures_that_escape_alike_apart(tmp_path: Path
         texts.append(sorted("".join(t.itertext()) for t in ET.fromstring(svg).iter()
                             if t.tag.endswith("text") and "a\\" in "".join(t.itertext())))
     assert texts[0] and texts[1] and texts[0] != texts[1], texts
+
+
+def test_triage_json_and_parquet_hold_two_captures_that_escape_alike_as_two(
+        fleet: tuple[Path, list[Path]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import pyarrow.parquet as pq
+
+    from forensics.cli import main
+
+    root, _ = fleet
+    assert main(["triage", str(root), "--workers", "1", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert len({row["capture"] for row in rows}) == len({row["name"] for row in rows}) == 2
+    table = tmp_path / "triage.parquet"
+    assert main(["triage", str(root), "--workers", "1", "-o", str(table)]) == 0
+    read = pq.read_table(table).to_pylist()
+    assert len({row["capture"] for row in read}) == len({row["name"] for row in read}) == 2

@@ -549,7 +549,9 @@ TESTS = {
     "T42b": ["tests/hostile/test_round8d_escaping.py::"
              "test_triage_shows_two_captures_that_escape_alike_as_two",
              "tests/hostile/test_round8d_escaping.py::"
-             "test_triage_csv_holds_two_captures_that_escape_alike_as_two"],
+             "test_triage_csv_holds_two_captures_that_escape_alike_as_two",
+             "tests/hostile/test_round8d_escaping.py::"
+             "test_triage_json_and_parquet_hold_two_captures_that_escape_alike_as_two"],
     "T42c": ["tests/hostile/test_round8d_escaping.py::test_no_two_values_escape_alike",
              "tests/hostile/test_round8d_escaping.py::test_ordinary_names_print_as_before"],
     "T42d": ["tests/hostile/test_round8d_fleet.py::"
