@@ -14,7 +14,7 @@ import warnings
 
 from forensics.commands import COMMANDS
 from forensics.errors import one_line
-from forensics.escaping import terminal
+from forensics.escaping import inert
 from forensics.quiet import add_verbose
 
 __all__ = ["COMMANDS", "build_parser", "main", "one_line"]
@@ -96,7 +96,7 @@ def _warning_line(message: Warning | str, category: type[Warning], filename: str
                   file: object = None, line: str | None = None) -> None:
     """Show a warning as one line on stderr: ``forensics: warning: MESSAGE``."""
     text = " ".join(str(message).removeprefix("forensics: ").split())
-    print(f"forensics: warning: {terminal(text)}", file=sys.stderr)
+    print(f"forensics: warning: {inert(text)}", file=sys.stderr)  # a message
 
 
 if __name__ == "__main__":

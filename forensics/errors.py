@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forensics.escaping import terminal
+from forensics.escaping import inert
 
 
 class ForensicsError(Exception):
@@ -84,4 +84,4 @@ def one_line(exc: BaseException) -> str:
     else:
         text = (f"internal error {type(exc).__name__}: {exc}; this is a bug: rerun with -v "
                 "and report the traceback")
-    return terminal(" ".join(text.split()))[:2000]
+    return inert(" ".join(text.split()))[:2000]  # its values are escaped already

@@ -4,22 +4,29 @@ that escapes (no output keeps a copy of these rules).
 
 - :func:`terminal`: control characters (C0, DEL, C1, the Unicode line separators, the
   bidirectional marks, overrides and isolates, the byte-order mark), noncharacters and lone
-  surrogates shown as ``\\x1b``-style escapes, and a very long string cut at :data:`LIMIT`
+  surrogates shown as ``\\x1b``-style escapes, a backslash that would read as an escape's
+  start as ``\\\\`` (no two values print alike), and a very long string cut at :data:`LIMIT`
   characters with a marker, so a string is one line of inert text of bounded length; the base
   of every other function;
 - :func:`unicode`: only lone surrogates shown (``\\udcff``): text a UTF-8 store (Arrow, JSON
-  files) can hold, otherwise unchanged;
-- :func:`html` (also SVG/XML text and attribute values): :func:`terminal`, then
+  files) can hold, otherwise unchanged; :func:`unicode_path` the same for a capture's path,
+  with a backslash that would read as an escape's start doubled (no two paths alike);
+- :func:`inert`: :func:`terminal` for a message whose values are already escaped (their
+  backslashes not doubled again);
+- :func:`html` (also SVG/XML text and attribute values): :func:`inert` (a text built of
+  values through :func:`terminal`; ``raw=True``: a capture's value, :func:`terminal`), then
   ``& < > " '`` as entities (a noncharacter or C0 control never reaches XML);
-- :func:`markdown`: :func:`terminal`, then only what GitHub-flavoured Markdown would read as
-  markup escaped, so the rendered text is the text; a span of the text between backticks
-  becomes a code span (:func:`markdown_code`, with a fence longer than any backtick run in it);
+- :func:`markdown`: :func:`inert` (``raw=True``: :func:`terminal`), then only what
+  GitHub-flavoured Markdown would read as markup escaped, so the rendered text is the text; a
+  span of the text between backticks becomes a code span (:func:`markdown_code`, with a
+  fence longer than any backtick run in it);
 - :func:`csv_cell`: :func:`terminal`, then a cell starting with ``= + - @``, tab or CR
-  prefixed with ``'`` (a spreadsheet would evaluate it as a formula);
+  prefixed with ``'`` (a spreadsheet would evaluate it as a formula), and one starting with
+  ``'`` too (so the prefix never makes two values one cell);
 - :func:`python_string`: a Python string literal (ASCII, from :func:`repr`) that evaluates to
   :func:`terminal` of the value: generated source holds capture text only as such a literal;
 - :func:`terminal_lines`: a text of several lines (a message, a list of differences), each
-  line through :func:`terminal`;
+  line through :func:`inert`;
 - :func:`json_text`: strict JSON (ASCII): a float JSON cannot hold (``NaN``, the infinities
   a capture's JSON files may carry: Python's parser takes them) as its text, ``"nan"``,
   ``"inf"`` or ``"-inf"``.
@@ -47,6 +54,12 @@ _NONCHARACTERS = "\ufdd0-\ufdef" + "".join(
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff"
                       "\ud800-\udfff" + _NONCHARACTERS + "]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: :func:`terminal`'s escapes, and a backslash that would otherwise read as one's start (before
+#: a backslash, ``x``, ``u``, ``U`` or a character escaped): ESC and the four characters
+#: ``\x1b`` never look alike
+_TERMINAL = re.compile(r"\\(?=[\\xuU]|" + _CONTROL.pattern + ")|" + _CONTROL.pattern)
+#: :func:`unicode`'s escapes, and a backslash before a backslash, ``u`` or a lone surrogate
+_UNICODE = re.compile(r"\\(?=[\\u]|" + _SURROGATE.pattern + ")|" + _SURROGATE.pattern)
 #: inline characters GitHub-flavoured Markdown reads as markup wherever they stand: a
 #: backslash before punctuation, emphasis and strikethrough marks, a table cell's bar, math
 _MD_INLINE = re.compile(r"(\\(?=[!-/:-@\[-`{-~])|[*~|$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|`)")
@@ -66,9 +79,15 @@ _MD_CLOSING = re.compile(r"(\s)(#+\s*)$")
 _MD_BACKTICKS = re.compile("`+")
 #: first characters that make a spreadsheet evaluate a cell
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: first characters of a CSV cell prefixed with ``'``: a formula's, and ``'`` itself (so the
+#: cell ``'=1`` of a value ``'=1`` is never the cell of the value ``=1``)
+_QUOTED = (*FORMULA_STARTS, "'")
 
 
 def _visible(match: re.Match[str]) -> str:
+    """A matched character as its escape (a backslash as two)."""
+    if match.group() == "\\":
+        return "\\\\"
     code = ord(match.group())
     if code < 0x100:
         return f"\\x{code:02x}"
@@ -85,27 +104,48 @@ def capped(value: Any, limit: int = LIMIT) -> str:
 
 def terminal(value: Any) -> str:
     """``value`` as one line of text of at most about :data:`LIMIT` characters: every control
-    character, noncharacter and lone surrogate as a ``\\x..``/``\\u....`` escape."""
-    return _CONTROL.sub(_visible, capped(value))
+    character, noncharacter and lone surrogate as a ``\\x..``/``\\u....`` escape, and a
+    backslash that would read as an escape's start as ``\\\\``, so two values (of at most
+    :data:`LIMIT` characters) never look alike. For a value written once: a message built of
+    values already escaped goes through :func:`inert`."""
+    return _TERMINAL.sub(_visible, capped(value))
+
+
+def inert(text: Any) -> str:
+    """``text`` (a message that holds values already through :func:`terminal`) as one line of
+    inert text: control characters, noncharacters and lone surrogates escaped as by
+    :func:`terminal`, backslashes left as they are (a value's escapes are not doubled)."""
+    return _CONTROL.sub(_visible, capped(text))
 
 
 def unicode(value: Any) -> str:
     """``value`` as text UTF-8 can encode: a lone surrogate as ``\\udcNN``, nothing else
-    changed."""
+    changed (a message, a JSON text: for a capture's path that must stay apart from every
+    other, :func:`unicode_path`)."""
     return _SURROGATE.sub(_visible, str(value))
 
 
-def html(value: Any) -> str:
-    """``value`` as HTML or XML text (an attribute value too): :func:`terminal`, then markup
+def unicode_path(value: Any) -> str:
+    """``value`` (a capture's path) as text UTF-8 can encode that no other value shares: a lone
+    surrogate as ``\\udcNN`` and a backslash before a backslash, ``u`` or a lone surrogate as
+    ``\\\\`` (a folder spelled ``\\udc80`` never reads as one holding that undecodable
+    byte)."""
+    return _UNICODE.sub(_visible, str(value))
+
+
+def html(value: Any, raw: bool = False) -> str:
+    """``value`` as HTML or XML text (an attribute value too): :func:`inert` (a text whose
+    values are escaped already; ``raw``: a capture's value, :func:`terminal`), then markup
     characters as entities."""
-    return _html.escape(terminal(value), quote=True)
+    return _html.escape(terminal(value) if raw else inert(value), quote=True)
 
 
-def markdown(value: Any, table: bool = False) -> str:
+def markdown(value: Any, table: bool = False, raw: bool = False) -> str:
     """``value`` as one line of Markdown that GitHub renders as the text itself: what would be
     markup escaped, no raw HTML; a span between backticks a code span (``table``: in a table
-    cell, :func:`markdown_code`)."""
-    text = terminal(value)
+    cell, :func:`markdown_code`). ``value`` through :func:`inert` (a text whose values are
+    escaped already; ``raw``: a capture's value, :func:`terminal`)."""
+    text = terminal(value) if raw else inert(value)
     parts: list[str] = []
     at = 0
     for start, end, code in _code_spans(text):
@@ -170,25 +210,27 @@ def _markdown_plain(text: str) -> str:
     return _MD_CLOSING.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
 
 
-def markdown_code(value: Any, table: bool = False) -> str:
+def markdown_code(value: Any, table: bool = False, raw: bool = False) -> str:
     """``value`` as a Markdown code span (one line) fenced by more backticks than any run in
-    it; in a table cell (``table``) a ``|`` is escaped, as GitHub's tables need."""
-    text = terminal(value)
+    it; in a table cell (``table``) a ``|`` is escaped, as GitHub's tables need. ``value``
+    through :func:`inert` (``raw``: :func:`terminal`)."""
+    text = terminal(value) if raw else inert(value)
     if table:
         text = text.replace("|", "\\|")
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() or (
+        text.startswith(" ") and text.endswith(" ")) else ""  # CommonMark strips one of each
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def csv_cell(value: Any) -> Any:
-    """A CSV cell: a string escaped (:func:`terminal`) and prefixed with ``'`` when it starts
-    like a formula; other values unchanged."""
+def csv_cell(value: Any, raw: bool = True) -> Any:
+    """A CSV cell: a string escaped (:func:`terminal`; not ``raw``, a text whose values are
+    escaped already: :func:`inert`) and prefixed with ``'`` when it starts like a formula or
+    with ``'``; other values unchanged."""
     if not isinstance(value, str):
         return value
-    text = terminal(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) or value.startswith(FORMULA_STARTS) \
-        else text
+    text = terminal(value) if raw else inert(value)
+    return "'" + text if text.startswith(_QUOTED) or value.startswith(FORMULA_STARTS) else text
 
 
 def python_string(value: Any) -> str:
@@ -198,9 +240,9 @@ def python_string(value: Any) -> str:
 
 
 def terminal_lines(value: Any) -> str:
-    """``value`` as lines of inert text: each line through :func:`terminal`, the line breaks
-    kept (a message of several lines, such as ``check``'s list of differences)."""
-    return "\n".join(terminal(line) for line in str(value).split("\n"))
+    """``value`` (a message, its values already escaped) as lines of inert text: each line
+    through :func:`inert`, the line breaks kept (``check``'s list of differences)."""
+    return "\n".join(inert(line) for line in str(value).split("\n"))
 
 
 def json_text(value: Any, indent: int | None = None, sort_keys: bool = False,

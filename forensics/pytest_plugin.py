@@ -101,11 +101,11 @@ def shown_path(path: Path) -> str:
 
 
 def shown(text: object) -> str:
-    """``text`` as inert text (:func:`forensics.escaping.terminal`) that tells two captures
-    apart: a backslash is doubled first, so a folder named with the four characters ``\\x1b``
-    never gets the id of one holding ESC (two items of one id: pytest listed a result, and
-    ``--deselect`` took both, without saying which capture was meant)."""
-    return terminal(str(text).replace("\\", "\\\\"))
+    """``text`` as inert text (:func:`forensics.escaping.terminal`, which tells two captures
+    apart: a folder named with the four characters ``\\x1b`` never gets the id of one holding
+    ESC; two items of one id: pytest listed a result, and ``--deselect`` took both, without
+    saying which capture was meant)."""
+    return terminal(str(text))
 
 
 class CaptureCollector(pytest.Collector):

@@ -3,17 +3,23 @@ and report out-of-bounds accesses, broken index contracts, int32 wraps and launc
 outputs differ from the replay's (:mod:`forensics.kernels.sanitizer`).
 
 ``--coverage`` lists every Triton kernel of the installed vLLM's worker packages: recorded,
-seen only in a CUDA graph, never launched, or not replayable (and why). Exit 0 when no launch
-has a finding, 1 when one has.
+seen only in a CUDA graph, never launched, or not replayable (and why). Exit 1 when a launch
+has a finding; else 2 when nothing could be judged (no launch recorded, or none replayed: one
+line on stderr says why and what to do); else 0, a last line saying how many launches were not
+replayed when some were not.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from forensics.errors import ConfigurationError
-from forensics.escaping import json_text, terminal
+from forensics.errors import CaptureFormatError, ConfigurationError
+from forensics.escaping import inert, json_text, terminal
 from forensics.quiet import quietly
+
+if TYPE_CHECKING:
+    from forensics.kernels.sanitizer import KernelReport
 
 EXAMPLE = """examples:
   FORENSICS_DIR=/tmp/caps FORENSICS_KERNELS=all vllm serve ...   # record
@@ -59,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.coverage:
             out.pop("coverage")
         print(json_text(out, indent=1, default=str))
-        return 1 if report.findings else 0
+        return _exit_code(report)
     replayed = sum(r.status == "replayed" for r in report.results)
     print(f"{terminal(report.capture)}: {len(report.results)} launch(es) recorded, "
           f"{replayed} replayed, {len(report.findings)} finding(s)")
@@ -67,18 +73,40 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {terminal(report.note)}")
     for result in report.results:
         if result.status == NOT_RUN:  # the reason says "not run: ..."
-            print(f"{terminal(result.reason)}: {terminal(result.launch.where)}")
+            print(f"{inert(result.reason)}: {terminal(result.launch.where)}")
         elif result.status != "replayed":
-            print(f"not replayed: {terminal(result.launch.where)}: {terminal(result.reason)}")
+            print(f"not replayed: {terminal(result.launch.where)}: {inert(result.reason)}")
         elif result.reason:  # what the replay could not judge, or ran in the record's stead
-            print(f"replayed, but: {terminal(result.launch.where)}: {terminal(result.reason)}")
+            print(f"replayed, but: {terminal(result.launch.where)}: {inert(result.reason)}")
     for finding in report.findings:
-        print(terminal(describe(finding)))
-    if not report.results:
-        print("no kernel_launch event: record with FORENSICS_KERNELS=all")
+        print(inert(describe(finding)))  # a sentence
+    unjudged = sum(r.status != "replayed" for r in report.results)
+    if unjudged and report.results:
+        print(f"{unjudged} of {len(report.results)} launch(es) not replayed: not judged for "
+              "out-of-bounds accesses, int32 wraps or live differences (only their index "
+              "contracts were checked)")
     if args.coverage:
         for row in report.coverage:
             why = f" ({row['why']})" if row["why"] else ""
             print(f"  {row['status']:<15} {terminal(row['module'])}.{terminal(row['kernel'])}: "
                   f"{row['launches']} recorded{terminal(why)}")
-    return 1 if report.findings else 0
+    return _exit_code(report)
+
+
+def _exit_code(report: KernelReport) -> int:
+    """1 when a launch has a finding, else 0 when at least one launch was replayed.
+
+    Raises CaptureFormatError (exit 2, one line) when nothing was judged: no launch recorded,
+    or none of them replayed.
+    """
+    if report.findings:
+        return 1
+    if not report.results:
+        raise CaptureFormatError(f"'{terminal(report.capture)}' holds no kernel_launch event: "
+                                 "nothing to judge; record with FORENSICS_KERNELS=all")
+    if not any(r.status == "replayed" for r in report.results):
+        raise CaptureFormatError(
+            f"'{terminal(report.capture)}': none of its {len(report.results)} launch(es) was "
+            "replayed, so none was judged (see each launch's reason above); fix what it says, "
+            "or give a longer --deadline for launches 'not run'")
+    return 0

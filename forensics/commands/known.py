@@ -12,7 +12,7 @@ import sys
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from forensics.escaping import json_text, terminal
+from forensics.escaping import inert, json_text
 
 if TYPE_CHECKING:
     from forensics.known import Entry
@@ -62,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _wrap(text: str) -> str:
     """``text`` as inert lines of at most 100 characters (a capture's facts and name reach
-    it: :func:`forensics.escaping.terminal`)."""
-    return textwrap.fill(terminal(text), width=100, subsequent_indent="      ")
+    it, escaped already: :func:`forensics.escaping.inert`)."""
+    return textwrap.fill(inert(text), width=100, subsequent_indent="      ")
 
 
 def _entry_json(e: Entry) -> dict[str, Any]:

@@ -72,12 +72,12 @@ def format_result(result: Any, conclusion: Any = None) -> str:
 
     conclusion = conclusion if conclusion is not None else conclude(result)
     silent = conclusion.silent
-    from forensics.escaping import terminal
+    from forensics.escaping import inert, terminal
 
     lines = [f"capture {terminal(result.source)}: {len(result.records)} records",
              *verdict_table(result.verdicts, result.variants)]
-    lines += [terminal(variant_line(result, conclusion, v)) for v in result.variants]
-    lines += ["", "conclusion:", textwrap.fill(terminal(conclusion.paragraph()), width=100,
+    lines += [inert(variant_line(result, conclusion, v)) for v in result.variants]
+    lines += ["", "conclusion:", textwrap.fill(inert(conclusion.paragraph()), width=100,
                                                initial_indent="  ", subsequent_indent="  ")]
     if silent:
         from forensics.judge.wrong_tokens import describe

@@ -78,8 +78,8 @@ def fit_together(captures: dict[str, dict[str, list[pa.RecordBatch]]], sites: Se
         found = _datasets(captures, sites, unfit)
         if not unfit:
             return found
-        names = {exc.capture for exc in unfit}
-        kept = {k: v for k, v in captures.items() if _name_of(v) not in names}
+        left_out = {exc.key for exc in unfit}  # the captures' own keys: never their labels
+        kept = {k: v for k, v in captures.items() if k not in left_out}
         if len(kept) == len(captures):
             raise unfit[0]
         captures = kept
@@ -90,12 +90,15 @@ class UnfitCapture(CaptureFormatError):
     beside signed ones): it cannot be read in one dataset with the others."""
 
     def __init__(self, capture: str, column: str, kind: object, why: object) -> None:
-        from forensics.escaping import terminal
+        from forensics.escaping import inert, terminal
 
-        super().__init__(f"open_many: capture '{terminal(capture)}' column {column!r} does not "
+        # the label is escaped already (unicode_path): its escapes are not doubled
+        super().__init__(f"open_many: capture '{inert(capture)}' column {column!r} does not "
                          f"fit the type {kind} the other captures share ({terminal(why)}); "
                          "open it alone, or pass on_error='skip' to leave it out")
         self.capture = capture
+        #: the key of the capture in :func:`fit_together`'s ``captures`` (set by it)
+        self.key: str | None = None
 
 
 def _datasets(captures: dict[str, dict[str, list[pa.RecordBatch]]], sites: Sequence[str],
@@ -106,10 +109,13 @@ def _datasets(captures: dict[str, dict[str, list[pa.RecordBatch]]], sites: Seque
     given ``unfit``, adds each such to it and leaves its batches out (one pass finds them all:
     a pass per unfit capture, each over every capture, was quadratic in a fleet of them)."""
     batches: dict[str, list[pa.RecordBatch]] = {}
-    for found in captures.values():
+    owners: dict[str, list[str]] = {}  # each batch's capture key (two labels may be alike)
+    for key, found in captures.items():
         for site, site_batches in found.items():
             batches.setdefault(site, []).extend(site_batches)
-    return {site: site_dataset(_split_conflicts(_split_spellings(batches[site])), unfit)
+            owners.setdefault(site, []).extend([key] * len(site_batches))
+    return {site: site_dataset(_split_conflicts(_split_spellings(batches[site])), unfit,
+                               owners[site])
             for site in sites if site in batches}
 
 
@@ -126,7 +132,7 @@ def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBat
 
     Raises CaptureFormatError or UnsafeInputError when the capture cannot be read.
     """
-    from forensics.escaping import unicode
+    from forensics.escaping import unicode, unicode_path
     from forensics.store.reader import load
 
     capture = load(path)
@@ -137,7 +143,7 @@ def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBat
     pid = process.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or not INT64_MIN <= pid <= INT64_MAX:
         pid = None
-    where = unicode(os.path.abspath(capture.path))
+    where = unicode_path(os.path.abspath(capture.path))
     out: dict[str, list[pa.RecordBatch]] = {}
     for view in capture.batches():
         out.setdefault(view.site, []).append(
@@ -270,22 +276,23 @@ def kind_of(kind: pa.DataType) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in str(kind))
 
 
-def site_dataset(batches: list[pa.RecordBatch], unfit: list[UnfitCapture] | None = None
-                 ) -> ds.Dataset:
+def site_dataset(batches: list[pa.RecordBatch], unfit: list[UnfitCapture] | None = None,
+                 owners: Sequence[str] | None = None) -> ds.Dataset:
     """One dataset over ``batches`` of one site: their union schema, each batch in place but
     for columns it must widen to that schema (a batch that cannot: UnfitCapture, or, given
-    ``unfit``, added to it and left out)."""
+    ``unfit``, added to it, its ``key`` the batch's in ``owners``, and left out)."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
     schema = pa.unify_schemas([b.schema for b in batches], promote_options="permissive")
     groups: dict[pa.Schema, list[pa.RecordBatch]] = {}
-    for batch in batches:
+    for number, batch in enumerate(batches):
         try:
             widened = _widened(batch, schema)
         except UnfitCapture as exc:
             if unfit is None:
                 raise
+            exc.key = None if owners is None else owners[number]
             unfit.append(exc)
             continue
         groups.setdefault(widened.schema, []).append(widened)

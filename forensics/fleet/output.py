@@ -10,7 +10,7 @@ from typing import Any
 
 from forensics.atomic import write_atomically
 from forensics.errors import ConfigurationError, ForensicsError, one_line
-from forensics.escaping import csv_cell, html, markdown, terminal, unicode
+from forensics.escaping import csv_cell, html, inert, markdown, terminal, unicode, unicode_path
 from forensics.fleet.triage import Triage
 
 FORMATS = ("text", "markdown", "json")
@@ -59,15 +59,18 @@ def render(result: Triage, fmt: str) -> str:
         return json.dumps(to_json(result), indent=2, sort_keys=True)
     if fmt not in FORMATS:
         raise ConfigurationError(f"--format {fmt!r}; choose one of {list(FORMATS)}")
-    return _render_groups(result, terminal if fmt == "text" else markdown, fmt == "markdown")
+    return _render_groups(result, fmt == "markdown")
 
 
 def to_json(result: Triage) -> dict[str, Any]:
     """``{"captures": n, "groups": [{title, captures: [...]}], "rows": [row]}``, every string
-    UTF-8 can encode (:func:`json_ready`: a lone surrogate of a file name is no strict JSON)."""
-    rows = [{k: v for k, v in row.items() if k != "crashed"} for row in result.rows]
+    UTF-8 can encode (:func:`json_ready`: a lone surrogate of a file name is no strict JSON;
+    a capture's path and name no other capture's: :data:`PATH_COLUMNS`)."""
+    rows = [{k: unicode_path(v) if k in PATH_COLUMNS else v for k, v in row.items()
+             if k != "crashed"} for row in result.rows]
     return json_ready({"captures": len(result.rows), "where": result.where,
-                       "groups": [{"title": g.title(), "captures": [r["capture"] for r in g.rows]}
+                       "groups": [{"title": g.title(),
+                                   "captures": [unicode_path(r["capture"]) for r in g.rows]}
                                   for g in result.groups], "rows": rows})
 
 
@@ -83,23 +86,40 @@ def json_ready(value: Any) -> Any:
     return value
 
 
+#: the columns that name a capture: in JSON and Parquet through
+#: :func:`forensics.escaping.unicode_path` (two captures' never alike)
+PATH_COLUMNS = frozenset({"capture", "name"})
+#: the columns whose text is a message that may hold values escaped already (an error's one
+#: line): escaped as inert text (:func:`forensics.escaping.inert`), their escapes not doubled;
+#: every other column's text is a value (escaped so no two print alike)
+MESSAGE_COLUMNS = frozenset({"shows", "error", "first_finding", "divergence", "conclusion",
+                             "group", "verdicts", "known"})
 #: the columns of a group's table in text, Markdown and HTML: (flat row key, header)
 TABLE = (("name", "capture"), ("host", "host"), ("pid", "pid"), ("ranks", "ranks"),
          ("vllm", "vLLM"), ("runner", "runner"), ("shows", "what it shows"))
 
 
-def _render_groups(result: Triage, esc: Callable[[object], str], md: bool) -> str:
+def _render_groups(result: Triage, md: bool) -> str:
     """Each group: its title, then a table of its captures (Markdown: a GitHub table; text:
     aligned columns); every capture string escaped."""
     flat = {row["capture"]: row for row in flat_rows(result)}
     lines = [f"{'# ' if md else ''}triage: {len(result.rows)} captures, "
              f"{len(result.groups)} groups ({result.seconds:.1f} s, {result.where})", ""]
     for group in result.groups:
-        lines.append(f"{'## ' if md else ''}{esc(group.title())}")
-        cell = (lambda v: markdown(v, table=True)) if md else esc
-        cells = [[cell(c) for c in _cells(flat[row["capture"]])] for row in group.rows]
+        title = group.title()  # a message: it may hold a capture's error
+        lines.append(f"## {markdown(title)}" if md else inert(title))
+        cells = [[_cell(c, key in MESSAGE_COLUMNS, md) for (key, _), c in
+                  zip(TABLE, _cells(flat[row["capture"]]), strict=True)] for row in group.rows]
         lines += (_markdown_table(cells) if md else _text_table(cells)) + [""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _cell(value: str, message: bool, md: bool) -> str:
+    """A table cell of text or Markdown: a value through :func:`terminal` (or
+    :func:`markdown`), a message (its values escaped already) through :func:`inert`."""
+    if md:
+        return markdown(value, table=True, raw=not message)
+    return inert(value) if message else terminal(value)
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
@@ -175,7 +195,8 @@ def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
     ints = {"pid", "steps", "records", "findings"}
     schema = pa.schema([(c, pa.int64() if c in ints else pa.bool_() if c == "async_scheduling"
                          else pa.string()) for c in COLUMNS])
-    cells = [{c: unicode(v) if isinstance(v, str) else v for c, v in row.items()} for row in rows]
+    cells = [{c: (unicode_path(v) if c in PATH_COLUMNS else unicode(v)) if isinstance(v, str)
+              else v for c, v in row.items()} for row in rows]
     pq.write_table(pa.Table.from_pylist(cells, schema=schema), path)
 
 
@@ -186,7 +207,8 @@ def _write_csv(rows: list[dict[str, Any]], path: Path) -> None:
         writer = csv.writer(out)
         writer.writerow(COLUMNS)
         for row in rows:
-            writer.writerow(["" if row[c] is None else csv_cell(row[c]) for c in COLUMNS])
+            writer.writerow(["" if row[c] is None else csv_cell(row[c], c not in MESSAGE_COLUMNS)
+                             for c in COLUMNS])
 
 
 def write_html(result: Triage, directory: str | os.PathLike[str],
@@ -208,7 +230,9 @@ def write_html(result: Triage, directory: str | os.PathLike[str],
         link = "" if first is None else _report_link(
             report, first, root / f"group-{number:03d}.html", flat[first["capture"]], failed)
         head = "".join(f"<th>{h}</th>" for _, h in TABLE)
-        body = "".join("<tr>" + "".join(f"<td>{html(c)}</td>" for c in _cells(flat[r["capture"]]))
+        body = "".join("<tr>" + "".join(
+            f"<td>{html(c, key not in MESSAGE_COLUMNS)}</td>"
+            for (key, _), c in zip(TABLE, _cells(flat[r["capture"]]), strict=True))
                        + "</tr>" for r in group.rows)
         sections.append(f"<h2>{html(group.title())}{link}</h2>\n<table><thead><tr>{head}"
                         f"</tr></thead><tbody>{body}</tbody></table>")
@@ -236,10 +260,10 @@ def _report_link(report: Callable[[str, Path], Any], first: dict[str, Any], out:
     except ForensicsError as exc:
         why = one_line(exc)
         failed.append(f"{out.name}: {why}")
-        return f" (report of {html(first['name'])}: error: {html(why)})"
+        return f" (report of {html(first['name'], True)}: error: {html(why)})"
     if first.get("divergence") and out.exists():
         _add_banner(out, row["divergence"])
-    return f' <a href="{out.name}">report of {html(first["name"])}</a>'
+    return f' <a href="{out.name}">report of {html(first["name"], True)}</a>'
 
 
 def _add_banner(report: Path, text: str) -> None:

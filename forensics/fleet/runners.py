@@ -242,10 +242,10 @@ def _result(future: Any, task: Task) -> bytes:
 
 def failed(task: Task, exc: BaseException) -> bytes:
     """The row of a task that raised ``exc``: ``task failed: TYPE: MESSAGE`` on one line."""
-    from forensics.escaping import terminal
+    from forensics.escaping import inert
 
     return lost(task, f"task failed: {type(exc).__name__}: "
-                      f"{terminal(' '.join(str(exc).split()))[:2000]}")
+                      f"{inert(' '.join(str(exc).split()))[:2000]}")
 
 
 def run_ray(tasks: Sequence[Task], address: str | None = None, done: Done | None = None,

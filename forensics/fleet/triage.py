@@ -95,7 +95,7 @@ def _parsed(row: dict[str, Any]) -> dict[str, Any]:
 def _stitch(rows: list[dict[str, Any]]) -> None:
     """Set ``divergence`` on the two rows of every engine (:func:`~forensics.fleet.stitch.
     engines`: claims corroborated) whose ranks disagree: the rows of the captures compared."""
-    from forensics.escaping import unicode
+    from forensics.escaping import unicode_path
     from forensics.fleet.stitch import engines, first_divergence
 
     by_capture = {row["capture"]: row for row in rows}
@@ -106,5 +106,5 @@ def _stitch(rows: list[dict[str, Any]]) -> None:
         hit = first_divergence(captures)
         if hit is not None:
             for capture in captures:
-                if unicode(os.path.abspath(capture)) in hit["captures"]:
+                if unicode_path(os.path.abspath(capture)) in hit["captures"]:
                     by_capture[capture]["divergence"] = hit

@@ -283,12 +283,13 @@ def _strip_for_report(nb: Any) -> Any:
 
 def _escape_text_output(output: Any) -> None:
     """Control characters of a text output (a printed line, a ``text/plain`` repr) shown as
-    escapes (:func:`forensics.escaping.terminal`), line by line: the template escapes markup."""
-    from forensics.escaping import terminal
+    escapes (:func:`forensics.escaping.inert`: a printed line may hold values escaped
+    already), line by line: the template escapes markup."""
+    from forensics.escaping import inert
 
     def lines(text: Any) -> str:
         text = "".join(text) if isinstance(text, list) else str(text)
-        return "\n".join(terminal(line) for line in text.split("\n"))
+        return "\n".join(inert(line) for line in text.split("\n"))
 
     if output.get("output_type") == "stream":
         output["text"] = lines(output.get("text", ""))

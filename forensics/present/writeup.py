@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from forensics.escaping import json_text, markdown, markdown_code, terminal
+from forensics.escaping import inert, json_text, markdown, markdown_code, terminal
 from forensics.judge.suspects import describe_suspect
 from forensics.present.conclusion import Conclusion, conclude, describe_finding, fact_text
 
@@ -92,7 +92,7 @@ def to_text(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
     it rests on (as ``forensics known`` says it: the capture's crash events, where the replay
     raises) and the known issues matched."""
     conclusion = conclusion or conclude(result)
-    lines = [terminal(conclusion.line(v)) for v in result.variants]
+    lines = [inert(conclusion.line(v)) for v in result.variants]  # values escaped
     known = conclusion.known
     if known is not None:
         ids = ", ".join(m.entry.id for m in known.matches) or "none"

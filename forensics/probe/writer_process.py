@@ -254,9 +254,9 @@ def _serve(child: WriterChild) -> int:
 
 def _say(what: str, exc: BaseException) -> None:
     """One line on stderr: the writer process ``what``, and why (escaped, on one line)."""
-    from forensics.escaping import terminal
+    from forensics.escaping import inert
 
-    why = terminal(" ".join(error_text(exc).split()))[:500]
+    why = inert(" ".join(error_text(exc).split()))[:500]  # a message
     print(f"forensics probe writer: {what}: {why}", file=sys.stderr)
 
 

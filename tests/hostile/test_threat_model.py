@@ -542,6 +542,26 @@ TESTS = {
              "test_a_capture_reached_through_a_planted_link_is_not_written",
              "tests/hostile/test_round8b_plugin.py::"
              "test_a_linked_captures_comparison_writes_nothing_through_the_link"],
+    "T42a": ["tests/hostile/test_round8d_escaping.py::test_no_two_values_escape_alike",
+             "tests/hostile/test_round8d_escaping.py::test_ordinary_names_print_as_before",
+             "tests/hostile/test_round8d_escaping.py::"
+             "test_report_figures_name_two_captures_that_escape_alike_apart"],
+    "T42b": ["tests/hostile/test_round8d_escaping.py::"
+             "test_triage_shows_two_captures_that_escape_alike_as_two",
+             "tests/hostile/test_round8d_escaping.py::"
+             "test_triage_csv_holds_two_captures_that_escape_alike_as_two",
+             "tests/hostile/test_round8d_escaping.py::"
+             "test_triage_json_and_parquet_hold_two_captures_that_escape_alike_as_two"],
+    "T42c": ["tests/hostile/test_round8d_escaping.py::test_no_two_values_escape_alike",
+             "tests/hostile/test_round8d_escaping.py::test_ordinary_names_print_as_before"],
+    "T42d": ["tests/hostile/test_round8d_fleet.py::"
+             "test_an_unfit_capture_takes_no_innocent_one_of_a_like_label",
+             "tests/hostile/test_round8d_fleet.py::test_labels_of_two_such_captures_differ"],
+    "T42e": ["tests/hostile/test_round8d_kernels.py::"
+             "test_no_launch_replayed_is_exit_2_with_one_line",
+             "tests/hostile/test_round8d_kernels.py::test_a_capture_of_no_launch_is_exit_2",
+             "tests/hostile/test_round8d_kernels.py::"
+             "test_some_launches_replayed_is_exit_0_and_says_how_many_were_not"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
