@@ -114,3 +114,39 @@ def test_every_bundled_capture_holds_each_key_once() -> None:
         for line in (path.read_text(encoding="utf-8").splitlines() if path.suffix == ".jsonl"
                      else [path.read_text(encoding="utf-8")]):
             loads_finite(line)
+
+
+def test_a_repro_data_file_naming_a_key_twice_is_bad_data(tmp_path: Path) -> None:
+    """The generated repro's data file (attached to bug threads beside it): a key twice is one
+    BadData line naming the key, before any case is read."""
+    import importlib.util
+
+    from forensics.share.repro import script_text
+
+    (tmp_path / "test_repro.py").write_text(script_text())
+    (tmp_path / "test_repro.json").write_text(
+        '{"format": 1, "vllm": {"needed": "0.33", "capture": "0.33.0"}, "deadline_s": 60, '
+        '"deadline_s": 3600, "cases": []}')
+    spec = importlib.util.spec_from_file_location("repro_round8c_twice",
+                                                  tmp_path / "test_repro.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    with pytest.raises(Exception) as refused:
+        spec.loader.exec_module(module)
+    assert type(refused.value).__name__ == "BadData", repr(refused.value)
+    assert str(refused.value).startswith("test_repro.json: the JSON text: key 'deadline_s' is "
+                                         "there twice"), refused.value
+
+
+def test_a_catalogue_naming_a_key_twice_is_refused(tmp_path: Path) -> None:
+    """The known-issue catalogue is TOML, whose parser already refuses a key given twice: one
+    line naming the file (this holds before round 8c too; kept so the claim covers it)."""
+    from forensics.known.schema import CATALOGUE_PATH, load_catalogue
+
+    text = CATALOGUE_PATH.read_text(encoding="utf-8")
+    assert "\nformat = 1\n" in text
+    path = tmp_path / "catalogue.toml"
+    path.write_text(text.replace("\nformat = 1\n", "\nformat = 1\nformat = 2\n", 1))
+    with pytest.raises(CaptureFormatError, match=r"catalogue '.*catalogue\.toml': cannot be "
+                                                 r"read as TOML \(Cannot overwrite a value"):
+        load_catalogue(path)
