@@ -13,7 +13,25 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from forensics.errors import OutputError
+from forensics.errors import ConfigurationError, OutputError
+from forensics.escaping import capped
+
+
+def user_path(path: str | os.PathLike[str]) -> Path:
+    """A path as its user gave it (``-o``, ``--html``, an API argument): ``~`` and ``~user``
+    expanded as a shell would (a path in quotes, from Python or from a script reaches us as it
+    is), nothing else changed. Every output path a command or the API takes goes through this
+    first, so ``~`` means the same to all of them.
+
+    Raises ConfigurationError: a ``~user`` with no home directory here (or ``~`` with no
+    ``HOME`` and no entry for this user), naming the path."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:  # Path.expanduser's "Could not determine home directory."
+        user = capped(os.fspath(path).split(os.sep, 1)[0], 80)
+        raise ConfigurationError(f"'{capped(os.fspath(path), 200)}': no home directory for "
+                                 f"{user!r} here; give the path without '~', or a user of "
+                                 "this machine") from None
 
 
 def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], object],

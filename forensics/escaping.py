@@ -27,6 +27,10 @@ that escapes (no output keeps a copy of these rules).
   :func:`terminal` of the value: generated source holds capture text only as such a literal;
 - :func:`terminal_lines`: a text of several lines (a message, a list of differences), each
   line through :func:`inert`;
+- :func:`shell_word` and :func:`shell_path`: one word of a command line we suggest (``to
+  accept it: forensics check PATH --accept``): pasted into a shell it is that very word (quoted,
+  a path starting with ``-`` given as ``./-...``), and printed it is inert: a character
+  :func:`terminal` escapes is written as a ``$'\\xNN'``-style escape the shell reads back;
 - :func:`json_text`: strict JSON (ASCII): a float JSON cannot hold (``NaN``, the infinities
   a capture's JSON files may carry: Python's parser takes them) as its text, ``"nan"``,
   ``"inf"`` or ``"-inf"``.
@@ -38,6 +42,7 @@ import html as _html
 import json
 import math
 import re
+import shlex
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -243,6 +248,35 @@ def terminal_lines(value: Any) -> str:
     """``value`` (a message, its values already escaped) as lines of inert text: each line
     through :func:`inert`, the line breaks kept (``check``'s list of differences)."""
     return "\n".join(inert(line) for line in str(value).split("\n"))
+
+
+def _shell_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a file name that is not UTF-8 (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def shell_word(value: Any) -> str:
+    """``value`` as one word of a shell command line that is also inert on a terminal:
+    :func:`shlex.quote` of it, or, where it holds a character :func:`terminal` escapes, ANSI-C
+    quoting (``$'...'``, read by bash, zsh and ksh) with each such character as ``\\xNN`` (a
+    byte of a file name that is not UTF-8 too), ``\\uNNNN`` or ``\\UNNNNNNNN``. Never cut
+    short (a shorter word would name another file)."""
+    text = str(value)
+    if not _CONTROL.search(text):
+        return shlex.quote(text)
+    quoted = text.replace("\\", "\\\\").replace("'", "\\'")
+    return "$'" + _CONTROL.sub(_shell_escape, quoted) + "'"
+
+
+def shell_path(path: Any) -> str:
+    """:func:`shell_word` of ``path``, with ``./`` before a path starting with ``-`` (which a
+    command would read as an option)."""
+    text = str(path)
+    return shell_word("./" + text if text.startswith("-") else text)
 
 
 def json_text(value: Any, indent: int | None = None, sort_keys: bool = False,

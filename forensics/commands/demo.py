@@ -22,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the demo; print the table and a line per report not written; return 0, or 2 when
     some report was not written (the others were)."""
+    from forensics.atomic import user_path
     from forensics.escaping import terminal
     from forensics.present.demo import format_table, run_demo
 
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     demo = run_demo(args.output, with_reports=not args.no_reports, progress=progress)
     print(format_table(demo.rows))
-    print(f"\nwrote {args.output}/index.html")
+    print(f"\nwrote {terminal(user_path(args.output) / 'index.html')}")
     for name, why in demo.failed:
         print(f"forensics demo: error: the report of {terminal(name)} was not written: {why}",
               file=sys.stderr)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from forensics.atomic import user_path
 from forensics.errors import ConfigurationError
 from forensics.quiet import quietly
 
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from forensics.present import plots
     from forensics.present.selection import check_site_name
 
-    out = Path(args.output)
+    out = user_path(args.output)
     if out.suffix.lower() not in SUFFIXES:
         raise ConfigurationError(f"-o {args.output!r}: unknown image type {out.suffix!r}; "
                                  f"expected a file ending in one of {list(SUFFIXES)}")

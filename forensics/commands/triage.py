@@ -19,6 +19,7 @@ EXAMPLE = """example:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare PATH..., --format, -o, --html, --ray [ADDRESS], --workers, --split-records."""
     from forensics.fleet.output import FORMATS
+    from forensics.fleet.runners import WORKERS_PER_CPU
     from forensics.fleet.tasks import SPLIT_RECORDS
 
     parser.add_argument("paths", nargs="+", metavar="PATH",
@@ -31,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                         help="run on Ray (no ADDRESS: a cluster started on this machine)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="local processes (default: the CPUs)")
+                        help=f"local processes (default: the CPUs; at most {WORKERS_PER_CPU} per "
+                             "CPU, and never more than tasks)")
     parser.add_argument("--split-records", type=int, default=SPLIT_RECORDS,
                         dest="split_records",
                         help=f"replay a larger capture in step ranges (default {SPLIT_RECORDS})")
@@ -41,12 +43,12 @@ def run(args: argparse.Namespace) -> int:
     """Triage and print; write the table and the HTML index when asked. Returns 0."""
     from forensics.errors import ConfigurationError
     from forensics.fleet.output import render, write_html, write_table
+    from forensics.fleet.runners import check_workers
     from forensics.fleet.triage import triage
 
-    for name in ("workers", "split_records"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise ConfigurationError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    check_workers(args.workers, "--workers")
+    if args.split_records < 1:
+        raise ConfigurationError(f"--split-records must be >= 1, got {args.split_records}")
     result = triage(args.paths, ray=args.ray, workers=args.workers,
                     split_records=args.split_records, progress=sys.stderr.isatty())
     sys.stdout.write(render(result, args.format))

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from forensics.atomic import write_atomically
+from forensics.atomic import user_path, write_atomically
 from forensics.errors import ConfigurationError, ForensicsError, one_line
 from forensics.escaping import csv_cell, html, inert, markdown, terminal, unicode, unicode_path
 from forensics.fleet.triage import Triage
@@ -165,7 +165,7 @@ def write_table(result: Triage, path: str | os.PathLike[str]) -> Path:
 
     Raises ConfigurationError for another suffix.
     """
-    target = Path(path)
+    target = user_path(path)
     suffix = target.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise ConfigurationError(f"-o '{target}': give a file ending in one of "
@@ -216,7 +216,7 @@ def write_html(result: Triage, directory: str | os.PathLike[str],
     """Write ``DIR/index.html`` (every group, its captures, a link to the report of its first
     readable capture) and those reports (``report(capture, out)``, default
     :func:`forensics.present.report.write_report`); return the index's path."""
-    root = Path(directory)
+    root = user_path(directory)
     root.mkdir(parents=True, exist_ok=True)
     if report is None:
         from forensics.present.report import write_report

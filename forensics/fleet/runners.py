@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from forensics.budget import alarm_deadline, child_deadline, timed_out
-from forensics.errors import DeadlineError, MissingDependencyError
+from forensics.errors import ConfigurationError, DeadlineError, MissingDependencyError
 from forensics.fleet.piece import replay_piece, to_ipc
 from forensics.fleet.tasks import Task
 
@@ -34,6 +34,23 @@ HEARTBEAT = 1.0
 BACKSTOP_GRACE = 60.0
 #: seconds a broken pool is given to end its processes before their exit codes are read
 BREAK_WAIT = 5.0
+#: local processes per CPU a triage may start at most (each replays a capture: more only
+#: adds memory and switching)
+WORKERS_PER_CPU = 4
+
+
+def check_workers(workers: int | None, option: str = "workers") -> None:
+    """Refuse a number of local processes that is not 1 to ``WORKERS_PER_CPU`` x the CPUs
+    (None: the default, one per CPU).
+
+    Raises ConfigurationError naming ``option``, the value and the cap."""
+    if workers is None:
+        return
+    cpus = os.cpu_count() or 1
+    cap = WORKERS_PER_CPU * cpus
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= cap:
+        raise ConfigurationError(f"{option} {workers!r}: give 1 to {cap} local processes (at "
+                                 f"most {WORKERS_PER_CPU} per CPU, {cpus} CPUs here)")
 
 
 def lost(task: Task, why: str) -> bytes:
@@ -59,7 +76,11 @@ def run_local(tasks: Sequence[Task], workers: int | None = None, done: Done | No
     Python) is killed with its pool at twice the deadline plus a minute, and the unfinished
     others run in a new pool. A task whose process dies (a signal, the OOM killer) breaks its
     pool: it is its row ``task failed: BrokenProcessPool``, and the tasks that shared the pool
-    run again (:func:`_run_pool`)."""
+    run again (:func:`_run_pool`). Never more processes than tasks.
+
+    Raises ConfigurationError for ``workers`` outside 1 to :data:`WORKERS_PER_CPU` x the CPUs
+    (:func:`check_workers`), before anything runs."""
+    check_workers(workers)
     workers = min(workers or os.cpu_count() or 1, max(len(tasks), 1))
     results: list[bytes | None] = [None] * len(tasks)
     pools = [list(range(len(tasks)))]

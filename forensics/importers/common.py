@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import zipfile
 from typing import Any, BinaryIO
 
@@ -115,24 +114,6 @@ def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None
         if total > MAX_DECODED:
             raise CaptureFormatError(f"'{path}': members unpack to more than {MAX_DECODED} "
                                      "bytes in all; split the dump")
-
-
-class DuplicateKeyError(ValueError):
-    """A JSON object of a source names one key twice."""
-
-
-def strict_json(text: str | bytes) -> Any:
-    """``json.loads(text)``, refusing an object that names a key twice (one reader takes the
-    first value, another the last): DuplicateKeyError naming the key."""
-    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in out:
-                raise DuplicateKeyError(f"key {show(key)} is there twice")
-            out[key] = value
-        return out
-
-    return json.loads(text, object_pairs_hook=unique)
 
 
 def check_disjoint(meta: dict[str, Any], fields: Any, path: Any, what: str) -> None:

@@ -20,16 +20,15 @@ from forensics.importers import Imported
 from forensics.importers.common import (
     MAX_JSON,
     MAX_VALUES,
-    DuplicateKeyError,
     check_disjoint,
     check_members,
     open_archive,
     record_from_dict,
     show,
-    strict_json,
     where_of,
 )
 from forensics.store.guarded import open_file
+from forensics.store.json_in import DuplicateKeyError, strict_json
 
 
 def read(path: Path) -> Imported:

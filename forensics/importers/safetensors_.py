@@ -18,14 +18,13 @@ from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
 from forensics.importers.common import (
     MAX_JSON,
-    DuplicateKeyError,
     check_disjoint,
     record_from_dict,
     show,
-    strict_json,
     where_of,
 )
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, read_bytes, read_prefix
+from forensics.store.json_in import DuplicateKeyError, strict_json
 
 #: the most tensors one record's file holds (the largest site has 19 fields with its outputs)
 MAX_TENSORS = 64
@@ -90,8 +89,8 @@ def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
     try:
         header = strict_json(text.decode("utf-8"))
     except DuplicateKeyError as exc:
-        raise CaptureFormatError(f"'{path}': header {exc} (one reader takes the first, "
-                                 "another the last); name each tensor and key once") from None
+        raise CaptureFormatError(f"'{path}': header: {exc}; name each tensor and key "
+                                 "once") from None
     except (ValueError, RecursionError) as exc:
         raise CaptureFormatError(f"'{path}': header is not JSON ({exc})") from None
     if not isinstance(header, dict):

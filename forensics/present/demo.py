@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from forensics.atomic import user_path
 from forensics.errors import CaptureFormatError
 
 DEMO_VARIANTS = ("upstream", "patched")
@@ -118,7 +119,7 @@ def run_demo(out_dir: Path | str = "reports", data_dir: Path | None = None,
     from forensics.replaying import replay
     from forensics.store.reader import load
 
-    out = Path(out_dir)
+    out = user_path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     demo = Demo([])
     entries: list[tuple[str, str | None, str]] = []

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forensics.atomic import write_atomically
+from forensics.atomic import user_path, write_atomically
 from forensics.errors import ConfigurationError
 from forensics.escaping import csv_cell
 from forensics.judge.findings import COLUMNS, finding_records, sort_findings
@@ -67,7 +67,7 @@ def output_path(path: str | Path) -> Path:
 
     Raises ConfigurationError naming the accepted suffixes.
     """
-    target = Path(path).expanduser()
+    target = user_path(path)
     if target.suffix.lower() not in FORMATS or target.is_dir():
         raise ConfigurationError(f"-o '{target}': give a file ending in one of {list(FORMATS)}")
     return target

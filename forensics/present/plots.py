@@ -584,11 +584,12 @@ def save(ax: Axes, path: str | os.PathLike[str], dpi: int = 120) -> None:
         ConfigurationError: ``dpi`` is not one :func:`check_dpi` takes.
     """
     figure: Any = ax.figure
-    from forensics.atomic import write_atomically
+    from forensics.atomic import user_path, write_atomically
 
     try:
         check_dpi(dpi)
-        write_atomically(path, lambda tmp: figure.savefig(tmp, dpi=dpi, bbox_inches="tight"),
+        write_atomically(user_path(path),
+                         lambda tmp: figure.savefig(tmp, dpi=dpi, bbox_inches="tight"),
                          shared=True)
     finally:
         close(figure)

@@ -39,7 +39,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from forensics.atomic import write_text_atomically
+from forensics.atomic import user_path, write_text_atomically
 from forensics.budget import CHILD_TIMEOUT_ENV
 from forensics.errors import ConfigurationError, ForensicsError, MissingDependencyError
 
@@ -91,7 +91,7 @@ def find_notebook(notebook: str | Path) -> Path:
     """
     text = str(notebook)
     if text.endswith(".ipynb") or "/" in text or "\\" in text:
-        path = Path(text).expanduser()
+        path = user_path(text)
         if path.is_file():
             return path.resolve()
         raise ConfigurationError(f"notebook {text!r} does not exist; give a path to an .ipynb "
@@ -120,7 +120,7 @@ def _capture_path(capture: Any) -> Path:
     """The capture's directory, after checking that it loads (bad input fails here, fast)."""
     import forensics
 
-    path = Path(getattr(capture, "path", capture)).expanduser().resolve()
+    path = user_path(getattr(capture, "path", capture)).resolve()
     forensics.load(path)
     return path
 
@@ -373,7 +373,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
 
     capture_path = _capture_path(capture)
     nb_path = find_notebook(notebook)
-    target = Path(out).expanduser()
+    target = user_path(out)
     if target.is_dir():
         raise ConfigurationError(f"-o '{target}' is a directory; give the HTML file to write, "
                                  f"e.g. '{target / (capture_path.stem + '.html')}'")
@@ -417,7 +417,7 @@ def absolute_variant(variant: str) -> str:
     prefix = "vllm+"
     if not variant.startswith(prefix):
         return variant
-    path = Path(variant.removeprefix(prefix)).expanduser()
+    path = user_path(variant.removeprefix(prefix))
     if not path.is_file():
         raise ConfigurationError(f"--variant {variant!r}: no diff file at '{path}'; give the "
                                  f"path of a unified diff, as in --variant vllm+PATH.diff")

@@ -10,10 +10,17 @@ Three renderings of one :class:`~forensics.present.conclusion.Conclusion`:
 
 from __future__ import annotations
 
-import shlex
 from typing import TYPE_CHECKING, Any
 
-from forensics.escaping import inert, json_text, markdown, markdown_code, terminal
+from forensics.escaping import (
+    inert,
+    json_text,
+    markdown,
+    markdown_code,
+    shell_path,
+    shell_word,
+    terminal,
+)
 from forensics.judge.suspects import describe_suspect
 from forensics.present.conclusion import Conclusion, conclude, describe_finding, fact_text
 
@@ -25,8 +32,8 @@ FORMATS = ("markdown", "text", "json")
 
 def reproduce_commands(source: str, variants: list[str]) -> list[str]:
     """The shell commands that reproduce this replay and its write-up."""
-    flags = " ".join(f"--variant {shlex.quote(v)}" for v in variants)
-    path = shlex.quote(terminal(source))
+    flags = " ".join(f"--variant {shell_word(v)}" for v in variants)
+    path = shell_path(source)
     return [f"forensics replay {path} {flags}", f"forensics summary {path} {flags}",
             f"forensics report {path} -o report.html {flags}"]
 
@@ -60,7 +67,7 @@ def repro_lines(source: str) -> list[str]:
     return ["A standalone reproducer for vLLM maintainers, `test_repro.py` and its data "
             "`test_repro.json` (the failing records; it imports only torch, vllm and pytest, "
             "fails until the fix is in, and skips without vLLM):",
-            "", "```sh", f"forensics repro {shlex.quote(terminal(source))} -o test_repro.py",
+            "", "```sh", f"forensics repro {shell_path(source)} -o test_repro.py",
             "pytest test_repro.py", "```"]
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from forensics.errors import IndexBoundsError
+from forensics.escaping import shell_path
 from forensics.sites._common import Violation, first_outside
 
 __all__ = ["Violation", "bounds_error", "check_ids", "passed_on_message"]
@@ -50,7 +51,7 @@ def bounds_error(violation: Violation, step: int, rank: int,
         f"forensics guard: site {violation.site!r} step {step} rank {rank}{row}: "
         f"{violation.tensor} value {violation.value} is outside [{violation.lower}, "
         f"{violation.upper}) (bound {violation.upper}); {where}; run "
-        f"`forensics replay {capture or 'CAPTURE'}` to trace it")
+        f"`forensics replay {shell_path(capture) if capture else 'CAPTURE'}` to trace it")
     for name, value in (("site", violation.site), ("step", step), ("rank", rank),
                         ("row", violation.row), ("value", violation.value),
                         ("bound", violation.upper), ("tensor", violation.tensor),

@@ -185,10 +185,12 @@ def _directory(name: str, raw: str) -> Path:
         ConfigurationError: not a directory, or a path the system refuses to look at (a name
             too long, a ``~user`` unknown here, a folder this user may not search).
     """
+    from forensics.atomic import user_path
+
     try:
-        directory = Path(raw).expanduser()
+        directory = user_path(raw)
         other = directory.exists() and not directory.is_dir()
-    except (OSError, RuntimeError) as exc:  # ENAMETOOLONG, EACCES; an unknown ~user
+    except (OSError, ConfigurationError) as exc:  # ENAMETOOLONG, EACCES; an unknown ~user
         why = getattr(exc, "strerror", None) or str(exc)
         raise ConfigurationError(f"{name}={shown(raw)} cannot be used ({why}); point it at "
                                  "a writable directory for captures") from None

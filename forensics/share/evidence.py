@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError, ForensicsError, OutputExistsError
+from forensics.escaping import shell_word
 from forensics.records import Record
 from forensics.variants import DEFAULT_VARIANTS
 
@@ -160,7 +161,7 @@ def differences(expected: Evidence, got: Evidence,
         want = expected.verdicts.get(variant)
         if want is None:
             out.append(f"variant {variant!r} is not in expected.json; regenerate it with "
-                       f"--forensics-regen --forensics-variant {variant}")
+                       f"--forensics-regen --forensics-variant {shell_word(variant)}")
             continue
         mine = got.verdicts.get(variant, {})
         out += [f"{variant}/{site}: expected verdict {want.get(site)!r}, got "

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError, OutputError, UnknownVariantError
+from forensics.escaping import shell_path
 from forensics.share.evidence import (
     EXPECTED_KEYS,
     Evidence,
@@ -55,8 +56,9 @@ class CheckResult:
         lines += [f"  - {d}" for d in self.differences]
         if self.obtained_path is not None:
             lines.append(f"  obtained result written to {self.obtained_path}")
-        lines.append(f"  to accept it: forensics check {self.capture} --accept  (in a test suite: "
-                     f"pytest --forensics-captures {self.capture.parent} --forensics-regen)")
+        lines.append(f"  to accept it: forensics check {shell_path(self.capture)} --accept  (in a "
+                     f"test suite: pytest --forensics-captures {shell_path(self.capture.parent)} "
+                     "--forensics-regen)")
         return "\n".join(lines)
 
 
@@ -76,7 +78,7 @@ def read_expected(capture: Path) -> dict[str, Any]:
     data = read_file(capture)
     if data is None:
         raise CaptureFormatError(f"{path}: no expected results; create them with "
-                                 f"`forensics check {capture} --accept`")
+                                 f"`forensics check {shell_path(capture)} --accept`")
     check_json(data, path)
     return data
 

@@ -355,10 +355,10 @@ def write_repro(capture: CaptureArg, out: str | os.PathLike[str], *,
             range in the capture.
         MissingDependencyError / UnsupportedVersionError: no supported vLLM is installed.
     """
-    from forensics.atomic import write_text_atomically
+    from forensics.atomic import user_path, write_text_atomically
     from forensics.variants.vllm_adapters import require_vllm
 
-    target = Path(out)
+    target = user_path(out)
     data = data_path(target)
     if target.suffix != ".py":
         raise ConfigurationError(f"'{target}' does not end in .py; name the pytest file "

@@ -88,6 +88,14 @@ def _no_constant(name):
     _fail("the JSON text", f"holds {name}, which is no JSON number")
 
 
+def _once(pairs):
+    """An object of the JSON text, refusing a key given twice (readers differ on which wins)."""
+    seen = set()  # (set.add gives None: a key is yielded only when seen before)
+    for key in (key for key, _ in pairs if key in seen or seen.add(key)):
+        _fail("the JSON text", f"key {ascii(key[:80])} is there twice in one object")
+    return dict(pairs)
+
+
 def _int(value, where, low=None, high=None):
     """``value`` when it is an int (not a bool) within [low, high]."""
     if not isinstance(value, int) or isinstance(value, bool):
@@ -142,7 +150,7 @@ def load_data(path=DATA_FILE):
     if len(raw) > MAX_BYTES:
         _fail("the file", f"larger than {MAX_BYTES} bytes")
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_once)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # (nested too deep)
         _fail("the file", f"not JSON ({exc})")
     _dict(data, "the file", ["format", "vllm", "deadline_s", "cases"])

@@ -31,6 +31,7 @@ import pyarrow as pa
 from forensics.errors import CaptureFormatError
 from forensics.records import INT64_MAX, INT64_MIN, Record, check_value
 from forensics.store import arrow_numpy as an
+from forensics.store.json_in import DuplicateKeyError, strict_json
 from forensics.validate import field_specs, remember_signature, value_signature
 
 ColumnSig = tuple[str, str]  # (kind, numpy dtype name for tensors else "")
@@ -339,7 +340,10 @@ def schema_info(schema: pa.Schema, where: str) -> dict[str, Any]:
     """
     raw = (schema.metadata or {}).get(SCHEMA_KEY)
     try:
-        info = json.loads(raw.decode("utf-8")) if raw is not None else None
+        info = strict_json(raw.decode("utf-8")) if raw is not None else None
+    except DuplicateKeyError as exc:
+        raise CaptureFormatError(f"{where}: schema metadata 'forensics': {exc}; the file is "
+                                 "not one forensics wrote: replace or delete it") from None
     except (ValueError, RecursionError):
         info = None
     if not isinstance(info, dict) or info.get("format") != 1:

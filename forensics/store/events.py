@@ -12,7 +12,7 @@ from typing import Any
 from forensics.errors import CaptureFormatError
 from forensics.store.fs import append_whole
 from forensics.store.guarded import iter_lines
-from forensics.store.manifest import loads_finite
+from forensics.store.json_in import DuplicateKeyError, loads_finite
 from forensics.store.paths import EVENTS_RE, WRITTEN_AGAIN
 
 #: the longest event line, and the most events a capture may hold
@@ -176,6 +176,8 @@ def _event(line: bytes, path: Path, number: int) -> dict[str, Any]:
     where = f"events file '{path}' line {number}"
     try:
         event = loads_finite(line.decode("utf-8"))
+    except DuplicateKeyError as exc:
+        raise CaptureFormatError(f"{where}: {exc}; keep one of them") from None
     except (ValueError, RecursionError) as exc:
         raise CaptureFormatError(f"{where}: not JSON ({str(exc)[:200]})") from None
     if not isinstance(event, dict):

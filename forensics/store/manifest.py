@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import platform
 import tempfile
@@ -14,6 +13,7 @@ from typing import Any
 
 from forensics.errors import CaptureFormatError
 from forensics.store.guarded import read_bytes
+from forensics.store.json_in import DuplicateKeyError, loads_finite, strict_json
 from forensics.store.paths import EXPECTED, MANIFEST, inside
 
 FORMAT_VERSION = 1
@@ -97,23 +97,6 @@ def write_manifest_once(root: Path, manifest: dict[str, Any]) -> bool:
             os.unlink(tmp)
 
 
-def _number_as_text(text: str) -> float | str:
-    """A JSON number or constant as Python reads it, but one no JSON holds (``NaN``,
-    ``Infinity``, ``1e400``) as its text (``"nan"``, ``"inf"``), as the probe writes a
-    kernel's non-finite scalar."""
-    value = float(text)
-    return value if math.isfinite(value) else str(value)
-
-
-def loads_finite(text: str) -> Any:
-    """``json.loads`` of a capture's JSON text (its manifest, an event line), a number no JSON
-    holds read as its text (:func:`_number_as_text`): what is read is written again
-    (``shrink``, ``redact``) and printed as strict JSON.
-
-    Raises ValueError (not JSON) or RecursionError (nested past Python's limit)."""
-    return json.loads(text, parse_constant=_number_as_text, parse_float=_number_as_text)
-
-
 def read_json_object(path: Path, what: str, root: Path | None = None,
                      finite: bool = False) -> dict[str, Any]:
     """Parse the JSON object in ``path`` through the guarded reader (``what`` is its kind in
@@ -121,8 +104,8 @@ def read_json_object(path: Path, what: str, root: Path | None = None,
     ``finite``: a number no JSON holds is read as its text (:func:`loads_finite`).
 
     Raises:
-        CaptureFormatError: unreadable, too large, not JSON, not an object, or more than
-            :data:`MAX_CONTAINERS` lists and objects.
+        CaptureFormatError: unreadable, too large, not JSON, an object naming a key twice,
+            not an object, or more than :data:`MAX_CONTAINERS` lists and objects.
         UnsafeInputError: not a regular file, or a link out of ``root``.
     """
     data = read_bytes(path, what, root)
@@ -133,7 +116,9 @@ def read_json_object(path: Path, what: str, root: Path | None = None,
                                  "replace it with the one its producer wrote")
     try:
         text = data.decode("utf-8")
-        value = loads_finite(text) if finite else json.loads(text)
+        value = loads_finite(text) if finite else strict_json(text)
+    except DuplicateKeyError as exc:
+        raise CaptureFormatError(f"{what} '{path}': {exc}; keep one of them") from None
     except (ValueError, RecursionError) as exc:
         raise CaptureFormatError(f"{what} '{path}' is not valid JSON: {exc}") from None
     if not isinstance(value, dict):

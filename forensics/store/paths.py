@@ -9,6 +9,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from forensics.atomic import user_path
 from forensics.errors import CaptureFormatError, UnsafeInputError
 
 MANIFEST = "manifest.json"
@@ -104,7 +105,7 @@ def named(path: str | os.PathLike[str], what: str = "capture") -> Path:
     """
     from forensics.errors import OutputError
 
-    root = Path(path).expanduser()
+    root = user_path(path)
     if root.name in ("", ".", "..") or str(path).rstrip("/").endswith(("/.", "/..")):
         root = root.resolve()
     if not root.name:

@@ -562,6 +562,38 @@ TESTS = {
              "tests/hostile/test_round8d_kernels.py::test_a_capture_of_no_launch_is_exit_2",
              "tests/hostile/test_round8d_kernels.py::"
              "test_some_launches_replayed_is_exit_0_and_says_how_many_were_not"],
+    "T41a": ["tests/hostile/test_round8c_json.py::test_a_manifest_key_given_twice_is_refused",
+             "tests/hostile/test_round8c_json.py::"
+             "test_an_events_line_naming_a_key_twice_is_refused_naming_the_line",
+             "tests/hostile/test_round8c_json.py::"
+             "test_expected_verdicts_naming_a_key_twice_are_refused",
+             "tests/hostile/test_round8c_json.py::test_the_repeated_key_is_shown_escaped",
+             "tests/hostile/test_round8c_json.py::"
+             "test_segment_metadata_naming_a_key_twice_is_refused",
+             "tests/hostile/test_round8c_json.py::"
+             "test_a_repro_data_file_naming_a_key_twice_is_bad_data",
+             "tests/hostile/test_round8c_json.py::"
+             "test_a_catalogue_naming_a_key_twice_is_refused",
+             "tests/hostile/test_round8c_json.py::test_every_bundled_capture_holds_each_key_once",
+             "tests/hostile/test_round4_importers.py::"
+             "test_a_safetensors_key_given_twice_is_refused"],
+    "T41b": ["tests/hostile/test_round8c_shell.py::"
+             "test_a_shell_word_is_read_back_as_itself_and_prints_inert",
+             "tests/hostile/test_round8c_shell.py::"
+             "test_a_shell_path_starting_with_a_dash_is_no_option",
+             "tests/hostile/test_round8c_shell.py::"
+             "test_checks_hint_is_the_command_that_accepts_this_capture",
+             "tests/hostile/test_round8c_shell.py::test_the_write_ups_commands_name_the_capture"],
+    "T41c": ["tests/hostile/test_round8c_workers.py::"
+             "test_triage_refuses_workers_past_the_cap_or_below_one",
+             "tests/hostile/test_round8c_workers.py::"
+             "test_run_local_refuses_workers_outside_the_cap_before_running",
+             "tests/hostile/test_round8c_workers.py::test_never_more_processes_than_tasks"],
+    "T41d": ["tests/hostile/test_round8c_tilde.py::"
+             "test_every_output_option_writes_under_the_home_folder",
+             "tests/hostile/test_round8c_tilde.py::"
+             "test_repro_resolves_its_output_under_the_home_folder",
+             "tests/hostile/test_round8c_tilde.py::test_an_unknown_user_is_one_line"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
