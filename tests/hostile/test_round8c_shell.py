@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from forensics.cli import main
-from forensics.escaping import shell_path, shell_word, terminal
+from forensics.escaping import inert, shell_path, shell_word
 from forensics.present.writeup import repro_lines, reproduce_commands
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def _argv(line: str, cwd: Path) -> list[bytes]:
 def test_a_shell_word_is_read_back_as_itself_and_prints_inert(tmp_path: Path,
                                                               name: str) -> None:
     word = shell_word(name)
-    assert terminal(word) == word, ascii(word)  # nothing a terminal acts on
+    assert inert(word) == word, ascii(word)  # nothing a terminal acts on
     assert _argv(word, tmp_path) == [os.fsencode(name)], ascii(word)
     assert not (tmp_path / "PWNED").exists()
 
@@ -77,7 +77,7 @@ def test_checks_hint_is_the_command_that_accepts_this_capture(
                                                      '"crash_verdict": "unexplained"'))
     assert main(["check", f"./{name}"]) == 1
     line = _hint(capsys.readouterr().out)
-    assert terminal(line) == line, ascii(line)
+    assert inert(line) == line, ascii(line)
     accept, suite = line.split("to accept it: ", 1)[1].split("  (in a test suite: ")
     assert _argv(accept, tmp_path)[:2] == [b"forensics", b"check"]
     assert _argv(accept, tmp_path)[3:] == [b"--accept"]
@@ -95,7 +95,7 @@ def test_the_write_ups_commands_name_the_capture(tmp_path: Path) -> None:
     name = "-e\x1b[2Jx $(touch PWNED).capture"
     lines = reproduce_commands(name, ["upstream", "vllm+a b.diff"]) + repro_lines(name)[-3:-2]
     for line in lines:
-        assert terminal(line) == line, ascii(line)
+        assert inert(line) == line, ascii(line)
         argv = _argv(line, tmp_path)
         assert argv[2] == os.fsencode("./" + name), argv
     assert _argv(lines[0], tmp_path)[-2:] == [b"--variant", b"vllm+a b.diff"]
