@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     for finding in report.findings:
         print(inert(describe(finding)))  # a sentence
     unjudged = sum(r.status != "replayed" for r in report.results)
-    if unjudged and report.results:
+    if unjudged:
         print(f"{unjudged} of {len(report.results)} launch(es) not replayed: not judged for "
               "out-of-bounds accesses, int32 wraps or live differences (only their index "
               "contracts were checked)")
