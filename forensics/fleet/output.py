@@ -66,8 +66,7 @@ def to_json(result: Triage) -> dict[str, Any]:
     """``{"captures": n, "groups": [{title, captures: [...]}], "rows": [row]}``, every string
     UTF-8 can encode (:func:`json_ready`: a lone surrogate of a file name is no strict JSON;
     a capture's path and name no other capture's: :data:`PATH_COLUMNS`)."""
-    rows = [{k: unicode_path(v) if k in PATH_COLUMNS else v for k, v in row.items()
-             if k != "crashed"} for row in result.rows]
+    rows = [{k: v for k, v in paths_apart(row).items() if k != "crashed"} for row in result.rows]
     return json_ready({"captures": len(result.rows), "where": result.where,
                        "groups": [{"title": g.title(),
                                    "captures": [unicode_path(r["capture"]) for r in g.rows]}
@@ -89,6 +88,15 @@ def json_ready(value: Any) -> Any:
 #: the columns that name a capture: in JSON and Parquet through
 #: :func:`forensics.escaping.unicode_path` (two captures' never alike)
 PATH_COLUMNS = frozenset({"capture", "name"})
+
+
+def paths_apart(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its :data:`PATH_COLUMNS` through :func:`forensics.escaping.unicode_path`
+    (UTF-8 encodable, and two captures' never alike; the other columns as they are)."""
+    return {k: unicode_path(v) if k in PATH_COLUMNS and isinstance(v, str) else v
+            for k, v in row.items()}
+
+
 #: the columns whose text is a message that may hold values escaped already (an error's one
 #: line): escaped as inert text (:func:`forensics.escaping.inert`), their escapes not doubled;
 #: every other column's text is a value (escaped so no two print alike)
@@ -195,8 +203,8 @@ def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
     ints = {"pid", "steps", "records", "findings"}
     schema = pa.schema([(c, pa.int64() if c in ints else pa.bool_() if c == "async_scheduling"
                          else pa.string()) for c in COLUMNS])
-    cells = [{c: (unicode_path(v) if c in PATH_COLUMNS else unicode(v)) if isinstance(v, str)
-              else v for c, v in row.items()} for row in rows]
+    cells = [{c: unicode(v) if isinstance(v, str) else v for c, v in paths_apart(row).items()}
+             for row in rows]
     pq.write_table(pa.Table.from_pylist(cells, schema=schema), path)
 
 
