@@ -171,13 +171,8 @@ class FlightRecorder:
             return None
         step, rank = self._step_rank()
         pending = Pending(meta, step, rank, self._next_ordinal(step))
-        bound = dict(zip(meta.params, args, strict=False))
-        bound.update((k, v) for k, v in kwargs.items() if k in meta.params)
-        for name, value in meta.defaults.items():
-            bound.setdefault(name, value)
-        floats = self.budget
-        for name in meta.params:
-            floats = self._argument(pending, name, bound.get(name), floats)
+        bound = _bind(meta, args, kwargs)
+        self._arguments(pending, bound)
         pending.grid = _grid(grid, bound)
         self._pointer_tables(pending, bound)
         pending.before = _join(pending.views)
@@ -211,49 +206,53 @@ class FlightRecorder:
         self._ordinal = (step, count)
         return count - 1
 
-    def _argument(self, pending: Pending, name: str, value: Any, floats: int) -> int:
-        """Note one argument; return the float budget left."""
-        torch = self._torch
-        if name in pending.meta.constexprs:
-            pending.constexprs[name] = _plain(value)
-        elif isinstance(value, torch.Tensor):
-            return self._tensor(pending, name, value, floats)
-        elif value is None or isinstance(value, (bool, int, float, str)):
-            pending.scalars[name] = _plain(value)
-        else:
-            pending.unrecorded[name] = f"a {type(value).__name__}, not a tensor or scalar"
-        return floats
+    def _arguments(self, pending: Pending, bound: dict[str, Any]) -> None:
+        """Note every argument of a launch: constexprs, tensors (with their contents, within
+        the float budget) and scalars; anything else by its type only."""
+        tensor_type, constexprs = self._torch.Tensor, pending.meta.constexprs
+        floats = self.budget
+        for name in pending.meta.params:
+            value = bound.get(name)
+            if name in constexprs:
+                pending.constexprs[name] = _plain(value)
+            elif isinstance(value, tensor_type):
+                floats = self._tensor(pending, name, value, floats)
+            elif value is None or isinstance(value, (bool, int, float, str)):
+                pending.scalars[name] = _plain(value)
+            else:
+                pending.unrecorded[name] = f"a {type(value).__name__}, not a tensor or scalar"
 
     def _tensor(self, pending: Pending, name: str, tensor: Any, floats: int,
-                **extra: Any) -> int:
+                extra: dict[str, Any] | None = None) -> int:
         """Note one tensor argument and copy its contents (see the module); return the
         float budget left."""
         dtype, whole, complex_, itemsize = _dtype_facts(tensor.dtype)
         storage = tensor.untyped_storage().nbytes()
-        info: dict[str, Any] = {
-            "dtype": dtype, "shape": tensor.shape, "strides": tensor.stride(),
-            "offset": tensor.storage_offset(), "storage": storage, "contents": "none",
-            "reason": "", **extra}
         view_bytes = tensor.numel() * itemsize
+        contents, reason = "none", ""
         if whole and storage <= WHOLE_BYTES:
-            info["contents"] = "storage"
+            contents = "storage"
         elif whole or view_bytes <= floats:
-            info["contents"] = "view"
+            contents = "view"
             floats -= 0 if whole else view_bytes
         else:
-            info["reason"] = (f"float contents of {view_bytes} bytes, past the launch's "
-                              f"budget ({self.budget} bytes, {ENV_BUDGET}): shape only")
+            reason = (f"float contents of {view_bytes} bytes, past the launch's "
+                      f"budget ({self.budget} bytes, {ENV_BUDGET}): shape only")
         if storage <= floats and not whole:
-            info["contents"] = "storage"
-        _within_one_event(info, view_bytes)
-        if info["contents"] != "none":
-            if complex_:
-                info["contents"], info["reason"] = "none", "a complex tensor"
-            else:
-                view = _flat(tensor, info["contents"], storage // itemsize, self._torch)
-                pending.names.append(name)
-                pending.views.append(view)
-                pending.sizes.append(view.numel())
+            contents = "storage"
+        contents, reason = _within_one_event(contents, reason, storage, view_bytes)
+        if contents != "none" and complex_:
+            contents, reason = "none", "a complex tensor"
+        info = {"dtype": dtype, "shape": tensor.shape, "strides": tensor.stride(),
+                "offset": tensor.storage_offset(), "storage": storage, "contents": contents,
+                "reason": reason}
+        if extra:
+            info.update(extra)
+        if contents != "none":
+            view = _flat(tensor, contents, storage // itemsize, self._torch)
+            pending.names.append(name)
+            pending.views.append(view)
+            pending.sizes.append(view.numel())
         pending.tensors[name] = info
         return floats
 
@@ -274,8 +273,8 @@ class FlightRecorder:
                     pending.unrecorded[f"{name}[{i}]"] = (
                         "a raw pointer into no tensor the recorder could find")
                     continue
-                self._tensor(pending, f"{name}[{i}]", target, 0, pointer_of=name,
-                             pointer_index=i)
+                self._tensor(pending, f"{name}[{i}]", target, 0,
+                             {"pointer_of": name, "pointer_index": i})
 
     def _step_rank(self) -> tuple[int, int]:
         session = self.session
@@ -352,21 +351,19 @@ def _fit(tensors: dict[str, dict[str, Any]]) -> None:
 
 
 # -- tensors ------------------------------------------------------------------------------
-def _within_one_event(info: dict[str, Any], view_bytes: int) -> None:
-    """Copy no more of a tensor than one event line can hold (:data:`EVENT_CONTENT_BYTES`;
-    a larger copy would be dropped when it is written): its storage, else its elements, else
-    nothing and ``reason`` says so. A huge view (an expanded tensor
-    of a few bytes of storage) is then never materialised on the launch path."""
-    contents = info["contents"]
-    size = info["storage"] if contents == "storage" else view_bytes
+def _within_one_event(contents: str, reason: str, storage: int, view_bytes: int
+                      ) -> tuple[str, str]:
+    """``contents`` and ``reason`` of a tensor, copying no more of it than one event line can
+    hold (:data:`EVENT_CONTENT_BYTES`; a larger copy would be dropped when it is written):
+    its storage, else its elements, else nothing and the reason says so. A huge view (an
+    expanded tensor of a few bytes of storage) is then never materialised on the launch path."""
+    size = storage if contents == "storage" else view_bytes
     if contents == "none" or size <= EVENT_CONTENT_BYTES:
-        return
+        return contents, reason
     if contents == "storage" and view_bytes <= EVENT_CONTENT_BYTES:
-        info["contents"] = "view"
-        return
-    info["contents"] = "none"
-    info["reason"] = (f"contents of {size} bytes, past what one event line holds "
-                      f"({EVENT_CONTENT_BYTES} bytes): shape only")
+        return "view", reason
+    return "none", (f"contents of {size} bytes, past what one event line holds "
+                    f"({EVENT_CONTENT_BYTES} bytes): shape only")
 
 
 #: per torch dtype: its name, whether it is integer or boolean (copied whole), whether it is
@@ -387,7 +384,13 @@ def _dtype_facts(dtype: Any) -> tuple[str, bool, bool, int]:
 
 def _flat(tensor: Any, contents: str, count: int, torch: Any) -> Any:
     """``tensor``'s storage (``storage``: its ``count`` elements) or elements (``view``) as
-    flat bytes (a view of the live memory for ``storage``; no copy yet)."""
+    flat bytes (a view of the live memory for ``storage``; no copy yet). A one-dimensional
+    contiguous tensor that holds them as they are (the usual argument: a whole buffer) is
+    viewed as bytes directly, one dispatch instead of three."""
+    if (tensor.dim() == 1 and not tensor.requires_grad and tensor.is_contiguous()
+            and (contents != "storage"
+                 or (tensor.storage_offset() == 0 and tensor.numel() == count))):
+        return tensor.view(torch.uint8)
     if contents == "storage":
         whole = torch.as_strided(tensor.detach(), (count,), (1,), 0)
     else:
@@ -409,6 +412,16 @@ def _bytes(copy: Any) -> bytes:
     """The bytes of a joined copy (CPU and CUDA hosts are little-endian, as the format)."""
     data: bytes = copy.numpy().tobytes()
     return data
+
+
+def _bind(meta: KernelMeta, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A launch's arguments by parameter name (its defaults where it gives none)."""
+    bound = dict(zip(meta.params, args, strict=False))
+    if kwargs:
+        bound.update((k, v) for k, v in kwargs.items() if k in meta.params)
+    for name, value in meta.defaults.items():
+        bound.setdefault(name, value)
+    return bound
 
 
 def _plain(value: Any) -> Any:

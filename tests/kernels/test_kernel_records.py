@@ -188,3 +188,30 @@ def test_position_and_token_id_contracts_read_the_manifests_model_facts() -> Non
             for f in found] == [("position", "pos_ptr", [3], [8], 8),
                                 ("token id", "input_ids_ptr", [3], [9], 4)]
     assert contracts.check(launch, {"max_model_len": 8, "vocab_size": 4}) == []
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.arange(64, dtype=torch.int32),  # a whole buffer (the direct byte view)
+    lambda: torch.arange(64, dtype=torch.int64)[3:9],  # a slice past the start
+    lambda: torch.arange(64, dtype=torch.int32)[:10],  # a slice from the start
+    lambda: torch.arange(24, dtype=torch.int16).reshape(4, 6),  # two dimensions
+    lambda: torch.arange(24, dtype=torch.int32).reshape(4, 6).t(),  # not contiguous
+    lambda: torch.arange(30, dtype=torch.int32)[::3],  # strided
+    lambda: torch.tensor([True, False, True]),
+    lambda: torch.arange(8, dtype=torch.float32),
+    lambda: torch.arange(8, dtype=torch.float32)[2:5],
+    lambda: torch.arange(8, dtype=torch.float32, requires_grad=True),
+])
+@pytest.mark.parametrize("contents", ["storage", "view"])
+def test_the_bytes_copied_are_the_storage_or_the_elements(make, contents: str) -> None:
+    """The recorder's byte view (a direct one for a whole one-dimensional buffer) holds what
+    the plain form would: every element of the storage, or the tensor's elements in order."""
+    tensor = make()
+    count = tensor.untyped_storage().nbytes() // tensor.element_size()
+    if contents == "storage":
+        plain = torch.as_strided(tensor.detach(), (count,), (1,), 0)
+    else:
+        plain = tensor.detach().contiguous().reshape(-1)
+    got = K._flat(tensor, contents, count, torch)
+    assert got.dtype == torch.uint8 and not got.requires_grad
+    assert got.numpy().tobytes() == plain.view(torch.uint8).numpy().tobytes()
