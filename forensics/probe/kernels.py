@@ -215,10 +215,10 @@ class FlightRecorder:
             value = bound.get(name)
             if name in constexprs:
                 pending.constexprs[name] = _plain(value)
+            elif value is None or isinstance(value, (bool, int, float, str)):
+                pending.scalars[name] = _plain(value)  # asked first: cheaper than a tensor's
             elif isinstance(value, tensor_type):
                 floats = self._tensor(pending, name, value, floats)
-            elif value is None or isinstance(value, (bool, int, float, str)):
-                pending.scalars[name] = _plain(value)
             else:
                 pending.unrecorded[name] = f"a {type(value).__name__}, not a tensor or scalar"
 
