@@ -10,7 +10,8 @@ that escapes (no output keeps a copy of these rules).
   of every other function;
 - :func:`unicode`: only lone surrogates shown (``\\udcff``): text a UTF-8 store (Arrow, JSON
   files) can hold, otherwise unchanged; :func:`unicode_path` the same for a capture's path,
-  with a backslash that would read as an escape's start doubled (no two paths alike);
+  with a backslash that would read as an escape's start doubled (no two paths alike), and
+  :func:`from_unicode_path` its inverse;
 - :func:`inert`: :func:`terminal` for a message whose values are already escaped (their
   backslashes not doubled again);
 - :func:`html` (also SVG/XML text and attribute values): :func:`inert` (a text built of
@@ -29,8 +30,8 @@ that escapes (no output keeps a copy of these rules).
   line through :func:`inert`;
 - :func:`shell_word` and :func:`shell_path`: one word of a command line we suggest (``to
   accept it: forensics check PATH --accept``): pasted into a shell it is that very word (quoted,
-  a path starting with ``-`` given as ``./-...``), and printed it is inert: a character
-  :func:`terminal` escapes is written as a ``$'\\xNN'``-style escape the shell reads back;
+  a path starting with ``-`` given as ``./-...``) in every POSIX shell, and printed it is
+  inert: a character :func:`terminal` escapes is written by ``"$(printf '\\NNN')"``;
 - :func:`json_text`: strict JSON (ASCII): a float JSON cannot hold (``NaN``, the infinities
   a capture's JSON files may carry: Python's parser takes them) as its text, ``"nan"``,
   ``"inf"`` or ``"-inf"``.
@@ -136,6 +137,17 @@ def unicode_path(value: Any) -> str:
     ``\\\\`` (a folder spelled ``\\udc80`` never reads as one holding that undecodable
     byte)."""
     return _UNICODE.sub(_visible, str(value))
+
+
+#: what :func:`unicode_path` writes: a doubled backslash, a lone surrogate's escape
+_UNICODE_WRITTEN = re.compile(r"\\\\|\\u(d[89a-f][0-9a-f]{2})")
+
+
+def from_unicode_path(text: str) -> str:
+    """The path whose :func:`unicode_path` is ``text`` (a capture's label read back, to be
+    shown as every other path is, through :func:`terminal`)."""
+    return _UNICODE_WRITTEN.sub(
+        lambda m: "\\" if m.group(1) is None else chr(int(m.group(1), 16)), text)
 
 
 def html(value: Any, raw: bool = False) -> str:
@@ -250,26 +262,42 @@ def terminal_lines(value: Any) -> str:
     return "\n".join(inert(line) for line in str(value).split("\n"))
 
 
-def _shell_escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x80:
-        return f"\\x{code:02x}"
-    if 0xDC80 <= code <= 0xDCFF:  # a byte of a file name that is not UTF-8 (surrogateescape)
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+#: characters of a word written as octal escapes of :func:`shell_word`'s ``printf`` format:
+#: those :func:`terminal` escapes, and the three a single-quoted format cannot hold as
+#: themselves (the quote, printf's escape and directive characters)
+_PRINTF_ESCAPED = re.compile(_CONTROL.pattern + "|['\\\\%]")
+
+
+def _octal(match: re.Match[str]) -> str:
+    """A :data:`_PRINTF_ESCAPED` character as the ``\\NNN`` octal escapes of its bytes: those
+    of a file name that is not UTF-8 as themselves (surrogateescape), others' UTF-8 bytes."""
+    char = match.group()
+    try:
+        data = char.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate no file name decodes to
+        data = char.encode("utf-8", "surrogatepass")
+    return "".join(f"\\{byte:03o}" for byte in data)
 
 
 def shell_word(value: Any) -> str:
-    """``value`` as one word of a shell command line that is also inert on a terminal:
-    :func:`shlex.quote` of it, or, where it holds a character :func:`terminal` escapes, ANSI-C
-    quoting (``$'...'``, read by bash, zsh and ksh) with each such character as ``\\xNN`` (a
-    byte of a file name that is not UTF-8 too), ``\\uNNNN`` or ``\\UNNNNNNNN``. Never cut
-    short (a shorter word would name another file)."""
+    """``value`` as one word of a command line that any POSIX shell (``dash``, ``bash``,
+    ``zsh``, ``ksh``) reads back as that very word, and that is inert on a terminal:
+    :func:`shlex.quote` of it; where it holds a character :func:`terminal` escapes, its text up
+    to that character single-quoted and the rest written by ``"$(printf '...')"`` with each such
+    character (a byte of a file name that is not UTF-8 too) and each ``' \\ %`` as octal
+    escapes (``\\033``) of its bytes. A command substitution drops the line breaks that end
+    its output, so line breaks that end ``value`` follow it, single-quoted, as themselves: the
+    one case of a word on more than one line. Never cut short (a shorter word would name
+    another file)."""
     text = str(value)
-    if not _CONTROL.search(text):
+    first = _CONTROL.search(text)
+    if first is None:
         return shlex.quote(text)
-    quoted = text.replace("\\", "\\\\").replace("'", "\\'")
-    return "$'" + _CONTROL.sub(_shell_escape, quoted) + "'"
+    rest = text[first.start():]
+    body = rest.rstrip("\n")
+    return "".join([shlex.quote(text[:first.start()]) if first.start() else "",
+                    "\"$(printf '" + _PRINTF_ESCAPED.sub(_octal, body) + "')\"" if body else "",
+                    "'" + rest[len(body):] + "'" if len(rest) > len(body) else ""])
 
 
 def shell_path(path: Any) -> str:

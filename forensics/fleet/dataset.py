@@ -90,10 +90,12 @@ class UnfitCapture(CaptureFormatError):
     beside signed ones): it cannot be read in one dataset with the others."""
 
     def __init__(self, capture: str, column: str, kind: object, why: object) -> None:
-        from forensics.escaping import inert, terminal
+        from forensics.escaping import from_unicode_path, terminal
 
-        # the label is escaped already (unicode_path): its escapes are not doubled
-        super().__init__(f"open_many: capture '{inert(capture)}' column {column!r} does not "
+        # the label is the path through unicode_path: shown as every path is (terminal), so a
+        # name holding the text \x1b never reads as one holding ESC
+        path = terminal(from_unicode_path(capture))
+        super().__init__(f"open_many: capture '{path}' column {column!r} does not "
                          f"fit the type {kind} the other captures share ({terminal(why)}); "
                          "open it alone, or pass on_error='skip' to leave it out")
         self.capture = capture

@@ -49,6 +49,8 @@ class KnownAnswer:
     #: what the verdict rests on: the crash events in the capture and where the replay
     #: raises (:func:`what_was_seen`)
     seen: str = ""
+    #: whether the capture holds no record: no value to judge the crash by
+    empty: bool = False
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -64,10 +66,12 @@ class KnownAnswer:
         """The sentence that comes first in a conclusion: ``"Not explained: ..."`` or ``""``."""
         if self.crash_verdict != UNEXPLAINED:
             return ""
-        return ("Not explained: the capture holds a crash, yet no variant finds a captured "
-                "value out of range, so the captured values do not explain the crash (a "
-                "stream-ordering race or a site that was not recorded can). Next: "
-                + " ".join(self.experiments))
+        why = ("no records were captured, so there is no value to judge it by (the probe saw "
+               "no call, or its segments were removed)" if self.empty else
+               "no variant finds a captured value out of range, so the captured values do not "
+               "explain the crash (a stream-ordering race or a site that was not recorded can)")
+        return f"Not explained: the capture holds a crash, yet {why}. Next: " + " ".join(
+            self.experiments)
 
     def known_sentence(self) -> str:
         """Which known issues match, with evidence, fix and workaround; or that none does."""
@@ -137,7 +141,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     failing = failing or bool(len(race.findings))
     race_text = race.summary() if len(race.findings) or verdict == UNEXPLAINED else ""
     return KnownAnswer(verdict, checked, experiments, race_text, failing,
-                       what_was_seen(evidence, result))
+                       what_was_seen(evidence, result), empty=not len(result.records))
 
 
 def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:

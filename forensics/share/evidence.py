@@ -180,7 +180,7 @@ def _crash_verdict_changed(want: str | None, got: str | None) -> list[str]:
     if want is None or got is None or want == got:
         return []
     return [f"crash verdict: expected {want!r}, got {got!r}"
-            + (" (a crash the captured values do not explain)" if got == "unexplained" else "")]
+            + (" (a crash no captured value explains)" if got == "unexplained" else "")]
 
 
 def _first_changed(want: dict[str, Any] | None, got: dict[str, Any] | None) -> str:

@@ -7,7 +7,9 @@ body as it decodes it, to whatever size the body's buffers claim, so a compresse
 few KiB can take gigabytes; the probe writes uncompressed batches, and a segment's batch is
 refused before it is decoded when it is not one of those (:func:`compression_of`). Nor is a
 batch whose body buffers overlap (:func:`overlapping_buffer`): columns decoded from the same
-bytes cost nothing until they are copied, then each costs the whole buffer again.
+bytes cost nothing until they are copied, then each costs the whole buffer again. Nor is a
+schema whose metadata names a key twice (:func:`repeated_metadata_key`): pyarrow's dict of it
+keeps one value and drops the other, which another reader may take.
 
 Every read is bounds-checked: a header that is not a well-formed ``Message`` raises
 ``ValueError``, never reads outside ``header``.
@@ -17,8 +19,14 @@ from __future__ import annotations
 
 import struct
 
-#: ``MessageHeader`` union: the type of a ``RecordBatch`` header
-RECORD_BATCH = 3
+#: ``MessageHeader`` union: the types of a ``Schema`` and a ``RecordBatch`` header
+SCHEMA, RECORD_BATCH = 1, 3
+#: ``Schema`` fields: ``fields`` (a vector of ``Field`` tables) and ``custom_metadata`` (a
+#: vector of ``KeyValue`` tables: ``key`` and ``value``, two strings)
+_FIELDS, _SCHEMA_METADATA = 1, 2
+#: ``Field`` fields: ``name``, ``children`` (a vector of ``Field``) and ``custom_metadata``
+_NAME, _CHILDREN, _FIELD_METADATA = 0, 5, 6
+_KEY = 0
 #: ``Message`` fields (their vtable slots): ``header_type``, ``header``
 _HEADER_TYPE, _HEADER = 1, 2
 #: ``RecordBatch`` fields: ``buffers`` (a vector of ``Buffer`` structs: offset and length,
@@ -67,16 +75,75 @@ def overlapping_buffer(header: bytes) -> int | None:
     return None
 
 
+def repeated_metadata_key(header: bytes) -> tuple[bytes | None, bytes] | None:
+    """The first key that the custom metadata of a schema's ``Message`` header names twice,
+    with the name of the field whose metadata it is (None: the schema's own); None when no
+    key repeats or the message is no schema. Each table is read once (linear in the header).
+    Raises ValueError when ``header`` is not a well-formed ``Message``."""
+    schema = _header_table(header, SCHEMA, "Schema")
+    if schema is None:
+        return None
+    key = _repeated_key(header, _table_field(header, schema, _SCHEMA_METADATA))
+    if key is not None:
+        return None, key
+    fields = _tables(header, _table_field(header, schema, _FIELDS))
+    seen: set[int] = set()
+    while fields:
+        field = fields.pop()
+        if field in seen:
+            continue
+        seen.add(field)
+        key = _repeated_key(header, _table_field(header, field, _FIELD_METADATA))
+        if key is not None:
+            return _string(header, _table_field(header, field, _NAME)), key
+        fields += _tables(header, _table_field(header, field, _CHILDREN))
+    return None
+
+
+def _tables(header: bytes, vector: int | None) -> list[int]:
+    """The tables a vector of table offsets (None: absent, empty) points to."""
+    if vector is None:
+        return []
+    return [_uoffset(header, vector + 4 + 4 * i) for i in range(_read(header, "<I", vector))]
+
+
+def _string(header: bytes, at: int | None) -> bytes | None:
+    """The bytes of a FlatBuffers string (None: absent)."""
+    if at is None:
+        return None
+    size = _read(header, "<I", at)
+    if at + 4 + size > len(header):
+        raise ValueError(f"a string at byte {at} runs past the header's {len(header)} bytes")
+    return header[at + 4:at + 4 + size]
+
+
+def _repeated_key(header: bytes, vector: int | None) -> bytes | None:
+    """The first key a ``KeyValue`` vector names twice; None when none repeats."""
+    keys: set[bytes] = set()
+    for pair in _tables(header, vector):
+        key = _string(header, _table_field(header, pair, _KEY)) or b""  # absent: empty
+        if key in keys:
+            return key
+        keys.add(key)
+    return None
+
+
 def _record_batch(header: bytes) -> int | None:
     """Where the ``RecordBatch`` table of the ``Message`` ``header`` is; None when the
     message is no record batch."""
+    return _header_table(header, RECORD_BATCH, "RecordBatch")
+
+
+def _header_table(header: bytes, kind: int, name: str) -> int | None:
+    """Where the header table (``name``, of union type ``kind``) of the ``Message`` ``header``
+    is; None when the message holds another kind of header."""
     message = _uoffset(header, 0)
-    if _scalar(header, message, _HEADER_TYPE, "<B") != RECORD_BATCH:
+    if _scalar(header, message, _HEADER_TYPE, "<B") != kind:
         return None
-    batch = _table_field(header, message, _HEADER)
-    if batch is None:
-        raise ValueError("a record batch message without its RecordBatch header")
-    return batch
+    table = _table_field(header, message, _HEADER)
+    if table is None:
+        raise ValueError(f"a {name} message without its {name} header")
+    return table
 
 
 def _read(header: bytes, fmt: str, at: int) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from forensics.atomic import user_path
 from forensics.errors import CaptureFormatError, UnsafeInputError
+from forensics.escaping import terminal
 
 MANIFEST = "manifest.json"
 EXPECTED = "expected.json"
@@ -123,8 +124,8 @@ def capture_dir(path: str | os.PathLike[str]) -> Path:
     root = Path(path)
     what = _not_a_folder(root)
     if what is not None:
-        raise CaptureFormatError(f"capture '{root}' {what}; give a NAME.capture directory "
-                                 "(forensics import or the probe creates one)")
+        raise CaptureFormatError(f"capture '{terminal(root)}' {what}; give a NAME.capture "
+                                 "directory (forensics import or the probe creates one)")
     return root
 
 

@@ -20,12 +20,13 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.errors import CaptureFormatError, ForensicsError
+from forensics.escaping import python_string
 from forensics.libc import libc_function
 from forensics.store.arrow_codec import ColumnSig, schema_columns, schema_info
 from forensics.store.batch import BatchView
 from forensics.store.guarded import data_extents, open_guarded, stored_size
 from forensics.store.index import ENTRY, read_index
-from forensics.store.ipc_header import compression_of, overlapping_buffer
+from forensics.store.ipc_header import compression_of, overlapping_buffer, repeated_metadata_key
 from forensics.store.maps import why_no_map
 from forensics.store.paths import INDEX_SUFFIX, SegmentName
 
@@ -71,11 +72,29 @@ class Schemas:
                 f"{MAX_CAPTURE_SCHEMA_BYTES} bytes (each is decoded and held while the capture "
                 "is open; the probe's take a few KiB each): rewrite the segments with fewer "
                 "columns and metadata, or split the capture")
+        _refuse_repeated_key(raw, where)
         schema = pa.ipc.read_schema(message)
         known = (schema, schema_info(schema, where), schema_columns(schema, where))
         self._bytes += len(raw)
         self._known[key] = known
         return known
+
+
+def _refuse_repeated_key(header: bytes, where: str) -> None:
+    """Refuse a schema whose metadata (its own or a column's) names a key twice: pyarrow keeps
+    one of the values, another reader may take the other (as a JSON object's repeated key).
+    Raises CaptureFormatError naming ``where``, the column and the key."""
+    repeated = repeated_metadata_key(header)
+    if repeated is None:
+        return
+    column, key = repeated
+    owner = "" if column is None else \
+        f" of column {python_string(column.decode('utf-8', 'surrogateescape'))}"
+    raise CaptureFormatError(
+        f"{where}: the schema metadata{owner} names key "
+        f"{python_string(key.decode('utf-8', 'surrogateescape'))} twice (one reader takes the "
+        "first value, another the last); the file is not one forensics wrote: replace or "
+        "delete it")
 
 
 class Segment:

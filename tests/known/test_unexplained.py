@@ -79,8 +79,8 @@ def test_check_compares_the_crash_verdict(tmp_path: Path) -> None:
     (copy / "expected.json").write_text(json.dumps({**expected, "crash_verdict": "no crash"}))
     result = check(copy)
     assert result.differences == [
-        "crash verdict: expected 'no crash', got 'unexplained' (a crash the captured values "
-        "do not explain)"]
+        "crash verdict: expected 'no crash', got 'unexplained' (a crash no captured value "
+        "explains)"]
 
 
 def test_the_pytest_plugin_fails_on_a_changed_crash_verdict(
