@@ -594,6 +594,22 @@ TESTS = {
              "tests/hostile/test_round8c_tilde.py::"
              "test_repro_resolves_its_output_under_the_home_folder",
              "tests/hostile/test_round8c_tilde.py::test_an_unknown_user_is_one_line"],
+    "T47a": ["tests/hostile/test_round9_attack9c.py::"
+             "test_a_diff_line_holding_a_line_separator_applies",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_lines_the_diff_does_not_touch_are_kept_byte_for_byte",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_a_crlf_file_keeps_its_line_ends_and_a_crlf_diff_applies",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_a_file_header_hidden_inside_a_line_patches_nothing_else"],
+    "T47b": ["tests/hostile/test_round9_attack9c.py::"
+             "test_a_dumped_request_named_twice_is_refused_naming_it",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_a_dump_naming_a_request_twice_is_one_line_naming_the_log"],
+    "T47c": ["tests/hostile/test_round9_attack9c.py::"
+             "test_sources_of_one_name_keep_their_folders_apart",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_sources_whose_names_differ_only_by_normalisation_or_case_are_told_apart"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

@@ -1,0 +1,128 @@
+"""Hostile input, round 9 (T47a, T47b, T47c): a diff's lines, a crash dump's keys and the names
+of imported sources.
+
+``replay --variant vllm+PATH.diff`` split the diff and the file it patches with
+``str.splitlines``, which also ends a line at a form feed, ``\\x1c``-``\\x1e``, ``\\x85``,
+U+2028 and U+2029: a diff line holding one (a form feed is legal in Python source) was refused
+as a hunk that does not parse; lines the diff does not touch were changed (a U+2028 inside a
+string literal became a newline in the string, a form feed gained a line, CRLF became LF); and a
+file header hidden behind ``\\x1c`` inside one line, which a reader of the diff (``less``,
+GitHub) sees as part of an added line, patched another module.
+
+A crash dump's ``num_scheduled_tokens`` and ``scheduled_spec_decode_tokens`` naming one request
+twice (``r1`` and ``r1 `` alike once stripped) kept the last value: drafts of ``-1`` were hidden
+behind a second entry (``0 of 2 spec-decode token(s) -1``).
+
+Two sources of one base name (``h1/engine.log``, ``h2/engine.log``) were both ``engine.log``
+in the capture: its events (``engine.log:4``) and its manifest's sources could not tell which
+host's log crashed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from forensics.errors import CaptureFormatError
+from forensics.importers import import_sources
+from forensics.importers.crash_dump import parse_scheduler_output
+from forensics.variants.unidiff import apply_hunks, parse_diff
+
+HEADER = "--- a/vllm/m.py\n+++ b/vllm/m.py\n"
+
+
+@pytest.mark.parametrize("mark", ["\x0c", "\x1c", "\x85", "\u2028", "\x0b"])
+def test_a_diff_line_holding_a_line_separator_applies(mark: str) -> None:
+    source = f"def f():\n    x = 1  # a{mark}b\n    return x\n"
+    diff = (HEADER + "@@ -1,3 +1,3 @@\n def f():\n"
+            f"-    x = 1  # a{mark}b\n+    x = 2  # a{mark}b\n     return x\n")
+    patched = apply_hunks(source, parse_diff(diff, "d.diff")[0], "d.diff")
+    assert patched == source.replace("x = 1", "x = 2")
+
+
+def test_lines_the_diff_does_not_touch_are_kept_byte_for_byte() -> None:
+    source = "a = 1\nb = '\u2028'\nc = 3\x0c\nd = '\x85'\n"
+    diff = HEADER + "@@ -1 +1 @@\n-a = 1\n+a = 2\n"
+    assert apply_hunks(source, parse_diff(diff)[0]) == source.replace("a = 1", "a = 2")
+
+
+def test_a_crlf_file_keeps_its_line_ends_and_a_crlf_diff_applies() -> None:
+    source = "a = 1\r\nb = 2\r\n"
+    for diff in (HEADER + "@@ -1 +1 @@\n-a = 1\n+a = 3\n",
+                 (HEADER + "@@ -1 +1 @@\n-a = 1\n+a = 3\n").replace("\n", "\r\n")):
+        assert apply_hunks(source, parse_diff(diff)[0]) == "a = 3\r\nb = 2\r\n"
+    lf = "a = 1\nb = 2\n"
+    crlf_diff = (HEADER + "@@ -1 +1 @@\n-a = 1\n+a = 3\n").replace("\n", "\r\n")
+    assert apply_hunks(lf, parse_diff(crlf_diff)[0]) == "a = 3\nb = 2\n"
+
+
+def test_a_file_header_hidden_inside_a_line_patches_nothing_else() -> None:
+    hidden = "\x1c--- a/vllm/other.py\x1c+++ b/vllm/other.py\x1c@@ -1 +1 @@\x1c-x\x1c+y"
+    diff = HEADER + f"@@ -1 +1 @@\n-a = 1\n+a = 2  # {hidden}\n"
+    patches = parse_diff(diff)
+    assert [p.path for p in patches] == ["vllm/m.py"]
+    assert apply_hunks("a = 1\n", patches[0]) == f"a = 2  # {hidden}\n"
+
+
+def _dump(spec: str, counts: str) -> str:
+    return (f"SchedulerOutput(num_scheduled_tokens={{{counts}}}, total_num_scheduled_tokens=6, "
+            f"scheduled_spec_decode_tokens={{{spec}}}, )")
+
+
+@pytest.mark.parametrize("second", ["r1", "r1 ", " r1"])
+def test_a_dumped_request_named_twice_is_refused_naming_it(second: str) -> None:
+    text = _dump(f"r1: [-1, -1], {second}: [5, 6]", "r1: 3, r2: 3")
+    if second != "r1":  # a request id of another spelling is another request
+        spec = parse_scheduler_output(text)["scheduled_spec_decode_tokens"]
+        assert spec == {"r1": [-1, -1], second: [5, 6]}
+        return
+    with pytest.raises(CaptureFormatError, match="scheduled_spec_decode_tokens.*'r1' twice"):
+        parse_scheduler_output(text)
+    with pytest.raises(CaptureFormatError, match="num_scheduled_tokens.*'r1' twice"):
+        parse_scheduler_output(_dump("r1: [1]", "r1: 3, r1: 3"))
+
+
+def test_a_dump_naming_a_request_twice_is_one_line_naming_the_log(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from forensics.cli import main
+
+    log = tmp_path / "engine.log"
+    log.write_text("INFO start\nERROR x Dumping scheduler output for model execution: "
+                   + _dump("r1: [-1, -1], r1: [5, 6]", "r1: 3") + "\n")
+    out = tmp_path / "o.capture"
+    assert main(["import", str(log), "-o", str(out)]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "'engine.log' line 2" in err and "'r1' twice" in err, err
+
+
+def test_sources_of_one_name_keep_their_folders_apart(tmp_path: Path) -> None:
+    for host, line in (("h1", "CUDA error: an illegal memory access was encountered"),
+                       ("h2", "CUDA error: device-side assert triggered")):
+        (tmp_path / host).mkdir()
+        (tmp_path / host / "engine.log").write_text(f"x\n{line}\n")
+    lone = tmp_path / "h1" / "other.log"
+    lone.write_text("EngineDeadError\n")
+    out = import_sources([tmp_path / "h1" / "engine.log", tmp_path / "h2" / "engine.log", lone],
+                         tmp_path / "o.capture")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["sources"] == ["h1/engine.log", "h2/engine.log", "other.log"]
+    events = [json.loads(line) for path in sorted(out.glob("events*.jsonl"))
+              for line in path.read_text().splitlines()]
+    assert sorted((e["source"], e["kind"]) for e in events) == [
+        ("h1/engine.log", "illegal_memory_access"), ("h2/engine.log", "cuda_error"),
+        ("other.log", "engine_dead")]
+
+
+def test_sources_whose_names_differ_only_by_normalisation_or_case_are_told_apart(
+        tmp_path: Path) -> None:
+    from forensics.importers import source_names
+
+    nfc, nfd = "caf\u00e9.log", "cafe\u0301.log"
+    names = source_names([tmp_path / "a" / nfc, tmp_path / "a" / nfd, tmp_path / "b" / "E.log",
+                          tmp_path / "c" / "e.log"])
+    assert names[2:] == ["b/E.log", "c/e.log"]
+    assert names[:2] == [f"{tmp_path / 'a' / nfc} (source 1)", f"{tmp_path / 'a' / nfd} (source 2)"]
+    assert source_names(["x/engine.log", "y/other.log"]) == ["engine.log", "other.log"]
