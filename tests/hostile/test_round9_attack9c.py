@@ -1,5 +1,6 @@
-"""Hostile input, round 9 (T47a, T47b, T47c): a diff's lines, a crash dump's keys and the names
-of imported sources.
+"""Hostile input, round 9 (T47a-T47f): a diff's lines, a crash dump's keys, the names of
+imported sources, the repro's refused characters, an ``.npz`` time member and the types of an
+``expected.json`` first finding.
 
 ``replay --variant vllm+PATH.diff`` split the diff and the file it patches with
 ``str.splitlines``, which also ends a line at a form feed, ``\\x1c``-``\\x1e``, ``\\x85``,
@@ -21,7 +22,9 @@ host's log crashed.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +129,116 @@ def test_sources_whose_names_differ_only_by_normalisation_or_case_are_told_apart
     assert names[2:] == ["b/E.log", "c/e.log"]
     assert names[:2] == [f"{tmp_path / 'a' / nfc} (source 1)", f"{tmp_path / 'a' / nfd} (source 2)"]
     assert source_names(["x/engine.log", "y/other.log"]) == ["engine.log", "other.log"]
+
+
+def _repro_module(folder: Path, data: dict[str, Any]) -> Any:
+    """The generated repro file, imported beside ``data`` (its data file)."""
+    import importlib.util
+
+    from forensics.share.repro import script_text
+
+    (folder / "test_repro.py").write_text(script_text())
+    (folder / "test_repro.json").write_text(json.dumps(data))
+    spec = importlib.util.spec_from_file_location("repro_round9", folder / "test_repro.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_repro_refuses_every_character_forensics_escapes(tmp_path: Path) -> None:
+    from forensics.escaping import terminal
+
+    data = {"format": 1, "vllm": {"needed": "0.33", "capture": None}, "deadline_s": 5,
+            "cases": []}
+    module = _repro_module(tmp_path, data)
+    escaped = {c for c in map(chr, range(0x110000)) if c != "\\" and terminal(c) != c}
+    refused = {c for c in map(chr, range(0x110000)) if module.UNPRINTED.fullmatch(c)}
+    assert refused == escaped, sorted(map(ord, refused ^ escaped))[:8]
+    for mark in ("\U0001fffe", "\U0010ffff"):  # noncharacters of planes 1 to 16
+        data["vllm"]["needed"] = f"0.33{mark}"
+        with pytest.raises(Exception, match="vllm.needed: holds") as caught:
+            _repro_module(tmp_path, data)
+        assert type(caught.value).__name__ == "BadData"
+
+
+def _npz(path: Path, members: dict[str, Any]) -> Path:
+    """An ``.npz`` of ``members`` (name -> array, saved without pickles)."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, value in members.items():
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, np.asarray(value), allow_pickle=False)
+            archive.writestr(f"{name}.npy", buffer.getvalue())
+    return path
+
+
+@pytest.mark.parametrize(("field", "value", "dtype"), [
+    ("step", 2**40, "M8[D]"),  # a date past datetime's range: .item() was the int 2**40
+    ("step", 5, "M8[D]"),  # in its range: a date ("got a date")
+    ("num_embeddings", 10, "m8[ns]"),  # a nanosecond duration: .item() was the int 10
+])
+def test_an_npz_time_member_is_refused_naming_its_dtype(tmp_path: Path, field: str, value: int,
+                                                         dtype: str) -> None:
+    import numpy as np
+
+    from forensics.importers import read_source
+
+    members: dict[str, Any] = {"site": np.array("embedding"), "step": np.array(3),
+                               "input_ids": np.array([1, 2]), "num_embeddings": np.array(10)}
+    members[field] = np.array(value, dtype=dtype)
+    said = re.escape(f"member '{field}.npy' is a {np.dtype(dtype)} (a time, not a number)")
+    with pytest.raises(CaptureFormatError, match=said):
+        read_source(_npz(tmp_path / "d.npz", members))
+
+
+INCIDENT = Path(__file__).resolve().parents[2] / "data" / "incident-b-vocab-sentinel.capture"
+
+
+def _with_expected(tmp_path: Path, change: Any) -> Path:
+    """A copy of incident B whose ``expected.json`` is changed by ``change(data)``."""
+    import shutil
+
+    capture = tmp_path / "b.capture"
+    shutil.copytree(INCIDENT, capture)
+    data = json.loads((capture / "expected.json").read_text())
+    change(data)
+    (capture / "expected.json").write_text(json.dumps(data, ensure_ascii=False))
+    return capture
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("step", "13", "must be an integer or null, got str '13'"),  # printed "step 13" -> 13
+    ("rank", True, "must be an integer or null, got bool True"),
+    ("value", 248320.5, "must be an integer or null, got float"),
+    ("tensor", 5, "must be a string or null, got int 5"),
+])
+def test_a_first_finding_key_of_another_type_is_one_line_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, value: Any,
+        says: str) -> None:
+    from forensics.cli import main
+
+    capture = _with_expected(tmp_path, lambda d: d["first_finding"]["upstream"].update(
+        {key: value}))
+    assert main(["check", str(capture)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"field 'first_finding.upstream.{key}' {says}" in err, err
+    assert not (capture / "expected.obtained.json").exists()
+
+
+def test_a_verdict_the_replay_lacks_says_so_and_two_spellings_print_apart(
+        tmp_path: Path) -> None:
+    from forensics.share.expectations import check
+
+    def change(data: dict[str, Any]) -> None:
+        data["verdicts"]["upstream"].update({"emb\u00e9dding": "ok", "embe\u0301dding": "ok"})
+
+    result = check(_with_expected(tmp_path, change), write_obtained=False)
+    lines = [d for d in result.differences if "dding:" in d]
+    assert len(lines) == 2 and len(set(lines)) == 2, lines
+    assert all("got None" not in line and "got none (the replay judged no site" in line
+               for line in lines), lines
