@@ -73,6 +73,8 @@ class _Dumps:
         self.config: dict[str, Any] = {}
 
     def line(self, number: int, raw: str) -> None:
+        if plain_logs.quotes_requests(raw):
+            return  # a prompt quoting a dump is no dump
         text = PREFIX_RE.sub("", raw, count=1)
         config, output = CONFIG_RE.search(text), OUTPUT_RE.search(text)
         if config is not None:
