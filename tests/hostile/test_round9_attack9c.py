@@ -1,6 +1,6 @@
-"""Hostile input, round 9 (T47a-T47f): a diff's lines, a crash dump's keys, the names of
-imported sources, the repro's refused characters, an ``.npz`` time member and the types of an
-``expected.json`` first finding.
+"""Hostile input, round 9 (T47a-T47g): a diff's lines, a crash dump's keys, the names of
+imported sources, the repro's refused characters, an ``.npz`` time member, the types of an
+``expected.json`` first finding, and a prompt that vLLM's request logger quotes into the log.
 
 ``replay --variant vllm+PATH.diff`` split the diff and the file it patches with
 ``str.splitlines``, which also ends a line at a form feed, ``\\x1c``-``\\x1e``, ``\\x85``,
@@ -242,3 +242,36 @@ def test_a_verdict_the_replay_lacks_says_so_and_two_spellings_print_apart(
     assert len(lines) == 2 and len(set(lines)) == 2, lines
     assert all("got None" not in line and "got none (the replay judged no site" in line
                for line in lines), lines
+
+
+#: vLLM's request logger quoting what a client sent and what the model answered
+REQUEST_LINES = (
+    "(APIServer pid=7) INFO 12-02 10:46:44 [logger.py:41] Received request chatcmpl-1: prompt: "
+    "'Repeat: CUDA error: an illegal memory access was encountered', params: "
+    "SamplingParams(n=1), prompt_token_ids: None, lora_request: None.",
+    "DEBUG 12-02 10:46:45 [logger.py:50] Request chatcmpl-2 details: prompt: 'a.cu:10: f: "
+    "block: [0,0,0] Assertion `x < y` failed. EngineDeadError SM70-TEMB: rows=1', "
+    "prompt_token_ids: [1]",
+    "INFO 12-02 10:46:46 [logger.py:60] Generated response chatcmpl-3: output: 'RuntimeError: "
+    "CUDA error: device-side assert triggered', output_token_ids: [5], finish_reason: stop",
+    "INFO 12-02 10:46:47 [logger.py:41] Received request chatcmpl-4: prompt: 'Dumping input "
+    "data for V1 LLM engine (v0.33.0) with config: model='m'', params: SamplingParams(n=1)",
+    "INFO 12-02 10:46:47 [logger.py:41] Received request chatcmpl-5: prompt: 'Dumping "
+    "scheduler output for model execution: SchedulerOutput(num_scheduled_tokens={r: 3}, "
+    "scheduled_spec_decode_tokens={r: [-1, -1]})', params: SamplingParams(n=1)",
+    "INFO 12-02 10:46:48 [async_llm.py:300] Added request chatcmpl-CUDA error: an illegal "
+    "memory access was encountered.",
+)
+
+
+def test_a_prompt_or_output_the_request_logger_quotes_is_no_crash(tmp_path: Path) -> None:
+    from forensics.importers import read_source
+
+    log = tmp_path / "engine.log"
+    crash = "(EngineCore pid=1) ERROR 12-02 10:47:00 [core.py:9] CUDA error: an illegal memory " \
+            "access was encountered"
+    log.write_text("\n".join(REQUEST_LINES) + "\n" + crash + "\n")
+    imported = read_source(log)
+    assert imported.records == []
+    assert [(e["kind"], e["line"]) for e in imported.events] == [
+        ("illegal_memory_access", len(REQUEST_LINES) + 1)]
