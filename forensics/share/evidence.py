@@ -85,6 +85,12 @@ def check_json(data: dict[str, Any], path: Path) -> None:
     from an ``expected.json`` file, is ``{"verdicts": {variant: {site: str}},
     "first_finding": {variant: {key: scalar} | null}}`` (other top-level keys are kept)."""
     fix = "regenerate it with --forensics-regen"
+    version = data.get("format", EXPECTED_FORMAT)  # a file older than the field has none
+    if type(version) is not int or version != EXPECTED_FORMAT:
+        shown = repr(version) if isinstance(version, (int, str)) else type(version).__name__
+        raise CaptureFormatError(f"{path}: field 'format' is {shortened(shown)}, but this "
+                                 f"forensics reads format {EXPECTED_FORMAT} only; {fix} (or "
+                                 "check it with the forensics that wrote it)")
     verdicts = data.get("verdicts")
     if not isinstance(verdicts, dict):
         raise CaptureFormatError(f"{path}: field 'verdicts' missing; expected an object "
