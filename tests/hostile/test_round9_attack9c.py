@@ -1,6 +1,7 @@
-"""Hostile input, round 9 (T47a-T47g): a diff's lines, a crash dump's keys, the names of
+"""Hostile input, round 9 (T47a-T47h): a diff's lines, a crash dump's keys, the names of
 imported sources, the repro's refused characters, an ``.npz`` time member, the types of an
-``expected.json`` first finding, and a prompt that vLLM's request logger quotes into the log.
+``expected.json`` first finding, a prompt that vLLM's request logger quotes into the log, and
+an ``expected.json`` of another format.
 
 ``replay --variant vllm+PATH.diff`` split the diff and the file it patches with
 ``str.splitlines``, which also ends a line at a form feed, ``\\x1c``-``\\x1e``, ``\\x85``,
@@ -275,3 +276,22 @@ def test_a_prompt_or_output_the_request_logger_quotes_is_no_crash(tmp_path: Path
     assert imported.records == []
     assert [(e["kind"], e["line"]) for e in imported.events] == [
         ("illegal_memory_access", len(REQUEST_LINES) + 1)]
+
+
+@pytest.mark.parametrize(("version", "shown"), [(2, "2"), ("1", "'1'"), (True, "True"),
+                                                ([1], "list")])
+def test_an_expected_file_of_another_format_is_one_line_never_a_match(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], version: Any, shown: str) -> None:
+    from forensics.cli import main
+
+    capture = _with_expected(tmp_path, lambda d: d.update(format=version))
+    assert main(["check", str(capture)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"field 'format' is {shown}, but this forensics reads format 1" \
+        in err, err
+
+
+def test_an_expected_file_without_a_format_is_read_as_format_1(tmp_path: Path) -> None:
+    from forensics.share.expectations import check
+
+    assert check(_with_expected(tmp_path, lambda d: d.pop("format")), write_obtained=False).ok

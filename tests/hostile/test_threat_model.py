@@ -620,6 +620,10 @@ TESTS = {
              "test_a_verdict_the_replay_lacks_says_so_and_two_spellings_print_apart"],
     "T47g": ["tests/hostile/test_round9_attack9c.py::"
              "test_a_prompt_or_output_the_request_logger_quotes_is_no_crash"],
+    "T47h": ["tests/hostile/test_round9_attack9c.py::"
+             "test_an_expected_file_of_another_format_is_one_line_never_a_match",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_an_expected_file_without_a_format_is_read_as_format_1"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
