@@ -59,6 +59,9 @@ _NONCHARACTERS = "\ufdd0-\ufdef" + "".join(
 #: noncharacters
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff"
                       "\ud800-\udfff" + _NONCHARACTERS + "]")
+#: :data:`_CONTROL`'s character class as ASCII regex text (the generated repro, which imports
+#: no forensics, refuses a data file's word holding one: ``forensics.share.repro_template``)
+CONTROL_CLASS = ascii(_CONTROL.pattern)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: :func:`terminal`'s escapes, and a backslash that would otherwise read as one's start (before
 #: a backslash, ``x``, ``u``, ``U`` or a character escaped): ESC and the four characters

@@ -16,7 +16,8 @@ from forensics.errors import CaptureFormatError
 from forensics.records import INT64_MAX, Record
 from forensics.registry import Registry
 
-__all__ = ["IMPORTERS", "Imported", "import_sources", "importer_for", "read_source"]
+__all__ = ["IMPORTERS", "Imported", "import_sources", "importer_for", "read_source",
+           "source_names"]
 
 
 @dataclass
@@ -93,18 +94,21 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
     check_distinct(sources)
     read: list[Imported] = []
     held = 0
+    names = source_names(sources)
     bar = Progress(len(sources), "import")
-    for source in sources:
-        bar.advance(0, terminal(Path(source).name))  # a planted file's name holds escapes
+    for source, name in zip(sources, names, strict=True):
+        bar.advance(0, terminal(name))  # a planted file's name holds escapes
         read.append(read_source(source))
+        for event in read[-1].events:
+            event["source"] = name  # the importers name their file by its base name
         held = check_held(held + held_bytes(read[-1].records), source)
         bar.advance()
     bar.close()
-    records, events = combined(read, [Path(s).name for s in sources])
-    check_events(events, [Path(s).name for s in sources], [len(r.events) for r in read])
+    records, events = combined(read, names)
+    check_events(events, names, [len(r.events) for r in read])
     from forensics.importers.facts import import_manifest
 
-    manifest = import_manifest([Path(s) for s in sources], facts or {})
+    manifest = import_manifest(names, facts or {})
     return write_capture(target, records, manifest, force=force, events=events)
 
 
@@ -116,6 +120,35 @@ MAX_IMPORTED = 2 << 30
 #: the bytes counted for each record besides its arrays (a summary record of a log takes
 #: about 370)
 RECORD_BYTES = 512
+
+
+def source_names(sources: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """The name each source goes by in the capture (its events' ``source``, the manifest's
+    ``sources``): its base name, or as many of its last folders as tell it apart from the
+    others (``h1/engine.log`` beside ``h2/engine.log``); names alike once case-folded and
+    NFKC-normalised count as one (``café.log`` written two ways prints the same), and two
+    that stay alike to their whole path end in `` (source K)``, K their place (1 on)."""
+    import unicodedata
+
+    paths = [Path(s) for s in sources]
+    widths = [1] * len(paths)
+
+    def name(k: int) -> str:
+        parts = paths[k].parts
+        return str(paths[k]) if widths[k] >= len(parts) else "/".join(parts[-widths[k]:])
+
+    while True:
+        groups: dict[str, list[int]] = {}
+        for k in range(len(paths)):
+            groups.setdefault(unicodedata.normalize("NFKC", name(k)).casefold(), []).append(k)
+        wider = [k for group in groups.values() if len(group) > 1 for k in group
+                 if widths[k] < len(paths[k].parts)]
+        if not wider:
+            break
+        for k in wider:
+            widths[k] += 1
+    alike = {k for group in groups.values() if len(group) > 1 for k in group}
+    return [name(k) + (f" (source {k + 1})" if k in alike else "") for k in range(len(paths))]
 
 
 def check_distinct(sources: Sequence[str | os.PathLike[str]]) -> None:

@@ -26,8 +26,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
 from forensics.importers import logs as plain_logs
+from forensics.importers.common import show
 from forensics.importers.tracebacks import PREFIX_RE
 
 CONFIG_RE = re.compile(r"Dumping input data for V1 LLM engine \(v(?P<version>[^)\s]+)\) with "
@@ -71,13 +73,19 @@ class _Dumps:
         self.config: dict[str, Any] = {}
 
     def line(self, number: int, raw: str) -> None:
+        if plain_logs.quotes_requests(raw):
+            return  # a prompt quoting a dump is no dump
         text = PREFIX_RE.sub("", raw, count=1)
         config, output = CONFIG_RE.search(text), OUTPUT_RE.search(text)
         if config is not None:
             self.config = parse_config(config["version"], config["config"])
         elif output is not None:
+            try:
+                batch = parse_scheduler_output(output["dump"])
+            except CaptureFormatError as exc:
+                raise CaptureFormatError(f"log '{self.source}' line {number}: {exc}") from None
             dump = {"kind": "crash_dump", "source": self.source, "line": number, "step": None,
-                    "config": self.config, **parse_scheduler_output(output["dump"])}
+                    "config": self.config, **batch}
             dump["message"] = _message(dump)
             self.events.append(dump)
             self.config = {}
@@ -149,8 +157,11 @@ def between(text: str, opener: str, closer: str) -> Iterator[str]:
 
 def _dict(text: str, name: str, separator: str, value: Any) -> dict[str, Any]:
     """``{key: value(text)}`` of a dumped dict ``name={k: v, ...}`` (keys unquoted, as vLLM's
-    dump prints them); split on ``separator`` in linear time, entries that do not parse
-    left out."""
+    dump prints them, each kept as spelled: ``r1`` and ``r1 `` are two requests); split on
+    ``separator`` in linear time, entries that do not parse left out.
+
+    Raises CaptureFormatError naming ``name`` and a key it names twice (a Python dict prints
+    each key once: a second entry would hide the first's value, its ``-1`` drafts)."""
     found = re.search(DICT_RE.format(name=name), text)
     if found is None:
         return {}
@@ -158,8 +169,13 @@ def _dict(text: str, name: str, separator: str, value: Any) -> dict[str, Any]:
     for piece in found["body"].split(separator):
         key, colon, rest = piece.rpartition(": ")
         parsed = value(rest) if colon and key.strip() else None
-        if parsed is not None:
-            entries[key.strip()] = parsed
+        if parsed is None:
+            continue
+        if key in entries:
+            raise CaptureFormatError(f"the crash dump's {name} names request {show(key)} "
+                                     "twice (vLLM prints each request once); give each "
+                                     "request's entry once")
+        entries[key] = parsed
     return entries
 
 

@@ -8,7 +8,6 @@ Python, and the import time, are not the incident's.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from forensics.digits import ascii_int
@@ -64,10 +63,11 @@ def _value(setting: str, text: str, kind: type) -> Any:
     return text
 
 
-def import_manifest(sources: list[str | Path], facts: dict[str, Any],
+def import_manifest(sources: list[str], facts: dict[str, Any],
                     now: datetime | None = None) -> dict[str, Any]:
     """The manifest entries of an imported capture: the facts given (``"a.b"`` keys nested),
-    ``unknown`` for every stated fact not given, and ``imported`` (tool, time, sources)."""
+    ``unknown`` for every stated fact not given, and ``imported`` (tool, time, ``sources``:
+    the sources' names, :func:`forensics.importers.source_names`)."""
     from forensics import __version__
 
     unknown_keys = sorted(set(facts) - set(SETTABLE))
@@ -85,7 +85,7 @@ def import_manifest(sources: list[str | Path], facts: dict[str, Any],
     manifest["imported"] = {
         "tool": f"vllm-forensics {__version__}", "command": "forensics import",
         "time": (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "sources": [Path(s).name for s in sources],
+        "sources": list(sources),
     }
     manifest["sources"] = manifest["imported"]["sources"]
     return manifest

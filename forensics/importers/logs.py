@@ -25,7 +25,7 @@ from typing import Any
 from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
 from forensics.importers.common import where_of
-from forensics.importers.tracebacks import Chains
+from forensics.importers.tracebacks import PREFIX_RE, Chains
 from forensics.importers.wide import PREFIX_BYTES, refuse_wide
 from forensics.records import Record
 from forensics.sites import SITES, get_site
@@ -47,6 +47,12 @@ EVENT_PATTERNS = (
     ("engine_dead", re.compile(r"EngineDeadError")),
     ("cuda_error", re.compile(r"device-side assert triggered", re.I)),
 )
+#: the messages of vLLM's request logger (``vllm/entrypoints/logger.py``) and of a request's
+#: lifecycle: they quote a client's prompt, the model's output or a request id a client may
+#: choose (``X-Request-Id``), text anyone who sends a request writes into the log, so none of
+#: them is a crash, a probe line or a crash dump
+REQUEST_LOG_RE = re.compile(r"(?:Received request|Added request|Aborted request|Finished request"
+                            r"|Generated response|Request \S+ (?:details|prompt))\b")
 MAX_LINE = 1 << 16
 MAX_INT = 2**63 - 1
 MAX_DIGITS = 20  # longer numbers are outside int64 and are not converted
@@ -94,6 +100,8 @@ class _LogParser:
     def line(self, number: int, text: str) -> None:
         if self.chains.take(number, text, self.last_step):
             self._check_events(number)
+            return
+        if quotes_requests(text):
             return
         for site, match in self._probe(text):
             self._record(number, text, site, self.probes[site].fields(match, number_of))
@@ -155,6 +163,13 @@ class _LogParser:
         event.update(source=self.path.name, line=number, last_line=number, count=1,
                      step=self.last_step, message=text.strip()[:500])
         events.append(event)
+
+
+def quotes_requests(text: str) -> bool:
+    """Whether the log line ``text`` is vLLM's request logger's (:data:`REQUEST_LOG_RE`, after
+    the logger's prefix): a prompt that says "illegal memory access" is no crash."""
+    prefix = PREFIX_RE.match(text)
+    return REQUEST_LOG_RE.match(text, prefix.end() if prefix else 0) is not None
 
 
 def probe_lines() -> dict[str, LogLine]:

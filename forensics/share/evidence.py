@@ -29,6 +29,13 @@ from forensics.variants import DEFAULT_VARIANTS
 EXPECTED_KEYS = ("site", "step", "rank", "row", "element", "tensor", "kind", "value")
 #: what a shared capture's first finding must keep: its place, bound, origin and resolution
 FIRST_KEYS = (*EXPECTED_KEYS, "lower", "upper", "origin", "resolved")
+#: the type a first finding's key has where the toolkit writes it (name -> type, its words): a
+#: value of another type (the text "13", true) is a difference no replay can clear
+FIRST_TYPES: dict[str, tuple[type, str]] = {
+    **dict.fromkeys(("step", "rank", "row", "element", "value", "lower", "upper"),
+                    (int, "an integer")),
+    **dict.fromkeys(("site", "tensor", "kind", "origin"), (str, "a string")),
+    "resolved": (bool, "true or false")}
 #: the version of the ``expected.json`` object
 EXPECTED_FORMAT = 1
 
@@ -78,6 +85,12 @@ def check_json(data: dict[str, Any], path: Path) -> None:
     from an ``expected.json`` file, is ``{"verdicts": {variant: {site: str}},
     "first_finding": {variant: {key: scalar} | null}}`` (other top-level keys are kept)."""
     fix = "regenerate it with --forensics-regen"
+    version = data.get("format", EXPECTED_FORMAT)  # a file older than the field has none
+    if type(version) is not int or version != EXPECTED_FORMAT:
+        shown = repr(version) if isinstance(version, (int, str)) else type(version).__name__
+        raise CaptureFormatError(f"{path}: field 'format' is {shortened(shown)}, but this "
+                                 f"forensics reads format {EXPECTED_FORMAT} only; {fix} (or "
+                                 "check it with the forensics that wrote it)")
     verdicts = data.get("verdicts")
     if not isinstance(verdicts, dict):
         raise CaptureFormatError(f"{path}: field 'verdicts' missing; expected an object "
@@ -113,6 +126,13 @@ def check_json(data: dict[str, Any], path: Path) -> None:
                 f"{path}: field 'first_finding.{shortened(variant)}' must hold at most "
                 f"{len(FIRST_KEYS)} keys, each key and string value of at most {MAX_NAME} "
                 f"characters; {fix}")
+        for key, value in (finding or {}).items():
+            kind = FIRST_TYPES.get(key)
+            if kind is not None and value is not None and (
+                    type(value) is not kind[0]):  # a bool is no int, nor a text "13"
+                raise CaptureFormatError(
+                    f"{path}: field 'first_finding.{shortened(variant)}.{key}' must be "
+                    f"{kind[1]} or null, got {type(value).__name__} {value!r}; {fix}")
     from forensics.known.answer import CRASH_VERDICTS
 
     crash = data.get("crash_verdict")
@@ -164,13 +184,21 @@ def differences(expected: Evidence, got: Evidence,
                        f"--forensics-regen --forensics-variant {shell_word(variant)}")
             continue
         mine = got.verdicts.get(variant, {})
-        out += [f"{variant}/{site}: expected verdict {want.get(site)!r}, got "
-                f"{mine.get(site)!r}" for site in sorted(set(want) | set(mine))
-                if want.get(site) != mine.get(site)]
+        out += [f"{variant}/{site}: expected verdict {_verdict(want, site, 'expected.json')}, "
+                f"got {_verdict(mine, site, 'the replay')}"
+                for site in sorted(set(want) | set(mine)) if want.get(site) != mine.get(site)]
         changed = _first_changed(expected.first.get(variant), got.first.get(variant))
         if changed:
             out.append(f"{variant}: first finding changed: {changed}")
     return out + _crash_verdict_changed(expected.crash_verdict, got.crash_verdict)
+
+
+def _verdict(verdicts: dict[str, str], site: str, whose: str) -> str:
+    """``site``'s verdict in ``verdicts`` (quoted), or that ``whose`` judged no such site (never
+    a ``None`` nobody said), the site in ASCII escapes (two spellings of one name, NFC and NFD,
+    print apart)."""
+    return repr(verdicts[site]) if site in verdicts else f"none ({whose} judged no site " \
+        f"{ascii(site)})"
 
 
 def _crash_verdict_changed(want: str | None, got: str | None) -> list[str]:

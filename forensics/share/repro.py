@@ -199,7 +199,9 @@ def _named(table: Any, real: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def script_text() -> str:
-    """The generated pytest file: the same text for every capture (no capture input)."""
+    """The generated pytest file: the same text for every capture (no capture input); the
+    characters it refuses in a word it prints are those :mod:`forensics.escaping` escapes."""
+    from forensics.escaping import CONTROL_CLASS
     from forensics.share.repro_template import HEAD, TAIL
     from forensics.sites import get_site
 
@@ -216,7 +218,7 @@ def script_text() -> str:
                      for spec in get_site(name).fields} for name in reproducible_sites()}
     runners.append("#: each site's record fields: [kind, dimensions of a tensor, required]\n"
                    f"FIELDS = {fields!r}\n")
-    return HEAD + "".join(runners) + TAIL
+    return HEAD.replace("@CONTROL_CLASS@", CONTROL_CLASS) + "".join(runners) + TAIL
 
 
 def field_data(kind: str, value: Any) -> dict[str, Any]:

@@ -112,9 +112,8 @@ def _str(value, where, optional=False):
 
 
 #: what `forensics repro` escapes in the words it writes: control characters, bidi controls,
-#: line and paragraph separators, lone surrogates and noncharacters
-UNPRINTED = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200e\\u200f\\u2028-\\u202e"
-                       "\\u2066-\\u2069\\ufeff\\ud800-\\udfff\\ufdd0-\\ufdef\\ufffe\\uffff]")
+#: line and paragraph separators, lone surrogates and noncharacters (of every plane)
+UNPRINTED = re.compile(@CONTROL_CLASS@)
 
 
 def _words(value, where, optional=False):

@@ -43,12 +43,12 @@ class Hunk:
     lines: list[str] = field(default_factory=list)
 
     def old_lines(self) -> list[str]:
-        """Context and removed lines: what the hunk expects to find."""
-        return [line[1:] for line in self.lines if line[0] in " -"]
+        """Context and removed lines: what the hunk expects to find (a line's CR dropped)."""
+        return [line[1:].removesuffix("\r") for line in self.lines if line[0] in " -"]
 
     def new_lines(self) -> list[str]:
-        """Context and added lines: what the hunk leaves in place."""
-        return [line[1:] for line in self.lines if line[0] in " +"]
+        """Context and added lines: what the hunk leaves in place (a line's CR dropped)."""
+        return [line[1:].removesuffix("\r") for line in self.lines if line[0] in " +"]
 
 
 @dataclass
@@ -72,15 +72,24 @@ def _strip_path(raw: str) -> str:
     return path
 
 
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text`` as ``patch`` and ``git apply`` split them: at each newline only
+    (``str.splitlines`` also splits at a form feed, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028
+    and U+2029, so a diff line holding one broke its hunk, and one could hide a file header
+    that a reader of the diff sees as part of a line); a CR before the newline is kept."""
+    lines = text.split("\n")
+    return lines[:-1] if text.endswith("\n") else lines
+
+
 def parse_diff(text: str, source: str = "<diff>") -> list[FilePatch]:
-    """Parse a unified diff into its file patches, in order.
+    """Parse a unified diff into its file patches, in order (lines as :func:`text_lines`).
 
     Raises:
         PatchApplyError: naming ``source`` when the text has no file patch, a hunk outside a file,
             or a hunk whose line counts disagree with its header.
     """
     patches: list[FilePatch] = []
-    lines = text.splitlines()
+    lines = text_lines(text)
     i = hunks = 0
     while i < len(lines):
         line = lines[i]
@@ -130,10 +139,10 @@ def _read_hunk(lines: list[str], i: int, match: re.Match[str], number: int, sour
     old_seen = new_seen = 0
     while i < len(lines) and (old_seen < old_len or new_seen < new_len):
         line = lines[i]
-        if line == _NO_NEWLINE:
+        if line.removesuffix("\r") == _NO_NEWLINE:
             i += 1
             continue
-        if line == "":
+        if line in ("", "\r"):
             line = " "  # an empty context line whose leading space was stripped
         kind = line[0]
         if kind not in " -+":
@@ -142,7 +151,7 @@ def _read_hunk(lines: list[str], i: int, match: re.Match[str], number: int, sour
         new_seen += kind in " +"
         hunk.lines.append(line)
         i += 1
-    while i < len(lines) and lines[i] == _NO_NEWLINE:
+    while i < len(lines) and lines[i].removesuffix("\r") == _NO_NEWLINE:
         i += 1
     if (old_seen, new_seen) != (old_len, new_len):
         raise PatchApplyError(
@@ -185,10 +194,10 @@ def apply_hunks(text: str, patch: FilePatch, source: str = "<diff>",
             match the text, or the diff's comparisons past :data:`SEARCH_BUDGET`.
     """
     work = work if work is not None else Work(source)
-    lines = text.splitlines(keepends=True)
+    lines = text_lines(text)
     work.spend(len(lines) + 1, patch)
-    ends_with_newline = text.endswith("\n")
-    body = [line.rstrip("\r\n") for line in lines]
+    body = [line.removesuffix("\r") for line in lines]  # compared without a CRLF's CR
+    ends = [line[len(kept):] for line, kept in zip(lines, body, strict=True)]
     offset = 0
     for hunk in patch.hunks:
         at = _locate(body, hunk, offset, partial(work.spend, patch=patch, hunk=hunk))
@@ -198,10 +207,12 @@ def apply_hunks(text: str, patch: FilePatch, source: str = "<diff>",
                 f"{hunk.old_start}: {hunk.old_lines()[:1]!r}...); the diff is not against this "
                 f"file's version")
         old, new = hunk.old_lines(), hunk.new_lines()
+        end = ends[at] if at < len(ends) else (ends[-1] if ends else "")  # the file's own CR
         body[at:at + len(old)] = new
+        ends[at:at + len(old)] = [end] * len(new)
         offset += at - _expected_at(hunk, offset) + len(new) - len(old)
-    result = "\n".join(body)
-    return result + "\n" if body and ends_with_newline else result
+    result = "\n".join(line + end for line, end in zip(body, ends, strict=True))
+    return result + "\n" if body and text.endswith("\n") else result
 
 
 def _expected_at(hunk: Hunk, offset: int) -> int:

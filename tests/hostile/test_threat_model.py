@@ -605,6 +605,36 @@ TESTS = {
              "test_a_crash_with_no_records_is_not_said_to_be_unexplained_by_values"],
     "T43e": ["tests/hostile/test_round9_left9.py::"
              "test_two_missing_captures_escaping_alike_are_named_apart"],
+    "T47a": ["tests/hostile/test_round9_attack9c.py::"
+             "test_a_diff_line_holding_a_line_separator_applies",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_lines_the_diff_does_not_touch_are_kept_byte_for_byte",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_a_crlf_file_keeps_its_line_ends_and_a_crlf_diff_applies",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_a_file_header_hidden_inside_a_line_patches_nothing_else"],
+    "T47b": ["tests/hostile/test_round9_attack9c.py::"
+             "test_a_dumped_request_named_twice_is_refused_naming_it",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_a_dump_naming_a_request_twice_is_one_line_naming_the_log"],
+    "T47c": ["tests/hostile/test_round9_attack9c.py::"
+             "test_sources_of_one_name_keep_their_folders_apart",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_sources_whose_names_differ_only_by_normalisation_or_case_are_told_apart"],
+    "T47d": ["tests/hostile/test_round9_attack9c.py::"
+             "test_the_repro_refuses_every_character_forensics_escapes"],
+    "T47e": ["tests/hostile/test_round9_attack9c.py::"
+             "test_an_npz_time_member_is_refused_naming_its_dtype"],
+    "T47f": ["tests/hostile/test_round9_attack9c.py::"
+             "test_a_first_finding_key_of_another_type_is_one_line_naming_it",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_a_verdict_the_replay_lacks_says_so_and_two_spellings_print_apart"],
+    "T47g": ["tests/hostile/test_round9_attack9c.py::"
+             "test_a_prompt_or_output_the_request_logger_quotes_is_no_crash"],
+    "T47h": ["tests/hostile/test_round9_attack9c.py::"
+             "test_an_expected_file_of_another_format_is_one_line_never_a_match",
+             "tests/hostile/test_round9_attack9c.py::"
+             "test_an_expected_file_without_a_format_is_read_as_format_1"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
