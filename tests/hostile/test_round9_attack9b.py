@@ -208,3 +208,62 @@ def test_a_failing_cell_names_two_captures_spelled_alike_apart(tmp_path: Path) -
         lines.append(one_line(raised.value))
     assert all("ValueError: no" in line and "\x1b" not in line for line in lines)
     assert len(set(lines)) == 4, lines
+
+
+# ------------------------------------------------------------------ T46f: the events table
+
+
+def _keyed_events(count: int) -> list[dict[str, object]]:
+    """``count`` events, each naming a key of its own."""
+    return [{"kind": "note", "step": 0, "rank": 0, f"k{i}": i} for i in range(count)]
+
+
+def test_the_reports_events_table_grows_linearly_in_events_of_keys_of_their_own(
+        tmp_path: Path) -> None:
+    """03_triage (and 01_stale_prev_rows) showed ``pd.DataFrame(summary["events"])``: a column
+    per key any event held, a cell per event and key, so 400 events naming a key each were
+    11.6 MB of HTML and 4,000 would be a gigabyte; the events table now has at most
+    EVENT_COLUMNS columns and one more, and 4x the events make under 6x the page (15x before)."""
+    from forensics.present.report import write_report
+
+    sizes = []
+    for count in (100, 400):
+        capture = write_capture(tmp_path / f"e{count}.capture", _wide_batch(3, 2),
+                                events=_keyed_events(count))
+        page = write_report(capture, tmp_path / f"e{count}.html").read_text(encoding="utf-8")
+        assert f"k{count - 1}" in page  # every event's every key is shown
+        sizes.append(len(page))
+    assert sizes[1] < 6 * sizes[0], sizes
+
+
+def test_the_events_table_folds_keys_past_its_columns_into_one_cell() -> None:
+    import pandas as pd
+
+    events = [{"kind": "a", "more": "x", **{f"k{i}": i for i in range(20)}}, {"kind": "b"}]
+    table = forensics.events_table(events)
+    assert list(table.columns[:2]) == ["kind", "more"] and len(table.columns) == 13
+    assert table.columns[-1] == "more (1)" and table.iloc[0, -1].startswith("k10: 10; k11: 11")
+    assert table.iloc[1, 0] == "b" and pd.isna(table.iloc[1, 1]) and table.iloc[1, -1] == ""
+    assert list(forensics.events_table([{"kind": "a"}]).columns) == ["kind"]
+
+
+# ------------------------------------------------------------------ T46g: a table's every row
+
+
+def test_a_styled_table_past_pandas_render_cap_shows_every_row() -> None:
+    """pandas' Styler renders at most ``styler.render.max_elements`` (262,144) cells and cut
+    the rows past them without a word: the report's grouped findings of 30,000 groups showed
+    19,201 under "show all 30000 rows" and a line saying every finding is listed."""
+    import pandas as pd
+
+    from forensics.present.tables import GROUP_COLUMNS
+
+    count = 26_000  # 11 columns shown: 286,000 cells
+    groups = pd.DataFrame({column: [f"{column}{i}" for i in range(count)]
+                           for column in GROUP_COLUMNS})
+    groups["variant"], groups["site"] = "upstream", "embedding"
+    groups["step"], groups["findings"] = range(count), 1
+    page = forensics.findings_details(groups)
+    assert page.count("<tr>") == count + 1 and f"req_id{count - 1}<" in page
+    whole = forensics.styled(groups)._repr_html_()
+    assert f"show all {count} rows" in whole and f"req_id{count - 1}<" in whole
