@@ -267,3 +267,33 @@ def test_a_styled_table_past_pandas_render_cap_shows_every_row() -> None:
     assert page.count("<tr>") == count + 1 and f"req_id{count - 1}<" in page
     whole = forensics.styled(groups)._repr_html_()
     assert f"show all {count} rows" in whole and f"req_id{count - 1}<" in whole
+
+
+# ------------------------------------------------------------------ T46h: the fleet's banner
+
+
+def test_the_fleet_banner_over_a_report_is_styled_within_its_csp(tmp_path: Path) -> None:
+    """``triage --html`` put a rank divergence's banner over a group's report with an inline
+    ``style`` attribute, which the report's Content-Security-Policy (style elements by hash,
+    no ``'unsafe-inline'``) refuses: the browser logged a violation and drew no red border. The
+    banner is now styled by report.css, inside the page's hashed style element."""
+    import base64
+    import hashlib
+    import re
+
+    from forensics.fleet.output import _add_banner
+    from forensics.present.report import write_report
+
+    page = write_report(write_capture(tmp_path / "r.capture", _wide_batch(3, 2)),
+                        tmp_path / "r.html")
+    _add_banner(page, "rank divergence at step 6 <b>")
+    text = page.read_text(encoding="utf-8")
+    body = text[text.index("<body"):]
+    assert not re.search(r"<[^>]*\sstyle=", body), "an inline style the CSP refuses"
+    assert '<p class="forensics-fleet">Fleet triage: rank divergence at step 6 &lt;b&gt;' in body
+    csp = re.search(r'Content-Security-Policy" content="([^"]*)"', text)
+    assert csp is not None and "unsafe" not in csp.group(1)
+    styles = re.findall(r"<style[^>]*>(.*?)</style>", text, re.S)
+    hashed = [s for s in styles if "'sha256-" + base64.b64encode(hashlib.sha256(
+        s.encode("utf-8")).digest()).decode() + "'" in csp.group(1)]
+    assert any(".forensics-fleet" in style for style in hashed)

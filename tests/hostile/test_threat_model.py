@@ -614,6 +614,8 @@ TESTS = {
              "test_the_events_table_folds_keys_past_its_columns_into_one_cell"],
     "T46g": ["tests/hostile/test_round9_attack9b.py::"
              "test_a_styled_table_past_pandas_render_cap_shows_every_row"],
+    "T46h": ["tests/hostile/test_round9_attack9b.py::"
+             "test_the_fleet_banner_over_a_report_is_styled_within_its_csp"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
