@@ -297,3 +297,29 @@ def test_the_fleet_banner_over_a_report_is_styled_within_its_csp(tmp_path: Path)
     hashed = [s for s in styles if "'sha256-" + base64.b64encode(hashlib.sha256(
         s.encode("utf-8")).digest()).decode() + "'" in csp.group(1)]
     assert any(".forensics-fleet" in style for style in hashed)
+
+
+# ------------------------------------------------------------------ mathtext in a variant's name
+
+
+@pytest.mark.parametrize("kind", ["heatmap", "timeline"])
+def test_a_plot_of_a_diff_variant_named_with_dollars_draws(kind: str) -> None:
+    """The heatmap's legend of resolved cells, and a timeline's of 200 steps or fewer, named
+    the variant (``resolved by vllm+/tmp/$\\frac$.diff``) without escaping ``$``: matplotlib
+    read it as mathtext and the draw was an internal ``ValueError``; it is now text, as the
+    titles are."""
+    from forensics.present import plots
+    from tests.test_plots import wide_result
+
+    result = wide_result(steps=100, rows=8)
+    name = "vllm+/tmp/$\\frac$.diff"
+    for frame in (result.findings, result.bounds):
+        frame["variant"] = frame["variant"].replace("upstream", name)
+    result.findings["resolved"] = True
+    result.verdicts = {name: result.verdicts["upstream"], "patched": result.verdicts["patched"]}
+    result.variants = [name, "patched"]
+    ax = plots.plot(result, kind, site="embedding", variant=name)
+    ax.figure.canvas.draw()
+    assert f"resolved by {name}" in [t.get_text().replace("\\$", "$")
+                                     for t in ax.get_legend().get_texts()]
+    plots.close(ax)
