@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
     from forensics.present.report import show_header
     from forensics.present.tables import (
         display_frame,
+        events_table,
         findings_details,
         findings_table,
         first_violation,
@@ -68,6 +69,7 @@ _LAZY: dict[str, str] = {
     "conclude": "forensics.present.conclusion",
     "next_steps": "forensics.present.conclusion",
     "display_frame": "forensics.present.tables",
+    "events_table": "forensics.present.tables",
     "findings_details": "forensics.present.tables",
     "grouped_findings": "forensics.present.tables",
     "styled": "forensics.present.tables",
@@ -79,7 +81,8 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = ["Capture", "CaptureWriter", "ForensicsError", "Record", "ReplayResult", "ScanResult",
-           "__version__", "conclude", "display_frame", "embedding_guard", "findings_details",
+           "__version__", "conclude", "display_frame", "embedding_guard", "events_table",
+           "findings_details",
            "findings_table", "first_violation", "grouped_findings", "import_sources", "load",
            "next_steps", "open_many", "plots", "redact", "replay", "scan", "show_header", "shrink",
            "simulate", "styled", "summary_by_site"]

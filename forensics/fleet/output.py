@@ -279,8 +279,7 @@ def _add_banner(report: Path, text: str) -> None:
     knows and a single capture's report cannot (a rank divergence across captures)."""
     page = report.read_text(encoding="utf-8")
     at = page.find(">", page.find("<body")) + 1 if "<body" in page else 0
-    banner = (f'<p class="forensics-fleet" style="border:2px solid #c00;padding:6px">'
-              f"Fleet triage: {html(text)}</p>")
+    banner = f'<p class="forensics-fleet">Fleet triage: {html(text)}</p>'  # report.css styles it
     shared_write(report, lambda tmp: _write_text(tmp, page[:at] + banner + page[at:]))
 
 

@@ -93,9 +93,11 @@ def load_catalogue(path: Path | str = CATALOGUE_PATH) -> Catalogue:
     Raises:
         CaptureFormatError: unreadable TOML or a field of the wrong shape (named, with the fix).
     """
+    from forensics.store.guarded import read_bytes
+
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    try:  # a FIFO or device is refused, never blocked on; a file past its cap is not read
+        data = tomllib.loads(read_bytes(path, "catalogue").decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise CaptureFormatError(f"catalogue '{path}': cannot be read as TOML ({exc}); fix "
                                  "the file") from None
@@ -202,10 +204,13 @@ def check_clause(path: Path, where: str, clause: Any, depth: int = 0) -> None:
             check_clause(path, f"{where}.any[{i}]", inner, depth + 1)
     elif kind == "finding":
         _check_finding(path, f"{where}.finding", value)
-    elif kind == "fact" and ("name" not in value or "equals" not in value):
-        raise _bad(path, f"{where}.fact", "must have 'name' and 'equals'")
-    elif kind == "event" and not set(value) <= {"kind", "contains"}:
-        raise _bad(path, f"{where}.event", "takes only 'kind' and 'contains'")
+    elif kind == "fact":
+        _check_fact(path, f"{where}.fact", value)
+    elif kind == "event":
+        if not set(value) <= {"kind", "contains"}:
+            raise _bad(path, f"{where}.event", "takes only 'kind' and 'contains'")
+        for key, words in value.items():
+            _words(path, f"{where}.event.{key}", words)
     elif kind == "spec_tokens" and value not in SPEC_TOKEN_CLASSES:
         raise _bad(path, f"{where}.spec_tokens", f"must be one of {list(SPEC_TOKEN_CLASSES)}")
 
@@ -217,10 +222,31 @@ def _typed(path: Path, where: str, kind: str, value: Any) -> Any:
     return value
 
 
+def _words(path: Path, where: str, value: Any) -> None:
+    """Raise CaptureFormatError unless ``value`` is a string or a non-empty list of strings
+    (what a clause compares text with: a number or a table there was an internal error)."""
+    if not (isinstance(value, str) or (isinstance(value, list) and value
+                                       and all(isinstance(v, str) for v in value))):
+        raise _bad(path, where, "must be a string or a non-empty list of strings")
+
+
+def _check_fact(path: Path, where: str, value: dict[str, Any]) -> None:
+    if "name" not in value or "equals" not in value:
+        raise _bad(path, where, "must have 'name' and 'equals'")
+    if not isinstance(value["name"], str):
+        raise _bad(path, f"{where}.name", "must be a string")
+    if not isinstance(value["equals"], (str, bool, int, float)):
+        raise _bad(path, f"{where}.equals", "must be a string, a number, true or false")
+
+
 def _check_finding(path: Path, where: str, value: dict[str, Any]) -> None:
     unknown = set(value) - set(FINDING_KEYS)
     if unknown or not value:
         raise _bad(path, where, f"takes keys of {list(FINDING_KEYS)}, got {sorted(value)}")
+    for key, wanted in value.items():
+        if key == "variant" and not isinstance(wanted, str):
+            raise _bad(path, f"{where}.variant", "must be a string (one variant's name)")
+        _words(path, f"{where}.{key}", wanted)
     classes = value.get("value_class")
     for name in [classes] if isinstance(classes, str) else (classes or []):
         if name not in VALUE_CLASSES:

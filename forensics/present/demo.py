@@ -11,6 +11,7 @@ from pathlib import Path
 
 from forensics.atomic import user_path
 from forensics.errors import CaptureFormatError
+from forensics.escaping import inert, terminal
 
 DEMO_VARIANTS = ("upstream", "patched")
 
@@ -86,14 +87,15 @@ def known_line(result: object) -> str:
 
 def known_block(rows: list[DemoRow]) -> str:
     """One line per capture: its crash verdict and the known issues it matches."""
-    seen = dict.fromkeys((r.capture, r.known) for r in rows if r.known)
+    seen = dict.fromkeys((terminal(r.capture), inert(r.known)) for r in rows if r.known)
     return "\n".join(f"{capture}: {known}" for capture, known in seen)
 
 
 def format_table(rows: list[DemoRow]) -> str:
     """The verdict table as aligned text, then the known issues of each capture."""
     header = ("capture", "site", "upstream", "patched", "first finding (upstream)")
-    cells = [header] + [(r.capture, r.site, r.upstream, r.patched, r.first_finding)
+    cells = [header] + [(terminal(r.capture), *(inert(c) for c in (r.site, r.upstream,
+                                                                    r.patched, r.first_finding)))
                         for r in rows]
     widths = [max(len(str(c[i])) for c in cells) for i in range(len(header) - 1)]
     lines = ["  ".join(str(c[i]).ljust(widths[i]) for i in range(len(widths))) + "  " + c[-1]
@@ -176,11 +178,13 @@ def _write_index(path: Path, rows: list[DemoRow], entries: list[tuple[str, str |
                                                        if r.known))
     links = "".join(
         f"<li><b>{esc(name)}</b>: "
-        + (f"<a href='{esc(report)}'>report</a>, " if report else "")
-        + f"<a href='{esc(figure)}'>verdict figure</a></li>"
+        + (f"<a href='{_href(report)}'>report</a>, " if report else "")
+        + f"<a href='{_href(figure)}'>verdict figure</a></li>"
         for name, report, figure in entries)
     write_text_atomically(
-        path, "<!doctype html><html><head><meta charset='utf-8'><title>vllm-forensics demo</title>"
+        path, "<!doctype html><html><head><meta charset='utf-8'><meta http-equiv="
+        "'Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+        "<title>vllm-forensics demo</title>"
         "<style>body{font-family:sans-serif;margin:2em}td,th{border:1px solid #ccc;"
         "padding:4px 8px}table{border-collapse:collapse}.violation{background:#f4c2c2}"
         ".error{background:#f9e0a0}.suspect{background:#fff3b0}.ok{background:#d8f0d8}"
@@ -189,3 +193,13 @@ def _write_index(path: Path, rows: list[DemoRow], entries: list[tuple[str, str |
         f"<th>patched</th><th>first finding (upstream)</th></tr>{table}</table>"
         f"<h2>Known issues</h2><ul id='known'>{known}</ul>"
         f"<h2>Reports</h2><ul>{links}</ul></body></html>\n", shared=True)
+
+
+def _href(name: str) -> str:
+    """A link to the file ``name`` beside the index, percent-encoded: a relative URL (a capture
+    named ``javascript:alert(1);x`` linked its report as a script to run)."""
+    from urllib.parse import quote
+
+    from forensics.escaping import html as esc
+
+    return esc(quote(name, safe=""))

@@ -286,7 +286,7 @@ def _draw_marks(ax: Axes, data: TimelineData, line: TimelineTensor, state: str, 
     filled = state == OPEN
     ax.scatter(mx, my, marker=marker, s=size, linewidths=0.5 if filled else 1.5,
                facecolor=color if filled else "none", edgecolor=color, zorder=5,
-               label=_once(labelled, data.mark_label(state)))
+               label=_once(labelled, _mathsafe(data.mark_label(state))))
 
 
 def _once(labelled: set[str], text: str) -> str | None:
@@ -357,7 +357,7 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
         marker, color = ("o", RESOLVED_COLOR) if state == RESOLVED else ("s", UNSEEN_COLOR)
         handles.append(ax.scatter(si, ri, marker=marker, s=30, facecolor="none",
                                   edgecolor=color, linewidths=1.5, zorder=6,
-                                  label=data.settled_label(state)))
+                                  label=_mathsafe(data.settled_label(state))))
     _legend_below(ax, handles)
     return _heatmap_labels(ax, data)
 

@@ -138,6 +138,7 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
             the child's group was killed) or ended the child; the message names the cell.
     """
     from forensics.errors import DeadlineError
+    from forensics.escaping import terminal
     from forensics.present import svg
     from forensics.present.notebook_exec import CellError, inject_parameters, read_notebook
     from forensics.present.notebook_process import NotebookProcessError, execute_in_child
@@ -147,18 +148,19 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
     nb = read_notebook(notebook)
     inject_parameters(nb, _parameters(capture, variants))
     _import_once()
+    shown = terminal(capture)  # a name holding a newline or ESC never reads as another's
     try:
         return execute_in_child(nb, notebook.parent, lambda: svg.collecting(views.draw))
     except CellError as exc:
         raise NotebookExecutionError(
-            f"notebook {notebook.name!r} failed on capture '{capture}' in cell "
+            f"notebook {notebook.name!r} failed on capture '{shown}' in cell "
             f"{exc.number}: {exc.ename}: {exc.evalue}; open {notebook} with "
-            f"capture = '{capture}' to see the traceback") from None
+            f"capture = '{shown}' to see the traceback") from None
     except (DeadlineError, NotebookProcessError) as exc:
         why = f" ({CHILD_TIMEOUT_ENV} sets the deadline of one cell)" if isinstance(
             exc, DeadlineError) else ""
         raise NotebookExecutionError(
-            f"notebook {notebook.name!r} on capture '{capture}': {exc}; its processes were "
+            f"notebook {notebook.name!r} on capture '{shown}': {exc}; its processes were "
             f"ended{why}") from None
 
 

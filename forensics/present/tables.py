@@ -4,6 +4,8 @@
 - :func:`first_violation`: the first unresolved ``out_of_bounds`` finding of a variant;
 - :func:`summary_by_site`: one row per (variant, site), columns :data:`SUMMARY_COLUMNS`;
 - :func:`grouped_findings`: every finding, one row per (variant, site, step, row);
+- :func:`events_table`: a capture's events, at most :data:`EVENT_COLUMNS` columns and one
+  more for the rest of each event's keys;
 - :func:`display_frame` / :func:`styled`: a table cleaned for reading (integers as integers,
   empty cells for nulls) and, for HTML, without its index column and with every row.
 """
@@ -113,6 +115,30 @@ def _group_row(key: tuple[Any, ...], group: pd.DataFrame) -> dict[str, Any]:
             "origin": distinct("origin"), "resolved": distinct("resolved")}
 
 
+#: the most columns of an events table named by the events' keys (first seen first); an event's
+#: other keys share its last cell (:func:`events_table`)
+EVENT_COLUMNS = 12
+
+
+def events_table(events: list[dict[str, Any]]) -> pd.DataFrame:
+    """A capture's events (``Capture.summary()["events"]``), one row each: a column per key,
+    first seen first, for at most :data:`EVENT_COLUMNS` keys, then one column (``more``)
+    holding each event's other keys as ``key: value; ...``. A table of a column per key had a
+    cell for every event and every key any event held: 4,000 events each naming a key of its
+    own were 16 million cells (the report's table of 400 was 11.6 MB of HTML)."""
+    import pandas as pd
+
+    keys = list(dict.fromkeys(key for event in events for key in event))
+    shown = keys[:EVENT_COLUMNS]
+    more = next(name for name in ("more", *(f"more ({n})" for n in range(1, len(shown) + 2)))
+                if name not in shown)
+    rows = [[event.get(key) for key in shown]
+            + ["; ".join(f"{key}: {value}" for key, value in event.items() if key not in shown)]
+            for event in events]
+    frame = pd.DataFrame(rows, columns=[*shown, more])
+    return frame if len(keys) > len(shown) else frame.drop(columns=[more])
+
+
 def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` for reading: every cell a string, integers without ``.0``, nulls (``None``,
     ``NaN``, ``<NA>``) empty; the index reset."""
@@ -142,6 +168,15 @@ def styled(frame: pd.DataFrame) -> Any:
 
     class FoldedStyler(Styler):
         """A Styler whose notebook display folds the rows past :data:`SHOWN_ROWS`."""
+
+        def to_html(self, *args: Any, **kwargs: Any) -> Any:
+            """Every cell: pandas' ``styler.render.max_elements`` (262,144 cells) cut a longer
+            table's rows without a word, under a summary saying "show all N rows"."""
+            import pandas as pd
+
+            cells = max(self.data.size, pd.get_option("styler.render.max_elements"))
+            with pd.option_context("styler.render.max_elements", cells):
+                return super().to_html(*args, **kwargs)
 
         def _repr_html_(self) -> str:
             """The first rows, then ``<details>`` holding the whole table."""

@@ -33,6 +33,7 @@ LIMITS: dict[str, int] = {
     "safetensors file": (512 + 17) * MIB,  # MAX_DECODED of tensors and a header (16 MiB + 13 KiB)
     "npz archive": 1 << 30,
     "diff file": 64 * MIB,
+    "catalogue": 16 * MIB,  # a known-issue catalogue given to forensics.known.load_catalogue
 }
 #: the most bytes one source may decode or decompress to, in total and per member or tensor
 MAX_DECODED = 512 * MIB

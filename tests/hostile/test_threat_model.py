@@ -635,6 +635,28 @@ TESTS = {
              "test_an_expected_file_of_another_format_is_one_line_never_a_match",
              "tests/hostile/test_round9_attack9c.py::"
              "test_an_expected_file_without_a_format_is_read_as_format_1"],
+    "T46a": ["tests/hostile/test_round9_attack9b.py::"
+             "test_a_heatmap_of_a_wide_batch_over_many_steps_is_a_bounded_grid"],
+    "T46b": ["tests/hostile/test_round9_attack9b.py::"
+             "test_a_catalogue_clause_of_the_wrong_type_is_one_line_at_load",
+             "tests/hostile/test_round9_attack9b.py::"
+             "test_a_catalogue_of_the_right_types_still_matches"],
+    "T46c": ["tests/hostile/test_round9_attack9b.py::"
+             "test_a_catalogue_that_is_a_fifo_is_refused_without_blocking",
+             "tests/hostile/test_round9_attack9b.py::"
+             "test_a_catalogue_past_its_cap_is_refused_before_it_is_read"],
+    "T46d": ["tests/hostile/test_round9_attack9b.py::"
+             "test_the_demo_index_links_a_capture_named_like_a_script_as_a_file"],
+    "T46e": ["tests/hostile/test_round9_attack9b.py::"
+             "test_a_failing_cell_names_two_captures_spelled_alike_apart"],
+    "T46f": ["tests/hostile/test_round9_attack9b.py::"
+             "test_the_reports_events_table_grows_linearly_in_events_of_keys_of_their_own",
+             "tests/hostile/test_round9_attack9b.py::"
+             "test_the_events_table_folds_keys_past_its_columns_into_one_cell"],
+    "T46g": ["tests/hostile/test_round9_attack9b.py::"
+             "test_a_styled_table_past_pandas_render_cap_shows_every_row"],
+    "T46h": ["tests/hostile/test_round9_attack9b.py::"
+             "test_the_fleet_banner_over_a_report_is_styled_within_its_csp"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

@@ -28,6 +28,12 @@ from forensics.present.style import (
     UNSEEN,
 )
 
+#: the most cells a heatmap draws along its steps and along its rows: past them neighbouring
+#: steps (rows) share a cell, coloured by the largest distance among them (a grid of every row
+#: of a 20,000-request batch by each of 2,000 steps drew in 4.5 GB and 39 s; ten times both, a
+#: 2 MB capture, asked for hundreds of gigabytes)
+MAX_STEP_CELLS, MAX_ROW_CELLS = 10_000, 512
+
 
 def distance_past_bound(value: Any, lower: Any, upper: Any) -> np.ndarray:
     """How far each value lies outside ``[lower, upper)``: 0 inside, 1 for ``upper`` or
@@ -42,8 +48,10 @@ def distance_past_bound(value: Any, lower: Any, upper: Any) -> np.ndarray:
 class HeatmapData:
     """What a rows x steps heatmap of (site, variant) shows, for either renderer.
 
-    ``grid[row index, step index]`` is the largest distance past the bound of the findings
-    still out of bounds there (0: none); ``checked`` the step indices where the site was
+    ``grid[row cell, step cell]`` is the largest distance past the bound of the findings
+    still out of bounds there (0: none; a cell is one row and one step, or neighbouring ones
+    past :data:`MAX_ROW_CELLS`, :data:`MAX_STEP_CELLS`; ``rows`` and ``steps`` give each cell's
+    first); ``checked`` the step indices where the site was
     checked; ``written`` the (row index, step index, value) cells whose value is written;
     ``suspects`` the cells of misattributed findings; ``settled`` per state (:data:`RESOLVED`,
     :data:`UNSEEN`) the cells of findings that are not out of bounds for this variant.
@@ -105,15 +113,39 @@ def heatmap_data(result: Any, site: str | None = None, variant: str | None = Non
     title = title_text(result, site, variant, HEATMAP_WHAT)
     oob, settled = _open_and_settled(out_of_bounds(result, site, variant))
     steps, rows = _heatmap_span(result, site, [variant, *(align or [])])
-    if not steps:
-        return HeatmapData(title, variant, [], rows, np.zeros((len(rows), 0)), [], [], None, [],
-                           empty=f"no records for {site} under {variant}")
-    at = {s: i for i, s in enumerate(steps)}
-    checked = sorted(at[s] for s in _checked_steps(result, site, variant))
+    if not len(steps.values):
+        return HeatmapData(title, variant, [], rows.labels(), np.zeros((rows.count, 0)), [], [],
+                           None, [], empty=f"no records for {site} under {variant}")
+    checked = sorted({int(i) for i in steps.of(sorted(_checked_steps(result, site, variant)))})
     findings = rows_of(findings_of(result), site, variant)
-    return HeatmapData(title, variant, steps, rows, _heatmap_grid(oob, steps, rows), checked,
+    return HeatmapData(title, variant, steps.labels(), rows.labels(),
+                       _heatmap_grid(oob, steps, rows), checked,
                        _written_cells(oob, steps, rows), _suspect_cells(findings, steps, rows),
                        _settled_cells(settled, steps, rows))
+
+
+@dataclass(frozen=True)
+class Cells:
+    """The sorted distinct ``values`` along one heatmap axis, drawn in at most ``most`` cells:
+    value ``i`` in cell ``i * count // len(values)`` (neighbours share a cell past ``most``)."""
+
+    values: np.ndarray
+    most: int
+
+    @property
+    def count(self) -> int:
+        """How many cells the axis draws."""
+        return min(len(self.values), self.most)
+
+    def of(self, values: Any) -> np.ndarray:
+        """The cell of each of ``values`` (each one of :attr:`values`)."""
+        at = np.searchsorted(self.values, np.asarray(values, dtype="float64"))
+        return np.asarray(at * self.count // max(len(self.values), 1), dtype=int)
+
+    def labels(self) -> list[float]:
+        """The first value of each cell."""
+        n, count = len(self.values), self.count
+        return [float(v) for v in self.values[(np.arange(count) * n + count - 1) // count]]
 
 
 def _open_and_settled(oob: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -127,29 +159,30 @@ def _open_and_settled(oob: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return oob[~settled], oob[settled]
 
 
-def _settled_cells(settled: pd.DataFrame, steps: list[float], rows: list[float]
+def _settled_cells(settled: pd.DataFrame, steps: Cells, rows: Cells
                    ) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(state, row indices, step indices) of the resolved findings' cells and of the cells of
+    """(state, row cells, step cells) of the resolved findings' cells and of the cells of
     findings the variant cannot judge (states without cells left out)."""
     if not len(settled):
         return []
-    settled = settled[pd.to_numeric(settled["step"], errors="coerce").isin(steps)]
+    settled = settled[pd.to_numeric(settled["step"], errors="coerce").isin(steps.values)]
     ri, si = _cell_index(settled, steps, rows)
     resolved = (settled["resolved"] == True).to_numpy()  # noqa: E712
     return [(state, np.asarray(ri)[mask], np.asarray(si)[mask])
             for state, mask in ((RESOLVED, resolved), (UNSEEN, ~resolved)) if mask.any()]
 
 
-def _heatmap_span(result: Any, site: str, variants: Sequence[str]
-                  ) -> tuple[list[float], list[float]]:
-    """The steps (checked or offending) and rows of ``site`` over ``variants``, sorted."""
+def _heatmap_span(result: Any, site: str, variants: Sequence[str]) -> tuple[Cells, Cells]:
+    """The steps (checked or offending) and rows of ``site`` over ``variants``, sorted, in
+    at most :data:`MAX_STEP_CELLS` and :data:`MAX_ROW_CELLS` cells."""
     steps: set[float] = set()
     rows: set[float] = set()
     for name in dict.fromkeys(variants):
         oob = out_of_bounds(result, site, name)
         steps |= _checked_steps(result, site, name) | set(oob.get("step", pd.Series()).dropna())
         rows |= set(_heatmap_rows(oob, rows_of(findings_of(result), site, name)))
-    return sorted(steps), sorted(rows) or [0.0]
+    return (Cells(np.array(sorted(steps), dtype="float64"), MAX_STEP_CELLS),
+            Cells(np.array(sorted(rows) or [0.0], dtype="float64"), MAX_ROW_CELLS))
 
 
 def _checked_steps(result: Any, site: str, variant: str) -> set[float]:
@@ -175,18 +208,14 @@ def _heatmap_rows(oob: pd.DataFrame, findings: pd.DataFrame) -> list[float]:
     return ([-1.0] if -1.0 in rows else []) + dense
 
 
-def _cell_index(frame: pd.DataFrame, steps: list[float], rows: list[float]
-                ) -> tuple[np.ndarray, np.ndarray]:
-    step_at = {s: i for i, s in enumerate(steps)}
-    row_at = {r: i for i, r in enumerate(rows)}
+def _cell_index(frame: pd.DataFrame, steps: Cells, rows: Cells) -> tuple[np.ndarray, np.ndarray]:
     r = pd.to_numeric(frame["row"], errors="coerce").fillna(-1).astype(float)
     s = pd.to_numeric(frame["step"], errors="coerce").astype(float)
-    return (np.array([row_at[x] for x in r], dtype=int),
-            np.array([step_at[x] for x in s], dtype=int))
+    return rows.of(r), steps.of(s)
 
 
-def _heatmap_grid(oob: pd.DataFrame, steps: list[float], rows: list[float]) -> np.ndarray:
-    grid = np.zeros((len(rows), len(steps)))
+def _heatmap_grid(oob: pd.DataFrame, steps: Cells, rows: Cells) -> np.ndarray:
+    grid = np.zeros((rows.count, steps.count))
     if len(oob):
         ri, si = _cell_index(oob, steps, rows)
         dist = distance_past_bound(oob["value"], oob["lower"], oob["upper"])
@@ -194,11 +223,11 @@ def _heatmap_grid(oob: pd.DataFrame, steps: list[float], rows: list[float]) -> n
     return grid
 
 
-def _written_cells(oob: pd.DataFrame, steps: list[float], rows: list[float]
+def _written_cells(oob: pd.DataFrame, steps: Cells, rows: Cells
                    ) -> list[tuple[int, int, float]]:
     """(row index, step index, value) of the first finding of each offending cell, on a grid
     of at most 400 cells (on a larger one the values are not written)."""
-    if not len(oob) or len(steps) * len(rows) > 400:
+    if not len(oob) or steps.count * rows.count > 400:
         return []
     ri, si = _cell_index(oob, steps, rows)
     cells: dict[tuple[int, int], float] = {}
@@ -207,13 +236,13 @@ def _written_cells(oob: pd.DataFrame, steps: list[float], rows: list[float]
     return [(r, s, value) for (r, s), value in cells.items()]
 
 
-def _suspect_cells(findings: pd.DataFrame, steps: list[float], rows: list[float]
+def _suspect_cells(findings: pd.DataFrame, steps: Cells, rows: Cells
                    ) -> tuple[np.ndarray, np.ndarray] | None:
-    """(row indices, step indices) of the ``misattributed`` findings' cells, None without."""
+    """(row cells, step cells) of the ``misattributed`` findings' cells, None without."""
     if not len(findings):
         return None
     sus = findings[findings["kind"] == "misattributed"]
-    sus = sus[pd.to_numeric(sus["step"], errors="coerce").isin(steps)]
+    sus = sus[pd.to_numeric(sus["step"], errors="coerce").isin(steps.values)]
     if not len(sus):
         return None
     return _cell_index(sus, steps, rows)
