@@ -657,6 +657,8 @@ TESTS = {
              "test_a_styled_table_past_pandas_render_cap_shows_every_row"],
     "T46h": ["tests/hostile/test_round9_attack9b.py::"
              "test_the_fleet_banner_over_a_report_is_styled_within_its_csp"],
+    "T46i": ["tests/hostile/test_round9_attack9b.py::"
+             "test_a_plot_of_a_diff_variant_named_with_dollars_draws"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
