@@ -421,6 +421,10 @@ TESTS = {
              "test_a_search_within_its_budget_is_still_one_minimal",
              "tests/hostile/test_round8_shrink.py::"
              "test_shrink_says_when_it_stopped_at_its_budget"],
+    "T44a": ["tests/hostile/test_round9_shrink9.py::"
+             "test_a_chain_of_needed_steps_shrinks_to_its_witness_records",
+             "tests/hostile/test_round9_shrink9.py::"
+             "test_shrinking_the_chain_costs_a_few_replays_of_it"],
     "T39p": ["tests/hostile/test_round8_probe8.py::"
              "test_a_writer_resumed_just_before_the_close_writes_what_it_was_given",
              "tests/hostile/test_round8_probe8.py::"
