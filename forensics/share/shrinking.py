@@ -112,8 +112,9 @@ def shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[
     manifest = {**cap.manifest, "shrink": {"records_before": len(result.records),
                                            "records_kept": len(kept), "steps_kept": steps,
                                            "variants": names}}
-    path = publish(out, [search.record(i) for i in kept], manifest, cap.events, expected, names,
-                   force)
+    # every event is kept, the flight recorder's kernel launches too (``forensics kernels``)
+    path = publish(out, [search.record(i) for i in kept], manifest,
+                   [*cap.events, *cap.kernel_events], expected, names, force)
     return ShrinkResult(path, len(result.records), len(kept), steps, search.replays + 2,
                         time.perf_counter() - start, expected, reference_seconds,
                         not any(b.exhausted for b in search.budgets), search.window_records,

@@ -425,6 +425,13 @@ TESTS = {
              "test_a_chain_of_needed_steps_shrinks_to_its_witness_records",
              "tests/hostile/test_round9_shrink9.py::"
              "test_shrinking_the_chain_costs_a_few_replays_of_it"],
+    "T44b": ["tests/hostile/test_round9_shrink9.py::test_shrink_keeps_the_kernel_launches"],
+    "T44c": ["tests/hostile/test_round9_shrink9.py::"
+             "test_redact_names_the_kernel_launches_it_drops"],
+    "T44d": ["tests/hostile/test_round9_shrink9.py::"
+             "test_the_redacted_manifest_names_what_went_from_the_events"],
+    "T44e": ["tests/hostile/test_round9_shrink9.py::"
+             "test_redact_keeps_apart_the_processes_that_wrote_events"],
     "T39p": ["tests/hostile/test_round8_probe8.py::"
              "test_a_writer_resumed_just_before_the_close_writes_what_it_was_given",
              "tests/hostile/test_round8_probe8.py::"
