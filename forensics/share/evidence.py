@@ -52,6 +52,14 @@ class Evidence:
         """Whether some variant has a finding at all."""
         return any(f is not None for f in self.first.values())
 
+    @property
+    def has_errors(self) -> bool:
+        """Whether some variant's replay of a site raised (an ``error`` verdict): evidence
+        too, with or without a finding."""
+        from forensics.judge.findings import ERROR_VERDICT
+
+        return any(v == ERROR_VERDICT for sites in self.verdicts.values() for v in sites.values())
+
     def to_json(self) -> dict[str, Any]:
         """The ``expected.json`` object: ``{"format": 1, "verdicts": {variant: {site:
         verdict}}, "first_finding": {variant: {...} | null}}``."""

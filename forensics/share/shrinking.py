@@ -57,7 +57,8 @@ SEARCH_FACTOR = 64
 
 
 class NothingToKeepError(ForensicsError, ValueError):
-    """A capture whose replay has no finding: shrinking it would keep no evidence."""
+    """A capture whose replay has no finding and raises at no site: shrinking it would keep no
+    evidence."""
 
 
 @dataclass
@@ -96,16 +97,17 @@ def shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[
     Raises:
         CaptureFormatError: ``capture`` is not a readable capture.
         OutputExistsError: ``out`` exists without ``force``, or is the input capture.
-        NothingToKeepError: the replay of ``capture`` has no finding in any variant.
+        NothingToKeepError: the replay of ``capture`` has no finding and raises at no site.
         EvidenceChangedError: the written capture would not replay to the same evidence.
     """
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
     reference_seconds = time.perf_counter() - start
     expected = evidence_of(result, crash=True)
-    if not expected.has_findings:
-        raise NothingToKeepError(f"capture '{cap.path}' has no finding under {names}: there is "
-                                 "no evidence to keep; share it whole or choose other variants")
+    if not (expected.has_findings or expected.has_errors):
+        raise NothingToKeepError(f"capture '{cap.path}' has no finding and no site whose replay "
+                                 f"raised under {names}: there is no evidence to keep; share it "
+                                 "whole or choose other variants")
     search = _Search(result, expected, names, progress)
     kept = search.run()
     steps = sorted({int(result.index["step"].iat[i]) for i in kept})

@@ -20,6 +20,8 @@ from test_round8_shrink import chain
 
 import forensics
 from forensics.cli import main
+from forensics.outcome import Outcome
+from forensics.records import Record
 from forensics.share.evidence import differences, evidence_of
 from forensics.share.shrinking import shrink
 from forensics.store.writer import write_capture
@@ -155,3 +157,38 @@ def test_redact_keeps_apart_the_processes_that_wrote_events(tmp_path: Path) -> N
     assert _same(source, out)
     text = "".join(f.read_text(errors="replace") for f in out.iterdir() if f.is_file())
     assert "hosta" not in text and "hostb" not in text and "101" not in text
+
+
+# ------------------------------------------------------------------ a replay that raises
+
+class _Raising:
+    """``upstream``, except that the embedding of step 7 raises (as real code may on a
+    record: not an IndexError, so an ``error`` outcome)."""
+
+    name = "raising"
+
+    def __init__(self) -> None:
+        from forensics.variants.models import UpstreamVariant
+
+        self.upstream = UpstreamVariant()
+
+    def run(self, record: Record) -> Outcome:
+        if record.site == "embedding" and record.step == 7:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return self.upstream.run(record)
+
+
+def test_a_capture_whose_replay_raises_is_shrunk_to_the_record_that_raises(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """T44f: a replay whose only evidence is a site that raised (verdict ``error``, no
+    finding) was refused: "has no finding ...: there is no evidence to keep". It is evidence:
+    the capture shrinks to one record a site, the raising one among them, same verdicts."""
+    from forensics.variants import registry
+
+    monkeypatch.setitem(registry._entries, "raising", _Raising)
+    source = DATA / "clean.capture"
+    result = shrink(source, tmp_path / "small.capture", ["raising"])
+    assert result.evidence.verdicts["raising"]["embedding"] == "error"
+    assert result.steps_kept == [7] and result.records_kept == 4
+    assert not differences(evidence_of(forensics.replay(source, variants=["raising"])),
+                           evidence_of(forensics.replay(result.path, variants=["raising"])))

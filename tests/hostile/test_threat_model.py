@@ -432,6 +432,8 @@ TESTS = {
              "test_the_redacted_manifest_names_what_went_from_the_events"],
     "T44e": ["tests/hostile/test_round9_shrink9.py::"
              "test_redact_keeps_apart_the_processes_that_wrote_events"],
+    "T44f": ["tests/hostile/test_round9_shrink9.py::"
+             "test_a_capture_whose_replay_raises_is_shrunk_to_the_record_that_raises"],
     "T39p": ["tests/hostile/test_round8_probe8.py::"
              "test_a_writer_resumed_just_before_the_close_writes_what_it_was_given",
              "tests/hostile/test_round8_probe8.py::"
