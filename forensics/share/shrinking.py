@@ -111,9 +111,11 @@ def shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[
     search = _Search(result, expected, names, progress)
     kept = search.run()
     steps = sorted({int(result.index["step"].iat[i]) for i in kept})
-    manifest = {**cap.manifest, "shrink": {"records_before": len(result.records),
-                                           "records_kept": len(kept), "steps_kept": steps,
-                                           "variants": names}}
+    done = {"records_before": len(result.records), "records_kept": len(kept),
+            "steps_kept": steps, "variants": names}
+    if "shrink" in cap.manifest:  # a shrunk capture shrunk again: what was done first stays
+        done["before"] = cap.manifest["shrink"]
+    manifest = {**cap.manifest, "shrink": done}
     # every event is kept, the flight recorder's kernel launches too (``forensics kernels``)
     path = publish(out, [search.record(i) for i in kept], manifest,
                    [*cap.events, *cap.kernel_events], expected, names, force)

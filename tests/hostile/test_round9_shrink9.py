@@ -192,3 +192,15 @@ def test_a_capture_whose_replay_raises_is_shrunk_to_the_record_that_raises(
     assert result.steps_kept == [7] and result.records_kept == 4
     assert not differences(evidence_of(forensics.replay(source, variants=["raising"])),
                            evidence_of(forensics.replay(result.path, variants=["raising"])))
+
+
+def test_a_shrunk_capture_shrunk_again_keeps_what_was_done_first(tmp_path: Path) -> None:
+    """T44g: the manifest's ``shrink`` entry of a capture shrunk again replaced the first
+    one: the size of the capture it came from was lost. The first stays, as ``before``."""
+    source = write_capture(tmp_path / "chain.capture", chain(12))
+    once = shrink(source, tmp_path / "once.capture")
+    twice = shrink(once.path, tmp_path / "twice.capture")
+    entry = forensics.load(twice.path).manifest["shrink"]
+    assert entry["records_before"] == once.records_kept
+    assert entry["before"]["records_before"] == 36 == once.records_before
+    assert entry["before"]["steps_kept"] == once.steps_kept

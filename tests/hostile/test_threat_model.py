@@ -434,6 +434,8 @@ TESTS = {
              "test_redact_keeps_apart_the_processes_that_wrote_events"],
     "T44f": ["tests/hostile/test_round9_shrink9.py::"
              "test_a_capture_whose_replay_raises_is_shrunk_to_the_record_that_raises"],
+    "T44g": ["tests/hostile/test_round9_shrink9.py::"
+             "test_a_shrunk_capture_shrunk_again_keeps_what_was_done_first"],
     "T39p": ["tests/hostile/test_round8_probe8.py::"
              "test_a_writer_resumed_just_before_the_close_writes_what_it_was_given",
              "tests/hostile/test_round8_probe8.py::"
