@@ -6,7 +6,7 @@ One replay of the original gives the evidence and the records behind it; a delta
 search over the steps around them, then over their records, keeps the smallest set found. The
 output is replayed before it is renamed into place. Exit 0 when written, 1 when the written
 capture would differ (nothing is written), 2 for bad input (not a capture, an existing output
-without --force, a capture with no finding to keep).
+without --force, a capture with no finding and no site whose replay raised).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,14 @@ class Evidence:
     def has_findings(self) -> bool:
         """Whether some variant has a finding at all."""
         return any(f is not None for f in self.first.values())
+
+    @property
+    def has_errors(self) -> bool:
+        """Whether some variant's replay of a site raised (an ``error`` verdict): evidence
+        too, with or without a finding."""
+        from forensics.judge.findings import ERROR_VERDICT
+
+        return any(v == ERROR_VERDICT for sites in self.verdicts.values() for v in sites.values())
 
     def to_json(self) -> dict[str, Any]:
         """The ``expected.json`` object: ``{"format": 1, "verdicts": {variant: {site:
@@ -272,13 +280,16 @@ def reference(capture: Any, out: str | os.PathLike[str], variants: Sequence[str]
 
 def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: dict[str, Any],
             events: Iterable[dict[str, Any]], expected: Evidence, variants: Sequence[str],
-            force: bool = False, progress: bool = False) -> Path:
+            force: bool = False, progress: bool = False,
+            final: Callable[[], dict[str, Any]] | None = None) -> Path:
     """Write ``records`` as a capture at ``out``, replay it from disk through ``variants`` and
     rename it into place only when its evidence equals ``expected``.
 
     ``records`` come from a capture that was read (hence validated) and keep their fields'
     types, so they take the writer's trusted path; the replay from disk validates them again.
-    ``events`` are taken after every record is written (a generator may depend on them).
+    ``events`` are taken after every record is written (a generator may depend on them);
+    ``final``, when given, is the manifest once records and events are written (what was
+    dropped from them), written in place of ``manifest`` before the replay.
 
     Returns:
         The path of the capture written.
@@ -288,6 +299,7 @@ def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: di
         OutputExistsError: ``out`` exists and ``force`` is false, or it is not a capture.
     """
     from forensics.replaying import replay
+    from forensics.store.manifest import build_manifest, write_manifest_once
     from forensics.store.reader import load
     from forensics.store.writer import FLUSH_EVERY, new_capture
 
@@ -296,6 +308,8 @@ def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: di
         for event in events:
             writer.add_event(event)
         writer.close()
+        if final is not None:
+            write_manifest_once(writer.path, build_manifest(final()), again=True)
         got = evidence_of(replay(load(writer.path), variants=list(variants), progress=progress),
                           crash=True)
         changed = differences(expected, got)

@@ -26,12 +26,18 @@ dict
   ``model.name``). A ``redaction`` entry says what was done and which fields were dropped
   (an unknown key is listed as ``*``, never by name).
 - **events**: the same rule (``events.message`` etc. in ``keep`` keeps an event field),
-  except vLLM's and torch's own error text (:func:`public_error_text`: the assert, the
+  except the process that wrote each, which becomes a pseudonym ``process-<n>`` (one per
+  process, so a process that died without the probe's stop still reads so), and vLLM's and
+  torch's own error text (:func:`public_error_text`: the assert, the
   exception type and message in :data:`PUBLIC_ERROR_FIELDS`), which maintainers search for:
   it is kept with paths, hosts, addresses and ids stripped out of it, and only as far as its
   words are vLLM's, torch's and CUDA's own (:mod:`forensics.share.error_text`).
 - summary records keep their integer fields (renamed ``extra<n>`` when their name is not a
   known field) and a ``tensor`` that names a known field; other strings go.
+- the flight recorder's ``kernel_launch`` and ``kernel_summary`` events go (a launch holds
+  its tensors' contents, token ids among them), listed with the dropped fields (as
+  ``kernel_launch events``); the manifest is written again once every record and event is,
+  so its list names what went from them too.
 """
 
 from __future__ import annotations
@@ -59,6 +65,8 @@ from forensics.sites import get_site as site_schema
 if TYPE_CHECKING:
     from forensics.api_types import CaptureArg
 
+#: the pseudonym of a process that wrote events
+PROCESS_PSEUDONYM = "process-{}"
 #: fields that hold request ids
 REQUEST_FIELDS = ("req_ids", "prev_req_ids", "prev_req_id_to_index")
 class RedactionRefusedError(ForensicsError, ValueError):
@@ -109,12 +117,15 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
     cap, names, result = reference(capture, out, variants, force, progress)
     expected = shareable_evidence(evidence_of(result, crash=True))
     redactor = Redactor(token_domain(cap, f"capture '{cap.path}'"), keep=keep_manifest)
+    # the flight recorder's launches hold tensor contents (token ids among them): not shared
+    redactor.dropped.update(f"{e['kind']} events" for e in cap.kernel_events)
     manifest = redactor.manifest(cap.manifest)
     # events are redacted as publish writes them, after every record: by then the redactor
-    # knows every request id of the capture, and takes each out of the events' error text
+    # knows every request id of the capture, and takes each out of the events' error text;
+    # the manifest is written again then, naming what went from the events and records too
     events = (redactor.event(e) for e in cap.events)
     path = publish(out, redactor.records(cap), manifest, events, expected, names, force,
-                   progress)
+                   progress, final=lambda: redactor.manifest(cap.manifest))
     return RedactResult(path, len(cap), redactor.domain, len(redactor.pseudonyms),
                         sorted(redactor.dropped), time.perf_counter() - start, expected)
 
@@ -183,6 +194,8 @@ class Redactor:
     keep: Sequence[str] = ()
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
     pseudonyms: dict[str, str] = field(default_factory=dict)
+    #: the pseudonym of each process that wrote events (its host and pid are private)
+    processes: dict[str, str] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)
     _finder: IdFinder | None = field(default=None, repr=False)
 
@@ -296,10 +309,18 @@ class Redactor:
                   for key, value in event.items()
                   if key in PUBLIC_ERROR_FIELDS and isinstance(value, str)
                   and f"events.{key}" not in self.keep and finder.searchable}
+        if "process" in event and "events.process" not in self.keep:
+            public["process"] = self.process(event["process"])
         rest = {key: value for key, value in event.items() if key not in public}
         kept = {**scrub(rest, self.keep, "events.", self.dropped), **public}
         kept.setdefault("kind", REDACTED_KIND)
         return kept
+
+    def process(self, name: object) -> str:
+        """The pseudonym (``process-<n>``, in order of first appearance) of the process that
+        wrote an event: dropped, every process's events read as one process's (a stop of one
+        hid the death of another, and the redacted capture was refused)."""
+        return self.processes.setdefault(str(name), PROCESS_PSEUDONYM.format(len(self.processes)))
 
 
 _WORD = re.compile(r"\w")

@@ -11,7 +11,9 @@ with the records behind every finding. The search then works on small sets only:
    same rank, at or before the sink's step). Each window step is widened backwards (1, 2, 4,
    ... steps, a width that would add no stored step skipped) until the window's records replay
    to the same evidence; at worst (every step up to the last witness is in and the evidence
-   still needs a later one) the window is the capture.
+   still needs a later one) the window is the capture. When the records of the witness steps
+   do not keep the evidence but the witness records alone do (a record the evidence does not
+   need feeds a token judged against a step left out), the search goes on from those alone.
 2. **steps**: ``ddmin`` over the window's steps (each step with all its records);
 3. **records**: ``ddmin`` over the records left.
 
@@ -55,7 +57,8 @@ SEARCH_FACTOR = 64
 
 
 class NothingToKeepError(ForensicsError, ValueError):
-    """A capture whose replay has no finding: shrinking it would keep no evidence."""
+    """A capture whose replay has no finding and raises at no site: shrinking it would keep no
+    evidence."""
 
 
 @dataclass
@@ -94,24 +97,28 @@ def shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[
     Raises:
         CaptureFormatError: ``capture`` is not a readable capture.
         OutputExistsError: ``out`` exists without ``force``, or is the input capture.
-        NothingToKeepError: the replay of ``capture`` has no finding in any variant.
+        NothingToKeepError: the replay of ``capture`` has no finding and raises at no site.
         EvidenceChangedError: the written capture would not replay to the same evidence.
     """
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
     reference_seconds = time.perf_counter() - start
     expected = evidence_of(result, crash=True)
-    if not expected.has_findings:
-        raise NothingToKeepError(f"capture '{cap.path}' has no finding under {names}: there is "
-                                 "no evidence to keep; share it whole or choose other variants")
+    if not (expected.has_findings or expected.has_errors):
+        raise NothingToKeepError(f"capture '{cap.path}' has no finding and no site whose replay "
+                                 f"raised under {names}: there is no evidence to keep; share it "
+                                 "whole or choose other variants")
     search = _Search(result, expected, names, progress)
     kept = search.run()
     steps = sorted({int(result.index["step"].iat[i]) for i in kept})
-    manifest = {**cap.manifest, "shrink": {"records_before": len(result.records),
-                                           "records_kept": len(kept), "steps_kept": steps,
-                                           "variants": names}}
-    path = publish(out, [search.record(i) for i in kept], manifest, cap.events, expected, names,
-                   force)
+    done = {"records_before": len(result.records), "records_kept": len(kept),
+            "steps_kept": steps, "variants": names}
+    if "shrink" in cap.manifest:  # a shrunk capture shrunk again: what was done first stays
+        done["before"] = cap.manifest["shrink"]
+    manifest = {**cap.manifest, "shrink": done}
+    # every event is kept, the flight recorder's kernel launches too (``forensics kernels``)
+    path = publish(out, [search.record(i) for i in kept], manifest,
+                   [*cap.events, *cap.kernel_events], expected, names, force)
     return ShrinkResult(path, len(result.records), len(kept), steps, search.replays + 2,
                         time.perf_counter() - start, expected, reference_seconds,
                         not any(b.exhausted for b in search.budgets), search.window_records,
@@ -151,18 +158,24 @@ class _Search:
     def run(self) -> list[int]:
         """Positions of the records kept, in capture order."""
         try:
-            steps = self.window()
-            self.window_records = len(self.at_steps(steps))
-            self.budgets = [Budget(SEARCH_FACTOR * self.window_records)]
-            steps, _ = ddmin(steps, lambda s: self.keeps(self.at_steps(s)), self.budgets[0],
-                             lambda s: sum(len(self.by_step[step]) for step in s))
-            left = self.at_steps(steps)
+            witnesses = sorted(self.witnesses())
+            steps = self.window(witnesses)
+            left = witnesses if steps is None else self.over_steps(steps)
             self.budgets.append(Budget(SEARCH_FACTOR * len(left)))
-            kept, _ = ddmin(left, self.keeps, self.budgets[1])
+            kept, _ = ddmin(left, self.keeps, self.budgets[-1])
         finally:
             if self.bar is not None:
                 self.bar.close()
         return sorted(kept)
+
+    def over_steps(self, steps: list[int]) -> list[int]:
+        """Positions of the records at the fewest of ``steps`` found to keep the evidence
+        (``ddmin`` over the steps, each with all its records)."""
+        self.window_records = len(self.at_steps(steps))
+        self.budgets.append(Budget(SEARCH_FACTOR * self.window_records))
+        steps, _ = ddmin(steps, lambda s: self.keeps(self.at_steps(s)), self.budgets[-1],
+                         lambda s: sum(len(self.by_step[step]) for step in s))
+        return self.at_steps(steps)
 
     @functools.cached_property
     def by_step(self) -> dict[int, list[int]]:
@@ -178,9 +191,12 @@ class _Search:
         a look-up over the whole index for each subset tested was quadratic in the steps)."""
         return sorted(i for step in steps for i in self.by_step.get(int(step), ()))
 
-    def window(self) -> list[int]:
-        """The witness steps, widened backwards until their records keep the evidence."""
-        seeds = np.array(sorted({int(self.index["step"].iat[i]) for i in self.witnesses()}),
+    def window(self, witnesses: Sequence[int]) -> list[int] | None:
+        """The steps of ``witnesses``, widened backwards until their records keep the
+        evidence; None when all the records of those steps do not keep it but ``witnesses``
+        alone do (a record of a witness step the evidence does not need can change it: the
+        token it feeds is judged against a stored token of a step left out)."""
+        seeds = np.array(sorted({int(self.index["step"].iat[i]) for i in witnesses}),
                          dtype=np.int64)
         all_steps = np.array(sorted(int(s) for s in self.index["step"].unique()), np.int64)
         # once every step up to the last witness is in, widening backwards adds nothing
@@ -188,8 +204,12 @@ class _Search:
         width = 0
         while True:
             steps = [int(s) for s in all_steps[_within(all_steps, seeds, width)]]
-            if len(steps) == len(all_steps) or self.keeps(self.at_steps(steps)):
+            positions = self.at_steps(steps)
+            if len(steps) == len(all_steps) or self.keeps(positions):
                 return steps
+            if width == 0 and len(witnesses) < len(positions) and self.keeps(witnesses):
+                self.window_records = len(witnesses)
+                return None
             if len(steps) >= reachable:  # what is missing lies after every witness
                 return [int(s) for s in all_steps]
             width = max(2 * width, _next_width(all_steps, seeds, width))

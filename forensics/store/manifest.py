@@ -66,14 +66,16 @@ def build_manifest(entries: dict[str, Any] | None = None) -> dict[str, Any]:
     return manifest
 
 
-def write_manifest_once(root: Path, manifest: dict[str, Any]) -> bool:
+def write_manifest_once(root: Path, manifest: dict[str, Any], again: bool = False) -> bool:
     """Write ``root/manifest.json`` atomically unless it exists; return True when written.
 
     Several processes may share one capture: the first one to link its file in place wins,
-    the others keep it. Raises OSError from the file system.
+    the others keep it. ``again``: replace it (a capture being built by one writer, whose
+    manifest says what was done once it is done: ``redact``'s dropped fields). Raises OSError
+    from the file system.
     """
     target = root / MANIFEST
-    if target.exists():
+    if target.exists() and not again:
         return False
     data = json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n"
     fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".tmp", dir=root)
@@ -82,6 +84,10 @@ def write_manifest_once(root: Path, manifest: dict[str, Any]) -> bool:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        if again:
+            os.replace(tmp, target)
+            tmp = ""
+            return True
         try:
             os.link(tmp, target)  # atomic and never replaces another process's manifest
         except FileExistsError:

@@ -30,7 +30,7 @@ def _window(steps: Sequence[int], witness: int, needed: int) -> tuple[list[int],
         return list(steps).index(needed) in positions
 
     search.keeps = keeps  # type: ignore[method-assign]
-    return search.window(), replays
+    return search.window(sorted(search.witnesses())), replays
 
 
 @pytest.mark.parametrize(("steps", "witness", "needed", "most"), [

@@ -421,6 +421,21 @@ TESTS = {
              "test_a_search_within_its_budget_is_still_one_minimal",
              "tests/hostile/test_round8_shrink.py::"
              "test_shrink_says_when_it_stopped_at_its_budget"],
+    "T44a": ["tests/hostile/test_round9_shrink9.py::"
+             "test_a_chain_of_needed_steps_shrinks_to_its_witness_records",
+             "tests/hostile/test_round9_shrink9.py::"
+             "test_shrinking_the_chain_costs_a_few_replays_of_it"],
+    "T44b": ["tests/hostile/test_round9_shrink9.py::test_shrink_keeps_the_kernel_launches"],
+    "T44c": ["tests/hostile/test_round9_shrink9.py::"
+             "test_redact_names_the_kernel_launches_it_drops"],
+    "T44d": ["tests/hostile/test_round9_shrink9.py::"
+             "test_the_redacted_manifest_names_what_went_from_the_events"],
+    "T44e": ["tests/hostile/test_round9_shrink9.py::"
+             "test_redact_keeps_apart_the_processes_that_wrote_events"],
+    "T44f": ["tests/hostile/test_round9_shrink9.py::"
+             "test_a_capture_whose_replay_raises_is_shrunk_to_the_record_that_raises"],
+    "T44g": ["tests/hostile/test_round9_shrink9.py::"
+             "test_a_shrunk_capture_shrunk_again_keeps_what_was_done_first"],
     "T39p": ["tests/hostile/test_round8_probe8.py::"
              "test_a_writer_resumed_just_before_the_close_writes_what_it_was_given",
              "tests/hostile/test_round8_probe8.py::"
