@@ -3,6 +3,7 @@ capture folder: the claims T48a-T48h of docs/threat-model.md."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +54,55 @@ def test_an_engine_id_naming_a_capture_does_not_hide_its_divergence(tmp_path: Pa
     hit = rows[0]["divergence"]
     assert hit is not None and (hit["step"], hit["element"], hit["values"]) == (0, 2, [3, 99])
     assert rows[1]["divergence"] is None and rows[2]["divergence"] is None
+
+
+# ------------------- T48b: a forked copy of the engine writes under a process name of its own
+
+
+def test_a_forked_copys_records_are_not_found_for_a_killed_writer(tmp_path: Path) -> None:
+    """The engine forks after its writer process started; the copy records 8 records and
+    closes. The engine's writer is then stopped, given 8 records it never writes, and killed:
+    it wrote none of them, yet the copy's segments (under the engine's process name) were
+    counted as what it wrote ("found" 8, "dropped" 0). The copy names its own process, so
+    none of its records is taken for the engine's, and each keeps its own events file."""
+    import signal
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "probe"))
+    from probe_fakes import make_settings, record_batch_changes
+
+    import forensics
+    from forensics.probe.session import ProbeSession, ProcessBackend
+
+    session = ProbeSession(make_settings(tmp_path, capture=tmp_path / "k.capture", ring=64,
+                                         flush_every=4))
+    assert isinstance(session.backend, ProcessBackend)
+    record_batch_changes(session, [[0, 1]] * 4)
+    assert session.drain(timeout=30)
+    pid = os.fork()
+    if pid == 0:  # the forked copy
+        code = 1
+        try:
+            record_batch_changes(session, [[0, 1]] * 8)
+            session.close()
+            code = 0
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert len(forensics.load(session.settings.capture)) == 12
+    proc = session.backend.channel.proc
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        record_batch_changes(session, [[0, 1]] * 8)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+    session.close()
+    capture = forensics.load(session.settings.capture)
+    (lost,) = [e for e in capture.events if e["kind"] == "probe_writer_lost"]
+    assert lost["found"] == 0, lost
+    assert session.counts["records"] == 12 and \
+        session.counts["written"] == 4 + lost["recovered"], session.counts
+    assert len({e["process"] for e in capture.events}) == 2
