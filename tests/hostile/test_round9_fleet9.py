@@ -106,3 +106,48 @@ def test_a_forked_copys_records_are_not_found_for_a_killed_writer(tmp_path: Path
     assert session.counts["records"] == 12 and \
         session.counts["written"] == 4 + lost["recovered"], session.counts
     assert len({e["process"] for e in capture.events}) == 2
+
+
+# ------------------------- T48c: a group's title names its facts as values, escaped apart
+
+
+def _clean_rows(count: int) -> list[dict[str, Any]]:
+    """Triage rows of ``count`` clean captures."""
+    from forensics.fleet.signature import conclusion
+
+    rows = []
+    for i in range(count):
+        row = {"capture": f"/fleet/c{i}.capture", "name": f"c{i}.capture", "error": "",
+               "host": f"host-{i}", "pid": i, "ranks": "0", "engine_id": "unknown",
+               "vllm": "0.33.0", "runner": "v1", "spec_method": "unknown",
+               "async_scheduling": None, "steps": 3, "records": 3, "crash_events": "",
+               "guard_events": "", "crashed": False, "verdicts": {}, "first": None,
+               "known": [], "divergence": None, "findings": 0}
+        row["conclusion"] = conclusion(row)
+        rows.append(row)
+    return rows
+
+
+def test_two_groups_whose_versions_escape_alike_have_two_titles(tmp_path: Path) -> None:
+    """Two captures claiming the vLLM versions ``0.33<ESC>[2J`` and ``0.33\\x1b[2J`` (the text)
+    are two groups; their titles named the versions unescaped, then made the title inert, so
+    both read ``vLLM 0.33\\x1b[2J`` in the text, Markdown, CSV and HTML outputs. Each version is
+    escaped as a value first (T42a), so the titles differ, and none holds ESC."""
+    import csv
+
+    from forensics.fleet.output import render, write_html, write_table
+    from forensics.fleet.signature import group_rows
+    from forensics.fleet.triage import Triage
+
+    rows = _clean_rows(2)
+    rows[0]["vllm"], rows[1]["vllm"] = "0.33\x1b[2J", "0.33\\x1b[2J"
+    made = Triage(rows, group_rows(rows))
+    for fmt in ("text", "markdown"):
+        titles = [line for line in render(made, fmt).splitlines() if "capture on" in line]
+        assert len(set(titles)) == 2 and "\x1b" not in "".join(titles), titles
+    with write_table(made, tmp_path / "t.csv").open(encoding="utf-8") as cells:
+        groups = [row["group"] for row in csv.DictReader(cells)]
+    assert len(set(groups)) == 2, groups
+    page = write_html(made, tmp_path / "html", report=lambda capture, out: out).read_text()
+    heads = [line for line in page.splitlines() if line.startswith("<h2>")]
+    assert len({head.split("</h2>")[0] for head in heads}) == 2, heads
