@@ -151,3 +151,39 @@ def test_two_groups_whose_versions_escape_alike_have_two_titles(tmp_path: Path) 
     page = write_html(made, tmp_path / "html", report=lambda capture, out: out).read_text()
     heads = [line for line in page.splitlines() if line.startswith("<h2>")]
     assert len({head.split("</h2>")[0] for head in heads}) == 2, heads
+
+
+# ------------------------------ T48d: a triage never writes into a capture it reads
+
+
+def test_a_triage_output_inside_a_capture_it_reads_is_refused(
+        tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    """``triage DIR -o DIR/a.capture/t.csv`` (or ``--html DIR/a.capture``, or through a link
+    to it) wrote its table or index into a capture it had just read, changing it. It is one
+    line naming the option and the capture, exit 2, before anything is replayed, and nothing
+    is written; the API's writers refuse it too."""
+    from forensics.cli import main
+    from forensics.errors import ConfigurationError
+    from forensics.fleet import runners
+    from forensics.fleet.output import write_html, write_table
+    from forensics.fleet.triage import Triage
+
+    capture = _ids_capture(tmp_path / "a.capture", {0: [1, 2]})
+    (tmp_path / "link").symlink_to(capture)
+    before = sorted(os.listdir(capture))
+    monkeypatch.setattr(runners, "run_local", None)  # nothing may be replayed
+    for option, out in (("-o", f"{capture}/t.csv"), ("-o", str(tmp_path / "link" / "t.parquet")),
+                        ("--html", capture), ("--html", f"{capture}/html")):
+        assert main(["triage", str(tmp_path), "--workers", "1", option, out]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and option in err and "inside the capture" in err, err
+        assert sorted(os.listdir(capture)) == before
+    made = Triage([_row(capture, "0")])
+    for write, out in ((write_table, f"{capture}/t.csv"), (write_html, f"{capture}/h")):
+        try:
+            write(made, out)
+        except ConfigurationError as exc:
+            assert "inside the capture" in str(exc)
+        else:
+            raise AssertionError(f"{write.__name__} wrote into {out}")
+    assert sorted(os.listdir(capture)) == before

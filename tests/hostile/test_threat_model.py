@@ -568,6 +568,8 @@ TESTS = {
              "test_a_forked_copys_records_are_not_found_for_a_killed_writer"],
     "T48c": ["tests/hostile/test_round9_fleet9.py::"
              "test_two_groups_whose_versions_escape_alike_have_two_titles"],
+    "T48d": ["tests/hostile/test_round9_fleet9.py::"
+             "test_a_triage_output_inside_a_capture_it_reads_is_refused"],
     "T41a": ["tests/hostile/test_round8c_json.py::test_a_manifest_key_given_twice_is_refused",
              "tests/hostile/test_round8c_json.py::"
              "test_an_events_line_naming_a_key_twice_is_refused_naming_the_line",
