@@ -187,3 +187,55 @@ def test_a_triage_output_inside_a_capture_it_reads_is_refused(
         else:
             raise AssertionError(f"{write.__name__} wrote into {out}")
     assert sorted(os.listdir(capture)) == before
+
+
+# ---------------- T48e: a record's column named like a <field>_len of to_frame stays its own
+
+
+def test_a_summary_extra_named_like_a_length_column_takes_no_records_length(
+        tmp_path: Path) -> None:
+    """A summary record's extras ``input_ids_len`` (999) and ``foo_len`` (7) beside its
+    tensor ``foo`` (3 ids): ``to_frame`` and ``to_arrow`` wrote them into the length columns
+    of ours, so the record of 4 input ids read ``input_ids_len`` None and ``foo`` read 7 long
+    (or, as the text ``req_ids_len``, ``to_arrow`` failed for the whole site). They are
+    ``extra.NAME``,
+    every length is the stored one, and every value captured is kept."""
+    import forensics
+
+    capture = forensics.load(write_capture(tmp_path / "x.capture", [
+        Record("embedding", 0, 0, {"input_ids": np.arange(4), "num_embeddings": 10}),
+        Record("embedding", 1, 0, {"min": 0, "max": 3, "num_embeddings": 10,
+                                   "input_ids_len": 999, "foo": np.arange(3), "foo_len": 7},
+               summary=True),
+        Record("embedding", 2, 0, {"min": 0, "max": 3, "num_embeddings": 10,
+                                   "req_ids_len": "text"}, summary=True)]))
+    for table in (capture.to_frame("embedding").to_dict("records"),
+                  capture.to_arrow("embedding").to_pylist()):
+        got = [tuple(None if r[k] is None or r[k] != r[k] else r[k] for k in (
+            "input_ids_len", "foo_len", "req_ids_len", "extra.input_ids_len", "extra.foo_len",
+            "extra.req_ids_len")) for r in table]
+        assert got == [(4, None, None, None, None, None), (None, 3, None, 999, 7, None),
+                       (None, None, None, None, None, "text")], got
+
+
+# ----------- T48f: to_arrow reads a capture whose summaries' extras differ in kind or presence
+
+
+def test_summary_extras_of_other_kinds_or_absent_leave_to_arrow_whole(tmp_path: Path) -> None:
+    """One summary record's extra ``note`` (text) absent from the other records, and an extra
+    ``bar`` an int in one summary and text in another: ``to_arrow`` (for Polars, DuckDB,
+    Parquet) failed for the whole site (pandas holds a missing text as NaN, then Arrow was
+    asked for one type of both kinds). ``note`` is a text column, null where absent, and
+    ``bar`` is ``bar.int`` and ``bar.str``, as ``open_many`` splits it across captures."""
+    import forensics
+
+    capture = forensics.load(write_capture(tmp_path / "x.capture", [
+        Record("embedding", 0, 0, {"input_ids": np.arange(4), "num_embeddings": 10}),
+        Record("embedding", 1, 0, {"min": 0, "max": 3, "num_embeddings": 10, "bar": 1,
+                                   "note": "=cmd|' /C calc'!A0"}, summary=True),
+        Record("embedding", 2, 0, {"min": 0, "max": 3, "num_embeddings": 10, "bar": "x"},
+               summary=True)]))
+    table = capture.to_arrow("embedding")
+    assert [(r["note"], r["bar.int"], r["bar.str"]) for r in table.to_pylist()] == [
+        (None, None, None), ("=cmd|' /C calc'!A0", 1, None), (None, None, "x")]
+    assert "bar" not in table.column_names and str(table.schema.field("note").type) == "string"
