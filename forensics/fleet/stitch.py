@@ -196,15 +196,19 @@ def _compare_step(values: np.ndarray, offsets: np.ndarray, lo: int, hi: int, ran
 
 def divergence_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> str:
     """``"rank divergence at step 7: embedding input_ids[3] = 17 on rank 0 (a.capture), 912 on
-    rank 1 (b.capture)"``: each side names its capture (and host, when given); lengths when the
-    ranks' tensors differ in length."""
+    rank 1 (b.capture)"``: each side names its capture (and host, when given) escaped as a
+    value (:func:`~forensics.escaping.terminal`: the message is made inert, so a name holding
+    ESC and one spelled ``\\x1b`` read alike); lengths when the ranks' tensors differ in
+    length."""
     import os
+
+    from forensics.escaping import terminal
 
     where = (f"{hit['tensor']}[{hit['element']}]" if hit["element"] is not None
              else f"len({hit['tensor']})")
     sides = []
     for rank, value, capture in zip(hit["ranks"], hit["values"], hit["captures"], strict=True):
         host = (hosts or {}).get(capture)
-        named = os.path.basename(capture) + (f", {host}" if host else "")
+        named = terminal(os.path.basename(capture)) + (f", {terminal(host)}" if host else "")
         sides.append(f"{value} on rank {rank} ({named})")
     return f"rank divergence at step {hit['step']}: {hit['site']} {where} = {', '.join(sides)}"

@@ -239,3 +239,39 @@ def test_summary_extras_of_other_kinds_or_absent_leave_to_arrow_whole(tmp_path: 
     assert [(r["note"], r["bar.int"], r["bar.str"]) for r in table.to_pylist()] == [
         (None, None, None), ("=cmd|' /C calc'!A0", 1, None), (None, None, "x")]
     assert "bar" not in table.column_names and str(table.schema.field("note").type) == "string"
+
+
+# ------------- T48g: a rank divergence names its captures escaped as values, never alike
+
+
+def test_divergences_naming_captures_that_escape_alike_read_apart(tmp_path: Path) -> None:
+    """Two rank divergences, one naming a capture ``a<ESC>.capture``, one naming
+    ``a\\x1b.capture`` (the text): the divergence message named each by its basename, then
+    was made inert, so the two rows' ``what it shows`` (text, Markdown) and ``divergence``
+    (CSV, Parquet) cells read alike. Each name is escaped as a value first (T42a)."""
+    import csv
+
+    import pyarrow.parquet as pq
+
+    from forensics.escaping import unicode_path
+    from forensics.fleet.output import render, write_table
+    from forensics.fleet.signature import conclusion, group_rows
+    from forensics.fleet.triage import Triage
+
+    rows = _clean_rows(2)
+    for row, name in zip(rows, ("/fleet/a\x1b.capture", "/fleet/a\\x1b.capture"), strict=True):
+        row["divergence"] = {"step": 0, "site": "embedding", "tensor": "input_ids",
+                             "element": 1, "ranks": [0, 1], "values": [1, 2],
+                             "captures": [unicode_path(name), "/fleet/b.capture"]}
+        row["conclusion"] = conclusion(row)
+    made = Triage(rows, group_rows(rows))
+    for fmt in ("text", "markdown"):
+        shown = [line for line in render(made, fmt).splitlines() if "on rank 0" in line]
+        assert len(shown) == 2 and "\x1b" not in "".join(shown), shown
+        said = {line[line.index("rank divergence at"):] for line in shown}
+        assert len(said) == 2, said
+    with write_table(made, tmp_path / "t.csv").open(encoding="utf-8") as cells:
+        texts = [row["divergence"] for row in csv.DictReader(cells)]
+    parquet = pq.read_table(write_table(made, tmp_path / "t.parquet"))["divergence"]
+    for found in (texts, parquet.to_pylist()):
+        assert len(set(found)) == 2 and all("on rank 0" in t for t in found), found
