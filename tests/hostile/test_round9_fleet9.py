@@ -275,3 +275,27 @@ def test_divergences_naming_captures_that_escape_alike_read_apart(tmp_path: Path
     parquet = pq.read_table(write_table(made, tmp_path / "t.parquet"))["divergence"]
     for found in (texts, parquet.to_pylist()):
         assert len(set(found)) == 2 and all("on rank 0" in t for t in found), found
+
+
+# --------------- T48h: a step history corroborates an engine claim only when it is the same
+
+
+def test_step_histories_of_other_record_counts_do_not_corroborate() -> None:
+    """Two captures claiming one engine id, ranks 0 and 1 of one step span, one of 1,000,000
+    records and one of 1,000,001: the history wrote records per rank as ``1e+06`` for both,
+    so they corroborated each other and were stitched as one engine (a divergence between
+    two runs reported as one engine's). The count is exact; one capture holding both ranks
+    of 2,000,000 records still shares the history of 1,000,000 per rank."""
+    from forensics.fleet.facts import step_history
+    from forensics.fleet.stitch import corroborated, engines
+
+    def history(records: int, ranks: list[int]) -> str:
+        return step_history({"ranks": ranks, "site_steps": {"embedding": (0, 9)},
+                             "sites": {"embedding": records}})
+
+    rows = [_row(f"/fleet/{name}.capture", rank, engine_id="e", history=history(n, ranks))
+            for name, rank, n, ranks in (("a", "0", 1_000_000, [0]), ("b", "1", 1_000_001, [1]))]
+    assert not corroborated(rows[0], rows[1])
+    assert sorted(map(len, engines(rows).values())) == [1, 1]
+    assert history(2_000_000, [0, 1]) == history(1_000_000, [0])
+    assert history(3, [0, 1]) != history(1, [0])

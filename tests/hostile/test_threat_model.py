@@ -576,6 +576,8 @@ TESTS = {
              "test_summary_extras_of_other_kinds_or_absent_leave_to_arrow_whole"],
     "T48g": ["tests/hostile/test_round9_fleet9.py::"
              "test_divergences_naming_captures_that_escape_alike_read_apart"],
+    "T48h": ["tests/hostile/test_round9_fleet9.py::"
+             "test_step_histories_of_other_record_counts_do_not_corroborate"],
     "T41a": ["tests/hostile/test_round8c_json.py::test_a_manifest_key_given_twice_is_refused",
              "tests/hostile/test_round8c_json.py::"
              "test_an_events_line_naming_a_key_twice_is_refused_naming_the_line",
