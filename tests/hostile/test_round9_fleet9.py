@@ -113,19 +113,9 @@ def test_a_forked_copys_records_are_not_found_for_a_killed_writer(tmp_path: Path
 
 def _clean_rows(count: int) -> list[dict[str, Any]]:
     """Triage rows of ``count`` clean captures."""
-    from forensics.fleet.signature import conclusion
+    from tests.hostile.test_round6_fleet import _triage_of
 
-    rows = []
-    for i in range(count):
-        row = {"capture": f"/fleet/c{i}.capture", "name": f"c{i}.capture", "error": "",
-               "host": f"host-{i}", "pid": i, "ranks": "0", "engine_id": "unknown",
-               "vllm": "0.33.0", "runner": "v1", "spec_method": "unknown",
-               "async_scheduling": None, "steps": 3, "records": 3, "crash_events": "",
-               "guard_events": "", "crashed": False, "verdicts": {}, "first": None,
-               "known": [], "divergence": None, "findings": 0}
-        row["conclusion"] = conclusion(row)
-        rows.append(row)
-    return rows
+    return list(_triage_of(count).rows)
 
 
 def test_two_groups_whose_versions_escape_alike_have_two_titles(tmp_path: Path) -> None:
