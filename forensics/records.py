@@ -27,6 +27,9 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError
 
+#: the prefix of a record's own column named like one of ours (``open_many``'s ``capture``,
+#: ``to_frame``'s ``<field>_len``): ``extra.NAME``, so it never takes our column's place
+EXTRA_PREFIX = "extra."
 #: the range of an int64: an int field's, and every integer column's of a capture
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 

@@ -42,11 +42,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Triage and print; write the table and the HTML index when asked. Returns 0."""
     from forensics.errors import ConfigurationError
-    from forensics.fleet.output import render, write_html, write_table
+    from forensics.fleet.output import refuse_inside_captures, render, write_html, write_table
+    from forensics.fleet.paths import find_captures
     from forensics.fleet.runners import check_workers
     from forensics.fleet.triage import triage
 
     check_workers(args.workers, "--workers")
+    captures = find_captures(args.paths)
+    for option, path in (("-o", args.output), ("--html", args.html)):
+        if path:
+            refuse_inside_captures(path, captures, option)
     if args.split_records < 1:
         raise ConfigurationError(f"--split-records must be >= 1, got {args.split_records}")
     result = triage(args.paths, ray=args.ray, workers=args.workers,

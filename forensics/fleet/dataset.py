@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from forensics.errors import CaptureFormatError, ConfigurationError
-from forensics.records import INT64_MAX, INT64_MIN
+from forensics.records import EXTRA_PREFIX, INT64_MAX, INT64_MIN
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
 #: columns added to every batch, beside the store's ``step``, ``rank`` and ``summary``
 ADDED_COLUMNS = ("capture", "host", "pid")
-#: the prefix of a capture's column that has the name of an added column
-EXTRA_PREFIX = "extra."
 ON_ERROR = ("raise", "skip")
 #: the longest host name kept (a DNS name has at most 253 characters): the host is repeated
 #: on every row, so a longer one (unknown, null) would take its length times the rows
@@ -232,8 +230,11 @@ def _spelled(name: str) -> str:
 
 def _split_conflicts(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
     """``batches`` with every column whose types cannot be unified across them renamed
-    ``NAME.KIND`` in each (:func:`kind_of`), so each capture's values stay readable."""
+    ``NAME.KIND`` in each (:func:`~forensics.store.frame.kind_of`), so each capture's values
+    stay readable."""
     import pyarrow as pa
+
+    from forensics.store.frame import kind_of
 
     types: dict[str, list[pa.DataType]] = {}
     for batch in batches:
@@ -258,24 +259,6 @@ def _unifies(fields: list[pa.Field]) -> bool:
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return False
     return True
-
-
-def kind_of(kind: pa.DataType) -> str:
-    """A column type's kind for a column name: ``int``, ``str``, ``tensor`` (a list of
-    integers), ``str_list``, ``ragged``, ``index_map``, or the type's own name."""
-    import pyarrow as pa
-
-    if pa.types.is_integer(kind):
-        return "int"
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        return "str"
-    if pa.types.is_map(kind):
-        return "index_map"
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        item = kind.value_type
-        return ("tensor" if pa.types.is_integer(item) else "str_list" if pa.types.is_string(item)
-                else "ragged" if pa.types.is_list(item) else "list")
-    return "".join(ch if ch.isalnum() else "_" for ch in str(kind))
 
 
 def site_dataset(batches: list[pa.RecordBatch], unfit: list[UnfitCapture] | None = None,

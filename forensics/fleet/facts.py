@@ -47,11 +47,14 @@ def capture_facts(capture: Any) -> dict[str, Any]:
 
 def step_history(summary: dict[str, Any]) -> str:
     """What every rank of one engine shares, as text: per site, its first and last step and
-    its records per rank (ranks of one engine see the same steps); "" for no records."""
+    its records per rank, exactly (ranks of one engine see the same steps; a float's ``:g``
+    made 1,000,000 and 1,000,001 records alike); "" for no records."""
+    from fractions import Fraction
+
     ranks = max(1, len(summary.get("ranks") or []))
     spans = summary.get("site_steps") or {}
     sites = summary.get("sites") or {}
-    return ";".join(f"{site}:{first}-{last}x{sites.get(site, 0) / ranks:g}"
+    return ";".join(f"{site}:{first}-{last}x{Fraction(int(sites.get(site, 0)), ranks)}"
                     for site, (first, last) in spans.items())
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -168,11 +168,25 @@ def _shows(row: dict[str, Any]) -> str:
     return "; ".join(details) if details else row["conclusion"]
 
 
+def refuse_inside_captures(path: str | os.PathLike[str], captures: Iterable[str | os.PathLike[str]],
+                           option: str) -> None:
+    """Raise ConfigurationError when the output ``path`` (links followed) is one of
+    ``captures`` or lies inside one: a triage never writes into the captures it reads."""
+    folders = {os.path.realpath(c) for c in captures}
+    written = os.path.realpath(user_path(path))
+    for where in (written, *map(str, Path(written).parents)):
+        if where in folders:
+            raise ConfigurationError(f"{option} '{terminal(os.fspath(path))}' is inside the "
+                                     f"capture '{terminal(where)}', which the triage reads; "
+                                     "write it outside every capture folder")
+
+
 def write_table(result: Triage, path: str | os.PathLike[str]) -> Path:
     """Write the triage table to ``path`` (``.parquet`` or ``.csv``, atomically); return it.
 
-    Raises ConfigurationError for another suffix.
+    Raises ConfigurationError for another suffix, or a path inside a capture triaged.
     """
+    refuse_inside_captures(path, (row["capture"] for row in result.rows), "-o")
     target = user_path(path)
     suffix = target.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
@@ -223,7 +237,10 @@ def write_html(result: Triage, directory: str | os.PathLike[str],
                report: Callable[[str, Path], Any] | None = None) -> Path:
     """Write ``DIR/index.html`` (every group, its captures, a link to the report of its first
     readable capture) and those reports (``report(capture, out)``, default
-    :func:`forensics.present.report.write_report`); return the index's path."""
+    :func:`forensics.present.report.write_report`); return the index's path.
+
+    Raises ConfigurationError for a folder inside a capture triaged."""
+    refuse_inside_captures(directory, (row["capture"] for row in result.rows), "--html")
     root = user_path(directory)
     root.mkdir(parents=True, exist_ok=True)
     if report is None:

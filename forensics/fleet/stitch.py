@@ -32,11 +32,17 @@ def shared_ids(site: str) -> tuple[str, ...]:
     return tuple(f.name for f in get_site(site).fields if f.rank_shared)
 
 
-def engines(rows: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+#: an engine's key in :func:`engines`: ``("engine", id, cluster)`` or ``("capture", path)``,
+#: never text joined (an id claiming ``capture:PATH`` once took the key of a capture
+#: ``PATH#0``, its captures stitched in that one's stead, its rank divergence then unseen)
+EngineKey = tuple[str | int, ...]
+
+
+def engines(rows: Iterable[dict[str, Any]]) -> dict[EngineKey, list[str]]:
     """``{engine: [capture, ...]}`` for readable rows: captures of one claimed engine id whose
     claims corroborate each other (:func:`corroborated`), else each capture alone."""
     claims: dict[str, list[dict[str, Any]]] = {}
-    out: dict[str, list[str]] = {}
+    out: dict[EngineKey, list[str]] = {}
     for row in rows:
         if row.get("error"):
             continue
@@ -44,13 +50,13 @@ def engines(rows: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
         if engine and engine != "unknown":
             claims.setdefault(str(engine), []).append(row)
         else:
-            out[f"capture:{row['capture']}"] = [row["capture"]]
+            out[("capture", row["capture"])] = [row["capture"]]
     for engine, claimed in claims.items():
         for number, cluster in enumerate(_clusters(claimed)):
             kept, contested = _uncontested(cluster)
             if kept:
-                out[f"{engine}#{number}"] = [row["capture"] for row in kept]
-            out.update({f"capture:{row['capture']}": [row["capture"]] for row in contested})
+                out[("engine", engine, number)] = [row["capture"] for row in kept]
+            out.update({("capture", row["capture"]): [row["capture"]] for row in contested})
     return out
 
 
@@ -190,15 +196,19 @@ def _compare_step(values: np.ndarray, offsets: np.ndarray, lo: int, hi: int, ran
 
 def divergence_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> str:
     """``"rank divergence at step 7: embedding input_ids[3] = 17 on rank 0 (a.capture), 912 on
-    rank 1 (b.capture)"``: each side names its capture (and host, when given); lengths when the
-    ranks' tensors differ in length."""
+    rank 1 (b.capture)"``: each side names its capture (and host, when given) escaped as a
+    value (:func:`~forensics.escaping.terminal`: the message is made inert, so a name holding
+    ESC and one spelled ``\\x1b`` read alike); lengths when the ranks' tensors differ in
+    length."""
     import os
+
+    from forensics.escaping import terminal
 
     where = (f"{hit['tensor']}[{hit['element']}]" if hit["element"] is not None
              else f"len({hit['tensor']})")
     sides = []
     for rank, value, capture in zip(hit["ranks"], hit["values"], hit["captures"], strict=True):
         host = (hosts or {}).get(capture)
-        named = os.path.basename(capture) + (f", {host}" if host else "")
+        named = terminal(os.path.basename(capture)) + (f", {terminal(host)}" if host else "")
         sides.append(f"{value} on rank {rank} ({named})")
     return f"rank divergence at step {hit['step']}: {hit['site']} {where} = {', '.join(sides)}"

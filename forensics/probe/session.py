@@ -109,7 +109,7 @@ class ProbeSession:
         self._folder: owned.OwnedFolder | None = None
         self.guard = settings.guard  #: guard mode (read at every recorded call)
         self.copier = copier or Copier()
-        self.process = process_tag()
+        self._tag = (os.getpid(), process_tag())
         self.runner: Any = None
         self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0, "violations": 0,
                        "timeouts": 0}
@@ -134,6 +134,15 @@ class ProbeSession:
             and channel_module.available()
         self.backend: WriterBackend = ProcessBackend(self) if process else \
             ThreadBackend(self, self._writer_factory)
+
+    @property
+    def process(self) -> str:
+        """This process's segment tag (``host-pid``): a forked copy of the engine takes its
+        own, so its segments and events are never counted or read as this process's (a
+        killed writer's "found" once counted a copy's records)."""
+        if self._tag[0] != os.getpid():
+            self._tag = (os.getpid(), process_tag())
+        return self._tag[1]
 
     def folder(self) -> owned.OwnedFolder:
         """The capture folder, held open once checked (:class:`~forensics.probe.owned.

@@ -3,7 +3,9 @@
 
 Tensor and list fields come twice: ``<field>_len`` (the first dimension or the list length) and
 ``<field>`` (the values: nested Python lists for tensors, lists of strings or ints for lists, a
-``{request: row}`` dict for ``prev_req_id_to_index``, a map in Arrow)."""
+``{request: row}`` dict for ``prev_req_id_to_index``, a map in Arrow). A record's own column
+named like a ``<field>_len`` is ``extra.NAME``; in Arrow, a column whose records hold values of
+several kinds is one column per kind (``bar.int``, ``bar.str``)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from forensics.records import EXTRA_PREFIX
 from forensics.sites import get_site
 from forensics.store import arrow_numpy as an
 from forensics.store.arrow_codec import SHAPE_SUFFIX
@@ -67,18 +70,32 @@ def site_frame(site: str, segments: list[Segment]) -> pd.DataFrame:
     return frame
 
 
+def _length_names(view: BatchView) -> frozenset[str]:
+    """The ``<field>_len`` columns of ours in ``view``'s frame: of the site's declared fields
+    that are no int, and of the view's list and tensor columns."""
+    declared = {f"{name}_len" for name, spec in field_specs(view.site).items()
+                if spec.kind != "int"}
+    return frozenset(declared | {f"{name}_len" for name, (kind, _) in view.columns.items()
+                                 if kind not in ("int", "str")})
+
+
 def _batch_columns(view: BatchView) -> dict[str, np.ndarray]:
+    """The frame columns of one batch; a record's int or text column named like one of our
+    ``<field>_len`` columns is ``extra.NAME`` (it took the place of the lengths, or they of
+    its values)."""
     out: dict[str, np.ndarray] = {
         "step": view.steps,
         "rank": an.values(view.column("rank")),
         "summary": np.asarray(view.summary, dtype=object),
     }
+    lengths = _length_names(view)
     for name, (kind, _dtype) in view.columns.items():
         column = view.column(name)
+        own = EXTRA_PREFIX + name if name in lengths else name
         if kind == "int":
-            out[name] = _nullable(column.to_pylist())
+            out[own] = _nullable(column.to_pylist())
         elif kind == "str":
-            out[name] = np.asarray(column.to_pylist(), dtype=object)
+            out[own] = np.asarray(column.to_pylist(), dtype=object)
         elif kind == "tensor":
             out[f"{name}_len"] = _first_dim(view.column(name + SHAPE_SUFFIX))
         else:
@@ -136,10 +153,52 @@ def site_table(frame: pd.DataFrame, site: str | None = None) -> pa.Table:
     """``frame`` (a :func:`site_frame`) as a pyarrow Table: nullable int64 columns, list
     columns for values, a string -> int64 map for request-to-row dicts. With ``site``, each
     declared field is typed from the site's schema (:func:`field_types`), so a field that no
-    record holds is a null column of its own type, not of int64."""
+    record holds is a null column of its own type, not of int64. A column of values of
+    several kinds (a summary extra an int in one record, text in another) is one column per
+    kind (:func:`split_by_kind`)."""
     types = field_types(site) if site is not None else {}
-    arrays = {name: _arrow_column(frame[name], types.get(name)) for name in frame.columns}
+    arrays: dict[str, pa.Array] = {}
+    for name in frame.columns:
+        arrays.update(split_by_kind(name, frame[name], types.get(name)))
     return pa.table(arrays)
+
+
+def split_by_kind(name: str, series: pd.Series, kind: pa.DataType | None = None
+                  ) -> dict[str, pa.Array]:
+    """``{name: column}``, or, when the values of an undeclared column are of several kinds
+    (Arrow holds one type a column), ``{NAME.KIND: column}`` per kind (:func:`kind_of`, as
+    ``open_many`` splits a column whose type differs across captures), each null elsewhere."""
+    try:
+        return {name: _arrow_column(series, kind)}
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        if kind is not None:
+            raise
+    import pandas as pd
+
+    values = series.tolist()
+    kinds = ["" if missing(v) else "index_map" if isinstance(v, dict)
+             else kind_of(pa.array([v]).type) for v in values]
+    return {f"{name}.{k}": _arrow_column(pd.Series(
+        [v if each == k else None for v, each in zip(values, kinds, strict=True)], dtype=object))
+        for k in sorted(set(kinds) - {""})}
+
+
+def kind_of(kind: pa.DataType) -> str:
+    """A column type's kind for a column name: ``int``, ``str``, ``tensor`` (a list of
+    integers), ``str_list``, ``ragged``, ``index_map``, or the type's own name."""
+    if pa.types.is_integer(kind):
+        return "int"
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return "str"
+    if pa.types.is_map(kind):
+        return "index_map"
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        item = kind.value_type
+        return ("tensor" if pa.types.is_integer(item) else "str_list" if pa.types.is_string(item)
+                else "ragged" if pa.types.is_list(item) else "list")
+    return "".join(ch if ch.isalnum() else "_" for ch in str(kind))
+
+
 
 
 #: the Arrow type of each field kind of a site's schema (tensors: one list level per dimension)
@@ -170,10 +229,16 @@ def field_types(site: str) -> dict[str, pa.DataType]:
     return types
 
 
-def _arrow_column(series: pd.Series, kind: pa.DataType | None = None) -> pa.Array:
+def missing(value: Any) -> bool:
+    """Whether a frame cell holds no value: None, ``pd.NA``, or the float NaN a text column
+    (pandas' ``str`` dtype) holds where a record lacks the field (no capture value is a float)."""
     import pandas as pd
 
-    values = [None if v is None or v is pd.NA else v for v in series.tolist()]
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
+
+
+def _arrow_column(series: pd.Series, kind: pa.DataType | None = None) -> pa.Array:
+    values = [None if missing(v) else v for v in series.tolist()]
     if (kind is not None and pa.types.is_map(kind)) or any(isinstance(v, dict) for v in values):
         return pa.array([None if v is None else list(v.items()) for v in values],
                         type=kind or pa.map_(pa.string(), pa.int64()))

@@ -577,6 +577,22 @@ TESTS = {
              "tests/hostile/test_round8d_kernels.py::test_a_capture_of_no_launch_is_exit_2",
              "tests/hostile/test_round8d_kernels.py::"
              "test_some_launches_replayed_is_exit_0_and_says_how_many_were_not"],
+    "T48a": ["tests/hostile/test_round9_fleet9.py::"
+             "test_an_engine_id_naming_a_capture_does_not_hide_its_divergence"],
+    "T48b": ["tests/hostile/test_round9_fleet9.py::"
+             "test_a_forked_copys_records_are_not_found_for_a_killed_writer"],
+    "T48c": ["tests/hostile/test_round9_fleet9.py::"
+             "test_two_groups_whose_versions_escape_alike_have_two_titles"],
+    "T48d": ["tests/hostile/test_round9_fleet9.py::"
+             "test_a_triage_output_inside_a_capture_it_reads_is_refused"],
+    "T48e": ["tests/hostile/test_round9_fleet9.py::"
+             "test_a_summary_extra_named_like_a_length_column_takes_no_records_length"],
+    "T48f": ["tests/hostile/test_round9_fleet9.py::"
+             "test_summary_extras_of_other_kinds_or_absent_leave_to_arrow_whole"],
+    "T48g": ["tests/hostile/test_round9_fleet9.py::"
+             "test_divergences_naming_captures_that_escape_alike_read_apart"],
+    "T48h": ["tests/hostile/test_round9_fleet9.py::"
+             "test_step_histories_of_other_record_counts_do_not_corroborate"],
     "T41a": ["tests/hostile/test_round8c_json.py::test_a_manifest_key_given_twice_is_refused",
              "tests/hostile/test_round8c_json.py::"
              "test_an_events_line_naming_a_key_twice_is_refused_naming_the_line",
