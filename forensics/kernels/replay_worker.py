@@ -74,13 +74,32 @@ class Observer:
         self.unmasked = False
         self.use([])
 
-    def use(self, regions: list[Region]) -> None:
-        """Judge the accesses against ``regions`` (disjoint: each its own allocation)."""
+    def use(self, regions: list[Region], integers: dict[str, np.ndarray] | None = None) -> None:
+        """Judge the accesses against ``regions`` (disjoint: each its own allocation);
+        ``integers``: the 64-bit integer tensors' contents, their pointer tables' entries
+        resolved (the values that are no address of the replay: raw addresses, or numbers)."""
         self.regions = regions
         self._order = np.array(sorted(range(len(regions)), key=lambda i: regions[i].start),
                                dtype=np.int64)
         self._starts = np.array([regions[i].start for i in self._order], dtype=np.uint64)
         self._ends = np.array([regions[i].end for i in self._order], dtype=np.uint64)
+        found = [(np.asarray(a).astype(np.uint64).reshape(-1), n)
+                 for n, a in (integers or {}).items()]
+        values = [a[(a != 0) & ~self._near(a)] for a, _ in found]
+        every = np.concatenate([np.zeros(0, dtype=np.uint64), *values])
+        owner = np.concatenate([np.zeros(0, dtype=np.int64), *(
+            np.full(len(v), i, dtype=np.int64) for i, v in enumerate(values))])
+        order = np.argsort(every, kind="stable")
+        self._raw, self._raw_owner = every[order], owner[order]
+        self._raw_names = [n for _, n in found]
+
+    def _near(self, addr: np.ndarray) -> np.ndarray:
+        """Per address, whether it lies in an allocation (a storage or its gaps)."""
+        if not len(self._starts):
+            return np.zeros(addr.shape, dtype=bool)
+        gap = np.uint64(GAP)  # each allocation: [start - GAP, end + GAP), disjoint
+        left = np.searchsorted(self._starts - gap, addr, side="right").astype(np.int64) - 1
+        return (left >= 0) & (addr < self._ends[np.maximum(left, 0)] + gap)
 
     def _left(self, addr: np.ndarray) -> np.ndarray:
         """Per address, the sorted index of the last region starting at or before it (-1)."""
@@ -105,24 +124,28 @@ class Observer:
         return active.reshape(np.shape(mask))
 
     def pointer(self, values: Any) -> None:
-        """Refuse a pointer the kernel makes of an integer (a table of raw addresses) that
-        points outside every allocation: an address of the live process the record does not
-        resolve (the recorder resolves a ``*_ptrs`` table's entries; ``_apply_write_kernel``'s
-        ``output_ptr`` is such a table too), whose accesses were judged as out-of-bounds
-        accesses of the nearest tensor. Zero (a masked lane's ``other``) is left to the
-        accesses."""
+        """Refuse a pointer the kernel makes of a recorded integer (a table of raw addresses),
+        or of one less than 4 GiB past it, that points into no allocation: an address of the
+        live process the record does not resolve (the recorder resolves a ``*_ptrs`` table's
+        entries; ``_apply_write_kernel``'s ``output_ptr`` is such a table too), whose accesses
+        were judged as out-of-bounds accesses of the nearest tensor. A pointer of a resolved
+        address, a wild offset past it included, is left to the accesses."""
         addr = np.asarray(values).astype(np.uint64).reshape(-1)
-        gap = np.uint64(GAP)  # each allocation: [start - GAP, end + GAP), disjoint
-        left = np.searchsorted(self._starts - gap, addr, side="right").astype(np.int64) - 1
-        near = (left >= 0) & (addr < self._ends[np.maximum(left, 0)] + gap) \
-            if len(self._starts) else np.zeros(addr.shape, dtype=bool)
-        raw = addr[(addr != 0) & ~near]
-        if len(raw):
+        lanes = addr[(addr != 0) & ~self._near(addr)]
+        if not len(lanes) or not len(self._raw):
+            return
+        at = np.searchsorted(self._raw, lanes, side="right").astype(np.int64) - 1
+        base = self._raw[np.maximum(at, 0)]
+        derived = np.flatnonzero((at >= 0) & (lanes - base < np.uint64(1 << 32)))
+        if len(derived):
+            first = derived[0]
+            name = self._raw_names[int(self._raw_owner[at[first]])]
+            past = int(lanes[first] - base[first])
             raise NotReplayable(
-                f"the kernel made a pointer of the integer {int(raw[0]):#x}, which points into "
-                "no tensor of the replay: an address of the live process the record does not "
-                "resolve (only a '*_ptrs' table's entries are); accesses through it are not "
-                "judged")
+                f"the kernel made a pointer of {name}'s recorded value {int(base[first]):#x}"
+                f"{f' (+{past} bytes)' if past else ''}, which points into no tensor of the "
+                "replay: an address of the live process the record does not resolve (only a "
+                "'*_ptrs' table's entries are); accesses through it are not judged")
 
     def _note(self, addr: np.ndarray, op: str) -> None:
         """Attribute each address to the region it lies in, else the one with the nearest end
@@ -330,7 +353,9 @@ def replay(launch: Launch) -> dict[str, Any]:
         regions.append(region)
     _point(launch, tensors)
     OBSERVER.__init__()  # type: ignore[misc]
-    OBSERVER.use(regions)
+    OBSERVER.use(regions, {n: storages[n].view(torch.uint8).numpy().view("<u8")
+                           for n, a in launch.tensors.items()
+                           if a.dtype in ("int64", "uint64") and a.storage % 8 == 0})
     args = {**_scalars(launch.scalars), **launch.constexprs,
             **{n: t for n, t in tensors.items() if n in launch.args}}
     missing = [a for a in launch.args if a not in args]

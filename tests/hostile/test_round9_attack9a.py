@@ -168,6 +168,12 @@ def scale_kernel(x_ptr, out_ptr, factor, BLOCK: tl.constexpr):
 def deref_kernel(table, out_ptr):
     p = tl.load(table).to(tl.pointer_type(tl.int32))
     tl.store(out_ptr, tl.load(p) + 1)
+
+
+@triton.jit
+def offset_kernel(table, off_ptr, out_ptr):
+    p = (tl.load(table) + tl.load(off_ptr)).to(tl.pointer_type(tl.int32))
+    tl.store(out_ptr, tl.load(p))
 '''
 
 REPLAY = '''
@@ -224,6 +230,17 @@ def deref(resolved: bool) -> dict[str, Any]:
     return launch("deref_kernel", tensors, ["table", "out_ptr"], {}, {})
 
 
+def wild(offset: int) -> dict[str, Any]:
+    """A launch reading an int32 ``offset`` bytes past the replay's address of ``table[0]``
+    (its pointer made of the resolved address plus the offset)."""
+    tensors = {"table": tensor(np.array([0x7F3A12345000], dtype=np.int64)),
+               "off_ptr": tensor(np.array([offset], dtype=np.int64)),
+               "out_ptr": tensor(np.zeros(1, dtype=np.int32)),
+               "table[0]": tensor(np.array([41], dtype=np.int32), pointer_of="table",
+                                  pointer_index=0)}
+    return launch("offset_kernel", tensors, ["table", "off_ptr", "out_ptr"], {}, {})
+
+
 def test_launches_of_nan_scalars_and_raw_addresses(tmp_path: Path) -> None:
     """Four attacks on one worker (one child process: Triton and torch are slow to import):
 
@@ -235,27 +252,31 @@ def test_launches_of_nan_scalars_and_raw_addresses(tmp_path: Path) -> None:
       ``output_ptr`` with ``MULTI_GROUP``, in every engine of several KV-cache groups) is not
       resolved by the recorder: the kernel loaded through a live address and the replay
       reported a ``kernel_out_of_bounds`` of the nearest innocent tensor. Such a launch is not
-      replayable now, saying why; a table whose entry the record resolves still replays.
+      replayable now, saying why; a table whose entry the record resolves still replays, and
+      a wild offset past its address is still an out-of-bounds access.
     - a value the record names for a parameter the installed kernel lacks was dropped by
       Triton's launch, unsaid ('replayed', no note): the launch is not replayable now.
     """
     other = scale(2.0)
     other["scalars"]["scale"] = 3.0  # a parameter of another kernel's signature
     answers = replayed(tmp_path, [scale("nan"), scale("-inf"), scale(2.0),
-                                  deref(resolved=False), deref(resolved=True), other])
-    nan, minus, two, raw, resolved, signature = answers
+                                  deref(resolved=False), deref(resolved=True), other,
+                                  wild(1 << 40)])
+    nan, minus, two, raw, resolved, signature, far = answers
     assert nan["status"] == "replayed", nan
     [differ] = nan["differs"]
     assert [e[2] != e[2] for e in differ["elements"]] == [True, True], differ  # NaN
     assert [e[2] for e in minus["differs"][0]["elements"]] == [-float("inf")] * 2, minus
     assert [e[2] for e in two["differs"][0]["elements"]] == [2.0, 4.0], two
     assert raw == {"status": "not_replayable", "reason": (
-        "the kernel made a pointer of the integer 0x7f3a12345000, which points into no tensor "
-        "of the replay: an address of the live process the record does not resolve (only a "
-        "'*_ptrs' table's entries are); accesses through it are not judged")}, raw
+        "the kernel made a pointer of table's recorded value 0x7f3a12345000, which points into "
+        "no tensor of the replay: an address of the live process the record does not resolve "
+        "(only a '*_ptrs' table's entries are); accesses through it are not judged")}, raw
     assert resolved["status"] == "replayed" and resolved["accesses"] == [], resolved
     [wrote] = resolved["differs"]
     assert (wrote["argument"], wrote["elements"]) == ("out_ptr", [[0, 0, 42]]), wrote
     assert signature == {"status": "not_replayable", "reason": (
         "the record's argument scale is no parameter of the installed scale_kernel (x_ptr, "
         "out_ptr, factor, BLOCK): the record is of another kernel's signature")}, signature
+    assert far["status"] == "replayed", far  # a wild offset past a resolved address: judged
+    assert [(a["op"], a["count"]) for a in far["accesses"]] == [("load", 1)], far
