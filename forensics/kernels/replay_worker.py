@@ -14,7 +14,9 @@ side, so an access just past a tensor is attributed to it. Every load, store and
 observed: an active lane whose address leaves every tensor's storage is an out-of-bounds access
 (argument, program id, element offset from the storage's start, load, store or atomic, masked
 or not); it is not performed (a load reads 0), so a wild index neither corrupts nor crashes the
-replay. Integer
+replay. A pointer the kernel makes of a recorded integer that points into no allocation (an
+address of the live process the record does not resolve) makes the launch not replayable: its
+accesses would be judged against memory the replay does not hold. Integer
 additions, subtractions and multiplications of int32 values that wrap are noted as overflows.
 """
 
