@@ -14,7 +14,9 @@ side, so an access just past a tensor is attributed to it. Every load, store and
 observed: an active lane whose address leaves every tensor's storage is an out-of-bounds access
 (argument, program id, element offset from the storage's start, load, store or atomic, masked
 or not); it is not performed (a load reads 0), so a wild index neither corrupts nor crashes the
-replay. Integer
+replay. A pointer the kernel makes of a recorded integer that points into no allocation (an
+address of the live process the record does not resolve) makes the launch not replayable: its
+accesses would be judged against memory the replay does not hold. Integer
 additions, subtractions and multiplications of int32 values that wrap are noted as overflows.
 """
 
@@ -47,6 +49,10 @@ GAP = 1 << 16
 MOST = 16
 
 
+class NotReplayable(Exception):
+    """A launch that cannot be replayed; the message says why."""
+
+
 class Region:
     """One tensor's allocation: its storage ``[start, end)`` and the gaps around it."""
 
@@ -55,7 +61,11 @@ class Region:
 
 
 class Observer:
-    """The launch's regions and what its accesses did (see the module)."""
+    """The launch's regions and what its accesses did (see the module). Each access is judged
+    against the regions sorted by address (a binary search per lane), and the lanes outside
+    them are attributed in bulk: one by one against every region, a wide access of a launch
+    of many tensors took the lanes times the tensors in Python (20x an access inside, at 100
+    tensors)."""
 
     def __init__(self) -> None:
         self.regions: list[Region] = []
@@ -64,30 +74,108 @@ class Observer:
         self.overflows: list[dict[str, Any]] = []
         self.pid: tuple[int, ...] = (0, 0, 0)
         self.unmasked = False
+        self.use([])
+
+    def use(self, regions: list[Region], integers: dict[str, np.ndarray] | None = None) -> None:
+        """Judge the accesses against ``regions`` (disjoint: each its own allocation);
+        ``integers``: the 64-bit integer tensors' contents, their pointer tables' entries
+        resolved (the values that are no address of the replay: raw addresses, or numbers)."""
+        self.regions = regions
+        self._order = np.array(sorted(range(len(regions)), key=lambda i: regions[i].start),
+                               dtype=np.int64)
+        self._starts = np.array([regions[i].start for i in self._order], dtype=np.uint64)
+        self._ends = np.array([regions[i].end for i in self._order], dtype=np.uint64)
+        found = [(np.asarray(a).astype(np.uint64).reshape(-1), n)
+                 for n, a in (integers or {}).items()]
+        values = [a[(a != 0) & ~self._near(a)] for a, _ in found]
+        every = np.concatenate([np.zeros(0, dtype=np.uint64), *values])
+        owner = np.concatenate([np.zeros(0, dtype=np.int64), *(
+            np.full(len(v), i, dtype=np.int64) for i, v in enumerate(values))])
+        order = np.argsort(every, kind="stable")
+        self._raw, self._raw_owner = every[order], owner[order]
+        self._raw_names = [n for _, n in found]
+
+    def _near(self, addr: np.ndarray) -> np.ndarray:
+        """Per address, whether it lies in an allocation (a storage or its gaps)."""
+        if not len(self._starts):
+            return np.zeros(addr.shape, dtype=bool)
+        gap = np.uint64(GAP)  # each allocation: [start - GAP, end + GAP), disjoint
+        left = np.searchsorted(self._starts - gap, addr, side="right").astype(np.int64) - 1
+        return (left >= 0) & (addr < self._ends[np.maximum(left, 0)] + gap)
+
+    def _left(self, addr: np.ndarray) -> np.ndarray:
+        """Per address, the sorted index of the last region starting at or before it (-1)."""
+        return np.searchsorted(self._starts, addr, side="right").astype(np.int64) - 1
 
     def check(self, addresses: Any, mask: Any, size: int, op: str) -> np.ndarray:
-        """``mask`` without the lanes that leave every storage (noted, attributed)."""
+        """``mask`` without the lanes that leave every storage (noted, attributed). An access
+        is inside when ``start <= address <= end - size``: ``address + size`` wraps past 2**64
+        for an address in the last bytes of the address space, which was taken for inside and
+        performed (a SIGSEGV of the worker)."""
         addr = np.asarray(addresses, dtype=np.uint64).reshape(-1)
         active = np.asarray(mask, dtype=bool).reshape(-1).copy()
         inside = np.zeros(addr.shape, dtype=bool)
-        for r in self.regions:
-            inside |= (addr >= r.start) & (addr + np.uint64(size) <= r.end)
+        if len(self._starts):
+            left = self._left(addr)
+            end = self._ends[np.maximum(left, 0)]
+            inside = (left >= 0) & (end >= np.uint64(size)) & (addr <= end - np.uint64(size))
         bad = active & ~inside
         if bad.any():
-            for a in addr[bad].tolist():
-                self._note(int(a), op)
+            self._note(addr[bad], op)
             active &= inside
         return active.reshape(np.shape(mask))
 
-    def _note(self, address: int, op: str) -> None:
-        region = min(self.regions, key=lambda r: 0 if r.start <= address < r.end else
-                     min(abs(address - r.start), abs(address - r.end)))
-        element = (address - region.start) // region.itemsize
-        key = (region.name, op, not self.unmasked, self.pid)
-        self.counts[key] = self.counts.get(key, 0) + 1
-        found = self.accesses.setdefault(key, [])
-        if len(found) < MOST and element not in found:
-            found.append(element)
+    def pointer(self, values: Any) -> None:
+        """Refuse a pointer the kernel makes of a recorded integer (a table of raw addresses),
+        or of one less than 4 GiB past it, that points into no allocation: an address of the
+        live process the record does not resolve (the recorder resolves a ``*_ptrs`` table's
+        entries; ``_apply_write_kernel``'s ``output_ptr`` is such a table too), whose accesses
+        were judged as out-of-bounds accesses of the nearest tensor. A pointer of a resolved
+        address, a wild offset past it included, is left to the accesses."""
+        addr = np.asarray(values).astype(np.uint64).reshape(-1)
+        lanes = addr[(addr != 0) & ~self._near(addr)]
+        if not len(lanes) or not len(self._raw):
+            return
+        at = np.searchsorted(self._raw, lanes, side="right").astype(np.int64) - 1
+        base = self._raw[np.maximum(at, 0)]
+        derived = np.flatnonzero((at >= 0) & (lanes - base < np.uint64(1 << 32)))
+        if len(derived):
+            first = derived[0]
+            name = self._raw_names[int(self._raw_owner[at[first]])]
+            past = int(lanes[first] - base[first])
+            raise NotReplayable(
+                f"the kernel made a pointer of {name}'s recorded value {int(base[first]):#x}"
+                f"{f' (+{past} bytes)' if past else ''}, which points into no tensor of the "
+                "replay: an address of the live process the record does not resolve (only a "
+                "'*_ptrs' table's entries are); accesses through it are not judged")
+
+    def _note(self, addr: np.ndarray, op: str) -> None:
+        """Attribute each address to the region it lies in, else the one with the nearest end
+        (the first listed on a tie), and note the first :data:`MOST` elements of each."""
+        if not len(self._starts):
+            return
+        last = len(self._starts) - 1
+        left = self._left(addr)
+        lo, hi = np.maximum(left, 0), np.minimum(left + 1, last)
+        far = np.uint64(2**64 - 1)
+        below = np.where(addr < self._ends[lo], np.uint64(0), addr - self._ends[lo])
+        to_left = np.where(left >= 0, below, far)
+        to_right = np.where(left < last, self._starts[hi] - addr, far)
+        first = np.where(self._order[lo] <= self._order[hi], lo, hi)
+        nearest = np.where(to_left < to_right, lo, np.where(to_right < to_left, hi, first))
+        for index in np.unique(nearest).tolist():
+            region = self.regions[int(self._order[index])]
+            mine = addr[nearest == index]
+            key = (region.name, op, not self.unmasked, self.pid)
+            self.counts[key] = self.counts.get(key, 0) + len(mine)
+            found = self.accesses.setdefault(key, [])
+            unique, at = np.unique(mine, return_index=True)
+            for address in unique[np.argsort(at)].tolist():
+                if len(found) >= MOST:
+                    break
+                element = (int(address) - region.start) // region.itemsize
+                if element not in found:
+                    found.append(element)
 
     def arithmetic(self, lhs: Any, rhs: Any, op: Any, name: str) -> None:
         """Note an int32 ``op`` whose exact result leaves int32."""
@@ -132,6 +220,13 @@ def install_observer() -> None:
             return self.binary_op(lhs, rhs, op)
         return call
 
+    plain_cast = builder.create_int_to_ptr
+
+    def int_to_ptr(self: Any, src: Any, dst_type: Any) -> Any:
+        OBSERVER.pointer(src.data)
+        return plain_cast(self, src, dst_type)
+
+    builder.create_int_to_ptr = int_to_ptr
     builder.create_load, builder.create_store = unmasked(plain_load), unmasked(plain_store)
     builder.set_grid_idx = set_grid_idx
     builder.create_mul = checked(np.multiply, "multiply")
@@ -150,10 +245,6 @@ def accept_cpu_triton() -> str:
         backends["cpu"] = next(iter(backends.values()))
         return "registered Triton's backend as 'cpu'"
     return ""
-
-
-class NotReplayable(Exception):
-    """A launch that cannot be replayed; the message says why."""
 
 
 def _kernel(launch: Launch) -> Any:
@@ -251,6 +342,7 @@ def replay(launch: Launch) -> dict[str, Any]:
     import torch
 
     kernel = _kernel(launch)
+    _require_parameters(launch, list(kernel.arg_names))
     notes = [note for note in [source_note(launch, kernel.fn)] if note]
     if launch.unrecorded:
         name, why = next(iter(launch.unrecorded.items()))
@@ -263,8 +355,10 @@ def replay(launch: Launch) -> dict[str, Any]:
         regions.append(region)
     _point(launch, tensors)
     OBSERVER.__init__()  # type: ignore[misc]
-    OBSERVER.regions = regions
-    args = {**launch.scalars, **launch.constexprs,
+    OBSERVER.use(regions, {n: storages[n].view(torch.uint8).numpy().view("<u8")
+                           for n, a in launch.tensors.items()
+                           if a.dtype in ("int64", "uint64") and a.storage % 8 == 0})
+    args = {**_scalars(launch.scalars), **launch.constexprs,
             **{n: t for n, t in tensors.items() if n in launch.args}}
     missing = [a for a in launch.args if a not in args]
     if missing:
@@ -272,8 +366,11 @@ def replay(launch: Launch) -> dict[str, Any]:
     try:
         kernel[tuple(launch.grid)](**args)
     except Exception as exc:
-        raise NotReplayable(f"the kernel raised in the interpreter: "
-                            f"{type(exc).__name__}: {str(exc)[:300]}") from None
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, NotReplayable):
+            cause = cause.__cause__  # the interpreter wraps each call's error in its own
+        raise (cause or NotReplayable(f"the kernel raised in the interpreter: "
+                                      f"{type(exc).__name__}: {str(exc)[:300]}")) from None
     differs = []
     tables = {arg.pointer_of for arg in launch.tensors.values()}  # rewritten addresses
     unknown = [n for n, a in launch.tensors.items() if a.contents == "none"]
@@ -290,6 +387,30 @@ def replay(launch: Launch) -> dict[str, Any]:
                 for (a, op, masked, pid), elements in OBSERVER.accesses.items()]
     return {"status": "replayed", "reason": "; ".join(notes), "accesses": accesses,
             "overflows": OBSERVER.overflows, "differs": differs}
+
+
+def _require_parameters(launch: Launch, params: list[str]) -> None:
+    """Refuse a record naming an argument the installed kernel does not take (in ``args``,
+    ``scalars`` or ``constexprs``): Triton's launch drops a keyword it does not know, so such a
+    value was left out of the replay unsaid (a record of another kernel's signature, its source
+    hash the installed one's or not)."""
+    extra = [n for n in (*launch.args, *launch.scalars, *launch.constexprs) if n not in params]
+    if extra:
+        raise NotReplayable(f"the record's argument {extra[0]} is no parameter of the installed "
+                            f"{launch.name} ({', '.join(params)}): the record is of another "
+                            f"kernel's signature")
+
+
+#: the text the recorder writes for a float JSON cannot hold (``str`` of it)
+NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _scalars(scalars: dict[str, Any]) -> dict[str, Any]:
+    """The scalar arguments, a non-finite float the recorder wrote as its text (``nan``,
+    ``inf``, ``-inf``) a float again: the text reached the kernel, which raised (a non-constexpr
+    argument is never a string), so a launch of a NaN scalar was never replayed."""
+    return {name: NON_FINITE.get(value, value) if isinstance(value, str) else value
+            for name, value in scalars.items()}
 
 
 def source_note(launch: Launch, fn: Any) -> str:

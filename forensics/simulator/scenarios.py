@@ -126,6 +126,10 @@ MAX_STEPS = 1_000_000
 #: the most tokens one simulated step schedules (batch x (1 + spec_tokens)): its arrays stay
 #: small, never sized by a setting into gigabytes
 MAX_STEP_TOKENS = 2**16
+#: the most tokens a whole simulation schedules (steps x batch x (1 + spec_tokens)): four times
+#: the soak scenario's (250,000 x 64 x 5). Each cap above alone let 1,000,000 steps of 65,536
+#: tokens through: about 28 hours, writing 3.6 MB a step until the disk was full
+MAX_TOKENS = 320_000_000
 
 
 def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int | None = None,
@@ -136,7 +140,7 @@ def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int 
         UnknownScenarioError: an unknown scenario name (the message lists the valid ones).
         ConfigurationError: steps or batch below 1, negative spec_tokens, vocab below 2 or
             past :data:`MAX_VOCAB`, steps past :data:`MAX_STEPS`, a step of more than
-            :data:`MAX_STEP_TOKENS` tokens.
+            :data:`MAX_STEP_TOKENS` tokens, a run of more than :data:`MAX_TOKENS`.
     """
     sc = get_scenario(scenario)
     changes: dict[str, Any] = {key: value for key, value in (("steps", steps), ("batch", batch),
@@ -159,6 +163,12 @@ def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int 
             f"simulate {sc.name!r}: batch x (1 + spec_tokens) = {sc.batch} x "
             f"{1 + sc.spec_tokens} tokens a step, past {MAX_STEP_TOKENS} (2**16); give a "
             f"smaller --batch or --spec-tokens")
+    tokens = sc.steps * sc.batch * (1 + sc.spec_tokens)
+    if tokens > MAX_TOKENS:
+        raise ConfigurationError(
+            f"simulate {sc.name!r}: steps x batch x (1 + spec_tokens) = {sc.steps} x {sc.batch} "
+            f"x {1 + sc.spec_tokens} = {tokens:,} tokens, past {MAX_TOKENS:,} (four times the "
+            f"soak scenario's); give fewer --steps or a smaller --batch or --spec-tokens")
     return sc
 
 

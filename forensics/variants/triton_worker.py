@@ -84,8 +84,8 @@ class Observer:
         addr = np.asarray(addresses, dtype=np.uint64).reshape(-1)
         active = np.asarray(mask, dtype=bool).reshape(-1).copy()
         inside = np.zeros(addr.shape, dtype=bool)
-        for start, end, _ in self.regions:
-            inside |= (addr >= start) & (addr + np.uint64(size) <= end)
+        for start, end, _ in self.regions:  # not ``addr + size <= end``: it wraps past 2**64
+            inside |= (addr >= start) & (end - start >= size) & (addr <= np.uint64(end - size))
         bad = active & ~inside
         if bad.any():
             self.outside.append(f"{what} at an address outside every buffer of the launch "
