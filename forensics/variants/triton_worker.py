@@ -85,7 +85,8 @@ class Observer:
         active = np.asarray(mask, dtype=bool).reshape(-1).copy()
         inside = np.zeros(addr.shape, dtype=bool)
         for start, end, _ in self.regions:  # not ``addr + size <= end``: it wraps past 2**64
-            inside |= (addr >= start) & (end - start >= size) & (addr <= np.uint64(end - size))
+            if end - start >= size:  # a region smaller than the access holds none of it
+                inside |= (addr >= start) & (addr <= np.uint64(end - size))
         bad = active & ~inside
         if bad.any():
             self.outside.append(f"{what} at an address outside every buffer of the launch "
