@@ -605,6 +605,19 @@ TESTS = {
              "test_a_crash_with_no_records_is_not_said_to_be_unexplained_by_values"],
     "T43e": ["tests/hostile/test_round9_left9.py::"
              "test_two_missing_captures_escaping_alike_are_named_apart"],
+    "T49a": ["tests/hostile/test_round9_msg9.py::"
+             "test_a_segment_of_captures_named_alike_is_named_apart",
+             "tests/hostile/test_round9_msg9.py::"
+             "test_a_manifest_of_captures_named_alike_is_named_apart",
+             "tests/hostile/test_round9_msg9.py::"
+             "test_an_events_file_of_captures_named_alike_is_named_apart"],
+    "T49b": ["tests/hostile/test_round9_msg9.py::test_sources_named_alike_are_named_apart"],
+    "T49c": ["tests/hostile/test_round9_msg9.py::"
+             "test_kernel_launches_of_captures_named_alike_are_named_apart",
+             "tests/hostile/test_round9_msg9.py::"
+             "test_fleet_rows_of_captures_named_alike_are_named_apart"],
+    "T49d": ["tests/hostile/test_round9_msg9.py::"
+             "test_an_os_error_names_files_named_alike_apart"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
