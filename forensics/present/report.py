@@ -42,6 +42,7 @@ from typing import Any
 from forensics.atomic import user_path, write_text_atomically
 from forensics.budget import CHILD_TIMEOUT_ENV
 from forensics.errors import ConfigurationError, ForensicsError, MissingDependencyError
+from forensics.escaping import terminal
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
@@ -151,15 +152,15 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
         return execute_in_child(nb, notebook.parent, lambda: svg.collecting(views.draw))
     except CellError as exc:
         raise NotebookExecutionError(
-            f"notebook {notebook.name!r} failed on capture '{capture}' in cell "
+            f"notebook {notebook.name!r} failed on capture '{terminal(capture)}' in cell "
             f"{exc.number}: {exc.ename}: {exc.evalue}; open {notebook} with "
-            f"capture = '{capture}' to see the traceback") from None
+            f"capture = '{terminal(capture)}' to see the traceback") from None
     except (DeadlineError, NotebookProcessError) as exc:
         why = f" ({CHILD_TIMEOUT_ENV} sets the deadline of one cell)" if isinstance(
             exc, DeadlineError) else ""
         raise NotebookExecutionError(
-            f"notebook {notebook.name!r} on capture '{capture}': {exc}; its processes were "
-            f"ended{why}") from None
+            f"notebook {notebook.name!r} on capture '{terminal(capture)}': {exc}; its processes "
+            f"were ended{why}") from None
 
 
 #: modules every bundled notebook uses (replay, conclusion, styled tables)
@@ -375,8 +376,9 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     nb_path = find_notebook(notebook)
     target = user_path(out)
     if target.is_dir():
-        raise ConfigurationError(f"-o '{target}' is a directory; give the HTML file to write, "
-                                 f"e.g. '{target / (capture_path.stem + '.html')}'")
+        raise ConfigurationError(f"-o '{terminal(target)}' is a directory; give the HTML file to "
+                                 f"write, e.g. "
+                                 f"'{terminal(target / (capture_path.stem + '.html'))}'")
     variants = [absolute_variant(v) for v in variants] if variants else variants
     name = capture_path.name.removesuffix(".capture")
     if len(forensics.load(capture_path)) == 0:  # nothing for the notebook to replay
@@ -419,8 +421,8 @@ def absolute_variant(variant: str) -> str:
         return variant
     path = user_path(variant.removeprefix(prefix))
     if not path.is_file():
-        raise ConfigurationError(f"--variant {variant!r}: no diff file at '{path}'; give the "
-                                 f"path of a unified diff, as in --variant vllm+PATH.diff")
+        raise ConfigurationError(f"--variant {variant!r}: no diff file at '{terminal(path)}'; "
+                                 f"give the path of a unified diff, as in --variant vllm+PATH.diff")
     return prefix + str(path.resolve())
 
 

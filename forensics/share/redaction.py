@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.errors import ForensicsError
+from forensics.escaping import terminal
 from forensics.records import Record
 from forensics.share.error_text import PSEUDONYM, PUBLIC_ERROR_FIELDS, public_error_text
 from forensics.share.evidence import Evidence, evidence_of, publish, reference
@@ -108,7 +109,7 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
     expected = shareable_evidence(evidence_of(result, crash=True))
-    redactor = Redactor(token_domain(cap, f"capture '{cap.path}'"), keep=keep_manifest)
+    redactor = Redactor(token_domain(cap, f"capture '{terminal(cap.path)}'"), keep=keep_manifest)
     manifest = redactor.manifest(cap.manifest)
     # events are redacted as publish writes them, after every record: by then the redactor
     # knows every request id of the capture, and takes each out of the events' error text
