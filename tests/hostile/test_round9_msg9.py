@@ -9,7 +9,8 @@ value (``escaping.terminal``) where the message is composed:
 
 - T49a: the store: a segment (``Segment.where``), the manifest, the events file, a guarded file;
 - T49b: the importers: a source's path in every message (``where_of`` and each raise);
-- T49c: the kernel launches of a capture (``launches_of``) and a fleet row's ``error``;
+- T49c: the kernel launches of a capture (``launches_of``), a fleet row's ``error``, a diff's
+  path (``patched_sources``), ``expected.json``'s path and a variant name read from it;
 - T49d: an OSError's file name in :func:`one_line`.
 """
 
@@ -161,3 +162,40 @@ def test_an_os_error_names_files_named_alike_apart(one: str, other: str) -> None
         return one_line(FileNotFoundError(2, "No such file or directory", name))
 
     _apart(line(one), line(other), "No such file or directory; check the path")
+
+
+def _diff_message(tmp_path: Path, name: str) -> str:
+    from forensics.variants.vllm_diff import patched_sources
+
+    diff = tmp_path / f"{name}.diff"
+    diff.write_text("not a unified diff\n")
+    return _message(lambda: patched_sources(diff))
+
+
+@pytest.mark.parametrize(("one", "other"), PAIRS)
+def test_diffs_named_alike_are_named_apart(tmp_path: Path, one: str, other: str) -> None:
+    _apart(_diff_message(tmp_path, one), _diff_message(tmp_path, other),
+           ".diff: no unified-diff hunks found")
+
+
+def _expected_message(tmp_path: Path, name: str) -> str:
+    from forensics.share.expectations import read_expected
+
+    capture = tmp_path / f"{name}.capture"
+    shutil.copytree(CLEAN, capture)
+    (capture / "expected.json").unlink()
+    return _message(lambda: read_expected(capture))
+
+
+@pytest.mark.parametrize(("one", "other"), PAIRS)
+def test_expected_results_of_captures_named_alike_are_named_apart(tmp_path: Path, one: str,
+                                                                   other: str) -> None:
+    from forensics.share.evidence import check_json
+
+    _apart(_expected_message(tmp_path, one), _expected_message(tmp_path, other),
+           "expected.json: no expected results")
+
+    def variant(name: str) -> str:  # a variant's name read from the file (evidence.shortened)
+        return _message(lambda: check_json({"verdicts": {name: "x"}}, tmp_path / "e.json"))
+
+    _apart(variant(one), variant(other), "must map each site to a verdict string")

@@ -615,7 +615,10 @@ TESTS = {
     "T49c": ["tests/hostile/test_round9_msg9.py::"
              "test_kernel_launches_of_captures_named_alike_are_named_apart",
              "tests/hostile/test_round9_msg9.py::"
-             "test_fleet_rows_of_captures_named_alike_are_named_apart"],
+             "test_fleet_rows_of_captures_named_alike_are_named_apart",
+             "tests/hostile/test_round9_msg9.py::test_diffs_named_alike_are_named_apart",
+             "tests/hostile/test_round9_msg9.py::"
+             "test_expected_results_of_captures_named_alike_are_named_apart"],
     "T49d": ["tests/hostile/test_round9_msg9.py::"
              "test_an_os_error_names_files_named_alike_apart"],
 }
