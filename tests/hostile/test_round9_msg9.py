@@ -51,52 +51,38 @@ def _apart(first: str, second: str, marker: str) -> None:
     assert first != second, first
 
 
-def _segment_message(tmp_path: Path, name: str) -> str:
-    from forensics.store.reader import load
-
-    capture = tmp_path / f"{name}.capture"
-    shutil.copytree(CLEAN, capture)
+def _damage_segment(capture: Path) -> str:
     (capture / SEGMENT).write_bytes(b"not an Arrow stream")
-    return _message(lambda: load(capture))
+    return f"segment '{SEGMENT}' of"
 
 
+def _damage_manifest(capture: Path) -> str:
+    (capture / "manifest.json").write_text('{"format": "one"}')
+    return "'format' must be a positive integer"
+
+
+def _damage_events(capture: Path) -> str:
+    (capture / "events-p1.jsonl").write_text("{not json}\n")
+    return "events file '"
+
+
+#: a file of a capture made bad, and what the message about it says
+DAMAGES = [_damage_segment, _damage_manifest, _damage_events]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
 @pytest.mark.parametrize(("one", "other"), PAIRS)
-def test_a_segment_of_captures_named_alike_is_named_apart(tmp_path: Path, one: str,
-                                                           other: str) -> None:
-    _apart(_segment_message(tmp_path, one), _segment_message(tmp_path, other),
-           f"segment '{SEGMENT}' of")
-
-
-def _manifest_message(tmp_path: Path, name: str) -> str:
+def test_a_bad_file_of_captures_named_alike_is_named_apart(
+        tmp_path: Path, one: str, other: str, damage: Callable[[Path], str]) -> None:
     from forensics.store.reader import load
 
-    capture = tmp_path / f"{name}.capture"
-    shutil.copytree(CLEAN, capture)
-    (capture / "manifest.json").write_text('{"format": "one"}')
-    return _message(lambda: load(capture))
-
-
-@pytest.mark.parametrize(("one", "other"), PAIRS)
-def test_a_manifest_of_captures_named_alike_is_named_apart(tmp_path: Path, one: str,
-                                                            other: str) -> None:
-    _apart(_manifest_message(tmp_path, one), _manifest_message(tmp_path, other),
-           "'format' must be a positive integer")
-
-
-def _events_message(tmp_path: Path, name: str) -> str:
-    from forensics.store.events import read_events
-
-    capture = tmp_path / f"{name}.capture"
-    capture.mkdir()
-    (capture / "events-p1.jsonl").write_text("{not json}\n")
-    return _message(lambda: read_events(capture))
-
-
-@pytest.mark.parametrize(("one", "other"), PAIRS)
-def test_an_events_file_of_captures_named_alike_is_named_apart(tmp_path: Path, one: str,
-                                                                other: str) -> None:
-    _apart(_events_message(tmp_path, one), _events_message(tmp_path, other),
-           "events file '")
+    messages, marker = [], ""
+    for name in (one, other):
+        capture = tmp_path / f"{name}.capture"
+        shutil.copytree(CLEAN, capture)
+        marker = damage(capture)
+        messages.append(_message(lambda capture=capture: load(capture)))
+    _apart(*messages, marker)
 
 
 def _npz_message(tmp_path: Path, name: str) -> str:

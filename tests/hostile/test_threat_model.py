@@ -606,11 +606,7 @@ TESTS = {
     "T43e": ["tests/hostile/test_round9_left9.py::"
              "test_two_missing_captures_escaping_alike_are_named_apart"],
     "T49a": ["tests/hostile/test_round9_msg9.py::"
-             "test_a_segment_of_captures_named_alike_is_named_apart",
-             "tests/hostile/test_round9_msg9.py::"
-             "test_a_manifest_of_captures_named_alike_is_named_apart",
-             "tests/hostile/test_round9_msg9.py::"
-             "test_an_events_file_of_captures_named_alike_is_named_apart"],
+             "test_a_bad_file_of_captures_named_alike_is_named_apart"],
     "T49b": ["tests/hostile/test_round9_msg9.py::test_sources_named_alike_are_named_apart"],
     "T49c": ["tests/hostile/test_round9_msg9.py::"
              "test_kernel_launches_of_captures_named_alike_are_named_apart",
