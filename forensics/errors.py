@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forensics.escaping import inert
+from forensics.escaping import inert, terminal
 
 
 class ForensicsError(Exception):
@@ -77,7 +77,7 @@ def one_line(exc: BaseException) -> str:
     if isinstance(exc, ForensicsError):
         text = str(exc)
     elif isinstance(exc, OSError):
-        where = f"'{exc.filename}': " if exc.filename else ""
+        where = f"'{terminal(exc.filename)}': " if exc.filename else ""
         text = f"{where}{exc.strerror or exc}; check the path, its permissions and free space"
     elif isinstance(exc, MemoryError):
         text = "out of memory; the input is too large for this machine"

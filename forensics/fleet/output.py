@@ -190,7 +190,7 @@ def write_table(result: Triage, path: str | os.PathLike[str]) -> Path:
     target = user_path(path)
     suffix = target.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
-        raise ConfigurationError(f"-o '{target}': give a file ending in one of "
+        raise ConfigurationError(f"-o '{terminal(target)}': give a file ending in one of "
                                  f"{list(TABLE_SUFFIXES)}")
     rows = flat_rows(result)
     shared_write(target, lambda tmp: _write_parquet(rows, tmp) if suffix == ".parquet"

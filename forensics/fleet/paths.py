@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from forensics.errors import ConfigurationError
+from forensics.escaping import terminal
 from forensics.store.paths import MANIFEST
 
 CAPTURE_SUFFIX = ".capture"
@@ -40,8 +41,8 @@ def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
             text) else [text]
         hits = [c for m in matches for c in _captures_at(Path(m))]
         if not hits:
-            raise ConfigurationError(f"'{text}' names no capture directory; give NAME.capture "
-                                     "directories, folders holding them, or a glob")
+            raise ConfigurationError(f"'{terminal(text)}' names no capture directory; give "
+                                     "NAME.capture directories, folders holding them, or a glob")
         for hit in hits:
             key = folder_id(hit)
             if key not in found or (_through_link(found[key]) and not _through_link(hit)):

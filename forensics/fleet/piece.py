@@ -50,12 +50,13 @@ def _replayed(path: str, start: int | None, stop: int | None,
               variants: tuple[str, ...]) -> dict[str, Any]:
     """The facts and replay columns of one capture or step range."""
     from forensics.errors import CaptureFormatError
+    from forensics.escaping import terminal
     from forensics.replaying import replay
     from forensics.store.reader import load
 
     capture = load(path)
     if len(capture) == 0:
-        raise CaptureFormatError(f"'{os.path.basename(path)}' {NO_RECORDS}: nothing to "
+        raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {NO_RECORDS}: nothing to "
                                  "replay (the probe saw no call, or its segments were removed)")
     facts = capture_facts(capture)
     if start is None or stop is None:

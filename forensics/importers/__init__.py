@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 from forensics.records import INT64_MAX, Record
 from forensics.registry import Registry
 
@@ -50,8 +51,9 @@ def importer_for(path: Path) -> Callable[[Path], Imported]:
 
     target = IMPORTERS.find(path.suffix.lower())
     if target is None:
-        raise CaptureFormatError(f"'{path}': unsupported source type {path.suffix or '(none)'!r};"
-                                 f" expected one of {sorted(IMPORTERS)}")
+        raise CaptureFormatError(f"'{terminal(path)}': unsupported source type "
+                                 f"{path.suffix or '(none)'!r}; expected one of "
+                                 f"{sorted(IMPORTERS)}")
     module_name, function = target.split(":")
     return getattr(importlib.import_module(module_name), function)  # type: ignore[no-any-return]
 
@@ -61,7 +63,7 @@ def read_source(path: str | os.PathLike[str]) -> Imported:
     UnsafeInputError for a FIFO, device, socket or directory."""
     source = Path(path)
     if not os.path.lexists(source):
-        raise CaptureFormatError(f"source '{source}' does not exist; check the path")
+        raise CaptureFormatError(f"source '{terminal(source)}' does not exist; check the path")
     return importer_for(source)(source)  # each opens it through forensics.store.guarded
 
 
@@ -80,7 +82,6 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
             names the file, record, site and field).
         OutputExistsError: ``out`` exists and ``force`` is false.
     """
-    from forensics.escaping import terminal
     from forensics.progress import Progress
     from forensics.store.paths import named
     from forensics.store.replace import recover
@@ -164,8 +165,9 @@ def check_distinct(sources: Sequence[str | os.PathLike[str]]) -> None:
             continue  # read_source says what is wrong with it
         first = seen.setdefault((info.st_dev, info.st_ino), k)
         if first != k:
-            raise CaptureFormatError(f"'{source}' is the same file as '{sources[first]}' (named "
-                                     "twice, or a link to it); give each source once")
+            raise CaptureFormatError(f"'{terminal(source)}' is the same file as "
+                                     f"'{terminal(sources[first])}' (named twice, or a link to "
+                                     "it); give each source once")
 
 
 def held_bytes(records: Sequence[Record]) -> int:
@@ -182,9 +184,9 @@ def check_held(total: int, source: str | os.PathLike[str]) -> int:
 
     Raises CaptureFormatError naming ``source``, the source that went past it."""
     if total > MAX_IMPORTED:
-        raise CaptureFormatError(f"'{source}': the sources read up to it hold {total} bytes of "
-                                 f"records, past the {MAX_IMPORTED} one import holds; import "
-                                 "them in parts")
+        raise CaptureFormatError(f"'{terminal(source)}': the sources read up to it hold {total} "
+                                 f"bytes of records, past the {MAX_IMPORTED} one import holds; "
+                                 "import them in parts")
     return total
 
 
@@ -208,7 +210,7 @@ def combined(sources: Sequence[Imported], names: Sequence[str] | None = None,
         if moved and max(moved.values()) > INT64_MAX:
             name = names[k] if names is not None else f"source {k}"
             raise CaptureFormatError(
-                f"'{name}': its {len(moved)} steps of lines naming no step go after step "
+                f"'{terminal(name)}': its {len(moved)} steps of lines naming no step go after step "
                 f"{after - 1} of the other sources, past int64; give those lines their step "
                 "(step=N) or import the log on its own")
         records += [_shifted(r, moved.get(r.step, r.step) if i in source.ordinal else r.step)
@@ -234,8 +236,8 @@ def check_events(events: Sequence[dict[str, Any]], names: Sequence[str],
         sizes.append(sum(_stored_size(e) for e in events[at:at + count]))
         at += count
     most = max(range(len(names)), key=lambda k: sizes[k]) if names else 0
-    who = f"'{names[most]}'" + (f" (with {len(names) - 1} other sources)" if len(names) > 1
-                                else "")
+    others = f" (with {len(names) - 1} other sources)" if len(names) > 1 else ""
+    who = f"'{terminal(names[most])}'{others}"
     if len(events) > store.MAX_EVENTS:
         raise CaptureFormatError(f"{who}: {len(events)} crash events, past the "
                                  f"{store.MAX_EVENTS} a capture holds; split the log and "

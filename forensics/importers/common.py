@@ -8,6 +8,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from forensics.errors import CaptureFormatError, UnknownSiteError
+from forensics.escaping import terminal
 from forensics.records import INT64_MAX, Record
 from forensics.sites import SITES
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER
@@ -28,7 +29,7 @@ MAX_JSON = 16 << 20
 
 def where_of(path: Any, index: int) -> str:
     """The source position used in messages: ``record I in 'FILE'``."""
-    return f"record {index} in '{path}'"
+    return f"record {index} in '{terminal(path)}'"
 
 
 def record_from_dict(raw: Any, where: str) -> Record:
@@ -77,8 +78,9 @@ def open_archive(handle: BinaryIO, path: Any) -> zipfile.ZipFile:
         members = end[zipfile._ECD_ENTRIES_TOTAL]  # type: ignore[attr-defined]
         size = end[zipfile._ECD_SIZE]  # type: ignore[attr-defined]
         if members > MAX_MEMBERS or size > MAX_DIRECTORY:
-            raise CaptureFormatError(f"'{path}' lists {members} members in {size} bytes; at "
-                                     f"most {MAX_MEMBERS} members in {MAX_DIRECTORY} bytes")
+            raise CaptureFormatError(f"'{terminal(path)}' lists {members} members in {size} "
+                                     f"bytes; at most {MAX_MEMBERS} members in {MAX_DIRECTORY} "
+                                     "bytes")
     handle.seek(0)
     return zipfile.ZipFile(handle)
 
@@ -95,25 +97,28 @@ def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None
     """
     infos = archive.infolist()
     if len(infos) > MAX_MEMBERS:
-        raise CaptureFormatError(f"'{path}' holds {len(infos)} members; at most {MAX_MEMBERS}")
+        raise CaptureFormatError(f"'{terminal(path)}' holds {len(infos)} members; at most "
+                                 f"{MAX_MEMBERS}")
     total = 0
     seen: set[str] = set()
     for info in infos:
         name = show(info.filename)
         if info.filename in seen:
-            raise CaptureFormatError(f"'{path}': member {name} is there twice (one reader "
-                                     "takes the first, another the last); save each field once")
+            raise CaptureFormatError(f"'{terminal(path)}': member {name} is there twice (one "
+                                     "reader takes the first, another the last); save each field "
+                                     "once")
         seen.add(info.filename)
         if suffix is not None and not info.filename.endswith(suffix):
-            raise CaptureFormatError(f"'{path}': member {name} is not a {suffix} array; save "
-                                     f"every field with numpy.savez (names end in {suffix})")
+            raise CaptureFormatError(f"'{terminal(path)}': member {name} is not a {suffix} "
+                                     "array; save every field with numpy.savez (names end in "
+                                     f"{suffix})")
         if info.file_size > member_limit:
-            raise CaptureFormatError(f"'{path}': member {name} unpacks to {info.file_size} "
-                                     f"bytes; at most {member_limit} per member")
+            raise CaptureFormatError(f"'{terminal(path)}': member {name} unpacks to "
+                                     f"{info.file_size} bytes; at most {member_limit} per member")
         total += info.file_size
         if total > MAX_DECODED:
-            raise CaptureFormatError(f"'{path}': members unpack to more than {MAX_DECODED} "
-                                     "bytes in all; split the dump")
+            raise CaptureFormatError(f"'{terminal(path)}': members unpack to more than "
+                                     f"{MAX_DECODED} bytes in all; split the dump")
 
 
 def check_disjoint(meta: dict[str, Any], fields: Any, path: Any, what: str) -> None:
@@ -121,8 +126,8 @@ def check_disjoint(meta: dict[str, Any], fields: Any, path: Any, what: str) -> N
     values of one field. Raises CaptureFormatError naming the field."""
     both = sorted(set(meta) & set(fields))
     if both:
-        raise CaptureFormatError(f"'{path}': field {show(both[0])} is both a {what} and a "
-                                 "__metadata__ key; give each field once")
+        raise CaptureFormatError(f"'{terminal(path)}': field {show(both[0])} is both a {what} "
+                                 "and a __metadata__ key; give each field once")
 
 
 def _scalar(value: Any) -> Any:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import where_of
 from forensics.importers.tracebacks import PREFIX_RE, Chains
@@ -123,8 +124,9 @@ class _LogParser:
 
     def _check_events(self, number: int) -> None:
         if len(self.result.events) > MAX_EVENTS:
-            raise CaptureFormatError(f"log '{self.path}' line {number}: more than {MAX_EVENTS} "
-                                     "crash events; split the log and import each part")
+            raise CaptureFormatError(f"log '{terminal(self.path)}' line {number}: more than "
+                                     f"{MAX_EVENTS} crash events; split the log and import each "
+                                     "part")
 
     def _record(self, number: int, text: str, site: str, fields: dict[str, Any]) -> None:
         named = STEP_RE.search(text)
@@ -138,8 +140,9 @@ class _LogParser:
             raise CaptureFormatError(f"{where}: a number is outside int64")
         fields["line"] = number
         if len(self.result.records) >= MAX_RECORDS:
-            raise CaptureFormatError(f"log '{self.path}' line {number}: more than {MAX_RECORDS} "
-                                     "probe lines; split the log (e.g. by time) and import each")
+            raise CaptureFormatError(f"log '{terminal(self.path)}' line {number}: more than "
+                                     f"{MAX_RECORDS} probe lines; split the log (e.g. by time) "
+                                     "and import each")
         record = validate_record(Record(site, step, rank, fields, summary=True), where)
         self.result.records.append(record)
         self.last_step = step
@@ -158,8 +161,9 @@ class _LogParser:
             last["last_line"] = number
             return
         if len(events) >= MAX_EVENTS:
-            raise CaptureFormatError(f"log '{self.path}' line {number}: more than {MAX_EVENTS} "
-                                     "crash events; split the log and import each part")
+            raise CaptureFormatError(f"log '{terminal(self.path)}' line {number}: more than "
+                                     f"{MAX_EVENTS} crash events; split the log and import each "
+                                     "part")
         event.update(source=self.path.name, line=number, last_line=number, count=1,
                      step=self.last_step, message=text.strip()[:500])
         events.append(event)

@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError
+from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import (
     MAX_JSON,
@@ -49,18 +50,20 @@ def read(path: Path) -> Imported:
         raise
     except ValueError as exc:
         if "pickle" in str(exc):
-            raise UnsafeInputError(f"'{path}' holds pickled object arrays; refused. Save "
+            raise UnsafeInputError(f"'{terminal(path)}' holds pickled object arrays; refused. Save "
                                    "integer arrays and JSON strings instead") from None
-        raise CaptureFormatError(f"'{path}' is not a readable npz archive: {exc}") from None
+        raise CaptureFormatError(f"'{terminal(path)}' is not a readable npz archive: "
+                                 f"{exc}") from None
     except Exception as exc:  # zipfile, zlib and numpy raise many types on corrupt input
-        raise CaptureFormatError(f"'{path}' is not a readable npz archive "
+        raise CaptureFormatError(f"'{terminal(path)}' is not a readable npz archive "
                                  f"({type(exc).__name__}: {str(exc)[:200]})") from None
     raw: dict[str, Any] = {}
     meta = arrays.pop("__metadata__", None)
     if meta is not None:
         value = _value("__metadata__", meta, path)
         if not isinstance(value, dict):
-            raise CaptureFormatError(f"'{path}': __metadata__ must be a JSON object string")
+            raise CaptureFormatError(f"'{terminal(path)}': __metadata__ must be a JSON object "
+                                     "string")
         check_disjoint(value, arrays, path, "member")
         raw.update(value)
     for name, array in arrays.items():
@@ -78,7 +81,7 @@ def _check_members(handle: BinaryIO, path: Path) -> None:
     except CaptureFormatError:
         raise
     except Exception as exc:
-        raise CaptureFormatError(f"'{path}' is not a readable npz archive "
+        raise CaptureFormatError(f"'{terminal(path)}' is not a readable npz archive "
                                  f"({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
@@ -87,18 +90,19 @@ def _check_header(member: Any, info: zipfile.ZipInfo, path: Path) -> None:
     version = fmt.read_magic(member)
     reader = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(version)
     if reader is None:
-        raise CaptureFormatError(f"'{path}': member {info.filename!r} has npy version {version}")
+        raise CaptureFormatError(f"'{terminal(path)}': member {info.filename!r} has npy version "
+                                 f"{version}")
     shape, _fortran, dtype = reader(member)
     if dtype.hasobject:
-        raise UnsafeInputError(f"'{path}': member {info.filename!r} is an object array "
+        raise UnsafeInputError(f"'{terminal(path)}': member {info.filename!r} is an object array "
                                "(pickled data); refused")
     count = 1
     for size in shape:
         count *= size
     # an element of zero bytes (``<U0``, ``|V0``) is still one Python object per element
     if count * max(dtype.itemsize, 1) > info.file_size:
-        raise CaptureFormatError(f"'{path}': member {info.filename!r} claims shape {shape} of "
-                                 f"{dtype} but stores {info.file_size} bytes")
+        raise CaptureFormatError(f"'{terminal(path)}': member {info.filename!r} claims shape "
+                                 f"{shape} of {dtype} but stores {info.file_size} bytes")
 
 
 def _value(name: str, array: np.ndarray, path: Path) -> Any:
@@ -111,8 +115,8 @@ def _value(name: str, array: np.ndarray, path: Path) -> Any:
             try:
                 return strict_json(text)
             except DuplicateKeyError as exc:
-                raise CaptureFormatError(f"'{path}': member {show(name + '.npy')}: {exc}; give "
-                                         "each key once") from None
+                raise CaptureFormatError(f"'{terminal(path)}': member {show(name + '.npy')}: "
+                                         f"{exc}; give each key once") from None
             except (ValueError, RecursionError):
                 return text
         return [str(v) for v in array.ravel()]
@@ -132,6 +136,6 @@ def _check_text_size(name: str, array: np.ndarray, path: Path) -> None:
     chars = array.size * (array.dtype.itemsize // 4) if array.ndim == 0 else 0
     if array.size > MAX_VALUES or chars > MAX_JSON:
         raise CaptureFormatError(
-            f"'{path}': member {show(name + '.npy')} holds {array.size} strings of "
+            f"'{terminal(path)}': member {show(name + '.npy')} holds {array.size} strings of "
             f"{array.dtype.itemsize // 4} characters; at most {MAX_VALUES} strings, or one "
             f"JSON text of {MAX_JSON} characters; save ids as integer arrays")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError
+from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import (
     MAX_VALUES,
@@ -39,14 +40,14 @@ def read(path: Path) -> Imported:
     obj = _load(path)
     items = obj if isinstance(obj, (list, tuple)) else [obj]
     if not isinstance(obj, (dict, list, tuple)):
-        raise CaptureFormatError(f"'{path}': expected a dict or a list of dicts, "
+        raise CaptureFormatError(f"'{terminal(path)}': expected a dict or a list of dicts, "
                                  f"got {type(obj).__name__}")
-    budget = _Budget(f"'{path}'")
+    budget = _Budget(f"'{terminal(path)}'")
     try:
         records = [record_from_dict(_plain(item, where_of(path.name, i), budget),
                                     where_of(path.name, i)) for i, item in enumerate(items)]
     except RecursionError:
-        raise CaptureFormatError(f"'{path}': containers nested too deeply") from None
+        raise CaptureFormatError(f"'{terminal(path)}': containers nested too deeply") from None
     return Imported(records=records)
 
 
@@ -66,13 +67,14 @@ def _load(path: Path) -> Any:
             first = next((line.strip() for line in text.splitlines()
                           if "Unsupported" in line or "GLOBAL" in line), "a non-tensor global")
             raise UnsafeInputError(
-                f"'{path}' carries pickled code or objects ({first}); refused, nothing was "
-                "run. Re-save plain tensors, ints and lists (e.g. torch.save of a dict of "
+                f"'{terminal(path)}' carries pickled code or objects ({first}); refused, nothing "
+                "was run. Re-save plain tensors, ints and lists (e.g. torch.save of a dict of "
                 "tensors) or use .safetensors"
             ) from None
-        raise CaptureFormatError(f"'{path}' is not a readable torch file: {text[:200]}") from None
+        raise CaptureFormatError(f"'{terminal(path)}' is not a readable torch file: "
+                                 f"{text[:200]}") from None
     except Exception as exc:  # torch raises many types on corrupt archives
-        raise CaptureFormatError(f"'{path}' is not a readable torch file "
+        raise CaptureFormatError(f"'{terminal(path)}' is not a readable torch file "
                                  f"({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
@@ -85,14 +87,14 @@ def _check_archive(handle: BinaryIO, path: Path) -> None:
             check_members(archive, path)
             pickles = [i for i in archive.infolist() if i.filename.endswith(".pkl")]
             if any(i.file_size > MAX_PICKLE for i in pickles):
-                raise CaptureFormatError(f"'{path}': its pickle is over {MAX_PICKLE} bytes; "
-                                         "save tensors, not long Python lists")
+                raise CaptureFormatError(f"'{terminal(path)}': its pickle is over {MAX_PICKLE} "
+                                         "bytes; save tensors, not long Python lists")
             made = 0
             for info in pickles:
                 made = _count_made(archive.read(info), made, path)
     except zipfile.BadZipFile:
-        raise UnsafeInputError(f"'{path}' is not a torch zip archive but a bare or legacy "
-                               "pickle: refused unread (it may carry pickled code, and its "
+        raise UnsafeInputError(f"'{terminal(path)}' is not a torch zip archive but a bare or "
+                               "legacy pickle: refused unread (it may carry pickled code, and its "
                                "storage sizes cannot be checked before they inflate). Re-save "
                                "it with torch.save (torch >= 1.6) or use .safetensors") from None
 
@@ -115,8 +117,8 @@ def _count_made(data: bytes, made: int, path: Path) -> int:
     except ValueError:  # not a pickle: the loader refuses it
         return made
     if made > MAX_VALUES:
-        raise CaptureFormatError(f"'{path}': its pickle makes more than {MAX_VALUES} values; "
-                                 "save tensors, not long Python lists")
+        raise CaptureFormatError(f"'{terminal(path)}': its pickle makes more than {MAX_VALUES} "
+                                 "values; save tensors, not long Python lists")
     return made
 
 

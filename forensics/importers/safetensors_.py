@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import (
     MAX_JSON,
@@ -53,7 +54,7 @@ def read(path: Path) -> Imported:
     raw: dict[str, Any] = {}
     meta = header.pop("__metadata__", {}) or {}
     if not isinstance(meta, dict):
-        raise CaptureFormatError(f"'{path}': __metadata__ must be an object of strings")
+        raise CaptureFormatError(f"'{terminal(path)}': __metadata__ must be an object of strings")
     check_disjoint(meta, header, path, "tensor")
     for key, text in meta.items():
         raw[key] = _meta_value(key, text, path)
@@ -69,35 +70,35 @@ def _check_header_length(head: bytes, path: Path) -> int:
 
     Raises CaptureFormatError naming the file, the field (header length) and the fix."""
     if len(head) < 8:
-        raise CaptureFormatError(f"'{path}' is too short for a safetensors header")
+        raise CaptureFormatError(f"'{terminal(path)}' is too short for a safetensors header")
     size = int.from_bytes(head[:8], "little")
     if size > MAX_HEADER:
-        raise CaptureFormatError(f"'{path}': header claims {size} bytes (its header length), "
-                                 f"past the {MAX_HEADER} one record needs ({MAX_TENSORS} tensors "
-                                 f"and {MAX_JSON} of __metadata__); save long lists as tensors, "
-                                 "one record per file")
+        raise CaptureFormatError(f"'{terminal(path)}': header claims {size} bytes (its header "
+                                 f"length), past the {MAX_HEADER} one record needs "
+                                 f"({MAX_TENSORS} tensors and {MAX_JSON} of __metadata__); save "
+                                 "long lists as tensors, one record per file")
     return size
 
 
 def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
     size = _check_header_length(data[:8], path)
     if size > len(data) - 8:
-        raise CaptureFormatError(f"'{path}': header claims {size} bytes but the file holds "
-                                 f"{len(data) - 8}; the file is truncated or not safetensors")
+        raise CaptureFormatError(f"'{terminal(path)}': header claims {size} bytes but the file "
+                                 f"holds {len(data) - 8}; the file is truncated or not safetensors")
     text = data[8:8 + size]
-    _check_containers(text, f"'{path}': header")
+    _check_containers(text, f"'{terminal(path)}': header")
     try:
         header = strict_json(text.decode("utf-8"))
     except DuplicateKeyError as exc:
-        raise CaptureFormatError(f"'{path}': header: {exc}; name each tensor and key "
+        raise CaptureFormatError(f"'{terminal(path)}': header: {exc}; name each tensor and key "
                                  "once") from None
     except (ValueError, RecursionError) as exc:
-        raise CaptureFormatError(f"'{path}': header is not JSON ({exc})") from None
+        raise CaptureFormatError(f"'{terminal(path)}': header is not JSON ({exc})") from None
     if not isinstance(header, dict):
-        raise CaptureFormatError(f"'{path}': header must be a JSON object")
+        raise CaptureFormatError(f"'{terminal(path)}': header must be a JSON object")
     if len(header) > MAX_TENSORS + 1:
-        raise CaptureFormatError(f"'{path}': header names {len(header)} tensors; one record "
-                                 f"holds at most {MAX_TENSORS}; one record per file")
+        raise CaptureFormatError(f"'{terminal(path)}': header names {len(header)} tensors; one "
+                                 f"record holds at most {MAX_TENSORS}; one record per file")
     return header, 8 + size
 
 
@@ -116,22 +117,22 @@ def _check_containers(text: bytes | str, where: str) -> None:
 
 def _meta_value(key: str, text: Any, path: Path) -> Any:
     if not isinstance(text, str):
-        raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}] must be a string")
+        raise CaptureFormatError(f"'{terminal(path)}': __metadata__[{show(key)}] must be a string")
     if key == "site":
         return text
     if len(text) > MAX_JSON:
-        raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}] is a JSON text of "
+        raise CaptureFormatError(f"'{terminal(path)}': __metadata__[{show(key)}] is a JSON text of "
                                  f"{len(text)} characters; at most {MAX_JSON}; save ids as "
                                  "tensors")
-    _check_containers(text, f"'{path}': __metadata__[{show(key)}]")
+    _check_containers(text, f"'{terminal(path)}': __metadata__[{show(key)}]")
     try:
         return strict_json(text)
     except DuplicateKeyError as exc:
-        raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}]: {exc}; give each key "
-                                 "once") from None
+        raise CaptureFormatError(f"'{terminal(path)}': __metadata__[{show(key)}]: {exc}; give "
+                                 "each key once") from None
     except (ValueError, RecursionError):
-        raise CaptureFormatError(f"'{path}': __metadata__[{show(key)}] = {text[:60]!r} is not "
-                                 "JSON; write ints as 5, lists as [1, 2], strings as "
+        raise CaptureFormatError(f"'{terminal(path)}': __metadata__[{show(key)}] = {text[:60]!r} "
+                                 "is not JSON; write ints as 5, lists as [1, 2], strings as "
                                  "\"abc\"") from None
 
 
@@ -140,18 +141,19 @@ def _check_spans(spans: list[tuple[int, int, str]], path: Path) -> None:
     tensors past the decoding limits (each and in all)."""
     if sum(end - begin for begin, end, _ in spans) > MAX_DECODED or any(
             end - begin > MAX_MEMBER for begin, end, _ in spans):
-        raise CaptureFormatError(f"'{path}': tensors hold more than {MAX_MEMBER} bytes each "
-                                 f"or {MAX_DECODED} in all; split the dump")
+        raise CaptureFormatError(f"'{terminal(path)}': tensors hold more than {MAX_MEMBER} bytes "
+                                 f"each or {MAX_DECODED} in all; split the dump")
     spans.sort()
     for (_, end, first), (begin, _, second) in zip(spans, spans[1:], strict=False):
         if begin < end:
-            raise CaptureFormatError(f"'{path}': tensors {show(first)} and {show(second)} "
-                                     "overlap in the data; each tensor needs its own bytes")
+            raise CaptureFormatError(f"'{terminal(path)}': tensors {show(first)} and "
+                                     f"{show(second)} overlap in the data; each tensor needs its "
+                                     "own bytes")
 
 
 def _tensor(body: memoryview, name: str, info: Any, path: Path,
             spans: list[tuple[int, int, str]]) -> np.ndarray:
-    where = f"'{path}': tensor {show(name)}"
+    where = f"'{terminal(path)}': tensor {show(name)}"
     if not isinstance(info, dict):
         raise CaptureFormatError(f"{where}: header entry must be an object")
     dtype_name, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")

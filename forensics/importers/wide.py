@@ -15,6 +15,7 @@ import codecs
 from pathlib import Path
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 
 #: byte-order marks of text that is not UTF-8 (UTF-32's first: it begins as UTF-16's does)
 WIDE_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32LE"), (codecs.BOM_UTF32_BE, "UTF-32BE"),
@@ -67,5 +68,5 @@ def refuse_wide(path: Path, prefix: bytes) -> None:
         what, source = f"is {name} text (it starts with its byte-order mark)", name[:-2]
     else:
         what, source = f"looks like {name} text without a byte-order mark ({nuls})", name
-    raise CaptureFormatError(f"log '{path}' {what}; logs are read as UTF-8: convert it first "
-                             f"(iconv -f {source} -t UTF-8)")
+    raise CaptureFormatError(f"log '{terminal(path)}' {what}; logs are read as UTF-8: convert it "
+                             f"first (iconv -f {source} -t UTF-8)")

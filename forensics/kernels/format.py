@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 
 KIND = "kernel_launch"
 SUMMARY_KIND = "kernel_summary"
@@ -271,7 +272,7 @@ def check_launch(event: dict[str, Any], where: str, index: int = 0) -> Launch:
 def launches_of(events: list[dict[str, Any]], capture: str) -> list[Launch]:
     """The capture's launches (its ``kernel_launch`` events), in file and line order."""
     found = [e for e in events if e.get("kind") == KIND]
-    return [check_launch(e, f"capture '{capture}' kernel_launch event {i}", i)
+    return [check_launch(e, f"capture '{terminal(capture)}' kernel_launch event {i}", i)
             for i, e in enumerate(found)]
 
 
@@ -299,7 +300,7 @@ def summaries_of(events: list[dict[str, Any]], capture: str) -> list[dict[str, A
     """The capture's ``kernel_summary`` events (kernels seen, seen only in a graph), checked
     (:func:`check_summary`)."""
     found = [e for e in events if e.get("kind") == SUMMARY_KIND]
-    return [check_summary(e, f"capture '{capture}' kernel_summary event {i}")
+    return [check_summary(e, f"capture '{terminal(capture)}' kernel_summary event {i}")
             for i, e in enumerate(found)]
 
 

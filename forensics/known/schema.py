@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 
 CATALOGUE_PATH = Path(__file__).with_name("catalogue.toml")
 RUNNERS = ("v1", "v2", "both", "unknown")
@@ -99,11 +100,11 @@ def load_catalogue(path: Path | str = CATALOGUE_PATH) -> Catalogue:
     try:  # a FIFO or device is refused, never blocked on; a file past its cap is not read
         data = tomllib.loads(read_bytes(path, "catalogue").decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise CaptureFormatError(f"catalogue '{path}': cannot be read as TOML ({exc}); fix "
-                                 "the file") from None
+        raise CaptureFormatError(f"catalogue '{terminal(path)}': cannot be read as TOML ({exc}); "
+                                 "fix the file") from None
     except RecursionError:  # arrays or tables nested deeper than the parser recurses
-        raise CaptureFormatError(f"catalogue '{path}': cannot be read as TOML (nested deeper "
-                                 "than Python's recursion limit); fix the file") from None
+        raise CaptureFormatError(f"catalogue '{terminal(path)}': cannot be read as TOML (nested "
+                                 "deeper than Python's recursion limit); fix the file") from None
     if data.get("format") != 1:
         raise _bad(path, "format", "must be 1")
     entries = data.get("entry")
@@ -124,7 +125,8 @@ def load_catalogue(path: Path | str = CATALOGUE_PATH) -> Catalogue:
 
 
 def _bad(path: Path, where: str, problem: str) -> CaptureFormatError:
-    return CaptureFormatError(f"catalogue '{path}': field '{where}' {problem}; fix the entry")
+    return CaptureFormatError(f"catalogue '{terminal(path)}': field '{where}' {problem}; fix the "
+                              "entry")
 
 
 def _table(path: Path, where: str, value: Any) -> dict[str, Any]:
@@ -144,7 +146,7 @@ def _entry(path: Path, index: int, raw: Any) -> Entry:
     raw = _table(path, f"entry[{index}]", raw)
     name = f"entry[{index}]"
     ident = _text(path, f"{name}.id", raw.get("id"))
-    name = f"entry '{ident}'"
+    name = f"entry '{terminal(ident)}'"
     runner = _text(path, f"{name}.runner", raw.get("runner"))
     if runner not in RUNNERS:
         raise _bad(path, f"{name}.runner", f"must be one of {list(RUNNERS)}, got {runner!r}")

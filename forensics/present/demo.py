@@ -46,8 +46,8 @@ def bundled_data_dir() -> Path:
     """
     path = Path(__file__).resolve().parents[2] / "data"
     if not any(path.glob("*.capture")):
-        raise CaptureFormatError(f"{path}: no bundled *.capture found; run the demo from a "
-                                 f"checkout of vllm-forensics (make demo)")
+        raise CaptureFormatError(f"{terminal(path)}: no bundled *.capture found; run the demo "
+                                 f"from a checkout of vllm-forensics (make demo)")
     return path
 
 

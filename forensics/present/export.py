@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from forensics.atomic import user_path, write_atomically
 from forensics.errors import ConfigurationError
-from forensics.escaping import csv_cell
+from forensics.escaping import csv_cell, terminal
 from forensics.judge.findings import COLUMNS, finding_records, sort_findings
 from forensics.sites import get_site
 
@@ -69,7 +69,8 @@ def output_path(path: str | Path) -> Path:
     """
     target = user_path(path)
     if target.suffix.lower() not in FORMATS or target.is_dir():
-        raise ConfigurationError(f"-o '{target}': give a file ending in one of {list(FORMATS)}")
+        raise ConfigurationError(f"-o '{terminal(target)}': give a file ending in one of "
+                                 f"{list(FORMATS)}")
     return target
 
 

@@ -42,6 +42,7 @@ from typing import Any
 from forensics.atomic import user_path, write_text_atomically
 from forensics.budget import CHILD_TIMEOUT_ENV
 from forensics.errors import ConfigurationError, ForensicsError, MissingDependencyError
+from forensics.escaping import terminal
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
@@ -377,8 +378,9 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     nb_path = find_notebook(notebook)
     target = user_path(out)
     if target.is_dir():
-        raise ConfigurationError(f"-o '{target}' is a directory; give the HTML file to write, "
-                                 f"e.g. '{target / (capture_path.stem + '.html')}'")
+        raise ConfigurationError(f"-o '{terminal(target)}' is a directory; give the HTML file to "
+                                 f"write, e.g. "
+                                 f"'{terminal(target / (capture_path.stem + '.html'))}'")
     variants = [absolute_variant(v) for v in variants] if variants else variants
     name = capture_path.name.removesuffix(".capture")
     if len(forensics.load(capture_path)) == 0:  # nothing for the notebook to replay
@@ -421,8 +423,8 @@ def absolute_variant(variant: str) -> str:
         return variant
     path = user_path(variant.removeprefix(prefix))
     if not path.is_file():
-        raise ConfigurationError(f"--variant {variant!r}: no diff file at '{path}'; give the "
-                                 f"path of a unified diff, as in --variant vllm+PATH.diff")
+        raise ConfigurationError(f"--variant {variant!r}: no diff file at '{terminal(path)}'; "
+                                 f"give the path of a unified diff, as in --variant vllm+PATH.diff")
     return prefix + str(path.resolve())
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError, ForensicsError, OutputExistsError
-from forensics.escaping import shell_word
+from forensics.escaping import shell_word, terminal
 from forensics.records import Record
 from forensics.variants import DEFAULT_VARIANTS
 
@@ -101,37 +101,38 @@ def check_json(data: dict[str, Any], path: Path) -> None:
                                  "check it with the forensics that wrote it)")
     verdicts = data.get("verdicts")
     if not isinstance(verdicts, dict):
-        raise CaptureFormatError(f"{path}: field 'verdicts' missing; expected an object "
+        raise CaptureFormatError(f"{terminal(path)}: field 'verdicts' missing; expected an object "
                                  f"{{variant: {{site: verdict}}}}; {fix}")
     if len(verdicts) > MAX_VARIANTS:
-        raise CaptureFormatError(f"{path}: field 'verdicts' holds {len(verdicts)} variants, "
-                                 f"more than {MAX_VARIANTS}; {fix}")
+        raise CaptureFormatError(f"{terminal(path)}: field 'verdicts' holds {len(verdicts)} "
+                                 f"variants, more than {MAX_VARIANTS}; {fix}")
     for variant, sites in verdicts.items():
         if not isinstance(sites, dict) or not all(
                 isinstance(v, str) and len(v) <= 64 for v in sites.values()):
-            raise CaptureFormatError(f"{path}: field 'verdicts.{shortened(variant)}' must map "
-                                     f"each site to a verdict string; {fix}")
+            raise CaptureFormatError(f"{terminal(path)}: field 'verdicts.{shortened(variant)}' "
+                                     f"must map each site to a verdict string; {fix}")
         if len(sites) > MAX_SITES or any(len(site) > MAX_NAME for site in sites):
             raise CaptureFormatError(
-                f"{path}: field 'verdicts.{shortened(variant)}' must name at most {MAX_SITES} "
-                f"sites, each of at most {MAX_NAME} characters; {fix}")
+                f"{terminal(path)}: field 'verdicts.{shortened(variant)}' must name at most "
+                f"{MAX_SITES} sites, each of at most {MAX_NAME} characters; {fix}")
     firsts = data.get("first_finding", {})
     if not isinstance(firsts, dict):
-        raise CaptureFormatError(f"{path}: field 'first_finding' must be an object "
+        raise CaptureFormatError(f"{terminal(path)}: field 'first_finding' must be an object "
                                  f"{{variant: finding or null}}; {fix}")
     if len(firsts) > MAX_VARIANTS:
-        raise CaptureFormatError(f"{path}: field 'first_finding' holds {len(firsts)} variants, "
-                                 f"more than {MAX_VARIANTS}; {fix}")
+        raise CaptureFormatError(f"{terminal(path)}: field 'first_finding' holds {len(firsts)} "
+                                 f"variants, more than {MAX_VARIANTS}; {fix}")
     for variant, finding in firsts.items():
         if finding is not None and not (isinstance(finding, dict) and all(
                 isinstance(v, (str, int, bool)) or v is None
                 or (isinstance(v, float) and math.isfinite(v)) for v in finding.values())):
-            raise CaptureFormatError(f"{path}: field 'first_finding.{shortened(variant)}' "
-                                     f"must be null or an object of plain values (strings, "
-                                     f"finite numbers, booleans, null); {fix}")
+            raise CaptureFormatError(f"{terminal(path)}: field "
+                                     f"'first_finding.{shortened(variant)}' must be null or an "
+                                     f"object of plain values (strings, finite numbers, "
+                                     f"booleans, null); {fix}")
         if finding is not None and not _finding_fits(finding):
             raise CaptureFormatError(
-                f"{path}: field 'first_finding.{shortened(variant)}' must hold at most "
+                f"{terminal(path)}: field 'first_finding.{shortened(variant)}' must hold at most "
                 f"{len(FIRST_KEYS)} keys, each key and string value of at most {MAX_NAME} "
                 f"characters; {fix}")
         for key, value in (finding or {}).items():
@@ -145,8 +146,8 @@ def check_json(data: dict[str, Any], path: Path) -> None:
 
     crash = data.get("crash_verdict")
     if crash is not None and crash not in CRASH_VERDICTS:
-        raise CaptureFormatError(f"{path}: field 'crash_verdict' must be a verdict string "
-                                 f"(unexplained, explained, no crash); {fix}")
+        raise CaptureFormatError(f"{terminal(path)}: field 'crash_verdict' must be a verdict "
+                                 f"string (unexplained, explained, no crash); {fix}")
 
 
 def _finding_fits(finding: dict[str, Any]) -> bool:
@@ -158,8 +159,9 @@ def _finding_fits(finding: dict[str, Any]) -> bool:
 
 
 def shortened(text: str) -> str:
-    """A name read from a file, shortened for a one-line message."""
-    return text if len(text) <= MAX_NAME else text[:MAX_NAME - 3] + "..."
+    """A name read from a file, shortened and escaped (:func:`terminal`) for a one-line
+    message."""
+    return terminal(text if len(text) <= MAX_NAME else text[:MAX_NAME - 3] + "...")
 
 
 def evidence_of(result: Any, keys: Sequence[str] = FIRST_KEYS, crash: bool = False) -> Evidence:
@@ -252,8 +254,9 @@ def check_output(source: str | os.PathLike[str], out: str | os.PathLike[str],
     """
     src, dst = Path(os.path.realpath(source)), Path(os.path.realpath(out))
     if dst == src or src in dst.parents:
-        raise OutputExistsError(f"output '{out}' is the input capture '{source}' or inside it; "
-                                "choose another output path (the original is never modified)")
+        raise OutputExistsError(f"output '{terminal(out)}' is the input capture "
+                                f"'{terminal(source)}' or inside it; choose another output path "
+                                "(the original is never modified)")
     from forensics.store.writer import check_replaceable
 
     check_replaceable(Path(out), force)
@@ -314,6 +317,6 @@ def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: di
                           crash=True)
         changed = differences(expected, got)
         if changed:
-            raise EvidenceChangedError(f"refusing to write '{out}': its replay differs from the "
-                                       f"original's: {'; '.join(changed)}")
+            raise EvidenceChangedError(f"refusing to write '{terminal(out)}': its replay differs "
+                                       f"from the original's: {'; '.join(changed)}")
     return Path(out)

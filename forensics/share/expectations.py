@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError, OutputError, UnknownVariantError
-from forensics.escaping import shell_path
+from forensics.escaping import shell_path, terminal
 from forensics.share.evidence import (
     EXPECTED_KEYS,
     Evidence,
@@ -77,7 +77,7 @@ def read_expected(capture: Path) -> dict[str, Any]:
     path = capture / EXPECTED_NAME
     data = read_file(capture)
     if data is None:
-        raise CaptureFormatError(f"{path}: no expected results; create them with "
+        raise CaptureFormatError(f"{terminal(path)}: no expected results; create them with "
                                  f"`forensics check {shell_path(capture)} --accept`")
     check_json(data, path)
     return data
@@ -104,10 +104,10 @@ def choose_variants(expected: dict[str, Any], path: Path, variants: Sequence[str
     if foreign:
         built_in = "is not built in" if foreign[0] not in registry.names() else "runs real code"
         raise UnknownVariantError(
-            f"{path}: field 'verdicts' names variant {shortened(foreign[0])!r}, which {built_in} "
-            f"(a capture alone runs only {list(DEFAULT_VARIANTS)}); a capture never chooses "
-            "code to run: pass --variant NAME for each variant to check, or --trust-expected "
-            "for the registered ones (only if you trust the capture)")
+            f"{terminal(path)}: field 'verdicts' names variant '{shortened(foreign[0])}', which "
+            f"{built_in} (a capture alone runs only {list(DEFAULT_VARIANTS)}); a capture never "
+            "chooses code to run: pass --variant NAME for each variant to check, or "
+            "--trust-expected for the registered ones (only if you trust the capture)")
     return list(expected["verdicts"] or DEFAULT_VARIANTS)
 
 
@@ -174,6 +174,6 @@ def write_json(path: Path, data: dict[str, Any]) -> Path:
             os.unlink(tmp)
             raise
     except OSError as exc:
-        raise OutputError(f"cannot write '{path}': {exc.strerror}; check the folder's "
+        raise OutputError(f"cannot write '{terminal(path)}': {exc.strerror}; check the folder's "
                           "permissions and free space") from None
     return path

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.errors import ForensicsError
+from forensics.escaping import terminal
 from forensics.records import Record
 from forensics.share.error_text import PSEUDONYM, PUBLIC_ERROR_FIELDS, public_error_text
 from forensics.share.evidence import Evidence, evidence_of, publish, reference
@@ -116,7 +117,7 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
     expected = shareable_evidence(evidence_of(result, crash=True))
-    redactor = Redactor(token_domain(cap, f"capture '{cap.path}'"), keep=keep_manifest)
+    redactor = Redactor(token_domain(cap, f"capture '{terminal(cap.path)}'"), keep=keep_manifest)
     # the flight recorder's launches hold tensor contents (token ids among them): not shared
     redactor.dropped.update(f"{e['kind']} events" for e in cap.kernel_events)
     manifest = redactor.manifest(cap.manifest)

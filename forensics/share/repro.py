@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from forensics.errors import ConfigurationError
+from forensics.escaping import terminal
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -341,8 +342,9 @@ def refuse_inside_capture(path: Path, capture: CaptureArg) -> None:
         return
     folder, written = Path(where).resolve(), Path(path).resolve()
     if written == folder or folder in written.parents:
-        raise ConfigurationError(f"'{path}' is inside the capture '{capture}'; write the "
-                                 "repro outside the capture folder (-o DIR/NAME.py)")
+        raise ConfigurationError(f"'{terminal(path)}' is inside the capture "
+                                 f"'{terminal(capture)}'; write the repro outside the capture "
+                                 "folder (-o DIR/NAME.py)")
 
 
 def write_repro(capture: CaptureArg, out: str | os.PathLike[str], *,
@@ -363,20 +365,20 @@ def write_repro(capture: CaptureArg, out: str | os.PathLike[str], *,
     target = user_path(out)
     data = data_path(target)
     if target.suffix != ".py":
-        raise ConfigurationError(f"'{target}' does not end in .py; name the pytest file "
+        raise ConfigurationError(f"'{terminal(target)}' does not end in .py; name the pytest file "
                                  "NAME.py (its data goes to NAME.json)")
     if not 1 <= deadline <= 3600:
         raise ConfigurationError(f"--deadline {deadline}: give 1 to 3600 seconds")
     for path in (target, data):
         refuse_inside_capture(path, capture)
         if path.exists() and not force:
-            raise ConfigurationError(f"'{path}' exists; pass --force to replace it")
+            raise ConfigurationError(f"'{terminal(path)}' exists; pass --force to replace it")
     installed = require_vllm()
     chosen, manifest = failing_records(capture)
     if not chosen:
         raise ConfigurationError(
-            f"the installed vLLM's code leaves no index out of range in '{capture}'; nothing "
-            "to reproduce (a model-only finding is not reproducible on the real code)")
+            f"the installed vLLM's code leaves no index out of range in '{terminal(capture)}'; "
+            "nothing to reproduce (a model-only finding is not reproducible on the real code)")
     text = json.dumps(repro_data(chosen, manifest, installed, deadline), ensure_ascii=True,
                       allow_nan=False)
     write_text_atomically(data, text + "\n")

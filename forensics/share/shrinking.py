@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.errors import ForensicsError
+from forensics.escaping import terminal
 from forensics.judge.continuity import CLAMPED, SUBSTITUTED
 from forensics.progress import Progress
 from forensics.share.ddmin import Budget, ddmin
@@ -105,9 +106,9 @@ def shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[
     reference_seconds = time.perf_counter() - start
     expected = evidence_of(result, crash=True)
     if not (expected.has_findings or expected.has_errors):
-        raise NothingToKeepError(f"capture '{cap.path}' has no finding and no site whose replay "
-                                 f"raised under {names}: there is no evidence to keep; share it "
-                                 "whole or choose other variants")
+        raise NothingToKeepError(f"capture '{terminal(cap.path)}' has no finding and no site "
+                                 f"whose replay raised under {names}: there is no evidence to "
+                                 "keep; share it whole or choose other variants")
     search = _Search(result, expected, names, progress)
     kept = search.run()
     steps = sorted({int(result.index["step"].iat[i]) for i in kept})

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 from forensics.progress import Progress
 from forensics.simulator.step import Derived, StepFields, request_names
 from forensics.store import arrow_numpy as an
@@ -254,7 +255,7 @@ class _ForkedBlocks:
             message = pipe.read().decode(errors="replace")
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
-            raise CaptureFormatError(f"writing {steps} of '{self.writer.path}' failed in "
+            raise CaptureFormatError(f"writing {steps} of '{terminal(self.writer.path)}' failed in "
                                      f"process {pid} (exit {code}): {message or 'no message'}")
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

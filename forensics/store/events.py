@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 from forensics.store.fs import append_whole
 from forensics.store.guarded import iter_lines
 from forensics.store.json_in import DuplicateKeyError, loads_finite
@@ -84,8 +85,8 @@ def open_sidecar(path: Path) -> int:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.getuid():
-            raise PermissionError(f"'{path}' is in the way: not a plain file of this user "
-                                  "with one link; the events go nowhere rather than into it")
+            raise PermissionError(f"'{terminal(path)}' is in the way: not a plain file of this "
+                                  "user with one link; the events go nowhere rather than into it")
         end_on_a_line(fd, st.st_size, path)
     except BaseException:
         os.close(fd)
@@ -102,8 +103,8 @@ def end_on_a_line(fd: int, size: int, path: Path) -> None:
         return
     end = tail.rfind(b"\n")
     if end < 0 and size > len(tail):
-        raise PermissionError(f"'{path}' ends in a line longer than {MAX_LINE} bytes: not an "
-                              "events file of this capture's writers; the events go nowhere")
+        raise PermissionError(f"'{terminal(path)}' ends in a line longer than {MAX_LINE} bytes: "
+                              "not an events file of this capture's writers; the events go nowhere")
     os.ftruncate(fd, size - len(tail) + end + 1)
 
 
@@ -157,14 +158,14 @@ def _read_one(root: Path, path: Path, out: list[dict[str, Any]], containers: lis
         if not line.strip():
             continue
         if len(line) > MAX_LINE:
-            raise CaptureFormatError(f"events file '{path}' line {number}: longer than "
+            raise CaptureFormatError(f"events file '{terminal(path)}' line {number}: longer than "
                                      f"{MAX_LINE} bytes; an event is one short JSON object")
         if len(out) >= MAX_EVENTS:
-            raise CaptureFormatError(f"events file '{path}': more than {MAX_EVENTS} events in "
-                                     "the capture; remove the excess lines")
+            raise CaptureFormatError(f"events file '{terminal(path)}': more than {MAX_EVENTS} "
+                                     "events in the capture; remove the excess lines")
         containers[0] += line.count(b"[") + line.count(b"{")
         if containers[0] > MAX_CONTAINERS:
-            raise CaptureFormatError(f"events file '{path}' line {number}: the capture's "
+            raise CaptureFormatError(f"events file '{terminal(path)}' line {number}: the capture's "
                                      f"events hold more than {MAX_CONTAINERS} JSON lists and "
                                      "objects; an event is one short JSON object: remove the "
                                      "excess lines")
@@ -173,7 +174,7 @@ def _read_one(root: Path, path: Path, out: list[dict[str, Any]], containers: lis
 
 
 def _event(line: bytes, path: Path, number: int) -> dict[str, Any]:
-    where = f"events file '{path}' line {number}"
+    where = f"events file '{terminal(path)}' line {number}"
     try:
         event = loads_finite(line.decode("utf-8"))
     except DuplicateKeyError as exc:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from forensics.errors import CaptureFormatError, UnsafeInputError
+from forensics.escaping import terminal
 from forensics.store.paths import check_within
 
 MIB = 1 << 20
@@ -62,15 +63,17 @@ def open_guarded(path: Path, kind: str, root: Path | None = None) -> int:
         raise
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise UnsafeInputError(f"{kind} '{path}' became a link after it was checked; "
+            raise UnsafeInputError(f"{kind} '{terminal(path)}' became a link after it was checked; "
                                    "refused, not followed. Is someone changing the capture?") \
                 from None
-        raise CaptureFormatError(f"{kind} '{path}' cannot be opened: {exc.strerror}") from None
+        raise CaptureFormatError(f"{kind} '{terminal(path)}' cannot be opened: "
+                                 f"{exc.strerror}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise UnsafeInputError(f"{kind} '{path}' is not a regular file (a FIFO, device, "
-                                   "socket or directory); refused. Replace it with the file")
+            raise UnsafeInputError(f"{kind} '{terminal(path)}' is not a regular file (a FIFO, "
+                                   "device, socket or directory); refused. Replace it with the "
+                                   "file")
         check_size(path, kind, info.st_size)
         os.set_blocking(fd, True)
     except BaseException:
@@ -88,8 +91,8 @@ def check_size(path: Path, kind: str, size: int) -> None:
     """Raise CaptureFormatError when ``size`` exceeds the cap of ``kind``."""
     limit = LIMITS.get(kind, 1 << 30)
     if size > limit:
-        raise CaptureFormatError(f"{kind} '{path}' is {size} bytes; at most {limit} are read. "
-                                 "Is it the right file?")
+        raise CaptureFormatError(f"{kind} '{terminal(path)}' is {size} bytes; at most {limit} "
+                                 "are read. Is it the right file?")
 
 
 def stored_size(fd: int) -> tuple[int, int]:
@@ -135,8 +138,8 @@ def read_bytes(path: Path, kind: str, root: Path | None = None,
     fd = open_guarded(path, kind, root)
     try:
         if os.fstat(fd).st_size > cap:
-            raise CaptureFormatError(f"{kind} '{path}' is larger than the {cap} bytes it may "
-                                     "hold; delete or replace it")
+            raise CaptureFormatError(f"{kind} '{terminal(path)}' is larger than the {cap} bytes "
+                                     "it may hold; delete or replace it")
         parts: list[bytes] = []
         total = 0
         while True:
@@ -146,9 +149,11 @@ def read_bytes(path: Path, kind: str, root: Path | None = None,
             parts.append(piece)
             total += len(piece)
             if total > cap:
-                raise CaptureFormatError(f"{kind} '{path}' grew past {cap} bytes while read")
+                raise CaptureFormatError(f"{kind} '{terminal(path)}' grew past {cap} bytes while "
+                                         "read")
     except OSError as exc:
-        raise CaptureFormatError(f"{kind} '{path}' cannot be read: {exc.strerror}") from None
+        raise CaptureFormatError(f"{kind} '{terminal(path)}' cannot be read: "
+                                 f"{exc.strerror}") from None
     finally:
         os.close(fd)
 
@@ -164,7 +169,8 @@ def read_prefix(path: Path, kind: str, size: int, root: Path | None = None) -> b
             size -= len(piece)
         return b"".join(parts)
     except OSError as exc:
-        raise CaptureFormatError(f"{kind} '{path}' cannot be read: {exc.strerror}") from None
+        raise CaptureFormatError(f"{kind} '{terminal(path)}' cannot be read: "
+                                 f"{exc.strerror}") from None
     finally:
         os.close(fd)
 
@@ -182,10 +188,12 @@ def iter_lines(path: Path, kind: str, root: Path | None = None,
     one that grows)."""
     fd = open_guarded(path, kind, root)
     try:
-        yield from _lines(_pieces(fd, cr_ends, f"{kind} '{path}'", LIMITS.get(kind, 1 << 30)),
+        label = f"{kind} '{terminal(path)}'"
+        yield from _lines(_pieces(fd, cr_ends, label, LIMITS.get(kind, 1 << 30)),
                           max_line)
     except OSError as exc:
-        raise CaptureFormatError(f"{kind} '{path}' cannot be read: {exc.strerror}") from None
+        raise CaptureFormatError(f"{kind} '{terminal(path)}' cannot be read: "
+                                 f"{exc.strerror}") from None
     finally:
         os.close(fd)
 

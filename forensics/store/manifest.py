@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 from forensics.store.guarded import read_bytes
 from forensics.store.json_in import DuplicateKeyError, loads_finite, strict_json
 from forensics.store.paths import EXPECTED, MANIFEST, inside
@@ -117,18 +118,18 @@ def read_json_object(path: Path, what: str, root: Path | None = None,
     data = read_bytes(path, what, root)
     containers = data.count(b"[") + data.count(b"{")
     if containers > MAX_CONTAINERS:
-        raise CaptureFormatError(f"{what} '{path}' holds {containers} JSON lists and objects, "
-                                 f"past {MAX_CONTAINERS}; it is a short object of settings: "
-                                 "replace it with the one its producer wrote")
+        raise CaptureFormatError(f"{what} '{terminal(path)}' holds {containers} JSON lists and "
+                                 f"objects, past {MAX_CONTAINERS}; it is a short object of "
+                                 "settings: replace it with the one its producer wrote")
     try:
         text = data.decode("utf-8")
         value = loads_finite(text) if finite else strict_json(text)
     except DuplicateKeyError as exc:
-        raise CaptureFormatError(f"{what} '{path}': {exc}; keep one of them") from None
+        raise CaptureFormatError(f"{what} '{terminal(path)}': {exc}; keep one of them") from None
     except (ValueError, RecursionError) as exc:
-        raise CaptureFormatError(f"{what} '{path}' is not valid JSON: {exc}") from None
+        raise CaptureFormatError(f"{what} '{terminal(path)}' is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
-        raise CaptureFormatError(f"{what} '{path}' must hold a JSON object, "
+        raise CaptureFormatError(f"{what} '{terminal(path)}' must hold a JSON object, "
                                  f"got {type(value).__name__}")
     return value
 
@@ -142,27 +143,27 @@ def read_manifest(root: Path) -> dict[str, Any]:
     """
     path = root / MANIFEST
     if not path.exists() and not path.is_symlink():
-        raise CaptureFormatError(f"'{root}' has no {MANIFEST}; it is not a capture "
+        raise CaptureFormatError(f"'{terminal(root)}' has no {MANIFEST}; it is not a capture "
                                  "(create one with forensics import or the probe)")
     inside(root, MANIFEST)
     manifest = read_json_object(path, "manifest", root, finite=True)
     version = manifest.get("format")
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version:
-        raise CaptureFormatError(f"manifest '{path}': 'format' must be a positive integer, "
-                                 f"got {version!r}")
+        raise CaptureFormatError(f"manifest '{terminal(path)}': 'format' must be a positive "
+                                 f"integer, got {version!r}")
     if version > FORMAT_VERSION:
-        raise CaptureFormatError(f"manifest '{path}': format {version} is newer than this "
-                                 f"reader ({FORMAT_VERSION}); upgrade vllm-forensics")
+        raise CaptureFormatError(f"manifest '{terminal(path)}': format {version} is newer than "
+                                 f"this reader ({FORMAT_VERSION}); upgrade vllm-forensics")
     for key in OBJECT_KEYS:
         if not isinstance(manifest.get(key, {}), dict):
-            raise CaptureFormatError(f"manifest '{path}': {key!r} must be an object, got "
+            raise CaptureFormatError(f"manifest '{terminal(path)}': {key!r} must be an object, got "
                                      f"{type(manifest[key]).__name__}; fix the producer or "
                                      f"remove the entry")
     for key in PATH_LIST_KEYS:
         entries = manifest.get(key, [])
         if not isinstance(entries, list):
-            raise CaptureFormatError(f"manifest '{path}': {key!r} must be a list of relative "
-                                     f"paths, got {type(entries).__name__}")
+            raise CaptureFormatError(f"manifest '{terminal(path)}': {key!r} must be a list of "
+                                     f"relative paths, got {type(entries).__name__}")
         for entry in entries:
             inside(root, entry)
     return manifest

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 
 #: the kernel's limit of memory maps per process
 MAX_MAP_COUNT = Path("/proc/sys/vm/max_map_count")
@@ -43,7 +44,7 @@ def require_map_slots(root: Path, segments: int) -> None:
     used = maps_in_use()
     if segments > limit - used - RESERVED_MAPS:
         raise CaptureFormatError(
-            f"'{root}' holds {segments} segment files, more than this process can map "
+            f"'{terminal(root)}' holds {segments} segment files, more than this process can map "
             f"(vm.max_map_count is {limit}, {used} maps in use, {RESERVED_MAPS} kept for the "
             f"command); raise the limit (sysctl -w vm.max_map_count="
             f"{segments + used + 2 * RESERVED_MAPS}) or read a copy with fewer, larger segments")

@@ -70,9 +70,10 @@ def inside(root: Path, relative: str) -> Path:
             target lies outside ``root``.
     """
     if not isinstance(relative, str) or not relative or "\x00" in relative:
-        raise UnsafeInputError(f"path entry {relative!r} in '{root}' is not a relative path")
+        raise UnsafeInputError(f"path entry {relative!r} in '{terminal(root)}' is not a relative "
+                               "path")
     if os.path.isabs(relative) or relative.startswith(("/", "\\")):
-        raise UnsafeInputError(f"path entry {relative!r} in '{root}' is absolute; "
+        raise UnsafeInputError(f"path entry {relative!r} in '{terminal(root)}' is absolute; "
                                "entries must stay inside the capture directory")
     candidate = root / relative
     check_within(root, candidate)
@@ -92,8 +93,8 @@ def check_within(root: Path, path: Path) -> None:
     real = os.path.realpath(path)
     if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
         raise UnsafeInputError(
-            f"'{path}' resolves to '{real}', outside the capture directory '{real_root}'; "
-            "remove the link or copy the file into the capture"
+            f"'{terminal(path)}' resolves to '{terminal(real)}', outside the capture directory "
+            f"'{terminal(real_root)}'; remove the link or copy the file into the capture"
         )
 
 
@@ -110,7 +111,7 @@ def named(path: str | os.PathLike[str], what: str = "capture") -> Path:
     if root.name in ("", ".", "..") or str(path).rstrip("/").endswith(("/.", "/..")):
         root = root.resolve()
     if not root.name:
-        raise OutputError(f"{what} '{path}' is the root folder; give a NAME.capture path "
+        raise OutputError(f"{what} '{terminal(path)}' is the root folder; give a NAME.capture path "
                           f"inside a folder")
     return root
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 from forensics.records import Record
 from forensics.sites import SITES, site_order
 from forensics.store.manifest import read_expected, read_manifest
@@ -237,16 +238,17 @@ def _open_segments(root: Path) -> list[Segment]:
     for entry, name in named:
         if name.filename != entry:  # 'r00' or '00000': it would be read as another file
             raise CaptureFormatError(
-                f"segment file '{entry}' of '{root}' is not named as a writer names it: it "
-                f"reads as '{name.filename}'; rename it to that (if no file has that name) or "
-                "delete it")
+                f"segment file '{terminal(entry)}' of '{terminal(root)}' is not named as a "
+                f"writer names it: it reads as '{name.filename}'; rename it to that (if no file "
+                "has that name) or delete it")
         segments.append(Segment(root, name, schemas))
     segments.sort(key=lambda s: (site_order(s.site), s.rank, s.process, s.seq))
     twins = find_duplicate(segments)
     if twins is not None:
         raise CaptureFormatError(
-            f"segments '{twins[0].name}' and '{twins[1].name}' of '{root}' hold the same "
-            "batches (a copied file would count every record twice); delete the copy")
+            f"segments '{terminal(twins[0].name)}' and '{terminal(twins[1].name)}' of "
+            f"'{terminal(root)}' hold the same batches (a copied file would count every record "
+            "twice); delete the copy")
     return segments
 
 

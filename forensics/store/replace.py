@@ -21,6 +21,7 @@ from pathlib import Path
 
 from forensics.digits import ascii_int
 from forensics.errors import ForensicsError
+from forensics.escaping import terminal
 from forensics.store.fs import fsync_dir
 
 
@@ -105,10 +106,9 @@ def recover(out: Path, clean: bool = False) -> None:
     except (ValueError, RecursionError, TypeError) as exc:
         import warnings
 
-        warnings.warn(f"forensics: ignored the replacement journal '{_journal(out)}': not one "
-                      f"of ours ({type(exc).__name__}); remove it if no forensics command is "
-                      f"writing "
-                      f"'{out}'", stacklevel=2)
+        warnings.warn(f"forensics: ignored the replacement journal '{terminal(_journal(out))}': "
+                      f"not one of ours ({type(exc).__name__}); remove it if no forensics "
+                      f"command is writing '{terminal(out)}'", stacklevel=2)
 
 
 def _resume(out: Path) -> None:

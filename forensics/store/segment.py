@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.errors import CaptureFormatError, ForensicsError
-from forensics.escaping import python_string
+from forensics.escaping import python_string, terminal
 from forensics.libc import libc_function
 from forensics.store.arrow_codec import ColumnSig, schema_columns, schema_info
 from forensics.store.batch import BatchView
@@ -107,7 +107,7 @@ class Segment:
         self.site, self.rank, self.process, self.seq = name.site, name.rank, name.process, \
             name.seq
         self.path = root / self.name
-        self.where = f"segment '{self.name}' of '{root.name}'"
+        self.where = f"segment '{terminal(self.name)}' of '{terminal(root.name)}'"
         self.truncated = False
         self.columns: dict[str, tuple[str, str]] = {}
         self._table = np.zeros(0, dtype=ENTRY)
@@ -212,8 +212,8 @@ class Segment:
                                    & (lengths >= 0) & (lengths <= MAX_INDEXED_BYTES)))
         if len(outside):
             raise CaptureFormatError(f"{self.where}: index entry {int(outside[0])} points "
-                                     f"outside the segment; delete '{index_path.name}' to "
-                                     "rescan")
+                                     f"outside the segment; delete '{terminal(index_path.name)}' "
+                                     "to rescan")
         ends = offsets + lengths
         starts_ok = np.concatenate([[offsets[0] == schema_end], offsets[1:] == ends[:-1]])
         visible = int(np.searchsorted(ends, self.size, side="right")) if starts_ok.all() \
@@ -225,7 +225,7 @@ class Segment:
         bad = np.flatnonzero(~(starts_ok[:visible] & sane & self._heads_stored(shown)))
         if len(bad):
             raise CaptureFormatError(f"{self.where}: index entry {int(bad[0])} does not match "
-                                     f"the segment; delete '{index_path.name}' to rescan")
+                                     f"the segment; delete '{terminal(index_path.name)}' to rescan")
         return shown
 
     def _heads_stored(self, entries: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from forensics.errors import CaptureFormatError, OutputError, OutputExistsError
+from forensics.escaping import terminal
 from forensics.records import Record
 from forensics.store import arrow_numpy
 from forensics.store.arrow_codec import (
@@ -161,11 +162,11 @@ class CaptureWriter:
                 value the store cannot keep (the message names the record and field).
         """
         if self._closed:
-            raise CaptureFormatError(f"writer of '{self.path}' is closed")
+            raise CaptureFormatError(f"writer of '{terminal(self.path)}' is closed")
         if validated and not record.summary:
             columns = trusted_columns(record)
         else:
-            where = f"record {self._appended} appended to '{self.path.name}'"
+            where = f"record {self._appended} appended to '{terminal(self.path.name)}'"
             validate_record(record, where)
             columns = record_columns(record, where)
         self._buffers.setdefault((record.site, record.rank), []).append((record, columns))
@@ -194,7 +195,7 @@ class CaptureWriter:
                 Arrow type than the segment's schema says.
         """
         if self._closed:
-            raise CaptureFormatError(f"writer of '{self.path}' is closed")
+            raise CaptureFormatError(f"writer of '{terminal(self.path)}' is closed")
         key = (site, rank)
         if key in self._buffers:
             self._flush_key(key, self._buffers.pop(key))
@@ -204,7 +205,7 @@ class CaptureWriter:
                                                schema=segment.schema)
         except (KeyError, TypeError, ValueError, pa.ArrowInvalid) as exc:
             raise CaptureFormatError(f"columns of {site!r} rank {rank} do not fit the segment "
-                                     f"schema of '{self.path.name}': {exc}") from None
+                                     f"schema of '{terminal(self.path.name)}': {exc}") from None
         segment.write_batch(batch)
 
     def extend(self, records: Iterable[Record], *, validated: bool = False,
@@ -342,7 +343,7 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
             yield writer
         install(tmp, out)
     except OSError as exc:
-        raise OutputError(f"cannot write capture '{out}': {exc.strerror or exc}"
+        raise OutputError(f"cannot write capture '{terminal(out)}': {exc.strerror or exc}"
                           f"{_at(exc)}; check the folder, its permissions and free "
                           "space") from None
     finally:
@@ -352,7 +353,7 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
 
 
 def _at(exc: OSError) -> str:
-    return f" (at '{exc.filename}')" if exc.filename else ""
+    return f" (at '{terminal(exc.filename)}')" if exc.filename else ""
 
 
 def check_replaceable(out: Path, force: bool) -> None:
@@ -365,10 +366,11 @@ def check_replaceable(out: Path, force: bool) -> None:
     if not (out.exists() or out.is_symlink()):
         return
     if not force:
-        raise OutputExistsError(f"output '{out}' exists; pass --force (force=True) to replace it")
+        raise OutputExistsError(f"output '{terminal(out)}' exists; pass --force (force=True) to "
+                                "replace it")
     if out.is_symlink() or not out.is_dir():
-        raise OutputExistsError(f"output '{out}' exists and is not a capture directory; "
+        raise OutputExistsError(f"output '{terminal(out)}' exists and is not a capture directory; "
                                 "remove it yourself or choose another name")
     if any(out.iterdir()) and not (out / MANIFEST).is_file():
-        raise OutputExistsError(f"output '{out}' is a non-empty directory without "
+        raise OutputExistsError(f"output '{terminal(out)}' is a non-empty directory without "
                                 f"{MANIFEST}, not a capture; --force only replaces captures")

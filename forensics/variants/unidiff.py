@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from forensics.errors import PatchApplyError
+from forensics.escaping import terminal
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
@@ -155,8 +156,8 @@ def _read_hunk(lines: list[str], i: int, match: re.Match[str], number: int, sour
         i += 1
     if (old_seen, new_seen) != (old_len, new_len):
         raise PatchApplyError(
-            f"{source}: hunk {number} of {path} does not parse: its header says -{old_len} "
-            f"+{new_len} lines, the body has -{old_seen} +{new_seen}; fix the diff")
+            f"{source}: hunk {number} of {terminal(path)} does not parse: its header says "
+            f"-{old_len} +{new_len} lines, the body has -{old_seen} +{new_seen}; fix the diff")
     return hunk, i
 
 
@@ -176,7 +177,8 @@ class Work:
         """
         self.left -= lines
         if self.left < 0:
-            where = f"hunk {hunk.number} of {patch.path}" if hunk else f"patch of {patch.path}"
+            target = terminal(patch.path)
+            where = f"hunk {hunk.number} of {target}" if hunk else f"patch of {target}"
             raise PatchApplyError(
                 f"{self.source}: applying the diff takes more than {self.budget} line "
                 f"comparisons (at {where}: its hunks lie far from the lines their headers name, "
@@ -203,9 +205,9 @@ def apply_hunks(text: str, patch: FilePatch, source: str = "<diff>",
         at = _locate(body, hunk, offset, partial(work.spend, patch=patch, hunk=hunk))
         if at is None:
             raise PatchApplyError(
-                f"{source}: hunk {hunk.number} of {patch.path} does not apply (expected at line "
-                f"{hunk.old_start}: {hunk.old_lines()[:1]!r}...); the diff is not against this "
-                f"file's version")
+                f"{source}: hunk {hunk.number} of {terminal(patch.path)} does not apply "
+                f"(expected at line {hunk.old_start}: {hunk.old_lines()[:1]!r}...); the diff is "
+                "not against this file's version")
         old, new = hunk.old_lines(), hunk.new_lines()
         end = ends[at] if at < len(ends) else (ends[-1] if ends else "")  # the file's own CR
         body[at:at + len(old)] = new

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import ModuleType
 
 from forensics.errors import CaptureFormatError, PatchApplyError
+from forensics.escaping import terminal
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.store.guarded import read_bytes
@@ -108,7 +109,7 @@ def patched_sources(diff_path: str | Path) -> dict[str, str]:
         PatchApplyError: the diff does not parse, touches something other than an existing
             vllm module, or a hunk does not apply (the message names file and hunk).
     """
-    source = str(diff_path)
+    source = terminal(diff_path)  # the diff as its messages name it
     root = vllm_root()
     package = (root / "vllm").resolve()
     work = Work(source)
@@ -118,8 +119,8 @@ def patched_sources(diff_path: str | Path) -> dict[str, str]:
         target = root / patch.path
         if patch.path not in result and not (target.is_file()
                                              and target.resolve().is_relative_to(package)):
-            raise PatchApplyError(f"{source}: target file {patch.path} does not exist in the "
-                                  f"installed vllm at {root} (or is a link out of it)")
+            raise PatchApplyError(f"{source}: target file {terminal(patch.path)} does not exist "
+                                  f"in the installed vllm at {root} (or is a link out of it)")
         text = result[patch.path] if patch.path in result else target.read_text(encoding="utf-8")
         result[patch.path] = apply_hunks(text, patch, source, work)
     return result
@@ -127,11 +128,11 @@ def patched_sources(diff_path: str | Path) -> dict[str, str]:
 
 def _check_target(patch: FilePatch, source: str) -> None:
     if "/dev/null" in (patch.old_path, patch.new_path):
-        raise PatchApplyError(f"{source}: the patch of {patch.path} creates or deletes a file; "
-                              f"only changes to existing vllm modules can be replayed")
+        raise PatchApplyError(f"{source}: the patch of {terminal(patch.path)} creates or deletes "
+                              f"a file; only changes to existing vllm modules can be replayed")
     if patch.old_path != patch.new_path:
-        raise PatchApplyError(f"{source}: the patch renames {patch.old_path} to "
-                              f"{patch.new_path}; only in-place changes can be replayed")
+        raise PatchApplyError(f"{source}: the patch renames {terminal(patch.old_path)} to "
+                              f"{terminal(patch.new_path)}; only in-place changes can be replayed")
     module_name(patch.path)
 
 
@@ -173,7 +174,7 @@ def _load_copy(tmp: Path, path: str, text: str, digest: str, source: str) -> Mod
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[private]
-        raise PatchApplyError(f"{source}: the patched copy of {path} fails to import "
+        raise PatchApplyError(f"{source}: the patched copy of {terminal(path)} fails to import "
                               f"({exc.__class__.__name__}: {exc}); fix the diff") from exc
     apply_settings(module)
     return module

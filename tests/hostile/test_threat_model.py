@@ -706,6 +706,18 @@ TESTS = {
              "test_an_address_in_the_last_bytes_is_outside_every_tensor"],
     "T45f": ["tests/hostile/test_round9_attack9a.py::"
              "test_launches_of_nan_scalars_and_raw_addresses"],
+    "T49a": ["tests/hostile/test_round9_msg9.py::"
+             "test_a_bad_file_of_captures_named_alike_is_named_apart"],
+    "T49b": ["tests/hostile/test_round9_msg9.py::test_sources_named_alike_are_named_apart"],
+    "T49c": ["tests/hostile/test_round9_msg9.py::"
+             "test_kernel_launches_of_captures_named_alike_are_named_apart",
+             "tests/hostile/test_round9_msg9.py::"
+             "test_fleet_rows_of_captures_named_alike_are_named_apart",
+             "tests/hostile/test_round9_msg9.py::test_diffs_named_alike_are_named_apart",
+             "tests/hostile/test_round9_msg9.py::"
+             "test_expected_results_of_captures_named_alike_are_named_apart"],
+    "T49d": ["tests/hostile/test_round9_msg9.py::"
+             "test_an_os_error_names_files_named_alike_apart"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
