@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from forensics.errors import ConfigurationError, OutputError
-from forensics.escaping import capped
+from forensics.escaping import capped, terminal
 
 
 def user_path(path: str | os.PathLike[str]) -> Path:
@@ -57,8 +57,8 @@ def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], obj
         os.replace(tmp, path)
         tmp = ""
     except OSError as exc:
-        raise OutputError(f"cannot write '{path}': {exc.strerror or exc}; check the folder, its "
-                          f"permissions and free space") from None
+        raise OutputError(f"cannot write '{terminal(path)}': {exc.strerror or exc}; check the "
+                          f"folder, its permissions and free space") from None
     finally:
         if tmp:
             os.unlink(tmp)

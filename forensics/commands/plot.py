@@ -16,6 +16,7 @@ from pathlib import Path
 
 from forensics.atomic import user_path
 from forensics.errors import ConfigurationError
+from forensics.escaping import terminal
 from forensics.quiet import quietly
 
 KINDS = ("timeline", "heatmap", "histogram", "verdicts")
@@ -85,12 +86,17 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in SUFFIXES:
         raise ConfigurationError(f"-o {args.output!r}: unknown image type {out.suffix!r}; "
                                  f"expected a file ending in one of {list(SUFFIXES)}")
+    figures = figure_paths(out, args.kind or [["timeline"]])
+    for _, path in figures:  # before the replay, not after it
+        if path.is_dir():
+            raise ConfigurationError(f"-o '{terminal(path)}' is a directory; give the image file "
+                                     f"to write, e.g. '{terminal(path / 'figure.png')}'")
     capture = forensics.load(args.capture)
     if args.site is not None and args.site not in capture.sites:
         check_site_name(args.site, list(capture.sites))
     result = forensics.replay(capture, variants=_variants(args.variant))
     out.parent.mkdir(parents=True, exist_ok=True)
-    for kind, path in figure_paths(out, args.kind or [["timeline"]]):
+    for kind, path in figures:
         ax = plots.plot(result, kind, site=args.site, variant=args.variant)
         plots.save(ax, path, dpi=args.dpi)
         print(path)
