@@ -167,6 +167,9 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
                 return sorted(futures[f] for f in waiting - stuck) + broken, []
         running.update(_drained(starts))
         ended = True
+        # the pool's own thread reaps its processes: a join beside it could lose the race to
+        # reap a dead one and read no exit code ("a signal, or the system ended it", once in 15)
+        pool.shutdown(wait=True)
         return _after_break(tasks, broken, running, processes, results, done)
     finally:  # a process still starting up must not outlive the queue it is handed
         pool.shutdown(wait=ended, cancel_futures=True)
