@@ -199,8 +199,6 @@ def kind_of(kind: pa.DataType) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in str(kind))
 
 
-
-
 #: the Arrow type of each field kind of a site's schema (tensors: one list level per dimension)
 KIND_TYPES: dict[str, pa.DataType] = {
     "int": pa.int64(),
