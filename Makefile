@@ -44,12 +44,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-# pytest-xdist workers for `make unit` (each test file stays on one worker: tests/conftest.py);
+# pytest-xdist workers for `make unit` (each test file stays on one worker: --dist loadfile);
 # TEST_WORKERS=0 runs the suite in one process
 TEST_WORKERS ?= 2
 
 unit: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup \
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile \
 		--ignore=tests/engine tests
 
 test-engine: $(STAMP) $(ENGINE_STAMP)

@@ -29,6 +29,7 @@ class SystemTool:
 SYSTEM_TOOLS = (
     SystemTool("chromium", "chromium", "the report's browser tests (headless Chromium)"),
     SystemTool("chromedriver", "chromium-driver", "driving Chromium from the browser tests"),
+    SystemTool("valgrind", "valgrind", "the linear-time tests (callgrind counts instructions)"),
 )
 
 
@@ -61,7 +62,7 @@ def instruction(tools: list[SystemTool]) -> str:
     packages = " ".join(sorted({tool.debian_package for tool in tools}))
     return (f"make test needs {names} on PATH ({'; '.join(t.needed_for for t in tools)}); "
             f"install them first: sudo apt-get install -y {packages} (Debian/Ubuntu; elsewhere "
-            f"your system's Chromium and ChromeDriver packages)")
+            f"your system's packages of the same names)")
 
 
 def main() -> int:

@@ -39,20 +39,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
             report.longrepr = f"skipped, and only GPU-only checks may skip: {reason}"
 
 
-#: test files that start a local Ray cluster: one worker runs them all, one cluster at a time
-RAY_FILES = ("tests/fleet/test_fleet_200.py", "tests/fleet/test_fleet_triage.py")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist's ``--dist loadgroup`` (``make unit`` runs two workers), each test
-    file stays on one worker, so its module-scoped fixtures are built once, and the files that
-    start Ray share one worker."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            path = item.nodeid.split("::")[0]
-            item.add_marker(pytest.mark.xdist_group("ray" if path in RAY_FILES else path))
-
-
 def embedding_records(bad_step: int | None = None, steps: int = 4) -> list[Record]:
     """Embedding records over ``steps`` steps; ``bad_step`` carries the id 248320 (= the bound)."""
     records = []

@@ -106,7 +106,7 @@ def test_missing_browser_without_apt_stops_with_one_line(tmp_path: Path) -> None
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert "chromium" in lines[0] and "chromedriver" in lines[0]
+    assert "chromium" in lines[0] and "chromedriver" in lines[0] and "valgrind" in lines[0]
     assert "apt-get install -y chromium chromium-driver" in lines[0]
 
 

@@ -1,14 +1,13 @@
 """Linear time (issue 38, point 6): every parser and check over a capture or a log runs in time
-linear in its input. Each test times an adversarial input and the same input 4x larger, in CPU
-time (the least of a few runs), and asks for under 6x the time: a quadratic parse takes about
-16x. No absolute time is asserted.
+linear in its input. Each test counts the instructions of an adversarial input and of the same
+input 4x larger (callgrind, :mod:`tests.instructions`: the same count on any load) and asks for
+under 6x: a quadratic parse takes about 16x. No time is measured.
 """
 
 from __future__ import annotations
 
 import shutil
 import struct
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,34 +21,12 @@ from forensics.records import Record
 from forensics.store.reader import load
 from forensics.store.segment import find_duplicate
 from forensics.store.writer import write_capture
+from tests.instructions import assert_linear, scaling
 
-#: 4x the input must take under this many times as long
-LIMIT = 6.0
-REPEAT = 5
+#: the sizes measured (and 4x each): a line's characters, a log's lines, a capture's segments
+LINE_BASE, LOG_BASE, SEGMENTS_BASE = 4000, 300, 300
 DUMP = ("(EngineCore_DP0 pid=1) ERROR 12-02 10:46:44 [dump_input.py:72] Dumping scheduler output "
         "for model execution: ")
-
-
-def cpu_seconds(work: Callable[[], object]) -> float:
-    """The CPU time of one call of ``work``."""
-    start = time.process_time()
-    work()
-    return time.process_time() - start
-
-
-def assert_scales_linearly(make: Callable[[int], Callable[[], object]], base: int) -> None:
-    """``make(n)`` gives the work over an input of size ``n``; 4x ``base`` takes under
-    :data:`LIMIT` times the CPU time of ``base`` (least of :data:`REPEAT` runs each)."""
-    small_work, large_work = make(base), make(4 * base)
-    small = large = float("inf")
-    for _ in range(REPEAT):  # interleaved, so a burst of load on a shared machine hits both
-        small = min(small, cpu_seconds(small_work))
-        large = min(large, cpu_seconds(large_work))
-        if large < LIMIT * small:
-            break  # a failure is always measured REPEAT times: one pause (a collection of the
-            # garbage, another thread of the process) once made a linear 3 ms run look 135x
-    assert large < LIMIT * small, (f"4x the input took {large / max(small, 1e-9):.1f}x the CPU "
-                                   f"time ({small:.3f} s -> {large:.3f} s): not linear")
 
 
 def _log_of(tmp_path: Path, lines: list[str]) -> Path:
@@ -80,16 +57,10 @@ DUMP_LINES: dict[str, Callable[[int], str]] = {
 
 
 @pytest.mark.parametrize("shape", list(DUMP_LINES))
-def test_a_long_line_parses_in_linear_time(tmp_path: Path, shape: str) -> None:
-    """A line 4x longer (16 KiB -> 64 KiB, the longest line read) takes under 6x the time,
-    through the plain log reader and the crash-dump reader over it."""
-    make_line = DUMP_LINES[shape]
-
-    def make(size: int) -> Callable[[], object]:
-        path = _log_of(tmp_path, [make_line(size)] * 12)
-        return lambda: crash_dump.read(path)
-
-    assert_scales_linearly(make, 16_000)
+def test_a_long_line_parses_in_linear_time(ratios: dict[str, float], shape: str) -> None:
+    """A line 4x longer (4,000 -> 16,000 characters) costs under 6x the
+    instructions, through the plain log reader and the crash-dump reader over it."""
+    assert_linear(ratios[f"line:{shape}"])
 
 
 #: a whole log's worth of lines (their number is what grows), each short
@@ -115,15 +86,9 @@ LOG_SHAPES: dict[str, Callable[[int], list[str]]] = {
 
 
 @pytest.mark.parametrize("shape", list(LOG_SHAPES))
-def test_a_long_log_parses_in_linear_time(tmp_path: Path, shape: str) -> None:
-    """A log of 4x the lines takes under 6x the time."""
-    make_lines = LOG_SHAPES[shape]
-
-    def make(count: int) -> Callable[[], object]:
-        path = _log_of(tmp_path, make_lines(count))
-        return lambda: (plain_logs.read(path), crash_dump.read(path))
-
-    assert_scales_linearly(make, 1500)
+def test_a_long_log_parses_in_linear_time(ratios: dict[str, float], shape: str) -> None:
+    """A log of 4x the lines costs under 6x the instructions."""
+    assert_linear(ratios[f"log:{shape}"])
 
 
 def _segments(root: Path, count: int) -> Path:
@@ -145,15 +110,39 @@ def _segments(root: Path, count: int) -> Path:
     return path
 
 
-def test_the_duplicate_segment_check_is_linear(tmp_path: Path) -> None:
-    """2,000 segments with equal batch tables and different bytes: 4x the segments take under
-    6x the time of the check."""
-    def make(count: int) -> Callable[[], object]:
-        segments = load(_segments(tmp_path / f"c{count}.capture", count))._segments
-        assert len(segments) == count and find_duplicate(segments) is None
-        return lambda: find_duplicate(segments)
+def test_the_duplicate_segment_check_is_linear(ratios: dict[str, float]) -> None:
+    """Segments with equal batch tables and different bytes: 4x the segments cost under 6x the
+    instructions of the check."""
+    assert_linear(ratios["segments"])
 
-    assert_scales_linearly(make, 300)
+
+#: the size each case is measured at, and 4x it
+BASES = {**{f"line:{shape}": LINE_BASE for shape in DUMP_LINES},
+         **{f"log:{shape}": LOG_BASE for shape in LOG_SHAPES}, "segments": SEGMENTS_BASE}
+
+
+def make_work(case: str, size: int, scratch: Path) -> Callable[[], object]:
+    """The work of ``case`` over an input of ``size`` (run by :mod:`tests.instructions`)."""
+    kind, _, shape = case.partition(":")
+    if kind == "segments":
+        segments = load(scratch / f"c{size}.capture")._segments
+        assert len(segments) == size and find_duplicate(segments) is None
+        return lambda: find_duplicate(segments)
+    lines = [DUMP_LINES[shape](size)] * 12 if kind == "line" else LOG_SHAPES[shape](size)
+    path = _log_of(scratch, lines)
+    if kind == "line":
+        return lambda: crash_dump.read(path)
+    return lambda: (plain_logs.read(path), crash_dump.read(path))
+
+
+@pytest.fixture(scope="module")
+def ratios(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
+    """Every case's instructions at 4x its base size over those at its base size, counted in
+    one child process (this file's tests run on one worker)."""
+    scratch = tmp_path_factory.mktemp("linear")
+    for count in (SEGMENTS_BASE // 4, SEGMENTS_BASE, 4 * SEGMENTS_BASE):
+        _segments(scratch / f"c{count}.capture", count)
+    return scaling(__file__, BASES, scratch)
 
 
 def test_the_duplicate_check_still_finds_a_copy_among_many(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 from forensics.cli import main
 from forensics.errors import CaptureFormatError
 from forensics.importers import read_source
+from tests.instructions import assert_linear, scaling
 
 BASE = {"site": np.array("embedding"), "step": np.array(1), "input_ids": np.arange(4),
         "num_embeddings": np.array(10)}
@@ -175,20 +176,24 @@ PAIR_LINES = {
 
 @pytest.mark.parametrize("shape", list(PAIR_LINES))
 def test_probe_line_pairs_parse_in_linear_time(tmp_path: Path, shape: str) -> None:
-    """An ``OUT-PATH`` probe line 4x longer (16 KiB -> 64 KiB) takes under 6x the time (one
-    long word among its pairs took 40 s for two 60 KiB lines: quadratic)."""
+    """An ``OUT-PATH`` probe line 4x longer (16 KiB -> 64 KiB) costs under 6x the instructions
+    (one long word among its pairs took 40 s for two 60 KiB lines: quadratic)."""
     from forensics.importers import logs
-    from tests.hostile.test_linear_time import assert_scales_linearly
 
-    def make(size: int) -> Callable[[], object]:
-        line = ("OUT-PATH out-of-range sampled ids [1] (vocab_size=10 " + PAIR_LINES[shape](size)
-                + " x=5)")
-        path = tmp_path / f"pairs-{size}.log"
-        path.write_text((line + "\n") * 12)
-        assert logs.read(path).records[0].fields["x"] == 5
-        return lambda: logs.read(path)
+    make_work(shape, 100, tmp_path)  # the line as measured parses
+    assert logs.read(tmp_path / "pairs-100.log").records[0].fields["x"] == 5
+    assert_linear(scaling(__file__, dict.fromkeys(PAIR_LINES, 16_000), tmp_path)[shape])
 
-    assert_scales_linearly(make, 16_000)
+
+def make_work(shape: str, size: int, scratch: Path) -> Callable[[], object]:
+    """Reading 12 ``OUT-PATH`` lines of ``shape`` and ``size`` (:mod:`tests.instructions`)."""
+    from forensics.importers import logs
+
+    line = ("OUT-PATH out-of-range sampled ids [1] (vocab_size=10 " + PAIR_LINES[shape](size)
+            + " x=5)")
+    path = scratch / f"pairs-{size}.log"
+    path.write_text((line + "\n") * 12)
+    return lambda: logs.read(path)
 
 
 def test_a_zip_listing_many_members_is_refused_before_they_are_parsed(

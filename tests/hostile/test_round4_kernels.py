@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from forensics.errors import CaptureFormatError
+from tests.instructions import assert_scales_linearly
 
 HERE = Path(__file__).resolve().parent
 MODULE, KERNEL = "vllm.v1.worker.gpu.input_batch", "_prepare_pos_seq_lens_kernel"
@@ -387,21 +388,24 @@ def slot_mappings(groups: int, positions: int, qsl: Any = None) -> dict[str, Any
             "tensors": tensors}
 
 
-def test_the_block_index_contract_is_linear_in_groups_and_positions() -> None:
-    """The block-index contract checked every position against every group's table: a
-    1 MiB event line of 4,400 groups and 48,000 positions took 3.8 s, 19x the time of one a
-    quarter its size. It takes linear time now (4x the input, under 6x the CPU time), and
-    finds what it found before: the first positions past each row, their count."""
-    from test_linear_time import assert_scales_linearly
-
+def make_work(case: str, n: int, scratch: Path) -> Any:
+    """Checking the block-index contract of ``n // 10`` groups and ``n`` positions."""
     from forensics.kernels import contracts
     from forensics.kernels.format import check_launch
 
-    def make(n: int) -> Any:
-        record = check_launch(slot_mappings(n // 10, n), "test")
-        return lambda: contracts.check(record, {})
+    record = check_launch(slot_mappings(n // 10, n), "test")
+    return lambda: contracts.check(record, {})
 
-    assert_scales_linearly(make, 6000)
+
+def test_the_block_index_contract_is_linear_in_groups_and_positions(tmp_path: Path) -> None:
+    """The block-index contract checked every position against every group's table: a
+    1 MiB event line of 4,400 groups and 48,000 positions took 3.8 s, 19x the time of one a
+    quarter its size. It takes linear time now (4x the input, under 6x the instructions), and
+    finds what it found before: the first positions past each row, their count."""
+    from forensics.kernels import contracts
+    from forensics.kernels.format import check_launch
+
+    assert_scales_linearly(__file__, "block index", 6000, tmp_path)
     found = contracts.check(check_launch(slot_mappings(3, 40), "test"), {})
     assert [(f["bound"], f["count"], f["elements"][:3], f["values"][:3], f["positions"][:2])
             for f in found] == [

@@ -6,13 +6,15 @@ values."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from forensics.share.shrinking import _Search
+from tests.instructions import assert_linear, scaling
 
 
 def _window(steps: Sequence[int], witness: int, needed: int) -> tuple[list[int], list[list[int]]]:
@@ -88,13 +90,10 @@ def test_the_origins_of_the_witnesses_are_those_a_scan_finds() -> None:
         assert search._origins(positions) == _origins_by_scan(f, positions)
 
 
-def test_a_witness_with_thousands_of_bad_ids_costs_less_than_one_replay() -> None:
+def test_a_witness_with_thousands_of_bad_ids_finds_their_origins() -> None:
     """The bundled vocab-sentinel incident with its step-14 embedding holding 4,000 copies of
-    the sentinel (8,000 sink findings, each with an origin): finding the witnesses' origins
-    once scanned the findings for each (about 50 times one replay of the capture); it is now
-    one binary search per distinct id, step and rank, a small part of one replay."""
-    import time
-
+    the sentinel (8,000 sink findings, each with an origin): their origins are the sampler's
+    outputs that wrote the sentinel."""
     import forensics
     from forensics.share.evidence import evidence_of
     from tests.conftest import DATA
@@ -104,15 +103,40 @@ def test_a_witness_with_thousands_of_bad_ids_costs_less_than_one_replay() -> Non
     sink.fields["input_ids"] = np.full(4000, sink.fields["input_ids"].max(),
                                        sink.fields["input_ids"].dtype)
     del sink.fields["cu_num_tokens"]
-    forensics.replay(records)  # warm
-    start = time.perf_counter()
     result = forensics.replay(records)
-    replay = time.perf_counter() - start
     search = _Search(result, evidence_of(result), list(result.variants), False)
     f = result.findings
     positions = {int(i) for i in f[f["origin"].notna()]["record"]}
     assert int(f["origin"].notna().sum()) >= 8000
-    start = time.perf_counter()
     origins = search._origins(positions)
-    assert time.perf_counter() - start < replay / 2
     assert origins and all(result.records[i].site == "async_output" for i in origins)
+
+
+def _sinks_and_outputs(count: int) -> pd.DataFrame:
+    """``count`` sink findings (an embedding's bad id, each of another step) and the sampler's
+    output finding that wrote each id."""
+    steps = np.arange(count)
+    outputs = pd.DataFrame({"variant": "upstream", "site": "async_output", "rank": 0,
+                            "step": steps, "value": (steps % 50).astype(float),
+                            "tensor": "out.sampled_token_ids", "origin": None, "record": steps})
+    sinks = outputs.assign(site="embedding", tensor="input_ids", origin="async_output",
+                           record=steps + count)
+    return pd.concat([outputs, sinks], ignore_index=True)
+
+
+def make_work(case: str, count: int, scratch: Path) -> Callable[[], object]:
+    """Finding the origins of ``count`` sink findings (run by :mod:`tests.instructions`)."""
+    search = object.__new__(_Search)
+    search.findings = _sinks_and_outputs(count)
+    return lambda: search._origins(set(range(count, 2 * count)))
+
+
+def test_finding_the_origins_of_thousands_of_bad_ids_is_linear(tmp_path: Path) -> None:
+    """Finding the witnesses' origins once scanned the findings for each sink (about 50 times one
+    replay of the capture for 8,000 sinks); it is one binary search per distinct id, step and
+    rank: 4x the sinks cost under 6x the instructions (:mod:`tests.instructions`)."""
+    search = object.__new__(_Search)
+    search.findings = _sinks_and_outputs(300)
+    assert search._origins(set(range(300, 600))) == _origins_by_scan(search.findings,
+                                                                     set(range(300, 600)))
+    assert_linear(scaling(__file__, {"origins": 1000}, tmp_path)["origins"])

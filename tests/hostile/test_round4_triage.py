@@ -18,7 +18,7 @@ from forensics.fleet.stitch import engines
 from forensics.fleet.triage import Triage, triage
 from forensics.records import Record
 from forensics.store.writer import write_capture
-from tests.hostile.test_linear_time import assert_scales_linearly
+from tests.instructions import assert_linear, scaling
 
 MANIFEST = {"engine_id": "E1", "created": "2026-01-01T00:00:00"}
 
@@ -94,15 +94,19 @@ def _corroborated(count: int) -> list[dict[str, Any]]:
              "started": "s", "history": "x", "ranks": "0", "error": ""} for i in range(count)]
 
 
-@pytest.mark.parametrize("rows", [_claims, _corroborated], ids=["uncorroborated", "contested"])
-def test_stitching_is_linear_in_the_captures(rows: Callable[[int], list[dict[str, Any]]]
-                                             ) -> None:
-    """4x the captures claiming one engine take under 6x the time to stitch."""
-    def make(count: int) -> Callable[[], object]:
-        made = rows(count)
-        return lambda: engines(made)
+ROWS = {"uncorroborated": _claims, "contested": _corroborated}
 
-    assert_scales_linearly(make, 500)
+
+@pytest.mark.parametrize("rows", list(ROWS))
+def test_stitching_is_linear_in_the_captures(rows: str, tmp_path: Path) -> None:
+    """4x the captures claiming one engine cost under 6x the instructions to stitch."""
+    assert_linear(scaling(__file__, dict.fromkeys(ROWS, 500), tmp_path)[rows])
+
+
+def make_work(rows: str, count: int, scratch: Path) -> Callable[[], object]:
+    """Stitching ``count`` rows of ``rows`` (run by :mod:`tests.instructions`)."""
+    made = ROWS[rows](count)
+    return lambda: engines(made)
 
 
 def test_stitching_still_links_what_corroborates() -> None:

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_linear_time import assert_scales_linearly
 from test_round2 import records, run_cli
 
 from forensics.store.writer import write_capture
+from tests.instructions import assert_linear, scaling
 
 pytest_plugins = ["pytester"]
 
@@ -103,15 +103,22 @@ def test_plot_of_a_capture_of_no_records_draws_every_kind(
 # ------------------------------------------------------------------ Markdown in linear time
 
 
-@pytest.mark.parametrize("piece", ["`", "["])
-def test_markdown_of_a_string_of_backticks_or_brackets_is_linear(piece: str) -> None:
+PIECES = ["`", "["]
+
+
+@pytest.mark.parametrize("piece", PIECES)
+def test_markdown_of_a_string_of_backticks_or_brackets_is_linear(piece: str,
+                                                                 tmp_path: Path) -> None:
+    """4x the text costs under 6x the instructions (:mod:`tests.instructions`)."""
+    assert_linear(scaling(__file__, dict.fromkeys(PIECES, 4_000), tmp_path)[piece])
+
+
+def make_work(piece: str, size: int, scratch: Path) -> Any:
+    """Escaping ``size`` characters of ``piece`` for Markdown, in text and in a table."""
     from forensics.escaping import markdown
 
-    def make(size: int) -> Any:
-        text = piece * (size // len(piece))
-        return lambda: (markdown(text), markdown(text, table=True))
-
-    assert_scales_linearly(make, 4_000)
+    text = piece * (size // len(piece))
+    return lambda: (markdown(text), markdown(text, table=True))
 
 
 # ------------------------------------------------------------------ --json is strict JSON

@@ -9,6 +9,7 @@ import io
 import json
 import struct
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from test_round4_importers import refused
 from forensics.cli import main
 from forensics.records import Record
 from forensics.store.writer import write_capture
+from tests.instructions import assert_linear, scaling
 
 BASE = {"site": np.array("embedding"), "step": np.array(1), "input_ids": np.arange(4),
         "num_embeddings": np.array(10)}
@@ -132,26 +134,37 @@ def test_redaction_takes_bare_hosts_and_homes_out_of_event_error_text(redacted: 
     assert "Indexing.cu:1515" in text and ":29500" in text, text
 
 
-def test_request_ids_are_found_in_error_text_in_linear_time() -> None:
+def test_request_ids_are_found_in_error_text_in_linear_time(
+        ratios: dict[str, float]) -> None:
     """Ids sharing their first characters (as vLLM's ``cmpl-...`` all do) and of one length are
     found by one look-up per place a word may start, whatever their number: a text of 4x the
-    places against 4x the ids costs at most 6x (not 16x)."""
-    import time
+    places against 4x the ids costs under 6x the instructions (not 16x)."""
+    assert_linear(ratios["ids"])
 
+
+#: the texts of the linear-time tests: a run of ``unit`` (the patterns' worst cases)
+UNITS = ["a-", "a.", "1.", "req-", "a.-"]
+
+
+def make_work(case: str, size: int, scratch: Path) -> Callable[[], object]:
+    """The work of ``case`` over an input of ``size`` (run by :mod:`tests.instructions`)."""
+    from forensics.share.error_text import public_error_text
     from forensics.share.redaction import IdFinder
 
-    def cost(n: int) -> float:
-        names = {f"cmpl-{i:08d}": f"anon-{i}" for i in range(n)}
-        text = " ".join(f"cmpl-{i:08d}x" for i in range(n))  # every word a near miss
+    if case == "ids":
+        names = {f"cmpl-{i:08d}": f"anon-{i}" for i in range(size)}
+        text = " ".join(f"cmpl-{i:08d}x" for i in range(size))  # every word a near miss
         finder = IdFinder(names)
-        start = time.process_time()
-        assert finder.replace(text) == text
-        return time.process_time() - start
+        return lambda: finder.replace(text)
+    text = case.removeprefix("text:") * size
+    return lambda: public_error_text(text)
 
-    cost(250)
-    rounds = [(cost(1_000), cost(4_000)) for _ in range(5)]  # interleaved, CPU time
-    small, large = min(r[0] for r in rounds), min(r[1] for r in rounds)
-    assert large < 6 * small, (small, large)
+
+@pytest.fixture(scope="module")
+def ratios(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
+    """Each case's instructions at 4x its base size over those at its base size."""
+    bases = {"ids": 1000, **{f"text:{unit}": 3000 for unit in UNITS}}
+    return scaling(__file__, bases, tmp_path_factory.mktemp("linear"))
 
 
 def test_sources_holding_more_than_one_import_holds_are_refused_before_writing(
@@ -321,24 +334,12 @@ def test_a_safetensors_dtype_that_is_not_a_string_is_one_line(
     assert "internal error" not in err, err
 
 
-@pytest.mark.parametrize("unit", ["a-", "a.", "1.", "req-", "a.-"])
-def test_public_error_text_is_linear_in_its_text(unit: str) -> None:
+@pytest.mark.parametrize("unit", UNITS)
+def test_public_error_text_is_linear_in_its_text(ratios: dict[str, float], unit: str) -> None:
     """The URL, e-mail and dotted-host patterns began at every word boundary and scanned to the
     end of the run from each: ``a-a-a-...`` of 40 KB took 35 s in one event (an events file
-    holds 64 MiB). 4x the text now costs under 6x the CPU time."""
-    import time
-
-    from forensics.share.error_text import public_error_text
-
-    def cost(n: int) -> float:
-        text = unit * n
-        start = time.process_time()
-        public_error_text(text)
-        return time.process_time() - start
-
-    cost(500)
-    small, large = min(cost(3000) for _ in range(3)), min(cost(12000) for _ in range(3))
-    assert large < 6 * small, (small, large)
+    holds 64 MiB). 4x the text now costs under 6x the instructions."""
+    assert_linear(ratios[f"text:{unit}"])
 
 
 def test_error_text_is_dropped_when_request_ids_have_too_many_lengths() -> None:

@@ -277,19 +277,21 @@ def test_the_import_progress_bar_shows_a_source_name_as_inert_text(
     assert "owned" in drawn and "\x1b" not in drawn and "\x07" not in drawn, repr(drawn)
 
 
-def test_combining_many_sources_is_linear_in_their_count() -> None:
+def test_combining_many_sources_is_linear_in_their_count(tmp_path: Path) -> None:
     """Whether another source names a step was asked of every other source, for each source:
     quadratic in the sources (a glob of thousands of logs). 4x the sources, under 6x the
-    time."""
-    from test_linear_time import assert_scales_linearly
+    instructions."""
+    from tests.instructions import assert_scales_linearly
 
+    assert_scales_linearly(__file__, "sources", 2000, tmp_path)
+
+
+def make_work(case: str, count: int, scratch: Path) -> Callable[[], object]:
+    """Combining ``count`` empty sources (run by :mod:`tests.instructions`)."""
     from forensics.importers import Imported, combined
 
-    def make(count: int) -> Callable[[], object]:
-        sources = [Imported() for _ in range(count)]
-        return lambda: combined(sources)
-
-    assert_scales_linearly(make, 2000)
+    sources = [Imported() for _ in range(count)]
+    return lambda: combined(sources)
 
 
 # ------------------------------------------------------------------ the guarded reader

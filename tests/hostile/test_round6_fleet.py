@@ -20,7 +20,7 @@ from forensics.fleet.runners import run_local
 from forensics.fleet.tasks import Task
 from forensics.records import Record
 from forensics.store.writer import write_capture
-from tests.hostile.test_linear_time import assert_scales_linearly
+from tests.instructions import assert_linear, scaling
 
 
 def _rows(out: list[bytes]) -> list[dict[str, Any]]:
@@ -132,18 +132,23 @@ def _triage_of(count: int) -> Any:
     return Triage(rows, group_rows(rows))
 
 
-@pytest.mark.parametrize("fmt", ["table", "text"])
-def test_writing_a_large_group_out_is_linear(fmt: str) -> None:
-    """4x the captures of one group take under 6x the time to flatten (every table output's
-    rows) and to render: each group's title is made once, not once per capture (it counts
-    the group's hosts and versions)."""
+FORMATS = ["table", "text"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_writing_a_large_group_out_is_linear(fmt: str, tmp_path: Path) -> None:
+    """4x the captures of one group cost under 6x the instructions to flatten (every table
+    output's rows) and to render: each group's title is made once, not once per capture (it
+    counts the group's hosts and versions)."""
+    assert_linear(scaling(__file__, dict.fromkeys(FORMATS, 1000), tmp_path)[fmt])
+
+
+def make_work(fmt: str, count: int, scratch: Path) -> Callable[[], object]:
+    """Writing out one group of ``count`` captures as ``fmt`` (:mod:`tests.instructions`)."""
     from forensics.fleet.output import flat_rows, render
 
-    def make(count: int) -> Callable[[], object]:
-        made = _triage_of(count)
-        return (lambda: flat_rows(made)) if fmt == "table" else (lambda: render(made, "text"))
-
-    assert_scales_linearly(make, 1000)
+    made = _triage_of(count)
+    return (lambda: flat_rows(made)) if fmt == "table" else (lambda: render(made, "text"))
 
 
 # ------------------------------- 4. a column that folds onto one of ours is the capture's own

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_linear_time import assert_scales_linearly
 
 import forensics
 from forensics.cli import main
@@ -22,6 +21,7 @@ from forensics.share import shrinking
 from forensics.share.evidence import differences, evidence_of
 from forensics.share.shrinking import SEARCH_FACTOR, _Search
 from forensics.store.writer import write_capture
+from tests.instructions import assert_scales_linearly
 
 VOCAB = 512
 WRONG = 450  # the token step 0 stores for every later position: never the one fed there
@@ -96,21 +96,25 @@ def _search(steps: int, per_step: int, needed: Callable[[set[int]], bool],
     return search
 
 
-def test_a_capture_whose_every_step_is_needed_shrinks_in_linear_time() -> None:
-    """300 steps of 3 records, each needed, then 1,200: 4x the steps take under 6x the CPU
-    time of the whole search (it took 16x: each of ddmin's complements replayed nearly the
-    whole window), and each search replays at most SEARCH_FACTOR times its records."""
-    def make(steps: int) -> Callable[[], object]:
-        def work() -> None:
-            replayed: list[int] = []
-            search = _search(steps, 3, lambda kept: len(kept) == 3 * steps, replayed)
-            assert search.run() == list(range(3 * steps))
-            assert [b.exhausted for b in search.budgets] == [True, True]
-            assert all(b.spent <= SEARCH_FACTOR * 3 * steps for b in search.budgets)
-            assert sum(replayed) <= 2 * SEARCH_FACTOR * 3 * steps + 2 * 3 * steps  # + window
-        return work
+def test_a_capture_whose_every_step_is_needed_shrinks_in_linear_time(tmp_path: Path) -> None:
+    """300 steps of 3 records, each needed, then 1,200: 4x the steps cost under 6x the
+    instructions of the whole search (it took 16x the time: each of ddmin's complements
+    replayed nearly the whole window), and each search replays at most SEARCH_FACTOR times its
+    records."""
+    make_work("every step needed", 50, tmp_path)()
+    assert_scales_linearly(__file__, "every step needed", 300, tmp_path)
 
-    assert_scales_linearly(make, 300)
+
+def make_work(case: str, steps: int, scratch: Path) -> Callable[[], object]:
+    """The search over ``steps`` steps of 3 records, each needed (:mod:`tests.instructions`)."""
+    def work() -> None:
+        replayed: list[int] = []
+        search = _search(steps, 3, lambda kept: len(kept) == 3 * steps, replayed)
+        assert search.run() == list(range(3 * steps))
+        assert [b.exhausted for b in search.budgets] == [True, True]
+        assert all(b.spent <= SEARCH_FACTOR * 3 * steps for b in search.budgets)
+        assert sum(replayed) <= 2 * SEARCH_FACTOR * 3 * steps + 2 * 3 * steps  # + window
+    return work
 
 
 def test_a_search_within_its_budget_is_still_one_minimal() -> None:

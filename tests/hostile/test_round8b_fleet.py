@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_linear_time import assert_scales_linearly
 
 from forensics.records import Record
 from forensics.store.writer import write_capture
+from tests.instructions import assert_scales_linearly
 
 
 def ids_capture(root: Path, name: str, ids: list[int], dtype: type) -> str:
@@ -34,16 +34,18 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 
 def test_leaving_out_unfit_captures_is_linear_in_the_fleet(fleet: list[str]) -> None:
+    """4x the captures cost under 6x the instructions (:mod:`tests.instructions`)."""
+    assert_scales_linearly(__file__, "unfit", 60, Path(fleet[0]).parent)
+
+
+def make_work(case: str, n: int, scratch: Path) -> Callable[[], object]:
+    """Leaving out the unfit of the first ``n`` captures of the fleet in ``scratch``."""
     from forensics.fleet.dataset import capture_batches, fit_together
     from forensics.sites import SITES
 
-    loaded = {path: capture_batches(path) for path in fleet}
-
-    def make(n: int) -> Callable[[], object]:
-        part = dict(list(loaded.items())[:n])
-        return lambda: fit_together(part, SITES, "skip")
-
-    assert_scales_linearly(make, 60)
+    fleet = sorted(scratch.glob("*.capture"), key=lambda p: int(p.stem[1:]))[:n]
+    part = {str(path): capture_batches(str(path)) for path in fleet}
+    return lambda: fit_together(part, SITES, "skip")
 
 
 def test_every_unfit_capture_is_left_out_and_only_they(fleet: list[str]) -> None:

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_linear_time import assert_scales_linearly
 
 from forensics.errors import ConfigurationError
+from tests.instructions import assert_scales_linearly
 
 # ------------------------------------------------ 1. simulate: steps x batch x tokens, capped
 
@@ -135,19 +135,21 @@ def test_an_address_in_the_last_bytes_is_outside_every_tensor() -> None:
     assert len(v2.outside) == 1
 
 
-def test_out_of_bounds_lanes_take_time_linear_in_lanes_and_tensors() -> None:
+def test_out_of_bounds_lanes_take_time_linear_in_lanes_and_tensors(tmp_path: Path) -> None:
     """Each lane outside every tensor was attributed in Python against every tensor: a launch
     of 100 tensors took 20x the time on lanes outside as on lanes inside (a record of 8,000
     tensors, within the allocation budget, hours). Four times the tensors and the lanes now
-    take under six times the CPU time."""
-    def make(n: int) -> Any:
-        watcher, regions = observer([64] * n)
-        far = np.uint64(max(r.end for r in regions) + (1 << 20))
-        lanes = far + np.arange(40 * n, dtype=np.uint64) * np.uint64(4)
-        mask = np.ones(len(lanes), bool)
-        return lambda: watcher.check(lanes, mask, 4, "load")
+    cost under six times the instructions."""
+    assert_scales_linearly(__file__, "lanes outside", 200, tmp_path)
 
-    assert_scales_linearly(make, 200)
+
+def make_work(case: str, n: int, scratch: Path) -> Any:
+    """Checking ``40 n`` lanes outside all of ``n`` tensors (run by :mod:`tests.instructions`)."""
+    watcher, regions = observer([64] * n)
+    far = np.uint64(max(r.end for r in regions) + (1 << 20))
+    lanes = far + np.arange(40 * n, dtype=np.uint64) * np.uint64(4)
+    mask = np.ones(len(lanes), bool)
+    return lambda: watcher.check(lanes, mask, 4, "load")
 
 
 # ------------------------------------- 3. tiny kernels replayed in Triton's interpreter

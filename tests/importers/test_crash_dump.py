@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from forensics.cli import main
 from forensics.importers.crash_dump import parse_scheduler_output, read
 from tests.importers import vllm_dump_text
+from tests.instructions import assert_linear, scaling
 
 LOGS = Path(__file__).resolve().parents[1] / "data"
 
@@ -85,25 +87,22 @@ def test_a_plain_log_has_no_dump_event() -> None:
     assert all(e["kind"] != "crash_dump" for e in read(LOGS / "sm70_engine.log").events)
 
 
-def test_hostile_dump_text_parses_in_linear_time() -> None:
+def test_hostile_dump_text_parses_in_linear_time(tmp_path: Path) -> None:
     """Nested, unclosed and long values in a dump's scheduler output: 4 times the text costs
-    under 6 times the CPU."""
-    import time
+    under 6 times the instructions."""
+    assert_linear(scaling(__file__, {"hostile": 4}, tmp_path)["hostile"])
 
-    def cost(scale: int) -> float:
-        started = time.process_time()
+
+def make_work(case: str, scale: int, scratch: Path) -> Callable[[], object]:
+    """Parsing four hostile scheduler outputs of ``scale`` (run by :mod:`tests.instructions`)."""
+    def work() -> None:
         for body in ("a" * 6000 * scale, "a: [" * 1500 * scale,
                      "".join(f"a{k}: 1, " for k in range(1000 * scale)),  # a request once
                      "b: [" + "1, " * 2000 * scale):
             parsed = parse_scheduler_output(f"num_scheduled_tokens={{{body}}}, "
                                             f"scheduled_spec_decode_tokens={{{body}}}")
             assert isinstance(parsed["scheduled_spec_decode_tokens"], dict)
-        return time.process_time() - started
-
-    cost(1)
-    rounds = [(cost(3), cost(12)) for _ in range(3)]  # interleaved
-    small, large = min(r[0] for r in rounds), min(r[1] for r in rounds)
-    assert large < 6 * small, (small, large)
+    return work
 
 
 def test_numbers_outside_int64_are_left_out() -> None:

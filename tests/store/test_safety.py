@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +15,7 @@ from forensics.errors import CaptureFormatError, UnsafeInputError
 from forensics.store.index import IndexWriter
 from forensics.store.reader import load
 from forensics.store.writer import CaptureWriter, _SegmentFile, write_capture
+from tests.instructions import instructions
 
 
 @pytest.fixture
@@ -136,26 +137,23 @@ def _indexed_capture(path: Path, batches: int) -> Path:
 
 def test_million_record_capture_opens_fast(tmp_path: Path) -> None:
     """1,000,000 records in 1,000 batches of 4 segments: opening and ``summary()`` read the
-    index, not the records: 83 times the records cost under 10 times the CPU of 12,000."""
-    small = _indexed_capture(tmp_path / "small.capture", 3)
-    path = _indexed_capture(tmp_path / "big.capture", 250)
-
-    def cost(where: Path) -> float:
-        started = time.process_time()
-        load(where).summary()
-        return time.process_time() - started
-
-    cost(small)
-    rounds = [(cost(small), cost(path)) for _ in range(3)]  # interleaved
-    small_cpu, big_cpu = min(r[0] for r in rounds), min(r[1] for r in rounds)
-    print(f"open + summary(): {small_cpu * 1000:.1f} ms of CPU for 12,000 records, "
-          f"{big_cpu * 1000:.1f} ms for 1,000,000")
-    assert big_cpu < 10 * small_cpu, (small_cpu, big_cpu)
+    index, not the records: 83 times the records cost under 10 times the instructions of
+    12,000 (counted by callgrind: :mod:`tests.instructions`)."""
+    _indexed_capture(tmp_path / "3.capture", 3)
+    path = _indexed_capture(tmp_path / "250.capture", 250)
+    small, big = instructions(__file__, [("open", 3), ("open", 250)], tmp_path)
+    print(f"open + summary(): {small:,} instructions for 12,000 records, {big:,} for 1,000,000")
+    assert big < 10 * small, (small, big)
     capture = load(path)
     summary = capture.summary()
     assert summary["records"] == 1_000_000 and summary["steps"] == [0, 0]
     assert summary["ranks"] == [0, 1, 2, 3] and summary["segments"] == 4
     assert capture.records(rank=3)[999_999 // 4].rank == 3
+
+
+def make_work(case: str, batches: int, scratch: Path) -> Callable[[], object]:
+    """Opening the capture of ``batches`` batches and its summary (:mod:`tests.instructions`)."""
+    return lambda: load(scratch / f"{batches}.capture").summary()
 
 
 def _batch_bytes(seg: _SegmentFile, records: list) -> bytes:
