@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from forensics.budget import alarm_deadline, child_deadline, timed_out
@@ -32,6 +32,8 @@ RAY_STARTS = 3
 HEARTBEAT = 1.0
 #: seconds past twice the deadline before a task stuck outside Python is killed
 BACKSTOP_GRACE = 60.0
+#: seconds a Ray task may wait to start (a worker to run it) before it is reported not started
+RAY_START_WAIT = 600.0
 #: seconds a broken pool is given to end its processes before their exit codes are read
 BREAK_WAIT = 5.0
 #: local processes per CPU a triage may start at most (each replays a capture: more only
@@ -288,54 +290,74 @@ def run_ray(tasks: Sequence[Task], address: str | None = None, done: Done | None
     elif started:
         ray.init(address=address, log_to_driver=False)
     try:
-        remote = ray.remote(max_retries=retries, retry_exceptions=False)(
-            _deadlined(piece, child_deadline()))
+        remote = ray.remote(num_returns="streaming", max_retries=retries,
+                            retry_exceptions=False)(_deadlined(piece, child_deadline()))
         return _gather(ray, lambda t: remote.remote(t.path, t.start, t.stop), tasks, done)
     finally:
         if started:
             ray.shutdown()
 
 
-def _deadlined(piece: Callable[..., bytes], seconds: float) -> Callable[..., bytes]:
-    """The body of a Ray task: ``piece`` under :func:`_with_deadline` (a closure, so Ray ships
-    ``piece`` with it as it shipped ``piece`` itself)."""
-    def task(path: str, start: int | None, stop: int | None) -> bytes:
-        return _with_deadline(piece, seconds, path, start, stop)
+#: what a Ray task yields first, as it starts running: its deadlines count from there
+STARTED = b""
+
+
+def _deadlined(piece: Callable[..., bytes], seconds: float) -> Callable[..., Iterator[bytes]]:
+    """The body of a Ray task: :data:`STARTED` as it begins, then ``piece`` under
+    :func:`_with_deadline` (a closure, so Ray ships ``piece`` with it as it shipped ``piece``
+    itself)."""
+    def task(path: str, start: int | None, stop: int | None) -> Iterator[bytes]:
+        yield STARTED
+        yield _with_deadline(piece, seconds, path, start, stop)
     return task
 
 
 def _gather(ray: Any, submit: Callable[[Task], Any], tasks: Sequence[Task],
             done: Done | None) -> list[bytes]:
-    """Each task's bytes as it finishes, submitting no more tasks than the cluster has CPUs
-    (so a task in flight is running, and its time from submission is its own); a task Ray
-    reports failed becomes its error row, and one in flight past :func:`backstop` is
-    cancelled (its worker killed) and becomes its row ``timed out after N s``."""
+    """Each task's bytes as it finishes, submitting no more tasks than the cluster has CPUs; a
+    task Ray reports failed becomes its error row, and one running past :func:`backstop` since
+    it started (its :data:`STARTED`: a worker slow to start on a loaded machine is not the
+    task's time) is cancelled (its worker killed) and becomes its row ``timed out after N s``;
+    one not started :data:`RAY_START_WAIT` after it was sent, its row ``not started ...``."""
     limit, slots = backstop(), max(1, int(ray.cluster_resources().get("CPU", 1)))
     results: list[bytes] = [b""] * len(tasks)
     queue = deque(range(len(tasks)))
-    flying: dict[Any, tuple[int, float]] = {}  # a task's ref: its index, when it was sent
+    flying: dict[Any, tuple[int, float, bool]] = {}  # a task's stream: index, since, started
     while queue or flying:
         while queue and len(flying) < slots:
             i = queue.popleft()
-            flying[submit(tasks[i])] = (i, time.monotonic())
+            flying[submit(tasks[i])] = (i, time.monotonic(), False)
         ready, _ = ray.wait(list(flying), num_returns=1, timeout=HEARTBEAT)
         now = time.monotonic()
-        stuck = [ref for ref, (_, sent) in flying.items()
-                 if ref not in ready and now - sent > limit]
-        for ref in ready + stuck:
-            i, _ = flying.pop(ref)
-            if ref in stuck:
-                ray.cancel(ref, force=True)
-                results[i] = lost(tasks[i], timed_out(limit))
+        for stream in ready:
+            i, _, began = flying.pop(stream)
+            answer = _ray_result(ray, next(stream, None), tasks[i])
+            if not began and answer == STARTED:
+                flying[stream] = (i, now, True)
             else:
-                results[i] = _ray_result(ray, ref, tasks[i])
-            if done:
-                done(1)
+                results[i] = _reported(answer, done)
+        for stream, (i, since, began) in list(flying.items()):
+            if now - since > (limit if began else RAY_START_WAIT):
+                ray.cancel(stream, force=True)
+                del flying[stream]
+                why = (timed_out(limit) if began else
+                       f"not started on Ray after {RAY_START_WAIT:g} s")
+                results[i] = _reported(lost(tasks[i], why), done)
     return results
 
 
+def _reported(row: bytes, done: Done | None) -> bytes:
+    """``row``, once ``done`` has been told a task ended."""
+    if done:
+        done(1)
+    return row
+
+
 def _ray_result(ray: Any, ref: Any, task: Task) -> bytes:
-    """A finished Ray task's bytes, or the lost-task row of its failure."""
+    """A Ray task's next answer (``ref``; None: it ended without one), or the lost-task row of
+    its failure."""
+    if ref is None:
+        return lost(task, "task lost on Ray: it ended without a row")
     try:
         return bytes(ray.get(ref))
     except Exception as exc:  # noqa: BLE001  (a lost task is reported, not dropped)

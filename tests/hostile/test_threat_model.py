@@ -723,6 +723,11 @@ TESTS = {
     "T49e": ["tests/hostile/test_round9_lead.py::"
              "test_plot_refuses_a_folder_named_as_its_figure_before_replaying",
              "tests/hostile/test_round9_lead.py::test_an_output_that_cannot_be_written_is_named_apart"],
+    "T50a": ["tests/fleet/test_ray_gather.py::test_a_task_slow_to_start_is_timed_from_its_start",
+             "tests/fleet/test_ray_gather.py::test_a_started_task_past_its_backstop_is_cancelled",
+             "tests/fleet/test_ray_gather.py::test_a_task_never_started_is_said_not_started",
+             "tests/fleet/test_fleet_200.py::"
+             "test_a_stuck_ray_task_is_its_rows_timeout_and_the_others_finish"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
