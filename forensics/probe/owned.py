@@ -25,6 +25,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from forensics.escaping import terminal
 from forensics.probe.settings import unique_name
 
 LOG = logging.getLogger("forensics.probe")
@@ -99,7 +100,7 @@ def make_folder(directory: Path, first: Path) -> tuple[Path, str]:
             return path, identity(os.fstat(fd))
         finally:
             os.close(fd)
-    raise FileExistsError(f"{ATTEMPTS} capture names in {directory} were all taken")
+    raise FileExistsError(f"{ATTEMPTS} capture names in {terminal(directory)} were all taken")
 
 
 def warn_if_shared(directory: Path) -> None:
@@ -112,7 +113,7 @@ def warn_if_shared(directory: Path) -> None:
     if shared or st.st_uid not in (os.getuid(), 0):
         LOG.warning("forensics probe: the capture directory %s is %s: other users may rename "
                     "or replace the capture folder's name (its contents stay private to you); "
-                    "point FORENSICS_DIR at a directory of your own", directory,
+                    "point FORENSICS_DIR at a directory of your own", terminal(directory),
                     describe(directory))
 
 
@@ -130,7 +131,7 @@ def claim(settings: Any) -> Any:
             return settings
         fresh = settings.directory / unique_name()
         LOG.warning("forensics probe: the inherited capture folder %s is not joined: %s; this "
-                    "process writes a new capture instead", capture, why)
+                    "process writes a new capture instead", terminal(capture), why)
         capture = fresh
     path, owner = make_folder(settings.directory, capture)
     _MADE_HERE.add(owner)
@@ -164,13 +165,14 @@ class OwnedFolder:
     def __init__(self, path: Path, owner: str) -> None:
         why = refusal(path, owner)
         if why is not None:
-            raise PermissionError(f"capture folder {path}: {why}; the probe writes only into "
-                                  "the folder its first process made")
+            raise PermissionError(f"capture folder {terminal(path)}: {why}; the probe writes "
+                                  "only into the folder its first process made")
         self.name = path
         self.fd = open_folder(path)
         if identity(os.fstat(self.fd)) != owner:  # replaced between the check and the open
             os.close(self.fd)
-            raise PermissionError(f"capture folder {path} was replaced while it was opened")
+            raise PermissionError(f"capture folder {terminal(path)} was replaced while it was "
+                                  "opened")
 
     @property
     def path(self) -> Path:

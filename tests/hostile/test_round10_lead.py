@@ -1,0 +1,48 @@
+"""Hostile input, round 10 (T50b): the probe's own messages name a capture folder escaped, as
+every other message does: a folder name holding a line break or ESC (``FORENSICS_DIR`` and
+``FORENSICS_CAPTURE`` come from whoever starts the engine) cannot forge a line of vLLM's log or
+drive the terminal, and two names alike but for ESC and the text ``\\x1b`` are named apart."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+import pytest
+
+from forensics.probe import owned
+from forensics.probe.settings import from_env
+
+EVIL = "run\n[INFO] all good\x1b[2J.capture"
+TWIN = "run\n[INFO] all good\\x1b[2J.capture"
+
+
+def _refused(path: Path, owner: str) -> str:
+    with pytest.raises(PermissionError) as raised:
+        owned.OwnedFolder(path, owner)
+    return str(raised.value)
+
+
+def test_a_folder_that_is_not_the_probes_is_named_escaped(tmp_path: Path) -> None:
+    (tmp_path / EVIL).mkdir()
+    (tmp_path / TWIN).mkdir()
+    evil, twin = _refused(tmp_path / EVIL, "0:0:0"), _refused(tmp_path / TWIN, "0:0:0")
+    for message in (evil, twin):
+        assert "\n" not in message and "\x1b" not in message, repr(message)
+        assert "the probe writes only into the folder its first process made" in message
+    assert "run\\x0a[INFO] all good\\x1b[2J.capture" in evil, evil
+    assert evil != twin
+
+
+def test_an_inherited_folder_not_joined_is_logged_escaped(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    settings = from_env({"FORENSICS_PROBE": "1", "FORENSICS_DIR": str(tmp_path)})
+    assert settings is not None
+    inherited = dataclasses.replace(settings, capture=tmp_path / EVIL, owner="0:0:0")
+    with caplog.at_level(logging.WARNING):
+        made = owned.claim(inherited)
+    (line,) = [r.getMessage() for r in caplog.records if "is not joined" in r.getMessage()]
+    assert "\n" not in line and "\x1b" not in line, repr(line)
+    assert "run\\x0a[INFO] all good\\x1b[2J.capture" in line, line
+    assert made.capture != tmp_path / EVIL and made.capture.is_dir()
