@@ -60,8 +60,8 @@ test-engine: $(STAMP) $(ENGINE_STAMP)
 test:
 	$(PYTHON) scripts/make_test.py --make "$(MAKE)"
 
-# System tools the tests need that the lock cannot hold (Chromium, ChromeDriver): installed with
-# apt-get as root on Debian/Ubuntu, else one line naming what to install.
+# System tools the tests need that the lock cannot hold (Chromium, ChromeDriver, Valgrind):
+# installed with apt-get as root on Debian/Ubuntu, else one line naming what to install.
 system:
 	$(PYTHON) scripts/provision_system.py
 

