@@ -53,12 +53,17 @@ LIMIT = 20_000
 #: noncharacters: U+FDD0-U+FDEF and the last two code points of every plane
 _NONCHARACTERS = "\ufdd0-\ufdef" + "".join(
     f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(17))
+#: characters drawn as nothing: the soft hyphen, the combining grapheme joiner, Hangul and
+#: Mongolian fillers and selectors, zero-width space, non-joiner and joiner, word joiner and
+#: invisible operators, variation selectors (a name holding one reads as the name without it)
+_INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2064"
+              "\u3164\ufe00-\ufe0f\uffa0")
 #: characters never written raw: C0 controls, DEL, C1 controls, the Arabic letter mark, the
 #: left-to-right/right-to-left marks, line/paragraph separators, bidirectional embeddings,
 #: overrides and isolates, the byte-order mark, lone surrogates (an undecodable file name),
-#: noncharacters
+#: noncharacters, and the :data:`_INVISIBLE`
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff"
-                      "\ud800-\udfff" + _NONCHARACTERS + "]")
+                      "\ud800-\udfff" + _NONCHARACTERS + _INVISIBLE + "]")
 #: :data:`_CONTROL`'s character class as ASCII regex text (the generated repro, which imports
 #: no forensics, refuses a data file's word holding one: ``forensics.share.repro_template``)
 CONTROL_CLASS = ascii(_CONTROL.pattern)

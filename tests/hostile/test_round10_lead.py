@@ -46,3 +46,40 @@ def test_an_inherited_folder_not_joined_is_logged_escaped(
     assert "\n" not in line and "\x1b" not in line, repr(line)
     assert "run\\x0a[INFO] all good\\x1b[2J.capture" in line, line
     assert made.capture != tmp_path / EVIL and made.capture.is_dir()
+
+
+# ------------------------------------------------------------ T50c: characters drawn as nothing
+
+INVISIBLE = ["\u00ad", "\u034f", "\u115f", "\u180e", "\u200b", "\u200c", "\u200d", "\u2060",
+             "\u2063", "\u3164", "\ufe0f", "\uffa0"]
+
+
+@pytest.mark.parametrize("mark", INVISIBLE)
+def test_a_name_holding_a_character_drawn_as_nothing_reads_apart(mark: str) -> None:
+    """``run.capture`` and ``run<U+200B>.capture`` were written alike: one could stand for the
+    other in every message and table. The character is written as its escape now."""
+    from forensics.escaping import terminal
+
+    name = f"ru{mark}n.capture"
+    assert terminal(name) != terminal("run.capture")
+    assert terminal(name) == f"ru\\u{ord(mark):04x}n.capture" or \
+        terminal(name) == f"ru\\x{ord(mark):02x}n.capture", terminal(name)
+
+
+@pytest.mark.parametrize("shell", ["dash", "bash"])
+def test_a_suggested_command_gives_such_a_name_back_whole(shell: str, tmp_path: Path) -> None:
+    """The command lines we suggest (``shell_word``) hold the character as an escape, and a
+    POSIX shell reads the very name back."""
+    import shutil
+    import subprocess
+
+    from forensics.escaping import shell_word
+
+    program = shutil.which(shell)
+    assert program, f"{shell} is missing"
+    name = "ru\u200bn\u00ad.capture"
+    word = shell_word(name)
+    assert "\u200b" not in word and "\u00ad" not in word, word
+    done = subprocess.run([program, "-c", f"printf %s {word}"], capture_output=True,
+                          check=True, timeout=30)
+    assert done.stdout == name.encode(), done.stdout

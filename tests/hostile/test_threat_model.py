@@ -732,6 +732,10 @@ TESTS = {
              "test_a_folder_that_is_not_the_probes_is_named_escaped",
              "tests/hostile/test_round10_lead.py::"
              "test_an_inherited_folder_not_joined_is_logged_escaped"],
+    "T50c": ["tests/hostile/test_round10_lead.py::"
+             "test_a_name_holding_a_character_drawn_as_nothing_reads_apart",
+             "tests/hostile/test_round10_lead.py::"
+             "test_a_suggested_command_gives_such_a_name_back_whole"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
