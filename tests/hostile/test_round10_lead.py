@@ -1,4 +1,4 @@
-"""Hostile input, round 10 (T50b): the probe's own messages name a capture folder escaped, as
+"""Hostile input, round 10 (T50b, T50c): the probe's own messages name a capture folder escaped, as
 every other message does: a folder name holding a line break or ESC (``FORENSICS_DIR`` and
 ``FORENSICS_CAPTURE`` come from whoever starts the engine) cannot forge a line of vLLM's log or
 drive the terminal, and two names alike but for ESC and the text ``\\x1b`` are named apart."""
