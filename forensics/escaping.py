@@ -119,10 +119,9 @@ def capped(value: Any, limit: int = LIMIT) -> str:
 def terminal(value: Any) -> str:
     """``value`` as one line of text of at most about :data:`LIMIT` characters: every control
     character, character drawn as nothing, noncharacter and lone surrogate as a
-    ``\\x..``/``\\u....`` escape, and a
-    backslash that would read as an escape's start as ``\\\\``, so two values (of at most
-    :data:`LIMIT` characters) never look alike. For a value written once: a message built of
-    values already escaped goes through :func:`inert`."""
+    ``\\x..``/``\\u....`` escape, and a backslash that would read as an escape's start as
+    ``\\\\``, so two values (of at most :data:`LIMIT` characters) never look alike. For a value
+    written once: a message built of values already escaped goes through :func:`inert`."""
     return _TERMINAL.sub(_visible, capped(value))
 
 
