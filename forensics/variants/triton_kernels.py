@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
@@ -45,6 +46,8 @@ from forensics.outcome import ERROR, INDEX_ERROR, OK, Outcome
 from forensics.records import Record
 
 _START_TIMEOUT = 600.0
+#: seconds a worker whose output ended is given to end, for its exit status
+_DEATH_WAIT = 10.0
 
 
 @dataclass(frozen=True)
@@ -178,11 +181,10 @@ class KernelWorker:
         for request in requests:
             line = self._lines.next(deadline)
             if not line:
+                died = None if line is None else _death(self._process)
                 self._stop()
                 _remove(requests)
-                outcomes.append(Outcome(ERROR, timed_out(deadline)) if line is None else
-                                Outcome(INDEX_ERROR, "IndexError: the Triton kernel crashed "
-                                        "the interpreter's process (an illegal memory access)"))
+                outcomes.append(Outcome(ERROR, timed_out(deadline)) if died is None else died)
                 return outcomes
             answers.append(json.loads(line))
             if answers[-1]["status"] == BUDGET:
@@ -234,6 +236,37 @@ def _outcome(answer: dict[str, Any], request: dict[str, str]) -> Outcome:
     for path in (request["inputs"], request["outputs"]):
         Path(path).unlink(missing_ok=True)
     return Outcome(answer["status"], answer["message"], produced)
+
+
+#: signals a process gets for an access to memory it does not hold: on a CPU, what a GPU's
+#: illegal memory access is
+MEMORY_SIGNALS = (signal.SIGSEGV, signal.SIGBUS)
+
+
+def _death(process: subprocess.Popen[str]) -> Outcome:
+    """The outcome of the record the worker ``process`` died on (its output ended): an index
+    error when a signal of a bad memory access ended it, else an error saying how it ended,
+    which the values do not explain (the OOM killer, another signal, an exit)."""
+    try:
+        code = process.wait(timeout=_DEATH_WAIT)
+    except subprocess.TimeoutExpired:
+        code = None
+    if code is not None and -code in MEMORY_SIGNALS:
+        return Outcome(INDEX_ERROR, "IndexError: the Triton kernel crashed the interpreter's "
+                       f"process ({signal.Signals(-code).name}: an illegal memory access)")
+    how = ("its output ended while it ran on" if code is None else
+           f"it was killed by {_signal_name(-code)}" if code < 0 else
+           f"it exited with status {code}")
+    return Outcome(ERROR, f"the Triton interpreter's process died ({how}): not explained by "
+                   "the values")
+
+
+def _signal_name(number: int) -> str:
+    """``SIGKILL`` for 9; ``signal N`` for a number no signal has."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def end_process(process: subprocess.Popen[str]) -> None:

@@ -1,4 +1,4 @@
-"""Hostile input, round 10 (T50b, T50c): the probe's own messages name a capture folder escaped, as
+"""Hostile input, round 10 (T50b-d): the probe's own messages name a capture folder escaped, as
 every other message does: a folder name holding a line break or ESC (``FORENSICS_DIR`` and
 ``FORENSICS_CAPTURE`` come from whoever starts the engine) cannot forge a line of vLLM's log or
 drive the terminal, and two names alike but for ESC and the text ``\\x1b`` are named apart."""
@@ -83,3 +83,41 @@ def test_a_suggested_command_gives_such_a_name_back_whole(shell: str, tmp_path: 
     done = subprocess.run([program, "-c", f"printf %s {word}"], capture_output=True,
                           check=True, timeout=30)
     assert done.stdout == name.encode(), done.stdout
+
+
+# ------------------------------------------------ T50d: how V2's kernel worker died, in words
+
+DIES = {"SIGSEGV": "os.kill(os.getpid(), signal.SIGSEGV)",
+        "SIGKILL": "os.kill(os.getpid(), signal.SIGKILL)", "exit 3": "sys.exit(3)"}
+
+
+@pytest.mark.parametrize("how", list(DIES))
+def test_a_kernel_worker_that_died_is_an_illegal_access_only_by_its_signal(
+        how: str, tmp_path: Path) -> None:
+    """V2's real-code variant said of every worker death "an illegal memory access": one the
+    OOM killer ended (SIGKILL) or that exited was an IndexError the values never showed. Only
+    SIGSEGV or SIGBUS (what an access outside the memory a CPU process holds gets) is one; any
+    other end is an error the values do not explain, saying how it ended."""
+    import subprocess
+    import sys
+
+    from forensics.outcome import ERROR, INDEX_ERROR
+    from forensics.records import Record
+    from forensics.variants.triton_kernels import KernelWorker, Lines
+
+    worker = KernelWorker()
+    script = f"import os, signal, sys\nsys.stdin.readline()\n{DIES[how]}\n"
+    worker._process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, text=True)
+    worker._lines = Lines(worker._process.stdout)
+    request = {"inputs": str(tmp_path / "in.npz"), "outputs": str(tmp_path / "out.npz")}
+    worker._request = lambda record: request  # type: ignore[method-assign]
+    (outcome,) = worker._exchange([Record("combine_tokens", 0, 0, {})])
+    worker.close()
+    if how == "SIGSEGV":
+        assert outcome.status == INDEX_ERROR and "SIGSEGV" in outcome.message, outcome
+    else:
+        assert outcome.status == ERROR and "not explained by the values" in outcome.message
+        assert ("killed by SIGKILL" if how == "SIGKILL" else "exited with status 3") \
+            in outcome.message, outcome.message
+        assert "illegal memory access" not in outcome.message

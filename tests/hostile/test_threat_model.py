@@ -736,6 +736,8 @@ TESTS = {
              "test_a_name_holding_a_character_drawn_as_nothing_reads_apart",
              "tests/hostile/test_round10_lead.py::"
              "test_a_suggested_command_gives_such_a_name_back_whole"],
+    "T50d": ["tests/hostile/test_round10_lead.py::"
+             "test_a_kernel_worker_that_died_is_an_illegal_access_only_by_its_signal"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
