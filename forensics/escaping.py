@@ -7,7 +7,10 @@ that escapes (no output keeps a copy of these rules).
   surrogates shown as ``\\x1b``-style escapes, a backslash that would read as an escape's
   start as ``\\\\`` (no two values print alike), and a very long string cut at :data:`LIMIT`
   characters with a marker, so a string is one line of inert text of bounded length; the base
-  of every other function;
+  of every other function. A string that is not in Unicode's composed form (NFC: ``e`` and
+  U+0301 where ``é`` is one character, a Hangul syllable as its jamo, U+212B for ``Å``) has
+  every character NFC may change or join to the one before (NFC quick check No or Maybe)
+  escaped too, so it never prints as its NFC spelling does (a name in NFC prints as before);
 - :func:`unicode`: only lone surrogates shown (``\\udcff``): text a UTF-8 store (Arrow, JSON
   files) can hold, otherwise unchanged; :func:`unicode_path` the same for a capture's path,
   with a backslash that would read as an escape's start doubled (no two paths alike), and
@@ -18,9 +21,14 @@ that escapes (no output keeps a copy of these rules).
   values through :func:`terminal`; ``raw=True``: a capture's value, :func:`terminal`), then
   ``& < > " '`` as entities (a noncharacter or C0 control never reaches XML);
 - :func:`markdown`: :func:`inert` (``raw=True``: :func:`terminal`), then only what
-  GitHub-flavoured Markdown would read as markup escaped, so the rendered text is the text; a
-  span of the text between backticks becomes a code span (:func:`markdown_code`, with a
-  fence longer than any backtick run in it);
+  GitHub-flavoured Markdown would read as markup escaped, so the rendered text is the text; in
+  a text (not ``raw``) a span between backticks becomes a code span (:func:`markdown_code`,
+  with a fence longer than any backtick run in it), while a capture's value (``raw``) has its
+  backticks escaped: they never open or close a code span;
+- :func:`quoted`: a capture's value inside a sentence (a request id in a finding's sentence):
+  :func:`terminal` between single quotes, with a quote written ``\\x27`` and a backtick
+  ``\\x60``, so the value never ends its quotes and never opens or closes a code span of
+  the sentence when :func:`markdown` renders it;
 - :func:`csv_cell`: :func:`terminal`, then a cell starting with ``= + - @``, tab or CR
   prefixed with ``'`` (a spreadsheet would evaluate it as a formula), and one starting with
   ``'`` too (so the prefix never makes two values one cell);
@@ -31,7 +39,8 @@ that escapes (no output keeps a copy of these rules).
 - :func:`shell_word` and :func:`shell_path`: one word of a command line we suggest (``to
   accept it: forensics check PATH --accept``): pasted into a shell it is that very word (quoted,
   a path starting with ``-`` given as ``./-...``) in every POSIX shell, and printed it is
-  inert: a character :func:`terminal` escapes is written by ``"$(printf '\\NNN')"``;
+  inert: a character :func:`terminal` escapes is written by ``"$(printf '\\NNN')"``, and line
+  breaks that end it by ``${IFS#??}`` (the command stays one line);
 - :func:`json_text`: strict JSON (ASCII): a float JSON cannot hold (``NaN``, the infinities
   a capture's JSON files may carry: Python's parser takes them) as its text, ``"nan"``,
   ``"inf"`` or ``"-inf"``.
@@ -39,11 +48,13 @@ that escapes (no output keeps a copy of these rules).
 
 from __future__ import annotations
 
+import functools
 import html as _html
 import json
 import math
 import re
 import shlex
+import unicodedata
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -68,10 +79,6 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-
 #: no forensics, refuses a data file's word holding one: ``forensics.share.repro_template``)
 CONTROL_CLASS = ascii(_CONTROL.pattern)
 _SURROGATE = re.compile("[\ud800-\udfff]")
-#: :func:`terminal`'s escapes, and a backslash that would otherwise read as one's start (before
-#: a backslash, ``x``, ``u``, ``U`` or a character escaped): ESC and the four characters
-#: ``\x1b`` never look alike
-_TERMINAL = re.compile(r"\\(?=[\\xuU]|" + _CONTROL.pattern + ")|" + _CONTROL.pattern)
 #: :func:`unicode`'s escapes, and a backslash before a backslash, ``u`` or a lone surrogate
 _UNICODE = re.compile(r"\\(?=[\\u]|" + _SURROGATE.pattern + ")|" + _SURROGATE.pattern)
 #: inline characters GitHub-flavoured Markdown reads as markup wherever they stand: a
@@ -98,6 +105,51 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _QUOTED = (*FORMULA_STARTS, "'")
 
 
+#: Hangul vowel and trailing jamo: NFC joins them to the syllable before (their composition is
+#: computed, not listed in the Unicode data's decompositions)
+_JAMO_JOINED = "\u1161-\u1175\u11a8-\u11c2"
+#: above this code point no character has a canonical decomposition
+_LAST_DECOMPOSED = 0x2FA1D
+
+
+@functools.cache
+def _unstable_class() -> str:
+    """A regex character class of the characters NFC may change or join to the character
+    before (NFC quick check No or Maybe), from the running Python's Unicode data: each whose
+    NFC is another text, the second of each canonical pair, the Hangul jamo NFC joins. Built
+    on the first string that is not NFC (about 0.1 s)."""
+    chars = set()
+    for code in range(_LAST_DECOMPOSED + 1):
+        char = chr(code)
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        if unicodedata.normalize("NFC", char) != char:
+            chars.add(char)
+        parts = unicodedata.decomposition(char).split()
+        if len(parts) == 2 and not parts[0].startswith("<"):
+            chars.add(chr(int(parts[1], 16)))
+    return "[" + "".join(re.escape(c) for c in sorted(chars)) + _JAMO_JOINED + "]"
+
+
+@functools.cache
+def _patterns(nfc: bool) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """What :func:`terminal` escapes in a string that is NFC (``nfc``: :data:`_CONTROL`) or
+    not (those and :func:`_unstable_class`): the characters; them and a backslash that would
+    otherwise read as an escape's start (before a backslash, ``x``, ``u``, ``U`` or a character
+    escaped: ESC and the four characters ``\\x1b`` never look alike); and the characters
+    :func:`shell_word`'s ``printf`` format writes as octal escapes (them, and the three a
+    single-quoted format cannot hold as themselves: the quote, printf's escape and directive
+    characters)."""
+    escaped = _CONTROL.pattern if nfc else f"{_CONTROL.pattern}|{_unstable_class()}"
+    return (re.compile(escaped), re.compile(r"\\(?=[\\xuU]|" + escaped + ")|" + escaped),
+            re.compile(escaped + "|['\\\\%]"))
+
+
+def _escaped_in(text: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """:func:`_patterns` for ``text``."""
+    return _patterns(unicodedata.is_normalized("NFC", text))
+
+
 def _visible(match: re.Match[str]) -> str:
     """A matched character as its escape (a backslash as two)."""
     if match.group() == "\\":
@@ -121,8 +173,11 @@ def terminal(value: Any) -> str:
     character, character drawn as nothing, noncharacter and lone surrogate as a
     ``\\x..``/``\\u....`` escape, and a backslash that would read as an escape's start as
     ``\\\\``, so two values (of at most :data:`LIMIT` characters) never look alike. For a value
-    written once: a message built of values already escaped goes through :func:`inert`."""
-    return _TERMINAL.sub(_visible, capped(value))
+    written once: a message built of values already escaped goes through :func:`inert`. A
+    string not in NFC has each character NFC may change or join to the one before escaped too
+    (the module's docstring)."""
+    text = capped(value)
+    return _escaped_in(text)[1].sub(_visible, text)
 
 
 def inert(text: Any) -> str:
@@ -130,6 +185,27 @@ def inert(text: Any) -> str:
     inert text: control characters, noncharacters and lone surrogates escaped as by
     :func:`terminal`, backslashes left as they are (a value's escapes are not doubled)."""
     return _CONTROL.sub(_visible, capped(text))
+
+
+#: what :func:`quoted` writes as an escape besides :func:`terminal`'s: the quote that ends it,
+#: the backtick that would open or close a code span of its sentence
+_QUOTE_ENDS = "'`"
+
+
+def quoted(value: Any) -> str:
+    """``value`` (a capture's value: a request id) inside a sentence: :func:`terminal` of it
+    between single quotes, each ``'`` and backtick in it written ``\\x27``/``\\x60`` (a
+    backslash before one doubled), so the value never ends its quotes and never opens or
+    closes a code span of the sentence (:func:`markdown`). The sentence goes out through
+    :func:`inert` (and :func:`html`, :func:`markdown`, :func:`csv_cell` not ``raw``)."""
+    text = terminal(value)
+    return "'" + re.sub(r"\\?[" + _QUOTE_ENDS + "]", _quote_end, text) + "'"
+
+
+def _quote_end(match: re.Match[str]) -> str:
+    """A quote or backtick as its escape, a backslash before it doubled."""
+    mark = match.group()
+    return ("\\\\" if len(mark) == 2 else "") + f"\\x{ord(mark[-1]):02x}"
 
 
 def unicode(value: Any) -> str:
@@ -169,11 +245,12 @@ def markdown(value: Any, table: bool = False, raw: bool = False) -> str:
     """``value`` as one line of Markdown that GitHub renders as the text itself: what would be
     markup escaped, no raw HTML; a span between backticks a code span (``table``: in a table
     cell, :func:`markdown_code`). ``value`` through :func:`inert` (a text whose values are
-    escaped already; ``raw``: a capture's value, :func:`terminal`)."""
+    escaped already; ``raw``: a capture's value, :func:`terminal`, its backticks escaped, never
+    a code span's)."""
     text = terminal(value) if raw else inert(value)
     parts: list[str] = []
     at = 0
-    for start, end, code in _code_spans(text):
+    for start, end, code in [] if raw else _code_spans(text):
         parts += [_markdown_plain(text[at:start]), markdown_code(code, table)]
         at = end
     parts.append(_markdown_plain(text[at:]))
@@ -270,14 +347,8 @@ def terminal_lines(value: Any) -> str:
     return "\n".join(inert(line) for line in str(value).split("\n"))
 
 
-#: characters of a word written as octal escapes of :func:`shell_word`'s ``printf`` format:
-#: those :func:`terminal` escapes, and the three a single-quoted format cannot hold as
-#: themselves (the quote, printf's escape and directive characters)
-_PRINTF_ESCAPED = re.compile(_CONTROL.pattern + "|['\\\\%]")
-
-
 def _octal(match: re.Match[str]) -> str:
-    """A :data:`_PRINTF_ESCAPED` character as the ``\\NNN`` octal escapes of its bytes: those
+    """A character of :func:`shell_word`'s ``printf`` format as the ``\\NNN`` octal escapes of its bytes: those
     of a file name that is not UTF-8 as themselves (surrogateescape), others' UTF-8 bytes."""
     char = match.group()
     try:
@@ -287,25 +358,33 @@ def _octal(match: re.Match[str]) -> str:
     return "".join(f"\\{byte:03o}" for byte in data)
 
 
+#: a line break in a word of a command line we suggest: the third character of ``IFS``, which
+#: a POSIX shell sets to space, tab, line break when it starts (a command substitution would
+#: drop a line break that ends its output, and a line break itself would start a second line)
+_SHELL_LINE_BREAK = "${IFS#??}"
+
+
 def shell_word(value: Any) -> str:
     """``value`` as one word of a command line that any POSIX shell (``dash``, ``bash``,
-    ``zsh``, ``ksh``) reads back as that very word, and that is inert on a terminal:
+    ``ksh``) reads back as that very word, and that is one line of inert text on a terminal:
     :func:`shlex.quote` of it; where it holds a character :func:`terminal` escapes, its text up
     to that character single-quoted and the rest written by ``"$(printf '...')"`` with each such
     character (a byte of a file name that is not UTF-8 too) and each ``' \\ %`` as octal
     escapes (``\\033``) of its bytes. A command substitution drops the line breaks that end
-    its output, so line breaks that end ``value`` follow it, single-quoted, as themselves: the
-    one case of a word on more than one line. Never cut short (a shorter word would name
-    another file)."""
+    its output, so line breaks that end ``value`` follow it, each as ``${IFS#??}`` (a line
+    break while ``IFS`` holds its value a shell starts with). Never cut short (a shorter word
+    would name another file)."""
     text = str(value)
-    first = _CONTROL.search(text)
+    escaped, _, printf = _escaped_in(text)
+    first = escaped.search(text)
     if first is None:
         return shlex.quote(text)
     rest = text[first.start():]
     body = rest.rstrip("\n")
+    breaks = _SHELL_LINE_BREAK * (len(rest) - len(body))
     return "".join([shlex.quote(text[:first.start()]) if first.start() else "",
-                    "\"$(printf '" + _PRINTF_ESCAPED.sub(_octal, body) + "')\"" if body else "",
-                    "'" + rest[len(body):] + "'" if len(rest) > len(body) else ""])
+                    "\"" + (f"$(printf '{printf.sub(_octal, body)}')" if body else "") + breaks
+                    + "\""])
 
 
 def shell_path(path: Any) -> str:
