@@ -25,10 +25,10 @@ that escapes (no output keeps a copy of these rules).
   a text (not ``raw``) a span between backticks becomes a code span (:func:`markdown_code`,
   with a fence longer than any backtick run in it), while a capture's value (``raw``) has its
   backticks escaped: they never open or close a code span;
-- :func:`quoted`: a capture's value inside a sentence (a request id in a finding's sentence):
-  :func:`terminal` between single quotes, with a quote written ``\\x27`` and a backtick
-  ``\\x60``, so the value never ends its quotes and never opens or closes a code span of
-  the sentence when :func:`markdown` renders it;
+- :func:`spanless`: a capture's value inside a sentence (a model name, an event's message):
+  :func:`terminal` with a backtick written ``\\x60``, so the value never opens or closes a
+  code span of the sentence when :func:`markdown` renders it; :func:`quoted` (a request id):
+  that between single quotes, with a quote written ``\\x27``, so it never ends its quotes;
 - :func:`csv_cell`: :func:`terminal`, then a cell starting with ``= + - @``, tab or CR
   prefixed with ``'`` (a spreadsheet would evaluate it as a formula), and one starting with
   ``'`` too (so the prefix never makes two values one cell);
@@ -187,23 +187,30 @@ def inert(text: Any) -> str:
     return _CONTROL.sub(_visible, capped(text))
 
 
-#: what :func:`quoted` writes as an escape besides :func:`terminal`'s: the quote that ends it,
-#: the backtick that would open or close a code span of its sentence
-_QUOTE_ENDS = "'`"
+def spanless(value: Any) -> str:
+    """``value`` (a capture's value: a model name, an event's message) inside a sentence that
+    :func:`markdown` may render: :func:`terminal` of it, each backtick written ``\\x60`` (a
+    backslash before one doubled), so the value never opens or closes a code span of the
+    sentence. The sentence goes out through :func:`inert` (and :func:`html`,
+    :func:`markdown`, :func:`csv_cell` not ``raw``)."""
+    return _also_escaped(terminal(value), "`")
 
 
 def quoted(value: Any) -> str:
-    """``value`` (a capture's value: a request id) inside a sentence: :func:`terminal` of it
-    between single quotes, each ``'`` and backtick in it written ``\\x27``/``\\x60`` (a
-    backslash before one doubled), so the value never ends its quotes and never opens or
-    closes a code span of the sentence (:func:`markdown`). The sentence goes out through
-    :func:`inert` (and :func:`html`, :func:`markdown`, :func:`csv_cell` not ``raw``)."""
-    text = terminal(value)
-    return "'" + re.sub(r"\\?[" + _QUOTE_ENDS + "]", _quote_end, text) + "'"
+    """``value`` (a capture's value: a request id) inside a sentence: :func:`spanless` of it
+    between single quotes, each ``'`` in it written ``\\x27`` too, so the value never ends
+    its quotes."""
+    return "'" + _also_escaped(terminal(value), "'`") + "'"
 
 
-def _quote_end(match: re.Match[str]) -> str:
-    """A quote or backtick as its escape, a backslash before it doubled."""
+def _also_escaped(text: str, marks: str) -> str:
+    """``text`` (through :func:`terminal`) with each of ``marks`` as its ``\\xNN`` escape
+    and a backslash before one doubled (as :func:`terminal` doubles one before an escape)."""
+    return re.sub(r"\\?[" + re.escape(marks) + "]", _mark_escaped, text)
+
+
+def _mark_escaped(match: re.Match[str]) -> str:
+    """A mark of :func:`_also_escaped` as its escape, a backslash before it doubled."""
     mark = match.group()
     return ("\\\\" if len(mark) == 2 else "") + f"\\x{ord(mark[-1]):02x}"
 

@@ -65,7 +65,7 @@ def test_a_wrong_verified_token_is_substituted_and_a_violation() -> None:
         "effect": VERIFIED}
     assert result.verdict == "violation"
     assert describe(found) == (
-        "`input_ids[0] = 78` (step 2, request req-a, position 7) was fed token 78 where the "
+        "`input_ids[0] = 78` (step 2, request 'req-a', position 7) was fed token 78 where the "
         "request had token 77 (sampled at step 1, recorded at prepare_input_ids step 2 "
         "prev_sampled_token_ids[0, 0]); the output of this request is corrupt from this "
         "token on")
@@ -88,7 +88,7 @@ def test_a_placeholder_clamped_before_the_embedding_is_named_with_the_token_it_r
     assert (found["kind"], found["site"], found["tensor"], found["value"], found["expected"],
             found["effect"]) == (CLAMPED, PREPARE, "out.input_ids_device", -1, 77, VERIFIED)
     assert describe(found).startswith(
-        "`out.input_ids_device[0] = -1` (step 2, request req-a, position 7) was clamped to "
+        "`out.input_ids_device[0] = -1` (step 2, request 'req-a', position 7) was clamped to "
         "token 0 before the embedding: the model read token 0 instead of token 77, sampled "
         "at step 1")
 

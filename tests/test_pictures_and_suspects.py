@@ -106,7 +106,8 @@ def swapped_rows() -> list[Any]:
     return [bc]
 
 
-WHERE = "batch_change at step 2, rank 0, row 0: request a read previous row 1, held by request b"
+WHERE = ("batch_change at step 2, rank 0, row 0: request 'a' read previous row 1, held by "
+         "request 'b'")
 
 
 def test_a_suspect_verdict_says_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

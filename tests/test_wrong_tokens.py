@@ -54,5 +54,5 @@ def test_the_conclusion_says_when_the_model_was_fed_a_wrong_token_silently() -> 
     assert len(conclusion.silent) == 9
     assert ("The model was fed 9 wrong token(s) silently, without a crash; the first at step 39 "
             "rank 0: prepare_input_ids left id -1 at input_ids[30]") in conclusion.paragraph()
-    assert ("`out.input_ids_device[30] = -1` (step 39, request req-18, position 6) was clamped "
+    assert ("`out.input_ids_device[30] = -1` (step 39, request 'req-18', position 6) was clamped "
             "to token 0 before the embedding") in conclusion.paragraph()

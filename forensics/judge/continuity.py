@@ -28,6 +28,8 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
+from forensics.escaping import quoted
+
 SUBSTITUTED, CLAMPED = "substituted", "clamped_placeholder"
 #: the finding kinds of this check
 KINDS = (SUBSTITUTED, CLAMPED)
@@ -434,9 +436,12 @@ def finding_of(fed: Fed, expected: Recorded | None, kind: str) -> dict[str, Any]
 
 def describe(found: dict[str, Any]) -> str:
     """One sentence naming the tensor and element fed, request, position, the value fed, the
-    value expected and where it was recorded, and what it does to the output."""
+    value expected and where it was recorded, and what it does to the output (the request id
+    through :func:`~forensics.escaping.quoted`: the sentence goes out through
+    :func:`~forensics.escaping.inert` or the escaping of its output)."""
+    request = "unknown" if found.get("req_id") is None else quoted(found["req_id"])
     where = (f"`{found['tensor']}[{found['element']}] = {found['value']}` (step "
-             f"{found['step']}, request {found.get('req_id') or 'unknown'}, position "
+             f"{found['step']}, request {request}, position "
              f"{_or_unknown(found.get('position'))})")
     expected = found.get("expected")
     if found["kind"] == CLAMPED:

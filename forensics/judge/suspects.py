@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from forensics.escaping import quoted
 from forensics.judge.findings import COLUMNS, is_judged, sort_findings, to_python
 from forensics.sites._common import prev_holders
 
@@ -68,13 +69,15 @@ def read_row(record: Record, finding: dict[str, Any]) -> int | None:
 
 
 def describe_suspect(s: dict[str, Any]) -> str:
-    """``"batch_change at step 19, rank 0, row 0: request req-0 read previous row 7, held by
-    request req-7 (`prev_positions[0] = 7`)"``; unknown requests say so."""
-    mine = "an unknown request" if s.get("req_id") is None else f"request {s['req_id']}"
+    """``"batch_change at step 19, rank 0, row 0: request 'req-0' read previous row 7, held by
+    request 'req-7' (`prev_positions[0] = 7`)"``; unknown requests say so; request ids through
+    :func:`~forensics.escaping.quoted` (the sentence goes out through
+    :func:`~forensics.escaping.inert` or the escaping of its output)."""
+    mine = "an unknown request" if s.get("req_id") is None else f"request {quoted(s['req_id'])}"
     claimed = s.get("read_req_ids") or []
-    held = (f"request {s['read_req_id']}" if s.get("read_req_id") is not None else
+    held = (f"request {quoted(s['read_req_id'])}" if s.get("read_req_id") is not None else
             f"one of {len(claimed)} requests the capture gives that row to "
-            f"({', '.join(claimed[:3])}{', ...' if len(claimed) > 3 else ''})"
+            f"({', '.join(map(quoted, claimed[:3]))}{', ...' if len(claimed) > 3 else ''})"
             if len(claimed) > 1 else "a request the capture does not name")
     row = "" if s.get("row") is None else f", row {s['row']}"
     read = "a previous row" if s.get("read_row") is None else f"previous row {s['read_row']}"

@@ -29,6 +29,7 @@ from typing import Any
 from forensics.budget import child_deadline, timed_out
 from forensics.cpu_env import triton_child_env
 from forensics.errors import ConfigurationError
+from forensics.escaping import terminal
 from forensics.kernels import contracts
 from forensics.kernels.coverage import installed_kernels
 from forensics.kernels.format import KIND, Launch, launches_of, summaries_of
@@ -283,7 +284,11 @@ def to_json(report: KernelReport) -> dict[str, Any]:
 
 
 def describe(finding: dict[str, Any]) -> str:
-    """One line of text for a finding (the caller escapes it)."""
+    """One line of text for a finding, its names (the kernel's, the argument's: a capture's)
+    through :func:`~forensics.escaping.terminal` (the caller writes it through
+    :func:`~forensics.escaping.inert`)."""
+    finding = {key: terminal(value) if isinstance(value, str) else value
+               for key, value in finding.items()}
     at = (f"{finding['kernel']} (step {finding['step']}, rank {finding['rank']}, launch "
           f"{finding['launch']})")
     kind = finding["kind"]

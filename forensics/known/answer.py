@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from forensics.escaping import spanless
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     Evidence,
@@ -157,14 +158,14 @@ def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
         text = "no crash event in the capture"
     if gone:
         text += (f"; {len(gone)} process(es) died without the probe's stop "
-                 f"({', '.join(gone[:3])}{', ...' if len(gone) > 3 else ''})")
+                 f"({', '.join(map(spanless, gone[:3]))}{', ...' if len(gone) > 3 else ''})")
     outcomes = result.outcomes
     raised = outcomes[(outcomes["variant"] == evidence.baseline) & (outcomes["status"] != "ok")]
     if not len(raised):
         return f"{text}; the {evidence.baseline} replay raises nothing"
     first_row = raised.sort_values(["step", "rank"], kind="mergesort").iloc[0]
     exception = str(first_row["message"]).split(":", 1)[0] or str(first_row["status"])
-    return (f"{text}; the {evidence.baseline} replay raises {exception} at step "
+    return (f"{text}; the {evidence.baseline} replay raises {spanless(exception)} at step "
             f"{int(first_row['step'])} ({first_row['site']}, rank {int(first_row['rank'])})")
 
 

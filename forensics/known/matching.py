@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from forensics.escaping import spanless
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     Evidence,
@@ -188,7 +189,8 @@ def _event(spec: dict[str, Any], evidence: Evidence) -> Check:
         word = next((w for w in words if w in text), None)
         if not words or word is not None:
             what = f" mentioning {word!r}" if word else ""
-            return Check(True, f"event {event.get('kind')}{what} at step {event.get('step')}")
+            return Check(True, f"event {event.get('kind')}{what} at step "
+                               f"{spanless(event.get('step'))}")
     wanted = f" mentioning one of {words}" if words else ""
     named = "" if "kind" not in spec else " " + "/".join(kinds)
     return Check(False, f"no {'crash ' if not named else ''}event{named}{wanted}")

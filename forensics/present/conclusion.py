@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from forensics.escaping import terminal
+from forensics.escaping import quoted, spanless, terminal
 from forensics.judge.findings import (
     FINDING_COLUMNS,
     INDEX_COLUMNS,
@@ -378,7 +378,7 @@ def describe_finding(f: dict[str, Any]) -> str:
     if f.get("row") is not None:
         where += f", row {f['row']}"
     if f.get("req_id") is not None:
-        where += f" (request {terminal(repr(str(f['req_id'])))})"
+        where += f" (request {quoted(f['req_id'])})"
     text = f"{where}: {terminal(what_happened(f))}"
     if f.get("resolved") is True:
         text += " (resolved)"
@@ -530,10 +530,10 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
 
 def _event_text(event: dict[str, Any]) -> str:
     """``"cuda_assert at step 14 rank 0: MESSAGE"``; an unknown step or rank left out."""
-    where = " ".join(f"{name} {terminal(event[name])}" for name in ("step", "rank")
+    where = " ".join(f"{name} {spanless(event[name])}" for name in ("step", "rank")
                      if event.get(name) is not None)
-    message = terminal(event.get("message") or event.get("detail") or "").strip().rstrip(".")
-    head = f"{terminal(event.get('kind', 'event'))}{f' at {where}' if where else ''}"
+    message = spanless(event.get("message") or event.get("detail") or "").strip().rstrip(".")
+    head = f"{spanless(event.get('kind', 'event'))}{f' at {where}' if where else ''}"
     return f"{head}: {message}" if message else head
 
 
@@ -569,10 +569,10 @@ def version_sentence(facts: dict[str, Any], variants: Sequence[str]) -> str:
     models = [v for v in variants if not v.startswith("vllm")]
     if not version or version == "unknown" or version == MODELS_VLLM or not models:
         return ""
-    return (f"The capture comes from vLLM {terminal(version)}, while {', '.join(models)} "
+    return (f"The capture comes from vLLM {spanless(version)}, while {', '.join(models)} "
             f"replay{'s' if len(models) == 1 else ''} the code of vLLM {MODELS_VLLM}: where "
             f"these sites changed between the two, a bound, a fast path or the placeholder "
-            f"rule may differ, so a verdict may not be what {terminal(version)} did (replay "
+            f"rule may differ, so a verdict may not be what {spanless(version)} did (replay "
             f"with --variant vllm on that version's code where it is supported, 0.32.x or "
             f"0.33.x).")
 
@@ -589,19 +589,20 @@ def facts_sentence(facts: dict[str, Any]) -> str:
     if facts.get("stopped_after") is not None:
         text += " " + stopped_sentence(facts["stopped_after"])
     if facts.get("notes"):
-        text += f" Notes: {terminal(repr(str(facts['notes'])))}"
+        text += f" Notes: {quoted(facts['notes'])}"
     return text
 
 
 def fact_text(key: str, value: Any) -> str:
-    """A capture fact as text: booleans on/off, the step span ``A-B``, lists comma-joined."""
+    """A capture fact as text: booleans on/off, the step span ``A-B``, lists comma-joined; a
+    value through :func:`~forensics.escaping.spanless` (it stands in a sentence too)."""
     if key == "steps" and isinstance(value, list) and len(value) == 2:
         return f"{value[0]}-{value[1]}"
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, list):
-        return ", ".join(map(terminal, value))
-    return terminal(value)
+        return ", ".join(map(spanless, value))
+    return spanless(value)
 
 
 # -- known or new, explained or not (forensics.known): the one block this module adds for it --

@@ -45,12 +45,13 @@ def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None) -> s
              markdown(conclusion.paragraph()), "",
              "### Verdicts", "", *_verdict_rows(result), "", "### First violations", ""]
     for variant in result.variants:
-        lines.append(f"- **{markdown(variant)}**: {markdown(_first_text(conclusion, variant))}")
+        lines.append(f"- **{markdown(variant, raw=True)}**: "
+                     f"{markdown(_first_text(conclusion, variant))}")
     lines += known_markdown(conclusion)
     suspects = {v: s for v, s in conclusion.suspect_first.items() if s}
     if suspects:
         lines += ["", "### Suspect rows", ""]
-        lines += [f"- **{markdown(v)}**: {markdown(describe_suspect(s))} (the first of "
+        lines += [f"- **{markdown(v, raw=True)}**: {markdown(describe_suspect(s))} (the first of "
                   f"{s['count']})" for v, s in suspects.items()]
     lines += ["", "### Capture", ""]
     lines += [f"- {markdown(key)}: {markdown_code(fact_text(key, value))}"
@@ -73,9 +74,9 @@ def repro_lines(source: str) -> list[str]:
 
 def _verdict_rows(result: ReplayResult) -> list[str]:
     sites = list(next(iter(result.verdicts.values()), {}))
-    rows = ["| site | " + " | ".join(map(markdown, result.variants)) + " |",
+    rows = ["| site | " + " | ".join(markdown(v, raw=True) for v in result.variants) + " |",
             "|---|" + "---|" * len(result.variants)]
-    rows += [f"| {markdown(site)} | "
+    rows += [f"| {markdown(site, raw=True)} | "
              + " | ".join(result.verdicts[v][site] for v in result.variants) + " |"
              for site in sites]
     return rows
@@ -128,7 +129,7 @@ def known_markdown(conclusion: Conclusion) -> list[str]:
         return [*lines, markdown(known.known_sentence())]
     lines.append("No known signature matches: a reason to file a new issue; a draft follows.")
     lines += ["", "### Draft: a new vLLM issue", "",
-              f"**Title**: [Bug]: {markdown(_draft_title(conclusion))}", "",
+              f"**Title**: [Bug]: {markdown(_draft_title(conclusion), raw=True)}", "",
               "**What happened**: the capture's events are listed under Capture below; "
               "its facts (model, speculative method, async scheduling, versions) with them.", "",
               "**What the capture shows**: " + markdown(known.lead() or conclusion.first_sentence(
@@ -140,6 +141,8 @@ def known_markdown(conclusion: Conclusion) -> list[str]:
 
 
 def _draft_title(conclusion: Conclusion) -> str:
+    """The draft issue's title: the first violation's tensor, value and site as they are (a
+    capture's values: the caller escapes the title as one)."""
     first = conclusion.first.get(conclusion.baseline)
     if first is not None:
         return f"{first['tensor']} = {first['value']} out of range at {first['site']}"

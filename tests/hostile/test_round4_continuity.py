@@ -222,14 +222,19 @@ def test_two_rows_of_one_slot_are_not_judged(v2_records: list[Record]) -> None:
 
 
 def test_a_sentence_names_a_hostile_request_as_it_is() -> None:
-    """The check's sentence carries the request id unchanged (every output escapes it)."""
+    """The check's sentence carries the request id as every finding's sentence does: quoted
+    (:func:`forensics.escaping.quoted`: escaped, its quotes and backticks too); the outputs
+    write the sentence through :func:`~forensics.escaping.inert` or their escaping."""
+    from forensics.escaping import quoted
+
     evil = '\x1b[31m"""<script>|=1'
     records = _v1([11, 22], prev={"prev_req_ids": ["a", evil]})
     for record in records:
         if "req_ids" in record.fields:
             record.fields["req_ids"] = ["a", evil]
     (found,) = _check(records, MANIFEST).findings
-    assert found["req_id"] == evil and f"request {evil}, position 6" in describe(found)
+    assert found["req_id"] == evil and f"request {quoted(evil)}, position 6" in describe(found)
+    assert "request '\\x1b[31m\"\"\"<script>|=1', position 6" in describe(found)
 
 
 def _alternating(steps: int) -> Any:

@@ -306,7 +306,7 @@ def test_a_previous_row_two_requests_claim_names_neither_as_its_holder() -> None
     change.fields["prev_req_id_to_index"] = {"a": 0, "b": 1, "c": 1}
     first = first_suspects(forensics.replay([change], ["upstream"]))["upstream"]
     assert first is not None and first["read_row"] == 1 and first["read_req_id"] is None
-    assert "held by one of 2 requests the capture gives that row to (b, c)" in \
+    assert "held by one of 2 requests the capture gives that row to ('b', 'c')" in \
         describe_suspect(first)
 
 
