@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from forensics.errors import ConfigurationError, OutputError
+from forensics.errors import ConfigurationError, OutputError, reason
 from forensics.escaping import capped, terminal
 
 
@@ -57,8 +57,8 @@ def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], obj
         os.replace(tmp, path)
         tmp = ""
     except OSError as exc:
-        raise OutputError(f"cannot write '{terminal(path)}': {exc.strerror or exc}; check the "
-                          f"folder, its permissions and free space") from None
+        raise OutputError(f"cannot write '{terminal(path)}': {exc.strerror or reason(exc)}; "
+                          f"check the folder, its permissions and free space") from None
     finally:
         if tmp:
             os.unlink(tmp)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forensics.escaping import inert, terminal
+from forensics.escaping import LIMIT, capped, inert, terminal
 
 
 class ForensicsError(Exception):
@@ -70,6 +70,16 @@ class DeadlineError(ForensicsError, TimeoutError):
     """A child process (kernel worker, notebook, fleet task) outlived its deadline."""
 
 
+def reason(exc: BaseException, limit: int = LIMIT) -> str:
+    """The text of ``exc`` inside a message of ours (a CLI line, a reason a row gives): a
+    ForensicsError's message as it is (its values are escaped already), any other exception's
+    text (which may quote a capture's file name or field value) cut after ``limit`` characters
+    with a marker and through :func:`~forensics.escaping.terminal`."""
+    if isinstance(exc, ForensicsError):
+        return str(exc)
+    return terminal(capped(exc, limit))
+
+
 def one_line(exc: BaseException) -> str:
     """The one-line message of ``exc`` for the CLI and for a fleet row: a ForensicsError as
     its message, an OSError as the file and the reason, anything else as a bug (escaped for
@@ -78,10 +88,11 @@ def one_line(exc: BaseException) -> str:
         text = str(exc)
     elif isinstance(exc, OSError):
         where = f"'{terminal(exc.filename)}': " if exc.filename else ""
-        text = f"{where}{exc.strerror or exc}; check the path, its permissions and free space"
+        text = (f"{where}{exc.strerror or reason(exc)}; check the path, its permissions and "
+                "free space")
     elif isinstance(exc, MemoryError):
         text = "out of memory; the input is too large for this machine"
     else:
-        text = (f"internal error {type(exc).__name__}: {exc}; this is a bug: rerun with -v "
+        text = (f"internal error {type(exc).__name__}: {reason(exc)}; this is a bug: rerun with -v "
                 "and report the traceback")
     return inert(" ".join(text.split()))[:2000]  # its values are escaped already

@@ -355,8 +355,9 @@ def terminal_lines(value: Any) -> str:
 
 
 def _octal(match: re.Match[str]) -> str:
-    """A character of :func:`shell_word`'s ``printf`` format as the ``\\NNN`` octal escapes of its bytes: those
-    of a file name that is not UTF-8 as themselves (surrogateescape), others' UTF-8 bytes."""
+    """A character of :func:`shell_word`'s ``printf`` format as the ``\\NNN`` octal escapes of
+    its bytes: those of a file name that is not UTF-8 as themselves (surrogateescape), others'
+    UTF-8 bytes."""
     char = match.group()
     try:
         data = char.encode("utf-8", "surrogateescape")

@@ -19,6 +19,8 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from forensics.errors import reason
+
 SITES_GROUP, VARIANTS_GROUP = "forensics.sites", "forensics.variants"
 
 
@@ -31,5 +33,5 @@ def entry_points(group: str) -> Iterator[tuple[str, Any]]:
             yield point.name, point.load()
         except Exception as exc:  # noqa: BLE001  (a broken plugin is skipped, not fatal)
             warnings.warn(f"forensics: skipping the {group} plugin {point.name!r} "
-                          f"({point.value}): {type(exc).__name__}: {exc}; fix or uninstall "
+                          f"({point.value}): {type(exc).__name__}: {reason(exc)}; fix or uninstall "
                           f"the distribution that declares it", stacklevel=2)

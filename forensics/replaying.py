@@ -25,6 +25,7 @@ from forensics.errors import (
     CaptureFormatError,
     ConfigurationError,
     ForensicsError,
+    reason,
 )
 from forensics.judge import findings as judge
 from forensics.libc import libc_function
@@ -503,7 +504,7 @@ def _model_runs(chunk: _Chunk, models: _Models
         if isinstance(chunk.cols, RecordColumns):  # already the decoded records: no retry
             raise CaptureFormatError(
                 f"{chunk.site} records of steps {int(chunk.coords[0, 1])}-"
-                f"{int(chunk.coords[-1, 1])}: {exc}; the replay checks indices as int64: "
+                f"{int(chunk.coords[-1, 1])}: {reason(exc)}; the replay checks indices as int64: "
                 "capture that field as a signed integer tensor") from None
         chunk.cols = RecordColumns(chunk.records())
         return _model_runs(chunk, models)

@@ -19,7 +19,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from forensics.budget import alarm_deadline, child_deadline, timed_out
-from forensics.errors import ConfigurationError, DeadlineError, MissingDependencyError
+from forensics.errors import (
+    ConfigurationError,
+    DeadlineError,
+    MissingDependencyError,
+    reason,
+)
 from forensics.fleet.piece import replay_piece, to_ipc
 from forensics.fleet.tasks import Task
 
@@ -268,10 +273,7 @@ def _result(future: Any, task: Task) -> bytes:
 
 def failed(task: Task, exc: BaseException) -> bytes:
     """The row of a task that raised ``exc``: ``task failed: TYPE: MESSAGE`` on one line."""
-    from forensics.escaping import inert
-
-    return lost(task, f"task failed: {type(exc).__name__}: "
-                      f"{inert(' '.join(str(exc).split()))[:2000]}")
+    return lost(task, f"task failed: {type(exc).__name__}: {reason(exc, 2000)}")
 
 
 def run_ray(tasks: Sequence[Task], address: str | None = None, done: Done | None = None,
@@ -361,8 +363,7 @@ def _ray_result(ray: Any, ref: Any, task: Task) -> bytes:
     try:
         return bytes(ray.get(ref))
     except Exception as exc:  # noqa: BLE001  (a lost task is reported, not dropped)
-        why = " ".join(str(exc).split())[:300]
-        return lost(task, f"task lost on Ray: {type(exc).__name__}: {why}")
+        return lost(task, f"task lost on Ray: {type(exc).__name__}: {reason(exc, 300)}")
 
 
 def start_local_ray(num_cpus: int | None = None, attempts: int = RAY_STARTS) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from forensics.errors import reason
 from forensics.fleet.signature import Group, conclusion, group_rows
 from forensics.fleet.tasks import SPLIT_RECORDS, Task
 
@@ -75,7 +76,7 @@ def _decoded(task: Task, data: bytes) -> list[dict[str, Any]]:
     try:
         pieces = list(from_ipc(data).to_pylist())
     except Exception as exc:  # noqa: BLE001  (a garbled result is reported, not dropped)
-        pieces = list(from_ipc(lost(task, f"unreadable task result: {exc}")).to_pylist())
+        pieces = list(from_ipc(lost(task, f"unreadable task result: {reason(exc)}")).to_pylist())
     for piece in pieces:
         piece["capture"], piece["name"] = os.path.abspath(task.path), os.path.basename(task.path)
     return pieces

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError
+from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError, reason
 from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import (
@@ -53,10 +53,10 @@ def read(path: Path) -> Imported:
             raise UnsafeInputError(f"'{terminal(path)}' holds pickled object arrays; refused. Save "
                                    "integer arrays and JSON strings instead") from None
         raise CaptureFormatError(f"'{terminal(path)}' is not a readable npz archive: "
-                                 f"{exc}") from None
+                                 f"{reason(exc)}") from None
     except Exception as exc:  # zipfile, zlib and numpy raise many types on corrupt input
         raise CaptureFormatError(f"'{terminal(path)}' is not a readable npz archive "
-                                 f"({type(exc).__name__}: {str(exc)[:200]})") from None
+                                 f"({type(exc).__name__}: {reason(exc, 200)})") from None
     raw: dict[str, Any] = {}
     meta = arrays.pop("__metadata__", None)
     if meta is not None:
@@ -82,7 +82,7 @@ def _check_members(handle: BinaryIO, path: Path) -> None:
         raise
     except Exception as exc:
         raise CaptureFormatError(f"'{terminal(path)}' is not a readable npz archive "
-                                 f"({type(exc).__name__}: {str(exc)[:200]})") from None
+                                 f"({type(exc).__name__}: {reason(exc, 200)})") from None
 
 
 def _check_header(member: Any, info: zipfile.ZipInfo, path: Path) -> None:

@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError
+from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError, reason
 from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import (
@@ -72,10 +72,10 @@ def _load(path: Path) -> Any:
                 "tensors) or use .safetensors"
             ) from None
         raise CaptureFormatError(f"'{terminal(path)}' is not a readable torch file: "
-                                 f"{text[:200]}") from None
+                                 f"{reason(exc, 200)}") from None
     except Exception as exc:  # torch raises many types on corrupt archives
         raise CaptureFormatError(f"'{terminal(path)}' is not a readable torch file "
-                                 f"({type(exc).__name__}: {str(exc)[:200]})") from None
+                                 f"({type(exc).__name__}: {reason(exc, 200)})") from None
 
 
 def _check_archive(handle: BinaryIO, path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from forensics.errors import CaptureFormatError
+from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import (
@@ -93,7 +93,8 @@ def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
         raise CaptureFormatError(f"'{terminal(path)}': header: {exc}; name each tensor and key "
                                  "once") from None
     except (ValueError, RecursionError) as exc:
-        raise CaptureFormatError(f"'{terminal(path)}': header is not JSON ({exc})") from None
+        raise CaptureFormatError(f"'{terminal(path)}': header is not JSON "
+                                 f"({reason(exc)})") from None
     if not isinstance(header, dict):
         raise CaptureFormatError(f"'{terminal(path)}': header must be a JSON object")
     if len(header) > MAX_TENSORS + 1:

@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from forensics.budget import require_alloc
-from forensics.errors import AllocationBudgetError
+from forensics.errors import AllocationBudgetError, reason
+from forensics.escaping import terminal
 from forensics.kernels.format import (
     Launch,
     TensorArg,
@@ -254,8 +255,8 @@ def _kernel(launch: Launch) -> Any:
     try:
         module = importlib.import_module(launch.module)
     except Exception as exc:
-        raise NotReplayable(f"module {launch.module} does not import here "
-                            f"({type(exc).__name__}: {exc})") from None
+        raise NotReplayable(f"module {terminal(launch.module)} does not import here "
+                            f"({type(exc).__name__}: {reason(exc)})") from None
     kernel = getattr(module, launch.name, None)
     if not isinstance(kernel, InterpretedFunction):
         what = "is missing" if kernel is None else f"is a {type(kernel).__name__}, not a " \
@@ -370,7 +371,7 @@ def replay(launch: Launch) -> dict[str, Any]:
         while cause is not None and not isinstance(cause, NotReplayable):
             cause = cause.__cause__  # the interpreter wraps each call's error in its own
         raise (cause or NotReplayable(f"the kernel raised in the interpreter: "
-                                      f"{type(exc).__name__}: {str(exc)[:300]}")) from None
+                                      f"{type(exc).__name__}: {reason(exc, 300)}")) from None
     differs = []
     tables = {arg.pointer_of for arg in launch.tensors.values()}  # rewritten addresses
     unknown = [n for n, a in launch.tensors.items() if a.contents == "none"]

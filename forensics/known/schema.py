@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forensics.errors import CaptureFormatError
+from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 
 CATALOGUE_PATH = Path(__file__).with_name("catalogue.toml")
@@ -100,8 +100,8 @@ def load_catalogue(path: Path | str = CATALOGUE_PATH) -> Catalogue:
     try:  # a FIFO or device is refused, never blocked on; a file past its cap is not read
         data = tomllib.loads(read_bytes(path, "catalogue").decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise CaptureFormatError(f"catalogue '{terminal(path)}': cannot be read as TOML ({exc}); "
-                                 "fix the file") from None
+        raise CaptureFormatError(f"catalogue '{terminal(path)}': cannot be read as TOML "
+                                 f"({reason(exc)}); fix the file") from None
     except RecursionError:  # arrays or tables nested deeper than the parser recurses
         raise CaptureFormatError(f"catalogue '{terminal(path)}': cannot be read as TOML (nested "
                                  "deeper than Python's recursion limit); fix the file") from None

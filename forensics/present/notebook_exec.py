@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from forensics.budget import alarm_deadline, child_deadline
-from forensics.errors import ConfigurationError
+from forensics.errors import ConfigurationError, reason
+from forensics.escaping import terminal
 from forensics.present import svg
 
 PARAMETERS_TAG, INJECTED_TAG = "parameters", "injected-parameters"
@@ -91,8 +92,9 @@ def read_notebook(path: Path) -> Any:
         return _checked(as_node(json.loads(converted)))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise ConfigurationError(
-            f"notebook '{path}' cannot be run: {exc}; give a Jupyter notebook (.ipynb) whose "
-            f"cells each have a cell_type and a source, as Jupyter saves it") from None
+            f"notebook '{terminal(path)}' cannot be run: {reason(exc)}; give a Jupyter notebook "
+            f"(.ipynb) whose cells each have a cell_type and a source, as Jupyter saves "
+            f"it") from None
 
 
 def _checked(nb: Any) -> Any:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
-from forensics.errors import ConfigurationError
+from forensics.errors import ConfigurationError, reason
 from forensics.present import svg
 from forensics.present.scene import KINDS
 from forensics.present.scene.heatmap import HeatmapData, heatmap_data
@@ -108,7 +108,7 @@ def _pyplot() -> Any:
             raise
         raise ConfigurationError(
             f"{BACKEND_ENV}={os.environ[BACKEND_ENV][:120]!r} is no matplotlib backend this "
-            f"Python can load ({type(exc).__name__}: {str(exc)[:200]}); unset it or give "
+            f"Python can load ({type(exc).__name__}: {reason(exc, 200)}); unset it or give "
             f"one such as Agg") from None
     return plt
 

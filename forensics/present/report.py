@@ -41,7 +41,7 @@ from typing import Any
 
 from forensics.atomic import user_path, write_text_atomically
 from forensics.budget import CHILD_TIMEOUT_ENV
-from forensics.errors import ConfigurationError, ForensicsError, MissingDependencyError
+from forensics.errors import ConfigurationError, ForensicsError, MissingDependencyError, reason
 from forensics.escaping import terminal
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -155,13 +155,14 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
     except CellError as exc:
         raise NotebookExecutionError(
             f"notebook {notebook.name!r} failed on capture '{shown}' in cell "
-            f"{exc.number}: {exc.ename}: {exc.evalue}; open {notebook} with "
+            f"{exc.number}: {terminal(exc.ename)}: {terminal(exc.evalue)}; open "
+            f"{terminal(notebook)} with "
             f"capture = '{shown}' to see the traceback") from None
     except (DeadlineError, NotebookProcessError) as exc:
         why = f" ({CHILD_TIMEOUT_ENV} sets the deadline of one cell)" if isinstance(
             exc, DeadlineError) else ""
         raise NotebookExecutionError(
-            f"notebook {notebook.name!r} on capture '{shown}': {exc}; its processes were "
+            f"notebook {notebook.name!r} on capture '{shown}': {reason(exc)}; its processes were "
             f"ended{why}") from None
 
 

@@ -44,7 +44,7 @@ def start(settings: Any, **session_options: Any) -> Any:
         return _SESSION
     import atexit
 
-    from forensics.errors import ConfigurationError
+    from forensics.errors import ConfigurationError, reason
     from forensics.probe import hooks, owned, patch
     from forensics.probe.session import ProbeSession
     from forensics.probe.settings import ENV_DIR, export, shown
@@ -54,8 +54,8 @@ def start(settings: Any, **session_options: Any) -> Any:
         settings = owned.claim(settings)  # made here, or the first process's, checked
     except OSError as exc:
         raise ConfigurationError(f"{ENV_DIR}={shown(str(settings.directory))}: no capture folder "
-                                 f"can be made there ({exc.strerror or exc}); point it at a "
-                                 "writable directory") from None
+                                 f"can be made there ({exc.strerror or reason(exc)}); point it "
+                                 "at a writable directory") from None
     export(settings)
     _SESSION = session = ProbeSession(settings, **session_options)
     session.made_folder = made

@@ -17,7 +17,7 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from forensics.errors import ConfigurationError
+from forensics.errors import ConfigurationError, reason
 from forensics.escaping import capped
 from forensics.sites import hooked_sites
 
@@ -191,7 +191,7 @@ def _directory(name: str, raw: str) -> Path:
         directory = user_path(raw)
         other = directory.exists() and not directory.is_dir()
     except (OSError, ConfigurationError) as exc:  # ENAMETOOLONG, EACCES; an unknown ~user
-        why = getattr(exc, "strerror", None) or str(exc)
+        why = getattr(exc, "strerror", None) or reason(exc)
         raise ConfigurationError(f"{name}={shown(raw)} cannot be used ({why}); point it at "
                                  "a writable directory for captures") from None
     if other:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from forensics.errors import CaptureFormatError
+from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 from forensics.progress import Progress
 from forensics.simulator.step import Derived, StepFields, request_names
@@ -238,7 +238,7 @@ class _ForkedBlocks:
             try:
                 _write_block(self.writer, block, self.ranks)
             except BaseException as exc:
-                os.write(write_end, f"{type(exc).__name__}: {exc}".encode()[:4096])
+                os.write(write_end, f"{type(exc).__name__}: {reason(exc)}".encode()[:4096])
                 code = 1
             finally:
                 os._exit(code)

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.collector import collector_paused
-from forensics.errors import CaptureFormatError
+from forensics.errors import CaptureFormatError, reason
 from forensics.records import Record
 from forensics.screening import as_exact, as_int64
 from forensics.store import arrow_numpy as an
@@ -57,7 +57,7 @@ class BatchView:
                     column.validate(full=True)
             except pa.ArrowException as exc:
                 raise CaptureFormatError(f"{self.where}: column {name!r} is malformed: "
-                                         f"{exc}") from None
+                                         f"{reason(exc)}") from None
             self._arrays[name] = column
         return column
 

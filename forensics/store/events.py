@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from forensics.errors import CaptureFormatError
+from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 from forensics.store.fs import append_whole
 from forensics.store.guarded import iter_lines
@@ -52,7 +52,7 @@ class EventLog:
         try:
             line = json.dumps(event, sort_keys=True, allow_nan=False).encode() + b"\n"
         except (TypeError, ValueError, RecursionError) as exc:
-            raise CaptureFormatError(f"event is not JSON-serialisable: {exc}") from None
+            raise CaptureFormatError(f"event is not JSON-serialisable: {reason(exc)}") from None
         if len(line) > MAX_LINE:
             raise CaptureFormatError(f"an event of {len(line)} bytes, past {MAX_LINE}; an event "
                                      "is one short JSON object")
@@ -180,7 +180,7 @@ def _event(line: bytes, path: Path, number: int) -> dict[str, Any]:
     except DuplicateKeyError as exc:
         raise CaptureFormatError(f"{where}: {exc}; keep one of them") from None
     except (ValueError, RecursionError) as exc:
-        raise CaptureFormatError(f"{where}: not JSON ({str(exc)[:200]})") from None
+        raise CaptureFormatError(f"{where}: not JSON ({reason(exc, 200)})") from None
     if not isinstance(event, dict):
         raise CaptureFormatError(f"{where}: expected a JSON object, got {type(event).__name__}")
     return check_event(event, where)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from forensics.errors import CaptureFormatError
+from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 from forensics.store.guarded import read_bytes
 from forensics.store.json_in import DuplicateKeyError, loads_finite, strict_json
@@ -63,7 +63,7 @@ def build_manifest(entries: dict[str, Any] | None = None) -> dict[str, Any]:
     try:
         json.dumps(manifest, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise CaptureFormatError(f"manifest is not JSON-serialisable: {exc}") from None
+        raise CaptureFormatError(f"manifest is not JSON-serialisable: {reason(exc)}") from None
     return manifest
 
 
@@ -127,7 +127,8 @@ def read_json_object(path: Path, what: str, root: Path | None = None,
     except DuplicateKeyError as exc:
         raise CaptureFormatError(f"{what} '{terminal(path)}': {exc}; keep one of them") from None
     except (ValueError, RecursionError) as exc:
-        raise CaptureFormatError(f"{what} '{terminal(path)}' is not valid JSON: {exc}") from None
+        raise CaptureFormatError(f"{what} '{terminal(path)}' is not valid JSON: "
+                                 f"{reason(exc)}") from None
     if not isinstance(value, dict):
         raise CaptureFormatError(f"{what} '{terminal(path)}' must hold a JSON object, "
                                  f"got {type(value).__name__}")

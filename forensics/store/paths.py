@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forensics.atomic import user_path
-from forensics.errors import CaptureFormatError, UnsafeInputError
+from forensics.errors import CaptureFormatError, UnsafeInputError, reason
 from forensics.escaping import terminal
 
 MANIFEST = "manifest.json"
@@ -144,14 +144,14 @@ def _not_a_folder(root: Path) -> str | None:
             return "is a loop of symbolic links, not a capture folder"
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
             return "does not exist"
-        return f"cannot be reached ({exc.strerror or exc})"
+        return f"cannot be reached ({exc.strerror or reason(exc)})"
     if not stat.S_ISDIR(mode):
         kind = _KINDS.get(stat.S_IFMT(mode), "something other than a folder")
         return f"is {kind}, not a capture folder"
     try:
         os.close(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
     except OSError as exc:
-        return f"is a folder this user cannot read ({exc.strerror or exc})"
+        return f"is a folder this user cannot read ({exc.strerror or reason(exc)})"
     if not os.access(root, os.R_OK | os.X_OK):
         return "is a folder this user cannot read (permission denied)"
     return None

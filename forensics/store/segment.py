@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from forensics.errors import CaptureFormatError, ForensicsError
+from forensics.errors import CaptureFormatError, ForensicsError, reason
 from forensics.escaping import python_string, terminal
 from forensics.libc import libc_function
 from forensics.store.arrow_codec import ColumnSig, schema_columns, schema_info
@@ -122,7 +122,7 @@ class Segment:
             raise
         except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
                 OverflowError, EOFError, MemoryError) as exc:
-            raise CaptureFormatError(f"{self.where} is unreadable: {exc}") from None
+            raise CaptureFormatError(f"{self.where} is unreadable: {reason(exc)}") from None
 
     # ------------------------------------------------------------------ opening
 
@@ -295,7 +295,8 @@ class Segment:
         except (pa.ArrowInvalid, EOFError, OSError) as exc:
             if "Expected to" in str(exc):
                 return _INCOMPLETE, pos
-            raise CaptureFormatError(f"{self.where}: bad message at byte {pos}: {exc}") from None
+            raise CaptureFormatError(f"{self.where}: bad message at byte {pos}: "
+                                     f"{reason(exc)}") from None
         return message, pos + reader.tell()
 
     # ------------------------------------------------------------------ batches
@@ -338,7 +339,8 @@ class Segment:
             raise
         except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
                 OverflowError, EOFError, MemoryError) as exc:
-            raise CaptureFormatError(f"{self.where}: batch {i} is unreadable: {exc}") from None
+            raise CaptureFormatError(f"{self.where}: batch {i} is unreadable: "
+                                     f"{reason(exc)}") from None
         if (len(view), int(view.steps.min()), int(view.steps.max())) != (
                 int(entry["rows"]), int(entry["step_min"]), int(entry["step_max"])):
             raise CaptureFormatError(f"{self.where}: batch {i} does not match its index entry")
@@ -375,7 +377,8 @@ class Segment:
         try:
             codec, aliased = compression_of(header), overlapping_buffer(header)
         except ValueError as exc:
-            raise CaptureFormatError(f"{self.where}: bad message at byte {pos}: {exc}") from None
+            raise CaptureFormatError(f"{self.where}: bad message at byte {pos}: "
+                                     f"{reason(exc)}") from None
         if aliased is not None:
             raise CaptureFormatError(
                 f"{self.where}: the record batch at byte {pos} has buffer {aliased} overlapping "

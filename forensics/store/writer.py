@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from forensics.errors import CaptureFormatError, OutputError, OutputExistsError
+from forensics.errors import CaptureFormatError, OutputError, OutputExistsError, reason
 from forensics.escaping import terminal
 from forensics.records import Record
 from forensics.store import arrow_numpy
@@ -205,7 +205,8 @@ class CaptureWriter:
                                                schema=segment.schema)
         except (KeyError, TypeError, ValueError, pa.ArrowInvalid) as exc:
             raise CaptureFormatError(f"columns of {site!r} rank {rank} do not fit the segment "
-                                     f"schema of '{terminal(self.path.name)}': {exc}") from None
+                                     f"schema of '{terminal(self.path.name)}': "
+                                     f"{reason(exc)}") from None
         segment.write_batch(batch)
 
     def extend(self, records: Iterable[Record], *, validated: bool = False,
@@ -343,7 +344,7 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
             yield writer
         install(tmp, out)
     except OSError as exc:
-        raise OutputError(f"cannot write capture '{terminal(out)}': {exc.strerror or exc}"
+        raise OutputError(f"cannot write capture '{terminal(out)}': {exc.strerror or reason(exc)}"
                           f"{_at(exc)}; check the folder, its permissions and free "
                           "space") from None
     finally:

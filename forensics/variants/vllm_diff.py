@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-from forensics.errors import CaptureFormatError, PatchApplyError
+from forensics.errors import CaptureFormatError, PatchApplyError, reason
 from forensics.escaping import terminal
 from forensics.outcome import Outcome
 from forensics.records import Record
@@ -61,7 +61,7 @@ def read_diff(path: str | Path) -> str:
     except FileNotFoundError:
         raise CaptureFormatError(f"diff file {str(path)!r} does not exist; {how}") from None
     except UnicodeDecodeError as exc:
-        raise CaptureFormatError(f"diff file {str(path)!r} is not UTF-8 text ({exc}); "
+        raise CaptureFormatError(f"diff file {str(path)!r} is not UTF-8 text ({reason(exc)}); "
                                  f"{how}") from None
     except CaptureFormatError as exc:  # also UnsafeInputError (not a regular file)
         raise type(exc)(f"{exc}; {how}") from None
@@ -175,7 +175,7 @@ def _load_copy(tmp: Path, path: str, text: str, digest: str, source: str) -> Mod
     except Exception as exc:
         del sys.modules[private]
         raise PatchApplyError(f"{source}: the patched copy of {terminal(path)} fails to import "
-                              f"({exc.__class__.__name__}: {exc}); fix the diff") from exc
+                              f"({exc.__class__.__name__}: {reason(exc)}); fix the diff") from exc
     apply_settings(module)
     return module
 
