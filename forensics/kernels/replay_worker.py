@@ -261,7 +261,7 @@ def _kernel(launch: Launch) -> Any:
     if not isinstance(kernel, InterpretedFunction):
         what = "is missing" if kernel is None else f"is a {type(kernel).__name__}, not a " \
             "Triton kernel in the interpreter (vLLM disabled Triton here?)"
-        raise NotReplayable(f"{launch.module}.{launch.name} {what}")
+        raise NotReplayable(f"{terminal(launch.module)}.{terminal(launch.name)} {what}")
     return kernel
 
 
