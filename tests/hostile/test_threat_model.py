@@ -738,6 +738,30 @@ TESTS = {
              "test_a_suggested_command_gives_such_a_name_back_whole"],
     "T50d": ["tests/hostile/test_round10_lead.py::"
              "test_a_kernel_worker_that_died_is_an_illegal_access_only_by_its_signal"],
+    "T50g": ["tests/hostile/test_round11_escapes.py::"
+             "test_a_request_id_forges_nothing_in_a_finding_sentence_in_any_output",
+             "tests/hostile/test_round11_escapes.py::"
+             "test_two_request_ids_that_would_print_alike_read_apart",
+             "tests/hostile/test_round11_escapes.py::"
+             "test_a_kernel_finding_sentence_names_the_kernel_escaped"],
+    "T50h": ["tests/hostile/test_round11_escapes.py::"
+             "test_an_exception_quoting_a_capture_string_is_escaped_in_its_line",
+             "tests/hostile/test_round11_escapes.py::test_our_own_message_is_not_escaped_twice",
+             "tests/hostile/test_round11_escapes.py::"
+             "test_a_notebook_that_cannot_be_run_is_named_escaped"],
+    "T50i": ["tests/hostile/test_round11_escapes.py::"
+             "test_a_raw_value_with_backticks_renders_as_itself_in_markdown",
+             "tests/hostile/test_round11_escapes.py::"
+             "test_capture_values_with_backticks_open_no_code_span_in_the_summary"],
+    "T50j": ["tests/hostile/test_round11_escapes.py::"
+             "test_no_two_spellings_of_a_name_print_alike",
+             "tests/hostile/test_round11_escapes.py::test_a_name_in_nfc_prints_as_it_is",
+             "tests/hostile/test_round11_escapes.py::"
+             "test_a_name_not_in_nfc_shows_what_nfc_would_change",
+             "tests/hostile/test_round11_escapes.py::"
+             "test_a_suggested_command_names_an_nfd_file_apart_and_whole"],
+    "T50k": ["tests/hostile/test_round11_escapes.py::"
+             "test_a_suggested_command_for_a_name_ending_in_a_line_break_is_one_line"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
