@@ -75,9 +75,6 @@ _INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2
 #: noncharacters, and the :data:`_INVISIBLE`
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff"
                       "\ud800-\udfff" + _NONCHARACTERS + _INVISIBLE + "]")
-#: :data:`_CONTROL`'s character class as ASCII regex text (the generated repro, which imports
-#: no forensics, refuses a data file's word holding one: ``forensics.share.repro_template``)
-CONTROL_CLASS = ascii(_CONTROL.pattern)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: :func:`unicode`'s escapes, and a backslash before a backslash, ``u`` or a lone surrogate
 _UNICODE = re.compile(r"\\(?=[\\u]|" + _SURROGATE.pattern + ")|" + _SURROGATE.pattern)
@@ -113,22 +110,50 @@ _LAST_DECOMPOSED = 0x2FA1D
 
 
 @functools.cache
-def _unstable_class() -> str:
-    """A regex character class of the characters NFC may change or join to the character
-    before (NFC quick check No or Maybe), from the running Python's Unicode data: each whose
-    NFC is another text, the second of each canonical pair, the Hangul jamo NFC joins. Built
-    on the first string that is not NFC (about 0.1 s)."""
-    chars = set()
+def _nfc_sets() -> tuple[frozenset[str], frozenset[str]]:
+    """From the running Python's Unicode data: the characters NFC changes wherever they stand
+    (NFC quick check No: a string holding one is never NFC), and those it may join to the
+    character before (Maybe: the second of each canonical pair; the Hangul jamo NFC joins are
+    :data:`_JAMO_JOINED`). Built on the first string that is not NFC (about 0.1 s)."""
+    changed, joined = set(), set()
     for code in range(_LAST_DECOMPOSED + 1):
         char = chr(code)
         if 0xD800 <= code <= 0xDFFF:
             continue
         if unicodedata.normalize("NFC", char) != char:
-            chars.add(char)
+            changed.add(char)
         parts = unicodedata.decomposition(char).split()
         if len(parts) == 2 and not parts[0].startswith("<"):
-            chars.add(chr(int(parts[1], 16)))
-    return "[" + "".join(re.escape(c) for c in sorted(chars)) + _JAMO_JOINED + "]"
+            joined.add(chr(int(parts[1], 16)))
+    return frozenset(changed), frozenset(joined)
+
+
+def _unstable_class() -> str:
+    """A regex character class of the characters NFC may change or join to the character
+    before (NFC quick check No or Maybe)."""
+    changed, joined = _nfc_sets()
+    return "[" + _ranges(changed | joined) + _JAMO_JOINED + "]"
+
+
+def _ranges(chars: frozenset[str]) -> str:
+    """``chars`` as the inside of a regex character class, runs of code points as ranges."""
+    codes = sorted(map(ord, chars))
+    runs: list[list[int]] = []
+    for code in codes:
+        if runs and code == runs[-1][1] + 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+    return "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "")
+                   for a, b in runs)
+
+
+def unprinted_class() -> str:
+    """ASCII regex text of a class of the characters :func:`terminal` escapes wherever they
+    stand: :data:`_CONTROL`'s and those NFC changes (a string holding one is never NFC). The
+    generated repro, which imports no forensics, refuses a data file's word holding one, or
+    not in NFC (``forensics.share.repro_template``)."""
+    return ascii(f"{_CONTROL.pattern}|[{_ranges(_nfc_sets()[0])}]")
 
 
 @functools.cache

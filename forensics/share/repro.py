@@ -202,7 +202,7 @@ def _named(table: Any, real: dict[str, Any]) -> dict[str, Any] | None:
 def script_text() -> str:
     """The generated pytest file: the same text for every capture (no capture input); the
     characters it refuses in a word it prints are those :mod:`forensics.escaping` escapes."""
-    from forensics.escaping import CONTROL_CLASS
+    from forensics.escaping import unprinted_class
     from forensics.share.repro_template import HEAD, TAIL
     from forensics.sites import get_site
 
@@ -219,7 +219,7 @@ def script_text() -> str:
                      for spec in get_site(name).fields} for name in reproducible_sites()}
     runners.append("#: each site's record fields: [kind, dimensions of a tensor, required]\n"
                    f"FIELDS = {fields!r}\n")
-    return HEAD.replace("@CONTROL_CLASS@", CONTROL_CLASS) + "".join(runners) + TAIL
+    return HEAD.replace("@UNPRINTED_CLASS@", unprinted_class()) + "".join(runners) + TAIL
 
 
 def field_data(kind: str, value: Any) -> dict[str, Any]:

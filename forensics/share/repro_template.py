@@ -52,6 +52,7 @@ import signal
 import subprocess
 import sys
 import threading
+import unicodedata
 import warnings
 from pathlib import Path
 
@@ -111,9 +112,11 @@ def _str(value, where, optional=False):
     return value
 
 
-#: what `forensics repro` escapes in the words it writes: control characters, bidi controls,
-#: line and paragraph separators, lone surrogates and noncharacters (of every plane)
-UNPRINTED = re.compile(@CONTROL_CLASS@)
+#: what `forensics repro` escapes in the words it writes wherever it stands: control
+#: characters, bidi controls, line and paragraph separators, lone surrogates, noncharacters (of
+#: every plane), characters drawn as nothing, and those Unicode's composed form (NFC) changes;
+#: a word not in NFC it writes escaped too
+UNPRINTED = re.compile(@UNPRINTED_CLASS@)
 
 
 def _words(value, where, optional=False):
@@ -122,6 +125,9 @@ def _words(value, where, optional=False):
     _str(value, where, optional)
     if value is not None and UNPRINTED.search(value):
         _fail(where, f"holds {ascii(UNPRINTED.search(value).group())}, which it never writes")
+    if value is not None and not unicodedata.is_normalized("NFC", value):
+        _fail(where, f"{ascii(value)} is not in Unicode's composed form (NFC), which it never "
+                     "writes")
     return value
 
 
