@@ -31,10 +31,10 @@ import mistune
 import pytest
 
 from forensics import escaping
+from tests.hostile.test_round9_left9 import SHELLS, _words
 
 ROOT = Path(__file__).resolve().parents[2]
 INCIDENT = ROOT / "data" / "incident-b-vocab-sentinel.capture"
-SHELLS = ("dash", "bash")
 
 #: request ids that would forge a line, drive a terminal, turn a sentence around, or make
 #: markup in one of the outputs
@@ -242,14 +242,6 @@ def test_a_name_not_in_nfc_shows_what_nfc_would_change(nfc: str, marked: str) ->
     assert escaping.terminal(other) == marked
     for escape in (escaping.html, escaping.markdown, escaping.markdown_code, escaping.csv_cell):
         assert escape(nfc, raw=True) != escape(other, raw=True), escape  # type: ignore[operator]
-
-
-def _words(shell: str, line: str, cwd: Path) -> list[bytes]:
-    """The words ``shell`` reads in ``line`` (printed, not run)."""
-    done = subprocess.run([shell, "-c", f"set -- {line}; printf '%s\\0' \"$@\""], cwd=cwd,
-                          capture_output=True, check=True,
-                          env={**os.environ, "LC_ALL": "C.UTF-8"})
-    return done.stdout.split(b"\0")[:-1]
 
 
 @pytest.mark.parametrize("shell", SHELLS)
