@@ -101,14 +101,15 @@ def test_a_task_queued_behind_stuck_ones_is_not_timed_out(
 def test_a_task_raising_an_odd_exception_is_its_one_line_row(tmp_path: Path) -> None:
     """On one worker, a task that raises an exception which cannot be pickled, its text on
     two lines with a terminal escape, is its row ``task failed: Odd: ...`` on one line,
-    escaped (run in this process, it once ended the whole run; in a pool its row once named
-    the pickling's error instead); the task after it keeps its row."""
+    escaped as every exception's text is (``errors.reason``: its line break too) (run in this
+    process, it once ended the whole run; in a pool its row once named the pickling's error
+    instead); the task after it keeps its row."""
     from round6_fleet_piece import odd
 
     rows = _rows(run_local([Task(str(tmp_path / n)) for n in ("odd", "b")], workers=1,
                            piece=odd))
     assert [r["name"] for r in rows] == ["odd", "b"] and rows[1]["error"] is None, rows
-    assert rows[0]["error"] == "task failed: Odd: first line second \\x1b[31mline", rows
+    assert rows[0]["error"] == "task failed: Odd: first line\\x0asecond \\x1b[31mline", rows
 
 
 # ------------------------------------ 3. thousands of captures in one group: linear to write out
