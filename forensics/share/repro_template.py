@@ -112,10 +112,7 @@ def _str(value, where, optional=False):
     return value
 
 
-#: what `forensics repro` escapes in the words it writes wherever it stands: control
-#: characters, bidi controls, line and paragraph separators, lone surrogates, noncharacters (of
-#: every plane), characters drawn as nothing, and those Unicode's composed form (NFC) changes;
-#: a word not in NFC it writes escaped too
+#: what `forensics repro` escapes wherever it stands in a word (and it escapes a word not NFC)
 UNPRINTED = re.compile(@UNPRINTED_CLASS@)
 
 
@@ -126,8 +123,7 @@ def _words(value, where, optional=False):
     if value is not None and UNPRINTED.search(value):
         _fail(where, f"holds {ascii(UNPRINTED.search(value).group())}, which it never writes")
     if value is not None and not unicodedata.is_normalized("NFC", value):
-        _fail(where, f"{ascii(value)} is not in Unicode's composed form (NFC), which it never "
-                     "writes")
+        _fail(where, "is not in NFC (Unicode's composed form), which it never writes")
     return value
 
 

@@ -257,6 +257,20 @@ def test_a_suggested_command_names_an_nfd_file_apart_and_whole(shell: str,
         assert got == name.encode(), ascii(escaping.shell_word(name))
 
 
+def test_the_repro_refuses_a_word_not_in_nfc(tmp_path: Path) -> None:
+    """The generated repro (which imports no forensics) prints a data file's word only as
+    ``forensics repro`` writes it: one not in NFC is refused, as one holding ESC is."""
+    from tests.hostile.test_round9_attack9c import _repro_module
+
+    data = {"format": 1, "vllm": {"needed": "0.33", "capture": None}, "deadline_s": 5,
+            "cases": []}
+    for needed, why in (("0.33e\u0301", "is not in NFC"), ("0.33\u212b", "holds '\\u212b'")):
+        data["vllm"]["needed"] = needed
+        with pytest.raises(Exception, match=f"vllm.needed: {re.escape(why)}") as caught:
+            _repro_module(tmp_path, data)
+        assert type(caught.value).__name__ == "BadData"
+
+
 # ------------------------------------------------ T50k: a name ending in a line break, one line
 
 ENDING = ["x\n", "\n", "\n\n\n", "esc\x1b\n\n", "a b\n", "cafe\u0301\n", "it's\n", "-\n",
