@@ -399,7 +399,8 @@ _SHELL_LINE_BREAK = "${IFS#??}"
 
 def shell_word(value: Any) -> str:
     """``value`` as one word of a command line that any POSIX shell (``dash``, ``bash``,
-    ``ksh``) reads back as that very word, and that is one line of inert text on a terminal:
+    ``ksh``; ``zsh`` too, but for more than one line break ending ``value``: its ``IFS`` ends
+    with NUL) reads back as that very word, and that is one line of inert text on a terminal:
     :func:`shlex.quote` of it; where it holds a character :func:`terminal` escapes, its text up
     to that character single-quoted and the rest written by ``"$(printf '...')"`` with each such
     character (a byte of a file name that is not UTF-8 too) and each ``' \\ %`` as octal
