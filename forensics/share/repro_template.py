@@ -483,14 +483,6 @@ def _case_id(case):
     return f"{case['site']}-step{case['step']}-rank{case['rank']}"
 
 
-def _signal_name(number):
-    """``SIGKILL``, or ``signal 35`` for a number this Python has no name for."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
 def run_in_interpreter(index, seconds, part="--case"):
     """Case ``index``'s call (``part`` "--origin": its origin record's) in a fresh process
     running this file with Triton's interpreter on and no GPU visible: what it wrote; raises
@@ -502,8 +494,9 @@ def run_in_interpreter(index, seconds, part="--case"):
                              timeout=seconds)
     except subprocess.TimeoutExpired:
         raise Deadline() from None
-    if run.returncode < 0:
-        raise Crashed(f"its process was killed by {_signal_name(-run.returncode)}")
+    if run.returncode < 0:  # a signal this Python has no name for is named by its number
+        name = {s.value: s.name for s in signal.Signals}.get(-run.returncode)
+        raise Crashed(f"its process was killed by {name or f'signal {-run.returncode}'}")
     lines = [line for line in run.stdout.splitlines() if line.startswith(OUTCOME)]
     if run.returncode != 0 or not lines:
         raise RuntimeError(f"the case's process exited {run.returncode}: "
