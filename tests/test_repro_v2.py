@@ -494,11 +494,14 @@ def test_a_case_process_killed_by_a_signal_fails_naming_the_signal(
     module = _generated(tmp_path, [cases["combine_tokens"]], "repro_v2_signal")
     _stand_ins(monkeypatch, fixed=False)
     answers = iter([subprocess.CompletedProcess([], -11, "", ""),
+                    subprocess.CompletedProcess([], -35, "", ""),  # no name in Python
                     subprocess.CompletedProcess([], 0, "INFO vllm says hello\n"
                                                 f"{module.OUTCOME}{{\"index_error\": \"x\"}}\n",
                                                 "")])
     monkeypatch.setattr(module.subprocess, "run", lambda *a, **k: next(answers))
     with pytest.raises(module.Crashed, match="its process was killed by SIGSEGV"):
+        module.run_in_interpreter(0, 5)
+    with pytest.raises(module.Crashed, match="its process was killed by signal 35$"):
         module.run_in_interpreter(0, 5)
     with pytest.raises(IndexError, match="^x$"):
         module.run_in_interpreter(0, 5)

@@ -27,6 +27,7 @@ from forensics.errors import (
 )
 from forensics.fleet.piece import replay_piece, to_ipc
 from forensics.fleet.tasks import Task
+from forensics.process_end import signal_name
 
 Done = Callable[[int], None]
 #: Ray retries a task whose worker died this many times before it is reported lost
@@ -237,9 +238,9 @@ def _deaths(broken: list[int], running: dict[int, int], processes: dict[int, Any
         code = process.exitcode
         if code is None or code in (0, -signal.SIGTERM):
             continue
-        dead[running[pid]] = (f"signal {signal.Signals(-code).name}" if code < 0
-                              and -code in signal.Signals._value2member_map_
-                              else f"exit code {code}")
+        # "signal SIGKILL"; "signal 77" for a number no signal has (once "exit code -77")
+        dead[running[pid]] = (f"signal {signal_name(-code).removeprefix('signal ')}"
+                              if code < 0 else f"exit code {code}")
     return dead
 
 

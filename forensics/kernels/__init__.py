@@ -7,6 +7,8 @@
   findings;
 - :mod:`forensics.kernels.interpreter`: Triton's interpreter with every masked load and store
   checked first (the replay worker's and the ``vllm`` variant's Triton worker's one hook);
+- :mod:`forensics.kernels.bounds`: which lanes of an access lie inside the launch's tensors
+  (both workers' one out-of-bounds judgement);
 - :mod:`forensics.kernels.coverage`: the Triton kernels of the installed vLLM's worker packages,
   read from their source (nothing imported).
 

@@ -34,6 +34,7 @@ import numpy as np
 from forensics.budget import require_alloc
 from forensics.errors import AllocationBudgetError, reason
 from forensics.escaping import terminal
+from forensics.kernels.bounds import Bounds
 from forensics.kernels.format import (
     Launch,
     TensorArg,
@@ -66,7 +67,10 @@ class Observer:
     against the regions sorted by address (a binary search per lane), and the lanes outside
     them are attributed in bulk: one by one against every region, a wide access of a launch
     of many tensors took the lanes times the tensors in Python (20x an access inside, at 100
-    tensors)."""
+    tensors). Which lanes are inside is :class:`forensics.kernels.bounds.Bounds`'s judgement,
+    the ``vllm`` variant's Triton worker's too; what is noted of the lanes outside differs on
+    purpose: a finding here counts the lanes of each argument and lists its elements, where
+    that worker's answer is one IndexError line naming the first lane's nearest buffer."""
 
     def __init__(self) -> None:
         self.regions: list[Region] = []
@@ -82,10 +86,7 @@ class Observer:
         ``integers``: the 64-bit integer tensors' contents, their pointer tables' entries
         resolved (the values that are no address of the replay: raw addresses, or numbers)."""
         self.regions = regions
-        self._order = np.array(sorted(range(len(regions)), key=lambda i: regions[i].start),
-                               dtype=np.int64)
-        self._starts = np.array([regions[i].start for i in self._order], dtype=np.uint64)
-        self._ends = np.array([regions[i].end for i in self._order], dtype=np.uint64)
+        self.bounds = Bounds([(r.start, r.end) for r in regions])
         found = [(np.asarray(a).astype(np.uint64).reshape(-1), n)
                  for n, a in (integers or {}).items()]
         values = [a[(a != 0) & ~self._near(a)] for a, _ in found]
@@ -98,33 +99,17 @@ class Observer:
 
     def _near(self, addr: np.ndarray) -> np.ndarray:
         """Per address, whether it lies in an allocation (a storage or its gaps)."""
-        if not len(self._starts):
+        starts, ends = self.bounds.starts, self.bounds.ends
+        if not len(starts):
             return np.zeros(addr.shape, dtype=bool)
         gap = np.uint64(GAP)  # each allocation: [start - GAP, end + GAP), disjoint
-        left = np.searchsorted(self._starts - gap, addr, side="right").astype(np.int64) - 1
-        return (left >= 0) & (addr < self._ends[np.maximum(left, 0)] + gap)
-
-    def _left(self, addr: np.ndarray) -> np.ndarray:
-        """Per address, the sorted index of the last region starting at or before it (-1)."""
-        return np.searchsorted(self._starts, addr, side="right").astype(np.int64) - 1
+        left = np.searchsorted(starts - gap, addr, side="right").astype(np.int64) - 1
+        return (left >= 0) & (addr < ends[np.maximum(left, 0)] + gap)
 
     def check(self, addresses: Any, mask: Any, size: int, op: str) -> np.ndarray:
-        """``mask`` without the lanes that leave every storage (noted, attributed). An access
-        is inside when ``start <= address <= end - size``: ``address + size`` wraps past 2**64
-        for an address in the last bytes of the address space, which was taken for inside and
-        performed (a SIGSEGV of the worker)."""
-        addr = np.asarray(addresses, dtype=np.uint64).reshape(-1)
-        active = np.asarray(mask, dtype=bool).reshape(-1).copy()
-        inside = np.zeros(addr.shape, dtype=bool)
-        if len(self._starts):
-            left = self._left(addr)
-            end = self._ends[np.maximum(left, 0)]
-            inside = (left >= 0) & (end >= np.uint64(size)) & (addr <= end - np.uint64(size))
-        bad = active & ~inside
-        if bad.any():
-            self._note(addr[bad], op)
-            active &= inside
-        return active.reshape(np.shape(mask))
+        """``mask`` without the lanes that leave every storage (:class:`~forensics.kernels.
+        bounds.Bounds`), each noted and attributed to a tensor (:meth:`_note`)."""
+        return self.bounds.allowed(addresses, mask, size, lambda bad: self._note(bad, op))
 
     def pointer(self, values: Any) -> None:
         """Refuse a pointer the kernel makes of a recorded integer (a table of raw addresses),
@@ -153,19 +138,20 @@ class Observer:
     def _note(self, addr: np.ndarray, op: str) -> None:
         """Attribute each address to the region it lies in, else the one with the nearest end
         (the first listed on a tie), and note the first :data:`MOST` elements of each."""
-        if not len(self._starts):
+        bounds = self.bounds
+        if not len(bounds.starts):
             return
-        last = len(self._starts) - 1
-        left = self._left(addr)
+        last = len(bounds.starts) - 1
+        left = bounds.left(addr)
         lo, hi = np.maximum(left, 0), np.minimum(left + 1, last)
         far = np.uint64(2**64 - 1)
-        below = np.where(addr < self._ends[lo], np.uint64(0), addr - self._ends[lo])
+        below = np.where(addr < bounds.ends[lo], np.uint64(0), addr - bounds.ends[lo])
         to_left = np.where(left >= 0, below, far)
-        to_right = np.where(left < last, self._starts[hi] - addr, far)
-        first = np.where(self._order[lo] <= self._order[hi], lo, hi)
+        to_right = np.where(left < last, bounds.starts[hi] - addr, far)
+        first = np.where(bounds.order[lo] <= bounds.order[hi], lo, hi)
         nearest = np.where(to_left < to_right, lo, np.where(to_right < to_left, hi, first))
         for index in np.unique(nearest).tolist():
-            region = self.regions[int(self._order[index])]
+            region = self.regions[int(bounds.order[index])]
             mine = addr[nearest == index]
             key = (region.name, op, not self.unmasked, self.pid)
             self.counts[key] = self.counts.get(key, 0) + len(mine)
@@ -457,7 +443,7 @@ def answer(line: str) -> dict[str, Any]:
         return {"status": "not_replayable", "reason": str(exc)}
     except Exception as exc:  # the worker answers; the sanitizer lists the launch
         return {"status": "not_replayable",
-                "reason": f"the replay failed: {type(exc).__name__}: {str(exc)[:300]}"}
+                "reason": f"the replay failed: {type(exc).__name__}: {reason(exc, 300)}"}
 
 
 def main() -> int:

@@ -33,6 +33,7 @@ from forensics.budget import child_deadline, timed_out
 from forensics.errors import DeadlineError
 from forensics.libc import libc_function
 from forensics.present.notebook_exec import CellError, as_node, execute
+from forensics.process_end import how_ended, returncode
 
 #: seconds the caller waits past the deadline, so a cell the in-process alarm can stop ends
 #: as that cell's own error first
@@ -172,16 +173,8 @@ def _result(answer: dict[str, Any]) -> Any:
 
 def _why_ended(status: int, cell: int) -> str:
     """What ended the child, from its wait ``status``."""
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = f"signal {number}"
-        how = f"was killed by {name}"
-    else:
-        how = f"exited with status {os.waitstatus_to_exitcode(status)}"
-    return f"the notebook's process {how} in cell {cell} without an answer"
+    return (f"the notebook's process {how_ended(returncode(status))} in cell {cell} without "
+            "an answer")
 
 
 @contextmanager

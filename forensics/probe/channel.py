@@ -18,7 +18,6 @@ import json
 import mmap
 import os
 import select
-import signal
 import struct
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import numpy as np
 
 from forensics.probe import frames
 from forensics.probe.copy import PendingRecord
+from forensics.process_end import how_ended
 
 #: the child's acknowledgement: bytes done, records done, written, dropped, errors (its counts)
 ACK = struct.Struct("<5Q")
@@ -56,17 +56,11 @@ def ended(proc: subprocess.Popen[bytes] | None) -> str:
     code = None if proc is None else proc.poll()
     if code is None:
         return "it stopped answering"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = "an unknown signal"
-        return f"it was killed by signal {-code} ({name})"
     if code == START_FAILED:
         return f"it could not start (exit status {code}; its line on stderr says why)"
     if code == FAILED:
         return f"it stopped on an error (exit status {code}; its line on stderr says why)"
-    return f"it exited with status {code}"
+    return f"it {how_ended(code, numbered=True)}"
 
 
 def run_time(pid: int) -> int | None:

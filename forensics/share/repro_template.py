@@ -496,9 +496,9 @@ def run_in_interpreter(index, seconds, part="--case"):
                              timeout=seconds)
     except subprocess.TimeoutExpired:
         raise Deadline() from None
-    if run.returncode < 0:
-        name = signal.Signals(-run.returncode).name
-        raise Crashed(f"its process was killed by {name}")
+    if run.returncode < 0:  # a signal this Python has no name for is named by its number
+        name = {s.value: s.name for s in signal.Signals}.get(-run.returncode)
+        raise Crashed(f"its process was killed by {name or f'signal {-run.returncode}'}")
     lines = [line for line in run.stdout.splitlines() if line.startswith(OUTCOME)]
     if run.returncode != 0 or not lines:
         raise RuntimeError(f"the case's process exited {run.returncode}: "

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import queue
-import signal
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from forensics.budget import child_deadline, timed_out
 from forensics.cpu_env import triton_child_env
 from forensics.errors import AllocationBudgetError, MissingDependencyError, PatchApplyError
 from forensics.outcome import ERROR, INDEX_ERROR, OK, Outcome
+from forensics.process_end import by_memory_signal, how_ended, signal_name
 from forensics.records import Record
 
 _START_TIMEOUT = 600.0
@@ -238,35 +238,21 @@ def _outcome(answer: dict[str, Any], request: dict[str, str]) -> Outcome:
     return Outcome(answer["status"], answer["message"], produced)
 
 
-#: signals a process gets for an access to memory it does not hold: on a CPU, what a GPU's
-#: illegal memory access is
-MEMORY_SIGNALS = (signal.SIGSEGV, signal.SIGBUS)
-
-
 def _death(process: subprocess.Popen[str]) -> Outcome:
     """The outcome of the record the worker ``process`` died on (its output ended): an index
-    error when a signal of a bad memory access ended it, else an error saying how it ended,
-    which the values do not explain (the OOM killer, another signal, an exit)."""
+    error when a signal of a bad memory access (:data:`forensics.process_end.MEMORY_SIGNALS`)
+    ended it, else an error saying how it ended, which the values do not explain (the OOM
+    killer, another signal, an exit)."""
     try:
         code = process.wait(timeout=_DEATH_WAIT)
     except subprocess.TimeoutExpired:
         code = None
-    if code is not None and -code in MEMORY_SIGNALS:
+    if code is not None and by_memory_signal(code):
         return Outcome(INDEX_ERROR, "IndexError: the Triton kernel crashed the interpreter's "
-                       f"process ({signal.Signals(-code).name}: an illegal memory access)")
-    how = ("its output ended while it ran on" if code is None else
-           f"it was killed by {_signal_name(-code)}" if code < 0 else
-           f"it exited with status {code}")
+                       f"process ({signal_name(-code)}: an illegal memory access)")
+    how = "its output ended while it ran on" if code is None else f"it {how_ended(code)}"
     return Outcome(ERROR, f"the Triton interpreter's process died ({how}): not explained by "
                    "the values")
-
-
-def _signal_name(number: int) -> str:
-    """``SIGKILL`` for 9; ``signal N`` for a number no signal has."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def end_process(process: subprocess.Popen[str]) -> None:

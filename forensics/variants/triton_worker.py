@@ -46,6 +46,7 @@ import numpy as np
 
 from forensics.budget import require_alloc
 from forensics.errors import AllocationBudgetError
+from forensics.kernels.bounds import Bounds
 from forensics.kernels.interpreter import check_masked_accesses
 
 _MISSING = object()
@@ -63,12 +64,20 @@ WHERE = _Where()
 
 
 class Observer:
-    """Checks the kernel's memory accesses against the launch's tensors (see the module)."""
+    """Checks the kernel's memory accesses against the launch's tensors (see the module).
+    Which lanes are inside is :class:`forensics.kernels.bounds.Bounds`'s judgement, the kernel
+    sanitizer's too; what is noted of the lanes outside differs on purpose: an answer here is
+    one IndexError line, so the first lane is named (the buffer nearest it), where the
+    sanitizer's replay worker attributes every lane to a tensor and an element (its findings
+    count them per argument). Its regions are disjoint allocations of its own; here they are
+    the storages of each launch of a request, which may repeat (two views of one storage)."""
 
     def __init__(self) -> None:
         self.regions: list[tuple[int, int, str]] = []
         self.outside: list[str] = []
         self.modules: set[str] = set()
+        self._judged: list[tuple[int, int, str]] = []
+        self._bounds = Bounds([])
 
     def launch(self, names: list[str], values: list[Any]) -> None:
         """Note the storages of a launch's tensor arguments (name, start, end)."""
@@ -81,18 +90,15 @@ class Observer:
     def allowed(self, addresses: np.ndarray, mask: np.ndarray, size: int, what: str
                 ) -> np.ndarray:
         """``mask`` without the lanes whose access leaves every region (noted in ``outside``)."""
-        addr = np.asarray(addresses, dtype=np.uint64).reshape(-1)
-        active = np.asarray(mask, dtype=bool).reshape(-1).copy()
-        inside = np.zeros(addr.shape, dtype=bool)
-        for start, end, _ in self.regions:  # not ``addr + size <= end``: it wraps past 2**64
-            if end - start >= size:  # a region smaller than the access holds none of it
-                inside |= (addr >= start) & (addr <= np.uint64(end - size))
-        bad = active & ~inside
-        if bad.any():
+        if self._judged != self.regions:  # the regions changed: a launch, a new request
+            self._judged = list(self.regions)
+            self._bounds = Bounds([(start, end) for start, end, _ in self.regions])
+
+        def note(bad: np.ndarray) -> None:
             self.outside.append(f"{what} at an address outside every buffer of the launch "
-                                f"({self._nearest(int(addr[bad][0]))})")
-            active &= inside
-        return active.reshape(np.shape(mask))
+                                f"({self._nearest(int(bad[0]))})")
+
+        return self._bounds.allowed(addresses, mask, size, note)
 
     def _nearest(self, address: int) -> str:
         best = min(self.regions, key=lambda r: min(abs(address - r[0]), abs(address - r[1])),
