@@ -43,11 +43,26 @@ ASSERTION_RE = re.compile(r"Assertion\s+")
 FILE_RE = re.compile(r"(?P<file>[\w./-]+\.cu):(?P<line>\d+):\s*")
 WORD_RE = re.compile(r"\w+")
 QUOTES = "`'\""
+#: a crash is told by its line's form, never by words a prompt can quote: its logger's level
+#: (after vLLM's prefix) is ERROR or CRITICAL, or the line has none (the device's and the
+#: C++ runtime's own stderr), and its words begin the line: after torch.distributed's
+#: ``[rankN]:``, then an exception's name (``RuntimeError: ``) or C++'s ``what():``
+CRASH_LEVELS = (None, "ERROR", "CRITICAL")
+RANK_HEAD_RE = re.compile(r"\s*+(?:\[rank\d+\]:\s*+)?")
+NAME_HEAD_RE = re.compile(r"what\(\):\s*+|(?:[A-Za-z_]\w*+\.)*+\w*?(?:Error|Exception):\s++")
+#: a CUDA error's text after the head: torch's and vLLM's ``CUDA error: ``, Triton's
+#: ``Triton Error [CUDA]: ``, NCCL's ``Cuda failure 'NAME'``
+CUDA_HEAD = r"(?:CUDA error:\s*|Triton Error \[CUDA\]:\s*|Cuda failure\s+(?:\d+\s+)?'?)?"
 EVENT_PATTERNS = (
-    ("illegal_memory_access", re.compile(r"illegal memory access", re.I)),
-    ("engine_dead", re.compile(r"EngineDeadError")),
-    ("cuda_error", re.compile(r"device-side assert triggered", re.I)),
+    ("illegal_memory_access", re.compile(CUDA_HEAD + r"(?:an\s+)?illegal memory access", re.I)),
+    ("engine_dead", re.compile(r"(?:[A-Za-z_]\w*+\.)*+EngineDeadError\b")),
+    ("cuda_error", re.compile(CUDA_HEAD + r"device-side assert triggered", re.I)),
 )
+#: what may come before ``Assertion`` on a CUDA device's or C runtime's assert line:
+#: ``[PROGRAM: ][FILE:LINE: ][FUNCTION: ][block: [..], thread: [..] ]`` (each part possessive:
+#: linear in the line)
+ASSERT_HEAD_RE = re.compile(r"(?:[^\s:]++:\s++)?(?:[^\s:]++:\d++:\s*+)?(?:[^\s:]++:?\s++)?"
+                            r"(?:block:\s*+\[[\d,\s]*+\],?\s*+thread:\s*+\[[\d,\s]*+\]\s*+)?")
 #: the messages of vLLM's request logger (``vllm/entrypoints/logger.py``) and of a request's
 #: lifecycle: they quote a client's prompt, the model's output or a request id a client may
 #: choose (``X-Request-Id``), text anyone who sends a request writes into the log, so none of
@@ -193,12 +208,30 @@ def number_of(text: str) -> int:
     return int(text) if len(text.lstrip("-")) <= MAX_DIGITS else MAX_INT + 1
 
 
+def crash_body(text: str) -> str | None:
+    """The text of the log line ``text`` after vLLM's prefix when the line may be a crash's
+    (its level ERROR or CRITICAL, or none: :data:`CRASH_LEVELS`), else None."""
+    prefix = PREFIX_RE.match(text)
+    if prefix is None:
+        return text
+    return text[prefix.end():] if prefix["level"] in CRASH_LEVELS else None
+
+
 def _classify(text: str) -> dict[str, Any] | None:
-    event = _assertion(text)
-    if event is not None:
-        return event
+    """The event the line ``text`` is by its form (:data:`CRASH_LEVELS`), or None."""
+    body = crash_body(text)
+    if body is None:
+        return None
+    rank = RANK_HEAD_RE.match(body)
+    body = body[rank.end():] if rank else body
+    head = ASSERTION_RE.search(body)
+    if head is not None and ASSERT_HEAD_RE.fullmatch(body, 0, head.start()):
+        event = _assertion(body)
+        if event is not None:
+            return event
+    name = NAME_HEAD_RE.match(body)
     for kind, pattern in EVENT_PATTERNS:
-        if pattern.search(text):
+        if pattern.match(body, 0 if kind == "engine_dead" or name is None else name.end()):
             return {"kind": kind, "detail": None}
     return None
 

@@ -25,7 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 #: vLLM's log prefix: ``(EngineCore pid=1) ERROR 12-02 10:46:44 [dump_input.py:72] ``
-PREFIX_RE = re.compile(r"(?:\([^)]*\)\s+)?(?:[A-Z]+\s+\d\d-\d\d\s+[\d:]+\s+\[[^\]]*\]\s?)?")
+PREFIX_RE = re.compile(r"(?:\([^)]*\)\s+)?"
+                       r"(?:(?P<level>[A-Z]+)\s+\d\d-\d\d\s+[\d:]+\s+\[[^\]]*\]\s?)?")
 TRACEBACK = "Traceback (most recent call last):"
 LINKS = ("During handling of the above exception, another exception occurred:",
          "The above exception was the direct cause of the following exception:")
