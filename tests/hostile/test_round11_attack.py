@@ -84,3 +84,63 @@ def test_each_quoting_line_alone_is_no_crash(tmp_path: Path, quoting: str) -> No
     log = tmp_path / "engine.log"
     log.write_text(quoting + "\n")
     assert read_source(log).events == [], quoting
+
+
+# ------------------------------------------------------------------ kernels: one line per program
+
+def _oob_report(programs: list[tuple[int, int, int]], capture: str) -> object:
+    """A report of one launch whose every listed program loads ``x_ptr`` outside its storage
+    (elements 64 + 4 * x onwards, 4 lanes each) and stores ``y_ptr`` outside it in program 0."""
+    from forensics.kernels.format import Launch
+    from forensics.kernels.sanitizer import KernelReport, LaunchResult, _findings
+
+    launch = Launch("vllm.k", "_k", "", 3, 1, 7, capture, (128,), ["x_ptr", "y_ptr"], {}, {}, {})
+    accesses = [{"argument": "x_ptr", "op": "load", "masked": False, "program_id": list(pid),
+                 "elements": [64 + 4 * pid[0] + k for k in range(4)], "count": 4}
+                for pid in programs]
+    accesses.insert(1, {"argument": "y_ptr", "op": "store", "masked": True,
+                        "program_id": [0, 0, 0], "elements": [-1], "count": 1})
+    answer = {"status": "replayed", "accesses": accesses, "overflows": [], "differs": []}
+    return KernelReport(capture, [LaunchResult(launch, "replayed", "",
+                                               _findings(launch, answer))], [])
+
+
+def _kernels_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                  capsys: pytest.CaptureFixture[str], programs: list[tuple[int, int, int]]
+                  ) -> list[str]:
+    from forensics.cli import main
+    from forensics.kernels import sanitizer
+
+    capture = tmp_path / "k.capture"
+    capture.mkdir(exist_ok=True)
+    report = _oob_report(programs, str(capture))
+    monkeypatch.setattr(sanitizer, "sanitize", lambda *args, **kwargs: report)
+    assert main(["kernels", str(capture)]) == 1
+    return [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("kernel_out_of_bounds")]
+
+
+def test_an_access_out_of_bounds_in_every_program_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A launch whose 128 programs each load outside one argument printed 128 lines; the
+    programs' findings of one argument, operation and mask are one line naming the first
+    program's elements exactly, how many programs and which (``--json`` keeps each)."""
+    every = [(x, 0, 0) for x in range(128)]
+    lines = _kernels_text(tmp_path, monkeypatch, capsys, every)
+    assert len(lines) == 2, lines
+    load, store = lines
+    assert "unmasked load of x_ptr element(s) [64, 65, 66, 67]" in load, load
+    assert "by the 128 programs (0, 0, 0) to (127, 0, 0)" in load, load
+    assert "512 lane(s)" in load, load
+    assert "masked store of y_ptr element(s) [-1]" in store and "by program (0, 0, 0)" in store
+
+
+def test_programs_folded_apart_say_they_are_not_every_one_between(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    lines = _kernels_text(tmp_path, monkeypatch, capsys, [(2, 0, 0), (5, 0, 0), (9, 0, 0)])
+    load = lines[0]
+    assert len(lines) == 2 and "element(s) [72, 73, 74, 75]" in load, lines
+    assert "by 3 programs from (2, 0, 0) to (9, 0, 0), not every one between" in load, load
+    assert "12 lane(s)" in load, load
