@@ -6,7 +6,8 @@
   pipeline order whose pattern it matches;
 - CUDA asserts (``Assertion `...` failed``), device-side assert errors, illegal memory access
   and ``EngineDeadError`` -> events with their line numbers (consecutive repeats collapse into
-  one event with a ``count``).
+  one event with a ``count``); a line is one by its form (:data:`CRASH_LEVELS`: its level, and
+  its crash words where its text begins), never by words a prompt another logger quotes holds.
 
 Steps follow line order (each probe line is the next step) unless a line names one
 (``step=N``); ``rank=N`` on a line sets its rank. The lines naming no step say so

@@ -738,6 +738,13 @@ TESTS = {
              "test_a_suggested_command_gives_such_a_name_back_whole"],
     "T50d": ["tests/hostile/test_round10_lead.py::"
              "test_a_kernel_worker_that_died_is_an_illegal_access_only_by_its_signal"],
+    "T51a": ["tests/hostile/test_round11_attack.py::"
+             "test_a_line_quoting_crash_words_is_no_crash_by_its_words_alone",
+             "tests/hostile/test_round11_attack.py::test_each_quoting_line_alone_is_no_crash"],
+    "T51b": ["tests/hostile/test_round11_attack.py::"
+             "test_an_access_out_of_bounds_in_every_program_is_one_line",
+             "tests/hostile/test_round11_attack.py::"
+             "test_programs_folded_apart_say_they_are_not_every_one_between"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
