@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers import logs as plain_logs
 from forensics.importers.common import show
@@ -82,7 +83,8 @@ class _Dumps:
             try:
                 batch = parse_scheduler_output(output["dump"])
             except CaptureFormatError as exc:
-                raise CaptureFormatError(f"log '{self.source}' line {number}: {exc}") from None
+                raise CaptureFormatError(f"log '{terminal(self.source)}' line {number}: "
+                                         f"{exc}") from None
             dump = {"kind": "crash_dump", "source": self.source, "line": number, "step": None,
                     "config": self.config, **batch}
             dump["message"] = _message(dump)
