@@ -178,6 +178,9 @@ def _leaf(value: Any, where: str, budget: _Budget) -> Any:
     if value.layout != torch.strided or value.is_quantized or value.is_complex():
         raise CaptureFormatError(f"{where}: tensor of layout {value.layout} and dtype "
                                  f"{value.dtype} is not supported; save dense int tensors")
+    if value.device.type == "meta":
+        raise CaptureFormatError(f"{where}: a tensor on the meta device holds no values; save "
+                                 "the tensor itself (from the CPU or a GPU)")
     _check_stored(value, where)
     budget.tensor(value.numel() * value.element_size())
     try:

@@ -209,3 +209,24 @@ def test_an_npz_time_member_names_its_file_as_a_value(
 
     first, second = _errors(capsys, argv)
     assert "datetime64" in first and first != second, (first, second)
+
+
+# ------------------------------------------------------------------ .pt: a meta tensor
+
+def test_a_meta_tensor_in_a_pt_dump_is_said_to_hold_no_values(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``.pt`` tensor on the meta device (a shape, no values) was refused as "a tensor of
+    dtype torch.int64 cannot be read; expected an integer tensor": a wrong sentence about an
+    integer tensor."""
+    import torch
+
+    from forensics.cli import main
+
+    source = tmp_path / "meta.pt"
+    torch.save({"site": "embedding", "step": 1, "num_embeddings": 10,
+                "input_ids": torch.empty(3, dtype=torch.int64, device="meta")}, source)
+    assert main(["import", str(source), "-o", str(tmp_path / "o.capture")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "'input_ids'" in err and "meta device holds no values" in err, err
+    assert "expected an integer tensor" not in err, err
+    assert not (tmp_path / "o.capture").exists()
