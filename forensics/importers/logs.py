@@ -27,7 +27,7 @@ from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import where_of
-from forensics.importers.tracebacks import PREFIX_RE, Chains
+from forensics.importers.tracebacks import CRASH_LEVELS, PREFIX_RE, Chains
 from forensics.importers.wide import PREFIX_BYTES, refuse_wide
 from forensics.records import Record
 from forensics.sites import SITES, get_site
@@ -48,7 +48,6 @@ QUOTES = "`'\""
 #: (after vLLM's prefix) is ERROR or CRITICAL, or the line has none (the device's and the
 #: C++ runtime's own stderr), and its words begin the line: after torch.distributed's
 #: ``[rankN]:``, then an exception's name (``RuntimeError: ``) or C++'s ``what():``
-CRASH_LEVELS = (None, "ERROR", "CRITICAL")
 RANK_HEAD_RE = re.compile(r"\s*+(?:\[rank\d+\]:\s*+)?")
 NAME_HEAD_RE = re.compile(r"what\(\):\s*+|(?:[A-Za-z_]\w*+\.)*+\w*?(?:Error|Exception):\s++")
 #: a CUDA error's text after the head: torch's and vLLM's ``CUDA error: ``, Triton's

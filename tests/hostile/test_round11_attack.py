@@ -77,6 +77,24 @@ def test_a_line_quoting_crash_words_is_no_crash_by_its_words_alone(tmp_path: Pat
     assert read_source(dump).events == []
 
 
+def test_a_traceback_logged_as_a_warning_is_no_crash(tmp_path: Path) -> None:
+    """A traceback vLLM's logger writes at WARNING (``exc_info=True`` on a warning: a request
+    that failed, a retry), quoting a prompt's crash words or not, made an ``engine_exception``
+    (or ``cuda_error``) crash event; one at ERROR still is one."""
+    from forensics.importers import read_source
+
+    def chain(level: str) -> list[str]:
+        tag = f"{API}{level} 12-02 10:46:44 [serving_chat.py:300] "
+        return [f"{tag}Error in tool parsing, retrying", f"{tag}Traceback (most recent call last):",
+                f'{tag}  File "/srv/vllm/x.py", line 3, in parse', f"{tag}    raise ValueError(t)",
+                f"{tag}RuntimeError: CUDA error: device-side assert triggered"]
+
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join(chain("WARNING") + chain("INFO") + ["x"] + chain("ERROR")) + "\n")
+    events = read_source(log).events
+    assert [(e["kind"], e["first_line"]) for e in events] == [("cuda_error", 13)], events
+
+
 @pytest.mark.parametrize("quoting", QUOTING_LINES)
 def test_each_quoting_line_alone_is_no_crash(tmp_path: Path, quoting: str) -> None:
     from forensics.importers import read_source
