@@ -248,3 +248,31 @@ def test_a_meta_tensor_in_a_pt_dump_is_said_to_hold_no_values(
     assert "\n" not in err and "'input_ids'" in err and "meta device holds no values" in err, err
     assert "expected an integer tensor" not in err, err
     assert not (tmp_path / "o.capture").exists()
+
+
+# ------------------------------------------------------------------ outputs named as values
+
+#: an output name a script makes of a capture's folder name (``-o "figs/$name.png"``)
+HOSTILE = "c\x1b]0;owned\x07\nwrote x"
+
+
+@pytest.mark.parametrize("command", ["import", "plot", "redact", "shrink"])
+def test_the_output_a_command_names_is_inert_text(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """``plot``, ``report``, ``import``, ``redact`` and ``shrink`` printed the path they wrote
+    raw: an output named after a hostile capture (a title-setting OSC sequence, a line break
+    forging a line) reached the terminal as is."""
+    from forensics.cli import main
+    from tests.conftest import DATA
+
+    capture = str(DATA / "stale-prev-row.capture")
+    log = tmp_path / "engine.log"
+    log.write_text("EngineDeadError\n")
+    argv = {"import": ["import", str(log), "-o", str(tmp_path / f"{HOSTILE}.capture")],
+            "plot": ["plot", capture, "-o", str(tmp_path / f"{HOSTILE}.png")],
+            "redact": ["redact", capture, "-o", str(tmp_path / f"{HOSTILE}.capture")],
+            "shrink": ["shrink", capture, "-o", str(tmp_path / f"{HOSTILE}.capture")]}[command]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out, out
+    assert len(out.strip().splitlines()) == 1 and "\\x0awrote x" in out, out
