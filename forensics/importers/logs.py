@@ -47,9 +47,15 @@ QUOTES = "`'\""
 #: a crash is told by its line's form, never by words a prompt can quote: its logger's level
 #: (after vLLM's prefix) is ERROR or CRITICAL, or the line has none (the device's and the
 #: C++ runtime's own stderr), and its words begin the line: after torch.distributed's
-#: ``[rankN]:``, then an exception's name (``RuntimeError: ``) or C++'s ``what():``
+#: ``[rankN]:``, then c10's own log prefix at its error or fatal level (``[E1206 08:00:00.1
+#: ProcessGroupNCCL.cpp:1895]``), an exception's name (``RuntimeError: ``) or C++'s
+#: ``what():``, and NCCL's watchdog's ``[PG ...] Process group watchdog thread terminated with
+#: exception:`` (each part possessive: linear in the line)
 RANK_HEAD_RE = re.compile(r"\s*+(?:\[rank\d+\]:\s*+)?")
-NAME_HEAD_RE = re.compile(r"what\(\):\s*+|(?:[A-Za-z_]\w*+\.)*+\w*?(?:Error|Exception):\s++")
+NAME_HEAD_RE = re.compile(r"(?:\[[EF]\d{4}\s[^\]]*+\]\s*+)?"
+                          r"(?:what\(\):\s*+|(?:[A-Za-z_]\w*+\.)*+\w*?(?:Error|Exception):\s++)?"
+                          r"(?:\[PG [^\]]*+\]\s*+)?"
+                          r"(?:Process group watchdog thread terminated with exception:\s*+)?")
 #: a CUDA error's text after the head: torch's and vLLM's ``CUDA error: ``, Triton's
 #: ``Triton Error [CUDA]: ``, NCCL's ``Cuda failure 'NAME'``
 CUDA_HEAD = r"(?:CUDA error:\s*|Triton Error \[CUDA\]:\s*|Cuda failure\s+(?:\d+\s+)?'?)?"
@@ -230,8 +236,9 @@ def _classify(text: str) -> dict[str, Any] | None:
         if event is not None:
             return event
     name = NAME_HEAD_RE.match(body)
+    assert name is not None  # every part optional
     for kind, pattern in EVENT_PATTERNS:
-        if pattern.match(body, 0 if kind == "engine_dead" or name is None else name.end()):
+        if pattern.match(body, 0 if kind == "engine_dead" else name.end()):
             return {"kind": kind, "detail": None}
     return None
 

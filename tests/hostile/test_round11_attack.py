@@ -30,6 +30,7 @@ QUOTING_LINES = (
     "EngineDeadError and device-side assert triggered",
     f"{API}WARNING 12-02 10:46:47 [protocol.py:90] ignored: 'Dumping input data for V1 LLM "
     "engine (v0.33.0) with config: model='m''",
+    "[rank0]:[I1206 08:00:00.0 logger.cpp:9] user said: CUDA error: an illegal memory access",
     f"{API}ERROR 12-02 10:46:47 [serving_chat.py:210] Error in prompt: 'Dumping scheduler "
     "output for model execution: SchedulerOutput(num_scheduled_tokens={r: 3}, "
     "scheduled_spec_decode_tokens={r: [-1, -1]})'",
@@ -44,6 +45,13 @@ CRASH_LINES = (
     ("illegal_memory_access", "Cuda failure 'an illegal memory access was encountered'"),
     ("cuda_error", "triton.runtime.errors.Error: Triton Error [CUDA]: device-side assert "
                    "triggered"),
+    ("illegal_memory_access", "[rank0]:[E1206 08:00:00.000000000 ProcessGroupNCCL.cpp:1895] [PG "
+                              "ID 0 PG GUID 0(default_pg) Rank 0] Process group watchdog thread "
+                              "terminated with exception: CUDA error: an illegal memory access "
+                              "was encountered"),
+    ("illegal_memory_access", "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 0] Process group "
+                              "watchdog thread terminated with exception: CUDA error: an illegal "
+                              "memory access was encountered"),
     ("cuda_assert", "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: "
                     "[0,0,0], thread: [0,0,0] Assertion `-sizes[i] <= index && index < sizes[i] "
                     "&& \"index out of bounds\"` failed."),
