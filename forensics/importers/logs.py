@@ -3,7 +3,7 @@
 - a site's probe line (its ``Site.log_line``: the line's pattern and the record's fields,
   declared in the site's module; e.g. the SM70 fork's ``SM70-TEMB: rows=R input=(T,) ...``
   for the embedding) -> a summary record of that site; a line is read by the first site in
-  pipeline order whose pattern it matches;
+  pipeline order whose pattern it matches, where the line's text begins (:data:`TAG_RE`);
 - CUDA asserts (``Assertion `...` failed``), device-side assert errors, illegal memory access
   and ``EngineDeadError`` -> events with their line numbers (consecutive repeats collapse into
   one event with a ``count``); a line is one by its form (:data:`CRASH_LEVELS`: its level, and
@@ -69,6 +69,10 @@ EVENT_PATTERNS = (
 #: linear in the line)
 ASSERT_HEAD_RE = re.compile(r"(?:[^\s:]++:\s++)?(?:[^\s:]++:\d++:\s*+)?(?:[^\s:]++:?\s++)?"
                             r"(?:block:\s*+\[[\d,\s]*+\],?\s*+thread:\s*+\[[\d,\s]*+\]\s*+)?")
+#: a probe line is the probe's print: a line without a logger's level whose text (after vLLM's
+#: process tag) begins with the probe's words, or with one tag word before them (the fork's
+#: ``SM70-OUTPROBE: OUT-PATH ...``); a logger's line quoting a prompt that spells one is none
+TAG_RE = re.compile(r"[\w-]++:\s++")
 #: the messages of vLLM's request logger (``vllm/entrypoints/logger.py``) and of a request's
 #: lifecycle: they quote a client's prompt, the model's output or a request id a client may
 #: choose (``X-Request-Id``), text anyone who sends a request writes into the log, so none of
@@ -131,11 +135,18 @@ class _LogParser:
         self._event(number, text)
 
     def _probe(self, text: str) -> list[tuple[str, re.Match[str]]]:
-        """The first site whose probe line ``text`` is, with its match (or none)."""
+        """The first site whose probe line ``text`` is, with its match (or none): the probe's
+        own print (:data:`TAG_RE`), never a logger's line quoting one."""
+        prefix = PREFIX_RE.match(text)
+        if prefix is None or prefix["level"] is not None:
+            return []
+        tag = TAG_RE.match(text, prefix.end())
+        starts = (prefix.end(),) if tag is None else (prefix.end(), tag.end())
         for site, probe in self.probes.items():
-            match = probe.pattern.search(text)
-            if match is not None:
-                return [(site, match)]
+            for start in starts:
+                match = probe.pattern.match(text, start)
+                if match is not None:
+                    return [(site, match)]
         return []
 
     def _stands_alone(self, text: str) -> bool:

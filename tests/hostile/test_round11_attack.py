@@ -103,6 +103,27 @@ def test_a_traceback_logged_as_a_warning_is_no_crash(tmp_path: Path) -> None:
     assert [(e["kind"], e["first_line"]) for e in events] == [("cuda_error", 13)], events
 
 
+def test_a_probe_line_a_logger_quotes_is_no_record(tmp_path: Path) -> None:
+    """The fork's probe lines (``SM70-TEMB: ...``, ``... OUT-PATH ...``) were read anywhere in
+    a line, so a prompt another logger quoted made a record (an id out of range: a violation
+    that "explains" a crash); a probe line is the probe's own print, read as before."""
+    from forensics.importers import read_source
+
+    temb = "SM70-TEMB: rows=10 input=(4,) dtype=torch.int64 min=0 max=99999"
+    out = ("OUT-PATH out-of-range sampled ids [99999] (vocab_size=10 num_sampled_ids=1 "
+           "num_placeholders=0 first_placeholder=0 old_no_spec_end=0)")
+    quoting = [f"{API}INFO 12-02 10:46:44 [serving_chat.py:200] {temb}",
+               f"{API}WARNING 12-02 10:46:44 [protocol.py:90] ignored: {out}",
+               f"{API}ERROR 12-02 10:46:44 [serving_chat.py:210] Error in prompt: '{temb}'",
+               f"Error in prompt: 'x' {temb}"]
+    own = [temb, f"{CORE}{temb}", f"{CORE}SM70-OUTPROBE: {out}", out]
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join(quoting + own) + "\n")
+    records = read_source(log).records
+    assert [(r.site, r.fields["line"]) for r in records] == [
+        ("embedding", 5), ("embedding", 6), ("async_output", 7), ("async_output", 8)], records
+
+
 @pytest.mark.parametrize("quoting", QUOTING_LINES)
 def test_each_quoting_line_alone_is_no_crash(tmp_path: Path, quoting: str) -> None:
     from forensics.importers import read_source

@@ -742,7 +742,8 @@ TESTS = {
              "test_a_line_quoting_crash_words_is_no_crash_by_its_words_alone",
              "tests/hostile/test_round11_attack.py::test_each_quoting_line_alone_is_no_crash",
              "tests/hostile/test_round11_attack.py::"
-             "test_a_traceback_logged_as_a_warning_is_no_crash"],
+             "test_a_traceback_logged_as_a_warning_is_no_crash",
+             "tests/hostile/test_round11_attack.py::test_a_probe_line_a_logger_quotes_is_no_record"],
     "T51b": ["tests/hostile/test_round11_attack.py::"
              "test_an_access_out_of_bounds_in_every_program_is_one_line",
              "tests/hostile/test_round11_attack.py::"
