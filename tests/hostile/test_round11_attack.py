@@ -4,6 +4,7 @@ fewer rounds looked at (the log importer's crash lines, ``kernels``' report, ...
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -199,63 +200,53 @@ def test_programs_folded_apart_say_they_are_not_every_one_between(
 ALIKE = ("a\x1bb", "a\\x1bb")
 
 
-def _errors(capsys: pytest.CaptureFixture[str], argv_of: object) -> list[str]:
-    from forensics.cli import main
-
-    lines = []
-    for name in ALIKE:
-        assert main(argv_of(name)) == 2  # type: ignore[operator]
-        err = capsys.readouterr().err.strip()
-        assert "\n" not in err and "\x1b" not in err, err
-        lines.append(err)
-    return lines
-
-
-def test_a_segment_index_without_its_header_is_named_as_a_value(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The store's message of an index file without its magic named the capture's path raw:
-    a folder holding ESC and one holding the text ``\\x1b`` read alike (T49a)."""
+def _index_without_header(tmp_path: Path, name: str) -> list[str]:
+    """A segment index without its magic: the store's message named the capture raw (T49a)."""
     import shutil
 
     from tests.conftest import DATA
 
-    def argv(name: str) -> list[str]:
-        capture = tmp_path / f"{name}.capture"
-        shutil.copytree(DATA / "stale-prev-row.capture", capture)
-        (capture / "embedding.r0.w0.0000.arrows.idx").write_bytes(b"not an index at all")
-        return ["inspect", str(capture)]
-
-    first, second = _errors(capsys, argv)
-    assert "has no" in first and first != second, (first, second)
+    capture = tmp_path / f"{name}.capture"
+    shutil.copytree(DATA / "stale-prev-row.capture", capture)
+    (capture / "embedding.r0.w0.0000.arrows.idx").write_bytes(b"not an index at all")
+    return ["inspect", str(capture)]
 
 
-def test_a_dump_naming_a_request_twice_names_its_log_as_a_value(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _dump_naming_a_request_twice(tmp_path: Path, name: str) -> list[str]:
     """The crash dump's one line named the log raw (T49b)."""
     from tests.hostile.test_round9_attack9c import _dump
 
-    def argv(name: str) -> list[str]:
-        log = tmp_path / f"{name}.log"
-        log.write_text("ERROR 12-02 10:46:44 [dump_input.py:72] Dumping scheduler output for "
-                       "model execution: " + _dump("r1: [-1], r1: [5]", "r1: 3") + "\n")
-        return ["import", str(log), "-o", str(tmp_path / "o.capture")]
-
-    first, second = _errors(capsys, argv)
-    assert "'r1' twice" in first and first != second, (first, second)
+    log = tmp_path / f"{name}.log"
+    log.write_text("ERROR 12-02 10:46:44 [dump_input.py:72] Dumping scheduler output for "
+                   "model execution: " + _dump("r1: [-1], r1: [5]", "r1: 3") + "\n")
+    return ["import", str(log), "-o", str(tmp_path / "o.capture")]
 
 
-def test_an_npz_time_member_names_its_file_as_a_value(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _npz_time_member(tmp_path: Path, name: str) -> list[str]:
     """The ``.npz`` importer's line for a datetime64 member named the file raw (T49b)."""
     import numpy as np
 
-    def argv(name: str) -> list[str]:
-        source = tmp_path / f"{name}.npz"
-        np.savez(source, site=np.array("embedding"), step=np.array(np.datetime64(5, "D")))
-        return ["import", str(source), "-o", str(tmp_path / "o.capture")]
+    source = tmp_path / f"{name}.npz"
+    np.savez(source, site=np.array("embedding"), step=np.array(np.datetime64(5, "D")))
+    return ["import", str(source), "-o", str(tmp_path / "o.capture")]
 
-    first, second = _errors(capsys, argv)
-    assert "datetime64" in first and first != second, (first, second)
+
+@pytest.mark.parametrize(("make", "said"), [(_index_without_header, "has no"),
+                                            (_dump_naming_a_request_twice, "'r1' twice"),
+                                            (_npz_time_member, "datetime64")])
+def test_a_file_named_in_an_error_is_escaped_as_a_value(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], make: Any, said: str) -> None:
+    """Each message named its file raw, so two files named alike once the line is made
+    inert (ESC, the text ``\\x1b``) read alike; each is escaped as a value."""
+    from forensics.cli import main
+
+    lines = []
+    for name in ALIKE:
+        assert main(make(tmp_path, name)) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "\x1b" not in err and said in err, err
+        lines.append(err)
+    assert lines[0] != lines[1], lines
 
 
 # ------------------------------------------------------------------ .pt: a meta tensor
