@@ -251,21 +251,25 @@ def test_a_file_named_in_an_error_is_escaped_as_a_value(
 
 # ------------------------------------------------------------------ .pt: a meta tensor
 
-def test_a_meta_tensor_in_a_pt_dump_is_said_to_hold_no_values(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("layout", "said"), [("meta", "meta device holds no values"),
+                                              ("sparse", "layout torch.sparse_coo")])
+def test_a_pt_tensor_without_dense_values_is_one_true_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], layout: str, said: str) -> None:
     """A ``.pt`` tensor on the meta device (a shape, no values) was refused as "a tensor of
     dtype torch.int64 cannot be read; expected an integer tensor": a wrong sentence about an
-    integer tensor."""
+    integer tensor; a sparse one's refusal came after a second line, torch's warning that it
+    checks a sparse tensor's invariants."""
     import torch
 
     from forensics.cli import main
 
-    source = tmp_path / "meta.pt"
-    torch.save({"site": "embedding", "step": 1, "num_embeddings": 10,
-                "input_ids": torch.empty(3, dtype=torch.int64, device="meta")}, source)
+    ids = torch.empty(3, dtype=torch.int64, device="meta") if layout == "meta" else \
+        torch.tensor([1, 2, 3]).to_sparse()
+    source = tmp_path / f"{layout}.pt"
+    torch.save({"site": "embedding", "step": 1, "num_embeddings": 10, "input_ids": ids}, source)
     assert main(["import", str(source), "-o", str(tmp_path / "o.capture")]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "'input_ids'" in err and "meta device holds no values" in err, err
+    assert "\n" not in err and "'input_ids'" in err and said in err, err
     assert "expected an integer tensor" not in err, err
     assert not (tmp_path / "o.capture").exists()
 
