@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from forensics.errors import ForensicsError
+from forensics.errors import ForensicsError, one_line
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, out_metavar: str) -> None:
@@ -23,5 +23,5 @@ def add_common_arguments(parser: argparse.ArgumentParser, out_metavar: str) -> N
 
 def refused(command: str, exc: ForensicsError) -> int:
     """Print the refusal of a capture whose evidence changed (one line); return exit code 1."""
-    print(f"forensics {command}: {exc}", file=sys.stderr)
+    print(f"forensics {command}: {one_line(exc)}", file=sys.stderr)  # its finding's names
     return 1

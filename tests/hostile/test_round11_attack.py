@@ -300,3 +300,19 @@ def test_the_output_a_command_names_is_inert_text(
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out, out
     assert len(out.strip().splitlines()) == 1 and "\\x0awrote x" in out, out
+
+
+def test_the_refusal_of_changed_evidence_is_one_inert_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``shrink`` and ``redact``'s exit-1 refusal printed its message raw, the only error of the
+    CLI not made one inert line (``errors.one_line``): a first finding's tensor name is a
+    summary record's own text."""
+    from forensics.commands._share import refused
+    from forensics.share.evidence import EvidenceChangedError
+
+    exc = EvidenceChangedError("refusing to write 'o.capture': expected out_of_bounds in "
+                               "embedding (\x1b]0;owned\x07\nforged=5), got none")
+    assert refused("shrink", exc) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err, err
+    assert err.startswith("forensics shrink: refusing to write 'o.capture'"), err

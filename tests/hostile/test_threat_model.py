@@ -753,7 +753,9 @@ TESTS = {
     "T51d": ["tests/hostile/test_round11_attack.py::"
              "test_a_pt_tensor_without_dense_values_is_one_true_line"],
     "T51e": ["tests/hostile/test_round11_attack.py::"
-             "test_the_output_a_command_names_is_inert_text"],
+             "test_the_output_a_command_names_is_inert_text",
+             "tests/hostile/test_round11_attack.py::"
+             "test_the_refusal_of_changed_evidence_is_one_inert_line"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
