@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 
+from forensics.escaping import terminal
+
 EXAMPLE = """example:
   forensics import dump_step41.pt dump_step42.safetensors engine.log -o incident.capture \\
       --set versions.vllm=0.31.0 --set model.name=Qwen/Qwen3-8B
@@ -48,6 +50,6 @@ def run(args: argparse.Namespace) -> int:
     out = import_sources(args.sources, args.output, force=args.force, facts=facts)
     summary = load(out).summary()
     sites = ", ".join(f"{site} {count}" for site, count in summary["sites"].items()) or "none"
-    print(f"wrote {out}: {summary['records']} records ({sites}), "
+    print(f"wrote {terminal(out)}: {summary['records']} records ({sites}), "
           f"{len(summary['events'])} events")
     return 0

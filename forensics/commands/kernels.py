@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         DEFAULT_OVERALL_DEADLINE,
         NOT_RUN,
         describe,
+        fold,
         overall_deadline,
         sanitize,
         to_json,
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"not replayed: {terminal(result.launch.where)}: {inert(result.reason)}")
         elif result.reason:  # what the replay could not judge, or ran in the record's stead
             print(f"replayed, but: {terminal(result.launch.where)}: {inert(result.reason)}")
-    for finding in report.findings:
+    for finding in fold(report.findings):
         print(inert(describe(finding)))  # a sentence
     unjudged = sum(r.status != "replayed" for r in report.results)
     if unjudged:

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     for kind, path in figures:
         ax = plots.plot(result, kind, site=args.site, variant=args.variant)
         plots.save(ax, path, dpi=args.dpi)
-        print(path)
+        print(terminal(path))  # a name made of a capture's (a script's -o) is inert
     return 0
 
 

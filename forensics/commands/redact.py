@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from forensics.commands._share import add_common_arguments, refused
+from forensics.escaping import terminal
 
 EXAMPLE = """examples:
   forensics redact small.capture -o shareable.capture
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     except EvidenceChangedError as exc:
         return refused("redact", exc)
     dropped = ", ".join(result.dropped) or "nothing"
-    print(f"wrote {result.path}: {result.records} records, token ids in "
+    print(f"wrote {terminal(result.path)}: {result.records} records, token ids in "
           f"[0, {result.token_domain}) permuted, {result.request_ids} request ids "
           f"pseudonymised; dropped: {dropped} ({result.seconds:.1f} s)")
     return 0

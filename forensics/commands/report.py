@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from forensics.escaping import terminal
 from forensics.quiet import quietly
 
 EXAMPLE = """example:
@@ -48,5 +49,5 @@ def run(args: argparse.Namespace) -> int:
     path = write_report(args.capture, args.output, notebook=args.notebook,
                         with_code=args.with_code, variants=args.variant,
                         progress=sys.stderr.isatty())
-    print(path)
+    print(terminal(path))  # a name made of a capture's (a script's -o) is inert
     return 0

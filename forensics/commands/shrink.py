@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from forensics.commands._share import add_common_arguments, refused
+from forensics.escaping import terminal
 
 EXAMPLE = """examples:
   forensics shrink soak.capture -o small.capture
@@ -37,13 +38,13 @@ def run(args: argparse.Namespace) -> int:
                         progress=sys.stderr.isatty())
     except EvidenceChangedError as exc:
         return refused("shrink", exc)
-    print(f"wrote {result.path}: kept {result.records_kept} of {result.records_before} records "
-          f"({100 * result.fraction_kept:.3g}%), steps {result.steps_kept}; "
-          f"{result.replays} replays, {result.seconds:.1f} s")
+    print(f"wrote {terminal(result.path)}: kept {result.records_kept} of "
+          f"{result.records_before} records ({100 * result.fraction_kept:.3g}%), steps "
+          f"{result.steps_kept}; {result.replays} replays, {result.seconds:.1f} s")
     if not result.complete:
         print(f"note: the search stopped at its budget ({SEARCH_FACTOR} times the records each "
               f"pass starts from, {result.window_records} for the first; "
-              f"{result.records_replayed} replayed): {result.path} keeps the evidence, but some "
-              "of its records may not be needed")
+              f"{result.records_replayed} replayed): {terminal(result.path)} keeps the "
+              "evidence, but some of its records may not be needed")
     return 0
 

@@ -31,7 +31,6 @@ from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers import logs as plain_logs
 from forensics.importers.common import show
-from forensics.importers.tracebacks import PREFIX_RE
 
 CONFIG_RE = re.compile(r"Dumping input data for V1 LLM engine \(v(?P<version>[^)\s]+)\) with "
                        r"config: (?P<config>.*)")
@@ -74,10 +73,10 @@ class _Dumps:
         self.config: dict[str, Any] = {}
 
     def line(self, number: int, raw: str) -> None:
-        if plain_logs.quotes_requests(raw):
-            return  # a prompt quoting a dump is no dump
-        text = PREFIX_RE.sub("", raw, count=1)
-        config, output = CONFIG_RE.search(text), OUTPUT_RE.search(text)
+        text = plain_logs.crash_body(raw)
+        if text is None or plain_logs.quotes_requests(raw):
+            return  # a prompt quoting a dump is no dump: a dump's line is vLLM's ERROR line
+        config, output = CONFIG_RE.match(text), OUTPUT_RE.match(text)
         if config is not None:
             self.config = parse_config(config["version"], config["config"])
         elif output is not None:

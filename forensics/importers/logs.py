@@ -3,10 +3,11 @@
 - a site's probe line (its ``Site.log_line``: the line's pattern and the record's fields,
   declared in the site's module; e.g. the SM70 fork's ``SM70-TEMB: rows=R input=(T,) ...``
   for the embedding) -> a summary record of that site; a line is read by the first site in
-  pipeline order whose pattern it matches;
+  pipeline order whose pattern it matches, where the line's text begins (:data:`TAG_RE`);
 - CUDA asserts (``Assertion `...` failed``), device-side assert errors, illegal memory access
   and ``EngineDeadError`` -> events with their line numbers (consecutive repeats collapse into
-  one event with a ``count``).
+  one event with a ``count``); a line is one by its form (:data:`CRASH_LEVELS`: its level, and
+  its crash words where its text begins), never by words a prompt another logger quotes holds.
 
 Steps follow line order (each probe line is the next step) unless a line names one
 (``step=N``); ``rank=N`` on a line sets its rank. The lines naming no step say so
@@ -26,7 +27,7 @@ from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import where_of
-from forensics.importers.tracebacks import PREFIX_RE, Chains
+from forensics.importers.tracebacks import CRASH_LEVELS, PREFIX_RE, Chains
 from forensics.importers.wide import PREFIX_BYTES, refuse_wide
 from forensics.records import Record
 from forensics.sites import SITES, get_site
@@ -43,11 +44,35 @@ ASSERTION_RE = re.compile(r"Assertion\s+")
 FILE_RE = re.compile(r"(?P<file>[\w./-]+\.cu):(?P<line>\d+):\s*")
 WORD_RE = re.compile(r"\w+")
 QUOTES = "`'\""
+#: a crash is told by its line's form, never by words a prompt can quote: its logger's level
+#: (after vLLM's prefix) is ERROR or CRITICAL, or the line has none (the device's and the
+#: C++ runtime's own stderr), and its words begin the line: after torch.distributed's
+#: ``[rankN]:``, then c10's own log prefix at its error or fatal level (``[E1206 08:00:00.1
+#: ProcessGroupNCCL.cpp:1895]``), an exception's name (``RuntimeError: ``) or C++'s
+#: ``what():``, and NCCL's watchdog's ``[PG ...] Process group watchdog thread terminated with
+#: exception:`` (each part possessive: linear in the line)
+RANK_HEAD_RE = re.compile(r"\s*+(?:\[rank\d+\]:\s*+)?")
+NAME_HEAD_RE = re.compile(r"(?:\[[EF]\d{4}\s[^\]]*+\]\s*+)?"
+                          r"(?:what\(\):\s*+|(?:[A-Za-z_]\w*+\.)*+\w*?(?:Error|Exception):\s++)?"
+                          r"(?:\[PG [^\]]*+\]\s*+)?"
+                          r"(?:Process group watchdog thread terminated with exception:\s*+)?")
+#: a CUDA error's text after the head: torch's and vLLM's ``CUDA error: ``, Triton's
+#: ``Triton Error [CUDA]: ``, NCCL's ``Cuda failure 'NAME'``
+CUDA_HEAD = r"(?:CUDA error:\s*|Triton Error \[CUDA\]:\s*|Cuda failure\s+(?:\d+\s+)?'?)?"
 EVENT_PATTERNS = (
-    ("illegal_memory_access", re.compile(r"illegal memory access", re.I)),
-    ("engine_dead", re.compile(r"EngineDeadError")),
-    ("cuda_error", re.compile(r"device-side assert triggered", re.I)),
+    ("illegal_memory_access", re.compile(CUDA_HEAD + r"(?:an\s+)?illegal memory access", re.I)),
+    ("engine_dead", re.compile(r"(?:[A-Za-z_]\w*+\.)*+EngineDeadError\b")),
+    ("cuda_error", re.compile(CUDA_HEAD + r"device-side assert triggered", re.I)),
 )
+#: what may come before ``Assertion`` on a CUDA device's or C runtime's assert line:
+#: ``[PROGRAM: ][FILE:LINE: ][FUNCTION: ][block: [..], thread: [..] ]`` (each part possessive:
+#: linear in the line)
+ASSERT_HEAD_RE = re.compile(r"(?:[^\s:]++:\s++)?(?:[^\s:]++:\d++:\s*+)?(?:[^\s:]++:?\s++)?"
+                            r"(?:block:\s*+\[[\d,\s]*+\],?\s*+thread:\s*+\[[\d,\s]*+\]\s*+)?")
+#: a probe line is the probe's print: a line without a logger's level whose text (after vLLM's
+#: process tag) begins with the probe's words, or with one tag word before them (the fork's
+#: ``SM70-OUTPROBE: OUT-PATH ...``); a logger's line quoting a prompt that spells one is none
+TAG_RE = re.compile(r"[\w-]++:\s++")
 #: the messages of vLLM's request logger (``vllm/entrypoints/logger.py``) and of a request's
 #: lifecycle: they quote a client's prompt, the model's output or a request id a client may
 #: choose (``X-Request-Id``), text anyone who sends a request writes into the log, so none of
@@ -110,11 +135,18 @@ class _LogParser:
         self._event(number, text)
 
     def _probe(self, text: str) -> list[tuple[str, re.Match[str]]]:
-        """The first site whose probe line ``text`` is, with its match (or none)."""
+        """The first site whose probe line ``text`` is, with its match (or none): the probe's
+        own print (:data:`TAG_RE`), never a logger's line quoting one."""
+        prefix = PREFIX_RE.match(text)
+        if prefix is None or prefix["level"] is not None:
+            return []
+        tag = TAG_RE.match(text, prefix.end())
+        starts = (prefix.end(),) if tag is None else (prefix.end(), tag.end())
         for site, probe in self.probes.items():
-            match = probe.pattern.search(text)
-            if match is not None:
-                return [(site, match)]
+            for start in starts:
+                match = probe.pattern.match(text, start)
+                if match is not None:
+                    return [(site, match)]
         return []
 
     def _stands_alone(self, text: str) -> bool:
@@ -193,12 +225,31 @@ def number_of(text: str) -> int:
     return int(text) if len(text.lstrip("-")) <= MAX_DIGITS else MAX_INT + 1
 
 
+def crash_body(text: str) -> str | None:
+    """The text of the log line ``text`` after vLLM's prefix when the line may be a crash's
+    (its level ERROR or CRITICAL, or none: :data:`CRASH_LEVELS`), else None."""
+    prefix = PREFIX_RE.match(text)
+    if prefix is None:
+        return text
+    return text[prefix.end():] if prefix["level"] in CRASH_LEVELS else None
+
+
 def _classify(text: str) -> dict[str, Any] | None:
-    event = _assertion(text)
-    if event is not None:
-        return event
+    """The event the line ``text`` is by its form (:data:`CRASH_LEVELS`), or None."""
+    body = crash_body(text)
+    if body is None:
+        return None
+    rank = RANK_HEAD_RE.match(body)
+    body = body[rank.end():] if rank else body
+    head = ASSERTION_RE.search(body)
+    if head is not None and ASSERT_HEAD_RE.fullmatch(body, 0, head.start()):
+        event = _assertion(body)
+        if event is not None:
+            return event
+    name = NAME_HEAD_RE.match(body)
+    assert name is not None  # every part optional
     for kind, pattern in EVENT_PATTERNS:
-        if pattern.search(text):
+        if pattern.match(body, 0 if kind == "engine_dead" else name.end()):
             return {"kind": kind, "detail": None}
     return None
 

@@ -121,8 +121,9 @@ def _value(name: str, array: np.ndarray, path: Path) -> Any:
                 return text
         return [str(v) for v in array.ravel()]
     if array.dtype.kind in "mM":  # .item() is a date, or an int when out of its range
-        raise CaptureFormatError(f"'{path}': member {show(name + '.npy')} is a {array.dtype} "
-                                 "(a time, not a number); save it as an integer array")
+        raise CaptureFormatError(f"'{terminal(path)}': member {show(name + '.npy')} is a "
+                                 f"{array.dtype} (a time, not a number); save it as an integer "
+                                 "array")
     if array.ndim == 0:
         return array.item()
     return array

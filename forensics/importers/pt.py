@@ -7,6 +7,7 @@ tensor or plain container, and that refusal becomes :class:`UnsafeInputError`.
 from __future__ import annotations
 
 import pickle
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -58,7 +59,9 @@ def _load(path: Path) -> Any:
         with open_file(path, "torch file") as handle:
             _check_archive(handle, path)
             handle.seek(0)
-            return torch.load(handle, map_location="cpu", weights_only=True)
+            with warnings.catch_warnings():  # torch's own notes on what it loads (a sparse
+                warnings.simplefilter("ignore")  # tensor's check) are no line of ours
+                return torch.load(handle, map_location="cpu", weights_only=True)
     except ForensicsError:
         raise
     except pickle.UnpicklingError as exc:
@@ -178,6 +181,9 @@ def _leaf(value: Any, where: str, budget: _Budget) -> Any:
     if value.layout != torch.strided or value.is_quantized or value.is_complex():
         raise CaptureFormatError(f"{where}: tensor of layout {value.layout} and dtype "
                                  f"{value.dtype} is not supported; save dense int tensors")
+    if value.device.type == "meta":
+        raise CaptureFormatError(f"{where}: a tensor on the meta device holds no values; save "
+                                 "the tensor itself (from the CPU or a GPU)")
     _check_stored(value, where)
     budget.tensor(value.numel() * value.element_size())
     try:

@@ -5,7 +5,8 @@ exception line (the first line after the frames that is not indented), the messa
 lines, and any ``During handling of the above exception ...`` / ``The above exception was the
 direct cause ...`` link into the next traceback. vLLM logs a traceback with its logger's prefix
 (``(EngineCore_DP0 pid=1) ERROR 12-02 10:46:44 [core.py:866] ``) on every line: a chain holds
-the lines of its own prefix, so a line of another prefix ends it. A chain without prefix (plain
+the lines of its own prefix, so a line of another prefix ends it; a traceback logged at a level
+that is no crash's (:data:`CRASH_LEVELS`: a warning's) opens none. A chain without prefix (plain
 stderr) ends at a line that is an event by itself (a CUDA assert, a probe line) or a new
 traceback without a link.
 
@@ -25,7 +26,12 @@ from collections.abc import Callable
 from typing import Any
 
 #: vLLM's log prefix: ``(EngineCore pid=1) ERROR 12-02 10:46:44 [dump_input.py:72] ``
-PREFIX_RE = re.compile(r"(?:\([^)]*\)\s+)?(?:[A-Z]+\s+\d\d-\d\d\s+[\d:]+\s+\[[^\]]*\]\s?)?")
+PREFIX_RE = re.compile(r"(?:\([^)]*\)\s+)?"
+                       r"(?:(?P<level>[A-Z]+)\s+\d\d-\d\d\s+[\d:]+\s+\[[^\]]*\]\s?)?")
+#: the levels of vLLM's logger at which a line may be a crash's (``logger.error``,
+#: ``exception``, ``critical``; None: a line without a level, stderr's): a traceback logged at
+#: another level (``logger.warning(..., exc_info=True)``) is no crash, nor what it quotes
+CRASH_LEVELS = (None, "ERROR", "CRITICAL")
 TRACEBACK = "Traceback (most recent call last):"
 LINKS = ("During handling of the above exception, another exception occurred:",
          "The above exception was the direct cause of the following exception:")
@@ -66,7 +72,8 @@ class Chains:
         if self.event is not None and self._continues(number, text, tag, body):
             return True
         self.event = None
-        if body.strip().startswith(TRACEBACK):
+        if body.strip().startswith(TRACEBACK) and (prefix is None
+                                                  or prefix["level"] in CRASH_LEVELS):
             self._open(number, text, tag, step)
             return True
         return False

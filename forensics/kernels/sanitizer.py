@@ -283,20 +283,62 @@ def to_json(report: KernelReport) -> dict[str, Any]:
             "findings": report.findings, "coverage": report.coverage}
 
 
+#: what makes two programs' out-of-bounds findings of one launch one line of text
+FOLD_KEYS = ("kernel", "module", "step", "rank", "launch", "argument", "op", "masked")
+
+
+def fold(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``findings`` with each launch's ``kernel_out_of_bounds`` of one argument, operation and
+    mask (:data:`FOLD_KEYS`) folded across its programs into the first program's finding (its
+    elements named exactly), which gains ``programs`` (their ids, in order) and ``lanes`` (of
+    them all), in the place of the first: an access out of bounds in every program of a grid
+    was one line per program."""
+    out: list[dict[str, Any]] = []
+    folded: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for finding in findings:
+        if finding["kind"] != "kernel_out_of_bounds":
+            out.append(finding)
+            continue
+        key = tuple(json.dumps(finding.get(k), default=str) for k in FOLD_KEYS)
+        first = folded.get(key)
+        if first is None:
+            folded[key] = first = {**finding, "programs": [], "lanes": 0}
+            out.append(first)
+        first["programs"].append(tuple(finding["program_id"]))
+        first["lanes"] += finding["count"]
+    return out
+
+
+def _programs(finding: dict[str, Any]) -> str:
+    """``by program P, N lane(s)``, or the programs a folded finding stands for."""
+    programs = finding.get("programs") or [tuple(finding["program_id"])]
+    lanes = finding.get("lanes", finding["count"])
+    if len(programs) == 1:
+        return f"by program {programs[0]}, {lanes} lane(s)"
+    low = tuple(map(min, zip(*programs, strict=True)))
+    high = tuple(map(max, zip(*programs, strict=True)))
+    if len(set(programs)) == math.prod(b - a + 1 for a, b in zip(low, high, strict=True)):
+        return f"by the {len(programs)} programs {low} to {high}, {lanes} lane(s) in all"
+    return (f"by {len(programs)} programs from {low} to {high}, not every one between, "
+            f"{lanes} lane(s) in all")
+
+
 def describe(finding: dict[str, Any]) -> str:
-    """One line of text for a finding, its names (the kernel's, the argument's: a capture's)
-    through :func:`~forensics.escaping.terminal` (the caller writes it through
-    :func:`~forensics.escaping.inert`)."""
+    """One line of text for a finding, or for a folded one (:func:`fold`), its names (the
+    kernel's, the argument's: a capture's) through :func:`~forensics.escaping.terminal` (the
+    caller writes it through :func:`~forensics.escaping.inert`)."""
     finding = {key: terminal(value) if isinstance(value, str) else value
                for key, value in finding.items()}
     at = (f"{finding['kernel']} (step {finding['step']}, rank {finding['rank']}, launch "
           f"{finding['launch']})")
     kind = finding["kind"]
     if kind == "kernel_out_of_bounds":
+        first = "" if len(finding.get("programs", [])) < 2 else \
+            f" (program {tuple(finding['program_id'])}'s)"
         return (f"kernel_out_of_bounds: {at}: {'masked' if finding['masked'] else 'unmasked'} "
-                f"{finding['op']} of {finding['argument']} element(s) {finding['elements']} "
-                f"(its storage holds {finding['storage_elements']} elements) by program "
-                f"{tuple(finding['program_id'])}, {finding['count']} lane(s)")
+                f"{finding['op']} of {finding['argument']} element(s) {finding['elements']}"
+                f"{first} (its storage holds {finding['storage_elements']} elements) "
+                f"{_programs(finding)}")
     if kind == "kernel_contract":
         return (f"kernel_contract: {at}: {finding['argument']} element(s) "
                 f"{finding['elements']} hold {finding['contract']} {finding['values']}, "

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
 from forensics.store.fs import append_whole, write_all
 from forensics.store.guarded import read_bytes
 
@@ -68,8 +69,8 @@ def read_index(path: Path, root: Path | None = None,
     if len(data) < len(MAGIC):
         return None  # cut short while being created
     if data[: len(MAGIC)] != MAGIC:
-        raise CaptureFormatError(f"segment index '{path}' has no {MAGIC!r} header; delete it "
-                                 "and the reader will scan the segment instead")
+        raise CaptureFormatError(f"segment index '{terminal(path)}' has no {MAGIC!r} header; "
+                                 "delete it and the reader will scan the segment instead")
     body = data[len(MAGIC):]
     count = len(body) // ENTRY.itemsize
     return np.frombuffer(body, dtype=ENTRY, count=count).copy()

@@ -93,7 +93,8 @@ def test_a_dump_naming_a_request_twice_is_one_line_naming_the_log(
     from forensics.cli import main
 
     log = tmp_path / "engine.log"
-    log.write_text("INFO start\nERROR x Dumping scheduler output for model execution: "
+    log.write_text("INFO start\nERROR 12-02 10:46:44 [dump_input.py:72] Dumping scheduler "
+                   "output for model execution: "
                    + _dump("r1: [-1, -1], r1: [5, 6]", "r1: 3") + "\n")
     out = tmp_path / "o.capture"
     assert main(["import", str(log), "-o", str(out)]) == 2
