@@ -30,6 +30,8 @@ SYSTEM_TOOLS = (
     SystemTool("chromium", "chromium", "the report's browser tests (headless Chromium)"),
     SystemTool("chromedriver", "chromium-driver", "driving Chromium from the browser tests"),
     SystemTool("valgrind", "valgrind", "the linear-time tests (callgrind counts instructions)"),
+    SystemTool("callgrind_control", "valgrind",
+               "the linear-time tests (turns callgrind's instrumentation on after the imports)"),
 )
 
 

@@ -106,21 +106,21 @@ def test_a_killed_task_is_retried_or_reported(fleet: Fleet, local: Triage, clust
     assert len(lost) == 1 and lost[0]["error"].startswith("task lost on Ray:")
 
 
-def _stuck_unless_named_ok() -> Callable[..., bytes]:
+def _stuck_unless_named_ok(answers: dict[str, bytes]) -> Callable[..., bytes]:
     """A task body (a closure: Ray ships it by value) that answers at once for a capture
-    named ``ok*``, never for ``stuck`` (asleep in Python), nor for ``deaf`` (asleep with
-    SIGALRM blocked: stuck where no signal reaches it)."""
+    named ``ok*`` (its answer of ``answers``, made beforehand: an import of pyarrow in a Ray
+    worker starting on a loaded machine took longer than the deadline), never for ``stuck``
+    (asleep in Python), nor for ``deaf`` (asleep with SIGALRM blocked: stuck where no signal
+    reaches it)."""
     def piece(path: str, start: int | None, stop: int | None) -> bytes:
         import signal
-
-        from forensics.fleet.piece import to_ipc
 
         name = os.path.basename(path)
         if name == "deaf":
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
         while name in ("stuck", "deaf"):
             time.sleep(60)
-        return to_ipc([{"capture": path, "name": name, "start": start, "stop": stop}])
+        return answers[path]
     return piece
 
 
@@ -133,13 +133,16 @@ def test_a_stuck_ray_task_is_its_rows_timeout_and_the_others_finish(
     import pyarrow as pa
 
     from forensics.fleet import runners
+    from forensics.fleet.piece import to_ipc
     from forensics.fleet.tasks import Task
 
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "3")
     monkeypatch.setattr(runners, "BACKSTOP_GRACE", 2.0)
     tasks = [Task(str(tmp_path / name)) for name in ("ok1", "stuck", "deaf", "ok2")]
+    answers = {t.path: to_ipc([{"capture": t.path, "name": os.path.basename(t.path),
+                                "start": t.start, "stop": t.stop}]) for t in tasks}
     rows = [pa.ipc.open_stream(out).read_all().to_pylist()[0]
-            for out in runners.run_ray(tasks, piece=_stuck_unless_named_ok())]
+            for out in runners.run_ray(tasks, piece=_stuck_unless_named_ok(answers))]
     assert [r["name"] for r in rows] == ["ok1", "stuck", "deaf", "ok2"], rows
     assert [r["error"] for r in rows] == [
         None, "timed out after 3 s", "timed out after 8 s", None], rows
