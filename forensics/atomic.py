@@ -155,10 +155,11 @@ def refuse_inside_captures(path: str | os.PathLike[str], captures: Iterable[obje
     written = Path(os.path.realpath(user_path(path)))
     for where in (written, *written.parents):
         if str(where) in folders:
+            what = "the capture" if where == written else "inside the capture"
             raise ConfigurationError(
-                f"{option} '{terminal(os.fspath(path))}' is inside the capture "
-                f"'{terminal(where)}', which this command reads: a file written there changes "
-                "that capture; write it outside the capture's folder")
+                f"{option} '{terminal(os.fspath(path))}' is {what} '{terminal(where)}', which "
+                "this command reads: what is written there changes that capture; write it "
+                "outside the capture's folder")
 
 
 def _capture_folder(capture: object) -> str | os.PathLike[str] | None:

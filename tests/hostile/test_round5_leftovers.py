@@ -79,11 +79,11 @@ def test_repro_still_writes_beside_the_capture(tmp_path: Path) -> None:
     capture = tmp_path / "b.capture"
     capture.mkdir()
     for allowed in (tmp_path / "b.capture-repro" / "test_b.py", tmp_path / "test_b.py"):
-        refuse_inside_capture(allowed, capture)
-        refuse_inside_capture(allowed, forensics.load(DATA / "clean.capture"))
+        refuse_inside_capture(allowed, [capture])
+        refuse_inside_capture(allowed, [forensics.load(DATA / "clean.capture")])
     with pytest.raises(ConfigurationError, match="is inside the capture"):
         refuse_inside_capture(DATA / "clean.capture" / "x.json",
-                              forensics.load(DATA / "clean.capture"))
+                              [forensics.load(DATA / "clean.capture")])
 
 
 # ----------------------------------------------- a forged data file lacking a field is BadData
