@@ -97,7 +97,8 @@ def real_folder(path: str | os.PathLike[str]) -> Path:
     Raises:
         OutputError: such a link is on the way, naming it, its owner and the fix.
     """
-    pending = list(reversed(Path(os.getcwd(), user_path(path)).parts))
+    named = user_path(path)
+    pending = list(reversed((named if named.is_absolute() else Path(os.getcwd(), named)).parts))
     real, links = Path(pending.pop()), 0
     while pending:
         part = pending.pop()
