@@ -51,7 +51,7 @@ def test_output_over_the_input_is_refused_even_with_force(
         command: str, fault: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = tree_digest(fault)
     assert main([command, str(fault), "-o", str(fault), "--force"]) == 2
-    assert "never modified" in _one_line_error(capsys, command)
+    assert "is the capture" in _one_line_error(capsys, command)
     assert tree_digest(fault) == before
 
 

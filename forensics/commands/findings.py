@@ -36,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 @quietly
 def run(args: argparse.Namespace) -> int:
     """Replay, filter, then print or write the findings; return 0."""
+    from forensics.atomic import real_output, refuse_inside_captures, user_path
     from forensics.escaping import terminal
     from forensics.present.export import output_path, parse_steps, select_findings, write_findings
     from forensics.present.tables import display_frame
@@ -48,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         get_site(args.site)  # bad input fails before the replay
     if args.output:
         output_path(args.output)
+        refuse_inside_captures(args.output, [args.capture])
+        real_output(user_path(args.output))  # a link planted on its way: refused before the replay
     result = replay(args.capture, variants=list(args.variant or DEFAULT_VARIANTS),
                     progress=sys.stderr.isatty())
     frame = select_findings(result.findings, site=args.site, steps=steps, request=args.request)

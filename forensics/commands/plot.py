@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from forensics.atomic import user_path
+from forensics.atomic import real_output, refuse_inside_captures, user_path
 from forensics.errors import ConfigurationError
 from forensics.escaping import terminal
 from forensics.quiet import quietly
@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in SUFFIXES:
         raise ConfigurationError(f"-o {args.output!r}: unknown image type {out.suffix!r}; "
                                  f"expected a file ending in one of {list(SUFFIXES)}")
+    refuse_inside_captures(out, [args.capture])
+    real_output(out)  # a link planted on its way is refused before the replay, not after
     figures = figure_paths(out, args.kind or [["timeline"]])
     for _, path in figures:  # before the replay, not after it
         if path.is_dir():

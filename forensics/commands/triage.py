@@ -41,8 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Triage and print; write the table and the HTML index when asked. Returns 0."""
+    from forensics.atomic import real_folder, real_output, refuse_inside_captures
     from forensics.errors import ConfigurationError
-    from forensics.fleet.output import refuse_inside_captures, render, write_html, write_table
+    from forensics.fleet.output import render, write_html, write_table
     from forensics.fleet.paths import find_captures
     from forensics.fleet.runners import check_workers
     from forensics.fleet.triage import triage
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     for option, path in (("-o", args.output), ("--html", args.html)):
         if path:
             refuse_inside_captures(path, captures, option)
+            (real_output if option == "-o" else real_folder)(path)  # before any replay
     if args.split_records < 1:
         raise ConfigurationError(f"--split-records must be >= 1, got {args.split_records}")
     result = triage(args.paths, ray=args.ray, workers=args.workers,

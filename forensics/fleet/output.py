@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from forensics.atomic import user_path, write_atomically
+from forensics.atomic import real_folder, refuse_inside_captures, user_path, write_atomically
 from forensics.errors import ConfigurationError, ForensicsError, one_line
 from forensics.escaping import csv_cell, html, inert, markdown, terminal, unicode, unicode_path
 from forensics.fleet.triage import Triage
@@ -168,19 +168,6 @@ def _shows(row: dict[str, Any]) -> str:
     return "; ".join(details) if details else row["conclusion"]
 
 
-def refuse_inside_captures(path: str | os.PathLike[str], captures: Iterable[str | os.PathLike[str]],
-                           option: str) -> None:
-    """Raise ConfigurationError when the output ``path`` (links followed) is one of
-    ``captures`` or lies inside one: a triage never writes into the captures it reads."""
-    folders = {os.path.realpath(c) for c in captures}
-    written = os.path.realpath(user_path(path))
-    for where in (written, *map(str, Path(written).parents)):
-        if where in folders:
-            raise ConfigurationError(f"{option} '{terminal(os.fspath(path))}' is inside the "
-                                     f"capture '{terminal(where)}', which the triage reads; "
-                                     "write it outside every capture folder")
-
-
 def write_table(result: Triage, path: str | os.PathLike[str]) -> Path:
     """Write the triage table to ``path`` (``.parquet`` or ``.csv``, atomically); return it.
 
@@ -242,7 +229,7 @@ def write_html(result: Triage, directory: str | os.PathLike[str],
     Raises ConfigurationError for a folder inside a capture triaged."""
     refuse_inside_captures(directory, (row["capture"] for row in result.rows), "--html")
     root = user_path(directory)
-    root.mkdir(parents=True, exist_ok=True)
+    real_folder(root).mkdir(parents=True, exist_ok=True)  # no link another user planted
     if report is None:
         from forensics.present.report import write_report
 

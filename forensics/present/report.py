@@ -39,7 +39,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from forensics.atomic import user_path, write_text_atomically
+from forensics.atomic import real_output, refuse_inside_captures, user_path, write_text_atomically
 from forensics.budget import CHILD_TIMEOUT_ENV
 from forensics.errors import ConfigurationError, ForensicsError, MissingDependencyError, reason
 from forensics.escaping import terminal
@@ -368,7 +368,8 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
         The path written.
     Raises:
         CaptureFormatError: the capture is missing or malformed.
-        ConfigurationError: the notebook does not exist, or ``out`` is a directory.
+        ConfigurationError: the notebook does not exist, or ``out`` is a directory or lies
+            inside the capture.
         MissingDependencyError: IPython or mistune is not installed.
         NotebookExecutionError: a cell of the notebook raised.
         UnsafeReportError: the notebook emitted a script element.
@@ -378,6 +379,8 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     capture_path = _capture_path(capture)
     nb_path = find_notebook(notebook)
     target = user_path(out)
+    refuse_inside_captures(target, [capture_path])
+    real_output(target)  # a link planted on its way is refused before the notebook runs
     if target.is_dir():
         raise ConfigurationError(f"-o '{terminal(target)}' is a directory; give the HTML file to "
                                  f"write, e.g. "

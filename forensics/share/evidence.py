@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forensics.errors import CaptureFormatError, ForensicsError, OutputExistsError
+from forensics.errors import CaptureFormatError, ForensicsError
 from forensics.escaping import shell_word, terminal
 from forensics.records import Record
 from forensics.variants import DEFAULT_VARIANTS
@@ -246,17 +246,19 @@ def _short(finding: dict[str, Any] | None) -> str:
 
 def check_output(source: str | os.PathLike[str], out: str | os.PathLike[str],
                  force: bool) -> None:
-    """Refuse an output that is the source (or inside it), or that the store would not replace
+    """Refuse an output that is the source (or inside it:
+    :func:`forensics.atomic.refuse_inside_captures`), or that the store would not replace
     (:func:`forensics.store.writer.check_replaceable`), before any replay.
 
     Raises:
+        ConfigurationError: the output is the source or inside it.
+        OutputError: a link another user planted is on its way.
         OutputExistsError: naming the output and the fix.
     """
-    src, dst = Path(os.path.realpath(source)), Path(os.path.realpath(out))
-    if dst == src or src in dst.parents:
-        raise OutputExistsError(f"output '{terminal(out)}' is the input capture "
-                                f"'{terminal(source)}' or inside it; choose another output path "
-                                "(the original is never modified)")
+    from forensics.atomic import real_output, refuse_inside_captures
+
+    refuse_inside_captures(out, [source])
+    real_output(out)  # a link planted on its way is refused before the replay
     from forensics.store.writer import check_replaceable
 
     check_replaceable(Path(out), force)

@@ -111,7 +111,8 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
         A :class:`RedactResult`.
     Raises:
         CaptureFormatError: ``capture`` is not a readable capture.
-        OutputExistsError: ``out`` exists without ``force``, or is the input capture.
+        OutputExistsError: ``out`` exists without ``force``.
+        ConfigurationError: ``out`` is the input capture or lies inside it.
         EvidenceChangedError: the redacted capture would not replay to the same evidence.
     """
     start = time.perf_counter()

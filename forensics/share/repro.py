@@ -333,20 +333,6 @@ def data_path(script: str | os.PathLike[str]) -> Path:
     return Path(script).with_suffix(".json")
 
 
-def refuse_inside_capture(path: Path, capture: CaptureArg) -> None:
-    """Raise ConfigurationError when ``path`` (links followed) lies inside the folder of
-    ``capture`` (a path or an opened capture's; records in memory have none): a written
-    file would change the capture being read, ``--force`` or not."""
-    where = capture if isinstance(capture, (str, os.PathLike)) else getattr(capture, "path", None)
-    if not isinstance(where, (str, os.PathLike)):
-        return
-    folder, written = Path(where).resolve(), Path(path).resolve()
-    if written == folder or folder in written.parents:
-        raise ConfigurationError(f"'{terminal(path)}' is inside the capture "
-                                 f"'{terminal(capture)}'; write the repro outside the capture "
-                                 "folder (-o DIR/NAME.py)")
-
-
 def write_repro(capture: CaptureArg, out: str | os.PathLike[str], *,
                 force: bool = False, deadline: int = DEFAULT_DEADLINE) -> Path:
     """Write the reproducer of ``capture`` at ``out`` and its data beside it (see the module
@@ -359,7 +345,7 @@ def write_repro(capture: CaptureArg, out: str | os.PathLike[str], *,
             range in the capture.
         MissingDependencyError / UnsupportedVersionError: no supported vLLM is installed.
     """
-    from forensics.atomic import user_path, write_text_atomically
+    from forensics.atomic import refuse_inside_captures, user_path, write_text_atomically
     from forensics.variants.vllm_adapters import require_vllm
 
     target = user_path(out)
@@ -370,7 +356,7 @@ def write_repro(capture: CaptureArg, out: str | os.PathLike[str], *,
     if not 1 <= deadline <= 3600:
         raise ConfigurationError(f"--deadline {deadline}: give 1 to 3600 seconds")
     for path in (target, data):
-        refuse_inside_capture(path, capture)
+        refuse_inside_captures(path, [capture])
         if path.exists() and not force:
             raise ConfigurationError(f"'{terminal(path)}' exists; pass --force to replace it")
     installed = require_vllm()

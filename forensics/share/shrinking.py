@@ -97,7 +97,8 @@ def shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[
         A :class:`ShrinkResult`.
     Raises:
         CaptureFormatError: ``capture`` is not a readable capture.
-        OutputExistsError: ``out`` exists without ``force``, or is the input capture.
+        OutputExistsError: ``out`` exists without ``force``.
+        ConfigurationError: ``out`` is the input capture or lies inside it.
         NothingToKeepError: the replay of ``capture`` has no finding and raises at no site.
         EvidenceChangedError: the written capture would not replay to the same evidence.
     """

@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from forensics.atomic import real_output
 from forensics.errors import CaptureFormatError, OutputError, OutputExistsError, reason
 from forensics.escaping import terminal
 from forensics.records import Record
@@ -332,7 +333,7 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
         OutputExistsError: as :func:`write_capture`.
         OutputError: the file system refuses (no space, read-only, missing parent).
     """
-    out = named(path, "output")
+    out = real_output(named(path, "output"))  # a link another user planted is refused
     recover(out, clean=True)
     check_replaceable(out, force)
     tmp = tmp_path(out)

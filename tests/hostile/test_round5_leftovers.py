@@ -73,17 +73,17 @@ def test_repro_still_writes_beside_the_capture(tmp_path: Path) -> None:
     """The check refuses only paths inside the capture: a sibling whose name starts with the
     capture's (``b.capture-repro``), or the capture's own folder's parent, is allowed (the
     check alone: the replay behind a written repro is tested in tests/test_repro_data.py)."""
+    from forensics.atomic import refuse_inside_captures as refuse_inside_capture
     from forensics.errors import ConfigurationError
-    from forensics.share.repro import refuse_inside_capture
 
     capture = tmp_path / "b.capture"
     capture.mkdir()
     for allowed in (tmp_path / "b.capture-repro" / "test_b.py", tmp_path / "test_b.py"):
-        refuse_inside_capture(allowed, capture)
-        refuse_inside_capture(allowed, forensics.load(DATA / "clean.capture"))
+        refuse_inside_capture(allowed, [capture])
+        refuse_inside_capture(allowed, [forensics.load(DATA / "clean.capture")])
     with pytest.raises(ConfigurationError, match="is inside the capture"):
         refuse_inside_capture(DATA / "clean.capture" / "x.json",
-                              forensics.load(DATA / "clean.capture"))
+                              [forensics.load(DATA / "clean.capture")])
 
 
 # ----------------------------------------------- a forged data file lacking a field is BadData

@@ -781,6 +781,17 @@ TESTS = {
              "test_the_output_a_command_names_is_inert_text",
              "tests/hostile/test_round11_attack.py::"
              "test_the_refusal_of_changed_evidence_is_one_inert_line"],
+    "T52a": ["tests/hostile/test_round12_outputs.py::"
+             "test_no_command_writes_into_the_capture_it_reads",
+             "tests/hostile/test_round12_outputs.py::test_demo_writes_into_no_capture_it_reads",
+             "tests/hostile/test_round12_outputs.py::test_one_check_serves_every_command"],
+    "T52b": ["tests/hostile/test_round12_outputs.py::"
+             "test_no_output_goes_through_a_link_another_user_planted",
+             "tests/hostile/test_round12_outputs.py::test_repro_writes_through_no_planted_link"],
+    "T52c": ["tests/hostile/test_round12_outputs.py::"
+             "test_a_link_of_the_user_or_outside_a_sticky_folder_is_followed",
+             "tests/hostile/test_round12_outputs.py::"
+             "test_the_users_own_link_to_an_output_folder_is_followed_by_a_command"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
