@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from forensics.cli import main
+from forensics.escaping import terminal
 
 #: a terminal escape that would clear the screen, and one that would set its title
 ESCAPES = ("\x1b[2J", "\n\x85x", "\x1b]0;owned\x07", "\x9b31m", "\u202e")
@@ -29,3 +30,19 @@ def test_a_usage_error_prints_the_words_it_quotes_inert(
     assert escape not in err
     last = err.splitlines()[-1]
     assert last.startswith("forensics") and "error: " in last
+
+
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_the_verdict_table_names_a_diff_variant_inert(escape: str) -> None:
+    """``replay --variant vllm+PATH.diff`` (a diff a glob named, ``vllm+incoming/*.diff``):
+    the verdict table's column head is the variant's name inert, as every other line of the
+    report names it; it was printed raw (an OSC sequence in the file's name set the
+    terminal's title)."""
+    from forensics.commands.replay import verdict_table
+
+    variant = f"vllm+p{escape}.diff"
+    lines = verdict_table({variant: {"embedding": "ok"}}, [variant])
+    assert all(escape not in line and "\n" not in line for line in lines)
+    head, row = lines
+    assert head.split()[1] == f"vllm+p{terminal(escape)}.diff"
+    assert head.index(head.split()[1]) == row.index("ok")  # the columns stay aligned
