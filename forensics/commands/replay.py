@@ -89,7 +89,7 @@ def format_result(result: Any, conclusion: Any = None) -> str:
 
 def verdict_table(verdicts: dict[str, dict[str, str]], variants: list[str]) -> list[str]:
     """The verdicts as aligned text lines: one column per variant, one line per site; a
-    variant's name (``vllm+PATH.diff`` names a file) inert (:func:`~forensics.escaping.terminal`)."""
+    variant's name (``vllm+PATH.diff`` names a file) inert (``escaping.terminal``)."""
     from forensics.escaping import terminal
 
     sites = list(next(iter(verdicts.values()), {}))

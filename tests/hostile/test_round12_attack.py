@@ -3,11 +3,18 @@ rounds looked at (the command line's own usage errors, ...)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from forensics.cli import main
 from forensics.escaping import terminal
 
+ROOT = Path(__file__).resolve().parents[2]
 #: a terminal escape that would clear the screen, and one that would set its title
 ESCAPES = ("\x1b[2J", "\n\x85x", "\x1b]0;owned\x07", "\x9b31m", "\u202e")
 
@@ -46,3 +53,25 @@ def test_the_verdict_table_names_a_diff_variant_inert(escape: str) -> None:
     head, row = lines
     assert head.split()[1] == f"vllm+p{terminal(escape)}.diff"
     assert head.index(head.split()[1]) == row.index("ok")  # the columns stay aligned
+
+
+@pytest.mark.parametrize("command", [
+    ["known", "{capture}", "--variant", "vllm"],
+    ["check", "{capture}", "--variant", "vllm", "--accept"],
+    ["shrink", "{capture}", "-o", "{out}", "--variant", "vllm"],
+])
+def test_a_command_replaying_vllm_prints_no_line_of_torch(command: list[str],
+                                                         tmp_path: Path) -> None:
+    """``known``, ``check --accept`` and ``shrink`` with ``--variant vllm`` import torch and
+    vLLM as ``replay`` does: their import warnings (``W1206 ... torch/_opaque_base.py``) are no
+    line of ours and stay out unless ``-v``, as ``replay``'s do; these three printed them."""
+    pytest.importorskip("vllm")
+    capture = tmp_path / "b.capture"
+    shutil.copytree(ROOT / "data" / "incident-b-vocab-sentinel.capture", capture)
+    argv = [word.format(capture=capture, out=tmp_path / "small.capture") for word in command]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TORCH_LOGS", "VLLM_LOGGING_LEVEL", "PYTHONWARNINGS")}
+    done = subprocess.run([str(Path(sys.executable).parent / "forensics"), *argv], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert done.stderr == "" and done.stdout
