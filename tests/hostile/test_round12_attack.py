@@ -75,3 +75,38 @@ def test_a_command_replaying_vllm_prints_no_line_of_torch(command: list[str],
                           env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode in (0, 1), done.stderr[-2000:]
     assert done.stderr == "" and done.stdout
+
+
+def test_the_suggested_accept_keeps_every_variant_checked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``check --trust-expected`` (or ``--variant vllm+fix.diff``) on a capture whose
+    ``expected.json`` names ``vllm`` beside the models: a difference ends with "to accept it:
+    forensics check CAP --accept", which wrote the models' results only, so the ``vllm``
+    expectation was dropped and never checked again. The suggested command, run, writes the
+    result of every variant that was checked. (The replays are stubbed: the words matter.)"""
+    import json
+    import shlex
+
+    from forensics.share import expectations
+
+    capture = tmp_path / "b.capture"
+    shutil.copytree(ROOT / "data" / "incident-b-vocab-sentinel.capture", capture)
+    expected = json.loads((capture / "expected.json").read_text())
+    expected["verdicts"]["vllm"] = dict(expected["verdicts"]["upstream"])
+    expected["first_finding"]["vllm"] = expected["first_finding"]["upstream"]
+    (capture / "expected.json").write_text(json.dumps(expected))
+
+    def obtain(_capture: Path, variants: list[str]) -> dict[str, object]:
+        return {**expected, "verdicts": {v: {**expected["verdicts"][v], "embedding": "ok"}
+                                         for v in variants},
+                "first_finding": {v: None for v in variants}}
+
+    monkeypatch.setattr(expectations, "obtain", obtain)
+    assert main(["check", str(capture), "--trust-expected"]) == 1
+    out = capsys.readouterr().out
+    command = next(line for line in out.splitlines() if "to accept it:" in line)
+    argv = shlex.split(command.split("to accept it: forensics ", 1)[1].split("  (", 1)[0])
+    assert main(argv) == 0
+    written = json.loads((capture / "expected.json").read_text())
+    assert sorted(written["verdicts"]) == ["patched", "upstream", "vllm"]
