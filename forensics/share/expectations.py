@@ -54,23 +54,25 @@ class CheckResult:
 
     def explain(self) -> str:
         """A readable report of the differences and the command that accepts the new result."""
-        lines = [f"{self.capture.name}: replay differs from {EXPECTED_NAME}:"]
+        lines = [f"{terminal(self.capture.name)}: replay differs from {EXPECTED_NAME}:"]
         lines += [f"  - {d}" for d in self.differences]
         if self.obtained_path is not None:
-            lines.append(f"  obtained result written to {self.obtained_path}")
+            lines.append(f"  obtained result written to {terminal(self.obtained_path)}")
+        others = [name for name in self.variants if name not in DEFAULT_VARIANTS]
         lines.append(f"  to accept it: forensics check {shell_path(self.capture)} --accept"
-                     f"{self._variant_words()}  (in a "
-                     f"test suite: pytest --forensics-captures {shell_path(self.capture.parent)} "
-                     "--forensics-regen)")
+                     f"{self._variant_words('--variant', self.variants)}  (in a test suite: "
+                     f"pytest --forensics-captures {shell_path(self.capture.parent)} "
+                     f"--forensics-regen{self._variant_words('--forensics-variant', others)})")
         return "\n".join(lines)
 
-    def _variant_words(self) -> str:
-        """`` --variant NAME`` for each variant checked (nothing for the default models):
-        ``--accept`` alone writes only the default models' results, and would drop the
-        expectation of any other variant checked (``vllm``, a ``vllm+PATH.diff``)."""
+    def _variant_words(self, option: str, names: list[str]) -> str:
+        """`` OPTION NAME`` for each of ``names`` (nothing when the variants checked are the
+        default models): ``--accept`` (``--forensics-regen``) alone writes only the default
+        models' results, and would drop the expectation of any other variant checked
+        (``vllm``, a ``vllm+PATH.diff``)."""
         if sorted(self.variants) == sorted(DEFAULT_VARIANTS):
             return ""
-        return "".join(f" --variant {shell_word(name)}" for name in self.variants)
+        return "".join(f" {option} {shell_word(name)}" for name in names)
 
 
 def read_expected(capture: Path) -> dict[str, Any]:

@@ -106,7 +106,9 @@ def test_the_suggested_accept_keeps_every_variant_checked(
     assert main(["check", str(capture), "--trust-expected"]) == 1
     out = capsys.readouterr().out
     command = next(line for line in out.splitlines() if "to accept it:" in line)
-    argv = shlex.split(command.split("to accept it: forensics ", 1)[1].split("  (", 1)[0])
+    accept, suite = command.split("to accept it: forensics ", 1)[1].split("  (in a test suite: ")
+    assert shlex.split(suite.removesuffix(")"))[-2:] == ["--forensics-variant", "vllm"]
+    argv = shlex.split(accept)
     assert main(argv) == 0
     written = json.loads((capture / "expected.json").read_text())
     assert sorted(written["verdicts"]) == ["patched", "upstream", "vllm"]
