@@ -781,6 +781,14 @@ TESTS = {
              "test_the_output_a_command_names_is_inert_text",
              "tests/hostile/test_round11_attack.py::"
              "test_the_refusal_of_changed_evidence_is_one_inert_line"],
+    "T53a": ["tests/hostile/test_round12_attack.py::"
+             "test_a_usage_error_prints_the_words_it_quotes_inert"],
+    "T53b": ["tests/hostile/test_round12_attack.py::"
+             "test_the_verdict_table_names_a_diff_variant_inert"],
+    "T53c": ["tests/hostile/test_round12_attack.py::"
+             "test_a_command_replaying_vllm_prints_no_line_of_torch"],
+    "T53d": ["tests/hostile/test_round12_attack.py::"
+             "test_the_suggested_accept_keeps_every_variant_checked"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
