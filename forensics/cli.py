@@ -11,6 +11,7 @@ import importlib
 import os
 import sys
 import warnings
+from typing import NoReturn
 
 from forensics.commands import COMMANDS
 from forensics.errors import one_line
@@ -20,9 +21,19 @@ from forensics.quiet import add_verbose
 __all__ = ["COMMANDS", "build_parser", "main", "one_line"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage error is one inert line: argparse quotes the words it
+    refuses raw (``unrecognized arguments: ...``, ``ambiguous option: ...``), and a word may
+    be a capture's name a glob gave (``forensics triage *``)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage and ``PROG: error: MESSAGE`` (inert), exit 2."""
+        super().error(inert(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with one subparser per command."""
-    parser = argparse.ArgumentParser(
+    """The top-level parser with one subparser per command (each a :class:`_Parser`)."""
+    parser = _Parser(
         prog="forensics",
         description="Capture, replay and explain out-of-range indices in vLLM.",
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from forensics.escaping import json_text, terminal, terminal_lines
+from forensics.quiet import quietly
 
 EXAMPLE = """example:
   forensics check data/incident-b-vocab-sentinel.capture
@@ -31,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "plugins); default: only upstream and patched unless --variant")
 
 
+@quietly
 def run(args: argparse.Namespace) -> int:
     """Check one capture; print the differences; return 0, 1 or (via ForensicsError) 2."""
     from forensics.share.expectations import DEFAULT_VARIANTS, check, regenerate

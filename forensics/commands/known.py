@@ -13,6 +13,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from forensics.escaping import inert, json_text
+from forensics.quiet import quietly
 
 if TYPE_CHECKING:
     from forensics.known import Entry
@@ -32,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+@quietly
 def run(args: argparse.Namespace) -> int:
     """List the catalogue or explain the matches of CAPTURE; return 0."""
     from forensics.known import answer, load_catalogue

@@ -88,12 +88,16 @@ def format_result(result: Any, conclusion: Any = None) -> str:
 
 
 def verdict_table(verdicts: dict[str, dict[str, str]], variants: list[str]) -> list[str]:
-    """The verdicts as aligned text lines: one column per variant, one line per site."""
+    """The verdicts as aligned text lines: one column per variant, one line per site; a
+    variant's name (``vllm+PATH.diff`` names a file) inert (``escaping.terminal``)."""
+    from forensics.escaping import terminal
+
     sites = list(next(iter(verdicts.values()), {}))
     width = max([len("site"), *map(len, sites)])
-    cols = [max(len(v), 9) for v in variants]
-    lines = ["  ".join([f"{'site':<{width}}", *(f"{v:<{c}}" for v, c in
-                                               zip(variants, cols, strict=True))])]
+    names = [terminal(v) for v in variants]
+    cols = [max(len(name), 9) for name in names]
+    lines = ["  ".join([f"{'site':<{width}}", *(f"{name:<{c}}" for name, c in
+                                               zip(names, cols, strict=True))])]
     for site in sites:
         lines.append("  ".join([f"{site:<{width}}", *(
             f"{verdicts[v][site]:<{c}}" for v, c in zip(variants, cols, strict=True))]))

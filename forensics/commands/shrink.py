@@ -16,6 +16,7 @@ import sys
 
 from forensics.commands._share import add_common_arguments, refused
 from forensics.escaping import terminal
+from forensics.quiet import quietly
 
 EXAMPLE = """examples:
   forensics shrink soak.capture -o small.capture
@@ -28,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser, "SMALL.capture")
 
 
+@quietly
 def run(args: argparse.Namespace) -> int:
     """Shrink, print what was kept and what it cost; return the exit code."""
     from forensics.share.evidence import EvidenceChangedError

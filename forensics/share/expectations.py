@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import CaptureFormatError, OutputError, UnknownVariantError
-from forensics.escaping import shell_path, terminal
+from forensics.escaping import shell_path, shell_word, terminal
 from forensics.share.evidence import (
     EXPECTED_KEYS,
     Evidence,
@@ -45,6 +45,8 @@ class CheckResult:
     differences: list[str] = field(default_factory=list)
     obtained: dict[str, Any] = field(default_factory=dict)
     obtained_path: Path | None = None
+    #: the variants checked: the accept command we suggest replays each of them again
+    variants: list[str] = field(default_factory=lambda: list(DEFAULT_VARIANTS))
 
     @property
     def ok(self) -> bool:
@@ -52,14 +54,25 @@ class CheckResult:
 
     def explain(self) -> str:
         """A readable report of the differences and the command that accepts the new result."""
-        lines = [f"{self.capture.name}: replay differs from {EXPECTED_NAME}:"]
+        lines = [f"{terminal(self.capture.name)}: replay differs from {EXPECTED_NAME}:"]
         lines += [f"  - {d}" for d in self.differences]
         if self.obtained_path is not None:
-            lines.append(f"  obtained result written to {self.obtained_path}")
-        lines.append(f"  to accept it: forensics check {shell_path(self.capture)} --accept  (in a "
-                     f"test suite: pytest --forensics-captures {shell_path(self.capture.parent)} "
-                     "--forensics-regen)")
+            lines.append(f"  obtained result written to {terminal(self.obtained_path)}")
+        others = [name for name in self.variants if name not in DEFAULT_VARIANTS]
+        lines.append(f"  to accept it: forensics check {shell_path(self.capture)} --accept"
+                     f"{self._variant_words('--variant', self.variants)}  (in a test suite: "
+                     f"pytest --forensics-captures {shell_path(self.capture.parent)} "
+                     f"--forensics-regen{self._variant_words('--forensics-variant', others)})")
         return "\n".join(lines)
+
+    def _variant_words(self, option: str, names: list[str]) -> str:
+        """`` OPTION NAME`` for each of ``names`` (nothing when the variants checked are the
+        default models): ``--accept`` (``--forensics-regen``) alone writes only the default
+        models' results, and would drop the expectation of any other variant checked
+        (``vllm``, a ``vllm+PATH.diff``)."""
+        if sorted(self.variants) == sorted(DEFAULT_VARIANTS):
+            return ""
+        return "".join(f" {option} {shell_word(name)}" for name in names)
 
 
 def read_expected(capture: Path) -> dict[str, Any]:
@@ -141,7 +154,7 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
             resolve_variant(name)
     obtained = obtain(capture, known) if known else {"verdicts": {}, "first_finding": {}}
     changed = differences(Evidence.from_json(expected), Evidence.from_json(obtained), chosen)
-    result = CheckResult(capture, changed, obtained)
+    result = CheckResult(capture, changed, obtained, variants=list(chosen))
     if result.differences and write_obtained:
         result.obtained_path = write_json(capture / OBTAINED_NAME, obtained)
     elif not result.differences and write_obtained:

@@ -792,6 +792,14 @@ TESTS = {
              "test_a_link_of_the_user_or_outside_a_sticky_folder_is_followed",
              "tests/hostile/test_round12_outputs.py::"
              "test_the_users_own_link_to_an_output_folder_is_followed_by_a_command"],
+    "T53a": ["tests/hostile/test_round12_attack.py::"
+             "test_a_usage_error_prints_the_words_it_quotes_inert"],
+    "T53b": ["tests/hostile/test_round12_attack.py::"
+             "test_the_verdict_table_names_a_diff_variant_inert"],
+    "T53c": ["tests/hostile/test_round12_attack.py::"
+             "test_a_command_replaying_vllm_prints_no_line_of_torch"],
+    "T53d": ["tests/hostile/test_round12_attack.py::"
+             "test_the_suggested_accept_keeps_every_variant_checked"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
