@@ -211,3 +211,19 @@ def test_summary_by_site_steps_are_integers(result_b) -> None:
     assert str(frame["first_step"].dtype) == "Int64"
     shown = display_frame(frame).to_string(index=False)
     assert "14.0" not in shown and "NaN" not in shown and " 14 " in f" {shown} "
+
+
+@pytest.mark.parametrize("text", ["٣:٥", "+3:5", "1_0:20", "3:", ":5", "3", " 3 : 5 ", ":"])
+def test_steps_are_ascii_integers(text: str) -> None:
+    """``int`` reads Arabic-Indic digits, a plus sign and underscores: ``--steps ٣:٥`` kept steps
+    3 to 5; only ASCII digits (with a minus sign) are steps now."""
+    from forensics.errors import ConfigurationError
+    from forensics.present.export import parse_steps
+
+    expected = {"3:": (3, None), ":5": (None, 5), "3": (3, 3), " 3 : 5 ": (3, 5),
+                ":": (None, None)}
+    if text in expected:
+        assert parse_steps(text) == expected[text]
+    else:
+        with pytest.raises(ConfigurationError, match="is not A:B"):
+            parse_steps(text)

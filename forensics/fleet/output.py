@@ -107,12 +107,18 @@ TABLE = (("name", "capture"), ("host", "host"), ("pid", "pid"), ("ranks", "ranks
          ("vllm", "vLLM"), ("runner", "runner"), ("shows", "what it shows"))
 
 
+def _many(count: int, noun: str) -> str:
+    """``1 capture``, ``2 captures``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _render_groups(result: Triage, md: bool) -> str:
     """Each group: its title, then a table of its captures (Markdown: a GitHub table; text:
     aligned columns); every capture string escaped."""
     flat = {row["capture"]: row for row in flat_rows(result)}
-    lines = [f"{'# ' if md else ''}triage: {len(result.rows)} captures, "
-             f"{len(result.groups)} groups ({result.seconds:.1f} s, {result.where})", ""]
+    lines = [f"{'# ' if md else ''}triage: {_many(len(result.rows), 'capture')}, "
+             f"{_many(len(result.groups), 'group')} ({result.seconds:.1f} s, {result.where})",
+             ""]
     for group in result.groups:
         title = group.title()  # a message: it may hold a capture's error
         lines.append(f"## {markdown(title)}" if md else inert(title))

@@ -8,6 +8,7 @@ command line's ``A:B`` (both ends included, either may be left out).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMATS = (".csv", ".parquet", ".jsonl")
+#: a step of ``--steps``: ASCII digits only (``int`` also reads ``٣``, ``+3`` and ``1_0``)
+_STEP = re.compile(r"-?[0-9]{1,19}")
 
 
 def parse_steps(text: str) -> tuple[int | None, int | None]:
@@ -30,12 +33,12 @@ def parse_steps(text: str) -> tuple[int | None, int | None]:
     (``"5:1"`` kept no step, and said "no findings").
     """
     first, sep, last = text.partition(":")
-    try:
-        low = int(first) if first.strip() else None
-        high = (int(last) if last.strip() else None) if sep else low
-    except ValueError:
+    parts = [first.strip(), last.strip()] if sep else [first.strip()]
+    if not all(part == "" or _STEP.fullmatch(part) for part in parts) or parts == [""]:
         raise ConfigurationError(f"--steps {text[:40]!r} is not A:B; give two integers such as "
-                                 f"--steps 10:20 (both included), 10: or :20") from None
+                                 f"--steps 10:20 (both included), 10: or :20")
+    low = int(parts[0]) if parts[0] else None
+    high = (int(parts[1]) if parts[1] else None) if sep else low
     if low is not None and high is not None and low > high:
         raise ConfigurationError(f"--steps {text[:40]!r} ends before it starts; give A <= B, "
                                  f"such as --steps {high}:{low}")

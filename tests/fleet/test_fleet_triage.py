@@ -176,6 +176,7 @@ def test_capture_strings_are_escaped_in_each_output(small: Fleet, tmp_path: Path
         row = next(csv.DictReader(handle))
     assert row["name"].startswith("'=cmd") and row["host"].startswith("<script>")
     assert "\x1b" not in render(result, "text") and "\\x1b" in render(result, "text")
+    assert render(result, "text").startswith("triage: 1 capture, 1 group (")  # not "1 captures"
     made: list[str] = []
     index = write_html(result, tmp_path / "html", report=lambda c, out: made.append(str(out)))
     page = index.read_text()
