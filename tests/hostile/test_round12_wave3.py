@@ -111,3 +111,25 @@ def test_a_shell_word_escapes_the_mark_after_an_escape_and_reads_back(tmp_path: 
         out = subprocess.run(["sh", "-c", f"printf %s {word}"], capture_output=True,
                              check=True).stdout.decode()
         assert out == text
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_report_names_a_diff_variant_by_its_file_name_not_its_folders(tmp_path: Path) -> None:
+    from forensics.present.report import write_report
+
+    folder = tmp_path / "home-of-alice-secret"
+    folder.mkdir()
+    diff = folder / "vocab-guard.diff"
+    shutil.copy(REPO / "data" / "patches" / "vocab-guard.diff", diff)
+    other = tmp_path / "other" / "vocab-guard.diff"  # same name, another content
+    other.parent.mkdir()
+    other.write_bytes(diff.read_bytes() + b"\n")
+    page = write_report(REPO / "data" / "incident-b-vocab-sentinel.capture",
+                        tmp_path / "r.html", variants=["upstream", f"vllm+{diff}"]).read_text()
+    assert "home-of-alice-secret" not in page and str(tmp_path) not in page
+    from forensics.variants.vllm_diff import shared_name
+
+    assert shared_name(diff) in page and shared_name(diff) != shared_name(other)
+    assert shared_name(diff).startswith("vllm+vocab-guard.diff@")

@@ -804,6 +804,10 @@ TESTS = {
              "test_a_fact_of_the_wrong_type_is_unknown_and_named_refused",
              "tests/hostile/test_round12_wave3.py::test_the_other_capture_is_untouched",
              "tests/hostile/test_round12_wave3.py::test_no_output_shows_the_refused_values"],
+    "T54b": ["tests/hostile/test_round12_wave3.py::"
+             "test_a_report_names_a_diff_variant_by_its_file_name_not_its_folders",
+             "tests/test_report.py::"
+             "test_a_relative_diff_variant_reaches_the_notebook_as_its_absolute_path"],
     "T54c": ["tests/hostile/test_round12_wave3.py::"
              "test_a_combining_mark_after_an_escape_is_escaped",
              "tests/hostile/test_round12_wave3.py::"
