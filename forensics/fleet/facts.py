@@ -41,8 +41,8 @@ FACTS = (Fact("host", ("process", "host"), str), Fact("pid", ("process", "pid"),
          Fact("scenario", ("simulation", "scenario"), str), Fact("started", ("created",), str))
 #: the longest text fact a row shows (a host name is at most 253; a version, a few dozen)
 MAX_TEXT = 256
-#: the largest process id a row shows (pids are 32-bit on every system the probe runs on)
-MAX_PID = 2**32 - 1
+#: the largest process id a row shows (a pid_t is a signed 32-bit integer)
+MAX_PID = 2**31 - 1
 _REFUSALS = {str: f"is not a string of at most {MAX_TEXT} characters",
              int: f"is not a process id (1 to {MAX_PID})", bool: "is not true or false"}
 
