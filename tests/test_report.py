@@ -430,16 +430,20 @@ def test_report_body_has_no_empty_conclusion_section(leak_report: Any) -> None:
     assert html.count("First violation (patched)") == 1  # the same place: the header says once
 
 
-def test_a_relative_diff_variant_reaches_the_notebook_as_an_absolute_path(
+def test_a_relative_diff_variant_reaches_the_notebook_as_its_absolute_path(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The notebook runs in its own folder: ``--variant vllm+data/patches/x.diff`` given from
-    the repository root must reach it as a path that exists there too."""
+    the repository root must reach it as a variant whose diff exists there too (named by its
+    file name and digest: the report is made to be shared)."""
     import forensics.present.report as report
+    from forensics.variants import registry
 
     seen: list[list[str] | None] = []
+    paths: list[str] = []
 
     def run(notebook: Path, capture: Path, workdir: Path, variants: Any = None) -> Any:
         seen.append(variants)
+        paths.append(registry.create(variants[1]).path)
         raise report.NotebookExecutionError("stop here")
 
     monkeypatch.setattr(report, "execute_notebook", run)
@@ -448,8 +452,9 @@ def test_a_relative_diff_variant_reaches_the_notebook_as_an_absolute_path(
         write_report(INCIDENT, tmp_path / "r.html",
                      variants=["upstream", "vllm+data/patches/vocab-guard.diff"])
     upstream, diff = seen[0] or []
-    assert upstream == "upstream" and Path(diff.removeprefix("vllm+")).is_absolute()
-    assert Path(diff.removeprefix("vllm+")) == DATA / "patches" / "vocab-guard.diff"
+    assert upstream == "upstream" and diff.startswith("vllm+vocab-guard.diff@")
+    assert Path(paths[0]) == DATA / "patches" / "vocab-guard.diff"
+    assert registry.find(diff) is None  # registered only while the notebook ran
     with pytest.raises(ConfigurationError, match="no diff file at 'nowhere.diff'"):
         write_report(INCIDENT, tmp_path / "r.html", variants=["vllm+nowhere.diff"])
     assert len(seen) == 1  # refused before the notebook ran

@@ -26,7 +26,7 @@ NO_RECORDS = "holds no records"
 PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ranks",
                  "engine_id", "vllm", "runner", "spec_method", "async_scheduling", "steps",
                  "records", "crash_events", "guard_events", "crashed", "scenario", "verdicts",
-                 "first_finding", "findings", "known", "started", "history")
+                 "first_finding", "findings", "known", "started", "history", "refused")
 
 
 def replay_piece(path: str, start: int | None = None, stop: int | None = None,

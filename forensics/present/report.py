@@ -362,7 +362,8 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
         notebook: a notebook name from :func:`available_notebooks` or a path to an ``.ipynb``.
         with_code: show the code cells (hidden by default).
         variants: the variants the notebook replays (names such as ``vllm+fix.diff``); default,
-            the notebook's own.
+            the notebook's own. The report names a diff by its file name and digest
+            (``vllm+fix.diff@1a2b3c4d``), never the folders it lies in.
         progress: print one line per stage on stderr.
     Returns:
         The path written.
@@ -375,6 +376,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
         UnsafeReportError: the notebook emitted a script element.
     """
     import forensics
+    from forensics.variants import shared_diffs
 
     capture_path = _capture_path(capture)
     nb_path = find_notebook(notebook)
@@ -391,8 +393,9 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
         return write_text_atomically(target, no_records_page(name))
     say = _stage_printer(progress)
     say(f"running notebook {nb_path.stem} on {name} (replay, tables, plots)")
-    with tempfile.TemporaryDirectory(prefix="forensics-report-") as tmp:
-        executed = execute_notebook(nb_path, capture_path, Path(tmp), variants)
+    with tempfile.TemporaryDirectory(prefix="forensics-report-") as tmp, \
+            shared_diffs(variants or []) as shown:  # a diff by its name, not the user's folders
+        executed = execute_notebook(nb_path, capture_path, Path(tmp), shown or None)
     say("exporting HTML")
     info = {"capture": name, "capture_path": str(capture_path), "notebook": nb_path.stem,
             "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),

@@ -10,7 +10,8 @@ Built-ins are registered here, plugins after them; ``resolve_variant`` also acce
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol, cast
 
 from forensics.errors import UnknownVariantError
@@ -81,6 +82,38 @@ def resolve_variant(name: str, spec: Any = None) -> Variant:
         return UserVariant(name, spec)
     raise UnknownVariantError(f"variant {name!r} must be a name, a variant or a callable, "
                               f"got {type(spec).__name__}")
+
+
+@contextmanager
+def shared_diffs(names: list[str]) -> Iterator[list[str]]:
+    """``names`` with each ``vllm+PATH.diff`` as its shared name
+    (:func:`forensics.variants.vllm_diff.shared_name`: file name and digest), registered as
+    that diff's variant while inside: a report, made to be shared, names it so and never the
+    user's folders. Other names unchanged.
+
+    Raises:
+        OSError: a diff file cannot be read.
+    """
+    from forensics.variants.vllm_diff import shared_name
+
+    shown: dict[str, str] = {}
+    for name in names:
+        if name.startswith("vllm+") and registry.find(name) is None:
+            path = name[len("vllm+"):]
+            shown[name] = shared_name(path)
+            registry.register(shown[name], _diff_factory(path, shown[name]))
+    try:
+        yield [shown.get(name, name) for name in names]
+    finally:
+        for shared in shown.values():
+            registry.unregister(shared)
+
+
+def _diff_factory(path: str, name: str) -> Callable[[], Variant]:
+    """A factory of the diff variant at ``path`` named ``name``."""
+    from forensics.variants.vllm_diff import PatchedVllmVariant
+
+    return lambda: PatchedVllmVariant(path, name)
 
 
 def _register_builtins() -> None:

@@ -180,6 +180,14 @@ def _load_copy(tmp: Path, path: str, text: str, digest: str, source: str) -> Mod
     return module
 
 
+def shared_name(path: str | Path) -> str:
+    """``vllm+NAME.diff@DIGEST``: the diff variant at ``path`` as an output made to be shared
+    names it: the diff's file name and the first 8 hex digits of its content's SHA-256 (two
+    diffs of one name differ), never the folders it lies in. Raises OSError from the file."""
+    data = Path(path).read_bytes()
+    return f"vllm+{Path(path).name}@{hashlib.sha256(data).hexdigest()[:8]}"
+
+
 class PatchedVllmVariant:
     """The installed vLLM code with the unified diff at ``path`` applied to private copies.
 
@@ -192,9 +200,9 @@ class PatchedVllmVariant:
         PatchApplyError: the diff does not parse or apply (names the file, target and hunk).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, name: str | None = None) -> None:
         self.path = str(path)
-        self.name = f"vllm+{self.path}"
+        self.name = name or f"vllm+{self.path}"
         self._sources = patched_sources(self.path)
         self._code: VllmCode | None = None
         paths = sorted(self._sources)

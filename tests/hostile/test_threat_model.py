@@ -800,6 +800,20 @@ TESTS = {
              "test_a_command_replaying_vllm_prints_no_line_of_torch"],
     "T53d": ["tests/hostile/test_round12_attack.py::"
              "test_the_suggested_accept_keeps_every_variant_checked"],
+    "T54a": ["tests/hostile/test_round12_wave3.py::"
+             "test_a_fact_of_the_wrong_type_is_unknown_and_named_refused",
+             "tests/hostile/test_round12_wave3.py::test_the_other_capture_is_untouched",
+             "tests/hostile/test_round12_wave3.py::test_no_output_shows_the_refused_values"],
+    "T54b": ["tests/hostile/test_round12_wave3.py::"
+             "test_a_report_names_a_diff_variant_by_its_file_name_not_its_folders",
+             "tests/test_report.py::"
+             "test_a_relative_diff_variant_reaches_the_notebook_as_its_absolute_path"],
+    "T54c": ["tests/hostile/test_round12_wave3.py::"
+             "test_a_combining_mark_after_an_escape_is_escaped",
+             "tests/hostile/test_round12_wave3.py::"
+             "test_a_shell_word_escapes_the_mark_after_an_escape_and_reads_back",
+             "tests/hostile/test_round12_wave3.py::"
+             "test_an_nfc_name_with_its_accents_prints_unchanged"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
