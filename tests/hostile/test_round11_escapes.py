@@ -264,7 +264,9 @@ def test_the_repro_refuses_a_word_not_in_nfc(tmp_path: Path) -> None:
 
     data = {"format": 1, "vllm": {"needed": "0.33", "capture": None}, "deadline_s": 5,
             "cases": []}
-    for needed, why in (("0.33e\u0301", "is not in NFC"), ("0.33\u212b", "holds '\\u212b'")):
+    for needed, why in (("0.33e\u0301", "begins with a combining mark or is not in NFC"),
+                        ("\u03010.33", "begins with a combining mark or is not in NFC"),
+                        ("0.33\u212b", "holds '\\u212b'")):
         data["vllm"]["needed"] = needed
         with pytest.raises(Exception, match=f"vllm.needed: {re.escape(why)}") as caught:
             _repro_module(tmp_path, data)
