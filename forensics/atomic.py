@@ -152,7 +152,7 @@ def refuse_inside_captures(path: str | os.PathLike[str], captures: Iterable[obje
     followed) is one of ``captures`` (paths, or opened captures with a ``path``; records in
     memory have none) or lies inside one: a command never writes into a capture it reads.
     Every command that reads a capture and writes an output the user names checks it first."""
-    folders = {os.path.realpath(where) for where in map(_capture_folder, captures) if where}
+    folders = {os.path.realpath(where) for where in map(capture_folder, captures) if where}
     written = Path(os.path.realpath(user_path(path)))
     for where in (written, *written.parents):
         if str(where) in folders:
@@ -163,7 +163,7 @@ def refuse_inside_captures(path: str | os.PathLike[str], captures: Iterable[obje
                 "outside the capture's folder")
 
 
-def _capture_folder(capture: object) -> str | os.PathLike[str] | None:
+def capture_folder(capture: object) -> str | os.PathLike[str] | None:
     """The folder of ``capture``: a path itself, or an opened capture's ``path`` (or None)."""
     where = capture if isinstance(capture, (str, os.PathLike)) else getattr(capture, "path", None)
     return where if isinstance(where, (str, os.PathLike)) else None

@@ -22,8 +22,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from forensics.atomic import capture_folder
 from forensics.digits import ascii_int
 from forensics.errors import AllocationBudgetError, ConfigurationError, DeadlineError
+from forensics.escaping import terminal
 
 #: the default budget of one allocation, in bytes
 DEFAULT_MAX_ALLOC = 1 << 30
@@ -76,10 +78,10 @@ def require_alloc(nbytes: int, where: str, field: str, value: object) -> int:
 def in_capture(error: AllocationBudgetError, capture: object) -> AllocationBudgetError:
     """``error`` with the capture it came from named first: ``capture`` is a capture path or a
     Capture (its ``path``); records held in memory (no file) leave ``error`` as it is."""
-    path = capture if isinstance(capture, (str, os.PathLike)) else getattr(capture, "path", None)
-    if not isinstance(path, (str, os.PathLike)):
+    path = capture_folder(capture)
+    if path is None:
         return error
-    prefix = f"capture '{os.fspath(path)}', "
+    prefix = f"capture '{terminal(os.fspath(path))}', "
     text = str(error)
     return error if text.startswith(prefix) else AllocationBudgetError(prefix + text)
 

@@ -273,3 +273,14 @@ def test_the_budget_and_deadline_settings(monkeypatch: pytest.MonkeyPatch) -> No
         monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", bad)
         with pytest.raises(ConfigurationError, match="FORENSICS_CHILD_TIMEOUT"):
             child_deadline()
+
+
+def test_the_capture_named_before_a_budget_refusal_is_escaped() -> None:
+    """``in_capture`` names the capture as a value: an ESC in its folder's name is ``\\x1b``,
+    never a raw escape sequence, as every other message names a file."""
+    from forensics.budget import in_capture
+    from forensics.errors import AllocationBudgetError
+
+    named = in_capture(AllocationBudgetError("too big"), "/tmp/r\x1b]0;x\x07.capture")
+    assert str(named) == "capture '/tmp/r\\x1b]0;x\\x07.capture', too big"
+    assert str(in_capture(AllocationBudgetError("too big"), [])) == "too big"  # no file
