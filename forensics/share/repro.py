@@ -203,7 +203,8 @@ def script_text() -> str:
     """The generated pytest file: the same text for every capture (no capture input); the
     characters it refuses in a word it prints are those :mod:`forensics.escaping` escapes."""
     from forensics.escaping import unprinted_class
-    from forensics.share.repro_template import HEAD, TAIL
+    from forensics.share.repro_template import HEAD
+    from forensics.share.repro_template_tail import TAIL
     from forensics.sites import get_site
 
     runners = []
