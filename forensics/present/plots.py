@@ -66,6 +66,7 @@ from forensics.present.style import (
     IN_RANGE_COLOR,
     IN_RANGE_LABEL,
     MARK_STYLES,
+    MAX_DPI,
     OPEN,
     OUT_LABEL,
     RESOLVED,
@@ -555,11 +556,6 @@ def plot(result: Any, kind: str = "timeline", site: str | None = None,
     if kind not in PLOTTERS:
         raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(KINDS)}")
     return PLOTTERS[kind](result, site=site, variant=variant, ax=ax)
-
-
-#: the finest resolution a figure is saved at (a 7 x 4.6 in figure at 1200 dpi is 46 million
-#: pixels, 185 MB in memory; one at 100,000 dpi asked for terabytes)
-MAX_DPI = 1200
 
 
 def check_dpi(dpi: object, written: str | None = None) -> int:

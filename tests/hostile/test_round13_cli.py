@@ -1,0 +1,107 @@
+"""Round 13 (issue 38): every number the command line takes is read by one reader
+(:mod:`forensics.commands._numbers`), and the vLLM version a capture declares is read once,
+with checks (:mod:`forensics.manifest_facts`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from forensics.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[2]
+CLEAN = str(ROOT / "data" / "clean.capture")
+#: text ``int()`` or ``float()`` took as a number: digits of other scripts, a superscript,
+#: underscores, a sign, spaces, an exponent, ``nan`` and ``inf``
+NOT_ASCII_NUMBERS = ["\u0663", "\u0661\u0665", "\uff13", "1_000", "+3", " 3", "3\n", "1e3",
+                     "nan", "inf", "0x10"]
+#: every numeric option: (command words before it, option, a value in range)
+COUNTS = [(["simulate", "clean", "-o", "{out}"], "--steps", "3"),
+          (["simulate", "clean", "-o", "{out}"], "--batch", "3"),
+          (["simulate", "clean", "-o", "{out}"], "--spec-tokens", "2"),
+          (["simulate", "clean", "-o", "{out}"], "--vocab", "1000"),
+          (["simulate", "clean", "-o", "{out}"], "--seed", "7"),
+          (["triage", CLEAN], "--workers", "1"),
+          (["triage", CLEAN], "--split-records", "5000"),
+          (["plot", CLEAN, "-o", "{out}.png"], "--dpi", "100"),
+          (["repro", CLEAN, "-o", "{out}.py"], "--deadline", "30")]
+SECONDS = (["kernels", CLEAN], "--deadline", "1.5")
+
+
+def _argv(words: list[str], option: str, value: str, out: Path) -> list[str]:
+    return [w.format(out=out) for w in words] + [option, value]
+
+
+def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Run ``argv``: exit 2 and one line on stderr, nothing on stdout; that line."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", (code, out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("text", NOT_ASCII_NUMBERS)
+@pytest.mark.parametrize(("words", "option", "good"), [*COUNTS, SECONDS])
+def test_a_number_not_in_ascii_digits_is_refused_in_one_line(
+        words: list[str], option: str, good: str, text: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``int('٣')`` is 3 and ``float('١.٥')`` 1.5: ``simulate --steps ٣`` ran 3 steps,
+    ``kernels --deadline ١.٥`` waited 1.5 s. Every numeric option takes ASCII digits only: one
+    line naming the option, the value and the range, exit 2, nothing written."""
+    line = _refused(_argv(words, option, text, tmp_path / "o"), capsys)
+    assert line.startswith(f"forensics {words[0]}: error: {option} '"), line
+    assert " is not " in line and " from " in line and " in ASCII digits" in line, line
+    assert line.endswith(f"; give one, e.g. {option} " + line.rsplit(" ", 1)[1]), line
+    assert "\n" not in line and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("words", "option", "value"), [
+    (COUNTS[0][0], "--steps", "0"), (COUNTS[0][0], "--steps", "1000001"),
+    (COUNTS[0][0], "--batch", "65537"), (COUNTS[0][0], "--spec-tokens", "-1"),
+    (COUNTS[0][0], "--vocab", "1"), (COUNTS[0][0], "--vocab", str(2**24 + 1)),
+    (COUNTS[0][0], "--seed", str(2**63)), (COUNTS[0][0], "--seed", "-1"),
+    (["triage", CLEAN], "--workers", "0"), (["triage", CLEAN], "--workers", "100000"),
+    (["triage", CLEAN], "--split-records", "1"),
+    (["triage", CLEAN], "--split-records", "1000000001"),
+    (["repro", CLEAN, "-o", "{out}.py"], "--deadline", "3601"),
+    (["kernels", CLEAN], "--deadline", "0"), (["kernels", CLEAN], "--deadline", "86400.001"),
+    (["kernels", CLEAN], "--deadline", "0.0001"), (["kernels", CLEAN], "--deadline", "1e308"),
+    (["kernels", CLEAN], "--deadline", "-1")])
+def test_a_number_past_its_range_is_refused_before_anything_runs(
+        words: list[str], option: str, value: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A count that sizes a loop (``--split-records 1``: a piece per step, each opening the
+    capture), a seed past 64 bits, a deadline of a day and more: refused at the command line,
+    naming the range."""
+    line = _refused(_argv(words, option, value, tmp_path / "o"), capsys)
+    assert f"error: {option} '{value}' is not " in line, line
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("words", "option", "good"), [*COUNTS, SECONDS])
+def test_a_number_in_range_is_read_as_that_number(words: list[str], option: str, good: str,
+                                                   tmp_path: Path) -> None:
+    args = build_parser().parse_args(_argv(words, option, good, tmp_path / "o"))
+    value = getattr(args, option.lstrip("-").replace("-", "_"))
+    assert value == (float(good) if option == "--deadline" and words[0] == "kernels"
+                     else int(good))
+
+
+@pytest.mark.parametrize("value", ["3\x1b]0;owned\x07", "\u202e3", "3\u200b", "3'x"])
+def test_the_refused_value_is_inert(value: str, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The value stands escaped between quotes (``escaping.quoted``): it cannot set the
+    terminal's title, reorder the line or end its quotes."""
+    line = _refused(_argv(COUNTS[0][0], "--steps", value, tmp_path / "o"), capsys)
+    assert value not in line and "\x1b" not in line and "\u202e" not in line
+    assert line.count("'") == 2, line
+
+
+def test_a_huge_value_is_cut_in_the_message(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """``int()`` of 4,300 digits and more raised, and argparse quoted the value whole."""
+    line = _refused(_argv(COUNTS[0][0], "--steps", "9" * 100_000, tmp_path / "o"), capsys)
+    assert len(line) < 400 and "more characters" in line, line
