@@ -321,11 +321,12 @@ def repro_data(chosen: list[tuple[Record, dict[str, Any]]], manifest: dict[str, 
                installed: str, deadline: int) -> dict[str, Any]:
     """The data file's object: the vLLM minor version that reproduced it, the deadline and the
     cases."""
-    versions = manifest.get("versions")
-    captured = versions.get("vllm") if isinstance(versions, dict) else None
+    from forensics.manifest_facts import UNKNOWN, vllm_version
+
+    captured, _ = vllm_version(manifest)
     return {"format": DATA_FORMAT,
             "vllm": {"needed": ".".join(installed.split(".")[:2]),
-                     "capture": captured if isinstance(captured, str) else None},
+                     "capture": None if captured == UNKNOWN else captured},
             "deadline_s": int(deadline),
             "cases": [case_data(record, finding, manifest) for record, finding in chosen]}
 

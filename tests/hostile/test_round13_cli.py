@@ -105,3 +105,102 @@ def test_a_huge_value_is_cut_in_the_message(tmp_path: Path,
     """``int()`` of 4,300 digits and more raised, and argparse quoted the value whole."""
     line = _refused(_argv(COUNTS[0][0], "--steps", "9" * 100_000, tmp_path / "o"), capsys)
     assert len(line) < 400 and "more characters" in line, line
+
+
+# ------------------------------------------------ the vLLM version a capture declares (T55c-d)
+
+#: versions a capture may declare that name no release: the wrong type, control characters,
+#: another script's digits, full-width digits, 10 KB of text, a long local label on a release
+HOSTILE_VERSIONS = [{"x": [1]}, ["0.32.0"], 32, 0.32, True, "0.32.0\x1b]0;owned\x07",
+                    "\u0660.\u0663\u0662.\u0660", "\uff10.\uff13\uff12.\uff10",
+                    "0.32." + "9" * 10_000, "0.32.0+" + "a" * 10_000, "0.32.0\n0.31.0"]
+
+
+def _manifest(version: object) -> dict[str, object]:
+    return {"versions": {"vllm": version, "torch": "2.14.0"},
+            "model": {"num_speculative_tokens": 2}}
+
+
+@pytest.mark.parametrize("version", HOSTILE_VERSIONS, ids=range(len(HOSTILE_VERSIONS)))
+def test_every_reader_takes_a_malformed_version_as_unknown(version: object) -> None:
+    """Triage's row checked the version's type and length only (an escape sequence or another
+    script's digits stood as the version); the known-issue evidence, the clamp judgement and
+    the conclusion read ``versions.vllm`` raw. One reading now: unknown for all four."""
+    from forensics.fleet.facts import manifest_facts
+    from forensics.known.evidence import facts_of
+    from forensics.manifest_facts import vllm_version
+
+    assert vllm_version(_manifest(version)) == (
+        "unknown", "manifest field versions.vllm is not a string naming a version as vLLM's "
+                   "releases spell it (such as 0.33.0, in ASCII digits, at most 256 "
+                   "characters): read as unknown")
+    facts, refused = manifest_facts(_manifest(version))
+    assert facts["vllm"] == "unknown" and "versions.vllm" in refused
+    assert "vllm" not in facts_of(_manifest(version))
+
+
+@pytest.mark.parametrize("version", ["0.32.0", "0.33.1.dev5+g1234.d20260101", "0.32.0+cpu"])
+def test_a_version_as_releases_spell_it_is_read_by_every_reader(version: str) -> None:
+    from forensics.fleet.facts import manifest_facts
+    from forensics.known.evidence import facts_of
+
+    assert manifest_facts(_manifest(version)) == (manifest_facts(_manifest(version))[0], {})
+    assert manifest_facts(_manifest(version))[0]["vllm"] == version
+    assert facts_of(_manifest(version))["vllm"] == version
+
+
+@pytest.mark.parametrize("version", [None, "", "unknown"])
+def test_a_version_missing_or_named_unknown_is_no_refusal(version: object) -> None:
+    """An imported capture names its version ``unknown`` until ``--set`` gives one: unknown,
+    never refused (and never compared with a catalogue's version as if it were one)."""
+    from forensics.fleet.facts import manifest_facts
+    from forensics.known.evidence import facts_of
+
+    facts, refused = manifest_facts(_manifest(version))
+    assert facts["vllm"] == "unknown" and refused == {}
+    assert "vllm" not in facts_of(_manifest(version))
+
+
+@pytest.mark.parametrize("version", [v for v in HOSTILE_VERSIONS if isinstance(v, str)])
+def test_a_crash_dumps_malformed_version_states_none(version: str) -> None:
+    from forensics.known.evidence import dump_facts
+
+    event = {"kind": "crash_dump", "config": {"vllm": version, "model": "m"}}
+    assert dump_facts([event]) == {"model": "m"}
+    assert dump_facts([{**event, "config": {"vllm": "0.32.0"}}]) == {"vllm": "0.32.0"}
+
+
+def test_a_long_version_never_decides_the_clamp() -> None:
+    """``0.32.0+`` and 10,000 letters is a release's spelling: vLLM 0.32 clamps, so the -1 the
+    embedding read as 0 was named "clamped to token 0" on the word of a version no vLLM
+    writes. Past 256 characters it is unknown whether it clamps, and no finding says so."""
+    from test_round6_judge import _clamped_capture
+
+    assert _clamped_capture("0.32.0+cpu").clamps is True  # the same, named as vLLM does
+    result = _clamped_capture("0.32.0+" + "a" * 10_000)
+    assert result.clamps is None and result.findings == []
+
+
+def test_the_clamp_of_an_unknown_version_says_it_is_unknown() -> None:
+    """The reason named no version "its manifest names no vLLM version" also when the
+    manifest named one of the wrong type."""
+    from forensics.judge.clamp import clamps
+
+    known, why = clamps("", "v1", True)
+    assert known is None and "its vLLM version is unknown" in why
+
+
+@pytest.mark.parametrize("version", HOSTILE_VERSIONS, ids=range(len(HOSTILE_VERSIONS)))
+def test_the_conclusion_says_the_version_is_unknown(version: object) -> None:
+    """``The capture comes from vLLM {'x': [1]}``, ``... from vLLM ٠.٣٢.٠`` (read as 0.32.0),
+    10 KB of a version twice: the conclusion said what the manifest held as the version."""
+    from forensics.present.conclusion import facts_sentence, summary_facts, version_sentence
+    from forensics.store.reader import load
+
+    summary = load(CLEAN).summary()
+    summary["manifest"] = {**summary["manifest"], **_manifest(version)}
+    facts = summary_facts(summary)
+    assert facts["vllm"] == "unknown" and facts["torch"] == "2.14.0"
+    assert version_sentence(facts, ["upstream", "patched"]) == ""
+    sentence = facts_sentence(facts)
+    assert "vllm unknown;" in sentence and len(sentence) < 1000, sentence
