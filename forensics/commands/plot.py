@@ -33,7 +33,7 @@ EXAMPLE = """example:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``forensics plot``."""
     from forensics.commands._numbers import Number
-    from forensics.present.style import MAX_DPI
+    from forensics.present.style import MAX_DPI, MIN_DPI
 
     parser.add_argument("capture", help="a NAME.capture directory")
     parser.add_argument("-o", "--output", required=True, metavar="FIGURE.png",
@@ -45,9 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", default=None,
                         help="the variant to draw (default: upstream); replayed with upstream "
                              "and patched")
-    parser.add_argument("--dpi", type=Number("--dpi", 1, MAX_DPI, "a resolution", 120),
+    parser.add_argument("--dpi", type=Number("--dpi", MIN_DPI, MAX_DPI, "a resolution", 120),
                         default=120,
-                        help=f"resolution of a PNG, 1 to {MAX_DPI} (default 120)")
+                        help=f"resolution of a PNG, {MIN_DPI} to {MAX_DPI} (default 120)")
 
 
 def _kinds(text: str) -> list[str]:

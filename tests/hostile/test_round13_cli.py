@@ -69,7 +69,7 @@ def test_a_number_not_in_ascii_digits_is_refused_in_one_line(
     (["repro", CLEAN, "-o", "{out}.py"], "--deadline", "3601"),
     (["kernels", CLEAN], "--deadline", "0"), (["kernels", CLEAN], "--deadline", "86400.001"),
     (["kernels", CLEAN], "--deadline", "0.0001"), (["kernels", CLEAN], "--deadline", "1e308"),
-    (["kernels", CLEAN], "--deadline", "-1")])
+    (["kernels", CLEAN], "--deadline", "-1"), (["plot", CLEAN, "-o", "{out}.png"], "--dpi", "5")])
 def test_a_number_past_its_range_is_refused_before_anything_runs(
         words: list[str], option: str, value: str, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -105,6 +105,23 @@ def test_a_huge_value_is_cut_in_the_message(tmp_path: Path,
     """``int()`` of 4,300 digits and more raised, and argparse quoted the value whole."""
     line = _refused(_argv(COUNTS[0][0], "--steps", "9" * 100_000, tmp_path / "o"), capsys)
     assert len(line) < 400 and "more characters" in line, line
+
+
+@pytest.mark.parametrize("kind", ["timeline", "heatmap", "histogram", "verdicts"])
+def test_the_coarsest_resolution_draws_every_kind(kind: str, tmp_path: Path) -> None:
+    """``--dpi 1`` to ``5`` was in range and FreeType's error in the middle of the save
+    (``invalid ppem value``, an internal error): the coarsest resolution taken now draws every
+    kind, and one below it is refused by the API too."""
+    import forensics
+    from forensics.errors import ConfigurationError
+    from forensics.present import plots
+    from forensics.present.style import MIN_DPI
+
+    result = forensics.replay(forensics.load(CLEAN), variants=["upstream"])
+    plots.save(plots.plot(result, kind), tmp_path / "f.png", dpi=MIN_DPI)
+    assert (tmp_path / "f.png").stat().st_size > 0
+    with pytest.raises(ConfigurationError, match=f"from {MIN_DPI} to"):
+        plots.save(plots.plot(result, kind), tmp_path / "g.png", dpi=5)
 
 
 # ------------------------------------------------ the vLLM version a capture declares (T55c-d)

@@ -127,7 +127,7 @@ def test_a_resolution_past_its_range_is_one_line_before_the_replay(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], dpi: str) -> None:
     assert main(["plot", str(INCIDENT), "-o", str(tmp_path / "f.png"), f"--dpi={dpi}"]) == 2
     err = capsys.readouterr().err
-    assert f"--dpi '{dpi}' is not a resolution from 1 to 1200" in err, err
+    assert f"--dpi '{dpi}' is not a resolution from 10 to 1200" in err, err
     assert "internal error" not in err and "out of memory" not in err, err
     assert not list(tmp_path.iterdir())
 
@@ -141,7 +141,7 @@ def test_the_api_holds_a_resolution_to_the_same_range(tmp_path: Path) -> None:
     result = forensics.replay(forensics.load(INCIDENT), variants=["upstream"])
     for dpi in (0, -1, 1201, 10**6):
         ax = plots.plot(result, "verdicts")
-        with pytest.raises(ConfigurationError, match="is not a resolution from 1 to 1200"):
+        with pytest.raises(ConfigurationError, match="is not a resolution from 10 to 1200"):
             plots.save(ax, tmp_path / "f.png", dpi=dpi)
     assert not list(tmp_path.iterdir())
     ax = plots.plot(result, "verdicts")
