@@ -14,6 +14,7 @@ import warnings
 from typing import NoReturn
 
 from forensics.commands import COMMANDS
+from forensics.commands._numbers import check as check_numbers
 from forensics.errors import one_line
 from forensics.escaping import inert
 from forensics.quiet import add_verbose
@@ -58,13 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (0 done, 1 failed check, 2 bad input or usage).
 
     Every error ends as one line on stderr and exit 2 (the traceback only with ``-v``): a
-    ForensicsError as its message, an OSError as the file and the reason, anything else as
+    number an option refused (:mod:`forensics.commands._numbers`) or a ForensicsError as its
+    message, an OSError as the file and the reason, anything else as
     an internal error to report.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     warnings.showwarning = _warning_line
     try:
+        check_numbers(args)
         _check_capture(args)
         return int(args._run(args))
     except KeyboardInterrupt:

@@ -285,7 +285,8 @@ def test_help_says_what_is_written_and_the_deadline(capsys: pytest.CaptureFixtur
 
 @pytest.mark.parametrize(("args", "says"), [
     (["-o", "t.txt"], "does not end in .py"),
-    (["-o", "t.py", "--deadline", "0"], "--deadline 0: give 1 to 3600 seconds")])
+    (["-o", "t.py", "--deadline", "0"],
+     "--deadline '0' is not a number of seconds from 1 to 3600")])
 def test_bad_arguments_are_one_line_and_exit_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:
     args = [str(tmp_path / a) if a.startswith("t.") else a for a in args]

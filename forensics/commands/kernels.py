@@ -29,6 +29,9 @@ EXAMPLE = """examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare CAPTURE, --variant, --coverage, --json and --deadline."""
+    from forensics.commands._numbers import Number
+    from forensics.kernels.sanitizer import DEFAULT_OVERALL_DEADLINE, MAX_OVERALL_DEADLINE
+
     parser.add_argument("capture", metavar="CAPTURE", help="a NAME.capture directory")
     parser.add_argument("--variant", default="vllm", metavar="NAME",
                         help="the kernels to replay: vllm (the installed vLLM's; the only one "
@@ -36,8 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--coverage", action="store_true",
                         help="list every Triton kernel of the installed vLLM's worker packages")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--deadline", type=float, default=None, metavar="SECONDS",
-                        help="the seconds all the replays may take together (default 3600); "
+    parser.add_argument("--deadline", default=None, metavar="SECONDS",
+                        type=Number("--deadline", 0.001, MAX_OVERALL_DEADLINE,
+                                    "a number of seconds", DEFAULT_OVERALL_DEADLINE,
+                                    seconds=True),
+                        help="the seconds all the replays may take together (0.001 to "
+                             f"{MAX_OVERALL_DEADLINE:,}; default {DEFAULT_OVERALL_DEADLINE:,}); "
                              "the launches left when it passes are listed as not run")
 
 

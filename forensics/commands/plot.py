@@ -32,6 +32,9 @@ EXAMPLE = """example:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``forensics plot``."""
+    from forensics.commands._numbers import Number
+    from forensics.present.style import MAX_DPI, MIN_DPI
+
     parser.add_argument("capture", help="a NAME.capture directory")
     parser.add_argument("-o", "--output", required=True, metavar="FIGURE.png",
                         help="the image to write (.png, .svg or .pdf)")
@@ -42,20 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", default=None,
                         help="the variant to draw (default: upstream); replayed with upstream "
                              "and patched")
-    parser.add_argument("--dpi", type=_dpi, default=120,
-                        help="resolution of a PNG, 1 to 1200 (default 120)")
-
-
-def _dpi(text: str) -> int:
-    """The --dpi value: ASCII digits of a resolution :func:`forensics.present.plots.check_dpi`
-    takes."""
-    from forensics.digits import ascii_int
-    from forensics.present.plots import MAX_DPI, check_dpi
-
-    try:
-        return check_dpi(ascii_int(text.strip(), len(str(MAX_DPI))), text)
-    except ConfigurationError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    parser.add_argument("--dpi", type=Number("--dpi", MIN_DPI, MAX_DPI, "a resolution", 120),
+                        default=120,
+                        help=f"resolution of a PNG, {MIN_DPI} to {MAX_DPI} (default 120)")
 
 
 def _kinds(text: str) -> list[str]:

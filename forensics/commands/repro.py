@@ -28,14 +28,18 @@ EXAMPLE = """example:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare CAPTURE, -o FILE.py, --deadline and --force."""
-    from forensics.share.repro import DEFAULT_DEADLINE
+    from forensics.commands._numbers import Number
+    from forensics.share.repro import DEFAULT_DEADLINE, MAX_DEADLINE
 
     parser.add_argument("capture", metavar="CAPTURE", help="a NAME.capture directory")
     parser.add_argument("-o", "--output", required=True, metavar="FILE.py",
                         help="the pytest file to write (its data goes to FILE.json beside it)")
-    parser.add_argument("--deadline", type=int, default=DEFAULT_DEADLINE, metavar="SECONDS",
+    parser.add_argument("--deadline", default=DEFAULT_DEADLINE, metavar="SECONDS",
+                        type=Number("--deadline", 1, MAX_DEADLINE, "a number of seconds",
+                                DEFAULT_DEADLINE),
                         help="the seconds each test's vLLM call may run before it fails with "
-                             f"'timed out after N s' (1 to 3600; default {DEFAULT_DEADLINE})")
+                             f"'timed out after N s' (1 to {MAX_DEADLINE}; default "
+                             f"{DEFAULT_DEADLINE})")
     parser.add_argument("--force", action="store_true",
                         help="replace an existing FILE.py and FILE.json")
 

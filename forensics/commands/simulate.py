@@ -22,16 +22,25 @@ EXAMPLE = """example:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare SCENARIO, -o OUT.capture, --steps, --seed, --batch, --spec-tokens, --vocab,
     --force."""
+    from forensics.commands._numbers import Number
+    from forensics.simulator.scenarios import MAX_SEED, MAX_STEP_TOKENS, MAX_STEPS, MAX_VOCAB
+
     parser.add_argument("scenario", metavar="SCENARIO",
                         help="a scenario named above (V1 or v2-...)")
     parser.add_argument("-o", "--output", required=True, metavar="OUT.capture",
                         help="capture directory to create")
-    parser.add_argument("--steps", type=int, default=None, help="engine steps to record")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--batch", type=int, default=None, help="max concurrent requests")
-    parser.add_argument("--spec-tokens", type=int, default=None, dest="spec_tokens",
+    parser.add_argument("--steps", type=Number("--steps", 1, MAX_STEPS, "a number of steps", 200),
+                        default=None, help=f"engine steps to record (1 to {MAX_STEPS:,})")
+    parser.add_argument("--seed", type=Number("--seed", 0, MAX_SEED, "a seed", 1), default=0,
+                        help="random seed (default 0)")
+    parser.add_argument("--batch", default=None, help="max concurrent requests",
+                        type=Number("--batch", 1, MAX_STEP_TOKENS, "a number of requests", 8))
+    parser.add_argument("--spec-tokens", dest="spec_tokens", default=None,
+                        type=Number("--spec-tokens", 0, MAX_STEP_TOKENS - 1, "a number of drafts",
+                                    4),
                         help="draft tokens per decode row (default 4)")
-    parser.add_argument("--vocab", type=int, default=None, help="vocabulary size")
+    parser.add_argument("--vocab", default=None, help=f"vocabulary size (2 to {MAX_VOCAB:,})",
+                        type=Number("--vocab", 2, MAX_VOCAB, "a vocabulary size", 32000))
     parser.add_argument("--force", action="store_true",
                         help="replace an existing capture at OUT.capture")
 

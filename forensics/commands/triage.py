@@ -18,9 +18,10 @@ EXAMPLE = """example:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare PATH..., --format, -o, --html, --ray [ADDRESS], --workers, --split-records."""
+    from forensics.commands._numbers import Number
     from forensics.fleet.output import FORMATS
-    from forensics.fleet.runners import WORKERS_PER_CPU
-    from forensics.fleet.tasks import SPLIT_RECORDS
+    from forensics.fleet.runners import WORKERS_PER_CPU, most_workers
+    from forensics.fleet.tasks import MAX_SPLIT_RECORDS, MIN_SPLIT_RECORDS, SPLIT_RECORDS
 
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="capture directories, folders holding them, or globs")
@@ -31,31 +32,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write DIR/index.html and a report per group's first capture")
     parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                         help="run on Ray (no ADDRESS: a cluster started on this machine)")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", default=None,
+                        type=Number("--workers", 1, most_workers(), "a number of processes", 4),
                         help=f"local processes (default: the CPUs; at most {WORKERS_PER_CPU} per "
                              "CPU, and never more than tasks)")
-    parser.add_argument("--split-records", type=int, default=SPLIT_RECORDS,
-                        dest="split_records",
-                        help=f"replay a larger capture in step ranges (default {SPLIT_RECORDS})")
+    parser.add_argument("--split-records", dest="split_records", default=SPLIT_RECORDS,
+                        type=Number("--split-records", MIN_SPLIT_RECORDS, MAX_SPLIT_RECORDS,
+                                    "a number of records", SPLIT_RECORDS),
+                        help=f"replay a larger capture in step ranges of about this many records "
+                             f"({MIN_SPLIT_RECORDS:,} to {MAX_SPLIT_RECORDS:,}; default "
+                             f"{SPLIT_RECORDS:,})")
 
 
 def run(args: argparse.Namespace) -> int:
     """Triage and print; write the table and the HTML index when asked. Returns 0."""
     from forensics.atomic import real_folder, real_output, refuse_inside_captures
-    from forensics.errors import ConfigurationError
     from forensics.fleet.output import render, write_html, write_table
     from forensics.fleet.paths import find_captures
-    from forensics.fleet.runners import check_workers
     from forensics.fleet.triage import triage
 
-    check_workers(args.workers, "--workers")
     captures = find_captures(args.paths)
     for option, path in (("-o", args.output), ("--html", args.html)):
         if path:
             refuse_inside_captures(path, captures, option)
             (real_output if option == "-o" else real_folder)(path)  # before any replay
-    if args.split_records < 1:
-        raise ConfigurationError(f"--split-records must be >= 1, got {args.split_records}")
     result = triage(args.paths, ray=args.ray, workers=args.workers,
                     split_records=args.split_records, progress=sys.stderr.isatty())
     sys.stdout.write(render(result, args.format))

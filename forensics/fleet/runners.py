@@ -47,18 +47,23 @@ BREAK_WAIT = 5.0
 WORKERS_PER_CPU = 4
 
 
+def most_workers() -> int:
+    """The most local processes a triage may start: ``WORKERS_PER_CPU`` x the CPUs."""
+    return WORKERS_PER_CPU * (os.cpu_count() or 1)
+
+
 def check_workers(workers: int | None, option: str = "workers") -> None:
-    """Refuse a number of local processes that is not 1 to ``WORKERS_PER_CPU`` x the CPUs
-    (None: the default, one per CPU).
+    """Refuse a number of local processes that is not 1 to :func:`most_workers` (None: the
+    default, one per CPU).
 
     Raises ConfigurationError naming ``option``, the value and the cap."""
     if workers is None:
         return
-    cpus = os.cpu_count() or 1
-    cap = WORKERS_PER_CPU * cpus
+    cap = most_workers()
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= cap:
         raise ConfigurationError(f"{option} {workers!r}: give 1 to {cap} local processes (at "
-                                 f"most {WORKERS_PER_CPU} per CPU, {cpus} CPUs here)")
+                                 f"most {WORKERS_PER_CPU} per CPU, {os.cpu_count() or 1} CPUs "
+                                 "here)")
 
 
 def lost(task: Task, why: str) -> bytes:

@@ -11,6 +11,10 @@ from typing import Any
 
 #: a capture with more records than this is replayed in step ranges of about this many
 SPLIT_RECORDS = 500_000
+#: the range ``triage --split-records`` takes: at least this many records a piece (a capture
+#: of N records is at most N / 1,000 pieces, each of which opens the capture), at most
+#: this many (a piece is replayed in one process)
+MIN_SPLIT_RECORDS, MAX_SPLIT_RECORDS = 1_000, 1_000_000_000
 #: verdicts from worst to best: a merged site takes the worst of its pieces
 VERDICT_ORDER = ("violation", "error", "suspect", "not judged", "unjudged", "ok")
 

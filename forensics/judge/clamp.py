@@ -59,7 +59,8 @@ def clamps(version: str | None, runner: str, speculative: bool) -> tuple[bool | 
     if version is not None and named is None:
         return None, ("unknown whether the capture's vLLM clamps: " + (
             f"its version {terminal(repr(version))} is not a version string" if version
-            else "its manifest names no vLLM version"))
+            else "its vLLM version is unknown (the manifest names none, or none as vLLM's "
+                 "releases spell it)"))
     installed = module_version("vllm")
     if version is None or _same_code(version, installed):
         found = installed_clamps()

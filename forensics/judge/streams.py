@@ -326,10 +326,13 @@ def continuity_of(records_of: RecordsOf, sites: Iterable[str],
 
 
 def _vllm_named(manifest: dict[str, Any]) -> str:
-    """The vLLM version a capture's manifest names (``""``: none, or no string: a capture
-    never falls back on the installed vLLM, which need not be the one that ran it)."""
-    version = (manifest.get("versions") or {}).get("vllm")
-    return version if isinstance(version, str) else ""
+    """The vLLM version a capture's manifest names (``""``: none, unknown, or one
+    :func:`~forensics.manifest_facts.vllm_version` refuses: a capture never falls back on the
+    installed vLLM, which need not be the one that ran it)."""
+    from forensics.manifest_facts import UNKNOWN, vllm_version
+
+    version, _ = vllm_version(manifest)
+    return "" if version in (None, UNKNOWN) else str(version)
 
 
 def _speculative(manifest: dict[str, Any], records_of: RecordsOf) -> bool:

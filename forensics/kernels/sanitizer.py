@@ -44,6 +44,8 @@ DISABLED = ("not judged: vLLM disabled Triton here ({why}); fix: run with a Trit
 
 #: the seconds all of a capture's replays may take together, unless ``--deadline`` says
 DEFAULT_OVERALL_DEADLINE = 3600.0
+#: the longest overall deadline (seconds: a day)
+MAX_OVERALL_DEADLINE = 86_400
 #: the status of a launch the overall deadline left unreplayed (not judged)
 NOT_RUN = "not_run"
 
@@ -191,11 +193,13 @@ def _findings(launch: Launch, answer: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def overall_deadline(seconds: float) -> float:
-    """``seconds`` when it is a positive, finite number of seconds (ConfigurationError, naming
-    ``--deadline`` and the fix, if not)."""
-    if not 0 < seconds < math.inf:
+    """``seconds`` when it is a positive number of seconds, at most
+    :data:`MAX_OVERALL_DEADLINE` (ConfigurationError, naming ``--deadline`` and the fix, if
+    not)."""
+    if not 0 < seconds <= MAX_OVERALL_DEADLINE:
         raise ConfigurationError(f"--deadline {seconds:g}: give the seconds all the replays "
-                                 f"may take together, a positive number (default "
+                                 f"may take together, a positive number up to "
+                                 f"{MAX_OVERALL_DEADLINE:,} (default "
                                  f"{DEFAULT_OVERALL_DEADLINE:g})")
     return seconds
 

@@ -85,15 +85,19 @@ def _summary(capture: Any) -> dict[str, Any]:
 
 
 def facts_of(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The facts signatures use, from a manifest: model facts, ``runner`` and ``vllm``."""
+    """The facts signatures use, from a manifest: model facts, ``runner`` and ``vllm`` (read
+    by :func:`~forensics.manifest_facts.vllm_version`: one it names unknown or refuses is not
+    recorded)."""
+    from forensics.manifest_facts import UNKNOWN, vllm_version
+
     model = manifest.get("model") or {}
     facts = {name: model[key] for key, name in MODEL_FACT_KEYS.items()
              if model.get(key) is not None}
     runner = manifest.get("runner") or model.get("runner")
     if runner is not None:
         facts["runner"] = str(runner).lower()
-    vllm = (manifest.get("versions") or {}).get("vllm")
-    if vllm:
+    vllm, _ = vllm_version(manifest)
+    if vllm not in (None, UNKNOWN):
         facts["vllm"] = vllm
     return facts
 
@@ -101,13 +105,17 @@ def facts_of(manifest: dict[str, Any]) -> dict[str, Any]:
 def dump_facts(events: list[dict[str, Any]]) -> dict[str, Any]:
     """Facts from the config line of vLLM's crash dumps, only those such a line states
     (:data:`DUMP_FACT_KEYS`; a manifest's facts take precedence): an event naming ``runner``
-    or ``async_scheduling`` in its config states nothing of them."""
+    or ``async_scheduling`` in its config states nothing of them, and a ``vllm`` that is no
+    version as a manifest's is read (:data:`~forensics.manifest_facts.VLLM`) states none."""
+    from forensics.manifest_facts import UNKNOWN, VLLM, fits
+
     facts: dict[str, Any] = {}
     for event in events:
         config = event.get("config")
         if event.get("kind") == "crash_dump" and isinstance(config, dict):
             facts.update({k: v for k, v in config.items() if k in DUMP_FACT_KEYS
-                          and isinstance(v, (str, int)) and not isinstance(v, bool)})
+                          and isinstance(v, (str, int)) and not isinstance(v, bool)
+                          and (k != "vllm" or (fits(v, VLLM.kind) and v != UNKNOWN))})
     return facts
 
 

@@ -39,6 +39,7 @@ from forensics.judge.findings import (
 from forensics.judge.origins import is_raised
 from forensics.judge.suspects import describe_suspect, first_suspects
 from forensics.judge.wrong_tokens import silent_inputs_of
+from forensics.manifest_facts import vllm_version
 from forensics.sites import SINK, site_order
 from forensics.sites.core import OUT_OF_BOUNDS, ROW_OF
 
@@ -507,8 +508,10 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     model = manifest.get("model") or {}
     facts: dict[str, Any] = {label: model[key] for key, label in MODEL_FACTS
                              if model.get(key) is not None}
-    versions = manifest.get("versions") or {}
-    facts.update({name: versions[name] for name in ("vllm", "torch") if versions.get(name)})
+    vllm, _ = vllm_version(manifest)  # unknown when the manifest's is refused
+    versions = manifest.get("versions")
+    torch = versions.get("torch") if isinstance(versions, dict) else None
+    facts.update({name: value for name, value in (("vllm", vllm), ("torch", torch)) if value})
     for key in ("runner", "host", "created"):
         if manifest.get(key):
             facts[key] = manifest[key]

@@ -66,6 +66,8 @@ from forensics.present.style import (
     IN_RANGE_COLOR,
     IN_RANGE_LABEL,
     MARK_STYLES,
+    MAX_DPI,
+    MIN_DPI,
     OPEN,
     OUT_LABEL,
     RESOLVED,
@@ -557,22 +559,17 @@ def plot(result: Any, kind: str = "timeline", site: str | None = None,
     return PLOTTERS[kind](result, site=site, variant=variant, ax=ax)
 
 
-#: the finest resolution a figure is saved at (a 7 x 4.6 in figure at 1200 dpi is 46 million
-#: pixels, 185 MB in memory; one at 100,000 dpi asked for terabytes)
-MAX_DPI = 1200
-
-
 def check_dpi(dpi: object, written: str | None = None) -> int:
-    """``dpi`` if it is a whole number of dots per inch from 1 to :data:`MAX_DPI`
+    """``dpi`` if it is a whole number of dots per inch from :data:`MIN_DPI` to :data:`MAX_DPI`
     (``written``: the text it was read from, for the message).
 
     Raises:
         ConfigurationError: any other value (0 and negative ones were matplotlib's internal
             error, a huge one its out-of-memory error).
     """
-    if not isinstance(dpi, int) or isinstance(dpi, bool) or not 1 <= dpi <= MAX_DPI:
+    if not isinstance(dpi, int) or isinstance(dpi, bool) or not MIN_DPI <= dpi <= MAX_DPI:
         shown = str(dpi) if written is None else written
-        raise ConfigurationError(f"dpi {shown[:40]!r} is not a resolution from 1 to "
+        raise ConfigurationError(f"dpi {shown[:40]!r} is not a resolution from {MIN_DPI} to "
                                  f"{MAX_DPI} dots per inch; give one, e.g. 120")
     return dpi
 

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 #: the deadline of each vLLM call of a generated repro (seconds), unless --deadline says
 DEFAULT_DEADLINE = 300
+#: the longest deadline a generated repro's vLLM call may be given (seconds)
+MAX_DEADLINE = 3600
 #: the data format the generated file reads (``FORMAT`` in its head)
 DATA_FORMAT = 1
 
@@ -320,11 +322,12 @@ def repro_data(chosen: list[tuple[Record, dict[str, Any]]], manifest: dict[str, 
                installed: str, deadline: int) -> dict[str, Any]:
     """The data file's object: the vLLM minor version that reproduced it, the deadline and the
     cases."""
-    versions = manifest.get("versions")
-    captured = versions.get("vllm") if isinstance(versions, dict) else None
+    from forensics.manifest_facts import UNKNOWN, vllm_version
+
+    captured, _ = vllm_version(manifest)
     return {"format": DATA_FORMAT,
             "vllm": {"needed": ".".join(installed.split(".")[:2]),
-                     "capture": captured if isinstance(captured, str) else None},
+                     "capture": None if captured == UNKNOWN else captured},
             "deadline_s": int(deadline),
             "cases": [case_data(record, finding, manifest) for record, finding in chosen]}
 
@@ -354,8 +357,8 @@ def write_repro(capture: CaptureArg, out: str | os.PathLike[str], *,
     if target.suffix != ".py":
         raise ConfigurationError(f"'{terminal(target)}' does not end in .py; name the pytest file "
                                  "NAME.py (its data goes to NAME.json)")
-    if not 1 <= deadline <= 3600:
-        raise ConfigurationError(f"--deadline {deadline}: give 1 to 3600 seconds")
+    if not 1 <= deadline <= MAX_DEADLINE:
+        raise ConfigurationError(f"--deadline {deadline}: give 1 to {MAX_DEADLINE} seconds")
     for path in (target, data):
         refuse_inside_captures(path, [capture])
         if path.exists() and not force:

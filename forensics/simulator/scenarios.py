@@ -130,6 +130,8 @@ MAX_STEP_TOKENS = 2**16
 #: the soak scenario's (250,000 x 64 x 5). Each cap above alone let 1,000,000 steps of 65,536
 #: tokens through: about 28 hours, writing 3.6 MB a step until the disk was full
 MAX_TOKENS = 320_000_000
+#: the largest seed ``--seed`` takes (a signed 64-bit integer: what a manifest's reader holds)
+MAX_SEED = 2**63 - 1
 
 
 def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int | None = None,

@@ -114,7 +114,7 @@ def test_the_repro_of_a_hostile_v2_capture_holds_its_chain_as_data_and_runs_only
     raw = script.with_suffix(".json").read_bytes()
     assert raw.isascii()  # every control, bidi and surrogate escaped as JSON text
     data = json.loads(raw)
-    assert data["vllm"] == {"needed": "0.33", "capture": HOSTILE}
+    assert data["vllm"] == {"needed": "0.33", "capture": None}  # no version: unknown (T55c)
     sites = [case["site"] for case in data["cases"]]
     assert sites == ["post_update", "combine_tokens", "embedding"], sites
     embedding = data["cases"][2]

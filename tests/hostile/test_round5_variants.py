@@ -289,7 +289,7 @@ def test_a_finding_at_int64s_end_keeps_its_value() -> None:
     ("clean", ["--vocab", str(2**70)], "vocab"),
     ("v2-clean", ["--vocab", str(2**63 - 1)], "vocab"),
     ("clean", ["--batch", str(10**12)], "batch"),
-    ("v2-clean", ["--spec-tokens", str(10**12)], "spec_tokens"),
+    ("v2-clean", ["--spec-tokens", str(10**12)], "--spec-tokens"),
 ])
 def test_simulate_refuses_a_setting_past_its_range_before_it_runs(
         tmp_path: Path, scenario: str, settings: list[str], named: str) -> None:

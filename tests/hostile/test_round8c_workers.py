@@ -34,7 +34,7 @@ def test_triage_refuses_workers_past_the_cap_or_below_one(
     assert out.out == ""
     lines = out.err.strip().splitlines()
     assert len(lines) == 1, lines
-    assert f"--workers {value}" in lines[0] and "1 to 8" in lines[0], lines
+    assert f"--workers '{value}'" in lines[0] and "1 to 8" in lines[0], lines
 
 
 @pytest.mark.parametrize("workers", [0, -1, 10**9, True, 2.0])

@@ -814,6 +814,25 @@ TESTS = {
              "test_a_shell_word_escapes_the_mark_after_an_escape_and_reads_back",
              "tests/hostile/test_round12_wave3.py::"
              "test_an_nfc_name_with_its_accents_prints_unchanged"],
+    "T55a": ["tests/hostile/test_round13_cli.py::"
+             "test_a_number_not_in_ascii_digits_is_refused_in_one_line",
+             "tests/hostile/test_round13_cli.py::test_a_number_in_range_is_read_as_that_number"],
+    "T55b": ["tests/hostile/test_round13_cli.py::"
+             "test_a_number_past_its_range_is_refused_before_anything_runs",
+             "tests/hostile/test_round13_cli.py::test_the_refused_value_is_inert",
+             "tests/hostile/test_round13_cli.py::test_a_huge_value_is_cut_in_the_message",
+             "tests/hostile/test_round13_cli.py::test_the_coarsest_resolution_draws_every_kind"],
+    "T55c": ["tests/hostile/test_round13_cli.py::"
+             "test_every_reader_takes_a_malformed_version_as_unknown",
+             "tests/hostile/test_round13_cli.py::"
+             "test_a_version_as_releases_spell_it_is_read_by_every_reader",
+             "tests/hostile/test_round13_cli.py::"
+             "test_a_version_missing_or_named_unknown_is_no_refusal",
+             "tests/hostile/test_round13_cli.py::test_a_crash_dumps_malformed_version_states_none"],
+    "T55d": ["tests/hostile/test_round13_cli.py::test_the_conclusion_says_the_version_is_unknown",
+             "tests/hostile/test_round13_cli.py::test_a_long_version_never_decides_the_clamp",
+             "tests/hostile/test_round13_cli.py::"
+             "test_the_clamp_of_an_unknown_version_says_it_is_unknown"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
