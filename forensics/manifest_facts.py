@@ -18,19 +18,22 @@ from forensics.versions import Release, release_of
 UNKNOWN = "unknown"
 #: the longest text fact read (a host name is at most 253; a version, a few dozen)
 MAX_TEXT = 256
-#: the largest process id read (a pid_t is a signed 32-bit integer)
-MAX_PID = 2**31 - 1
+#: the largest integer fact read (a signed 32-bit integer, as a pid_t is)
+MAX_INT = 2**31 - 1
 
 
 @dataclass(frozen=True)
 class Fact:
     """One manifest fact: its column, its keys in the manifest and its type (``str``: text of
     at most :data:`MAX_TEXT` characters; :class:`~forensics.versions.Release`: a version
-    string, see the module; ``int``: a process id, 1 to :data:`MAX_PID`; ``bool``: a flag)."""
+    string, see the module; ``int``: ``noun``, from ``low`` to ``high``; ``bool``: a flag)."""
 
     column: str
     keys: tuple[str, ...]
     kind: type
+    low: int = 1
+    high: int = MAX_INT
+    noun: str = "an integer"
 
     @property
     def field(self) -> str:
@@ -42,13 +45,48 @@ class Fact:
         """What an unknown value of the fact is: ``"unknown"`` for text, None otherwise."""
         return None if self.kind in (int, bool) else UNKNOWN
 
+    def fits(self, value: Any) -> bool:
+        """Whether ``value`` is of the fact's type, in its range and form."""
+        if self.kind is bool:
+            return isinstance(value, bool)
+        if self.kind is int:
+            return (isinstance(value, int) and not isinstance(value, bool)
+                    and self.low <= value <= self.high)
+        if not isinstance(value, str) or len(value) > MAX_TEXT:
+            return False
+        return self.kind is str or value == UNKNOWN or release_of(value) is not None
+
+    @property
+    def refused(self) -> str:
+        """Why a value that does not fit is refused (a phrase after the field's name)."""
+        if self.kind is int:
+            return f"is not {self.noun} ({self.low} to {self.high})"
+        return _REFUSALS[self.kind]
+
 
 #: the vLLM version a capture declares
 VLLM = Fact("vllm", ("versions", "vllm"), Release)
 _REFUSALS = {str: f"is not a string of at most {MAX_TEXT} characters",
              Release: f"is not a string naming a version as vLLM's releases spell it (such as "
                       f"0.33.0, in ASCII digits, at most {MAX_TEXT} characters)",
-             int: f"is not a process id (1 to {MAX_PID})", bool: "is not true or false"}
+             bool: "is not true or false"}
+#: the engine's model runner (``v1``, ``v2``), at the manifest's top level or under ``model``
+RUNNER = Fact("runner", ("runner",), str)
+#: the model's vocabulary (token ids index it) and its longest sequence (positions index it)
+VOCAB = Fact("vocabulary", ("model", "vocab_size"), int, noun="a vocabulary size")
+MAX_MODEL_LEN = Fact("max model length", ("model", "max_model_len"), int,
+                     noun="a length in tokens")
+#: the model facts a capture's manifest states (``model.*``), under the labels the
+#: conclusion and ``inspect`` show; the known-issue evidence names each by its last key
+MODEL = (Fact("model", ("model", "name"), str), VOCAB,
+         Fact("embedding rows", ("model", "num_embeddings"), int, noun="a row count"),
+         Fact("speculative method", ("model", "speculative"), str),
+         Fact("speculative tokens", ("model", "num_speculative_tokens"), int, low=0,
+              noun="a count of draft tokens"),
+         Fact("async scheduling", ("model", "async_scheduling"), bool),
+         Fact("tensor parallel", ("model", "tensor_parallel_size"), int,
+              noun="a count of processes"), MAX_MODEL_LEN,
+         Fact("hardware", ("model", "hardware"), str))
 
 
 def read_fact(manifest: Any, fact: Fact) -> tuple[Any, str, str]:
@@ -63,24 +101,12 @@ def read_fact(manifest: Any, fact: Fact) -> tuple[Any, str, str]:
             return None, fact.field, ""
     if fact.unknown is not None and value == "":
         return None, fact.field, ""
-    return (value, fact.field, "") if fits(value, fact.kind) else \
-        (None, fact.field, _REFUSALS[fact.kind])
+    return (value, fact.field, "") if fact.fits(value) else (None, fact.field, fact.refused)
 
 
 def refusal(field: str, problem: str) -> str:
     """The phrase naming a refused field: ``manifest field F is not ...: read as unknown``."""
     return f"manifest field {field} {problem}: read as unknown"
-
-
-def fits(value: Any, kind: type) -> bool:
-    """Whether ``value`` is of ``kind`` and in its range (:class:`Fact`)."""
-    if kind is bool:
-        return isinstance(value, bool)
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_PID
-    if not isinstance(value, str) or len(value) > MAX_TEXT:
-        return False
-    return kind is str or value == UNKNOWN or release_of(value) is not None
 
 
 def vllm_version(manifest: Any) -> tuple[str | None, str]:

@@ -175,10 +175,10 @@ def _bounded(launch: Launch, names: tuple[str, ...], bound: int | None, what: st
 def check(launch: Launch, manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """The launch's ``kernel_contract`` findings (the bounds from the manifest's ``model``
     facts, where the probe and the importers put them)."""
-    model = manifest.get("model")
-    facts = model if isinstance(model, dict) else {}
-    model_len, vocab = facts.get("max_model_len"), facts.get("vocab_size")
+    from forensics.manifest_facts import MAX_MODEL_LEN, VOCAB, read_fact
+
+    model_len, _, _ = read_fact(manifest, MAX_MODEL_LEN)
+    vocab, _, _ = read_fact(manifest, VOCAB)
     return (_slots(launch) + _blocks(launch)
-            + _bounded(launch, POSITIONS, _bound(model_len), "position",
-                       "max_model_len (manifest)")
-            + _bounded(launch, TOKEN_IDS, _bound(vocab), "token id", "vocab_size (manifest)"))
+            + _bounded(launch, POSITIONS, model_len, "position", "max_model_len (manifest)")
+            + _bounded(launch, TOKEN_IDS, vocab, "token id", "vocab_size (manifest)"))

@@ -24,15 +24,10 @@ CRASH_EVENT_KINDS = frozenset({"engine_exception", "guard_violation", "guard_pas
                                "engine_dead", "crash_dump"})
 #: ``indexed`` values (a newer findings column) naming an id's range rather than a row range
 ID_RANGES = frozenset({"vocabulary", "embedding rows"})
-#: manifest model keys read as facts, under the names signatures use
-MODEL_FACT_KEYS = {"async_scheduling": "async_scheduling", "speculative": "speculative",
-                   "num_speculative_tokens": "num_speculative_tokens",
-                   "vocab_size": "vocab_size", "num_embeddings": "num_embeddings",
-                   "tensor_parallel_size": "tensor_parallel_size"}
-
-#: the facts a crash dump's config line states (``forensics.importers.crash_dump``'s)
-DUMP_FACT_KEYS = frozenset({"vllm", "model", "speculative", "num_speculative_tokens",
-                            "tensor_parallel_size"})
+#: manifest model keys read as facts (:data:`forensics.manifest_facts.MODEL`), the names
+#: signatures use
+MODEL_FACT_KEYS = frozenset({"async_scheduling", "speculative", "num_speculative_tokens",
+                             "vocab_size", "num_embeddings", "tensor_parallel_size"})
 
 
 @dataclass
@@ -85,17 +80,20 @@ def _summary(capture: Any) -> dict[str, Any]:
 
 
 def facts_of(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The facts signatures use, from a manifest: model facts, ``runner`` and ``vllm`` (read
-    by :func:`~forensics.manifest_facts.vllm_version`: one it names unknown or refuses is not
-    recorded)."""
-    from forensics.manifest_facts import UNKNOWN, vllm_version
+    """The facts signatures use, from a manifest: model facts, ``runner`` and ``vllm``, each
+    read by :func:`~forensics.manifest_facts.read_fact` (one the manifest names unknown, or
+    holds with the wrong type, out of range or out of form, is not recorded)."""
+    from forensics.manifest_facts import MODEL, RUNNER, UNKNOWN, Fact, read_fact, vllm_version
 
-    model = manifest.get("model") or {}
-    facts = {name: model[key] for key, name in MODEL_FACT_KEYS.items()
-             if model.get(key) is not None}
-    runner = manifest.get("runner") or model.get("runner")
-    if runner is not None:
-        facts["runner"] = str(runner).lower()
+    facts: dict[str, Any] = {}
+    for fact in MODEL:
+        value, _, _ = read_fact(manifest, fact)
+        if fact.keys[-1] in MODEL_FACT_KEYS and value is not None:
+            facts[fact.keys[-1]] = value
+    for keys in (RUNNER.keys, ("model", *RUNNER.keys)):
+        runner, _, _ = read_fact(manifest, Fact(RUNNER.column, keys, RUNNER.kind))
+        if runner is not None and "runner" not in facts:
+            facts["runner"] = runner.lower()
     vllm, _ = vllm_version(manifest)
     if vllm not in (None, UNKNOWN):
         facts["vllm"] = vllm
@@ -104,19 +102,30 @@ def facts_of(manifest: dict[str, Any]) -> dict[str, Any]:
 
 def dump_facts(events: list[dict[str, Any]]) -> dict[str, Any]:
     """Facts from the config line of vLLM's crash dumps, only those such a line states
-    (:data:`DUMP_FACT_KEYS`; a manifest's facts take precedence): an event naming ``runner``
-    or ``async_scheduling`` in its config states nothing of them, and a ``vllm`` that is no
-    version as a manifest's is read (:data:`~forensics.manifest_facts.VLLM`) states none."""
-    from forensics.manifest_facts import UNKNOWN, VLLM, fits
-
+    (:func:`dumped_facts`; a manifest's facts take precedence): an event naming ``runner``
+    or ``async_scheduling`` in its config states nothing of them, and a value that does not
+    fit its fact as a manifest's is read (:mod:`forensics.manifest_facts`) states none."""
+    declared = dumped_facts()
     facts: dict[str, Any] = {}
     for event in events:
         config = event.get("config")
         if event.get("kind") == "crash_dump" and isinstance(config, dict):
-            facts.update({k: v for k, v in config.items() if k in DUMP_FACT_KEYS
-                          and isinstance(v, (str, int)) and not isinstance(v, bool)
-                          and (k != "vllm" or (fits(v, VLLM.kind) and v != UNKNOWN))})
+            facts.update({k: v for k, v in config.items()
+                          if k in declared and declared[k].fits(v) and v != "unknown"})
     return facts
+
+
+def dumped_facts() -> dict[str, Any]:
+    """The facts a crash dump's config line states (``forensics.importers.crash_dump``'s),
+    by the name signatures use, each with its declared :class:`~forensics.manifest_facts.Fact`:
+    the vLLM version, the model's name, the speculative method and draft tokens, and the
+    tensor-parallel size."""
+    from forensics.manifest_facts import MODEL, VLLM
+
+    by_key = {fact.keys[-1]: fact for fact in MODEL}
+    return {"vllm": VLLM, "model": by_key["name"], "speculative": by_key["speculative"],
+            "num_speculative_tokens": by_key["num_speculative_tokens"],
+            "tensor_parallel_size": by_key["tensor_parallel_size"]}
 
 
 def spec_tokens_of(events: list[dict[str, Any]]) -> dict[str, list[int]] | None:

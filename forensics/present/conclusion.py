@@ -39,7 +39,7 @@ from forensics.judge.findings import (
 from forensics.judge.origins import is_raised
 from forensics.judge.suspects import describe_suspect, first_suspects
 from forensics.judge.wrong_tokens import silent_inputs_of
-from forensics.manifest_facts import vllm_version
+from forensics.manifest_facts import MODEL, RUNNER, UNKNOWN, VLLM, Fact, read_fact, refusal
 from forensics.sites import SINK, site_order
 from forensics.sites.core import OUT_OF_BOUNDS, ROW_OF
 
@@ -54,13 +54,9 @@ PLACE = ("site", "step", "rank", "row", "element", "tensor")
 VIOLATION_KEYS = (*FINDING_COLUMNS, "req_id", *INDEX_COLUMNS)
 #: how many findings a variant cannot see are named in the conclusion
 _SHOWN_UNSEEN = 3
-#: manifest model keys shown as capture facts, with their labels
-MODEL_FACTS = (("name", "model"), ("vocab_size", "vocabulary"),
-               ("num_embeddings", "embedding rows"), ("speculative", "speculative method"),
-               ("num_speculative_tokens", "speculative tokens"),
-               ("async_scheduling", "async scheduling"),
-               ("tensor_parallel_size", "tensor parallel"),
-               ("hardware", "hardware"))
+#: the manifest facts shown as a capture's facts, in order, under their labels
+SHOWN_FACTS = (*MODEL, VLLM, Fact("torch", ("versions", "torch"), str), RUNNER,
+               Fact("host", ("host",), str), Fact("created", ("created",), str))
 
 
 @dataclass
@@ -505,16 +501,7 @@ def capture_facts(capture: Any) -> dict[str, Any]:
 def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     """The capture's facts from its ``summary()`` (the ``inspect --json`` object)."""
     manifest = summary.get("manifest") or {}
-    model = manifest.get("model") or {}
-    facts: dict[str, Any] = {label: model[key] for key, label in MODEL_FACTS
-                             if model.get(key) is not None}
-    vllm, _ = vllm_version(manifest)  # unknown when the manifest's is refused
-    versions = manifest.get("versions")
-    torch = versions.get("torch") if isinstance(versions, dict) else None
-    facts.update({name: value for name, value in (("vllm", vllm), ("torch", torch)) if value})
-    for key in ("runner", "host", "created"):
-        if manifest.get(key):
-            facts[key] = manifest[key]
+    facts, refused = stated_facts(manifest)
     facts["ranks"] = summary["ranks"]
     facts["steps"] = summary["steps"]
     from forensics.known.evidence import CRASH_EVENT_KINDS, in_step_order
@@ -528,7 +515,25 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
         facts["stopped_after"] = stopped
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
+    if refused:
+        facts["refused"] = refused
     return facts
+
+
+def stated_facts(manifest: Any) -> tuple[dict[str, Any], list[str]]:
+    """The facts the manifest states (:data:`SHOWN_FACTS`, by label), each checked by its
+    declared type and range: one it holds wrong is "unknown", and named in the second item
+    (``manifest field model.vocab_size is not ...: read as unknown``)."""
+    facts: dict[str, Any] = {}
+    refused: list[str] = []
+    for fact in SHOWN_FACTS:
+        value, field, problem = read_fact(manifest, fact)
+        if problem:
+            refused.append(refusal(field, problem))
+            value = UNKNOWN
+        if value is not None and value != "":
+            facts[fact.column] = value
+    return facts, refused
 
 
 def _event_text(event: dict[str, Any]) -> str:
@@ -585,10 +590,13 @@ def facts_sentence(facts: dict[str, Any]) -> str:
     if not facts:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
-             if key not in ("events", "notes", "stopped_after")]
+             if key not in ("events", "notes", "stopped_after", "refused")]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."
+    if facts.get("refused"):
+        refused = "; ".join(facts["refused"])
+        text += f" {refused[:1].upper()}{refused[1:]}."
     if facts.get("stopped_after") is not None:
         text += " " + stopped_sentence(facts["stopped_after"])
     if facts.get("notes"):

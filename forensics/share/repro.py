@@ -244,15 +244,17 @@ def field_data(kind: str, value: Any) -> dict[str, Any]:
 
 def vocab_fact(record: Record, manifest: dict[str, Any]) -> int | None:
     """The vocabulary size the ids are checked against: the record's ``vocab_size``, else the
-    manifest's ``model.vocab_size``; None when the capture holds neither as a positive int."""
+    manifest's ``model.vocab_size`` (:data:`~forensics.manifest_facts.VOCAB`, read with its
+    checks); None when the capture holds neither as a positive int."""
     import numpy as np
 
-    model = manifest.get("model")
-    for value in (record.fields.get("vocab_size"),
-                  model.get("vocab_size") if isinstance(model, dict) else None):
-        if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0:
-            return int(value)
-    return None
+    from forensics.manifest_facts import VOCAB, read_fact
+
+    value = record.fields.get("vocab_size")
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0:
+        return int(value)
+    stated, _, _ = read_fact(manifest, VOCAB)
+    return stated  # type: ignore[no-any-return]
 
 
 def finding_data(finding: dict[str, Any]) -> dict[str, Any]:

@@ -833,6 +833,17 @@ TESTS = {
              "tests/hostile/test_round13_cli.py::test_a_long_version_never_decides_the_clamp",
              "tests/hostile/test_round13_cli.py::"
              "test_the_clamp_of_an_unknown_version_says_it_is_unknown"],
+    "T58a": ["tests/hostile/test_round13_lead.py::"
+             "test_inspect_shows_a_wrong_model_fact_unknown_and_names_it_refused",
+             "tests/hostile/test_round13_lead.py::test_the_conclusion_names_a_refused_model_fact",
+             "tests/hostile/test_round13_lead.py::"
+             "test_the_known_issue_evidence_leaves_a_wrong_model_fact_out",
+             "tests/hostile/test_round13_lead.py::"
+             "test_a_crash_dumps_config_states_only_facts_that_fit",
+             "tests/hostile/test_round13_lead.py::"
+             "test_a_refused_vocabulary_is_no_bound_for_a_kernel_contract",
+             "tests/hostile/test_round13_lead.py::"
+             "test_the_repro_takes_no_refused_vocabulary_from_the_manifest"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

@@ -1,0 +1,108 @@
+"""Round 13 (issue 38): the model facts a capture's manifest states (``model.vocab_size``,
+``num_speculative_tokens``, ...) are read with their declared type and range
+(:data:`forensics.manifest_facts.MODEL`) by every reader: ``inspect``, the conclusion, the
+known-issue evidence, the kernel contracts and the repro's data. A value of the wrong type or out
+of range is "unknown" and named as refused, never shown as a fact (``vocabulary: on`` for
+``true``, ``speculative tokens: -3``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forensics.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+STALE = ROOT / "data" / "stale-prev-row.capture"
+#: (model key, a value of the wrong type or out of range, its label in the facts)
+WRONG = [("vocab_size", True, "vocabulary"), ("vocab_size", [1, 2], "vocabulary"),
+         ("vocab_size", 10**400, "vocabulary"), ("vocab_size", 3.2e4, "vocabulary"),
+         ("vocab_size", "x" * 5000, "vocabulary"), ("num_embeddings", -5, "embedding rows"),
+         ("num_speculative_tokens", -3, "speculative tokens"),
+         ("tensor_parallel_size", 0, "tensor parallel"),
+         ("async_scheduling", "yes", "async scheduling"), ("name", {"a": 1}, "model")]
+
+
+def _capture(tmp_path: Path, key: str, value: Any) -> Path:
+    """A copy of the bundled stale-row capture whose manifest's ``model[key]`` is ``value``."""
+    folder = tmp_path / "m.capture"
+    shutil.copytree(STALE, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest.setdefault("model", {})[key] = value
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+@pytest.mark.parametrize(("key", "value", "label"), WRONG)
+def test_inspect_shows_a_wrong_model_fact_unknown_and_names_it_refused(
+        key: str, value: Any, label: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``inspect`` printed ``vocabulary: on`` for ``true``, ``vocabulary: 1, 2`` for a list and
+    ``speculative tokens: -3``: claims of the wrong type shown as facts."""
+    assert main(["inspect", str(_capture(tmp_path, key, value))]) == 0
+    out = capsys.readouterr().out
+    assert f"  {label}: unknown\n" in out, out
+    assert f"refused: manifest field model.{key} is not " in out, out
+    assert len(max(out.splitlines(), key=len)) < 400, out
+
+
+def test_the_conclusion_names_a_refused_model_fact(tmp_path: Path) -> None:
+    """The conclusion's facts sentence says the vocabulary is unknown and why, not ``on``."""
+    from forensics.present.conclusion import facts_sentence, summary_facts
+    from forensics.store.reader import load
+
+    capture = load(_capture(tmp_path, "vocab_size", True))
+    sentence = facts_sentence(summary_facts(capture.summary()))
+    assert "vocabulary unknown;" in sentence and "vocabulary on" not in sentence, sentence
+    assert "Manifest field model.vocab_size is not a vocabulary size (1 to " in sentence
+
+
+@pytest.mark.parametrize(("key", "value", "label"), WRONG)
+def test_the_known_issue_evidence_leaves_a_wrong_model_fact_out(
+        key: str, value: Any, label: str) -> None:
+    """A signature's fact clause never matches a refused value (``true`` was a vocabulary of
+    1 to ``Evidence.id_bounds``)."""
+    from forensics.known.evidence import facts_of
+
+    facts = facts_of({"model": {key: value}, "runner": {"x": 1}})
+    assert key not in facts and "runner" not in facts, facts
+    assert facts_of({"model": {"vocab_size": 32000}, "runner": "V2"}) == {
+        "vocab_size": 32000, "runner": "v2"}
+
+
+def test_a_crash_dumps_config_states_only_facts_that_fit() -> None:
+    """A dump's ``num_speculative_tokens`` of -1 or of 10**30 is no fact; 4 is."""
+    from forensics.known.evidence import dump_facts
+
+    event = {"kind": "crash_dump", "config": {"num_speculative_tokens": -1,
+                                              "tensor_parallel_size": 10**30}}
+    assert dump_facts([event]) == {}
+    event["config"] = {"num_speculative_tokens": 4, "tensor_parallel_size": 2}
+    assert dump_facts([event]) == {"num_speculative_tokens": 4, "tensor_parallel_size": 2}
+
+
+@pytest.mark.parametrize("vocab", [True, -5, 2**40, "32000"])
+def test_a_refused_vocabulary_is_no_bound_for_a_kernel_contract(vocab: Any) -> None:
+    """The kernel contract's token-id bound comes from the declared fact: a vocabulary the
+    manifest holds wrong judges nothing (``2**40`` once let every id pass)."""
+    from forensics.manifest_facts import VOCAB, read_fact
+
+    value, field, problem = read_fact({"model": {"vocab_size": vocab}}, VOCAB)
+    assert value is None and field == "model.vocab_size" and problem.startswith("is not "), \
+        (value, problem)
+    assert read_fact({"model": {"vocab_size": 32000}}, VOCAB) == (32000, "model.vocab_size", "")
+
+
+def test_the_repro_takes_no_refused_vocabulary_from_the_manifest() -> None:
+    """``vocab_fact`` falls back on the manifest's vocabulary only when it fits."""
+    from forensics.share.repro import vocab_fact
+
+    class _Record:
+        fields: dict[str, Any] = {}
+
+    assert vocab_fact(_Record(), {"model": {"vocab_size": 2**40}}) is None  # type: ignore[arg-type]
+    assert vocab_fact(_Record(), {"model": {"vocab_size": 32000}}) == 32000  # type: ignore[arg-type]
