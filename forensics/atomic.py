@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from forensics.errors import ConfigurationError, OutputError, reason
+from forensics.errors import ConfigurationError, ForensicsError, OutputError, reason
 from forensics.escaping import capped, terminal
 
 
@@ -59,6 +59,8 @@ def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], obj
     try:
         with open_folder(path.parent) as folder:
             _write_in(folder, path, write, shared_mode() if shared else 0o600)
+    except ForensicsError:  # a refusal (a planted link) says itself
+        raise
     except OSError as exc:
         raise OutputError(f"cannot write '{terminal(path)}': {exc.strerror or reason(exc)}; "
                           f"check the folder, its permissions and free space") from None

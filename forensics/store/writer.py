@@ -19,8 +19,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from forensics.atomic import real_output
-from forensics.errors import CaptureFormatError, OutputError, OutputExistsError, reason
+from forensics.atomic import Folder, open_folder
+from forensics.errors import (
+    CaptureFormatError,
+    ForensicsError,
+    OutputError,
+    OutputExistsError,
+    reason,
+)
 from forensics.escaping import terminal
 from forensics.records import Record
 from forensics.store import arrow_numpy
@@ -333,9 +339,27 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
         OutputExistsError: as :func:`write_capture`.
         OutputError: the file system refuses (no space, read-only, missing parent).
     """
-    out = real_output(named(path, "output"))  # a link another user planted is refused
-    recover(out, clean=True)
-    check_replaceable(out, force)
+    target = named(path, "output")
+    try:
+        with open_folder(target.parent) as folder:  # held open: no link swapped in is followed
+            with _built(folder, target.name, manifest, force) as writer:
+                yield writer
+    except ForensicsError:  # a refusal (an output in the way, a planted link) says itself
+        raise
+    except OSError as exc:
+        raise OutputError(f"cannot write capture '{terminal(target)}': "
+                          f"{exc.strerror or reason(exc)}{_at(exc)}; check the folder, its "
+                          "permissions and free space") from None
+
+
+@contextmanager
+def _built(folder: Folder, name: str, manifest: dict[str, Any] | None,
+           force: bool) -> Iterator[CaptureWriter]:
+    """:func:`new_capture` in the open ``folder``: the capture ``name`` built beside where it
+    goes and put in place; an OSError's file named by its real path."""
+    out, shown = folder.path / name, folder.real / name
+    recover(out, clean=True, shown=shown)
+    check_replaceable(out, force, shown=shown)
     tmp = tmp_path(out)
     made = False
     try:
@@ -345,9 +369,8 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
             yield writer
         install(tmp, out)
     except OSError as exc:
-        raise OutputError(f"cannot write capture '{terminal(out)}': {exc.strerror or reason(exc)}"
-                          f"{_at(exc)}; check the folder, its permissions and free "
-                          "space") from None
+        exc.filename = exc.filename and str(folder.shown(exc.filename))
+        raise
     finally:
         if made:
             with contextlib.suppress(OSError):
@@ -358,21 +381,22 @@ def _at(exc: OSError) -> str:
     return f" (at '{terminal(exc.filename)}')" if exc.filename else ""
 
 
-def check_replaceable(out: Path, force: bool) -> None:
+def check_replaceable(out: Path, force: bool, shown: Path | None = None) -> None:
     """Return when a capture may be written at ``out``: nothing is there, or a capture is and
-    ``force`` is set.
+    ``force`` is set. ``shown``: how messages name ``out`` (default: as it is).
 
     Raises:
         OutputExistsError: naming the output and the fix.
     """
+    name = terminal(out if shown is None else shown)
     if not (out.exists() or out.is_symlink()):
         return
     if not force:
-        raise OutputExistsError(f"output '{terminal(out)}' exists; pass --force (force=True) to "
+        raise OutputExistsError(f"output '{name}' exists; pass --force (force=True) to "
                                 "replace it")
     if out.is_symlink() or not out.is_dir():
-        raise OutputExistsError(f"output '{terminal(out)}' exists and is not a capture directory; "
+        raise OutputExistsError(f"output '{name}' exists and is not a capture directory; "
                                 "remove it yourself or choose another name")
     if any(out.iterdir()) and not (out / MANIFEST).is_file():
-        raise OutputExistsError(f"output '{terminal(out)}' is a non-empty directory without "
+        raise OutputExistsError(f"output '{name}' is a non-empty directory without "
                                 f"{MANIFEST}, not a capture; --force only replaces captures")
