@@ -10,8 +10,8 @@ Built-ins are registered here, plugins after them; ``resolve_variant`` also acce
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, cast
 
@@ -92,10 +92,8 @@ def shared_diffs(names: list[str]) -> tuple[list[str], dict[str, str]]:
     """``names`` with each ``vllm+PATH.diff`` as its shared name
     (:func:`forensics.variants.vllm_diff.shared_name`: file name and digest), other names
     unchanged; and each shared name -> its diff's path, for :func:`diffs_named`: a report,
-    made to be shared, names a diff so and never the user's folders.
-
-    Raises:
-        OSError: a diff file cannot be read.
+    made to be shared, names a diff so and never the user's folders. A diff that cannot be
+    read keeps its name (building its variant says why).
     """
     from forensics.variants.vllm_diff import shared_name
 
@@ -104,13 +102,14 @@ def shared_diffs(names: list[str]) -> tuple[list[str], dict[str, str]]:
     for name in names:
         if name.startswith("vllm+") and registry.find(name) is None:
             path = name[len("vllm+"):]
-            name = shared_name(path)
-            diffs[name] = path
+            with contextlib.suppress(OSError):
+                name = shared_name(path)
+                diffs[name] = path
         shown.append(name)
     return shown, diffs
 
 
-@contextmanager
+@contextlib.contextmanager
 def diffs_named(diffs: Mapping[str, str]) -> Iterator[None]:
     """While inside, and in this context only (this thread, a process forked from it), each
     shared name of ``diffs`` (:func:`shared_diffs`) builds the variant of its diff, so named.
