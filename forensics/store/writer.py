@@ -140,12 +140,16 @@ class CaptureWriter:
 
     ``manifest``: entries for ``manifest.json`` (written once; kept when another process wrote
     it first). ``process``: the name used in this writer's file names (default ``p<pid>``).
+    ``shown``: how messages name the directory (default ``path``; :func:`new_capture` writes
+    through its open folder, ``/proc/self/fd/N``, and names it by its real path).
     Raises ConfigurationError for a bad process name, OSError when the directory is unusable.
     """
 
     def __init__(self, path: str | os.PathLike[str], manifest: dict[str, Any] | None = None,
-                 *, process: str | None = None) -> None:
+                 *, process: str | None = None, shown: str | os.PathLike[str] | None = None
+                 ) -> None:
         self.path = Path(path)
+        self.shown = Path(path if shown is None else shown)
         self.path.mkdir(parents=True, exist_ok=True)
         self.process = check_process_name(process if process is not None else f"p{os.getpid()}")
         write_manifest_once(self.path, build_manifest(manifest))
@@ -169,7 +173,7 @@ class CaptureWriter:
                 value the store cannot keep (the message names the record and field).
         """
         if self._closed:
-            raise CaptureFormatError(f"writer of '{terminal(self.path)}' is closed")
+            raise CaptureFormatError(f"writer of '{terminal(self.shown)}' is closed")
         if validated and not record.summary:
             columns = trusted_columns(record)
         else:
@@ -202,7 +206,7 @@ class CaptureWriter:
                 Arrow type than the segment's schema says.
         """
         if self._closed:
-            raise CaptureFormatError(f"writer of '{terminal(self.path)}' is closed")
+            raise CaptureFormatError(f"writer of '{terminal(self.shown)}' is closed")
         key = (site, rank)
         if key in self._buffers:
             self._flush_key(key, self._buffers.pop(key))
@@ -365,7 +369,8 @@ def _built(folder: Folder, name: str, manifest: dict[str, Any] | None,
     try:
         new_build(tmp)
         made = True
-        with CaptureWriter(tmp, manifest, process=WRITTEN_AGAIN) as writer:
+        with CaptureWriter(tmp, manifest, process=WRITTEN_AGAIN,
+                           shown=folder.shown(tmp)) as writer:
             yield writer
         install(tmp, out)
     except OSError as exc:

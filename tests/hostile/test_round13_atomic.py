@@ -262,3 +262,14 @@ def test_a_failed_capture_write_names_the_real_path(
     assert f"cannot write capture '{out}'" in message
     assert f"(at '{tmp_path / '.x.capture.tmp-'}{os.getpid()}')" in message, message
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_capture_writer_names_its_folder_by_its_real_path(tmp_path: Path) -> None:
+    """The writer of a new capture writes through the open folder and names the build by
+    its real path in its messages (the simulator's ``writing N steps of ... failed``)."""
+    from forensics.store.writer import new_capture
+
+    with new_capture(tmp_path / "y.capture") as writer:
+        assert writer.path.parent != tmp_path  # through the open folder, not by path
+        assert writer.shown == tmp_path / f".y.capture.tmp-{os.getpid()}"
+        assert writer.path.samefile(writer.shown)

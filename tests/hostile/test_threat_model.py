@@ -807,7 +807,9 @@ TESTS = {
              "tests/hostile/test_round13_atomic.py::"
              "test_summary_text_and_json_keep_the_path"],
     "T56d": ["tests/hostile/test_round13_atomic.py::"
-             "test_a_failed_capture_write_names_the_real_path"],
+             "test_a_failed_capture_write_names_the_real_path",
+             "tests/hostile/test_round13_atomic.py::"
+             "test_a_capture_writer_names_its_folder_by_its_real_path"],
     "T53a": ["tests/hostile/test_round12_attack.py::"
              "test_a_usage_error_prints_the_words_it_quotes_inert"],
     "T53b": ["tests/hostile/test_round12_attack.py::"
