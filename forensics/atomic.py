@@ -8,13 +8,17 @@ has not passed, stay private."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import secrets
 import stat
-import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from forensics.errors import ConfigurationError, OutputError, reason
+from forensics.errors import ConfigurationError, ForensicsError, OutputError, reason
 from forensics.escaping import capped, terminal
 
 
@@ -41,30 +45,57 @@ def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], obj
     suffix is kept), then rename it over ``target``; return ``target``. ``shared``: the file
     is for others to read, so it honours the umask (:func:`shared_mode`); else ``0600``.
 
+    The folder is opened as :func:`open_folder` walks it and held open: the new file is made in
+    it (``O_EXCL``, ``O_NOFOLLOW``, ``0600``), ``write`` is given a path that names it through
+    that open folder (:attr:`Folder.path`), and the rename is made in it; a link another user
+    swaps in on the way once it is open is never followed.
+
     Raises:
-        OutputError: the file cannot be written (no space, a size limit, permissions); the
-            message names ``target``, which is left as it was.
+        OutputError: the file cannot be written (no space, a size limit, permissions), or a
+            link another user planted is on the way; the message names ``target``, which is
+            left as it was.
     """
     path = Path(target)
-    folder = real_folder(path.parent)
-    tmp = ""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}",
-                                   dir=folder)
-        os.close(fd)
-        write(Path(tmp))
-        if shared:
-            os.chmod(tmp, shared_mode())
-        os.replace(tmp, folder / path.name)
-        tmp = ""
+        with open_folder(path.parent) as folder:
+            _write_in(folder, path, write, shared_mode() if shared else 0o600)
+    except ForensicsError:  # a refusal (a planted link) says itself
+        raise
     except OSError as exc:
         raise OutputError(f"cannot write '{terminal(path)}': {exc.strerror or reason(exc)}; "
                           f"check the folder, its permissions and free space") from None
-    finally:
-        if tmp:
-            os.unlink(tmp)
     return path
+
+
+def _write_in(folder: Folder, path: Path, write: Callable[[Path], object], mode: int) -> None:
+    """Make a new file in ``folder``, ``write`` it, give it ``mode``, fsync it and rename it
+    to ``path.name`` there; the new file is removed when any step fails."""
+    fd, tmp = _new_file(folder.fd, f".{path.name}.", f".tmp{path.suffix}")
+    try:
+        try:
+            write(folder.path / tmp)
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path.name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=folder.fd)
+        raise
+    with contextlib.suppress(OSError):  # the new name on disk (some file systems refuse)
+        os.fsync(folder.fd)
+
+
+def _new_file(folder: int, prefix: str, suffix: str) -> tuple[int, str]:
+    """A new file (``0600``) in the open folder ``folder``: its descriptor and name."""
+    for _ in range(100):
+        name = f"{prefix}{secrets.token_hex(4)}{suffix}"
+        try:
+            return os.open(name, _NEW_FILE, 0o600, dir_fd=folder), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", prefix)
 
 
 def write_text_atomically(target: str | os.PathLike[str], text: str,
@@ -83,12 +114,74 @@ def shared_mode() -> int:
 
 #: the links one path may go through, as Linux's path walk allows (``ELOOP`` past them)
 MAX_LINKS = 40
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+#: where Linux names an open descriptor as a path (a folder's: that very folder)
+_FDS = Path("/proc/self/fd")
+
+
+@dataclass(frozen=True)
+class Folder:
+    """An output's folder, open: ``fd`` (``O_DIRECTORY``) and ``real``, the path it was
+    reached by (every link on the way followed), for messages."""
+
+    fd: int
+    real: Path
+
+    @property
+    def path(self) -> Path:
+        """A path naming this very folder while it is open (``/proc/self/fd/N``: a link swapped
+        in on its way since it was opened is not followed), or its real path where the system
+        has no such names."""
+        return _FDS / str(self.fd) if _FDS.is_dir() else self.real
+
+    def shown(self, path: str | os.PathLike[str]) -> Path:
+        """``path`` (one under :attr:`path`) as its real path, for a message."""
+        try:
+            return self.real / Path(path).relative_to(self.path)
+        except ValueError:
+            return Path(path)
+
+
+@contextmanager
+def open_folder(path: str | os.PathLike[str]) -> Iterator[Folder]:
+    """The folder ``path``, made where missing (as ``mkdir -p``), open while inside.
+
+    It is walked from ``/`` (or the working folder) one component at a time, each opened with
+    ``O_NOFOLLOW``; a link is read and followed here as the kernel would (``link/..`` is the
+    folder above where it points), unless it is one another user planted (:func:`real_folder`'s
+    rule): what is checked is what is opened, and what is written goes into what is open.
+
+    Raises:
+        OutputError: a link another user planted is on the way, naming it.
+        OSError: a component is not a folder, cannot be made or opened, or too many links.
+    """
+    fd, real, _ = _walk(path, make=True)
+    try:
+        yield Folder(fd, real)
+    finally:
+        os.close(fd)
+
+
+def make_folder(path: str | os.PathLike[str]) -> Path:
+    """Make the output folder ``path`` (as :func:`open_folder` walks it); return ``path``.
+
+    Raises:
+        OutputError: it cannot be made, or a link another user planted is on its way."""
+    try:
+        with open_folder(path):
+            return Path(path)
+    except OSError as exc:
+        raise OutputError(f"cannot make the folder '{terminal(path)}': "
+                          f"{exc.strerror or reason(exc)}; check its way and permissions") from None
 
 
 def real_folder(path: str | os.PathLike[str]) -> Path:
     """``path`` (a folder an output goes into, or the output folder itself) with every link
     on its way followed and every ``..`` taken after it, as the kernel walks it; the part
     from the first component that does not exist yet is kept as named (it is made as folders).
+    A check made before a long step (a replay); the write itself walks again
+    (:func:`open_folder`).
 
     A link in a sticky folder that every user may write (``/tmp``) is followed only when it
     is this user's or the folder owner's, as Linux's ``fs.protected_symlinks`` rule does: one
@@ -97,36 +190,81 @@ def real_folder(path: str | os.PathLike[str]) -> Path:
     Raises:
         OutputError: such a link is on the way, naming it, its owner and the fix.
     """
+    fd, real, rest = _walk(path, make=False)
+    os.close(fd)
+    return Path(real, *rest)
+
+
+def _walk(path: str | os.PathLike[str], make: bool) -> tuple[int, Path, tuple[str, ...]]:
+    """Open the folder ``path`` names, one component at a time (``O_NOFOLLOW``), following
+    the links allowed here: ``(fd, real path, ())``; with ``make``, a missing folder is made;
+    without, the walk stops where it cannot go on, returning the named rest.
+
+    Raises:
+        OutputError: a link another user planted is on the way.
+        OSError: (``make``) a component cannot be made or opened, or too many links.
+    """
     named = user_path(path)
-    pending = list(reversed((named if named.is_absolute() else Path(os.getcwd(), named)).parts))
-    real, links = Path(pending.pop()), 0
-    while pending:
-        part = pending.pop()
-        if part == "..":
-            real = real.parent
-            continue
-        step = real / part
-        try:
-            info = os.lstat(step)
-        except OSError:  # not there yet (it is made as a folder) or not searchable
-            return Path(step, *reversed(pending))
-        if not stat.S_ISLNK(info.st_mode):
-            real = step
-            continue
-        links += 1
-        if links > MAX_LINKS:  # the write fails on it with ELOOP, naming it
-            return Path(step, *reversed(pending))
-        _refuse_planted(step, info, path)
-        target = Path(os.readlink(step))
-        real = Path(target.anchor) if target.is_absolute() else real
-        pending += reversed(target.parts[1:] if target.is_absolute() else target.parts)
-    return real
+    parts = list(named.parts)
+    start = parts.pop(0) if named.is_absolute() else "."
+    fd, real = os.open(start, _FOLDER), Path(start if named.is_absolute() else os.getcwd())
+    pending, links = list(reversed(parts)), 0
+    try:
+        while pending:
+            part = pending.pop()
+            try:
+                step = os.open(part, _FOLDER, dir_fd=fd)
+            except FileNotFoundError:
+                if not make:
+                    return fd, real, (part, *reversed(pending))
+                with contextlib.suppress(FileExistsError):  # made by another: opened next
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                pending.append(part)
+                continue
+            except NotADirectoryError as exc:  # a link (O_NOFOLLOW) or a file
+                target, links = _link(fd, real, part, path), links + 1
+                if target is None or links > MAX_LINKS:
+                    if make:
+                        raise exc if target is None else OSError(
+                            errno.ELOOP, os.strerror(errno.ELOOP), str(real / part)) from None
+                    return fd, real, (part, *reversed(pending))
+                if target.is_absolute():
+                    os.close(fd)
+                    fd = -1
+                    fd, real = os.open(target.anchor, _FOLDER), Path(target.anchor)
+                pending += reversed(target.parts[1:] if target.is_absolute() else target.parts)
+                continue
+            except OSError:
+                if make:
+                    raise
+                return fd, real, (part, *reversed(pending))  # not searchable: the write says
+            os.close(fd)
+            fd, real = step, real.parent if part == ".." else real / part
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        raise
+    return fd, real, ()
 
 
-def _refuse_planted(link: Path, info: os.stat_result, named: str | os.PathLike[str]) -> None:
+def _link(folder: int, real: Path, name: str, named: str | os.PathLike[str]) -> Path | None:
+    """Where the link ``name`` in the open ``folder`` (at ``real``) points, or None when
+    ``name`` is no link (a file: not a folder to go through).
+
+    Raises:
+        OutputError: it is a link another user planted (:func:`_refuse_planted`)."""
+    info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    if not stat.S_ISLNK(info.st_mode):
+        return None
+    _refuse_planted(real / name, info, os.fstat(folder), named)
+    return Path(os.readlink(name, dir_fd=folder))
+
+
+def _refuse_planted(link: Path, info: os.stat_result, holder: os.stat_result,
+                    named: str | os.PathLike[str]) -> None:
     """Raise OutputError when ``link`` (its ``lstat`` is ``info``) lies in a sticky folder
-    every user may write and is neither this user's nor that folder's owner's."""
-    holder = os.stat(link.parent)
+    every user may write (whose ``stat`` is ``holder``) and is neither this user's nor that
+    folder's owner's."""
     shared = stat.S_ISVTX | stat.S_IWOTH
     if holder.st_mode & shared != shared or info.st_uid in (os.geteuid(), holder.st_uid):
         return

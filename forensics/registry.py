@@ -38,10 +38,6 @@ class Registry(Generic[T]):
         """Register ``entry`` under ``name`` (a later registration of a name replaces it)."""
         self._entries[name] = entry
 
-    def unregister(self, name: str) -> None:
-        """Remove the entry ``name`` (nothing when it has none)."""
-        self._entries.pop(name, None)
-
     def get(self, name: str) -> T:
         """The entry ``name``; raises the registry's error listing the valid names."""
         found = self.find(name)

@@ -441,9 +441,10 @@ def test_a_relative_diff_variant_reaches_the_notebook_as_its_absolute_path(
     seen: list[list[str] | None] = []
     paths: list[str] = []
 
-    def run(notebook: Path, capture: Path, workdir: Path, variants: Any = None) -> Any:
+    def run(notebook: Path, capture: Path, workdir: Path, variants: Any = None,
+            diffs: Any = None) -> Any:
         seen.append(variants)
-        paths.append(registry.create(variants[1]).path)
+        paths.append(diffs[variants[1]])
         raise report.NotebookExecutionError("stop here")
 
     monkeypatch.setattr(report, "execute_notebook", run)
@@ -454,7 +455,7 @@ def test_a_relative_diff_variant_reaches_the_notebook_as_its_absolute_path(
     upstream, diff = seen[0] or []
     assert upstream == "upstream" and diff.startswith("vllm+vocab-guard.diff@")
     assert Path(paths[0]) == DATA / "patches" / "vocab-guard.diff"
-    assert registry.find(diff) is None  # registered only while the notebook ran
+    assert registry.find(diff) is None  # known only to the notebook, never registered
     with pytest.raises(ConfigurationError, match="no diff file at 'nowhere.diff'"):
         write_report(INCIDENT, tmp_path / "r.html", variants=["vllm+nowhere.diff"])
     assert len(seen) == 1  # refused before the notebook ran

@@ -89,7 +89,6 @@ def run(args: argparse.Namespace) -> int:
     if args.site is not None and args.site not in capture.sites:
         check_site_name(args.site, list(capture.sites))
     result = forensics.replay(capture, variants=_variants(args.variant))
-    out.parent.mkdir(parents=True, exist_ok=True)
     for kind, path in figures:
         ax = plots.plot(result, kind, site=args.site, variant=args.variant)
         plots.save(ax, path, dpi=args.dpi)

@@ -32,12 +32,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 @quietly
 def run(args: argparse.Namespace) -> int:
-    """Replay the capture and print its write-up; return 0."""
+    """Replay the capture and print its write-up; return 0. The Markdown one, made to be
+    shared, names a diff variant as a report does (its file name and digest, never the
+    user's folders); its reproduce commands keep the path, which runs."""
     from forensics.present.writeup import render
     from forensics.replaying import replay
-    from forensics.variants import DEFAULT_VARIANTS
+    from forensics.variants import DEFAULT_VARIANTS, diffs_named, shared_diffs
 
-    result = replay(args.capture, variants=list(args.variant or DEFAULT_VARIANTS),
-                    progress=sys.stderr.isatty())
-    print(render(result, args.format))
+    given = list(args.variant or DEFAULT_VARIANTS)
+    shown, diffs = shared_diffs(given) if args.format == "markdown" else (given, {})
+    with diffs_named(diffs):
+        result = replay(args.capture, variants=shown, progress=sys.stderr.isatty())
+    print(render(result, args.format, given))
     return 0

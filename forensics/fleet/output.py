@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from forensics.atomic import real_folder, refuse_inside_captures, user_path, write_atomically
+from forensics.atomic import make_folder, refuse_inside_captures, user_path, write_atomically
 from forensics.errors import ConfigurationError, ForensicsError, one_line
 from forensics.escaping import csv_cell, html, inert, markdown, terminal, unicode, unicode_path
 from forensics.fleet.triage import Triage
@@ -195,13 +195,7 @@ def write_table(result: Triage, path: str | os.PathLike[str]) -> Path:
 def shared_write(target: Path, write: Callable[[Path], None]) -> Path:
     """Write ``target`` atomically (:func:`forensics.atomic.write_atomically`) with the
     permissions of a new file under the umask: a triage is made to be shared."""
-    def written(tmp: Path) -> None:
-        write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-
-    return write_atomically(target, written)
+    return write_atomically(target, write, shared=True)
 
 
 def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
@@ -236,7 +230,7 @@ def write_html(result: Triage, directory: str | os.PathLike[str],
     Raises ConfigurationError for a folder inside a capture triaged."""
     refuse_inside_captures(directory, (row["capture"] for row in result.rows), "--html")
     root = user_path(directory)
-    real_folder(root).mkdir(parents=True, exist_ok=True)  # no link another user planted
+    make_folder(root)  # through no link another user planted
     if report is None:
         from forensics.present.report import write_report
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from forensics.atomic import real_folder, refuse_inside_captures, user_path
+from forensics.atomic import make_folder, refuse_inside_captures, user_path
 from forensics.errors import CaptureFormatError
 from forensics.escaping import inert, terminal
 
@@ -124,7 +124,7 @@ def run_demo(out_dir: Path | str = "reports", data_dir: Path | None = None,
     out = user_path(out_dir)
     captures = sorted((data_dir or bundled_data_dir()).glob("*.capture"))
     refuse_inside_captures(out, captures)
-    real_folder(out).mkdir(parents=True, exist_ok=True)  # no link another user planted
+    make_folder(out)  # through no link another user planted
     demo = Demo([])
     entries: list[tuple[str, str | None, str]] = []
     for path in captures:

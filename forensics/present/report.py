@@ -33,9 +33,11 @@ one); or a path to any ``.ipynb`` with a ``parameters`` cell defining ``capture`
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import re
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -127,12 +129,14 @@ def _capture_path(capture: Any) -> Path:
 
 
 def execute_notebook(notebook: Path, capture: Path, workdir: Path,
-                     variants: list[str] | None = None) -> Any:
+                     variants: list[str] | None = None,
+                     diffs: Mapping[str, str] | None = None) -> Any:
     """Run ``notebook`` with ``capture`` (and ``variants`` when given) as its parameters, in
     a child process of its own process group (:mod:`forensics.present.notebook_process`:
     each cell has a deadline enforced from outside), in the notebook's folder, its views
     drawn as SVG (:func:`forensics.present.svg.collecting`: no matplotlib); return the executed
-    nbformat node. ``workdir`` is unused (kept for callers).
+    nbformat node. ``diffs``: the diffs ``variants`` names by their shared names, known there
+    only (:func:`forensics.variants.diffs_named`). ``workdir`` is unused (kept for callers).
 
     Raises:
         NotebookExecutionError: a cell raised, ran past its deadline (``timed out after N s``:
@@ -140,10 +144,8 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
     """
     from forensics.errors import DeadlineError
     from forensics.escaping import terminal
-    from forensics.present import svg
     from forensics.present.notebook_exec import CellError, inject_parameters, read_notebook
     from forensics.present.notebook_process import NotebookProcessError, execute_in_child
-    from forensics.present.svg import views
 
     _require("IPython")
     nb = read_notebook(notebook)
@@ -151,7 +153,7 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
     _import_once()
     shown = terminal(capture)  # a name holding a newline or ESC never reads as another's
     try:
-        return execute_in_child(nb, notebook.parent, lambda: svg.collecting(views.draw))
+        return execute_in_child(nb, notebook.parent, lambda: _around(diffs or {}))
     except CellError as exc:
         raise NotebookExecutionError(
             f"notebook {notebook.name!r} failed on capture '{shown}' in cell "
@@ -164,6 +166,18 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
         raise NotebookExecutionError(
             f"notebook {notebook.name!r} on capture '{shown}': {reason(exc)}; its processes were "
             f"ended{why}") from None
+
+
+@contextlib.contextmanager
+def _around(diffs: Mapping[str, str]) -> Iterator[None]:
+    """What a report's notebook runs inside: its views drawn as SVG, ``diffs`` known by their
+    shared names."""
+    from forensics.present import svg
+    from forensics.present.svg import views
+    from forensics.variants import diffs_named
+
+    with svg.collecting(views.draw), diffs_named(diffs):
+        yield
 
 
 #: modules every bundled notebook uses (replay, conclusion, styled tables)
@@ -393,9 +407,9 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
         return write_text_atomically(target, no_records_page(name))
     say = _stage_printer(progress)
     say(f"running notebook {nb_path.stem} on {name} (replay, tables, plots)")
-    with tempfile.TemporaryDirectory(prefix="forensics-report-") as tmp, \
-            shared_diffs(variants or []) as shown:  # a diff by its name, not the user's folders
-        executed = execute_notebook(nb_path, capture_path, Path(tmp), shown or None)
+    shown, diffs = shared_diffs(variants or [])  # a diff by its name, not the user's folders
+    with tempfile.TemporaryDirectory(prefix="forensics-report-") as tmp:
+        executed = execute_notebook(nb_path, capture_path, Path(tmp), shown or None, diffs)
     say("exporting HTML")
     info = {"capture": name, "capture_path": str(capture_path), "notebook": nb_path.stem,
             "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),

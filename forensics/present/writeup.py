@@ -38,8 +38,12 @@ def reproduce_commands(source: str, variants: list[str]) -> list[str]:
             f"forensics report {path} -o report.html {flags}"]
 
 
-def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
-    """The Markdown write-up of ``result`` (GitHub-flavoured: tables, fenced commands)."""
+def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None,
+                given: list[str] | None = None) -> str:
+    """The Markdown write-up of ``result`` (GitHub-flavoured: tables, fenced commands).
+    ``given``: the variants as the reproduce commands name them, when the replay named them
+    otherwise (:func:`forensics.variants.shared_diffs`: a diff by its file name and digest);
+    default, as the replay named them."""
     conclusion = conclusion or conclude(result)
     lines = [f"## vllm-forensics: {markdown_code(conclusion.capture)}", "",
              markdown(conclusion.paragraph()), "",
@@ -58,7 +62,7 @@ def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None) -> s
               for key, value in conclusion.facts.items() if key != "events"]
     lines += [f"- event: {markdown_code(event)}" for event in conclusion.facts.get("events", [])]
     lines += ["", "### Reproduce", "", "```sh",
-              *reproduce_commands(result.source, result.variants), "```", "",
+              *reproduce_commands(result.source, given or result.variants), "```", "",
               *repro_lines(result.source)]
     return "\n".join(lines)
 
@@ -156,8 +160,9 @@ def to_json(result: ReplayResult, conclusion: Conclusion | None = None) -> dict[
             "reproduce": reproduce_commands(result.source, result.variants)}
 
 
-def render(result: ReplayResult, fmt: str) -> str:
-    """``result``'s write-up in ``fmt`` (one of :data:`FORMATS`)."""
+def render(result: ReplayResult, fmt: str, given: list[str] | None = None) -> str:
+    """``result``'s write-up in ``fmt`` (one of :data:`FORMATS`); ``given``: as
+    :func:`to_markdown` takes it."""
     if fmt == "json":
         return json_text(to_json(result), indent=2)
-    return to_text(result) if fmt == "text" else to_markdown(result)
+    return to_text(result) if fmt == "text" else to_markdown(result, given=given)

@@ -13,14 +13,12 @@ serialisation (:meth:`~forensics.share.evidence.Evidence.to_json`, read back by
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forensics.errors import CaptureFormatError, OutputError, UnknownVariantError
+from forensics.errors import CaptureFormatError, UnknownVariantError
 from forensics.escaping import shell_path, shell_word, terminal
 from forensics.share.evidence import (
     EXPECTED_KEYS,
@@ -171,22 +169,12 @@ def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) 
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:
-    """Write ``data`` as indented JSON atomically (a new temporary file, never a link that a
-    capture may hold, then a rename over ``path``); return ``path``.
+    """Write ``data`` as indented JSON atomically (:func:`forensics.atomic.write_atomically`:
+    a new private file, never a link that a capture may hold, then a rename over ``path``);
+    return ``path``.
 
     Raises OutputError when it cannot be written.
     """
-    text = (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError as exc:
-        raise OutputError(f"cannot write '{terminal(path)}': {exc.strerror}; check the folder's "
-                          "permissions and free space") from None
-    return path
+    from forensics.atomic import write_text_atomically
+
+    return write_text_atomically(path, json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -255,8 +255,9 @@ class _ForkedBlocks:
             message = pipe.read().decode(errors="replace")
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
-            raise CaptureFormatError(f"writing {steps} of '{terminal(self.writer.path)}' failed in "
-                                     f"process {pid} (exit {code}): {message or 'no message'}")
+            raise CaptureFormatError(f"writing {steps} of '{terminal(self.writer.shown)}' failed "
+                                     f"in process {pid} (exit {code}): "
+                                     f"{message or 'no message'}")
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

@@ -84,11 +84,12 @@ def install(tmp: Path, out: Path) -> None:
     fsync_dir(out.parent)
 
 
-def recover(out: Path, clean: bool = False) -> None:
+def recover(out: Path, clean: bool = False, shown: Path | None = None) -> None:
     """Finish or roll back an interrupted replacement of ``out`` begun on this host; with
     ``clean`` (writers), also remove the unfinished builds that processes of this host left
     when they died. Does nothing when no replacement was interrupted or when the file system
-    refuses (a read-only copy): the reader then sees what is there."""
+    refuses (a read-only copy): the reader then sees what is there. ``shown``: how a warning
+    names ``out`` (default: as it is)."""
     parent = out.parent
     try:
         if os.path.lexists(_journal(out)):
@@ -106,9 +107,10 @@ def recover(out: Path, clean: bool = False) -> None:
     except (ValueError, RecursionError, TypeError) as exc:
         import warnings
 
-        warnings.warn(f"forensics: ignored the replacement journal '{terminal(_journal(out))}': "
-                      f"not one of ours ({type(exc).__name__}); remove it if no forensics "
-                      f"command is writing '{terminal(out)}'", stacklevel=2)
+        named = out if shown is None else shown
+        warnings.warn(f"forensics: ignored the replacement journal '{terminal(_journal(named))}'"
+                      f": not one of ours ({type(exc).__name__}); remove it if no forensics "
+                      f"command is writing '{terminal(named)}'", stacklevel=2)
 
 
 def _resume(out: Path) -> None:

@@ -19,8 +19,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from forensics.atomic import real_output
-from forensics.errors import CaptureFormatError, OutputError, OutputExistsError, reason
+from forensics.atomic import Folder, open_folder
+from forensics.errors import (
+    CaptureFormatError,
+    ForensicsError,
+    OutputError,
+    OutputExistsError,
+    reason,
+)
 from forensics.escaping import terminal
 from forensics.records import Record
 from forensics.store import arrow_numpy
@@ -134,12 +140,16 @@ class CaptureWriter:
 
     ``manifest``: entries for ``manifest.json`` (written once; kept when another process wrote
     it first). ``process``: the name used in this writer's file names (default ``p<pid>``).
+    ``shown``: how messages name the directory (default ``path``; :func:`new_capture` writes
+    through its open folder, ``/proc/self/fd/N``, and names it by its real path).
     Raises ConfigurationError for a bad process name, OSError when the directory is unusable.
     """
 
     def __init__(self, path: str | os.PathLike[str], manifest: dict[str, Any] | None = None,
-                 *, process: str | None = None) -> None:
+                 *, process: str | None = None, shown: str | os.PathLike[str] | None = None
+                 ) -> None:
         self.path = Path(path)
+        self.shown = Path(path if shown is None else shown)
         self.path.mkdir(parents=True, exist_ok=True)
         self.process = check_process_name(process if process is not None else f"p{os.getpid()}")
         write_manifest_once(self.path, build_manifest(manifest))
@@ -163,7 +173,7 @@ class CaptureWriter:
                 value the store cannot keep (the message names the record and field).
         """
         if self._closed:
-            raise CaptureFormatError(f"writer of '{terminal(self.path)}' is closed")
+            raise CaptureFormatError(f"writer of '{terminal(self.shown)}' is closed")
         if validated and not record.summary:
             columns = trusted_columns(record)
         else:
@@ -196,7 +206,7 @@ class CaptureWriter:
                 Arrow type than the segment's schema says.
         """
         if self._closed:
-            raise CaptureFormatError(f"writer of '{terminal(self.path)}' is closed")
+            raise CaptureFormatError(f"writer of '{terminal(self.shown)}' is closed")
         key = (site, rank)
         if key in self._buffers:
             self._flush_key(key, self._buffers.pop(key))
@@ -333,21 +343,39 @@ def new_capture(path: str | os.PathLike[str], manifest: dict[str, Any] | None = 
         OutputExistsError: as :func:`write_capture`.
         OutputError: the file system refuses (no space, read-only, missing parent).
     """
-    out = real_output(named(path, "output"))  # a link another user planted is refused
-    recover(out, clean=True)
-    check_replaceable(out, force)
+    target = named(path, "output")
+    try:
+        with open_folder(target.parent) as folder:  # held open: no link swapped in is followed
+            with _built(folder, target.name, manifest, force) as writer:
+                yield writer
+    except ForensicsError:  # a refusal (an output in the way, a planted link) says itself
+        raise
+    except OSError as exc:
+        raise OutputError(f"cannot write capture '{terminal(target)}': "
+                          f"{exc.strerror or reason(exc)}{_at(exc)}; check the folder, its "
+                          "permissions and free space") from None
+
+
+@contextmanager
+def _built(folder: Folder, name: str, manifest: dict[str, Any] | None,
+           force: bool) -> Iterator[CaptureWriter]:
+    """:func:`new_capture` in the open ``folder``: the capture ``name`` built beside where it
+    goes and put in place; an OSError's file named by its real path."""
+    out, shown = folder.path / name, folder.real / name
+    recover(out, clean=True, shown=shown)
+    check_replaceable(out, force, shown=shown)
     tmp = tmp_path(out)
     made = False
     try:
         new_build(tmp)
         made = True
-        with CaptureWriter(tmp, manifest, process=WRITTEN_AGAIN) as writer:
+        with CaptureWriter(tmp, manifest, process=WRITTEN_AGAIN,
+                           shown=folder.shown(tmp)) as writer:
             yield writer
         install(tmp, out)
     except OSError as exc:
-        raise OutputError(f"cannot write capture '{terminal(out)}': {exc.strerror or reason(exc)}"
-                          f"{_at(exc)}; check the folder, its permissions and free "
-                          "space") from None
+        exc.filename = exc.filename and str(folder.shown(exc.filename))
+        raise
     finally:
         if made:
             with contextlib.suppress(OSError):
@@ -358,21 +386,22 @@ def _at(exc: OSError) -> str:
     return f" (at '{terminal(exc.filename)}')" if exc.filename else ""
 
 
-def check_replaceable(out: Path, force: bool) -> None:
+def check_replaceable(out: Path, force: bool, shown: Path | None = None) -> None:
     """Return when a capture may be written at ``out``: nothing is there, or a capture is and
-    ``force`` is set.
+    ``force`` is set. ``shown``: how messages name ``out`` (default: as it is).
 
     Raises:
         OutputExistsError: naming the output and the fix.
     """
+    name = terminal(out if shown is None else shown)
     if not (out.exists() or out.is_symlink()):
         return
     if not force:
-        raise OutputExistsError(f"output '{terminal(out)}' exists; pass --force (force=True) to "
+        raise OutputExistsError(f"output '{name}' exists; pass --force (force=True) to "
                                 "replace it")
     if out.is_symlink() or not out.is_dir():
-        raise OutputExistsError(f"output '{terminal(out)}' exists and is not a capture directory; "
+        raise OutputExistsError(f"output '{name}' exists and is not a capture directory; "
                                 "remove it yourself or choose another name")
     if any(out.iterdir()) and not (out / MANIFEST).is_file():
-        raise OutputExistsError(f"output '{terminal(out)}' is a non-empty directory without "
+        raise OutputExistsError(f"output '{name}' is a non-empty directory without "
                                 f"{MANIFEST}, not a capture; --force only replaces captures")

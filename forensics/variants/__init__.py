@@ -10,8 +10,9 @@ Built-ins are registered here, plugins after them; ``resolve_variant`` also acce
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any, Protocol, cast
 
 from forensics.errors import UnknownVariantError
@@ -52,7 +53,8 @@ class VariantRegistry(Registry[Callable[[], Variant]]):
                          accept=as_factory, hint=" or 'vllm+PATH.diff'")
 
     def create(self, name: str) -> Variant:
-        """Build the variant ``name``; ``vllm+PATH.diff`` builds a patched real-code variant.
+        """Build the variant ``name``; ``vllm+PATH.diff`` builds a patched real-code variant
+        (so does a diff's shared name inside :func:`diffs_named`, named so).
 
         Raises:
             UnknownVariantError: the name is neither registered nor ``vllm+PATH``.
@@ -60,7 +62,9 @@ class VariantRegistry(Registry[Callable[[], Variant]]):
         if isinstance(name, str) and name.startswith("vllm+") and self.find(name) is None:
             from forensics.variants.vllm_diff import PatchedVllmVariant
 
-            return PatchedVllmVariant(name[len("vllm+"):])
+            path = _NAMED_DIFFS.get({}).get(name)  # a shared name, inside diffs_named
+            return PatchedVllmVariant(name[len("vllm+"):]) if path is None else \
+                PatchedVllmVariant(path, name)
         return self.get(name)()
 
 
@@ -84,36 +88,41 @@ def resolve_variant(name: str, spec: Any = None) -> Variant:
                               f"got {type(spec).__name__}")
 
 
-@contextmanager
-def shared_diffs(names: list[str]) -> Iterator[list[str]]:
+def shared_diffs(names: list[str]) -> tuple[list[str], dict[str, str]]:
     """``names`` with each ``vllm+PATH.diff`` as its shared name
-    (:func:`forensics.variants.vllm_diff.shared_name`: file name and digest), registered as
-    that diff's variant while inside: a report, made to be shared, names it so and never the
-    user's folders. Other names unchanged.
-
-    Raises:
-        OSError: a diff file cannot be read.
+    (:func:`forensics.variants.vllm_diff.shared_name`: file name and digest), other names
+    unchanged; and each shared name -> its diff's path, for :func:`diffs_named`: a report,
+    made to be shared, names a diff so and never the user's folders. A diff that cannot be
+    read keeps its name (building its variant says why).
     """
     from forensics.variants.vllm_diff import shared_name
 
-    shown: dict[str, str] = {}
+    diffs: dict[str, str] = {}
+    shown = []
     for name in names:
         if name.startswith("vllm+") and registry.find(name) is None:
             path = name[len("vllm+"):]
-            shown[name] = shared_name(path)
-            registry.register(shown[name], _diff_factory(path, shown[name]))
+            with contextlib.suppress(OSError):
+                name = shared_name(path)
+                diffs[name] = path
+        shown.append(name)
+    return shown, diffs
+
+
+@contextlib.contextmanager
+def diffs_named(diffs: Mapping[str, str]) -> Iterator[None]:
+    """While inside, and in this context only (this thread, a process forked from it), each
+    shared name of ``diffs`` (:func:`shared_diffs`) builds the variant of its diff, so named.
+    The registry is not changed: another thread, or this one after, does not know the names."""
+    token = _NAMED_DIFFS.set({**_NAMED_DIFFS.get({}), **diffs})
     try:
-        yield [shown.get(name, name) for name in names]
+        yield
     finally:
-        for shared in shown.values():
-            registry.unregister(shared)
+        _NAMED_DIFFS.reset(token)
 
 
-def _diff_factory(path: str, name: str) -> Callable[[], Variant]:
-    """A factory of the diff variant at ``path`` named ``name``."""
-    from forensics.variants.vllm_diff import PatchedVllmVariant
-
-    return lambda: PatchedVllmVariant(path, name)
+#: the diffs known by their shared names in this context (:func:`diffs_named`): name -> path
+_NAMED_DIFFS: ContextVar[Mapping[str, str]] = ContextVar("forensics_named_diffs")
 
 
 def _register_builtins() -> None:

@@ -792,6 +792,24 @@ TESTS = {
              "test_a_link_of_the_user_or_outside_a_sticky_folder_is_followed",
              "tests/hostile/test_round12_outputs.py::"
              "test_the_users_own_link_to_an_output_folder_is_followed_by_a_command"],
+    "T56a": ["tests/hostile/test_round13_atomic.py::"
+             "test_a_link_swapped_in_while_a_file_is_written_is_not_followed",
+             "tests/hostile/test_round13_atomic.py::"
+             "test_a_link_swapped_in_while_a_capture_is_written_is_not_followed",
+             "tests/hostile/test_round13_atomic.py::"
+             "test_the_temporary_file_is_new_never_a_link_planted_at_its_name"],
+    "T56b": ["tests/hostile/test_round13_atomic.py::"
+             "test_a_reports_diff_names_never_enter_the_registry",
+             "tests/hostile/test_round13_atomic.py::"
+             "test_diff_names_are_known_in_their_context_only"],
+    "T56c": ["tests/hostile/test_round13_atomic.py::"
+             "test_summary_markdown_names_a_diff_by_its_file_name_and_its_commands_by_its_path",
+             "tests/hostile/test_round13_atomic.py::"
+             "test_summary_text_and_json_keep_the_path"],
+    "T56d": ["tests/hostile/test_round13_atomic.py::"
+             "test_a_failed_capture_write_names_the_real_path",
+             "tests/hostile/test_round13_atomic.py::"
+             "test_a_capture_writer_names_its_folder_by_its_real_path"],
     "T53a": ["tests/hostile/test_round12_attack.py::"
              "test_a_usage_error_prints_the_words_it_quotes_inert"],
     "T53b": ["tests/hostile/test_round12_attack.py::"
