@@ -158,7 +158,7 @@ def test_every_site_flags_its_token_fields() -> None:
 
 def test_redact_keeps_public_error_text_without_paths_hosts_and_ids(tmp_path: Path) -> None:
     from forensics.importers import import_sources
-    from forensics.present.conclusion import capture_facts, facts_sentence
+    from forensics.present.capture_facts import capture_facts, facts_sentence
 
     log = Path(__file__).parent / "data" / "sm70_engine.log"
     (tmp_path / "engine.log").write_text(

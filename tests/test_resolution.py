@@ -112,7 +112,7 @@ def test_a_capture_of_another_vllm_says_the_models_copy_another_version(tmp_path
     """Issue 42 point 8: a capture of vLLM 0.31.0 replayed through the 0.33.0 models says so."""
     import shutil
 
-    from forensics.present.conclusion import version_sentence
+    from forensics.present.capture_facts import version_sentence
 
     copy = tmp_path / "old.capture"
     shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", copy)

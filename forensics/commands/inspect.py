@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     Raises ForensicsError subclasses for a missing or malformed capture (exit 2).
     """
-    from forensics.present.conclusion import facts_lines
+    from forensics.present.capture_facts import facts_lines
     from forensics.store.reader import load
 
     summary = load(args.capture).summary()

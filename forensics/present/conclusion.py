@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from forensics.escaping import quoted, spanless, terminal
+from forensics.escaping import quoted, terminal
 from forensics.judge.findings import (
     FINDING_COLUMNS,
     INDEX_COLUMNS,
@@ -39,7 +39,12 @@ from forensics.judge.findings import (
 from forensics.judge.origins import is_raised
 from forensics.judge.suspects import describe_suspect, first_suspects
 from forensics.judge.wrong_tokens import silent_inputs_of
-from forensics.manifest_facts import MODEL, RUNNER, UNKNOWN, VLLM, Fact, read_fact, refusal
+from forensics.present.capture_facts import (
+    capture_facts,
+    facts_sentence,
+    stopped_sentence,
+    version_sentence,
+)
 from forensics.sites import SINK, site_order
 from forensics.sites.core import OUT_OF_BOUNDS, ROW_OF
 
@@ -54,9 +59,6 @@ PLACE = ("site", "step", "rank", "row", "element", "tensor")
 VIOLATION_KEYS = (*FINDING_COLUMNS, "req_id", *INDEX_COLUMNS)
 #: how many findings a variant cannot see are named in the conclusion
 _SHOWN_UNSEEN = 3
-#: the manifest facts shown as a capture's facts, in order, under their labels
-SHOWN_FACTS = (*MODEL, VLLM, Fact("torch", ("versions", "torch"), str), RUNNER,
-               Fact("host", ("host",), str), Fact("created", ("created",), str))
 
 
 @dataclass
@@ -491,131 +493,6 @@ def describe_patch(patch: Patch, baseline: str) -> str:
     return text
 
 
-def capture_facts(capture: Any) -> dict[str, Any]:
-    """The capture's facts from its manifest, summary and events (empty without a capture)."""
-    if capture is None or not hasattr(capture, "summary"):
-        return {}
-    return summary_facts(capture.summary())
-
-
-def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
-    """The capture's facts from its ``summary()`` (the ``inspect --json`` object)."""
-    manifest = summary.get("manifest") or {}
-    facts, refused = stated_facts(manifest)
-    facts["ranks"] = summary["ranks"]
-    facts["steps"] = summary["steps"]
-    from forensics.known.evidence import CRASH_EVENT_KINDS, in_step_order
-
-    # crash events only: the probe's start and stop (and other bookkeeping) are no crash;
-    # by step, so "the first" is the earliest whichever process's file holds it
-    facts["events"] = [_event_text(e) for e in in_step_order(summary["events"])
-                       if e.get("kind") in CRASH_EVENT_KINDS]
-    stopped = stopped_after(summary)
-    if stopped is not None:
-        facts["stopped_after"] = stopped
-    if manifest.get("notes"):
-        facts["notes"] = manifest["notes"]
-    if refused:
-        facts["refused"] = refused
-    return facts
-
-
-def stated_facts(manifest: Any) -> tuple[dict[str, Any], list[str]]:
-    """The facts the manifest states (:data:`SHOWN_FACTS`, by label), each checked by its
-    declared type and range: one it holds wrong is "unknown", and named in the second item
-    (``manifest field model.vocab_size is not ...: read as unknown``)."""
-    facts: dict[str, Any] = {}
-    refused: list[str] = []
-    for fact in SHOWN_FACTS:
-        value, field, problem = read_fact(manifest, fact)
-        if problem:
-            refused.append(refusal(field, problem))
-            value = UNKNOWN
-        if value is not None and value != "":
-            facts[fact.column] = value
-    return facts, refused
-
-
-def _event_text(event: dict[str, Any]) -> str:
-    """``"cuda_assert at step 14 rank 0: MESSAGE"``; an unknown step or rank left out."""
-    where = " ".join(f"{name} {spanless(event[name])}" for name in ("step", "rank")
-                     if event.get(name) is not None)
-    message = spanless(event.get("message") or event.get("detail") or "").strip().rstrip(".")
-    head = f"{spanless(event.get('kind', 'event'))}{f' at {where}' if where else ''}"
-    return f"{head}: {message}" if message else head
-
-
-def stopped_after(summary: dict[str, Any]) -> int | None:
-    """The last step of a capture whose engine stopped without the probe's stop (a process
-    with a ``probe_start`` event and no ``probe_stop``: killed or crashed), else None."""
-    from forensics.known.evidence import unstopped
-
-    events = summary.get("events") or []
-    gone = set(unstopped(events))
-    if not gone:
-        return None
-    steps = [e["step"] for e in events if str(e.get("process")) in gone
-             and isinstance(e.get("step"), int)]
-    span = summary.get("steps")
-    return max(steps + ([span[1]] if span else []), default=0)
-
-
-def stopped_sentence(step: int) -> str:
-    """What a capture cut short by its engine's death says (never "no failure")."""
-    return (f"The engine stopped without the probe's stop (killed or crashed) after step "
-            f"{step}: the capture holds what was recorded up to then.")
-
-
-#: the vLLM version whose code the model variants (``upstream``, ``patched``) copy
-MODELS_VLLM = "0.33.0"
-
-
-def version_sentence(facts: dict[str, Any], variants: Sequence[str]) -> str:
-    """That the capture's vLLM is not the one the models copy, and what that may change; or
-    ``""`` (same version, unknown version, or no model variant replayed)."""
-    version = str(facts.get("vllm") or "")
-    models = [v for v in variants if not v.startswith("vllm")]
-    if not version or version == "unknown" or version == MODELS_VLLM or not models:
-        return ""
-    return (f"The capture comes from vLLM {spanless(version)}, while {', '.join(models)} "
-            f"replay{'s' if len(models) == 1 else ''} the code of vLLM {MODELS_VLLM}: where "
-            f"these sites changed between the two, a bound, a fast path or the placeholder "
-            f"rule may differ, so a verdict may not be what {spanless(version)} did (replay "
-            f"with --variant vllm on that version's code where it is supported, 0.32.x or "
-            f"0.33.x).")
-
-
-def facts_sentence(facts: dict[str, Any]) -> str:
-    """The capture's facts as one sentence (``""`` when there are none)."""
-    if not facts:
-        return ""
-    shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
-             if key not in ("events", "notes", "stopped_after", "refused")]
-    events = facts.get("events") or []
-    shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
-    text = "Capture: " + "; ".join(shown) + "."
-    if facts.get("refused"):
-        refused = "; ".join(facts["refused"])
-        text += f" {refused[:1].upper()}{refused[1:]}."
-    if facts.get("stopped_after") is not None:
-        text += " " + stopped_sentence(facts["stopped_after"])
-    if facts.get("notes"):
-        text += f" Notes: {quoted(facts['notes'])}"
-    return text
-
-
-def fact_text(key: str, value: Any) -> str:
-    """A capture fact as text: booleans on/off, the step span ``A-B``, lists comma-joined; a
-    value through :func:`~forensics.escaping.spanless` (it stands in a sentence too)."""
-    if key == "steps" and isinstance(value, list) and len(value) == 2:
-        return f"{value[0]}-{value[1]}"
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if isinstance(value, list):
-        return ", ".join(map(spanless, value))
-    return spanless(value)
-
-
 # -- known or new, explained or not (forensics.known): the one block this module adds for it --
 
 def known_answer(result: ReplayResult) -> Any:
@@ -693,14 +570,6 @@ def _patch_step(conclusion: Conclusion, patch: Patch) -> str:
         return f"{patch.variant} resolves every {conclusion.baseline} finding."
     return (f"{patch.variant} resolves every {conclusion.baseline} finding; confirm on the real "
             f"code with --variant vllm --variant vllm+your-fix.diff (vLLM installed).")
-
-
-def facts_lines(summary: dict[str, Any]) -> list[str]:
-    """The manifest's facts as ``  key: value`` lines, for ``inspect``'s text (events and the
-    step span are shown there already)."""
-    facts = summary_facts(summary)
-    return ["manifest:", *(f"  {key}: {fact_text(key, value)}" for key, value in facts.items()
-                           if key not in ("events", "steps", "ranks"))]
 
 
 def _continuity_sentence(result: ReplayResult) -> str:

@@ -211,7 +211,7 @@ def header_data(result: Any, conclusion: Any) -> dict[str, Any]:
     when so, one per variant's verdict, the known-issue match, the first violation, the silent
     inputs, another vLLM version, the capture's facts) and the verdict
     table (site -> variant -> verdict)."""
-    from forensics.present.conclusion import facts_sentence, version_sentence
+    from forensics.present.capture_facts import facts_sentence, version_sentence
 
     known = conclusion.known
     lines = [known.lead() if known is not None else ""]

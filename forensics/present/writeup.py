@@ -22,7 +22,8 @@ from forensics.escaping import (
     terminal,
 )
 from forensics.judge.suspects import describe_suspect
-from forensics.present.conclusion import Conclusion, conclude, describe_finding, fact_text
+from forensics.present.capture_facts import fact_text
+from forensics.present.conclusion import Conclusion, conclude, describe_finding
 
 if TYPE_CHECKING:
     from forensics.replaying import ReplayResult

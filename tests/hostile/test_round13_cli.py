@@ -211,7 +211,7 @@ def test_the_clamp_of_an_unknown_version_says_it_is_unknown() -> None:
 def test_the_conclusion_says_the_version_is_unknown(version: object) -> None:
     """``The capture comes from vLLM {'x': [1]}``, ``... from vLLM ٠.٣٢.٠`` (read as 0.32.0),
     10 KB of a version twice: the conclusion said what the manifest held as the version."""
-    from forensics.present.conclusion import facts_sentence, summary_facts, version_sentence
+    from forensics.present.capture_facts import facts_sentence, summary_facts, version_sentence
     from forensics.store.reader import load
 
     summary = load(CLEAN).summary()

@@ -52,7 +52,7 @@ def test_inspect_shows_a_wrong_model_fact_unknown_and_names_it_refused(
 
 def test_the_conclusion_names_a_refused_model_fact(tmp_path: Path) -> None:
     """The conclusion's facts sentence says the vocabulary is unknown and why, not ``on``."""
-    from forensics.present.conclusion import facts_sentence, summary_facts
+    from forensics.present.capture_facts import facts_sentence, summary_facts
     from forensics.store.reader import load
 
     capture = load(_capture(tmp_path, "vocab_size", True))

@@ -114,7 +114,7 @@ def test_a_process_that_started_the_probe_again_and_died_is_called_died() -> Non
     the second was killed at step 9. Its start and stop were matched as sets, so the process
     counted as stopped: no crash, no "stopped without the probe's stop" sentence."""
     from forensics.known.evidence import crashed, unstopped
-    from forensics.present.conclusion import stopped_after
+    from forensics.present.capture_facts import stopped_after
 
     events = [{"kind": "probe_start", "process": "h-1", "step": 0},
               {"kind": "probe_stop", "process": "h-1", "step": 5},
@@ -321,7 +321,7 @@ def test_the_first_crash_event_is_the_earliest_not_the_first_file_read() -> None
 
     from forensics.known.answer import what_was_seen
     from forensics.known.evidence import Evidence
-    from forensics.present.conclusion import summary_facts
+    from forensics.present.capture_facts import summary_facts
 
     events = [{"kind": "engine_exception", "step": 50, "rank": 0, "process": "host-1000"},
               {"kind": "probe_start", "step": 0, "rank": 0, "process": "host-200"},

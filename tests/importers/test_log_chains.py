@@ -13,7 +13,7 @@ import numpy as np
 
 from forensics.importers import read_source
 from forensics.importers.crash_dump import read as read_dump
-from forensics.present.conclusion import summary_facts
+from forensics.present.capture_facts import summary_facts
 from forensics.records import Record
 from forensics.store.reader import load
 from forensics.store.writer import write_capture

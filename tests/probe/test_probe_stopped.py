@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from forensics.known.evidence import crashed, unstopped
-from forensics.present.conclusion import facts_sentence, summary_facts
+from forensics.present.capture_facts import facts_sentence, summary_facts
 
 
 def summary(events: list[dict[str, Any]], steps: list[int] | None) -> dict[str, Any]:
