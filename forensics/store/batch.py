@@ -181,7 +181,10 @@ class BatchView:
                            len(shape_flat) - 1)  # absent rows: any in-range item, ignored
         shapes = shape_flat[index]
         sizes = np.diff(offsets[start:stop + 1])
-        bad = present & ((shapes.prod(axis=1) != sizes) | (shapes < 0).any(axis=1))
+        # a product past 2**62 (exact in float64's range) is no stored size: its int64
+        # product may have wrapped to one (2**32 x 2**32 wraps to 0)
+        bad = present & ((shapes.prod(axis=1) != sizes) | (shapes < 0).any(axis=1)
+                         | (shapes.astype(np.float64).prod(axis=1) >= 2.0**62))
         if bad.any():
             row = int(rows[np.flatnonzero(bad)[0]])
             self._tensor(name, row, f"{self.where}, row {row}")  # raises, naming the row

@@ -106,3 +106,38 @@ def test_the_repro_takes_no_refused_vocabulary_from_the_manifest() -> None:
 
     assert vocab_fact(_Record(), {"model": {"vocab_size": 2**40}}) is None  # type: ignore[arg-type]
     assert vocab_fact(_Record(), {"model": {"vocab_size": 32000}}) == 32000  # type: ignore[arg-type]
+
+
+def _wrapped_shape(capture: Path) -> None:
+    """Give the embedding segment's first ``input_ids`` no values and the shape 2**32 x 2**32,
+    whose int64 product wraps to 0, its size (the sidecar index goes: it is rebuilt)."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    seg = next(capture.glob("embedding*.arrows"))
+    table = ipc.open_stream(seg.read_bytes()).read_all()
+    columns = {"input_ids": [], "input_ids.shape": [2**32, 2**32]}
+    for name, first in columns.items():
+        values = table.column(name).to_pylist()
+        values[0] = first
+        at = table.schema.get_field_index(name)
+        field = table.schema.field(at)
+        table = table.set_column(at, field, pa.array(values, field.type))
+    with ipc.new_stream(seg, table.schema) as writer:
+        writer.write_table(table)
+    for index in capture.glob("embedding*.idx"):
+        index.unlink()
+
+
+def test_a_tensor_shape_whose_product_wraps_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A stored tensor of no values whose shape is 2**32 x 2**32 (the int64 product wraps to
+    0) passed the bulk check and raised numpy's ValueError in the reshape: an internal error.
+    It is the capture's error, one line naming the segment, the row and the field."""
+    capture = tmp_path / "wrap.capture"
+    shutil.copytree(ROOT / "data" / "clean.capture", capture)
+    _wrapped_shape(capture)
+    assert main(["replay", str(capture)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "internal error" not in err, err
+    assert "embedding.r0.w0.0000.arrows" in err and "input_ids" in err and "row 0" in err, err

@@ -862,6 +862,8 @@ TESTS = {
              "test_a_refused_vocabulary_is_no_bound_for_a_kernel_contract",
              "tests/hostile/test_round13_lead.py::"
              "test_the_repro_takes_no_refused_vocabulary_from_the_manifest"],
+    "T58b": ["tests/hostile/test_round13_lead.py::"
+             "test_a_tensor_shape_whose_product_wraps_is_one_line"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
