@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, Protocol, cast
 
-from forensics.errors import UnknownVariantError
+from forensics.errors import CaptureFormatError, UnknownVariantError
 from forensics.outcome import Outcome
 from forensics.plugins import VARIANTS_GROUP
 from forensics.records import Record
@@ -93,7 +93,8 @@ def shared_diffs(names: list[str]) -> tuple[list[str], dict[str, str]]:
     (:func:`forensics.variants.vllm_diff.shared_name`: file name and digest), other names
     unchanged; and each shared name -> its diff's path, for :func:`diffs_named`: a report,
     made to be shared, names a diff so and never the user's folders. A diff that cannot be
-    read keeps its name (building its variant says why).
+    read (missing, not a regular file, past the diff file's cap) keeps its name (building its
+    variant says why).
     """
     from forensics.variants.vllm_diff import shared_name
 
@@ -102,7 +103,7 @@ def shared_diffs(names: list[str]) -> tuple[list[str], dict[str, str]]:
     for name in names:
         if name.startswith("vllm+") and registry.find(name) is None:
             path = name[len("vllm+"):]
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, CaptureFormatError):  # not a diff to read
                 name = shared_name(path)
                 diffs[name] = path
         shown.append(name)

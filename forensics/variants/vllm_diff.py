@@ -183,8 +183,11 @@ def _load_copy(tmp: Path, path: str, text: str, digest: str, source: str) -> Mod
 def shared_name(path: str | Path) -> str:
     """``vllm+NAME.diff@DIGEST``: the diff variant at ``path`` as an output made to be shared
     names it: the diff's file name and the first 8 hex digits of its content's SHA-256 (two
-    diffs of one name differ), never the folders it lies in. Raises OSError from the file."""
-    data = Path(path).read_bytes()
+    diffs of one name differ), never the folders it lies in. Read as :func:`read_diff` reads
+    it (a regular file within the diff file's cap: a FIFO or a huge file neither blocks nor
+    balloons the naming). Raises OSError from the file; CaptureFormatError past the cap,
+    UnsafeInputError for a file that is not regular."""
+    data = read_bytes(Path(path), "diff file")
     return f"vllm+{Path(path).name}@{hashlib.sha256(data).hexdigest()[:8]}"
 
 
