@@ -8,12 +8,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
+from cases import capture
 
 import forensics
 from forensics.records import Record
 from forensics.store.reader import load
 from forensics.store.writer import CaptureWriter, write_capture
 from tests.instructions import assert_scales_linearly
+
+pytest_plugins = ["pytester"]
 
 
 def _embedding(step: int, bound: int) -> Record:
@@ -62,3 +66,20 @@ def make_work(case: str, size: int, scratch: Path) -> Callable[[], object]:
     assert case == "one-record batches", case
     path = _one_record_batches(scratch / f"batches{size}.capture", size)
     return lambda: load(path).to_frame("embedding")
+
+
+def test_the_plugins_failure_of_a_bad_capture_names_it_inert(
+        tmp_path: Path, pytester: pytest.Pytester) -> None:
+    """The pytest plugin's failure of a capture it cannot read (a manifest that is no JSON)
+    began with the capture's path raw: a folder named ``x<LF>PASSED forged.capture`` printed a
+    line ``PASSED forged.capture: ...`` of its choosing in the failure report. The path is
+    inert, as in the item's id."""
+    fleet = tmp_path / "fleet"
+    path = capture(fleet, name="x\nPASSED forged")
+    (path / "manifest.json").write_text("{bad")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-o", "forensics_captures=",
+                                          "--forensics-captures", str(fleet))
+    assert result.ret == 1
+    assert not [line for line in result.outlines if line.startswith("PASSED forged")]
+    assert [line for line in result.outlines
+            if "x\\x0aPASSED forged.capture" in line and "not valid JSON" in line]
