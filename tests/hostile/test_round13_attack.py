@@ -83,3 +83,29 @@ def test_the_plugins_failure_of_a_bad_capture_names_it_inert(
     assert not [line for line in result.outlines if line.startswith("PASSED forged")]
     assert [line for line in result.outlines
             if "x\\x0aPASSED forged.capture" in line and "not valid JSON" in line]
+
+
+def test_a_capture_named_index_gets_a_report_of_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_demo`` over a folder of captures wrote the report of ``index.capture`` to
+    ``index.html`` and then the index over it: the report was lost and the index linked
+    itself as that capture's report. Each capture's report is its own file, the index is the
+    index."""
+    from forensics.present import demo
+
+    data = tmp_path / "data"
+    names = ("index", "index.capture", "other")  # folders index.capture, index.capture.capture
+    for each in names:
+        write_capture(data / f"{each}.capture", [_embedding(0, 10)])
+    monkeypatch.setattr(demo, "_write_report",
+                        lambda capture, target: target.write_text(f"report of {capture.name}")
+                        and "")
+    out = tmp_path / "out"
+    demo.run_demo(out, data_dir=data)
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "vllm-forensics demo" in index
+    links = [part.split("'", 1)[0] for part in index.split("href='")[1:]
+             if part.split("'", 1)[0].endswith(".html")]
+    assert len(links) == len(set(links)) == 3 and "index.html" not in links, links
+    reports = sorted((out / link).read_text() for link in links)
+    assert reports == sorted(f"report of {each}.capture" for each in names)
