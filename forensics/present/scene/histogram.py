@@ -22,6 +22,10 @@ from forensics.present.selection import (
 )
 from forensics.present.style import HISTOGRAM_WHAT, PLACEHOLDER_NOTE
 
+#: the widest a window grows to take in the vocabulary's sentinel beside the upper bound (a
+#: bin per value: a record's bound 2**24 away from the others' once asked for 2**26 bins)
+MAX_WINDOW = 1024
+
 
 def _histogram_data(result: Any, site: str, variant: str, tensor: TensorChoice
                     ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[str], list[str]]:
@@ -158,8 +162,8 @@ def histogram_data(result: Any, site: str | None = None, variant: str | None = N
     frame, inside, outside, drawn, omitted = _histogram_data(result, site, variant, tensor)
     vocab = vocab_size if vocab_size is not None else _guess_vocab_size(site, frame)
     lower, upper = _range_of(frame, outside)
-    if vocab is not None:
-        window = max(window, int(abs(upper - vocab)) + 4)
+    if vocab is not None:  # past MAX_WINDOW the sentinel is not drawn (it is in no window)
+        window = max(window, min(int(abs(upper - vocab)) + 4, MAX_WINDOW))
     axis = ValueAxis(lower, upper, window, np.concatenate([inside, outside]))
     shown_in = inside[axis.shown(inside)]
     edges = low = high = None
