@@ -54,6 +54,7 @@ from forensics.present.scene.timeline import (
 from forensics.present.scene.verdicts import verdict_cell, verdict_grid, verdict_title
 from forensics.present.selection import (
     TensorChoice,
+    coords,
     side_by_side_choice,
     title_text,
 )
@@ -234,17 +235,17 @@ def _mark_suspect_steps(ax: Axes, data: TimelineData) -> None:
     step, labelled once."""
     steps, y = data.suspects
     if steps:
-        ax.scatter(steps, y, marker="D", s=36, facecolor="none", edgecolor=SUSPECT_COLOR,
+        ax.scatter(coords(steps), coords(y), marker="D", s=36, facecolor="none", edgecolor=SUSPECT_COLOR,
                    linewidths=1.5, zorder=6, label=SUSPECT_LABEL)
 
 
-def _note_first(ax: Axes, x: float, y: float) -> None:
-    """Label the first violation (x, y) with an arrow; the note goes towards the middle of the
-    axes (below a point in the upper half, above one in the lower half), so it stays inside
-    the axes, clear of the title and of the markers along the bound."""
+def _note_first(ax: Axes, x: int, y: int) -> None:
+    """Label the first violation (step x, value y, exact) with an arrow; the note goes towards
+    the middle of the axes (below a point in the upper half, above one in the lower half), so
+    it stays inside the axes, clear of the title and of the markers along the bound."""
     lo, hi = ax.get_ylim()
     dy = -30 if y > (lo + hi) / 2 else 30
-    ax.annotate(first_note(x, y), (x, y), textcoords="offset points",
+    ax.annotate(first_note(x, y), (float(x), float(y)), textcoords="offset points",
                 xytext=(14, dy), va="top" if dy < 0 else "bottom", fontsize=8,
                 color=VIOLATION_COLOR, zorder=7,
                 arrowprops={"arrowstyle": "->", "color": VIOLATION_COLOR, "lw": 0.8},
@@ -257,11 +258,11 @@ def _draw_tensor(ax: Axes, data: TimelineData, line: TimelineTensor, first: bool
     dense), each drawn as its state says (out of bounds, resolved or not judged).
     ``labelled``: legend entries drawn so far (each is drawn once)."""
     binned, color, dense, width = line.binned, line.color, data.dense, data.width
-    x = binned["step"].to_numpy()
-    ax.fill_between(x, binned["min"], binned["max"], step="mid", color=color, alpha=0.15)
-    ax.plot(x, binned["max"], marker=None if dense else "o", ms=3, lw=0.8 if dense else 1,
+    x, low, high = (coords(binned[c]) for c in ("step", "min", "max"))
+    ax.fill_between(x, low, high, step="mid", color=color, alpha=0.15)
+    ax.plot(x, high, marker=None if dense else "o", ms=3, lw=0.8 if dense else 1,
             color=color, label=_mathsafe(data.series_label(line)))
-    ax.plot(x, binned["min"], marker=None if dense else ".", ms=2, lw=0.6 if dense else 0.8,
+    ax.plot(x, low, marker=None if dense else ".", ms=2, lw=0.6 if dense else 0.8,
             ls=":", color=color)
     edges, bound = line.stepped(width, ("upper", "lower"))
     ax.step(edges, bound["upper"], where="mid", ls="--", lw=1.4, color=BOUND_COLOR,

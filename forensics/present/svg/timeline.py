@@ -24,7 +24,7 @@ from forensics.present.scene.timeline import (
     first_note,
     timeline_data,
 )
-from forensics.present.selection import TensorChoice, title_text
+from forensics.present.selection import TensorChoice, coords, title_text
 from forensics.present.style import (
     BOUND_COLOR,
     MARK_STYLES,
@@ -108,7 +108,8 @@ def _density_panel(data: TimelineData, density: BinDensity) -> Panel:
 
 def _xlim(data: TimelineData) -> tuple[float, float] | None:
     """The steps' extent, half a bin beyond the first and the last (None without steps)."""
-    xs = [float(x) for line in data.lines for x in line.binned["step"]] + data.suspects[0]
+    xs = ([float(x) for line in data.lines for x in coords(line.binned["step"])]
+          + [float(s) for s in data.suspects[0]])
     if not xs:
         return None
     return min(xs) - data.width / 2, max(xs) + data.width / 2
@@ -118,11 +119,9 @@ def _draw_tensor(panel: Panel, data: TimelineData, line: TimelineTensor,
                  first: bool) -> None:
     """One tensor's band, largest and smallest values, bound lines and marks."""
     binned, dense = line.binned, data.dense
-    column = {c: binned[c].to_numpy(dtype="float64") for c in ("step", "min", "max", "lower",
-                                                                 "upper")}
+    column = {c: coords(binned[c]) for c in ("step", "min", "max")}
     x = column["step"].tolist()
-    stepped, padded_columns = line.stepped(data.width, ("min", "max", "lower", "upper"),
-                                           "float64")
+    stepped, padded_columns = line.stepped(data.width, ("min", "max", "lower", "upper"))
     edges = stepped.tolist()
     padded = {c: values.tolist() for c, values in padded_columns.items()}
     panel.band(edges, padded["min"], padded["max"], line.color, opacity=0.15)
