@@ -348,7 +348,7 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
         bar.set_ticks(range(1, int(max(peak, 1)) + 1, max(1, int(peak) // 8)))
     bar.set_label(DISTANCE_LABEL, fontsize=8)
     for r, s, value in data.written:
-        ax.text(s, r, f"{value:.0f}", ha="center", va="center", fontsize=6, color="white")
+        ax.text(s, r, str(value), ha="center", va="center", fontsize=6, color="white")
     handles: list[Any] = [Patch(color=CHECKED_COLOR, label=CHECKED_LABEL),
                           Patch(color=VIOLATION_COLOR, label="out of bounds")]
     if data.suspects is not None:
