@@ -452,6 +452,7 @@ def _draw_histogram(ax: Axes, data: HistogramData) -> None:
     ticks, labels = data.axis.ticks()
     if ticks:
         ax.set_xticks(ticks, labels, fontsize=7)
+    if data.axis.broken:
         middle, gap = data.break_at()
         ax.axvspan(middle - gap / 2, middle + gap / 2, color="white", zorder=3)
         ax.text(middle, 0.5, "≈", transform=ax.get_xaxis_transform(), ha="center",
