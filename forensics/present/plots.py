@@ -235,8 +235,8 @@ def _mark_suspect_steps(ax: Axes, data: TimelineData) -> None:
     step, labelled once."""
     steps, y = data.suspects
     if steps:
-        ax.scatter(coords(steps), coords(y), marker="D", s=36, facecolor="none", edgecolor=SUSPECT_COLOR,
-                   linewidths=1.5, zorder=6, label=SUSPECT_LABEL)
+        ax.scatter(coords(steps), coords(y), marker="D", s=36, facecolor="none",
+                   edgecolor=SUSPECT_COLOR, linewidths=1.5, zorder=6, label=SUSPECT_LABEL)
 
 
 def _note_first(ax: Axes, x: int, y: int) -> None:

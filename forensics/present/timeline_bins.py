@@ -188,8 +188,8 @@ def draw_density(ax: Axes, density: BinDensity, title: str, marks: Marks,
         ax.axvline(x, color=line_color, lw=0.8, alpha=0.5, zorder=4)
     if marks.suspects:
         ax.scatter([float(s) for s in marks.suspects], [0.0] * len(marks.suspects),
-                   marker="D", s=36, facecolor="none", edgecolor=marks.suspect_color, linewidths=1.5, zorder=6,
-                   label=marks.suspect_label)
+                   marker="D", s=36, facecolor="none", edgecolor=marks.suspect_color,
+                   linewidths=1.5, zorder=6, label=marks.suspect_label)
     ceiling = max([*density.totals(), 1]) * 1.25
     ax.set_ylim(0, ceiling)
     if marks.span is not None:
@@ -199,7 +199,8 @@ def draw_density(ax: Axes, density: BinDensity, title: str, marks: Marks,
         y = density.top_at(step)
         dy = -30 if y > ceiling / 2 else 30
         ax.annotate(marks.first_text, (float(step), y), textcoords="offset points",
-                    xytext=(14, dy), va="top" if dy < 0 else "bottom", fontsize=8, color=line_color, zorder=7,
+                    xytext=(14, dy), va="top" if dy < 0 else "bottom", fontsize=8,
+                    color=line_color, zorder=7,
                     arrowprops={"arrowstyle": "->", "color": line_color, "lw": 0.8},
                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
                           "alpha": 0.85})

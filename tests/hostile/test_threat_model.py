@@ -870,6 +870,13 @@ TESTS = {
              "test_the_plugins_failure_of_a_bad_capture_names_it_inert"],
     "T57d": ["tests/hostile/test_round13_attack.py::"
              "test_a_capture_named_index_gets_a_report_of_its_own"],
+    "T61a": ["tests/hostile/test_round13_steps.py::"
+             "test_the_timeline_names_the_first_violation_at_its_exact_step",
+             "tests/hostile/test_round13_steps.py::test_each_step_gets_its_own_verdict",
+             "tests/hostile/test_round13_steps.py::test_the_timeline_labels_are_exact"],
+    "T61b": ["tests/hostile/test_round13_steps.py::test_the_heatmap_labels_are_exact"],
+    "T61c": ["tests/hostile/test_round13_steps.py::"
+             "test_the_histogram_labels_and_bars_are_exact"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
