@@ -196,11 +196,12 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     ax = _axes(ax, figsize=(7.0, 4.6))
     if data.density is not None and data.lines:  # counts per bin (forensics.present.timeline_bins)
         xs = [float(x) for line in data.lines for x in line.binned["step"]]
-        marks = Marks((min(xs) - data.width / 2, max(xs) + data.width / 2), data.first,
+        marks = Marks((min(xs) - data.width / 2, max(xs) + data.width / 2), data.first_at(),
                       first_note(*data.first) if data.first else "", data.suspects[0],
                       SUSPECT_COLOR, SUSPECT_LABEL)
         draw_density(ax, data.density, title_text(result, data.site, data.variant,
                                                   data.density.ylabel()), marks, _mathsafe)
+        _step_labels(ax, data.origin)
         _legend_below(ax)
         return ax
     labelled: set[str] = set()
@@ -208,7 +209,7 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
         _draw_tensor(ax, data, line, i == 0, labelled)
     _mark_suspect_steps(ax, data)
     if data.first is not None:
-        _note_first(ax, *data.first)
+        _note_first(ax, data)
     if not data.lines:
         _empty(ax, data.empty())
     ax.set_title(_mathsafe(data.title()), fontsize=10)
@@ -219,6 +220,7 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     ax.set_ylabel(data.ylabel())
     ax.margins(y=0.12)
     _integer_steps(ax)
+    _step_labels(ax, data.origin)
     _legend_below(ax)
     return ax
 
@@ -230,6 +232,15 @@ def _integer_steps(ax: Axes) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
+def _step_labels(ax: Axes, origin: int) -> None:
+    """With steps drawn relative to ``origin`` (past 2**53), each x tick's label is its step:
+    ``origin`` plus the tick, exact."""
+    if origin:
+        from matplotlib.ticker import FuncFormatter
+
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: str(origin + round(v))))
+
+
 def _mark_suspect_steps(ax: Axes, data: TimelineData) -> None:
     """Mark the suspect steps (:func:`suspect_steps`) along the top of the band: a diamond per
     step, labelled once."""
@@ -239,13 +250,18 @@ def _mark_suspect_steps(ax: Axes, data: TimelineData) -> None:
                    edgecolor=SUSPECT_COLOR, linewidths=1.5, zorder=6, label=SUSPECT_LABEL)
 
 
-def _note_first(ax: Axes, x: int, y: int) -> None:
-    """Label the first violation (step x, value y, exact) with an arrow; the note goes towards
-    the middle of the axes (below a point in the upper half, above one in the lower half), so
-    it stays inside the axes, clear of the title and of the markers along the bound."""
+def _note_first(ax: Axes, data: TimelineData) -> None:
+    """Label the first violation with an arrow (its exact step and value, drawn at
+    :meth:`TimelineData.first_at`); the note goes towards the middle of the axes (below a
+    point in the upper half, above one in the lower half), so it stays inside the axes, clear
+    of the title and of the markers along the bound."""
+    at = data.first_at()
+    if data.first is None or at is None:
+        return
+    x, y = at
     lo, hi = ax.get_ylim()
     dy = -30 if y > (lo + hi) / 2 else 30
-    ax.annotate(first_note(x, y), (float(x), float(y)), textcoords="offset points",
+    ax.annotate(first_note(*data.first), (float(x), float(y)), textcoords="offset points",
                 xytext=(14, dy), va="top" if dy < 0 else "bottom", fontsize=8,
                 color=VIOLATION_COLOR, zorder=7,
                 arrowprops={"arrowstyle": "->", "color": VIOLATION_COLOR, "lw": 0.8},

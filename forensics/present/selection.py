@@ -117,6 +117,9 @@ def bounds_of(result: Any) -> pd.DataFrame | None:
 
 #: the range of a step, row, value or bound a view reads (numpy's int64)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: the largest magnitude up to which a float64 holds every integer: an axis of values past it
+#: is drawn relative to an origin of its own (:func:`axis_origin`), with exact tick labels
+EXACT_FLOAT = 2**53
 
 
 def _whole(value: Any) -> int | None:
@@ -158,6 +161,17 @@ def coords(values: Any) -> np.ndarray:
     if isinstance(values, pd.Series):
         return values.to_numpy(dtype="float64", na_value=np.nan)
     return np.asarray(values, dtype="float64")
+
+
+def axis_origin(values: pd.Series) -> int:
+    """The value an axis of the exact integers ``values`` is drawn from: 0 while float64 holds
+    them all (:data:`EXACT_FLOAT`), else the smallest (positions relative to it stay exact
+    while the values span no more than 2**53)."""
+    known = exact_ints(values).dropna()
+    if not len(known):
+        return 0
+    lo, hi = int(known.min()), int(known.max())
+    return lo if max(-lo, hi) > EXACT_FLOAT and hi - lo <= INT64_MAX else 0
 
 
 def _numeric(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:

@@ -106,13 +106,13 @@ def _labels(states: Sequence[str], tensors: list[str], variant: str) -> dict[str
 
 def bin_density(findings: pd.DataFrame | None, tensors: list[str], width: int,
                 binned: list[pd.DataFrame], styles: Sequence[tuple[str, str, str]],
-                variant: str = "") -> BinDensity:
+                variant: str = "", origin: int = 0) -> BinDensity:
     """The density of a dense timeline: ``findings`` (the variant's, at the site; None: the
     result has no findings table) counted per bin of ``width`` steps, those of ``tensors``
     only; without findings, the bad steps of each tensor's ``binned`` steps
     (:func:`forensics.present.scene.timeline.bin_steps`: ``start``, ``bad_steps`` and
     ``state`` per bin). Steps are exact integers: a bin's start is never read back from its
-    centre through a float.
+    centre through a float; they are counted relative to ``origin``, as ``binned`` is.
     ``styles``: (state, marker, colour) of out of bounds, resolved and not judged."""
     states = [state for state, _, _ in styles]
     if findings is None:
@@ -127,7 +127,7 @@ def bin_density(findings: pd.DataFrame | None, tensors: list[str], width: int,
                  if {"kind", "step"} <= set(findings.columns) else pd.DataFrame(columns=["step"]))
         if "tensor" in found.columns:
             found = found[found["tensor"].astype(str).isin(tensors)]
-        steps = exact_ints(found["step"])
+        steps = exact_ints(found["step"]) - origin
         table = pd.DataFrame({"start": (steps // width) * width, "count": 1,
                               "state": _states(found, states)}).dropna(subset=["start"])
         unit = VALUES
@@ -142,8 +142,8 @@ def bin_density(findings: pd.DataFrame | None, tensors: list[str], width: int,
 
 
 def density_of(result: Any, site: str, variant: str, tensors: list[str], width: int,
-               binned: list[pd.DataFrame], styles: Sequence[tuple[str, str, str]]
-               ) -> BinDensity | None:
+               binned: list[pd.DataFrame], styles: Sequence[tuple[str, str, str]],
+               origin: int = 0) -> BinDensity | None:
     """:func:`bin_density` of (site, variant) of ``result`` when the timeline is dense
     (``width`` > 1), else None."""
     if width <= 1:
@@ -153,7 +153,7 @@ def density_of(result: Any, site: str, variant: str, tensors: list[str], width: 
     if isinstance(table, pd.DataFrame):
         found = (table[(table["site"] == site) & (table["variant"] == variant)]
                  if {"site", "variant"} <= set(table.columns) else table.iloc[0:0])
-    return bin_density(found, tensors, width, binned, styles, variant)
+    return bin_density(found, tensors, width, binned, styles, variant, origin)
 
 
 @dataclass(frozen=True)

@@ -94,10 +94,35 @@ def test_each_step_gets_its_own_verdict(open_at: int) -> None:
     result = _result([(step, 50, 0, 10, step != BASE + open_at) for step in steps])
     expected = {step: OPEN if step == BASE + open_at else RESOLVED for step in steps}
     assert step_verdicts(result, "embedding", "upstream") == expected
-    (line,) = timeline_data(result, "embedding", "upstream").lines
-    assert {int(s): state for s, state in zip(line.binned["step"], line.binned["state"],
-                                              strict=True)} == expected
-    assert timeline_data(result, "embedding", "upstream").first == (BASE + open_at, 50)
+    data = timeline_data(result, "embedding", "upstream")
+    (line,) = data.lines
+    assert {int(s) + data.origin: state for s, state in
+            zip(line.binned["step"], line.binned["state"], strict=True)} == expected
+    assert data.first == (BASE + open_at, 50)
+
+
+def test_the_timeline_draws_each_step_at_its_own_x_under_its_own_label(past_2_53: Any
+                                                                         ) -> None:
+    """Drawn at float(step), the four steps shared one x (floats are 1,024 apart there) under
+    one tick labelled 4611686018427387904; now x is relative to the first step and each tick
+    is labelled with its exact step."""
+    figure = views.figure("timeline", past_2_53, site="embedding", variant="upstream")
+    root = ET.fromstring(figure.to_svg())
+    ticks = {"".join(e.itertext()): float(e.get("data-x", "nan"))
+             for e in root.iter() if e.get("class") == "xtick"}
+    assert ticks and {int(label) for label in ticks} <= {BASE + i for i in range(4)}
+    (mark,) = [m for g in root.iter() if g.get("class") == "mark open" for m in g
+               if m.get("data-x")]
+    assert float(mark.get("data-x", "nan")) == ticks[str(BASE + 1)]
+    series = next(e for e in root.iter() if e.get("class") == "series max")
+    assert len(set(series.get("data-x", "").split(","))) == 4
+    ax = plots.plot_bounds_timeline(past_2_53, site="embedding", variant="upstream")
+    ax.figure.canvas.draw()
+    labels = {t.get_text(): t.get_position()[0] for t in ax.get_xticklabels()
+              if t.get_text()}
+    plots.close(ax)
+    assert str(BASE + 1) in labels  # each tick labelled with the step at its place
+    assert all(int(label) == BASE + round(x) for label, x in labels.items())
 
 
 #: a value 9 past a bound near int64's largest, at a step past 2**62, and one 2 below a

@@ -11,6 +11,7 @@ import pandas as pd
 
 from forensics.present.scene.heatmap import step_ticks
 from forensics.present.selection import (
+    EXACT_FLOAT,
     TensorChoice,
     bounds_frame,
     chosen_site,
@@ -27,9 +28,6 @@ from forensics.present.style import HISTOGRAM_WHAT, PLACEHOLDER_NOTE
 #: the widest a window grows to take in the vocabulary's sentinel beside the upper bound (a
 #: bin per value: a record's bound 2**24 away from the others' once asked for 2**26 bins)
 MAX_WINDOW = 1024
-#: the largest magnitude a float64 holds every integer up to: a linear axis past it is drawn
-#: from its first value (positions relative to it) with exact tick labels
-EXACT_FLOAT = 2**53
 
 
 def _histogram_data(result: Any, site: str, variant: str, tensor: TensorChoice

@@ -12,6 +12,7 @@ import pandas as pd
 
 from forensics.present.selection import (
     TensorChoice,
+    axis_origin,
     bounds_frame,
     chosen_site,
     chosen_variant,
@@ -89,9 +90,13 @@ class TimelineData:
     complete: bool
     lines: list[TimelineTensor]
     omitted: list[str]
+    #: the suspect steps (relative to :attr:`origin`) and the top of the band at each
     suspects: tuple[list[int], list[int]]
     #: a dense timeline's counts per bin (:mod:`forensics.present.timeline_bins`), else None
     density: BinDensity | None = None
+    #: the step every drawn x is relative to (:func:`~forensics.present.selection.axis_origin`:
+    #: 0 unless a step is past 2**53); labels add it back, exactly
+    origin: int = 0
 
     @property
     def dense(self) -> bool:
@@ -103,6 +108,10 @@ class TimelineData:
         """The first unresolved, judged violation (step, value) of any tensor drawn, exact."""
         bad = [b for line in self.lines for b in line.bad]
         return min(bad) if bad else None
+
+    def first_at(self) -> tuple[int, int] | None:
+        """Where :attr:`first` is drawn: (its step less :attr:`origin`, its value)."""
+        return None if self.first is None else (self.first[0] - self.origin, self.first[1])
 
     def title(self) -> str:
         """The timeline's title (:func:`~forensics.present.selection.title_text`)."""
@@ -159,38 +168,45 @@ def timeline_data(result: Any, site: str | None = None, variant: str | None = No
     site = chosen_site(result, site, variant)
     frame, complete = bounds_frame(result, site, variant)
     tensors, omitted = tensors_to_draw(frame, tensor)
+    origin = axis_origin(frame["step"]) if len(frame) else 0
+    frame = frame.assign(step=frame["step"] - origin)  # drawn relative to the origin
     width = step_bin_width(frame["step"]) if len(frame) else 1
     verdicts = step_verdicts(result, site, variant)
     lines = [_timeline_tensor(_per_step(frame[frame["tensor"].astype(str) == name]), name,
-                              TENSOR_COLORS[i % len(TENSOR_COLORS)], width, verdicts)
+                              TENSOR_COLORS[i % len(TENSOR_COLORS)], width, verdicts, origin)
              for i, name in enumerate(tensors)]
+    suspects, tops = suspect_steps(result, site, variant, frame, origin)
     return TimelineData(result, site, variant, width, complete, lines, omitted,
-                        suspect_steps(result, site, variant, frame),
+                        ([s - origin for s in suspects], tops),
                         density_of(result, site, variant, [line.name for line in lines], width,
-                                   [line.binned for line in lines], MARK_STYLES))
+                                   [line.binned for line in lines], MARK_STYLES, origin),
+                        origin)
 
 
 def _timeline_tensor(steps: pd.DataFrame, name: str, color: str, width: int,
-                     verdicts: dict[int, str] | None) -> TimelineTensor:
-    """One tensor's steps, each with its state (:func:`step_verdicts`: out of bounds, resolved
-    or not judged; looked up by the exact step), binned ``width`` steps a point."""
-    steps = steps.assign(state=[OPEN if verdicts is None else verdicts.get(int(t), UNSEEN)
+                     verdicts: dict[int, str] | None, origin: int) -> TimelineTensor:
+    """One tensor's steps (relative to ``origin``), each with its state (:func:`step_verdicts`:
+    out of bounds, resolved or not judged; looked up by the exact step), binned ``width``
+    steps a point."""
+    steps = steps.assign(state=[OPEN if verdicts is None
+                                else verdicts.get(int(t) + origin, UNSEEN)
                                 for t in steps["step"]])
-    bad = [(int(a), b) for a, b, _ in _violations(steps[steps["state"] == OPEN])]
+    bad = [(int(a) + origin, b) for a, b, _ in _violations(steps[steps["state"] == OPEN])]
     return TimelineTensor(name, color, bin_steps(steps, width), bad)
 
 
-def suspect_steps(result: Any, site: str, variant: str, frame: pd.DataFrame
+def suspect_steps(result: Any, site: str, variant: str, frame: pd.DataFrame, origin: int = 0
                   ) -> tuple[list[int], list[int]]:
     """The steps with a misattributed finding (a suspect verdict) of (site, variant), and for
-    each the top of the band there (the largest value of ``frame`` at that step, else 0), as
-    exact integers."""
+    each the top of the band there (the largest value of ``frame``, whose steps are relative
+    to ``origin``, at that step, else 0), as exact integers."""
     found = rows_of(findings_of(result), site, variant)
     if not len(found):
         return [], []
     steps = sorted({int(s) for s in
                     exact_ints(found.loc[found["kind"] == "misattributed", "step"]).dropna()})
-    top = ({int(k): v for k, v in frame.groupby("step")["max"].max().dropna().items()}
+    top = ({int(k) + origin: v
+            for k, v in frame.groupby("step")["max"].max().dropna().items()}
            if len(frame) else {})
     return steps, [int(top.get(step, 0)) for step in steps]
 
