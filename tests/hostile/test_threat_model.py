@@ -873,7 +873,9 @@ TESTS = {
     "T61a": ["tests/hostile/test_round13_steps.py::"
              "test_the_timeline_names_the_first_violation_at_its_exact_step",
              "tests/hostile/test_round13_steps.py::test_each_step_gets_its_own_verdict",
-             "tests/hostile/test_round13_steps.py::test_the_timeline_labels_are_exact"],
+             "tests/hostile/test_round13_steps.py::test_the_timeline_labels_are_exact",
+             "tests/hostile/test_round13_steps.py::"
+             "test_the_timeline_draws_each_step_at_its_own_x_under_its_own_label"],
     "T61b": ["tests/hostile/test_round13_steps.py::test_the_heatmap_labels_are_exact"],
     "T61c": ["tests/hostile/test_round13_steps.py::"
              "test_the_histogram_labels_and_bars_are_exact"],
