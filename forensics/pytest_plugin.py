@@ -176,7 +176,7 @@ class CaptureItem(pytest.Item):
         from forensics.errors import ForensicsError
 
         if isinstance(excinfo.value, ForensicsError):
-            return terminal_lines(f"{self.capture}: {excinfo.value}")
+            return terminal_lines(f"{shown(self.capture)}: {excinfo.value}")
         return terminal_lines(str(super().repr_failure(excinfo)))  # a message may quote it
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

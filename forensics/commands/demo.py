@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     some report was not written (the others were)."""
     from forensics.atomic import user_path
     from forensics.escaping import terminal
-    from forensics.present.demo import format_table, run_demo
+    from forensics.present.demo import INDEX, format_table, run_demo
 
     def progress(message: str) -> None:
         if sys.stderr.isatty():
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     demo = run_demo(args.output, with_reports=not args.no_reports, progress=progress)
     print(format_table(demo.rows))
-    print(f"\nwrote {terminal(user_path(args.output) / 'index.html')}")
+    print(f"\nwrote {terminal(user_path(args.output) / INDEX)}")
     for name, why in demo.failed:
         print(f"forensics demo: error: the report of {terminal(name)} was not written: {why}",
               file=sys.stderr)

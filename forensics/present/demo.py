@@ -139,12 +139,27 @@ def run_demo(out_dir: Path | str = "reports", data_dir: Path | None = None,
         if with_reports:
             if progress:
                 progress(f"writing the report of {path.name}")
-            why = _write_report(path, out / f"{name}.html")
-            report = None if why else f"{name}.html"
+            page = report_page(name)
+            why = _write_report(path, out / page)
+            report = None if why else page
             demo.failed += [(name, why)] if why else []
         entries.append((name, report, figure.name))
-    _write_index(out / "index.html", demo.rows, entries)
+    _write_index(out / INDEX, demo.rows, entries)
     return demo
+
+
+#: the demo's index page, beside the reports
+INDEX = "index.html"
+
+
+def report_page(name: str) -> str:
+    """The file of the report of the capture ``name`` (its folder's name less ``.capture``):
+    ``NAME.html``, but never the index's name: a capture ``index`` (or ``index.capture``...)
+    takes one ``.capture`` more (``index.capture.html``), so that no two captures share one."""
+    stem = name
+    while stem.endswith(".capture"):
+        stem = stem.removesuffix(".capture")
+    return f"{name}.capture.html" if f"{stem}.html" == INDEX else f"{name}.html"
 
 
 def _write_report(capture: Path, target: Path) -> str:

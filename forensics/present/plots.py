@@ -54,6 +54,7 @@ from forensics.present.scene.timeline import (
 from forensics.present.scene.verdicts import verdict_cell, verdict_grid, verdict_title
 from forensics.present.selection import (
     TensorChoice,
+    coords,
     side_by_side_choice,
     title_text,
 )
@@ -195,11 +196,12 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     ax = _axes(ax, figsize=(7.0, 4.6))
     if data.density is not None and data.lines:  # counts per bin (forensics.present.timeline_bins)
         xs = [float(x) for line in data.lines for x in line.binned["step"]]
-        marks = Marks((min(xs) - data.width / 2, max(xs) + data.width / 2), data.first,
+        marks = Marks((min(xs) - data.width / 2, max(xs) + data.width / 2), data.first_at(),
                       first_note(*data.first) if data.first else "", data.suspects[0],
                       SUSPECT_COLOR, SUSPECT_LABEL)
         draw_density(ax, data.density, title_text(result, data.site, data.variant,
                                                   data.density.ylabel()), marks, _mathsafe)
+        _step_labels(ax, data.origin)
         _legend_below(ax)
         return ax
     labelled: set[str] = set()
@@ -207,7 +209,7 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
         _draw_tensor(ax, data, line, i == 0, labelled)
     _mark_suspect_steps(ax, data)
     if data.first is not None:
-        _note_first(ax, *data.first)
+        _note_first(ax, data)
     if not data.lines:
         _empty(ax, data.empty())
     ax.set_title(_mathsafe(data.title()), fontsize=10)
@@ -218,6 +220,7 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     ax.set_ylabel(data.ylabel())
     ax.margins(y=0.12)
     _integer_steps(ax)
+    _step_labels(ax, data.origin)
     _legend_below(ax)
     return ax
 
@@ -229,22 +232,36 @@ def _integer_steps(ax: Axes) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
+def _step_labels(ax: Axes, origin: int) -> None:
+    """With steps drawn relative to ``origin`` (past 2**53), each x tick's label is its step:
+    ``origin`` plus the tick, exact."""
+    if origin:
+        from matplotlib.ticker import FuncFormatter
+
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: str(origin + round(v))))
+
+
 def _mark_suspect_steps(ax: Axes, data: TimelineData) -> None:
     """Mark the suspect steps (:func:`suspect_steps`) along the top of the band: a diamond per
     step, labelled once."""
     steps, y = data.suspects
     if steps:
-        ax.scatter(steps, y, marker="D", s=36, facecolor="none", edgecolor=SUSPECT_COLOR,
-                   linewidths=1.5, zorder=6, label=SUSPECT_LABEL)
+        ax.scatter(coords(steps), coords(y), marker="D", s=36, facecolor="none",
+                   edgecolor=SUSPECT_COLOR, linewidths=1.5, zorder=6, label=SUSPECT_LABEL)
 
 
-def _note_first(ax: Axes, x: float, y: float) -> None:
-    """Label the first violation (x, y) with an arrow; the note goes towards the middle of the
-    axes (below a point in the upper half, above one in the lower half), so it stays inside
-    the axes, clear of the title and of the markers along the bound."""
+def _note_first(ax: Axes, data: TimelineData) -> None:
+    """Label the first violation with an arrow (its exact step and value, drawn at
+    :meth:`TimelineData.first_at`); the note goes towards the middle of the axes (below a
+    point in the upper half, above one in the lower half), so it stays inside the axes, clear
+    of the title and of the markers along the bound."""
+    at = data.first_at()
+    if data.first is None or at is None:
+        return
+    x, y = at
     lo, hi = ax.get_ylim()
     dy = -30 if y > (lo + hi) / 2 else 30
-    ax.annotate(first_note(x, y), (x, y), textcoords="offset points",
+    ax.annotate(first_note(*data.first), (float(x), float(y)), textcoords="offset points",
                 xytext=(14, dy), va="top" if dy < 0 else "bottom", fontsize=8,
                 color=VIOLATION_COLOR, zorder=7,
                 arrowprops={"arrowstyle": "->", "color": VIOLATION_COLOR, "lw": 0.8},
@@ -257,11 +274,11 @@ def _draw_tensor(ax: Axes, data: TimelineData, line: TimelineTensor, first: bool
     dense), each drawn as its state says (out of bounds, resolved or not judged).
     ``labelled``: legend entries drawn so far (each is drawn once)."""
     binned, color, dense, width = line.binned, line.color, data.dense, data.width
-    x = binned["step"].to_numpy()
-    ax.fill_between(x, binned["min"], binned["max"], step="mid", color=color, alpha=0.15)
-    ax.plot(x, binned["max"], marker=None if dense else "o", ms=3, lw=0.8 if dense else 1,
+    x, low, high = (coords(binned[c]) for c in ("step", "min", "max"))
+    ax.fill_between(x, low, high, step="mid", color=color, alpha=0.15)
+    ax.plot(x, high, marker=None if dense else "o", ms=3, lw=0.8 if dense else 1,
             color=color, label=_mathsafe(data.series_label(line)))
-    ax.plot(x, binned["min"], marker=None if dense else ".", ms=2, lw=0.6 if dense else 0.8,
+    ax.plot(x, low, marker=None if dense else ".", ms=2, lw=0.6 if dense else 0.8,
             ls=":", color=color)
     edges, bound = line.stepped(width, ("upper", "lower"))
     ax.step(edges, bound["upper"], where="mid", ls="--", lw=1.4, color=BOUND_COLOR,
@@ -347,7 +364,7 @@ def plot_row_heatmap(result: Any, site: str | None = None, variant: str | None =
         bar.set_ticks(range(1, int(max(peak, 1)) + 1, max(1, int(peak) // 8)))
     bar.set_label(DISTANCE_LABEL, fontsize=8)
     for r, s, value in data.written:
-        ax.text(s, r, f"{value:.0f}", ha="center", va="center", fontsize=6, color="white")
+        ax.text(s, r, str(value), ha="center", va="center", fontsize=6, color="white")
     handles: list[Any] = [Patch(color=CHECKED_COLOR, label=CHECKED_LABEL),
                           Patch(color=VIOLATION_COLOR, label="out of bounds")]
     if data.suspects is not None:
@@ -451,6 +468,7 @@ def _draw_histogram(ax: Axes, data: HistogramData) -> None:
     ticks, labels = data.axis.ticks()
     if ticks:
         ax.set_xticks(ticks, labels, fontsize=7)
+    if data.axis.broken:
         middle, gap = data.break_at()
         ax.axvspan(middle - gap / 2, middle + gap / 2, color="white", zorder=3)
         ax.text(middle, 0.5, "≈", transform=ax.get_xaxis_transform(), ha="center",

@@ -115,13 +115,74 @@ def bounds_of(result: Any) -> pd.DataFrame | None:
     return frame if isinstance(frame, pd.DataFrame) else None
 
 
+#: the range of a step, row, value or bound a view reads (numpy's int64)
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: the largest magnitude up to which a float64 holds every integer: an axis of values past it
+#: is drawn relative to an origin of its own (:func:`axis_origin`), with exact tick labels
+EXACT_FLOAT = 2**53
+
+
+def _whole(value: Any) -> int | None:
+    """``value`` as an exact Python int (None unless a whole number within int64, or text of
+    one)."""
+    if isinstance(value, (bool, np.bool_)) or value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            try:
+                value = float(value)
+            except ValueError:
+                return None
+    if isinstance(value, (float, np.floating)):
+        if not np.isfinite(value) or not float(value).is_integer():
+            return None
+        value = int(value)
+    if isinstance(value, (int, np.integer)) and INT64_MIN <= int(value) <= INT64_MAX:
+        return int(value)
+    return None
+
+
+def exact_ints(values: Any) -> pd.Series:
+    """``values`` (a Series or a sequence) as exact integers, pandas ``Int64`` (NA where not a
+    whole number within int64). Never through float64: it holds no integer past 2**53, so
+    step 2**62 + 1 read as 2**62 and its finding was named and judged at its neighbour."""
+    series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+    if pd.api.types.is_signed_integer_dtype(series.dtype):
+        return series.astype("Int64")
+    whole = [_whole(v) for v in series.to_numpy(dtype=object)]
+    return pd.Series(pd.array(whole, dtype="Int64"), index=series.index, name=series.name)
+
+
+def coords(values: Any) -> np.ndarray:
+    """``values`` as float64 coordinates to draw (NaN where NA): the last step of a drawing,
+    never for a label, a lookup or a comparison (float64 holds no integer past 2**53)."""
+    if isinstance(values, pd.Series):
+        return values.to_numpy(dtype="float64", na_value=np.nan)
+    return np.asarray(values, dtype="float64")
+
+
+def axis_origin(values: pd.Series) -> int:
+    """The value an axis of the exact integers ``values`` is drawn from: 0 while float64 holds
+    them all (:data:`EXACT_FLOAT`), else the smallest (positions relative to it stay exact
+    while the values span no more than 2**53)."""
+    known = exact_ints(values).dropna()
+    if not len(known):
+        return 0
+    lo, hi = int(known.min()), int(known.max())
+    return lo if max(-lo, hi) > EXACT_FLOAT and hi - lo <= INT64_MAX else 0
+
+
 def _numeric(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
-    """A copy of ``frame`` with ``columns`` as floats (NaN where not a number; a column the
-    frame lacks, as the empty table of a capture of no records does, added empty)."""
+    """A copy of ``frame`` with ``columns`` as exact integers (:func:`exact_ints`; NA where
+    not one; a column the frame lacks, as the empty table of a capture of no records does,
+    added empty)."""
     frame = frame.copy()
     for column in columns:
-        values = frame[column] if column in frame else pd.Series(np.nan, index=frame.index)
-        frame[column] = pd.to_numeric(values, errors="coerce").astype("float64")
+        values = frame[column] if column in frame else pd.Series(None, index=frame.index,
+                                                                 dtype=object)
+        frame[column] = exact_ints(values)
     return frame
 
 
@@ -133,7 +194,8 @@ def rows_of(frame: pd.DataFrame | None, site: str, variant: str) -> pd.DataFrame
 
 
 def out_of_bounds(result: Any, site: str, variant: str) -> pd.DataFrame:
-    """The out-of-bounds findings of (site, variant), with numeric step, value and bounds."""
+    """The out-of-bounds findings of (site, variant), with step, value and bounds as exact
+    integers (:func:`exact_ints`)."""
     frame = rows_of(findings_of(result), site, variant)
     if not len(frame):
         return frame
@@ -142,7 +204,8 @@ def out_of_bounds(result: Any, site: str, variant: str) -> pd.DataFrame:
 
 
 def bounds_frame(result: Any, site: str, variant: str) -> tuple[pd.DataFrame, bool]:
-    """The bounds rows of (site, variant) with numeric columns, and whether they are complete.
+    """The bounds rows of (site, variant) with step, extremes and bounds as exact integers
+    (:func:`exact_ints`), and whether they are complete.
 
     Without ``result.bounds`` the rows are rebuilt from the out-of-bounds findings (one row per
     offending element) and the flag is False: in-range values are then unknown.

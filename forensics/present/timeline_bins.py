@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from forensics.present.selection import exact_ints
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
@@ -75,7 +77,7 @@ class BinDensity:
         return [start + (self.width - 1) / 2 for state, start, _, _ in self.stacked()
                 if state == first]
 
-    def top_at(self, step: float) -> float:
+    def top_at(self, step: int) -> float:
         """The height of the bar stack of the bin holding ``step`` (0 when it has none)."""
         start = int(step // self.width) * self.width
         return float(dict(zip(self.starts, self.totals(), strict=True)).get(start, 0))
@@ -104,16 +106,17 @@ def _labels(states: Sequence[str], tensors: list[str], variant: str) -> dict[str
 
 def bin_density(findings: pd.DataFrame | None, tensors: list[str], width: int,
                 binned: list[pd.DataFrame], styles: Sequence[tuple[str, str, str]],
-                variant: str = "") -> BinDensity:
+                variant: str = "", origin: int = 0) -> BinDensity:
     """The density of a dense timeline: ``findings`` (the variant's, at the site; None: the
     result has no findings table) counted per bin of ``width`` steps, those of ``tensors``
     only; without findings, the bad steps of each tensor's ``binned`` steps
-    (:func:`forensics.present.plots.bin_steps`: ``bad_steps`` and ``state`` per bin).
+    (:func:`forensics.present.scene.timeline.bin_steps`: ``start``, ``bad_steps`` and
+    ``state`` per bin). Steps are exact integers: a bin's start is never read back from its
+    centre through a float; they are counted relative to ``origin``, as ``binned`` is.
     ``styles``: (state, marker, colour) of out of bounds, resolved and not judged."""
     states = [state for state, _, _ in styles]
     if findings is None:
-        frames = [b.assign(start=(b["step"] - (width - 1) / 2).round().astype("int64"),
-                           count=b["bad_steps"],
+        frames = [b.assign(count=b["bad_steps"],
                            state=b["state"] if "state" in b else states[0])
                   for b in binned if len(b)]
         table = (pd.concat(frames, ignore_index=True) if frames
@@ -124,9 +127,9 @@ def bin_density(findings: pd.DataFrame | None, tensors: list[str], width: int,
                  if {"kind", "step"} <= set(findings.columns) else pd.DataFrame(columns=["step"]))
         if "tensor" in found.columns:
             found = found[found["tensor"].astype(str).isin(tensors)]
-        steps = pd.to_numeric(found["step"]).to_numpy(dtype=np.int64)
+        steps = exact_ints(found["step"]) - origin
         table = pd.DataFrame({"start": (steps // width) * width, "count": 1,
-                              "state": _states(found, states)})
+                              "state": _states(found, states)}).dropna(subset=["start"])
         unit = VALUES
     table = table[table["count"] > 0]
     counts = table.pivot_table(index="start", columns="state", values="count", aggfunc="sum",
@@ -139,8 +142,8 @@ def bin_density(findings: pd.DataFrame | None, tensors: list[str], width: int,
 
 
 def density_of(result: Any, site: str, variant: str, tensors: list[str], width: int,
-               binned: list[pd.DataFrame], styles: Sequence[tuple[str, str, str]]
-               ) -> BinDensity | None:
+               binned: list[pd.DataFrame], styles: Sequence[tuple[str, str, str]],
+               origin: int = 0) -> BinDensity | None:
     """:func:`bin_density` of (site, variant) of ``result`` when the timeline is dense
     (``width`` > 1), else None."""
     if width <= 1:
@@ -150,7 +153,7 @@ def density_of(result: Any, site: str, variant: str, tensors: list[str], width: 
     if isinstance(table, pd.DataFrame):
         found = (table[(table["site"] == site) & (table["variant"] == variant)]
                  if {"site", "variant"} <= set(table.columns) else table.iloc[0:0])
-    return bin_density(found, tensors, width, binned, styles, variant)
+    return bin_density(found, tensors, width, binned, styles, variant, origin)
 
 
 @dataclass(frozen=True)
@@ -160,9 +163,9 @@ class Marks:
     and legend."""
 
     span: tuple[float, float] | None
-    first: tuple[float, float] | None
+    first: tuple[int, int] | None
     first_text: str
-    suspects: list[float]
+    suspects: list[int]
     suspect_color: str
     suspect_label: str
 
@@ -184,9 +187,9 @@ def draw_density(ax: Axes, density: BinDensity, title: str, marks: Marks,
     for x in density.open_centres():
         ax.axvline(x, color=line_color, lw=0.8, alpha=0.5, zorder=4)
     if marks.suspects:
-        ax.scatter(marks.suspects, [0.0] * len(marks.suspects), marker="D", s=36,
-                   facecolor="none", edgecolor=marks.suspect_color, linewidths=1.5, zorder=6,
-                   label=marks.suspect_label)
+        ax.scatter([float(s) for s in marks.suspects], [0.0] * len(marks.suspects),
+                   marker="D", s=36, facecolor="none", edgecolor=marks.suspect_color,
+                   linewidths=1.5, zorder=6, label=marks.suspect_label)
     ceiling = max([*density.totals(), 1]) * 1.25
     ax.set_ylim(0, ceiling)
     if marks.span is not None:
@@ -195,8 +198,9 @@ def draw_density(ax: Axes, density: BinDensity, title: str, marks: Marks,
         step, _ = marks.first
         y = density.top_at(step)
         dy = -30 if y > ceiling / 2 else 30
-        ax.annotate(marks.first_text, (step, y), textcoords="offset points", xytext=(14, dy),
-                    va="top" if dy < 0 else "bottom", fontsize=8, color=line_color, zorder=7,
+        ax.annotate(marks.first_text, (float(step), y), textcoords="offset points",
+                    xytext=(14, dy), va="top" if dy < 0 else "bottom", fontsize=8,
+                    color=line_color, zorder=7,
                     arrowprops={"arrowstyle": "->", "color": line_color, "lw": 0.8},
                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
                           "alpha": 0.85})

@@ -48,20 +48,22 @@ def site_frame(site: str, segments: list[Segment]) -> pd.DataFrame:
 
     columns = frame_columns(site)
     chunks: dict[str, list[np.ndarray]] = {}
-    total = 0
+    filled: dict[str, int] = {}  # the rows each column's chunks hold (summed once per batch
+    total = 0                    # of chunks, that was quadratic in the batches)
     for seg in segments:
         for i in range(len(seg.rows)):
             view = seg.batch(i)
             for name, values in _batch_columns(view).items():
                 if name not in chunks:
                     columns += [] if name in columns else [name]
-                    chunks[name] = [_missing(total, values)]
+                    chunks[name], filled[name] = [_missing(total)], total
                 chunks[name].append(values)
+                filled[name] += len(values)
             total += len(view)
-            for name in chunks:
-                filled = sum(len(c) for c in chunks[name])
-                if filled < total:
-                    chunks[name].append(_missing(total - filled, chunks[name][-1]))
+            for name, rows in filled.items():
+                if rows < total:
+                    chunks[name].append(_missing(total - rows))
+                    filled[name] = total
     data = {name: _to_series(chunks[name], total) if name in chunks
             else pd.array([pd.NA] * total, dtype="Int64") for name in columns}
     frame = pd.DataFrame(data, columns=columns)
@@ -134,7 +136,7 @@ def _nullable(values: list[Any]) -> np.ndarray:
     return np.asarray(values, dtype=object)
 
 
-def _missing(count: int, like: np.ndarray) -> np.ndarray:
+def _missing(count: int) -> np.ndarray:
     return np.full(count, None, dtype=object)
 
 

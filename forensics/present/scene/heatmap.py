@@ -3,6 +3,7 @@ out of bounds there, the checked steps, the written values, and the suspect and 
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from forensics.present.selection import (
     bounds_frame,
     chosen_site,
     chosen_variant,
+    exact_ints,
     findings_of,
     out_of_bounds,
     rows_of,
@@ -35,13 +37,20 @@ from forensics.present.style import (
 MAX_STEP_CELLS, MAX_ROW_CELLS = 10_000, 512
 
 
-def distance_past_bound(value: Any, lower: Any, upper: Any) -> np.ndarray:
-    """How far each value lies outside ``[lower, upper)``: 0 inside, 1 for ``upper`` or
-    ``lower - 1`` (the first invalid value on either side), growing outwards."""
-    v, lo, hi = (np.asarray(a, dtype="float64") for a in (value, lower, upper))
-    above = np.where(v >= hi, v - hi + 1, 0.0)
-    below = np.where(v < lo, lo - v, 0.0)
-    return np.nan_to_num(above + below)
+def distance_past_bound(value: Any, lower: Any, upper: Any) -> list[int]:
+    """How far each of ``value`` lies outside ``[lower, upper)`` (each a sequence like
+    ``value``, or one number for all), exactly (Python ints: from -2**63 to 2**63 - 1 is past
+    int64): 0 inside or unknown, 1 for ``upper`` or ``lower - 1`` (the first invalid value on
+    either side), growing outwards."""
+    n = len(value)
+    out = []
+    for v, lo, hi in zip(*(exact_ints([a] * n if np.ndim(a) == 0 else a)
+                           .to_numpy(dtype=object, na_value=None)
+                           for a in (value, lower, upper)), strict=True):
+        above = int(v) - int(hi) + 1 if v is not None and hi is not None and v >= hi else 0
+        below = int(lo) - int(v) if v is not None and lo is not None and v < lo else 0
+        out.append(above + below)
+    return out
 
 
 @dataclass
@@ -54,19 +63,22 @@ class HeatmapData:
     first); ``checked`` the step indices where the site was
     checked; ``written`` the (row index, step index, value) cells whose value is written;
     ``suspects`` the cells of misattributed findings; ``settled`` per state (:data:`RESOLVED`,
-    :data:`UNSEEN`) the cells of findings that are not out of bounds for this variant.
+    :data:`UNSEEN`) the cells of findings that are not out of bounds for this variant;
+    ``farthest`` the largest distance, exact (the grid's floats colour, never label). Steps,
+    rows and values are exact integers.
     """
 
     title: str
     variant: str
-    steps: list[float]
-    rows: list[float]
+    steps: list[int]
+    rows: list[int]
     grid: np.ndarray
     checked: list[int]
-    written: list[tuple[int, int, float]]
+    written: list[tuple[int, int, int]]
     suspects: tuple[np.ndarray, np.ndarray] | None
     settled: list[tuple[str, np.ndarray, np.ndarray]]
     empty: str | None = None
+    farthest: int = 0
 
     @property
     def peak(self) -> float:
@@ -92,11 +104,11 @@ class HeatmapData:
 
     def xticks(self) -> list[tuple[int, str]]:
         """(step index, label) of the labelled steps."""
-        return [(i, f"{self.steps[i]:.0f}") for i in step_ticks(self.steps, most=STEP_LABELS)]
+        return [(i, str(self.steps[i])) for i in step_ticks(self.steps, most=STEP_LABELS)]
 
     def yticks(self) -> list[tuple[int, str]]:
         """(row index, label) of the labelled rows (``summary`` for a summary record's row)."""
-        return [(i, "summary" if self.rows[i] < 0 else f"{self.rows[i]:.0f}")
+        return [(i, "summary" if self.rows[i] < 0 else str(self.rows[i]))
                 for i in _thin(len(self.rows))]
 
     def settled_label(self, state: str) -> str:
@@ -111,23 +123,31 @@ def heatmap_data(result: Any, site: str | None = None, variant: str | None = Non
     variant = chosen_variant(result, variant)
     site = chosen_site(result, site, variant)
     title = title_text(result, site, variant, HEATMAP_WHAT)
-    oob, settled = _open_and_settled(out_of_bounds(result, site, variant))
+    oob, settled = _open_and_settled(_with_steps(out_of_bounds(result, site, variant)))
     steps, rows = _heatmap_span(result, site, [variant, *(align or [])])
     if not len(steps.values):
         return HeatmapData(title, variant, [], rows.labels(), np.zeros((rows.count, 0)), [], [],
                            None, [], empty=f"no records for {site} under {variant}")
     checked = sorted({int(i) for i in steps.of(sorted(_checked_steps(result, site, variant)))})
     findings = rows_of(findings_of(result), site, variant)
+    distances = distance_past_bound(oob.get("value", []), oob.get("lower", []),
+                                    oob.get("upper", []))
     return HeatmapData(title, variant, steps.labels(), rows.labels(),
-                       _heatmap_grid(oob, steps, rows), checked,
+                       _heatmap_grid(oob, distances, steps, rows), checked,
                        _written_cells(oob, steps, rows), _suspect_cells(findings, steps, rows),
-                       _settled_cells(settled, steps, rows))
+                       _settled_cells(settled, steps, rows), farthest=max(distances, default=0))
+
+
+def _with_steps(oob: pd.DataFrame) -> pd.DataFrame:
+    """The findings of ``oob`` at a known step (a finding of no step has no column)."""
+    return oob[oob["step"].notna()] if len(oob) else oob
 
 
 @dataclass(frozen=True)
 class Cells:
-    """The sorted distinct ``values`` along one heatmap axis, drawn in at most ``most`` cells:
-    value ``i`` in cell ``i * count // len(values)`` (neighbours share a cell past ``most``)."""
+    """The sorted distinct ``values`` (int64, exact) along one heatmap axis, drawn in at most
+    ``most`` cells: value ``i`` in cell ``i * count // len(values)`` (neighbours share a cell
+    past ``most``)."""
 
     values: np.ndarray
     most: int
@@ -139,13 +159,13 @@ class Cells:
 
     def of(self, values: Any) -> np.ndarray:
         """The cell of each of ``values`` (each one of :attr:`values`)."""
-        at = np.searchsorted(self.values, np.asarray(values, dtype="float64"))
+        at = np.searchsorted(self.values, np.asarray(values, dtype="int64"))
         return np.asarray(at * self.count // max(len(self.values), 1), dtype=int)
 
-    def labels(self) -> list[float]:
+    def labels(self) -> list[int]:
         """The first value of each cell."""
         n, count = len(self.values), self.count
-        return [float(v) for v in self.values[(np.arange(count) * n + count - 1) // count]]
+        return [int(v) for v in self.values[(np.arange(count) * n + count - 1) // count]]
 
 
 def _open_and_settled(oob: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -165,7 +185,8 @@ def _settled_cells(settled: pd.DataFrame, steps: Cells, rows: Cells
     findings the variant cannot judge (states without cells left out)."""
     if not len(settled):
         return []
-    settled = settled[pd.to_numeric(settled["step"], errors="coerce").isin(steps.values)]
+    settled = settled[exact_ints(settled["step"]).isin(steps.values).fillna(False)
+                      .to_numpy(dtype=bool)]
     ri, si = _cell_index(settled, steps, rows)
     resolved = (settled["resolved"] == True).to_numpy()  # noqa: E712
     return [(state, np.asarray(ri)[mask], np.asarray(si)[mask])
@@ -175,64 +196,77 @@ def _settled_cells(settled: pd.DataFrame, steps: Cells, rows: Cells
 def _heatmap_span(result: Any, site: str, variants: Sequence[str]) -> tuple[Cells, Cells]:
     """The steps (checked or offending) and rows of ``site`` over ``variants``, sorted, in
     at most :data:`MAX_STEP_CELLS` and :data:`MAX_ROW_CELLS` cells."""
-    steps: set[float] = set()
-    rows: set[float] = set()
+    steps: set[int] = set()
+    rows: set[int] = set()
     for name in dict.fromkeys(variants):
         oob = out_of_bounds(result, site, name)
-        steps |= _checked_steps(result, site, name) | set(oob.get("step", pd.Series()).dropna())
+        steps |= _checked_steps(result, site, name) | _ints(oob.get("step", []))
         rows |= set(_heatmap_rows(oob, rows_of(findings_of(result), site, name)))
-    return (Cells(np.array(sorted(steps), dtype="float64"), MAX_STEP_CELLS),
-            Cells(np.array(sorted(rows) or [0.0], dtype="float64"), MAX_ROW_CELLS))
+    return (Cells(np.array(sorted(steps), dtype="int64"), MAX_STEP_CELLS),
+            Cells(np.array(sorted(rows) or [0], dtype="int64"), MAX_ROW_CELLS))
 
 
-def _checked_steps(result: Any, site: str, variant: str) -> set[float]:
+def _ints(values: Any) -> set[int]:
+    """The distinct known values of ``values`` as exact Python ints."""
+    return {int(v) for v in exact_ints(values).dropna()}
+
+
+def _checked_steps(result: Any, site: str, variant: str) -> set[int]:
     """Steps at which the site was checked: from ``bounds``, else from the result's records."""
     frame, complete = bounds_frame(result, site, variant)
-    steps = set(frame["step"].dropna()) if len(frame) else set()
+    steps = _ints(frame["step"]) if len(frame) else set()
     if not complete:
         records = getattr(result, "records", None)
         if isinstance(records, list):
-            steps |= {float(r.step) for r in records if getattr(r, "site", None) == site}
+            steps |= _ints([r.step for r in records if getattr(r, "site", None) == site])
     return steps
 
 
-def _heatmap_rows(oob: pd.DataFrame, findings: pd.DataFrame) -> list[float]:
-    rows: set[float] = set()
+def _rows(frame: pd.DataFrame) -> pd.Series:
+    """Each finding's batch row, exact (-1: a summary record's, of no row)."""
+    return exact_ints(frame["row"]).fillna(-1)
+
+
+def _heatmap_rows(oob: pd.DataFrame, findings: pd.DataFrame) -> list[int]:
+    rows: set[int] = set()
     for frame in (oob, findings):
         if len(frame):
-            rows.update(pd.to_numeric(frame["row"], errors="coerce").fillna(-1).astype(float))
+            rows |= _ints(_rows(frame))
     if not rows:
-        return [0.0]
+        return [0]
     numbered = [r for r in rows if r >= 0]
-    dense = [float(r) for r in range(int(max(numbered)) + 1)] if numbered else []
-    return ([-1.0] if -1.0 in rows else []) + dense
+    dense = list(range(max(numbered) + 1)) if numbered else []
+    return ([-1] if -1 in rows else []) + dense
 
 
 def _cell_index(frame: pd.DataFrame, steps: Cells, rows: Cells) -> tuple[np.ndarray, np.ndarray]:
-    r = pd.to_numeric(frame["row"], errors="coerce").fillna(-1).astype(float)
-    s = pd.to_numeric(frame["step"], errors="coerce").astype(float)
-    return rows.of(r), steps.of(s)
+    """(row cell, step cell) of each finding of ``frame`` (every one at a step of ``steps``)."""
+    return (rows.of(_rows(frame).to_numpy(dtype="int64")),
+            steps.of(exact_ints(frame["step"]).to_numpy(dtype="int64")))
 
 
-def _heatmap_grid(oob: pd.DataFrame, steps: Cells, rows: Cells) -> np.ndarray:
+def _heatmap_grid(oob: pd.DataFrame, distances: list[int], steps: Cells, rows: Cells
+                  ) -> np.ndarray:
+    """Per cell the largest of ``distances`` (one per finding of ``oob``), as a float: a
+    colour, never a label (:attr:`HeatmapData.farthest` is the exact one)."""
     grid = np.zeros((rows.count, steps.count))
     if len(oob):
         ri, si = _cell_index(oob, steps, rows)
-        dist = distance_past_bound(oob["value"], oob["lower"], oob["upper"])
-        np.maximum.at(grid, (ri, si), dist)
+        np.maximum.at(grid, (ri, si), np.asarray([float(d) for d in distances]))
     return grid
 
 
 def _written_cells(oob: pd.DataFrame, steps: Cells, rows: Cells
-                   ) -> list[tuple[int, int, float]]:
+                   ) -> list[tuple[int, int, int]]:
     """(row index, step index, value) of the first finding of each offending cell, on a grid
     of at most 400 cells (on a larger one the values are not written)."""
     if not len(oob) or steps.count * rows.count > 400:
         return []
     ri, si = _cell_index(oob, steps, rows)
-    cells: dict[tuple[int, int], float] = {}
-    for r, s, value in zip(ri, si, oob["value"], strict=True):
-        cells.setdefault((int(r), int(s)), float(value))
+    cells: dict[tuple[int, int], int] = {}
+    for r, s, value in zip(ri, si, exact_ints(oob["value"]), strict=True):
+        if value is not pd.NA:
+            cells.setdefault((int(r), int(s)), int(value))
     return [(r, s, value) for (r, s), value in cells.items()]
 
 
@@ -242,25 +276,24 @@ def _suspect_cells(findings: pd.DataFrame, steps: Cells, rows: Cells
     if not len(findings):
         return None
     sus = findings[findings["kind"] == "misattributed"]
-    sus = sus[pd.to_numeric(sus["step"], errors="coerce").isin(steps.values)]
+    sus = sus[exact_ints(sus["step"]).isin(steps.values).fillna(False).to_numpy(dtype=bool)]
     if not len(sus):
         return None
     return _cell_index(sus, steps, rows)
 
 
-def step_ticks(steps: list[float], most: int = STEP_LABELS) -> list[int]:
-    """Positions in ``steps`` (sorted) to label: at most ``most``, at round step numbers
+def step_ticks(steps: list[int], most: int = STEP_LABELS) -> list[int]:
+    """Positions in ``steps`` (sorted, exact) to label: at most ``most``, at round step numbers
     (multiples of 1, 2 or 5 x 10^k) where the steps hold them, so labels read 1000, 2000...
-    rather than 1, 1251, 2501..."""
+    rather than 1, 1251, 2501... (in integers: at 2**62 a float is 1024 steps wide)."""
     if len(steps) <= most:
         return list(range(len(steps)))
-    span = max(steps[-1] - steps[0], 1.0)
-    raw = span / most
-    scale = 10 ** int(np.floor(np.log10(raw)))
-    width = next(m * scale for m in (1, 2, 5, 10) if m * scale >= raw)
-    wanted = np.arange(np.ceil(steps[0] / width) * width, steps[-1] + 1, width)
-    found = np.searchsorted(steps, wanted)
-    return sorted({int(i) for i in found if i < len(steps)})[:most]
+    span = max(steps[-1] - steps[0], 1)
+    scale = 10 ** (len(str(max(span // most, 1))) - 1)
+    width = next(m * scale for m in (1, 2, 5, 10) if m * scale * most >= span)
+    first = -(-steps[0] // width) * width
+    found = (bisect.bisect_left(steps, wanted) for wanted in range(first, steps[-1] + 1, width))
+    return sorted({i for i in found if i < len(steps)})[:most]
 
 
 def _thin(n: int, most: int = 20) -> list[int]:

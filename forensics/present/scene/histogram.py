@@ -9,11 +9,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from forensics.present.scene.heatmap import step_ticks
 from forensics.present.selection import (
+    EXACT_FLOAT,
     TensorChoice,
     bounds_frame,
     chosen_site,
     chosen_variant,
+    exact_ints,
     is_id_tensor,
     out_of_bounds,
     tensors_to_draw,
@@ -22,22 +25,28 @@ from forensics.present.selection import (
 )
 from forensics.present.style import HISTOGRAM_WHAT, PLACEHOLDER_NOTE
 
+#: the widest a window grows to take in the vocabulary's sentinel beside the upper bound (a
+#: bin per value: a record's bound 2**24 away from the others' once asked for 2**26 bins)
+MAX_WINDOW = 1024
+
 
 def _histogram_data(result: Any, site: str, variant: str, tensor: TensorChoice
                     ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[str], list[str]]:
-    """(bounds rows drawn, in-range extremes of each record, every offending value, tensors
-    drawn, tensors omitted for being on another scale)."""
+    """(bounds rows drawn, in-range extremes of each record, every offending value (int64,
+    exact), tensors drawn, tensors omitted for being on another scale)."""
     frame, _ = bounds_frame(result, site, variant)
     oob = out_of_bounds(result, site, variant)
     drawn, omitted = tensors_to_draw(frame, tensor)
     if drawn or tensor is not None:
         frame = frame[frame["tensor"].astype(str).isin(drawn)]
         oob = oob[oob["tensor"].astype(str).isin(drawn)] if len(oob) else oob
-    inside = np.array([], dtype="float64")
+    inside = np.array([], dtype="int64")
     for column in ("min", "max") if len(frame) else ():
-        ok = (frame[column] >= frame["lower"]) & (frame[column] < frame["upper"])
-        inside = np.concatenate([inside, frame.loc[ok, column].to_numpy(dtype="float64")])
-    outside = oob["value"].to_numpy(dtype="float64") if len(oob) else np.array([])
+        ok = ((frame[column] >= frame["lower"]) & (frame[column] < frame["upper"])).fillna(False)
+        inside = np.concatenate([inside, frame.loc[ok.to_numpy(dtype=bool), column]
+                                 .dropna().to_numpy(dtype="int64")])
+    outside = (oob["value"].dropna().to_numpy(dtype="int64") if len(oob)
+               else np.array([], dtype="int64"))
     return frame, inside, outside, drawn, omitted
 
 
@@ -50,48 +59,70 @@ def _guess_vocab_size(site: str, frame: pd.DataFrame) -> int | None:
     return int(uppers.mode().iloc[0]) if len(uppers) else None
 
 
-class ValueAxis:
-    """Maps values to x positions: one linear stretch, or two windows (around ``lower`` and
-    ``upper``) joined by a break when the valid range is wide."""
+def _exact(values: Any) -> np.ndarray:
+    """``values`` as an object array of Python ints (and floats where given), for arithmetic
+    past int64 (``upper + window``) and past float64's exact integers (2**53)."""
+    if isinstance(values, np.ndarray):
+        return values.astype(object)
+    out = np.empty(len(values), dtype=object)  # a list of ints past int64 is not made float
+    out[:] = list(values)
+    return out
 
-    def __init__(self, lower: float, upper: float, window: int, values: np.ndarray) -> None:
+
+class ValueAxis:
+    """Maps values (exact integers) to x positions: one linear stretch, or two windows (around
+    ``lower`` and ``upper``) joined by a break when the valid range is wide. Positions are
+    floats to draw; they are computed exactly and relative to the windows (or, past
+    :data:`EXACT_FLOAT`, to the first value), so neighbouring values never share one."""
+
+    def __init__(self, lower: int, upper: int, window: int, values: np.ndarray) -> None:
         self.lower, self.upper, self.window = lower, upper, window
-        lo = min([lower - 1, *values]) if len(values) else lower - 1
-        hi = max([upper, *values]) if len(values) else upper
+        lo = min(lower - 1, int(values.min())) if len(values) else lower - 1
+        hi = max(upper, int(values.max())) if len(values) else upper
         self.broken = (hi - lo) > 6 * window
         self.gap = max(2, window // 4)
-        self.start, self.stop = (lo, hi) if not self.broken else (0.0, 0.0)
+        self.start, self.stop = (int(lo), int(hi)) if not self.broken else (0, 0)
+        self.origin = self.start if max(abs(self.start), abs(self.stop)) > EXACT_FLOAT else 0
 
-    def pos(self, values: np.ndarray) -> np.ndarray:
+    def pos(self, values: Any) -> np.ndarray:
         """x position of each value (values beyond a window sit on its edge)."""
-        v = np.asarray(values, dtype="float64")
+        v = _exact(values)
         if not self.broken:
-            return v
-        w, mid = self.window, (self.lower + self.upper) / 2
+            return np.asarray(v - self.origin, dtype="float64")
+        w = self.window
         left = np.clip(v - (self.lower - w), 0, 2 * w - 1)
         right = np.clip(v - (self.upper - w), 0, 2 * w - 1) + 2 * w + self.gap
-        return np.where(v < mid, left, right)
+        return np.asarray(np.where(2 * v < self.lower + self.upper, left, right),
+                          dtype="float64")
 
-    def shown(self, values: np.ndarray) -> np.ndarray:
+    def shown(self, values: Any) -> np.ndarray:
         """Mask of the values inside a window (all of them on a linear axis)."""
-        v = np.asarray(values, dtype="float64")
+        v = _exact(values)
         if not self.broken:
             return np.ones(len(v), dtype=bool)
         w = self.window
-        return (np.abs(v - self.lower) < w) | (np.abs(v - self.upper) < w)
+        return np.asarray((np.abs(v - self.lower) < w) | (np.abs(v - self.upper) < w),
+                          dtype=bool)
 
     def bins(self) -> np.ndarray:
         if not self.broken:
-            return np.arange(self.start - 0.5, self.stop + 1.5)
+            return np.arange(self.start - self.origin - 0.5, self.stop - self.origin + 1.5)
         return np.arange(-0.5, 4 * self.window + self.gap)
 
     def ticks(self) -> tuple[list[float], list[str]]:
+        """(position, label) of the labelled values: around both bounds on a broken axis, at
+        round values on a linear one drawn from its first value, else none (the renderer's
+        own ticks are then exact)."""
         if not self.broken:
-            return [], []
-        w = self.window
-        values = [self.lower - w // 2, self.lower, self.upper - w // 2, self.upper,
-                  self.upper + w // 2]
-        return list(self.pos(np.array(values))), [f"{v:.0f}" for v in values]
+            if not self.origin:
+                return [], []
+            values = list(range(self.start, self.stop + 1))
+            values = [values[i] for i in step_ticks(values, most=6)]
+        else:
+            w = self.window
+            values = [self.lower - w // 2, self.lower, self.upper - w // 2, self.upper,
+                      self.upper + w // 2]
+        return list(self.pos(values)), [str(v) for v in values]
 
 
 @dataclass
@@ -107,13 +138,13 @@ class HistogramData:
     title: str
     xlabel: str
     axis: ValueAxis
-    lower: float
-    upper: float
+    lower: int
+    upper: int
     edges: np.ndarray | None
     inside: np.ndarray | None
     outside: np.ndarray | None
     hidden: int
-    sentinels: list[tuple[float, str, int]]
+    sentinels: list[tuple[int, str, int]]
     omitted: list[str]
 
     def ylim(self) -> tuple[float, float]:
@@ -128,12 +159,12 @@ class HistogramData:
 
     def range_label(self) -> str:
         """The valid range's legend text."""
-        return f"valid range [{self.lower:.0f}, {self.upper:.0f})"
+        return f"valid range [{self.lower}, {self.upper})"
 
     def bound_labels(self) -> tuple[str, str]:
         """The legend texts of the upper and the lower bound lines."""
-        return (f"valid bound: upper = {self.upper:.0f} (exclusive)",
-                f"valid bound: lower = {self.lower:.0f}")
+        return (f"valid bound: upper = {self.upper} (exclusive)",
+                f"valid bound: lower = {self.lower}")
 
     def hidden_note(self) -> str:
         """The note on in-range values not shown ("" when none)."""
@@ -158,8 +189,8 @@ def histogram_data(result: Any, site: str | None = None, variant: str | None = N
     frame, inside, outside, drawn, omitted = _histogram_data(result, site, variant, tensor)
     vocab = vocab_size if vocab_size is not None else _guess_vocab_size(site, frame)
     lower, upper = _range_of(frame, outside)
-    if vocab is not None:
-        window = max(window, int(abs(upper - vocab)) + 4)
+    if vocab is not None:  # past MAX_WINDOW the sentinel is not drawn (it is in no window)
+        window = max(window, min(int(abs(upper - vocab)) + 4, MAX_WINDOW))
     axis = ValueAxis(lower, upper, window, np.concatenate([inside, outside]))
     shown_in = inside[axis.shown(inside)]
     edges = low = high = None
@@ -167,9 +198,9 @@ def histogram_data(result: Any, site: str | None = None, variant: str | None = N
         edges = np.asarray(list(axis.bins()), dtype=float)
         low, _ = np.histogram(axis.pos(shown_in), bins=edges)
         high, _ = np.histogram(axis.pos(outside), bins=edges)
-    sentinels = [(-1.0, PLACEHOLDER_NOTE, -1)]
+    sentinels = [(-1, PLACEHOLDER_NOTE, -1)]
     if vocab is not None:
-        sentinels.append((float(vocab), f"vocab_size = {vocab}: rejection sentinel", 1))
+        sentinels.append((vocab, f"vocab_size = {vocab}: rejection sentinel", 1))
     xlabel = (f"value used ({value_unit(site, drawn)})"
               + (" — broken axis: values near each bound" if axis.broken else ""))
     return HistogramData(title_text(result, site, variant, HISTOGRAM_WHAT), xlabel, axis,
@@ -177,7 +208,10 @@ def histogram_data(result: Any, site: str | None = None, variant: str | None = N
                          [s for s in sentinels if axis.shown(np.array([s[0]]))[0]], omitted)
 
 
-def _range_of(frame: pd.DataFrame, outside: np.ndarray) -> tuple[float, float]:
+def _range_of(frame: pd.DataFrame, outside: np.ndarray) -> tuple[int, int]:
+    """The valid range drawn, exact: the loosest bounds of ``frame``, else from 0 to past the
+    largest offending value."""
     if len(frame) and frame["upper"].notna().any():
-        return float(frame["lower"].min()), float(frame["upper"].max())
-    return 0.0, float(outside.max()) if len(outside) else 1.0
+        lower = exact_ints(frame["lower"]).min()
+        return (0 if lower is pd.NA else int(lower)), int(exact_ints(frame["upper"]).max())
+    return 0, int(outside.max()) if len(outside) else 1

@@ -12,9 +12,12 @@ import pandas as pd
 
 from forensics.present.selection import (
     TensorChoice,
+    axis_origin,
     bounds_frame,
     chosen_site,
     chosen_variant,
+    coords,
+    exact_ints,
     findings_of,
     rows_of,
     tensors_to_draw,
@@ -34,9 +37,11 @@ from forensics.present.timeline_bins import BinDensity, density_of
 
 
 def _per_step(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per step: smallest and largest value used, tightest bound, whether any record violated."""
-    frame = frame.assign(bad_low=frame["min"] < frame["lower"],
-                         bad_high=frame["max"] >= frame["upper"])
+    """Per step: smallest and largest value used, tightest bound, whether any record violated
+    (exact integers: :func:`~forensics.present.selection.bounds_frame`; a comparison with an
+    unknown value is no violation)."""
+    frame = frame.assign(bad_low=(frame["min"] < frame["lower"]).fillna(False).astype(bool),
+                         bad_high=(frame["max"] >= frame["upper"]).fillna(False).astype(bool))
     return (frame.groupby("step", sort=True)
             .agg(min=("min", "min"), max=("max", "max"), lower=("lower", "max"),
                  upper=("upper", "min"), bad_low=("bad_low", "any"),
@@ -47,28 +52,29 @@ def _per_step(frame: pd.DataFrame) -> pd.DataFrame:
 @dataclass
 class TimelineTensor:
     """One checked tensor of a timeline: its steps (binned, each with its ``state``), and its
-    unresolved violations (step, value), unbinned."""
+    unresolved violations (step, value) as exact integers, unbinned."""
 
     name: str
     color: str
     binned: pd.DataFrame
-    bad: list[tuple[float, float]]
+    bad: list[tuple[int, int]]
 
     def bound_label(self) -> str:
         """The legend text of the tensor's upper bound."""
-        return f"valid bound (dashed): < {_fmt_bound(self.binned['upper'].to_numpy())}"
+        return f"valid bound (dashed): < {_fmt_bound(self.binned['upper'])}"
 
     def lower_label(self) -> str:
         """The legend text of the tensor's lower bound."""
-        return f"lower bound = {_fmt_bound(self.binned['lower'].to_numpy())}"
+        return f"lower bound = {_fmt_bound(self.binned['lower'])}"
 
-    def stepped(self, width: int, columns: Sequence[str], dtype: str | None = None
+    def stepped(self, width: int, columns: Sequence[str]
                 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """The binned ``columns`` (read as ``dtype``) as step lines spanning each bin's whole
-        ``width``, so that a bound of one step still shows as a segment: the edges (half a bin
-        before the first step and after the last) and each column padded to them."""
-        edges = bin_edges(self.binned["step"].to_numpy(dtype=dtype), width)
-        return edges, {c: padded_to_edges(self.binned[c].to_numpy(dtype=dtype)) for c in columns}
+        """The binned ``columns`` as step lines spanning each bin's whole ``width``, so that a
+        bound of one step still shows as a segment: the edges (half a bin before the first
+        step and after the last) and each column padded to them, as coordinates to draw
+        (:func:`~forensics.present.selection.coords`)."""
+        edges = bin_edges(coords(self.binned["step"]), width)
+        return edges, {c: padded_to_edges(coords(self.binned[c])) for c in columns}
 
 
 @dataclass
@@ -84,9 +90,13 @@ class TimelineData:
     complete: bool
     lines: list[TimelineTensor]
     omitted: list[str]
-    suspects: tuple[list[float], list[float]]
+    #: the suspect steps (relative to :attr:`origin`) and the top of the band at each
+    suspects: tuple[list[int], list[int]]
     #: a dense timeline's counts per bin (:mod:`forensics.present.timeline_bins`), else None
     density: BinDensity | None = None
+    #: the step every drawn x is relative to (:func:`~forensics.present.selection.axis_origin`:
+    #: 0 unless a step is past 2**53); labels add it back, exactly
+    origin: int = 0
 
     @property
     def dense(self) -> bool:
@@ -94,10 +104,14 @@ class TimelineData:
         return self.width > 1
 
     @property
-    def first(self) -> tuple[float, float] | None:
-        """The first unresolved, judged violation (step, value) of any tensor drawn."""
+    def first(self) -> tuple[int, int] | None:
+        """The first unresolved, judged violation (step, value) of any tensor drawn, exact."""
         bad = [b for line in self.lines for b in line.bad]
         return min(bad) if bad else None
+
+    def first_at(self) -> tuple[int, int] | None:
+        """Where :attr:`first` is drawn: (its step less :attr:`origin`, its value)."""
+        return None if self.first is None else (self.first[0] - self.origin, self.first[1])
 
     def title(self) -> str:
         """The timeline's title (:func:`~forensics.present.selection.title_text`)."""
@@ -125,8 +139,10 @@ class TimelineData:
         return f"{line.name} (min..max{f' per {self.width} steps' if self.dense else ''})"
 
     def marks(self, line: TimelineTensor, state: str) -> list[tuple[float, float, int]]:
-        """(step, value, bad steps) of each value out of bounds of ``line`` in ``state``."""
-        return _violations(line.binned[line.binned["state"] == state])
+        """(step, value, bad steps) of each value out of bounds of ``line`` in ``state``, the
+        step and value as coordinates to draw (a bin's step is its centre)."""
+        return [(float(step), float(value), count) for step, value, count in
+                _violations(line.binned[line.binned["state"] == state])]
 
     def mark_label(self, state: str) -> str:
         """The legend text of the values out of bounds in ``state``."""
@@ -152,45 +168,56 @@ def timeline_data(result: Any, site: str | None = None, variant: str | None = No
     site = chosen_site(result, site, variant)
     frame, complete = bounds_frame(result, site, variant)
     tensors, omitted = tensors_to_draw(frame, tensor)
+    origin = axis_origin(frame["step"]) if len(frame) else 0
+    frame = frame.assign(step=frame["step"] - origin)  # drawn relative to the origin
     width = step_bin_width(frame["step"]) if len(frame) else 1
     verdicts = step_verdicts(result, site, variant)
     lines = [_timeline_tensor(_per_step(frame[frame["tensor"].astype(str) == name]), name,
-                              TENSOR_COLORS[i % len(TENSOR_COLORS)], width, verdicts)
+                              TENSOR_COLORS[i % len(TENSOR_COLORS)], width, verdicts, origin)
              for i, name in enumerate(tensors)]
+    suspects, tops = suspect_steps(result, site, variant, frame, origin)
     return TimelineData(result, site, variant, width, complete, lines, omitted,
-                        suspect_steps(result, site, variant, frame),
+                        ([s - origin for s in suspects], tops),
                         density_of(result, site, variant, [line.name for line in lines], width,
-                                   [line.binned for line in lines], MARK_STYLES))
+                                   [line.binned for line in lines], MARK_STYLES, origin),
+                        origin)
 
 
 def _timeline_tensor(steps: pd.DataFrame, name: str, color: str, width: int,
-                     verdicts: dict[float, str] | None) -> TimelineTensor:
-    """One tensor's steps, each with its state (:func:`step_verdicts`: out of bounds, resolved
-    or not judged), binned ``width`` steps a point."""
-    steps = steps.assign(state=[OPEN if verdicts is None else verdicts.get(float(t), UNSEEN)
+                     verdicts: dict[int, str] | None, origin: int) -> TimelineTensor:
+    """One tensor's steps (relative to ``origin``), each with its state (:func:`step_verdicts`:
+    out of bounds, resolved or not judged; looked up by the exact step), binned ``width``
+    steps a point."""
+    steps = steps.assign(state=[OPEN if verdicts is None
+                                else verdicts.get(int(t) + origin, UNSEEN)
                                 for t in steps["step"]])
-    bad = [(a, b) for a, b, _ in _violations(steps[steps["state"] == OPEN])]
+    bad = [(int(a) + origin, b) for a, b, _ in _violations(steps[steps["state"] == OPEN])]
     return TimelineTensor(name, color, bin_steps(steps, width), bad)
 
 
-def suspect_steps(result: Any, site: str, variant: str, frame: pd.DataFrame
-                  ) -> tuple[list[float], list[float]]:
+def suspect_steps(result: Any, site: str, variant: str, frame: pd.DataFrame, origin: int = 0
+                  ) -> tuple[list[int], list[int]]:
     """The steps with a misattributed finding (a suspect verdict) of (site, variant), and for
-    each the top of the band there (the largest value of ``frame`` at that step, else 0)."""
+    each the top of the band there (the largest value of ``frame``, whose steps are relative
+    to ``origin``, at that step, else 0), as exact integers."""
     found = rows_of(findings_of(result), site, variant)
     if not len(found):
         return [], []
-    steps = sorted(set(pd.to_numeric(found.loc[found["kind"] == "misattributed", "step"])))
-    top = (frame.groupby("step")["max"].max() if len(frame) else pd.Series(dtype=float))
-    return [float(s) for s in steps], [float(top.get(step, 0.0)) for step in steps]
+    steps = sorted({int(s) for s in
+                    exact_ints(found.loc[found["kind"] == "misattributed", "step"]).dropna()})
+    top = ({int(k) + origin: v
+            for k, v in frame.groupby("step")["max"].max().dropna().items()}
+           if len(frame) else {})
+    return steps, [int(top.get(step, 0)) for step in steps]
 
 
-def first_note(x: float, y: float) -> str:
-    """The text naming the first unresolved violation (step ``x``, value ``y``)."""
-    return f"first: step {x:.0f}, value {y:.0f}"
+def first_note(x: int, y: int) -> str:
+    """The text naming the first unresolved violation (step ``x``, value ``y``: exact
+    integers, never rounded through a float)."""
+    return f"first: step {int(x)}, value {int(y)}"
 
 
-def step_verdicts(result: Any, site: str, variant: str) -> dict[float, str] | None:
+def step_verdicts(result: Any, site: str, variant: str) -> dict[int, str] | None:
     """Per step with an out-of-bounds finding of ``variant`` at ``site``: :data:`OPEN` when
     one is unresolved and judged, else :data:`RESOLVED` when one is resolved, else
     :data:`UNSEEN` (the variant cannot judge it). None without a findings table: every
@@ -198,7 +225,7 @@ def step_verdicts(result: Any, site: str, variant: str) -> dict[float, str] | No
     found = rows_of(findings_of(result), site, variant)
     if findings_of(result) is None:
         return None
-    out: dict[float, str] = {}
+    out: dict[int, str] = {}
     if not len(found):
         return out
     found = found[found["kind"] == "out_of_bounds"]
@@ -208,8 +235,8 @@ def step_verdicts(result: Any, site: str, variant: str) -> dict[float, str] | No
                         (found["step"][judged & resolved], RESOLVED),
                         (found["step"][~judged] if "judged" in found else found["step"][:0],
                          UNSEEN)):
-        for value in step.astype(float):
-            out.setdefault(float(value), state)
+        for value in exact_ints(step).dropna():
+            out.setdefault(int(value), state)
     return out
 
 
@@ -218,7 +245,7 @@ def step_bin_width(steps: pd.Series) -> int:
     steps, else a round width (1, 2 or 5 x 10^k) giving at most :data:`TIMELINE_BINS` bins."""
     if steps.nunique() <= DENSE_STEPS:
         return 1
-    span = float(steps.max() - steps.min()) + 1
+    span = float(int(steps.max()) - int(steps.min()) + 1)
     raw = span / TIMELINE_BINS
     scale = 10 ** int(np.floor(np.log10(raw)))
     return int(next(m * scale for m in (1, 2, 5, 10) if m * scale >= raw))
@@ -226,8 +253,8 @@ def step_bin_width(steps: pd.Series) -> int:
 
 def bin_steps(steps: pd.DataFrame, width: int) -> pd.DataFrame:
     """:func:`_per_step`'s table aggregated into bins of ``width`` steps (each bin drawn at its
-    centre): extremes and tightest bound of the bin, whether any step of it violated, and
-    ``bad_steps``, how many did."""
+    centre, a coordinate; ``start``, its first step, exact): extremes and tightest bound of the
+    bin, whether any step of it violated, and ``bad_steps``, how many did."""
     if width <= 1:
         return steps.assign(bad_steps=(steps["bad_low"] | steps["bad_high"]).astype(int))
     key = (steps["step"] // width) * width
@@ -243,7 +270,8 @@ def bin_steps(steps: pd.DataFrame, width: int) -> pd.DataFrame:
                    upper=("upper", "min"), bad_low=("bad_low", "any"),
                    bad_high=("bad_high", "any"), bad_steps=("bad", "sum"), **state)
               .reset_index().rename(columns={"bin": "step"})
-              .assign(step=lambda f: f["step"] + (width - 1) / 2))
+              .assign(start=lambda f: f["step"],
+                      step=lambda f: coords(f["step"]) + (width - 1) / 2))
     if state:
         binned["state"] = binned["state"].map({0: OPEN, 1: RESOLVED, 2: UNSEEN, 3: UNSEEN})
     return binned
@@ -263,21 +291,23 @@ def padded_to_edges(values: np.ndarray) -> np.ndarray:
     return np.concatenate([values[:1], values, values[-1:]])
 
 
-def _violations(steps: pd.DataFrame) -> list[tuple[float, float, int]]:
+def _violations(steps: pd.DataFrame) -> list[tuple[Any, Any, int]]:
     """(step, offending extreme, bad steps) of each row of ``steps`` that left its bound:
-    the largest value above the bound and the smallest below it, each once."""
+    the largest value above the bound and the smallest below it, each once (exact integers
+    for steps of one step each; a bin's step is its centre, half-way between two steps)."""
     count = steps["bad_steps"] if "bad_steps" in steps else pd.Series(1, index=steps.index)
     found = []
     for flag, column in (("bad_high", "max"), ("bad_low", "min")):
         hit = steps[steps[flag]]
-        found += [(float(a), float(b), int(c)) for a, b, c in
+        found += [(a, int(b), int(c)) for a, b, c in
                   zip(hit["step"], hit[column], count[hit.index], strict=True)]
     return found
 
 
-def _fmt_bound(values: np.ndarray) -> str:
-    finite = values[np.isfinite(values)]
-    if not len(finite):
+def _fmt_bound(values: pd.Series) -> str:
+    """A bound's text: its value, or its range over the steps ("?" when unknown)."""
+    known = exact_ints(values).dropna()
+    if not len(known):
         return "?"
-    lo, hi = int(finite.min()), int(finite.max())
+    lo, hi = int(known.min()), int(known.max())
     return f"{lo}" if lo == hi else f"{lo}..{hi}"

@@ -87,7 +87,8 @@ class Panel:
     ``xlim``/``ylim`` default to the data's extent (x padded by ``xpad`` data units each side,
     y by ``ypad`` of its span); ``xticks``/``yticks`` default to :func:`nice_ticks` (whole
     numbers on x when ``integer_x``); ``xtick_rotation`` turns the x tick labels by that many
-    degrees (rising to the right, each ending at its tick), with room made for them.
+    degrees (rising to the right, each ending at its tick), with room made for them;
+    ``xorigin`` is added to each default x tick's label (x drawn relative to it, exact).
     """
 
     title: str = ""
@@ -103,6 +104,7 @@ class Panel:
     yticks: list[tuple[float, str]] | None = None
     invert_y: bool = False
     xtick_rotation: float = 0.0
+    xorigin: int = 0
     legend: list[LegendEntry] = field(default_factory=list)
     items: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     xs: list[float] = field(default_factory=list)
@@ -331,7 +333,8 @@ def _frame(panel: Panel, box: _Box, sx: _Scale, sy: _Scale, xlim: tuple[float, f
     out = [f'<rect x="{box.left:.1f}" y="{box.top:.1f}" width="{box.right - box.left:.1f}" '
            f'height="{box.bottom - box.top:.1f}" fill="none" stroke="#333333"/>']
     xticks = panel.xticks if panel.xticks is not None else [
-        (t, tick_label(t)) for t in nice_ticks(*xlim, integer=panel.integer_x)]
+        (t, str(panel.xorigin + round(t)) if panel.xorigin else tick_label(t))
+        for t in nice_ticks(*xlim, integer=panel.integer_x)]
     turn = panel.xtick_rotation
     for value, label in xticks:
         px, py = sx(value), box.bottom + 16

@@ -91,7 +91,7 @@ def _offending_cells(panel: Panel, data: HeatmapData) -> None:
         value = written.get((r, s))
         panel.cell(s - half_w, r - half_h, s + half_w, r + half_h,
                    ramp(data.shade(float(data.grid[r, s]))),
-                   text="" if value is None else f"{value:.0f}", role="cell open")
+                   text="" if value is None else str(value), role="cell open")
 
 
 def _distance_key(data: HeatmapData) -> list[LegendEntry]:
@@ -102,7 +102,7 @@ def _distance_key(data: HeatmapData) -> list[LegendEntry]:
     scale = " (colours on a log scale)" if data.log else ""
     key = [LegendEntry("distance past the bound: 1 (the first invalid value)",
                        ramp(data.shade(1.0)), "patch")]
-    return [*key, LegendEntry(f"distance past the bound: {data.peak:.0f}{scale}",
+    return [*key, LegendEntry(f"distance past the bound: {data.farthest}{scale}",
                               ramp(data.shade(data.peak)), "patch")]
 
 

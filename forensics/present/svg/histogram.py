@@ -52,7 +52,7 @@ def histogram_panel(result: Any, site: str | None = None, variant: str | None = 
         x = float(data.axis.pos(np.array([value]))[0])
         panel.vline(x, VIOLATION_COLOR, dash="1.5,2", role="sentinel")
         panel.vnote(x, text, VIOLATION_COLOR, side=side, role="note sentinel")
-    if ticks:
+    if data.axis.broken:
         _break(panel, data)
     if data.hidden:
         panel.text(0.5, 0.92, data.hidden_note(), anchor="middle", role="note hidden")

@@ -24,7 +24,7 @@ from forensics.present.scene.timeline import (
     first_note,
     timeline_data,
 )
-from forensics.present.selection import TensorChoice, title_text
+from forensics.present.selection import TensorChoice, coords, title_text
 from forensics.present.style import (
     BOUND_COLOR,
     MARK_STYLES,
@@ -59,16 +59,15 @@ def timeline_panel(result: Any, site: str | None = None, variant: str | None = N
     if data.density is not None and data.lines:
         return _density_panel(data, data.density)
     panel = Panel(title=data.title(), xlabel="engine step", ylabel=data.ylabel(),
-                  integer_x=True, ypad=0.12)
+                  integer_x=True, ypad=0.12, xorigin=data.origin)
     for i, line in enumerate(data.lines):
         _draw_tensor(panel, data, line, first=i == 0)
     steps, tops = data.suspects
     if steps:
         panel.marks(steps, tops, "D", SUSPECT_COLOR, filled=False, size=MARK_SIZE,
                     label=SUSPECT_LABEL, role="mark suspect")
-    if data.first is not None:
-        panel.note(*data.first, first_note(*data.first), VIOLATION_COLOR,
-                   role="note first")
+    if data.first is not None and (at := data.first_at()) is not None:
+        panel.note(*at, first_note(*data.first), VIOLATION_COLOR, role="note first")
     if not data.lines:
         panel.text(0.5, 0.5, data.empty(), anchor="middle", role="empty")
     if data.notes():
@@ -82,7 +81,8 @@ def _density_panel(data: TimelineData, density: BinDensity) -> Panel:
     each bin holding a value out of bounds, the suspect steps and the first violation."""
     panel = Panel(title=title_text(data.result, data.site, data.variant,
                                          density.ylabel()),
-                  xlabel="engine step", ylabel=density.ylabel(), integer_x=True, ypad=0.12)
+                  xlabel="engine step", ylabel=density.ylabel(), integer_x=True, ypad=0.12,
+                  xorigin=data.origin)
     for state, start, bottom, top in density.stacked():
         panel.cell(start - 0.5, bottom, start + density.width - 0.5, top, density.colors[state],
                    role=f"bar {_CLASSES[state]}", label=density.label(state))
@@ -92,9 +92,8 @@ def _density_panel(data: TimelineData, density: BinDensity) -> Panel:
     if steps:
         panel.marks(steps, [0.0] * len(steps), "D", SUSPECT_COLOR, filled=False,
                     size=MARK_SIZE, label=SUSPECT_LABEL, role="mark suspect")
-    if data.first is not None:
-        step, value = data.first
-        panel.note(step, density.top_at(step), first_note(step, value),
+    if data.first is not None and (at := data.first_at()) is not None:
+        panel.note(at[0], density.top_at(at[0]), first_note(*data.first),
                    VIOLATION_COLOR, role="note first")
     if not density.starts:
         panel.text(0.5, 0.5, density.empty_text(data.site, data.variant), anchor="middle",
@@ -108,7 +107,8 @@ def _density_panel(data: TimelineData, density: BinDensity) -> Panel:
 
 def _xlim(data: TimelineData) -> tuple[float, float] | None:
     """The steps' extent, half a bin beyond the first and the last (None without steps)."""
-    xs = [float(x) for line in data.lines for x in line.binned["step"]] + data.suspects[0]
+    xs = ([float(x) for line in data.lines for x in coords(line.binned["step"])]
+          + [float(s) for s in data.suspects[0]])
     if not xs:
         return None
     return min(xs) - data.width / 2, max(xs) + data.width / 2
@@ -118,11 +118,9 @@ def _draw_tensor(panel: Panel, data: TimelineData, line: TimelineTensor,
                  first: bool) -> None:
     """One tensor's band, largest and smallest values, bound lines and marks."""
     binned, dense = line.binned, data.dense
-    column = {c: binned[c].to_numpy(dtype="float64") for c in ("step", "min", "max", "lower",
-                                                                 "upper")}
+    column = {c: coords(binned[c]) for c in ("step", "min", "max")}
     x = column["step"].tolist()
-    stepped, padded_columns = line.stepped(data.width, ("min", "max", "lower", "upper"),
-                                           "float64")
+    stepped, padded_columns = line.stepped(data.width, ("min", "max", "lower", "upper"))
     edges = stepped.tolist()
     padded = {c: values.tolist() for c, values in padded_columns.items()}
     panel.band(edges, padded["min"], padded["max"], line.color, opacity=0.15)
