@@ -862,6 +862,8 @@ TESTS = {
              "test_a_refused_vocabulary_is_no_bound_for_a_kernel_contract",
              "tests/hostile/test_round13_lead.py::"
              "test_the_repro_takes_no_refused_vocabulary_from_the_manifest"],
+    "T59a": ["tests/hostile/test_round13_attack_b.py::"
+             "test_json_nested_deep_is_refused_alike_by_every_command"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
