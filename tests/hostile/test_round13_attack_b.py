@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -50,3 +51,25 @@ def test_json_nested_deep_is_refused_alike_by_every_command(
     _nest_first_event(at_cap, MAX_DEPTH)
     assert main(["inspect", str(at_cap)]) == 0
     assert not triage([at_cap], workers=1).rows[0]["error"]
+
+
+def _expect_first_finding(capture: Path, first: object) -> None:
+    path = capture / "expected.json"
+    expected = json.loads(path.read_text())
+    expected["first_finding"]["upstream"] = first
+    path.write_text(json.dumps(expected))
+
+
+@pytest.mark.parametrize("source", ["clean.capture", "incident-b-vocab-sentinel.capture"])
+def test_an_empty_expected_first_finding_is_refused(
+        tmp_path: Path, source: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``"first_finding": {"upstream": {}}`` in ``expected.json`` is compared on no key: it
+    made ``check`` say "matches expected.json" for a capture with any finding, and, for one
+    with none, "first finding changed: expected none, got none". It is one line naming the
+    field."""
+    capture = _copy(ROOT / "data" / source, tmp_path / "c.capture")
+    _expect_first_finding(capture, {})
+    assert main(["check", str(capture)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, (out, err)
+    assert "expected.json: field 'first_finding.upstream' is an empty object" in err, err
