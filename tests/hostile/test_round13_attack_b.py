@@ -73,3 +73,31 @@ def test_an_empty_expected_first_finding_is_refused(
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1, (out, err)
     assert "expected.json: field 'first_finding.upstream' is an empty object" in err, err
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+@pytest.mark.parametrize("argv", [["check", "{capture}", "--json"],
+                                  ["replay", "{capture}", "--json"]])
+def test_json_output_holds_no_lone_surrogate(
+        tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture whose folder name is not UTF-8 (``q\\xff.capture``): ``check --json`` and
+    ``replay --json`` wrote its name with the escape ``\\udcff``, a lone surrogate no UTF-8
+    text holds, which strict JSON readers (RFC 7493; Rust's serde_json) refuse and a Python
+    reader cannot encode again. It is written as text (``q\\\\udcff``), as ``triage`` and
+    ``summary`` write it."""
+    name = "q\udcff.capture"  # the byte 0xff, as Python decodes a file name
+    capture = _copy(ROOT / "data" / "clean.capture", tmp_path / name)
+    assert main([word.format(capture=capture) for word in argv]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for text in _strings(data):
+        text.encode("utf-8")  # raises on a lone surrogate
+    assert "q\\udcff.capture" in data["capture"]
