@@ -101,3 +101,19 @@ def test_json_output_holds_no_lone_surrogate(
     for text in _strings(data):
         text.encode("utf-8")  # raises on a lone surrogate
     assert "q\\udcff.capture" in data["capture"]
+
+
+def test_a_group_title_counts_no_unknown_host_as_one_of_its_hosts(tmp_path: Path) -> None:
+    """Three clean captures, two on host ``h`` and one whose manifest names no host: the
+    group's title said "3 captures on 1 host", of a capture whose host nobody knows. It says
+    how many are on a host unknown; every output (text, Markdown, HTML, JSON) takes it."""
+    from forensics.fleet.triage import triage
+
+    for name in ("a", "b", "c"):
+        capture = _copy(ROOT / "data" / "clean.capture", tmp_path / f"{name}.capture")
+        if name != "c":
+            manifest = json.loads((capture / "manifest.json").read_text())
+            manifest["process"] = {"host": "h", "pid": 100}
+            (capture / "manifest.json").write_text(json.dumps(manifest))
+    (group,) = triage([tmp_path], workers=1).groups
+    assert group.title().startswith("3 captures on 1 host (1 on a host unknown), "), group.title()
