@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from forensics.escaping import spanless
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
+    UNPATCHED_VLLM,
     Evidence,
     crashed,
     engine_variants,
@@ -118,9 +119,20 @@ def crash_verdict(evidence: Evidence) -> str:
     return EXPLAINED if explained else UNEXPLAINED
 
 
-def crash_verdict_of(result: ReplayResult) -> str:
-    """The crash verdict of a replay (:func:`crash_verdict` of its evidence)."""
-    return crash_verdict(evidence_of(result))
+#: the variants that replay the engine's own code (its model, its real code): a crash is
+#: explained or not only by them
+ENGINE_CODE = frozenset({"upstream", UNPATCHED_VLLM})
+
+
+def crash_verdict_of(result: ReplayResult) -> str | None:
+    """The crash verdict of a replay (:func:`crash_verdict` of its evidence); None (not known)
+    for a capture that crashed replayed through no variant of :data:`ENGINE_CODE` (``patched``
+    alone, a diff): a fix's findings say nothing of what the engine's values did, and its
+    finding none said "a crash no captured value explains" of one the engine's do explain."""
+    evidence = evidence_of(result)
+    if crashed(evidence.events) and not ENGINE_CODE & set(result.variants):
+        return None
+    return crash_verdict(evidence)
 
 
 def answer(result: ReplayResult, catalogue: Catalogue | None = None,

@@ -117,3 +117,21 @@ def test_a_group_title_counts_no_unknown_host_as_one_of_its_hosts(tmp_path: Path
             (capture / "manifest.json").write_text(json.dumps(manifest))
     (group,) = triage([tmp_path], workers=1).groups
     assert group.title().startswith("3 captures on 1 host (1 on a host unknown), "), group.title()
+
+
+def test_check_of_the_fix_alone_says_nothing_of_the_crash(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture whose crash the engine's values explain (a stale previous row, then a CUDA
+    assert), accepted with ``upstream`` and ``patched``, checked with ``--variant patched``
+    alone: the fix finds nothing, and ``check`` said "crash verdict: expected 'explained', got
+    'unexplained' (a crash no captured value explains)", exit 1. The engine's code was not
+    replayed: the crash verdict is not known, and not compared."""
+    capture = _copy(ROOT / "data" / "stale-prev-row.capture", tmp_path / "s.capture")
+    (capture / "events-w0.jsonl").write_text(json.dumps(
+        {"kind": "cuda_assert", "message": "Assertion failed", "rank": 0, "step": 10}) + "\n")
+    assert main(["check", str(capture), "--accept"]) == 0
+    assert json.loads((capture / "expected.json").read_text())["crash_verdict"] == "explained"
+    capsys.readouterr()
+    assert main(["check", str(capture), "--variant", "patched"]) == 0
+    out = capsys.readouterr().out
+    assert "crash verdict" not in out and "matches expected.json" in out, out
