@@ -478,18 +478,19 @@ def json_text(value: Any, indent: int | None = None, sort_keys: bool = False,
         return text
     if default is not None:
         given = default
-        default = lambda item: _utf8(given(item))  # noqa: E731  (a value it makes, too)
-    return dumped(_utf8(value))
+        default = lambda item: json_ready(given(item))  # noqa: E731  (a value it makes, too)
+    return dumped(json_ready(value))
 
 
-def _utf8(value: Any) -> Any:
-    """``value`` with each string (and dict key) through :func:`unicode`."""
+def json_ready(value: Any) -> Any:
+    """``value`` with every string (keys too) in lists and dicts made UTF-8 encodable
+    (:func:`unicode`: a lone surrogate as the text ``\\udcNN``)."""
     if isinstance(value, str):
         return unicode(value)
     if isinstance(value, dict):
-        return {_utf8(key): _utf8(item) for key, item in value.items()}
+        return {json_ready(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_utf8(item) for item in value]
+        return [json_ready(v) for v in value]
     return value
 
 
