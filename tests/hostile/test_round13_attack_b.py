@@ -135,3 +135,24 @@ def test_check_of_the_fix_alone_says_nothing_of_the_crash(
     assert main(["check", str(capture), "--variant", "patched"]) == 0
     out = capsys.readouterr().out
     assert "crash verdict" not in out and "matches expected.json" in out, out
+
+
+def test_the_conclusion_of_the_fix_alone_judges_no_crash(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same capture replayed with ``--variant patched`` alone: the conclusion led with "Not
+    explained: ... no variant finds a captured value out of range, so the captured values do
+    not explain the crash" and the summary said "crash verdict: unexplained", though the
+    engine's own code (``upstream``) finds the stale row behind it. It says the crash is not
+    judged and why."""
+    capture = _copy(ROOT / "data" / "stale-prev-row.capture", tmp_path / "s.capture")
+    (capture / "events-w0.jsonl").write_text(json.dumps(
+        {"kind": "cuda_assert", "message": "Assertion failed", "rank": 0, "step": 10}) + "\n")
+    assert main(["replay", str(capture), "--variant", "patched"]) in (0, 1)
+    replayed = capsys.readouterr().out
+    assert main(["summary", str(capture), "--format", "text", "--variant", "patched"]) in (0, 1)
+    summary = capsys.readouterr().out
+    for text in (replayed, summary):
+        assert "Not explained" not in text and "unexplained" not in text, text
+    assert "Not judged: the capture holds a crash, but no variant of the engine's code" \
+        in " ".join(replayed.split())
+    assert "crash verdict: not judged" in summary, summary

@@ -871,6 +871,8 @@ TESTS = {
              "test_a_group_title_counts_no_unknown_host_as_one_of_its_hosts"],
     "T59e": ["tests/hostile/test_round13_attack_b.py::"
              "test_check_of_the_fix_alone_says_nothing_of_the_crash"],
+    "T59f": ["tests/hostile/test_round13_attack_b.py::"
+             "test_the_conclusion_of_the_fix_alone_judges_no_crash"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
