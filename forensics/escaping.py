@@ -460,14 +460,38 @@ def shell_path(path: Any) -> str:
 def json_text(value: Any, indent: int | None = None, sort_keys: bool = False,
               default: Callable[[Any], Any] | None = None) -> str:
     """``value`` as strict JSON (ASCII, so no raw control character): a float JSON cannot hold
-    (``NaN``, an infinity) written as its text ``"nan"``, ``"inf"`` or ``"-inf"``; ``default``
-    as :func:`json.dumps`'s, for values JSON has no type for."""
-    try:
+    (``NaN``, an infinity) written as its text ``"nan"``, ``"inf"`` or ``"-inf"``; a lone
+    surrogate (a name that is not UTF-8) as :func:`unicode` writes it (``\\udcff``, as text),
+    in keys too: ``json.dumps`` writes it as the escape ``\\udcff``, which no UTF-8 text holds
+    and strict readers (RFC 7493) refuse; ``default`` as :func:`json.dumps`'s, for values JSON
+    has no type for."""
+    def dumped(value: Any) -> str:
         return json.dumps(value, indent=indent, sort_keys=sort_keys, allow_nan=False,
                           default=default)
+
+    try:
+        text = dumped(value)
     except ValueError:  # a NaN or an infinity somewhere: only then is the value copied
-        return json.dumps(_finite(value), indent=indent, sort_keys=sort_keys, allow_nan=False,
-                          default=default)
+        value = _finite(value)
+        text = dumped(value)
+    if "\\ud" not in text:  # no surrogate escape at all: only then is the value not copied
+        return text
+    if default is not None:
+        given = default
+        default = lambda item: json_ready(given(item))  # noqa: E731  (a value it makes, too)
+    return dumped(json_ready(value))
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with every string (keys too) in lists and dicts made UTF-8 encodable
+    (:func:`unicode`: a lone surrogate as the text ``\\udcNN``)."""
+    if isinstance(value, str):
+        return unicode(value)
+    if isinstance(value, dict):
+        return {json_ready(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
 
 
 def _finite(value: Any) -> Any:

@@ -10,7 +10,16 @@ from typing import Any
 
 from forensics.atomic import make_folder, refuse_inside_captures, user_path, write_atomically
 from forensics.errors import ConfigurationError, ForensicsError, one_line
-from forensics.escaping import csv_cell, html, inert, markdown, terminal, unicode, unicode_path
+from forensics.escaping import (
+    csv_cell,
+    html,
+    inert,
+    json_ready,
+    markdown,
+    terminal,
+    unicode,
+    unicode_path,
+)
 from forensics.fleet.triage import Triage
 
 FORMATS = ("text", "markdown", "json")
@@ -71,18 +80,6 @@ def to_json(result: Triage) -> dict[str, Any]:
                        "groups": [{"title": g.title(),
                                    "captures": [unicode_path(r["capture"]) for r in g.rows]}
                                   for g in result.groups], "rows": rows})
-
-
-def json_ready(value: Any) -> Any:
-    """``value`` with every string (keys too) in lists and dicts made UTF-8 encodable
-    (:func:`forensics.escaping.unicode`: a lone surrogate as the text ``\\udcNN``)."""
-    if isinstance(value, str):
-        return unicode(value)
-    if isinstance(value, dict):
-        return {json_ready(k): json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    return value
 
 
 #: the columns that name a capture: in JSON and Parquet through

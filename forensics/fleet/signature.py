@@ -138,7 +138,10 @@ class Group:
         if self.key[0] == UNREADABLE:
             return f"{head}: {self.what}"
         hosts = len(self.hosts)
+        unknown = sum(1 for r in self.rows if not r.get("host") or r["host"] == "unknown")
         head += f" on {hosts} host{'s' * (hosts != 1)}" if hosts else " (hosts unknown)"
+        if hosts and unknown:  # "3 captures on 1 host" said so of a capture whose host is unknown
+            head += f" ({unknown} on a host unknown)"
         return f"{head}, {self.facts()}: {self.what}"
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from forensics.escaping import spanless
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
+    UNPATCHED_VLLM,
     Evidence,
     crashed,
     engine_variants,
@@ -64,7 +65,12 @@ class KnownAnswer:
         return [m for m in self.checked if m.matched]
 
     def lead(self) -> str:
-        """The sentence that comes first in a conclusion: ``"Not explained: ..."`` or ``""``."""
+        """The sentence that comes first in a conclusion: ``"Not explained: ..."``, ``"Not
+        judged: ..."`` or ``""``."""
+        if self.crash_verdict == NOT_JUDGED:
+            return ("Not judged: the capture holds a crash, but no variant of the engine's code "
+                    f"({' or '.join(sorted(ENGINE_CODE))}) was replayed, so whether the "
+                    "captured values explain it is not known: replay with upstream too.")
         if self.crash_verdict != UNEXPLAINED:
             return ""
         why = ("no records were captured, so there is no value to judge it by (the probe saw "
@@ -118,9 +124,28 @@ def crash_verdict(evidence: Evidence) -> str:
     return EXPLAINED if explained else UNEXPLAINED
 
 
-def crash_verdict_of(result: ReplayResult) -> str:
-    """The crash verdict of a replay (:func:`crash_verdict` of its evidence)."""
-    return crash_verdict(evidence_of(result))
+#: the variants that replay the engine's own code (its model, its real code): a crash is
+#: explained or not only by them
+ENGINE_CODE = frozenset({"upstream", UNPATCHED_VLLM})
+#: the verdict of a crash when no variant of :data:`ENGINE_CODE` was replayed (never written to
+#: ``expected.json``: :func:`crash_verdict_of` gives None)
+NOT_JUDGED = "not judged"
+
+
+def judged_verdict(evidence: Evidence, variants: list[str]) -> str:
+    """:func:`crash_verdict`, or :data:`NOT_JUDGED` for a crash replayed through no variant of
+    :data:`ENGINE_CODE` (``patched`` alone, a diff): a fix's findings say nothing of what the
+    engine's values did, and its finding none said "the captured values do not explain the
+    crash" of one the engine's do explain."""
+    verdict = crash_verdict(evidence)
+    return NOT_JUDGED if verdict != NO_CRASH and not ENGINE_CODE & set(variants) else verdict
+
+
+def crash_verdict_of(result: ReplayResult) -> str | None:
+    """The crash verdict of a replay (:func:`judged_verdict` of its evidence); None where not
+    judged."""
+    verdict = judged_verdict(evidence_of(result), result.variants)
+    return None if verdict == NOT_JUDGED else verdict
 
 
 def answer(result: ReplayResult, catalogue: Catalogue | None = None,
@@ -133,7 +158,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     race = result.race if getattr(result, "race", None) is not None else race_of(result)
     evidence = evidence_of(result, capture)
     evidence.race = race.findings
-    verdict = crash_verdict(evidence)
+    verdict = judged_verdict(evidence, result.variants)
     checked = [match_entry(entry, evidence) for entry in catalogue.entries]
     experiments = next_experiments(evidence, race, result) if verdict == UNEXPLAINED else []
     findings = evidence.findings

@@ -135,6 +135,11 @@ def check_json(data: dict[str, Any], path: Path) -> None:
                 f"{terminal(path)}: field 'first_finding.{shortened(variant)}' must hold at most "
                 f"{len(FIRST_KEYS)} keys, each key and string value of at most {MAX_NAME} "
                 f"characters; {fix}")
+        if finding == {}:  # it matched any finding, and differed from none as "none"
+            raise CaptureFormatError(
+                f"{terminal(path)}: field 'first_finding.{shortened(variant)}' is an empty "
+                "object, which would match any finding: give the finding's keys (kind, site, "
+                f"step, ...), or null for no finding; {fix}")
         for key, value in (finding or {}).items():
             kind = FIRST_TYPES.get(key)
             if kind is not None and value is not None and (

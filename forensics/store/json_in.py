@@ -2,23 +2,55 @@
 lines, expected verdicts and segment metadata; an imported source's headers and members): an
 object that names a key twice is refused (:class:`DuplicateKeyError`), since one reader (``jq``,
 a browser) shows the first value and another (Python) the last. The check is the parser's
-``object_pairs_hook``: linear in the text, no second pass.
+``object_pairs_hook``: linear in the text, no second pass. Lists and objects nested past
+:data:`MAX_DEPTH` are refused before parsing (:class:`NestingError`): the parser's own limit is
+Python's recursion limit less the caller's stack, so one text read in ``inspect`` was "not
+valid JSON" in a triage worker or a report's notebook.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import re
 from typing import Any
 
 from forensics.escaping import capped, python_string
 
 #: characters of a repeated key shown in a message
 SHOWN = 80
+#: the deepest lists and objects nest in JSON text we did not write (a manifest, an event, a
+#: header: short records a few levels deep); the same for every caller, whatever its stack
+MAX_DEPTH = 100
+#: a JSON string (its escapes included), and any character that is no bracket
+_STRING, _NOT_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S), re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 class DuplicateKeyError(ValueError):
     """A JSON object names one key twice; the message names the key (escaped)."""
+
+
+class NestingError(ValueError):
+    """JSON text whose lists and objects nest past :data:`MAX_DEPTH`; the message says how
+    deep and the fix."""
+
+
+def check_nesting(text: str | bytes) -> None:
+    """Raise NestingError when ``text``'s lists and objects nest past :data:`MAX_DEPTH`
+    (brackets inside strings not counted); linear in the text."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "surrogateescape")
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    depth = max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0)
+    if depth > MAX_DEPTH:
+        raise NestingError(f"lists and objects nested {depth} deep, past the {MAX_DEPTH} "
+                           "forensics reads; a record of the toolkit is a few levels deep: "
+                           "remove the nested value or replace the file with the one its "
+                           "producer wrote")
 
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -35,8 +67,9 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def strict_json(text: str | bytes) -> Any:
     """``json.loads(text)``, refusing an object that names a key twice.
 
-    Raises DuplicateKeyError (a ValueError) naming the key; ValueError (not JSON);
-    RecursionError (nested past Python's limit)."""
+    Raises DuplicateKeyError (a ValueError) naming the key; NestingError (a ValueError: nested
+    past :data:`MAX_DEPTH`); ValueError (not JSON)."""
+    check_nesting(text)
     return json.loads(text, object_pairs_hook=_unique)
 
 
@@ -53,7 +86,8 @@ def loads_finite(text: str) -> Any:
     JSON holds read as its text (:func:`_number_as_text`): what is read is written again
     (``shrink``, ``redact``) and printed as strict JSON.
 
-    Raises DuplicateKeyError, ValueError (not JSON) or RecursionError (nested past Python's
-    limit)."""
+    Raises DuplicateKeyError, NestingError (nested past :data:`MAX_DEPTH`) or ValueError (not
+    JSON)."""
+    check_nesting(text)
     return json.loads(text, object_pairs_hook=_unique, parse_constant=_number_as_text,
                       parse_float=_number_as_text)

@@ -14,7 +14,7 @@ from typing import Any
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 from forensics.store.guarded import read_bytes
-from forensics.store.json_in import DuplicateKeyError, loads_finite, strict_json
+from forensics.store.json_in import DuplicateKeyError, NestingError, loads_finite, strict_json
 from forensics.store.paths import EXPECTED, MANIFEST, inside
 
 FORMAT_VERSION = 1
@@ -126,6 +126,8 @@ def read_json_object(path: Path, what: str, root: Path | None = None,
         value = loads_finite(text) if finite else strict_json(text)
     except DuplicateKeyError as exc:
         raise CaptureFormatError(f"{what} '{terminal(path)}': {exc}; keep one of them") from None
+    except NestingError as exc:  # valid JSON, refused alike by every caller
+        raise CaptureFormatError(f"{what} '{terminal(path)}': {exc}") from None
     except (ValueError, RecursionError) as exc:
         raise CaptureFormatError(f"{what} '{terminal(path)}' is not valid JSON: "
                                  f"{reason(exc)}") from None

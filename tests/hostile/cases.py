@@ -522,11 +522,11 @@ FILE_CASES: dict[str, tuple[str, bytes, str, tuple[int, ...], str]] = {
     "expected_with_wrong_inner_types": ("expected.json", b'{"verdicts": {"upstream": ["ok"]}}',
                                         "check", (2,), "verdicts.upstream"),
     "expected_deeply_nested": ("expected.json", b"[" * 200_000 + b"]" * 200_000, "check", (2,),
-                               "not valid JSON"),
+                               "nested 200000 deep"),
     "manifest_format_of_5000_digits": ("manifest.json", b'{"format": ' + b"9" * 5000 + b"}",
                                        "inspect", (2,), "manifest"),
     "manifest_deeply_nested": ("manifest.json", b'{"format": 1, "notes": ' + b"[" * 100_000
-                               + b"]" * 100_000 + b"}", "inspect", (2,), "not valid JSON"),
+                               + b"]" * 100_000 + b"}", "inspect", (2,), "nested 100001 deep"),
 }
 
 

@@ -887,6 +887,17 @@ TESTS = {
     "T61b": ["tests/hostile/test_round13_steps.py::test_the_heatmap_labels_are_exact"],
     "T61c": ["tests/hostile/test_round13_steps.py::"
              "test_the_histogram_labels_and_bars_are_exact"],
+    "T59a": ["tests/hostile/test_round13_attack_b.py::"
+             "test_json_nested_deep_is_refused_alike_by_every_command"],
+    "T59b": ["tests/hostile/test_round13_attack_b.py::"
+             "test_an_empty_expected_first_finding_is_refused"],
+    "T59c": ["tests/hostile/test_round13_attack_b.py::test_json_output_holds_no_lone_surrogate"],
+    "T59d": ["tests/hostile/test_round13_attack_b.py::"
+             "test_a_group_title_counts_no_unknown_host_as_one_of_its_hosts"],
+    "T59e": ["tests/hostile/test_round13_attack_b.py::"
+             "test_check_of_the_fix_alone_says_nothing_of_the_crash"],
+    "T59f": ["tests/hostile/test_round13_attack_b.py::"
+             "test_the_conclusion_of_the_fix_alone_judges_no_crash"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
