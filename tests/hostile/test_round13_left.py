@@ -1,0 +1,89 @@
+"""Round 13, what the steps helper left (issue 38, hostile input): the timeline's value axis
+past 2**53, ``findings --steps`` past the largest step, and a bound that is not known.
+
+The timeline's y axis placed values near 2**63 as floats and took its tick labels from those
+floats: the SVG printed "10000000000000000000" (past int64, a value nothing holds) and
+matplotlib "4", "5"... under an offset "1e18", never the values the axis spans.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
+
+from forensics import plots
+from forensics.present.svg import views
+from tests.hostile.test_round13_steps import BASE, INT64_MAX, NEAR_MAX, NEGATIVE, _result
+
+INT64_MIN = -INT64_MAX - 1
+#: (step, value, lower, upper, resolved) rows of one tensor, each set read by the timeline:
+#: values a few apart just under 2**63 (float64 holds them all as 2**63), a few apart near
+#: -2**62, and both at once (a span wider than int64)
+ROWS = {
+    "near-2**63": [(BASE + i, INT64_MAX - 3 + i, INT64_MAX - 20, INT64_MAX - 8, False)
+                   for i in range(4)],
+    "near--2**62": [(BASE + i, -BASE - 2 + i, -BASE + 1, -BASE + 5, False) for i in range(4)],
+    "both": [NEAR_MAX, NEGATIVE],
+}
+
+
+def _spanned(rows: list[tuple[int, int, int, int, bool]]) -> tuple[int, int]:
+    """The exact values the timeline draws, smallest and largest, widened by the axis' margin
+    (12% of the span each side, and one more)."""
+    values = [v for _, value, lower, upper, _ in rows for v in (value, lower, upper)]
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * 12 // 100 + 1
+    return max(lo - pad, INT64_MIN), min(hi + pad, INT64_MAX)
+
+
+def _check_ticks(ticks: list[tuple[str, float]], marks: list[tuple[int, float]],
+                 spanned: tuple[int, int]) -> None:
+    """Each tick label (text, pixel) is an exact integer within ``spanned`` (int64 included),
+    and the labels agree with where the values of ``marks`` (value, pixel) are drawn."""
+    assert len(ticks) >= 2, ticks
+    labels = [(int(text.replace("\N{MINUS SIGN}", "-")), at) for text, at in ticks
+              if re.fullmatch(r"[-\N{MINUS SIGN}]?[0-9]+", text)]
+    assert len(labels) == len(ticks), f"labels that are not integers: {ticks}"
+    assert all(spanned[0] <= value <= spanned[1] for value, _ in labels), (labels, spanned)
+    (low, low_at), (high, high_at) = min(labels), max(labels)
+    for value, at in marks:
+        expected = low_at + (value - low) / (high - low) * (high_at - low_at)
+        assert abs(expected - at) < 1.0, (value, at, expected)
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_the_timeline_labels_its_value_axis_exactly(name: str) -> None:
+    """SVG and matplotlib: every y tick label is an integer the axis spans, placed where
+    that value is drawn."""
+    rows = ROWS[name]
+    result = _result(rows)
+    values = [value for _, value, *_ in sorted(rows)]
+    figure = views.figure("timeline", result, site="embedding", variant="upstream")
+    root = ET.fromstring(figure.to_svg())
+    ticks = [("".join(e.itertext()), float(e.get("y", "nan")) - 3.5)
+             for e in root.iter() if e.get("class") == "ytick"]
+    series = next(e for e in root.iter() if e.get("class") == "series max")
+    pixels = [float(p.split(",")[1]) for p in series.get("points", "").split()]
+    _check_ticks(ticks, list(zip(values, pixels, strict=True)), _spanned(rows))
+    _check_ticks(*_plotted(result, values), _spanned(rows))
+
+
+def _plotted(result: Any, values: list[int]) -> tuple[list[tuple[str, float]],
+                                                      list[tuple[int, float]]]:
+    """matplotlib's timeline: the y tick labels in view (text, display y) and the largest
+    value of each step (value, display y)."""
+    ax = plots.plot_bounds_timeline(result, site="embedding", variant="upstream")
+    ax.figure.canvas.draw()
+    lo, hi = sorted(ax.get_ylim())
+    ticks = [(t.get_text(), float(ax.transData.transform((0, t.get_position()[1]))[1]))
+             for t in ax.get_yticklabels() if lo <= t.get_position()[1] <= hi]
+    offset = ax.yaxis.get_offset_text().get_text()
+    line = next(line for line in ax.get_lines() if str(line.get_label()).startswith("input_ids"))
+    marks = [(value, float(ax.transData.transform((0, y))[1]))
+             for value, y in zip(values, line.get_ydata(), strict=True)]
+    plots.close(ax)
+    assert offset == "", f"an offset {offset!r}: the labels are not the values"
+    return ticks, marks
