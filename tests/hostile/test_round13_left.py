@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from forensics import plots
+from forensics.cli import main
+from forensics.present.export import parse_steps
 from forensics.present.svg import views
 from tests.hostile.test_round13_steps import BASE, INT64_MAX, NEAR_MAX, NEGATIVE, _result
 
 INT64_MIN = -INT64_MAX - 1
+#: a capture of the project's own (the steps are read before it is replayed)
+CAPTURE = Path(__file__).resolve().parents[2] / "data" / "clean.capture"
 #: (step, value, lower, upper, resolved) rows of one tensor, each set read by the timeline:
 #: values a few apart just under 2**63 (float64 holds them all as 2**63), a few apart near
 #: -2**62, and both at once (a span wider than int64)
@@ -87,3 +92,26 @@ def _plotted(result: Any, values: list[int]) -> tuple[list[tuple[str, float]],
     plots.close(ax)
     assert offset == "", f"an offset {offset!r}: the labels are not the values"
     return ticks, marks
+
+
+#: ends of ``--steps`` that are integers, only past the steps a capture holds: 20 digits, 19
+#: digits past 2**63 - 1, thousands of digits (``int`` refuses them), and below int64
+PAST_STEPS = ["1:99999999999999999999", "1:9223372036854775808", "1:" + "9" * 5000,
+              "-99999999999999999999:3"]
+
+
+@pytest.mark.parametrize("text", PAST_STEPS, ids=["20-digits", "2**63", "5000-digits",
+                                                  "below-int64"])
+def test_a_step_past_the_largest_is_said_to_be_so(text: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """``--steps 1:99999999999999999999`` is A:B, only too long: it was told "is not A:B;
+    give two integers" (and 19 digits past 2**63 - 1 were taken as a step); the line now says
+    the end is past the steps a capture holds, the largest, and the fix."""
+    code = main(["findings", str(CAPTURE), f"--steps={text}"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, (code, out, err)
+    assert "is not A:B" not in err
+    assert str(INT64_MAX) in err and "give each end from 0 to" in err
+    assert ("below" if text.startswith("-") else "past the largest step a capture can hold") in err
+    assert len(err) < 400  # thousands of digits are counted, not printed
+    assert parse_steps("1:9223372036854775807") == (1, INT64_MAX)
