@@ -494,8 +494,10 @@ def _draw_valid_range(ax: Axes, data: HistogramData) -> None:
     lo, hi = data.range_edges()
     upper_label, lower_label = data.bound_labels()
     ax.axvspan(lo, hi, color="#2ca02c", alpha=0.08, label=data.range_label())
-    ax.axvline(hi, color=BOUND_COLOR, ls="--", lw=1.2, label=upper_label)
-    ax.axvline(lo, color=BOUND_COLOR, ls="-.", lw=0.8, label=lower_label)
+    if upper_label is not None:  # a bound not known gets no line
+        ax.axvline(hi, color=BOUND_COLOR, ls="--", lw=1.2, label=upper_label)
+    if lower_label is not None:
+        ax.axvline(lo, color=BOUND_COLOR, ls="-.", lw=0.8, label=lower_label)
 
 
 def _annotate_sentinel(ax: Axes, axis: ValueAxis, value: float, text: str,

@@ -18,8 +18,17 @@ import pytest
 from forensics import plots
 from forensics.cli import main
 from forensics.present.export import parse_steps
+from forensics.present.scene.histogram import histogram_data
 from forensics.present.svg import views
-from tests.hostile.test_round13_steps import BASE, INT64_MAX, NEAR_MAX, NEGATIVE, _result
+from tests.hostile.test_round13_steps import (
+    BASE,
+    INT64_MAX,
+    NEAR_MAX,
+    NEGATIVE,
+    _plot_texts,
+    _result,
+    _svg_texts,
+)
 
 INT64_MIN = -INT64_MAX - 1
 #: a capture of the project's own (the steps are read before it is replayed)
@@ -115,3 +124,26 @@ def test_a_step_past_the_largest_is_said_to_be_so(text: str,
     assert ("below" if text.startswith("-") else "past the largest step a capture can hold") in err
     assert len(err) < 400  # thousands of digits are counted, not printed
     assert parse_steps("1:9223372036854775807") == (1, INT64_MAX)
+
+
+#: (lower, upper) of a record whose bound is not known: no lower, and neither
+UNKNOWN = [(None, 10), (None, None)]
+
+
+@pytest.mark.parametrize("bounds", UNKNOWN, ids=["no-lower", "no-bounds"])
+def test_a_bound_not_known_is_said_unknown(bounds: tuple[int | None, int | None]) -> None:
+    """The histogram took an unknown lower bound for 0 (and, with no bound at all, the
+    largest offending value for the upper one): its legend said "lower = 0" of a bound
+    nothing states. Every label of the histogram and the timeline now says unknown."""
+    lower, upper = bounds
+    result = _result([(7, 50, lower, upper, False)])  # type: ignore[list-item]
+    data = histogram_data(result, "embedding", "upstream")
+    assert (data.lower, data.upper) == bounds
+    texts = [_svg_texts(kind, result) + _plot_texts(kind, result)
+             for kind in ("histogram", "timeline")]
+    for text in texts:
+        assert "lower = 0" not in text and "lower bound = 0" not in text
+        assert "[0," not in text and "= ?" not in text and "< ?" not in text
+        assert "valid range [unknown," in text or "lower bound = unknown" in text
+    if upper is None:
+        assert all("upper = 50" not in t and "< 50" not in t for t in texts)

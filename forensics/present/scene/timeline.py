@@ -328,10 +328,10 @@ def _violations(steps: pd.DataFrame) -> list[tuple[Any, Any, int]]:
 
 
 def _fmt_bound(values: pd.Series, origin: int = 0) -> str:
-    """A bound's text: its value, or its range over the steps ("?" when unknown); ``values``
-    relative to ``origin``, the text exact."""
+    """A bound's text: its value, or its range over the steps ("unknown" when no step states
+    it); ``values`` relative to ``origin``, the text exact."""
     known = exact_ints(values).dropna()
     if not len(known):
-        return "?"
+        return "unknown"
     lo, hi = int(known.min()) + origin, int(known.max()) + origin
     return f"{lo}" if lo == hi else f"{lo}..{hi}"
