@@ -887,6 +887,11 @@ TESTS = {
     "T61b": ["tests/hostile/test_round13_steps.py::test_the_heatmap_labels_are_exact"],
     "T61c": ["tests/hostile/test_round13_steps.py::"
              "test_the_histogram_labels_and_bars_are_exact"],
+    "T62a": ["tests/hostile/test_round13_left.py::"
+             "test_the_timeline_labels_its_value_axis_exactly"],
+    "T62b": ["tests/hostile/test_round13_left.py::"
+             "test_a_step_past_the_largest_is_said_to_be_so"],
+    "T62c": ["tests/hostile/test_round13_left.py::test_a_bound_not_known_is_said_unknown"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
