@@ -477,7 +477,8 @@ def _value_kind(f: dict[str, Any]) -> str:
 
 
 def _bound(value: Any) -> str:
-    return "?" if value is None else str(value)
+    """A finding's bound as text ("unknown" when the record states none)."""
+    return "unknown" if value is None else str(value)
 
 
 def describe_patch(patch: Patch, baseline: str) -> str:

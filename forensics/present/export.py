@@ -16,6 +16,7 @@ from forensics.atomic import user_path, write_atomically
 from forensics.errors import ConfigurationError
 from forensics.escaping import csv_cell, terminal
 from forensics.judge.findings import COLUMNS, finding_records, sort_findings
+from forensics.records import INT64_MAX
 from forensics.sites import get_site
 
 if TYPE_CHECKING:
@@ -23,26 +24,47 @@ if TYPE_CHECKING:
 
 FORMATS = (".csv", ".parquet", ".jsonl")
 #: a step of ``--steps``: ASCII digits only (``int`` also reads ``٣``, ``+3`` and ``1_0``)
-_STEP = re.compile(r"-?[0-9]{1,19}")
+_STEP = re.compile(r"-?[0-9]+")
+#: the digits of the largest step a capture holds (:data:`~forensics.records.INT64_MAX`)
+STEP_DIGITS = len(str(INT64_MAX))
 
 
 def parse_steps(text: str) -> tuple[int | None, int | None]:
     """``"10:20"`` -> ``(10, 20)``, ``"10:"`` -> ``(10, None)``, ``"7"`` -> ``(7, 7)``.
 
-    Raises ConfigurationError naming the expected form, or a range that ends before it starts
-    (``"5:1"`` kept no step, and said "no findings").
+    Raises ConfigurationError naming the expected form, an end past the largest step a capture
+    holds, or a range that ends before it starts (``"5:1"`` kept no step, and said "no
+    findings").
     """
     first, sep, last = text.partition(":")
     parts = [first.strip(), last.strip()] if sep else [first.strip()]
     if not all(part == "" or _STEP.fullmatch(part) for part in parts) or parts == [""]:
         raise ConfigurationError(f"--steps {text[:40]!r} is not A:B; give two integers such as "
                                  f"--steps 10:20 (both included), 10: or :20")
+    for part in parts:
+        _within_steps(text, part)
     low = int(parts[0]) if parts[0] else None
     high = (int(parts[1]) if parts[1] else None) if sep else low
     if low is not None and high is not None and low > high:
         raise ConfigurationError(f"--steps {text[:40]!r} ends before it starts; give A <= B, "
                                  f"such as --steps {high}:{low}")
     return low, high
+
+
+def _within_steps(text: str, part: str) -> None:
+    """Raise ConfigurationError when the end ``part`` of ``--steps text`` is an integer past the
+    steps a capture can hold, either way (read by its digits first: ``int`` refuses thousands
+    of them)."""
+    digits = part.lstrip("-")
+    if not part or (len(digits) <= STEP_DIGITS and -INT64_MAX - 1 <= int(part) <= INT64_MAX):
+        return
+    shown = part if len(part) <= 40 else f"a number of {len(digits)} digits"
+    where = (f"below {-INT64_MAX - 1}, the smallest int64 (a step is never negative)"
+             if part.startswith("-") else
+             f"past the largest step a capture can hold, {INT64_MAX} (2**63 - 1, "
+             f"{STEP_DIGITS} digits)")
+    raise ConfigurationError(f"--steps {text[:40]!r}: {shown} is {where}; give each end from 0 "
+                             f"to {INT64_MAX}, or leave it open, as in --steps 10: or :20")
 
 
 def select_findings(findings: pd.DataFrame, variant: str | None = None,

@@ -55,6 +55,7 @@ from forensics.present.scene.verdicts import verdict_cell, verdict_grid, verdict
 from forensics.present.selection import (
     TensorChoice,
     coords,
+    exact_ticks,
     side_by_side_choice,
     title_text,
 )
@@ -221,6 +222,7 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     ax.margins(y=0.12)
     _integer_steps(ax)
     _step_labels(ax, data.origin)
+    _value_labels(ax, data.yorigin)
     _legend_below(ax)
     return ax
 
@@ -239,6 +241,19 @@ def _step_labels(ax: Axes, origin: int) -> None:
         from matplotlib.ticker import FuncFormatter
 
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: str(origin + round(v))))
+
+
+def _value_labels(ax: Axes, origin: int | None) -> None:
+    """With values drawn relative to ``origin`` (past 2**53), whole y ticks within the axes,
+    each labelled with its exact value (:func:`exact_ticks`: never a float's rounded digits
+    under an offset such as "1e18", never a value past int64)."""
+    if origin is not None:
+        from matplotlib.ticker import MaxNLocator
+
+        lo, hi = sorted(ax.get_ylim())
+        ticks = exact_ticks((t for t in MaxNLocator(integer=True).tick_values(lo, hi)
+                             if lo <= t <= hi), origin)
+        ax.set_yticks([t for t, _ in ticks], [label for _, label in ticks])
 
 
 def _mark_suspect_steps(ax: Axes, data: TimelineData) -> None:
@@ -479,8 +494,10 @@ def _draw_valid_range(ax: Axes, data: HistogramData) -> None:
     lo, hi = data.range_edges()
     upper_label, lower_label = data.bound_labels()
     ax.axvspan(lo, hi, color="#2ca02c", alpha=0.08, label=data.range_label())
-    ax.axvline(hi, color=BOUND_COLOR, ls="--", lw=1.2, label=upper_label)
-    ax.axvline(lo, color=BOUND_COLOR, ls="-.", lw=0.8, label=lower_label)
+    if upper_label is not None:  # a bound not known gets no line
+        ax.axvline(hi, color=BOUND_COLOR, ls="--", lw=1.2, label=upper_label)
+    if lower_label is not None:
+        ax.axvline(lo, color=BOUND_COLOR, ls="-.", lw=0.8, label=lower_label)
 
 
 def _annotate_sentinel(ax: Axes, axis: ValueAxis, value: float, text: str,

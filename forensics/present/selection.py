@@ -8,7 +8,8 @@ Every view of :mod:`forensics.present.scene` starts here; the result is a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -172,6 +173,31 @@ def axis_origin(values: pd.Series) -> int:
         return 0
     lo, hi = int(known.min()), int(known.max())
     return lo if max(-lo, hi) > EXACT_FLOAT and hi - lo <= INT64_MAX else 0
+
+
+def value_origin(values: pd.Series) -> int | None:
+    """The origin of an axis of the exact integers ``values`` that labels its ticks with
+    :func:`exact_ticks`: None while float64 holds them all (:data:`EXACT_FLOAT`: the
+    renderer's own ticks are exact), else :func:`axis_origin` (0 when they span more than
+    int64: drawn as they are, each label still an exact integer)."""
+    known = exact_ints(values).dropna()
+    if not len(known) or max(-int(known.min()), int(known.max())) <= EXACT_FLOAT:
+        return None
+    return axis_origin(known)
+
+
+def exact_ticks(ticks: Iterable[float], origin: int) -> list[tuple[float, str]]:
+    """(position, label) of each tick of an axis drawn relative to ``origin``, labelled with
+    the exact integer it stands at (``origin`` plus the tick, in Python ints: never the
+    rounded digits of a float past 2**53); a tick that is not a whole number, or stands past
+    int64 (no step, value or bound holds one), is left out."""
+    out = []
+    for tick in ticks:
+        if math.isfinite(tick) and float(tick).is_integer():
+            value = origin + int(tick)
+            if INT64_MIN <= value <= INT64_MAX:
+                out.append((float(tick), str(value)))
+    return out
 
 
 def _numeric(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:

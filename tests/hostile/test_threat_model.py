@@ -898,6 +898,11 @@ TESTS = {
              "test_check_of_the_fix_alone_says_nothing_of_the_crash"],
     "T59f": ["tests/hostile/test_round13_attack_b.py::"
              "test_the_conclusion_of_the_fix_alone_judges_no_crash"],
+    "T62a": ["tests/hostile/test_round13_left.py::"
+             "test_the_timeline_labels_its_value_axis_exactly"],
+    "T62b": ["tests/hostile/test_round13_left.py::"
+             "test_a_step_past_the_largest_is_said_to_be_so"],
+    "T62c": ["tests/hostile/test_round13_left.py::test_a_bound_not_known_is_said_unknown"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

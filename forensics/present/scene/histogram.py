@@ -129,17 +129,20 @@ class ValueAxis:
 class HistogramData:
     """What the value histogram of (site, variant) shows, for either renderer.
 
-    ``edges`` are the bins' edges on the axis' positions (:class:`ValueAxis`), ``inside`` and
-    ``outside`` the counts per bin of in-range extremes and of offending values (None without
-    any value); ``hidden``: in-range values far from both bounds, not shown; ``sentinels``:
-    (value, note, side) of each sentinel the axis shows.
+    ``lower`` and ``upper`` are the valid range's bounds as the records state them (None: not
+    known; the axis is then laid out from 0, or past the largest offending value, but no label
+    names that as a bound); ``edges`` are the bins' edges on the axis' positions
+    (:class:`ValueAxis`), ``inside`` and ``outside`` the counts per bin of in-range extremes
+    and of offending values (None without any value); ``hidden``: in-range values far from
+    both bounds, not shown; ``sentinels``: (value, note, side) of each sentinel the axis
+    shows.
     """
 
     title: str
     xlabel: str
     axis: ValueAxis
-    lower: int
-    upper: int
+    lower: int | None
+    upper: int | None
     edges: np.ndarray | None
     inside: np.ndarray | None
     outside: np.ndarray | None
@@ -154,17 +157,18 @@ class HistogramData:
 
     def range_edges(self) -> tuple[float, float]:
         """The valid range's left and right edges on the axis."""
-        lo, hi = self.axis.pos(np.array([self.lower, self.upper])) - 0.5
+        lo, hi = self.axis.pos(np.array([self.axis.lower, self.axis.upper])) - 0.5
         return float(lo), float(hi)
 
     def range_label(self) -> str:
         """The valid range's legend text."""
-        return f"valid range [{self.lower}, {self.upper})"
+        return f"valid range [{_bound(self.lower)}, {_bound(self.upper)})"
 
-    def bound_labels(self) -> tuple[str, str]:
-        """The legend texts of the upper and the lower bound lines."""
-        return (f"valid bound: upper = {self.upper} (exclusive)",
-                f"valid bound: lower = {self.lower}")
+    def bound_labels(self) -> tuple[str | None, str | None]:
+        """The legend texts of the upper and the lower bound lines (None: the bound is not
+        known, and no line is drawn for it)."""
+        return (None if self.upper is None else f"valid bound: upper = {self.upper} (exclusive)",
+                None if self.lower is None else f"valid bound: lower = {self.lower}")
 
     def hidden_note(self) -> str:
         """The note on in-range values not shown ("" when none)."""
@@ -188,10 +192,11 @@ def histogram_data(result: Any, site: str | None = None, variant: str | None = N
     site = chosen_site(result, site, variant)
     frame, inside, outside, drawn, omitted = _histogram_data(result, site, variant, tensor)
     vocab = vocab_size if vocab_size is not None else _guess_vocab_size(site, frame)
-    lower, upper = _range_of(frame, outside)
+    lower, upper = _range_of(frame)
+    laid = _laid_out(lower, upper, outside)
     if vocab is not None:  # past MAX_WINDOW the sentinel is not drawn (it is in no window)
-        window = max(window, min(int(abs(upper - vocab)) + 4, MAX_WINDOW))
-    axis = ValueAxis(lower, upper, window, np.concatenate([inside, outside]))
+        window = max(window, min(int(abs(laid[1] - vocab)) + 4, MAX_WINDOW))
+    axis = ValueAxis(*laid, window, np.concatenate([inside, outside]))
     shown_in = inside[axis.shown(inside)]
     edges = low = high = None
     if len(shown_in) + len(outside):
@@ -208,10 +213,24 @@ def histogram_data(result: Any, site: str | None = None, variant: str | None = N
                          [s for s in sentinels if axis.shown(np.array([s[0]]))[0]], omitted)
 
 
-def _range_of(frame: pd.DataFrame, outside: np.ndarray) -> tuple[int, int]:
-    """The valid range drawn, exact: the loosest bounds of ``frame``, else from 0 to past the
-    largest offending value."""
-    if len(frame) and frame["upper"].notna().any():
-        lower = exact_ints(frame["lower"]).min()
-        return (0 if lower is pd.NA else int(lower)), int(exact_ints(frame["upper"]).max())
-    return 0, int(outside.max()) if len(outside) else 1
+def _range_of(frame: pd.DataFrame) -> tuple[int | None, int | None]:
+    """The valid range the records state, exact: the loosest bounds of ``frame`` (None: no
+    record states that bound)."""
+    found = [exact_ints(frame[c]).dropna() if len(frame) else pd.Series([], dtype="Int64")
+             for c in ("lower", "upper")]
+    return (int(found[0].min()) if len(found[0]) else None,
+            int(found[1].max()) if len(found[1]) else None)
+
+
+def _laid_out(lower: int | None, upper: int | None, outside: np.ndarray) -> tuple[int, int]:
+    """The bounds the axis is laid out around: those known, else from 0 (a lower bound) and to
+    past the largest offending value (an upper one)."""
+    low = 0 if lower is None else lower
+    high = upper if upper is not None else max(int(outside.max()) if len(outside) else 1,
+                                                low + 1)
+    return low, high
+
+
+def _bound(value: int | None) -> str:
+    """A bound's text: its value, or "unknown"."""
+    return "unknown" if value is None else str(value)

@@ -22,6 +22,7 @@ from forensics.present.selection import (
     rows_of,
     tensors_to_draw,
     title_text,
+    value_origin,
     value_unit,
 )
 from forensics.present.style import (
@@ -34,6 +35,9 @@ from forensics.present.style import (
     UNSEEN,
 )
 from forensics.present.timeline_bins import BinDensity, density_of
+
+#: the columns of a timeline's values, drawn on its y axis
+VALUES = ("min", "max", "lower", "upper")
 
 
 def _per_step(frame: pd.DataFrame) -> pd.DataFrame:
@@ -51,21 +55,24 @@ def _per_step(frame: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass
 class TimelineTensor:
-    """One checked tensor of a timeline: its steps (binned, each with its ``state``), and its
-    unresolved violations (step, value) as exact integers, unbinned."""
+    """One checked tensor of a timeline: its steps (binned, each with its ``state``; steps
+    and values as drawn, relative to the timeline's origins), and its unresolved violations
+    (step, value) as exact integers, unbinned."""
 
     name: str
     color: str
     binned: pd.DataFrame
     bad: list[tuple[int, int]]
+    #: the value every drawn value is relative to (:attr:`TimelineData.yorigin`, else 0)
+    yorigin: int = 0
 
     def bound_label(self) -> str:
         """The legend text of the tensor's upper bound."""
-        return f"valid bound (dashed): < {_fmt_bound(self.binned['upper'])}"
+        return f"valid bound (dashed): < {_fmt_bound(self.binned['upper'], self.yorigin)}"
 
     def lower_label(self) -> str:
         """The legend text of the tensor's lower bound."""
-        return f"lower bound = {_fmt_bound(self.binned['lower'])}"
+        return f"lower bound = {_fmt_bound(self.binned['lower'], self.yorigin)}"
 
     def stepped(self, width: int, columns: Sequence[str]
                 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -91,12 +98,17 @@ class TimelineData:
     lines: list[TimelineTensor]
     omitted: list[str]
     #: the suspect steps (relative to :attr:`origin`) and the top of the band at each
+    #: (relative to :attr:`yorigin`)
     suspects: tuple[list[int], list[int]]
     #: a dense timeline's counts per bin (:mod:`forensics.present.timeline_bins`), else None
     density: BinDensity | None = None
     #: the step every drawn x is relative to (:func:`~forensics.present.selection.axis_origin`:
     #: 0 unless a step is past 2**53); labels add it back, exactly
     origin: int = 0
+    #: the value every drawn value is relative to (:func:`~forensics.present.selection.
+    #: value_origin`): None unless a value is past 2**53, else the y ticks are labelled with
+    #: :func:`~forensics.present.selection.exact_ticks`
+    yorigin: int | None = None
 
     @property
     def dense(self) -> bool:
@@ -110,8 +122,11 @@ class TimelineData:
         return min(bad) if bad else None
 
     def first_at(self) -> tuple[int, int] | None:
-        """Where :attr:`first` is drawn: (its step less :attr:`origin`, its value)."""
-        return None if self.first is None else (self.first[0] - self.origin, self.first[1])
+        """Where :attr:`first` is drawn: (its step less :attr:`origin`, its value less
+        :attr:`yorigin`)."""
+        if self.first is None:
+            return None
+        return self.first[0] - self.origin, self.first[1] - (self.yorigin or 0)
 
     def title(self) -> str:
         """The timeline's title (:func:`~forensics.present.selection.title_text`)."""
@@ -171,35 +186,43 @@ def timeline_data(result: Any, site: str | None = None, variant: str | None = No
     origin = axis_origin(frame["step"]) if len(frame) else 0
     frame = frame.assign(step=frame["step"] - origin)  # drawn relative to the origin
     width = step_bin_width(frame["step"]) if len(frame) else 1
+    drawn = frame[frame["tensor"].astype(str).isin(tensors)] if len(frame) else frame
+    yorigin = value_origin(pd.concat([drawn[c] for c in VALUES])) if len(drawn) else None
+    drawn = drawn.assign(**{c: drawn[c] - (yorigin or 0) for c in VALUES})  # as drawn
     verdicts = step_verdicts(result, site, variant)
-    lines = [_timeline_tensor(_per_step(frame[frame["tensor"].astype(str) == name]), name,
-                              TENSOR_COLORS[i % len(TENSOR_COLORS)], width, verdicts, origin)
+    lines = [_timeline_tensor(_per_step(drawn[drawn["tensor"].astype(str) == name]), name,
+                              TENSOR_COLORS[i % len(TENSOR_COLORS)], width, verdicts,
+                              (origin, yorigin or 0))
              for i, name in enumerate(tensors)]
-    suspects, tops = suspect_steps(result, site, variant, frame, origin)
+    suspects, tops = suspect_steps(result, site, variant, drawn, origin)
     return TimelineData(result, site, variant, width, complete, lines, omitted,
                         ([s - origin for s in suspects], tops),
                         density_of(result, site, variant, [line.name for line in lines], width,
                                    [line.binned for line in lines], MARK_STYLES, origin),
-                        origin)
+                        origin, yorigin)
 
 
 def _timeline_tensor(steps: pd.DataFrame, name: str, color: str, width: int,
-                     verdicts: dict[int, str] | None, origin: int) -> TimelineTensor:
-    """One tensor's steps (relative to ``origin``), each with its state (:func:`step_verdicts`:
-    out of bounds, resolved or not judged; looked up by the exact step), binned ``width``
-    steps a point."""
+                     verdicts: dict[int, str] | None, origins: tuple[int, int]
+                     ) -> TimelineTensor:
+    """One tensor's steps (steps and values relative to ``origins``), each with its state
+    (:func:`step_verdicts`: out of bounds, resolved or not judged; looked up by the exact
+    step), binned ``width`` steps a point."""
+    origin, yorigin = origins
     steps = steps.assign(state=[OPEN if verdicts is None
                                 else verdicts.get(int(t) + origin, UNSEEN)
                                 for t in steps["step"]])
-    bad = [(int(a) + origin, b) for a, b, _ in _violations(steps[steps["state"] == OPEN])]
-    return TimelineTensor(name, color, bin_steps(steps, width), bad)
+    bad = [(int(a) + origin, b + yorigin)
+           for a, b, _ in _violations(steps[steps["state"] == OPEN])]
+    return TimelineTensor(name, color, bin_steps(steps, width), bad, yorigin)
 
 
 def suspect_steps(result: Any, site: str, variant: str, frame: pd.DataFrame, origin: int = 0
                   ) -> tuple[list[int], list[int]]:
     """The steps with a misattributed finding (a suspect verdict) of (site, variant), and for
     each the top of the band there (the largest value of ``frame``, whose steps are relative
-    to ``origin``, at that step, else 0), as exact integers."""
+    to ``origin``, at that step, else 0; as ``frame`` holds it, relative to the values'
+    origin), as exact integers."""
     found = rows_of(findings_of(result), site, variant)
     if not len(found):
         return [], []
@@ -304,10 +327,11 @@ def _violations(steps: pd.DataFrame) -> list[tuple[Any, Any, int]]:
     return found
 
 
-def _fmt_bound(values: pd.Series) -> str:
-    """A bound's text: its value, or its range over the steps ("?" when unknown)."""
+def _fmt_bound(values: pd.Series, origin: int = 0) -> str:
+    """A bound's text: its value, or its range over the steps ("unknown" when no step states
+    it); ``values`` relative to ``origin``, the text exact."""
     known = exact_ints(values).dropna()
     if not len(known):
-        return "?"
-    lo, hi = int(known.min()), int(known.max())
+        return "unknown"
+    lo, hi = int(known.min()) + origin, int(known.max()) + origin
     return f"{lo}" if lo == hi else f"{lo}..{hi}"

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from forensics.escaping import html as esc
+from forensics.present.selection import exact_ticks
 
 FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
 #: average glyph width as a fraction of the font size (for laying out legends and margins)
@@ -88,7 +89,9 @@ class Panel:
     y by ``ypad`` of its span); ``xticks``/``yticks`` default to :func:`nice_ticks` (whole
     numbers on x when ``integer_x``); ``xtick_rotation`` turns the x tick labels by that many
     degrees (rising to the right, each ending at its tick), with room made for them;
-    ``xorigin`` is added to each default x tick's label (x drawn relative to it, exact).
+    ``xorigin`` is added to each default x tick's label (x drawn relative to it, exact);
+    with a ``yorigin`` (y drawn relative to it) the default y ticks are whole numbers, each
+    labelled with its exact value (:func:`~forensics.present.selection.exact_ticks`).
     """
 
     title: str = ""
@@ -105,6 +108,7 @@ class Panel:
     invert_y: bool = False
     xtick_rotation: float = 0.0
     xorigin: int = 0
+    yorigin: int | None = None
     legend: list[LegendEntry] = field(default_factory=list)
     items: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     xs: list[float] = field(default_factory=list)
@@ -309,6 +313,8 @@ def _draw_panel(panel: Panel, x0: float, width: float, height: float, right: flo
                 legend: list[list[LegendEntry]]) -> list[str]:
     xlim = panel.xlim or _limits(panel.xs, panel.xpad, False, False)
     ylim = panel.ylim or _limits(panel.ys, panel.ypad, True, panel.ylog)
+    if panel.yticks is None and panel.yorigin is not None:
+        panel.yticks = exact_ticks(nice_ticks(*ylim, integer=True), panel.yorigin)
     if panel.yticks is None:
         ticks = log_ticks(*ylim) if panel.ylog else nice_ticks(*ylim)
         panel.yticks = [(t, f"{t:,.0f}" if panel.ylog else tick_label(t)) for t in ticks]
@@ -332,9 +338,10 @@ def _frame(panel: Panel, box: _Box, sx: _Scale, sy: _Scale, xlim: tuple[float, f
     """The axes' frame, ticks, tick labels, axis labels and title."""
     out = [f'<rect x="{box.left:.1f}" y="{box.top:.1f}" width="{box.right - box.left:.1f}" '
            f'height="{box.bottom - box.top:.1f}" fill="none" stroke="#333333"/>']
-    xticks = panel.xticks if panel.xticks is not None else [
-        (t, str(panel.xorigin + round(t)) if panel.xorigin else tick_label(t))
-        for t in nice_ticks(*xlim, integer=panel.integer_x)]
+    ticks = nice_ticks(*xlim, integer=panel.integer_x)
+    xticks = (panel.xticks if panel.xticks is not None
+              else exact_ticks(ticks, panel.xorigin) if panel.xorigin
+              else [(t, tick_label(t)) for t in ticks])
     turn = panel.xtick_rotation
     for value, label in xticks:
         px, py = sx(value), box.bottom + 16

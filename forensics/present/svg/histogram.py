@@ -81,14 +81,17 @@ def _bars(panel: Panel, data: HistogramData) -> None:
 
 
 def _valid_range(panel: Panel, data: HistogramData) -> None:
-    """The valid range shaded, and its upper (dashed) and lower (dash-dotted) bound lines."""
+    """The valid range shaded, and its upper (dashed) and lower (dash-dotted) bound lines
+    (none for a bound not known)."""
     lo, hi = data.range_edges()
     upper, lower = data.bound_labels()
     panel.vspan(lo, hi, "#2ca02c", opacity=0.08, role="range")
     panel.legend.append(LegendEntry(data.range_label(), RANGE_SWATCH, "patch"))
-    panel.vline(hi, BOUND_COLOR, width=1.2, dash="5,3", label=upper, role="bound upper")
-    panel.vline(lo, BOUND_COLOR, width=0.8, dash="6,2,1.5,2", label=lower,
-                role="bound lower")
+    if upper is not None:
+        panel.vline(hi, BOUND_COLOR, width=1.2, dash="5,3", label=upper, role="bound upper")
+    if lower is not None:
+        panel.vline(lo, BOUND_COLOR, width=0.8, dash="6,2,1.5,2", label=lower,
+                    role="bound lower")
 
 
 def _break(panel: Panel, data: HistogramData) -> None:

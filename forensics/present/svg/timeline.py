@@ -59,7 +59,7 @@ def timeline_panel(result: Any, site: str | None = None, variant: str | None = N
     if data.density is not None and data.lines:
         return _density_panel(data, data.density)
     panel = Panel(title=data.title(), xlabel="engine step", ylabel=data.ylabel(),
-                  integer_x=True, ypad=0.12, xorigin=data.origin)
+                  integer_x=True, ypad=0.12, xorigin=data.origin, yorigin=data.yorigin)
     for i, line in enumerate(data.lines):
         _draw_tensor(panel, data, line, first=i == 0)
     steps, tops = data.suspects
