@@ -53,6 +53,9 @@ class KnownAnswer:
     seen: str = ""
     #: whether the capture holds no record: no value to judge the crash by
     empty: bool = False
+    #: whether a variant of the engine's code (:data:`ENGINE_CODE`) was replayed: the
+    #: signatures describe its findings, so without one none is judged
+    engine_replayed: bool = True
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -81,7 +84,12 @@ class KnownAnswer:
             self.experiments)
 
     def known_sentence(self) -> str:
-        """Which known issues match, with evidence, fix and workaround; or that none does."""
+        """Which known issues match, with evidence, fix and workaround; that none does; or,
+        replayed through no variant of the engine's code, that none was judged."""
+        if not self.matches and not self.engine_replayed:
+            return ("Known signatures not judged: they describe the findings of the engine's "
+                    f"code ({' or '.join(sorted(ENGINE_CODE))}), and none of its variants was "
+                    "replayed: replay with upstream too.")
         if not self.matches and self.crash_verdict == NO_CRASH and not self.failing:
             return "No known signature matches, and the capture shows no failure to report."
         if not self.matches:
@@ -167,7 +175,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     failing = failing or bool(len(race.findings))
     race_text = race.summary() if len(race.findings) or verdict == UNEXPLAINED else ""
     return KnownAnswer(verdict, checked, experiments, race_text, failing,
-                       what_was_seen(evidence, result), empty=not len(result.records))
+                       what_was_seen(evidence, result), empty=not len(result.records),
+                       engine_replayed=bool(ENGINE_CODE & set(result.variants)))
 
 
 def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:

@@ -130,7 +130,7 @@ def known_markdown(conclusion: Conclusion) -> list[str]:
                   f"  - fix: {e.fix_text()}", f"  - workaround: {e.workaround}"]
     if known.matches:
         return lines
-    if known.crash_verdict == "no crash" and not known.failing:
+    if not known.engine_replayed or (known.crash_verdict == "no crash" and not known.failing):
         return [*lines, markdown(known.known_sentence())]
     lines.append("No known signature matches: a reason to file a new issue; a draft follows.")
     lines += ["", "### Draft: a new vLLM issue", "",

@@ -141,3 +141,41 @@ def test_a_tensor_shape_whose_product_wraps_is_one_line(
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "internal error" not in err, err
     assert "embedding.r0.w0.0000.arrows" in err and "input_ids" in err and "row 0" in err, err
+
+
+@pytest.mark.parametrize("crashed", [False, True])
+def test_known_signatures_are_not_judged_from_the_fix_alone(
+        crashed: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``replay --variant patched`` alone of the stale-row capture (a known issue, with or
+    without a crash event) said "No known signature matches: a reason to file a new issue" (or
+    "... the capture shows no failure to report"): the signatures describe the engine's code's
+    findings, and that code was not replayed. It says they were not judged; with upstream the
+    known issue is named."""
+    capture = tmp_path / "s.capture"
+    shutil.copytree(STALE, capture)
+    if crashed:
+        (capture / "events-w0.jsonl").write_text(json.dumps(
+            {"kind": "cuda_assert", "message": "Assertion failed", "rank": 0, "step": 10}) + "\n")
+    main(["replay", str(capture), "--variant", "patched"])
+    alone = " ".join(capsys.readouterr().out.split())
+    assert "No known signature matches" not in alone, alone
+    assert "Known signatures not judged: they describe the findings of the engine's code " \
+           "(upstream or vllm), and none of its variants was replayed" in alone, alone
+    main(["replay", str(capture), "--variant", "upstream", "--variant", "patched"])
+    both = " ".join(capsys.readouterr().out.split())
+    assert "Known issue stale-prev-positions-row" in both and "signatures not judged" not in both
+
+
+def test_the_writeup_drafts_no_new_issue_from_the_fix_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``summary --format markdown --variant patched`` of a known issue drafted a new vLLM
+    issue ("No known signature matches: a reason to file a new issue; a draft follows") when
+    the capture holds a crash."""
+    capture = tmp_path / "s.capture"
+    shutil.copytree(STALE, capture)
+    (capture / "events-w0.jsonl").write_text(json.dumps(
+        {"kind": "cuda_assert", "message": "Assertion failed", "rank": 0, "step": 10}) + "\n")
+    main(["summary", str(capture), "--format", "markdown", "--variant", "patched"])
+    out = capsys.readouterr().out
+    assert "a draft follows" not in out and "Draft: a new vLLM issue" not in out, out
+    assert "Known signatures not judged" in " ".join(out.split()), out

@@ -864,6 +864,10 @@ TESTS = {
              "test_the_repro_takes_no_refused_vocabulary_from_the_manifest"],
     "T58b": ["tests/hostile/test_round13_lead.py::"
              "test_a_tensor_shape_whose_product_wraps_is_one_line"],
+    "T58c": ["tests/hostile/test_round13_lead.py::"
+             "test_known_signatures_are_not_judged_from_the_fix_alone",
+             "tests/hostile/test_round13_lead.py::"
+             "test_the_writeup_drafts_no_new_issue_from_the_fix_alone"],
     "T60a": ["tests/hostile/test_round13_audit.py::"
              "test_a_diff_past_its_cap_is_not_read_to_be_named",
              "tests/hostile/test_round13_audit.py::"
