@@ -117,3 +117,11 @@ def vllm_version(manifest: Any) -> tuple[str | None, str]:
     if problem:
         return UNKNOWN, refusal(field, problem)
     return value, ""
+
+
+#: the facts of the run beside the model's: torch's and Python's versions, CUDA's, the host and
+#: when the capture was made (as ``import --set`` and importers state them)
+TORCH = Fact("torch", ("versions", "torch"), str)
+OTHER = (TORCH, Fact("python", ("versions", "python"), str),
+         Fact("cuda", ("versions", "cuda"), str), Fact("host", ("host",), str),
+         Fact("created", ("created",), str))

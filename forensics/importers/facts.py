@@ -12,17 +12,15 @@ from typing import Any
 
 from forensics.digits import ascii_int
 from forensics.errors import ConfigurationError
+from forensics.escaping import capped, quoted
+from forensics.manifest_facts import MODEL, OTHER, VLLM, Fact
 
 UNKNOWN = "unknown"
 
-#: ``--set`` key -> the type its value is read as (``versions.*`` and ``model.*`` nest)
-SETTABLE: dict[str, type] = {
-    "versions.vllm": str, "versions.torch": str, "versions.python": str, "versions.cuda": str,
-    "model.name": str, "model.vocab_size": int, "model.num_embeddings": int,
-    "model.speculative": str, "model.num_speculative_tokens": int,
-    "model.async_scheduling": bool, "model.tensor_parallel_size": int, "model.hardware": str,
-    "host": str, "created": str, "notes": str,
-}
+#: ``--set`` key -> the declared fact its value must fit (``versions.*`` and ``model.*``
+#: nest), and ``notes``, free text
+SETTABLE: dict[str, Fact | None] = {
+    **{fact.field: fact for fact in (VLLM, *OTHER[:3], *MODEL, *OTHER[3:])}, "notes": None}
 #: facts every imported capture states, ``unknown`` until a source or ``--set`` gives them
 STATED = ("versions.vllm", "versions.torch", "versions.python", "model.name", "created")
 _TRUE, _FALSE = ("true", "on", "yes", "1"), ("false", "off", "no", "0")
@@ -30,7 +28,7 @@ _TRUE, _FALSE = ("true", "on", "yes", "1"), ("false", "off", "no", "0")
 
 def parse_settings(settings: list[str]) -> dict[str, Any]:
     """``["versions.vllm=0.31.0", ...]`` -> ``{"versions.vllm": "0.31.0", ...}``, each value
-    read as its key's type.
+    read as its key's declared fact (:data:`SETTABLE`) and checked by it.
 
     Raises ConfigurationError naming the setting, the key and the fix.
     """
@@ -41,26 +39,27 @@ def parse_settings(settings: list[str]) -> dict[str, Any]:
         if not sep or not text:
             raise ConfigurationError(f"--set {setting!r}: expected KEY=VALUE, e.g. "
                                      "--set versions.vllm=0.31.0")
-        kind = SETTABLE.get(key)
-        if kind is None:
+        if key not in SETTABLE:
             raise ConfigurationError(f"--set {setting!r}: unknown key {key!r}; one of "
                                      f"{', '.join(SETTABLE)}")
-        facts[key] = _value(setting, text, kind)
+        facts[key] = _value(setting, text, SETTABLE[key])
     return facts
 
 
-def _value(setting: str, text: str, kind: type) -> Any:
-    """``text`` read as ``kind`` (str, a non-negative int, or a boolean word)."""
-    if kind is int:
+def _value(setting: str, text: str, fact: Fact | None) -> Any:
+    """``text`` read as ``fact``'s type (a string, an integer in ASCII digits, or a boolean
+    word), which must fit the fact (:meth:`~forensics.manifest_facts.Fact.fits`)."""
+    if fact is None:
+        return text
+    value: Any = text
+    if fact.kind is int:
         value = ascii_int(text, 18)
-        if value is None:
-            raise ConfigurationError(f"--set {setting!r}: expected a non-negative integer")
-        return value
-    if kind is bool:
-        if text.lower() not in _TRUE + _FALSE:
-            raise ConfigurationError(f"--set {setting!r}: expected true or false")
-        return text.lower() in _TRUE
-    return text
+    elif fact.kind is bool:
+        value = {**dict.fromkeys(_TRUE, True), **dict.fromkeys(_FALSE, False)}.get(text.lower())
+    if value is None or not fact.fits(value):
+        raise ConfigurationError(f"--set {quoted(capped(setting, 80))}: {fact.field} "
+                                 f"{fact.refused}; give one that is")
+    return value
 
 
 def import_manifest(sources: list[str], facts: dict[str, Any],

@@ -9,11 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from forensics.escaping import quoted, spanless
-from forensics.manifest_facts import MODEL, RUNNER, UNKNOWN, VLLM, Fact, read_fact, refusal
+from forensics.manifest_facts import MODEL, OTHER, RUNNER, TORCH, UNKNOWN, VLLM, read_fact, refusal
 
 #: the manifest facts shown as a capture's facts, in order, under their labels
-SHOWN_FACTS = (*MODEL, VLLM, Fact("torch", ("versions", "torch"), str), RUNNER,
-               Fact("host", ("host",), str), Fact("created", ("created",), str))
+SHOWN_FACTS = (*MODEL, VLLM, TORCH, RUNNER, *(f for f in OTHER if f.column in ("host", "created")))
 
 
 def capture_facts(capture: Any) -> dict[str, Any]:

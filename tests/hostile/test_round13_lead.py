@@ -179,3 +179,25 @@ def test_the_writeup_drafts_no_new_issue_from_the_fix_alone(
     out = capsys.readouterr().out
     assert "a draft follows" not in out and "Draft: a new vLLM issue" not in out, out
     assert "Known signatures not judged" in " ".join(out.split()), out
+
+
+@pytest.mark.parametrize(("setting", "refused"), [
+    ("model.vocab_size=0", "model.vocab_size is not a vocabulary size (1 to 2147483647)"),
+    ("model.tensor_parallel_size=99999999999", "model.tensor_parallel_size is not a count"),
+    ("versions.vllm=latest", "versions.vllm is not a string naming a version"),
+    ("model.async_scheduling=maybe", "model.async_scheduling is not true or false"),
+    ("host=" + "h" * 300, "host is not a string of at most 256 characters")])
+def test_import_set_refuses_a_fact_its_readers_would_refuse(setting: str, refused: str) -> None:
+    """``import --set`` took ``model.vocab_size=0`` or a vLLM version ``latest``, which every
+    reader then refused as unknown: it checks each value by the fact declared once
+    (:mod:`forensics.manifest_facts`), in one line naming the field and why."""
+    from forensics.errors import ConfigurationError
+    from forensics.importers.facts import parse_settings
+
+    with pytest.raises(ConfigurationError) as raised:
+        parse_settings([setting])
+    assert refused in str(raised.value) and "\n" not in str(raised.value), raised.value
+    assert parse_settings(["model.vocab_size=32000", "versions.vllm=0.32.0", "notes=" + "n" * 300,
+                           "model.async_scheduling=on"]) == {
+        "model.vocab_size": 32000, "versions.vllm": "0.32.0", "notes": "n" * 300,
+        "model.async_scheduling": True}

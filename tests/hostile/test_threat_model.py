@@ -868,6 +868,9 @@ TESTS = {
              "test_known_signatures_are_not_judged_from_the_fix_alone",
              "tests/hostile/test_round13_lead.py::"
              "test_the_writeup_drafts_no_new_issue_from_the_fix_alone"],
+    "T58d": ["tests/hostile/test_round13_lead.py::"
+             "test_import_set_refuses_a_fact_its_readers_would_refuse",
+             "tests/importers/test_import_facts.py::test_bad_set_is_exit_2_with_one_line"],
     "T60a": ["tests/hostile/test_round13_audit.py::"
              "test_a_diff_past_its_cap_is_not_read_to_be_named",
              "tests/hostile/test_round13_audit.py::"

@@ -58,7 +58,7 @@ def test_set_fills_facts_and_the_summary_states_them(tmp_path: Path,
 @pytest.mark.parametrize("setting, says", [
     ("version.vllm=1", "unknown key 'version.vllm'"),
     ("versions.vllm", "expected KEY=VALUE"),
-    ("model.vocab_size=big", "non-negative integer"),
+    ("model.vocab_size=big", "model.vocab_size is not a vocabulary size (1 to 2147483647)"),
     ("model.async_scheduling=maybe", "true or false"),
 ])
 def test_bad_set_is_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
