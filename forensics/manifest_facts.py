@@ -119,9 +119,10 @@ def vllm_version(manifest: Any) -> tuple[str | None, str]:
     return value, ""
 
 
-#: the facts of the run beside the model's: torch's and Python's versions, CUDA's, the host and
-#: when the capture was made (as ``import --set`` and importers state them)
+#: the facts of the run beside the model's: torch's, Python's and CUDA's versions, the host
+#: (as ``import --set`` states it; the probe's is ``process.host``) and when it was made
 TORCH = Fact("torch", ("versions", "torch"), str)
-OTHER = (TORCH, Fact("python", ("versions", "python"), str),
-         Fact("cuda", ("versions", "cuda"), str), Fact("host", ("host",), str),
-         Fact("created", ("created",), str))
+PYTHON = Fact("python", ("versions", "python"), str)
+CUDA = Fact("cuda", ("versions", "cuda"), str)
+HOST = Fact("host", ("host",), str)
+CREATED = Fact("created", ("created",), str)

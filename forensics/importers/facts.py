@@ -13,14 +13,15 @@ from typing import Any
 from forensics.digits import ascii_int
 from forensics.errors import ConfigurationError
 from forensics.escaping import capped, quoted
-from forensics.manifest_facts import MODEL, OTHER, VLLM, Fact
+from forensics.manifest_facts import CREATED, CUDA, HOST, MODEL, PYTHON, TORCH, VLLM, Fact
 
 UNKNOWN = "unknown"
 
 #: ``--set`` key -> the declared fact its value must fit (``versions.*`` and ``model.*``
 #: nest), and ``notes``, free text
 SETTABLE: dict[str, Fact | None] = {
-    **{fact.field: fact for fact in (VLLM, *OTHER[:3], *MODEL, *OTHER[3:])}, "notes": None}
+    **{fact.field: fact for fact in (VLLM, TORCH, PYTHON, CUDA, *MODEL, HOST, CREATED)},
+    "notes": None}
 #: facts every imported capture states, ``unknown`` until a source or ``--set`` gives them
 STATED = ("versions.vllm", "versions.torch", "versions.python", "model.name", "created")
 _TRUE, _FALSE = ("true", "on", "yes", "1"), ("false", "off", "no", "0")

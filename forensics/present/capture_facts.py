@@ -9,10 +9,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from forensics.escaping import quoted, spanless
-from forensics.manifest_facts import MODEL, OTHER, RUNNER, TORCH, UNKNOWN, VLLM, read_fact, refusal
+from forensics.manifest_facts import (
+    CREATED,
+    HOST,
+    MODEL,
+    RUNNER,
+    TORCH,
+    UNKNOWN,
+    VLLM,
+    read_fact,
+    refusal,
+)
 
 #: the manifest facts shown as a capture's facts, in order, under their labels
-SHOWN_FACTS = (*MODEL, VLLM, TORCH, RUNNER, *(f for f in OTHER if f.column in ("host", "created")))
+SHOWN_FACTS = (*MODEL, VLLM, TORCH, RUNNER, HOST, CREATED)
 
 
 def capture_facts(capture: Any) -> dict[str, Any]:
