@@ -125,4 +125,7 @@ TORCH = Fact("torch", ("versions", "torch"), str)
 PYTHON = Fact("python", ("versions", "python"), str)
 CUDA = Fact("cuda", ("versions", "cuda"), str)
 HOST = Fact("host", ("host",), str)
+#: the process that wrote a capture, as the probe states it: its host and process id
+PROCESS_HOST = Fact("host", ("process", "host"), str)
+PID = Fact("pid", ("process", "pid"), int, noun="a process id")
 CREATED = Fact("created", ("created",), str)

@@ -10,8 +10,10 @@ A capture's own columns never overwrite ours: a summary extra named like an adde
 namespaced (``extra.capture``), and an extra whose type differs across captures is split by kind
 (``foo.int``, ``foo.str``), so no capture changes or stops what the others read. Each capture is
 read on its own: with ``on_error="skip"`` one that cannot be read (undecodable names, out of range
-numbers, unreadable files, a path too long) is left out and the others are unaffected. A host
-longer than any host name (:data:`MAX_HOST`) is unknown (null): it would be copied onto every row.
+numbers, unreadable files, a path too long) is left out and the others are unaffected. The host
+and pid are read as every reader reads them (:data:`forensics.manifest_facts.PROCESS_HOST`,
+:data:`~forensics.manifest_facts.PID`): a host past 256 characters, which would be copied onto
+every row, or a pid out of range, is unknown (null).
 A capture's column whose name folds (case, Unicode compatibility) onto one of ours or of its
 site's fields (``Capture``, ``Input_Ids``: a case-insensitive query engine such as DuckDB would
 read it for ours) is namespaced too (``extra.Capture``), and columns of two captures whose names
@@ -27,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from forensics.errors import CaptureFormatError, ConfigurationError
-from forensics.records import EXTRA_PREFIX, INT64_MAX, INT64_MIN
+from forensics.records import EXTRA_PREFIX
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -36,9 +38,6 @@ if TYPE_CHECKING:
 #: columns added to every batch, beside the store's ``step``, ``rank`` and ``summary``
 ADDED_COLUMNS = ("capture", "host", "pid")
 ON_ERROR = ("raise", "skip")
-#: the longest host name kept (a DNS name has at most 253 characters): the host is repeated
-#: on every row, so a longer one (unknown, null) would take its length times the rows
-MAX_HOST = 255
 
 
 def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
@@ -133,16 +132,13 @@ def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBat
     Raises CaptureFormatError or UnsafeInputError when the capture cannot be read.
     """
     from forensics.escaping import unicode, unicode_path
+    from forensics.manifest_facts import PID, PROCESS_HOST, read_fact
     from forensics.store.reader import load
 
     capture = load(path)
-    process = capture.manifest.get("process")
-    process = process if isinstance(process, dict) else {}
-    host = process.get("host")
-    host = unicode(host) if isinstance(host, str) and len(host) <= MAX_HOST else None
-    pid = process.get("pid")
-    if not isinstance(pid, int) or isinstance(pid, bool) or not INT64_MIN <= pid <= INT64_MAX:
-        pid = None
+    host, _, _ = read_fact(capture.manifest, PROCESS_HOST)
+    host = unicode(host) if host else None
+    pid, _, _ = read_fact(capture.manifest, PID)
     where = unicode_path(os.path.abspath(capture.path))
     out: dict[str, list[pa.RecordBatch]] = {}
     for view in capture.batches():

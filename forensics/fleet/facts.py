@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from forensics.known.evidence import CRASH_EVENT_KINDS, crashed
-from forensics.manifest_facts import RUNNER, VLLM, Fact, read_fact, refusal
+from forensics.manifest_facts import PID, PROCESS_HOST, RUNNER, VLLM, Fact, read_fact, refusal
 
 #: event kinds the probe's guard mode writes
 GUARD_KINDS = ("guard_violation", "guard_passed_on")
@@ -16,8 +16,7 @@ CRASH_KINDS = tuple(sorted(CRASH_EVENT_KINDS - set(GUARD_KINDS)))
 
 
 #: the manifest facts of a triage row (the one place their fields and types are declared)
-FACTS = (Fact("host", ("process", "host"), str),
-         Fact("pid", ("process", "pid"), int, noun="a process id"),
+FACTS = (PROCESS_HOST, PID,
          Fact("engine_id", ("engine_id",), str), VLLM, RUNNER,
          Fact("spec_method", ("model", "speculative_config", "method"), str),
          Fact("async_scheduling", ("model", "async_scheduling"), bool),

@@ -13,6 +13,7 @@ from forensics.manifest_facts import (
     CREATED,
     HOST,
     MODEL,
+    PROCESS_HOST,
     RUNNER,
     TORCH,
     UNKNOWN,
@@ -22,7 +23,8 @@ from forensics.manifest_facts import (
 )
 
 #: the manifest facts shown as a capture's facts, in order, under their labels
-SHOWN_FACTS = (*MODEL, VLLM, TORCH, RUNNER, HOST, CREATED)
+#: (the host: the probe's ``process.host``, else the one ``import --set`` states)
+SHOWN_FACTS = (*MODEL, VLLM, TORCH, RUNNER, PROCESS_HOST, HOST, CREATED)
 
 
 def capture_facts(capture: Any) -> dict[str, Any]:
@@ -61,6 +63,8 @@ def stated_facts(manifest: Any) -> tuple[dict[str, Any], list[str]]:
     facts: dict[str, Any] = {}
     refused: list[str] = []
     for fact in SHOWN_FACTS:
+        if fact.column in facts:
+            continue
         value, field, problem = read_fact(manifest, fact)
         if problem:
             refused.append(refusal(field, problem))

@@ -201,3 +201,27 @@ def test_import_set_refuses_a_fact_its_readers_would_refuse(setting: str, refuse
                            "model.async_scheduling=on"]) == {
         "model.vocab_size": 32000, "versions.vllm": "0.32.0", "notes": "n" * 300,
         "model.async_scheduling": True}
+
+
+@pytest.mark.parametrize(("host", "shown"), [("node-7", "node-7"), ("h" * 300, "unknown")])
+def test_the_probes_host_is_read_alike_by_triage_the_conclusion_and_open_many(
+        host: str, shown: str, tmp_path: Path) -> None:
+    """The probe states its host as ``process.host``: triage read it (at most 256 characters),
+    ``open_many`` with its own limit (255), and the conclusion not at all (it read a top-level
+    ``host`` only, which only ``import --set`` writes). One declared fact now, read alike."""
+    from forensics.fleet.dataset import open_many
+    from forensics.fleet.facts import manifest_facts
+    from forensics.present.capture_facts import summary_facts
+    from forensics.store.reader import load
+
+    capture = tmp_path / "h.capture"
+    shutil.copytree(STALE, capture)
+    manifest = json.loads((capture / "manifest.json").read_text())
+    manifest["process"] = {"host": host, "pid": 0}
+    (capture / "manifest.json").write_text(json.dumps(manifest))
+    facts, _ = manifest_facts(manifest)
+    assert facts["host"] == shown and facts["pid"] is None
+    assert summary_facts(load(capture).summary())["host"] == shown
+    table = open_many([capture])["embedding"].to_table()
+    hosts, pids = set(table.column("host").to_pylist()), set(table.column("pid").to_pylist())
+    assert hosts == {None if shown == "unknown" else host} and pids == {None}, (hosts, pids)

@@ -871,6 +871,8 @@ TESTS = {
     "T58d": ["tests/hostile/test_round13_lead.py::"
              "test_import_set_refuses_a_fact_its_readers_would_refuse",
              "tests/importers/test_import_facts.py::test_bad_set_is_exit_2_with_one_line"],
+    "T58e": ["tests/hostile/test_round13_lead.py::"
+             "test_the_probes_host_is_read_alike_by_triage_the_conclusion_and_open_many"],
     "T60a": ["tests/hostile/test_round13_audit.py::"
              "test_a_diff_past_its_cap_is_not_read_to_be_named",
              "tests/hostile/test_round13_audit.py::"
