@@ -186,7 +186,13 @@ def _b64(value: Any, where: str, key: str) -> bytes:
 def _inside_storage(arg: TensorArg, here: str) -> None:
     """Refuse a view (``shape``, ``strides``, ``offset``) reaching outside its ``storage``: a
     torch tensor's never does, and the contracts read the recorded storage through it."""
-    if 0 in arg.shape:
+    # a stride over a dimension of one element, or of an empty view, steps over nothing: it is
+    # read as 0 (in bytes, up to 2**62 elements times the item size, it passed numpy's int64
+    # and ended `forensics kernels` in an internal error)
+    empty = 0 in arg.shape
+    arg.strides = tuple(0 if empty or d < 2 else s
+                        for s, d in zip(arg.strides, arg.shape, strict=True))
+    if empty:
         return
     reach = [s * (d - 1) for s, d in zip(arg.strides, arg.shape, strict=True)]
     low = arg.offset + sum(r for r in reach if r < 0)
