@@ -333,7 +333,7 @@ def replay(launch: Launch) -> dict[str, Any]:
     notes = [note for note in [source_note(launch, kernel.fn)] if note]
     if launch.unrecorded:
         name, why = next(iter(launch.unrecorded.items()))
-        raise NotReplayable(f"argument {name} was not recorded ({why})")
+        raise NotReplayable(f"argument {name} was not recorded ({terminal(why)})")
     keep: list[Any] = []
     tensors, regions, storages = {}, [], {}
     for name, arg in launch.tensors.items():

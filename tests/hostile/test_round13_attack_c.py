@@ -46,3 +46,52 @@ def test_a_stride_over_one_element_is_read_as_nothing(view: dict[str, Any]) -> N
     found = contracts.check(check_launch(event, "test"), {})
     expected = [] if 0 in view["shape"] else [([0], [7])]
     assert [(f["elements"], f["values"]) for f in found] == expected, found
+
+
+# ------------------------------------- 2. the text of an unrecorded argument, a pointer's table
+
+
+@pytest.mark.parametrize("field, value", [
+    ("unrecorded", {"max_num_reqs": "x" * 301}),         # was written whole into the reason
+    ("unrecorded", {"not a name\n": "a list"}),          # a line break in the reason
+    ("pointer_of", "idx\x1b[2Jtable"),                   # ESC into the 'not replayed' line
+])
+def test_the_text_of_unrecorded_arguments_and_pointer_tables_is_checked(
+        field: str, value: Any) -> None:
+    """``unrecorded``'s names and reasons, and a tensor's ``pointer_of``, were the only texts
+    of a launch record read unchecked: the replay worker wrote them raw into the launch's
+    reason ('argument NAME was not recorded (WHY)', 'tensor T points from TABLE, not
+    recorded'), so a name held a line break, a reason ran to any length, and ESC and the text
+    ``\\x1b`` read alike on the 'not replayed' line. Each is held to a name (and a reason to
+    300 characters), refused in one line naming the field, as every other text of a launch."""
+    from forensics.errors import CaptureFormatError
+    from forensics.kernels.format import check_launch
+
+    event = launch()
+    if field == "unrecorded":
+        event["unrecorded"] = value
+    else:
+        event["tensors"]["idx_mapping_ptr"].update(pointer_of=value, pointer_index=0)
+    with pytest.raises(CaptureFormatError) as raised:
+        check_launch(event, "capture 'k.capture' kernel_launch event 0")
+    line = str(raised.value)
+    assert f"field {field!r}" in line and len(line.splitlines()) == 1 and "\x1b" not in line
+
+
+def test_an_unrecorded_arguments_reason_is_escaped_as_a_value(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reason an argument was not recorded stands in the replay's reason escaped as a
+    value: ESC and the text ``\\x1b`` read apart on the 'not replayed' line (through
+    ``inert``, which leaves backslashes as they are, both read ``\\x1b``)."""
+    from forensics.escaping import inert
+    from forensics.kernels import replay_worker
+    from forensics.kernels.format import check_launch
+
+    reasons = []
+    for why in ("a \x1b[2J list", "a \\x1b[2J list"):
+        event = launch()
+        event["unrecorded"] = {"max_num_reqs": why}
+        monkeypatch.setattr(replay_worker, "_kernel", lambda launch: type("K", (), {
+            "arg_names": ["idx_mapping_ptr", "max_num_reqs"], "fn": None})())
+        reasons.append(inert(replay_worker.answer(json.dumps(event))["reason"]))
+    assert reasons[0] != reasons[1], reasons
