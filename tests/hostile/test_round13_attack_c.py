@@ -95,3 +95,24 @@ def test_an_unrecorded_arguments_reason_is_escaped_as_a_value(
             "arg_names": ["idx_mapping_ptr", "max_num_reqs"], "fn": None})())
         reasons.append(inert(replay_worker.answer(json.dumps(event))["reason"]))
     assert reasons[0] != reasons[1], reasons
+
+
+# ------------------------------------- 3. a masked row's slot (-1) is no broken contract
+
+
+def test_a_masked_rows_slot_is_not_a_broken_contract() -> None:
+    """vLLM marks a masked row of ``idx_mapping`` with ``-1`` (a dummy or CUDA-graph padding
+    request, a row filtered out: ``postprocess_sampled``'s "May include -1 for masked
+    entries"), and its kernels skip it (``_post_update_kernel``: ``if req_state_idx < 0:
+    return``; ``_compute_slot_mappings_kernel``, the Gumbel sampler: ``mask=req_state_idx >=
+    0``). The contract held every entry to ``[0, max_num_reqs)``, so a genuine launch with a
+    masked row was a ``kernel_contract`` finding ('request slot [-1], outside [0, 4)') and
+    ``forensics kernels`` exited 1. A slot past the bound is still one."""
+    from forensics.kernels import contracts
+    from forensics.kernels.format import check_launch
+
+    masked = launch(data=b64(np.array([0, -1], dtype=np.int32)))
+    assert contracts.check(check_launch(masked, "test"), {}) == []
+    past = launch(data=b64(np.array([-1, 4], dtype=np.int32)))
+    found = contracts.check(check_launch(past, "test"), {})
+    assert [(f["elements"], f["values"], f["count"]) for f in found] == [([1], [4], 1)], found
