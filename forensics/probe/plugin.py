@@ -49,6 +49,9 @@ def start(settings: Any, **session_options: Any) -> Any:
     from forensics.probe.session import ProbeSession
     from forensics.probe.settings import ENV_DIR, export, shown
 
+    from forensics.probe import kernels
+
+    kernels.settings()  # a bad FORENSICS_KERNELS_* is refused before anything is started
     made = not settings.owner
     try:
         settings = owned.claim(settings)  # made here, or the first process's, checked
@@ -63,8 +66,6 @@ def start(settings: Any, **session_options: Any) -> Any:
     patch.install(settings.sites)
     atexit.register(session.close)
     _install_sigterm(session)
-    from forensics.probe import kernels
-
     kernels.install(session)  # FORENSICS_KERNELS: the flight recorder of kernel launches
     return session
 

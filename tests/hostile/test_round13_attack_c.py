@@ -116,3 +116,33 @@ def test_a_masked_rows_slot_is_not_a_broken_contract() -> None:
     past = launch(data=b64(np.array([-1, 4], dtype=np.int32)))
     found = contracts.check(check_launch(past, "test"), {})
     assert [(f["elements"], f["values"], f["count"]) for f in found] == [([1], [4], 1)], found
+
+
+# ------------------------------------- 4. a bad FORENSICS_KERNELS_* setting
+
+
+@pytest.mark.parametrize("name, value", [("FORENSICS_KERNELS_KEEP", "zero"),
+                                         ("FORENSICS_KERNELS_BUDGET", "-1")])
+def test_a_bad_kernel_setting_is_refused_before_the_probe_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    """The flight recorder's settings were read last, once the probe had made its capture
+    folder and installed its session, hooks, exit and SIGTERM handlers: the ConfigurationError
+    left them all in place, and a second ``register()`` in the process returned quietly with
+    the probe recording and no flight recorder. The setting is refused before anything is
+    started now: no session, no capture folder."""
+    from forensics.errors import ConfigurationError
+    from forensics.probe import plugin
+
+    monkeypatch.setenv("FORENSICS_DIR", str(tmp_path / "caps"))
+    monkeypatch.setenv("FORENSICS_WRITER", "thread")
+    monkeypatch.setenv("FORENSICS_KERNELS", "all")
+    monkeypatch.setenv(name, value)
+    for var in ("FORENSICS_CAPTURE", "FORENSICS_CAPTURE_OWNER", "FORENSICS_ENGINE_ID"):
+        monkeypatch.delenv(var, raising=False)
+    try:
+        with pytest.raises(ConfigurationError, match=name):
+            plugin.register()
+        assert plugin.session() is None
+        assert not (tmp_path / "caps").exists() or not any((tmp_path / "caps").iterdir())
+    finally:
+        plugin.stop()

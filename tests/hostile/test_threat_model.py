@@ -918,6 +918,8 @@ TESTS = {
              "test_an_unrecorded_arguments_reason_is_escaped_as_a_value"],
     "T64c": ["tests/hostile/test_round13_attack_c.py::"
              "test_a_masked_rows_slot_is_not_a_broken_contract"],
+    "T64d": ["tests/hostile/test_round13_attack_c.py::"
+             "test_a_bad_kernel_setting_is_refused_before_the_probe_starts"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
