@@ -45,11 +45,9 @@ def start(settings: Any, **session_options: Any) -> Any:
     import atexit
 
     from forensics.errors import ConfigurationError, reason
-    from forensics.probe import hooks, owned, patch
+    from forensics.probe import hooks, kernels, owned, patch
     from forensics.probe.session import ProbeSession
     from forensics.probe.settings import ENV_DIR, export, shown
-
-    from forensics.probe import kernels
 
     kernels.settings()  # a bad FORENSICS_KERNELS_* is refused before anything is started
     made = not settings.owner

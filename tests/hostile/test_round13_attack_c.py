@@ -85,7 +85,6 @@ def test_an_unrecorded_arguments_reason_is_escaped_as_a_value(
     ``inert``, which leaves backslashes as they are, both read ``\\x1b``)."""
     from forensics.escaping import inert
     from forensics.kernels import replay_worker
-    from forensics.kernels.format import check_launch
 
     reasons = []
     for why in ("a \x1b[2J list", "a \\x1b[2J list"):
