@@ -145,3 +145,23 @@ def test_a_bad_kernel_setting_is_refused_before_the_probe_starts(
         assert not (tmp_path / "caps").exists() or not any((tmp_path / "caps").iterdir())
     finally:
         plugin.stop()
+
+
+# ------------------------------------- 5. a load through an empty tensor's null pointer
+
+
+def test_a_load_through_an_empty_tensor_is_its_own(tmp_path: Path) -> None:
+    """Torch's ``data_ptr()`` of an empty tensor is 0 (the live launch was handed a null
+    pointer too), so the replay's loads through an empty ``x_ptr`` were at addresses 0 and 4,
+    which the replay attributed to the tensor nearest them: 'out_ptr element(s)
+    [-23539152564992, -23539152564991]', another argument at elements nothing holds. An access
+    through the null pointer of the launch's one empty tensor is that tensor's, at its
+    elements 0 and 1 (its storage holds 2 elements: the view is empty)."""
+    from tests.hostile.test_round9_attack9a import replayed, scale
+
+    event = scale(2.0)
+    event["tensors"]["x_ptr"].update(shape=[0], strides=[1], offset=0)
+    [answer] = replayed(tmp_path, [event])
+    assert answer["status"] == "replayed", answer
+    assert [(a["argument"], a["op"], a["elements"], a["count"]) for a in answer["accesses"]] \
+        == [("x_ptr", "load", [0, 1], 2)], answer
