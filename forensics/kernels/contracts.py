@@ -2,7 +2,11 @@
 recorded values of a launch (``kernel_contract`` findings).
 
 - request slot: every ``idx_mapping`` entry ``< max_num_reqs`` (the ``max_num_reqs`` scalar,
-  else the rows of the launch's per-request state tensor, :data:`SLOT_STATE`);
+  else the rows of the launch's per-request state tensor, :data:`SLOT_STATE`); a negative
+  entry is vLLM's mark of a masked row (``-1``: a dummy, padding or filtered request, which its
+  kernels skip: ``if req_state_idx < 0: return``, ``mask=req_state_idx >= 0``), not a slot
+  outside the contract: a kernel that reads through one anyway is found by the replay's
+  out-of-bounds check;
 - block index: in ``_compute_slot_mappings_kernel``, ``pos // block_size <`` the blocks per row
   of each enabled group's block table (a block index past the row reads the next request's row:
   inside the allocation, outside its row);
@@ -88,7 +92,7 @@ def _slots(launch: Launch) -> list[dict[str, Any]]:
     values = _values(index)
     if values is None:
         return []
-    bad = (values < 0) | (values >= bound)
+    bad = values >= bound  # a negative entry marks a masked row: see the module
     return [_finding(launch, index.name, "request slot", values, bad, 0, bound, source)] \
         if bad.any() else []
 

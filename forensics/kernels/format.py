@@ -186,7 +186,13 @@ def _b64(value: Any, where: str, key: str) -> bytes:
 def _inside_storage(arg: TensorArg, here: str) -> None:
     """Refuse a view (``shape``, ``strides``, ``offset``) reaching outside its ``storage``: a
     torch tensor's never does, and the contracts read the recorded storage through it."""
-    if 0 in arg.shape:
+    # a stride over a dimension of one element, or of an empty view, steps over nothing: it is
+    # read as 0 (in bytes, up to 2**62 elements times the item size, it passed numpy's int64
+    # and ended `forensics kernels` in an internal error)
+    empty = 0 in arg.shape
+    arg.strides = tuple(0 if empty or d < 2 else s
+                        for s, d in zip(arg.strides, arg.shape, strict=True))
+    if empty:
         return
     reach = [s * (d - 1) for s, d in zip(arg.strides, arg.shape, strict=True)]
     low = arg.offset + sum(r for r in reach if r < 0)
@@ -228,6 +234,8 @@ def _tensor(name: str, raw: Any, where: str) -> TensorArg:
                 raise _fail(here, "after", f"holds {len(arg.after)} bytes, not {expected}")
     if raw.get("pointer_of") is not None:
         arg.pointer_of = _text(raw["pointer_of"], here, "pointer_of")
+        if not _NAME.fullmatch(arg.pointer_of):
+            raise _fail(here, "pointer_of", "must name the argument of the pointer table")
         arg.pointer_index = _int(raw.get("pointer_index"), here, "pointer_index")
     return arg
 
@@ -255,8 +263,10 @@ def check_launch(event: dict[str, Any], where: str, index: int = 0) -> Launch:
         raise _fail(where, "tensors", "must be an object name -> tensor")
     unrecorded = event.get("unrecorded", {})
     if not isinstance(unrecorded, dict) or not all(
-            isinstance(v, str) for v in unrecorded.values()):
-        raise _fail(where, "unrecorded", "must be an object name -> reason")
+            _NAME.fullmatch(k) and isinstance(v, str) and len(v) <= 300
+            for k, v in unrecorded.items()):
+        raise _fail(where, "unrecorded", "must be an object name -> reason (a string of at "
+                                         "most 300 characters)")
     return Launch(
         module, name, _text(kernel.get("source_sha256", ""), where, "kernel.source_sha256"),
         _int(event.get("step"), where, "step"), _int(event.get("rank", 0), where, "rank"),

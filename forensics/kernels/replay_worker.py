@@ -49,6 +49,9 @@ from forensics.kernels.interpreter import check_masked_accesses
 GAP = 1 << 16
 #: the most accesses and differing elements an answer lists per argument
 MOST = 16
+#: addresses below this hold no allocation (Linux's ``mmap_min_addr``): an access there is
+#: through a null pointer
+NULL_REACH = 1 << 16
 
 
 class NotReplayable(Exception):
@@ -81,11 +84,15 @@ class Observer:
         self.unmasked = False
         self.use([])
 
-    def use(self, regions: list[Region], integers: dict[str, np.ndarray] | None = None) -> None:
+    def use(self, regions: list[Region], integers: dict[str, np.ndarray] | None = None,
+            empty: tuple[str, int] | None = None) -> None:
         """Judge the accesses against ``regions`` (disjoint: each its own allocation);
         ``integers``: the 64-bit integer tensors' contents, their pointer tables' entries
-        resolved (the values that are no address of the replay: raw addresses, or numbers)."""
-        self.regions = regions
+        resolved (the values that are no address of the replay: raw addresses, or numbers);
+        ``empty``: the launch's one empty tensor argument (name, item size), whose pointer is
+        null (torch's ``data_ptr()`` of an empty tensor is 0, in the live launch too): an
+        access below :data:`NULL_REACH` is its own, not the tensor nearest address 0's."""
+        self.regions, self.empty = regions, empty
         self.bounds = Bounds([(r.start, r.end) for r in regions])
         found = [(np.asarray(a).astype(np.uint64).reshape(-1), n)
                  for n, a in (integers or {}).items()]
@@ -150,19 +157,26 @@ class Observer:
         to_right = np.where(left < last, bounds.starts[hi] - addr, far)
         first = np.where(bounds.order[lo] <= bounds.order[hi], lo, hi)
         nearest = np.where(to_left < to_right, lo, np.where(to_right < to_left, hi, first))
+        null = addr < np.uint64(NULL_REACH)
+        if self.empty is not None and null.any():  # through an empty tensor's null pointer
+            self._count(Region(self.empty[0], 0, 0, self.empty[1]), addr[null], op)
+            addr, nearest = addr[~null], nearest[~null]
         for index in np.unique(nearest).tolist():
-            region = self.regions[int(bounds.order[index])]
-            mine = addr[nearest == index]
-            key = (region.name, op, not self.unmasked, self.pid)
-            self.counts[key] = self.counts.get(key, 0) + len(mine)
-            found = self.accesses.setdefault(key, [])
-            unique, at = np.unique(mine, return_index=True)
-            for address in unique[np.argsort(at)].tolist():
-                if len(found) >= MOST:
-                    break
-                element = (int(address) - region.start) // region.itemsize
-                if element not in found:
-                    found.append(element)
+            self._count(self.regions[int(bounds.order[index])], addr[nearest == index], op)
+
+    def _count(self, region: Region, mine: np.ndarray, op: str) -> None:
+        """Note the accesses at ``mine`` as ``region``'s: counted, the first :data:`MOST`
+        elements listed."""
+        key = (region.name, op, not self.unmasked, self.pid)
+        self.counts[key] = self.counts.get(key, 0) + len(mine)
+        found = self.accesses.setdefault(key, [])
+        unique, at = np.unique(mine, return_index=True)
+        for address in unique[np.argsort(at)].tolist():
+            if len(found) >= MOST:
+                break
+            element = (int(address) - region.start) // region.itemsize
+            if element not in found:
+                found.append(element)
 
     def arithmetic(self, lhs: Any, rhs: Any, op: Any, name: str) -> None:
         """Note an int32 ``op`` whose exact result leaves int32."""
@@ -333,7 +347,7 @@ def replay(launch: Launch) -> dict[str, Any]:
     notes = [note for note in [source_note(launch, kernel.fn)] if note]
     if launch.unrecorded:
         name, why = next(iter(launch.unrecorded.items()))
-        raise NotReplayable(f"argument {name} was not recorded ({why})")
+        raise NotReplayable(f"argument {name} was not recorded ({terminal(why)})")
     keep: list[Any] = []
     tensors, regions, storages = {}, [], {}
     for name, arg in launch.tensors.items():
@@ -342,9 +356,12 @@ def replay(launch: Launch) -> dict[str, Any]:
         regions.append(region)
     _point(launch, tensors)
     OBSERVER.__init__()  # type: ignore[misc]
+    empty = [(n, launch.tensors[n].itemsize) for n, t in tensors.items()
+             if n in launch.args and t.data_ptr() == 0]
     OBSERVER.use(regions, {n: storages[n].view(torch.uint8).numpy().view("<u8")
                            for n, a in launch.tensors.items()
-                           if a.dtype in ("int64", "uint64") and a.storage % 8 == 0})
+                           if a.dtype in ("int64", "uint64") and a.storage % 8 == 0},
+                 empty[0] if len(empty) == 1 else None)
     args = {**_scalars(launch.scalars), **launch.constexprs,
             **{n: t for n, t in tensors.items() if n in launch.args}}
     missing = [a for a in launch.args if a not in args]

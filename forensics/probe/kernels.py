@@ -519,6 +519,20 @@ def _hand_off_raised(recorder: FlightRecorder, pending: Pending) -> None:
         recorder.errors += 1
 
 
+def settings(environ: Mapping[str, str] | None = None
+             ) -> tuple[tuple[str, ...], int | None, int] | None:
+    """The recorder's kernel globs, steps kept and float budget, or None when it is off (the
+    probe reads them before it starts anything: see :func:`forensics.probe.plugin.start`).
+
+    Raises:
+        ConfigurationError: a bad ``FORENSICS_KERNELS_*`` setting.
+    """
+    globs = selection(environ)
+    if globs is None:
+        return None
+    return globs, keep_steps(environ), budget(environ)
+
+
 def install(session: Any, environ: Mapping[str, str] | None = None) -> FlightRecorder | None:
     """Start recording kernel launches when ``FORENSICS_KERNELS`` asks; return the
     recorder (None when off). Wraps both launch paths, ``session.engine_failed``, exit,
@@ -528,10 +542,10 @@ def install(session: Any, environ: Mapping[str, str] | None = None) -> FlightRec
         ConfigurationError: a bad ``FORENSICS_KERNELS_*`` setting.
     """
     global RECORDER
-    globs = selection(environ)
-    if globs is None:
+    chosen = settings(environ)
+    if chosen is None:
         return None
-    recorder = FlightRecorder(globs, keep_steps(environ), budget(environ), session)
+    recorder = FlightRecorder(*chosen, session)
     import torch
 
     recorder._torch = torch

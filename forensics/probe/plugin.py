@@ -45,10 +45,11 @@ def start(settings: Any, **session_options: Any) -> Any:
     import atexit
 
     from forensics.errors import ConfigurationError, reason
-    from forensics.probe import hooks, owned, patch
+    from forensics.probe import hooks, kernels, owned, patch
     from forensics.probe.session import ProbeSession
     from forensics.probe.settings import ENV_DIR, export, shown
 
+    kernels.settings()  # a bad FORENSICS_KERNELS_* is refused before anything is started
     made = not settings.owner
     try:
         settings = owned.claim(settings)  # made here, or the first process's, checked
@@ -63,8 +64,6 @@ def start(settings: Any, **session_options: Any) -> Any:
     patch.install(settings.sites)
     atexit.register(session.close)
     _install_sigterm(session)
-    from forensics.probe import kernels
-
     kernels.install(session)  # FORENSICS_KERNELS: the flight recorder of kernel launches
     return session
 
