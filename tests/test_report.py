@@ -467,7 +467,10 @@ def test_report_variants_and_progress(tmp_path: Path, capsys: pytest.CaptureFixt
                         progress=True).read_text()
     err = capsys.readouterr().err
     assert "report: running notebook 03_triage" in err and "report: wrote" in err
-    assert re.search(r'id="conclusion">\s*<li>patched leaves no site in violation', html)
+    # the fix alone judges no crash (T59f): the conclusion says so first, then the fix's verdict
+    assert re.search(r'id="conclusion">\s*<li>Not judged: the capture holds a crash, but no '
+                     r'variant of the engine', html)
+    assert re.search(r'<li>patched leaves no site in violation', html)
     assert "<script" not in html.lower() and "Content-Security-Policy" in html
 
 
