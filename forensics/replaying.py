@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
@@ -161,9 +161,14 @@ class ReplayResult:
 
 
 def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
-           progress: bool = False) -> ReplayResult:
+           progress: bool = False,
+           race_window: Collection[tuple[int, int]] | None = None) -> ReplayResult:
     """Replay ``capture`` (a Capture, a capture path, or an iterable of Records) through
     ``variants`` (names; variant objects; or a mapping name -> None, name, callable or variant).
+    ``race_window``: the (step, rank) pairs the race check compares (default: its own choice
+    of at most :data:`forensics.judge.race.MAX_STEPS`); records of a step range of a capture
+    are given :func:`forensics.judge.race.window_of` the whole capture, so that the range finds
+    what the whole replay finds there.
 
     Returns:
         A :class:`ReplayResult`.
@@ -176,12 +181,13 @@ def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
     """
     try:
         with collector_paused():
-            return _replay(capture, variants, progress)
+            return _replay(capture, variants, progress, race_window)
     except AllocationBudgetError as exc:  # a record's size past the budget: name its file
         raise in_capture(exc, capture) from None
 
 
-def _replay(given: Any, variants: Any, progress: bool) -> ReplayResult:
+def _replay(given: Any, variants: Any, progress: bool,
+            race_window: Collection[tuple[int, int]] | None) -> ReplayResult:
     source = Source.of(given)
     records = source.records
     chosen = _variants(variants)
@@ -212,16 +218,17 @@ def _replay(given: Any, variants: Any, progress: bool) -> ReplayResult:
                           outcomes=functools.partial(_outcome_frame, coords, kept),
                           capture=source.capture, bounds=judged.deferred_bounds(),
                           index=_index_frame(coords), continuity=continuity)
-    return _with_race(result, judged)
+    return _with_race(result, judged, race_window)
 
 
-def _with_race(result: ReplayResult, judged: judge.Judge) -> ReplayResult:
+def _with_race(result: ReplayResult, judged: judge.Judge,
+               window: Collection[tuple[int, int]] | None) -> ReplayResult:
     """``result`` with its race check and the check's ``unwritten_input`` findings in its
     findings table (verdicts again: they leave every verdict as it was, see
     :func:`forensics.judge.findings.verdicts`)."""
     from forensics.judge.race import as_findings
 
-    race = race_of(result)
+    race = race_of(result, window)
     result.race = dataclasses.replace(race, findings=_not_the_clamp(race.findings,
                                                                     result.continuity))
     if len(result.race.findings):
@@ -231,13 +238,14 @@ def _with_race(result: ReplayResult, judged: judge.Judge) -> ReplayResult:
     return result
 
 
-def race_of(result: ReplayResult) -> RaceCheck:
+def race_of(result: ReplayResult, window: Collection[tuple[int, int]] | None = None
+            ) -> RaceCheck:
     """The race check of ``result`` (:func:`forensics.judge.race.race_check`), the baseline
     run first on the writer records that kept no output and its outputs kept in
-    ``result.baseline_outputs``."""
+    ``result.baseline_outputs``; comparing the (step, rank) pairs of ``window`` when given."""
     from forensics.judge.race import race_check, race_plan
 
-    plan = race_plan(result)
+    plan = race_plan(result, window)
     result.baseline_outputs.update(_baseline_outputs(plan.baseline, plan.unrecorded()))
     return race_check(result, plan)
 

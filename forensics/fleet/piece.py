@@ -3,7 +3,10 @@
 A task's result crosses processes and machines as Arrow IPC bytes (:func:`to_ipc`), never as
 pickled records. A step range ``[start, stop)`` is replayed with :data:`LOOKBACK` earlier steps,
 so a finding at the sink still finds its origin a few steps back; only findings, outcomes and
-records of the range itself count.
+records of the range itself count. The race check, which compares at most
+:data:`forensics.judge.race.MAX_STEPS` steps, compares in a range the steps a replay of the whole
+capture compares there (:func:`forensics.judge.race.window_of`): a triage finds the same
+whatever its split.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ def _replayed(path: str, start: int | None, stop: int | None,
     """The facts and replay columns of one capture or step range."""
     from forensics.errors import CaptureFormatError
     from forensics.escaping import terminal
+    from forensics.judge.race import window_of
     from forensics.replaying import replay
     from forensics.store.reader import load
 
@@ -63,8 +67,9 @@ def _replayed(path: str, start: int | None, stop: int | None,
         result = replay(capture, list(variants))
         verdicts, found = result.verdicts, result.findings
     else:
+        window = {(s, r) for s, r in window_of(capture) if start <= s < stop}
         result = replay(capture.records(steps=range(max(0, start - LOOKBACK), stop)),
-                        list(variants))
+                        list(variants), race_window=window)
         verdicts, found = _in_range(result, start)
     if start is not None:  # a piece's record count is its own range's
         facts["records"] = len(capture.records(steps=range(start, stop or start)))
