@@ -54,8 +54,6 @@ def _replayed(path: str, start: int | None, stop: int | None,
     """The facts and replay columns of one capture or step range."""
     from forensics.errors import CaptureFormatError
     from forensics.escaping import terminal
-    from forensics.judge.race import window_of
-    from forensics.replaying import replay
     from forensics.store.reader import load
 
     capture = load(path)
@@ -63,20 +61,29 @@ def _replayed(path: str, start: int | None, stop: int | None,
         raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {NO_RECORDS}: nothing to "
                                  "replay (the probe saw no call, or its segments were removed)")
     facts = capture_facts(capture)
-    if start is None or stop is None:
-        result = replay(capture, list(variants))
-        verdicts, found = result.verdicts, result.findings
-    else:
-        window = {(s, r) for s, r in window_of(capture) if start <= s < stop}
-        result = replay(capture.records(steps=range(max(0, start - LOOKBACK), stop)),
-                        list(variants), race_window=window)
-        verdicts, found = _in_range(result, start)
+    result, verdicts, found = replayed_range(capture, start, stop, variants)
     if start is not None:  # a piece's record count is its own range's
         facts["records"] = len(capture.records(steps=range(start, stop or start)))
     return {**facts, "verdicts": json.dumps(verdicts, sort_keys=True),
             "first_finding": json.dumps(first_of(found)),
             "findings": int((found["variant"] == BASELINE).sum()),
             "known": json.dumps(match_known(result, capture))}
+
+
+def replayed_range(capture: Any, start: int | None, stop: int | None,
+                   variants: tuple[str, ...] = VARIANTS) -> tuple[Any, dict[str, Any], Any]:
+    """The replay of ``capture`` (steps ``[start, stop)`` with :data:`LOOKBACK` earlier ones,
+    or all when None), and the verdicts and findings a triage counts of it."""
+    from forensics.judge.race import window_of
+    from forensics.replaying import replay
+
+    if start is None or stop is None:
+        result = replay(capture, list(variants))
+        return result, result.verdicts, result.findings
+    window = {(s, r) for s, r in window_of(capture) if start <= s < stop}
+    result = replay(capture.records(steps=range(max(0, start - LOOKBACK), stop)),
+                    list(variants), race_window=window)
+    return (result, *_in_range(result, start))
 
 
 def _in_range(result: Any, start: int) -> tuple[dict[str, dict[str, str]], Any]:
