@@ -143,9 +143,8 @@ def race_plan(result: ReplayResult, window: Collection[tuple[int, int]] | None =
               ) -> RacePlan:
     """What the race check of ``result`` compares (see the module docstring): the (step,
     rank) pairs of ``window`` that hold both records, or (None) those :func:`_chosen` picks."""
-    reader, writers = _race_sites()
-    check, pairs = _paired(_positions(result, {reader.get("site"), *(w.get("site")
-                                                                     for w in writers)}))
+    reader, writers, sites = _race_sites()
+    check, pairs = _paired(_positions(result, set(sites)))
     chosen = (_chosen(pairs, _crash_steps(result.capture)) if window is None else
               [p for p in pairs if (p[0], p[1]) in window])
     return RacePlan(reader, chosen, str(baseline_of(result.variants)), check, result.records)
@@ -156,11 +155,8 @@ def window_of(capture: Any) -> frozenset[tuple[int, int]]:
     steps and summary flags, no record decoded): a replay of a step range of it given this
     window (``replay(..., race_window=...)``) compares what the whole replay compares there,
     so a triage finds the same whatever its split."""
-    reader, writers = _race_sites()
-    sites = [s for s in (reader.get("site"), *(w.get("site") for w in writers))
-             if s in capture.sites]
     rows: list[tuple[int, str, int, int]] = []
-    for site in sites:
+    for site in (s for s in _race_sites()[2] if s in capture.sites):
         for view in capture.batches(site):
             rows += [(len(rows) + i, site, int(step), int(view.rank)) for i, step in
                      enumerate(view.steps[~np.asarray(view.summary, dtype=bool)].tolist())]
@@ -169,12 +165,15 @@ def window_of(capture: Any) -> frozenset[tuple[int, int]]:
     return frozenset((p[0], p[1]) for p in _chosen(pairs, _crash_steps(capture)))
 
 
-def _race_sites() -> tuple[dict[str, str], list[dict[str, str]]]:
-    """The reader site and the writer sites of the catalogue's ``[race]`` table."""
+def _race_sites() -> tuple[dict[str, str], Sequence[dict[str, str]], list[str]]:
+    """The reader site and the writer sites of the catalogue's ``[race]`` table, and the
+    names of all of them."""
     from forensics.known.schema import load_catalogue
 
     catalogue = load_catalogue()
-    return catalogue.race_reader, catalogue.race_writers
+    reader, writers = catalogue.race_reader, catalogue.race_writers
+    return reader, writers, [str(s) for s in (reader.get("site"), *(w.get("site")
+                                                                     for w in writers)) if s]
 
 
 def _paired(positions: list[tuple[int, str, int, int]]
@@ -184,7 +183,7 @@ def _paired(positions: list[tuple[int, str, int, int]]
     site, step, rank) of the records at the race sites), in step order."""
     import pandas as pd
 
-    reader, writers = _race_sites()
+    reader, writers, _ = _race_sites()
     held, twice = by_key(((step, rank, site), position)
                          for position, site, step, rank in positions)
     by_step: dict[tuple[int, int], dict[str, int]] = {}
