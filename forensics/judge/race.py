@@ -252,12 +252,9 @@ def _chosen(pairs: list[Any], crash_steps: set[int]) -> list[Any]:
 def spans(steps: list[int], most: int = 4) -> str:
     """Sorted distinct ``steps`` as runs, ``"1-40, 345-600"``; past ``most`` runs, the first
     ``most`` and how many more."""
-    runs: list[list[int]] = []
-    for step in steps:
-        if runs and step == runs[-1][1] + 1:
-            runs[-1][1] = step
-        else:
-            runs.append([step, step])
+    from forensics.digits import runs as runs_of
+
+    runs = runs_of(steps)
     text = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in runs[:most])
     return text + (f" and {len(runs) - most} more run(s)" if len(runs) > most else "")
 
