@@ -162,13 +162,13 @@ class ReplayResult:
 
 def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
            progress: bool = False,
-           race_window: Collection[tuple[int, int]] | None = None) -> ReplayResult:
+           part_of: Capture | None = None) -> ReplayResult:
     """Replay ``capture`` (a Capture, a capture path, or an iterable of Records) through
     ``variants`` (names; variant objects; or a mapping name -> None, name, callable or variant).
-    ``race_window``: the (step, rank) pairs the race check compares (default: its own choice
-    of at most :data:`forensics.judge.race.MAX_STEPS`); records of a step range of a capture
-    are given :func:`forensics.judge.race.window_of` the whole capture, so that the range finds
-    what the whole replay finds there.
+    ``part_of``: the Capture the records given are a step range of: they are judged as in a
+    replay of all of it (its manifest says whether its vLLM clamps input ids; the race check
+    compares the steps a replay of it compares, :func:`forensics.judge.race.window_of`), so
+    that a range finds what the whole replay finds there.
 
     Returns:
         A :class:`ReplayResult`.
@@ -181,14 +181,18 @@ def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
     """
     try:
         with collector_paused():
-            return _replay(capture, variants, progress, race_window)
+            return _replay(capture, variants, progress, part_of)
     except AllocationBudgetError as exc:  # a record's size past the budget: name its file
         raise in_capture(exc, capture) from None
 
 
 def _replay(given: Any, variants: Any, progress: bool,
-            race_window: Collection[tuple[int, int]] | None) -> ReplayResult:
+            part_of: Capture | None) -> ReplayResult:
+    from forensics.judge.race import window_of
+
     source = Source.of(given)
+    if part_of is not None:
+        source = dataclasses.replace(source, manifest=part_of.manifest)
     records = source.records
     chosen = _variants(variants)
     names = [name for name, _ in chosen]
@@ -218,7 +222,7 @@ def _replay(given: Any, variants: Any, progress: bool,
                           outcomes=functools.partial(_outcome_frame, coords, kept),
                           capture=source.capture, bounds=judged.deferred_bounds(),
                           index=_index_frame(coords), continuity=continuity)
-    return _with_race(result, judged, race_window)
+    return _with_race(result, judged, None if part_of is None else window_of(part_of))
 
 
 def _with_race(result: ReplayResult, judged: judge.Judge,
@@ -527,6 +531,8 @@ class Source:
     name: str
     records: Sequence[Record]
     capture: Capture | None = None
+    #: the manifest of the capture records given in memory were read from (None: unknown)
+    manifest: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, given: object) -> Source:
@@ -563,7 +569,7 @@ class Source:
                                  if site in capture.sites else [],
                                  capture.sites, capture.manifest)
         return continuity_of(lambda site: [r for r in self.records if r.site == site],
-                             {r.site for r in self.records})
+                             {r.site for r in self.records}, self.manifest)
 
     def pieces(self) -> Iterator[Piece]:
         """The pieces the replay reads: the capture's batches, or the records' chunks."""

@@ -3,10 +3,11 @@
 A task's result crosses processes and machines as Arrow IPC bytes (:func:`to_ipc`), never as
 pickled records. A step range ``[start, stop)`` is replayed with :data:`LOOKBACK` earlier steps,
 so a finding at the sink still finds its origin a few steps back; only findings, outcomes and
-records of the range itself count. The race check, which compares at most
-:data:`forensics.judge.race.MAX_STEPS` steps, compares in a range the steps a replay of the whole
-capture compares there (:func:`forensics.judge.race.window_of`): a triage finds the same
-whatever its split.
+records of the range itself count. A range is judged as part of its capture (``replay(...,
+part_of=capture)``): the capture's manifest says whether its vLLM clamps input ids, and the race
+check, which compares at most :data:`forensics.judge.race.MAX_STEPS` steps, compares in a range
+the steps a replay of the whole capture compares there: a triage finds the same whatever its
+split.
 """
 
 from __future__ import annotations
@@ -74,15 +75,13 @@ def replayed_range(capture: Any, start: int | None, stop: int | None,
                    variants: tuple[str, ...] = VARIANTS) -> tuple[Any, dict[str, Any], Any]:
     """The replay of ``capture`` (steps ``[start, stop)`` with :data:`LOOKBACK` earlier ones,
     or all when None), and the verdicts and findings a triage counts of it."""
-    from forensics.judge.race import window_of
     from forensics.replaying import replay
 
     if start is None or stop is None:
         result = replay(capture, list(variants))
         return result, result.verdicts, result.findings
-    window = {(s, r) for s, r in window_of(capture) if start <= s < stop}
     result = replay(capture.records(steps=range(max(0, start - LOOKBACK), stop)),
-                    list(variants), race_window=window)
+                    list(variants), part_of=capture)
     return (result, *_in_range(result, start))
 
 

@@ -152,9 +152,9 @@ def race_plan(result: ReplayResult, window: Collection[tuple[int, int]] | None =
 
 def window_of(capture: Any) -> frozenset[tuple[int, int]]:
     """The (step, rank) pairs a replay of the whole ``capture`` compares (from its batches'
-    steps and summary flags, no record decoded): a replay of a step range of it given this
-    window (``replay(..., race_window=...)``) compares what the whole replay compares there,
-    so a triage finds the same whatever its split."""
+    steps and summary flags, no record decoded): a replay of a step range of it
+    (``replay(..., part_of=capture)``) compares these in its range, what the whole replay
+    compares there, so a triage finds the same whatever its split."""
     rows: list[tuple[int, str, int, int]] = []
     for site in (s for s in _race_sites()[2] if s in capture.sites):
         for view in capture.batches(site):

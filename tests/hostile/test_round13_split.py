@@ -10,6 +10,7 @@ says which steps it compared when it compared fewer than all.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +88,24 @@ def test_a_race_check_of_every_step_says_no_limit(tmp_path: Path) -> None:
     race = replay(path, ["upstream"]).race
     assert not race.partial and race.compared == race.paired == 40
     assert "only steps" not in race.summary() and "of 40" not in race.summary()
+
+
+def test_a_piece_is_judged_by_its_capture_manifest(tmp_path: Path) -> None:
+    """A piece judges the clamp by the vLLM its capture's manifest names, not the installed
+    one: a clamped-placeholder capture naming vLLM 0.20.0 (whose clamp is unknown) gets the
+    same findings split as whole (a piece, judged without the manifest, took the installed
+    vLLM's clamp)."""
+    path = Path(str(simulate("clamped-placeholder", steps=STEPS,
+                             out=tmp_path / "clamp.capture")))
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["versions"]["vllm"] = "0.20.0"
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    whole = load(path)
+    alone = replayed_range(whole, None, None)
+    assert alone[0].continuity.clamps is None
+    pieces: list[tuple[Any, ...]] = []
+    for task in plan([path], SPLITS[0]):
+        part = replayed_range(whole, task.start, task.stop)
+        assert part[0].continuity.clamps is None
+        pieces += _identities(part[2])
+    assert sorted(pieces) == _identities(alone[2])
