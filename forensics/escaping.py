@@ -137,15 +137,10 @@ def _unstable_class() -> str:
 
 def _ranges(chars: frozenset[str]) -> str:
     """``chars`` as the inside of a regex character class, runs of code points as ranges."""
-    codes = sorted(map(ord, chars))
-    runs: list[list[int]] = []
-    for code in codes:
-        if runs and code == runs[-1][1] + 1:
-            runs[-1][1] = code
-        else:
-            runs.append([code, code])
+    from forensics.digits import runs
+
     return "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "")
-                   for a, b in runs)
+                   for a, b in runs(sorted(map(ord, chars))))
 
 
 def unprinted_class() -> str:

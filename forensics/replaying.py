@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
@@ -161,9 +161,14 @@ class ReplayResult:
 
 
 def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
-           progress: bool = False) -> ReplayResult:
+           progress: bool = False,
+           part_of: Capture | None = None) -> ReplayResult:
     """Replay ``capture`` (a Capture, a capture path, or an iterable of Records) through
     ``variants`` (names; variant objects; or a mapping name -> None, name, callable or variant).
+    ``part_of``: the Capture the records given are a step range of: they are judged as in a
+    replay of all of it (its manifest says whether its vLLM clamps input ids; the race check
+    compares the steps a replay of it compares, :func:`forensics.judge.race.window_of`), so
+    that a range finds what the whole replay finds there.
 
     Returns:
         A :class:`ReplayResult`.
@@ -176,13 +181,18 @@ def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
     """
     try:
         with collector_paused():
-            return _replay(capture, variants, progress)
+            return _replay(capture, variants, progress, part_of)
     except AllocationBudgetError as exc:  # a record's size past the budget: name its file
         raise in_capture(exc, capture) from None
 
 
-def _replay(given: Any, variants: Any, progress: bool) -> ReplayResult:
+def _replay(given: Any, variants: Any, progress: bool,
+            part_of: Capture | None) -> ReplayResult:
+    from forensics.judge.race import window_of
+
     source = Source.of(given)
+    if part_of is not None:
+        source = dataclasses.replace(source, manifest=part_of.manifest)
     records = source.records
     chosen = _variants(variants)
     names = [name for name, _ in chosen]
@@ -212,16 +222,17 @@ def _replay(given: Any, variants: Any, progress: bool) -> ReplayResult:
                           outcomes=functools.partial(_outcome_frame, coords, kept),
                           capture=source.capture, bounds=judged.deferred_bounds(),
                           index=_index_frame(coords), continuity=continuity)
-    return _with_race(result, judged)
+    return _with_race(result, judged, None if part_of is None else window_of(part_of))
 
 
-def _with_race(result: ReplayResult, judged: judge.Judge) -> ReplayResult:
+def _with_race(result: ReplayResult, judged: judge.Judge,
+               window: Collection[tuple[int, int]] | None) -> ReplayResult:
     """``result`` with its race check and the check's ``unwritten_input`` findings in its
     findings table (verdicts again: they leave every verdict as it was, see
     :func:`forensics.judge.findings.verdicts`)."""
     from forensics.judge.race import as_findings
 
-    race = race_of(result)
+    race = race_of(result, window)
     result.race = dataclasses.replace(race, findings=_not_the_clamp(race.findings,
                                                                     result.continuity))
     if len(result.race.findings):
@@ -231,13 +242,14 @@ def _with_race(result: ReplayResult, judged: judge.Judge) -> ReplayResult:
     return result
 
 
-def race_of(result: ReplayResult) -> RaceCheck:
+def race_of(result: ReplayResult, window: Collection[tuple[int, int]] | None = None
+            ) -> RaceCheck:
     """The race check of ``result`` (:func:`forensics.judge.race.race_check`), the baseline
     run first on the writer records that kept no output and its outputs kept in
-    ``result.baseline_outputs``."""
+    ``result.baseline_outputs``; comparing the (step, rank) pairs of ``window`` when given."""
     from forensics.judge.race import race_check, race_plan
 
-    plan = race_plan(result)
+    plan = race_plan(result, window)
     result.baseline_outputs.update(_baseline_outputs(plan.baseline, plan.unrecorded()))
     return race_check(result, plan)
 
@@ -519,6 +531,8 @@ class Source:
     name: str
     records: Sequence[Record]
     capture: Capture | None = None
+    #: the manifest of the capture records given in memory were read from (None: unknown)
+    manifest: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, given: object) -> Source:
@@ -555,7 +569,7 @@ class Source:
                                  if site in capture.sites else [],
                                  capture.sites, capture.manifest)
         return continuity_of(lambda site: [r for r in self.records if r.site == site],
-                             {r.site for r in self.records})
+                             {r.site for r in self.records}, self.manifest)
 
     def pieces(self) -> Iterator[Piece]:
         """The pieces the replay reads: the capture's batches, or the records' chunks."""

@@ -3,7 +3,11 @@
 A task's result crosses processes and machines as Arrow IPC bytes (:func:`to_ipc`), never as
 pickled records. A step range ``[start, stop)`` is replayed with :data:`LOOKBACK` earlier steps,
 so a finding at the sink still finds its origin a few steps back; only findings, outcomes and
-records of the range itself count.
+records of the range itself count. A range is judged as part of its capture (``replay(...,
+part_of=capture)``): the capture's manifest says whether its vLLM clamps input ids, and the race
+check, which compares at most :data:`forensics.judge.race.MAX_STEPS` steps, compares in a range
+the steps a replay of the whole capture compares there: a triage finds the same whatever its
+split.
 """
 
 from __future__ import annotations
@@ -51,7 +55,6 @@ def _replayed(path: str, start: int | None, stop: int | None,
     """The facts and replay columns of one capture or step range."""
     from forensics.errors import CaptureFormatError
     from forensics.escaping import terminal
-    from forensics.replaying import replay
     from forensics.store.reader import load
 
     capture = load(path)
@@ -59,19 +62,27 @@ def _replayed(path: str, start: int | None, stop: int | None,
         raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {NO_RECORDS}: nothing to "
                                  "replay (the probe saw no call, or its segments were removed)")
     facts = capture_facts(capture)
-    if start is None or stop is None:
-        result = replay(capture, list(variants))
-        verdicts, found = result.verdicts, result.findings
-    else:
-        result = replay(capture.records(steps=range(max(0, start - LOOKBACK), stop)),
-                        list(variants))
-        verdicts, found = _in_range(result, start)
+    result, verdicts, found = replayed_range(capture, start, stop, variants)
     if start is not None:  # a piece's record count is its own range's
         facts["records"] = len(capture.records(steps=range(start, stop or start)))
     return {**facts, "verdicts": json.dumps(verdicts, sort_keys=True),
             "first_finding": json.dumps(first_of(found)),
             "findings": int((found["variant"] == BASELINE).sum()),
             "known": json.dumps(match_known(result, capture))}
+
+
+def replayed_range(capture: Any, start: int | None, stop: int | None,
+                   variants: tuple[str, ...] = VARIANTS) -> tuple[Any, dict[str, Any], Any]:
+    """The replay of ``capture`` (steps ``[start, stop)`` with :data:`LOOKBACK` earlier ones,
+    or all when None), and the verdicts and findings a triage counts of it."""
+    from forensics.replaying import replay
+
+    if start is None or stop is None:
+        result = replay(capture, list(variants))
+        return result, result.verdicts, result.findings
+    result = replay(capture.records(steps=range(max(0, start - LOOKBACK), stop)),
+                    list(variants), part_of=capture)
+    return (result, *_in_range(result, start))
 
 
 def _in_range(result: Any, start: int) -> tuple[dict[str, dict[str, str]], Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,8 @@ class RaceCheck:
     #: rank, a step number repeated): which record wrote what another read is unknown, so
     #: that step is not compared
     ambiguous: list[tuple[int, int, str]] = field(default_factory=list)
+    #: the steps compared, in order (one per compared step and rank)
+    steps: list[int] = field(default_factory=list)
 
     def summary(self) -> str:
         """One sentence on the comparison, or ``""`` when the capture has neither record."""
@@ -68,8 +70,7 @@ class RaceCheck:
                     f"{', '.join(sites) or 'none'}), so whether the model read what was "
                     "written is not known." + self.ambiguous_sentence())
         text = (f"Compared what was written into the input ids with what the embedding "
-                f"received at {self.compared} step(s)"
-                + (f" of {self.paired}" if self.paired > self.compared else "") + ": ")
+                f"received at {self.compared} step(s){self.coverage()}: ")
         if len(self.findings):
             first = self.findings.iloc[0]
             text += (f"{len(self.findings)} element(s) disagree, the first at step "
@@ -81,6 +82,20 @@ class RaceCheck:
         if self.missing:
             text += f" {len(self.missing)} step(s) lack one of the two records."
         return text + self.ambiguous_sentence()
+
+    @property
+    def partial(self) -> bool:
+        """Whether some step holding both records was not compared (:data:`MAX_STEPS`)."""
+        return self.paired > self.compared
+
+    def coverage(self) -> str:
+        """``""`` when every step holding both records was compared, else which were: `` of
+        600 that hold both records (only steps 345-600: at most 256 are compared, ...)``."""
+        if not self.partial:
+            return ""
+        return (f" of {self.paired} that hold both records (only steps "
+                f"{spans(sorted(set(self.steps)))}: at most {MAX_STEPS} are compared, those "
+                "nearest a crash event first, then the latest)")
 
     def ambiguous_sentence(self) -> str:
         """Which steps were not compared because a site holds several records there, or
@@ -124,17 +139,53 @@ class RacePlan:
                 if f"{writer['field']}_after" not in record]
 
 
-def race_plan(result: ReplayResult) -> RacePlan:
-    """What the race check of ``result`` compares (see the module docstring)."""
-    import pandas as pd
+def race_plan(result: ReplayResult, window: Collection[tuple[int, int]] | None = None
+              ) -> RacePlan:
+    """What the race check of ``result`` compares (see the module docstring): the (step,
+    rank) pairs of ``window`` that hold both records, or (None) those :func:`_chosen` picks."""
+    reader, writers, sites = _race_sites()
+    check, pairs = _paired(_positions(result, set(sites)))
+    chosen = (_chosen(pairs, _crash_steps(result.capture)) if window is None else
+              [p for p in pairs if (p[0], p[1]) in window])
+    return RacePlan(reader, chosen, str(baseline_of(result.variants)), check, result.records)
 
+
+def window_of(capture: Any) -> frozenset[tuple[int, int]]:
+    """The (step, rank) pairs a replay of the whole ``capture`` compares (from its batches'
+    steps and summary flags, no record decoded): a replay of a step range of it
+    (``replay(..., part_of=capture)``) compares these in its range, what the whole replay
+    compares there, so a triage finds the same whatever its split."""
+    rows: list[tuple[int, str, int, int]] = []
+    for site in (s for s in _race_sites()[2] if s in capture.sites):
+        for view in capture.batches(site):
+            rows += [(len(rows) + i, site, int(step), int(view.rank)) for i, step in
+                     enumerate(view.steps[~np.asarray(view.summary, dtype=bool)].tolist())]
+        capture.release()
+    _, pairs = _paired(rows)
+    return frozenset((p[0], p[1]) for p in _chosen(pairs, _crash_steps(capture)))
+
+
+def _race_sites() -> tuple[dict[str, str], Sequence[dict[str, str]], list[str]]:
+    """The reader site and the writer sites of the catalogue's ``[race]`` table, and the
+    names of all of them."""
     from forensics.known.schema import load_catalogue
 
     catalogue = load_catalogue()
     reader, writers = catalogue.race_reader, catalogue.race_writers
-    sites = {reader.get("site"), *(w.get("site") for w in writers)}
+    return reader, writers, [str(s) for s in (reader.get("site"), *(w.get("site")
+                                                                     for w in writers)) if s]
+
+
+def _paired(positions: list[tuple[int, str, int, int]]
+            ) -> tuple[RaceCheck, list[tuple[int, int, dict[str, str], dict[str, int]]]]:
+    """The :class:`RaceCheck` counts known before comparing (missing, ambiguous and paired
+    steps) and the (step, rank, writer, records by site) pairs of ``positions`` ((position,
+    site, step, rank) of the records at the race sites), in step order."""
+    import pandas as pd
+
+    reader, writers, _ = _race_sites()
     held, twice = by_key(((step, rank, site), position)
-                         for position, site, step, rank in _positions(result, sites))
+                         for position, site, step, rank in positions)
     by_step: dict[tuple[int, int], dict[str, int]] = {}
     for (step, rank, site), position in held.items():
         by_step.setdefault((step, rank), {})[site] = position
@@ -155,8 +206,7 @@ def race_plan(result: ReplayResult) -> RacePlan:
         else:
             pairs.append((step, rank, writer, present))
     check.paired = len(pairs)
-    return RacePlan(reader, _chosen(pairs, _crash_steps(result)),
-                    str(baseline_of(result.variants)), check, result.records)
+    return check, pairs
 
 
 def race_check(result: ReplayResult, plan: RacePlan | None = None) -> RaceCheck:
@@ -166,12 +216,13 @@ def race_check(result: ReplayResult, plan: RacePlan | None = None) -> RaceCheck:
     import pandas as pd
 
     plan = plan or race_plan(result)
-    check = dataclasses.replace(plan.check, missing=list(plan.check.missing))
+    check = dataclasses.replace(plan.check, missing=list(plan.check.missing), steps=[])
     outputs = getattr(result, "baseline_outputs", None) or {}
     rows: list[dict[str, Any]] = []
     for (step, rank, writer, present), written in zip(plan.chosen, plan.writers, strict=True):
         wrote = _written(plan.baseline, outputs, written)
         check.compared += 1
+        check.steps.append(step)
         if len(rows) < MAX_FINDINGS:
             rows += _compare(result, plan.baseline, wrote, (writer, plan.reader), present,
                              (step, rank))
@@ -180,9 +231,8 @@ def race_check(result: ReplayResult, plan: RacePlan | None = None) -> RaceCheck:
     return check
 
 
-def _crash_steps(result: ReplayResult) -> set[int]:
+def _crash_steps(capture: Any) -> set[int]:
     """Steps of the capture's events (crash or not): the race check looks there first."""
-    capture = result.capture
     if capture is None or not hasattr(capture, "summary"):
         return set()
     return {int(e["step"]) for e in capture.summary().get("events", [])
@@ -197,6 +247,16 @@ def _chosen(pairs: list[Any], crash_steps: set[int]) -> list[Any]:
     ranked = sorted(range(len(pairs)), key=lambda i: (
         min((abs(pairs[i][0] - s) for s in crash_steps), default=0), -pairs[i][0]))
     return [pairs[i] for i in sorted(ranked[:MAX_STEPS])]
+
+
+def spans(steps: list[int], most: int = 4) -> str:
+    """Sorted distinct ``steps`` as runs, ``"1-40, 345-600"``; past ``most`` runs, the first
+    ``most`` and how many more."""
+    from forensics.digits import runs as runs_of
+
+    runs = runs_of(steps)
+    text = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in runs[:most])
+    return text + (f" and {len(runs) - most} more run(s)" if len(runs) > most else "")
 
 
 def _positions(result: ReplayResult, sites: set[Any]) -> list[tuple[int, str, int, int]]:

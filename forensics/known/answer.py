@@ -173,7 +173,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     failing = bool(len(findings)) and bool(
         findings["kind"].isin(["out_of_bounds", "misattributed"]).any())
     failing = failing or bool(len(race.findings))
-    race_text = race.summary() if len(race.findings) or verdict == UNEXPLAINED else ""
+    race_text = (race.summary() if len(race.findings) or race.partial or verdict == UNEXPLAINED
+                 else "")
     return KnownAnswer(verdict, checked, experiments, race_text, failing,
                        what_was_seen(evidence, result), empty=not len(result.records),
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)))
