@@ -145,6 +145,11 @@ def as_markdown(data: list[dict[str, Any]]) -> str:
         "",
         "Facts the dump does not carry are recorded as `unknown`; give them with "
         "`--set KEY=VALUE`.",
+        "Each value must fit its fact as every reader checks it (`forensics/manifest_facts.py`): a",
+        "version spelled as vLLM's releases are, counts in ASCII digits from 1 (draft tokens "
+        "from 0)",
+        "to 2147483647, `true`/`false` for a flag, text of at most 256 characters (`notes`: "
+        "any).",
     ]
     for site in data:
         out += ["", f"## {site['site']}", "", "| field | kind | shape | dtype | required | "
