@@ -72,6 +72,8 @@ _REFUSALS = {str: f"is not a string of at most {MAX_TEXT} characters",
              bool: "is not true or false"}
 #: the engine's model runner (``v1``, ``v2``), at the manifest's top level or under ``model``
 RUNNER = Fact("runner", ("runner",), str)
+#: where a manifest may state the runner, in order: its top level, then under ``model``
+RUNNERS = (RUNNER, Fact("runner", ("model", "runner"), str))
 #: the model's vocabulary (token ids index it) and its longest sequence (positions index it)
 VOCAB = Fact("vocabulary", ("model", "vocab_size"), int, noun="a vocabulary size")
 MAX_MODEL_LEN = Fact("max model length", ("model", "max_model_len"), int,

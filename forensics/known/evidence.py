@@ -83,15 +83,15 @@ def facts_of(manifest: dict[str, Any]) -> dict[str, Any]:
     """The facts signatures use, from a manifest: model facts, ``runner`` and ``vllm``, each
     read by :func:`~forensics.manifest_facts.read_fact` (one the manifest names unknown, or
     holds with the wrong type, out of range or out of form, is not recorded)."""
-    from forensics.manifest_facts import MODEL, RUNNER, UNKNOWN, Fact, read_fact, vllm_version
+    from forensics.manifest_facts import MODEL, RUNNERS, UNKNOWN, read_fact, vllm_version
 
     facts: dict[str, Any] = {}
     for fact in MODEL:
         value, _, _ = read_fact(manifest, fact)
         if fact.keys[-1] in MODEL_FACT_KEYS and value is not None:
             facts[fact.keys[-1]] = value
-    for keys in (RUNNER.keys, ("model", *RUNNER.keys)):
-        runner, _, _ = read_fact(manifest, Fact(RUNNER.column, keys, RUNNER.kind))
+    for fact in RUNNERS:
+        runner, _, _ = read_fact(manifest, fact)
         if runner is not None and "runner" not in facts:
             facts["runner"] = runner.lower()
     vllm, _ = vllm_version(manifest)
@@ -105,13 +105,15 @@ def dump_facts(events: list[dict[str, Any]]) -> dict[str, Any]:
     (:func:`dumped_facts`; a manifest's facts take precedence): an event naming ``runner``
     or ``async_scheduling`` in its config states nothing of them, and a value that does not
     fit its fact as a manifest's is read (:mod:`forensics.manifest_facts`) states none."""
+    from forensics.manifest_facts import UNKNOWN
+
     declared = dumped_facts()
     facts: dict[str, Any] = {}
     for event in events:
         config = event.get("config")
         if event.get("kind") == "crash_dump" and isinstance(config, dict):
             facts.update({k: v for k, v in config.items()
-                          if k in declared and declared[k].fits(v) and v != "unknown"})
+                          if k in declared and declared[k].fits(v) and v != UNKNOWN})
     return facts
 
 
