@@ -55,7 +55,7 @@ from forensics.present.scene.verdicts import verdict_cell, verdict_grid, verdict
 from forensics.present.selection import (
     TensorChoice,
     coords,
-    exact_ticks,
+    round_ticks,
     side_by_side_choice,
     title_text,
 )
@@ -235,24 +235,21 @@ def _integer_steps(ax: Axes) -> None:
 
 
 def _step_labels(ax: Axes, origin: int) -> None:
-    """With steps drawn relative to ``origin`` (past 2**53), each x tick's label is its step:
-    ``origin`` plus the tick, exact."""
+    """With steps drawn relative to ``origin`` (past 2**53), the x ticks are round steps within
+    the axes, each labelled with its exact step (:func:`round_ticks`)."""
     if origin:
-        from matplotlib.ticker import FuncFormatter
-
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: str(origin + round(v))))
+        lo, hi = sorted(ax.get_xlim())
+        ticks = round_ticks(lo, hi, origin)
+        ax.set_xticks([t for t, _ in ticks], [label for _, label in ticks])
 
 
 def _value_labels(ax: Axes, origin: int | None) -> None:
-    """With values drawn relative to ``origin`` (past 2**53), whole y ticks within the axes,
-    each labelled with its exact value (:func:`exact_ticks`: never a float's rounded digits
-    under an offset such as "1e18", never a value past int64)."""
+    """With values drawn relative to ``origin`` (past 2**53), round whole y ticks within the
+    axes, each labelled with its exact value (:func:`round_ticks`: never a float's rounded
+    digits under an offset such as "1e18", never a value past int64)."""
     if origin is not None:
-        from matplotlib.ticker import MaxNLocator
-
         lo, hi = sorted(ax.get_ylim())
-        ticks = exact_ticks((t for t in MaxNLocator(integer=True).tick_values(lo, hi)
-                             if lo <= t <= hi), origin)
+        ticks = round_ticks(lo, hi, origin)
         ax.set_yticks([t for t, _ in ticks], [label for _, label in ticks])
 
 

@@ -177,7 +177,7 @@ def axis_origin(values: pd.Series) -> int:
 
 def value_origin(values: pd.Series) -> int | None:
     """The origin of an axis of the exact integers ``values`` that labels its ticks with
-    :func:`exact_ticks`: None while float64 holds them all (:data:`EXACT_FLOAT`: the
+    :func:`round_ticks`: None while float64 holds them all (:data:`EXACT_FLOAT`: the
     renderer's own ticks are exact), else :func:`axis_origin` (0 when they span more than
     int64: drawn as they are, each label still an exact integer)."""
     known = exact_ints(values).dropna()
@@ -186,18 +186,28 @@ def value_origin(values: pd.Series) -> int | None:
     return axis_origin(known)
 
 
-def exact_ticks(ticks: Iterable[float], origin: int) -> list[tuple[float, str]]:
-    """(position, label) of each tick of an axis drawn relative to ``origin``, labelled with
-    the exact integer it stands at (``origin`` plus the tick, in Python ints: never the
-    rounded digits of a float past 2**53); a tick that is not a whole number, or stands past
-    int64 (no step, value or bound holds one), is left out."""
-    out = []
-    for tick in ticks:
-        if math.isfinite(tick) and float(tick).is_integer():
-            value = origin + int(tick)
-            if INT64_MIN <= value <= INT64_MAX:
-                out.append((float(tick), str(value)))
-    return out
+def round_ticks(lo: float, hi: float, origin: int, most: int = 6) -> list[tuple[float, str]]:
+    """(position, label) of the ticks of an axis drawn relative to ``origin`` over ``[lo, hi]``
+    (positions): at most ``most`` round whole numbers (1, 2 or 5 x 10^k apart, counted from 0,
+    not from ``origin``), each labelled with the exact integer it stands at (Python ints: never
+    the rounded digits of a float past 2**53); none past int64 (no step, value or bound holds
+    one)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return []
+    first = max(origin + math.ceil(min(lo, hi)), INT64_MIN)
+    last = min(origin + math.floor(max(lo, hi)), INT64_MAX)
+    if last < first:
+        return []
+    step = _round_step(last - first, most)
+    start = -(-first // step) * step
+    return [(float(v - origin), str(v)) for v in range(start, last + 1, step)]
+
+
+def _round_step(span: int, most: int) -> int:
+    """The least of 1, 2 or 5 x 10^k (whole) that covers ``span`` in ``most - 1`` steps."""
+    raw = max(1, -(-span // max(most - 1, 1)))
+    scale = 10 ** (len(str(raw)) - 1)
+    return next(m * scale for m in (1, 2, 5, 10) if m * scale >= raw)
 
 
 def _numeric(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:

@@ -933,6 +933,9 @@ TESTS = {
     "T63b": ["tests/hostile/test_round13_split.py::"
              "test_the_race_check_of_a_long_capture_names_the_steps_it_compared",
              "tests/hostile/test_round13_split.py::test_a_race_check_of_every_step_says_no_limit"],
+    "T68a": ["tests/hostile/test_round14_lead.py::test_a_marks_data_x_is_its_exact_step"],
+    "T68b": ["tests/hostile/test_round14_lead.py::test_ticks_past_2_53_are_round_steps",
+             "tests/hostile/test_round14_lead.py::test_round_ticks_are_round_exact_and_within"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

@@ -107,7 +107,7 @@ class TimelineData:
     origin: int = 0
     #: the value every drawn value is relative to (:func:`~forensics.present.selection.
     #: value_origin`): None unless a value is past 2**53, else the y ticks are labelled with
-    #: :func:`~forensics.present.selection.exact_ticks`
+    #: :func:`~forensics.present.selection.round_ticks`
     yorigin: int | None = None
 
     @property

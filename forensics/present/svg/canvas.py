@@ -15,6 +15,7 @@ text, and control characters become visible escapes (an XML document cannot hold
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import math
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from forensics.escaping import html as esc
-from forensics.present.selection import exact_ticks
+from forensics.present.selection import round_ticks
 
 FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
 #: average glyph width as a fraction of the font size (for laying out legends and margins)
@@ -91,7 +92,7 @@ class Panel:
     degrees (rising to the right, each ending at its tick), with room made for them;
     ``xorigin`` is added to each default x tick's label (x drawn relative to it, exact);
     with a ``yorigin`` (y drawn relative to it) the default y ticks are whole numbers, each
-    labelled with its exact value (:func:`~forensics.present.selection.exact_ticks`).
+    labelled with its exact value (:func:`~forensics.present.selection.round_ticks`).
     """
 
     title: str = ""
@@ -208,11 +209,23 @@ def _dash(dash: str) -> str:
 class _Scale:
     """Data to pixel along one axis (linear, or log10 when ``log``)."""
 
-    def __init__(self, lo: float, hi: float, start: float, stop: float, log: bool = False
-                 ) -> None:
-        self.log = log
+    def __init__(self, lo: float, hi: float, start: float, stop: float, log: bool = False,
+                 origin: int = 0) -> None:
+        self.log, self.origin = log, origin
         self.lo, self.hi = (math.log10(lo), math.log10(hi)) if log else (lo, hi)
         self.start, self.stop = start, stop
+
+    def datum(self, value: float) -> str:
+        """The data coordinate drawn at ``value`` as exact text (``data-x``/``data-y``): the
+        origin added back, in Python ints for a whole number (step 2**62 + 1 reads so, not
+        4.61169e+18), else the shortest decimal that reads back as the float."""
+        if math.isfinite(value) and float(value).is_integer():
+            return str(self.origin + int(value))
+        if not self.origin or not math.isfinite(value):
+            return repr(float(value))
+        with decimal.localcontext() as exact:
+            exact.prec = 80
+            return str(decimal.Decimal(self.origin) + decimal.Decimal(repr(float(value))))
 
     def __call__(self, value: float) -> float:
         v = math.log10(max(value, 1e-12)) if self.log else value
@@ -314,14 +327,14 @@ def _draw_panel(panel: Panel, x0: float, width: float, height: float, right: flo
     xlim = panel.xlim or _limits(panel.xs, panel.xpad, False, False)
     ylim = panel.ylim or _limits(panel.ys, panel.ypad, True, panel.ylog)
     if panel.yticks is None and panel.yorigin is not None:
-        panel.yticks = exact_ticks(nice_ticks(*ylim, integer=True), panel.yorigin)
+        panel.yticks = round_ticks(*ylim, panel.yorigin)
     if panel.yticks is None:
         ticks = log_ticks(*ylim) if panel.ylog else nice_ticks(*ylim)
         panel.yticks = [(t, f"{t:,.0f}" if panel.ylog else tick_label(t)) for t in ticks]
     box = _box(panel, x0, width, height, right)
-    sx = _Scale(*xlim, box.left, box.right)
+    sx = _Scale(*xlim, box.left, box.right, origin=panel.xorigin)
     top, bottom = (box.bottom, box.top) if panel.invert_y else (box.top, box.bottom)
-    sy = _Scale(*ylim, bottom, top, log=panel.ylog)
+    sy = _Scale(*ylim, bottom, top, log=panel.ylog, origin=panel.yorigin or 0)
     out = [f'<clipPath id="{_CLIP}{int(x0)}"><rect x="{box.left:.1f}" y="{box.top:.1f}" '
            f'width="{box.right - box.left:.1f}" height="{box.bottom - box.top:.1f}"/></clipPath>',
            f'<g clip-path="url(#{_CLIP}{int(x0)})">']
@@ -340,7 +353,7 @@ def _frame(panel: Panel, box: _Box, sx: _Scale, sy: _Scale, xlim: tuple[float, f
            f'height="{box.bottom - box.top:.1f}" fill="none" stroke="#333333"/>']
     ticks = nice_ticks(*xlim, integer=panel.integer_x)
     xticks = (panel.xticks if panel.xticks is not None
-              else exact_ticks(ticks, panel.xorigin) if panel.xorigin
+              else round_ticks(*xlim, panel.xorigin) if panel.xorigin
               else [(t, tick_label(t)) for t in ticks])
     turn = panel.xtick_rotation
     for value, label in xticks:
@@ -349,13 +362,13 @@ def _frame(panel: Panel, box: _Box, sx: _Scale, sy: _Scale, xlim: tuple[float, f
                  if turn else 'text-anchor="middle"')
         out.append(f'<line x1="{px:.1f}" y1="{box.bottom:.1f}" x2="{px:.1f}" '
                    f'y2="{box.bottom + 4:.1f}" stroke="#333333"/>'
-                   f'<text class="xtick" data-x="{value:g}" x="{px:.1f}" y="{py:.1f}" '
+                   f'<text class="xtick" data-x="{sx.datum(value)}" x="{px:.1f}" y="{py:.1f}" '
                    f'font-size="{TICK_SIZE}" {place}>{esc(label)}</text>')
     for value, label in panel.yticks or []:
         py = sy(value)
         out.append(f'<line x1="{box.left - 4:.1f}" y1="{py:.1f}" x2="{box.left:.1f}" '
                    f'y2="{py:.1f}" stroke="#333333"/>'
-                   f'<text class="ytick" data-y="{value:g}" x="{box.left - 6:.1f}" '
+                   f'<text class="ytick" data-y="{sy.datum(value)}" x="{box.left - 6:.1f}" '
                    f'y="{py + 3.5:.1f}" font-size="{TICK_SIZE}" text-anchor="end">'
                    f"{esc(label)}</text>")
     middle = (box.left + box.right) / 2
@@ -438,7 +451,7 @@ def _draw_line(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[
     if not pairs:
         return []
     points = " ".join(f"{sx(a):.1f},{sy(b):.1f}" for a, b in pairs)
-    xs = ",".join(f"{a:g}" for a, _ in pairs)
+    xs = ",".join(sx.datum(a) for a, _ in pairs)
     out = [f'<polyline class="{esc(item["role"])}" data-x="{xs}" points="{points}" fill="none" '
            f'stroke="{item["color"]}" stroke-width="{item["width"]}"{_dash(item["dash"])}/>']
     if item["dots"] > 0:
@@ -462,7 +475,7 @@ def _draw_band(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[
 def _draw_marks(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[str]:
     out = [f'<g class="{esc(item["role"])}">']
     for x, y, size in zip(item["x"], item["y"], item["size"], strict=True):
-        attrs = f' data-x="{x:g}" data-y="{y:g}" data-size="{size:g}"'
+        attrs = f' data-x="{sx.datum(x)}" data-y="{sy.datum(y)}" data-size="{size:g}"'
         out.append(_marker(item["shape"], sx(x), sy(y), size, item["color"], item["filled"],
                            attrs))
     return [*out, "</g>"]
@@ -470,7 +483,7 @@ def _draw_marks(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list
 
 def _draw_vline(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[str]:
     px = sx(item["x"])
-    return [f'<line class="{esc(item["role"])}" data-x="{item["x"]:g}" x1="{px:.1f}" '
+    return [f'<line class="{esc(item["role"])}" data-x="{sx.datum(item["x"])}" x1="{px:.1f}" '
             f'y1="{box.top:.1f}" x2="{px:.1f}" y2="{box.bottom:.1f}" stroke="{item["color"]}" '
             f'stroke-width="{item["width"]}" stroke-opacity="{item["opacity"]}"'
             f'{_dash(item["dash"])}/>']
@@ -487,7 +500,7 @@ def _draw_cell(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[
     xa, xb = sorted((sx(item["x0"]), sx(item["x1"])))
     ya, yb = sorted((sy(item["y0"]), sy(item["y1"])))
     cx, cy = (item["x0"] + item["x1"]) / 2, (item["y0"] + item["y1"]) / 2
-    out = [f'<rect class="{esc(item["role"])}" data-x="{cx:g}" data-y="{cy:g}" x="{xa:.1f}" '
+    out = [f'<rect class="{esc(item["role"])}" data-x="{sx.datum(cx)}" data-y="{sy.datum(cy)}" x="{xa:.1f}" '
            f'y="{ya:.1f}" width="{max(xb - xa, 1.0):.1f}" height="{max(yb - ya, 1.0):.1f}" '
            f'fill="{item["fill"]}"/>']
     if item["text"]:
@@ -518,7 +531,7 @@ def _draw_note(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[
         tx, anchor = px - 16, "end"
     base = ty + (8 if below else 0)
     left = tx if anchor == "start" else tx - width
-    return [f'<g class="{esc(item["role"])}" data-x="{item["x"]:g}" data-y="{item["y"]:g}">'
+    return [f'<g class="{esc(item["role"])}" data-x="{sx.datum(item["x"])}" data-y="{sy.datum(item["y"])}">'
             f'<line x1="{px:.1f}" y1="{py:.1f}" x2="{tx:.1f}" y2="{ty - 4:.1f}" '
             f'stroke="{item["color"]}" stroke-width="0.8"/>'
             f'<rect x="{left - 2:.1f}" y="{base - NOTE_SIZE:.1f}" width="{width + 4:.1f}" '
@@ -530,7 +543,7 @@ def _draw_note(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[
 def _draw_vnote(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[str]:
     px = sx(item["x"]) + item["side"] * 10
     ty = box.top + 4
-    return [f'<text class="{esc(item["role"])}" data-x="{item["x"]:g}" x="{px:.1f}" '
+    return [f'<text class="{esc(item["role"])}" data-x="{sx.datum(item["x"])}" x="{px:.1f}" '
             f'y="{ty:.1f}" font-size="{NOTE_SIZE - 1}" text-anchor="end" fill="{item["color"]}" '
             f'transform="rotate(-90 {px:.1f} {ty:.1f})">{esc(item["text"])}</text>']
 
