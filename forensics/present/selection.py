@@ -9,7 +9,7 @@ Every view of :mod:`forensics.present.scene` starts here; the result is a
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np

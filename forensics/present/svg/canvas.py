@@ -500,8 +500,9 @@ def _draw_cell(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[
     xa, xb = sorted((sx(item["x0"]), sx(item["x1"])))
     ya, yb = sorted((sy(item["y0"]), sy(item["y1"])))
     cx, cy = (item["x0"] + item["x1"]) / 2, (item["y0"] + item["y1"]) / 2
-    out = [f'<rect class="{esc(item["role"])}" data-x="{sx.datum(cx)}" data-y="{sy.datum(cy)}" x="{xa:.1f}" '
-           f'y="{ya:.1f}" width="{max(xb - xa, 1.0):.1f}" height="{max(yb - ya, 1.0):.1f}" '
+    out = [f'<rect class="{esc(item["role"])}" data-x="{sx.datum(cx)}" '
+           f'data-y="{sy.datum(cy)}" x="{xa:.1f}" y="{ya:.1f}" '
+           f'width="{max(xb - xa, 1.0):.1f}" height="{max(yb - ya, 1.0):.1f}" '
            f'fill="{item["fill"]}"/>']
     if item["text"]:
         out.append(f'<text class="cell-text" x="{(xa + xb) / 2:.1f}" '
@@ -531,7 +532,8 @@ def _draw_note(item: dict[str, Any], sx: _Scale, sy: _Scale, box: _Box) -> list[
         tx, anchor = px - 16, "end"
     base = ty + (8 if below else 0)
     left = tx if anchor == "start" else tx - width
-    return [f'<g class="{esc(item["role"])}" data-x="{sx.datum(item["x"])}" data-y="{sy.datum(item["y"])}">'
+    return [f'<g class="{esc(item["role"])}" data-x="{sx.datum(item["x"])}" '
+            f'data-y="{sy.datum(item["y"])}">'
             f'<line x1="{px:.1f}" y1="{py:.1f}" x2="{tx:.1f}" y2="{ty - 4:.1f}" '
             f'stroke="{item["color"]}" stroke-width="0.8"/>'
             f'<rect x="{left - 2:.1f}" y="{base - NOTE_SIZE:.1f}" width="{width + 4:.1f}" '
