@@ -111,6 +111,18 @@ def refusal(field: str, problem: str) -> str:
     return f"manifest field {field} {problem}: read as unknown"
 
 
+def runner_of(manifest: Any) -> str | None:
+    """The runner ``manifest`` states (:data:`RUNNERS`, the first stated), lower-cased as vLLM
+    names its runners (``v1``, ``v2``); None when it states none that fits. Every reader that
+    decides by the runner asks here: the known-issue evidence read ``V2`` as ``v2`` while the
+    replay, the repro and triage read it as no runner they knew."""
+    for fact in RUNNERS:
+        value, _, _ = read_fact(manifest, fact)
+        if value is not None:
+            return str(value).lower()
+    return None
+
+
 def vllm_version(manifest: Any) -> tuple[str | None, str]:
     """``(version, refused)``: the vLLM version ``manifest`` names (:data:`VLLM`); None when
     it names none; ``"unknown"`` when it names it unknown, or names one :func:`read_fact`

@@ -6,7 +6,16 @@ from collections import Counter
 from typing import Any
 
 from forensics.known.evidence import CRASH_EVENT_KINDS, crashed
-from forensics.manifest_facts import PID, PROCESS_HOST, RUNNER, VLLM, Fact, read_fact, refusal
+from forensics.manifest_facts import (
+    PID,
+    PROCESS_HOST,
+    RUNNER,
+    VLLM,
+    Fact,
+    read_fact,
+    refusal,
+    runner_of,
+)
 
 #: event kinds the probe's guard mode writes
 GUARD_KINDS = ("guard_violation", "guard_passed_on")
@@ -57,6 +66,9 @@ def manifest_facts(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
         if problem:
             refused.setdefault(field, refusal(field, problem))
         facts[fact.column] = value if value is not None else fact.unknown
+    runner = runner_of(manifest)
+    if runner is not None:  # as every reader deciding by the runner reads it
+        facts[RUNNER.column] = runner
     return facts, refused
 
 

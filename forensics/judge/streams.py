@@ -312,12 +312,13 @@ def continuity_of(records_of: RecordsOf, sites: Iterable[str],
     manifest names its runner, vLLM version and drafts: one it does not name is unknown), or
     of in-memory records (no manifest: the installed vLLM says whether it clamps)."""
     from forensics.judge.clamp import clamps
+    from forensics.manifest_facts import runner_of
 
     present = set(sites)
     version = None if manifest is None else _vllm_named(manifest)
     manifest = manifest or {}
     judging = Judging()
-    v2 = manifest.get("runner") == "v2" or bool(present & set(v2_sites()[1:]))
+    v2 = runner_of(manifest) == "v2" or bool(present & set(v2_sites()[1:]))
     if v2:
         return judging.result(v2_stream(records_of, judging))
     speculative = _speculative(manifest, records_of)

@@ -83,17 +83,16 @@ def facts_of(manifest: dict[str, Any]) -> dict[str, Any]:
     """The facts signatures use, from a manifest: model facts, ``runner`` and ``vllm``, each
     read by :func:`~forensics.manifest_facts.read_fact` (one the manifest names unknown, or
     holds with the wrong type, out of range or out of form, is not recorded)."""
-    from forensics.manifest_facts import MODEL, RUNNERS, UNKNOWN, read_fact, vllm_version
+    from forensics.manifest_facts import MODEL, UNKNOWN, read_fact, runner_of, vllm_version
 
     facts: dict[str, Any] = {}
     for fact in MODEL:
         value, _, _ = read_fact(manifest, fact)
         if fact.keys[-1] in MODEL_FACT_KEYS and value is not None:
             facts[fact.keys[-1]] = value
-    for fact in RUNNERS:
-        runner, _, _ = read_fact(manifest, fact)
-        if runner is not None and "runner" not in facts:
-            facts["runner"] = runner.lower()
+    runner = runner_of(manifest)
+    if runner is not None:
+        facts["runner"] = runner
     vllm, _ = vllm_version(manifest)
     if vllm not in (None, UNKNOWN):
         facts["vllm"] = vllm

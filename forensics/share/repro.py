@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from forensics.errors import ConfigurationError
 from forensics.escaping import terminal
+from forensics.manifest_facts import runner_of
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -96,7 +97,7 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
                        _named(table, first) or first))
     origins = set(table["origin"].dropna()) if "origin" in table.columns else set()
     manifest = dict(getattr(result.capture, "manifest", None) or {})
-    v2 = manifest.get("runner") == "v2"
+    v2 = runner_of(manifest) == "v2"
     failing = {int(i) for i in table["record"]}
     for record, finding in chosen:
         if record.site == _carried_site() and (v2 or _kernel_site(finding.get("origin"))):

@@ -16,6 +16,7 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
+from forensics.manifest_facts import runner_of
 from forensics.records import Record
 from forensics.sites import SITES, site_order
 from forensics.store.manifest import read_expected, read_manifest
@@ -206,7 +207,7 @@ class Capture:
             "truncated_files": list(self.truncated),
             "events": self.events,
             "manifest": self.manifest,
-            "runner": self.manifest.get("runner"),
+            "runner": runner_of(self.manifest),
         }
 
 

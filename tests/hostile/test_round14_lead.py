@@ -92,3 +92,23 @@ def test_round_ticks_are_round_exact_and_within(lo: float, hi: float, origin: in
     gaps = {b - a for a, b in zip(values, values[1:], strict=False)}
     assert len(gaps) <= 1 and all(str(g).strip("0") in ("1", "2", "5") for g in gaps)
     assert all(v % gap == 0 for gap in gaps for v in values)
+
+
+@pytest.mark.parametrize("manifest", [{"runner": "V2"}, {"model": {"runner": "v2"}}])
+def test_every_reader_deciding_by_the_runner_reads_it_alike(tmp_path: Path,
+                                                            manifest: dict[str, Any]) -> None:
+    """T68c: the known-issue evidence read ``V2`` (or ``model.runner``) as runner v2, while the
+    continuity check judged the capture as V1's, its summary and triage row said ``V2`` or
+    nothing, and repro wrote V1's chain: all read the runner through one reader now."""
+    from forensics.fleet.facts import manifest_facts
+    from forensics.judge.streams import continuity_of
+    from forensics.known.evidence import facts_of
+    from forensics.store.reader import load
+
+    assert facts_of(manifest)["runner"] == "v2"
+    assert manifest_facts(manifest)[0]["runner"] == "v2"
+    records = [Record("embedding", 1, 0, {"input_ids": np.array([3], dtype=np.int64),
+                                          "num_embeddings": 10})]
+    capture = load(write_capture(tmp_path / "runner.capture", records, manifest))
+    assert capture.summary()["runner"] == "v2"
+    assert continuity_of(lambda site: [], capture.sites, capture.manifest).runner == "v2"

@@ -936,6 +936,8 @@ TESTS = {
     "T68a": ["tests/hostile/test_round14_lead.py::test_a_marks_data_x_is_its_exact_step"],
     "T68b": ["tests/hostile/test_round14_lead.py::test_ticks_past_2_53_are_round_steps",
              "tests/hostile/test_round14_lead.py::test_round_ticks_are_round_exact_and_within"],
+    "T68c": ["tests/hostile/test_round14_lead.py::"
+             "test_every_reader_deciding_by_the_runner_reads_it_alike"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
