@@ -101,3 +101,68 @@ def test_check_accept_says_what_it_wrote_past_a_folder_at_the_obtained_path(
     assert len(err.strip().splitlines()) == 1 and str(capture / OBTAINED) in err, err
     expected = json.loads((capture / "expected.json").read_text())
     assert expected["verdicts"]["patched"]["batch_change"] == "ok"
+
+
+# -- a known issue is never matched on the fix's findings ----------------------------------
+
+
+def _sentinel_entry():  # noqa: ANN202
+    from forensics.known.schema import load_catalogue
+
+    return next(e for e in load_catalogue().entries if e.id == "vocab-size-sentinel-counted")
+
+
+def test_a_known_issue_is_not_matched_on_the_fix_alone(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``replay --variant patched`` of incident B matched vocab-size-sentinel-counted on
+    "patched finds embedding step 14: input_ids[5] = 248320", a finding the patch resolved
+    (patched leaves no site in violation): with the fix alone the signatures are not judged."""
+    assert main(["replay", str(INCIDENT), "--variant", "patched"]) in (0, 1)
+    alone = "".join(capsys.readouterr().out.split())  # lines wrap at a word or a dash
+    assert "patchedfinds" not in alone and "Knownissuevocab-size-sentinel" not in alone, alone
+    assert "Knownsignaturesnotjudged" in alone, alone
+    main(["replay", str(INCIDENT)])
+    both = "".join(capsys.readouterr().out.split())
+    assert "Knownissuevocab-size-sentinel-counted" in both and "upstreamfinds" in both, both
+
+
+def _findings(variant: str) -> object:
+    import pandas as pd
+
+    return pd.DataFrame([{"variant": variant, "site": "embedding", "step": 14, "rank": 0,
+                          "row": 1, "element": 5, "tensor": "input_ids",
+                          "kind": "out_of_bounds", "value": 248320, "lower": 0,
+                          "upper": 248320, "origin": "async_output", "resolved": True}])
+
+
+FACTS = {"vocab_size": 248320, "num_embeddings": 248320, "runner": "v1",
+         "speculative": "mtp", "async_scheduling": True}
+
+
+@pytest.mark.parametrize("baseline", ["patched", "vllm+fix.diff"])
+def test_a_signature_never_rests_on_a_fix_that_is_the_baseline(baseline: str) -> None:
+    """With the fix first and unpatched vLLM beside it (``--variant patched --variant vllm``)
+    the fix was the baseline, and its resolved finding matched; the engine's code (vllm)
+    finding nothing matches nothing."""
+    from forensics.known.evidence import Evidence
+    from forensics.known.matching import match_entry
+
+    evidence = Evidence(findings=_findings(baseline), baseline=baseline, facts=FACTS)
+    match = match_entry(_sentinel_entry(), evidence)
+    assert not match.matched and not any(baseline in e for e in match.evidence), match
+    on_vllm = Evidence(findings=_findings("vllm"), baseline=baseline, facts=FACTS)
+    matched = match_entry(_sentinel_entry(), on_vllm)
+    assert matched.matched and any(e.startswith("vllm finds") for e in matched.evidence), matched
+
+
+def test_a_crash_is_not_explained_by_a_fix_that_is_the_baseline() -> None:
+    """The same fix-first replay took the fix's finding as the engine's value out of range."""
+    from forensics.known.answer import crash_verdict
+    from forensics.known.evidence import Evidence
+
+    crash = [{"kind": "cuda_assert", "step": 14}]
+    evidence = Evidence(findings=_findings("patched"), baseline="patched", facts=FACTS,
+                        events=crash)
+    assert crash_verdict(evidence) == "unexplained"
+    on_vllm = Evidence(findings=_findings("vllm"), baseline="patched", facts=FACTS, events=crash)
+    assert crash_verdict(on_vllm) == "explained"

@@ -941,6 +941,12 @@ TESTS = {
              "test_check_replaces_a_link_or_fifo_at_the_obtained_path_never_through_it",
              "tests/hostile/test_round14_tri14.py::"
              "test_check_accept_says_what_it_wrote_past_a_folder_at_the_obtained_path"],
+    "T66b": ["tests/hostile/test_round14_tri14.py::"
+             "test_a_known_issue_is_not_matched_on_the_fix_alone",
+             "tests/hostile/test_round14_tri14.py::"
+             "test_a_signature_never_rests_on_a_fix_that_is_the_baseline",
+             "tests/hostile/test_round14_tri14.py::"
+             "test_a_crash_is_not_explained_by_a_fix_that_is_the_baseline"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
