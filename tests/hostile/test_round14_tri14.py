@@ -166,3 +166,118 @@ def test_a_crash_is_not_explained_by_a_fix_that_is_the_baseline() -> None:
     assert crash_verdict(evidence) == "unexplained"
     on_vllm = Evidence(findings=_findings("vllm"), baseline="patched", facts=FACTS, events=crash)
     assert crash_verdict(on_vllm) == "explained"
+
+
+# -- a split triage works out its capture's race window once -------------------------------
+
+SPLIT, STEPS = 1_000, 600
+
+
+@pytest.fixture(scope="module")
+def long_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A vocab-sentinel capture of 600 steps (2,400 records): its race check compares 256."""
+    from forensics.simulator.runs import simulate
+
+    out = tmp_path_factory.mktemp("window") / "vocab-sentinel.capture"
+    return Path(str(simulate("vocab-sentinel", steps=STEPS, out=out)))
+
+
+def _counted_windows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the calls of ``window_of`` (each reads every record of the capture's race sites)."""
+    from forensics.judge import race
+
+    calls: list[int] = []
+    real = race.window_of
+
+    def counted(capture: object) -> frozenset[tuple[int, int]]:
+        calls.append(1)
+        return real(capture)
+    monkeypatch.setattr(race, "window_of", counted)
+    return calls
+
+
+def test_a_split_capture_has_its_race_window_worked_out_once_when_planned(
+        long_capture: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from forensics.fleet.piece import replayed_steps
+    from forensics.fleet.tasks import plan
+    from forensics.judge.race import window_of
+    from forensics.store.reader import load
+
+    whole = window_of(load(long_capture))
+    calls = _counted_windows(monkeypatch)
+    tasks = plan([long_capture], SPLIT)
+    assert len(tasks) > 2 and len(calls) == 1, (len(tasks), len(calls))
+    for task in tasks:
+        assert task.start is not None and task.stop is not None and task.window is not None
+        steps = replayed_steps(task.start, task.stop)
+        assert set(task.window) == {p for p in whole if p[0] in steps}, task
+    assert set().union(*(t.window or () for t in tasks)) == whole
+    assert plan([INCIDENT], SPLIT)[0].window is None  # not split: the replay chooses
+
+
+def test_a_piece_handed_its_window_never_works_it_out_and_finds_the_same(
+        long_capture: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each piece of a split triage worked out the whole capture's race window again (about
+    2 us a record: a piece's time doubled on 20M records); handed the planned window, it
+    finds what it found working it out, and the pieces together what the whole replay finds
+    (T63a)."""
+    from forensics.fleet.piece import BASELINE, replay_piece, replayed_range
+    from forensics.fleet.tasks import plan
+    from forensics.store.reader import load
+
+    tasks = plan([long_capture], SPLIT)
+    whole = load(long_capture)
+    worked_out = [_identities(replayed_range(whole, t.start, t.stop)[2], BASELINE)
+                  for t in tasks]
+    calls = _counted_windows(monkeypatch)
+    handed = [_identities(replayed_range(whole, t.start, t.stop, window=t.window)[2], BASELINE)
+              for t in tasks]
+    rows = [_row(replay_piece(t.path, t.start, t.stop, t.window)) for t in tasks]
+    assert calls == [] and handed == worked_out
+    assert all(not row["error"] for row in rows), rows
+    assert sum(row["findings"] for row in rows) == sum(len(h) for h in handed)
+    everything = _identities(replayed_range(whole, None, None)[2], BASELINE)
+    assert sorted(f for h in handed for f in h) == everything
+    assert any(f[0] == "unwritten_input" for f in everything)
+
+
+def _identities(found: object, variant: str) -> list[tuple[object, ...]]:
+    """The variant's findings as (kind, site, step, rank, row, element), sorted."""
+    mine = found[found["variant"] == variant]  # type: ignore[index]
+    return sorted(zip(mine["kind"], mine["site"], mine["step"], mine["rank"],
+                      mine["row"].astype(object).where(mine["row"].notna(), -1),
+                      mine["element"], strict=True))
+
+
+def _row(data: bytes) -> dict[str, object]:
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(data).read_all().to_pylist()[0]  # type: ignore[no-any-return]
+
+
+def test_the_planned_window_crosses_to_the_local_worker_process(long_capture: Path) -> None:
+    from forensics.fleet.runners import run_local
+    from forensics.fleet.tasks import plan
+    from tests.hostile.tri14_window_piece import piece
+
+    tasks = plan([long_capture], SPLIT)
+    rows = [_row(out) for out in run_local(tasks, workers=2, piece=piece)]
+    assert [json.loads(str(r["error"])) for r in rows] == [
+        [list(pair) for pair in t.window or ()] for t in tasks]
+    assert any(t.window for t in tasks)
+
+
+def test_the_planned_window_crosses_to_a_ray_worker(long_capture: Path) -> None:
+    """Ray ships the task (its window) to the worker (a local cluster, started here)."""
+    import cloudpickle
+
+    from forensics.fleet.runners import run_ray
+    from forensics.fleet.tasks import plan
+    from tests.hostile import tri14_window_piece
+
+    cloudpickle.register_pickle_by_value(tri14_window_piece)
+    tasks = plan([long_capture], SPLIT)[:2]
+    rows = [_row(out) for out in run_ray(tasks, piece=tri14_window_piece.piece)]
+    assert [json.loads(str(r["error"])) for r in rows] == [
+        [list(pair) for pair in t.window or ()] for t in tasks]
+    assert any(t.window for t in tasks)

@@ -947,6 +947,14 @@ TESTS = {
              "test_a_signature_never_rests_on_a_fix_that_is_the_baseline",
              "tests/hostile/test_round14_tri14.py::"
              "test_a_crash_is_not_explained_by_a_fix_that_is_the_baseline"],
+    "T66c": ["tests/hostile/test_round14_tri14.py::"
+             "test_a_split_capture_has_its_race_window_worked_out_once_when_planned",
+             "tests/hostile/test_round14_tri14.py::"
+             "test_a_piece_handed_its_window_never_works_it_out_and_finds_the_same",
+             "tests/hostile/test_round14_tri14.py::"
+             "test_the_planned_window_crosses_to_the_local_worker_process",
+             "tests/hostile/test_round14_tri14.py::"
+             "test_the_planned_window_crosses_to_a_ray_worker"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
