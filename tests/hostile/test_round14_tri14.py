@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from forensics.cli import main
+from tests.hostile.test_round13_split import _identities
 
 ROOT = Path(__file__).resolve().parents[2]
 INCIDENT = ROOT / "data" / "incident-b-vocab-sentinel.capture"
@@ -221,32 +222,24 @@ def test_a_piece_handed_its_window_never_works_it_out_and_finds_the_same(
     2 us a record: a piece's time doubled on 20M records); handed the planned window, it
     finds what it found working it out, and the pieces together what the whole replay finds
     (T63a)."""
-    from forensics.fleet.piece import BASELINE, replay_piece, replayed_range
+    from forensics.fleet.piece import replay_piece, replayed_range
     from forensics.fleet.tasks import plan
     from forensics.store.reader import load
 
     tasks = plan([long_capture], SPLIT)
     whole = load(long_capture)
-    worked_out = [_identities(replayed_range(whole, t.start, t.stop)[2], BASELINE)
+    worked_out = [_identities(replayed_range(whole, t.start, t.stop)[2])
                   for t in tasks]
     calls = _counted_windows(monkeypatch)
-    handed = [_identities(replayed_range(whole, t.start, t.stop, window=t.window)[2], BASELINE)
+    handed = [_identities(replayed_range(whole, t.start, t.stop, window=t.window)[2])
               for t in tasks]
     rows = [_row(replay_piece(t.path, t.start, t.stop, t.window)) for t in tasks]
     assert calls == [] and handed == worked_out
     assert all(not row["error"] for row in rows), rows
     assert sum(row["findings"] for row in rows) == sum(len(h) for h in handed)
-    everything = _identities(replayed_range(whole, None, None)[2], BASELINE)
+    everything = _identities(replayed_range(whole, None, None)[2])
     assert sorted(f for h in handed for f in h) == everything
     assert any(f[0] == "unwritten_input" for f in everything)
-
-
-def _identities(found: object, variant: str) -> list[tuple[object, ...]]:
-    """The variant's findings as (kind, site, step, rank, row, element), sorted."""
-    mine = found[found["variant"] == variant]  # type: ignore[index]
-    return sorted(zip(mine["kind"], mine["site"], mine["step"], mine["rank"],
-                      mine["row"].astype(object).where(mine["row"].notna(), -1),
-                      mine["element"], strict=True))
 
 
 def _row(data: bytes) -> dict[str, object]:
