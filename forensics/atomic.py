@@ -61,6 +61,9 @@ def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], obj
             _write_in(folder, path, write, shared_mode() if shared else 0o600)
     except ForensicsError:  # a refusal (a planted link) says itself
         raise
+    except IsADirectoryError:  # only the rename meets one: the file is made new
+        raise OutputError(f"cannot write '{terminal(path)}': it is a folder, and a file is "
+                          "never written over one: remove or rename it") from None
     except OSError as exc:
         raise OutputError(f"cannot write '{terminal(path)}': {exc.strerror or reason(exc)}; "
                           f"check the folder, its permissions and free space") from None

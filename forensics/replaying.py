@@ -162,13 +162,16 @@ class ReplayResult:
 
 def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
            progress: bool = False,
-           part_of: Capture | None = None) -> ReplayResult:
+           part_of: Capture | None = None,
+           window: Collection[tuple[int, int]] | None = None) -> ReplayResult:
     """Replay ``capture`` (a Capture, a capture path, or an iterable of Records) through
     ``variants`` (names; variant objects; or a mapping name -> None, name, callable or variant).
     ``part_of``: the Capture the records given are a step range of: they are judged as in a
     replay of all of it (its manifest says whether its vLLM clamps input ids; the race check
     compares the steps a replay of it compares, :func:`forensics.judge.race.window_of`), so
-    that a range finds what the whole replay finds there.
+    that a range finds what the whole replay finds there. ``window``: those (step, rank) pairs
+    when already worked out (a triage plans them once for all the pieces of a capture), so
+    ``part_of`` is not read for them again.
 
     Returns:
         A :class:`ReplayResult`.
@@ -181,13 +184,13 @@ def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
     """
     try:
         with collector_paused():
-            return _replay(capture, variants, progress, part_of)
+            return _replay(capture, variants, progress, part_of, window)
     except AllocationBudgetError as exc:  # a record's size past the budget: name its file
         raise in_capture(exc, capture) from None
 
 
-def _replay(given: Any, variants: Any, progress: bool,
-            part_of: Capture | None) -> ReplayResult:
+def _replay(given: Any, variants: Any, progress: bool, part_of: Capture | None,
+            window: Collection[tuple[int, int]] | None) -> ReplayResult:
     from forensics.judge.race import window_of
 
     source = Source.of(given)
@@ -222,7 +225,9 @@ def _replay(given: Any, variants: Any, progress: bool,
                           outcomes=functools.partial(_outcome_frame, coords, kept),
                           capture=source.capture, bounds=judged.deferred_bounds(),
                           index=_index_frame(coords), continuity=continuity)
-    return _with_race(result, judged, None if part_of is None else window_of(part_of))
+    if window is None and part_of is not None:
+        window = window_of(part_of)
+    return _with_race(result, judged, window)
 
 
 def _with_race(result: ReplayResult, judged: judge.Judge,

@@ -8,6 +8,7 @@ CAPTURE/expected.obtained.json), 2 for bad input. ``--accept`` writes the captur
 from __future__ import annotations
 
 import argparse
+import sys
 
 from forensics.escaping import json_text, terminal, terminal_lines
 from forensics.quiet import quietly
@@ -50,4 +51,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"{terminal(result.capture.name)}: matches expected.json")
     else:
         print(terminal_lines(result.explain()))
+    if result.note and (args.json or result.ok):  # else explain() says it
+        print(f"forensics check: {terminal(result.note)}", file=sys.stderr)
     return 0 if result.ok else 1

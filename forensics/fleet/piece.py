@@ -7,7 +7,8 @@ records of the range itself count. A range is judged as part of its capture (``r
 part_of=capture)``): the capture's manifest says whether its vLLM clamps input ids, and the race
 check, which compares at most :data:`forensics.judge.race.MAX_STEPS` steps, compares in a range
 the steps a replay of the whole capture compares there: a triage finds the same whatever its
-split.
+split. Those steps are worked out once, when the triage is planned
+(:func:`forensics.fleet.tasks.plan`), and handed to each piece as data (its ``window``).
 """
 
 from __future__ import annotations
@@ -33,24 +34,29 @@ PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ra
                  "first_finding", "findings", "known", "started", "history", "refused")
 
 
+#: the (step, rank) pairs a whole capture's race check compares, as a task carries them
+Window = tuple[tuple[int, int], ...]
+
+
 def replay_piece(path: str, start: int | None = None, stop: int | None = None,
-                 variants: tuple[str, ...] = VARIANTS) -> bytes:
+                 window: Window | None = None, variants: tuple[str, ...] = VARIANTS) -> bytes:
     """Replay the capture at ``path`` (steps ``[start, stop)``, or all when None) and return
     its one-row table as Arrow IPC bytes; a capture that cannot be read or replayed gives a
-    row whose ``error`` is its one-line message (never raises for the capture's sake)."""
+    row whose ``error`` is its one-line message (never raises for the capture's sake).
+    ``window``: a step range's race window as planned (:func:`replayed_range`)."""
     from forensics.errors import one_line
 
     row: dict[str, Any] = {"capture": os.path.abspath(path), "name": os.path.basename(path),
                            "start": start, "stop": stop, "error": ""}
     try:
-        row.update(_replayed(path, start, stop, variants))
+        row.update(_replayed(path, start, stop, window, variants))
         return to_ipc([row])
     except Exception as exc:  # noqa: BLE001  (a bad capture is a row, never the end of a run)
         failed = {k: row[k] for k in ("capture", "name", "start", "stop")}
         return to_ipc([{**failed, "error": one_line(exc)}])
 
 
-def _replayed(path: str, start: int | None, stop: int | None,
+def _replayed(path: str, start: int | None, stop: int | None, window: Window | None,
               variants: tuple[str, ...]) -> dict[str, Any]:
     """The facts and replay columns of one capture or step range."""
     from forensics.errors import CaptureFormatError
@@ -62,7 +68,7 @@ def _replayed(path: str, start: int | None, stop: int | None,
         raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {NO_RECORDS}: nothing to "
                                  "replay (the probe saw no call, or its segments were removed)")
     facts = capture_facts(capture)
-    result, verdicts, found = replayed_range(capture, start, stop, variants)
+    result, verdicts, found = replayed_range(capture, start, stop, variants, window)
     if start is not None:  # a piece's record count is its own range's
         facts["records"] = len(capture.records(steps=range(start, stop or start)))
     return {**facts, "verdicts": json.dumps(verdicts, sort_keys=True),
@@ -72,17 +78,33 @@ def _replayed(path: str, start: int | None, stop: int | None,
 
 
 def replayed_range(capture: Any, start: int | None, stop: int | None,
-                   variants: tuple[str, ...] = VARIANTS) -> tuple[Any, dict[str, Any], Any]:
+                   variants: tuple[str, ...] = VARIANTS, window: Window | None = None
+                   ) -> tuple[Any, dict[str, Any], Any]:
     """The replay of ``capture`` (steps ``[start, stop)`` with :data:`LOOKBACK` earlier ones,
-    or all when None), and the verdicts and findings a triage counts of it."""
+    or all when None), and the verdicts and findings a triage counts of it. ``window``: the
+    pairs of the whole capture's race window in those steps (:func:`window_in`), as planned;
+    None: worked out here from all of ``capture`` (:func:`forensics.judge.race.window_of`)."""
     from forensics.replaying import replay
 
     if start is None or stop is None:
         result = replay(capture, list(variants))
         return result, result.verdicts, result.findings
-    result = replay(capture.records(steps=range(max(0, start - LOOKBACK), stop)),
-                    list(variants), part_of=capture)
+    result = replay(capture.records(steps=replayed_steps(start, stop)), list(variants),
+                    part_of=capture, window=None if window is None else frozenset(window))
     return (result, *_in_range(result, start))
+
+
+def replayed_steps(start: int, stop: int) -> range:
+    """The steps a piece of steps ``[start, stop)`` replays: its own and :data:`LOOKBACK`
+    earlier ones."""
+    return range(max(0, start - LOOKBACK), stop)
+
+
+def window_in(window: Any, start: int, stop: int) -> Window:
+    """The pairs of ``window`` (a capture's race window) that the piece of steps ``[start,
+    stop)`` replays (:func:`replayed_steps`), in order: what a task carries to it."""
+    steps = replayed_steps(start, stop)
+    return tuple(sorted(pair for pair in window if pair[0] in steps))
 
 
 def _in_range(result: Any, start: int) -> tuple[dict[str, dict[str, str]], Any]:

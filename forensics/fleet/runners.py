@@ -114,8 +114,7 @@ def _keep_starts(starts: Any) -> None:
     _STARTS = starts
 
 
-def _announced(piece: Callable[..., bytes], seconds: float, index: int, path: str,
-               start: int | None, stop: int | None) -> bytes:
+def _announced(piece: Callable[..., bytes], seconds: float, index: int, task: Task) -> bytes:
     """Say that task ``index`` started in this process (before anything of it runs), then run
     it under its deadline (:func:`_with_deadline`); a task that raises is its row
     (:func:`failed`), made here: an exception that cannot be pickled back would be reported as
@@ -123,9 +122,9 @@ def _announced(piece: Callable[..., bytes], seconds: float, index: int, path: st
     if _STARTS is not None:
         _STARTS.put((index, os.getpid()))
     try:
-        return _with_deadline(piece, seconds, path, start, stop)
+        return _with_deadline(piece, seconds, task)
     except Exception as exc:  # noqa: BLE001  (a task's failure is its row)
-        return failed(Task(path, start, stop), exc)
+        return failed(task, exc)
 
 
 def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
@@ -146,8 +145,7 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
     starts = context.SimpleQueue()
     pool = cf.ProcessPoolExecutor(min(workers, len(pending)), mp_context=context,
                                   initializer=_keep_starts, initargs=(starts,))
-    futures = {pool.submit(_announced, piece, deadline, i, tasks[i].path, tasks[i].start,
-                           tasks[i].stop): i for i in pending}
+    futures = {pool.submit(_announced, piece, deadline, i, tasks[i]): i for i in pending}
     began: dict[int, float] = {}  # a task: when it said it started
     running: dict[int, int] = {}  # a pool process's pid: the last task it started
     processes: dict[int, Any] = {}
@@ -249,17 +247,18 @@ def _deaths(broken: list[int], running: dict[int, int], processes: dict[int, Any
     return dead
 
 
-def _with_deadline(piece: Callable[..., bytes], seconds: float, path: str,
-                   start: int | None, stop: int | None) -> bytes:
-    """``piece(path, start, stop)`` in a pool's process or a Ray worker, ended once it runs
+def _with_deadline(piece: Callable[..., bytes], seconds: float, task: Task) -> bytes:
+    """``piece(path, start, stop, window)`` of ``task`` (its window planned once for all the
+    pieces of its capture, :func:`forensics.fleet.tasks.plan`, crosses to the process as
+    data) in a pool's process or a Ray worker, ended once it runs
     ``seconds`` (:func:`forensics.budget.alarm_deadline`: both run a task on their process's
     main thread); a task so ended gives its row ``error: timed out
     after N s``."""
     try:
         with alarm_deadline(seconds):
-            return piece(path, start, stop)
+            return piece(task.path, task.start, task.stop, task.window)
     except DeadlineError as exc:
-        return lost(Task(path, start, stop), str(exc))
+        return lost(task, str(exc))
 
 
 def _kill(pool: Any) -> None:
@@ -300,7 +299,7 @@ def run_ray(tasks: Sequence[Task], address: str | None = None, done: Done | None
     try:
         remote = ray.remote(num_returns="streaming", max_retries=retries,
                             retry_exceptions=False)(_deadlined(piece, child_deadline()))
-        return _gather(ray, lambda t: remote.remote(t.path, t.start, t.stop), tasks, done)
+        return _gather(ray, remote.remote, tasks, done)
     finally:
         if started:
             ray.shutdown()
@@ -314,9 +313,9 @@ def _deadlined(piece: Callable[..., bytes], seconds: float) -> Callable[..., Ite
     """The body of a Ray task: :data:`STARTED` as it begins, then ``piece`` under
     :func:`_with_deadline` (a closure, so Ray ships ``piece`` with it as it shipped ``piece``
     itself)."""
-    def task(path: str, start: int | None, stop: int | None) -> Iterator[bytes]:
+    def task(given: Task) -> Iterator[bytes]:
         yield STARTED
-        yield _with_deadline(piece, seconds, path, start, stop)
+        yield _with_deadline(piece, seconds, given)
     return task
 
 

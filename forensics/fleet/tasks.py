@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from forensics.fleet.piece import Window, window_in
+
 #: a capture with more records than this is replayed in step ranges of about this many
 SPLIT_RECORDS = 500_000
 #: the range ``triage --split-records`` takes: at least this many records a piece (a capture
@@ -21,17 +23,22 @@ VERDICT_ORDER = ("violation", "error", "suspect", "not judged", "unjudged", "ok"
 
 @dataclass(frozen=True)
 class Task:
-    """Replay ``path``, steps ``[start, stop)`` (None: the whole capture)."""
+    """Replay ``path``, steps ``[start, stop)`` (None: the whole capture); ``window``: for a
+    step range, the pairs of its capture's race window it replays
+    (:func:`forensics.fleet.piece.window_in`), or None for the piece to work them out."""
 
     path: str
     start: int | None = None
     stop: int | None = None
+    window: Window | None = None
 
 
 def plan(paths: Sequence[Path], split_records: int = SPLIT_RECORDS) -> list[Task]:
     """One task per capture; a capture of more than ``split_records`` records is cut into step
     ranges of about that many (a capture that cannot be opened gets one task, which reports
-    the error)."""
+    the error). The race window of a capture cut so (:func:`forensics.judge.race.window_of`,
+    about 2 us a record) is worked out here, once, and each range's task carries its part:
+    every piece worked it out from the whole capture again."""
     from forensics.store.reader import load
 
     tasks: list[Task] = []
@@ -46,9 +53,23 @@ def plan(paths: Sequence[Path], split_records: int = SPLIT_RECORDS) -> list[Task
             continue
         first, last = span
         width = max(1, math.ceil((last - first + 1) / math.ceil(total / split_records)))
-        tasks += [Task(str(path), lo, min(lo + width, last + 1))
-                  for lo in range(first, last + 1, width)]
+        window = _window(capture)
+        for lo in range(first, last + 1, width):
+            hi = min(lo + width, last + 1)
+            tasks.append(Task(str(path), lo, hi,
+                              None if window is None else window_in(window, lo, hi)))
     return tasks
+
+
+def _window(capture: Any) -> frozenset[tuple[int, int]] | None:
+    """The race window of ``capture``, or None when it cannot be worked out (each piece then
+    tries, and reports the capture's error)."""
+    from forensics.judge.race import window_of
+
+    try:
+        return window_of(capture)
+    except Exception:  # noqa: BLE001  (its pieces replay it and report the error)
+        return None
 
 
 def merge_pieces(pieces: list[dict[str, Any]]) -> dict[str, Any]:

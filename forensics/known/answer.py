@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from forensics.escaping import spanless
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
-    UNPATCHED_VLLM,
+    ENGINE_CODE,
     Evidence,
     crashed,
     engine_variants,
@@ -132,9 +132,6 @@ def crash_verdict(evidence: Evidence) -> str:
     return EXPLAINED if explained else UNEXPLAINED
 
 
-#: the variants that replay the engine's own code (its model, its real code): a crash is
-#: explained or not only by them
-ENGINE_CODE = frozenset({"upstream", UNPATCHED_VLLM})
 #: the verdict of a crash when no variant of :data:`ENGINE_CODE` was replayed (never written to
 #: ``expected.json``: :func:`crash_verdict_of` gives None)
 NOT_JUDGED = "not judged"

@@ -184,12 +184,24 @@ def out_of_range(findings: pd.DataFrame, variants: frozenset[str] | None = None)
 
 #: the variant that replays vLLM's own installed code, unpatched
 UNPATCHED_VLLM = "vllm"
+#: the variants that replay the engine's own code (its model, its real code): a crash is
+#: explained or not, and a signature matched, only by their findings
+ENGINE_CODE = frozenset({"upstream", UNPATCHED_VLLM})
 
 
 def engine_variants(evidence: Evidence) -> frozenset[str]:
     """The variants whose findings tell what the engine's own code did: the baseline and the
-    unpatched real code (a patch's findings, its own reads, explain no crash the engine had)."""
-    return frozenset({evidence.baseline, UNPATCHED_VLLM})
+    unpatched real code, those of :data:`ENGINE_CODE` (a patch's findings, its own reads,
+    explain no crash the engine had: a fix replayed first, ``--variant patched --variant
+    vllm``, is the baseline and is still no engine code)."""
+    return frozenset({evidence.baseline, UNPATCHED_VLLM}) & ENGINE_CODE
+
+
+def engine_baseline(evidence: Evidence) -> str:
+    """The variant a signature's finding is looked for in: the baseline when it replays the
+    engine's code, else unpatched vLLM (with the fix alone, which finds nothing: the
+    signatures are not judged, never matched on a finding the fix resolved)."""
+    return evidence.baseline if evidence.baseline in ENGINE_CODE else UNPATCHED_VLLM
 
 
 def value_class(row: Any, id_bounds: set[int]) -> str | None:

@@ -15,8 +15,10 @@ from typing import Any
 from forensics.escaping import spanless
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
+    ENGINE_CODE,
     Evidence,
     crashed,
+    engine_baseline,
     engine_variants,
     is_missing,
     out_of_range,
@@ -108,7 +110,10 @@ def _finding(spec: dict[str, Any], evidence: Evidence) -> Check:
     frame = evidence.findings
     if spec.get("kind") == "unwritten_input" and evidence.race is not None:
         frame = evidence.race
-    variant = spec.get("variant", evidence.baseline)
+    variant = spec.get("variant", engine_baseline(evidence))
+    if variant not in ENGINE_CODE:
+        return Check(None, f"{variant} replays a fix, not the engine's code: no signature "
+                           "rests on its findings")
     rows = frame[frame["variant"] == variant] if len(frame) else frame
     bounds = evidence.id_bounds() if len(rows) else set()
     for _, row in rows.iterrows():

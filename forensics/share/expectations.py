@@ -13,6 +13,7 @@ serialisation (:meth:`~forensics.share.evidence.Evidence.to_json`, read back by
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,9 @@ class CheckResult:
     differences: list[str] = field(default_factory=list)
     obtained: dict[str, Any] = field(default_factory=dict)
     obtained_path: Path | None = None
+    #: what could not be written or removed at ``expected.obtained.json`` (a folder there, a
+    #: folder this user may not write), in one line naming it; the verdict stands
+    note: str = ""
     #: the variants checked: the accept command we suggest replays each of them again
     variants: list[str] = field(default_factory=lambda: list(DEFAULT_VARIANTS))
 
@@ -56,6 +60,8 @@ class CheckResult:
         lines += [f"  - {d}" for d in self.differences]
         if self.obtained_path is not None:
             lines.append(f"  obtained result written to {terminal(self.obtained_path)}")
+        if self.note:
+            lines.append(f"  {self.note}")
         others = [name for name in self.variants if name not in DEFAULT_VARIANTS]
         lines.append(f"  to accept it: forensics check {shell_path(self.capture)} --accept"
                      f"{self._variant_words('--variant', self.variants)}  (in a test suite: "
@@ -137,7 +143,8 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     ``variants`` defaults to the built-in models the expected file names (any registered
     variant it names with ``trust_expected``; see :func:`choose_variants`). On a mismatch the
     obtained object is written to ``expected.obtained.json`` beside it (and on a match a stale
-    one removed); with ``write_obtained=False`` nothing is written or removed.
+    one removed; what cannot be is said in ``note``, the verdict standing); with
+    ``write_obtained=False`` nothing is written or removed.
     Raises:
         CaptureFormatError: no or malformed expected.json; any error of load or replay; a
             ``vllm+PATH.diff`` variant whose diff is missing, replayed or not.
@@ -153,18 +160,47 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     obtained = obtain(capture, known) if known else {"verdicts": {}, "first_finding": {}}
     changed = differences(Evidence.from_json(expected), Evidence.from_json(obtained), chosen)
     result = CheckResult(capture, changed, obtained, variants=list(chosen))
-    if result.differences and write_obtained:
-        result.obtained_path = write_json(capture / OBTAINED_NAME, obtained)
-    elif not result.differences and write_obtained:
-        (capture / OBTAINED_NAME).unlink(missing_ok=True)
+    if write_obtained:
+        _leave_obtained(result)
     return result
+
+
+def _leave_obtained(result: CheckResult) -> None:
+    """Write the obtained result to ``expected.obtained.json`` when it differs, else remove a
+    stale one (a link or FIFO there is replaced or removed, never followed or opened). What
+    cannot be written or removed (a folder the capture holds under that name, a folder this
+    user may not write) becomes ``result.note``: the replay's verdict is stated all the same."""
+    from forensics.errors import OutputError
+
+    path = result.capture / OBTAINED_NAME
+    if result.differences:
+        try:
+            result.obtained_path = write_json(path, result.obtained)
+        except OutputError as exc:
+            result.note = (f"obtained result not written: {exc} (`forensics check --json` "
+                           "prints it)")
+        return
+    result.note = _remove_stale(path)
+
+
+def _remove_stale(path: Path) -> str:
+    """Remove ``path``, a stale ``expected.obtained.json`` (a link or FIFO is removed, never
+    followed); ``""``, or the line saying why it is left (a folder there)."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        return (f"'{terminal(path)}' is left as it was ({exc.strerror or exc}): it is no result "
+                "of this replay; remove it")
+    return ""
 
 
 def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) -> Path:
     """Replay ``capture`` through ``variants`` and write the result as its ``expected.json``."""
     capture = Path(capture)
     path = write_json(capture / EXPECTED_NAME, obtain(capture, variants))
-    (capture / OBTAINED_NAME).unlink(missing_ok=True)
+    note = _remove_stale(capture / OBTAINED_NAME)
+    if note:
+        warnings.warn(note, stacklevel=2)
     return path
 
 

@@ -78,13 +78,14 @@ def test_ray_gives_the_local_result(fleet: Fleet, local: Triage, cluster: None) 
 def _dies_first_time(marker: str, always: bool = False) -> Callable[..., bytes]:
     """A task body whose worker process exits abruptly on its first run (every run with
     ``always``), then replays as usual."""
-    def piece(path: str, start: int | None, stop: int | None) -> bytes:
+    def piece(path: str, start: int | None, stop: int | None,
+              window: tuple[tuple[int, int], ...] | None = None) -> bytes:
         if always or not os.path.exists(marker):
             Path(marker).touch()
             os._exit(1)
         from forensics.fleet.piece import replay_piece
 
-        return replay_piece(path, start, stop)
+        return replay_piece(path, start, stop, window)
     return piece
 
 
@@ -112,7 +113,8 @@ def _stuck_unless_named_ok(answers: dict[str, bytes]) -> Callable[..., bytes]:
     worker starting on a loaded machine took longer than the deadline), never for ``stuck``
     (asleep in Python), nor for ``deaf`` (asleep with SIGALRM blocked: stuck where no signal
     reaches it)."""
-    def piece(path: str, start: int | None, stop: int | None) -> bytes:
+    def piece(path: str, start: int | None, stop: int | None,
+              window: tuple[tuple[int, int], ...] | None = None) -> bytes:
         import signal
 
         name = os.path.basename(path)

@@ -264,13 +264,14 @@ def test_the_bundled_captures(tmp_path: Path) -> None:
     assert all(r["divergence"] is None and not r["error"] for r in rows.values())
 
 
-def _dies_on_crash_captures(path: str, start: int | None, stop: int | None) -> bytes:
+def _dies_on_crash_captures(path: str, start: int | None, stop: int | None,
+                            window: tuple[tuple[int, int], ...] | None = None) -> bytes:
     """A task body whose process exits abruptly on the crash captures (a dead worker)."""
     if path.endswith("-crash.capture"):
         os._exit(1)
     from forensics.fleet.piece import replay_piece
 
-    return replay_piece(path, start, stop)
+    return replay_piece(path, start, stop, window)
 
 
 def test_a_dead_local_worker_is_reported_not_lost(small: Fleet) -> None:

@@ -14,7 +14,8 @@ to_ipc([{"capture": "warm-up"}])  # what a row needs is imported with the task's
 #                                   not inside its deadline (a busy machine takes seconds)
 
 
-def piece(path: str, start: int | None, stop: int | None) -> bytes:
+def piece(path: str, start: int | None, stop: int | None,
+          window: tuple[tuple[int, int], ...] | None = None) -> bytes:
     """The row of ``path``; the process ends abruptly (no answer, no exception) for ``dies``
     and the row comes after 3 s for ``slow``."""
     name = os.path.basename(path)
@@ -26,7 +27,8 @@ def piece(path: str, start: int | None, stop: int | None) -> bytes:
                     "error": None}])
 
 
-def deaf(path: str, start: int | None, stop: int | None) -> bytes:
+def deaf(path: str, start: int | None, stop: int | None,
+         window: tuple[tuple[int, int], ...] | None = None) -> bytes:
     """As :func:`piece`, but a capture named ``deaf...`` never returns and ignores the
     deadline's signal (a task stuck outside Python, where no signal reaches it)."""
     import signal
@@ -48,14 +50,16 @@ class Odd(Exception):
         self.lock = threading.Lock()
 
 
-def odd(path: str, start: int | None, stop: int | None) -> bytes:
+def odd(path: str, start: int | None, stop: int | None,
+        window: tuple[tuple[int, int], ...] | None = None) -> bytes:
     """As :func:`piece`, but raises :class:`Odd` for a capture named ``odd``."""
     if os.path.basename(path) == "odd":
         raise Odd()
     return piece(path, start, stop)
 
 
-def killer(path: str, start: int | None, stop: int | None) -> bytes:
+def killer(path: str, start: int | None, stop: int | None,
+           window: tuple[tuple[int, int], ...] | None = None) -> bytes:
     """The real task (:func:`forensics.fleet.piece.replay_piece`), but a capture named
     ``killed`` has the process send itself SIGKILL (what the OOM killer sends)."""
     import signal
@@ -64,4 +68,4 @@ def killer(path: str, start: int | None, stop: int | None) -> bytes:
 
     if os.path.basename(path) == "killed":
         os.kill(os.getpid(), signal.SIGKILL)
-    return replay_piece(path, start, stop)
+    return replay_piece(path, start, stop, window)

@@ -8,7 +8,8 @@ import os
 from forensics.fleet.piece import to_ipc
 
 
-def piece(path: str, start: int | None, stop: int | None) -> bytes:
+def piece(path: str, start: int | None, stop: int | None,
+          window: tuple[tuple[int, int], ...] | None = None) -> bytes:
     """The row of ``path``, naming the process it ran in."""
     return to_ipc([{"capture": path, "name": os.path.basename(path), "start": start,
                     "stop": stop, "error": str(os.getpid())}])

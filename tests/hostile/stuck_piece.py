@@ -9,7 +9,8 @@ import time
 from forensics.fleet.piece import to_ipc
 
 
-def piece(path: str, start: int | None, stop: int | None) -> bytes:
+def piece(path: str, start: int | None, stop: int | None,
+          window: tuple[tuple[int, int], ...] | None = None) -> bytes:
     """The row of ``path``, or no answer ever when its name is ``stuck``."""
     if os.path.basename(path) == "stuck":
         while True:

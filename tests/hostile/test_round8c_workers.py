@@ -39,7 +39,8 @@ def test_triage_refuses_workers_past_the_cap_or_below_one(
 
 @pytest.mark.parametrize("workers", [0, -1, 10**9, True, 2.0])
 def test_run_local_refuses_workers_outside_the_cap_before_running(workers: object) -> None:
-    def never(path: str, start: int | None, stop: int | None) -> bytes:
+    def never(path: str, start: int | None, stop: int | None,
+              window: tuple[tuple[int, int], ...] | None = None) -> bytes:
         raise AssertionError("a task ran")
 
     cap = WORKERS_PER_CPU * (os.cpu_count() or 1)
