@@ -175,11 +175,18 @@ class Observer:
             base = int(self._raw[at[first]])
             name = self._raw_names[int(self._raw_owner[at[first]])]
             past = int(lanes[first]) - base
+            if not past:
+                raise NotReplayable(
+                    f"the kernel made a pointer of {name}'s recorded value {base:#x}, which "
+                    "points into no tensor of the replay: an address of the live process the "
+                    "record does not resolve (only a '*_ptrs' table's entries are); accesses "
+                    "through it are not judged")
             raise NotReplayable(
-                f"the kernel made a pointer of {name}'s recorded value {base:#x}"
-                f"{f' ({past:+d} bytes)' if past else ''}, which points into no tensor of the "
-                "replay: an address of the live process the record does not resolve (only a "
-                "'*_ptrs' table's entries are); accesses through it are not judged")
+                f"the kernel made a pointer {abs(past)} bytes {'past' if past > 0 else 'before'}"
+                f" {name}'s recorded value {base:#x}, nearer it than any tensor of the replay "
+                "and in none: taken for an address of the live process the record does not "
+                "resolve (only a '*_ptrs' table's entries are); accesses through it are not "
+                "judged")
 
     def _note(self, addr: np.ndarray, op: str) -> None:
         """Attribute each address below :data:`NULL_REACH` to the launch's one empty tensor
@@ -243,7 +250,7 @@ class Observer:
             if element not in found:
                 found.append(element)
 
-    def answer(self) -> dict[str, list[dict[str, Any]]]:
+    def found(self) -> dict[str, list[dict[str, Any]]]:
         """The answer's ``accesses`` (one per argument, operation, mask and listed program)
         and ``more`` (one per argument, operation and mask with programs past
         :data:`MOST_PROGRAMS`: their number and lanes, exactly)."""
@@ -478,7 +485,7 @@ def replay(launch: Launch) -> dict[str, Any]:
             found = _differs(arg, _span(arg, storages[name], tensors[name]))
             if found is not None:
                 differs.append(found)
-    return {"status": "replayed", "reason": "; ".join(notes), **OBSERVER.answer(),
+    return {"status": "replayed", "reason": "; ".join(notes), **OBSERVER.found(),
             "overflows": OBSERVER.overflows, "differs": differs}
 
 
