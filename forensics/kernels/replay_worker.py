@@ -162,10 +162,10 @@ class Observer:
         ``output_ptr`` and the mamba state copy's ``state_base_addrs_ptr`` are such tables
         too), whose accesses were judged as out-of-bounds accesses of the nearest tensor. The
         distance is any (64-bit): mamba's ``state_base_addr + block_id * stride`` passes 4 GiB.
-        A pointer of a resolved address, a wild offset past it included, is left to the
-        accesses."""
+        A pointer of a resolved address, a wild offset past it included, and one below
+        :data:`NULL_REACH` (no live process holds memory there) are left to the accesses."""
         addr = np.asarray(values).astype(np.uint64).reshape(-1)
-        lanes = addr[(addr != 0) & ~self._near(addr)]
+        lanes = addr[(addr >= np.uint64(NULL_REACH)) & ~self._near(addr)]  # null: the accesses'
         if not len(lanes) or not len(self._raw):
             return
         distance, at = _nearest(self._raw, lanes)

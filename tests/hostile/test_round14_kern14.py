@@ -100,8 +100,12 @@ def test_a_pointer_far_from_a_live_address_is_not_replayable(tmp_path: Path) -> 
     """A pointer made of a recorded live address was refused only up to 4 GiB past it: 8 GiB
     past it, or any distance before it (a block id times a stride of more than 2**31 bytes),
     the load was replayed and blamed on the tensor nearest it. Nearer to the live address
-    than to any tensor, at any 64-bit distance, the launch is not replayable now."""
-    answers = replayed(tmp_path, [raw(1 << 33), raw(-(1 << 33)), raw(-4)])
+    than to any tensor, at any 64-bit distance, the launch is not replayable now; a pointer
+    below 64 KiB is a null pointer's access."""
+    answers = replayed(tmp_path, [raw(1 << 33), raw(-(1 << 33)), raw(-4), raw(8 - (1 << 44))])
+    null = answers.pop()  # 8: below any live memory, a null pointer's access (no tensor's)
+    assert [(a["argument"], a.get("unattributed"), a["elements"]) for a in null["accesses"]] \
+        == [(None, "null", [8])], null
     assert [a["status"] for a in answers] == ["not_replayable"] * 3, answers
     assert [a["reason"].split(", nearer")[0] for a in answers] == [
         f"the kernel made a pointer {past} table's recorded value 0x100000000000"
