@@ -9,7 +9,10 @@ recorded values of a launch (``kernel_contract`` findings).
   out-of-bounds check;
 - block index: in ``_compute_slot_mappings_kernel``, ``pos // block_size <`` the blocks per row
   of each enabled group's block table (a block index past the row reads the next request's row:
-  inside the allocation, outside its row);
+  inside the allocation, outside its row), for the tokens of real requests: a request whose
+  ``idx_mapping`` entry is negative (masked) has its block-table row never read
+  (``mask=is_local & is_real_req``: its tokens get ``PAD_ID``), so its positions are not
+  judged, and none are when ``idx_mapping`` is recorded without its values;
 - position: written ``pos`` values ``< max_model_len`` (from the capture's manifest, its
   ``model`` facts; not judged without it);
 - token id: ``input_ids`` values a launch wrote ``< vocab_size`` (from the manifest; not judged
@@ -110,6 +113,11 @@ def _blocks(launch: Launch) -> list[dict[str, Any]]:
             a.dtype.kind not in "iu" for a in (pos, sizes, starts)):
         return []
     pos = pos[:max(0, int(starts[-1]))] if len(starts) else pos
+    real = _real_tokens(launch, starts, len(pos))
+    if real is None:
+        return []
+    kept = np.flatnonzero(real)  # the judged positions' indices in pos
+    pos = pos[kept]
     groups = [(g, size, launch.tensors[f"block_table_ptrs[{g}]"])
               for g, size in enumerate(sizes.tolist())
               if f"block_table_ptrs[{g}]" in launch.tensors and size > 0
@@ -134,12 +142,35 @@ def _blocks(launch: Launch) -> list[dict[str, Any]]:
         # in Python's ints: a block size past pos's dtype (2**40 beside int8 positions, a
         # uint64 size beside int64 ones) was an OverflowError that ended `forensics kernels`
         blocks = np.array([p // size for p in pos[elements].tolist()], dtype=object)
-        row = _finding_at(launch, "pos", "block index", elements, blocks,
+        row = _finding_at(launch, "pos", "block index", kept[elements], blocks,
                           past + len(negative), 0, table.shape[1],
                           f"the blocks per row of {table.name} (block size {size})")
         row["positions"] = pos[elements].tolist()
         out.append(row)
     return out
+
+
+def _real_tokens(launch: Launch, starts: np.ndarray, tokens: int) -> np.ndarray | None:
+    """Per token, whether its request is real: not one ``idx_mapping`` marks masked (a
+    negative entry: request ``b`` owns tokens ``query_start_loc[b]`` up to ``[b + 1]``), in
+    time linear in tokens plus requests; None when ``idx_mapping`` is recorded without its
+    integer values (which requests are real is unknown). A record without ``idx_mapping``
+    names only real requests."""
+    real = np.ones(tokens, dtype=bool)
+    index = next((launch.tensors[n] for n in SLOT_INDEX if n in launch.tensors), None)
+    if index is None:
+        return real
+    values = _values(index)
+    if values is None or values.dtype.kind not in "iu":
+        return None
+    rows = np.flatnonzero(values[:max(len(starts) - 1, 0)] < 0)
+    bounds = np.clip(starts.astype(np.int64), 0, tokens)
+    lo, hi = bounds[rows], bounds[rows + 1]
+    lo, hi = lo[lo < hi], hi[lo < hi]
+    inside = np.zeros(tokens + 1, dtype=np.int64)  # how many masked requests hold each token
+    np.add.at(inside, lo, 1)
+    np.add.at(inside, hi, -1)
+    return np.cumsum(inside[:-1]) <= 0
 
 
 def _first_at_least(key: np.ndarray, limits: np.ndarray, never: list[bool]) -> list[np.ndarray]:

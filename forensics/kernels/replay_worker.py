@@ -7,17 +7,24 @@ leaves stubs), the worker registers the installed backend under that name before
 vLLM, as the engine test harness does. It reads one ``kernel_launch`` event per stdin line
 (:mod:`forensics.kernels.format`; the sanitizer checked it and that its kernel is one the
 installed vLLM defines) and answers one JSON line: ``{"status": "replayed"|"not_replayable",
-"reason", "accesses", "overflows", "differs", "values"}``.
+"reason", "accesses", "more", "overflows", "differs"}``.
 
 Each tensor argument gets its own allocation with :data:`GAP` bytes of unused memory on either
 side, so an access just past a tensor is attributed to it. Every load, store and atomic is
 observed: an active lane whose address leaves every tensor's storage is an out-of-bounds access
 (argument, program id, element offset from the storage's start, load, store or atomic, masked
 or not); it is not performed (a load reads 0), so a wild index neither corrupts nor crashes the
-replay. A pointer the kernel makes of a recorded integer that points into no allocation (an
-address of the live process the record does not resolve) makes the launch not replayable: its
-accesses would be judged against memory the replay does not hold. Integer
-additions, subtractions and multiplications of int32 values that wrap are noted as overflows.
+replay. A lane outside every allocation (a storage and its gaps) is attributed to no tensor
+(``argument`` null, ``unattributed``: ``outside``), and so is one below :data:`NULL_REACH`
+unless the launch has exactly one empty tensor, whose null pointer it went through
+(``unattributed``: ``null``, its elements the bytes from address 0). Each argument, operation
+and mask lists its first :data:`MOST_PROGRAMS` programs' accesses; the programs past them and
+their lanes are counted exactly (``more``), so an answer's size does not grow with the grid.
+A pointer the kernel makes of a recorded integer (nearer to it than to any allocation) that
+points into no allocation (an address of the live process the record does not resolve) makes
+the launch not replayable: its accesses would be judged against memory the replay does not
+hold. Integer additions, subtractions and multiplications of int32 values that wrap are noted
+as overflows.
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ from forensics.kernels.interpreter import check_masked_accesses
 GAP = 1 << 16
 #: the most accesses and differing elements an answer lists per argument
 MOST = 16
+#: the most programs whose accesses an answer lists per argument, operation and mask
+MOST_PROGRAMS = 64
 #: addresses below this hold no allocation (Linux's ``mmap_min_addr``): an access there is
 #: through a null pointer
 NULL_REACH = 1 << 16
@@ -65,6 +74,28 @@ class Region:
         self.name, self.start, self.end, self.itemsize = name, start, end, itemsize
 
 
+#: the names of the lanes attributed to no tensor (no tensor's name: see format's ``_NAME``)
+NULL, OUTSIDE = "<null>", "<outside>"
+#: what an answer says of them: through a null pointer (its elements: bytes from address 0),
+#: outside every allocation (no elements listed: the replay's addresses mean nothing live)
+UNATTRIBUTED = {NULL: Region(NULL, 0, 0, 1), OUTSIDE: Region(OUTSIDE, 0, 0, 0)}
+
+
+def _nearest(points: np.ndarray, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per lane (uint64), the distance to the nearest of ``points`` (sorted uint64; the
+    greatest distance when there are none) and that point's index, exactly in 64 bits."""
+    far = np.uint64(2**64 - 1)
+    if not len(points):
+        return np.full(lanes.shape, far), np.zeros(lanes.shape, dtype=np.int64)
+    right = np.searchsorted(points, lanes, side="left").astype(np.int64)
+    last = len(points) - 1
+    below, above = np.maximum(right - 1, 0), np.minimum(right, last)
+    to_below = np.where(right > 0, lanes - points[below], far)
+    to_above = np.where(right <= last, points[above] - lanes, far)
+    nearer = to_below <= to_above
+    return np.where(nearer, to_below, to_above), np.where(nearer, below, above)
+
+
 class Observer:
     """The launch's regions and what its accesses did (see the module). Each access is judged
     against the regions sorted by address (a binary search per lane), and the lanes outside
@@ -79,21 +110,26 @@ class Observer:
         self.regions: list[Region] = []
         self.accesses: dict[tuple[str, str, bool, tuple[int, ...]], list[int]] = {}
         self.counts: dict[tuple[str, str, bool, tuple[int, ...]], int] = {}
+        #: per argument, operation and mask: the programs listed, and those past
+        #: :data:`MOST_PROGRAMS` (their number, their lanes, the last one's id)
+        self.listed: dict[tuple[str, str, bool], int] = {}
+        self.more: dict[tuple[str, str, bool], tuple[int, int, tuple[int, ...]]] = {}
         self.overflows: list[dict[str, Any]] = []
         self.pid: tuple[int, ...] = (0, 0, 0)
         self.unmasked = False
         self.use([])
 
     def use(self, regions: list[Region], integers: dict[str, np.ndarray] | None = None,
-            empty: tuple[str, int] | None = None) -> None:
+            empty: list[tuple[str, int]] | None = None) -> None:
         """Judge the accesses against ``regions`` (disjoint: each its own allocation);
         ``integers``: the 64-bit integer tensors' contents, their pointer tables' entries
         resolved (the values that are no address of the replay: raw addresses, or numbers);
-        ``empty``: the launch's one empty tensor argument (name, item size), whose pointer is
+        ``empty``: the launch's empty tensor arguments (name, item size), whose pointers are
         null (torch's ``data_ptr()`` of an empty tensor is 0, in the live launch too): an
-        access below :data:`NULL_REACH` is its own, not the tensor nearest address 0's."""
-        self.regions, self.empty = regions, empty
+        access below :data:`NULL_REACH` is the one's, if there is one, else no tensor's."""
+        self.regions, self.empty = regions, list(empty or [])
         self.bounds = Bounds([(r.start, r.end) for r in regions])
+        self._edges = np.sort(np.concatenate([self.bounds.starts, self.bounds.ends]))
         found = [(np.asarray(a).astype(np.uint64).reshape(-1), n)
                  for n, a in (integers or {}).items()]
         values = [a[(a != 0) & ~self._near(a)] for a, _ in found]
@@ -120,34 +156,63 @@ class Observer:
 
     def pointer(self, values: Any) -> None:
         """Refuse a pointer the kernel makes of a recorded integer (a table of raw addresses),
-        or of one less than 4 GiB past it, that points into no allocation: an address of the
-        live process the record does not resolve (the recorder resolves a ``*_ptrs`` table's
-        entries; ``_apply_write_kernel``'s ``output_ptr`` is such a table too), whose accesses
-        were judged as out-of-bounds accesses of the nearest tensor. A pointer of a resolved
-        address, a wild offset past it included, is left to the accesses."""
+        or of one nearer to it, before or past it, than to any allocation, that points into
+        no allocation: an address of the live process the record does not resolve (the
+        recorder resolves a ``*_ptrs`` table's entries; ``_apply_write_kernel``'s
+        ``output_ptr`` and the mamba state copy's ``state_base_addrs_ptr`` are such tables
+        too), whose accesses were judged as out-of-bounds accesses of the nearest tensor. The
+        distance is any (64-bit): mamba's ``state_base_addr + block_id * stride`` passes 4 GiB.
+        A pointer of a resolved address, a wild offset past it included, and one below
+        :data:`NULL_REACH` (no live process holds memory there) are left to the accesses."""
         addr = np.asarray(values).astype(np.uint64).reshape(-1)
-        lanes = addr[(addr != 0) & ~self._near(addr)]
+        lanes = addr[(addr >= np.uint64(NULL_REACH)) & ~self._near(addr)]  # null: the accesses'
         if not len(lanes) or not len(self._raw):
             return
-        at = np.searchsorted(self._raw, lanes, side="right").astype(np.int64) - 1
-        base = self._raw[np.maximum(at, 0)]
-        derived = np.flatnonzero((at >= 0) & (lanes - base < np.uint64(1 << 32)))
+        distance, at = _nearest(self._raw, lanes)
+        derived = np.flatnonzero(distance < _nearest(self._edges, lanes)[0])
         if len(derived):
             first = derived[0]
+            base = int(self._raw[at[first]])
             name = self._raw_names[int(self._raw_owner[at[first]])]
-            past = int(lanes[first] - base[first])
+            past = int(lanes[first]) - base
+            if not past:
+                raise NotReplayable(
+                    f"the kernel made a pointer of {name}'s recorded value {base:#x}, which "
+                    "points into no tensor of the replay: an address of the live process the "
+                    "record does not resolve (only a '*_ptrs' table's entries are); accesses "
+                    "through it are not judged")
             raise NotReplayable(
-                f"the kernel made a pointer of {name}'s recorded value {int(base[first]):#x}"
-                f"{f' (+{past} bytes)' if past else ''}, which points into no tensor of the "
-                "replay: an address of the live process the record does not resolve (only a "
-                "'*_ptrs' table's entries are); accesses through it are not judged")
+                f"the kernel made a pointer {abs(past)} bytes {'past' if past > 0 else 'before'}"
+                f" {name}'s recorded value {base:#x}, nearer it than any tensor of the replay "
+                "and in none: taken for an address of the live process the record does not "
+                "resolve (only a '*_ptrs' table's entries are); accesses through it are not "
+                "judged")
 
     def _note(self, addr: np.ndarray, op: str) -> None:
-        """Attribute each address to the region it lies in, else the one with the nearest end
-        (the first listed on a tie), and note the first :data:`MOST` elements of each."""
+        """Attribute each address below :data:`NULL_REACH` to the launch's one empty tensor
+        (else to no tensor), each other to the region whose allocation holds it (the one with
+        the nearest end, the first listed on a tie; else to no tensor), and note them."""
+        null = addr < np.uint64(NULL_REACH)
+        if null.any():  # through a null pointer: an empty tensor's, if only one is
+            region = Region(self.empty[0][0], 0, 0, self.empty[0][1]) \
+                if len(self.empty) == 1 else UNATTRIBUTED[NULL]
+            self._count(region, addr[null], op)
+            addr = addr[~null]
+        if not len(addr):
+            return
+        owner = self._owner(addr)
+        for index in np.unique(owner).tolist():
+            region = self.regions[int(self.bounds.order[index])] if index >= 0 \
+                else UNATTRIBUTED[OUTSIDE]
+            self._count(region, addr[owner == index], op)
+
+    def _owner(self, addr: np.ndarray) -> np.ndarray:
+        """Per address, the sorted index of the region nearest it when its allocation (the
+        storage and its gaps) holds it, else -1: an address past every allocation was the
+        nearest tensor's, whatever the distance (a live address 8 GiB away, a wild one)."""
         bounds = self.bounds
         if not len(bounds.starts):
-            return
+            return np.full(addr.shape, -1, dtype=np.int64)
         last = len(bounds.starts) - 1
         left = bounds.left(addr)
         lo, hi = np.maximum(left, 0), np.minimum(left + 1, last)
@@ -156,20 +221,27 @@ class Observer:
         to_left = np.where(left >= 0, below, far)
         to_right = np.where(left < last, bounds.starts[hi] - addr, far)
         first = np.where(bounds.order[lo] <= bounds.order[hi], lo, hi)
-        nearest = np.where(to_left < to_right, lo, np.where(to_right < to_left, hi, first))
-        null = addr < np.uint64(NULL_REACH)
-        if self.empty is not None and null.any():  # through an empty tensor's null pointer
-            self._count(Region(self.empty[0], 0, 0, self.empty[1]), addr[null], op)
-            addr, nearest = addr[~null], nearest[~null]
-        for index in np.unique(nearest).tolist():
-            self._count(self.regions[int(bounds.order[index])], addr[nearest == index], op)
+        on_left = (to_left < to_right) | ((to_left == to_right) & (first == lo))
+        gap = np.uint64(GAP)  # an allocation: [start - GAP, end + GAP)
+        held = np.where(on_left, to_left < gap, to_right <= gap)
+        return np.where(held, np.where(on_left, lo, hi), -1)
 
     def _count(self, region: Region, mine: np.ndarray, op: str) -> None:
         """Note the accesses at ``mine`` as ``region``'s: counted, the first :data:`MOST`
-        elements listed."""
-        key = (region.name, op, not self.unmasked, self.pid)
+        elements listed, for the first :data:`MOST_PROGRAMS` programs of each argument,
+        operation and mask (the programs past them counted in :attr:`more`)."""
+        base = (region.name, op, not self.unmasked)
+        key = (*base, self.pid)
+        if key not in self.counts:
+            if self.listed.get(base, 0) >= MOST_PROGRAMS:
+                programs, lanes, last = self.more.get(base, (0, 0, ()))
+                self.more[base] = (programs + (last != self.pid), lanes + len(mine), self.pid)
+                return
+            self.listed[base] = self.listed.get(base, 0) + 1
         self.counts[key] = self.counts.get(key, 0) + len(mine)
         found = self.accesses.setdefault(key, [])
+        if not region.itemsize:
+            return  # outside every allocation: the replay's addresses mean nothing live
         unique, at = np.unique(mine, return_index=True)
         for address in unique[np.argsort(at)].tolist():
             if len(found) >= MOST:
@@ -177,6 +249,28 @@ class Observer:
             element = (int(address) - region.start) // region.itemsize
             if element not in found:
                 found.append(element)
+
+    def found(self) -> dict[str, list[dict[str, Any]]]:
+        """The answer's ``accesses`` (one per argument, operation, mask and listed program)
+        and ``more`` (one per argument, operation and mask with programs past
+        :data:`MOST_PROGRAMS`: their number and lanes, exactly)."""
+        accesses = [{**self._who(a), "op": op, "masked": masked, "program_id": list(pid),
+                     "elements": elements, "count": self.counts[(a, op, masked, pid)]}
+                    for (a, op, masked, pid), elements in self.accesses.items()]
+        more = [{**self._who(a), "op": op, "masked": masked, "programs": programs,
+                 "count": lanes, "listed": MOST_PROGRAMS}
+                for (a, op, masked), (programs, lanes, _) in self.more.items()]
+        return {"accesses": accesses, "more": more}
+
+    def _who(self, name: str) -> dict[str, Any]:
+        """An access's ``argument`` (null when attributed to no tensor, ``unattributed``
+        saying why: ``null`` (with the launch's empty tensors) or ``outside``)."""
+        if name not in UNATTRIBUTED:
+            return {"argument": name}
+        if name == OUTSIDE:
+            return {"argument": None, "unattributed": "outside"}
+        return {"argument": None, "unattributed": "null",
+                "empty_tensors": [n for n, _ in self.empty]}
 
     def arithmetic(self, lhs: Any, rhs: Any, op: Any, name: str) -> None:
         """Note an int32 ``op`` whose exact result leaves int32."""
@@ -356,12 +450,11 @@ def replay(launch: Launch) -> dict[str, Any]:
         regions.append(region)
     _point(launch, tensors)
     OBSERVER.__init__()  # type: ignore[misc]
-    empty = [(n, launch.tensors[n].itemsize) for n, t in tensors.items()
-             if n in launch.args and t.data_ptr() == 0]
     OBSERVER.use(regions, {n: storages[n].view(torch.uint8).numpy().view("<u8")
                            for n, a in launch.tensors.items()
                            if a.dtype in ("int64", "uint64") and a.storage % 8 == 0},
-                 empty[0] if len(empty) == 1 else None)
+                 [(n, launch.tensors[n].itemsize) for n, t in tensors.items()
+                  if n in launch.args and t.data_ptr() == 0])
     args = {**_scalars(launch.scalars), **launch.constexprs,
             **{n: t for n, t in tensors.items() if n in launch.args}}
     missing = [a for a in launch.args if a not in args]
@@ -381,16 +474,33 @@ def replay(launch: Launch) -> dict[str, Any]:
     if unknown:  # a replay on zeros in place of inputs never equals live: not judged
         notes.append(f"live against replay not judged: the contents of {unknown[0]} were "
                      f"not recorded")
+    alike = _alike(launch)
+    for group in alike:
+        notes.append(f"live against replay not judged for {' and '.join(group)}: their records "
+                     "are alike byte for byte, storage and change, as two views of one storage "
+                     "are (the record does not say whether they share one)")
+    shared = {name for group in alike for name in group}
     for name, arg in launch.tensors.items():
-        if not unknown and arg.contents != "none" and name not in tables:
+        if not unknown and arg.contents != "none" and name not in tables | shared:
             found = _differs(arg, _span(arg, storages[name], tensors[name]))
             if found is not None:
                 differs.append(found)
-    accesses = [{"argument": a, "op": op, "masked": masked, "program_id": list(pid),
-                 "elements": elements, "count": OBSERVER.counts[(a, op, masked, pid)]}
-                for (a, op, masked, pid), elements in OBSERVER.accesses.items()]
-    return {"status": "replayed", "reason": "; ".join(notes), "accesses": accesses,
+    return {"status": "replayed", "reason": "; ".join(notes), **OBSERVER.found(),
             "overflows": OBSERVER.overflows, "differs": differs}
+
+
+def _alike(launch: Launch) -> list[list[str]]:
+    """The groups of tensors whose records are alike byte for byte (each its storage's every
+    byte, before and after a launch that changed it), as two views of one storage are: the
+    replay gives each a storage of its own, so a write through one view is missing from the
+    other's, whose live bytes hold it (a false ``live_differs``). The record does not say
+    which tensors share a storage; an unchanged storage is judged (what the replay wrote to
+    it, the live launch did not, whichever views it has)."""
+    groups: dict[tuple[int, bytes, bytes], list[str]] = {}
+    for name, arg in launch.tensors.items():
+        if arg.contents == "storage" and arg.after is not None:
+            groups.setdefault((arg.storage, arg.data, arg.after), []).append(name)
+    return [names for names in groups.values() if len(names) > 1]
 
 
 def _require_parameters(launch: Launch, params: list[str]) -> None:

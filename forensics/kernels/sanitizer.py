@@ -178,10 +178,16 @@ def _base(launch: Launch, kind: str) -> dict[str, Any]:
 def _findings(launch: Launch, answer: dict[str, Any]) -> list[dict[str, Any]]:
     """The findings of one replayed launch's answer."""
     out = []
+    more = {_key(m): m for m in answer.get("more", [])}
     for access in answer.get("accesses", []):
-        arg = launch.tensors.get(str(access.get("argument")))
+        name = access.get("argument")
+        arg = launch.tensors.get(name) if isinstance(name, str) else None
+        left = more.pop(_key(access), None)  # on the first listed program's finding
         out.append({**_base(launch, "kernel_out_of_bounds"), **access,
-                    "storage_elements": arg.elements if arg else None})
+                    "storage_elements": arg.elements if arg else None,
+                    **({} if left is None else {"more_programs": left["programs"],
+                                                "more_lanes": left["count"],
+                                                "listed": left["listed"]})})
     for overflow in answer.get("overflows", []):
         out.append({**_base(launch, "offset_overflow"), **overflow})
     meaning = RACE if not answer.get("accesses") else (
@@ -190,6 +196,11 @@ def _findings(launch: Launch, answer: dict[str, Any]) -> list[dict[str, Any]]:
     for differ in answer.get("differs", []):
         out.append({**_base(launch, "live_differs"), **differ, "meaning": meaning})
     return out
+
+
+def _key(access: dict[str, Any]) -> str:
+    """What makes the worker's accesses of one argument, operation and mask one."""
+    return json.dumps([access.get(k) for k in ("argument", "unattributed", "op", "masked")])
 
 
 def overall_deadline(seconds: float) -> float:
@@ -288,7 +299,8 @@ def to_json(report: KernelReport) -> dict[str, Any]:
 
 
 #: what makes two programs' out-of-bounds findings of one launch one line of text
-FOLD_KEYS = ("kernel", "module", "step", "rank", "launch", "argument", "op", "masked")
+FOLD_KEYS = ("kernel", "module", "step", "rank", "launch", "argument", "unattributed", "op",
+             "masked")
 
 
 def fold(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -317,14 +329,33 @@ def _programs(finding: dict[str, Any]) -> str:
     """``by program P, N lane(s)``, or the programs a folded finding stands for."""
     programs = finding.get("programs") or [tuple(finding["program_id"])]
     lanes = finding.get("lanes", finding["count"])
+    more = "" if "more_programs" not in finding else (
+        f", and {finding['more_programs']} more program(s), {finding['more_lanes']} lane(s), "
+        f"not listed (the replay lists the first {finding['listed']})")
     if len(programs) == 1:
-        return f"by program {programs[0]}, {lanes} lane(s)"
+        return f"by program {programs[0]}, {lanes} lane(s){more}"
     low = tuple(map(min, zip(*programs, strict=True)))
     high = tuple(map(max, zip(*programs, strict=True)))
     if len(set(programs)) == math.prod(b - a + 1 for a, b in zip(low, high, strict=True)):
-        return f"by the {len(programs)} programs {low} to {high}, {lanes} lane(s) in all"
+        return f"by the {len(programs)} programs {low} to {high}, {lanes} lane(s) in all{more}"
     return (f"by {len(programs)} programs from {low} to {high}, not every one between, "
-            f"{lanes} lane(s) in all")
+            f"{lanes} lane(s) in all{more}")
+
+
+def _whose(finding: dict[str, Any], first: str) -> str:
+    """The tensor an out-of-bounds access is attributed to and its elements, or why none."""
+    if finding.get("unattributed") == "outside":
+        return ("attributed to no tensor: its address lies outside every tensor's storage and "
+                "the gaps about it (a wild pointer, or an address of the live process the "
+                "record does not hold)")
+    if finding.get("unattributed") == "null":
+        empty = finding.get("empty_tensors") or []
+        which = f"{len(empty)} empty tensors' ({', '.join(empty)}) pointers are null" \
+            if empty else "no empty tensor's pointer is null"
+        return (f"through a null pointer at byte(s) {finding['elements']}{first}, attributed "
+                f"to no tensor ({which})")
+    return (f"of {finding['argument']} element(s) {finding['elements']}{first} (its storage "
+            f"holds {finding['storage_elements']} elements)")
 
 
 def describe(finding: dict[str, Any]) -> str:
@@ -340,9 +371,7 @@ def describe(finding: dict[str, Any]) -> str:
         first = "" if len(finding.get("programs", [])) < 2 else \
             f" (program {tuple(finding['program_id'])}'s)"
         return (f"kernel_out_of_bounds: {at}: {'masked' if finding['masked'] else 'unmasked'} "
-                f"{finding['op']} of {finding['argument']} element(s) {finding['elements']}"
-                f"{first} (its storage holds {finding['storage_elements']} elements) "
-                f"{_programs(finding)}")
+                f"{finding['op']} {_whose(finding, first)} {_programs(finding)}")
     if kind == "kernel_contract":
         return (f"kernel_contract: {at}: {finding['argument']} element(s) "
                 f"{finding['elements']} hold {finding['contract']} {finding['values']}, "

@@ -36,6 +36,7 @@ HAND = [
     {"kernel": "slot_mappings", "idx": [1, 0], "pos": [0, 1, 5, 11]},   # clean
     {"kernel": "slot_mappings", "idx": [1, 2], "pos": [0, 1, 12, 13]},  # block 3 of 3
     {"kernel": "combine", "idx": [1, 3]},                     # clean
+    {"kernel": "slot_mappings", "idx": [-1, 2], "pos": [40, 41, 0, 1]},  # a masked request
 ]
 
 
@@ -107,6 +108,16 @@ def test_a_block_index_past_its_row_is_a_contract_finding(report: tuple[list[dic
     assert (contract["kernel"], contract["argument"], contract["contract"],
             contract["elements"], contract["positions"]) == (
         "_compute_slot_mappings_kernel", "pos", "block index", [2, 3], [12, 13])
+
+
+def test_a_masked_requests_positions_read_no_block_table_row(
+        report: tuple[list[dict], dict]) -> None:
+    """Request 0's ``idx_mapping`` is -1 (a dummy): vLLM's kernel reads no block-table row for
+    it (``mask=is_local & is_real_req``), whatever its positions (40 and 41: block 10 of a
+    3-block row). The replay of the real kernel reads nothing out of bounds, and the
+    block-index contract, which judged those positions, no longer does."""
+    _, answer = report
+    assert _at(answer, 5) == []
 
 
 def test_clean_launches_replay_in_bounds_and_equal_to_live(report: tuple[list[dict], dict]
