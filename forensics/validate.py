@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.errors import CaptureFormatError
-from forensics.probe.rank import MAX_RANK
-from forensics.records import FieldSpec, Record, check_value
+from forensics.records import MAX_RANK, FieldSpec, Record, check_value
 from forensics.schema import SiteSchema
 from forensics.sites import get_site
 

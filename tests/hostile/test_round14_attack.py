@@ -51,3 +51,33 @@ def test_a_capture_written_by_a_command_is_private(tmp_path: Path) -> None:
     assert _others_may(path) == 0
     assert sorted(p.suffix for p in path.iterdir()) == [".arrows", ".idx", ".json"]
     assert [p.name for p in path.iterdir() if _others_may(p)] == []
+
+
+@pytest.mark.parametrize("name", ["ToyGather", "_toy", "caf\u00e9", "x" * 65])
+def test_a_site_named_so_no_segment_name_holds_it_is_refused(name: str) -> None:
+    """A plugin site's name had only to be a Python identifier: a site ``ToyGather`` (or
+    ``_toy``, ``café``, 65 letters) had its records written to ``ToyGather.r0....arrows``,
+    which no reader parses (``[a-z][a-z0-9_]{0,63}``): the capture read back 0 records and
+    its replay said no violation. The site is refused where it is declared (a plugin that
+    declares one is skipped with a warning naming why)."""
+    import dataclasses
+
+    from forensics.schema import SiteDefinitionError
+    from forensics.sites import get_site
+
+    with pytest.raises(SiteDefinitionError, match="a capture's file names hold it"):
+        dataclasses.replace(get_site("embedding"), name=name)
+
+
+@pytest.mark.parametrize("name", ["t" * 64, "a", "v2_site_9"])
+def test_every_site_name_a_declaration_allows_is_one_a_reader_parses(name: str) -> None:
+    """The bound is the reader's own pattern: a site name the declaration accepts (64
+    characters, one letter, digits and underscores) is the site of its segments' file names."""
+    import dataclasses
+
+    from forensics.sites import get_site
+    from forensics.store.paths import SegmentName, parse_segment_name
+
+    site = dataclasses.replace(get_site("embedding"), name=name)
+    parsed = parse_segment_name(SegmentName(site.name, 999_999, "w0", 0).filename)
+    assert parsed is not None and (parsed.site, parsed.rank) == (name, 999_999)
