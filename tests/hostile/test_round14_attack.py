@@ -81,3 +81,22 @@ def test_every_site_name_a_declaration_allows_is_one_a_reader_parses(name: str) 
     site = dataclasses.replace(get_site("embedding"), name=name)
     parsed = parse_segment_name(SegmentName(site.name, 999_999, "w0", 0).filename)
     assert parsed is not None and (parsed.site, parsed.rank) == (name, 999_999)
+
+
+def test_to_arrow_of_a_uint64_tensor_past_int64_is_one_line(tmp_path: Path) -> None:
+    """A capture may hold tensors of any integer dtype; ``Capture.to_arrow`` (for Polars,
+    DuckDB, Parquet) of one whose ``uint64`` input ids reach 2**64 - 1 raised pyarrow's
+    ``OverflowError: Python int too large to convert to C long``, a traceback naming neither
+    the capture nor the column. It is one line naming both and the fix; ``to_frame`` still
+    reads the values, and a capture within int64 still converts."""
+    big = Record("embedding", 1, 0, {"input_ids": np.array([2**64 - 1, 3], dtype=np.uint64),
+                                     "num_embeddings": 10})
+    capture = load(write_capture(tmp_path / "u64.capture", [big]))
+    with pytest.raises(CaptureFormatError, match=r"u64\.capture', site 'embedding': column "
+                                                 r"'input_ids' holds an integer past int64"):
+        capture.to_arrow("embedding")
+    assert capture.to_frame("embedding")["input_ids"][0] == [2**64 - 1, 3]
+    small = Record("embedding", 1, 0, {"input_ids": np.array([2**63 - 1], dtype=np.uint64),
+                                       "num_embeddings": 10})
+    table = load(write_capture(tmp_path / "u63.capture", [small])).to_arrow("embedding")
+    assert table.column("input_ids").to_pylist() == [[2**63 - 1]]
