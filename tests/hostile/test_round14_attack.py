@@ -100,3 +100,23 @@ def test_to_arrow_of_a_uint64_tensor_past_int64_is_one_line(tmp_path: Path) -> N
                                        "num_embeddings": 10})
     table = load(write_capture(tmp_path / "u63.capture", [small])).to_arrow("embedding")
     assert table.column("input_ids").to_pylist() == [[2**63 - 1]]
+
+
+def test_an_npz_string_array_of_two_dimensions_is_refused(tmp_path: Path) -> None:
+    """``import`` of an ``.npz``: "1-d string arrays are lists of str", but a 2-d one was
+    flattened in silence (``req_ids`` of shape (2, 2) became four request ids, the batch's
+    rows misnamed), where a 2-d ``input_ids`` is refused. It is one line naming the file, the
+    member and its shape; a 1-d one is still read."""
+    from forensics.importers import npz
+
+    def dump(req_ids: np.ndarray) -> Path:
+        path = tmp_path / f"d{req_ids.ndim}.npz"
+        np.savez(path, site=np.array("embedding"), step=np.array(1),
+                 input_ids=np.arange(4), num_embeddings=np.array(10), req_ids=req_ids)
+        return path
+
+    with pytest.raises(CaptureFormatError, match=r"d2\.npz': member 'req_ids\.npy' is a "
+                                                 r"string array of shape \[2, 2\]"):
+        npz.read(dump(np.array([["a", "b"], ["c", "d"]])))
+    record = npz.read(dump(np.array(["a", "b", "c", "d"]))).records[0]
+    assert record["req_ids"] == ["a", "b", "c", "d"]
