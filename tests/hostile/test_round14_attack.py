@@ -120,3 +120,56 @@ def test_an_npz_string_array_of_two_dimensions_is_refused(tmp_path: Path) -> Non
         npz.read(dump(np.array([["a", "b"], ["c", "d"]])))
     record = npz.read(dump(np.array(["a", "b", "c", "d"]))).records[0]
     assert record["req_ids"] == ["a", "b", "c", "d"]
+
+
+_DUMP = ("ERROR 12-06 10:00:00 [dump_input.py:79] Dumping scheduler output for model execution: "
+         "SchedulerOutput(num_scheduled_tokens={{r1: {count}, r2: 3}}, "
+         "total_num_scheduled_tokens=5, scheduled_spec_decode_tokens={{r1: [{ids}]}})\n"
+         "ERROR 12-06 10:00:00 [core.py:1] EngineCore encountered a fatal error.\n"
+         "Traceback (most recent call last):\n"
+         '  File "/x/vllm/v1/worker/gpu_model_runner.py", line 10, in execute_model\n'
+         "    assert x\nAssertionError\n")
+
+
+@pytest.mark.parametrize(("count", "ids", "held"), [
+    ("2", "-1, -1, 99999999999999999999999", "a draft id past int64"),
+    ("99999999999999999999", "-1, -1", "a count past int64"),
+])
+def test_a_crash_dump_number_past_int64_is_refused_not_dropped(
+        tmp_path: Path, count: str, ids: str, held: str) -> None:
+    """``import`` of a crash dump dropped in silence a draft id past int64 and a request whose
+    count was: ``r1: [-1, -1, 99999999999999999999999]`` read as
+    "2 of 2 spec-decode token(s) -1", and ``known`` matched all-placeholder-drafts-race on a
+    request whose third draft was no placeholder. It is one line naming the log, its line,
+    the field and the request."""
+    from forensics.importers import crash_dump
+
+    log = tmp_path / "engine.log"
+    log.write_text(_DUMP.format(count=count, ids=ids))
+    with pytest.raises(CaptureFormatError, match=rf"log 'engine.log' line 1: the crash dump's "
+                                                 rf"\w+ for request 'r1' holds {held}"):
+        crash_dump.read(log)
+
+
+def test_a_scheduler_output_of_more_draft_ids_than_kept_is_refused() -> None:
+    """Past :data:`crash_dump.MAX_IDS` draft ids of one request the rest were dropped (the
+    count of ``-1`` drafts then of a part); they are refused in one line as well."""
+    from forensics.importers import crash_dump
+
+    ids = ", ".join(["-1"] * (crash_dump.MAX_IDS + 1))
+    with pytest.raises(CaptureFormatError, match=r"for request 'r1' holds 65537 draft ids, "
+                                                 r"more than 65536"):
+        crash_dump.parse_scheduler_output(f"S(scheduled_spec_decode_tokens={{r1: [{ids}]}})")
+
+
+def test_a_crash_dump_of_int64_numbers_is_read_whole(tmp_path: Path) -> None:
+    """The refusal is only past int64: a count of 19 digits within it is kept (a count was
+    read only up to 18 digits, the request dropped), every draft with it."""
+    from forensics.importers import crash_dump
+
+    log = tmp_path / "engine.log"
+    log.write_text(_DUMP.format(count=str(2**63 - 1), ids="-1, 5, 9223372036854775807"))
+    dump = next(e for e in crash_dump.read(log).events if e["kind"] == "crash_dump")
+    assert dump["num_scheduled_tokens"] == {"r1": 2**63 - 1, "r2": 3}
+    assert dump["scheduled_spec_decode_tokens"] == {"r1": [-1, 5, 2**63 - 1]}
+    assert "1 of 3 spec-decode token(s) -1" in dump["message"]

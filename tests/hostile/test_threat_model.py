@@ -945,6 +945,11 @@ TESTS = {
              "test_to_arrow_of_a_uint64_tensor_past_int64_is_one_line"],
     "T67e": ["tests/hostile/test_round14_attack.py::"
              "test_an_npz_string_array_of_two_dimensions_is_refused"],
+    "T67f": ["tests/hostile/test_round14_attack.py::"
+             "test_a_crash_dump_number_past_int64_is_refused_not_dropped",
+             "tests/hostile/test_round14_attack.py::"
+             "test_a_scheduler_output_of_more_draft_ids_than_kept_is_refused",
+             "tests/hostile/test_round14_attack.py::test_a_crash_dump_of_int64_numbers_is_read_whole"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
