@@ -32,6 +32,10 @@ from forensics.errors import CaptureFormatError
 EXTRA_PREFIX = "extra."
 #: the range of an int64: an int field's, and every integer column's of a capture
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: a record's rank is below this: a capture's segment file names hold a rank of at most six
+#: digits (:data:`forensics.store.paths.SEGMENT_RE`), a larger one's records would be read by
+#: no one
+MAX_RANK = 10**6
 
 if TYPE_CHECKING:
     import torch

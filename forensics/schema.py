@@ -10,6 +10,7 @@ models.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -22,6 +23,12 @@ if TYPE_CHECKING:
     from forensics.sites._common import BatchColumns
 
 
+#: a site's name: what a capture's segment file names hold
+#: (:data:`forensics.store.paths.SEGMENT_RE`; the records of a site named otherwise would be
+#: written where no reader looks)
+SITE_NAME = r"[a-z][a-z0-9_]{0,63}"
+
+
 class SiteDefinitionError(TypeError):
     """A site declared with a malformed schema or operation (a programming error in the
     declaring module, raised when its ``Site(...)`` is built)."""
@@ -32,7 +39,7 @@ class SiteSchema:
     """The schema of one site.
 
     Attributes:
-        name: the site name (a Python identifier), as records and capture files carry it.
+        name: the site name (:data:`SITE_NAME`), as records and capture files carry it.
         fields: the input fields a record of the site carries (required ones first is usual).
         output_fields: input fields the call changes, recorded as ``<field>_after``.
         summary_bound: the bound a summary record carries beside ``min`` / ``max``.
@@ -54,8 +61,10 @@ class SiteSchema:
 
     def __post_init__(self) -> None:
         where = f"site {self.name!r}"
-        if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise SiteDefinitionError(f"a site's name must be an identifier, got {self.name!r}")
+        if not isinstance(self.name, str) or not re.fullmatch(SITE_NAME, self.name):
+            raise SiteDefinitionError(f"a site's name must be 1-64 characters of a-z 0-9 _, "
+                                      f"starting with a letter (a capture's file names hold "
+                                      f"it), got {self.name!r}")
         if not isinstance(self.fields, tuple) or not all(
                 isinstance(f, FieldSpec) for f in self.fields):
             raise SiteDefinitionError(f"{where}: 'fields' must be a tuple of "

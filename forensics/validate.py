@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.errors import CaptureFormatError
-from forensics.records import FieldSpec, Record, check_value
+from forensics.records import MAX_RANK, FieldSpec, Record, check_value
 from forensics.schema import SiteSchema
 from forensics.sites import get_site
 
@@ -73,9 +73,11 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
     if not _is_int(record.step) or not 0 <= int(record.step) < 2**63:
         raise CaptureFormatError(f"{where}: 'step' must be a non-negative int64, got "
                                  f"{record.step!r}; give each record its engine step")
-    if not _is_int(record.rank) or not 0 <= int(record.rank) < 2**63:
-        raise CaptureFormatError(f"{where}: 'rank' must be a non-negative int64, got "
-                                 f"{record.rank!r}")
+    if not _is_int(record.rank) or not 0 <= int(record.rank) < MAX_RANK:
+        raise CaptureFormatError(f"{where}: 'rank' must be a rank from 0 to {MAX_RANK - 1} "
+                                 f"(a segment's file name holds six digits: a larger rank's "
+                                 f"records would be read by no one), got {record.rank!r}; "
+                                 "give the tensor-parallel rank")
     record.step, record.rank = int(record.step), int(record.rank)
     if record.summary:
         return _validate_summary(record, site.summary_bound, where)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
@@ -37,7 +37,7 @@ CONFIG_RE = re.compile(r"Dumping input data for V1 LLM engine \(v(?P<version>[^)
 OUTPUT_RE = re.compile(r"Dumping scheduler output for model execution: (?P<dump>.*)")
 DICT_RE = r"{name}=\{{(?P<body>[^{{}}]*)\}}"
 IDS_RE = re.compile(r"\[(?P<ids>[-\d,\s]*)\]?")
-INT_RE = re.compile(r"-?\d{1,18}")
+NUMBER_RE = re.compile(r"-?[0-9]+")
 QUOTED_RE = re.compile(r"'([^']*)'")
 CONFIG_FIELDS = {"model": re.compile(r"^model='(?P<v>[^']*)'"),
                  "speculative": re.compile(r"SpeculativeConfig\(method='(?P<v>[^']*)'"),
@@ -172,6 +172,10 @@ def _dict(text: str, name: str, separator: str, value: Any) -> dict[str, Any]:
         parsed = value(rest) if colon and key.strip() else None
         if parsed is None:
             continue
+        if isinstance(parsed, str):  # a number the dump prints that no int64 holds, or too many
+            raise CaptureFormatError(f"the crash dump's {name} for request {show(key)} holds "
+                                     f"{parsed} (vLLM prints int64 counts and ids); fix or cut "
+                                     "that entry")
         if key in entries:
             raise CaptureFormatError(f"the crash dump's {name} names request {show(key)} "
                                      "twice (vLLM prints each request once); give each "
@@ -180,16 +184,28 @@ def _dict(text: str, name: str, separator: str, value: Any) -> dict[str, Any]:
     return entries
 
 
-def _ids(text: str) -> list[int] | None:
+def _ids(text: str) -> list[int] | str | None:
+    """The draft ids of one request's list; None when it is no list; why, when an id is past
+    int64 or there are more than :data:`MAX_IDS` (dropping them made "2 of 2 drafts -1" of a
+    list of three)."""
     found = IDS_RE.fullmatch(text.strip())
     if found is None:
         return None
-    ids = (_int(v) for v in re.findall(r"-?\d+", found["ids"])[:MAX_IDS])
-    return [v for v in ids if v is not None]
+    numbers = re.findall(r"-?\d+", found["ids"])
+    if len(numbers) > MAX_IDS:
+        return f"{len(numbers)} draft ids, more than {MAX_IDS}"
+    ids = [_int(v) for v in numbers]
+    if None in ids:
+        return "a draft id past int64"
+    return cast(list[int], ids)
 
 
-def _count(text: str) -> int | None:
-    return int(text) if INT_RE.fullmatch(text.strip()) else None
+def _count(text: str) -> int | str | None:
+    """One request's scheduled tokens; None when it is no number; why, when it is past int64."""
+    if not NUMBER_RE.fullmatch(text.strip()):
+        return None
+    count = _int(text.strip())
+    return "a count past int64" if count is None else count
 
 
 def _int(text: str) -> int | None:

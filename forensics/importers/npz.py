@@ -119,7 +119,11 @@ def _value(name: str, array: np.ndarray, path: Path) -> Any:
                                          f"{exc}; give each key once") from None
             except (ValueError, RecursionError):
                 return text
-        return [str(v) for v in array.ravel()]
+        if array.ndim > 1:  # a list of str is one dimension: rows of ids flattened lose a row
+            raise CaptureFormatError(
+                f"'{terminal(path)}': member {show(name + '.npy')} is a string array of shape "
+                f"{list(array.shape)}; a list of strings is 1-d: save it as a 1-d array")
+        return [str(v) for v in array]
     if array.dtype.kind in "mM":  # .item() is a date, or an int when out of its range
         raise CaptureFormatError(f"'{terminal(path)}': member {show(name + '.npy')} is a "
                                  f"{array.dtype} (a time, not a number); save it as an integer "

@@ -7,10 +7,9 @@ import logging
 import os
 from typing import Any
 
+from forensics.records import MAX_RANK
+
 LOG = logging.getLogger("forensics.probe")
-#: a capture's segment file names hold a rank of at most six digits
-#: (:data:`forensics.store.paths.SEGMENT_RE`): a larger one's records would be read by no one
-MAX_RANK = 10**6
 _DIST: Any = None
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from forensics.errors import CaptureFormatError
 from forensics.records import EXTRA_PREFIX
 from forensics.sites import get_site
 from forensics.store import arrow_numpy as an
@@ -151,17 +152,27 @@ def _to_series(chunks: list[np.ndarray], total: int) -> Any:
     return values
 
 
-def site_table(frame: pd.DataFrame, site: str | None = None) -> pa.Table:
+def site_table(frame: pd.DataFrame, site: str | None = None, where: str = "the frame"
+               ) -> pa.Table:
     """``frame`` (a :func:`site_frame`) as a pyarrow Table: nullable int64 columns, list
     columns for values, a string -> int64 map for request-to-row dicts. With ``site``, each
     declared field is typed from the site's schema (:func:`field_types`), so a field that no
     record holds is a null column of its own type, not of int64. A column of values of
     several kinds (a summary extra an int in one record, text in another) is one column per
-    kind (:func:`split_by_kind`)."""
+    kind (:func:`split_by_kind`).
+
+    Raises CaptureFormatError naming ``where`` and the column when a tensor holds a value past
+    int64 (a ``uint64`` tensor's; Arrow's int64 lists cannot hold it)."""
     types = field_types(site) if site is not None else {}
     arrays: dict[str, pa.Array] = {}
     for name in frame.columns:
-        arrays.update(split_by_kind(name, frame[name], types.get(name)))
+        try:
+            arrays.update(split_by_kind(name, frame[name], types.get(name)))
+        except OverflowError:
+            raise CaptureFormatError(
+                f"{where}: column {name!r} holds an integer past int64 (a uint64 tensor's), "
+                "which the table's int64 columns cannot hold; read it with to_frame, or "
+                "capture that field as a signed integer tensor") from None
     return pa.table(arrays)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from forensics.atomic import user_path
 from forensics.errors import CaptureFormatError, UnsafeInputError, reason
 from forensics.escaping import terminal
+from forensics.schema import SITE_NAME
 
 MANIFEST = "manifest.json"
 EXPECTED = "expected.json"
@@ -19,7 +20,7 @@ SEGMENT_SUFFIX = ".arrows"
 INDEX_SUFFIX = ".idx"
 PROCESS_PATTERN = r"[A-Za-z0-9_-]{1,64}"
 SEGMENT_RE = re.compile(
-    r"(?P<site>[a-z][a-z0-9_]{0,63})\.r(?P<rank>[0-9]{1,6})\.(?P<process>"
+    r"(?P<site>" + SITE_NAME + r")\.r(?P<rank>[0-9]{1,6})\.(?P<process>"
     + PROCESS_PATTERN + r")\.(?P<seq>[0-9]{1,9})" + re.escape(SEGMENT_SUFFIX)
 )
 EVENTS_RE = re.compile(r"events-(?P<process>" + PROCESS_PATTERN + r")\.jsonl")

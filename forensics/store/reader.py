@@ -179,7 +179,8 @@ class Capture:
         DuckDB or Parquet. Raises as :meth:`to_frame` does."""
         from forensics.store.frame import site_table
 
-        return site_table(self.to_frame(site), site)
+        return site_table(self.to_frame(site), site,
+                          f"capture '{terminal(self.path)}', site {site!r}")
 
     def summary(self) -> dict[str, Any]:
         """The ``forensics inspect --json`` object (DESIGN.md), from the batch index alone."""

@@ -46,7 +46,7 @@ def new_build(tmp: Path) -> None:
     ``mkdir``, so nothing is ever written through one."""
     clear_build(tmp)
     tmp.parent.mkdir(parents=True, exist_ok=True)  # the output's folder, as writers make it
-    os.mkdir(tmp, 0o755)
+    os.mkdir(tmp, 0o700)  # a capture is private (README: "Who can read what we write")
 
 
 def _aside(out: Path, pid: int) -> Path:

@@ -128,7 +128,7 @@ def _create_exclusive(root: Path, site: str, rank: int, process: str) -> tuple[i
         index = path.with_name(path.name + INDEX_SUFFIX)
         if not index.exists():
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
                 return fd, path
             except FileExistsError:
                 pass
@@ -150,7 +150,7 @@ class CaptureWriter:
                  ) -> None:
         self.path = Path(path)
         self.shown = Path(path if shown is None else shown)
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.path.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as its files
         self.process = check_process_name(process if process is not None else f"p{os.getpid()}")
         write_manifest_once(self.path, build_manifest(manifest))
         self._buffers: dict[tuple[str, int], list[tuple[Record, dict[str, ColumnSig]]]] = {}

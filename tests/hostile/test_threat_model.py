@@ -976,6 +976,23 @@ TESTS = {
              "test_a_masked_requests_positions_read_no_block_table_row"],
     "T65e": ["tests/hostile/test_round14_kern14.py::"
              "test_two_views_of_one_storage_are_not_judged_against_live"],
+    "T67a": ["tests/hostile/test_round14_attack.py::test_a_rank_no_segment_name_holds_is_refused",
+             "tests/hostile/test_round14_attack.py::test_the_largest_rank_a_name_holds_is_read_back"],
+    "T67b": ["tests/hostile/test_round14_attack.py::"
+             "test_a_capture_written_by_a_command_is_private"],
+    "T67c": ["tests/hostile/test_round14_attack.py::"
+             "test_a_site_named_so_no_segment_name_holds_it_is_refused",
+             "tests/hostile/test_round14_attack.py::"
+             "test_every_site_name_a_declaration_allows_is_one_a_reader_parses"],
+    "T67d": ["tests/hostile/test_round14_attack.py::"
+             "test_to_arrow_of_a_uint64_tensor_past_int64_is_one_line"],
+    "T67e": ["tests/hostile/test_round14_attack.py::"
+             "test_an_npz_string_array_of_two_dimensions_is_refused"],
+    "T67f": ["tests/hostile/test_round14_attack.py::"
+             "test_a_crash_dump_number_past_int64_is_refused_not_dropped",
+             "tests/hostile/test_round14_attack.py::"
+             "test_a_scheduler_output_of_more_draft_ids_than_kept_is_refused",
+             "tests/hostile/test_round14_attack.py::test_a_crash_dump_of_int64_numbers_is_read_whole"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

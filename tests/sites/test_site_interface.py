@@ -55,7 +55,7 @@ def test_each_built_in_module_declares_the_site_the_registry_holds() -> None:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"name": "no spaces"}, "must be an identifier"),
+    ({"name": "no spaces"}, "must be 1-64 characters of a-z 0-9 _"),
     ({"fields": [FieldSpec("index", "tensor")]}, "'fields' must be a tuple"),
     ({"fields": (FieldSpec("a", "int"), FieldSpec("a", "int"))}, "names a field twice"),
     ({"fields": (FieldSpec("a", "float"),)}, "unknown kind"),
