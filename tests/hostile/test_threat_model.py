@@ -976,6 +976,15 @@ TESTS = {
              "test_a_masked_requests_positions_read_no_block_table_row"],
     "T65e": ["tests/hostile/test_round14_kern14.py::"
              "test_two_views_of_one_storage_are_not_judged_against_live"],
+    "T70a": ["tests/hostile/test_round14_kern14b.py::"
+             "test_a_far_access_of_a_v2_kernel_is_attributed_to_no_buffer",
+             "tests/hostile/test_round14_kern14b.py::test_both_workers_attribute_an_address_alike",
+             "tests/kernels/test_bounds.py::"
+             "test_an_address_is_attributed_to_the_nearest_storage_within_reach_or_to_none"],
+    "T70b": ["tests/hostile/test_round14_kern14b.py::"
+             "test_a_null_access_of_two_empty_v2_buffers_is_attributed_to_no_buffer",
+             "tests/hostile/test_round14_kern14b.py::test_both_workers_attribute_an_address_alike",
+             "tests/kernels/test_bounds.py::test_a_null_pointer_is_the_one_empty_tensors_or_none"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
