@@ -41,7 +41,7 @@ import numpy as np
 from forensics.budget import require_alloc
 from forensics.errors import AllocationBudgetError, reason
 from forensics.escaping import terminal
-from forensics.kernels.bounds import Bounds
+from forensics.kernels.bounds import FAR, NULL_REACH, REACH, Bounds, null_owner
 from forensics.kernels.format import (
     Launch,
     TensorArg,
@@ -52,15 +52,13 @@ from forensics.kernels.format import (
 )
 from forensics.kernels.interpreter import check_masked_accesses
 
-#: bytes left unused on either side of each tensor's storage
-GAP = 1 << 16
+#: bytes left unused on either side of each tensor's storage: an access in them is the
+#: tensor's (the attribution's reach, :data:`forensics.kernels.bounds.REACH`)
+GAP = REACH
 #: the most accesses and differing elements an answer lists per argument
 MOST = 16
 #: the most programs whose accesses an answer lists per argument, operation and mask
 MOST_PROGRAMS = 64
-#: addresses below this hold no allocation (Linux's ``mmap_min_addr``): an access there is
-#: through a null pointer
-NULL_REACH = 1 << 16
 
 
 class NotReplayable(Exception):
@@ -101,10 +99,11 @@ class Observer:
     against the regions sorted by address (a binary search per lane), and the lanes outside
     them are attributed in bulk: one by one against every region, a wide access of a launch
     of many tensors took the lanes times the tensors in Python (20x an access inside, at 100
-    tensors). Which lanes are inside is :class:`forensics.kernels.bounds.Bounds`'s judgement,
-    the ``vllm`` variant's Triton worker's too; what is noted of the lanes outside differs on
-    purpose: a finding here counts the lanes of each argument and lists its elements, where
-    that worker's answer is one IndexError line naming the first lane's nearest buffer."""
+    tensors). Which lanes are inside, and which tensor a lane outside is attributed to, is
+    :class:`forensics.kernels.bounds.Bounds`'s judgement, the ``vllm`` variant's Triton
+    worker's too; what is noted of the lanes outside differs on purpose: a finding here counts
+    the lanes of each argument and lists its elements, where that worker's answer is one
+    IndexError line attributing the first lane."""
 
     def __init__(self) -> None:
         self.regions: list[Region] = []
@@ -142,12 +141,7 @@ class Observer:
 
     def _near(self, addr: np.ndarray) -> np.ndarray:
         """Per address, whether it lies in an allocation (a storage or its gaps)."""
-        starts, ends = self.bounds.starts, self.bounds.ends
-        if not len(starts):
-            return np.zeros(addr.shape, dtype=bool)
-        gap = np.uint64(GAP)  # each allocation: [start - GAP, end + GAP), disjoint
-        left = np.searchsorted(starts - gap, addr, side="right").astype(np.int64) - 1
-        return (left >= 0) & (addr < ends[np.maximum(left, 0)] + gap)
+        return self.bounds.owners(addr) >= 0
 
     def check(self, addresses: Any, mask: Any, size: int, op: str) -> np.ndarray:
         """``mask`` without the lanes that leave every storage (:class:`~forensics.kernels.
@@ -189,42 +183,20 @@ class Observer:
                 "judged")
 
     def _note(self, addr: np.ndarray, op: str) -> None:
-        """Attribute each address below :data:`NULL_REACH` to the launch's one empty tensor
-        (else to no tensor), each other to the region whose allocation holds it (the one with
-        the nearest end, the first listed on a tie; else to no tensor), and note them."""
-        null = addr < np.uint64(NULL_REACH)
-        if null.any():  # through a null pointer: an empty tensor's, if only one is
-            region = Region(self.empty[0][0], 0, 0, self.empty[0][1]) \
-                if len(self.empty) == 1 else UNATTRIBUTED[NULL]
-            self._count(region, addr[null], op)
-            addr = addr[~null]
-        if not len(addr):
-            return
-        owner = self._owner(addr)
+        """Attribute each address to a tensor (:meth:`~forensics.kernels.bounds.Bounds.
+        owners`: below :data:`NULL_REACH` the launch's one empty tensor's, else the region
+        whose allocation holds it; else no tensor's) and note them."""
+        owner = self.bounds.owners(addr)
         for index in np.unique(owner).tolist():
-            region = self.regions[int(self.bounds.order[index])] if index >= 0 \
-                else UNATTRIBUTED[OUTSIDE]
-            self._count(region, addr[owner == index], op)
-
-    def _owner(self, addr: np.ndarray) -> np.ndarray:
-        """Per address, the sorted index of the region nearest it when its allocation (the
-        storage and its gaps) holds it, else -1: an address past every allocation was the
-        nearest tensor's, whatever the distance (a live address 8 GiB away, a wild one)."""
-        bounds = self.bounds
-        if not len(bounds.starts):
-            return np.full(addr.shape, -1, dtype=np.int64)
-        last = len(bounds.starts) - 1
-        left = bounds.left(addr)
-        lo, hi = np.maximum(left, 0), np.minimum(left + 1, last)
-        far = np.uint64(2**64 - 1)
-        below = np.where(addr < bounds.ends[lo], np.uint64(0), addr - bounds.ends[lo])
-        to_left = np.where(left >= 0, below, far)
-        to_right = np.where(left < last, bounds.starts[hi] - addr, far)
-        first = np.where(bounds.order[lo] <= bounds.order[hi], lo, hi)
-        on_left = (to_left < to_right) | ((to_left == to_right) & (first == lo))
-        gap = np.uint64(GAP)  # an allocation: [start - GAP, end + GAP)
-        held = np.where(on_left, to_left < gap, to_right <= gap)
-        return np.where(held, np.where(on_left, lo, hi), -1)
+            mine = addr[owner == index]
+            if index >= 0:
+                self._count(self.regions[index], mine, op)
+            elif index == FAR:
+                self._count(UNATTRIBUTED[OUTSIDE], mine, op)
+            else:  # through a null pointer: an empty tensor's, if only one is
+                empty = null_owner(self.empty)
+                self._count(UNATTRIBUTED[NULL] if empty is None else
+                            Region(empty[0], 0, 0, empty[1]), mine, op)
 
     def _count(self, region: Region, mine: np.ndarray, op: str) -> None:
         """Note the accesses at ``mine`` as ``region``'s: counted, the first :data:`MOST`

@@ -20,7 +20,11 @@ replaying process raises AllocationBudgetError naming the record, the field and 
 Every load and store the kernel makes is observed (:class:`Observer`): an address outside the
 tensors handed to the launch is an out-of-bounds access, reported as ``index_error`` and not
 performed (a load reads 0), so a wild index never corrupts or crashes this process. This
-observes reads as well as stores, which buffers padded with canaries would not.
+observes reads as well as stores, which buffers padded with canaries would not. The answer's
+line attributes the first such access as the kernel sanitizer does
+(:meth:`forensics.kernels.bounds.Bounds.owners`): to the buffer within 64 KiB of it, to the
+one empty buffer whose null pointer it went through, else to no buffer ("no buffer holds
+address ...", "through a null pointer ... attributed to no buffer").
 
 Started with ``--patched DIR`` (the ``vllm+PATH.diff`` variant), the worker imports the patched
 copies of vLLM's files under ``DIR`` (``DIR/vllm/...py``, written by the replaying process)
@@ -46,7 +50,7 @@ import numpy as np
 
 from forensics.budget import require_alloc
 from forensics.errors import AllocationBudgetError
-from forensics.kernels.bounds import Bounds
+from forensics.kernels.bounds import FAR, REACH, Bounds, null_owner
 from forensics.kernels.interpreter import check_masked_accesses
 
 _MISSING = object()
@@ -65,12 +69,14 @@ WHERE = _Where()
 
 class Observer:
     """Checks the kernel's memory accesses against the launch's tensors (see the module).
-    Which lanes are inside is :class:`forensics.kernels.bounds.Bounds`'s judgement, the kernel
-    sanitizer's too; what is noted of the lanes outside differs on purpose: an answer here is
-    one IndexError line, so the first lane is named (the buffer nearest it), where the
-    sanitizer's replay worker attributes every lane to a tensor and an element (its findings
-    count them per argument). Its regions are disjoint allocations of its own; here they are
-    the storages of each launch of a request, which may repeat (two views of one storage)."""
+    Which lanes are inside, and which buffer a lane outside is attributed to, is
+    :class:`forensics.kernels.bounds.Bounds`'s judgement, the kernel sanitizer's too (an
+    address far from every buffer, or through a null pointer whose buffer is unknown, is no
+    buffer's); what is noted of the lanes outside differs on purpose: an answer here is one
+    IndexError line, so the first lane is attributed, where the sanitizer's replay worker
+    attributes every lane (its findings count them per argument). Its regions are disjoint
+    allocations of its own; here they are the storages of each launch of a request, which may
+    repeat (two views of one storage)."""
 
     def __init__(self) -> None:
         self.regions: list[tuple[int, int, str]] = []
@@ -96,18 +102,26 @@ class Observer:
 
         def note(bad: np.ndarray) -> None:
             self.outside.append(f"{what} at an address outside every buffer of the launch "
-                                f"({self._nearest(int(bad[0]))})")
+                                f"({self._owner(int(bad[0]))})")
 
         return self._bounds.allowed(addresses, mask, size, note)
 
-    def _nearest(self, address: int) -> str:
-        best = min(self.regions, key=lambda r: min(abs(address - r[0]), abs(address - r[1])),
-                   default=None)
-        if best is None:
-            return "no buffer"
-        start, end, name = best
-        offset = address - start
-        return f"byte {offset} of '{name}', {end - start} bytes long"
+    def _owner(self, address: int) -> str:
+        """What the address is attributed to, in words (:meth:`Bounds.owners`)."""
+        owner = int(self._bounds.owners(np.array([address], dtype=np.uint64))[0])
+        if owner == FAR:
+            return f"no buffer holds address {address:#x}, nor lies within {REACH} bytes of it"
+        if owner >= 0:
+            start, end, name = self.regions[owner]
+            return f"byte {address - start} of '{name}', {end - start} bytes long"
+        null = list(dict.fromkeys(name for start, _, name in self.regions if start == 0))
+        empty = null_owner(null)
+        if empty is not None:
+            return f"through the null pointer of the empty '{empty}', at byte {address}"
+        whose = "no buffer's pointer is null" if not null else (
+            f"the pointers of {', '.join(repr(n) for n in null[:-1])} and {null[-1]!r} are "
+            "null, which one it went through is unknown")
+        return f"through a null pointer at address {address:#x}, attributed to no buffer: {whose}"
 
 
 OBSERVER = Observer()

@@ -993,6 +993,15 @@ TESTS = {
              "tests/hostile/test_round14_attack.py::"
              "test_a_scheduler_output_of_more_draft_ids_than_kept_is_refused",
              "tests/hostile/test_round14_attack.py::test_a_crash_dump_of_int64_numbers_is_read_whole"],
+    "T70a": ["tests/hostile/test_round14_kern14b.py::"
+             "test_a_far_access_of_a_v2_kernel_is_attributed_to_no_buffer",
+             "tests/hostile/test_round14_kern14b.py::test_both_workers_attribute_an_address_alike",
+             "tests/kernels/test_bounds.py::"
+             "test_an_address_is_attributed_to_the_nearest_storage_within_reach_or_to_none"],
+    "T70b": ["tests/hostile/test_round14_kern14b.py::"
+             "test_a_null_access_of_two_empty_v2_buffers_is_attributed_to_no_buffer",
+             "tests/hostile/test_round14_kern14b.py::test_both_workers_attribute_an_address_alike",
+             "tests/kernels/test_bounds.py::test_a_null_pointer_is_the_one_empty_tensors_or_none"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
