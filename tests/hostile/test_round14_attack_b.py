@@ -1,0 +1,81 @@
+"""Round 14, attack B: the probe's event log, the diff variant's name, a triage's pieces.
+
+- The probe appended events without bound, and every reader refuses a capture whose events
+  file passes 64 MiB (or whose events pass 200,000): a flight recorder with
+  ``FORENSICS_KERNELS_KEEP=all`` (launches of up to 900 KB each) or a long run of guard
+  findings made the whole capture, records and all, one that no command opens (T69a).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from forensics.errors import CaptureFormatError
+from forensics.probe.writer_process import WriterChild
+from forensics.store.events import EventLog, EventsFullError
+from forensics.store.guarded import LIMITS
+from forensics.store.paths import WRITTEN_AGAIN
+from forensics.store.reader import load
+from forensics.store.writer import CaptureWriter
+
+#: a kernel launch's event as large as the flight recorder writes one (about 900 KB)
+BIG = 900_000
+
+
+def _launch(step: int) -> dict[str, object]:
+    return {"kind": "kernel_launch", "step": step, "rank": 0, "pad": "A" * BIG}
+
+
+def test_a_probes_events_past_a_readers_caps_keep_the_capture_readable(tmp_path: Path) -> None:
+    capture = tmp_path / "engine.capture"
+    writer = CaptureWriter(capture, {"creator": "forensics.probe"}, process="host-7")
+    child = WriterChild(memoryview(bytearray(64)), writer, -1, 7, {})
+    child.add_event({"kind": "probe_start", "step": 0, "rank": 0})
+    launches = LIMITS["events file"] // BIG + 8  # past the events file's 64 MiB
+    for step in range(launches):
+        child.add_event(_launch(step))
+    child.add_event({"kind": "engine_exception", "step": launches, "rank": 0,
+                     "error": "RuntimeError: CUDA error: device-side assert triggered"})
+    child.add_event({"kind": "probe_stop", "step": launches, "rank": 0})
+    writer.close()
+    opened = load(capture)  # it was refused whole: "is N bytes; at most 67108864"
+    events = sorted([*opened.events, *opened.kernel_events], key=lambda e: e["step"])
+    kinds = [event["kind"] for event in events]
+    assert kinds[0] == "probe_start" and kinds[-2:] == ["engine_exception", "probe_stop"]
+    kept = kinds.count("kernel_launch")
+    assert 0 < kept < launches
+    assert events[-1]["events_dropped"] == launches - kept  # the stop says what went
+    assert child.counts["errors"] == 0  # no probe_error per dropped event
+
+
+def test_a_capture_written_again_past_the_caps_is_one_line(tmp_path: Path) -> None:
+    log = EventLog(tmp_path, WRITTEN_AGAIN)
+    with pytest.raises(CaptureFormatError) as caught:
+        for step in range(LIMITS["events file"] // BIG + 8):
+            log.append(_launch(step))
+    log.close()
+    message = str(caught.value)
+    assert "\n" not in message and "events-w0.jsonl" in message and "at most" in message
+    assert log.dropped == 0  # a command's output is refused, never silently thinned
+
+
+def _kept(folder: Path, process: str, runs: tuple[int, ...]) -> int:
+    """The launches an events file keeps when ``runs`` writers append that many in turn."""
+    step = 0
+    for count in runs:
+        log = EventLog(folder, process)
+        for _ in range(count):
+            with contextlib.suppress(EventsFullError):
+                log.append(_launch(step))
+            step += 1
+        log.close()
+    return (folder / f"events-{process}.jsonl").read_bytes().count(b"kernel_launch")
+
+
+def test_a_reopened_events_file_counts_what_it_holds(tmp_path: Path) -> None:
+    alone = _kept(tmp_path, "host-8", (100,))
+    assert 0 < alone < 100
+    assert _kept(tmp_path, "host-9", (40, 60)) == alone  # the second writer counted the first's
