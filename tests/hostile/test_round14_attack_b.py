@@ -79,3 +79,25 @@ def test_a_reopened_events_file_counts_what_it_holds(tmp_path: Path) -> None:
     alone = _kept(tmp_path, "host-8", (100,))
     assert 0 < alone < 100
     assert _kept(tmp_path, "host-9", (40, 60)) == alone  # the second writer counted the first's
+
+
+# -- T69b: a diff's shared name is the digest of the code that runs --------------------------
+
+PATCHES = Path(__file__).resolve().parents[2] / "data" / "patches"
+
+
+def test_a_diff_changed_after_it_was_named_is_refused(tmp_path: Path) -> None:
+    from forensics.errors import PatchApplyError
+    from forensics.variants import diffs_named, registry, shared_diffs
+
+    diff = tmp_path / "fix.diff"
+    diff.write_bytes((PATCHES / "vocab-guard.diff").read_bytes())
+    names, diffs = shared_diffs([f"vllm+{diff}"])
+    with diffs_named(diffs):
+        assert registry.create(names[0]).name == names[0]  # unchanged: built, so named
+    diff.write_bytes((PATCHES / "stale-prev-rows.diff").read_bytes())  # edited meanwhile
+    with diffs_named(diffs), pytest.raises(PatchApplyError) as caught:
+        registry.create(names[0])  # was built, named by the old digest, running the new code
+    message = str(caught.value)
+    assert "\n" not in message and "changed after it was named" in message
+    assert names[0] in message and shared_diffs([f"vllm+{diff}"])[0][0] in message
