@@ -101,3 +101,52 @@ def test_a_diff_changed_after_it_was_named_is_refused(tmp_path: Path) -> None:
     message = str(caught.value)
     assert "\n" not in message and "changed after it was named" in message
     assert names[0] in message and shared_diffs([f"vllm+{diff}"])[0][0] in message
+
+
+# -- T69c: a capture cut into step ranges is checked by each range ---------------------------
+
+def _simulated(path: Path, steps: int, seed: int) -> Path:
+    from forensics.cli import main
+
+    assert main(["simulate", "vocab-sentinel", "-o", str(path), "--steps", str(steps),
+                 "--seed", str(seed)]) == 0
+    return path
+
+
+def test_a_capture_replaced_after_the_triage_cut_it_is_its_error_row(tmp_path: Path) -> None:
+    import os
+
+    from forensics.fleet.runners import run_local
+    from forensics.fleet.tasks import plan
+    from forensics.fleet.triage import finish
+
+    capture = _simulated(tmp_path / "x.capture", 300, 0)  # 1,200 records: two ranges
+    newer = _simulated(tmp_path / "newer.capture", 900, 3)  # 3,600 records
+    tasks = plan([capture], 1_000)
+    assert len(tasks) == 2
+    os.rename(capture, tmp_path / "old.capture")
+    os.rename(newer, capture)  # `simulate --force`, `shrink --force`: replaced whole
+    rows = finish(tasks, run_local(tasks, workers=1))
+    # the row said 1,200 records and 32 findings of a capture of 3,600 and 97: steps
+    # 301-900 were in no range
+    assert len(rows) == 1 and rows[0]["conclusion"] == "unreadable", rows
+    error = rows[0]["error"]
+    assert "changed while the triage ran" in error and "1200 records" in error
+    assert "3600 over steps 1-900" in error and "\n" not in error
+
+
+def test_a_capture_still_written_after_the_triage_cut_it_is_its_error_row(
+        tmp_path: Path) -> None:
+    from forensics.fleet.piece import replay_piece
+    from forensics.fleet.tasks import plan
+    from forensics.fleet.triage import finish
+
+    capture = _simulated(tmp_path / "x.capture", 300, 0)
+    tasks = plan([capture], 1_000)
+    later = load(_simulated(tmp_path / "later.capture", 400, 1))
+    writer = CaptureWriter(capture, process="host-2")  # the engine goes on writing
+    writer.extend([r for r in later.records() if r.step > 300])
+    writer.close()
+    rows = finish(tasks, [replay_piece(t.path, t.start, t.stop, t.window, planned=t.planned)
+                          for t in tasks])
+    assert "changed while the triage ran" in rows[0]["error"], rows
