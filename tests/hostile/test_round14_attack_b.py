@@ -150,3 +150,63 @@ def test_a_capture_still_written_after_the_triage_cut_it_is_its_error_row(
     rows = finish(tasks, [replay_piece(t.path, t.start, t.stop, t.window, planned=t.planned)
                           for t in tasks])
     assert "changed while the triage ran" in rows[0]["error"], rows
+
+
+# -- T69d: the probe's writer process imports nothing from the engine's working directory ----
+
+PLANTED = """import os, pathlib
+pathlib.Path(os.environ["PLANTED_MARK"]).write_text("ran")
+raise SystemExit(9)
+"""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("module", ["argparse.py", "forensics/__init__.py"])
+def test_the_writer_process_runs_no_module_planted_where_the_engine_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str) -> None:
+    """An engine started in a shared folder (``/tmp``, a project checkout others write to):
+    ``python -m`` put that folder first on the writer process's path, so a planted
+    ``argparse.py`` (or ``forensics/``) ran there with the engine's rights."""
+    import os
+
+    from forensics.probe.channel import WriterChannel
+
+    cwd, capture = tmp_path / "shared", tmp_path / "c.capture"
+    (cwd / module).parent.mkdir(parents=True, exist_ok=True)
+    (cwd / module).write_text(PLANTED)
+    capture.mkdir()
+    mark = tmp_path / "planted-ran"
+    monkeypatch.setenv("PLANTED_MARK", str(mark))
+    monkeypatch.chdir(cwd)
+    channel = WriterChannel(size=1 << 16)
+    folder = os.open(capture, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        channel.start(folder, "host-3", {"creator": "forensics.probe"})
+        assert channel.proc is not None and channel.proc.stdin is not None
+        channel.proc.stdin.close()  # no poke: the writer process ends
+        code = channel.proc.wait(60)
+    finally:
+        os.close(folder)
+    assert not mark.exists(), "the planted module ran in the writer process"
+    assert code == 0
+
+
+# -- T69e: a triage's processes import nothing from the folder it was run in -----------------
+
+@pytest.mark.timeout(300)
+def test_a_triage_run_in_a_shared_folder_runs_no_module_planted_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cd /shared/captures && forensics triage .``: each pool process starts as ``python -c
+    'from multiprocessing.spawn import ...'``, which put the folder first on its path: a
+    ``multiprocessing/`` planted beside the captures ran with the user's rights."""
+    from forensics.cli import main
+
+    shared = tmp_path / "captures"
+    _simulated(shared / "one.capture", 3, 0)
+    (shared / "multiprocessing").mkdir()
+    (shared / "multiprocessing" / "__init__.py").write_text(PLANTED)
+    mark = tmp_path / "planted-ran"
+    monkeypatch.setenv("PLANTED_MARK", str(mark))
+    monkeypatch.chdir(shared)
+    assert main(["triage", ".", "--workers", "1", "--format", "json"]) == 0
+    assert not mark.exists(), "the planted module ran in a triage process"
