@@ -24,12 +24,12 @@ import time
 from typing import Any
 
 from forensics.errors import CaptureFormatError
-from forensics.store.events import EventsFullError
 from forensics.probe import frames
 from forensics.probe.affinity import leave_engine_cores
 from forensics.probe.channel import ACK, FAILED, POKE, START_FAILED
 from forensics.probe.copy import PendingRecord
 from forensics.probe.writing import BatchWriter, error_text
+from forensics.store.events import EventsFullError
 
 
 class WriterChild:

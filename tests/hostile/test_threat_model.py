@@ -960,6 +960,22 @@ TESTS = {
              "test_the_planned_window_crosses_to_the_local_worker_process",
              "tests/hostile/test_round14_tri14.py::"
              "test_the_planned_window_crosses_to_a_ray_worker"],
+    "T69a": ["tests/hostile/test_round14_attack_b.py::"
+             "test_a_probes_events_past_a_readers_caps_keep_the_capture_readable",
+             "tests/hostile/test_round14_attack_b.py::"
+             "test_a_capture_written_again_past_the_caps_is_one_line",
+             "tests/hostile/test_round14_attack_b.py::"
+             "test_a_reopened_events_file_counts_what_it_holds"],
+    "T69b": ["tests/hostile/test_round14_attack_b.py::"
+             "test_a_diff_changed_after_it_was_named_is_refused"],
+    "T69c": ["tests/hostile/test_round14_attack_b.py::"
+             "test_a_capture_replaced_after_the_triage_cut_it_is_its_error_row",
+             "tests/hostile/test_round14_attack_b.py::"
+             "test_a_capture_still_written_after_the_triage_cut_it_is_its_error_row"],
+    "T69d": ["tests/hostile/test_round14_attack_b.py::"
+             "test_the_writer_process_runs_no_module_planted_where_the_engine_runs"],
+    "T69e": ["tests/hostile/test_round14_attack_b.py::"
+             "test_a_triage_run_in_a_shared_folder_runs_no_module_planted_there"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
