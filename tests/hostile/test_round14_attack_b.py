@@ -1,9 +1,15 @@
-"""Round 14, attack B: the probe's event log, the diff variant's name, a triage's pieces.
+"""Round 14, attack B: the probe, the diff variant's name, a triage's pieces and processes.
 
 - The probe appended events without bound, and every reader refuses a capture whose events
   file passes 64 MiB (or whose events pass 200,000): a flight recorder with
   ``FORENSICS_KERNELS_KEEP=all`` (launches of up to 900 KB each) or a long run of guard
   findings made the whole capture, records and all, one that no command opens (T69a).
+- A diff variant was named by one read of the diff and built from another (T69b).
+- A triage's step ranges covered the steps the capture held when cut, whatever it held when
+  they ran (T69c).
+- The probe's writer process and a triage's pool processes imported from the working
+  directory (T69d, T69e).
+- A relative ``FORENSICS_DIR`` split one engine's capture in two (T69f).
 """
 
 from __future__ import annotations
@@ -210,3 +216,32 @@ def test_a_triage_run_in_a_shared_folder_runs_no_module_planted_there(
     monkeypatch.chdir(shared)
     assert main(["triage", ".", "--workers", "1", "--format", "json"]) == 0
     assert not mark.exists(), "the planted module ran in a triage process"
+
+
+# -- T69f: a relative FORENSICS_DIR names one folder for every process of the engine ---------
+
+def test_a_relative_capture_directory_is_one_capture_wherever_a_process_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``FORENSICS_DIR=caps vllm serve ...`` with workers that run in another working
+    directory (Ray's): the first process passed its capture down as ``caps/NAME.capture``, so
+    a worker elsewhere did not find it and made a second capture under its own ``caps/``."""
+    from forensics.probe import owned
+    from forensics.probe.settings import export, from_env
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    environ = {"FORENSICS_DIR": "caps"}
+    monkeypatch.chdir(tmp_path / "a")
+    first = from_env(environ)
+    assert first is not None
+    first = owned.claim(first)
+    export(first, environ)
+    monkeypatch.chdir(tmp_path / "b")  # a worker of the same engine, elsewhere
+    child = from_env(environ)
+    assert child is not None
+    with caplog.at_level("WARNING", logger="forensics.probe"):
+        joined = owned.claim(child)
+    assert "not joined" not in caplog.text
+    assert joined.capture == first.capture == tmp_path / "a" / "caps" / first.capture.name
+    assert not (tmp_path / "b" / "caps").exists()

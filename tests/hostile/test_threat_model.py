@@ -976,6 +976,8 @@ TESTS = {
              "test_the_writer_process_runs_no_module_planted_where_the_engine_runs"],
     "T69e": ["tests/hostile/test_round14_attack_b.py::"
              "test_a_triage_run_in_a_shared_folder_runs_no_module_planted_there"],
+    "T69f": ["tests/hostile/test_round14_attack_b.py::"
+             "test_a_relative_capture_directory_is_one_capture_wherever_a_process_runs"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
