@@ -36,20 +36,24 @@ PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ra
 
 #: the (step, rank) pairs a whole capture's race check compares, as a task carries them
 Window = tuple[tuple[int, int], ...]
+#: what a capture held when the triage cut it into step ranges: records, first and last step
+Planned = tuple[int, int, int]
 
 
 def replay_piece(path: str, start: int | None = None, stop: int | None = None,
-                 window: Window | None = None, variants: tuple[str, ...] = VARIANTS) -> bytes:
+                 window: Window | None = None, variants: tuple[str, ...] = VARIANTS,
+                 planned: Planned | None = None) -> bytes:
     """Replay the capture at ``path`` (steps ``[start, stop)``, or all when None) and return
     its one-row table as Arrow IPC bytes; a capture that cannot be read or replayed gives a
     row whose ``error`` is its one-line message (never raises for the capture's sake).
-    ``window``: a step range's race window as planned (:func:`replayed_range`)."""
+    ``window``: a step range's race window as planned (:func:`replayed_range`); ``planned``:
+    what the capture held when its ranges were cut (:func:`unchanged`)."""
     from forensics.errors import one_line
 
     row: dict[str, Any] = {"capture": os.path.abspath(path), "name": os.path.basename(path),
                            "start": start, "stop": stop, "error": ""}
     try:
-        row.update(_replayed(path, start, stop, window, variants))
+        row.update(_replayed(path, start, stop, window, variants, planned))
         return to_ipc([row])
     except Exception as exc:  # noqa: BLE001  (a bad capture is a row, never the end of a run)
         failed = {k: row[k] for k in ("capture", "name", "start", "stop")}
@@ -57,13 +61,15 @@ def replay_piece(path: str, start: int | None = None, stop: int | None = None,
 
 
 def _replayed(path: str, start: int | None, stop: int | None, window: Window | None,
-              variants: tuple[str, ...]) -> dict[str, Any]:
+              variants: tuple[str, ...], planned: Planned | None = None) -> dict[str, Any]:
     """The facts and replay columns of one capture or step range."""
     from forensics.errors import CaptureFormatError
     from forensics.escaping import terminal
     from forensics.store.reader import load
 
     capture = load(path)
+    if planned is not None:
+        unchanged(capture, path, planned)
     if len(capture) == 0:
         raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {NO_RECORDS}: nothing to "
                                  "replay (the probe saw no call, or its segments were removed)")
@@ -75,6 +81,28 @@ def _replayed(path: str, start: int | None, stop: int | None, window: Window | N
             "first_finding": json.dumps(first_of(found)),
             "findings": int((found["variant"] == BASELINE).sum()),
             "known": json.dumps(match_known(result, capture))}
+
+
+def unchanged(capture: Any, path: str, planned: Planned) -> None:
+    """Refuse a step range of a capture that no longer holds what it held when the triage cut
+    it (``planned``): replaced, or still being written. Its ranges cover the steps it held
+    then: the records of any other step would be left out of its row, which would still
+    count the capture's steps as they are now.
+
+    Raises:
+        CaptureFormatError: naming the capture, what it held then and now, and the fix.
+    """
+    from forensics.errors import CaptureFormatError
+    from forensics.escaping import terminal
+
+    steps = capture.summary()["steps"]
+    now = (len(capture), *steps) if steps is not None else (len(capture), None, None)
+    if now != planned:
+        raise CaptureFormatError(
+            f"'{terminal(os.path.basename(path))}' changed while the triage ran: it held "
+            f"{planned[0]} records over steps {planned[1]}-{planned[2]} when its step ranges "
+            f"were cut, {now[0]} over steps {now[1]}-{now[2]} now (replaced, or still being "
+            "written); triage it again once it no longer changes")
 
 
 def replayed_range(capture: Any, start: int | None, stop: int | None,

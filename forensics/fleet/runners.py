@@ -12,6 +12,7 @@ from outside; both come back as the row ``error: timed out after N s``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import deque
@@ -42,6 +43,8 @@ BACKSTOP_GRACE = 60.0
 RAY_START_WAIT = 600.0
 #: seconds a broken pool is given to end its processes before their exit codes are read
 BREAK_WAIT = 5.0
+#: the variable that keeps the working directory off a child Python's path (``python -P``)
+SAFE_PATH_ENV = "PYTHONSAFEPATH"
 #: local processes per CPU a triage may start at most (each replays a capture: more only
 #: adds memory and switching)
 WORKERS_PER_CPU = 4
@@ -142,10 +145,11 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
 
     deadline, limit = child_deadline(), backstop()  # the limit from when a process has it
     context = multiprocessing.get_context("spawn")  # no fork of a threaded process
-    starts = context.SimpleQueue()
-    pool = cf.ProcessPoolExecutor(min(workers, len(pending)), mp_context=context,
-                                  initializer=_keep_starts, initargs=(starts,))
-    futures = {pool.submit(_announced, piece, deadline, i, tasks[i]): i for i in pending}
+    with safe_path():  # the queue's resource tracker, the pool's processes as tasks come
+        starts = context.SimpleQueue()
+        pool = cf.ProcessPoolExecutor(min(workers, len(pending)), mp_context=context,
+                                      initializer=_keep_starts, initargs=(starts,))
+        futures = {pool.submit(_announced, piece, deadline, i, tasks[i]): i for i in pending}
     began: dict[int, float] = {}  # a task: when it said it started
     running: dict[int, int] = {}  # a pool process's pid: the last task it started
     processes: dict[int, Any] = {}
@@ -185,6 +189,23 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
     finally:  # a process still starting up must not outlive the queue it is handed
         pool.shutdown(wait=ended, cancel_futures=True)
         starts.close()
+
+
+@contextlib.contextmanager
+def safe_path() -> Iterator[None]:
+    """While inside, a Python process started here puts nothing of the working directory on
+    its path (``PYTHONSAFEPATH``, as ``python -P``): a spawned process first runs
+    ``python -c 'from multiprocessing.spawn import ...'``, which imported ``multiprocessing``
+    from the folder the triage was run in (a folder of captures someone else may write)."""
+    before = os.environ.get(SAFE_PATH_ENV)
+    os.environ[SAFE_PATH_ENV] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(SAFE_PATH_ENV, None)
+        else:
+            os.environ[SAFE_PATH_ENV] = before
 
 
 def _drained(starts: Any) -> dict[int, int]:
@@ -250,13 +271,14 @@ def _deaths(broken: list[int], running: dict[int, int], processes: dict[int, Any
 def _with_deadline(piece: Callable[..., bytes], seconds: float, task: Task) -> bytes:
     """``piece(path, start, stop, window)`` of ``task`` (its window planned once for all the
     pieces of its capture, :func:`forensics.fleet.tasks.plan`, crosses to the process as
-    data) in a pool's process or a Ray worker, ended once it runs
+    data; a step range's ``planned=`` too) in a pool's process or a Ray worker, ended once it runs
     ``seconds`` (:func:`forensics.budget.alarm_deadline`: both run a task on their process's
     main thread); a task so ended gives its row ``error: timed out
     after N s``."""
     try:
         with alarm_deadline(seconds):
-            return piece(task.path, task.start, task.stop, task.window)
+            return piece(task.path, task.start, task.stop, task.window,
+                         **({} if task.planned is None else {"planned": task.planned}))
     except DeadlineError as exc:
         return lost(task, str(exc))
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forensics.fleet.piece import Window, window_in
+from forensics.fleet.piece import Planned, Window, window_in
 
 #: a capture with more records than this is replayed in step ranges of about this many
 SPLIT_RECORDS = 500_000
@@ -25,12 +25,15 @@ VERDICT_ORDER = ("violation", "error", "suspect", "not judged", "unjudged", "ok"
 class Task:
     """Replay ``path``, steps ``[start, stop)`` (None: the whole capture); ``window``: for a
     step range, the pairs of its capture's race window it replays
-    (:func:`forensics.fleet.piece.window_in`), or None for the piece to work them out."""
+    (:func:`forensics.fleet.piece.window_in`), or None for the piece to work them out;
+    ``planned``: for a step range, what its capture held when the ranges were cut (records,
+    first and last step: :data:`~forensics.fleet.piece.Planned`), which its piece checks."""
 
     path: str
     start: int | None = None
     stop: int | None = None
     window: Window | None = None
+    planned: Planned | None = None
 
 
 def plan(paths: Sequence[Path], split_records: int = SPLIT_RECORDS) -> list[Task]:
@@ -57,7 +60,8 @@ def plan(paths: Sequence[Path], split_records: int = SPLIT_RECORDS) -> list[Task
         for lo in range(first, last + 1, width):
             hi = min(lo + width, last + 1)
             tasks.append(Task(str(path), lo, hi,
-                              None if window is None else window_in(window, lo, hi)))
+                              None if window is None else window_in(window, lo, hi),
+                              (total, first, last)))
     return tasks
 
 

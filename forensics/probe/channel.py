@@ -170,7 +170,9 @@ class WriterChannel:
         read, write = os.pipe()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "forensics.probe.writer_process", "--ring-fd",
+                # -P: nothing from the engine's working directory (a shared folder where
+                # another user planted `argparse.py` or `forensics/`) is imported
+                [sys.executable, "-P", "-m", "forensics.probe.writer_process", "--ring-fd",
                  str(self.ring.fd), "--ring-bytes", str(self.size), "--ack-fd", str(write),
                  "--capture-fd", str(folder), "--process", process, "--engine-pid",
                  str(os.getpid()), "--manifest", json.dumps(manifest, default=str)],

@@ -179,7 +179,10 @@ def _capture(environ: Mapping[str, str], directory: Path) -> Path:
 
 
 def _directory(name: str, raw: str) -> Path:
-    """``FORENSICS_DIR``'s value ``raw`` as a path: nothing there yet, or a directory.
+    """``FORENSICS_DIR``'s value ``raw`` as an absolute path (a relative one is taken from this
+    process's working directory, once: the capture's name passed to the engine's processes is
+    then the same folder wherever they run, as a Ray worker runs elsewhere): nothing there
+    yet, or a directory.
 
     Raises:
         ConfigurationError: not a directory, or a path the system refuses to look at (a name
@@ -188,7 +191,7 @@ def _directory(name: str, raw: str) -> Path:
     from forensics.atomic import user_path
 
     try:
-        directory = user_path(raw)
+        directory = user_path(raw).absolute()  # no working directory: FileNotFoundError
         other = directory.exists() and not directory.is_dir()
     except (OSError, ConfigurationError) as exc:  # ENAMETOOLONG, EACCES; an unknown ~user
         why = getattr(exc, "strerror", None) or reason(exc)

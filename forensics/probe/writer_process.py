@@ -29,6 +29,7 @@ from forensics.probe.affinity import leave_engine_cores
 from forensics.probe.channel import ACK, FAILED, POKE, START_FAILED
 from forensics.probe.copy import PendingRecord
 from forensics.probe.writing import BatchWriter, error_text
+from forensics.store.events import EventsFullError
 
 
 class WriterChild:
@@ -159,6 +160,8 @@ class WriterChild:
             event.update(self.cpus)
         try:
             self.writer.add_event(event)
+        except EventsFullError:  # counted by the events file, said by its probe_stop
+            pass
         except CaptureFormatError as exc:  # an event the capture could not load: say why
             self.error(exc, f"checking the event of frame {frame}")
         except Exception as exc:  # a full disk: the count reaches the engine

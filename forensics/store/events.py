@@ -12,7 +12,7 @@ from typing import Any
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 from forensics.store.fs import append_whole
-from forensics.store.guarded import iter_lines
+from forensics.store.guarded import LIMITS, iter_lines
 from forensics.store.json_in import DuplicateKeyError, NestingError, loads_finite
 from forensics.store.paths import EVENTS_RE, WRITTEN_AGAIN
 
@@ -23,6 +23,18 @@ MAX_EVENTS = 200_000
 #: MAX_EVENTS (a kernel launch of ten tensors holds about 40), so an empty one, 64 bytes held
 #: for 2 bytes read, makes a reader hold at most about 512 MB
 MAX_CONTAINERS = 40 * MAX_EVENTS
+#: the kinds that say how a process ended: past its share of the caps below, an events file
+#: takes only these (a probe's long run of kernel launches or guard findings must not push
+#: out its stop, nor make the capture past what a reader opens)
+VITAL_KINDS = frozenset({"probe_start", "probe_stop", "engine_exception", "guard_violation",
+                         "probe_writer_lost"})
+#: what each cap keeps for :data:`VITAL_KINDS` alone: bytes, events (and 40 lists a piece)
+RESERVE_BYTES, RESERVE_EVENTS = 4 << 20, 1_000
+
+
+class EventsFullError(CaptureFormatError):
+    """An event that would take its events file past what a reader opens (its bytes, the
+    capture's events, their lists and objects)."""
 
 
 def events_filename(process: str) -> str:
@@ -40,12 +52,19 @@ class EventLog:
 
     def __init__(self, root: Path, process: str) -> None:
         self.path = root / events_filename(process)
+        self.process = process
         self._fd: int | None = None
+        #: what the file holds: bytes, events, lists and objects (counted as a reader does)
+        self._held = [0, 0, 0]
+        #: the events left out by :meth:`_fits` (a probe's ``probe_stop`` says how many)
+        self.dropped = 0
 
     def append(self, event: dict[str, Any]) -> None:
-        """Write ``event`` as one JSON line and fsync it.
+        """Write ``event`` as one JSON line and fsync it (a ``probe_stop`` after events were
+        left out says how many: ``events_dropped``).
 
-        Raises CaptureFormatError when ``event`` is not a JSON-serialisable dict.
+        Raises CaptureFormatError when ``event`` is not a JSON-serialisable dict;
+        EventsFullError past a reader's caps (:meth:`_fits`).
         """
         if not isinstance(event, dict):
             raise CaptureFormatError(f"an event must be a dict, got {type(event).__name__}")
@@ -59,13 +78,57 @@ class EventLog:
         check_event(event, "an event")  # what the reader would refuse is never written
         if self._fd is None:
             self._fd = open_sidecar(self.path)
+            self._held = _held(self._fd)
+        if event.get("kind") == "probe_stop" and self.dropped and "events_dropped" not in event:
+            return self.append({**event, "events_dropped": self.dropped})
+        size = [len(line), 1, line.count(b"[") + line.count(b"{")]
+        self._fits(event, size)
         append_whole(self._fd, line)  # a line the disk cuts short is cut off again
+        self._held = [a + b for a, b in zip(self._held, size, strict=True)]
+
+    def _fits(self, event: dict[str, Any], size: list[int]) -> None:
+        """Refuse an event that would take the file past a reader's caps (each less its
+        reserve for :data:`VITAL_KINDS`, unless the event is one): a capture past them is
+        refused whole by every command. A probe's event is counted in :attr:`dropped`; a
+        capture written again (every process's events in one file) fails in one line.
+
+        Raises:
+            EventsFullError: naming the file and the cap.
+        """
+        vital = event.get("kind") in VITAL_KINDS
+        caps = (LIMITS["events file"], MAX_EVENTS, MAX_CONTAINERS)
+        reserves = (0, 0, 0) if vital else (RESERVE_BYTES, RESERVE_EVENTS, 40 * RESERVE_EVENTS)
+        if all(h + s <= c - r for h, s, c, r in zip(self._held, size, caps, reserves,
+                                                     strict=True)):
+            return
+        if self.process != WRITTEN_AGAIN:
+            self.dropped += 1
+        raise EventsFullError(f"events file '{terminal(self.path)}' is full: it holds "
+                              f"{self._held[0]} bytes and {self._held[1]} events, and a reader "
+                              f"opens at most {caps[0]} bytes, {caps[1]} events and {caps[2]} "
+                              "lists and objects; keep fewer events (for a probe: fewer kernel "
+                              "steps, FORENSICS_KERNELS_KEEP)")
 
     def close(self) -> None:
         """Close the sidecar (appending again reopens it)."""
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)  # once, even when it fails (the descriptor is gone either way)
+
+
+def _held(fd: int) -> list[int]:
+    """What the events file open as ``fd`` holds (bytes, events, lists and objects): nothing
+    when made new; counted once, line by line, when a writer of the capture made it before."""
+    held = [os.fstat(fd).st_size, 0, 0]
+    offset = 0
+    while offset < held[0]:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            break
+        offset += len(chunk)
+        held[1] += chunk.count(b"\n")
+        held[2] += chunk.count(b"[") + chunk.count(b"{")
+    return held
 
 
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK

@@ -55,19 +55,32 @@ def read_diff(path: str | Path) -> str:
         CaptureFormatError: the file is missing, unreadable, too large or not UTF-8 (the message
             names it); UnsafeInputError: it is not a regular file.
     """
-    how = "give the path of a unified diff, as in --variant vllm+PATH.diff"
+    return _text_of(path, _diff_bytes(path))
+
+
+def _diff_bytes(path: str | Path) -> bytes:
+    """The bytes of the diff file ``path`` (raises as :func:`read_diff`)."""
     try:
-        return read_bytes(Path(path), "diff file").decode("utf-8")
+        return read_bytes(Path(path), "diff file")
     except FileNotFoundError:
-        raise CaptureFormatError(f"diff file {str(path)!r} does not exist; {how}") from None
-    except UnicodeDecodeError as exc:
-        raise CaptureFormatError(f"diff file {str(path)!r} is not UTF-8 text ({reason(exc)}); "
-                                 f"{how}") from None
+        raise CaptureFormatError(f"diff file {str(path)!r} does not exist; {_HOW}") from None
     except CaptureFormatError as exc:  # also UnsafeInputError (not a regular file)
-        raise type(exc)(f"{exc}; {how}") from None
+        raise type(exc)(f"{exc}; {_HOW}") from None
     except ValueError as exc:  # a path no file can have (a NUL in it); after its subclass above
         raise CaptureFormatError(f"diff file {str(path)!r} cannot be a path ({exc}); "
-                                 f"{how}") from None
+                                 f"{_HOW}") from None
+
+
+def _text_of(path: str | Path, data: bytes) -> str:
+    """``data``, the diff file ``path``'s bytes, as text (raises as :func:`read_diff`)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CaptureFormatError(f"diff file {str(path)!r} is not UTF-8 text ({reason(exc)}); "
+                                 f"{_HOW}") from None
+
+
+_HOW = "give the path of a unified diff, as in --variant vllm+PATH.diff"
 
 
 def vllm_root() -> Path:
@@ -101,8 +114,9 @@ def _is_name(part: str) -> bool:
     return part.isascii() and part.isidentifier() and not keyword.iskeyword(part)
 
 
-def patched_sources(diff_path: str | Path) -> dict[str, str]:
-    """Apply the diff at ``diff_path`` to the installed sources; return ``{vllm path: text}``.
+def patched_sources(diff_path: str | Path, text: str | None = None) -> dict[str, str]:
+    """Apply the diff at ``diff_path`` (``text``: its text, when already read) to the
+    installed sources; return ``{vllm path: text}``.
 
     Raises:
         CaptureFormatError: the diff file is missing.
@@ -114,7 +128,7 @@ def patched_sources(diff_path: str | Path) -> dict[str, str]:
     package = (root / "vllm").resolve()
     work = Work(source)
     result: dict[str, str] = {}
-    for patch in parse_diff(read_diff(diff_path), source):
+    for patch in parse_diff(read_diff(diff_path) if text is None else text, source):
         _check_target(patch, source)
         target = root / patch.path
         if patch.path not in result and not (target.is_file()
@@ -187,7 +201,11 @@ def shared_name(path: str | Path) -> str:
     it (a regular file within the diff file's cap: a FIFO or a huge file neither blocks nor
     balloons the naming). Raises OSError from the file; CaptureFormatError past the cap,
     UnsafeInputError for a file that is not regular."""
-    data = read_bytes(Path(path), "diff file")
+    return _named(path, read_bytes(Path(path), "diff file"))
+
+
+def _named(path: str | Path, data: bytes) -> str:
+    """:func:`shared_name` of the diff file ``path`` that holds ``data``."""
     return f"vllm+{Path(path).name}@{hashlib.sha256(data).hexdigest()[:8]}"
 
 
@@ -206,7 +224,14 @@ class PatchedVllmVariant:
     def __init__(self, path: str | Path, name: str | None = None) -> None:
         self.path = str(path)
         self.name = name or f"vllm+{self.path}"
-        self._sources = patched_sources(self.path)
+        data = _diff_bytes(self.path)  # read once: the code run is the code named
+        if name is not None and name != _named(self.path, data):
+            raise PatchApplyError(
+                f"diff file '{terminal(self.path)}' changed after it was named "
+                f"'{terminal(name)}' (it now reads as '{terminal(_named(self.path, data))}'): "
+                "what runs would not be what the output names; run the command again once "
+                "the diff no longer changes")
+        self._sources = patched_sources(self.path, _text_of(self.path, data))
         self._code: VllmCode | None = None
         paths = sorted(self._sources)
         #: the diff's patched files, for Model Runner V2's kernel worker

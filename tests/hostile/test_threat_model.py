@@ -1002,6 +1002,24 @@ TESTS = {
              "test_a_null_access_of_two_empty_v2_buffers_is_attributed_to_no_buffer",
              "tests/hostile/test_round14_kern14b.py::test_both_workers_attribute_an_address_alike",
              "tests/kernels/test_bounds.py::test_a_null_pointer_is_the_one_empty_tensors_or_none"],
+    "T69a": ["tests/hostile/test_round14_attack_b.py::"
+             "test_a_probes_events_past_a_readers_caps_keep_the_capture_readable",
+             "tests/hostile/test_round14_attack_b.py::"
+             "test_a_capture_written_again_past_the_caps_is_one_line",
+             "tests/hostile/test_round14_attack_b.py::"
+             "test_a_reopened_events_file_counts_what_it_holds"],
+    "T69b": ["tests/hostile/test_round14_attack_b.py::"
+             "test_a_diff_changed_after_it_was_named_is_refused"],
+    "T69c": ["tests/hostile/test_round14_attack_b.py::"
+             "test_a_capture_replaced_after_the_triage_cut_it_is_its_error_row",
+             "tests/hostile/test_round14_attack_b.py::"
+             "test_a_capture_still_written_after_the_triage_cut_it_is_its_error_row"],
+    "T69d": ["tests/hostile/test_round14_attack_b.py::"
+             "test_the_writer_process_runs_no_module_planted_where_the_engine_runs"],
+    "T69e": ["tests/hostile/test_round14_attack_b.py::"
+             "test_a_triage_run_in_a_shared_folder_runs_no_module_planted_there"],
+    "T69f": ["tests/hostile/test_round14_attack_b.py::"
+             "test_a_relative_capture_directory_is_one_capture_wherever_a_process_runs"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
