@@ -180,12 +180,13 @@ def test_a_cr_lf_split_between_two_reads_is_one_line_end(tmp_path: Path) -> None
 
     source = tmp_path / "split.log"
     source.write_bytes(b"x" * (CHUNK - 1) + b"\r\nsecond\rthird\r")
-    found = [(n, line[:6], done) for n, line, done in
+    found = [(n, line[:6], done) for n, line, done, _cut in
              iter_lines(source, "log", max_line=64, cr_ends=True)]
     assert found == [(1, b"xxxxxx", True), (2, b"second", True), (3, b"third", True)]
     source.write_bytes(b"a\rb")
-    assert list(iter_lines(source, "log", cr_ends=True)) == [(1, b"a", True), (2, b"b", False)]
-    assert list(iter_lines(source, "log")) == [(1, b"a\rb", False)]
+    assert list(iter_lines(source, "log", cr_ends=True)) == [(1, b"a", True, False),
+                                                              (2, b"b", False, False)]
+    assert list(iter_lines(source, "log")) == [(1, b"a\rb", False, False)]
 
 
 def _pt_with_pickle(path: Path, body: bytes) -> Path:
