@@ -21,7 +21,9 @@ that escapes (no output keeps a copy of these rules).
   values through :func:`terminal`; ``raw=True``: a capture's value, :func:`terminal`), then
   ``& < > " '`` as entities (a noncharacter or C0 control never reaches XML);
 - :func:`markdown`: :func:`inert` (``raw=True``: :func:`terminal`), then only what
-  GitHub-flavoured Markdown would read as markup escaped, so the rendered text is the text; in
+  GitHub-flavoured Markdown would read as markup escaped, so the rendered text is the text, and
+  what GitHub would read as a mention or an issue reference (``@user``, ``#123``) in a code
+  span, so pasting it pings no one and links nothing; in
   a text (not ``raw``) a span between backticks becomes a code span (:func:`markdown_code`,
   with a fence longer than any backtick run in it), while a capture's value (``raw``) has its
   backticks escaped: they never open or close a code span;
@@ -95,6 +97,12 @@ _MD_BLOCK_START = re.compile(r"^(\s*\d{0,9})([.)](?=\s|$))|^(\s*)([-+*#]|=)(?=[-
 _MD_CLOSING = re.compile(r"(\s)(#+\s*)$")
 #: a run of backticks: a code span opens at one and closes at the next run of its length
 _MD_BACKTICKS = re.compile("`+")
+#: what GitHub turns into a notification or a link to an issue wherever it stands outside
+#: code (a backslash does not stop it): a mention (``@user``, ``@org/team``), an issue or pull
+#: request reference (``#123``, ``owner/repo#123``, ``GH-123``); group 1 is the run of
+#: backslashes before it
+_MD_PING = re.compile(r"(\\*)(@[A-Za-z0-9][A-Za-z0-9-]*|#[0-9]+|(?<![A-Za-z0-9])GH-[0-9]+)",
+                      re.IGNORECASE)
 #: first characters that make a spreadsheet evaluate a cell
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 #: first characters of a CSV cell prefixed with ``'``: a formula's, and ``'`` itself (so the
@@ -361,7 +369,16 @@ def _markdown_plain(text: str) -> str:
     text = _MD_INLINE.sub(r"\\\1", text)
     text = _escape_link_openers(text)
     text = _MD_EMOJI.sub(r"\\:", text)
-    return _MD_CLOSING.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
+    text = _MD_CLOSING.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
+    return _MD_PING.sub(_unpinged, text)
+
+
+def _unpinged(match: re.Match[str]) -> str:
+    """A :data:`_MD_PING` match as a code span (GitHub links no mention or reference in one:
+    the text stays the text, where a zero-width character would change it when copied), a
+    lone backslash before it doubled (it would escape the span's opening backtick)."""
+    run, ping = match.groups()
+    return run + ("\\" if len(run) % 2 else "") + markdown_code(ping)
 
 
 def markdown_code(value: Any, table: bool = False, raw: bool = False) -> str:

@@ -38,12 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Import the sources; print one line naming the capture. Returns 0.
+    """Import the sources; print one line naming the capture (and one naming the events read
+    from a cut log line, if any). Returns 0.
 
     Raises ForensicsError subclasses on bad input (the CLI turns them into exit 2).
     """
     from forensics.importers import import_sources
     from forensics.importers.facts import parse_settings
+    from forensics.importers.logs import cut_note
     from forensics.store.reader import load
 
     facts = parse_settings(args.facts)  # bad keys fail before anything is read
@@ -52,4 +54,7 @@ def run(args: argparse.Namespace) -> int:
     sites = ", ".join(f"{site} {count}" for site, count in summary["sites"].items()) or "none"
     print(f"wrote {terminal(out)}: {summary['records']} records ({sites}), "
           f"{len(summary['events'])} events")
+    note = cut_note(summary["events"])
+    if note is not None:
+        print(f"note: {note}")
     return 0

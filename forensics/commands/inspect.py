@@ -56,14 +56,19 @@ def event_origin(event: dict[str, Any]) -> str:
 
 
 def render(summary: dict[str, Any]) -> str:
-    """The human table of ``inspect``: one line per site, then events (whole messages) and
-    truncated files."""
+    """The human table of ``inspect``: one line per site (those this install does not know
+    too), then events (whole messages) and truncated files."""
+    unknown = sum(summary.get("unknown_sites", {}).values())
+    more = f" (and {unknown} of sites not known to this install)" if unknown else ""
     lines = [f"capture {terminal(summary['name'])}: {summary['records']} records in "
-             f"{summary['segments']} segments, steps {_span(summary['steps'])}, "
+             f"{summary['segments']} segments{more}, steps {_span(summary['steps'])}, "
              f"ranks {summary['ranks']}",
              f"  {'site':<20}{'records':>10}  steps"]
     for site, count in summary["sites"].items():
         lines.append(f"  {site:<20}{count:>10}  {_span(summary['site_steps'][site])}")
+    for site, count in summary.get("unknown_sites", {}).items():
+        lines.append(f"  {terminal(site):<20}{count:>10}  not known to this install (not read, "
+                     "not judged: install the plugin that declares it)")
     events = summary["events"]
     lines.append(f"events: {len(events)}")
     for event in events[:20]:

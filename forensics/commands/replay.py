@@ -68,13 +68,15 @@ def format_result(result: Any, conclusion: Any = None) -> str:
     """The human-readable report: verdict table, one line per variant, the conclusion, then
     the wrong tokens the model was fed silently (``forensics.judge.wrong_tokens``). ``conclusion``:
     ``conclude(result)`` when already computed."""
-    from forensics.present.conclusion import conclude
+    from forensics.present.conclusion import conclude, not_known_text
 
     conclusion = conclusion if conclusion is not None else conclude(result)
     silent = conclusion.silent
     from forensics.escaping import inert, terminal
 
-    lines = [f"capture {terminal(result.source)}: {len(result.records)} records",
+    unknown = f"; not judged: {not_known_text(conclusion.not_known)}" \
+        if conclusion.not_known else ""
+    lines = [f"capture {terminal(result.source)}: {len(result.records)} records{unknown}",
              *verdict_table(result.verdicts, result.variants)]
     lines += [inert(variant_line(result, conclusion, v)) for v in result.variants]
     lines += ["", "conclusion:", textwrap.fill(inert(conclusion.paragraph()), width=100,

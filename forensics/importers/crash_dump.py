@@ -31,6 +31,7 @@ from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers import logs as plain_logs
 from forensics.importers.common import show
+from forensics.manifest_facts import UNKNOWN
 
 CONFIG_RE = re.compile(r"Dumping input data for V1 LLM engine \(v(?P<version>[^)\s]+)\) with "
                        r"config: (?P<config>.*)")
@@ -46,6 +47,9 @@ CONFIG_FIELDS = {"model": re.compile(r"^model='(?P<v>[^']*)'"),
 #: what a dump takes from the exception chain after it
 CHAIN_KEYS = ("exception", "final", "links", "location", "source_line", "engine_dead")
 MAX_IDS = 1 << 16  # draft ids kept per dump (a dump lists a handful per request)
+#: the batch fields of a dump (:func:`parse_scheduler_output`'s)
+BATCH_KEYS = ("scheduled_spec_decode_tokens", "num_scheduled_tokens",
+              "total_num_scheduled_tokens", "req_ids", "new_req_ids")
 
 
 def read(path: Path) -> Imported:
@@ -56,8 +60,8 @@ def read(path: Path) -> Imported:
     """
     imported = plain_logs.read(path)
     dumps = _Dumps(path.name)
-    for number, text in plain_logs.text_lines(path):
-        dumps.line(number, text.rstrip("\r\n"))
+    for number, text, cut in plain_logs.text_lines(path):
+        dumps.line(number, text.rstrip("\r\n"), cut)
     _join_chains(dumps.events, imported.events)
     imported.events = sorted(imported.events + dumps.events,
                              key=lambda e: e.get("first_line", e["line"]))
@@ -72,24 +76,34 @@ class _Dumps:
         self.events: list[dict[str, Any]] = []
         self.config: dict[str, Any] = {}
 
-    def line(self, number: int, raw: str) -> None:
+    def line(self, number: int, raw: str, cut: bool = False) -> None:
+        """Read one log line; ``cut``: it is the first part of a longer line
+        (:data:`~forensics.importers.logs.MAX_LINE`): a scheduler output's batch is then
+        unknown, and a config's number that reaches the cut is left out."""
         text = plain_logs.crash_body(raw)
         if text is None or plain_logs.quotes_requests(raw):
             return  # a prompt quoting a dump is no dump: a dump's line is vLLM's ERROR line
         config, output = CONFIG_RE.match(text), OUTPUT_RE.match(text)
         if config is not None:
-            self.config = parse_config(config["version"], config["config"])
+            self.config = parse_config(config["version"], config["config"], cut)
         elif output is not None:
-            try:
-                batch = parse_scheduler_output(output["dump"])
-            except CaptureFormatError as exc:
-                raise CaptureFormatError(f"log '{terminal(self.source)}' line {number}: "
-                                         f"{exc}") from None
             dump = {"kind": "crash_dump", "source": self.source, "line": number, "step": None,
-                    "config": self.config, **batch}
+                    "config": self.config, **self._batch(number, output["dump"], cut)}
             dump["message"] = _message(dump)
             self.events.append(dump)
             self.config = {}
+
+    def _batch(self, number: int, text: str, cut: bool) -> dict[str, Any]:
+        """The batch of a scheduler output line; each field ``unknown`` for a cut line (what
+        its part holds is not what the line held: a dict it opens is not closed, or holds
+        fewer entries), with ``cut`` saying why."""
+        if cut:
+            return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "cut": plain_logs.CUT}
+        try:
+            return parse_scheduler_output(text)
+        except CaptureFormatError as exc:
+            raise CaptureFormatError(f"log '{terminal(self.source)}' line {number}: "
+                                     f"{exc}") from None
 
 
 def _join_chains(dumps: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
@@ -114,13 +128,14 @@ def _join_chains(dumps: list[dict[str, Any]], events: list[dict[str, Any]]) -> N
     events[:] = [event for k, event in enumerate(events) if k not in taken]
 
 
-def parse_config(version: str, text: str) -> dict[str, Any]:
+def parse_config(version: str, text: str, cut: bool = False) -> dict[str, Any]:
     """The facts of a ``VllmConfig`` string: version, model, speculative method and tokens,
-    tensor parallel size (absent fields left out)."""
+    tensor parallel size (absent fields left out; with ``cut``, ``text`` is a cut line's
+    first part, and a value reaching its end, which may go on past the cut, is left out)."""
     facts: dict[str, Any] = {"vllm": version}
     for name, pattern in CONFIG_FIELDS.items():
         found = pattern.search(text)
-        if found is None:
+        if found is None or (cut and found.end() == len(text)):
             continue
         value = found["v"]
         number = _int(value) if value.isdigit() else value
@@ -216,11 +231,16 @@ def _int(text: str) -> int | None:
 
 
 def _message(dump: dict[str, Any]) -> str:
-    """One line: requests, drafts that are -1, and the exception when known."""
+    """One line: requests, drafts that are -1 (unknown, and why, for a cut line), and the
+    exception when known."""
     spec = dump["scheduled_spec_decode_tokens"]
-    flat = [t for ids in spec.values() for t in ids]
-    text = (f"vLLM crash dump: {len(dump['num_scheduled_tokens'])} request(s) scheduled, "
-            f"{sum(t == -1 for t in flat)} of {len(flat)} spec-decode token(s) -1")
+    if spec == UNKNOWN:
+        text = (f"vLLM crash dump: requests scheduled and spec-decode tokens unknown "
+                f"({dump['cut']})")
+    else:
+        flat = [t for ids in spec.values() for t in ids]
+        text = (f"vLLM crash dump: {len(dump['num_scheduled_tokens'])} request(s) scheduled, "
+                f"{sum(t == -1 for t in flat)} of {len(flat)} spec-decode token(s) -1")
     if dump.get("exception"):
         text += f"; {dump['exception']}"
     return text[:500]

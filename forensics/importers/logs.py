@@ -80,6 +80,8 @@ TAG_RE = re.compile(r"[\w-]++:\s++")
 REQUEST_LOG_RE = re.compile(r"(?:Received request|Added request|Aborted request|Finished request"
                             r"|Generated response|Request \S+ (?:details|prompt))\b")
 MAX_LINE = 1 << 16
+#: an event's ``cut``: its line was longer than :data:`MAX_LINE` and only its first part read
+CUT = f"its line was longer than {MAX_LINE} bytes; only its first {MAX_LINE} were read"
 MAX_INT = 2**63 - 1
 MAX_DIGITS = 20  # longer numbers are outside int64 and are not converted
 MAX_RECORDS = 1_000_000  # summary records one log may yield (each held until written)
@@ -92,26 +94,28 @@ def read(path: Path) -> Imported:
     outside int64.
     """
     parser = _LogParser(path)
-    for number, text in text_lines(path):
-        parser.line(number, text)
+    for number, text, cut in text_lines(path):
+        parser.line(number, text, cut)
     return parser.result
 
 
-def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+def text_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
     """The lines of the UTF-8 log ``path``, numbered (a byte that is not UTF-8 read as
-    U+FFFD, a UTF-8 byte-order mark dropped).
+    U+FFFD, a UTF-8 byte-order mark dropped), each with whether it was longer than
+    :data:`MAX_LINE` bytes and cut there (its first :data:`MAX_LINE` bytes given).
 
     Raises CaptureFormatError when the log's first bytes are UTF-16 or UTF-32 text, with a
     byte-order mark (a log saved by PowerShell's ``>``) or without (:mod:`.wide`): read as
     UTF-8, none of its lines would match, and its crashes would be imported as none."""
     refuse_wide(path, read_prefix(path, "log", PREFIX_BYTES))
     first = True
-    for number, line, _complete in iter_lines(path, "log", max_line=MAX_LINE, cr_ends=True):
+    for number, line, _complete, cut in iter_lines(path, "log", max_line=MAX_LINE,
+                                                   cr_ends=True):
         if first:
             first = False
             if line.startswith(codecs.BOM_UTF8):
                 line = line[len(codecs.BOM_UTF8):]
-        yield number, line.decode("utf-8", errors="replace")
+        yield number, line.decode("utf-8", errors="replace"), cut
 
 
 class _LogParser:
@@ -123,16 +127,23 @@ class _LogParser:
         self.probes = probe_lines()
         self.chains = Chains(self.result.events, path.name, kind_of, self._stands_alone)
 
-    def line(self, number: int, text: str) -> None:
+    def line(self, number: int, text: str, cut: bool = False) -> None:
+        """Read one line; ``cut``: it was longer than :data:`MAX_LINE` and is its first
+        part (a crash event of it says so; a probe line is refused: its values may be cut)."""
         if self.chains.take(number, text, self.last_step):
             self._check_events(number)
             return
         if quotes_requests(text):
             return
         for site, match in self._probe(text):
+            if cut:
+                raise CaptureFormatError(f"log '{terminal(self.path)}' line {number}: a probe "
+                                         f"line of site {site} longer than {MAX_LINE} bytes "
+                                         "(its values past that would be lost); a probe line is "
+                                         "short: cut the line's excess or remove it")
             self._record(number, text, site, self.probes[site].fields(match, number_of))
             return
-        self._event(number, text)
+        self._event(number, text, cut)
 
     def _probe(self, text: str) -> list[tuple[str, re.Match[str]]]:
         """The first site whose probe line ``text`` is, with its match (or none): the probe's
@@ -180,7 +191,7 @@ class _LogParser:
         self.last_step = step
         self.next_step = max(self.next_step, step + 1)
 
-    def _event(self, number: int, text: str) -> None:
+    def _event(self, number: int, text: str, cut: bool) -> None:
         event = _classify(text)
         if event is None:
             return
@@ -191,6 +202,8 @@ class _LogParser:
                 and last["last_line"] == number - 1 and "links" not in last:
             last["count"] += 1
             last["last_line"] = number
+            if cut:
+                last["cut"] = CUT
             return
         if len(events) >= MAX_EVENTS:
             raise CaptureFormatError(f"log '{terminal(self.path)}' line {number}: more than "
@@ -198,7 +211,21 @@ class _LogParser:
                                      "part")
         event.update(source=self.path.name, line=number, last_line=number, count=1,
                      step=self.last_step, message=text.strip()[:500])
+        if cut:
+            event["cut"] = CUT
         events.append(event)
+
+
+def cut_note(events: list[dict[str, Any]]) -> str | None:
+    """One line naming the events read from a line cut at :data:`MAX_LINE` (a crash dump's
+    batch unknown), or None when there is none."""
+    cut = [e for e in events if e.get("cut")]
+    if not cut:
+        return None
+    where = ", ".join(f"'{terminal(e.get('source'))}' line {e.get('line')}" for e in cut[:5])
+    more = f" and {len(cut) - 5} more" if len(cut) > 5 else ""
+    return (f"{len(cut)} event(s) from a log line longer than {MAX_LINE} bytes, read only to "
+            f"that length (a crash dump's batch there is unknown): {where}{more}")
 
 
 def quotes_requests(text: str) -> bool:

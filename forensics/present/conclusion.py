@@ -110,6 +110,9 @@ class Conclusion:
     #: per variant, its first misattributed finding with the row and request it read
     #: (:func:`forensics.judge.suspects.first_suspects`), or None
     suspect_first: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    #: site -> records of the capture's sites this install does not know (a plugin not
+    #: installed here): no variant judged them
+    not_known: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field, plus ``text`` (the paragraph)."""
@@ -122,6 +125,7 @@ class Conclusion:
         verdicts, patches, first violation and its chain, known issues, the capture's facts)."""
         parts = [self.known.lead() if self.known is not None else ""]
         parts += [self.verdict_sentence(v) for v in self.variants]
+        parts.append(self.not_known_sentence())
         parts += [self.unseen_sentence(v) for v in self.variants]
         parts.append(self.summary_sentence())
         parts.append(self.first_sentence(self.baseline))
@@ -152,6 +156,13 @@ class Conclusion:
         if patch is not None and patch.total + patch.added:
             text += " and " + describe_patch(patch, self.baseline)
         return text + "."
+
+    def not_known_sentence(self) -> str:
+        """Which records no variant judged, their sites not known to this install; or ``""``."""
+        if not self.not_known:
+            return ""
+        return (f"No variant judged {not_known_text(self.not_known)}: install the plugin that "
+                "declares each and replay again.")
 
     def summary_sentence(self) -> str:
         """Why the sites with summary records only are unjudged, or ``""``."""
@@ -227,7 +238,15 @@ class Conclusion:
                 status += f", not judged {patch.not_judged}"
         if first is not None:
             status += f"; first {describe_finding(first)}"
+        if self.not_known:
+            status += f"; not judged: {not_known_text(self.not_known)}"
         return f"{variant}: {status}"
+
+
+def not_known_text(counts: dict[str, int]) -> str:
+    """``3 record(s) of site 'toy' (not known to this install)``, each site named escaped."""
+    return ", ".join(f"{count} record(s) of site {quoted(site)}" for site, count in
+                     counts.items()) + " (not known to this install)"
 
 
 def conclude(result: ReplayResult) -> Conclusion:
@@ -254,7 +273,8 @@ def conclude(result: ReplayResult) -> Conclusion:
         unjudged={v: [s for s, verdict in result.verdicts[v].items() if verdict == UNJUDGED]
                   for v in result.variants},
         summary_only=apart, suspect_first=first_suspects(result),
-        known=known_answer(result))
+        known=known_answer(result),
+        not_known=dict(getattr(result.capture, "unknown_sites", None) or {}))
 
 
 def summary_only_sites(result: ReplayResult) -> list[str]:

@@ -215,12 +215,12 @@ def _read_one(root: Path, path: Path, out: list[dict[str, Any]], containers: lis
     """Append the events of one sidecar to ``out`` (``containers[0]``: the lists and objects
     read so far, counted from their opening brackets before a line is parsed); True when its
     last line was cut short."""
-    for number, line, complete in iter_lines(path, "events file", root, max_line=MAX_LINE + 1):
+    for number, line, complete, cut in iter_lines(path, "events file", root, max_line=MAX_LINE):
         if not complete:
             return True
         if not line.strip():
             continue
-        if len(line) > MAX_LINE:
+        if cut:
             raise CaptureFormatError(f"events file '{terminal(path)}' line {number}: longer than "
                                      f"{MAX_LINE} bytes; an event is one short JSON object")
         if len(out) >= MAX_EVENTS:

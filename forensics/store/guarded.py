@@ -177,11 +177,12 @@ def read_prefix(path: Path, kind: str, size: int, root: Path | None = None) -> b
 
 def iter_lines(path: Path, kind: str, root: Path | None = None,
                max_line: int = 1 << 16,
-               cr_ends: bool = False) -> Iterator[tuple[int, bytes, bool]]:
-    """Yield ``(number, line, complete)`` for each non-empty line of ``path`` (numbered from
-    1, newline removed), read in bounded pieces: a line longer than ``max_line`` is cut to
-    its first ``max_line`` bytes (the rest is skipped without being held); ``complete`` is
-    False for a last line without newline. ``cr_ends``: a lone carriage return ends a line
+               cr_ends: bool = False) -> Iterator[tuple[int, bytes, bool, bool]]:
+    """Yield ``(number, line, complete, cut)`` for each non-empty line of ``path`` (numbered
+    from 1, newline removed), read in bounded pieces: a line longer than ``max_line`` is cut to
+    its first ``max_line`` bytes (the rest is skipped without being held) and ``cut`` says so
+    (a cut line is never to be read as if whole); ``complete`` is False for a last line
+    without newline. ``cr_ends``: a lone carriage return ends a line
     too, and CR LF is one end (a text log; a log of CR-only ends would otherwise be one line,
     cut). Raises as :func:`open_guarded`, and CaptureFormatError once more bytes than the
     kind's cap are read (a file whose size says less than it holds: a ``/proc`` or FUSE file,
@@ -221,9 +222,10 @@ def _pieces(fd: int, cr_ends: bool, what: str, cap: int) -> Iterator[bytes]:
         yield b"\n"
 
 
-def _lines(pieces: Iterator[bytes], max_line: int) -> Iterator[tuple[int, bytes, bool]]:
+def _lines(pieces: Iterator[bytes], max_line: int) -> Iterator[tuple[int, bytes, bool, bool]]:
     pending = b""  # the first max_line bytes of the line that the last piece left open
     partial = False  # bytes of an unfinished line have been read
+    cut = False  # the unfinished line is longer than max_line
     number = 0  # lines completed so far
     for piece in pieces:
         first = piece.find(b"\n")
@@ -231,19 +233,20 @@ def _lines(pieces: Iterator[bytes], max_line: int) -> Iterator[tuple[int, bytes,
             line = pending + piece[:first][:max_line - len(pending)]
             number += 1
             if line:
-                yield number, line, True
+                yield number, line, True, cut or len(pending) + first > max_line
             last = piece.rfind(b"\n")
             cursor = first + 1
             for match in _TEXT.finditer(piece, cursor, last):  # blank lines cost no object
                 number += piece.count(b"\n", cursor, match.start()) + 1
-                yield number, piece[match.start():min(match.end(), match.start() + max_line)], \
-                    True
+                end = min(match.end(), match.start() + max_line)
+                yield number, piece[match.start():end], True, end < match.end()
                 cursor = match.end() + 1
             number += piece.count(b"\n", cursor, last + 1)
-            pending, partial, rest = b"", False, piece[last + 1:]
+            pending, partial, cut, rest = b"", False, False, piece[last + 1:]
         else:
             rest = piece
+        cut = cut or len(pending) + len(rest) > max_line
         pending += rest[:max(0, max_line - len(pending))]
         partial = partial or bool(rest)
     if partial:
-        yield number + 1, pending, False
+        yield number + 1, pending, False, cut

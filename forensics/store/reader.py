@@ -21,7 +21,7 @@ from forensics.records import Record
 from forensics.sites import SITES, site_order
 from forensics.store.manifest import read_expected, read_manifest
 from forensics.store.maps import require_map_slots
-from forensics.store.paths import capture_dir, parse_segment_name
+from forensics.store.paths import SegmentName, capture_dir, parse_segment_name
 from forensics.store.segment import Schemas, Segment, find_duplicate
 
 if TYPE_CHECKING:
@@ -65,7 +65,11 @@ class Capture:
         #: events: ``forensics kernels`` reads them, :mod:`forensics.kernels.format`)
         self.kernel_events = [e for e in events if str(e["kind"]).startswith("kernel_")]
         self.events = [e for e in events if not str(e["kind"]).startswith("kernel_")]
-        self._segments = _open_segments(self.path)
+        self._segments, unknown = _open_segments(self.path)
+        #: site -> records, of the segments of sites this install does not know (a plugin's
+        #: not installed here): read by nothing, judged by nothing, listed by ``inspect`` and
+        #: named by a replay's conclusion, never dropped in silence
+        self.unknown_sites: dict[str, int] = _count_unknown(self.path, unknown)
         #: the segments in use since the last :meth:`release` (those it releases)
         self._in_use: set[Segment] = set(self._segments)
         for seg in self._segments:
@@ -204,6 +208,7 @@ class Capture:
             "site_steps": {site: site_steps[site] for site in ordered},
             "ranks": self.ranks,
             "segments": len(self.segments),
+            "unknown_sites": dict(self.unknown_sites),
             "truncated": bool(self.truncated),
             "truncated_files": list(self.truncated),
             "events": self.events,
@@ -229,20 +234,28 @@ def records_in(root: Path, names: Iterable[str]) -> int:
     return total
 
 
-def _open_segments(root: Path) -> list[Segment]:
-    segments, named = [], []
+def _open_segments(root: Path) -> tuple[list[Segment], list[SegmentName]]:
+    """The segments of known sites, opened, in pipeline order; and the names of the segments
+    of sites this install does not know (not opened).
+
+    Raises CaptureFormatError for a segment not named as a writer names it, or one holding
+    another's batches."""
+    segments: list[Segment] = []
+    named: list[SegmentName] = []
+    unknown: list[SegmentName] = []
     for entry in sorted(os.listdir(root)):
         name = parse_segment_name(entry)
-        if name is not None and name.site in SITES:
-            named.append((entry, name))
-    require_map_slots(root, len(named))  # before any is mapped
-    schemas = Schemas()
-    for entry, name in named:
+        if name is None:
+            continue
         if name.filename != entry:  # 'r00' or '00000': it would be read as another file
             raise CaptureFormatError(
                 f"segment file '{terminal(entry)}' of '{terminal(root)}' is not named as a "
                 f"writer names it: it reads as '{name.filename}'; rename it to that (if no file "
                 "has that name) or delete it")
+        (named if name.site in SITES else unknown).append(name)
+    require_map_slots(root, len(named))  # before any is mapped
+    schemas = Schemas()
+    for name in named:
         segments.append(Segment(root, name, schemas))
     segments.sort(key=lambda s: (site_order(s.site), s.rank, s.process, s.seq))
     twins = find_duplicate(segments)
@@ -251,7 +264,18 @@ def _open_segments(root: Path) -> list[Segment]:
             f"segments '{terminal(twins[0].name)}' and '{terminal(twins[1].name)}' of "
             f"'{terminal(root)}' hold the same batches (a copied file would count every record "
             "twice); delete the copy")
-    return segments
+    return segments, unknown
+
+
+def _count_unknown(root: Path, names: list[SegmentName]) -> dict[str, int]:
+    """Site -> records (as :func:`records_in` counts them), of the segments ``names`` of
+    sites this install does not know, by site name. Each is opened (its schema and batch
+    index checked) to be counted, then let go; one at a time, so they take one map slot."""
+    counts: dict[str, int] = {}
+    schemas = Schemas()
+    for name in names:
+        counts[name.site] = counts.get(name.site, 0) + len(Segment(root, name, schemas))
+    return dict(sorted(counts.items()))
 
 
 def _order_rows(segments: list[Segment]) -> tuple[dict[str, np.ndarray], np.ndarray]:

@@ -16,13 +16,15 @@ from forensics.store import guarded
 from forensics.store.guarded import iter_lines, open_guarded, read_bytes
 
 
-def split_lines(data: bytes, max_line: int) -> list[tuple[int, bytes, bool]]:
-    """What iter_lines must yield, from bytes.split."""
+def split_lines(data: bytes, max_line: int) -> list[tuple[int, bytes, bool, bool]]:
+    """What iter_lines must yield, from bytes.split (a line past ``max_line`` cut, and said
+    to be)."""
     parts = data.split(b"\n")
     last = parts.pop()
-    out = [(i + 1, line[:max_line], True) for i, line in enumerate(parts) if line]
+    out = [(i + 1, line[:max_line], True, len(line) > max_line)
+           for i, line in enumerate(parts) if line]
     if last:
-        out.append((len(parts) + 1, last[:max_line], False))
+        out.append((len(parts) + 1, last[:max_line], False, len(last) > max_line))
     return out
 
 

@@ -180,12 +180,13 @@ def test_a_cr_lf_split_between_two_reads_is_one_line_end(tmp_path: Path) -> None
 
     source = tmp_path / "split.log"
     source.write_bytes(b"x" * (CHUNK - 1) + b"\r\nsecond\rthird\r")
-    found = [(n, line[:6], done) for n, line, done in
+    found = [(n, line[:6], done) for n, line, done, _cut in
              iter_lines(source, "log", max_line=64, cr_ends=True)]
     assert found == [(1, b"xxxxxx", True), (2, b"second", True), (3, b"third", True)]
     source.write_bytes(b"a\rb")
-    assert list(iter_lines(source, "log", cr_ends=True)) == [(1, b"a", True), (2, b"b", False)]
-    assert list(iter_lines(source, "log")) == [(1, b"a\rb", False)]
+    assert list(iter_lines(source, "log", cr_ends=True)) == [(1, b"a", True, False),
+                                                              (2, b"b", False, False)]
+    assert list(iter_lines(source, "log")) == [(1, b"a\rb", False, False)]
 
 
 def _pt_with_pickle(path: Path, body: bytes) -> Path:
@@ -233,15 +234,16 @@ def test_a_crash_dump_number_of_thousands_of_digits_is_left_out(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A config's ``tensor_parallel_size`` or a dump's ``total_num_scheduled_tokens`` of 5,000
     digits was converted with ``int()`` (Python refuses past 4,300 digits: an internal error),
-    and a draft id of 20 digits past int64 went into the event; each number outside int64 is
-    left out as a value that does not parse, and the rest of the dump is kept."""
+    and a draft id of 20 digits past int64 went into the event; each such number of the config
+    and the total is left out as a value that does not parse, and the rest of the dump is kept
+    (a draft id past int64 is refused since T67f: test_round14_attack)."""
     huge = "9" * 5000
     source = tmp_path / "engine.log"
     source.write_text(
         f"{DUMP}input data for V1 LLM engine (v0.33.0) with config: model='m', "
         f"tensor_parallel_size={huge}\n"
         f"{DUMP}scheduler output for model execution: SchedulerOutput(scheduled_spec_decode_"
-        f"tokens={{r1: [{'9' * 20}, -1, 5]}}, num_scheduled_tokens={{r1: 3}}, "
+        f"tokens={{r1: [7, -1, 5]}}, num_scheduled_tokens={{r1: 3}}, "
         f"total_num_scheduled_tokens={huge})\n")
     out = tmp_path / "out.capture"
     assert main(["import", str(source), "-o", str(out)]) == 0, capsys.readouterr().err
@@ -250,7 +252,7 @@ def test_a_crash_dump_number_of_thousands_of_digits_is_left_out(
     (dump,) = [e for e in load(out).events if e["kind"] == "crash_dump"]
     assert dump["config"] == {"vllm": "0.33.0", "model": "m"}
     assert dump["total_num_scheduled_tokens"] is None
-    assert dump["scheduled_spec_decode_tokens"] == {"r1": [-1, 5]}
+    assert dump["scheduled_spec_decode_tokens"] == {"r1": [7, -1, 5]}
     assert dump["num_scheduled_tokens"] == {"r1": 3}
 
 

@@ -1020,6 +1020,31 @@ TESTS = {
              "test_a_triage_run_in_a_shared_folder_runs_no_module_planted_there"],
     "T69f": ["tests/hostile/test_round14_attack_b.py::"
              "test_a_relative_capture_directory_is_one_capture_wherever_a_process_runs"],
+    "T71a": ["tests/hostile/test_round14_fix14.py::"
+             "test_a_crash_dump_line_past_the_line_bound_is_said_cut_not_counted",
+             "tests/hostile/test_round14_fix14.py::"
+             "test_a_crash_dump_line_within_the_bound_is_read_whole",
+             "tests/hostile/test_round14_fix14.py::"
+             "test_the_import_says_in_one_line_that_a_line_was_cut"],
+    "T71b": ["tests/hostile/test_round14_fix14.py::"
+             "test_iter_lines_says_which_lines_it_cut",
+             "tests/hostile/test_guarded.py::test_iter_lines_equals_a_plain_split",
+             "tests/hostile/test_round14_fix14.py::"
+             "test_a_cut_probe_line_is_refused",
+             "tests/hostile/test_round14_fix14.py::"
+             "test_a_crash_event_of_a_cut_line_says_so",
+             "tests/hostile/test_round14_fix14.py::"
+             "test_a_cut_config_line_keeps_no_number_the_cut_may_have_shortened"],
+    "T71c": ["tests/hostile/test_round14_fix14.py::"
+             "test_inspect_lists_the_records_of_a_site_not_installed",
+             "tests/hostile/test_round14_fix14.py::"
+             "test_replay_says_the_records_of_a_site_not_installed_were_not_judged",
+             "tests/hostile/test_round14_fix14.py::"
+             "test_a_capture_of_known_sites_names_no_site_not_known"],
+    "T71d": ["tests/hostile/test_round14_fix14.py::"
+             "test_markdown_leaves_no_mention_or_reference_and_renders_the_text",
+             "tests/hostile/test_round14_fix14.py::"
+             "test_every_markdown_output_leaves_no_mention_or_reference"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
