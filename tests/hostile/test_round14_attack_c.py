@@ -1,0 +1,70 @@
+"""Round 14, attacker C: the generated repro, `known`, `report`, `redact`, `check` against a
+hostile capture author and a hostile local user (claims T72a-T72f)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forensics.share.repro import script_text
+
+# ------------------------------------------------- T72a: the repro's numbers past int64
+
+
+def _repro_module(folder: Path, record: dict[str, Any], site: str = "embedding") -> Any:
+    """The generated file beside a data file of one ``site`` case holding ``record``."""
+    case = {"site": site, "function": "f", "step": 0, "rank": 0, "record": record,
+            "facts": {"vocab_size": None},
+            "finding": {"text": "", "tensor": None, "element": None, "value": None,
+                        "lower": None, "upper": None, "indexed": None}}
+    data = {"format": 1, "vllm": {"needed": "0.33", "capture": None}, "deadline_s": 5,
+            "cases": [case]}
+    (folder / "test_repro.py").write_text(script_text())
+    (folder / "test_repro.json").write_text(json.dumps(data))
+    spec = importlib.util.spec_from_file_location("repro_int64", folder / "test_repro.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _ids(shape: list[int], values: list[int]) -> dict[str, Any]:
+    return {"kind": "tensor", "value": {"dtype": "int64", "shape": shape, "values": values}}
+
+
+@pytest.mark.parametrize(("site", "record", "says"), [
+    ("async_output", {"sampled_token_ids_cpu": _ids([0, 2**63], [])},
+     "record['sampled_token_ids_cpu'].shape: 9223372036854775808 is outside "
+     "[0, 9223372036854775807]"),
+    ("embedding", {"input_ids": _ids([1], [0]), "num_embeddings": {"kind": "int",
+                                                                   "value": 2**64}},
+     "record['num_embeddings']: 18446744073709551616 is outside"),
+    ("async_output", {"output_tail": {"kind": "ragged", "value": [[2**63]]}},
+     "record['output_tail']: 9223372036854775808 is outside"),
+    ("batch_change", {"prev_req_id_to_index": {"kind": "index_map", "value": {"a": -2**63 - 1}}},
+     "record['prev_req_id_to_index']: -9223372036854775809 is outside"),
+])
+def test_a_repro_number_past_int64_is_the_data_files_fault_in_one_line(
+        tmp_path: Path, site: str, record: dict[str, Any], says: str) -> None:
+    """A forged data file's shape or number past int64 (no capture holds one) was handed to
+    torch, which failed with a TypeError and pages of C++ frames; now BadData names it."""
+    module = _repro_module(tmp_path, record, site)
+    with pytest.raises(module.BadData) as caught:
+        module.record(module.DATA["cases"][0])
+    assert says in str(caught.value) and "\n" not in str(caught.value), caught.value
+    assert str(caught.value).startswith("test_repro.json: ")
+
+
+def test_a_repro_number_within_int64_still_decodes(tmp_path: Path) -> None:
+    """The bound is int64's, not less: an empty tensor of a 2**63 - 1 wide shape and a rows
+    count of 2**63 - 1 decode as they are."""
+    module = _repro_module(tmp_path, {"sampled_token_ids_cpu": _ids([0, 2**63 - 1], []),
+                                      "vocab_size": {"kind": "int", "value": 2**63 - 1}},
+                           "async_output")
+    record = module.DATA["cases"][0]["record"]
+    assert list(module.decode(record["sampled_token_ids_cpu"], "t").shape) == [0, 2**63 - 1]
+    assert module.decode(record["vocab_size"], "v") == 2**63 - 1
