@@ -68,3 +68,48 @@ def test_a_repro_number_within_int64_still_decodes(tmp_path: Path) -> None:
     record = module.DATA["cases"][0]["record"]
     assert list(module.decode(record["sampled_token_ids_cpu"], "t").shape) == [0, 2**63 - 1]
     assert module.decode(record["vocab_size"], "v") == 2**63 - 1
+
+
+# ------------------------------------------- T72b: known's event words stand as words
+
+LOGS = Path(__file__).resolve().parents[1] / "data"
+
+
+def _known_ids(log_text: str, folder: Path) -> set[str]:
+    """The catalogue entries that match the capture imported from an engine log."""
+    import forensics
+    from forensics.importers import import_sources
+    from forensics.known import answer
+
+    (folder / "engine.log").write_text(log_text)
+    import_sources([folder / "engine.log"], folder / "i.capture", force=True)
+    return {match.entry.id for match in answer(forensics.replay(folder / "i.capture")).matches}
+
+
+def test_a_word_inside_a_user_path_matches_no_known_issue(tmp_path: Path) -> None:
+    """A crash whose traceback runs under /home/kdavis held 'kda' as letters of the user's
+    name: the GDN/KDA race matched ("event crash_dump mentioning 'kda'"); the same crash under
+    /usr/lib matches nothing, and so does it now; a GDN kernel's own name still matches."""
+    log = (LOGS / "vllm_dump_no_placeholder.log").read_text()
+    assert "/usr/lib/python3.12" in log
+    (tmp_path / "home").mkdir()
+    assert "gdn-accepted-count-race" not in _known_ids(
+        log.replace("/usr/lib/python3.12", "/home/kdavis/venv/lib/python3.12"), tmp_path / "home")
+    (tmp_path / "kernel").mkdir()
+    assert "gdn-accepted-count-race" in _known_ids(
+        log.replace("/usr/lib/python3.12", "/usr/lib/python3.12/site-packages/vllm/"
+                    "model_executor/layers/fla/ops/kda"), tmp_path / "kernel")
+
+
+@pytest.mark.parametrize(("text", "word", "stands"), [
+    ("/home/kdavis/x.py", "kda", False), ("KDAVIS", "kda", False), ("LGDN", "gdn", False),
+    ("chatcmpl-xgdnq", "gdn", False), ("\u212ada", "kda", False),
+    ("ops/kda.py", "kda", True), ("gdn_attn.py", "gdn", True),
+    ("GDNAttentionMetadata", "gdn", True), ("fusedGdn", "gdn", True),
+    ("causal_conv1d_fn", "causal_conv1d", True), ("a Logits Processor raised", "logits processor",
+                                                  True)])
+def test_an_event_word_stands_as_a_word_or_an_identifiers_part(text: str, word: str,
+                                                              stands: bool) -> None:
+    from forensics.known.matching import mentions
+
+    assert mentions(text, word) is stands
