@@ -270,14 +270,17 @@ class Redactor:
 
     def _summary(self, record: Record) -> dict[str, Any]:
         """Integer fields kept (on token sites every one but the bound permuted, extras
-        renamed ``extra<n>`` unless a known field), ``tensor`` kept when it names a known
-        field; the rest dropped."""
+        renamed ``extra<n>`` unless a known field; a process's or a machine's number,
+        :data:`DROPPED_NUMBER_KEYS`, dropped as in the manifest: a pid past the token bound
+        was kept as it was), ``tensor`` kept when it names a known field; the rest dropped."""
         schema = site_schema(record.site)
         token_site = schema.summary_bound in schema.token_bounds
         fields: dict[str, Any] = {}
         for name, value in record.fields.items():
             key = name if shareable_key(name) else f"extra{len(fields)}"
-            if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            if name in DROPPED_NUMBER_KEYS:
+                self.dropped.add(f"records.{record.site}.{name}")
+            elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
                 fields[key] = (self.ids(value) if token_site and name not in schema.token_bounds
                                else value)
             elif name == "tensor" and known_tensor(value):

@@ -113,3 +113,33 @@ def test_an_event_word_stands_as_a_word_or_an_identifiers_part(text: str, word: 
     from forensics.known.matching import mentions
 
     assert mentions(text, word) is stands
+
+
+# ----------------------------------------- T72c: redact drops a summary record's pid
+
+PROBE_LINE = ("(EngineCore_DP0 pid=3000123) SM70-OUTPROBE: OUT-PATH out-of-range sampled ids "
+              "[248320] (vocab_size=248320 num_sampled_ids=1 pid=3000123 uid=1000 "
+              "port=29500)\n")
+
+
+def test_a_summary_records_pid_past_the_token_bound_leaves_with_redaction(
+        tmp_path: Path) -> None:
+    """A probe line's ``pid=N`` pair is a summary record's integer field: past the token
+    bound (Linux pids reach 4194304, vocabularies 248320) redaction kept it as it was; now
+    it goes, as a pid of the manifest or an event does, and the manifest names it dropped."""
+    import forensics
+    from forensics.importers import import_sources
+
+    (tmp_path / "engine.log").write_text(PROBE_LINE)
+    import_sources([tmp_path / "engine.log"], tmp_path / "o.capture")
+    assert next(iter(forensics.load(tmp_path / "o.capture"))).fields["pid"] == 3000123
+    forensics.redact(tmp_path / "o.capture", tmp_path / "r.capture")
+    redacted = forensics.load(tmp_path / "r.capture")
+    fields = next(iter(redacted)).fields
+    assert not {"pid", "uid", "port"} & set(fields) and 3000123 not in fields.values(), fields
+    assert fields["max"] == 248320  # the evidence stays
+    assert {"records.async_output.pid", "records.async_output.uid",
+            "records.async_output.port"} <= set(redacted.manifest["redaction"]["dropped"])
+    raw = b"".join(path.read_bytes() for path in (tmp_path / "r.capture").rglob("*")
+                   if path.is_file())
+    assert b"3000123" not in raw
