@@ -143,3 +143,34 @@ def test_a_summary_records_pid_past_the_token_bound_leaves_with_redaction(
     raw = b"".join(path.read_bytes() for path in (tmp_path / "r.capture").rglob("*")
                    if path.is_file())
     assert b"3000123" not in raw
+
+
+# ------------------------------- T72d: check refuses a first finding's key no finding holds
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("first", [{"note": None}, {"Kind": None, "site": "async_output"}])
+def test_a_first_finding_key_no_finding_holds_is_refused(
+        tmp_path: Path, first: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """``{"note": null}`` as upstream's first finding is compared on a key no finding holds
+    (None == None): ``check`` said "matches expected.json" whatever the first finding was, as
+    the empty object refused in round 13 did (and a misspelt key, ``Kind``, was never
+    compared). It is one line naming the field and the keys that are compared."""
+    import shutil
+
+    from forensics.cli import main
+
+    capture = tmp_path / "c.capture"
+    shutil.copytree(ROOT / "data" / "incident-b-vocab-sentinel.capture", capture)
+    path = capture / "expected.json"
+    expected = json.loads(path.read_text())
+    expected["first_finding"]["upstream"] = first
+    path.write_text(json.dumps(expected))
+    assert main(["check", str(capture)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, (out, err)
+    key = next(k for k in first if k not in ("site",))
+    assert f"expected.json: field 'first_finding.upstream.{key}' is no key of a finding" in err
+    assert "site, step, rank, row, element, tensor, kind, value, lower, upper, origin" in err
+    assert not (capture / "expected.obtained.json").exists()

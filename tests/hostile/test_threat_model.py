@@ -1011,6 +1011,8 @@ TESTS = {
              "test_an_event_word_stands_as_a_word_or_an_identifiers_part"],
     "T72c": ["tests/hostile/test_round14_attack_c.py::"
              "test_a_summary_records_pid_past_the_token_bound_leaves_with_redaction"],
+    "T72d": ["tests/hostile/test_round14_attack_c.py::"
+             "test_a_first_finding_key_no_finding_holds_is_refused"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
