@@ -174,3 +174,30 @@ def test_a_first_finding_key_no_finding_holds_is_refused(
     assert f"expected.json: field 'first_finding.upstream.{key}' is no key of a finding" in err
     assert "site, step, rank, row, element, tensor, kind, value, lower, upper, origin" in err
     assert not (capture / "expected.obtained.json").exists()
+
+
+# ------------------------- T72e: the report of a capture of no records states its crash
+
+
+def test_the_report_of_a_crash_dump_alone_states_the_crash_and_its_known_issues(
+        tmp_path: Path) -> None:
+    """An imported crash dump (no records, one crash event): ``known`` and ``summary`` say
+    "Not explained" and match two known issues; its report said only "nothing to replay or
+    judge", and was the one report written private (0600). It holds the same answer and
+    gets the mode reports get."""
+    import html
+    import stat
+
+    from forensics.atomic import shared_mode
+    from forensics.importers import import_sources
+    from forensics.present.report import write_report
+
+    capture = tmp_path / "dump.capture"
+    import_sources([LOGS / "vllm_dump_all_placeholder.log"], capture)
+    page = write_report(capture, tmp_path / "dump.html")
+    text = html.unescape(page.read_text(encoding="utf-8"))
+    assert "holds no records" in text and "nothing to replay or judge" not in text
+    assert "Not explained: the capture holds a crash, yet no records were captured" in text
+    assert "Known issue all-placeholder-drafts-race" in text, text
+    assert "8 of 8 spec-decode token(s) -1" in text
+    assert stat.S_IMODE(page.stat().st_mode) == shared_mode()

@@ -1013,6 +1013,8 @@ TESTS = {
              "test_a_summary_records_pid_past_the_token_bound_leaves_with_redaction"],
     "T72d": ["tests/hostile/test_round14_attack_c.py::"
              "test_a_first_finding_key_no_finding_holds_is_refused"],
+    "T72e": ["tests/hostile/test_round14_attack_c.py::"
+             "test_the_report_of_a_crash_dump_alone_states_the_crash_and_its_known_issues"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
