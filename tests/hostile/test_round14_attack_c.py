@@ -201,3 +201,48 @@ def test_the_report_of_a_crash_dump_alone_states_the_crash_and_its_known_issues(
     assert "Known issue all-placeholder-drafts-race" in text, text
     assert "8 of 8 spec-decode token(s) -1" in text
     assert stat.S_IMODE(page.stat().st_mode) == shared_mode()
+
+
+# ------------------------- T72f: redaction keeps the clamp's evidence (token 0 stays)
+
+
+def _kinds(capture: Path) -> list[tuple[str, str, str, int, int]]:
+    """Every finding of ``capture``'s replay: variant, site, kind, step, row."""
+    import forensics
+
+    table = forensics.findings_table(forensics.replay(capture))
+    return sorted(zip(table["variant"], table["site"], table["kind"],
+                      table["step"].astype(int), table["row"].astype(int), strict=True))
+
+
+def test_redaction_keeps_every_finding_of_a_clamped_placeholder(tmp_path: Path) -> None:
+    """vLLM 0.33.0 clamps a leaked -1 to token 0 before the embedding: the original capture
+    shows 18 ``clamped_placeholder`` findings. Redaction permuted the embedding's 0 into
+    another id, which the replay read as 9 ``unwritten_input`` findings (input nobody wrote: a
+    race) and no clamp; the first findings, all the check compared, were the same. Token 0
+    stays, as the clamp writes it, and every finding is the original's."""
+    import forensics
+
+    source = ROOT / "data" / "placeholder-leak.capture"
+    result = forensics.redact(source, tmp_path / "shared.capture")
+    assert _kinds(result.path) == _kinds(source)
+    kinds = [kind for _, _, kind, _, _ in _kinds(result.path)]
+    assert kinds.count("clamped_placeholder") == 18 and "unwritten_input" not in kinds
+    assert result.token_domain == 32000
+    moved = forensics.load(result.path).manifest["redaction"]["token_ids"]
+    assert moved.startswith("ids in [1, 32000) mapped") and "ids <= 0" in moved
+
+
+def test_the_token_table_keeps_0_and_cycles_the_rest() -> None:
+    import numpy as np
+
+    from forensics.share.redaction import token_table
+
+    table = token_table(1000, b"k" * 32)
+    assert table[0] == 0 and sorted(table.tolist()) == list(range(1000))
+    assert not np.any(table[1:] == np.arange(1, 1000))
+    seen, x = set(), 1
+    while x not in seen:
+        seen.add(x)
+        x = int(table[x])
+    assert len(seen) == 999
