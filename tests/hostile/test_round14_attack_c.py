@@ -3,14 +3,13 @@ hostile capture author and a hostile local user (claims T72a-T72f)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from forensics.share.repro import script_text
+from tests.hostile.test_round9_attack9c import _repro_module as imported_repro
 
 # ------------------------------------------------- T72a: the repro's numbers past int64
 
@@ -21,15 +20,8 @@ def _repro_module(folder: Path, record: dict[str, Any], site: str = "embedding")
             "facts": {"vocab_size": None},
             "finding": {"text": "", "tensor": None, "element": None, "value": None,
                         "lower": None, "upper": None, "indexed": None}}
-    data = {"format": 1, "vllm": {"needed": "0.33", "capture": None}, "deadline_s": 5,
-            "cases": [case]}
-    (folder / "test_repro.py").write_text(script_text())
-    (folder / "test_repro.json").write_text(json.dumps(data))
-    spec = importlib.util.spec_from_file_location("repro_int64", folder / "test_repro.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return imported_repro(folder, {"format": 1, "vllm": {"needed": "0.33", "capture": None},
+                                   "deadline_s": 5, "cases": [case]})
 
 
 def _ids(shape: list[int], values: list[int]) -> dict[str, Any]:
