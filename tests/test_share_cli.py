@@ -68,7 +68,7 @@ def test_both_commands_write_and_report(fault: Path, tmp_path: Path,
     assert main(["shrink", str(fault), "-o", str(small)]) == 0
     assert "kept 4 of 96 records" in capsys.readouterr().out
     assert main(["redact", str(small), "-o", str(shared), "--keep-manifest", "model.name"]) == 0
-    assert "token ids in [0, 32000) permuted" in capsys.readouterr().out
+    assert "token ids in [1, 32000) permuted" in capsys.readouterr().out
     assert main(["shrink", str(fault), "-o", str(small), "--force"]) == 0
 
 

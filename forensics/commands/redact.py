@@ -1,8 +1,9 @@
 """forensics redact: write a copy of a capture that is fit to share, with the same evidence.
 
 In-range token ids are mapped by a keyed random permutation (the same id to the same id across
-the capture; no id keeps its value; the key is never stored); out-of-range values, -1
-placeholders and values equal to a bound stay exactly as they were; request ids become
+the capture; no id but 0 keeps its value; the key is never stored); token 0 (vLLM's clamp
+writes it for a -1 placeholder), out-of-range values, -1 placeholders and values equal to a
+bound stay exactly as they were; request ids become
 pseudonyms (anon-<n>); host names, paths, pids, model names and free-text notes leave the
 manifest and the events unless kept with --keep-manifest. The manifest says what was done. The
 output is replayed before it is renamed into place: exit 1 (nothing written) when its verdicts
@@ -43,6 +44,6 @@ def run(args: argparse.Namespace) -> int:
         return refused("redact", exc)
     dropped = ", ".join(result.dropped) or "nothing"
     print(f"wrote {terminal(result.path)}: {result.records} records, token ids in "
-          f"[0, {result.token_domain}) permuted, {result.request_ids} request ids "
+          f"[1, {result.token_domain}) permuted, {result.request_ids} request ids "
           f"pseudonymised; dropped: {dropped} ({result.seconds:.1f} s)")
     return 0

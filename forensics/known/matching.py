@@ -190,8 +190,8 @@ def _event(spec: dict[str, Any], evidence: Evidence) -> Check:
     for event in evidence.events:
         if event.get("kind") not in kinds:
             continue
-        text = _event_text(event).lower()
-        word = next((w for w in words if w in text), None)
+        text = _event_text(event)
+        word = next((w for w in words if mentions(text, w)), None)
         if not words or word is not None:
             what = f" mentioning {word!r}" if word else ""
             return Check(True, f"event {event.get('kind')}{what} at step "
@@ -199,6 +199,34 @@ def _event(spec: dict[str, Any], evidence: Evidence) -> Check:
     wanted = f" mentioning one of {words}" if words else ""
     named = "" if "kind" not in spec else " " + "/".join(kinds)
     return Check(False, f"no {'crash ' if not named else ''}event{named}{wanted}")
+
+
+def mentions(text: str, word: str) -> bool:
+    """Whether ``word`` stands in ``text`` (either case) as a word or a part of an identifier
+    of its own: no letter before it but where a camel-case part begins (``fusedGdn``), none
+    after it but where one ends (``gdn_attn``, ``GDNAttention``, ``conv1d``); so ``kda``
+    stands in ``fused_kda`` and not in ``/home/kdavis``, ``gdn`` not in ``LGDN``."""
+    for found in re.finditer(f"(?={re.escape(word)})", text, re.IGNORECASE | re.ASCII):
+        start, end = found.start(), found.start() + len(word)
+        if _starts_part(text, start) and _ends_part(text, end):
+            return True
+    return False
+
+
+def _starts_part(text: str, at: int) -> bool:
+    """Whether an identifier part may begin at ``at``: no letter before, or a lower-case
+    letter before an upper-case one."""
+    before = text[at - 1] if at > 0 else ""
+    return not before.isalpha() or (before.islower() and text[at].isupper())
+
+
+def _ends_part(text: str, at: int) -> bool:
+    """Whether an identifier part may end at ``at``: no letter after, or an upper-case letter
+    after a lower-case one (``gdnAttn``) or beginning a camel-case part (``GDNAttn``)."""
+    after = text[at] if at < len(text) else ""
+    if not after.isalpha():
+        return True
+    return after.isupper() and (text[at - 1].islower() or text[at + 1:at + 2].islower())
 
 
 def _event_text(event: dict[str, Any]) -> str:

@@ -390,7 +390,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
         UnsafeReportError: the notebook emitted a script element.
     """
     import forensics
-    from forensics.variants import shared_diffs
+    from forensics.variants import DEFAULT_VARIANTS, shared_diffs
 
     capture_path = _capture_path(capture)
     nb_path = find_notebook(notebook)
@@ -404,7 +404,10 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     variants = [absolute_variant(v) for v in variants] if variants else variants
     name = capture_path.name.removesuffix(".capture")
     if len(forensics.load(capture_path)) == 0:  # nothing for the notebook to replay
-        return write_text_atomically(target, no_records_page(name))
+        result = forensics.replay(capture_path, variants or DEFAULT_VARIANTS)
+        answer = forensics.conclude(result).paragraph()
+        return write_text_atomically(target, no_records_page(name, answer),
+                                     shared=True)
     say = _stage_printer(progress)
     say(f"running notebook {nb_path.stem} on {name} (replay, tables, plots)")
     shown, diffs = shared_diffs(variants or [])  # a diff by its name, not the user's folders
@@ -421,15 +424,18 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     return target
 
 
-def no_records_page(name: str) -> str:
-    """The report of a capture of no records: one page saying so (no notebook is run)."""
+def no_records_page(name: str, answer: str) -> str:
+    """The report of a capture of no records: one page saying so, then ``answer``, the
+    conclusion's paragraph (its crash events and the known issues they match: what
+    ``summary`` says of it); no notebook is run."""
     from forensics.escaping import html
 
     return ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta http-equiv=\""
             "Content-Security-Policy\" content=\"default-src 'none'\"><title>forensics report: "
             f"{html(name)}</title></head><body><h1>forensics report: {html(name)}</h1>\n"
-            "<p id=\"conclusion\">The capture holds no records: nothing to replay or judge "
-            "(the probe saw no call, or its segments were removed).</p></body></html>\n")
+            "<p id=\"conclusion\">The capture holds no records: no value to replay (the probe "
+            "saw no call, or its segments were removed).</p>\n"
+            f"<p id=\"answer\">{html(answer)}</p></body></html>\n")
 
 
 def absolute_variant(variant: str) -> str:

@@ -123,36 +123,49 @@ def check_json(data: dict[str, Any], path: Path) -> None:
         raise CaptureFormatError(f"{terminal(path)}: field 'first_finding' holds {len(firsts)} "
                                  f"variants, more than {MAX_VARIANTS}; {fix}")
     for variant, finding in firsts.items():
-        if finding is not None and not (isinstance(finding, dict) and all(
-                isinstance(v, (str, int, bool)) or v is None
-                or (isinstance(v, float) and math.isfinite(v)) for v in finding.values())):
-            raise CaptureFormatError(f"{terminal(path)}: field "
-                                     f"'first_finding.{shortened(variant)}' must be null or an "
-                                     f"object of plain values (strings, finite numbers, "
-                                     f"booleans, null); {fix}")
-        if finding is not None and not _finding_fits(finding):
-            raise CaptureFormatError(
-                f"{terminal(path)}: field 'first_finding.{shortened(variant)}' must hold at most "
-                f"{len(FIRST_KEYS)} keys, each key and string value of at most {MAX_NAME} "
-                f"characters; {fix}")
-        if finding == {}:  # it matched any finding, and differed from none as "none"
-            raise CaptureFormatError(
-                f"{terminal(path)}: field 'first_finding.{shortened(variant)}' is an empty "
-                "object, which would match any finding: give the finding's keys (kind, site, "
-                f"step, ...), or null for no finding; {fix}")
-        for key, value in (finding or {}).items():
-            kind = FIRST_TYPES.get(key)
-            if kind is not None and value is not None and (
-                    type(value) is not kind[0]):  # a bool is no int, nor a text "13"
-                raise CaptureFormatError(
-                    f"{path}: field 'first_finding.{shortened(variant)}.{key}' must be "
-                    f"{kind[1]} or null, got {type(value).__name__} {value!r}; {fix}")
+        _check_first(path, variant, finding, fix)
     from forensics.known.answer import CRASH_VERDICTS
 
     crash = data.get("crash_verdict")
     if crash is not None and crash not in CRASH_VERDICTS:
         raise CaptureFormatError(f"{terminal(path)}: field 'crash_verdict' must be a verdict "
                                  f"string (unexplained, explained, no crash); {fix}")
+
+
+def _check_first(path: Path, variant: str, finding: Any, fix: str) -> None:
+    """Raise CaptureFormatError (naming ``path``, the field and the fix) unless ``finding``,
+    the first finding of ``variant`` an ``expected.json`` file holds, is null or an object of
+    plain values of a finding's keys (:data:`FIRST_KEYS`), each of its type."""
+    if finding is not None and not (isinstance(finding, dict) and all(
+            isinstance(v, (str, int, bool)) or v is None
+            or (isinstance(v, float) and math.isfinite(v)) for v in finding.values())):
+        raise CaptureFormatError(f"{terminal(path)}: field "
+                                 f"'first_finding.{shortened(variant)}' must be null or an "
+                                 f"object of plain values (strings, finite numbers, "
+                                 f"booleans, null); {fix}")
+    if finding is not None and not _finding_fits(finding):
+        raise CaptureFormatError(
+            f"{terminal(path)}: field 'first_finding.{shortened(variant)}' must hold at most "
+            f"{len(FIRST_KEYS)} keys, each key and string value of at most {MAX_NAME} "
+            f"characters; {fix}")
+    foreign = [key for key in finding or {} if key not in FIRST_KEYS]
+    if foreign:  # compared with a key no finding holds: {"note": null} matched any one
+        raise CaptureFormatError(
+            f"{terminal(path)}: field 'first_finding.{shortened(variant)}."
+            f"{shortened(foreign[0])}' is no key of a finding, which is compared on "
+            f"{', '.join(FIRST_KEYS)} only: remove it; {fix}")
+    if finding == {}:  # it matched any finding, and differed from none as "none"
+        raise CaptureFormatError(
+            f"{terminal(path)}: field 'first_finding.{shortened(variant)}' is an empty "
+            "object, which would match any finding: give the finding's keys (kind, site, "
+            f"step, ...), or null for no finding; {fix}")
+    for key, value in (finding or {}).items():
+        kind = FIRST_TYPES.get(key)
+        if kind is not None and value is not None and (
+                type(value) is not kind[0]):  # a bool is no int, nor a text "13"
+            raise CaptureFormatError(
+                f"{path}: field 'first_finding.{shortened(variant)}.{key}' must be "
+                f"{kind[1]} or null, got {type(value).__name__} {value!r}; {fix}")
 
 
 def _finding_fits(finding: dict[str, Any]) -> bool:

@@ -8,11 +8,14 @@ What changes, and what never does:
   ``[0, D)`` go through
   one keyed random permutation of ``[0, D)``, where ``D`` is the smallest token bound in the
   capture (every field flagged ``token_bound``): the same id maps to the same id
-  everywhere, so equalities survive. The permutation is a single cycle, so no id maps to itself.
-  Negative values (``-1`` placeholders), values at or past ``D`` (out-of-range ids, bounds such
-  as a ``vocab_size`` sentinel) stay exactly as they were. Positions and counts are never
+  everywhere, so equalities survive. The permutation is a single cycle over ``[1, D)``, so no
+  id but 0 maps to itself. Token 0 stays, as negative values (``-1`` placeholders) and values
+  at or past ``D`` (out-of-range ids, bounds such as a ``vocab_size`` sentinel) do: vLLM's own
+  code writes it (V1's clamp of a ``-1`` placeholder before the embedding), and a permuted 0
+  read as a token nobody wrote (``unwritten_input``) where the original showed the clamp
+  (``clamped_placeholder``). Positions and counts are never
   touched. The key is drawn at random for each run and never written. Redaction never fails
-  open: a domain too small to permute (``D < 2``), or bounds that disagree across records (two
+  open: a domain too small to permute (``D < 3``), or bounds that disagree across records (two
   values of one bound, or fewer embedding rows than vocabulary), refuse
   (:class:`RedactionRefusedError`).
 - **request ids** become pseudonyms ``anon-<n>``, numbered in order of first appearance, the
@@ -172,10 +175,11 @@ def token_domain(records: Iterable[Record], where: str = "the capture") -> int:
             f"{where}: num_embeddings {min(rows)} is below vocab_size {max(vocab)}; ids between "
             f"them would ship unchanged: fix the records' num_embeddings")
     bounds = [v for values in seen.values() for v in values]
-    if bounds and min(bounds) < 2:
+    if bounds and min(bounds) < 3:
         raise RedactionRefusedError(
             f"{where}: a token bound of {min(bounds)} (vocab_size/num_embeddings) leaves no ids "
-            f"to permute, so token ids would ship unchanged; fix the records' bounds")
+            f"to permute besides token 0, which stays, so token ids would ship unchanged; fix "
+            f"the records' bounds")
     return min(bounds, default=0)
 
 
@@ -186,6 +190,14 @@ def cyclic_permutation(size: int, key: bytes) -> np.ndarray:
     table = np.empty(size, dtype=np.int64)
     table[order] = np.roll(order, -1)
     return table
+
+
+def token_table(domain: int, key: bytes) -> np.ndarray:
+    """The map of token ids ``[0, domain)``: 0 to itself (vLLM's clamp writes it), the rest
+    one random single cycle drawn from ``key`` (:func:`cyclic_permutation`)."""
+    if domain == 0:
+        return np.empty(0, dtype=np.int64)
+    return np.concatenate([np.zeros(1, dtype=np.int64), 1 + cyclic_permutation(domain - 1, key)])
 
 
 @dataclass
@@ -202,7 +214,7 @@ class Redactor:
     _finder: IdFinder | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        self.table = cyclic_permutation(self.domain, self.key)
+        self.table = token_table(self.domain, self.key)
 
     def ids(self, values: Any) -> Any:
         """Token ids mapped: an array keeps its dtype and shape; a (ragged) list stays a list;
@@ -270,14 +282,17 @@ class Redactor:
 
     def _summary(self, record: Record) -> dict[str, Any]:
         """Integer fields kept (on token sites every one but the bound permuted, extras
-        renamed ``extra<n>`` unless a known field), ``tensor`` kept when it names a known
-        field; the rest dropped."""
+        renamed ``extra<n>`` unless a known field; a process's or a machine's number,
+        :data:`DROPPED_NUMBER_KEYS`, dropped as in the manifest: a pid past the token bound
+        was kept as it was), ``tensor`` kept when it names a known field; the rest dropped."""
         schema = site_schema(record.site)
         token_site = schema.summary_bound in schema.token_bounds
         fields: dict[str, Any] = {}
         for name, value in record.fields.items():
             key = name if shareable_key(name) else f"extra{len(fields)}"
-            if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            if name in DROPPED_NUMBER_KEYS:
+                self.dropped.add(f"records.{record.site}.{name}")
+            elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
                 fields[key] = (self.ids(value) if token_site and name not in schema.token_bounds
                                else value)
             elif name == "tensor" and known_tensor(value):
@@ -291,8 +306,8 @@ class Redactor:
         kept = scrub(manifest, self.keep, "", self.dropped)
         kept["redaction"] = {
             "redacted": True, "creator": "forensics redact",
-            "token_ids": f"ids in [0, {self.domain}) mapped by a keyed random single-cycle "
-                         "permutation (key not stored); ids < 0 or >= the bound unchanged",
+            "token_ids": f"ids in [1, {self.domain}) mapped by a keyed random single-cycle "
+                         "permutation (key not stored); ids <= 0 or >= the bound unchanged",
             "request_ids": "consistent pseudonyms anon-<n>, in order of first appearance",
             "manifest_and_events": "host names, paths, pids and free text dropped",
             "dropped": sorted(self.dropped),

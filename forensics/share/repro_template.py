@@ -70,6 +70,9 @@ DTYPES = {"bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16":
           "int32": torch.int32, "int64": torch.int64}
 #: the longest deadline a data file may set (seconds)
 MAX_DEADLINE = 3600
+#: the range of every number of a record (a capture stores them as int64): past it torch
+#: refuses a shape or an argument with an internal error
+INT64 = (-(1 << 63), (1 << 63) - 1)
 #: the prefix of the line a Triton case's process prints its outcome on (vLLM logs to stdout)
 OUTCOME = "REPRO-OUTCOME "
 #: the most bytes one buffer a test allocates from a record's numbers may take: 1 GiB, or
@@ -246,7 +249,8 @@ def decode(field, where, spec=None):
         if not isinstance(value["dtype"], str) or value["dtype"] not in DTYPES:
             _fail(where, f"dtype {ascii(value['dtype'])} is not one of {sorted(DTYPES)}")
         dtype = DTYPES[value["dtype"]]
-        shape = [_int(n, f"{where}.shape", 0) for n in _list(value["shape"], f"{where}.shape")]
+        shape = [_int(n, f"{where}.shape", 0, INT64[1])
+                 for n in _list(value["shape"], f"{where}.shape")]
         if not 1 <= len(shape) <= 2 or (ndim is not None and len(shape) != ndim):
             _fail(f"{where}.shape", f"expected {ndim or '1 or 2'} dimension(s)")
         low, high = (0, 1) if dtype is torch.bool else (torch.iinfo(dtype).min,
@@ -257,15 +261,16 @@ def decode(field, where, spec=None):
             _fail(f"{where}.values", f"{len(flat)} values for the shape {shape}")
         return torch.tensor(flat, dtype=dtype).reshape(shape)
     if kind == "int":
-        return _int(value, where)
+        return _int(value, where, *INT64)
     if kind in ("str_list", "opt_str_list"):
         return [_str(v, where, optional=kind == "opt_str_list") for v in _list(value, where)]
     if kind == "index_map":
         if not isinstance(value, dict):
             _fail(where, "expected an object")
-        return {_str(k, where): _int(v, where) for k, v in value.items()}
+        return {_str(k, where): _int(v, where, *INT64) for k, v in value.items()}
     if kind == "ragged":
-        return [[_int(v, where) for v in _list(row, where)] for row in _list(value, where)]
+        return [[_int(v, where, *INT64) for v in _list(row, where)]
+                for row in _list(value, where)]
     _fail(where, f"unknown kind {ascii(kind)}")
 
 

@@ -1045,6 +1045,22 @@ TESTS = {
              "test_markdown_leaves_no_mention_or_reference_and_renders_the_text",
              "tests/hostile/test_round14_fix14.py::"
              "test_every_markdown_output_leaves_no_mention_or_reference"],
+    "T72a": ["tests/hostile/test_round14_attack_c.py::"
+             "test_a_repro_number_past_int64_is_the_data_files_fault_in_one_line",
+             "tests/hostile/test_round14_attack_c.py::test_a_repro_number_within_int64_still_decodes"],
+    "T72b": ["tests/hostile/test_round14_attack_c.py::"
+             "test_a_word_inside_a_user_path_matches_no_known_issue",
+             "tests/hostile/test_round14_attack_c.py::"
+             "test_an_event_word_stands_as_a_word_or_an_identifiers_part"],
+    "T72c": ["tests/hostile/test_round14_attack_c.py::"
+             "test_a_summary_records_pid_past_the_token_bound_leaves_with_redaction"],
+    "T72d": ["tests/hostile/test_round14_attack_c.py::"
+             "test_a_first_finding_key_no_finding_holds_is_refused"],
+    "T72e": ["tests/hostile/test_round14_attack_c.py::"
+             "test_the_report_of_a_crash_dump_alone_states_the_crash_and_its_known_issues"],
+    "T72f": ["tests/hostile/test_round14_attack_c.py::"
+             "test_redaction_keeps_every_finding_of_a_clamped_placeholder",
+             "tests/hostile/test_round14_attack_c.py::test_the_token_table_keeps_0_and_cycles_the_rest"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
