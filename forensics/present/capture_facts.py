@@ -143,8 +143,13 @@ def facts_sentence(facts: dict[str, Any]) -> str:
 
 
 def fact_text(key: str, value: Any) -> str:
-    """A capture fact as text: booleans on/off, the step span ``A-B``, lists comma-joined; a
+    """A capture fact as text: booleans on/off, the step span ``A-B``, lists comma-joined,
+    the steps and ranks of a capture of no records ``none``, a fact not stated ``unknown``; a
     value through :func:`~forensics.escaping.spanless` (it stands in a sentence too)."""
+    if key in ("steps", "ranks") and not value:
+        return "none"
+    if value is None:
+        return UNKNOWN
     if key == "steps" and isinstance(value, list) and len(value) == 2:
         return f"{value[0]}-{value[1]}"
     if isinstance(value, bool):

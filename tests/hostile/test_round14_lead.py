@@ -112,3 +112,17 @@ def test_every_reader_deciding_by_the_runner_reads_it_alike(tmp_path: Path,
     capture = load(write_capture(tmp_path / "runner.capture", records, manifest))
     assert capture.summary()["runner"] == "v2"
     assert continuity_of(lambda site: [], capture.sites, capture.manifest).runner == "v2"
+
+
+def test_the_facts_of_a_capture_of_no_records_say_none(tmp_path: Path) -> None:
+    """T68d: the conclusion's facts of a capture of no records (an imported crash dump alone)
+    read "ranks ; steps None": its ranks and steps are "none", a fact not stated "unknown"."""
+    from forensics.present.capture_facts import fact_text, facts_sentence, summary_facts
+    from forensics.store.reader import load
+
+    capture = load(write_capture(tmp_path / "empty.capture", [], {"host": "h"}))
+    sentence = facts_sentence(summary_facts(capture.summary()))
+    assert "ranks none" in sentence and "steps none" in sentence, sentence
+    assert "None" not in sentence and "ranks ;" not in sentence, sentence
+    assert fact_text("vllm", None) == "unknown"
+    assert fact_text("steps", [3, 9]) == "3-9" and fact_text("ranks", [0, 1]) == "0, 1"

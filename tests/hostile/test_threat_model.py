@@ -938,6 +938,8 @@ TESTS = {
              "tests/hostile/test_round14_lead.py::test_round_ticks_are_round_exact_and_within"],
     "T68c": ["tests/hostile/test_round14_lead.py::"
              "test_every_reader_deciding_by_the_runner_reads_it_alike"],
+    "T68d": ["tests/hostile/test_round14_lead.py::"
+             "test_the_facts_of_a_capture_of_no_records_say_none"],
     "T66a": ["tests/hostile/test_round14_tri14.py::"
              "test_check_states_its_verdict_past_a_folder_at_the_obtained_path",
              "tests/hostile/test_round14_tri14.py::"
