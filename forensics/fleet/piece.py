@@ -27,11 +27,15 @@ VARIANTS = ("upstream", "patched")
 LOOKBACK = 8
 #: the words of the error of a capture that holds no records (its conclusion is ``empty``)
 NO_RECORDS = "holds no records"
+#: the words of the error of a capture whose only records are of sites this install does not
+#: know (its conclusion is ``not judged``)
+ONLY_NOT_KNOWN = "holds only records of sites this install does not know"
 #: a piece's columns, in order; JSON text for the nested ones
 PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ranks",
                  "engine_id", "vllm", "runner", "spec_method", "async_scheduling", "steps",
                  "records", "crash_events", "guard_events", "crashed", "scenario", "verdicts",
-                 "first_finding", "findings", "known", "started", "history", "refused")
+                 "first_finding", "findings", "known", "started", "history", "refused",
+                 "not_judged")
 
 
 #: the (step, rank) pairs a whole capture's race check compares, as a task carries them
@@ -70,10 +74,14 @@ def _replayed(path: str, start: int | None, stop: int | None, window: Window | N
     capture = load(path)
     if planned is not None:
         unchanged(capture, path, planned)
+    facts = capture_facts(capture)
+    if len(capture) == 0 and facts["not_judged"]:
+        raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {ONLY_NOT_KNOWN}: "
+                                 f"{facts['not_judged']}, judged by no variant; install the "
+                                 "plugin that declares each and triage it again")
     if len(capture) == 0:
         raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {NO_RECORDS}: nothing to "
                                  "replay (the probe saw no call, or its segments were removed)")
-    facts = capture_facts(capture)
     result, verdicts, found = replayed_range(capture, start, stop, variants, window)
     if start is not None:  # a piece's record count is its own range's
         facts["records"] = len(capture.records(steps=range(start, stop or start)))
