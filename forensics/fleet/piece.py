@@ -35,7 +35,7 @@ PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ra
                  "engine_id", "vllm", "runner", "spec_method", "async_scheduling", "steps",
                  "records", "crash_events", "guard_events", "crashed", "scenario", "verdicts",
                  "first_finding", "findings", "known", "started", "history", "refused",
-                 "not_judged")
+                 "not_judged", "held")
 
 
 #: the (step, rank) pairs a whole capture's race check compares, as a task carries them
@@ -88,7 +88,8 @@ def _replayed(path: str, start: int | None, stop: int | None, window: Window | N
     return {**facts, "verdicts": json.dumps(verdicts, sort_keys=True),
             "first_finding": json.dumps(first_of(found)),
             "findings": int((found["variant"] == BASELINE).sum()),
-            "known": json.dumps(match_known(result, capture))}
+            "known": json.dumps(match_known(result, capture)),
+            "held": capture.held()}
 
 
 def unchanged(capture: Any, path: str, planned: Planned) -> None:
@@ -101,16 +102,21 @@ def unchanged(capture: Any, path: str, planned: Planned) -> None:
         CaptureFormatError: naming the capture, what it held then and now, and the fix.
     """
     from forensics.errors import CaptureFormatError
-    from forensics.escaping import terminal
 
     steps = capture.summary()["steps"]
     now = (len(capture), *steps) if steps is not None else (len(capture), None, None)
     if now != planned:
-        raise CaptureFormatError(
-            f"'{terminal(os.path.basename(path))}' changed while the triage ran: it held "
-            f"{planned[0]} records over steps {planned[1]}-{planned[2]} when its step ranges "
-            f"were cut, {now[0]} over steps {now[1]}-{now[2]} now (replaced, or still being "
-            "written); triage it again once it no longer changes")
+        raise CaptureFormatError(changed(path, (
+            f"it held {planned[0]} records over steps {planned[1]}-{planned[2]} when its step "
+            f"ranges were cut, {now[0]} over steps {now[1]}-{now[2]} now")))
+
+
+def changed(path: str, how: str) -> str:
+    """The one line of a capture that changed while its triage ran, saying ``how``."""
+    from forensics.escaping import terminal
+
+    return (f"'{terminal(os.path.basename(path))}' changed while the triage ran: {how} "
+            "(replaced, or still being written); triage it again once it no longer changes")
 
 
 def replayed_range(capture: Any, start: int | None, stop: int | None,
