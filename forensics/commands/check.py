@@ -1,7 +1,8 @@
 """Replay a capture and compare its verdicts and first finding with CAPTURE/expected.json.
 
 Exit 0 when they match, 1 when they differ (the obtained result is written to
-CAPTURE/expected.obtained.json), 2 for bad input. ``--accept`` writes the capture's baseline
+CAPTURE/expected.obtained.json) or when records of a site this install does not know were
+judged by no variant (named, counted), 2 for bad input. ``--accept`` writes the capture's baseline
 (its expected.json) from this replay instead, and prints the file it wrote.
 """
 
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text({"capture": str(result.capture), "ok": result.ok,
                          "differences": result.differences,
+                         "not_known": result.not_known,
                          "obtained": result.obtained}, indent=2))
     elif result.ok:
         print(f"{terminal(result.capture.name)}: matches expected.json")

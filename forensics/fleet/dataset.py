@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.dataset as ds
 
+    from forensics.store.reader import Capture
+
 #: columns added to every batch, beside the store's ``step``, ``rank`` and ``summary``
 ADDED_COLUMNS = ("capture", "host", "pid")
 ON_ERROR = ("raise", "skip")
@@ -131,11 +133,16 @@ def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBat
 
     Raises CaptureFormatError or UnsafeInputError when the capture cannot be read.
     """
-    from forensics.escaping import unicode, unicode_path
-    from forensics.manifest_facts import PID, PROCESS_HOST, read_fact
     from forensics.store.reader import load
 
-    capture = load(path)
+    return batches_of(load(path))
+
+
+def batches_of(capture: Capture) -> dict[str, list[pa.RecordBatch]]:
+    """Every record batch of the loaded ``capture`` per site, with the added columns."""
+    from forensics.escaping import unicode, unicode_path
+    from forensics.manifest_facts import PID, PROCESS_HOST, read_fact
+
     host, _, _ = read_fact(capture.manifest, PROCESS_HOST)
     host = unicode(host) if host else None
     pid, _, _ = read_fact(capture.manifest, PID)

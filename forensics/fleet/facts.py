@@ -36,7 +36,8 @@ def capture_facts(capture: Any) -> dict[str, Any]:
     """Host, pid, ranks, engine id, vLLM version, runner, speculative method, async flag,
     steps, records and events of a loaded capture; a fact the capture lacks, or holds with the
     wrong type or out of range (:data:`FACTS`), is "unknown" (None for numbers and flags), and
-    ``refused`` names each one refused."""
+    ``refused`` names each one refused; ``not_judged`` names the records of sites this install
+    does not know (:func:`not_judged`)."""
     manifest = capture.manifest
     summary = capture.summary()
     facts, refused = manifest_facts(manifest)
@@ -52,7 +53,18 @@ def capture_facts(capture: Any) -> dict[str, Any]:
         "crashed": crashed(capture.events),
         "history": step_history(summary),
         "refused": "; ".join(refused.values()),
+        "not_judged": not_judged(capture),
     }
+
+
+def not_judged(capture: Any) -> str:
+    """``3 record(s) of site 'toy' (not known to this install)``: the records of ``capture``'s
+    sites this install does not know (a plugin not installed here), which no variant judges;
+    ``""`` when there are none."""
+    from forensics.present.conclusion import not_known_text
+
+    counts = dict(getattr(capture, "unknown_sites", None) or {})
+    return not_known_text(counts) if counts else ""
 
 
 def manifest_facts(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:

@@ -27,11 +27,15 @@ VARIANTS = ("upstream", "patched")
 LOOKBACK = 8
 #: the words of the error of a capture that holds no records (its conclusion is ``empty``)
 NO_RECORDS = "holds no records"
+#: the words of the error of a capture whose only records are of sites this install does not
+#: know (its conclusion is ``not judged``)
+ONLY_NOT_KNOWN = "holds only records of sites this install does not know"
 #: a piece's columns, in order; JSON text for the nested ones
 PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ranks",
                  "engine_id", "vllm", "runner", "spec_method", "async_scheduling", "steps",
                  "records", "crash_events", "guard_events", "crashed", "scenario", "verdicts",
-                 "first_finding", "findings", "known", "started", "history", "refused")
+                 "first_finding", "findings", "known", "started", "history", "refused",
+                 "not_judged", "held")
 
 
 #: the (step, rank) pairs a whole capture's race check compares, as a task carries them
@@ -70,17 +74,22 @@ def _replayed(path: str, start: int | None, stop: int | None, window: Window | N
     capture = load(path)
     if planned is not None:
         unchanged(capture, path, planned)
+    facts = capture_facts(capture)
+    if len(capture) == 0 and facts["not_judged"]:
+        raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {ONLY_NOT_KNOWN}: "
+                                 f"{facts['not_judged']}, judged by no variant; install the "
+                                 "plugin that declares each and triage it again")
     if len(capture) == 0:
         raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {NO_RECORDS}: nothing to "
                                  "replay (the probe saw no call, or its segments were removed)")
-    facts = capture_facts(capture)
     result, verdicts, found = replayed_range(capture, start, stop, variants, window)
     if start is not None:  # a piece's record count is its own range's
         facts["records"] = len(capture.records(steps=range(start, stop or start)))
     return {**facts, "verdicts": json.dumps(verdicts, sort_keys=True),
             "first_finding": json.dumps(first_of(found)),
             "findings": int((found["variant"] == BASELINE).sum()),
-            "known": json.dumps(match_known(result, capture))}
+            "known": json.dumps(match_known(result, capture)),
+            "held": capture.held()}
 
 
 def unchanged(capture: Any, path: str, planned: Planned) -> None:
@@ -93,16 +102,21 @@ def unchanged(capture: Any, path: str, planned: Planned) -> None:
         CaptureFormatError: naming the capture, what it held then and now, and the fix.
     """
     from forensics.errors import CaptureFormatError
-    from forensics.escaping import terminal
 
     steps = capture.summary()["steps"]
     now = (len(capture), *steps) if steps is not None else (len(capture), None, None)
     if now != planned:
-        raise CaptureFormatError(
-            f"'{terminal(os.path.basename(path))}' changed while the triage ran: it held "
-            f"{planned[0]} records over steps {planned[1]}-{planned[2]} when its step ranges "
-            f"were cut, {now[0]} over steps {now[1]}-{now[2]} now (replaced, or still being "
-            "written); triage it again once it no longer changes")
+        raise CaptureFormatError(changed(path, (
+            f"it held {planned[0]} records over steps {planned[1]}-{planned[2]} when its step "
+            f"ranges were cut, {now[0]} over steps {now[1]}-{now[2]} now")))
+
+
+def changed(path: str, how: str) -> str:
+    """The one line of a capture that changed while its triage ran, saying ``how``."""
+    from forensics.escaping import terminal
+
+    return (f"'{terminal(os.path.basename(path))}' changed while the triage ran: {how} "
+            "(replaced, or still being written); triage it again once it no longer changes")
 
 
 def replayed_range(capture: Any, start: int | None, stop: int | None,

@@ -6,17 +6,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from forensics.fleet.piece import BASELINE, NO_RECORDS
+from forensics.fleet.piece import BASELINE, NO_RECORDS, ONLY_NOT_KNOWN
 
-CONCLUSIONS = ("known", "violation", "suspect", "rank divergence", "unexplained", "clean",
-               "empty", "unreadable")
+CONCLUSIONS = ("known", "violation", "suspect", "rank divergence", "not judged", "unexplained",
+               "clean", "empty", "unreadable")
 
 
 def conclusion(row: dict[str, Any]) -> str:
     """``empty`` (a capture of no records), ``unreadable`` (another error), ``known`` (the
     catalogue matched), ``violation`` or ``suspect`` (the baseline's worst verdict, unmatched),
-    ``rank divergence``, ``unexplained`` (a crash with nothing found), else ``clean``."""
+    ``rank divergence``, ``not judged`` (nothing found, but records of a site this install
+    does not know were judged by no variant: neither clean nor an unexplained crash can be
+    said), ``unexplained`` (a crash with nothing found), else ``clean``."""
     if row.get("error"):
+        if ONLY_NOT_KNOWN in str(row["error"]):
+            return "not judged"
         return "empty" if NO_RECORDS in str(row["error"]) else "unreadable"
     if row.get("known"):
         return "known"
@@ -26,6 +30,8 @@ def conclusion(row: dict[str, Any]) -> str:
             return verdict
     if row.get("divergence"):
         return "rank divergence"
+    if row.get("not_judged"):
+        return "not judged"
     return "unexplained" if row.get("crashed") else "clean"
 
 
@@ -70,6 +76,8 @@ def what(row: dict[str, Any]) -> str:
     if kind == "rank divergence":
         div = row["divergence"]
         return f"rank divergence in {div['tensor']} at {div['site']}"
+    if kind == "not judged":
+        return "records not judged (sites not known to this install)"
     return "unexplained crash" if kind == "unexplained" else "clean"
 
 
@@ -85,7 +93,7 @@ def signature(row: dict[str, Any]) -> tuple[Any, ...]:
     """The grouping key: ``(KNOWN, issue ids)`` for a capture that matches known issues (one
     group per known issue, whatever its versions or findings), ``(UNREADABLE, what)``, else
     ``(UNMATCHED, vLLM version, runner, speculative method, what)``."""
-    if row["conclusion"] in ("unreadable", "empty"):
+    if row.get("error"):  # unreadable, empty, or of records this install cannot judge
         return (UNREADABLE, what(row))
     if row["conclusion"] == "known":
         return (KNOWN, what(row))

@@ -13,10 +13,12 @@ data cannot say which), so neither is stitched to the engine (:func:`_unconteste
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from forensics.errors import CaptureFormatError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -121,20 +123,64 @@ def _keys(row: dict[str, Any]) -> list[tuple[Any, ...]]:
     return keys
 
 
-def first_divergence(captures: Sequence[str]) -> dict[str, Any] | None:
+def first_divergence(captures: Sequence[str], held: Mapping[str, str] | None = None
+                     ) -> dict[str, Any] | None:
     """The first step at which two ranks of ``captures`` (one engine) hold different shared
     ids: ``{step, site, tensor, element, ranks, values, captures}``, or None when they agree
-    (or only one rank is there). Sites at one step are taken in pipeline order."""
-    from forensics.fleet.dataset import open_many
-    from forensics.sites import site_order
+    (or only one rank is there). Sites at one step are taken in pipeline order. A capture that
+    cannot be read is left out, unless ``held`` gives what each capture held when replayed
+    (:meth:`~forensics.store.reader.Capture.held`).
+
+    Raises:
+        CaptureChanged: with ``held``, a capture that no longer holds it (replaced, written
+            to) or can no longer be read: it would be compared as another capture than the
+            one its row replayed.
+    """
+    from forensics.fleet.dataset import fit_together
+    from forensics.sites import SITES, site_order
 
     found: list[tuple[int, int, int, dict[str, Any]]] = []
-    for site, dataset in open_many(captures, on_error="skip").items():
+    datasets = fit_together(_as_replayed(captures, held), SITES, "skip")
+    for site, dataset in datasets.items():
         for number, tensor in enumerate(shared_ids(site)):
             hit = _first_in(dataset, site, tensor) if tensor in dataset.schema.names else None
             if hit is not None:
                 found.append((hit["step"], site_order(site), number, hit))
     return min(found, key=lambda f: f[:3])[3] if found else None
+
+
+class CaptureChanged(CaptureFormatError):
+    """A capture of an engine no longer holds what its replay read (its one-line message
+    names it); ``capture``: its path, as given."""
+
+    def __init__(self, capture: str, message: str) -> None:
+        super().__init__(message)
+        self.capture = capture
+
+
+def _as_replayed(captures: Sequence[str], held: Mapping[str, str] | None
+                 ) -> dict[str, dict[str, list[pa.RecordBatch]]]:
+    """Each capture's batches (:func:`~forensics.fleet.dataset.batches_of`), read from the
+    capture as opened once and checked against ``held`` (raises as :func:`first_divergence`)."""
+    from forensics.errors import one_line
+    from forensics.fleet.dataset import batches_of
+    from forensics.fleet.piece import changed
+    from forensics.store.reader import load
+
+    out: dict[str, dict[str, list[pa.RecordBatch]]] = {}
+    for path in captures:
+        try:
+            capture = load(path)
+        except Exception as exc:  # noqa: BLE001  (left out, or its row's error)
+            if held is None:
+                continue
+            raise CaptureChanged(path, changed(path, f"it can no longer be read "
+                                                     f"({one_line(exc)})")) from None
+        if held is not None and capture.held() != held.get(path):
+            raise CaptureChanged(path, changed(path, "its files are not those its replay "
+                                                     "read"))
+        out[str(path)] = batches_of(capture)
+    return out
 
 
 def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> dict[str, Any] | None:

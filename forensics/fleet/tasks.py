@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forensics.fleet.piece import Planned, Window, window_in
+from forensics.fleet.piece import Planned, Window, changed, window_in
 
 #: a capture with more records than this is replayed in step ranges of about this many
 SPLIT_RECORDS = 500_000
@@ -79,12 +79,17 @@ def _window(capture: Any) -> frozenset[tuple[int, int]] | None:
 def merge_pieces(pieces: list[dict[str, Any]]) -> dict[str, Any]:
     """One capture's row from its pieces (step ranges, or one whole-capture piece): facts of the
     first, records and findings summed, the worst verdict per site, the earliest first
-    finding, known issues united; the first error, if any, makes the row an error row."""
+    finding, known issues united; the first error, if any, makes the row an error row, and
+    so do pieces that read different files of it (:meth:`~forensics.store.reader.Capture.held`:
+    it changed between them)."""
     pieces = sorted(pieces, key=lambda p: (p["start"] is not None, p["start"] or 0))
     row = {k: v for k, v in pieces[0].items() if k not in ("start", "stop")}
     failed = [p for p in pieces if p["error"]]
     if failed:
         return {"capture": row["capture"], "name": row["name"], "error": failed[0]["error"]}
+    if len({p["held"] for p in pieces}) > 1:  # its files differ from one piece to another
+        return {"capture": row["capture"], "name": row["name"], "error": changed(
+            row["capture"], "its step ranges read different files")}
     if len(pieces) == 1:
         return row
     row["records"] = sum(p["records"] for p in pieces)

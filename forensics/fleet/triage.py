@@ -95,17 +95,38 @@ def _parsed(row: dict[str, Any]) -> dict[str, Any]:
 
 def _stitch(rows: list[dict[str, Any]]) -> None:
     """Set ``divergence`` on the two rows of every engine (:func:`~forensics.fleet.stitch.
-    engines`: claims corroborated) whose ranks disagree: the rows of the captures compared."""
+    engines`: claims corroborated) whose ranks disagree: the rows of the captures compared
+    (:func:`_divergence`)."""
     from forensics.escaping import unicode_path
-    from forensics.fleet.stitch import engines, first_divergence
+    from forensics.fleet.stitch import engines
 
     by_capture = {row["capture"]: row for row in rows}
     for captures in engines(rows).values():
-        ranks = {r for c in captures for r in str(by_capture[c]["ranks"]).split(",") if r}
-        if len(ranks) < 2:
-            continue  # one rank: nothing to compare
-        hit = first_divergence(captures)
+        hit = _divergence(list(captures), by_capture)
         if hit is not None:
             for capture in captures:
                 if unicode_path(os.path.abspath(capture)) in hit["captures"]:
                     by_capture[capture]["divergence"] = hit
+
+
+def _divergence(captures: list[str], by_capture: dict[str, dict[str, Any]]
+                ) -> dict[str, Any] | None:
+    """The first divergence of one engine's ``captures``, each compared as its replay read it
+    (:func:`~forensics.fleet.stitch.first_divergence` with what each row's replay held): one
+    changed since (replaced after its task, still written) becomes its error row, and the
+    others are compared without it; None when fewer than two ranks are left."""
+    from forensics.fleet.stitch import CaptureChanged, first_divergence
+
+    while True:
+        ranks = {r for c in captures for r in str(by_capture[c]["ranks"]).split(",") if r}
+        if len(ranks) < 2:
+            return None  # one rank: nothing to compare
+        try:
+            return first_divergence(captures, {c: by_capture[c]["held"] for c in captures})
+        except CaptureChanged as exc:
+            row = by_capture[exc.capture]
+            replaced = _parsed({"capture": row["capture"], "name": row["name"],
+                                "error": str(exc)})
+            row.clear()
+            row.update(replaced)
+            captures.remove(exc.capture)

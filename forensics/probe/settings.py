@@ -168,6 +168,16 @@ def process_tag(pid: int | None = None) -> str:
 
 
 def _capture(environ: Mapping[str, str], directory: Path) -> Path:
+    """The capture folder: ``FORENSICS_CAPTURE`` as the first process passed it down, else a
+    new name in ``directory``.
+
+    Raises:
+        ConfigurationError: it names no ``*.capture`` folder; or, with no
+            ``FORENSICS_CAPTURE_OWNER`` (so this process would make it), one outside
+            ``directory`` (``FORENSICS_DIR``): the probe names its captures there only, and
+            the variable is the probe's own (a stale or hand-set one put the capture, its
+            records, wherever it named, outside the directory the user chose).
+    """
     name, inherited = _get(environ, ENV_CAPTURE)
     if not inherited:
         return directory / unique_name()
@@ -175,6 +185,12 @@ def _capture(environ: Mapping[str, str], directory: Path) -> Path:
     if not path.name.endswith(".capture"):
         raise ConfigurationError(f"{name}={shown(inherited)} must name a '*.capture' "
                                  f"directory; unset it to let the probe name one")
+    if not _get(environ, ENV_OWNER)[1] and path.absolute().parent != directory:
+        raise ConfigurationError(
+            f"{name}={shown(inherited)} is not in {_get(environ, ENV_DIR)[0]} "
+            f"({shown(str(directory))}) and no {ENV_OWNER} says the engine's first process "
+            f"made it: it is the probe's own setting, passed to the processes it starts; unset "
+            f"it to let the probe name a capture in {_get(environ, ENV_DIR)[0]}")
     return path
 
 

@@ -49,19 +49,40 @@ class CheckResult:
     note: str = ""
     #: the variants checked: the accept command we suggest replays each of them again
     variants: list[str] = field(default_factory=lambda: list(DEFAULT_VARIANTS))
+    #: site -> records of the capture's sites this install does not know (a plugin not
+    #: installed here): no variant judged them, so the check cannot vouch for them
+    not_known: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return not self.differences
+        """Whether the replay matches the file and judged every record (a record of a site
+        this install does not know was judged by nothing: no match can be claimed for it)."""
+        return not self.differences and not self.not_known
+
+    def not_known_line(self) -> str:
+        """The line naming the records no variant judged, with its fix; or ``""``."""
+        if not self.not_known:
+            return ""
+        from forensics.present.conclusion import not_known_text
+
+        return (f"not judged: {not_known_text(self.not_known)}: install the plugin that "
+                "declares each and check again")
 
     def explain(self) -> str:
-        """A readable report of the differences and the command that accepts the new result."""
-        lines = [f"{terminal(self.capture.name)}: replay differs from {EXPECTED_NAME}:"]
+        """A readable report of the differences, of the records no variant judged, and the
+        command that accepts the new result (when it differs)."""
+        name = terminal(self.capture.name)
+        lines = [f"{name}: replay differs from {EXPECTED_NAME}:" if self.differences else
+                 f"{name}: matches {EXPECTED_NAME} in the records judged only:"]
         lines += [f"  - {d}" for d in self.differences]
+        if self.not_known:
+            lines.append(f"  {self.not_known_line()}")
         if self.obtained_path is not None:
             lines.append(f"  obtained result written to {terminal(self.obtained_path)}")
         if self.note:
             lines.append(f"  {self.note}")
+        if not self.differences:
+            return "\n".join(lines)
         others = [name for name in self.variants if name not in DEFAULT_VARIANTS]
         lines.append(f"  to accept it: forensics check {shell_path(self.capture)} --accept"
                      f"{self._variant_words('--variant', self.variants)}  (in a test suite: "
@@ -128,12 +149,14 @@ def choose_variants(expected: dict[str, Any], path: Path, variants: Sequence[str
     return list(expected["verdicts"] or DEFAULT_VARIANTS)
 
 
-def obtain(capture: Path, variants: Sequence[str]) -> dict[str, Any]:
-    """Replay ``capture`` through ``variants`` and return its expected object."""
+def obtain(capture: Path, variants: Sequence[str]) -> tuple[dict[str, Any], dict[str, int]]:
+    """Replay ``capture`` through ``variants``: its expected object, and site -> records of
+    its sites this install does not know (judged by no variant)."""
     from forensics.replaying import replay
 
     result = replay(capture, variants=list(variants))
-    return evidence_of(result, EXPECTED_KEYS, crash=True).to_json()
+    not_known = dict(getattr(result.capture, "unknown_sites", None) or {})
+    return evidence_of(result, EXPECTED_KEYS, crash=True).to_json(), not_known
 
 
 def check(capture: Path | str, variants: Sequence[str] | None = None,
@@ -144,7 +167,8 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     variant it names with ``trust_expected``; see :func:`choose_variants`). On a mismatch the
     obtained object is written to ``expected.obtained.json`` beside it (and on a match a stale
     one removed; what cannot be is said in ``note``, the verdict standing); with
-    ``write_obtained=False`` nothing is written or removed.
+    ``write_obtained=False`` nothing is written or removed. Records of sites this install does
+    not know are judged by no variant: ``not_known`` counts them, and the result is not ok.
     Raises:
         CaptureFormatError: no or malformed expected.json; any error of load or replay; a
             ``vllm+PATH.diff`` variant whose diff is missing, replayed or not.
@@ -157,9 +181,10 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     for name in chosen:
         if name not in known:  # not replayed, but a name no variant has is still refused
             resolve_variant(name)
-    obtained = obtain(capture, known) if known else {"verdicts": {}, "first_finding": {}}
+    obtained, not_known = (obtain(capture, known) if known
+                           else ({"verdicts": {}, "first_finding": {}}, {}))
     changed = differences(Evidence.from_json(expected), Evidence.from_json(obtained), chosen)
-    result = CheckResult(capture, changed, obtained, variants=list(chosen))
+    result = CheckResult(capture, changed, obtained, variants=list(chosen), not_known=not_known)
     if write_obtained:
         _leave_obtained(result)
     return result
@@ -195,12 +220,18 @@ def _remove_stale(path: Path) -> str:
 
 
 def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) -> Path:
-    """Replay ``capture`` through ``variants`` and write the result as its ``expected.json``."""
+    """Replay ``capture`` through ``variants`` and write the result as its ``expected.json``
+    (a warning names the records of sites this install does not know: no verdict of theirs
+    is in it)."""
     capture = Path(capture)
-    path = write_json(capture / EXPECTED_NAME, obtain(capture, variants))
+    obtained, not_known = obtain(capture, variants)
+    path = write_json(capture / EXPECTED_NAME, obtained)
     note = _remove_stale(capture / OBTAINED_NAME)
     if note:
         warnings.warn(note, stacklevel=2)
+    if not_known:  # the baseline holds no verdict of them
+        warnings.warn(f"{terminal(path)}: " + CheckResult(capture, not_known=not_known)
+                      .not_known_line(), stacklevel=2)
     return path
 
 

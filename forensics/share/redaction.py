@@ -117,7 +117,18 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
         OutputExistsError: ``out`` exists without ``force``.
         ConfigurationError: ``out`` is the input capture or lies inside it.
         EvidenceChangedError: the redacted capture would not replay to the same evidence.
+        PatchApplyError: a ``vllm+PATH.diff`` changed while it ran (each is named by its file
+            name and digest: :func:`forensics.variants.diffs_read_once`).
     """
+    from forensics.variants import DEFAULT_VARIANTS, diffs_read_once
+
+    with diffs_read_once(variants or DEFAULT_VARIANTS) as names:  # one diff, both replays
+        return _redact(capture, out, keep_manifest, names, force, progress)
+
+
+def _redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequence[str],
+            variants: Sequence[str], force: bool, progress: bool) -> RedactResult:
+    """:func:`redact`, each variant as its replays name it."""
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
     expected = shareable_evidence(evidence_of(result, crash=True))

@@ -101,7 +101,17 @@ def shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[
         ConfigurationError: ``out`` is the input capture or lies inside it.
         NothingToKeepError: the replay of ``capture`` has no finding and raises at no site.
         EvidenceChangedError: the written capture would not replay to the same evidence.
+        PatchApplyError: a diff changed while the shrink ran.
     """
+    from forensics.variants import DEFAULT_VARIANTS, diffs_read_once
+
+    with diffs_read_once(variants or DEFAULT_VARIANTS) as names:  # one diff, every replay
+        return _shrink(capture, out, names, force, progress)
+
+
+def _shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[str],
+            force: bool, progress: bool) -> ShrinkResult:
+    """:func:`shrink`, each variant as its replays name it."""
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
     reference_seconds = time.perf_counter() - start

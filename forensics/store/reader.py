@@ -86,6 +86,16 @@ class Capture:
     def __len__(self) -> int:
         return sum(len(s) for s in self._segments)
 
+    def held(self) -> str:
+        """A digest of the segment files this capture opened, as they were then
+        (:meth:`~forensics.store.segment.Segment.held`): a capture opened again after it was
+        replaced, or written to, has another. A triage compares it (its stitch reopens each
+        capture after its replay)."""
+        import hashlib
+
+        text = "\n".join(sorted(segment.held() for segment in self._segments))
+        return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
 

@@ -132,6 +132,7 @@ class Segment:
             size, self.stored = stored_size(fd)
             opened = os.fstat(fd)
             self._identity = (opened.st_dev, opened.st_ino)
+            self._stamp = (opened.st_size, opened.st_mtime_ns)
             if size == 0:
                 self.truncated = True
                 return
@@ -391,6 +392,12 @@ class Segment:
                 "capture's batches are stored uncompressed (a compressed body can decode to "
                 "far more memory than the file holds): rewrite the segment uncompressed, or "
                 "delete it")
+
+    def held(self) -> str:
+        """The file this segment opened, as it was then: name, device, inode, size and
+        modification time (read from the open file, so no file put at its path since)."""
+        return f"{self.name}:{self._identity[0]}:{self._identity[1]}:{self._stamp[0]}:" \
+            f"{self._stamp[1]}"
 
     def check_whole(self) -> None:
         """Refuse (CaptureFormatError) to read the mapping of a file truncated or replaced

@@ -11,7 +11,7 @@ Built-ins are registered here, plugins after them; ``resolve_variant`` also acce
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol, cast
 
@@ -120,6 +120,18 @@ def diffs_named(diffs: Mapping[str, str]) -> Iterator[None]:
         yield
     finally:
         _NAMED_DIFFS.reset(token)
+
+
+@contextlib.contextmanager
+def diffs_read_once(names: Sequence[str]) -> Iterator[list[str]]:
+    """``names`` with each ``vllm+PATH.diff`` as its shared name (:func:`shared_diffs`), each
+    known so while inside (:func:`diffs_named`): every replay inside runs the diff as it was
+    when named, or is refused (PatchApplyError, naming it). A command that replays many times
+    (shrink, redact) read the diff again each time: one edited meanwhile changed the code
+    between two replays."""
+    shown, diffs = shared_diffs(list(names))
+    with diffs_named(diffs):
+        yield shown
 
 
 #: the diffs known by their shared names in this context (:func:`diffs_named`): name -> path

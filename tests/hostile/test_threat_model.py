@@ -1063,6 +1063,32 @@ TESTS = {
     "T72f": ["tests/hostile/test_round14_attack_c.py::"
              "test_redaction_keeps_every_finding_of_a_clamped_placeholder",
              "tests/hostile/test_round14_attack_c.py::test_the_token_table_keeps_0_and_cycles_the_rest"],
+    "T73a": ["tests/hostile/test_round14_fix14b.py::"
+             "test_check_says_the_records_of_a_site_not_installed_were_not_judged",
+             "tests/hostile/test_round14_fix14b.py::"
+             "test_check_of_known_sites_still_matches",
+             "tests/hostile/test_round14_fix14b.py::"
+             "test_the_pytest_plugin_fails_a_capture_whose_records_were_not_judged",
+             "tests/hostile/test_round14_fix14b.py::"
+             "test_triage_says_the_records_of_a_site_not_installed_were_not_judged",
+             "tests/hostile/test_round14_fix14b.py::"
+             "test_triage_of_known_sites_names_nothing_not_judged"],
+    "T73b": ["tests/hostile/test_round14_fix14b.py::"
+             "test_a_diff_edited_while_a_shrink_runs_is_refused",
+             "tests/hostile/test_round14_fix14b.py::"
+             "test_a_diff_left_alone_shrinks_named_by_its_digest"],
+    "T73c": ["tests/hostile/test_round14_fix14b.py::"
+             "test_a_capture_replaced_before_the_stitch_is_its_error_row",
+             "tests/hostile/test_round14_fix14b.py::"
+             "test_an_engine_left_alone_is_still_stitched",
+             "tests/hostile/test_round14_fix14b.py::"
+             "test_a_piece_reading_other_files_than_its_sibling_is_its_error_row"],
+    "T73d": ["tests/hostile/test_round14_fix14b.py::"
+             "test_a_capture_named_outside_the_directory_is_refused",
+             "tests/hostile/test_round14_fix14b.py::"
+             "test_the_plugin_refuses_it_before_making_anything",
+             "tests/hostile/test_round14_fix14b.py::"
+             "test_a_capture_in_the_directory_or_with_its_owner_is_kept"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
