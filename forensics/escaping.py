@@ -98,11 +98,12 @@ _MD_CLOSING = re.compile(r"(\s)(#+\s*)$")
 #: a run of backticks: a code span opens at one and closes at the next run of its length
 _MD_BACKTICKS = re.compile("`+")
 #: what GitHub turns into a notification or a link to an issue wherever it stands outside
-#: code (a backslash does not stop it): a mention (``@user``, ``@org/team``), an issue or pull
-#: request reference (``#123``, ``owner/repo#123``, ``GH-123``); group 1 is the run of
-#: backslashes before it
-_MD_PING = re.compile(r"(\\*)(@[A-Za-z0-9][A-Za-z0-9-]*|#[0-9]+|(?<![A-Za-z0-9])GH-[0-9]+)",
-                      re.IGNORECASE)
+#: code (a backslash does not stop it): a mention (``@user``, ``@org/team``: an ``@`` after no
+#: letter, digit or ``_``, as GitHub reads one, so ``fix.diff@bdea3073`` and an address stay
+#: as they are), an issue or pull request reference (``#123``, ``owner/repo#123``,
+#: ``GH-123``); group 1 is the run of backslashes before it
+_MD_PING = re.compile(r"(\\*)((?<![A-Za-z0-9_])@[A-Za-z0-9][A-Za-z0-9-]*|#[0-9]+"
+                      r"|(?<![A-Za-z0-9])GH-[0-9]+)", re.IGNORECASE)
 #: first characters that make a spreadsheet evaluate a cell
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 #: first characters of a CSV cell prefixed with ``'``: a formula's, and ``'`` itself (so the

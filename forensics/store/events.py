@@ -28,7 +28,9 @@ MAX_CONTAINERS = 40 * MAX_EVENTS
 #: out its stop, nor make the capture past what a reader opens)
 VITAL_KINDS = frozenset({"probe_start", "probe_stop", "engine_exception", "guard_violation",
                          "probe_writer_lost"})
-#: what each cap keeps for :data:`VITAL_KINDS` alone: bytes, events (and 40 lists a piece)
+#: what each cap keeps for :data:`VITAL_KINDS` alone in a probe's events file (at most an eighth
+#: of the cap; a capture written again, as ``import`` writes one, keeps none: no process of it
+#: ends after it): bytes, events (and 40 lists a piece)
 RESERVE_BYTES, RESERVE_EVENTS = 4 << 20, 1_000
 
 
@@ -88,16 +90,18 @@ class EventLog:
 
     def _fits(self, event: dict[str, Any], size: list[int]) -> None:
         """Refuse an event that would take the file past a reader's caps (each less its
-        reserve for :data:`VITAL_KINDS`, unless the event is one): a capture past them is
-        refused whole by every command. A probe's event is counted in :attr:`dropped`; a
-        capture written again (every process's events in one file) fails in one line.
+        reserve for :data:`VITAL_KINDS`, unless the event is one or the capture is written
+        again): a capture past them is refused whole by every command. A probe's event is
+        counted in :attr:`dropped`; a capture written again (every process's events in one
+        file) fails in one line.
 
         Raises:
             EventsFullError: naming the file and the cap.
         """
-        vital = event.get("kind") in VITAL_KINDS
         caps = (LIMITS["events file"], MAX_EVENTS, MAX_CONTAINERS)
-        reserves = (0, 0, 0) if vital else (RESERVE_BYTES, RESERVE_EVENTS, 40 * RESERVE_EVENTS)
+        reserves = ((0, 0, 0) if event.get("kind") in VITAL_KINDS or self.process == WRITTEN_AGAIN
+                    else tuple(min(r, c // 8) for r, c in zip(
+                        (RESERVE_BYTES, RESERVE_EVENTS, 40 * RESERVE_EVENTS), caps, strict=True)))
         if all(h + s <= c - r for h, s, c, r in zip(self._held, size, caps, reserves,
                                                      strict=True)):
             return

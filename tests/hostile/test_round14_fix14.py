@@ -252,9 +252,10 @@ def _outside_code(markdown_text: str) -> str:
 
 
 def _unpinged(markdown_text: str) -> None:
-    """No mention or issue reference of :data:`PINGS` outside a code span."""
+    """No mention or issue reference of :data:`PINGS` outside a code span (an ``@`` after a
+    letter, digit or ``_`` is no mention on GitHub: ``r@octocat`` pings no one)."""
     shown = _outside_code(markdown_text)
-    assert not re.search(r"@octocat|#1234|GH-77", shown), shown[:2000]
+    assert not re.search(r"(?<![A-Za-z0-9_])@octocat|#1234|GH-77", shown), shown[:2000]
 
 
 @pytest.mark.parametrize("text", ["@octocat", "hi @octocat!", "see #1234", "org/repo#1234",
@@ -296,3 +297,14 @@ def test_every_markdown_output_leaves_no_mention_or_reference(
     code, out, _ = run_cli(capsys, "triage", pinging_capture.parent, "--format", "markdown")
     assert code == 0 and "octocat" in out
     _unpinged(out)
+
+
+@pytest.mark.parametrize("text", ["vllm+fix.diff@bdea3073", "alice@example.com", "x_@y"])
+def test_an_at_after_a_word_is_no_mention_and_stays_as_it_is(text: str) -> None:
+    """GitHub reads ``@`` as a mention only after no letter, digit or ``_``: a diff named by
+    its digest (``vllm+fix.diff@bdea3073``, the report's and summary's column) or an address
+    is no mention, and stays plain text (it became ``fix.diff`@bdea3073```)."""
+    from forensics.escaping import markdown
+
+    for raw in (False, True):
+        assert "`" not in markdown(text, raw=raw), markdown(text, raw=raw)

@@ -1046,7 +1046,9 @@ TESTS = {
     "T71d": ["tests/hostile/test_round14_fix14.py::"
              "test_markdown_leaves_no_mention_or_reference_and_renders_the_text",
              "tests/hostile/test_round14_fix14.py::"
-             "test_every_markdown_output_leaves_no_mention_or_reference"],
+             "test_every_markdown_output_leaves_no_mention_or_reference",
+             "tests/hostile/test_round14_fix14.py::"
+             "test_an_at_after_a_word_is_no_mention_and_stays_as_it_is"],
     "T72a": ["tests/hostile/test_round14_attack_c.py::"
              "test_a_repro_number_past_int64_is_the_data_files_fault_in_one_line",
              "tests/hostile/test_round14_attack_c.py::test_a_repro_number_within_int64_still_decodes"],
