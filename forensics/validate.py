@@ -9,13 +9,12 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError
 from forensics.records import INT64_MAX, INT64_MIN, MAX_RANK, FieldSpec, Record, check_value
-from forensics.schema import SiteSchema
+from forensics.schema import SUMMARY_COMMON, SiteSchema
 from forensics.sites import get_site
 
 if TYPE_CHECKING:
     from forensics.sites._common import BatchColumns
 
-SUMMARY_COMMON = ("min", "max")
 #: the largest vocabulary, embedding row count, output length or draft count a real engine
 #: has (2**24, about 16.8 million; the largest vocabularies today are near 2**18): a capture's
 #: integer past it is refused before anything is sized by it

@@ -141,7 +141,7 @@ from forensics.sites.base import LogLine, Site  # noqa: E402  (the SITE declarat
 #: the SM70 fork's probe line: ``SM70-TEMB: rows=R input=(T,) dtype=D min=A max=B``
 LOG_LINE = LogLine(re.compile(r"SM70-TEMB:\s*rows=(?P<rows>\d+)\s+input=\((?P<shape>[\d,\s]*)\)"
                               r"\s+dtype=(?P<dtype>\S+)\s+min=(?P<min>-?\d+)\s+max=(?P<max>-?\d+)"),
-                   log_fields)
+                   log_fields, counts=("num_tokens",))
 
 #: this module's site: its schema and operations (the registry holds it)
 #: ``forensics repro``: the vLLM function a standalone test calls with one record ``r``,

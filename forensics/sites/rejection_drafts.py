@@ -52,7 +52,6 @@ from forensics.sites._common import (
     BatchColumns,
     RecordColumns,
     RunColumns,
-    require,
     require_len,
     require_unique,
     screen_unique,

@@ -144,3 +144,72 @@ def test_a_number_up_to_max_digits_prints_in_full(tmp_path: Path) -> None:
     assert module.number(-(10**39)) == "-1" + "0" * 39  # 40 digits
     assert module.number(10**40) == "1000000000...0000000000 (41 digits)"
     assert module.number(7) == "7"
+
+
+# ------------------------------------- T74c: redact maps only the fields that are token ids
+
+#: the SM70 probe's line, with a request number and a process's numbers the line may carry
+PROBE = ("(EngineCore_DP0 pid=3000123) SM70-OUTPROBE: OUT-PATH out-of-range sampled ids "
+         "[248320] (vocab_size=248320 num_sampled_ids=1 num_placeholders=5 first_placeholder=1 "
+         "old_no_spec_end=23997 request_num=987654321 pid=3000123 uid=1000)\n")
+#: the embedding's probe line: ids 5 (in range: permuted) to 250000 (past the rows: stays)
+TEMB = "(EngineCore_DP0 pid=1) SM70-TEMB: rows=248320 input=(7,) dtype=torch.int64 min=5 " \
+       "max=250000\n"
+
+
+def _imported(folder: Path, text: str) -> tuple[Any, Any]:
+    """The capture imported from a log of ``text`` and its redacted copy, loaded."""
+    import forensics
+    from forensics.importers import import_sources
+
+    (folder / "e.log").write_text(text)
+    import_sources([folder / "e.log"], folder / "o.capture")
+    forensics.redact(folder / "o.capture", folder / "r.capture")
+    return forensics.load(folder / "o.capture"), forensics.load(folder / "r.capture")
+
+
+def test_a_summary_records_counts_and_line_stay_as_they_are(tmp_path: Path) -> None:
+    """``num_sampled_ids=1`` became 86575 and the importer's ``line`` a random number (every
+    integer of a token site's summary went through the permutation but its bound); a request
+    number past the bound stayed. Now the counts, positions and line stay; an integer of a
+    name nobody declared goes, listed as ``records.async_output.*``."""
+    original, redacted = _imported(tmp_path, PROBE + TEMB)
+    before, after = ([r.fields for r in capture] for capture in (original, redacted))
+    kept = ("line", "num_sampled_ids", "num_placeholders", "first_placeholder",
+            "old_no_spec_end", "vocab_size", "max")
+    assert {k: after[0][k] for k in kept} == {k: before[0][k] for k in kept}, after[0]
+    assert after[0]["line"] == 1 and after[0]["num_sampled_ids"] == 1
+    assert not {"request_num", "pid", "uid"} & set(after[0])
+    assert 987654321 not in after[0].values()
+    assert "records.async_output.*" in redacted.manifest["redaction"]["dropped"]
+    assert after[1]["num_tokens"] == 7 and after[1]["line"] == 2  # the embedding's
+    assert after[1]["max"] == 250000 and after[1]["min"] != 5  # an id past the rows stays
+
+
+def test_a_redacted_summary_replays_to_the_same_findings(tmp_path: Path) -> None:
+    import forensics
+    from forensics.present.tables import findings_table
+
+    _imported(tmp_path, PROBE + TEMB)
+    columns = ["site", "step", "kind", "tensor", "value", "lower", "upper"]
+    tables = [findings_table(forensics.replay(tmp_path / name))[columns].to_dict("records")
+              for name in ("o.capture", "r.capture")]
+    assert tables[0] and tables[0] == tables[1]
+
+
+def test_min_and_max_of_a_tensor_of_no_ids_are_no_ids(tmp_path: Path) -> None:
+    """A summary of the embedding's ``positions`` (its ``tensor`` names them): its min and max
+    are positions, not token ids, and stay; of its ``input_ids`` they are ids, permuted."""
+    import forensics
+    from forensics.records import Record
+    from forensics.store.writer import CaptureWriter
+
+    writer = CaptureWriter(tmp_path / "o.capture", {})
+    for step, tensor in enumerate(("positions", "input_ids")):
+        writer.append(Record("embedding", step, 0, {"min": 10, "max": 20, "tensor": tensor,
+                                                    "num_embeddings": 1000}, summary=True))
+    writer.close()
+    forensics.redact(tmp_path / "o.capture", tmp_path / "r.capture")
+    positions, ids = (r.fields for r in forensics.load(tmp_path / "r.capture"))
+    assert (positions["min"], positions["max"]) == (10, 20)
+    assert (ids["min"], ids["max"]) != (10, 20)
