@@ -155,9 +155,10 @@ def check_limits(record: Record, where: str) -> Record:
         if spec.limits is not None and name in record.fields:
             low, high = spec.limits
             if not low <= record.fields[name] <= high:
+                what = f">= {low}" if high == INT64_MAX else f"in [{low}, {high}]"
                 raise CaptureFormatError(
-                    f"{where}: field {name!r} must be in [{low}, {high}], got "
-                    f"{record.fields[name]}; fix the producer or the dump")
+                    f"{where}: field {name!r} must be {what}, got {record.fields[name]}; fix "
+                    "the producer or the dump")
     return record
 
 
