@@ -32,6 +32,9 @@ from forensics.errors import CaptureFormatError
 EXTRA_PREFIX = "extra."
 #: the range of an int64: an int field's, and every integer column's of a capture
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: the ``limits`` of an int field that counts or sizes something (0 allowed), and of one that
+#: must be positive
+COUNT, POSITIVE = (0, INT64_MAX), (1, INT64_MAX)
 #: a record's rank is below this: a capture's segment file names hold a rank of at most six
 #: digits (:data:`forensics.store.paths.SEGMENT_RE`), a larger one's records would be read by
 #: no one
@@ -49,7 +52,9 @@ class FieldSpec:
     ``token_ids``: its values are token ids (redaction permutes them); ``token_bound``: it
     bounds the token ids (``vocab_size``: redaction permutes the ids below every such bound);
     ``rank_shared``: every rank of one tensor-parallel engine holds the same values (a rank
-    divergence there is a finding, :mod:`forensics.fleet.stitch`)."""
+    divergence there is a finding, :mod:`forensics.fleet.stitch`); ``limits``: the range an
+    ``int`` field (a count or a bound) lies in, both ends included (None: any int64), checked
+    when records are read and by the generated repro (:mod:`forensics.share.repro`)."""
 
     name: str
     kind: str
@@ -59,6 +64,7 @@ class FieldSpec:
     token_ids: bool = False
     token_bound: bool = False
     rank_shared: bool = False
+    limits: tuple[int, int] | None = None
 
 
 @dataclass

@@ -17,6 +17,10 @@ from typing import TYPE_CHECKING
 
 from forensics.records import FIELD_KINDS, FieldSpec, Record
 
+#: the fields every summary record holds besides its bound: the least and greatest value of the
+#: tensor it describes
+SUMMARY_COMMON = ("min", "max")
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -95,6 +99,16 @@ class SiteSchema:
     def token_bounds(self) -> tuple[str, ...]:
         """The fields that bound token ids (``FieldSpec.token_bound``)."""
         return tuple(spec.name for spec in self.fields if spec.token_bound)
+
+    def summary_ids(self, tensor: object = None) -> frozenset[str]:
+        """The fields of a summary record that hold token ids: ``min`` and ``max`` unless the
+        tensor they describe (``tensor``: the record's own, else ``summary_tensor``; ``out.X``:
+        the output ``X``) is a field of this site holding none, and an extra named like one of
+        its token fields (:attr:`token_fields`)."""
+        described = (tensor if isinstance(tensor, str) else self.summary_tensor)
+        base = described.removeprefix("out.")
+        plain = base in self.field_specs() and base not in self.token_fields
+        return self.token_fields | frozenset(() if plain else SUMMARY_COMMON)
 
     def field_specs(self) -> dict[str, FieldSpec]:
         """Every field a full record of the site may carry, ``<field>_after`` outputs

@@ -8,14 +8,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.errors import CaptureFormatError
-from forensics.records import MAX_RANK, FieldSpec, Record, check_value
-from forensics.schema import SiteSchema
+from forensics.records import INT64_MAX, INT64_MIN, MAX_RANK, FieldSpec, Record, check_value
+from forensics.schema import SUMMARY_COMMON, SiteSchema
 from forensics.sites import get_site
 
 if TYPE_CHECKING:
     from forensics.sites._common import BatchColumns
 
-SUMMARY_COMMON = ("min", "max")
 #: the largest vocabulary, embedding row count, output length or draft count a real engine
 #: has (2**24, about 16.8 million; the largest vocabularies today are near 2**18): a capture's
 #: integer past it is refused before anything is sized by it
@@ -138,8 +137,34 @@ def check_caps(record: Record, where: str) -> Record:
     return record
 
 
+def int_range(spec: FieldSpec) -> tuple[int, int]:
+    """The range an int field's value lies in, both ends included: its ``limits`` (int64's
+    when none), at most :data:`MAX_BOUND` for a field of :data:`CAPPED_FIELDS`; the one rule
+    records are read by and a generated repro's data file is (:mod:`forensics.share.repro`)."""
+    low, high = spec.limits or (INT64_MIN, INT64_MAX)
+    return low, min(high, MAX_BOUND) if spec.name in CAPPED_FIELDS else high
+
+
+def check_limits(record: Record, where: str) -> Record:
+    """Return ``record`` when every int field it holds lies in its ``limits``.
+
+    Raises:
+        CaptureFormatError: naming the field, its value and the range.
+    """
+    for name, spec in site_field_specs(record.site).items():
+        if spec.limits is not None and name in record.fields:
+            low, high = spec.limits
+            if not low <= record.fields[name] <= high:
+                what = f">= {low}" if high == INT64_MAX else f"in [{low}, {high}]"
+                raise CaptureFormatError(
+                    f"{where}: field {name!r} must be {what}, got {record.fields[name]}; fix "
+                    "the producer or the dump")
+    return record
+
+
 def _check_cross_fields(site: SiteSchema, record: Record, where: str) -> Record:
     check_caps(record, where)
+    check_limits(record, where)
     if site.check_record is not None:
         site.check_record(record, where)
     return record
@@ -168,6 +193,9 @@ def screen_batch(site: str, cols: BatchColumns) -> np.ndarray:
             bad |= present & (cols.ndim(name) != spec.ndim)
         if name in CAPPED_FIELDS and present.any():
             bad |= present & _past_cap(cols, name, spec.kind)
+        if spec.limits is not None and present.any():
+            ints = cols.ints(name)
+            bad |= present & ((ints < spec.limits[0]) | (ints > spec.limits[1]))
     try:
         return bad if check is None else bad | check(cols)
     except ScreenUnsure:

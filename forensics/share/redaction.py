@@ -4,7 +4,7 @@ What changes, and what never does:
 
 - **token ids** (:func:`token_fields`, the fields each site's schema flags
   ``token_ids``: sampled, input, device, draft and output ids, their
-  ``_after`` copies, and the ``min``/``max`` and integer extras of token summary records) in
+  ``_after`` copies, and a summary record's ``min``/``max`` of a tensor of token ids) in
   ``[0, D)`` go through
   one keyed random permutation of ``[0, D)``, where ``D`` is the smallest token bound in the
   capture (every field flagged ``token_bound``): the same id maps to the same id
@@ -35,8 +35,11 @@ dict
   exception type and message in :data:`PUBLIC_ERROR_FIELDS`), which maintainers search for:
   it is kept with paths, hosts, addresses and ids stripped out of it, and only as far as its
   words are vLLM's, torch's and CUDA's own (:mod:`forensics.share.error_text`).
-- summary records keep their integer fields (renamed ``extra<n>`` when their name is not a
-  known field) and a ``tensor`` that names a known field; other strings go.
+- summary records keep their token ids permuted (their ``min``/``max`` where the tensor they
+  describe holds ids, as the site's schema declares), the integers of a name the toolkit
+  knows as they are (the bound, the importer's ``line``, the probe line's counts and
+  positions), and a ``tensor`` that names a known field; an integer of another name goes
+  (it may be an id, and a count permuted would be a false number), as other strings do.
 - the flight recorder's ``kernel_launch`` and ``kernel_summary`` events go (a launch holds
   its tensors' contents, token ids among them), listed with the dropped fields (as
   ``kernel_launch events``); the manifest is written again once every record and event is,
@@ -292,24 +295,29 @@ class Redactor:
         return [self.request(v) for v in value]
 
     def _summary(self, record: Record) -> dict[str, Any]:
-        """Integer fields kept (on token sites every one but the bound permuted, extras
-        renamed ``extra<n>`` unless a known field; a process's or a machine's number,
-        :data:`DROPPED_NUMBER_KEYS`, dropped as in the manifest: a pid past the token bound
-        was kept as it was), ``tensor`` kept when it names a known field; the rest dropped."""
+        """A summary record's fields by what they are: its token ids permuted (those its site's
+        schema declares, :meth:`~forensics.schema.SiteSchema.summary_ids`), the other integers
+        of a name the toolkit knows (the bound, the importer's ``line``, the probe line's
+        counts and positions, :attr:`~forensics.sites.base.LogLine.counts`) kept as they are,
+        ``tensor`` kept when it names a known field; an integer of another name dropped (it
+        may be an id, and a count permuted would be a false number), as a process's or a
+        machine's number (:data:`DROPPED_NUMBER_KEYS`) and every other value are."""
         schema = site_schema(record.site)
-        token_site = schema.summary_bound in schema.token_bounds
+        ids = schema.summary_ids(record.get("tensor"))
+        plain = schema.log_line.counts if schema.log_line is not None else ()
         fields: dict[str, Any] = {}
         for name, value in record.fields.items():
-            key = name if shareable_key(name) else f"extra{len(fields)}"
-            if name in DROPPED_NUMBER_KEYS:
-                self.dropped.add(f"records.{record.site}.{name}")
-            elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-                fields[key] = (self.ids(value) if token_site and name not in schema.token_bounds
-                               else value)
+            number = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            if number and name in ids:
+                fields[name] = self.ids(value)
+            elif number and name not in DROPPED_NUMBER_KEYS and (shareable_key(name)
+                                                                 or name in plain):
+                fields[name] = value
             elif name == "tensor" and known_tensor(value):
                 fields[name] = value
             else:
-                self.dropped.add(f"records.{record.site}.{name if key == name else '*'}")
+                known = shareable_key(name) or name in DROPPED_NUMBER_KEYS
+                self.dropped.add(f"records.{record.site}.{name if known else '*'}")
         return fields
 
     def manifest(self, manifest: dict[str, Any]) -> dict[str, Any]:

@@ -209,6 +209,7 @@ def script_text() -> str:
     from forensics.share.repro_template import HEAD
     from forensics.share.repro_template_tail import TAIL
     from forensics.sites import get_site
+    from forensics.validate import int_range
 
     runners = []
     for name in reproducible_sites():
@@ -219,9 +220,10 @@ def script_text() -> str:
     runners.append("\n\n#: the sites whose vLLM code is a Triton kernel (run in Triton's "
                    "interpreter, each in its own process)\n"
                    f"TRITON_SITES = frozenset({tuple(triton)!r})\n")
-    fields = {name: {spec.name: [spec.kind, spec.ndim, spec.required]
+    fields = {name: {spec.name: [spec.kind, spec.ndim, spec.required, list(int_range(spec))]
                      for spec in get_site(name).fields} for name in reproducible_sites()}
-    runners.append("#: each site's record fields: [kind, dimensions of a tensor, required]\n"
+    runners.append("#: each site's record fields: [kind, dimensions of a tensor, required, the "
+                   "range of an int (both ends in)]\n"
                    f"FIELDS = {fields!r}\n")
     return HEAD.replace("@UNPRINTED_CLASS@", unprinted_class()) + "".join(runners) + TAIL
 

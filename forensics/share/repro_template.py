@@ -73,6 +73,9 @@ MAX_DEADLINE = 3600
 #: the range of every number of a record (a capture stores them as int64): past it torch
 #: refuses a shape or an argument with an internal error
 INT64 = (-(1 << 63), (1 << 63) - 1)
+#: the most digits of a number a message prints in full: past them, its first and last
+#: `NUMBER_ENDS` digits and its count of digits (a forged number may hold thousands)
+MAX_DIGITS, NUMBER_ENDS = 40, 10
 #: the prefix of the line a Triton case's process prints its outcome on (vLLM logs to stdout)
 OUTCOME = "REPRO-OUTCOME "
 #: the most bytes one buffer a test allocates from a record's numbers may take: 1 GiB, or
@@ -100,12 +103,23 @@ def _once(pairs):
     return dict(pairs)
 
 
-def _int(value, where, low=None, high=None):
-    """``value`` when it is an int (not a bool) within [low, high]."""
+def number(value):
+    """An integer as a message prints it: in full up to ``MAX_DIGITS`` digits, else its first
+    and last ``NUMBER_ENDS`` digits with the count of digits (the one rule of every message)."""
+    text = str(value)
+    digits = len(text.lstrip("-"))
+    if digits <= MAX_DIGITS:
+        return text
+    return f"{text[:-digits + NUMBER_ENDS]}...{text[-NUMBER_ENDS:]} ({digits} digits)"
+
+
+def _int(value, where, low=INT64[0], high=INT64[1]):
+    """``value`` when it is an int (not a bool) within [low, high] (int64's range unless
+    given: a capture stores its numbers as int64)."""
     if not isinstance(value, int) or isinstance(value, bool):
         _fail(where, f"expected an integer, got {type(value).__name__}")
-    if (low is not None and value < low) or (high is not None and value > high):
-        _fail(where, f"{value} is outside [{low}, {high}]")
+    if not low <= value <= high:
+        _fail(where, f"{number(value)} is outside [{low}, {high}]")
     return value
 
 
@@ -238,8 +252,9 @@ class Fields(dict):
 
 def decode(field, where, spec=None):
     """One record field as the value the vLLM call reads (a tensor, an int, ids, a map); of
-    the kind and (a tensor) the dimensions ``spec`` gives, where given (its site's schema:
-    ``[kind, dimensions, required]``)."""
+    the kind, (a tensor) the dimensions and (an int: a count or a bound) the range ``spec``
+    gives, where given (its site's schema: ``[kind, dimensions, required, [low, high]]``):
+    the one place a record's count or bound is checked before a call is sized by it."""
     kind, value = field["kind"], field["value"]
     ndim = None if spec is None else spec[1]
     if spec is not None and kind != spec[0] and kind in KINDS:
@@ -249,7 +264,7 @@ def decode(field, where, spec=None):
         if not isinstance(value["dtype"], str) or value["dtype"] not in DTYPES:
             _fail(where, f"dtype {ascii(value['dtype'])} is not one of {sorted(DTYPES)}")
         dtype = DTYPES[value["dtype"]]
-        shape = [_int(n, f"{where}.shape", 0, INT64[1])
+        shape = [_int(n, f"{where}.shape", 0)
                  for n in _list(value["shape"], f"{where}.shape")]
         if not 1 <= len(shape) <= 2 or (ndim is not None and len(shape) != ndim):
             _fail(f"{where}.shape", f"expected {ndim or '1 or 2'} dimension(s)")
@@ -261,15 +276,15 @@ def decode(field, where, spec=None):
             _fail(f"{where}.values", f"{len(flat)} values for the shape {shape}")
         return torch.tensor(flat, dtype=dtype).reshape(shape)
     if kind == "int":
-        return _int(value, where, *INT64)
+        return _int(value, where, *([] if spec is None else spec[3]))
     if kind in ("str_list", "opt_str_list"):
         return [_str(v, where, optional=kind == "opt_str_list") for v in _list(value, where)]
     if kind == "index_map":
         if not isinstance(value, dict):
             _fail(where, "expected an object")
-        return {_str(k, where): _int(v, where, *INT64) for k, v in value.items()}
+        return {_str(k, where): _int(v, where) for k, v in value.items()}
     if kind == "ragged":
-        return [[_int(v, where, *INT64) for v in _list(row, where)]
+        return [[_int(v, where) for v in _list(row, where)]
                 for row in _list(value, where)]
     _fail(where, f"unknown kind {ascii(kind)}")
 

@@ -3,10 +3,10 @@ where its record holds the same value (numpy-free: ``import forensics.sites`` st
 
 from __future__ import annotations
 
-from forensics.records import FieldSpec
+from forensics.records import COUNT, FieldSpec
 
 #: the vocabulary that bounds a record's token ids (redaction permutes the ids below it)
-VOCAB_SIZE = FieldSpec("vocab_size", "int", token_bound=True,
+VOCAB_SIZE = FieldSpec("vocab_size", "int", token_bound=True, limits=COUNT,
                        doc="ids must lie in [0, vocab_size)")
 #: the request of each batch row, when the probe knows them (findings name them)
 REQ_IDS = FieldSpec("req_ids", "str_list", required=False, doc="requests of the batch rows")

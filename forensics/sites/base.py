@@ -52,10 +52,13 @@ class LogLine:
     (:mod:`forensics.importers.logs`): ``pattern`` finds the line, ``fields(match, number)``
     makes the record's fields from the match, each integer read with ``number`` (the
     importer's conversion of a decimal text: one too long for int64 comes back outside it,
-    and the importer refuses the line)."""
+    and the importer refuses the line); ``counts``: the integer fields it writes besides
+    ``min``, ``max`` and the bound that count or place something (a length, a row, a
+    position: no token id, so redaction keeps them as they are)."""
 
     pattern: re.Pattern[str]
     fields: Callable[[re.Match[str], Callable[[str], int]], dict[str, Any]]
+    counts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

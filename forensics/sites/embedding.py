@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from forensics.outcome import INDEX_ERROR, STATUSES, Outcome
-from forensics.records import FieldSpec, Record
+from forensics.records import COUNT, POSITIVE, FieldSpec, Record
 from forensics.sites._common import (
     BatchColumns,
     RecordColumns,
@@ -36,8 +36,8 @@ NAME = "embedding"
 FIELDS = (
     FieldSpec("input_ids", "tensor", rank_shared=True, doc="[t]", token_ids=True),
     FieldSpec("num_embeddings", "int", doc="rows of the weight being indexed",
-              token_bound=True),
-    FieldSpec("tp_size", "int", required=False),
+              token_bound=True, limits=COUNT),
+    FieldSpec("tp_size", "int", required=False, limits=POSITIVE),
     REQ_IDS,
     FieldSpec("cu_num_tokens", "tensor", required=False, doc="[n] token -> row mapping"),
     FieldSpec("positions", "tensor", required=False,
@@ -50,14 +50,13 @@ _MESSAGE = "IndexError: index out of range in self"
 
 
 def check_record(record: Record, where: str) -> None:
-    """Cross-field checks: sane bound and tensor-parallel size, a row mapping that covers at
+    """Cross-field checks (the bound's and tensor-parallel size's ranges are the schema's
+    ``limits``): a row mapping that covers at
     most the ids and names one request per row.
 
     Raises:
         CaptureFormatError: naming the field and what was expected.
     """
-    require(record["num_embeddings"] >= 0, where, "num_embeddings", "must be >= 0")
-    require(record.get("tp_size", 1) >= 1, where, "tp_size", "must be >= 1")
     cu = record.get("cu_num_tokens")
     if cu is not None:
         require_len(record, "req_ids", len(cu), where, "one per entry of 'cu_num_tokens'")
@@ -70,8 +69,7 @@ def check_record(record: Record, where: str) -> None:
 
 def check_batch(cols: BatchColumns) -> np.ndarray:
     """:func:`check_record` on a whole batch at once: the records it may reject."""
-    bad = (cols.ints("num_embeddings") < 0) | (cols.present("tp_size")
-                                                & (cols.ints("tp_size") < 1))
+    bad = np.zeros(cols.rows, dtype=bool)
     has_cu = cols.present("cu_num_tokens")
     if not has_cu.any():
         return bad
@@ -143,7 +141,7 @@ from forensics.sites.base import LogLine, Site  # noqa: E402  (the SITE declarat
 #: the SM70 fork's probe line: ``SM70-TEMB: rows=R input=(T,) dtype=D min=A max=B``
 LOG_LINE = LogLine(re.compile(r"SM70-TEMB:\s*rows=(?P<rows>\d+)\s+input=\((?P<shape>[\d,\s]*)\)"
                               r"\s+dtype=(?P<dtype>\S+)\s+min=(?P<min>-?\d+)\s+max=(?P<max>-?\d+)"),
-                   log_fields)
+                   log_fields, counts=("num_tokens",))
 
 #: this module's site: its schema and operations (the registry holds it)
 #: ``forensics repro``: the vLLM function a standalone test calls with one record ``r``,

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from forensics.outcome import INDEX_ERROR, OK, Access, Outcome
-from forensics.records import FieldSpec, Record
+from forensics.records import COUNT, FieldSpec, Record
 from forensics.screening import as_int64
 from forensics.sites._common import (
     BatchColumns,
@@ -63,9 +63,12 @@ FIELDS = (
     FieldSpec("num_sampled", "tensor", doc="[n]"),
     FieldSpec("num_rejected", "tensor", doc="[n]"),
     FieldSpec("total_len", "tensor", doc="[m] per slot"),
-    FieldSpec("all_token_ids_width", "int", doc="columns of all_token_ids (max_model_len)"),
-    FieldSpec("bin_counts_rows", "int", doc="rows of output_bin_counts (0: no counts kept)"),
-    FieldSpec("bin_counts_width", "int", doc="columns of output_bin_counts (the vocabulary)"),
+    FieldSpec("all_token_ids_width", "int", doc="columns of all_token_ids (max_model_len)",
+              limits=COUNT),
+    FieldSpec("bin_counts_rows", "int", doc="rows of output_bin_counts (0: no counts kept)",
+              limits=COUNT),
+    FieldSpec("bin_counts_width", "int", doc="columns of output_bin_counts (the vocabulary)",
+              limits=COUNT),
     VOCAB_SIZE,
     FieldSpec("query_start_loc", "tensor", required=False, doc="[n + 1]"),
     FieldSpec("draft_tokens", "tensor", ndim=2, required=False, token_ids=True,
@@ -83,7 +86,7 @@ _SLOTS = ("num_computed_tokens", "last_sampled_tokens", "total_len")
 
 def check_record(record: Record, where: str) -> None:
     """Cross-field checks: per-row fields with one entry per row, per-slot buffers of one
-    length, drafts given with their destination, sane sizes.
+    length, drafts given with their destination (sizes: the schema's ``limits``).
 
     Raises:
         CaptureFormatError: naming the field and what was expected.
@@ -98,8 +101,6 @@ def check_record(record: Record, where: str) -> None:
     require_unique(record, "req_ids", where)
     require(("draft_tokens" in record) == ("draft_tokens_out" in record), where,
             "draft_tokens_out", "must be given exactly when 'draft_tokens' is")
-    for name in ("all_token_ids_width", "bin_counts_rows", "bin_counts_width", "vocab_size"):
-        require(record[name] >= 0, where, name, "must be >= 0")
 
 
 def check_batch(cols: BatchColumns) -> np.ndarray:
@@ -112,8 +113,6 @@ def check_batch(cols: BatchColumns) -> np.ndarray:
     for name in _SLOTS:
         bad |= cols.length(name) != m
     bad |= cols.present("draft_tokens") != cols.present("draft_tokens_out")
-    for name in ("all_token_ids_width", "bin_counts_rows", "bin_counts_width", "vocab_size"):
-        bad |= cols.ints(name) < 0
     return bad | screen_unique(cols, "req_ids")
 
 

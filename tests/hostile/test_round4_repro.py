@@ -220,14 +220,16 @@ def test_an_async_output_case_builds_no_list_of_output_len_ids(
 
 def test_an_embedding_case_allocates_no_weight_of_num_embeddings_rows(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``num_embeddings`` 2**62 in the data file: the weight is one row seen as that many (as
-    the replay's), so the test fails on the id, not on an allocation of 2**64 bytes."""
+    """``num_embeddings`` at its cap (2**24) in the data file: the weight is one row seen as
+    that many (as the replay's), so the test fails on the id, not on an allocation (2**62, past
+    the cap, is refused as the reader refuses it: round 14's T74a)."""
     import torch
 
     def forward(layer: Any, input_: Any) -> Any:
+        assert layer.weight.untyped_storage().nbytes() == layer.weight.element_size()
         return torch.nn.functional.embedding(input_, layer.weight)
 
-    record = {"input_ids": _tensor([3, -1]), "num_embeddings": _int(2**62)}
+    record = {"input_ids": _tensor([3, -1]), "num_embeddings": _int(2**24)}
     module = _generated(tmp_path, [_case("embedding", record)], "repro_round4_embedding")
     _fake_vllm(monkeypatch, {
         "vllm.model_executor.layers.vocab_parallel_embedding": {

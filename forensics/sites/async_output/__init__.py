@@ -55,7 +55,9 @@ def log_fields(match: re.Match[str], number: Callable[[str], int]) -> dict[str, 
 PAIR_RE = re.compile(r"(?<!\w)(\w+)=(-?\d+)")
 #: the SM70 fork's probe line: ``OUT-PATH out-of-range sampled ids [I, ...] (vocab_size=V k=v)``
 LOG_LINE = LogLine(re.compile(r"OUT-PATH out-of-range sampled ids \[(?P<ids>[-\d,\s]*)\]\s*"
-                              r"\((?P<pairs>[^()]*)\)"), log_fields)
+                              r"\((?P<pairs>[^()]*)\)"), log_fields,
+                   counts=("num_sampled_ids", "num_placeholders", "first_placeholder",
+                           "old_no_spec_end"))
 #: this module's site: its schema and operations (the registry holds it)
 #: ``forensics repro``: the vLLM function a standalone test calls with one record ``r``,
 #: and the test body that calls it (``{lower}``/``{upper}``: the first finding's bound)

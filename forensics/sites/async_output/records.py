@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from forensics.records import FieldSpec, Record
+from forensics.records import POSITIVE, FieldSpec, Record
 from forensics.sites._common import (
     BatchColumns,
     require,
@@ -27,7 +27,7 @@ FIELDS = (
     FieldSpec("output_tail", "ragged", required=False, doc="last ids of each output list",
               token_ids=True),
     FieldSpec("output_len", "tensor", required=False, doc="[n] full lengths"),
-    FieldSpec("vocab_size", "int", token_bound=True),
+    FieldSpec("vocab_size", "int", token_bound=True, limits=POSITIVE),
 )
 OUTPUT_FIELDS = ("output_token_ids", "output_tail", "output_len")
 SUMMARY_BOUND = "vocab_size"
@@ -61,14 +61,13 @@ def check_record(record: Record, where: str) -> None:
     if has_tail:
         require("output_len" in record, where, "output_len", "must come with 'output_tail'")
         _check_tails(record, where)
-    require(record["vocab_size"] > 0, where, "vocab_size", "must be > 0")
 
 
 def check_batch(cols: BatchColumns) -> np.ndarray:
     """:func:`check_record` on a whole batch at once: the records it may reject."""
     n = cols.length("req_ids")
     full, tail = cols.present("output_token_ids"), cols.present("output_tail")
-    bad = screen_unique(cols, "req_ids") | (full == tail) | (cols.ints("vocab_size") <= 0)
+    bad = screen_unique(cols, "req_ids") | (full == tail)
     bad |= ~(cols.present("prev_req_id_to_index") | cols.present("prev_req_ids"))
     for name in ("output_token_ids", "output_tail", "output_len"):
         bad |= cols.present(name) & (cols.length(name) != n)

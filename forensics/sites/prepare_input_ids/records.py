@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from forensics.records import FieldSpec, Record
+from forensics.records import COUNT, POSITIVE, FieldSpec, Record
 from forensics.sites._common import (
     BatchColumns,
     aligned,
@@ -27,10 +27,10 @@ FIELDS = (
               token_ids=True),
     FieldSpec("cu_num_tokens", "tensor", doc="[n] inclusive cumulative scheduled tokens"),
     FieldSpec("num_draft_tokens", "tensor", doc="[n]"),
-    FieldSpec("prev_num_spec_tokens", "int"),
+    FieldSpec("prev_num_spec_tokens", "int", limits=COUNT),
     FieldSpec("draft_token_ids", "tensor", ndim=2, required=False, doc="[p', s]",
               token_ids=True),
-    FieldSpec("vocab_size", "int", token_bound=True),
+    FieldSpec("vocab_size", "int", token_bound=True, limits=POSITIVE),
     FieldSpec("req_ids", "str_list", required=False),
 )
 OUTPUT_FIELDS = ("input_ids_device",)
@@ -70,8 +70,6 @@ def check_record(record: Record, where: str) -> None:
         if name in record:
             require(len(record[name]) >= total, where, name,
                     f"must hold the {total} scheduled tokens (cu_num_tokens[-1])")
-    require(record["prev_num_spec_tokens"] >= 0, where, "prev_num_spec_tokens", "must be >= 0")
-    require(record["vocab_size"] > 0, where, "vocab_size", "must be > 0")
 
 
 def check_batch(cols: BatchColumns) -> np.ndarray:
@@ -82,4 +80,4 @@ def check_batch(cols: BatchColumns) -> np.ndarray:
     total = row_last(cu, counts)
     for name in ("input_ids", "input_ids_device"):
         bad |= cols.present(name) & (cols.length(name) < total)
-    return bad | (cols.ints("prev_num_spec_tokens") < 0) | (cols.ints("vocab_size") <= 0)
+    return bad
