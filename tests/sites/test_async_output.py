@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from site_records import i32, record
+from test_common_prev_rows import assert_prev_rows_is_prev_index_map, async_records
 
 from forensics.judge.findings import judge_record
 from forensics.outcome import STATUSES
@@ -136,9 +137,9 @@ def test_patched_never_writes_an_id_outside_the_vocabulary(rec) -> None:
 def test_previous_rows_by_table_and_by_search_are_prev_index_map(batch, search) -> None:
     """``prev_rows`` gives each current row its previous row as ``prev_index_map`` does
     (the last of a repeated id wins), whether it looks the keys up in a table or, past the
-    table's size, by a sort and a search."""
-    from test_common_prev_rows import assert_prev_rows_is_prev_index_map, async_records
-
+    table's size, by a sort and a search (imported at the top: imported here, the module's
+    own ``@given`` was applied inside this test's, and hypothesis refused the test as nested
+    whenever this file ran without the other first)."""
     assert_prev_rows_is_prev_index_map(async_records(batch, long=False), table=not search)
 
 
