@@ -163,10 +163,12 @@ def test_a_fact_that_is_no_boolean_neither_matches_nor_contradicts(recorded: obj
     assert match.unknown == [f"async_scheduling recorded as {recorded!r}, not as true or false"]
 
 
-def _forge_expected(capture: Path) -> None:
-    """An ``expected.json`` whose site names, first-finding keys and values are hostile."""
+def _forge_expected(capture: Path, hostile_key: bool = False) -> None:
+    """An ``expected.json`` whose site names and first-finding values are hostile, and with
+    ``hostile_key`` a first-finding key too (refused as a key no finding holds, T72d)."""
     first = {"site": HOSTILE[:60], "step": 1, "rank": 0, "row": 0, "element": 2,
-             "tensor": HOSTILE, "kind": HOSTILE, "value": 1, HOSTILE[:40]: HOSTILE}
+             "tensor": HOSTILE, "kind": HOSTILE, "value": 1,
+             **({HOSTILE[:40]: HOSTILE} if hostile_key else {})}
     data = {"format": 1, "verdicts": {"upstream": {HOSTILE[:60]: HOSTILE[:60]}},
             "first_finding": {"upstream": first},
             "crash_verdict": "unexplained"}  # a verdict of other text is refused (T39a)
@@ -189,6 +191,10 @@ def test_check_text_of_a_forged_expected_holds_no_control_character(
         code, out, err = run_cli(capsys, "check", hostile, "--json")
         assert code == 1
         _strict(out)
+        _forge_expected(hostile, hostile_key=True)
+        code, out, err = run_cli(capsys, "check", hostile)
+        assert code == 2 and "is no key of a finding" in err, (out, err)
+        _clean(out + err)
     finally:
         (hostile / "expected.json").unlink()
         (hostile / "expected.obtained.json").unlink(missing_ok=True)
@@ -215,6 +221,10 @@ def test_the_pytest_plugin_shows_a_hostile_capture_as_inert_text(
         text = "\n".join(result.outlines + result.errlines)
         assert "expected verdict" in text
         _clean(text)
+        _forge_expected(hostile, hostile_key=True)
+        result = _run_plugin(pytester, hostile)
+        result.assert_outcomes(failed=1)
+        _clean("\n".join(result.outlines + result.errlines))
     finally:
         (hostile / "expected.json").unlink()
         (hostile / "expected.obtained.json").unlink(missing_ok=True)

@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 
 from forensics.records import Record
 from forensics.sites import get_site
-from forensics.validate import CAPPED_FIELDS, MAX_BOUND, SUMMARY_COMMON, field_specs
+from forensics.validate import CAPPED_FIELDS, MAX_BOUND, SUMMARY_COMMON, field_specs, int_range
 
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -54,7 +54,8 @@ def full_record(draw: st.DrawFn, site: str) -> Record:
     fields = {}
     for name, spec in field_specs(site).items():
         if spec.required or draw(st.booleans()):
-            fields[name] = draw(value_of(spec.kind, spec.ndim))
+            fields[name] = draw(st.integers(*int_range(spec)) if spec.kind == "int"
+                                else value_of(spec.kind, spec.ndim))
             if name.removesuffix("_after") in CAPPED_FIELDS:
                 fields[name] = _capped(fields[name])
     return Record(site, draw(st.integers(0, 50)), draw(st.integers(0, 3)), fields)
@@ -63,8 +64,10 @@ def full_record(draw: st.DrawFn, site: str) -> Record:
 @st.composite
 def summary_record(draw: st.DrawFn, site: str) -> Record:
     """A summary record of ``site``: min, max, the bound, and optional extras."""
-    names = (*SUMMARY_COMMON, get_site(site).summary_bound)
-    fields: dict[str, Any] = {name: draw(INT64) for name in names}
+    bound = get_site(site).summary_bound
+    fields: dict[str, Any] = {name: draw(INT64) for name in SUMMARY_COMMON}
+    spec = field_specs(site).get(bound)  # a site may bound its summary by a name of its own
+    fields[bound] = draw(INT64 if spec is None else st.integers(*int_range(spec)))
     fields.update({n: _capped(v) for n, v in fields.items() if n in CAPPED_FIELDS})
     if draw(st.booleans()):
         fields["line"] = draw(st.integers(1, 10**6))
