@@ -103,6 +103,15 @@ class Bounds:
         return np.where(addr < np.uint64(NULL_REACH), AT_NULL, owner).astype(np.int64)
 
 
+def null_pointer(tensor: Any) -> bool:
+    """Whether a kernel is handed a null pointer for ``tensor``: torch's ``data_ptr()`` of an
+    empty tensor is 0, whatever its storage's address (a numpy-made empty buffer's storage has
+    one), in the live launch and in Triton's interpreter alike. Both workers take such a
+    tensor for an empty one, whose null pointer an access below :data:`NULL_REACH` may have
+    gone through (:func:`null_owner`)."""
+    return int(tensor.data_ptr()) == 0
+
+
 def null_owner(empty: Sequence[T]) -> T | None:
     """The tensor an access through a null pointer went through: the launch's one tensor whose
     pointer is null (torch hands a kernel 0 for an empty tensor, in the live launch too), or
