@@ -92,5 +92,5 @@ def check_bytes(stored: dict[str, tuple[int, int, bytes]], what: str, where: str
                 raise fail(f"{where} tensor {name!r}", what,
                            f"holds byte {int(differ[0])} of its storage unlike the storage "
                            f"of storage_id {ident} it shares it with: one memory holds one "
-                           "value; fix the contents or the storage ids")
+                           "value")
             span += raw[len(shared):]
