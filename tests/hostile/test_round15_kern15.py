@@ -246,14 +246,13 @@ def cp_launch(sharded: dict[str, Any] | None, rank: Any = 0) -> Any:
     """A checked CP launch (2 ranks) of one request at positions 13 and 24, block size 4, rows
     of 3 blocks; ``sharded``: its ``dcp_sharded`` record (None: not recorded)."""
     from forensics.kernels.format import check_launch
-    from tests.hostile.test_round14_kern14 import slot_mappings
     from tests.hostile.test_round8b_kernels import tensor as record
 
-    event = slot_mappings(record(np.array([0, 0], dtype=np.int32)), [13, 24])
     raw = {"kind": "kernel_launch", "format": 1, "step": 0, "rank": 0, "ordinal": 0,
            "grid": [1, 3], "args": [], "scalars": {"cp_rank": rank},
            "constexprs": {"CP_SIZE": 2, "CP_INTERLEAVE": 1},
-           "kernel": {"module": event.module, "name": event.name, "source_sha256": ""},
+           "kernel": {"module": "vllm.v1.worker.gpu.block_table",
+                      "name": "_compute_slot_mappings_kernel", "source_sha256": ""},
            "tensors": {"pos": record(np.array([13, 24], dtype=np.int64)),
                        "block_sizes": record(np.array([4], dtype=np.int32)),
                        "query_start_loc": record(np.array([0, 2], dtype=np.int32)),
