@@ -83,8 +83,9 @@ class Bounds:
         lies within :data:`REACH` bytes of it (past the end: under REACH; before the start: at
         most REACH), else :data:`FAR`: an address far from every storage was the nearest
         one's, whatever the distance (a live address 8 GiB away, a wild index). Storages
-        are expected disjoint or equal (each an allocation, or all of one); of two that overlap
-        otherwise, an address past both starts is the one's reaching farthest."""
+        may be disjoint, equal, or overlap in part (storages the record says share memory, in
+        one allocation of the replay); of two that overlap in part, an address past both starts
+        is the one's reaching farthest."""
         addr = np.asarray(addresses, dtype=np.uint64).reshape(-1)
         if not len(self.starts):
             return np.where(addr < np.uint64(NULL_REACH), AT_NULL, FAR).astype(np.int64)
