@@ -105,11 +105,16 @@ def floats(*values: float) -> np.ndarray:
     return np.array(values, dtype=np.float32)
 
 
-def test_an_impossible_sharing_is_refused_in_one_line() -> None:
+def test_an_impossible_sharing_is_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A record claiming memory no storage can hold is one line naming the capture, the
     event, the tensor, the field and the fix: an id on one tensor only, storages of one id
     that do not overlap, two storages of one memory unlike on a byte they share, a
-    ``storage_at`` without an id, none of the id's storages at its byte 0."""
+    ``storage_at`` without an id, none of the id's storages at its byte 0; ``forensics
+    kernels`` exits 2 with that line."""
+    from forensics.cli import main
+    from tests.hostile.test_round4_kernels import write_capture
+
     x, out = tensor(floats(1, 2, 3)), tensor(floats(3, 4, 5, 6))
     cases = {
         "one id": ({**x, "storage_id": 0}, out, "'out_ptr': field 'storage_id' is missing"),
@@ -132,6 +137,16 @@ def test_an_impossible_sharing_is_refused_in_one_line() -> None:
         assert "\n" not in line and line.startswith(
             "capture '/tmp/c.capture' kernel_launch event 0 tensor ") and said in line and \
             line.endswith("; fix or delete the event line"), (name, line)
+    event = launch("scale_kernel", {"x_ptr": {**x, "storage_id": 0},
+                                    "out_ptr": {**out, "storage_id": 0, "storage_at": 16}},
+                   ["x_ptr", "out_ptr", "factor", "BLOCK"], {"factor": 2.0}, {"BLOCK": 4})
+    capture = write_capture(tmp_path / "apart.capture", [event])
+    assert main(["kernels", str(capture)]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line == (f"forensics kernels: error: capture '{capture}' kernel_launch event 0 "
+                    "tensor 'out_ptr': field 'storage_at' puts its storage at bytes 16..32, "
+                    "apart from the rest of storage_id 0 (bytes 0..12): storages of one id "
+                    "overlap; give it an id of its own; fix or delete the event line"), line
 
 
 # ------------------------------------- T75b: storages that partly overlap
