@@ -269,13 +269,12 @@ def _check_sharing(tensors: dict[str, TensorArg], where: str) -> None:
 
     sharing.check_groups({n: (a.storage_id, a.storage_at, a.storage)
                           for n, a in tensors.items()}, where, _fail)
-    stored = {n: a for n, a in tensors.items()
-              if a.contents == "storage" and a.storage_id is not None}
-    sharing.check_bytes({n: (a.storage_id, a.storage_at, a.data) for n, a in stored.items()
-                         if a.storage_id is not None}, "data", where, _fail)
-    sharing.check_bytes({n: (a.storage_id, a.storage_at, a.data if a.after is None else a.after)
-                         for n, a in stored.items() if a.storage_id is not None}, "after",
-                        where, _fail)
+    stored = [(n, a.storage_id, a) for n, a in tensors.items()
+              if a.contents == "storage" and a.storage_id is not None]
+    sharing.check_bytes({n: (i, a.storage_at, a.data) for n, i, a in stored}, "data", where,
+                        _fail)
+    sharing.check_bytes({n: (i, a.storage_at, a.data if a.after is None else a.after)
+                         for n, i, a in stored}, "after", where, _fail)
 
 
 def check_launch(event: dict[str, Any], where: str, index: int = 0) -> Launch:

@@ -24,6 +24,7 @@ class Block:
     members: list[tuple[str, int]]
 
 
+#: the reader's error of (where, field, what is wrong): :func:`forensics.kernels.format._fail`
 Fail = Callable[[str, str, str], CaptureFormatError]
 
 
@@ -42,8 +43,9 @@ def blocks(tensors: dict[str, tuple[int | None, int, int]]) -> list[Block]:
 def check_groups(tensors: dict[str, tuple[int | None, int, int]], where: str,
                  fail: Fail) -> None:
     """Refuse a sharing no memory can hold: ``storage_id`` on some tensors of the launch only
-    (each has one, or none does), or one id's storages not one span of memory (a storage
-    starting past the bytes the id's others cover: they share none)."""
+    (each has one, or none does), one id's storages not one span of memory (a storage
+    starting past the bytes the id's others cover: they share none), or none of them at the
+    id's byte 0."""
     idents = [ident for ident, _, _ in tensors.values()]
     if any(i is None for i in idents) and any(i is not None for i in idents):
         name = next(n for n, (i, _, _) in tensors.items() if i is None)
