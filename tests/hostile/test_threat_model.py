@@ -1115,6 +1115,22 @@ TESTS = {
              "test_a_redacted_summary_replays_to_the_same_findings",
              "tests/hostile/test_round14_fix14c.py::"
              "test_min_and_max_of_a_tensor_of_no_ids_are_no_ids"],
+    "T75a": ["tests/hostile/test_round15_kern15.py::"
+             "test_views_of_one_storage_are_recorded_and_replayed_as_one",
+             "tests/hostile/test_round15_kern15.py::"
+             "test_an_impossible_sharing_is_refused_in_one_line"],
+    "T75b": ["tests/hostile/test_round15_kern15.py::"
+             "test_storages_that_partly_overlap_are_one_memory",
+             "tests/hostile/test_round15_kern15.py::"
+             "test_an_access_across_overlapping_storages_is_inside"],
+    "T75c": ["tests/hostile/test_round15_kern15.py::"
+             "test_a_null_access_through_a_numpy_made_empty_v2_buffer_is_its",
+             "tests/hostile/test_round15_kern15.py::"
+             "test_both_workers_take_a_zero_pointer_for_an_empty_tensor"],
+    "T75d": ["tests/hostile/test_round15_kern15.py::"
+             "test_the_block_contract_judges_what_the_kernel_reads_under_context_parallelism",
+             "tests/hostile/test_round15_kern15.py::"
+             "test_the_block_contract_is_not_judged_where_the_masking_is_unknown"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
