@@ -1111,6 +1111,16 @@ TESTS = {
              "test_a_redacted_summary_replays_to_the_same_findings",
              "tests/hostile/test_round14_fix14c.py::"
              "test_min_and_max_of_a_tensor_of_no_ids_are_no_ids"],
+    "T76a": ["tests/hostile/test_round15_fix15.py::"
+             "test_a_segment_rewritten_in_place_before_the_stitch_is_its_error_row",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_a_segment_rewritten_in_place_while_the_stitch_reads_it_is_its_error_row",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_a_segment_rewritten_in_place_between_two_pieces_is_its_error_row",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_a_segment_rewritten_in_place_while_its_piece_reads_it_is_its_error_row",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_a_capture_left_alone_is_triaged_whole_and_split_alike"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
