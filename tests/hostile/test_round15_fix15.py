@@ -181,3 +181,80 @@ def test_a_capture_left_alone_is_triaged_whole_and_split_alike(tmp_path: Path) -
         assert not rows[0]["error"] and rows[0]["records"] == 1200, rows
     copy = Path(shutil.copytree(capture, tmp_path / "y.capture"))
     assert not finish(plan([copy]), run_local(plan([copy]), workers=1))[0]["error"]
+
+
+# ------------------------- T76b: a Ray worker imports nothing from the folder a triage ran in
+
+PLANTED = """import pathlib
+(pathlib.Path(__file__).parent / "ran-{name}").write_text("ran")
+raise SystemExit(9)
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_ray_worker_runs_no_module_planted_where_the_triage_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``triage --ray`` run in a folder others write (a folder of captures): Ray put the
+    driver's working directory first on each worker's path, so a planted ``forensics``
+    package ran in every worker (its task retried, then lost). The workers run in an empty
+    folder of their own, importing the ``forensics`` this process imported; the capture,
+    named relative to the folder, is replayed as here."""
+    pytest.importorskip("ray", reason="the fleet extra: pip install 'vllm-forensics[fleet]'")
+    from forensics.fleet.piece import from_ipc
+    from forensics.fleet.runners import run_ray
+    from forensics.fleet.tasks import plan
+
+    shared = tmp_path / "shared"
+    (shared / "forensics").mkdir(parents=True)
+    for name in ("forensics/__init__.py", "pyarrow.py", "numpy.py", "argparse.py"):
+        (shared / name).write_text(PLANTED.format(name=name.replace("/", "-")))
+    _long(shared / "x.capture")
+    monkeypatch.chdir(shared)
+    tasks = plan([Path("x.capture")])
+    rows = [from_ipc(out).to_pylist()[0] for out in run_ray(tasks)]
+    assert [p.name for p in shared.rglob("ran-*")] == []
+    assert len(rows) == 1 and not rows[0]["error"] and rows[0]["records"] == 1200, rows
+
+
+# ------------------------- T76d: a traceback line cut at the line bound is said cut
+
+def _cut_chain(where: str) -> str:
+    """A crash chain one of whose lines (``where``: its frame, or its exception line) is past
+    the log's line bound, the words naming the CUDA error past the cut."""
+    from forensics.importers.logs import MAX_LINE
+
+    pad = "x" * (MAX_LINE + 100)
+    frame = f'  File "/x/vllm/v1/worker/gpu_model_runner.py", line 10, in execute_model{pad}'
+    error = f"RuntimeError: {pad} CUDA error: an illegal memory access was encountered"
+    return ("ERROR 12-06 10:00:00 [core.py:1] EngineCore encountered a fatal error.\n"
+            "Traceback (most recent call last):\n"
+            + (frame if where == "frame" else '  File "/x/a.py", line 1, in f') + "\n"
+            "    step()\n"
+            + (error if where == "exception" else "RuntimeError: boom") + "\n")
+
+
+@pytest.mark.parametrize("where", ["frame", "exception"])
+def test_a_traceback_line_past_the_line_bound_is_said_cut(tmp_path: Path, where: str) -> None:
+    """A traceback line longer than 64 KiB was cut there (what named the CUDA error past it
+    unread) and its crash event read as whole: the chain took no ``cut``. The event says
+    which line was cut, in its message too, and the import's note names it."""
+    from forensics.importers import logs
+
+    log = tmp_path / "engine.log"
+    log.write_text(_cut_chain(where))
+    (event,) = [e for e in logs.read(log).events if e.get("links")]
+    line = 3 if where == "frame" else 5
+    assert event["cut"] == (f"its line {line} was longer than {logs.MAX_LINE} bytes; only its "
+                            f"first {logs.MAX_LINE} were read"), event
+    assert event["cut"] in event["message"] and "\n" not in event["message"]
+    assert logs.cut_note([event]) is not None
+
+
+def test_a_traceback_within_the_line_bound_is_not_said_cut(tmp_path: Path) -> None:
+    """The flag is the cut line's chain's only: a chain of short lines says nothing of it."""
+    from forensics.importers import logs
+
+    log = tmp_path / "engine.log"
+    log.write_text(_cut_chain("none"))
+    (event,) = [e for e in logs.read(log).events if e.get("links")]
+    assert "cut" not in event and "longer than" not in event["message"]

@@ -1121,6 +1121,14 @@ TESTS = {
              "test_a_segment_rewritten_in_place_while_its_piece_reads_it_is_its_error_row",
              "tests/hostile/test_round15_fix15.py::"
              "test_a_capture_left_alone_is_triaged_whole_and_split_alike"],
+    "T76b": ["tests/hostile/test_round15_fix15.py::"
+             "test_a_ray_worker_runs_no_module_planted_where_the_triage_runs",
+             "tests/hostile/test_round14_tri14.py::"
+             "test_the_planned_window_crosses_to_a_ray_worker"],
+    "T76d": ["tests/hostile/test_round15_fix15.py::"
+             "test_a_traceback_line_past_the_line_bound_is_said_cut",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_a_traceback_within_the_line_bound_is_not_said_cut"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
