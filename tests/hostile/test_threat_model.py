@@ -1125,6 +1125,12 @@ TESTS = {
              "test_a_ray_worker_runs_no_module_planted_where_the_triage_runs",
              "tests/hostile/test_round14_tri14.py::"
              "test_the_planned_window_crosses_to_a_ray_worker"],
+    "T76c": ["tests/hostile/test_round15_fix15.py::"
+             "test_the_race_window_on_arrays_is_the_window_of_the_records",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_the_window_of_a_capture_is_its_records_window",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_the_race_window_costs_a_fraction_of_a_tuple_a_record"],
     "T76d": ["tests/hostile/test_round15_fix15.py::"
              "test_a_traceback_line_past_the_line_bound_is_said_cut",
              "tests/hostile/test_round15_fix15.py::"
