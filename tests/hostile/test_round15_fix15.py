@@ -376,3 +376,69 @@ def test_the_window_of_a_capture_is_its_records_window(
         window = race.window_of(capture)
         assert window == _window_by_rows(columns, race._crash_steps(capture))
         assert len(window) == min(most, 300)
+
+
+# ------------------------- T76e: a timeline's lines break where no record is
+
+FAR = 2**63 - 1
+
+
+def _far_apart(tmp_path: Path) -> Any:
+    """The replay of embedding records at steps 0, 1, 2 and 2**63-1 (id 50 of 10 rows at
+    step 1)."""
+    from forensics.replaying import replay
+
+    steps = [0, 1, 2, FAR]
+    return replay(write_capture(tmp_path / "far.capture", [
+        Record("embedding", step, 0, {"input_ids": np.array([50 if step == 1 else 3],
+                                                            dtype=np.int64),
+                                      "num_embeddings": 10}) for step in steps]))
+
+
+def test_the_svg_timeline_breaks_its_lines_where_no_record_is(tmp_path: Path) -> None:
+    """Steps 0-2 and 2**63-1: the SVG drew one polyline (and one band, one bound) from step 2
+    to 2**63-1, as if values were recorded all along. Each line is drawn per run of adjacent
+    steps: 0-2 joined, 2**63-1 a line (and dot) of its own."""
+    import xml.etree.ElementTree as ET
+
+    from forensics.present.svg import views
+
+    root = ET.fromstring(views.figure("timeline", _far_apart(tmp_path), site="embedding",
+                                      variant="upstream").to_svg())
+    for role in ("series max", "series min"):
+        drawn = [[int(x) for x in e.get("data-x", "").split(",")] for e in root.iter()
+                 if e.get("class") == role]
+        # the far step's x is float(2**63 - 1) (no origin makes both ends exact past 2**53)
+        assert drawn[0] == [0, 1, 2] and len(drawn) == 2 and len(drawn[1]) == 1, drawn
+        assert abs(drawn[1][0] - FAR) <= 2**11, (role, drawn)
+    bounds = [e for e in root.iter() if e.get("class") == "bound upper"]
+    assert len(bounds) == 2 and len([e for e in root.iter() if e.get("class") == "band"]) == 2
+    marks = [m for g in root.iter() if g.get("class") == "mark open" for m in g]
+    assert [m.get("data-x") for m in marks] == ["1"]
+
+
+def test_the_matplotlib_timeline_breaks_its_lines_where_no_record_is(tmp_path: Path) -> None:
+    """The notebook's view breaks at the same place (the scene's one rule), its legend naming
+    the series once."""
+    from forensics import plots
+
+    ax = plots.plot_bounds_timeline(_far_apart(tmp_path), site="embedding", variant="upstream")
+    maxima = [line for line in ax.get_lines()
+              if str(line.get_label()).lstrip("_").startswith("input_ids")]
+    minima = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else []
+    plots.close(ax)
+    for drawn in (maxima, minima):  # each in two runs: 0-2, and 2**63-1 alone
+        assert sorted(len(line.get_xdata()) for line in drawn) == [1, 3]
+    assert sum(text.startswith("input_ids") for text in legend) == 1, legend
+
+
+def test_adjacent_steps_are_one_line(tmp_path: Path) -> None:
+    """The rule breaks only where a step (or bin) holds no record: steps 0-2 are one run, and
+    a dense timeline's adjacent bins one run too."""
+    from forensics.present.scene.timeline import runs
+
+    assert runs(np.array([0.0, 1.0, 2.0]), 1) == [slice(0, 3)]
+    assert runs(np.array([0.0, 1.0, 3.0]), 1) == [slice(0, 2), slice(2, 3)]
+    assert runs(np.array([4.5, 14.5, 24.5, 54.5]), 10) == [slice(0, 3), slice(3, 4)]
+    assert runs(np.array([]), 1) == []

@@ -1135,6 +1135,12 @@ TESTS = {
              "test_a_traceback_line_past_the_line_bound_is_said_cut",
              "tests/hostile/test_round15_fix15.py::"
              "test_a_traceback_within_the_line_bound_is_not_said_cut"],
+    "T76e": ["tests/hostile/test_round15_fix15.py::"
+             "test_the_svg_timeline_breaks_its_lines_where_no_record_is",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_the_matplotlib_timeline_breaks_its_lines_where_no_record_is",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_adjacent_steps_are_one_line"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
