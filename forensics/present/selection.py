@@ -156,6 +156,15 @@ def exact_ints(values: Any) -> pd.Series:
     return pd.Series(pd.array(whole, dtype="Int64"), index=series.index, name=series.name)
 
 
+def exact_coords(values: Any) -> list[Any]:
+    """``values`` to draw at where their drawn data must stay exact (an SVG's ``data-x``): a
+    whole number as a Python int (past 2**53 too), anything else as :func:`coords` gives it
+    (NaN where NA)."""
+    drawn = coords(values).tolist()
+    return [int(w) if w is not pd.NA else d for w, d in zip(exact_ints(values), drawn,
+                                                             strict=True)]
+
+
 def coords(values: Any) -> np.ndarray:
     """``values`` as float64 coordinates to draw (NaN where NA): the last step of a drawing,
     never for a label, a lookup or a comparison (float64 holds no integer past 2**53)."""

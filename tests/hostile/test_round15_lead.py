@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,81 @@ def test_a_capture_of_the_models_version_says_nothing_of_it(tmp_path: Path) -> N
     """T78a: a capture of vLLM 0.33.0 gets no version sentence (nothing to warn of)."""
     text = conclude(forensics.replay(DATA / "stale-prev-row.capture")).paragraph()
     assert "vllm 0.33.0;" in text and "vLLM version of the capture" not in text
+
+
+# ------------------------------------------- the manifest's model facts, before the load
+
+
+def test_a_kernel_launched_while_the_model_loads_finds_the_runner(tmp_path: Path) -> None:
+    """T78c: the runner exists before ``load_model`` (``init_device`` makes it); a kernel
+    launched during the load (a JIT warm-up's, on a thread) started the writer while the
+    session knew no runner, and the capture's manifest then lacked every model fact
+    (``max_model_len``: a live V2 test failed on it under load). The session knows the runner
+    from the load's start."""
+    from forensics.probe import hooks, v2_hooks
+    from forensics.probe.manifest import build_manifest
+    from forensics.probe.session import ProbeSession
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "probe"))
+    from probe_fakes import FakeWriter, make_settings
+
+    class Config:
+        model, max_model_len = "m", 256
+
+        def get_vocab_size(self) -> int:
+            return 512
+
+    class Runner:
+        model_config = Config()
+
+    seen: list[dict] = []
+
+    class Worker:
+        model_runner = Runner()
+
+        def load_model(self) -> None:
+            seen.append(build_manifest(session)["model"])  # what a writer started now states
+
+    session = ProbeSession(make_settings(tmp_path), writer_factory=lambda s: FakeWriter())
+    hooks.activate(session)
+    try:
+        v2_hooks.wrap_load_model(Worker.load_model)(Worker())
+    finally:
+        hooks.activate(None)
+    assert seen[0]["max_model_len"] == 256 and seen[0]["vocab_size"] == 512, seen
+
+
+# ------------------------------------------------- an SVG's data-x past 2**53, exact or said so
+
+
+def test_a_far_steps_data_x_is_exact_and_no_drawn_float_poses_as_a_step(tmp_path: Path) -> None:
+    """T78b: steps 0, 1, 2 and 2**63 - 1 span more than 2**53, so the axis has no origin that
+    keeps every position exact: the far point's ``data-x`` read ``9223372036854775808``, a
+    step past int64 that no capture holds. A series point and a mark carry the step exactly;
+    a drawn position that is not a step (a bound's edge) and that float64 does not hold is
+    written in float notation; the ticks stay exact whole numbers."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    import numpy as np
+
+    from forensics.present.svg import views
+    from forensics.records import Record
+    from forensics.store.writer import write_capture
+
+    far = 2**63 - 1
+    records = [Record("embedding", step, 0, {"input_ids": np.array([50 if step == far else 3],
+                                                                    dtype=np.int64),
+                                             "num_embeddings": 10}) for step in (0, 1, 2, far)]
+    result = forensics.replay(write_capture(tmp_path / "far.capture", records))
+    svg = views.figure("timeline", result, site="embedding", variant="upstream").to_svg()
+    root = ET.fromstring(svg)
+    series = [e.get("data-x", "") for e in root.iter() if e.get("class") == "series max"]
+    assert {int(x) for xs in series for x in xs.split(",")} == {0, 1, 2, far}, series
+    (mark,) = [m for g in root.iter() if g.get("class") == "mark open" for m in g
+               if m.get("data-x")]
+    assert mark.get("data-x") == str(far)
+    wholes = {int(x) for x in re.findall(r"(?<![\d.e+-])(\d{17,})(?![\d.e])", svg)}
+    assert 2**63 not in wholes and wholes <= {far} | {
+        int(t.get("data-x", "0")) for t in root.iter() if t.get("class") == "xtick"}, wholes
+    ticks = [t.get("data-x", "") for t in root.iter() if t.get("class") == "xtick"]
+    assert ticks and all(re.fullmatch(r"-?\d+", t) for t in ticks), ticks

@@ -17,6 +17,7 @@ from forensics.present.selection import (
     chosen_site,
     chosen_variant,
     coords,
+    exact_coords,
     exact_ints,
     findings_of,
     rows_of,
@@ -163,8 +164,10 @@ class TimelineData:
     def marks(self, line: TimelineTensor, state: str) -> list[tuple[float, float, int]]:
         """(step, value, bad steps) of each value out of bounds of ``line`` in ``state``, the
         step and value as coordinates to draw (a bin's step is its centre)."""
-        return [(float(step), float(value), count) for step, value, count in
-                _violations(line.binned[line.binned["state"] == state])]
+        found = _violations(line.binned[line.binned["state"] == state])
+        steps = exact_coords([step for step, _, _ in found])
+        return [(step, float(value), count)
+                for step, (_, value, count) in zip(steps, found, strict=True)]
 
     def mark_label(self, state: str) -> str:
         """The legend text of the values out of bounds in ``state``."""

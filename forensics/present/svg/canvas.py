@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from forensics.escaping import html as esc
-from forensics.present.selection import round_ticks
+from forensics.present.selection import EXACT_FLOAT, round_ticks
 
 FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
 #: average glyph width as a fraction of the font size (for laying out legends and margins)
@@ -131,7 +131,7 @@ class Panel:
              role: str = "series") -> None:
         """A polyline through (x, y) (``step``: horizontal steps centred on each x), with a dot
         of radius ``dots`` at each point when > 0."""
-        x, y = list(map(float, x)), list(map(float, y))
+        x, y = _coordinates(x), list(map(float, y))
         self._extent(x, y)
         self.items.append(("line", dict(x=x, y=y, color=color, width=width, dash=dash,
                                         step=step, dots=dots, role=role)))
@@ -148,7 +148,7 @@ class Panel:
               filled: bool = True, size: float | Sequence[float] = 8.0, label: str | None = None,
               role: str = "mark") -> None:
         """One marker of ``shape`` (:data:`SHAPES`) per (x, y), ``size`` pixels across."""
-        x, y = list(map(float, x)), list(map(float, y))
+        x, y = _coordinates(x), list(map(float, y))
         sizes = [float(size)] * len(x) if np.isscalar(size) else list(map(float, size))  # type: ignore[arg-type]
         self._extent(x, y)
         self.items.append(("marks", dict(x=x, y=y, shape=shape, color=color, filled=filled,
@@ -202,6 +202,19 @@ class Panel:
                                         role=role)))
 
 
+def _coordinates(values: Sequence[float]) -> list[float]:
+    """``values`` to draw at, an integer kept as a Python int (exact in ``data-x`` past 2**53,
+    where a float is not), anything else a float."""
+    return [int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else float(v)
+            for v in values]
+
+
+def _tick(value: float) -> float:
+    """A tick's position as its datum: a whole float as the int it holds exactly (a tick stands
+    where its float says, 2e18 at 2000000000000000000; a drawn datum past 2**53 may not)."""
+    return int(value) if math.isfinite(value) and float(value).is_integer() else value
+
+
 def _dash(dash: str) -> str:
     return f' stroke-dasharray="{dash}"' if dash else ""
 
@@ -216,12 +229,21 @@ class _Scale:
         self.start, self.stop = start, stop
 
     def datum(self, value: float) -> str:
-        """The data coordinate drawn at ``value`` as exact text (``data-x``/``data-y``): the
-        origin added back, in Python ints for a whole number (step 2**62 + 1 reads so, not
-        4.61169e+18), else the shortest decimal that reads back as the float."""
-        if math.isfinite(value) and float(value).is_integer():
+        """The data coordinate drawn at ``value`` as text (``data-x``/``data-y``), the origin
+        added back: exact for an int (a step as the scene gave it: 2**63 - 1 reads so) and for
+        a float that holds its value exactly (a whole number within 2**53 in Python ints: step
+        2**62 + 1 reads so, not 4.61169e+18; else the shortest decimal that reads back as the
+        float); a float past 2**53 in float notation, which says it is not exact (a whole
+        ``9223372036854775808`` was a step no capture holds)."""
+        if isinstance(value, int):
+            return str(self.origin + value)
+        if not math.isfinite(value):
+            return repr(float(value))
+        if abs(value) > EXACT_FLOAT:
+            return repr(float(self.origin) + float(value))
+        if float(value).is_integer():
             return str(self.origin + int(value))
-        if not self.origin or not math.isfinite(value):
+        if not self.origin:
             return repr(float(value))
         with decimal.localcontext() as exact:
             exact.prec = 80
@@ -362,13 +384,14 @@ def _frame(panel: Panel, box: _Box, sx: _Scale, sy: _Scale, xlim: tuple[float, f
                  if turn else 'text-anchor="middle"')
         out.append(f'<line x1="{px:.1f}" y1="{box.bottom:.1f}" x2="{px:.1f}" '
                    f'y2="{box.bottom + 4:.1f}" stroke="#333333"/>'
-                   f'<text class="xtick" data-x="{sx.datum(value)}" x="{px:.1f}" y="{py:.1f}" '
+                   f'<text class="xtick" data-x="{sx.datum(_tick(value))}" x="{px:.1f}" '
+                   f'y="{py:.1f}" '
                    f'font-size="{TICK_SIZE}" {place}>{esc(label)}</text>')
     for value, label in panel.yticks or []:
         py = sy(value)
         out.append(f'<line x1="{box.left - 4:.1f}" y1="{py:.1f}" x2="{box.left:.1f}" '
                    f'y2="{py:.1f}" stroke="#333333"/>'
-                   f'<text class="ytick" data-y="{sy.datum(value)}" x="{box.left - 6:.1f}" '
+                   f'<text class="ytick" data-y="{sy.datum(_tick(value))}" x="{box.left - 6:.1f}" '
                    f'y="{py + 3.5:.1f}" font-size="{TICK_SIZE}" text-anchor="end">'
                    f"{esc(label)}</text>")
     middle = (box.left + box.right) / 2

@@ -24,7 +24,7 @@ from forensics.present.scene.timeline import (
     first_note,
     timeline_data,
 )
-from forensics.present.selection import TensorChoice, coords, title_text
+from forensics.present.selection import TensorChoice, coords, exact_coords, title_text
 from forensics.present.style import (
     BOUND_COLOR,
     MARK_STYLES,
@@ -122,7 +122,7 @@ def _draw_tensor(panel: Panel, data: TimelineData, line: TimelineTensor,
     dense = data.dense
     for run in line.runs(data.width):
         column = {c: coords(run[c]) for c in ("step", "min", "max")}
-        x = column["step"].tolist()
+        x = exact_coords(run["step"])  # data-x exact past 2**53 (column: to draw)
         stepped, padded_columns = line.stepped(data.width, ("min", "max", "lower", "upper"),
                                                run)
         edges = stepped.tolist()
