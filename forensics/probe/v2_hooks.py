@@ -264,32 +264,22 @@ def _embedding_steps(runner: Any, batch: Any) -> tuple[Any, Any, None]:
 
 # -- which runner runs -----------------------------------------------------------------------
 def wrap_load_model(original: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap ``Worker.load_model``: tell the session which runner the worker holds, before the
-    load when the worker holds it already (``init_device`` makes it: a kernel the load launches,
-    a JIT warm-up's among them, may start the writer, whose manifest then states the model's
-    facts) and after it, then :func:`report_unsupported` when the probe knows none of its
-    classes."""
+    """Wrap ``Worker.load_model``: after it, tell the session which runner the worker holds
+    (:func:`report_unsupported` when the probe knows none of its classes)."""
 
     @functools.wraps(original)
     def load_model(self: Any, *args: Any, **kwargs: Any) -> Any:
-        _tell_runner(self)
         result = original(self, *args, **kwargs)
-        runner = _tell_runner(self)
-        if hooks.SESSION is not None and runner is not None and runner_kind(runner) is None:
-            report_unsupported(hooks.SESSION, runner)
+        session = hooks.SESSION
+        runner = getattr(self, "model_runner", None)
+        if session is not None and runner is not None:
+            if session.runner is None:
+                session.runner = runner
+            if runner_kind(runner) is None:
+                report_unsupported(session, runner)
         return result
 
     return load_model
-
-
-def _tell_runner(worker: Any) -> Any:
-    """The ``model_runner`` ``worker`` holds (None if none), given to the session when it has
-    none yet."""
-    session = hooks.SESSION
-    runner = getattr(worker, "model_runner", None)
-    if session is not None and runner is not None and session.runner is None:
-        session.runner = runner
-    return runner
 
 
 def report_unsupported(session: ProbeSession, runner: Any) -> None:

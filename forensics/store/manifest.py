@@ -104,6 +104,23 @@ def write_manifest_once(root: Path, manifest: dict[str, Any], again: bool = Fals
             os.unlink(tmp)
 
 
+def complete_manifest(root: Path, manifest: dict[str, Any]) -> bool:
+    """Replace ``root/manifest.json``, written first by another process of the capture, with
+    ``manifest`` when that one states no model and ``manifest`` does (a process that held no
+    model runner, vLLM's front end or a helper it spawned, won the race to write it: the
+    capture's facts were lost); return True when replaced. An unreadable manifest is left as
+    it is (its readers say why). Raises OSError from the file system."""
+    if not manifest.get("model"):
+        return False
+    try:
+        first = read_json_object(root / MANIFEST, "manifest", root)
+    except CaptureFormatError:  # a link, a FIFO, not JSON: its readers say so
+        return False
+    if first.get("model"):
+        return False
+    return write_manifest_once(root, manifest, again=True)
+
+
 def read_json_object(path: Path, what: str, root: Path | None = None,
                      finite: bool = False) -> dict[str, Any]:
     """Parse the JSON object in ``path`` through the guarded reader (``what`` is its kind in

@@ -42,7 +42,7 @@ from forensics.store.arrow_codec import (
 from forensics.store.events import EventLog
 from forensics.store.fs import append_whole, cut_back, fsync_dir, write_all
 from forensics.store.index import IndexWriter
-from forensics.store.manifest import build_manifest, write_manifest_once
+from forensics.store.manifest import build_manifest, complete_manifest, write_manifest_once
 from forensics.store.paths import (
     INDEX_SUFFIX,
     MANIFEST,
@@ -139,7 +139,8 @@ class CaptureWriter:
     """Writes records and events into the capture directory ``path`` (created if needed).
 
     ``manifest``: entries for ``manifest.json`` (written once; kept when another process wrote
-    it first). ``process``: the name used in this writer's file names (default ``p<pid>``).
+    it first, unless that one states no model and this one does: :func:`complete_manifest`).
+    ``process``: the name used in this writer's file names (default ``p<pid>``).
     ``shown``: how messages name the directory (default ``path``; :func:`new_capture` writes
     through its open folder, ``/proc/self/fd/N``, and names it by its real path).
     Raises ConfigurationError for a bad process name, OSError when the directory is unusable.
@@ -152,7 +153,9 @@ class CaptureWriter:
         self.shown = Path(path if shown is None else shown)
         self.path.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as its files
         self.process = check_process_name(process if process is not None else f"p{os.getpid()}")
-        write_manifest_once(self.path, build_manifest(manifest))
+        full = build_manifest(manifest)
+        if not write_manifest_once(self.path, full):
+            complete_manifest(self.path, full)
         self._buffers: dict[tuple[str, int], list[tuple[Record, dict[str, ColumnSig]]]] = {}
         self._segments: dict[tuple[str, int], _SegmentFile] = {}
         self._events = EventLog(self.path, self.process)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -56,47 +55,6 @@ def test_a_capture_of_the_models_version_says_nothing_of_it(tmp_path: Path) -> N
     assert "vllm 0.33.0;" in text and "vLLM version of the capture" not in text
 
 
-# ------------------------------------------- the manifest's model facts, before the load
-
-
-def test_a_kernel_launched_while_the_model_loads_finds_the_runner(tmp_path: Path) -> None:
-    """T78c: the runner exists before ``load_model`` (``init_device`` makes it); a kernel
-    launched during the load (a JIT warm-up's, on a thread) started the writer while the
-    session knew no runner, and the capture's manifest then lacked every model fact
-    (``max_model_len``: a live V2 test failed on it under load). The session knows the runner
-    from the load's start."""
-    from forensics.probe import hooks, v2_hooks
-    from forensics.probe.manifest import build_manifest
-    from forensics.probe.session import ProbeSession
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "probe"))
-    from probe_fakes import FakeWriter, make_settings
-
-    class Config:
-        model, max_model_len = "m", 256
-
-        def get_vocab_size(self) -> int:
-            return 512
-
-    class Runner:
-        model_config = Config()
-
-    seen: list[dict] = []
-
-    class Worker:
-        model_runner = Runner()
-
-        def load_model(self) -> None:
-            seen.append(build_manifest(session)["model"])  # what a writer started now states
-
-    session = ProbeSession(make_settings(tmp_path), writer_factory=lambda s: FakeWriter())
-    hooks.activate(session)
-    try:
-        v2_hooks.wrap_load_model(Worker.load_model)(Worker())
-    finally:
-        hooks.activate(None)
-    assert seen[0]["max_model_len"] == 256 and seen[0]["vocab_size"] == 512, seen
-
-
 # ------------------------------------------------- an SVG's data-x past 2**53, exact or said so
 
 
@@ -132,3 +90,28 @@ def test_a_far_steps_data_x_is_exact_and_no_drawn_float_poses_as_a_step(tmp_path
         int(t.get("data-x", "0")) for t in root.iter() if t.get("class") == "xtick"}, wholes
     ticks = [t.get("data-x", "") for t in root.iter() if t.get("class") == "xtick"]
     assert ticks and all(re.fullmatch(r"-?\d+", t) for t in ticks), ticks
+
+
+# ------------------------------------------------- the manifest's model facts
+
+
+def test_a_manifest_written_first_without_the_model_is_completed_by_the_engines(
+        tmp_path: Path) -> None:
+    """T78c: of the processes sharing a probe's capture, the first to write the manifest won;
+    one that held no model runner (vLLM's front end, a helper it spawned: each writes its
+    ``probe_start``) could win under load, and the capture lost its model facts
+    (``max_model_len``: a live V2 test failed on it). The engine's writer now replaces a
+    manifest stating no model with its own; one stating a model is kept, and a process with
+    none never replaces another's."""
+    from forensics.store.writer import CaptureWriter
+
+    folder = tmp_path / "c.capture"
+    read = lambda: json.loads((folder / "manifest.json").read_text())  # noqa: E731
+    CaptureWriter(folder, {"runner": "unknown", "model": {}}, process="front").close()
+    assert read()["model"] == {}
+    engine = {"runner": "v2", "model": {"max_model_len": 256, "vocab_size": 512}}
+    CaptureWriter(folder, engine, process="engine").close()
+    assert read()["model"]["max_model_len"] == 256 and read()["runner"] == "v2"
+    CaptureWriter(folder, {"runner": "unknown", "model": {}}, process="late").close()
+    CaptureWriter(folder, {"runner": "v2", "model": {"max_model_len": 9}}, process="r1").close()
+    assert read()["model"]["max_model_len"] == 256, read()
