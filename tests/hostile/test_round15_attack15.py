@@ -1,0 +1,61 @@
+"""Round 15's held-out attacks on the commands earlier rounds touched least (``findings``,
+``report``, ``kernels``): a table padded to one capture string's width, records of a site this
+install does not know said to be "no records" or left out of a report, and a kernel the probe
+saw launched said to be "never launched"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_round2 import run_cli
+
+from forensics.records import Record
+from forensics.store.writer import write_capture
+
+# ------------------------------------------- 1. findings: a table as wide as its longest cell
+
+
+def _padded_capture(root: Path, request: str, findings: int) -> Path:
+    """A capture of one finding made by request ``request`` and ``findings`` more by none."""
+    return write_capture(root / f"pad{len(request)}.capture", [
+        Record("embedding", 1, 0, {"input_ids": np.array([50], np.int64), "num_embeddings": 10,
+                                   "req_ids": [request],
+                                   "cu_num_tokens": np.array([1], np.int32)}),
+        Record("embedding", 2, 0, {"input_ids": np.full(findings, 50, np.int64),
+                                   "num_embeddings": 10})])
+
+
+def test_one_long_request_id_pads_no_other_row_of_the_findings_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``findings CAPTURE`` printed the table through pandas' ``to_string``, which pads every
+    row of a column to its widest cell: a 76 KB capture of 5,000 findings and one request id
+    of 20,000 characters printed 200 MB (and held 1 GB), the rows times the longest cell. A
+    column is padded to at most 40 characters now (a longer cell runs past it): the long id
+    adds its own length to the table, once."""
+    rows = 400
+    sizes = {}
+    for request in ("r", "L" * 20_000):
+        code, out, _ = run_cli(capsys, "findings", _padded_capture(tmp_path, request, rows))
+        assert code == 0 and len(out.splitlines()) == 1 + 2 * (rows + 1)  # upstream, patched
+        sizes[len(request)] = len(out)
+    assert sizes[20_000] - sizes[1] < 2 * 20_000 + 2 * (rows + 1) * 40, sizes
+
+
+def test_the_findings_table_still_lines_up_and_escapes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The short columns line up under their header as before, and a request id's control
+    characters are escaped."""
+    path = _padded_capture(tmp_path, "=cmd\x1b[2J\u202e", 1)
+    code, out, _ = run_cli(capsys, "findings", path)
+    lines = out.splitlines()
+    assert code == 0 and "\x1b" not in out and "\u202e" not in out
+    assert "=cmd\\x1b[2J\\u202e" in out
+    for name, value in (("site", "embedding"), ("kind", "out_of_bounds")):
+        at = lines[0].index(name)
+        assert {line[at:].split()[0] for line in lines} == {name, value}
+    at = lines[0].index("req_id")
+    assert [line[at:].split()[0] for line in lines if "=cmd" in line] == \
+        ["=cmd\\x1b[2J\\u202e"] * 2
+    assert lines[0].split()[:4] == ["variant", "site", "step", "rank"]
