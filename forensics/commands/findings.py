@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Replay, filter, then print or write the findings; return 0."""
     from forensics.atomic import real_output, refuse_inside_captures, user_path
-    from forensics.escaping import terminal
+    from forensics.escaping import inert, terminal
     from forensics.present.export import output_path, parse_steps, select_findings, write_findings
     from forensics.replaying import replay
     from forensics.sites import get_site
@@ -61,6 +61,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(frame)} findings -> {terminal(write_findings(frame, args.output))}")
     else:
         print("\n".join(table_lines(frame)) if len(frame) else "no findings")
+    unknown = getattr(result.capture, "unknown_sites", None)
+    if unknown:  # records no variant judged: "no findings" is not all there is to say
+        from forensics.present.conclusion import not_known_text
+
+        print(f"not judged: {inert(not_known_text(unknown))}; install the plugin that declares "
+              "each and run findings again")
     return 0
 
 

@@ -125,9 +125,7 @@ class Conclusion:
         verdicts, patches, first violation and its chain, known issues, the capture's facts)."""
         parts = [self.known.lead() if self.known is not None else ""]
         parts += [self.verdict_sentence(v) for v in self.variants]
-        parts.append(self.not_known_sentence())
-        parts += [self.unseen_sentence(v) for v in self.variants]
-        parts.append(self.summary_sentence())
+        parts += self.not_judged_sentences()
         parts.append(self.first_sentence(self.baseline))
         parts += [self.first_sentence(v) for v in self.variants
                   if v != self.baseline and not same_place(self.first.get(v),
@@ -156,6 +154,13 @@ class Conclusion:
         if patch is not None and patch.total + patch.added:
             text += " and " + describe_patch(patch, self.baseline)
         return text + "."
+
+    def not_judged_sentences(self) -> list[str]:
+        """What no variant judged (records of sites not known here), what a variant cannot
+        see, and the sites of summary records only (each sentence, or ``""``): said wherever
+        the verdicts are (the paragraph, a report's header)."""
+        return [self.not_known_sentence(), *(self.unseen_sentence(v) for v in self.variants),
+                self.summary_sentence()]
 
     def not_known_sentence(self) -> str:
         """Which records no variant judged, their sites not known to this install; or ``""``."""

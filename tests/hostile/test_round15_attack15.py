@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_round2 import run_cli
+from test_round14_fix14 import plugin_captures  # noqa: F401  (a fixture: a site not installed)
 
 from forensics.records import Record
 from forensics.store.writer import write_capture
@@ -59,3 +60,64 @@ def test_the_findings_table_still_lines_up_and_escapes(
     assert [line[at:].split()[0] for line in lines if "=cmd" in line] == \
         ["=cmd\\x1b[2J\\u202e"] * 2
     assert lines[0].split()[:4] == ["variant", "site", "step", "rank"]
+
+
+# ---------------------- 2. records of a site this install does not know: neither none nor judged
+
+
+def test_a_report_of_only_such_records_does_not_say_it_holds_none(
+        plugin_captures: dict[str, Path], tmp_path: Path,  # noqa: F811
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``report`` of a capture whose three records are of a site not installed here wrote
+    "The capture holds no records: no value to replay (the probe saw no call, or its segments
+    were removed)" (``triage`` and ``replay`` say what it holds). It says it holds them and that
+    no variant judged them."""
+    code, _, _ = run_cli(capsys, "report", plugin_captures["only"], "-o", tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert code == 0 and "holds no records" not in page
+    assert ("The capture holds 3 record(s) of site &#x27;toy_gather&#x27; (not known to this "
+            "install) and no other record: no variant judged them") in page
+
+
+def test_a_reports_header_says_which_records_no_variant_judged(
+        plugin_captures: dict[str, Path], tmp_path: Path,  # noqa: F811
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The report of such records beside an embedding record opened with "upstream leaves no
+    site in violation", "the capture shows no failure to report", and named the three records
+    nowhere: its header carried the verdicts but not the paragraph's sentence on what no
+    variant judged. The header says it after the verdicts, as ``summary`` does."""
+    import re
+
+    code, _, _ = run_cli(capsys, "report", plugin_captures["both"], "-o", tmp_path / "b.html")
+    page = (tmp_path / "b.html").read_text()
+    header = re.search(r'<ul class="forensics-conclusion" id="conclusion">(.*?)</ul>', page)
+    assert code == 0 and header is not None
+    lines = re.findall(r"<li>(.*?)</li>", header.group(1))
+    assert lines[:3] == ["upstream leaves no site in violation.",
+                         "patched leaves no site in violation.",
+                         "No variant judged 3 record(s) of site &#x27;toy_gather&#x27; (not known "
+                         "to this install): install the plugin that declares each and replay "
+                         "again."]
+
+
+@pytest.mark.parametrize("kind", ["only", "both"])
+def test_findings_says_which_records_no_variant_judged(
+        plugin_captures: dict[str, Path], tmp_path: Path,  # noqa: F811
+        capsys: pytest.CaptureFixture[str],
+        kind: str) -> None:
+    """``findings`` of those captures printed "no findings" alone, as of a capture whose
+    every record was judged in range. A line says which records no variant judged, on the
+    table's output and on ``-o``'s."""
+    said = ("not judged: 3 record(s) of site 'toy_gather' (not known to this install); install "
+            "the plugin that declares each and run findings again")
+    code, out, _ = run_cli(capsys, "findings", plugin_captures[kind])
+    assert code == 0 and out.splitlines() == ["no findings", said]
+    code, out, _ = run_cli(capsys, "findings", plugin_captures[kind], "-o", tmp_path / "f.csv")
+    assert code == 0 and out.splitlines() == ["0 findings -> " + str(tmp_path / "f.csv"), said]
+
+
+def test_findings_of_known_sites_only_names_no_record_not_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The line is the unknown sites' only: a capture of known sites prints its table alone."""
+    code, out, _ = run_cli(capsys, "findings", _padded_capture(tmp_path, "r", 1))
+    assert code == 0 and "not judged" not in out and len(out.splitlines()) == 5
