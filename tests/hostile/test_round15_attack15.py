@@ -121,3 +121,57 @@ def test_findings_of_known_sites_only_names_no_record_not_judged(
     """The line is the unknown sites' only: a capture of known sites prints its table alone."""
     code, out, _ = run_cli(capsys, "findings", _padded_capture(tmp_path, "r", 1))
     assert code == 0 and "not judged" not in out and len(out.splitlines()) == 5
+
+
+# ------------------------------- 3. kernels --coverage: a kernel the probe saw launched, dropped
+
+
+def _kernel_capture(root: Path) -> Path:
+    """A capture of one launch of a kernel no vLLM has (not replayable) and the probe's
+    ``kernel_summary``: ``vllm.x._seen`` launched 5 times, none kept; ``vllm.x._never`` not
+    launched."""
+    import json
+
+    from test_round4_kernels import launch
+
+    root.mkdir(parents=True)
+    (root / "manifest.json").write_text(json.dumps({
+        "format": 1, "creator": "test", "engine_id": "e" * 32, "model": {},
+        "process": {"host": "h", "pid": 1, "rank": 0, "tag": "h-1"}, "versions": {}}))
+    events = [{**launch(step=40), "kernel": {"module": "vllm.x", "name": "_kept",
+                                             "source_sha256": ""}},
+              {"kind": "kernel_summary", "format": 1, "step": 40, "rank": 0, "graph_only": [],
+               "dropped_steps": 8, "kernels_seen": {"vllm.x._seen": 5, "vllm.x._kept": 1}}]
+    (root / "events-h-1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return root
+
+
+@pytest.fixture
+def three_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The installed vLLM's kernels, as the sanitizer reads them: three of module vllm.x."""
+    from forensics.kernels import sanitizer
+
+    monkeypatch.setattr(sanitizer, "installed_kernels",
+                        lambda: [("vllm.x", "_kept"), ("vllm.x", "_never"), ("vllm.x", "_seen")])
+
+
+def test_a_kernel_the_probe_saw_launched_is_never_said_never_launched(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], three_kernels: None) -> None:
+    """``kernels --coverage`` listed a kernel whose launches the probe counted (its
+    ``kernel_summary``'s ``kernels_seen``: 5) but the capture does not hold (the recorder keeps
+    the last 32 steps by default: a kernel launched in the first steps only is dropped) as
+    ``never_launched``, its JSON row ``"seen": 5`` beside it. It is ``not_recorded``, with
+    why; a kernel neither seen nor recorded is still ``never_launched``."""
+    import json
+
+    capture = _kernel_capture(tmp_path / "k.capture")
+    code, out, _ = run_cli(capsys, "kernels", capture, "--coverage", "--json")
+    rows = {r["kernel"]: r for r in json.loads(out)["coverage"]}
+    assert code == 2  # the one launch recorded is not replayable: nothing judged
+    assert rows["_seen"]["status"] == "not_recorded" and rows["_seen"]["seen"] == 5
+    assert rows["_seen"]["why"].startswith("launched 5 time(s) by the probe's count")
+    assert rows["_never"]["status"] == "never_launched" and rows["_never"]["why"] == ""
+    assert rows["_kept"]["status"] == "not_replayable"
+    code, out, _ = run_cli(capsys, "kernels", capture, "--coverage")
+    (line,) = [row for row in out.splitlines() if "vllm.x._seen" in row]
+    assert line.split()[0] == "not_recorded" and "0 recorded (launched 5 time(s)" in line
