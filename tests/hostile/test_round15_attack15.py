@@ -15,6 +15,8 @@ from test_round14_fix14 import plugin_captures  # noqa: F401  (a fixture: a site
 from forensics.records import Record
 from forensics.store.writer import write_capture
 
+pytest_plugins = ["pytester"]
+
 # ------------------------------------------- 1. findings: a table as wide as its longest cell
 
 
@@ -175,3 +177,29 @@ def test_a_kernel_the_probe_saw_launched_is_never_said_never_launched(
     code, out, _ = run_cli(capsys, "kernels", capture, "--coverage")
     (line,) = [row for row in out.splitlines() if "vllm.x._seen" in row]
     assert line.split()[0] == "not_recorded" and "0 recorded (launched 5 time(s)" in line
+
+
+# ------------------------------------------ 4. the pytest plugin: a folder of captures named twice
+
+
+@pytest.mark.parametrize("twice", [
+    ["--forensics-captures", "{fleet}", "--forensics-captures", "{fleet}"],
+    ["--forensics-captures", "{fleet}", "-o", "forensics_captures={fleet}"],
+    ["--forensics-captures", "{fleet}", "--forensics-captures", "{fleet}/a.capture"],
+])
+def test_a_capture_named_twice_is_one_item(tmp_path: Path, pytester: pytest.Pytester,
+                                           twice: list[str]) -> None:
+    """``--forensics-captures DIR`` beside the ``forensics_captures`` ini option naming DIR (or
+    the option given twice, or DIR and one of its captures) collected each capture once per
+    root: two items of one id (``--deselect`` takes both), the capture replayed twice and
+    counted twice ("2 passed" of one capture). Each capture is one item."""
+    from forensics.share import expectations
+
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    expectations.regenerate(_padded_capture(fleet, "r", 1).rename(fleet / "a.capture"))
+    args = [a.format(fleet=fleet) for a in twice]
+    if "-o" not in args:
+        args += ["-o", "forensics_captures="]
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
+    result.assert_outcomes(passed=1)

@@ -1125,6 +1125,7 @@ TESTS = {
              "test_findings_of_known_sites_only_names_no_record_not_judged"],
     "T77c": ["tests/hostile/test_round15_attack15.py::"
              "test_a_kernel_the_probe_saw_launched_is_never_said_never_launched"],
+    "T77d": ["tests/hostile/test_round15_attack15.py::test_a_capture_named_twice_is_one_item"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
