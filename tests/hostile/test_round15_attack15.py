@@ -5,6 +5,7 @@ saw launched said to be "never launched"."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -203,3 +204,59 @@ def test_a_capture_named_twice_is_one_item(tmp_path: Path, pytester: pytest.Pyte
         args += ["-o", "forensics_captures="]
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
     result.assert_outcomes(passed=1)
+
+
+# ------------------------------------------- 5. Markdown: a capture's URL is no link on GitHub
+
+LINKS = ("https://evil.example/fix.diff", "www.evil.example", "ftp://evil.example/x",
+         "HTTP://EVIL.EXAMPLE")
+
+
+def _rendered(markdown_text: str) -> str:
+    """``markdown_text`` as HTML, rendered with autolinks on (as GitHub links a bare URL)."""
+    import mistune
+
+    return str(mistune.create_markdown(escape=False, plugins=["url", "table",
+                                                              "strikethrough"])(markdown_text))
+
+
+def _linked(markdown_text: str) -> list[str]:
+    """The links the rendering of ``markdown_text`` holds."""
+    return re.findall(r"<a [^>]*>", _rendered(markdown_text))
+
+
+def _shown(markdown_text: str) -> str:
+    """The text the rendering of ``markdown_text`` shows (tags dropped)."""
+    import html
+
+    return html.unescape(re.sub(r"<[^>]+>", "", _rendered(markdown_text))).strip()
+
+
+@pytest.mark.parametrize("text", [f"see {LINKS[0]} now", *LINKS[1:],
+                                  f"[a {LINKS[0]} ](javascript:alert(1))",
+                                  f"a\\{LINKS[0]}", f"x|{LINKS[0]}|y", f"{LINKS[0]}#123"])
+def test_a_url_in_markdown_is_a_code_span_and_renders_as_the_text(text: str) -> None:
+    """``markdown`` escaped a capture's ``[text](url)`` but left a bare ``https://...``
+    (``www.``, ``ftp://``) as it was: GitHub links it by itself, so a capture's model name or
+    request id put a link in the bug thread a ``summary`` is pasted into. It is a code span:
+    linked nowhere, the rendered text the text; a ``[`` before it and a ``](`` after it make
+    no link, a backslash before it no escaped backtick, a ``|`` no table cell."""
+    from forensics.escaping import markdown
+
+    for raw in (False, True):
+        shown = markdown(text, raw=raw)
+        assert _linked(shown) == [], shown
+        assert _shown(shown) == text, shown
+    cell = f"| a | b |\n|---|---|\n| {markdown(text, table=True, raw=True)} | x |\n"
+    assert _linked(cell) == [] and len(re.findall(r"<td>", _rendered(cell))) == 2
+
+
+def test_a_summary_of_a_capture_holding_urls_links_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``summary`` (Markdown, made to paste into a bug thread) of a capture whose model name,
+    notes, request ids and events hold URLs links none of them; the URLs are there."""
+    from test_round2 import hostile_capture
+
+    path = hostile_capture(tmp_path / "u.capture", " ".join(LINKS))
+    code, out, _ = run_cli(capsys, "summary", path)
+    assert code == 0 and LINKS[0] in out and _linked(out) == [], _linked(out)

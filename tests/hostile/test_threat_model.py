@@ -1126,6 +1126,10 @@ TESTS = {
     "T77c": ["tests/hostile/test_round15_attack15.py::"
              "test_a_kernel_the_probe_saw_launched_is_never_said_never_launched"],
     "T77d": ["tests/hostile/test_round15_attack15.py::test_a_capture_named_twice_is_one_item"],
+    "T77e": ["tests/hostile/test_round15_attack15.py::"
+             "test_a_url_in_markdown_is_a_code_span_and_renders_as_the_text",
+             "tests/hostile/test_round15_attack15.py::"
+             "test_a_summary_of_a_capture_holding_urls_links_nothing"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
