@@ -407,8 +407,9 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     if len(forensics.load(capture_path)) == 0:  # nothing for the notebook to replay
         result = forensics.replay(capture_path, variants or DEFAULT_VARIANTS)
         conclusion = forensics.conclude(result)
+        answer = " ".join(conclusion.paragraph().replace(conclusion.no_records, "").split())
         return write_text_atomically(
-            target, no_records_page(name, conclusion.paragraph(), conclusion.not_known),
+            target, no_records_page(name, answer, conclusion.not_known, conclusion.no_records),
             shared=True)
     say = _stage_printer(progress)
     say(f"running notebook {nb_path.stem} on {name} (replay, tables, plots)")
@@ -426,18 +427,20 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     return target
 
 
-def no_records_page(name: str, answer: str, not_known: dict[str, int] | None = None) -> str:
+def no_records_page(name: str, answer: str, not_known: dict[str, int] | None = None,
+                    no_records: str = "") -> str:
     """The report of a capture of no records to replay: one page saying so, then ``answer``,
     the conclusion's paragraph (its crash events and the known issues they match: what
     ``summary`` says of it); no notebook is run. ``not_known``: site -> records of sites this
-    install does not know: a capture holding only those holds records, none judged."""
+    install does not know: a capture holding only those holds records, none judged;
+    ``no_records``: what the capture holds instead (the conclusion's sentence)."""
     from forensics.escaping import html
     from forensics.present.conclusion import not_known_text
 
     said = (f"The capture holds {not_known_text(not_known)} and no other record: no variant "
             "judged them; install the plugin that declares each and report it again."
-            if not_known else "The capture holds no records: no value to replay (the probe "
-            "saw no call, or its segments were removed).")
+            if not_known else no_records or "The capture holds no records: no variant judged "
+            "anything (the probe saw no call, or its segments were removed).")
     return ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta http-equiv=\""
             "Content-Security-Policy\" content=\"default-src 'none'\"><title>forensics report: "
             f"{html(name)}</title></head><body><h1>forensics report: {html(name)}</h1>\n"

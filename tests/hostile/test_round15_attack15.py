@@ -1,7 +1,10 @@
 """Round 15's held-out attacks on the commands earlier rounds touched least (``findings``,
-``report``, ``kernels``): a table padded to one capture string's width, records of a site this
-install does not know said to be "no records" or left out of a report, and a kernel the probe
-saw launched said to be "never launched"."""
+``report``, ``kernels``, ``summary``, the pytest plugin): a table padded to one capture
+string's width (T77a), records of a site this install does not know said to be "no records" or
+left out of a report (T77b), a kernel the probe saw launched said to be "never launched"
+(T77c), a capture named twice collected twice (T77d), a capture's bare URL linked by GitHub
+(T77e), and a capture of no records (or of kernel launches only) said to show "no violation"
+or a probe that "saw no call" (T77f)."""
 
 from __future__ import annotations
 
@@ -260,3 +263,44 @@ def test_a_summary_of_a_capture_holding_urls_links_nothing(
     path = hostile_capture(tmp_path / "u.capture", " ".join(LINKS))
     code, out, _ = run_cli(capsys, "summary", path)
     assert code == 0 and LINKS[0] in out and _linked(out) == [], _linked(out)
+
+
+# ------------------------------ 6. a capture of no records: nothing judged, and what it holds
+
+
+def test_the_summary_of_a_capture_of_no_records_says_nothing_was_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``summary`` of a capture of no records (and no crash) said "upstream: no violation"
+    and "upstream leaves no site in violation ... the capture shows no failure to report", as
+    of a capture whose every value was judged in range (``replay`` said "0 records" first,
+    ``triage`` and ``report`` "holds no records"). Each variant's line and the paragraph say
+    that nothing was judged."""
+    path = write_capture(tmp_path / "e.capture", [])
+    code, out, _ = run_cli(capsys, "summary", path, "--format", "text")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == ("upstream: no violation; nothing judged: the capture "
+                                      "holds no records")
+    code, out, _ = run_cli(capsys, "summary", path)
+    assert ("The capture holds no records: no variant judged anything (the probe saw no call, "
+            "or its segments were removed).") in " ".join(out.split())
+
+
+def test_a_capture_of_kernel_launches_only_is_not_said_to_be_a_probe_that_saw_no_call(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], three_kernels: None) -> None:
+    """A capture of recorded kernel launches and no site record (the recorder's events alone):
+    ``report`` and ``triage`` said it "holds no records: ... (the probe saw no call, or its
+    segments were removed)", ``summary`` "no violation"; the probe saw a launch, which only
+    ``forensics kernels`` judges. Each says it holds the launches and names the command."""
+    import html
+
+    capture = _kernel_capture(tmp_path / "fleet" / "k.capture")
+    said = "holds no records of a site, only 1 recorded kernel launch(es)"
+    code, _, _ = run_cli(capsys, "report", capture, "-o", tmp_path / "k.html")
+    page = html.unescape((tmp_path / "k.html").read_text())
+    assert code == 0 and "saw no call" not in page and page.count(said) == 1
+    assert "`forensics kernels` replays and judges the launches" in page
+    code, out, _ = run_cli(capsys, "triage", tmp_path / "fleet")
+    assert code == 0 and "saw no call" not in out and said in out, out
+    assert "capture of no records" in out  # its group: still the empty captures'
+    code, out, _ = run_cli(capsys, "summary", capture, "--format", "text")
+    assert code == 0 and all(said in line for line in out.splitlines()[:2]), out

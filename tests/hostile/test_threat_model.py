@@ -1130,6 +1130,10 @@ TESTS = {
              "test_a_url_in_markdown_is_a_code_span_and_renders_as_the_text",
              "tests/hostile/test_round15_attack15.py::"
              "test_a_summary_of_a_capture_holding_urls_links_nothing"],
+    "T77f": ["tests/hostile/test_round15_attack15.py::"
+             "test_the_summary_of_a_capture_of_no_records_says_nothing_was_judged",
+             "tests/hostile/test_round15_attack15.py::"
+             "test_a_capture_of_kernel_launches_only_is_not_said_to_be_a_probe_that_saw_no_call"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
