@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
+from forensics.errors import CaptureFormatError
 from forensics.fleet.facts import capture_facts
 from forensics.fleet.known_issues import match_known
 from forensics.records import INT64_MAX, INT64_MIN
@@ -40,18 +41,60 @@ PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ra
 
 #: the (step, rank) pairs a whole capture's race check compares, as a task carries them
 Window = tuple[tuple[int, int], ...]
-#: what a capture held when the triage cut it into step ranges: records, first and last step
-Planned = tuple[int, int, int]
+
+
+class Held(NamedTuple):
+    """What a capture held as a reader of the triage opened it: its segment files
+    (:meth:`~forensics.store.reader.Capture.held`: name, device, inode, size, modification and
+    change time of each), its records, first and last step. The plan takes it of a capture it
+    cuts into step ranges (a task's ``planned``), each piece of what it replayed (its row's
+    ``held``), and each later reader refuses a capture that no longer holds it
+    (:func:`check_held`): one check from the plan to the stitch."""
+
+    files: str
+    records: int
+    first: int | None
+    last: int | None
+
+    @classmethod
+    def of(cls, capture: Any) -> Held:
+        """What ``capture`` (a :class:`~forensics.store.reader.Capture`) held as opened."""
+        steps = capture.summary()["steps"]
+        first, last = steps if steps is not None else (None, None)
+        return cls(capture.held(), len(capture), first, last)
+
+    def text(self) -> str:
+        """As a row's ``held`` column holds it (JSON)."""
+        return json.dumps(list(self))
+
+    @classmethod
+    def parse(cls, text: Any) -> Held | None:
+        """The :class:`Held` of a row's ``held`` column (None: none, or not one)."""
+        try:
+            files, records, first, last = json.loads(text)
+        except (TypeError, ValueError):
+            return None
+        return cls(files, records, first, last)
+
+
+class CaptureChanged(CaptureFormatError):
+    """A capture no longer holds what an earlier reader of its triage read (its one-line
+    message names it, :func:`changed`); ``capture``: its path, as given."""
+
+    def __init__(self, capture: str, message: str) -> None:
+        super().__init__(message)
+        self.capture = capture
 
 
 def replay_piece(path: str, start: int | None = None, stop: int | None = None,
                  window: Window | None = None, variants: tuple[str, ...] = VARIANTS,
-                 planned: Planned | None = None) -> bytes:
+                 planned: Held | None = None) -> bytes:
     """Replay the capture at ``path`` (steps ``[start, stop)``, or all when None) and return
     its one-row table as Arrow IPC bytes; a capture that cannot be read or replayed gives a
     row whose ``error`` is its one-line message (never raises for the capture's sake).
     ``window``: a step range's race window as planned (:func:`replayed_range`); ``planned``:
-    what the capture held when its ranges were cut (:func:`unchanged`)."""
+    what the capture held when its ranges were cut (:func:`check_held`, as the replay's end
+    checks that it held still what it read)."""
     from forensics.errors import one_line
 
     row: dict[str, Any] = {"capture": os.path.abspath(path), "name": os.path.basename(path),
@@ -65,15 +108,14 @@ def replay_piece(path: str, start: int | None = None, stop: int | None = None,
 
 
 def _replayed(path: str, start: int | None, stop: int | None, window: Window | None,
-              variants: tuple[str, ...], planned: Planned | None = None) -> dict[str, Any]:
+              variants: tuple[str, ...], planned: Held | None = None) -> dict[str, Any]:
     """The facts and replay columns of one capture or step range."""
-    from forensics.errors import CaptureFormatError
     from forensics.escaping import terminal
     from forensics.store.reader import load
 
     capture = load(path)
     if planned is not None:
-        unchanged(capture, path, planned)
+        check_held(capture, path, planned, "when its step ranges were cut")
     facts = capture_facts(capture)
     if len(capture) == 0 and facts["not_judged"]:
         raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {ONLY_NOT_KNOWN}: "
@@ -84,30 +126,40 @@ def _replayed(path: str, start: int | None, stop: int | None, window: Window | N
     result, verdicts, found = replayed_range(capture, start, stop, variants, window)
     if start is not None:  # a piece's record count is its own range's
         facts["records"] = len(capture.records(steps=range(start, stop or start)))
+    known = json.dumps(match_known(result, capture))
     return {**facts, "verdicts": json.dumps(verdicts, sort_keys=True),
             "first_finding": json.dumps(first_of(found)),
-            "findings": int((found["variant"] == BASELINE).sum()),
-            "known": json.dumps(match_known(result, capture)),
-            "held": capture.held()}
+            "findings": int((found["variant"] == BASELINE).sum()), "known": known,
+            "held": check_held(capture, path, planned, "when its step ranges were cut").text()}
 
 
-def unchanged(capture: Any, path: str, planned: Planned) -> None:
-    """Refuse a step range of a capture that no longer holds what it held when the triage cut
-    it (``planned``): replaced, or still being written. Its ranges cover the steps it held
-    then: the records of any other step would be left out of its row, which would still
-    count the capture's steps as they are now.
+def check_held(capture: Any, path: str, held: Held | None, when: str) -> Held:
+    """What ``capture`` (opened at ``path``) holds (:meth:`Held.of`), refusing it when a
+    segment file changed since it was opened (what was read of it may be another file's), or
+    it does not hold ``held`` (what an earlier reader read ``when``; None: not compared):
+    replaced, written to, or rewritten in place. A step range's records are counted over the
+    steps it held then, the stitch compares the ranks a row replayed: another file's would be
+    counted or compared.
 
     Raises:
-        CaptureFormatError: naming the capture, what it held then and now, and the fix.
+        CaptureChanged: naming the capture, and what it held then and now, or the segment.
     """
-    from forensics.errors import CaptureFormatError
+    from forensics.escaping import terminal
 
-    steps = capture.summary()["steps"]
-    now = (len(capture), *steps) if steps is not None else (len(capture), None, None)
-    if now != planned:
-        raise CaptureFormatError(changed(path, (
-            f"it held {planned[0]} records over steps {planned[1]}-{planned[2]} when its step "
-            f"ranges were cut, {now[0]} over steps {now[1]}-{now[2]} now")))
+    moved = capture.changed()
+    if moved is not None:
+        raise CaptureChanged(path, changed(path, f"segment '{terminal(moved)}' was written to "
+                                                 "or replaced while it was read"))
+    now = Held.of(capture)
+    if held is None or now == held:
+        return now
+    if now[1:] == held[1:]:
+        how = (f"its segment files are not those it held {when}, though its records and "
+               "steps are (rewritten in place, or copied over)")
+    else:
+        how = (f"it held {held.records} records over steps {held.first}-{held.last} {when}, "
+               f"{now.records} over steps {now.first}-{now.last} now")
+    raise CaptureChanged(path, changed(path, how))
 
 
 def changed(path: str, how: str) -> str:

@@ -13,6 +13,7 @@ from outside; both come back as the row ``error: timed out after N s``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from collections import deque
@@ -317,11 +318,13 @@ def run_ray(tasks: Sequence[Task], address: str | None = None, done: Done | None
     if started and address in (None, "local"):
         start_local_ray()
     elif started:
-        ray.init(address=address, log_to_driver=False)
+        init_ray(address=address, log_to_driver=False)
     try:
         remote = ray.remote(num_returns="streaming", max_retries=retries,
                             retry_exceptions=False)(_deadlined(piece, child_deadline()))
-        return _gather(ray, remote.remote, tasks, done)
+        # a worker runs in a folder of its own (:func:`init_ray`): each path as meant here
+        whole = [dataclasses.replace(t, path=os.path.abspath(t.path)) for t in tasks]
+        return _gather(ray, remote.remote, whole, done)
     finally:
         if started:
             ray.shutdown()
@@ -403,13 +406,32 @@ def start_local_ray(num_cpus: int | None = None, attempts: int = RAY_STARTS) -> 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     for attempt in range(attempts):
         try:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+            init_ray(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
                      _node_ip_address="127.0.0.1")
             return
         except Exception:
             ray.shutdown()
             if attempt == attempts - 1:
                 raise
+
+
+def init_ray(**options: Any) -> None:
+    """``ray.init(**options)`` with the runtime environment of a triage's workers: an empty
+    working directory of their own (``working_dir``) and the ``forensics`` package this
+    process imported (``py_modules``: the code that judges here judges there). Without a
+    working directory Ray put the driver's working directory (and its script's) first on
+    every worker's path: a ``forensics`` package, or a module a worker imports later
+    (``pyarrow``), planted in the folder a triage was run in (a folder of captures others
+    write) ran in each worker."""
+    import tempfile
+
+    import forensics
+
+    ray = require_ray()
+    with tempfile.TemporaryDirectory(prefix="forensics-ray-") as empty:  # uploaded by init
+        ray.init(runtime_env={"working_dir": empty,
+                              "py_modules": [os.path.dirname(forensics.__file__)],
+                              "excludes": ["__pycache__"]}, **options)
 
 
 def require_ray() -> Any:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from forensics.errors import CaptureFormatError
+from forensics.fleet.piece import CaptureChanged
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -128,59 +128,63 @@ def first_divergence(captures: Sequence[str], held: Mapping[str, str] | None = N
     """The first step at which two ranks of ``captures`` (one engine) hold different shared
     ids: ``{step, site, tensor, element, ranks, values, captures}``, or None when they agree
     (or only one rank is there). Sites at one step are taken in pipeline order. A capture that
-    cannot be read is left out, unless ``held`` gives what each capture held when replayed
-    (:meth:`~forensics.store.reader.Capture.held`).
+    cannot be read is left out, unless ``held`` gives what each capture's replay read (its
+    row's ``held``, :class:`~forensics.fleet.piece.Held`).
 
     Raises:
-        CaptureChanged: with ``held``, a capture that no longer holds it (replaced, written
-            to) or can no longer be read: it would be compared as another capture than the
-            one its row replayed.
+        CaptureChanged: with ``held``, a capture that no longer holds it, when opened or once
+            compared (replaced, written to, rewritten in place: :func:`~forensics.fleet.piece.
+            check_held`) or can no longer be read: it would be compared as another capture
+            than the one its row replayed.
     """
-    from forensics.fleet.dataset import fit_together
+    from forensics.fleet.dataset import batches_of, fit_together
     from forensics.sites import SITES, site_order
 
     found: list[tuple[int, int, int, dict[str, Any]]] = []
-    datasets = fit_together(_as_replayed(captures, held), SITES, "skip")
+    opened = _opened(captures, held)
+    datasets = fit_together({p: batches_of(c) for p, c in opened.items()}, SITES, "skip")
     for site, dataset in datasets.items():
         for number, tensor in enumerate(shared_ids(site)):
             hit = _first_in(dataset, site, tensor) if tensor in dataset.schema.names else None
             if hit is not None:
                 found.append((hit["step"], site_order(site), number, hit))
+    if held is not None:  # each still the file compared: none written to meanwhile
+        _check_all(opened, held)
     return min(found, key=lambda f: f[:3])[3] if found else None
 
 
-class CaptureChanged(CaptureFormatError):
-    """A capture of an engine no longer holds what its replay read (its one-line message
-    names it); ``capture``: its path, as given."""
-
-    def __init__(self, capture: str, message: str) -> None:
-        super().__init__(message)
-        self.capture = capture
-
-
-def _as_replayed(captures: Sequence[str], held: Mapping[str, str] | None
-                 ) -> dict[str, dict[str, list[pa.RecordBatch]]]:
-    """Each capture's batches (:func:`~forensics.fleet.dataset.batches_of`), read from the
-    capture as opened once and checked against ``held`` (raises as :func:`first_divergence`)."""
+def _opened(captures: Sequence[str], held: Mapping[str, str] | None) -> dict[str, Any]:
+    """Each capture, opened once and checked against ``held`` (raises as
+    :func:`first_divergence`)."""
     from forensics.errors import one_line
-    from forensics.fleet.dataset import batches_of
     from forensics.fleet.piece import changed
     from forensics.store.reader import load
 
-    out: dict[str, dict[str, list[pa.RecordBatch]]] = {}
+    out: dict[str, Any] = {}
     for path in captures:
         try:
-            capture = load(path)
+            out[str(path)] = load(path)
         except Exception as exc:  # noqa: BLE001  (left out, or its row's error)
             if held is None:
                 continue
             raise CaptureChanged(path, changed(path, f"it can no longer be read "
                                                      f"({one_line(exc)})")) from None
-        if held is not None and capture.held() != held.get(path):
-            raise CaptureChanged(path, changed(path, "its files are not those its replay "
-                                                     "read"))
-        out[str(path)] = batches_of(capture)
+    if held is not None:
+        _check_all(out, held)
     return out
+
+
+def _check_all(opened: Mapping[str, Any], held: Mapping[str, str]) -> None:
+    """Refuse a capture of ``opened`` that does not hold what its row's replay read
+    (:func:`~forensics.fleet.piece.check_held`)."""
+    from forensics.fleet.piece import Held, changed, check_held
+
+    for path, capture in opened.items():
+        then = Held.parse(held.get(path))
+        if then is None:
+            raise CaptureChanged(path, changed(path, "its row does not say what its replay "
+                                                     "read"))
+        check_held(capture, path, then, "when its replay read it")
 
 
 def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> dict[str, Any] | None:

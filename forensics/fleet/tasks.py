@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forensics.fleet.piece import Planned, Window, changed, window_in
+from forensics.fleet.piece import Held, Window, changed, window_in
 
 #: a capture with more records than this is replayed in step ranges of about this many
 SPLIT_RECORDS = 500_000
@@ -26,14 +26,15 @@ class Task:
     """Replay ``path``, steps ``[start, stop)`` (None: the whole capture); ``window``: for a
     step range, the pairs of its capture's race window it replays
     (:func:`forensics.fleet.piece.window_in`), or None for the piece to work them out;
-    ``planned``: for a step range, what its capture held when the ranges were cut (records,
-    first and last step: :data:`~forensics.fleet.piece.Planned`), which its piece checks."""
+    ``planned``: for a step range, what its capture held when the ranges were cut (its files,
+    records, first and last step: :class:`~forensics.fleet.piece.Held`), which its piece
+    checks."""
 
     path: str
     start: int | None = None
     stop: int | None = None
     window: Window | None = None
-    planned: Planned | None = None
+    planned: Held | None = None
 
 
 def plan(paths: Sequence[Path], split_records: int = SPLIT_RECORDS) -> list[Task]:
@@ -56,12 +57,11 @@ def plan(paths: Sequence[Path], split_records: int = SPLIT_RECORDS) -> list[Task
             continue
         first, last = span
         width = max(1, math.ceil((last - first + 1) / math.ceil(total / split_records)))
-        window = _window(capture)
+        held, window = Held.of(capture), _window(capture)
         for lo in range(first, last + 1, width):
             hi = min(lo + width, last + 1)
             tasks.append(Task(str(path), lo, hi,
-                              None if window is None else window_in(window, lo, hi),
-                              (total, first, last)))
+                              None if window is None else window_in(window, lo, hi), held))
     return tasks
 
 

@@ -115,7 +115,8 @@ def _divergence(captures: list[str], by_capture: dict[str, dict[str, Any]]
     (:func:`~forensics.fleet.stitch.first_divergence` with what each row's replay held): one
     changed since (replaced after its task, still written) becomes its error row, and the
     others are compared without it; None when fewer than two ranks are left."""
-    from forensics.fleet.stitch import CaptureChanged, first_divergence
+    from forensics.fleet.piece import CaptureChanged
+    from forensics.fleet.stitch import first_divergence
 
     while True:
         ranks = {r for c in captures for r in str(by_capture[c]["ranks"]).split(",") if r}

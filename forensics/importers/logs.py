@@ -125,12 +125,13 @@ class _LogParser:
         self.next_step = 0
         self.last_step: int | None = None
         self.probes = probe_lines()
-        self.chains = Chains(self.result.events, path.name, kind_of, self._stands_alone)
+        self.chains = Chains(self.result.events, path.name, kind_of, self._stands_alone,
+                             MAX_LINE)
 
     def line(self, number: int, text: str, cut: bool = False) -> None:
         """Read one line; ``cut``: it was longer than :data:`MAX_LINE` and is its first
         part (a crash event of it says so; a probe line is refused: its values may be cut)."""
-        if self.chains.take(number, text, self.last_step):
+        if self.chains.take(number, text, self.last_step, cut):
             self._check_events(number)
             return
         if quotes_requests(text):

@@ -14,9 +14,11 @@ The event carries its own line: ``line`` and ``message`` are the root exception'
 ``Traceback`` line until one is read), ``first_line``/``last_line`` span the chain, and it
 holds ``exception`` (the root), ``final`` (the last exception of the chain), ``links``,
 ``location`` (the root traceback's last ``File`` line) and ``source_line`` (the source under
-it). Two chains join what they belong to instead of counting a second crash: a chain right
-after a CUDA assert event (nothing else in between) is that assert's exception, and an
-``EngineDeadError`` chain after a crash is the API server's report of that crash.
+it); ``cut`` (and its message) names a line of it longer than the log's line bound, read only
+to it (what named the error past it unread). Two chains join what they belong to instead of
+counting a second crash: a chain right after a CUDA assert event (nothing else in between) is
+that assert's exception, and an ``EngineDeadError`` chain after a crash is the API server's
+report of that crash.
 """
 
 from __future__ import annotations
@@ -46,37 +48,53 @@ class Chains:
     ``kind_of(text)`` is the event kind a line names by itself (None for none): the root
     exception's kind names the chain's (``engine_exception`` when it names none);
     ``stands_alone(text)`` says whether a line is an event of its own (it ends a chain
-    without prefix).
+    without prefix); ``max_line``: the bound a line given ``cut`` was cut at.
     """
 
     def __init__(self, events: list[dict[str, Any]], source: str,
                  kind_of: Callable[[str], str | None],
-                 stands_alone: Callable[[str], bool]) -> None:
+                 stands_alone: Callable[[str], bool], max_line: int) -> None:
         self.events = events
         self.source = source
         self.kind_of = kind_of
         self.stands_alone = stands_alone
+        self.max_line = max_line
         self.event: dict[str, Any] | None = None  # the open chain's event
+        #: the event of :attr:`events` the open chain's lines belong to (another's, joined)
+        self.holder: dict[str, Any] | None = None
         self.tag = ""  # the open chain's log prefix
         self.in_frames = False  # between a Traceback line and its exception line
         self.linked = False  # a link line since the last exception line
         self.root = True  # still in the chain's first traceback
         self.own_frames = True  # frames name the event's location (not so for an assert's)
 
-    def take(self, number: int, text: str, step: int | None) -> bool:
+    def take(self, number: int, text: str, step: int | None, cut: bool = False) -> bool:
         """Whether the line belongs to a chain (it opens, continues or ends one); False: the
-        line is not a chain's, and any open chain has ended before it."""
+        line is not a chain's, and any open chain has ended before it. ``cut``: the line is
+        the first :attr:`max_line` bytes of a longer one (the chain's event says so)."""
         prefix = PREFIX_RE.match(text)
         tag = prefix.group(0) if prefix else ""
         body = text[len(tag):].rstrip("\r\n")
         if self.event is not None and self._continues(number, text, tag, body):
+            self._cut(number, cut)
             return True
         self.event = None
         if body.strip().startswith(TRACEBACK) and (prefix is None
                                                   or prefix["level"] in CRASH_LEVELS):
             self._open(number, text, tag, step)
+            self._cut(number, cut)
             return True
         return False
+
+    def _cut(self, number: int, cut: bool) -> None:
+        """Say on the event the chain's lines belong to that line ``number`` was cut (the
+        first such line of it), in its ``cut`` and its message."""
+        holder = self.holder if self.event is not None else None
+        if not cut or holder is None or "cut" in holder:
+            return
+        holder["cut"] = (f"its line {number} was longer than {self.max_line} bytes; only its "
+                         f"first {self.max_line} were read")
+        _say_cut(holder)
 
     def _open(self, number: int, text: str, tag: str, step: int | None) -> None:
         last = self.events[-1] if self.events else None
@@ -85,10 +103,12 @@ class Chains:
         if last is not None and last.get("kind") == "cuda_assert" and "exception" not in last:
             self.event, self.own_frames = last, False  # the exception of the assert before
             self.event.update(links=0, last_line=number)
+            self.holder = self.event
             return
         self.event = {"kind": "engine_exception", "source": self.source, "line": number,
                       "first_line": number, "last_line": number, "count": 1, "step": step,
                       "message": text.strip()[:TEXT], "links": 0}
+        self.holder = self.event  # the event of the events its lines belong to
         self.events.append(self.event)
 
     def _continues(self, number: int, text: str, tag: str, body: str) -> bool:
@@ -140,6 +160,19 @@ class Chains:
                 and "engine_dead" not in before:
             self.events.pop()  # the API server's report of the crash before: that crash's
             before["engine_dead"] = {"line": number, "message": text.strip()[:TEXT]}
+            if "cut" in event:
+                before.setdefault("cut", event["cut"])
+                _say_cut(before)
             self.event, self.own_frames = dict(event), False  # its other lines are read, not kept
+            self.holder = before
             return
         event.update(kind=kind or "engine_exception", line=number, message=text.strip()[:TEXT])
+        _say_cut(event)
+
+
+def _say_cut(event: dict[str, Any]) -> None:
+    """End ``event``'s message with its ``cut``, when it has one the message does not say."""
+    cut = event.get("cut")
+    message = str(event.get("message") or "")
+    if cut and not message.endswith(f"({cut})"):
+        event["message"] = f"{message} ({cut})"

@@ -24,6 +24,7 @@ import numpy as np
 
 from forensics.judge.findings import UNWRITTEN_INPUT, baseline_of
 from forensics.judge.keyed import by_key
+from forensics.records import INT64_MAX, INT64_MIN
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -155,14 +156,76 @@ def window_of(capture: Any) -> frozenset[tuple[int, int]]:
     steps and summary flags, no record decoded): a replay of a step range of it
     (``replay(..., part_of=capture)``) compares these in its range, what the whole replay
     compares there, so a triage finds the same whatever its split."""
-    rows: list[tuple[int, str, int, int]] = []
+    columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for site in (s for s in _race_sites()[2] if s in capture.sites):
+        steps: list[np.ndarray] = []
+        ranks: list[np.ndarray] = []
         for view in capture.batches(site):
-            rows += [(len(rows) + i, site, int(step), int(view.rank)) for i, step in
-                     enumerate(view.steps[~np.asarray(view.summary, dtype=bool)].tolist())]
+            kept = np.asarray(view.steps, dtype=np.int64)[~np.asarray(view.summary, dtype=bool)]
+            steps.append(kept)
+            ranks.append(np.full(len(kept), int(view.rank), dtype=np.int64))
         capture.release()
-    _, pairs = _paired(rows)
-    return frozenset((p[0], p[1]) for p in _chosen(pairs, _crash_steps(capture)))
+        columns[site] = (np.concatenate(steps) if steps else np.zeros(0, np.int64),
+                         np.concatenate(ranks) if ranks else np.zeros(0, np.int64))
+    return window_from(columns, _crash_steps(capture))
+
+
+def window_from(columns: Mapping[str, tuple[np.ndarray, np.ndarray]], crash_steps: set[int]
+                ) -> frozenset[tuple[int, int]]:
+    """The (step, rank) pairs :func:`_chosen` keeps of those :func:`_paired` pairs, for the
+    records at the race sites whose steps and ranks ``columns`` holds per site (``{site:
+    (steps, ranks)}``, int64), worked out on arrays: a (step, rank) is paired when the reader
+    site and a writer site hold it and no race site holds it twice."""
+    reader, writers, _ = _race_sites()
+    steps = np.concatenate([c[0] for c in columns.values()] or [np.zeros(0, np.int64)])
+    ranks = np.concatenate([c[1] for c in columns.values()] or [np.zeros(0, np.int64)])
+    if not len(steps):
+        return frozenset()
+    order = np.lexsort((ranks, steps))  # by step, then rank: the pairs' order
+    steps, ranks = steps[order], ranks[order]
+    first = np.r_[True, (steps[1:] != steps[:-1]) | (ranks[1:] != ranks[:-1])]
+    key = np.empty(len(order), dtype=np.int64)
+    key[order] = np.cumsum(first) - 1  # each record's (step, rank), numbered in order
+    counts: dict[str, np.ndarray] = {}
+    start = 0
+    for site, (site_steps, _) in columns.items():
+        counts[site] = np.bincount(key[start:start + len(site_steps)],
+                                   minlength=int(first.sum()))
+        start += len(site_steps)
+    none = np.zeros(int(first.sum()), dtype=bool)
+    twice = np.logical_or.reduce([c > 1 for c in counts.values()])
+    written = np.logical_or.reduce([counts[w["site"]] > 0 if w.get("site") in counts else none
+                                    for w in writers] or [none])
+    read = counts[reader["site"]] > 0 if reader.get("site") in counts else none
+    paired = read & written & ~twice
+    pair_steps, pair_ranks = steps[first][paired], ranks[first][paired]
+    kept = _kept(pair_steps, crash_steps)
+    return frozenset(zip(pair_steps[kept].tolist(), pair_ranks[kept].tolist(), strict=True))
+
+
+def _kept(steps: np.ndarray, crash_steps: set[int]) -> np.ndarray:
+    """The indices of the pairs (of ``steps``, in pair order) that :func:`_chosen` keeps:
+    nearest a crash step first, then the latest, ties in pair order."""
+    if len(steps) <= MAX_STEPS:
+        return np.arange(len(steps))
+    if any(not INT64_MIN <= s <= INT64_MAX for s in crash_steps):  # past int64: _chosen's
+        return np.array([i for _, i in _chosen([(int(s), i) for i, s in enumerate(steps)],
+                                                crash_steps)], dtype=np.int64)
+    crash = np.array(sorted(crash_steps), dtype=np.int64)
+    distance = np.zeros(len(steps), dtype=np.uint64)
+    if len(crash):
+        at = np.searchsorted(crash, steps)
+        above = crash[np.minimum(at, len(crash) - 1)]
+        below = crash[np.maximum(at - 1, 0)]
+        distance = np.minimum(_apart(steps, above), _apart(steps, below))
+    order = np.lexsort((np.arange(len(steps)), np.invert(steps), distance))
+    return np.sort(order[:MAX_STEPS])
+
+
+def _apart(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``|a - b|`` of two int64 arrays, exact as uint64 (it may pass int64)."""
+    ua, ub = a.view(np.uint64), b.view(np.uint64)
+    return np.where(a >= b, ua - ub, ub - ua)
 
 
 def _race_sites() -> tuple[dict[str, str], Sequence[dict[str, str]], list[str]]:

@@ -83,8 +83,9 @@ class Bounds:
         lies within :data:`REACH` bytes of it (past the end: under REACH; before the start: at
         most REACH), else :data:`FAR`: an address far from every storage was the nearest
         one's, whatever the distance (a live address 8 GiB away, a wild index). Storages
-        are expected disjoint or equal (each an allocation, or all of one); of two that overlap
-        otherwise, an address past both starts is the one's reaching farthest."""
+        may be disjoint, equal, or overlap in part (storages the record says share memory, in
+        one allocation of the replay); of two that overlap in part, an address past both starts
+        is the one's reaching farthest."""
         addr = np.asarray(addresses, dtype=np.uint64).reshape(-1)
         if not len(self.starts):
             return np.where(addr < np.uint64(NULL_REACH), AT_NULL, FAR).astype(np.int64)
@@ -101,6 +102,15 @@ class Bounds:
         held = np.where(on_left, to_left < reach, to_right <= reach)
         owner = np.where(held, self.order[np.where(on_left, lo, hi)], FAR)
         return np.where(addr < np.uint64(NULL_REACH), AT_NULL, owner).astype(np.int64)
+
+
+def null_pointer(tensor: Any) -> bool:
+    """Whether a kernel is handed a null pointer for ``tensor``: torch's ``data_ptr()`` of an
+    empty tensor is 0, whatever its storage's address (a numpy-made empty buffer's storage has
+    one), in the live launch and in Triton's interpreter alike. Both workers take such a
+    tensor for an empty one, whose null pointer an access below :data:`NULL_REACH` may have
+    gone through (:func:`null_owner`)."""
+    return int(tensor.data_ptr()) == 0
 
 
 def null_owner(empty: Sequence[T]) -> T | None:

@@ -12,7 +12,9 @@ recorded values of a launch (``kernel_contract`` findings).
   inside the allocation, outside its row), for the tokens of real requests: a request whose
   ``idx_mapping`` entry is negative (masked) has its block-table row never read
   (``mask=is_local & is_real_req``: its tokens get ``PAD_ID``), so its positions are not
-  judged, and none are when ``idx_mapping`` is recorded without its values;
+  judged, and none are when ``idx_mapping`` is recorded without its values; under context
+  parallelism (``CP_SIZE`` > 1) a token another rank holds (``is_local`` false) is masked too,
+  and a local one is judged by its local block index (:func:`_cp_blocks`);
 - position: written ``pos`` values ``< max_model_len`` (from the capture's manifest, its
   ``model`` facts; not judged without it);
 - token id: ``input_ids`` values a launch wrote ``< vocab_size`` (from the manifest; not judged
@@ -125,6 +127,8 @@ def _blocks(launch: Launch) -> list[dict[str, Any]]:
               and (on is None or g >= len(on) or on[g])]
     if not groups or not len(pos):
         return []
+    if launch.constexprs.get("CP_SIZE", 1) != 1:
+        return _cp_blocks(launch, pos, kept, groups)
     negative, ceiling = np.flatnonzero(pos < 0), int(np.iinfo(pos.dtype).max)
     # position p >= 0 is past a row of W blocks of size b exactly when p >= b * W
     limits = [size * table.shape[1] for _, size, table in groups]
@@ -148,6 +152,70 @@ def _blocks(launch: Launch) -> list[dict[str, Any]]:
         row["positions"] = pos[elements].tolist()
         out.append(row)
     return out
+
+
+#: the most distinct (block size, sharded) pairs of groups judged under context parallelism
+#: (each costs a pass over the positions); past them none is judged
+MOST_CP_KINDS = 64
+
+
+def _cp_blocks(launch: Launch, pos: np.ndarray, kept: np.ndarray,
+               groups: list[tuple[int, int, TensorArg]]) -> list[dict[str, Any]]:
+    """The block-index findings of a launch under context parallelism (``CP_SIZE`` > 1): of
+    each group, the tokens the kernel reads a block-table entry for (``is_local``: in a
+    ``dcp_sharded`` group, those whose position falls to this ``cp_rank``; in another, all)
+    whose local block index passes the row, computed as the kernel does (C division, int64
+    arithmetic). None is judged when ``CP_SIZE``, ``CP_INTERLEAVE``, ``cp_rank`` or
+    ``dcp_sharded`` is unknown or unusable (which tokens the kernel masks is then unknown), or
+    past :data:`MOST_CP_KINDS` kinds of group."""
+    cp, every = _bound(launch.constexprs.get("CP_SIZE")), \
+        _bound(launch.constexprs.get("CP_INTERLEAVE"))
+    rank = launch.scalars.get("cp_rank")
+    sharded = _values(launch.tensors["dcp_sharded"]) if "dcp_sharded" in launch.tensors \
+        else None
+    if cp is None or every is None or sharded is None or pos.dtype == np.uint64 or \
+            not isinstance(rank, int) or isinstance(rank, bool) or \
+            any(g >= len(sharded) for g, _, _ in groups):
+        return []
+    kinds = {(size, bool(sharded[g])) for g, size, _ in groups}
+    if len(kinds) > MOST_CP_KINDS or max(size for _, size, _ in groups) * cp * every >= 2**62:
+        return []
+    local = {kind: _cp_local(pos.astype(np.int64), *kind, cp, every, rank) for kind in kinds}
+    out = []
+    for group, size, table in groups:
+        index, judged = local[(size, bool(sharded[group]))]
+        bad = judged & ((index < 0) | (index >= table.shape[1]))
+        where = np.flatnonzero(bad)
+        if not len(where):
+            continue
+        row = _finding_at(launch, "pos", "block index", kept[where[:MOST]], index[where[:MOST]],
+                          len(where), 0, table.shape[1],
+                          f"the blocks per row of {table.name} (block size {size}; context "
+                          f"parallel: {cp} ranks, interleave {every}, rank {rank}"
+                          f"{', sharded' if sharded[group] else ''})")
+        row["positions"] = pos[where[:MOST]].tolist()
+        out.append(row)
+    return out
+
+
+def _cp_local(pos: np.ndarray, size: int, sharded: bool, cp: int, every: int, rank: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Per position, the block index the kernel reads and whether it reads it (``is_local``),
+    as ``_compute_slot_mappings_kernel`` computes them for a group of ``size``-token blocks
+    (Triton's integer ``//`` and ``%`` truncate toward zero, as C's do)."""
+    if not sharded:
+        return _cdiv(pos, size)[0], np.ones(len(pos), dtype=bool)
+    virtual, offset = _cdiv(pos, size * cp)
+    mine = _cdiv(_cdiv(offset, every)[0], cp)[1] == rank
+    rounds, remainder = _cdiv(offset, every * cp)[0], _cdiv(offset, every)[1]
+    local = virtual * size + rounds * every + remainder
+    return _cdiv(local, size)[0], mine
+
+
+def _cdiv(a: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """``a // b`` and ``a % b`` truncated toward zero (``b`` > 0), as Triton's integers."""
+    remainder = np.fmod(a, b)
+    return (a - remainder) // b, remainder
 
 
 def _real_tokens(launch: Launch, starts: np.ndarray, tokens: int) -> np.ndarray | None:

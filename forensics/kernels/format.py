@@ -15,7 +15,11 @@ writer, like every event), with ``kind = "kernel_launch"``, ``format = 1`` and:
   in row-major order; ``none``: nothing, ``reason`` says why), ``data`` and ``after`` are
   base64 of little-endian bytes (``after``: the same span after the launch, present only when
   the launch changed it). A tensor a table of raw pointers points into is recorded under
-  ``NAME[i]`` with ``pointer_of`` (the table's argument) and ``pointer_index``;
+  ``NAME[i]`` with ``pointer_of`` (the table's argument) and ``pointer_index``. ``storage_id``
+  and ``storage_at`` (every tensor has them, or none: a record written before them, whose
+  sharing is unknown) say which tensors share memory: those of one id (views of one storage,
+  ``storage_at`` 0; storages that partly overlap, each starting ``storage_at`` bytes into the
+  memory the id spans; see :mod:`forensics.kernels.sharing`);
 - ``unrecorded``: name -> why an argument was not recorded (another type).
 
 :func:`check_launch` is the one check a reader applies; it raises CaptureFormatError naming the
@@ -97,6 +101,10 @@ class TensorArg:
     reason: str = ""
     pointer_of: str | None = None
     pointer_index: int | None = None
+    #: the memory it shares with the launch's other tensors of the id (None: unknown, a record
+    #: written before the field), its storage starting ``storage_at`` bytes into it
+    storage_id: int | None = None
+    storage_at: int = 0
 
     @property
     def itemsize(self) -> int:
@@ -134,6 +142,12 @@ class Launch:
     tensors: dict[str, TensorArg]
     unrecorded: dict[str, str] = field(default_factory=dict)
     index: int = 0
+
+    @property
+    def sharing_known(self) -> bool:
+        """Whether the record says which tensors share memory (each has a ``storage_id``)."""
+        return bool(self.tensors) and all(a.storage_id is not None
+                                          for a in self.tensors.values())
 
     @property
     def where(self) -> str:
@@ -232,12 +246,35 @@ def _tensor(name: str, raw: Any, where: str) -> TensorArg:
             arg.after = _b64(raw["after"], here, "after")
             if len(arg.after) != expected:
                 raise _fail(here, "after", f"holds {len(arg.after)} bytes, not {expected}")
+    if raw.get("storage_id") is not None:
+        arg.storage_id = _int(raw["storage_id"], here, "storage_id")
+        arg.storage_at = _int(raw.get("storage_at", 0), here, "storage_at")
+        if arg.storage_at + arg.storage >= 2**63:
+            raise _fail(here, "storage_at", "puts its storage past 2**63 bytes")
+    elif raw.get("storage_at") is not None:
+        raise _fail(here, "storage_at", "needs a 'storage_id' (the memory it is a byte of)")
     if raw.get("pointer_of") is not None:
         arg.pointer_of = _text(raw["pointer_of"], here, "pointer_of")
         if not _NAME.fullmatch(arg.pointer_of):
             raise _fail(here, "pointer_of", "must name the argument of the pointer table")
         arg.pointer_index = _int(raw.get("pointer_index"), here, "pointer_index")
     return arg
+
+
+def _check_sharing(tensors: dict[str, TensorArg], where: str) -> None:
+    """Refuse a sharing of memory among the launch's tensors no memory can hold
+    (:mod:`forensics.kernels.sharing`): ids on some tensors only, one id's storages apart, or
+    two storages of one memory recorded unlike on a byte they share."""
+    from forensics.kernels import sharing
+
+    sharing.check_groups({n: (a.storage_id, a.storage_at, a.storage)
+                          for n, a in tensors.items()}, where, _fail)
+    stored = [(n, a.storage_id, a) for n, a in tensors.items()
+              if a.contents == "storage" and a.storage_id is not None]
+    sharing.check_bytes({n: (i, a.storage_at, a.data) for n, i, a in stored}, "data", where,
+                        _fail)
+    sharing.check_bytes({n: (i, a.storage_at, a.data if a.after is None else a.after)
+                         for n, i, a in stored}, "after", where, _fail)
 
 
 def check_launch(event: dict[str, Any], where: str, index: int = 0) -> Launch:
@@ -267,6 +304,8 @@ def check_launch(event: dict[str, Any], where: str, index: int = 0) -> Launch:
             for k, v in unrecorded.items()):
         raise _fail(where, "unrecorded", "must be an object name -> reason (a string of at "
                                          "most 300 characters)")
+    found = {n: _tensor(n, t, where) for n, t in tensors.items()}
+    _check_sharing(found, where)
     return Launch(
         module, name, _text(kernel.get("source_sha256", ""), where, "kernel.source_sha256"),
         _int(event.get("step"), where, "step"), _int(event.get("rank", 0), where, "rank"),
@@ -275,8 +314,7 @@ def check_launch(event: dict[str, Any], where: str, index: int = 0) -> Launch:
         _ints(event.get("grid"), where, "grid", most=3), list(args),
         _plain(event.get("constexprs", {}), where, "constexprs"),
         _plain(event.get("scalars", {}), where, "scalars"),
-        {n: _tensor(n, t, where) for n, t in tensors.items()},
-        {str(k): v for k, v in unrecorded.items()}, index)
+        found, {str(k): v for k, v in unrecorded.items()}, index)
 
 
 def launches_of(events: list[dict[str, Any]], capture: str) -> list[Launch]:
@@ -347,6 +385,12 @@ present only when the launch changed it). Integer and boolean storages are recor
 to 4 MiB, else the view); floats within the launch's budget. A table of raw pointers
 (an int64 argument named `*_ptrs`) has each tensor it points into recorded under
 `NAME[i]`, with `pointer_of` (the table's argument) and `pointer_index` (`i`).
+`storage_id` (int >= 0) and `storage_at` (int >= 0, default 0) say which tensors share memory:
+those of one `storage_id` do (views of one storage, each `storage_at` 0; storages that partly
+overlap, each starting `storage_at` bytes into the memory the id spans, one of them at 0).
+Every tensor of a launch has a `storage_id`, or none does (sharing unknown: the replay gives
+each tensor memory of its own). One id's storages must overlap, and two storages recorded
+whole must agree on each byte they share.
 
 A `kernel_summary` event follows each write: `kernels_seen` (`module.name` -> launches seen),
 `graph_only` (kernels seen only while a CUDA graph was being captured: not recorded),

@@ -10,21 +10,25 @@ installed vLLM defines) and answers one JSON line: ``{"status": "replayed"|"not_
 "reason", "accesses", "more", "overflows", "differs"}``.
 
 Each tensor argument gets its own allocation with :data:`GAP` bytes of unused memory on either
-side, so an access just past a tensor is attributed to it. Every load, store and atomic is
-observed: an active lane whose address leaves every tensor's storage is an out-of-bounds access
-(argument, program id, element offset from the storage's start, load, store or atomic, masked
-or not); it is not performed (a load reads 0), so a wild index neither corrupts nor crashes the
-replay. A lane outside every allocation (a storage and its gaps) is attributed to no tensor
-(``argument`` null, ``unattributed``: ``outside``), and so is one below :data:`NULL_REACH`
-unless the launch has exactly one empty tensor, whose null pointer it went through
-(``unattributed``: ``null``, its elements the bytes from address 0). Each argument, operation
-and mask lists its first :data:`MOST_PROGRAMS` programs' accesses; the programs past them and
-their lanes are counted exactly (``more``), so an answer's size does not grow with the grid.
-A pointer the kernel makes of a recorded integer (nearer to it than to any allocation) that
-points into no allocation (an address of the live process the record does not resolve) makes
-the launch not replayable: its accesses would be judged against memory the replay does not
-hold. Integer additions, subtractions and multiplications of int32 values that wrap are noted
-as overflows.
+side, so an access just past a tensor is attributed to it; tensors the record says share
+memory (``storage_id``: views of one storage, storages that partly overlap) get one allocation,
+each storage where the record puts it, so a write through one is read through the others (a
+record without the field: each its own, sharing unknown, see :func:`_alike`).
+
+Every load, store and atomic is observed: an active lane whose address leaves every tensor's
+storage is an out-of-bounds access (argument, program id, element offset from the storage's
+start, load, store or atomic, masked or not); it is not performed (a load reads 0), so a wild
+index neither corrupts nor crashes the replay. A lane outside every allocation (a storage and
+its gaps) is attributed to no tensor (``argument`` null, ``unattributed``: ``outside``), and so
+is one below :data:`NULL_REACH` unless the launch has exactly one empty tensor, whose null
+pointer it went through (``unattributed``: ``null``, its elements the bytes from address 0).
+Each argument, operation and mask lists its first :data:`MOST_PROGRAMS` programs' accesses; the
+programs past them and their lanes are counted exactly (``more``), so an answer's size does not
+grow with the grid. A pointer the kernel makes of a recorded integer (nearer to it than to any
+allocation) that points into no allocation (an address of the live process the record does not
+resolve) makes the launch not replayable: its accesses would be judged against memory the
+replay does not hold. Integer additions, subtractions and multiplications of int32 values that
+wrap are noted as overflows.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import numpy as np
 from forensics.budget import require_alloc
 from forensics.errors import AllocationBudgetError, reason
 from forensics.escaping import terminal
-from forensics.kernels.bounds import FAR, NULL_REACH, REACH, Bounds, null_owner
+from forensics.kernels.bounds import FAR, NULL_REACH, REACH, Bounds, null_owner, null_pointer
 from forensics.kernels.format import (
     Launch,
     TensorArg,
@@ -51,6 +55,7 @@ from forensics.kernels.format import (
     source_hash,
 )
 from forensics.kernels.interpreter import check_masked_accesses
+from forensics.kernels.sharing import Block, blocks
 
 #: bytes left unused on either side of each tensor's storage: an access in them is the
 #: tensor's (the attribution's reach, :data:`forensics.kernels.bounds.REACH`)
@@ -120,7 +125,9 @@ class Observer:
 
     def use(self, regions: list[Region], integers: dict[str, np.ndarray] | None = None,
             empty: list[tuple[str, int]] | None = None) -> None:
-        """Judge the accesses against ``regions`` (disjoint: each its own allocation);
+        """Judge the accesses against ``regions`` (disjoint, equal, or storages overlapping
+        in one allocation: :class:`~forensics.kernels.bounds.Bounds` judges a lane inside when
+        one holds all of it);
         ``integers``: the 64-bit integer tensors' contents, their pointer tables' entries
         resolved (the values that are no address of the replay: raw addresses, or numbers);
         ``empty``: the launch's empty tensor arguments (name, item size), whose pointers are
@@ -332,47 +339,71 @@ def _kernel(launch: Launch) -> Any:
 
 
 def _require_budget(launch: Launch) -> None:
-    """Hold the launch's allocations together (each storage and its two gaps) to the
+    """Hold the launch's allocations together (each block of memory and its two gaps) to the
     allocation budget before any is made: thousands of small tensors, or several storages each
     under the budget, once asked for gigabytes together."""
-    storages = sum(arg.storage for arg in launch.tensors.values())
+    spans = _blocks(launch)
+    storages = sum(block.size for block in spans)
     try:
-        require_alloc(storages + 2 * GAP * len(launch.tensors),
+        require_alloc(storages + 2 * GAP * len(spans),
                       f"the launch's {len(launch.tensors)} tensor(s)", "storage",
                       f"{storages} bytes in all (and {2 * GAP} bytes of gaps each)")
     except AllocationBudgetError as exc:
         raise NotReplayable(str(exc)) from None
 
 
-def _allocate(arg: TensorArg, torch: Any, keep: list[Any]) -> tuple[Any, Region]:
-    """The tensor of ``arg`` in an allocation of its own (with gaps), filled with the
-    recorded contents; a storage past the allocation budget (:mod:`forensics.budget`: a
-    ``none`` or ``view`` record's ``storage`` is only a claim) is not allocated, and the launch
-    is not replayable, saying so in one line."""
-    if arg.storage % arg.itemsize:
-        raise NotReplayable(f"tensor {arg.name}: a storage of {arg.storage} bytes is no whole "
-                            f"number of {arg.dtype} elements")
+def _blocks(launch: Launch) -> list[Block]:
+    """The launch's blocks of memory: those the record says its tensors share
+    (``storage_id``), else one per tensor (:func:`forensics.kernels.sharing.blocks`)."""
+    return blocks({n: (a.storage_id, a.storage_at, a.storage) for n, a in launch.tensors.items()})
+
+
+def _allocate(block: Block, launch: Launch, torch: Any, keep: list[Any]
+              ) -> dict[str, tuple[Any, Any, Region]]:
+    """Per tensor of ``block``: its tensor, its storage's bytes and its region, in one
+    allocation of the block's memory (with gaps) filled with the recorded contents (storages
+    first, then views), so that a write through one view of shared memory is read through the
+    others; a block past the allocation budget (:mod:`forensics.budget`: a ``none`` or ``view``
+    record's ``storage`` is only a claim) is not allocated, and the launch is not replayable,
+    saying so in one line."""
+    first = block.members[0][0]
+    for name, at in block.members:
+        arg = launch.tensors[name]
+        if arg.storage % arg.itemsize or at % arg.itemsize:
+            what = f"a storage of {arg.storage} bytes" if arg.storage % arg.itemsize else \
+                f"a storage starting {at} bytes into the memory it shares"
+            raise NotReplayable(f"tensor {name}: {what} is no whole number of {arg.dtype} "
+                                "elements")
     try:
-        require_alloc(arg.storage + 2 * GAP, f"tensor {arg.name}", "storage", arg.storage)
+        require_alloc(block.size + 2 * GAP, f"tensor {first}", "storage", block.size)
     except AllocationBudgetError as exc:
         raise NotReplayable(str(exc)) from None
-    arena = torch.zeros(arg.storage + 2 * GAP, dtype=torch.uint8)
+    arena = torch.zeros(block.size + 2 * GAP, dtype=torch.uint8)
     keep.append(arena)
-    dtype = getattr(torch, arg.dtype)
-    storage = arena[GAP:GAP + arg.storage].view(dtype)
-    # as_strided's offset counts from the arena's start, not from the storage view's
-    tensor = torch.as_strided(storage, arg.shape, arg.strides, GAP // arg.itemsize + arg.offset)
-    _fill(arg, storage, tensor, torch)
-    start = arena.data_ptr() + GAP
-    return tensor, Region(arg.name, start, start + arg.storage, arg.itemsize)
+    out = {}
+    for name, at in block.members:
+        arg = launch.tensors[name]
+        raw = arena[GAP + at:GAP + at + arg.storage]
+        # as_strided's offset counts from the arena's start, not from the storage view's
+        tensor = torch.as_strided(raw.view(getattr(torch, arg.dtype)), arg.shape, arg.strides,
+                                  (GAP + at) // arg.itemsize + arg.offset)
+        start = arena.data_ptr() + GAP + at
+        out[name] = (tensor, raw, Region(name, start, start + arg.storage, arg.itemsize))
+    for contents in ("storage", "view"):
+        for name, (tensor, raw, _) in out.items():
+            if launch.tensors[name].contents == contents:
+                _fill(launch.tensors[name], raw, tensor, torch)
+    return out
 
 
 def _fill(arg: TensorArg, storage: Any, tensor: Any, torch: Any) -> None:
+    """Write ``arg``'s recorded contents into its storage's bytes (``storage``) or its
+    elements (``tensor``)."""
     if arg.contents == "storage":
-        storage.view(torch.uint8).copy_(torch.frombuffer(bytearray(arg.data), dtype=torch.uint8))
+        storage.copy_(torch.frombuffer(bytearray(arg.data), dtype=torch.uint8))
     elif arg.contents == "view" and tensor.numel():
         values = torch.frombuffer(bytearray(arg.data), dtype=torch.uint8)
-        tensor.copy_(values.view(storage.dtype).reshape(tensor.shape))
+        tensor.copy_(values.view(tensor.dtype).reshape(tensor.shape))
 
 
 def _span(arg: TensorArg, storage: Any, tensor: Any) -> bytes:
@@ -415,18 +446,18 @@ def replay(launch: Launch) -> dict[str, Any]:
         name, why = next(iter(launch.unrecorded.items()))
         raise NotReplayable(f"argument {name} was not recorded ({terminal(why)})")
     keep: list[Any] = []
-    tensors, regions, storages = {}, [], {}
-    for name, arg in launch.tensors.items():
-        tensor, region = _allocate(arg, torch, keep)
-        tensors[name], storages[name] = tensor, keep[-1][GAP:GAP + arg.storage]
-        regions.append(region)
+    made = {name: one for block in _blocks(launch)
+            for name, one in _allocate(block, launch, torch, keep).items()}
+    tensors = {name: made[name][0] for name in launch.tensors}
+    storages = {name: made[name][1] for name in launch.tensors}
+    regions = [made[name][2] for name in launch.tensors]
     _point(launch, tensors)
     OBSERVER.__init__()  # type: ignore[misc]
     OBSERVER.use(regions, {n: storages[n].view(torch.uint8).numpy().view("<u8")
                            for n, a in launch.tensors.items()
                            if a.dtype in ("int64", "uint64") and a.storage % 8 == 0},
                  [(n, launch.tensors[n].itemsize) for n, t in tensors.items()
-                  if n in launch.args and t.data_ptr() == 0])
+                  if n in launch.args and null_pointer(t)])
     args = {**_scalars(launch.scalars), **launch.constexprs,
             **{n: t for n, t in tensors.items() if n in launch.args}}
     missing = [a for a in launch.args if a not in args]
@@ -446,7 +477,7 @@ def replay(launch: Launch) -> dict[str, Any]:
     if unknown:  # a replay on zeros in place of inputs never equals live: not judged
         notes.append(f"live against replay not judged: the contents of {unknown[0]} were "
                      f"not recorded")
-    alike = _alike(launch)
+    alike = [] if launch.sharing_known else _alike(launch)  # shared memory is shared here
     for group in alike:
         notes.append(f"live against replay not judged for {' and '.join(group)}: their records "
                      "are alike byte for byte, storage and change, as two views of one storage "
@@ -465,8 +496,9 @@ def _alike(launch: Launch) -> list[list[str]]:
     """The groups of tensors whose records are alike byte for byte (each its storage's every
     byte, before and after a launch that changed it), as two views of one storage are: the
     replay gives each a storage of its own, so a write through one view is missing from the
-    other's, whose live bytes hold it (a false ``live_differs``). The record does not say
-    which tensors share a storage; an unchanged storage is judged (what the replay wrote to
+    other's, whose live bytes hold it (a false ``live_differs``). Asked only of a record that
+    does not say which tensors share a storage (no ``storage_id``); an unchanged storage is
+    judged (what the replay wrote to
     it, the live launch did not, whichever views it has)."""
     groups: dict[tuple[int, bytes, bytes], list[str]] = {}
     for name, arg in launch.tensors.items():

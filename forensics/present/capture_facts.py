@@ -69,6 +69,8 @@ def stated_facts(manifest: Any) -> tuple[dict[str, Any], list[str]]:
         if problem:
             refused.append(refusal(field, problem))
             value = UNKNOWN
+        if fact is VLLM and value in (None, ""):
+            value = UNKNOWN  # the one fact every verdict rests on: never left out unsaid
         if value is not None and value != "":
             facts[fact.column] = value
     return facts, refused
@@ -109,18 +111,23 @@ MODELS_VLLM = "0.33.0"
 
 
 def version_sentence(facts: dict[str, Any], variants: Sequence[str]) -> str:
-    """That the capture's vLLM is not the one the models copy, and what that may change; or
-    ``""`` (same version, unknown version, or no model variant replayed)."""
-    version = str(facts.get("vllm") or "")
+    """That the capture's vLLM is not the one the models copy, or is not known, and what that
+    may change; or ``""`` (the same version, or no model variant replayed)."""
+    version = str(facts.get("vllm") or UNKNOWN)
     models = [v for v in variants if not v.startswith("vllm")]
-    if not version or version == "unknown" or version == MODELS_VLLM or not models:
+    if version == MODELS_VLLM or not models:
         return ""
-    return (f"The capture comes from vLLM {spanless(version)}, while {', '.join(models)} "
-            f"replay{'s' if len(models) == 1 else ''} the code of vLLM {MODELS_VLLM}: where "
-            f"these sites changed between the two, a bound, a fast path or the placeholder "
-            f"rule may differ, so a verdict may not be what {spanless(version)} did (replay "
-            f"with --variant vllm on that version's code where it is supported, 0.32.x or "
-            f"0.33.x).")
+    replays = f"{', '.join(models)} replay{'s' if len(models) == 1 else ''}"
+    if version == UNKNOWN:
+        return (f"The vLLM version of the capture is unknown (its manifest's versions.vllm), "
+                f"while {replays} the code of vLLM {MODELS_VLLM}: a bound, a fast path or the "
+                f"placeholder rule (whether a -1 is clamped to token 0) may differ in the "
+                f"engine's version, so a verdict may not be what the engine did.")
+    return (f"The capture comes from vLLM {spanless(version)}, while {replays} the code of "
+            f"vLLM {MODELS_VLLM}: where these sites changed between the two, a bound, a fast "
+            f"path or the placeholder rule may differ, so a verdict may not be what "
+            f"{spanless(version)} did (replay with --variant vllm on that version's code where "
+            f"it is supported, 0.32.x or 0.33.x).")
 
 
 def facts_sentence(facts: dict[str, Any]) -> str:

@@ -285,18 +285,20 @@ def _draw_tensor(ax: Axes, data: TimelineData, line: TimelineTensor, first: bool
     """Draw one tensor's band, bound and values out of bounds (binned when the timeline is
     dense), each drawn as its state says (out of bounds, resolved or not judged).
     ``labelled``: legend entries drawn so far (each is drawn once)."""
-    binned, color, dense, width = line.binned, line.color, data.dense, data.width
-    x, low, high = (coords(binned[c]) for c in ("step", "min", "max"))
-    ax.fill_between(x, low, high, step="mid", color=color, alpha=0.15)
-    ax.plot(x, high, marker=None if dense else "o", ms=3, lw=0.8 if dense else 1,
-            color=color, label=_mathsafe(data.series_label(line)))
-    ax.plot(x, low, marker=None if dense else ".", ms=2, lw=0.6 if dense else 0.8,
-            ls=":", color=color)
-    edges, bound = line.stepped(width, ("upper", "lower"))
-    ax.step(edges, bound["upper"], where="mid", ls="--", lw=1.4, color=BOUND_COLOR,
-            label=_once(labelled, line.bound_label()))
-    ax.step(edges, bound["lower"], where="mid", ls="-.", lw=0.8, color=BOUND_COLOR,
-            label=line.lower_label() if first else None)
+    color, dense, width = line.color, data.dense, data.width
+    for i, run in enumerate(line.runs(width)):  # broken where no record is (scene's runs)
+        x, low, high = (coords(run[c]) for c in ("step", "min", "max"))
+        ax.fill_between(x, low, high, step="mid", color=color, alpha=0.15)
+        series = _mathsafe(data.series_label(line))
+        ax.plot(x, high, marker=None if dense else "o", ms=3, lw=0.8 if dense else 1,
+                color=color, label=series if i == 0 else f"_{series}")  # "_": no legend
+        ax.plot(x, low, marker=None if dense else ".", ms=2, lw=0.6 if dense else 0.8,
+                ls=":", color=color)
+        edges, bound = line.stepped(width, ("upper", "lower"), run)
+        ax.step(edges, bound["upper"], where="mid", ls="--", lw=1.4, color=BOUND_COLOR,
+                label=_once(labelled, line.bound_label()))
+        ax.step(edges, bound["lower"], where="mid", ls="-.", lw=0.8, color=BOUND_COLOR,
+                label=line.lower_label() if first and i == 0 else None)
     for state, marker, mark_color in MARK_STYLES:
         _draw_marks(ax, data, line, state, marker, mark_color, labelled)
 

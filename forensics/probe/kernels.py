@@ -119,7 +119,8 @@ class Pending:
     """One launch whose copies wait to be encoded: the tensors' layouts and host copies."""
 
     __slots__ = ("meta", "step", "rank", "ordinal", "grid", "constexprs", "scalars",
-                 "tensors", "unrecorded", "names", "views", "sizes", "before", "after")
+                 "tensors", "unrecorded", "names", "views", "sizes", "before", "after",
+                 "memory")
 
     def __init__(self, meta: KernelMeta, step: int, rank: int, ordinal: int) -> None:
         self.meta, self.step, self.rank, self.ordinal = meta, step, rank, ordinal
@@ -133,6 +134,7 @@ class Pending:
         self.sizes: list[int] = []
         self.before: Any = None  # one host copy of every view joined, before the launch
         self.after: Any = None  # and after it
+        self.memory: dict[str, tuple[int, int]] = {}  # per tensor: its storage's address, bytes
 
 
 class FlightRecorder:
@@ -175,6 +177,7 @@ class FlightRecorder:
         self._arguments(pending, bound)
         pending.grid = _grid(grid, bound)
         self._pointer_tables(pending, bound)
+        _share(pending)
         pending.before = _join(pending.views)
         if not self.hands_off_each_launch:
             self._launches(step).append(pending)
@@ -227,7 +230,9 @@ class FlightRecorder:
         """Note one tensor argument and copy its contents (see the module); return the
         float budget left."""
         dtype, whole, complex_, itemsize = _dtype_facts(tensor.dtype)
-        storage = tensor.untyped_storage().nbytes()
+        untyped = tensor.untyped_storage()
+        storage = untyped.nbytes()
+        pending.memory[name] = (untyped.data_ptr(), storage)
         view_bytes = tensor.numel() * itemsize
         contents, reason = "none", ""
         if whole and storage <= WHOLE_BYTES:
@@ -334,6 +339,25 @@ def event_fields(pending: Pending) -> dict[str, Any]:
             "ordinal": pending.ordinal, "path": meta.path, "grid": pending.grid,
             "args": list(meta.params), "constexprs": pending.constexprs,
             "scalars": pending.scalars, "tensors": tensors, "unrecorded": pending.unrecorded}
+
+
+def _share(pending: Pending) -> None:
+    """Give each tensor of the launch its ``storage_id`` and ``storage_at``
+    (:mod:`forensics.kernels.sharing`): the tensors whose storages overlap, by their addresses
+    (views of one storage; storages over one allocation), share an id, each storage starting
+    ``storage_at`` bytes past the first of them; an empty storage has an id of its own."""
+    spans = sorted((ptr, ptr + size, name) for name, (ptr, size) in pending.memory.items()
+                   if size)
+    ident, base, reach = -1, 0, 0
+    for start, end, name in spans:
+        if ident < 0 or start >= reach:  # past the memory of the id before
+            ident, base, reach = ident + 1, start, end
+        reach = max(reach, end)
+        pending.tensors[name].update(storage_id=ident, storage_at=start - base)
+    for name, (_, size) in pending.memory.items():
+        if not size:
+            ident += 1
+            pending.tensors[name].update(storage_id=ident, storage_at=0)
 
 
 def _fit(tensors: dict[str, dict[str, Any]]) -> None:

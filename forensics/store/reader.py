@@ -89,12 +89,18 @@ class Capture:
     def held(self) -> str:
         """A digest of the segment files this capture opened, as they were then
         (:meth:`~forensics.store.segment.Segment.held`): a capture opened again after it was
-        replaced, or written to, has another. A triage compares it (its stitch reopens each
-        capture after its replay)."""
+        replaced, or written to (even in place, its size and modification time put back), has
+        another. A triage compares it (:class:`forensics.fleet.piece.Held`)."""
         import hashlib
 
         text = "\n".join(sorted(segment.held() for segment in self._segments))
         return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+    def changed(self) -> str | None:
+        """The name of a segment file that is no longer as this capture opened it (written
+        to, replaced or removed since: :meth:`~forensics.store.segment.Segment.still_held`),
+        or None when each still is: what was read of it may be of another file."""
+        return next((s.name for s in self._segments if not s.still_held()), None)
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())

@@ -132,7 +132,7 @@ class Segment:
             size, self.stored = stored_size(fd)
             opened = os.fstat(fd)
             self._identity = (opened.st_dev, opened.st_ino)
-            self._stamp = (opened.st_size, opened.st_mtime_ns)
+            self._stamp = (opened.st_size, opened.st_mtime_ns, opened.st_ctime_ns)
             if size == 0:
                 self.truncated = True
                 return
@@ -394,10 +394,21 @@ class Segment:
                 "delete it")
 
     def held(self) -> str:
-        """The file this segment opened, as it was then: name, device, inode, size and
-        modification time (read from the open file, so no file put at its path since)."""
-        return f"{self.name}:{self._identity[0]}:{self._identity[1]}:{self._stamp[0]}:" \
-            f"{self._stamp[1]}"
+        """The file this segment opened, as it was then: name, device, inode, size,
+        modification and change time (read from the open file, so no file put at its path
+        since). The change time moves at every write, even one that puts the size and
+        modification time back (``os.utime``): no call sets it."""
+        return ":".join(str(part) for part in (self.name, *self._identity, *self._stamp))
+
+    def still_held(self) -> bool:
+        """Whether the file at this segment's path is still the one it opened, as it was then
+        (:meth:`held`): False once it was written to (in place or not), replaced or removed."""
+        try:
+            info = os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            return False
+        return ((info.st_dev, info.st_ino), (info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+                ) == (self._identity, self._stamp)
 
     def check_whole(self) -> None:
         """Refuse (CaptureFormatError) to read the mapping of a file truncated or replaced

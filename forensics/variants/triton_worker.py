@@ -50,7 +50,7 @@ import numpy as np
 
 from forensics.budget import require_alloc
 from forensics.errors import AllocationBudgetError
-from forensics.kernels.bounds import FAR, REACH, Bounds, null_owner
+from forensics.kernels.bounds import FAR, REACH, Bounds, null_owner, null_pointer
 from forensics.kernels.interpreter import check_masked_accesses
 
 _MISSING = object()
@@ -86,9 +86,15 @@ class Observer:
         self._bounds = Bounds([])
 
     def launch(self, names: list[str], values: list[Any]) -> None:
-        """Note the storages of a launch's tensor arguments (name, start, end)."""
+        """Note the storages of a launch's tensor arguments (start, end, name); an empty
+        tensor's as ``(0, 0)``: the kernel is handed its null pointer, whatever its storage's
+        address (:func:`~forensics.kernels.bounds.null_pointer`: a numpy-made empty buffer's
+        storage has one, and an access through its null pointer was said to be through "no
+        buffer's")."""
         for name, value in zip(names, values, strict=False):
-            if hasattr(value, "untyped_storage"):
+            if hasattr(value, "untyped_storage") and null_pointer(value):
+                self.regions.append((0, 0, name))
+            elif hasattr(value, "untyped_storage"):
                 storage = value.untyped_storage()
                 self.regions.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes(),
                                      name))

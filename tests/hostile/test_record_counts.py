@@ -205,15 +205,15 @@ def test_a_launch_storage_past_the_budget_is_not_allocated(
     naming the tensor, 'storage', its value and the budget, before anything is allocated
     (the replay is handed no torch: an allocation would fail otherwise)."""
     from forensics.kernels.format import check_launch
-    from forensics.kernels.replay_worker import NotReplayable, _allocate
+    from forensics.kernels.replay_worker import NotReplayable, _allocate, _blocks
 
     launch = check_launch(launch_with(storage=2**40, contents="none", data=None), "launch 0")
     with pytest.raises(NotReplayable) as raised:
-        _allocate(launch.tensors["ptr"], None, [])
+        _allocate(_blocks(launch)[0], launch, None, [])
     line = str(raised.value)
     assert line.startswith("tensor ptr: 'storage' is 1099511627776, which would allocate"), line
     assert "past the allocation budget of 1073741824 bytes" in line, line
     monkeypatch.setenv("FORENSICS_MAX_ALLOC", "4K")
     small = check_launch(launch_with(storage=8192, contents="none", data=None), "launch 0")
     with pytest.raises(NotReplayable, match="budget of 4096 bytes"):
-        _allocate(small.tensors["ptr"], None, [])
+        _allocate(_blocks(small)[0], small, None, [])

@@ -261,8 +261,10 @@ def test_the_planned_window_crosses_to_the_local_worker_process(long_capture: Pa
 
 
 def test_the_planned_window_crosses_to_a_ray_worker(long_capture: Path) -> None:
-    """Ray ships the task (its window) to the worker (a local cluster, started here)."""
-    import cloudpickle
+    """Ray ships the task (its window) to the worker (a local cluster, started here). The
+    test's task body goes by value through Ray's own pickler: a worker imports nothing from
+    the folder the test runs in (T76b), where ``tests`` is."""
+    from ray import cloudpickle
 
     from forensics.fleet.runners import run_ray
     from forensics.fleet.tasks import plan

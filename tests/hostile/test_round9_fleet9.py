@@ -25,9 +25,10 @@ def _ids_capture(path: Path, ranks: dict[int, list[int]],
 def _row(capture: str, ranks: str, **facts: Any) -> dict[str, Any]:
     """A readable triage row of ``capture`` as the stitching reads it, with what its replay
     read when the capture exists (``held``: the stitch compares the capture as that, T73c)."""
+    from forensics.fleet.piece import Held
     from forensics.store.reader import load
 
-    held = load(capture).held() if os.path.isdir(capture) else None
+    held = Held.of(load(capture)).text() if os.path.isdir(capture) else None
     return {"capture": capture, "ranks": ranks, "error": None, "engine_id": "unknown",
             "host": "unknown", "started": "unknown", "history": "", "divergence": None,
             "held": held, **facts}

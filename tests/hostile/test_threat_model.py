@@ -1105,6 +1105,10 @@ TESTS = {
              "test_a_findings_number_is_an_int64",
              "tests/hostile/test_round14_fix14c.py::"
              "test_a_number_up_to_max_digits_prints_in_full"],
+    "T78a": ["tests/hostile/test_round15_lead.py::"
+             "test_a_capture_without_its_vllm_version_says_it_is_unknown",
+             "tests/hostile/test_round15_lead.py::"
+             "test_a_capture_of_the_models_version_says_nothing_of_it"],
     "T74c": ["tests/hostile/test_round14_fix14c.py::"
              "test_a_summary_records_counts_and_line_stay_as_they_are",
              "tests/hostile/test_round14_fix14c.py::"
@@ -1134,6 +1138,52 @@ TESTS = {
              "test_the_summary_of_a_capture_of_no_records_says_nothing_was_judged",
              "tests/hostile/test_round15_attack15.py::"
              "test_a_capture_of_kernel_launches_only_is_not_said_to_be_a_probe_that_saw_no_call"],
+    "T75a": ["tests/hostile/test_round15_kern15.py::"
+             "test_views_of_one_storage_are_recorded_and_replayed_as_one",
+             "tests/hostile/test_round15_kern15.py::"
+             "test_an_impossible_sharing_is_refused_in_one_line"],
+    "T75b": ["tests/hostile/test_round15_kern15.py::"
+             "test_storages_that_partly_overlap_are_one_memory",
+             "tests/hostile/test_round15_kern15.py::"
+             "test_an_access_across_overlapping_storages_is_inside"],
+    "T75c": ["tests/hostile/test_round15_kern15.py::"
+             "test_a_null_access_through_a_numpy_made_empty_v2_buffer_is_its",
+             "tests/hostile/test_round15_kern15.py::"
+             "test_both_workers_take_a_zero_pointer_for_an_empty_tensor"],
+    "T75d": ["tests/hostile/test_round15_kern15.py::"
+             "test_the_block_contract_judges_what_the_kernel_reads_under_context_parallelism",
+             "tests/hostile/test_round15_kern15.py::"
+             "test_the_block_contract_is_not_judged_where_the_masking_is_unknown"],
+    "T76a": ["tests/hostile/test_round15_fix15.py::"
+             "test_a_segment_rewritten_in_place_before_the_stitch_is_its_error_row",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_a_segment_rewritten_in_place_while_the_stitch_reads_it_is_its_error_row",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_a_segment_rewritten_in_place_between_two_pieces_is_its_error_row",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_a_segment_rewritten_in_place_while_its_piece_reads_it_is_its_error_row",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_a_capture_left_alone_is_triaged_whole_and_split_alike"],
+    "T76b": ["tests/hostile/test_round15_fix15.py::"
+             "test_a_ray_worker_runs_no_module_planted_where_the_triage_runs",
+             "tests/hostile/test_round14_tri14.py::"
+             "test_the_planned_window_crosses_to_a_ray_worker"],
+    "T76c": ["tests/hostile/test_round15_fix15.py::"
+             "test_the_race_window_on_arrays_is_the_window_of_the_records",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_the_window_of_a_capture_is_its_records_window",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_the_race_window_costs_a_fraction_of_a_tuple_a_record"],
+    "T76d": ["tests/hostile/test_round15_fix15.py::"
+             "test_a_traceback_line_past_the_line_bound_is_said_cut",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_a_traceback_within_the_line_bound_is_not_said_cut"],
+    "T76e": ["tests/hostile/test_round15_fix15.py::"
+             "test_the_svg_timeline_breaks_its_lines_where_no_record_is",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_the_matplotlib_timeline_breaks_its_lines_where_no_record_is",
+             "tests/hostile/test_round15_fix15.py::"
+             "test_adjacent_steps_are_one_line"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

@@ -74,14 +74,21 @@ class TimelineTensor:
         """The legend text of the tensor's lower bound."""
         return f"lower bound = {_fmt_bound(self.binned['lower'], self.yorigin)}"
 
-    def stepped(self, width: int, columns: Sequence[str]
+    def runs(self, width: int) -> list[pd.DataFrame]:
+        """The binned steps split where the tensor holds no record (:func:`runs`): each run
+        is drawn as one line, band and bound."""
+        return [self.binned.iloc[run] for run in runs(coords(self.binned["step"]), width)]
+
+    def stepped(self, width: int, columns: Sequence[str], run: pd.DataFrame | None = None
                 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """The binned ``columns`` as step lines spanning each bin's whole ``width``, so that a
-        bound of one step still shows as a segment: the edges (half a bin before the first
-        step and after the last) and each column padded to them, as coordinates to draw
+        """The binned ``columns`` (of ``run``, one of :meth:`runs`; None: all) as step lines
+        spanning each bin's whole ``width``, so that a bound of one step still shows as a
+        segment: the edges (half a bin before the first step and after the last) and each
+        column padded to them, as coordinates to draw
         (:func:`~forensics.present.selection.coords`)."""
-        edges = bin_edges(coords(self.binned["step"]), width)
-        return edges, {c: padded_to_edges(coords(self.binned[c])) for c in columns}
+        rows = self.binned if run is None else run
+        edges = bin_edges(coords(rows["step"]), width)
+        return edges, {c: padded_to_edges(coords(rows[c])) for c in columns}
 
 
 @dataclass
@@ -298,6 +305,20 @@ def bin_steps(steps: pd.DataFrame, width: int) -> pd.DataFrame:
     if state:
         binned["state"] = binned["state"].map({0: OPEN, 1: RESOLVED, 2: UNSEEN, 3: UNSEEN})
     return binned
+
+
+def runs(x: np.ndarray, width: int) -> list[slice]:
+    """The runs of ``x`` (a tensor's drawn steps, or a dense timeline's bin centres,
+    ascending) a timeline draws each line, band and bound through: a run ends where the next
+    point is more than one bin (``width`` steps; 1 when not dense) on. The steps between hold
+    no record, and a line across them (step 0 to step 2**63-1) would say values were there:
+    the lines break, each point keeps its own mark. The one rule of the SVG and the
+    matplotlib views alike."""
+    if not len(x):
+        return []
+    cuts = (np.flatnonzero(np.diff(np.asarray(x, dtype=float)) > 1.5 * width) + 1).tolist()
+    bounds = [0, *cuts, len(x)]
+    return [slice(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def bin_edges(x: np.ndarray, width: int) -> np.ndarray:

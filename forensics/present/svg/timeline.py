@@ -116,22 +116,28 @@ def _xlim(data: TimelineData) -> tuple[float, float] | None:
 
 def _draw_tensor(panel: Panel, data: TimelineData, line: TimelineTensor,
                  first: bool) -> None:
-    """One tensor's band, largest and smallest values, bound lines and marks."""
-    binned, dense = line.binned, data.dense
-    column = {c: coords(binned[c]) for c in ("step", "min", "max")}
-    x = column["step"].tolist()
-    stepped, padded_columns = line.stepped(data.width, ("min", "max", "lower", "upper"))
-    edges = stepped.tolist()
-    padded = {c: values.tolist() for c, values in padded_columns.items()}
-    panel.band(edges, padded["min"], padded["max"], line.color, opacity=0.15)
-    panel.line(x, column["max"].tolist(), line.color, width=0.8 if dense else 1.0,
-               dots=0.0 if dense else 1.8, label=data.series_label(line), role="series max")
-    panel.line(x, column["min"].tolist(), line.color, width=0.6 if dense else 0.8,
-               dash="1.5,2", dots=0.0 if dense else 1.0, role="series min")
-    panel.line(edges, padded["upper"], BOUND_COLOR, width=1.4, dash="5,3", step=True,
-               label=line.bound_label(), role="bound upper")
-    panel.line(edges, padded["lower"], BOUND_COLOR, width=0.8, dash="6,2,1.5,2",
-               step=True, label=line.lower_label() if first else None, role="bound lower")
+    """One tensor's band, largest and smallest values and bound lines, each run of steps
+    apart (broken where it holds no record: :func:`~forensics.present.scene.timeline.runs`),
+    and its marks."""
+    dense = data.dense
+    for run in line.runs(data.width):
+        column = {c: coords(run[c]) for c in ("step", "min", "max")}
+        x = column["step"].tolist()
+        stepped, padded_columns = line.stepped(data.width, ("min", "max", "lower", "upper"),
+                                               run)
+        edges = stepped.tolist()
+        padded = {c: values.tolist() for c, values in padded_columns.items()}
+        panel.band(edges, padded["min"], padded["max"], line.color, opacity=0.15)
+        panel.line(x, column["max"].tolist(), line.color, width=0.8 if dense else 1.0,
+                   dots=0.0 if dense else 1.8, label=data.series_label(line),
+                   role="series max")
+        panel.line(x, column["min"].tolist(), line.color, width=0.6 if dense else 0.8,
+                   dash="1.5,2", dots=0.0 if dense else 1.0, role="series min")
+        panel.line(edges, padded["upper"], BOUND_COLOR, width=1.4, dash="5,3", step=True,
+                   label=line.bound_label(), role="bound upper")
+        panel.line(edges, padded["lower"], BOUND_COLOR, width=0.8, dash="6,2,1.5,2",
+                   step=True, label=line.lower_label() if first else None,
+                   role="bound lower")
     for state, marker, color in MARK_STYLES:
         _draw_marks(panel, data, line, state, _SHAPES[marker], color)
 
