@@ -22,8 +22,9 @@ that escapes (no output keeps a copy of these rules).
   ``& < > " '`` as entities (a noncharacter or C0 control never reaches XML);
 - :func:`markdown`: :func:`inert` (``raw=True``: :func:`terminal`), then only what
   GitHub-flavoured Markdown would read as markup escaped, so the rendered text is the text, and
-  what GitHub would read as a mention or an issue reference (``@user``, ``#123``) in a code
-  span, so pasting it pings no one and links nothing; in
+  what GitHub would read as a mention or an issue reference (``@user``, ``#123``) or link by
+  itself (a bare ``https://...`` or ``www.``) in a code span, so pasting it pings no one and
+  links nothing; in
   a text (not ``raw``) a span between backticks becomes a code span (:func:`markdown_code`,
   with a fence longer than any backtick run in it), while a capture's value (``raw``) has its
   backticks escaped: they never open or close a code span;
@@ -104,6 +105,11 @@ _MD_BACKTICKS = re.compile("`+")
 #: ``GH-123``); group 1 is the run of backslashes before it
 _MD_PING = re.compile(r"(\\*)((?<![A-Za-z0-9_])@[A-Za-z0-9][A-Za-z0-9-]*|#[0-9]+"
                       r"|(?<![A-Za-z0-9])GH-[0-9]+)", re.IGNORECASE)
+#: what GitHub links outside code, as its extended autolinks read them (and more: after a
+#: letter too, as other renderers link): a URL (``https://``, ``http://``, ``ftp://``) or
+#: ``www.``, up to a space, ``<``, a backtick, a table cell's bar or a backslash (an escape's
+#: start); written as a code span, it links nothing
+_MD_AUTOLINK = re.compile(r"(?:https?://|ftp://|www\.)[^\s<`|\\]*", re.IGNORECASE)
 #: first characters that make a spreadsheet evaluate a cell
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 #: first characters of a CSV cell prefixed with ``'``: a formula's, and ``'`` itself (so the
@@ -364,11 +370,27 @@ def _escape_block_start(match: re.Match[str]) -> str:
 
 
 def _markdown_plain(text: str) -> str:
-    """``text`` (no code span) with only what GitHub would read as markup escaped."""
+    """``text`` (no code span) with only what GitHub would read as markup escaped, and what it
+    would link by itself (:data:`_MD_AUTOLINK`: a capture's ``https://...``) a code span; the
+    text between such spans has every ``[`` escaped (a link's text may hold a code span: a
+    ``[`` before the URL and a ``](`` after it made a link)."""
+    links = list(_MD_AUTOLINK.finditer(text))
+    parts: list[str] = []
+    at = 0
+    for link in links:  # escaped as if a backtick followed (a backslash before it escaped)
+        parts += [_markdown_escaped(text[at:link.start()] + "`", True)[:-2],
+                  markdown_code(link.group())]
+        at = link.end()
+    return "".join([*parts, _markdown_escaped(text[at:], bool(links))])
+
+
+def _markdown_escaped(text: str, every_bracket: bool = False) -> str:
+    """``text`` (no code span, no autolink) with only what GitHub would read as markup
+    escaped (``every_bracket``: each ``[``, not only those that open a link in ``text``)."""
     text = _MD_ENTITY.sub("&amp;", text)
     text = _MD_TAG.sub("&lt;", text)
     text = _MD_INLINE.sub(r"\\\1", text)
-    text = _escape_link_openers(text)
+    text = text.replace("[", "\\[") if every_bracket else _escape_link_openers(text)
     text = _MD_EMOJI.sub(r"\\:", text)
     text = _MD_CLOSING.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
     return _MD_PING.sub(_unpinged, text)

@@ -36,15 +36,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _capture_dirs(config: pytest.Config) -> list[Path]:
+    """The captures of every root (the option's, then the ini's), each once: a folder named
+    twice (by the option and the ini, or a capture inside a folder also named) once made two
+    items of one id, the capture replayed twice and counted twice."""
+    from forensics.fleet.paths import folder_id
+
     roots = [Path(p) for p in config.getoption("forensics_captures")]
     roots += [Path(p) for p in config.getini("forensics_captures")]
-    found: list[Path] = []
+    found: dict[object, Path] = {}
     for root in roots:
-        if root.name.endswith(".capture"):
-            found.append(root)
-        else:
-            found += captures_under(root)
-    return found
+        for capture in [root] if root.name.endswith(".capture") else captures_under(root):
+            found.setdefault(folder_id(capture), capture)
+    return list(found.values())
 
 
 def captures_under(root: Path) -> list[Path]:

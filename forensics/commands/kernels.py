@@ -3,7 +3,8 @@ and report out-of-bounds accesses, broken index contracts, int32 wraps and launc
 outputs differ from the replay's (:mod:`forensics.kernels.sanitizer`).
 
 ``--coverage`` lists every Triton kernel of the installed vLLM's worker packages: recorded,
-seen only in a CUDA graph, never launched, or not replayable (and why). Exit 1 when a launch
+seen only in a CUDA graph, launched but not recorded (and why), never launched, or not
+replayable (and why). Exit 1 when a launch
 has a finding; else 2 when nothing could be judged (no launch recorded, or none replayed: one
 line on stderr says why and what to do); else 0, a last line saying how many launches were not
 replayed when some were not.

@@ -147,18 +147,12 @@ def _markdown_table(cells: list[list[str]]) -> list[str]:
         ["| " + " | ".join(row) + " |" for row in cells]
 
 
-#: the widest a text table's column is padded to (a longer cell runs past its column): one
-#: capture's long value never pads every other row of its group
-TEXT_WIDTH = 40
-
-
 def _text_table(cells: list[list[str]]) -> list[str]:
-    """Aligned columns of already escaped ``cells``, indented under the group's title (each
-    padded to at most :data:`TEXT_WIDTH`)."""
-    rows = [[h for _, h in TABLE], *cells]
-    widths = [min(max(len(r[i]) for r in rows), TEXT_WIDTH) for i in range(len(TABLE) - 1)]
-    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1]
-            for r in rows]
+    """Aligned columns of already escaped ``cells``, indented under the group's title
+    (:func:`forensics.present.text_table.aligned`: each padded to at most its width)."""
+    from forensics.present.text_table import aligned
+
+    return aligned([[h for _, h in TABLE], *cells], indent="  ")
 
 
 def _shows(row: dict[str, Any]) -> str:

@@ -122,8 +122,7 @@ def _replayed(path: str, start: int | None, stop: int | None, window: Window | N
                                  f"{facts['not_judged']}, judged by no variant; install the "
                                  "plugin that declares each and triage it again")
     if len(capture) == 0:
-        raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {NO_RECORDS}: nothing to "
-                                 "replay (the probe saw no call, or its segments were removed)")
+        raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {_no_records(capture)}")
     result, verdicts, found = replayed_range(capture, start, stop, variants, window)
     if start is not None:  # a piece's record count is its own range's
         facts["records"] = len(capture.records(steps=range(start, stop or start)))
@@ -281,3 +280,16 @@ def from_ipc(data: bytes) -> Any:
     if not table.schema.equals(piece_schema()):
         raise ValueError("a triage task returned a table of another schema")
     return table
+
+
+def _no_records(capture: Any) -> str:
+    """What a capture of no records holds instead, after ``holds no records``: its recorded
+    kernel launches (``forensics kernels`` judges them), or nothing the probe saw."""
+    from forensics.present.conclusion import kernel_launches
+
+    launches = kernel_launches(capture)
+    if launches:
+        return (f"{NO_RECORDS} of a site, only {launches} recorded kernel launch(es): nothing "
+                "to replay here (forensics kernels replays and judges the launches)")
+    return (f"{NO_RECORDS}: nothing to replay (the probe saw no call, or its segments were "
+            "removed)")

@@ -264,8 +264,9 @@ def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], wor
 def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
              known: set[tuple[str, str]]) -> list[dict[str, Any]]:
     """One row per kernel of the installed vLLM (and per recorded kernel it lacks):
-    ``recorded``, ``graph_only``, ``never_launched``, ``not_replayable`` (with why) or
-    ``not_run`` (launches recorded, none refused, some left by the overall deadline)."""
+    ``recorded``, ``graph_only``, ``not_recorded`` (launches the probe saw, none in the
+    capture: with why), ``never_launched``, ``not_replayable`` (with why) or ``not_run``
+    (launches recorded, none refused, some left by the overall deadline)."""
     graph_only: set[str] = set()
     seen: dict[str, int] = {}
     for summary in summaries:
@@ -281,11 +282,25 @@ def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
         failed = [r for r in mine if r.status == "not_replayable"] or \
             [r for r in mine if r.status == NOT_RUN]
         status = (failed[0].status if failed else "recorded") if mine else (
-            "graph_only" if key in graph_only else "never_launched")
+            "graph_only" if key in graph_only else
+            NOT_RECORDED if seen.get(key, 0) else "never_launched")
+        why = failed[0].reason if failed else (
+            not_recorded_why(seen[key]) if status == NOT_RECORDED else "")
         rows.append({"module": module, "kernel": name, "status": status,
-                     "launches": len(mine), "seen": seen.get(key, 0),
-                     "why": failed[0].reason if failed else ""})
+                     "launches": len(mine), "seen": seen.get(key, 0), "why": why})
     return rows
+
+
+#: the coverage of a kernel the probe saw launched whose launches the capture does not hold
+NOT_RECORDED = "not_recorded"
+
+
+def not_recorded_why(seen: int) -> str:
+    """Why a kernel seen ``seen`` times has no launch in the capture (it was launched: it is
+    not "never launched")."""
+    return (f"launched {seen} time(s) by the probe's count (kernel_summary), none recorded: in "
+            "steps older than those kept (FORENSICS_KERNELS_KEEP) or not recorded (the "
+            "summary's recorder_errors)")
 
 
 def to_json(report: KernelReport) -> dict[str, Any]:

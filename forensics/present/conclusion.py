@@ -113,6 +113,8 @@ class Conclusion:
     #: site -> records of the capture's sites this install does not know (a plugin not
     #: installed here): no variant judged them
     not_known: dict[str, int] = field(default_factory=dict)
+    #: what a capture of no records holds instead (:func:`no_records_sentence`), or ""
+    no_records: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field, plus ``text`` (the paragraph)."""
@@ -125,9 +127,7 @@ class Conclusion:
         verdicts, patches, first violation and its chain, known issues, the capture's facts)."""
         parts = [self.known.lead() if self.known is not None else ""]
         parts += [self.verdict_sentence(v) for v in self.variants]
-        parts.append(self.not_known_sentence())
-        parts += [self.unseen_sentence(v) for v in self.variants]
-        parts.append(self.summary_sentence())
+        parts += self.not_judged_sentences()
         parts.append(self.first_sentence(self.baseline))
         parts += [self.first_sentence(v) for v in self.variants
                   if v != self.baseline and not same_place(self.first.get(v),
@@ -156,6 +156,13 @@ class Conclusion:
         if patch is not None and patch.total + patch.added:
             text += " and " + describe_patch(patch, self.baseline)
         return text + "."
+
+    def not_judged_sentences(self) -> list[str]:
+        """What no variant judged (records of sites not known here), what a variant cannot
+        see, and the sites of summary records only (each sentence, or ``""``): said wherever
+        the verdicts are (the paragraph, a report's header)."""
+        return [self.no_records, self.not_known_sentence(),
+                *(self.unseen_sentence(v) for v in self.variants), self.summary_sentence()]
 
     def not_known_sentence(self) -> str:
         """Which records no variant judged, their sites not known to this install; or ``""``."""
@@ -240,6 +247,9 @@ class Conclusion:
             status += f"; first {describe_finding(first)}"
         if self.not_known:
             status += f"; not judged: {not_known_text(self.not_known)}"
+        if self.no_records:  # "holds no records", "holds no records of a site, only N ..."
+            status += "; nothing judged: the capture " + self.no_records.split(":")[0].removeprefix(
+                "The capture ")
         return f"{variant}: {status}"
 
 
@@ -274,7 +284,30 @@ def conclude(result: ReplayResult) -> Conclusion:
                   for v in result.variants},
         summary_only=apart, suspect_first=first_suspects(result),
         known=known_answer(result),
-        not_known=dict(getattr(result.capture, "unknown_sites", None) or {}))
+        not_known=dict(getattr(result.capture, "unknown_sites", None) or {}),
+        no_records=no_records_sentence(result.capture, len(result.records)))
+
+
+def no_records_sentence(capture: Any, records: int) -> str:
+    """That a capture of no records (``records``: its count) judged nothing, and what it holds
+    instead: recorded kernel launches (``forensics kernels`` judges them: "the probe saw no
+    call" was false of them); "" when it holds records (of a site not known here too)."""
+    if records or getattr(capture, "unknown_sites", None):
+        return ""
+    launches = kernel_launches(capture)
+    if launches:
+        return (f"The capture holds no records of a site, only {launches} recorded kernel "
+                "launch(es): no variant judged anything here; `forensics kernels` replays and "
+                "judges the launches.")
+    return ("The capture holds no records: no variant judged anything (the probe saw no call, "
+            "or its segments were removed).")
+
+
+def kernel_launches(capture: Any) -> int:
+    """How many ``kernel_launch`` events ``capture`` holds (0 for records without one)."""
+    from forensics.kernels.format import KIND
+
+    return sum(event.get("kind") == KIND for event in getattr(capture, "kernel_events", []))
 
 
 def summary_only_sites(result: ReplayResult) -> list[str]:

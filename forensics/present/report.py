@@ -216,6 +216,7 @@ def header_data(result: Any, conclusion: Any) -> dict[str, Any]:
     known = conclusion.known
     lines = [known.lead() if known is not None else ""]
     lines += [conclusion.verdict_sentence(v) for v in conclusion.variants]
+    lines += conclusion.not_judged_sentences()  # what no variant (or some) could judge
     lines += [known.known_sentence() if known is not None else ""]  # the known-issue match
     lines += [conclusion.first_sentence(conclusion.baseline), conclusion.silent_sentence()]
     lines.append(version_sentence(conclusion.facts, conclusion.variants))
@@ -405,9 +406,11 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     name = capture_path.name.removesuffix(".capture")
     if len(forensics.load(capture_path)) == 0:  # nothing for the notebook to replay
         result = forensics.replay(capture_path, variants or DEFAULT_VARIANTS)
-        answer = forensics.conclude(result).paragraph()
-        return write_text_atomically(target, no_records_page(name, answer),
-                                     shared=True)
+        conclusion = forensics.conclude(result)
+        answer = " ".join(conclusion.paragraph().replace(conclusion.no_records, "").split())
+        return write_text_atomically(
+            target, no_records_page(name, answer, conclusion.not_known, conclusion.no_records),
+            shared=True)
     say = _stage_printer(progress)
     say(f"running notebook {nb_path.stem} on {name} (replay, tables, plots)")
     shown, diffs = shared_diffs(variants or [])  # a diff by its name, not the user's folders
@@ -424,17 +427,24 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     return target
 
 
-def no_records_page(name: str, answer: str) -> str:
-    """The report of a capture of no records: one page saying so, then ``answer``, the
-    conclusion's paragraph (its crash events and the known issues they match: what
-    ``summary`` says of it); no notebook is run."""
+def no_records_page(name: str, answer: str, not_known: dict[str, int] | None = None,
+                    no_records: str = "") -> str:
+    """The report of a capture of no records to replay: one page saying so, then ``answer``,
+    the conclusion's paragraph (its crash events and the known issues they match: what
+    ``summary`` says of it); no notebook is run. ``not_known``: site -> records of sites this
+    install does not know: a capture holding only those holds records, none judged;
+    ``no_records``: what the capture holds instead (the conclusion's sentence)."""
     from forensics.escaping import html
+    from forensics.present.conclusion import not_known_text
 
+    said = (f"The capture holds {not_known_text(not_known)} and no other record: no variant "
+            "judged them; install the plugin that declares each and report it again."
+            if not_known else no_records or "The capture holds no records: no variant judged "
+            "anything (the probe saw no call, or its segments were removed).")
     return ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta http-equiv=\""
             "Content-Security-Policy\" content=\"default-src 'none'\"><title>forensics report: "
             f"{html(name)}</title></head><body><h1>forensics report: {html(name)}</h1>\n"
-            "<p id=\"conclusion\">The capture holds no records: no value to replay (the probe "
-            "saw no call, or its segments were removed).</p>\n"
+            f"<p id=\"conclusion\">{html(said)}</p>\n"
             f"<p id=\"answer\">{html(answer)}</p></body></html>\n")
 
 

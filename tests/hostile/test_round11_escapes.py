@@ -100,8 +100,9 @@ def test_a_request_id_forges_nothing_in_a_finding_sentence_in_any_output(req: st
         page = escaping.html(sentence)
         assert "<" not in page and _raw_controls(page) == [], (kind, page)
         rendered = _render(escaping.markdown(sentence))
-        assert _codes(rendered) == _codes(_render(escaping.markdown(plain[kind]))), (kind,
-                                                                                  rendered)
+        # a URL of the id is a code span of its own (GitHub links a bare URL: T77e)
+        assert [c for c in _codes(rendered) if not re.match(r"(?i)https?://", c)] == \
+            _codes(_render(escaping.markdown(plain[kind]))), (kind, rendered)
         assert re.findall(r"<(\w+)", rendered) == ["p"] + ["code"] * len(_codes(rendered))
         assert _text(rendered) == shown.replace("`", ""), (kind, rendered)  # spans' fences
         table = _render(f"| a | b |\n|---|---|\n| {escaping.markdown(sentence, True)} | x |\n")

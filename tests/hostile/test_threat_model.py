@@ -1119,6 +1119,29 @@ TESTS = {
              "test_a_redacted_summary_replays_to_the_same_findings",
              "tests/hostile/test_round14_fix14c.py::"
              "test_min_and_max_of_a_tensor_of_no_ids_are_no_ids"],
+    "T77a": ["tests/hostile/test_round15_attack15.py::"
+             "test_one_long_request_id_pads_no_other_row_of_the_findings_table",
+             "tests/hostile/test_round15_attack15.py::"
+             "test_the_findings_table_still_lines_up_and_escapes"],
+    "T77b": ["tests/hostile/test_round15_attack15.py::"
+             "test_a_report_of_only_such_records_does_not_say_it_holds_none",
+             "tests/hostile/test_round15_attack15.py::"
+             "test_a_reports_header_says_which_records_no_variant_judged",
+             "tests/hostile/test_round15_attack15.py::"
+             "test_findings_says_which_records_no_variant_judged",
+             "tests/hostile/test_round15_attack15.py::"
+             "test_findings_of_known_sites_only_names_no_record_not_judged"],
+    "T77c": ["tests/hostile/test_round15_attack15.py::"
+             "test_a_kernel_the_probe_saw_launched_is_never_said_never_launched"],
+    "T77d": ["tests/hostile/test_round15_attack15.py::test_a_capture_named_twice_is_one_item"],
+    "T77e": ["tests/hostile/test_round15_attack15.py::"
+             "test_a_url_in_markdown_is_a_code_span_and_renders_as_the_text",
+             "tests/hostile/test_round15_attack15.py::"
+             "test_a_summary_of_a_capture_holding_urls_links_nothing"],
+    "T77f": ["tests/hostile/test_round15_attack15.py::"
+             "test_the_summary_of_a_capture_of_no_records_says_nothing_was_judged",
+             "tests/hostile/test_round15_attack15.py::"
+             "test_a_capture_of_kernel_launches_only_is_not_said_to_be_a_probe_that_saw_no_call"],
     "T75a": ["tests/hostile/test_round15_kern15.py::"
              "test_views_of_one_storage_are_recorded_and_replayed_as_one",
              "tests/hostile/test_round15_kern15.py::"
