@@ -9,6 +9,8 @@
 - ``redact`` refused every V2 capture whose first finding is an id that indexes a row of
   ``output_bin_counts`` (the buffer is no record field, and its name was taken for a summary
   record's dropped ``tensor``) (T79c).
+- ``negative-draft-id-verified`` matched every async-scheduling crash dump: the scheduler's
+  drafts are all -1 placeholders there (T79d).
 """
 
 from __future__ import annotations
@@ -145,3 +147,30 @@ def test_redact_still_names_a_summary_records_dropped_tensor_by_its_default(
     done = redact(source, tmp_path / "r.capture")
     shared = forensics.replay(done.path).first_finding("upstream")
     assert shared is not None and shared["tensor"] == "input_ids"
+
+
+LOGS = ROOT / "tests" / "data"
+
+
+def _dump_known(log: str, tmp_path: Path) -> dict[str, object]:
+    """`forensics known --json` of a capture imported from the crash-dump log ``log``."""
+    from forensics.importers import import_sources
+
+    capture = tmp_path / f"{log}.capture"
+    import_sources([LOGS / log], capture)
+    known = answer(forensics.replay(capture))
+    return {m.entry.id: m for m in known.checked}  # type: ignore[return-value]
+
+
+def test_the_async_schedulers_placeholder_drafts_are_no_negative_draft_id(
+        tmp_path: Path) -> None:
+    """vLLM's AsyncScheduler schedules every draft of a decode request as -1 (its
+    placeholders, ``[-1] * num_spec_tokens``): a dump of an async-scheduling run lists them so
+    whatever happened. The entry for a -1 draft id reaching the rejection sampler matched
+    every such dump ("the crash dump schedules 8 of 8 spec-decode tokens as -1")."""
+    every = _dump_known("vllm_dump_all_placeholder.log", tmp_path)
+    negative = every["negative-draft-id-verified"]
+    assert not negative.matched, negative.explain()  # type: ignore[attr-defined]
+    assert every["all-placeholder-drafts-race"].matched  # type: ignore[attr-defined]
+    some = _dump_known("vllm_dump_some_placeholder.log", tmp_path)  # -1 beside drafted ids
+    assert some["negative-draft-id-verified"].matched  # type: ignore[attr-defined]
