@@ -61,6 +61,17 @@ def v2_sites() -> tuple[str, str, str]:
     return SINK, at[V2_COMBINE], at[V2_POST_UPDATE]
 
 
+def runner_of_sites(sites: Iterable[str]) -> str | None:
+    """The runner whose own stream sites (V1's staging and batch change, V2's combine step and
+    post-update) ``sites`` hold, when they hold none of the other's; None otherwise (the
+    embedding sink alone is both runners')."""
+    present = set(sites)
+    v1, v2 = present & set(v1_sites()[1:]), present & set(v2_sites()[1:])
+    if bool(v1) == bool(v2):
+        return None
+    return "v1" if v1 else "v2"
+
+
 def _read(stream: Stream, records_of: RecordsOf,
           sites: list[tuple[str, str | None]]) -> list[dict[Key, Record]]:
     """Each site's records by (step, rank); a site without any is noted as needed (with what

@@ -44,6 +44,13 @@ class Evidence:
     race: pd.DataFrame | None = None
     #: the facts taken from a crash dump's config line (an event's text, not the manifest)
     dumped: frozenset[str] = frozenset()
+    #: the variants the replay ran (None: not known, as in evidence built by hand)
+    replayed: frozenset[str] | None = None
+
+    def engine_replayed(self) -> bool:
+        """Whether a variant of the engine's code (:data:`ENGINE_CODE`) was replayed (True
+        where the variants replayed are not known)."""
+        return self.replayed is None or bool(self.replayed & ENGINE_CODE)
 
     def id_bounds(self) -> set[int]:
         """Bounds that are a vocabulary or an embedding's row count (ids, not rows)."""
@@ -59,6 +66,7 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     """The :class:`Evidence` of a replay (facts and events from ``capture``, default its own
     when it has one; ``race`` is left for :func:`forensics.known.answer` to fill)."""
     from forensics.judge.findings import baseline_of
+    from forensics.judge.streams import runner_of_sites
 
     baseline = str(baseline_of(result.variants))
     summary = _summary(capture if capture is not None else result.capture)
@@ -69,8 +77,22 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     if "runner" not in facts and continuity is not None and not continuity.needs:
         # the token streams were rebuilt from that runner's own sites: its records say which
         facts["runner"] = continuity.runner
+    elif "runner" not in facts:  # records of one runner's own sites say which ran
+        runner = runner_of_sites(_sites(capture if capture is not None else result.capture,
+                                        result))
+        if runner is not None:
+            facts["runner"] = runner
     return Evidence(findings=result.findings, baseline=baseline, facts=facts, events=events,
-                    spec_tokens=spec_tokens_of(events), dumped=frozenset(set(dumped) - set(stated)))
+                    spec_tokens=spec_tokens_of(events), dumped=frozenset(set(dumped) - set(stated)),
+                    replayed=frozenset(result.variants))
+
+
+def _sites(capture: Any, result: ReplayResult) -> list[str]:
+    """The sites that hold records: the capture's (from its index), else the replayed
+    records'."""
+    if capture is not None and hasattr(capture, "sites"):
+        return list(capture.sites)
+    return sorted({record.site for record in getattr(result, "records", ())})
 
 
 def _summary(capture: Any) -> dict[str, Any]:

@@ -22,7 +22,10 @@ REF_KINDS = ("issue", "pr")
 REF_STATES = ("open", "closed", "merged", "unknown")
 VALUE_CLASSES = ("placeholder", "vocab_size", "negative", "past_end", "stale_row")
 FINDING_KEYS = ("site", "tensor", "kind", "value_class", "origin", "variant", "effect")
-SPEC_TOKEN_CLASSES = ("all_placeholder", "any_placeholder")
+#: a crash dump's scheduled drafts: every one -1, any one -1, or some -1 beside drafted ids (vLLM's
+#: AsyncScheduler schedules every draft as -1, its placeholders: ``all`` and ``any`` hold of
+#: every dump of an async-scheduling run, whatever its drafter wrote)
+SPEC_TOKEN_CLASSES = ("all_placeholder", "any_placeholder", "some_placeholder")
 #: clause kind -> the type its value must have
 CLAUSE_KINDS: dict[str, type] = {"finding": dict, "fact": dict, "event": dict, "spec_tokens": str,
                 "crash_without_findings": bool, "any": list}

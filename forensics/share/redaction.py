@@ -134,7 +134,7 @@ def _redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Seq
     """:func:`redact`, each variant as its replays name it."""
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
-    expected = shareable_evidence(evidence_of(result, crash=True))
+    expected = shareable_evidence(evidence_of(result, crash=True), result)
     redactor = Redactor(token_domain(cap, f"capture '{terminal(cap.path)}'"), keep=keep_manifest)
     # the flight recorder's launches hold tensor contents (token ids among them): not shared
     redactor.dropped.update(f"{e['kind']} events" for e in cap.kernel_events)
@@ -149,15 +149,28 @@ def _redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Seq
                         sorted(redactor.dropped), time.perf_counter() - start, expected)
 
 
-def shareable_evidence(evidence: Evidence) -> Evidence:
-    """``evidence`` as the redacted capture gives it: a summary record's ``tensor`` that is not
-    a known field name (dropped by :meth:`Redactor.record`) reads as its site's default."""
+def shareable_evidence(evidence: Evidence, result: Any) -> Evidence:
+    """``evidence`` (of the replay ``result``) as the redacted capture gives it: a summary
+    record's ``tensor`` that is not a known field name (dropped by :meth:`Redactor.record`)
+    reads as its site's default. A full record's finding keeps its tensor, whatever it names
+    (a buffer no record holds, such as V2's ``output_bin_counts``): redaction changes none."""
+    from forensics.judge.findings import first_finding
     from forensics.sites import get_site
 
     first = {variant: finding if finding is None or known_tensor(finding["tensor"])
+             or not _of_summary(result, first_finding(result.findings, variant, ("record",)))
              else {**finding, "tensor": get_site(finding["site"]).summary_tensor}
              for variant, finding in evidence.first.items()}
     return Evidence(evidence.verdicts, first, evidence.crash_verdict)
+
+
+def _of_summary(result: Any, first: dict[str, Any] | None) -> bool:
+    """Whether the first finding ``first`` (its ``record`` key) is of a summary record of the
+    replay ``result`` (True where it names no record: the summary's default is kept)."""
+    at = None if first is None else first.get("record")
+    if not isinstance(at, int):
+        return True
+    return bool(result.records[at].summary)
 
 
 def known_tensor(name: object) -> bool:
