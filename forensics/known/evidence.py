@@ -46,6 +46,9 @@ class Evidence:
     dumped: frozenset[str] = frozenset()
     #: the variants the replay ran (None: not known, as in evidence built by hand)
     replayed: frozenset[str] | None = None
+    #: whether the capture held records of a site this install knows (None: not known, as in
+    #: evidence built by hand); without one no value was judged
+    held_records: bool | None = None
 
     def engine_replayed(self) -> bool:
         """Whether a variant of the engine's code (:data:`ENGINE_CODE`) was replayed (True
@@ -77,14 +80,14 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     if "runner" not in facts and continuity is not None and not continuity.needs:
         # the token streams were rebuilt from that runner's own sites: its records say which
         facts["runner"] = continuity.runner
-    elif "runner" not in facts:  # records of one runner's own sites say which ran
-        runner = runner_of_sites(_sites(capture if capture is not None else result.capture,
-                                        result))
+    sites = _sites(capture if capture is not None else result.capture, result)
+    if "runner" not in facts:  # records of one runner's own sites say which ran
+        runner = runner_of_sites(sites)
         if runner is not None:
             facts["runner"] = runner
     return Evidence(findings=result.findings, baseline=baseline, facts=facts, events=events,
                     spec_tokens=spec_tokens_of(events), dumped=frozenset(set(dumped) - set(stated)),
-                    replayed=frozenset(result.variants))
+                    replayed=frozenset(result.variants), held_records=bool(sites))
 
 
 def _sites(capture: Any, result: ReplayResult) -> list[str]:

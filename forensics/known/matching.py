@@ -255,14 +255,17 @@ def _spec_tokens(wanted: str, evidence: Evidence) -> Check:
 def _crash_without_findings(wanted: bool, evidence: Evidence) -> Check:
     """A crash event and no value out of range in the engine's own code; unknown when no
     variant of that code was replayed (the fix alone: its finding none says nothing of what
-    the engine's values were)."""
+    the engine's values were); of a capture holding no record (a log or crash dump alone) it
+    says so, never that the engine's values were judged in range."""
     if not evidence.engine_replayed():
         return Check(None, "whether the engine's code finds a value out of range is not known: "
                            "no variant of the engine's code (upstream or vllm) was replayed")
     crash = crashed(evidence.events)
     values = out_of_range(evidence.findings, engine_variants(evidence))
     holds = crash and not values
-    why = ("a crash event and no value out of range in the engine's own code" if holds else
+    why = ("a crash event, and no record of the engine's values to find one out of range by (a "
+           "log or crash dump alone)" if holds and evidence.held_records is False else
+           "a crash event and no value out of range in the engine's own code" if holds else
            "no crash event" if not crash else
            "the engine's own code (the baseline or unpatched vLLM) finds a value out of range")
     return Check(holds == wanted, why)

@@ -115,3 +115,25 @@ def test_a_manifest_written_first_without_the_model_is_completed_by_the_engines(
     CaptureWriter(folder, {"runner": "unknown", "model": {}}, process="late").close()
     CaptureWriter(folder, {"runner": "v2", "model": {"max_model_len": 9}}, process="r1").close()
     assert read()["model"]["max_model_len"] == 256, read()
+
+
+# --------------------------------------------- a known issue matched from a crash dump alone
+
+
+def test_a_crash_dump_alone_is_not_said_to_hold_values_in_range(tmp_path: Path) -> None:
+    """T78d: a crash dump imported alone (no record) matches ``all-placeholder-drafts-race``,
+    as the catalogue means (every draft -1 and a crash), but its evidence said "no value out of
+    range in the engine's own code" of a capture holding no value, beside "no records were
+    captured". It says there was no record to judge the engine's values by."""
+    from forensics.cli import main
+
+    capture = tmp_path / "d.capture"
+    data = Path(__file__).resolve().parents[1] / "data" / "vllm_dump_all_placeholder.log"
+    assert main(["import", str(data), "-o", str(capture)]) == 0
+    from forensics.known import answer, load_catalogue
+
+    known = answer(forensics.replay(capture), load_catalogue())
+    (race,) = [m for m in known.matches if m.entry.id == "all-placeholder-drafts-race"]
+    text = "; ".join(race.evidence)
+    assert "no value out of range in the engine's own code" not in text, text
+    assert "no record of the engine's values to find one out of range by" in text, text
