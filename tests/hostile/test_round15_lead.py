@@ -137,3 +137,4 @@ def test_a_crash_dump_alone_is_not_said_to_hold_values_in_range(tmp_path: Path) 
     text = "; ".join(race.evidence)
     assert "no value out of range in the engine's own code" not in text, text
     assert "no record of the engine's values to find one out of range by" in text, text
+    assert known.seen.endswith("; no record to replay"), known.seen  # not "raises nothing"
