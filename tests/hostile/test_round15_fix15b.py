@@ -186,3 +186,134 @@ def test_a_segment_cut_or_rewritten_under_the_stitch_is_its_error_row(
     error1, _ = rows["engine-x-rank1.capture"]
     assert not error0 and divergence0 is None, rows
     assert CHANGED in error1 and "'embedding.r1.w0.0000.arrows' was written to" in error1, rows
+
+
+# ------------------------- T80c: a Ray the caller started before the triage, in a planted folder
+
+PLANTED = """import pathlib
+(pathlib.Path(__file__).parent / "ran").write_text("ran")
+raise SystemExit(9)
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_ray_the_caller_started_in_a_planted_folder_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ray.init()`` called by the caller in a folder others write, then a triage on Ray: the
+    triage kept the cluster's settings (no working directory), so each worker imported the
+    ``forensics`` package planted in that folder (it ran, its task retried, then lost). The
+    triage refuses such a cluster in one line, before any task is sent."""
+    ray = pytest.importorskip("ray", reason="the fleet extra: pip install 'vllm-forensics[fleet]'")
+    from forensics.errors import ConfigurationError
+    from forensics.fleet.runners import run_ray
+    from forensics.fleet.tasks import plan
+    from tests.hostile.test_round15_fix15 import _long
+
+    shared = tmp_path / "shared"
+    (shared / "forensics").mkdir(parents=True)
+    (shared / "forensics" / "__init__.py").write_text(PLANTED)
+    _long(shared / "x.capture")
+    monkeypatch.chdir(shared)
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
+             _node_ip_address="127.0.0.1")
+    try:
+        with pytest.raises(ConfigurationError) as refused:
+            run_ray(plan([Path("x.capture")]))
+    finally:
+        ray.shutdown()
+    assert list(shared.rglob("ran")) == []
+    message = str(refused.value)
+    assert "\n" not in message and "ray.shutdown()" in message and "working_dir" in message
+
+
+# ------------------------- T80d, T80e: kernel records' tensors of one memory, by their elements
+
+
+def _view(values: Any, offset: int = 0, storage: int = 16, **more: Any) -> dict[str, Any]:
+    """A ``view`` record of float32 ``values`` (one dimension, stride 1) at element ``offset``
+    of a storage of ``storage`` bytes."""
+    import base64
+
+    import numpy as np
+
+    data = np.array(values, dtype=np.float32)
+    return {"dtype": "float32", "shape": [len(data)], "strides": [1], "offset": offset,
+            "storage": storage, "contents": "view",
+            "data": base64.b64encode(data.tobytes()).decode("ascii"), **more}
+
+
+def _b64(*values: float) -> str:
+    import base64
+
+    import numpy as np
+
+    return base64.b64encode(np.array(values, dtype=np.float32).tobytes()).decode("ascii")
+
+
+def _whole(*values: float, **more: Any) -> dict[str, Any]:
+    from tests.hostile.test_round9_attack9a import tensor
+    from tests.hostile.test_round15_kern15 import floats
+
+    return {**tensor(floats(*values)), **more}
+
+
+def test_elements_unlike_the_memory_they_share_are_refused_in_one_line() -> None:
+    """``x_ptr`` stored whole (floats 1-4) and ``out_ptr``, a view of the same memory, stored
+    element by element (2 where ``x_ptr`` holds 2, then 9 where it holds 3): nothing compared
+    them, the replay wrote the elements over the whole copy, and a forged disagreement was
+    replayed as written (a false ``live_differs``). Unlike on a byte they share, before the
+    launch or after it, or two views unlike each other, the record is refused in one line
+    naming the event, the tensor, the element, the field and the fix."""
+    from tests.hostile.test_round15_kern15 import refused
+
+    x = _whole(1, 2, 3, 4, storage_id=0)
+    cases = {
+        "data": ({"x_ptr": x, "out_ptr": _view([2, 9], 1, storage_id=0)},
+                 "'out_ptr': field 'data' holds element 1 unlike 'x_ptr' at byte 10 of "
+                 "storage_id 0"),
+        "after": ({"x_ptr": {**x, "after": _b64(1, 2, 3, 5)},
+                   "out_ptr": {**_view([3, 4], 2, storage_id=0), "after": _b64(3, 4)}},
+                  "'out_ptr': field 'after' holds element 1 unlike 'x_ptr' at byte 14"),
+        "views": ({"x_ptr": _view([1, 2], 0, storage_id=0),
+                   "out_ptr": _view([7, 3], 1, storage_id=0)},
+                  "'out_ptr': field 'data' holds element 0 unlike 'x_ptr' at byte 6"),
+    }
+    for name, (tensors, said) in cases.items():
+        line = refused(tensors)
+        assert "\n" not in line and line.startswith(
+            "capture '/tmp/c.capture' kernel_launch event 0 tensor ") and said in line and \
+            line.endswith("one memory holds one value; fix or delete the event line"), (
+                name, line)
+
+
+def test_elements_like_the_memory_they_share_are_read() -> None:
+    """The check is the disagreement's only: a view agreeing with the whole copy, before and
+    after, and two views of one memory that share no byte, are read as recorded."""
+    from forensics.kernels.format import launches_of
+    from tests.hostile.test_round9_attack9a import launch
+
+    args = ["x_ptr", "out_ptr", "factor", "BLOCK"]
+    for tensors in ({"x_ptr": {**_whole(1, 2, 3, 4, storage_id=0), "after": _b64(1, 2, 6, 8)},
+                     "out_ptr": {**_view([3, 4], 2, storage_id=0), "after": _b64(6, 8)}},
+                    {"x_ptr": _view([1, 2], 0, storage_id=0),
+                     "out_ptr": _view([3, 4], 2, storage_id=0)}):
+        event = launch("scale_kernel", tensors, args, {"factor": 2.0}, {"BLOCK": 4})
+        assert len(launches_of([event], "/tmp/c.capture")) == 1
+
+
+def test_a_storage_at_no_whole_number_of_elements_is_refused_when_read() -> None:
+    """``out_ptr``'s storage starting 6 bytes into the memory it shares with ``x_ptr``
+    (float32: 1.5 elements): read, then "not replayable" at the replay. It is refused when
+    read, in one line naming the tensor and the field."""
+    import numpy as np
+
+    from tests.hostile.test_round15_kern15 import refused
+
+    shared = np.frombuffer(np.array([1, 2, 3, 4], dtype=np.float32).tobytes()[6:14], np.float32)
+    line = refused({"x_ptr": _whole(1, 2, 3, 4, storage_id=0),  # its bytes 6-13 are out's
+                    "out_ptr": {**_whole(*shared), "storage_id": 0, "storage_at": 6}})
+    assert "\n" not in line and line == (
+        "capture '/tmp/c.capture' kernel_launch event 0 tensor 'out_ptr': field "
+        "'storage_at' is 6, no whole number of float32 elements (4 bytes each) into the memory "
+        "it shares; fix or delete the event line"), line
