@@ -2,8 +2,10 @@
 each tensor record, :mod:`forensics.kernels.format`): the check a reader applies, and the
 memory blocks a replay gives them. Tensors of one ``storage_id`` share memory: views of one
 storage (``storage_at`` 0 each), or storages that partly overlap (each starting ``storage_at``
-bytes into the memory the id spans). A record without the fields (written before them) says
-nothing of sharing: unknown. numpy only."""
+bytes into the memory the id spans). Every byte two tensors of one id both record (storages
+recorded whole, views by their elements) is one value (:func:`check_bytes`,
+:func:`check_elements`). A record without the fields (written before them) says nothing of
+sharing: unknown. numpy only."""
 
 from __future__ import annotations
 
