@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from forensics.errors import CaptureFormatError, ConfigurationError
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.dataset as ds
 
+    from forensics.store.batch import BatchView
     from forensics.store.reader import Capture
 
 #: columns added to every batch, beside the store's ``step``, ``rank`` and ``summary``
@@ -138,8 +139,12 @@ def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBat
     return batches_of(load(path))
 
 
-def batches_of(capture: Capture) -> dict[str, list[pa.RecordBatch]]:
-    """Every record batch of the loaded ``capture`` per site, with the added columns."""
+def batches_of(capture: Capture, keep: Mapping[str, Collection[str]] | None = None
+               ) -> dict[str, list[pa.RecordBatch]]:
+    """Every record batch of the loaded ``capture`` per site, with the added columns.
+    ``keep``: only the sites it names, each batch of only the columns it names there, copied
+    into this process's memory as it is read (:func:`copied`); None: every batch whole, as
+    views of the capture's memory maps."""
     from forensics.escaping import unicode, unicode_path
     from forensics.manifest_facts import PID, PROCESS_HOST, read_fact
 
@@ -148,10 +153,31 @@ def batches_of(capture: Capture) -> dict[str, list[pa.RecordBatch]]:
     pid, _, _ = read_fact(capture.manifest, PID)
     where = unicode_path(os.path.abspath(capture.path))
     out: dict[str, list[pa.RecordBatch]] = {}
-    for view in capture.batches():
+    views = capture.batches() if keep is None else (
+        view for site in keep for view in capture.batches(site))
+    for view in views:
+        batch = view.batch if keep is None else copied(view, keep[view.site])
         out.setdefault(view.site, []).append(
-            _with_origin(view.batch, where, host, pid, ours(view.site)))
+            _with_origin(batch, where, host, pid, ours(view.site)))
     return out
+
+
+def copied(view: BatchView, names: Collection[str]) -> pa.RecordBatch:
+    """The columns of ``view`` named in ``names`` (each fully validated:
+    :meth:`~forensics.store.batch.BatchView.column`), copied out of the capture's memory map
+    into this process's own memory just after the batch was checked whole
+    (:meth:`~forensics.store.segment.Segment.check_whole`): a segment truncated or rewritten
+    in place once they are copied can neither end the process with SIGBUS nor be read
+    unvalidated (the threat model's T80b)."""
+    import pyarrow as pa
+
+    kept = [name for name in view.batch.schema.names if name in names]
+    schema = pa.schema([view.batch.schema.field(name) for name in kept])
+    batch = pa.RecordBatch.from_arrays([view.column(name) for name in kept], schema=schema)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_batch(batch)
+    return pa.ipc.open_stream(sink.getvalue()).read_next_batch()
 
 
 def folded(name: str) -> str:

@@ -44,9 +44,10 @@ Window = tuple[tuple[int, int], ...]
 
 
 class Held(NamedTuple):
-    """What a capture held as a reader of the triage opened it: its segment files
-    (:meth:`~forensics.store.reader.Capture.held`: name, device, inode, size, modification and
-    change time of each), its records, first and last step. The plan takes it of a capture it
+    """What a capture held as a reader of the triage opened it: its files, segments,
+    manifest, events and ``.idx`` sidecars (:meth:`~forensics.store.reader.Capture.held`: name,
+    device, inode, size, modification and change time of each), its records, first and last
+    step. The plan takes it of a capture it
     cuts into step ranges (a task's ``planned``), each piece of what it replayed (its row's
     ``held``), and each later reader refuses a capture that no longer holds it
     (:func:`check_held`): one check from the plan to the stitch."""
@@ -137,6 +138,7 @@ def check_held(capture: Any, path: str, held: Held | None, when: str) -> Held:
     """What ``capture`` (opened at ``path``) holds (:meth:`Held.of`), refusing it when a
     segment file changed since it was opened (what was read of it may be another file's), or
     it does not hold ``held`` (what an earlier reader read ``when``; None: not compared):
+    a segment, the manifest, an events file or an ``.idx`` sidecar
     replaced, written to, or rewritten in place. A step range's records are counted over the
     steps it held then, the stitch compares the ranks a row replayed: another file's would be
     counted or compared.
@@ -148,13 +150,13 @@ def check_held(capture: Any, path: str, held: Held | None, when: str) -> Held:
 
     moved = capture.changed()
     if moved is not None:
-        raise CaptureChanged(path, changed(path, f"segment '{terminal(moved)}' was written to "
-                                                 "or replaced while it was read"))
+        raise CaptureChanged(path, changed(path, f"'{terminal(moved)}' was written to, replaced, "
+                                                 "added or removed while it was read"))
     now = Held.of(capture)
     if held is None or now == held:
         return now
     if now[1:] == held[1:]:
-        how = (f"its segment files are not those it held {when}, though its records and "
+        how = (f"its files are not those it held {when}, though its records and "
                "steps are (rewritten in place, or copied over)")
     else:
         how = (f"it held {held.records} records over steps {held.first}-{held.last} {when}, "

@@ -315,6 +315,8 @@ def run_ray(tasks: Sequence[Task], address: str | None = None, done: Done | None
     """
     ray = require_ray()
     started = not ray.is_initialized()
+    if not started:
+        check_joined(ray)
     if started and address in (None, "local"):
         start_local_ray()
     elif started:
@@ -432,6 +434,26 @@ def init_ray(**options: Any) -> None:
         ray.init(runtime_env={"working_dir": empty,
                               "py_modules": [os.path.dirname(forensics.__file__)],
                               "excludes": ["__pycache__"]}, **options)
+
+
+def check_joined(ray: Any) -> None:
+    """Refuse a Ray this process initialised before the triage (``ray.init`` of the caller's)
+    whose job has no working directory of its own: Ray then put the folder ``ray.init`` ran in
+    (and its script's) first on every worker's path, and a ``forensics`` package planted there
+    ran in each worker; a job-wide runtime environment is set once, at ``ray.init``, and a
+    task's own may name no folder to upload. A job with a ``working_dir`` (the triage's own,
+    :func:`init_ray`, or one the caller chose) runs its workers there.
+
+    Raises:
+        ConfigurationError: one line saying what to do instead.
+    """
+    if not (ray.get_runtime_context().runtime_env or {}).get("working_dir"):
+        raise ConfigurationError(
+            "triage --ray: Ray was started in this process before the triage (ray.init) "
+            "without a working_dir, so its workers import from the folder it was started in "
+            "(a forensics package planted there would run in them); call ray.shutdown() first "
+            "and let the triage start or join the cluster (--ray local, --ray ADDRESS), or "
+            "start Ray with ray.init(runtime_env={'working_dir': AN_EMPTY_FOLDER})")
 
 
 def require_ray() -> Any:

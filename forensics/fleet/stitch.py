@@ -142,7 +142,9 @@ def first_divergence(captures: Sequence[str], held: Mapping[str, str] | None = N
 
     found: list[tuple[int, int, int, dict[str, Any]]] = []
     opened = _opened(captures, held)
-    datasets = fit_together({p: batches_of(c) for p, c in opened.items()}, SITES, "skip")
+    keep = {site: {"step", "rank", "summary", *ids} for site in SITES
+            if (ids := shared_ids(site))}  # copied as read: no SIGBUS from a cut segment
+    datasets = fit_together({p: batches_of(c, keep) for p, c in opened.items()}, SITES, "skip")
     for site, dataset in datasets.items():
         for number, tensor in enumerate(shared_ids(site)):
             hit = _first_in(dataset, site, tensor) if tensor in dataset.schema.names else None

@@ -251,6 +251,10 @@ def _tensor(name: str, raw: Any, where: str) -> TensorArg:
         arg.storage_at = _int(raw.get("storage_at", 0), here, "storage_at")
         if arg.storage_at + arg.storage >= 2**63:
             raise _fail(here, "storage_at", "puts its storage past 2**63 bytes")
+        if arg.storage_at % arg.itemsize:
+            raise _fail(here, "storage_at", f"is {arg.storage_at}, no whole number of {dtype} "
+                                            f"elements ({arg.itemsize} bytes each) into the "
+                                            "memory it shares")
     elif raw.get("storage_at") is not None:
         raise _fail(here, "storage_at", "needs a 'storage_id' (the memory it is a byte of)")
     if raw.get("pointer_of") is not None:
@@ -264,17 +268,38 @@ def _tensor(name: str, raw: Any, where: str) -> TensorArg:
 def _check_sharing(tensors: dict[str, TensorArg], where: str) -> None:
     """Refuse a sharing of memory among the launch's tensors no memory can hold
     (:mod:`forensics.kernels.sharing`): ids on some tensors only, one id's storages apart, or
-    two storages of one memory recorded unlike on a byte they share."""
+    two tensors of one memory recorded unlike on a byte they share (storages recorded whole,
+    or a tensor recorded by its elements against either)."""
     from forensics.kernels import sharing
 
     sharing.check_groups({n: (a.storage_id, a.storage_at, a.storage)
                           for n, a in tensors.items()}, where, _fail)
-    stored = [(n, a.storage_id, a) for n, a in tensors.items()
-              if a.contents == "storage" and a.storage_id is not None]
-    sharing.check_bytes({n: (i, a.storage_at, a.data) for n, i, a in stored}, "data", where,
-                        _fail)
-    sharing.check_bytes({n: (i, a.storage_at, a.data if a.after is None else a.after)
-                         for n, i, a in stored}, "after", where, _fail)
+    shared = {n: (i, a) for n, a in tensors.items() if (i := a.storage_id) is not None}
+    stored = {n: (i, a) for n, (i, a) in shared.items() if a.contents == "storage"}
+    views = {n: (i, a) for n, (i, a) in shared.items() if a.contents == "view"}
+    for what in ("data", "after"):
+        sharing.check_bytes({n: (i, a.storage_at, _held(a, what))
+                             for n, (i, a) in stored.items()}, what, where, _fail)
+    for what in ("data", "after") if views else ():
+        sharing.check_elements(
+            {n: (i, a.storage_at, _held(a, what)) for n, (i, a) in stored.items()},
+            {n: (i, element_starts(a), a.itemsize, _held(a, what))
+             for n, (i, a) in views.items()}, what, where, _fail)
+
+
+def _held(arg: TensorArg, what: str) -> bytes:
+    """What ``arg``'s record says its span held before the launch (``what`` ``data``) or
+    after it (``after``: its ``data`` when it recorded no change)."""
+    return arg.data if what == "data" or arg.after is None else arg.after
+
+
+def element_starts(arg: TensorArg) -> np.ndarray:
+    """The byte of its ``storage_id``'s memory where each element of ``arg``'s view starts,
+    in row-major order (the order a ``view`` record holds them)."""
+    starts = np.full(1, arg.offset, dtype=np.int64)
+    for size, stride in zip(arg.shape, arg.strides, strict=True):
+        starts = (starts[:, None] + np.arange(size, dtype=np.int64) * stride).ravel()
+    return arg.storage_at + starts * arg.itemsize
 
 
 def check_launch(event: dict[str, Any], where: str, index: int = 0) -> Launch:
@@ -385,12 +410,14 @@ present only when the launch changed it). Integer and boolean storages are recor
 to 4 MiB, else the view); floats within the launch's budget. A table of raw pointers
 (an int64 argument named `*_ptrs`) has each tensor it points into recorded under
 `NAME[i]`, with `pointer_of` (the table's argument) and `pointer_index` (`i`).
-`storage_id` (int >= 0) and `storage_at` (int >= 0, default 0) say which tensors share memory:
+`storage_id` (int >= 0) and `storage_at` (int >= 0, default 0, a whole number of the tensor's
+elements) say which tensors share memory:
 those of one `storage_id` do (views of one storage, each `storage_at` 0; storages that partly
 overlap, each starting `storage_at` bytes into the memory the id spans, one of them at 0).
 Every tensor of a launch has a `storage_id`, or none does (sharing unknown: the replay gives
-each tensor memory of its own). One id's storages must overlap, and two storages recorded
-whole must agree on each byte they share.
+each tensor memory of its own). One id's storages must overlap, and two tensors of one id must
+agree on each byte they both record (storages recorded whole, and views recorded by their
+elements, each element at its byte of the id's memory).
 
 A `kernel_summary` event follows each write: `kernels_seen` (`module.name` -> launches seen),
 `graph_only` (kernels seen only while a CUDA graph was being captured: not recorded),

@@ -2,8 +2,10 @@
 each tensor record, :mod:`forensics.kernels.format`): the check a reader applies, and the
 memory blocks a replay gives them. Tensors of one ``storage_id`` share memory: views of one
 storage (``storage_at`` 0 each), or storages that partly overlap (each starting ``storage_at``
-bytes into the memory the id spans). A record without the fields (written before them) says
-nothing of sharing: unknown. numpy only."""
+bytes into the memory the id spans). Every byte two tensors of one id both record (storages
+recorded whole, views by their elements) is one value (:func:`check_bytes`,
+:func:`check_elements`). A record without the fields (written before them) says nothing of
+sharing: unknown. numpy only."""
 
 from __future__ import annotations
 
@@ -96,3 +98,50 @@ def check_bytes(stored: dict[str, tuple[int, int, bytes]], what: str, where: str
                            f"of storage_id {ident} it shares it with: one memory holds one "
                            "value")
             span += raw[len(shared):]
+
+
+def check_elements(stored: dict[str, tuple[int, int, bytes]],
+                   views: dict[str, tuple[int, np.ndarray, int, bytes]], what: str,
+                   where: str, fail: Fail) -> None:
+    """Refuse a tensor recorded by its elements (``views``: name -> (``storage_id``, the byte
+    of its id's memory where each element starts, bytes an element, its elements' bytes)) that
+    holds a byte of its id's memory unlike a storage recorded whole (``stored``, as
+    :func:`check_bytes` takes them, already agreeing) or another such tensor: the replay
+    writes the elements over the whole copy, so a forged disagreement was replayed as written
+    (``what``: the field, ``data`` or ``after``). Each byte once, sorted: n log n."""
+    for ident in sorted({i for i, _, _, _ in views.values()}):
+        names, places, values, elements = [], [], [], []
+        for name, (i, at, raw) in stored.items():
+            if i == ident:
+                names.append(name)
+                places.append(at + np.arange(len(raw), dtype=np.int64))
+                values.append(np.frombuffer(raw, dtype=np.uint8))
+                elements.append(np.full(len(raw), -1, dtype=np.int64))
+        for name, (i, starts, size, raw) in views.items():
+            if i == ident:
+                names.append(name)
+                places.append((starts[:, None] + np.arange(size, dtype=np.int64)).ravel())
+                values.append(np.frombuffer(raw, dtype=np.uint8))
+                elements.append(np.repeat(np.arange(len(starts), dtype=np.int64), size))
+        _first_unlike(ident, names, places, values, elements, what, where, fail)
+
+
+def _first_unlike(ident: int, names: list[str], places: list[np.ndarray],
+                  values: list[np.ndarray], elements: list[np.ndarray], what: str, where: str,
+                  fail: Fail) -> None:
+    """Refuse the first byte of memory ``ident`` two of its tensors (``names``, their bytes'
+    ``places``, ``values`` and ``elements``: -1 for a storage recorded whole) hold unlike."""
+    owner = np.concatenate([np.full(len(p), k, dtype=np.int64) for k, p in enumerate(places)])
+    place, value = np.concatenate(places), np.concatenate(values)
+    element = np.concatenate(elements)
+    order = np.lexsort((owner, place))
+    place, value, owner, element = place[order], value[order], owner[order], element[order]
+    unlike = np.flatnonzero((place[1:] == place[:-1]) & (value[1:] != value[:-1]))
+    if not len(unlike):
+        return
+    i = int(unlike[0])
+    a, b = (i, i + 1) if element[i + 1] >= 0 else (i + 1, i)  # b: an element's, named
+    raise fail(f"{where} tensor {names[owner[b]]!r}", what,
+               f"holds element {int(element[b])} unlike {names[owner[a]]!r} at byte "
+               f"{int(place[b])} of storage_id {ident}, which both hold: one memory holds "
+               "one value")

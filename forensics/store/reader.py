@@ -23,6 +23,7 @@ from forensics.store.manifest import read_expected, read_manifest
 from forensics.store.maps import require_map_slots
 from forensics.store.paths import SegmentName, capture_dir, parse_segment_name
 from forensics.store.segment import Schemas, Segment, find_duplicate
+from forensics.store.stamps import first_changed, stamps, stamps_text
 
 if TYPE_CHECKING:
     from forensics.store.batch import BatchView
@@ -56,6 +57,8 @@ class Capture:
         path = named(path)
         recover(path)
         self.path = capture_dir(path)
+        #: what each file it reads was before it read any (:mod:`forensics.store.stamps`)
+        self._files = stamps(self.path)
         name = self.path.resolve().name
         self.name = name[: -len(".capture")] if name.endswith(".capture") else name
         self.manifest: dict[str, Any] = read_manifest(self.path)
@@ -88,19 +91,26 @@ class Capture:
 
     def held(self) -> str:
         """A digest of the segment files this capture opened, as they were then
-        (:meth:`~forensics.store.segment.Segment.held`): a capture opened again after it was
-        replaced, or written to (even in place, its size and modification time put back), has
-        another. A triage compares it (:class:`forensics.fleet.piece.Held`)."""
+        (:meth:`~forensics.store.segment.Segment.held`), and of every file it read (manifest,
+        events, ``.idx`` sidecars: :func:`~forensics.store.stamps.stamps`): a capture opened
+        again after one was replaced, added, removed or written to (even in place, its size
+        and modification time put back) has another. A triage compares it
+        (:class:`forensics.fleet.piece.Held`)."""
         import hashlib
 
-        text = "\n".join(sorted(segment.held() for segment in self._segments))
+        text = "\n".join([*sorted(segment.held() for segment in self._segments),
+                          *stamps_text(self._files)])
         return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
     def changed(self) -> str | None:
-        """The name of a segment file that is no longer as this capture opened it (written
-        to, replaced or removed since: :meth:`~forensics.store.segment.Segment.still_held`),
-        or None when each still is: what was read of it may be of another file."""
-        return next((s.name for s in self._segments if not s.still_held()), None)
+        """The name of a file that is no longer as this capture read it (a segment written
+        to, replaced or removed since it was opened:
+        :meth:`~forensics.store.segment.Segment.still_held`; any file it reads written to,
+        replaced, added or removed since it was opened:
+        :func:`~forensics.store.stamps.first_changed`), or None when each still is: what was
+        read of it may be of another file."""
+        moved = next((s.name for s in self._segments if not s.still_held()), None)
+        return moved if moved is not None else first_changed(self.path, self._files)
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())

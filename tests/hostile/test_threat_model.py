@@ -1160,6 +1160,22 @@ TESTS = {
              "test_the_block_contract_judges_what_the_kernel_reads_under_context_parallelism",
              "tests/hostile/test_round15_kern15.py::"
              "test_the_block_contract_is_not_judged_where_the_masking_is_unknown"],
+    "T80a": ["tests/hostile/test_round15_fix15b.py::"
+             "test_a_file_changed_between_the_pieces_and_the_stitch_is_its_error_row",
+             "tests/hostile/test_round15_fix15b.py::"
+             "test_a_file_changed_while_its_piece_reads_it_is_its_error_row",
+             "tests/hostile/test_round15_fix15b.py::"
+             "test_a_capture_whose_files_are_left_alone_is_no_error_row"],
+    "T80b": ["tests/hostile/test_round15_fix15b.py::"
+             "test_a_segment_cut_or_rewritten_under_the_stitch_is_its_error_row"],
+    "T80c": ["tests/hostile/test_round15_fix15b.py::"
+             "test_a_ray_the_caller_started_in_a_planted_folder_is_refused"],
+    "T80d": ["tests/hostile/test_round15_fix15b.py::"
+             "test_elements_unlike_the_memory_they_share_are_refused_in_one_line",
+             "tests/hostile/test_round15_fix15b.py::"
+             "test_elements_like_the_memory_they_share_are_read"],
+    "T80e": ["tests/hostile/test_round15_fix15b.py::"
+             "test_a_storage_at_no_whole_number_of_elements_is_refused_when_read"],
     "T76a": ["tests/hostile/test_round15_fix15.py::"
              "test_a_segment_rewritten_in_place_before_the_stitch_is_its_error_row",
              "tests/hostile/test_round15_fix15.py::"
