@@ -1188,6 +1188,12 @@ TESTS = {
              "test_the_matplotlib_timeline_breaks_its_lines_where_no_record_is",
              "tests/hostile/test_round15_fix15.py::"
              "test_adjacent_steps_are_one_line"],
+    "T81a": ["tests/hostile/test_round15_fix15c.py::"
+             "test_an_incident_notebook_refuses_a_capture_not_its_incidents",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_a_copy_of_an_incident_capture_is_another_capture",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_an_incident_notebook_runs_on_its_own_capture_and_leaves_nothing_in_tmp"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
