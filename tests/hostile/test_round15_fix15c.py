@@ -63,3 +63,39 @@ def test_an_incident_notebook_runs_on_its_own_capture_and_leaves_nothing_in_tmp(
                  "--notebook", "02_vocab_sentinel"]) == 0
     assert "Incident B" in out.read_text(encoding="utf-8")
     assert list(private.iterdir()) == []
+
+
+# ------------------------------------------------------------------ T81b: a line naming the capture
+
+
+def _uint64_capture(path: Path) -> Path:
+    """A capture whose embedding ``input_ids`` are uint64, one of them past int64."""
+    import numpy as np
+
+    from forensics.records import Record
+    from forensics.store.writer import write_capture
+
+    records = [Record("embedding", step, 0, {
+        "input_ids": np.array([1, 2, 2**63 + 5 if step == 1 else 3], dtype=np.uint64),
+        "num_embeddings": 248320}) for step in range(3)]
+    return write_capture(path, records, manifest={"notes": "uint64 input_ids"})
+
+
+@pytest.mark.parametrize("command", [["plot", "-o", "PLOT.svg"], ["findings"], ["summary"],
+                                     ["replay"], ["shrink", "-o", "SMALL.capture"],
+                                     ["redact", "-o", "RED.capture"]])
+def test_a_value_past_int64_names_the_capture_and_its_segment(
+        command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``plot``, ``findings``, ``summary`` (and every command replaying the capture) on uint64
+    ``input_ids`` past 2**63 said "embedding records of steps 0-2: 'input_ids' holds values past
+    int64 ..." naming the field and the fix but no file; the line now names the segment file
+    and the capture, as every other bad-input line does."""
+    capture = _uint64_capture(tmp_path / "wide-ids.capture")
+    args = [command[0], str(capture),
+            *(str(tmp_path / a) if a.isupper() else a for a in command[1:])]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert ("segment 'embedding.r0.w0.0000.arrows' of 'wide-ids.capture', batch 0: embedding "
+            "records of steps 0-2: 'input_ids' holds values past int64") in err, err
+    assert "capture that field as a signed integer tensor" in err
