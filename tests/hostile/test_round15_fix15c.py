@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from test_round14_fix14 import plugin_captures  # noqa: F401  (a fixture: a site not installed)
 
 from forensics.cli import main
 from tests.conftest import DATA
@@ -99,3 +100,36 @@ def test_a_value_past_int64_names_the_capture_and_its_segment(
     assert ("segment 'embedding.r0.w0.0000.arrows' of 'wide-ids.capture', batch 0: embedding "
             "records of steps 0-2: 'input_ids' holds values past int64") in err, err
     assert "capture that field as a signed integer tensor" in err
+
+
+# ------------------------------------------------------------------ T81c: a plugin's site, absent
+
+
+@pytest.mark.parametrize("kind", ["only", "both"])
+@pytest.mark.parametrize("command", [["plot", "-o", "PLOT.svg"], ["findings"]])
+def test_a_site_of_a_plugin_not_installed_is_said_so_with_its_records(
+        command: list[str], kind: str, plugin_captures: dict[str, Path],  # noqa: F811
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``plot``/``findings --site toy_gather`` on a capture holding 3 records of that site (a
+    plugin's, not installed here) said "unknown site 'toy_gather'" and listed the built-in
+    sites, as if the capture held none; the one line now says the capture holds its 3 records
+    and that the plugin declaring it is not installed."""
+    capture = plugin_captures[kind]
+    args = [command[0], str(capture), "--site", "toy_gather",
+            *(str(tmp_path / a) if a.isupper() else a for a in command[1:])]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert (f"site 'toy_gather' is not known to this install, and capture '{capture}' holds 3 "
+            "record(s) of it: the plugin that declares it is not installed") in err, err
+    assert not (tmp_path / "PLOT.svg").exists()
+
+
+def test_a_site_neither_installed_nor_held_is_still_unknown(
+        plugin_captures: dict[str, Path],  # noqa: F811
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A site the capture holds no record of stays an unknown site, the valid ones listed."""
+    assert main(["findings", str(plugin_captures["both"]), "--site", "toy_scatter"]) == 2
+    err = capsys.readouterr().err
+    assert "toy_scatter" in err and "embedding" in err and "holds" not in err

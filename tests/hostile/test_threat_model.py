@@ -1196,6 +1196,10 @@ TESTS = {
              "test_an_incident_notebook_runs_on_its_own_capture_and_leaves_nothing_in_tmp"],
     "T81b": ["tests/hostile/test_round15_fix15c.py::"
              "test_a_value_past_int64_names_the_capture_and_its_segment"],
+    "T81c": ["tests/hostile/test_round15_fix15c.py::"
+             "test_a_site_of_a_plugin_not_installed_is_said_so_with_its_records",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_a_site_neither_installed_nor_held_is_still_unknown"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
