@@ -133,3 +133,124 @@ def test_a_site_neither_installed_nor_held_is_still_unknown(
     assert main(["findings", str(plugin_captures["both"]), "--site", "toy_scatter"]) == 2
     err = capsys.readouterr().err
     assert "toy_scatter" in err and "embedding" in err and "holds" not in err
+
+
+# ------------------------------------------------------------------ T81d: graph_only means only
+
+
+def _both(ptr, n):  # noqa: ANN001, ANN202 (a kernel's signature)
+    """Launched during a CUDA graph capture and outside one."""
+
+
+def _graph(ptr, n):  # noqa: ANN001, ANN202
+    """Launched during a CUDA graph capture only."""
+
+
+def _later(ptr, n):  # noqa: ANN001, ANN202
+    """Launched in a later step, outside a capture (its step is the one kept)."""
+
+
+MODULE = "vllm.v1.worker.gpu.stand_in"
+for _kernel in (_both, _graph, _later):
+    _kernel.__module__ = MODULE
+
+
+class _Jit:
+    """What the recorder reads of a Triton kernel object."""
+
+    def __init__(self, fn: object) -> None:
+        self.fn = fn
+
+
+class _Steps:
+    step, rank = 0, 0
+
+
+def _probe_summary() -> dict[str, object]:
+    """The probe's ``kernel_summary`` after: ``_both`` launched once while a CUDA graph was
+    being captured, then once normally at step 0; ``_graph`` once while capturing; ``_later``
+    normally at step 1 (the recorder keeps 1 step: step 0's launches are dropped)."""
+    import torch
+
+    from forensics.probe import kernels
+
+    steps = _Steps()
+    recorder = kernels.FlightRecorder(("*",), 1, 64, steps)
+    recorder._torch = torch
+    capturing = [True]
+    recorder._capturing = lambda: capturing[0]
+    ptr = torch.zeros(4, dtype=torch.int32)
+    jits = {fn.__name__: _Jit(fn) for fn in (_both, _graph, _later)}  # kept: one id each
+    for name in ("_both", "_graph"):
+        assert recorder.before(recorder.kernel(jits[name]), (ptr, 4), {}, (1,)) is None
+    capturing[0] = False
+    recorder.after(recorder.before(recorder.kernel(jits["_both"]), (ptr, 4), {}, (1,)))
+    steps.step = 1
+    recorder.after(recorder.before(recorder.kernel(jits["_later"]), (ptr, 4), {}, (1,)))
+    return {"kind": "kernel_summary", "step": 1, "rank": 0, **recorder.summary(0)}
+
+
+def test_the_probe_lists_as_graph_only_a_kernel_launched_only_in_a_graph_capture() -> None:
+    """The probe added a kernel to ``graph_only`` on any launch during a CUDA graph capture: a
+    kernel also launched normally (in a step since dropped) was listed as seen only while a
+    graph was being captured. It counts the two apart now."""
+    summary = _probe_summary()
+    assert summary["graph_only"] == [f"{MODULE}._graph"]
+    assert summary["graph_launches"] == {f"{MODULE}._both": 1, f"{MODULE}._graph": 1}
+    assert summary["kernels_seen"] == {f"{MODULE}._both": 2, f"{MODULE}._graph": 1,
+                                       f"{MODULE}._later": 1}
+
+
+def _summary_capture(root: Path, summary: dict[str, object]) -> Path:
+    """A capture holding one ``kernel_summary`` event and no launch."""
+    import json
+
+    root.mkdir(parents=True)
+    (root / "manifest.json").write_text(json.dumps({
+        "format": 1, "creator": "test", "engine_id": "e" * 32, "model": {},
+        "process": {"host": "h", "pid": 1, "rank": 0, "tag": "h-1"}, "versions": {}}))
+    (root / "events-h-1.jsonl").write_text(json.dumps(summary) + "\n")
+    return root
+
+
+@pytest.fixture
+def stand_in_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The installed vLLM's kernels, as the sanitizer reads them: the three stand-ins."""
+    from forensics.kernels import sanitizer
+
+    monkeypatch.setattr(sanitizer, "installed_kernels",
+                        lambda: [(MODULE, "_both"), (MODULE, "_graph"), (MODULE, "_later")])
+
+
+def test_coverage_says_graph_only_of_a_kernel_launched_only_in_a_graph_capture(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], stand_in_kernels: None) -> None:
+    """``kernels --coverage``: a kernel launched in a graph capture and outside one (its normal
+    launches dropped) said "graph_only"; it is ``not_recorded`` now, its why counting its graph
+    launches; one launched only in a capture is still ``graph_only``."""
+    import json
+
+    capture = _summary_capture(tmp_path / "g.capture", _probe_summary())
+    main(["kernels", str(capture), "--coverage", "--json"])
+    rows = {r["kernel"]: r for r in json.loads(capsys.readouterr().out)["coverage"]}
+    assert rows["_graph"]["status"] == "graph_only"
+    assert rows["_both"]["status"] == "not_recorded"
+    assert rows["_both"]["why"].startswith(
+        "launched 2 time(s) by the probe's count (kernel_summary), 1 of them while a CUDA graph "
+        "was being captured (never recorded), none recorded")
+    assert rows["_later"]["status"] == "not_recorded"
+
+
+def test_coverage_of_an_older_probes_graph_only_does_not_say_only(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], stand_in_kernels: None) -> None:
+    """An older probe's summary (no ``graph_launches``) listed in ``graph_only`` every kernel
+    seen at least once in a capture: coverage cannot tell whether it was launched outside one
+    too, and says so instead of "graph_only"."""
+    import json
+
+    summary = {"kind": "kernel_summary", "format": 1, "step": 1, "rank": 0,
+               "graph_only": [f"{MODULE}._both"], "kernels_seen": {f"{MODULE}._both": 2}}
+    capture = _summary_capture(tmp_path / "old.capture", summary)
+    main(["kernels", str(capture), "--coverage", "--json"])
+    rows = {r["kernel"]: r for r in json.loads(capsys.readouterr().out)["coverage"]}
+    assert rows["_both"]["status"] == "not_recorded"
+    assert "whether it was also launched outside a graph is unknown" in rows["_both"]["why"]
