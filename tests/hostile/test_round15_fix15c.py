@@ -102,6 +102,24 @@ def test_a_value_past_int64_names_the_capture_and_its_segment(
     assert "capture that field as a signed integer tensor" in err
 
 
+
+def test_a_value_past_int64_in_one_segment_names_that_segment(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Step 1's ids alone uint64 (a segment of their own): the line names that segment."""
+    import numpy as np
+
+    from forensics.records import Record
+    from forensics.store.writer import write_capture
+
+    records = [Record("embedding", step, 0, {"input_ids": np.array(
+        [1, 2, 2**63 + 5], dtype=np.uint64) if step == 1 else np.array([1, 2, 3], np.int64),
+        "num_embeddings": 248320}) for step in range(3)]
+    capture = write_capture(tmp_path / "mixed.capture", records, manifest={})
+    assert main(["findings", str(capture)]) == 2
+    assert ("segment 'embedding.r0.w0.0001.arrows' of 'mixed.capture', batch 0: embedding "
+            "records of steps 1-1: 'input_ids' holds values past int64"
+            ) in capsys.readouterr().err
+
 # ------------------------------------------------------------------ T81c: a plugin's site, absent
 
 

@@ -1195,7 +1195,9 @@ TESTS = {
              "tests/hostile/test_round15_fix15c.py::"
              "test_an_incident_notebook_runs_on_its_own_capture_and_leaves_nothing_in_tmp"],
     "T81b": ["tests/hostile/test_round15_fix15c.py::"
-             "test_a_value_past_int64_names_the_capture_and_its_segment"],
+             "test_a_value_past_int64_names_the_capture_and_its_segment",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_a_value_past_int64_in_one_segment_names_that_segment"],
     "T81c": ["tests/hostile/test_round15_fix15c.py::"
              "test_a_site_of_a_plugin_not_installed_is_said_so_with_its_records",
              "tests/hostile/test_round15_fix15c.py::"
