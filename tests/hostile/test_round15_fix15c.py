@@ -272,3 +272,21 @@ def test_coverage_of_an_older_probes_graph_only_does_not_say_only(
     rows = {r["kernel"]: r for r in json.loads(capsys.readouterr().out)["coverage"]}
     assert rows["_both"]["status"] == "not_recorded"
     assert "whether it was also launched outside a graph is unknown" in rows["_both"]["why"]
+
+
+@pytest.mark.parametrize("notebook", ["01_stale_prev_rows", "02_vocab_sentinel"])
+def test_an_incident_notebook_run_outside_report_stops_at_a_capture_not_its_incidents(
+        notebook: str) -> None:
+    """Run as papermill runs it (its parameters injected, in its folder), an incident notebook
+    on another capture stops in the cell after its parameters, before any incident text is
+    printed or any replay is run."""
+    from forensics.present import notebook_exec as nbx
+    from forensics.present.report import REPO_NOTEBOOKS
+
+    nb = nbx.read_notebook(REPO_NOTEBOOKS / f"{notebook}.ipynb")
+    nbx.inject_parameters(nb, {"capture": str(DATA / "clean.capture")})
+    with pytest.raises(nbx.CellError) as raised:
+        nbx.execute(nb, REPO_NOTEBOOKS)
+    assert raised.value.number == 3 and raised.value.ename == "ValueError"
+    assert f"capture '{DATA / 'clean.capture'}' is not incident " in raised.value.evalue
+    assert "run 03_triage on it" in raised.value.evalue

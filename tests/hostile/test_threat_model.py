@@ -1193,7 +1193,9 @@ TESTS = {
              "tests/hostile/test_round15_fix15c.py::"
              "test_a_copy_of_an_incident_capture_is_another_capture",
              "tests/hostile/test_round15_fix15c.py::"
-             "test_an_incident_notebook_runs_on_its_own_capture_and_leaves_nothing_in_tmp"],
+             "test_an_incident_notebook_runs_on_its_own_capture_and_leaves_nothing_in_tmp",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_an_incident_notebook_run_outside_report_stops_at_a_capture_not_its_incidents"],
     "T81b": ["tests/hostile/test_round15_fix15c.py::"
              "test_a_value_past_int64_names_the_capture_and_its_segment",
              "tests/hostile/test_round15_fix15c.py::"
