@@ -94,7 +94,8 @@ def chosen_site(result: Any, site: str | None, variant: str) -> str:
     present = result_sites(result)
     if site is None:
         return _default_site(result, variant, present)
-    return check_site_name(site, present, capture_name(result))
+    return check_site_name(site, present, capture_name(result),
+                           getattr(getattr(result, "capture", None), "unknown_sites", None))
 
 
 def _default_site(result: Any, variant: str, present: list[str]) -> str:

@@ -290,3 +290,16 @@ def test_an_incident_notebook_run_outside_report_stops_at_a_capture_not_its_inci
     assert raised.value.number == 3 and raised.value.ename == "ValueError"
     assert f"capture '{DATA / 'clean.capture'}' is not incident " in raised.value.evalue
     assert "run 03_triage on it" in raised.value.evalue
+
+
+def test_a_plot_of_a_site_of_a_plugin_not_installed_says_so_through_the_api(
+        plugin_captures: dict[str, Path]) -> None:  # noqa: F811
+    """``forensics.plots.plot(result, site="toy_gather")`` says the same as the CLI."""
+    import forensics
+    from forensics.errors import UnknownSiteError
+    from forensics.present import plots
+
+    result = forensics.replay(plugin_captures["both"], variants=["upstream"])
+    with pytest.raises(UnknownSiteError, match=r"holds 3 record\(s\) of it: the plugin that "
+                                               r"declares it is not installed"):
+        plots.plot(result, "timeline", site="toy_gather")

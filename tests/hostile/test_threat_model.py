@@ -1203,7 +1203,9 @@ TESTS = {
     "T81c": ["tests/hostile/test_round15_fix15c.py::"
              "test_a_site_of_a_plugin_not_installed_is_said_so_with_its_records",
              "tests/hostile/test_round15_fix15c.py::"
-             "test_a_site_neither_installed_nor_held_is_still_unknown"],
+             "test_a_site_neither_installed_nor_held_is_still_unknown",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_a_plot_of_a_site_of_a_plugin_not_installed_says_so_through_the_api"],
     "T81d": ["tests/hostile/test_round15_fix15c.py::"
              "test_the_probe_lists_as_graph_only_a_kernel_launched_only_in_a_graph_capture",
              "tests/hostile/test_round15_fix15c.py::"
