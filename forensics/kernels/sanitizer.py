@@ -296,20 +296,36 @@ def _launch_counts(summaries: list[dict[str, Any]]
                    ) -> tuple[dict[str, int], dict[str, int], set[str]]:
     """Launches seen per kernel, those seen during a CUDA graph capture (``graph_launches``),
     and the kernels an older probe listed in ``graph_only`` without counting those apart (seen
-    in a capture at least once; whether also outside one is unknown)."""
-    seen: dict[str, int] = {}
-    graph: dict[str, int] = {}
+    in a capture at least once; whether also outside one is unknown). A process's summaries
+    each hold its counts since it started (one per dump): each process counts once, by its
+    largest count of each kernel; processes' counts are added."""
+    per_process: dict[object, tuple[dict[str, int], dict[str, int]]] = {}
     unsure: set[str] = set()
-    for summary in summaries:
-        for key, count in summary.get("kernels_seen", {}).items():
-            seen[key] = seen.get(key, 0) + count
+    for at, summary in enumerate(summaries):
+        mine = per_process.setdefault(_process_of(summary, at), ({}, {}))
+        for counts, name in zip(mine, ("kernels_seen", "graph_launches"), strict=True):
+            for key, count in summary.get(name, {}).items():
+                counts[key] = max(counts.get(key, 0), count)
         if "graph_launches" not in summary:
             unsure |= set(summary.get("graph_only", []))
-        for key, count in summary.get("graph_launches", {}).items():
-            graph[key] = graph.get(key, 0) + count
+    seen: dict[str, int] = {}
+    graph: dict[str, int] = {}
+    for counts_seen, counts_graph in per_process.values():
+        for total, counts in ((seen, counts_seen), (graph, counts_graph)):
+            for key, count in counts.items():
+                total[key] = total.get(key, 0) + count
     for key in unsure:
         graph.pop(key, None)  # not all of its launches were counted apart
     return seen, graph, unsure
+
+
+def _process_of(summary: dict[str, Any], at: int) -> object:
+    """The process a ``kernel_summary`` came from: its ``pid`` and ``rank``; a summary without
+    an integer ``pid`` (imported, or forged) is a process of its own (``at``, its position)."""
+    pid, rank = summary.get("pid"), summary.get("rank")
+    if type(pid) is not int:
+        return at
+    return pid, rank if type(rank) is int else None
 
 
 def not_recorded_why(seen: int, graph: int = 0, unsure: bool = False) -> str:

@@ -303,3 +303,28 @@ def test_a_plot_of_a_site_of_a_plugin_not_installed_says_so_through_the_api(
     with pytest.raises(UnknownSiteError, match=r"holds 3 record\(s\) of it: the plugin that "
                                                r"declares it is not installed"):
         plots.plot(result, "timeline", site="toy_gather")
+
+
+# ------------------------------------------------------------------ T81e: a process's counts once
+
+
+def test_coverage_counts_a_process_summaries_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], stand_in_kernels: None) -> None:
+    """The probe writes a ``kernel_summary`` at each dump (a launch or ``execute_model``
+    raised, a signal, the probe closing), each with the process's counts since it started;
+    coverage added them up: a kernel launched 2 times, dumped twice, was "launched 4 time(s)".
+    A process's summaries are counted once now (its largest counts), two processes' added."""
+    import json
+
+    first = {**_probe_summary(), "pid": 7, "reason": "an exception left execute_model"}
+    again = {**first, "reason": "the probe closed"}
+    other = {**first, "pid": 8, "rank": 1}
+    root = _summary_capture(tmp_path / "twice.capture", first)
+    with (root / "events-h-1.jsonl").open("a") as out:
+        out.write(json.dumps(again) + "\n" + json.dumps(other) + "\n")
+    main(["kernels", str(root), "--coverage", "--json"])
+    rows = {r["kernel"]: r for r in json.loads(capsys.readouterr().out)["coverage"]}
+    assert rows["_both"]["seen"] == 4 and rows["_later"]["seen"] == 2  # two processes
+    assert rows["_both"]["why"].startswith(
+        "launched 4 time(s) by the probe's count (kernel_summary), 2 of them while a CUDA graph")
+    assert rows["_graph"]["status"] == "graph_only" and rows["_graph"]["seen"] == 2

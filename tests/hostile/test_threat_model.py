@@ -1212,6 +1212,8 @@ TESTS = {
              "test_coverage_says_graph_only_of_a_kernel_launched_only_in_a_graph_capture",
              "tests/hostile/test_round15_fix15c.py::"
              "test_coverage_of_an_older_probes_graph_only_does_not_say_only"],
+    "T81e": ["tests/hostile/test_round15_fix15c.py::"
+             "test_coverage_counts_a_process_summaries_once"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
