@@ -304,6 +304,8 @@ class _Chunk:
     summaries: list[Record]
     cols: RunColumns
     decode: Callable[[], Sequence[Record]]
+    #: the capture's segment and batch they are read from ("": records given in memory)
+    where: str = ""
     _decoded: Sequence[Record] | None = None
 
     @functools.cached_property
@@ -348,13 +350,13 @@ def _store_chunks(view: Any, start: int, stop: int, positions: np.ndarray
     store cannot read in bulk (summary rows among them) is decoded into Records."""
     cols = view.screened(start, stop)
     if cols is None:
-        yield from _record_chunks(view.records(start, stop), positions)
+        yield from _record_chunks(view.records(start, stop), positions, view.where)
         return
     coords = np.empty((stop - start, 4), dtype=np.int64)
     coords[:, 0], coords[:, 1] = site_order(view.site), view.steps[start:stop]
     coords[:, 2], coords[:, 3] = view.rank, 0
     yield _Chunk(view.site, positions, coords, [], cols,
-                 functools.partial(view.records, start, stop))
+                 functools.partial(view.records, start, stop), view.where)
 
 
 def _record_pieces(records: Sequence[Record]) -> Iterator[Piece]:
@@ -363,10 +365,10 @@ def _record_pieces(records: Sequence[Record]) -> Iterator[Piece]:
         yield functools.partial(iter, (chunk,))
 
 
-def _record_chunks(records: Sequence[Record], positions: np.ndarray | None = None
-                   ) -> Iterator[_Chunk]:
-    """The chunks of Records (at ``positions``, default ``0...``), ``CHUNK`` at a time, one
-    per site."""
+def _record_chunks(records: Sequence[Record], positions: np.ndarray | None = None,
+                   segment: str = "") -> Iterator[_Chunk]:
+    """The chunks of Records (at ``positions``, default ``0...``; read from ``segment``, a
+    capture's segment and batch), ``CHUNK`` at a time, one per site."""
     for begin in range(0, len(records), CHUNK):
         part = list(records[begin:begin + CHUNK])
         where = (np.arange(begin, begin + len(part)) if positions is None
@@ -379,7 +381,7 @@ def _record_chunks(records: Sequence[Record], positions: np.ndarray | None = Non
             replayed = [r for r in mine if not r.summary]
             yield _Chunk(site, where[np.array(indices, dtype=np.int64)],
                          judge.coordinates_of(mine), [r for r in mine if r.summary],
-                         RecordColumns(replayed), functools.partial(list, replayed))
+                         RecordColumns(replayed), functools.partial(list, replayed), segment)
 
 
 def _judge_summaries(chunk: _Chunk, names: list[str], reference: Variant | None,
@@ -519,8 +521,9 @@ def _model_runs(chunk: _Chunk, models: _Models
         return runs, None if reference is None else reference.run_batch(chunk.site, prepared)
     except ScreenUnsure as exc:
         if isinstance(chunk.cols, RecordColumns):  # already the decoded records: no retry
+            where = f"{chunk.where}: " if chunk.where else ""  # the segment and capture
             raise CaptureFormatError(
-                f"{chunk.site} records of steps {int(chunk.coords[0, 1])}-"
+                f"{where}{chunk.site} records of steps {int(chunk.coords[0, 1])}-"
                 f"{int(chunk.coords[-1, 1])}: {reason(exc)}; the replay checks indices as int64: "
                 "capture that field as a signed integer tensor") from None
         chunk.cols = RecordColumns(chunk.records())

@@ -44,12 +44,15 @@ def run(args: argparse.Namespace) -> int:
     from forensics.escaping import inert, terminal
     from forensics.present.export import output_path, parse_steps, select_findings, write_findings
     from forensics.replaying import replay
-    from forensics.sites import get_site
+    from forensics.sites import SITES
     from forensics.variants import DEFAULT_VARIANTS
 
     steps = parse_steps(args.steps) if args.steps else (None, None)
-    if args.site:
-        get_site(args.site)  # bad input fails before the replay
+    if args.site and args.site not in SITES:  # bad input fails before the replay
+        from forensics.present.selection import check_site_name
+        from forensics.store.reader import load
+
+        check_site_name(args.site, [], str(args.capture), load(args.capture).unknown_sites)
     if args.output:
         output_path(args.output)
         refuse_inside_captures(args.output, [args.capture])

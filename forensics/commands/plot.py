@@ -87,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
                                      f"to write, e.g. '{terminal(path / 'figure.png')}'")
     capture = forensics.load(args.capture)
     if args.site is not None and args.site not in capture.sites:
-        check_site_name(args.site, list(capture.sites))
+        check_site_name(args.site, list(capture.sites), str(args.capture),
+                        capture.unknown_sites)
     result = forensics.replay(capture, variants=_variants(args.variant))
     for kind, path in figures:
         ax = plots.plot(result, kind, site=args.site, variant=args.variant)

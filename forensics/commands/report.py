@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notebook", default="03_triage", metavar="NAME",
                         help="a notebook of notebooks/ (00_quickstart, 01_stale_prev_rows, "
                              "02_vocab_sentinel, 03_triage) or a path to an .ipynb "
-                             "(default: 03_triage)")
+                             "(default: 03_triage); 01_ and 02_ tell one incident each and "
+                             "run on that incident's bundled capture only")
     parser.add_argument("--with-code", action="store_true", help="show the code cells")
     parser.add_argument("--variant", action="append", metavar="NAME", default=None,
                         help="upstream, patched, vllm or vllm+PATH.diff (repeatable; default: "

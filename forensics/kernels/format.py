@@ -351,7 +351,8 @@ def launches_of(events: list[dict[str, Any]], capture: str) -> list[Launch]:
 
 def check_summary(event: dict[str, Any], where: str) -> dict[str, Any]:
     """``event`` (a ``kernel_summary``) when the fields the sanitizer reads hold what they
-    say: ``graph_only`` a list of ``module.kernel`` names, ``kernels_seen`` name -> count.
+    say: ``graph_only`` a list of ``module.kernel`` names, ``kernels_seen`` and
+    ``graph_launches`` (absent from older probes' events) name -> count.
 
     Raises:
         CaptureFormatError: naming ``where``, the field and the fix.
@@ -360,12 +361,13 @@ def check_summary(event: dict[str, Any], where: str) -> dict[str, Any]:
     if not isinstance(graph_only, list) or not all(
             isinstance(k, str) and len(k) <= 300 for k in graph_only):
         raise _fail(where, "graph_only", "must be a list of 'module.kernel' names")
-    seen = event.get("kernels_seen", {})
-    if not isinstance(seen, dict) or not all(
-            isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**63
-            for n in seen.values()):
-        raise _fail(where, "kernels_seen", "must be an object 'module.kernel' -> launches "
-                                           "seen (an int >= 0)")
+    for name in ("kernels_seen", "graph_launches"):
+        counts = event.get(name, {})
+        if not isinstance(counts, dict) or not all(
+                isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**63
+                for n in counts.values()):
+            raise _fail(where, name, "must be an object 'module.kernel' -> launches seen (an "
+                                      "int >= 0)")
     return event
 
 
@@ -420,7 +422,9 @@ agree on each byte they both record (storages recorded whole, and views recorded
 elements, each element at its byte of the id's memory).
 
 A `kernel_summary` event follows each write: `kernels_seen` (`module.name` -> launches seen),
-`graph_only` (kernels seen only while a CUDA graph was being captured: not recorded),
+`graph_launches` (`module.name` -> launches seen while a CUDA graph was being captured: never
+recorded), `graph_only` (kernels whose every launch seen was one; an older probe listed there
+every kernel seen at least once in a capture),
 `dropped_steps` (steps older than the kept ones), `launches_written` (by this write),
 `handed_off` (launches handed to the writer one by one as they returned, with
 `FORENSICS_KERNELS_KEEP=all`) and `reason`.

@@ -266,13 +266,9 @@ def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
     """One row per kernel of the installed vLLM (and per recorded kernel it lacks):
     ``recorded``, ``graph_only``, ``not_recorded`` (launches the probe saw, none in the
     capture: with why), ``never_launched``, ``not_replayable`` (with why) or ``not_run``
-    (launches recorded, none refused, some left by the overall deadline)."""
-    graph_only: set[str] = set()
-    seen: dict[str, int] = {}
-    for summary in summaries:
-        graph_only |= set(summary.get("graph_only", []))
-        for key, count in summary.get("kernels_seen", {}).items():
-            seen[key] = seen.get(key, 0) + count
+    (launches recorded, none refused, some left by the overall deadline). ``graph_only``: every
+    launch the probe saw was during a CUDA graph capture (:func:`_launch_counts`)."""
+    seen, graph, unsure = _launch_counts(summaries)
     by_kernel: dict[tuple[str, str], list[LaunchResult]] = {}
     for result in results:
         by_kernel.setdefault((result.launch.module, result.launch.name), []).append(result)
@@ -282,10 +278,11 @@ def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
         failed = [r for r in mine if r.status == "not_replayable"] or \
             [r for r in mine if r.status == NOT_RUN]
         status = (failed[0].status if failed else "recorded") if mine else (
-            "graph_only" if key in graph_only else
-            NOT_RECORDED if seen.get(key, 0) else "never_launched")
+            "graph_only" if 0 < seen.get(key, 0) == graph.get(key, -1) else
+            NOT_RECORDED if seen.get(key, 0) or key in unsure else "never_launched")
         why = failed[0].reason if failed else (
-            not_recorded_why(seen[key]) if status == NOT_RECORDED else "")
+            not_recorded_why(seen.get(key, 0), graph.get(key, 0), key in unsure)
+            if status == NOT_RECORDED else "")
         rows.append({"module": module, "kernel": name, "status": status,
                      "launches": len(mine), "seen": seen.get(key, 0), "why": why})
     return rows
@@ -295,12 +292,56 @@ def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
 NOT_RECORDED = "not_recorded"
 
 
-def not_recorded_why(seen: int) -> str:
-    """Why a kernel seen ``seen`` times has no launch in the capture (it was launched: it is
-    not "never launched")."""
-    return (f"launched {seen} time(s) by the probe's count (kernel_summary), none recorded: in "
-            "steps older than those kept (FORENSICS_KERNELS_KEEP) or not recorded (the "
-            "summary's recorder_errors)")
+def _launch_counts(summaries: list[dict[str, Any]]
+                   ) -> tuple[dict[str, int], dict[str, int], set[str]]:
+    """Launches seen per kernel, those seen during a CUDA graph capture (``graph_launches``),
+    and the kernels an older probe listed in ``graph_only`` without counting those apart (seen
+    in a capture at least once; whether also outside one is unknown). A process's summaries
+    each hold its counts since it started (one per dump): each process counts once, by its
+    largest count of each kernel; processes' counts are added."""
+    per_process: dict[object, tuple[dict[str, int], dict[str, int]]] = {}
+    unsure: set[str] = set()
+    for at, summary in enumerate(summaries):
+        mine = per_process.setdefault(_process_of(summary, at), ({}, {}))
+        for counts, name in zip(mine, ("kernels_seen", "graph_launches"), strict=True):
+            for key, count in summary.get(name, {}).items():
+                counts[key] = max(counts.get(key, 0), count)
+        if "graph_launches" not in summary:
+            unsure |= set(summary.get("graph_only", []))
+    seen: dict[str, int] = {}
+    graph: dict[str, int] = {}
+    for counts_seen, counts_graph in per_process.values():
+        for total, counts in ((seen, counts_seen), (graph, counts_graph)):
+            for key, count in counts.items():
+                total[key] = total.get(key, 0) + count
+    for key in unsure:
+        graph.pop(key, None)  # not all of its launches were counted apart
+    return seen, graph, unsure
+
+
+def _process_of(summary: dict[str, Any], at: int) -> object:
+    """The process a ``kernel_summary`` came from: its ``pid`` and ``rank``; a summary without
+    an integer ``pid`` (imported, or forged) is a process of its own (``at``, its position)."""
+    pid, rank = summary.get("pid"), summary.get("rank")
+    if type(pid) is not int:
+        return at
+    return pid, rank if type(rank) is int else None
+
+
+def not_recorded_why(seen: int, graph: int = 0, unsure: bool = False) -> str:
+    """Why a kernel seen ``seen`` times (``graph`` of them during a CUDA graph capture, never
+    recorded) has no launch in the capture (it was launched: it is not "never launched");
+    ``unsure``: an older probe saw it during a capture without counting those launches."""
+    if unsure:
+        return (f"launched {seen} time(s) by the probe's count (kernel_summary), some while a "
+                "CUDA graph was being captured (never recorded), by a probe that did not count "
+                "those apart: whether it was also launched outside a graph is unknown; none "
+                "recorded")
+    during = (f", {graph} of them while a CUDA graph was being captured (never recorded)"
+              if graph else "")
+    return (f"launched {seen} time(s) by the probe's count (kernel_summary){during}, none "
+            "recorded: in steps older than those kept (FORENSICS_KERNELS_KEEP) or not recorded "
+            "(the summary's recorder_errors)")
 
 
 def to_json(report: KernelReport) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import os
 import re
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -45,6 +46,7 @@ from forensics.atomic import real_output, refuse_inside_captures, user_path, wri
 from forensics.budget import CHILD_TIMEOUT_ENV
 from forensics.errors import ConfigurationError, ForensicsError, MissingDependencyError, reason
 from forensics.escaping import terminal
+from forensics.present.incident import refuse_other_capture
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
@@ -136,7 +138,8 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
     each cell has a deadline enforced from outside), in the notebook's folder, its views
     drawn as SVG (:func:`forensics.present.svg.collecting`: no matplotlib); return the executed
     nbformat node. ``diffs``: the diffs ``variants`` names by their shared names, known there
-    only (:func:`forensics.variants.diffs_named`). ``workdir`` is unused (kept for callers).
+    only (:func:`forensics.variants.diffs_named`). ``workdir``: the private folder the cells'
+    temporary files go to (``tempfile``'s folder and ``TMPDIR`` there), the caller's to remove.
 
     Raises:
         NotebookExecutionError: a cell raised, ran past its deadline (``timed out after N s``:
@@ -153,7 +156,7 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
     _import_once()
     shown = terminal(capture)  # a name holding a newline or ESC never reads as another's
     try:
-        return execute_in_child(nb, notebook.parent, lambda: _around(diffs or {}))
+        return execute_in_child(nb, notebook.parent, lambda: _around(diffs or {}, workdir))
     except CellError as exc:
         raise NotebookExecutionError(
             f"notebook {notebook.name!r} failed on capture '{shown}' in cell "
@@ -169,15 +172,32 @@ def execute_notebook(notebook: Path, capture: Path, workdir: Path,
 
 
 @contextlib.contextmanager
-def _around(diffs: Mapping[str, str]) -> Iterator[None]:
+def _around(diffs: Mapping[str, str], workdir: Path) -> Iterator[None]:
     """What a report's notebook runs inside: its views drawn as SVG, ``diffs`` known by their
-    shared names."""
+    shared names, its temporary files in ``workdir`` (:func:`_temporary_files_in`)."""
     from forensics.present import svg
     from forensics.present.svg import views
     from forensics.variants import diffs_named
 
-    with svg.collecting(views.draw), diffs_named(diffs):
+    with svg.collecting(views.draw), diffs_named(diffs), _temporary_files_in(workdir):
         yield
+
+
+@contextlib.contextmanager
+def _temporary_files_in(workdir: Path) -> Iterator[None]:
+    """``tempfile``'s folder and ``TMPDIR`` set to ``workdir`` in the block (what a cell, or a
+    process it starts, makes with ``tempfile`` goes there and is removed with it), then
+    restored."""
+    before_dir, before_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = str(workdir), str(workdir)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = before_dir
+        if before_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before_env
 
 
 #: modules every bundled notebook uses (replay, conclusion, styled tables)
@@ -395,6 +415,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
 
     capture_path = _capture_path(capture)
     nb_path = find_notebook(notebook)
+    refuse_other_capture(nb_path, capture_path)  # an incident's story told of another capture
     target = user_path(out)
     refuse_inside_captures(target, [capture_path])
     real_output(target)  # a link planted on its way is refused before the notebook runs

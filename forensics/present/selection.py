@@ -9,7 +9,7 @@ Every view of :mod:`forensics.present.scene` starts here; the result is a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -64,14 +64,23 @@ def result_sites(result: Any) -> list[str]:
     return [s for s in SITES if s in present] + sorted(present - set(SITES))
 
 
-def check_site_name(site: str, present: Sequence[str], capture: str = "the capture") -> str:
-    """Return ``site`` when it is a known site present in the capture.
+def check_site_name(site: str, present: Sequence[str], capture: str = "the capture",
+                    not_installed: Mapping[str, int] | None = None) -> str:
+    """Return ``site`` when it is a known site present in the capture. ``not_installed``:
+    site -> records the capture holds of sites this install does not know.
 
     Raises:
-        UnknownSiteError: an unknown site (listing every site) or one without records
-            (listing the sites present).
+        UnknownSiteError: an unknown site (listing every site; one the capture holds records
+            of: saying so, and that the plugin declaring it is not installed) or one without
+            records (listing the sites present).
     """
     if site not in SITES:
+        if not_installed and site in not_installed:
+            raise UnknownSiteError(
+                f"site {terminal(site)!r} is not known to this install, and capture "
+                f"'{terminal(capture)}' holds {not_installed[site]} record(s) of it: the plugin "
+                f"that declares it is not installed; install it (a package with a "
+                f"'forensics.sites' entry point naming {terminal(site)!r}) and run again")
         get_site(site)  # raises UnknownSiteError listing the valid sites
     if present and site not in present:
         raise UnknownSiteError(f"site {site!r} has no records in {capture!r}; "
@@ -85,7 +94,8 @@ def chosen_site(result: Any, site: str | None, variant: str) -> str:
     present = result_sites(result)
     if site is None:
         return _default_site(result, variant, present)
-    return check_site_name(site, present, capture_name(result))
+    return check_site_name(site, present, capture_name(result),
+                           getattr(getattr(result, "capture", None), "unknown_sites", None))
 
 
 def _default_site(result: Any, variant: str, present: list[str]) -> str:

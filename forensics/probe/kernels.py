@@ -14,8 +14,9 @@ them as ``kernel_launch`` events through the probe's writer (:mod:`forensics.ker
 when ``execute_model`` raises, at exit, on SIGTERM/SIGINT, and on request (:func:`dump`). With
 ``FORENSICS_KERNELS_KEEP=all`` each launch is encoded and handed to the writer as soon as it
 returns (or raises), so a SIGSEGV, SIGABRT or SIGKILL of the engine loses at most the launch in
-flight. Launches while a CUDA graph is being captured are not recorded; their
-kernels are listed in the ``kernel_summary`` event as seen only in a graph.
+flight. Launches while a CUDA graph is being captured are not recorded: the ``kernel_summary``
+event counts them apart (``graph_launches``) and lists as ``graph_only`` the kernels whose every
+launch was one.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ class FlightRecorder:
         self.steps: deque[tuple[int, list[Pending]]] = deque()
         self.meta: dict[int, KernelMeta] = {}
         self.seen: dict[str, int] = {}  # kernel -> launches seen (recorded or not)
-        self.graph_only: set[str] = set()
+        self.graph_seen: dict[str, int] = {}  # kernel -> launches seen during a graph capture
         self.dropped_steps = 0
         self.errors = 0
         self.written = 0  # launches handed to the writer so far
@@ -169,7 +170,7 @@ class FlightRecorder:
         key = meta.key
         self.seen[key] = self.seen.get(key, 0) + 1
         if self._capturing():
-            self.graph_only.add(key)
+            self.graph_seen[key] = self.graph_seen.get(key, 0) + 1
             return None
         step, rank = self._step_rank()
         pending = Pending(meta, step, rank, self._next_ordinal(step))
@@ -311,7 +312,9 @@ class FlightRecorder:
                 "keep": self.keep if self.keep is not None else "all",
                 "launches_written": written, "handed_off": self.written,
                 "dropped_steps": self.dropped_steps,
-                "kernels_seen": dict(self.seen), "graph_only": sorted(self.graph_only),
+                "kernels_seen": dict(self.seen), "graph_launches": dict(self.graph_seen),
+                "graph_only": sorted(k for k, n in self.graph_seen.items()
+                                     if n == self.seen.get(k)),
                 "recorder_errors": self.errors}
 
 

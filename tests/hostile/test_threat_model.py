@@ -1220,6 +1220,32 @@ TESTS = {
              "test_redact_still_names_a_summary_records_dropped_tensor_by_its_default"],
     "T79d": ["tests/hostile/test_round15_attack15b.py::"
              "test_the_async_schedulers_placeholder_drafts_are_no_negative_draft_id"],
+    "T81a": ["tests/hostile/test_round15_fix15c.py::"
+             "test_an_incident_notebook_refuses_a_capture_not_its_incidents",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_a_copy_of_an_incident_capture_is_another_capture",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_an_incident_notebook_runs_on_its_own_capture_and_leaves_nothing_in_tmp",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_an_incident_notebook_run_outside_report_stops_at_a_capture_not_its_incidents"],
+    "T81b": ["tests/hostile/test_round15_fix15c.py::"
+             "test_a_value_past_int64_names_the_capture_and_its_segment",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_a_value_past_int64_in_one_segment_names_that_segment"],
+    "T81c": ["tests/hostile/test_round15_fix15c.py::"
+             "test_a_site_of_a_plugin_not_installed_is_said_so_with_its_records",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_a_site_neither_installed_nor_held_is_still_unknown",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_a_plot_of_a_site_of_a_plugin_not_installed_says_so_through_the_api"],
+    "T81d": ["tests/hostile/test_round15_fix15c.py::"
+             "test_the_probe_lists_as_graph_only_a_kernel_launched_only_in_a_graph_capture",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_coverage_says_graph_only_of_a_kernel_launched_only_in_a_graph_capture",
+             "tests/hostile/test_round15_fix15c.py::"
+             "test_coverage_of_an_older_probes_graph_only_does_not_say_only"],
+    "T81e": ["tests/hostile/test_round15_fix15c.py::"
+             "test_coverage_counts_a_process_summaries_once"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
