@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_round14_fix14b import _engine  # two captures of one two-rank engine
 
 from forensics.records import Record
 from forensics.store.writer import write_capture
@@ -36,15 +37,6 @@ def _rewrite_in_place(segment: Path, old: bytes, new: bytes) -> None:
         before.st_ino, before.st_size, before.st_mtime_ns)
 
 
-def _engine(root: Path, diverging: bool) -> list[Path]:
-    """The two captures of one two-rank engine under ``root`` (rank 1 diverging at step 6
-    when asked; otherwise alike)."""
-    from forensics.fleet.generate import Fleet, _engine
-
-    fleet = Fleet(root)
-    root.mkdir(parents=True)
-    _engine(fleet, "engine-x", 12, 4, 3, diverging)
-    return sorted(Path(p) for p in fleet.kinds)
 
 
 def test_a_segment_rewritten_in_place_before_the_stitch_is_its_error_row(
