@@ -37,8 +37,6 @@ def _rewrite_in_place(segment: Path, old: bytes, new: bytes) -> None:
         before.st_ino, before.st_size, before.st_mtime_ns)
 
 
-
-
 def test_a_segment_rewritten_in_place_before_the_stitch_is_its_error_row(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rank 1's embedding segment rewritten in place after its task, to the bytes of a rank
