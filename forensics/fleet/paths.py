@@ -43,11 +43,24 @@ def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
         if not hits:
             raise ConfigurationError(f"'{terminal(text)}' names no capture directory; give "
                                      "NAME.capture directories, folders holding them, or a glob")
-        for hit in hits:
+        for hit in map(as_named, hits):
             key = folder_id(hit)
             if key not in found or (_through_link(found[key]) and not _through_link(hit)):
                 found[key] = hit
     return sorted(found.values(), key=os.path.abspath)
+
+
+def as_named(path: Path) -> Path:
+    """``path`` spelled so that its absolute path names the folder it reaches: every reader
+    names a capture by :func:`os.path.abspath`, which drops a ``..`` and the name before it as
+    text, so ``x/link/../b.capture`` (``link`` a link elsewhere) was named ``x/b.capture``,
+    another capture's name (its row took that one's, its report was that one's). Such a path
+    is the real path of its folder, the capture's own name kept (a link itself too)."""
+    if ".." not in path.parts or folder_id(Path(os.path.abspath(path))) == folder_id(path):
+        return path
+    if path.name in ("", ".", ".."):
+        return Path(os.path.realpath(path))
+    return Path(os.path.realpath(path.parent)) / path.name
 
 
 def folder_id(path: Path) -> object:

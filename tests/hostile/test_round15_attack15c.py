@@ -5,6 +5,10 @@ of a capture's JSON.
   ``expected.json``, segment metadata, imported headers) was quadratic in an unclosed string of
   escaped quotes (``"\\"\\"\\"...``): a manifest of 80 KB took 25 s of a triage, most of it in
   the triage's own process (its plan, which has no deadline), and one of 16 MiB days (T82a).
+- A capture reached through ``..`` after a link (``x/link/../b.capture``, ``link`` leading
+  elsewhere) was named ``x/b.capture``: another capture's name. Triaged beside that one, both
+  were one row, an error ("changed while the triage ran"); alone, its row and its report named
+  (and its ``--html`` report read) the other capture (T82b).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from tests.instructions import assert_linear, scaling
 
 ROOT = Path(__file__).resolve().parents[2]
 CLEAN = ROOT / "data" / "clean.capture"
+SENTINEL = ROOT / "data" / "incident-b-vocab-sentinel.capture"
 
 
 def _unclosed(quotes: int) -> str:
@@ -63,3 +68,56 @@ def test_a_manifest_of_an_unclosed_string_is_one_row_of_a_triage(
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert rows["ok.capture"]["conclusion"] == "clean", rows["ok.capture"]
     assert "is not valid JSON" in rows["bad.capture"]["error"], rows["bad.capture"]
+
+
+# ------------------------- T82b: a capture reached through '..' after a link is named as itself
+
+
+@pytest.fixture
+def beside(tmp_path: Path) -> dict[str, Path]:
+    """``x/b.capture`` (clean) and ``other/b.capture`` (the vocab-sentinel incident), and a
+    link ``x/link`` to ``other/sub``: ``x/link/..`` is ``other``, though its text says ``x``."""
+    (tmp_path / "x").mkdir()
+    (tmp_path / "other" / "sub").mkdir(parents=True)
+    shutil.copytree(CLEAN, tmp_path / "x" / "b.capture")
+    shutil.copytree(SENTINEL, tmp_path / "other" / "b.capture")
+    (tmp_path / "x" / "link").symlink_to(tmp_path / "other" / "sub")
+    return {"x": tmp_path / "x", "through": tmp_path / "x" / "link" / "..",
+            "clean": tmp_path / "x" / "b.capture", "sentinel": tmp_path / "other" / "b.capture"}
+
+
+def test_a_capture_through_a_link_and_dotdot_is_a_row_of_its_own(beside: dict[str, Path]) -> None:
+    """Triaged beside the capture its text names, each capture is its own row, named by its own
+    path, with its own conclusion (it was one error row, "changed while the triage ran")."""
+    from forensics.fleet.triage import triage
+
+    rows = {r["capture"]: r for r in triage([beside["x"], beside["through"]], workers=1).rows}
+    assert sorted(rows) == sorted([str(beside["clean"]), str(beside["sentinel"])])
+    assert rows[str(beside["clean"])]["conclusion"] == "clean", rows
+    assert rows[str(beside["sentinel"])]["conclusion"] == "known", rows
+
+
+def test_a_capture_through_a_link_and_dotdot_names_its_own_folder(
+        beside: dict[str, Path]) -> None:
+    """Alone, its row names its own folder (it named the clean capture's, whose report the
+    ``--html`` index would link), and ``open_many`` labels its records so."""
+    from forensics.fleet.dataset import open_many
+    from forensics.fleet.paths import find_captures
+    from forensics.fleet.triage import triage
+
+    assert find_captures([beside["through"]]) == [beside["sentinel"]]
+    [row] = triage([beside["through"]], workers=1).rows
+    assert (row["capture"], row["conclusion"]) == (str(beside["sentinel"]), "known"), row
+    labels = open_many([beside["through"]])["embedding"].to_table(columns=["capture"])
+    assert set(labels.column("capture").to_pylist()) == {str(beside["sentinel"])}
+
+
+def test_a_capture_named_directly_keeps_its_name(beside: dict[str, Path]) -> None:
+    """A path without ``..``, or whose ``..`` is only text (no link before it), is kept as
+    given; a capture reached through a link is still named by its direct name."""
+    from forensics.fleet.paths import find_captures
+
+    plain = beside["x"] / "." / "sub" / ".." / "b.capture"
+    (beside["x"] / "sub").mkdir()
+    assert find_captures([plain]) == [plain]
+    assert find_captures([beside["x"]]) == [beside["clean"]]

@@ -1224,6 +1224,12 @@ TESTS = {
              "test_the_nesting_check_is_linear_in_an_unclosed_string",
              "tests/hostile/test_round15_attack15c.py::"
              "test_a_manifest_of_an_unclosed_string_is_one_row_of_a_triage"],
+    "T82b": ["tests/hostile/test_round15_attack15c.py::"
+             "test_a_capture_through_a_link_and_dotdot_is_a_row_of_its_own",
+             "tests/hostile/test_round15_attack15c.py::"
+             "test_a_capture_through_a_link_and_dotdot_names_its_own_folder",
+             "tests/hostile/test_round15_attack15c.py::"
+             "test_a_capture_named_directly_keeps_its_name"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
