@@ -63,6 +63,23 @@ def as_named(path: Path) -> Path:
     return Path(os.path.realpath(path.parent)) / path.name
 
 
+#: the longest path the system opens, in bytes (its terminating NUL included)
+PATH_MAX = 4096
+
+
+def openable(path: str) -> str:
+    """A row's ``path`` (absolute: :func:`os.path.abspath` of the path its task read) as this
+    process can open it: relative to the working directory when the absolute text is past
+    :data:`PATH_MAX` (a capture deep in a tree, reached from a folder near it; the stitch
+    reopened it by its absolute path, failed, and said it "changed while the triage ran")."""
+    if len(os.fsencode(path)) < PATH_MAX or not os.path.isabs(path):
+        return path
+    try:
+        return os.path.relpath(path)
+    except (OSError, ValueError):  # no working directory to start from
+        return path
+
+
 def folder_id(path: Path) -> object:
     """What names one folder however it is reached (its device and inode: a link to it, or a
     folder named twice, is the same capture); its absolute path when it cannot be looked at."""

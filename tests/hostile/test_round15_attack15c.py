@@ -9,18 +9,25 @@ of a capture's JSON.
   elsewhere) was named ``x/b.capture``: another capture's name. Triaged beside that one, both
   were one row, an error ("changed while the triage ran"); alone, its row and its report named
   (and its ``--html`` report read) the other capture (T82b).
+- Captures whose absolute path is past PATH_MAX, triaged from a folder near them: the stitch
+  reopened each by its absolute path, failed, made the first an error row saying it "changed
+  while the triage ran", and its rank's divergence with the other went unseen (T82c).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from forensics.cli import main
+from forensics.records import Record
 from forensics.store.json_in import check_nesting
+from forensics.store.writer import write_capture
 from tests.instructions import assert_linear, scaling
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,3 +128,51 @@ def test_a_capture_named_directly_keeps_its_name(beside: dict[str, Path]) -> Non
     (beside["x"] / "sub").mkdir()
     assert find_captures([plain]) == [plain]
     assert find_captures([beside["x"]]) == [beside["clean"]]
+
+
+# ------------------ T82c: captures past PATH_MAX, reached from a folder near them, are stitched
+
+
+def _deep_engine(root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Go to a folder under ``root`` whose path is about 4,040 bytes long and write there, in
+    ``F...`` (200 bytes), the two ranks of one engine (rank 1's third id differs at both
+    steps): each capture's absolute path is past PATH_MAX (4,096), its relative one short."""
+    monkeypatch.chdir(root)
+    while len(os.getcwd()) < 3800:
+        os.mkdir("d" * 250)
+        os.chdir("d" * 250)
+    last = "e" * (4040 - len(os.getcwd()))
+    os.mkdir(last)
+    os.chdir(last)
+    folder = "f" * 200
+    manifest = {"engine_id": "E1", "process": {"host": "h"}, "created": "2026-01-01T00:00:00Z"}
+    for rank, ids in ((0, [1, 2, 3]), (1, [1, 2, 9])):
+        write_capture(Path(folder) / f"r{rank}.capture", [
+            Record("embedding", step, rank, {"input_ids": np.array(ids, dtype=np.int64),
+                                              "num_embeddings": 1000}) for step in range(2)],
+            manifest)
+    return folder
+
+
+def test_captures_past_path_max_are_stitched_not_said_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both rows say their rank divergence (element 2: 3 on rank 0, 9 on rank 1); neither is
+    an error row."""
+    from forensics.fleet.triage import triage
+
+    folder = _deep_engine(tmp_path, monkeypatch)
+    rows = triage([folder], workers=1).rows
+    assert len(os.fsencode(rows[0]["capture"])) > 4096
+    assert [(r["name"], r["error"], r["conclusion"]) for r in rows] == [
+        ("r0.capture", "", "rank divergence"), ("r1.capture", "", "rank divergence")], rows
+    assert rows[0]["divergence"]["values"] == [3, 9]
+
+
+def test_a_path_within_path_max_is_opened_as_it_is(tmp_path: Path) -> None:
+    """Only an absolute path past PATH_MAX is opened relative to the working directory."""
+    from forensics.fleet.paths import openable
+
+    assert openable(str(tmp_path)) == str(tmp_path)
+    assert openable("relative/x.capture") == "relative/x.capture"
+    far = os.path.join(os.getcwd(), "x" * 200, *["y" * 250] * 17)
+    assert openable(far) == os.path.relpath(far)

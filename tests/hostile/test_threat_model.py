@@ -1230,6 +1230,10 @@ TESTS = {
              "test_a_capture_through_a_link_and_dotdot_names_its_own_folder",
              "tests/hostile/test_round15_attack15c.py::"
              "test_a_capture_named_directly_keeps_its_name"],
+    "T82c": ["tests/hostile/test_round15_attack15c.py::"
+             "test_captures_past_path_max_are_stitched_not_said_changed",
+             "tests/hostile/test_round15_attack15c.py::"
+             "test_a_path_within_path_max_is_opened_as_it_is"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
