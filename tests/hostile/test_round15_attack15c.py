@@ -11,7 +11,8 @@ of a capture's JSON.
   (and its ``--html`` report read) the other capture (T82b).
 - Captures whose absolute path is past PATH_MAX, triaged from a folder near them: the stitch
   reopened each by its absolute path, failed, made the first an error row saying it "changed
-  while the triage ran", and its rank's divergence with the other went unseen (T82c).
+  while the triage ran", and its rank's divergence with the other went unseen (T82c); the
+  ``--html`` index's report of such a capture failed ("File name too long") (T82d).
 """
 
 from __future__ import annotations
@@ -176,3 +177,23 @@ def test_a_path_within_path_max_is_opened_as_it_is(tmp_path: Path) -> None:
     assert openable("relative/x.capture") == "relative/x.capture"
     far = os.path.join(os.getcwd(), "x" * 200, *["y" * 250] * 17)
     assert openable(far) == os.path.relpath(far)
+
+
+def test_the_html_report_of_a_capture_past_path_max_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``--html`` index hands each group's report a path it can open (the report read the
+    absolute one and failed: "File name too long")."""
+    import forensics
+    from forensics.fleet.output import write_html
+    from forensics.fleet.triage import triage
+
+    folder = _deep_engine(tmp_path, monkeypatch)
+    result = triage([folder], workers=1)
+    made: list[int] = []
+
+    def report(capture: str, out: Path) -> None:
+        made.append(len(forensics.load(capture)))
+        out.write_text("<html><body>report</body></html>")
+
+    index = write_html(result, "h", report=report)
+    assert made == [2] and (index.parent / "group-000.html").exists()

@@ -1234,6 +1234,8 @@ TESTS = {
              "test_captures_past_path_max_are_stitched_not_said_changed",
              "tests/hostile/test_round15_attack15c.py::"
              "test_a_path_within_path_max_is_opened_as_it_is"],
+    "T82d": ["tests/hostile/test_round15_attack15c.py::"
+             "test_the_html_report_of_a_capture_past_path_max_is_written"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
