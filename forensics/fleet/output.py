@@ -261,9 +261,13 @@ def _report_link(report: Callable[[str, Path], Any], first: dict[str, Any], out:
     """Write the report of a group's ``first`` capture to ``out``; return the index's link to
     it (``row``: its flat row, for the divergence banner), or, when the report fails, its
     one-line reason (added to ``failed``): one group's
-    failed report (a notebook past its deadline) leaves the others' written."""
+    failed report (a notebook past its deadline) leaves the others' written. The capture is
+    opened as its task read it (:func:`~forensics.fleet.paths.openable`: a path past PATH_MAX
+    relative to the working directory)."""
+    from forensics.fleet.paths import openable
+
     try:
-        report(first["capture"], out)
+        report(openable(first["capture"]), out)
     except ForensicsError as exc:
         why = one_line(exc)
         failed.append(f"{out.name}: {why}")

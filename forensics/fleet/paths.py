@@ -43,11 +43,41 @@ def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
         if not hits:
             raise ConfigurationError(f"'{terminal(text)}' names no capture directory; give "
                                      "NAME.capture directories, folders holding them, or a glob")
-        for hit in hits:
+        for hit in map(as_named, hits):
             key = folder_id(hit)
             if key not in found or (_through_link(found[key]) and not _through_link(hit)):
                 found[key] = hit
     return sorted(found.values(), key=os.path.abspath)
+
+
+def as_named(path: Path) -> Path:
+    """``path`` spelled so that its absolute path names the folder it reaches: every reader
+    names a capture by :func:`os.path.abspath`, which drops a ``..`` and the name before it as
+    text, so ``x/link/../b.capture`` (``link`` a link elsewhere) was named ``x/b.capture``,
+    another capture's name (its row took that one's, its report was that one's). Such a path
+    is the real path of its folder, the capture's own name kept (a link itself too)."""
+    if ".." not in path.parts or folder_id(Path(os.path.abspath(path))) == folder_id(path):
+        return path
+    if path.name in ("", ".", ".."):
+        return Path(os.path.realpath(path))
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
+#: the longest path the system opens, in bytes (its terminating NUL included)
+PATH_MAX = 4096
+
+
+def openable(path: str) -> str:
+    """A row's ``path`` (absolute: :func:`os.path.abspath` of the path its task read) as this
+    process can open it: relative to the working directory when the absolute text is past
+    :data:`PATH_MAX` (a capture deep in a tree, reached from a folder near it; the stitch
+    reopened it by its absolute path, failed, and said it "changed while the triage ran")."""
+    if len(os.fsencode(path)) < PATH_MAX or not os.path.isabs(path):
+        return path
+    try:
+        return os.path.relpath(path)
+    except (OSError, ValueError):  # no working directory to start from
+        return path
 
 
 def folder_id(path: Path) -> object:

@@ -159,13 +159,14 @@ def _opened(captures: Sequence[str], held: Mapping[str, str] | None) -> dict[str
     """Each capture, opened once and checked against ``held`` (raises as
     :func:`first_divergence`)."""
     from forensics.errors import one_line
+    from forensics.fleet.paths import openable
     from forensics.fleet.piece import changed
     from forensics.store.reader import load
 
     out: dict[str, Any] = {}
     for path in captures:
         try:
-            out[str(path)] = load(path)
+            out[str(path)] = load(openable(str(path)))
         except Exception as exc:  # noqa: BLE001  (left out, or its row's error)
             if held is None:
                 continue

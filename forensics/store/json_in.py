@@ -23,8 +23,13 @@ SHOWN = 80
 #: the deepest lists and objects nest in JSON text we did not write (a manifest, an event, a
 #: header: short records a few levels deep); the same for every caller, whatever its stack
 MAX_DEPTH = 100
-#: a JSON string (its escapes included), and any character that is no bracket
-_STRING, _NOT_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S), re.compile(r"[^\[\]{}]+")
+#: a JSON string (its escapes included), or one never closed (to the end of the text: the
+#: parser reads no bracket past its quote either), and any character that is no bracket. A
+#: closing quote that was required made each quote of an unclosed ``"\\"\\"...`` start a scan
+#: to the end that failed: a manifest of 80 KB took 8 s, one of 16 MiB days (the closing
+#: quote optional, every match succeeds and each character is scanned once)
+_STRING, _NOT_BRACKET = (re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.S),
+                         re.compile(r"[^\[\]{}]+"))
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
