@@ -193,7 +193,7 @@ def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
                  f"({', '.join(map(spanless, gone[:3]))}{', ...' if len(gone) > 3 else ''})")
     outcomes = result.outcomes
     raised = outcomes[(outcomes["variant"] == evidence.baseline) & (outcomes["status"] != "ok")]
-    if not len(result.records):
+    if not len(getattr(result, "records", (None,))):  # records not known: say what ran
         return f"{text}; no record to replay"
     if not len(raised):
         return f"{text}; the {evidence.baseline} replay raises nothing"
