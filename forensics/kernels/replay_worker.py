@@ -367,13 +367,11 @@ def _allocate(block: Block, launch: Launch, torch: Any, keep: list[Any]
     record's ``storage`` is only a claim) is not allocated, and the launch is not replayable,
     saying so in one line."""
     first = block.members[0][0]
-    for name, at in block.members:
+    for name, _ in block.members:  # a storage_at of no whole element is refused when read
         arg = launch.tensors[name]
-        if arg.storage % arg.itemsize or at % arg.itemsize:
-            what = f"a storage of {arg.storage} bytes" if arg.storage % arg.itemsize else \
-                f"a storage starting {at} bytes into the memory it shares"
-            raise NotReplayable(f"tensor {name}: {what} is no whole number of {arg.dtype} "
-                                "elements")
+        if arg.storage % arg.itemsize:
+            raise NotReplayable(f"tensor {name}: a storage of {arg.storage} bytes is no whole "
+                                f"number of {arg.dtype} elements")
     try:
         require_alloc(block.size + 2 * GAP, f"tensor {first}", "storage", block.size)
     except AllocationBudgetError as exc:

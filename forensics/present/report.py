@@ -448,20 +448,20 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
     return target
 
 
-def no_records_page(name: str, answer: str, not_known: dict[str, int] | None = None,
-                    no_records: str = "") -> str:
+def no_records_page(name: str, answer: str, not_known: dict[str, int],
+                    no_records: str) -> str:
     """The report of a capture of no records to replay: one page saying so, then ``answer``,
     the conclusion's paragraph (its crash events and the known issues they match: what
     ``summary`` says of it); no notebook is run. ``not_known``: site -> records of sites this
     install does not know: a capture holding only those holds records, none judged;
-    ``no_records``: what the capture holds instead (the conclusion's sentence)."""
+    ``no_records``: what the capture holds instead (the conclusion's sentence,
+    :func:`~forensics.present.conclusion.no_records_sentence`)."""
     from forensics.escaping import html
     from forensics.present.conclusion import not_known_text
 
     said = (f"The capture holds {not_known_text(not_known)} and no other record: no variant "
             "judged them; install the plugin that declares each and report it again."
-            if not_known else no_records or "The capture holds no records: no variant judged "
-            "anything (the probe saw no call, or its segments were removed).")
+            if not_known else no_records)
     return ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta http-equiv=\""
             "Content-Security-Policy\" content=\"default-src 'none'\"><title>forensics report: "
             f"{html(name)}</title></head><body><h1>forensics report: {html(name)}</h1>\n"
