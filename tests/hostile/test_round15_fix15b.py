@@ -190,12 +190,6 @@ def test_a_segment_cut_or_rewritten_under_the_stitch_is_its_error_row(
 
 # ------------------------- T80c: a Ray the caller started before the triage, in a planted folder
 
-PLANTED = """import pathlib
-(pathlib.Path(__file__).parent / "ran").write_text("ran")
-raise SystemExit(9)
-"""
-
-
 @pytest.mark.timeout(300)
 def test_a_ray_the_caller_started_in_a_planted_folder_is_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -207,11 +201,11 @@ def test_a_ray_the_caller_started_in_a_planted_folder_is_refused(
     from forensics.errors import ConfigurationError
     from forensics.fleet.runners import run_ray
     from forensics.fleet.tasks import plan
-    from tests.hostile.test_round15_fix15 import _long
+    from tests.hostile.test_round15_fix15 import PLANTED, _long
 
     shared = tmp_path / "shared"
     (shared / "forensics").mkdir(parents=True)
-    (shared / "forensics" / "__init__.py").write_text(PLANTED)
+    (shared / "forensics" / "__init__.py").write_text(PLANTED.format(name="forensics"))
     _long(shared / "x.capture")
     monkeypatch.chdir(shared)
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
@@ -222,7 +216,7 @@ def test_a_ray_the_caller_started_in_a_planted_folder_is_refused(
             run_ray(plan([Path("x.capture")]))
     finally:
         ray.shutdown()
-    assert list(shared.rglob("ran")) == []
+    assert list(shared.rglob("ran-*")) == []  # the planted package never ran
     message = str(refused.value)
     assert "\n" not in message and "ray.shutdown()" in message and "working_dir" in message
 
