@@ -1136,6 +1136,20 @@ TESTS = {
     "T77c": ["tests/hostile/test_round15_attack15.py::"
              "test_a_kernel_the_probe_saw_launched_is_never_said_never_launched"],
     "T77d": ["tests/hostile/test_round15_attack15.py::test_a_capture_named_twice_is_one_item"],
+    "T84a": ["tests/hostile/test_round16_fix16b.py::"
+             "test_another_user_cannot_swap_the_temporary_file_for_a_link",
+             "tests/hostile/test_round16_fix16b.py::test_a_failed_write_leaves_nothing_behind",
+             "tests/hostile/test_round16_fix16b.py::"
+             "test_the_private_folder_is_private_and_named_for_its_output",
+             "tests/hostile/test_round16_fix16b.py::"
+             "test_a_folder_put_in_place_of_the_private_one_is_refused"],
+    "T84b": ["tests/hostile/test_round16_fix16b.py::"
+             "test_an_address_in_markdown_is_a_code_span_and_renders_as_the_text",
+             "tests/hostile/test_round16_fix16b.py::"
+             "test_a_summary_of_a_capture_holding_addresses_links_none",
+             "tests/hostile/test_round16_fix16b.py::test_what_gfm_links_not_is_left_as_it_was",
+             "tests/hostile/test_round16_fix16b.py::"
+             "test_markdown_stays_linear_in_address_like_text"],
     "T77e": ["tests/hostile/test_round15_attack15.py::"
              "test_a_url_in_markdown_is_a_code_span_and_renders_as_the_text",
              "tests/hostile/test_round15_attack15.py::"
