@@ -160,14 +160,17 @@ class Capture:
             self._order = _order_rows(self._segments)
         return self._order
 
-    def batches(self, site: str | None = None) -> Iterator[BatchView]:
+    def batches(self, site: str | None = None, private: bool = False) -> Iterator[BatchView]:
         """Every record batch (validated, columns as zero-copy views of the memory map),
         segment by segment in pipeline order of sites: for columnar readers such as
-        :func:`forensics.judge.scan.scan`. Raises CaptureFormatError for a corrupt batch."""
+        :func:`forensics.judge.scan.scan`. ``private``: each read with ordinary reads into
+        this process's own memory instead (:meth:`~forensics.store.segment.Segment.
+        read_batch`: a segment truncated meanwhile is an error, never SIGBUS). Raises
+        CaptureFormatError for a corrupt batch, or (``private``) a segment cut or replaced."""
         for seg in self._segments:
             if site is None or seg.site == site:
                 for i in range(len(seg.rows)):
-                    yield seg.batch(i)
+                    yield seg.read_batch(i) if private else seg.batch(i)
 
     def chunks(self, size: int) -> Iterator[tuple[BatchView, int, int, np.ndarray]]:
         """Every record batch in the order of :meth:`batches`, cut into runs of at most

@@ -1,4 +1,5 @@
-"""One segment file, opened through a memory map: its schema, batch table and batches.
+"""One segment file, opened through a memory map: its schema, batch table and batches (or a
+batch read into this process's own memory with ordinary reads, :meth:`Segment.read_batch`).
 
 Opening reads the schema message and the ``.idx`` sidecar (or scans the stream where no index
 covers it); batches are parsed, validated (the structural ``validate()``; each column gets
@@ -40,6 +41,11 @@ MAX_SCHEMA_BYTES = 1 << 20  # a segment's schema message is a few KiB
 MAX_INDEXED_BYTES = 1 << 62
 #: the most bytes the distinct schema messages of one capture's segments take together
 MAX_CAPTURE_SCHEMA_BYTES = 32 << 20
+#: the most bytes one batch may take to be read into memory (:meth:`Segment.read_batch`)
+MAX_READ_BYTES = 1 << 30
+#: what pyarrow and numpy raise of a malformed batch
+_UNREADABLE = (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
+               OverflowError, EOFError, MemoryError)
 _INCOMPLETE = "incomplete"
 _EOS = "eos"
 
@@ -338,16 +344,87 @@ class Segment:
             view = self._decode(message, offset, i)
         except ForensicsError:
             raise
-        except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
-                OverflowError, EOFError, MemoryError) as exc:
+        except _UNREADABLE as exc:
             raise CaptureFormatError(f"{self.where}: batch {i} is unreadable: "
                                      f"{reason(exc)}") from None
+        return self._as_indexed(view, i)
+
+    def _as_indexed(self, view: BatchView, i: int) -> BatchView:
+        """``view`` (batch ``i``), once its rows and steps are its index entry's."""
+        entry = self._table[i]
         if (len(view), int(view.steps.min()), int(view.steps.max())) != (
                 int(entry["rows"]), int(entry["step_min"]), int(entry["step_max"])):
             raise CaptureFormatError(f"{self.where}: batch {i} does not match its index entry")
         return view
 
-    def _decode(self, message: pa.ipc.Message, pos: int, i: int) -> BatchView:
+    def read_batch(self, i: int) -> BatchView:
+        """Batch ``i`` read with ordinary reads (``pread``) into this process's own memory, not
+        through the map, and decoded and validated there (not cached): the file truncated or
+        rewritten meanwhile gives a short read or a batch unlike its index entry, a
+        CaptureFormatError naming the segment and the batch, never SIGBUS; and once read, no
+        change of the file reaches it.
+
+        Raises:
+            CaptureFormatError: as :meth:`batch`; the file is no longer the one opened, or
+                holds less than the batch (truncated), or the batch takes more than
+                :data:`MAX_READ_BYTES`.
+        """
+        entry = self._table[i]
+        offset, length = int(entry["offset"]), int(entry["length"])
+        if length > MAX_READ_BYTES:
+            raise CaptureFormatError(
+                f"{self.where}: batch {i} takes {length} bytes, past the {MAX_READ_BYTES} one "
+                "batch may take to be read into memory (the probe's take a few MiB): rewrite "
+                "the segment in smaller batches")
+        data = self._read_at(offset, length, i)
+        try:
+            reader = pa.BufferReader(pa.py_buffer(data))
+            message = pa.ipc.read_message(reader)
+            if reader.tell() != length:
+                raise CaptureFormatError(f"{self.where}: batch {i} at byte {offset} does not "
+                                         "match the index")
+            view = self._decode(message, offset, i, cached=False)
+        except ForensicsError:
+            raise
+        except _UNREADABLE as exc:
+            raise CaptureFormatError(f"{self.where}: batch {i} is unreadable: "
+                                     f"{reason(exc)}") from None
+        return self._as_indexed(view, i)
+
+    def _read_at(self, offset: int, length: int, i: int) -> bytearray:
+        """``length`` bytes at ``offset`` of this segment's file (batch ``i``), read from the
+        file opened again (checked to be the one opened first) into a new private buffer.
+        Raises CaptureFormatError when it is no longer that file, or holds fewer bytes."""
+        data = bytearray(length)
+        got = 0
+        try:
+            fd = open_guarded(self.path, "segment", self.root)
+        except OSError:
+            fd = -1
+        try:
+            info = os.fstat(fd) if fd >= 0 else None
+            if info is None or (info.st_dev, info.st_ino) != self._identity:
+                raise CaptureFormatError(
+                    f"{self.where} was replaced or removed while it was read (batch {i}); read "
+                    "the capture again once nothing writes to it")
+            into = memoryview(data)
+            while got < length:
+                step = os.preadv(fd, [into[got:]], offset + got)
+                if step <= 0:
+                    break
+                got += step
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        if got < length:
+            raise CaptureFormatError(
+                f"{self.where} was truncated while it was read: batch {i} at byte {offset} "
+                f"holds {got} of its {length} bytes; read the capture again once nothing "
+                "writes to it")
+        return data
+
+    def _decode(self, message: pa.ipc.Message, pos: int, i: int, cached: bool = True
+                ) -> BatchView:
         if message.type != "record batch":
             raise CaptureFormatError(f"{self.where}: unexpected {message.type!r} message at "
                                      f"byte {pos}; expected a record batch")
@@ -364,6 +441,8 @@ class Segment:
                 "(a sparse file): restore the segment from the source or delete it")
         view = BatchView(batch, self.columns, self.site, self.rank,
                          f"{self.where}, batch {i}")
+        if not cached:
+            return view
         self._cache[i] = view
         if len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)

@@ -251,3 +251,220 @@ def test_markdown_stays_linear_in_address_like_text(case: str, tmp_path: Path) -
     from tests.instructions import assert_linear, scaling
 
     assert_linear(scaling(__file__, dict.fromkeys(LINEAR, 1000), tmp_path)[case])
+
+
+# ------------------ T84c: a rank two captures claim is said not judged, on every row it touches
+
+
+def _two_ranks(root: Path) -> list[Path]:
+    """The two captures of one two-rank engine under ``root`` (rank 1 diverging at step 6)."""
+    from forensics.fleet.generate import Fleet, _engine
+
+    fleet = Fleet(root)
+    root.mkdir(parents=True)
+    _engine(fleet, "engine-x", 12, 4, 3, True)
+    return sorted(Path(p) for p in fleet.kinds)
+
+
+def test_a_forged_copy_of_a_rank_makes_no_row_clean(tmp_path: Path) -> None:
+    """A forged capture (here a copy) claiming rank 1 of an engine whose rank 1 diverges from
+    rank 0: neither rank 1 is stitched to the engine (two captures of one rank), and every row
+    of the engine said ``clean``: the divergence went unseen, and no row said its ranks were
+    not compared. Each says ``divergence not judged`` and names the rank and the other
+    captures that claim it: the real rank 1 names the copy, the copy the real one, rank 0
+    both."""
+    from forensics.fleet.signature import what
+    from forensics.fleet.triage import triage
+
+    rank0, rank1 = _two_ranks(tmp_path / "fleet")
+    forged = tmp_path / "fleet" / "forged.capture"
+    shutil.copytree(rank1, forged)
+    rows = {Path(r["capture"]).name: r for r in triage([tmp_path / "fleet"], workers=1).rows}
+    assert {name: r["conclusion"] for name, r in rows.items()} == dict.fromkeys(
+        [rank0.name, rank1.name, forged.name], "divergence not judged")
+    assert f"its rank 1 is claimed by '{forged}' too" in rows[rank1.name]["contested"]
+    assert f"its rank 1 is claimed by '{rank1}' too" in rows[forged.name]["contested"]
+    assert f"rank 1 of engine 'engine-x' is claimed by '{rank1}' and '{forged}'" in \
+        rows[rank0.name]["contested"]
+    assert all(r["divergence"] is None for r in rows.values())
+    assert what(rows[rank0.name]) == ("rank divergence not judged (another capture claims a "
+                                      "rank of its engine)")
+
+
+def test_the_triage_table_shows_the_rank_not_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The text and Markdown tables and the JSON and CSV rows carry the sentence (the
+    ``contested`` column); the engine's rows are one group, not ``clean``."""
+    import csv
+    import json
+
+    from forensics.cli import main
+
+    _, rank1 = _two_ranks(tmp_path / "fleet")
+    shutil.copytree(rank1, tmp_path / "fleet" / "forged.capture")
+    for fmt in ("text", "markdown", "json"):
+        assert main(["triage", str(tmp_path / "fleet"), "--workers", "1", "--format", fmt]) == 0
+        out = capsys.readouterr().out
+        assert "rank divergence not judged" in out, out
+        if fmt != "json":
+            assert out.count("rank divergence not judged: ") == 3, out
+        else:
+            assert [r["conclusion"] for r in json.loads(out)["rows"]] == [
+                "divergence not judged"] * 3
+    table = tmp_path / "t.csv"
+    assert main(["triage", str(tmp_path / "fleet"), "--workers", "1", "-o", str(table)]) == 0
+    rows = list(csv.DictReader(table.open()))
+    assert all(r["contested"].startswith("rank divergence not judged: ") for r in rows)
+
+
+def test_a_rank_claimed_once_is_compared_as_before(tmp_path: Path) -> None:
+    """Without a forged rank the engine's ranks are compared (the divergence at step 6 on both
+    rows) and no row is said contested."""
+    from forensics.fleet.triage import triage
+
+    rows = triage([tmp_path / "fleet"] if _two_ranks(tmp_path / "fleet") else [],
+                  workers=1).rows
+    assert [(r["conclusion"], r["contested"]) for r in rows] == [("rank divergence", None)] * 2
+
+
+# ------------------ T84d: what the stitch and the plan compare is read, not mapped: no SIGBUS
+
+CHANGED = "changed while the triage ran"
+
+#: a triage of a two-rank engine in which rank 1's segment is cut to nothing in the moment
+#: between a batch of it being found whole and its columns being read, in the triage's own
+#: process: the stitch's read (or, ``split_records`` small, the plan's race window)
+CUT_UNDER_THE_READ = """
+import json, os, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from test_round16_fix16b import _two_ranks
+from forensics.store import segment
+from forensics.fleet.triage import triage
+
+rank0, rank1 = _two_ranks(Path({root!r}))
+target = rank1 / "embedding.r1.w0.0000.arrows"
+parent, cut, real = os.getpid(), [], segment.Segment._decode
+
+def _decode(self, *args, **kwargs):
+    if os.getpid() == parent and self.path == target and not cut:
+        cut.append(1)
+        os.truncate(target, 0)
+    return real(self, *args, **kwargs)
+
+segment.Segment._decode = _decode
+rows = triage([rank0, rank1], workers=1, split_records={split})
+print(json.dumps({{"cut": bool(cut), "rows": {{r["name"]: r["error"] for r in rows.rows}}}}))
+"""
+
+
+@pytest.mark.parametrize("where", ["stitch", "plan"])
+def test_a_segment_cut_between_the_check_and_the_read_is_its_error_row(
+        tmp_path: Path, where: str) -> None:
+    """Rank 1's segment truncated in the moment after the stitch found a batch of it whole
+    (``check_whole``) and before it copied its columns out of the memory map (or, a capture
+    cut in step ranges, before the plan read its race sites' steps): the page past the cut
+    end raised SIGBUS and ended the triage, every row lost (exit -7; T31l, T80b's "what
+    remains"). Both read each batch into their own memory with ordinary reads: the triage
+    ends, rank 1 its error row (naming the segment the stitch found cut), rank 0 its row."""
+    import json
+    import sys
+
+    script = CUT_UNDER_THE_READ.format(tests=str(Path(__file__).parent),
+                                       root=str(tmp_path / "fleet"),
+                                       split=2 if where == "plan" else 500_000)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300, check=False)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert said["cut"], said
+    rows = said["rows"]
+    assert not rows["engine-x-rank0.capture"], rows
+    assert rows["engine-x-rank1.capture"].startswith(
+        f"'engine-x-rank1.capture' {CHANGED}: "), rows
+    if where == "stitch":  # the plan's capture is then cut: its pieces count fewer records
+        assert "'embedding.r1.w0.0000.arrows'" in rows["engine-x-rank1.capture"], rows
+
+
+def test_a_batch_cut_while_it_is_read_is_one_line_naming_the_segment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment truncated as its batch is read (between the ``pread`` calls): a short read,
+    one CaptureFormatError naming the segment, the batch and the bytes it held; the stitch
+    makes it the capture's error row ("changed while the triage ran")."""
+    from forensics.errors import CaptureFormatError
+    from forensics.fleet.triage import triage
+    from forensics.store import segment
+    from forensics.store.reader import load
+
+    rank0, rank1 = _two_ranks(tmp_path / "fleet")
+    target = rank1 / "embedding.r1.w0.0000.arrows"
+    real = os.preadv
+    cut: list[int] = []
+
+    def preadv(fd: int, buffers: list[memoryview], offset: int) -> int:
+        if not cut and os.fstat(fd).st_ino == os.stat(target).st_ino:
+            cut.append(offset)
+            got = real(fd, [buffers[0][:16]], offset)  # a first part read, then the cut
+            os.truncate(target, offset + got)
+            return got
+        return real(fd, buffers, offset)
+
+    monkeypatch.setattr(segment.os, "preadv", preadv)
+    capture = load(rank1)
+    with pytest.raises(CaptureFormatError) as caught:
+        list(capture.batches("embedding", private=True))
+    message = str(caught.value)
+    assert "'embedding.r1.w0.0000.arrows' of 'engine-x-rank1.capture' was truncated while it " \
+           f"was read: batch 0 at byte {cut[0]} holds 16 of its" in message, message
+    assert "\n" not in message
+    rank0, rank1 = _two_ranks(tmp_path / "again")
+    target = rank1 / "embedding.r1.w0.0000.arrows"
+    cut.clear()
+    rows = {r["name"]: r for r in triage([rank0, rank1], workers=1).rows}
+    assert cut and CHANGED in rows[rank1.name]["error"] and "truncated while it was read" in \
+        rows[rank1.name]["error"], rows[rank1.name]["error"]
+    assert not rows[rank0.name]["error"]
+
+
+def test_a_segment_replaced_before_its_batch_is_read_is_refused(tmp_path: Path) -> None:
+    """The file at the segment's path replaced (another file, same bytes) after the capture
+    was opened: the batch is not read from it."""
+    from forensics.errors import CaptureFormatError
+    from forensics.store.reader import load
+
+    _, rank1 = _two_ranks(tmp_path / "fleet")
+    target = rank1 / "embedding.r1.w0.0000.arrows"
+    capture = load(rank1)
+    shutil.copy(target, tmp_path / "copy")
+    os.replace(tmp_path / "copy", target)
+    with pytest.raises(CaptureFormatError, match="was replaced or removed while it was read"):
+        list(capture.batches("embedding", private=True))
+
+
+def test_a_batch_read_is_the_batch_mapped(tmp_path: Path) -> None:
+    """Read into memory, each batch holds what the mapped one holds, column for column."""
+    from forensics.store.reader import load
+
+    _, rank1 = _two_ranks(tmp_path / "fleet")
+    capture = load(rank1)
+    mapped = [view.batch for view in capture.batches()]
+    read = [view.batch for view in capture.batches(private=True)]
+    assert len(read) == len(mapped) > 0
+    assert all(a.equals(b) for a, b in zip(read, mapped, strict=True))
+
+
+def test_a_batch_past_the_read_cap_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch read into memory takes at most ``MAX_READ_BYTES`` (1 GiB; here made 64 bytes):
+    one past it is one line naming the segment, the batch and its size, before any is read
+    (a forged index entry could claim a batch as large as the file)."""
+    from forensics.errors import CaptureFormatError
+    from forensics.store import segment
+    from forensics.store.reader import load
+
+    _, rank1 = _two_ranks(tmp_path / "fleet")
+    monkeypatch.setattr(segment, "MAX_READ_BYTES", 64)
+    with pytest.raises(CaptureFormatError, match=r"'embedding\.r1\.w0\.0000\.arrows' of "
+                       r"'engine-x-rank1\.capture': batch 0 takes \d+ bytes, past the 64 one"):
+        list(load(rank1).batches("embedding", private=True))
