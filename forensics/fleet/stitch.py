@@ -210,7 +210,7 @@ def _opened(captures: Sequence[str], held: Mapping[str, str] | None) -> dict[str
     out: dict[str, Any] = {}
     for path in captures:
         try:
-            out[str(path)] = load(openable(str(path)))
+            out[str(path)] = load(openable(str(path)), mapped=False)  # no SIGBUS
         except Exception as exc:  # noqa: BLE001  (left out, or its row's error)
             if held is None:
                 continue

@@ -344,35 +344,48 @@ from forensics.fleet.triage import triage
 
 rank0, rank1 = _two_ranks(Path({root!r}))
 target = rank1 / "embedding.r1.w0.0000.arrows"
-parent, cut, real = os.getpid(), [], segment.Segment._decode
+parent, cut, real = os.getpid(), [], getattr(segment.Segment, {hooked!r})
 
-def _decode(self, *args, **kwargs):
+def hooked(self, *args, **kwargs):
+    if {hooked!r} == "check_whole":  # the segment opened: its size checked, nothing read yet
+        out = real(self, *args, **kwargs)
+        if os.getpid() == parent and self.path == target and not cut and \
+                not hasattr(self, "schema"):
+            cut.append(1)
+            os.truncate(target, 0)
+        return out
     if os.getpid() == parent and self.path == target and not cut:
         cut.append(1)
         os.truncate(target, 0)
     return real(self, *args, **kwargs)
 
-segment.Segment._decode = _decode
+setattr(segment.Segment, {hooked!r}, hooked)
 rows = triage([rank0, rank1], workers=1, split_records={split})
-print(json.dumps({{"cut": bool(cut), "rows": {{r["name"]: r["error"] for r in rows.rows}}}}))
+print(json.dumps({{"cut": bool(cut),
+                  "rows": {{r["name"]: r["error"] for r in rows.rows}},
+                  "records": {{r["name"]: r.get("records") for r in rows.rows}}}}))
 """
 
 
-@pytest.mark.parametrize("where", ["stitch", "plan"])
+@pytest.mark.parametrize("where", ["stitch", "plan", "open"])
 def test_a_segment_cut_between_the_check_and_the_read_is_its_error_row(
         tmp_path: Path, where: str) -> None:
     """Rank 1's segment truncated in the moment after the stitch found a batch of it whole
     (``check_whole``) and before it copied its columns out of the memory map (or, a capture
-    cut in step ranges, before the plan read its race sites' steps): the page past the cut
-    end raised SIGBUS and ended the triage, every row lost (exit -7; T31l, T80b's "what
-    remains"). Both read each batch into their own memory with ordinary reads: the triage
-    ends, rank 1 its error row (naming the segment the stitch found cut), rank 0 its row."""
+    cut in step ranges, before the plan read its race sites' steps; or as the plan opened
+    the capture, its size checked and its schema not yet read): the page past the cut end
+    raised SIGBUS and ended the triage, every row lost (exit -7; T31l, T80b's "what
+    remains"). Both open the capture and read each batch into their own memory with ordinary
+    reads: the triage ends, rank 1 its error row (naming the segment the stitch found cut;
+    cut as the plan opened it, the plan makes it one task, which replays it as it is now: its
+    12 embedding records gone), rank 0 its row."""
     import json
     import sys
 
     script = CUT_UNDER_THE_READ.format(tests=str(Path(__file__).parent),
                                        root=str(tmp_path / "fleet"),
-                                       split=2 if where == "plan" else 500_000)
+                                       hooked="check_whole" if where == "open" else "_decode",
+                                       split=500_000 if where == "stitch" else 2)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=300, check=False)
@@ -381,6 +394,10 @@ def test_a_segment_cut_between_the_check_and_the_read_is_its_error_row(
     assert said["cut"], said
     rows = said["rows"]
     assert not rows["engine-x-rank0.capture"], rows
+    if where == "open":  # the plan could not open it: its piece read it as it is now, cut
+        assert not rows["engine-x-rank1.capture"], rows
+        assert said["records"] == {"engine-x-rank0.capture": 48, "engine-x-rank1.capture": 36}
+        return
     assert rows["engine-x-rank1.capture"].startswith(
         f"'engine-x-rank1.capture' {CHANGED}: "), rows
     if where == "stitch":  # the plan's capture is then cut: its pieces count fewer records
@@ -399,11 +416,15 @@ def test_a_batch_cut_while_it_is_read_is_one_line_naming_the_segment(
 
     rank0, rank1 = _two_ranks(tmp_path / "fleet")
     target = rank1 / "embedding.r1.w0.0000.arrows"
+    (first,) = [int(seg._table["offset"][0]) for seg in load(rank1)._segments
+                if seg.path == target]
     real = os.preadv
     cut: list[int] = []
 
     def preadv(fd: int, buffers: list[memoryview], offset: int) -> int:
-        if not cut and os.fstat(fd).st_ino == os.stat(target).st_ino:
+        """Batch 0's read (not the 8 bytes of its head read as the segment is opened)."""
+        if not cut and offset == first and len(buffers[0]) > 8 and \
+                os.fstat(fd).st_ino == os.stat(target).st_ino:
             cut.append(offset)
             got = real(fd, [buffers[0][:16]], offset)  # a first part read, then the cut
             os.truncate(target, offset + got)
@@ -419,7 +440,7 @@ def test_a_batch_cut_while_it_is_read_is_one_line_naming_the_segment(
            f"was read: batch 0 at byte {cut[0]} holds 16 of its" in message, message
     assert "\n" not in message
     rank0, rank1 = _two_ranks(tmp_path / "again")
-    target = rank1 / "embedding.r1.w0.0000.arrows"
+    target = rank1 / "embedding.r1.w0.0000.arrows"  # the same layout: batch 0 at ``first``
     cut.clear()
     rows = {r["name"]: r for r in triage([rank0, rank1], workers=1).rows}
     assert cut and CHANGED in rows[rank1.name]["error"] and "truncated while it was read" in \
@@ -442,16 +463,30 @@ def test_a_segment_replaced_before_its_batch_is_read_is_refused(tmp_path: Path) 
         list(capture.batches("embedding", private=True))
 
 
-def test_a_batch_read_is_the_batch_mapped(tmp_path: Path) -> None:
-    """Read into memory, each batch holds what the mapped one holds, column for column."""
+@pytest.mark.parametrize("how", ["indexed", "scanned, its tail cut"])
+def test_a_batch_read_is_the_batch_mapped(tmp_path: Path, how: str) -> None:
+    """Read into memory (a batch, or the whole capture opened unmapped), each batch holds what
+    the mapped one holds, column for column, and the capture the same records; so too for
+    segments without their ``.idx`` (their batches found by scanning), one cut short."""
     from forensics.store.reader import load
 
     _, rank1 = _two_ranks(tmp_path / "fleet")
-    capture = load(rank1)
+    if how != "indexed":
+        for index in rank1.glob("*.idx"):
+            index.unlink()
+        cut = rank1 / "embedding.r1.w0.0000.arrows"
+        os.truncate(cut, cut.stat().st_size - 100)
+    capture, unmapped = load(rank1), load(rank1, mapped=False)
     mapped = [view.batch for view in capture.batches()]
-    read = [view.batch for view in capture.batches(private=True)]
-    assert len(read) == len(mapped) > 0
-    assert all(a.equals(b) for a, b in zip(read, mapped, strict=True))
+    for read in ([v.batch for v in capture.batches(private=True)],
+                 [v.batch for v in unmapped.batches()]):
+        assert len(read) == len(mapped) > 0
+        assert all(a.equals(b) for a, b in zip(read, mapped, strict=True))
+    assert unmapped.truncated == capture.truncated == (
+        [] if how == "indexed" else ["embedding.r1.w0.0000.arrows"])
+    assert [(r.site, r.step, r.rank) for r in unmapped] == \
+        [(r.site, r.step, r.rank) for r in capture]
+    assert unmapped.summary() == capture.summary()
 
 
 def test_a_batch_past_the_read_cap_is_refused(
