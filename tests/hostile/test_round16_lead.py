@@ -10,9 +10,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_round2 import run_cli
 
+from forensics.budget import FINDING_BYTES, MAX_ALLOC_ENV
 from forensics.known.evidence import Evidence, value_class
 from forensics.known.matching import _finding, _one_of
 from forensics.present.report import write_report
@@ -103,3 +106,27 @@ def test_a_styled_tables_markup_is_a_few_bytes_per_cell() -> None:
     html = styled(frame).to_html()
     assert html.count("<tr>") == rows + 1 and "&lt;b&gt;" in html and "<b>" not in html
     assert len(html) < rows * columns * 30, len(html)
+
+
+def _records_of_ids(root: Path, name: str, records: int, ids: int) -> Path:
+    """A capture of ``records`` embedding records of ``ids`` out-of-range ids each."""
+    return write_capture(root / f"{name}.capture", [
+        Record("embedding", step, 0, {"input_ids": np.full(ids, 50, np.int64),
+                                      "num_embeddings": 10}) for step in range(records)])
+
+
+def test_findings_past_the_budget_are_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every out-of-range element is a finding a replay holds (2.3 KB each): a 6.2 MB capture of
+    one record of 800,000 ids took `summary` 41 s and 3.8 GB. The findings are counted against
+    the allocation budget before a batch's are made (0.4 s, 0.12 GB for that capture) and as
+    the replay keeps them (many records each within it): one line naming the count, the bytes,
+    the budget and the fix; within it, the same command runs."""
+    monkeypatch.setenv(MAX_ALLOC_ENV, str(FINDING_BYTES * 1000))
+    for name, records, ids in (("one", 1, 1001), ("many", 8, 200)):
+        code, out, err = run_cli(capsys, "summary", _records_of_ids(tmp_path, name, records, ids))
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
+        assert f"{name}.capture" in err and "'findings' is " in err and MAX_ALLOC_ENV in err
+    code, out, _ = run_cli(capsys, "summary", _records_of_ids(tmp_path, "fits", 2, 200))
+    assert code == 0 and "input_ids" in out, out
