@@ -23,8 +23,13 @@ MAX_DIRECTORY = MAX_MEMBERS * 1024
 #: values (containers, scalars, strings) one source may turn into: a compressed member or a
 #: pickle's shared containers can describe millions from a few KiB
 MAX_VALUES = 5_000_000
-#: the longest JSON text of one field (characters)
+#: the longest JSON text of one field (characters); an ``.npz``'s JSON texts hold at most this
+#: many together
 MAX_JSON = 16 << 20
+#: the most JSON lists and objects a header (and each ``__metadata__`` text), or an ``.npz``'s
+#: JSON texts together, may hold, counted before it is parsed: an empty list is 2 bytes of JSON
+#: and 56 of Python
+MAX_CONTAINERS = 1 << 20
 
 
 def where_of(path: Any, index: int) -> str:
@@ -119,6 +124,20 @@ def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None
         if total > MAX_DECODED:
             raise CaptureFormatError(f"'{terminal(path)}': members unpack to more than "
                                      f"{MAX_DECODED} bytes in all; split the dump")
+
+
+def check_containers(text: bytes | str, where: str, before: int = 0) -> int:
+    """``before`` plus the JSON lists and objects ``text`` holds (each ``[`` or ``{`` counted,
+    in strings too), when at most :data:`MAX_CONTAINERS`, counted before it is parsed.
+
+    Raises CaptureFormatError naming ``where``, the count and the fix."""
+    opened = before + (text.count(b"[") + text.count(b"{") if isinstance(text, bytes)
+                       else text.count("[") + text.count("{"))
+    if opened > MAX_CONTAINERS:
+        raise CaptureFormatError(f"{where} holds {opened} JSON lists and objects, past the "
+                                 f"{MAX_CONTAINERS} one record needs; save long lists as "
+                                 "tensors")
+    return opened
 
 
 def check_disjoint(meta: dict[str, Any], fields: Any, path: Any, what: str) -> None:

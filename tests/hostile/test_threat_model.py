@@ -1262,6 +1262,10 @@ TESTS = {
              "test_a_path_within_path_max_is_opened_as_it_is"],
     "T82d": ["tests/hostile/test_round15_attack15c.py::"
              "test_the_html_report_of_a_capture_past_path_max_is_written"],
+    "T85a": ["tests/hostile/test_round16_attack16.py::"
+             "test_npz_string_members_are_held_to_one_budget_together",
+             "tests/hostile/test_round16_attack16.py::"
+             "test_npz_json_texts_count_their_lists_before_they_are_parsed"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

@@ -1,0 +1,66 @@
+"""Hostile input, round 16 (attack 16): the importers other than the crash dump, ``shrink``,
+``simulate``, ``plot``, ``schema`` and ``summary`` with hostile options and captures."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_round4_importers import refused
+
+from forensics.cli import main
+
+
+def _npz(path: Path, members: dict[str, np.ndarray]) -> Path:
+    """An ``.npz`` of ``members`` (deflated, as ``numpy.savez_compressed`` writes)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, array in members.items():
+            raw = io.BytesIO()
+            np.save(raw, array)
+            archive.writestr(f"{name}.npy", raw.getvalue())
+    return path
+
+
+# ------------------------------------------------------------------ T85a: .npz string members
+
+
+def test_npz_string_members_are_held_to_one_budget_together(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each string member was held to 5,000,000 strings alone, so a 351 KB file of six such
+    members became 30 million Python strings (2.4 GiB, 10 s) before any field was checked: the
+    string members of one file are held to the cap together (lowered here so the test stays
+    cheap: the check is the same at 5,000,000), naming the member that goes past it."""
+    from forensics.importers import npz
+
+    monkeypatch.setattr(npz, "MAX_VALUES", 1000)
+    ids = np.array([f"r{k}" for k in range(600)])
+    base = {"site": np.array("batch_change"), "step": np.array(1)}
+    source = _npz(tmp_path / "two.npz", {**base, "req_ids": ids, "prev_req_ids": ids})
+    refused(source, tmp_path, capsys, "'prev_req_ids.npy'", "1200 strings", "1000 strings")
+    fine = _npz(tmp_path / "fine.npz", {"site": np.array("embedding"), "step": np.array(1),
+                                        "input_ids": np.arange(900) % 10,
+                                        "req_ids": ids.repeat(2)[:900],
+                                        "num_embeddings": np.array(10)})
+    assert main(["import", str(fine), "-o", str(tmp_path / "fine.capture")]) == 0
+
+
+def test_npz_json_texts_count_their_lists_before_they_are_parsed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 0-d JSON text of 16 Mi characters ``[[],[],...]`` (a 130 KB file) parsed into 5.6
+    million lists, 633 MiB and 5 s, where a ``.safetensors`` ``__metadata__`` text counts its
+    lists and objects first: an ``.npz``'s JSON texts are counted so too, together (the cap
+    lowered here so the test stays cheap), naming the member past it."""
+    from forensics.importers import common
+
+    monkeypatch.setattr(common, "MAX_CONTAINERS", 1000)
+    rows = np.array("[" + ",".join(["[]"] * 600) + "]")
+    base = {"site": np.array("async_output"), "step": np.array(1),
+            "req_ids": np.array([f"r{k}" for k in range(600)])}
+    source = _npz(tmp_path / "lists.npz", {**base, "output_token_ids": rows, "output_tail": rows})
+    refused(source, tmp_path, capsys, "'output_tail.npy'", "1202 JSON lists and objects",
+            "past the 1000")
