@@ -64,3 +64,40 @@ def test_npz_json_texts_count_their_lists_before_they_are_parsed(
     source = _npz(tmp_path / "lists.npz", {**base, "output_token_ids": rows, "output_tail": rows})
     refused(source, tmp_path, capsys, "'output_tail.npy'", "1202 JSON lists and objects",
             "past the 1000")
+
+
+# ------------------------------------------------------------------ T85b: known issues not judged
+
+
+@pytest.fixture(scope="module")
+def stale(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A simulated capture whose upstream replay matches a known issue (stale-prev-row)."""
+    from forensics.simulator.runs import simulate
+
+    out = tmp_path_factory.mktemp("stale") / "stale.capture"
+    simulate("stale-prev-row", steps=100, seed=0, out=out)
+    return out
+
+
+def test_summary_says_known_issues_not_judged_without_the_engines_code(
+        stale: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Replayed through the fix alone, ``summary --format text`` ended in "known issues: none"
+    of a capture that matches stale-prev-positions-row (``known`` and the paragraph say the
+    signatures were not judged), and ``--format json`` / ``known --json`` gave ``matches: []``
+    with nothing saying so: now "not judged" and ``"judged": false``."""
+    import json
+
+    assert main(["summary", str(stale), "--variant", "patched", "--format", "text"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.endswith("known issues: not judged (no variant of the engine's code, upstream "
+                         "or vllm, was replayed: replay with upstream too)"), last
+    assert main(["summary", str(stale), "--variant", "patched", "--format", "json"]) == 0
+    known = json.loads(capsys.readouterr().out)["known"]
+    assert known["judged"] is False and known["matches"] == []
+    assert main(["known", str(stale), "--variant", "patched", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["judged"] is False
+    assert main(["summary", str(stale), "--format", "text"]) == 0
+    assert capsys.readouterr().out.strip().endswith("known issues: stale-prev-positions-row")
+    assert main(["known", str(stale), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["judged"] is True and answer["matches"] == ["stale-prev-positions-row"]
