@@ -101,3 +101,35 @@ def test_summary_says_known_issues_not_judged_without_the_engines_code(
     assert main(["known", str(stale), "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["judged"] is True and answer["matches"] == ["stale-prev-positions-row"]
+
+
+# ------------------------------------------------------------------ T85c: simulate's notes
+
+
+@pytest.mark.parametrize("scenario", ["vocab-sentinel", "v2-negative-draft",
+                                      "v2-wrong-last-token", "v2-zeroed-combine"])
+def test_simulate_refuses_a_draft_fault_without_drafts(
+        scenario: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``simulate vocab-sentinel --spec-tokens 0`` wrote a capture with no fault in it (every
+    variant "no violation") whose notes, shown by ``inspect`` and ``replay``, said "synthetic
+    run: rejected slots carry vocab_size; async_output writes it": its fault acts on drafts.
+    Refused in one line naming the option, nothing written."""
+    out = tmp_path / "x.capture"
+    assert main(["simulate", scenario, "-o", str(out), "--spec-tokens", "0",
+                 "--steps", "40"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert scenario in err and "--spec-tokens 1" in err and not out.exists(), err
+
+
+def test_simulate_keeps_faults_that_need_no_drafts_without_drafts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A scenario with a fault that acts on no draft (a placeholder leak, a stale row, soak's
+    mixed ones) still runs without drafts, and its fault is there."""
+    out = tmp_path / "leak.capture"
+    assert main(["simulate", "placeholder-leak", "-o", str(out), "--spec-tokens", "0",
+                 "--steps", "400"]) == 0
+    assert main(["summary", str(out), "--format", "text"]) == 0
+    assert "upstream: violation at" in capsys.readouterr().out
+    assert main(["simulate", "soak", "-o", str(tmp_path / "soak.capture"), "--spec-tokens", "0",
+                 "--steps", "40"]) == 0

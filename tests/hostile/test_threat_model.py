@@ -1268,6 +1268,10 @@ TESTS = {
              "test_npz_json_texts_count_their_lists_before_they_are_parsed"],
     "T85b": ["tests/hostile/test_round16_attack16.py::"
              "test_summary_says_known_issues_not_judged_without_the_engines_code"],
+    "T85c": ["tests/hostile/test_round16_attack16.py::"
+             "test_simulate_refuses_a_draft_fault_without_drafts",
+             "tests/hostile/test_round16_attack16.py::"
+             "test_simulate_keeps_faults_that_need_no_drafts_without_drafts"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
