@@ -23,6 +23,10 @@ MAX_DIRECTORY = MAX_MEMBERS * 1024
 #: values (containers, scalars, strings) one source may turn into: a compressed member or a
 #: pickle's shared containers can describe millions from a few KiB
 MAX_VALUES = 5_000_000
+#: the zip methods a member may be compressed with: stored and deflated (the stdlib's bzip2
+#: and LZMA readers inflate each 4 KiB they read at once, whatever the member's declared size:
+#: gigabytes from a 1.5 KB ``.npz``)
+PLAIN_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 #: the longest JSON text of one field (characters); an ``.npz``'s JSON texts hold at most this
 #: many together
 MAX_JSON = 16 << 20
@@ -101,6 +105,12 @@ def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None
     Raises CaptureFormatError naming the file, the member and the limit.
     """
     infos = archive.infolist()
+    unpacked = [i for i in infos if i.compress_type not in PLAIN_METHODS]
+    if unpacked:
+        raise CaptureFormatError(
+            f"'{terminal(path)}': member {show(unpacked[0].filename)} is compressed with zip "
+            f"method {unpacked[0].compress_type}, not stored or deflated (numpy.savez and "
+            "torch.save write no other): refused unread; save it again with numpy or torch")
     if len(infos) > MAX_MEMBERS:
         raise CaptureFormatError(f"'{terminal(path)}' holds {len(infos)} members; at most "
                                  f"{MAX_MEMBERS}")
@@ -138,6 +148,14 @@ def check_containers(text: bytes | str, where: str, before: int = 0) -> int:
                                  f"{MAX_CONTAINERS} one record needs; save long lists as "
                                  "tensors")
     return opened
+
+
+def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The bytes of the member ``info``, at most the size its directory entry declares, read
+    in bounded pieces (``ZipFile.read`` inflates a deflated member at once, up to 2 GiB,
+    whatever size it declares, before cutting it to that size)."""
+    with archive.open(info) as member:
+        return member.read(info.file_size)
 
 
 def check_disjoint(meta: dict[str, Any], fields: Any, path: Any, what: str) -> None:

@@ -133,3 +133,89 @@ def test_simulate_keeps_faults_that_need_no_drafts_without_drafts(
     assert "upstream: violation at" in capsys.readouterr().out
     assert main(["simulate", "soak", "-o", str(tmp_path / "soak.capture"), "--spec-tokens", "0",
                  "--steps", "40"]) == 0
+
+
+# ------------------------------------------------------------------ T85d: zip members that inflate
+
+
+def _zip(entries: list[tuple[str, int, bytes, int, int]]) -> bytes:
+    """A zip archive written by hand: each entry ``(name, method, stream, declared size,
+    crc)`` as it is, its sizes unchecked (a writer that lies about them)."""
+    import struct
+
+    body, directory = bytearray(), bytearray()
+    for name, method, stream, size, crc in entries:
+        raw, offset = name.encode(), len(body)
+        body += struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, method, 0, 0, crc,
+                            len(stream), size, len(raw), 0) + raw + stream
+        directory += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, method, 0,
+                                 0, crc, len(stream), size, len(raw), 0, 0, 0, 0, 0,
+                                 offset) + raw
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, len(entries), len(entries),
+                      len(directory), len(body), 0)
+    return bytes(body + directory + end)
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    raw = io.BytesIO()
+    np.save(raw, array)
+    return raw.getvalue()
+
+
+def test_an_npz_member_in_bzip2_is_refused_unread(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """zipfile inflates each 4 KiB of a bzip2 (or LZMA) member at once, whatever size the
+    member declares: a 1.5 KB ``.npz`` whose ``input_ids`` declared 160 bytes held 1 GiB of
+    zeros in 883 bytes of bzip2 and took 2.2 GiB and 10 s (4 KiB of it hold 4.7 GiB). numpy
+    writes only stored and deflated members: another method is refused before any is read."""
+    import bz2
+    import zlib
+
+    head = _npy_bytes(np.arange(4))
+    stream = bz2.compress(head + b"\0" * (64 << 20), 9)  # 64 MiB here: the same path
+    entries = [(f"{name}.npy", 0, raw, len(raw), zlib.crc32(raw)) for name, raw in (
+        ("site", _npy_bytes(np.array("embedding"))), ("step", _npy_bytes(np.array(1))),
+        ("num_embeddings", _npy_bytes(np.array(10))))]
+    entries.append(("input_ids.npy", 12, stream, len(head), zlib.crc32(head)))
+    source = tmp_path / "bomb.npz"
+    source.write_bytes(_zip(entries))
+    refused(source, tmp_path, capsys, "'input_ids.npy'", "zip method 12", "refused unread")
+
+
+def test_a_pt_pickle_inflating_past_its_declared_size_is_read_to_that_size(
+        tmp_path: Path) -> None:
+    """A ``.pt`` whose ``data.pkl`` declared its own size but deflated from a stream holding
+    1 GiB more (a 1 MB file) took 2.7 GiB and 10 s: the pickle was read with ``ZipFile.read``,
+    which inflates a member at once. It is read in pieces up to its declared size (here 256
+    MiB past it: the import's peak stays far below that)."""
+    import tracemalloc
+    import zlib
+
+    import torch
+
+    from forensics.importers import read_source
+
+    saved = io.BytesIO()
+    torch.save({"site": "embedding", "step": 1, "input_ids": torch.tensor([1, 2]),
+                "num_embeddings": 10}, saved)
+    entries = []
+    with zipfile.ZipFile(saved) as archive:
+        for info in archive.infolist():
+            raw = archive.read(info)
+            if info.filename.endswith(".pkl"):
+                packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+                stream = packer.compress(raw) + packer.compress(b"\0" * (256 << 20))
+                entries.append((info.filename, 8, stream + packer.flush(), len(raw),
+                                zlib.crc32(raw)))
+            else:
+                entries.append((info.filename, 0, raw, len(raw), zlib.crc32(raw)))
+    source = tmp_path / "inflating.pt"
+    source.write_bytes(_zip(entries))
+    tracemalloc.start()
+    try:
+        records = read_source(source).records
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [r.site for r in records] == ["embedding"]
+    assert peak < 64 << 20, f"peak {peak} bytes"
