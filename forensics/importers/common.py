@@ -66,9 +66,11 @@ def record_from_dict(raw: Any, where: str) -> Record:
     fields = {k: v for k, v in raw.items() if k not in META_KEYS}
     for name, value in fields.items():
         _check_ints(value, f"{at}: field {name!r}")
+    from forensics.store.arrow_codec import check_texts  # the store's own check, named here
+
     record = Record(site, step, rank, fields, bool(summary))
     try:
-        return validate_record(record, where)
+        return check_texts(validate_record(record, where), where)
     except UnknownSiteError as exc:
         raise UnknownSiteError(f"{where}: {exc}") from None
 

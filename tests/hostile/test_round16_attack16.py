@@ -237,3 +237,39 @@ def test_replay_does_not_say_no_violation_of_a_variant_in_violation(
     assert patched.endswith("5 findings (0 resolved); no unresolved out-of-bounds finding"), \
         patched
     assert "no unresolved violation" not in "\n".join(lines)
+
+
+# ------------------------------------------------------------------ T85f: a lone surrogate
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".pt", ".safetensors"])
+def test_a_lone_surrogate_is_refused_naming_the_source(
+        suffix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A request id holding a lone surrogate (``\\ud800``: a producer's undecodable byte) was
+    refused by the capture's writer, naming "record 0 appended to '.out.capture.tmp-PID'", a
+    temporary folder the user never named, not the source: now the source, record and field,
+    and the fix."""
+    import json
+    import struct
+
+    import torch
+
+    source = tmp_path / f"ids{suffix}"
+    ids = ["\ud800", "b"]
+    if suffix == ".npz":
+        _npz(source, {"site": np.array("embedding"), "step": np.array(1),
+                      "input_ids": np.array([1, 2]), "num_embeddings": np.array(10),
+                      "req_ids": np.array(ids)})
+    elif suffix == ".pt":
+        torch.save({"site": "embedding", "step": 1, "input_ids": torch.tensor([1, 2]),
+                    "num_embeddings": 10, "req_ids": ids}, source)
+    else:
+        meta = {"site": "embedding", "step": "1", "num_embeddings": "10",
+                "req_ids": json.dumps(ids)}
+        header = json.dumps({"__metadata__": meta, "input_ids": {
+            "dtype": "I64", "shape": [2], "data_offsets": [0, 16]}}).encode()
+        source.write_bytes(struct.pack("<Q", len(header)) + header
+                           + np.array([1, 2], "<i8").tobytes())
+    err = refused(source, tmp_path, capsys, f"record 0 in 'ids{suffix}'", "'req_ids'",
+                  "lone surrogate", "write it as UTF-8")
+    assert "tmp" not in err, err

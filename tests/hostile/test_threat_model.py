@@ -1278,6 +1278,8 @@ TESTS = {
              "test_a_pt_pickle_inflating_past_its_declared_size_is_read_to_that_size"],
     "T85e": ["tests/hostile/test_round16_attack16.py::"
              "test_replay_does_not_say_no_violation_of_a_variant_in_violation"],
+    "T85f": ["tests/hostile/test_round16_attack16.py::"
+             "test_a_lone_surrogate_is_refused_naming_the_source"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
