@@ -4,7 +4,7 @@ Without --json: a verdict table (sites x variants), per variant the outcome coun
 (how many resolved) and the first unresolved violation, then the conclusion (see
 forensics.present.conclusion). With --json: one JSON object (capture, records, variants, verdicts,
 findings, outcomes, first_finding: per variant the conclusion's first violation with its bound,
-origin, request and ``resolved``, null when the text says "no unresolved violation";
+origin, request and ``resolved``, null when the text says "no unresolved out-of-bounds finding";
 conclusion). Exit 0 when done (findings are results), 1 when the --fail-on variant has a
 `violation` or `error` verdict, 2 for bad input or usage.
 """
@@ -116,7 +116,7 @@ def variant_line(result: Any, conclusion: Any, variant: str) -> str:
     resolved = int(mine["resolved"].map(lambda r: r is True).sum())
     unseen = int((~is_judged(mine)).sum())
     first = conclusion.first.get(variant)
-    where = ("no unresolved violation" if first is None
+    where = ("no unresolved out-of-bounds finding" if first is None
              else f"first violation: {describe_finding(first)}")
     judged = f", {unseen} not judged" if unseen else ""
     return (f"{variant}: ok {counts['ok']}, index_error {counts['index_error']}, "
