@@ -98,3 +98,47 @@ def test_replay_takes_a_deadline_and_ends_the_worker_it_cuts(
     assert main(["replay", str(capture), "--deadline", "0"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--deadline '0' is not a number of seconds" in err, err
+
+
+# T83b: ``inspect`` stated the steps and counts of the ``.idx`` files without checking them
+
+
+def _indexed(tmp_path: Path) -> tuple[Path, Path]:
+    """A capture of ``post_update`` records at steps 0-14 (one batch), and its segment's index."""
+    from forensics.store.writer import write_capture
+
+    capture = write_capture(tmp_path / "idx.capture", [post(s) for s in range(15)])
+    segment = next(capture.glob("*.arrows"))
+    return capture, segment.with_name(segment.name + ".idx")
+
+
+@pytest.mark.parametrize(("field", "change", "claims", "held"), [
+    ("step_min", 1000, "15 record(s) of steps 1000..1014", "15 record(s) of steps 0..14"),
+    ("rows", -5, "10 record(s) of steps 0..14", "a batch of 15 record(s)")])
+def test_inspect_refuses_an_index_whose_claims_its_batch_does_not_hold(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, change: int,
+        claims: str, held: str) -> None:
+    """1000 added to an index entry's steps once made ``inspect`` print ``steps 1000..1014``
+    (or a count cut by 5, ``10 records``: the batch holds 15) while ``replay`` refused the batch; the entry is now
+    checked against its batch's header and step column when the capture is opened, and both
+    refuse it in one line naming the segment, the entry, what it claims, what the segment
+    holds, and the fix."""
+    import numpy as np
+
+    from forensics.cli import main
+    from forensics.store.index import ENTRY, MAGIC
+
+    capture, index = _indexed(tmp_path)
+    entries = np.fromfile(index, dtype=ENTRY, offset=len(MAGIC))
+    entries[0][field] += change
+    if field == "step_min":
+        entries[0]["step_max"] += change
+    index.write_bytes(MAGIC + entries.tobytes())
+    for command in ("inspect", "replay"):
+        assert main([command, str(capture)]) == 2
+        out, err = capsys.readouterr()
+        line = err.strip()
+        assert "\n" not in line and "1000..1014" not in out and "10 records" not in out, out
+        assert f"index entry 0 claims {claims}, but the segment holds {held} there; delete " \
+               f"'{index.name}' to rescan" in line, line
+        assert index.name.removesuffix(".idx") in line, line
