@@ -116,6 +116,8 @@ class Segment:
         self.truncated = False
         self.columns: dict[str, tuple[str, str]] = {}
         self._table = np.zeros(0, dtype=ENTRY)
+        #: the batches whose entries come from the ``.idx`` file (the rest were read)
+        self._from_index = 0
         self._extents: np.ndarray | None = None
         self._used = True  # pages may be resident: a batch or steps read since the release
         #: where this segment puts itself when in use (its capture's set), if anywhere
@@ -167,11 +169,9 @@ class Segment:
         self._table = self._indexed(end)
         tail = int(self._table["offset"][-1] + self._table["length"][-1]) if len(self._table) \
             else end
-        indexed = len(self._table)
+        self._from_index = len(self._table)
         self._scan_tail(tail)
         self._check_stored()
-        for i in range(indexed):
-            self._check_claims(i)
 
     def _check_schema_size(self, end: int) -> None:
         """Refuse a schema message past :data:`MAX_SCHEMA_BYTES` before pyarrow decodes it:
@@ -237,10 +237,19 @@ class Segment:
                                      f"the segment; delete '{terminal(index_path.name)}' to rescan")
         return shown
 
+    def check_index(self) -> None:
+        """Refuse (CaptureFormatError) an index entry whose batch does not hold the records
+        and steps it claims (:meth:`_check_claims`). Opening trusts the entries (a batch is
+        checked against its entry when read): this is what a reader that reads no batch, and
+        states what the index says (``inspect``), calls first; linear in the batches."""
+        self.in_use()
+        for i in range(self._from_index):
+            self._check_claims(i)
+
     def _check_claims(self, i: int) -> None:
         """Refuse index entry ``i`` unless its batch holds the records and steps it claims,
         read from the batch's header and its ``step`` column alone (8 bytes a record; no
-        column decoded): what ``inspect`` states of a capture is what it holds."""
+        column decoded)."""
         entry = self._table[i]
         claimed = (int(entry["rows"]), int(entry["step_min"]), int(entry["step_max"]))
         held = self._held_steps(int(entry["offset"]), int(entry["length"]), claimed[0])
@@ -259,10 +268,13 @@ class Segment:
         and the values of its first column, ``step`` (read only up to the ``rows`` the index
         claims, which the bytes stored bound); else what the segment holds there instead."""
         meta = int.from_bytes(self._bytes[offset + 4:offset + 8].tobytes(), "little")
+        header = self._bytes[offset + 8:offset + 8 + meta].tobytes()
         try:
-            first = first_column(self._bytes[offset + 8:offset + 8 + meta].tobytes())
+            first, codec = first_column(header), compression_of(header)
         except ValueError as exc:
             return f"a bad message ({reason(exc)})"
+        if codec is not None:
+            return f"a batch compressed ({codec}): a capture's batches are stored uncompressed"
         field = self.schema.field(0)
         if first is None or (field.name, field.type) != ("step", pa.int64()):
             return "no record batch of steps first"

@@ -119,10 +119,10 @@ def test_inspect_refuses_an_index_whose_claims_its_batch_does_not_hold(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, change: int,
         claims: str, held: str) -> None:
     """1000 added to an index entry's steps once made ``inspect`` print ``steps 1000..1014``
-    (or a count cut by 5, ``10 records``: the batch holds 15) while ``replay`` refused the batch; the entry is now
-    checked against its batch's header and step column when the capture is opened, and both
-    refuse it in one line naming the segment, the entry, what it claims, what the segment
-    holds, and the fix."""
+    (or a count cut by 5, ``10 records``: the batch holds 15) while ``replay`` refused the
+    batch; the entry is now checked against its batch's header and step column before
+    ``inspect`` states it: one line names the segment, the entry, what it claims, what the
+    segment holds, and the fix."""
     import numpy as np
 
     from forensics.cli import main
@@ -134,11 +134,12 @@ def test_inspect_refuses_an_index_whose_claims_its_batch_does_not_hold(
     if field == "step_min":
         entries[0]["step_max"] += change
     index.write_bytes(MAGIC + entries.tobytes())
-    for command in ("inspect", "replay"):
-        assert main([command, str(capture)]) == 2
-        out, err = capsys.readouterr()
-        line = err.strip()
-        assert "\n" not in line and "1000..1014" not in out and "10 records" not in out, out
-        assert f"index entry 0 claims {claims}, but the segment holds {held} there; delete " \
-               f"'{index.name}' to rescan" in line, line
-        assert index.name.removesuffix(".idx") in line, line
+    assert main(["inspect", str(capture)]) == 2
+    out, err = capsys.readouterr()
+    line = err.strip()
+    assert "\n" not in line and "1000..1014" not in out and "10 records" not in out, out
+    assert f"index entry 0 claims {claims}, but the segment holds {held} there; delete " \
+           f"'{index.name}' to rescan" in line, line
+    assert f"segment '{index.name.removesuffix('.idx')}'" in line, line
+    assert main(["replay", str(capture)]) == 2  # as it did: the batch against its entry
+    assert "batch 0 does not match its index entry" in capsys.readouterr().err
