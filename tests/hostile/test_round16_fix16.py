@@ -143,3 +143,37 @@ def test_inspect_refuses_an_index_whose_claims_its_batch_does_not_hold(
     assert f"segment '{index.name.removesuffix('.idx')}'" in line, line
     assert main(["replay", str(capture)]) == 2  # as it did: the batch against its entry
     assert "batch 0 does not match its index entry" in capsys.readouterr().err
+
+
+# T83c: ``triage`` from a working directory past PATH_MAX blamed its processes' deaths
+
+DEEP_TRIAGE = """
+import os, sys
+from forensics.cli import main
+for _ in range(18):  # 18 folders of 250 characters: a path of 4,500 bytes and more
+    os.mkdir("d" * 250)
+    os.chdir("d" * 250)
+sys.exit(main(["triage", *sys.argv[1:]]))
+"""
+
+
+def test_triage_from_a_working_directory_past_path_max_says_why_it_cannot_start(
+        tmp_path: Path) -> None:
+    """Run from a folder whose path passes PATH_MAX (4096 bytes), every process of the
+    triage's pool failed to change into it and each row said ``its process died (a signal, or
+    the system ended it)``; now the triage refuses before it starts any, in one line naming
+    the working directory's length, PATH_MAX and the fix (exit 2)."""
+    import os
+    import subprocess
+
+    capture = write_capture(tmp_path / "a.capture", [post(0)])
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", DEEP_TRIAGE, str(capture)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    line = done.stderr.strip()
+    assert done.returncode == 2, (done.stdout, line[-2000:])
+    assert "\n" not in line and "died" not in done.stdout + line, (done.stdout, line[-2000:])
+    assert "the working directory's path takes " in line, line
+    assert "bytes, past PATH_MAX (4096)" in line and "from a folder whose path is shorter" \
+        in line, line
