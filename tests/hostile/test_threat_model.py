@@ -1262,6 +1262,14 @@ TESTS = {
              "test_a_path_within_path_max_is_opened_as_it_is"],
     "T82d": ["tests/hostile/test_round15_attack15c.py::"
              "test_the_html_report_of_a_capture_past_path_max_is_written"],
+    "T83a": ["tests/hostile/test_round16_fix16.py::"
+             "test_looping_v2_records_stop_at_the_replays_overall_deadline",
+             "tests/hostile/test_round16_fix16.py::"
+             "test_replay_takes_a_deadline_and_ends_the_worker_it_cuts"],
+    "T83b": ["tests/hostile/test_round16_fix16.py::"
+             "test_inspect_refuses_an_index_whose_claims_its_batch_does_not_hold"],
+    "T83c": ["tests/hostile/test_round16_fix16.py::"
+             "test_triage_from_a_working_directory_past_path_max_says_why_it_cannot_start"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
