@@ -193,7 +193,8 @@ class KernelWorker:
         except OSError:
             pass  # it died: the first read below says so
         deadline = child_deadline()
-        outcomes, answers = [], []
+        outcomes: list[Outcome] = []
+        answers: list[dict[str, Any]] = []
         for request in requests:
             wait = deadline if clock is None else clock.wait(deadline)
             line = self._lines.next(wait)
