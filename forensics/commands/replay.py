@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from forensics.budget import DEFAULT_REPLAY_DEADLINE
     from forensics.commands._numbers import add_deadline
 
-    add_deadline(parser, DEFAULT_REPLAY_DEADLINE, "the kernel worker of the vllm variants",
+    add_deadline(parser, DEFAULT_REPLAY_DEADLINE,
+                 "all the records the vllm variants run in their kernel worker (V2 sites)",
                  "the records it leaves are errors, said not judged")
 
 
