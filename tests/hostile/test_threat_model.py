@@ -1288,6 +1288,14 @@ TESTS = {
              "test_replay_does_not_say_no_violation_of_a_variant_in_violation"],
     "T85f": ["tests/hostile/test_round16_attack16.py::"
              "test_a_lone_surrogate_is_refused_naming_the_source"],
+    "T83a": ["tests/hostile/test_round16_fix16.py::"
+             "test_looping_v2_records_stop_at_the_replays_overall_deadline",
+             "tests/hostile/test_round16_fix16.py::"
+             "test_replay_takes_a_deadline_and_ends_the_worker_it_cuts"],
+    "T83b": ["tests/hostile/test_round16_fix16.py::"
+             "test_inspect_refuses_an_index_whose_claims_its_batch_does_not_hold"],
+    "T83c": ["tests/hostile/test_round16_fix16.py::"
+             "test_triage_from_a_working_directory_past_path_max_says_why_it_cannot_start"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
