@@ -9,7 +9,9 @@ bytes (a plain integer, or with a ``K``/``M``/``G`` suffix: ``512M``).
 
 Deadlines of child processes live here too (:func:`child_deadline`): ``FORENSICS_CHILD_TIMEOUT``
 seconds (default 600) for any one answer of a kernel worker, notebook cell or fleet task, and
-the in-process alarm that ends a block at its deadline (:func:`alarm_deadline`).
+the in-process alarm that ends a block at its deadline (:func:`alarm_deadline`), and the overall
+deadline of a command that runs many children's answers (:func:`overall_clock`): ``forensics
+kernels`` and a replay's kernel worker wait for each answer at most what is left of it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from forensics.atomic import capture_folder
@@ -59,9 +63,11 @@ def max_alloc() -> int:
     return value * _UNITS[unit]
 
 
-def require_alloc(nbytes: int, where: str, field: str, value: object) -> int:
+def require_alloc(nbytes: int, where: str, field: str, value: object,
+                  fix: str | None = None) -> int:
     """Return ``nbytes`` when it is within :func:`max_alloc`; the one check every sizing path
-    makes before it allocates what a record's ``field`` (of ``value``) asks for.
+    makes before it allocates what a record's ``field`` (of ``value``) asks for. ``fix``: what
+    the line tells the user to do, where it is not to fix the record's field.
 
     Raises:
         AllocationBudgetError: one line naming ``where``, the field, its value and the budget.
@@ -70,9 +76,30 @@ def require_alloc(nbytes: int, where: str, field: str, value: object) -> int:
     if nbytes > budget:
         raise AllocationBudgetError(
             f"{where}: {field!r} is {value}, which would allocate {nbytes} bytes, past the "
-            f"allocation budget of {budget} bytes; fix the record's {field}, or raise "
-            f"{MAX_ALLOC_ENV} if the engine really had buffers that large")
+            f"allocation budget of {budget} bytes; "
+            + (fix or f"fix the record's {field}, or raise {MAX_ALLOC_ENV} if the engine "
+                      "really had buffers that large"))
     return nbytes
+
+
+#: the bytes a replay holds per finding (its dict, then its row of the table), counted against
+#: the allocation budget (:func:`require_findings`): 2.3 KB measured for one record of 20,000 to
+#: 80,000 out-of-range ids under two variants; a 6.2 MB capture of 800,000 took 3.8 GB before
+FINDING_BYTES = 2048
+
+
+def require_findings(count: int) -> int:
+    """Return ``count`` when that many findings (:data:`FINDING_BYTES` each: they become one
+    table) are within the budget; checked before a batch's findings are made and as a replay
+    keeps them.
+
+    Raises:
+        AllocationBudgetError: one line naming the count, the bytes and the budget.
+    """
+    require_alloc(count * FINDING_BYTES, "the replay's findings", "findings", count,
+                  fix=f"raise {MAX_ALLOC_ENV} if this machine has the memory for them "
+                      f"({FINDING_BYTES} bytes each)")
+    return count
 
 
 def in_capture(error: AllocationBudgetError, capture: object) -> AllocationBudgetError:
@@ -142,3 +169,75 @@ def alarm_deadline(seconds: float) -> Iterator[None]:
         if outer[0] > 0:  # an alarm set around this block goes on
             signal.setitimer(signal.ITIMER_REAL,
                              max(outer[0] - (time.monotonic() - began), 1e-3), outer[1])
+
+
+#: the seconds all of a capture's kernel launches may take together in ``forensics kernels``,
+#: unless ``--deadline`` says
+DEFAULT_OVERALL_DEADLINE = 3600.0
+#: the seconds the kernel worker of a replay (the ``vllm`` variants of Model Runner V2 sites)
+#: may take for all its records together, unless ``deadline`` (``--deadline``) says: 6 hours.
+#: A record takes the worker about 8 ms past its start (300 ordinary ``post_update`` records
+#: in 2.4 s), a batch of hundreds of rows a few times that: a capture of a million such
+#: records fits, while N records that each run to ``FORENSICS_CHILD_TIMEOUT`` no longer take
+#: N times it
+DEFAULT_REPLAY_DEADLINE = 21_600.0
+#: the longest overall deadline (seconds: a day)
+MAX_OVERALL_DEADLINE = 86_400
+
+
+def overall_deadline(seconds: float, default: float = DEFAULT_OVERALL_DEADLINE) -> float:
+    """``seconds`` when it is a positive number of seconds, at most
+    :data:`MAX_OVERALL_DEADLINE` (ConfigurationError, naming ``--deadline``, the command's
+    ``default`` and the fix, if not)."""
+    if not 0 < seconds <= MAX_OVERALL_DEADLINE:
+        raise ConfigurationError(f"--deadline {seconds:g}: give the seconds all the replays "
+                                 f"may take together, a positive number up to "
+                                 f"{MAX_OVERALL_DEADLINE:,} (default {default:g})")
+    return seconds
+
+
+@dataclass
+class Clock:
+    """A running overall deadline: its ``seconds``, when it ends (``time.monotonic``), and how
+    many answers it left unjudged (``cut``)."""
+
+    seconds: float
+    end: float
+    cut: int = 0
+
+    def left(self) -> float:
+        """The seconds left before it passes (0 or less: passed)."""
+        return self.end - time.monotonic()
+
+    def wait(self, most: float) -> float:
+        """What a wait of at most ``most`` seconds may take of what is left (at least 0)."""
+        return min(most, max(self.left(), 0.0))
+
+    def passed(self) -> str:
+        """``the overall deadline of N s passed``: why what it left was not judged."""
+        return f"the overall deadline of {self.seconds:g} s passed"
+
+
+_CLOCK: ContextVar[Clock | None] = ContextVar("forensics_overall_clock", default=None)
+
+
+@contextmanager
+def overall_clock(seconds: float, default: float = DEFAULT_OVERALL_DEADLINE
+                  ) -> Iterator[Clock]:
+    """Run the block under an overall deadline of ``seconds`` (checked by
+    :func:`overall_deadline`), read by :func:`running_clock`; inside another one it ends no
+    later than that one does."""
+    overall_deadline(seconds, default)
+    clock, outer = Clock(seconds, time.monotonic() + seconds), _CLOCK.get()
+    if outer is not None and outer.end < clock.end:
+        clock = Clock(outer.seconds, outer.end)
+    token = _CLOCK.set(clock)
+    try:
+        yield clock
+    finally:
+        _CLOCK.reset(token)
+
+
+def running_clock() -> Clock | None:
+    """The overall deadline the caller runs under (:func:`overall_clock`), or None."""
+    return _CLOCK.get()

@@ -14,11 +14,12 @@ import functools
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from forensics.budget import in_capture
+from forensics.budget import DEFAULT_REPLAY_DEADLINE, in_capture, overall_clock
+from forensics.built_on_read import BuiltOnRead
 from forensics.collector import collector_paused
 from forensics.errors import (
     AllocationBudgetError,
@@ -51,43 +52,6 @@ if TYPE_CHECKING:
 OUTCOME_COLUMNS = ("record", "variant", "site", "step", "rank", "status", "message")
 #: records read, run and judged together: what is held at once beside the results
 CHUNK = 2048
-
-T = TypeVar("T")
-#: a :class:`BuiltOnRead` field without a default
-_NO_DEFAULT = object()
-
-
-class BuiltOnRead(Generic[T]):
-    """A field of :class:`ReplayResult` given as its value or as a function that builds it
-    (the large tables): built on first read, then kept; assigning a value replaces it. A
-    dataclass field of this type has ``default`` as its default (none when not given)."""
-
-    def __init__(self, default: Any = _NO_DEFAULT) -> None:
-        self.default = default
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.slot = "_" + name
-
-    @overload
-    def __get__(self, result: None, owner: type | None = None) -> Any: ...
-
-    @overload
-    def __get__(self, result: object, owner: type | None = None) -> T: ...
-
-    def __get__(self, result: object | None, owner: type | None = None) -> Any:
-        if result is None:  # the dataclass asks for the field's default
-            if self.default is _NO_DEFAULT:
-                raise AttributeError(self.slot)
-            return self.default
-        value = getattr(result, self.slot)
-        if callable(value):
-            value = value()
-            setattr(result, self.slot, value)
-        return value
-
-    def __set__(self, result: object, value: T | Callable[[], T]) -> None:
-        setattr(result, self.slot, value)
-
 
 @dataclass
 class ReplayResult:
@@ -126,6 +90,9 @@ class ReplayResult:
     #: output), by record position: the judge and the conclusion read them, never run it
     baseline_outputs: dict[int, Mapping[str, Any] | None] = dataclasses.field(
         default_factory=dict)
+    #: why records were left unjudged (``error`` outcomes ``not judged: ...``) when the
+    #: replay's overall deadline cut its kernel worker (:func:`replay`'s ``deadline``); ""
+    cut: str = ""
 
     @property
     def outcome_counts(self) -> dict[str, dict[str, int]]:
@@ -163,7 +130,8 @@ class ReplayResult:
 def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
            progress: bool = False,
            part_of: Capture | None = None,
-           window: Collection[tuple[int, int]] | None = None) -> ReplayResult:
+           window: Collection[tuple[int, int]] | None = None,
+           deadline: float = DEFAULT_REPLAY_DEADLINE) -> ReplayResult:
     """Replay ``capture`` (a Capture, a capture path, or an iterable of Records) through
     ``variants`` (names; variant objects; or a mapping name -> None, name, callable or variant).
     ``part_of``: the Capture the records given are a step range of: they are judged as in a
@@ -171,7 +139,11 @@ def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
     compares the steps a replay of it compares, :func:`forensics.judge.race.window_of`), so
     that a range finds what the whole replay finds there. ``window``: those (step, rank) pairs
     when already worked out (a triage plans them once for all the pieces of a capture), so
-    ``part_of`` is not read for them again.
+    ``part_of`` is not read for them again. ``deadline``: the seconds the kernel worker of
+    Model Runner V2's real-code variants may take for all the records together
+    (:data:`~forensics.budget.DEFAULT_REPLAY_DEADLINE`; a replay inside another overall
+    deadline ends no later than it): the records it leaves are ``error`` outcomes ``not
+    judged: the overall deadline of N s passed``, and ``cut`` says so.
 
     Returns:
         A :class:`ReplayResult`.
@@ -183,10 +155,12 @@ def replay(capture: ReplaySource, variants: VariantsArg = DEFAULT_VARIANTS,
             capture file, the record, the field and its value).
     """
     try:
-        with collector_paused():
-            return _replay(capture, variants, progress, part_of, window)
+        with collector_paused(), overall_clock(deadline, DEFAULT_REPLAY_DEADLINE) as clock:
+            result = _replay(capture, variants, progress, part_of, window)
     except AllocationBudgetError as exc:  # a record's size past the budget: name its file
         raise in_capture(exc, capture) from None
+    result.cut = clock.passed() if clock.cut else ""
+    return result
 
 
 def _replay(given: Any, variants: Any, progress: bool, part_of: Capture | None,

@@ -95,7 +95,8 @@ def test_json_first_finding_says_resolved_with_its_bound_and_origin(capsys) -> N
     """Issue 16 point 1: incident B's patched finding (embedding, step 14) is shown resolved,
     with its bound and the site its value came from; upstream's is not resolved. Issue 42
     point 3: ``first_finding`` is the conclusion's first violation, so patched's is null (the
-    text says "no unresolved violation") and its resolved finding is in ``findings``."""
+    text says "no unresolved out-of-bounds finding") and its resolved finding is in
+    ``findings``."""
     assert main(["replay", str(DATA / "incident-b-vocab-sentinel.capture"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     first = data["first_finding"]
@@ -116,4 +117,4 @@ def test_text_says_the_patched_finding_is_resolved(capsys) -> None:
     assert main(["replay", str(DATA / "incident-b-vocab-sentinel.capture")]) == 0
     lines = capsys.readouterr().out.splitlines()
     patched = next(line for line in lines if line.startswith("patched: "))
-    assert "1 findings (1 resolved); no unresolved violation" in patched
+    assert "1 findings (1 resolved); no unresolved out-of-bounds finding" in patched

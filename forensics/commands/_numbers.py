@@ -75,3 +75,16 @@ def check(args: argparse.Namespace) -> None:
     for value in vars(args).values():
         if isinstance(value, Refused):
             raise ConfigurationError(value.message)
+
+
+def add_deadline(parser: argparse.ArgumentParser, default: float, what: str, left: str) -> None:
+    """Declare ``--deadline SECONDS`` (:data:`forensics.budget.MAX_OVERALL_DEADLINE` at most,
+    None when not given): the seconds ``what`` may take together, ``default`` unless given;
+    ``left``: what the help says of what it leaves when it passes."""
+    from forensics.budget import MAX_OVERALL_DEADLINE
+
+    parser.add_argument("--deadline", default=None, metavar="SECONDS",
+                        type=Number("--deadline", 0.001, MAX_OVERALL_DEADLINE,
+                                    "a number of seconds", default, seconds=True),
+                        help=f"the seconds {what} may take together (0.001 to "
+                             f"{MAX_OVERALL_DEADLINE:,}; default {default:,}); {left}")

@@ -1,5 +1,7 @@
 """forensics inspect: summarise a capture (records per site, steps, ranks, events) without
-replaying it. Opening reads only the batch index, so large captures answer at once."""
+replaying it. The summary is the batch index's, each entry checked first against its batch's
+header and step column (8 bytes a record), so large captures answer at once and every count and
+step range it states is one the batches hold."""
 
 from __future__ import annotations
 
@@ -28,7 +30,9 @@ def run(args: argparse.Namespace) -> int:
     from forensics.present.capture_facts import facts_lines
     from forensics.store.reader import load
 
-    summary = load(args.capture).summary()
+    capture = load(args.capture)
+    capture.check_index()  # what the summary states of the index is what the batches hold
+    summary = capture.summary()
     if args.json:
         print(json_text(summary, sort_keys=True))
     else:

@@ -30,8 +30,8 @@ EXAMPLE = """examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare CAPTURE, --variant, --coverage, --json and --deadline."""
-    from forensics.commands._numbers import Number
-    from forensics.kernels.sanitizer import DEFAULT_OVERALL_DEADLINE, MAX_OVERALL_DEADLINE
+    from forensics.budget import DEFAULT_OVERALL_DEADLINE
+    from forensics.commands._numbers import add_deadline
 
     parser.add_argument("capture", metavar="CAPTURE", help="a NAME.capture directory")
     parser.add_argument("--variant", default="vllm", metavar="NAME",
@@ -40,27 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--coverage", action="store_true",
                         help="list every Triton kernel of the installed vLLM's worker packages")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--deadline", default=None, metavar="SECONDS",
-                        type=Number("--deadline", 0.001, MAX_OVERALL_DEADLINE,
-                                    "a number of seconds", DEFAULT_OVERALL_DEADLINE,
-                                    seconds=True),
-                        help="the seconds all the replays may take together (0.001 to "
-                             f"{MAX_OVERALL_DEADLINE:,}; default {DEFAULT_OVERALL_DEADLINE:,}); "
-                             "the launches left when it passes are listed as not run")
+    add_deadline(parser, DEFAULT_OVERALL_DEADLINE, "all the replays",
+                 "the launches left when it passes are listed as not run")
 
 
 @quietly
 def run(args: argparse.Namespace) -> int:
     """Replay the launches and print the report; 1 when a launch has a finding."""
-    from forensics.kernels.sanitizer import (
-        DEFAULT_OVERALL_DEADLINE,
-        NOT_RUN,
-        describe,
-        fold,
-        overall_deadline,
-        sanitize,
-        to_json,
-    )
+    from forensics.budget import DEFAULT_OVERALL_DEADLINE, overall_deadline
+    from forensics.kernels.sanitizer import NOT_RUN, describe, fold, sanitize, to_json
 
     if args.variant != "vllm":
         raise ConfigurationError(f"--variant {args.variant!r}: forensics kernels replays the "

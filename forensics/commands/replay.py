@@ -4,9 +4,11 @@ Without --json: a verdict table (sites x variants), per variant the outcome coun
 (how many resolved) and the first unresolved violation, then the conclusion (see
 forensics.present.conclusion). With --json: one JSON object (capture, records, variants, verdicts,
 findings, outcomes, first_finding: per variant the conclusion's first violation with its bound,
-origin, request and ``resolved``, null when the text says "no unresolved violation";
+origin, request and ``resolved``, null when the text says "no unresolved out-of-bounds finding";
 conclusion). Exit 0 when done (findings are results), 1 when the --fail-on variant has a
-`violation` or `error` verdict, 2 for bad input or usage.
+`violation` or `error` verdict, 2 for bad input or usage. ``--deadline``: the seconds the kernel
+worker of the ``vllm`` variants (Model Runner V2 sites) may take for all the records together;
+the records it leaves are ``error`` outcomes the conclusion says were not judged.
 """
 
 from __future__ import annotations
@@ -38,11 +40,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on", metavar="VARIANT", default=None,
                         help="exit 1 when this variant has a violation or error verdict "
                              "(added to the variants if missing)")
+    from forensics.budget import DEFAULT_REPLAY_DEADLINE
+    from forensics.commands._numbers import add_deadline
+
+    add_deadline(parser, DEFAULT_REPLAY_DEADLINE,
+                 "all the records the vllm variants run in their kernel worker (V2 sites)",
+                 "the records it leaves are errors, said not judged")
 
 
 @quietly
 def run(args: argparse.Namespace) -> int:
     """Replay, print, and return the exit code."""
+    from forensics.budget import DEFAULT_REPLAY_DEADLINE
     from forensics.present.conclusion import conclude
     from forensics.replaying import replay
     from forensics.variants import DEFAULT_VARIANTS
@@ -50,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     variants = list(args.variant or DEFAULT_VARIANTS)
     if args.fail_on and args.fail_on not in variants:
         variants.append(args.fail_on)
-    result = replay(args.capture, variants=variants, progress=sys.stderr.isatty())
+    result = replay(args.capture, variants=variants, progress=sys.stderr.isatty(),
+                    deadline=DEFAULT_REPLAY_DEADLINE if args.deadline is None else args.deadline)
     conclusion = conclude(result)
     if args.json:
         print(json_text({**result.to_json(first=conclusion.first),
@@ -116,7 +126,7 @@ def variant_line(result: Any, conclusion: Any, variant: str) -> str:
     resolved = int(mine["resolved"].map(lambda r: r is True).sum())
     unseen = int((~is_judged(mine)).sum())
     first = conclusion.first.get(variant)
-    where = ("no unresolved violation" if first is None
+    where = ("no unresolved out-of-bounds finding" if first is None
              else f"first violation: {describe_finding(first)}")
     judged = f", {unseen} not judged" if unseen else ""
     return (f"{variant}: ok {counts['ok']}, index_error {counts['index_error']}, "

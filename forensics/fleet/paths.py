@@ -80,6 +80,25 @@ def openable(path: str) -> str:
         return path
 
 
+def spawnable_folder() -> None:
+    """Refuse (ConfigurationError, one line) a working directory that a spawned process
+    cannot start in: Python's ``multiprocessing`` hands each process the directory's absolute
+    path to change into, which fails past :data:`PATH_MAX` (every process of a triage's pool
+    died, and each row blamed a signal or the system)."""
+    try:
+        size = len(os.fsencode(os.getcwd()))
+    except OSError as exc:
+        raise ConfigurationError(f"the working directory cannot be read ({exc.strerror}), so "
+                                 "the triage's processes cannot start in it; run forensics "
+                                 "triage from a folder that exists") from None
+    if size >= PATH_MAX:
+        raise ConfigurationError(
+            f"the working directory's path takes {size} bytes, past PATH_MAX ({PATH_MAX}): "
+            "each of the triage's processes starts by changing into it by that path, which "
+            "the system refuses; run forensics triage from a folder whose path is shorter "
+            "(name the captures from there)")
+
+
 def folder_id(path: Path) -> object:
     """What names one folder however it is reached (its device and inode: a link to it, or a
     folder named twice, is the same capture); its absolute path when it cannot be looked at."""

@@ -27,6 +27,7 @@ from forensics.errors import (
     MissingDependencyError,
     reason,
 )
+from forensics.fleet.paths import spawnable_folder
 from forensics.fleet.piece import replay_piece, to_ipc
 from forensics.fleet.tasks import Task
 from forensics.process_end import signal_name
@@ -96,8 +97,10 @@ def run_local(tasks: Sequence[Task], workers: int | None = None, done: Done | No
     run again (:func:`_run_pool`). Never more processes than tasks.
 
     Raises ConfigurationError for ``workers`` outside 1 to :data:`WORKERS_PER_CPU` x the CPUs
-    (:func:`check_workers`), before anything runs."""
+    (:func:`check_workers`), and for a working directory the processes cannot start in
+    (:func:`forensics.fleet.paths.spawnable_folder`), before anything runs."""
     check_workers(workers)
+    spawnable_folder()
     workers = min(workers or os.cpu_count() or 1, max(len(tasks), 1))
     results: list[bytes | None] = [None] * len(tasks)
     pools = [list(range(len(tasks)))]

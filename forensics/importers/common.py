@@ -23,8 +23,17 @@ MAX_DIRECTORY = MAX_MEMBERS * 1024
 #: values (containers, scalars, strings) one source may turn into: a compressed member or a
 #: pickle's shared containers can describe millions from a few KiB
 MAX_VALUES = 5_000_000
-#: the longest JSON text of one field (characters)
+#: the zip methods a member may be compressed with: stored and deflated (the stdlib's bzip2
+#: and LZMA readers inflate each 4 KiB they read at once, whatever the member's declared size:
+#: gigabytes from a 1.5 KB ``.npz``)
+PLAIN_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+#: the longest JSON text of one field (characters); an ``.npz``'s JSON texts hold at most this
+#: many together
 MAX_JSON = 16 << 20
+#: the most JSON lists and objects a header (and each ``__metadata__`` text), or an ``.npz``'s
+#: JSON texts together, may hold, counted before it is parsed: an empty list is 2 bytes of JSON
+#: and 56 of Python
+MAX_CONTAINERS = 1 << 20
 
 
 def where_of(path: Any, index: int) -> str:
@@ -57,9 +66,11 @@ def record_from_dict(raw: Any, where: str) -> Record:
     fields = {k: v for k, v in raw.items() if k not in META_KEYS}
     for name, value in fields.items():
         _check_ints(value, f"{at}: field {name!r}")
+    from forensics.store.arrow_codec import check_texts  # the store's own check, named here
+
     record = Record(site, step, rank, fields, bool(summary))
     try:
-        return validate_record(record, where)
+        return check_texts(validate_record(record, where), where)
     except UnknownSiteError as exc:
         raise UnknownSiteError(f"{where}: {exc}") from None
 
@@ -96,6 +107,12 @@ def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None
     Raises CaptureFormatError naming the file, the member and the limit.
     """
     infos = archive.infolist()
+    unpacked = [i for i in infos if i.compress_type not in PLAIN_METHODS]
+    if unpacked:
+        raise CaptureFormatError(
+            f"'{terminal(path)}': member {show(unpacked[0].filename)} is compressed with zip "
+            f"method {unpacked[0].compress_type}, not stored or deflated (numpy.savez and "
+            "torch.save write no other): refused unread; save it again with numpy or torch")
     if len(infos) > MAX_MEMBERS:
         raise CaptureFormatError(f"'{terminal(path)}' holds {len(infos)} members; at most "
                                  f"{MAX_MEMBERS}")
@@ -119,6 +136,28 @@ def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None
         if total > MAX_DECODED:
             raise CaptureFormatError(f"'{terminal(path)}': members unpack to more than "
                                      f"{MAX_DECODED} bytes in all; split the dump")
+
+
+def check_containers(text: bytes | str, where: str, before: int = 0) -> int:
+    """``before`` plus the JSON lists and objects ``text`` holds (each ``[`` or ``{`` counted,
+    in strings too), when at most :data:`MAX_CONTAINERS`, counted before it is parsed.
+
+    Raises CaptureFormatError naming ``where``, the count and the fix."""
+    opened = before + (text.count(b"[") + text.count(b"{") if isinstance(text, bytes)
+                       else text.count("[") + text.count("{"))
+    if opened > MAX_CONTAINERS:
+        raise CaptureFormatError(f"{where} holds {opened} JSON lists and objects, past the "
+                                 f"{MAX_CONTAINERS} one record needs; save long lists as "
+                                 "tensors")
+    return opened
+
+
+def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The bytes of the member ``info``, at most the size its directory entry declares, read
+    in bounded pieces (``ZipFile.read`` inflates a deflated member at once, up to 2 GiB,
+    whatever size it declares, before cutting it to that size)."""
+    with archive.open(info) as member:
+        return member.read(info.file_size)
 
 
 def check_disjoint(meta: dict[str, Any], fields: Any, path: Any, what: str) -> None:

@@ -21,6 +21,7 @@ from forensics.importers import Imported
 from forensics.importers.common import (
     MAX_JSON,
     MAX_VALUES,
+    check_containers,
     check_disjoint,
     check_members,
     open_archive,
@@ -57,17 +58,18 @@ def read(path: Path) -> Imported:
     except Exception as exc:  # zipfile, zlib and numpy raise many types on corrupt input
         raise CaptureFormatError(f"'{terminal(path)}' is not a readable npz archive "
                                  f"({type(exc).__name__}: {reason(exc, 200)})") from None
+    texts = _texts(arrays, path)
     raw: dict[str, Any] = {}
     meta = arrays.pop("__metadata__", None)
     if meta is not None:
-        value = _value("__metadata__", meta, path)
+        value = _value("__metadata__", meta, path, texts)
         if not isinstance(value, dict):
             raise CaptureFormatError(f"'{terminal(path)}': __metadata__ must be a JSON object "
                                      "string")
         check_disjoint(value, arrays, path, "member")
         raw.update(value)
     for name, array in arrays.items():
-        raw[name] = _value(name, array, path)
+        raw[name] = _value(name, array, path, texts)
     return Imported(records=[record_from_dict(raw, where_of(path.name, 0))])
 
 
@@ -105,11 +107,13 @@ def _check_header(member: Any, info: zipfile.ZipInfo, path: Path) -> None:
                                  f"{shape} of {dtype} but stores {info.file_size} bytes")
 
 
-def _value(name: str, array: np.ndarray, path: Path) -> Any:
+def _value(name: str, array: np.ndarray, path: Path, texts: dict[str, str]) -> Any:
+    """The field value of member ``name``: ``texts[name]`` for a 0-d string (parsed as JSON
+    but for ``site``), a list of str for a 1-d one, a Python scalar for a 0-d number, else the
+    array."""
     if array.dtype.kind == "U":
-        _check_text_size(name, array, path)
         if array.ndim == 0:
-            text = str(array.item())
+            text = texts[name]
             if name == "site":
                 return text
             try:
@@ -133,14 +137,33 @@ def _value(name: str, array: np.ndarray, path: Path) -> Any:
     return array
 
 
-def _check_text_size(name: str, array: np.ndarray, path: Path) -> None:
-    """Refuse a string member that would become more Python objects than a record holds (a
-    list of :data:`MAX_VALUES` strings, a JSON text of :data:`MAX_JSON` characters): a
-    compressed member of a few KiB unpacks to millions of them (a Python string is ~50 bytes,
-    thirteen times its 4 bytes in the array)."""
-    chars = array.size * (array.dtype.itemsize // 4) if array.ndim == 0 else 0
-    if array.size > MAX_VALUES or chars > MAX_JSON:
-        raise CaptureFormatError(
-            f"'{terminal(path)}': member {show(name + '.npy')} holds {array.size} strings of "
-            f"{array.dtype.itemsize // 4} characters; at most {MAX_VALUES} strings, or one "
-            f"JSON text of {MAX_JSON} characters; save ids as integer arrays")
+def _texts(arrays: dict[str, np.ndarray], path: Path) -> dict[str, str]:
+    """The 0-d string members of ``arrays`` as text, when the string members together stay
+    within what one record holds: at most :data:`MAX_VALUES` strings in the 1-d ones, and
+    :data:`MAX_JSON` characters holding :data:`MAX_CONTAINERS` JSON lists and objects in the
+    0-d ones, counted before any is parsed (a compressed member of a few KiB unpacks to
+    millions of Python objects: a string is ~50 bytes, thirteen times its 4 in the array; each
+    member was held to these alone, so six members of a 351 KB file took 2.4 GiB).
+
+    Raises CaptureFormatError naming the file, the member past a limit and the fix."""
+    texts: dict[str, str] = {}
+    strings = chars = containers = 0
+    for name, array in arrays.items():
+        if array.dtype.kind != "U":
+            continue
+        where = f"'{terminal(path)}': member {show(name + '.npy')}"
+        if array.ndim:
+            strings += array.size
+        else:
+            chars += array.dtype.itemsize // 4
+        if strings > MAX_VALUES or chars > MAX_JSON:
+            raise CaptureFormatError(
+                f"{where} holds {array.size} strings of {array.dtype.itemsize // 4} characters, "
+                f"{strings} strings and {chars} characters of JSON text with the members before "
+                f"it; the string members of one file hold at most {MAX_VALUES} strings and "
+                f"{MAX_JSON} characters of JSON text; save ids as integer arrays")
+        if not array.ndim:
+            texts[name] = str(array.item())
+            containers = check_containers(texts[name], f"{where} (with the members before it)",
+                                          containers)
+    return texts

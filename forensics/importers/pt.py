@@ -19,6 +19,7 @@ from forensics.importers.common import (
     MAX_VALUES,
     check_members,
     open_archive,
+    read_member,
     record_from_dict,
     show,
     where_of,
@@ -94,7 +95,7 @@ def _check_archive(handle: BinaryIO, path: Path) -> None:
                                          "bytes; save tensors, not long Python lists")
             made = 0
             for info in pickles:
-                made = _count_made(archive.read(info), made, path)
+                made = _count_made(read_member(archive, info), made, path)
     except zipfile.BadZipFile:
         raise UnsafeInputError(f"'{terminal(path)}' is not a torch zip archive but a bare or "
                                "legacy pickle: refused unread (it may carry pickled code, and its "

@@ -18,7 +18,9 @@ from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import (
+    MAX_CONTAINERS,  # noqa: F401  (its cap, named here as before)
     MAX_JSON,
+    check_containers,
     check_disjoint,
     record_from_dict,
     show,
@@ -34,9 +36,6 @@ TENSOR_ENTRY = 200
 #: the longest header read: the tensors' entries and one JSON text's worth of ``__metadata__``
 #: (every other field); checked from its 8-byte length, before the rest is read
 MAX_HEADER = MAX_TENSORS * TENSOR_ENTRY + MAX_JSON
-#: the most JSON lists and objects a header (and each ``__metadata__`` text) may hold, counted
-#: before it is parsed: an empty list is 2 bytes of JSON and 56 of Python
-MAX_CONTAINERS = 1 << 20
 MAX_DIM = 1 << 40
 DTYPES = {"I8": "<i1", "I16": "<i2", "I32": "<i4", "I64": "<i8", "U8": "<u1", "U16": "<u2",
           "U32": "<u4", "U64": "<u8", "F16": "<f2", "F32": "<f4", "F64": "<f8", "BOOL": "?"}
@@ -86,7 +85,7 @@ def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
         raise CaptureFormatError(f"'{terminal(path)}': header claims {size} bytes but the file "
                                  f"holds {len(data) - 8}; the file is truncated or not safetensors")
     text = data[8:8 + size]
-    _check_containers(text, f"'{terminal(path)}': header")
+    check_containers(text, f"'{terminal(path)}': header")
     try:
         header = strict_json(text.decode("utf-8"))
     except DuplicateKeyError as exc:
@@ -103,19 +102,6 @@ def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
     return header, 8 + size
 
 
-def _check_containers(text: bytes | str, where: str) -> None:
-    """Refuse JSON ``text`` holding more than :data:`MAX_CONTAINERS` lists and objects (each
-    ``[`` or ``{`` counted, in strings too), before it is parsed.
-
-    Raises CaptureFormatError naming ``where``, the count and the fix."""
-    opened = (text.count(b"[") + text.count(b"{") if isinstance(text, bytes)
-              else text.count("[") + text.count("{"))
-    if opened > MAX_CONTAINERS:
-        raise CaptureFormatError(f"{where} holds {opened} JSON lists and objects, past the "
-                                 f"{MAX_CONTAINERS} one record needs; save long lists as "
-                                 "tensors")
-
-
 def _meta_value(key: str, text: Any, path: Path) -> Any:
     if not isinstance(text, str):
         raise CaptureFormatError(f"'{terminal(path)}': __metadata__[{show(key)}] must be a string")
@@ -125,7 +111,7 @@ def _meta_value(key: str, text: Any, path: Path) -> Any:
         raise CaptureFormatError(f"'{terminal(path)}': __metadata__[{show(key)}] is a JSON text of "
                                  f"{len(text)} characters; at most {MAX_JSON}; save ids as "
                                  "tensors")
-    _check_containers(text, f"'{terminal(path)}': __metadata__[{show(key)}]")
+    check_containers(text, f"'{terminal(path)}': __metadata__[{show(key)}]")
     try:
         return strict_json(text)
     except DuplicateKeyError as exc:

@@ -32,12 +32,13 @@ silent:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from forensics.budget import require_findings
 from forensics.judge.continuity import CONTINUITY_COLUMNS, VERIFIED
 from forensics.judge.continuity import KINDS as CONTINUITY_KINDS
 from forensics.judge.origins import Findings, Origins, annotate_sink, name_raised, not_judged
@@ -187,6 +188,12 @@ class Judge:
         #: per variant, the records it ran without raising and without showing its accesses
         #: (real code, user callables): it cannot see a silent read there
         self._blind: dict[str, set[int]] = {v: set() for v in self.variants}
+        self._count_found = 0
+
+    def _held(self, found: Iterable[Findings]) -> None:
+        """Count ``found`` into the findings this judge holds, within the allocation budget
+        (:func:`forensics.budget.require_findings`)."""
+        self._count_found = require_findings(self._count_found + sum(len(f) for f in found))
 
     def add_coordinates(self, positions: np.ndarray, rows: np.ndarray) -> None:
         """Note the coordinates of the records at ``positions``: one row each of site order,
@@ -209,6 +216,7 @@ class Judge:
             findings, checks = judged_record(record, outcome)
             found.append(findings)
             tables.append(checks.range_table())
+        self._held(found)
         _keep(self._found[variant], positions, found)
         self._blind[variant] |= {int(i) for i, r, o in zip(positions, records, outcomes,
                                                           strict=True)
@@ -238,6 +246,7 @@ class Judge:
         ``positions`` (all of ``site``) under ``variant`` (None: the ``upstream`` model run
         only to find origins): its findings, checked ranges and error outcomes."""
         found = self._reference_store() if variant is None else self._found[variant]
+        self._held(run.found.values())
         for i, fs in run.found.items():  # a copy: a judged run may be kept for two variants
             found[int(positions[i])] = [dict(f) for f in fs]
         if variant is None:
@@ -262,7 +271,9 @@ class Judge:
                       outcomes: Sequence[Outcome | None]) -> None:
         """Judge ``records`` (at ``positions``) under the ``upstream`` model run only to find
         origins."""
-        _keep(self._reference_store(), positions, judge_all(records, outcomes))
+        found = judge_all(records, outcomes)
+        self._held(found)
+        _keep(self._reference_store(), positions, found)
 
     def coordinates(self) -> np.ndarray:
         """One row per record noted so far, by position: site order, step, rank, summary

@@ -26,9 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forensics.budget import child_deadline, timed_out
+from forensics.budget import (
+    DEFAULT_OVERALL_DEADLINE,
+    Clock,
+    child_deadline,
+    overall_clock,
+    overall_deadline,
+    timed_out,
+)
 from forensics.cpu_env import triton_child_env
-from forensics.errors import ConfigurationError
 from forensics.escaping import terminal
 from forensics.kernels import contracts
 from forensics.kernels.coverage import installed_kernels
@@ -42,10 +48,6 @@ DISABLED = ("not judged: vLLM disabled Triton here ({why}); fix: run with a Trit
             "(the worker does: it failed)")
 
 
-#: the seconds all of a capture's replays may take together, unless ``--deadline`` says
-DEFAULT_OVERALL_DEADLINE = 3600.0
-#: the longest overall deadline (seconds: a day)
-MAX_OVERALL_DEADLINE = 86_400
 #: the status of a launch the overall deadline left unreplayed (not judged)
 NOT_RUN = "not_run"
 
@@ -203,18 +205,6 @@ def _key(access: dict[str, Any]) -> str:
     return json.dumps([access.get(k) for k in ("argument", "unattributed", "op", "masked")])
 
 
-def overall_deadline(seconds: float) -> float:
-    """``seconds`` when it is a positive number of seconds, at most
-    :data:`MAX_OVERALL_DEADLINE` (ConfigurationError, naming ``--deadline`` and the fix, if
-    not)."""
-    if not 0 < seconds <= MAX_OVERALL_DEADLINE:
-        raise ConfigurationError(f"--deadline {seconds:g}: give the seconds all the replays "
-                                 f"may take together, a positive number up to "
-                                 f"{MAX_OVERALL_DEADLINE:,} (default "
-                                 f"{DEFAULT_OVERALL_DEADLINE:g})")
-    return seconds
-
-
 def sanitize(capture: str | os.PathLike[str],
              deadline: float = DEFAULT_OVERALL_DEADLINE) -> KernelReport:
     """Replay every recorded launch of ``capture`` (see the module) within ``deadline``
@@ -229,22 +219,23 @@ def sanitize(capture: str | os.PathLike[str],
     summaries = summaries_of(cap.kernel_events, str(capture))
     known = set(installed_kernels())
     worker, results = Worker(), []
-    end = time.monotonic() + deadline
-    try:
-        for launch, event in zip(launches, raw, strict=True):
-            left = end - time.monotonic()
-            results.append(_one(launch, event, known, worker, cap.manifest, left)
-                           if left > 0 else _not_run(launch, cap.manifest, deadline))
-    finally:
-        worker.close()
+    with overall_clock(deadline) as clock:
+        try:
+            for launch, event in zip(launches, raw, strict=True):
+                left = clock.left()
+                results.append(_one(launch, event, known, worker, cap.manifest, left)
+                               if left > 0 else _not_run(launch, cap.manifest, clock))
+        finally:
+            worker.close()
     note = worker.note or worker.failed
     return KernelReport(str(capture), results, coverage(results, summaries, known), note)
 
 
-def _not_run(launch: Launch, manifest: dict[str, Any], deadline: float) -> LaunchResult:
+def _not_run(launch: Launch, manifest: dict[str, Any], clock: Clock) -> LaunchResult:
     """A launch the overall deadline left unreplayed: not judged, its contracts checked."""
-    return LaunchResult(launch, NOT_RUN, f"not run: the overall deadline of {deadline:g} s "
-                                         "passed", contracts.check(launch, manifest))
+    clock.cut += 1
+    return LaunchResult(launch, NOT_RUN, f"not run: {clock.passed()}",
+                        contracts.check(launch, manifest))
 
 
 def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], worker: Worker,

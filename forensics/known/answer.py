@@ -63,6 +63,21 @@ class KnownAnswer:
         return f"crash verdict {self.crash_verdict}" + (f" ({self.seen})" if self.seen else "")
 
     @property
+    def judged(self) -> bool:
+        """Whether the signatures were judged: one matches, or a variant of the engine's code
+        was replayed (without one, an entry that matches nothing was not judged, not found
+        absent)."""
+        return bool(self.matches) or self.engine_replayed
+
+    def issues_text(self) -> str:
+        """The known issues matched, by id, for one line: ``"none"``, or ``"not judged (...)"``
+        replayed through no variant of the engine's code."""
+        if not self.judged:
+            return (f"not judged (no variant of the engine's code, "
+                    f"{' or '.join(sorted(ENGINE_CODE))}, was replayed: replay with upstream too)")
+        return ", ".join(m.entry.id for m in self.matches) or "none"
+
+    @property
     def matches(self) -> list[Match]:
         """The entries that match."""
         return [m for m in self.checked if m.matched]
@@ -102,8 +117,9 @@ class KnownAnswer:
         return " ".join(p for p in (self.lead(), self.known_sentence(), self.race) if p)
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict: verdict, matches, every entry checked, experiments, race text."""
-        return {"crash_verdict": self.crash_verdict,
+        """A JSON-ready dict: verdict, whether the signatures were judged (:attr:`judged`),
+        matches, every entry checked, experiments, race text."""
+        return {"crash_verdict": self.crash_verdict, "judged": self.judged,
                 "matches": [m.entry.id for m in self.matches],
                 "checked": [m.to_json() for m in self.checked],
                 "experiments": self.experiments, "race": self.race, "seen": self.seen}

@@ -8,7 +8,7 @@ clause holds and no ``context`` clause is false; unknown context facts are liste
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,13 +114,45 @@ def _finding(spec: dict[str, Any], evidence: Evidence) -> Check:
     if variant not in ENGINE_CODE:
         return Check(None, f"{variant} replays a fix, not the engine's code: no signature "
                            "rests on its findings")
-    rows = frame[frame["variant"] == variant] if len(frame) else frame
+    rows = _narrowed(frame[frame["variant"] == variant], spec) if len(frame) else frame
     bounds = evidence.id_bounds() if len(rows) else set()
-    for _, row in rows.iterrows():
+    for row in _each_row(rows, spec):
         if all(_field_matches(row, key, spec[key], bounds) for key in spec if key != "variant"):
             return Check(True, f"{variant} finds {_describe(row, bounds)}", row.get("kind"))
     wanted = ", ".join(f"{k} {'/'.join(map(str, _one_of(v)))}" for k, v in spec.items())
     return Check(False, f"no finding with {wanted}")
+
+
+#: finding fields a clause names by text, compared over the whole table before row by row
+_TEXT_FIELDS = ("site", "tensor", "kind")
+
+
+def _narrowed(rows: Any, spec: dict[str, Any]) -> Any:
+    """The rows of ``rows`` whose text fields (:data:`_TEXT_FIELDS`) ``spec`` names hold one of
+    the names, in order: a table-wide comparison where a row-by-row one took 13 s for the
+    160,000 findings of one 640 KB capture. Every kept row is still checked whole."""
+    for key in _TEXT_FIELDS:
+        wanted = _one_of(spec.get(key, []))
+        if key in spec and key in rows.columns and all(isinstance(w, str) for w in wanted):
+            rows = rows[rows[key].isin(wanted)]
+    return rows
+
+
+#: the columns a clause's match reads (its own keys, then :func:`value_class`'s inputs)
+_MATCH_INPUTS = ("kind", "value", "lower", "upper", "indexed", "value_class", "origin")
+
+
+def _each_row(rows: Any, spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The rows of ``rows`` as dicts, in order, each first of the rows alike in every column
+    the match reads: the first match is the same, and 80,000 findings of one value are one
+    row. Read a thousand at a time, so a match early in the table reads no further."""
+    read = [c for c in dict.fromkeys([*spec, *_MATCH_INPUTS]) if c in rows.columns]
+    try:
+        rows = rows.drop_duplicates(subset=read) if read else rows
+    except TypeError:  # a cell that cannot be hashed (a list): every row, as it is
+        pass
+    for start in range(0, len(rows), 1000):
+        yield from rows.iloc[start:start + 1000].to_dict("records")
 
 
 def _field_matches(row: Any, key: str, wanted: Any, bounds: set[int]) -> bool:

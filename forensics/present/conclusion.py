@@ -115,6 +115,8 @@ class Conclusion:
     not_known: dict[str, int] = field(default_factory=dict)
     #: what a capture of no records holds instead (:func:`no_records_sentence`), or ""
     no_records: str = ""
+    #: the records the replay's overall deadline left unjudged (:func:`cut_sentence`), or ""
+    cut: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field, plus ``text`` (the paragraph)."""
@@ -161,7 +163,7 @@ class Conclusion:
         """What no variant judged (records of sites not known here), what a variant cannot
         see, and the sites of summary records only (each sentence, or ``""``): said wherever
         the verdicts are (the paragraph, a report's header)."""
-        return [self.no_records, self.not_known_sentence(),
+        return [self.no_records, self.cut, self.not_known_sentence(),
                 *(self.unseen_sentence(v) for v in self.variants), self.summary_sentence()]
 
     def not_known_sentence(self) -> str:
@@ -285,7 +287,22 @@ def conclude(result: ReplayResult) -> Conclusion:
         summary_only=apart, suspect_first=first_suspects(result),
         known=known_answer(result),
         not_known=dict(getattr(result.capture, "unknown_sites", None) or {}),
-        no_records=no_records_sentence(result.capture, len(result.records)))
+        no_records=no_records_sentence(result.capture, len(result.records)),
+        cut=cut_sentence(result))
+
+
+def cut_sentence(result: ReplayResult) -> str:
+    """Which records the replay's overall deadline left unjudged (per variant and site, their
+    steps) and that they count as errors, never as clean; "" when it cut none."""
+    if not result.cut:
+        return ""
+    table = result.outcomes
+    rows = table[table["message"] == f"not judged: {result.cut}"]
+    parts = [f"{len(group)} {site} record(s) of {variant} (steps {group['step'].min()}-"
+             f"{group['step'].max()})" for (variant, site), group in
+             rows.groupby(["variant", "site"], sort=False, observed=True)]
+    return (f"Not judged: {'; '.join(parts)}: {result.cut} before the Triton interpreter "
+            "answered them; they count as errors, not as clean (give a longer --deadline).")
 
 
 def no_records_sentence(capture: Any, records: int) -> str:

@@ -108,9 +108,9 @@ def to_text(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
     lines = [inert(conclusion.line(v)) for v in result.variants]  # values escaped
     known = conclusion.known
     if known is not None:
-        ids = ", ".join(m.entry.id for m in known.matches) or "none"
         seen = f" ({known.seen})" if known.seen else ""
-        lines.append(terminal(f"crash verdict: {known.crash_verdict}{seen}; known issues: {ids}"))
+        lines.append(terminal(f"crash verdict: {known.crash_verdict}{seen}; known issues: "
+                              f"{known.issues_text()}"))
     return "\n".join(lines)
 
 

@@ -130,6 +130,10 @@ MAX_STEP_TOKENS = 2**16
 #: the soak scenario's (250,000 x 64 x 5). Each cap above alone let 1,000,000 steps of 65,536
 #: tokens through: about 28 hours, writing 3.6 MB a step until the disk was full
 MAX_TOKENS = 320_000_000
+#: the faults that act on draft tokens (a rejected slot, a slot's draft, a decoding request's
+#: last token or drafts): a run without drafts never injects one
+DRAFT_FAULTS = frozenset({"vocab_sentinel", "negative_draft", "wrong_last_token",
+                          "zeroed_combine"})
 #: the largest seed ``--seed`` takes (a signed 64-bit integer: what a manifest's reader holds)
 MAX_SEED = 2**63 - 1
 
@@ -142,7 +146,8 @@ def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int 
         UnknownScenarioError: an unknown scenario name (the message lists the valid ones).
         ConfigurationError: steps or batch below 1, negative spec_tokens, vocab below 2 or
             past :data:`MAX_VOCAB`, steps past :data:`MAX_STEPS`, a step of more than
-            :data:`MAX_STEP_TOKENS` tokens, a run of more than :data:`MAX_TOKENS`.
+            :data:`MAX_STEP_TOKENS` tokens, a run of more than :data:`MAX_TOKENS`, no drafts
+            for a scenario whose every fault acts on them (:data:`DRAFT_FAULTS`).
     """
     sc = get_scenario(scenario)
     changes: dict[str, Any] = {key: value for key, value in (("steps", steps), ("batch", batch),
@@ -165,6 +170,12 @@ def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int 
             f"simulate {sc.name!r}: batch x (1 + spec_tokens) = {sc.batch} x "
             f"{1 + sc.spec_tokens} tokens a step, past {MAX_STEP_TOKENS} (2**16); give a "
             f"smaller --batch or --spec-tokens")
+    faults = fault_names(sc)
+    if not sc.spec_tokens and faults and faults <= DRAFT_FAULTS:
+        raise ConfigurationError(
+            f"simulate {sc.name!r}: its fault ({sc.description}) acts on draft tokens, and "
+            "spec_tokens 0 leaves none: the run would hold no fault while its notes say it does; "
+            "give --spec-tokens 1 or more")
     tokens = sc.steps * sc.batch * (1 + sc.spec_tokens)
     if tokens > MAX_TOKENS:
         raise ConfigurationError(
@@ -172,6 +183,13 @@ def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int 
             f"x {1 + sc.spec_tokens} = {tokens:,} tokens, past {MAX_TOKENS:,} (four times the "
             f"soak scenario's); give fewer --steps or a smaller --batch or --spec-tokens")
     return sc
+
+
+def fault_names(sc: Scenario) -> set[str]:
+    """The faults ``sc`` may inject: those of a rate above 0 or forced at some step (V1), and
+    its ``v2_faults`` of a rate above 0."""
+    v1 = {name for name in FAULTS if getattr(sc.faults, name) > 0 or sc.faults.forced.get(name)}
+    return v1 | {name for name, rate in sc.v2_faults if rate > 0}
 
 
 def manifest_for(sc: Scenario, seed: int, notes: str | None = None) -> dict[str, Any]:

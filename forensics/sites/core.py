@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from forensics.budget import require_findings
 from forensics.outcome import Access, Outcome
 from forensics.screening import as_exact
 
@@ -258,6 +259,7 @@ class Checks:
         bad = self.bad()
         if not len(bad):
             return found
+        require_findings(len(bad))  # before a dict is made of each
         columns = (self.record, self.row, self.element, self.value, self.lower, self.upper,
                    self.element if self.index_at is None else self.index_at)
         for rec, row, element, value, lower, upper, at in zip(

@@ -176,6 +176,19 @@ def _check_range(kind: str, value: Any, name: str, where: str) -> None:
         raise CaptureFormatError(f"{where}: field {name!r} holds an integer outside int64")
 
 
+def check_texts(record: Record, where: str) -> Record:
+    """Return the validated ``record`` when every string of its fields is valid Unicode, as the
+    store needs (an importer checks its records so, naming its source, before any is written).
+
+    Raises CaptureFormatError naming ``where`` and the field."""
+    specs = field_specs(record.site)
+    for name, value in record.fields.items():
+        spec = specs.get(name)
+        kind = spec.kind if spec is not None else "str" if isinstance(value, str) else ""
+        _check_text(kind, value, name, where)
+    return record
+
+
 def _check_text(kind: str, value: Any, name: str, where: str) -> None:
     if kind == "str":
         texts = [value]
@@ -190,7 +203,8 @@ def _check_text(kind: str, value: Any, name: str, where: str) -> None:
             text.encode("utf-8")
     except UnicodeEncodeError:
         raise CaptureFormatError(f"{where}: field {name!r} holds a string that is not valid "
-                                 "Unicode (a lone surrogate)") from None
+                                 "Unicode (a lone surrogate); write it as UTF-8 text (the "
+                                 "producer's decoding kept an undecodable byte)") from None
 
 
 def merge_columns(a: dict[str, ColumnSig], b: dict[str, ColumnSig]) -> dict[str, ColumnSig] | None:

@@ -33,6 +33,9 @@ _HEADER_TYPE, _HEADER, _BODY_LENGTH = 1, 2, 3
 #: two int64) and ``compression`` (a ``BodyCompression`` table)
 _BUFFERS, _COMPRESSION = 2, 3
 _BUFFER_STRUCT = 16
+#: ``RecordBatch`` fields: ``length`` (its rows) and ``nodes`` (a vector of ``FieldNode``
+#: structs: a column's length and null count, two int64, as ``Buffer``)
+_LENGTH, _NODES = 0, 1
 #: ``BodyCompression`` field ``codec`` (a byte) and its names
 _CODEC = 0
 CODECS = {0: "LZ4_FRAME", 1: "ZSTD"}
@@ -79,6 +82,25 @@ def overlapping_buffer(header: bytes) -> int | None:
             return i
         end = offset + length
     return None
+
+
+def first_column(header: bytes) -> tuple[int, int, int, int, int] | None:
+    """What a record batch's ``Message`` header says of the batch and its first column, read
+    as a primitive column (buffer 0 its validity bitmap, buffer 1 its values): the batch's
+    rows, the column's length and null count, and the offset and length of its values in the
+    body; None when the message is no record batch. Raises ValueError when ``header`` is not
+    a well-formed ``Message`` or the batch has no such column."""
+    batch = _record_batch(header)
+    if batch is None:
+        return None
+    nodes, buffers = _table_field(header, batch, _NODES), _table_field(header, batch, _BUFFERS)
+    if nodes is None or buffers is None or not _read(header, "<I", nodes) \
+            or _read(header, "<I", buffers) < 2:
+        raise ValueError("a record batch without the nodes and buffers of a first column")
+    values = buffers + 4 + _BUFFER_STRUCT
+    return (_scalar(header, batch, _LENGTH, "<q"), _read(header, "<q", nodes + 4),
+            _read(header, "<q", nodes + 12), _read(header, "<q", values),
+            _read(header, "<q", values + 8))
 
 
 def repeated_metadata_key(header: bytes) -> tuple[bytes | None, bytes] | None:

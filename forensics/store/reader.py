@@ -218,6 +218,13 @@ class Capture:
         return site_table(self.to_frame(site), site,
                           f"capture '{terminal(self.path)}', site {site!r}")
 
+    def check_index(self) -> None:
+        """Refuse (CaptureFormatError, one line) a segment's index entry whose batch does not
+        hold the records and steps it claims (:meth:`Segment.check_index`): :meth:`summary`
+        states the index's claims, and reads no batch."""
+        for seg in self._segments:
+            seg.check_index()
+
     def summary(self) -> dict[str, Any]:
         """The ``forensics inspect --json`` object (DESIGN.md), from the batch index alone."""
         sites: dict[str, int] = {}

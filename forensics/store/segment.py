@@ -29,6 +29,7 @@ from forensics.store.index import ENTRY, read_index
 from forensics.store.ipc_header import (
     body_length,
     compression_of,
+    first_column,
     overlapping_buffer,
     repeated_metadata_key,
 )
@@ -128,6 +129,8 @@ class Segment:
         self.truncated = False
         self.columns: dict[str, tuple[str, str]] = {}
         self._table = np.zeros(0, dtype=ENTRY)
+        #: the batches whose entries come from the ``.idx`` file (the rest were read)
+        self._from_index = 0
         self._extents: np.ndarray | None = None
         self._used = True  # pages may be resident: a batch or steps read since the release
         #: where this segment puts itself when in use (its capture's set), if anywhere
@@ -185,6 +188,7 @@ class Segment:
         self._table = self._indexed(end)
         tail = int(self._table["offset"][-1] + self._table["length"][-1]) if len(self._table) \
             else end
+        self._from_index = len(self._table)
         self._scan_tail(tail)
         self._check_stored()
 
@@ -251,6 +255,56 @@ class Segment:
             raise CaptureFormatError(f"{self.where}: index entry {int(bad[0])} does not match "
                                      f"the segment; delete '{terminal(index_path.name)}' to rescan")
         return shown
+
+    def check_index(self) -> None:
+        """Refuse (CaptureFormatError) an index entry whose batch does not hold the records
+        and steps it claims (:meth:`_check_claims`). Opening trusts the entries (a batch is
+        checked against its entry when read): this is what a reader that reads no batch, and
+        states what the index says (``inspect``), calls first; linear in the batches."""
+        self.in_use()
+        for i in range(self._from_index):
+            self._check_claims(i)
+
+    def _check_claims(self, i: int) -> None:
+        """Refuse index entry ``i`` unless its batch holds the records and steps it claims,
+        read from the batch's header and its ``step`` column alone (8 bytes a record; no
+        column decoded)."""
+        entry = self._table[i]
+        claimed = (int(entry["rows"]), int(entry["step_min"]), int(entry["step_max"]))
+        held = self._held_steps(int(entry["offset"]), int(entry["length"]), claimed[0])
+        if held == claimed:
+            return
+        held_text = held if isinstance(held, str) else \
+            f"{held[0]} record(s) of steps {held[1]}..{held[2]}"
+        raise CaptureFormatError(
+            f"{self.where}: index entry {i} claims {claimed[0]} record(s) of steps "
+            f"{claimed[1]}..{claimed[2]}, but the segment holds {held_text} there; delete "
+            f"'{terminal(self.path.with_name(self.name + INDEX_SUFFIX).name)}' to rescan")
+
+    def _held_steps(self, offset: int, length: int, rows: int) -> tuple[int, int, int] | str:
+        """The records of the batch at ``offset`` (``length`` bytes, whose head
+        :meth:`_heads_stored` found) and their smallest and largest step, read from its header
+        and the values of its first column, ``step`` (read only up to the ``rows`` the index
+        claims, which the bytes stored bound); else what the segment holds there instead."""
+        meta = int.from_bytes(self._at(offset + 4, 4), "little")
+        header = self._at(offset + 8, meta)
+        try:
+            first, codec = first_column(header), compression_of(header)
+        except ValueError as exc:
+            return f"a bad message ({reason(exc)})"
+        if codec is not None:
+            return f"a batch compressed ({codec}): a capture's batches are stored uncompressed"
+        field = self.schema.field(0)
+        if first is None or (field.name, field.type) != ("step", pa.int64()):
+            return "no record batch of steps first"
+        count, column, nulls, start, size = first
+        if not 0 < count <= rows:  # more than the claim bounds what is read
+            return f"a batch of {count} record(s)"
+        if column != count or nulls or not 0 <= start <= start + 8 * count \
+                <= min(start + size, length - 8 - meta):
+            return f"a batch of {count} record(s) whose {count} steps it does not hold"
+        steps = np.frombuffer(self.span(offset + 8 + meta + start, 8 * count), dtype="<i8")
+        return count, int(steps.min()), int(steps.max())
 
     def _heads_stored(self, entries: np.ndarray) -> np.ndarray:
         """Per entry: whether the segment holds, at its offset, the head of an Arrow message

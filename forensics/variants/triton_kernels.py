@@ -17,6 +17,10 @@ seconds): the worker answers a batch one line per record, and each answer is its
 worker that gives no answer within the deadline is killed; the record it held gets ``error:
 timed out after N s`` and the records after it run in a new worker. A record whose buffers
 would pass the allocation budget (:mod:`forensics.budget`) raises AllocationBudgetError.
+Under an overall deadline (:func:`forensics.budget.overall_clock`: a replay's) each wait, the
+worker's start included, takes at most what is left of it: the record it cuts, and every one
+after it, gets ``error: not judged: the overall deadline of N s passed`` (:func:`not_judged`),
+the worker killed, none started again.
 
 The ``vllm+PATH.diff`` variant gets a worker of its own (:class:`KernelPatch`): it imports the
 diff's patched copies of vLLM's files in place of the installed ones, so the kernels it runs are
@@ -38,7 +42,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from forensics.budget import child_deadline, timed_out
+from forensics.budget import Clock, child_deadline, running_clock, timed_out
 from forensics.cpu_env import triton_child_env
 from forensics.errors import AllocationBudgetError, MissingDependencyError, PatchApplyError
 from forensics.outcome import ERROR, INDEX_ERROR, OK, Outcome
@@ -126,13 +130,19 @@ class KernelWorker:
             (root / path).write_text(text, encoding="utf-8")
         return [*command, "--patched", str(root)]
 
-    def _start(self) -> subprocess.Popen[str]:
+    def _start(self, clock: Clock | None) -> subprocess.Popen[str] | None:
+        """The started worker; None when the overall deadline of ``clock`` passed first."""
         env = triton_child_env()
         process = subprocess.Popen(self._command(),
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL, text=True, env=env)
         self._lines = Lines(process.stdout)
-        hello = self._lines.next(max(_START_TIMEOUT, child_deadline()))
+        most = max(_START_TIMEOUT, child_deadline())
+        wait = most if clock is None else clock.wait(most)
+        hello = self._lines.next(wait)
+        if hello is None and wait < most:  # the overall deadline passed first
+            end_process(process)
+            return None
         if not hello or not json.loads(hello).get("ready"):
             end_process(process)
             why = json.loads(hello).get("message") if hello else "it exited"
@@ -166,9 +176,15 @@ class KernelWorker:
 
     def _exchange(self, records: list[Record]) -> list[Outcome]:
         """Send ``records`` as one batch; the outcomes of those answered, and of the one the
-        worker died on or outlived its deadline on (then the worker is ended)."""
+        worker died on or outlived its deadline on (then the worker is ended); those of all
+        ``records`` left when the overall deadline passes are :func:`not_judged`."""
+        clock = running_clock()
+        if clock is not None and clock.left() <= 0:
+            return not_judged(records, clock)
         if self._process is None or self._process.poll() is not None:
-            self._process = self._start()
+            self._process = self._start(clock)
+            if self._process is None:
+                return not_judged(records, clock)
         requests = [self._request(record) for record in records]
         assert self._process.stdin is not None and self._lines is not None
         try:
@@ -177,13 +193,17 @@ class KernelWorker:
         except OSError:
             pass  # it died: the first read below says so
         deadline = child_deadline()
-        outcomes, answers = [], []
+        outcomes: list[Outcome] = []
+        answers: list[dict[str, Any]] = []
         for request in requests:
-            line = self._lines.next(deadline)
+            wait = deadline if clock is None else clock.wait(deadline)
+            line = self._lines.next(wait)
             if not line:
                 died = None if line is None else _death(self._process)
                 self._stop()
                 _remove(requests)
+                if died is None and wait < deadline:  # the overall deadline cut it
+                    return outcomes + not_judged(records[len(outcomes):], clock)
                 outcomes.append(Outcome(ERROR, timed_out(deadline)) if died is None else died)
                 return outcomes
             answers.append(json.loads(line))
@@ -225,6 +245,14 @@ class KernelWorker:
                 self._stop()
         self._process = None
         self._dir.cleanup()
+
+
+def not_judged(records: list[Record], clock: Clock | None) -> list[Outcome]:
+    """The ``error`` outcome of each of ``records`` the overall deadline of ``clock`` left
+    unjudged (``not judged: the overall deadline of N s passed``), counted on it."""
+    assert clock is not None
+    clock.cut += len(records)
+    return [Outcome(ERROR, f"not judged: {clock.passed()}") for _ in records]
 
 
 def _outcome(answer: dict[str, Any], request: dict[str, str]) -> Outcome:

@@ -1290,6 +1290,40 @@ TESTS = {
              "test_a_path_within_path_max_is_opened_as_it_is"],
     "T82d": ["tests/hostile/test_round15_attack15c.py::"
              "test_the_html_report_of_a_capture_past_path_max_is_written"],
+    "T86a": ["tests/hostile/test_round16_lead.py::"
+             "test_the_sinks_table_is_one_row_per_group_not_per_id"],
+    "T86b": ["tests/hostile/test_round16_lead.py::"
+             "test_a_signatures_finding_is_the_first_row_that_matches"],
+    "T86c": ["tests/hostile/test_round16_lead.py::"
+             "test_a_styled_tables_markup_is_a_few_bytes_per_cell"],
+    "T86d": ["tests/hostile/test_round16_lead.py::"
+             "test_findings_past_the_budget_are_refused_in_one_line"],
+    "T85a": ["tests/hostile/test_round16_attack16.py::"
+             "test_npz_string_members_are_held_to_one_budget_together",
+             "tests/hostile/test_round16_attack16.py::"
+             "test_npz_json_texts_count_their_lists_before_they_are_parsed"],
+    "T85b": ["tests/hostile/test_round16_attack16.py::"
+             "test_summary_says_known_issues_not_judged_without_the_engines_code"],
+    "T85c": ["tests/hostile/test_round16_attack16.py::"
+             "test_simulate_refuses_a_draft_fault_without_drafts",
+             "tests/hostile/test_round16_attack16.py::"
+             "test_simulate_keeps_faults_that_need_no_drafts_without_drafts"],
+    "T85d": ["tests/hostile/test_round16_attack16.py::"
+             "test_an_npz_member_in_bzip2_is_refused_unread",
+             "tests/hostile/test_round16_attack16.py::"
+             "test_a_pt_pickle_inflating_past_its_declared_size_is_read_to_that_size"],
+    "T85e": ["tests/hostile/test_round16_attack16.py::"
+             "test_replay_does_not_say_no_violation_of_a_variant_in_violation"],
+    "T85f": ["tests/hostile/test_round16_attack16.py::"
+             "test_a_lone_surrogate_is_refused_naming_the_source"],
+    "T83a": ["tests/hostile/test_round16_fix16.py::"
+             "test_looping_v2_records_stop_at_the_replays_overall_deadline",
+             "tests/hostile/test_round16_fix16.py::"
+             "test_replay_takes_a_deadline_and_ends_the_worker_it_cuts"],
+    "T83b": ["tests/hostile/test_round16_fix16.py::"
+             "test_inspect_refuses_an_index_whose_claims_its_batch_does_not_hold"],
+    "T83c": ["tests/hostile/test_round16_fix16.py::"
+             "test_triage_from_a_working_directory_past_path_max_says_why_it_cannot_start"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
