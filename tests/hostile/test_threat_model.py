@@ -1296,6 +1296,16 @@ TESTS = {
              "test_inspect_refuses_an_index_whose_claims_its_batch_does_not_hold"],
     "T83c": ["tests/hostile/test_round16_fix16.py::"
              "test_triage_from_a_working_directory_past_path_max_says_why_it_cannot_start"],
+    "T87a": ["tests/hostile/test_round16_fix16c.py::"
+             "test_shrink_stops_at_its_overall_deadline_and_says_it_may_not_be_minimal",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_shrink_api_reports_the_stop_and_a_full_search_reports_none",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_shrink_refuses_a_deadline_out_of_range"],
+    "T87b": ["tests/hostile/test_round16_fix16c.py::"
+             "test_a_repro_case_process_ends_itself_at_its_deadline",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_the_repro_test_reads_a_case_process_cut_at_its_deadline_as_timed_out"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

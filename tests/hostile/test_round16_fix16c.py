@@ -1,0 +1,122 @@
+"""Hostile input, round 16 (fix16c): what the round's other helpers found but did not fix:
+``shrink``'s one overall deadline (T87a), the repro script's deadline (T87b), a simulated
+capture's notes that say what the run injected (T87c), records of more fields than any site
+declares (T87d), ``schema`` naming a site twice (T87e), a triage's pieces from a forged index
+(T87f)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from share_cases import private_capture
+
+import forensics
+from forensics.cli import main
+from forensics.share.evidence import differences, evidence_of
+from forensics.share.shrinking import shrink
+
+# ------------------------------------------------------------------ T87a: shrink's deadline
+
+
+def test_shrink_stops_at_its_overall_deadline_and_says_it_may_not_be_minimal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each of shrink's replays had its own overall clock (6 hours): a shrink of N replays had
+    none. One ``--deadline`` now bounds them all; when it comes the search stops and writes the
+    smallest capture found so far, which keeps the evidence, and says it may not be minimal
+    (in its output and its manifest), never claiming minimality."""
+    src = private_capture(tmp_path / "src.capture", "stale-prev-row", 3, 6)
+    out = tmp_path / "small.capture"
+    code = main(["shrink", str(src), "-o", str(out), "--deadline", "0.001"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "note: the search stopped at the overall deadline of 0.001 s" in printed
+    assert "may not be minimal" in printed
+    entry = forensics.load(out).manifest["shrink"]
+    assert entry["records_kept"] == entry["records_before"]  # only the whole was established
+    assert "may not be minimal" in entry["stopped"]
+    assert not differences(evidence_of(forensics.replay(src), crash=True),
+                           evidence_of(forensics.replay(out), crash=True))
+
+
+def test_shrink_api_reports_the_stop_and_a_full_search_reports_none(tmp_path: Path) -> None:
+    """The API says it stopped (``complete`` false, ``stopped`` the reason); with the default
+    deadline the same capture is shrunk and says nothing of a deadline."""
+    src = private_capture(tmp_path / "src.capture", "stale-prev-row", 3, 6)
+    cut = shrink(src, tmp_path / "cut.capture", deadline=0.001)
+    assert not cut.complete and "overall deadline of 0.001 s" in cut.stopped
+    whole = shrink(src, tmp_path / "whole.capture")
+    assert whole.stopped == "" and whole.records_kept < cut.records_kept
+
+
+def test_shrink_refuses_a_deadline_out_of_range(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``--deadline`` is read as replay's is: one line, exit 2."""
+    src = private_capture(tmp_path / "src.capture", "stale-prev-row", 3, 6)
+    assert main(["shrink", str(src), "-o", str(tmp_path / "o.capture"),
+                 "--deadline", "nan"]) == 2
+    err = capsys.readouterr().err
+    assert "--deadline 'nan' is not a number of seconds" in err and len(err.splitlines()) == 1
+
+
+# ------------------------------------------------------------------ T87b: the repro's deadline
+
+
+def _hanging_repro(tmp_path: Path) -> Path:
+    """A generated repro of a V2 combine case whose data file gives each call 1 s, beside a
+    stand-in vLLM whose kernel never returns."""
+    from test_repro_v2 import KERNELS, _data, _first_cases
+
+    from forensics.share.repro import script_text
+
+    site = tmp_path / "site" / "vllm" / "v1" / "worker" / "gpu"
+    site.mkdir(parents=True)
+    (tmp_path / "site" / "vllm" / "__init__.py").write_text("__version__ = '0.33.0'\n")
+    for folder in (site.parent.parent, site.parent, site):
+        (folder / "__init__.py").write_text("")
+    hang = "    _interpreted()\n    while True:\n        pass\n"
+    (site / "input_batch.py").write_text(KERNELS.replace("    _interpreted()\n", hang, 1))
+    case = _first_cases("v2-negative-draft.capture", ("combine_tokens",))["combine_tokens"]
+    (tmp_path / "test_repro.py").write_text(script_text())
+    (tmp_path / "test_repro.json").write_text(__import__("json").dumps(
+        {**_data([case]), "deadline_s": 1}))
+    return tmp_path / "test_repro.py"
+
+
+def test_a_repro_case_process_ends_itself_at_its_deadline(tmp_path: Path) -> None:
+    """``python REPRO.py --case N`` ran vLLM's V2 kernel in its own process with no deadline:
+    a kernel that never returns hung it. It now ends at the data file's ``deadline_s`` with one
+    line naming the function and the record, exit 124 (a hang here ends at the guard's 240 s:
+    no timing is asserted)."""
+    import subprocess
+    import sys
+
+    script = _hanging_repro(tmp_path)
+    run = subprocess.run([sys.executable, str(script), "--case", "0"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=240,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                              "PYTHONPATH": str(tmp_path / "site"), "TRITON_INTERPRET": "1",
+                              "CUDA_VISIBLE_DEVICES": ""})
+    assert run.returncode == 124, run.stderr[-3000:]
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("timed out after 1 s in vllm.v1.worker.gpu.input_batch."
+                           "combine_sampled_and_draft_tokens on the capture's step-"), last
+    assert "forensics repro --deadline" in last
+
+
+def test_the_repro_test_reads_a_case_process_cut_at_its_deadline_as_timed_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test reads the case process's own cut (exit 124, its outcome ``timed_out``) as the
+    deadline it is, not as an unexplained exit."""
+    import importlib.util
+    import subprocess
+
+    script = _hanging_repro(tmp_path)
+    spec = importlib.util.spec_from_file_location("repro_t87b", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cut = subprocess.CompletedProcess([], 124, module.OUTCOME + '{"timed_out": 1}\n', "x")
+    monkeypatch.setattr(module.subprocess, "run", lambda *a, **k: cut)
+    with pytest.raises(module.Deadline):
+        module.run_in_interpreter(0, 1)
