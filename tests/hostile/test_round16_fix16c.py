@@ -120,3 +120,48 @@ def test_the_repro_test_reads_a_case_process_cut_at_its_deadline_as_timed_out(
     monkeypatch.setattr(module.subprocess, "run", lambda *a, **k: cut)
     with pytest.raises(module.Deadline):
         module.run_in_interpreter(0, 1)
+
+
+# ------------------------------------------------------------------ T87c: simulate's notes
+
+
+def _manifest(path: Path) -> dict:
+    return __import__("json").loads((path / "manifest.json").read_text())
+
+
+def test_a_simulated_capture_whose_faults_never_fired_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``simulate vocab-sentinel --steps 3`` wrote the notes "synthetic run: rejected slots carry
+    vocab_size; async_output writes it" before the run, while no sentinel was drawn in its 3
+    steps (``summary``: no violation). The manifest is now written after the run: the notes say
+    no fault fired, and ``simulation.injected`` counts each fault."""
+    out = tmp_path / "v.capture"
+    assert main(["simulate", "vocab-sentinel", "-o", str(out), "--steps", "3"]) == 0
+    manifest = _manifest(out)
+    assert manifest["simulation"]["injected"] == {"vocab_sentinel": 0}
+    assert manifest["notes"].startswith("synthetic run: no fault fired in its 3 steps")
+    capsys.readouterr()
+    assert main(["inspect", str(out)]) == 0
+    assert "no fault fired" in capsys.readouterr().out
+
+
+def test_a_simulated_capture_names_the_faults_that_fired_and_how_often(tmp_path: Path) -> None:
+    """A run long enough to draw its fault says which fired and how many times."""
+    out = tmp_path / "v.capture"
+    assert main(["simulate", "vocab-sentinel", "-o", str(out), "--steps", "40"]) == 0
+    manifest = _manifest(out)
+    count = manifest["simulation"]["injected"]["vocab_sentinel"]
+    assert count >= 1
+    assert manifest["notes"].endswith(f"; faults injected: vocab_sentinel {count} time"
+                                      + "s" * (count != 1))
+    first = forensics.replay(out).first_finding("upstream")
+    assert first is not None and first["value"] == 32000
+
+
+def test_a_simulated_v2_capture_says_no_fault_fired_when_none_did(tmp_path: Path) -> None:
+    """A V2 run of one step (every request new: no draft to make negative) says so too."""
+    out = tmp_path / "v2.capture"
+    assert main(["simulate", "v2-negative-draft", "-o", str(out), "--steps", "1"]) == 0
+    manifest = _manifest(out)
+    assert manifest["simulation"]["injected"] == {"negative_draft": 0}
+    assert "no fault fired in its 1 step " in manifest["notes"]

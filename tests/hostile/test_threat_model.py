@@ -1306,6 +1306,12 @@ TESTS = {
              "test_a_repro_case_process_ends_itself_at_its_deadline",
              "tests/hostile/test_round16_fix16c.py::"
              "test_the_repro_test_reads_a_case_process_cut_at_its_deadline_as_timed_out"],
+    "T87c": ["tests/hostile/test_round16_fix16c.py::"
+             "test_a_simulated_capture_whose_faults_never_fired_says_so",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_a_simulated_capture_names_the_faults_that_fired_and_how_often",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_a_simulated_v2_capture_says_no_fault_fired_when_none_did"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
