@@ -165,3 +165,86 @@ def test_a_simulated_v2_capture_says_no_fault_fired_when_none_did(tmp_path: Path
     manifest = _manifest(out)
     assert manifest["simulation"]["injected"] == {"negative_draft": 0}
     assert "no fault fired in its 1 step " in manifest["notes"]
+
+
+# ------------------------------------------------------------------ T87d: records of many names
+
+
+def _many_keys(count: int) -> dict[str, str]:
+    return {"site": "embedding", "step": "1", **{f"k{i}": "0" for i in range(count)}}
+
+
+def test_a_safetensors_of_many_metadata_keys_is_refused_before_any_is_parsed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``__metadata__`` of 1.37 million keys (16 MB) took 15 s and 405 MB before "unknown
+    field": each value went through its own JSON parse (its error message built first). A
+    record holds no more names than the largest site declares (with site, step, rank and
+    summary): past them the file is refused in one line naming it, the count and the cap,
+    before any value is parsed (the header is the one JSON text read)."""
+    import json
+    import struct
+
+    from test_round4_importers import refused
+
+    from forensics.importers import safetensors_
+
+    parsed: list[int] = []
+    real = safetensors_.strict_json
+    monkeypatch.setattr(safetensors_, "strict_json",
+                        lambda text: parsed.append(1) or real(text))
+    text = json.dumps({"__metadata__": _many_keys(20_000)}).encode()
+    source = tmp_path / "many.safetensors"
+    source.write_bytes(struct.pack("<Q", len(text)) + text)
+    # the cap: the largest site's 19 fields, and site, step, rank, summary
+    err = refused(source, tmp_path, capsys, "a record of 20002 field names",
+                  "past the 23 any site declares")
+    assert parsed == [1], err
+
+
+def test_a_pt_dict_of_many_keys_is_refused_before_any_value_is_converted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``.pt`` dict of 900,000 keys took 7 s of CPU before "unknown field"; it is now refused
+    naming the record, the file, the count and the cap, before a value is converted."""
+    import torch
+    from test_round4_importers import refused
+
+    from forensics.importers import pt
+
+    def converted(*args: object) -> None:
+        raise AssertionError("a value was converted")
+
+    monkeypatch.setattr(pt, "_leaf", converted)
+    source = tmp_path / "many.pt"
+    torch.save({"site": "embedding", "step": 1,
+                **{f"k{i}": i for i in range(5_000)}}, source)
+    refused(source, tmp_path, capsys, "record 0 in 'many.pt': a record of 5002 field names")
+
+
+def test_an_npz_metadata_of_many_keys_is_refused_naming_the_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The ``.npz`` importer's ``__metadata__`` object is held to the same cap."""
+    import json
+
+    import numpy as np
+    from test_round4_importers import refused
+
+    source = tmp_path / "many.npz"
+    np.savez(source, __metadata__=np.array(json.dumps({**_many_keys(3_000), "step": 1})),
+             input_ids=np.zeros(1, np.int64))
+    refused(source, tmp_path, capsys, "'", "a record of 3003 field names")
+
+
+# ------------------------------------------------------------------ T87e: schema's sites once
+
+
+@pytest.mark.parametrize("form", [[], ["--json"], ["--markdown"]])
+def test_schema_prints_a_site_named_twice_once(form: list[str],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``forensics schema embedding embedding`` printed the embedding block twice; each site
+    is printed once, in the order first named."""
+    assert main(["schema", *form, "embedding", "post_update", "embedding"]) == 0
+    once = capsys.readouterr().out
+    assert main(["schema", *form, "embedding", "post_update"]) == 0
+    assert once == capsys.readouterr().out
