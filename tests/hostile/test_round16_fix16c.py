@@ -248,3 +248,48 @@ def test_schema_prints_a_site_named_twice_once(form: list[str],
     once = capsys.readouterr().out
     assert main(["schema", *form, "embedding", "post_update"]) == 0
     assert once == capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ T87f: a triage's pieces
+
+
+@pytest.mark.parametrize(("forge", "claims", "holds"), [
+    ("shift", "the entry claims 300 record(s) of steps 1000..1299",
+     "holds 300 record(s) of steps 0..299"),
+    ("cut", "the entry claims 295 record(s) of steps 600..899",
+     "holds 300 record(s) of steps 600..899")])
+def test_a_triage_split_into_pieces_by_a_forged_index_is_an_error_row_with_the_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], forge: str, claims: str,
+        holds: str) -> None:
+    """The triage's planner cuts a capture into step ranges by its ``.idx`` index, which
+    ``inspect`` checks (T83b) but the planner does not: a forged index (every entry's steps
+    shifted by 1000, or one entry's count cut by 5) gave an error row (never a verdict) saying
+    only "batch N does not match its index entry". The row now says what the entry claims,
+    what the segment holds, and the fix (delete the index to rescan), as ``inspect`` does."""
+    import json
+
+    import numpy as np
+    from test_round3_caps import post
+
+    from forensics.store.index import ENTRY, MAGIC
+    from forensics.store.writer import new_capture
+
+    capture = tmp_path / f"{forge}.capture"
+    with new_capture(capture, {}) as writer:
+        writer.extend([post(s) for s in range(1500)], flush_every=300)
+    segment = next(capture.glob("*.arrows"))
+    index = segment.with_name(segment.name + ".idx")
+    entries = np.fromfile(index, dtype=ENTRY, offset=len(MAGIC))
+    if forge == "shift":
+        entries["step_min"] += 1000
+        entries["step_max"] += 1000
+    else:
+        entries[2]["rows"] -= 5
+    index.write_bytes(MAGIC + entries.tobytes())
+    assert main(["triage", str(capture), "--split-records", "1000", "--format", "json",
+                 "--workers", "1"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["conclusion"] == "unreadable" and row["verdicts"] == {}, row
+    assert row["error"].startswith(f"segment '{segment.name}' of '{capture.name}': batch "), row
+    assert f"{claims}, but the segment {holds} there; delete '{index.name}' to rescan" \
+        in row["error"], row

@@ -1320,6 +1320,8 @@ TESTS = {
              "test_an_npz_metadata_of_many_keys_is_refused_naming_the_file"],
     "T87e": ["tests/hostile/test_round16_fix16c.py::"
              "test_schema_prints_a_site_named_twice_once"],
+    "T87f": ["tests/hostile/test_round16_fix16c.py::"
+             "test_a_triage_split_into_pieces_by_a_forged_index_is_an_error_row_with_the_fix"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
