@@ -181,6 +181,9 @@ DEFAULT_OVERALL_DEADLINE = 3600.0
 #: records fits, while N records that each run to ``FORENSICS_CHILD_TIMEOUT`` no longer take
 #: N times it
 DEFAULT_REPLAY_DEADLINE = 21_600.0
+#: the seconds all of a ``forensics shrink``'s replays may take together (the original's, the
+#: search's, the written capture's), unless ``--deadline`` says: as long as one replay may
+DEFAULT_SHRINK_DEADLINE = DEFAULT_REPLAY_DEADLINE
 #: the longest overall deadline (seconds: a day)
 MAX_OVERALL_DEADLINE = 86_400
 

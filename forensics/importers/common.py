@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -36,6 +37,30 @@ MAX_JSON = 16 << 20
 MAX_CONTAINERS = 1 << 20
 
 
+def max_fields() -> int:
+    """The most names one record may hold: the largest site's declared fields (a summary
+    record's ``min``, ``max`` and bound, where more), and :data:`META_KEYS`."""
+    from forensics.schema import SUMMARY_COMMON
+    from forensics.validate import site_field_specs
+
+    declared = max(len(site_field_specs(site)) for site in SITES)
+    return max(declared, len(SUMMARY_COMMON) + 1) + len(META_KEYS)
+
+
+def check_field_count(count: int, where: str) -> None:
+    """Refuse a record of more than :func:`max_fields` names (``count``) before any of its
+    values is converted: each took a JSON parse or a tensor's copy before validation named
+    the first field no site has (1.37 million ``__metadata__`` keys: 15 s and 405 MB).
+
+    Raises CaptureFormatError naming ``where`` (the file, or the record in it), the count and
+    the cap."""
+    cap = max_fields()
+    if count > cap:
+        raise CaptureFormatError(f"{where}: a record of {count} field names, past the {cap} "
+                                 "any site declares (with site, step, rank and summary); "
+                                 "write one record's fields, one record per file")
+
+
 def where_of(path: Any, index: int) -> str:
     """The source position used in messages: ``record I in 'FILE'``."""
     return f"record {index} in '{terminal(path)}'"
@@ -50,6 +75,7 @@ def record_from_dict(raw: Any, where: str) -> Record:
     if not isinstance(raw, dict):
         raise CaptureFormatError(f"{where}: expected a dict with 'site', 'step' and the site's "
                                  f"fields, got {type(raw).__name__}")
+    check_field_count(len(raw), where)
     bad = [k for k in raw if not isinstance(k, str)]
     if bad:
         raise CaptureFormatError(f"{where}: field names must be strings, got {show(bad[0])}")
@@ -138,15 +164,17 @@ def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None
                                      f"{MAX_DECODED} bytes in all; split the dump")
 
 
-def check_containers(text: bytes | str, where: str, before: int = 0) -> int:
+def check_containers(text: bytes | str, where: str | Callable[[], str], before: int = 0) -> int:
     """``before`` plus the JSON lists and objects ``text`` holds (each ``[`` or ``{`` counted,
     in strings too), when at most :data:`MAX_CONTAINERS`, counted before it is parsed.
+    ``where``: the text's place, or what makes it (only when refused).
 
     Raises CaptureFormatError naming ``where``, the count and the fix."""
     opened = before + (text.count(b"[") + text.count(b"{") if isinstance(text, bytes)
                        else text.count("[") + text.count("{"))
     if opened > MAX_CONTAINERS:
-        raise CaptureFormatError(f"{where} holds {opened} JSON lists and objects, past the "
+        place = where if isinstance(where, str) else where()
+        raise CaptureFormatError(f"{place} holds {opened} JSON lists and objects, past the "
                                  f"{MAX_CONTAINERS} one record needs; save long lists as "
                                  "tensors")
     return opened

@@ -86,10 +86,11 @@ def _dtype(spec: FieldSpec, default: str) -> str:
 
 
 def formats(sites: list[str] | None = None) -> list[dict[str, Any]]:
-    """:func:`site_format` of ``sites`` (default: every registered site, in pipeline order)."""
+    """:func:`site_format` of ``sites`` (default: every registered site, in pipeline order),
+    each site once, in the order first named."""
     from forensics.sites import SITES
 
-    return [site_format(name) for name in (sites or list(SITES))]
+    return [site_format(name) for name in dict.fromkeys(sites or SITES)]
 
 
 def as_text(data: list[dict[str, Any]]) -> str:

@@ -23,6 +23,7 @@ from forensics.importers.common import (
     MAX_VALUES,
     check_containers,
     check_disjoint,
+    check_field_count,
     check_members,
     open_archive,
     record_from_dict,
@@ -66,6 +67,7 @@ def read(path: Path) -> Imported:
         if not isinstance(value, dict):
             raise CaptureFormatError(f"'{terminal(path)}': __metadata__ must be a JSON object "
                                      "string")
+        check_field_count(len(value) + len(arrays), f"'{terminal(path)}'")
         check_disjoint(value, arrays, path, "member")
         raw.update(value)
     for name, array in arrays.items():

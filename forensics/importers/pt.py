@@ -17,6 +17,7 @@ from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import (
     MAX_VALUES,
+    check_field_count,
     check_members,
     open_archive,
     read_member,
@@ -45,6 +46,9 @@ def read(path: Path) -> Imported:
         raise CaptureFormatError(f"'{terminal(path)}': expected a dict or a list of dicts, "
                                  f"got {type(obj).__name__}")
     budget = _Budget(f"'{terminal(path)}'")
+    for i, item in enumerate(items):
+        if isinstance(item, dict):
+            check_field_count(len(item), where_of(path.name, i))
     try:
         records = [record_from_dict(_plain(item, where_of(path.name, i), budget),
                                     where_of(path.name, i)) for i, item in enumerate(items)]

@@ -22,6 +22,7 @@ from forensics.importers.common import (
     MAX_JSON,
     check_containers,
     check_disjoint,
+    check_field_count,
     record_from_dict,
     show,
     where_of,
@@ -54,6 +55,7 @@ def read(path: Path) -> Imported:
     meta = header.pop("__metadata__", {}) or {}
     if not isinstance(meta, dict):
         raise CaptureFormatError(f"'{terminal(path)}': __metadata__ must be an object of strings")
+    check_field_count(len(meta) + len(header), f"'{terminal(path)}'")
     check_disjoint(meta, header, path, "tensor")
     for key, text in meta.items():
         raw[key] = _meta_value(key, text, path)
@@ -111,7 +113,7 @@ def _meta_value(key: str, text: Any, path: Path) -> Any:
         raise CaptureFormatError(f"'{terminal(path)}': __metadata__[{show(key)}] is a JSON text of "
                                  f"{len(text)} characters; at most {MAX_JSON}; save ids as "
                                  "tensors")
-    check_containers(text, f"'{terminal(path)}': __metadata__[{show(key)}]")
+    check_containers(text, lambda: f"'{terminal(path)}': __metadata__[{show(key)}]")
     try:
         return strict_json(text)
     except DuplicateKeyError as exc:

@@ -36,8 +36,9 @@ class Budget:
         return True
 
 
-class _Spent(Exception):
-    """The next test would overrun the budget: the search stops where it is."""
+class Spent(Exception):
+    """The next test would overrun the budget, or ``test`` can no longer answer (raised by it:
+    an overall deadline passed): the search stops where it is."""
 
 
 class _Cached(Generic[T]):
@@ -55,7 +56,7 @@ class _Cached(Generic[T]):
         key = (len(items), hash(tuple(items)))
         if key not in self.seen:
             if self.budget is not None and not self.budget.allows(self.cost(items)):
-                raise _Spent
+                raise Spent
             self.calls += 1
             self.seen[key] = bool(self.test(items))
         return self.seen[key]
@@ -73,8 +74,9 @@ def ddmin(items: Sequence[T], test: Callable[[list[T]], bool], budget: Budget | 
     """The smallest subset of ``items`` that ``ddmin`` finds keeping ``test`` true.
 
     ``items`` must pass ``test`` (not checked again). The result is 1-minimal (removing any
-    one of its items makes ``test`` false) unless ``budget`` ran out first (it is then the
-    smallest subset found passing ``test``; ``budget.exhausted`` says so); a test costs
+    one of its items makes ``test`` false) unless ``budget`` ran out first or ``test`` raised
+    :class:`Spent` (it is then the smallest subset found passing ``test``; ``budget.exhausted``
+    says when the budget ran out); a test costs
     ``cost(subset)`` of the budget. Order is kept.
 
     Returns:
@@ -85,7 +87,7 @@ def ddmin(items: Sequence[T], test: Callable[[list[T]], bool], budget: Budget | 
     try:
         while len(current) >= 2 and n:
             current, n = _round(current, n, cached)
-    except _Spent:
+    except Spent:
         pass  # ``current`` is the last subset that passed
     return current, cached.calls
 

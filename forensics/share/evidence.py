@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forensics.errors import CaptureFormatError, ForensicsError
+from forensics.errors import CaptureFormatError, DeadlineError, ForensicsError
 from forensics.escaping import shell_word, terminal
 from forensics.records import Record
 from forensics.variants import DEFAULT_VARIANTS
@@ -319,6 +319,7 @@ def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: di
     Raises:
         EvidenceChangedError: the written capture's evidence differs; nothing is left at ``out``
             (a capture already there stays as it was).
+        DeadlineError: an overall deadline cut the written capture's replay (nothing is left).
         OutputExistsError: ``out`` exists and ``force`` is false, or it is not a capture.
     """
     from forensics.replaying import replay
@@ -333,8 +334,12 @@ def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: di
         writer.close()
         if final is not None:
             write_manifest_once(writer.path, build_manifest(final()), again=True)
-        got = evidence_of(replay(load(writer.path), variants=list(variants), progress=progress),
-                          crash=True)
+        done = replay(load(writer.path), variants=list(variants), progress=progress)
+        if done.cut:
+            raise DeadlineError(f"refusing to write '{terminal(out)}': its replay did not finish "
+                                f"({done.cut}), so it is not known to keep the original's "
+                                "evidence; give it more time (shrink's --deadline)")
+        got = evidence_of(done, crash=True)
         changed = differences(expected, got)
         if changed:
             raise EvidenceChangedError(f"refusing to write '{terminal(out)}': its replay differs "

@@ -35,7 +35,9 @@ recorded values at those slots, so a fix to it passes the test too; a case of th
 origin's call carries the same `chain` and runs it the same way (one run for both). The
 records, and the facts their bounds come from, are read at run time from the JSON file beside
 this one (same name, `.json`), through `load_data`: this file holds no text of the capture.
-Every call has a deadline; past it the test fails with "timed out after N s". No buffer sized by
+Every call has a deadline (the data file's `deadline_s`); past it the test fails with "timed out
+after N s"; a case's own process (`--case N`, `--origin N`) ends itself at it too, with the line
+"timed out after N s in FUNCTION ..." on stderr and exit status 124. No buffer sized by
 a record's numbers passes one allocation budget (1 GiB, or FORENSICS_MAX_ALLOC bytes): past it,
 or where a record disagrees with the call run on it, the data file is refused (BadData), naming
 the field. Without the vLLM this repro needs, the tests are skipped, saying why.

@@ -17,6 +17,10 @@ DATA = load_data()
 WRITTEN = {}
 
 
+#: the exit status of a case's process its deadline ended (as `timeout` exits)
+TIMED_OUT = 124
+
+
 class Crashed(Exception):
     """A Triton case's process was killed by a signal (an access outside the process's
     memory)."""
@@ -41,10 +45,12 @@ def run_in_interpreter(index, seconds, part="--case"):
         name = {s.value: s.name for s in signal.Signals}.get(-run.returncode)
         raise Crashed(f"its process was killed by {name or f'signal {-run.returncode}'}")
     lines = [line for line in run.stdout.splitlines() if line.startswith(OUTCOME)]
+    outcome = json.loads(lines[-1][len(OUTCOME):]) if lines else {}
+    if run.returncode == TIMED_OUT and "timed_out" in outcome:
+        raise Deadline()
     if run.returncode != 0 or not lines:
         raise RuntimeError(f"the case's process exited {run.returncode}: "
                            f"{run.stderr.strip()[-2000:]}")
-    outcome = json.loads(lines[-1][len(OUTCOME):])
     if "index_error" in outcome:
         raise IndexError(outcome["index_error"])
     if "bad_data" in outcome:
@@ -122,12 +128,21 @@ def inputs(case):
 
 def case_process(index, part="--case"):
     """The body of ``python THIS_FILE.py --case N`` (``--origin N``): run case N (its origin
-    record), print its outcome."""
+    record) under the data file's deadline, print its outcome; past the deadline, one line on
+    stderr saying so and exit :data:`TIMED_OUT`."""
     case = DATA["cases"][index]
     if part == "--origin":
         case = case["origin"]
+    seconds = DATA["deadline_s"]
     try:
-        written = RUNNERS[case["site"]](inputs(case))
+        with deadline(seconds):
+            written = RUNNERS[case["site"]](inputs(case))
+    except Deadline:
+        print(OUTCOME + json.dumps({"timed_out": seconds}), flush=True)
+        print(f"timed out after {seconds} s in {case['function']} on {_where(case)} "
+              f"({part} {index}); the data file's deadline_s is set by forensics repro "
+              "--deadline", file=sys.stderr, flush=True)
+        sys.exit(TIMED_OUT)
     except IndexError as exc:
         outcome = {"index_error": str(exc)}
     except BadData as exc:

@@ -24,6 +24,15 @@ its replays take in records quadratic in the window's. Each search replays at mo
 :data:`SEARCH_FACTOR` times the records it starts from (a :class:`~forensics.share.ddmin.Budget`);
 spent, it keeps the smallest set found so far, which keeps the evidence, and the result says
 it stopped (:attr:`ShrinkResult.complete`).
+
+All of a shrink's replays (the original's, the search's, the written capture's) run under one
+overall deadline (``deadline``, :data:`~forensics.budget.DEFAULT_SHRINK_DEADLINE`; a replay's
+own kernel worker ends no later than it). The search stops before a replay once what is left
+of it is less than the original's replay took (the written capture's replay needs about that),
+or when a replay of it was cut: it then keeps the smallest set a complete replay found to keep
+the evidence (the whole capture when that is all it found) and says it stopped
+(:attr:`ShrinkResult.stopped`, in the manifest's ``shrink`` entry too). A replay of the
+original, or of the capture written, that the deadline cut writes nothing (DeadlineError).
 """
 
 from __future__ import annotations
@@ -38,11 +47,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from forensics.errors import ForensicsError
+from forensics.budget import DEFAULT_SHRINK_DEADLINE, Clock, overall_clock
+from forensics.errors import DeadlineError, ForensicsError
 from forensics.escaping import terminal
 from forensics.judge.continuity import CLAMPED, SUBSTITUTED
 from forensics.progress import Progress
-from forensics.share.ddmin import Budget, ddmin
+from forensics.share.ddmin import Budget, Spent, ddmin
 from forensics.share.evidence import Evidence, differences, evidence_of, publish, reference
 
 if TYPE_CHECKING:
@@ -81,6 +91,9 @@ class ShrinkResult:
     #: the records the window held, and the records its two ddmin searches replayed
     window_records: int = 0
     records_replayed: int = 0
+    #: why the search stopped before its end at the overall deadline ("" when it did not):
+    #: what was written keeps the evidence, but may not be minimal
+    stopped: str = ""
 
     @property
     def fraction_kept(self) -> float:
@@ -89,42 +102,53 @@ class ShrinkResult:
 
 
 def shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[str] | None = None,
-           *, force: bool = False, progress: bool = False) -> ShrinkResult:
+           *, force: bool = False, progress: bool = False,
+           deadline: float = DEFAULT_SHRINK_DEADLINE) -> ShrinkResult:
     """Write at ``out`` the smallest capture found whose replay through ``variants`` (default
-    ``upstream`` and ``patched``) gives ``capture``'s verdicts and first findings.
+    ``upstream`` and ``patched``) gives ``capture``'s verdicts and first findings, all its
+    replays within ``deadline`` seconds together (see the module docstring).
 
     Returns:
         A :class:`ShrinkResult`.
     Raises:
         CaptureFormatError: ``capture`` is not a readable capture.
         OutputExistsError: ``out`` exists without ``force``.
-        ConfigurationError: ``out`` is the input capture or lies inside it.
+        ConfigurationError: ``out`` is the input capture or lies inside it; ``deadline`` is
+            not a positive number of seconds up to a day.
+        DeadlineError: the deadline cut the replay of ``capture`` or of the capture written.
         NothingToKeepError: the replay of ``capture`` has no finding and raises at no site.
         EvidenceChangedError: the written capture would not replay to the same evidence.
         PatchApplyError: a diff changed while the shrink ran.
     """
     from forensics.variants import DEFAULT_VARIANTS, diffs_read_once
 
-    with diffs_read_once(variants or DEFAULT_VARIANTS) as names:  # one diff, every replay
-        return _shrink(capture, out, names, force, progress)
+    with diffs_read_once(variants or DEFAULT_VARIANTS) as names, \
+            overall_clock(deadline, DEFAULT_SHRINK_DEADLINE) as clock:  # one diff, every replay
+        return _shrink(capture, out, names, force, progress, clock)
 
 
 def _shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence[str],
-            force: bool, progress: bool) -> ShrinkResult:
-    """:func:`shrink`, each variant as its replays name it."""
+            force: bool, progress: bool, clock: Clock) -> ShrinkResult:
+    """:func:`shrink`, each variant as its replays name it, under ``clock``."""
     start = time.perf_counter()
     cap, names, result = reference(capture, out, variants, force, progress)
     reference_seconds = time.perf_counter() - start
+    if result.cut:
+        raise DeadlineError(f"capture '{terminal(cap.path)}': its replay did not finish "
+                            f"({result.cut}): there is no evidence to keep; nothing was "
+                            "written; give a longer --deadline")
     expected = evidence_of(result, crash=True)
     if not (expected.has_findings or expected.has_errors):
         raise NothingToKeepError(f"capture '{terminal(cap.path)}' has no finding and no site "
                                  f"whose replay raised under {names}: there is no evidence to "
                                  "keep; share it whole or choose other variants")
-    search = _Search(result, expected, names, progress)
+    search = _Search(result, expected, names, progress, clock, reference_seconds)
     kept = search.run()
     steps = sorted({int(result.index["step"].iat[i]) for i in kept})
-    done = {"records_before": len(result.records), "records_kept": len(kept),
-            "steps_kept": steps, "variants": names}
+    done: dict[str, Any] = {"records_before": len(result.records), "records_kept": len(kept),
+                            "steps_kept": steps, "variants": names}
+    if search.stopped:
+        done["stopped"] = f"{search.stopped}: it keeps the evidence but may not be minimal"
     if "shrink" in cap.manifest:  # a shrunk capture shrunk again: what was done first stays
         done["before"] = cap.manifest["shrink"]
     manifest = {**cap.manifest, "shrink": done}
@@ -133,16 +157,20 @@ def _shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence
                    [*cap.events, *cap.kernel_events], expected, names, force)
     return ShrinkResult(path, len(result.records), len(kept), steps, search.replays + 2,
                         time.perf_counter() - start, expected, reference_seconds,
-                        not any(b.exhausted for b in search.budgets), search.window_records,
-                        sum(b.spent for b in search.budgets))
+                        not (search.stopped or any(b.exhausted for b in search.budgets)),
+                        search.window_records, sum(b.spent for b in search.budgets),
+                        search.stopped)
 
 
 class _Search:
     """The window, then ``ddmin`` over steps and records, on one replay result."""
 
     def __init__(self, result: Any, expected: Evidence, variants: list[str],
-                 progress: bool) -> None:
+                 progress: bool, clock: Clock | None = None, reserve: float = 0.0) -> None:
         self.result, self.expected, self.variants = result, expected, variants
+        # the overall deadline (None: none), and the seconds of it the written capture's
+        # replay is left
+        self.clock, self.reserve, self.stopped = clock, reserve, ""
         self.index, self.findings = result.index, result.findings
         self.replays = 0
         self._records: dict[int, Record] = {}
@@ -157,21 +185,35 @@ class _Search:
         return self._records[i]
 
     def keeps(self, positions: Sequence[int]) -> bool:
-        """Whether the records at ``positions`` replay to the expected evidence."""
+        """Whether the records at ``positions`` replay to the expected evidence.
+
+        Raises:
+            Spent: the overall deadline leaves no time for this replay and the written
+                capture's, or it cut this replay (:attr:`stopped` says so).
+        """
         from forensics.replaying import replay
 
+        if self.clock is not None and self.clock.left() < self.reserve:
+            self.stopped = (f"the search stopped at the overall deadline of "
+                            f"{self.clock.seconds:g} s")
+            raise Spent
         self.replays += 1
         if self.bar is not None:
             self.bar.advance(0, f"shrink: {len(positions)} records, replay {self.replays}")
-        got = evidence_of(replay([self.record(i) for i in sorted(positions)],
-                                 variants=self.variants))
-        return not differences(self.expected, got)
+        done = replay([self.record(i) for i in sorted(positions)], variants=self.variants)
+        if done.cut:  # not known either way
+            self.stopped = f"the search stopped: {done.cut}"
+            raise Spent
+        return not differences(self.expected, evidence_of(done))
 
     def run(self) -> list[int]:
         """Positions of the records kept, in capture order."""
         try:
             witnesses = sorted(self.witnesses())
-            steps = self.window(witnesses)
+            try:
+                steps = self.window(witnesses)
+            except Spent:  # only the whole capture is known to keep the evidence
+                return self.at_steps(list(self.by_step))
             left = witnesses if steps is None else self.over_steps(steps)
             self.budgets.append(Budget(SEARCH_FACTOR * len(left)))
             kept, _ = ddmin(left, self.keeps, self.budgets[-1])

@@ -16,6 +16,7 @@ import queue
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -311,13 +312,20 @@ class _ThreadedBlocks:
 
 def write_simulation(path: str | os.PathLike[str], simulator: Simulator, steps: int,
                      manifest: dict[str, Any] | None = None, force: bool = False,
-                     progress: bool = False) -> Path:
+                     progress: bool = False,
+                     final: Callable[[], dict[str, Any]] | None = None) -> Path:
     """Run ``simulator`` for ``steps`` steps into a new capture at ``path``; return the path.
-    ``progress``: draw a bar on stderr.
+    ``progress``: draw a bar on stderr. ``final``: the manifest once the run is over (what it
+    injected), written in place of ``manifest`` before the capture is put in place.
 
     Raises:
         OutputExistsError: ``path`` exists and ``force`` is false, or it is not a capture.
     """
+    from forensics.store.manifest import build_manifest, write_manifest_once
+
     with new_capture(path, manifest, force) as writer:
         write_steps(writer, simulator, steps, progress)
+        if final is not None:
+            writer.close()
+            write_manifest_once(writer.path, build_manifest(final()), again=True)
     return Path(path)

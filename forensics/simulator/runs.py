@@ -191,6 +191,8 @@ class Simulator:
         #: a forced ``vocab_sentinel`` that no row could carry yet (every row new): owed to the
         #: next step that drafts
         self._sentinel_owed = False
+        #: how many times each fault fired so far (changed a record), by name
+        self.injected: dict[str, int] = dict.fromkeys(FAULTS, 0)
         #: the site of each call of :data:`V1_CALLS`
         self._sites = tuple(hooked_by()[call] for call in V1_CALLS)
         self._state, self._prev = self._first_batch()
@@ -350,15 +352,18 @@ class Simulator:
         if "misattribution" in on and pool and p > 1:
             row = pool.pop()
             rec[row] = (int(st.pp[row]) + 1 + int(self.draws.integers(0, p - 1, 1)[0])) % p
+            self.injected["misattribution"] += 1
         if "stale_prev_row" in on and pool:
             row = pool.pop()
             rec[row] = p + int(self.draws.integers(0, max(1, self.m - p), 1)[0])
+            self.injected["stale_prev_row"] += 1
         if "placeholder_leak" in on:
             rows = [r for r in pool if state[PH, r] <= self.k1]
             if rows:
                 st.discarded.append(int(st.pp[rows[-1]]))
                 rec[rows[-1]] = -1
                 st.leak = np.array(rows[-1:], np.int64)
+                self.injected["placeholder_leak"] += 1
         st.sentinel = "vocab_sentinel" in on  # its row is chosen once acceptance is drawn
         st.sentinel_forced = self._sentinel_owed or "vocab_sentinel" in (
             self.scenario.faults.forced_at(self.step_index) if self._forced else ())
@@ -576,6 +581,7 @@ class Simulator:
             tok[row, acc[row] + 1] = self.vocab
             written[row] += 1
             last_written[row] = self.vocab
+            self.injected["vocab_sentinel"] += 1
         return tok, written, last_written
 
 
@@ -617,11 +623,12 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
     if sc.runner == "v2":
         from forensics.simulator.v2 import simulate_v2
 
-        return simulate_v2(sc, seed, manifest_for(sc, seed, notes), out, force)
+        return simulate_v2(sc, seed, lambda injected: manifest_for(sc, seed, notes, injected),
+                           out, force)
     sim = Simulator(sc, seed)
     if out is None:
         return list(sim.records(sc.steps))
     from forensics.simulator.columns import write_simulation
 
     return write_simulation(Path(out), sim, sc.steps, manifest_for(sc, seed, notes), force,
-                            progress)
+                            progress, final=lambda: manifest_for(sc, seed, notes, sim.injected))

@@ -192,8 +192,12 @@ def fault_names(sc: Scenario) -> set[str]:
     return v1 | {name for name, rate in sc.v2_faults if rate > 0}
 
 
-def manifest_for(sc: Scenario, seed: int, notes: str | None = None) -> dict[str, Any]:
-    """The manifest entries of a simulated capture: creator, model facts, settings, notes."""
+def manifest_for(sc: Scenario, seed: int, notes: str | None = None,
+                 injected: dict[str, int] | None = None) -> dict[str, Any]:
+    """The manifest entries of a simulated capture: creator, model facts, settings, notes.
+    ``injected``: once the run is over, how many times each fault fired (the simulator's
+    ``injected``): kept for each fault ``sc`` may inject (``simulation.injected``), and notes
+    not given say which fired, or that none did (:func:`ran_notes`)."""
     from forensics import __version__
 
     faults = {name: getattr(sc.faults, name) for name in FAULTS}
@@ -207,6 +211,28 @@ def manifest_for(sc: Scenario, seed: int, notes: str | None = None) -> dict[str,
                        "spec_tokens": sc.spec_tokens, "vocab": sc.vocab,
                        "accept_rate": sc.accept_rate, "arrival_rate": sc.arrival_rate,
                        "mean_output": sc.mean_output, "faults": faults,
-                       "forced_faults": forced},
-        "notes": notes if notes is not None else f"synthetic run: {sc.description}",
+                       "forced_faults": forced, **_injected(sc, injected)},
+        "notes": notes if notes is not None else ran_notes(sc, injected),
     } | ({"clamps": True} if sc.clamps else {})
+
+
+def _injected(sc: Scenario, injected: dict[str, int] | None) -> dict[str, Any]:
+    """``{"injected": {fault: count}}`` of each fault ``sc`` may inject, once it ran."""
+    if injected is None:
+        return {}
+    return {"injected": {name: int(injected.get(name, 0)) for name in sorted(fault_names(sc))}}
+
+
+def ran_notes(sc: Scenario, injected: dict[str, int] | None = None) -> str:
+    """The notes of a simulated capture: its scenario's description, and once it ran
+    (``injected``) the faults that fired with their counts, or that none did (a run too short
+    for its random faults claims none)."""
+    if injected is None or not fault_names(sc):
+        return f"synthetic run: {sc.description}"
+    fired = ", ".join(f"{name} {injected[name]} time{'s' * (injected[name] != 1)}"
+                      for name in sorted(fault_names(sc)) if injected.get(name))
+    if fired:
+        return f"synthetic run: {sc.description}; faults injected: {fired}"
+    steps = f"{sc.steps} step{'s' * (sc.steps != 1)}"
+    return (f"synthetic run: no fault fired in its {steps} (scenario {sc.name}, whose faults, "
+            f"drawn at random, are: {sc.description})")

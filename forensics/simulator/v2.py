@@ -33,7 +33,7 @@ numpy only; imported lazily by :func:`forensics.simulator.runs.simulate`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,6 +95,8 @@ class V2Simulator:
         m, k = settings.slots, settings.spec_tokens
         self.live: dict[int, _Slot] = {}
         self.next_req = 0
+        #: how many times each fault fired so far (changed a record), by name
+        self.injected: dict[str, int] = dict.fromkeys(FAULTS_V2, 0)
         self.state: dict[str, np.ndarray] = {"last_sampled_tokens": np.zeros(m, np.int64),
                       "draft_tokens": np.zeros((m, k), np.int64),
                       "prefill_len": np.zeros(m, np.int32),
@@ -135,11 +137,13 @@ class V2Simulator:
             decoding = [i for i, r in enumerate(rows) if r[2] > 0]
             if decoding:
                 self.state["draft_tokens"][slots[decoding[0]], 0] = -1
+                self.injected["negative_draft"] += 1
         decoding = [i for i, r in enumerate(rows) if r[2] > 0]
         if self.s.wrong_last_token and self.rng.random() < self.s.wrong_last_token and decoding:
             last = self.state["last_sampled_tokens"]
             slot = slots[decoding[0]]
             last[slot] = (int(last[slot]) + 1 + int(self.rng.integers(0, vocab - 1))) % vocab
+            self.injected["wrong_last_token"] += 1
         req_ids = [f"req-{self.live[slot].req}" for slot in slots]
         queries, logits = [r[0] for r in rows], [r[1] for r in rows]
         qsl = np.concatenate([[0], np.cumsum(queries)]).astype(np.int32)
@@ -160,6 +164,7 @@ class V2Simulator:
             ids = np.array(ids, copy=True)
             end, count = int(qsl[decoding[-1] + 1]), rows[decoding[-1]][2]
             ids[end - count:end] = 0
+            self.injected["zeroed_combine"] += 1
         combine.fields["input_ids_after"] = ids
         fed = Record(SINK, step, 0, {
             "input_ids": ids, "num_embeddings": vocab, "req_ids": req_ids,
@@ -218,6 +223,7 @@ class V2Simulator:
             if rows_ok:
                 i = rows_ok[int(self.rng.integers(0, len(rows_ok)))]
                 sampled[i, num_sampled[i] - 1] = vocab
+                self.injected["vocab_sample"] += 1
         num_logits = np.array([r[1] for r in rows], np.int32)
         record = Record(self.post_site, step, 0, {
             "idx_mapping": np.array(slots, np.int64),
@@ -258,12 +264,15 @@ def settings_of(scenario: Scenario) -> V2Settings:
                       zeroed_combine=rates.get("zeroed_combine", 0.0))
 
 
-def simulate_v2(scenario: Scenario, seed: int, manifest: dict[str, Any],
+def simulate_v2(scenario: Scenario, seed: int,
+                manifest: Callable[[dict[str, int]], dict[str, Any]],
                 out: str | Path | None, force: bool) -> list[Record] | Path:
-    """Run a V2 scenario: its records, or the capture written at ``out`` (``runner`` v2)."""
-    records = list(V2Simulator(settings_of(scenario), seed).records())
+    """Run a V2 scenario: its records, or the capture written at ``out`` (``runner`` v2) with
+    ``manifest`` of the faults the run injected."""
+    sim = V2Simulator(settings_of(scenario), seed)
+    records = list(sim.records())
     if out is None:
         return records
     from forensics.store.writer import write_capture
 
-    return write_capture(Path(out), records, {**manifest, "runner": "v2"}, force)
+    return write_capture(Path(out), records, {**manifest(sim.injected), "runner": "v2"}, force)

@@ -276,10 +276,15 @@ class Segment:
             return
         held_text = held if isinstance(held, str) else \
             f"{held[0]} record(s) of steps {held[1]}..{held[2]}"
-        raise CaptureFormatError(
-            f"{self.where}: index entry {i} claims {claimed[0]} record(s) of steps "
-            f"{claimed[1]}..{claimed[2]}, but the segment holds {held_text} there; delete "
-            f"'{terminal(self.path.with_name(self.name + INDEX_SUFFIX).name)}' to rescan")
+        raise CaptureFormatError(f"{self.where}: index entry {i} {self._claims(i, held_text)}")
+
+    def _claims(self, i: int, held: str) -> str:
+        """``claims N record(s) of steps A..B, but the segment holds HELD there; delete
+        'NAME.idx' to rescan``: what index entry ``i`` claims, what its batch holds, the fix."""
+        entry = self._table[i]
+        return (f"claims {int(entry['rows'])} record(s) of steps {int(entry['step_min'])}.."
+                f"{int(entry['step_max'])}, but the segment holds {held} there; delete "
+                f"'{terminal(self.path.with_name(self.name + INDEX_SUFFIX).name)}' to rescan")
 
     def _held_steps(self, offset: int, length: int, rows: int) -> tuple[int, int, int] | str:
         """The records of the batch at ``offset`` (``length`` bytes, whose head
@@ -467,9 +472,13 @@ class Segment:
     def _as_indexed(self, view: BatchView, i: int) -> BatchView:
         """``view`` (batch ``i``), once its rows and steps are its index entry's."""
         entry = self._table[i]
-        if (len(view), int(view.steps.min()), int(view.steps.max())) != (
-                int(entry["rows"]), int(entry["step_min"]), int(entry["step_max"])):
-            raise CaptureFormatError(f"{self.where}: batch {i} does not match its index entry")
+        held = (len(view), int(view.steps.min()), int(view.steps.max())) if len(view) else \
+            (0, None, None)
+        if held != (int(entry["rows"]), int(entry["step_min"]), int(entry["step_max"])):
+            text = f"{held[0]} record(s) of steps {held[1]}..{held[2]}" if held[0] else \
+                "no record"
+            raise CaptureFormatError(f"{self.where}: batch {i} does not match its index entry: "
+                                     f"the entry {self._claims(i, text)}")
         return view
 
     def read_batch(self, i: int) -> BatchView:

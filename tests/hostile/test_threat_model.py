@@ -1324,6 +1324,32 @@ TESTS = {
              "test_inspect_refuses_an_index_whose_claims_its_batch_does_not_hold"],
     "T83c": ["tests/hostile/test_round16_fix16.py::"
              "test_triage_from_a_working_directory_past_path_max_says_why_it_cannot_start"],
+    "T87a": ["tests/hostile/test_round16_fix16c.py::"
+             "test_shrink_stops_at_its_overall_deadline_and_says_it_may_not_be_minimal",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_shrink_api_reports_the_stop_and_a_full_search_reports_none",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_shrink_refuses_a_deadline_out_of_range"],
+    "T87b": ["tests/hostile/test_round16_fix16c.py::"
+             "test_a_repro_case_process_ends_itself_at_its_deadline",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_the_repro_test_reads_a_case_process_cut_at_its_deadline_as_timed_out"],
+    "T87c": ["tests/hostile/test_round16_fix16c.py::"
+             "test_a_simulated_capture_whose_faults_never_fired_says_so",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_a_simulated_capture_names_the_faults_that_fired_and_how_often",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_a_simulated_v2_capture_says_no_fault_fired_when_none_did"],
+    "T87d": ["tests/hostile/test_round16_fix16c.py::"
+             "test_a_safetensors_of_many_metadata_keys_is_refused_before_any_is_parsed",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_a_pt_dict_of_many_keys_is_refused_before_any_value_is_converted",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_an_npz_metadata_of_many_keys_is_refused_naming_the_file"],
+    "T87e": ["tests/hostile/test_round16_fix16c.py::"
+             "test_schema_prints_a_site_named_twice_once"],
+    "T87f": ["tests/hostile/test_round16_fix16c.py::"
+             "test_a_triage_split_into_pieces_by_a_forged_index_is_an_error_row_with_the_fix"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
