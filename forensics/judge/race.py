@@ -60,11 +60,18 @@ class RaceCheck:
     ambiguous: list[tuple[int, int, str]] = field(default_factory=list)
     #: the steps compared, in order (one per compared step and rank)
     steps: list[int] = field(default_factory=list)
+    #: (step, rank, writer site, baseline) of each chosen step not compared because what the
+    #: writer wrote is unknown: no output recorded, and the baseline's replay produced none
+    #: (it raised, or the replay's overall deadline cut it)
+    unproduced: list[tuple[int, int, str, str]] = field(default_factory=list)
 
     def summary(self) -> str:
         """One sentence on the comparison, or ``""`` when the capture has neither record."""
         if not self.recorded:
             return ""
+        if not self.compared and self.unproduced:
+            return ("Whether the model read what was written is not known."
+                    + self.unproduced_sentence() + self.ambiguous_sentence())
         if not self.compared:
             sites = sorted({m[2] for m in self.missing})
             return (f"No step has both the writer's and the embedding's record (missing: "
@@ -82,17 +89,28 @@ class RaceCheck:
             text += "they agree."
         if self.missing:
             text += f" {len(self.missing)} step(s) lack one of the two records."
-        return text + self.ambiguous_sentence()
+        return text + self.unproduced_sentence() + self.ambiguous_sentence()
+
+    def unproduced_sentence(self) -> str:
+        """Which chosen steps were not compared because what the writer wrote there is
+        unknown (:attr:`unproduced`), or ``""``."""
+        if not self.unproduced:
+            return ""
+        step, rank, site, baseline = self.unproduced[0]
+        return (f" {len(self.unproduced)} step(s) were not compared: what the writer wrote "
+                f"there is not known (no output recorded, and the {baseline} replay produced "
+                f"none; the first: {site} at step {step} rank {rank}).")
 
     @property
     def partial(self) -> bool:
-        """Whether some step holding both records was not compared (:data:`MAX_STEPS`)."""
+        """Whether some step holding both records was not compared (:data:`MAX_STEPS`, or
+        :attr:`unproduced`)."""
         return self.paired > self.compared
 
     def coverage(self) -> str:
-        """``""`` when every step holding both records was compared, else which were: `` of
-        600 that hold both records (only steps 345-600: at most 256 are compared, ...)``."""
-        if not self.partial:
+        """``""`` when every step holding both records was chosen, else which were compared:
+        `` of 600 that hold both records (only steps 345-600: at most 256 are compared, ...)``."""
+        if self.paired <= self.compared + len(self.unproduced):
             return ""
         return (f" of {self.paired} that hold both records (only steps "
                 f"{spans(sorted(set(self.steps)))}: at most {MAX_STEPS} are compared, those "
@@ -279,11 +297,15 @@ def race_check(result: ReplayResult, plan: RacePlan | None = None) -> RaceCheck:
     import pandas as pd
 
     plan = plan or race_plan(result)
-    check = dataclasses.replace(plan.check, missing=list(plan.check.missing), steps=[])
+    check = dataclasses.replace(plan.check, missing=list(plan.check.missing), steps=[],
+                                unproduced=[])
     outputs = getattr(result, "baseline_outputs", None) or {}
     rows: list[dict[str, Any]] = []
     for (step, rank, writer, present), written in zip(plan.chosen, plan.writers, strict=True):
         wrote = _written(plan.baseline, outputs, written)
+        if wrote[0] is None:  # what the writer wrote is unknown: nothing to compare with
+            check.unproduced.append((step, rank, str(writer["site"]), plan.baseline))
+            continue
         check.compared += 1
         check.steps.append(step)
         if len(rows) < MAX_FINDINGS:

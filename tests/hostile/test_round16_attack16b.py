@@ -1,0 +1,115 @@
+"""Hostile input, round 16 (attack 16b): the replay's overall deadline (T83a) and the race
+check it feeds, ...
+
+T88a: the race check counted a step as compared, and said "they agree", where what the
+writer wrote was unknown (no output recorded, and the baseline's replay of the writer raised
+or was cut by the overall deadline).
+T88b: a replay whose overall deadline cut only the race check's replay of writer records said
+"Not judged: : the overall deadline ... passed ...; they count as errors" (no record named,
+none counted as an error).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from forensics.records import Record
+from forensics.store.writer import write_capture
+from forensics.validate import validate_record
+
+COUNTED_WORKER = Path(__file__).with_name("round16b_counted_worker.py")
+
+
+def _i32(*values: int) -> np.ndarray:
+    return np.array(values, np.int32)
+
+
+def _combine(**change: object) -> Record:
+    """A ``combine_tokens`` record (step 0): row 0 (slot 3) verifies two drafts, row 1 (slot 0)
+    decodes one token; it writes 11, 7, 8 then 21 into the first ids of ``input_ids``."""
+    drafts = np.zeros((4, 2), np.int32)
+    drafts[3] = (7, 8)
+    fields: dict[str, object] = dict(
+        input_ids=np.full(6, 99, np.int32), idx_mapping=np.array([3, 0], np.int64),
+        last_sampled_tokens=_i32(21, 0, 0, 11), query_start_loc=_i32(0, 3, 4),
+        seq_lens=_i32(10, 7), prefill_len=_i32(4, 0, 0, 5), draft_tokens=drafts,
+        cu_num_logits=_i32(0, 3, 4), num_new_sampled_tokens=1, vocab_size=50,
+        req_ids=["a", "b"])
+    fields.update(change)
+    return validate_record(Record("combine_tokens", 0, 0, fields), "test record")
+
+
+def _embedding(ids: tuple[int, ...] = (11, 7, 8, 21)) -> Record:
+    """The ``embedding`` record of step 0: what the model received (in range by default)."""
+    return validate_record(Record("embedding", 0, 0, {
+        "input_ids": np.array(ids, np.int32), "num_embeddings": 50, "req_ids": ["a", "b"],
+        "cu_num_tokens": np.array([3, 4])}), "test record")
+
+
+# ----------------------------------------------- T88a: a writer whose output is unknown
+
+
+def test_race_check_never_says_they_agree_where_the_writer_produced_nothing(
+        tmp_path: Path) -> None:
+    """A ``combine_tokens`` record whose slot 9 is past its buffers: the upstream replay of it
+    raises, so what it wrote is unknown. The race check counted the step as compared and said
+    "Compared ... at 1 step(s): they agree." while the embedding had received ids (99) that a
+    real write would not have held; now the step is not compared and the sentence says why,
+    and the known answer says it too."""
+    from forensics.present.conclusion import conclude
+    from forensics.replaying import replay
+
+    capture = write_capture(tmp_path / "raise.capture", [
+        _combine(idx_mapping=np.array([9, 0], np.int64)), _embedding((99, 99, 99, 99))])
+    result = replay(capture)
+    text = result.race.summary()
+    assert "agree" not in text and "Compared" not in text, text
+    assert result.race.compared == 0 and len(result.race.unproduced) == 1, result.race
+    assert "1 step(s) were not compared: what the writer wrote there is not known (no " \
+           "output recorded, and the upstream replay produced none; the first: " \
+           "combine_tokens at step 0 rank 0)" in text, text
+    assert text in conclude(result).paragraph()
+    agreed = write_capture(tmp_path / "agree.capture", [_combine(), _embedding()])
+    assert replay(agreed).race.summary().endswith("at 1 step(s): they agree."), "unchanged"
+
+
+# ----------------------------------------- T88b: the deadline cut only the race's replay
+
+
+def test_a_deadline_that_cuts_only_the_race_replay_is_one_true_sentence(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``replay --variant vllm --deadline 5`` of a ``combine_tokens`` and an ``embedding``
+    record, with a kernel worker that answers the replay of ``combine_tokens`` and then hangs:
+    the overall deadline cut the race check's replay of the writer (the baseline, ``vllm``),
+    and the conclusion said "Not judged: : the overall deadline of 5 s passed before the
+    Triton interpreter answered them; they count as errors" (no record named, none an error)
+    while the race check said the step agreed. Now it says which replay was cut and that the
+    race check did not compare that step (the deadline may pass before the race's replay
+    asks the worker, or while it waits: the sentence is the same)."""
+    from forensics.present.conclusion import conclude
+    from forensics.replaying import replay
+    from forensics.variants import triton_kernels
+
+    capture = write_capture(tmp_path / "race.capture", [_combine(), _embedding()])
+    monkeypatch.setenv("FORENSICS_TEST_ANSWERS", "2")  # the warm-up's, then combine_tokens'
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
+                        lambda self: [sys.executable, str(COUNTED_WORKER)])
+    triton_kernels.close_worker()
+    try:  # the worker starts (imports vLLM) before the clock runs
+        replay(write_capture(tmp_path / "warm.capture", [_combine()]), variants=["vllm"])
+        result = replay(capture, variants=["vllm"], deadline=5)
+    finally:
+        triton_kernels.close_worker()
+    assert result.outcomes["status"].tolist() == ["ok", "ok"], result.outcomes
+    assert result.cut == "the overall deadline of 5 s passed"
+    sentence = conclude(result).cut
+    assert "Not judged: :" not in sentence and "count as errors" not in sentence, sentence
+    assert sentence == ("Not judged: the overall deadline of 5 s passed before the Triton "
+                        "interpreter answered the race check's replay of writer records. The "
+                        "race check did not compare 1 step(s): what the writer wrote there is "
+                        "not known (give a longer --deadline)."), sentence
+    assert "agree" not in result.race.summary(), result.race.summary()
