@@ -113,3 +113,43 @@ def test_a_deadline_that_cuts_only_the_race_replay_is_one_true_sentence(
                         "race check did not compare 1 step(s): what the writer wrote there is "
                         "not known (give a longer --deadline)."), sentence
     assert "agree" not in result.race.summary(), result.race.summary()
+
+
+# ------------------------------- T88c: records no engine variant judged are no "no failure"
+
+
+def test_records_the_deadline_left_unjudged_never_read_as_no_failure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``replay --variant vllm --deadline 3`` of three ``post_update`` records, step 1's
+    sampled id 60000 past its 50 bins (upstream finds it), with a kernel worker that answers
+    nothing: all three records are errors, not judged, yet the conclusion said "No known
+    signature matches, and the capture shows no failure to report." Now it says whether the
+    capture shows a failure is not known, and how many records no variant of the engine's code
+    judged."""
+    from test_round3_caps import post
+
+    from forensics.cli import main
+    from forensics.variants import triton_kernels
+
+    sampled = np.array([(5, 60000, -1), (22, -1, -1)], np.int32)
+    capture = write_capture(tmp_path / "cut.capture",
+                            [post(0), post(1, sampled_tokens=sampled), post(2)])
+    monkeypatch.setenv("FORENSICS_TEST_ANSWERS", "0")
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
+                        lambda self: [sys.executable, str(COUNTED_WORKER)])
+    triton_kernels.close_worker()
+    try:
+        code = main(["replay", str(capture), "--variant", "vllm", "--deadline", "3"])
+    finally:
+        triton_kernels.close_worker()
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0, out
+    assert "vllm: ok 0, index_error 0, error 3" in out, out
+    assert "shows no failure" not in out, out
+    assert ("No known signature matches the records judged; whether the capture shows a "
+            "failure to report is not known (3 record(s) were not judged: they ended in errors "
+            "under every replayed variant of the engine's code)") in out, out
+    assert main(["replay", str(capture), "--variant", "upstream"]) == 0
+    judged = " ".join(capsys.readouterr().out.split())
+    assert "No known signature matches: a reason to file a new issue" in judged, judged
