@@ -64,6 +64,9 @@ class RaceCheck:
     #: writer wrote is unknown: no output recorded, and the baseline's replay produced none
     #: (it raised, or the replay's overall deadline cut it)
     unproduced: list[tuple[int, int, str, str]] = field(default_factory=list)
+    #: (step, rank, ids received, ids written) of each compared step where the embedding
+    #: received more ids than the writer's output holds: those past it were not compared
+    short: list[tuple[int, int, int, int]] = field(default_factory=list)
 
     def summary(self) -> str:
         """One sentence on the comparison, or ``""`` when the capture has neither record."""
@@ -86,10 +89,21 @@ class RaceCheck:
                      f"{first['written']} ({first['source']}), the embedding received "
                      f"{first['tensor']}[{first['element']}] = {first['value']}.")
         else:
-            text += "they agree."
+            text += "they agree on the ids both hold." if self.short else "they agree."
         if self.missing:
             text += f" {len(self.missing)} step(s) lack one of the two records."
-        return text + self.unproduced_sentence() + self.ambiguous_sentence()
+        return text + self.short_sentence() + self.unproduced_sentence() \
+            + self.ambiguous_sentence()
+
+    def short_sentence(self) -> str:
+        """At which compared steps the embedding received ids past what the writer's output
+        holds (not compared), or ``""``."""
+        if not self.short:
+            return ""
+        step, rank, received, written = self.short[0]
+        return (f" At {len(self.short)} step(s) the embedding received more ids than the "
+                f"writer's output holds, and those past it were not compared (the first: step "
+                f"{step} rank {rank}, {received} received, {written} written).")
 
     def unproduced_sentence(self) -> str:
         """Which chosen steps were not compared because what the writer wrote there is
@@ -298,7 +312,7 @@ def race_check(result: ReplayResult, plan: RacePlan | None = None) -> RaceCheck:
 
     plan = plan or race_plan(result)
     check = dataclasses.replace(plan.check, missing=list(plan.check.missing), steps=[],
-                                unproduced=[])
+                                unproduced=[], short=[])
     outputs = getattr(result, "baseline_outputs", None) or {}
     rows: list[dict[str, Any]] = []
     for (step, rank, writer, present), written in zip(plan.chosen, plan.writers, strict=True):
@@ -310,7 +324,7 @@ def race_check(result: ReplayResult, plan: RacePlan | None = None) -> RaceCheck:
         check.steps.append(step)
         if len(rows) < MAX_FINDINGS:
             rows += _compare(result, plan.baseline, wrote, (writer, plan.reader), present,
-                             (step, rank))
+                             (step, rank), check.short)
     if rows:
         check.findings = pd.DataFrame(rows[:MAX_FINDINGS], columns=list(COLUMNS))
     return check
@@ -357,14 +371,19 @@ def _positions(result: ReplayResult, sites: set[Any]) -> list[tuple[int, str, in
 
 def _compare(result: ReplayResult, baseline: str, wrote: tuple[np.ndarray | None, str],
              sites: tuple[dict[str, str], dict[str, str]], present: dict[str, int],
-             where: tuple[int, int]) -> list[dict[str, Any]]:
-    """The disagreements of one step (and rank), one dict per element."""
+             where: tuple[int, int], short: list[tuple[int, int, int, int]]
+             ) -> list[dict[str, Any]]:
+    """The disagreements of one step (and rank), one dict per element; the step noted in
+    ``short`` when the embedding received more ids than were written (those are not
+    compared)."""
     (written, source), (writer, reader), (step, rank) = wrote, sites, where
     reader_record = result.records[present[reader["site"]]]
     if written is None or reader["field"] not in reader_record:
         return []
     received = np.asarray(reader_record[reader["field"]]).reshape(-1).astype(np.int64)
     n = min(len(received), len(written))
+    if len(received) > n:
+        short.append((step, rank, len(received), n))
     differ = np.flatnonzero(received[:n] != written[:n])
     cu = reader_record.get("cu_num_tokens")
     rows = (np.searchsorted(np.asarray(cu), differ, side="right") if cu is not None

@@ -153,3 +153,28 @@ def test_records_the_deadline_left_unjudged_never_read_as_no_failure(
     assert main(["replay", str(capture), "--variant", "upstream"]) == 0
     judged = " ".join(capsys.readouterr().out.split())
     assert "No known signature matches: a reason to file a new issue" in judged, judged
+
+
+# --------------------------------- T88d: a writer's output shorter than what was received
+
+
+def test_race_check_never_says_they_agree_past_what_the_writer_holds(tmp_path: Path) -> None:
+    """A ``combine_tokens`` record whose recorded output ``input_ids_after`` holds 2 ids while
+    the embedding received 4 (the last two 99): the check compared the first two and said
+    "they agree." of the step; now it says they agree on the ids both hold and that the ids
+    past the writer's output were not compared, naming the step and both lengths."""
+    from forensics.replaying import replay
+
+    capture = write_capture(tmp_path / "short.capture", [
+        _combine(input_ids_after=np.array([11, 7], np.int32)), _embedding((11, 7, 99, 99))])
+    race = replay(capture).race
+    text = race.summary()
+    assert not text.endswith("they agree."), text
+    assert "at 1 step(s): they agree on the ids both hold. At 1 step(s) the embedding " \
+           "received more ids than the writer's output holds, and those past it were not " \
+           "compared (the first: step 0 rank 0, 4 received, 2 written)." in text, text
+    assert race.short == [(0, 0, 4, 2)]
+    whole = write_capture(tmp_path / "whole.capture", [
+        _combine(input_ids_after=np.array([11, 7, 8, 21, 99, 99], np.int32)),
+        _embedding((11, 7, 8, 21))])
+    assert replay(whole).race.summary().endswith("at 1 step(s): they agree."), "unchanged"
