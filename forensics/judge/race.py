@@ -67,6 +67,9 @@ class RaceCheck:
     #: (step, rank, ids received, ids written) of each compared step where the embedding
     #: received more ids than the writer's output holds: those past it were not compared
     short: list[tuple[int, int, int, int]] = field(default_factory=list)
+    #: the elements that disagree at the compared steps (vLLM's clamp left out where it
+    #: clamps), the first :data:`MAX_FINDINGS` of them kept as ``findings``
+    disagree: int = 0
 
     def summary(self) -> str:
         """One sentence on the comparison, or ``""`` when the capture has neither record."""
@@ -83,8 +86,10 @@ class RaceCheck:
         text = (f"Compared what was written into the input ids with what the embedding "
                 f"received at {self.compared} step(s){self.coverage()}: ")
         if len(self.findings):
-            first = self.findings.iloc[0]
-            text += (f"{len(self.findings)} element(s) disagree, the first at step "
+            first, many = self.findings.iloc[0], max(self.disagree, len(self.findings))
+            kept = f" ({len(self.findings)} kept as findings)" if many > len(self.findings) \
+                else ""
+            text += (f"{many} element(s) disagree{kept}, the first at step "
                      f"{first['step']} rank {first['rank']}: {first['origin']} wrote "
                      f"{first['written']} ({first['source']}), the embedding received "
                      f"{first['tensor']}[{first['element']}] = {first['value']}.")
@@ -312,7 +317,8 @@ def race_check(result: ReplayResult, plan: RacePlan | None = None) -> RaceCheck:
 
     plan = plan or race_plan(result)
     check = dataclasses.replace(plan.check, missing=list(plan.check.missing), steps=[],
-                                unproduced=[], short=[])
+                                unproduced=[], short=[], disagree=0)
+    clamps = getattr(getattr(result, "continuity", None), "clamps", None) is True
     outputs = getattr(result, "baseline_outputs", None) or {}
     rows: list[dict[str, Any]] = []
     for (step, rank, writer, present), written in zip(plan.chosen, plan.writers, strict=True):
@@ -322,9 +328,8 @@ def race_check(result: ReplayResult, plan: RacePlan | None = None) -> RaceCheck:
             continue
         check.compared += 1
         check.steps.append(step)
-        if len(rows) < MAX_FINDINGS:
-            rows += _compare(result, plan.baseline, wrote, (writer, plan.reader), present,
-                             (step, rank), check.short)
+        rows += _compare(result, plan.baseline, wrote, (writer, plan.reader), present,
+                         (step, rank), check, (MAX_FINDINGS - len(rows), clamps))
     if rows:
         check.findings = pd.DataFrame(rows[:MAX_FINDINGS], columns=list(COLUMNS))
     return check
@@ -371,11 +376,12 @@ def _positions(result: ReplayResult, sites: set[Any]) -> list[tuple[int, str, in
 
 def _compare(result: ReplayResult, baseline: str, wrote: tuple[np.ndarray | None, str],
              sites: tuple[dict[str, str], dict[str, str]], present: dict[str, int],
-             where: tuple[int, int], short: list[tuple[int, int, int, int]]
+             where: tuple[int, int], check: RaceCheck, room: tuple[int, bool]
              ) -> list[dict[str, Any]]:
-    """The disagreements of one step (and rank), one dict per element; the step noted in
-    ``short`` when the embedding received more ids than were written (those are not
-    compared)."""
+    """The disagreements of one step (and rank), one dict per element for at most the first
+    ``room[0]`` (all counted in ``check.disagree``; a ``-1`` written and 0 received left out
+    where vLLM clamps, ``room[1]``); the step noted in ``check.short`` when the embedding
+    received more ids than were written (those are not compared)."""
     (written, source), (writer, reader), (step, rank) = wrote, sites, where
     reader_record = result.records[present[reader["site"]]]
     if written is None or reader["field"] not in reader_record:
@@ -383,8 +389,12 @@ def _compare(result: ReplayResult, baseline: str, wrote: tuple[np.ndarray | None
     received = np.asarray(reader_record[reader["field"]]).reshape(-1).astype(np.int64)
     n = min(len(received), len(written))
     if len(received) > n:
-        short.append((step, rank, len(received), n))
+        check.short.append((step, rank, len(received), n))
     differ = np.flatnonzero(received[:n] != written[:n])
+    if room[1]:  # vLLM's clamp explains a -1 written, 0 read (clamped_placeholder)
+        differ = differ[~((written[differ] < 0) & (received[differ] == 0))]
+    check.disagree += len(differ)
+    differ = differ[:max(room[0], 0)]
     cu = reader_record.get("cu_num_tokens")
     rows = (np.searchsorted(np.asarray(cu), differ, side="right") if cu is not None
             else [None] * len(differ))

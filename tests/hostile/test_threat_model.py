@@ -1306,6 +1306,8 @@ TESTS = {
              "test_records_the_deadline_left_unjudged_never_read_as_no_failure"],
     "T88d": ["tests/hostile/test_round16_attack16b.py::"
              "test_race_check_never_says_they_agree_past_what_the_writer_holds"],
+    "T88e": ["tests/hostile/test_round16_attack16b.py::"
+             "test_race_check_counts_every_disagreement_and_keeps_only_its_cap"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
