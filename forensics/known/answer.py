@@ -97,6 +97,10 @@ class KnownAnswer:
             return ""
         why = ("no records were captured, so there is no value to judge it by (the probe saw "
                "no call, or its segments were removed)" if self.empty else
+               "no variant finds a captured value out of range in the records judged, and "
+               f"{self.unjudged} record(s) were not judged (they ended in errors under every "
+               "replayed variant of the engine's code), so whether the captured values explain "
+               "the crash is not known" if self.unjudged else
                "no variant finds a captured value out of range, so the captured values do not "
                "explain the crash (a stream-ordering race or a site that was not recorded can)")
         return f"Not explained: the capture holds a crash, yet {why}. Next: " + " ".join(

@@ -1,5 +1,5 @@
-"""Hostile input, round 16 (attack 16b): the replay's overall deadline (T83a) and the race
-check it feeds, ...
+"""Hostile input, round 16 (attack 16b): the replay's overall deadline (T83a), the race check
+it feeds, and what a conclusion says of records no variant of the engine's code judged.
 
 T88a: the race check counted a step as compared, and said "they agree", where what the
 writer wrote was unknown (no output recorded, and the baseline's replay of the writer raised
@@ -7,6 +7,10 @@ or was cut by the overall deadline).
 T88b: a replay whose overall deadline cut only the race check's replay of writer records said
 "Not judged: : the overall deadline ... passed ...; they count as errors" (no record named,
 none counted as an error).
+T88c/T88f: records that ended in errors under every engine variant read as "the capture shows
+no failure to report" and "the captured values do not explain the crash".
+T88d/T88e: the race check said "they agree" past the writer's output, and counted at most its
+cap of findings (making a dict of every disagreement of a step first).
 """
 
 from __future__ import annotations
@@ -220,3 +224,42 @@ def test_race_check_counts_every_disagreement_and_keeps_only_its_cap(tmp_path: P
         tracemalloc.stop()
     assert again.disagree == 200_000 and len(again.findings) == MAX_FINDINGS
     assert peak < 40 * 2**20, f"the race check peaked at {peak / 2**20:.0f} MiB"
+
+
+# ----------------- T88f: a crash beside records no engine variant judged is not "unexplained"
+
+
+def test_a_crash_beside_unjudged_records_is_never_said_unexplained_by_the_values(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture holding an engine exception and three ``post_update`` records, step 1's id
+    60000 past its 50 bins, replayed with ``--variant vllm --deadline 3`` by a kernel worker
+    that answers nothing: the conclusion said "Not explained: the capture holds a crash, yet no
+    variant finds a captured value out of range, so the captured values do not explain the
+    crash" of records no variant judged. Now it says how many were not judged and that whether
+    the values explain the crash is not known."""
+    from test_round3_caps import post
+
+    from forensics.cli import main
+    from forensics.variants import triton_kernels
+
+    sampled = np.array([(5, 60000, -1), (22, -1, -1)], np.int32)
+    crash = {"kind": "engine_exception", "step": 1, "rank": 0,
+             "message": "RuntimeError: CUDA error: an illegal memory access was encountered"}
+    capture = write_capture(tmp_path / "crash.capture",
+                            [post(0), post(1, sampled_tokens=sampled), post(2)], events=[crash])
+    monkeypatch.setenv("FORENSICS_TEST_ANSWERS", "0")
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
+                        lambda self: [sys.executable, str(COUNTED_WORKER)])
+    triton_kernels.close_worker()
+    try:
+        code = main(["replay", str(capture), "--variant", "vllm", "--deadline", "3"])
+    finally:
+        triton_kernels.close_worker()
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0, out
+    assert "do not explain the crash" not in out, out
+    assert ("Not explained: the capture holds a crash, yet no variant finds a captured value "
+            "out of range in the records judged, and 3 record(s) were not judged (they ended "
+            "in errors under every replayed variant of the engine's code), so whether the "
+            "captured values explain the crash is not known.") in out, out
