@@ -46,9 +46,12 @@ def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], obj
     is for others to read, so it honours the umask (:func:`shared_mode`); else ``0600``.
 
     The folder is opened as :func:`open_folder` walks it and held open: the new file is made in
-    it (``O_EXCL``, ``O_NOFOLLOW``, ``0600``), ``write`` is given a path that names it through
-    that open folder (:attr:`Folder.path`), and the rename is made in it; a link another user
-    swaps in on the way once it is open is never followed.
+    a private folder (``0700``) made in it, itself held open (``O_EXCL``, ``O_NOFOLLOW``,
+    ``0600``), ``write`` is given a path that names it through that open private folder
+    (:attr:`Folder.path`), and the rename is made from it into the folder; a link another user
+    swaps in on the way once it is open is never followed, and no other user can put one at
+    the new file's name (the private folder is removed after, on an error or ``Ctrl-C``
+    too).
 
     Raises:
         OutputError: the file cannot be written (no space, a size limit, permissions), or a
@@ -71,23 +74,69 @@ def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], obj
 
 
 def _write_in(folder: Folder, path: Path, write: Callable[[Path], object], mode: int) -> None:
-    """Make a new file in ``folder``, ``write`` it, give it ``mode``, fsync it and rename it
-    to ``path.name`` there; the new file is removed when any step fails."""
-    fd, tmp = _new_file(folder.fd, f".{path.name}.", f".tmp{path.suffix}")
+    """Make a private folder in ``folder`` (:func:`_private_folder`) and a new file in it,
+    ``write`` it, give it ``mode``, fsync it and rename it to ``path.name`` in ``folder``; the
+    private folder (and what is left in it) is removed after, when any step fails too. The
+    writer (matplotlib, pyarrow) opens the file by the name it is given: in a folder other
+    users may write without the sticky bit, one of them could swap that name for a link
+    while it writes; in a folder of this user's alone, ``0700``, no one can."""
+    private = _private_folder(folder, path.name)
     try:
+        fd, tmp = _new_file(private.fd, f".{path.name}.", f".tmp{path.suffix}")
         try:
-            write(folder.path / tmp)
+            write(private.path / tmp)
             os.fchmod(fd, mode)
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path.name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=folder.fd)
-        raise
+        os.replace(tmp, path.name, src_dir_fd=private.fd, dst_dir_fd=folder.fd)
+    finally:
+        _remove_private(folder, private)
     with contextlib.suppress(OSError):  # the new name on disk (some file systems refuse)
         os.fsync(folder.fd)
+
+
+def _private_folder(folder: Folder, name: str) -> Folder:
+    """A new folder (``0700``, this user's) in the open ``folder``, open (``O_NOFOLLOW``),
+    named ``.NAME.HEX.tmp``; checked once open to be the one made (a folder another user put
+    at its name between the ``mkdir`` and the ``open`` is theirs: refused).
+
+    Raises:
+        OutputError: what was opened at the name is not this user's private folder.
+        OSError: no folder can be made there."""
+    for _ in range(100):
+        made = f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            os.mkdir(made, 0o700, dir_fd=folder.fd)
+        except FileExistsError:
+            continue
+        fd = os.open(made, _FOLDER, dir_fd=folder.fd)
+        info = os.fstat(fd)
+        if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            os.close(fd)
+            raise OutputError(f"cannot write '{terminal(folder.real / name)}': the private "
+                              f"folder it was built in ('{terminal(folder.real / made)}') was "
+                              "replaced by another user's; write to a folder of yours")
+        os.fchmod(fd, 0o700)  # whatever the umask took, the owner can make the file in it
+        return Folder(fd, folder.real / made)
+    raise FileExistsError(errno.EEXIST, "no free temporary name", name)
+
+
+def _remove_private(folder: Folder, private: Folder) -> None:
+    """Remove what is in ``private`` (a file a writer left), close it and remove it from
+    ``folder`` when its name there is still that very folder."""
+    with contextlib.suppress(OSError):
+        for entry in os.listdir(private.fd):
+            with contextlib.suppress(OSError):
+                os.unlink(entry, dir_fd=private.fd)
+    try:
+        mine = os.fstat(private.fd)
+    finally:
+        os.close(private.fd)
+    with contextlib.suppress(OSError):
+        there = os.stat(private.real.name, dir_fd=folder.fd, follow_symlinks=False)
+        if (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino):
+            os.rmdir(private.real.name, dir_fd=folder.fd)
 
 
 def _new_file(folder: int, prefix: str, suffix: str) -> tuple[int, str]:

@@ -23,9 +23,9 @@ that escapes (no output keeps a copy of these rules).
 - :func:`markdown`: :func:`inert` (``raw=True``: :func:`terminal`), then only what
   GitHub-flavoured Markdown would read as markup escaped, so the rendered text is the text, and
   what GitHub would read as a mention or an issue reference (``@user``, ``#123``) or link by
-  itself (a bare ``https://...`` or ``www.``) in a code span, so pasting it pings no one and
-  links nothing; in
-  a text (not ``raw``) a span between backticks becomes a code span (:func:`markdown_code`,
+  itself (a bare ``https://...``, ``www.``, ``mailto:``, ``xmpp:`` or an address,
+  ``alice@example.com``) in a code span, so pasting it pings no one and links nothing; in a
+  text (not ``raw``) a span between backticks becomes a code span (:func:`markdown_code`,
   with a fence longer than any backtick run in it), while a capture's value (``raw``) has its
   backticks escaped: they never open or close a code span;
 - :func:`spanless`: a capture's value inside a sentence (a model name, an event's message):
@@ -105,11 +105,17 @@ _MD_BACKTICKS = re.compile("`+")
 #: ``GH-123``); group 1 is the run of backslashes before it
 _MD_PING = re.compile(r"(\\*)((?<![A-Za-z0-9_])@[A-Za-z0-9][A-Za-z0-9-]*|#[0-9]+"
                       r"|(?<![A-Za-z0-9])GH-[0-9]+)", re.IGNORECASE)
-#: what GitHub links outside code, as its extended autolinks read them (and more: after a
-#: letter too, as other renderers link): a URL (``https://``, ``http://``, ``ftp://``) or
-#: ``www.``, up to a space, ``<``, a backtick, a table cell's bar or a backslash (an escape's
-#: start); written as a code span, it links nothing
-_MD_AUTOLINK = re.compile(r"(?:https?://|ftp://|www\.)[^\s<`|\\]*", re.IGNORECASE)
+#: what GitHub links outside code, as its extended autolinks read them (GFM's "Autolinks
+#: (extension)"; and more: after a letter too, as other renderers link): a URL (``https://``,
+#: ``http://``, ``ftp://``), ``www.``, ``mailto:`` or ``xmpp:``, up to a space, ``<``, a
+#: backtick, a table cell's bar or a backslash (an escape's start); or an address
+#: (``alice@example.com``: letters, digits and ``.+-_`` from where such a run starts, ``@``, a
+#: domain of two labels or more; a trailing ``.`` left out, as GFM leaves it); written as a
+#: code span, it links nothing. Time linear in the text: an address is tried only where a run
+#: of its characters starts
+_MD_AUTOLINK = re.compile(r"(?:https?://|ftp://|www\.|mailto:|xmpp:)[^\s<`|\\]*"
+                          r"|(?<![A-Za-z0-9.+_-])[A-Za-z0-9.+_-]+@[A-Za-z0-9_-]+"
+                          r"(?:\.[A-Za-z0-9_-]+)+", re.IGNORECASE)
 #: first characters that make a spreadsheet evaluate a cell
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 #: first characters of a CSV cell prefixed with ``'``: a formula's, and ``'`` itself (so the

@@ -142,9 +142,10 @@ def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBat
 def batches_of(capture: Capture, keep: Mapping[str, Collection[str]] | None = None
                ) -> dict[str, list[pa.RecordBatch]]:
     """Every record batch of the loaded ``capture`` per site, with the added columns.
-    ``keep``: only the sites it names, each batch of only the columns it names there, copied
-    into this process's memory as it is read (:func:`copied`); None: every batch whole, as
-    views of the capture's memory maps."""
+    ``keep``: only the sites it names, each batch read into this process's memory with
+    ordinary reads (:meth:`~forensics.store.segment.Segment.read_batch`: no memory map, so a
+    segment cut meanwhile is a CaptureFormatError, never SIGBUS), of only the columns it names
+    there (:func:`copied`); None: every batch whole, as views of the capture's memory maps."""
     from forensics.escaping import unicode, unicode_path
     from forensics.manifest_facts import PID, PROCESS_HOST, read_fact
 
@@ -154,7 +155,7 @@ def batches_of(capture: Capture, keep: Mapping[str, Collection[str]] | None = No
     where = unicode_path(os.path.abspath(capture.path))
     out: dict[str, list[pa.RecordBatch]] = {}
     views = capture.batches() if keep is None else (
-        view for site in keep for view in capture.batches(site))
+        view for site in keep for view in capture.batches(site, private=True))
     for view in views:
         batch = view.batch if keep is None else copied(view, keep[view.site])
         out.setdefault(view.site, []).append(
@@ -163,12 +164,10 @@ def batches_of(capture: Capture, keep: Mapping[str, Collection[str]] | None = No
 
 
 def copied(view: BatchView, names: Collection[str]) -> pa.RecordBatch:
-    """The columns of ``view`` named in ``names`` (each fully validated:
-    :meth:`~forensics.store.batch.BatchView.column`), copied out of the capture's memory map
-    into this process's own memory just after the batch was checked whole
-    (:meth:`~forensics.store.segment.Segment.check_whole`): a segment truncated or rewritten
-    in place once they are copied can neither end the process with SIGBUS nor be read
-    unvalidated (the threat model's T80b)."""
+    """The columns of ``view`` (a batch read into this process's memory) named in ``names``
+    (each fully validated: :meth:`~forensics.store.batch.BatchView.column`), copied into
+    buffers of their own, so the batch's other columns are not held (the threat model's T80b,
+    T84d)."""
     import pyarrow as pa
 
     kept = [name for name in view.batch.schema.names if name in names]

@@ -28,7 +28,7 @@ TABLE_SUFFIXES = (".parquet", ".csv")
 COLUMNS = ("capture", "name", "host", "pid", "ranks", "engine_id", "vllm", "runner",
            "spec_method", "async_scheduling", "steps", "records", "crash_events",
            "guard_events", "verdicts", "first_finding", "findings", "known", "divergence",
-           "conclusion", "group", "error", "refused", "not_judged")
+           "conclusion", "group", "error", "refused", "not_judged", "contested")
 
 
 def flat_rows(result: Triage) -> list[dict[str, Any]]:
@@ -98,7 +98,8 @@ def paths_apart(row: dict[str, Any]) -> dict[str, Any]:
 #: line): escaped as inert text (:func:`forensics.escaping.inert`), their escapes not doubled;
 #: every other column's text is a value (escaped so no two print alike)
 MESSAGE_COLUMNS = frozenset({"shows", "error", "first_finding", "divergence", "conclusion",
-                             "group", "verdicts", "known", "refused", "not_judged"})
+                             "group", "verdicts", "known", "refused", "not_judged",
+                             "contested"})
 #: the columns of a group's table in text, Markdown and HTML: (flat row key, header)
 TABLE = (("name", "capture"), ("host", "host"), ("pid", "pid"), ("ranks", "ranks"),
          ("vllm", "vLLM"), ("runner", "runner"), ("shows", "what it shows"))
@@ -161,8 +162,8 @@ def _shows(row: dict[str, Any]) -> str:
     as unknown), if any."""
     if row["error"]:
         return f"error: {row['error']}"
-    details = [row[k] for k in ("first_finding", "divergence", "crash_events", "guard_events")
-               if row[k]]
+    details = [row[k] for k in ("first_finding", "divergence", "contested", "crash_events",
+                                "guard_events") if row[k]]
     shown = "; ".join(details) if details else row["conclusion"]
     if row.get("not_judged"):
         shown += f"; not judged: {row['not_judged']}"

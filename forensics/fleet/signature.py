@@ -9,7 +9,7 @@ from typing import Any
 from forensics.fleet.piece import BASELINE, NO_RECORDS, ONLY_NOT_KNOWN
 
 CONCLUSIONS = ("known", "violation", "suspect", "rank divergence", "not judged", "unexplained",
-               "clean", "empty", "unreadable")
+               "divergence not judged", "clean", "empty", "unreadable")
 
 
 def conclusion(row: dict[str, Any]) -> str:
@@ -17,7 +17,9 @@ def conclusion(row: dict[str, Any]) -> str:
     catalogue matched), ``violation`` or ``suspect`` (the baseline's worst verdict, unmatched),
     ``rank divergence``, ``not judged`` (nothing found, but records of a site this install
     does not know were judged by no variant: neither clean nor an unexplained crash can be
-    said), ``unexplained`` (a crash with nothing found), else ``clean``."""
+    said), ``unexplained`` (a crash with nothing found), ``divergence not judged`` (nothing
+    found, but another capture of its engine claims one of its ranks: its ranks were compared
+    with no other's, :func:`~forensics.fleet.stitch.contested_text`), else ``clean``."""
     if row.get("error"):
         if ONLY_NOT_KNOWN in str(row["error"]):
             return "not judged"
@@ -32,7 +34,9 @@ def conclusion(row: dict[str, Any]) -> str:
         return "rank divergence"
     if row.get("not_judged"):
         return "not judged"
-    return "unexplained" if row.get("crashed") else "clean"
+    if row.get("crashed"):
+        return "unexplained"
+    return "divergence not judged" if row.get("contested") else "clean"
 
 
 #: what the value of a finding that is in range is, by its kind
@@ -78,6 +82,8 @@ def what(row: dict[str, Any]) -> str:
         return f"rank divergence in {div['tensor']} at {div['site']}"
     if kind == "not judged":
         return "records not judged (sites not known to this install)"
+    if kind == "divergence not judged":
+        return "rank divergence not judged (another capture claims a rank of its engine)"
     return "unexplained crash" if kind == "unexplained" else "clean"
 
 

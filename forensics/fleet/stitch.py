@@ -40,9 +40,13 @@ def shared_ids(site: str) -> tuple[str, ...]:
 EngineKey = tuple[str | int, ...]
 
 
-def engines(rows: Iterable[dict[str, Any]]) -> dict[EngineKey, list[str]]:
+def engines(rows: Iterable[dict[str, Any]], contested: dict[str, str] | None = None
+            ) -> dict[EngineKey, list[str]]:
     """``{engine: [capture, ...]}`` for readable rows: captures of one claimed engine id whose
-    claims corroborate each other (:func:`corroborated`), else each capture alone."""
+    claims corroborate each other (:func:`corroborated`), else each capture alone.
+    ``contested``: given, it gets ``{capture: sentence}`` for each capture left out of its
+    engine because another capture of that engine holds one of its ranks
+    (:func:`_uncontested`), the sentence naming the rank and the other captures."""
     claims: dict[str, list[dict[str, Any]]] = {}
     out: dict[EngineKey, list[str]] = {}
     for row in rows:
@@ -55,29 +59,69 @@ def engines(rows: Iterable[dict[str, Any]]) -> dict[EngineKey, list[str]]:
             out[("capture", row["capture"])] = [row["capture"]]
     for engine, claimed in claims.items():
         for number, cluster in enumerate(_clusters(claimed)):
-            kept, contested = _uncontested(cluster)
+            kept, shared = _uncontested(cluster, engine, contested)
             if kept:
                 out[("engine", engine, number)] = [row["capture"] for row in kept]
-            out.update({("capture", row["capture"]): [row["capture"]] for row in contested})
+            out.update({("capture", row["capture"]): [row["capture"]] for row in shared})
     return out
 
 
-def _uncontested(cluster: list[dict[str, Any]]
-                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``cluster`` split into the captures whose ranks no other capture of it holds, and
-    those that share a rank with another (each then an engine of its own); a capture whose
-    ranks are unknown shares none."""
-    def ranks(row: dict[str, Any]) -> set[str]:
-        text = str(row.get("ranks") or "")
-        return set() if text in ("", "unknown") else set(text.split(","))
+def _ranks(row: dict[str, Any]) -> list[str]:
+    """The ranks a row holds (none when unknown), in order."""
+    text = str(row.get("ranks") or "")
+    return [] if text in ("", "unknown") else sorted(set(text.split(",")),
+                                                     key=lambda r: (len(r), r))
 
-    holders: dict[str, int] = {}
+
+def _uncontested(cluster: list[dict[str, Any]], engine: str,
+                 contested: dict[str, str] | None = None
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``cluster`` (captures of ``engine``, corroborated) split into the captures whose ranks
+    no other capture of it holds, and those that share a rank with another (each then an
+    engine of its own); a capture whose ranks are unknown shares none. Where a rank is shared,
+    every capture of the cluster gets its sentence in ``contested`` (:func:`contested_text`):
+    a rank of its engine was compared with no other."""
+    holders: dict[str, list[str]] = {}
     for row in cluster:
-        for rank in ranks(row):
-            holders[rank] = holders.get(rank, 0) + 1
-    shared = [any(holders[r] > 1 for r in ranks(row)) for row in cluster]
-    return ([row for row, two in zip(cluster, shared, strict=True) if not two],
-            [row for row, two in zip(cluster, shared, strict=True) if two])
+        for rank in _ranks(row):
+            holders.setdefault(rank, []).append(row["capture"])
+    twice = sorted((rank for rank, held in holders.items() if len(held) > 1),
+                   key=lambda r: (len(r), r))
+    kept: list[dict[str, Any]] = []
+    shared: list[dict[str, Any]] = []
+    for row in cluster:
+        mine = [rank for rank in _ranks(row) if len(holders[rank]) > 1]
+        (shared if mine else kept).append(row)
+        if twice and contested is not None:
+            contested[row["capture"]] = contested_text(row["capture"], mine or twice,
+                                                       holders, engine, bool(mine))
+    return kept, shared
+
+
+#: the captures of a contested rank a row names (the rest counted)
+NAMED_HOLDERS = 3
+
+
+def contested_text(capture: str, ranks: list[str], holders: dict[str, list[str]],
+                   engine: str, own: bool) -> str:
+    """Why ``capture``'s ranks were not compared with all of its engine's: the first of
+    ``ranks`` (held by more than one capture of ``engine``, per ``holders``; ``own``: one of
+    ``capture``'s, else of another) and at most :data:`NAMED_HOLDERS` of the others that hold
+    it, each escaped as a value (:func:`~forensics.escaping.terminal`)."""
+    from forensics.escaping import capped, terminal
+
+    rank = ranks[0]
+    others = [c for c in holders[rank][:NAMED_HOLDERS + 1] if c != capture][:NAMED_HOLDERS]
+    more = len(holders[rank]) - own - len(others)
+    named = " and ".join(f"'{terminal(c)}'" for c in others) + (
+        f" and {more} more" if more else "")
+    also = f" (and {len(ranks) - 1} other rank(s) so)" if len(ranks) > 1 else ""
+    shown, of = terminal(capped(rank, 40)), f"engine '{terminal(capped(engine, 200))}'"
+    said = (f"its rank {shown} is claimed by {named} too{also}, of {of}" if own else
+            f"rank {shown} of {of} is claimed by {named}{also}")
+    return (f"rank divergence not judged: {said} (the claims corroborated); two captures of "
+            "one rank contradict each other, one at least a copy or a forgery, so "
+            f"{'it is' if own else 'they are'} compared with no other capture of the engine")
 
 
 def corroborated(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -137,14 +181,14 @@ def first_divergence(captures: Sequence[str], held: Mapping[str, str] | None = N
             check_held`) or can no longer be read: it would be compared as another capture
             than the one its row replayed.
     """
-    from forensics.fleet.dataset import batches_of, fit_together
+    from forensics.fleet.dataset import fit_together
     from forensics.sites import SITES, site_order
 
     found: list[tuple[int, int, int, dict[str, Any]]] = []
     opened = _opened(captures, held)
     keep = {site: {"step", "rank", "summary", *ids} for site in SITES
-            if (ids := shared_ids(site))}  # copied as read: no SIGBUS from a cut segment
-    datasets = fit_together({p: batches_of(c, keep) for p, c in opened.items()}, SITES, "skip")
+            if (ids := shared_ids(site))}  # read, not mapped: no SIGBUS from a cut segment
+    datasets = fit_together(_read(opened, keep, held), SITES, "skip")
     for site, dataset in datasets.items():
         for number, tensor in enumerate(shared_ids(site)):
             hit = _first_in(dataset, site, tensor) if tensor in dataset.schema.names else None
@@ -166,7 +210,7 @@ def _opened(captures: Sequence[str], held: Mapping[str, str] | None) -> dict[str
     out: dict[str, Any] = {}
     for path in captures:
         try:
-            out[str(path)] = load(openable(str(path)))
+            out[str(path)] = load(openable(str(path)), mapped=False)  # no SIGBUS
         except Exception as exc:  # noqa: BLE001  (left out, or its row's error)
             if held is None:
                 continue
@@ -174,6 +218,28 @@ def _opened(captures: Sequence[str], held: Mapping[str, str] | None) -> dict[str
                                                      f"({one_line(exc)})")) from None
     if held is not None:
         _check_all(out, held)
+    return out
+
+
+def _read(opened: Mapping[str, Any], keep: Mapping[str, set[str]],
+          held: Mapping[str, str] | None) -> dict[str, dict[str, list[pa.RecordBatch]]]:
+    """The batches of each capture of ``opened``, of the sites and columns ``keep`` names,
+    read into this process's memory (:func:`~forensics.fleet.dataset.batches_of`). One that
+    cannot be read is left out, or, with ``held``, raises CaptureChanged naming it (a segment
+    cut or replaced since its replay read it: "changed while the triage ran")."""
+    from forensics.errors import one_line
+    from forensics.fleet.dataset import batches_of
+    from forensics.fleet.piece import changed
+
+    out: dict[str, dict[str, list[pa.RecordBatch]]] = {}
+    for path, capture in opened.items():
+        try:
+            out[path] = batches_of(capture, keep)
+        except Exception as exc:  # noqa: BLE001  (left out, or its row's error)
+            if held is None:
+                continue
+            raise CaptureChanged(path, changed(path, f"it can no longer be read "
+                                                     f"({one_line(exc)})")) from None
     return out
 
 

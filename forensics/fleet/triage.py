@@ -90,23 +90,30 @@ def _parsed(row: dict[str, Any]) -> dict[str, Any]:
     row["known"] = json.loads(row["known"]) if row.get("known") else []
     row.setdefault("findings", None)
     row["divergence"] = None
+    row["contested"] = None
     return row
 
 
 def _stitch(rows: list[dict[str, Any]]) -> None:
     """Set ``divergence`` on the two rows of every engine (:func:`~forensics.fleet.stitch.
     engines`: claims corroborated) whose ranks disagree: the rows of the captures compared
-    (:func:`_divergence`)."""
+    (:func:`_divergence`); and ``contested`` on the row of each capture that claims a rank
+    another capture of its engine holds (its ranks were compared with no other's: the
+    sentence names the rank and the other captures)."""
     from forensics.escaping import unicode_path
     from forensics.fleet.stitch import engines
 
     by_capture = {row["capture"]: row for row in rows}
-    for captures in engines(rows).values():
+    contested: dict[str, str] = {}
+    for captures in engines(rows, contested).values():
         hit = _divergence(list(captures), by_capture)
         if hit is not None:
             for capture in captures:
                 if unicode_path(os.path.abspath(capture)) in hit["captures"]:
                     by_capture[capture]["divergence"] = hit
+    for capture, text in contested.items():  # each row names the others of its rank
+        if not by_capture[capture].get("error"):
+            by_capture[capture]["contested"] = text
 
 
 def _divergence(captures: list[str], by_capture: dict[str, dict[str, Any]]

@@ -27,8 +27,8 @@ _FIELDS, _SCHEMA_METADATA = 1, 2
 #: ``Field`` fields: ``name``, ``children`` (a vector of ``Field``) and ``custom_metadata``
 _NAME, _CHILDREN, _FIELD_METADATA = 0, 5, 6
 _KEY = 0
-#: ``Message`` fields (their vtable slots): ``header_type``, ``header``
-_HEADER_TYPE, _HEADER = 1, 2
+#: ``Message`` fields (their vtable slots): ``header_type``, ``header``, ``bodyLength``
+_HEADER_TYPE, _HEADER, _BODY_LENGTH = 1, 2, 3
 #: ``RecordBatch`` fields: ``buffers`` (a vector of ``Buffer`` structs: offset and length,
 #: two int64) and ``compression`` (a ``BodyCompression`` table)
 _BUFFERS, _COMPRESSION = 2, 3
@@ -39,6 +39,12 @@ _LENGTH, _NODES = 0, 1
 #: ``BodyCompression`` field ``codec`` (a byte) and its names
 _CODEC = 0
 CODECS = {0: "LZ4_FRAME", 1: "ZSTD"}
+
+
+def body_length(header: bytes) -> int:
+    """The length of the body that follows the ``Message`` whose header is ``header`` (its
+    ``bodyLength``). Raises ValueError when ``header`` is not a well-formed ``Message``."""
+    return _scalar(header, _uoffset(header, 0), _BODY_LENGTH, "<q")
 
 
 def compression_of(header: bytes) -> str | None:

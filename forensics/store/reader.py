@@ -19,10 +19,11 @@ from forensics.escaping import terminal
 from forensics.manifest_facts import runner_of
 from forensics.records import Record
 from forensics.sites import SITES, site_order
+from forensics.store.duplicates import find_duplicate
 from forensics.store.manifest import read_expected, read_manifest
 from forensics.store.maps import require_map_slots
 from forensics.store.paths import SegmentName, capture_dir, parse_segment_name
-from forensics.store.segment import Schemas, Segment, find_duplicate
+from forensics.store.segment import Schemas, Segment
 from forensics.store.stamps import first_changed, stamps, stamps_text
 
 if TYPE_CHECKING:
@@ -34,8 +35,10 @@ __all__ = ["Capture", "RecordList", "load"]
 ITER_CHUNK = 4096
 
 
-def load(path: str | os.PathLike[str]) -> Capture:
-    """Open the capture directory at ``path``.
+def load(path: str | os.PathLike[str], mapped: bool = True) -> Capture:
+    """Open the capture directory at ``path``. ``mapped``: False reads its segments with
+    ordinary reads into this process's memory, never through a map (a segment cut while it
+    is read is a CaptureFormatError, never SIGBUS: ``triage``'s plan and stitch).
 
     Returns:
         A :class:`Capture` (lazy: segments are memory-mapped, records decoded on use).
@@ -43,13 +46,13 @@ def load(path: str | os.PathLike[str]) -> Capture:
         CaptureFormatError: not a capture, or a malformed manifest, event file or segment.
         UnsafeInputError: a file or manifest entry that points outside the capture.
     """
-    return Capture(path)
+    return Capture(path, mapped)
 
 
 class Capture:
     """A capture directory: manifest, events, segments and their records (see INTERNALS.md)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], mapped: bool = True) -> None:
         from forensics.store.events import read_events
         from forensics.store.paths import named
         from forensics.store.replace import recover
@@ -68,7 +71,7 @@ class Capture:
         #: events: ``forensics kernels`` reads them, :mod:`forensics.kernels.format`)
         self.kernel_events = [e for e in events if str(e["kind"]).startswith("kernel_")]
         self.events = [e for e in events if not str(e["kind"]).startswith("kernel_")]
-        self._segments, unknown = _open_segments(self.path)
+        self._segments, unknown = _open_segments(self.path, mapped)
         #: site -> records, of the segments of sites this install does not know (a plugin's
         #: not installed here): read by nothing, judged by nothing, listed by ``inspect`` and
         #: named by a replay's conclusion, never dropped in silence
@@ -160,14 +163,17 @@ class Capture:
             self._order = _order_rows(self._segments)
         return self._order
 
-    def batches(self, site: str | None = None) -> Iterator[BatchView]:
+    def batches(self, site: str | None = None, private: bool = False) -> Iterator[BatchView]:
         """Every record batch (validated, columns as zero-copy views of the memory map),
         segment by segment in pipeline order of sites: for columnar readers such as
-        :func:`forensics.judge.scan.scan`. Raises CaptureFormatError for a corrupt batch."""
+        :func:`forensics.judge.scan.scan`. ``private``: each read with ordinary reads into
+        this process's own memory instead (:meth:`~forensics.store.segment.Segment.
+        read_batch`: a segment truncated meanwhile is an error, never SIGBUS). Raises
+        CaptureFormatError for a corrupt batch, or (``private``) a segment cut or replaced."""
         for seg in self._segments:
             if site is None or seg.site == site:
                 for i in range(len(seg.rows)):
-                    yield seg.batch(i)
+                    yield seg.read_batch(i) if private else seg.batch(i)
 
     def chunks(self, size: int) -> Iterator[tuple[BatchView, int, int, np.ndarray]]:
         """Every record batch in the order of :meth:`batches`, cut into runs of at most
@@ -267,9 +273,11 @@ def records_in(root: Path, names: Iterable[str]) -> int:
     return total
 
 
-def _open_segments(root: Path) -> tuple[list[Segment], list[SegmentName]]:
-    """The segments of known sites, opened, in pipeline order; and the names of the segments
-    of sites this install does not know (not opened).
+def _open_segments(root: Path, mapped: bool = True
+                   ) -> tuple[list[Segment], list[SegmentName]]:
+    """The segments of known sites, opened (``mapped``: through memory maps, else with
+    ordinary reads), in pipeline order; and the names of the segments of sites this install
+    does not know (not opened).
 
     Raises CaptureFormatError for a segment not named as a writer names it, or one holding
     another's batches."""
@@ -289,7 +297,7 @@ def _open_segments(root: Path) -> tuple[list[Segment], list[SegmentName]]:
     require_map_slots(root, len(named))  # before any is mapped
     schemas = Schemas()
     for name in named:
-        segments.append(Segment(root, name, schemas))
+        segments.append(Segment(root, name, schemas, mapped))
     segments.sort(key=lambda s: (site_order(s.site), s.rank, s.process, s.seq))
     twins = find_duplicate(segments)
     if twins is not None:

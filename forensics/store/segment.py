@@ -1,4 +1,6 @@
-"""One segment file, opened through a memory map: its schema, batch table and batches.
+"""One segment file, opened through a memory map: its schema, batch table and batches (or a
+batch read into this process's own memory with ordinary reads, :meth:`Segment.read_batch`; or
+the whole segment so, never mapped: ``Segment(..., mapped=False)``).
 
 Opening reads the schema message and the ``.idx`` sidecar (or scans the stream where no index
 covers it); batches are parsed, validated (the structural ``validate()``; each column gets
@@ -9,7 +11,6 @@ only when first used. A message cut short at the end of the file is ignored and 
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 from collections import OrderedDict
@@ -21,23 +22,21 @@ import pyarrow as pa
 
 from forensics.errors import CaptureFormatError, ForensicsError, reason
 from forensics.escaping import python_string, terminal
-from forensics.libc import libc_function
 from forensics.store.arrow_codec import ColumnSig, schema_columns, schema_info
 from forensics.store.batch import BatchView
 from forensics.store.guarded import data_extents, open_guarded, stored_size
 from forensics.store.index import ENTRY, read_index
 from forensics.store.ipc_header import (
+    body_length,
     compression_of,
     first_column,
     overlapping_buffer,
     repeated_metadata_key,
 )
-from forensics.store.maps import why_no_map
+from forensics.store.maps import map_file, release_pages
 from forensics.store.paths import INDEX_SUFFIX, SegmentName
 
 CONTINUATION = 0xFFFFFFFF
-_MADV_DONTNEED = 4  # Linux <sys/mman.h>
-_PROT_READ, _MAP_SHARED = 1, 1  # Linux <sys/mman.h>
 MIN_ROW_BYTES = 16  # every row stores at least an int64 step and an int64 rank
 CACHE_SIZE = 32
 MAX_SCHEMA_BYTES = 1 << 20  # a segment's schema message is a few KiB
@@ -45,6 +44,11 @@ MAX_SCHEMA_BYTES = 1 << 20  # a segment's schema message is a few KiB
 MAX_INDEXED_BYTES = 1 << 62
 #: the most bytes the distinct schema messages of one capture's segments take together
 MAX_CAPTURE_SCHEMA_BYTES = 32 << 20
+#: the most bytes one batch may take to be read into memory (:meth:`Segment.read_batch`)
+MAX_READ_BYTES = 1 << 30
+#: what pyarrow and numpy raise of a malformed batch
+_UNREADABLE = (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
+               OverflowError, EOFError, MemoryError)
 _INCOMPLETE = "incomplete"
 _EOS = "eos"
 
@@ -103,10 +107,19 @@ def _refuse_repeated_key(header: bytes, where: str) -> None:
 
 
 class Segment:
-    """A segment of a capture: ``.rows``, ``.step_min``, ``.step_max`` per batch, ``batch(i)``."""
+    """A segment of a capture: ``.rows``, ``.step_min``, ``.step_max`` per batch, ``batch(i)``.
+    ``mapped``: False reads every byte (the schema, the index's heads, each batch) with
+    ordinary reads into this process's memory, never through a map: a file cut while it is
+    read gives a short read (a CaptureFormatError), never SIGBUS."""
 
-    def __init__(self, root: Path, name: SegmentName, schemas: Schemas | None = None) -> None:
+    def __init__(self, root: Path, name: SegmentName, schemas: Schemas | None = None,
+                 mapped: bool = True) -> None:
         self.root = root
+        self._mapped = mapped
+        self._buf: pa.Buffer | None = None
+        self._bytes: np.ndarray | None = None
+        self._reading = -1  # the file's descriptor while it is opened (reads without a map)
+        self.size = 0
         self._schemas = Schemas() if schemas is None else schemas
         self.name = name.filename
         self.site, self.rank, self.process, self.seq = name.site, name.rank, name.process, \
@@ -146,12 +159,18 @@ class Segment:
             #: the stored ranges of a sparse file (None: no hole)
             self._extents = None if self.stored == size else \
                 np.array(data_extents(fd, size), dtype=np.int64).reshape(-1, 2)
-            self._buf = map_file(fd, size)
+            if self._mapped:
+                self._buf = map_file(fd, size)
+                self._bytes = np.frombuffer(self._buf, dtype=np.uint8)
+            self._reading, self.size = fd, size
+            self.check_whole()  # cut between its size being read and its mapping: refused
+            self._read_layout()
         finally:
+            self._reading = -1
             os.close(fd)
-        self._bytes = np.frombuffer(self._buf, dtype=np.uint8)
-        self.size = len(self._bytes)
-        self.check_whole()  # cut between its size being read and its mapping: refused
+
+    def _read_layout(self) -> None:
+        """Read the schema and the batch table (the index, checked, and the batches past it)."""
         message, end = self._message_at(0)
         if isinstance(message, str):  # cut short, or an end-of-stream marker only
             self.truncated = message == _INCOMPLETE
@@ -199,7 +218,7 @@ class Segment:
     def _check_cut_schema(self) -> None:
         """A first message cut short is a crash while the schema was written only when it
         claims a schema-sized length and the index lists no batch; else the segment is bad."""
-        claimed = int.from_bytes(self._bytes[4:8].tobytes(), "little") if self.size >= 8 else 0
+        claimed = int.from_bytes(self._at(4, 4), "little") if self.size >= 8 else 0
         entries = read_index(self.path.with_name(self.name + INDEX_SUFFIX), self.root,
                              self.stored)
         if claimed > MAX_SCHEMA_BYTES or (entries is not None and len(entries)):
@@ -267,8 +286,8 @@ class Segment:
         :meth:`_heads_stored` found) and their smallest and largest step, read from its header
         and the values of its first column, ``step`` (read only up to the ``rows`` the index
         claims, which the bytes stored bound); else what the segment holds there instead."""
-        meta = int.from_bytes(self._bytes[offset + 4:offset + 8].tobytes(), "little")
-        header = self._bytes[offset + 8:offset + 8 + meta].tobytes()
+        meta = int.from_bytes(self._at(offset + 4, 4), "little")
+        header = self._at(offset + 8, meta)
         try:
             first, codec = first_column(header), compression_of(header)
         except ValueError as exc:
@@ -284,7 +303,7 @@ class Segment:
         if column != count or nulls or not 0 <= start <= start + 8 * count \
                 <= min(start + size, length - 8 - meta):
             return f"a batch of {count} record(s) whose {count} steps it does not hold"
-        steps = np.frombuffer(self._buf, dtype="<i8", count=count, offset=offset + 8 + meta + start)
+        steps = np.frombuffer(self.span(offset + 8 + meta + start, 8 * count), dtype="<i8")
         return count, int(steps.min()), int(steps.max())
 
     def _heads_stored(self, entries: np.ndarray) -> np.ndarray:
@@ -294,11 +313,20 @@ class Segment:
         zeros, so an index pointing into one (a 16 GB segment of 12 KiB stored) is refused."""
         offsets = entries["offset"]
         inside = (offsets + 8 <= self.size) & self._stored_at(offsets, 8)
-        heads = self._bytes[np.where(inside, offsets, 0)[:, None] + np.arange(8)]
+        heads = self._heads(offsets, inside)
         words = heads.view("<u4").reshape(-1, 2) if len(heads) else np.zeros((0, 2), "<u4")
         marker = words[:, 0] == CONTINUATION
         meta = words[:, 1].astype(np.int64)
         return inside & marker & (meta > 0) & (meta < 2**31) & (8 + meta < entries["length"])
+
+    def _heads(self, offsets: np.ndarray, inside: np.ndarray) -> np.ndarray:
+        """The 8 bytes at each of ``offsets`` that is ``inside`` (zeros at the others)."""
+        if self._bytes is not None:
+            return self._bytes[np.where(inside, offsets, 0)[:, None] + np.arange(8)]
+        heads = np.zeros((len(offsets), 8), dtype=np.uint8)
+        for row in np.flatnonzero(inside):
+            heads[row] = np.frombuffer(self._at(int(offsets[row]), 8), dtype=np.uint8)
+        return heads
 
     def _stored_at(self, offsets: np.ndarray, width: int) -> np.ndarray:
         """Per offset: whether its ``width`` bytes lie in one stored range of the file (always
@@ -339,7 +367,7 @@ class Segment:
         remaining = self.size - pos
         if remaining < 8:
             return _INCOMPLETE, pos
-        head = self._bytes[pos:pos + 8].tobytes()
+        head = self._at(pos, 8)
         marker = int.from_bytes(head[:4], "little")
         length = int.from_bytes(head[4:], "little", signed=True)
         if marker != CONTINUATION or length < 0:
@@ -348,7 +376,11 @@ class Segment:
             return _EOS, pos + 8
         if 8 + length > remaining:
             return _INCOMPLETE, pos
-        reader = pa.BufferReader(self._buf.slice(pos))
+        whole = self._buf.slice(pos) if self._buf is not None else \
+            self._message_bytes(pos, length)
+        if whole is None:
+            return _INCOMPLETE, pos
+        reader = pa.BufferReader(whole)
         try:
             message = pa.ipc.read_message(reader)
         except (pa.ArrowInvalid, EOFError, OSError) as exc:
@@ -357,6 +389,35 @@ class Segment:
             raise CaptureFormatError(f"{self.where}: bad message at byte {pos}: "
                                      f"{reason(exc)}") from None
         return message, pos + reader.tell()
+
+    def _message_bytes(self, pos: int, length: int) -> pa.Buffer | None:
+        """The message at ``pos`` (its metadata ``length`` bytes long) with its body, read into
+        memory; None when its body runs past the file's end (cut short)."""
+        try:
+            body = body_length(self._at(pos + 8, length))
+        except ValueError as exc:
+            raise CaptureFormatError(f"{self.where}: bad message at byte {pos}: "
+                                     f"{reason(exc)}") from None
+        whole = 8 + length + body
+        if body < 0 or whole > self.size - pos:
+            return None
+        if whole > MAX_READ_BYTES:
+            raise CaptureFormatError(
+                f"{self.where}: the message at byte {pos} takes {whole} bytes, past the "
+                f"{MAX_READ_BYTES} one may take to be read into memory (the probe's take a "
+                "few MiB): rewrite the segment in smaller batches")
+        return pa.py_buffer(self._at(pos, whole))
+
+    def _at(self, pos: int, n: int) -> bytes:
+        """``n`` bytes at ``pos``: from the map, or read from the file (not mapped).
+        Raises CaptureFormatError when the file holds fewer (:meth:`_read_at`)."""
+        if self._bytes is not None:
+            return self._bytes[pos:pos + n].tobytes()
+        return bytes(self._read_at(pos, n))
+
+    def span(self, pos: int, n: int) -> memoryview | bytes:
+        """``n`` bytes at ``pos``: a view of the map, or (not mapped) read into memory."""
+        return self._bytes[pos:pos + n].data if self._bytes is not None else self._at(pos, n)
 
     # ------------------------------------------------------------------ batches
 
@@ -385,6 +446,8 @@ class Segment:
         if view is not None:
             self._cache.move_to_end(i)
             return view
+        if not self._mapped:
+            return self._remember(i, self.read_batch(i))
         entry = self._table[i]
         offset, length = int(entry["offset"]), int(entry["length"])
         self.check_whole()
@@ -396,16 +459,90 @@ class Segment:
             view = self._decode(message, offset, i)
         except ForensicsError:
             raise
-        except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
-                OverflowError, EOFError, MemoryError) as exc:
+        except _UNREADABLE as exc:
             raise CaptureFormatError(f"{self.where}: batch {i} is unreadable: "
                                      f"{reason(exc)}") from None
+        return self._as_indexed(view, i)
+
+    def _as_indexed(self, view: BatchView, i: int) -> BatchView:
+        """``view`` (batch ``i``), once its rows and steps are its index entry's."""
+        entry = self._table[i]
         if (len(view), int(view.steps.min()), int(view.steps.max())) != (
                 int(entry["rows"]), int(entry["step_min"]), int(entry["step_max"])):
             raise CaptureFormatError(f"{self.where}: batch {i} does not match its index entry")
         return view
 
-    def _decode(self, message: pa.ipc.Message, pos: int, i: int) -> BatchView:
+    def read_batch(self, i: int) -> BatchView:
+        """Batch ``i`` read with ordinary reads (``pread``) into this process's own memory, not
+        through the map, and decoded and validated there (not cached): the file truncated or
+        rewritten meanwhile gives a short read or a batch unlike its index entry, a
+        CaptureFormatError naming the segment and the batch, never SIGBUS; and once read, no
+        change of the file reaches it.
+
+        Raises:
+            CaptureFormatError: as :meth:`batch`; the file is no longer the one opened, or
+                holds less than the batch (truncated), or the batch takes more than
+                :data:`MAX_READ_BYTES`.
+        """
+        entry = self._table[i]
+        offset, length = int(entry["offset"]), int(entry["length"])
+        if length > MAX_READ_BYTES:
+            raise CaptureFormatError(
+                f"{self.where}: batch {i} takes {length} bytes, past the {MAX_READ_BYTES} one "
+                "batch may take to be read into memory (the probe's take a few MiB): rewrite "
+                "the segment in smaller batches")
+        data = self._read_at(offset, length, f"batch {i} at ")
+        try:
+            reader = pa.BufferReader(pa.py_buffer(data))
+            message = pa.ipc.read_message(reader)
+            if reader.tell() != length:
+                raise CaptureFormatError(f"{self.where}: batch {i} at byte {offset} does not "
+                                         "match the index")
+            view = self._decode(message, offset, i, cached=False)
+        except ForensicsError:
+            raise
+        except _UNREADABLE as exc:
+            raise CaptureFormatError(f"{self.where}: batch {i} is unreadable: "
+                                     f"{reason(exc)}") from None
+        return self._as_indexed(view, i)
+
+    def _read_at(self, offset: int, length: int, what: str = "") -> bytearray:
+        """``length`` bytes at ``offset`` of this segment's file (``what``: ``"batch 3 at "``)
+        read into a new private buffer: from the file being opened, or from it opened again
+        (checked to be the one opened first). Raises CaptureFormatError when it is no longer
+        that file, or holds fewer bytes."""
+        data = bytearray(length)
+        got = 0
+        fd = self._reading
+        if fd < 0:
+            try:
+                fd = open_guarded(self.path, "segment", self.root)
+            except OSError:
+                fd = -1
+        try:
+            info = os.fstat(fd) if fd >= 0 else None
+            if info is None or (info.st_dev, info.st_ino) != self._identity:
+                raise CaptureFormatError(
+                    f"{self.where} was replaced or removed while it was read ({what}byte "
+                    f"{offset}); read the capture again once nothing writes to it")
+            into = memoryview(data)
+            while got < length:
+                step = os.preadv(fd, [into[got:]], offset + got)
+                if step <= 0:
+                    break
+                got += step
+        finally:
+            if fd >= 0 and fd != self._reading:
+                os.close(fd)
+        if got < length:
+            raise CaptureFormatError(
+                f"{self.where} was truncated while it was read: {what}byte {offset} holds "
+                f"{got} of its {length} bytes; read the capture again once nothing writes to "
+                "it")
+        return data
+
+    def _decode(self, message: pa.ipc.Message, pos: int, i: int, cached: bool = True
+                ) -> BatchView:
         if message.type != "record batch":
             raise CaptureFormatError(f"{self.where}: unexpected {message.type!r} message at "
                                      f"byte {pos}; expected a record batch")
@@ -422,6 +559,10 @@ class Segment:
                 "(a sparse file): restore the segment from the source or delete it")
         view = BatchView(batch, self.columns, self.site, self.rank,
                          f"{self.where}, batch {i}")
+        return self._remember(i, view) if cached else view
+
+    def _remember(self, i: int, view: BatchView) -> BatchView:
+        """Keep ``view`` (batch ``i``) among the :data:`CACHE_SIZE` last read; return it."""
         self._cache[i] = view
         if len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
@@ -509,122 +650,3 @@ class Segment:
         if entry["step_min"] == entry["step_max"]:
             return np.full(int(entry["rows"]), int(entry["step_min"]), dtype=np.int64)
         return self.batch(i).steps
-
-
-def release_pages(address: int, size: int) -> None:
-    """``madvise(MADV_DONTNEED)`` over the whole pages of a read-only file mapping: they leave
-    the resident set (RSS) and are read back from the page cache on the next access. A no-op
-    off Linux or where libc cannot be reached."""
-    madvise = libc_function("madvise")
-    if madvise is None:
-        return
-    import ctypes
-
-    page = os.sysconf("SC_PAGE_SIZE")
-    start = -(-address // page) * page  # the first whole page inside the mapping
-    if address + size > start:
-        madvise(ctypes.c_void_p(start), ctypes.c_size_t(address + size - start),
-                _MADV_DONTNEED)
-
-
-def find_duplicate(segments: list[Segment]) -> tuple[Segment, Segment] | None:
-    """Two segments of one site and rank holding the same batches (a copied file), or None.
-
-    Candidates are found from the batch tables alone (sizes, rows, steps); only segments whose
-    tables equal another's are read, each once, to a digest of its batches, and only equal
-    digests are compared byte by byte: linear in the capture however many tables agree, and a
-    capture without copies costs no reads.
-    """
-    first_of: dict[tuple[object, ...], Segment] = {}
-    by_content: dict[tuple[object, ...], Segment] = {}
-    for seg in segments:
-        if not len(seg._table):
-            continue
-        key = _table_key(seg)
-        first = first_of.setdefault(key, seg)
-        if first is seg:
-            continue
-        if (key, None) not in by_content:  # the first of these tables, read once
-            by_content[(key, None)] = first
-            by_content.setdefault((key, _digest(first)), first)
-        other = by_content.setdefault((key, _digest(seg)), seg)
-        if other is not seg and _same_batches(seg, other):
-            return other, seg
-    return None
-
-
-def _table_key(seg: Segment) -> tuple[object, ...]:
-    """What two copies of one segment share without reading a batch: site, rank, batch
-    sizes, rows and steps."""
-    table = seg._table
-    return (seg.site, seg.rank, table["length"].tobytes(), table["rows"].tobytes(),
-            table["step_min"].tobytes(), table["step_max"].tobytes())
-
-
-def _digest(seg: Segment) -> bytes:
-    """A BLAKE2b digest of ``seg``'s batches (the bytes :func:`_same_batches` compares)."""
-    digest = hashlib.blake2b(digest_size=32)
-    seg.check_whole()
-    for entry in seg._table:
-        start = int(entry["offset"])
-        digest.update(seg._bytes[start:start + int(entry["length"])].data)
-    return digest.digest()
-
-
-def _same_batches(a: Segment, b: Segment) -> bool:
-    a.check_whole()
-    b.check_whole()
-    for i in range(len(a._table)):
-        ea, eb = a._table[i], b._table[i]
-        start_a, start_b, length = int(ea["offset"]), int(eb["offset"]), int(ea["length"])
-        if not np.array_equal(a._bytes[start_a:start_a + length],
-                              b._bytes[start_b:start_b + length]):
-            return False
-    return True
-
-
-def map_file(fd: int, size: int) -> pa.Buffer:
-    """The first ``size`` bytes of the open file ``fd`` memory-mapped read-only as an Arrow
-    buffer that keeps no descriptor: the caller closes ``fd`` (a capture of thousands of
-    segments stays far below the open-files limit, often 1024). Python's ``mmap`` keeps a
-    duplicate descriptor per mapping; it is used only where libc cannot be reached."""
-    mapping = _Mapping.of(fd, size)
-    if mapping is None:
-        import mmap
-
-        return pa.py_buffer(mmap.mmap(fd, size, access=mmap.ACCESS_READ))
-    return pa.foreign_buffer(mapping.address, size, base=mapping)
-
-
-class _Mapping:
-    """A read-only shared mapping made by libc's ``mmap``, unmapped when collected (the
-    Arrow buffer over it holds it as its base)."""
-
-    def __init__(self, address: int, size: int) -> None:
-        self.address, self.size = address, size
-
-    @classmethod
-    def of(cls, fd: int, size: int) -> _Mapping | None:
-        """Map ``size`` bytes of ``fd``; None off Linux. Raises OSError when mmap fails."""
-        mmap_c, munmap = libc_function("mmap"), libc_function("munmap")
-        if mmap_c is None or munmap is None:
-            return None
-        import ctypes
-
-        mmap_c.restype = ctypes.c_void_p
-        mmap_c.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                           ctypes.c_int, ctypes.c_long]
-        address = mmap_c(None, size, _PROT_READ, _MAP_SHARED, fd, 0)
-        if address is None or address == ctypes.c_void_p(-1).value:
-            err = ctypes.get_errno() or errno.ENOMEM
-            raise OSError(err, why_no_map() if err == errno.ENOMEM else os.strerror(err))
-        return cls(address, size)
-
-    def __del__(self) -> None:
-        import ctypes
-
-        munmap = libc_function("munmap")
-        if munmap is None:  # the interpreter is shutting down
-            return
-        munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        munmap(ctypes.c_void_p(self.address), ctypes.c_size_t(self.size))

@@ -121,14 +121,21 @@ def test_a_copy_claiming_a_rank_the_engine_holds_is_stitched_to_nothing(
     """A capture copying engine-b's id and step history that claims rank 1, beside engine-b's
     own rank 1, its ids changed, once made engine-b's rank 0 a rank divergence; two captures of
     one rank contradict each other, so neither is stitched: every engine-b row is the row it
-    has without the copy, and the copy compares with nothing."""
+    has without the copy but for its conclusion, ``divergence not judged`` (it was ``clean``:
+    T84c), and the sentence naming the copy; the copy compares with nothing."""
     engine_b = sorted(p for p in small.kinds if "engine-b" in p)
     forged = _forged_rank(small, tmp_path / "forged.capture", drop_last_step=False)
     rows = {r["name"]: r for r in triage([*engine_b, forged], workers=1).rows}
     assert rows["forged.capture"]["divergence"] is None
+    said = ("conclusion", "contested")
     for row in result.rows:
         if row["capture"] in engine_b:
-            assert rows[row["name"]] == row
+            now = rows[row["name"]]
+            assert {k: v for k, v in now.items() if k not in said} == \
+                {k: v for k, v in row.items() if k not in said}
+            assert (row["conclusion"], row["contested"]) == ("clean", None)
+            assert now["conclusion"] == "divergence not judged"
+            assert f"'{os.path.abspath(forged)}'" in now["contested"], now["contested"]
 
 
 def test_groups_follow_the_generated_kinds(small: Fleet, result: Triage) -> None:

@@ -18,8 +18,8 @@ from forensics.errors import CaptureFormatError
 from forensics.importers import crash_dump
 from forensics.importers import logs as plain_logs
 from forensics.records import Record
+from forensics.store.duplicates import find_duplicate
 from forensics.store.reader import load
-from forensics.store.segment import find_duplicate
 from forensics.store.writer import write_capture
 from tests.instructions import assert_linear, scaling
 

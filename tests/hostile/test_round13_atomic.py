@@ -120,18 +120,19 @@ def test_a_link_swapped_in_while_a_capture_is_written_is_not_followed(
 
 def test_the_temporary_file_is_new_never_a_link_planted_at_its_name(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The temporary file is made ``O_EXCL | O_NOFOLLOW``: a link planted at the name it
-    would take (a name guessed) is passed over, and what it names is left as it was."""
+    """The temporary file is made ``O_EXCL | O_NOFOLLOW`` in a private folder made by an
+    exclusive ``mkdir`` (T84a): a link planted at the name that folder would take (a name
+    guessed) is passed over, and what it names is left as it was."""
     import forensics.atomic as atomic
 
     victim = tmp_path / "victim"
-    victim.write_text("mine")
+    victim.mkdir()
     (tmp_path / "out").mkdir()
-    (tmp_path / "out" / ".a.txt.guessed.tmp.txt").symlink_to(victim)
-    names = iter(["guessed", "free"])
+    (tmp_path / "out" / ".a.txt.guessed.tmp").symlink_to(victim)
+    names = iter(["guessed", "free", "file"])
     monkeypatch.setattr(atomic.secrets, "token_hex", lambda _n: next(names))
     atomic.write_text_atomically(tmp_path / "out" / "a.txt", "new")
-    assert victim.read_text() == "mine"
+    assert list(victim.iterdir()) == []
     assert (tmp_path / "out" / "a.txt").read_text() == "new"
 
 

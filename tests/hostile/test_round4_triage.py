@@ -106,7 +106,7 @@ def test_stitching_is_linear_in_the_captures(rows: str, tmp_path: Path) -> None:
 def make_work(rows: str, count: int, scratch: Path) -> Callable[[], object]:
     """Stitching ``count`` rows of ``rows`` (run by :mod:`tests.instructions`)."""
     made = ROWS[rows](count)
-    return lambda: engines(made)
+    return lambda: engines(made, {})  # each contested row named, its sentence made (T84c)
 
 
 def test_stitching_still_links_what_corroborates() -> None:

@@ -288,7 +288,7 @@ def test_a_map_refused_for_want_of_memory_names_the_map_count(
     naming both and the fix, not a bare 'Cannot allocate memory'."""
     import ctypes
 
-    from forensics.store import segment
+    from forensics.store import maps  # where a segment's map is made (it was in segment)
 
     class _NoMap:
         restype = argtypes = None
@@ -296,8 +296,8 @@ def test_a_map_refused_for_want_of_memory_names_the_map_count(
         def __call__(self, *args: Any) -> Any:
             return ctypes.c_void_p(-1).value
 
-    real = segment.libc_function
-    monkeypatch.setattr(segment, "libc_function",
+    real = maps.libc_function
+    monkeypatch.setattr(maps, "libc_function",
                         lambda name: _NoMap() if name == "mmap" else real(name))
     assert main(["inspect", str(_ranks(tmp_path / "x.capture", 1))]) == 2
     err = capsys.readouterr().err

@@ -1136,6 +1136,34 @@ TESTS = {
     "T77c": ["tests/hostile/test_round15_attack15.py::"
              "test_a_kernel_the_probe_saw_launched_is_never_said_never_launched"],
     "T77d": ["tests/hostile/test_round15_attack15.py::test_a_capture_named_twice_is_one_item"],
+    "T84a": ["tests/hostile/test_round16_fix16b.py::"
+             "test_another_user_cannot_swap_the_temporary_file_for_a_link",
+             "tests/hostile/test_round16_fix16b.py::test_a_failed_write_leaves_nothing_behind",
+             "tests/hostile/test_round16_fix16b.py::"
+             "test_the_private_folder_is_private_and_named_for_its_output",
+             "tests/hostile/test_round16_fix16b.py::"
+             "test_a_folder_put_in_place_of_the_private_one_is_refused"],
+    "T84b": ["tests/hostile/test_round16_fix16b.py::"
+             "test_an_address_in_markdown_is_a_code_span_and_renders_as_the_text",
+             "tests/hostile/test_round16_fix16b.py::"
+             "test_a_summary_of_a_capture_holding_addresses_links_none",
+             "tests/hostile/test_round16_fix16b.py::test_what_gfm_links_not_is_left_as_it_was",
+             "tests/hostile/test_round16_fix16b.py::"
+             "test_markdown_stays_linear_in_address_like_text"],
+    "T84c": ["tests/hostile/test_round16_fix16b.py::"
+             "test_a_forged_copy_of_a_rank_makes_no_row_clean",
+             "tests/hostile/test_round16_fix16b.py::"
+             "test_the_triage_table_shows_the_rank_not_judged",
+             "tests/hostile/test_round16_fix16b.py::"
+             "test_a_rank_claimed_once_is_compared_as_before"],
+    "T84d": ["tests/hostile/test_round16_fix16b.py::"
+             "test_a_segment_cut_between_the_check_and_the_read_is_its_error_row",
+             "tests/hostile/test_round16_fix16b.py::"
+             "test_a_batch_cut_while_it_is_read_is_one_line_naming_the_segment",
+             "tests/hostile/test_round16_fix16b.py::"
+             "test_a_segment_replaced_before_its_batch_is_read_is_refused",
+             "tests/hostile/test_round16_fix16b.py::test_a_batch_read_is_the_batch_mapped",
+             "tests/hostile/test_round16_fix16b.py::test_a_batch_past_the_read_cap_is_refused"],
     "T77e": ["tests/hostile/test_round15_attack15.py::"
              "test_a_url_in_markdown_is_a_code_span_and_renders_as_the_text",
              "tests/hostile/test_round15_attack15.py::"
