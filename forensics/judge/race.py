@@ -60,11 +60,24 @@ class RaceCheck:
     ambiguous: list[tuple[int, int, str]] = field(default_factory=list)
     #: the steps compared, in order (one per compared step and rank)
     steps: list[int] = field(default_factory=list)
+    #: (step, rank, writer site, baseline) of each chosen step not compared because what the
+    #: writer wrote is unknown: no output recorded, and the baseline's replay produced none
+    #: (it raised, or the replay's overall deadline cut it)
+    unproduced: list[tuple[int, int, str, str]] = field(default_factory=list)
+    #: (step, rank, ids received, ids written) of each compared step where the embedding
+    #: received more ids than the writer's output holds: those past it were not compared
+    short: list[tuple[int, int, int, int]] = field(default_factory=list)
+    #: the elements that disagree at the compared steps (vLLM's clamp left out where it
+    #: clamps), the first :data:`MAX_FINDINGS` of them kept as ``findings``
+    disagree: int = 0
 
     def summary(self) -> str:
         """One sentence on the comparison, or ``""`` when the capture has neither record."""
         if not self.recorded:
             return ""
+        if not self.compared and self.unproduced:
+            return ("Whether the model read what was written is not known."
+                    + self.unproduced_sentence() + self.ambiguous_sentence())
         if not self.compared:
             sites = sorted({m[2] for m in self.missing})
             return (f"No step has both the writer's and the embedding's record (missing: "
@@ -73,26 +86,50 @@ class RaceCheck:
         text = (f"Compared what was written into the input ids with what the embedding "
                 f"received at {self.compared} step(s){self.coverage()}: ")
         if len(self.findings):
-            first = self.findings.iloc[0]
-            text += (f"{len(self.findings)} element(s) disagree, the first at step "
+            first, many = self.findings.iloc[0], max(self.disagree, len(self.findings))
+            kept = f" ({len(self.findings)} kept as findings)" if many > len(self.findings) \
+                else ""
+            text += (f"{many} element(s) disagree{kept}, the first at step "
                      f"{first['step']} rank {first['rank']}: {first['origin']} wrote "
                      f"{first['written']} ({first['source']}), the embedding received "
                      f"{first['tensor']}[{first['element']}] = {first['value']}.")
         else:
-            text += "they agree."
+            text += "they agree on the ids both hold." if self.short else "they agree."
         if self.missing:
             text += f" {len(self.missing)} step(s) lack one of the two records."
-        return text + self.ambiguous_sentence()
+        return text + self.short_sentence() + self.unproduced_sentence() \
+            + self.ambiguous_sentence()
+
+    def short_sentence(self) -> str:
+        """At which compared steps the embedding received ids past what the writer's output
+        holds (not compared), or ``""``."""
+        if not self.short:
+            return ""
+        step, rank, received, written = self.short[0]
+        return (f" At {len(self.short)} step(s) the embedding received more ids than the "
+                f"writer's output holds, and those past it were not compared (the first: step "
+                f"{step} rank {rank}, {received} received, {written} written).")
+
+    def unproduced_sentence(self) -> str:
+        """Which chosen steps were not compared because what the writer wrote there is
+        unknown (:attr:`unproduced`), or ``""``."""
+        if not self.unproduced:
+            return ""
+        step, rank, site, baseline = self.unproduced[0]
+        return (f" {len(self.unproduced)} step(s) were not compared: what the writer wrote "
+                f"there is not known (no output recorded, and the {baseline} replay produced "
+                f"none; the first: {site} at step {step} rank {rank}).")
 
     @property
     def partial(self) -> bool:
-        """Whether some step holding both records was not compared (:data:`MAX_STEPS`)."""
+        """Whether some step holding both records was not compared (:data:`MAX_STEPS`, or
+        :attr:`unproduced`)."""
         return self.paired > self.compared
 
     def coverage(self) -> str:
-        """``""`` when every step holding both records was compared, else which were: `` of
-        600 that hold both records (only steps 345-600: at most 256 are compared, ...)``."""
-        if not self.partial:
+        """``""`` when every step holding both records was chosen, else which were compared:
+        `` of 600 that hold both records (only steps 345-600: at most 256 are compared, ...)``."""
+        if self.paired <= self.compared + len(self.unproduced):
             return ""
         return (f" of {self.paired} that hold both records (only steps "
                 f"{spans(sorted(set(self.steps)))}: at most {MAX_STEPS} are compared, those "
@@ -279,16 +316,20 @@ def race_check(result: ReplayResult, plan: RacePlan | None = None) -> RaceCheck:
     import pandas as pd
 
     plan = plan or race_plan(result)
-    check = dataclasses.replace(plan.check, missing=list(plan.check.missing), steps=[])
+    check = dataclasses.replace(plan.check, missing=list(plan.check.missing), steps=[],
+                                unproduced=[], short=[], disagree=0)
+    clamps = getattr(getattr(result, "continuity", None), "clamps", None) is True
     outputs = getattr(result, "baseline_outputs", None) or {}
     rows: list[dict[str, Any]] = []
     for (step, rank, writer, present), written in zip(plan.chosen, plan.writers, strict=True):
         wrote = _written(plan.baseline, outputs, written)
+        if wrote[0] is None:  # what the writer wrote is unknown: nothing to compare with
+            check.unproduced.append((step, rank, str(writer["site"]), plan.baseline))
+            continue
         check.compared += 1
         check.steps.append(step)
-        if len(rows) < MAX_FINDINGS:
-            rows += _compare(result, plan.baseline, wrote, (writer, plan.reader), present,
-                             (step, rank))
+        rows += _compare(result, plan.baseline, wrote, (writer, plan.reader), present,
+                         (step, rank), check, (MAX_FINDINGS - len(rows), clamps))
     if rows:
         check.findings = pd.DataFrame(rows[:MAX_FINDINGS], columns=list(COLUMNS))
     return check
@@ -335,15 +376,25 @@ def _positions(result: ReplayResult, sites: set[Any]) -> list[tuple[int, str, in
 
 def _compare(result: ReplayResult, baseline: str, wrote: tuple[np.ndarray | None, str],
              sites: tuple[dict[str, str], dict[str, str]], present: dict[str, int],
-             where: tuple[int, int]) -> list[dict[str, Any]]:
-    """The disagreements of one step (and rank), one dict per element."""
+             where: tuple[int, int], check: RaceCheck, room: tuple[int, bool]
+             ) -> list[dict[str, Any]]:
+    """The disagreements of one step (and rank), one dict per element for at most the first
+    ``room[0]`` (all counted in ``check.disagree``; a ``-1`` written and 0 received left out
+    where vLLM clamps, ``room[1]``); the step noted in ``check.short`` when the embedding
+    received more ids than were written (those are not compared)."""
     (written, source), (writer, reader), (step, rank) = wrote, sites, where
     reader_record = result.records[present[reader["site"]]]
     if written is None or reader["field"] not in reader_record:
         return []
     received = np.asarray(reader_record[reader["field"]]).reshape(-1).astype(np.int64)
     n = min(len(received), len(written))
+    if len(received) > n:
+        check.short.append((step, rank, len(received), n))
     differ = np.flatnonzero(received[:n] != written[:n])
+    if room[1]:  # vLLM's clamp explains a -1 written, 0 read (clamped_placeholder)
+        differ = differ[~((written[differ] < 0) & (received[differ] == 0))]
+    check.disagree += len(differ)
+    differ = differ[:max(room[0], 0)]
     cu = reader_record.get("cu_num_tokens")
     rows = (np.searchsorted(np.asarray(cu), differ, side="right") if cu is not None
             else [None] * len(differ))

@@ -56,6 +56,10 @@ class KnownAnswer:
     #: whether a variant of the engine's code (:data:`ENGINE_CODE`) was replayed: the
     #: signatures describe its findings, so without one none is judged
     engine_replayed: bool = True
+    #: records that ended in an ``error`` outcome (raised, timed out, cut by the overall
+    #: deadline) under every replayed variant of the engine's code: none judged them
+    #: (:func:`unjudged_records`)
+    unjudged: int = 0
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -93,6 +97,10 @@ class KnownAnswer:
             return ""
         why = ("no records were captured, so there is no value to judge it by (the probe saw "
                "no call, or its segments were removed)" if self.empty else
+               "no variant finds a captured value out of range in the records judged, and "
+               f"{self.unjudged} record(s) were not judged (they ended in errors under every "
+               "replayed variant of the engine's code), so whether the captured values explain "
+               "the crash is not known" if self.unjudged else
                "no variant finds a captured value out of range, so the captured values do not "
                "explain the crash (a stream-ordering race or a site that was not recorded can)")
         return f"Not explained: the capture holds a crash, yet {why}. Next: " + " ".join(
@@ -105,10 +113,16 @@ class KnownAnswer:
             return ("Known signatures not judged: they describe the findings of the engine's "
                     f"code ({' or '.join(sorted(ENGINE_CODE))}), and none of its variants was "
                     "replayed: replay with upstream too.")
+        unjudged = (f" ({self.unjudged} record(s) were not judged: they ended in errors under "
+                    "every replayed variant of the engine's code)" if self.unjudged else "")
         if not self.matches and self.crash_verdict == NO_CRASH and not self.failing:
+            if unjudged:
+                return ("No known signature matches the records judged; whether the capture "
+                        f"shows a failure to report is not known{unjudged}.")
             return "No known signature matches, and the capture shows no failure to report."
         if not self.matches:
-            return ("No known signature matches: a reason to file a new issue "
+            return (f"No known signature matches{' the records judged' if unjudged else ''}"
+                    f"{unjudged}: a reason to file a new issue "
                     "(`forensics summary --format markdown` drafts the report).")
         return " ".join(describe_match(m) for m in self.matches)
 
@@ -190,7 +204,20 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                  else "")
     return KnownAnswer(verdict, checked, experiments, race_text, failing,
                        what_was_seen(evidence, result), empty=not len(result.records),
-                       engine_replayed=bool(ENGINE_CODE & set(result.variants)))
+                       engine_replayed=bool(ENGINE_CODE & set(result.variants)),
+                       unjudged=unjudged_records(result))
+
+
+def unjudged_records(result: ReplayResult) -> int:
+    """How many records of ``result`` ended in an ``error`` outcome under every replayed
+    variant of the engine's code (:data:`ENGINE_CODE`): no variant of it judged them."""
+    outcomes = getattr(result, "outcomes", None)
+    engine = ENGINE_CODE & set(result.variants)
+    if outcomes is None or not engine or not len(outcomes):
+        return 0
+    mine = outcomes[outcomes["variant"].isin(sorted(engine))]
+    errored = (mine["status"] == "error").groupby(mine["record"]).all()
+    return int(errored.sum())
 
 
 def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:

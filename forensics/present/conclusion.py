@@ -293,7 +293,8 @@ def conclude(result: ReplayResult) -> Conclusion:
 
 def cut_sentence(result: ReplayResult) -> str:
     """Which records the replay's overall deadline left unjudged (per variant and site, their
-    steps) and that they count as errors, never as clean; "" when it cut none."""
+    steps) and that they count as errors, never as clean, and whether it cut the race check's
+    replay of writer records too; "" when it cut none."""
     if not result.cut:
         return ""
     table = result.outcomes
@@ -301,8 +302,16 @@ def cut_sentence(result: ReplayResult) -> str:
     parts = [f"{len(group)} {site} record(s) of {variant} (steps {group['step'].min()}-"
              f"{group['step'].max()})" for (variant, site), group in
              rows.groupby(["variant", "site"], sort=False, observed=True)]
-    return (f"Not judged: {'; '.join(parts)}: {result.cut} before the Triton interpreter "
-            "answered them; they count as errors, not as clean (give a longer --deadline).")
+    race = getattr(result, "race", None)
+    unproduced = len(getattr(race, "unproduced", ()) or ())
+    text = (f"Not judged: {'; '.join(parts)}: {result.cut} before the Triton interpreter "
+            "answered them; they count as errors, not as clean." if parts else
+            f"Not judged: {result.cut} before the Triton interpreter answered the race "
+            "check's replay of writer records.")
+    if unproduced:
+        text += (f" The race check did not compare {unproduced} step(s): what the writer "
+                 "wrote there is not known.")
+    return text[:-1] + " (give a longer --deadline)."
 
 
 def no_records_sentence(capture: Any, records: int) -> str:

@@ -1350,6 +1350,20 @@ TESTS = {
              "test_schema_prints_a_site_named_twice_once"],
     "T87f": ["tests/hostile/test_round16_fix16c.py::"
              "test_a_triage_split_into_pieces_by_a_forged_index_is_an_error_row_with_the_fix"],
+    "T88a": ["tests/hostile/test_round16_attack16b.py::"
+             "test_race_check_never_says_they_agree_where_the_writer_produced_nothing",
+             "tests/known/test_matching.py::"
+             "test_the_race_check_reads_the_baseline_outputs_the_result_holds"],
+    "T88b": ["tests/hostile/test_round16_attack16b.py::"
+             "test_a_deadline_that_cuts_only_the_race_replay_is_one_true_sentence"],
+    "T88c": ["tests/hostile/test_round16_attack16b.py::"
+             "test_records_the_deadline_left_unjudged_never_read_as_no_failure"],
+    "T88d": ["tests/hostile/test_round16_attack16b.py::"
+             "test_race_check_never_says_they_agree_past_what_the_writer_holds"],
+    "T88e": ["tests/hostile/test_round16_attack16b.py::"
+             "test_race_check_counts_every_disagreement_and_keeps_only_its_cap"],
+    "T88f": ["tests/hostile/test_round16_attack16b.py::"
+             "test_a_crash_beside_unjudged_records_is_never_said_unexplained_by_the_values"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
