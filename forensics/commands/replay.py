@@ -6,9 +6,10 @@ forensics.present.conclusion). With --json: one JSON object (capture, records, v
 findings, outcomes, first_finding: per variant the conclusion's first violation with its bound,
 origin, request and ``resolved``, null when the text says "no unresolved out-of-bounds finding";
 conclusion). Exit 0 when done (findings are results), 1 when the --fail-on variant has a
-`violation` or `error` verdict, 2 for bad input or usage. ``--deadline``: the seconds the kernel
-worker of the ``vllm`` variants (Model Runner V2 sites) may take for all the records together;
-the records it leaves are ``error`` outcomes the conclusion says were not judged.
+`violation` or `error` verdict, 2 for bad input or usage. ``--deadline``: the seconds from the
+replay's start within which the kernel worker of the ``vllm`` variants (Model Runner V2 sites)
+must answer its records; the records it leaves are ``error`` outcomes the conclusion says were
+not judged.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from forensics.commands._numbers import add_deadline
 
     add_deadline(parser, DEFAULT_REPLAY_DEADLINE,
-                 "all the records the vllm variants run in their kernel worker (V2 sites)",
+                 "the replay, from its start, until the vllm variants' kernel worker (V2 "
+                 "sites) has answered",
                  "the records it leaves are errors, said not judged")
 
 

@@ -299,19 +299,31 @@ def cut_sentence(result: ReplayResult) -> str:
         return ""
     table = result.outcomes
     rows = table[table["message"] == f"not judged: {result.cut}"]
-    parts = [f"{len(group)} {site} record(s) of {variant} (steps {group['step'].min()}-"
-             f"{group['step'].max()})" for (variant, site), group in
+    parts = [f"{len(group)} {site} record(s) of {variant} ({_steps_text(group['step'])})"
+             for (variant, site), group in
              rows.groupby(["variant", "site"], sort=False, observed=True)]
     race = getattr(result, "race", None)
     unproduced = len(getattr(race, "unproduced", ()) or ())
-    text = (f"Not judged: {'; '.join(parts)}: {result.cut} before the Triton interpreter "
-            "answered them; they count as errors, not as clean." if parts else
-            f"Not judged: {result.cut} before the Triton interpreter answered the race "
-            "check's replay of writer records.")
+    text = (f"Not judged: {'; '.join(parts)}: {result.cut} (counted from the replay's start) "
+            "before they were answered; they count as errors, not as clean." if parts else
+            f"Not judged: {result.cut} (counted from the replay's start) before the race "
+            "check's replay of writer records was answered.")
     if unproduced:
         text += (f" The race check did not compare {unproduced} step(s): what the writer "
                  "wrote there is not known.")
     return text[:-1] + " (give a longer --deadline)."
+
+
+def _steps_text(steps: Any) -> str:
+    """The distinct steps of ``steps`` in words: each of up to three (``steps 3 and 40000``),
+    else their count and ends (``5 steps from 3 to 40000``), never a span that reads as every
+    step between."""
+    distinct = sorted({int(s) for s in steps})
+    if len(distinct) > 3:
+        return f"{len(distinct)} steps from {distinct[0]} to {distinct[-1]}"
+    words = [str(s) for s in distinct]
+    listed = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+    return f"step{'s' if len(words) > 1 else ''} {listed}"
 
 
 def no_records_sentence(capture: Any, records: int) -> str:

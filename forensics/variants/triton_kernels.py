@@ -186,7 +186,18 @@ class KernelWorker:
             if self._process is None:
                 return not_judged(records, clock)
         requests = [self._request(record) for record in records]
-        assert self._process.stdin is not None and self._lines is not None
+        try:
+            return self._answered(records, requests, clock)
+        except BaseException:  # an interrupt, an alarm or a refusal between a batch and its
+            self._stop()       # answers: they are never read as the next batch's
+            _remove(requests)
+            raise
+
+    def _answered(self, records: list[Record], requests: list[dict[str, str]],
+                  clock: Clock | None) -> list[Outcome]:
+        """Send ``requests`` (of ``records``) and read their answers (see :meth:`_exchange`)."""
+        assert self._process is not None and self._process.stdin is not None
+        assert self._lines is not None
         try:
             self._process.stdin.write(json.dumps({"batch": requests}) + "\n")
             self._process.stdin.flush()

@@ -112,10 +112,10 @@ def test_a_deadline_that_cuts_only_the_race_replay_is_one_true_sentence(
     assert result.cut == "the overall deadline of 5 s passed"
     sentence = conclude(result).cut
     assert "Not judged: :" not in sentence and "count as errors" not in sentence, sentence
-    assert sentence == ("Not judged: the overall deadline of 5 s passed before the Triton "
-                        "interpreter answered the race check's replay of writer records. The "
-                        "race check did not compare 1 step(s): what the writer wrote there is "
-                        "not known (give a longer --deadline)."), sentence
+    assert sentence == ("Not judged: the overall deadline of 5 s passed (counted from the "
+                        "replay's start) before the race check's replay of writer records was "
+                        "answered. The race check did not compare 1 step(s): what the writer "
+                        "wrote there is not known (give a longer --deadline)."), sentence
     assert "agree" not in result.race.summary(), result.race.summary()
 
 

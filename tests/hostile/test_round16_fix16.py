@@ -62,7 +62,7 @@ def test_looping_v2_records_stop_at_the_replays_overall_deadline(
     assert result.verdicts["vllm"]["post_update"] == "error"
     assert result.cut == "the overall deadline of 15 s passed"
     sentence = conclude(result).cut
-    assert "2 post_update record(s) of vllm (steps 3-4)" in sentence, sentence
+    assert "2 post_update record(s) of vllm (steps 3 and 4)" in sentence, sentence
     assert "not as clean" in sentence, sentence
     assert left == [], left
 
@@ -92,7 +92,7 @@ def test_replay_takes_a_deadline_and_ends_the_worker_it_cuts(
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
     assert out["outcomes"]["vllm"] == {"ok": 1, "index_error": 0, "error": 2}, out
-    assert "2 post_update record(s) of vllm (steps 1-2): the overall deadline of 5 s passed" \
+    assert "2 post_update record(s) of vllm (steps 1 and 2): the overall deadline of 5 s passed" \
         in out["conclusion"]["cut"], out["conclusion"]
     assert left == [], left
     assert main(["replay", str(capture), "--deadline", "0"]) == 2

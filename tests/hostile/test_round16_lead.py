@@ -130,3 +130,58 @@ def test_findings_past_the_budget_are_refused_in_one_line(
         assert f"{name}.capture" in err and "'findings' is " in err and MAX_ALLOC_ENV in err
     code, out, _ = run_cli(capsys, "summary", _records_of_ids(tmp_path, "fits", 2, 200))
     assert code == 0 and "input_ids" in out, out
+
+
+def _combine_record(idx_mapping: list[int]) -> Record:
+    """A ``combine_tokens`` record of step 0 whose rows read the slots ``idx_mapping``."""
+    from forensics.validate import validate_record
+
+    drafts = np.zeros((4, 2), np.int32)
+    drafts[3] = (7, 8)
+    i32 = np.int32
+    return validate_record(Record("combine_tokens", 0, 0, dict(
+        input_ids=np.full(6, 99, i32), idx_mapping=np.array(idx_mapping, np.int64),
+        last_sampled_tokens=np.array([21, 0, 0, 11], i32),
+        query_start_loc=np.array([0, 3, 4], i32), seq_lens=np.array([10, 7], i32),
+        prefill_len=np.array([4, 0, 0, 5], i32), draft_tokens=drafts,
+        cu_num_logits=np.array([0, 3, 4], i32), num_new_sampled_tokens=1, vocab_size=50,
+        req_ids=["a", "b"])), "test record")
+
+
+def test_a_batch_interrupted_before_its_answers_never_answers_the_next(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel worker's answers are read in order, by no id: an interrupt (Ctrl-C in a
+    notebook, an alarm) after a batch was sent and before its answers were read left the worker
+    running, and the next batch read the interrupted batch's answers as its own: a record in
+    range read as the other's index error. The worker is ended now: the next batch's answers
+    are its own."""
+    from forensics.variants import triton_kernels
+
+    worker = triton_kernels.KernelWorker()
+    bad, good = _combine_record([9, 0]), _combine_record([3, 0])
+    try:
+        assert worker._exchange([good])[0].status == "ok"  # the worker is up
+        real_next = triton_kernels.Lines.next
+
+        def interrupted(self: Any, seconds: float) -> str | None:
+            monkeypatch.setattr(triton_kernels.Lines, "next", real_next)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(triton_kernels.Lines, "next", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            worker._exchange([bad])
+        assert worker._exchange([good])[0].status == "ok"  # its own answer, not bad's
+        assert worker._exchange([bad])[0].status == "index_error"
+    finally:
+        worker.close()
+
+
+def test_the_steps_a_deadline_cut_are_never_a_span_read_as_every_step_between() -> None:
+    """Records cut at steps 3 and 40000 read "(steps 3-40000)", as if every step between was
+    cut: up to three steps are named, more are counted with their ends."""
+    from forensics.present.conclusion import _steps_text
+
+    assert _steps_text([40000, 3, 3]) == "steps 3 and 40000"
+    assert _steps_text([7]) == "step 7"
+    assert _steps_text([1, 2, 9]) == "steps 1, 2 and 9"
+    assert _steps_text([5, 1, 2, 9]) == "4 steps from 1 to 9"
