@@ -440,5 +440,5 @@ def test_the_v2_variant_worker_imports_nothing_from_the_working_directory(
     monkeypatch.setattr(triton_kernels, "_START_TIMEOUT", 1.0)
     worker = triton_kernels.KernelWorker()
     with pytest.raises(MissingDependencyError):
-        worker._start()
+        worker._start(None)
     assert not marker.exists(), marker.read_text()
