@@ -1298,6 +1298,11 @@ TESTS = {
              "test_a_styled_tables_markup_is_a_few_bytes_per_cell"],
     "T86d": ["tests/hostile/test_round16_lead.py::"
              "test_findings_past_the_budget_are_refused_in_one_line"],
+    "T89a": ["tests/hostile/test_round16_attack16c.py::"
+             "test_a_selection_naming_no_installed_kernel_is_refused",
+             "tests/hostile/test_round16_attack16c.py::test_all_is_all_in_any_case",
+             "tests/hostile/test_round16_attack16c.py::"
+             "test_a_module_qualified_name_as_coverage_lists_it_records_that_kernel"],
     "T85a": ["tests/hostile/test_round16_attack16.py::"
              "test_npz_string_members_are_held_to_one_budget_together",
              "tests/hostile/test_round16_attack16.py::"
