@@ -368,7 +368,28 @@ def check_summary(event: dict[str, Any], where: str) -> dict[str, Any]:
                 for n in counts.values()):
             raise _fail(where, name, "must be an object 'module.kernel' -> launches seen (an "
                                       "int >= 0)")
+    _check_counts(event, where)
     return event
+
+
+def _check_counts(event: dict[str, Any], where: str) -> None:
+    """Refuse counts no probe writes: ``kernels_seen`` counts every launch, those during a CUDA
+    graph capture too, so a kernel's ``graph_launches`` are at most its ``kernels_seen`` and
+    a kernel ``graph_only`` lists was seen at least once (coverage once said a kernel of 3
+    such launches and none seen was "never launched", and one of 0 seen was "launched 0
+    time(s) ..., some while a CUDA graph was being captured")."""
+    seen = event.get("kernels_seen", {})
+    for key, count in event.get("graph_launches", {}).items():
+        if count > seen.get(key, 0):
+            raise _fail(where, "graph_launches", f"counts {count} launch(es) of "
+                                                 f"{terminal(str(key))!r} during a CUDA graph "
+                                                 f"capture, more than the {seen.get(key, 0)} "
+                                                 "'kernels_seen' counts (it counts every "
+                                                 "launch)")
+    for key in event.get("graph_only", []):
+        if not seen.get(key, 0):
+            raise _fail(where, "graph_only", f"lists {terminal(key)!r}, a kernel "
+                                             "'kernels_seen' counts no launch of")
 
 
 def summaries_of(events: list[dict[str, Any]], capture: str) -> list[dict[str, Any]]:

@@ -3,6 +3,9 @@ the probe's ``FORENSICS_KERNELS`` settings."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from forensics.errors import ConfigurationError
@@ -59,3 +62,57 @@ def test_a_module_qualified_name_as_coverage_lists_it_records_that_kernel() -> N
                         globs).wanted
     assert not K.KernelMeta(jit("vllm.v1.worker.gpu.other", SLOTS[1]), globs).wanted
     assert K.selection({"FORENSICS_KERNELS": SLOTS[1]}) == (SLOTS[1],)  # a bare name: as before
+
+
+# ------------------------------------ T89b: kernel_summary counts no probe writes
+
+def _coverage_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                 capsys: pytest.CaptureFixture[str], summary: dict[str, Any]
+                 ) -> tuple[int, str, str]:
+    """``kernels --coverage``'s exit, stdout and stderr on one replayed launch and
+    ``summary`` (the installed kernels: the launch's and ``_other``)."""
+    from test_round4_kernels import KERNEL, MODULE, launch, write_capture
+
+    from forensics.cli import main
+    from forensics.kernels import sanitizer
+
+    monkeypatch.setattr(sanitizer, "installed_kernels",
+                        lambda: [(MODULE, KERNEL), (MODULE, "_other")])
+    monkeypatch.setattr(sanitizer.Worker, "ask", lambda self, event, most=0.0: {
+        "status": "replayed", "reason": "", "accesses": [], "overflows": [], "differs": []})
+    root = write_capture(tmp_path / "c.capture",
+                         [launch(), {"kind": "kernel_summary", "format": 1, **summary}])
+    code = main(["kernels", str(root), "--coverage"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+OTHER = "vllm.v1.worker.gpu.input_batch._other"
+
+
+@pytest.mark.parametrize(("summary", "field"), [
+    ({"kernels_seen": {}, "graph_launches": {OTHER: 3}}, "graph_launches"),   # never_launched
+    ({"kernels_seen": {OTHER: 5}, "graph_launches": {OTHER: 10}}, "graph_launches"),  # 10 of 5
+    ({"graph_only": [OTHER]}, "graph_only"),               # "launched 0 time(s) ..., some ..."
+])
+def test_a_summary_counting_graph_launches_no_probe_counts_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        summary: dict[str, Any], field: str) -> None:
+    """``kernels_seen`` counts every launch the probe saw, those during a graph capture too:
+    a summary of 3 graph launches of a kernel and none seen made its coverage row
+    "never_launched"; 10 of 5 said "launched 5 time(s) ..., 10 of them while a CUDA graph was
+    being captured"; ``graph_only`` with no count said "launched 0 time(s) ..., some while a
+    CUDA graph was being captured". Such a summary is refused in one line naming the field."""
+    code, out, err = _coverage_of(tmp_path, monkeypatch, capsys, summary)
+    assert code == 2 and not out, (code, out)
+    assert f"kernel_summary event 0: field '{field}'" in err and OTHER in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_summary_of_counts_a_probe_writes_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel every launch of which was during a graph capture is ``graph_only``."""
+    code, out, _ = _coverage_of(tmp_path, monkeypatch, capsys, {
+        "kernels_seen": {OTHER: 3}, "graph_launches": {OTHER: 3}, "graph_only": [OTHER]})
+    assert code == 0 and f"graph_only      {OTHER}: 0 recorded" in out, out
