@@ -116,3 +116,31 @@ def test_a_summary_of_counts_a_probe_writes_is_read(
     code, out, _ = _coverage_of(tmp_path, monkeypatch, capsys, {
         "kernels_seen": {OTHER: 3}, "graph_launches": {OTHER: 3}, "graph_only": [OTHER]})
     assert code == 0 and f"graph_only      {OTHER}: 0 recorded" in out, out
+
+
+# ------------------------------------ T89c: one parameter, two values
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"constexprs": {"max_num_reqs": 1000}}, "scalars"),  # the contract: 4; the replay: 1000
+    ({"scalars": {"max_num_reqs": 4, "idx_mapping_ptr": 0}}, "scalars"),
+    ({"unrecorded": {"idx_mapping_ptr": "a list"}}, "unrecorded"),
+    ({"args": ["idx_mapping_ptr", "max_num_reqs", "idx_mapping_ptr"]}, "args"),
+])
+def test_a_parameter_recorded_twice_is_refused(change: dict[str, Any], field: str) -> None:
+    """A record of ``max_num_reqs`` as a scalar (4) and a constexpr (1000): the contract
+    judged ``idx_mapping`` against the scalar while the replay ran the kernel with the
+    constexpr (its arguments took the last part's), so a finding's bound was not the
+    replay's. A parameter the record holds in two parts (tensors, constexprs, scalars,
+    unrecorded), or ``args`` names twice, is refused in one line naming the field."""
+    from test_round4_kernels import launch
+
+    from forensics.errors import CaptureFormatError
+    from forensics.kernels.format import check_launch
+
+    with pytest.raises(CaptureFormatError) as raised:
+        check_launch({**launch(), **change}, "capture 'k.capture' kernel_launch event 0")
+    line = str(raised.value)
+    assert line.startswith(f"capture 'k.capture' kernel_launch event 0: field '{field}'"), line
+    assert len(line.splitlines()) == 1
+    check_launch(launch(), "capture 'k.capture' kernel_launch event 0")  # each once: read
+

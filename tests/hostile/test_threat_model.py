@@ -1307,6 +1307,8 @@ TESTS = {
              "test_a_summary_counting_graph_launches_no_probe_counts_is_refused",
              "tests/hostile/test_round16_attack16c.py::"
              "test_a_summary_of_counts_a_probe_writes_is_read"],
+    "T89c": ["tests/hostile/test_round16_attack16c.py::"
+             "test_a_parameter_recorded_twice_is_refused"],
     "T85a": ["tests/hostile/test_round16_attack16.py::"
              "test_npz_string_members_are_held_to_one_budget_together",
              "tests/hostile/test_round16_attack16.py::"
