@@ -144,3 +144,60 @@ def test_a_parameter_recorded_twice_is_refused(change: dict[str, Any], field: st
     assert len(line.splitlines()) == 1
     check_launch(launch(), "capture 'k.capture' kernel_launch event 0")  # each once: read
 
+
+
+# ------------------------------------ T89d: combine_tokens' writes held to the budget
+
+#: the site tests' record builders (``v2_records``)
+SITES = Path(__file__).resolve().parent.parent / "sites"
+
+def test_combine_tokens_writes_are_held_to_the_budget_before_they_are_planned(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``combine_tokens`` record of ``draft_tokens`` with 0 rows and 4,000,000 columns
+    (no bytes: the kernel's block, the writes a row, follows the columns) and a row of 2**40
+    logits made a plan of 4 million writes in Python lists, 23 s and 1.3 GB, before the
+    findings' budget refused it. Its writes are counted first (vectorised) and held to the
+    allocation budget (lowered here to 20 MB, 131,073 writes at 384 bytes each being past
+    it; the check is the same at 1 GiB): one line naming the record and the count, and the
+    replay allocates no more than the budget on the way."""
+    import tracemalloc
+
+    import numpy as np
+
+    monkeypatch.syspath_prepend(str(SITES))
+    from v2_records import combine
+
+    from forensics.cli import main
+    from forensics.store.writer import write_capture
+
+    record = combine(draft_tokens=np.zeros((0, 100_000), np.int32),
+                     cu_num_logits=np.array([0, 2**40, 2**40 + 1], np.int64))
+    root = write_capture(tmp_path / "c.capture", [record], manifest={"notes": "x"})
+    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "20M")
+    tracemalloc.start()
+    try:
+        code = main(["replay", str(root)])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    out, err = capsys.readouterr()
+    assert code == 2 and not out, (code, out)
+    assert "a combine_tokens record at step 0 rank 0: 'writes' is 131073" in err, err
+    assert "draft_tokens" in err and len(err.strip().splitlines()) == 1, err
+    assert peak < 20 << 20, peak
+
+
+def test_combine_tokens_of_a_few_writes_is_replayed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A record of the engine's sizes is replayed as before."""
+    monkeypatch.syspath_prepend(str(SITES))
+    from v2_records import combine
+
+    from forensics.cli import main
+    from forensics.store.writer import write_capture
+
+    root = write_capture(tmp_path / "c.capture", [combine()], manifest={"notes": "x"})
+    assert main(["replay", str(root)]) in (0, 1)
+    assert "writes" not in capsys.readouterr().err

@@ -1309,6 +1309,10 @@ TESTS = {
              "test_a_summary_of_counts_a_probe_writes_is_read"],
     "T89c": ["tests/hostile/test_round16_attack16c.py::"
              "test_a_parameter_recorded_twice_is_refused"],
+    "T89d": ["tests/hostile/test_round16_attack16c.py::"
+             "test_combine_tokens_writes_are_held_to_the_budget_before_they_are_planned",
+             "tests/hostile/test_round16_attack16c.py::"
+             "test_combine_tokens_of_a_few_writes_is_replayed"],
     "T85a": ["tests/hostile/test_round16_attack16.py::"
              "test_npz_string_members_are_held_to_one_budget_together",
              "tests/hostile/test_round16_attack16.py::"
