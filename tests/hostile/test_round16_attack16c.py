@@ -201,3 +201,70 @@ def test_combine_tokens_of_a_few_writes_is_replayed(
     root = write_capture(tmp_path / "c.capture", [combine()], manifest={"notes": "x"})
     assert main(["replay", str(root)]) in (0, 1)
     assert "writes" not in capsys.readouterr().err
+
+
+# ------------------------------------ T89e: post_update's reads held to the budget
+
+def _post_update_of(rows: int) -> Any:
+    """A ``post_update`` record of ``rows`` rows of one sampled id each, each row claiming
+    2**30 (so each reads on to the buffer's end: quadratic in the rows), all of slot 0."""
+    import numpy as np
+    from site_records import record
+    from v2_records import VOCAB
+
+    return record("post_update", idx_mapping=np.zeros(rows, np.int64),
+                  num_computed_tokens=np.zeros(1, np.int32),
+                  last_sampled_tokens=np.zeros(1, np.int32),
+                  sampled_tokens=np.ones((rows, 1), np.int32),
+                  num_sampled=np.full(rows, 2**30, np.int32),
+                  num_rejected=np.zeros(rows, np.int32), total_len=np.zeros(1, np.int32),
+                  query_start_loc=np.arange(rows + 1, dtype=np.int32),
+                  req_ids=[f"r{i}" for i in range(rows)], all_token_ids_width=2**40,
+                  bin_counts_rows=0, bin_counts_width=VOCAB, vocab_size=VOCAB)
+
+
+def test_post_update_reads_are_held_to_the_budget_before_they_are_planned(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A row of ``post_update`` reads ``num_sampled`` ids from its start in the flat
+    ``sampled_tokens``, on into the next rows': 600 rows of one id each claiming 2**30 (a
+    15 KB capture) read 180,000 ids, 8 s and 1.45 GB, past the 1 GiB budget, exit 0. The
+    reads are counted first (vectorised) and held to the budget (8 KB each; lowered here to
+    50 MB: 200 rows read 20,300): one line naming the record and the count, and the replay
+    allocates no more than the budget on the way."""
+    import tracemalloc
+
+    from forensics.cli import main
+    from forensics.store.writer import write_capture
+
+    monkeypatch.syspath_prepend(str(SITES))
+    root = write_capture(tmp_path / "p.capture", [_post_update_of(200)],
+                         manifest={"notes": "x"})
+    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "50M")
+    tracemalloc.start()
+    try:
+        code = main(["replay", str(root)])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    out, err = capsys.readouterr()
+    assert code == 2 and not out, (code, out)
+    assert "a post_update record at step 0 rank 0: 'reads' is 20300" in err, err
+    assert "num_sampled" in err and len(err.strip().splitlines()) == 1, err
+    assert peak < 50 << 20, peak
+
+
+def test_post_update_of_a_few_reads_is_replayed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A record of the engine's sizes is replayed as before (its reads within the budget)."""
+    from forensics.cli import main
+    from forensics.store.writer import write_capture
+
+    monkeypatch.syspath_prepend(str(SITES))
+    from v2_records import post
+
+    root = write_capture(tmp_path / "p.capture", [post(), _post_update_of(8)],
+                         manifest={"notes": "x"})
+    assert main(["replay", str(root)]) in (0, 1)
+    assert "'reads'" not in capsys.readouterr().err

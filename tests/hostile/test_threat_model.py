@@ -1313,6 +1313,10 @@ TESTS = {
              "test_combine_tokens_writes_are_held_to_the_budget_before_they_are_planned",
              "tests/hostile/test_round16_attack16c.py::"
              "test_combine_tokens_of_a_few_writes_is_replayed"],
+    "T89e": ["tests/hostile/test_round16_attack16c.py::"
+             "test_post_update_reads_are_held_to_the_budget_before_they_are_planned",
+             "tests/hostile/test_round16_attack16c.py::"
+             "test_post_update_of_a_few_reads_is_replayed"],
     "T85a": ["tests/hostile/test_round16_attack16.py::"
              "test_npz_string_members_are_held_to_one_budget_together",
              "tests/hostile/test_round16_attack16.py::"
