@@ -268,3 +268,55 @@ def test_post_update_of_a_few_reads_is_replayed(
                          manifest={"notes": "x"})
     assert main(["replay", str(root)]) in (0, 1)
     assert "'reads'" not in capsys.readouterr().err
+
+
+# ------------------------------------ T89f: a finding of a replay on zeros says so
+
+ACCESS = {"argument": "idx_mapping_ptr", "op": "load", "masked": False,
+          "program_id": [0, 0, 0], "elements": [-1], "count": 1}
+WRAP = {"operation": "mul", "program_id": [0, 0, 0], "exact": 2**31, "wrapped": -(2**31)}
+
+
+def _kernels_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                  capsys: pytest.CaptureFixture[str], event: dict[str, Any]) -> str:
+    """``kernels``' text of one launch, replayed by a stand-in whose answer is one
+    out-of-bounds load and one int32 wrap."""
+    from test_round4_kernels import KERNEL, MODULE, write_capture
+
+    from forensics.cli import main
+    from forensics.kernels import sanitizer
+
+    monkeypatch.setattr(sanitizer, "installed_kernels", lambda: [(MODULE, KERNEL)])
+    monkeypatch.setattr(sanitizer.Worker, "ask", lambda self, event, most=0.0: {
+        "status": "replayed", "reason": "", "accesses": [dict(ACCESS)],
+        "overflows": [dict(WRAP)], "differs": []})
+    assert main(["kernels", str(write_capture(tmp_path / "k.capture", [event]))]) == 1
+    return capsys.readouterr().out
+
+
+def test_a_finding_of_a_replay_on_zeros_says_whether_live_made_it_is_unknown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A tensor recorded without its contents (``contents: none``: an integer storage past
+    what one event line holds, floats past the budget) is zeros in the replay, and its values
+    may choose a kernel's addresses, masks and operands: an out-of-bounds access or an int32
+    wrap of that replay was said as the live launch's ("unmasked load of idx_mapping_ptr
+    element(s) [-1]"). Each says the tensors that were zeros and that whether the live
+    launch made it is unknown; a launch recorded whole says it as before."""
+    from test_round4_kernels import launch
+
+    event = launch()
+    event["args"].append("table_ptr")
+    event["tensors"]["table_ptr"] = {
+        "dtype": "int32", "shape": [300000], "strides": [1], "offset": 0,
+        "storage": 1200000, "contents": "none",
+        "reason": "contents of 1200000 bytes, past what one event line holds"}
+    text = _kernels_text(tmp_path, monkeypatch, capsys, event)
+    access = next(line for line in text.splitlines() if line.startswith("kernel_out_of_b"))
+    wrap = next(line for line in text.splitlines() if line.startswith("offset_overflow"))
+    assert access.endswith("in a replay on zeros in place of the contents of table_ptr (not "
+                           "recorded): whether the live launch made this access is unknown"), text
+    assert wrap.endswith("whether the live launch made this wrap is unknown"), text
+    whole = _kernels_text(tmp_path / "whole", monkeypatch, capsys, launch())
+    assert "unknown" not in whole and "unmasked load of idx_mapping_ptr element(s) [-1]" \
+        in whole, whole
