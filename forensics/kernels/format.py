@@ -331,15 +331,37 @@ def check_launch(event: dict[str, Any], where: str, index: int = 0) -> Launch:
                                          "most 300 characters)")
     found = {n: _tensor(n, t, where) for n, t in tensors.items()}
     _check_sharing(found, where)
+    constexprs = _plain(event.get("constexprs", {}), where, "constexprs")
+    scalars = _plain(event.get("scalars", {}), where, "scalars")
+    _check_once(args, {"tensors": found, "constexprs": constexprs, "scalars": scalars,
+                       "unrecorded": unrecorded}, where)
     return Launch(
         module, name, _text(kernel.get("source_sha256", ""), where, "kernel.source_sha256"),
         _int(event.get("step"), where, "step"), _int(event.get("rank", 0), where, "rank"),
         _int(event.get("ordinal"), where, "ordinal"),
         _text(event.get("path", "compiled"), where, "path"),
-        _ints(event.get("grid"), where, "grid", most=3), list(args),
-        _plain(event.get("constexprs", {}), where, "constexprs"),
-        _plain(event.get("scalars", {}), where, "scalars"),
+        _ints(event.get("grid"), where, "grid", most=3), list(args), constexprs, scalars,
         found, {str(k): v for k, v in unrecorded.items()}, index)
+
+
+def _check_once(args: list[str], parts: dict[str, dict[str, Any]], where: str) -> None:
+    """Refuse a parameter ``args`` names twice, or one two of the record's ``parts`` hold (a
+    tensor, a constexpr, a scalar, an argument not recorded): a launch passes each parameter
+    one value, and the recorder notes it in one part. The contracts read a ``max_num_reqs``
+    scalar while the replay ran the kernel with a constexpr of the name (the replay's
+    arguments took the last part's), so a finding's bound was not the replay's."""
+    named: set[str] = set()
+    for arg in args:
+        if arg in named:
+            raise _fail(where, "args", f"names the parameter {arg!r} twice")
+        named.add(arg)
+    owner: dict[str, str] = {}
+    for part, names in parts.items():
+        for name in names:
+            if name in owner:
+                raise _fail(where, part, f"holds {name!r}, which {owner[name]!r} holds too: a "
+                                         "launch passes each parameter one value")
+            owner[name] = part
 
 
 def launches_of(events: list[dict[str, Any]], capture: str) -> list[Launch]:
@@ -368,7 +390,28 @@ def check_summary(event: dict[str, Any], where: str) -> dict[str, Any]:
                 for n in counts.values()):
             raise _fail(where, name, "must be an object 'module.kernel' -> launches seen (an "
                                       "int >= 0)")
+    _check_counts(event, where)
     return event
+
+
+def _check_counts(event: dict[str, Any], where: str) -> None:
+    """Refuse counts no probe writes: ``kernels_seen`` counts every launch, those during a CUDA
+    graph capture too, so a kernel's ``graph_launches`` are at most its ``kernels_seen`` and
+    a kernel ``graph_only`` lists was seen at least once (coverage once said a kernel of 3
+    such launches and none seen was "never launched", and one of 0 seen was "launched 0
+    time(s) ..., some while a CUDA graph was being captured")."""
+    seen = event.get("kernels_seen", {})
+    for key, count in event.get("graph_launches", {}).items():
+        if count > seen.get(key, 0):
+            raise _fail(where, "graph_launches", f"counts {count} launch(es) of "
+                                                 f"{terminal(str(key))!r} during a CUDA graph "
+                                                 f"capture, more than the {seen.get(key, 0)} "
+                                                 "'kernels_seen' counts (it counts every "
+                                                 "launch)")
+    for key in event.get("graph_only", []):
+        if not seen.get(key, 0):
+            raise _fail(where, "graph_only", f"lists {terminal(key)!r}, a kernel "
+                                             "'kernels_seen' counts no launch of")
 
 
 def summaries_of(events: list[dict[str, Any]], capture: str) -> list[dict[str, Any]]:

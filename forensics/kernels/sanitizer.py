@@ -178,7 +178,19 @@ def _base(launch: Launch, kind: str) -> dict[str, Any]:
 
 
 def _findings(launch: Launch, answer: dict[str, Any]) -> list[dict[str, Any]]:
-    """The findings of one replayed launch's answer."""
+    """The findings of one replayed launch's answer; an access or a wrap of a replay in which
+    a tensor's contents were not recorded (zeros in their place: its values may have chosen
+    the address, the mask or the operand) names those tensors (``zeros_for``)."""
+    out = _made(launch, answer)
+    blind = [n for n, a in launch.tensors.items() if a.contents == "none"]
+    for finding in out if blind else ():
+        if finding["kind"] in ("kernel_out_of_bounds", "offset_overflow"):
+            finding["zeros_for"] = blind
+    return out
+
+
+def _made(launch: Launch, answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings of one replayed launch's answer, as the worker found them."""
     out = []
     more = {_key(m): m for m in answer.get("more", [])}
     for access in answer.get("accesses", []):
@@ -405,6 +417,15 @@ def _whose(finding: dict[str, Any], first: str) -> str:
             f"holds {finding['storage_elements']} elements)")
 
 
+def _zeros_for(finding: dict[str, Any], what: str) -> str:
+    """What a finding of a replay on zeros in place of unrecorded contents can say."""
+    blind = finding.get("zeros_for")
+    if not blind:
+        return ""
+    return (f", in a replay on zeros in place of the contents of {', '.join(map(terminal, blind))}"
+            f" (not recorded): whether the live launch made this {what} is unknown")
+
+
 def describe(finding: dict[str, Any]) -> str:
     """One line of text for a finding, or for a folded one (:func:`fold`), its names (the
     kernel's, the argument's: a capture's) through :func:`~forensics.escaping.terminal` (the
@@ -418,7 +439,8 @@ def describe(finding: dict[str, Any]) -> str:
         first = "" if len(finding.get("programs", [])) < 2 else \
             f" (program {tuple(finding['program_id'])}'s)"
         return (f"kernel_out_of_bounds: {at}: {'masked' if finding['masked'] else 'unmasked'} "
-                f"{finding['op']} {_whose(finding, first)} {_programs(finding)}")
+                f"{finding['op']} {_whose(finding, first)} {_programs(finding)}"
+                f"{_zeros_for(finding, 'access')}")
     if kind == "kernel_contract":
         return (f"kernel_contract: {at}: {finding['argument']} element(s) "
                 f"{finding['elements']} hold {finding['contract']} {finding['values']}, "
@@ -426,7 +448,7 @@ def describe(finding: dict[str, Any]) -> str:
     if kind == "offset_overflow":
         return (f"offset_overflow: {at}: an int32 {finding['operation']} by program "
                 f"{tuple(finding['program_id'])} is {finding['exact']}, wrapped to "
-                f"{finding['wrapped']}")
+                f"{finding['wrapped']}{_zeros_for(finding, 'wrap')}")
     shown = ", ".join(f"[{i}] live {a} replay {b}" for i, a, b in finding["elements"])
     return (f"live_differs: {at}: {finding['argument']} ({finding['span']}) differs at "
             f"{finding['count']} element(s): {shown}; {finding['meaning']}")

@@ -1,6 +1,7 @@
 """The flight recorder of vLLM's Triton kernel launches (``FORENSICS_KERNELS``).
 
-With ``FORENSICS_KERNELS=all`` (or a comma list of kernel names or globs) every launch of a
+With ``FORENSICS_KERNELS=all`` (or a comma list of kernel names or globs:
+:mod:`forensics.probe.kernel_selection`) every launch of a
 ``@triton.jit`` kernel defined in vLLM's worker, sampling and speculative-decoding packages is
 recorded, on both launch paths: compiled kernels (``JITFunction.run``) and Triton's interpreter
 (``InterpretedFunction.run``, ``TRITON_INTERPRET=1``). The launch itself is not changed.
@@ -21,7 +22,6 @@ launch was one.
 
 from __future__ import annotations
 
-import fnmatch
 import inspect
 import logging
 import os
@@ -32,10 +32,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from forensics.kernels.format import FORMAT, KIND, SUMMARY_KIND, encode_bytes, source_hash
+from forensics.probe.kernel_selection import chosen, selection
 from forensics.probe.settings import positive_setting
 
 LOG = logging.getLogger("forensics.probe")
-ENV_KERNELS = "FORENSICS_KERNELS"
 ENV_KEEP = "FORENSICS_KERNELS_KEEP"
 ENV_BUDGET = "FORENSICS_KERNELS_BUDGET"
 DEFAULT_KEEP = 32
@@ -48,15 +48,6 @@ PACKAGES = ("vllm.v1.worker.", "vllm.v1.sample.", "vllm.v1.spec_decode.")
 MAX_EVENT_BYTES = 900_000
 #: the most bytes of one tensor's contents a launch record can hold (base64: 4 chars for 3)
 EVENT_CONTENT_BYTES = MAX_EVENT_BYTES // 4 * 3
-
-
-def selection(environ: Mapping[str, str] | None = None) -> tuple[str, ...] | None:
-    """The kernel globs of ``FORENSICS_KERNELS`` (``all`` -> ``*``); None when it is unset."""
-    raw = (os.environ if environ is None else environ).get(ENV_KERNELS, "").strip()
-    if not raw or raw.lower() in ("0", "off", "none"):
-        return None
-    globs = tuple(p.strip() for p in raw.split(",") if p.strip())
-    return ("*",) if "all" in globs else globs
 
 
 def keep_steps(environ: Mapping[str, str] | None = None) -> int | None:
@@ -94,8 +85,8 @@ class KernelMeta:
         self.module = getattr(fn, "__module__", "") or ""
         self.name = getattr(fn, "__name__", "") or ""
         self.key = f"{self.module}.{self.name}"  # as ``kernels_seen`` names it
-        self.wanted = self.module.startswith(PACKAGES) and any(
-            fnmatch.fnmatchcase(self.name, g) for g in globs)
+        self.wanted = self.module.startswith(PACKAGES) and chosen(globs, self.module,
+                                                                  self.name)
         self.sha = self.path = ""
         self.params: list[str] = []
         self.constexprs: set[str] = set()
@@ -569,10 +560,10 @@ def install(session: Any, environ: Mapping[str, str] | None = None) -> FlightRec
         ConfigurationError: a bad ``FORENSICS_KERNELS_*`` setting.
     """
     global RECORDER
-    chosen = settings(environ)
-    if chosen is None:
+    picked = settings(environ)
+    if picked is None:
         return None
-    recorder = FlightRecorder(*chosen, session)
+    recorder = FlightRecorder(*picked, session)
     import torch
 
     recorder._torch = torch

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from forensics.budget import MAX_ALLOC_ENV, require_alloc
 from forensics.outcome import INDEX_ERROR, OK, Access, Outcome
 from forensics.records import FieldSpec, Record
 from forensics.sites import _common as common
@@ -117,8 +118,27 @@ def _block(record: Record | Mapping[str, Any]) -> int:
     return 1 << max(need - 1, 0).bit_length()
 
 
+#: the bytes :func:`_plan`, :func:`_run` and their checks hold per write (its plan entries, its
+#: accesses and checks): 350 measured on a record of a million writes, 470 MB
+WRITE_BYTES = 384
+
+
 def _plan(record: Record) -> _Plan:
-    """The kernel's index math on one record (no values read)."""
+    """The kernel's index math on one record (no values read); its writes counted first and
+    held to the allocation budget: ``draft_tokens`` of 0 rows and 4,000,000 columns (no
+    bytes) and a wide ``cu_num_logits`` made a plan of 8 million writes, 23 s and 1.3 GB
+    before any budget was asked.
+
+    Raises:
+        AllocationBudgetError: the writes past the budget, in one line.
+    """
+    first, drafts, _ = _counts(record)
+    writes = int(first.sum()) + int(drafts.sum())
+    require_alloc(WRITE_BYTES * writes, f"a {NAME} record at step {record.step} rank "
+                                        f"{record.rank}", "writes", writes,
+                  f"fix the record's cu_num_logits and draft_tokens (the writes of a row: "
+                  f"its drafts, at most {_block(record)}, the kernel's block, and its sampled "
+                  f"id), or raise {MAX_ALLOC_ENV} if the engine really wrote that many")
     idx = np.asarray(record["idx_mapping"], dtype=np.int64)
     qsl = np.asarray(record["query_start_loc"], dtype=np.int64)
     cu = np.asarray(record["cu_num_logits"], dtype=np.int64)
@@ -222,9 +242,10 @@ def outcome_checks(record: Record, outcome: Outcome) -> CheckList:
     return Checks.concat(parts)
 
 
-def _writes(fields: Mapping[str, Any]) -> tuple[np.ndarray, ...]:
-    """:func:`_plan`'s writes, vectorised: per write its batch row, source (0 last sampled
-    token, 1 a draft), draft column and ``input_ids`` position, in the plan's order."""
+def _counts(fields: Record | Mapping[str, Any]
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per batch row: whether the kernel writes its last sampled token, how many drafts it
+    writes, and its ``num_logits`` (int64, wrapped as the kernel's)."""
     idx = np.asarray(fields["idx_mapping"], dtype=np.int64)
     prefill = np.asarray(fields["prefill_len"], dtype=np.int64)
     cu = np.asarray(fields["cu_num_logits"], dtype=np.int64)
@@ -233,10 +254,19 @@ def _writes(fields: Mapping[str, Any]) -> tuple[np.ndarray, ...]:
     n = len(idx)
     inside = (idx >= 0) & (idx < len(prefill))
     pre = np.where(inside, prefill[np.where(inside, idx, 0)] if len(prefill) else 0, 0)
-    num_logits = cu[1:n + 1] - cu[:n]
-    live = inside & (seq > pre)
-    first = live & (new > 0) & (seq - num_logits >= pre)
-    drafts = np.where(live, np.minimum(np.maximum(num_logits - new, 0), _block(fields)), 0)
+    with np.errstate(over="ignore"):
+        num_logits = cu[1:n + 1] - cu[:n]
+        live = inside & (seq > pre)
+        first = live & (new > 0) & (seq - num_logits >= pre)
+        drafts = np.where(live, np.minimum(np.maximum(num_logits - new, 0), _block(fields)), 0)
+    return first, drafts, num_logits
+
+
+def _writes(fields: Mapping[str, Any]) -> tuple[np.ndarray, ...]:
+    """:func:`_plan`'s writes, vectorised: per write its batch row, source (0 last sampled
+    token, 1 a draft), draft column and ``input_ids`` position, in the plan's order."""
+    first, drafts, num_logits = _counts(fields)
+    new, n = int(fields["num_new_sampled_tokens"]), len(first)
     count = first.astype(np.int64) + drafts
     rows = np.repeat(np.arange(n, dtype=np.int64), count)
     offset = np.arange(len(rows), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)

@@ -90,6 +90,7 @@ def test_an_unrecorded_arguments_reason_is_escaped_as_a_value(
     for why in ("a \x1b[2J list", "a \\x1b[2J list"):
         event = launch()
         event["unrecorded"] = {"max_num_reqs": why}
+        event["scalars"] = {}  # one part per parameter (T89c)
         monkeypatch.setattr(replay_worker, "_kernel", lambda launch: type("K", (), {
             "arg_names": ["idx_mapping_ptr", "max_num_reqs"], "fn": None})())
         reasons.append(inert(replay_worker.answer(json.dumps(event))["reason"]))

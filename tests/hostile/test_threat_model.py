@@ -1298,6 +1298,27 @@ TESTS = {
              "test_a_styled_tables_markup_is_a_few_bytes_per_cell"],
     "T86d": ["tests/hostile/test_round16_lead.py::"
              "test_findings_past_the_budget_are_refused_in_one_line"],
+    "T89a": ["tests/hostile/test_round16_attack16c.py::"
+             "test_a_selection_naming_no_installed_kernel_is_refused",
+             "tests/hostile/test_round16_attack16c.py::test_all_is_all_in_any_case",
+             "tests/hostile/test_round16_attack16c.py::"
+             "test_a_module_qualified_name_as_coverage_lists_it_records_that_kernel"],
+    "T89b": ["tests/hostile/test_round16_attack16c.py::"
+             "test_a_summary_counting_graph_launches_no_probe_counts_is_refused",
+             "tests/hostile/test_round16_attack16c.py::"
+             "test_a_summary_of_counts_a_probe_writes_is_read"],
+    "T89c": ["tests/hostile/test_round16_attack16c.py::"
+             "test_a_parameter_recorded_twice_is_refused"],
+    "T89d": ["tests/hostile/test_round16_attack16c.py::"
+             "test_combine_tokens_writes_are_held_to_the_budget_before_they_are_planned",
+             "tests/hostile/test_round16_attack16c.py::"
+             "test_combine_tokens_of_a_few_writes_is_replayed"],
+    "T89e": ["tests/hostile/test_round16_attack16c.py::"
+             "test_post_update_reads_are_held_to_the_budget_before_they_are_planned",
+             "tests/hostile/test_round16_attack16c.py::"
+             "test_post_update_of_a_few_reads_is_replayed"],
+    "T89f": ["tests/hostile/test_round16_attack16c.py::"
+             "test_a_finding_of_a_replay_on_zeros_says_whether_live_made_it_is_unknown"],
     "T85a": ["tests/hostile/test_round16_attack16.py::"
              "test_npz_string_members_are_held_to_one_budget_together",
              "tests/hostile/test_round16_attack16.py::"

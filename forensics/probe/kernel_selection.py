@@ -1,0 +1,64 @@
+"""``FORENSICS_KERNELS``: which of vLLM's Triton kernels the flight recorder records.
+
+``all`` (any case) records every kernel; else a comma list of globs, each matched against a
+kernel's name (``_compute_slot_mappings_kernel``, ``_compute_*``) or, when it holds a dot,
+against its ``module.name`` (as ``forensics kernels --coverage`` prints it). A glob that matches
+none of the installed vLLM's kernels (:func:`forensics.kernels.coverage.installed_kernels`) is
+refused in one line: ``1``, ``true``, ``ALL`` or a name copied from the coverage list once
+recorded nothing, and the probe said nothing of it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Mapping
+
+from forensics.errors import ConfigurationError
+
+ENV_KERNELS = "FORENSICS_KERNELS"
+#: the values that leave the recorder off
+OFF = ("0", "off", "none")
+
+
+def matches(glob: str, module: str, name: str) -> bool:
+    """Whether ``glob`` names the kernel ``name`` of ``module`` (see the module)."""
+    return fnmatch.fnmatchcase(f"{module}.{name}" if "." in glob else name, glob)
+
+
+def chosen(globs: tuple[str, ...], module: str, name: str) -> bool:
+    """Whether any of ``globs`` names the kernel."""
+    return any(matches(g, module, name) for g in globs)
+
+
+def selection(environ: Mapping[str, str] | None = None,
+              installed: list[tuple[str, str]] | None = None) -> tuple[str, ...] | None:
+    """The kernel globs of ``FORENSICS_KERNELS`` (``all`` -> ``*``); None when it is unset or
+    off (``0``, ``off``, ``none``).
+
+    Raises:
+        ConfigurationError: a glob that names none of the installed vLLM's kernels
+            (``installed``: those of :func:`~forensics.kernels.coverage.installed_kernels`;
+            not checked when none is found, no vLLM being installed here).
+    """
+    raw = (os.environ if environ is None else environ).get(ENV_KERNELS, "").strip()
+    if not raw or raw.lower() in OFF:
+        return None
+    globs = tuple(p.strip() for p in raw.split(",") if p.strip())
+    if any(g.lower() == "all" for g in globs):
+        return ("*",)
+    if installed is None:
+        from forensics.kernels.coverage import installed_kernels
+
+        installed = installed_kernels()
+    for glob in globs if installed else ():
+        if not any(matches(glob, module, name) for module, name in installed):
+            from forensics.probe.settings import shown
+
+            raise ConfigurationError(
+                f"{ENV_KERNELS}={shown(raw)}: {shown(glob)} names none of the installed "
+                f"vLLM's {len(installed)} Triton kernels (a name or glob such as "
+                f"'_compute_slot_mappings_kernel' or '_compute_*', a 'module.name' as "
+                f"'forensics kernels CAPTURE --coverage' lists them); set it to 'all', or "
+                f"unset it")
+    return globs
