@@ -34,7 +34,7 @@ Site(name="x", fields=(), output_fields=(), summary_bound="b", summary_tensor="t
 EXPECTED = [
     "def (capture: forensics.store.reader.Capture | str | os.PathLike[str] | "
     "typing.Iterable[forensics.records.Record], variants: ",
-    "def (path: str | os.PathLike[str]) -> forensics.store.reader.Capture",
+    "def (path: str | os.PathLike[str], mapped: bool =) -> forensics.store.reader.Capture",
     "def (scenario: str | forensics.simulator.scenarios.Scenario, ",
     "def (capture: forensics.store.reader.Capture | str | os.PathLike[str], "
     "out: ",
