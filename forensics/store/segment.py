@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -456,18 +457,31 @@ class Segment:
         entry = self._table[i]
         offset, length = int(entry["offset"]), int(entry["length"])
         self.check_whole()
-        try:
+
+        def mapped() -> BatchView:
             message, end = self._message_at(offset)
             if isinstance(message, str) or end != offset + length:
-                raise CaptureFormatError(f"{self.where}: batch {i} at byte {offset} does not "
-                                         "match the index")
-            view = self._decode(message, offset, i)
+                raise self._unlike_index(i, offset)
+            return self._decode(message, offset, i)
+
+        return self._checked(i, mapped)
+
+    def _checked(self, i: int, decoded: Callable[[], BatchView]) -> BatchView:
+        """Batch ``i`` as ``decoded`` reads it, an Arrow error in it one line naming the
+        segment and the batch, then held to its index entry (:meth:`_as_indexed`)."""
+        try:
+            view = decoded()
         except ForensicsError:
             raise
         except _UNREADABLE as exc:
             raise CaptureFormatError(f"{self.where}: batch {i} is unreadable: "
                                      f"{reason(exc)}") from None
         return self._as_indexed(view, i)
+
+    def _unlike_index(self, i: int, offset: int) -> CaptureFormatError:
+        """That batch ``i``'s message at ``offset`` is not the one its index entry places."""
+        return CaptureFormatError(f"{self.where}: batch {i} at byte {offset} does not match "
+                                  "the index")
 
     def _as_indexed(self, view: BatchView, i: int) -> BatchView:
         """``view`` (batch ``i``), once its rows and steps are its index entry's."""
@@ -501,19 +515,15 @@ class Segment:
                 "batch may take to be read into memory (the probe's take a few MiB): rewrite "
                 "the segment in smaller batches")
         data = self._read_at(offset, length, f"batch {i} at ")
-        try:
+
+        def read() -> BatchView:
             reader = pa.BufferReader(pa.py_buffer(data))
             message = pa.ipc.read_message(reader)
             if reader.tell() != length:
-                raise CaptureFormatError(f"{self.where}: batch {i} at byte {offset} does not "
-                                         "match the index")
-            view = self._decode(message, offset, i, cached=False)
-        except ForensicsError:
-            raise
-        except _UNREADABLE as exc:
-            raise CaptureFormatError(f"{self.where}: batch {i} is unreadable: "
-                                     f"{reason(exc)}") from None
-        return self._as_indexed(view, i)
+                raise self._unlike_index(i, offset)
+            return self._decode(message, offset, i, cached=False)
+
+        return self._checked(i, read)
 
     def _read_at(self, offset: int, length: int, what: str = "") -> bytearray:
         """``length`` bytes at ``offset`` of this segment's file (``what``: ``"batch 3 at "``)

@@ -122,23 +122,20 @@ def test_a_deadline_that_cuts_only_the_race_replay_is_one_true_sentence(
 # ------------------------------- T88c: records no engine variant judged are no "no failure"
 
 
-def test_records_the_deadline_left_unjudged_never_read_as_no_failure(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """``replay --variant vllm --deadline 3`` of three ``post_update`` records, step 1's
-    sampled id 60000 past its 50 bins (upstream finds it), with a kernel worker that answers
-    nothing: all three records are errors, not judged, yet the conclusion said "No known
-    signature matches, and the capture shows no failure to report." Now it says whether the
-    capture shows a failure is not known, and how many records no variant of the engine's code
-    judged."""
+def _replayed_unanswered(root: Path, events: list[dict[str, object]],
+                         monkeypatch: pytest.MonkeyPatch,
+                         capsys: pytest.CaptureFixture[str]) -> str:
+    """The output of ``replay --variant vllm --deadline 3`` (exit 0) of three ``post_update``
+    records at ``root`` (step 1's sampled id 60000 past its 50 bins) and ``events``, by a
+    kernel worker that answers nothing."""
     from test_round3_caps import post
 
     from forensics.cli import main
     from forensics.variants import triton_kernels
 
     sampled = np.array([(5, 60000, -1), (22, -1, -1)], np.int32)
-    capture = write_capture(tmp_path / "cut.capture",
-                            [post(0), post(1, sampled_tokens=sampled), post(2)])
+    capture = write_capture(root, [post(0), post(1, sampled_tokens=sampled), post(2)],
+                            events=events)
     monkeypatch.setenv("FORENSICS_TEST_ANSWERS", "0")
     monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
                         lambda self: [sys.executable, str(COUNTED_WORKER)])
@@ -149,6 +146,22 @@ def test_records_the_deadline_left_unjudged_never_read_as_no_failure(
         triton_kernels.close_worker()
     out = " ".join(capsys.readouterr().out.split())
     assert code == 0, out
+    return out
+
+
+def test_records_the_deadline_left_unjudged_never_read_as_no_failure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``replay --variant vllm --deadline 3`` of three ``post_update`` records, step 1's
+    sampled id 60000 past its 50 bins (upstream finds it), with a kernel worker that answers
+    nothing: all three records are errors, not judged, yet the conclusion said "No known
+    signature matches, and the capture shows no failure to report." Now it says whether the
+    capture shows a failure is not known, and how many records no variant of the engine's code
+    judged."""
+    from forensics.cli import main
+
+    capture = tmp_path / "cut.capture"
+    out = _replayed_unanswered(capture, [], monkeypatch, capsys)
     assert "vllm: ok 0, index_error 0, error 3" in out, out
     assert "shows no failure" not in out, out
     assert ("No known signature matches the records judged; whether the capture shows a "
@@ -238,26 +251,9 @@ def test_a_crash_beside_unjudged_records_is_never_said_unexplained_by_the_values
     variant finds a captured value out of range, so the captured values do not explain the
     crash" of records no variant judged. Now it says how many were not judged and that whether
     the values explain the crash is not known."""
-    from test_round3_caps import post
-
-    from forensics.cli import main
-    from forensics.variants import triton_kernels
-
-    sampled = np.array([(5, 60000, -1), (22, -1, -1)], np.int32)
     crash = {"kind": "engine_exception", "step": 1, "rank": 0,
              "message": "RuntimeError: CUDA error: an illegal memory access was encountered"}
-    capture = write_capture(tmp_path / "crash.capture",
-                            [post(0), post(1, sampled_tokens=sampled), post(2)], events=[crash])
-    monkeypatch.setenv("FORENSICS_TEST_ANSWERS", "0")
-    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
-                        lambda self: [sys.executable, str(COUNTED_WORKER)])
-    triton_kernels.close_worker()
-    try:
-        code = main(["replay", str(capture), "--variant", "vllm", "--deadline", "3"])
-    finally:
-        triton_kernels.close_worker()
-    out = " ".join(capsys.readouterr().out.split())
-    assert code == 0, out
+    out = _replayed_unanswered(tmp_path / "crash.capture", [crash], monkeypatch, capsys)
     assert "do not explain the crash" not in out, out
     assert ("Not explained: the capture holds a crash, yet no variant finds a captured value "
             "out of range in the records judged, and 3 record(s) were not judged (they ended "

@@ -151,6 +151,26 @@ def test_a_parameter_recorded_twice_is_refused(change: dict[str, Any], field: st
 #: the site tests' record builders (``v2_records``)
 SITES = Path(__file__).resolve().parent.parent / "sites"
 
+def _refused_replay(root: Path, budget: str, monkeypatch: pytest.MonkeyPatch,
+                    capsys: pytest.CaptureFixture[str]) -> tuple[str, int]:
+    """``replay ROOT`` under the allocation budget ``budget``, refused (exit 2, nothing on
+    stdout): its one line and the peak of memory traced while it ran."""
+    import tracemalloc
+
+    from forensics.cli import main
+
+    monkeypatch.setenv("FORENSICS_MAX_ALLOC", budget)
+    tracemalloc.start()
+    try:
+        code = main(["replay", str(root)])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    out, err = capsys.readouterr()
+    assert code == 2 and not out, (code, out)
+    return err, peak
+
+
 def test_combine_tokens_writes_are_held_to_the_budget_before_they_are_planned(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -161,28 +181,18 @@ def test_combine_tokens_writes_are_held_to_the_budget_before_they_are_planned(
     allocation budget (lowered here to 20 MB, 131,073 writes at 384 bytes each being past
     it; the check is the same at 1 GiB): one line naming the record and the count, and the
     replay allocates no more than the budget on the way."""
-    import tracemalloc
 
     import numpy as np
 
     monkeypatch.syspath_prepend(str(SITES))
     from v2_records import combine
 
-    from forensics.cli import main
     from forensics.store.writer import write_capture
 
     record = combine(draft_tokens=np.zeros((0, 100_000), np.int32),
                      cu_num_logits=np.array([0, 2**40, 2**40 + 1], np.int64))
     root = write_capture(tmp_path / "c.capture", [record], manifest={"notes": "x"})
-    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "20M")
-    tracemalloc.start()
-    try:
-        code = main(["replay", str(root)])
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    out, err = capsys.readouterr()
-    assert code == 2 and not out, (code, out)
+    err, peak = _refused_replay(root, "20M", monkeypatch, capsys)
     assert "a combine_tokens record at step 0 rank 0: 'writes' is 131073" in err, err
     assert "draft_tokens" in err and len(err.strip().splitlines()) == 1, err
     assert peak < 20 << 20, peak
@@ -232,23 +242,13 @@ def test_post_update_reads_are_held_to_the_budget_before_they_are_planned(
     reads are counted first (vectorised) and held to the budget (8 KB each; lowered here to
     50 MB: 200 rows read 20,300): one line naming the record and the count, and the replay
     allocates no more than the budget on the way."""
-    import tracemalloc
 
-    from forensics.cli import main
     from forensics.store.writer import write_capture
 
     monkeypatch.syspath_prepend(str(SITES))
     root = write_capture(tmp_path / "p.capture", [_post_update_of(200)],
                          manifest={"notes": "x"})
-    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "50M")
-    tracemalloc.start()
-    try:
-        code = main(["replay", str(root)])
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    out, err = capsys.readouterr()
-    assert code == 2 and not out, (code, out)
+    err, peak = _refused_replay(root, "50M", monkeypatch, capsys)
     assert "a post_update record at step 0 rank 0: 'reads' is 20300" in err, err
     assert "num_sampled" in err and len(err.strip().splitlines()) == 1, err
     assert peak < 50 << 20, peak
