@@ -66,7 +66,7 @@ from forensics.escaping import terminal
 from forensics.records import Record
 from forensics.share.error_text import PSEUDONYM, PUBLIC_ERROR_FIELDS, public_error_text
 from forensics.share.evidence import Evidence, evidence_of, publish, reference
-from forensics.share.shareable import shareable_key, shareable_value
+from forensics.share.shareable import REQUEST_FIELDS, id_keys, shareable_key, shareable_value
 from forensics.sites import get_site as site_schema
 
 if TYPE_CHECKING:
@@ -74,8 +74,6 @@ if TYPE_CHECKING:
 
 #: the pseudonym of a process that wrote events
 PROCESS_PSEUDONYM = "process-{}"
-#: fields that hold request ids
-REQUEST_FIELDS = ("req_ids", "prev_req_ids", "prev_req_id_to_index")
 class RedactionRefusedError(ForensicsError, ValueError):
     """The capture cannot be redacted without leaving token ids as they are."""
 
@@ -419,8 +417,9 @@ class IdFinder:
 
 def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
           dropped: set[str]) -> dict[str, Any]:
-    """``entries`` with only shareable values (see the module docstring); the dotted names of
-    what went are added to ``dropped``."""
+    """``entries`` with only shareable values (see the module docstring), no ids
+    (:func:`~forensics.share.shareable.id_keys`); the dotted names of what went are added to
+    ``dropped``."""
     out: dict[str, Any] = {}
     for key, value in entries.items():
         name = f"{prefix}{key}"
@@ -428,6 +427,8 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
             out[key] = value
         elif not shareable_key(key):
             dropped.add(f"{prefix}*")
+        elif key in id_keys():  # token or request ids outside a record: unmapped, so they go
+            dropped.add(name)
         elif isinstance(value, dict):
             out[key] = scrub(value, keep, f"{name}.", dropped)
         elif _shareable(key, value):

@@ -57,6 +57,8 @@ KEYS = (
     "message", "source", "line", "process", "count", "location", "where", "written", "errors",
     "error", "failed", "timeouts", "violations", "records", "dtype", "min", "max", "tensor",
     "frame")
+#: fields that hold request ids
+REQUEST_FIELDS = ("req_ids", "prev_req_ids", "prev_req_id_to_index")
 
 
 @functools.cache
@@ -77,6 +79,21 @@ def closed_keys() -> frozenset[str]:
 
     fields = {name for site in REGISTRY.values() for name in site_field_names(site)}
     return frozenset((*KEYS, *fields, *(f"{name}_after" for name in fields)))
+
+
+@functools.cache
+def id_keys() -> frozenset[str]:
+    """The keys that name token ids or request ids in a record (each site's token fields and
+    their ``_after`` copies, a summary's ``min`` and ``max``, :data:`REQUEST_FIELDS`): what
+    stands under one in the manifest or an event is ids the records' redaction maps, so it
+    goes (a key the toolkit knows, its value numbers: it was kept, the ids shipped as they
+    were)."""
+    from forensics.schema import SUMMARY_COMMON
+    from forensics.sites import SITES, get_site
+
+    tokens = {name for site in SITES for name in get_site(site).token_fields}
+    return frozenset((*tokens, *(f"{name}_after" for name in tokens), *SUMMARY_COMMON,
+                      *REQUEST_FIELDS, *(f"{name}_after" for name in REQUEST_FIELDS)))
 
 
 def site_field_names(site: object) -> list[str]:
