@@ -438,21 +438,28 @@ def written_past(first, second, rows, what):
 
 def held(case, r):
     """Where the capture's bad index is: its tensor, element, value (read from the record)
-    and bound, or the replay's words when the finding names no tensor."""
+    and bound, or the replay's words when the finding names no tensor; that it is unknown when
+    the finding names an element the record does not hold, or one inside its bound (a forged
+    data file's finding: its value was printed as the record's, "outside" a bound it is in)."""
     f = case["finding"]
     tensor, element = f["tensor"], f["element"]
-    value = f["value"]
-    if tensor in r and torch.is_tensor(r[tensor]) and element is not None \\
-            and 0 <= element < r[tensor].numel():
-        value = int(r[tensor].flatten()[element])
     if tensor is None or element is None:
         return f"the capture's replay found: {f['text']}"
     lower = 0 if f["lower"] is None else f["lower"]
     bound = f"[{lower}, {f['upper']})" if f["upper"] is not None else f"[{lower}, unknown)"
     what = f", the valid indices of {f['indexed']}" if f["indexed"] else ""
     if tensor.startswith("out."):  # a buffer the call wrote, in the capture's replay
-        return (f"in the capture's replay the call wrote {tensor[4:]}[{element}] = {value}, "
-                f"outside {bound}{what}")
+        return (f"in the capture's replay the call wrote {tensor[4:]}[{element}] = "
+                f"{f['value']}, outside {bound}{what}")
+    value = f["value"]
+    if tensor not in r or torch.is_tensor(r[tensor]) and not 0 <= element < r[tensor].numel():
+        return (f"the data file's finding names {tensor}[{element}], which the record does not "
+                "hold: which index is out of range is unknown")
+    if torch.is_tensor(r[tensor]):
+        value = int(r[tensor].flatten()[element])
+        if f["upper"] is not None and lower <= value < f["upper"]:
+            return (f"the data file's finding names {tensor}[{element}], which holds {value}, "
+                    f"inside {bound}: which index is out of range is unknown")
     return f"the capture's {tensor}[{element}] = {value} is outside {bound}{what}"
 
 

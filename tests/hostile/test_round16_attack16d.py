@@ -3,9 +3,11 @@ pytest plugin, as a hostile capture's author would write them."""
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from forensics.records import Record
 from forensics.store.writer import write_capture
@@ -37,3 +39,41 @@ def test_redact_drops_ids_an_event_or_the_manifest_holds_under_a_field_name(
         assert private not in text, private
     assert {"events.input_ids", "events.input_ids_after", "events.req_ids", "events.min",
             "model.input_ids"} <= set(result.dropped), result.dropped
+
+
+def _embedding_repro(tmp_path: Path) -> types.ModuleType:
+    """The repro module of a capture whose embedding's ``input_ids[1] = 40000`` is past its
+    32000 rows (imported, as pytest would)."""
+    import importlib.util
+
+    from forensics.cli import main
+
+    records = [Record("embedding", step, 0, {
+        "input_ids": np.array([5, 40000 if step == 1 else 6], dtype=np.int64),
+        "num_embeddings": 32000}) for step in range(3)]
+    capture = write_capture(tmp_path / "e.capture", records)
+    script = tmp_path / "test_repro.py"
+    assert main(["repro", str(capture), "-o", str(script)]) == 0
+    spec = importlib.util.spec_from_file_location("repro_t91b", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("element", "value", "says"), [
+    (1, 40000, "the capture's input_ids[1] = 40000 is outside [0, 32000)"),
+    (0, 5, "names input_ids[0], which holds 5, inside [0, 32000): which index is out of "
+           "range is unknown"),
+    (99, 40000, "names input_ids[99], which the record does not hold: which index is out of "
+                "range is unknown")])
+def test_the_repro_says_no_element_outside_its_bound_that_the_record_does_not_hold_so(
+        tmp_path: Path, element: int, value: int, says: str) -> None:
+    """T91b: a forged data file whose finding names an element inside its bound, or one past
+    the tensor, made the failing test say "the capture's input_ids[0] = 5 is outside [0,
+    32000)" (5 is inside) and "input_ids[99] = 40000" (the record holds 2 ids)."""
+    module = _embedding_repro(tmp_path)
+    case = module.DATA["cases"][0]
+    case["finding"].update(element=element, value=value)
+    text = module.held(case, module.record(case))
+    assert says in text, text
