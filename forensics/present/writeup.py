@@ -88,9 +88,17 @@ def _verdict_rows(result: ReplayResult) -> list[str]:
 
 
 def _first_text(conclusion: Conclusion, variant: str) -> str:
+    """``variant``'s first violation and its origin chain; when it has none, that nothing was
+    judged (a capture of no records: "no unresolved finding" read as a clean replay), or that
+    only the records judged hold none (some were not: a site not known here, the deadline, a
+    site the variant cannot judge)."""
     first = conclusion.first.get(variant)
     if first is None:
-        return "no unresolved out-of-bounds finding"
+        if conclusion.no_records:
+            return conclusion.no_records
+        partial = conclusion.not_known or conclusion.cut or conclusion.unjudged.get(variant)
+        return "no unresolved out-of-bounds finding" + (
+            " in the records judged (not all were: see above)" if partial else "")
     text = describe_finding(first)
     chain = conclusion.chains.get(variant) or []
     if len(chain) > 1:
@@ -135,8 +143,7 @@ def known_markdown(conclusion: Conclusion) -> list[str]:
     lines.append("No known signature matches: a reason to file a new issue; a draft follows.")
     lines += ["", "### Draft: a new vLLM issue", "",
               f"**Title**: [Bug]: {markdown(_draft_title(conclusion), raw=True)}", "",
-              "**What happened**: the capture's events are listed under Capture below; "
-              "its facts (model, speculative method, async scheduling, versions) with them.", "",
+              f"**What happened**: {_happened(conclusion)}", "",
               "**What the capture shows**: " + markdown(known.lead() or conclusion.first_sentence(
                   conclusion.baseline) or "see the verdicts above."), "",
               "**Checked against known issues** (`forensics known CAPTURE`):", "",
@@ -145,12 +152,26 @@ def known_markdown(conclusion: Conclusion) -> list[str]:
     return lines
 
 
+def _happened(conclusion: Conclusion) -> str:
+    """The draft's "what happened": where the capture's crash events are listed, or that it
+    holds none (they were said to be listed under Capture, where none was)."""
+    facts = "its facts (model, speculative method, async scheduling, versions)"
+    if conclusion.facts.get("events"):
+        return f"the capture's crash events are listed under Capture below; {facts} with them."
+    return f"the capture holds no crash event; {facts} are listed under Capture below."
+
+
 def _draft_title(conclusion: Conclusion) -> str:
     """The draft issue's title: the first violation's tensor, value and site as they are (a
-    capture's values: the caller escapes the title as one)."""
+    capture's values: the caller escapes the title as one); without one, what was judged (no
+    record, or not every record: "every captured index value in range" was said of both)."""
     first = conclusion.first.get(conclusion.baseline)
     if first is not None:
         return f"{first['tensor']} = {first['value']} out of range at {first['site']}"
+    if conclusion.no_records:
+        return "engine crash with no index value captured"
+    if conclusion.not_known or conclusion.cut or conclusion.unjudged.get(conclusion.baseline):
+        return "engine crash with no captured index value judged out of range (not all judged)"
     return "engine crash with every captured index value in range"
 
 

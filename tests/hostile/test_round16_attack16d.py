@@ -77,3 +77,65 @@ def test_the_repro_says_no_element_outside_its_bound_that_the_record_does_not_ho
     case["finding"].update(element=element, value=value)
     text = module.held(case, module.record(case))
     assert says in text, text
+
+
+def _summary(capture: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """``forensics summary CAPTURE`` (Markdown)."""
+    from forensics.cli import main
+
+    capsys.readouterr()
+    assert main(["summary", str(capture)]) == 0
+    return capsys.readouterr().out
+
+
+def test_the_write_up_of_a_capture_of_no_records_says_nothing_was_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T91c: a crash with no record captured read "**upstream**: no unresolved out-of-bounds
+    finding" and the draft's title "engine crash with every captured index value in range",
+    as if values had been judged clean."""
+    capture = write_capture(tmp_path / "empty.capture", [], events=[
+        {"kind": "engine_dead", "step": 0, "rank": 0, "message": "EngineDeadError"}])
+    text = _summary(capture, capsys)
+    assert "no unresolved out-of-bounds finding" not in text
+    assert "every captured index value in range" not in text
+    assert "- **upstream**: The capture holds no records: no variant judged anything" in text
+    assert "**Title**: [Bug]: engine crash with no index value captured" in text, text
+    assert "the capture's crash events are listed under Capture below" in text
+
+
+def test_the_draft_of_a_capture_without_a_crash_event_lists_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T91c: a violation without a crash event (a probe's ``index_error`` is none) drafted
+    "the capture's events are listed under Capture below", where none was listed."""
+    records = [Record("embedding", step, 0, {
+        "input_ids": np.array([5, 40000 if step == 1 else 6], dtype=np.int64),
+        "num_embeddings": 32000}) for step in range(3)]
+    capture = write_capture(tmp_path / "v.capture", records, events=[
+        {"kind": "index_error", "step": 1, "rank": 0, "message": "x"}])
+    text = _summary(capture, capsys)
+    assert "### Draft: a new vLLM issue" in text
+    assert "listed under Capture below; its facts" not in text
+    assert "**What happened**: the capture holds no crash event; its facts" in text
+    assert "- event:" not in text
+
+
+def test_the_write_up_says_none_found_only_in_the_records_judged(tmp_path: Path) -> None:
+    """T91c: records of a site not known here are judged by no variant: the write-up says the
+    records judged hold no finding, and titles the draft so, not "every captured index value
+    in range"."""
+    import dataclasses
+
+    import forensics
+    from forensics.present.conclusion import conclude
+    from forensics.present.writeup import to_markdown
+
+    records = [Record("embedding", step, 0, {"input_ids": np.array([5, 6], dtype=np.int64),
+                                             "num_embeddings": 32000}) for step in range(2)]
+    capture = write_capture(tmp_path / "c.capture", records, events=[
+        {"kind": "engine_dead", "step": 1, "rank": 0, "message": "EngineDeadError"}])
+    result = forensics.replay(capture)
+    conclusion = dataclasses.replace(conclude(result), not_known={"toy": 3})
+    text = to_markdown(result, conclusion)
+    assert "- **upstream**: no unresolved out-of-bounds finding in the records judged (not all " \
+           "were: see above)" in text, text
+    assert "every captured index value in range" not in text
