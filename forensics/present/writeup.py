@@ -64,8 +64,24 @@ def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None,
     lines += [f"- event: {markdown_code(event)}" for event in conclusion.facts.get("events", [])]
     lines += ["", "### Reproduce", "", "```sh",
               *reproduce_commands(result.source, given or result.variants), "```", "",
-              *repro_lines(result.source)]
+              *(repro_lines(result.source) if _reproducible(conclusion) else [NO_REPRO])]
     return "\n".join(lines)
+
+
+#: the line in place of the reproducer's when no variant leaves an index out of range
+NO_REPRO = ("No standalone reproducer: no variant leaves an index out of range at a site "
+            "`forensics repro` writes a test for, so it has no failing record to write.")
+
+
+def _reproducible(conclusion: Conclusion) -> bool:
+    """Whether some variant's first violation is at a site ``forensics repro`` writes a test
+    for (else it refuses, "nothing to reproduce": the lines offering a test that "fails until
+    the fix is in" were said of a clean capture too)."""
+    from forensics.share.repro import reproducible_sites
+
+    sites = set(reproducible_sites())
+    return any(first is not None and first.get("site") in sites
+               for first in conclusion.first.values())
 
 
 def repro_lines(source: str) -> list[str]:

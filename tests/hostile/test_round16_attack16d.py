@@ -139,3 +139,17 @@ def test_the_write_up_says_none_found_only_in_the_records_judged(tmp_path: Path)
     assert "- **upstream**: no unresolved out-of-bounds finding in the records judged (not all " \
            "were: see above)" in text, text
     assert "every captured index value in range" not in text
+
+
+def test_the_write_up_offers_no_reproducer_where_repro_has_nothing_to_write(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T91d: the summary of a clean capture offered "A standalone reproducer ... fails until
+    the fix is in" with ``forensics repro CAPTURE -o test_repro.py``, which refuses it ("nothing
+    to reproduce", exit 2); a capture with a violation still gets the lines."""
+    data = Path(__file__).parent.parent.parent / "data"
+    clean = _summary(data / "clean.capture", capsys)
+    assert "A standalone reproducer" not in clean and "-o test_repro.py" not in clean
+    assert "No standalone reproducer: no variant leaves an index out of range" in clean
+    failing = _summary(data / "placeholder-leak.capture", capsys)
+    assert "A standalone reproducer" in failing and "No standalone reproducer" not in failing
+    assert "-o test_repro.py" in failing

@@ -1329,6 +1329,8 @@ TESTS = {
              "test_the_draft_of_a_capture_without_a_crash_event_lists_none",
              "tests/hostile/test_round16_attack16d.py::"
              "test_the_write_up_says_none_found_only_in_the_records_judged"],
+    "T91d": ["tests/hostile/test_round16_attack16d.py::"
+             "test_the_write_up_offers_no_reproducer_where_repro_has_nothing_to_write"],
     "T85a": ["tests/hostile/test_round16_attack16.py::"
              "test_npz_string_members_are_held_to_one_budget_together",
              "tests/hostile/test_round16_attack16.py::"
