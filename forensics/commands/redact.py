@@ -43,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
     except EvidenceChangedError as exc:
         return refused("redact", exc)
     dropped = ", ".join(result.dropped) or "nothing"
-    print(f"wrote {terminal(result.path)}: {result.records} records, token ids in "
-          f"[1, {result.token_domain}) permuted, {result.request_ids} request ids "
-          f"pseudonymised; dropped: {dropped} ({result.seconds:.1f} s)")
+    tokens = (f"token ids in [1, {result.token_domain}) permuted" if result.token_domain
+              else "no token ids (no record holds any)")
+    print(f"wrote {terminal(result.path)}: {result.records} records, {tokens}, "
+          f"{result.request_ids} request ids pseudonymised; dropped: {dropped} "
+          f"({result.seconds:.1f} s)")
     return 0

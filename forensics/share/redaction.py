@@ -336,14 +336,21 @@ class Redactor:
         kept = scrub(manifest, self.keep, "", self.dropped)
         kept["redaction"] = {
             "redacted": True, "creator": "forensics redact",
-            "token_ids": f"ids in [1, {self.domain}) mapped by a keyed random single-cycle "
-                         "permutation (key not stored); ids <= 0 or >= the bound unchanged",
+            "token_ids": self.token_text(),
             "request_ids": "consistent pseudonyms anon-<n>, in order of first appearance",
             "manifest_and_events": "host names, paths, pids and free text dropped",
             "dropped": sorted(self.dropped),
             "kept_on_request": sorted(self.keep),
         }
         return kept
+
+    def token_text(self) -> str:
+        """What was done to the token ids; that there were none when no record holds a token
+        bound (``[1, 0)`` was said to be permuted)."""
+        if not self.domain:
+            return "none: no record holds token ids"
+        return (f"ids in [1, {self.domain}) mapped by a keyed random single-cycle permutation "
+                "(key not stored); ids <= 0 or >= the bound unchanged")
 
     def event(self, event: dict[str, Any]) -> dict[str, Any]:
         """An event scrubbed like the manifest (its fields are ``events.KEY``), its public

@@ -153,3 +153,21 @@ def test_the_write_up_offers_no_reproducer_where_repro_has_nothing_to_write(
     failing = _summary(data / "placeholder-leak.capture", capsys)
     assert "A standalone reproducer" in failing and "No standalone reproducer" not in failing
     assert "-o test_repro.py" in failing
+
+
+def test_redact_of_a_capture_without_token_ids_says_it_permuted_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T91a: a capture whose records hold no token id (none, or no site holding them) was said
+    to have "token ids in [1, 0) permuted", in the line and the manifest."""
+    import json
+
+    from forensics.cli import main
+
+    capture = write_capture(tmp_path / "e.capture", [], events=[
+        {"kind": "engine_dead", "step": 0, "rank": 0, "message": "EngineDeadError"}])
+    capsys.readouterr()
+    assert main(["redact", str(capture), "-o", str(tmp_path / "r.capture")]) == 0
+    out = capsys.readouterr().out
+    assert "[1, 0)" not in out and "no token ids (no record holds any)" in out, out
+    manifest = json.loads((tmp_path / "r.capture" / "manifest.json").read_text())
+    assert manifest["redaction"]["token_ids"] == "none: no record holds token ids"

@@ -1320,7 +1320,9 @@ TESTS = {
     "T89f": ["tests/hostile/test_round16_attack16c.py::"
              "test_a_finding_of_a_replay_on_zeros_says_whether_live_made_it_is_unknown"],
     "T91a": ["tests/hostile/test_round16_attack16d.py::"
-             "test_redact_drops_ids_an_event_or_the_manifest_holds_under_a_field_name"],
+             "test_redact_drops_ids_an_event_or_the_manifest_holds_under_a_field_name",
+             "tests/hostile/test_round16_attack16d.py::"
+             "test_redact_of_a_capture_without_token_ids_says_it_permuted_none"],
     "T91b": ["tests/hostile/test_round16_attack16d.py::"
              "test_the_repro_says_no_element_outside_its_bound_that_the_record_does_not_hold_so"],
     "T91c": ["tests/hostile/test_round16_attack16d.py::"
