@@ -1319,6 +1319,10 @@ TESTS = {
              "test_post_update_of_a_few_reads_is_replayed"],
     "T89f": ["tests/hostile/test_round16_attack16c.py::"
              "test_a_finding_of_a_replay_on_zeros_says_whether_live_made_it_is_unknown"],
+    "T90a": ["tests/hostile/test_round16_fix16d.py::"
+             "test_post_update_reads_past_a_row_are_planned_in_linear_time",
+             "tests/hostile/test_round16_fix16d.py::"
+             "test_a_rows_reads_past_it_are_found_first_last_and_at_an_id_outside"],
     "T85a": ["tests/hostile/test_round16_attack16.py::"
              "test_npz_string_members_are_held_to_one_budget_together",
              "tests/hostile/test_round16_attack16.py::"
