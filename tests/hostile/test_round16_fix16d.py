@@ -5,6 +5,9 @@ round 3").
   reads ``num_sampled`` ids from its start in the flat ``sampled_tokens``, on into the next
   rows', and each read was planned (500 rows each claiming 2**30: about 6 s and 1.05 GB)
   (T90a).
+- ``kernels``: the findings of a launch whose record names another source hash than the
+  installed kernel's printed bare, as the engine's kernel's; only a separate "replayed, but"
+  line said the source differs (T90b).
 """
 
 from __future__ import annotations
@@ -89,3 +92,79 @@ def test_a_rows_reads_past_it_are_found_first_last_and_at_an_id_outside(
     assert {f["row"] for f in bins} == set(range(rows)), len(bins)
     outside = {(f["row"], f["element"]) for f in bins if f["value"] == f["upper"]}
     assert outside == {(r, rows - 1 - r) for r in range(rows)}, sorted(outside)[:3]
+
+
+# ------------------------------- T90b: a finding of a replay by another source says so
+
+ACCESS = {"argument": "idx_mapping_ptr", "op": "load", "masked": False,
+          "program_id": [0, 0, 0], "elements": [-1], "count": 1}
+WRAP = {"operation": "mul", "program_id": [0, 0, 0], "exact": 2**31, "wrapped": -(2**31)}
+DIFFER = {"argument": "idx_mapping_ptr", "span": "storage", "count": 1,
+          "elements": [[0, 0, 1]]}
+#: the replay worker's note of a launch whose record names another source hash
+DIFFERS = "the installed kernel's source differs from the recorded one's"
+
+
+def _kernels_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                  capsys: pytest.CaptureFixture[str], source: str) -> str:
+    """``kernels``' text of one launch whose record names the source hash ``source``,
+    replayed by a stand-in whose answer is one out-of-bounds load, one int32 wrap and one
+    difference from live, and says what the worker says of a source hash unlike the
+    installed kernel's (``source`` "00")."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_round4_kernels import KERNEL, MODULE, launch, write_capture
+
+    from forensics.cli import main
+    from forensics.kernels import sanitizer
+
+    differs = source == "00"
+    monkeypatch.setattr(sanitizer, "installed_kernels", lambda: [(MODULE, KERNEL)])
+    monkeypatch.setattr(sanitizer.Worker, "ask", lambda self, event, most=0.0: {
+        "status": "replayed", "reason": DIFFERS if differs else "",
+        "accesses": [dict(ACCESS)], "overflows": [dict(WRAP)], "differs": [dict(DIFFER)],
+        "source_differs": differs})
+    event = launch()
+    event["kernel"]["source_sha256"] = source
+    assert main(["kernels", str(write_capture(tmp_path / "k.capture", [event]))]) == 1
+    return capsys.readouterr().out
+
+
+def test_each_finding_of_a_replay_by_another_source_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A launch whose record names another source hash than the installed kernel's was
+    replayed by the installed kernel: its findings printed bare ("unmasked load of
+    idx_mapping_ptr element(s) [-1]"), as the engine's kernel's, only a separate "replayed,
+    but: ... source differs" line warning. Each says it is the installed kernel's, whose
+    source differs, and that whether the engine's kernel made it is unknown; a launch of the
+    installed source says its findings as before."""
+    text = _kernels_text(tmp_path, monkeypatch, capsys, "00")
+    lines = text.splitlines()
+    tail = ", by the installed kernel, whose source differs from the engine's (the record's " \
+           "source_sha256): "
+    access = next(line for line in lines if line.startswith("kernel_out_of_b"))
+    wrap = next(line for line in lines if line.startswith("offset_overflow"))
+    differ = next(line for line in lines if line.startswith("live_differs"))
+    assert access.endswith(tail + "whether the engine's kernel made this access is unknown"), text
+    assert wrap.endswith(tail + "whether the engine's kernel made this wrap is unknown"), text
+    assert differ.endswith(tail + "this difference may be that source's"), text
+    same = _kernels_text(tmp_path / "same", monkeypatch, capsys, "")
+    assert "source differs" not in same and "unmasked load of idx_mapping_ptr element(s) [-1]" \
+        in same, same
+
+
+def test_the_worker_marks_a_source_hash_of_another_kernel() -> None:
+    """The replay worker's answer says, as a field the findings read (``source_differs``: its
+    source note is :data:`SOURCE_DIFFERS`), when the record's source hash is another than the
+    installed kernel's, in the words its ``reason`` says it in."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_round8b_kernels import _stand_in_kernel, idx_launch
+
+    from forensics.kernels.format import source_hash
+    from forensics.kernels.replay_worker import SOURCE_DIFFERS, source_note
+
+    launch = idx_launch(np.array([0], dtype=np.int32))
+    launch.source_sha256 = "0" * 64
+    assert source_note(launch, _stand_in_kernel) == SOURCE_DIFFERS == DIFFERS
+    launch.source_sha256 = source_hash(_stand_in_kernel)
+    assert source_note(launch, _stand_in_kernel) != SOURCE_DIFFERS

@@ -1323,6 +1323,10 @@ TESTS = {
              "test_post_update_reads_past_a_row_are_planned_in_linear_time",
              "tests/hostile/test_round16_fix16d.py::"
              "test_a_rows_reads_past_it_are_found_first_last_and_at_an_id_outside"],
+    "T90b": ["tests/hostile/test_round16_fix16d.py::"
+             "test_each_finding_of_a_replay_by_another_source_says_so",
+             "tests/hostile/test_round16_fix16d.py::"
+             "test_the_worker_marks_a_source_hash_of_another_kernel"],
     "T85a": ["tests/hostile/test_round16_attack16.py::"
              "test_npz_string_members_are_held_to_one_budget_together",
              "tests/hostile/test_round16_attack16.py::"
