@@ -8,6 +8,8 @@ round 3").
 - ``kernels``: the findings of a launch whose record names another source hash than the
   installed kernel's printed bare, as the engine's kernel's; only a separate "replayed, but"
   line said the source differs (T90b).
+- Validation checked only a summary record's ``min``, ``max`` and bound: it might carry any
+  number of other fields, past the importers' cap (T90c).
 """
 
 from __future__ import annotations
@@ -168,3 +170,52 @@ def test_the_worker_marks_a_source_hash_of_another_kernel() -> None:
     assert source_note(launch, _stand_in_kernel) == SOURCE_DIFFERS == DIFFERS
     launch.source_sha256 = source_hash(_stand_in_kernel)
     assert source_note(launch, _stand_in_kernel) != SOURCE_DIFFERS
+
+
+# ------------------------------- T90c: a summary record's names are held to the importers' cap
+
+def _summary(extra: int) -> Any:
+    """A ``post_update`` summary record (``min``, ``max``, ``vocab_size``) with ``extra``
+    more integer fields."""
+    from forensics.records import Record
+
+    fields = {"min": 0, "max": 5, "vocab_size": 10, **{f"x{i}": i for i in range(extra)}}
+    return Record("post_update", 0, 0, fields, summary=True)
+
+
+def test_a_summary_record_of_more_names_than_any_site_declares_is_refused() -> None:
+    """Validation checked only a summary record's ``min``, ``max`` and bound: it might carry
+    any number of other fields (the importers' cap, T87d, held only their own input). Every
+    record validated is held to that cap (declared once): one line naming the record, the
+    count and the cap; a summary of a few more names (a log's ``line``) is read."""
+    from forensics.errors import CaptureFormatError
+    from forensics.validate import META_KEYS, max_fields, validate_record
+
+    cap = max_fields()
+    assert validate_record(_summary(cap - len(META_KEYS) - 3), "r").summary
+    with pytest.raises(CaptureFormatError) as raised:
+        validate_record(_summary(1000), "record 0 in 'x.jsonl'")
+    assert str(raised.value) == (
+        f"record 0 in 'x.jsonl' (site 'post_update'): a record of {1003 + len(META_KEYS)} "
+        f"field names, past the {cap} any site declares (with site, step, rank and summary); "
+        "write one record's fields, one record per file")
+
+
+def test_the_store_reader_refuses_a_summary_row_of_too_many_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture holding such a summary row (written by another writer: here ours, its check
+    left out) is refused by the store's reader: exit 2, one line naming the capture's row, the
+    count and the cap."""
+    from forensics.cli import main
+    from forensics.store import writer
+
+    with monkeypatch.context() as unchecked:
+        unchecked.setattr(writer, "validate_record", lambda record, where: record)
+        root = writer.write_capture(tmp_path / "s.capture", [_summary(100)],
+                                    manifest={"notes": "x"})
+    assert main(["replay", str(root)]) == 2
+    out, err = capsys.readouterr()
+    assert not out and len(err.strip().splitlines()) == 1, err
+    assert "batch 0, row 0 (site 'post_update'): a record of 107 field names, past the 23 " \
+        "any site declares" in err, err
