@@ -133,10 +133,15 @@ class _Row:
     reads: int = 0
 
 
+#: the ids of one block of :class:`_Flat`'s table (a stretch's ends within a block are scanned)
+BLOCK = 64
+
+
 class _Flat:
     """The flat ``sampled_tokens`` with what a row's reads need in constant time: the next id
     outside the vocabulary (:func:`_count`) and the least and greatest id of a stretch
-    (:func:`_folded`; a sparse table, built on first use)."""
+    (:func:`_folded`: a sparse table over blocks of :data:`BLOCK` ids, built on first use,
+    its ends within a block scanned)."""
 
     def __init__(self, flat: np.ndarray, vocab: int, where: str) -> None:
         """Index ``flat`` (int64, of the record ``where`` names) against ``[0, vocab)``."""
@@ -149,28 +154,42 @@ class _Flat:
 
     def extremes(self, a: int, b: int) -> tuple[int, int]:
         """The positions of the least and of the greatest id of ``flat[a:b]`` (``a < b``)."""
+        first, last = -(-a // BLOCK), b // BLOCK  # the whole blocks of the stretch
+        if last - first < 1:
+            return self._scan(a, b)
         if self._tables is None:
             self._tables = self._build()
-        k = (b - a).bit_length() - 1
+        k = (last - first).bit_length() - 1
         low, high = self._tables[k]
-        lo = min(int(low[a]), int(low[b - (1 << k)]), key=lambda p: self.flat[p])
-        hi = max(int(high[a]), int(high[b - (1 << k)]), key=lambda p: self.flat[p])
-        return lo, hi
+        found = [int(low[first]), int(low[last - (1 << k)]), int(high[first]),
+                 int(high[last - (1 << k)])]
+        for lo, hi in (self._scan(a, first * BLOCK), self._scan(last * BLOCK, b)):
+            found += [lo, hi] if lo >= 0 else []
+        return (min(found, key=lambda q: (self.flat[q], q)),
+                max(found, key=lambda q: (self.flat[q], -q)))
+
+    def _scan(self, a: int, b: int) -> tuple[int, int]:
+        """:meth:`extremes` of a stretch of at most two blocks, scanned ((-1, -1): empty)."""
+        if a >= b:
+            return -1, -1
+        part = self.flat[a:b]
+        return a + int(np.argmin(part)), a + int(np.argmax(part))
 
     def _build(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per power of two ``2**k``, the position of the least and of the greatest id of each
-        stretch of that length (16 bytes per id and power, held to the allocation budget).
+        run of ``2**k`` whole blocks (16 bytes per block and power, held to the budget).
 
         Raises:
             AllocationBudgetError: the table past the budget, in one line.
         """
-        size = len(self.flat)
-        require_alloc(16 * size * max(size.bit_length(), 1), self.where, "sampled_tokens", size,
-                      f"fix the record's num_sampled, or raise {MAX_ALLOC_ENV}")
-        pos = np.arange(size, dtype=np.int64)
-        tables = [(pos, pos)]
+        blocks = len(self.flat) // BLOCK
+        require_alloc(16 * blocks * max(blocks.bit_length(), 1), self.where, "sampled_tokens",
+                      len(self.flat), f"fix the record's num_sampled, or raise {MAX_ALLOC_ENV}")
+        whole = self.flat[:blocks * BLOCK].reshape(blocks, BLOCK)
+        start = np.arange(blocks, dtype=np.int64) * BLOCK
+        tables = [(start + whole.argmin(axis=1), start + whole.argmax(axis=1))]
         step = 1
-        while 2 * step <= len(self.flat):
+        while 2 * step <= blocks:
             low, high = tables[-1]
             a, b = low[:-step], low[step:]
             c, d = high[:-step], high[step:]

@@ -96,6 +96,25 @@ def test_a_rows_reads_past_it_are_found_first_last_and_at_an_id_outside(
     assert outside == {(r, rows - 1 - r) for r in range(rows)}, sorted(outside)[:3]
 
 
+
+def test_the_least_and_greatest_id_of_any_stretch_are_found() -> None:
+    """The least and the greatest id of a stretch of ``sampled_tokens`` (where any read of a
+    row past its own row that a check finds is found) are those a scan of the stretch finds,
+    across and within the table's blocks."""
+    from forensics.sites.post_update import _Flat
+
+    rng = np.random.default_rng(0)
+    for size in (1, 63, 64, 65, 130, 1000, 5000):
+        flat = rng.integers(-5, 5, size).astype(np.int64)
+        found = _Flat(flat, 3, "x")
+        for _ in range(500):
+            a = int(rng.integers(0, size))
+            b = int(rng.integers(a + 1, size + 1))
+            lo, hi = found.extremes(a, b)
+            assert a <= lo < b and a <= hi < b, (size, a, b, lo, hi)
+            assert (flat[lo], flat[hi]) == (flat[a:b].min(), flat[a:b].max()), (size, a, b)
+
+
 # ------------------------------- T90b: a finding of a replay by another source says so
 
 ACCESS = {"argument": "idx_mapping_ptr", "op": "load", "masked": False,

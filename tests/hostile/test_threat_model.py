@@ -1322,7 +1322,9 @@ TESTS = {
     "T90a": ["tests/hostile/test_round16_fix16d.py::"
              "test_post_update_reads_past_a_row_are_planned_in_linear_time",
              "tests/hostile/test_round16_fix16d.py::"
-             "test_a_rows_reads_past_it_are_found_first_last_and_at_an_id_outside"],
+             "test_a_rows_reads_past_it_are_found_first_last_and_at_an_id_outside",
+             "tests/hostile/test_round16_fix16d.py::"
+             "test_the_least_and_greatest_id_of_any_stretch_are_found"],
     "T90b": ["tests/hostile/test_round16_fix16d.py::"
              "test_each_finding_of_a_replay_by_another_source_says_so",
              "tests/hostile/test_round16_fix16d.py::"
