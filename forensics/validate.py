@@ -26,6 +26,8 @@ CAPPED_FIELDS = ("vocab_size", "num_embeddings", "output_len", "prev_num_spec_to
 _TYPED_OK: set[tuple[Any, ...]] = set()
 _SIGNATURES_MAX = 4096  # a cache of signatures, emptied when it grows past this
 _PLAIN_TYPES = (int, str, list, dict)
+#: the names a record's dict holds besides its fields
+META_KEYS = ("site", "step", "rank", "summary")
 
 
 def _is_int(value: Any) -> bool:
@@ -246,6 +248,9 @@ def remember_signature(cache: set[tuple[Any, ...]] | dict[tuple[Any, ...], Any],
 
 
 def _validate_summary(record: Record, bound: str, where: str) -> Record:
+    """A summary record's ``min``, ``max`` and ``bound`` integers and caps, and its names held
+    to :func:`max_fields` (it may carry names beyond those, e.g. a log's ``line``)."""
+    check_field_count(len(record.fields) + len(META_KEYS), where)
     for name in (*SUMMARY_COMMON, bound):
         value = record.fields.get(name)
         if not _is_int(value):
@@ -254,3 +259,27 @@ def _validate_summary(record: Record, bound: str, where: str) -> Record:
                                      f"and {bound!r}")
         record.fields[name] = int(value)  # type: ignore[arg-type]
     return check_caps(record, where)
+
+
+def max_fields() -> int:
+    """The most names one record may hold: the largest site's declared fields (a summary
+    record's ``min``, ``max`` and bound, where more), and :data:`META_KEYS`."""
+    from forensics.sites import SITES
+
+    declared = max(len(site_field_specs(site)) for site in SITES)
+    return max(declared, len(SUMMARY_COMMON) + 1) + len(META_KEYS)
+
+
+def check_field_count(count: int, where: str) -> None:
+    """Refuse a record of more than :func:`max_fields` names (``count``) before any of its
+    values is converted: each took a JSON parse or a tensor's copy before validation named
+    the first field no site has (1.37 million ``__metadata__`` keys: 15 s and 405 MB).
+
+    Raises CaptureFormatError naming ``where`` (the file, or the record in it), the count and
+    the cap."""
+    cap = max_fields()
+    if count > cap:
+        raise CaptureFormatError(f"{where}: a record of {count} field names, past the {cap} "
+                                 "any site declares (with site, step, rank and summary); "
+                                 "write one record's fields, one record per file")
+

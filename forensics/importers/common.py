@@ -13,9 +13,12 @@ from forensics.escaping import terminal
 from forensics.records import INT64_MAX, Record
 from forensics.sites import SITES
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER
-from forensics.validate import validate_record
+from forensics.validate import (
+    META_KEYS,
+    check_field_count,
+    validate_record,
+)
 
-META_KEYS = ("site", "step", "rank", "summary")
 MAX_DEPTH = 4  # ragged lists are two deep, a dict of ints one
 MAX_MEMBERS = 4096
 #: the largest central directory of a zip archive read (bytes; a member's entry is 46 bytes
@@ -35,30 +38,6 @@ MAX_JSON = 16 << 20
 #: JSON texts together, may hold, counted before it is parsed: an empty list is 2 bytes of JSON
 #: and 56 of Python
 MAX_CONTAINERS = 1 << 20
-
-
-def max_fields() -> int:
-    """The most names one record may hold: the largest site's declared fields (a summary
-    record's ``min``, ``max`` and bound, where more), and :data:`META_KEYS`."""
-    from forensics.schema import SUMMARY_COMMON
-    from forensics.validate import site_field_specs
-
-    declared = max(len(site_field_specs(site)) for site in SITES)
-    return max(declared, len(SUMMARY_COMMON) + 1) + len(META_KEYS)
-
-
-def check_field_count(count: int, where: str) -> None:
-    """Refuse a record of more than :func:`max_fields` names (``count``) before any of its
-    values is converted: each took a JSON parse or a tensor's copy before validation named
-    the first field no site has (1.37 million ``__metadata__`` keys: 15 s and 405 MB).
-
-    Raises CaptureFormatError naming ``where`` (the file, or the record in it), the count and
-    the cap."""
-    cap = max_fields()
-    if count > cap:
-        raise CaptureFormatError(f"{where}: a record of {count} field names, past the {cap} "
-                                 "any site declares (with site, step, rank and summary); "
-                                 "write one record's fields, one record per file")
 
 
 def where_of(path: Any, index: int) -> str:

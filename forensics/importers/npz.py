@@ -23,7 +23,6 @@ from forensics.importers.common import (
     MAX_VALUES,
     check_containers,
     check_disjoint,
-    check_field_count,
     check_members,
     open_archive,
     record_from_dict,
@@ -32,6 +31,7 @@ from forensics.importers.common import (
 )
 from forensics.store.guarded import open_file
 from forensics.store.json_in import DuplicateKeyError, strict_json
+from forensics.validate import check_field_count
 
 
 def read(path: Path) -> Imported:

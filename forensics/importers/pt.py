@@ -17,7 +17,6 @@ from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import (
     MAX_VALUES,
-    check_field_count,
     check_members,
     open_archive,
     read_member,
@@ -26,6 +25,7 @@ from forensics.importers.common import (
     where_of,
 )
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, open_file
+from forensics.validate import check_field_count
 
 MAX_PICKLE = 16 << 20
 #: the bytes a view may materialise past what its storage holds (a scalar broadcast to a

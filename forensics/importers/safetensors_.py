@@ -22,13 +22,13 @@ from forensics.importers.common import (
     MAX_JSON,
     check_containers,
     check_disjoint,
-    check_field_count,
     record_from_dict,
     show,
     where_of,
 )
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, read_bytes, read_prefix
 from forensics.store.json_in import DuplicateKeyError, strict_json
+from forensics.validate import check_field_count
 
 #: the most tensors one record's file holds (the largest site has 19 fields with its outputs)
 MAX_TENSORS = 64

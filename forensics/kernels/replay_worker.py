@@ -439,7 +439,8 @@ def replay(launch: Launch) -> dict[str, Any]:
 
     kernel = _kernel(launch)
     _require_parameters(launch, list(kernel.arg_names))
-    notes = [note for note in [source_note(launch, kernel.fn)] if note]
+    source = source_note(launch, kernel.fn)
+    notes = [source] if source else []
     if launch.unrecorded:
         name, why = next(iter(launch.unrecorded.items()))
         raise NotReplayable(f"argument {name} was not recorded ({terminal(why)})")
@@ -487,7 +488,8 @@ def replay(launch: Launch) -> dict[str, Any]:
             if found is not None:
                 differs.append(found)
     return {"status": "replayed", "reason": "; ".join(notes), **OBSERVER.found(),
-            "overflows": OBSERVER.overflows, "differs": differs}
+            "overflows": OBSERVER.overflows, "differs": differs,
+            "source_differs": source == SOURCE_DIFFERS}
 
 
 def _alike(launch: Launch) -> list[list[str]]:
@@ -529,6 +531,10 @@ def _scalars(scalars: dict[str, Any]) -> dict[str, Any]:
             for name, value in scalars.items()}
 
 
+#: :func:`source_note` of a launch whose record names another hash than the installed kernel's
+SOURCE_DIFFERS = "the installed kernel's source differs from the recorded one's"
+
+
 def source_note(launch: Launch, fn: Any) -> str:
     """What the replay says of the installed kernel's source (``fn``) against the recorded
     one's: that it differs, that the record names no hash to compare it with (a replay said
@@ -536,8 +542,7 @@ def source_note(launch: Launch, fn: Any) -> str:
     if not launch.source_sha256:
         return ("the record names no source hash: the installed kernel's source was not "
                 "compared with the recorded one's")
-    return "" if source_hash(fn) == launch.source_sha256 else \
-        "the installed kernel's source differs from the recorded one's"
+    return "" if source_hash(fn) == launch.source_sha256 else SOURCE_DIFFERS
 
 
 def _point(launch: Launch, tensors: dict[str, Any]) -> None:

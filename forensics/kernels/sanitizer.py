@@ -178,10 +178,14 @@ def _base(launch: Launch, kind: str) -> dict[str, Any]:
 
 
 def _findings(launch: Launch, answer: dict[str, Any]) -> list[dict[str, Any]]:
-    """The findings of one replayed launch's answer; an access or a wrap of a replay in which
+    """The findings of one replayed launch's answer; each says when the installed kernel that
+    replayed it has another source than the engine's (``source_differs``: the record's
+    ``source_sha256`` is another's); an access or a wrap of a replay in which
     a tensor's contents were not recorded (zeros in their place: its values may have chosen
     the address, the mask or the operand) names those tensors (``zeros_for``)."""
     out = _made(launch, answer)
+    for finding in out if answer.get("source_differs") is True else ():
+        finding["source_differs"] = True
     blind = [n for n, a in launch.tensors.items() if a.contents == "none"]
     for finding in out if blind else ():
         if finding["kind"] in ("kernel_out_of_bounds", "offset_overflow"):
@@ -426,6 +430,17 @@ def _zeros_for(finding: dict[str, Any], what: str) -> str:
             f" (not recorded): whether the live launch made this {what} is unknown")
 
 
+def _source(finding: dict[str, Any], what: str) -> str:
+    """What a finding of a replay by an installed kernel whose source differs from the engine's
+    can say."""
+    if finding.get("source_differs") is not True:
+        return ""
+    tail = "this difference may be that source's" if what == "difference" else \
+        f"whether the engine's kernel made this {what} is unknown"
+    return (f", by the installed kernel, whose source differs from the engine's (the record's "
+            f"source_sha256): {tail}")
+
+
 def describe(finding: dict[str, Any]) -> str:
     """One line of text for a finding, or for a folded one (:func:`fold`), its names (the
     kernel's, the argument's: a capture's) through :func:`~forensics.escaping.terminal` (the
@@ -440,7 +455,7 @@ def describe(finding: dict[str, Any]) -> str:
             f" (program {tuple(finding['program_id'])}'s)"
         return (f"kernel_out_of_bounds: {at}: {'masked' if finding['masked'] else 'unmasked'} "
                 f"{finding['op']} {_whose(finding, first)} {_programs(finding)}"
-                f"{_zeros_for(finding, 'access')}")
+                f"{_zeros_for(finding, 'access')}{_source(finding, 'access')}")
     if kind == "kernel_contract":
         return (f"kernel_contract: {at}: {finding['argument']} element(s) "
                 f"{finding['elements']} hold {finding['contract']} {finding['values']}, "
@@ -448,10 +463,11 @@ def describe(finding: dict[str, Any]) -> str:
     if kind == "offset_overflow":
         return (f"offset_overflow: {at}: an int32 {finding['operation']} by program "
                 f"{tuple(finding['program_id'])} is {finding['exact']}, wrapped to "
-                f"{finding['wrapped']}{_zeros_for(finding, 'wrap')}")
+                f"{finding['wrapped']}{_zeros_for(finding, 'wrap')}{_source(finding, 'wrap')}")
     shown = ", ".join(f"[{i}] live {a} replay {b}" for i, a, b in finding["elements"])
     return (f"live_differs: {at}: {finding['argument']} ({finding['span']}) differs at "
-            f"{finding['count']} element(s): {shown}; {finding['meaning']}")
+            f"{finding['count']} element(s): {shown}; {finding['meaning']}"
+            f"{_source(finding, 'difference')}")
 
 
 def unreadable(path: Path) -> str:

@@ -120,28 +120,113 @@ def check_batch(cols: BatchColumns) -> np.ndarray:
 @dataclass
 class _Row:
     """What the kernel does on one batch row, as indices: the slot, the sampled ids it reads
-    (``ids``), the ``all_token_ids`` columns it writes, and the computed-token change."""
+    (``ids``, at the row's columns ``at``: each of its own row, then the reads past it folded,
+    see :func:`_folded`; ``reads`` of them in all), the ``all_token_ids`` columns it writes,
+    and the computed-token change."""
 
     row: int
     slot: int
     ids: list[int] = field(default_factory=list)
+    at: list[int] = field(default_factory=list)
     columns: list[int] = field(default_factory=list)
     delta: int = 0
+    reads: int = 0
 
 
-def _count(record: Record, i: int, patched: bool) -> int:
+#: the ids of one block of :class:`_Flat`'s table (a stretch's ends within a block are scanned)
+BLOCK = 64
+
+
+class _Flat:
+    """The flat ``sampled_tokens`` with what a row's reads need in constant time: the next id
+    outside the vocabulary (:func:`_count`) and the least and greatest id of a stretch
+    (:func:`_folded`: a sparse table over blocks of :data:`BLOCK` ids, built on first use,
+    its ends within a block scanned)."""
+
+    def __init__(self, flat: np.ndarray, vocab: int, where: str) -> None:
+        """Index ``flat`` (int64, of the record ``where`` names) against ``[0, vocab)``."""
+        self.flat, self.where = flat, where
+        bad = np.flatnonzero((flat < 0) | (flat >= vocab))
+        self.next_bad = np.full(len(flat) + 1, len(flat), np.int64)
+        at = np.searchsorted(bad, np.arange(len(flat)))
+        self.next_bad[:-1] = np.append(bad, len(flat))[at]
+        self._tables: list[tuple[np.ndarray, np.ndarray]] | None = None
+
+    def extremes(self, a: int, b: int) -> tuple[int, int]:
+        """The positions of the least and of the greatest id of ``flat[a:b]`` (``a < b``)."""
+        first, last = -(-a // BLOCK), b // BLOCK  # the whole blocks of the stretch
+        if last - first < 1:
+            return self._scan(a, b)
+        if self._tables is None:
+            self._tables = self._build()
+        k = (last - first).bit_length() - 1
+        low, high = self._tables[k]
+        found = [int(low[first]), int(low[last - (1 << k)]), int(high[first]),
+                 int(high[last - (1 << k)])]
+        for lo, hi in (self._scan(a, first * BLOCK), self._scan(last * BLOCK, b)):
+            found += [lo, hi] if lo >= 0 else []
+        return (min(found, key=lambda q: (self.flat[q], q)),
+                max(found, key=lambda q: (self.flat[q], -q)))
+
+    def _scan(self, a: int, b: int) -> tuple[int, int]:
+        """:meth:`extremes` of a stretch of at most two blocks, scanned ((-1, -1): empty)."""
+        if a >= b:
+            return -1, -1
+        part = self.flat[a:b]
+        return a + int(np.argmin(part)), a + int(np.argmax(part))
+
+    def _build(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per power of two ``2**k``, the position of the least and of the greatest id of each
+        run of ``2**k`` whole blocks (16 bytes per block and power, held to the budget).
+
+        Raises:
+            AllocationBudgetError: the table past the budget, in one line.
+        """
+        blocks = len(self.flat) // BLOCK
+        require_alloc(16 * blocks * max(blocks.bit_length(), 1), self.where, "sampled_tokens",
+                      len(self.flat), f"fix the record's num_sampled, or raise {MAX_ALLOC_ENV}")
+        whole = self.flat[:blocks * BLOCK].reshape(blocks, BLOCK)
+        start = np.arange(blocks, dtype=np.int64) * BLOCK
+        tables = [(start + whole.argmin(axis=1), start + whole.argmax(axis=1))]
+        step = 1
+        while 2 * step <= blocks:
+            low, high = tables[-1]
+            a, b = low[:-step], low[step:]
+            c, d = high[:-step], high[step:]
+            tables.append((np.where(self.flat[b] < self.flat[a], b, a),
+                           np.where(self.flat[d] > self.flat[c], d, c)))
+            step *= 2
+        return tables
+
+
+def _count(record: Record, i: int, patched: bool, flat: _Flat) -> int:
     """The sampled ids row ``i`` stores (``patched``: up to the first id outside the
     vocabulary, among the ids the kernel reads: ``sampled_tokens`` read flat from the row's
     start, as the kernel does; a read past the buffer is counted, for :func:`_wild`)."""
     n = int(record["num_sampled"][i])
     if not patched or n <= 0:
         return n
-    sampled = np.asarray(record["sampled_tokens"])
-    ids = sampled.reshape(-1)[i * sampled.shape[1]:][:n]
-    bad = np.flatnonzero((ids < 0) | (ids >= int(record["vocab_size"])))
-    if bad.size:
-        return int(bad[0])
-    return n if len(ids) == n else len(ids) + 1
+    start = min(i * np.asarray(record["sampled_tokens"]).shape[1], len(flat.flat))
+    bad = int(flat.next_bad[start]) - start
+    if bad < n and start + bad < len(flat.flat):
+        return bad
+    stored = len(flat.flat) - start
+    return n if stored >= n else stored + 1
+
+
+def _folded(flat: _Flat, start: int, own: int, reads: int) -> list[int]:
+    """The columns a row's reads past its own row (``own`` ids) are planned at, in order: the
+    first and the last, and those of the least and the greatest id among them (what any check
+    of those reads finds, the first and last column of ``all_token_ids``, any id outside a
+    range, is found at one of those), in place of each read: rows each claiming 2**30 ids
+    read the buffer over and over, quadratic in the rows."""
+    if reads <= own:
+        return []
+    picked = {own, reads - 1}
+    end = min(start + reads, len(flat.flat))
+    if start + own < end:
+        picked.update(p - start for p in flat.extremes(start + own, end))
+    return sorted(picked)
 
 
 def _reads(n: int, start: int, stored: int) -> int:
@@ -159,11 +244,9 @@ READ_BYTES = 8192
 
 
 def _require_reads(record: Record, flat: int, width: int) -> None:
-    """Hold the ids the rows read (each row's :func:`_reads`, counted vectorised, before any
-    is planned) to the allocation budget: a row reads from its start in the flat
-    ``sampled_tokens`` on into the next rows', so rows each claiming 2**30 ids read the buffer
-    over and over, quadratic in the rows (600 rows of one id each, a 15 KB capture, took 8 s
-    and 1.45 GB).
+    """Hold the reads the rows plan (each row's :func:`_reads` of its own row, and at most 4
+    for its reads past it, :func:`_folded`; counted vectorised, before any is planned) to the
+    allocation budget.
 
     Raises:
         AllocationBudgetError: the reads past the budget, in one line.
@@ -172,7 +255,8 @@ def _require_reads(record: Record, flat: int, width: int) -> None:
     n = np.asarray(record["num_sampled"], dtype=np.int64)[:len(idx)]
     start = np.arange(len(n), dtype=np.int64) * width
     reads = np.minimum(np.maximum(n, 0), np.maximum(flat - start, 0) + 1)
-    total = int(reads[idx[:len(n)] >= 0].sum())
+    planned = np.minimum(reads, width) + np.minimum(np.maximum(reads - width, 0), 4)
+    total = int(planned[idx[:len(n)] >= 0].sum())
     require_alloc(READ_BYTES * total, f"a {NAME} record at step {record.step} rank "
                                       f"{record.rank}", "reads", total,
                   f"fix the record's num_sampled (a row reads that many ids of sampled_tokens "
@@ -192,16 +276,21 @@ def _rows(record: Record, patched: bool) -> list[_Row]:
     flat = as_int64(np.asarray(record["sampled_tokens"]).reshape(-1), "sampled_tokens")
     width = np.asarray(record["sampled_tokens"]).shape[1]
     _require_reads(record, len(flat), width)
+    ids = _Flat(flat, int(record["vocab_size"]),
+                f"a {NAME} record at step {record.step} rank {record.rank}")
     out: list[_Row] = []
     for i, slot in enumerate(idx.tolist()):
         if slot < 0:
             continue
         row = _Row(i, slot)
-        n = _count(record, i, patched)
+        n = _count(record, i, patched, ids)
         base = int(total[slot]) if slot < len(total) else 0
-        for j in range(_reads(n, i * width, len(flat))):
+        row.reads = _reads(n, i * width, len(flat))
+        own = min(row.reads, width)
+        for j in [*range(own), *_folded(ids, i * width, own, row.reads)]:
             offset = i * width + j
             row.ids.append(int(flat[offset]) if offset < len(flat) else -(2**62))
+            row.at.append(j)
             row.columns.append(base + j)
         if n > 0 and slot < len(total):
             total[slot] = stored(int(total[slot]) + n, width_of_total)  # wraps as on the GPU
@@ -225,7 +314,7 @@ def _accesses(record: Record, rows: list[_Row]) -> list[Access]:
                             np.asarray(record["draft_tokens_out"]).shape[0], "idx_mapping"))
     per = np.array([len(x.ids) for x in rows], dtype=np.int64)
     tok_rows = np.repeat(r, per)
-    col = np.concatenate([np.arange(len(x.ids)) for x in rows] or [np.zeros(0, np.int64)])
+    col = np.array([j for x in rows for j in x.at], dtype=np.int64)
     width = np.asarray(record["sampled_tokens"]).shape[1]
     found.append(Access("sampled_tokens", tok_rows, col, col, 0, width, "num_sampled", tok_rows,
                         held=False, indexed=row_of("sampled_tokens")))
@@ -253,8 +342,8 @@ def _wild(record: Record, rows: list[_Row]) -> str | None:
             return f"slot {x.slot} of buffers with {m} slots"
         if x.slot >= drafts:
             return f"draft_tokens_out slot {x.slot} of {drafts}"
-        if x.ids and x.row * sampled.shape[1] + len(x.ids) > sampled.size:
-            return f"sampled_tokens row {x.row} column {len(x.ids) - 1}"
+        if x.reads and x.row * sampled.shape[1] + x.reads > sampled.size:
+            return f"sampled_tokens row {x.row} column {x.reads - 1}"
         length = int(record["all_token_ids_width"]) * m
         for c in x.columns:
             if not 0 <= x.slot * int(record["all_token_ids_width"]) + c < length:
@@ -282,7 +371,7 @@ def _run(record: Record, patched: bool) -> Outcome:
             outs["draft_tokens_out"][x.slot] = np.asarray(drafts)[x.row]
         if x.ids:
             _add(outs["last_sampled_tokens"], x.slot, x.ids[-1], replace=True)
-            _add(outs["total_len"], x.slot, len(x.ids))
+            _add(outs["total_len"], x.slot, x.reads)
         _add(outs["num_computed_tokens"], x.slot, x.delta)
     return Outcome(OK, "", outs, accesses)
 

@@ -1333,6 +1333,20 @@ TESTS = {
              "test_the_write_up_says_none_found_only_in_the_records_judged"],
     "T91d": ["tests/hostile/test_round16_attack16d.py::"
              "test_the_write_up_offers_no_reproducer_where_repro_has_nothing_to_write"],
+    "T90a": ["tests/hostile/test_round16_fix16d.py::"
+             "test_post_update_reads_past_a_row_are_planned_in_linear_time",
+             "tests/hostile/test_round16_fix16d.py::"
+             "test_a_rows_reads_past_it_are_found_first_last_and_at_an_id_outside",
+             "tests/hostile/test_round16_fix16d.py::"
+             "test_the_least_and_greatest_id_of_any_stretch_are_found"],
+    "T90b": ["tests/hostile/test_round16_fix16d.py::"
+             "test_each_finding_of_a_replay_by_another_source_says_so",
+             "tests/hostile/test_round16_fix16d.py::"
+             "test_the_worker_marks_a_source_hash_of_another_kernel"],
+    "T90c": ["tests/hostile/test_round16_fix16d.py::"
+             "test_a_summary_record_of_more_names_than_any_site_declares_is_refused",
+             "tests/hostile/test_round16_fix16d.py::"
+             "test_the_store_reader_refuses_a_summary_row_of_too_many_names"],
     "T85a": ["tests/hostile/test_round16_attack16.py::"
              "test_npz_string_members_are_held_to_one_budget_together",
              "tests/hostile/test_round16_attack16.py::"
