@@ -8,6 +8,7 @@ capture's folder name and its ``expected.json``'s text: it goes through
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,7 +100,7 @@ def shown_path(path: Path) -> str:
     as inert text (:func:`shown`)."""
     try:
         return shown(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, RuntimeError, OSError):  # outside it; a link to itself; unreachable
         return shown(path)
 
 
@@ -167,8 +168,12 @@ class CaptureItem(pytest.Item):
         if self.capture.is_symlink():
             from forensics.share import expectations
 
+            try:  # where the link points, as written in it (a broken one's target too)
+                target = shown(os.readlink(self.capture))
+            except OSError:
+                target = shown_path(self.capture)
             raise CaptureMismatch(
-                f"{shown(self.capture)}: is a link (to {shown_path(self.capture)}); "
+                f"{shown(self.capture)}: is a link (to {target}); "
                 f"{expectations.EXPECTED_NAME} is not written through a link: give the "
                 "capture's own folder to write it")
 

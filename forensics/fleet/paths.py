@@ -120,26 +120,29 @@ def _through_link(path: Path) -> bool:
 def _captures_at(path: Path) -> list[Path]:
     """``path`` itself when it is a capture, else the captures inside it (searched without
     recursion, so a folder nested thousands deep is walked as far as the system can open it,
-    links not followed; a capture's own folders are not searched)."""
+    links not followed; a capture's own folders are not searched). An entry named
+    ``*.capture`` that is no folder (a broken link, a file, a FIFO, a link to itself) is listed
+    too: its reader refuses it, and its row or test says why, where it dropped out unsaid."""
     if is_capture(path):
         return [path]
     found: list[Path] = []
     pending = [path]
     while pending:
-        children = _subfolders(pending.pop())
-        found += [child for child, _ in children if is_capture(child)]
-        pending += [child for child, link in reversed(children)
-                    if not link and not is_capture(child)]
+        children = _entries(pending.pop())
+        found += [child for child, _, folder in children if not folder or is_capture(child)]
+        pending += [child for child, link, folder in reversed(children)
+                    if folder and not link and not is_capture(child)]
     return sorted(found)
 
 
-def _subfolders(folder: Path) -> list[tuple[Path, bool]]:
-    """The folders directly in ``folder``, sorted, each with whether it is a link (as
-    :func:`os.walk` lists them: a link is listed, never entered); none when ``folder`` cannot
-    be listed."""
+def _entries(folder: Path) -> list[tuple[Path, bool, bool]]:
+    """The folders directly in ``folder`` and its other entries named ``*.capture``, sorted,
+    each with whether it is a link (as :func:`os.walk` lists them: a link is listed, never
+    entered) and whether it is a folder; none when ``folder`` cannot be listed."""
     try:
         with os.scandir(folder) as entries:
-            return sorted((folder / e.name, e.is_symlink()) for e in entries if _is_folder(e))
+            return sorted((folder / e.name, e.is_symlink(), _is_folder(e)) for e in entries
+                          if e.name.endswith(CAPTURE_SUFFIX) or _is_folder(e))
     except OSError:
         return []
 

@@ -185,3 +185,38 @@ def test_the_steps_a_deadline_cut_are_never_a_span_read_as_every_step_between() 
     assert _steps_text([7]) == "step 7"
     assert _steps_text([1, 2, 9]) == "steps 1, 2 and 9"
     assert _steps_text([5, 1, 2, 9]) == "4 steps from 1 to 9"
+
+
+def _folder_of_odd_captures(root: Path) -> Path:
+    """A folder holding one capture and four entries named ``*.capture`` that are none: a
+    broken link, a FIFO, a file and a link to itself."""
+    import os
+
+    folder = root / "caps"
+    write_capture(folder / "clean.capture", [
+        Record("embedding", 0, 0, {"input_ids": np.array([1], np.int64), "num_embeddings": 10})])
+    (folder / "dang.capture").symlink_to("/nonexistent")
+    os.mkfifo(folder / "fifo.capture")
+    (folder / "file.capture").write_text("hi")
+    (folder / "loop.capture").symlink_to("loop.capture")
+    return folder
+
+
+def test_entries_named_capture_that_are_none_are_rows_not_dropped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Triage and the pytest plugin searched a folder for folders only: a capture whose link
+    broke, or a FIFO, file or looping link named ``*.capture``, dropped out unsaid (``triage``
+    said "1 capture"; the plugin collected one item and passed). Each is a row (an item) now,
+    its reader's line saying what it is; a link to itself no longer ends the collection."""
+    from forensics.pytest_plugin import captures_under, shown_path
+
+    folder = _folder_of_odd_captures(tmp_path)
+    names = ["clean", "dang", "fifo", "file", "loop"]
+    assert [p.name for p in captures_under(folder)] == [f"{n}.capture" for n in names]
+    assert shown_path(folder / "loop.capture").endswith("loop.capture")
+    code, out, _ = run_cli(capsys, "triage", folder)
+    assert code == 0, out
+    for name, why in (("dang", "does not exist"), ("fifo", "is a FIFO"),
+                      ("file", "is a file"), ("loop", "loop of symbolic links")):
+        row = next(line for line in out.splitlines() if line.strip().startswith(name))
+        assert "error:" in row and why in row, row

@@ -97,13 +97,15 @@ def test_the_kernel_worker_refuses_a_buffer_past_the_budget(tmp_path: Path) -> N
 
 
 def test_the_budget_is_settable_and_holds_in_the_worker(tmp_path: Path) -> None:
-    """A budget of 4 KiB (``FORENSICS_MAX_ALLOC=4K``) refuses the 64 x 64 int32 all_token_ids
-    of an ordinary record (16 KiB) in the worker; the default budget takes it."""
-    capture = write_capture(tmp_path / "small.capture", [post(0, all_token_ids_width=1024)])
+    """A budget of 64 KiB (``FORENSICS_MAX_ALLOC=64K``) refuses the 4 x 8192 int32
+    all_token_ids of a record (128 KiB) in the worker; the default budget takes it. (It was
+    4 KiB against 16 KiB until round 16: the model's planned reads of the same record, 3 at
+    8 KiB each since T89e, now take 24 KiB of the budget before the worker is asked.)"""
+    capture = write_capture(tmp_path / "small.capture", [post(0, all_token_ids_width=8192)])
     small = run_cases(tmp_path, {"small": ["replay", capture, "--variant", "vllm"]},
-                      env={"FORENSICS_MAX_ALLOC": "4K"}, wall=VLLM_WALL)["small"]
+                      env={"FORENSICS_MAX_ALLOC": "64K"}, wall=VLLM_WALL)["small"]
     assert small["code"] == 2 and "all_token_ids_width" in small["stderr"], small
-    assert "past the allocation budget of 4096 bytes" in small["stderr"], small
+    assert "past the allocation budget of 65536 bytes" in small["stderr"], small
     fine = run_cases(tmp_path, {"fine": ["replay", capture, "--variant", "vllm"]},
                      wall=VLLM_WALL)["fine"]
     assert fine["code"] == 0 and "vllm: ok 1" in fine["stdout"], fine

@@ -1298,6 +1298,8 @@ TESTS = {
              "test_a_styled_tables_markup_is_a_few_bytes_per_cell"],
     "T86d": ["tests/hostile/test_round16_lead.py::"
              "test_findings_past_the_budget_are_refused_in_one_line"],
+    "T86e": ["tests/hostile/test_round16_lead.py::"
+             "test_entries_named_capture_that_are_none_are_rows_not_dropped"],
     "T89a": ["tests/hostile/test_round16_attack16c.py::"
              "test_a_selection_naming_no_installed_kernel_is_refused",
              "tests/hostile/test_round16_attack16c.py::test_all_is_all_in_any_case",
