@@ -111,5 +111,6 @@ def test_one_evidence_type_serialises_as_expected_json_and_differs_on_its_own_ke
                                         "1 in 1 at step 1 rank 1 row 1 element 1 (1=1); "
                                         "origin 1 -> 'async_output'"]
     assert differences(full, full, ["patched"]) == [
-        "variant 'patched' is not in expected.json; regenerate it with --forensics-regen "
-        "--forensics-variant patched"]
+        "variant 'patched' is not in expected.json; regenerate it with forensics check "
+        "--accept --variant patched (in a test suite: --forensics-regen --forensics-variant "
+        "patched)"]

@@ -92,7 +92,7 @@ def check_json(data: dict[str, Any], path: Path) -> None:
     """Raise CaptureFormatError (naming ``path``, the field and the fix) unless ``data``, read
     from an ``expected.json`` file, is ``{"verdicts": {variant: {site: str}},
     "first_finding": {variant: {key: scalar} | null}}`` (other top-level keys are kept)."""
-    fix = "regenerate it with --forensics-regen"
+    fix = "regenerate it with forensics check --accept (in a test suite: --forensics-regen)"
     version = data.get("format", EXPECTED_FORMAT)  # a file older than the field has none
     if type(version) is not int or version != EXPECTED_FORMAT:
         shown = repr(version) if isinstance(version, (int, str)) else type(version).__name__
@@ -209,7 +209,8 @@ def differences(expected: Evidence, got: Evidence,
         want = expected.verdicts.get(variant)
         if want is None:
             out.append(f"variant {variant!r} is not in expected.json; regenerate it with "
-                       f"--forensics-regen --forensics-variant {shell_word(variant)}")
+                       f"forensics check --accept --variant {shell_word(variant)} (in a test "
+                       f"suite: --forensics-regen --forensics-variant {shell_word(variant)})")
             continue
         mine = got.verdicts.get(variant, {})
         out += [f"{variant}/{site}: expected verdict {_verdict(want, site, 'expected.json')}, "

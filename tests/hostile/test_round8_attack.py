@@ -63,10 +63,12 @@ def test_a_crash_verdict_not_computed_is_no_difference(
     differences = json.loads(text)["differences"]
     assert code == 1
     assert differences == [
-        "variant 'upstream' is not in expected.json; regenerate it with --forensics-regen "
-        "--forensics-variant upstream",
-        "variant 'patched' is not in expected.json; regenerate it with --forensics-regen "
-        "--forensics-variant patched"], differences
+        "variant 'upstream' is not in expected.json; regenerate it with forensics check "
+        "--accept --variant upstream (in a test suite: --forensics-regen --forensics-variant "
+        "upstream)",
+        "variant 'patched' is not in expected.json; regenerate it with forensics check "
+        "--accept --variant patched (in a test suite: --forensics-regen --forensics-variant "
+        "patched)"], differences
 
 
 def test_a_crash_verdict_that_differs_is_still_said(
