@@ -64,7 +64,12 @@ import numpy as np
 from forensics.errors import ForensicsError
 from forensics.escaping import terminal
 from forensics.records import Record
-from forensics.share.error_text import PSEUDONYM, PUBLIC_ERROR_FIELDS, public_error_text
+from forensics.share.error_text import (
+    PSEUDONYM,
+    PUBLIC_ERROR_FIELDS,
+    error_words,
+    public_error_text,
+)
 from forensics.share.evidence import Evidence, evidence_of, publish, reference
 from forensics.share.shareable import REQUEST_FIELDS, id_keys, shareable_key, shareable_value
 from forensics.sites import get_site as site_schema
@@ -389,10 +394,15 @@ class IdFinder:
     """Finds known ids (request ids) standing as words of their own in a text (no letter,
     digit or ``_`` on both sides of either end), in time linear in the text: at each place a
     word may start, one look-up per id length (at most :data:`MAX_ID_LENGTHS`; else
-    ``searchable`` is false) that ends where a word may end, never a scan of every id."""
+    ``searchable`` is false) that ends where a word may end, never a scan of every id. An id
+    that is a word of vLLM's, torch's or CUDA's public vocabulary (:func:`error_words`: a
+    request named ``gdn``) is not looked for: in the text that word is theirs (``in gdn
+    fused_recurrent kernel`` became ``in anon-0 ...``, and ``known`` no longer matched it)."""
 
     def __init__(self, names: dict[str, str]) -> None:
-        self.names, self.size = names, len(names)
+        vocabulary = error_words()  # an id that is vLLM's own word (gdn) is that word there
+        self.size = len(names)
+        self.names = {rid: name for rid, name in names.items() if rid.lower() not in vocabulary}
         self.lengths = sorted({len(rid) for rid in names if rid}, reverse=True)
         self.searchable = len(self.lengths) <= MAX_ID_LENGTHS
 

@@ -220,3 +220,26 @@ def test_entries_named_capture_that_are_none_are_rows_not_dropped(
                       ("file", "is a file"), ("loop", "loop of symbolic links")):
         row = next(line for line in out.splitlines() if line.strip().startswith(name))
         assert "error:" in row and why in row, row
+
+
+def test_a_request_id_that_is_vllms_word_leaves_that_word_in_the_error_text(
+        tmp_path: Path) -> None:
+    """``redact`` swapped every request id standing as a word of an event's error text for its
+    pseudonym, also an id that is vLLM's own word: ``req_ids=["gdn", "r9"]`` turned "in gdn
+    fused_recurrent kernel" into "in anon-0 fused_recurrent kernel", and ``known`` matched the
+    GDN race on the capture but not on its redacted copy. Such a word stays (it is public); an
+    id that is no such word is still swapped, and the records' ids are pseudonyms."""
+    import forensics
+    from forensics.share.redaction import redact
+
+    message = ("RuntimeError: CUDA error: an illegal memory access was encountered in gdn "
+               "fused_recurrent kernel for r9")
+    src = write_capture(tmp_path / "src.capture", [
+        Record("embedding", 0, 0, {"input_ids": np.array([1, 2], np.int64),
+                                   "num_embeddings": 10, "req_ids": ["gdn", "r9"],
+                                   "cu_num_tokens": np.array([1, 2], np.int32)})],
+        events=[{"kind": "engine_exception", "step": 0, "rank": 0, "message": message}])
+    out = forensics.load(redact(src, tmp_path / "out.capture").path)
+    text = out.events[0]["message"]
+    assert "in gdn fused_recurrent kernel" in text and "r9" not in text, text
+    assert list(next(iter(out.records())).get("req_ids")) == ["anon-0", "anon-1"]
