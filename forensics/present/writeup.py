@@ -77,7 +77,7 @@ def _reproducible(conclusion: Conclusion) -> bool:
     """Whether some variant's first violation is at a site ``forensics repro`` writes a test
     for (else it refuses, "nothing to reproduce": the lines offering a test that "fails until
     the fix is in" were said of a clean capture too)."""
-    from forensics.share.repro import reproducible_sites
+    from forensics.sites import reproducible_sites
 
     sites = set(reproducible_sites())
     return any(first is not None and first.get("site") in sites

@@ -61,13 +61,6 @@ def _carried_site() -> str:
     return SINK
 
 
-def reproducible_sites() -> list[str]:
-    """The sites whose module declares a repro (``Site.repro``), in pipeline order."""
-    from forensics.sites import SITES, get_site
-
-    return [name for name in SITES if get_site(name).repro is not None]
-
-
 def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, Any]]],
                                                    dict[str, Any]]:
     """The first record of each site the installed vLLM's real code leaves out of range, with
@@ -83,7 +76,7 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
     """
     import forensics
     from forensics.present.tables import findings_table
-    from forensics.sites import site_order
+    from forensics.sites import reproducible_sites, site_order
     from forensics.variants.vllm_adapters import require_vllm
 
     require_vllm()
@@ -147,6 +140,8 @@ def chain_record(records: Sequence[Record], origin: Record, failing: Collection[
     a fix leaves what it stores, the recorded values, as they are). Of several records at that
     step (a capture may hold duplicates), the first in ``failing`` that stored a value
     ``origin`` read, whatever their order in the capture."""
+    from forensics.sites import reproducible_sites
+
     kernel_sites = [name for name in reproducible_sites()
                     if name != origin.site and _kernel_site(name)]
     for field, value in origin.fields.items():
@@ -208,7 +203,7 @@ def script_text() -> str:
     from forensics.escaping import unprinted_class
     from forensics.share.repro_template import HEAD
     from forensics.share.repro_template_tail import TAIL
-    from forensics.sites import get_site
+    from forensics.sites import get_site, reproducible_sites
     from forensics.validate import int_range
 
     runners = []
@@ -303,6 +298,8 @@ def case_data(record: Record, finding: dict[str, Any], manifest: dict[str, Any]
     record whose vLLM call wrote its ids, None when the capture holds none this file can run,
     with its ``chain`` (:func:`chain_record`) where the capture holds one; a case of an
     origin's site (``finding`` holds ``chain_record``) carries its own ``chain`` likewise."""
+    from forensics.sites import reproducible_sites
+
     case = {**record_data(record), "facts": {"vocab_size": vocab_fact(record, manifest)},
             "finding": finding_data(finding)}
     if "origin_record" in finding:

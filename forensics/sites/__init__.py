@@ -101,6 +101,12 @@ def hooked_sites() -> tuple[str, ...]:
     return tuple(name for name in SITES if get_site(name).hook is not None)
 
 
+def reproducible_sites() -> list[str]:
+    """The sites whose module declares a repro (``Site.repro``: ``forensics repro`` writes a
+    test for them), in pipeline order."""
+    return [name for name in SITES if get_site(name).repro is not None]
+
+
 @functools.cache
 def hooked_by() -> dict[str, str]:
     """vLLM function qualname (``Class.method`` or a module global) -> the registered site

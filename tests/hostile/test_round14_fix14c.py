@@ -65,8 +65,7 @@ def _sample(site: str) -> Any:
 
 
 def _int_fields() -> list[tuple[str, str]]:
-    from forensics.share.repro import reproducible_sites
-    from forensics.sites import get_site
+    from forensics.sites import get_site, reproducible_sites
 
     return [(site, spec.name) for site in reproducible_sites()
             for spec in get_site(site).fields if spec.kind == "int"]
