@@ -218,9 +218,7 @@ class KernelWorker:
                 outcomes.append(Outcome(ERROR, timed_out(deadline)) if died is None else died)
                 return outcomes
             answers.append(json.loads(line))
-            if answers[-1]["status"] == BUDGET:
-                self._stop()
-                _remove(requests)
+            if answers[-1]["status"] == BUDGET:  # the worker is ended by _exchange
                 raise AllocationBudgetError(answers[-1]["message"])
             outcomes.append(_outcome(answers[-1], request))
         if self.patch is not None:
