@@ -13,6 +13,11 @@ class CaptureFormatError(ForensicsError, ValueError):
     """A capture, segment, manifest or foreign dump is malformed or fails its schema."""
 
 
+class SegmentChanged(CaptureFormatError):
+    """A segment file truncated, replaced or removed while it was read (not a malformed one):
+    read the capture again once nothing writes to it."""
+
+
 class UnsafeInputError(CaptureFormatError):
     """An input that would run code (pickle) or reach outside its capture directory."""
 

@@ -17,7 +17,7 @@ import json
 import os
 from typing import Any, NamedTuple
 
-from forensics.errors import CaptureFormatError
+from forensics.errors import CaptureFormatError, SegmentChanged
 from forensics.fleet.facts import capture_facts
 from forensics.fleet.known_issues import match_known
 from forensics.records import INT64_MAX, INT64_MIN
@@ -92,7 +92,9 @@ def replay_piece(path: str, start: int | None = None, stop: int | None = None,
                  planned: Held | None = None) -> bytes:
     """Replay the capture at ``path`` (steps ``[start, stop)``, or all when None) and return
     its one-row table as Arrow IPC bytes; a capture that cannot be read or replayed gives a
-    row whose ``error`` is its one-line message (never raises for the capture's sake).
+    row whose ``error`` is its one-line message (never raises for the capture's sake); a
+    segment cut or replaced under this process's reads, that the capture changed while the
+    triage ran (:func:`changed`).
     ``window``: a step range's race window as planned (:func:`replayed_range`); ``planned``:
     what the capture held when its ranges were cut (:func:`check_held`, as the replay's end
     checks that it held still what it read)."""
@@ -105,7 +107,9 @@ def replay_piece(path: str, start: int | None = None, stop: int | None = None,
         return to_ipc([row])
     except Exception as exc:  # noqa: BLE001  (a bad capture is a row, never the end of a run)
         failed = {k: row[k] for k in ("capture", "name", "start", "stop")}
-        return to_ipc([{**failed, "error": one_line(exc)}])
+        said = changed(path, f"it can no longer be read ({one_line(exc)})") \
+            if isinstance(exc, SegmentChanged) else one_line(exc)
+        return to_ipc([{**failed, "error": said}])
 
 
 def _replayed(path: str, start: int | None, stop: int | None, window: Window | None,

@@ -29,8 +29,10 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.errors import CaptureFormatError
+from forensics.escaping import python_string
 from forensics.records import INT64_MAX, INT64_MIN, Record, check_value
 from forensics.store import arrow_numpy as an
+from forensics.store.ipc_header import repeated_metadata_key
 from forensics.store.json_in import DuplicateKeyError, strict_json
 from forensics.validate import field_specs, remember_signature, value_signature
 
@@ -345,6 +347,23 @@ def _encode_other(kind: str, values: list[Any]) -> pa.Array:
 
 
 # --------------------------------------------------------------------------- reading side
+
+
+def refuse_repeated_key(header: bytes, where: str) -> None:
+    """Refuse a schema whose metadata (its own or a column's) names a key twice: pyarrow keeps
+    one of the values, another reader may take the other (as a JSON object's repeated key).
+    Raises CaptureFormatError naming ``where``, the column and the key."""
+    repeated = repeated_metadata_key(header)
+    if repeated is None:
+        return
+    column, key = repeated
+    owner = "" if column is None else \
+        f" of column {python_string(column.decode('utf-8', 'surrogateescape'))}"
+    raise CaptureFormatError(
+        f"{where}: the schema metadata{owner} names key "
+        f"{python_string(key.decode('utf-8', 'surrogateescape'))} twice (one reader takes the "
+        "first value, another the last); the file is not one forensics wrote: replace or "
+        "delete it")
 
 
 def schema_info(schema: pa.Schema, where: str) -> dict[str, Any]:

@@ -103,6 +103,13 @@ def first_column(header: bytes) -> tuple[int, int, int, int, int] | None:
             _read(header, "<q", values + 8))
 
 
+def batch_rows(header: bytes) -> int | None:
+    """The rows a record batch's ``Message`` header claims; None when the message is no record
+    batch. Raises ValueError when ``header`` is not a well-formed ``Message``."""
+    batch = _record_batch(header)
+    return None if batch is None else _scalar(header, batch, _LENGTH, "<q")
+
+
 def repeated_metadata_key(header: bytes) -> tuple[bytes | None, bytes] | None:
     """The first key that the custom metadata of a schema's ``Message`` header names twice,
     with the name of the field whose metadata it is (None: the schema's own); None when no

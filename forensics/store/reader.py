@@ -1,4 +1,5 @@
-"""``forensics.load(path) -> Capture``: a lazy, memory-mapped view of a capture directory.
+"""``forensics.load(path) -> Capture``: a lazy view of a capture directory (each batch read
+into this process's own memory when used; memory-mapped on request, ``mapped=True``).
 
 Opening lists the directory, reads the manifest, events and each segment's schema and batch
 index; no record is materialised until it is asked for. Records come out in pipeline order
@@ -35,13 +36,16 @@ __all__ = ["Capture", "RecordList", "load"]
 ITER_CHUNK = 4096
 
 
-def load(path: str | os.PathLike[str], mapped: bool = True) -> Capture:
-    """Open the capture directory at ``path``. ``mapped``: False reads its segments with
-    ordinary reads into this process's memory, never through a map (a segment cut while it
-    is read is a CaptureFormatError, never SIGBUS: ``triage``'s plan and stitch).
+def load(path: str | os.PathLike[str], mapped: bool = False) -> Capture:
+    """Open the capture directory at ``path``. Its segments are read with ordinary reads into
+    this process's memory, never through a map: a segment cut while it is read is one error
+    (:class:`~forensics.errors.SegmentChanged`), never SIGBUS (every command). ``mapped``:
+    True maps them instead (zero-copy, for a caller who knows no one writes the capture: a
+    segment cut between the reader's check and its read then raises SIGBUS and ends the
+    process; a capture of more segments than the process can map is refused up front).
 
     Returns:
-        A :class:`Capture` (lazy: segments are memory-mapped, records decoded on use).
+        A :class:`Capture` (lazy: a batch is read when used, records decoded on use).
     Raises:
         CaptureFormatError: not a capture, or a malformed manifest, event file or segment.
         UnsafeInputError: a file or manifest entry that points outside the capture.
@@ -52,7 +56,7 @@ def load(path: str | os.PathLike[str], mapped: bool = True) -> Capture:
 class Capture:
     """A capture directory: manifest, events, segments and their records (see INTERNALS.md)."""
 
-    def __init__(self, path: str | os.PathLike[str], mapped: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], mapped: bool = False) -> None:
         from forensics.store.events import read_events
         from forensics.store.paths import named
         from forensics.store.replace import recover
@@ -273,10 +277,10 @@ def records_in(root: Path, names: Iterable[str]) -> int:
     return total
 
 
-def _open_segments(root: Path, mapped: bool = True
+def _open_segments(root: Path, mapped: bool = False
                    ) -> tuple[list[Segment], list[SegmentName]]:
-    """The segments of known sites, opened (``mapped``: through memory maps, else with
-    ordinary reads), in pipeline order; and the names of the segments of sites this install
+    """The segments of known sites, opened (with ordinary reads; ``mapped``: through memory
+    maps), in pipeline order; and the names of the segments of sites this install
     does not know (not opened).
 
     Raises CaptureFormatError for a segment not named as a writer names it, or one holding
@@ -294,7 +298,8 @@ def _open_segments(root: Path, mapped: bool = True
                 f"writer names it: it reads as '{name.filename}'; rename it to that (if no file "
                 "has that name) or delete it")
         (named if name.site in SITES else unknown).append(name)
-    require_map_slots(root, len(named))  # before any is mapped
+    if mapped:
+        require_map_slots(root, len(named))  # before any is mapped
     schemas = Schemas()
     for name in named:
         segments.append(Segment(root, name, schemas, mapped))

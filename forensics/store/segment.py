@@ -1,6 +1,6 @@
-"""One segment file, opened through a memory map: its schema, batch table and batches (or a
-batch read into this process's own memory with ordinary reads, :meth:`Segment.read_batch`; or
-the whole segment so, never mapped: ``Segment(..., mapped=False)``).
+"""One segment file, read with ordinary reads into this process's own memory (its schema, batch
+table and batches; never through a memory map, so a file cut while it is read is one error,
+never SIGBUS), or opened through a memory map on request (``Segment(..., mapped=True)``).
 
 Opening reads the schema message and the ``.idx`` sidecar (or scans the stream where no index
 covers it); batches are parsed, validated (the structural ``validate()``; each column gets
@@ -11,28 +11,29 @@ only when first used. A message cut short at the end of the file is ignored and 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from forensics.errors import CaptureFormatError, ForensicsError, reason
-from forensics.escaping import python_string, terminal
-from forensics.store.arrow_codec import ColumnSig, schema_columns, schema_info
+from forensics.errors import CaptureFormatError, ForensicsError, SegmentChanged, reason
+from forensics.escaping import terminal
+from forensics.store.arrow_codec import ColumnSig, refuse_repeated_key, schema_columns, schema_info
 from forensics.store.batch import BatchView
 from forensics.store.guarded import data_extents, open_guarded, stored_size
 from forensics.store.index import ENTRY, read_index
 from forensics.store.ipc_header import (
+    batch_rows,
     body_length,
     compression_of,
     first_column,
     overlapping_buffer,
-    repeated_metadata_key,
 )
 from forensics.store.maps import map_file, release_pages
 from forensics.store.paths import INDEX_SUFFIX, SegmentName
@@ -82,7 +83,7 @@ class Schemas:
                 f"{MAX_CAPTURE_SCHEMA_BYTES} bytes (each is decoded and held while the capture "
                 "is open; the probe's take a few KiB each): rewrite the segments with fewer "
                 "columns and metadata, or split the capture")
-        _refuse_repeated_key(raw, where)
+        refuse_repeated_key(raw, where)
         schema = pa.ipc.read_schema(message)
         known = (schema, schema_info(schema, where), schema_columns(schema, where))
         self._bytes += len(raw)
@@ -90,31 +91,16 @@ class Schemas:
         return known
 
 
-def _refuse_repeated_key(header: bytes, where: str) -> None:
-    """Refuse a schema whose metadata (its own or a column's) names a key twice: pyarrow keeps
-    one of the values, another reader may take the other (as a JSON object's repeated key).
-    Raises CaptureFormatError naming ``where``, the column and the key."""
-    repeated = repeated_metadata_key(header)
-    if repeated is None:
-        return
-    column, key = repeated
-    owner = "" if column is None else \
-        f" of column {python_string(column.decode('utf-8', 'surrogateescape'))}"
-    raise CaptureFormatError(
-        f"{where}: the schema metadata{owner} names key "
-        f"{python_string(key.decode('utf-8', 'surrogateescape'))} twice (one reader takes the "
-        "first value, another the last); the file is not one forensics wrote: replace or "
-        "delete it")
-
-
 class Segment:
     """A segment of a capture: ``.rows``, ``.step_min``, ``.step_max`` per batch, ``batch(i)``.
-    ``mapped``: False reads every byte (the schema, the index's heads, each batch) with
-    ordinary reads into this process's memory, never through a map: a file cut while it is
-    read gives a short read (a CaptureFormatError), never SIGBUS."""
+    Every byte (the schema, the index's heads, each batch) is read with ordinary reads into
+    this process's memory: a file cut while it is read gives a short read (SegmentChanged),
+    never SIGBUS. ``mapped``: True reads through a memory map instead (zero-copy; a file cut
+    between :meth:`check_whole` and the read of a page past its end raises SIGBUS and ends
+    the process: for a caller who knows no one writes the capture)."""
 
     def __init__(self, root: Path, name: SegmentName, schemas: Schemas | None = None,
-                 mapped: bool = True) -> None:
+                 mapped: bool = False) -> None:
         self.root = root
         self._mapped = mapped
         self._buf: pa.Buffer | None = None
@@ -263,8 +249,10 @@ class Segment:
         checked against its entry when read): this is what a reader that reads no batch, and
         states what the index says (``inspect``), calls first; linear in the batches."""
         self.in_use()
-        for i in range(self._from_index):
-            self._check_claims(i)
+        with self._opened("index entry at ", 0) if self._bytes is None else \
+                contextlib.nullcontext():  # one open for all of its entries' reads
+            for i in range(self._from_index):
+                self._check_claims(i)
 
     def _check_claims(self, i: int) -> None:
         """Refuse index entry ``i`` unless its batch holds the records and steps it claims,
@@ -399,20 +387,31 @@ class Segment:
     def _message_bytes(self, pos: int, length: int) -> pa.Buffer | None:
         """The message at ``pos`` (its metadata ``length`` bytes long) with its body, read into
         memory; None when its body runs past the file's end (cut short)."""
+        whole = self._message_extent(pos, length)
+        return None if whole is None else pa.py_buffer(self._at(pos, whole))
+
+    def _message_extent(self, pos: int, length: int) -> int | None:
+        """The bytes the message at ``pos`` (its metadata ``length`` bytes long) takes with its
+        body, from its header alone; None when its body runs past the file's end. Refuses
+        (CaptureFormatError) a bad header, a batch claiming more records than the bytes stored
+        there hold (a hole is never read) and one past :data:`MAX_READ_BYTES`."""
+        header = self._at(pos + 8, length)
         try:
-            body = body_length(self._at(pos + 8, length))
+            body, rows = body_length(header), batch_rows(header)
         except ValueError as exc:
             raise CaptureFormatError(f"{self.where}: bad message at byte {pos}: "
                                      f"{reason(exc)}") from None
         whole = 8 + length + body
         if body < 0 or whole > self.size - pos:
             return None
+        if rows is not None:
+            self._check_rows_stored(rows, pos, pos + whole)
         if whole > MAX_READ_BYTES:
             raise CaptureFormatError(
                 f"{self.where}: the message at byte {pos} takes {whole} bytes, past the "
                 f"{MAX_READ_BYTES} one may take to be read into memory (the probe's take a "
                 "few MiB): rewrite the segment in smaller batches")
-        return pa.py_buffer(self._at(pos, whole))
+        return whole
 
     def _at(self, pos: int, n: int) -> bytes:
         """``n`` bytes at ``pos``: from the map, or read from the file (not mapped).
@@ -514,7 +513,15 @@ class Segment:
                 f"{self.where}: batch {i} takes {length} bytes, past the {MAX_READ_BYTES} one "
                 "batch may take to be read into memory (the probe's take a few MiB): rewrite "
                 "the segment in smaller batches")
-        data = self._read_at(offset, length, f"batch {i} at ")
+        self.check_whole()  # a file already cut is refused before its batch's bytes are taken
+        what = f"batch {i} at "
+        with self._opened(what, offset):
+            head = self._read_at(offset, 8, what)
+            meta = int.from_bytes(head[4:], "little", signed=True)
+            if int.from_bytes(head[:4], "little") != CONTINUATION or meta <= 0 or \
+                    self._message_extent(offset, meta) != length:  # its header, before its body
+                raise self._unlike_index(i, offset)
+            data = self._read_at(offset, length, what)
 
         def read() -> BatchView:
             reader = pa.BufferReader(pa.py_buffer(data))
@@ -525,36 +532,46 @@ class Segment:
 
         return self._checked(i, read)
 
-    def _read_at(self, offset: int, length: int, what: str = "") -> bytearray:
-        """``length`` bytes at ``offset`` of this segment's file (``what``: ``"batch 3 at "``)
-        read into a new private buffer: from the file being opened, or from it opened again
-        (checked to be the one opened first). Raises CaptureFormatError when it is no longer
-        that file, or holds fewer bytes."""
-        data = bytearray(length)
-        got = 0
-        fd = self._reading
-        if fd < 0:
-            try:
-                fd = open_guarded(self.path, "segment", self.root)
-            except OSError:
-                fd = -1
+    @contextlib.contextmanager
+    def _opened(self, what: str, offset: int) -> Iterator[None]:
+        """While inside, this segment's file is open for :meth:`_read_at` (``_reading``): the
+        file being opened, or opened again and checked to be the one opened first. Raises
+        SegmentChanged when it is no longer that file (``what``, ``offset``: the read)."""
+        if self._reading >= 0:
+            yield
+            return
+        try:
+            fd = open_guarded(self.path, "segment", self.root)
+        except OSError:
+            fd = -1
         try:
             info = os.fstat(fd) if fd >= 0 else None
             if info is None or (info.st_dev, info.st_ino) != self._identity:
-                raise CaptureFormatError(
+                raise SegmentChanged(
                     f"{self.where} was replaced or removed while it was read ({what}byte "
                     f"{offset}); read the capture again once nothing writes to it")
+            self._reading = fd
+            yield
+        finally:
+            self._reading = -1
+            if fd >= 0:
+                os.close(fd)
+
+    def _read_at(self, offset: int, length: int, what: str = "") -> bytearray:
+        """``length`` bytes at ``offset`` of this segment's file (``what``: ``"batch 3 at "``)
+        read into a new private buffer, from the file as :meth:`_opened` holds it. Raises
+        SegmentChanged when it is no longer that file, or holds fewer bytes."""
+        data = bytearray(length)
+        got = 0
+        with self._opened(what, offset):
             into = memoryview(data)
             while got < length:
-                step = os.preadv(fd, [into[got:]], offset + got)
+                step = os.preadv(self._reading, [into[got:]], offset + got)
                 if step <= 0:
                     break
                 got += step
-        finally:
-            if fd >= 0 and fd != self._reading:
-                os.close(fd)
         if got < length:
-            raise CaptureFormatError(
+            raise SegmentChanged(
                 f"{self.where} was truncated while it was read: {what}byte {offset} holds "
                 f"{got} of its {length} bytes; read the capture again once nothing writes to "
                 "it")
@@ -570,15 +587,20 @@ class Segment:
         batch.validate()
         if batch.num_rows == 0:
             raise CaptureFormatError(f"{self.where}: empty record batch at byte {pos}")
-        end = pos + 8 + message.metadata.size + message.body.size
-        if batch.num_rows * MIN_ROW_BYTES > self._stored_in(pos, end):
-            raise CaptureFormatError(
-                f"{self.where}: the record batch at byte {pos} claims {batch.num_rows} records "
-                f"but the file stores only {self._stored_in(pos, end)} of its {end - pos} bytes "
-                "(a sparse file): restore the segment from the source or delete it")
+        self._check_rows_stored(batch.num_rows, pos,
+                                pos + 8 + message.metadata.size + message.body.size)
         view = BatchView(batch, self.columns, self.site, self.rank,
                          f"{self.where}, batch {i}")
         return self._remember(i, view) if cached else view
+
+    def _check_rows_stored(self, rows: int, pos: int, end: int) -> None:
+        """Refuse (CaptureFormatError) the record batch at ``pos`` (to ``end``) claiming more
+        ``rows`` than the bytes the file stores there can hold (a sparse file's hole)."""
+        if rows * MIN_ROW_BYTES > self._stored_in(pos, end):
+            raise CaptureFormatError(
+                f"{self.where}: the record batch at byte {pos} claims {rows} records "
+                f"but the file stores only {self._stored_in(pos, end)} of its {end - pos} bytes "
+                "(a sparse file): restore the segment from the source or delete it")
 
     def _remember(self, i: int, view: BatchView) -> BatchView:
         """Keep ``view`` (batch ``i``) among the :data:`CACHE_SIZE` last read; return it."""
@@ -629,22 +651,24 @@ class Segment:
                 ) == (self._identity, self._stamp)
 
     def check_whole(self) -> None:
-        """Refuse (CaptureFormatError) to read the mapping of a file truncated or replaced
-        since it was opened: a page past a truncated file's end would raise SIGBUS and kill the
-        command. The file is checked by its path just before a batch is first read; a
-        truncation in the moment between that check and the read is not seen (the threat
-        model's T31l says what remains)."""
+        """Refuse (SegmentChanged) to read a file truncated or replaced since it was opened,
+        checked by its path just before a batch is read. Read through a map, a page past a
+        truncated file's end would raise SIGBUS and kill the command, and a truncation in the
+        moment between this check and the read is not seen (T31l); read with ordinary reads
+        (the default), that truncation is a short read, the same error (T92a)."""
         try:
             info = os.stat(self.path)
             same = (info.st_dev, info.st_ino) == self._identity
             size = info.st_size
         except OSError:
             same, size = False, 0
-        if not same or size < self.size:
-            raise CaptureFormatError(
-                f"{self.where} was truncated or replaced while it was read ({size} of its "
-                f"{self.size} bytes left at its path); read the capture again once nothing "
-                "writes to it")
+        if not same:
+            raise SegmentChanged(f"{self.where} was replaced or removed while it was read; "
+                                 "read the capture again once nothing writes to it")
+        if size < self.size:
+            raise SegmentChanged(
+                f"{self.where} was truncated while it was read ({size} of its {self.size} "
+                "bytes left at its path); read the capture again once nothing writes to it")
 
     def in_use(self) -> None:
         """Say that this segment's pages are being read: the next :meth:`release` drops them."""
@@ -653,12 +677,15 @@ class Segment:
             self.tracker.add(self)
 
     def release(self) -> None:
-        """Drop this segment's mapped pages from the process's resident memory (Linux; nothing
-        elsewhere), when it was in use since the last release (a batch or steps handed out,
-        :meth:`in_use`): a capture releasing every segment per chunk stays linear in them.
-        Nothing is lost: a page is read from the file again when next used."""
+        """Drop what this segment holds of its file in the process's resident memory, when
+        it was in use since the last release (a batch or steps handed out, :meth:`in_use`): a
+        capture releasing every segment per chunk stays linear in them. Read into memory, the
+        batches it keeps (those handed out stay valid); mapped, its pages (Linux; nothing
+        elsewhere). Nothing is lost: a batch is read again when next used."""
         buf = getattr(self, "_buf", None)
-        if buf is not None and buf.size and self._used:
+        if self._used and not self._mapped:
+            self._cache.clear()
+        elif buf is not None and buf.size and self._used:
             release_pages(buf.address, buf.size)
         self._used = False
 

@@ -138,7 +138,7 @@ from forensics.store.reader import load
 
 rank0, rank1 = _engine(Path({root!r}))
 segment = rank1 / "embedding.r1.w0.0000.arrows"
-capture = load(rank1)  # where the first batch's input_ids offsets lie in the file
+capture = load(rank1, mapped=True)  # where batch 0's input_ids offsets lie in the file
 mapped = np.frombuffer(capture._segments[3]._buf, np.uint8).ctypes.data
 assert capture._segments[3].name == segment.name
 offsets = next(capture.batches("embedding")).batch.column("input_ids").buffers()[1]
