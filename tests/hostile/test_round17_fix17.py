@@ -71,3 +71,41 @@ def test_a_segment_cut_under_a_triage_worker_is_its_row(at: str, tmp_path: Path)
         rows[cut.name]["error"], rows
     assert not rows[other.name]["error"], rows
     assert rows[other.name]["conclusion"] == before[other.name]["conclusion"], rows
+
+
+def test_an_index_entry_stretched_over_a_hole_is_refused_before_the_hole_is_read(
+        tmp_path: Path) -> None:
+    """A segment's last ``.idx`` entry stretched by 512 MiB over a hole appended to the file
+    (12 KiB stored): read into memory (T84d's triage, every command since T92a), the batch's
+    whole claimed length was taken and read (512 MiB of zeros held) before its message was
+    found shorter. Its header is read first: the entry is refused, naming the batch, before
+    its body is read."""
+    import os
+
+    import numpy as np
+    from test_round4_store import peak_growth
+
+    from forensics.errors import CaptureFormatError
+    from forensics.records import Record
+    from forensics.store.index import ENTRY, MAGIC
+    from forensics.store.reader import load
+    from forensics.store.writer import write_capture
+
+    capture = write_capture(tmp_path / "s.capture", [
+        Record("embedding", s, 0, {"input_ids": np.arange(4, dtype=np.int32),
+                                   "num_embeddings": 10}) for s in range(3)])
+    segment = next(capture.glob("*.arrows"))
+    index = segment.with_name(segment.name + ".idx")
+    entries = np.fromfile(index, dtype=ENTRY, offset=len(MAGIC))
+    hole = 512 << 20
+    entries[-1]["length"] += hole
+    index.write_bytes(MAGIC + entries.tobytes())
+    os.truncate(segment, int(entries[-1]["offset"] + entries[-1]["length"]))  # a hole
+    opened = load(capture, mapped=False)  # the default since T92a
+
+    def read() -> None:
+        with pytest.raises(CaptureFormatError, match=f"batch {len(entries) - 1} at byte "
+                                                     r"\d+ does not match the index"):
+            list(opened.batches())
+
+    assert peak_growth(read) < 16 << 20
