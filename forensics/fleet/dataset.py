@@ -130,13 +130,16 @@ def _name_of(found: dict[str, list[pa.RecordBatch]]) -> str | None:
 
 
 def capture_batches(path: str | os.PathLike[str]) -> dict[str, list[pa.RecordBatch]]:
-    """Every record batch of the capture at ``path`` per site, with the added columns.
+    """Every record batch of the capture at ``path`` per site, with the added columns, as
+    views of the capture's memory maps: ``open_many`` holds every batch of every capture at
+    once, which read into memory would take the fleet's whole size (a segment cut under a
+    map still raises SIGBUS: the threat model's T31l, T92a).
 
     Raises CaptureFormatError or UnsafeInputError when the capture cannot be read.
     """
     from forensics.store.reader import load
 
-    return batches_of(load(path))
+    return batches_of(load(path, mapped=True))
 
 
 def batches_of(capture: Capture, keep: Mapping[str, Collection[str]] | None = None

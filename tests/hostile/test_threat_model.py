@@ -1164,6 +1164,17 @@ TESTS = {
              "test_a_segment_replaced_before_its_batch_is_read_is_refused",
              "tests/hostile/test_round16_fix16b.py::test_a_batch_read_is_the_batch_mapped",
              "tests/hostile/test_round16_fix16b.py::test_a_batch_past_the_read_cap_is_refused"],
+    "T92a": ["tests/hostile/test_round17_fix17.py::test_a_segment_cut_under_a_command_is_one_line",
+             "tests/hostile/test_round5_leftovers.py::"
+             "test_a_capture_of_more_segments_than_can_be_mapped_is_refused_up_front",
+             "tests/hostile/test_round5_leftovers.py::"
+             "test_a_map_refused_for_want_of_memory_names_the_map_count"],
+    "T92b": ["tests/hostile/test_round17_fix17.py::"
+             "test_a_segment_cut_under_a_triage_worker_is_its_row"],
+    "T92c": ["tests/hostile/test_round17_fix17.py::"
+             "test_an_index_entry_stretched_over_a_hole_is_refused_before_the_hole_is_read",
+             "tests/hostile/test_round4_store.py::"
+             "test_a_scanned_batch_over_a_hole_is_refused_before_its_columns_are_read"],
     "T77e": ["tests/hostile/test_round15_attack15.py::"
              "test_a_url_in_markdown_is_a_code_span_and_renders_as_the_text",
              "tests/hostile/test_round15_attack15.py::"
