@@ -168,12 +168,13 @@ class Capture:
         return self._order
 
     def batches(self, site: str | None = None, private: bool = False) -> Iterator[BatchView]:
-        """Every record batch (validated, columns as zero-copy views of the memory map),
-        segment by segment in pipeline order of sites: for columnar readers such as
-        :func:`forensics.judge.scan.scan`. ``private``: each read with ordinary reads into
-        this process's own memory instead (:meth:`~forensics.store.segment.Segment.
-        read_batch`: a segment truncated meanwhile is an error, never SIGBUS). Raises
-        CaptureFormatError for a corrupt batch, or (``private``) a segment cut or replaced."""
+        """Every record batch (validated; read into this process's memory, or, a capture
+        loaded ``mapped``, columns as zero-copy views of its maps), segment by segment in
+        pipeline order of sites: for columnar readers such as :func:`forensics.judge.scan.scan`.
+        ``private``: each read with ordinary reads into this process's own memory, not kept
+        (:meth:`~forensics.store.segment.Segment.read_batch`: a segment truncated meanwhile is
+        an error, never SIGBUS, mapped or not). Raises CaptureFormatError for a corrupt batch,
+        SegmentChanged for a segment cut or replaced while read."""
         for seg in self._segments:
             if site is None or seg.site == site:
                 for i in range(len(seg.rows)):
@@ -196,10 +197,10 @@ class Capture:
                 at += len(view)
 
     def release(self) -> None:
-        """Drop the segments' mapped pages from the process's resident memory (see
-        :meth:`forensics.store.segment.Segment.release`): a long read such as a replay calls it
-        between chunks so that its RSS does not grow by the capture's size. Records and arrays
-        already decoded stay valid."""
+        """Drop the batches the segments keep (or, mapped, their pages) from the process's
+        resident memory (see :meth:`forensics.store.segment.Segment.release`): a long read such
+        as a replay calls it between chunks so that its RSS does not grow by the capture's
+        size. Records and arrays already decoded stay valid."""
         for seg in self._in_use:  # only these: releasing per chunk stays linear in segments
             seg.release()
         self._in_use.clear()

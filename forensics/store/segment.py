@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -106,6 +107,7 @@ class Segment:
         self._buf: pa.Buffer | None = None
         self._bytes: np.ndarray | None = None
         self._reading = -1  # the file's descriptor while it is opened (reads without a map)
+        self._lock = threading.RLock()  # one thread at a time holds ``_reading`` open
         self.size = 0
         self._schemas = Schemas() if schemas is None else schemas
         self.name = name.filename
@@ -495,16 +497,14 @@ class Segment:
         return view
 
     def read_batch(self, i: int) -> BatchView:
-        """Batch ``i`` read with ordinary reads (``pread``) into this process's own memory, not
-        through the map, and decoded and validated there (not cached): the file truncated or
-        rewritten meanwhile gives a short read or a batch unlike its index entry, a
-        CaptureFormatError naming the segment and the batch, never SIGBUS; and once read, no
-        change of the file reaches it.
+        """Batch ``i`` read with ordinary reads (``pread``) into this process's own memory (its
+        header first, then all of it), never through a map, decoded and validated there (not
+        cached): the file cut or rewritten meanwhile is a short read (SegmentChanged) or a
+        batch unlike its index entry, never SIGBUS; once read, no change of the file reaches it.
 
         Raises:
-            CaptureFormatError: as :meth:`batch`; the file is no longer the one opened, or
-                holds less than the batch (truncated), or the batch takes more than
-                :data:`MAX_READ_BYTES`.
+            CaptureFormatError: as :meth:`batch`; a batch past :data:`MAX_READ_BYTES`.
+            SegmentChanged: the file is no longer the one opened, or holds less than the batch.
         """
         entry = self._table[i]
         offset, length = int(entry["offset"]), int(entry["length"])
@@ -534,28 +534,30 @@ class Segment:
 
     @contextlib.contextmanager
     def _opened(self, what: str, offset: int) -> Iterator[None]:
-        """While inside, this segment's file is open for :meth:`_read_at` (``_reading``): the
-        file being opened, or opened again and checked to be the one opened first. Raises
+        """While inside, this segment's file is open for :meth:`_read_at` (``_reading``), to
+        this thread alone: the file being opened, or opened again and checked to be the one
+        opened first. Raises
         SegmentChanged when it is no longer that file (``what``, ``offset``: the read)."""
-        if self._reading >= 0:
-            yield
-            return
-        try:
-            fd = open_guarded(self.path, "segment", self.root)
-        except OSError:
-            fd = -1
-        try:
-            info = os.fstat(fd) if fd >= 0 else None
-            if info is None or (info.st_dev, info.st_ino) != self._identity:
-                raise SegmentChanged(
-                    f"{self.where} was replaced or removed while it was read ({what}byte "
-                    f"{offset}); read the capture again once nothing writes to it")
-            self._reading = fd
-            yield
-        finally:
-            self._reading = -1
-            if fd >= 0:
-                os.close(fd)
+        with self._lock:
+            if self._reading >= 0:
+                yield
+                return
+            try:
+                fd = open_guarded(self.path, "segment", self.root)
+            except OSError:
+                fd = -1
+            try:
+                info = os.fstat(fd) if fd >= 0 else None
+                if info is None or (info.st_dev, info.st_ino) != self._identity:
+                    raise SegmentChanged(
+                        f"{self.where} was replaced or removed while it was read ({what}byte "
+                        f"{offset}); read the capture again once nothing writes to it")
+                self._reading = fd
+                yield
+            finally:
+                self._reading = -1
+                if fd >= 0:
+                    os.close(fd)
 
     def _read_at(self, offset: int, length: int, what: str = "") -> bytearray:
         """``length`` bytes at ``offset`` of this segment's file (``what``: ``"batch 3 at "``)
@@ -652,10 +654,8 @@ class Segment:
 
     def check_whole(self) -> None:
         """Refuse (SegmentChanged) to read a file truncated or replaced since it was opened,
-        checked by its path just before a batch is read. Read through a map, a page past a
-        truncated file's end would raise SIGBUS and kill the command, and a truncation in the
-        moment between this check and the read is not seen (T31l); read with ordinary reads
-        (the default), that truncation is a short read, the same error (T92a)."""
+        checked by its path just before a batch is read. Mapped, a cut in the moment between
+        this check and the read raises SIGBUS (T31l); read (the default), a short read (T92a)."""
         try:
             info = os.stat(self.path)
             same = (info.st_dev, info.st_ino) == self._identity
@@ -677,11 +677,10 @@ class Segment:
             self.tracker.add(self)
 
     def release(self) -> None:
-        """Drop what this segment holds of its file in the process's resident memory, when
-        it was in use since the last release (a batch or steps handed out, :meth:`in_use`): a
-        capture releasing every segment per chunk stays linear in them. Read into memory, the
-        batches it keeps (those handed out stay valid); mapped, its pages (Linux; nothing
-        elsewhere). Nothing is lost: a batch is read again when next used."""
+        """Drop what this segment holds of its file in resident memory, when it was in use
+        since the last release (:meth:`in_use`; releasing every segment per chunk stays linear
+        in them): the batches it keeps (those handed out stay valid), or, mapped, its pages
+        (Linux). Nothing is lost: a batch is read again when next used."""
         buf = getattr(self, "_buf", None)
         if self._used and not self._mapped:
             self._cache.clear()
