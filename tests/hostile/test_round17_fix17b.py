@@ -93,3 +93,111 @@ def test_the_header_count_passes_every_header_of_a_records_fields(tensors: int,
     raw = (tmp_path / "most.safetensors").read_bytes()
     size = int.from_bytes(raw[:8], "little")
     safetensors_._check_items(raw[8:8 + size], tmp_path / "most.safetensors")
+
+
+# ------------------------------------------------------------------ T93b: a pickle's record keys
+
+#: a child that imports ARGV[1] and says whether torch was imported; its parent (the second
+#: program) prints that and the child's peak memory in KiB, which no other child shares
+_CHILD = ("import sys; from forensics.cli import main; code = main(['import', sys.argv[1], "
+          "'-o', sys.argv[2]]); print(code, 'torch' in sys.modules)")
+_PARENT = ("import resource, subprocess, sys; out = subprocess.run([sys.executable, '-c', "
+           "sys.argv[1], *sys.argv[2:]], capture_output=True, text=True).stdout.split(); "
+           "print(*out, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def test_a_pt_record_of_many_keys_is_refused_before_torch_is_imported(tmp_path: Path) -> None:
+    """A ``.pt`` dict of 900,000 keys (15 MB) took 6.4 s of CPU and 800 MB before the field
+    count refused it: torch's import (1.6 s, 680 MB) and its unpickler. The pickle's opcodes are
+    read first and its record dict refused at its first 1,000 keys: here in a child that never
+    imports torch, whose peak memory stays far under what importing torch alone takes."""
+    import subprocess
+    import sys
+
+    import torch
+
+    source = tmp_path / "many.pt"
+    torch.save({"site": "embedding", "step": 1, **{f"{i:x}": 0 for i in range(100_000)}},
+               source)
+    run = subprocess.run([sys.executable, "-c", _PARENT, _CHILD, str(source),
+                          str(tmp_path / "out.capture")], capture_output=True, text=True,
+                         cwd=Path(__file__).parents[2], check=True)
+    code, imported, peak_kib = run.stdout.split()
+    assert (code, imported) == ("2", "False"), run.stdout
+    assert int(peak_kib) < 300 * 1024, peak_kib  # torch's import alone: 680 MB
+
+
+def _record(n: int) -> dict[str, object]:
+    """A ``batch_change`` record of ``n`` requests as torch.save takes it (a dict of ``n``
+    keys in ``prev_req_id_to_index``)."""
+    import torch
+
+    ids = [f"req-{i}" for i in range(n)]
+    return {"site": "batch_change", "step": 3, "rank": 0, "req_ids": ids,
+            "prev_req_id_to_index": {r: i for i, r in enumerate(ids)},
+            **{name: torch.zeros(n, dtype=torch.int32) for name in (
+                "prev_positions", "valid_sampled_token_count", "num_computed_tokens",
+                "num_accepted_tokens", "prev_num_draft_tokens", "cpu_num_computed_tokens")}}
+
+
+@pytest.mark.parametrize("shape", ["dict", "list of one", "list", "tuple of two", "tuple"])
+def test_torch_save_of_records_with_large_field_dicts_is_imported(shape: str,
+                                                                  tmp_path: Path) -> None:
+    """Records as torch.save writes them, alone, in a list (of one: ``APPEND``) or a tuple
+    (of two: ``TUPLE2``; more: ``MARK`` ... ``TUPLE``), each with a field dict of 3,000 keys
+    (past the field cap, and past a pickle's batch of 1,000): none is refused by the scan."""
+    import torch
+
+    records = {"dict": _record(3_000), "list of one": [_record(3_000)],
+               "list": [_record(3_000), _record(2), _record(3_000)],
+               "tuple of two": (_record(3_000), _record(3_000)),
+               "tuple": tuple(_record(3_000) for _ in range(5))}[shape]
+    torch.save(records, tmp_path / "ok.pt")
+    imported = read_source(tmp_path / "ok.pt").records
+    assert [len(r.fields["prev_req_id_to_index"]) for r in imported] == [
+        len(r["prev_req_id_to_index"]) for r in (  # type: ignore[arg-type]
+            records if isinstance(records, (list, tuple)) else [records])]
+
+
+@pytest.mark.parametrize(("shape", "where"), [
+    ("list", "item 2 of the list at the bottom of its stack (record 2 of"),
+    ("list of one", "item 0 of the list at the bottom of its stack (record 0 of"),
+    ("tuple of two", "item 1 of a tuple begun at the bottom of its stack (record 1 of"),
+    ("tuple", "item 3 of a tuple begun at the bottom of its stack (record 3 of")])
+def test_a_pt_record_of_many_keys_in_a_list_or_tuple_is_named(
+        shape: str, where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record of 2,000 keys among others is refused from the pickle, naming which, before
+    torch loads the file."""
+    import torch
+
+    loaded: list[int] = []
+    real = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: loaded.append(1) or real(*a, **k))
+    many = {**_record(2), **{f"k{i}": 0 for i in range(2_000)}}
+    records = {"list": [_record(2), _record(3_000), many],
+               "list of one": [many],
+               "tuple of two": (_record(3_000), many),
+               "tuple": (_record(2), _record(2), _record(2), many)}[shape]
+    torch.save(records, tmp_path / "many.pt")
+    refused(tmp_path / "many.pt", tmp_path, capsys, "its pickle puts at least 1000 keys", where)
+    assert loaded == []
+
+
+def test_a_pickle_past_the_allocation_budget_is_refused_before_torch_loads_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The values a pickle makes and their texts are held to the allocation budget
+    (``FORENSICS_MAX_ALLOC``, here 1 MiB) before torch loads it: 100,000 request ids of 20
+    characters take at least 3.6 MB."""
+    import torch
+
+    loaded: list[int] = []
+    monkeypatch.setattr(torch, "load", lambda *a, **k: loaded.append(1))
+    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "1M")
+    record = {**_record(2), "req_ids": [f"request-{i:012d}" for i in range(100_000)]}
+    torch.save(record, tmp_path / "ids.pt")
+    refused(tmp_path / "ids.pt", tmp_path, capsys, "'pickle' is ", "past the allocation budget "
+            "of 1048576 bytes", "save tensors, not long Python lists, or raise "
+            "FORENSICS_MAX_ALLOC")
+    assert loaded == []

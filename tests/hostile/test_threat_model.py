@@ -1429,6 +1429,16 @@ TESTS = {
              "test_keys_and_commas_inside_metadata_strings_are_not_counted",
              "tests/hostile/test_round17_fix17b.py::"
              "test_the_header_count_passes_every_header_of_a_records_fields"],
+    "T93b": ["tests/hostile/test_round17_fix17b.py::"
+             "test_a_pt_record_of_many_keys_is_refused_before_torch_is_imported",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_torch_save_of_records_with_large_field_dicts_is_imported",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_a_pt_record_of_many_keys_in_a_list_or_tuple_is_named",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_a_pickle_past_the_allocation_budget_is_refused_before_torch_loads_it",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_a_pt_dict_of_many_keys_is_refused_before_any_value_is_converted"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
