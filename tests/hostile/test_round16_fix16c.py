@@ -221,8 +221,8 @@ def test_a_pt_dict_of_many_keys_is_refused_before_any_value_is_converted(
     source = tmp_path / "many.pt"
     torch.save({"site": "embedding", "step": 1,
                 **{f"k{i}": i for i in range(5_000)}}, source)
-    refused(source, tmp_path, capsys, "many.pt': its pickle puts at least 1000 keys",
-            "(record 0 of a file torch.save wrote)", "past the 23 names")
+    refused(source, tmp_path, capsys, "many.pt': its pickle sets keys 1000 times",
+            "where torch.save puts record 0 (the object saved)", "past the 23 names")
 
 
 def test_an_npz_metadata_of_many_keys_is_refused_naming_the_file(

@@ -160,10 +160,12 @@ def test_torch_save_of_records_with_large_field_dicts_is_imported(shape: str,
 
 
 @pytest.mark.parametrize(("shape", "where"), [
-    ("list", "item 2 of the list at the bottom of its stack (record 2 of"),
-    ("list of one", "item 0 of the list at the bottom of its stack (record 0 of"),
-    ("tuple of two", "item 1 of a tuple begun at the bottom of its stack (record 1 of"),
-    ("tuple", "item 3 of a tuple begun at the bottom of its stack (record 3 of")])
+    ("list", "at place 4 of its stack, where torch.save puts record 2 (item 2 of the list"),
+    ("list of one", "at place 1 of its stack, where torch.save puts record 0 (item 0 of the "
+                    "list saved)"),
+    ("tuple of two", "at place 1 of its stack, where torch.save puts record 1 (item 1 of the "
+                     "tuple saved)"),
+    ("tuple", "at place 4 of its stack, where torch.save puts record 3 (item 3 of the tuple")])
 def test_a_pt_record_of_many_keys_in_a_list_or_tuple_is_named(
         shape: str, where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -180,7 +182,65 @@ def test_a_pt_record_of_many_keys_in_a_list_or_tuple_is_named(
                "tuple of two": (_record(3_000), many),
                "tuple": (_record(2), _record(2), _record(2), many)}[shape]
     torch.save(records, tmp_path / "many.pt")
-    refused(tmp_path / "many.pt", tmp_path, capsys, "its pickle puts at least 1000 keys", where)
+    refused(tmp_path / "many.pt", tmp_path, capsys, "its pickle sets keys 1000 times", where)
+    assert loaded == []
+
+
+def _pairs(count: int) -> bytes:
+    """``count`` keys (``BINUNICODE``) of 0 (``BININT1``), as a pickle's stack items."""
+    return b"".join(b"X" + len(key).to_bytes(4, "little") + key + b"K\x00"
+                    for key in (f"k{i}".encode() for i in range(count)))
+
+
+#: pickles whose record dict is not where torch.save puts records (``\x80\x02``: protocol
+#: 2), and the record the line names
+HIDDEN = {
+    # a None below the dict: the dict (on top at STOP) is what the loader returns
+    "below junk": (b"\x80\x02N}(" + _pairs(2_000) + b"u.", 0),
+    # the dict fetched again from the memo and given its keys there
+    "memo alias": (b"\x80\x02}q\x00h\x00(" + _pairs(2_000) + b"u.", 0),
+    # a list (above a dict) of that dict twice, given its keys after the first append
+    "alias in a list": (b"\x80\x02}q\x00]q\x01h\x00ah\x00(" + _pairs(2_000) + b"ua.", 0),
+    # a tuple of a small dict and the big one's alias
+    "alias in a tuple": (b"\x80\x02}q\x00N}h\x00(" + _pairs(2_000) + b"u\x86.", 1),
+}
+
+
+@pytest.mark.parametrize("case", HIDDEN)
+def test_a_pt_record_of_many_keys_elsewhere_is_refused_once_its_pickle_is_read(
+        case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record dict given its keys where torch.save puts none (above a value left below it,
+    through the memo) is judged when the pickle's ``STOP`` says what the loader returns: the
+    line names that record, before torch loads the file (which took these as they are)."""
+    import torch
+    from test_round6_caps import _pt_with_pickle
+
+    loaded: list[int] = []
+    real = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: loaded.append(1) or real(*a, **k))
+    body, index = HIDDEN[case]
+    source = _pt_with_pickle(tmp_path / "hidden.pt", body)
+    refused(source, tmp_path, capsys, f"record {index} in '", "hidden.pt': its pickle sets "
+            "keys 2000 times in that record's dict, before anything is loaded: past the 23")
+    assert loaded == []
+
+
+def test_an_ordered_dict_record_of_many_keys_is_refused_from_its_pickle(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``OrderedDict`` record (made by ``REDUCE``, then given its keys) is counted as a
+    dict is."""
+    from collections import OrderedDict
+
+    import torch
+
+    loaded: list[int] = []
+    monkeypatch.setattr(torch, "load", lambda *a, **k: loaded.append(1))
+    torch.save(OrderedDict({**_record(2), **{f"k{i}": 0 for i in range(3_000)}}),
+               tmp_path / "ordered.pt")
+    refused(tmp_path / "ordered.pt", tmp_path, capsys, "its pickle sets keys 1000 times in the "
+            "dict at place 0 of its stack, where torch.save puts record 0 (the object saved)")
     assert loaded == []
 
 
