@@ -6,14 +6,18 @@ before torch is imported or loads it (T93b)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from test_round4_importers import refused
 
+from forensics.errors import CaptureFormatError
 from forensics.importers import read_source
 from forensics.validate import max_fields
+from tests.instructions import assert_linear, scaling
 
 # ------------------------------------------------------------------ T93a: a header's items
 
@@ -261,3 +265,43 @@ def test_a_pickle_past_the_allocation_budget_is_refused_before_torch_loads_it(
             "of 1048576 bytes", "save tensors, not long Python lists, or raise "
             "FORENSICS_MAX_ALLOC")
     assert loaded == []
+
+
+# ------------------------------------------------------------------ T93a, T93b: linear counts
+
+#: inputs engineered against the counts (``size`` grows): headers of one string, a pickle's
+#: field dict given its keys one at a time (each past the cap)
+SCANNED: dict[str, Callable[[int], bytes]] = {
+    "escaped quotes": lambda n: b'{"a":"' + b'\\"' * n + b'"}',
+    "a string never closed": lambda n: b'{"a":"' + b'\\"' * n,
+    "quotes after backslashes": lambda n: b'{"a":"' + b'\\\\"\\' * n,
+    "commas in a string": lambda n: b'{"a":"' + b"," * n + b'"}',
+    "keys one at a time": lambda n: b"\x80\x02}(X\x01\x00\x00\x00a}" + b"".join(
+        b"X" + len(k).to_bytes(4, "little") + k + b"K\x00s" for k in (
+            f"{i:x}".encode() for i in range(n // 8))) + b"u.",
+}
+
+
+@pytest.mark.parametrize("case", list(SCANNED))
+def test_the_counts_before_parsing_take_linear_time(tmp_path: Path, case: str) -> None:
+    """A header or pickle 4x longer costs under 6x the instructions of the counts (escapes,
+    a string never closed, and a field dict past the cap are each read once)."""
+    make_work(case, 1_000, tmp_path)()
+    assert_linear(scaling(__file__, dict.fromkeys(SCANNED, 16_000), tmp_path)[case])
+
+
+def make_work(case: str, size: int, scratch: Path) -> Callable[[], Any]:
+    """The count of ``case`` over an input of ``size`` (:mod:`tests.instructions`)."""
+    from forensics.importers import pickle_scan, safetensors_
+
+    data, path = SCANNED[case](size), scratch / f"{case}.bin"
+    if data.startswith(b"\x80"):
+        return lambda: pickle_scan.count_made(data, 0, path)
+
+    def header() -> None:
+        try:
+            safetensors_._check_items(data, path)
+        except CaptureFormatError:
+            pass
+
+    return header
