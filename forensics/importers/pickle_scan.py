@@ -13,6 +13,7 @@ count after loading).
 from __future__ import annotations
 
 import pickletools
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +67,15 @@ class _Scan:
     def __init__(self, path: Path, made: int) -> None:
         self.path, self.made, self.bytes = path, made, 0
         self.cap, self.budget = max_fields(), max_alloc()
-        self.stack: list[int] = []
-        self.marks: list[int] = []  # where the stack's marks are
-        self.memo: dict[int, int] = {}
+        # arrays of 8-byte numbers: a pickle of millions of objects is 8 bytes each here
+        self.stack = array("q")
+        self.marks = array("q")  # where the stack's marks are
+        self.memo = array("q")  # by memo index, as torch.save numbers them (0, 1, ...)
+        self.sparse: dict[int, int] = {}  # the memo's entries past those
         self.kinds = bytearray()  # by object number
-        self.sizes: list[int] = []  # keys given, items appended (by object number)
-        self.items: dict[int, list[int]] = {}  # a list's or tuple's dicts: place, number, ...
-        self.fetched: set[int] = set()  # the objects fetched again from the memo
+        self.fetched = bytearray()  # by object number: 1 once fetched again from the memo
+        self.sizes = array("q")  # keys given, items appended (by object number)
+        self.items: dict[int, array[int]] = {}  # a list's or tuple's dicts: place, number, ...
         self.modelled = True
 
     def read(self, data: bytes) -> int:
@@ -120,8 +123,10 @@ class _Scan:
         elif name in ("BINPUT", "LONG_BINPUT"):
             self._put(arg)
         elif name in ("BINGET", "LONG_BINGET"):
-            stack.append(self.memo.get(arg, _OTHER))
-            self.fetched.add(stack[-1])
+            got = self.memo[arg] if arg < len(self.memo) else self.sparse.get(arg, _OTHER)
+            stack.append(got)
+            if got >= 0:
+                self.fetched[got] = 1
         elif name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
             items = self._pop_mark() if name == "TUPLE" else self._pop(int(name[-1]))
             stack.append(self._new(_TUPLE, items))
@@ -145,15 +150,20 @@ class _Scan:
         """``BINPUT``: the memo's entry ``index`` is the object on top of the stack (only the
         objects followed are kept)."""
         top = self._top()
-        if top >= 0:
+        if index == len(self.memo):
+            self.memo.append(top)
+        elif index < len(self.memo):
             self.memo[index] = top
+        elif top >= 0:
+            self.sparse[index] = top
         else:
-            self.memo.pop(index, None)
+            self.sparse.pop(index, None)
 
-    def _new(self, kind: int, items: list[int] | None = None) -> int:
+    def _new(self, kind: int, items: array[int] | None = None) -> int:
         """Number a new object of ``kind`` (a tuple of ``items``)."""
         number = len(self.kinds)
         self.kinds.append(kind)
+        self.fetched.append(0)
         self.sizes.append(0)
         if items:
             self._add_items(number, items)
@@ -165,7 +175,7 @@ class _Scan:
             raise _Lost
         return self.stack[-1]
 
-    def _pop(self, count: int) -> list[int]:
+    def _pop(self, count: int) -> array[int]:
         """Take ``count`` items off the stack (above its last mark)."""
         if len(self.stack) - count < (self.marks[-1] + 1 if self.marks else 0):
             raise _Lost
@@ -173,7 +183,7 @@ class _Scan:
         del self.stack[len(self.stack) - count:]
         return items
 
-    def _pop_mark(self) -> list[int]:
+    def _pop_mark(self) -> array[int]:
         """Take the items above the last mark, and the mark, off the stack."""
         if not self.marks:
             raise _Lost
@@ -182,16 +192,16 @@ class _Scan:
         del self.stack[at:]
         return items
 
-    def _add_items(self, number: int, items: list[int]) -> None:
+    def _add_items(self, number: int, items: array[int]) -> None:
         """Note which of ``items``, appended to list or tuple ``number``, may be records."""
         kinds, place = self.kinds, self.sizes[number]
         found = [(place + i, item) for i, item in enumerate(items)
                  if item >= 0 and kinds[item] in (_DICT, _MADE)]
         if found:
-            self.items.setdefault(number, []).extend(x for pair in found for x in pair)
+            self.items.setdefault(number, array("q")).extend(x for pair in found for x in pair)
         self.sizes[number] += len(items)
 
-    def _append(self, items: list[int]) -> None:
+    def _append(self, items: array[int]) -> None:
         """``APPEND``/``APPENDS`` of ``items`` to the list on top of the stack."""
         target = self._top()
         if target >= 0 and self.kinds[target] == _LIST:
@@ -204,7 +214,7 @@ class _Scan:
             return  # the loader refuses a target that is no dict
         self.kinds[target] = _DICT
         self.sizes[target] += pairs
-        if self.sizes[target] <= self.cap or target in self.fetched:
+        if self.sizes[target] <= self.cap or self.fetched[target]:
             return  # a dict fetched again from the memo: judged at STOP
         place = self._place()
         if place is not None:
@@ -224,10 +234,11 @@ class _Scan:
         kinds = [self.kinds[n] if n >= 0 else n for n in stack[:3]]
         if at == 0:
             return 0, "the object saved"
-        if kinds[0] == _LIST and (marks == [1] or (at == 1 and not marks)):
+        below = marks[0] if len(marks) == 1 else -1 if marks else None  # the one mark
+        if kinds[0] == _LIST and (below == 1 or (at == 1 and below is None)):
             index = self.sizes[stack[0]] + (at - 2 if marks else 0)
             return index, f"item {index} of the list saved"
-        if marks == [0] or (not marks and at <= 2 and all(k == _DICT for k in kinds[:at])):
+        if below == 0 or (below is None and at <= 2 and all(k == _DICT for k in kinds[:at])):
             index = at - 1 if marks else at
             return index, f"item {index} of the tuple saved"
         return None
@@ -238,7 +249,8 @@ class _Scan:
         top = self._top()
         if top < 0:
             return
-        records = self.items.get(top, []) if self.kinds[top] in (_LIST, _TUPLE) else [0, top]
+        records = self.items.get(top, array("q")) if self.kinds[top] in (_LIST, _TUPLE) else \
+            array("q", [0, top])
         for index, number in zip(records[::2], records[1::2], strict=True):
             if self.kinds[number] == _DICT and self.sizes[number] > self.cap:
                 raise CaptureFormatError(
