@@ -5,9 +5,12 @@ least estimate of their bytes (the allocation budget, :func:`forensics.budget.ma
 the keys put into a dict where a record goes (the field cap,
 :func:`forensics.validate.max_fields`).
 
-The scan keeps a model of the unpickler's stack: a dict's keys are counted while it is on the
-stack (a dict fetched again from the memo is not followed: its keys are left to the field
-count after loading).
+The scan keeps a model of the weights-only loader's stack and memo, in which each dict, list
+and tuple is numbered (one fetched again from the memo is the same one): the keys set in each
+dict are counted, a dict where torch.save puts a record is refused as soon as they pass the
+cap, and at ``STOP`` the object the loader would return (a dict, or a list or tuple of them)
+is judged whatever the pickle did before. An opcode that loader refuses, or a pop past a mark,
+ends the model (the loader refuses the file); the counts go on.
 """
 
 from __future__ import annotations
