@@ -1,7 +1,8 @@
 """Hostile input, round 17 (fix17b): a small foreign dump that cost a lot before a check
 refused it. A ``.safetensors`` header of 1.37 million ``__metadata__`` keys is counted before
 it is parsed (T93a); a ``.pt`` pickle's record dict of 900,000 keys is counted from its opcodes
-before torch is imported or loads it (T93b)."""
+before torch is imported or loads it (T93b); an ``.npz``'s ``__metadata__`` object is read key
+by key, refused at the first key past the cap (T93c)."""
 
 from __future__ import annotations
 
@@ -265,6 +266,68 @@ def test_a_pickle_past_the_allocation_budget_is_refused_before_torch_loads_it(
             "of 1048576 bytes", "save tensors, not long Python lists, or raise "
             "FORENSICS_MAX_ALLOC")
     assert loaded == []
+
+
+# ------------------------------------------------------------------ T93c: an npz's __metadata__
+
+
+def test_an_npz_metadata_of_many_keys_is_refused_before_their_values_are_parsed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``.npz`` whose ``__metadata__`` object holds 1.37 million keys (3.6 MB compressed)
+    took 1.5 s and 420 MB: json built every value before the field count saw the keys. The
+    object is read key by key, and refused at the first key past what a record holds beside
+    the file's other members: none of the values past it is parsed."""
+    from forensics.store import json_in
+
+    objects: list[int] = []
+    real = json_in._unique
+    monkeypatch.setattr(json_in, "_unique", lambda pairs: objects.append(1) or real(pairs))
+    meta = {"site": "embedding", "step": 1, **{f"k{i}": {"x": i} for i in range(20_000)}}
+    source = tmp_path / "many.npz"
+    np.savez(source, __metadata__=np.array(json.dumps(meta)), input_ids=np.zeros(1, np.int64))
+    refused(source, tmp_path, capsys, "member '__metadata__.npy' holds more than 22 keys "
+            "(counted before the values past them are parsed)", "one record per file")
+    assert len(objects) < 25, len(objects)  # the keys' values before the refusal: 20,000 before
+
+
+def test_an_npz_metadata_with_large_field_values_is_imported(tmp_path: Path) -> None:
+    """A ``batch_change`` record of 3,000 requests whose ``req_ids`` and
+    ``prev_req_id_to_index`` are ``__metadata__``'s values (thousands of strings and keys one
+    level down) imports whole."""
+    n = 3_000
+    ids = [f"req-{i}" for i in range(n)]
+    meta = {"site": "batch_change", "step": 3, "req_ids": ids,
+            "prev_req_id_to_index": {r: i for i, r in enumerate(ids)}}
+    source = tmp_path / "wide.npz"
+    np.savez(source, __metadata__=np.array(json.dumps(meta)), **{name: np.zeros(n, np.int32) for
+             name in ("prev_positions", "valid_sampled_token_count", "num_computed_tokens",
+                      "num_accepted_tokens", "prev_num_draft_tokens",
+                      "cpu_num_computed_tokens")})
+    (record,) = read_source(source).records
+    assert record.fields["req_ids"] == ids and len(record.fields["prev_req_id_to_index"]) == n
+
+
+JSON_TEXTS = ["{}", " { } ", '{"a": 1}', '{"a": {"b": [1, 2, {"c": "d"}]}, "e": "f\\"g"}',
+              "[1, 2]", '"x"', "3", '{"a": 1,}', '{"a" 1}', '{"a": 1} x', '{"a": }', "{,}",
+              '{"a": 1', '{"a": 1, "a": 2}', '{"a": {"b": 1, "b": 2}}', "", '{"a": NaN}\n',
+              '{ "a" : 1 , "b" : [ ] }', '{"\\u00e9": "\\ud800"}', '{"a": "\x01"}',
+              '{"a": ' + "[" * 150 + "]" * 150 + "}"]
+
+
+@pytest.mark.parametrize("text", JSON_TEXTS)
+def test_an_object_read_key_by_key_is_what_json_reads(text: str) -> None:
+    """``strict_object`` reads what ``strict_json`` reads, and refuses what it refuses (a
+    key twice, nested too deep, no JSON), when within its keys."""
+    from forensics.store.json_in import strict_json, strict_object
+
+    def outcome(read: Callable[[str], Any]) -> Any:
+        try:
+            return read(text)
+        except ValueError as exc:
+            return type(exc)
+
+    assert outcome(lambda t: strict_object(t, 3)) == outcome(strict_json)
 
 
 # ------------------------------------------------------------------ T93a, T93b: linear counts

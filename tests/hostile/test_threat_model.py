@@ -1447,6 +1447,14 @@ TESTS = {
              "test_the_counts_before_parsing_take_linear_time",
              "tests/hostile/test_round16_fix16c.py::"
              "test_a_pt_dict_of_many_keys_is_refused_before_any_value_is_converted"],
+    "T93c": ["tests/hostile/test_round17_fix17b.py::"
+             "test_an_npz_metadata_of_many_keys_is_refused_before_their_values_are_parsed",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_an_npz_metadata_with_large_field_values_is_imported",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_an_object_read_key_by_key_is_what_json_reads",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_an_npz_metadata_of_many_keys_is_refused_naming_the_file"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
