@@ -1,7 +1,9 @@
 """``.pt`` dumps: a dict or a list of dicts, loaded with ``torch.load(weights_only=True)``.
 
 Nothing in the file executes: the weights-only unpickler refuses any global that is not a
-tensor or plain container, and that refusal becomes :class:`UnsafeInputError`.
+tensor or plain container, and that refusal becomes :class:`UnsafeInputError`. Before torch
+is imported, the archive and its pickle are read and held to the limits
+(:mod:`forensics.importers.pickle_scan`: the values it makes, a record's keys).
 """
 
 from __future__ import annotations
@@ -88,9 +90,9 @@ def _load(path: Path) -> Any:
 
 
 def _check_archive(handle: BinaryIO, path: Path) -> None:
-    """Refuse before loading: a file that is not torch's zip format, and storages that would
+    """Refuse before loading: a file that is not torch's zip format, storages that would
     unpack past the limits (their sizes are read from the archive, not trusted from the
-    pickle)."""
+    pickle), and a pickle past the scan's (:func:`~forensics.importers.pickle_scan.count_made`)."""
     try:
         with open_archive(handle, path) as archive:
             check_members(archive, path)
