@@ -9,6 +9,7 @@ is imported, the archive and its pickle are read and held to the limits
 from __future__ import annotations
 
 import pickle
+import sys
 import warnings
 import zipfile
 from pathlib import Path
@@ -70,8 +71,12 @@ def _load(path: Path) -> Any:
             with warnings.catch_warnings():  # torch's own notes on what it loads (a sparse
                 warnings.simplefilter("ignore")  # tensor's check) are no line of ours
                 return torch.load(handle, map_location="cpu", weights_only=True)
-    except (ForensicsError, ImportError):  # ImportError: no torch here, said as it was
+    except ForensicsError:
         raise
+    except ImportError as exc:
+        if "torch" not in sys.modules:  # no torch here: its own error, as before the checks
+            raise  # moved ahead of its import
+        raise _unreadable(path, exc) from None
     except pickle.UnpicklingError as exc:
         text = str(exc)
         if "Weights only load failed" in text or "Unsupported" in text:
@@ -85,8 +90,13 @@ def _load(path: Path) -> Any:
         raise CaptureFormatError(f"'{terminal(path)}' is not a readable torch file: "
                                  f"{reason(exc, 200)}") from None
     except Exception as exc:  # torch raises many types on corrupt archives
-        raise CaptureFormatError(f"'{terminal(path)}' is not a readable torch file "
-                                 f"({type(exc).__name__}: {reason(exc, 200)})") from None
+        raise _unreadable(path, exc) from None
+
+
+def _unreadable(path: Path, exc: Exception) -> CaptureFormatError:
+    """The line of a file torch could not read (``exc``: what it raised)."""
+    return CaptureFormatError(f"'{terminal(path)}' is not a readable torch file "
+                              f"({type(exc).__name__}: {reason(exc, 200)})")
 
 
 def _check_archive(handle: BinaryIO, path: Path) -> None:
