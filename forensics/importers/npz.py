@@ -30,8 +30,13 @@ from forensics.importers.common import (
     where_of,
 )
 from forensics.store.guarded import open_file
-from forensics.store.json_in import DuplicateKeyError, strict_json
-from forensics.validate import check_field_count
+from forensics.store.json_in import (
+    DuplicateKeyError,
+    KeyCountError,
+    strict_json,
+    strict_object,
+)
+from forensics.validate import check_field_count, max_fields
 
 
 def read(path: Path) -> Imported:
@@ -63,16 +68,40 @@ def read(path: Path) -> Imported:
     raw: dict[str, Any] = {}
     meta = arrays.pop("__metadata__", None)
     if meta is not None:
-        value = _value("__metadata__", meta, path, texts)
-        if not isinstance(value, dict):
-            raise CaptureFormatError(f"'{terminal(path)}': __metadata__ must be a JSON object "
-                                     "string")
+        value = _metadata(meta, path, texts, len(arrays))
         check_field_count(len(value) + len(arrays), f"'{terminal(path)}'")
         check_disjoint(value, arrays, path, "member")
         raw.update(value)
     for name, array in arrays.items():
         raw[name] = _value(name, array, path, texts)
     return Imported(records=[record_from_dict(raw, where_of(path.name, 0))])
+
+
+def _metadata(meta: np.ndarray, path: Path, texts: dict[str, str], members: int
+              ) -> dict[str, Any]:
+    """The fields of the ``__metadata__`` member ``meta`` (a JSON object string), beside the
+    file's ``members`` other members: an object of more keys than a record's names with them
+    is refused after its first keys past them, none of its values past them parsed.
+
+    Raises CaptureFormatError naming the file, the member and the fix."""
+    where = f"'{terminal(path)}': member '__metadata__.npy'"
+    text = texts.get("__metadata__") if meta.dtype.kind == "U" and meta.ndim == 0 else None
+    try:
+        value = strict_object(text, max(max_fields() - members, 0)) if text else None
+    except KeyCountError as exc:
+        raise CaptureFormatError(
+            f"{where} holds {exc} (counted before the values past them are parsed), past the "
+            f"{max_fields()} names any site declares with the file's {members} other members "
+            "(with site, step, rank and summary); write one record's fields, one record per "
+            "file") from None
+    except DuplicateKeyError as exc:
+        raise CaptureFormatError(f"{where}: {exc}; give each key once") from None
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        raise CaptureFormatError(f"'{terminal(path)}': __metadata__ must be a JSON object "
+                                 "string")
+    return value
 
 
 def _check_members(handle: BinaryIO, path: Path) -> None:

@@ -1,12 +1,15 @@
 """``.pt`` dumps: a dict or a list of dicts, loaded with ``torch.load(weights_only=True)``.
 
 Nothing in the file executes: the weights-only unpickler refuses any global that is not a
-tensor or plain container, and that refusal becomes :class:`UnsafeInputError`.
+tensor or plain container, and that refusal becomes :class:`UnsafeInputError`. Before torch
+is imported, the archive and its pickle are read and held to the limits
+(:mod:`forensics.importers.pickle_scan`: the values it makes, a record's keys).
 """
 
 from __future__ import annotations
 
 import pickle
+import sys
 import warnings
 import zipfile
 from pathlib import Path
@@ -24,6 +27,7 @@ from forensics.importers.common import (
     show,
     where_of,
 )
+from forensics.importers.pickle_scan import count_made as _count_made
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, open_file
 from forensics.validate import check_field_count
 
@@ -58,17 +62,21 @@ def read(path: Path) -> Imported:
 
 
 def _load(path: Path) -> Any:
-    import torch
-
     try:
         with open_file(path, "torch file") as handle:
             _check_archive(handle, path)
             handle.seek(0)
+            import torch  # after the checks: 1.6 s and 680 MB of its own (T93b)
+
             with warnings.catch_warnings():  # torch's own notes on what it loads (a sparse
                 warnings.simplefilter("ignore")  # tensor's check) are no line of ours
                 return torch.load(handle, map_location="cpu", weights_only=True)
     except ForensicsError:
         raise
+    except ImportError as exc:
+        if "torch" not in sys.modules:  # no torch here: its own error, as before the checks
+            raise  # moved ahead of its import
+        raise _unreadable(path, exc) from None
     except pickle.UnpicklingError as exc:
         text = str(exc)
         if "Weights only load failed" in text or "Unsupported" in text:
@@ -82,14 +90,19 @@ def _load(path: Path) -> Any:
         raise CaptureFormatError(f"'{terminal(path)}' is not a readable torch file: "
                                  f"{reason(exc, 200)}") from None
     except Exception as exc:  # torch raises many types on corrupt archives
-        raise CaptureFormatError(f"'{terminal(path)}' is not a readable torch file "
-                                 f"({type(exc).__name__}: {reason(exc, 200)})") from None
+        raise _unreadable(path, exc) from None
+
+
+def _unreadable(path: Path, exc: Exception) -> CaptureFormatError:
+    """The line of a file torch could not read (``exc``: what it raised)."""
+    return CaptureFormatError(f"'{terminal(path)}' is not a readable torch file "
+                              f"({type(exc).__name__}: {reason(exc, 200)})")
 
 
 def _check_archive(handle: BinaryIO, path: Path) -> None:
-    """Refuse before loading: a file that is not torch's zip format, and storages that would
+    """Refuse before loading: a file that is not torch's zip format, storages that would
     unpack past the limits (their sizes are read from the archive, not trusted from the
-    pickle)."""
+    pickle), and a pickle past the scan's (:func:`~forensics.importers.pickle_scan.count_made`)."""
     try:
         with open_archive(handle, path) as archive:
             check_members(archive, path)
@@ -105,35 +118,6 @@ def _check_archive(handle: BinaryIO, path: Path) -> None:
                                "legacy pickle: refused unread (it may carry pickled code, and its "
                                "storage sizes cannot be checked before they inflate). Re-save "
                                "it with torch.save (torch >= 1.6) or use .safetensors") from None
-
-
-def _count_made(data: bytes, made: int, path: Path) -> int:
-    """``made`` plus the objects, references and memo entries the pickle ``data`` makes (every
-    opcode but :data:`_BOOKKEEPING`), read opcode by opcode without running any, before
-    torch's unpickler does (16 MiB of 1-byte ``EMPTY_LIST`` made 16 million lists: 1.1 GiB and
-    a minute before anything was counted; 8 MiB of ``MARK``, 560 MiB and 20 s).
-
-    Raises CaptureFormatError past :data:`MAX_VALUES`; a pickle that does not parse is left
-    to the loader to refuse."""
-    import pickletools
-
-    try:
-        for opcode, _arg, _pos in pickletools.genops(data):
-            made += opcode.name not in _BOOKKEEPING
-            if made > MAX_VALUES:
-                break
-    except ValueError:  # not a pickle: the loader refuses it
-        return made
-    if made > MAX_VALUES:
-        raise CaptureFormatError(f"'{terminal(path)}': its pickle makes more than {MAX_VALUES} "
-                                 "values; save tensors, not long Python lists")
-    return made
-
-
-#: pickle opcodes that hold nothing more (appends into a container made before, the stack's
-#: pops); every other one makes an object or a reference, a memo entry or, a ``MARK``, a list
-_BOOKKEEPING = frozenset({"STOP", "POP", "POP_MARK", "PROTO", "FRAME", "APPEND", "APPENDS",
-                          "SETITEM", "SETITEMS", "ADDITEMS"})
 
 
 class _Budget:

@@ -9,6 +9,7 @@ object, or as both a tensor and a ``__metadata__`` key).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from forensics.importers.common import (
 )
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, read_bytes, read_prefix
 from forensics.store.json_in import DuplicateKeyError, strict_json
-from forensics.validate import check_field_count
+from forensics.validate import check_field_count, max_fields
 
 #: the most tensors one record's file holds (the largest site has 19 fields with its outputs)
 MAX_TENSORS = 64
@@ -38,6 +39,12 @@ TENSOR_ENTRY = 200
 #: (every other field); checked from its 8-byte length, before the rest is read
 MAX_HEADER = MAX_TENSORS * TENSOR_ENTRY + MAX_JSON
 MAX_DIM = 1 << 40
+#: the JSON items (keys and values) one field of a record may take in the header: a tensor's
+#: name and entry, its 3 keys, dtype, shape of up to 8 dims and data_offsets' 2 (a
+#: ``__metadata__`` key takes 2)
+HEADER_ITEMS = 20
+#: a JSON string after what precedes it: matched once from where the last ended, never retried
+_NEXT_STRING = re.compile(rb'[^"]*+("(?:[^"\\]++|\\.)*+")', re.DOTALL)
 DTYPES = {"I8": "<i1", "I16": "<i2", "I32": "<i4", "I64": "<i8", "U8": "<u1", "U16": "<u2",
           "U32": "<u4", "U64": "<u8", "F16": "<f2", "F32": "<f4", "F64": "<f8", "BOOL": "?"}
 
@@ -88,6 +95,7 @@ def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
                                  f"holds {len(data) - 8}; the file is truncated or not safetensors")
     text = data[8:8 + size]
     check_containers(text, f"'{terminal(path)}': header")
+    _check_items(text, path)
     try:
         header = strict_json(text.decode("utf-8"))
     except DuplicateKeyError as exc:
@@ -102,6 +110,33 @@ def _header(data: bytes, path: Path) -> tuple[dict[str, Any], int]:
         raise CaptureFormatError(f"'{terminal(path)}': header names {len(header)} tensors; one "
                                  f"record holds at most {MAX_TENSORS}; one record per file")
     return header, 8 + size
+
+
+def _check_items(text: bytes, path: Path) -> None:
+    """Refuse a header of more JSON items than one record's needs (:data:`HEADER_ITEMS` for
+    each of its fields), counted before it is parsed: its strings, and its commas outside
+    strings, one string at a time and no further than the limit (1.37 million
+    ``__metadata__`` keys were 400 MB and 1.4 s of parsing before the field count refused them).
+
+    Raises CaptureFormatError naming the file, the header, the count and the fix."""
+    fields = max_fields()
+    cap = HEADER_ITEMS * (fields + 1)
+    strings = commas = pos = 0
+    while strings <= cap and commas <= cap:
+        found = _NEXT_STRING.match(text, pos)
+        if found is None:  # no string left (or one never closed: the parse refuses it)
+            end = text.find(b'"', pos)
+            commas += text.count(b",", pos, len(text) if end < 0 else end)
+            break
+        strings, commas = strings + 1, commas + text.count(b",", pos, found.start(1))
+        pos = found.end()
+    if strings > cap or commas > cap:
+        what = "strings" if strings > cap else "commas outside strings"
+        raise CaptureFormatError(
+            f"'{terminal(path)}': header holds more than {cap} JSON {what}, past what one "
+            f"record's {fields} fields need ({HEADER_ITEMS} items each: __metadata__ keys, or "
+            "tensors with their dtype, shape and data_offsets); write one record's fields, one "
+            "record per file, long lists as tensors")
 
 
 def _meta_value(key: str, text: Any, path: Path) -> Any:

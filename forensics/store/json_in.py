@@ -96,3 +96,61 @@ def loads_finite(text: str) -> Any:
     check_nesting(text)
     return json.loads(text, object_pairs_hook=_unique, parse_constant=_number_as_text,
                       parse_float=_number_as_text)
+
+
+class KeyCountError(ValueError):
+    """A JSON object of more keys than its reader takes, refused before the values past them
+    are parsed; ``most``: the keys it takes."""
+
+    def __init__(self, most: int) -> None:
+        super().__init__(f"more than {most} keys")
+        self.most = most
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip(text: str, pos: int) -> int:
+    """Where the first character at or after ``pos`` that is no JSON space is."""
+    found = _SPACE.match(text, pos)
+    return found.end() if found else pos
+
+
+def strict_object(text: str, most: int) -> Any:
+    """:func:`strict_json` of ``text``, where a JSON object of more than ``most`` keys is
+    refused after reading ``most + 1`` of them (``json`` builds every value of an object before
+    any check sees it: 1.37 million keys took 1.5 s and 420 MB). Its values are parsed by
+    ``json``'s own scanner, each once; text that is no object is :func:`strict_json`'s.
+
+    Raises KeyCountError, DuplicateKeyError, NestingError or ValueError (not JSON)."""
+    check_nesting(text)
+    pos = _skip(text, 0)
+    if not text.startswith("{", pos):
+        return strict_json(text)
+    scan = json.JSONDecoder(object_pairs_hook=_unique).scan_once  # type: ignore[attr-defined]
+    pairs: list[tuple[str, Any]] = []
+    pos = _skip(text, pos + 1)
+    while not text.startswith("}", pos) or pairs:
+        if not text.startswith('"', pos):
+            raise json.JSONDecodeError("Expecting property name enclosed in double quotes",
+                                       text, pos)
+        key, pos = json.decoder.scanstring(text, pos + 1)  # type: ignore[attr-defined]
+        if len(pairs) == most:
+            raise KeyCountError(most)
+        pos = _skip(text, pos)
+        if not text.startswith(":", pos):
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, pos)
+        try:
+            value, pos = scan(text, _skip(text, pos + 1))
+        except StopIteration as stop:
+            raise json.JSONDecodeError("Expecting value", text, stop.value) from None
+        pairs.append((key, value))
+        pos = _skip(text, pos)
+        if not text.startswith(",", pos):
+            break
+        pos = _skip(text, pos + 1)
+    if not text.startswith("}", pos):
+        raise json.JSONDecodeError("Expecting ',' delimiter or '}'", text, pos)
+    if _skip(text, pos + 1) != len(text):
+        raise json.JSONDecodeError("Extra data", text, pos + 1)
+    return _unique(pairs)

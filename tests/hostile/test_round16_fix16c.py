@@ -181,7 +181,8 @@ def test_a_safetensors_of_many_metadata_keys_is_refused_before_any_is_parsed(
     field": each value went through its own JSON parse (its error message built first). A
     record holds no more names than the largest site declares (with site, step, rank and
     summary): past them the file is refused in one line naming it, the count and the cap,
-    before any value is parsed (the header is the one JSON text read)."""
+    before any value is parsed (the header is the one JSON text read). 100 keys: 20,000 are now
+    refused before the header is parsed, by its count of items (T93a)."""
     import json
     import struct
 
@@ -193,11 +194,11 @@ def test_a_safetensors_of_many_metadata_keys_is_refused_before_any_is_parsed(
     real = safetensors_.strict_json
     monkeypatch.setattr(safetensors_, "strict_json",
                         lambda text: parsed.append(1) or real(text))
-    text = json.dumps({"__metadata__": _many_keys(20_000)}).encode()
+    text = json.dumps({"__metadata__": _many_keys(100)}).encode()
     source = tmp_path / "many.safetensors"
     source.write_bytes(struct.pack("<Q", len(text)) + text)
     # the cap: the largest site's 19 fields, and site, step, rank, summary
-    err = refused(source, tmp_path, capsys, "a record of 20002 field names",
+    err = refused(source, tmp_path, capsys, "a record of 102 field names",
                   "past the 23 any site declares")
     assert parsed == [1], err
 
@@ -206,7 +207,8 @@ def test_a_pt_dict_of_many_keys_is_refused_before_any_value_is_converted(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A ``.pt`` dict of 900,000 keys took 7 s of CPU before "unknown field"; it is now refused
-    naming the record, the file, the count and the cap, before a value is converted."""
+    naming the record, the file, the count and the cap, before a value is converted (and
+    since T93b before torch loads it, from its pickle's first 1,000 keys)."""
     import torch
     from test_round4_importers import refused
 
@@ -219,12 +221,14 @@ def test_a_pt_dict_of_many_keys_is_refused_before_any_value_is_converted(
     source = tmp_path / "many.pt"
     torch.save({"site": "embedding", "step": 1,
                 **{f"k{i}": i for i in range(5_000)}}, source)
-    refused(source, tmp_path, capsys, "record 0 in 'many.pt': a record of 5002 field names")
+    refused(source, tmp_path, capsys, "many.pt': its pickle sets keys 1000 times",
+            "where torch.save puts record 0 (the object saved)", "past the 23 names")
 
 
 def test_an_npz_metadata_of_many_keys_is_refused_naming_the_file(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The ``.npz`` importer's ``__metadata__`` object is held to the same cap."""
+    """The ``.npz`` importer's ``__metadata__`` object is held to the same cap (since T93c
+    counted as it is parsed: refused at its 23rd key beside one member)."""
     import json
 
     import numpy as np
@@ -233,7 +237,8 @@ def test_an_npz_metadata_of_many_keys_is_refused_naming_the_file(
     source = tmp_path / "many.npz"
     np.savez(source, __metadata__=np.array(json.dumps({**_many_keys(3_000), "step": 1})),
              input_ids=np.zeros(1, np.int64))
-    refused(source, tmp_path, capsys, "'", "a record of 3003 field names")
+    refused(source, tmp_path, capsys, "'", "member '__metadata__.npy' holds more than 22 keys",
+            "past the 23 names any site declares with the file's 1 other members")
 
 
 # ------------------------------------------------------------------ T87e: schema's sites once

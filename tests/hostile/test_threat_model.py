@@ -1432,6 +1432,40 @@ TESTS = {
              "test_race_check_counts_every_disagreement_and_keeps_only_its_cap"],
     "T88f": ["tests/hostile/test_round16_attack16b.py::"
              "test_a_crash_beside_unjudged_records_is_never_said_unexplained_by_the_values"],
+    "T93a": ["tests/hostile/test_round17_fix17b.py::"
+             "test_a_safetensors_header_of_many_keys_is_refused_before_it_is_parsed",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_a_safetensors_header_of_many_list_items_is_refused_before_it_is_parsed",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_keys_and_commas_inside_metadata_strings_are_not_counted",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_the_header_count_passes_every_header_of_a_records_fields",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_the_counts_before_parsing_take_linear_time"],
+    "T93b": ["tests/hostile/test_round17_fix17b.py::"
+             "test_a_pt_record_of_many_keys_is_refused_before_torch_is_imported",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_torch_save_of_records_with_large_field_dicts_is_imported",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_a_pt_record_of_many_keys_in_a_list_or_tuple_is_named",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_a_pickle_past_the_allocation_budget_is_refused_before_torch_loads_it",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_a_pt_record_of_many_keys_elsewhere_is_refused_once_its_pickle_is_read",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_an_ordered_dict_record_of_many_keys_is_refused_from_its_pickle",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_the_counts_before_parsing_take_linear_time",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_a_pt_dict_of_many_keys_is_refused_before_any_value_is_converted"],
+    "T93c": ["tests/hostile/test_round17_fix17b.py::"
+             "test_an_npz_metadata_of_many_keys_is_refused_before_their_values_are_parsed",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_an_npz_metadata_with_large_field_values_is_imported",
+             "tests/hostile/test_round17_fix17b.py::"
+             "test_an_object_read_key_by_key_is_what_json_reads",
+             "tests/hostile/test_round16_fix16c.py::"
+             "test_an_npz_metadata_of_many_keys_is_refused_naming_the_file"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

@@ -1,0 +1,263 @@
+"""A ``.pt`` file's pickle read before torch is imported or loads it: its opcodes, parsed one
+by one with ``pickletools.genops`` (nothing is built, nothing runs), and what they would make
+counted against the limits: the values (:data:`~forensics.importers.common.MAX_VALUES`), a
+least estimate of their bytes (the allocation budget, :func:`forensics.budget.max_alloc`), and
+the keys put into a dict where a record goes (the field cap,
+:func:`forensics.validate.max_fields`).
+
+The scan keeps a model of the weights-only loader's stack and memo, in which each dict, list
+and tuple is numbered (one fetched again from the memo is the same one): the keys set in each
+dict are counted, a dict where torch.save puts a record is refused as soon as they pass the
+cap, and at ``STOP`` the object the loader would return (a dict, or a list or tuple of them)
+is judged whatever the pickle did before. An opcode that loader refuses, or a pop past a mark,
+ends the model (the loader refuses the file); the counts go on.
+"""
+
+from __future__ import annotations
+
+import pickletools
+from array import array
+from pathlib import Path
+from typing import Any
+
+from forensics.budget import MAX_ALLOC_ENV, max_alloc, require_alloc
+from forensics.errors import CaptureFormatError
+from forensics.escaping import terminal
+from forensics.importers.common import MAX_VALUES, where_of
+from forensics.validate import max_fields
+
+#: pickle opcodes that hold nothing more (appends into a container made before, the stack's
+#: pops); every other one makes an object or a reference, a memo entry or, a ``MARK``, a list
+BOOKKEEPING = frozenset({"STOP", "POP", "POP_MARK", "PROTO", "FRAME", "APPEND", "APPENDS",
+                         "SETITEM", "SETITEMS", "ADDITEMS"})
+#: the least bytes any value the unpickler makes takes (an object's header), past its text's
+VALUE_BYTES = 16
+#: what an object of the model is: a dict (or an object that is given keys: an ``OrderedDict``
+#: that ``REDUCE`` made), a list, a tuple, or another object ``REDUCE`` or ``NEWOBJ`` made
+_DICT, _LIST, _TUPLE, _MADE = 1, 2, 3, 4
+#: on the model's stack, beside an object's number: a mark, and anything not followed
+_MARK, _OTHER = -2, -1
+#: opcodes torch's weights-only loader takes that push a value not followed
+_VALUES = frozenset({"NONE", "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "BINFLOAT",
+                     "BINUNICODE", "SHORT_BINSTRING", "LONG1", "EMPTY_TUPLE", "EMPTY_SET",
+                     "GLOBAL"})
+
+
+class _Lost(Exception):
+    """The model cannot follow the pickle here (a pop past a mark, an opcode torch's
+    weights-only loader refuses): the loader refuses the file itself."""
+
+
+def count_made(data: bytes, made: int, path: Path) -> int:
+    """``made`` plus the objects, references and memo entries the pickle ``data`` makes (every
+    opcode but :data:`BOOKKEEPING`), read without running any before torch's unpickler does
+    (16 MiB of 1-byte ``EMPTY_LIST`` made 16 million lists: 1.1 GiB and a minute before
+    anything was counted; 8 MiB of ``MARK``, 560 MiB and 20 s); a record's dict given more
+    keys than any record holds is refused: at once where torch.save puts records, else once
+    the pickle's top object is known (a dict of 900,000 keys took 6.4 s and 800 MB in torch
+    before the field count saw it).
+
+    Raises CaptureFormatError past :data:`MAX_VALUES` or the field cap, AllocationBudgetError
+    past the budget; a pickle that does not parse is left to the loader to refuse."""
+    return _Scan(path, made).read(data)
+
+
+class _Scan:
+    """The counts of one file's pickles, and a model of the loader's stack and memo for the
+    one being read: the objects that may hold records, numbered, with the keys each was given
+    (a list its items' count) and the dicts among a list's or tuple's items."""
+
+    def __init__(self, path: Path, made: int) -> None:
+        self.path, self.made, self.bytes = path, made, 0
+        self.cap, self.budget = max_fields(), max_alloc()
+        # arrays of 8-byte numbers: a pickle of millions of objects is 8 bytes each here
+        self.stack = array("q")
+        self.marks = array("q")  # where the stack's marks are
+        self.memo = array("q")  # by memo index, as torch.save numbers them (0, 1, ...)
+        self.sparse: dict[int, int] = {}  # the memo's entries past those
+        self.kinds = bytearray()  # by object number
+        self.fetched = bytearray()  # by object number: 1 once fetched again from the memo
+        self.sizes = array("q")  # keys given, items appended (by object number)
+        self.items: dict[int, array[int]] = {}  # a list's or tuple's dicts: place, number, ...
+        self.modelled = True
+
+    def read(self, data: bytes) -> int:
+        """The values counted after ``data``'s opcodes (refused past the limits)."""
+        try:
+            for opcode, arg, _pos in pickletools.genops(data):
+                name = opcode.name
+                if name not in BOOKKEEPING:
+                    self.made += 1
+                    self.bytes += VALUE_BYTES + (len(arg) if isinstance(arg, (str, bytes))
+                                                 else 0)
+                    if self.made > MAX_VALUES:
+                        raise CaptureFormatError(
+                            f"'{terminal(self.path)}': its pickle makes more than {MAX_VALUES} "
+                            "values; save tensors, not long Python lists")
+                    if self.bytes > self.budget:
+                        self._over_budget()
+                if self.modelled:
+                    try:
+                        self._step(name, arg)
+                    except _Lost:
+                        self.modelled = False
+        except CaptureFormatError:  # a ValueError too: ours, not genops'
+            raise
+        except ValueError:  # not a pickle: the loader refuses it
+            pass
+        return self.made
+
+    def _over_budget(self) -> None:
+        require_alloc(self.bytes, f"'{terminal(self.path)}'", "pickle",
+                      f"{self.made} values and their texts",
+                      fix=f"save tensors, not long Python lists, or raise {MAX_ALLOC_ENV}")
+
+    def _step(self, name: str, arg: Any) -> None:
+        """Move the model past the opcode ``name`` (of argument ``arg``), as torch's
+        weights-only loader would."""
+        stack = self.stack
+        if name in _VALUES:
+            stack.append(_OTHER)
+        elif name == "MARK":
+            self.marks.append(len(stack))
+            stack.append(_MARK)
+        elif name in ("EMPTY_DICT", "EMPTY_LIST"):
+            stack.append(self._new(_DICT if name == "EMPTY_DICT" else _LIST))
+        elif name in ("BINPUT", "LONG_BINPUT"):
+            self._put(arg)
+        elif name in ("BINGET", "LONG_BINGET"):
+            got = self.memo[arg] if arg < len(self.memo) else self.sparse.get(arg, _OTHER)
+            stack.append(got)
+            if got >= 0:
+                self.fetched[got] = 1
+        elif name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
+            items = self._pop_mark() if name == "TUPLE" else self._pop(int(name[-1]))
+            stack.append(self._new(_TUPLE, items))
+        elif name in ("APPEND", "APPENDS"):
+            self._append(self._pop_mark() if name == "APPENDS" else self._pop(1))
+        elif name in ("SETITEM", "SETITEMS"):
+            pairs = len(self._pop_mark()) // 2 if name == "SETITEMS" else len(self._pop(2)) // 2
+            self._give_keys(pairs)
+        elif name in ("REDUCE", "NEWOBJ", "BINPERSID"):
+            self._pop(1 if name == "BINPERSID" else 2)
+            stack.append(_OTHER if name == "BINPERSID" else self._new(_MADE))
+        elif name == "BUILD":
+            self._pop(1)  # its state; the object stays
+            self._top()
+        elif name == "STOP":
+            self._check_top_object()
+        elif name != "PROTO":
+            raise _Lost  # an opcode torch's weights-only loader refuses
+
+    def _put(self, index: int) -> None:
+        """``BINPUT``: the memo's entry ``index`` is the object on top of the stack (only the
+        objects followed are kept)."""
+        top = self._top()
+        if index == len(self.memo):
+            self.memo.append(top)
+        elif index < len(self.memo):
+            self.memo[index] = top
+        elif top >= 0:
+            self.sparse[index] = top
+        else:
+            self.sparse.pop(index, None)
+
+    def _new(self, kind: int, items: array[int] | None = None) -> int:
+        """Number a new object of ``kind`` (a tuple of ``items``)."""
+        number = len(self.kinds)
+        self.kinds.append(kind)
+        self.fetched.append(0)
+        self.sizes.append(0)
+        if items:
+            self._add_items(number, items)
+        return number
+
+    def _top(self) -> int:
+        """The object on top of the stack (above its last mark)."""
+        if len(self.stack) <= (self.marks[-1] + 1 if self.marks else 0):
+            raise _Lost
+        return self.stack[-1]
+
+    def _pop(self, count: int) -> array[int]:
+        """Take ``count`` items off the stack (above its last mark)."""
+        if len(self.stack) - count < (self.marks[-1] + 1 if self.marks else 0):
+            raise _Lost
+        items = self.stack[len(self.stack) - count:]
+        del self.stack[len(self.stack) - count:]
+        return items
+
+    def _pop_mark(self) -> array[int]:
+        """Take the items above the last mark, and the mark, off the stack."""
+        if not self.marks:
+            raise _Lost
+        at = self.marks.pop()
+        items = self.stack[at + 1:]
+        del self.stack[at:]
+        return items
+
+    def _add_items(self, number: int, items: array[int]) -> None:
+        """Note which of ``items``, appended to list or tuple ``number``, may be records."""
+        kinds, place = self.kinds, self.sizes[number]
+        found = [(place + i, item) for i, item in enumerate(items)
+                 if item >= 0 and kinds[item] in (_DICT, _MADE)]
+        if found:
+            self.items.setdefault(number, array("q")).extend(x for pair in found for x in pair)
+        self.sizes[number] += len(items)
+
+    def _append(self, items: array[int]) -> None:
+        """``APPEND``/``APPENDS`` of ``items`` to the list on top of the stack."""
+        target = self._top()
+        if target >= 0 and self.kinds[target] == _LIST:
+            self._add_items(target, items)
+
+    def _give_keys(self, pairs: int) -> None:
+        """``SETITEM``/``SETITEMS`` of ``pairs`` keys to the dict on top of the stack."""
+        target = self._top()
+        if target < 0 or self.kinds[target] not in (_DICT, _MADE):
+            return  # the loader refuses a target that is no dict
+        self.kinds[target] = _DICT
+        self.sizes[target] += pairs
+        if self.sizes[target] <= self.cap or self.fetched[target]:
+            return  # a dict fetched again from the memo: judged at STOP
+        place = self._place()
+        if place is not None:
+            index, saved = place
+            raise CaptureFormatError(
+                f"'{terminal(self.path)}': its pickle sets keys {self.sizes[target]} times in "
+                f"the dict at place {len(self.stack) - 1} of its stack, where torch.save puts "
+                f"record {index} ({saved}), before anything is loaded: past the {self.cap} "
+                "names any site declares (with site, step, rank and summary); write one "
+                "record's fields, one record per file")
+
+    def _place(self) -> tuple[int, str] | None:
+        """Which record torch.save puts where the dict on top of the stack is (the object
+        saved, at the bottom of the stack, or an item of a list or tuple saved), and what it
+        is there; None elsewhere."""
+        stack, marks, at = self.stack, self.marks, len(self.stack) - 1
+        kinds = [self.kinds[n] if n >= 0 else n for n in stack[:3]]
+        if at == 0:
+            return 0, "the object saved"
+        below = marks[0] if len(marks) == 1 else -1 if marks else None  # the one mark
+        if kinds[0] == _LIST and (below == 1 or (at == 1 and below is None)):
+            index = self.sizes[stack[0]] + (at - 2 if marks else 0)
+            return index, f"item {index} of the list saved"
+        if below == 0 or (below is None and at <= 2 and all(k == _DICT for k in kinds[:at])):
+            index = at - 1 if marks else at
+            return index, f"item {index} of the tuple saved"
+        return None
+
+    def _check_top_object(self) -> None:
+        """At ``STOP``: refuse the object it returns, when a dict given more keys than a record
+        holds, or a list or tuple of which such a dict is an item."""
+        top = self._top()
+        if top < 0:
+            return
+        records = self.items.get(top, array("q")) if self.kinds[top] in (_LIST, _TUPLE) else \
+            array("q", [0, top])
+        for index, number in zip(records[::2], records[1::2], strict=True):
+            if self.kinds[number] == _DICT and self.sizes[number] > self.cap:
+                raise CaptureFormatError(
+                    f"{where_of(self.path.name, index)}: its pickle sets keys "
+                    f"{self.sizes[number]} times in that record's dict, before anything is "
+                    f"loaded: past the {self.cap} names any site declares (with site, step, "
+                    "rank and summary); write one record's fields, one record per file")
