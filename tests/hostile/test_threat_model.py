@@ -1341,6 +1341,10 @@ TESTS = {
              "test_the_write_up_says_none_found_only_in_the_records_judged"],
     "T91d": ["tests/hostile/test_round16_attack16d.py::"
              "test_the_write_up_offers_no_reproducer_where_repro_has_nothing_to_write"],
+    "T94a": ["tests/hostile/test_round17_attack17.py::"
+             "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
+             "tests/hostile/test_round17_attack17.py::"
+             "test_an_empty_shared_view_within_numpy_reach_allocates_nothing_of_its_size"],
     "T90a": ["tests/hostile/test_round16_fix16d.py::"
              "test_post_update_reads_past_a_row_are_planned_in_linear_time",
              "tests/hostile/test_round16_fix16d.py::"
