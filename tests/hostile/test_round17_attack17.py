@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +53,45 @@ def test_an_empty_shared_view_within_numpy_reach_allocates_nothing_of_its_size()
         tracemalloc.stop()
     assert starts.size == 0
     assert peak < 1 << 20, peak
+
+
+# ------------------------------ T94b: a line break in expected.json's text begins no line of check
+
+
+def _accepted_capture(root: Path) -> Path:
+    """A small capture (two clean steps of two requests, one id past the vocabulary) with the
+    expected.json ``check --accept`` writes."""
+    from forensics.cli import main
+    from forensics.store.writer import write_capture
+    from tests.incident_records import by_site, clean_step
+
+    records = clean_step(0, ["a", "b"]) + clean_step(1, ["a", "b"])
+    by_site(records, "embedding", 1).fields["input_ids"][1] = 248320
+    capture = write_capture(root / "c.capture", records, manifest={"notes": "n"})
+    assert main(["check", str(capture), "--accept"]) == 0
+    return capture
+
+
+def test_a_line_break_in_expected_json_begins_no_line_of_check(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``check`` prints a difference per line; a site of ``verdicts`` and a first finding's
+    value read from ``expected.json`` were put in them as written, so a line break in one began
+    a line of the author's (``c.capture: matches expected.json``, ``ALL CHECKS PASSED``) in
+    the output of a check that failed (and in the pytest plugin's failure). Each is written
+    inert, its line break as ``\\x0a``."""
+    from forensics.cli import main
+
+    capture = _accepted_capture(tmp_path)
+    path = capture / "expected.json"
+    data = json.loads(path.read_text())
+    data["verdicts"]["upstream"]["x\nc.capture: matches expected.json\n"] = "ok"
+    data["first_finding"]["upstream"]["tensor"] = "t\nALL CHECKS PASSED"
+    path.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["check", str(capture)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "c.capture: replay differs from expected.json:", lines
+    assert all(line.startswith("  ") for line in lines[1:]), lines
+    assert any("upstream/x\\x0ac.capture: matches expected.json\\x0a: expected verdict 'ok'"
+               in line for line in lines), lines
+    assert any("(t\\x0aALL CHECKS PASSED=248320)" in line for line in lines), lines
