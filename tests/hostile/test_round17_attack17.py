@@ -11,6 +11,8 @@ import pytest
 
 from tests.hostile.test_round4_kernels import launch
 
+pytest_plugins = ["pytester"]
+
 # ------------------------------------- T94a: an empty view of a huge dimension, sharing memory
 
 
@@ -95,3 +97,37 @@ def test_a_line_break_in_expected_json_begins_no_line_of_check(
     assert any("upstream/x\\x0ac.capture: matches expected.json\\x0a: expected verdict 'ok'"
                in line for line in lines), lines
     assert any("(t\\x0aALL CHECKS PASSED=248320)" in line for line in lines), lines
+
+
+# --------------------------------- T94c: a folder of captures that names none fails, never passes
+
+
+@pytest.mark.parametrize("root", ["gone", "emptied"])
+def test_a_captures_folder_that_names_none_fails_its_run(
+        tmp_path: Path, pytester: pytest.Pytester, root: str) -> None:
+    """``pytest --forensics-captures DIR`` (or the ``forensics_captures`` ini option) of a
+    folder that does not exist (a typo; a shared folder another user renamed) or holds no
+    capture (emptied) collected no item and said nothing: the suite passed ("1 passed") with
+    its regression captures gone. The folder is an item that fails, in one line naming it."""
+    folder = tmp_path / root
+    if root == "emptied":
+        (folder / "notes").mkdir(parents=True)
+    pytester.makepyfile(test_other="def test_other():\n    assert True\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-o", "forensics_captures=",
+                                          "--forensics-captures", str(folder))
+    result.assert_outcomes(passed=1, failed=1)
+    text = "\n".join(result.outlines)
+    assert (f"'{folder}' (--forensics-captures, or the forensics_captures ini option) does not "
+            "exist or holds no NAME.capture folder") in text, text
+
+
+def test_a_captures_folder_beside_one_that_names_none_is_still_collected(
+        tmp_path: Path, pytester: pytest.Pytester) -> None:
+    """The folder that names none fails alone: the captures of another are items as before."""
+    capture = _accepted_capture(tmp_path / "fleet")
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--collect-only", "-q", "-o", "forensics_captures=",
+        "--forensics-captures", str(tmp_path / "gone"), "--forensics-captures",
+        str(capture.parent))
+    ids = [line for line in result.outlines if line.endswith(("c.capture", "gone"))]
+    assert len(ids) == 2, result.outlines

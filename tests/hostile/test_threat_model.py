@@ -1347,6 +1347,10 @@ TESTS = {
              "test_an_empty_shared_view_within_numpy_reach_allocates_nothing_of_its_size"],
     "T94b": ["tests/hostile/test_round17_attack17.py::"
              "test_a_line_break_in_expected_json_begins_no_line_of_check"],
+    "T94c": ["tests/hostile/test_round17_attack17.py::"
+             "test_a_captures_folder_that_names_none_fails_its_run",
+             "tests/hostile/test_round17_attack17.py::"
+             "test_a_captures_folder_beside_one_that_names_none_is_still_collected"],
     "T90a": ["tests/hostile/test_round16_fix16d.py::"
              "test_post_update_reads_past_a_row_are_planned_in_linear_time",
              "tests/hostile/test_round16_fix16d.py::"
