@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,3 +132,55 @@ def test_a_captures_folder_beside_one_that_names_none_is_still_collected(
         str(capture.parent))
     ids = [line for line in result.outlines if line.endswith(("c.capture", "gone"))]
     assert len(ids) == 2, result.outlines
+
+
+# ----------------------- T94d: records that ended in errors are not "no findings"
+
+
+class _Raising:
+    """``upstream``, except that every embedding record raises (as the real code's kernel
+    worker does when it times out or fails: an ``error`` outcome, no finding)."""
+
+    name = "raising"
+
+    def __init__(self) -> None:
+        from forensics.variants.models import UpstreamVariant
+
+        self.upstream = UpstreamVariant()
+
+    def run(self, record: Any) -> Any:
+        """Raise at an embedding record, else run upstream."""
+        if record.site == "embedding":
+            raise RuntimeError("the replay worker timed out after 600 s")
+        return self.upstream.run(record)
+
+
+@pytest.mark.parametrize("output", [None, "f.csv"])
+def test_findings_names_the_records_that_ended_in_errors(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        output: str | None) -> None:
+    """A record whose replay ended in an error (the ``vllm`` variant's kernel worker timed out
+    on a capture of many requests: ``replay`` said "2 record(s) were not judged") holds no
+    finding; ``findings`` printed "no findings" alone (or wrote an empty file and said "0
+    findings"). It says which records no variant judged, as it does for sites not known."""
+    from forensics.cli import main
+    from forensics.variants import registry
+
+    monkeypatch.setitem(registry._entries, "raising", _Raising)
+    capture = Path(__file__).resolve().parents[2] / "data" / "clean.capture"
+    args = ["findings", str(capture), "--variant", "raising", "--site", "embedding"]
+    args += ["-o", str(tmp_path / output)] if output else []
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("no findings" if output is None else
+                        f"0 findings -> {tmp_path / output}"), lines
+    errors = int(_embedding_records(capture))
+    assert lines[1:] == [f"not judged: {errors} record(s) of raising ended in errors, so hold "
+                         "no finding; forensics replay names why"], lines
+
+
+def _embedding_records(capture: Path) -> int:
+    """The embedding records of ``capture``."""
+    import forensics
+
+    return sum(1 for r in forensics.load(capture) if r.site == "embedding")
