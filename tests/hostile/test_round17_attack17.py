@@ -184,3 +184,24 @@ def _embedding_records(capture: Path) -> int:
     import forensics
 
     return sum(1 for r in forensics.load(capture) if r.site == "embedding")
+
+
+# --------------------------------------------- T94e: triage's "wrote" lines are inert
+
+
+def test_triage_names_the_files_it_wrote_inert(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``triage -o`` and ``--html`` said ``wrote PATH`` as the path was given, where ``plot``
+    and ``findings`` write it inert: a folder named of a capture's name (a script's ``-o``)
+    holding an escape sequence or a bidi override reached the terminal as written."""
+    from forensics.cli import main
+
+    capture = _accepted_capture(tmp_path / "fleet")
+    out = tmp_path / "run \x1b[2J\u202e"
+    out.mkdir()
+    assert main(["triage", str(capture.parent), "--workers", "1", "-o", str(out / "t.csv"),
+                 "--html", str(out / "html")]) == 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\u202e" not in err, err
+    assert f"wrote {tmp_path}/run \\x1b[2J\\u202e/t.csv" in err, err
+    assert (out / "t.csv").is_file() and (out / "html" / "index.html").is_file()

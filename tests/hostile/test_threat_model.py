@@ -1353,6 +1353,8 @@ TESTS = {
              "test_a_captures_folder_beside_one_that_names_none_is_still_collected"],
     "T94d": ["tests/hostile/test_round17_attack17.py::"
              "test_findings_names_the_records_that_ended_in_errors"],
+    "T94e": ["tests/hostile/test_round17_attack17.py::"
+             "test_triage_names_the_files_it_wrote_inert"],
     "T90a": ["tests/hostile/test_round16_fix16d.py::"
              "test_post_update_reads_past_a_row_are_planned_in_linear_time",
              "tests/hostile/test_round16_fix16d.py::"
