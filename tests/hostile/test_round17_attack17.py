@@ -205,3 +205,28 @@ def test_triage_names_the_files_it_wrote_inert(tmp_path: Path,
     assert "\x1b" not in err and "\u202e" not in err, err
     assert f"wrote {tmp_path}/run \\x1b[2J\\u202e/t.csv" in err, err
     assert (out / "t.csv").is_file() and (out / "html" / "index.html").is_file()
+
+
+# ------------------------- T94f: a capture of kernel launches alone is not "no failure to report"
+
+
+def test_a_capture_of_launches_alone_is_not_said_to_show_no_failure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture of one recorded kernel launch and no site record, the launch's ``idx_mapping``
+    holding request slot 7 of 4 (``forensics kernels`` finds it, exit 1): ``summary`` and
+    ``known`` said "No known signature matches, and the capture shows no failure to report."
+    Nothing was judged: they say whether it shows a failure is not known."""
+    from forensics.cli import main
+    from forensics.kernels import contracts
+    from forensics.kernels.format import check_launch
+    from tests.hostile.test_round4_kernels import b64, write_capture
+
+    event = launch(data=b64(b"\0\0\0\0\7\0\0\0"))
+    assert [f["values"] for f in contracts.check(check_launch(event, "test"), {})] == [[7]]
+    capture = write_capture(tmp_path / "k.capture", [event])
+    for command in ("summary", "known"):
+        assert main([command, str(capture)]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert "no failure to report" not in text, text
+        assert ("No known signature matches, and the capture holds no record to judge: whether "
+                "it shows a failure to report is not known.") in text, text
