@@ -57,8 +57,9 @@ def _collected(config: pytest.Config) -> tuple[list[Path], list[tuple[Path, str]
     for root in roots:
         try:
             captures = [root] if root.name.endswith(".capture") else captures_under(root)
-        except ConfigurationError as exc:
-            empty.append((root, str(exc)))
+        except ConfigurationError as exc:  # one item however often the root is named
+            if all(os.path.abspath(root) != os.path.abspath(r) for r, _ in empty):
+                empty.append((root, str(exc)))
             continue
         for capture in captures:
             found.setdefault(folder_id(capture), capture)
