@@ -37,25 +37,44 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _capture_dirs(config: pytest.Config) -> list[Path]:
+    """The captures of every root (the option's, then the ini's), each once (see
+    :func:`_collected`)."""
+    return _collected(config)[0]
+
+
+def _collected(config: pytest.Config) -> tuple[list[Path], list[tuple[Path, str]]]:
     """The captures of every root (the option's, then the ini's), each once: a folder named
     twice (by the option and the ini, or a capture inside a folder also named) once made two
-    items of one id, the capture replayed twice and counted twice."""
+    items of one id, the capture replayed twice and counted twice. Then each root that names no
+    capture, with the line saying so."""
+    from forensics.errors import ConfigurationError
     from forensics.fleet.paths import folder_id
 
     roots = [Path(p) for p in config.getoption("forensics_captures")]
     roots += [Path(p) for p in config.getini("forensics_captures")]
     found: dict[object, Path] = {}
+    empty: list[tuple[Path, str]] = []
     for root in roots:
-        for capture in [root] if root.name.endswith(".capture") else captures_under(root):
+        try:
+            captures = [root] if root.name.endswith(".capture") else captures_under(root)
+        except ConfigurationError as exc:  # one item however often the root is named
+            if all(os.path.abspath(root) != os.path.abspath(r) for r, _ in empty):
+                empty.append((root, str(exc)))
+            continue
+        for capture in captures:
             found.setdefault(folder_id(capture), capture)
-    return list(found.values())
+    return list(found.values()), empty
 
 
 def captures_under(root: Path) -> list[Path]:
     """The ``*.capture`` folders under ``root``, sorted, each once: found as triage finds them
     (:func:`forensics.fleet.paths.find_captures`: without recursion, so a folder nested
     thousands deep is no ``RecursionError``; links not entered; a capture reached twice listed
-    once, by its direct name); none when ``root`` holds none."""
+    once, by its direct name).
+
+    Raises ConfigurationError when ``root`` holds none (a folder missing, renamed or emptied:
+    its regression tests once dropped out unsaid, and the suite passed).
+    """
     import glob
 
     from forensics.errors import ConfigurationError
@@ -64,8 +83,14 @@ def captures_under(root: Path) -> list[Path]:
     try:
         found = find_captures([glob.escape(str(root))])
     except ConfigurationError:
-        return []
-    return [path for path in found if path.name.endswith(".capture")]
+        found = []
+    found = [path for path in found if path.name.endswith(".capture")]
+    if not found:
+        raise ConfigurationError(f"'{shown(root)}' (--forensics-captures, or the "
+                                 "forensics_captures ini option) does not exist or holds no "
+                                 "NAME.capture folder: give a folder of captures, or leave it "
+                                 "out")
+    return found
 
 
 #: where the paths of the expected.json files this run wrote are kept (for the summary)
@@ -78,11 +103,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     """Collect the captures as a collector of their own (reported, so counted and listed
     as pytest's own items are), before ``-m`` and ``-k`` select."""
     config.stash[WRITTEN] = []
-    captures = _capture_dirs(config)
-    if captures:
+    captures, empty = _collected(config)
+    if captures or empty:
         collector = CaptureCollector.from_parent(session, name="forensics-captures",
                                                  nodeid="forensics-captures",
-                                                 captures=captures)
+                                                 captures=captures, empty=empty)
         items += [item for item in session.genitems(collector)]
 
 
@@ -115,14 +140,42 @@ def shown(text: object) -> str:
 class CaptureCollector(pytest.Collector):
     """The captures of ``--forensics-captures`` and the ``forensics_captures`` ini option."""
 
-    def __init__(self, *, captures: list[Path], **kwargs: Any) -> None:
+    def __init__(self, *, captures: list[Path], empty: list[tuple[Path, str]] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.captures = captures
+        self.empty = empty or []
 
     def collect(self) -> list[pytest.Item]:
-        """One item per capture, its id the capture's path."""
-        return [CaptureItem.from_parent(self, name=shown(path.name), nodeid=shown_path(path),
-                                        capture=path) for path in self.captures]
+        """One item per capture, its id the capture's path; then one failing item per root
+        that names no capture."""
+        items: list[pytest.Item] = [
+            CaptureItem.from_parent(self, name=shown(path.name), nodeid=shown_path(path),
+                                    capture=path) for path in self.captures]
+        return items + [NoCaptureItem.from_parent(self, name=shown(root.name),
+                                                  nodeid=shown_path(root), why=why)
+                        for root, why in self.empty]
+
+
+class NoCaptureItem(pytest.Item):
+    """A root of captures that names none: it fails, saying so (never a suite that passes
+    with its regression captures gone unsaid)."""
+
+    def __init__(self, *, why: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.why = why
+        self.add_marker(MARKER)
+
+    def runtest(self) -> None:
+        """Fail with the line naming the root."""
+        raise CaptureMismatch(terminal_lines(self.why))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        return str(excinfo.value)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"captures {self.nodeid}"
 
 
 class CaptureItem(pytest.Item):

@@ -42,7 +42,13 @@ def run(args: argparse.Namespace) -> int:
     """Replay, filter, then print or write the findings; return 0."""
     from forensics.atomic import real_output, refuse_inside_captures, user_path
     from forensics.escaping import inert, terminal
-    from forensics.present.export import output_path, parse_steps, select_findings, write_findings
+    from forensics.present.export import (
+        errored_records,
+        output_path,
+        parse_steps,
+        select_findings,
+        write_findings,
+    )
     from forensics.replaying import replay
     from forensics.sites import SITES
     from forensics.variants import DEFAULT_VARIANTS
@@ -64,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(frame)} findings -> {terminal(write_findings(frame, args.output))}")
     else:
         print("\n".join(table_lines(frame)) if len(frame) else "no findings")
+    errors = errored_records(result.outcomes, site=args.site, steps=steps)
+    if errors:  # records judged by nothing: "no findings" is not all there is to say
+        counts = ", ".join(f"{n} record(s) of {terminal(v)}" for v, n in errors.items())
+        print(f"not judged: {counts} ended in errors, so hold no finding; forensics replay "
+              "names why")
     unknown = getattr(result.capture, "unknown_sites", None)
     if unknown:  # records no variant judged: "no findings" is not all there is to say
         from forensics.present.conclusion import not_known_text

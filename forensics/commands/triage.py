@@ -47,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Triage and print; write the table and the HTML index when asked. Returns 0."""
     from forensics.atomic import real_folder, real_output, refuse_inside_captures
+    from forensics.escaping import terminal
     from forensics.fleet.output import render, write_html, write_table
     from forensics.fleet.paths import find_captures
     from forensics.fleet.triage import triage
@@ -59,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
     result = triage(args.paths, ray=args.ray, workers=args.workers,
                     split_records=args.split_records, progress=sys.stderr.isatty())
     sys.stdout.write(render(result, args.format))
-    if args.output:
-        print(f"wrote {write_table(result, args.output)}", file=sys.stderr)
+    if args.output:  # a name made of a capture's (a script's -o) is inert
+        print(f"wrote {terminal(write_table(result, args.output))}", file=sys.stderr)
     if args.html:
-        print(f"wrote {write_html(result, args.html)}", file=sys.stderr)
+        print(f"wrote {terminal(write_html(result, args.html))}", file=sys.stderr)
     return 0

@@ -295,7 +295,11 @@ def _held(arg: TensorArg, what: str) -> bytes:
 
 def element_starts(arg: TensorArg) -> np.ndarray:
     """The byte of its ``storage_id``'s memory where each element of ``arg``'s view starts,
-    in row-major order (the order a ``view`` record holds them)."""
+    in row-major order (the order a ``view`` record holds them). An empty view has none: its
+    other dimensions are sized by nothing it holds (a ``[0, 2**28]`` view of no bytes once
+    ranged over its 2**28 first, 2 GiB past the allocation budget)."""
+    if 0 in arg.shape:
+        return np.zeros(0, dtype=np.int64)
     starts = np.full(1, arg.offset, dtype=np.int64)
     for size, stride in zip(arg.shape, arg.strides, strict=True):
         starts = (starts[:, None] + np.arange(size, dtype=np.int64) * stride).ravel()

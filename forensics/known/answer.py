@@ -116,6 +116,9 @@ class KnownAnswer:
         unjudged = (f" ({self.unjudged} record(s) were not judged: they ended in errors under "
                     "every replayed variant of the engine's code)" if self.unjudged else "")
         if not self.matches and self.crash_verdict == NO_CRASH and not self.failing:
+            if self.empty:  # kernel launches alone: `forensics kernels` may find a failure
+                return ("No known signature matches, and the capture holds no record to judge: "
+                        "whether it shows a failure to report is not known.")
             if unjudged:
                 return ("No known signature matches the records judged; whether the capture "
                         f"shows a failure to report is not known{unjudged}.")

@@ -87,6 +87,22 @@ def select_findings(findings: pd.DataFrame, variant: str | None = None,
     return sort_findings(frame)
 
 
+def errored_records(outcomes: pd.DataFrame, site: str | None = None,
+                    steps: tuple[int | None, int | None] = (None, None)) -> dict[str, int]:
+    """Per variant, how many records (of ``site``, within ``steps``) ended in an ``error``
+    outcome (a kernel worker timed out or failed, the variant raised): judged by nothing, they
+    hold no finding, so "no findings" is not all there is to say of them."""
+    frame = outcomes[outcomes["status"].astype(str) == "error"]
+    if site is not None:
+        frame = frame[frame["site"].astype(str) == site]
+    if steps[0] is not None:
+        frame = frame[frame["step"] >= steps[0]]
+    if steps[1] is not None:
+        frame = frame[frame["step"] <= steps[1]]
+    return {str(v): int(n) for v, n in frame["variant"].astype(str).value_counts(sort=False)
+            .items() if n}
+
+
 def output_path(path: str | Path) -> Path:
     """``path`` checked as a findings file: a suffix of :data:`FORMATS`, not a directory.
 

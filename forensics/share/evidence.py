@@ -202,8 +202,9 @@ def evidence_of(result: Any, keys: Sequence[str] = FIRST_KEYS, crash: bool = Fal
 def differences(expected: Evidence, got: Evidence,
                 variants: Sequence[str] | None = None) -> list[str]:
     """Readable differences of ``got`` from ``expected`` over ``variants`` (default: those of
-    ``expected``), empty when they agree. A first finding is compared on the keys
-    ``expected`` holds for it."""
+    ``expected``), empty when they agree, each one line (a site or a first finding's value
+    read from ``expected.json`` through :func:`~forensics.escaping.terminal`). A first
+    finding is compared on the keys ``expected`` holds for it."""
     out: list[str] = []
     for variant in expected.verdicts if variants is None else variants:
         want = expected.verdicts.get(variant)
@@ -213,7 +214,8 @@ def differences(expected: Evidence, got: Evidence,
                        f"suite: --forensics-regen --forensics-variant {shell_word(variant)})")
             continue
         mine = got.verdicts.get(variant, {})
-        out += [f"{variant}/{site}: expected verdict {_verdict(want, site, 'expected.json')}, "
+        out += [f"{variant}/{terminal(site)}: expected verdict "
+                f"{_verdict(want, site, 'expected.json')}, "
                 f"got {_verdict(mine, site, 'the replay')}"
                 for site in sorted(set(want) | set(mine)) if want.get(site) != mine.get(site)]
         changed = _first_changed(expected.first.get(variant), got.first.get(variant))
@@ -256,11 +258,14 @@ def _first_changed(want: dict[str, Any] | None, got: dict[str, Any] | None) -> s
 
 def _short(finding: dict[str, Any] | None) -> str:
     """One line of a first finding: its kind, place and value (a key it does not hold, as an
-    ``expected.json`` may not, is "unknown", never None)."""
+    ``expected.json`` may not, is "unknown", never None), each value inert
+    (:func:`~forensics.escaping.terminal`: a line break in one read from the file once began a
+    line of its own in ``check``'s output, such as ``ALL CHECKS PASSED``)."""
     if not finding:
         return "none"
     return ("{kind} in {site} at step {step} rank {rank} row {row} element {element} "
-            "({tensor}={value})").format(**{k: finding.get(k, "unknown") for k in EXPECTED_KEYS})
+            "({tensor}={value})").format(**{k: terminal(finding.get(k, "unknown"))
+                                            for k in EXPECTED_KEYS})
 
 
 def check_output(source: str | os.PathLike[str], out: str | os.PathLike[str],
