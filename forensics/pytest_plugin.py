@@ -213,6 +213,10 @@ class CaptureItem(pytest.Item):
                                     write_obtained=not self.capture.is_symlink())
         if not result.ok:
             raise CaptureMismatch(terminal_lines(result.explain()))
+        if result.launches:  # a pass says what it covers: the records, not the launches
+            import warnings
+
+            warnings.warn(pytest.PytestWarning(result.matched()), stacklevel=1)
 
     def _refuse_a_link(self) -> None:
         """Fail, writing nothing, when the capture's folder is a link: a link planted in the

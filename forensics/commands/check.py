@@ -48,9 +48,10 @@ def run(args: argparse.Namespace) -> int:
         print(json_text({"capture": str(result.capture), "ok": result.ok,
                          "differences": result.differences,
                          "not_known": result.not_known,
+                         "launches_not_checked": result.launches,
                          "obtained": result.obtained}, indent=2))
     elif result.ok:
-        print(f"{terminal(result.capture.name)}: matches expected.json")
+        print(result.matched())
     else:
         print(terminal_lines(result.explain()))
     if result.note and (args.json or result.ok):  # else explain() says it

@@ -52,6 +52,9 @@ class CheckResult:
     #: site -> records of the capture's sites this install does not know (a plugin not
     #: installed here): no variant judged them, so the check cannot vouch for them
     not_known: dict[str, int] = field(default_factory=dict)
+    #: recorded kernel launches the capture holds: no replay judges them (``forensics
+    #: kernels`` does), so neither does the check; its match says so
+    launches: int = 0
 
     @property
     def ok(self) -> bool:
@@ -68,6 +71,21 @@ class CheckResult:
         return (f"not judged: {not_known_text(self.not_known)}: install the plugin that "
                 "declares each and check again")
 
+    def launches_line(self) -> str:
+        """That the capture's recorded kernel launches were not checked, and what judges them;
+        or ``""`` when it holds none."""
+        if not self.launches:
+            return ""
+        return (f"not checked: its {self.launches} recorded kernel launch(es) (expected.json "
+                f"holds the records' replay only): `forensics kernels "
+                f"{shell_path(self.capture)}` judges them")
+
+    def matched(self) -> str:
+        """The line of a match: what it covers, and the launches it does not."""
+        line = f"{terminal(self.capture.name)}: matches {EXPECTED_NAME}"
+        launches = self.launches_line()
+        return f"{line} in its records; {launches}" if launches else line
+
     def explain(self) -> str:
         """A readable report of the differences, of the records no variant judged, and the
         command that accepts the new result (when it differs)."""
@@ -77,6 +95,8 @@ class CheckResult:
         lines += [f"  - {d}" for d in self.differences]
         if self.not_known:
             lines.append(f"  {self.not_known_line()}")
+        if self.launches:
+            lines.append(f"  {self.launches_line()}")
         if self.obtained_path is not None:
             lines.append(f"  obtained result written to {terminal(self.obtained_path)}")
         if self.note:
@@ -149,14 +169,17 @@ def choose_variants(expected: dict[str, Any], path: Path, variants: Sequence[str
     return list(expected["verdicts"] or DEFAULT_VARIANTS)
 
 
-def obtain(capture: Path, variants: Sequence[str]) -> tuple[dict[str, Any], dict[str, int]]:
-    """Replay ``capture`` through ``variants``: its expected object, and site -> records of
-    its sites this install does not know (judged by no variant)."""
+def obtain(capture: Path, variants: Sequence[str]) -> tuple[dict[str, Any], dict[str, int], int]:
+    """Replay ``capture`` through ``variants``: its expected object, site -> records of its
+    sites this install does not know (judged by no variant), and its recorded kernel launches
+    (judged by no replay)."""
+    from forensics.present.conclusion import kernel_launches
     from forensics.replaying import replay
 
     result = replay(capture, variants=list(variants))
     not_known = dict(getattr(result.capture, "unknown_sites", None) or {})
-    return evidence_of(result, EXPECTED_KEYS, crash=True).to_json(), not_known
+    evidence = evidence_of(result, EXPECTED_KEYS, crash=True).to_json()
+    return evidence, not_known, kernel_launches(result.capture)
 
 
 def check(capture: Path | str, variants: Sequence[str] | None = None,
@@ -181,10 +204,11 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     for name in chosen:
         if name not in known:  # not replayed, but a name no variant has is still refused
             resolve_variant(name)
-    obtained, not_known = (obtain(capture, known) if known
-                           else ({"verdicts": {}, "first_finding": {}}, {}))
+    obtained, not_known, launches = (obtain(capture, known) if known
+                                     else ({"verdicts": {}, "first_finding": {}}, {}, 0))
     changed = differences(Evidence.from_json(expected), Evidence.from_json(obtained), chosen)
-    result = CheckResult(capture, changed, obtained, variants=list(chosen), not_known=not_known)
+    result = CheckResult(capture, changed, obtained, variants=list(chosen), not_known=not_known,
+                         launches=launches)
     if write_obtained:
         _leave_obtained(result)
     return result
@@ -224,7 +248,7 @@ def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) 
     (a warning names the records of sites this install does not know: no verdict of theirs
     is in it)."""
     capture = Path(capture)
-    obtained, not_known = obtain(capture, variants)
+    obtained, not_known, launches = obtain(capture, variants)
     path = write_json(capture / EXPECTED_NAME, obtained)
     note = _remove_stale(capture / OBTAINED_NAME)
     if note:
@@ -232,6 +256,9 @@ def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) 
     if not_known:  # the baseline holds no verdict of them
         warnings.warn(f"{terminal(path)}: " + CheckResult(capture, not_known=not_known)
                       .not_known_line(), stacklevel=2)
+    if launches:  # nor of them
+        warnings.warn(f"{terminal(path)}: " + CheckResult(capture, launches=launches)
+                      .launches_line(), stacklevel=2)
     return path
 
 

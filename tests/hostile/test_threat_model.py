@@ -1352,6 +1352,10 @@ TESTS = {
              "test_the_write_up_says_none_found_only_in_the_records_judged"],
     "T91d": ["tests/hostile/test_round16_attack16d.py::"
              "test_the_write_up_offers_no_reproducer_where_repro_has_nothing_to_write"],
+    "T98a": ["tests/hostile/test_round17_lead.py::"
+             "test_a_check_of_launches_says_it_did_not_check_them",
+             "tests/hostile/test_round17_lead.py::"
+             "test_the_plugins_pass_of_launches_warns_that_they_were_not_checked"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

@@ -1,0 +1,56 @@
+"""Hostile input, round 17 (the lead's): what ``check`` and the pytest plugin vouch for in a
+capture that holds recorded kernel launches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.hostile.test_round4_kernels import b64, launch, write_capture
+
+pytest_plugins = ["pytester"]
+
+# ------------------------------------------ T98a: a check's match names the launches it skips
+
+
+def _launches_only(root: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A capture of one recorded launch whose ``idx_mapping`` holds request slot 7 of 4
+    (``forensics kernels`` finds it and exits 1), and the expected.json ``--accept`` wrote."""
+    from forensics.cli import main
+
+    capture = write_capture(root / "k.capture", [launch(data=b64(b"\0\0\0\0\7\0\0\0"))])
+    assert main(["check", str(capture), "--accept"]) == 0
+    assert "not checked: its 1 recorded kernel launch(es)" in capsys.readouterr().err
+    return capture
+
+
+def test_a_check_of_launches_says_it_did_not_check_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``check`` replays a capture's records; no replay judges its recorded kernel launches.
+    Of a capture whose one launch breaks the request-slot bound it printed
+    "k.capture: matches expected.json" (exit 0). It still matches (expected.json holds the
+    records' replay), and the line says the launches were not checked and what judges them."""
+    from forensics.cli import main
+
+    capture = _launches_only(tmp_path, capsys)
+    assert main(["check", str(capture)]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() == (
+        f"k.capture: matches expected.json in its records; not checked: its 1 recorded kernel "
+        f"launch(es) (expected.json holds the records' replay only): `forensics kernels "
+        f"{capture}` judges them"), out
+    assert main(["check", str(capture), "--json"]) == 0
+    assert '"launches_not_checked": 1' in capsys.readouterr().out
+
+
+def test_the_plugins_pass_of_launches_warns_that_they_were_not_checked(
+        tmp_path: Path, pytester: pytest.Pytester,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The pytest plugin's item of that capture passed in silence; it passes (its records
+    match) with a warning naming the launches it did not check."""
+    capture = _launches_only(tmp_path, capsys)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-o", "forensics_captures=",
+                                          "--forensics-captures", str(capture.parent))
+    result.assert_outcomes(passed=1, warnings=1)
+    assert "not checked: its 1 recorded kernel launch(es)" in "\n".join(result.outlines)
