@@ -33,6 +33,7 @@ import binascii
 import hashlib
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -368,11 +369,27 @@ def _check_once(args: list[str], parts: dict[str, dict[str, Any]], where: str) -
             owner[name] = part
 
 
-def launches_of(events: list[dict[str, Any]], capture: str) -> list[Launch]:
-    """The capture's launches (its ``kernel_launch`` events), in file and line order."""
-    found = [e for e in events if e.get("kind") == KIND]
-    return [check_launch(e, f"capture '{terminal(capture)}' kernel_launch event {i}", i)
-            for i, e in enumerate(found)]
+def launches_of(events: list[dict[str, Any]], capture: str,
+                places: Sequence[str] = ()) -> list[Launch]:
+    """The capture's launches (its ``kernel_launch`` events), in file and line order
+    (``places``: where each of ``events`` is, named by the line of a bad field)."""
+    found = _of_kind(events, places, KIND)
+    return [check_launch(e, _where(capture, place, KIND, i), i)
+            for i, (e, place) in enumerate(found)]
+
+
+def _of_kind(events: list[dict[str, Any]], places: Sequence[str],
+             kind: str) -> list[tuple[dict[str, Any], str]]:
+    """The events of ``kind``, each with its place ("" where ``places`` does not say)."""
+    placed = zip(events, places, strict=True) if places else ((e, "") for e in events)
+    return [(e, place) for e, place in placed if e.get("kind") == kind]
+
+
+def _where(capture: str, place: str, kind: str, number: int) -> str:
+    """How a line names the ``number``-th event of ``kind``: its capture, its file and line
+    (a capture of many events files says which), and its rank among the events of its kind."""
+    at = f" {place}," if place else ""
+    return f"capture '{terminal(capture)}'{at} {kind} event {number}"
 
 
 def check_summary(event: dict[str, Any], where: str) -> dict[str, Any]:
@@ -418,12 +435,13 @@ def _check_counts(event: dict[str, Any], where: str) -> None:
                                              "'kernels_seen' counts no launch of")
 
 
-def summaries_of(events: list[dict[str, Any]], capture: str) -> list[dict[str, Any]]:
+def summaries_of(events: list[dict[str, Any]], capture: str,
+                 places: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The capture's ``kernel_summary`` events (kernels seen, seen only in a graph), checked
-    (:func:`check_summary`)."""
-    found = [e for e in events if e.get("kind") == SUMMARY_KIND]
-    return [check_summary(e, f"capture '{terminal(capture)}' kernel_summary event {i}")
-            for i, e in enumerate(found)]
+    (:func:`check_summary`; ``places`` as :func:`launches_of`'s)."""
+    found = _of_kind(events, places, SUMMARY_KIND)
+    return [check_summary(e, _where(capture, place, SUMMARY_KIND, i))
+            for i, (e, place) in enumerate(found)]
 
 
 #: the section of docs/import-format.md on kernel records (appended by ``forensics schema``)

@@ -231,8 +231,8 @@ def sanitize(capture: str | os.PathLike[str],
     overall_deadline(deadline)
     cap = load(capture)
     raw = [e for e in cap.kernel_events if e.get("kind") == KIND]
-    launches = launches_of(cap.kernel_events, str(capture))
-    summaries = summaries_of(cap.kernel_events, str(capture))
+    launches = launches_of(cap.kernel_events, str(capture), cap.kernel_places)
+    summaries = summaries_of(cap.kernel_events, str(capture), cap.kernel_places)
     known = set(installed_kernels())
     worker, results = Worker(), []
     with overall_clock(deadline) as clock:

@@ -175,12 +175,13 @@ def end_on_a_line(fd: int, size: int, path: Path) -> None:
     os.ftruncate(fd, size - len(tail) + end + 1)
 
 
-def read_events(root: Path) -> tuple[list[dict[str, Any]], list[str]]:
+def read_events(root: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """Read every events sidecar of the capture at ``root``, line by line in bounded pieces.
 
     Returns:
         (events in file-name then line order, each with its ``process``: :func:`owner`;
-        names of sidecars whose last line was cut short and ignored).
+        names of sidecars whose last line was cut short and ignored; where each event is,
+        "events file 'NAME' line N", for the lines that name a bad field of one later).
     Raises:
         CaptureFormatError: a complete line that is not a JSON object, an event whose ``kind``
             is not a string or whose ``step``/``rank`` is not an integer, an oversized file,
@@ -189,16 +190,17 @@ def read_events(root: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """
     events: list[dict[str, Any]] = []
     truncated: list[str] = []
+    places: list[str] = []
     containers = [0]  # the lists and objects read so far (at most MAX_CONTAINERS)
     files = {match["process"]: name for name in sorted(os.listdir(root))
              if (match := EVENTS_RE.fullmatch(name)) is not None}
     for process, name in files.items():
         start = len(events)
-        if _read_one(root, root / name, events, containers):
+        if _read_one(root, root / name, events, containers, places):
             truncated.append(name)
         for event in events[start:]:
             event["process"] = owner(event, process, files)
-    return events, truncated
+    return events, truncated, places
 
 
 def owner(event: dict[str, Any], process: str, files: Iterable[str]) -> Any:
@@ -215,10 +217,11 @@ def owner(event: dict[str, Any], process: str, files: Iterable[str]) -> Any:
     return process
 
 
-def _read_one(root: Path, path: Path, out: list[dict[str, Any]], containers: list[int]) -> bool:
-    """Append the events of one sidecar to ``out`` (``containers[0]``: the lists and objects
-    read so far, counted from their opening brackets before a line is parsed); True when its
-    last line was cut short."""
+def _read_one(root: Path, path: Path, out: list[dict[str, Any]], containers: list[int],
+              places: list[str]) -> bool:
+    """Append the events of one sidecar to ``out`` and where each is to ``places``
+    (``containers[0]``: the lists and objects read so far, counted from their opening
+    brackets before a line is parsed); True when its last line was cut short."""
     for number, line, complete, cut in iter_lines(path, "events file", root, max_line=MAX_LINE):
         if not complete:
             return True
@@ -237,6 +240,7 @@ def _read_one(root: Path, path: Path, out: list[dict[str, Any]], containers: lis
                                      "objects; an event is one short JSON object: remove the "
                                      "excess lines")
         out.append(_event(line, path, number))
+        places.append(f"events file '{terminal(path.name)}' line {number}")
     return False
 
 

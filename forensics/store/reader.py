@@ -70,10 +70,13 @@ class Capture:
         self.name = name[: -len(".capture")] if name.endswith(".capture") else name
         self.manifest: dict[str, Any] = read_manifest(self.path)
         self.expected: dict[str, Any] | None = read_expected(self.path)
-        events, truncated_events = read_events(self.path)
+        events, truncated_events, places = read_events(self.path)
         #: the flight recorder's ``kernel_launch`` / ``kernel_summary`` events (not timeline
         #: events: ``forensics kernels`` reads them, :mod:`forensics.kernels.format`)
         self.kernel_events = [e for e in events if str(e["kind"]).startswith("kernel_")]
+        #: where each of :attr:`kernel_events` is ("events file 'NAME' line N")
+        self.kernel_places = [place for e, place in zip(events, places, strict=True)
+                              if str(e["kind"]).startswith("kernel_")]
         self.events = [e for e in events if not str(e["kind"]).startswith("kernel_")]
         self._segments, unknown = _open_segments(self.path, mapped)
         #: site -> records, of the segments of sites this install does not know (a plugin's

@@ -54,3 +54,24 @@ def test_the_plugins_pass_of_launches_warns_that_they_were_not_checked(
                                           "--forensics-captures", str(capture.parent))
     result.assert_outcomes(passed=1, warnings=1)
     assert "not checked: its 1 recorded kernel launch(es)" in "\n".join(result.outlines)
+
+
+# ------------------------------- T98b: a bad kernel record is named by its events file and line
+
+
+def test_a_bad_launch_is_named_by_its_events_file_and_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture of two processes' events files whose second file's second launch is of an
+    unknown format: ``kernels`` named "kernel_launch event 3" (its rank among all launches),
+    which no file of the capture says where to find. The line names the file and its line."""
+    import json
+
+    from forensics.cli import main
+
+    bad = {**launch(), "format": 0}
+    capture = write_capture(tmp_path / "k.capture", [launch(), launch()])
+    (capture / "events-h-2.jsonl").write_text(f"{json.dumps(launch())}\n{json.dumps(bad)}\n")
+    assert main(["kernels", str(capture)]) == 2
+    err = capsys.readouterr().err
+    assert (f"capture '{capture}' events file 'events-h-2.jsonl' line 2, kernel_launch event 3: "
+            "field 'format' must be 1") in err, err

@@ -317,8 +317,9 @@ def test_a_kernel_summary_of_other_types_is_one_line_naming_its_field(
         launch(), {**SUMMARY, **change, "handed_off": -(2**70)}])
     assert main(["kernels", str(capture)]) == 2
     line = capsys.readouterr().err.strip()
-    assert line.startswith(f"forensics kernels: error: capture '{capture}' kernel_summary "
-                           f"event 0: field '{field}' must be"), line
+    assert line.startswith(f"forensics kernels: error: capture '{capture}' events file "
+                           f"'events-h-1.jsonl' line 2, kernel_summary event 0: field "
+                           f"'{field}' must be"), line
     assert "fix or delete the event line" in line and len(line.splitlines()) == 1, line
 
 
