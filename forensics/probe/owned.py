@@ -88,19 +88,34 @@ def make_folder(directory: Path, first: Path) -> tuple[Path, str]:
     for _ in range(ATTEMPTS):
         try:
             os.mkdir(path, 0o700)
+            owner = _opened_new(path)
         except FileExistsError:
-            fresh = directory / unique_name()
-            LOG.warning("forensics probe: %s is in the way at %s; it is left untouched and "
-                        "the capture goes to %s", describe(path), path, fresh)
-            path = fresh
-            continue
-        fd = open_folder(path)
-        try:
-            os.fchmod(fd, 0o700)  # whatever the umask
-            return path, identity(os.fstat(fd))
-        finally:
-            os.close(fd)
+            owner = None
+        if owner is not None:
+            return path, owner
+        fresh = directory / unique_name()
+        LOG.warning("forensics probe: %s is in the way at %s; it is left untouched and "
+                    "the capture goes to %s", describe(path), terminal(path), terminal(fresh))
+        path = fresh
     raise FileExistsError(f"{ATTEMPTS} capture names in {terminal(directory)} were all taken")
+
+
+def _opened_new(path: Path) -> str | None:
+    """The identity of the folder just made at ``path``, made private whatever the umask;
+    None when what the name leads to now is not it (another user renamed it and put a
+    symlink, a file, a folder of theirs, or an old capture of this user's, in its place
+    between the ``mkdir`` and this open): it is left untouched."""
+    try:
+        fd = open_folder(path)
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_uid != os.getuid() or os.listdir(fd):
+            return None
+        os.fchmod(fd, 0o700)
+        return identity(os.fstat(fd))
+    finally:
+        os.close(fd)
 
 
 def warn_if_shared(directory: Path) -> None:
