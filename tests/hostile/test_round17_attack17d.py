@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,92 @@ def test_a_folder_swapped_between_its_mkdir_and_its_open_is_left_alone(
     assert sorted(os.listdir(outside)) == left  # the probe's first folder, renamed, untouched
     if swapped == "an old capture of mine":
         assert os.listdir(swaps[0]) == ["manifest.json"]  # left as it was
+
+
+def _sixteen(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14,  # noqa: ANN001, ANN202, PLR0913
+             a15, n):
+    """A kernel of sixteen tensor arguments (as vLLM's input-preparation kernels take many)."""
+
+
+_sixteen.__module__ = "vllm.v1.worker.gpu.stand_in"
+
+
+class _Jit:
+    """What the flight recorder reads of a Triton kernel object."""
+
+    fn = staticmethod(_sixteen)
+
+
+def test_a_launch_of_many_tensors_copies_no_more_than_its_one_event_holds() -> None:
+    """Sixteen int32 tensors of 512 KiB each, every one within what one event line holds
+    (675,000 bytes): the recorder copied all of them on the launch path, twice (8 MiB before
+    and 8 MiB after, for each launch of each of the 32 steps it keeps), and the writer then
+    dropped all but one as past the event line. Now the launch copies what its one event
+    holds, and each tensor left out says so by its shape and reason."""
+    import torch
+
+    from forensics.probe import kernels
+
+    recorder = kernels.FlightRecorder(("*",), 2, 64, None)
+    recorder._torch = torch
+    tensors = [torch.full((1 << 17,), i, dtype=torch.int32) for i in range(16)]
+    pending = recorder.before(recorder.kernel(_Jit()), (*tensors, 4), {}, (1,))
+    assert pending is not None
+    copied = pending.before.numel()
+    assert copied <= kernels.EVENT_CONTENT_BYTES, copied
+    recorder.after(pending)
+    fields = kernels.event_fields(pending)
+    kept = [name for name, info in fields["tensors"].items() if "data" in info]
+    left = [info for info in fields["tensors"].values() if info["contents"] == "none"]
+    assert kept == ["a0"] and len(left) == 15
+    assert all("one event line" in info["reason"] for info in left)
+    assert all(info["shape"] == [1 << 17] for info in fields["tensors"].values())
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_capture_folder_renamed_before_the_first_record_loses_nothing(
+        tmp_path: Path, writer: str) -> None:
+    """Another user who may write ``FORENSICS_DIR`` renames the probe's capture folder while
+    the engine loads its model, before the first record: the probe opened the folder by its
+    name only at the first write, found nothing there, and dropped every record of the run
+    (one log line). Now it holds the folder open from the start: the records are all in it,
+    under whatever name it has now."""
+    import forensics
+    from forensics.probe.session import ProbeSession
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "probe"))
+    from probe_fakes import record_batch_changes
+
+    settings = from_env({"FORENSICS_DIR": str(tmp_path), "FORENSICS_WRITER": writer})
+    assert settings is not None
+    session = ProbeSession(settings)
+    moved = tmp_path / "moved.capture"
+    os.rename(session.settings.capture, moved)
+    record_batch_changes(session, [[0, 1]] * 6)
+    session.close()
+    assert (session.counts["written"], session.counts["dropped"]) == (6, 0), session.counts
+    assert len(list(forensics.load(moved))) == 6
+
+
+def test_hosts_whose_names_differ_past_forty_characters_get_their_own_process_tags(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two pods of one deployment (``vllm-llama-3-70b-instruct-deployment-5d8f7b9c6-x7k2p``
+    and ``...-q9w4z``), their workers of one pid (each container numbers its own), writing one
+    capture on a shared volume: the tag kept the first 40 characters of the host name, so the
+    two processes had one tag, and in that capture one events file (a writer takes over the
+    file of its own tag) and segments read as one process's. Now each tag is the host's own,
+    and still a safe name of 64 characters or less."""
+    import socket
+
+    from forensics.probe.settings import process_tag
+    from forensics.store.paths import check_process_name
+
+    tags = []
+    for pod in ("x7k2p", "q9w4z"):
+        name = f"vllm-llama-3-70b-instruct-deployment-5d8f7b9c6-{pod}"
+        monkeypatch.setattr(socket, "gethostname", lambda name=name: name)
+        tags.append(process_tag(4194303))
+    assert tags[0] != tags[1]
+    assert all(check_process_name(tag) == tag and tag.endswith("-4194303") for tag in tags)
+    monkeypatch.setattr(socket, "gethostname", lambda: "node-7")
+    assert process_tag(12) == "node-7-12"  # a short name is kept as it was
