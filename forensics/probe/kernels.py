@@ -9,7 +9,8 @@ recorded, on both launch paths: compiled kernels (``JITFunction.run``) and Trito
 A launch costs one copy of each tensor argument's storage before and, for tensors the launch
 may write, after it (integer and boolean storages whole up to :data:`WHOLE_BYTES`; floats within
 ``FORENSICS_KERNELS_BUDGET`` bytes per launch, else their elements up to the budget, else
-nothing and the record says so). Nothing is encoded on the launch path: the copies wait in the
+nothing and the record says so; a launch's copies, all its tensors together, no more than its
+one event line holds). Nothing is encoded on the launch path: the copies wait in the
 flight recorder, which keeps the last ``FORENSICS_KERNELS_KEEP`` steps (default 32) and writes
 them as ``kernel_launch`` events through the probe's writer (:mod:`forensics.kernels.format`)
 when ``execute_model`` raises, at exit, on SIGTERM/SIGINT, and on request (:func:`dump`). With
@@ -112,7 +113,7 @@ class Pending:
 
     __slots__ = ("meta", "step", "rank", "ordinal", "grid", "constexprs", "scalars",
                  "tensors", "unrecorded", "names", "views", "sizes", "before", "after",
-                 "memory")
+                 "memory", "room")
 
     def __init__(self, meta: KernelMeta, step: int, rank: int, ordinal: int) -> None:
         self.meta, self.step, self.rank, self.ordinal = meta, step, rank, ordinal
@@ -127,6 +128,7 @@ class Pending:
         self.before: Any = None  # one host copy of every view joined, before the launch
         self.after: Any = None  # and after it
         self.memory: dict[str, tuple[int, int]] = {}  # per tensor: its storage's address, bytes
+        self.room = EVENT_CONTENT_BYTES  # the bytes of contents its one event line still holds
 
 
 class FlightRecorder:
@@ -237,7 +239,9 @@ class FlightRecorder:
                       f"budget ({self.budget} bytes, {ENV_BUDGET}): shape only")
         if storage <= floats and not whole:
             contents = "storage"
-        contents, reason = _within_one_event(contents, reason, storage, view_bytes)
+        contents, reason = _within_one_event(contents, reason, storage, view_bytes,
+                                             pending.room)
+        pending.room -= {"storage": storage, "view": view_bytes}.get(contents, 0)
         if contents != "none" and complex_:
             contents, reason = "none", "a complex tensor"
         info = {"dtype": dtype, "shape": tensor.shape, "strides": tensor.stride(),
@@ -369,17 +373,23 @@ def _fit(tensors: dict[str, dict[str, Any]]) -> None:
 
 
 # -- tensors ------------------------------------------------------------------------------
-def _within_one_event(contents: str, reason: str, storage: int, view_bytes: int
-                      ) -> tuple[str, str]:
-    """``contents`` and ``reason`` of a tensor, copying no more of it than one event line can
-    hold (:data:`EVENT_CONTENT_BYTES`; a larger copy would be dropped when it is written):
-    its storage, else its elements, else nothing and the reason says so. A huge view (an
-    expanded tensor of a few bytes of storage) is then never materialised on the launch path."""
+def _within_one_event(contents: str, reason: str, storage: int, view_bytes: int,
+                      room: int = EVENT_CONTENT_BYTES) -> tuple[str, str]:
+    """``contents`` and ``reason`` of a tensor, copying no more of it than the ``room`` its
+    launch's one event line has left (:data:`EVENT_CONTENT_BYTES` less the launch's tensors
+    copied before it; a larger copy would be dropped when it is written): its storage, else
+    its elements, else nothing and the reason says so. A huge view (an expanded tensor of a
+    few bytes of storage), or many tensors of one launch, are then never materialised on the
+    launch path nor held in the recorder."""
     size = storage if contents == "storage" else view_bytes
-    if contents == "none" or size <= EVENT_CONTENT_BYTES:
+    if contents == "none" or size <= room:
         return contents, reason
-    if contents == "storage" and view_bytes <= EVENT_CONTENT_BYTES:
+    if contents == "storage" and view_bytes <= room:
         return "view", reason
+    if size <= EVENT_CONTENT_BYTES:
+        return "none", (f"contents of {size} bytes, past the {max(room, 0)} bytes one event "
+                        f"line still holds after the launch's other tensors "
+                        f"({EVENT_CONTENT_BYTES} bytes in all): shape only")
     return "none", (f"contents of {size} bytes, past what one event line holds "
                     f"({EVENT_CONTENT_BYTES} bytes): shape only")
 

@@ -88,33 +88,86 @@ def make_folder(directory: Path, first: Path) -> tuple[Path, str]:
     for _ in range(ATTEMPTS):
         try:
             os.mkdir(path, 0o700)
+            owner = _opened_new(path)
         except FileExistsError:
-            fresh = directory / unique_name()
-            LOG.warning("forensics probe: %s is in the way at %s; it is left untouched and "
-                        "the capture goes to %s", describe(path), path, fresh)
-            path = fresh
-            continue
-        fd = open_folder(path)
-        try:
-            os.fchmod(fd, 0o700)  # whatever the umask
-            return path, identity(os.fstat(fd))
-        finally:
-            os.close(fd)
+            owner = None
+        if owner is not None:
+            return path, owner
+        fresh = directory / unique_name()
+        LOG.warning("forensics probe: %s is in the way at %s; it is left untouched and "
+                    "the capture goes to %s", describe(path), terminal(path), terminal(fresh))
+        path = fresh
     raise FileExistsError(f"{ATTEMPTS} capture names in {terminal(directory)} were all taken")
+
+
+def _opened_new(path: Path) -> str | None:
+    """The identity of the folder just made at ``path``, made private whatever the umask;
+    None when what the name leads to now is not it (another user renamed it and put a
+    symlink, a file, a folder of theirs, or an old capture of this user's, in its place
+    between the ``mkdir`` and this open): it is left untouched."""
+    try:
+        fd = open_folder(path)
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_uid != os.getuid() or os.listdir(fd):
+            return None
+        os.fchmod(fd, 0o700)
+        return identity(os.fstat(fd))
+    finally:
+        os.close(fd)
 
 
 def warn_if_shared(directory: Path) -> None:
     """One log line when other users may rename or replace entries of ``directory`` (it is
     writable by its group or by others without the sticky bit, or owned by another user
-    than this one or root): the capture's contents stay private, but its name may be taken
-    away or stand for a folder someone else made once the engine is done."""
+    than this one or root), or ``directory`` itself: a folder or a symlink on its path that
+    such a user may replace (:func:`replaceable`): the capture's contents stay private, but
+    its name may be taken away or stand for a folder someone else made once the engine is
+    done."""
     st = os.stat(directory)
+    if _open_to_others(st):
+        what = f"the capture directory {terminal(directory)} is {describe(directory)}"
+    else:
+        link = replaceable(directory)
+        if link is None:
+            return
+        what = (f"the capture directory {terminal(directory)} has on its path "
+                f"{terminal(link)}, {describe(link)} in {describe(link.parent)}")
+    LOG.warning("forensics probe: %s: other users may rename or replace the capture folder's "
+                "name (its contents stay private to you); point FORENSICS_DIR at a directory "
+                "of your own", what)
+
+
+def _open_to_others(st: os.stat_result) -> bool:
+    """True when another user than this one or root may rename or replace the entries of the
+    folder of status ``st``: writable by its group or others without the sticky bit, or
+    owned by another user."""
     shared = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX
-    if shared or st.st_uid not in (os.getuid(), 0):
-        LOG.warning("forensics probe: the capture directory %s is %s: other users may rename "
-                    "or replace the capture folder's name (its contents stay private to you); "
-                    "point FORENSICS_DIR at a directory of your own", terminal(directory),
-                    describe(directory))
+    return bool(shared) or st.st_uid not in (os.getuid(), 0)
+
+
+def replaceable(directory: Path) -> Path | None:
+    """The first folder or symlink on the path to ``directory`` (as given, then as resolved)
+    that another user may rename or replace: its parent is open to them
+    (:func:`_open_to_others`), or it is theirs in a sticky folder; None when there is none."""
+    for path in (directory, directory.resolve()):
+        for entry in reversed(path.parents[:-1]):  # from the root down, the root excluded
+            if _replaceable_entry(entry):
+                return entry
+        if _replaceable_entry(path):
+            return path
+    return None
+
+
+def _replaceable_entry(entry: Path) -> bool:
+    """True when another user may rename or replace ``entry`` (see :func:`replaceable`)."""
+    try:
+        parent, own = os.stat(entry.parent), os.lstat(entry)
+    except OSError:  # not there yet: the probe makes it, as this user
+        return False
+    sticky_other = parent.st_mode & stat.S_ISVTX and own.st_uid not in (os.getuid(), 0)
+    return _open_to_others(parent) or bool(sticky_other)
 
 
 def claim(settings: Any) -> Any:

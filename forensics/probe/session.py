@@ -107,6 +107,7 @@ class ProbeSession:
         self.made_folder = not settings.owner  #: this process made the capture folder
         self.settings = settings = owned.claim(settings)
         self._folder: owned.OwnedFolder | None = None
+        self._hold_folder()
         self.guard = settings.guard  #: guard mode (read at every recorded call)
         self.copier = copier or Copier()
         self._tag = (os.getpid(), process_tag())
@@ -143,6 +144,15 @@ class ProbeSession:
         if self._tag[0] != os.getpid():
             self._tag = (os.getpid(), process_tag())
         return self._tag[1]
+
+    def _hold_folder(self) -> None:
+        """Hold the capture folder open from the start (:meth:`folder`), so that another
+        user renaming or replacing its name while the engine loads, before its first record,
+        costs no record; a name that no longer leads to it is said at the first write."""
+        try:
+            self.folder()
+        except OSError:
+            pass
 
     def folder(self) -> owned.OwnedFolder:
         """The capture folder, held open once checked (:class:`~forensics.probe.owned.

@@ -7,6 +7,7 @@ are set the ``FORENSICS_*`` one wins.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -53,6 +54,8 @@ DEFAULT_RING = 4096
 DEFAULT_FLUSH_EVERY = 256
 #: how much of a setting's value an error message shows
 SHOWN_CHARS = 120
+#: the most characters of the host name a process tag keeps (:func:`process_tag`)
+HOST_CHARS = 40
 #: the longest ``FORENSICS_ENGINE_ID`` (a uuid has 32 characters)
 MAX_ENGINE_ID = 256
 
@@ -162,8 +165,15 @@ def unique_name(now: float | None = None, pid: int | None = None) -> str:
 
 
 def process_tag(pid: int | None = None) -> str:
-    """Return this process's segment tag: ``<host>-<pid>`` with only safe characters."""
-    host = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40] or "host"
+    """Return this process's segment tag: ``<host>-<pid>`` with only safe characters. A host
+    name past :data:`HOST_CHARS` is cut and a digest of the whole name added, so that the
+    processes of two hosts whose names differ only past it (a cluster's long pod names) never
+    share a tag, nor so a segment's or events file's name in one capture."""
+    name = socket.gethostname()
+    host = re.sub(r"[^A-Za-z0-9_-]", "_", name) or "host"
+    if len(host) > HOST_CHARS:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        host = f"{host[:HOST_CHARS - 9]}-{digest}"
     return f"{host}-{os.getpid() if pid is None else pid}"
 
 
