@@ -19,6 +19,7 @@ shutdown, after the first process has gone) must not lose its folder.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import os
 import stat
@@ -205,10 +206,24 @@ def mark_joined(path: Path, owner: str) -> str | None:
                        | os.O_CLOEXEC, 0o600, dir_fd=fd)
         os.close(mark)
         return None
-    except OSError as exc:  # removed after it was opened: no file can be made in it
-        return f"the folder was removed as it was joined ({exc.strerror})"
+    except OSError as exc:
+        return _unmarked(path, exc)
     finally:
         os.close(fd)
+
+
+def _unmarked(path: Path, exc: OSError) -> str | None:
+    """Why the folder ``path`` is not joined when its join mark could not be made (``exc``):
+    removed after it was opened; None (joined, and one log line says so) when the disk or the
+    quota is full: the folder is there and is this process's to write when room is made."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        LOG.warning("forensics probe: the capture folder %s is joined without its join mark "
+                    "(%s): if the engine's first process ends before this one writes, it may "
+                    "remove the folder as empty", terminal(path), exc.strerror)
+        return None
+    if exc.errno == errno.ENOENT:
+        return f"the folder was removed as it was joined ({exc.strerror})"
+    return f"no join mark could be made in it ({exc.strerror})"
 
 
 class OwnedFolder:

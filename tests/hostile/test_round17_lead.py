@@ -75,3 +75,42 @@ def test_a_bad_launch_is_named_by_its_events_file_and_line(
     err = capsys.readouterr().err
     assert (f"capture '{capture}' events file 'events-h-2.jsonl' line 2, kernel_launch event 3: "
             "field 'format' must be 1") in err, err
+
+
+# ------------------------------ T98c: a full disk as a process joins its engine's capture folder
+
+
+@pytest.mark.parametrize("full", ["ENOSPC", "EDQUOT"])
+def test_a_full_disk_as_a_process_joins_keeps_the_folder_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        full: str) -> None:
+    """A worker joining its engine's capture folder on a full disk (or quota) could not leave
+    its join mark: it logged that "the folder was removed as it was joined", which was false
+    (the folder is there), and then tried a new folder, which the full disk refused too: the
+    worker did not start. It joins the folder without the mark, in one line saying so."""
+    import errno
+    import logging
+    import os
+
+    from forensics.probe import owned
+    from forensics.probe.settings import from_env
+
+    first = from_env({"FORENSICS_DIR": str(tmp_path)})
+    assert first is not None
+    first = owned.claim(first)
+    monkeypatch.setattr(owned, "_MADE_HERE", set())  # another process: it joins, not makes
+    real_open = os.open
+
+    def full_disk(path: object, *args: object, **kwargs: object) -> int:
+        if str(path).startswith(owned.JOINED_MARK):
+            raise OSError(getattr(errno, full), os.strerror(getattr(errno, full)))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", full_disk)
+    monkeypatch.setattr(os, "mkdir", lambda *a, **k: full_disk(owned.JOINED_MARK))
+    with caplog.at_level(logging.WARNING, logger="forensics.probe"):
+        joined = owned.claim(first)
+    assert joined.capture == first.capture and first.capture.is_dir()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "is joined without its join mark" in lines[0], lines
+    assert "removed" not in lines[0].split("(")[0], lines

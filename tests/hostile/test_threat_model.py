@@ -1358,6 +1358,8 @@ TESTS = {
              "test_the_plugins_pass_of_launches_warns_that_they_were_not_checked"],
     "T98b": ["tests/hostile/test_round17_lead.py::"
              "test_a_bad_launch_is_named_by_its_events_file_and_line"],
+    "T98c": ["tests/hostile/test_round17_lead.py::"
+             "test_a_full_disk_as_a_process_joins_keeps_the_folder_and_says_so"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
