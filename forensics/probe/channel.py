@@ -86,6 +86,19 @@ def available() -> bool:
     return hasattr(os, "memfd_create") and sys.platform.startswith("linux")
 
 
+
+def manifest_file(manifest: dict[str, Any]) -> int:
+    """A descriptor of an unnamed file (a ``memfd``) holding ``manifest`` as JSON, read from
+    its start by the writer process: on its command line, the model, engine id, host and pid
+    were shown to every local user (``ps``)."""
+    fd = os.memfd_create("forensics-probe-manifest", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, json.dumps(manifest, default=str).encode("utf-8"))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
 class Ack:
     """The child's latest acknowledgement (all zero before the first)."""
 
@@ -168,6 +181,7 @@ class WriterChannel:
 
         Raises OSError when it cannot be started."""
         read, write = os.pipe()
+        facts = manifest_file(manifest)
         try:
             self.proc = subprocess.Popen(
                 # -P: nothing from the engine's working directory (a shared folder where
@@ -175,13 +189,15 @@ class WriterChannel:
                 [sys.executable, "-P", "-m", "forensics.probe.writer_process", "--ring-fd",
                  str(self.ring.fd), "--ring-bytes", str(self.size), "--ack-fd", str(write),
                  "--capture-fd", str(folder), "--process", process, "--engine-pid",
-                 str(os.getpid()), "--manifest", json.dumps(manifest, default=str)],
-                stdin=subprocess.PIPE, pass_fds=(self.ring.fd, write, folder), close_fds=True)
+                 str(os.getpid()), "--manifest-fd", str(facts)],
+                stdin=subprocess.PIPE, pass_fds=(self.ring.fd, write, folder, facts),
+                close_fds=True)
         except BaseException:
             os.close(read)
             raise
         finally:
             os.close(write)
+            os.close(facts)
         os.set_blocking(read, False)
         assert self.proc.stdin is not None
         os.set_blocking(self.proc.stdin.fileno(), False)

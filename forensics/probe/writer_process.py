@@ -209,10 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     manifest (JSON). Any failure is one line on stderr (the engine's), never a traceback:
     exit :data:`START_FAILED` before the first frame is read, :data:`FAILED` after."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for name in ("--ring-fd", "--ring-bytes", "--ack-fd", "--engine-pid", "--capture-fd"):
+    for name in ("--ring-fd", "--ring-bytes", "--ack-fd", "--engine-pid", "--capture-fd",
+                 "--manifest-fd"):
         parser.add_argument(name, type=int, required=True)
-    for name in ("--process", "--manifest"):
-        parser.add_argument(name, required=True)
+    parser.add_argument("--process", required=True)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -233,8 +233,18 @@ def _start(args: argparse.Namespace) -> WriterChild:
 
     ring = memoryview(mmap.mmap(args.ring_fd, args.ring_bytes))
     folder = f"/proc/self/fd/{args.capture_fd}"
-    writer = CaptureWriter(folder, json.loads(args.manifest), process=args.process)
+    writer = CaptureWriter(folder, _manifest(args.manifest_fd), process=args.process)
     return WriterChild(ring, writer, args.ack_fd, args.engine_pid, cpus)
+
+
+def _manifest(fd: int) -> dict[str, Any]:
+    """The manifest the engine wrote in the unnamed file ``fd`` (see
+    :func:`~forensics.probe.channel.manifest_file`), read from its start; the file is closed."""
+    with os.fdopen(fd, "rb") as facts:
+        data = json.loads(os.pread(facts.fileno(), os.fstat(fd).st_size, 0))
+    if not isinstance(data, dict):
+        raise ValueError("the manifest is not a JSON object")
+    return data
 
 
 def _serve(child: WriterChild) -> int:

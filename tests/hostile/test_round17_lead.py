@@ -114,3 +114,36 @@ def test_a_full_disk_as_a_process_joins_keeps_the_folder_and_says_so(
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1 and "is joined without its join mark" in lines[0], lines
     assert "removed" not in lines[0].split("(")[0], lines
+
+
+# -------------------------------- T98d: the writer process's command line shows no manifest
+
+
+def test_the_writer_processs_command_line_holds_no_manifest(tmp_path: Path) -> None:
+    """The probe's writer process took the capture's manifest (model, engine id, host, pid) on
+    its command line, which every local user reads (``ps``, ``/proc/PID/cmdline``); it reads
+    it from an unnamed file it inherits, and writes it into the capture as before."""
+    import json
+    import os
+
+    from forensics.probe.channel import WriterChannel, available
+    from forensics.probe.owned import open_folder
+
+    assert available()
+    folder = tmp_path / "c.capture"
+    folder.mkdir(mode=0o700)
+    fd = open_folder(folder)
+    channel = WriterChannel(1 << 16)
+    secret = "model-of-a-secret-name"
+    try:
+        channel.start(fd, "p1", {"format": 1, "model": {"name": secret}})
+        assert channel.proc is not None
+        cmdline = b""
+        while b"writer_process" not in cmdline and channel.proc.poll() is None:
+            cmdline = Path(f"/proc/{channel.proc.pid}/cmdline").read_bytes()  # after its exec
+    finally:
+        assert channel.close()
+        os.close(fd)
+    assert secret.encode() not in cmdline and b"--manifest-fd" in cmdline, cmdline
+    written = json.loads((folder / "manifest.json").read_text())
+    assert written["model"]["name"] == secret, written

@@ -279,15 +279,17 @@ def _writer_process(tmp_path: Path, what: str) -> subprocess.Popen[bytes]:
     ring = os.memfd_create("test-ring")
     os.ftruncate(ring, 1 << 16)
     read, write = os.pipe()
+    manifest = os.memfd_create("test-manifest")
+    os.write(manifest, b"{" if what == "manifest" else b"{}")
     args = ["--ring-fd", str(ring if what != "ring" else 999), "--ring-bytes", str(1 << 16),
             "--ack-fd", str(write), "--capture-fd", str(folder), "--process", "p1",
-            "--engine-pid", str(os.getpid()), "--manifest", "{" if what == "manifest" else "{}"]
+            "--engine-pid", str(os.getpid()), "--manifest-fd", str(manifest)]
     try:
         return subprocess.Popen([sys.executable, "-m", "forensics.probe.writer_process", *args],
                                 stdin=subprocess.PIPE, stderr=subprocess.PIPE,
-                                pass_fds=(ring, write, folder))
+                                pass_fds=(ring, write, folder, manifest))
     finally:
-        for fd in (ring, read, write, folder):
+        for fd in (ring, read, write, folder, manifest):
             os.close(fd)
 
 

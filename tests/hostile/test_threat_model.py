@@ -1360,6 +1360,8 @@ TESTS = {
              "test_a_bad_launch_is_named_by_its_events_file_and_line"],
     "T98c": ["tests/hostile/test_round17_lead.py::"
              "test_a_full_disk_as_a_process_joins_keeps_the_folder_and_says_so"],
+    "T98d": ["tests/hostile/test_round17_lead.py::"
+             "test_the_writer_processs_command_line_holds_no_manifest"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
