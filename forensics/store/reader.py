@@ -24,7 +24,8 @@ from forensics.store.duplicates import find_duplicate
 from forensics.store.manifest import read_expected, read_manifest
 from forensics.store.maps import require_map_slots
 from forensics.store.paths import SegmentName, capture_dir, parse_segment_name
-from forensics.store.segment import Schemas, Segment
+from forensics.store.schemas import Schemas
+from forensics.store.segment import Segment
 from forensics.store.stamps import first_changed, stamps, stamps_text
 
 if TYPE_CHECKING:

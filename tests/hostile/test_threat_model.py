@@ -1175,6 +1175,12 @@ TESTS = {
              "test_an_index_entry_stretched_over_a_hole_is_refused_before_the_hole_is_read",
              "tests/hostile/test_round4_store.py::"
              "test_a_scanned_batch_over_a_hole_is_refused_before_its_columns_are_read"],
+    "T95a": ["tests/hostile/test_round17_attack17b.py::"
+             "test_a_header_claimed_over_a_hole_is_refused_before_it_is_read",
+             "tests/hostile/test_round17_attack17b.py::"
+             "test_a_header_past_the_read_cap_is_refused_before_it_is_read"],
+    "T95b": ["tests/hostile/test_round17_attack17b.py::"
+             "test_a_batch_head_rewritten_after_open_is_refused_before_its_header_is_read"],
     "T77e": ["tests/hostile/test_round15_attack15.py::"
              "test_a_url_in_markdown_is_a_code_span_and_renders_as_the_text",
              "tests/hostile/test_round15_attack15.py::"

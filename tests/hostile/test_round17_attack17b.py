@@ -1,0 +1,125 @@
+"""Round 17's attack17b (issue 38): a segment read into memory (T92a, T92c) whose message header
+claims more bytes than the file stores, or whose batch head is rewritten in place after the
+capture was opened (T95a, T95b of docs/threat-model.md)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_round4_store import peak_growth
+
+from forensics.errors import CaptureFormatError
+from forensics.records import Record
+from forensics.store.index import ENTRY, MAGIC
+from forensics.store.writer import write_capture
+
+#: what a hostile header claims: far more than the 12 KiB the segment stores
+CLAIMED = 256 << 20
+
+
+def _capture(tmp_path: Path) -> tuple[Path, Path, np.ndarray]:
+    """A capture of three embedding records: its folder, its segment and its index entries."""
+    capture = write_capture(tmp_path / "s.capture", [
+        Record("embedding", s, 0, {"input_ids": np.arange(4, dtype=np.int32),
+                                   "num_embeddings": 10}) for s in range(3)])
+    segment = next(capture.glob("*.arrows"))
+    entries = np.fromfile(segment.with_name(segment.name + ".idx"), dtype=ENTRY,
+                          offset=len(MAGIC))
+    return capture, segment, entries
+
+
+def _append_head(segment: Path, entries: np.ndarray, meta: int, hole: int) -> None:
+    """Drop the segment's index; append a message head claiming a header of ``meta`` bytes,
+    then ``hole`` bytes of hole (nothing stored)."""
+    os.unlink(segment.with_name(segment.name + ".idx"))
+    end = int(entries[-1]["offset"] + entries[-1]["length"])
+    with open(segment, "r+b") as f:
+        f.truncate(end)
+        f.seek(end)
+        f.write(b"\xff\xff\xff\xff" + meta.to_bytes(4, "little"))
+        f.truncate(end + 8 + hole)
+
+
+@pytest.mark.parametrize("mapped", [False, True])
+def test_a_header_claimed_over_a_hole_is_refused_before_it_is_read(
+        mapped: bool, tmp_path: Path) -> None:
+    """A segment (no index) whose last message's head claims a header of 256 MiB, the file
+    extended over a hole past it (12 KiB stored): opened without a map (every command since
+    T92a), the header's claimed bytes were taken and read (a bytearray, then a copy of it:
+    512 MiB held; a 2 GiB claim took `inspect` to 4.3 GB and 7 s) before it was found to be
+    no message. Its bytes are found unstored first: one line, nothing read. Mapped, pyarrow
+    reads it through the map and refuses it."""
+    import forensics
+
+    capture, segment, entries = _capture(tmp_path)
+    _append_head(segment, entries, CLAIMED, CLAIMED + 1)
+
+    def load() -> None:
+        with pytest.raises(CaptureFormatError) as raised:
+            forensics.load(capture, mapped=mapped)
+        said = str(raised.value)
+        assert "\n" not in said and f"'{segment.name}' of 's.capture'" in said, said
+        if not mapped:
+            assert f"claims a header of {CLAIMED} bytes but the file stores only" in said, said
+
+    assert peak_growth(load) < 16 << 20
+
+
+def test_a_header_past_the_read_cap_is_refused_before_it_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A message head claiming a header past ``MAX_READ_BYTES`` (1 GiB; here made 64 KiB),
+    its bytes stored (4 MiB of them): the header was read (twice its size held) before the
+    message's size was checked against the cap, and then the line said it was a bad message.
+    The cap is checked first: the line says the message takes more than one may read, and
+    no read of the header's size is made."""
+    import forensics
+    from forensics.store import segment as segment_module
+
+    capture, segment, entries = _capture(tmp_path)
+    meta = 4 << 20
+    _append_head(segment, entries, meta, 0)
+    with open(segment, "ab") as f:
+        f.write(b"\x01" * (meta + 1))  # stored, not a hole
+    monkeypatch.setattr(segment_module, "MAX_READ_BYTES", 64 << 10)
+    reads: list[int] = []
+    real = segment_module.Segment._read_at
+
+    def spied(self: segment_module.Segment, offset: int, length: int, what: str = ""
+              ) -> bytearray:
+        reads.append(length)
+        return real(self, offset, length, what)
+
+    monkeypatch.setattr(segment_module.Segment, "_read_at", spied)
+    with pytest.raises(CaptureFormatError, match=f"takes {8 + meta} bytes, past the 65536 one"):
+        forensics.load(capture)
+    assert max(reads) < 64 << 10, reads
+
+
+@pytest.mark.parametrize("reader", ["batches", "check_index"])
+def test_a_batch_head_rewritten_after_open_is_refused_before_its_header_is_read(
+        reader: str, tmp_path: Path) -> None:
+    """A batch whose head (its header's length) another user rewrites in place, after the
+    capture was opened (its head then checked to fit its index entry) and before the batch or
+    its index claims are read: the new length was taken as is (a bytearray of 256 MiB made,
+    of 4 GiB for ``inspect``'s index check), and the line said the segment 'was truncated
+    while it was read', which it was not. The head is checked again to fit its entry: one
+    line saying the batch, or the entry, does not match; nothing of that length is made."""
+    import forensics
+
+    capture, segment, entries = _capture(tmp_path)
+    opened = forensics.load(capture)
+    with open(segment, "r+b") as f:
+        f.seek(int(entries[0]["offset"]) + 4)
+        f.write(CLAIMED.to_bytes(4, "little"))
+    expected = "batch 0 at byte \\d+ does not match the index" if reader == "batches" else \
+        "index entry 0 claims 3 record\\(s\\) of steps 0..2, but the segment holds no Arrow " \
+        "message that fits the entry there"
+
+    def read() -> None:
+        with pytest.raises(CaptureFormatError, match=expected):
+            list(opened.batches()) if reader == "batches" else opened.check_index()
+
+    assert peak_growth(read) < 16 << 20
