@@ -296,20 +296,22 @@ def _flat(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
 
 def _compare_step(values: np.ndarray, offsets: np.ndarray, lo: int, hi: int, ranks: np.ndarray
                   ) -> tuple[int, int, int | None, int | None, int | None] | None:
-    """Rows ``lo:hi`` (one step) against the lowest rank's row: the first row of another rank
-    that differs, as ``(row a, row b, element, value a, value b)`` (element None: lengths
-    differ, values then the lengths), or None."""
-    ref = values[offsets[lo]:offsets[lo + 1]]
-    for row in range(lo + 1, hi):
-        if ranks[row] == ranks[lo]:
-            continue
-        mine = values[offsets[row]:offsets[row + 1]]
-        if len(mine) != len(ref):
-            return lo, row, None, len(ref), len(mine)
-        diff = np.flatnonzero(mine != ref)
-        if len(diff):
-            at = int(diff[0])
-            return lo, row, at, int(ref[at]), int(mine[at])
+    """Rows ``lo:hi`` (one step, by rank, each rank's in the order written) against the lowest
+    rank's, call by call: each other rank's n-th row against the lowest rank's n-th (a rank
+    may hold several records of a site at one step, one per call); the first row that
+    differs, as ``(row a, row b, element, value a, value b)`` (element None: lengths differ,
+    values then the lengths), or None."""
+    firsts = lo + np.flatnonzero(np.r_[True, ranks[lo + 1:hi] != ranks[lo:hi - 1]])
+    ends = np.r_[firsts[1:], hi]
+    for start, stop in zip(firsts[1:].tolist(), ends[1:].tolist(), strict=True):
+        for a, row in zip(range(lo, int(ends[0])), range(start, stop), strict=False):
+            ref, mine = values[offsets[a]:offsets[a + 1]], values[offsets[row]:offsets[row + 1]]
+            if len(mine) != len(ref):
+                return a, row, None, len(ref), len(mine)
+            diff = np.flatnonzero(mine != ref)
+            if len(diff):
+                at = int(diff[0])
+                return a, row, at, int(ref[at]), int(mine[at])
     return None
 
 

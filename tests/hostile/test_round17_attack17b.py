@@ -123,3 +123,58 @@ def test_a_batch_head_rewritten_after_open_is_refused_before_its_header_is_read(
             list(opened.batches()) if reader == "batches" else opened.check_index()
 
     assert peak_growth(read) < 16 << 20
+
+
+def _engine_of_two_calls(root: Path, changed: int | None) -> list[Path]:
+    """The two rank captures of one engine whose embedding is called twice at step 5 (the
+    second call's ids each one more than the first's), alike on both ranks; ``changed``: the
+    element of rank 1's second call made to differ."""
+    from typing import cast
+
+    from forensics.fleet.generate import _manifest, _scenario, without_positions
+    from forensics.simulator.runs import simulate
+
+    sc = _scenario("clean", 12, 4, ranks=2)
+    records: list[Record] = []
+    for record in without_positions(cast(list[Record], simulate(sc, seed=3))):
+        records.append(record)
+        if record.site == "embedding" and record.step == 5:
+            ids = (np.array(record.fields["input_ids"]) + 1) % sc.vocab
+            if changed is not None and record.rank == 1:
+                ids[changed] = (ids[changed] + 7) % sc.vocab
+            records.append(Record(record.site, record.step, record.rank,
+                                  {**record.fields, "input_ids": ids}))
+    root.mkdir()
+    paths = []
+    for rank in (0, 1):
+        entries = _manifest(1, "engine-x", sc, 3, f"node-x{rank}", rank, "engine-x")
+        paths.append(write_capture(root / f"engine-x-rank{rank}.capture",
+                                   [r for r in records if r.rank == rank], entries,
+                                   validated=True))
+    return paths
+
+
+@pytest.mark.parametrize("changed", [None, 2])
+def test_ranks_of_several_calls_at_a_step_are_compared_call_by_call(
+        changed: int | None, tmp_path: Path) -> None:
+    """Two ranks of one engine each holding two embedding records at step 5 (two calls),
+    alike: the triage compared each rank-1 record with rank 0's first, and said "rank
+    divergence at step 5: embedding input_ids[0] = X on rank 0, X+1 on rank 1" of two honest
+    captures (rank 1's second call against rank 0's first); with rank 1's second call
+    differing at element 2, it named element 0 and those values. Each rank's n-th record of a
+    step is compared with the other's n-th: alike, no divergence; else the element and values
+    that differ."""
+    from forensics.fleet.stitch import first_divergence
+
+    rank0, rank1 = _engine_of_two_calls(tmp_path / "fleet", changed)
+    hit = first_divergence([str(rank0), str(rank1)])
+    if changed is None:
+        assert hit is None, hit
+        return
+    import forensics
+
+    second = [[r for r in forensics.load(p).records(site="embedding", steps=5)][1]
+              for p in (rank0, rank1)]
+    values = [int(r.fields["input_ids"][changed]) for r in second]
+    assert hit is not None and (hit["step"], hit["element"], hit["values"]) == \
+        (5, changed, values), hit
