@@ -178,3 +178,65 @@ def test_ranks_of_several_calls_at_a_step_are_compared_call_by_call(
     values = [int(r.fields["input_ids"][changed]) for r in second]
     assert hit is not None and (hit["step"], hit["element"], hit["values"]) == \
         (5, changed, values), hit
+
+
+def _manifest_nested(capture: Path, levels: int) -> None:
+    """Give ``capture``'s manifest a ``shrink`` history nested ``levels`` deep (a capture
+    shrunk that many times, each keeping the last's as ``before``)."""
+    import json
+
+    path = capture / "manifest.json"
+    manifest = json.loads(path.read_text())
+    history: dict[str, object] = {"records_kept": 4}
+    for _ in range(levels):
+        history = {"before": history}
+    manifest["shrink"] = history
+    path.write_text(json.dumps(manifest))
+
+
+def test_a_shrink_whose_manifest_would_be_unreadable_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture whose manifest nests 100 deep (the most forensics reads: its shrink history),
+    shrunk: the shrink wrote the capture, with its history one level deeper, then its own
+    check of it refused it: "manifest '/proc/self/fd/3/.small.capture.tmp-N/manifest.json':
+    lists and objects nested 101 deep ... remove the nested value or replace the file with the
+    one its producer wrote", a file the user never saw, and a fix for a file not at fault. The
+    manifest is checked as it is written: one line saying that the manifest to write would
+    nest past what forensics reads, and which entries to shorten; nothing left."""
+    import shutil
+
+    from test_round2 import run_cli
+
+    capture = tmp_path / "deep.capture"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "placeholder-leak.capture",
+                    capture)
+    _manifest_nested(capture, 98)
+    assert run_cli(capsys, "inspect", capture)[0] == 0  # read as it is
+    code, _, err = run_cli(capsys, "shrink", capture, "-o", tmp_path / "small.capture")
+    assert code == 2, err
+    said = err.strip()
+    assert "\n" not in said and "/proc/" not in said and ".tmp-" not in said, said
+    assert "the manifest.json to write nests its lists and objects past the 100 levels" in \
+        said, said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["deep.capture"]
+
+
+@pytest.mark.parametrize("entry", ["large", "non-ascii", "containers"])
+def test_a_manifest_its_readers_would_refuse_is_not_written(entry: str, tmp_path: Path) -> None:
+    """A capture written with manifest entries its readers refuse once written (indented JSON
+    past 16 MiB from a 5 MB list; non-ASCII text escaped to three times its bytes; more lists
+    and objects than a manifest may hold): ``write_capture`` (``shrink``, ``redact``,
+    ``import``) wrote a capture no command could open ("is 18201159 bytes; at most 16777216 are
+    read"). It is refused as the manifest is written, naming why; nothing is left."""
+    from forensics.store.manifest import MAX_CONTAINERS
+
+    value = {"large": [0] * 2_600_000, "non-ascii": "\U0001f600" * 1_500_000,
+             "containers": [[]] * MAX_CONTAINERS}[entry]
+    why = {"large": "takes \\d+ bytes, past the 16777216",
+           "non-ascii": "takes \\d+ bytes, past the 16777216",
+           "containers": "holds \\d+ JSON lists and objects, past the "
+                         f"{MAX_CONTAINERS}"}[entry]
+    with pytest.raises(CaptureFormatError, match=f"the manifest.json to write {why} "
+                                                 "forensics reads"):
+        write_capture(tmp_path / "w.capture", [], manifest={"extra": value})
+    assert list(tmp_path.iterdir()) == []

@@ -1183,6 +1183,10 @@ TESTS = {
              "test_a_batch_head_rewritten_after_open_is_refused_before_its_header_is_read"],
     "T95c": ["tests/hostile/test_round17_attack17b.py::"
              "test_ranks_of_several_calls_at_a_step_are_compared_call_by_call"],
+    "T95d": ["tests/hostile/test_round17_attack17b.py::"
+             "test_a_shrink_whose_manifest_would_be_unreadable_says_so",
+             "tests/hostile/test_round17_attack17b.py::"
+             "test_a_manifest_its_readers_would_refuse_is_not_written"],
     "T77e": ["tests/hostile/test_round15_attack15.py::"
              "test_a_url_in_markdown_is_a_code_span_and_renders_as_the_text",
              "tests/hostile/test_round15_attack15.py::"
