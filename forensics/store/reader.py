@@ -318,11 +318,14 @@ def _open_segments(root: Path, mapped: bool = False
 def _count_unknown(root: Path, names: list[SegmentName]) -> dict[str, int]:
     """Site -> records (as :func:`records_in` counts them), of the segments ``names`` of
     sites this install does not know, by site name. Each is opened (its schema and batch
-    index checked) to be counted, then let go; one at a time, so they take one map slot."""
+    index checked, each entry against its batch's header and steps: every reader states the
+    count, and no batch of it is read otherwise), then let go; one at a time."""
     counts: dict[str, int] = {}
     schemas = Schemas()
     for name in names:
-        counts[name.site] = counts.get(name.site, 0) + len(Segment(root, name, schemas))
+        segment = Segment(root, name, schemas)
+        segment.check_index()
+        counts[name.site] = counts.get(name.site, 0) + len(segment)
     return dict(sorted(counts.items()))
 
 

@@ -396,9 +396,10 @@ class Segment:
             return self._bytes[pos:pos + n].tobytes()
         return bytes(self._read_at(pos, n))
 
-    def span(self, pos: int, n: int) -> memoryview | bytes:
+    def span(self, pos: int, n: int) -> memoryview | bytearray:
         """``n`` bytes at ``pos``: a view of the map, or (not mapped) read into memory."""
-        return self._bytes[pos:pos + n].data if self._bytes is not None else self._at(pos, n)
+        return self._bytes[pos:pos + n].data if self._bytes is not None else \
+            self._read_at(pos, n)
 
     # ------------------------------------------------------------------ batches
 
@@ -480,20 +481,11 @@ class Segment:
             CaptureFormatError: as :meth:`batch`; a batch past :data:`MAX_READ_BYTES`.
             SegmentChanged: the file is no longer the one opened, or holds less than the batch.
         """
-        entry = self._table[i]
-        offset, length = int(entry["offset"]), int(entry["length"])
-        if length > MAX_READ_BYTES:
-            raise CaptureFormatError(
-                f"{self.where}: batch {i} takes {length} bytes, past the {MAX_READ_BYTES} one "
-                "batch may take to be read into memory (the probe's take a few MiB): rewrite "
-                "the segment in smaller batches")
+        offset, length = int(self._table[i]["offset"]), int(self._table[i]["length"])
         self.check_whole()  # a file already cut is refused before its batch's bytes are taken
         what = f"batch {i} at "
         with self._opened(what, offset):
-            meta = _meta_within(self._read_at(offset, 8, what), length)
-            if meta is None or self._message_extent(offset, meta) != length:  # header first
-                raise self._unlike_index(i, offset)
-            data = self._read_at(offset, length, what)
+            data = self.batch_bytes(i, what, private=True)
 
         def read() -> BatchView:
             reader = pa.BufferReader(pa.py_buffer(data))
@@ -503,6 +495,26 @@ class Segment:
             return self._decode(message, offset, i, cached=False)
 
         return self._checked(i, read)
+
+    def batch_bytes(self, i: int, what: str = "", private: bool = False
+                    ) -> memoryview | bytearray:
+        """Batch ``i``'s message: a view of the map (``private``, or not mapped: read into this
+        process's memory, ``what`` naming the read), once its head and header (read first)
+        make it the message its index entry places: an entry stretched over a hole is refused
+        before the hole is read, one past :data:`MAX_READ_BYTES` before any byte is.
+        Raises CaptureFormatError; SegmentChanged (:meth:`_read_at`)."""
+        offset, length = int(self._table[i]["offset"]), int(self._table[i]["length"])
+        if length > MAX_READ_BYTES:
+            raise CaptureFormatError(
+                f"{self.where}: batch {i} takes {length} bytes, past the {MAX_READ_BYTES} one "
+                "batch may take to be read into memory (the probe's take a few MiB): rewrite "
+                "the segment in smaller batches")
+        read = private or self._bytes is None
+        meta = _meta_within(self._read_at(offset, 8, what) if read else self._at(offset, 8),
+                            length)
+        if meta is None or self._message_extent(offset, meta) != length:  # header first
+            raise self._unlike_index(i, offset)
+        return self._read_at(offset, length, what) if read else self.span(offset, length)
 
     @contextlib.contextmanager
     def _opened(self, what: str, offset: int) -> Iterator[None]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_round4_store import peak_growth
+from test_round14_fix14 import plugin_captures  # noqa: F401  (a fixture)
 
 from forensics.errors import CaptureFormatError
 from forensics.records import Record
@@ -240,3 +241,116 @@ def test_a_manifest_its_readers_would_refuse_is_not_written(entry: str, tmp_path
                                                  "forensics reads"):
         write_capture(tmp_path / "w.capture", [], manifest={"extra": value})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_divergence_in_a_two_dimensional_tensor_names_its_row_and_column(
+        tmp_path: Path) -> None:
+    """Two ranks of one engine whose ``sampled_token_ids_cpu`` ([p, k]: 2 requests, 3 tokens
+    each, as with speculative decoding) differ at row 1, column 1 at step 5: the divergence
+    was named by its flat element, ``sampled_token_ids_cpu[4]``, which reads as row 4 (there
+    are two); the findings of a replay name such an element ``[1, 1]``. It is named so."""
+    from typing import cast
+
+    from forensics.fleet.generate import _manifest, _scenario, without_positions
+    from forensics.fleet.stitch import divergence_text, first_divergence
+    from forensics.simulator.runs import simulate
+
+    sc = _scenario("clean", 12, 4, ranks=2)
+    records: list[Record] = []
+    for record in without_positions(cast(list[Record], simulate(sc, seed=3))):
+        if record.site == "async_output" and record.step == 5:
+            ids = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int32)
+            if record.rank == 1:
+                ids[1, 1] = 9
+            record = Record(record.site, record.step, record.rank,
+                            {**record.fields, "sampled_token_ids_cpu": ids})
+        records.append(record)
+    root = tmp_path / "fleet"
+    root.mkdir()
+    paths = []
+    for rank in (0, 1):
+        entries = _manifest(1, "engine-x", sc, 3, f"node-x{rank}", rank, "engine-x")
+        paths.append(str(write_capture(root / f"engine-x-rank{rank}.capture",
+                                       [r for r in records if r.rank == rank], entries,
+                                       validated=True)))
+    hit = first_divergence(paths)
+    assert hit is not None and (hit["step"], hit["site"]) == (5, "async_output"), hit
+    assert "async_output sampled_token_ids_cpu[1, 1] = 5 on rank 0" in divergence_text(hit), hit
+    assert "9 on rank 1" in divergence_text(hit), hit
+
+
+def test_the_records_of_a_site_not_installed_are_counted_as_their_batches_hold(
+        plugin_captures: dict[str, Path], tmp_path: Path,  # noqa: F811
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture of a plugin's site this install does not know (three records in one batch),
+    its ``.idx`` entry forged to claim 40 records of steps 0..900: ``inspect`` said "(and 40
+    of sites not known to this install)" and every replay "not judged: 40 record(s) of site
+    'toy_gather'", from the entry alone (T83b checked the entries of known sites only, and no
+    batch of an unknown site is read). Its entries are checked against their batches as they
+    are counted: one line naming the entry, what it claims and what the batch holds."""
+    import shutil
+
+    from test_round2 import run_cli
+
+    capture = tmp_path / "only.capture"
+    shutil.copytree(plugin_captures["only"], capture)
+    index = next(capture.glob("toy_gather*.idx"))
+    entries = np.fromfile(index, dtype=ENTRY, offset=len(MAGIC))
+    entries[0]["rows"], entries[0]["step_max"] = 40, 900
+    index.write_bytes(MAGIC + entries.tobytes())
+    for command in ("inspect", "replay"):
+        code, _, err = run_cli(capsys, command, capture)
+        assert code == 2, (command, err)
+        assert "index entry 0 claims 40 record(s) of steps 0..900, but the segment holds 3 " \
+            "record(s) of steps 0..2 there" in err, err
+
+
+def test_redact_says_it_dropped_the_records_of_a_site_not_installed(
+        plugin_captures: dict[str, Path], tmp_path: Path,  # noqa: F811
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``redact`` of a capture holding three records of a plugin's site this install does not
+    know, beside an embedding record: the redacted capture held the embedding record alone,
+    and the line and its manifest's ``redaction.dropped`` said nothing of the three (only
+    ``notes``): records lost in silence. They go (which of their fields hold token ids is
+    not known here), named with their count where the dropped fields are."""
+    import json
+
+    from test_round2 import run_cli
+
+    out = tmp_path / "shared.capture"
+    code, said, err = run_cli(capsys, "redact", plugin_captures["both"], "-o", out)
+    assert code == 0, err
+    dropped = "3 record(s) of site 'toy_gather' (not known to this install)"
+    assert dropped in said, said
+    assert dropped in json.loads((out / "manifest.json").read_text())["redaction"]["dropped"]
+
+
+def test_copied_segments_stretched_over_a_hole_are_not_read_whole(tmp_path: Path) -> None:
+    """Two segments of one site and rank with the same batch table (a copy), whose last
+    ``.idx`` entry is stretched by 512 MiB over a hole (4 KiB stored each): opening the
+    capture (every command) digests both to find the copy, and each entry's whole length was
+    read (1.66 GB resident, 6.6 s of CPU) past T92c, which checked the header first only
+    where a batch is read. The copy check reads each batch as a reader does, its header
+    first: the entry is refused in one line before the hole is read."""
+    import shutil
+
+    import forensics
+
+    capture, segment, entries = _capture(tmp_path)
+    index = segment.with_name(segment.name + ".idx")
+    entries[-1]["length"] += 512 << 20
+    index.write_bytes(MAGIC + entries.tobytes())
+    size = int(entries[-1]["offset"] + entries[-1]["length"])
+    os.truncate(segment, size)
+    copy = segment.with_name(segment.name.replace(".0000.", ".0001."))
+    with open(segment, "rb") as source, open(copy, "wb") as target:
+        target.write(source.read(4096))
+        target.truncate(size)
+    shutil.copy(index, copy.with_name(copy.name + ".idx"))
+
+    def load() -> None:
+        with pytest.raises(CaptureFormatError,
+                           match=f"batch {len(entries) - 1} at byte \\d+ does not match"):
+            forensics.load(capture)
+
+    assert peak_growth(load) < 16 << 20
