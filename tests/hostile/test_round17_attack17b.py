@@ -354,3 +354,25 @@ def test_copied_segments_stretched_over_a_hole_are_not_read_whole(tmp_path: Path
             forensics.load(capture)
 
     assert peak_growth(load) < 16 << 20
+
+
+def test_events_written_again_past_the_readers_caps_name_no_temporary_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A capture written again (``shrink``, ``redact``: its events the input's, non-ASCII
+    text escaped to three times its bytes) whose events pass what a reader opens (64 MiB;
+    here made 64 KiB): the line named "events file '/proc/self/fd/3/.OUT.tmp-N/
+    events-w0.jsonl' is full", a file the user never saw, and told a probe's fix (fewer
+    kernel steps). It says the events of the capture being written are full, and to keep
+    fewer events in the input capture or shorten their text; nothing is left."""
+    from forensics.store import guarded
+    from forensics.store.events import EventsFullError
+
+    monkeypatch.setitem(guarded.LIMITS, "events file", 64 << 10)
+    events = [{"kind": "note", "step": 1, "rank": 0, "message": "\U0001f600" * 1000}] * 20
+    with pytest.raises(EventsFullError) as raised:
+        write_capture(tmp_path / "again.capture", [], events=events)
+    said = str(raised.value)
+    assert "/proc/" not in said and ".tmp-" not in said, said
+    assert said.startswith("the events of the capture being written (shrink, redact"), said
+    assert "keep fewer events in the input capture, or shorten their text" in said, said
+    assert list(tmp_path.iterdir()) == []
