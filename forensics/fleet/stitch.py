@@ -183,11 +183,12 @@ def first_divergence(captures: Sequence[str], held: Mapping[str, str] | None = N
     """
     from forensics.fleet.dataset import fit_together
     from forensics.sites import SITES, site_order
+    from forensics.store.arrow_codec import SHAPE_SUFFIX
 
     found: list[tuple[int, int, int, dict[str, Any]]] = []
     opened = _opened(captures, held)
-    keep = {site: {"step", "rank", "summary", *ids} for site in SITES
-            if (ids := shared_ids(site))}  # read, not mapped: no SIGBUS from a cut segment
+    keep = {site: {"step", "rank", "summary", *ids, *(i + SHAPE_SUFFIX for i in ids)}
+            for site in SITES if (ids := shared_ids(site))}  # read, not mapped: no SIGBUS
     datasets = fit_together(_read(opened, keep, held), SITES, "skip")
     for site, dataset in datasets.items():
         for number, tensor in enumerate(shared_ids(site)):
@@ -261,7 +262,11 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> dict[str, Any] | N
     import pyarrow.compute as pc
     import pyarrow.dataset as pds
 
-    table = dataset.to_table(columns=["step", "rank", "capture", tensor],
+    from forensics.store.arrow_codec import SHAPE_SUFFIX
+
+    shape = tensor + SHAPE_SUFFIX
+    shaped = [shape] if shape in dataset.schema.names else []
+    table = dataset.to_table(columns=["step", "rank", "capture", tensor, *shaped],
                              filter=~pds.field("summary") & pds.field(tensor).is_valid())
     if table.num_rows == 0 or len(pc.unique(table["rank"])) < 2:
         return None
@@ -277,8 +282,20 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> dict[str, Any] | N
             return {"step": int(steps[lo]), "site": site, "tensor": tensor,
                     "element": element, "ranks": [int(ranks[a]), int(ranks[b])],
                     "values": [va, vb], "captures": [str(table["capture"][a]),
-                                                     str(table["capture"][b])]}
+                                                     str(table["capture"][b])],
+                    "index": _index(element, table[shape][a].as_py() if shaped else None,
+                                    int(offsets[a + 1] - offsets[a]))}
     return None
+
+
+def _index(element: int | None, shape: list[int] | None, size: int) -> str | None:
+    """Flat ``element`` of a tensor of ``size`` values and ``shape`` as its index (``"1, 1"``),
+    where the shape has more than one dimension and holds those values; else None (the flat
+    element is its index)."""
+    if element is None or not shape or len(shape) < 2 or min(shape) < 1 or \
+            int(np.prod(shape, dtype=object)) != size:
+        return None
+    return ", ".join(str(int(i)) for i in np.unravel_index(element, shape))
 
 
 def _flat(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -296,20 +313,22 @@ def _flat(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
 
 def _compare_step(values: np.ndarray, offsets: np.ndarray, lo: int, hi: int, ranks: np.ndarray
                   ) -> tuple[int, int, int | None, int | None, int | None] | None:
-    """Rows ``lo:hi`` (one step) against the lowest rank's row: the first row of another rank
-    that differs, as ``(row a, row b, element, value a, value b)`` (element None: lengths
-    differ, values then the lengths), or None."""
-    ref = values[offsets[lo]:offsets[lo + 1]]
-    for row in range(lo + 1, hi):
-        if ranks[row] == ranks[lo]:
-            continue
-        mine = values[offsets[row]:offsets[row + 1]]
-        if len(mine) != len(ref):
-            return lo, row, None, len(ref), len(mine)
-        diff = np.flatnonzero(mine != ref)
-        if len(diff):
-            at = int(diff[0])
-            return lo, row, at, int(ref[at]), int(mine[at])
+    """Rows ``lo:hi`` (one step, by rank, each rank's in the order written) against the lowest
+    rank's, call by call: each other rank's n-th row against the lowest rank's n-th (a rank
+    may hold several records of a site at one step, one per call); the first row that
+    differs, as ``(row a, row b, element, value a, value b)`` (element None: lengths differ,
+    values then the lengths), or None."""
+    firsts = lo + np.flatnonzero(np.r_[True, ranks[lo + 1:hi] != ranks[lo:hi - 1]])
+    ends = np.r_[firsts[1:], hi]
+    for start, stop in zip(firsts[1:].tolist(), ends[1:].tolist(), strict=True):
+        for a, row in zip(range(lo, int(ends[0])), range(start, stop), strict=False):
+            ref, mine = values[offsets[a]:offsets[a + 1]], values[offsets[row]:offsets[row + 1]]
+            if len(mine) != len(ref):
+                return a, row, None, len(ref), len(mine)
+            diff = np.flatnonzero(mine != ref)
+            if len(diff):
+                at = int(diff[0])
+                return a, row, at, int(ref[at]), int(mine[at])
     return None
 
 
@@ -323,7 +342,8 @@ def divergence_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) ->
 
     from forensics.escaping import terminal
 
-    where = (f"{hit['tensor']}[{hit['element']}]" if hit["element"] is not None
+    where = (f"{hit['tensor']}[{hit.get('index') or hit['element']}]"
+             if hit["element"] is not None
              else f"len({hit['tensor']})")
     sides = []
     for rank, value, capture in zip(hit["ranks"], hit["values"], hit["captures"], strict=True):

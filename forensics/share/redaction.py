@@ -44,6 +44,8 @@ dict
   its tensors' contents, token ids among them), listed with the dropped fields (as
   ``kernel_launch events``); the manifest is written again once every record and event is,
   so its list names what went from them too.
+- the records of a site this install does not know (a plugin's) go (which of their fields
+  hold token ids is not known), listed with the dropped fields, with their count.
 """
 
 from __future__ import annotations
@@ -141,6 +143,9 @@ def _redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Seq
     redactor = Redactor(token_domain(cap, f"capture '{terminal(cap.path)}'"), keep=keep_manifest)
     # the flight recorder's launches hold tensor contents (token ids among them): not shared
     redactor.dropped.update(f"{e['kind']} events" for e in cap.kernel_events)
+    # a site this install does not know: which of its fields hold token ids is not known
+    redactor.dropped.update(f"{count} record(s) of site {site!r} (not known to this install)"
+                            for site, count in cap.unknown_sites.items())
     manifest = redactor.manifest(cap.manifest)
     # events are redacted as publish writes them, after every record: by then the redactor
     # knows every request id of the capture, and takes each out of the events' error text;

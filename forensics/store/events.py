@@ -105,13 +105,17 @@ class EventLog:
         if all(h + s <= c - r for h, s, c, r in zip(self._held, size, caps, reserves,
                                                      strict=True)):
             return
-        if self.process != WRITTEN_AGAIN:
+        again = self.process == WRITTEN_AGAIN  # a capture built under a temporary name
+        if not again:
             self.dropped += 1
-        raise EventsFullError(f"events file '{terminal(self.path)}' is full: it holds "
-                              f"{self._held[0]} bytes and {self._held[1]} events, and a reader "
-                              f"opens at most {caps[0]} bytes, {caps[1]} events and {caps[2]} "
-                              "lists and objects; keep fewer events (for a probe: fewer kernel "
-                              "steps, FORENSICS_KERNELS_KEEP)")
+        raise EventsFullError(
+            ("the events of the capture being written (shrink, redact: the input capture's, "
+             "each written again, its non-ASCII text escaped) are full" if again else
+             f"events file '{terminal(self.path)}' is full") +
+            f": {self._held[0]} bytes and {self._held[1]} events written, and a reader opens "
+            f"at most {caps[0]} bytes, {caps[1]} events and {caps[2]} lists and objects; " +
+            ("keep fewer events in the input capture, or shorten their text" if again else
+             "keep fewer events (for a probe: fewer kernel steps, FORENSICS_KERNELS_KEEP)"))
 
     def close(self) -> None:
         """Close the sidecar (appending again reopens it)."""

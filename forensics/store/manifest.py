@@ -13,8 +13,15 @@ from typing import Any
 
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
-from forensics.store.guarded import read_bytes
-from forensics.store.json_in import DuplicateKeyError, NestingError, loads_finite, strict_json
+from forensics.store.guarded import LIMITS, read_bytes
+from forensics.store.json_in import (
+    MAX_DEPTH,
+    DuplicateKeyError,
+    NestingError,
+    check_nesting,
+    loads_finite,
+    strict_json,
+)
 from forensics.store.paths import EXPECTED, MANIFEST, inside
 
 FORMAT_VERSION = 1
@@ -79,6 +86,7 @@ def write_manifest_once(root: Path, manifest: dict[str, Any], again: bool = Fals
     if target.exists() and not again:
         return False
     data = json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n"
+    check_readable(data)
     fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".tmp", dir=root)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -102,6 +110,31 @@ def write_manifest_once(root: Path, manifest: dict[str, Any], again: bool = Fals
     finally:
         if tmp:
             os.unlink(tmp)
+
+
+
+def check_readable(data: bytes) -> None:
+    """Refuse (CaptureFormatError) to write the manifest text ``data`` when its readers would
+    refuse it (:func:`read_json_object`: its size, its lists and objects, their nesting): the
+    capture written would open nowhere. Its entries are the caller's: those of a shrunk or
+    redacted capture come from the input's manifest, which, written again (indented,
+    non-ASCII escaped, with what was done), may outgrow what was read."""
+    containers = data.count(b"[") + data.count(b"{")
+    why = f"takes {len(data)} bytes, past the {LIMITS['manifest']}" \
+        if len(data) > LIMITS["manifest"] else \
+        f"holds {containers} JSON lists and objects, past the {MAX_CONTAINERS}" \
+        if containers > MAX_CONTAINERS else ""
+    if not why:
+        try:
+            check_nesting(data)
+            return
+        except NestingError:
+            why = f"nests its lists and objects past the {MAX_DEPTH} levels"
+    raise CaptureFormatError(
+        f"the manifest.json to write {why} forensics reads, so no reader could open the "
+        "capture; its entries are those given (shrink and redact: the input capture's "
+        "manifest, written again indented, non-ASCII escaped, with what they did): shorten "
+        "or remove the large or deeply nested entries of that manifest")
 
 
 def complete_manifest(root: Path, manifest: dict[str, Any]) -> bool:

@@ -24,7 +24,8 @@ from forensics.store.duplicates import find_duplicate
 from forensics.store.manifest import read_expected, read_manifest
 from forensics.store.maps import require_map_slots
 from forensics.store.paths import SegmentName, capture_dir, parse_segment_name
-from forensics.store.segment import Schemas, Segment
+from forensics.store.schemas import Schemas
+from forensics.store.segment import Segment
 from forensics.store.stamps import first_changed, stamps, stamps_text
 
 if TYPE_CHECKING:
@@ -320,11 +321,14 @@ def _open_segments(root: Path, mapped: bool = False
 def _count_unknown(root: Path, names: list[SegmentName]) -> dict[str, int]:
     """Site -> records (as :func:`records_in` counts them), of the segments ``names`` of
     sites this install does not know, by site name. Each is opened (its schema and batch
-    index checked) to be counted, then let go; one at a time, so they take one map slot."""
+    index checked, each entry against its batch's header and steps: every reader states the
+    count, and no batch of it is read otherwise), then let go; one at a time."""
     counts: dict[str, int] = {}
     schemas = Schemas()
     for name in names:
-        counts[name.site] = counts.get(name.site, 0) + len(Segment(root, name, schemas))
+        segment = Segment(root, name, schemas)
+        segment.check_index()
+        counts[name.site] = counts.get(name.site, 0) + len(segment)
     return dict(sorted(counts.items()))
 
 

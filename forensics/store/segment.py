@@ -12,20 +12,17 @@ only when first used. A message cut short at the end of the file is ignored and 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from forensics.errors import CaptureFormatError, ForensicsError, SegmentChanged, reason
 from forensics.escaping import terminal
-from forensics.store.arrow_codec import ColumnSig, refuse_repeated_key, schema_columns, schema_info
 from forensics.store.batch import BatchView
 from forensics.store.guarded import data_extents, open_guarded, stored_size
 from forensics.store.index import ENTRY, read_index
@@ -38,6 +35,7 @@ from forensics.store.ipc_header import (
 )
 from forensics.store.maps import map_file, release_pages
 from forensics.store.paths import INDEX_SUFFIX, SegmentName
+from forensics.store.schemas import Schemas
 
 CONTINUATION = 0xFFFFFFFF
 MIN_ROW_BYTES = 16  # every row stores at least an int64 step and an int64 rank
@@ -45,8 +43,6 @@ CACHE_SIZE = 32
 MAX_SCHEMA_BYTES = 1 << 20  # a segment's schema message is a few KiB
 #: an index entry's offset or length past this is no file's (and their sum stays in int64)
 MAX_INDEXED_BYTES = 1 << 62
-#: the most bytes the distinct schema messages of one capture's segments take together
-MAX_CAPTURE_SCHEMA_BYTES = 32 << 20
 #: the most bytes one batch may take to be read into memory (:meth:`Segment.read_batch`)
 MAX_READ_BYTES = 1 << 30
 #: what pyarrow and numpy raise of a malformed batch
@@ -54,42 +50,6 @@ _UNREADABLE = (pa.ArrowException, OSError, ValueError, TypeError, KeyError, Inde
                OverflowError, EOFError, MemoryError)
 _INCOMPLETE = "incomplete"
 _EOS = "eos"
-
-
-class Schemas:
-    """The decoded schemas of one capture's segments: each distinct schema message is decoded
-    once (a capture's segments of one site, rank and process share theirs), and the distinct
-    ones take at most :data:`MAX_CAPTURE_SCHEMA_BYTES` together. A decoded schema takes several
-    times its bytes (about 5.5x for one of thousands of columns) and is held while its capture
-    is open, so a capture of many segments, each a schema under :data:`MAX_SCHEMA_BYTES` with
-    other column names, is refused before its schemas outgrow the memory budget."""
-
-    def __init__(self) -> None:
-        self._known: dict[bytes, tuple[pa.Schema, dict[str, Any], dict[str, ColumnSig]]] = {}
-        self._bytes = 0
-
-    def decode(self, message: pa.ipc.Message, where: str
-               ) -> tuple[pa.Schema, dict[str, Any], dict[str, ColumnSig]]:
-        """The schema of ``message``, its ``forensics`` metadata and its field columns.
-        Raises CaptureFormatError (naming ``where``) for a bad schema, or one that takes the
-        capture's distinct schemas past :data:`MAX_CAPTURE_SCHEMA_BYTES`."""
-        raw = message.metadata.to_pybytes()
-        key = hashlib.blake2b(raw, digest_size=32).digest()
-        known = self._known.get(key)
-        if known is not None:
-            return known
-        if self._bytes + len(raw) > MAX_CAPTURE_SCHEMA_BYTES:
-            raise CaptureFormatError(
-                f"{where}: its schema takes the capture's distinct segment schemas past "
-                f"{MAX_CAPTURE_SCHEMA_BYTES} bytes (each is decoded and held while the capture "
-                "is open; the probe's take a few KiB each): rewrite the segments with fewer "
-                "columns and metadata, or split the capture")
-        refuse_repeated_key(raw, where)
-        schema = pa.ipc.read_schema(message)
-        known = (schema, schema_info(schema, where), schema_columns(schema, where))
-        self._bytes += len(raw)
-        self._known[key] = known
-        return known
 
 
 class Segment:
@@ -282,7 +242,9 @@ class Segment:
         :meth:`_heads_stored` found) and their smallest and largest step, read from its header
         and the values of its first column, ``step`` (read only up to the ``rows`` the index
         claims, which the bytes stored bound); else what the segment holds there instead."""
-        meta = int.from_bytes(self._at(offset + 4, 4), "little")
+        meta = _meta_within(self._at(offset, 8), length)
+        if meta is None:  # the file written to since it was opened
+            return "no Arrow message that fits the entry"
         header = self._at(offset + 8, meta)
         try:
             first, codec = first_column(header), compression_of(header)
@@ -396,7 +358,14 @@ class Segment:
         """The bytes the message at ``pos`` (its metadata ``length`` bytes long) takes with its
         body, from its header alone; None when its body runs past the file's end. Refuses
         (CaptureFormatError) a bad header, a batch claiming more records than the bytes stored
-        there hold (a hole is never read) and one past :data:`MAX_READ_BYTES`."""
+        there hold (a hole is never read) and one past :data:`MAX_READ_BYTES`; its header is
+        read only when it is stored whole (no hole) and within that cap."""
+        self._check_read(pos, 8 + length)
+        if self._stored_in(pos + 8, pos + 8 + length) < length:
+            raise CaptureFormatError(
+                f"{self.where}: the message at byte {pos} claims a header of {length} bytes but "
+                f"the file stores only {self._stored_in(pos + 8, pos + 8 + length)} of them (a "
+                "sparse file): restore the segment from the source or delete it")
         header = self._at(pos + 8, length)
         try:
             body, rows = body_length(header), batch_rows(header)
@@ -408,12 +377,17 @@ class Segment:
             return None
         if rows is not None:
             self._check_rows_stored(rows, pos, pos + whole)
-        if whole > MAX_READ_BYTES:
+        self._check_read(pos, whole)
+        return whole
+
+    def _check_read(self, pos: int, size: int) -> None:
+        """Refuse (CaptureFormatError) to read ``size`` bytes of the message at ``pos`` into
+        memory when they are past :data:`MAX_READ_BYTES`."""
+        if size > MAX_READ_BYTES:
             raise CaptureFormatError(
-                f"{self.where}: the message at byte {pos} takes {whole} bytes, past the "
+                f"{self.where}: the message at byte {pos} takes {size} bytes, past the "
                 f"{MAX_READ_BYTES} one may take to be read into memory (the probe's take a "
                 "few MiB): rewrite the segment in smaller batches")
-        return whole
 
     def _at(self, pos: int, n: int) -> bytes:
         """``n`` bytes at ``pos``: from the map, or read from the file (not mapped).
@@ -422,9 +396,10 @@ class Segment:
             return self._bytes[pos:pos + n].tobytes()
         return bytes(self._read_at(pos, n))
 
-    def span(self, pos: int, n: int) -> memoryview | bytes:
+    def span(self, pos: int, n: int) -> memoryview | bytearray:
         """``n`` bytes at ``pos``: a view of the map, or (not mapped) read into memory."""
-        return self._bytes[pos:pos + n].data if self._bytes is not None else self._at(pos, n)
+        return self._bytes[pos:pos + n].data if self._bytes is not None else \
+            self._read_at(pos, n)
 
     # ------------------------------------------------------------------ batches
 
@@ -506,22 +481,11 @@ class Segment:
             CaptureFormatError: as :meth:`batch`; a batch past :data:`MAX_READ_BYTES`.
             SegmentChanged: the file is no longer the one opened, or holds less than the batch.
         """
-        entry = self._table[i]
-        offset, length = int(entry["offset"]), int(entry["length"])
-        if length > MAX_READ_BYTES:
-            raise CaptureFormatError(
-                f"{self.where}: batch {i} takes {length} bytes, past the {MAX_READ_BYTES} one "
-                "batch may take to be read into memory (the probe's take a few MiB): rewrite "
-                "the segment in smaller batches")
+        offset, length = int(self._table[i]["offset"]), int(self._table[i]["length"])
         self.check_whole()  # a file already cut is refused before its batch's bytes are taken
         what = f"batch {i} at "
         with self._opened(what, offset):
-            head = self._read_at(offset, 8, what)
-            meta = int.from_bytes(head[4:], "little", signed=True)
-            if int.from_bytes(head[:4], "little") != CONTINUATION or meta <= 0 or \
-                    self._message_extent(offset, meta) != length:  # its header, before its body
-                raise self._unlike_index(i, offset)
-            data = self._read_at(offset, length, what)
+            data = self.batch_bytes(i, what, private=True)
 
         def read() -> BatchView:
             reader = pa.BufferReader(pa.py_buffer(data))
@@ -531,6 +495,26 @@ class Segment:
             return self._decode(message, offset, i, cached=False)
 
         return self._checked(i, read)
+
+    def batch_bytes(self, i: int, what: str = "", private: bool = False
+                    ) -> memoryview | bytearray:
+        """Batch ``i``'s message: a view of the map (``private``, or not mapped: read into this
+        process's memory, ``what`` naming the read), once its head and header (read first)
+        make it the message its index entry places: an entry stretched over a hole is refused
+        before the hole is read, one past :data:`MAX_READ_BYTES` before any byte is.
+        Raises CaptureFormatError; SegmentChanged (:meth:`_read_at`)."""
+        offset, length = int(self._table[i]["offset"]), int(self._table[i]["length"])
+        if length > MAX_READ_BYTES:
+            raise CaptureFormatError(
+                f"{self.where}: batch {i} takes {length} bytes, past the {MAX_READ_BYTES} one "
+                "batch may take to be read into memory (the probe's take a few MiB): rewrite "
+                "the segment in smaller batches")
+        read = private or self._bytes is None
+        meta = _meta_within(self._read_at(offset, 8, what) if read else self._at(offset, 8),
+                            length)
+        if meta is None or self._message_extent(offset, meta) != length:  # header first
+            raise self._unlike_index(i, offset)
+        return self._read_at(offset, length, what) if read else self.span(offset, length)
 
     @contextlib.contextmanager
     def _opened(self, what: str, offset: int) -> Iterator[None]:
@@ -695,3 +679,12 @@ class Segment:
         if entry["step_min"] == entry["step_max"]:
             return np.full(int(entry["rows"]), int(entry["step_min"]), dtype=np.int64)
         return self.batch(i).steps
+
+
+def _meta_within(head: bytes | bytearray, length: int) -> int | None:
+    """The metadata length the 8-byte ``head`` of a message gives, when it is a continuation
+    marker and a length that fits an index entry of ``length`` bytes (as
+    :meth:`Segment._heads_stored` found it at open); None when not (the file written since)."""
+    meta = int.from_bytes(head[4:], "little", signed=True)
+    ok = int.from_bytes(head[:4], "little") == CONTINUATION and 0 < meta < length - 8
+    return meta if ok else None

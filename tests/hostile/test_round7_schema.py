@@ -102,11 +102,11 @@ def _segments(capture: Path, count: int, *, distinct: bool, columns: int) -> Non
 def test_distinct_schemas_past_the_captures_budget_are_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import forensics
-    from forensics.store import segment
+    from forensics.store import schemas
 
     capture = _copy(tmp_path, "schemas.capture")
     _segments(capture, 40, distinct=True, columns=200)  # about 45 KB each
-    monkeypatch.setattr(segment, "MAX_CAPTURE_SCHEMA_BYTES", 1 << 20)
+    monkeypatch.setattr(schemas, "MAX_CAPTURE_SCHEMA_BYTES", 1 << 20)
     with pytest.raises(CaptureFormatError, match="distinct segment schemas past 1048576 bytes"):
         forensics.load(capture)
     beside = forensics.open_many([capture, CLEAN], on_error="skip")["embedding"].to_table()
@@ -116,11 +116,11 @@ def test_distinct_schemas_past_the_captures_budget_are_refused(
 def test_segments_of_one_schema_share_it_within_the_budget(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import forensics
-    from forensics.store import segment
+    from forensics.store import schemas
 
     capture = _copy(tmp_path, "schemas.capture")
     _segments(capture, 40, distinct=False, columns=200)
-    monkeypatch.setattr(segment, "MAX_CAPTURE_SCHEMA_BYTES", 1 << 20)  # 40 copies: 1.8 MB
+    monkeypatch.setattr(schemas, "MAX_CAPTURE_SCHEMA_BYTES", 1 << 20)  # 40 copies: 1.8 MB
     opened = forensics.load(capture)
     wide = [s for s in opened._segments if s.site == "embedding" and s.seq > 0]
     assert len(wide) == 40
