@@ -106,7 +106,8 @@ def _check_archive(handle: BinaryIO, path: Path) -> None:
     try:
         with open_archive(handle, path) as archive:
             check_members(archive, path)
-            pickles = [i for i in archive.infolist() if i.filename.endswith(".pkl")]
+            # torch's zip reader (miniz) finds ``data.pkl`` ignoring ASCII case: ``DATA.PKL``
+            pickles = [i for i in archive.infolist() if i.filename.lower().endswith(".pkl")]
             if any(i.file_size > MAX_PICKLE for i in pickles):
                 raise CaptureFormatError(f"'{terminal(path)}': its pickle is over {MAX_PICKLE} "
                                          "bytes; save tensors, not long Python lists")
