@@ -104,7 +104,7 @@ def _check_archive(handle: BinaryIO, path: Path) -> None:
     unpack past the limits (their sizes are read from the archive, not trusted from the
     pickle), and a pickle past the scan's (:func:`~forensics.importers.pickle_scan.count_made`)."""
     try:
-        with open_archive(handle, path) as archive:
+        with open_archive(handle, path, exact=True) as archive:
             check_members(archive, path)
             # torch's zip reader (miniz) finds ``data.pkl`` ignoring ASCII case: ``DATA.PKL``
             pickles = [i for i in archive.infolist() if i.filename.lower().endswith(".pkl")]

@@ -4,6 +4,7 @@ otherwise than the checks before it (T96a-)."""
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
 from pathlib import Path
 
@@ -68,4 +69,97 @@ def test_a_pickle_named_in_capitals_is_held_to_the_pickle_size(
     monkeypatch.setattr(pt, "MAX_PICKLE", 1 << 10)
     source = _pt(tmp_path / "long.pt", b"\x80\x02" + b"]" * 2_000 + b".", "DATA.PKL")
     refused(source, tmp_path, capsys, "its pickle is over 1024 bytes")
+    assert loaded == []
+
+
+# ------------------------------------------ T96b: the members zipfile reads are torch's
+
+
+def _torch_zip(body: bytes | None = None) -> bytes:
+    """torch.save's archive of ``{"a": 1}``, its pickle replaced by ``body``."""
+    import torch
+
+    saved = io.BytesIO()
+    torch.save({"a": 1}, saved)
+    if body is None:
+        return saved.getvalue()
+    out = io.BytesIO()
+    with zipfile.ZipFile(saved) as archive, zipfile.ZipFile(out, "w") as written:
+        for info in archive.infolist():
+            written.writestr(info.filename, body if info.filename.endswith("/data.pkl")
+                             else archive.read(info))
+    return out.getvalue()
+
+
+def _directory(archive: bytes) -> tuple[bytes, list[bytearray]]:
+    """An archive's members' bytes (before its central directory), and that directory's
+    entries."""
+    end = archive.rindex(b"PK\x05\x06")
+    size, offset = struct.unpack("<II", archive[end + 12:end + 20])
+    directory, entries, at = archive[offset:offset + size], [], 0
+    while at < len(directory):
+        lengths = struct.unpack("<HHH", directory[at + 28:at + 34])
+        entries.append(bytearray(directory[at:at + 46 + sum(lengths)]))
+        at += 46 + sum(lengths)
+    return archive[:offset], entries
+
+
+def _joined(entries: list[bytearray], shift: int, size: int) -> bytes:
+    """Central directory ``entries``, their members moved by ``shift`` bytes, padded (the last
+    entry's comment) to ``size`` bytes."""
+    for entry in entries:
+        entry[42:46] = struct.pack("<I", struct.unpack("<I", entry[42:46])[0] + shift)
+    last, pad = entries[-1], size - sum(map(len, entries))
+    last[32:34] = struct.pack("<H", struct.unpack("<H", last[32:34])[0] + pad)
+    last += b" " * pad
+    return b"".join(entries)
+
+
+def _two_directories(loaded: bytes, scanned: bytes) -> bytes:
+    """One file of two archives: torch's zip reader (miniz) reads ``loaded`` (the directory
+    the end record names), zipfile ``scanned`` (the directory just before the end record,
+    its members shifted by the bytes before it)."""
+    loaded_members, loaded_dir = _directory(loaded)
+    scanned_members, scanned_dir = _directory(scanned)
+    size = max(sum(map(len, d)) for d in (loaded_dir, scanned_dir))
+    gap = b"\0" * size
+    start = len(loaded_members) + len(gap) + len(scanned_members)
+    return (loaded_members + gap + scanned_members + _joined(loaded_dir, 0, size)
+            + _joined(scanned_dir, len(loaded_members) + len(gap) - size, size)
+            + b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, len(loaded_dir), len(loaded_dir),
+                                          size, start, 0))
+
+
+def test_an_archive_of_two_directories_is_refused_before_torch_reads_the_other(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """zipfile reads the central directory just before the end record (shifting the members
+    by the bytes before it), torch's reader the one the end record names: a file of two
+    archives had its small pickle scanned and the other loaded (24 MiB of ``EMPTY_LIST``: 17.5
+    s of CPU, 2.4 GB, then "wrote 0 records"; every member limit unchecked). It is refused
+    before torch loads it, and torch does read the other archive's pickle."""
+    import torch
+
+    body = b"\x80\x02}(" + _pairs(2_000) + b"u."
+    source = tmp_path / "two.pt"
+    source.write_bytes(_two_directories(_torch_zip(body), _torch_zip()))
+    with zipfile.ZipFile(source) as archive:  # what zipfile reads: the small pickle
+        assert len(archive.read("archive/data.pkl")) < 100
+    assert len(torch.load(source, weights_only=True)) == 2_000  # what torch reads
+    loaded = _no_load(monkeypatch)
+    refused(source, tmp_path, capsys, "its zip directory is not where its end record names it")
+    assert loaded == []
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_bytes_around_a_torch_archive_are_refused(
+        where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bytes before a torch archive (zipfile shifts its members by them; miniz does not) or
+    after it are refused; torch.save's own archive is read (the other tests)."""
+    loaded = _no_load(monkeypatch)
+    archive = _torch_zip()
+    source = tmp_path / "around.pt"
+    source.write_bytes(b"junk" + archive if where == "before" else archive + b"junk")
+    refused(source, tmp_path, capsys, "its zip directory is not where its end record names it")
     assert loaded == []
