@@ -9,8 +9,9 @@ The scan keeps a model of the weights-only loader's stack and memo, in which eac
 and tuple is numbered (one fetched again from the memo is the same one): the keys set in each
 dict are counted, a dict where torch.save puts a record is refused as soon as they pass the
 cap, and at ``STOP`` the object the loader would return (a dict, or a list or tuple of them)
-is judged whatever the pickle did before. An opcode that loader refuses, or a pop past a mark,
-ends the model (the loader refuses the file); the counts go on.
+is judged whatever the pickle did before, a record a call (``REDUCE``) makes by the most keys
+its arguments could give it (``OrderedDict(d)``, ``Counter(text)``). An opcode that loader
+refuses, or a pop past a mark, ends the model (the loader refuses the file); the counts go on.
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ VALUE_BYTES = 16
 #: what an object of the model is: a dict (or an object that is given keys: an ``OrderedDict``
 #: that ``REDUCE`` made), a list, a tuple, or another object ``REDUCE`` or ``NEWOBJ`` made
 _DICT, _LIST, _TUPLE, _MADE = 1, 2, 3, 4
-#: on the model's stack, beside an object's number: a mark, and anything not followed
-_MARK, _OTHER = -2, -1
+#: on the model's stack, beside an object's number: a mark, and anything not followed; a
+#: string of ``n`` characters is ``_TEXT - n`` (a call may make a key of each: ``Counter``)
+_MARK, _OTHER, _TEXT = -2, -1, -3
 #: opcodes torch's weights-only loader takes that push a value not followed
 _VALUES = frozenset({"NONE", "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "BINFLOAT",
-                     "BINUNICODE", "SHORT_BINSTRING", "LONG1", "EMPTY_TUPLE", "EMPTY_SET",
-                     "GLOBAL"})
+                     "LONG1", "EMPTY_TUPLE", "EMPTY_SET", "GLOBAL"})
 
 
 class _Lost(Exception):
@@ -78,6 +79,10 @@ class _Scan:
         self.kinds = bytearray()  # by object number
         self.fetched = bytearray()  # by object number: 1 once fetched again from the memo
         self.sizes = array("q")  # keys given, items appended (by object number)
+        # the most keys a call (REDUCE) given the object could make (a dict's keys, a list's or
+        # tuple's items or those of any item, a string's characters; by object number), and
+        # the most of an object changed once fetched again from the memo (inside others then)
+        self.reach, self.late = array("q"), 0
         self.items: dict[int, array[int]] = {}  # a list's or tuple's dicts: place, number, ...
         self.modelled = True
 
@@ -118,6 +123,8 @@ class _Scan:
         stack = self.stack
         if name in _VALUES:
             stack.append(_OTHER)
+        elif name in ("BINUNICODE", "SHORT_BINSTRING"):
+            stack.append(_TEXT - len(arg))
         elif name == "MARK":
             self.marks.append(len(stack))
             stack.append(_MARK)
@@ -139,8 +146,8 @@ class _Scan:
             pairs = len(self._pop_mark()) // 2 if name == "SETITEMS" else len(self._pop(2)) // 2
             self._give_keys(pairs)
         elif name in ("REDUCE", "NEWOBJ", "BINPERSID"):
-            self._pop(1 if name == "BINPERSID" else 2)
-            stack.append(_OTHER if name == "BINPERSID" else self._new(_MADE))
+            args = self._pop(1 if name == "BINPERSID" else 2)[-1]
+            stack.append(_OTHER if name == "BINPERSID" else self._made(args))
         elif name == "BUILD":
             self._pop(1)  # its state; the object stays
             self._top()
@@ -157,7 +164,7 @@ class _Scan:
             self.memo.append(top)
         elif index < len(self.memo):
             self.memo[index] = top
-        elif top >= 0:
+        elif top != _OTHER:
             self.sparse[index] = top
         else:
             self.sparse.pop(index, None)
@@ -168,9 +175,22 @@ class _Scan:
         self.kinds.append(kind)
         self.fetched.append(0)
         self.sizes.append(0)
+        self.reach.append(0)
         if items:
             self._add_items(number, items)
         return number
+
+    def _made(self, args: int) -> int:
+        """Number the object a call (``REDUCE``, ``NEWOBJ``) on ``args`` makes: it may hold as
+        many keys as ``args`` reach (``OrderedDict(d)``, ``Counter(text)``), or as any object
+        changed since it was put inside others."""
+        number = self._new(_MADE)
+        self.reach[number] = max(self._reach(args), self.late)
+        return number
+
+    def _reach(self, value: int) -> int:
+        """The most keys a call could make of the stack's ``value``."""
+        return self.reach[value] if value >= 0 else _TEXT - value if value <= _TEXT else 0
 
     def _top(self) -> int:
         """The object on top of the stack (above its last mark)."""
@@ -203,6 +223,13 @@ class _Scan:
         if found:
             self.items.setdefault(number, array("q")).extend(x for pair in found for x in pair)
         self.sizes[number] += len(items)
+        self._reached(number, max(self.sizes[number], *map(self._reach, items)))
+
+    def _reached(self, number: int, reach: int) -> None:
+        """Object ``number`` (given keys or items) may now make ``reach`` keys in a call."""
+        self.reach[number] = max(self.reach[number], reach)
+        if self.fetched[number]:
+            self.late = max(self.late, reach)
 
     def _append(self, items: array[int]) -> None:
         """``APPEND``/``APPENDS`` of ``items`` to the list on top of the stack."""
@@ -217,6 +244,7 @@ class _Scan:
             return  # the loader refuses a target that is no dict
         self.kinds[target] = _DICT
         self.sizes[target] += pairs
+        self._reached(target, self.sizes[target])
         if self.sizes[target] <= self.cap or self.fetched[target]:
             return  # a dict fetched again from the memo: judged at STOP
         place = self._place()
@@ -261,3 +289,10 @@ class _Scan:
                     f"{self.sizes[number]} times in that record's dict, before anything is "
                     f"loaded: past the {self.cap} names any site declares (with site, step, "
                     "rank and summary); write one record's fields, one record per file")
+            if self.reach[number] > self.cap:
+                raise CaptureFormatError(
+                    f"{where_of(self.path.name, index)}: its pickle makes that record by a call "
+                    f"(REDUCE) on {self.reach[number]} items or characters, before anything is "
+                    f"loaded: past the {self.cap} names any site declares (with site, step, "
+                    "rank and summary); write one record's fields as a dict, one record per "
+                    "file")

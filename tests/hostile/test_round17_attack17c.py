@@ -163,3 +163,75 @@ def test_bytes_around_a_torch_archive_are_refused(
     source.write_bytes(b"junk" + archive if where == "before" else archive + b"junk")
     refused(source, tmp_path, capsys, "its zip directory is not where its end record names it")
     assert loaded == []
+
+
+# ------------------------------------- T96c: a record made by a call on many items or keys
+
+
+def _text(text: str) -> bytes:
+    """``BINUNICODE`` of ``text``."""
+    raw = text.encode()
+    return b"X" + len(raw).to_bytes(4, "little") + raw
+
+
+def _tuples(count: int) -> bytes:
+    """``count`` (key, 0) pairs (``TUPLE2``) as a pickle's stack items."""
+    return b"".join(_text(f"k{i}") + b"K\x00\x86" for i in range(count))
+
+
+_ORDERED, _COUNTER = b"ccollections\nOrderedDict\n", b"ccollections\nCounter\n"
+#: pickles (protocol 2) whose record is made by a call the loader allows on many keys or items,
+#: given no key itself: each loads as a record of 2,000 keys
+MADE = {
+    # OrderedDict(d), d a dict of 2,000 keys
+    "OrderedDict of a dict": _ORDERED + b"}(" + _pairs(2_000) + b"u\x85R.",
+    # Counter(text), 2,000 distinct characters
+    "Counter of a text": _COUNTER + _text("".join(chr(0x100 + i) for i in range(2_000)))
+    + b"\x85R.",
+    # torch._tensor._rebuild_from_type_v2(OrderedDict, OrderedDict, (d,), {})
+    "rebuild_from_type_v2": b"ctorch._tensor\n_rebuild_from_type_v2\n(" + _ORDERED + _ORDERED
+    + b"}(" + _pairs(2_000) + b"u\x85}tR.",
+    # OrderedDict(*t), t = (l,) made when l was empty; l given 2,000 pairs after, from the memo
+    "list changed after": b"]]q\x00\x85q\x01ah\x00(" + _tuples(2_000) + b"ea" + _ORDERED
+    + b"h\x01R.",
+    # a list of one such record (its dict made above the list, under no mark)
+    "in a list": b"]" + _ORDERED + b"}(" + _pairs(2_000) + b"u\x85Rq\x00a.",
+}
+
+
+@pytest.mark.parametrize("case", MADE)
+def test_a_record_made_by_a_call_on_many_keys_is_refused_from_its_pickle(
+        case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record the loader makes by a call (``REDUCE``) on a dict, a list, a text of 2,000
+    keys, items or characters, itself given none, passed the pickle's scan and torch loaded it
+    (a record of 900,000 keys made so: 5.3 s of CPU and 870 MB before the field count refused
+    it). It is refused from the pickle, naming the record, before torch loads the file."""
+    import torch
+
+    source = _pt(tmp_path / "made.pt", b"\x80\x02" + MADE[case])
+    loaded = torch.load(source, weights_only=True)
+    assert len(loaded[0] if isinstance(loaded, list) else loaded) == 2_000
+    calls = _no_load(monkeypatch)
+    refused(source, tmp_path, capsys, "record 0 in '", "made.pt': its pickle makes that record "
+            "by a call (REDUCE) on 2000 items or characters, before anything is loaded")
+    assert calls == []
+
+
+def test_records_of_tensors_and_ordered_dicts_are_imported(tmp_path: Path) -> None:
+    """torch.save's calls (an ``OrderedDict`` record, tensors of many elements, a ``Counter``
+    and an ``OrderedDict`` made before them) pass the scan: the records are imported."""
+    from collections import Counter, OrderedDict
+
+    import torch
+
+    from forensics.importers import read_source
+
+    record = OrderedDict(site="embedding", step=1, input_ids=torch.arange(5_000),
+                         num_embeddings=10)
+    torch.save([record, record.copy()], tmp_path / "ok.pt")
+    assert len(read_source(tmp_path / "ok.pt").records) == 2
+    junk = (Counter(f"k{i}" for i in range(3_000)), OrderedDict.fromkeys(range(3_000)))
+    torch.save({"junk": junk, **record}, tmp_path / "junk.pt")
+    with pytest.raises(Exception, match="junk"):
+        read_source(tmp_path / "junk.pt")  # refused as a field the site does not declare
