@@ -36,12 +36,13 @@ VALUE_BYTES = 16
 #: what an object of the model is: a dict (or an object that is given keys: an ``OrderedDict``
 #: that ``REDUCE`` made), a list, a tuple, or another object ``REDUCE`` or ``NEWOBJ`` made
 _DICT, _LIST, _TUPLE, _MADE = 1, 2, 3, 4
-#: on the model's stack, beside an object's number: a mark, and anything not followed; a
-#: string of ``n`` characters is ``_TEXT - n`` (a call may make a key of each: ``Counter``)
-_MARK, _OTHER, _TEXT = -2, -1, -3
+#: on the model's stack, beside an object's number: a mark, anything not followed, a global
+#: (what a call after it calls: the values above it are its arguments, no items); a string of
+#: ``n`` characters is ``_TEXT - n`` (a call may make a key of each: ``Counter``)
+_MARK, _OTHER, _GLOBAL, _TEXT = -2, -1, -3, -4
 #: opcodes torch's weights-only loader takes that push a value not followed
 _VALUES = frozenset({"NONE", "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "BINFLOAT",
-                     "LONG1", "EMPTY_TUPLE", "EMPTY_SET", "GLOBAL"})
+                     "LONG1", "EMPTY_TUPLE", "EMPTY_SET"})
 
 
 class _Lost(Exception):
@@ -73,11 +74,14 @@ class _Scan:
         self.cap, self.budget = max_fields(), max_alloc()
         # arrays of 8-byte numbers: a pickle of millions of objects is 8 bytes each here
         self.stack = array("q")
+        self.globals = array("q")  # where the stack's globals are
         self.marks = array("q")  # where the stack's marks are
         self.memo = array("q")  # by memo index, as torch.save numbers them (0, 1, ...)
         self.sparse: dict[int, int] = {}  # the memo's entries past those
         self.kinds = bytearray()  # by object number
-        self.fetched = bytearray()  # by object number: 1 once fetched again from the memo
+        # by object number: 1 once fetched again from the memo, 2 once given keys past the
+        # cap where torch.save puts no record (both judged at STOP)
+        self.fetched = bytearray()
         self.sizes = array("q")  # keys given, items appended (by object number)
         # the most keys a call (REDUCE) given the object could make (a dict's keys, a list's or
         # tuple's items or those of any item, a string's characters; by object number), and
@@ -123,6 +127,8 @@ class _Scan:
         stack = self.stack
         if name in _VALUES:
             stack.append(_OTHER)
+        elif name == "GLOBAL":
+            self._push_global()
         elif name in ("BINUNICODE", "SHORT_BINSTRING"):
             stack.append(_TEXT - len(arg))
         elif name == "MARK":
@@ -134,9 +140,12 @@ class _Scan:
             self._put(arg)
         elif name in ("BINGET", "LONG_BINGET"):
             got = self.memo[arg] if arg < len(self.memo) else self.sparse.get(arg, _OTHER)
-            stack.append(got)
+            if got == _GLOBAL:
+                self._push_global()
+            else:
+                stack.append(got)
             if got >= 0:
-                self.fetched[got] = 1
+                self.fetched[got] |= 1
         elif name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
             items = self._pop_mark() if name == "TUPLE" else self._pop(int(name[-1]))
             stack.append(self._new(_TUPLE, items))
@@ -155,6 +164,17 @@ class _Scan:
             self._check_top_object()
         elif name != "PROTO":
             raise _Lost  # an opcode torch's weights-only loader refuses
+
+    def _push_global(self) -> None:
+        """Push a global (a call's callable) on the stack, noting where it is."""
+        self.globals.append(len(self.stack))
+        self.stack.append(_GLOBAL)
+
+    def _cut(self, at: int) -> None:
+        """Take the stack's items from place ``at`` on off it."""
+        del self.stack[at:]
+        while self.globals and self.globals[-1] >= at:
+            self.globals.pop()
 
     def _put(self, index: int) -> None:
         """``BINPUT``: the memo's entry ``index`` is the object on top of the stack (only the
@@ -203,7 +223,7 @@ class _Scan:
         if len(self.stack) - count < (self.marks[-1] + 1 if self.marks else 0):
             raise _Lost
         items = self.stack[len(self.stack) - count:]
-        del self.stack[len(self.stack) - count:]
+        self._cut(len(self.stack) - count)
         return items
 
     def _pop_mark(self) -> array[int]:
@@ -212,7 +232,7 @@ class _Scan:
             raise _Lost
         at = self.marks.pop()
         items = self.stack[at + 1:]
-        del self.stack[at:]
+        self._cut(at)
         return items
 
     def _add_items(self, number: int, items: array[int]) -> None:
@@ -228,7 +248,7 @@ class _Scan:
     def _reached(self, number: int, reach: int) -> None:
         """Object ``number`` (given keys or items) may now make ``reach`` keys in a call."""
         self.reach[number] = max(self.reach[number], reach)
-        if self.fetched[number]:
+        if self.fetched[number] & 1:
             self.late = max(self.late, reach)
 
     def _append(self, items: array[int]) -> None:
@@ -246,9 +266,11 @@ class _Scan:
         self.sizes[target] += pairs
         self._reached(target, self.sizes[target])
         if self.sizes[target] <= self.cap or self.fetched[target]:
-            return  # a dict fetched again from the memo: judged at STOP
+            return  # a dict fetched again from the memo, or placed elsewhere: judged at STOP
         place = self._place()
-        if place is not None:
+        if place is None:
+            self.fetched[target] |= 2
+        else:
             index, saved = place
             raise CaptureFormatError(
                 f"'{terminal(self.path)}': its pickle sets keys {self.sizes[target]} times in "
@@ -266,6 +288,8 @@ class _Scan:
         if at == 0:
             return 0, "the object saved"
         below = marks[0] if len(marks) == 1 else -1 if marks else None  # the one mark
+        if below is not None and self.globals and self.globals[-1] > below:
+            return None  # the arguments of a call to come, no items saved
         if kinds[0] == _LIST and (below == 1 or (at == 1 and below is None)):
             index = self.sizes[stack[0]] + (at - 2 if marks else 0)
             return index, f"item {index} of the list saved"

@@ -6,10 +6,14 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_round4_importers import refused
+
+from tests.instructions import assert_linear, scaling
 
 
 def _pairs(count: int) -> bytes:
@@ -235,3 +239,52 @@ def test_records_of_tensors_and_ordered_dicts_are_imported(tmp_path: Path) -> No
     torch.save({"junk": junk, **record}, tmp_path / "junk.pt")
     with pytest.raises(Exception, match="junk"):
         read_source(tmp_path / "junk.pt")  # refused as a field the site does not declare
+
+
+# ------------------------------ T96d: a call's argument is not named as the record after it
+
+
+def test_a_dict_given_as_a_calls_argument_is_not_named_as_a_record(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list of two records, the second ``Counter(d)`` of a dict of 2,000 keys made in the
+    list's items: the dict sits at the stack's place 4, above the global ``Counter``, and was
+    named "record 2 (item 2 of the list saved)" (the list holds two); the record the call
+    makes, item 1, is named."""
+    loaded = _no_load(monkeypatch)
+    body = b"\x80\x02](}" + _COUNTER + b"}(" + _pairs(2_000) + b"u\x85Re."
+    err = refused(_pt(tmp_path / "call.pt", body), tmp_path, capsys, "record 1 in '",
+                  "call.pt': its pickle makes that record by a call (REDUCE) on 2000 items")
+    assert "record 2" not in err
+    assert loaded == []
+
+
+#: pickles scanned in linear time: many dicts past the cap in a list's items after a global
+#: (each judged at STOP, none looked for again)
+SCANNED = {
+    "dicts after a global": lambda n: b"\x80\x02](" + _COUNTER + b"K\x00" * n + (
+        b"}(" + _pairs(24) + b"u") * (n // 100) + b"e.",
+}
+
+
+@pytest.mark.parametrize("case", list(SCANNED))
+def test_the_pickle_scan_takes_linear_time(tmp_path: Path, case: str) -> None:
+    """A pickle 4x longer costs under 6x the instructions of its scan."""
+    make_work(case, 1_000, tmp_path)()
+    assert_linear(scaling(__file__, dict.fromkeys(SCANNED, 16_000), tmp_path)[case])
+
+
+def make_work(case: str, size: int, scratch: Path) -> Callable[[], Any]:
+    """The scan of ``case`` over an input of ``size`` (:mod:`tests.instructions`)."""
+    from forensics.errors import CaptureFormatError
+    from forensics.importers import pickle_scan
+
+    data, path = SCANNED[case](size), scratch / f"{case}.pkl"
+
+    def scan() -> None:
+        try:
+            pickle_scan.count_made(data, 0, path)
+        except CaptureFormatError:
+            pass
+
+    return scan
