@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import zipfile
 from collections.abc import Callable
 from typing import Any, BinaryIO
@@ -187,10 +188,14 @@ def check_containers(text: bytes | str, where: str | Callable[[], str], before: 
     return opened
 
 
-def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, crc: bool = True) -> bytes:
     """The bytes of the member ``info``, at most the size its directory entry declares, read
     in bounded pieces (``ZipFile.read`` inflates a deflated member at once, up to 2 GiB,
-    whatever size it declares, before cutting it to that size)."""
+    whatever size it declares, before cutting it to that size); without ``crc``, its CRC-32
+    unchecked, as torch's reader reads it (torch.save writes 0 where told not to compute it)."""
+    if not crc:
+        info = copy.copy(info)
+        del info.CRC  # zipfile checks the CRC of an entry that has one
     with archive.open(info) as member:
         return member.read(info.file_size)
 

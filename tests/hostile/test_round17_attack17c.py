@@ -288,3 +288,46 @@ def make_work(case: str, size: int, scratch: Path) -> Callable[[], Any]:
             pass
 
     return scan
+
+
+# ----------------------------------------- T96e: a member's CRC, unchecked as torch reads it
+
+
+def _record_pt(path: Path) -> Path:
+    """torch.save of one embedding record."""
+    import torch
+
+    torch.save({"site": "embedding", "step": 1, "input_ids": torch.arange(4),
+                "num_embeddings": 10}, path)
+    return path
+
+
+def test_a_torch_save_without_crc_is_imported(tmp_path: Path) -> None:
+    """torch.save told not to compute CRC-32s (``torch.utils.serialization.config.save.
+    compute_crc32 = False``) writes 0; torch reads the file without checking them, and so does
+    the scan before it: the record is imported (it was refused as "not a torch zip archive
+    but a bare or legacy pickle")."""
+    import torch.utils.serialization as serialization
+
+    from forensics.importers import read_source
+
+    serialization.config.save.compute_crc32 = False
+    try:
+        source = _record_pt(tmp_path / "nocrc.pt")
+    finally:
+        serialization.config.save.compute_crc32 = True
+    with zipfile.ZipFile(source) as archive:
+        assert {i.CRC for i in archive.infolist()} == {0}
+    assert [r.step for r in read_source(source).records] == [1]
+
+
+def test_a_member_zipfile_cannot_read_is_not_called_a_bare_pickle(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A torch archive whose pickle's local header names another member (zipfile refuses to
+    read it): one line saying it is not a readable torch file, not that it is no zip archive."""
+    raw = bytearray(_record_pt(tmp_path / "named.pt").read_bytes())
+    at = raw.index(b"PK\x03\x04") + 30  # the first local header's name: .../data.pkl
+    raw[at:at + 7] = b"ARCHIVE"
+    (tmp_path / "named.pt").write_bytes(bytes(raw))
+    err = refused(tmp_path / "named.pt", tmp_path, capsys, "is not a readable torch file")
+    assert "bare or legacy pickle" not in err
