@@ -36,13 +36,12 @@ VALUE_BYTES = 16
 #: what an object of the model is: a dict (or an object that is given keys: an ``OrderedDict``
 #: that ``REDUCE`` made), a list, a tuple, or another object ``REDUCE`` or ``NEWOBJ`` made
 _DICT, _LIST, _TUPLE, _MADE = 1, 2, 3, 4
-#: on the model's stack, beside an object's number: a mark, anything not followed, a global
-#: (what a call after it calls: the values above it are its arguments, no items); a string of
-#: ``n`` characters is ``_TEXT - n`` (a call may make a key of each: ``Counter``)
-_MARK, _OTHER, _GLOBAL, _TEXT = -2, -1, -3, -4
+#: on the model's stack, beside an object's number: a mark, and anything not followed; a
+#: string of ``n`` characters is ``_TEXT - n`` (a call may make a key of each: ``Counter``)
+_MARK, _OTHER, _TEXT = -2, -1, -3
 #: opcodes torch's weights-only loader takes that push a value not followed
 _VALUES = frozenset({"NONE", "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "BINFLOAT",
-                     "LONG1", "EMPTY_TUPLE", "EMPTY_SET"})
+                     "LONG1", "EMPTY_TUPLE", "EMPTY_SET", "GLOBAL"})
 
 
 class _Lost(Exception):
@@ -74,7 +73,9 @@ class _Scan:
         self.cap, self.budget = max_fields(), max_alloc()
         # arrays of 8-byte numbers: a pickle of millions of objects is 8 bytes each here
         self.stack = array("q")
-        self.globals = array("q")  # where the stack's globals are
+        # where the stack's values that are no dict are (torch.save's records are dicts: a
+        # dict above one, a global or a key, is a call's argument or a value, no record)
+        self.plain = array("q")
         self.marks = array("q")  # where the stack's marks are
         self.memo = array("q")  # by memo index, as torch.save numbers them (0, 1, ...)
         self.sparse: dict[int, int] = {}  # the memo's entries past those
@@ -126,29 +127,24 @@ class _Scan:
         weights-only loader would."""
         stack = self.stack
         if name in _VALUES:
-            stack.append(_OTHER)
-        elif name == "GLOBAL":
-            self._push_global()
+            self._push(_OTHER)
         elif name in ("BINUNICODE", "SHORT_BINSTRING"):
-            stack.append(_TEXT - len(arg))
+            self._push(_TEXT - len(arg))
         elif name == "MARK":
             self.marks.append(len(stack))
             stack.append(_MARK)
         elif name in ("EMPTY_DICT", "EMPTY_LIST"):
-            stack.append(self._new(_DICT if name == "EMPTY_DICT" else _LIST))
+            self._push(self._new(_DICT if name == "EMPTY_DICT" else _LIST))
         elif name in ("BINPUT", "LONG_BINPUT"):
             self._put(arg)
         elif name in ("BINGET", "LONG_BINGET"):
             got = self.memo[arg] if arg < len(self.memo) else self.sparse.get(arg, _OTHER)
-            if got == _GLOBAL:
-                self._push_global()
-            else:
-                stack.append(got)
+            self._push(got)
             if got >= 0:
                 self.fetched[got] |= 1
         elif name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
             items = self._pop_mark() if name == "TUPLE" else self._pop(int(name[-1]))
-            stack.append(self._new(_TUPLE, items))
+            self._push(self._new(_TUPLE, items))
         elif name in ("APPEND", "APPENDS"):
             self._append(self._pop_mark() if name == "APPENDS" else self._pop(1))
         elif name in ("SETITEM", "SETITEMS"):
@@ -156,7 +152,7 @@ class _Scan:
             self._give_keys(pairs)
         elif name in ("REDUCE", "NEWOBJ", "BINPERSID"):
             args = self._pop(1 if name == "BINPERSID" else 2)[-1]
-            stack.append(_OTHER if name == "BINPERSID" else self._made(args))
+            self._push(_OTHER if name == "BINPERSID" else self._made(args))
         elif name == "BUILD":
             self._pop(1)  # its state; the object stays
             self._top()
@@ -165,16 +161,17 @@ class _Scan:
         elif name != "PROTO":
             raise _Lost  # an opcode torch's weights-only loader refuses
 
-    def _push_global(self) -> None:
-        """Push a global (a call's callable) on the stack, noting where it is."""
-        self.globals.append(len(self.stack))
-        self.stack.append(_GLOBAL)
+    def _push(self, value: int) -> None:
+        """Push ``value`` on the stack, noting where when it is no dict."""
+        if value < 0 or self.kinds[value] not in (_DICT, _MADE):
+            self.plain.append(len(self.stack))
+        self.stack.append(value)
 
     def _cut(self, at: int) -> None:
         """Take the stack's items from place ``at`` on off it."""
         del self.stack[at:]
-        while self.globals and self.globals[-1] >= at:
-            self.globals.pop()
+        while self.plain and self.plain[-1] >= at:
+            self.plain.pop()
 
     def _put(self, index: int) -> None:
         """``BINPUT``: the memo's entry ``index`` is the object on top of the stack (only the
@@ -288,8 +285,8 @@ class _Scan:
         if at == 0:
             return 0, "the object saved"
         below = marks[0] if len(marks) == 1 else -1 if marks else None  # the one mark
-        if below is not None and self.globals and self.globals[-1] > below:
-            return None  # the arguments of a call to come, no items saved
+        if below is not None and self.plain and self.plain[-1] > below:
+            return None  # a value no record is below it: a call's argument, a field's value
         if kinds[0] == _LIST and (below == 1 or (at == 1 and below is None)):
             index = self.sizes[stack[0]] + (at - 2 if marks else 0)
             return index, f"item {index} of the list saved"

@@ -259,6 +259,20 @@ def test_a_dict_given_as_a_calls_argument_is_not_named_as_a_record(
     assert loaded == []
 
 
+def test_a_field_dict_set_by_one_setitem_is_not_refused_as_a_record(tmp_path: Path) -> None:
+    """A list of two records, the second given its one field (a dict of 2,000 keys) by
+    ``SETITEM`` (no mark: Python's pickle of a dict of one key): the dict, above the record and
+    its key, was refused as "record 3 (item 3 of the list saved)"; it is a field's value."""
+    import torch
+
+    from forensics.importers import pickle_scan
+
+    body = b"\x80\x02](}}" + _text("field") + b"}(" + _pairs(2_000) + b"use."
+    path = _pt(tmp_path / "field.pt", body)
+    assert [len(r) for r in torch.load(path, weights_only=True)] == [0, 1]
+    assert pickle_scan.count_made(body, 0, path) > 4_000
+
+
 #: pickles scanned in linear time: many dicts past the cap in a list's items after a global
 #: (each judged at STOP, none looked for again)
 SCANNED = {
