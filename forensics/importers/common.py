@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import zipfile
 from collections.abc import Callable
 from typing import Any, BinaryIO
@@ -80,16 +81,20 @@ def record_from_dict(raw: Any, where: str) -> Record:
         raise UnknownSiteError(f"{where}: {exc}") from None
 
 
-def open_archive(handle: BinaryIO, path: Any) -> zipfile.ZipFile:
+def open_archive(handle: BinaryIO, path: Any, exact: bool = False) -> zipfile.ZipFile:
     """The zip archive in ``handle``, after its end record's claims: at most
     :data:`MAX_MEMBERS` members in a central directory of at most :data:`MAX_DIRECTORY` bytes
     (zipfile builds an object per member it lists, about ten times the bytes that list it:
-    a 1 GiB archive of empty members would take gigabytes before any count is checked).
+    a 1 GiB archive of empty members would take gigabytes before any count is checked); with
+    ``exact``, only where another zip reader reads the members zipfile reads
+    (:func:`_check_exact`).
 
     Raises CaptureFormatError naming the file and the claim; zipfile.BadZipFile for a file
     that is not a zip archive.
     """
     end = zipfile._EndRecData(handle)  # type: ignore[attr-defined]  # the stdlib's own reader
+    if end is not None and exact:
+        _check_exact(handle, end, path)
     if end is not None:
         members = end[zipfile._ECD_ENTRIES_TOTAL]  # type: ignore[attr-defined]
         size = end[zipfile._ECD_SIZE]  # type: ignore[attr-defined]
@@ -99,6 +104,30 @@ def open_archive(handle: BinaryIO, path: Any) -> zipfile.ZipFile:
                                      "bytes")
     handle.seek(0)
     return zipfile.ZipFile(handle)
+
+
+def _check_exact(handle: BinaryIO, end: list[Any], path: Any) -> None:
+    """Refuse an archive another zip reader (torch's, miniz) reads otherwise than zipfile: an
+    end record not at the file's end, bytes before the archive or between its central directory
+    and end records (zipfile reads the directory just before them, shifting every member by as
+    much; miniz the one the end record names), a zip64 locator that names another zip64 end
+    record than the one zipfile reads. torch.save writes none of these.
+
+    Raises CaptureFormatError naming the file and the fix."""
+    zf: Any = zipfile  # the stdlib's own names for a zip's end records
+    location = end[zf._ECD_LOCATION]
+    record64 = location - zf.sizeEndCentDir64Locator - zf.sizeEndCentDir64
+    handle.seek(max(location - zf.sizeEndCentDir64Locator, 0))
+    locator = handle.read(zf.sizeEndCentDir64Locator)
+    named = int.from_bytes(locator[8:16], "little") if locator[:4] == b"PK\x06\x07" else None
+    zip64 = end[zf._ECD_SIGNATURE] == zf.stringEndArchive64
+    directory_end = end[zf._ECD_OFFSET] + end[zf._ECD_SIZE]
+    if location != handle.seek(0, 2) - zf.sizeEndCentDir or zip64 != (named is not None) \
+            or named not in (None, record64) or directory_end != (record64 if zip64 else location):
+        raise CaptureFormatError(f"'{terminal(path)}': its zip directory is not where its end "
+                                 "record names it (bytes before or after the archive, or a second "
+                                 "directory): zip readers differ on its members; save it again "
+                                 "with torch.save")
 
 
 def check_members(archive: zipfile.ZipFile, path: Any, suffix: str | None = None,
@@ -159,10 +188,14 @@ def check_containers(text: bytes | str, where: str | Callable[[], str], before: 
     return opened
 
 
-def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, crc: bool = True) -> bytes:
     """The bytes of the member ``info``, at most the size its directory entry declares, read
     in bounded pieces (``ZipFile.read`` inflates a deflated member at once, up to 2 GiB,
-    whatever size it declares, before cutting it to that size)."""
+    whatever size it declares, before cutting it to that size); without ``crc``, its CRC-32
+    unchecked, as torch's reader reads it (torch.save writes 0 where told not to compute it)."""
+    if not crc:
+        info = copy.copy(info)
+        del info.CRC  # zipfile checks the CRC of an entry that has one
     with archive.open(info) as member:
         return member.read(info.file_size)
 

@@ -9,8 +9,9 @@ The scan keeps a model of the weights-only loader's stack and memo, in which eac
 and tuple is numbered (one fetched again from the memo is the same one): the keys set in each
 dict are counted, a dict where torch.save puts a record is refused as soon as they pass the
 cap, and at ``STOP`` the object the loader would return (a dict, or a list or tuple of them)
-is judged whatever the pickle did before. An opcode that loader refuses, or a pop past a mark,
-ends the model (the loader refuses the file); the counts go on.
+is judged whatever the pickle did before, a record a call (``REDUCE``) makes by the most keys
+its arguments could give it (``OrderedDict(d)``, ``Counter(text)``). An opcode that loader
+refuses, or a pop past a mark, ends the model (the loader refuses the file); the counts go on.
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ VALUE_BYTES = 16
 #: what an object of the model is: a dict (or an object that is given keys: an ``OrderedDict``
 #: that ``REDUCE`` made), a list, a tuple, or another object ``REDUCE`` or ``NEWOBJ`` made
 _DICT, _LIST, _TUPLE, _MADE = 1, 2, 3, 4
-#: on the model's stack, beside an object's number: a mark, and anything not followed
-_MARK, _OTHER = -2, -1
+#: on the model's stack, beside an object's number: a mark, and anything not followed; a
+#: string of ``n`` characters is ``_TEXT - n`` (a call may make a key of each: ``Counter``)
+_MARK, _OTHER, _TEXT = -2, -1, -3
 #: opcodes torch's weights-only loader takes that push a value not followed
 _VALUES = frozenset({"NONE", "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "BINFLOAT",
-                     "BINUNICODE", "SHORT_BINSTRING", "LONG1", "EMPTY_TUPLE", "EMPTY_SET",
-                     "GLOBAL"})
+                     "LONG1", "EMPTY_TUPLE", "EMPTY_SET", "GLOBAL"})
 
 
 class _Lost(Exception):
@@ -72,12 +73,21 @@ class _Scan:
         self.cap, self.budget = max_fields(), max_alloc()
         # arrays of 8-byte numbers: a pickle of millions of objects is 8 bytes each here
         self.stack = array("q")
+        # where the stack's values that are no dict are (torch.save's records are dicts: a
+        # dict above one, a global or a key, is a call's argument or a value, no record)
+        self.plain = array("q")
         self.marks = array("q")  # where the stack's marks are
         self.memo = array("q")  # by memo index, as torch.save numbers them (0, 1, ...)
         self.sparse: dict[int, int] = {}  # the memo's entries past those
         self.kinds = bytearray()  # by object number
-        self.fetched = bytearray()  # by object number: 1 once fetched again from the memo
+        # by object number: 1 once fetched again from the memo, 2 once given keys past the
+        # cap where torch.save puts no record (both judged at STOP)
+        self.fetched = bytearray()
         self.sizes = array("q")  # keys given, items appended (by object number)
+        # the most keys a call (REDUCE) given the object could make (a dict's keys, a list's or
+        # tuple's items or those of any item, a string's characters; by object number), and
+        # the most of an object changed once fetched again from the memo (inside others then)
+        self.reach, self.late = array("q"), 0
         self.items: dict[int, array[int]] = {}  # a list's or tuple's dicts: place, number, ...
         self.modelled = True
 
@@ -117,30 +127,32 @@ class _Scan:
         weights-only loader would."""
         stack = self.stack
         if name in _VALUES:
-            stack.append(_OTHER)
+            self._push(_OTHER)
+        elif name in ("BINUNICODE", "SHORT_BINSTRING"):
+            self._push(_TEXT - len(arg))
         elif name == "MARK":
             self.marks.append(len(stack))
             stack.append(_MARK)
         elif name in ("EMPTY_DICT", "EMPTY_LIST"):
-            stack.append(self._new(_DICT if name == "EMPTY_DICT" else _LIST))
+            self._push(self._new(_DICT if name == "EMPTY_DICT" else _LIST))
         elif name in ("BINPUT", "LONG_BINPUT"):
             self._put(arg)
         elif name in ("BINGET", "LONG_BINGET"):
             got = self.memo[arg] if arg < len(self.memo) else self.sparse.get(arg, _OTHER)
-            stack.append(got)
+            self._push(got)
             if got >= 0:
-                self.fetched[got] = 1
+                self.fetched[got] |= 1
         elif name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
             items = self._pop_mark() if name == "TUPLE" else self._pop(int(name[-1]))
-            stack.append(self._new(_TUPLE, items))
+            self._push(self._new(_TUPLE, items))
         elif name in ("APPEND", "APPENDS"):
             self._append(self._pop_mark() if name == "APPENDS" else self._pop(1))
         elif name in ("SETITEM", "SETITEMS"):
             pairs = len(self._pop_mark()) // 2 if name == "SETITEMS" else len(self._pop(2)) // 2
             self._give_keys(pairs)
         elif name in ("REDUCE", "NEWOBJ", "BINPERSID"):
-            self._pop(1 if name == "BINPERSID" else 2)
-            stack.append(_OTHER if name == "BINPERSID" else self._new(_MADE))
+            args = self._pop(1 if name == "BINPERSID" else 2)[-1]
+            self._push(_OTHER if name == "BINPERSID" else self._made(args))
         elif name == "BUILD":
             self._pop(1)  # its state; the object stays
             self._top()
@@ -148,6 +160,18 @@ class _Scan:
             self._check_top_object()
         elif name != "PROTO":
             raise _Lost  # an opcode torch's weights-only loader refuses
+
+    def _push(self, value: int) -> None:
+        """Push ``value`` on the stack, noting where when it is no dict."""
+        if value < 0 or self.kinds[value] not in (_DICT, _MADE):
+            self.plain.append(len(self.stack))
+        self.stack.append(value)
+
+    def _cut(self, at: int) -> None:
+        """Take the stack's items from place ``at`` on off it."""
+        del self.stack[at:]
+        while self.plain and self.plain[-1] >= at:
+            self.plain.pop()
 
     def _put(self, index: int) -> None:
         """``BINPUT``: the memo's entry ``index`` is the object on top of the stack (only the
@@ -157,7 +181,7 @@ class _Scan:
             self.memo.append(top)
         elif index < len(self.memo):
             self.memo[index] = top
-        elif top >= 0:
+        elif top != _OTHER:
             self.sparse[index] = top
         else:
             self.sparse.pop(index, None)
@@ -168,9 +192,22 @@ class _Scan:
         self.kinds.append(kind)
         self.fetched.append(0)
         self.sizes.append(0)
+        self.reach.append(0)
         if items:
             self._add_items(number, items)
         return number
+
+    def _made(self, args: int) -> int:
+        """Number the object a call (``REDUCE``, ``NEWOBJ``) on ``args`` makes: it may hold as
+        many keys as ``args`` reach (``OrderedDict(d)``, ``Counter(text)``), or as any object
+        changed since it was put inside others."""
+        number = self._new(_MADE)
+        self.reach[number] = max(self._reach(args), self.late)
+        return number
+
+    def _reach(self, value: int) -> int:
+        """The most keys a call could make of the stack's ``value``."""
+        return self.reach[value] if value >= 0 else _TEXT - value if value <= _TEXT else 0
 
     def _top(self) -> int:
         """The object on top of the stack (above its last mark)."""
@@ -183,7 +220,7 @@ class _Scan:
         if len(self.stack) - count < (self.marks[-1] + 1 if self.marks else 0):
             raise _Lost
         items = self.stack[len(self.stack) - count:]
-        del self.stack[len(self.stack) - count:]
+        self._cut(len(self.stack) - count)
         return items
 
     def _pop_mark(self) -> array[int]:
@@ -192,7 +229,7 @@ class _Scan:
             raise _Lost
         at = self.marks.pop()
         items = self.stack[at + 1:]
-        del self.stack[at:]
+        self._cut(at)
         return items
 
     def _add_items(self, number: int, items: array[int]) -> None:
@@ -203,6 +240,13 @@ class _Scan:
         if found:
             self.items.setdefault(number, array("q")).extend(x for pair in found for x in pair)
         self.sizes[number] += len(items)
+        self._reached(number, max(self.sizes[number], *map(self._reach, items)))
+
+    def _reached(self, number: int, reach: int) -> None:
+        """Object ``number`` (given keys or items) may now make ``reach`` keys in a call."""
+        self.reach[number] = max(self.reach[number], reach)
+        if self.fetched[number] & 1:
+            self.late = max(self.late, reach)
 
     def _append(self, items: array[int]) -> None:
         """``APPEND``/``APPENDS`` of ``items`` to the list on top of the stack."""
@@ -217,10 +261,13 @@ class _Scan:
             return  # the loader refuses a target that is no dict
         self.kinds[target] = _DICT
         self.sizes[target] += pairs
+        self._reached(target, self.sizes[target])
         if self.sizes[target] <= self.cap or self.fetched[target]:
-            return  # a dict fetched again from the memo: judged at STOP
+            return  # a dict fetched again from the memo, or placed elsewhere: judged at STOP
         place = self._place()
-        if place is not None:
+        if place is None:
+            self.fetched[target] |= 2
+        else:
             index, saved = place
             raise CaptureFormatError(
                 f"'{terminal(self.path)}': its pickle sets keys {self.sizes[target]} times in "
@@ -238,6 +285,8 @@ class _Scan:
         if at == 0:
             return 0, "the object saved"
         below = marks[0] if len(marks) == 1 else -1 if marks else None  # the one mark
+        if below is not None and self.plain and self.plain[-1] > below:
+            return None  # a value no record is below it: a call's argument, a field's value
         if kinds[0] == _LIST and (below == 1 or (at == 1 and below is None)):
             index = self.sizes[stack[0]] + (at - 2 if marks else 0)
             return index, f"item {index} of the list saved"
@@ -261,3 +310,10 @@ class _Scan:
                     f"{self.sizes[number]} times in that record's dict, before anything is "
                     f"loaded: past the {self.cap} names any site declares (with site, step, "
                     "rank and summary); write one record's fields, one record per file")
+            if self.reach[number] > self.cap:
+                raise CaptureFormatError(
+                    f"{where_of(self.path.name, index)}: its pickle makes that record by a call "
+                    f"(REDUCE) on {self.reach[number]} items or characters, before anything is "
+                    f"loaded: past the {self.cap} names any site declares (with site, step, "
+                    "rank and summary); write one record's fields as a dict, one record per "
+                    "file")

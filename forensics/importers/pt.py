@@ -104,20 +104,22 @@ def _check_archive(handle: BinaryIO, path: Path) -> None:
     unpack past the limits (their sizes are read from the archive, not trusted from the
     pickle), and a pickle past the scan's (:func:`~forensics.importers.pickle_scan.count_made`)."""
     try:
-        with open_archive(handle, path) as archive:
-            check_members(archive, path)
-            pickles = [i for i in archive.infolist() if i.filename.endswith(".pkl")]
-            if any(i.file_size > MAX_PICKLE for i in pickles):
-                raise CaptureFormatError(f"'{terminal(path)}': its pickle is over {MAX_PICKLE} "
-                                         "bytes; save tensors, not long Python lists")
-            made = 0
-            for info in pickles:
-                made = _count_made(read_member(archive, info), made, path)
+        archive = open_archive(handle, path, exact=True)
     except zipfile.BadZipFile:
         raise UnsafeInputError(f"'{terminal(path)}' is not a torch zip archive but a bare or "
                                "legacy pickle: refused unread (it may carry pickled code, and its "
                                "storage sizes cannot be checked before they inflate). Re-save "
                                "it with torch.save (torch >= 1.6) or use .safetensors") from None
+    with archive:  # a member zipfile cannot read past here: the file is unreadable (_load)
+        check_members(archive, path)
+        # torch's zip reader (miniz) finds ``data.pkl`` ignoring ASCII case: ``DATA.PKL``
+        pickles = [i for i in archive.infolist() if i.filename.lower().endswith(".pkl")]
+        if any(i.file_size > MAX_PICKLE for i in pickles):
+            raise CaptureFormatError(f"'{terminal(path)}': its pickle is over {MAX_PICKLE} "
+                                     "bytes; save tensors, not long Python lists")
+        made = 0
+        for info in pickles:
+            made = _count_made(read_member(archive, info, crc=False), made, path)
 
 
 class _Budget:

@@ -1528,6 +1528,30 @@ TESTS = {
              "test_a_capture_folder_renamed_before_the_first_record_loses_nothing"],
     "T97e": ["tests/hostile/test_round17_attack17d.py::"
              "test_hosts_whose_names_differ_past_forty_characters_get_their_own_process_tags"],
+    "T96a": ["tests/hostile/test_round17_attack17c.py::"
+             "test_a_pickle_named_in_capitals_is_scanned_as_torch_reads_it",
+             "tests/hostile/test_round17_attack17c.py::"
+             "test_a_pickle_named_in_capitals_is_held_to_the_pickle_size"],
+    "T96b": ["tests/hostile/test_round17_attack17c.py::"
+             "test_an_archive_of_two_directories_is_refused_before_torch_reads_the_other",
+             "tests/hostile/test_round17_attack17c.py::"
+             "test_bytes_around_a_torch_archive_are_refused"],
+    "T96c": ["tests/hostile/test_round17_attack17c.py::"
+             "test_a_record_made_by_a_call_on_many_keys_is_refused_from_its_pickle",
+             "tests/hostile/test_round17_attack17c.py::"
+             "test_records_of_tensors_and_ordered_dicts_are_imported"],
+    "T96d": ["tests/hostile/test_round17_attack17c.py::"
+             "test_a_dict_given_as_a_calls_argument_is_not_named_as_a_record",
+             "tests/hostile/test_round17_attack17c.py::"
+             "test_the_pickle_scan_takes_linear_time"],
+    "T96e": ["tests/hostile/test_round17_attack17c.py::"
+             "test_a_torch_save_without_crc_is_imported",
+             "tests/hostile/test_round17_attack17c.py::"
+             "test_a_member_zipfile_cannot_read_is_not_called_a_bare_pickle"],
+    "T96f": ["tests/hostile/test_round17_attack17c.py::"
+             "test_a_field_dict_set_by_one_setitem_is_not_refused_as_a_record",
+             "tests/hostile/test_round17_attack17c.py::"
+             "test_the_pickle_scan_takes_linear_time"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
