@@ -49,3 +49,28 @@ def test_triage_row_names_the_earliest_crash_event_of_a_kind(
 def capture_text(capsys: pytest.CaptureFixture[str]) -> str:
     """What the command printed on stdout, its wrapped lines joined."""
     return " ".join(capsys.readouterr().out.split())
+
+
+def test_a_clamped_placeholder_explains_no_crash(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T99b: the clamped-placeholder scenario (vLLM 0.33.0 clamps each leaked ``-1`` to token 0:
+    the replay says "a wrong token, silently, not a crash") of an engine that then died (a
+    ``probe_start`` with no ``probe_stop``): ``known`` said "crash verdict explained", the
+    death explained by values the same replay says were read as token 0 and crashed nothing; and
+    had the crash been unexplained, the lead would have said "no variant finds a captured value
+    out of range" of a capture whose every variant finds a ``-1``."""
+    capture = tmp_path / "died.capture"
+    assert main(["simulate", "clamped-placeholder", "-o", str(capture), "--steps", "60"]) == 0
+    (capture / "events-h-1.jsonl").write_text(
+        '{"kind": "probe_start", "rank": 0, "step": null}\n', encoding="utf-8")
+    capsys.readouterr()
+    assert main(["replay", str(capture)]) in (0, 1)
+    replayed = capture_text(capsys)
+    assert "a wrong token, silently, not a crash" in replayed
+    assert ("Not explained: the capture holds a crash, yet no variant finds a captured value "
+            "out of range that the engine read as it was (each -1 it finds was clamped to "
+            "token 0 before the embedding") in replayed
+    assert main(["known", str(capture)]) == 0
+    said = capture_text(capsys)
+    assert "crash verdict unexplained" in said
+    assert "crash verdict explained" not in said
