@@ -60,6 +60,9 @@ class KnownAnswer:
     #: deadline) under every replayed variant of the engine's code: none judged them
     #: (:func:`unjudged_records`)
     unjudged: int = 0
+    #: whether the engine's code finds values out of range that vLLM clamped to token 0 (read
+    #: as a wrong token, no crash), and none it read as they were
+    clamped: bool = False
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -101,6 +104,10 @@ class KnownAnswer:
                f"{self.unjudged} record(s) were not judged (they ended in errors under every "
                "replayed variant of the engine's code), so whether the captured values explain "
                "the crash is not known" if self.unjudged else
+               "no variant finds a captured value out of range that the engine read as it was "
+               "(each -1 it finds was clamped to token 0 before the embedding: a wrong token, "
+               "not a crash), so the captured values do not explain the crash (a "
+               "stream-ordering race or a site that was not recorded can)" if self.clamped else
                "no variant finds a captured value out of range, so the captured values do not "
                "explain the crash (a stream-ordering race or a site that was not recorded can)")
         return f"Not explained: the capture holds a crash, yet {why}. Next: " + " ".join(
@@ -208,7 +215,9 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     return KnownAnswer(verdict, checked, experiments, race_text, failing,
                        what_was_seen(evidence, result), empty=not len(result.records),
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)),
-                       unjudged=unjudged_records(result))
+                       unjudged=unjudged_records(result),
+                       clamped=verdict == UNEXPLAINED and out_of_range(
+                           findings, engine_variants(evidence), clamped_too=True))
 
 
 def unjudged_records(result: ReplayResult) -> int:

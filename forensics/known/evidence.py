@@ -197,13 +197,30 @@ def unstopped(events: list[dict[str, Any]]) -> list[str]:
     return sorted(process for process, kind in last.items() if kind == PROBE_START)
 
 
-def out_of_range(findings: pd.DataFrame, variants: frozenset[str] | None = None) -> bool:
-    """Whether any variant (of ``variants`` when given) found a value out of range."""
+#: the columns that name one element a variant judged
+ELEMENT = ("variant", "site", "step", "rank", "tensor", "element")
+
+
+def out_of_range(findings: pd.DataFrame, variants: frozenset[str] | None = None,
+                 clamped_too: bool = False) -> bool:
+    """Whether any variant (of ``variants`` when given) found a value out of range that the
+    engine read as it was: a ``-1`` that vLLM clamped to token 0 (a ``clamped_placeholder``
+    finding of the same element) was read as token 0, a wrong token that crashes nothing
+    (counted only with ``clamped_too``)."""
+    import pandas as pd
+
+    from forensics.judge.continuity import CLAMPED
+
     if not len(findings):
         return False
     found = findings["kind"] == OUT_OF_BOUNDS
     if variants is not None:
         found &= findings["variant"].isin(list(variants))
+    clamped = findings.loc[findings["kind"] == CLAMPED, list(ELEMENT)]
+    if found.any() and len(clamped) and not clamped_too:
+        keys = set(clamped.itertuples(index=False, name=None))
+        found &= pd.Series([key not in keys for key in findings[list(ELEMENT)].itertuples(
+            index=False, name=None)], index=findings.index, dtype=bool)
     return bool(found.any())
 
 

@@ -1378,6 +1378,10 @@ TESTS = {
              "test_a_check_of_launches_says_it_did_not_check_them",
              "tests/hostile/test_round17_lead.py::"
              "test_the_plugins_pass_of_launches_warns_that_they_were_not_checked"],
+    "T99a": ["tests/hostile/test_round17_attack17e.py::"
+             "test_triage_row_names_the_earliest_crash_event_of_a_kind"],
+    "T99b": ["tests/hostile/test_round17_attack17e.py::"
+             "test_a_clamped_placeholder_explains_no_crash"],
     "T98b": ["tests/hostile/test_round17_lead.py::"
              "test_a_bad_launch_is_named_by_its_events_file_and_line"],
     "T98c": ["tests/hostile/test_round17_lead.py::"
