@@ -85,10 +85,14 @@ def _event_text(event: dict[str, Any]) -> str:
     return f"{head}: {message}" if message else head
 
 
-def stopped_after(summary: dict[str, Any]) -> int | None:
-    """The last step of a capture whose engine stopped without the probe's stop (a process
-    with a ``probe_start`` event and no ``probe_stop``: killed or crashed), else None."""
+def stopped_after(summary: dict[str, Any]) -> int | str | None:
+    """The last step a process reached that stopped without the probe's stop (a process
+    with a ``probe_start`` event and no ``probe_stop``: killed or crashed): the latest step of
+    its events and records (a capture written again, whose records name no process of the
+    engine's: the capture's last step), "unknown" when neither holds a step; None when every
+    process stopped."""
     from forensics.known.evidence import unstopped
+    from forensics.store.paths import WRITTEN_AGAIN
 
     events = summary.get("events") or []
     gone = set(unstopped(events))
@@ -96,12 +100,20 @@ def stopped_after(summary: dict[str, Any]) -> int | None:
         return None
     steps = [e["step"] for e in events if str(e.get("process")) in gone
              and isinstance(e.get("step"), int)]
-    span = summary.get("steps")
-    return max(steps + ([span[1]] if span else []), default=0)
+    spans = summary.get("process_steps")
+    if spans is None:  # a summary of another version: whose records these are is not known
+        spans = {WRITTEN_AGAIN: summary["steps"]} if summary.get("steps") else {}
+    steps += [span[1] for process, span in spans.items()
+              if process in gone or process == WRITTEN_AGAIN]
+    return max(steps) if steps else UNKNOWN
 
 
-def stopped_sentence(step: int) -> str:
+def stopped_sentence(step: int | str) -> str:
     """What a capture cut short by its engine's death says (never "no failure")."""
+    if step == UNKNOWN:
+        return ("The engine stopped without the probe's stop (killed or crashed) at a step "
+                "not known (the process that stopped recorded no step): the capture holds what "
+                "was recorded up to then.")
     return (f"The engine stopped without the probe's stop (killed or crashed) after step "
             f"{step}: the capture holds what was recorded up to then.")
 

@@ -238,22 +238,26 @@ class Capture:
         """The ``forensics inspect --json`` object (DESIGN.md), from the batch index alone."""
         sites: dict[str, int] = {}
         site_steps: dict[str, list[int]] = {}
+        process_steps: dict[str, list[int]] = {}
         for seg in self._segments:
             if not len(seg):
                 continue
             sites[seg.site] = sites.get(seg.site, 0) + len(seg)
             first, last = int(seg.step_min.min()), int(seg.step_max.max())
-            old = site_steps.get(seg.site, [first, last])
-            site_steps[seg.site] = [min(old[0], first), max(old[1], last)]
+            for spans, key in ((site_steps, seg.site), (process_steps, seg.process)):
+                old = spans.get(key, [first, last])
+                spans[key] = [min(old[0], first), max(old[1], last)]
         ordered = {site: sites[site] for site in SITES if site in sites}
-        spans = list(site_steps.values())
+        every = list(site_steps.values())
         return {
             "capture": str(self.path),
             "name": self.name,
             "records": len(self),
             "sites": ordered,
-            "steps": [min(a for a, _ in spans), max(b for _, b in spans)] if spans else None,
+            "steps": [min(a for a, _ in every), max(b for _, b in every)] if every else None,
             "site_steps": {site: site_steps[site] for site in ordered},
+            #: the steps of each writing process's records (segments name their process)
+            "process_steps": process_steps,
             "ranks": self.ranks,
             "segments": len(self.segments),
             "unknown_sites": dict(self.unknown_sites),

@@ -147,3 +147,45 @@ def test_the_writer_processs_command_line_holds_no_manifest(tmp_path: Path) -> N
     assert secret.encode() not in cmdline and b"--manifest-fd" in cmdline, cmdline
     written = json.loads((folder / "manifest.json").read_text())
     assert written["model"]["name"] == secret, written
+
+
+# ------------------- T98e: the step a dead process reached is its own, not the capture's last
+
+
+def _two_processes(root: Path, dead_events: list[dict[str, object]]) -> Path:
+    """A capture whose records (steps 0 to 19) process ``h-1`` wrote and stopped, and whose
+    process ``h-2`` (no records) has ``dead_events`` after its probe's start, and no stop."""
+    import json
+
+    from forensics.store.writer import write_capture as write_records
+    from tests.incident_records import clean_step
+
+    records = [r for step in range(20) for r in clean_step(step, ["a", "b"])]
+    capture = write_records(root, records, manifest={"notes": "n"})
+    for path in list(capture.iterdir()):
+        if ".r0.w0." in path.name:
+            path.rename(capture / path.name.replace(".r0.w0.", ".r0.h-1."))
+    stopped = [{"kind": "probe_start", "step": 0}, {"kind": "probe_stop", "step": 19}]
+    dead = [{"kind": "probe_start"}, *dead_events]  # no step yet
+    for process, events in (("h-1", stopped), ("h-2", dead)):
+        (capture / f"events-{process}.jsonl").write_text(
+            "".join(json.dumps(e) + "\n" for e in events))
+    return capture
+
+
+@pytest.mark.parametrize("dead, said", [
+    ([{"kind": "engine_exception", "step": 12, "message": "boom"}], "after step 12"),
+    ([], "at a step not known (the process that stopped recorded no step)")])
+def test_a_dead_process_is_said_to_stop_at_its_own_last_step(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        dead: list[dict[str, object]], said: str) -> None:
+    """Of two processes, the one that recorded every step stopped; the other died at step 12
+    (or recorded no step at all). ``replay`` and ``summary`` said the engine stopped "after
+    step 19", the capture's last step, which the dead process never reached."""
+    from forensics.cli import main
+
+    capture = _two_processes(tmp_path / "two.capture", dead)
+    assert main(["replay", str(capture)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"The engine stopped without the probe's stop (killed or crashed) {said}" in out, out
+    assert "after step 19" not in out, out

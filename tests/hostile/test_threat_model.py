@@ -1388,6 +1388,8 @@ TESTS = {
              "test_a_full_disk_as_a_process_joins_keeps_the_folder_and_says_so"],
     "T98d": ["tests/hostile/test_round17_lead.py::"
              "test_the_writer_processs_command_line_holds_no_manifest"],
+    "T98e": ["tests/hostile/test_round17_lead.py::"
+             "test_a_dead_process_is_said_to_stop_at_its_own_last_step"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
