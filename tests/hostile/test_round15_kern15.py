@@ -144,7 +144,8 @@ def test_an_impossible_sharing_is_refused_in_one_line(
     assert main(["kernels", str(capture)]) == 2
     line = capsys.readouterr().err.strip()
     assert line == (f"forensics kernels: error: capture '{capture}' events file "
-                    "'events-h-1.jsonl' line 1, kernel_launch event 0 tensor 'out_ptr': field 'storage_at' puts its storage at bytes 16..32, "
+                    "'events-h-1.jsonl' line 1, kernel_launch event 0 tensor 'out_ptr': "
+                    "field 'storage_at' puts its storage at bytes 16..32, "
                     "apart from the rest of storage_id 0 (bytes 0..12): storages of one id "
                     "overlap; give it an id of its own; fix or delete the event line"), line
 
