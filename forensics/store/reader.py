@@ -382,6 +382,21 @@ def _step_mask(column: np.ndarray, steps: int | Iterable[int]) -> np.ndarray:
     return np.isin(column, np.fromiter((int(s) for s in steps), dtype=np.int64))
 
 
+def _batch_spans(keys: np.ndarray, rows: np.ndarray) -> dict[int, tuple[int, int, int]]:
+    """Per batch (``keys``: segment and batch of each position): the first and last of its
+    ``rows`` asked for, and the last position that asks for one."""
+    if not len(keys):
+        return {}
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    first = np.minimum.reduceat(rows[order], starts)
+    last = np.maximum.reduceat(rows[order], starts)
+    last_at = np.maximum.reduceat(order, starts)
+    return {int(k): (int(a), int(b), int(c)) for k, a, b, c in
+            zip(ordered[starts], first, last, last_at, strict=True)}
+
+
 class RecordList(Sequence[Record]):
     """A lazy sequence of records: each is decoded and validated when accessed."""
 
@@ -407,17 +422,38 @@ class RecordList(Sequence[Record]):
         return seg.batch(int(self._batch[index])).record(int(self._row[index]))
 
     def __iter__(self) -> Iterator[Record]:
+        keys = self._segment.astype(np.int64) * (1 << 32) + self._batch
+        spans = _batch_spans(keys, self._row)
+        held: dict[int, list[Record]] = {}  # batches decoded once, kept to their last row here
         for start in range(0, len(self), ITER_CHUNK):
-            yield from self._chunk(start, min(start + ITER_CHUNK, len(self)))
+            stop = min(start + ITER_CHUNK, len(self))
+            yield from self._chunk(start, stop, keys[start:stop], spans, held)
+            for key in [key for key in held if spans[key][2] < stop]:
+                del held[key]
 
-    def _chunk(self, start: int, stop: int) -> list[Record]:
-        """Records ``start:stop`` of the sequence, each batch's rows decoded in one go."""
-        seg, bat, row = (a[start:stop] for a in (self._segment, self._batch, self._row))
+    def _chunk(self, start: int, stop: int, keys: np.ndarray,
+               spans: dict[int, tuple[int, int, int]],
+               held: dict[int, list[Record]]) -> list[Record]:
+        """Records ``start:stop`` of the sequence, each batch's rows decoded in one go: a batch
+        whose rows this chunk holds all of, the rows asked for; one read again by a later chunk
+        (batches spanning many steps, read in pipeline order), its rows from the first to the
+        last the sequence asks for, once, into ``held`` (decoding a piece of it for each chunk
+        read and decoded it again each time, and each piece held the whole batch's buffers:
+        time and memory grew as the records times the batches)."""
+        row = self._row[start:stop]
         out: list[Record | None] = [None] * (stop - start)
-        keys = seg.astype(np.int64) * (1 << 32) + bat
         for key in np.unique(keys).tolist():
             where = np.flatnonzero(keys == key)
             rows = row[where]
+            first_row, last_row, last_at = spans[key]
+            if key not in held and last_at >= stop:
+                view = self._segments[key >> 32].batch(key & 0xFFFFFFFF)
+                held[key] = view.records(first_row, last_row + 1)
+            if key in held:
+                decoded = held[key]
+                for i, r in zip(where.tolist(), rows.tolist(), strict=True):
+                    out[i] = decoded[r - first_row]
+                continue
             lo, hi = int(rows.min()), int(rows.max()) + 1
             view = self._segments[key >> 32].batch(key & 0xFFFFFFFF)
             if hi - lo == len(rows):  # a run of rows (whole captures, step ranges): in one go

@@ -1390,6 +1390,10 @@ TESTS = {
              "test_the_writer_processs_command_line_holds_no_manifest"],
     "T98e": ["tests/hostile/test_round17_lead.py::"
              "test_a_dead_process_is_said_to_stop_at_its_own_last_step"],
+    "T98f": ["tests/hostile/test_round17_lead.py::"
+             "test_records_of_batches_spanning_every_step_are_held_as_the_same_records_in_order",
+             "tests/hostile/test_round17_lead.py::"
+             "test_records_read_in_pipeline_order_are_those_read_one_by_one"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
