@@ -259,3 +259,20 @@ def test_records_read_in_pipeline_order_are_those_read_one_by_one(tmp_path: Path
         one_by_one = [(records[i].step, records[i]["input_ids"].tolist())
                       for i in range(len(records))]
         assert read == one_by_one and len(read) == len(records), read[:3]
+
+
+# ------------- T98g: triage reads the runner as `known` does: from the sites a capture records
+
+
+def test_triage_names_the_runner_the_recorded_sites_show_as_known_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A V1 capture whose manifest states no runner (every bundled one): `known` said the
+    runner "is v1, not v2" (the sites recorded are V1's own), while the triage row and its
+    group heading said "runner unknown" of the same capture."""
+    from forensics.cli import main
+
+    assert main(["known", "data/clean.capture"]) in (0, 1)
+    assert "runner is v1, not v2" in capsys.readouterr().out
+    assert main(["triage", "data/clean.capture", "-o", str(tmp_path / "t.csv")]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "runner v1," in out and "runner unknown" not in out, out
