@@ -1,4 +1,6 @@
-"""``FORENSICS_KERNELS``: which of vLLM's Triton kernels the flight recorder records.
+"""The flight recorder's settings: ``FORENSICS_KERNELS``, which of vLLM's Triton kernels it
+records; ``FORENSICS_KERNELS_KEEP``, the steps it keeps; ``FORENSICS_KERNELS_BUDGET``, the bytes
+of float contents it records per launch.
 
 ``all`` (any case) records every kernel; else a comma list of globs, each matched against a
 kernel's name (``_compute_slot_mappings_kernel``, ``_compute_*``) or, when it holds a dot,
@@ -15,8 +17,13 @@ import os
 from collections.abc import Mapping
 
 from forensics.errors import ConfigurationError
+from forensics.probe.settings import positive_setting
 
 ENV_KERNELS = "FORENSICS_KERNELS"
+ENV_KEEP = "FORENSICS_KERNELS_KEEP"
+ENV_BUDGET = "FORENSICS_KERNELS_BUDGET"
+DEFAULT_KEEP = 32
+DEFAULT_BUDGET = 64 << 10
 #: the values that leave the recorder off
 OFF = ("0", "off", "none")
 
@@ -62,3 +69,26 @@ def selection(environ: Mapping[str, str] | None = None,
                 f"'forensics kernels CAPTURE --coverage' lists them); set it to 'all', or "
                 f"unset it")
     return globs
+
+
+def keep_steps(environ: Mapping[str, str] | None = None) -> int | None:
+    """``FORENSICS_KERNELS_KEEP``: the steps kept (default 32); None for ``all``.
+
+    Raises:
+        ConfigurationError: not a positive int nor ``all``.
+    """
+    raw = (os.environ if environ is None else environ).get(ENV_KEEP, "").strip()
+    if raw.lower() == "all":
+        return None
+    return _positive(raw, ENV_KEEP, DEFAULT_KEEP, "or 'all'")
+
+
+def budget(environ: Mapping[str, str] | None = None) -> int:
+    """``FORENSICS_KERNELS_BUDGET``: bytes of float contents recorded per launch."""
+    raw = (os.environ if environ is None else environ).get(ENV_BUDGET, "").strip()
+    return _positive(raw, ENV_BUDGET, DEFAULT_BUDGET, "(bytes)")
+
+
+def _positive(raw: str, name: str, default: int, also: str) -> int:
+    return positive_setting(name, raw, default, f": expected a positive int {also}; unset it "
+                                                f"for the default {default}")

@@ -1,24 +1,23 @@
 """The flight recorder of vLLM's Triton kernel launches (``FORENSICS_KERNELS``).
 
 With ``FORENSICS_KERNELS=all`` (or a comma list of kernel names or globs:
-:mod:`forensics.probe.kernel_selection`) every launch of a
-``@triton.jit`` kernel defined in vLLM's worker, sampling and speculative-decoding packages is
-recorded, on both launch paths: compiled kernels (``JITFunction.run``) and Triton's interpreter
-(``InterpretedFunction.run``, ``TRITON_INTERPRET=1``). The launch itself is not changed.
+:mod:`forensics.probe.kernel_selection`) every launch of a ``@triton.jit`` kernel defined in vLLM's
+worker, sampling and speculative-decoding packages is recorded, on both launch paths: compiled
+kernels (``JITFunction.run``) and Triton's interpreter (``InterpretedFunction.run``,
+``TRITON_INTERPRET=1``). The launch itself is not changed.
 
-A launch costs one copy of each tensor argument's storage before and, for tensors the launch
-may write, after it (integer and boolean storages whole up to :data:`WHOLE_BYTES`; floats within
-``FORENSICS_KERNELS_BUDGET`` bytes per launch, else their elements up to the budget, else
-nothing and the record says so; a launch's copies, all its tensors together, no more than its
-one event line holds). Nothing is encoded on the launch path: the copies wait in the
-flight recorder, which keeps the last ``FORENSICS_KERNELS_KEEP`` steps (default 32) and writes
-them as ``kernel_launch`` events through the probe's writer (:mod:`forensics.kernels.format`)
-when ``execute_model`` raises, at exit, on SIGTERM/SIGINT, and on request (:func:`dump`). With
-``FORENSICS_KERNELS_KEEP=all`` each launch is encoded and handed to the writer as soon as it
-returns (or raises), so a SIGSEGV, SIGABRT or SIGKILL of the engine loses at most the launch in
-flight. Launches while a CUDA graph is being captured are not recorded: the ``kernel_summary``
-event counts them apart (``graph_launches``) and lists as ``graph_only`` the kernels whose every
-launch was one.
+A launch costs one copy of each tensor argument's storage before and, for tensors the launch may
+write, after it (integer and boolean storages whole up to :data:`WHOLE_BYTES`; floats within
+``FORENSICS_KERNELS_BUDGET`` bytes per launch, else their elements up to the budget, else nothing
+and the record says so; a launch's copies, all its tensors together, no more than its one event
+line holds). Nothing is encoded on the launch path: the copies wait in the flight recorder, which
+keeps the last ``FORENSICS_KERNELS_KEEP`` steps (default 32) and writes them as ``kernel_launch``
+events through the probe's writer (:mod:`forensics.kernels.format`) when ``execute_model`` raises,
+at exit, on SIGTERM/SIGINT, and on request (:func:`dump`). With ``FORENSICS_KERNELS_KEEP=all`` each
+launch is encoded and handed to the writer as soon as it returns (or raises), so a SIGSEGV, SIGABRT
+or SIGKILL of the engine loses at most the launch in flight. Launches while a CUDA graph is being
+captured are not recorded: the ``kernel_summary`` event counts them apart (``graph_launches``) and
+lists as ``graph_only`` the kernels whose every launch was one.
 """
 
 from __future__ import annotations
@@ -33,14 +32,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from forensics.kernels.format import FORMAT, KIND, SUMMARY_KIND, encode_bytes, source_hash
-from forensics.probe.kernel_selection import chosen, selection
-from forensics.probe.settings import positive_setting
+from forensics.probe.kernel_selection import ENV_BUDGET, budget, chosen, keep_steps, selection
 
 LOG = logging.getLogger("forensics.probe")
-ENV_KEEP = "FORENSICS_KERNELS_KEEP"
-ENV_BUDGET = "FORENSICS_KERNELS_BUDGET"
-DEFAULT_KEEP = 32
-DEFAULT_BUDGET = 64 << 10
 #: an integer or boolean storage up to this size is recorded whole; a larger one: the view
 WHOLE_BYTES = 4 << 20
 #: the packages whose kernels are recorded
@@ -49,29 +43,6 @@ PACKAGES = ("vllm.v1.worker.", "vllm.v1.sample.", "vllm.v1.spec_decode.")
 MAX_EVENT_BYTES = 900_000
 #: the most bytes of one tensor's contents a launch record can hold (base64: 4 chars for 3)
 EVENT_CONTENT_BYTES = MAX_EVENT_BYTES // 4 * 3
-
-
-def keep_steps(environ: Mapping[str, str] | None = None) -> int | None:
-    """``FORENSICS_KERNELS_KEEP``: the steps kept (default 32); None for ``all``.
-
-    Raises:
-        ConfigurationError: not a positive int nor ``all``.
-    """
-    raw = (os.environ if environ is None else environ).get(ENV_KEEP, "").strip()
-    if raw.lower() == "all":
-        return None
-    return _positive(raw, ENV_KEEP, DEFAULT_KEEP, "or 'all'")
-
-
-def budget(environ: Mapping[str, str] | None = None) -> int:
-    """``FORENSICS_KERNELS_BUDGET``: bytes of float contents recorded per launch."""
-    raw = (os.environ if environ is None else environ).get(ENV_BUDGET, "").strip()
-    return _positive(raw, ENV_BUDGET, DEFAULT_BUDGET, "(bytes)")
-
-
-def _positive(raw: str, name: str, default: int, also: str) -> int:
-    return positive_setting(name, raw, default, f": expected a positive int {also}; unset it "
-                                                f"for the default {default}")
 
 
 class KernelMeta:
@@ -148,6 +119,7 @@ class FlightRecorder:
         self._ordinal = (-1, 0)  # (step, launches of that step so far)
         self._torch: Any = None
         self._capturing: Callable[[], bool] = lambda: False
+        self._pid = os.getpid()  # a forked copy records its own launches only (:meth:`own`)
 
     # -- the launch path --------------------------------------------------------------------
     def kernel(self, jit: Any) -> KernelMeta:
@@ -157,9 +129,20 @@ class FlightRecorder:
             meta = self.meta[id(jit)] = KernelMeta(jit, self.globs)
         return meta
 
+    def own(self) -> bool:
+        """Whether this process made what the recorder holds: a forked copy (a pool's worker)
+        drops the launches and counts it inherited, and writes nothing until it launches."""
+        if self._pid != os.getpid():  # a killed copy wrote its parent's steps as its own
+            self.steps.clear()
+            self.seen, self.graph_seen, self._ordinal, self._pid = {}, {}, (-1, 0), 0
+            self.dropped_steps = self.errors = self.written = 0
+        return self._pid == os.getpid() or bool(self.seen)
+
     def before(self, meta: KernelMeta, args: tuple[Any, ...], kwargs: dict[str, Any],
                grid: Any) -> Pending | None:
         """Record a launch's arguments (None when it is captured into a graph)."""
+        if not self.own():
+            self._pid = os.getpid()  # its first launch: the copy's own from now on
         key = meta.key
         self.seen[key] = self.seen.get(key, 0) + 1
         if self._capturing():
@@ -658,7 +641,7 @@ def dump(reason: str = "on request") -> int:
     """Write the kept launches as ``kernel_launch`` events and a ``kernel_summary``;
     return how many were written. Never raises."""
     recorder = RECORDER
-    if recorder is None or recorder.session is None:
+    if recorder is None or recorder.session is None or not recorder.own():
         return 0
     return _write(recorder, reason)
 

@@ -1396,6 +1396,8 @@ TESTS = {
              "test_records_read_in_pipeline_order_are_those_read_one_by_one"],
     "T98g": ["tests/hostile/test_round17_lead.py::"
              "test_triage_names_the_runner_the_recorded_sites_show_as_known_does"],
+    "T98h": ["tests/hostile/test_round17_lead.py::"
+             "test_a_forked_copy_writes_none_of_its_parents_launches"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
