@@ -182,5 +182,12 @@ def facts_lines(summary: dict[str, Any]) -> list[str]:
     """The manifest's facts as ``  key: value`` lines, for ``inspect``'s text (events and the
     step span are shown there already)."""
     facts = summary_facts(summary)
-    return ["manifest:", *(f"  {key}: {fact_text(key, value)}" for key, value in facts.items()
+    return ["manifest:", *(f"  {fact_label(key)}: {fact_text(key, value)}"
+                           for key, value in facts.items()
                            if key not in ("events", "steps", "ranks"))]
+
+
+def fact_label(key: str) -> str:
+    """How a fact is named in a list of facts: its label (``stopped_after``, a field of the
+    facts' JSON, as "engine stopped after step")."""
+    return "engine stopped after step" if key == "stopped_after" else key.replace("_", " ")

@@ -22,7 +22,7 @@ from forensics.escaping import (
     terminal,
 )
 from forensics.judge.suspects import describe_suspect
-from forensics.present.capture_facts import fact_text
+from forensics.present.capture_facts import fact_label, fact_text
 from forensics.present.conclusion import Conclusion, conclude, describe_finding
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None,
         lines += [f"- **{markdown(v, raw=True)}**: {markdown(describe_suspect(s))} (the first of "
                   f"{s['count']})" for v, s in suspects.items()]
     lines += ["", "### Capture", ""]
-    lines += [f"- {markdown(key)}: {markdown_code(fact_text(key, value))}"
+    lines += [f"- {markdown(fact_label(key))}: {markdown_code(fact_text(key, value))}"
               for key, value in conclusion.facts.items() if key != "events"]
     lines += [f"- event: {markdown_code(event)}" for event in conclusion.facts.get("events", [])]
     lines += ["", "### Reproduce", "", "```sh",

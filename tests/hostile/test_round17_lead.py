@@ -189,6 +189,11 @@ def test_a_dead_process_is_said_to_stop_at_its_own_last_step(
     out = " ".join(capsys.readouterr().out.split())
     assert f"The engine stopped without the probe's stop (killed or crashed) {said}" in out, out
     assert "after step 19" not in out, out
+    assert main(["summary", str(capture)]) == 0  # its list of facts names it in words
+    written = capsys.readouterr().out
+    step = "12" if dead else "unknown"
+    assert f"- engine stopped after step: `{step}`" in written, written
+    assert "stopped_after" not in written, written
 
 
 # ------------- T98f: batches that each span every step are decoded once in pipeline order
