@@ -248,6 +248,7 @@ def test_guard_passes_a_written_sentinel_on_and_raises_on_a_stale_row(
     flushed = list(forensics.load(session.settings.capture))  # flushed at once, not at close
     assert [r.site for r in flushed] == ["async_output", "async_output"]
     assert flushed[0]["sampled_token_ids_cpu"].tolist() == [[100, -1]]
+    assert session.drain(timeout=30)  # events go to the writer process without a wait
     events = forensics.load(session.settings.capture).summary()["events"]
     assert [e["kind"] for e in events].count("guard_passed_on") == 2
     batch = async_batch([[5, -1]], [[7, -1]], {"r0": 3})
