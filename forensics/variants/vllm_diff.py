@@ -242,12 +242,24 @@ class PatchedVllmVariant:
         """Load the patched modules once; return the patched callables.
 
         Raises:
-            PatchApplyError: a patched module fails to import.
+            PatchApplyError: a patched module fails to import, or the diff changes none of
+                :data:`~forensics.variants.vllm_adapters.MODULES`.
         """
         if self._code is None:
             used = {p: t for p, t in self._sources.items() if module_name(p) in MODULES}
+            if not used:
+                raise PatchApplyError(self._unchanged())
             self._code = code_from(load_patched(self.path, used))
         return self._code
+
+    def _unchanged(self) -> str:
+        """The line refusing a diff that changes none of the V1 sites' modules (it would
+        replay as the installed code, and its verdicts would be those of ``vllm``)."""
+        files = ", ".join(m.replace(".", "/") + ".py" for m in MODULES)
+        return (f"{terminal(self.path)}: the V1 sites run vLLM's code in {files}, none of which "
+                f"the diff changes (it changes {', '.join(map(terminal, self._sources))}), so "
+                "it would replay as the installed code; put the fix in one of those files, or "
+                "replay these sites with 'vllm'")
 
     def run(self, record: Record) -> Outcome:
         """Run one (non-summary) record through the patched code (a Model Runner V2 site:

@@ -1398,6 +1398,8 @@ TESTS = {
              "test_triage_names_the_runner_the_recorded_sites_show_as_known_does"],
     "T98h": ["tests/hostile/test_round17_lead.py::"
              "test_a_forked_copy_writes_none_of_its_parents_launches"],
+    "T101a": ["tests/hostile/test_round18_attack18a.py::"
+              "test_a_diff_no_v1_site_runs_is_refused_not_judged_as_the_installed_code"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
