@@ -242,31 +242,41 @@ class PatchedVllmVariant:
         """Load the patched modules once; return the patched callables.
 
         Raises:
-            PatchApplyError: a patched module fails to import, or the diff changes none of
-                :data:`~forensics.variants.vllm_adapters.MODULES`.
+            PatchApplyError: a patched module fails to import.
         """
         if self._code is None:
             used = {p: t for p, t in self._sources.items() if module_name(p) in MODULES}
-            if not used:
-                raise PatchApplyError(self._unchanged())
             self._code = code_from(load_patched(self.path, used))
         return self._code
-
-    def _unchanged(self) -> str:
-        """The line refusing a diff that changes none of the V1 sites' modules (it would
-        replay as the installed code, and its verdicts would be those of ``vllm``)."""
-        files = ", ".join(m.replace(".", "/") + ".py" for m in MODULES)
-        return (f"{terminal(self.path)}: the V1 sites run vLLM's code in {files}, none of which "
-                f"the diff changes (it changes {', '.join(map(terminal, self._sources))}), so "
-                "it would replay as the installed code; put the fix in one of those files, or "
-                "replay these sites with 'vllm'")
 
     def run(self, record: Record) -> Outcome:
         """Run one (non-summary) record through the patched code (a Model Runner V2 site:
         the patched kernels, in the diff's kernel worker); exceptions propagate.
 
         Raises:
-            PatchApplyError: as :meth:`load`, or the diff does not change the file a V2
-                site's kernels live in.
+            PatchApplyError: as :meth:`load`, the diff does not change the file a V2
+                site's kernels live in, or (a V1 site) changes none of the V1 sites' modules.
         """
+        self._check_changes(record.site)
         return run_site(self.load, record, self.kernel_patch)
+
+    def _check_changes(self, site: str) -> None:
+        """Refuse a record of a V1 site (one of no kernel, other than the sink, which a Model
+        Runner V2 capture shares) when the diff changes none of the modules the V1 sites' replay
+        runs (:data:`~forensics.variants.vllm_adapters.MODULES`): it would replay as the
+        installed code, its verdicts those of ``vllm`` under the diff's name.
+
+        Raises:
+            PatchApplyError: naming the diff, the site, those modules' files and the diff's.
+        """
+        from forensics.sites import SINK, get_site
+
+        if site == SINK or get_site(site).kernel is not None \
+                or any(module_name(p) in MODULES for p in self._sources):
+            return
+        files = ", ".join(m.replace(".", "/") + ".py" for m in MODULES)
+        raise PatchApplyError(
+            f"{terminal(self.path)}: site {site!r} runs vLLM's code in {files}, none of which "
+            f"the diff changes (it changes {', '.join(map(terminal, self._sources))}), so it "
+            "would replay as the installed code; put the fix in one of those files, or replay "
+            "this site with 'vllm'")

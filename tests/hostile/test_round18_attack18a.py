@@ -35,8 +35,23 @@ def test_a_diff_no_v1_site_runs_is_refused_not_judged_as_the_installed_code(
     assert code == 2
     assert "resolves" not in out and "violation" not in out
     line = " ".join(err.split())
-    assert "sampler.diff: the V1 sites run vLLM's code in" in line
+    assert "sampler.diff: site 'batch_change' runs vLLM's code in" in line
     assert "vllm/v1/worker/gpu_input_batch.py" in line
     assert "it changes vllm/v1/sample/sampler.py" in line
-    assert "replay these sites with 'vllm'" in line
+    assert "replay this site with 'vllm'" in line
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_model_runner_v2_diff_is_refused_on_a_v1_capture_and_runs_on_its_own(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """T101a: the V2 guard (``data/patches/v2-index-guard.diff``, V2's kernel files only)
+    replayed on a V1 capture is the same one line (it replayed the installed V1 code under
+    its name); on a V2 capture it still runs, its ``embedding`` records (the sink both runners
+    share) through the installed code."""
+    guard = f"vllm+{DATA / 'patches' / 'v2-index-guard.diff'}"
+    assert main(["replay", str(DATA / "stale-prev-row.capture"), "--variant", guard]) == 2
+    line = " ".join(capsys.readouterr().err.split())
+    assert "v2-index-guard.diff: site 'batch_change' runs vLLM's code in" in line
+    assert main(["replay", str(DATA / "v2-vocab-sample.capture"), "--variant", guard]) == 0
+    out, err = capsys.readouterr()
+    assert "embedding" in out and not err

@@ -1399,7 +1399,9 @@ TESTS = {
     "T98h": ["tests/hostile/test_round17_lead.py::"
              "test_a_forked_copy_writes_none_of_its_parents_launches"],
     "T101a": ["tests/hostile/test_round18_attack18a.py::"
-              "test_a_diff_no_v1_site_runs_is_refused_not_judged_as_the_installed_code"],
+              "test_a_diff_no_v1_site_runs_is_refused_not_judged_as_the_installed_code",
+              "tests/hostile/test_round18_attack18a.py::"
+              "test_a_model_runner_v2_diff_is_refused_on_a_v1_capture_and_runs_on_its_own"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
