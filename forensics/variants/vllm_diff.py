@@ -16,6 +16,7 @@ PatchApplyError naming the diff, that file and the fix.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import keyword
@@ -194,6 +195,28 @@ def _load_copy(tmp: Path, path: str, text: str, digest: str, source: str) -> Mod
     return module
 
 
+def imported_modules(text: str, name: str, is_package: bool = False) -> set[str]:
+    """The dotted names of the modules the Python source ``text`` of module ``name`` (a
+    package's ``__init__`` when ``is_package``) imports, relative imports resolved (``from A
+    import b`` names both ``A`` and ``A.b``: ``b`` may be a module); empty when it does not
+    parse (its import names the error)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    base = name.split(".") if is_package else name.split(".")[:-1]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            parent = base[:len(base) - node.level + 1] if node.level else []
+            module = ".".join(parent + ([node.module] if node.module else []))
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
 def shared_name(path: str | Path) -> str:
     """``vllm+NAME.diff@DIGEST``: the diff variant at ``path`` as an output made to be shared
     names it: the diff's file name and the first 8 hex digits of its content's SHA-256 (two
@@ -246,6 +269,7 @@ class PatchedVllmVariant:
         """
         if self._code is None:
             used = {p: t for p, t in self._sources.items() if module_name(p) in MODULES}
+            self._refuse_unseen(used)
             self._code = code_from(load_patched(self.path, used))
         return self._code
 
@@ -259,6 +283,26 @@ class PatchedVllmVariant:
         """
         self._check_changes(record.site)
         return run_site(self.load, record, self.kernel_patch)
+
+    def _refuse_unseen(self, used: dict[str, str]) -> None:
+        """Refuse a diff that changes a module one of its patched copies ``used`` imports:
+        each copy imports the installed vLLM's other modules, so that change would not run
+        (a helper the diff adds was "fails to import ...; fix the diff", one it changes was
+        replayed as it was).
+
+        Raises:
+            PatchApplyError: naming the diff, the copy, the module it imports and the fix.
+        """
+        changed = {module_name(p): p for p in self._sources if p not in used}
+        for path, text in used.items():
+            for name in sorted(imported_modules(text, module_name(path),
+                                                path.endswith("__init__.py")) & set(changed)):
+                raise PatchApplyError(
+                    f"{terminal(self.path)}: the patched {terminal(path)} imports {name}, "
+                    f"which the diff also changes ({terminal(changed[name])}), but the replay "
+                    "runs the diff's copies of the V1 sites' modules alone, each importing the "
+                    f"installed vLLM's other modules: that change would not run; put it in "
+                    f"{terminal(path)}, or replay a diff of the V1 sites' modules alone")
 
     def _check_changes(self, site: str) -> None:
         """Refuse a record of a V1 site (one of no kernel, other than the sink, which a Model

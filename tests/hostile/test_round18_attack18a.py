@@ -55,3 +55,60 @@ def test_a_model_runner_v2_diff_is_refused_on_a_v1_capture_and_runs_on_its_own(
     assert main(["replay", str(DATA / "v2-vocab-sample.capture"), "--variant", guard]) == 0
     out, err = capsys.readouterr()
     assert "embedding" in out and not err
+
+
+def _diff_of(path: str, old: str, new: str) -> str:
+    """A unified diff of the installed vLLM's ``path`` (``v1/utils.py``) with ``old`` made
+    ``new``."""
+    import difflib
+
+    from forensics.variants.vllm_diff import vllm_root
+
+    text = (vllm_root() / "vllm" / path).read_text(encoding="utf-8")
+    assert old in text
+    return "".join(difflib.unified_diff(text.splitlines(True),
+                                        text.replace(old, new, 1).splitlines(True),
+                                        f"a/vllm/{path}", f"b/vllm/{path}"))
+
+
+def test_a_helper_the_patched_module_imports_from_a_file_the_diff_changes_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T101b: the vocabulary guard written as a pull request would write it: a helper
+    ``sampled_count`` added to ``vllm/v1/utils.py`` for ``gpu_input_batch.py``,
+    which imports it. The replay loads the diff's copies of the V1 sites' modules alone, each
+    importing the installed vLLM's other modules, so it said "the patched copy of
+    vllm/v1/worker/gpu_input_batch.py fails to import (ImportError: ...); fix the diff" of a
+    diff that applies and imports in vLLM (and, had the helper been there already, would have
+    run the installed one). Now one line says which change the replay would not run and why."""
+    copy = "    return to_tensor[:length].copy_(from_tensor[:length], non_blocking=True)\n"
+    helper = _diff_of("v1/utils.py", copy, copy + (
+        "\n\ndef sampled_count(new_ids: list[int], vocab_size: int) -> int:\n"
+        '    """The ids up to the first outside the vocabulary."""\n'
+        "    return next((i for i, t in enumerate(new_ids) if not 0 <= t < vocab_size),\n"
+        "                len(new_ids))\n"))
+    batch = "v1/worker/gpu_input_batch.py"
+    call = _diff_of(batch, "from vllm.v1.utils import copy_slice\n",
+                    "from vllm.v1.utils import copy_slice, sampled_count\n")
+    diff = tmp_path / "helper.diff"
+    diff.write_text(helper + call, encoding="utf-8")
+    code = main(["replay", str(DATA / "incident-b-vocab-sentinel.capture"),
+                 "--variant", f"vllm+{diff}"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2
+    assert "fix the diff" not in err and "fails to import" not in err
+    assert ("helper.diff: the patched vllm/v1/worker/gpu_input_batch.py imports vllm.v1.utils, "
+            "which the diff also changes (vllm/v1/utils.py)") in err
+    assert "that change would not run" in err
+
+
+def test_the_imports_of_a_module_are_named_with_relative_ones_resolved() -> None:
+    """T101b: what a patched copy imports, as its import statements name it."""
+    from forensics.variants.vllm_diff import imported_modules
+
+    text = ("import os\nfrom vllm.v1.utils import copy_slice\nfrom . import block_table\n"
+            "from ..sample import sampler as s\n")
+    assert imported_modules(text, "vllm.v1.worker.gpu_input_batch") == {
+        "os", "vllm.v1.utils", "vllm.v1.utils.copy_slice", "vllm.v1.worker",
+        "vllm.v1.worker.block_table", "vllm.v1.sample", "vllm.v1.sample.sampler"}
+    assert "vllm.v1.worker.x" in imported_modules("from . import x\n", "vllm.v1.worker", True)
+    assert imported_modules("def (:\n", "vllm.x") == set()

@@ -1402,6 +1402,10 @@ TESTS = {
               "test_a_diff_no_v1_site_runs_is_refused_not_judged_as_the_installed_code",
               "tests/hostile/test_round18_attack18a.py::"
               "test_a_model_runner_v2_diff_is_refused_on_a_v1_capture_and_runs_on_its_own"],
+    "T101b": ["tests/hostile/test_round18_attack18a.py::"
+              "test_a_helper_the_patched_module_imports_from_a_file_the_diff_changes_is_named",
+              "tests/hostile/test_round18_attack18a.py::"
+              "test_the_imports_of_a_module_are_named_with_relative_ones_resolved"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
