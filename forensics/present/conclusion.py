@@ -193,10 +193,15 @@ class Conclusion:
         count = self.unseen_count.get(variant, len(unseen))
         shown = "; ".join(describe_finding(f) for f in unseen[:_SHOWN_UNSEEN])
         more = count - min(len(unseen), _SHOWN_UNSEEN)
-        return (f"{variant} cannot see {count} of the {patch.total} {self.baseline} "
-                f"out-of-bounds findings (a read inside an allocation raises nothing and "
-                f"{variant} shows no accesses): only the models see {shown}"
-                + (f" and {more} more" if more > 0 else "") + ".")
+        # the models may count one baseline finding (a real code's one raise per record) as
+        # several (one per tensor it indexes): the count of them is said apart
+        of_baseline = (f"{patch.not_judged} of the {patch.total} {self.baseline} out-of-bounds "
+                       "findings")
+        told = "them, " if patch.not_judged else ""
+        return (f"{variant} cannot see {of_baseline} (a read inside an allocation raises "
+                f"nothing and {variant} shows no accesses): only the models see "
+                + (f"{told}as {count} findings: " if count != patch.not_judged else "")
+                + shown + (f" and {more} more" if more > 0 else "") + ".")
 
     def patch(self, variant: str) -> Patch | None:
         """The :class:`Patch` of ``variant`` (None for the baseline)."""

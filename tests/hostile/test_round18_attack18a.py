@@ -112,3 +112,20 @@ def test_the_imports_of_a_module_are_named_with_relative_ones_resolved() -> None
         "vllm.v1.worker.block_table", "vllm.v1.sample", "vllm.v1.sample.sampler"}
     assert "vllm.v1.worker.x" in imported_modules("from . import x\n", "vllm.v1.worker", True)
     assert imported_modules("def (:\n", "vllm.x") == set()
+
+
+def test_the_findings_a_diff_cannot_see_are_counted_of_the_baselines_own(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """T101c: ``replay --variant vllm --variant vllm+stale-prev-rows.diff`` of incident A: the
+    real code raises once per record (4 ``vllm`` findings) where the models name each tensor a
+    stale row indexes (12 findings). The conclusion said "vllm+stale-prev-rows.diff cannot see
+    12 of the 4 vllm out-of-bounds findings": the count of the models' findings over the
+    baseline's total. It now counts the baseline's own (4 of the 4) and says the models make
+    them 12 findings."""
+    capture = DATA / "incident-a-stale-prev-rows-confirmed.capture"
+    diff = f"vllm+{DATA / 'patches' / 'stale-prev-rows.diff'}"
+    assert main(["replay", str(capture), "--variant", "vllm", "--variant", diff]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "cannot see 12 of the 4" not in text
+    assert "stale-prev-rows.diff cannot see 4 of the 4 vllm out-of-bounds findings" in text
+    assert "only the models see them, as 12 findings: batch_change at step 20" in text
