@@ -88,7 +88,8 @@ def repro_lines(source: str) -> list[str]:
     """The Markdown lines pointing to ``forensics repro``'s standalone pytest file."""
     return ["A standalone reproducer for vLLM maintainers, `test_repro.py` and its data "
             "`test_repro.json` (the failing records; it imports only torch, vllm and pytest, "
-            "fails until the fix is in, and skips without vLLM):",
+            "each test fails until the vLLM calls it runs keep their indices in range, and it "
+            "skips without vLLM):",
             "", "```sh", f"forensics repro {shell_path(source)} -o test_repro.py",
             "pytest test_repro.py", "```"]
 

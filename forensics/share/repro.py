@@ -217,6 +217,8 @@ def script_text() -> str:
                    f"TRITON_SITES = frozenset({tuple(triton)!r})\n")
     fields = {name: {spec.name: [spec.kind, spec.ndim, spec.required, list(int_range(spec))]
                      for spec in get_site(name).fields} for name in reproducible_sites()}
+    runners.append("#: the site embedding the ids (run on them as recorded unless its case "
+                   f"carries their origin)\nSINK = {_carried_site()!r}\n")
     runners.append("#: each site's record fields: [kind, dimensions of a tensor, required, the "
                    "range of an int (both ends in)]\n"
                    f"FIELDS = {fields!r}\n")

@@ -20,7 +20,9 @@ HEAD = '''"""Reproducer of out-of-range indices in vLLM, written by `forensics r
 
 Each test calls vLLM's own function on CPU with one captured record and the smallest stand-ins
 the function reads: it fails while the call leaves an index out of range (an IndexError, or an
-id written outside the capture's vocabulary) and passes once a fix keeps it in range. Model
+id written outside the capture's vocabulary) and passes once a fix keeps it in range (a V1
+embedding's test runs the embedding on the ids as recorded: a fix to the call that wrote them
+passes that call's test, not this one, which says so when it fails). Model
 Runner V2's functions are Triton kernels: each of their tests runs the kernel in a fresh Python
 process (this file, run with `--case N`) in Triton's interpreter, on CPU; the buffers it writes
 have spare rows past their end, so a write past a buffer lands there and fails the test; an

@@ -129,3 +129,47 @@ def test_the_findings_a_diff_cannot_see_are_counted_of_the_baselines_own(
     assert "cannot see 12 of the 4" not in text
     assert "stale-prev-rows.diff cannot see 4 of the 4 vllm out-of-bounds findings" in text
     assert "only the models see them, as 12 findings: batch_change at step 20" in text
+
+
+#: the vocabulary guard's fix alone (``data/patches/vocab-guard.diff``'s effect), as a conftest
+VOCAB_FIX = '''
+from vllm.v1.worker.gpu_input_batch import InputBatch
+
+_update = InputBatch.update_async_output_token_ids
+
+
+def update(self):
+    self.sampled_token_ids_cpu[self.sampled_token_ids_cpu >= self.vocab_size] = -1
+    return _update(self)
+
+
+InputBatch.update_async_output_token_ids = update
+'''
+
+
+def test_a_v1_embeddings_repro_says_a_fix_of_the_writer_does_not_pass_it(
+        tmp_path: Path) -> None:
+    """T101d: ``forensics repro`` of incident B (V1) with the sentinel's fix in vLLM: the
+    async_output test passes; the embedding's test runs the embedding on the ids as recorded
+    (its V1 case carries no origin), so no fix of the call that wrote them passes it. Its
+    failure read as the fix's failure ("index out of range ...; the capture's input_ids[5] =
+    248320 is outside [0, 248320)"), and the file's docstring said each test "passes once a fix
+    keeps it in range". Both now say a fix to the writer does not pass this test."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "test_repro.py"
+    assert main(["repro", str(DATA / "incident-b-vocab-sentinel.capture"), "-o",
+                 str(script)]) == 0
+    (tmp_path / "conftest.py").write_text(VOCAB_FIX, encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:forensics", "-p",
+                          "no:cacheprovider", "-q", "test_repro.py"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=900)
+    out = " ".join(run.stdout.split())
+    assert "1 failed, 1 passed" in out, run.stdout[-3000:]
+    assert ("the capture's input_ids[5] = 248320 is outside [0, 248320), the valid indices of "
+            "embedding rows; the embedding ran on the input_ids as recorded: a fix to the call "
+            "that wrote them does not pass this test") in out
+    head = " ".join(script.read_text(encoding="utf-8").split("import contextlib")[0].split())
+    assert ("a V1 embedding's test runs the embedding on the ids as recorded: a fix to the "
+            "call that wrote them passes that call's test, not this one") in head
