@@ -479,6 +479,10 @@ def absolute_variant(variant: str) -> str:
     prefix = "vllm+"
     if not variant.startswith(prefix):
         return variant
+    if variant == prefix:
+        from forensics.variants.vllm_diff import NO_PATH
+
+        raise ConfigurationError(NO_PATH)
     path = user_path(variant.removeprefix(prefix))
     if not path.is_file():
         raise ConfigurationError(f"--variant {variant!r}: no diff file at '{terminal(path)}'; "

@@ -60,7 +60,10 @@ def read_diff(path: str | Path) -> str:
 
 
 def _diff_bytes(path: str | Path) -> bytes:
-    """The bytes of the diff file ``path`` (raises as :func:`read_diff`)."""
+    """The bytes of the diff file ``path`` (raises as :func:`read_diff`; an empty path, the
+    variant ``vllm+`` alone, read as the working directory '.')."""
+    if not str(path):
+        raise CaptureFormatError(NO_PATH)
     try:
         return read_bytes(Path(path), "diff file")
     except FileNotFoundError:
@@ -82,6 +85,8 @@ def _text_of(path: str | Path, data: bytes) -> str:
 
 
 _HOW = "give the path of a unified diff, as in --variant vllm+PATH.diff"
+#: the line refusing the variant ``vllm+`` with no path after it
+NO_PATH = f"the variant 'vllm+' names no diff file; {_HOW}"
 
 
 def vllm_root() -> Path:

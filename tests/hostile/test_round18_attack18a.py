@@ -173,3 +173,20 @@ def test_a_v1_embeddings_repro_says_a_fix_of_the_writer_does_not_pass_it(
     head = " ".join(script.read_text(encoding="utf-8").split("import contextlib")[0].split())
     assert ("a V1 embedding's test runs the embedding on the ids as recorded: a fix to the "
             "call that wrote them passes that call's test, not this one") in head
+
+
+@pytest.mark.parametrize("command", ["replay", "summary", "report"])
+def test_the_variant_vllm_plus_nothing_names_no_diff_file(
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T101e: ``--variant vllm+`` (no path after it): ``replay`` and ``summary`` said "diff file
+    '.' is not a regular file (a FIFO, device, socket or directory); refused. Replace it with
+    the file", ``report`` "no diff file at '/the/working/folder'": a file nobody named. Now
+    one line says the variant names no diff file, exit 2."""
+    args = [command, str(DATA / "clean.capture"), "--variant", "vllm+"]
+    if command == "report":
+        args += ["-o", str(tmp_path / "r.html")]
+    assert main(args) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "the variant 'vllm+' names no diff file; give the path of a unified diff" in err
+    assert "'.'" not in err and "regular file" not in err and "no diff file at" not in err
+    assert not (tmp_path / "r.html").exists()

@@ -1410,6 +1410,8 @@ TESTS = {
               "test_the_findings_a_diff_cannot_see_are_counted_of_the_baselines_own"],
     "T101d": ["tests/hostile/test_round18_attack18a.py::"
               "test_a_v1_embeddings_repro_says_a_fix_of_the_writer_does_not_pass_it"],
+    "T101e": ["tests/hostile/test_round18_attack18a.py::"
+              "test_the_variant_vllm_plus_nothing_names_no_diff_file"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
