@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from forensics.budget import MAX_ALLOC_ENV, require_alloc
 from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError, reason
 from forensics.escaping import terminal
 from forensics.importers import Imported
@@ -136,6 +137,11 @@ def _check_header(member: Any, info: zipfile.ZipInfo, path: Path) -> None:
     if count * max(dtype.itemsize, 1) > info.file_size:
         raise CaptureFormatError(f"'{terminal(path)}': member {info.filename!r} claims shape "
                                  f"{shape} of {dtype} but stores {info.file_size} bytes")
+    # numpy allocates the whole array before it reads a byte of it
+    require_alloc(count * dtype.itemsize, f"'{terminal(path)}': member {show(info.filename)}",
+                  info.filename.removesuffix(".npy"), f"an array of shape {list(shape)} of "
+                  f"{dtype}", fix=f"save it in smaller arrays, or raise {MAX_ALLOC_ENV} if this "
+                  "machine has the memory for it")
 
 
 def _value(name: str, array: np.ndarray, path: Path, texts: dict[str, str]) -> Any:

@@ -1566,6 +1566,14 @@ TESTS = {
              "test_a_field_dict_set_by_one_setitem_is_not_refused_as_a_record",
              "tests/hostile/test_round17_attack17c.py::"
              "test_the_pickle_scan_takes_linear_time"],
+    "T100a": ["tests/hostile/test_round18_fix18.py::"
+              "test_a_torch_storage_past_the_budget_is_refused_before_torch_reads_it",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_a_storage_two_keys_share_names_both_and_one_no_key_names_none",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_a_torch_storage_within_the_budget_is_imported",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_an_npz_array_past_the_budget_is_refused_before_numpy_reads_it"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

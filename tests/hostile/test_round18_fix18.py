@@ -1,0 +1,105 @@
+"""Hostile input, round 18 (fix18; issue 38, "Hostile input, round 3"): a ``.pt`` storage or an
+``.npz`` array past the allocation budget is refused from its size before torch or numpy
+allocates it (T100a)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from test_round4_importers import refused
+
+from forensics.cli import main
+
+# ------------------------------------- T100a: a member's size, held to the budget before a read
+
+#: a tensor of 2 MiB, past a budget of 1 MiB
+BIG = 262_144
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[str]:
+    """The calls of ``owner.name`` made from now on (it still runs)."""
+    calls: list[str] = []
+    real = getattr(owner, name)
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, spy)
+    return calls
+
+
+def test_a_torch_storage_past_the_budget_is_refused_before_torch_reads_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``FORENSICS_MAX_ALLOC=1M``, a 2 MiB tensor was loaded by torch (allocated whole)
+    before the budget refused it; its storage's size is now read from the zip directory and
+    the file refused before ``torch.load``, in one line naming the file, the member, the key
+    the pickle puts its tensor under, the budget and how to raise it."""
+    import torch
+
+    source = tmp_path / "big.pt"
+    torch.save({"site": "embedding", "step": 1, "input_ids": torch.zeros(BIG, dtype=torch.int64),
+                "num_embeddings": 10}, source)
+    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "1M")
+    loads = _spy(monkeypatch, torch, "load")
+    refused(source, tmp_path, capsys, "member 'big/data/0'", "under key 'input_ids'",
+            "2097152 bytes", "budget of 1048576 bytes", "raise FORENSICS_MAX_ALLOC")
+    assert loads == []
+
+
+def test_a_storage_two_keys_share_names_both_and_one_no_key_names_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A storage two tensors view names both keys; a member past the budget no tensor of the
+    pickle names is refused too (torch's reader matches names ignoring case), saying which
+    tensor's it is, if any, is not known."""
+    import zipfile
+
+    import torch
+
+    ids = torch.zeros(BIG, dtype=torch.int64)
+    source = tmp_path / "shared.pt"
+    torch.save([{"site": "embedding", "step": 1, "input_ids": ids, "other": ids[1:]}], source)
+    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "1M")
+    refused(source, tmp_path, capsys, "under key 'input_ids' and 'other'")
+    small = tmp_path / "extra.pt"
+    torch.save({"site": "embedding", "step": 1, "input_ids": torch.arange(4),
+                "num_embeddings": 10}, small)
+    with zipfile.ZipFile(small, "a") as archive:
+        archive.writestr("extra/DATA/9", bytes(BIG * 8))
+    refused(small, tmp_path, capsys, "member 'extra/DATA/9'", "if any, not known")
+
+
+def test_a_torch_storage_within_the_budget_is_imported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same record of 1 MiB of ids imports under a budget of 1 MiB."""
+    import torch
+
+    source = tmp_path / "fits.pt"
+    torch.save({"site": "embedding", "step": 1,
+                "input_ids": torch.zeros(BIG // 2, dtype=torch.int64), "num_embeddings": 10},
+               source)
+    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "1M")
+    assert main(["import", str(source), "-o", str(tmp_path / "fits.capture")]) == 0
+
+
+def test_an_npz_array_past_the_budget_is_refused_before_numpy_reads_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``FORENSICS_MAX_ALLOC=1M``, numpy read (allocated) a 2 MiB array before the budget
+    saw it; its ``.npy`` header's shape and item size are now held to the budget before any
+    array is read, in one line naming the file, the member, the field, the budget and how to
+    raise it."""
+    source = tmp_path / "big.npz"
+    np.savez(source, site=np.array("embedding"), step=np.array(1), num_embeddings=np.array(10),
+             input_ids=np.zeros(BIG, dtype=np.int64))
+    monkeypatch.setenv("FORENSICS_MAX_ALLOC", "1M")
+    reads = _spy(monkeypatch, np.lib.format, "read_array")
+    refused(source, tmp_path, capsys, "member 'input_ids.npy'", "'input_ids' is an array of "
+            "shape [262144] of int64", "allocate 2097152 bytes", "budget of 1048576 bytes",
+            "raise FORENSICS_MAX_ALLOC")
+    assert reads == []
