@@ -39,6 +39,8 @@ _DICT, _LIST, _TUPLE, _MADE = 1, 2, 3, 4
 #: on the model's stack, beside an object's number: a mark, and anything not followed; a
 #: string of ``n`` characters is ``_TEXT - n`` (a call may make a key of each: ``Counter``)
 _MARK, _OTHER, _TEXT = -2, -1, -3
+#: the flag (of ``_Scan.fetched``) of an object a call made
+_CALLED = 4
 #: opcodes torch's weights-only loader takes that push a value not followed
 _VALUES = frozenset({"NONE", "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "BINFLOAT",
                      "LONG1", "EMPTY_TUPLE", "EMPTY_SET", "GLOBAL"})
@@ -81,7 +83,8 @@ class _Scan:
         self.sparse: dict[int, int] = {}  # the memo's entries past those
         self.kinds = bytearray()  # by object number
         # by object number: 1 once fetched again from the memo, 2 once given keys past the
-        # cap where torch.save puts no record (both judged at STOP)
+        # cap where torch.save puts no record, or where it may be the BUILD state of the
+        # record below it (judged at BUILD or STOP), 4 when made by a call
         self.fetched = bytearray()
         self.sizes = array("q")  # keys given, items appended (by object number)
         # the most keys a call (REDUCE) given the object could make (a dict's keys, a list's or
@@ -154,8 +157,7 @@ class _Scan:
             args = self._pop(1 if name == "BINPERSID" else 2)[-1]
             self._push(_OTHER if name == "BINPERSID" else self._made(args))
         elif name == "BUILD":
-            self._pop(1)  # its state; the object stays
-            self._top()
+            self._build(self._pop(1)[0])  # its state; the object stays
         elif name == "STOP":
             self._check_top_object()
         elif name != "PROTO":
@@ -202,6 +204,7 @@ class _Scan:
         many keys as ``args`` reach (``OrderedDict(d)``, ``Counter(text)``), or as any object
         changed since it was put inside others."""
         number = self._new(_MADE)
+        self.fetched[number] = _CALLED
         self.reach[number] = max(self._reach(args), self.late)
         return number
 
@@ -262,10 +265,10 @@ class _Scan:
         self.kinds[target] = _DICT
         self.sizes[target] += pairs
         self._reached(target, self.sizes[target])
-        if self.sizes[target] <= self.cap or self.fetched[target]:
+        if self.sizes[target] <= self.cap or self.fetched[target] & ~_CALLED:
             return  # a dict fetched again from the memo, or placed elsewhere: judged at STOP
         place = self._place()
-        if place is None:
+        if place is None or self._may_be_state():
             self.fetched[target] |= 2
         else:
             index, saved = place
@@ -275,6 +278,32 @@ class _Scan:
                 f"record {index} ({saved}), before anything is loaded: past the {self.cap} "
                 "names any site declares (with site, step, rank and summary); write one "
                 "record's fields, one record per file")
+
+    def _may_be_state(self) -> bool:
+        """Whether the dict on top of the stack may be the ``BUILD`` state of the object
+        just below it (above the last mark), one a call made: an ``OrderedDict`` record, whose
+        attributes torch sets from it; which it is, the pickle says later."""
+        stack, at = self.stack, len(self.stack) - 2
+        return at >= (self.marks[-1] + 1 if self.marks else 0) and stack[at] >= 0 \
+            and bool(self.fetched[stack[at]] & _CALLED)
+
+    def _build(self, state: int) -> None:
+        """``BUILD`` of ``state`` into the object on top of the stack: a dict given more keys
+        than a record holds is refused where torch.save puts a record (torch sets them as
+        that ``OrderedDict``'s attributes)."""
+        self._top()
+        if state < 0 or self.kinds[state] != _DICT or self.sizes[state] <= self.cap:
+            return
+        place = self._place()
+        if place is not None:
+            index, saved = place
+            raise CaptureFormatError(
+                f"'{terminal(self.path)}': its pickle sets keys {self.sizes[state]} times in "
+                f"the BUILD state of the object at place {len(self.stack) - 1} of its stack, "
+                f"where torch.save puts record {index} ({saved}): attributes torch would set "
+                f"on that record, before anything is loaded: past the {self.cap} names any "
+                "site declares (with site, step, rank and summary); write one record's fields, "
+                "one record per file")
 
     def _place(self) -> tuple[int, str] | None:
         """Which record torch.save puts where the dict on top of the stack is (the object

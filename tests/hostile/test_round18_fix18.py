@@ -103,3 +103,59 @@ def test_an_npz_array_past_the_budget_is_refused_before_numpy_reads_it(
             "shape [262144] of int64", "allocate 2097152 bytes", "budget of 1048576 bytes",
             "raise FORENSICS_MAX_ALLOC")
     assert reads == []
+
+
+# ------------------------------------------- T100b: an OrderedDict record's BUILD state, named
+
+
+def _text(text: str) -> bytes:
+    """``BINUNICODE`` of ``text``."""
+    return b"X" + len(text.encode()).to_bytes(4, "little") + text.encode()
+
+
+def _ordered(state_keys: int = 0) -> bytes:
+    """An ``OrderedDict`` record (``REDUCE``, then ``SETITEMS``), and, with ``state_keys``, a
+    ``BUILD`` state of that many keys (attributes torch's loader sets on it)."""
+    body = b"ccollections\nOrderedDict\n)R(" + _text("site") + _text("embedding") + \
+        _text("step") + b"K\x01u"
+    if state_keys:
+        body += b"}(" + b"".join(_text(f"k{i}") + b"K\x00" for i in range(state_keys)) + b"ub"
+    return body
+
+
+def _plain_dict(keys: int) -> bytes:
+    """A dict record of ``keys`` keys (``EMPTY_DICT``, ``SETITEMS``)."""
+    return b"}(" + b"".join(_text(f"k{i}") + b"K\x00" for i in range(keys)) + b"u"
+
+
+#: pickles (protocol 2) of a many-keyed dict above an OrderedDict record, and what the line says
+STATES = {
+    "state in a list": (b"\x80\x02](" + _ordered() + _ordered(2_000) + b"e.",
+                        "in the BUILD state of the object at place 3 of its stack, where "
+                        "torch.save puts record 1 (item 1 of the list saved): attributes"),
+    "state of the object saved": (b"\x80\x02" + _ordered(2_000) + b".",
+                                  "in the BUILD state of the object at place 0 of its stack, "
+                                  "where torch.save puts record 0 (the object saved)"),
+    "next record in a list": (b"\x80\x02](" + _ordered() + _plain_dict(2_000) + b"e.",
+                              "record 1 in 'state.pt': its pickle sets keys 2000 times in that "
+                              "record's dict"),
+}
+
+
+@pytest.mark.parametrize("case", STATES)
+def test_a_many_keyed_build_state_names_the_record_it_is_built_into(
+        case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 2,000-key dict given as an ``OrderedDict`` record's ``BUILD`` state was refused as
+    the record after it ("record 2" of a list of two; "record 1 (item 1 of the tuple saved)"
+    of a lone record): it is now named as the BUILD state of the record it is built into, and
+    a many-keyed record that follows an OrderedDict one is still named as itself (judged once
+    the pickle says which it is), before torch loads the file."""
+    import torch
+    from test_round6_caps import _pt_with_pickle
+
+    loads = _spy(monkeypatch, torch, "load")
+    body, words = STATES[case]
+    source = _pt_with_pickle(tmp_path / "state.pt", body)
+    refused(source, tmp_path, capsys, words, "past the 23 names")
+    assert loads == []
