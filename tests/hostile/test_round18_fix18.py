@@ -159,3 +159,81 @@ def test_a_many_keyed_build_state_names_the_record_it_is_built_into(
     source = _pt_with_pickle(tmp_path / "state.pt", body)
     refused(source, tmp_path, capsys, words, "past the 23 names")
     assert loads == []
+
+
+# ------------------------------------------ T100d: no /proc, no write through the folder's name
+
+
+def _no_proc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulate a system without ``/proc`` (or with ``/proc/self/fd`` unreadable): a path
+    under it does not exist."""
+    import os
+
+    real = os.stat
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(path).startswith("/proc/self/fd"):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+
+
+def test_without_proc_the_capture_folder_is_not_written_through_its_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``/proc``, ``OwnedFolder.path`` gave the folder's name (which another user may
+    replace) and the writer process's capture path, ``/proc/self/fd/N``, would be made as a
+    folder: the path is now refused in one line naming the folder and the fix, and nothing is
+    made."""
+    from forensics.probe import owned
+
+    capture = tmp_path / "run.capture"
+    capture.mkdir(mode=0o700)
+    folder = owned.OwnedFolder(capture, owned.identity(capture.stat()))
+    try:
+        assert folder.path == Path(f"/proc/self/fd/{folder.fd}")  # with /proc: through it
+        _no_proc(monkeypatch)
+        with pytest.raises(PermissionError) as refused_path:
+            folder.path  # noqa: B018
+    finally:
+        folder.close()
+    line = str(refused_path.value)
+    assert "\n" not in line and str(capture) in line and "mount /proc" in line, line
+    assert list(capture.iterdir()) == []
+
+
+def test_without_proc_the_writer_process_refuses_to_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer process opens its capture at ``/proc/self/fd/N`` (the folder it inherits
+    held open): without ``/proc`` it refuses to start (one line, ``could not start``) rather
+    than make ``/proc/self/fd/N`` as a folder and write there."""
+    import argparse
+    import os
+
+    from forensics.probe import writer_process
+    from forensics.store import writer as store_writer
+
+    made: list[Path] = []
+    monkeypatch.setattr(store_writer, "CaptureWriter",
+                        lambda path, *a, **k: made.append(Path(path)) or pytest.fail("written"))
+    monkeypatch.setattr(writer_process, "leave_engine_cores", lambda: None)
+    capture = tmp_path / "run.capture"
+    capture.mkdir(mode=0o700)
+    fd = os.open(capture, os.O_RDONLY | os.O_DIRECTORY)
+    ring = os.open(tmp_path / "ring", os.O_RDWR | os.O_CREAT, 0o600)
+    os.ftruncate(ring, 4096)
+    (tmp_path / "manifest").write_text("{}")
+    facts = os.open(tmp_path / "manifest", os.O_RDONLY)
+    _no_proc(monkeypatch)
+    args = argparse.Namespace(ring_fd=ring, ring_bytes=4096, capture_fd=fd, manifest_fd=facts,
+                              process="p1", ack_fd=-1, engine_pid=os.getpid())
+    try:
+        with pytest.raises(PermissionError, match="does not name the folder held open"):
+            writer_process._start(args)
+    finally:
+        for opened in (fd, ring, facts):
+            try:
+                os.close(opened)
+            except OSError:  # the manifest's, closed where it was read (before the fix)
+                pass
+    assert made == []

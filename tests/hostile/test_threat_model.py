@@ -1576,6 +1576,10 @@ TESTS = {
               "test_an_npz_array_past_the_budget_is_refused_before_numpy_reads_it"],
     "T100b": ["tests/hostile/test_round18_fix18.py::"
               "test_a_many_keyed_build_state_names_the_record_it_is_built_into"],
+    "T100d": ["tests/hostile/test_round18_fix18.py::"
+              "test_without_proc_the_capture_folder_is_not_written_through_its_name",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_without_proc_the_writer_process_refuses_to_start"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
