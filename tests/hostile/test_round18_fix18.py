@@ -237,3 +237,58 @@ def test_without_proc_the_writer_process_refuses_to_start(
             except OSError:  # the manifest's, closed where it was read (before the fix)
                 pass
     assert made == []
+
+
+# ---------------------------------------------- T100e: a rank divergence in a tensor's shape
+
+
+def _two_ranks(tmp_path: Path, rank1_ids: np.ndarray) -> list[str]:
+    """One engine of two ranks (the ``clean`` scenario) whose ``async_output`` records of
+    step 5 hold ``sampled_token_ids_cpu`` ``[[1, 2, 3], [4, 5, 6]]`` on rank 0 and
+    ``rank1_ids`` on rank 1: the two captures' paths."""
+    from typing import cast
+
+    from forensics.fleet.generate import _manifest, _scenario, without_positions
+    from forensics.records import Record
+    from forensics.simulator.runs import simulate
+    from forensics.store.writer import write_capture
+
+    sc = _scenario("clean", 12, 4, ranks=2)
+    records: list[Record] = []
+    for record in without_positions(cast(list[Record], simulate(sc, seed=3))):
+        if record.site == "async_output" and record.step == 5:
+            ids = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int32) if record.rank == 0 \
+                else rank1_ids
+            record = Record(record.site, record.step, record.rank,
+                            {**record.fields, "sampled_token_ids_cpu": ids})
+        records.append(record)
+    root = tmp_path / "fleet"
+    root.mkdir()
+    return [str(write_capture(root / f"engine-x-rank{rank}.capture",
+                              [r for r in records if r.rank == rank],
+                              _manifest(1, "engine-x", sc, 3, f"node-x{rank}", rank, "engine-x"),
+                              validated=True)) for rank in (0, 1)]
+
+
+def test_ranks_holding_the_same_values_in_other_shapes_diverge_naming_both(
+        tmp_path: Path) -> None:
+    """Two ranks whose ``sampled_token_ids_cpu`` at step 5 hold the same six values, one in
+    shape [2, 3], the other in [3, 2]: triage compared the values alone and found no
+    divergence. The shapes are compared too, and the sentence names both."""
+    from forensics.fleet.stitch import divergence_text, first_divergence
+
+    ids = np.array([[1, 2], [3, 4], [5, 6]], dtype=np.int32)
+    hit = first_divergence(_two_ranks(tmp_path, ids))
+    assert hit is not None and (hit["step"], hit["site"]) == (5, "async_output"), hit
+    text = divergence_text(hit)
+    assert "async_output shape(sampled_token_ids_cpu) = [2, 3] on rank 0 (engine-x-rank0." \
+        "capture), [3, 2] on rank 1 (engine-x-rank1.capture)" in text, text
+
+
+def test_ranks_holding_the_same_values_in_the_same_shape_do_not_diverge(
+        tmp_path: Path) -> None:
+    """The same values in the same shape [2, 3] on both ranks: no divergence."""
+    from forensics.fleet.stitch import first_divergence
+
+    assert first_divergence(_two_ranks(
+        tmp_path, np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int32))) is None
