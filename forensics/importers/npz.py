@@ -24,6 +24,7 @@ from forensics.importers.common import (
     MAX_VALUES,
     check_containers,
     check_disjoint,
+    check_keys,
     check_members,
     open_archive,
     record_from_dict,
@@ -178,13 +179,14 @@ def _texts(arrays: dict[str, np.ndarray], path: Path) -> dict[str, str]:
     """The 0-d string members of ``arrays`` as text, when the string members together stay
     within what one record holds: at most :data:`MAX_VALUES` strings in the 1-d ones, and
     :data:`MAX_JSON` characters holding :data:`MAX_CONTAINERS` JSON lists and objects in the
-    0-d ones, counted before any is parsed (a compressed member of a few KiB unpacks to
+    0-d ones, holding :func:`~forensics.importers.common.most_keys` JSON object keys,
+    counted before any is parsed (a compressed member of a few KiB unpacks to
     millions of Python objects: a string is ~50 bytes, thirteen times its 4 in the array; each
     member was held to these alone, so six members of a 351 KB file took 2.4 GiB).
 
     Raises CaptureFormatError naming the file, the member past a limit and the fix."""
     texts: dict[str, str] = {}
-    strings = chars = containers = 0
+    strings = chars = containers = keys = 0
     for name, array in arrays.items():
         if array.dtype.kind != "U":
             continue
@@ -203,4 +205,5 @@ def _texts(arrays: dict[str, np.ndarray], path: Path) -> dict[str, str]:
             texts[name] = str(array.item())
             containers = check_containers(texts[name], f"{where} (with the members before it)",
                                           containers)
+            keys = check_keys(texts[name], f"{where} (with the members before it)", keys)
     return texts

@@ -3,7 +3,8 @@ by one with ``pickletools.genops`` (nothing is built, nothing runs), and what th
 counted against the limits: the values (:data:`~forensics.importers.common.MAX_VALUES`), a
 least estimate of their bytes (the allocation budget, :func:`forensics.budget.max_alloc`), and
 the keys put into a dict where a record goes (the field cap,
-:func:`forensics.validate.max_fields`).
+:func:`forensics.validate.max_fields`), and into any dict (a field's:
+:func:`~forensics.importers.common.most_keys`).
 
 The scan keeps a model of the weights-only loader's stack and memo, in which each dict, list
 and tuple is numbered (one fetched again from the memo is the same one): the keys set in each
@@ -24,7 +25,7 @@ from typing import Any
 from forensics.budget import MAX_ALLOC_ENV, max_alloc, require_alloc
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
-from forensics.importers.common import MAX_VALUES, where_of
+from forensics.importers.common import MAX_FIELD_KEYS, MAX_VALUES, most_keys, where_of
 from forensics.validate import max_fields
 
 #: pickle opcodes that hold nothing more (appends into a container made before, the stack's
@@ -72,7 +73,7 @@ class _Scan:
 
     def __init__(self, path: Path, made: int) -> None:
         self.path, self.made, self.bytes = path, made, 0
-        self.cap, self.budget = max_fields(), max_alloc()
+        self.cap, self.budget, self.most = max_fields(), max_alloc(), most_keys()
         # arrays of 8-byte numbers: a pickle of millions of objects is 8 bytes each here
         self.stack = array("q")
         # where the stack's values that are no dict are (torch.save's records are dicts: a
@@ -265,6 +266,13 @@ class _Scan:
         self.kinds[target] = _DICT
         self.sizes[target] += pairs
         self._reached(target, self.sizes[target])
+        if self.sizes[target] > self.most:
+            raise CaptureFormatError(
+                f"'{terminal(self.path)}': its pickle sets keys {self.sizes[target]} times in "
+                f"one dict, before anything is loaded: past the {self.most} any dict of a "
+                f"record holds ({MAX_FIELD_KEYS} in a field's dict, one per request of a "
+                "batch, and its fields); write one record's fields, one record per file, long "
+                "lists as tensors")
         if self.sizes[target] <= self.cap or self.fetched[target] & ~_CALLED:
             return  # a dict fetched again from the memo, or placed elsewhere: judged at STOP
         place = self._place()

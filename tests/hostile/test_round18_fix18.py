@@ -292,3 +292,140 @@ def test_ranks_holding_the_same_values_in_the_same_shape_do_not_diverge(
 
     assert first_divergence(_two_ranks(
         tmp_path, np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int32))) is None
+
+
+# ------------------------------------ T100c: a field's dict of many keys, counted before parsing
+
+#: past the keys one record's dicts hold (65,536 in a field's dict, and its fields)
+MANY = 70_000
+#: the tensors of a ``batch_change`` record
+CHANGE_TENSORS = ("prev_positions", "valid_sampled_token_count", "num_computed_tokens",
+                  "num_accepted_tokens", "prev_num_draft_tokens", "cpu_num_computed_tokens")
+
+
+def _mapping(n: int) -> dict[str, int]:
+    """A ``prev_req_id_to_index`` of ``n`` requests."""
+    return {f"r{i}": i for i in range(n)}
+
+
+def test_an_npz_field_dict_of_many_keys_is_refused_before_it_is_parsed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``.npz`` whose ``__metadata__`` gives ``prev_req_id_to_index`` 70,000 keys (within
+    the file's caps on characters and containers) was parsed whole (a dict of a million keys:
+    2.2 s and 250 MB) before its record was judged; its keys are counted first (colons
+    outside strings), and the file refused unparsed in one line naming it, the member and the
+    count."""
+    import json
+
+    from forensics.importers import npz
+
+    monkeypatch.setattr(npz, "strict_object", lambda *a: pytest.fail("parsed"))
+    meta = {"site": "batch_change", "step": 3, "prev_req_id_to_index": _mapping(MANY)}
+    source = tmp_path / "keys.npz"
+    np.savez(source, __metadata__=np.array(json.dumps(meta)),
+             **{name: np.zeros(2, np.int32) for name in CHANGE_TENSORS})
+    refused(source, tmp_path, capsys, "member '__metadata__.npy'", "holds 70003 JSON object keys",
+            "past the 65559", "counted before they are parsed")
+
+
+def test_a_safetensors_field_dict_of_many_keys_is_refused_before_it_is_parsed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``.safetensors`` whose ``__metadata__`` string of ``prev_req_id_to_index`` holds a
+    JSON object of 70,000 keys: counted before it is parsed, refused in one line."""
+    import json
+
+    from safetensors.numpy import save_file
+
+    from forensics.importers import safetensors_
+
+    real = safetensors_.strict_json
+    monkeypatch.setattr(safetensors_, "strict_json",
+                        lambda text: pytest.fail("parsed") if text.startswith('{"r0"')
+                        else real(text))
+    source = tmp_path / "keys.safetensors"
+    save_file({name: np.zeros(2, np.int32) for name in CHANGE_TENSORS}, str(source),
+              metadata={"site": "batch_change", "step": "3",
+                        "prev_req_id_to_index": json.dumps(_mapping(MANY))})
+    refused(source, tmp_path, capsys, "__metadata__['prev_req_id_to_index'] holds 70000 JSON "
+            "object keys", "past the 65559")
+
+
+def test_a_pt_field_dict_of_many_keys_is_refused_from_its_pickle(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``.pt`` record whose ``prev_req_id_to_index`` has 70,000 keys (a field's value, not
+    a record: the record cap does not see it) was built by torch's unpickler whole; the
+    pickle's keys set into that dict are counted, and the file refused before torch loads
+    it."""
+    import torch
+
+    torch.save({"site": "batch_change", "step": 3, "prev_req_id_to_index": _mapping(MANY),
+                **{name: torch.zeros(2, dtype=torch.int32) for name in CHANGE_TENSORS}},
+               tmp_path / "keys.pt")
+    loads = _spy(monkeypatch, torch, "load")
+    refused(tmp_path / "keys.pt", tmp_path, capsys, "its pickle sets keys 66000 times in one "
+            "dict, before anything is loaded: past the 65559")
+    assert loads == []
+
+
+def test_a_field_dict_of_as_many_keys_as_a_batch_holds_is_imported(tmp_path: Path) -> None:
+    """A ``prev_req_id_to_index`` of 65,536 requests imports from each format."""
+    import json
+
+    import torch
+    from safetensors.numpy import save_file
+
+    from forensics.importers import read_source
+
+    n = 1 << 16
+    meta = {"site": "batch_change", "step": 3, "prev_req_id_to_index": _mapping(n)}
+    np.savez(tmp_path / "ok.npz", __metadata__=np.array(json.dumps(meta)),
+             **{name: np.zeros(2, np.int32) for name in CHANGE_TENSORS})
+    save_file({name: np.zeros(2, np.int32) for name in CHANGE_TENSORS},
+              str(tmp_path / "ok.safetensors"),
+              metadata={"site": "batch_change", "step": "3",
+                        "prev_req_id_to_index": json.dumps(_mapping(n))})
+    torch.save({**meta, **{name: torch.zeros(2, dtype=torch.int32) for name in CHANGE_TENSORS}},
+               tmp_path / "ok.pt")
+    for name in ("ok.npz", "ok.safetensors", "ok.pt"):
+        (record,) = read_source(tmp_path / name).records
+        assert len(record.fields["prev_req_id_to_index"]) == n, name
+
+
+def test_the_nesting_check_of_a_million_containers_takes_little_memory() -> None:
+    """The nesting check of an ``.npz`` metadata text of a million ``{}`` (3 MB, within the
+    containers cap) grew the peak memory by 80 MB (each bracket became a string of its own;
+    0.74 s and 228 MB reported with the rest of the import); it now counts in pieces, under
+    16 MB."""
+    from test_round4_store import peak_growth
+
+    from forensics.store.json_in import check_nesting
+
+    text = '{"site": "x", "k": [' + ",".join(["{}"] * 1_000_000) + "]}"
+    assert peak_growth(lambda: check_nesting(text)) < 16 << 20
+
+
+#: texts of ``n`` containers or keys whose nesting and keys are counted
+COUNTED = {
+    "empty objects": lambda n: "[" + ",".join(["{}"] * n) + "]",
+    "keys": lambda n: "{" + ",".join(f'"k{i}":{{"a":"[\\\\\\"{{"}}' for i in range(n)) + "}",
+}
+
+
+@pytest.mark.parametrize("case", list(COUNTED))
+def test_the_nesting_and_key_counts_are_linear(case: str, tmp_path: Path) -> None:
+    """4x the text costs under 6x the instructions of the nesting check and the key count."""
+    from tests.instructions import assert_linear, scaling
+
+    make_work(case, 1_000, tmp_path)()
+    assert_linear(scaling(__file__, dict.fromkeys(COUNTED, 50_000), tmp_path)[case])
+
+
+def make_work(case: str, size: int, scratch: Path) -> Any:
+    """The nesting check and key count of ``COUNTED[case](size)`` (:mod:`tests.instructions`)."""
+    from forensics.store.json_in import check_nesting, keys_in
+
+    text = COUNTED[case](size)
+    return lambda: (check_nesting(text), keys_in(text))

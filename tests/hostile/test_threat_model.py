@@ -1584,6 +1584,18 @@ TESTS = {
               "test_ranks_holding_the_same_values_in_other_shapes_diverge_naming_both",
               "tests/hostile/test_round18_fix18.py::"
               "test_ranks_holding_the_same_values_in_the_same_shape_do_not_diverge"],
+    "T100c": ["tests/hostile/test_round18_fix18.py::"
+              "test_an_npz_field_dict_of_many_keys_is_refused_before_it_is_parsed",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_a_safetensors_field_dict_of_many_keys_is_refused_before_it_is_parsed",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_a_pt_field_dict_of_many_keys_is_refused_from_its_pickle",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_a_field_dict_of_as_many_keys_as_a_batch_holds_is_imported",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_the_nesting_check_of_a_million_containers_takes_little_memory",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_the_nesting_and_key_counts_are_linear"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
