@@ -25,6 +25,9 @@ _MARK, _HIT = object(), object()
 _LONGEST_TEXT = 256
 #: the most keys a refusal names
 _NAMED = 3
+#: the most texts and tuples the model keeps in its memo (torch.save memoizes a few per
+#: tensor); past them it names no key: a pickle of millions would take gigabytes here
+_MOST_KEPT = 1 << 16
 
 
 def check_storages(archive: zipfile.ZipFile, pickles: list[zipfile.ZipInfo], path: Path
@@ -67,9 +70,9 @@ def storage_fields(pickles: list[bytes], key: str) -> list[str]:
     for data in pickles:
         try:
             _follow(data, key, fields)
-        except (ValueError, IndexError, TypeError):  # not a pickle the model follows
-            continue
-    return fields
+        except (ValueError, IndexError, TypeError):  # not a pickle the model follows, or
+            continue  # one of more texts and tuples than it keeps
+    return fields[:_NAMED]
 
 
 def _follow(data: bytes, key: str, fields: list[str]) -> None:
@@ -84,10 +87,13 @@ def _follow(data: bytes, key: str, fields: list[str]) -> None:
             model.push(top)
             if top is not None:
                 memo[len(memo) if name == "MEMOIZE" else arg] = top
+                if len(memo) > _MOST_KEPT:
+                    raise ValueError("more texts and tuples than the model keeps")
         elif name in ("BINGET", "LONG_BINGET", "GET"):
             model.push(memo.get(arg))
         elif name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
-            model.push(tuple(model.pop_mark() if name == "TUPLE" else model.pop(int(name[-1]))))
+            items = model.pop_mark() if name == "TUPLE" else model.pop(int(name[-1]))
+            model.push(tuple(items) if any(item is not None for item in items) else None)
         elif name == "BINPERSID":
             pid = model.pop(1)[0]
             model.push(_HIT if isinstance(pid, tuple) and len(pid) > 2
@@ -99,6 +105,8 @@ def _follow(data: bytes, key: str, fields: list[str]) -> None:
             items = model.pop_mark() if name == "SETITEMS" else model.pop(2)
             fields.extend(k for k, v in zip(items[::2], items[1::2], strict=False)
                           if v is _HIT and isinstance(k, str))
+            if len(fields) >= _NAMED:
+                return
         else:
             model.other(opcode)
 
