@@ -249,6 +249,25 @@ def through_descriptor(fd: int, name: str | os.PathLike[str]) -> Path:
     return through
 
 
+def check_reachable(path: Path) -> None:
+    """Raise PermissionError (:func:`through_descriptor`) when the folder ``path``, held open,
+    cannot be reached through ``/proc/self/fd`` (no ``/proc``): the probe then writes
+    nothing; OSError when it cannot be opened."""
+    fd = open_folder(path)
+    try:
+        through_descriptor(fd, path)
+    finally:
+        os.close(fd)
+
+
+def remove_empty(path: Path) -> None:
+    """Remove the folder ``path`` this process made, when it is still empty (else leave it)."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
 class OwnedFolder:
     """The capture folder held open (after :func:`refusal` cleared it): ``path`` reaches the
     folder through the descriptor (``/proc/self/fd/N``), whatever happens to its name."""

@@ -429,3 +429,28 @@ def make_work(case: str, size: int, scratch: Path) -> Any:
 
     text = COUNTED[case](size)
     return lambda: (check_nesting(text), keys_in(text))
+
+
+def test_without_proc_the_probe_refuses_to_start_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's start, without ``/proc``: one line (ConfigurationError, so the engine
+    refuses to start, as for a capture directory where no folder can be made) naming
+    ``FORENSICS_DIR``, the folder and the fix; the empty folder it made is removed."""
+    from forensics.errors import ConfigurationError
+    from forensics.probe import plugin
+    from forensics.probe.settings import Settings
+
+    directory = tmp_path / "captures"
+    directory.mkdir()
+    _no_proc(monkeypatch)
+    try:
+        with pytest.raises(ConfigurationError) as refused_start:
+            plugin.start(Settings(directory=directory, capture=directory / "run.capture",
+                                  ring=8, flush_every=1))
+    finally:
+        if plugin._SESSION is not None:  # started all the same (before the fix)
+            plugin.stop()
+    line = str(refused_start.value)
+    assert "\n" not in line, line
+    assert line.startswith(f"FORENSICS_DIR='{directory}': capture folder {directory}"), line
+    assert "mount /proc" in line and list(directory.iterdir()) == [], line

@@ -1579,7 +1579,9 @@ TESTS = {
     "T100d": ["tests/hostile/test_round18_fix18.py::"
               "test_without_proc_the_capture_folder_is_not_written_through_its_name",
               "tests/hostile/test_round18_fix18.py::"
-              "test_without_proc_the_writer_process_refuses_to_start"],
+              "test_without_proc_the_writer_process_refuses_to_start",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_without_proc_the_probe_refuses_to_start_in_one_line"],
     "T100e": ["tests/hostile/test_round18_fix18.py::"
               "test_ranks_holding_the_same_values_in_other_shapes_diverge_naming_both",
               "tests/hostile/test_round18_fix18.py::"
