@@ -1589,6 +1589,8 @@ TESTS = {
     "T100c": ["tests/hostile/test_round18_fix18.py::"
               "test_an_npz_field_dict_of_many_keys_is_refused_before_it_is_parsed",
               "tests/hostile/test_round18_fix18.py::"
+              "test_an_npz_metadata_of_a_million_empty_objects_is_refused_before_it_is_parsed",
+              "tests/hostile/test_round18_fix18.py::"
               "test_a_safetensors_field_dict_of_many_keys_is_refused_before_it_is_parsed",
               "tests/hostile/test_round18_fix18.py::"
               "test_a_pt_field_dict_of_many_keys_is_refused_from_its_pickle",
