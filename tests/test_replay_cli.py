@@ -117,4 +117,4 @@ def test_text_says_the_patched_finding_is_resolved(capsys) -> None:
     assert main(["replay", str(DATA / "incident-b-vocab-sentinel.capture")]) == 0
     lines = capsys.readouterr().out.splitlines()
     patched = next(line for line in lines if line.startswith("patched: "))
-    assert "1 findings (1 resolved); no unresolved out-of-bounds finding" in patched
+    assert "1 findings (1 resolved at their origin); no unresolved out-of-bounds finding" in patched

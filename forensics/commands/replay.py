@@ -119,7 +119,10 @@ def verdict_table(verdicts: dict[str, dict[str, str]], variants: list[str]) -> l
 
 
 def variant_line(result: Any, conclusion: Any, variant: str) -> str:
-    """``variant: ok N, index_error N, error N; F findings (R resolved); first violation ...``."""
+    """``variant: ok N, index_error N, error N; F findings (R resolved at their origin); first
+    violation ...``: R counts the sink findings whose origin, replayed under ``variant``, no
+    longer writes the value (not the conclusion's "resolves N of M": findings a patch made go
+    away)."""
     from forensics.judge.findings import is_judged
     from forensics.present.conclusion import describe_finding
 
@@ -132,5 +135,6 @@ def variant_line(result: Any, conclusion: Any, variant: str) -> str:
              else f"first violation: {describe_finding(first)}")
     judged = f", {unseen} not judged" if unseen else ""
     return (f"{variant}: ok {counts['ok']}, index_error {counts['index_error']}, "
-            f"error {counts['error']}; {len(mine)} findings ({resolved} resolved{judged}); "
+            f"error {counts['error']}; {len(mine)} findings ({resolved} resolved at their origin"
+            f"{judged}); "
             f"{where}")

@@ -274,17 +274,21 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> dict[str, Any] | N
     steps = table["step"].to_numpy()
     ranks = table["rank"].to_numpy()
     values, offsets = _flat(table[tensor])
+    shapes = table[shape].to_pylist() if shaped else None
     bounds = np.flatnonzero(np.diff(steps)) + 1
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(steps)], strict=True):
-        hit = _compare_step(values, offsets, lo, hi, ranks)
+        hit = _compare_step(values, offsets, lo, hi, ranks, shapes)
         if hit is not None:
             a, b, element, va, vb = hit
-            return {"step": int(steps[lo]), "site": site, "tensor": tensor,
-                    "element": element, "ranks": [int(ranks[a]), int(ranks[b])],
-                    "values": [va, vb], "captures": [str(table["capture"][a]),
-                                                     str(table["capture"][b])],
-                    "index": _index(element, table[shape][a].as_py() if shaped else None,
-                                    int(offsets[a + 1] - offsets[a]))}
+            found = {"step": int(steps[lo]), "site": site, "tensor": tensor,
+                     "element": element, "ranks": [int(ranks[a]), int(ranks[b])],
+                     "values": [va, vb], "captures": [str(table["capture"][a]),
+                                                      str(table["capture"][b])],
+                     "index": _index(element, shapes[a] if shapes else None,
+                                     int(offsets[a + 1] - offsets[a]))}
+            if element is None and isinstance(va, list):
+                found["shapes"] = found["values"]  # as lengths are its values where they differ
+            return found
     return None
 
 
@@ -311,13 +315,14 @@ def _flat(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return flat, np.r_[0, np.cumsum(lengths)]
 
 
-def _compare_step(values: np.ndarray, offsets: np.ndarray, lo: int, hi: int, ranks: np.ndarray
-                  ) -> tuple[int, int, int | None, int | None, int | None] | None:
+def _compare_step(values: np.ndarray, offsets: np.ndarray, lo: int, hi: int, ranks: np.ndarray,
+                  shapes: list[Any] | None = None) -> tuple[int, int, int | None, Any, Any] | None:
     """Rows ``lo:hi`` (one step, by rank, each rank's in the order written) against the lowest
     rank's, call by call: each other rank's n-th row against the lowest rank's n-th (a rank
     may hold several records of a site at one step, one per call); the first row that
     differs, as ``(row a, row b, element, value a, value b)`` (element None: lengths differ,
-    values then the lengths), or None."""
+    values then the lengths; or the stored ``shapes`` of the rows differ, values then those
+    shapes, lists), or None."""
     firsts = lo + np.flatnonzero(np.r_[True, ranks[lo + 1:hi] != ranks[lo:hi - 1]])
     ends = np.r_[firsts[1:], hi]
     for start, stop in zip(firsts[1:].tolist(), ends[1:].tolist(), strict=True):
@@ -325,6 +330,10 @@ def _compare_step(values: np.ndarray, offsets: np.ndarray, lo: int, hi: int, ran
             ref, mine = values[offsets[a]:offsets[a + 1]], values[offsets[row]:offsets[row + 1]]
             if len(mine) != len(ref):
                 return a, row, None, len(ref), len(mine)
+            if shapes is not None:
+                shape_a, shape_b = _shape(shapes[a], len(ref)), _shape(shapes[row], len(mine))
+                if shape_a != shape_b:
+                    return a, row, None, shape_a, shape_b
             diff = np.flatnonzero(mine != ref)
             if len(diff):
                 at = int(diff[0])
@@ -332,19 +341,25 @@ def _compare_step(values: np.ndarray, offsets: np.ndarray, lo: int, hi: int, ran
     return None
 
 
+def _shape(stored: list[int] | None, size: int) -> list[int]:
+    """A row's shape: the one stored with it, else (none stored: a 1-d tensor) ``[size]``."""
+    return [int(n) for n in stored] if stored else [size]
+
+
 def divergence_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> str:
     """``"rank divergence at step 7: embedding input_ids[3] = 17 on rank 0 (a.capture), 912 on
     rank 1 (b.capture)"``: each side names its capture (and host, when given) escaped as a
     value (:func:`~forensics.escaping.terminal`: the message is made inert, so a name holding
     ESC and one spelled ``\\x1b`` read alike); lengths when the ranks' tensors differ in
-    length."""
+    length, both shapes (``shape(ids) = [2, 3] on rank 0 (...), [3, 2] on rank 1 (...)``)
+    when they hold as many values in different shapes."""
     import os
 
     from forensics.escaping import terminal
 
     where = (f"{hit['tensor']}[{hit.get('index') or hit['element']}]"
              if hit["element"] is not None
-             else f"len({hit['tensor']})")
+             else f"shape({hit['tensor']})" if "shapes" in hit else f"len({hit['tensor']})")
     sides = []
     for rank, value, capture in zip(hit["ranks"], hit["values"], hit["captures"], strict=True):
         host = (hosts or {}).get(capture)

@@ -17,6 +17,7 @@ from forensics.store.guarded import MAX_DECODED, MAX_MEMBER
 from forensics.validate import (
     META_KEYS,
     check_field_count,
+    max_fields,
     validate_record,
 )
 
@@ -35,10 +36,18 @@ PLAIN_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 #: the longest JSON text of one field (characters); an ``.npz``'s JSON texts hold at most this
 #: many together
 MAX_JSON = 16 << 20
+#: the most keys a field's dict holds (an ``index_map``: one per request of a batch, which
+#: vLLM's ``max_num_seqs`` bounds, 256 or 1024 by default), counted before it is built: a
+#: dict of a million keys (each ``{}``) took 2.2 s and 250 MB to parse before its record was
+#: refused
+MAX_FIELD_KEYS = 1 << 16
 #: the most JSON lists and objects a header (and each ``__metadata__`` text), or an ``.npz``'s
 #: JSON texts together, may hold, counted before it is parsed: an empty list is 2 bytes of JSON
-#: and 56 of Python
-MAX_CONTAINERS = 1 << 20
+#: and 56 of Python. A record's lists are its ragged fields' rows (one per request of a batch)
+#: and its dicts a few: four fields of :data:`MAX_FIELD_KEYS` rows (a million ``{}`` were 3 MB
+#: of JSON within the cap of 1 << 20 it was, and 0.5 s and 100 MB to parse before their
+#: record was refused)
+MAX_CONTAINERS = 4 * MAX_FIELD_KEYS
 
 
 def where_of(path: Any, index: int) -> str:
@@ -186,6 +195,32 @@ def check_containers(text: bytes | str, where: str | Callable[[], str], before: 
                                  f"{MAX_CONTAINERS} one record needs; save long lists as "
                                  "tensors")
     return opened
+
+
+def check_keys(text: str, where: str | Callable[[], str], before: int = 0) -> int:
+    """``before`` plus the keys of ``text``'s JSON objects (its colons outside strings:
+    :func:`~forensics.store.json_in.keys_in`), when at most :func:`most_keys`, counted before
+    it is parsed. ``where``: the text's place, or what makes it (only when refused).
+
+    Raises CaptureFormatError naming ``where``, the count and the fix."""
+    from forensics.store.json_in import keys_in
+
+    keys = before + keys_in(text)
+    if keys > most_keys():
+        place = where if isinstance(where, str) else where()
+        raise CaptureFormatError(f"{place} holds {keys} JSON object keys, past the "
+                                 f"{most_keys()} one record holds ({MAX_FIELD_KEYS} in a "
+                                 "field's dict, one per request of a batch, and its fields), "
+                                 "counted before they are parsed; write one record's fields, "
+                                 "long lists as tensors")
+    return keys
+
+
+def most_keys() -> int:
+    """The most keys the JSON objects of one record hold: a field's dict of
+    :data:`MAX_FIELD_KEYS` and the record's own fields (:func:`~forensics.validate.
+    max_fields`)."""
+    return MAX_FIELD_KEYS + max_fields()
 
 
 def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, crc: bool = True) -> bytes:

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from forensics.budget import MAX_ALLOC_ENV, require_alloc
 from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputError, reason
 from forensics.escaping import terminal
 from forensics.importers import Imported
@@ -23,6 +24,7 @@ from forensics.importers.common import (
     MAX_VALUES,
     check_containers,
     check_disjoint,
+    check_keys,
     check_members,
     open_archive,
     record_from_dict,
@@ -136,6 +138,11 @@ def _check_header(member: Any, info: zipfile.ZipInfo, path: Path) -> None:
     if count * max(dtype.itemsize, 1) > info.file_size:
         raise CaptureFormatError(f"'{terminal(path)}': member {info.filename!r} claims shape "
                                  f"{shape} of {dtype} but stores {info.file_size} bytes")
+    # numpy allocates the whole array before it reads a byte of it
+    require_alloc(count * dtype.itemsize, f"'{terminal(path)}': member {show(info.filename)}",
+                  info.filename.removesuffix(".npy"), f"an array of shape {list(shape)} of "
+                  f"{dtype}", fix=f"save it in smaller arrays, or raise {MAX_ALLOC_ENV} if this "
+                  "machine has the memory for it")
 
 
 def _value(name: str, array: np.ndarray, path: Path, texts: dict[str, str]) -> Any:
@@ -172,13 +179,14 @@ def _texts(arrays: dict[str, np.ndarray], path: Path) -> dict[str, str]:
     """The 0-d string members of ``arrays`` as text, when the string members together stay
     within what one record holds: at most :data:`MAX_VALUES` strings in the 1-d ones, and
     :data:`MAX_JSON` characters holding :data:`MAX_CONTAINERS` JSON lists and objects in the
-    0-d ones, counted before any is parsed (a compressed member of a few KiB unpacks to
+    0-d ones, holding :func:`~forensics.importers.common.most_keys` JSON object keys,
+    counted before any is parsed (a compressed member of a few KiB unpacks to
     millions of Python objects: a string is ~50 bytes, thirteen times its 4 in the array; each
     member was held to these alone, so six members of a 351 KB file took 2.4 GiB).
 
     Raises CaptureFormatError naming the file, the member past a limit and the fix."""
     texts: dict[str, str] = {}
-    strings = chars = containers = 0
+    strings = chars = containers = keys = 0
     for name, array in arrays.items():
         if array.dtype.kind != "U":
             continue
@@ -197,4 +205,5 @@ def _texts(arrays: dict[str, np.ndarray], path: Path) -> dict[str, str]:
             texts[name] = str(array.item())
             containers = check_containers(texts[name], f"{where} (with the members before it)",
                                           containers)
+            keys = check_keys(texts[name], f"{where} (with the members before it)", keys)
     return texts

@@ -3,7 +3,8 @@ by one with ``pickletools.genops`` (nothing is built, nothing runs), and what th
 counted against the limits: the values (:data:`~forensics.importers.common.MAX_VALUES`), a
 least estimate of their bytes (the allocation budget, :func:`forensics.budget.max_alloc`), and
 the keys put into a dict where a record goes (the field cap,
-:func:`forensics.validate.max_fields`).
+:func:`forensics.validate.max_fields`), and into any dict (a field's:
+:func:`~forensics.importers.common.most_keys`).
 
 The scan keeps a model of the weights-only loader's stack and memo, in which each dict, list
 and tuple is numbered (one fetched again from the memo is the same one): the keys set in each
@@ -24,7 +25,7 @@ from typing import Any
 from forensics.budget import MAX_ALLOC_ENV, max_alloc, require_alloc
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
-from forensics.importers.common import MAX_VALUES, where_of
+from forensics.importers.common import MAX_FIELD_KEYS, MAX_VALUES, most_keys, where_of
 from forensics.validate import max_fields
 
 #: pickle opcodes that hold nothing more (appends into a container made before, the stack's
@@ -39,6 +40,8 @@ _DICT, _LIST, _TUPLE, _MADE = 1, 2, 3, 4
 #: on the model's stack, beside an object's number: a mark, and anything not followed; a
 #: string of ``n`` characters is ``_TEXT - n`` (a call may make a key of each: ``Counter``)
 _MARK, _OTHER, _TEXT = -2, -1, -3
+#: the flag (of ``_Scan.fetched``) of an object a call made
+_CALLED = 4
 #: opcodes torch's weights-only loader takes that push a value not followed
 _VALUES = frozenset({"NONE", "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "BINFLOAT",
                      "LONG1", "EMPTY_TUPLE", "EMPTY_SET", "GLOBAL"})
@@ -70,7 +73,7 @@ class _Scan:
 
     def __init__(self, path: Path, made: int) -> None:
         self.path, self.made, self.bytes = path, made, 0
-        self.cap, self.budget = max_fields(), max_alloc()
+        self.cap, self.budget, self.most = max_fields(), max_alloc(), most_keys()
         # arrays of 8-byte numbers: a pickle of millions of objects is 8 bytes each here
         self.stack = array("q")
         # where the stack's values that are no dict are (torch.save's records are dicts: a
@@ -81,7 +84,8 @@ class _Scan:
         self.sparse: dict[int, int] = {}  # the memo's entries past those
         self.kinds = bytearray()  # by object number
         # by object number: 1 once fetched again from the memo, 2 once given keys past the
-        # cap where torch.save puts no record (both judged at STOP)
+        # cap where torch.save puts no record, or where it may be the BUILD state of the
+        # record below it (judged at BUILD or STOP), 4 when made by a call
         self.fetched = bytearray()
         self.sizes = array("q")  # keys given, items appended (by object number)
         # the most keys a call (REDUCE) given the object could make (a dict's keys, a list's or
@@ -154,8 +158,7 @@ class _Scan:
             args = self._pop(1 if name == "BINPERSID" else 2)[-1]
             self._push(_OTHER if name == "BINPERSID" else self._made(args))
         elif name == "BUILD":
-            self._pop(1)  # its state; the object stays
-            self._top()
+            self._build(self._pop(1)[0])  # its state; the object stays
         elif name == "STOP":
             self._check_top_object()
         elif name != "PROTO":
@@ -202,6 +205,7 @@ class _Scan:
         many keys as ``args`` reach (``OrderedDict(d)``, ``Counter(text)``), or as any object
         changed since it was put inside others."""
         number = self._new(_MADE)
+        self.fetched[number] = _CALLED
         self.reach[number] = max(self._reach(args), self.late)
         return number
 
@@ -262,10 +266,17 @@ class _Scan:
         self.kinds[target] = _DICT
         self.sizes[target] += pairs
         self._reached(target, self.sizes[target])
-        if self.sizes[target] <= self.cap or self.fetched[target]:
+        if self.sizes[target] > self.most:
+            raise CaptureFormatError(
+                f"'{terminal(self.path)}': its pickle sets keys {self.sizes[target]} times in "
+                f"one dict, before anything is loaded: past the {self.most} any dict of a "
+                f"record holds ({MAX_FIELD_KEYS} in a field's dict, one per request of a "
+                "batch, and its fields); write one record's fields, one record per file, long "
+                "lists as tensors")
+        if self.sizes[target] <= self.cap or self.fetched[target] & ~_CALLED:
             return  # a dict fetched again from the memo, or placed elsewhere: judged at STOP
         place = self._place()
-        if place is None:
+        if place is None or self._may_be_state():
             self.fetched[target] |= 2
         else:
             index, saved = place
@@ -275,6 +286,32 @@ class _Scan:
                 f"record {index} ({saved}), before anything is loaded: past the {self.cap} "
                 "names any site declares (with site, step, rank and summary); write one "
                 "record's fields, one record per file")
+
+    def _may_be_state(self) -> bool:
+        """Whether the dict on top of the stack may be the ``BUILD`` state of the object
+        just below it (above the last mark), one a call made: an ``OrderedDict`` record, whose
+        attributes torch sets from it; which it is, the pickle says later."""
+        stack, at = self.stack, len(self.stack) - 2
+        return at >= (self.marks[-1] + 1 if self.marks else 0) and stack[at] >= 0 \
+            and bool(self.fetched[stack[at]] & _CALLED)
+
+    def _build(self, state: int) -> None:
+        """``BUILD`` of ``state`` into the object on top of the stack: a dict given more keys
+        than a record holds is refused where torch.save puts a record (torch sets them as
+        that ``OrderedDict``'s attributes)."""
+        self._top()
+        if state < 0 or self.kinds[state] != _DICT or self.sizes[state] <= self.cap:
+            return
+        place = self._place()
+        if place is not None:
+            index, saved = place
+            raise CaptureFormatError(
+                f"'{terminal(self.path)}': its pickle sets keys {self.sizes[state]} times in "
+                f"the BUILD state of the object at place {len(self.stack) - 1} of its stack, "
+                f"where torch.save puts record {index} ({saved}): attributes torch would set "
+                f"on that record, before anything is loaded: past the {self.cap} names any "
+                "site declares (with site, step, rank and summary); write one record's fields, "
+                "one record per file")
 
     def _place(self) -> tuple[int, str] | None:
         """Which record torch.save puts where the dict on top of the stack is (the object

@@ -28,6 +28,7 @@ from forensics.importers.common import (
     where_of,
 )
 from forensics.importers.pickle_scan import count_made as _count_made
+from forensics.importers.pt_storages import check_storages
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER, open_file
 from forensics.validate import check_field_count
 
@@ -102,7 +103,9 @@ def _unreadable(path: Path, exc: Exception) -> CaptureFormatError:
 def _check_archive(handle: BinaryIO, path: Path) -> None:
     """Refuse before loading: a file that is not torch's zip format, storages that would
     unpack past the limits (their sizes are read from the archive, not trusted from the
-    pickle), and a pickle past the scan's (:func:`~forensics.importers.pickle_scan.count_made`)."""
+    pickle), a pickle past the scan's (:func:`~forensics.importers.pickle_scan.count_made`),
+    and a storage torch would allocate past the budget
+    (:func:`~forensics.importers.pt_storages.check_storages`)."""
     try:
         archive = open_archive(handle, path, exact=True)
     except zipfile.BadZipFile:
@@ -120,6 +123,7 @@ def _check_archive(handle: BinaryIO, path: Path) -> None:
         made = 0
         for info in pickles:
             made = _count_made(read_member(archive, info, crc=False), made, path)
+        check_storages(archive, pickles, path)
 
 
 class _Budget:

@@ -23,6 +23,7 @@ from forensics.importers.common import (
     MAX_JSON,
     check_containers,
     check_disjoint,
+    check_keys,
     record_from_dict,
     show,
     where_of,
@@ -149,6 +150,7 @@ def _meta_value(key: str, text: Any, path: Path) -> Any:
                                  f"{len(text)} characters; at most {MAX_JSON}; save ids as "
                                  "tensors")
     check_containers(text, lambda: f"'{terminal(path)}': __metadata__[{show(key)}]")
+    check_keys(text, lambda: f"'{terminal(path)}': __metadata__[{show(key)}]")
     try:
         return strict_json(text)
     except DuplicateKeyError as exc:

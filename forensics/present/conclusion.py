@@ -476,7 +476,7 @@ def describe_finding(f: dict[str, Any]) -> str:
         where += f" (request {quoted(f['req_id'])})"
     text = f"{where}: {terminal(what_happened(f))}"
     if f.get("resolved") is True:
-        text += " (resolved)"
+        text += " (resolved at its origin: its replay there no longer writes it)"
     return text
 
 

@@ -226,6 +226,48 @@ def _unmarked(path: Path, exc: OSError) -> str | None:
     return f"no join mark could be made in it ({exc.strerror})"
 
 
+#: where Linux names an open descriptor as a path (a folder's: that very folder)
+FDS = "/proc/self/fd"
+
+
+def through_descriptor(fd: int, name: str | os.PathLike[str]) -> Path:
+    """``/proc/self/fd/<fd>``, when it names the folder ``fd`` holds open (``name``: that
+    folder's name, for the message).
+
+    Raises PermissionError, one line naming the folder and the fix, when it does not."""
+    through = Path(f"{FDS}/{fd}")
+    try:
+        same = os.path.samestat(os.stat(through), os.fstat(fd))
+    except OSError:
+        same = False
+    if not same:
+        raise PermissionError(
+            f"capture folder {terminal(name)}: {through} does not name the folder held open "
+            "(no /proc, or it is unreadable here), so the probe cannot write through it, and "
+            "it does not write through the folder's name, which another user could replace; "
+            "nothing is captured: mount /proc (e.g. run the container with /proc mounted)")
+    return through
+
+
+def check_reachable(path: Path) -> None:
+    """Raise PermissionError (:func:`through_descriptor`) when the folder ``path``, held open,
+    cannot be reached through ``/proc/self/fd`` (no ``/proc``): the probe then writes
+    nothing; OSError when it cannot be opened."""
+    fd = open_folder(path)
+    try:
+        through_descriptor(fd, path)
+    finally:
+        os.close(fd)
+
+
+def remove_empty(path: Path) -> None:
+    """Remove the folder ``path`` this process made, when it is still empty (else leave it)."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
 class OwnedFolder:
     """The capture folder held open (after :func:`refusal` cleared it): ``path`` reaches the
     folder through the descriptor (``/proc/self/fd/N``), whatever happens to its name."""
@@ -244,9 +286,13 @@ class OwnedFolder:
 
     @property
     def path(self) -> Path:
-        """A path to the folder through the held descriptor (its name when /proc is absent)."""
-        through = Path(f"/proc/self/fd/{self.fd}")
-        return through if through.is_dir() else self.name
+        """A path to the folder through the held descriptor (``/proc/self/fd/N``).
+
+        Raises PermissionError (one line naming the folder and the fix) where that path does
+        not name the folder held open (no ``/proc``, or it is unreadable): its name is never
+        written through (another user may have put a folder of theirs under it), nor would
+        ``/proc/self/fd/N`` be made as a folder."""
+        return through_descriptor(self.fd, self.name)
 
     def close(self) -> None:
         """Let go of the folder (closing twice is harmless)."""

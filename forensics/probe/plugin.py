@@ -57,6 +57,12 @@ def start(settings: Any, **session_options: Any) -> Any:
         raise ConfigurationError(f"{ENV_DIR}={shown(str(settings.directory))}: no capture folder "
                                  f"can be made there ({exc.strerror or reason(exc)}); point it "
                                  "at a writable directory") from None
+    try:
+        owned.check_reachable(settings.capture)  # through /proc/self/fd, never by its name
+    except OSError as exc:
+        if made:
+            owned.remove_empty(settings.capture)
+        raise ConfigurationError(f"{ENV_DIR}={shown(str(settings.directory))}: {exc}") from None
     export(settings)
     _SESSION = session = ProbeSession(settings, **session_options)
     session.made_folder = made

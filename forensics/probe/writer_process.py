@@ -28,6 +28,7 @@ from forensics.probe import frames
 from forensics.probe.affinity import leave_engine_cores
 from forensics.probe.channel import ACK, FAILED, POKE, START_FAILED
 from forensics.probe.copy import PendingRecord
+from forensics.probe.owned import through_descriptor
 from forensics.probe.writing import BatchWriter, error_text
 from forensics.store.events import EventsFullError
 
@@ -232,7 +233,8 @@ def _start(args: argparse.Namespace) -> WriterChild:
     from forensics.store.writer import CaptureWriter
 
     ring = memoryview(mmap.mmap(args.ring_fd, args.ring_bytes))
-    folder = f"/proc/self/fd/{args.capture_fd}"
+    # the folder through the descriptor, or a refusal: never ``mkdir`` of /proc/self/fd/N
+    folder = through_descriptor(args.capture_fd, f"(descriptor {args.capture_fd})")
     writer = CaptureWriter(folder, _manifest(args.manifest_fd), process=args.process)
     return WriterChild(ring, writer, args.ack_fd, args.engine_pid, cpus)
 

@@ -10,7 +10,6 @@ valid JSON" in a triage worker or a report's notebook.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
@@ -23,14 +22,6 @@ SHOWN = 80
 #: the deepest lists and objects nest in JSON text we did not write (a manifest, an event, a
 #: header: short records a few levels deep); the same for every caller, whatever its stack
 MAX_DEPTH = 100
-#: a JSON string (its escapes included), or one never closed (to the end of the text: the
-#: parser reads no bracket past its quote either), and any character that is no bracket. A
-#: closing quote that was required made each quote of an unclosed ``"\\"\\"...`` start a scan
-#: to the end that failed: a manifest of 80 KB took 8 s, one of 16 MiB days (the closing
-#: quote optional, every match succeeds and each character is scanned once)
-_STRING, _NOT_BRACKET = (re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.S),
-                         re.compile(r"[^\[\]{}]+"))
-_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 class DuplicateKeyError(ValueError):
@@ -44,18 +35,61 @@ class NestingError(ValueError):
 
 def check_nesting(text: str | bytes) -> None:
     """Raise NestingError when ``text``'s lists and objects nest past :data:`MAX_DEPTH`
-    (brackets inside strings not counted); linear in the text."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "surrogateescape")
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
+    (brackets inside strings not counted); linear in the text, in pieces of
+    :data:`_PIECE` bytes (:func:`_outside_strings`)."""
+    opened = text.count(b"[") + text.count(b"{") if isinstance(text, bytes) else \
+        text.count("[") + text.count("{")
+    if opened <= MAX_DEPTH:
         return
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
-    depth = max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0)
+    depth = _outside_strings(text)[0]
     if depth > MAX_DEPTH:
         raise NestingError(f"lists and objects nested {depth} deep, past the {MAX_DEPTH} "
                            "forensics reads; a record of the toolkit is a few levels deep: "
                            "remove the nested value or replace the file with the one its "
                            "producer wrote")
+
+
+def keys_in(text: str | bytes) -> int:
+    """The keys of all ``text``'s JSON objects, counted before it is parsed: its colons
+    outside strings (as :func:`check_nesting` reads strings; linear in the text)."""
+    colons = text.count(b":") if isinstance(text, bytes) else text.count(":")
+    return _outside_strings(text)[1] if colons else 0
+
+
+#: the bytes :func:`_outside_strings` reads at once (its arrays are a few times this)
+_PIECE = 1 << 18
+
+
+def _outside_strings(text: str | bytes) -> tuple[int, int]:
+    """How deep ``text``'s lists and objects nest, and its colons, outside strings: a
+    quote after an odd run of backslashes is inside its string; a string never closed runs
+    to the end (the parser reads no bracket past its quote either; a regular expression
+    that required the closing quote made each quote of an unclosed ``"\\"\\"...`` start a
+    scan to the end: a manifest of 80 KB took 8 s). Counted a piece at a
+    time with numpy (every bracket of a text of a million ``{}`` made a string of its own:
+    80 MB and 0.17 s of CPU; now 5 MB and 0.04 s). A UTF-8 byte of a character past ASCII is
+    never a quote, a backslash or a bracket."""
+    import numpy as np
+
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    steps = np.zeros(256, np.int8)
+    steps[[ord("["), ord("{")]], steps[[ord("]"), ord("}")]] = 1, -1
+    depth = deepest = inside = slashes = colons = 0  # carried from piece to piece
+    for start in range(0, len(data), _PIECE):
+        piece = np.frombuffer(data, np.uint8, min(_PIECE, len(data) - start), start)
+        places = np.arange(len(piece))
+        # where the last byte that is no backslash is, at or before each place (-1: none)
+        last = np.maximum.accumulate(np.where(piece != ord("\\"), places, -1))
+        before = np.r_[slashes, np.where(last[:-1] >= 0, places[:-1] - last[:-1],
+                                         places[:-1] + 1 + slashes)]
+        quotes = (piece == ord('"')) & (before % 2 == 0)
+        within = (np.cumsum(quotes) + inside) % 2 == 1
+        levels = depth + np.cumsum(np.where(within, 0, steps[piece]), dtype=np.int64)
+        colons += int(np.count_nonzero((piece == ord(":")) & ~within))
+        deepest = max(deepest, int(levels.max()))
+        depth, inside = int(levels[-1]), int(within[-1])
+        slashes = len(piece) - 1 - int(last[-1]) + (slashes if last[-1] < 0 else 0)
+    return deepest, colons
 
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -52,7 +52,7 @@ from forensics.store.paths import (
     named,
 )
 from forensics.store.replace import clear_build, install, new_build, recover, tmp_path
-from forensics.store.segment import MAX_SCHEMA_BYTES
+from forensics.store.segment import MAX_READ_BYTES, MAX_SCHEMA_BYTES
 from forensics.validate import validate_record
 
 __all__ = ["CaptureWriter", "new_capture", "write_capture"]
@@ -61,6 +61,9 @@ EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 #: ``write_capture`` flushes after this many records (bounded memory, batches of a few
 #: thousand rows that the reader decodes in one go)
 FLUSH_EVERY = 16384
+#: a batch past this many bytes is written as several (of whole records), well within the
+#: :data:`~forensics.store.segment.MAX_READ_BYTES` every command reads into memory
+MAX_BATCH_BYTES = MAX_READ_BYTES // 4
 
 
 class _SegmentFile:
@@ -93,6 +96,12 @@ class _SegmentFile:
         self.write_batch(encode_batch(records, self.schema))
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
+        """Append ``batch`` (of this segment's schema) as batches of whole records of at most
+        :data:`MAX_BATCH_BYTES` each (one record past it is its own batch)."""
+        for part in _parts(batch, MAX_BATCH_BYTES):
+            self._write_one(part)
+
+    def _write_one(self, batch: pa.RecordBatch) -> None:
         """Append ``batch`` (of this segment's schema), fsync, then index it. The offset is
         the file's size, so a process forked from the owner may append too (one at a time).
         A batch the disk refuses part way is cut off again, its index entry too: the
@@ -119,6 +128,16 @@ class _SegmentFile:
             closing.callback(os.close, fd)
             write_all(fd, EOS)
             os.fsync(fd)
+
+
+def _parts(batch: pa.RecordBatch, most: int) -> Iterator[pa.RecordBatch]:
+    """``batch`` halved by rows until each part holds at most ``most`` bytes or one row."""
+    if batch.num_rows <= 1 or batch.nbytes <= most:
+        yield batch
+        return
+    half = batch.num_rows // 2
+    yield from _parts(batch.slice(0, half), most)
+    yield from _parts(batch.slice(half), most)
 
 
 def _create_exclusive(root: Path, site: str, rank: int, process: str) -> tuple[int, Path]:

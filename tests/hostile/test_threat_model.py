@@ -1412,6 +1412,11 @@ TESTS = {
               "test_a_v1_embeddings_repro_says_a_fix_of_the_writer_does_not_pass_it"],
     "T101e": ["tests/hostile/test_round18_attack18a.py::"
               "test_the_variant_vllm_plus_nothing_names_no_diff_file"],
+    "T103a": ["tests/hostile/test_round18_lead.py::"
+              "test_replays_resolved_count_is_not_the_conclusions_resolves",
+              "tests/test_replay_cli.py::test_text_says_the_patched_finding_is_resolved"],
+    "T103b": ["tests/hostile/test_round18_lead.py::"
+              "test_a_batch_past_the_readers_limit_is_written_as_several"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
@@ -1580,6 +1585,40 @@ TESTS = {
              "test_a_field_dict_set_by_one_setitem_is_not_refused_as_a_record",
              "tests/hostile/test_round17_attack17c.py::"
              "test_the_pickle_scan_takes_linear_time"],
+    "T100a": ["tests/hostile/test_round18_fix18.py::"
+              "test_a_torch_storage_past_the_budget_is_refused_before_torch_reads_it",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_a_storage_two_keys_share_names_both_and_one_no_key_names_none",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_a_torch_storage_within_the_budget_is_imported",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_an_npz_array_past_the_budget_is_refused_before_numpy_reads_it"],
+    "T100b": ["tests/hostile/test_round18_fix18.py::"
+              "test_a_many_keyed_build_state_names_the_record_it_is_built_into"],
+    "T100d": ["tests/hostile/test_round18_fix18.py::"
+              "test_without_proc_the_capture_folder_is_not_written_through_its_name",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_without_proc_the_writer_process_refuses_to_start",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_without_proc_the_probe_refuses_to_start_in_one_line"],
+    "T100e": ["tests/hostile/test_round18_fix18.py::"
+              "test_ranks_holding_the_same_values_in_other_shapes_diverge_naming_both",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_ranks_holding_the_same_values_in_the_same_shape_do_not_diverge"],
+    "T100c": ["tests/hostile/test_round18_fix18.py::"
+              "test_an_npz_field_dict_of_many_keys_is_refused_before_it_is_parsed",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_an_npz_metadata_of_a_million_empty_objects_is_refused_before_it_is_parsed",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_a_safetensors_field_dict_of_many_keys_is_refused_before_it_is_parsed",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_a_pt_field_dict_of_many_keys_is_refused_from_its_pickle",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_a_field_dict_of_as_many_keys_as_a_batch_holds_is_imported",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_the_nesting_check_of_a_million_containers_takes_little_memory",
+              "tests/hostile/test_round18_fix18.py::"
+              "test_the_nesting_and_key_counts_are_linear"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
