@@ -62,7 +62,7 @@ def test_summary_only_sites_are_unjudged_but_for_the_baseline(
     assert "embedding holds summary records only" in text
     assert "patched cannot be judged there (unjudged)" in text
     assert main(["replay", str(out)]) == 0
-    assert "1 findings (0 resolved, 1 not judged)" in capsys.readouterr().out
+    assert "1 findings (0 resolved at their origin, 1 not judged)" in capsys.readouterr().out
 
 
 def test_a_replayed_record_beside_a_log_keeps_the_site_judged(tmp_path: Path) -> None:
