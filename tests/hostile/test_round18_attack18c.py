@@ -1,0 +1,124 @@
+"""Hostile input, round 18 (attack 18c): the probe's settings as a hostile environment sets
+them.
+
+Each test is a setting that was accepted and silently did nothing (or not what it said), the
+engine running without what the user asked for. No test here starts the writer process or
+imports vLLM: the settings are read from a mapping, the plugin is started with the thread
+writer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from forensics.errors import ConfigurationError
+from forensics.probe import kernel_selection, kernels, settings
+
+#: the kernels an installed vLLM is taken to hold (the selection is checked against them)
+INSTALLED = [("vllm.v1.worker.gpu.input_batch", "_compute_slot_mappings_kernel")]
+
+
+def _env(tmp_path: Path, **values: str) -> dict[str, str]:
+    """A probe environment: ``FORENSICS_DIR`` in ``tmp_path`` and ``values``."""
+    return {"FORENSICS_DIR": str(tmp_path / "caps"), **values}
+
+
+# ------------------------------------- 1. a misspelt setting's name
+
+
+@pytest.mark.parametrize("name, meant", [("FORENSICS_KERNEL", "FORENSICS_KERNELS"),
+                                         ("FORENSICS_MODES", "FORENSICS_MODE"),
+                                         ("VLLM_FORENSICS_SITE", "FORENSICS_SITES"),
+                                         ("FORENSICS_KERNEL_KEEP", "FORENSICS_KERNELS_KEEP"),
+                                         ("FORENSICS_FLUSHEVERY", "FORENSICS_FLUSH_EVERY")])
+def test_a_misspelt_setting_is_refused(tmp_path: Path, name: str, meant: str) -> None:
+    """``FORENSICS_KERNEL=all`` (for ``FORENSICS_KERNELS``) or ``FORENSICS_MODES=guard``
+    started the engine without the flight recorder or without guard mode, and nothing said
+    so. The name is refused in one line naming the setting it resembles."""
+    with pytest.raises(ConfigurationError) as caught:
+        settings.from_env(_env(tmp_path, **{name: "guard"}))
+    line = str(caught.value)
+    assert "\n" not in line and repr(name) in line and f"did you mean {meant}?" in line
+
+
+def test_a_name_of_another_tool_is_left_alone(tmp_path: Path) -> None:
+    """A ``FORENSICS_*`` name like none of the probe's (another tool's, a test harness's) is
+    not taken for a misspelling; nor are the commands' own settings."""
+    found = settings.from_env(_env(tmp_path, FORENSICS_HARNESS_FAULTS="draft@2:1",
+                                   FORENSICS_MAX_ALLOC="1G", FORENSICS_CHILD_TIMEOUT="5",
+                                   FORENSICS_KERNELS_BUDGET="10"))
+    assert found is not None and found.mode == "record"
+
+
+# ------------------------------------- 2. the recorder's settings under their older names
+
+
+@pytest.mark.parametrize("setting, value, read", [
+    ("FORENSICS_KERNELS", "all", lambda env: kernel_selection.selection(env, INSTALLED)),
+    ("FORENSICS_KERNELS_KEEP", "all", kernel_selection.keep_steps),
+    ("FORENSICS_KERNELS_BUDGET", "7", kernel_selection.budget)])
+def test_the_recorders_older_names_are_read(setting: str, value: str, read: object) -> None:
+    """The README says the older ``VLLM_FORENSICS_*`` names still work; the flight recorder's
+    three were never read under them: ``VLLM_FORENSICS_KERNELS=all`` recorded nothing,
+    unsaid. Each is read as its new name is, and passed down to the engine's processes under
+    the new name."""
+    assert callable(read)
+    new, old = read({setting: value}), read({"VLLM_" + setting: value})
+    assert old == new and new != read({})
+    env = {"VLLM_" + setting: value}
+    settings.export(settings.Settings(directory=Path("/d"), capture=Path("/d/x.capture")), env)
+    assert env.get(setting) == value and "VLLM_" + setting not in env
+
+
+# ------------------------------------- 3. a selection of no kernel
+
+
+@pytest.mark.parametrize("value", [",", " , ,"])
+def test_a_selection_of_no_kernel_is_refused(value: str) -> None:
+    """``FORENSICS_KERNELS=,`` is neither off nor any kernel: the recorder was installed
+    (its wrappers, exit and signal handlers) with no glob, recorded nothing, and said nothing.
+    It is refused in one line."""
+    with pytest.raises(ConfigurationError, match="FORENSICS_KERNELS=.* names no kernel"):
+        kernel_selection.selection({"FORENSICS_KERNELS": value}, INSTALLED)
+
+
+# ------------------------------------- 4. the recorder's settings with the recorder off
+
+
+@pytest.mark.parametrize("name, value", [("FORENSICS_KERNELS_KEEP", "all"),
+                                         ("FORENSICS_KERNELS_BUDGET", "1048576"),
+                                         ("VLLM_FORENSICS_KERNELS_KEEP", "8")])
+@pytest.mark.parametrize("kernels_value", ["", "off"])
+def test_a_recorder_setting_with_the_recorder_off_is_refused(name: str, value: str,
+                                                            kernels_value: str) -> None:
+    """``FORENSICS_KERNELS_KEEP=all`` without ``FORENSICS_KERNELS`` was accepted (a bad value
+    too) and no launch recorded: the user, who asked for every step's launches, got none and
+    no word. The probe refuses it before it starts anything, naming the missing setting."""
+    env = {name: value, "FORENSICS_KERNELS": kernels_value}
+    with pytest.raises(ConfigurationError) as caught:
+        kernels.settings(env)
+    line = str(caught.value)
+    assert "\n" not in line and line.startswith(f"{name}=") and "FORENSICS_KERNELS" in line
+    assert kernels.settings({"FORENSICS_KERNELS": kernels_value}) is None
+
+
+def test_the_plugin_refuses_a_misspelt_setting_before_it_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the plugin's entry point: the engine does not start (the ConfigurationError is
+    raised from ``register()``), and no capture folder is made."""
+    from forensics.probe import plugin
+
+    for name in (*settings.ENV_NAMES, "FORENSICS_KERNEL"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv("VLLM_" + name, raising=False)
+    monkeypatch.setenv("FORENSICS_DIR", str(tmp_path / "caps"))
+    monkeypatch.setenv("FORENSICS_WRITER", "thread")
+    monkeypatch.setenv("FORENSICS_KERNEL", "all")
+    try:
+        with pytest.raises(ConfigurationError, match="did you mean FORENSICS_KERNELS"):
+            plugin.register()
+        assert plugin.session() is None and not (tmp_path / "caps").exists()
+    finally:
+        plugin.stop()
