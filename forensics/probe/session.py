@@ -210,6 +210,14 @@ class ProbeSession:
             self.backend.record_added(True)
 
     @property
+    def handoff(self) -> str:
+        """When records leave this process, as its writer does it (what a manifest or event
+        states): ``record`` only where the writer process hands off each; a thread of this
+        process (``FORENSICS_WRITER=thread``, a system with no writer process, one lost) takes
+        them in batches whatever ``FORENSICS_HANDOFF`` says."""
+        return "record" if self.backend.hands_off_each else "batch"
+
+    @property
     def busy(self) -> bool:
         """True inside a flush of the calling thread: a signal handler must not re-enter it."""
         return threading.get_ident() in self._flushers
@@ -300,7 +308,7 @@ class ProbeSession:
             self._event("probe_start", step=self._start_step, started=self.started,
                         first_write_step=self.step, mode=self.settings.mode,
                         sites=list(self.settings.sites), ring=self.settings.ring,
-                        flush_every=self.settings.flush_every, handoff=self.settings.handoff)
+                        flush_every=self.settings.flush_every, handoff=self.handoff)
 
     # -- errors and findings ---------------------------------------------------------------
     def error(self, exc: BaseException, where: str) -> None:

@@ -170,6 +170,26 @@ def _choice(environ: Mapping[str, str], setting: str, choices: tuple[str, ...],
     return raw.lower()
 
 
+def _handoff(environ: Mapping[str, str]) -> str:
+    """``FORENSICS_HANDOFF`` (``batch`` with the writer thread, whose records go in batches).
+
+    Raises:
+        ConfigurationError: ``record`` asked of the writer thread: a thread of the engine's
+            process dies with it, so a crash loses every record it holds; the setting was
+            accepted, ignored, and the manifest said ``record``.
+    """
+    handoff = _choice(environ, ENV_HANDOFF, HANDOFFS, "a hand-off")
+    if _choice(environ, ENV_WRITER, WRITERS, "a writer") == "process":
+        return handoff
+    name, raw = lookup(environ, ENV_HANDOFF)
+    if raw and handoff == "record":
+        raise ConfigurationError(
+            f"{name}={shown(raw)} cannot be kept with {lookup(environ, ENV_WRITER)[0]}="
+            "'thread': a thread of the engine's process hands records off in batches and dies "
+            "with it; unset one of them (the writer process hands off each record)")
+    return "batch"
+
+
 def _sites(environ: Mapping[str, str]) -> tuple[str, ...]:
     name, raw = lookup(environ, ENV_SITES)
     if not raw or raw.lower() == "all":
@@ -315,7 +335,7 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings | None:
                     mode=_choice(environ, ENV_MODE, MODES, "a mode"),
                     sites=_sites(environ), ring=ring, flush_every=flush_every,
                     writer=_choice(environ, ENV_WRITER, WRITERS, "a writer"),
-                    handoff=_choice(environ, ENV_HANDOFF, HANDOFFS, "a hand-off"),
+                    handoff=_handoff(environ),
                     engine_id=_engine_id(environ),
                     owner=lookup(environ, ENV_OWNER)[1] if lookup(environ, ENV_CAPTURE)[1] else "")
 

@@ -122,3 +122,47 @@ def test_the_plugin_refuses_a_misspelt_setting_before_it_starts(
         assert plugin.session() is None and not (tmp_path / "caps").exists()
     finally:
         plugin.stop()
+
+
+# ------------------------------------- 5. the hand-off a thread writer does not do
+
+
+def test_record_handoff_asked_of_the_writer_thread_is_refused(tmp_path: Path) -> None:
+    """``FORENSICS_HANDOFF=record`` with ``FORENSICS_WRITER=thread`` was accepted and ignored:
+    the writer thread takes records in batches (a crash of the engine loses every record it
+    holds), and the manifest said ``handoff: record``. Refused in one line; left unset, the
+    thread writer's hand-off reads ``batch``."""
+    with pytest.raises(ConfigurationError) as caught:
+        settings.from_env(_env(tmp_path, FORENSICS_WRITER="thread", FORENSICS_HANDOFF="record"))
+    line = str(caught.value)
+    assert "\n" not in line and line.startswith("FORENSICS_HANDOFF='record'")
+    assert "FORENSICS_WRITER='thread'" in line
+    thread = settings.from_env(_env(tmp_path, FORENSICS_WRITER="thread"))
+    assert thread is not None and thread.handoff == "batch"
+    default = settings.from_env(_env(tmp_path))
+    assert default is not None and default.handoff == "record"
+
+
+def test_the_manifest_states_the_handoff_its_writer_does(tmp_path: Path) -> None:
+    """A session whose records a thread of the engine writes (the writer thread, a system with
+    no writer process, one lost) said ``handoff: record`` in its manifest and ``probe_start``
+    event, the crash-safe hand-off it does not do. Both state ``batch``."""
+    import json
+
+    import forensics
+    from forensics.probe.session import ProbeSession
+    from forensics.probe.settings import Settings
+
+    capture = tmp_path / "t-1.capture"
+    session = ProbeSession(Settings(directory=tmp_path, capture=capture, writer="thread",
+                                    handoff="record", flush_every=1, ring=8))
+    try:
+        pending = session.new_record("embedding")
+        session.add(pending)
+        session.flush(wait=True)
+    finally:
+        session.close()
+    manifest = json.loads((capture / "manifest.json").read_text())
+    assert manifest["probe"]["handoff"] == "batch"
+    starts = [e for e in forensics.load(capture).events if e.get("kind") == "probe_start"]
+    assert [e["handoff"] for e in starts] == ["batch"]
