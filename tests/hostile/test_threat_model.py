@@ -1587,6 +1587,22 @@ TESTS = {
               "test_without_proc_the_writer_process_refuses_to_start",
               "tests/hostile/test_round18_fix18.py::"
               "test_without_proc_the_probe_refuses_to_start_in_one_line"],
+    "T104a": ["tests/hostile/test_round18_attack18c.py::"
+              "test_a_misspelt_setting_is_refused",
+              "tests/hostile/test_round18_attack18c.py::"
+              "test_a_name_of_another_tool_is_left_alone",
+              "tests/hostile/test_round18_attack18c.py::"
+              "test_the_plugin_refuses_a_misspelt_setting_before_it_starts"],
+    "T104b": ["tests/hostile/test_round18_attack18c.py::"
+              "test_the_recorders_older_names_are_read"],
+    "T104c": ["tests/hostile/test_round18_attack18c.py::"
+              "test_a_selection_of_no_kernel_is_refused",
+              "tests/hostile/test_round18_attack18c.py::"
+              "test_a_recorder_setting_with_the_recorder_off_is_refused"],
+    "T104d": ["tests/hostile/test_round18_attack18c.py::"
+              "test_record_handoff_asked_of_the_writer_thread_is_refused",
+              "tests/hostile/test_round18_attack18c.py::"
+              "test_the_manifest_states_the_handoff_its_writer_does"],
     "T100e": ["tests/hostile/test_round18_fix18.py::"
               "test_ranks_holding_the_same_values_in_other_shapes_diverge_naming_both",
               "tests/hostile/test_round18_fix18.py::"
