@@ -166,3 +166,64 @@ def test_the_manifest_states_the_handoff_its_writer_does(tmp_path: Path) -> None
     assert manifest["probe"]["handoff"] == "batch"
     starts = [e for e in forensics.load(capture).events if e.get("kind") == "probe_start"]
     assert [e["handoff"] for e in starts] == ["batch"]
+
+
+# ------------------------------------- 6. a SIGTERM the engine does not die of
+
+
+def _records_after_sigterm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                           previous: object) -> tuple[list[str], list[str]]:
+    """Start the plugin (the writer thread) with ``previous`` as SIGTERM's handler, record one
+    ``batch_change`` call, send this process SIGTERM, record another; the sites recorded, and the kinds of
+    the events."""
+    import os
+    import signal
+
+    import forensics
+    from forensics.probe import plugin
+
+    for name in settings.ENV_NAMES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv("VLLM_" + name, raising=False)
+    monkeypatch.setenv("FORENSICS_DIR", str(tmp_path / "caps"))
+    monkeypatch.setenv("FORENSICS_WRITER", "thread")
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "probe"))
+    from probe_fakes import record_batch_changes
+
+    original = signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+    try:
+        plugin.register()
+        session = plugin.session()
+        assert session is not None
+        record_batch_changes(session, [[0, 1]])
+        os.kill(os.getpid(), signal.SIGTERM)  # handled here, in the main thread
+        recording = session.wants("batch_change")
+        record_batch_changes(session, [[0, 1]])
+        capture = session.settings.capture
+    finally:
+        plugin.stop()
+        signal.signal(signal.SIGTERM, original)
+    loaded = forensics.load(capture)
+    assert recording, "the probe stopped recording in a process that went on"
+    return [r.site for r in loaded], [e["kind"] for e in loaded.events]
+
+
+def test_a_sigterm_ignored_does_not_stop_the_probe(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine that ignores SIGTERM (``SIG_IGN`` when the plugin loads) goes on after one;
+    the probe's handler closed its session all the same, and every record after it was
+    dropped, unsaid (no event, no count). It flushes now, and records on."""
+    import signal
+
+    sites, kinds = _records_after_sigterm(tmp_path, monkeypatch, signal.SIG_IGN)
+    assert sites == ["batch_change", "batch_change"] and kinds.count("probe_stop") == 1
+
+
+def test_a_graceful_sigterm_handler_does_not_stop_the_probe(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGTERM handler of the engine's that lets it go on (a graceful shutdown that finishes
+    the requests in flight) is called, and the probe records those requests too."""
+    called: list[int] = []
+    sites, _ = _records_after_sigterm(tmp_path, monkeypatch,
+                                      lambda signum, frame: called.append(signum))
+    assert called and sites == ["batch_change", "batch_change"]
