@@ -174,8 +174,8 @@ def test_the_manifest_states_the_handoff_its_writer_does(tmp_path: Path) -> None
 def _records_after_sigterm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                            previous: object) -> tuple[list[str], list[str]]:
     """Start the plugin (the writer thread) with ``previous`` as SIGTERM's handler, record one
-    ``batch_change`` call, send this process SIGTERM, record another; the sites recorded, and the kinds of
-    the events."""
+    ``batch_change`` call, send this process SIGTERM, record another; the sites recorded, and
+    the kinds of the events."""
     import os
     import signal
 
