@@ -1603,6 +1603,10 @@ TESTS = {
               "test_record_handoff_asked_of_the_writer_thread_is_refused",
               "tests/hostile/test_round18_attack18c.py::"
               "test_the_manifest_states_the_handoff_its_writer_does"],
+    "T104e": ["tests/hostile/test_round18_attack18c.py::"
+              "test_a_sigterm_ignored_does_not_stop_the_probe",
+              "tests/hostile/test_round18_attack18c.py::"
+              "test_a_graceful_sigterm_handler_does_not_stop_the_probe"],
     "T100e": ["tests/hostile/test_round18_fix18.py::"
               "test_ranks_holding_the_same_values_in_other_shapes_diverge_naming_both",
               "tests/hostile/test_round18_fix18.py::"
