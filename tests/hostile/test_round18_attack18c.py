@@ -227,3 +227,41 @@ def test_a_graceful_sigterm_handler_does_not_stop_the_probe(
     sites, _ = _records_after_sigterm(tmp_path, monkeypatch,
                                       lambda signum, frame: called.append(signum))
     assert called and sites == ["batch_change", "batch_change"]
+
+
+# ------------------------------------- 7. a guard finding on a full disk
+
+
+@pytest.mark.parametrize("fail", [1, 0])
+def test_a_guard_error_says_where_its_records_are_only_when_they_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: int) -> None:
+    """Guard mode's ``IndexBoundsError`` said "records up to this call are in CAPTURE" after
+    the waited flush that was to put them there failed (a full disk: 0 written, 2 dropped):
+    the investigator was sent to a capture that holds none of them. It says they could not
+    all be written, and where to read why; the same for the ``guard_violation`` event."""
+    from forensics.errors import IndexBoundsError
+    from forensics.probe import hooks
+    from forensics.probe.session import ProbeSession
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "probe"))
+    from probe_fakes import FakeWriter, batch_args, make_settings, plain_batch_change
+
+    writer = FakeWriter(fail_flush=fail)
+    session = ProbeSession(make_settings(tmp_path, ring=8, flush_every=4, mode="guard"),
+                           writer_factory=lambda s: writer)
+    hooks.activate(session)
+    try:
+        wrapped = hooks.wrap_batch_change(plain_batch_change)
+        wrapped(*batch_args([0]))
+        with pytest.raises(IndexBoundsError) as caught:
+            wrapped(*batch_args([0, 3], valid_rows=3))
+    finally:
+        hooks.activate(None)
+    text = str(caught.value)
+    said = [e["message"] for e in writer.events if e["kind"] == "guard_violation"]
+    assert said == [text] and "\n" not in text
+    if fail:
+        assert session.counts["written"] == 0 and "are in" not in text
+        assert "could not all be written to" in text and "t-1.capture" in text
+    else:
+        assert len(writer.flushed) == 2 and "records up to this call are in" in text
