@@ -265,3 +265,49 @@ def test_a_guard_error_says_where_its_records_are_only_when_they_are(
         assert "could not all be written to" in text and "t-1.capture" in text
     else:
         assert len(writer.flushed) == 2 and "records up to this call are in" in text
+
+
+# ------------------------------------- 8. sites the engine's runner never calls
+
+
+def _runner(module: str) -> object:
+    """A runner whose class is vLLM's of ``module`` (by name: no vLLM is imported)."""
+    cls = type("GPUModelRunner", (), {})
+    cls.__module__ = module
+    return cls()
+
+
+@pytest.mark.parametrize("module, sites, warned", [
+    ("vllm.v1.worker.gpu.model_runner", ("batch_change",), True),
+    ("vllm.v1.worker.gpu_model_runner", ("post_update", "combine_tokens"), True),
+    ("vllm.v1.worker.gpu.model_runner", ("batch_change", "post_update"), False),
+    ("vllm.v1.worker.gpu_model_runner", ("embedding",), False)])
+def test_sites_the_runner_never_calls_are_said(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                               module: str, sites: tuple[str, ...],
+                                               warned: bool) -> None:
+    """``FORENSICS_SITES=batch_change`` under Model Runner V2 (or V2's sites under V1) was
+    accepted and recorded nothing; with nothing recorded the probe writes no capture and no
+    event, and removes the empty folder: nothing said so. Once the worker has loaded its
+    runner, one warning names the setting and the sites that runner calls."""
+    import logging
+
+    from forensics.probe import hooks, v2_hooks
+    from forensics.probe.session import ProbeSession
+
+    capture = tmp_path / "t-1.capture"
+    session = ProbeSession(settings.Settings(directory=tmp_path, capture=capture,
+                                             sites=sites, writer="thread"),
+                           writer_factory=lambda s: None)
+    worker = type("Worker", (), {"model_runner": _runner(module)})()
+    hooks.activate(session)
+    try:
+        with caplog.at_level(logging.WARNING, logger="forensics.probe"):
+            v2_hooks.wrap_load_model(lambda self: None)(worker)
+    finally:
+        hooks.activate(None)
+    lines = [r.getMessage() for r in caplog.records if "FORENSICS_SITES" in r.getMessage()]
+    assert len(lines) == int(warned), lines
+    if warned:
+        runs = "post_update" if ".gpu." in module else "batch_change"
+        assert "nothing is recorded" in lines[0] and runs in lines[0]
+    assert session.counts["errors"] == 0

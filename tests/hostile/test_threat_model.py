@@ -1609,6 +1609,8 @@ TESTS = {
               "test_a_graceful_sigterm_handler_does_not_stop_the_probe"],
     "T104f": ["tests/hostile/test_round18_attack18c.py::"
               "test_a_guard_error_says_where_its_records_are_only_when_they_are"],
+    "T104g": ["tests/hostile/test_round18_attack18c.py::"
+              "test_sites_the_runner_never_calls_are_said"],
     "T100e": ["tests/hostile/test_round18_fix18.py::"
               "test_ranks_holding_the_same_values_in_other_shapes_diverge_naming_both",
               "tests/hostile/test_round18_fix18.py::"
