@@ -311,3 +311,59 @@ def test_sites_the_runner_never_calls_are_said(tmp_path: Path, caplog: pytest.Lo
         runs = "post_update" if ".gpu." in module else "batch_change"
         assert "nothing is recorded" in lines[0] and runs in lines[0]
     assert session.counts["errors"] == 0
+
+
+# ------------------------------------- 9. an expectation the check does not replay
+
+pytest_plugins = ["pytester"]
+
+
+def _with_vllm_expectation(root: Path) -> Path:
+    """A bundled capture whose expected.json also holds verdicts of the ``vllm`` variant (as
+    ``--forensics-regen --forensics-variant vllm`` writes them), all ``ok``."""
+    import json
+    import shutil
+
+    capture = root / "caps" / "stale-prev-row.capture"
+    shutil.copytree(Path(__file__).parents[2] / "data" / "stale-prev-row.capture", capture)
+    path = capture / "expected.json"
+    data = json.loads(path.read_text())
+    data["verdicts"]["vllm"] = {site: "ok" for site in data["verdicts"]["upstream"]}
+    data["first_finding"]["vllm"] = None
+    path.write_text(json.dumps(data))
+    return capture
+
+
+def test_a_check_of_fewer_variants_says_which_it_did_not_check(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``forensics check CAP --variant upstream`` printed "matches expected.json" (exit 0)
+    though expected.json's ``patched`` and ``vllm`` verdicts were not replayed. The line says
+    which it checked and which not, with the command that checks them all; ``--json`` lists
+    them."""
+    from forensics.cli import main
+
+    capture = _with_vllm_expectation(tmp_path)
+    assert main(["check", str(capture), "--variant", "upstream"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("stale-prev-row.capture: matches expected.json for upstream only; "
+                          "not checked: the verdicts of variant(s) patched, vllm"), out
+    assert f"forensics check {capture} --variant upstream --variant patched --variant vllm" in out
+    assert main(["check", str(capture), "--variant", "upstream", "--json"]) == 0
+    assert '"variants_not_checked": [\n    "patched",\n    "vllm"\n  ]' in capsys.readouterr().out
+
+
+def test_the_plugins_pass_names_the_variants_it_did_not_check(
+        tmp_path: Path, pytester: pytest.Pytester) -> None:
+    """The pytest plugin replays the built-in models (and ``--forensics-variant``s): of a
+    capture whose expected.json holds the ``vllm`` variant's verdicts (never replayed without
+    ``--forensics-variant vllm``), its item passed in silence, vouching for expectations it
+    never checked. It passes (what it replayed matches) with a warning naming them and the
+    option that checks them."""
+    capture = _with_vllm_expectation(tmp_path)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-o", "forensics_captures=",
+                                          "--forensics-captures", str(capture.parent))
+    result.assert_outcomes(passed=1, warnings=1)
+    text = " ".join(line.strip() for line in result.outlines)
+    assert "matches expected.json for upstream, patched only" in text
+    assert "not checked: the verdicts of variant(s) vllm" in text
+    assert "add --forensics-variant vllm" in text

@@ -1611,6 +1611,10 @@ TESTS = {
               "test_a_guard_error_says_where_its_records_are_only_when_they_are"],
     "T104g": ["tests/hostile/test_round18_attack18c.py::"
               "test_sites_the_runner_never_calls_are_said"],
+    "T104h": ["tests/hostile/test_round18_attack18c.py::"
+              "test_a_check_of_fewer_variants_says_which_it_did_not_check",
+              "tests/hostile/test_round18_attack18c.py::"
+              "test_the_plugins_pass_names_the_variants_it_did_not_check"],
     "T100e": ["tests/hostile/test_round18_fix18.py::"
               "test_ranks_holding_the_same_values_in_other_shapes_diverge_naming_both",
               "tests/hostile/test_round18_fix18.py::"
