@@ -213,7 +213,7 @@ class CaptureItem(pytest.Item):
                                     write_obtained=not self.capture.is_symlink())
         if not result.ok:
             raise CaptureMismatch(terminal_lines(result.explain()))
-        if result.launches:  # a pass says what it covers: the records, not the launches
+        if result.launches or result.unchecked:  # a pass says what it covers
             import warnings
 
             warnings.warn(pytest.PytestWarning(result.matched()), stacklevel=1)

@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
                          "differences": result.differences,
                          "not_known": result.not_known,
                          "launches_not_checked": result.launches,
+                         "variants_not_checked": result.unchecked,
                          "obtained": result.obtained}, indent=2))
     elif result.ok:
         print(result.matched())

@@ -32,20 +32,31 @@ def check_ids(site: str, tensor: str, ids: np.ndarray, upper: int,
     return Violation(site, row, f"{tensor}[{element}]", int(ids[element]), 0, int(upper))
 
 
+def not_kept(capture: Path | str) -> str:
+    """What a guard message says of records the probe could not all write to ``capture``."""
+    return (f"records up to this call could not all be written to {capture} (a write failed or "
+            "timed out: its events, or the engine's log, say why)")
+
+
 def passed_on_message(violation: Violation, step: int, rank: int,
-                      capture: Path | str | None) -> str:
-    """The warning for a value out of range that a call only writes or passes on."""
+                      capture: Path | str | None, kept: bool = True) -> str:
+    """The warning for a value out of range that a call only writes or passes on (``kept``:
+    whether the records up to the call were all written)."""
     row = "" if violation.row is None else f" row {violation.row}"
+    where = f"recorded in {capture}" if capture and kept else \
+        not_kept(capture) if capture else "recorded in no capture"
     return (f"forensics guard: site {violation.site!r} step {step} rank {rank}{row} wrote "
             f"{violation.tensor} value {violation.value} outside [{violation.lower}, "
             f"{violation.upper}); not used as an index here, so the engine goes on (guard mode "
-            f"raises if it reaches an index); recorded in {capture or 'no capture'}")
+            f"raises if it reaches an index); {where}")
 
 
 def bounds_error(violation: Violation, step: int, rank: int,
-                 capture: Path | str | None) -> IndexBoundsError:
-    """Return the IndexBoundsError describing ``violation`` (its attributes carry the fields)."""
-    where = f"records up to this call are in {capture}" if capture else "no capture was written"
+                 capture: Path | str | None, kept: bool = True) -> IndexBoundsError:
+    """Return the IndexBoundsError describing ``violation`` (its attributes carry the fields;
+    ``kept``: whether the records up to the call were all written)."""
+    where = f"records up to this call are in {capture}" if capture and kept else \
+        not_kept(capture) if capture else "no capture was written"
     row = "" if violation.row is None else f" row {violation.row}"
     error = IndexBoundsError(
         f"forensics guard: site {violation.site!r} step {step} rank {rank}{row}: "

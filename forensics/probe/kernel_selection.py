@@ -7,7 +7,9 @@ kernel's name (``_compute_slot_mappings_kernel``, ``_compute_*``) or, when it ho
 against its ``module.name`` (as ``forensics kernels --coverage`` prints it). A glob that matches
 none of the installed vLLM's kernels (:func:`forensics.kernels.coverage.installed_kernels`) is
 refused in one line: ``1``, ``true``, ``ALL`` or a name copied from the coverage list once
-recorded nothing, and the probe said nothing of it.
+recorded nothing, and the probe said nothing of it. Each is read as the probe's other settings
+are (:func:`forensics.probe.settings.lookup`: its older ``VLLM_`` name too), and ``_KEEP`` or
+``_BUDGET`` set with the recorder off is refused (:func:`refuse_unused`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ import os
 from collections.abc import Mapping
 
 from forensics.errors import ConfigurationError
-from forensics.probe.settings import positive_setting
+from forensics.probe.settings import (
+    ENV_BUDGET,
+    ENV_KEEP,
+    ENV_KERNELS,
+    lookup,
+    positive_setting,
+    shown,
+)
 
-ENV_KERNELS = "FORENSICS_KERNELS"
-ENV_KEEP = "FORENSICS_KERNELS_KEEP"
-ENV_BUDGET = "FORENSICS_KERNELS_BUDGET"
 DEFAULT_KEEP = 32
 DEFAULT_BUDGET = 64 << 10
 #: the values that leave the recorder off
@@ -48,10 +54,13 @@ def selection(environ: Mapping[str, str] | None = None,
             (``installed``: those of :func:`~forensics.kernels.coverage.installed_kernels`;
             not checked when none is found, no vLLM being installed here).
     """
-    raw = (os.environ if environ is None else environ).get(ENV_KERNELS, "").strip()
+    name, raw = lookup(os.environ if environ is None else environ, ENV_KERNELS)
     if not raw or raw.lower() in OFF:
         return None
     globs = tuple(p.strip() for p in raw.split(",") if p.strip())
+    if not globs:  # "," once started a recorder that recorded nothing, and said nothing
+        raise ConfigurationError(f"{name}={shown(raw)} names no kernel; set it to 'all' or a "
+                                 "comma list of kernel names or globs, or unset it")
     if any(g.lower() == "all" for g in globs):
         return ("*",)
     if installed is None:
@@ -60,10 +69,8 @@ def selection(environ: Mapping[str, str] | None = None,
         installed = installed_kernels()
     for glob in globs if installed else ():
         if not any(matches(glob, module, name) for module, name in installed):
-            from forensics.probe.settings import shown
-
-            raise ConfigurationError(
-                f"{ENV_KERNELS}={shown(raw)}: {shown(glob)} names none of the installed "
+                raise ConfigurationError(
+                f"{name}={shown(raw)}: {shown(glob)} names none of the installed "
                 f"vLLM's {len(installed)} Triton kernels (a name or glob such as "
                 f"'_compute_slot_mappings_kernel' or '_compute_*', a 'module.name' as "
                 f"'forensics kernels CAPTURE --coverage' lists them); set it to 'all', or "
@@ -77,16 +84,34 @@ def keep_steps(environ: Mapping[str, str] | None = None) -> int | None:
     Raises:
         ConfigurationError: not a positive int nor ``all``.
     """
-    raw = (os.environ if environ is None else environ).get(ENV_KEEP, "").strip()
+    name, raw = lookup(os.environ if environ is None else environ, ENV_KEEP)
     if raw.lower() == "all":
         return None
-    return _positive(raw, ENV_KEEP, DEFAULT_KEEP, "or 'all'")
+    return _positive(raw, name, DEFAULT_KEEP, "or 'all'")
 
 
 def budget(environ: Mapping[str, str] | None = None) -> int:
     """``FORENSICS_KERNELS_BUDGET``: bytes of float contents recorded per launch."""
-    raw = (os.environ if environ is None else environ).get(ENV_BUDGET, "").strip()
-    return _positive(raw, ENV_BUDGET, DEFAULT_BUDGET, "(bytes)")
+    name, raw = lookup(os.environ if environ is None else environ, ENV_BUDGET)
+    return _positive(raw, name, DEFAULT_BUDGET, "(bytes)")
+
+
+def refuse_unused(environ: Mapping[str, str] | None = None) -> None:
+    """Refuse ``FORENSICS_KERNELS_KEEP`` or ``FORENSICS_KERNELS_BUDGET`` set while the recorder
+    is off (``FORENSICS_KERNELS`` unset or off): the value was accepted and nothing recorded,
+    unsaid.
+
+    Raises:
+        ConfigurationError: the setting, that the recorder is off, and the fix.
+    """
+    env = os.environ if environ is None else environ
+    for setting in (ENV_KEEP, ENV_BUDGET):
+        name, raw = lookup(env, setting)
+        if raw:
+            raise ConfigurationError(
+                f"{name}={shown(raw)} has no effect: {lookup(env, ENV_KERNELS)[0]} is unset or "
+                "off, so no kernel launch is recorded; set FORENSICS_KERNELS=all (or a comma list "
+                f"of kernels) to record them, or unset {name}")
 
 
 def _positive(raw: str, name: str, default: int, also: str) -> int:

@@ -32,7 +32,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from forensics.kernels.format import FORMAT, KIND, SUMMARY_KIND, encode_bytes, source_hash
-from forensics.probe.kernel_selection import ENV_BUDGET, budget, chosen, keep_steps, selection
+from forensics.probe.kernel_selection import (
+    ENV_BUDGET,
+    budget,
+    chosen,
+    keep_steps,
+    refuse_unused,
+    selection,
+)
 
 LOG = logging.getLogger("forensics.probe")
 #: an integer or boolean storage up to this size is recorded whole; a larger one: the view
@@ -540,6 +547,7 @@ def settings(environ: Mapping[str, str] | None = None
     """
     globs = selection(environ)
     if globs is None:
+        refuse_unused(environ)
         return None
     return globs, keep_steps(environ), budget(environ)
 

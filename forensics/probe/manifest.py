@@ -59,7 +59,7 @@ def build_manifest(session: ProbeSession) -> dict[str, Any]:
         "engine_id": settings.engine_id,
         "model": model_facts(session.runner),
         "probe": {"mode": settings.mode, "sites": list(settings.sites), "ring": settings.ring,
-                  "flush_every": settings.flush_every, "handoff": settings.handoff},
+                  "flush_every": settings.flush_every, "handoff": session.handoff},
         "process": {"rank": session.rank, "pid": os.getpid(), "host": socket.gethostname(),
                     "tag": session.process},
     }

@@ -6,7 +6,8 @@ Otherwise it validates the settings (a bad one raises :class:`~forensics.errors.
 from the call itself, so the engine refuses to start), makes the capture folder once
 (:mod:`forensics.probe.owned`) and passes its name and identity down through
 ``FORENSICS_CAPTURE`` and ``FORENSICS_CAPTURE_OWNER``, and installs the wrappers, an ``atexit``
-flush and a SIGTERM flush that chains to the previous handler.
+flush and a SIGTERM flush that chains to the previous handler (it closes the session only where
+SIGTERM ends the process: :func:`_on_sigterm`).
 """
 
 from __future__ import annotations
@@ -119,11 +120,18 @@ def _install_sigterm(session: Any) -> None:
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
+    """Make every record durable; close the session only where the signal ends the process
+    (the default action): a process that ignores SIGTERM, or whose own handler lets it go on
+    (a graceful shutdown), goes on recording (it was closed, and recorded nothing more, unsaid);
+    one whose handler raises ``SystemExit`` is closed at exit."""
     import signal
 
-    if _SESSION is not None and not _SESSION.busy:
-        _SESSION.close()
     previous = _PREVIOUS_SIGTERM
+    if _SESSION is not None and not _SESSION.busy:
+        if previous == signal.SIG_DFL:
+            _SESSION.close()
+        else:
+            _SESSION.flush(wait=True)
     if callable(previous):
         previous(signum, frame)
     elif previous == signal.SIG_DFL:

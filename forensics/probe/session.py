@@ -115,6 +115,8 @@ class ProbeSession:
         self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0, "violations": 0,
                        "timeouts": 0}
         self._started_event = False
+        #: whether the last waited flush (a guard finding's, a failed call's) lost nothing
+        self.kept = True
         self._step = -1
         self._ranks = RankTracker()
         self._ring: deque[PendingRecord] = deque()
@@ -205,9 +207,26 @@ class ProbeSession:
                 self._since_flush = 0
                 self.due_upto = pending.seq
         if failed:
+            before = dict(self.counts)
             self.flush(wait=True)
+            self.kept = self._lost_nothing(before)
         elif due or self.backend.hands_off_each:
             self.backend.record_added(True)
+
+    def _lost_nothing(self, before: dict[str, int]) -> bool:
+        """Whether a waited flush since ``before`` (the counts then) wrote records and dropped
+        none, with no error of the writer's (a guard message says where its records are)."""
+        counts = self.counts
+        return counts["written"] > before["written"] and counts["dropped"] == before["dropped"] \
+            and counts["errors"] == before["errors"]
+
+    @property
+    def handoff(self) -> str:
+        """When records leave this process, as its writer does it (what a manifest or event
+        states): ``record`` only where the writer process hands off each; a thread of this
+        process (``FORENSICS_WRITER=thread``, a system with no writer process, one lost) takes
+        them in batches whatever ``FORENSICS_HANDOFF`` says."""
+        return "record" if self.backend.hands_off_each else "batch"
 
     @property
     def busy(self) -> bool:
@@ -300,7 +319,7 @@ class ProbeSession:
             self._event("probe_start", step=self._start_step, started=self.started,
                         first_write_step=self.step, mode=self.settings.mode,
                         sites=list(self.settings.sites), ring=self.settings.ring,
-                        flush_every=self.settings.flush_every, handoff=self.settings.handoff)
+                        flush_every=self.settings.flush_every, handoff=self.handoff)
 
     # -- errors and findings ---------------------------------------------------------------
     def error(self, exc: BaseException, where: str) -> None:
@@ -348,7 +367,8 @@ class ProbeSession:
         """Guard finding: queue ``pending``, flush and wait, keep an event; return the error."""
         self._count("violations")
         self.add(pending, failed=True)
-        error = bounds_error(found, pending.step, pending.rank, self.settings.capture)
+        error = bounds_error(found, pending.step, pending.rank, self.settings.capture,
+                             self.kept)
         self._event("guard_violation", site=found.site, row=found.row, tensor=found.tensor,
                     value=found.value, bound=found.upper, message=str(error))
         return error
@@ -357,7 +377,8 @@ class ProbeSession:
         """Guard finding on a value the call only wrote or passed on (already recorded and
         flushed): keep an event; the first of each site is also logged as a warning."""
         self._count("violations")
-        message = passed_on_message(found, pending.step, pending.rank, self.settings.capture)
+        message = passed_on_message(found, pending.step, pending.rank, self.settings.capture,
+                                    self.kept)
         self._event("guard_passed_on", site=found.site, row=found.row, tensor=found.tensor,
                     value=found.value, bound=found.upper, message=message)
         if found.site not in self._passed_on_warned:

@@ -38,8 +38,15 @@ ENV_ENGINE = "FORENSICS_ENGINE_ID"
 #: the identity of the capture folder the first process made (:mod:`forensics.probe.owned`):
 #: a process joins an inherited capture only when it is that folder
 ENV_OWNER = "FORENSICS_CAPTURE_OWNER"
+#: the flight recorder's settings (:mod:`forensics.probe.kernel_selection` reads them)
+ENV_KERNELS = "FORENSICS_KERNELS"
+ENV_KEEP = "FORENSICS_KERNELS_KEEP"
+ENV_BUDGET = "FORENSICS_KERNELS_BUDGET"
 ENV_NAMES = (ENV_DIR, ENV_MODE, ENV_SITES, ENV_RING, ENV_FLUSH_EVERY, ENV_WRITER, ENV_CAPTURE,
-             ENV_ENGINE, ENV_OWNER, ENV_HANDOFF)
+             ENV_ENGINE, ENV_OWNER, ENV_HANDOFF, ENV_KERNELS, ENV_KEEP, ENV_BUDGET)
+#: how alike (:class:`difflib.SequenceMatcher`'s ratio, past ``FORENSICS_``) a name set here
+#: must be to one of ours to be taken for a misspelling of it (:func:`check_names`)
+MISSPELT = 0.8
 #: the older name of each setting, still read when the new one is unset
 LEGACY_PREFIX = "VLLM_"
 
@@ -82,7 +89,7 @@ class Settings:
         return self.mode == "guard"
 
 
-def _get(environ: Mapping[str, str], name: str) -> tuple[str, str]:
+def lookup(environ: Mapping[str, str], name: str) -> tuple[str, str]:
     """``(the name actually set, its stripped value)``: ``name``, else its legacy
     ``VLLM_``-prefixed name, else ``(name, "")``."""
     for candidate in (name, LEGACY_PREFIX + name):
@@ -92,9 +99,34 @@ def _get(environ: Mapping[str, str], name: str) -> tuple[str, str]:
     return name, ""
 
 
+def check_names(environ: Mapping[str, str]) -> None:
+    """Refuse a ``FORENSICS_*`` (or ``VLLM_FORENSICS_*``) name that is none of ours but a
+    misspelling of one (``FORENSICS_KERNEL``, ``FORENSICS_MODES``): it was set and silently
+    ignored, the engine running without what it asked for. A name like none of ours
+    (another tool's) is left alone.
+
+    Raises:
+        ConfigurationError: the name, the setting it resembles, and the fix.
+    """
+    import difflib
+
+    from forensics.budget import CHILD_TIMEOUT_ENV, MAX_ALLOC_ENV
+
+    prefix = "FORENSICS_"
+    ours = [name[len(prefix):] for name in (*ENV_NAMES, MAX_ALLOC_ENV, CHILD_TIMEOUT_ENV)]
+    for name in sorted(environ):
+        bare = name.removeprefix(LEGACY_PREFIX)
+        if not bare.startswith(prefix) or bare[len(prefix):] in ours:
+            continue
+        close = difflib.get_close_matches(bare[len(prefix):], ours, 1, MISSPELT)
+        if close:
+            raise ConfigurationError(f"{shown(name)} is no setting of the probe (it is ignored): "
+                                     f"did you mean {prefix}{close[0]}? rename it, or unset it")
+
+
 def enabled(environ: Mapping[str, str] | None = None) -> bool:
     """True when ``FORENSICS_DIR`` (or ``VLLM_FORENSICS_DIR``) is set: cheap, imports nothing."""
-    return bool(_get(os.environ if environ is None else environ, ENV_DIR)[1])
+    return bool(lookup(os.environ if environ is None else environ, ENV_DIR)[1])
 
 
 def positive_int(raw: str) -> int | None:
@@ -122,7 +154,7 @@ def positive_setting(name: str, raw: str, default: int, fix: str) -> int:
 
 
 def _positive_int(environ: Mapping[str, str], setting: str, default: int) -> int:
-    name, raw = _get(environ, setting)
+    name, raw = lookup(environ, setting)
     return positive_setting(name, raw, default, f" is not a positive integer; set it to a "
                                                 f"record count such as {default}, or unset it")
 
@@ -130,7 +162,7 @@ def _positive_int(environ: Mapping[str, str], setting: str, default: int) -> int
 def _choice(environ: Mapping[str, str], setting: str, choices: tuple[str, ...],
             what: str) -> str:
     """The setting's value among ``choices`` (the first when unset)."""
-    name, raw = _get(environ, setting)
+    name, raw = lookup(environ, setting)
     raw = raw or choices[0]
     if raw.lower() not in choices:
         raise ConfigurationError(f"{name}={shown(raw)} is not {what}; expected one of "
@@ -138,8 +170,28 @@ def _choice(environ: Mapping[str, str], setting: str, choices: tuple[str, ...],
     return raw.lower()
 
 
+def _handoff(environ: Mapping[str, str]) -> str:
+    """``FORENSICS_HANDOFF`` (``batch`` with the writer thread, whose records go in batches).
+
+    Raises:
+        ConfigurationError: ``record`` asked of the writer thread: a thread of the engine's
+            process dies with it, so a crash loses every record it holds; the setting was
+            accepted, ignored, and the manifest said ``record``.
+    """
+    handoff = _choice(environ, ENV_HANDOFF, HANDOFFS, "a hand-off")
+    if _choice(environ, ENV_WRITER, WRITERS, "a writer") == "process":
+        return handoff
+    name, raw = lookup(environ, ENV_HANDOFF)
+    if raw and handoff == "record":
+        raise ConfigurationError(
+            f"{name}={shown(raw)} cannot be kept with {lookup(environ, ENV_WRITER)[0]}="
+            "'thread': a thread of the engine's process hands records off in batches and dies "
+            "with it; unset one of them (the writer process hands off each record)")
+    return "batch"
+
+
 def _sites(environ: Mapping[str, str]) -> tuple[str, ...]:
-    name, raw = _get(environ, ENV_SITES)
+    name, raw = lookup(environ, ENV_SITES)
     if not raw or raw.lower() == "all":
         return ALL_SITES
     names = [part.strip() for part in raw.split(",") if part.strip()]
@@ -188,19 +240,19 @@ def _capture(environ: Mapping[str, str], directory: Path) -> Path:
             the variable is the probe's own (a stale or hand-set one put the capture, its
             records, wherever it named, outside the directory the user chose).
     """
-    name, inherited = _get(environ, ENV_CAPTURE)
+    name, inherited = lookup(environ, ENV_CAPTURE)
     if not inherited:
         return directory / unique_name()
     path = Path(inherited)
     if not path.name.endswith(".capture"):
         raise ConfigurationError(f"{name}={shown(inherited)} must name a '*.capture' "
                                  f"directory; unset it to let the probe name one")
-    if not _get(environ, ENV_OWNER)[1] and path.absolute().parent != directory:
+    if not lookup(environ, ENV_OWNER)[1] and path.absolute().parent != directory:
         raise ConfigurationError(
-            f"{name}={shown(inherited)} is not in {_get(environ, ENV_DIR)[0]} "
+            f"{name}={shown(inherited)} is not in {lookup(environ, ENV_DIR)[0]} "
             f"({shown(str(directory))}) and no {ENV_OWNER} says the engine's first process "
             f"made it: it is the probe's own setting, passed to the processes it starts; unset "
-            f"it to let the probe name a capture in {_get(environ, ENV_DIR)[0]}")
+            f"it to let the probe name a capture in {lookup(environ, ENV_DIR)[0]}")
     return path
 
 
@@ -246,7 +298,7 @@ def _engine_id(environ: Mapping[str, str]) -> str:
             that is not printable (a control, a byte that is not UTF-8): it goes into every
             manifest and onto the writer process's command line, which a huge one overflows.
     """
-    name, raw = _get(environ, ENV_ENGINE)
+    name, raw = lookup(environ, ENV_ENGINE)
     if not raw:
         return uuid.uuid4().hex
     if len(raw) > MAX_ENGINE_ID or not raw.isprintable():
@@ -267,24 +319,25 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings | None:
         ConfigurationError: a bad value, in one line naming the variable, the value and the fix.
     """
     environ = os.environ if environ is None else environ
-    dir_name, raw_dir = _get(environ, ENV_DIR)
+    dir_name, raw_dir = lookup(environ, ENV_DIR)
     if not raw_dir:
         return None
+    check_names(environ)
     directory = _directory(dir_name, raw_dir)
     ring = _positive_int(environ, ENV_RING, DEFAULT_RING)
     flush_every = _positive_int(environ, ENV_FLUSH_EVERY, min(DEFAULT_FLUSH_EVERY, ring))
     if flush_every > ring:
-        raise ConfigurationError(f"{_get(environ, ENV_FLUSH_EVERY)[0]}={shown(flush_every)} "
-                                 f"exceeds {_get(environ, ENV_RING)[0]}={shown(ring)}; "
+        raise ConfigurationError(f"{lookup(environ, ENV_FLUSH_EVERY)[0]}={shown(flush_every)} "
+                                 f"exceeds {lookup(environ, ENV_RING)[0]}={shown(ring)}; "
                                  f"records would be dropped before any flush: lower it to "
                                  f"{ring} or less")
     return Settings(directory=directory, capture=_capture(environ, directory),
                     mode=_choice(environ, ENV_MODE, MODES, "a mode"),
                     sites=_sites(environ), ring=ring, flush_every=flush_every,
                     writer=_choice(environ, ENV_WRITER, WRITERS, "a writer"),
-                    handoff=_choice(environ, ENV_HANDOFF, HANDOFFS, "a hand-off"),
+                    handoff=_handoff(environ),
                     engine_id=_engine_id(environ),
-                    owner=_get(environ, ENV_OWNER)[1] if _get(environ, ENV_CAPTURE)[1] else "")
+                    owner=lookup(environ, ENV_OWNER)[1] if lookup(environ, ENV_CAPTURE)[1] else "")
 
 
 def export(settings: Settings, environ: MutableMapping[str, str] | None = None) -> None:

@@ -277,9 +277,37 @@ def wrap_load_model(original: Callable[..., Any]) -> Callable[..., Any]:
                 session.runner = runner
             if runner_kind(runner) is None:
                 report_unsupported(session, runner)
+            else:
+                report_no_site(session, runner)
         return result
 
     return load_model
+
+
+def runner_sites(kind: str) -> tuple[str, ...]:
+    """The sites a runner of ``kind`` (``v1``, ``v2``) calls: those whose hook is in Model
+    Runner V2's package for ``v2``, the others for ``v1``; the embedding sink for both."""
+    package = RUNNER_V2.rpartition(".")[0] + "."
+    return tuple(site for hook, site in hooked_at().items()
+                 if site == SINK or hook.startswith(package) == (kind == "v2"))
+
+
+def report_no_site(session: ProbeSession, runner: Any) -> None:
+    """Log one warning when ``FORENSICS_SITES`` names none of the sites ``runner`` calls
+    (``batch_change`` alone under Model Runner V2): nothing would be recorded, and with
+    nothing recorded no capture, no event, no word. Never raises."""
+    try:
+        kind = runner_kind(runner) or ""
+        runs = runner_sites(kind)
+        if set(session.settings.sites) & set(runs):
+            return
+        from forensics.probe.settings import ENV_SITES
+
+        LOG.warning("forensics probe: %s=%s names none of the sites the %s runner calls (%s): "
+                    "nothing is recorded; add one of them to %s, or unset it", ENV_SITES,
+                    ",".join(session.settings.sites), kind, ", ".join(runs), ENV_SITES)
+    except Exception as exc:  # the probe's own failure never reaches vLLM
+        session.error(exc, "checking the sites of the runner")
 
 
 def report_unsupported(session: ProbeSession, runner: Any) -> None:

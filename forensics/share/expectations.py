@@ -55,6 +55,9 @@ class CheckResult:
     #: recorded kernel launches the capture holds: no replay judges them (``forensics
     #: kernels`` does), so neither does the check; its match says so
     launches: int = 0
+    #: the variants ``expected.json`` holds verdicts of that this check did not replay (the
+    #: pytest plugin's default models, a ``--variant`` naming fewer): its match is not theirs
+    unchecked: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -80,11 +83,29 @@ class CheckResult:
                 f"holds the records' replay only): `forensics kernels "
                 f"{shell_path(self.capture)}` judges them")
 
+    def unchecked_line(self) -> str:
+        """That the verdicts of :attr:`unchecked` variants in ``expected.json`` were not
+        checked, and how to check them; or ``""``."""
+        if not self.unchecked:
+            return ""
+        names = ", ".join(shortened(name) for name in self.unchecked)
+        every = "".join(f" --variant {shell_word(name)}" for name in self.variants + self.unchecked)
+        added = "".join(f" --forensics-variant {shell_word(name)}" for name in self.unchecked
+                        if name not in DEFAULT_VARIANTS)  # the plugin replays those always
+        return (f"not checked: the verdicts of variant(s) {names} in {EXPECTED_NAME} (replayed: "
+                f"{', '.join(shortened(name) for name in self.variants)}); to check them: "
+                f"forensics check {shell_path(self.capture)}{every}"
+                + (f" (in a test suite: add{added})" if added else ""))
+
     def matched(self) -> str:
-        """The line of a match: what it covers, and the launches it does not."""
+        """The line of a match: what it covers, and the variants and launches it does not."""
         line = f"{terminal(self.capture.name)}: matches {EXPECTED_NAME}"
-        launches = self.launches_line()
-        return f"{line} in its records; {launches}" if launches else line
+        if self.launches:
+            line += " in its records"
+        if self.unchecked:
+            line += f" for {', '.join(shortened(name) for name in self.variants)} only"
+        return "; ".join([line] + [text for text in (self.unchecked_line(), self.launches_line())
+                                   if text])
 
     def explain(self) -> str:
         """A readable report of the differences, of the records no variant judged, and the
@@ -97,6 +118,8 @@ class CheckResult:
             lines.append(f"  {self.not_known_line()}")
         if self.launches:
             lines.append(f"  {self.launches_line()}")
+        if self.unchecked:
+            lines.append(f"  {self.unchecked_line()}")
         if self.obtained_path is not None:
             lines.append(f"  obtained result written to {terminal(self.obtained_path)}")
         if self.note:
@@ -208,7 +231,8 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
                                      else ({"verdicts": {}, "first_finding": {}}, {}, 0))
     changed = differences(Evidence.from_json(expected), Evidence.from_json(obtained), chosen)
     result = CheckResult(capture, changed, obtained, variants=list(chosen), not_known=not_known,
-                         launches=launches)
+                         launches=launches,
+                         unchecked=[v for v in expected["verdicts"] if v not in chosen])
     if write_obtained:
         _leave_obtained(result)
     return result

@@ -1601,6 +1601,34 @@ TESTS = {
               "test_without_proc_the_writer_process_refuses_to_start",
               "tests/hostile/test_round18_fix18.py::"
               "test_without_proc_the_probe_refuses_to_start_in_one_line"],
+    "T104a": ["tests/hostile/test_round18_attack18c.py::"
+              "test_a_misspelt_setting_is_refused",
+              "tests/hostile/test_round18_attack18c.py::"
+              "test_a_name_of_another_tool_is_left_alone",
+              "tests/hostile/test_round18_attack18c.py::"
+              "test_the_plugin_refuses_a_misspelt_setting_before_it_starts"],
+    "T104b": ["tests/hostile/test_round18_attack18c.py::"
+              "test_the_recorders_older_names_are_read"],
+    "T104c": ["tests/hostile/test_round18_attack18c.py::"
+              "test_a_selection_of_no_kernel_is_refused",
+              "tests/hostile/test_round18_attack18c.py::"
+              "test_a_recorder_setting_with_the_recorder_off_is_refused"],
+    "T104d": ["tests/hostile/test_round18_attack18c.py::"
+              "test_record_handoff_asked_of_the_writer_thread_is_refused",
+              "tests/hostile/test_round18_attack18c.py::"
+              "test_the_manifest_states_the_handoff_its_writer_does"],
+    "T104e": ["tests/hostile/test_round18_attack18c.py::"
+              "test_a_sigterm_ignored_does_not_stop_the_probe",
+              "tests/hostile/test_round18_attack18c.py::"
+              "test_a_graceful_sigterm_handler_does_not_stop_the_probe"],
+    "T104f": ["tests/hostile/test_round18_attack18c.py::"
+              "test_a_guard_error_says_where_its_records_are_only_when_they_are"],
+    "T104g": ["tests/hostile/test_round18_attack18c.py::"
+              "test_sites_the_runner_never_calls_are_said"],
+    "T104h": ["tests/hostile/test_round18_attack18c.py::"
+              "test_a_check_of_fewer_variants_says_which_it_did_not_check",
+              "tests/hostile/test_round18_attack18c.py::"
+              "test_the_plugins_pass_names_the_variants_it_did_not_check"],
     "T100e": ["tests/hostile/test_round18_fix18.py::"
               "test_ranks_holding_the_same_values_in_other_shapes_diverge_naming_both",
               "tests/hostile/test_round18_fix18.py::"
