@@ -69,7 +69,7 @@ def selection(environ: Mapping[str, str] | None = None,
         installed = installed_kernels()
     for glob in globs if installed else ():
         if not any(matches(glob, module, name) for module, name in installed):
-                raise ConfigurationError(
+            raise ConfigurationError(
                 f"{name}={shown(raw)}: {shown(glob)} names none of the installed "
                 f"vLLM's {len(installed)} Triton kernels (a name or glob such as "
                 f"'_compute_slot_mappings_kernel' or '_compute_*', a 'module.name' as "
