@@ -213,10 +213,13 @@ class CaptureItem(pytest.Item):
                                     write_obtained=not self.capture.is_symlink())
         if not result.ok:
             raise CaptureMismatch(terminal_lines(result.explain()))
-        if result.launches or result.unchecked:  # a pass says what it covers
+        said = [result.matched()] if result.launches or result.unchecked else []
+        if result.note:  # a stale obtained result left, or none written: as `check` says it
+            said.append(terminal(result.note))
+        if said:  # a pass says what it covers, and what it left
             import warnings
 
-            warnings.warn(pytest.PytestWarning(result.matched()), stacklevel=1)
+            warnings.warn(pytest.PytestWarning("; ".join(said)), stacklevel=1)
 
     def _refuse_a_link(self) -> None:
         """Fail, writing nothing, when the capture's folder is a link: a link planted in the

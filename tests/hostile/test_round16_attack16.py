@@ -227,15 +227,15 @@ def test_a_pt_pickle_inflating_past_its_declared_size_is_read_to_that_size(
 def test_replay_does_not_say_no_violation_of_a_variant_in_violation(
         stale: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Of a stale-prev-row capture the patched replay leaves five tokens substituted at the
-    embedding (its verdict there: ``violation``), and its line said "5 findings (0 resolved at their origin); no
-    unresolved violation": the first violation it names is the first unresolved out-of-bounds
+    embedding (its verdict there: ``violation``), and its line said "5 findings (0 resolved);
+    no unresolved violation": the first violation it names is the first unresolved out-of-bounds
     finding, and the line now says that there is none of those."""
     assert main(["replay", str(stale)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert any(line.split()[:3] == ["embedding", "violation", "violation"] for line in lines)
     patched = next(line for line in lines if line.startswith("patched: "))
-    assert patched.endswith("5 findings (0 resolved at their origin); no unresolved out-of-bounds finding"), \
-        patched
+    assert patched.endswith("5 findings (0 resolved at their origin); no unresolved "
+                            "out-of-bounds finding"), patched
     assert "no unresolved violation" not in "\n".join(lines)
 
 

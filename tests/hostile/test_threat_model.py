@@ -1417,6 +1417,8 @@ TESTS = {
               "tests/test_replay_cli.py::test_text_says_the_patched_finding_is_resolved"],
     "T103b": ["tests/hostile/test_round18_lead.py::"
               "test_a_batch_past_the_readers_limit_is_written_as_several"],
+    "T103c": ["tests/hostile/test_round18_lead.py::"
+              "test_the_plugins_pass_says_the_obtained_result_it_could_not_remove"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
