@@ -172,6 +172,10 @@ def _replay(given: Any, variants: Any, progress: bool, part_of: Capture | None,
         source = dataclasses.replace(source, manifest=part_of.manifest)
     records = source.records
     chosen = _variants(variants)
+    for _, variant in chosen:  # a variant that refuses the capture as a whole says so first
+        if hasattr(variant, "check_capture"):
+            variant.check_capture(source.sites(), source.manifest or getattr(
+                source.capture, "manifest", None))
     names = [name for name, _ in chosen]
     reference = None
     if "upstream" not in names and (source.has_site(SINK) or _blind(chosen)):
@@ -534,6 +538,12 @@ class Source:
             raise CaptureFormatError(f"replay needs a capture, a capture path or an iterable "
                                      f"of Records, got {type(given).__name__}")
         return cls("<records>", sorted(_validated(given), key=pipeline_key))
+
+    def sites(self) -> set[str]:
+        """The sites some record is of (from the capture's index when there is one)."""
+        if self.capture is not None:
+            return set(self.capture.sites)
+        return {r.site for r in self.records}
 
     def has_site(self, site: str) -> bool:
         """Whether some record is of ``site`` (from the capture's index when there is one)."""

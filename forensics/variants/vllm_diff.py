@@ -22,8 +22,10 @@ import importlib.util
 import keyword
 import sys
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from forensics.errors import CaptureFormatError, PatchApplyError, reason
 from forensics.escaping import terminal
@@ -33,6 +35,7 @@ from forensics.store.guarded import read_bytes
 from forensics.variants.triton_kernels import KernelPatch
 from forensics.variants.unidiff import FilePatch, Work, apply_hunks, parse_diff
 from forensics.variants.vllm_adapters import (
+    EMBEDDING,
     MODULES,
     VllmCode,
     apply_settings,
@@ -237,6 +240,15 @@ def _named(path: str | Path, data: bytes) -> str:
     return f"vllm+{Path(path).name}@{hashlib.sha256(data).hexdigest()[:8]}"
 
 
+#: the files of the modules the V1 sites' replay runs, as a message names them
+def _file(module: str) -> str:
+    """The path of the vllm module ``module``'s file (not a package), as a diff names it."""
+    return module.replace(".", "/") + ".py"
+
+
+_V1_FILES = ", ".join(map(_file, MODULES))
+
+
 class PatchedVllmVariant:
     """The installed vLLM code with the unified diff at ``path`` applied to private copies.
 
@@ -309,6 +321,37 @@ class PatchedVllmVariant:
                     f"installed vLLM's other modules: that change would not run; put it in "
                     f"{terminal(path)}, or replay a diff of the V1 sites' modules alone")
 
+    def check_capture(self, sites: Collection[str], manifest: Any = None) -> None:
+        """Refuse, before any record runs, a capture of the sink alone (its ``embedding``
+        records, of no V1 site and no Model Runner V2 site, whichever runner wrote it) when the
+        diff does not change the embedding's module, the one such a replay runs: its records
+        would replay the installed code under the diff's name (:meth:`_check_changes` exempts
+        the sink, which a V2 capture's kernel sites share). ``manifest``: the capture's, for the
+        runner it states (else its sites say which).
+
+        Raises:
+            PatchApplyError: naming the diff, the runner, that module's file and the diff's.
+        """
+        from forensics.judge.streams import runner_of_sites
+        from forensics.manifest_facts import runner_of
+        from forensics.sites import SINK, SITES
+
+        held = set(sites)
+        if SINK not in held or any(s in SITES for s in held - {SINK}) \
+                or any(module_name(p) == EMBEDDING for p in self._sources):
+            return
+        runner = runner_of(manifest) or runner_of_sites(held)
+        which = {"v1": "a V1 capture", "v2": "a V2 capture"}.get(runner or "", "a capture")
+        raise PatchApplyError(
+            f"{terminal(self.path)}: {which} of '{SINK}' records alone (no other site's) runs "
+            f"vLLM's code in {_file(EMBEDDING)} only, which the diff does not change (it changes "
+            f"{', '.join(map(terminal, self._sources))}), so it would replay as the installed "
+            "code; replay this capture with 'vllm', or one that holds the site the fix is for")
+
+    def _changes_v1(self) -> bool:
+        """Whether the diff changes a module the V1 sites' replay runs."""
+        return any(module_name(p) in MODULES for p in self._sources)
+
     def _check_changes(self, site: str) -> None:
         """Refuse a record of a V1 site (one of no kernel, other than the sink, which a Model
         Runner V2 capture shares) when the diff changes none of the modules the V1 sites' replay
@@ -320,12 +363,10 @@ class PatchedVllmVariant:
         """
         from forensics.sites import SINK, get_site
 
-        if site == SINK or get_site(site).kernel is not None \
-                or any(module_name(p) in MODULES for p in self._sources):
+        if site == SINK or get_site(site).kernel is not None or self._changes_v1():
             return
-        files = ", ".join(m.replace(".", "/") + ".py" for m in MODULES)
         raise PatchApplyError(
-            f"{terminal(self.path)}: site {site!r} runs vLLM's code in {files}, none of which "
+            f"{terminal(self.path)}: site {site!r} runs vLLM's code in {_V1_FILES}, none of which "
             f"the diff changes (it changes {', '.join(map(terminal, self._sources))}), so it "
             "would replay as the installed code; put the fix in one of those files, or replay "
             "this site with 'vllm'")

@@ -1412,6 +1412,10 @@ TESTS = {
               "test_a_v1_embeddings_repro_says_a_fix_of_the_writer_does_not_pass_it"],
     "T101e": ["tests/hostile/test_round18_attack18a.py::"
               "test_the_variant_vllm_plus_nothing_names_no_diff_file"],
+    "T105a": ["tests/hostile/test_round18_fix18b.py::"
+              "test_an_embedding_only_capture_under_a_diff_it_does_not_run_is_refused",
+              "tests/hostile/test_round18_fix18b.py::"
+              "test_a_v2_capture_under_the_v2_guard_still_runs"],
     "T103a": ["tests/hostile/test_round18_lead.py::"
               "test_replays_resolved_count_is_not_the_conclusions_resolves",
               "tests/test_replay_cli.py::test_text_says_the_patched_finding_is_resolved"],

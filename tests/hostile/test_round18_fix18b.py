@@ -1,0 +1,85 @@
+"""Round 18, fix 18b: ``replay --variant vllm+PATH.diff`` held to what it ran (an embedding-only
+capture under a diff of other files, the patched copies' imports, one diff given twice)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from forensics.cli import main
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+PATCHES = DATA / "patches"
+
+#: a diff that changes a vLLM module no V1 site's replay runs (the sampler), nothing else
+SAMPLER_DIFF = (
+    "--- a/vllm/v1/sample/sampler.py\n+++ b/vllm/v1/sample/sampler.py\n"
+    "@@ -3,3 +3,4 @@\n"
+    ' """A layer that samples the next tokens from the model\'s outputs."""\n'
+    " \n import torch\n+# the fix of the sentinel, where no V1 site's replay runs it\n")
+
+
+def _sink_alone(capture: Path, out: Path, runner: str | None = "V1") -> Path:
+    """A capture of ``capture``'s ``embedding`` records alone, its manifest kept (stating
+    ``runner`` when given: the sink alone does not say which runner wrote it)."""
+    from forensics.store.reader import load
+    from forensics.store.writer import write_capture
+
+    source = load(capture)
+    stated = {} if runner is None else {"runner": runner}
+    return write_capture(out, list(source.records(site="embedding")),
+                         {**source.manifest, **stated})
+
+
+@pytest.mark.parametrize("diff", ["sampler", "stale-prev-rows.diff", "v2-index-guard.diff"])
+def test_an_embedding_only_capture_under_a_diff_it_does_not_run_is_refused(
+        diff: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T105a: incident B's ``embedding`` records alone (a V1 capture: its manifest says so),
+    replayed with a diff that leaves the embedding's module as installed (the sampler alone;
+    the bundled stale-rows guard, of the batch change and the runner; the V2 guard): T101a
+    exempted the sink, so the replay ran the installed embedding under the diff's name and
+    judged it as if the diff ran ("vllm+sampler.diff leaves embedding in violation"). Now one
+    line names the diff, the file the replay runs and those the diff changes; exit 2."""
+    capture = _sink_alone(DATA / "incident-b-vocab-sentinel.capture", tmp_path / "sink.capture")
+    path = PATCHES / diff
+    if diff == "sampler":
+        path = tmp_path / "sampler.diff"
+        path.write_text(SAMPLER_DIFF, encoding="utf-8")
+    code = main(["replay", str(capture), "--variant", f"vllm+{path}"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "violation" not in out and "resolves" not in out
+    assert len(err.strip().splitlines()) == 1
+    line = " ".join(err.split())
+    assert f"{path.name}: a V1 capture of 'embedding' records alone (no other site's) runs " \
+           "vLLM's code in vllm/model_executor/layers/vocab_parallel_embedding.py only, which " \
+           "the diff does not change (it changes vllm/" in line
+    assert "replay this capture with 'vllm'" in line
+    unstated = _sink_alone(DATA / "incident-b-vocab-sentinel.capture", tmp_path / "u.capture",
+                           None)
+    assert main(["replay", str(unstated), "--variant", f"vllm+{path}"]) == 2
+    assert f"{path.name}: a capture of 'embedding' records alone" in capsys.readouterr().err
+
+
+def test_a_v2_capture_under_the_v2_guard_still_runs(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """T105a: a V2 capture (its kernel sites and the sink) under the V2 guard still replays,
+    its ``embedding`` records through the installed code (T101a)."""
+    guard = f"vllm+{PATCHES / 'v2-index-guard.diff'}"
+    assert main(["replay", str(DATA / "v2-vocab-sample.capture"), "--variant", guard]) == 0
+    out, err = capsys.readouterr()
+    assert "embedding" in out and not err
+
+
+def _diff_of(path: str, old: str, new: str) -> str:
+    """A unified diff of the installed vLLM's ``path`` with ``old`` made ``new``."""
+    import difflib
+
+    from forensics.variants.vllm_diff import vllm_root
+
+    text = (vllm_root() / "vllm" / path).read_text(encoding="utf-8")
+    assert old in text
+    return "".join(difflib.unified_diff(text.splitlines(True),
+                                        text.replace(old, new, 1).splitlines(True),
+                                        f"a/vllm/{path}", f"b/vllm/{path}"))
