@@ -37,7 +37,12 @@ from forensics.screening import ScreenUnsure
 from forensics.sites import SINK, SITES, get_site, pipeline_key, site_order
 from forensics.sites._common import RecordColumns, RunColumns
 from forensics.sites.core import BatchRun
-from forensics.variants import DEFAULT_VARIANTS, Variant, resolve_variant
+from forensics.variants import (
+    DEFAULT_VARIANTS,
+    Variant,
+    refuse_one_diff_twice,
+    resolve_variant,
+)
 from forensics.variants.models import ModelVariant
 from forensics.variants.running import run_variant
 
@@ -172,10 +177,9 @@ def _replay(given: Any, variants: Any, progress: bool, part_of: Capture | None,
         source = dataclasses.replace(source, manifest=part_of.manifest)
     records = source.records
     chosen = _variants(variants)
-    for _, variant in chosen:  # a variant that refuses the capture as a whole says so first
-        if hasattr(variant, "check_capture"):
-            variant.check_capture(source.sites(), source.manifest or getattr(
-                source.capture, "manifest", None))
+    for _, variant in chosen:  # a variant that refuses a capture (its file) whole says so first
+        if hasattr(variant, "check_capture") and source.capture is not None and part_of is None:
+            variant.check_capture(source.capture.sites, source.capture.manifest)
     names = [name for name, _ in chosen]
     reference = None
     if "upstream" not in names and (source.has_site(SINK) or _blind(chosen)):
@@ -539,12 +543,6 @@ class Source:
                                      f"of Records, got {type(given).__name__}")
         return cls("<records>", sorted(_validated(given), key=pipeline_key))
 
-    def sites(self) -> set[str]:
-        """The sites some record is of (from the capture's index when there is one)."""
-        if self.capture is not None:
-            return set(self.capture.sites)
-        return {r.site for r in self.records}
-
     def has_site(self, site: str) -> bool:
         """Whether some record is of ``site`` (from the capture's index when there is one)."""
         if self.capture is not None:
@@ -594,6 +592,8 @@ def _variants(variants: Any) -> list[tuple[str, Variant]]:
     if isinstance(variants, Mapping):
         items = [(name, _from_spec(name, spec)) for name, spec in variants.items()]
     else:
+        variants = list(variants)
+        refuse_one_diff_twice(variants)
         items = [(v, resolve_variant(v)) if isinstance(v, str) else (v.name, v)
                  for v in variants]
     names = [name for name, _ in items]

@@ -326,8 +326,9 @@ class PatchedVllmVariant:
         records, of no V1 site and no Model Runner V2 site, whichever runner wrote it) when the
         diff does not change the embedding's module, the one such a replay runs: its records
         would replay the installed code under the diff's name (:meth:`_check_changes` exempts
-        the sink, which a V2 capture's kernel sites share). ``manifest``: the capture's, for the
-        runner it states (else its sites say which).
+        the sink, which a V2 capture's kernel sites share). The replay asks this of a capture
+        replayed whole, from its file (a shrink's or a triage's records in memory are parts of
+        one). ``manifest``: the capture's, for the runner it states (else its sites say which).
 
         Raises:
             PatchApplyError: naming the diff, the runner, that module's file and the diff's.

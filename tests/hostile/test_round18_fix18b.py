@@ -83,3 +83,49 @@ def _diff_of(path: str, old: str, new: str) -> str:
     return "".join(difflib.unified_diff(text.splitlines(True),
                                         text.replace(old, new, 1).splitlines(True),
                                         f"a/vllm/{path}", f"b/vllm/{path}"))
+
+
+@pytest.mark.parametrize("command", ["replay", "summary", "report"])
+def test_one_diff_at_two_paths_is_named_as_one_diff_given_twice(
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T105c: ``--variant vllm+x/fix.diff --variant vllm+y/fix.diff``, two copies of one diff:
+    ``summary`` and ``report`` named both ``vllm+fix.diff@DIGEST`` and failed with "replay
+    needs distinct variant names, got ['vllm+fix.diff@...', 'vllm+fix.diff@...']" (``report``
+    inside a notebook's traceback), naming neither path; ``replay`` ran the same code twice.
+    Now one line names both paths, says they hold the same diff and to give it once; exit 2."""
+    text = (PATCHES / "stale-prev-rows.diff").read_text(encoding="utf-8")
+    paths = [tmp_path / folder / "fix.diff" for folder in ("x", "y")]
+    for path in paths:
+        path.parent.mkdir()
+        path.write_text(text, encoding="utf-8")
+    args = [command, str(DATA / "clean.capture")]
+    for path in paths:
+        args += ["--variant", f"vllm+{path}"]
+    if command == "report":
+        args += ["-o", str(tmp_path / "r.html")]
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "violation" not in out
+    line = " ".join(err.split())
+    assert "distinct variant names" not in line and "notebook" not in line
+    assert (f"the variants 'vllm+{paths[0]}' and 'vllm+{paths[1]}' hold the same diff "
+            "('vllm+fix.diff@") in line
+    assert "give it once, or rename one of the files" in line
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_two_diffs_of_one_name_and_one_diff_under_two_names_still_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T105c: two diffs of one file name but other contents (two shared names) are two
+    variants, as before; so is one diff under two file names."""
+    guard = (PATCHES / "stale-prev-rows.diff").read_text(encoding="utf-8")
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    (tmp_path / "x" / "fix.diff").write_text(guard, encoding="utf-8")
+    (tmp_path / "y" / "fix.diff").write_text("Another fix.\n\n" + guard, encoding="utf-8")
+    (tmp_path / "y" / "other.diff").write_text(guard, encoding="utf-8")
+    for second in ("fix.diff", "other.diff"):
+        assert main(["summary", str(DATA / "clean.capture"), "--variant",
+                     f"vllm+{tmp_path / 'x' / 'fix.diff'}", "--variant",
+                     f"vllm+{tmp_path / 'y' / second}"]) == 0, capsys.readouterr().err
+        assert "vllm+fix.diff@" in capsys.readouterr().out
