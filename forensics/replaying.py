@@ -98,6 +98,8 @@ class ReplayResult:
     #: why records were left unjudged (``error`` outcomes ``not judged: ...``) when the
     #: replay's overall deadline cut its kernel worker (:func:`replay`'s ``deadline``); ""
     cut: str = ""
+    #: per variant that says what it ran (its ``note()``: a diff's, which files of it ran)
+    notes: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def outcome_counts(self) -> dict[str, dict[str, int]]:
@@ -206,7 +208,8 @@ def _replay(given: Any, variants: Any, progress: bool, part_of: Capture | None,
     result = ReplayResult(source.name, records, names, found, judged.verdicts(found),
                           outcomes=functools.partial(_outcome_frame, coords, kept),
                           capture=source.capture, bounds=judged.deferred_bounds(),
-                          index=_index_frame(coords), continuity=continuity)
+                          index=_index_frame(coords), continuity=continuity,
+                          notes={n: v.note() for n, v in chosen if hasattr(v, "note")})
     if window is None and part_of is not None:
         window = window_of(part_of)
     return _with_race(result, judged, window)

@@ -273,6 +273,8 @@ class PatchedVllmVariant:
                 "the diff no longer changes")
         self._sources = patched_sources(self.path, _text_of(self.path, data))
         self._code: VllmCode | None = None
+        #: the diff's files the runs so far ran (the V1 sites' copies, the kernel worker's)
+        self._ran: set[str] = set()
         paths = sorted(self._sources)
         #: the diff's patched files, for Model Runner V2's kernel worker
         self.kernel_patch = KernelPatch(self.path, tuple((p, self._sources[p]) for p in paths),
@@ -285,7 +287,7 @@ class PatchedVllmVariant:
             PatchApplyError: a patched module fails to import.
         """
         if self._code is None:
-            used = {p: t for p, t in self._sources.items() if module_name(p) in MODULES}
+            used = {p: self._sources[p] for p in self._v1_files()}
             self._refuse_unseen(used)
             self._code = code_from(load_patched(self.path, used))
         return self._code
@@ -298,8 +300,28 @@ class PatchedVllmVariant:
             PatchApplyError: as :meth:`load`, the diff does not change the file a V2
                 site's kernels live in, or (a V1 site) changes none of the V1 sites' modules.
         """
+        from forensics.sites import get_site
+
         self._check_changes(record.site)
+        kernel = get_site(record.site).kernel is not None
+        self._ran.update(self._sources if kernel else self._v1_files())
         return run_site(self.load, record, self.kernel_patch)
+
+    def _v1_files(self) -> list[str]:
+        """The diff's files of the modules the V1 sites' replay runs (their copies run)."""
+        return [p for p in sorted(self._sources) if module_name(p) in MODULES]
+
+    def note(self) -> str:
+        """Which of the diff's files the runs so far ran, and that every other vLLM module ran
+        as installed: the V1 sites run the diff's copies of their own modules alone, each
+        importing the installed vLLM's other modules (no V1 site's call reaches a function of
+        another of those modules: the runner's call of the batch change's function lies in
+        ``_prepare_inputs``, which no site runs); Model Runner V2's kernels run with every
+        file the diff changes."""
+        if not self._ran:
+            return "ran none of the diff's files: every vLLM module as installed"
+        return (f"ran the diff's {', '.join(map(terminal, sorted(self._ran)))}; every other "
+                "vLLM module as installed")
 
     def _refuse_unseen(self, used: dict[str, str]) -> None:
         """Refuse a diff that changes a module one of its patched copies ``used`` imports:

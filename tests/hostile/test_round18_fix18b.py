@@ -129,3 +129,53 @@ def test_two_diffs_of_one_name_and_one_diff_under_two_names_still_run(
                      f"vllm+{tmp_path / 'x' / 'fix.diff'}", "--variant",
                      f"vllm+{tmp_path / 'y' / second}"]) == 0, capsys.readouterr().err
         assert "vllm+fix.diff@" in capsys.readouterr().out
+
+
+def test_the_replay_line_says_which_files_of_the_diff_ran(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """T105b: ``replay --variant vllm+stale-prev-rows.diff`` of incident A (the bundled diff
+    changes ``spec_decode/utils.py`` and ``gpu_model_runner.py``; each patched copy imports the
+    installed vLLM's other modules, the installed ``utils.py`` too). Its line named the diff as
+    if all of it ran together; it now says which of its files ran and that every other module
+    ran as installed, and the V2 guard's line names its kernel files."""
+    capture = DATA / "incident-a-stale-prev-rows-confirmed.capture"
+    assert main(["replay", str(capture), "--variant",
+                 f"vllm+{PATCHES / 'stale-prev-rows.diff'}"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("no unresolved out-of-bounds finding; ran the diff's vllm/v1/spec_decode/utils.py, "
+            "vllm/v1/worker/gpu_model_runner.py; every other vLLM module as installed") in text
+    assert main(["replay", str(DATA / "v2-vocab-sample.capture"), "--variant",
+                 f"vllm+{PATCHES / 'v2-index-guard.diff'}"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("ran the diff's vllm/v1/worker/gpu/input_batch.py, "
+            "vllm/v1/worker/gpu/model_runner.py; every other vLLM module as installed") in text
+
+
+def test_no_v1_sites_call_reaches_a_function_of_another_patched_module() -> None:
+    """T105b: what the note rests on. Each V1 site's call (the adapters' callables) names no
+    function of another of the four modules the V1 sites' replay patches, so a patched copy
+    importing the installed one of another changes nothing a site runs: the runner's call of
+    ``update_num_computed_tokens_for_batch_change`` lies in ``_prepare_inputs``, no site's."""
+    import dataclasses
+    import types
+
+    from forensics.variants.vllm_adapters import MODULES, code_from
+
+    code = code_from({})
+    for field in dataclasses.fields(code):
+        fn = getattr(code, field.name)
+        fn = getattr(fn, "forward", fn) if isinstance(fn, type) else fn
+        fn = getattr(fn, "embedding", fn) if isinstance(fn, type) else fn
+        codes = [fn.__code__]
+        names: set[str] = set()
+        while codes:
+            one = codes.pop()
+            names.update(one.co_names)
+            codes.extend(c for c in one.co_consts if isinstance(c, types.CodeType))
+        reached = {name for name in names
+                   if getattr(fn.__globals__.get(name), "__module__", fn.__module__)
+                   in set(MODULES) - {fn.__module__}}
+        assert not reached, (field.name, reached)
+    runner = code_from({}).runner_prepare_input_ids.__globals__
+    assert "update_num_computed_tokens_for_batch_change" in runner["GPUModelRunner"] \
+        ._prepare_inputs.__code__.co_names

@@ -1416,6 +1416,10 @@ TESTS = {
               "test_an_embedding_only_capture_under_a_diff_it_does_not_run_is_refused",
               "tests/hostile/test_round18_fix18b.py::"
               "test_a_v2_capture_under_the_v2_guard_still_runs"],
+    "T105b": ["tests/hostile/test_round18_fix18b.py::"
+              "test_the_replay_line_says_which_files_of_the_diff_ran",
+              "tests/hostile/test_round18_fix18b.py::"
+              "test_no_v1_sites_call_reaches_a_function_of_another_patched_module"],
     "T105c": ["tests/hostile/test_round18_fix18b.py::"
               "test_one_diff_at_two_paths_is_named_as_one_diff_given_twice",
               "tests/hostile/test_round18_fix18b.py::"
