@@ -37,7 +37,12 @@ from forensics.screening import ScreenUnsure
 from forensics.sites import SINK, SITES, get_site, pipeline_key, site_order
 from forensics.sites._common import RecordColumns, RunColumns
 from forensics.sites.core import BatchRun
-from forensics.variants import DEFAULT_VARIANTS, Variant, resolve_variant
+from forensics.variants import (
+    DEFAULT_VARIANTS,
+    Variant,
+    refuse_one_diff_twice,
+    resolve_variant,
+)
 from forensics.variants.models import ModelVariant
 from forensics.variants.running import run_variant
 
@@ -93,6 +98,8 @@ class ReplayResult:
     #: why records were left unjudged (``error`` outcomes ``not judged: ...``) when the
     #: replay's overall deadline cut its kernel worker (:func:`replay`'s ``deadline``); ""
     cut: str = ""
+    #: per variant that says what it ran (its ``note()``: a diff's, which files of it ran)
+    notes: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def outcome_counts(self) -> dict[str, dict[str, int]]:
@@ -172,6 +179,9 @@ def _replay(given: Any, variants: Any, progress: bool, part_of: Capture | None,
         source = dataclasses.replace(source, manifest=part_of.manifest)
     records = source.records
     chosen = _variants(variants)
+    for _, variant in chosen:  # a variant that refuses a capture (its file) whole says so first
+        if hasattr(variant, "check_capture") and source.capture is not None and part_of is None:
+            variant.check_capture(source.capture.sites, source.capture.manifest)
     names = [name for name, _ in chosen]
     reference = None
     if "upstream" not in names and (source.has_site(SINK) or _blind(chosen)):
@@ -198,7 +208,8 @@ def _replay(given: Any, variants: Any, progress: bool, part_of: Capture | None,
     result = ReplayResult(source.name, records, names, found, judged.verdicts(found),
                           outcomes=functools.partial(_outcome_frame, coords, kept),
                           capture=source.capture, bounds=judged.deferred_bounds(),
-                          index=_index_frame(coords), continuity=continuity)
+                          index=_index_frame(coords), continuity=continuity,
+                          notes={n: v.note() for n, v in chosen if hasattr(v, "note")})
     if window is None and part_of is not None:
         window = window_of(part_of)
     return _with_race(result, judged, window)
@@ -584,6 +595,8 @@ def _variants(variants: Any) -> list[tuple[str, Variant]]:
     if isinstance(variants, Mapping):
         items = [(name, _from_spec(name, spec)) for name, spec in variants.items()]
     else:
+        variants = list(variants)
+        refuse_one_diff_twice(variants)
         items = [(v, resolve_variant(v)) if isinstance(v, str) else (v.name, v)
                  for v in variants]
     names = [name for name, _ in items]

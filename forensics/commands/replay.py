@@ -134,7 +134,8 @@ def variant_line(result: Any, conclusion: Any, variant: str) -> str:
     where = ("no unresolved out-of-bounds finding" if first is None
              else f"first violation: {describe_finding(first)}")
     judged = f", {unseen} not judged" if unseen else ""
+    note = getattr(result, "notes", {}).get(variant)
     return (f"{variant}: ok {counts['ok']}, index_error {counts['index_error']}, "
             f"error {counts['error']}; {len(mine)} findings ({resolved} resolved at their origin"
             f"{judged}); "
-            f"{where}")
+            f"{where}{'' if note is None else '; ' + note}")

@@ -424,6 +424,7 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
                                  f"write, e.g. "
                                  f"'{terminal(target / (capture_path.stem + '.html'))}'")
     variants = [absolute_variant(v) for v in variants] if variants else variants
+    shown, diffs = shared_diffs(variants or [])  # a diff by its name, not the user's folders
     name = capture_path.name.removesuffix(".capture")
     if len(forensics.load(capture_path)) == 0:  # nothing for the notebook to replay
         result = forensics.replay(capture_path, variants or DEFAULT_VARIANTS)
@@ -434,7 +435,6 @@ def write_report(capture: Any, out: str | Path, notebook: str | Path = DEFAULT_N
             shared=True)
     say = _stage_printer(progress)
     say(f"running notebook {nb_path.stem} on {name} (replay, tables, plots)")
-    shown, diffs = shared_diffs(variants or [])  # a diff by its name, not the user's folders
     with tempfile.TemporaryDirectory(prefix="forensics-report-") as tmp:
         executed = execute_notebook(nb_path, capture_path, Path(tmp), shown or None, diffs)
     say("exporting HTML")

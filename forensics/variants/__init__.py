@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol, cast
 
-from forensics.errors import CaptureFormatError, UnknownVariantError
+from forensics.errors import CaptureFormatError, ConfigurationError, UnknownVariantError
 from forensics.outcome import Outcome
 from forensics.plugins import VARIANTS_GROUP
 from forensics.records import Record
@@ -98,6 +98,7 @@ def shared_diffs(names: list[str]) -> tuple[list[str], dict[str, str]]:
     """
     from forensics.variants.vllm_diff import shared_name
 
+    refuse_one_diff_twice(names)
     diffs: dict[str, str] = {}
     shown = []
     for name in names:
@@ -108,6 +109,33 @@ def shared_diffs(names: list[str]) -> tuple[list[str], dict[str, str]]:
                 diffs[name] = path
         shown.append(name)
     return shown, diffs
+
+
+def refuse_one_diff_twice(names: Sequence[str]) -> None:
+    """Refuse two ``vllm+PATH.diff`` of ``names`` at different paths that hold one diff (the
+    same file name and content: one shared name, :func:`shared_diffs`). A report or summary
+    named both so and refused them as "replay needs distinct variant names", naming neither
+    path; a replay ran the same code twice. A diff that cannot be read is left to its variant.
+
+    Raises:
+        ConfigurationError: naming both variants, the diff's shared name and the fix.
+    """
+    from forensics.escaping import terminal
+    from forensics.variants.vllm_diff import shared_name
+
+    seen: dict[str, str] = {}
+    for name in names:
+        if not isinstance(name, str) or not name.startswith("vllm+") or registry.find(name) \
+                or name in _NAMED_DIFFS.get({}):  # a shared name, its diff read once already
+            continue
+        with contextlib.suppress(OSError, CaptureFormatError):  # not a diff to read
+            shared = shared_name(name[len("vllm+"):])
+            first = seen.setdefault(shared, name)
+            if first != name:
+                raise ConfigurationError(
+                    f"the variants '{terminal(first)}' and '{terminal(name)}' hold the same diff "
+                    f"('{terminal(shared)}'): give it once, or rename one of the files to "
+                    "replay it under two names")
 
 
 @contextlib.contextmanager

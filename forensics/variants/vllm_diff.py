@@ -22,8 +22,10 @@ import importlib.util
 import keyword
 import sys
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from forensics.errors import CaptureFormatError, PatchApplyError, reason
 from forensics.escaping import terminal
@@ -33,6 +35,7 @@ from forensics.store.guarded import read_bytes
 from forensics.variants.triton_kernels import KernelPatch
 from forensics.variants.unidiff import FilePatch, Work, apply_hunks, parse_diff
 from forensics.variants.vllm_adapters import (
+    EMBEDDING,
     MODULES,
     VllmCode,
     apply_settings,
@@ -237,6 +240,15 @@ def _named(path: str | Path, data: bytes) -> str:
     return f"vllm+{Path(path).name}@{hashlib.sha256(data).hexdigest()[:8]}"
 
 
+#: the files of the modules the V1 sites' replay runs, as a message names them
+def _file(module: str) -> str:
+    """The path of the vllm module ``module``'s file (not a package), as a diff names it."""
+    return module.replace(".", "/") + ".py"
+
+
+_V1_FILES = ", ".join(map(_file, MODULES))
+
+
 class PatchedVllmVariant:
     """The installed vLLM code with the unified diff at ``path`` applied to private copies.
 
@@ -261,6 +273,8 @@ class PatchedVllmVariant:
                 "the diff no longer changes")
         self._sources = patched_sources(self.path, _text_of(self.path, data))
         self._code: VllmCode | None = None
+        #: the diff's files the runs so far ran (the V1 sites' copies, the kernel worker's)
+        self._ran: set[str] = set()
         paths = sorted(self._sources)
         #: the diff's patched files, for Model Runner V2's kernel worker
         self.kernel_patch = KernelPatch(self.path, tuple((p, self._sources[p]) for p in paths),
@@ -273,7 +287,7 @@ class PatchedVllmVariant:
             PatchApplyError: a patched module fails to import.
         """
         if self._code is None:
-            used = {p: t for p, t in self._sources.items() if module_name(p) in MODULES}
+            used = {p: self._sources[p] for p in self._v1_files()}
             self._refuse_unseen(used)
             self._code = code_from(load_patched(self.path, used))
         return self._code
@@ -286,8 +300,28 @@ class PatchedVllmVariant:
             PatchApplyError: as :meth:`load`, the diff does not change the file a V2
                 site's kernels live in, or (a V1 site) changes none of the V1 sites' modules.
         """
+        from forensics.sites import get_site
+
         self._check_changes(record.site)
+        kernel = get_site(record.site).kernel is not None
+        self._ran.update(self._sources if kernel else self._v1_files())
         return run_site(self.load, record, self.kernel_patch)
+
+    def _v1_files(self) -> list[str]:
+        """The diff's files of the modules the V1 sites' replay runs (their copies run)."""
+        return [p for p in sorted(self._sources) if module_name(p) in MODULES]
+
+    def note(self) -> str:
+        """Which of the diff's files the runs so far ran, and that every other vLLM module ran
+        as installed: the V1 sites run the diff's copies of their own modules alone, each
+        importing the installed vLLM's other modules (no V1 site's call reaches a function of
+        another of those modules: the runner's call of the batch change's function lies in
+        ``_prepare_inputs``, which no site runs); Model Runner V2's kernels run with every
+        file the diff changes."""
+        if not self._ran:
+            return "ran none of the diff's files: every vLLM module as installed"
+        return (f"ran the diff's {', '.join(map(terminal, sorted(self._ran)))}; every other "
+                "vLLM module as installed")
 
     def _refuse_unseen(self, used: dict[str, str]) -> None:
         """Refuse a diff that changes a module one of its patched copies ``used`` imports:
@@ -309,6 +343,38 @@ class PatchedVllmVariant:
                     f"installed vLLM's other modules: that change would not run; put it in "
                     f"{terminal(path)}, or replay a diff of the V1 sites' modules alone")
 
+    def check_capture(self, sites: Collection[str], manifest: Any = None) -> None:
+        """Refuse, before any record runs, a capture of the sink alone (its ``embedding``
+        records, of no V1 site and no Model Runner V2 site, whichever runner wrote it) when the
+        diff does not change the embedding's module, the one such a replay runs: its records
+        would replay the installed code under the diff's name (:meth:`_check_changes` exempts
+        the sink, which a V2 capture's kernel sites share). The replay asks this of a capture
+        replayed whole, from its file (a shrink's or a triage's records in memory are parts of
+        one). ``manifest``: the capture's, for the runner it states (else its sites say which).
+
+        Raises:
+            PatchApplyError: naming the diff, the runner, that module's file and the diff's.
+        """
+        from forensics.judge.streams import runner_of_sites
+        from forensics.manifest_facts import runner_of
+        from forensics.sites import SINK, SITES
+
+        held = set(sites)
+        if SINK not in held or any(s in SITES for s in held - {SINK}) \
+                or any(module_name(p) == EMBEDDING for p in self._sources):
+            return
+        runner = runner_of(manifest) or runner_of_sites(held)
+        which = {"v1": "a V1 capture", "v2": "a V2 capture"}.get(runner or "", "a capture")
+        raise PatchApplyError(
+            f"{terminal(self.path)}: {which} of '{SINK}' records alone (no other site's) runs "
+            f"vLLM's code in {_file(EMBEDDING)} only, which the diff does not change (it changes "
+            f"{', '.join(map(terminal, self._sources))}), so it would replay as the installed "
+            "code; replay this capture with 'vllm', or one that holds the site the fix is for")
+
+    def _changes_v1(self) -> bool:
+        """Whether the diff changes a module the V1 sites' replay runs."""
+        return any(module_name(p) in MODULES for p in self._sources)
+
     def _check_changes(self, site: str) -> None:
         """Refuse a record of a V1 site (one of no kernel, other than the sink, which a Model
         Runner V2 capture shares) when the diff changes none of the modules the V1 sites' replay
@@ -320,12 +386,10 @@ class PatchedVllmVariant:
         """
         from forensics.sites import SINK, get_site
 
-        if site == SINK or get_site(site).kernel is not None \
-                or any(module_name(p) in MODULES for p in self._sources):
+        if site == SINK or get_site(site).kernel is not None or self._changes_v1():
             return
-        files = ", ".join(m.replace(".", "/") + ".py" for m in MODULES)
         raise PatchApplyError(
-            f"{terminal(self.path)}: site {site!r} runs vLLM's code in {files}, none of which "
+            f"{terminal(self.path)}: site {site!r} runs vLLM's code in {_V1_FILES}, none of which "
             f"the diff changes (it changes {', '.join(map(terminal, self._sources))}), so it "
             "would replay as the installed code; put the fix in one of those files, or replay "
             "this site with 'vllm'")

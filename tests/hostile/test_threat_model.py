@@ -1412,6 +1412,18 @@ TESTS = {
               "test_a_v1_embeddings_repro_says_a_fix_of_the_writer_does_not_pass_it"],
     "T101e": ["tests/hostile/test_round18_attack18a.py::"
               "test_the_variant_vllm_plus_nothing_names_no_diff_file"],
+    "T105a": ["tests/hostile/test_round18_fix18b.py::"
+              "test_an_embedding_only_capture_under_a_diff_it_does_not_run_is_refused",
+              "tests/hostile/test_round18_fix18b.py::"
+              "test_a_v2_capture_under_the_v2_guard_still_runs"],
+    "T105b": ["tests/hostile/test_round18_fix18b.py::"
+              "test_the_replay_line_says_which_files_of_the_diff_ran",
+              "tests/hostile/test_round18_fix18b.py::"
+              "test_no_v1_sites_call_reaches_a_function_of_another_patched_module"],
+    "T105c": ["tests/hostile/test_round18_fix18b.py::"
+              "test_one_diff_at_two_paths_is_named_as_one_diff_given_twice",
+              "tests/hostile/test_round18_fix18b.py::"
+              "test_two_diffs_of_one_name_and_one_diff_under_two_names_still_run"],
     "T103a": ["tests/hostile/test_round18_lead.py::"
               "test_replays_resolved_count_is_not_the_conclusions_resolves",
               "tests/test_replay_cli.py::test_text_says_the_patched_finding_is_resolved"],
