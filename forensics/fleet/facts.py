@@ -63,12 +63,16 @@ def capture_facts(capture: Any) -> dict[str, Any]:
 
 def not_judged(capture: Any) -> str:
     """``3 record(s) of site 'toy' (not known to this install)``: the records of ``capture``'s
-    sites this install does not know (a plugin not installed here), which no variant judges;
-    ``""`` when there are none."""
+    sites this install does not know (a plugin not installed here), which no variant judges,
+    and the ends of its files cut short, not read
+    (:func:`~forensics.present.capture_facts.cut_text`); ``""`` when there are none."""
+    from forensics.present.capture_facts import cut_text
     from forensics.present.conclusion import not_known_text
 
     counts = dict(getattr(capture, "unknown_sites", None) or {})
-    return not_known_text(counts) if counts else ""
+    parts = [not_known_text(counts) if counts else "",
+             cut_text(list(getattr(capture, "truncated", None) or []))]
+    return "; ".join(part for part in parts if part)
 
 
 def manifest_facts(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:

@@ -63,6 +63,9 @@ class KnownAnswer:
     #: whether the engine's code finds values out of range that vLLM clamped to token 0 (read
     #: as a wrong token, no crash), and none it read as they were
     clamped: bool = False
+    #: the files of the capture whose end was cut short and not read (its ``truncated``):
+    #: no variant judged what they held
+    cut_files: list[str] = field(default_factory=list)
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -126,6 +129,10 @@ class KnownAnswer:
             if self.empty:  # kernel launches alone: `forensics kernels` may find a failure
                 return ("No known signature matches, and the capture holds no record to judge: "
                         "whether it shows a failure to report is not known.")
+            if self.cut_files:
+                from forensics.present.capture_facts import cut_text
+
+                unjudged += f" (not read: {cut_text(self.cut_files)})"
             if unjudged:
                 return ("No known signature matches the records judged; whether the capture "
                         f"shows a failure to report is not known{unjudged}.")
@@ -216,6 +223,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                        what_was_seen(evidence, result), empty=not len(result.records),
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)),
                        unjudged=unjudged_records(result),
+                       cut_files=list(getattr(capture or result.capture, "truncated", None)
+                                      or []),
                        clamped=verdict == UNEXPLAINED and out_of_range(
                            findings, engine_variants(evidence), clamped_too=True))
 

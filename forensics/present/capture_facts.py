@@ -108,6 +108,34 @@ def stopped_after(summary: dict[str, Any]) -> int | str | None:
     return max(steps) if steps else UNKNOWN
 
 
+#: the files cut short a sentence names (the rest counted), and what it says of them
+NAMED_CUT = 3
+CUT_SHORT = "a batch or line cut short as its writer stopped while writing it"
+
+
+def cut_text(files: Sequence[str]) -> str:
+    """``the end of segment 'a.arrows', a batch or line cut short as its writer stopped while
+    writing it``: the files of a capture whose last batch or line was cut short (a capture's
+    ``truncated``), at most :data:`NAMED_CUT` named; ``""`` when there are none."""
+    from forensics.store.paths import EVENTS_RE
+
+    if not files:
+        return ""
+    named = [f"{'events file' if EVENTS_RE.fullmatch(str(name)) else 'segment'} {quoted(name)}"
+             for name in files[:NAMED_CUT]]
+    more = f" and {len(files) - NAMED_CUT} more file(s)" if len(files) > NAMED_CUT else ""
+    return f"the end of {', '.join(named)}{more}, {CUT_SHORT}"
+
+
+def files_cut_sentence(files: Sequence[str]) -> str:
+    """That what the ends of ``files`` held (cut short) was not read, so judged by no
+    variant; ``""`` when none was cut."""
+    if not files:
+        return ""
+    return (f"Not read: {cut_text(files)}; no variant judged the records or events it held, "
+            "so a failure there would not be seen.")
+
+
 def stopped_sentence(step: int | str) -> str:
     """What a capture cut short by its engine's death says (never "no failure")."""
     if step == UNKNOWN:

@@ -49,3 +49,89 @@ def test_shrink_says_it_left_out_the_records_of_a_site_not_installed(
     entry = json.loads((out / "manifest.json").read_text())["shrink"]
     assert entry["records_before"] == 4 and entry["records_kept"] == 1, entry
     assert entry["dropped"] == NOT_KNOWN, entry
+
+
+def _cut_capture(tmp_path: Path) -> Path:
+    """A capture of 100 embedding records in batches of 40, 40 and 20, the id at step 90 past
+    the rows; the last batch cut in half (its writer killed while writing it) and its index
+    entry gone, as a flush cut short leaves them."""
+    import os
+
+    from forensics.store.index import ENTRY, MAGIC
+    from forensics.store.writer import new_capture
+
+    records = [Record("embedding", step, 0, {
+        "input_ids": np.array([50 if step == 90 else 1, 2], np.int64), "num_embeddings": 10})
+        for step in range(100)]
+    path = tmp_path / "cut.capture"
+    with new_capture(path, {"versions": {"vllm": "0.33.0"}}) as writer:
+        writer.extend(records, flush_every=40)
+    segment = path / "embedding.r0.w0.0000.arrows"
+    index = segment.with_name(segment.name + ".idx")
+    entries = np.fromfile(index, dtype=ENTRY, offset=len(MAGIC))
+    assert len(entries) == 3
+    os.truncate(segment, int(entries[-1]["offset"] + entries[-1]["length"] // 2))
+    os.truncate(index, len(MAGIC) + ENTRY.itemsize * 2)
+    return path
+
+
+CUT = ("the end of segment 'embedding.r0.w0.0000.arrows', a batch or line cut short as its "
+       "writer stopped while writing it")
+
+
+def _said(text: str) -> str:
+    """``text`` on one line (a paragraph wrapped for the terminal)."""
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("command", ["replay", "summary", "known"])
+def test_a_batch_cut_short_is_said_not_read(tmp_path: Path, command: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture whose last batch was cut short (the writer killed mid-flush: here the batch
+    holding the only id out of range): only ``inspect`` said its tail was ignored; ``replay``,
+    ``summary`` and ``known`` said "the capture shows no failure to report", judging 80 of its
+    records and not a word of the rest. They say what was not read, and that whether the
+    capture shows a failure is not known."""
+    capture = _cut_capture(tmp_path)
+    code, said, err = run_cli(capsys, command, capture)
+    assert code == 0, err
+    said = _said(said)
+    assert "shows no failure to report" not in said, said
+    assert "whether the capture shows a failure to report is not known (not read: " \
+        f"{CUT})" in said, said
+    if command != "known":
+        assert f"Not read: {CUT}; no variant judged the records or events it held" in said, said
+
+
+def test_an_event_line_cut_short_is_said_not_read(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """An events file whose last line has no line end (an ``engine_exception`` event whose
+    writer stopped before the newline): it is not read, and ``replay`` said "the capture shows
+    no failure to report" and "0 crash event(s)" without a word of it. It says the end of the
+    events file was not read."""
+    capture = tmp_path / "c.capture"
+    shutil.copytree(Path(__file__).parents[2] / "data" / "clean.capture", capture)
+    (capture / "events-w0.jsonl").write_text(
+        '{"kind": "engine_exception", "step": 5, "rank": 0, "message": "IndexError"}')
+    code, said, err = run_cli(capsys, "replay", capture)
+    assert code == 0, err
+    said = _said(said)
+    assert "shows no failure to report" not in said, said
+    assert "Not read: the end of events file 'events-w0.jsonl', a batch or line cut short" \
+        in said, said
+
+
+def test_triage_does_not_call_a_capture_cut_short_clean(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """``triage`` of the capture of a batch cut short called it ``clean``; it is ``not
+    judged``, naming the file cut short."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    _cut_capture(folder)
+    code, said, err = run_cli(capsys, "triage", folder)
+    assert code == 0, err
+    said = _said(said)
+    assert "records not judged (files cut short)" in said, said
+    assert f"not judged: {CUT}" in said, said
+    assert ": clean" not in said, said
