@@ -135,3 +135,13 @@ def test_triage_does_not_call_a_capture_cut_short_clean(tmp_path: Path,
     assert "records not judged (files cut short)" in said, said
     assert f"not judged: {CUT}" in said, said
     assert ": clean" not in said, said
+
+
+def test_findings_says_what_a_cut_tail_left_unread(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``findings`` of the capture whose cut batch held its one id out of range said "no
+    findings" and nothing more; it says the end of the segment was not read."""
+    code, said, err = run_cli(capsys, "findings", _cut_capture(tmp_path))
+    assert code == 0, err
+    assert said.splitlines()[0] == "no findings", said
+    assert f"not read: {CUT}; what it held holds no finding" in said, said
