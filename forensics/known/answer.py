@@ -66,6 +66,9 @@ class KnownAnswer:
     #: the files of the capture whose end was cut short and not read (its ``truncated``):
     #: no variant judged what they held
     cut_files: list[str] = field(default_factory=list)
+    #: the events the probe left out of its full events files (its ``probe_stop``'s
+    #: ``events_dropped``): a guard's ``guard_passed_on`` among them would be a failure
+    events_dropped: int = 0
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -133,6 +136,9 @@ class KnownAnswer:
                 from forensics.present.capture_facts import cut_text
 
                 unjudged += f" (not read: {cut_text(self.cut_files)})"
+            if self.events_dropped:
+                unjudged += (f" (the probe left out {self.events_dropped} event(s), its events "
+                             "file full)")
             if unjudged:
                 return ("No known signature matches the records judged; whether the capture "
                         f"shows a failure to report is not known{unjudged}.")
@@ -205,6 +211,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     """Match ``result`` against ``catalogue`` (default: the bundled one); ``capture``: where
     the facts and events come from when ``result`` holds a part of it (default: its own)."""
     from forensics.replaying import race_of
+    from forensics.store.events import dropped_by_probe
 
     catalogue = catalogue or load_catalogue()
     race = result.race if getattr(result, "race", None) is not None else race_of(result)
@@ -225,6 +232,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                        unjudged=unjudged_records(result),
                        cut_files=list(getattr(capture or result.capture, "truncated", None)
                                       or []),
+                       events_dropped=dropped_by_probe(evidence.events),
                        clamped=verdict == UNEXPLAINED and out_of_range(
                            findings, engine_variants(evidence), clamped_too=True))
 

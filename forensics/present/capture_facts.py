@@ -49,6 +49,11 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     stopped = stopped_after(summary)
     if stopped is not None:
         facts["stopped_after"] = stopped
+    from forensics.store.events import dropped_by_probe
+
+    dropped = dropped_by_probe(summary["events"])
+    if dropped:
+        facts["events_dropped"] = dropped
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
     if refused:
@@ -146,6 +151,14 @@ def stopped_sentence(step: int | str) -> str:
             f"{step}: the capture holds what was recorded up to then.")
 
 
+def dropped_sentence(count: int) -> str:
+    """That the probe left ``count`` events out of its full events files, and which kinds
+    may be missing (never "0 crash event(s)" alone)."""
+    return (f"The probe left out {count} event(s) when its events file was full (it keeps "
+            "only the events that say how a process ended then): guard_passed_on events, "
+            "kernel launches and probe errors may be missing.")
+
+
 #: the vLLM version whose code the model variants (``upstream``, ``patched``) copy
 MODELS_VLLM = "0.33.0"
 
@@ -175,7 +188,7 @@ def facts_sentence(facts: dict[str, Any]) -> str:
     if not facts:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
-             if key not in ("events", "notes", "stopped_after", "refused")]
+             if key not in ("events", "notes", "stopped_after", "refused", "events_dropped")]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."
@@ -184,6 +197,8 @@ def facts_sentence(facts: dict[str, Any]) -> str:
         text += f" {refused[:1].upper()}{refused[1:]}."
     if facts.get("stopped_after") is not None:
         text += " " + stopped_sentence(facts["stopped_after"])
+    if facts.get("events_dropped"):
+        text += " " + dropped_sentence(facts["events_dropped"])
     if facts.get("notes"):
         text += f" Notes: {quoted(facts['notes'])}"
     return text

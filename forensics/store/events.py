@@ -39,6 +39,15 @@ class EventsFullError(CaptureFormatError):
     capture's events, their lists and objects)."""
 
 
+def dropped_by_probe(events: Iterable[dict[str, Any]]) -> int:
+    """How many events the probe left out of its events files when they were full (the
+    ``events_dropped`` its ``probe_stop`` events state: :meth:`EventLog._fits`); a count that
+    is no non-negative int64 is not counted."""
+    return sum(count for event in events if event.get("kind") == "probe_stop"
+               and isinstance(count := event.get("events_dropped"), int)
+               and not isinstance(count, bool) and 0 <= count < 2**63)
+
+
 def events_filename(process: str) -> str:
     """The sidecar file name of ``process``."""
     return f"events-{process}.jsonl"

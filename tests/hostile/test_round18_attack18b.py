@@ -145,3 +145,46 @@ def test_findings_says_what_a_cut_tail_left_unread(tmp_path: Path,
     assert code == 0, err
     assert said.splitlines()[0] == "no findings", said
     assert f"not read: {CUT}; what it held holds no finding" in said, said
+
+
+def _dropped_capture(tmp_path: Path) -> Path:
+    """The bundled clean capture, its process's events those of a probe whose events file
+    filled: its ``probe_stop`` says it left out 1,200 events (T69a)."""
+    capture = tmp_path / "full.capture"
+    shutil.copytree(Path(__file__).parents[2] / "data" / "clean.capture", capture)
+    (capture / "events-w0.jsonl").write_text(
+        '{"kind": "probe_start", "step": 0, "rank": 0}\n'
+        '{"kind": "probe_stop", "step": 200, "rank": 0, "events_dropped": 1200}\n')
+    return capture
+
+
+@pytest.mark.parametrize("command", ["replay", "summary"])
+def test_the_events_the_probe_left_out_are_said(tmp_path: Path, command: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture whose probe left 1,200 events out of its full events file (its
+    ``probe_stop`` says so: guard_passed_on events and kernel launches are among the kinds it
+    drops): no reader read the count, and ``replay`` said "0 crash event(s)" and "the capture
+    shows no failure to report". It says how many were left out and that whether the capture
+    shows a failure is not known."""
+    code, said, err = run_cli(capsys, command, _dropped_capture(tmp_path))
+    assert code == 0, err
+    said = _said(said)
+    assert "The probe left out 1200 event(s) when its events file was full" in said, said
+    assert "guard_passed_on events, kernel launches and probe errors may be missing" in said
+    assert "shows no failure to report" not in said, said
+    assert "whether the capture shows a failure to report is not known (the probe left out " \
+        "1200 event(s), its events file full)" in said, said
+
+
+def test_inspect_and_kernels_say_the_events_the_probe_left_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``inspect`` lists the count among the capture's facts; ``kernels`` of the capture (no
+    launch kept) said it "holds no kernel_launch event ... record with FORENSICS_KERNELS=all",
+    though the launches may have been recorded and left out: it says so."""
+    capture = _dropped_capture(tmp_path)
+    code, said, err = run_cli(capsys, "inspect", capture)
+    assert code == 0 and "  events dropped: 1200" in said.splitlines(), said
+    code, said, err = run_cli(capsys, "kernels", capture)
+    assert code == 2, err
+    assert "holds no kernel_launch event (the probe left out 1200 event(s) when its events " \
+        "file was full: kernel launches among them were not recorded" in err, err
