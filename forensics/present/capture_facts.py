@@ -116,6 +116,8 @@ def stopped_after(summary: dict[str, Any]) -> int | str | None:
 #: the files cut short a sentence names (the rest counted), and what it says of them
 NAMED_CUT = 3
 CUT_SHORT = "a batch or line cut short as its writer stopped while writing it"
+#: what is said of the events a probe left out (its ``probe_stop``'s ``events_dropped``)
+LEFT_OUT = "left out by the probe, its events file full"
 
 
 def cut_text(files: Sequence[str]) -> str:

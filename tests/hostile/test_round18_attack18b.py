@@ -188,3 +188,18 @@ def test_inspect_and_kernels_say_the_events_the_probe_left_out(
     assert code == 2, err
     assert "holds no kernel_launch event (the probe left out 1200 event(s) when its events " \
         "file was full: kernel launches among them were not recorded" in err, err
+
+
+def test_triage_does_not_call_a_capture_missing_events_clean(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``triage`` called the capture whose probe left 1,200 events out ``clean``; it is ``not
+    judged``, saying how many events were left out."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    _dropped_capture(folder)
+    code, said, err = run_cli(capsys, "triage", folder)
+    assert code == 0, err
+    said = _said(said)
+    assert "records not judged (events left out)" in said, said
+    assert "not judged: 1200 event(s) left out by the probe, its events file full" in said, said
+    assert ": clean" not in said, said
