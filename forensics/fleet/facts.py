@@ -65,16 +65,18 @@ def not_judged(capture: Any) -> str:
     """``3 record(s) of site 'toy' (not known to this install)``: the records of ``capture``'s
     sites this install does not know (a plugin not installed here), which no variant judges,
     the ends of its files cut short, not read
-    (:func:`~forensics.present.capture_facts.cut_text`), and the events its probe left out
-    (``events_dropped``); ``""`` when there are none."""
-    from forensics.present.capture_facts import LEFT_OUT, cut_text
+    (:func:`~forensics.present.capture_facts.cut_text`), and the records and events its probe
+    never wrote (``dropped``, ``events_dropped``); ``""`` when there are none."""
+    from forensics.present.capture_facts import LEFT_OUT, NEVER_WRITTEN, cut_text
     from forensics.present.conclusion import not_known_text
     from forensics.store.events import dropped_by_probe
 
     counts = dict(getattr(capture, "unknown_sites", None) or {})
-    dropped = dropped_by_probe(getattr(capture, "events", None) or [])
+    events = getattr(capture, "events", None) or []
+    dropped, lost = dropped_by_probe(events), dropped_by_probe(events, "dropped")
     parts = [not_known_text(counts) if counts else "",
              cut_text(list(getattr(capture, "truncated", None) or [])),
+             f"{lost} record(s) {NEVER_WRITTEN}" if lost else "",
              f"{dropped} event(s) {LEFT_OUT}" if dropped else ""]
     return "; ".join(part for part in parts if part)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics.fleet.piece import BASELINE, NO_RECORDS, ONLY_NOT_KNOWN
-from forensics.present.capture_facts import CUT_SHORT, LEFT_OUT
+from forensics.present.capture_facts import CUT_SHORT, LEFT_OUT, NEVER_WRITTEN
 
 #: what a row's ``not_judged`` says of records of sites not known here
 NOT_KNOWN_SAID = "(not known to this install)"
@@ -87,6 +87,7 @@ def what(row: dict[str, Any]) -> str:
         why = str(row.get("not_judged") or row.get("error") or "")
         reasons = [reason for reason, said in (("sites not known to this install", NOT_KNOWN_SAID),
                                                ("files cut short", CUT_SHORT),
+                                               ("records never written", NEVER_WRITTEN),
                                                ("events left out", LEFT_OUT)) if said in why]
         return f"records not judged ({', '.join(reasons) or 'sites not known to this install'})"
     if kind == "divergence not judged":

@@ -69,6 +69,8 @@ class KnownAnswer:
     #: the events the probe left out of its full events files (its ``probe_stop``'s
     #: ``events_dropped``): a guard's ``guard_passed_on`` among them would be a failure
     events_dropped: int = 0
+    #: the records the probe recorded and never wrote (its ``probe_stop``'s ``dropped``)
+    records_dropped: int = 0
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -136,6 +138,8 @@ class KnownAnswer:
                 from forensics.present.capture_facts import cut_text
 
                 unjudged += f" (not read: {cut_text(self.cut_files)})"
+            if self.records_dropped:
+                unjudged += f" ({self.records_dropped} record(s) the probe never wrote)"
             if self.events_dropped:
                 unjudged += (f" (the probe left out {self.events_dropped} event(s), its events "
                              "file full)")
@@ -233,6 +237,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                        cut_files=list(getattr(capture or result.capture, "truncated", None)
                                       or []),
                        events_dropped=dropped_by_probe(evidence.events),
+                       records_dropped=dropped_by_probe(evidence.events, "dropped"),
                        clamped=verdict == UNEXPLAINED and out_of_range(
                            findings, engine_variants(evidence), clamped_too=True))
 

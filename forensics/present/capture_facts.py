@@ -51,9 +51,10 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
         facts["stopped_after"] = stopped
     from forensics.store.events import dropped_by_probe
 
-    dropped = dropped_by_probe(summary["events"])
-    if dropped:
-        facts["events_dropped"] = dropped
+    for key, field in (("records_dropped", "dropped"), ("events_dropped", "events_dropped")):
+        dropped = dropped_by_probe(summary["events"], field)
+        if dropped:
+            facts[key] = dropped
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
     if refused:
@@ -118,6 +119,8 @@ NAMED_CUT = 3
 CUT_SHORT = "a batch or line cut short as its writer stopped while writing it"
 #: what is said of the events a probe left out (its ``probe_stop``'s ``events_dropped``)
 LEFT_OUT = "left out by the probe, its events file full"
+#: what is said of the records a probe never wrote (its ``probe_stop``'s ``dropped``)
+NEVER_WRITTEN = "recorded by the probe and never written (its ring full, or its writer stalled)"
 
 
 def cut_text(files: Sequence[str]) -> str:
@@ -190,7 +193,8 @@ def facts_sentence(facts: dict[str, Any]) -> str:
     if not facts:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
-             if key not in ("events", "notes", "stopped_after", "refused", "events_dropped")]
+             if key not in ("events", "notes", "stopped_after", "refused", "events_dropped",
+                            "records_dropped")]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."
@@ -199,6 +203,9 @@ def facts_sentence(facts: dict[str, Any]) -> str:
         text += f" {refused[:1].upper()}{refused[1:]}."
     if facts.get("stopped_after") is not None:
         text += " " + stopped_sentence(facts["stopped_after"])
+    if facts.get("records_dropped"):
+        text += (f" {facts['records_dropped']} record(s) were {NEVER_WRITTEN}: no variant "
+                 "judged them, so a failure in them would not be seen.")
     if facts.get("events_dropped"):
         text += " " + dropped_sentence(facts["events_dropped"])
     if facts.get("notes"):

@@ -203,3 +203,48 @@ def test_triage_does_not_call_a_capture_missing_events_clean(
     assert "records not judged (events left out)" in said, said
     assert "not judged: 1200 event(s) left out by the probe, its events file full" in said, said
     assert ": clean" not in said, said
+
+
+def _lost_records_capture(tmp_path: Path) -> Path:
+    """The bundled clean capture, its process's events those of a probe that recorded 900
+    records and wrote 800: its ``probe_stop`` says it dropped 100 (its ring full)."""
+    capture = tmp_path / "lost.capture"
+    shutil.copytree(Path(__file__).parents[2] / "data" / "clean.capture", capture)
+    (capture / "events-w0.jsonl").write_text(
+        '{"kind": "probe_start", "step": 0, "rank": 0}\n'
+        '{"kind": "probe_stop", "step": 200, "rank": 0, "records": 900, "written": 800, '
+        '"dropped": 100}\n')
+    return capture
+
+
+@pytest.mark.parametrize("command", ["replay", "summary"])
+def test_the_records_the_probe_never_wrote_are_said(tmp_path: Path, command: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture whose probe recorded 100 records it never wrote (its ``probe_stop``'s
+    ``dropped``: a ring that overflowed, a writer that stalled or was lost): no reader read
+    the count, and ``replay`` said "the capture shows no failure to report" of the records it
+    had. It says how many were never written and that whether it shows a failure is not
+    known."""
+    code, said, err = run_cli(capsys, command, _lost_records_capture(tmp_path))
+    assert code == 0, err
+    said = _said(said)
+    assert "100 record(s) were recorded by the probe and never written (its ring full, or its " \
+        "writer stalled): no variant judged them" in said, said
+    assert "shows no failure to report" not in said, said
+    assert "is not known (100 record(s) the probe never wrote)" in said, said
+
+
+def test_inspect_and_triage_say_the_records_the_probe_never_wrote(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``inspect`` lists the count among the capture's facts; ``triage`` called the capture
+    ``clean``; it is ``not judged (records never written)``."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    capture = _lost_records_capture(folder)
+    code, said, err = run_cli(capsys, "inspect", capture)
+    assert code == 0 and "  records dropped: 100" in said.splitlines(), said
+    code, said, err = run_cli(capsys, "triage", folder)
+    assert code == 0, err
+    said = _said(said)
+    assert "records not judged (records never written)" in said, said
+    assert ": clean" not in said, said
