@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
               "each and run findings again")
     cut = getattr(result.capture, "truncated", None)
     if cut:  # bytes no variant read: "no findings" is not all there is to say
-        from forensics.present.capture_facts import cut_text
+        from forensics.store.paths import cut_text
 
         print(f"not read: {inert(cut_text(list(cut)))}; what it held holds no finding")
     return 0

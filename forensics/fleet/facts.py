@@ -65,11 +65,12 @@ def not_judged(capture: Any) -> str:
     """``3 record(s) of site 'toy' (not known to this install)``: the records of ``capture``'s
     sites this install does not know (a plugin not installed here), which no variant judges,
     the ends of its files cut short, not read
-    (:func:`~forensics.present.capture_facts.cut_text`), and the records and events its probe
+    (:func:`~forensics.store.paths.cut_text`), and the records and events its probe
     never wrote (``dropped``, ``events_dropped``); ``""`` when there are none."""
-    from forensics.present.capture_facts import LEFT_OUT, NEVER_WRITTEN, cut_text
+    from forensics.present.capture_facts import LEFT_OUT, NEVER_WRITTEN
     from forensics.present.conclusion import not_known_text
     from forensics.store.events import dropped_by_probe
+    from forensics.store.paths import cut_text
 
     counts = dict(getattr(capture, "unknown_sites", None) or {})
     events = getattr(capture, "events", None) or []

@@ -135,7 +135,7 @@ class KnownAnswer:
                 return ("No known signature matches, and the capture holds no record to judge: "
                         "whether it shows a failure to report is not known.")
             if self.cut_files:
-                from forensics.present.capture_facts import cut_text
+                from forensics.store.paths import cut_text
 
                 unjudged += f" (not read: {cut_text(self.cut_files)})"
             if self.records_dropped:

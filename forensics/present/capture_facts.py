@@ -21,6 +21,7 @@ from forensics.manifest_facts import (
     read_fact,
     refusal,
 )
+from forensics.store.paths import cut_text
 
 #: the manifest facts shown as a capture's facts, in order, under their labels
 #: (the host: the probe's ``process.host``, else the one ``import --set`` states)
@@ -114,27 +115,10 @@ def stopped_after(summary: dict[str, Any]) -> int | str | None:
     return max(steps) if steps else UNKNOWN
 
 
-#: the files cut short a sentence names (the rest counted), and what it says of them
-NAMED_CUT = 3
-CUT_SHORT = "a batch or line cut short as its writer stopped while writing it"
 #: what is said of the events a probe left out (its ``probe_stop``'s ``events_dropped``)
 LEFT_OUT = "left out by the probe, its events file full"
 #: what is said of the records a probe never wrote (its ``probe_stop``'s ``dropped``)
 NEVER_WRITTEN = "recorded by the probe and never written (its ring full, or its writer stalled)"
-
-
-def cut_text(files: Sequence[str]) -> str:
-    """``the end of segment 'a.arrows', a batch or line cut short as its writer stopped while
-    writing it``: the files of a capture whose last batch or line was cut short (a capture's
-    ``truncated``), at most :data:`NAMED_CUT` named; ``""`` when there are none."""
-    from forensics.store.paths import EVENTS_RE
-
-    if not files:
-        return ""
-    named = [f"{'events file' if EVENTS_RE.fullmatch(str(name)) else 'segment'} {quoted(name)}"
-             for name in files[:NAMED_CUT]]
-    more = f" and {len(files) - NAMED_CUT} more file(s)" if len(files) > NAMED_CUT else ""
-    return f"the end of {', '.join(named)}{more}, {CUT_SHORT}"
 
 
 def files_cut_sentence(files: Sequence[str]) -> str:
