@@ -81,6 +81,11 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"not judged: {inert(not_known_text(unknown))}; install the plugin that declares "
               "each and run findings again")
+    cut = getattr(result.capture, "truncated", None)
+    if cut:  # bytes no variant read: "no findings" is not all there is to say
+        from forensics.store.paths import cut_text
+
+        print(f"not read: {inert(cut_text(list(cut)))}; what it held holds no finding")
     return 0
 
 

@@ -99,8 +99,9 @@ def _exit_code(report: KernelReport) -> int:
     if report.findings:
         return 1
     if not report.results:
-        raise CaptureFormatError(f"'{terminal(report.capture)}' holds no kernel_launch event: "
-                                 "nothing to judge; record with FORENSICS_KERNELS=all")
+        why = f" ({terminal(report.note)})" if report.note else ""
+        raise CaptureFormatError(f"'{terminal(report.capture)}' holds no kernel_launch event"
+                                 f"{why}: nothing to judge; record with FORENSICS_KERNELS=all")
     if not any(r.status == "replayed" for r in report.results):
         raise CaptureFormatError(
             f"'{terminal(report.capture)}': none of its {len(report.results)} launch(es) was "

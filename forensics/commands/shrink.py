@@ -57,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {terminal(result.path)}: kept {result.records_kept} of "
           f"{result.records_before} records ({100 * result.fraction_kept:.3g}%), steps "
           f"{result.steps_kept}; {result.replays} replays, {result.seconds:.1f} s")
+    if result.dropped:
+        print(f"note: left out {result.dropped}: no replay here judged them, so whether the "
+              "evidence needs them is not known; shrink where the plugin that declares the "
+              "site is installed to judge them")
     if result.stopped:
         print(f"note: {result.stopped}: {terminal(result.path)} keeps the evidence, but it may "
               "not be minimal (some of its records may not be needed); give a longer "

@@ -63,12 +63,23 @@ def capture_facts(capture: Any) -> dict[str, Any]:
 
 def not_judged(capture: Any) -> str:
     """``3 record(s) of site 'toy' (not known to this install)``: the records of ``capture``'s
-    sites this install does not know (a plugin not installed here), which no variant judges;
-    ``""`` when there are none."""
+    sites this install does not know (a plugin not installed here), which no variant judges,
+    the ends of its files cut short, not read
+    (:func:`~forensics.store.paths.cut_text`), and the records and events its probe
+    never wrote (``dropped``, ``events_dropped``); ``""`` when there are none."""
+    from forensics.present.capture_facts import LEFT_OUT, NEVER_WRITTEN
     from forensics.present.conclusion import not_known_text
+    from forensics.store.events import dropped_by_probe
+    from forensics.store.paths import cut_text
 
     counts = dict(getattr(capture, "unknown_sites", None) or {})
-    return not_known_text(counts) if counts else ""
+    events = getattr(capture, "events", None) or []
+    dropped, lost = dropped_by_probe(events), dropped_by_probe(events, "dropped")
+    parts = [not_known_text(counts) if counts else "",
+             cut_text(list(getattr(capture, "truncated", None) or [])),
+             f"{lost} record(s) {NEVER_WRITTEN}" if lost else "",
+             f"{dropped} event(s) {LEFT_OUT}" if dropped else ""]
+    return "; ".join(part for part in parts if part)
 
 
 def manifest_facts(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:

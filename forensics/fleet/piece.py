@@ -122,7 +122,7 @@ def _replayed(path: str, start: int | None, stop: int | None, window: Window | N
     if planned is not None:
         check_held(capture, path, planned, "when its step ranges were cut")
     facts = capture_facts(capture)
-    if len(capture) == 0 and facts["not_judged"]:
+    if len(capture) == 0 and capture.unknown_sites:
         raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {ONLY_NOT_KNOWN}: "
                                  f"{facts['not_judged']}, judged by no variant; install the "
                                  "plugin that declares each and triage it again")

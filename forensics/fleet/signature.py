@@ -7,7 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics.fleet.piece import BASELINE, NO_RECORDS, ONLY_NOT_KNOWN
+from forensics.present.capture_facts import LEFT_OUT, NEVER_WRITTEN
+from forensics.store.paths import CUT_SHORT
 
+#: what a row's ``not_judged`` says of records of sites not known here
+NOT_KNOWN_SAID = "(not known to this install)"
 CONCLUSIONS = ("known", "violation", "suspect", "rank divergence", "not judged", "unexplained",
                "divergence not judged", "clean", "empty", "unreadable")
 
@@ -81,7 +85,12 @@ def what(row: dict[str, Any]) -> str:
         div = row["divergence"]
         return f"rank divergence in {div['tensor']} at {div['site']}"
     if kind == "not judged":
-        return "records not judged (sites not known to this install)"
+        why = str(row.get("not_judged") or row.get("error") or "")
+        reasons = [reason for reason, said in (("sites not known to this install", NOT_KNOWN_SAID),
+                                               ("files cut short", CUT_SHORT),
+                                               ("records never written", NEVER_WRITTEN),
+                                               ("events left out", LEFT_OUT)) if said in why]
+        return f"records not judged ({', '.join(reasons) or 'sites not known to this install'})"
     if kind == "divergence not judged":
         return "rank divergence not judged (another capture claims a rank of its engine)"
     return "unexplained crash" if kind == "unexplained" else "clean"

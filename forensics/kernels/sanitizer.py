@@ -243,7 +243,7 @@ def sanitize(capture: str | os.PathLike[str],
                                if left > 0 else _not_run(launch, cap.manifest, clock))
         finally:
             worker.close()
-    note = worker.note or worker.failed
+    note = "; ".join(n for n in (worker.note or worker.failed, _dropped_note(cap.events)) if n)
     return KernelReport(str(capture), results, coverage(results, summaries, known), note)
 
 
@@ -474,3 +474,15 @@ def unreadable(path: Path) -> str:
     """The line for a capture without kernel records."""
     return (f"{path}: the capture holds no kernel_launch events; record with "
             f"FORENSICS_KERNELS=all")
+
+
+def _dropped_note(events: list[dict[str, Any]]) -> str:
+    """That the probe left launches out of its full events files (its ``probe_stop`` says how
+    many events), so the launches here may not be all the capture's; ``""`` when none was."""
+    from forensics.store.events import dropped_by_probe
+
+    dropped = dropped_by_probe(events)
+    if not dropped:
+        return ""
+    return (f"the probe left out {dropped} event(s) when its events file was full: kernel "
+            "launches among them were not recorded, so the launches here may not be all that ran")

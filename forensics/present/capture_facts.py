@@ -21,6 +21,7 @@ from forensics.manifest_facts import (
     read_fact,
     refusal,
 )
+from forensics.store.paths import cut_text
 
 #: the manifest facts shown as a capture's facts, in order, under their labels
 #: (the host: the probe's ``process.host``, else the one ``import --set`` states)
@@ -49,6 +50,12 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     stopped = stopped_after(summary)
     if stopped is not None:
         facts["stopped_after"] = stopped
+    from forensics.store.events import dropped_by_probe
+
+    for key, field in (("records_dropped", "dropped"), ("events_dropped", "events_dropped")):
+        dropped = dropped_by_probe(summary["events"], field)
+        if dropped:
+            facts[key] = dropped
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
     if refused:
@@ -108,6 +115,21 @@ def stopped_after(summary: dict[str, Any]) -> int | str | None:
     return max(steps) if steps else UNKNOWN
 
 
+#: what is said of the events a probe left out (its ``probe_stop``'s ``events_dropped``)
+LEFT_OUT = "left out by the probe, its events file full"
+#: what is said of the records a probe never wrote (its ``probe_stop``'s ``dropped``)
+NEVER_WRITTEN = "recorded by the probe and never written (its ring full, or its writer stalled)"
+
+
+def files_cut_sentence(files: Sequence[str]) -> str:
+    """That what the ends of ``files`` held (cut short) was not read, so judged by no
+    variant; ``""`` when none was cut."""
+    if not files:
+        return ""
+    return (f"Not read: {cut_text(files)}; no variant judged the records or events it held, "
+            "so a failure there would not be seen.")
+
+
 def stopped_sentence(step: int | str) -> str:
     """What a capture cut short by its engine's death says (never "no failure")."""
     if step == UNKNOWN:
@@ -116,6 +138,14 @@ def stopped_sentence(step: int | str) -> str:
                 "was recorded up to then.")
     return (f"The engine stopped without the probe's stop (killed or crashed) after step "
             f"{step}: the capture holds what was recorded up to then.")
+
+
+def dropped_sentence(count: int) -> str:
+    """That the probe left ``count`` events out of its full events files, and which kinds
+    may be missing (never "0 crash event(s)" alone)."""
+    return (f"The probe left out {count} event(s) when its events file was full (it keeps "
+            "only the events that say how a process ended then): guard_passed_on events, "
+            "kernel launches and probe errors may be missing.")
 
 
 #: the vLLM version whose code the model variants (``upstream``, ``patched``) copy
@@ -147,7 +177,8 @@ def facts_sentence(facts: dict[str, Any]) -> str:
     if not facts:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
-             if key not in ("events", "notes", "stopped_after", "refused")]
+             if key not in ("events", "notes", "stopped_after", "refused", "events_dropped",
+                            "records_dropped")]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."
@@ -156,6 +187,11 @@ def facts_sentence(facts: dict[str, Any]) -> str:
         text += f" {refused[:1].upper()}{refused[1:]}."
     if facts.get("stopped_after") is not None:
         text += " " + stopped_sentence(facts["stopped_after"])
+    if facts.get("records_dropped"):
+        text += (f" {facts['records_dropped']} record(s) were {NEVER_WRITTEN}: no variant "
+                 "judged them, so a failure in them would not be seen.")
+    if facts.get("events_dropped"):
+        text += " " + dropped_sentence(facts["events_dropped"])
     if facts.get("notes"):
         text += f" Notes: {quoted(facts['notes'])}"
     return text

@@ -42,6 +42,7 @@ from forensics.judge.wrong_tokens import silent_inputs_of
 from forensics.present.capture_facts import (
     capture_facts,
     facts_sentence,
+    files_cut_sentence,
     stopped_sentence,
     version_sentence,
 )
@@ -117,6 +118,9 @@ class Conclusion:
     no_records: str = ""
     #: the records the replay's overall deadline left unjudged (:func:`cut_sentence`), or ""
     cut: str = ""
+    #: the capture's files whose last batch or line was cut short, not read (its
+    #: ``truncated``)
+    cut_files: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field, plus ``text`` (the paragraph)."""
@@ -163,7 +167,8 @@ class Conclusion:
         """What no variant judged (records of sites not known here), what a variant cannot
         see, and the sites of summary records only (each sentence, or ``""``): said wherever
         the verdicts are (the paragraph, a report's header)."""
-        return [self.no_records, self.cut, self.not_known_sentence(),
+        return [self.no_records, self.cut, files_cut_sentence(self.cut_files),
+                self.not_known_sentence(),
                 *(self.unseen_sentence(v) for v in self.variants), self.summary_sentence()]
 
     def not_known_sentence(self) -> str:
@@ -293,7 +298,8 @@ def conclude(result: ReplayResult) -> Conclusion:
         known=known_answer(result),
         not_known=dict(getattr(result.capture, "unknown_sites", None) or {}),
         no_records=no_records_sentence(result.capture, len(result.records)),
-        cut=cut_sentence(result))
+        cut=cut_sentence(result),
+        cut_files=list(getattr(result.capture, "truncated", None) or []))
 
 
 def cut_sentence(result: ReplayResult) -> str:

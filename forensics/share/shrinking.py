@@ -94,6 +94,10 @@ class ShrinkResult:
     #: why the search stopped before its end at the overall deadline ("" when it did not):
     #: what was written keeps the evidence, but may not be minimal
     stopped: str = ""
+    #: the records of sites this install does not know, left out (``3 record(s) of site
+    #: 'toy' (not known to this install)``; "" when there were none): no replay here judged
+    #: them, so whether the evidence needs them is not known
+    dropped: str = ""
 
     @property
     def fraction_kept(self) -> float:
@@ -145,8 +149,11 @@ def _shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence
     search = _Search(result, expected, names, progress, clock, reference_seconds)
     kept = search.run()
     steps = sorted({int(result.index["step"].iat[i]) for i in kept})
-    done: dict[str, Any] = {"records_before": len(result.records), "records_kept": len(kept),
+    before, dropped = _not_known(cap, len(result.records))
+    done: dict[str, Any] = {"records_before": before, "records_kept": len(kept),
                             "steps_kept": steps, "variants": names}
+    if dropped:
+        done["dropped"] = dropped
     if search.stopped:
         done["stopped"] = f"{search.stopped}: it keeps the evidence but may not be minimal"
     if "shrink" in cap.manifest:  # a shrunk capture shrunk again: what was done first stays
@@ -155,11 +162,21 @@ def _shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence
     # every event is kept, the flight recorder's kernel launches too (``forensics kernels``)
     path = publish(out, [search.record(i) for i in kept], manifest,
                    [*cap.events, *cap.kernel_events], expected, names, force)
-    return ShrinkResult(path, len(result.records), len(kept), steps, search.replays + 2,
+    return ShrinkResult(path, before, len(kept), steps, search.replays + 2,
                         time.perf_counter() - start, expected, reference_seconds,
                         not (search.stopped or any(b.exhausted for b in search.budgets)),
                         search.window_records, sum(b.spent for b in search.budgets),
-                        search.stopped)
+                        search.stopped, dropped)
+
+
+def _not_known(cap: Any, judged: int) -> tuple[int, str]:
+    """The records ``cap`` holds (the ``judged`` ones of the sites this install knows, and
+    those of sites it does not know, which no replay here reads), and the latter as text
+    (:func:`~forensics.present.conclusion.not_known_text`; "" when there are none)."""
+    from forensics.present.conclusion import not_known_text
+
+    counts = dict(getattr(cap, "unknown_sites", None) or {})
+    return judged + sum(counts.values()), not_known_text(counts) if counts else ""
 
 
 class _Search:

@@ -39,6 +39,16 @@ class EventsFullError(CaptureFormatError):
     capture's events, their lists and objects)."""
 
 
+def dropped_by_probe(events: Iterable[dict[str, Any]], field: str = "events_dropped") -> int:
+    """The sum of the count ``field`` the ``probe_stop`` events state: ``events_dropped``, the
+    events the probe left out of its events files when they were full (:meth:`EventLog._fits`);
+    ``dropped``, the records it recorded and never wrote (its ring full, its writer stalled or
+    lost). A count that is no non-negative int64 is not counted."""
+    return sum(count for event in events if event.get("kind") == "probe_stop"
+               and isinstance(count := event.get(field), int)
+               and not isinstance(count, bool) and 0 <= count < 2**63)
+
+
 def events_filename(process: str) -> str:
     """The sidecar file name of ``process``."""
     return f"events-{process}.jsonl"

@@ -6,6 +6,7 @@ import errno
 import os
 import re
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,3 +157,22 @@ def _not_a_folder(root: Path) -> str | None:
     if not os.access(root, os.R_OK | os.X_OK):
         return "is a folder this user cannot read (permission denied)"
     return None
+
+
+#: the files cut short a sentence names (the rest counted), and what it says of them
+NAMED_CUT = 3
+CUT_SHORT = "a batch or line cut short as its writer stopped while writing it"
+
+
+def cut_text(files: Sequence[str]) -> str:
+    """``the end of segment 'a.arrows', a batch or line cut short as its writer stopped while
+    writing it``: the files of a capture whose last batch or line was cut short (a capture's
+    ``truncated``), at most :data:`NAMED_CUT` named; ``""`` when there are none."""
+    from forensics.escaping import quoted
+
+    if not files:
+        return ""
+    named = [f"{'events file' if EVENTS_RE.fullmatch(str(name)) else 'segment'} {quoted(name)}"
+             for name in files[:NAMED_CUT]]
+    more = f" and {len(files) - NAMED_CUT} more file(s)" if len(files) > NAMED_CUT else ""
+    return f"the end of {', '.join(named)}{more}, {CUT_SHORT}"
