@@ -61,3 +61,14 @@ def make_capture(tmp_path: Path):
                              manifest={"notes": "test fixture"})
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _torch_before_pytester(request: pytest.FixtureRequest) -> None:
+    """A test using pytester imports torch first (autouse fixtures are set up before the ones
+    a test asks for): pytester drops the modules first imported after it was set up when it
+    ends (an in-process run's replay of the models imports torch), and torch imported a
+    second time in one process fails ("module functions cannot set METH_CLASS"), then crashes
+    the process in its garbage collection."""
+    if "pytester" in request.fixturenames:
+        import torch  # noqa: F401
