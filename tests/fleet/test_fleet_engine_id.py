@@ -31,5 +31,6 @@ def test_an_engine_id_given_to_every_node_is_kept(tmp_path: Path) -> None:
 
 def test_the_manifest_records_the_engine_id(tmp_path: Path) -> None:
     settings = from_env({ENV_DIR: str(tmp_path), ENV_ENGINE: "engine-7"})
-    session = SimpleNamespace(settings=settings, runner=None, rank=1, process="h-1")
+    session = SimpleNamespace(settings=settings, runner=None, rank=1, process="h-1",
+                              handoff=settings.handoff)  # the hand-off its writer does (T104d)
     assert build_manifest(session)["engine_id"] == "engine-7"  # type: ignore[arg-type]
