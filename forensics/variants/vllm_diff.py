@@ -32,6 +32,7 @@ from forensics.escaping import terminal
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.store.guarded import read_bytes
+from forensics.variants.op_registration import reusing_installed_ops
 from forensics.variants.triton_kernels import KernelPatch
 from forensics.variants.unidiff import FilePatch, Work, apply_hunks, parse_diff
 from forensics.variants.vllm_adapters import (
@@ -194,7 +195,8 @@ def _load_copy(tmp: Path, path: str, text: str, digest: str, source: str) -> Mod
     module.__package__ = package
     sys.modules[private] = module
     try:
-        spec.loader.exec_module(module)
+        with reusing_installed_ops():  # its layers and ops are the installed module's names
+            spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[private]
         raise PatchApplyError(f"{source}: the patched copy of {terminal(path)} fails to import "
