@@ -63,3 +63,46 @@ def test_a_diff_of_the_embeddings_module_loads_and_runs(tmp_path: Path) -> None:
     assert "register" in custom_op.PluggableLayer.__dict__
     with pytest.raises(AssertionError, match="Duplicate op name"):
         custom_op.PluggableLayer.register("vocab_parallel_embedding")(type("X", (), {}))
+
+
+def test_a_site_the_diff_leaves_as_installed_is_marked_per_site(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T106b: incident B under the bundled ``vocab-guard.diff`` (it changes
+    ``gpu_input_batch.py`` alone). T101a checks the diff, not the site, so ``batch_change``,
+    ``prepare_input_ids`` and the embedding replayed the installed code under the diff's name
+    and the verdict table showed their verdicts as the diff's. Now the table says "(as
+    installed)" beside each, the variant's line names them, ``--json`` lists them under
+    ``as_installed``, and summary's table marks them too; ``async_output``, whose module the
+    diff changes, is not marked, and the ``vllm`` variant is not."""
+    guard = f"vllm+{PATCHES / 'vocab-guard.diff'}"
+    assert main(["replay", str(INCIDENT_B), "--variant", "vllm", "--variant", guard]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: " ".join(line.split()[1:]) for line in out.splitlines()[2:6]}
+    assert rows == {"batch_change": "ok ok (as installed)",
+                    "prepare_input_ids": "ok ok (as installed)",
+                    "async_output": "violation ok",
+                    "embedding": "violation ok (as installed)"}
+    assert ("every other vLLM module as installed (so batch_change, prepare_input_ids, "
+            "embedding ran as installed: the diff does not change their code)") \
+        in " ".join(out.split())
+    assert main(["replay", str(INCIDENT_B), "--variant", "vllm", "--variant", guard,
+                 "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["as_installed"]
+    assert shown == {guard: ["batch_change", "prepare_input_ids", "embedding"]}
+    assert main(["summary", str(INCIDENT_B), "--variant", "vllm", "--variant", guard]) == 0
+    text = capsys.readouterr().out
+    assert "| vllm+vocab-guard.diff@" in text
+    assert "| batch_change | ok | ok (as installed) |" in text
+    assert "| async_output | violation | ok |" in text
+
+
+def test_the_sites_of_the_modules_a_diff_changes_are_not_marked(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """T106b: incident A under ``stale-prev-rows.diff`` (it changes the batch change's and the
+    runner's modules): ``async_output`` and the embedding ran the installed code and are
+    marked, ``batch_change`` and ``prepare_input_ids`` are not."""
+    capture = DATA / "incident-a-stale-prev-rows-confirmed.capture"
+    guard = f"vllm+{PATCHES / 'stale-prev-rows.diff'}"
+    assert main(["replay", str(capture), "--variant", guard, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["as_installed"] == {
+        guard: ["async_output", "embedding"]}
