@@ -29,8 +29,9 @@ def _reusing() -> Iterator[None]:
     from vllm.model_executor import custom_op
     from vllm.utils import torch_utils
 
-    saved = [(cls, cls.__dict__["register"]) for cls in (custom_op.PluggableLayer,
-                                                         custom_op.CustomOp)]
+    classes = (getattr(custom_op, "PluggableLayer", None), custom_op.CustomOp)  # 0.32: no layer
+    saved = [(cls, cls.__dict__["register"]) for cls in classes
+             if cls is not None and "register" in cls.__dict__]
     direct = torch_utils.direct_register_custom_op
     try:
         for cls, original in saved:
