@@ -94,6 +94,15 @@ def test_a_site_the_diff_leaves_as_installed_is_marked_per_site(
     assert "| vllm+vocab-guard.diff@" in text
     assert "| batch_change | ok | ok (as installed) |" in text
     assert "| async_output | violation | ok |" in text
+    from forensics.present.conclusion import conclude
+    from forensics.present.report import header_data
+    from forensics.replaying import replay
+
+    result = replay(INCIDENT_B, ["vllm", guard])
+    rows = {row["site"]: row["verdicts"] for row in header_data(result, conclude(result))[
+        "verdicts"]}  # the report's header table
+    assert rows["prepare_input_ids"] == ["ok", "ok (as installed)"]
+    assert rows["async_output"] == ["violation", "ok"]
 
 
 def test_the_sites_of_the_modules_a_diff_changes_are_not_marked(
