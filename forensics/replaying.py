@@ -100,6 +100,15 @@ class ReplayResult:
     cut: str = ""
     #: per variant that says what it ran (its ``note()``: a diff's, which files of it ran)
     notes: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: per diff variant, the sites whose records ran the installed code (its ``as_installed()``)
+    as_installed: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+    def shown_verdict(self, variant: str, site: str) -> str:
+        """``variant``'s verdict at ``site`` as a table shows it: "(as installed)" beside it
+        when the variant ran the installed code there ("" when it judged no such site)."""
+        verdict = self.verdicts[variant].get(site, "")
+        return f"{verdict} (as installed)" if site in self.as_installed.get(variant, ()) \
+            else verdict
 
     @property
     def outcome_counts(self) -> dict[str, dict[str, int]]:
@@ -130,7 +139,7 @@ class ReplayResult:
                 "variants": list(self.variants), "verdicts": self.verdicts,
                 "findings": judge.finding_records(self.findings),
                 "outcomes": self.outcome_counts, "first_finding": firsts,
-                "first_suspect": first_suspects(self),
+                "first_suspect": first_suspects(self), "as_installed": self.as_installed,
                 "continuity": None if self.continuity is None else self.continuity.summary()}
 
 
@@ -209,7 +218,9 @@ def _replay(given: Any, variants: Any, progress: bool, part_of: Capture | None,
                           outcomes=functools.partial(_outcome_frame, coords, kept),
                           capture=source.capture, bounds=judged.deferred_bounds(),
                           index=_index_frame(coords), continuity=continuity,
-                          notes={n: v.note() for n, v in chosen if hasattr(v, "note")})
+                          notes={n: v.note() for n, v in chosen if hasattr(v, "note")},
+                          as_installed={n: v.as_installed() for n, v in chosen
+                                        if hasattr(v, "as_installed")})
     if window is None and part_of is not None:
         window = window_of(part_of)
     return _with_race(result, judged, window)

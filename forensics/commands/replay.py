@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from forensics.escaping import json_text
@@ -89,7 +90,7 @@ def format_result(result: Any, conclusion: Any = None) -> str:
     unknown = f"; not judged: {not_known_text(conclusion.not_known)}" \
         if conclusion.not_known else ""
     lines = [f"capture {terminal(result.source)}: {len(result.records)} records{unknown}",
-             *verdict_table(result.verdicts, result.variants)]
+             *verdict_table(result.verdicts, result.variants, result.shown_verdict)]
     lines += [inert(variant_line(result, conclusion, v)) for v in result.variants]
     lines += ["", "conclusion:", textwrap.fill(inert(conclusion.paragraph()), width=100,
                                                initial_indent="  ", subsequent_indent="  ")]
@@ -101,20 +102,25 @@ def format_result(result: Any, conclusion: Any = None) -> str:
     return "\n".join(lines)
 
 
-def verdict_table(verdicts: dict[str, dict[str, str]], variants: list[str]) -> list[str]:
-    """The verdicts as aligned text lines: one column per variant, one line per site; a
-    variant's name (``vllm+PATH.diff`` names a file) inert (``escaping.terminal``)."""
+def verdict_table(verdicts: dict[str, dict[str, str]], variants: list[str],
+                  show: Callable[[str, str], str] | None = None) -> list[str]:
+    """The verdicts as aligned text lines: one column per variant, one line per site, each
+    verdict as ``show(variant, site)`` gives it (``ReplayResult.shown_verdict``: "(as
+    installed)" beside one a diff variant reached through the installed code); a variant's
+    name (``vllm+PATH.diff`` names a file) inert (``escaping.terminal``)."""
     from forensics.escaping import terminal
 
     sites = list(next(iter(verdicts.values()), {}))
     width = max([len("site"), *map(len, sites)])
     names = [terminal(v) for v in variants]
-    cols = [max(len(name), 9) for name in names]
+    shown = {v: {s: show(v, s) if show else verdicts[v][s] for s in sites} for v in variants}
+    cols = [max(len(name), 9, *(len(t) for t in shown[v].values()))
+            for name, v in zip(names, variants, strict=True)]
     lines = ["  ".join([f"{'site':<{width}}", *(f"{name:<{c}}" for name, c in
                                                zip(names, cols, strict=True))])]
     for site in sites:
         lines.append("  ".join([f"{site:<{width}}", *(
-            f"{verdicts[v][site]:<{c}}" for v, c in zip(variants, cols, strict=True))]))
+            f"{shown[v][site]:<{c}}" for v, c in zip(variants, cols, strict=True))]))
     return lines
 
 

@@ -244,7 +244,7 @@ def header_data(result: Any, conclusion: Any) -> dict[str, Any]:
     variants = list(result.variants)
     sites = list(dict.fromkeys(s for v in variants for s in result.verdicts[v]))
     return {"lines": [line for line in lines if line], "variants": variants,
-            "verdicts": [{"site": s, "verdicts": [result.verdicts[v].get(s, "") for v in
+            "verdicts": [{"site": s, "verdicts": [result.shown_verdict(v, s) for v in
                                                   variants]} for s in sites]}
 
 

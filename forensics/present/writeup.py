@@ -99,7 +99,7 @@ def _verdict_rows(result: ReplayResult) -> list[str]:
     rows = ["| site | " + " | ".join(markdown(v, raw=True) for v in result.variants) + " |",
             "|---|" + "---|" * len(result.variants)]
     rows += [f"| {markdown(site, raw=True)} | "
-             + " | ".join(result.verdicts[v][site] for v in result.variants) + " |"
+             + " | ".join(result.shown_verdict(v, site) for v in result.variants) + " |"
              for site in sites]
     return rows
 

@@ -45,6 +45,12 @@ EMBEDDING = "vllm.model_executor.layers.vocab_parallel_embedding"
 #: The vLLM modules the adapters take code from, in the order they are imported.
 MODULES = (SPEC_DECODE_UTILS, RUNNER, INPUT_BATCH, EMBEDDING)
 
+#: The module each real-code adapter (by function name) takes the code it runs from.
+ADAPTER_MODULES = {"run_update_num_computed_tokens": SPEC_DECODE_UTILS,
+                   "run_prepare_input_ids": RUNNER,
+                   "run_update_async_output": INPUT_BATCH,
+                   "run_embedding_forward": EMBEDDING}
+
 #: An id placed before an ``output_tail`` to rebuild a full output list: anything but ``-1``.
 TAIL_FILLER = 0
 

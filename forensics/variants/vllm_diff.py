@@ -32,9 +32,11 @@ from forensics.escaping import terminal
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.store.guarded import read_bytes
+from forensics.variants.op_registration import reusing_installed_ops
 from forensics.variants.triton_kernels import KernelPatch
 from forensics.variants.unidiff import FilePatch, Work, apply_hunks, parse_diff
 from forensics.variants.vllm_adapters import (
+    ADAPTER_MODULES,
     EMBEDDING,
     MODULES,
     VllmCode,
@@ -194,7 +196,8 @@ def _load_copy(tmp: Path, path: str, text: str, digest: str, source: str) -> Mod
     module.__package__ = package
     sys.modules[private] = module
     try:
-        spec.loader.exec_module(module)
+        with reusing_installed_ops():  # its layers and ops are the installed module's names
+            spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[private]
         raise PatchApplyError(f"{source}: the patched copy of {terminal(path)} fails to import "
@@ -275,6 +278,8 @@ class PatchedVllmVariant:
         self._code: VllmCode | None = None
         #: the diff's files the runs so far ran (the V1 sites' copies, the kernel worker's)
         self._ran: set[str] = set()
+        #: the sites whose records ran the installed code: the diff leaves their module as is
+        self._installed: dict[str, None] = {}
         paths = sorted(self._sources)
         #: the diff's patched files, for Model Runner V2's kernel worker
         self.kernel_patch = KernelPatch(self.path, tuple((p, self._sources[p]) for p in paths),
@@ -303,8 +308,12 @@ class PatchedVllmVariant:
         from forensics.sites import get_site
 
         self._check_changes(record.site)
-        kernel = get_site(record.site).kernel is not None
+        site = get_site(record.site)
+        kernel = site.kernel is not None
         self._ran.update(self._sources if kernel else self._v1_files())
+        if not kernel and ADAPTER_MODULES.get((site.adapter or "").partition(":")[2]) \
+                not in {module_name(p) for p in self._sources}:
+            self._installed[record.site] = None
         return run_site(self.load, record, self.kernel_patch)
 
     def _v1_files(self) -> list[str]:
@@ -320,8 +329,18 @@ class PatchedVllmVariant:
         file the diff changes."""
         if not self._ran:
             return "ran none of the diff's files: every vLLM module as installed"
+        installed = self.as_installed()
+        sites = (f" (so {', '.join(installed)} ran as installed: the diff does not change "
+                 f"{'its' if len(installed) == 1 else 'their'} code)" if installed else "")
         return (f"ran the diff's {', '.join(map(terminal, sorted(self._ran)))}; every other "
-                "vLLM module as installed")
+                f"vLLM module as installed{sites}")
+
+    def as_installed(self) -> list[str]:
+        """The sites whose records the runs so far ran through the installed code, the diff
+        changing none of the module their call runs (a diff of ``gpu_input_batch.py`` alone
+        leaves ``batch_change``'s and ``prepare_input_ids``'s code as installed), in the order
+        they first ran."""
+        return list(self._installed)
 
     def _refuse_unseen(self, used: dict[str, str]) -> None:
         """Refuse a diff that changes a module one of its patched copies ``used`` imports:

@@ -1424,6 +1424,12 @@ TESTS = {
               "test_one_diff_at_two_paths_is_named_as_one_diff_given_twice",
               "tests/hostile/test_round18_fix18b.py::"
               "test_two_diffs_of_one_name_and_one_diff_under_two_names_still_run"],
+    "T106a": ["tests/hostile/test_round18_fix18c.py::"
+              "test_a_diff_of_the_embeddings_module_loads_and_runs"],
+    "T106b": ["tests/hostile/test_round18_fix18c.py::"
+              "test_a_site_the_diff_leaves_as_installed_is_marked_per_site",
+              "tests/hostile/test_round18_fix18c.py::"
+              "test_the_sites_of_the_modules_a_diff_changes_are_not_marked"],
     "T103a": ["tests/hostile/test_round18_lead.py::"
               "test_replays_resolved_count_is_not_the_conclusions_resolves",
               "tests/test_replay_cli.py::test_text_says_the_patched_finding_is_resolved"],
