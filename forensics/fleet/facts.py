@@ -42,7 +42,7 @@ def capture_facts(capture: Any) -> dict[str, Any]:
     summary = capture.summary()
     facts, refused = manifest_facts(manifest)
     if runner_of(manifest) is None:  # the sites recorded say which ran, as `known` reads it
-        from forensics.judge.streams import runner_of_sites
+        from forensics.sites.runners import runner_of_sites
 
         facts[RUNNER.column] = runner_of_sites(capture.sites) or RUNNER.unknown
     if not isinstance(manifest.get("simulation"), dict) and "simulation" not in refused:

@@ -69,7 +69,7 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     """The :class:`Evidence` of a replay (facts and events from ``capture``, default its own
     when it has one; ``race`` is left for :func:`forensics.known.answer` to fill)."""
     from forensics.judge.findings import baseline_of
-    from forensics.judge.streams import runner_of_sites
+    from forensics.sites.runners import runner_of_sites
 
     baseline = str(baseline_of(result.variants))
     summary = _summary(capture if capture is not None else result.capture)

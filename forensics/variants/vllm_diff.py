@@ -374,9 +374,9 @@ class PatchedVllmVariant:
         Raises:
             PatchApplyError: naming the diff, the runner, that module's file and the diff's.
         """
-        from forensics.judge.streams import runner_of_sites
         from forensics.manifest_facts import runner_of
         from forensics.sites import SINK, SITES
+        from forensics.sites.runners import runner_of_sites
 
         held = set(sites)
         if SINK not in held or any(s in SITES for s in held - {SINK}) \

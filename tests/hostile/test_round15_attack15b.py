@@ -102,7 +102,7 @@ def test_a_v1_capture_matches_no_v2_known_issue(shrunk_v1: Path) -> None:
 
 
 def test_the_runner_of_a_capture_is_none_where_its_sites_say_none() -> None:
-    from forensics.judge.streams import runner_of_sites
+    from forensics.sites.runners import runner_of_sites
 
     assert runner_of_sites(["embedding", "prepare_input_ids"]) == "v1"
     assert runner_of_sites(["embedding", "post_update", "combine_tokens"]) == "v2"

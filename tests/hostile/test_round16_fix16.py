@@ -22,11 +22,12 @@ from forensics.store.writer import write_capture
 LOOPS = {"num_sampled": i32(2**31 - 1, 1)}
 
 
-def _workers() -> list[psutil.Process]:
-    """The kernel worker processes this test process started and that still run."""
+def _workers(before: frozenset[int] = frozenset()) -> list[psutil.Process]:
+    """The kernel worker processes this test process started and that still run, but those
+    running ``before`` the test (another test's shared worker of a diff, left warm)."""
     return [p for p in psutil.Process().children(recursive=True)
-            if "forensics.variants.triton_worker" in " ".join(p.cmdline())
-            or "stuck_worker" in " ".join(p.cmdline())]
+            if ("forensics.variants.triton_worker" in " ".join(p.cmdline())
+                or "stuck_worker" in " ".join(p.cmdline())) and p.pid not in before]
 
 
 def _hostile(path: Path) -> Path:
@@ -49,10 +50,11 @@ def test_looping_v2_records_stop_at_the_replays_overall_deadline(
     capture = _hostile(tmp_path / "loops.capture")
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "10")
     triton_kernels.close_worker()
+    before = frozenset(p.pid for p in _workers())
     try:  # the worker starts (imports vLLM) before the clock runs
         replay(write_capture(tmp_path / "warm.capture", [post(0)]), variants=["vllm"])
         result = replay(capture, variants=["vllm"], deadline=15)
-        left = _workers()
+        left = _workers(before)
     finally:
         triton_kernels.close_worker()
     rows = result.outcomes.sort_values("step")
@@ -83,10 +85,11 @@ def test_replay_takes_a_deadline_and_ends_the_worker_it_cuts(
     monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
                         lambda self: [sys.executable, str(STUCK_WORKER)])
     triton_kernels.close_worker()
+    before = frozenset(p.pid for p in _workers())
     try:
         replay(write_capture(tmp_path / "warm.capture", [post(0)]), variants=["vllm"])
         code = main(["replay", str(capture), "--variant", "vllm", "--deadline", "5", "--json"])
-        left = _workers()
+        left = _workers(before)
     finally:
         triton_kernels.close_worker()
     out = json.loads(capsys.readouterr().out)

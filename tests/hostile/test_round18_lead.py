@@ -80,30 +80,3 @@ def test_the_plugins_pass_says_the_obtained_result_it_could_not_remove(
     result.assert_outcomes(passed=1, warnings=1)
     text = " ".join(line.strip() for line in result.outlines)
     assert "expected.obtained.json" in text
-
-# ------------------------------------------ T103d: a segment is its own process's
-
-
-def test_a_segment_renamed_to_another_process_is_refused(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A segment's schema states the site, rank and process that wrote it; the reader held
-    the site and rank to the file name, not the process: a segment renamed from ``w0`` to
-    ``w1`` had its records credited to process ``w1`` (a died process's steps, triage's
-    ranks and processes are read by it). It is refused in one line, as a renamed site is."""
-    import numpy as np
-
-    from forensics.cli import main
-    from forensics.records import Record
-    from forensics.store.writer import write_capture
-
-    capture = write_capture(tmp_path / "c.capture",
-                            [Record("embedding", 0, 0, {"input_ids": np.arange(3),
-                                                        "num_embeddings": 4})])
-    (segment,) = capture.glob("*.arrows")
-    process = segment.name.split(".")[2]  # site.rank.process.seq.arrows
-    renamed = segment.with_name(segment.name.replace(f".{process}.", ".w1."))
-    segment.rename(renamed)
-    segment.with_name(segment.name + ".idx").rename(renamed.with_name(renamed.name + ".idx"))
-    assert main(["inspect", str(capture)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and f"process '{process}'; the file name disagrees" in err, err

@@ -1437,8 +1437,6 @@ TESTS = {
               "test_a_batch_past_the_readers_limit_is_written_as_several"],
     "T103c": ["tests/hostile/test_round18_lead.py::"
               "test_the_plugins_pass_says_the_obtained_result_it_could_not_remove"],
-    "T103d": ["tests/hostile/test_round18_lead.py::"
-              "test_a_segment_renamed_to_another_process_is_refused"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
