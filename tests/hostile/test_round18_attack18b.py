@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -121,17 +122,23 @@ def test_an_event_line_cut_short_is_said_not_read(tmp_path: Path,
         in said, said
 
 
+def _triaged(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+             make: Callable[[Path], Path]) -> str:
+    """What ``triage`` of a folder holding the capture ``make`` writes into it says (exit 0)."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    make(folder)
+    code, said, err = run_cli(capsys, "triage", folder)
+    assert code == 0, err
+    return _said(said)
+
+
 def test_triage_does_not_call_a_capture_cut_short_clean(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
     """``triage`` of the capture of a batch cut short called it ``clean``; it is ``not
     judged``, naming the file cut short."""
-    folder = tmp_path / "fleet"
-    folder.mkdir()
-    _cut_capture(folder)
-    code, said, err = run_cli(capsys, "triage", folder)
-    assert code == 0, err
-    said = _said(said)
+    said = _triaged(tmp_path, capsys, _cut_capture)
     assert "records not judged (files cut short)" in said, said
     assert f"not judged: {CUT}" in said, said
     assert ": clean" not in said, said
@@ -150,11 +157,16 @@ def test_findings_says_what_a_cut_tail_left_unread(tmp_path: Path,
 def _dropped_capture(tmp_path: Path) -> Path:
     """The bundled clean capture, its process's events those of a probe whose events file
     filled: its ``probe_stop`` says it left out 1,200 events (T69a)."""
-    capture = tmp_path / "full.capture"
+    return _clean_with_stop(tmp_path / "full.capture", '"events_dropped": 1200')
+
+
+def _clean_with_stop(capture: Path, stop_fields: str) -> Path:
+    """The bundled clean capture copied to ``capture``, its process's events a probe's start
+    and a stop holding ``stop_fields`` (JSON members, comma-separated)."""
     shutil.copytree(Path(__file__).parents[2] / "data" / "clean.capture", capture)
     (capture / "events-w0.jsonl").write_text(
         '{"kind": "probe_start", "step": 0, "rank": 0}\n'
-        '{"kind": "probe_stop", "step": 200, "rank": 0, "events_dropped": 1200}\n')
+        '{"kind": "probe_stop", "step": 200, "rank": 0, ' + stop_fields + '}\n')
     return capture
 
 
@@ -194,12 +206,7 @@ def test_triage_does_not_call_a_capture_missing_events_clean(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``triage`` called the capture whose probe left 1,200 events out ``clean``; it is ``not
     judged``, saying how many events were left out."""
-    folder = tmp_path / "fleet"
-    folder.mkdir()
-    _dropped_capture(folder)
-    code, said, err = run_cli(capsys, "triage", folder)
-    assert code == 0, err
-    said = _said(said)
+    said = _triaged(tmp_path, capsys, _dropped_capture)
     assert "records not judged (events left out)" in said, said
     assert "not judged: 1200 event(s) left out by the probe, its events file full" in said, said
     assert ": clean" not in said, said
@@ -208,13 +215,8 @@ def test_triage_does_not_call_a_capture_missing_events_clean(
 def _lost_records_capture(tmp_path: Path) -> Path:
     """The bundled clean capture, its process's events those of a probe that recorded 900
     records and wrote 800: its ``probe_stop`` says it dropped 100 (its ring full)."""
-    capture = tmp_path / "lost.capture"
-    shutil.copytree(Path(__file__).parents[2] / "data" / "clean.capture", capture)
-    (capture / "events-w0.jsonl").write_text(
-        '{"kind": "probe_start", "step": 0, "rank": 0}\n'
-        '{"kind": "probe_stop", "step": 200, "rank": 0, "records": 900, "written": 800, '
-        '"dropped": 100}\n')
-    return capture
+    return _clean_with_stop(tmp_path / "lost.capture",
+                            '"records": 900, "written": 800, "dropped": 100')
 
 
 @pytest.mark.parametrize("command", ["replay", "summary"])

@@ -3,13 +3,13 @@ registers vLLM's layers again) and per site (a site whose code the diff leaves a
 
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
 
 import pytest
 
 from forensics.cli import main
+from tests.hostile.test_round18_fix18b import _diff_of
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 PATCHES = DATA / "patches"
@@ -17,17 +17,6 @@ INCIDENT_B = DATA / "incident-b-vocab-sentinel.capture"
 EMBEDDING_FILE = "model_executor/layers/vocab_parallel_embedding.py"
 #: the tensor-parallel-1 lookup of the installed embedding
 LOOKUP = "return self.quant_method.embedding(self, input_.long())"
-
-
-def _diff_of(path: str, old: str, new: str) -> str:
-    """A unified diff of the installed vLLM's ``path`` with ``old`` made ``new``."""
-    from forensics.variants.vllm_diff import vllm_root
-
-    text = (vllm_root() / "vllm" / path).read_text(encoding="utf-8")
-    assert old in text
-    return "".join(difflib.unified_diff(text.splitlines(True),
-                                        text.replace(old, new, 1).splitlines(True),
-                                        f"a/vllm/{path}", f"b/vllm/{path}"))
 
 
 def _embedding_statuses(capture: Path, variant: str) -> list[str]:
