@@ -243,12 +243,12 @@ def _named(path: str | Path, data: bytes) -> str:
     return f"vllm+{Path(path).name}@{hashlib.sha256(data).hexdigest()[:8]}"
 
 
-#: the files of the modules the V1 sites' replay runs, as a message names them
 def _file(module: str) -> str:
     """The path of the vllm module ``module``'s file (not a package), as a diff names it."""
     return module.replace(".", "/") + ".py"
 
 
+#: the files of the modules the V1 sites' replay runs, as a message names them
 _V1_FILES = ", ".join(map(_file, MODULES))
 
 
