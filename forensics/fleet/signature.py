@@ -23,7 +23,9 @@ def conclusion(row: dict[str, Any]) -> str:
     does not know were judged by no variant: neither clean nor an unexplained crash can be
     said), ``unexplained`` (a crash with nothing found), ``divergence not judged`` (nothing
     found, but another capture of its engine claims one of its ranks: its ranks were compared
-    with no other's, :func:`~forensics.fleet.stitch.contested_text`), else ``clean``."""
+    with no other's, :func:`~forensics.fleet.stitch.contested_text`; or its ranks hold unlike
+    numbers of records of a step, not compared: :func:`~forensics.fleet.stitch.unpaired_text`),
+    else ``clean``."""
     if row.get("error"):
         if ONLY_NOT_KNOWN in str(row["error"]):
             return "not judged"
@@ -34,13 +36,13 @@ def conclusion(row: dict[str, Any]) -> str:
     for verdict in ("violation", "suspect"):
         if verdict in verdicts:
             return verdict
-    if row.get("divergence"):
+    if row.get("divergence") and not row["divergence"].get("unpaired"):
         return "rank divergence"
     if row.get("not_judged"):
         return "not judged"
     if row.get("crashed"):
         return "unexplained"
-    return "divergence not judged" if row.get("contested") else "clean"
+    return "divergence not judged" if row.get("contested") or row.get("divergence") else "clean"
 
 
 #: what the value of a finding that is in range is, by its kind
@@ -91,6 +93,8 @@ def what(row: dict[str, Any]) -> str:
                                                ("records never written", NEVER_WRITTEN),
                                                ("events left out", LEFT_OUT)) if said in why]
         return f"records not judged ({', '.join(reasons) or 'sites not known to this install'})"
+    if kind == "divergence not judged" and not row.get("contested"):
+        return "rank divergence not judged (ranks hold unlike numbers of records of a step)"
     if kind == "divergence not judged":
         return "rank divergence not judged (another capture claims a rank of its engine)"
     return "unexplained crash" if kind == "unexplained" else "clean"

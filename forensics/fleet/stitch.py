@@ -186,18 +186,39 @@ def first_divergence(captures: Sequence[str], held: Mapping[str, str] | None = N
     from forensics.store.arrow_codec import SHAPE_SUFFIX
 
     found: list[tuple[int, int, int, dict[str, Any]]] = []
+    unpaired: list[tuple[int, int, int, dict[str, Any]]] = []
     opened = _opened(captures, held)
     keep = {site: {"step", "rank", "summary", *ids, *(i + SHAPE_SUFFIX for i in ids)}
             for site in SITES if (ids := shared_ids(site))}  # read, not mapped: no SIGBUS
     datasets = fit_together(_read(opened, keep, held), SITES, "skip")
     for site, dataset in datasets.items():
         for number, tensor in enumerate(shared_ids(site)):
-            hit = _first_in(dataset, site, tensor) if tensor in dataset.schema.names else None
-            if hit is not None:
-                found.append((hit["step"], site_order(site), number, hit))
+            hits = _first_in(dataset, site, tensor) if tensor in dataset.schema.names else ()
+            for hit in hits:
+                (unpaired if hit.get("unpaired") else found).append(
+                    (hit["step"], site_order(site), number, hit))
     if held is not None:  # each still the file compared: none written to meanwhile
         _check_all(opened, held)
-    return min(found, key=lambda f: f[:3])[3] if found else None
+    return _first(found, unpaired)
+
+
+def _first(found: list[tuple[int, int, int, dict[str, Any]]],
+           unpaired: list[tuple[int, int, int, dict[str, Any]]]) -> dict[str, Any] | None:
+    """The first of ``found`` (divergences, keyed by step, site order and tensor), with the
+    first of ``unpaired`` (steps not compared: the ranks held unlike numbers of records) as its
+    ``before`` where that comes earlier (it is then no proven first); else the first of
+    ``unpaired`` itself (nothing diverged where compared, yet the ranks are not alike); None
+    when both are empty."""
+    def key(f: tuple[int, int, int, dict[str, Any]]) -> tuple[int, int, int]:
+        return f[:3]
+
+    first = min(found, key=key) if found else None
+    skipped = min(unpaired, key=key) if unpaired else None
+    if first is None:
+        return skipped[3] if skipped else None
+    if skipped is not None and key(skipped) < key(first):
+        return {**first[3], "before": skipped[3]}
+    return first[3]
 
 
 def _opened(captures: Sequence[str], held: Mapping[str, str] | None) -> dict[str, Any]:
@@ -257,8 +278,10 @@ def _check_all(opened: Mapping[str, Any], held: Mapping[str, str]) -> None:
         check_held(capture, path, then, "when its replay read it")
 
 
-def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> dict[str, Any] | None:
-    """The first divergence of ``tensor`` at ``site`` across ranks, or None."""
+def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> list[dict[str, Any]]:
+    """The first divergence of ``tensor`` at ``site`` across ranks and the first step whose
+    ranks hold unlike numbers of its records (:func:`_unpaired`, marked ``unpaired``: its
+    records not compared), each where there is one."""
     import pyarrow.compute as pc
     import pyarrow.dataset as pds
 
@@ -269,14 +292,24 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> dict[str, Any] | N
     table = dataset.to_table(columns=["step", "rank", "capture", tensor, *shaped],
                              filter=~pds.field("summary") & pds.field(tensor).is_valid())
     if table.num_rows == 0 or len(pc.unique(table["rank"])) < 2:
-        return None
+        return []
     table = table.sort_by([("step", "ascending"), ("rank", "ascending")])
     steps = table["step"].to_numpy()
     ranks = table["rank"].to_numpy()
     values, offsets = _flat(table[tensor])
     shapes = table[shape].to_pylist() if shaped else None
     bounds = np.flatnonzero(np.diff(steps)) + 1
+    out: list[dict[str, Any]] = []
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(steps)], strict=True):
+        unlike = _unpaired(lo, hi, ranks)
+        if unlike is not None:
+            if not out:  # the first step not compared; a divergence after it still sought
+                a, b, na, nb = unlike
+                out.append({"step": int(steps[lo]), "site": site, "tensor": tensor,
+                            "element": None, "unpaired": True, "values": [na, nb],
+                            "ranks": [int(ranks[a]), int(ranks[b])],
+                            "captures": [str(table["capture"][a]), str(table["capture"][b])]})
+            continue
         hit = _compare_step(values, offsets, lo, hi, ranks, shapes)
         if hit is not None:
             a, b, element, va, vb = hit
@@ -288,8 +321,22 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> dict[str, Any] | N
                                      int(offsets[a + 1] - offsets[a]))}
             if element is None and isinstance(va, list):
                 found["shapes"] = found["values"]  # as lengths are its values where they differ
-            return found
-    return None
+            return [*out, found]
+    return out
+
+
+def _unpaired(lo: int, hi: int, ranks: np.ndarray) -> tuple[int, int, int, int] | None:
+    """Rows ``lo:hi`` (one step, by rank) where a rank holds another number of records than
+    the lowest rank: ``(row a, row b, records of a, records of b)`` of the lowest rank and the
+    first such, or None. A rank's n-th call is paired with another's n-th only when both made
+    as many; a call more, or a record the probe dropped (T102d), leaves no pairing provable."""
+    firsts = lo + np.flatnonzero(np.r_[True, ranks[lo + 1:hi] != ranks[lo:hi - 1]])
+    counts = np.diff(np.r_[firsts, hi])
+    other = np.flatnonzero(counts != counts[0])
+    if not len(other):
+        return None
+    at = int(other[0])
+    return int(firsts[0]), int(firsts[at]), int(counts[0]), int(counts[at])
 
 
 def _index(element: int | None, shape: list[int] | None, size: int) -> str | None:
@@ -322,11 +369,11 @@ def _compare_step(values: np.ndarray, offsets: np.ndarray, lo: int, hi: int, ran
     may hold several records of a site at one step, one per call); the first row that
     differs, as ``(row a, row b, element, value a, value b)`` (element None: lengths differ,
     values then the lengths; or the stored ``shapes`` of the rows differ, values then those
-    shapes, lists), or None."""
+    shapes, lists), or None. Each rank holds as many rows as the lowest (:func:`_unpaired`)."""
     firsts = lo + np.flatnonzero(np.r_[True, ranks[lo + 1:hi] != ranks[lo:hi - 1]])
     ends = np.r_[firsts[1:], hi]
     for start, stop in zip(firsts[1:].tolist(), ends[1:].tolist(), strict=True):
-        for a, row in zip(range(lo, int(ends[0])), range(start, stop), strict=False):
+        for a, row in zip(range(lo, int(ends[0])), range(start, stop), strict=True):
             ref, mine = values[offsets[a]:offsets[a + 1]], values[offsets[row]:offsets[row + 1]]
             if len(mine) != len(ref):
                 return a, row, None, len(ref), len(mine)
@@ -352,17 +399,42 @@ def divergence_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) ->
     value (:func:`~forensics.escaping.terminal`: the message is made inert, so a name holding
     ESC and one spelled ``\\x1b`` read alike); lengths when the ranks' tensors differ in
     length, both shapes (``shape(ids) = [2, 3] on rank 0 (...), [3, 2] on rank 1 (...)``)
-    when they hold as many values in different shapes."""
+    when they hold as many values in different shapes. A step whose ranks hold unlike numbers
+    of records (``unpaired``) is "not compared" (:func:`unpaired_text`), said after the
+    divergence it comes before."""
+    if hit.get("unpaired"):
+        return unpaired_text(hit, hosts)
+    where = (f"{hit['tensor']}[{hit.get('index') or hit['element']}]"
+             if hit["element"] is not None
+             else f"shape({hit['tensor']})" if "shapes" in hit else f"len({hit['tensor']})")
+    sides = [f"{value} on rank {rank} ({named})" for rank, value, named in _sides(hit, hosts)]
+    text = f"rank divergence at step {hit['step']}: {hit['site']} {where} = {', '.join(sides)}"
+    return f"{text}; before it, {unpaired_text(hit['before'], hosts)}" if hit.get("before") \
+        else text
+
+
+def unpaired_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> str:
+    """``"rank divergence not judged at step 5: embedding input_ids not compared: rank 0
+    (a.capture) holds 2 records of it, rank 1 (b.capture) holds 3 (more calls, or records
+    dropped: no call can be paired with its own)"``: the data proves the counts, not a
+    divergence."""
+    sides = [f"rank {rank} ({named}) holds {count}" + (" records of it" if not n else "")
+             for n, (rank, count, named) in enumerate(_sides(hit, hosts))]
+    return (f"rank divergence not judged at step {hit['step']}: {hit['site']} {hit['tensor']} "
+            f"not compared: {', '.join(sides)} (more calls, or records dropped: no call can be "
+            "paired with its own)")
+
+
+def _sides(hit: dict[str, Any], hosts: dict[str, str] | None) -> list[tuple[Any, Any, str]]:
+    """``(rank, value, capture named)`` of each side of ``hit``: the capture's file name (and
+    host, when given), each escaped as a value (:func:`~forensics.escaping.terminal`)."""
     import os
 
     from forensics.escaping import terminal
 
-    where = (f"{hit['tensor']}[{hit.get('index') or hit['element']}]"
-             if hit["element"] is not None
-             else f"shape({hit['tensor']})" if "shapes" in hit else f"len({hit['tensor']})")
-    sides = []
+    out = []
     for rank, value, capture in zip(hit["ranks"], hit["values"], hit["captures"], strict=True):
         host = (hosts or {}).get(capture)
-        named = terminal(os.path.basename(capture)) + (f", {terminal(host)}" if host else "")
-        sides.append(f"{value} on rank {rank} ({named})")
-    return f"rank divergence at step {hit['step']}: {hit['site']} {where} = {', '.join(sides)}"
+        out.append((rank, value,
+                    terminal(os.path.basename(capture)) + (f", {terminal(host)}" if host else "")))
+    return out

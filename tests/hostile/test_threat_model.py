@@ -1687,6 +1687,12 @@ TESTS = {
               "test_the_records_the_probe_never_wrote_are_said",
               "tests/hostile/test_round18_attack18b.py::"
               "test_inspect_and_triage_say_the_records_the_probe_never_wrote"],
+    "T107a": ["tests/hostile/test_round19_fix19a.py::"
+              "test_ranks_holding_unlike_numbers_of_calls_of_a_step_are_not_compared",
+              "tests/hostile/test_round19_fix19a.py::"
+              "test_a_divergence_after_a_step_not_compared_is_found_and_the_step_said",
+              "tests/hostile/test_round19_fix19a.py::"
+              "test_every_triage_output_says_the_step_not_compared"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

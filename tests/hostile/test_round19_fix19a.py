@@ -1,0 +1,133 @@
+"""Round 19's fix19a (issue 38): ranks of one engine holding unlike numbers of records of a site
+at a step (T107a), an events file whose last line lacks only its line end (T107b), and a
+`.pt` field's container of very many elements, counted before it is built (T107c)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+from forensics.records import Record
+from forensics.store.writer import write_capture
+
+# -------------------------- T107a: ranks holding unlike numbers of records of a step, not compared
+
+
+def _engine(root: Path, calls: dict[int, int], changed_at: int | None = None) -> list[str]:
+    """The two rank captures of one engine (``clean`` scenario, one host) whose embedding is called
+    ``calls[rank]`` times at step 5, each further call's ids one more than the last's, alike
+    on both ranks; ``changed_at``: a later step at which rank 1's embedding ids differ."""
+    from typing import cast
+
+    from forensics.fleet.generate import _manifest, _scenario, without_positions
+    from forensics.simulator.runs import simulate
+
+    sc = _scenario("clean", 12, 4, ranks=2)
+    records: list[Record] = []
+    for record in without_positions(cast(list[Record], simulate(sc, seed=3))):
+        if record.site == "embedding" and record.rank == 1 and record.step == changed_at:
+            ids = np.array(record.fields["input_ids"])
+            ids[0] = (ids[0] + 7) % sc.vocab
+            record = Record(record.site, record.step, record.rank,
+                            {**record.fields, "input_ids": ids})
+        records.append(record)
+        if record.site == "embedding" and record.step == 5:
+            ids = np.array(record.fields["input_ids"])
+            for _ in range(calls[record.rank] - 1):
+                ids = (ids + 1) % sc.vocab
+                records.append(Record(record.site, record.step, record.rank,
+                                      {**record.fields, "input_ids": ids}))
+    root.mkdir()
+    paths = []
+    for rank in (0, 1):  # one host and run start: the engine's claim corroborated
+        entries = {**_manifest(1, "engine-x", sc, 3, "node-x", rank, "engine-x"),
+                   "created": "2026-12-07T05:00:00Z"}
+        paths.append(str(write_capture(root / f"engine-x-rank{rank}.capture",
+                                       [r for r in records if r.rank == rank], entries,
+                                       validated=True)))
+    return paths
+
+
+#: what the divergence column says of rank 0's 2 calls and rank 1's 3 at step 5
+UNLIKE = ("rank divergence not judged at step 5: embedding input_ids not compared: rank 0 "
+          "(engine-x-rank0.capture) holds 2 records of it, rank 1 (engine-x-rank1.capture) "
+          "holds 3 (more calls, or records dropped: no call can be paired with its own)")
+
+
+def test_ranks_holding_unlike_numbers_of_calls_of_a_step_are_not_compared(
+        tmp_path: Path) -> None:
+    """Rank 0 holds 2 embedding records at step 5, rank 1 holds 3 (the first two alike): the
+    triage paired the first two and skipped rank 1's third in silence, no divergence, the
+    engine `clean`. The counts are said, "not compared", never "diverged": a record the probe
+    dropped (T102d) makes counts differ too."""
+    from forensics.fleet.stitch import divergence_text, first_divergence
+
+    hit = first_divergence(_engine(tmp_path / "fleet", {0: 2, 1: 3}))
+    assert hit is not None and hit.get("unpaired") and (hit["step"], hit["values"]) == \
+        (5, [2, 3]), hit
+    text = divergence_text(hit)
+    assert text.startswith(UNLIKE), text
+    assert "diverged" not in text and "rank divergence at" not in text
+
+
+def test_ranks_holding_as_many_calls_still_agree(tmp_path: Path) -> None:
+    """Both ranks hold 3 alike records at step 5: no divergence, nothing unpaired."""
+    from forensics.fleet.stitch import first_divergence
+
+    assert first_divergence(_engine(tmp_path / "fleet", {0: 3, 1: 3})) is None
+
+
+def test_a_divergence_after_a_step_not_compared_is_found_and_the_step_said(
+        tmp_path: Path) -> None:
+    """Counts unlike at step 5, rank 1's ids differing at step 7: the divergence of step 7 is
+    found (a step not compared hides none after it), and the sentence says step 5 was not
+    compared, so "first" is never claimed of it."""
+    from forensics.fleet.stitch import divergence_text, first_divergence
+
+    hit = first_divergence(_engine(tmp_path / "fleet", {0: 2, 1: 3}, changed_at=7))
+    assert hit is not None and (hit["step"], hit["element"]) == (7, 0), hit
+    text = divergence_text(hit)
+    assert text.startswith("rank divergence at step 7: embedding input_ids[0] = "), text
+    assert text.endswith("; before it, " + UNLIKE), text
+
+
+def _report(capture: str, out: Path) -> None:
+    """A stand-in for a capture's report (the banner goes into it)."""
+    out.write_text("<html><body><h1>report</h1></body></html>")
+
+
+def test_every_triage_output_says_the_step_not_compared(tmp_path: Path) -> None:
+    """The triage of that engine: both rows `divergence not judged`, grouped as ranks of
+    unlike counts, and the sentence in the text, Markdown and JSON renderings, the CSV and
+    Parquet tables and the HTML index and its report banner; no output says `clean`."""
+    import pyarrow.parquet as pq
+
+    from forensics.fleet.output import render, write_html, write_table
+    from forensics.fleet.triage import triage
+
+    _engine(tmp_path / "fleet", {0: 2, 1: 3})
+    result = triage([tmp_path / "fleet"], workers=1)
+    assert [r["conclusion"] for r in result.rows] == ["divergence not judged"] * 2, \
+        [(r["conclusion"], r["divergence"]) for r in result.rows]
+    assert [g.what for g in result.groups] == [
+        "rank divergence not judged (ranks hold unlike numbers of records of a step)"]
+    for fmt in ("text", "markdown"):
+        out = render(result, fmt)
+        assert UNLIKE in out and "clean" not in out, out
+    rows = json.loads(render(result, "json"))["rows"]
+    assert all(r["divergence"]["unpaired"] for r in rows)
+    table = write_table(result, tmp_path / "t.csv")
+    with table.open(encoding="utf-8") as held:
+        cells = list(csv.DictReader(held))
+    parquet = pq.read_table(write_table(result, tmp_path / "t.parquet")).to_pylist()
+    for flat in (cells, parquet):
+        assert [r["divergence"] for r in flat] == [UNLIKE] * 2, flat
+        assert {r["conclusion"] for r in flat} == {"divergence not judged"}
+    index = write_html(result, tmp_path / "html", report=_report).read_text()
+    assert UNLIKE in index and "clean" not in index
+    banner = (tmp_path / "html" / "group-000.html").read_text()
+    assert f"Fleet triage: {UNLIKE}" in banner, banner
+
