@@ -177,8 +177,10 @@ def open_sidecar(path: Path) -> int:
 
 def end_on_a_line(fd: int, size: int, path: Path) -> None:
     """Cut off the last line of the sidecar ``fd`` of ``size`` bytes when it was cut short (a
-    writer killed or a disk full as it wrote it): the next event starts a line of its own.
-    Raises PermissionError when no line ends in its last :data:`MAX_LINE` bytes."""
+    writer killed or a disk full as it wrote it), or end it when it is a whole event lacking
+    only its line end (:func:`whole_event`: a writer killed before the newline; a reader reads
+    it): the next event starts a line of its own. Raises PermissionError when no line ends in
+    its last :data:`MAX_LINE` bytes."""
     tail = os.pread(fd, min(size, MAX_LINE + 1), max(0, size - MAX_LINE - 1))
     if not tail or tail.endswith(b"\n"):
         return
@@ -186,7 +188,26 @@ def end_on_a_line(fd: int, size: int, path: Path) -> None:
     if end < 0 and size > len(tail):
         raise PermissionError(f"'{terminal(path)}' ends in a line longer than {MAX_LINE} bytes: "
                               "not an events file of this capture's writers; the events go nowhere")
-    os.ftruncate(fd, size - len(tail) + end + 1)
+    if whole_event(tail[end + 1:]):
+        append_whole(fd, b"\n")
+    else:
+        os.ftruncate(fd, size - len(tail) + end + 1)
+
+
+def whole_event(line: bytes, containers: int = 0) -> bool:
+    """Whether ``line``, a last line without its line end, is one whole event all the same:
+    one JSON object a reader takes (:func:`check_event`), its lists and objects with
+    ``containers`` (those read before it) within :data:`MAX_CONTAINERS`, counted before it is
+    parsed. A line cut inside its object is no JSON object (its closing brace is its last
+    byte), so it is never taken for whole."""
+    if not line.strip() or len(line) > MAX_LINE or \
+            containers + line.count(b"[") + line.count(b"{") > MAX_CONTAINERS:
+        return False
+    try:
+        _event(line, Path(), 0)
+    except CaptureFormatError:
+        return False
+    return True
 
 
 def read_events(root: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
@@ -235,9 +256,10 @@ def _read_one(root: Path, path: Path, out: list[dict[str, Any]], containers: lis
               places: list[str]) -> bool:
     """Append the events of one sidecar to ``out`` and where each is to ``places``
     (``containers[0]``: the lists and objects read so far, counted from their opening
-    brackets before a line is parsed); True when its last line was cut short."""
+    brackets before a line is parsed); True when its last line was cut short (a last line
+    lacking only its line end, one whole event, is read: :func:`whole_event`)."""
     for number, line, complete, cut in iter_lines(path, "events file", root, max_line=MAX_LINE):
-        if not complete:
+        if not complete and (cut or not whole_event(line, containers[0])):
             return True
         if not line.strip():
             continue

@@ -106,14 +106,15 @@ def test_a_batch_cut_short_is_said_not_read(tmp_path: Path, command: str,
 
 def test_an_event_line_cut_short_is_said_not_read(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """An events file whose last line has no line end (an ``engine_exception`` event whose
-    writer stopped before the newline): it is not read, and ``replay`` said "the capture shows
-    no failure to report" and "0 crash event(s)" without a word of it. It says the end of the
-    events file was not read."""
+    """An events file whose last line was cut short (an ``engine_exception`` event whose
+    writer stopped before its closing brace and newline): it is not read, and ``replay`` said
+    "the capture shows no failure to report" and "0 crash event(s)" without a word of it. It
+    says the end of the events file was not read. (A last line lacking only its newline, a
+    whole event, is read since T107b.)"""
     capture = tmp_path / "c.capture"
     shutil.copytree(Path(__file__).parents[2] / "data" / "clean.capture", capture)
     (capture / "events-w0.jsonl").write_text(
-        '{"kind": "engine_exception", "step": 5, "rank": 0, "message": "IndexError"}')
+        '{"kind": "engine_exception", "step": 5, "rank": 0, "message": "IndexError"')
     code, said, err = run_cli(capsys, "replay", capture)
     assert code == 0, err
     said = _said(said)

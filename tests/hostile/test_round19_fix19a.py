@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
+from test_round2 import run_cli
 
 from forensics.records import Record
 from forensics.store.writer import write_capture
@@ -131,3 +133,73 @@ def test_every_triage_output_says_the_step_not_compared(tmp_path: Path) -> None:
     banner = (tmp_path / "html" / "group-000.html").read_text()
     assert f"Fleet triage: {UNLIKE}" in banner, banner
 
+
+
+# --------------------------------- T107b: an events file's last line whole but for its line end
+
+#: an engine_exception event, whole, as a writer writes it (its line end apart)
+EXCEPTION = b'{"kind": "engine_exception", "message": "IndexError", "rank": 0, "step": 5}'
+
+
+def _events_capture(tmp_path: Path, tail: bytes) -> Path:
+    """A capture of three embedding records whose events file holds a probe_start line and
+    then ``tail`` with no line end."""
+    capture = write_capture(tmp_path / "e.capture", [
+        Record("embedding", s, 0, {"input_ids": np.arange(4, dtype=np.int32),
+                                   "num_embeddings": 10}) for s in range(3)])
+    (capture / "events-w0.jsonl").write_bytes(b'{"kind": "probe_start", "rank": 0, "step": 0}\n'
+                                              + tail)
+    return capture
+
+
+def test_a_last_event_lacking_only_its_line_end_is_read(tmp_path: Path) -> None:
+    """An events file whose last line is a whole ``engine_exception`` object, its writer killed
+    before the newline: every reader said the line "not read" (the capture's crash unseen). A
+    last line that is one whole JSON object of the events schema is read, the file not said
+    cut."""
+    import forensics
+
+    capture = forensics.load(_events_capture(tmp_path, EXCEPTION))
+    assert [e["kind"] for e in capture.events] == ["probe_start", "engine_exception"]
+    assert capture.truncated == []
+
+
+def test_replay_says_the_crash_of_a_last_event_lacking_its_line_end(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``replay`` of that capture said "Not read: the end of events file 'events-w0.jsonl'"
+    and nothing of the crash; it counts the crash event and says nothing was not read."""
+    code, said, err = run_cli(capsys, "replay", _events_capture(tmp_path, EXCEPTION))
+    said = " ".join(said.split())
+    assert code in (0, 1), err
+    assert "Not read" not in said and "1 crash event(s)" in said, said
+
+
+@pytest.mark.parametrize("tail", [EXCEPTION[:-1], EXCEPTION[:40], b'{"kind": 5}', b"[1, 2]",
+                                  b'{"kind": "a", "kind": "b"}', b"   "],
+                         ids=["cut before its brace", "cut inside", "kind not a string",
+                              "not an object", "a key twice", "blanks"])
+def test_a_last_line_that_is_no_whole_event_is_still_not_read(tmp_path: Path,
+                                                              tail: bytes) -> None:
+    """A last line without its line end that is not one whole event of the schema (cut
+    inside the object, or no event a reader takes) is not read and said cut, as before."""
+    import forensics
+
+    capture = forensics.load(_events_capture(tmp_path, tail))
+    assert [e["kind"] for e in capture.events] == ["probe_start"]
+    assert capture.truncated == ["events-w0.jsonl"]
+
+
+def test_a_writer_taking_over_keeps_a_whole_last_event(tmp_path: Path) -> None:
+    """A writer reopening an events file whose last event lacks only its line end cut that
+    event off (as a line cut short); it ends the line and appends after it: nothing captured is
+    lost."""
+    import forensics
+    from forensics.store.events import EventLog
+
+    root = _events_capture(tmp_path, EXCEPTION)
+    again = EventLog(root, "w0")
+    again.append({"kind": "taken over", "step": 6})
+    again.close()
+    assert [e["kind"] for e in forensics.load(root).events] == [
+        "probe_start", "engine_exception", "taken over"]
+    assert (root / "events-w0.jsonl").read_bytes().endswith(b"}\n")
