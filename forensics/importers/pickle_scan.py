@@ -4,7 +4,9 @@ counted against the limits: the values (:data:`~forensics.importers.common.MAX_V
 least estimate of their bytes (the allocation budget, :func:`forensics.budget.max_alloc`), and
 the keys put into a dict where a record goes (the field cap,
 :func:`forensics.validate.max_fields`), and into any dict (a field's:
-:func:`~forensics.importers.common.most_keys`).
+:func:`~forensics.importers.common.most_keys`), and the lists, dicts and tuples each one holds,
+at every depth (:data:`~forensics.importers.common.MAX_CONTAINERS`, one record's: the list or
+tuple of records saved is exempt).
 
 The scan keeps a model of the weights-only loader's stack and memo, in which each dict, list
 and tuple is numbered (one fetched again from the memo is the same one): the keys set in each
@@ -19,13 +21,21 @@ from __future__ import annotations
 
 import pickletools
 from array import array
+from bisect import bisect_left
 from pathlib import Path
 from typing import Any
 
 from forensics.budget import MAX_ALLOC_ENV, max_alloc, require_alloc
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
-from forensics.importers.common import MAX_FIELD_KEYS, MAX_VALUES, most_keys, where_of
+from forensics.importers.common import (
+    MAX_CONTAINERS,
+    MAX_FIELD_KEYS,
+    MAX_VALUES,
+    most_keys,
+    show,
+    where_of,
+)
 from forensics.validate import max_fields
 
 #: pickle opcodes that hold nothing more (appends into a container made before, the stack's
@@ -42,6 +52,10 @@ _DICT, _LIST, _TUPLE, _MADE = 1, 2, 3, 4
 _MARK, _OTHER, _TEXT = -2, -1, -3
 #: the flag (of ``_Scan.fetched``) of an object a call made
 _CALLED = 4
+#: the kinds of object counted as containers (:data:`~forensics.importers.common.MAX_CONTAINERS`)
+_CONTAINERS = (_DICT, _LIST, _TUPLE)
+#: the longest key the model names, and the most keys (and memo texts) it keeps to name them
+_NAMED_TEXT, _MOST_NAMED = 256, 1 << 16
 #: opcodes torch's weights-only loader takes that push a value not followed
 _VALUES = frozenset({"NONE", "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "BINFLOAT",
                      "LONG1", "EMPTY_TUPLE", "EMPTY_SET", "GLOBAL"})
@@ -93,6 +107,16 @@ class _Scan:
         # the most of an object changed once fetched again from the memo (inside others then)
         self.reach, self.late = array("q"), 0
         self.items: dict[int, array[int]] = {}  # a list's or tuple's dicts: place, number, ...
+        # by object number: the lists, dicts and tuples it holds, at every depth (each use of a
+        # shared one counted, as the values are)
+        self.inner = array("q")
+        # what names a field: the text on top of the stack (its place), the texts memoized,
+        # and by object number the record it is in and the key of that record's field it is
+        # (in) (-1: not known; a key's number in ``keys``, at most _MOST_NAMED of them)
+        self.text: tuple[int, str] | None = None
+        self.memo_texts: dict[int, str] = {}
+        self.record, self.field = array("q"), array("i")
+        self.keys: dict[str, int] = {}
         self.modelled = True
 
     def read(self, data: bytes) -> int:
@@ -134,6 +158,7 @@ class _Scan:
             self._push(_OTHER)
         elif name in ("BINUNICODE", "SHORT_BINSTRING"):
             self._push(_TEXT - len(arg))
+            self._text(arg)
         elif name == "MARK":
             self.marks.append(len(stack))
             stack.append(_MARK)
@@ -144,6 +169,7 @@ class _Scan:
         elif name in ("BINGET", "LONG_BINGET"):
             got = self.memo[arg] if arg < len(self.memo) else self.sparse.get(arg, _OTHER)
             self._push(got)
+            self._text(self.memo_texts.get(arg))
             if got >= 0:
                 self.fetched[got] |= 1
         elif name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
@@ -152,8 +178,9 @@ class _Scan:
         elif name in ("APPEND", "APPENDS"):
             self._append(self._pop_mark() if name == "APPENDS" else self._pop(1))
         elif name in ("SETITEM", "SETITEMS"):
-            pairs = len(self._pop_mark()) // 2 if name == "SETITEMS" else len(self._pop(2)) // 2
-            self._give_keys(pairs)
+            pairs = self._pop_mark() if name == "SETITEMS" else self._pop(2)
+            self._give_keys(len(pairs) // 2)
+            self._contain(self._top(), pairs[1::2], len(self.stack) - 1)
         elif name in ("REDUCE", "NEWOBJ", "BINPERSID"):
             args = self._pop(1 if name == "BINPERSID" else 2)[-1]
             self._push(_OTHER if name == "BINPERSID" else self._made(args))
@@ -169,17 +196,29 @@ class _Scan:
         if value < 0 or self.kinds[value] not in (_DICT, _MADE):
             self.plain.append(len(self.stack))
         self.stack.append(value)
+        self.text = None  # a text pushed says so after (:meth:`_text`)
 
     def _cut(self, at: int) -> None:
         """Take the stack's items from place ``at`` on off it."""
         del self.stack[at:]
         while self.plain and self.plain[-1] >= at:
             self.plain.pop()
+        if self.text is not None and self.text[0] >= at:
+            self.text = None
+
+    def _text(self, text: Any) -> None:
+        """Note ``text``, just pushed, as the text on top of the stack (a key names what is
+        made above it: :meth:`_new`)."""
+        self.text = (len(self.stack) - 1, text) if isinstance(text, str) and \
+            len(text) <= _NAMED_TEXT else None
 
     def _put(self, index: int) -> None:
         """``BINPUT``: the memo's entry ``index`` is the object on top of the stack (only the
-        objects followed are kept)."""
+        objects followed are kept; a text, to name a key fetched again, while few)."""
         top = self._top()
+        if self.text is not None and self.text[0] == len(self.stack) - 1 and \
+                len(self.memo_texts) < _MOST_NAMED:
+            self.memo_texts[index] = self.text[1]
         if index == len(self.memo):
             self.memo.append(top)
         elif index < len(self.memo):
@@ -196,8 +235,13 @@ class _Scan:
         self.fetched.append(0)
         self.sizes.append(0)
         self.reach.append(0)
+        self.inner.append(0)
+        record, field = self._enclosing()
+        self.record.append(record)
+        self.field.append(field)
         if items:
             self._add_items(number, items)
+            self._contain(number, items, len(self.stack))
         return number
 
     def _made(self, args: int) -> int:
@@ -257,6 +301,73 @@ class _Scan:
         target = self._top()
         if target >= 0 and self.kinds[target] == _LIST:
             self._add_items(target, items)
+            self._contain(target, items, len(self.stack) - 1)
+
+    def _contain(self, number: int, items: array[int], at: int) -> None:
+        """Object ``number`` (at place ``at`` of the stack) now holds ``items`` too: its
+        containers counted (:data:`_CONTAINERS`, each with those it holds), and refused past
+        :data:`~forensics.importers.common.MAX_CONTAINERS` unless it is the list or tuple
+        saved (of records, each held to the cap on its own)."""
+        if number < 0 or self.kinds[number] not in _CONTAINERS:
+            return
+        kinds, inner = self.kinds, self.inner
+        self.inner[number] += sum(1 + inner[i] for i in items if i >= 0 and kinds[i] in _CONTAINERS)
+        if inner[number] <= MAX_CONTAINERS or (at == 0 and kinds[number] != _DICT):
+            return
+        raise CaptureFormatError(
+            f"{self._contained(number, at)}, counted before anything is loaded: past the "
+            f"{MAX_CONTAINERS} one record holds (four fields of {MAX_FIELD_KEYS} rows); save "
+            "long lists as tensors")
+
+    def _owner(self, at: int) -> int | None:
+        """The place of the dict whose key's value is at place ``at`` of the stack (``MARK``,
+        its keys and values, as ``SETITEMS`` takes them), or None."""
+        below = bisect_left(self.marks, at)
+        mark = self.marks[below - 1] if below else 0
+        if mark < 1 or (at - mark) % 2:
+            return None
+        owner = self.stack[mark - 1]
+        return mark - 1 if owner >= 0 and self.kinds[owner] in (_DICT, _MADE) else None
+
+    def _enclosing(self) -> tuple[int, int]:
+        """``(record, field)`` of an object made now (pushed next): a record's value under the
+        key on top of the stack is that record's field of that key; else it is in the record
+        and field of what it goes into (the list below it, an item made before it, the object
+        below its mark); ``-1`` where not known."""
+        stack, top = self.stack, len(self.stack) - 1
+        if top < 0:
+            return -1, -1
+        if self.text is not None and self.text[0] == top and \
+                (owner := self._owner(top + 1)) is not None:
+            place = self._place(owner)
+            if place is not None:
+                return place[0], self._key(self.text[1])
+            return self.record[stack[owner]], self.field[stack[owner]]
+        below = bisect_left(self.marks, top + 1)
+        into = stack[top] if stack[top] >= 0 else \
+            stack[self.marks[below - 1] - 1] if below and self.marks[below - 1] > 0 else -1
+        return (self.record[into], self.field[into]) if into >= 0 else (-1, -1)
+
+    def _key(self, text: str) -> int:
+        """The number of the key ``text`` (-1 past :data:`_MOST_NAMED` keys kept)."""
+        if text not in self.keys and len(self.keys) < _MOST_NAMED:
+            self.keys[text] = len(self.keys)
+        return self.keys.get(text, -1)
+
+    def _contained(self, number: int, at: int) -> str:
+        """``record I in 'FILE': ... in field 'NAME'`` of the object ``number`` at place
+        ``at``: a record (its fields together), else the record and field it is in (one not
+        known said so)."""
+        place = self._place(at) if self.kinds[number] == _DICT else None
+        if place is not None:
+            return f"{where_of(self.path.name, place[0])}: its pickle puts at least " \
+                f"{self.inner[number]} lists, dicts and tuples in that record's fields together"
+        record, field = self.record[number], self.field[number]
+        name = next((key for key, n in self.keys.items() if n == field), None)
+        where = where_of(self.path.name, record) if record >= 0 else \
+            f"'{terminal(self.path.name)}' (which record, not known)"
+        return (f"{where}: its pickle puts at least {self.inner[number]} lists, dicts and tuples "
+                f"in {'a field not known' if name is None else 'field ' + show(name)}")
 
     def _give_keys(self, pairs: int) -> None:
         """``SETITEM``/``SETITEMS`` of ``pairs`` keys to the dict on top of the stack."""
@@ -313,22 +424,24 @@ class _Scan:
                 "site declares (with site, step, rank and summary); write one record's fields, "
                 "one record per file")
 
-    def _place(self) -> tuple[int, str] | None:
-        """Which record torch.save puts where the dict on top of the stack is (the object
-        saved, at the bottom of the stack, or an item of a list or tuple saved), and what it
-        is there; None elsewhere."""
-        stack, marks, at = self.stack, self.marks, len(self.stack) - 1
+    def _place(self, at: int | None = None) -> tuple[int, str] | None:
+        """Which record torch.save puts where the dict on top of the stack (or at place
+        ``at``) is (the object saved, at the bottom of the stack, or an item of a list or tuple
+        saved), and what it is there; None elsewhere."""
+        stack, at = self.stack, len(self.stack) - 1 if at is None else at
+        marked = bisect_left(self.marks, at)  # the marks below it
         kinds = [self.kinds[n] if n >= 0 else n for n in stack[:3]]
         if at == 0:
             return 0, "the object saved"
-        below = marks[0] if len(marks) == 1 else -1 if marks else None  # the one mark
-        if below is not None and self.plain and self.plain[-1] > below:
+        below = self.marks[0] if marked == 1 else -1 if marked else None  # the one mark
+        plain = bisect_left(self.plain, at)  # the values no dict below it
+        if below is not None and plain and self.plain[plain - 1] > below:
             return None  # a value no record is below it: a call's argument, a field's value
         if kinds[0] == _LIST and (below == 1 or (at == 1 and below is None)):
-            index = self.sizes[stack[0]] + (at - 2 if marks else 0)
+            index = self.sizes[stack[0]] + (at - 2 if marked else 0)
             return index, f"item {index} of the list saved"
         if below == 0 or (below is None and at <= 2 and all(k == _DICT for k in kinds[:at])):
-            index = at - 1 if marks else at
+            index = at - 1 if marked else at
             return index, f"item {index} of the tuple saved"
         return None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -203,3 +204,79 @@ def test_a_writer_taking_over_keeps_a_whole_last_event(tmp_path: Path) -> None:
     assert [e["kind"] for e in forensics.load(root).events] == [
         "probe_start", "engine_exception", "taken over"]
     assert (root / "events-w0.jsonl").read_bytes().endswith(b"}\n")
+
+
+# ------------------------- T107c: a .pt field's list of very many containers, counted first
+
+#: the tensors of a ``batch_change`` record
+CHANGE_TENSORS = ("prev_positions", "valid_sampled_token_count", "num_computed_tokens",
+                  "num_accepted_tokens", "prev_num_draft_tokens", "cpu_num_computed_tokens")
+
+
+def _pt_record(value: Any) -> dict[str, Any]:
+    """A ``batch_change`` record whose ``prev_req_id_to_index`` is ``value``."""
+    import torch
+
+    return {"site": "batch_change", "step": 3, "prev_req_id_to_index": value,
+            **{name: torch.zeros(2, dtype=torch.int32) for name in CHANGE_TENSORS}}
+
+
+def _refused_unloaded(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                      monkeypatch: pytest.MonkeyPatch, *words: str) -> None:
+    """``import`` of ``source``: refused in one line holding ``words``, torch never loading it."""
+    import torch
+    from test_round4_importers import refused
+
+    monkeypatch.setattr(torch, "load", lambda *a, **k: pytest.fail("torch loaded it"))
+    refused(source, tmp_path, capsys, *words)
+
+
+@pytest.mark.parametrize("kind", ["dicts", "lists", "nested"])
+def test_a_pt_field_of_a_million_empty_containers_is_refused_from_its_pickle(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``.pt`` record whose ``prev_req_id_to_index`` is a list of a million ``{}`` (or
+    ``[]``, or those inside one more list): torch unpickled it whole (6.7 s of CPU and 866 MB
+    here) before the field's type refused it; only the 5 million values cap bounded it. The
+    pickle's containers are counted per container before anything is loaded, and the file
+    refused in one line naming it, the record, the field and the cap."""
+    import torch
+
+    n = 1_000_000
+    value: Any = [{} for _ in range(n)] if kind == "dicts" else [[] for _ in range(n)]
+    torch.save(_pt_record([value] if kind == "nested" else value), tmp_path / "many.pt")
+    _refused_unloaded(tmp_path / "many.pt", tmp_path, capsys, monkeypatch,
+                      "record 0 in 'many.pt':",
+                      "field 'prev_req_id_to_index'", "past the 262144", "before anything is "
+                      "loaded")
+
+
+def test_a_pt_list_of_records_names_the_record_whose_field_holds_too_many(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three records saved as a list, the third's field a list of 300,000 ``[]``: its record
+    and field are named (the keys torch.save memoizes are named from the memo)."""
+    import torch
+
+    records = [_pt_record({"r0": 0}), _pt_record({"r1": 0}),
+               _pt_record([[] for _ in range(300_000)])]
+    torch.save(records, tmp_path / "three.pt")
+    _refused_unloaded(tmp_path / "three.pt", tmp_path, capsys, monkeypatch,
+                      "record 2 in 'three.pt':",
+                      "field 'prev_req_id_to_index'", "lists, dicts and tuples")
+
+
+def test_pt_records_of_many_containers_in_all_are_imported(tmp_path: Path) -> None:
+    """Records each within the cap, past it together (a list of 40 records whose ragged
+    ``output_token_ids`` holds 8,192 rows: 327,680 lists), import: the cap is one record's."""
+    import torch
+
+    from forensics.importers import read_source
+
+    n = 8192
+    saved = [{"site": "async_output", "step": s, "req_ids": [f"r{i}" for i in range(n)],
+              "prev_req_id_to_index": {}, "vocab_size": 100,
+              "sampled_token_ids_cpu": torch.zeros((1, 1), dtype=torch.int32),
+              "output_token_ids": [[1, 2] for _ in range(n)]} for s in range(40)]
+    torch.save(saved, tmp_path / "ok.pt")
+    assert len(read_source(tmp_path / "ok.pt").records) == 40

@@ -1701,6 +1701,12 @@ TESTS = {
               "test_a_last_line_that_is_no_whole_event_is_still_not_read",
               "tests/hostile/test_round19_fix19a.py::"
               "test_a_writer_taking_over_keeps_a_whole_last_event"],
+    "T107c": ["tests/hostile/test_round19_fix19a.py::"
+              "test_a_pt_field_of_a_million_empty_containers_is_refused_from_its_pickle",
+              "tests/hostile/test_round19_fix19a.py::"
+              "test_a_pt_list_of_records_names_the_record_whose_field_holds_too_many",
+              "tests/hostile/test_round19_fix19a.py::"
+              "test_pt_records_of_many_containers_in_all_are_imported"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
