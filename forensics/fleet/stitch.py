@@ -299,16 +299,16 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> list[dict[str, Any
     values, offsets = _flat(table[tensor])
     shapes = table[shape].to_pylist() if shaped else None
     bounds = np.flatnonzero(np.diff(steps)) + 1
+    everyone, first, last, captures = _spans(steps, ranks, table["capture"])
     out: list[dict[str, Any]] = []
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(steps)], strict=True):
-        unlike = _unpaired(lo, hi, ranks)
+        unlike = _unpaired(lo, hi, ranks, everyone if first <= steps[lo] <= last else None)
         if unlike is not None:
             if not out:  # the first step not compared; a divergence after it still sought
-                a, b, na, nb = unlike
+                a, na, b, nb = unlike
                 out.append({"step": int(steps[lo]), "site": site, "tensor": tensor,
                             "element": None, "unpaired": True, "values": [na, nb],
-                            "ranks": [int(ranks[a]), int(ranks[b])],
-                            "captures": [str(table["capture"][a]), str(table["capture"][b])]})
+                            "ranks": [a, b], "captures": [captures[a], captures[b]]})
             continue
         hit = _compare_step(values, offsets, lo, hi, ranks, shapes)
         if hit is not None:
@@ -325,18 +325,40 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> list[dict[str, Any
     return out
 
 
-def _unpaired(lo: int, hi: int, ranks: np.ndarray) -> tuple[int, int, int, int] | None:
+def _spans(steps: np.ndarray, ranks: np.ndarray, captures: Any
+           ) -> tuple[np.ndarray, int, int, dict[int, str]]:
+    """Of rows sorted by step: the ranks they hold, the steps every rank holds rows at or
+    around (from the latest first step of a rank to the earliest last one), and the capture of
+    each rank (of its first row)."""
+    everyone, rows = np.unique(ranks, return_index=True)
+    order = np.lexsort((steps, ranks))  # by rank, then step
+    by_rank = ranks[order]
+    starts = np.searchsorted(by_rank, everyone, "left")
+    ends = np.searchsorted(by_rank, everyone, "right") - 1
+    return (everyone, int(steps[order][starts].max()), int(steps[order][ends].min()),
+            {int(r): str(captures[int(i)]) for r, i in zip(everyone, rows, strict=True)})
+
+
+def _unpaired(lo: int, hi: int, ranks: np.ndarray, everyone: np.ndarray | None = None
+              ) -> tuple[int, int, int, int] | None:
     """Rows ``lo:hi`` (one step, by rank) where a rank holds another number of records than
-    the lowest rank: ``(row a, row b, records of a, records of b)`` of the lowest rank and the
-    first such, or None. A rank's n-th call is paired with another's n-th only when both made
-    as many; a call more, or a record the probe dropped (T102d), leaves no pairing provable."""
+    the lowest rank, or (``everyone``: the ranks expected at this step, all between their first
+    and last steps) none at all: ``(rank a, records of a, rank b, records of b)`` of the lowest
+    rank and the first such, or None. A rank's n-th call is paired with another's n-th only
+    when both made as many; a call more, or a record the probe dropped (T102d), leaves no
+    pairing provable."""
     firsts = lo + np.flatnonzero(np.r_[True, ranks[lo + 1:hi] != ranks[lo:hi - 1]])
-    counts = np.diff(np.r_[firsts, hi])
+    present, counts = ranks[firsts], np.diff(np.r_[firsts, hi])
+    if everyone is not None and len(present) < len(everyone):
+        absent = int(everyone[~np.isin(everyone, present)][0])
+        low = int(present[0])
+        return (absent, 0, low, int(counts[0])) if absent < low else \
+            (low, int(counts[0]), absent, 0)
     other = np.flatnonzero(counts != counts[0])
     if not len(other):
         return None
     at = int(other[0])
-    return int(firsts[0]), int(firsts[at]), int(counts[0]), int(counts[at])
+    return int(present[0]), int(counts[0]), int(present[at]), int(counts[at])
 
 
 def _index(element: int | None, shape: list[int] | None, size: int) -> str | None:
@@ -418,7 +440,8 @@ def unpaired_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> s
     (a.capture) holds 2 records of it, rank 1 (b.capture) holds 3 (more calls, or records
     dropped: no call can be paired with its own)"``: the data proves the counts, not a
     divergence."""
-    sides = [f"rank {rank} ({named}) holds {count}" + (" records of it" if not n else "")
+    sides = [f"rank {rank} ({named}) holds {count}" +
+             ("" if n else f" record{'' if count == 1 else 's'} of it")
              for n, (rank, count, named) in enumerate(_sides(hit, hosts))]
     return (f"rank divergence not judged at step {hit['step']}: {hit['site']} {hit['tensor']} "
             f"not compared: {', '.join(sides)} (more calls, or records dropped: no call can be "

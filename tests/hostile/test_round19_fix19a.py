@@ -38,6 +38,8 @@ def _engine(root: Path, calls: dict[int, int], changed_at: int | None = None) ->
                             {**record.fields, "input_ids": ids})
         records.append(record)
         if record.site == "embedding" and record.step == 5:
+            if not calls[record.rank]:
+                records.pop()  # none of this step on that rank
             ids = np.array(record.fields["input_ids"])
             for _ in range(calls[record.rank] - 1):
                 ids = (ids + 1) % sc.vocab
@@ -74,6 +76,22 @@ def test_ranks_holding_unlike_numbers_of_calls_of_a_step_are_not_compared(
     text = divergence_text(hit)
     assert text.startswith(UNLIKE), text
     assert "diverged" not in text and "rank divergence at" not in text
+
+
+def test_a_rank_holding_no_record_of_a_step_the_others_hold_is_not_compared(
+        tmp_path: Path) -> None:
+    """Rank 1 holds no embedding record at step 5 (dropped: T102d), rank 0 holds its one, both
+    holding the steps around it: rank 0's record was compared with nothing, in silence, and
+    the engine read `clean`. The step is said not compared."""
+    from forensics.fleet.stitch import divergence_text, first_divergence
+
+    hit = first_divergence(_engine(tmp_path / "fleet", {0: 1, 1: 0}))
+    assert hit is not None and hit.get("unpaired") and (hit["step"], hit["values"]) == \
+        (5, [1, 0]), hit
+    assert divergence_text(hit).startswith(
+        "rank divergence not judged at step 5: embedding input_ids not compared: rank 0 "
+        "(engine-x-rank0.capture) holds 1 record of it, rank 1 (engine-x-rank1.capture) "
+        "holds 0"), divergence_text(hit)
 
 
 def test_ranks_holding_as_many_calls_still_agree(tmp_path: Path) -> None:
