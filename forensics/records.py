@@ -43,6 +43,19 @@ MAX_RANK = 10**6
 if TYPE_CHECKING:
     import torch
 
+#: the most keys a field's dict holds (an ``index_map``: one per request of a batch, which
+#: vLLM's ``max_num_seqs`` bounds, 256 or 1024 by default), counted before it is built (by the
+#: importers, and from a capture's map column): a dict of a million keys (each ``{}``) took
+#: 2.2 s and 250 MB to parse before its record was refused
+MAX_FIELD_KEYS = 1 << 16
+#: the most JSON lists and objects a header (and each ``__metadata__`` text), or an ``.npz``'s
+#: JSON texts together, may hold, counted before it is parsed: an empty list is 2 bytes of JSON
+#: and 56 of Python. A record's lists are its ragged fields' rows (one per request of a batch)
+#: and its dicts a few: four fields of :data:`MAX_FIELD_KEYS` rows (a million ``{}`` were 3 MB
+#: of JSON within the cap of 1 << 20 it was, and 0.5 s and 100 MB to parse before their
+#: record was refused); a capture's ragged field holds at most as many lists
+MAX_CONTAINERS = 4 * MAX_FIELD_KEYS
+
 FIELD_KINDS = ("tensor", "int", "str_list", "opt_str_list", "index_map", "ragged")
 
 

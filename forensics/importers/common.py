@@ -11,7 +11,7 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError, UnknownSiteError
 from forensics.escaping import terminal
-from forensics.records import INT64_MAX, Record
+from forensics.records import INT64_MAX, MAX_CONTAINERS, MAX_FIELD_KEYS, Record
 from forensics.sites import SITES
 from forensics.store.guarded import MAX_DECODED, MAX_MEMBER
 from forensics.validate import (
@@ -36,18 +36,6 @@ PLAIN_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 #: the longest JSON text of one field (characters); an ``.npz``'s JSON texts hold at most this
 #: many together
 MAX_JSON = 16 << 20
-#: the most keys a field's dict holds (an ``index_map``: one per request of a batch, which
-#: vLLM's ``max_num_seqs`` bounds, 256 or 1024 by default), counted before it is built: a
-#: dict of a million keys (each ``{}``) took 2.2 s and 250 MB to parse before its record was
-#: refused
-MAX_FIELD_KEYS = 1 << 16
-#: the most JSON lists and objects a header (and each ``__metadata__`` text), or an ``.npz``'s
-#: JSON texts together, may hold, counted before it is parsed: an empty list is 2 bytes of JSON
-#: and 56 of Python. A record's lists are its ragged fields' rows (one per request of a batch)
-#: and its dicts a few: four fields of :data:`MAX_FIELD_KEYS` rows (a million ``{}`` were 3 MB
-#: of JSON within the cap of 1 << 20 it was, and 0.5 s and 100 MB to parse before their
-#: record was refused)
-MAX_CONTAINERS = 4 * MAX_FIELD_KEYS
 
 
 def where_of(path: Any, index: int) -> str:

@@ -5,7 +5,7 @@ least estimate of their bytes (the allocation budget, :func:`forensics.budget.ma
 the keys put into a dict where a record goes (the field cap,
 :func:`forensics.validate.max_fields`), and into any dict (a field's:
 :func:`~forensics.importers.common.most_keys`), and the lists, dicts and tuples each one holds,
-at every depth (:data:`~forensics.importers.common.MAX_CONTAINERS`, one record's: the list or
+at every depth (:data:`~forensics.records.MAX_CONTAINERS`, one record's: the list or
 tuple of records saved is exempt).
 
 The scan keeps a model of the weights-only loader's stack and memo, in which each dict, list
@@ -28,14 +28,8 @@ from typing import Any
 from forensics.budget import MAX_ALLOC_ENV, max_alloc, require_alloc
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
-from forensics.importers.common import (
-    MAX_CONTAINERS,
-    MAX_FIELD_KEYS,
-    MAX_VALUES,
-    most_keys,
-    show,
-    where_of,
-)
+from forensics.importers.common import MAX_VALUES, most_keys, show, where_of
+from forensics.records import MAX_CONTAINERS, MAX_FIELD_KEYS
 from forensics.validate import max_fields
 
 #: pickle opcodes that hold nothing more (appends into a container made before, the stack's
@@ -52,7 +46,7 @@ _DICT, _LIST, _TUPLE, _MADE = 1, 2, 3, 4
 _MARK, _OTHER, _TEXT = -2, -1, -3
 #: the flag (of ``_Scan.fetched``) of an object a call made
 _CALLED = 4
-#: the kinds of object counted as containers (:data:`~forensics.importers.common.MAX_CONTAINERS`)
+#: the kinds of object counted as containers (:data:`~forensics.records.MAX_CONTAINERS`)
 _CONTAINERS = (_DICT, _LIST, _TUPLE)
 #: the longest key the model names, and the most keys (and memo texts) it keeps to name them
 _NAMED_TEXT, _MOST_NAMED = 256, 1 << 16
@@ -306,7 +300,7 @@ class _Scan:
     def _contain(self, number: int, items: array[int], at: int) -> None:
         """Object ``number`` (at place ``at`` of the stack) now holds ``items`` too: its
         containers counted (:data:`_CONTAINERS`, each with those it holds), and refused past
-        :data:`~forensics.importers.common.MAX_CONTAINERS` unless it is the list or tuple
+        :data:`~forensics.records.MAX_CONTAINERS` unless it is the list or tuple
         saved (of records, each held to the cap on its own)."""
         if number < 0 or self.kinds[number] not in _CONTAINERS:
             return

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from forensics.collector import collector_paused
 from forensics.errors import CaptureFormatError, reason
-from forensics.records import Record
+from forensics.records import MAX_CONTAINERS, MAX_FIELD_KEYS, Record
 from forensics.screening import as_exact, as_int64
 from forensics.store import arrow_numpy as an
 from forensics.store import id_codes
@@ -19,6 +19,10 @@ from forensics.store.arrow_codec import SHAPE_SUFFIX, ColumnSig
 from forensics.validate import field_specs, screen_batch, validate_record
 
 _ABSENT = object()
+#: the most items a row's list column may hold, by the field's kind, counted from the column's
+#: offsets before any is built: a ragged field's lists (one per request of a batch; an empty
+#: one is 4 bytes of offsets and 56 of Python), an index map's entries (a tuple and a key each)
+MOST_ITEMS = {"ragged": (MAX_CONTAINERS, "lists"), "index_map": (MAX_FIELD_KEYS, "entries")}
 
 
 class BatchView:
@@ -135,6 +139,8 @@ class BatchView:
         stop = len(self) if stop is None else min(stop, len(self))
         if not self._bulk_ok():
             return None
+        for name, (kind, _dtype) in self.columns.items():  # as records() counts them
+            self._count_items(name, kind, start, stop)
         cols = _Decoded(self, start, stop)
         for row in np.flatnonzero(screen_batch(self.site, cols)).tolist():
             self._bulk_records(start + row, start + row + 1)  # raises, naming row and field
@@ -152,6 +158,7 @@ class BatchView:
             values, valid = self._int(name)
             return [v if ok else _ABSENT for v, ok in
                     zip(values[start:stop].tolist(), valid[start:stop].tolist(), strict=True)]
+        self._count_items(name, kind, start, stop)
         if kind in ("str_list", "opt_str_list"):
             items: list[Any] = an.str_lists(self.column(name), start, stop)
         elif kind == "ragged":
@@ -203,10 +210,30 @@ class BatchView:
             return int(values[row]) if valid[row] else _ABSENT
         if not self._valid_mask(name)[row]:
             return _ABSENT
+        self._count_items(name, kind, row, row + 1)
         value = self.column(name)[row].as_py()
         if kind == "index_map":
             return _index_map(value, where, name)
         return value
+
+    def _count_items(self, name: str, kind: str, start: int, stop: int) -> None:
+        """Refuse a row of ``start:stop`` whose list column ``name`` holds more items than
+        :data:`MOST_ITEMS` allows its ``kind``, counted from the column's offsets before any
+        is built (two million empty lists, 8 MB here, were 130 MB of Python).
+
+        Raises CaptureFormatError naming the row, the field, the count and the cap."""
+        if kind not in MOST_ITEMS or stop <= start:
+            return
+        most, what = MOST_ITEMS[kind]
+        counts = np.diff(an.list_offsets(self.column(name))[start:stop + 1])
+        over = np.flatnonzero(counts > most)
+        if len(over):
+            row = start + int(over[0])
+            raise CaptureFormatError(
+                f"{self.where}, row {row} (site {self.site!r}): field {name!r} holds "
+                f"{int(counts[over[0]])} {what}, past the {most} one record holds (one per "
+                "request of a batch), counted before they are read; fix the producer or the "
+                "capture")
 
     def _valid_mask(self, name: str) -> np.ndarray:
         """True where column ``name`` is not null (the record carries the field)."""

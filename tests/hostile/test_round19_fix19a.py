@@ -298,3 +298,62 @@ def test_pt_records_of_many_containers_in_all_are_imported(tmp_path: Path) -> No
               "output_token_ids": [[1, 2] for _ in range(n)]} for s in range(40)]
     torch.save(saved, tmp_path / "ok.pt")
     assert len(read_source(tmp_path / "ok.pt").records) == 40
+
+
+# ------------------- T107d: a capture's list column of very many lists or entries, counted first
+
+
+def _async_capture(root: Path, **fields: Any) -> Path:
+    """A capture of one ``async_output`` record of one request, ``fields`` replacing its own,
+    written unvalidated (as a hostile writer would)."""
+    record = Record("async_output", 1, 0, {
+        "req_ids": ["a"], "prev_req_id_to_index": {"a": 0}, "vocab_size": 100,
+        "sampled_token_ids_cpu": np.zeros((1, 1), np.int32), "output_token_ids": [[1]],
+        **fields})
+    return write_capture(root, [record], validated=True)
+
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("output_token_ids", [[] for _ in range(2_000_000)],
+     "field 'output_token_ids' holds 2000000 lists, past the 262144"),
+    ("prev_req_id_to_index", {f"r{i}": i for i in range(300_000)},
+     "field 'prev_req_id_to_index' holds 300000 entries, past the 65536"),
+], ids=["ragged of two million empty lists", "index map of 300,000 keys"])
+def test_a_list_column_of_very_many_items_is_refused_before_they_are_built(
+        tmp_path: Path, field: str, value: Any, said: str) -> None:
+    """A capture whose record's ``output_token_ids`` holds two million empty lists (8 MB of
+    offsets): every reader built two million Python lists (130 MB; 1.7 GB and 2.6 s of CPU for
+    20 million, a 80 MB capture) before the record's check refused it; a
+    ``prev_req_id_to_index`` of 300,000 keys was read whole and taken. Each row's lists (or
+    entries) are counted from the column's offsets first: one line naming the segment, the
+    row, the field and the cap, the memory not grown."""
+    from test_round4_store import peak_growth
+
+    import forensics
+    from forensics.errors import CaptureFormatError
+
+    capture = _async_capture(tmp_path / "c.capture", **{field: value})
+    del value
+
+    def read() -> None:
+        with pytest.raises(CaptureFormatError, match="counted before") as caught:
+            list(forensics.load(capture).records())
+        message = str(caught.value)
+        assert said in message and "row 0" in message and "async_output" in message, message
+
+    assert peak_growth(read) < 48 << 20
+
+
+def test_replay_refuses_a_list_column_of_very_many_lists_alike(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``replay`` of a capture whose one request's ``output_token_ids`` holds 300,000 lists,
+    its ``req_ids`` as many (so no cross-field check flags the row, and the columnar replay
+    never builds a record): refused in one line as a reader of its records refuses it; it was
+    replayed."""
+    rows = 300_000
+    capture = _async_capture(tmp_path / "c.capture", output_token_ids=[[1]] * rows,
+                             req_ids=[f"r{i}" for i in range(rows)],
+                             sampled_token_ids_cpu=np.zeros((rows, 1), np.int32))
+    code, said, err = run_cli(capsys, "replay", capture)
+    assert code == 2 and len(err.strip().splitlines()) == 1, (code, said, err)
+    assert "field 'output_token_ids' holds 300000 lists, past the 262144" in err, err
