@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forensics.errors import CaptureFormatError
-from forensics.records import INT64_MAX, INT64_MIN, MAX_RANK, FieldSpec, Record, check_value
+from forensics.records import (
+    INT64_MAX,
+    INT64_MIN,
+    MAX_FIELD_KEYS,
+    MAX_RANK,
+    FieldSpec,
+    Record,
+    check_value,
+)
 from forensics.schema import SUMMARY_COMMON, SiteSchema
 from forensics.sites import get_site
 
@@ -268,6 +276,12 @@ def max_fields() -> int:
 
     declared = max(len(site_field_specs(site)) for site in SITES)
     return max(declared, len(SUMMARY_COMMON) + 1) + len(META_KEYS)
+
+
+def most_keys() -> int:
+    """The most keys the dicts of one record hold: a field's dict of :data:`~forensics.
+    records.MAX_FIELD_KEYS` and the record's own fields (:func:`max_fields`)."""
+    return MAX_FIELD_KEYS + max_fields()
 
 
 def check_field_count(count: int, where: str) -> None:

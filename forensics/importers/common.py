@@ -17,7 +17,7 @@ from forensics.store.guarded import MAX_DECODED, MAX_MEMBER
 from forensics.validate import (
     META_KEYS,
     check_field_count,
-    max_fields,
+    most_keys,
     validate_record,
 )
 
@@ -202,13 +202,6 @@ def check_keys(text: str, where: str | Callable[[], str], before: int = 0) -> in
                                  "counted before they are parsed; write one record's fields, "
                                  "long lists as tensors")
     return keys
-
-
-def most_keys() -> int:
-    """The most keys the JSON objects of one record hold: a field's dict of
-    :data:`MAX_FIELD_KEYS` and the record's own fields (:func:`~forensics.validate.
-    max_fields`)."""
-    return MAX_FIELD_KEYS + max_fields()
 
 
 def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, crc: bool = True) -> bytes:

@@ -179,7 +179,7 @@ def _texts(arrays: dict[str, np.ndarray], path: Path) -> dict[str, str]:
     """The 0-d string members of ``arrays`` as text, when the string members together stay
     within what one record holds: at most :data:`MAX_VALUES` strings in the 1-d ones, and
     :data:`MAX_JSON` characters holding :data:`MAX_CONTAINERS` JSON lists and objects in the
-    0-d ones, holding :func:`~forensics.importers.common.most_keys` JSON object keys,
+    0-d ones, holding :func:`~forensics.validate.most_keys` JSON object keys,
     counted before any is parsed (a compressed member of a few KiB unpacks to
     millions of Python objects: a string is ~50 bytes, thirteen times its 4 in the array; each
     member was held to these alone, so six members of a 351 KB file took 2.4 GiB).

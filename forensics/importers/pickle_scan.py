@@ -4,7 +4,7 @@ counted against the limits: the values (:data:`~forensics.importers.common.MAX_V
 least estimate of their bytes (the allocation budget, :func:`forensics.budget.max_alloc`), and
 the keys put into a dict where a record goes (the field cap,
 :func:`forensics.validate.max_fields`), and into any dict (a field's:
-:func:`~forensics.importers.common.most_keys`), and the lists, dicts and tuples each one holds,
+:func:`~forensics.validate.most_keys`), and the lists, dicts and tuples each one holds,
 at every depth (:data:`~forensics.records.MAX_CONTAINERS`, one record's: the list or
 tuple of records saved is exempt).
 
@@ -28,9 +28,9 @@ from typing import Any
 from forensics.budget import MAX_ALLOC_ENV, max_alloc, require_alloc
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
-from forensics.importers.common import MAX_VALUES, most_keys, show, where_of
+from forensics.importers.common import MAX_VALUES, show, where_of
 from forensics.records import MAX_CONTAINERS, MAX_FIELD_KEYS
-from forensics.validate import max_fields
+from forensics.validate import max_fields, most_keys
 
 #: pickle opcodes that hold nothing more (appends into a container made before, the stack's
 #: pops); every other one makes an object or a reference, a memo entry or, a ``MARK``, a list

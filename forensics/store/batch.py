@@ -11,18 +11,19 @@ import pyarrow as pa
 
 from forensics.collector import collector_paused
 from forensics.errors import CaptureFormatError, reason
-from forensics.records import MAX_CONTAINERS, MAX_FIELD_KEYS, Record
+from forensics.records import MAX_CONTAINERS, Record
 from forensics.screening import as_exact, as_int64
 from forensics.store import arrow_numpy as an
 from forensics.store import id_codes
 from forensics.store.arrow_codec import SHAPE_SUFFIX, ColumnSig
-from forensics.validate import field_specs, screen_batch, validate_record
+from forensics.validate import field_specs, most_keys, screen_batch, validate_record
 
 _ABSENT = object()
-#: the most items a row's list column may hold, by the field's kind, counted from the column's
-#: offsets before any is built: a ragged field's lists (one per request of a batch; an empty
-#: one is 4 bytes of offsets and 56 of Python), an index map's entries (a tuple and a key each)
-MOST_ITEMS = {"ragged": (MAX_CONTAINERS, "lists"), "index_map": (MAX_FIELD_KEYS, "entries")}
+#: the items a row's list column may hold, by the field's kind (the most and what they are),
+#: counted from the column's offsets before any is built: a ragged field's lists (one per
+#: request of a batch; an empty one is 4 bytes of offsets and 56 of Python), an index map's
+#: entries (a tuple and a key each; as many as an importer takes in a field's dict)
+MOST_ITEMS = {"ragged": (lambda: MAX_CONTAINERS, "lists"), "index_map": (most_keys, "entries")}
 
 
 class BatchView:
@@ -224,7 +225,8 @@ class BatchView:
         Raises CaptureFormatError naming the row, the field, the count and the cap."""
         if kind not in MOST_ITEMS or stop <= start:
             return
-        most, what = MOST_ITEMS[kind]
+        cap, what = MOST_ITEMS[kind]
+        most = cap()
         counts = np.diff(an.list_offsets(self.column(name))[start:stop + 1])
         over = np.flatnonzero(counts > most)
         if len(over):

@@ -317,7 +317,7 @@ def _async_capture(root: Path, **fields: Any) -> Path:
     ("output_token_ids", [[] for _ in range(2_000_000)],
      "field 'output_token_ids' holds 2000000 lists, past the 262144"),
     ("prev_req_id_to_index", {f"r{i}": i for i in range(300_000)},
-     "field 'prev_req_id_to_index' holds 300000 entries, past the 65536"),
+     "field 'prev_req_id_to_index' holds 300000 entries, past the 65559"),
 ], ids=["ragged of two million empty lists", "index map of 300,000 keys"])
 def test_a_list_column_of_very_many_items_is_refused_before_they_are_built(
         tmp_path: Path, field: str, value: Any, said: str) -> None:
