@@ -20,6 +20,7 @@ from forensics.errors import CaptureFormatError, ForensicsError, UnsafeInputErro
 from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import (
+    MAX_CONTAINERS,
     MAX_JSON,
     MAX_VALUES,
     check_containers,
@@ -177,7 +178,8 @@ def _value(name: str, array: np.ndarray, path: Path, texts: dict[str, str]) -> A
 
 def _texts(arrays: dict[str, np.ndarray], path: Path) -> dict[str, str]:
     """The 0-d string members of ``arrays`` as text, when the string members together stay
-    within what one record holds: at most :data:`MAX_VALUES` strings in the 1-d ones, and
+    within what one record holds: at most :data:`MAX_CONTAINERS` strings in each 1-d one (a
+    list field, one per request of a batch) and :data:`MAX_VALUES` in all, and
     :data:`MAX_JSON` characters holding :data:`MAX_CONTAINERS` JSON lists and objects in the
     0-d ones, holding :func:`~forensics.validate.most_keys` JSON object keys,
     counted before any is parsed (a compressed member of a few KiB unpacks to
@@ -191,6 +193,11 @@ def _texts(arrays: dict[str, np.ndarray], path: Path) -> dict[str, str]:
         if array.dtype.kind != "U":
             continue
         where = f"'{terminal(path)}': member {show(name + '.npy')}"
+        if array.ndim and array.size > MAX_CONTAINERS:
+            raise CaptureFormatError(
+                f"{where} holds {array.size} strings, past the {MAX_CONTAINERS} a list field of "
+                "one record holds (one per request of a batch), counted before they are made; "
+                "save ids as integer arrays")
         if array.ndim:
             strings += array.size
         else:

@@ -357,3 +357,28 @@ def test_replay_refuses_a_list_column_of_very_many_lists_alike(
     code, said, err = run_cli(capsys, "replay", capture)
     assert code == 2 and len(err.strip().splitlines()) == 1, (code, said, err)
     assert "field 'output_token_ids' holds 300000 lists, past the 262144" in err, err
+
+
+# ------------------ T107e: an .npz member of very many strings, counted before the list is built
+
+
+def test_an_npz_string_member_of_very_many_strings_is_refused_before_its_list_is_built(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``.npz`` whose ``req_ids`` is a 1-d string array of 4.9 million ids (200 KB
+    compressed): each became a Python string (510 MB peak and 2.0 s of CPU here) before the
+    record's check refused it; only the 5 million strings cap bounded it. A list
+    field holds one string per request of a batch: the member's strings are counted from its
+    header first, and the file refused in one line naming it, the member, the count and the
+    cap, no string built."""
+    from test_round4_importers import refused
+
+    from forensics.importers import npz
+
+    monkeypatch.setattr(npz, "_value", lambda *a: pytest.fail("a member's value was built"))
+    n = 300_000
+    np.savez_compressed(tmp_path / "ids.npz", site=np.array("async_output"), step=np.array(1),
+                        req_ids=np.array([f"r{i}" for i in range(n)]),
+                        vocab_size=np.array(100))
+    refused(tmp_path / "ids.npz", tmp_path, capsys, "member 'req_ids.npy'",
+            "holds 300000 strings", "past the 262144")
