@@ -42,3 +42,33 @@ def test_redact_keeps_a_field_the_capture_holds(tmp_path: Path,
     assert manifest["redaction"]["kept_on_request"] == ["events.message", "model.name"]
     assert manifest["model"]["name"] == json.loads(
         (INCIDENT / "manifest.json").read_text())["model"]["name"]
+
+
+# ------------------------------------------------ T111b: findings of steps the capture lacks
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--steps", "1000:2000"], "the capture holds no record at steps 1000..2000 (its records "
+                               "are at steps 1..14): nothing there was judged"),
+    (["--steps", "20:"], "the capture holds no record at a step from 20 (its records are at "
+                         "steps 1..14): nothing there was judged"),
+    (["--site", "rejection_drafts"], "the capture holds no record of site rejection_drafts "
+                                     "(its records are at steps 1..14, of sites batch_change, "
+                                     "prepare_input_ids, async_output, embedding)"),
+])
+def test_findings_says_the_capture_holds_no_record_where_it_was_asked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> None:
+    """``findings --steps 1000:2000`` of a capture of steps 1..14 said "0 findings" (or "no
+    findings"), read as those steps judged clean; it now says no record is there."""
+    for output in ([], ["-o", str(tmp_path / "f.csv")]):
+        code, out, err = run_cli(capsys, "findings", INCIDENT, *argv, *output)
+        assert code == 0, err
+        assert said in out, out
+
+
+def test_findings_says_nothing_more_where_records_are_clean(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Steps the capture holds, with no finding: "no findings" alone, no extra line."""
+    code, out, err = run_cli(capsys, "findings", INCIDENT, "--steps", "3")
+    assert code == 0, err
+    assert out == "no findings\n", out
