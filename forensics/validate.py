@@ -11,6 +11,7 @@ from forensics.errors import CaptureFormatError
 from forensics.records import (
     INT64_MAX,
     INT64_MIN,
+    MAX_CONTAINERS,
     MAX_FIELD_KEYS,
     MAX_RANK,
     FieldSpec,
@@ -117,7 +118,7 @@ def _checked(spec: FieldSpec, value: Any, where: str) -> Any:
     """:func:`check_value`, with numpy's refusal of a value it cannot make an array of (a
     ragged list given for a tensor) as the CaptureFormatError naming ``where`` and the field."""
     try:
-        return check_value(spec, value, where)
+        return _held_to_caps(spec, check_value(spec, value, where), where)
     except CaptureFormatError:
         raise
     except (ValueError, TypeError, OverflowError):
@@ -126,6 +127,22 @@ def _checked(spec: FieldSpec, value: Any, where: str) -> Any:
         raise CaptureFormatError(
             f"{where}: field {spec.name!r} must be {what}, got a value numpy cannot make an "
             "array of (rows of different lengths?); fix the producer or the dump") from None
+
+
+def _held_to_caps(spec: FieldSpec, value: Any, where: str) -> Any:
+    """``value`` (normalised) when it holds no more lists or entries than a reader of a
+    capture takes in one row (:data:`forensics.store.batch.MOST_ITEMS`): a ragged field's
+    :data:`~forensics.records.MAX_CONTAINERS` lists, an index map's :func:`most_keys` entries;
+    what a reader would refuse is never written.
+
+    Raises CaptureFormatError naming the field, the count and the cap."""
+    most = {"ragged": MAX_CONTAINERS, "index_map": most_keys()}.get(spec.kind)
+    if most is not None and len(value) > most:
+        raise CaptureFormatError(
+            f"{where}: field {spec.name!r} holds {len(value)} "
+            f"{'lists' if spec.kind == 'ragged' else 'entries'}, past the {most} one record "
+            "holds (one per request of a batch); fix the producer or the dump")
+    return value
 
 
 def check_caps(record: Record, where: str) -> Record:

@@ -382,3 +382,27 @@ def test_an_npz_string_member_of_very_many_strings_is_refused_before_its_list_is
                         vocab_size=np.array(100))
     refused(tmp_path / "ids.npz", tmp_path, capsys, "member 'req_ids.npy'",
             "holds 300000 strings", "past the 262144")
+
+
+@pytest.mark.parametrize(("fields", "said"), [
+    ({"output_token_ids": [[1]] * 300_000, "req_ids": [f"r{i}" for i in range(300_000)],
+      "sampled_token_ids_cpu": np.zeros((300_000, 1), np.int32)},
+     "field 'output_token_ids' holds 300000 lists, past the 262144"),
+    ({"prev_req_id_to_index": {f"r{i}": i for i in range(70_000)}},
+     "field 'prev_req_id_to_index' holds 70000 entries, past the 65559"),
+], ids=["ragged", "index map"])
+def test_no_writer_of_ours_writes_a_row_a_reader_refuses(
+        tmp_path: Path, fields: dict[str, Any], said: str) -> None:
+    """``write_capture`` (validating) of a record whose ragged field holds 300,000 lists, or
+    whose index map 70,000 entries: it wrote a capture every reader refuses (T107d); it
+    refuses the record, naming the field, the count and the cap, and writes nothing."""
+    from forensics.errors import CaptureFormatError
+
+    record = Record("async_output", 1, 0, {
+        "req_ids": ["a"], "prev_req_id_to_index": {"a": 0}, "vocab_size": 100,
+        "sampled_token_ids_cpu": np.zeros((1, 1), np.int32), "output_token_ids": [[1]],
+        **fields})
+    with pytest.raises(CaptureFormatError) as caught:
+        write_capture(tmp_path / "w.capture", [record])
+    assert said in str(caught.value), caught.value
+    assert not (tmp_path / "w.capture").exists()
