@@ -1687,6 +1687,10 @@ TESTS = {
               "test_the_records_the_probe_never_wrote_are_said",
               "tests/hostile/test_round18_attack18b.py::"
               "test_inspect_and_triage_say_the_records_the_probe_never_wrote"],
+    "T108a": ["tests/hostile/test_round19_fix19b.py::"
+              "test_a_sigterm_inside_a_flush_closes_the_session_once_the_flush_ends",
+              "tests/hostile/test_round19_fix19b.py::"
+              "test_a_sigterm_inside_a_flush_calls_the_engine_handler_after_it"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
