@@ -113,3 +113,121 @@ def test_a_sigterm_inside_a_flush_calls_the_engine_handler_after_it(
         plugin.stop()
         signal.signal(signal.SIGTERM, original)
     assert [r.step for r in forensics.load(capture)] == [0, 1, 2]
+
+
+# ------------------------------------- 2. a diff's copy registering vLLM's layers and ops
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+INCIDENT_B = DATA / "incident-b-vocab-sentinel.capture"
+EMBEDDING_FILE = "model_executor/layers/vocab_parallel_embedding.py"
+#: the tensor-parallel-1 lookup of the installed embedding
+LOOKUP = "return self.quant_method.embedding(self, input_.long())"
+#: the installed embedding's last import, where a diff below adds its own code
+LAST_IMPORT = "from vllm.platforms import current_platform\n"
+
+
+def _embedding_diff(path: Path, *changes: tuple[str, str]) -> str:
+    """Write a unified diff of the installed ``vocab_parallel_embedding.py`` with each
+    ``(old, new)`` of ``changes`` made, to ``path``; return the variant naming it."""
+    import difflib
+
+    from forensics.variants.vllm_diff import vllm_root
+
+    text = (vllm_root() / "vllm" / EMBEDDING_FILE).read_text(encoding="utf-8")
+    new = text
+    for old, replacement in changes:
+        assert old in new
+        new = new.replace(old, replacement, 1)
+    path.write_text("".join(difflib.unified_diff(
+        text.splitlines(True), new.splitlines(True), f"a/vllm/{EMBEDDING_FILE}",
+        f"b/vllm/{EMBEDDING_FILE}")), encoding="utf-8")
+    return f"vllm+{path}"
+
+
+def _embedding_statuses(variants: list[str]) -> dict[str, list[str]]:
+    """Incident B's embedding outcome statuses under each of ``variants``."""
+    from forensics.replaying import replay
+
+    out = replay(INCIDENT_B, variants).outcomes
+    return {v: list(out[(out["variant"] == v) & (out["site"] == "embedding")]["status"])
+            for v in variants}
+
+
+def test_a_layer_name_new_to_vllm_leaves_with_the_diffs_copy(tmp_path: Path) -> None:
+    """A diff's copy that registers a layer under a name vLLM does not hold
+    (``PluggableLayer.register("forensics_t108b_layer")``) left it in vLLM's ``op_registry``
+    for the rest of the process: a later replay, variant or the installed vLLM's config check
+    (``custom_ops``) read the diff's class under it. The registry is as it was after the copy
+    is loaded; a second diff registering the same name loads and runs too."""
+    from vllm.model_executor import custom_op
+
+    layer = ("@PluggableLayer.register(\"forensics_t108b_layer\")\n"
+             "class ForensicsT108bLayer(PluggableLayer):\n    WHICH = {}\n\n\n")
+    first = _embedding_diff(tmp_path / "first.diff", (
+        "@PluggableLayer.register(\"vocab_parallel_embedding\")\n",
+        layer.format(1) + "@PluggableLayer.register(\"vocab_parallel_embedding\")\n"))
+    second = _embedding_diff(tmp_path / "second.diff", (
+        "@PluggableLayer.register(\"vocab_parallel_embedding\")\n",
+        layer.format(2) + "@PluggableLayer.register(\"vocab_parallel_embedding\")\n"))
+    installed = _embedding_statuses(["vllm"])["vllm"]
+    registered = dict(custom_op.op_registry)
+    statuses = _embedding_statuses(["vllm", first, second])
+    assert statuses == {"vllm": installed, first: installed, second: installed}
+    assert custom_op.op_registry == registered
+    assert "forensics_t108b_layer" not in custom_op.op_registry
+
+
+def _op_diff(path: Path, body: str) -> str:
+    """A diff of the embedding whose lookup passes the ids through a custom op of its own,
+    ``vllm::forensics_t108c_ids`` (``body``: the op's one line), registered by vLLM's
+    ``direct_register_custom_op``; the variant naming it."""
+    op = (LAST_IMPORT + "from vllm.utils.torch_utils import direct_register_custom_op\n\n\n"
+          "def forensics_t108c_ids(ids: torch.Tensor, upper: int) -> torch.Tensor:\n"
+          f"    {body}\n\n\n"
+          "direct_register_custom_op(\"forensics_t108c_ids\", forensics_t108c_ids)\n")
+    call = LOOKUP.replace("input_.long()", "torch.ops.vllm.forensics_t108c_ids("
+                          "input_.long(), self.weight.shape[0] - 1)")
+    return _embedding_diff(path, (LAST_IMPORT, op), (LOOKUP, call))
+
+
+def test_a_custom_op_new_to_vllm_is_never_another_diffs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two diffs whose copies register a custom op of one name vLLM does not define (one op
+    clamps the ids into the table, the other passes them on): the second copy's registration
+    was taken for the installed vLLM's and skipped, so its lookup ran the FIRST diff's op:
+    incident B's out-of-range id replayed as ``ok`` under the diff that passes it on, whose
+    verdict must be the installed one (``index_error``). One process holds one op of a name:
+    the second diff is refused in one line naming both diffs and the op; exit 2. Alone (in a
+    command of its own) each replays as its op says."""
+    from forensics.cli import main
+
+    clamp = _op_diff(tmp_path / "clamp.diff", "return ids.clamp(0, upper)")
+    passes = _op_diff(tmp_path / "passes.diff", "return ids.clone()")
+    installed = _embedding_statuses(["vllm"])["vllm"]
+    assert "index_error" in installed
+    assert _embedding_statuses([clamp])[clamp] == ["ok"] * len(installed)
+    code = main(["replay", str(INCIDENT_B), "--variant", "vllm", "--variant", passes])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "vllm::forensics_t108c_ids" in err and "passes.diff" in err and "clamp.diff" in err
+
+
+def test_a_layer_of_the_hw_agnostic_registry_keeps_the_installed_one(tmp_path: Path) -> None:
+    """vLLM 0.33 has a second ``CustomOp`` (``vllm.model_executor.hw_agnostic.custom_op``,
+    its own ``register`` and registry), whose ``register`` was left as vLLM's: a diff's copy
+    registering through it a name the installed vLLM holds there (``rms_norm``, of its
+    ``layers.layernorm``) failed to import ("AssertionError: Duplicate op name: rms_norm; fix
+    the diff") of a diff that is fine. It keeps the installed layer now, and the registry is
+    as it was after."""
+    import vllm.model_executor.hw_agnostic.layers.layernorm  # noqa: F401  (rms_norm)
+    from vllm.model_executor.hw_agnostic import custom_op as hw
+
+    layer = ("from vllm.model_executor.hw_agnostic.custom_op import CustomOp as HwOp\n"
+             "import vllm.model_executor.hw_agnostic.layers.layernorm  # noqa: F401\n\n\n"
+             "@HwOp.register(\"rms_norm\")\n"
+             "class ForensicsT108aNorm(HwOp):\n    pass\n")
+    diff = _embedding_diff(tmp_path / "hw.diff", (LAST_IMPORT, LAST_IMPORT + layer))
+    installed = _embedding_statuses(["vllm"])["vllm"]
+    registered = dict(hw.op_registry)
+    assert _embedding_statuses([diff])[diff] == installed
+    assert hw.op_registry == registered and "rms_norm" in registered

@@ -1691,6 +1691,12 @@ TESTS = {
               "test_a_sigterm_inside_a_flush_closes_the_session_once_the_flush_ends",
               "tests/hostile/test_round19_fix19b.py::"
               "test_a_sigterm_inside_a_flush_calls_the_engine_handler_after_it"],
+    "T108b": ["tests/hostile/test_round19_fix19b.py::"
+              "test_a_layer_of_the_hw_agnostic_registry_keeps_the_installed_one"],
+    "T108c": ["tests/hostile/test_round19_fix19b.py::"
+              "test_a_layer_name_new_to_vllm_leaves_with_the_diffs_copy"],
+    "T108d": ["tests/hostile/test_round19_fix19b.py::"
+              "test_a_custom_op_new_to_vllm_is_never_another_diffs"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
