@@ -231,3 +231,34 @@ def test_a_layer_of_the_hw_agnostic_registry_keeps_the_installed_one(tmp_path: P
     registered = dict(hw.op_registry)
     assert _embedding_statuses([diff])[diff] == installed
     assert hw.op_registry == registered and "rms_norm" in registered
+
+
+# ------------------------------------- 3. a segment renamed to another process
+
+
+@pytest.mark.parametrize("command", ["inspect", "replay"])
+def test_a_segment_renamed_to_another_process_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """A segment's schema states the site, rank and process that wrote it; the reader held
+    the site and rank to the file name, not the process: a segment renamed from ``w0`` to
+    ``w1`` (its index with it) had its records read as process ``w1``'s (a died process's own
+    steps, T98e, are read by process). It is refused in one line naming the file, what its
+    schema says and that the file name disagrees, as a renamed site or rank is; exit 2."""
+    import numpy as np
+
+    from forensics.cli import main
+    from forensics.records import Record
+    from forensics.store.writer import write_capture
+
+    capture = write_capture(tmp_path / "c.capture",
+                            [Record("embedding", 0, 0, {"input_ids": np.arange(3),
+                                                        "num_embeddings": 4})])
+    (segment,) = capture.glob("*.arrows")
+    process = segment.name.split(".")[2]  # site.rank.process.seq.arrows
+    renamed = segment.with_name(segment.name.replace(f".{process}.", ".w1."))
+    segment.rename(renamed)
+    segment.with_name(segment.name + ".idx").rename(renamed.with_name(renamed.name + ".idx"))
+    assert main([command, str(capture)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and renamed.name in err, err
+    assert f"process '{process}'; the file name disagrees" in err, err

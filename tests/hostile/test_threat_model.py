@@ -1697,6 +1697,10 @@ TESTS = {
               "test_a_layer_name_new_to_vllm_leaves_with_the_diffs_copy"],
     "T108d": ["tests/hostile/test_round19_fix19b.py::"
               "test_a_custom_op_new_to_vllm_is_never_another_diffs"],
+    "T108e": ["tests/hostile/test_round19_fix19b.py::"
+              "test_a_segment_renamed_to_another_process_is_refused",
+              "tests/hostile/test_linear_time.py::"
+              "test_the_duplicate_check_still_finds_a_copy_among_many"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
