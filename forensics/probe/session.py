@@ -254,8 +254,8 @@ class ProbeSession:
 
     def defer(self, action: Callable[[], None]) -> None:
         """Run ``action`` (a signal handler's work that came while the calling thread was
-        :attr:`busy`) in this thread once its flush or close is over, the session's lock no
-        longer held by it; one at a time (a second while one waits is dropped)."""
+        :attr:`busy`) in this thread once its flush or close is over, as the session's call
+        that flushed returns; one at a time (a second while one waits is dropped)."""
         if self._deferred is None:
             self._deferred = (threading.get_ident(), action)
 
