@@ -208,14 +208,16 @@ class ProbeSession:
             if due:
                 self._since_flush = 0
                 self.due_upto = pending.seq
-        if failed:
-            before = dict(self.counts)
-            self.flush(wait=True)
-            self.kept = self._lost_nothing(before)
-        elif due or self.backend.hands_off_each:
-            self.backend.record_added(True)
-        if self._deferred is not None:
-            self._run_deferred()
+        try:
+            if failed:
+                before = dict(self.counts)
+                self.flush(wait=True)
+                self.kept = self._lost_nothing(before)
+            elif due or self.backend.hands_off_each:
+                self.backend.record_added(True)
+        finally:  # a signal's handling that came inside the flush (defer)
+            if self._deferred is not None:
+                self._run_deferred()
 
     def _lost_nothing(self, before: dict[str, int]) -> bool:
         """Whether a waited flush since ``before`` (the counts then) wrote records and dropped
