@@ -123,15 +123,21 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     """Make every record durable; close the session only where the signal ends the process
     (the default action): a process that ignores SIGTERM, or whose own handler lets it go on
     (a graceful shutdown), goes on recording (it was closed, and recorded nothing more, unsaid);
-    one whose handler raises ``SystemExit`` is closed at exit."""
+    one whose handler raises ``SystemExit`` is closed at exit. A SIGTERM that comes while this
+    thread is inside a flush (or the close) is handled, all of it, once that is over: the
+    handler never re-enters it, and the process never dies in it with its session open."""
     import signal
 
+    session = _SESSION
+    if session is not None and session.busy:
+        session.defer(lambda: _on_sigterm(signum, frame))
+        return
     previous = _PREVIOUS_SIGTERM
-    if _SESSION is not None and not _SESSION.busy:
+    if session is not None:
         if previous == signal.SIG_DFL:
-            _SESSION.close()
+            session.close()
         else:
-            _SESSION.flush(wait=True)
+            session.flush(wait=True)
     if callable(previous):
         previous(signum, frame)
     elif previous == signal.SIG_DFL:

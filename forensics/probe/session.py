@@ -123,7 +123,9 @@ class ProbeSession:
         self._since_flush = 0
         self._lock = threading.RLock()  # the ring, the counts and the writer thread's state
         self._cv = threading.Condition(self._lock)
-        self._flushers: set[int] = set()  # threads inside a flush
+        self._flushers: dict[int, int] = {}  # threads inside a flush (or close): how deep
+        #: a signal handler's work that came inside a flush, and the thread to run it after
+        self._deferred: tuple[int, Callable[[], None]] | None = None
         self.due_upto = 0  # the last record of the last due flush (a writer thread's bound)
         self._stopping = False
         self._warned = False
@@ -206,12 +208,16 @@ class ProbeSession:
             if due:
                 self._since_flush = 0
                 self.due_upto = pending.seq
-        if failed:
-            before = dict(self.counts)
-            self.flush(wait=True)
-            self.kept = self._lost_nothing(before)
-        elif due or self.backend.hands_off_each:
-            self.backend.record_added(True)
+        try:
+            if failed:
+                before = dict(self.counts)
+                self.flush(wait=True)
+                self.kept = self._lost_nothing(before)
+            elif due or self.backend.hands_off_each:
+                self.backend.record_added(True)
+        finally:  # a signal's handling that came inside the flush (defer)
+            if self._deferred is not None:
+                self._run_deferred()
 
     def _lost_nothing(self, before: dict[str, int]) -> bool:
         """Whether a waited flush since ``before`` (the counts then) wrote records and dropped
@@ -230,30 +236,56 @@ class ProbeSession:
 
     @property
     def busy(self) -> bool:
-        """True inside a flush of the calling thread: a signal handler must not re-enter it."""
+        """True inside a flush (or the close) of the calling thread: a signal handler must
+        not re-enter it (:meth:`defer`)."""
         return threading.get_ident() in self._flushers
 
     def enter_flush(self) -> bool:
         """Count the calling thread as in a flush (:attr:`busy`; lock held), unless closed."""
         if not self._closed:
-            self._flushers.add(threading.get_ident())
+            ident = threading.get_ident()
+            self._flushers[ident] = self._flushers.get(ident, 0) + 1
         return not self._closed
 
     def leave_flush(self) -> None:
-        """The calling thread's flush is over (:meth:`enter_flush`)."""
-        self._flushers.discard(threading.get_ident())
+        """The calling thread's flush is over (:meth:`enter_flush`; lock held)."""
+        ident = threading.get_ident()
+        depth = self._flushers.pop(ident, 0) - 1
+        if depth > 0:
+            self._flushers[ident] = depth
+
+    def defer(self, action: Callable[[], None]) -> None:
+        """Run ``action`` (a signal handler's work that came while the calling thread was
+        :attr:`busy`) in this thread once its flush or close is over, as the session's call
+        that flushed returns; one at a time (a second while one waits is dropped)."""
+        if self._deferred is None:
+            self._deferred = (threading.get_ident(), action)
+
+    def _run_deferred(self) -> None:
+        """Run the deferred action (:meth:`defer`) if it is the calling thread's and that
+        thread is no longer in a flush or close."""
+        deferred = self._deferred
+        if deferred is not None and deferred[0] == threading.get_ident() and not self.busy:
+            self._deferred = None
+            deferred[1]()
 
     def flush(self, *, wait: bool = False) -> int:
         """Write the records whose copies completed (all of them if ``wait``) now, in this
         thread, after any batch the writer thread is writing; return how many were written.
         With the writer process: frame them and poke it; with ``wait``, wait (bounded) for
         its acknowledgement; return how many it wrote meanwhile."""
-        return self.backend.flush(wait)
+        try:
+            return self.backend.flush(wait)
+        finally:
+            self._run_deferred()
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until the writer thread (or process) has written every batch asked of it so
         far; return False on ``timeout``. Without a live writer thread, flush here instead."""
-        return self.backend.drain(timeout)
+        try:
+            return self.backend.drain(timeout)
+        finally:
+            self._run_deferred()
 
     def take_ready(self, wait: bool, upto: int | None = None) -> list[PendingRecord]:
         """Take the ready records (all if ``wait``) among those numbered ``upto`` or less
@@ -392,7 +424,17 @@ class ProbeSession:
             if self._closed or self._stopping:
                 return
             self._stopping = True
+            self.enter_flush()  # busy to the end: a SIGTERM meanwhile waits for it (defer)
             self._cv.notify_all()
+        try:
+            self._close()
+        finally:
+            with self._cv:
+                self.leave_flush()
+        self._run_deferred()
+
+    def _close(self) -> None:
+        """The body of :meth:`close`, once the session is stopping."""
         self.flush(wait=True)
         with self._cv:
             self.backend.settle()

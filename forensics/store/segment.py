@@ -131,9 +131,11 @@ class Segment:
                                      "expected the schema")
         self._check_schema_size(end)
         self.schema, info, self.columns = self._schemas.decode(message, self.where)
-        if (info.get("site"), info.get("rank")) != (self.site, self.rank):
-            raise CaptureFormatError(f"{self.where}: schema says site {info.get('site')!r} "
-                                     f"rank {info.get('rank')!r}; the file name disagrees")
+        stated = (info.get("site"), info.get("rank"), info.get("process", self.process))
+        if stated != (self.site, self.rank, self.process):  # records credited as named
+            raise CaptureFormatError(f"{self.where}: schema says site {stated[0]!r} rank "
+                                     f"{stated[1]!r} process {stated[2]!r}; the file name "
+                                     "disagrees")
         self._table = self._indexed(end)
         tail = int(self._table["offset"][-1] + self._table["length"][-1]) if len(self._table) \
             else end

@@ -32,7 +32,7 @@ from forensics.escaping import terminal
 from forensics.outcome import Outcome
 from forensics.records import Record
 from forensics.store.guarded import read_bytes
-from forensics.variants.op_registration import reusing_installed_ops
+from forensics.variants.op_registration import COPY_MARK, reusing_installed_ops
 from forensics.variants.triton_kernels import KernelPatch
 from forensics.variants.unidiff import FilePatch, Work, apply_hunks, parse_diff
 from forensics.variants.vllm_adapters import (
@@ -186,7 +186,7 @@ def _load_copy(tmp: Path, path: str, text: str, digest: str, source: str) -> Mod
     name = module_name(path)
     is_package = path.endswith("__init__.py")
     package = name if is_package else name.rpartition(".")[0]
-    private = f"{package}._forensics_patched_{digest}_{Path(path).stem}"
+    private = f"{package}{COPY_MARK}{digest}_{Path(path).stem}"
     file = tmp / path
     file.parent.mkdir(parents=True, exist_ok=True)
     file.write_text(text, encoding="utf-8")
@@ -196,8 +196,11 @@ def _load_copy(tmp: Path, path: str, text: str, digest: str, source: str) -> Mod
     module.__package__ = package
     sys.modules[private] = module
     try:
-        with reusing_installed_ops():  # its layers and ops are the installed module's names
+        with reusing_installed_ops(private, terminal(source)):  # the installed module's names
             spec.loader.exec_module(module)
+    except PatchApplyError:  # an op of another diff's copy's name: said as it is
+        del sys.modules[private]
+        raise
     except Exception as exc:
         del sys.modules[private]
         raise PatchApplyError(f"{source}: the patched copy of {terminal(path)} fails to import "

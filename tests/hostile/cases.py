@@ -499,7 +499,7 @@ def segment_cut_at_its_first_message(work: Path, outside: Path) -> Case:
 def segment_copied(work: Path, outside: Path) -> Case:
     path = capture(work)
     seg = segment(path)
-    copy = path / seg.name.replace(".w0.", ".w5.")
+    copy = path / seg.name.replace(".0000.", ".0001.")  # its process's next segment
     copy.write_bytes(seg.read_bytes())
     Path(str(copy) + ".idx").write_bytes(Path(str(seg) + ".idx").read_bytes())
     return Case(["check", path], expect="same batches")

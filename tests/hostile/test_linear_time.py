@@ -7,7 +7,6 @@ under 6x: a quadratic parse takes about 16x. No time is measured.
 from __future__ import annotations
 
 import shutil
-import struct
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from forensics.importers import logs as plain_logs
 from forensics.records import Record
 from forensics.store.duplicates import find_duplicate
 from forensics.store.reader import load
-from forensics.store.writer import write_capture
+from forensics.store.writer import CaptureWriter, write_capture
 from tests.instructions import assert_linear, scaling
 
 #: the sizes measured (and 4x each): a line's characters, a log's lines, a capture's segments
@@ -99,14 +98,10 @@ def _segments(root: Path, count: int) -> Path:
     record = Record("embedding", 0, 0, {"input_ids": np.array([1, 2, 3, 4], np.int32),
                                         "num_embeddings": 1 << 20})
     path = write_capture(root, [record])
-    seg = next(path.glob("*.arrows"))
-    data, index = seg.read_bytes(), Path(f"{seg}.idx").read_bytes()
-    ids = struct.pack("<4i", 1, 2, 3, 4)
-    assert data.count(ids) == 1
-    for k in range(1, count):
-        copy = path / seg.name.replace(".w0.", f".w{k}.")
-        copy.write_bytes(data.replace(ids, struct.pack("<4i", 1, 2, 3, 4 + k)))
-        Path(f"{copy}.idx").write_bytes(index)
+    for k in range(1, count):  # each process's own writer: a segment names its process
+        with CaptureWriter(path, process=f"w{k}") as writer:
+            writer.append(Record("embedding", 0, 0, {
+                "input_ids": np.array([1, 2, 3, 4 + k], np.int32), "num_embeddings": 1 << 20}))
     return path
 
 
@@ -149,7 +144,7 @@ def test_the_duplicate_check_still_finds_a_copy_among_many(tmp_path: Path) -> No
     """The linear check finds a byte-for-byte copy among segments whose tables all agree."""
     path = _segments(tmp_path / "c.capture", 50)
     seg = sorted(path.glob("*.w7.*.arrows"))[0]
-    copy = path / seg.name.replace(".w7.", ".w99.")
+    copy = path / seg.name.replace(".0000.", ".0001.")  # its process's next segment
     copy.write_bytes(seg.read_bytes())
     Path(f"{copy}.idx").write_bytes(Path(f"{seg}.idx").read_bytes())
     with pytest.raises(CaptureFormatError, match="hold the same batches") as raised:

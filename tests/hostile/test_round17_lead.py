@@ -157,14 +157,14 @@ def _two_processes(root: Path, dead_events: list[dict[str, object]]) -> Path:
     process ``h-2`` (no records) has ``dead_events`` after its probe's start, and no stop."""
     import json
 
+    from forensics.store.writer import CaptureWriter
     from forensics.store.writer import write_capture as write_records
     from tests.incident_records import clean_step
 
     records = [r for step in range(20) for r in clean_step(step, ["a", "b"])]
-    capture = write_records(root, records, manifest={"notes": "n"})
-    for path in list(capture.iterdir()):
-        if ".r0.w0." in path.name:
-            path.rename(capture / path.name.replace(".r0.w0.", ".r0.h-1."))
+    capture = write_records(root, [], manifest={"notes": "n"})
+    with CaptureWriter(capture, process="h-1") as writer:  # its segments name it
+        writer.extend(records)
     stopped = [{"kind": "probe_start", "step": 0}, {"kind": "probe_stop", "step": 19}]
     dead = [{"kind": "probe_start"}, *dead_events]  # no step yet
     for process, events in (("h-1", stopped), ("h-2", dead)):

@@ -1721,6 +1721,20 @@ TESTS = {
               "test_no_writer_of_ours_writes_a_row_a_reader_refuses"],
     "T107e": ["tests/hostile/test_round19_fix19a.py::"
               "test_an_npz_string_member_of_very_many_strings_is_refused_before_its_list_is_built"],
+    "T108a": ["tests/hostile/test_round19_fix19b.py::"
+              "test_a_sigterm_inside_a_flush_closes_the_session_once_the_flush_ends",
+              "tests/hostile/test_round19_fix19b.py::"
+              "test_a_sigterm_inside_a_flush_calls_the_engine_handler_after_it"],
+    "T108b": ["tests/hostile/test_round19_fix19b.py::"
+              "test_a_layer_of_the_hw_agnostic_registry_keeps_the_installed_one"],
+    "T108c": ["tests/hostile/test_round19_fix19b.py::"
+              "test_a_layer_name_new_to_vllm_leaves_with_the_diffs_copy"],
+    "T108d": ["tests/hostile/test_round19_fix19b.py::"
+              "test_a_custom_op_new_to_vllm_is_never_another_diffs"],
+    "T108e": ["tests/hostile/test_round19_fix19b.py::"
+              "test_a_segment_renamed_to_another_process_is_refused",
+              "tests/hostile/test_linear_time.py::"
+              "test_the_duplicate_check_still_finds_a_copy_among_many"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
