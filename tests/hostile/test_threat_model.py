@@ -1687,6 +1687,12 @@ TESTS = {
               "test_the_records_the_probe_never_wrote_are_said",
               "tests/hostile/test_round18_attack18b.py::"
               "test_inspect_and_triage_say_the_records_the_probe_never_wrote"],
+    "T109a": ["tests/hostile/test_round19_attack19a.py::"
+              "test_known_says_no_step_of_an_event_that_has_none"],
+    "T109b": ["tests/hostile/test_round19_attack19a.py::"
+              "test_repro_of_a_capture_of_no_records_says_it_holds_none",
+              "tests/hostile/test_round19_attack19a.py::"
+              "test_repro_of_a_capture_cut_short_names_what_was_not_judged"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

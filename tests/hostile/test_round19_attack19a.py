@@ -1,0 +1,81 @@
+"""Round 19's attack19a (issue 38, "Hostile input, round 3"): what `repro`, `known`, `check` and
+the pytest plugin said of captures the earlier rounds did not cover (T109a.. of
+docs/threat-model.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_round2 import run_cli
+from test_round18_attack18b import _cut_capture
+
+#: a vLLM log whose one crash is an illegal access in a GDN kernel: no step, no record
+GDN_LOG = """\
+INFO 12-01 10:00:00 [core.py:100] starting
+ERROR 12-01 10:00:05 [core.py:200] EngineCore encountered a fatal error.
+Traceback (most recent call last):
+  File "/usr/lib/python3/site-packages/vllm/v1/engine/core.py", line 700, in run_engine_core
+    engine_core.run_busy_loop()
+  File "/usr/lib/python3/site-packages/vllm/model_executor/layers/fla/ops/fused_recurrent.py", \
+line 10, in fused_recurrent_gated_delta_rule
+    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+RuntimeError: CUDA error: an illegal memory access was encountered
+"""
+
+
+def _imported_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """The capture `forensics import` makes of :data:`GDN_LOG`: one crash event, no record."""
+    log = tmp_path / "engine.log"
+    log.write_text(GDN_LOG)
+    out = tmp_path / "log.capture"
+    code, _, err = run_cli(capsys, "import", log, "-o", out)
+    assert code == 0, err
+    return out
+
+
+# ------------------------------------------------------------------ T109a: known, "at step None"
+
+
+def test_known_says_no_step_of_an_event_that_has_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A signature matched on an event imported from a log (which has no step) said "event
+    illegal_memory_access mentioning 'fused_recurrent' at step None", in `known` and in every
+    conclusion that states known issues: a step that is not known reads as one named None."""
+    capture = _imported_log(tmp_path, capsys)
+    code, said, err = run_cli(capsys, "known", capture)
+    assert code == 0, err
+    flat = " ".join(said.split())
+    assert "MATCH gdn-accepted-count-race" in flat, said
+    assert "event illegal_memory_access mentioning 'fused_recurrent'" in flat, said
+    assert "None" not in flat, said
+    code, said, err = run_cli(capsys, "summary", capture)
+    assert code == 0 and "None" not in said, said
+
+
+# ------------------------------------------------------------------ T109b: repro, nothing judged
+
+
+def test_repro_of_a_capture_of_no_records_says_it_holds_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`repro` of a capture imported from a log (no record) said "the installed vLLM's code
+    leaves no index out of range in 'log.capture'": the code ran on nothing."""
+    capture = _imported_log(tmp_path, capsys)
+    code, _, err = run_cli(capsys, "repro", capture, "-o", tmp_path / "t.py")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "holds no record the installed vLLM's code could replay" in err, err
+    assert "leaves no index out of range" not in err, err
+    assert not (tmp_path / "t.py").exists() and not (tmp_path / "t.json").exists()
+
+
+def test_repro_of_a_capture_cut_short_names_what_was_not_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`repro` of a capture whose last batch was cut short (its writer killed while it flushed),
+    the one id past its rows in that batch, said "the installed vLLM's code leaves no index out
+    of range in 'cut.capture'", where `known` says whether it shows a failure is not known: it
+    says the records judged hold none, and names the end not read."""
+    capture = _cut_capture(tmp_path)
+    code, _, err = run_cli(capsys, "repro", capture, "-o", tmp_path / "t.py")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "in the records it judged (not judged: the end of segment " \
+           "'embedding.r0.w0.0000.arrows'" in err, err
