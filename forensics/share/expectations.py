@@ -24,6 +24,7 @@ from forensics.escaping import shell_path, shell_word, terminal
 from forensics.share.evidence import (
     EXPECTED_KEYS,
     Evidence,
+    accept_options,
     check_json,
     differences,
     evidence_of,
@@ -126,21 +127,11 @@ class CheckResult:
             lines.append(f"  {self.note}")
         if not self.differences:
             return "\n".join(lines)
-        others = [name for name in self.variants if name not in DEFAULT_VARIANTS]
+        check, suite = accept_options(self.variants)
         lines.append(f"  to accept it: forensics check {shell_path(self.capture)} --accept"
-                     f"{self._variant_words('--variant', self.variants)}  (in a test suite: "
-                     f"pytest --forensics-captures {shell_path(self.capture.parent)} "
-                     f"--forensics-regen{self._variant_words('--forensics-variant', others)})")
+                     f"{check}  (in a test suite: pytest --forensics-captures "
+                     f"{shell_path(self.capture.parent)} --forensics-regen{suite})")
         return "\n".join(lines)
-
-    def _variant_words(self, option: str, names: list[str]) -> str:
-        """`` OPTION NAME`` for each of ``names`` (nothing when the variants checked are the
-        default models): ``--accept`` (``--forensics-regen``) alone writes only the default
-        models' results, and would drop the expectation of any other variant checked
-        (``vllm``, a ``vllm+PATH.diff``)."""
-        if sorted(self.variants) == sorted(DEFAULT_VARIANTS):
-            return ""
-        return "".join(f" {option} {shell_word(name)}" for name in names)
 
 
 def read_expected(capture: Path) -> dict[str, Any]:

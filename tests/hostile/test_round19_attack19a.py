@@ -10,6 +10,8 @@ import pytest
 from test_round2 import run_cli
 from test_round18_attack18b import _cut_capture
 
+DATA = Path(__file__).resolve().parents[2] / "data"
+
 #: a vLLM log whose one crash is an illegal access in a GDN kernel: no step, no record
 GDN_LOG = """\
 INFO 12-01 10:00:00 [core.py:100] starting
@@ -79,3 +81,54 @@ def test_repro_of_a_capture_cut_short_names_what_was_not_judged(
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "in the records it judged (not judged: the end of segment " \
            "'embedding.r0.w0.0000.arrows'" in err, err
+
+
+# ------------------------------------------------------------------ T109c: check's advice
+
+
+def _accepted_with(tmp_path: Path, capsys: pytest.CaptureFixture[str], *variants: str) -> Path:
+    """Incident B's capture, its expected.json accepted through ``variants`` only."""
+    import shutil
+
+    capture = tmp_path / "b.capture"
+    shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", capture)
+    words = [word for name in variants for word in ("--variant", name)]
+    code, _, err = run_cli(capsys, "check", capture, "--accept", *words)
+    assert code == 0, err
+    return capture
+
+
+def test_check_advice_for_a_missing_variant_keeps_the_others(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A check through upstream and patched of a capture whose expected.json holds upstream
+    only said "variant 'patched' is not in expected.json; regenerate it with forensics check
+    --accept --variant patched": run, that wrote patched alone, and the next check said the
+    same of upstream. The command it gives now accepts every variant checked, and the check
+    passes once it ran."""
+    import shlex
+
+    capture = _accepted_with(tmp_path, capsys, "upstream")
+    both = ["--variant", "upstream", "--variant", "patched"]
+    code, said, _ = run_cli(capsys, "check", capture, *both)
+    assert code == 1, said
+    line = next(line for line in said.splitlines() if "is not in expected.json" in line)
+    assert "regenerate it with forensics check --accept (in a test suite: --forensics-regen)" \
+        in line, line
+    advice = line.split("regenerate it with forensics check ", 1)[1].split(" (in a test", 1)[0]
+    code, _, err = run_cli(capsys, "check", capture, *shlex.split(advice))
+    assert code == 0, err
+    code, said, _ = run_cli(capsys, "check", capture, *both)
+    assert code == 0 and "matches expected.json" in said, said
+
+
+def test_check_advice_names_every_variant_checked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Checked through upstream and the real vLLM code, an expected.json of upstream alone is
+    regenerated through both (and the test suite's regeneration adds the real code's)."""
+    capture = _accepted_with(tmp_path, capsys, "upstream")
+    code, said, _ = run_cli(capsys, "check", capture, "--variant", "upstream",
+                            "--variant", "vllm")
+    assert code == 1, said
+    assert ("variant 'vllm' is not in expected.json; regenerate it with forensics check "
+            "--accept --variant upstream --variant vllm (in a test suite: --forensics-regen "
+            "--forensics-variant vllm)") in said, said

@@ -1693,6 +1693,10 @@ TESTS = {
               "test_repro_of_a_capture_of_no_records_says_it_holds_none",
               "tests/hostile/test_round19_attack19a.py::"
               "test_repro_of_a_capture_cut_short_names_what_was_not_judged"],
+    "T109c": ["tests/hostile/test_round19_attack19a.py::"
+              "test_check_advice_for_a_missing_variant_keeps_the_others",
+              "tests/hostile/test_round19_attack19a.py::"
+              "test_check_advice_names_every_variant_checked"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
