@@ -121,6 +121,17 @@ LEFT_OUT = "left out by the probe, its events file full"
 NEVER_WRITTEN = "recorded by the probe and never written (its ring full, or its writer stalled)"
 
 
+def unread_text(capture: Any) -> str:
+    """What ``capture`` held that no replay of it read, in words: the ends of its files cut
+    short and the records its probe never wrote (``""`` when there are none, or no capture)."""
+    from forensics.store.events import dropped_by_probe
+
+    dropped = dropped_by_probe(getattr(capture, "events", None) or [], "dropped")
+    parts = [cut_text(list(getattr(capture, "truncated", None) or [])),
+             f"{dropped} record(s) {NEVER_WRITTEN}" if dropped else ""]
+    return "; ".join(part for part in parts if part)
+
+
 def files_cut_sentence(files: Sequence[str]) -> str:
     """That what the ends of ``files`` held (cut short) was not read, so judged by no
     variant; ``""`` when none was cut."""

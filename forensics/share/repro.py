@@ -128,18 +128,15 @@ def not_judged_text(result: Any) -> str:
     words: records whose call raised another error or that a deadline left unanswered, records
     of sites this install does not know, the ends of files cut short, records the probe never
     wrote; "" when there are none."""
+    from forensics.present.capture_facts import unread_text
     from forensics.present.conclusion import not_known_text
-    from forensics.store.events import dropped_by_probe
-    from forensics.store.paths import cut_text
 
     capture, outcomes = getattr(result, "capture", None), result.outcomes
     errored = int(((outcomes["variant"] == "vllm") & (outcomes["status"] == "error")).sum())
     unknown = dict(getattr(capture, "unknown_sites", None) or {})
-    dropped = dropped_by_probe(getattr(capture, "events", None) or [], "dropped")
     parts = [f"{errored} record(s) whose call raised another error or was not answered"
              if errored else "", not_known_text(unknown) if unknown else "",
-             cut_text(list(getattr(capture, "truncated", None) or [])),
-             f"{dropped} record(s) the probe recorded and never wrote" if dropped else ""]
+             unread_text(capture)]
     return "; ".join(part for part in parts if part)
 
 

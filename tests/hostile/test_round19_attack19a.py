@@ -11,6 +11,7 @@ from test_round2 import run_cli
 from test_round18_attack18b import _cut_capture
 
 DATA = Path(__file__).resolve().parents[2] / "data"
+pytest_plugins = ["pytester"]
 
 #: a vLLM log whose one crash is an illegal access in a GDN kernel: no step, no record
 GDN_LOG = """\
@@ -132,3 +133,67 @@ def test_check_advice_names_every_variant_checked(
     assert ("variant 'vllm' is not in expected.json; regenerate it with forensics check "
             "--accept --variant upstream --variant vllm (in a test suite: --forensics-regen "
             "--forensics-variant vllm)") in said, said
+
+
+# ------------------------------------------------------------------ T109d: check, what was not read
+
+
+NOT_READ = ("not checked: the end of segment 'embedding.r0.w0.0000.arrows', a batch or line "
+            "cut short as its writer stopped while writing it; no variant judged what they held")
+
+
+def test_check_of_a_capture_cut_short_says_its_end_was_not_checked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`check --accept` then `check` of a capture whose last batch was cut short (the one id
+    past its rows in it) said "cut.capture: matches expected.json" alone, and the pytest
+    plugin passed in silence, where `known` says whether it shows a failure is not known: the
+    match now says it covers the records read and names the end not read, `--accept` warns
+    of it, and `--json` holds it."""
+    import json
+
+    capture = _cut_capture(tmp_path)
+    code, said, err = run_cli(capsys, "check", capture, "--accept")
+    assert code == 0 and NOT_READ in " ".join(err.split()), err
+    code, said, _ = run_cli(capsys, "check", capture)
+    assert code == 0, said
+    assert said.startswith("cut.capture: matches expected.json in the records read; "), said
+    assert NOT_READ in said, said
+    code, said, _ = run_cli(capsys, "check", capture, "--json")
+    assert code == 0 and "the end of segment" in json.loads(said)["not_read"], said
+
+
+def test_check_of_records_the_probe_never_wrote_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture whose probe counted 100 records it never wrote (its ``probe_stop``'s
+    ``dropped``) matched its expected.json with no word of them."""
+    import numpy as np
+
+    from forensics.records import Record
+    from forensics.store.writer import write_capture
+
+    records = [Record("embedding", step, 0, {"input_ids": np.array([1, 2], np.int64),
+                                             "num_embeddings": 10}) for step in range(3)]
+    events = [{"kind": "probe_start", "process": "w0", "step": 0},
+              {"kind": "probe_stop", "process": "w0", "step": 2, "dropped": 100}]
+    capture = write_capture(tmp_path / "dropped.capture", records, events=events)
+    code, _, err = run_cli(capsys, "check", capture, "--accept")
+    assert code == 0, err
+    code, said, _ = run_cli(capsys, "check", capture)
+    assert code == 0, said
+    assert ("matches expected.json in the records read; not checked: 100 record(s) recorded by "
+            "the probe and never written") in said, said
+
+
+def test_the_plugin_warns_of_a_capture_cut_short_that_matches(
+        tmp_path: Path, pytester: pytest.Pytester) -> None:
+    """The pytest plugin passed a capture cut short with no word: it passes, warning that its
+    end was not checked."""
+    capture = _cut_capture(tmp_path)
+    run = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--forensics-captures",
+                                       str(capture), "--forensics-regen")
+    run.assert_outcomes(passed=1)
+    run = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--forensics-captures",
+                                       str(capture))
+    run.assert_outcomes(passed=1, warnings=1)
+    assert "matches expected.json in the records read; not checked: the end of segment" \
+        in " ".join(run.stdout.str().split()), run.stdout.str()
