@@ -252,6 +252,9 @@ def script_text() -> str:
                    f"TRITON_SITES = frozenset({tuple(triton)!r})\n")
     fields = {name: {spec.name: [spec.kind, spec.ndim, spec.required, list(int_range(spec))]
                      for spec in get_site(name).fields} for name in reproducible_sites()}
+    functions = {name: (get_site(name).repro or ("", ""))[0] for name in reproducible_sites()}
+    runners.append("#: the vLLM function each site's runner calls, named in every message\n"
+                   f"FUNCTIONS = {functions!r}\n")
     runners.append("#: the site embedding the ids (run on them as recorded unless its case "
                    f"carries their origin)\nSINK = {_carried_site()!r}\n")
     runners.append("#: each site's record fields: [kind, dimensions of a tensor, required, the "

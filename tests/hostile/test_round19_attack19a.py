@@ -135,7 +135,7 @@ def test_check_advice_names_every_variant_checked(
             "--forensics-variant vllm)") in said, said
 
 
-# ------------------------------------------------------------------ T109d: check, what was not read
+# ---------------------------------------------------------- T109d: check, what was not read
 
 
 NOT_READ = ("not checked: the end of segment 'embedding.r0.w0.0000.arrows', a batch or line "
@@ -197,3 +197,39 @@ def test_the_plugin_warns_of_a_capture_cut_short_that_matches(
     run.assert_outcomes(passed=1, warnings=1)
     assert "matches expected.json in the records read; not checked: the end of segment" \
         in " ".join(run.stdout.str().split()), run.stdout.str()
+
+
+# ---------------------------------------------------------- T109e: repro, the function named
+
+
+def test_the_repro_names_the_function_it_ran_whatever_the_data_file_says(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A data file forged to name another vLLM function for a case (`function`, checked as
+    words only) made the generated test say the out-of-range access, or the ids written, came
+    from that function: its failure named a function it never ran. Each message names the
+    function the file runs for the case's site."""
+    import json
+    import subprocess
+    import sys
+
+    script = tmp_path / "test_repro.py"
+    code, _, err = run_cli(capsys, "repro", DATA / "incident-b-vocab-sentinel.capture", "-o",
+                           script)
+    assert code == 0, err
+    data_file = script.with_suffix(".json")
+    data = json.loads(data_file.read_text())
+    forged = "vllm.v1.sample.rejection_sampler.rejection_sample"
+    for case in data["cases"]:
+        case["function"] = forged
+    data_file.write_text(json.dumps(data))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:forensics", "-p",
+                          "no:cacheprovider", "-q", script.name], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1 and "2 failed" in run.stdout, run.stdout[-3000:]
+    said = [line for line in run.stdout.splitlines()  # pytest shows the case's data too
+            if not line.startswith("case = {")]
+    assert not [line for line in said if forged in line], run.stdout[-3000:]
+    assert ("out-of-range access in vllm.model_executor.layers.vocab_parallel_embedding."
+            "VocabParallelEmbedding.forward: index out of range in self") in run.stdout
+    assert ("vllm.v1.worker.gpu_input_batch.InputBatch.update_async_output_token_ids wrote "
+            "output_token_ids[") in run.stdout
