@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from forensics.quiet import quietly
 
@@ -70,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(frame)} findings -> {terminal(write_findings(frame, args.output))}")
     else:
         print("\n".join(table_lines(frame)) if len(frame) else "no findings")
+    nothing = "" if len(frame) else _nothing_selected(result.capture, args.site, steps)
+    if nothing:
+        print(nothing)
     errors = errored_records(result.outcomes, site=args.site, steps=steps)
     if errors:  # records judged by nothing: "no findings" is not all there is to say
         counts = ", ".join(f"{n} record(s) of {terminal(v)}" for v, n in errors.items())
@@ -87,6 +90,37 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"not read: {inert(cut_text(list(cut)))}; what it held holds no finding")
     return 0
+
+
+def _nothing_selected(capture: Any, site: str | None, steps: tuple[int | None, int | None]
+                      ) -> str:
+    """Of findings none of which ``site`` and ``steps`` selected: whether the capture holds a
+    record there at all ("0 findings" of steps the capture does not reach was read as those
+    steps judged clean), or ``""`` when it does or cannot say (records held in memory)."""
+    from forensics.escaping import terminal
+
+    held = getattr(capture, "steps", None)
+    if not (site or any(end is not None for end in steps)) or not isinstance(held, list) \
+            or not held:
+        return ""
+    low, high = (held[0] if steps[0] is None else steps[0]), \
+        (held[-1] if steps[1] is None else steps[1])
+    if len(capture.records(site=site, steps=range(low, high + 1))):
+        return ""
+    where = " ".join(part for part in (f"of site {terminal(site)}" if site else "",
+                                        _steps_text(*steps)) if part)
+    sites = f", of sites {', '.join(capture.sites)}" if site else ""
+    return (f"the capture holds no record {where} (its records are at steps "
+            f"{held[0]}..{held[-1]}{sites}): nothing there was judged")
+
+
+def _steps_text(low: int | None, high: int | None) -> str:
+    """``--steps`` as a sentence says it (``""`` when not given)."""
+    if low is None:
+        return "" if high is None else f"at a step up to {high}"
+    if high is None:
+        return f"at a step from {low}"
+    return f"at step {low}" if low == high else f"at steps {low}..{high}"
 
 
 def table_lines(frame: pd.DataFrame) -> list[str]:

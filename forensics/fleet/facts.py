@@ -67,9 +67,8 @@ def not_judged(capture: Any) -> str:
     the ends of its files cut short, not read
     (:func:`~forensics.store.paths.cut_text`), and the records and events its probe
     never wrote (``dropped``, ``events_dropped``); ``""`` when there are none."""
-    from forensics.present.capture_facts import LEFT_OUT, NEVER_WRITTEN
     from forensics.present.conclusion import not_known_text
-    from forensics.store.events import dropped_by_probe
+    from forensics.store.events import LEFT_OUT, NEVER_WRITTEN, dropped_by_probe
     from forensics.store.paths import cut_text
 
     counts = dict(getattr(capture, "unknown_sites", None) or {})

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics.fleet.piece import BASELINE, NO_RECORDS, ONLY_NOT_KNOWN
-from forensics.present.capture_facts import LEFT_OUT, NEVER_WRITTEN
+from forensics.store.events import LEFT_OUT, NEVER_WRITTEN
 from forensics.store.paths import CUT_SHORT
 
 #: what a row's ``not_judged`` says of records of sites not known here

@@ -141,8 +141,9 @@ class KnownAnswer:
             if self.records_dropped:
                 unjudged += f" ({self.records_dropped} record(s) the probe never wrote)"
             if self.events_dropped:
-                unjudged += (f" (the probe left out {self.events_dropped} event(s), its events "
-                             "file full)")
+                from forensics.store.events import LEFT_OUT
+
+                unjudged += f" ({self.events_dropped} event(s) {LEFT_OUT})"
             if unjudged:
                 return ("No known signature matches the records judged; whether the capture "
                         f"shows a failure to report is not known{unjudged}.")

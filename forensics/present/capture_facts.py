@@ -21,6 +21,7 @@ from forensics.manifest_facts import (
     read_fact,
     refusal,
 )
+from forensics.store.events import NEVER_WRITTEN
 from forensics.store.paths import cut_text
 
 #: the manifest facts shown as a capture's facts, in order, under their labels
@@ -113,12 +114,6 @@ def stopped_after(summary: dict[str, Any]) -> int | str | None:
     steps += [span[1] for process, span in spans.items()
               if process in gone or process == WRITTEN_AGAIN]
     return max(steps) if steps else UNKNOWN
-
-
-#: what is said of the events a probe left out (its ``probe_stop``'s ``events_dropped``)
-LEFT_OUT = "left out by the probe, its events file full"
-#: what is said of the records a probe never wrote (its ``probe_stop``'s ``dropped``)
-NEVER_WRITTEN = "recorded by the probe and never written (its ring full, or its writer stalled)"
 
 
 def unread_text(capture: Any) -> str:

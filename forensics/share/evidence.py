@@ -304,8 +304,10 @@ def check_output(source: str | os.PathLike[str], out: str | os.PathLike[str],
 
 
 def reference(capture: Any, out: str | os.PathLike[str], variants: Sequence[str] | None,
-              force: bool, progress: bool) -> tuple[Any, list[str], Any]:
-    """Open ``capture`` (a Capture or a path), check ``out`` (:func:`check_output`) and replay
+              force: bool, progress: bool,
+              check: Callable[[Any], None] | None = None) -> tuple[Any, list[str], Any]:
+    """Open ``capture`` (a Capture or a path), check ``out`` (:func:`check_output`) and the
+    capture (``check``, when given: before the replay, which may take minutes), and replay
     the capture through ``variants`` (default ``upstream`` and ``patched``).
 
     Returns:
@@ -318,6 +320,8 @@ def reference(capture: Any, out: str | os.PathLike[str], variants: Sequence[str]
 
     cap = capture if isinstance(capture, Capture) else load(capture)
     check_output(cap.path, out, force)
+    if check is not None:
+        check(cap)
     names = list(variants or DEFAULT_VARIANTS)
     return cap, names, replay(cap, variants=names, progress=progress)
 

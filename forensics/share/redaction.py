@@ -123,7 +123,8 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
     Raises:
         CaptureFormatError: ``capture`` is not a readable capture.
         OutputExistsError: ``out`` exists without ``force``.
-        ConfigurationError: ``out`` is the input capture or lies inside it.
+        ConfigurationError: ``out`` is the input capture or lies inside it; a field of
+            ``keep_manifest`` names no field of the capture's manifest or events.
         EvidenceChangedError: the redacted capture would not replay to the same evidence.
         PatchApplyError: a ``vllm+PATH.diff`` changed while it ran (each is named by its file
             name and digest: :func:`forensics.variants.diffs_read_once`).
@@ -138,7 +139,8 @@ def _redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Seq
             variants: Sequence[str], force: bool, progress: bool) -> RedactResult:
     """:func:`redact`, each variant as its replays name it."""
     start = time.perf_counter()
-    cap, names, result = reference(capture, out, variants, force, progress)
+    cap, names, result = reference(capture, out, variants, force, progress,
+                                   check=lambda cap: refuse_unkept(cap, keep_manifest))
     expected = shareable_evidence(evidence_of(result, crash=True), result)
     redactor = Redactor(token_domain(cap, f"capture '{terminal(cap.path)}'"), keep=keep_manifest)
     # the flight recorder's launches hold tensor contents (token ids among them): not shared
@@ -155,6 +157,45 @@ def _redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Seq
                    progress, final=lambda: redactor.manifest(cap.manifest))
     return RedactResult(path, len(cap), redactor.domain, len(redactor.pseudonyms),
                         sorted(redactor.dropped), time.perf_counter() - start, expected)
+
+
+def refuse_unkept(cap: Any, keep: Sequence[str]) -> None:
+    """Refuse a field of ``keep`` that keeps nothing of ``cap``'s manifest or events (a
+    misspelt ``model.nme``, a field under one redaction drops whole): the redacted manifest's
+    ``kept_on_request`` named it as kept, and the field meant went.
+
+    Raises:
+        ConfigurationError: naming the field, the capture and the fields it may name.
+    """
+    from forensics.errors import ConfigurationError
+
+    matched: set[str] = set()
+    for entries, prefix in itertools.chain([(cap.manifest, "")],
+                                           ((event, "events.") for event in cap.events)):
+        scrub(entries, keep, prefix, set(), matched)
+    for name in (name for name in keep if name not in matched):
+        raise ConfigurationError(
+            f"--keep-manifest '{terminal(name)}' names no field of the manifest or events of "
+            f"capture '{terminal(cap.path)}' that redaction reaches, so nothing would be kept "
+            f"for it; name a dotted manifest field such as "
+            f"{_fields_like(name, cap.manifest)} or an event field such as 'events.message'")
+
+
+def _fields_like(name: str, manifest: dict[str, Any]) -> str:
+    """The dotted manifest fields closest to ``name`` (up to 3, quoted), else 'model.name'."""
+    import difflib
+
+    fields = list(itertools.islice(_dotted(manifest, ""), 100_000))
+    close = difflib.get_close_matches(name, fields, n=3) or ["model.name"]
+    return " or ".join(f"'{terminal(field)}'" for field in close)
+
+
+def _dotted(entries: dict[str, Any], prefix: str) -> Iterator[str]:
+    """The dotted names of ``entries``' fields, nested dicts' fields included."""
+    for key, value in entries.items():
+        yield f"{prefix}{key}"
+        if isinstance(value, dict):
+            yield from _dotted(value, f"{prefix}{key}.")
 
 
 def shareable_evidence(evidence: Evidence, result: Any) -> Evidence:
@@ -438,21 +479,23 @@ class IdFinder:
                     and _WORD.match(text, at) is not None)
 
 def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
-          dropped: set[str]) -> dict[str, Any]:
+          dropped: set[str], kept: set[str] | None = None) -> dict[str, Any]:
     """``entries`` with only shareable values (see the module docstring), no ids
     (:func:`~forensics.share.shareable.id_keys`); the dotted names of what went are added to
-    ``dropped``."""
+    ``dropped``, the names of ``keep`` that kept a field to ``kept``."""
     out: dict[str, Any] = {}
     for key, value in entries.items():
         name = f"{prefix}{key}"
         if name in keep:
             out[key] = value
+            if kept is not None:
+                kept.add(name)
         elif not shareable_key(key):
             dropped.add(f"{prefix}*")
         elif key in id_keys():  # token or request ids outside a record: unmapped, so they go
             dropped.add(name)
         elif isinstance(value, dict):
-            out[key] = scrub(value, keep, f"{name}.", dropped)
+            out[key] = scrub(value, keep, f"{name}.", dropped, kept)
         elif _shareable(key, value):
             out[key] = value
         else:

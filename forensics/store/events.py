@@ -39,6 +39,12 @@ class EventsFullError(CaptureFormatError):
     capture's events, their lists and objects)."""
 
 
+#: what is said of the events a probe left out (its ``probe_stop``'s ``events_dropped``)
+LEFT_OUT = "left out by the probe, its events file full"
+#: what is said of the records a probe never wrote (its ``probe_stop``'s ``dropped``)
+NEVER_WRITTEN = "recorded by the probe and never written (its ring full, or its writer stalled)"
+
+
 def dropped_by_probe(events: Iterable[dict[str, Any]], field: str = "events_dropped") -> int:
     """The sum of the count ``field`` the ``probe_stop`` events state: ``events_dropped``, the
     events the probe left out of its events files when they were full (:meth:`EventLog._fits`);

@@ -94,21 +94,15 @@ def shared_diffs(names: list[str]) -> tuple[list[str], dict[str, str]]:
     unchanged; and each shared name -> its diff's path, for :func:`diffs_named`: a report,
     made to be shared, names a diff so and never the user's folders. A diff that cannot be
     read (missing, not a regular file, past the diff file's cap) keeps its name (building its
-    variant says why).
-    """
-    from forensics.variants.vllm_diff import shared_name
+    variant says why). Each diff file is read once here.
 
-    refuse_one_diff_twice(names)
-    diffs: dict[str, str] = {}
-    shown = []
-    for name in names:
-        if name.startswith("vllm+") and registry.find(name) is None:
-            path = name[len("vllm+"):]
-            with contextlib.suppress(OSError, CaptureFormatError):  # not a diff to read
-                name = shared_name(path)
-                diffs[name] = path
-        shown.append(name)
-    return shown, diffs
+    Raises:
+        ConfigurationError: two of ``names`` hold one diff (:func:`refuse_one_diff_twice`).
+    """
+    shared = _shared_names(names)
+    _refuse_twice(shared)
+    shown = [shared.get(name, name) for name in names]
+    return shown, {shared[name]: name[len("vllm+"):] for name in shared}
 
 
 def refuse_one_diff_twice(names: Sequence[str]) -> None:
@@ -120,22 +114,37 @@ def refuse_one_diff_twice(names: Sequence[str]) -> None:
     Raises:
         ConfigurationError: naming both variants, the diff's shared name and the fix.
     """
-    from forensics.escaping import terminal
+    _refuse_twice(_shared_names(names))
+
+
+def _shared_names(names: Sequence[str]) -> dict[str, str]:
+    """Each ``vllm+PATH`` of ``names`` whose diff can be read -> its shared name, in order
+    (a registered name, or a shared name whose diff this context read already, is none)."""
     from forensics.variants.vllm_diff import shared_name
 
-    seen: dict[str, str] = {}
+    shared: dict[str, str] = {}
     for name in names:
         if not isinstance(name, str) or not name.startswith("vllm+") or registry.find(name) \
-                or name in _NAMED_DIFFS.get({}):  # a shared name, its diff read once already
+                or name in _NAMED_DIFFS.get({}) or name in shared:
             continue
         with contextlib.suppress(OSError, CaptureFormatError):  # not a diff to read
-            shared = shared_name(name[len("vllm+"):])
-            first = seen.setdefault(shared, name)
-            if first != name:
-                raise ConfigurationError(
-                    f"the variants '{terminal(first)}' and '{terminal(name)}' hold the same diff "
-                    f"('{terminal(shared)}'): give it once, or rename one of the files to "
-                    "replay it under two names")
+            shared[name] = shared_name(name[len("vllm+"):])
+    return shared
+
+
+def _refuse_twice(shared: Mapping[str, str]) -> None:
+    """Raise ConfigurationError for two variants of ``shared`` (name -> shared name) that hold
+    one diff, naming both variants, the diff's shared name and the fix."""
+    from forensics.escaping import terminal
+
+    seen: dict[str, str] = {}
+    for name, one in shared.items():
+        first = seen.setdefault(one, name)
+        if first != name:
+            raise ConfigurationError(
+                f"the variants '{terminal(first)}' and '{terminal(name)}' hold the same diff "
+                f"('{terminal(one)}'): give it once, or rename one of the files to "
+                "replay it under two names")
 
 
 @contextlib.contextmanager

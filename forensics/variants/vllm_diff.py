@@ -281,9 +281,13 @@ class PatchedVllmVariant:
         #: the sites whose records ran the installed code: the diff leaves their module as is
         self._installed: dict[str, None] = {}
         paths = sorted(self._sources)
+        #: the dotted names of the modules the diff changes, by its file (computed once)
+        self._modules = {p: module_name(p) for p in paths}
+        #: the diff's files of the modules the V1 sites' replay runs (their copies run)
+        self._v1_paths = [p for p in paths if self._modules[p] in MODULES]
         #: the diff's patched files, for Model Runner V2's kernel worker
         self.kernel_patch = KernelPatch(self.path, tuple((p, self._sources[p]) for p in paths),
-                                        tuple(module_name(p) for p in paths))
+                                        tuple(self._modules[p] for p in paths))
 
     def load(self) -> VllmCode:
         """Load the patched modules once; return the patched callables.
@@ -312,13 +316,13 @@ class PatchedVllmVariant:
         kernel = site.kernel is not None
         self._ran.update(self._sources if kernel else self._v1_files())
         if not kernel and ADAPTER_MODULES.get((site.adapter or "").partition(":")[2]) \
-                not in {module_name(p) for p in self._sources}:
+                not in self._modules.values():
             self._installed[record.site] = None
         return run_site(self.load, record, self.kernel_patch)
 
     def _v1_files(self) -> list[str]:
         """The diff's files of the modules the V1 sites' replay runs (their copies run)."""
-        return [p for p in sorted(self._sources) if module_name(p) in MODULES]
+        return list(self._v1_paths)
 
     def note(self) -> str:
         """Which of the diff's files the runs so far ran, and that every other vLLM module ran
@@ -351,9 +355,9 @@ class PatchedVllmVariant:
         Raises:
             PatchApplyError: naming the diff, the copy, the module it imports and the fix.
         """
-        changed = {module_name(p): p for p in self._sources if p not in used}
+        changed = {self._modules[p]: p for p in self._sources if p not in used}
         for path, text in used.items():
-            for name in sorted(imported_modules(text, module_name(path),
+            for name in sorted(imported_modules(text, self._modules[path],
                                                 path.endswith("__init__.py")) & set(changed)):
                 raise PatchApplyError(
                     f"{terminal(self.path)}: the patched {terminal(path)} imports {name}, "
@@ -380,7 +384,7 @@ class PatchedVllmVariant:
 
         held = set(sites)
         if SINK not in held or any(s in SITES for s in held - {SINK}) \
-                or any(module_name(p) == EMBEDDING for p in self._sources):
+                or EMBEDDING in self._modules.values():
             return
         runner = runner_of(manifest) or runner_of_sites(held)
         which = {"v1": "a V1 capture", "v2": "a V2 capture"}.get(runner or "", "a capture")
@@ -392,7 +396,7 @@ class PatchedVllmVariant:
 
     def _changes_v1(self) -> bool:
         """Whether the diff changes a module the V1 sites' replay runs."""
-        return any(module_name(p) in MODULES for p in self._sources)
+        return bool(self._v1_paths)
 
     def _check_changes(self, site: str) -> None:
         """Refuse a record of a V1 site (one of no kernel, other than the sink, which a Model

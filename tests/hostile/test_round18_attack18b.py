@@ -184,8 +184,8 @@ def test_the_events_the_probe_left_out_are_said(tmp_path: Path, command: str,
     assert "The probe left out 1200 event(s) when its events file was full" in said, said
     assert "guard_passed_on events, kernel launches and probe errors may be missing" in said
     assert "shows no failure to report" not in said, said
-    assert "whether the capture shows a failure to report is not known (the probe left out " \
-        "1200 event(s), its events file full)" in said, said
+    assert "whether the capture shows a failure to report is not known (1200 event(s) left " \
+        "out by the probe, its events file full)" in said, said
 
 
 def test_inspect_and_kernels_say_the_events_the_probe_left_out(
