@@ -310,7 +310,7 @@ def cut_sentence(result: ReplayResult) -> str:
         return ""
     table = result.outcomes
     rows = table[table["message"] == f"not judged: {result.cut}"]
-    parts = [f"{len(group)} {site} record(s) of {variant} ({_steps_text(group['step'])})"
+    parts = [f"{len(group)} {site} record(s) of {variant} ({steps_text(group['step'])})"
              for (variant, site), group in
              rows.groupby(["variant", "site"], sort=False, observed=True)]
     race = getattr(result, "race", None)
@@ -325,7 +325,7 @@ def cut_sentence(result: ReplayResult) -> str:
     return text[:-1] + " (give a longer --deadline)."
 
 
-def _steps_text(steps: Any) -> str:
+def steps_text(steps: Any) -> str:
     """The distinct steps of ``steps`` in words: each of up to three (``steps 3 and 40000``),
     else their count and ends (``5 steps from 3 to 40000``), never a span that reads as every
     step between."""

@@ -233,3 +233,35 @@ def test_the_repro_names_the_function_it_ran_whatever_the_data_file_says(
             "VocabParallelEmbedding.forward: index out of range in self") in run.stdout
     assert ("vllm.v1.worker.gpu_input_batch.InputBatch.update_async_output_token_ids wrote "
             "output_token_ids[") in run.stdout
+
+
+# ---------------------------------------------------------- T109f: shrink, the steps kept
+
+
+def test_shrink_names_the_steps_kept_in_one_short_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`shrink` printed every step it kept as a Python list: a search stopped by --deadline
+    keeps the whole capture, and of one of 20,000 steps the line ran to 129 KB (a million
+    steps: 7 MB on one line). It names up to three steps, else their count and ends, as the
+    conclusion does. (The search is stubbed: the words matter.)"""
+    from forensics.share import shrinking
+
+    def stopped(capture: object, out: Path, *args: object, **kwargs: object
+                ) -> shrinking.ShrinkResult:
+        evidence = shrinking.Evidence({}, {})
+        return shrinking.ShrinkResult(Path(out), 80000, 80000, list(range(1, 20001)), 1, 12.0,
+                                      evidence, stopped="the search stopped at the overall "
+                                      "deadline of 12 s")
+
+    monkeypatch.setattr(shrinking, "shrink", stopped)
+    code, said, err = run_cli(capsys, "shrink", DATA / "clean.capture", "-o",
+                              tmp_path / "s.capture")
+    assert code == 0, err
+    first = said.splitlines()[0]
+    assert first.endswith("kept 80000 of 80000 records (100%), 20000 steps from 1 to 20000; "
+                          "1 replays, 12.0 s"), first[-300:]
+    monkeypatch.undo()
+    code, said, err = run_cli(capsys, "shrink", DATA / "incident-b-vocab-sentinel.capture",
+                              "-o", tmp_path / "small.capture")
+    assert code == 0 and ": kept 4 of 56 records (7.14%), steps 13 and 14; " in said, said
