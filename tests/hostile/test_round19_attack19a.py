@@ -265,3 +265,45 @@ def test_shrink_names_the_steps_kept_in_one_short_line(
     code, said, err = run_cli(capsys, "shrink", DATA / "incident-b-vocab-sentinel.capture",
                               "-o", tmp_path / "small.capture")
     assert code == 0 and ": kept 4 of 56 records (7.14%), steps 13 and 14; " in said, said
+
+
+# ---------------------------------------------------------- T109g: shrink, where the engine stopped
+
+
+def _killed(tmp_path: Path) -> Path:
+    """A capture of 200 embedding records (the id at step 5 past the rows) whose process
+    started the probe and never stopped it: killed after step 200."""
+    import numpy as np
+
+    from forensics.records import Record
+    from forensics.store.writer import new_capture
+
+    records = [Record("embedding", step, 0, {
+        "input_ids": np.array([50 if step == 5 else 1, 2], np.int64), "num_embeddings": 10})
+        for step in range(1, 201)]
+    path = tmp_path / "killed.capture"
+    with new_capture(path, {"versions": {"vllm": "0.33.0"}}) as writer:
+        writer.extend(records)
+        writer.add_event({"kind": "probe_start", "process": "w0", "step": 1})
+    return path
+
+
+def test_a_shrunk_capture_says_where_its_engine_stopped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The shrink of a capture whose engine was killed after step 200 keeps step 5 alone; its
+    summary said "The engine stopped without the probe's stop (killed or crashed) after step
+    5: the capture holds what was recorded up to then", the step it kept read as the engine's
+    last, and so did the redacted copy shared from it (shrink, then redact: the README's
+    workflow), which dropped the shrink entry whole. Both say step 200."""
+    stopped = "The engine stopped without the probe's stop (killed or crashed) after step "
+    original = _killed(tmp_path)
+    code, said, err = run_cli(capsys, "summary", original)
+    assert code == 0 and stopped + "200:" in said, said
+    small, shared = tmp_path / "small.capture", tmp_path / "shared.capture"
+    code, said, err = run_cli(capsys, "shrink", original, "-o", small)
+    assert code == 0 and "step 5;" in said, said
+    code, said, err = run_cli(capsys, "redact", small, "-o", shared)
+    assert code == 0, err
+    for capture in (small, shared):
+        code, said, err = run_cli(capsys, "summary", capture)
+        assert code == 0 and stopped + "200:" in said and stopped + "5:" not in said, said

@@ -1711,6 +1711,8 @@ TESTS = {
               "test_the_repro_names_the_function_it_ran_whatever_the_data_file_says"],
     "T109f": ["tests/hostile/test_round19_attack19a.py::"
               "test_shrink_names_the_steps_kept_in_one_short_line"],
+    "T109g": ["tests/hostile/test_round19_attack19a.py::"
+              "test_a_shrunk_capture_says_where_its_engine_stopped"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
