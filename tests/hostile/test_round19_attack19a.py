@@ -307,3 +307,20 @@ def test_a_shrunk_capture_says_where_its_engine_stopped(
     for capture in (small, shared):
         code, said, err = run_cli(capsys, "summary", capture)
         assert code == 0 and stopped + "200:" in said and stopped + "5:" not in said, said
+
+
+def test_summary_says_why_there_is_no_reproducer_of_what_was_not_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`summary` (Markdown) of a log's capture and of one cut short said "No standalone
+    reproducer: no variant leaves an index out of range at a site `forensics repro` writes a
+    test for", as `repro` did (T109b): of no record it says the capture holds none, of one cut
+    short that the records judged hold none, naming the end not read."""
+    capture = _imported_log(tmp_path, capsys)
+    code, said, err = run_cli(capsys, "summary", capture)
+    assert code == 0, err
+    assert "No standalone reproducer: the capture holds no record to replay" in said, said
+    assert "no variant leaves an index out of range" not in said, said
+    code, said, err = run_cli(capsys, "summary", _cut_capture(tmp_path))
+    assert code == 0, err
+    assert ("No standalone reproducer: in the records judged, no variant leaves an index out "
+            "of range") in said and "(not judged: the end of segment " in said, said
