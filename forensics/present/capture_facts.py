@@ -134,8 +134,14 @@ def unread_text(capture: Any) -> str:
     from forensics.store.events import dropped_by_probe
 
     dropped = dropped_by_probe(getattr(capture, "events", None) or [], "dropped")
-    parts = [cut_text(list(getattr(capture, "truncated", None) or [])),
-             f"{dropped} record(s) {NEVER_WRITTEN}" if dropped else ""]
+    return unread_words(list(getattr(capture, "truncated", None) or []),
+                        {"records_dropped": dropped})
+
+
+def unread_words(cut_files: Sequence[str], facts: dict[str, Any]) -> str:
+    """:func:`unread_text` of the files cut short and the facts (their ``records_dropped``)."""
+    dropped = facts.get("records_dropped")
+    parts = [cut_text(cut_files), f"{dropped} record(s) {NEVER_WRITTEN}" if dropped else ""]
     return "; ".join(part for part in parts if part)
 
 

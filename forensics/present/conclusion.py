@@ -44,6 +44,7 @@ from forensics.present.capture_facts import (
     facts_sentence,
     files_cut_sentence,
     stopped_sentence,
+    unread_words,
     version_sentence,
 )
 from forensics.sites import SINK, site_order
@@ -259,6 +260,8 @@ class Conclusion:
             status += f"; first {describe_finding(first)}"
         if self.not_known:
             status += f"; not judged: {not_known_text(self.not_known)}"
+        if self.cut_files or self.facts.get("records_dropped"):  # as the paragraph says them
+            status += f"; not read: {unread_words(self.cut_files, self.facts)}"
         if self.no_records:  # "holds no records", "holds no records of a site, only N ..."
             status += "; nothing judged: the capture " + self.no_records.split(":")[0].removeprefix(
                 "The capture ")

@@ -324,3 +324,35 @@ def test_summary_says_why_there_is_no_reproducer_of_what_was_not_judged(
     assert code == 0, err
     assert ("No standalone reproducer: in the records judged, no variant leaves an index out "
             "of range") in said and "(not judged: the end of segment " in said, said
+
+
+# ---------------------------------------------------------- T109h: summary --format text, not read
+
+
+def test_summary_text_says_what_was_not_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`summary --format text` (one line per variant, for CI logs) of a capture whose last
+    batch, holding its one id past the rows, was cut short said "upstream: no violation",
+    "patched: no violation" and "known issues: none" alone, where its Markdown and `replay`
+    say the end was not read (T102b): each variant's line says it, as it says the records of a
+    site not known here; so do the records the probe never wrote."""
+    code, said, err = run_cli(capsys, "summary", _cut_capture(tmp_path), "--format", "text")
+    assert code == 0, err
+    lines = said.splitlines()
+    for line, variant in zip(lines, ("upstream", "patched"), strict=False):
+        assert line.startswith(f"{variant}: no violation") and (
+            "; not read: the end of segment 'embedding.r0.w0.0000.arrows'") in line, said
+    import numpy as np
+
+    from forensics.records import Record
+    from forensics.store.writer import write_capture
+
+    records = [Record("embedding", step, 0, {"input_ids": np.array([1, 2], np.int64),
+                                             "num_embeddings": 10}) for step in range(3)]
+    events = [{"kind": "probe_start", "process": "w0", "step": 0},
+              {"kind": "probe_stop", "process": "w0", "step": 2, "dropped": 100}]
+    capture = write_capture(tmp_path / "dropped.capture", records, events=events)
+    code, said, err = run_cli(capsys, "summary", capture, "--format", "text")
+    assert code == 0, err
+    assert said.startswith("upstream: no violation; not read: 100 record(s) recorded by the "
+                           "probe and never written"), said
