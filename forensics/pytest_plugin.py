@@ -213,7 +213,7 @@ class CaptureItem(pytest.Item):
                                     write_obtained=not self.capture.is_symlink())
         if not result.ok:
             raise CaptureMismatch(terminal_lines(result.explain()))
-        said = [result.matched()] if result.launches or result.unchecked else []
+        said = [result.matched()] if result.launches or result.unchecked or result.unread else []
         if result.note:  # a stale obtained result left, or none written: as `check` says it
             said.append(terminal(result.note))
         if said:  # a pass says what it covers, and what it left

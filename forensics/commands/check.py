@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
                          "not_known": result.not_known,
                          "launches_not_checked": result.launches,
                          "variants_not_checked": result.unchecked,
+                         "not_read": result.unread,
                          "obtained": result.obtained}, indent=2))
     elif result.ok:
         print(result.matched())

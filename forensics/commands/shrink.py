@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Shrink, print what was kept and what it cost; return the exit code."""
     from forensics.budget import DEFAULT_SHRINK_DEADLINE
+    from forensics.present.conclusion import steps_text
     from forensics.share.evidence import EvidenceChangedError
     from forensics.share.shrinking import SEARCH_FACTOR, shrink
 
@@ -55,8 +56,9 @@ def run(args: argparse.Namespace) -> int:
     except EvidenceChangedError as exc:
         return refused("shrink", exc)
     print(f"wrote {terminal(result.path)}: kept {result.records_kept} of "
-          f"{result.records_before} records ({100 * result.fraction_kept:.3g}%), steps "
-          f"{result.steps_kept}; {result.replays} replays, {result.seconds:.1f} s")
+          f"{result.records_before} records ({100 * result.fraction_kept:.3g}%), "
+          f"{steps_text(result.steps_kept) if result.steps_kept else 'no step'}; "
+          f"{result.replays} replays, {result.seconds:.1f} s")
     if result.dropped:
         print(f"note: left out {result.dropped}: no replay here judged them, so whether the "
               "evidence needs them is not known; shrink where the plugin that declares the "

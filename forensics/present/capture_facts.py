@@ -97,8 +97,9 @@ def stopped_after(summary: dict[str, Any]) -> int | str | None:
     """The last step a process reached that stopped without the probe's stop (a process
     with a ``probe_start`` event and no ``probe_stop``: killed or crashed): the latest step of
     its events and records (a capture written again, whose records name no process of the
-    engine's: the capture's last step), "unknown" when neither holds a step; None when every
-    process stopped."""
+    engine's: the capture's last step; a shrunk one's, the step its ``shrink`` entry kept
+    from the capture it was shrunk from, never the last step it kept), "unknown" when neither
+    holds a step; None when every process stopped."""
     from forensics.known.evidence import unstopped
     from forensics.store.paths import WRITTEN_AGAIN
 
@@ -111,9 +112,37 @@ def stopped_after(summary: dict[str, Any]) -> int | str | None:
     spans = summary.get("process_steps")
     if spans is None:  # a summary of another version: whose records these are is not known
         spans = {WRITTEN_AGAIN: summary["steps"]} if summary.get("steps") else {}
+    shrunk = (summary.get("manifest") or {}).get("shrink")
+    if isinstance(shrunk, dict):  # its records are a part: the engine ran past the last kept
+        spans = {process: span for process, span in spans.items() if process != WRITTEN_AGAIN}
+        before = shrunk.get(STOPPED_AFTER)
+        if isinstance(before, int) and not isinstance(before, bool):
+            steps.append(before)
     steps += [span[1] for process, span in spans.items()
               if process in gone or process == WRITTEN_AGAIN]
     return max(steps) if steps else UNKNOWN
+
+
+#: the key of a shrunk capture's ``shrink`` entry holding :func:`stopped_after` of the capture
+#: it was shrunk from
+STOPPED_AFTER = "stopped_after"
+
+
+def unread_text(capture: Any) -> str:
+    """What ``capture`` held that no replay of it read, in words: the ends of its files cut
+    short and the records its probe never wrote (``""`` when there are none, or no capture)."""
+    from forensics.store.events import dropped_by_probe
+
+    dropped = dropped_by_probe(getattr(capture, "events", None) or [], "dropped")
+    return unread_words(list(getattr(capture, "truncated", None) or []),
+                        {"records_dropped": dropped})
+
+
+def unread_words(cut_files: Sequence[str], facts: dict[str, Any]) -> str:
+    """:func:`unread_text` of the files cut short and the facts (their ``records_dropped``)."""
+    dropped = facts.get("records_dropped")
+    parts = [cut_text(cut_files), f"{dropped} record(s) {NEVER_WRITTEN}" if dropped else ""]
+    return "; ".join(part for part in parts if part)
 
 
 def files_cut_sentence(files: Sequence[str]) -> str:

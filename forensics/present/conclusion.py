@@ -44,6 +44,7 @@ from forensics.present.capture_facts import (
     facts_sentence,
     files_cut_sentence,
     stopped_sentence,
+    unread_words,
     version_sentence,
 )
 from forensics.sites import SINK, site_order
@@ -259,6 +260,8 @@ class Conclusion:
             status += f"; first {describe_finding(first)}"
         if self.not_known:
             status += f"; not judged: {not_known_text(self.not_known)}"
+        if self.cut_files or self.facts.get("records_dropped"):  # as the paragraph says them
+            status += f"; not read: {unread_words(self.cut_files, self.facts)}"
         if self.no_records:  # "holds no records", "holds no records of a site, only N ..."
             status += "; nothing judged: the capture " + self.no_records.split(":")[0].removeprefix(
                 "The capture ")
@@ -310,7 +313,7 @@ def cut_sentence(result: ReplayResult) -> str:
         return ""
     table = result.outcomes
     rows = table[table["message"] == f"not judged: {result.cut}"]
-    parts = [f"{len(group)} {site} record(s) of {variant} ({_steps_text(group['step'])})"
+    parts = [f"{len(group)} {site} record(s) of {variant} ({steps_text(group['step'])})"
              for (variant, site), group in
              rows.groupby(["variant", "site"], sort=False, observed=True)]
     race = getattr(result, "race", None)
@@ -325,7 +328,7 @@ def cut_sentence(result: ReplayResult) -> str:
     return text[:-1] + " (give a longer --deadline)."
 
 
-def _steps_text(steps: Any) -> str:
+def steps_text(steps: Any) -> str:
     """The distinct steps of ``steps`` in words: each of up to three (``steps 3 and 40000``),
     else their count and ends (``5 steps from 3 to 40000``), never a span that reads as every
     step between."""

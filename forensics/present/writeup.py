@@ -64,13 +64,35 @@ def to_markdown(result: ReplayResult, conclusion: Conclusion | None = None,
     lines += [f"- event: {markdown_code(event)}" for event in conclusion.facts.get("events", [])]
     lines += ["", "### Reproduce", "", "```sh",
               *reproduce_commands(result.source, given or result.variants), "```", "",
-              *(repro_lines(result.source) if _reproducible(conclusion) else [NO_REPRO])]
+              *(repro_lines(result.source) if _reproducible(conclusion)
+                else [no_repro_line(result, conclusion)])]
     return "\n".join(lines)
 
 
 #: the line in place of the reproducer's when no variant leaves an index out of range
 NO_REPRO = ("No standalone reproducer: no variant leaves an index out of range at a site "
             "`forensics repro` writes a test for, so it has no failing record to write.")
+
+
+def no_repro_line(result: ReplayResult, conclusion: Conclusion) -> str:
+    """:data:`NO_REPRO`; of a capture of no record, that it holds none; of one whose records
+    were not all judged (records of a site not known here, the end of a file cut short,
+    records the probe never wrote), that the records judged leave no index out of range,
+    naming the rest: never "no variant leaves an index out of range" of what none read."""
+    from forensics.present.capture_facts import unread_text
+    from forensics.present.conclusion import not_known_text
+
+    if not len(result.records) and not conclusion.not_known:
+        return ("No standalone reproducer: the capture holds no record to replay, so "
+                "`forensics repro` has no failing record to write.")
+    unjudged = "; ".join(part for part in (
+        not_known_text(conclusion.not_known) if conclusion.not_known else "",
+        unread_text(result.capture)) if part)
+    if not unjudged:
+        return NO_REPRO
+    return ("No standalone reproducer: in the records judged, no variant leaves an index out of "
+            "range at a site `forensics repro` writes a test for, so it has no failing record "
+            f"to write ({markdown(f'not judged: {unjudged}')}).")
 
 
 def _reproducible(conclusion: Conclusion) -> bool:

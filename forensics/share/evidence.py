@@ -209,9 +209,11 @@ def differences(expected: Evidence, got: Evidence,
     for variant in expected.verdicts if variants is None else variants:
         want = expected.verdicts.get(variant)
         if want is None:
+            check, suite = accept_options(list(expected.verdicts if variants is None
+                                               else variants))
             out.append(f"variant {variant!r} is not in expected.json; regenerate it with "
-                       f"forensics check --accept --variant {shell_word(variant)} (in a test "
-                       f"suite: --forensics-regen --forensics-variant {shell_word(variant)})")
+                       f"forensics check --accept{check} (in a test suite: "
+                       f"--forensics-regen{suite})")
             continue
         mine = got.verdicts.get(variant, {})
         out += [f"{variant}/{terminal(site)}: expected verdict "
@@ -222,6 +224,19 @@ def differences(expected: Evidence, got: Evidence,
         if changed:
             out.append(f"{variant}: first finding changed: {changed}")
     return out + _crash_verdict_changed(expected.crash_verdict, got.crash_verdict)
+
+
+def accept_options(variants: Sequence[str]) -> tuple[str, str]:
+    """The options that accept a replay through every one of ``variants`` (those a check
+    replayed): `` --variant NAME`` for each (none when they are the default models, which
+    ``--accept`` writes alone), and `` --forensics-variant NAME`` for each the pytest plugin
+    does not replay always. A variant named alone once had ``--accept`` write it alone, dropping
+    the expectations of the others."""
+    names = list(dict.fromkeys(variants))
+    default = sorted(names) == sorted(DEFAULT_VARIANTS)
+    return ("" if default else "".join(f" --variant {shell_word(name)}" for name in names),
+            "".join(f" --forensics-variant {shell_word(name)}" for name in names
+                    if name not in DEFAULT_VARIANTS))
 
 
 def _verdict(verdicts: dict[str, str], site: str, whose: str) -> str:

@@ -17,13 +17,14 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from forensics.errors import CaptureFormatError, UnknownVariantError
 from forensics.escaping import shell_path, shell_word, terminal
 from forensics.share.evidence import (
     EXPECTED_KEYS,
     Evidence,
+    accept_options,
     check_json,
     differences,
     evidence_of,
@@ -58,6 +59,9 @@ class CheckResult:
     #: the variants ``expected.json`` holds verdicts of that this check did not replay (the
     #: pytest plugin's default models, a ``--variant`` naming fewer): its match is not theirs
     unchecked: list[str] = field(default_factory=list)
+    #: what the capture held that no replay read (the ends of files cut short, records its
+    #: probe never wrote; :func:`~forensics.present.capture_facts.unread_text`): "" when none
+    unread: str = ""
 
     @property
     def ok(self) -> bool:
@@ -83,6 +87,13 @@ class CheckResult:
                 f"holds the records' replay only): `forensics kernels "
                 f"{shell_path(self.capture)}` judges them")
 
+    def unread_line(self) -> str:
+        """That what no replay read was not checked; or ``""``."""
+        if not self.unread:
+            return ""
+        return (f"not checked: {self.unread}; no variant judged what they held, so neither "
+                f"{EXPECTED_NAME} nor this check covers it")
+
     def unchecked_line(self) -> str:
         """That the verdicts of :attr:`unchecked` variants in ``expected.json`` were not
         checked, and how to check them; or ``""``."""
@@ -100,12 +111,14 @@ class CheckResult:
     def matched(self) -> str:
         """The line of a match: what it covers, and the variants and launches it does not."""
         line = f"{terminal(self.capture.name)}: matches {EXPECTED_NAME}"
-        if self.launches:
+        if self.unread:
+            line += " in the records read"
+        elif self.launches:
             line += " in its records"
         if self.unchecked:
             line += f" for {', '.join(shortened(name) for name in self.variants)} only"
-        return "; ".join([line] + [text for text in (self.unchecked_line(), self.launches_line())
-                                   if text])
+        return "; ".join([line] + [text for text in (self.unchecked_line(), self.launches_line(),
+                                                     self.unread_line()) if text])
 
     def explain(self) -> str:
         """A readable report of the differences, of the records no variant judged, and the
@@ -118,6 +131,8 @@ class CheckResult:
             lines.append(f"  {self.not_known_line()}")
         if self.launches:
             lines.append(f"  {self.launches_line()}")
+        if self.unread:
+            lines.append(f"  {self.unread_line()}")
         if self.unchecked:
             lines.append(f"  {self.unchecked_line()}")
         if self.obtained_path is not None:
@@ -126,21 +141,11 @@ class CheckResult:
             lines.append(f"  {self.note}")
         if not self.differences:
             return "\n".join(lines)
-        others = [name for name in self.variants if name not in DEFAULT_VARIANTS]
+        check, suite = accept_options(self.variants)
         lines.append(f"  to accept it: forensics check {shell_path(self.capture)} --accept"
-                     f"{self._variant_words('--variant', self.variants)}  (in a test suite: "
-                     f"pytest --forensics-captures {shell_path(self.capture.parent)} "
-                     f"--forensics-regen{self._variant_words('--forensics-variant', others)})")
+                     f"{check}  (in a test suite: pytest --forensics-captures "
+                     f"{shell_path(self.capture.parent)} --forensics-regen{suite})")
         return "\n".join(lines)
-
-    def _variant_words(self, option: str, names: list[str]) -> str:
-        """`` OPTION NAME`` for each of ``names`` (nothing when the variants checked are the
-        default models): ``--accept`` (``--forensics-regen``) alone writes only the default
-        models' results, and would drop the expectation of any other variant checked
-        (``vllm``, a ``vllm+PATH.diff``)."""
-        if sorted(self.variants) == sorted(DEFAULT_VARIANTS):
-            return ""
-        return "".join(f" {option} {shell_word(name)}" for name in names)
 
 
 def read_expected(capture: Path) -> dict[str, Any]:
@@ -192,17 +197,29 @@ def choose_variants(expected: dict[str, Any], path: Path, variants: Sequence[str
     return list(expected["verdicts"] or DEFAULT_VARIANTS)
 
 
-def obtain(capture: Path, variants: Sequence[str]) -> tuple[dict[str, Any], dict[str, int], int]:
-    """Replay ``capture`` through ``variants``: its expected object, site -> records of its
-    sites this install does not know (judged by no variant), and its recorded kernel launches
-    (judged by no replay)."""
+class Obtained(NamedTuple):
+    """What a replay of a capture gives a check: its expected object, site -> records of its
+    sites this install does not know (judged by no variant), its recorded kernel launches
+    (judged by no replay) and what no replay read (:func:`unread_text`)."""
+
+    evidence: dict[str, Any]
+    not_known: dict[str, int]
+    launches: int
+    unread: str
+
+
+def obtain(capture: Path, variants: Sequence[str]) -> Obtained:
+    """Replay ``capture`` through ``variants``: what a check compares and says
+    (:class:`Obtained`)."""
+    from forensics.present.capture_facts import unread_text
     from forensics.present.conclusion import kernel_launches
     from forensics.replaying import replay
 
     result = replay(capture, variants=list(variants))
     not_known = dict(getattr(result.capture, "unknown_sites", None) or {})
     evidence = evidence_of(result, EXPECTED_KEYS, crash=True).to_json()
-    return evidence, not_known, kernel_launches(result.capture)
+    return Obtained(evidence, not_known, kernel_launches(result.capture),
+                    unread_text(result.capture))
 
 
 def check(capture: Path | str, variants: Sequence[str] | None = None,
@@ -227,11 +244,12 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     for name in chosen:
         if name not in known:  # not replayed, but a name no variant has is still refused
             resolve_variant(name)
-    obtained, not_known, launches = (obtain(capture, known) if known
-                                     else ({"verdicts": {}, "first_finding": {}}, {}, 0))
+    obtained, not_known, launches, unread = (
+        obtain(capture, known) if known
+        else Obtained({"verdicts": {}, "first_finding": {}}, {}, 0, ""))
     changed = differences(Evidence.from_json(expected), Evidence.from_json(obtained), chosen)
     result = CheckResult(capture, changed, obtained, variants=list(chosen), not_known=not_known,
-                         launches=launches,
+                         launches=launches, unread=unread,
                          unchecked=[v for v in expected["verdicts"] if v not in chosen])
     if write_obtained:
         _leave_obtained(result)
@@ -272,7 +290,7 @@ def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) 
     (a warning names the records of sites this install does not know: no verdict of theirs
     is in it)."""
     capture = Path(capture)
-    obtained, not_known, launches = obtain(capture, variants)
+    obtained, not_known, launches, unread = obtain(capture, variants)
     path = write_json(capture / EXPECTED_NAME, obtained)
     note = _remove_stale(capture / OBTAINED_NAME)
     if note:
@@ -283,6 +301,9 @@ def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) 
     if launches:  # nor of them
         warnings.warn(f"{terminal(path)}: " + CheckResult(capture, launches=launches)
                       .launches_line(), stacklevel=2)
+    if unread:  # nor of what was not read
+        warnings.warn(f"{terminal(path)}: " + CheckResult(capture, unread=unread)
+                      .unread_line(), stacklevel=2)
     return path
 
 

@@ -62,13 +62,14 @@ def _carried_site() -> str:
 
 
 def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, Any]]],
-                                                   dict[str, Any]]:
+                                                   dict[str, Any], str]:
     """The first record of each site the installed vLLM's real code leaves out of range, with
     its first finding, in the order the engine ran them (step, rank, pipeline order: an origin
     runs before the sites its ids reach, so it comes first, as does V2's ``post_update``,
     which stores a sampled id a step before ``combine_tokens`` writes it), the sites named as
-    an origin first among records of one step; and
-    the capture's manifest ({} for records given in memory). The real code says only that an
+    an origin first among records of one step; the capture's manifest ({} for records given
+    in memory); and the line saying why none was chosen, where none is
+    (:func:`nothing_to_reproduce`). The real code says only that an
     index left its range; where the ``upstream`` model names the tensor and element on the same
     record, that finding is the one returned (its ``real_code`` key: the real code's finding).
 
@@ -102,7 +103,41 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
             finding["chain_record"] = chain_record(result.records, record, failing)
     chosen.sort(key=lambda pair: (pair[0].step, pair[0].rank, pair[0].site not in origins,
                                   site_order(pair[0].site)))
-    return chosen, manifest
+    return chosen, manifest, "" if chosen else nothing_to_reproduce(capture, result)
+
+
+def nothing_to_reproduce(capture: CaptureArg, result: Any) -> str:
+    """The line of a capture in whose records the installed vLLM's code (``result``'s ``vllm``
+    replay) finds nothing out of range: that it holds no record, or that the records judged
+    hold none, naming what was not judged (:func:`not_judged_text`): never that the code
+    leaves no index out of range in what it never ran."""
+    name = terminal(getattr(capture, "path", capture))
+    not_judged = not_judged_text(result)
+    unjudged = f" (not judged: {not_judged})" if not_judged else ""
+    if not len(result.records):
+        return (f"'{name}' holds no record the installed vLLM's code could replay{unjudged}; "
+                "nothing to reproduce")
+    judged = " in the records it judged" if not_judged else ""
+    return (f"the installed vLLM's code leaves no index out of range in '{name}'{judged}"
+            f"{unjudged}; nothing to reproduce (a model-only finding is not reproducible on the "
+            "real code)")
+
+
+def not_judged_text(result: Any) -> str:
+    """What the installed vLLM's replay (the ``vllm`` variant of ``result``) did not judge, in
+    words: records whose call raised another error or that a deadline left unanswered, records
+    of sites this install does not know, the ends of files cut short, records the probe never
+    wrote; "" when there are none."""
+    from forensics.present.capture_facts import unread_text
+    from forensics.present.conclusion import not_known_text
+
+    capture, outcomes = getattr(result, "capture", None), result.outcomes
+    errored = int(((outcomes["variant"] == "vllm") & (outcomes["status"] == "error")).sum())
+    unknown = dict(getattr(capture, "unknown_sites", None) or {})
+    parts = [f"{errored} record(s) whose call raised another error or was not answered"
+             if errored else "", not_known_text(unknown) if unknown else "",
+             unread_text(capture)]
+    return "; ".join(part for part in parts if part)
 
 
 def _kernel_site(name: Any) -> bool:
@@ -217,6 +252,9 @@ def script_text() -> str:
                    f"TRITON_SITES = frozenset({tuple(triton)!r})\n")
     fields = {name: {spec.name: [spec.kind, spec.ndim, spec.required, list(int_range(spec))]
                      for spec in get_site(name).fields} for name in reproducible_sites()}
+    functions = {name: (get_site(name).repro or ("", ""))[0] for name in reproducible_sites()}
+    runners.append("#: the vLLM function each site's runner calls, named in every message\n"
+                   f"FUNCTIONS = {functions!r}\n")
     runners.append("#: the site embedding the ids (run on them as recorded unless its case "
                    f"carries their origin)\nSINK = {_carried_site()!r}\n")
     runners.append("#: each site's record fields: [kind, dimensions of a tensor, required, the "
@@ -368,11 +406,9 @@ def write_repro(capture: CaptureArg, out: str | os.PathLike[str], *,
         if path.exists() and not force:
             raise ConfigurationError(f"'{terminal(path)}' exists; pass --force to replace it")
     installed = require_vllm()
-    chosen, manifest = failing_records(capture)
+    chosen, manifest, nothing = failing_records(capture)
     if not chosen:
-        raise ConfigurationError(
-            f"the installed vLLM's code leaves no index out of range in '{terminal(capture)}'; "
-            "nothing to reproduce (a model-only finding is not reproducible on the real code)")
+        raise ConfigurationError(nothing)
     text = json.dumps(repro_data(chosen, manifest, installed, deadline), ensure_ascii=True,
                       allow_nan=False)
     write_text_atomically(data, text + "\n")

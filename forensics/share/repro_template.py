@@ -232,6 +232,13 @@ def _chain(origin, where):
         _int(slot, f"{where}.slots", 0)
 
 
+def function_of(record_case):
+    """The vLLM function this file runs for the record's site (``FUNCTIONS``), the one every
+    message names: a data file's ``function`` is checked as words only, and a forged one once
+    named another function as the one that failed."""
+    return FUNCTIONS[record_case["site"]]
+
+
 def _record(case, where):
     """Check one record's layout: a known site, its function, a step, a rank and its fields."""
     if not isinstance(case["site"], str) or case["site"] not in RUNNERS:
@@ -477,7 +484,7 @@ def read_unobserved(case, r):
     value, lower = int(r[tensor].flatten()[element]), f["lower"] or 0
     if lower <= value < upper:
         return ""
-    return (f"{case['function']} uses an index outside its buffer, which Triton's interpreter "
+    return (f"{function_of(case)} uses an index outside its buffer, which Triton's interpreter "
             f"does not check: checked from the record instead (no fix to vLLM changes this "
             f"check), {held(case, r)}")
 

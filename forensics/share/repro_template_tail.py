@@ -90,7 +90,7 @@ def inputs_from(record_case):
     where, chain = _where(record_case), record_case.get("chain")
     if chain is not None:
         where += (f", its {chain['field']} at slots {chain['slots']} being what "
-                  f"{chain['function']} stores there on {_where(chain)}, run first")
+                  f"{function_of(chain)} stores there on {_where(chain)}, run first")
     return where
 
 
@@ -107,7 +107,7 @@ def inputs(case):
     try:
         written = RUNNERS[chain["site"]](before)
     except IndexError as exc:
-        raise IndexError(f"in {chain['function']}, run first on {_where(chain)} to derive "
+        raise IndexError(f"in {function_of(chain)}, run first on {_where(chain)} to derive "
                          f"{field}: {exc}") from None
     for cell, value in next((v for t, v, _ in written if t == field), {}).items():
         at = _cell(cell, f"{_where(chain)}: {field}", tuple(stored.shape))
@@ -139,7 +139,7 @@ def case_process(index, part="--case"):
             written = RUNNERS[case["site"]](inputs(case))
     except Deadline:
         print(OUTCOME + json.dumps({"timed_out": seconds}), flush=True)
-        print(f"timed out after {seconds} s in {case['function']} on {_where(case)} "
+        print(f"timed out after {seconds} s in {function_of(case)} on {_where(case)} "
               f"({part} {index}); the data file's deadline_s is set by forensics repro "
               "--deadline", file=sys.stderr, flush=True)
         sys.exit(TIMED_OUT)
@@ -186,11 +186,11 @@ def carried_ids(case, index, r, seconds):
     try:
         written = run_record(origin, index, "--origin", seconds)
     except (IndexError, Crashed) as exc:
-        raise IndexError(f"in {origin['function']}, run on {where} to derive the embedding's "
+        raise IndexError(f"in {function_of(origin)}, run on {where} to derive the embedding's "
                          f"input_ids: {exc}") from None
     cells = next((values for tensor, values, _ in written if tensor == "input_ids"), None)
     if cells is None:
-        return r["input_ids"], (f"the recorded input_ids ({origin['function']} on {where} "
+        return r["input_ids"], (f"the recorded input_ids ({function_of(origin)} on {where} "
                                 f"writes no input_ids, {cannot})")
     ids = r["input_ids"].clone().reshape(-1)
     for cell, value in cells.items():
@@ -202,7 +202,7 @@ def carried_ids(case, index, r, seconds):
         if element < ids.numel():
             ids[element] = value
     return ids.reshape(r["input_ids"].shape), (
-        f"the input_ids {origin['function']} writes on {where}, run on the installed vLLM")
+        f"the input_ids {function_of(origin)} writes on {where}, run on the installed vLLM")
 
 
 def check_carried(case, r, ids, source):
@@ -232,7 +232,7 @@ def test_index_stays_in_range(case):
     vocabulary; a V2 embedding's ids are those its origin's vLLM call writes, checked."""
     need_vllm(DATA["vllm"]["needed"])
     r = record(case)
-    function, seconds = case["function"], DATA["deadline_s"]
+    function, seconds = function_of(case), DATA["deadline_s"]
     index = next(i for i, c in enumerate(DATA["cases"]) if c is case)
     try:
         if "origin" in case:

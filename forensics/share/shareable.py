@@ -56,7 +56,9 @@ KEYS = (
     "kept_on_request", "kind", "time", "pid", "rank", "step", "site", "function", "detail",
     "message", "source", "line", "process", "count", "location", "where", "written", "errors",
     "error", "failed", "timeouts", "violations", "records", "dtype", "min", "max", "tensor",
-    "frame")
+    "frame",
+    # a shrunk capture's ``shrink`` entry: counts, steps and where its engine stopped
+    "shrink", "records_before", "records_kept", "steps_kept", "stopped_after", "before")
 #: fields that hold request ids
 REQUEST_FIELDS = ("req_ids", "prev_req_ids", "prev_req_id_to_index")
 

@@ -158,6 +158,11 @@ def _shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence
         done["stopped"] = f"{search.stopped}: it keeps the evidence but may not be minimal"
     if "shrink" in cap.manifest:  # a shrunk capture shrunk again: what was done first stays
         done["before"] = cap.manifest["shrink"]
+    from forensics.present.capture_facts import STOPPED_AFTER, stopped_after
+
+    stopped = stopped_after(cap.summary())  # the steps kept are not where the engine stopped
+    if isinstance(stopped, int):
+        done[STOPPED_AFTER] = stopped
     manifest = {**cap.manifest, "shrink": done}
     # every event is kept, the flight recorder's kernel launches too (``forensics kernels``)
     path = publish(out, [search.record(i) for i in kept], manifest,

@@ -97,11 +97,11 @@ def test_the_suggested_accept_keeps_every_variant_checked(
     expected["first_finding"]["vllm"] = expected["first_finding"]["upstream"]
     (capture / "expected.json").write_text(json.dumps(expected))
 
-    def obtain(_capture: Path, variants: list[str]
-               ) -> tuple[dict[str, object], dict[str, int], int]:
-        return {**expected, "verdicts": {v: {**expected["verdicts"][v], "embedding": "ok"}
-                                         for v in variants},
-                "first_finding": {v: None for v in variants}}, {}, 0
+    def obtain(_capture: Path, variants: list[str]) -> expectations.Obtained:
+        return expectations.Obtained(
+            {**expected, "verdicts": {v: {**expected["verdicts"][v], "embedding": "ok"}
+                                      for v in variants},
+             "first_finding": {v: None for v in variants}}, {}, 0, "")
 
     monkeypatch.setattr(expectations, "obtain", obtain)
     assert main(["check", str(capture), "--trust-expected"]) == 1

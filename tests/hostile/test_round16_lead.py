@@ -179,7 +179,7 @@ def test_a_batch_interrupted_before_its_answers_never_answers_the_next(
 def test_the_steps_a_deadline_cut_are_never_a_span_read_as_every_step_between() -> None:
     """Records cut at steps 3 and 40000 read "(steps 3-40000)", as if every step between was
     cut: up to three steps are named, more are counted with their ends."""
-    from forensics.present.conclusion import _steps_text
+    from forensics.present.conclusion import steps_text as _steps_text
 
     assert _steps_text([40000, 3, 3]) == "steps 3 and 40000"
     assert _steps_text([7]) == "step 7"

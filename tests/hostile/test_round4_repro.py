@@ -214,7 +214,8 @@ def test_an_async_output_case_builds_no_list_of_output_len_ids(
         module.test_index_stays_in_range(module.DATA["cases"][0])
     assert _InputBatch.seen == [3, 2], _InputBatch.seen[:2]  # filler, tail: not 2**20 ids
     assert str(failed.value).startswith(
-        f"vllm.async_output wrote output_token_ids[0][{n - 1}] = 100, outside the vocabulary "
+        "vllm.v1.worker.gpu_input_batch.InputBatch.update_async_output_token_ids wrote "
+        f"output_token_ids[0][{n - 1}] = 100, outside the vocabulary "
         "[0, 100) (1 such ids"), failed.value
 
 
@@ -235,8 +236,10 @@ def test_an_embedding_case_allocates_no_weight_of_num_embeddings_rows(
         "vllm.model_executor.layers.vocab_parallel_embedding": {
             "UnquantizedEmbeddingMethod": object,
             "VocabParallelEmbedding": types.SimpleNamespace(forward=forward)}})
-    with pytest.raises(pytest.fail.Exception, match="out-of-range access in vllm.embedding: "
-                                                    "index out of range in self"):
+    with pytest.raises(pytest.fail.Exception,  # the site's function, not the data's (T109e)
+                       match=r"out-of-range access in vllm\.model_executor\.layers\."
+                             r"vocab_parallel_embedding\.VocabParallelEmbedding\.forward: "
+                             "index out of range in self"):
         module.test_index_stays_in_range(module.DATA["cases"][0])
 
 

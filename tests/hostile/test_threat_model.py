@@ -1735,6 +1735,32 @@ TESTS = {
               "test_a_segment_renamed_to_another_process_is_refused",
               "tests/hostile/test_linear_time.py::"
               "test_the_duplicate_check_still_finds_a_copy_among_many"],
+    "T109a": ["tests/hostile/test_round19_attack19a.py::"
+              "test_known_says_no_step_of_an_event_that_has_none"],
+    "T109b": ["tests/hostile/test_round19_attack19a.py::"
+              "test_repro_of_a_capture_of_no_records_says_it_holds_none",
+              "tests/hostile/test_round19_attack19a.py::"
+              "test_repro_of_a_capture_cut_short_names_what_was_not_judged",
+              "tests/hostile/test_round19_attack19a.py::"
+              "test_summary_says_why_there_is_no_reproducer_of_what_was_not_judged"],
+    "T109c": ["tests/hostile/test_round19_attack19a.py::"
+              "test_check_advice_for_a_missing_variant_keeps_the_others",
+              "tests/hostile/test_round19_attack19a.py::"
+              "test_check_advice_names_every_variant_checked"],
+    "T109d": ["tests/hostile/test_round19_attack19a.py::"
+              "test_check_of_a_capture_cut_short_says_its_end_was_not_checked",
+              "tests/hostile/test_round19_attack19a.py::"
+              "test_check_of_records_the_probe_never_wrote_says_so",
+              "tests/hostile/test_round19_attack19a.py::"
+              "test_the_plugin_warns_of_a_capture_cut_short_that_matches"],
+    "T109e": ["tests/hostile/test_round19_attack19a.py::"
+              "test_the_repro_names_the_function_it_ran_whatever_the_data_file_says"],
+    "T109f": ["tests/hostile/test_round19_attack19a.py::"
+              "test_shrink_names_the_steps_kept_in_one_short_line"],
+    "T109g": ["tests/hostile/test_round19_attack19a.py::"
+              "test_a_shrunk_capture_says_where_its_engine_stopped"],
+    "T109h": ["tests/hostile/test_round19_attack19a.py::"
+              "test_summary_text_says_what_was_not_read"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
