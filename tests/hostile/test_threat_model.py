@@ -1735,6 +1735,13 @@ TESTS = {
               "test_a_segment_renamed_to_another_process_is_refused",
               "tests/hostile/test_linear_time.py::"
               "test_the_duplicate_check_still_finds_a_copy_among_many"],
+    "T110a": ["tests/hostile/test_round19_attack19b.py::test_a_worker_that_died_is_a_crash_event",
+              "tests/hostile/test_round19_attack19b.py::"
+              "test_the_reports_of_one_death_are_one_crash",
+              "tests/hostile/test_round19_attack19b.py::"
+              "test_a_death_after_a_cuda_error_is_that_errors",
+              "tests/hostile/test_round19_attack19b.py::"
+              "test_a_death_quoted_by_another_logger_is_no_crash"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

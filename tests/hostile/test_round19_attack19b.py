@@ -1,0 +1,95 @@
+"""Round 19's attack19b (issue 38): what a hostile or careful user found in ``forensics import``
+of engine logs, ``forensics kernels`` and V2 replays.
+
+- T110a: a log in which vLLM reports a worker process of the engine dead (a SIGSEGV's ``Worker
+  proc VllmWorker-0 died unexpectedly (exit code: -11)``) imported as 0 events, and ``known``
+  said "crash verdict no crash" and "the capture shows no failure to report" of an engine that
+  died.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_round2 import run_cli
+
+PROBE = ("(EngineCore_DP0 pid=4242) SM70-TEMB: rows=1000 input=(4,) dtype=torch.int32 "
+         "min=0 max=7\n")
+#: vLLM 0.33's multiproc executor's line when a worker dies of a SIGSEGV
+WORKER_DIED = ("(EngineCore_DP0 pid=4242) ERROR 12-02 10:46:44 [multiproc_executor.py:381] "
+               "Worker proc VllmWorker-0 died unexpectedly (exit code: -11), shutting down "
+               "executor.\n")
+#: the API server's report of it: an EngineDeadError chain, then its own RuntimeError
+ENGINE_DEAD = (
+    "ERROR 12-02 10:46:45 [serving.py:300] Traceback (most recent call last):\n"
+    'ERROR 12-02 10:46:45 [serving.py:300]   File "/x/vllm/v1/engine/async_llm.py", line 419\n'
+    "ERROR 12-02 10:46:45 [serving.py:300]     raise EngineDeadError()\n"
+    "ERROR 12-02 10:46:45 [serving.py:300] vllm.v1.engine.exceptions.EngineDeadError: "
+    "EngineCore encountered an issue. See stack trace (above) for the root cause.\n"
+    "RuntimeError: Engine core process EngineCore_DP0 died unexpectedly.\n")
+
+
+def _events(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> tuple[
+        Path, list[dict[str, object]]]:
+    """The capture imported from a log of ``text``, and its events."""
+    (tmp_path / "engine.log").write_text(text)
+    out = tmp_path / "engine.capture"
+    code, _, err = run_cli(capsys, "import", tmp_path / "engine.log", "-o", out)
+    assert code == 0, err
+    code, shown, err = run_cli(capsys, "inspect", out, "--json")
+    assert code == 0, err
+    return out, json.loads(shown)["events"]
+
+
+# ------------------------------ T110a: an engine whose worker died is no "no crash"
+
+
+def test_a_worker_that_died_is_a_crash_event(capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    """vLLM's report of a worker that died (exit code -11) is one crash event, and ``known``
+    says the crash is unexplained, never "no crash" nor "no failure to report"."""
+    capture, events = _events(capsys, tmp_path, PROBE * 2 + WORKER_DIED)
+    assert [(e["kind"], e["line"]) for e in events] == [("process_died", 3)]
+    assert "exit code: -11" in str(events[0]["message"])
+    code, out, err = run_cli(capsys, "known", capture)
+    assert code in (0, 1), err
+    said = " ".join(out.split())
+    assert "crash verdict unexplained" in said and "first process_died" in said
+    assert "verdict no crash" not in said and "no failure" not in said
+
+
+def test_the_reports_of_one_death_are_one_crash(capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    """The API server's ``EngineDeadError`` and its ``Engine core process ... died
+    unexpectedly`` after a worker's death are that death's, not crashes of their own (T4)."""
+    _, events = _events(capsys, tmp_path, PROBE + WORKER_DIED + ENGINE_DEAD)
+    [event] = events
+    assert event["kind"] == "process_died" and event["line"] == 2
+    assert event["engine_dead"]["line"] == 6  # type: ignore[index]
+    assert event["died"]["line"] == 7  # type: ignore[index]
+
+
+def test_a_death_after_a_cuda_error_is_that_errors(capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path) -> None:
+    """A worker that died after an illegal memory access (its process aborted) is that crash,
+    one event; the death is said on it."""
+    crash = ("(VllmWorker-0 pid=11) ERROR 12-02 10:46:43 [gpu_worker.py:1] RuntimeError: CUDA "
+             "error: an illegal memory access was encountered\n")
+    _, events = _events(capsys, tmp_path, PROBE + crash + WORKER_DIED)
+    [event] = events
+    assert event["kind"] == "illegal_memory_access"
+    assert "exit code: -11" in event["died"]["message"]  # type: ignore[index]
+
+
+def test_a_death_quoted_by_another_logger_is_no_crash(capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path) -> None:
+    """The words at an INFO level, or after other words in an ERROR message (a prompt quoted),
+    make no crash event (T51a)."""
+    quoted = ("INFO 12-02 10:46:44 [x.py:1] Worker proc VllmWorker-0 died unexpectedly "
+              "(exit code: -11)\n"
+              "ERROR 12-02 10:46:44 [x.py:1] prompt: Worker proc VllmWorker-0 died "
+              "unexpectedly\n")
+    _, events = _events(capsys, tmp_path, PROBE + quoted)
+    assert events == []
