@@ -5,6 +5,9 @@ of engine logs, ``forensics kernels`` and V2 replays.
   proc VllmWorker-0 died unexpectedly (exit code: -11)``) imported as 0 events, and ``known``
   said "crash verdict no crash" and "the capture shows no failure to report" of an engine that
   died.
+- T110b: ``forensics kernels`` said a ``_compute_slot_mappings_kernel`` position of -1 holds
+  "block index -1, outside [0, W)": Triton's ``//`` truncates toward zero, the kernel read
+  block 0 of the row.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_round2 import run_cli
 
@@ -93,3 +97,36 @@ def test_a_death_quoted_by_another_logger_is_no_crash(capsys: pytest.CaptureFixt
               "unexpectedly\n")
     _, events = _events(capsys, tmp_path, PROBE + quoted)
     assert events == []
+
+
+# ------------------------------ T110b: a negative position's block index, as Triton divides
+
+
+def _slot_launch(pos: list[int], size: int = 16, width: int = 4) -> list[dict[str, object]]:
+    """The ``kernel_contract`` findings of a ``_compute_slot_mappings_kernel`` launch of one
+    request of positions ``pos`` (int32), one group of ``size``-token blocks ``width`` wide."""
+    from test_round8b_kernels import slot_mappings, tensor
+
+    from forensics.kernels import contracts
+    from forensics.kernels.format import check_launch
+
+    event = slot_mappings(np.array(pos, dtype=np.int32), np.array([size], dtype=np.int32))
+    event["tensors"]["block_table_ptrs[0]"] = tensor(  # type: ignore[index]
+        np.zeros(2 * width, dtype=np.int32), shape=[2, width])
+    return contracts.check(check_launch(event, "test"), {})
+
+
+def test_a_position_just_below_zero_reads_block_0_of_its_row() -> None:
+    """Triton's ``pos // block_size`` truncates toward zero: positions -1 and -15 of 16-token
+    blocks read block 0 of the row (inside it). They were said to hold block index -1,
+    "outside [0, 4)": a block index the kernel never read."""
+    assert _slot_launch([-1, -15, 3, 63]) == []
+
+
+def test_a_block_index_before_the_row_is_the_one_the_kernel_reads() -> None:
+    """Positions -16, -17 and -33 read blocks -1, -1 and -2 (truncated), before the row; 64 is
+    past it (block 4 of 4): the finding names exactly those, with the kernel's block indices
+    (-17 and -33 were said to hold -2 and -3, Python's floor)."""
+    [found] = _slot_launch([-1, -16, -17, 5, -33, 64])
+    assert (found["elements"], found["values"], found["positions"], found["count"],
+            found["upper"]) == ([1, 2, 4, 5], [-1, -1, -2, 4], [-16, -17, -33, 64], 4, 4)

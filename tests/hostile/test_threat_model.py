@@ -1742,6 +1742,12 @@ TESTS = {
               "test_a_death_after_a_cuda_error_is_that_errors",
               "tests/hostile/test_round19_attack19b.py::"
               "test_a_death_quoted_by_another_logger_is_no_crash"],
+    "T110b": ["tests/hostile/test_round19_attack19b.py::"
+              "test_a_position_just_below_zero_reads_block_0_of_its_row",
+              "tests/hostile/test_round19_attack19b.py::"
+              "test_a_block_index_before_the_row_is_the_one_the_kernel_reads",
+              "tests/hostile/test_round8b_kernels.py::"
+              "test_a_block_size_past_the_positions_dtype_is_judged"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
