@@ -3,7 +3,8 @@ and report out-of-bounds accesses, broken index contracts, int32 wraps and launc
 outputs differ from the replay's (:mod:`forensics.kernels.sanitizer`).
 
 ``--coverage`` lists every Triton kernel of the installed vLLM's worker packages: recorded,
-seen only in a CUDA graph, launched but not recorded (and why), never launched, or not
+seen only in a CUDA graph, launched but not recorded (and why), never launched, not watched
+(outside the probe's selection, or no count of it written: whether it ran is unknown), or not
 replayable (and why). Exit 1 when a launch
 has a finding; else 2 when nothing could be judged (no launch recorded, or none replayed: one
 line on stderr says why and what to do); else 0, a last line saying how many launches were not

@@ -8,6 +8,9 @@ of engine logs, ``forensics kernels`` and V2 replays.
 - T110b: ``forensics kernels`` said a ``_compute_slot_mappings_kernel`` position of -1 holds
   "block index -1, outside [0, W)": Triton's ``//`` truncates toward zero, the kernel read
   block 0 of the row.
+- T110c: ``forensics kernels --coverage`` said ``never_launched`` of every kernel outside
+  ``FORENSICS_KERNELS``' selection, and of every kernel of a capture without a
+  ``kernel_summary``: the probe counted none of their launches.
 """
 
 from __future__ import annotations
@@ -130,3 +133,70 @@ def test_a_block_index_before_the_row_is_the_one_the_kernel_reads() -> None:
     [found] = _slot_launch([-1, -16, -17, 5, -33, 64])
     assert (found["elements"], found["values"], found["positions"], found["count"],
             found["upper"]) == ([1, 2, 4, 5], [-1, -1, -2, 4], [-16, -17, -33, 64], 4, 4)
+
+
+# ------------------------------ T110c: "never launched" only of a kernel a probe counted
+
+
+@pytest.fixture
+def three_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The installed vLLM's kernels, as the sanitizer reads them: three of module vllm.x."""
+    from forensics.kernels import sanitizer
+
+    monkeypatch.setattr(sanitizer, "installed_kernels",
+                        lambda: [("vllm.x", "_kept"), ("vllm.x", "_other"), ("vllm.x", "_seen")])
+
+
+def _coverage(capsys: pytest.CaptureFixture[str], root: Path,
+              summaries: list[dict[str, object]]) -> dict[str, dict[str, object]]:
+    """The ``kernels --coverage --json`` rows, by kernel, of a capture of one launch of
+    ``vllm.x._kept`` (rank 0, not replayable: no vLLM has it) and ``summaries``."""
+    from test_round4_kernels import launch
+
+    root.mkdir(parents=True)
+    (root / "manifest.json").write_text(json.dumps({
+        "format": 1, "creator": "test", "engine_id": "e" * 32, "model": {},
+        "process": {"host": "h", "pid": 1, "rank": 0, "tag": "h-1"}, "versions": {}}))
+    events = [{**launch(step=40), "kernel": {"module": "vllm.x", "name": "_kept",
+                                             "source_sha256": ""}}]
+    events += [{"kind": "kernel_summary", "format": 1, "step": 40, "rank": 0, "graph_only": [],
+                "kernels_seen": {"vllm.x._kept": 1}, **s} for s in summaries]
+    (root / "events-h-1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    code, out, _ = run_cli(capsys, "kernels", root, "--coverage", "--json")
+    assert code == 2, out  # the one launch is not replayable: nothing judged
+    return {str(r["kernel"]): r for r in json.loads(out)["coverage"]}
+
+
+def test_a_kernel_outside_the_selection_is_not_said_never_launched(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], three_kernels: None) -> None:
+    """With ``FORENSICS_KERNELS=_kept`` the probe counts the launches of ``_kept`` alone: the
+    others were listed ``never_launched``, of which it knew nothing. They are
+    ``not_watched``, saying the selection and that whether they ran is unknown."""
+    rows = _coverage(capsys, tmp_path / "k.capture", [{"selection": ["_kept"]}])
+    for name in ("_other", "_seen"):
+        assert rows[name]["status"] == "not_watched"
+        assert "FORENSICS_KERNELS=_kept" in str(rows[name]["why"])
+        assert "whether it was launched is unknown" in str(rows[name]["why"])
+    code, out, _ = run_cli(capsys, "kernels", tmp_path / "k.capture", "--coverage")
+    assert "never_launched" not in out and "not_watched" in out
+
+
+def test_a_capture_without_a_count_says_no_kernel_never_launched(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], three_kernels: None) -> None:
+    """An engine killed before its probe dumped writes no ``kernel_summary`` (its launches
+    handed off one by one, ``FORENSICS_KERNELS_KEEP=all``): no kernel is ``never_launched``;
+    nor where a summary lacks its selection."""
+    for at, summaries in enumerate(([], [{}], [{"selection": "*"}])):
+        rows = _coverage(capsys, tmp_path / f"k{at}.capture", summaries)
+        assert rows["_other"]["status"] == "not_watched", summaries
+        assert "whether it was launched is unknown" in str(rows["_other"]["why"])
+
+
+def test_a_kernel_every_selection_chose_is_still_never_launched(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], three_kernels: None) -> None:
+    """Where every summary's selection chooses a kernel (``all`` is ``*``; a glob), one
+    neither recorded nor seen is ``never_launched``, as before."""
+    rows = _coverage(capsys, tmp_path / "k.capture",
+                     [{"selection": ["*"]}, {"selection": ["_kept", "vllm.x._o*"]}])
+    assert rows["_other"]["status"] == "never_launched" and rows["_other"]["why"] == ""
+    assert rows["_seen"]["status"] == "not_watched"  # the second chose it not

@@ -1748,6 +1748,12 @@ TESTS = {
               "test_a_block_index_before_the_row_is_the_one_the_kernel_reads",
               "tests/hostile/test_round8b_kernels.py::"
               "test_a_block_size_past_the_positions_dtype_is_judged"],
+    "T110c": ["tests/hostile/test_round19_attack19b.py::"
+              "test_a_kernel_outside_the_selection_is_not_said_never_launched",
+              "tests/hostile/test_round19_attack19b.py::"
+              "test_a_capture_without_a_count_says_no_kernel_never_launched",
+              "tests/hostile/test_round19_attack19b.py::"
+              "test_a_kernel_every_selection_chose_is_still_never_launched"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
