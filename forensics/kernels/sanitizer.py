@@ -497,6 +497,16 @@ def _source(finding: dict[str, Any], what: str) -> str:
             f"source_sha256): {tail}")
 
 
+def _of_count(finding: dict[str, Any]) -> str:
+    """`` (the first N of M)`` when a contract finding lists fewer elements than it counts
+    (:data:`~forensics.kernels.contracts.MOST`), else ``""``: 36 slots out of range read as the
+    16 it listed."""
+    count, listed = finding.get("count"), len(finding.get("elements") or [])
+    if not isinstance(count, int) or count <= listed:
+        return ""
+    return f" (the first {listed} of {count})"
+
+
 def describe(finding: dict[str, Any]) -> str:
     """One line of text for a finding, or for a folded one (:func:`fold`), its names (the
     kernel's, the argument's: a capture's) through :func:`~forensics.escaping.terminal` (the
@@ -514,8 +524,9 @@ def describe(finding: dict[str, Any]) -> str:
                 f"{_zeros_for(finding, 'access')}{_source(finding, 'access')}")
     if kind == "kernel_contract":
         return (f"kernel_contract: {at}: {finding['argument']} element(s) "
-                f"{finding['elements']} hold {finding['contract']} {finding['values']}, "
-                f"outside [{finding['lower']}, {finding['upper']}) ({finding['bound']})")
+                f"{finding['elements']}{_of_count(finding)} hold {finding['contract']} "
+                f"{finding['values']}, outside [{finding['lower']}, {finding['upper']}) "
+                f"({finding['bound']})")
     if kind == "offset_overflow":
         return (f"offset_overflow: {at}: an int32 {finding['operation']} by program "
                 f"{tuple(finding['program_id'])} is {finding['exact']}, wrapped to "

@@ -11,6 +11,8 @@ of engine logs, ``forensics kernels`` and V2 replays.
 - T110c: ``forensics kernels --coverage`` said ``never_launched`` of every kernel outside
   ``FORENSICS_KERNELS``' selection, and of every kernel of a capture without a
   ``kernel_summary``: the probe counted none of their launches.
+- T110d: a ``kernel_contract`` line named the first 16 of 36 elements out of range as if they
+  were all.
 """
 
 from __future__ import annotations
@@ -200,3 +202,23 @@ def test_a_kernel_every_selection_chose_is_still_never_launched(
                      [{"selection": ["*"]}, {"selection": ["_kept", "vllm.x._o*"]}])
     assert rows["_other"]["status"] == "never_launched" and rows["_other"]["why"] == ""
     assert rows["_seen"]["status"] == "not_watched"  # the second chose it not
+
+
+# ------------------------------ T110d: a contract finding of more elements than it lists
+
+
+def test_a_contract_finding_says_how_many_elements_it_does_not_list() -> None:
+    """36 ``idx_mapping`` entries past 4 slots: the line named the first 16 as if they were
+    all. It says they are the first 16 of 36; a finding of all its elements listed says
+    nothing more."""
+    from test_round8b_kernels import idx_launch
+
+    from forensics.kernels import contracts
+    from forensics.kernels.sanitizer import describe
+
+    [found] = contracts.check(idx_launch(np.arange(40, dtype=np.int32), max_num_reqs=4), {})
+    assert found["count"] == 36 and len(found["elements"]) == 16
+    line = describe(found)
+    assert "idx_mapping element(s) [4, 5, 6," in line and "19] (the first 16 of 36) hold" in line
+    [few] = contracts.check(idx_launch(np.arange(6, dtype=np.int32), max_num_reqs=4), {})
+    assert "the first" not in describe(few) and "element(s) [4, 5] hold" in describe(few)
