@@ -13,6 +13,8 @@ of engine logs, ``forensics kernels`` and V2 replays.
   ``kernel_summary``: the probe counted none of their launches.
 - T110d: a ``kernel_contract`` line named the first 16 of 36 elements out of range as if they
   were all.
+- T110e: a V2 capture of vLLM 0.31.0 replayed by ``--variant vllm`` (the installed 0.33.0's
+  code) said nothing of the versions.
 """
 
 from __future__ import annotations
@@ -222,3 +224,38 @@ def test_a_contract_finding_says_how_many_elements_it_does_not_list() -> None:
     assert "idx_mapping element(s) [4, 5, 6," in line and "19] (the first 16 of 36) hold" in line
     [few] = contracts.check(idx_launch(np.arange(6, dtype=np.int32), max_num_reqs=4), {})
     assert "the first" not in describe(few) and "element(s) [4, 5] hold" in describe(few)
+
+
+# ------------------------------ T110e: a capture of another vLLM replayed by the installed one
+
+
+def test_a_capture_of_another_vllm_says_the_vllm_variant_runs_the_installed_one(
+        tmp_path: Path) -> None:
+    """A Model Runner V2 capture of vLLM 0.31.0 replayed with ``--variant vllm`` (the
+    installed vLLM's code) said nothing of the versions: its V2 finding read as what 0.31.0
+    did. The conclusion says the capture's version and the installed one; a capture of the
+    installed version, or of a final release of its minor, says nothing."""
+    import shutil
+
+    import forensics
+    from forensics.present import capture_facts
+    from forensics.present.conclusion import conclude
+    from forensics.versions import module_version
+
+    installed = module_version("vllm")
+    if installed is None:  # nothing installed to compare
+        assert capture_facts.version_sentence({"vllm": "0.31.0"}, ["vllm"]) == ""
+        return
+    copy = tmp_path / "old.capture"
+    shutil.copytree(Path(__file__).parents[2] / "data" / "v2-negative-draft.capture", copy)
+    manifest = copy / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"vllm": "0.33.0"', '"vllm": "0.31.0"'))
+    text = " ".join(conclude(forensics.replay(copy, ["vllm"])).paragraph().split())
+    assert (f"The capture comes from vLLM 0.31.0, while vllm replays the code of the installed "
+            f"vLLM {installed}: where the code changed between the two, a finding or verdict "
+            "of it may not be what 0.31.0 did") in text
+    said = capture_facts.installed_sentence
+    assert said(installed, ["vllm", "vllm+fix.diff"]) == ""
+    assert "while vllm, vllm+fix.diff replay the code of the installed" in said("0.1.0", [
+        "vllm", "vllm+fix.diff"])
+    assert said("0.31.0", []) == ""

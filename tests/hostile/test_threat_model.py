@@ -1756,6 +1756,10 @@ TESTS = {
               "test_a_kernel_every_selection_chose_is_still_never_launched"],
     "T110d": ["tests/hostile/test_round19_attack19b.py::"
               "test_a_contract_finding_says_how_many_elements_it_does_not_list"],
+    "T110e": ["tests/hostile/test_round19_attack19b.py::"
+              "test_a_capture_of_another_vllm_says_the_vllm_variant_runs_the_installed_one",
+              "tests/test_resolution.py::"
+              "test_a_capture_of_another_vllm_says_the_models_copy_another_version"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
