@@ -65,9 +65,12 @@ CUDA_HEAD = r"(?:CUDA error:\s*|Triton Error \[CUDA\]:\s*|Cuda failure\s+(?:\d+\
 #: NAME died unexpectedly (exit code: -11)``, its Ray executor's ``RayWorkerProc rank=N died
 #: unexpectedly``, the API server's ``Engine core process NAME died unexpectedly.`` and
 #: ``Process NAME (PID: N) died with exit code N``, an older core client's ``Engine core proc
-#: NAME died unexpectedly``): the engine died, though no exception of it was logged (a SIGSEGV,
-#: a SIGKILL); after a crash event it is that crash's (its ``died``), no crash of its own
-DIED_RE = re.compile(r"(?:Worker proc|Engine core proc(?:ess)?)\s++\S++\s++died unexpectedly\b"
+#: NAME died unexpectedly``), and CPython's faulthandler's ``Fatal Python error: Segmentation
+#: fault`` (the process aborts; an engine in one process logs no report of its death): the
+#: engine died, though no exception of it was logged (a SIGSEGV, a SIGKILL); after a crash event
+#: it is that crash's (its ``died``), no crash of its own
+DIED_RE = re.compile(r"Fatal Python error: "
+                     r"|(?:Worker proc|Engine core proc(?:ess)?)\s++\S++\s++died unexpectedly\b"
                      r"|RayWorkerProc rank=\d++ died unexpectedly\b"
                      r"|Process \S++ \(PID: \d++\) died with exit code\b")
 EVENT_PATTERNS = (

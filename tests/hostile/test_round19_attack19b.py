@@ -15,6 +15,7 @@ of engine logs, ``forensics kernels`` and V2 replays.
   were all.
 - T110e: a V2 capture of vLLM 0.31.0 replayed by ``--variant vllm`` (the installed 0.33.0's
   code) said nothing of the versions.
+- T110f: CPython's ``Fatal Python error: Segmentation fault`` imported as no event.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def _events(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> tu
     """The capture imported from a log of ``text``, and its events."""
     (tmp_path / "engine.log").write_text(text)
     out = tmp_path / "engine.capture"
-    code, _, err = run_cli(capsys, "import", tmp_path / "engine.log", "-o", out)
+    code, _, err = run_cli(capsys, "import", tmp_path / "engine.log", "-o", out, "--force")
     assert code == 0, err
     code, shown, err = run_cli(capsys, "inspect", out, "--json")
     assert code == 0, err
@@ -259,3 +260,26 @@ def test_a_capture_of_another_vllm_says_the_vllm_variant_runs_the_installed_one(
     assert "while vllm, vllm+fix.diff replay the code of the installed" in said("0.1.0", [
         "vllm", "vllm+fix.diff"])
     assert said("0.31.0", []) == ""
+
+
+# ------------------------------ T110f: a faulthandler's fatal error is a crash
+
+
+SEGFAULT = ("(VllmWorker TP0 pid=11) Fatal Python error: Segmentation fault\n"
+            "(VllmWorker TP0 pid=11) \n"
+            "(VllmWorker TP0 pid=11) Current thread 0x00007f0000000000 (most recent call "
+            "first):\n"
+            '(VllmWorker TP0 pid=11)   File "/x/vllm/v1/worker/gpu/model_runner.py", line 2000 '
+            "in execute_model\n")
+
+
+def test_a_fatal_python_error_is_a_crash_and_its_report_joins_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """CPython's ``Fatal Python error: Segmentation fault`` (faulthandler, an engine in one
+    process: no report of its death follows) imported as no event; it is a crash event, and
+    vLLM's report of the worker's death after it is that crash's (one death, one crash)."""
+    _, events = _events(capsys, tmp_path, PROBE + SEGFAULT)
+    assert [(e["kind"], e["line"]) for e in events] == [("process_died", 2)]
+    _, events = _events(capsys, tmp_path, PROBE + SEGFAULT + WORKER_DIED)
+    [event] = events
+    assert event["line"] == 2 and event["died"]["line"] == 6  # type: ignore[index]

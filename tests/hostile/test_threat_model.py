@@ -1760,6 +1760,8 @@ TESTS = {
               "test_a_capture_of_another_vllm_says_the_vllm_variant_runs_the_installed_one",
               "tests/test_resolution.py::"
               "test_a_capture_of_another_vllm_says_the_models_copy_another_version"],
+    "T110f": ["tests/hostile/test_round19_attack19b.py::"
+              "test_a_fatal_python_error_is_a_crash_and_its_report_joins_it"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
