@@ -190,8 +190,9 @@ def test_a_capture_without_a_count_says_no_kernel_never_launched(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], three_kernels: None) -> None:
     """An engine killed before its probe dumped writes no ``kernel_summary`` (its launches
     handed off one by one, ``FORENSICS_KERNELS_KEEP=all``): no kernel is ``never_launched``;
-    nor where a summary lacks its selection."""
-    for at, summaries in enumerate(([], [{}], [{"selection": "*"}])):
+    nor where a summary lacks its selection, or the rank of the launches wrote none."""
+    for at, summaries in enumerate(([], [{}], [{"selection": "*"}],
+                                    [{"selection": ["*"], "rank": 1}])):  # none of rank 0
         rows = _coverage(capsys, tmp_path / f"k{at}.capture", summaries)
         assert rows["_other"]["status"] == "not_watched", summaries
         assert "whether it was launched is unknown" in str(rows["_other"]["why"])
