@@ -65,8 +65,11 @@ def run(args: argparse.Namespace) -> int:
         print(json_text(out, indent=1, default=str))
         return _exit_code(report)
     replayed = sum(r.status == "replayed" for r in report.results)
+    lines = fold(report.findings)
+    folded = "" if len(lines) == len(report.findings) else \
+        f" ({len(report.findings)} before the programs of one access were folded into one)"
     print(f"{terminal(report.capture)}: {len(report.results)} launch(es) recorded, "
-          f"{replayed} replayed, {len(report.findings)} finding(s)")
+          f"{replayed} replayed, {len(lines)} finding(s){folded}")
     if report.note:
         print(f"note: {terminal(report.note)}")
     for result in report.results:
@@ -76,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"not replayed: {terminal(result.launch.where)}: {inert(result.reason)}")
         elif result.reason:  # what the replay could not judge, or ran in the record's stead
             print(f"replayed, but: {terminal(result.launch.where)}: {inert(result.reason)}")
-    for finding in fold(report.findings):
+    for finding in lines:
         print(inert(describe(finding)))  # a sentence
     unjudged = sum(r.status != "replayed" for r in report.results)
     if unjudged:

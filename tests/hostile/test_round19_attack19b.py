@@ -16,6 +16,7 @@ of engine logs, ``forensics kernels`` and V2 replays.
 - T110e: a V2 capture of vLLM 0.31.0 replayed by ``--variant vllm`` (the installed 0.33.0's
   code) said nothing of the versions.
 - T110f: CPython's ``Fatal Python error: Segmentation fault`` imported as no event.
+- T110g: ``forensics kernels`` said "129 finding(s)" above the 2 lines it listed.
 """
 
 from __future__ import annotations
@@ -284,3 +285,29 @@ def test_a_fatal_python_error_is_a_crash_and_its_report_joins_it(
     _, events = _events(capsys, tmp_path, PROBE + SEGFAULT + WORKER_DIED)
     [event] = events
     assert event["line"] == 2 and event["died"]["line"] == 6  # type: ignore[index]
+
+
+# ------------------------------ T110g: the findings counted are the findings listed
+
+
+def test_the_count_of_findings_is_that_of_the_lines_listed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A load out of bounds in each of 128 programs and one store: the header said "129
+    finding(s)" above the 2 lines it listed (one access's programs folded into one line). It
+    counts the 2 and says how many there were before folding."""
+    from test_round11_attack import _oob_report
+
+    from forensics.cli import main
+    from forensics.kernels import sanitizer
+
+    capture = tmp_path / "k.capture"
+    capture.mkdir()
+    report = _oob_report([(x, 0, 0) for x in range(128)], str(capture))
+    monkeypatch.setattr(sanitizer, "sanitize", lambda *args, **kwargs: report)
+    assert main(["kernels", str(capture)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    listed = [line for line in out if line.startswith("kernel_out_of_bounds")]
+    assert len(listed) == 2
+    assert out[0].endswith("1 replayed, 2 finding(s) (129 before the programs of one access "
+                           "were folded into one)"), out[0]

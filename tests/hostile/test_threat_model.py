@@ -1762,6 +1762,8 @@ TESTS = {
               "test_a_capture_of_another_vllm_says_the_models_copy_another_version"],
     "T110f": ["tests/hostile/test_round19_attack19b.py::"
               "test_a_fatal_python_error_is_a_crash_and_its_report_joins_it"],
+    "T110g": ["tests/hostile/test_round19_attack19b.py::"
+              "test_the_count_of_findings_is_that_of_the_lines_listed"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
