@@ -2,8 +2,8 @@
 
 Each .pt holds a dict or a list of dicts (site, step, optional rank, the site's fields) and is
 loaded with torch.load(weights_only=True); .safetensors and .npz hold one record each; log lines
-from the probes become summary records, and CUDA asserts, illegal memory accesses and
-EngineDeadError become events.
+from the probes become summary records, and CUDA asserts, illegal memory accesses,
+EngineDeadError and vLLM's report of a worker or engine process that died become events.
 
 The capture states only the incident's facts: what the sources say and what ``--set`` gives;
 the rest (vLLM and torch versions, model, time) is ``unknown``. The importing tool and time

@@ -3,7 +3,8 @@ and report out-of-bounds accesses, broken index contracts, int32 wraps and launc
 outputs differ from the replay's (:mod:`forensics.kernels.sanitizer`).
 
 ``--coverage`` lists every Triton kernel of the installed vLLM's worker packages: recorded,
-seen only in a CUDA graph, launched but not recorded (and why), never launched, or not
+seen only in a CUDA graph, launched but not recorded (and why), never launched, not watched
+(outside the probe's selection, or no count of it written: whether it ran is unknown), or not
 replayable (and why). Exit 1 when a launch
 has a finding; else 2 when nothing could be judged (no launch recorded, or none replayed: one
 line on stderr says why and what to do); else 0, a last line saying how many launches were not
@@ -64,8 +65,11 @@ def run(args: argparse.Namespace) -> int:
         print(json_text(out, indent=1, default=str))
         return _exit_code(report)
     replayed = sum(r.status == "replayed" for r in report.results)
+    lines = fold(report.findings)
+    folded = "" if len(lines) == len(report.findings) else \
+        f" ({len(report.findings)} before the programs of one access were folded into one)"
     print(f"{terminal(report.capture)}: {len(report.results)} launch(es) recorded, "
-          f"{replayed} replayed, {len(report.findings)} finding(s)")
+          f"{replayed} replayed, {len(lines)} finding(s){folded}")
     if report.note:
         print(f"note: {terminal(report.note)}")
     for result in report.results:
@@ -75,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"not replayed: {terminal(result.launch.where)}: {inert(result.reason)}")
         elif result.reason:  # what the replay could not judge, or ran in the record's stead
             print(f"replayed, but: {terminal(result.launch.where)}: {inert(result.reason)}")
-    for finding in fold(report.findings):
+    for finding in lines:
         print(inert(describe(finding)))  # a sentence
     unjudged = sum(r.status != "replayed" for r in report.results)
     if unjudged:

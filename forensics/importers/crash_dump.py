@@ -45,7 +45,7 @@ CONFIG_FIELDS = {"model": re.compile(r"^model='(?P<v>[^']*)'"),
                  "num_speculative_tokens": re.compile(r"num_spec_tokens=(?P<v>\d+)"),
                  "tensor_parallel_size": re.compile(r"tensor_parallel_size=(?P<v>\d+)")}
 #: what a dump takes from the exception chain after it
-CHAIN_KEYS = ("exception", "final", "links", "location", "source_line", "engine_dead")
+CHAIN_KEYS = ("exception", "final", "links", "location", "source_line", "engine_dead", "died")
 MAX_IDS = 1 << 16  # draft ids kept per dump (a dump lists a handful per request)
 #: the batch fields of a dump (:func:`parse_scheduler_output`'s)
 BATCH_KEYS = ("scheduled_spec_decode_tokens", "num_scheduled_tokens",

@@ -4,10 +4,12 @@
   declared in the site's module; e.g. the SM70 fork's ``SM70-TEMB: rows=R input=(T,) ...``
   for the embedding) -> a summary record of that site; a line is read by the first site in
   pipeline order whose pattern it matches, where the line's text begins (:data:`TAG_RE`);
-- CUDA asserts (``Assertion `...` failed``), device-side assert errors, illegal memory access
-  and ``EngineDeadError`` -> events with their line numbers (consecutive repeats collapse into
-  one event with a ``count``); a line is one by its form (:data:`CRASH_LEVELS`: its level, and
-  its crash words where its text begins), never by words a prompt another logger quotes holds.
+- CUDA asserts (``Assertion `...` failed``), device-side assert errors, illegal memory access,
+  ``EngineDeadError`` and vLLM's report of a worker or engine process that died
+  (:data:`DIED_RE`: a SIGSEGV's ``exit code: -11``) -> events with their line numbers
+  (consecutive repeats collapse into one event with a ``count``); a line is one by its form
+  (:data:`CRASH_LEVELS`: its level, and its crash words where its text begins), never by words
+  a prompt another logger quotes holds.
 
 Steps follow line order (each probe line is the next step) unless a line names one
 (``step=N``); ``rank=N`` on a line sets its rank. The lines naming no step say so
@@ -27,7 +29,7 @@ from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import where_of
-from forensics.importers.tracebacks import CRASH_LEVELS, PREFIX_RE, Chains
+from forensics.importers.tracebacks import CRASH_KINDS, CRASH_LEVELS, PREFIX_RE, Chains
 from forensics.importers.wide import PREFIX_BYTES, refuse_wide
 from forensics.records import Record
 from forensics.sites import SITES, get_site
@@ -59,10 +61,23 @@ NAME_HEAD_RE = re.compile(r"(?:\[[EF]\d{4}\s[^\]]*+\]\s*+)?"
 #: a CUDA error's text after the head: torch's and vLLM's ``CUDA error: ``, Triton's
 #: ``Triton Error [CUDA]: ``, NCCL's ``Cuda failure 'NAME'``
 CUDA_HEAD = r"(?:CUDA error:\s*|Triton Error \[CUDA\]:\s*|Cuda failure\s+(?:\d+\s+)?'?)?"
+#: vLLM's report of a process of the engine that died (its multiproc executor's ``Worker proc
+#: NAME died unexpectedly (exit code: -11)``, its Ray executor's ``RayWorkerProc rank=N died
+#: unexpectedly``, the API server's ``Engine core process NAME died unexpectedly.`` and
+#: ``Process NAME (PID: N) died with exit code N``, an older core client's ``Engine core proc
+#: NAME died unexpectedly``), and CPython's faulthandler's ``Fatal Python error: Segmentation
+#: fault`` (the process aborts; an engine in one process logs no report of its death): the
+#: engine died, though no exception of it was logged (a SIGSEGV, a SIGKILL); after a crash event
+#: it is that crash's (its ``died``), no crash of its own
+DIED_RE = re.compile(r"Fatal Python error: "
+                     r"|(?:Worker proc|Engine core proc(?:ess)?)\s++\S++\s++died unexpectedly\b"
+                     r"|RayWorkerProc rank=\d++ died unexpectedly\b"
+                     r"|Process \S++ \(PID: \d++\) died with exit code\b")
 EVENT_PATTERNS = (
     ("illegal_memory_access", re.compile(CUDA_HEAD + r"(?:an\s+)?illegal memory access", re.I)),
     ("engine_dead", re.compile(r"(?:[A-Za-z_]\w*+\.)*+EngineDeadError\b")),
     ("cuda_error", re.compile(CUDA_HEAD + r"device-side assert triggered", re.I)),
+    ("process_died", DIED_RE),
 )
 #: what may come before ``Assertion`` on a CUDA device's or C runtime's assert line:
 #: ``[PROGRAM: ][FILE:LINE: ][FUNCTION: ][block: [..], thread: [..] ]`` (each part possessive:
@@ -198,6 +213,9 @@ class _LogParser:
             return
         events = self.result.events
         last = events[-1] if events else None
+        if event["kind"] == "process_died" and last is not None and last["kind"] in CRASH_KINDS:
+            last.setdefault("died", {"line": number, "message": text.strip()[:500]})
+            return  # vLLM's report of the death of the crash before: that crash's
         if last is not None and (last["kind"], last.get("detail")) == (event["kind"],
                                                                        event.get("detail")) \
                 and last["last_line"] == number - 1 and "links" not in last:

@@ -38,7 +38,8 @@ TRACEBACK = "Traceback (most recent call last):"
 LINKS = ("During handling of the above exception, another exception occurred:",
          "The above exception was the direct cause of the following exception:")
 #: the event kinds of a crash (a chain after one of them, naming EngineDeadError, joins it)
-CRASH_KINDS = ("cuda_assert", "cuda_error", "illegal_memory_access", "engine_exception")
+CRASH_KINDS = ("cuda_assert", "cuda_error", "illegal_memory_access", "engine_exception",
+               "process_died")
 TEXT = 500  # characters kept of a line
 
 

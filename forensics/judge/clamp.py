@@ -62,7 +62,7 @@ def clamps(version: str | None, runner: str, speculative: bool) -> tuple[bool | 
             else "its vLLM version is unknown (the manifest names none, or none as vLLM's "
                  "releases spell it)"))
     installed = module_version("vllm")
-    if version is None or _same_code(version, installed):
+    if version is None or same_code(version, installed):
         found = installed_clamps()
         if found is not None:
             return found, (f"the installed vLLM {installed} "
@@ -77,7 +77,7 @@ def clamps(version: str | None, runner: str, speculative: bool) -> tuple[bool | 
     return None, f"unknown whether vLLM {version or '(unnamed)'} clamps"
 
 
-def _same_code(version: str, installed: str | None) -> bool:
+def same_code(version: str, installed: str | None) -> bool:
     """Whether the capture's ``version`` runs the installed vLLM's code: the same string, or
     final releases of the same minor (a pre-release or dev build only by its exact string)."""
     if installed is None:

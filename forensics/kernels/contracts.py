@@ -7,7 +7,8 @@ recorded values of a launch (``kernel_contract`` findings).
   kernels skip: ``if req_state_idx < 0: return``, ``mask=req_state_idx >= 0``), not a slot
   outside the contract: a kernel that reads through one anyway is found by the replay's
   out-of-bounds check;
-- block index: in ``_compute_slot_mappings_kernel``, ``pos // block_size <`` the blocks per row
+- block index: in ``_compute_slot_mappings_kernel``, ``pos // block_size`` (truncated toward
+  zero, as Triton divides: position -1 reads block 0) ``>= 0`` and ``<`` the blocks per row
   of each enabled group's block table (a block index past the row reads the next request's row:
   inside the allocation, outside its row), for the tokens of real requests: a request whose
   ``idx_mapping`` entry is negative (masked) has its block-table row never read
@@ -129,29 +130,52 @@ def _blocks(launch: Launch) -> list[dict[str, Any]]:
         return []
     if launch.constexprs.get("CP_SIZE", 1) != 1:
         return _cp_blocks(launch, pos, kept, groups)
-    negative, ceiling = np.flatnonzero(pos < 0), int(np.iinfo(pos.dtype).max)
-    # position p >= 0 is past a row of W blocks of size b exactly when p >= b * W
+    return _flat_blocks(launch, pos, kept, groups)
+
+
+def _flat_blocks(launch: Launch, pos: np.ndarray, kept: np.ndarray,
+                 groups: list[tuple[int, int, TensorArg]]) -> list[dict[str, Any]]:
+    """The block-index findings of a launch without context parallelism: position ``p`` reads
+    block ``p // b`` of a row of ``W`` blocks of size ``b``, truncated toward zero as Triton's
+    integers are, so it is past the row exactly when ``p >= b * W`` and before it exactly when
+    ``p <= -b`` (a position in ``(-b, 0)`` reads block 0 of its row: no block index outside
+    it); the first positions of each found by a descent (:func:`_first_at_least`), all groups
+    at once."""
+    info = np.iinfo(pos.dtype)
     limits = [size * table.shape[1] for _, size, table in groups]
-    judged = [i for i, limit in enumerate(limits) if limit <= ceiling or len(negative)]
-    at = np.array([min(limits[i], ceiling) for i in judged], dtype=pos.dtype)
-    first = _first_at_least(pos, at, [limits[i] > ceiling for i in judged])
+    firsts = _first_at_least(pos, np.array([min(limit, info.max) for limit in limits],
+                                           dtype=pos.dtype), [lim > info.max for lim in limits])
+    # ~p is -p - 1 (never overflows): p <= -b exactly when ~p >= b - 1
+    signed = info.min < 0
+    sizes = [size - 1 if signed and size - 1 <= info.max else None for _, size, _ in groups]
+    befores = _first_at_least(~pos if signed else pos, np.array(
+        [info.max if low is None else low for low in sizes], dtype=pos.dtype),
+        [low is None for low in sizes])
     ordered = np.sort(pos)
     out = []
-    for i, found in zip(judged, first, strict=True):
-        group, size, table = groups[i]
-        past = 0 if limits[i] > ceiling else len(pos) - int(np.searchsorted(ordered, limits[i]))
-        if not past + len(negative):
+    for (_, size, table), limit, low, first, before in zip(groups, limits, sizes, firsts,
+                                                          befores, strict=True):
+        past = 0 if limit > info.max else \
+            len(pos) - int(np.searchsorted(ordered, pos.dtype.type(limit)))
+        under = 0 if low is None else \
+            int(np.searchsorted(ordered, pos.dtype.type(-size), side="right"))
+        if not past + under:
             continue
-        elements = np.union1d(negative[:MOST], found)[:MOST]
+        elements = np.union1d(before, first)[:MOST]
         # in Python's ints: a block size past pos's dtype (2**40 beside int8 positions, a
         # uint64 size beside int64 ones) was an OverflowError that ended `forensics kernels`
-        blocks = np.array([p // size for p in pos[elements].tolist()], dtype=object)
-        row = _finding_at(launch, "pos", "block index", kept[elements], blocks,
-                          past + len(negative), 0, table.shape[1],
+        blocks = np.array([_truncated(p, size) for p in pos[elements].tolist()], dtype=object)
+        row = _finding_at(launch, "pos", "block index", kept[elements], blocks, past + under, 0,
+                          table.shape[1],
                           f"the blocks per row of {table.name} (block size {size})")
         row["positions"] = pos[elements].tolist()
         out.append(row)
     return out
+
+
+def _truncated(value: int, size: int) -> int:
+    """``value // size`` truncated toward zero (``size`` > 0), as Triton's integers divide."""
+    return -(-value // size) if value < 0 else value // size
 
 
 #: the most distinct (block size, sharded) pairs of groups judged under context parallelism

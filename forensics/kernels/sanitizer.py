@@ -272,10 +272,13 @@ def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
              known: set[tuple[str, str]]) -> list[dict[str, Any]]:
     """One row per kernel of the installed vLLM (and per recorded kernel it lacks):
     ``recorded``, ``graph_only``, ``not_recorded`` (launches the probe saw, none in the
-    capture: with why), ``never_launched``, ``not_replayable`` (with why) or ``not_run``
-    (launches recorded, none refused, some left by the overall deadline). ``graph_only``: every
+    capture: with why), ``never_launched`` (neither recorded nor seen by a probe that counted
+    its launches: :func:`_watched`), ``not_watched`` (neither, and no count covers it: with
+    why), ``not_replayable`` (with why) or ``not_run`` (launches recorded, none refused, some
+    left by the overall deadline). ``graph_only``: every
     launch the probe saw was during a CUDA graph capture (:func:`_launch_counts`)."""
     seen, graph, unsure = _launch_counts(summaries)
+    watched, unwatched = _watched(summaries, {r.launch.rank for r in results})
     by_kernel: dict[tuple[str, str], list[LaunchResult]] = {}
     for result in results:
         by_kernel.setdefault((result.launch.module, result.launch.name), []).append(result)
@@ -284,12 +287,14 @@ def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
         mine, key = by_kernel.get((module, name), []), f"{module}.{name}"
         failed = [r for r in mine if r.status == "not_replayable"] or \
             [r for r in mine if r.status == NOT_RUN]
+        blind = unwatched or _unchosen(watched, module, name)
         status = (failed[0].status if failed else "recorded") if mine else (
             "graph_only" if 0 < seen.get(key, 0) == graph.get(key, -1) else
-            NOT_RECORDED if seen.get(key, 0) or key in unsure else "never_launched")
+            NOT_RECORDED if seen.get(key, 0) or key in unsure else
+            NOT_WATCHED if blind else "never_launched")
         why = failed[0].reason if failed else (
             not_recorded_why(seen.get(key, 0), graph.get(key, 0), key in unsure)
-            if status == NOT_RECORDED else "")
+            if status == NOT_RECORDED else blind if status == NOT_WATCHED else "")
         rows.append({"module": module, "kernel": name, "status": status,
                      "launches": len(mine), "seen": seen.get(key, 0), "why": why})
     return rows
@@ -297,6 +302,57 @@ def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
 
 #: the coverage of a kernel the probe saw launched whose launches the capture does not hold
 NOT_RECORDED = "not_recorded"
+#: the coverage of a kernel no probe's count covers (not selected, or no count written):
+#: whether it was launched is unknown
+NOT_WATCHED = "not_watched"
+#: the most globs of a summary's ``selection`` read (a probe writes those of its
+#: ``FORENSICS_KERNELS``: a handful)
+MOST_GLOBS = 256
+#: why a kernel no count covers is not said to be never launched, where no summary covers all
+UNCOUNTED = ("whether it was launched is unknown: {what}; the probe counts the launches of the "
+             "kernels it records (FORENSICS_KERNELS) in its kernel_summary, written when it "
+             "dumps (an engine killed before it did writes none)")
+
+
+def _watched(summaries: list[dict[str, Any]], ranks: set[int]
+             ) -> tuple[set[tuple[str, ...]], str]:
+    """The kernel selections (``FORENSICS_KERNELS`` globs) of the capture's summaries, whose
+    kernels their probes counted every launch of; or why the counts do not cover every process
+    (no summary, a rank of recorded launches without one, a summary whose selection is not a
+    list of at most :data:`MOST_GLOBS` globs, more than that many selections): then no kernel
+    is said never launched."""
+    if not summaries:
+        return set(), UNCOUNTED.format(what="the capture holds no kernel_summary")
+    counted = {s.get("rank") for s in summaries if type(s.get("rank")) is int}
+    missing = sorted(ranks - counted)
+    if missing:
+        return set(), UNCOUNTED.format(what=f"rank(s) {missing} recorded launches and wrote "
+                                            "no kernel_summary")
+    selections = set()
+    for summary in summaries:
+        globs = summary.get("selection")
+        if not isinstance(globs, list) or len(globs) > MOST_GLOBS or not all(
+                isinstance(g, str) and len(g) <= 300 for g in globs):
+            return set(), UNCOUNTED.format(what="a kernel_summary does not say which kernels "
+                                                "its probe recorded (its 'selection')")
+        selections.add(tuple(globs))
+        if len(selections) > MOST_GLOBS:
+            return set(), UNCOUNTED.format(what=f"its kernel_summary events name more than "
+                                                f"{MOST_GLOBS} selections")
+    return selections, ""
+
+
+def _unchosen(selections: set[tuple[str, ...]], module: str, name: str) -> str:
+    """Why a kernel one of ``selections`` does not choose is not said never launched, or
+    ``""``."""
+    from forensics.probe.kernel_selection import chosen
+
+    for globs in sorted(selections):
+        if not chosen(globs, module, name):
+            picked = terminal(",".join(globs))
+            return (f"not among the kernels the probe recorded (FORENSICS_KERNELS={picked}): "
+                    "it counts no launch of the others, so whether it was launched is unknown")
+    return ""
 
 
 def _launch_counts(summaries: list[dict[str, Any]]
@@ -441,6 +497,16 @@ def _source(finding: dict[str, Any], what: str) -> str:
             f"source_sha256): {tail}")
 
 
+def _of_count(finding: dict[str, Any]) -> str:
+    """`` (the first N of M)`` when a contract finding lists fewer elements than it counts
+    (:data:`~forensics.kernels.contracts.MOST`), else ``""``: 36 slots out of range read as the
+    16 it listed."""
+    count, listed = finding.get("count"), len(finding.get("elements") or [])
+    if not isinstance(count, int) or count <= listed:
+        return ""
+    return f" (the first {listed} of {count})"
+
+
 def describe(finding: dict[str, Any]) -> str:
     """One line of text for a finding, or for a folded one (:func:`fold`), its names (the
     kernel's, the argument's: a capture's) through :func:`~forensics.escaping.terminal` (the
@@ -458,8 +524,9 @@ def describe(finding: dict[str, Any]) -> str:
                 f"{_zeros_for(finding, 'access')}{_source(finding, 'access')}")
     if kind == "kernel_contract":
         return (f"kernel_contract: {at}: {finding['argument']} element(s) "
-                f"{finding['elements']} hold {finding['contract']} {finding['values']}, "
-                f"outside [{finding['lower']}, {finding['upper']}) ({finding['bound']})")
+                f"{finding['elements']}{_of_count(finding)} hold {finding['contract']} "
+                f"{finding['values']}, outside [{finding['lower']}, {finding['upper']}) "
+                f"({finding['bound']})")
     if kind == "offset_overflow":
         return (f"offset_overflow: {at}: an int32 {finding['operation']} by program "
                 f"{tuple(finding['program_id'])} is {finding['exact']}, wrapped to "

@@ -21,7 +21,7 @@ OUT_OF_BOUNDS = "out_of_bounds"
 #: event kinds that mean the engine failed (or a guard stopped it): a crash to explain
 CRASH_EVENT_KINDS = frozenset({"engine_exception", "guard_violation", "guard_passed_on",
                                "cuda_assert", "cuda_error", "illegal_memory_access",
-                               "engine_dead", "crash_dump"})
+                               "engine_dead", "crash_dump", "process_died"})
 #: ``indexed`` values (a newer findings column) naming an id's range rather than a row range
 ID_RANGES = frozenset({"vocabulary", "embedding rows"})
 #: manifest model keys read as facts (:data:`forensics.manifest_facts.MODEL`), the names

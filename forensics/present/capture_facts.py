@@ -178,9 +178,34 @@ MODELS_VLLM = "0.33.0"
 
 def version_sentence(facts: dict[str, Any], variants: Sequence[str]) -> str:
     """That the capture's vLLM is not the one the models copy, or is not known, and what that
-    may change; or ``""`` (the same version, or no model variant replayed)."""
+    may change, and that it is not the installed one the ``vllm`` variants run
+    (:func:`installed_sentence`); or ``""`` (the same versions, or no such variant replayed)."""
     version = str(facts.get("vllm") or UNKNOWN)
     models = [v for v in variants if not v.startswith("vllm")]
+    installed = installed_sentence(version, [v for v in variants if v.startswith("vllm")])
+    return " ".join(s for s in (_models_sentence(version, models), installed) if s)
+
+
+def installed_sentence(version: str, reals: Sequence[str]) -> str:
+    """That the capture comes from another vLLM than the installed one whose code the
+    ``reals`` (``vllm``, ``vllm+PATH.diff``) replay, or ``""``: the same code (the same
+    string, or final releases of one minor), a version not known (said of the models), or no
+    vLLM installed. A capture of vLLM 0.31.0 replayed through 0.33.0's code said nothing."""
+    from forensics.judge.clamp import same_code
+    from forensics.versions import module_version
+
+    installed = module_version("vllm")
+    if not reals or installed is None or version == UNKNOWN or same_code(version, installed):
+        return ""
+    replays = f"{', '.join(map(spanless, reals))} replay{'s' if len(reals) == 1 else ''}"
+    return (f"The capture comes from vLLM {spanless(version)}, while {replays} the code of the "
+            f"installed vLLM {spanless(installed)}: where the code changed between the two, a "
+            f"finding or verdict of {'it' if len(reals) == 1 else 'them'} may not be what "
+            f"{spanless(version)} did (replay on a vLLM of the capture's version).")
+
+
+def _models_sentence(version: str, models: Sequence[str]) -> str:
+    """The models' part of :func:`version_sentence`."""
     if version == MODELS_VLLM or not models:
         return ""
     replays = f"{', '.join(models)} replay{'s' if len(models) == 1 else ''}"

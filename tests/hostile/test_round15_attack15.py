@@ -147,7 +147,8 @@ def _kernel_capture(root: Path) -> Path:
     events = [{**launch(step=40), "kernel": {"module": "vllm.x", "name": "_kept",
                                              "source_sha256": ""}},
               {"kind": "kernel_summary", "format": 1, "step": 40, "rank": 0, "graph_only": [],
-               "dropped_steps": 8, "kernels_seen": {"vllm.x._seen": 5, "vllm.x._kept": 1}}]
+               "dropped_steps": 8, "kernels_seen": {"vllm.x._seen": 5, "vllm.x._kept": 1},
+               "selection": ["*"]}]  # FORENSICS_KERNELS=all: every kernel counted (T110c)
     (root / "events-h-1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     return root
 

@@ -59,16 +59,24 @@ def test_a_block_size_past_the_positions_dtype_is_judged(
     """A block size the positions' dtype cannot hold (2**40 beside int8 positions, a uint64
     size beside int64 ones) ended ``forensics kernels`` in 'internal error OverflowError': the
     block index of a negative position was computed in the positions' dtype. It is computed
-    exactly now: position -1 is block -1 of any size, outside [0, 2)."""
+    exactly now: position -1 reads block 0 of a row of any size (Triton's ``//`` truncates
+    toward zero; round 19, T110b: it was said to be block -1, outside [0, 2)), and -2**40 is
+    block -1, outside the row."""
     from forensics.cli import main
 
     capture = write_capture(tmp_path / "sizes.capture", [slot_mappings(pos, sizes)])
+    assert main(["kernels", str(capture), "--json"]) == 2  # no finding, nothing replayed
+    said = capsys.readouterr()
+    out = json.loads(said.out)
+    assert "none of its 1 launch(es) was replayed" in said.err
+    assert out["findings"] == [] and out["launches"][0]["status"] == "not_replayable"
+    wide = slot_mappings(np.array([-1, -(2**40)], dtype=np.int64),
+                         np.array([2**40], dtype=np.int64))
+    capture = write_capture(tmp_path / "wide.capture", [wide])
     assert main(["kernels", str(capture), "--json"]) == 1
-    out = json.loads(capsys.readouterr().out)
-    [finding] = out["findings"]
+    [finding] = json.loads(capsys.readouterr().out)["findings"]
     assert (finding["contract"], finding["elements"], finding["values"], finding["positions"],
-            finding["upper"]) == ("block index", [0], [-1], [-1], 2), finding
-    assert out["launches"][0]["status"] == "not_replayable"
+            finding["upper"]) == ("block index", [1], [-1], [-(2**40)], 2), finding
 
 
 def idx_launch(values: np.ndarray, dtype: str | None = None, **scalars: Any) -> Any:

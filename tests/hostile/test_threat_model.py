@@ -1761,6 +1761,35 @@ TESTS = {
               "test_a_shrunk_capture_says_where_its_engine_stopped"],
     "T109h": ["tests/hostile/test_round19_attack19a.py::"
               "test_summary_text_says_what_was_not_read"],
+    "T110a": ["tests/hostile/test_round19_attack19b.py::test_a_worker_that_died_is_a_crash_event",
+              "tests/hostile/test_round19_attack19b.py::"
+              "test_the_reports_of_one_death_are_one_crash",
+              "tests/hostile/test_round19_attack19b.py::"
+              "test_a_death_after_a_cuda_error_is_that_errors",
+              "tests/hostile/test_round19_attack19b.py::"
+              "test_a_death_quoted_by_another_logger_is_no_crash"],
+    "T110b": ["tests/hostile/test_round19_attack19b.py::"
+              "test_a_position_just_below_zero_reads_block_0_of_its_row",
+              "tests/hostile/test_round19_attack19b.py::"
+              "test_a_block_index_before_the_row_is_the_one_the_kernel_reads",
+              "tests/hostile/test_round8b_kernels.py::"
+              "test_a_block_size_past_the_positions_dtype_is_judged"],
+    "T110c": ["tests/hostile/test_round19_attack19b.py::"
+              "test_a_kernel_outside_the_selection_is_not_said_never_launched",
+              "tests/hostile/test_round19_attack19b.py::"
+              "test_a_capture_without_a_count_says_no_kernel_never_launched",
+              "tests/hostile/test_round19_attack19b.py::"
+              "test_a_kernel_every_selection_chose_is_still_never_launched"],
+    "T110d": ["tests/hostile/test_round19_attack19b.py::"
+              "test_a_contract_finding_says_how_many_elements_it_does_not_list"],
+    "T110e": ["tests/hostile/test_round19_attack19b.py::"
+              "test_a_capture_of_another_vllm_says_the_vllm_variant_runs_the_installed_one",
+              "tests/test_resolution.py::"
+              "test_a_capture_of_another_vllm_says_the_models_copy_another_version"],
+    "T110f": ["tests/hostile/test_round19_attack19b.py::"
+              "test_a_fatal_python_error_is_a_crash_and_its_report_joins_it"],
+    "T110g": ["tests/hostile/test_round19_attack19b.py::"
+              "test_the_count_of_findings_is_that_of_the_lines_listed"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
