@@ -1735,6 +1735,8 @@ TESTS = {
               "test_a_segment_renamed_to_another_process_is_refused",
               "tests/hostile/test_linear_time.py::"
               "test_the_duplicate_check_still_finds_a_copy_among_many"],
+    "T112a": ["tests/hostile/test_round19_attack19c.py::"
+              "test_findings_of_a_request_says_the_findings_that_name_none"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
