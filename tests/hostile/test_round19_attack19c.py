@@ -53,3 +53,92 @@ def test_findings_of_a_request_says_nothing_more_where_every_finding_names_one(
     code, out, err = run_cli(capsys, "findings", INCIDENT, "--request", "req-1")
     assert code == 0, err
     assert "not selected" not in out and "req-1" in out, out
+
+
+# ------------------------- T112b: a step not compared is no step of any rank of the engine compared
+
+
+def _three_ranks(root: Path, calls: dict[int, int], changed: tuple[int, int] | None = None
+                 ) -> None:
+    """The three rank captures of one engine (``clean`` scenario, one host) whose embedding is
+    called ``calls[rank]`` times at step 5 (each further call's ids one more than the last's);
+    ``changed``: ``(rank, step)`` at which that rank's embedding ids differ from the others'."""
+    from typing import cast
+
+    import numpy as np
+
+    from forensics.fleet.generate import _manifest, _scenario, without_positions
+    from forensics.simulator.runs import simulate
+
+    sc = _scenario("clean", 12, 4, ranks=3)
+    records: list[Record] = []
+    for record in without_positions(cast(list[Record], simulate(sc, seed=3))):
+        if record.site == "embedding" and (record.rank, record.step) == changed:
+            ids = np.array(record.fields["input_ids"])
+            ids[0] = (ids[0] + 7) % sc.vocab
+            record = Record(record.site, record.step, record.rank,
+                            {**record.fields, "input_ids": ids})
+        records.append(record)
+        if record.site == "embedding" and record.step == 5:
+            ids = np.array(record.fields["input_ids"])
+            for _ in range(calls[record.rank] - 1):
+                ids = (ids + 1) % sc.vocab
+                records.append(Record(record.site, record.step, record.rank,
+                                      {**record.fields, "input_ids": ids}))
+    root.mkdir()
+    for rank in range(3):  # one host and run start: the engine's claim corroborated
+        entries = {**_manifest(1, "engine-x", sc, 3, "node-x", rank, "engine-x"),
+                   "created": "2026-12-07T05:00:00Z"}
+        write_capture(root / f"engine-x-rank{rank}.capture",
+                      [r for r in records if r.rank == rank], entries, validated=True)
+
+
+#: the sentence of step 5, rank 0's 2 embedding calls beside rank 1's 3
+STEP_5 = ("rank divergence not judged at step 5: embedding input_ids not compared: rank 0 "
+          "(engine-x-rank0.capture) holds 2 records of it, rank 1 (engine-x-rank1.capture) "
+          "holds 3")
+
+
+def test_a_step_not_compared_is_said_on_every_rank_of_the_engine(tmp_path: Path) -> None:
+    """Ranks 0 and 2 hold 2 embedding records at step 5, rank 1 holds 3: the step is compared
+    on no rank (rank 2's records there were never set beside rank 0's, alike in number), yet
+    only the rows of ranks 0 and 1 said so and rank 2's read `clean`. Every row of the engine
+    is now `divergence not judged`, naming the step."""
+    from forensics.fleet.output import render
+    from forensics.fleet.triage import triage
+
+    _three_ranks(tmp_path / "fleet", {0: 2, 1: 3, 2: 2})
+    result = triage([tmp_path / "fleet"], workers=1)
+    assert [r["conclusion"] for r in result.rows] == ["divergence not judged"] * 3, \
+        [(r["name"], r["conclusion"]) for r in result.rows]
+    out = render(result, "text")
+    assert "clean" not in out and out.count(STEP_5) == 3, out
+
+
+def test_a_rank_named_by_the_step_before_a_divergence_is_not_clean(tmp_path: Path) -> None:
+    """Step 5 not compared (rank 1's 3 records beside rank 0's 2), rank 2's ids differing at
+    step 7: the divergence went to the rows of ranks 0 and 2, its sentence naming rank 1's
+    step 5 not compared, and rank 1's row read `clean`. It is now `divergence not judged`,
+    saying step 5."""
+    from forensics.fleet.stitch import divergence_text
+    from forensics.fleet.triage import triage
+
+    _three_ranks(tmp_path / "fleet", {0: 2, 1: 3, 2: 2}, changed=(2, 7))
+    rows = {r["name"]: r for r in triage([tmp_path / "fleet"], workers=1).rows}
+    assert [rows[f"engine-x-rank{n}.capture"]["conclusion"] for n in (0, 2)] == \
+        ["rank divergence"] * 2
+    rank1 = rows["engine-x-rank1.capture"]
+    assert rank1["conclusion"] == "divergence not judged", rank1["conclusion"]
+    assert divergence_text(rank1["divergence"]).startswith(STEP_5)
+
+
+def test_a_rank_that_agrees_before_the_first_divergence_is_still_clean(tmp_path: Path) -> None:
+    """Every step alike in number, rank 2's ids differing at step 5: rank 1's row, compared
+    with rank 0's there, stays `clean`."""
+    from forensics.fleet.triage import triage
+
+    _three_ranks(tmp_path / "fleet", {0: 2, 1: 2, 2: 2}, changed=(2, 5))
+    rows = {r["name"]: r["conclusion"] for r in triage([tmp_path / "fleet"], workers=1).rows}
+    assert rows == {"engine-x-rank0.capture": "rank divergence",
+                    "engine-x-rank1.capture": "clean",
+                    "engine-x-rank2.capture": "rank divergence"}, rows
