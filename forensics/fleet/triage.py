@@ -99,9 +99,9 @@ def _stitch(rows: list[dict[str, Any]]) -> None:
     engines`: claims corroborated) whose ranks disagree: the rows of the captures compared
     (:func:`_divergence`); a step not compared (its ranks holding unlike numbers of records)
     is no step of any rank compared, so every other row of the engine gets it (the hit, or
-    its ``before``: "divergence not judged", never "clean"); and ``contested`` on the row of each capture that claims a rank
-    another capture of its engine holds (its ranks were compared with no other's: the
-    sentence names the rank and the other captures)."""
+    its ``before``: "divergence not judged", never "clean"); and ``contested`` on the row of
+    each capture that claims a rank another capture of its engine holds (its ranks were
+    compared with no other's: the sentence names the rank and the other captures)."""
     from forensics.escaping import unicode_path
     from forensics.fleet.stitch import engines
 
