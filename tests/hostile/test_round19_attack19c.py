@@ -58,11 +58,12 @@ def test_findings_of_a_request_says_nothing_more_where_every_finding_names_one(
 # ------------------------- T112b: a step not compared is no step of any rank of the engine compared
 
 
-def _three_ranks(root: Path, calls: dict[int, int], changed: tuple[int, int] | None = None
-                 ) -> None:
+def _three_ranks(root: Path, calls: dict[int, int], changed: tuple[int, int] | None = None,
+                 dropped: tuple[int, str] | None = None) -> None:
     """The three rank captures of one engine (``clean`` scenario, one host) whose embedding is
     called ``calls[rank]`` times at step 5 (each further call's ids one more than the last's);
-    ``changed``: ``(rank, step)`` at which that rank's embedding ids differ from the others'."""
+    ``changed``: ``(rank, step)`` at which that rank's embedding ids differ from the others';
+    ``dropped``: ``(rank, site)`` whose records that rank's capture leaves out, all of them."""
     from typing import cast
 
     import numpy as np
@@ -90,7 +91,8 @@ def _three_ranks(root: Path, calls: dict[int, int], changed: tuple[int, int] | N
         entries = {**_manifest(1, "engine-x", sc, 3, "node-x", rank, "engine-x"),
                    "created": "2026-12-07T05:00:00Z"}
         write_capture(root / f"engine-x-rank{rank}.capture",
-                      [r for r in records if r.rank == rank], entries, validated=True)
+                      [r for r in records if r.rank == rank and (r.rank, r.site) != dropped],
+                      entries, validated=True)
 
 
 #: the sentence of step 5, rank 0's 2 embedding calls beside rank 1's 3
@@ -142,3 +144,44 @@ def test_a_rank_that_agrees_before_the_first_divergence_is_still_clean(tmp_path:
     assert rows == {"engine-x-rank0.capture": "rank divergence",
                     "engine-x-rank1.capture": "clean",
                     "engine-x-rank2.capture": "rank divergence"}, rows
+
+
+# ------------------------------------ T112c: a rank of the engine holding no record of a site
+
+
+@pytest.mark.parametrize("site", ["embedding", "async_output"])
+def test_a_rank_holding_no_record_of_a_site_is_not_compared(tmp_path: Path, site: str) -> None:
+    """Rank 2 of three holds every site's records but the embedding's (or async_output's):
+    its segments of that site deleted, or never written. The site was compared on ranks 0 and
+    1 only and every row read `clean`, though rank 2's ids there were set beside nothing. Every
+    row is now `divergence not judged`, the sentence saying rank 2 holds 0 at the first step."""
+    from forensics.fleet.output import render
+    from forensics.fleet.triage import triage
+
+    _three_ranks(tmp_path / "fleet", {0: 1, 1: 1, 2: 1}, dropped=(2, site))
+    result = triage([tmp_path / "fleet"], workers=1)
+    assert [r["conclusion"] for r in result.rows] == ["divergence not judged"] * 3, \
+        [(r["name"], r["conclusion"]) for r in result.rows]
+    out = render(result, "text")
+    assert f"rank divergence not judged at step 1: {site} " in out, out
+    assert "rank 0 (engine-x-rank0.capture) holds 1 record of it, rank 2 " \
+        "(engine-x-rank2.capture) holds 0" in out and "clean" not in out, out
+
+
+def test_ranks_that_hold_a_site_are_still_compared_beside_one_that_holds_none(
+        tmp_path: Path) -> None:
+    """Rank 2 holds no embedding record, rank 1's ids differ at step 7: the divergence of
+    ranks 0 and 1 is still found, its sentence saying rank 2's site not compared before it."""
+    from forensics.fleet.stitch import divergence_text
+    from forensics.fleet.triage import triage
+
+    _three_ranks(tmp_path / "fleet", {0: 1, 1: 1, 2: 1}, changed=(1, 7),
+                 dropped=(2, "embedding"))
+    rows = {r["name"]: r for r in triage([tmp_path / "fleet"], workers=1).rows}
+    assert [rows[f"engine-x-rank{n}.capture"]["conclusion"] for n in range(3)] == \
+        ["rank divergence", "rank divergence", "divergence not judged"]
+    text = divergence_text(rows["engine-x-rank0.capture"]["divergence"])
+    assert text.startswith("rank divergence at step 7: embedding input_ids[0] = "), text
+    assert "; before it, rank divergence not judged at step 1: embedding input_ids not " \
+        "compared: rank 0 (engine-x-rank0.capture) holds 1 record of it, rank 2 " \
+        "(engine-x-rank2.capture) holds 0" in text, text

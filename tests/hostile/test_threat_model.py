@@ -1741,6 +1741,10 @@ TESTS = {
               "test_a_step_not_compared_is_said_on_every_rank_of_the_engine",
               "tests/hostile/test_round19_attack19c.py::"
               "test_a_rank_named_by_the_step_before_a_divergence_is_not_clean"],
+    "T112c": ["tests/hostile/test_round19_attack19c.py::"
+              "test_a_rank_holding_no_record_of_a_site_is_not_compared",
+              "tests/hostile/test_round19_attack19c.py::"
+              "test_ranks_that_hold_a_site_are_still_compared_beside_one_that_holds_none"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
