@@ -134,18 +134,6 @@ def test_a_rank_named_by_the_step_before_a_divergence_is_not_clean(tmp_path: Pat
     assert divergence_text(rank1["divergence"]).startswith(STEP_5)
 
 
-def test_a_rank_that_agrees_before_the_first_divergence_is_still_clean(tmp_path: Path) -> None:
-    """Every step alike in number, rank 2's ids differing at step 5: rank 1's row, compared
-    with rank 0's there, stays `clean`."""
-    from forensics.fleet.triage import triage
-
-    _three_ranks(tmp_path / "fleet", {0: 2, 1: 2, 2: 2}, changed=(2, 5))
-    rows = {r["name"]: r["conclusion"] for r in triage([tmp_path / "fleet"], workers=1).rows}
-    assert rows == {"engine-x-rank0.capture": "rank divergence",
-                    "engine-x-rank1.capture": "clean",
-                    "engine-x-rank2.capture": "rank divergence"}, rows
-
-
 # ------------------------------------ T112c: a rank of the engine holding no record of a site
 
 
