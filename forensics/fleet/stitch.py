@@ -328,7 +328,7 @@ def _absent(steps: np.ndarray, ranks: np.ndarray, spans: RankSteps, site: str, t
     low = int(held.min())
     sides = sorted([(low, int((held == low).sum())), (rank, 0)])
     return {"step": step, "site": site, "tensor": tensor, "element": None, "unpaired": True,
-            "values": [n for _, n in sides], "ranks": [r for r, _ in sides],
+            "absent": True, "values": [n for _, n in sides], "ranks": [r for r, _ in sides],
             "captures": [spans[r][2] for r, _ in sides]}
 
 
@@ -500,13 +500,17 @@ def unpaired_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> s
     """``"rank divergence not judged at step 5: embedding input_ids not compared: rank 0
     (a.capture) holds 2 records of it, rank 1 (b.capture) holds 3 (more calls, or records
     dropped: no call can be paired with its own)"``: the data proves the counts, not a
-    divergence."""
+    divergence. A rank holding no record of the site (``absent``: :func:`_absent`) is said so
+    ("rank 2 holds no record of the site at any step: ...")."""
     sides = [f"rank {rank} ({named}) holds {count}" +
              ("" if n else f" record{'' if count == 1 else 's'} of it")
              for n, (rank, count, named) in enumerate(_sides(hit, hosts))]
+    why = (f"rank {hit['ranks'][hit['values'].index(0)]} holds no record of the site at any "
+           "step: dropped, never written, or a pipeline stage that does not run it"
+           if hit.get("absent") else
+           "more calls, or records dropped: no call can be paired with its own")
     return (f"rank divergence not judged at step {hit['step']}: {hit['site']} {hit['tensor']} "
-            f"not compared: {', '.join(sides)} (more calls, or records dropped: no call can be "
-            "paired with its own)")
+            f"not compared: {', '.join(sides)} ({why})")
 
 
 def _sides(hit: dict[str, Any], hosts: dict[str, str] | None) -> list[tuple[Any, Any, str]]:
