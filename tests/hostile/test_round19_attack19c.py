@@ -4,6 +4,7 @@ hostile or odd-but-legal captures (T112a-)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,23 @@ def test_ranks_that_hold_a_site_are_still_compared_beside_one_that_holds_none(
     assert "; before it, rank divergence not judged at step 1: embedding input_ids not " \
         "compared: rank 0 (engine-x-rank0.capture) holds 1 record of it, rank 2 " \
         "(engine-x-rank2.capture) holds 0" in text, text
+
+
+def make_work(case: str, size: int, scratch: Path) -> Callable[[], object]:
+    """The work of ``case`` over an input of ``size`` (run by :mod:`tests.instructions`):
+    ``absent``, a site's ``size`` rows all of rank 0 beside ``size`` ranks holding none."""
+    import numpy as np
+
+    from forensics.fleet.stitch import _absent
+
+    steps, ranks = np.arange(size, dtype=np.int64), np.zeros(size, np.int64)
+    spans = {rank: (0, size, "c.capture") for rank in range(size + 1)}  # rank 0 holds rows
+    return lambda: _absent(steps, ranks, spans, "embedding", "input_ids")
+
+
+def test_ranks_holding_no_record_of_a_site_are_found_in_linear_time(tmp_path: Path) -> None:
+    """4x the ranks holding no record of a site, and 4x its rows, cost under 6x the
+    instructions: each absent rank is one binary search, never a pass over the rows."""
+    from tests.instructions import assert_scales_linearly
+
+    assert_scales_linearly(__file__, "absent", 5000, tmp_path)
