@@ -487,6 +487,8 @@ def divergence_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) ->
     divergence it comes before."""
     if hit.get("unpaired"):
         return unpaired_text(hit, hosts)
+    if hit.get("stopped"):
+        return stopped_text(hit, hosts)
     where = (f"{hit['tensor']}[{hit.get('index') or hit['element']}]"
              if hit["element"] is not None
              else f"shape({hit['tensor']})" if "shapes" in hit else f"len({hit['tensor']})")
@@ -494,6 +496,16 @@ def divergence_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) ->
     text = f"rank divergence at step {hit['step']}: {hit['site']} {where} = {', '.join(sides)}"
     return f"{text}; before it, {unpaired_text(hit['before'], hosts)}" if hit.get("before") \
         else text
+
+
+def stopped_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> str:
+    """``"rank divergence not judged from step 7: the engine's ranks were compared up to its
+    first divergence only, at step 7 between rank 0 (a.capture) and rank 2 (c.capture)"``: of
+    a rank the first divergence (``hit``, marked ``stopped``) does not name, whose steps from
+    it on may have been compared with no other rank's (the search stops there)."""
+    sides = " and ".join(f"rank {rank} ({named})" for rank, _, named in _sides(hit, hosts))
+    return (f"rank divergence not judged from step {hit['step']}: the engine's ranks were "
+            f"compared up to its first divergence only, at step {hit['step']} between {sides}")
 
 
 def unpaired_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> str:

@@ -60,11 +60,13 @@ def test_findings_of_a_request_says_nothing_more_where_every_finding_names_one(
 
 
 def _three_ranks(root: Path, calls: dict[int, int], changed: tuple[int, int] | None = None,
-                 dropped: tuple[int, str] | None = None) -> None:
+                 dropped: tuple[int, str] | None = None,
+                 also: tuple[int, int] | None = None) -> None:
     """The three rank captures of one engine (``clean`` scenario, one host) whose embedding is
     called ``calls[rank]`` times at step 5 (each further call's ids one more than the last's);
     ``changed``: ``(rank, step)`` at which that rank's embedding ids differ from the others';
-    ``dropped``: ``(rank, site)`` whose records that rank's capture leaves out, all of them."""
+    ``dropped``: ``(rank, site)`` whose records that rank's capture leaves out, all of them;
+    ``also``: a second ``(rank, step)`` changed so."""
     from typing import cast
 
     import numpy as np
@@ -75,7 +77,7 @@ def _three_ranks(root: Path, calls: dict[int, int], changed: tuple[int, int] | N
     sc = _scenario("clean", 12, 4, ranks=3)
     records: list[Record] = []
     for record in without_positions(cast(list[Record], simulate(sc, seed=3))):
-        if record.site == "embedding" and (record.rank, record.step) == changed:
+        if record.site == "embedding" and (record.rank, record.step) in (changed, also):
             ids = np.array(record.fields["input_ids"])
             ids[0] = (ids[0] + 7) % sc.vocab
             record = Record(record.site, record.step, record.rank,
@@ -133,6 +135,30 @@ def test_a_rank_named_by_the_step_before_a_divergence_is_not_clean(tmp_path: Pat
     rank1 = rows["engine-x-rank1.capture"]
     assert rank1["conclusion"] == "divergence not judged", rank1["conclusion"]
     assert divergence_text(rank1["divergence"]).startswith(STEP_5)
+
+
+# ------------------------------ T112d: a rank the first divergence does not name, compared up to it
+
+
+def test_a_rank_the_first_divergence_does_not_name_is_not_clean(tmp_path: Path) -> None:
+    """Rank 2's ids differ at step 5, rank 1's at step 9: the search stops at the first
+    divergence (ranks 0 and 2), so rank 1's later steps were set beside nothing, yet its row
+    read `clean` and its own divergence went unsaid. Its row is now `divergence not judged`,
+    naming the step the comparison stopped at and the ranks that diverged there."""
+    from forensics.fleet.output import render
+    from forensics.fleet.triage import triage
+
+    _three_ranks(tmp_path / "fleet", {0: 1, 1: 1, 2: 1}, changed=(2, 5), also=(1, 9))
+    result = triage([tmp_path / "fleet"], workers=1)
+    rows = {r["name"]: r["conclusion"] for r in result.rows}
+    assert rows == {"engine-x-rank0.capture": "rank divergence",
+                    "engine-x-rank1.capture": "divergence not judged",
+                    "engine-x-rank2.capture": "rank divergence"}, rows
+    out = render(result, "text")
+    assert "rank divergence not judged from step 5: the engine's ranks were compared up to its " \
+        "first divergence only, at step 5 between rank 0 (engine-x-rank0.capture) and rank 2 " \
+        "(engine-x-rank2.capture)" in out, out
+    assert "clean" not in out, out
 
 
 # ------------------------------------ T112c: a rank of the engine holding no record of a site

@@ -1747,6 +1747,8 @@ TESTS = {
               "test_ranks_that_hold_a_site_are_still_compared_beside_one_that_holds_none",
               "tests/hostile/test_round19_attack19c.py::"
               "test_ranks_holding_no_record_of_a_site_are_found_in_linear_time"],
+    "T112d": ["tests/hostile/test_round19_attack19c.py::"
+              "test_a_rank_the_first_divergence_does_not_name_is_not_clean"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
