@@ -73,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
     nothing = "" if len(frame) else _nothing_selected(result.capture, args.site, steps)
     if nothing:
         print(nothing)
+    if args.request is not None:
+        unnamed = _unnamed_text(result.findings, args.site, steps, args.request)
+        if unnamed:
+            print(unnamed)
     errors = errored_records(result.outcomes, site=args.site, steps=steps)
     if errors:  # records judged by nothing: "no findings" is not all there is to say
         counts = ", ".join(f"{n} record(s) of {terminal(v)}" for v, n in errors.items())
@@ -112,6 +116,22 @@ def _nothing_selected(capture: Any, site: str | None, steps: tuple[int | None, i
     sites = f", of sites {', '.join(capture.sites)}" if site else ""
     return (f"the capture holds no record {where} (its records are at steps "
             f"{held[0]}..{held[-1]}{sites}): nothing there was judged")
+
+
+def _unnamed_text(findings: pd.DataFrame, site: str | None,
+                  steps: tuple[int | None, int | None], request: str) -> str:
+    """Of ``--request``: how many findings ``site`` and ``steps`` select that name no request
+    (their records hold no request ids, so no ``--request`` selects them: "no findings" of a
+    request was read as its rows judged clean), or ``""`` when none."""
+    from forensics.escaping import terminal
+    from forensics.present.export import select_findings
+
+    unnamed = int(select_findings(findings, site=site, steps=steps)["req_id"].isna().sum())
+    if not unnamed:
+        return ""
+    return (f"not selected: {unnamed} finding(s) name no request (their records hold no "
+            f"request ids), so --request '{terminal(request)}' cannot say whether they are "
+            "its; run findings without --request to see them")
 
 
 def _steps_text(low: int | None, high: int | None) -> str:

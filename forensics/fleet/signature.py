@@ -24,7 +24,9 @@ def conclusion(row: dict[str, Any]) -> str:
     said), ``unexplained`` (a crash with nothing found), ``divergence not judged`` (nothing
     found, but another capture of its engine claims one of its ranks: its ranks were compared
     with no other's, :func:`~forensics.fleet.stitch.contested_text`; or its ranks hold unlike
-    numbers of records of a step, not compared: :func:`~forensics.fleet.stitch.unpaired_text`),
+    numbers of records of a step, not compared: :func:`~forensics.fleet.stitch.unpaired_text`;
+    or its steps after its engine's first divergence, of other ranks, compared with none:
+    :func:`~forensics.fleet.stitch.stopped_text`),
     else ``clean``."""
     if row.get("error"):
         if ONLY_NOT_KNOWN in str(row["error"]):
@@ -36,7 +38,8 @@ def conclusion(row: dict[str, Any]) -> str:
     for verdict in ("violation", "suspect"):
         if verdict in verdicts:
             return verdict
-    if row.get("divergence") and not row["divergence"].get("unpaired"):
+    if row.get("divergence") and not (row["divergence"].get("unpaired")
+                                      or row["divergence"].get("stopped")):
         return "rank divergence"
     if row.get("not_judged"):
         return "not judged"
@@ -93,6 +96,8 @@ def what(row: dict[str, Any]) -> str:
                                                ("records never written", NEVER_WRITTEN),
                                                ("events left out", LEFT_OUT)) if said in why]
         return f"records not judged ({', '.join(reasons) or 'sites not known to this install'})"
+    if kind == "divergence not judged" and (row.get("divergence") or {}).get("stopped"):
+        return "rank divergence not judged (compared up to its engine's first divergence)"
     if kind == "divergence not judged" and not row.get("contested"):
         return "rank divergence not judged (ranks hold unlike numbers of records of a step)"
     if kind == "divergence not judged":

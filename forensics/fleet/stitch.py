@@ -191,9 +191,11 @@ def first_divergence(captures: Sequence[str], held: Mapping[str, str] | None = N
     keep = {site: {"step", "rank", "summary", *ids, *(i + SHAPE_SUFFIX for i in ids)}
             for site in SITES if (ids := shared_ids(site))}  # read, not mapped: no SIGBUS
     datasets = fit_together(_read(opened, keep, held), SITES, "skip")
+    spans = _rank_steps(datasets.values())
     for site, dataset in datasets.items():
         for number, tensor in enumerate(shared_ids(site)):
-            hits = _first_in(dataset, site, tensor) if tensor in dataset.schema.names else ()
+            hits = _first_in(dataset, site, tensor, spans) \
+                if tensor in dataset.schema.names else ()
             for hit in hits:
                 (unpaired if hit.get("unpaired") else found).append(
                     (hit["step"], site_order(site), number, hit))
@@ -278,10 +280,65 @@ def _check_all(opened: Mapping[str, Any], held: Mapping[str, str]) -> None:
         check_held(capture, path, then, "when its replay read it")
 
 
-def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> list[dict[str, Any]]:
+#: a rank's first and last step (of any site) and its capture: :func:`_rank_steps`
+RankSteps = dict[int, tuple[int, int, str]]
+
+
+def _rank_steps(datasets: Iterable[ds.Dataset]) -> RankSteps:
+    """``{rank: (first step, last step, capture)}`` over the records of every site of
+    ``datasets`` (one engine's)."""
+    out: RankSteps = {}
+    for dataset in datasets:
+        table = dataset.to_table(columns=["step", "rank", "capture"])
+        if not table.num_rows:
+            continue
+        steps, ranks = table["step"].to_numpy(), table["rank"].to_numpy()
+        order = np.lexsort((steps, ranks))
+        everyone, starts = np.unique(ranks[order], return_index=True)
+        ends = np.r_[starts[1:], len(order)] - 1
+        for rank, start, end in zip(everyone.tolist(), starts.tolist(), ends.tolist(),
+                                    strict=True):
+            lo, hi = int(steps[order[start]]), int(steps[order[end]])
+            was = out.get(rank, (lo, hi, str(table["capture"][int(order[start])])))
+            out[rank] = (min(lo, was[0]), max(hi, was[1]), was[2])
+    return out
+
+
+def _absent(steps: np.ndarray, ranks: np.ndarray, spans: RankSteps, site: str, tensor: str
+            ) -> dict[str, Any] | None:
+    """Of ``tensor``'s rows (sorted by step, then rank): the first step at which a rank of
+    the engine (``spans``) that holds no row of it at all holds records of another site
+    around it, as an ``unpaired`` hit (that rank holds 0; the lowest rank there its count),
+    or None. Its records were compared with none: the site was never compared on it."""
+    present = set(np.unique(ranks).tolist())
+    absent = [r for r in spans if r not in present]
+    if not absent:
+        return None
+    rank_of = np.array(absent, dtype=np.int64)
+    lo = np.array([spans[r][0] for r in absent], dtype=np.int64)
+    hi = np.array([spans[r][1] for r in absent], dtype=np.int64)
+    at = np.searchsorted(steps, lo)  # the first of its rows at or after the rank's first step
+    inside = at < len(steps)
+    inside[inside] = steps[at[inside]] <= hi[inside]
+    if not inside.any():
+        return None
+    step = int(steps[at[inside]].min())
+    rank = int(rank_of[inside][steps[at[inside]] == step].min())
+    held = ranks[steps == step]
+    low = int(held.min())
+    sides = sorted([(low, int((held == low).sum())), (rank, 0)])
+    return {"step": step, "site": site, "tensor": tensor, "element": None, "unpaired": True,
+            "absent": True, "values": [n for _, n in sides], "ranks": [r for r, _ in sides],
+            "captures": [spans[r][2] for r, _ in sides]}
+
+
+def _first_in(dataset: ds.Dataset, site: str, tensor: str, spans: RankSteps | None = None
+              ) -> list[dict[str, Any]]:
     """The first divergence of ``tensor`` at ``site`` across ranks and the first step whose
     ranks hold unlike numbers of its records (:func:`_unpaired`, marked ``unpaired``: its
-    records not compared), each where there is one."""
+    records not compared), each where there is one; and, of ``spans`` (the engine's ranks),
+    the first step at which a rank holding none of its records holds others
+    (:func:`_absent`)."""
     import pyarrow.compute as pc
     import pyarrow.dataset as pds
 
@@ -291,11 +348,15 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> list[dict[str, Any
     shaped = [shape] if shape in dataset.schema.names else []
     table = dataset.to_table(columns=["step", "rank", "capture", tensor, *shaped],
                              filter=~pds.field("summary") & pds.field(tensor).is_valid())
-    if table.num_rows == 0 or len(pc.unique(table["rank"])) < 2:
+    if table.num_rows == 0:
         return []
     table = table.sort_by([("step", "ascending"), ("rank", "ascending")])
     steps = table["step"].to_numpy()
     ranks = table["rank"].to_numpy()
+    absent = _absent(steps, ranks, spans or {}, site, tensor)
+    missing = [absent] if absent is not None else []
+    if len(pc.unique(table["rank"])) < 2:
+        return missing
     values, offsets = _flat(table[tensor])
     shapes = table[shape].to_pylist() if shaped else None
     bounds = np.flatnonzero(np.diff(steps)) + 1
@@ -321,8 +382,8 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str) -> list[dict[str, Any
                                      int(offsets[a + 1] - offsets[a]))}
             if element is None and isinstance(va, list):
                 found["shapes"] = found["values"]  # as lengths are its values where they differ
-            return [*out, found]
-    return out
+            return [*missing, *out, found]
+    return [*missing, *out]
 
 
 def _spans(steps: np.ndarray, ranks: np.ndarray, captures: Any
@@ -426,6 +487,8 @@ def divergence_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) ->
     divergence it comes before."""
     if hit.get("unpaired"):
         return unpaired_text(hit, hosts)
+    if hit.get("stopped"):
+        return stopped_text(hit, hosts)
     where = (f"{hit['tensor']}[{hit.get('index') or hit['element']}]"
              if hit["element"] is not None
              else f"shape({hit['tensor']})" if "shapes" in hit else f"len({hit['tensor']})")
@@ -435,17 +498,31 @@ def divergence_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) ->
         else text
 
 
+def stopped_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> str:
+    """``"rank divergence not judged from step 7: the engine's ranks were compared up to its
+    first divergence only, at step 7 between rank 0 (a.capture) and rank 2 (c.capture)"``: of
+    a rank the first divergence (``hit``, marked ``stopped``) does not name, whose steps from
+    it on may have been compared with no other rank's (the search stops there)."""
+    sides = " and ".join(f"rank {rank} ({named})" for rank, _, named in _sides(hit, hosts))
+    return (f"rank divergence not judged from step {hit['step']}: the engine's ranks were "
+            f"compared up to its first divergence only, at step {hit['step']} between {sides}")
+
+
 def unpaired_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> str:
     """``"rank divergence not judged at step 5: embedding input_ids not compared: rank 0
     (a.capture) holds 2 records of it, rank 1 (b.capture) holds 3 (more calls, or records
     dropped: no call can be paired with its own)"``: the data proves the counts, not a
-    divergence."""
+    divergence. A rank holding no record of the site (``absent``: :func:`_absent`) is said so
+    ("rank 2 holds no record of the site at any step: ...")."""
     sides = [f"rank {rank} ({named}) holds {count}" +
              ("" if n else f" record{'' if count == 1 else 's'} of it")
              for n, (rank, count, named) in enumerate(_sides(hit, hosts))]
+    why = (f"rank {hit['ranks'][hit['values'].index(0)]} holds no record of the site at any "
+           "step: dropped, never written, or a pipeline stage that does not run it"
+           if hit.get("absent") else
+           "more calls, or records dropped: no call can be paired with its own")
     return (f"rank divergence not judged at step {hit['step']}: {hit['site']} {hit['tensor']} "
-            f"not compared: {', '.join(sides)} (more calls, or records dropped: no call can be "
-            "paired with its own)")
+            f"not compared: {', '.join(sides)} ({why})")
 
 
 def _sides(hit: dict[str, Any], hosts: dict[str, str] | None) -> list[tuple[Any, Any, str]]:

@@ -97,9 +97,13 @@ def _parsed(row: dict[str, Any]) -> dict[str, Any]:
 def _stitch(rows: list[dict[str, Any]]) -> None:
     """Set ``divergence`` on the two rows of every engine (:func:`~forensics.fleet.stitch.
     engines`: claims corroborated) whose ranks disagree: the rows of the captures compared
-    (:func:`_divergence`); and ``contested`` on the row of each capture that claims a rank
-    another capture of its engine holds (its ranks were compared with no other's: the
-    sentence names the rank and the other captures)."""
+    (:func:`_divergence`); a step not compared (its ranks holding unlike numbers of records)
+    is no step of any rank compared, so every other row of the engine gets it (the hit, or
+    its ``before``: "divergence not judged", never "clean"), and a row the first divergence
+    does not name, whose later steps were compared with nothing, gets it marked ``stopped``
+    (:func:`~forensics.fleet.stitch.stopped_text`); and ``contested`` on the row of
+    each capture that claims a rank another capture of its engine holds (its ranks were
+    compared with no other's: the sentence names the rank and the other captures)."""
     from forensics.escaping import unicode_path
     from forensics.fleet.stitch import engines
 
@@ -109,8 +113,11 @@ def _stitch(rows: list[dict[str, Any]]) -> None:
         hit = _divergence(list(captures), by_capture)
         if hit is not None:
             for capture in captures:
-                if unicode_path(os.path.abspath(capture)) in hit["captures"]:
-                    by_capture[capture]["divergence"] = hit
+                compared = unicode_path(os.path.abspath(capture)) in hit["captures"]
+                mine = hit if compared or hit.get("unpaired") else \
+                    hit.get("before") or {**hit, "stopped": True}
+                if mine is not None and not by_capture[capture].get("error"):
+                    by_capture[capture]["divergence"] = mine
     for capture, text in contested.items():  # each row names the others of its rank
         if not by_capture[capture].get("error"):
             by_capture[capture]["contested"] = text

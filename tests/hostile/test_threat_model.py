@@ -1790,6 +1790,20 @@ TESTS = {
               "test_a_fatal_python_error_is_a_crash_and_its_report_joins_it"],
     "T110g": ["tests/hostile/test_round19_attack19b.py::"
               "test_the_count_of_findings_is_that_of_the_lines_listed"],
+    "T112a": ["tests/hostile/test_round19_attack19c.py::"
+              "test_findings_of_a_request_says_the_findings_that_name_none"],
+    "T112b": ["tests/hostile/test_round19_attack19c.py::"
+              "test_a_step_not_compared_is_said_on_every_rank_of_the_engine",
+              "tests/hostile/test_round19_attack19c.py::"
+              "test_a_rank_named_by_the_step_before_a_divergence_is_not_clean"],
+    "T112c": ["tests/hostile/test_round19_attack19c.py::"
+              "test_a_rank_holding_no_record_of_a_site_is_not_compared",
+              "tests/hostile/test_round19_attack19c.py::"
+              "test_ranks_that_hold_a_site_are_still_compared_beside_one_that_holds_none",
+              "tests/hostile/test_round19_attack19c.py::"
+              "test_ranks_holding_no_record_of_a_site_are_found_in_linear_time"],
+    "T112d": ["tests/hostile/test_round19_attack19c.py::"
+              "test_a_rank_the_first_divergence_does_not_name_is_not_clean"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
