@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from rank_engines import engine_ranks
 from test_round2 import run_cli
 
 from forensics.records import Record
@@ -62,40 +63,12 @@ def test_findings_of_a_request_says_nothing_more_where_every_finding_names_one(
 def _three_ranks(root: Path, calls: dict[int, int], changed: tuple[int, int] | None = None,
                  dropped: tuple[int, str] | None = None,
                  also: tuple[int, int] | None = None) -> None:
-    """The three rank captures of one engine (``clean`` scenario, one host) whose embedding is
-    called ``calls[rank]`` times at step 5 (each further call's ids one more than the last's);
-    ``changed``: ``(rank, step)`` at which that rank's embedding ids differ from the others';
-    ``dropped``: ``(rank, site)`` whose records that rank's capture leaves out, all of them;
-    ``also``: a second ``(rank, step)`` changed so."""
-    from typing import cast
-
-    import numpy as np
-
-    from forensics.fleet.generate import _manifest, _scenario, without_positions
-    from forensics.simulator.runs import simulate
-
-    sc = _scenario("clean", 12, 4, ranks=3)
-    records: list[Record] = []
-    for record in without_positions(cast(list[Record], simulate(sc, seed=3))):
-        if record.site == "embedding" and (record.rank, record.step) in (changed, also):
-            ids = np.array(record.fields["input_ids"])
-            ids[0] = (ids[0] + 7) % sc.vocab
-            record = Record(record.site, record.step, record.rank,
-                            {**record.fields, "input_ids": ids})
-        records.append(record)
-        if record.site == "embedding" and record.step == 5:
-            ids = np.array(record.fields["input_ids"])
-            for _ in range(calls[record.rank] - 1):
-                ids = (ids + 1) % sc.vocab
-                records.append(Record(record.site, record.step, record.rank,
-                                      {**record.fields, "input_ids": ids}))
-    root.mkdir()
-    for rank in range(3):  # one host and run start: the engine's claim corroborated
-        entries = {**_manifest(1, "engine-x", sc, 3, "node-x", rank, "engine-x"),
-                   "created": "2026-12-07T05:00:00Z"}
-        write_capture(root / f"engine-x-rank{rank}.capture",
-                      [r for r in records if r.rank == rank and (r.rank, r.site) != dropped],
-                      entries, validated=True)
+    """The three rank captures of one engine (:func:`rank_engines.engine_ranks`) whose
+    embedding is called ``calls[rank]`` times at step 5; ``changed``: ``(rank, step)`` at which
+    that rank's embedding ids differ from the others'; ``dropped``: ``(rank, site)`` whose
+    records that rank's capture leaves out, all of them; ``also``: a second ``(rank, step)``
+    changed so."""
+    engine_ranks(root, 3, calls, [c for c in (changed, also) if c], [dropped] if dropped else [])
 
 
 #: the sentence of step 5, rank 0's 2 embedding calls beside rank 1's 3

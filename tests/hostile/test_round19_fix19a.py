@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from rank_engines import engine_ranks
 from test_round2 import run_cli
 
 from forensics.records import Record
@@ -20,40 +21,10 @@ from forensics.store.writer import write_capture
 
 
 def _engine(root: Path, calls: dict[int, int], changed_at: int | None = None) -> list[str]:
-    """The two rank captures of one engine (``clean`` scenario, one host) whose embedding is called
-    ``calls[rank]`` times at step 5, each further call's ids one more than the last's, alike
-    on both ranks; ``changed_at``: a later step at which rank 1's embedding ids differ."""
-    from typing import cast
-
-    from forensics.fleet.generate import _manifest, _scenario, without_positions
-    from forensics.simulator.runs import simulate
-
-    sc = _scenario("clean", 12, 4, ranks=2)
-    records: list[Record] = []
-    for record in without_positions(cast(list[Record], simulate(sc, seed=3))):
-        if record.site == "embedding" and record.rank == 1 and record.step == changed_at:
-            ids = np.array(record.fields["input_ids"])
-            ids[0] = (ids[0] + 7) % sc.vocab
-            record = Record(record.site, record.step, record.rank,
-                            {**record.fields, "input_ids": ids})
-        records.append(record)
-        if record.site == "embedding" and record.step == 5:
-            if not calls[record.rank]:
-                records.pop()  # none of this step on that rank
-            ids = np.array(record.fields["input_ids"])
-            for _ in range(calls[record.rank] - 1):
-                ids = (ids + 1) % sc.vocab
-                records.append(Record(record.site, record.step, record.rank,
-                                      {**record.fields, "input_ids": ids}))
-    root.mkdir()
-    paths = []
-    for rank in (0, 1):  # one host and run start: the engine's claim corroborated
-        entries = {**_manifest(1, "engine-x", sc, 3, "node-x", rank, "engine-x"),
-                   "created": "2026-12-07T05:00:00Z"}
-        paths.append(str(write_capture(root / f"engine-x-rank{rank}.capture",
-                                       [r for r in records if r.rank == rank], entries,
-                                       validated=True)))
-    return paths
+    """The two rank captures of one engine (:func:`rank_engines.engine_ranks`) whose embedding
+    is called ``calls[rank]`` times at step 5, alike on both ranks; ``changed_at``: a later step
+    at which rank 1's embedding ids differ."""
+    return engine_ranks(root, 2, calls, [(1, changed_at)] if changed_at is not None else [])
 
 
 #: what the divergence column says of rank 0's 2 calls and rank 1's 3 at step 5
