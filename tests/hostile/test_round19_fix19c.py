@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from forensics.records import Record
 from forensics.store.writer import write_capture
 
@@ -55,3 +57,60 @@ def test_a_rank_holding_a_site_only_outside_the_others_steps_is_not_compared(
         "(engine-x-rank0.capture) holds 1 record of it, rank 1 (engine-x-rank1.capture) " \
         "holds 0" in out, out
     assert "clean" not in out, out
+
+
+# ------------------------------ T113b: a capture naming no vLLM replayed by the installed one
+
+
+def _unversioned(tmp_path: Path) -> Path:
+    """A copy of ``v2-negative-draft`` whose manifest names no vLLM version."""
+    import json
+    import shutil
+
+    copy = tmp_path / "unversioned.capture"
+    shutil.copytree(Path(__file__).parents[2] / "data" / "v2-negative-draft.capture", copy)
+    manifest = copy / "manifest.json"
+    entries = json.loads(manifest.read_text())
+    del entries["versions"]["vllm"]
+    manifest.write_text(json.dumps(entries))
+    return copy
+
+
+def test_a_capture_naming_no_vllm_says_the_vllm_variant_runs_the_installed_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture whose manifest names no vLLM version, replayed with ``--variant vllm`` alone:
+    replay, summary (markdown and text) and the report's header said nothing of which vLLM
+    ran (the models' sentence said the version unknown, and no model replayed). Each now says
+    the capture's version is unknown and the variant ran the installed vLLM, naming it."""
+    from test_round2 import run_cli
+
+    import forensics
+    from forensics.present import capture_facts
+    from forensics.present.conclusion import conclude
+    from forensics.present.report import header_data
+    from forensics.versions import module_version
+
+    installed = module_version("vllm")
+    if installed is None:  # nothing installed: the vllm variant cannot run
+        assert capture_facts.version_sentence({}, ["vllm"]) == ""
+        return
+    said = (f"The vLLM version of the capture is unknown (its manifest's versions.vllm), while "
+            f"vllm replays the code of the installed vLLM {installed}: a finding or verdict of "
+            f"it may not be what the engine's version did")
+    copy = _unversioned(tmp_path)
+    outs = {}
+    for name, argv in {"replay": ["replay", copy, "--variant", "vllm"],
+                       "markdown": ["summary", copy, "--variant", "vllm"],
+                       "text": ["summary", copy, "--variant", "vllm", "--format", "text"]
+                       }.items():
+        code, out, err = run_cli(capsys, *argv)
+        assert code in (0, 1), (name, code, err)
+        outs[name] = " ".join(out.replace("> ", " ").split())
+    result = forensics.replay(copy, ["vllm"])
+    outs["report"] = " ".join(" ".join(header_data(result, conclude(result))["lines"]).split())
+    for name, out in outs.items():
+        assert said in out, (name, out)
+    both = capture_facts.version_sentence({}, ["upstream", "vllm", "vllm+fix.diff"])
+    assert "while upstream replays the code of vLLM 0.33.0" in both
+    assert f"while vllm, vllm+fix.diff replay the code of the installed vLLM {installed}: " \
+        "a finding or verdict of them" in both
