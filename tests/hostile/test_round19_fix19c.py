@@ -4,12 +4,19 @@ probe's SIGTERM handler waiting for another thread's close (T113c)."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
+import forensics
 from forensics.records import Record
 from forensics.store.writer import write_capture
+
+PROBE_TESTS = Path(__file__).parents[1] / "probe"
 
 # ------------------------------ T113a: a rank's site held only outside the others' steps
 
@@ -114,3 +121,107 @@ def test_a_capture_naming_no_vllm_says_the_vllm_variant_runs_the_installed_one(
     assert "while upstream replays the code of vLLM 0.33.0" in both
     assert f"while vllm, vllm+fix.diff replay the code of the installed vLLM {installed}: " \
         "a finding or verdict of them" in both
+
+
+# ------------------------------ T113c: a SIGTERM while another thread closes the session
+
+CLOSING_CHILD = textwrap.dedent("""
+    import sys
+    import threading
+    import time
+    from pathlib import Path
+    from forensics.probe import plugin
+    from forensics.probe.session import ProbeSession
+    from forensics.probe.settings import Settings
+
+    sys.path.insert(0, sys.argv[3])
+    from probe_fakes import record_batch_changes
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=1000, handoff="batch", writer=sys.argv[2]))
+    backend = type(session.backend)
+    real_stop, real_close = backend.stop, ProbeSession.close
+    handler_in = threading.Event()
+
+    def stop(self):  # in the close, after its final flush, before probe_stop; no lock held
+        print("closing", flush=True)
+        handler_in.wait()  # goes on once the SIGTERM's handler is in close()
+        return real_stop(self)
+
+    def close(self):
+        if threading.current_thread() is threading.main_thread():
+            handler_in.set()  # the SIGTERM handler, in the main thread
+        real_close(self)
+
+    record_batch_changes(session, [[0, 1], [1, 0], [0, 0]])
+    backend.stop, ProbeSession.close = stop, close
+    threading.Thread(target=session.close).start()  # another thread closes the session
+    while True:
+        time.sleep(0.05)  # the main thread, where the SIGTERM's handler runs
+""")
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_sigterm_while_another_thread_closes_waits_for_that_close(
+        tmp_path: Path, writer: str) -> None:
+    """An engine process (SIGTERM at its default action) one thread of which other than the
+    main one is inside the probe's close when SIGTERM comes: the handler (in the main thread)
+    found the session stopping and returned at once, re-raising SIGTERM, and the process died
+    before that close wrote ``probe_stop`` (the capture read as "died"). The handler now waits
+    for the other thread's close, then the process dies of SIGTERM, the capture whole."""
+    capture = tmp_path / "child.capture"
+    child = subprocess.Popen([sys.executable, "-c", CLOSING_CHILD, str(capture), writer,
+                              str(PROBE_TESTS)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    try:
+        assert child.stdout.readline().strip() == "closing"
+        child.send_signal(signal.SIGTERM)  # a real signal, from another process
+        code = child.wait(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert code == -signal.SIGTERM
+    loaded = forensics.load(capture)
+    assert [e["kind"] for e in loaded.events].count("probe_stop") == 1, loaded.events
+    assert [r.step for r in loaded] == [0, 1, 2]
+
+
+def test_a_close_waiting_for_another_threads_close_lets_go_of_the_lock_it_holds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SIGTERM may interrupt the main thread inside one of the session's critical
+    sections, its lock held: the close it calls while another thread closes waits on the
+    session's condition, which lets go of the lock (every level of the RLock) meanwhile, so
+    that close ends (``probe_stop``) and the waiting one returns, the lock held again. On the
+    code before, it returned at once, ``probe_stop`` not yet written."""
+    import threading
+
+    from forensics.probe.session import ProbeSession
+    from forensics.probe.settings import Settings
+
+    sys.path.insert(0, str(PROBE_TESTS))
+    from probe_fakes import record_batch_changes
+
+    capture = tmp_path / "t.capture"
+    session = ProbeSession(Settings(directory=tmp_path, capture=capture, ring=64,
+                                    flush_every=1000, handoff="batch", writer="thread"))
+    record_batch_changes(session, [[0, 1], [1, 0]])
+    real_flush, go = ProbeSession.flush, threading.Event()
+
+    def flush(self: ProbeSession, *, wait: bool = False) -> int:
+        go.wait()  # the other thread's close, stopping already, needing the lock next
+        return real_flush(self, wait=wait)
+
+    monkeypatch.setattr(ProbeSession, "flush", flush)
+    other = threading.Thread(target=session.close)
+    other.start()
+    while not session._stopping:
+        threading.Event().wait(0.01)  # not a timing assertion: until the other has begun
+    with session._lock, session._lock:  # the interrupted thread's critical section, nested
+        go.set()
+        session.close()
+        assert session._lock._is_owned()  # type: ignore[attr-defined]
+        events = [e["kind"] for e in forensics.load(capture).events]
+    other.join()
+    assert events.count("probe_stop") == 1, events
+    assert [r.step for r in forensics.load(capture)] == [0, 1]
