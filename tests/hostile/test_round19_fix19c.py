@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,28 @@ def test_a_rank_holding_a_site_only_outside_the_others_steps_is_not_compared(
         "(engine-x-rank0.capture) holds 1 record of it, rank 1 (engine-x-rank1.capture) " \
         "holds 0" in out, out
     assert "clean" not in out, out
+
+
+def make_work(case: str, size: int, scratch: Path) -> Callable[[], object]:
+    """The work of ``case`` over an input of ``size`` (run by :mod:`tests.instructions`):
+    ``window``, a site's ``size`` rows, one per rank, its window taken from ``size`` ranks'
+    steps of every site."""
+    import numpy as np
+
+    from forensics.fleet.stitch import _spans
+
+    steps, ranks = np.zeros(size, np.int64), np.arange(size, dtype=np.int64)
+    captures = ["c.capture"] * size
+    spans = {rank: (0, size, "c.capture") for rank in range(size)}
+    return lambda: _spans(steps, ranks, captures, spans)
+
+
+def test_the_window_of_every_site_is_found_in_linear_time(tmp_path: Path) -> None:
+    """4x the ranks of a site cost under 6x the instructions: its window is one pass over
+    its ranks' steps of every site, never a pass over the rows per rank."""
+    from tests.instructions import assert_scales_linearly
+
+    assert_scales_linearly(__file__, "window", 5000, tmp_path)
 
 
 # ------------------------------ T113b: a capture naming no vLLM replayed by the installed one
