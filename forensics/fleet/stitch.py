@@ -360,7 +360,7 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str, spans: RankSteps | No
     values, offsets = _flat(table[tensor])
     shapes = table[shape].to_pylist() if shaped else None
     bounds = np.flatnonzero(np.diff(steps)) + 1
-    everyone, first, last, captures = _spans(steps, ranks, table["capture"])
+    everyone, first, last, captures = _spans(steps, ranks, table["capture"], spans)
     out: list[dict[str, Any]] = []
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(steps)], strict=True):
         unlike = _unpaired(lo, hi, ranks, everyone if first <= steps[lo] <= last else None)
@@ -386,18 +386,23 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str, spans: RankSteps | No
     return [*missing, *out]
 
 
-def _spans(steps: np.ndarray, ranks: np.ndarray, captures: Any
+def _spans(steps: np.ndarray, ranks: np.ndarray, captures: Any, spans: RankSteps | None = None
            ) -> tuple[np.ndarray, int, int, dict[int, str]]:
     """Of rows sorted by step: the ranks they hold, the steps every rank holds rows at or
-    around (from the latest first step of a rank to the earliest last one), and the capture of
-    each rank (of its first row)."""
+    around (from the latest first step of a rank to the earliest last one: of its records of
+    every site where ``spans`` gives them, so a rank holding this site only outside the
+    others' steps is not compared there, not passed over), and the capture of each rank (of
+    its first row)."""
     everyone, rows = np.unique(ranks, return_index=True)
+    named = {int(r): str(captures[int(i)]) for r, i in zip(everyone, rows, strict=True)}
+    if spans and all(r in spans for r in named):
+        return (everyone, max(spans[r][0] for r in named), min(spans[r][1] for r in named),
+                named)
     order = np.lexsort((steps, ranks))  # by rank, then step
     by_rank = ranks[order]
     starts = np.searchsorted(by_rank, everyone, "left")
     ends = np.searchsorted(by_rank, everyone, "right") - 1
-    return (everyone, int(steps[order][starts].max()), int(steps[order][ends].min()),
-            {int(r): str(captures[int(i)]) for r, i in zip(everyone, rows, strict=True)})
+    return everyone, int(steps[order][starts].max()), int(steps[order][ends].min()), named
 
 
 def _unpaired(lo: int, hi: int, ranks: np.ndarray, everyone: np.ndarray | None = None

@@ -188,16 +188,22 @@ def version_sentence(facts: dict[str, Any], variants: Sequence[str]) -> str:
 
 def installed_sentence(version: str, reals: Sequence[str]) -> str:
     """That the capture comes from another vLLM than the installed one whose code the
-    ``reals`` (``vllm``, ``vllm+PATH.diff``) replay, or ``""``: the same code (the same
-    string, or final releases of one minor), a version not known (said of the models), or no
-    vLLM installed. A capture of vLLM 0.31.0 replayed through 0.33.0's code said nothing."""
+    ``reals`` (``vllm``, ``vllm+PATH.diff``) replay, or that its version is not known while
+    they replay the installed one's, or ``""``: the same code (the same string, or final
+    releases of one minor), or no vLLM installed. A capture of vLLM 0.31.0 replayed through
+    0.33.0's code said nothing, nor one naming no version."""
     from forensics.judge.clamp import same_code
     from forensics.versions import module_version
 
     installed = module_version("vllm")
-    if not reals or installed is None or version == UNKNOWN or same_code(version, installed):
+    if not reals or installed is None or (version != UNKNOWN and same_code(version, installed)):
         return ""
     replays = f"{', '.join(map(spanless, reals))} replay{'s' if len(reals) == 1 else ''}"
+    if version == UNKNOWN:
+        return (f"The vLLM version of the capture is unknown (its manifest's versions.vllm), "
+                f"while {replays} the code of the installed vLLM {spanless(installed)}: a "
+                f"finding or verdict of {'it' if len(reals) == 1 else 'them'} may not be what "
+                f"the engine's version did (replay on a vLLM of the engine's version).")
     return (f"The capture comes from vLLM {spanless(version)}, while {replays} the code of the "
             f"installed vLLM {spanless(installed)}: where the code changed between the two, a "
             f"finding or verdict of {'it' if len(reals) == 1 else 'them'} may not be what "

@@ -22,7 +22,7 @@ from forensics.escaping import (
     terminal,
 )
 from forensics.judge.suspects import describe_suspect
-from forensics.present.capture_facts import fact_label, fact_text
+from forensics.present.capture_facts import fact_label, fact_text, version_sentence
 from forensics.present.conclusion import Conclusion, conclude, describe_finding
 
 if TYPE_CHECKING:
@@ -150,7 +150,8 @@ def _first_text(conclusion: Conclusion, variant: str) -> str:
 def to_text(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
     """One line per variant (see :meth:`Conclusion.line`), then the crash verdict with what
     it rests on (as ``forensics known`` says it: the capture's crash events, where the replay
-    raises) and the known issues matched."""
+    raises) and the known issues matched, then that the capture's vLLM is another than (or not
+    known beside) the code replayed (:func:`~forensics.present.capture_facts.version_sentence`)."""
     conclusion = conclusion or conclude(result)
     lines = [inert(conclusion.line(v)) for v in result.variants]  # values escaped
     known = conclusion.known
@@ -158,7 +159,8 @@ def to_text(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
         seen = f" ({known.seen})" if known.seen else ""
         lines.append(terminal(f"crash verdict: {known.crash_verdict}{seen}; known issues: "
                               f"{known.issues_text()}"))
-    return "\n".join(lines)
+    versions = version_sentence(conclusion.facts, conclusion.variants)
+    return "\n".join([*lines, *([terminal(versions)] if versions else [])])
 
 
 # -- known or new (forensics.known): the one block this module adds for it --

@@ -128,6 +128,8 @@ class ProbeSession:
         self._deferred: tuple[int, Callable[[], None]] | None = None
         self.due_upto = 0  # the last record of the last due flush (a writer thread's bound)
         self._stopping = False
+        self._closer: int | None = None  # the thread inside close(); _ended once it is over
+        self._ended = False
         self._warned = False
         self._passed_on_warned: set[str] = set()  # sites whose passed-on finding was logged
         self.started = time.time()  # probe_start reports the start, not the first write
@@ -419,11 +421,15 @@ class ProbeSession:
 
     def close(self) -> None:
         """Final flush (waits for copies and the writer's batch), a summary event, and close
-        the writer; the writer thread (or process) ends. Never raises."""
+        the writer; the writer thread (or process) ends. Never raises. Called while another
+        thread closes it (a SIGTERM's handler), wait for that close (bounded: its final flush
+        and the writer's end; the lock let go meanwhile, even by the thread interrupted)."""
         with self._cv:
-            if self._closed or self._stopping:
+            if self._stopping:
+                if self._closer != threading.get_ident():
+                    self._cv.wait_for(lambda: self._ended, 2 * FLUSH_SECONDS)
                 return
-            self._stopping = True
+            self._stopping, self._closer = True, threading.get_ident()
             self.enter_flush()  # busy to the end: a SIGTERM meanwhile waits for it (defer)
             self._cv.notify_all()
         try:
@@ -431,6 +437,8 @@ class ProbeSession:
         finally:
             with self._cv:
                 self.leave_flush()
+                self._ended = True
+                self._cv.notify_all()
         self._run_deferred()
 
     def _close(self) -> None:
