@@ -131,18 +131,29 @@ def _checked(spec: FieldSpec, value: Any, where: str) -> Any:
 
 def _held_to_caps(spec: FieldSpec, value: Any, where: str) -> Any:
     """``value`` (normalised) when it holds no more lists or entries than a reader of a
-    capture takes in one row (:data:`forensics.store.batch.MOST_ITEMS`): a ragged field's
-    :data:`~forensics.records.MAX_CONTAINERS` lists, an index map's :func:`most_keys` entries;
-    what a reader would refuse is never written.
+    capture takes in one row (:func:`most_items`); what a reader would refuse is never written.
 
     Raises CaptureFormatError naming the field, the count and the cap."""
-    most = {"ragged": MAX_CONTAINERS, "index_map": most_keys()}.get(spec.kind)
-    if most is not None and len(value) > most:
+    held = most_items(spec.kind)
+    if held is not None and len(value) > held[0]:
         raise CaptureFormatError(
-            f"{where}: field {spec.name!r} holds {len(value)} "
-            f"{'lists' if spec.kind == 'ragged' else 'entries'}, past the {most} one record "
-            "holds (one per request of a batch); fix the producer or the dump")
+            f"{where}: field {spec.name!r} holds {len(value)} {held[1]}, past the {held[0]} "
+            "one record holds (one per request of a batch); fix the producer or the dump")
     return value
+
+
+def most_items(kind: str) -> tuple[int, str] | None:
+    """The most items one row of a field of ``kind`` holds, and what they are (None: a kind of
+    no such cap): a ragged field's :data:`~forensics.records.MAX_CONTAINERS` lists (one per
+    request of a batch; an empty one is 4 bytes of Arrow offsets and 56 of Python), an index
+    map's :func:`most_keys` entries (as many as an importer takes in a field's dict). The
+    writers hold records to it and the readers count it from a column's offsets before any
+    item is built."""
+    if kind == "ragged":
+        return MAX_CONTAINERS, "lists"
+    if kind == "index_map":
+        return most_keys(), "entries"
+    return None
 
 
 def check_caps(record: Record, where: str) -> Record:

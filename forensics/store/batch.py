@@ -11,19 +11,14 @@ import pyarrow as pa
 
 from forensics.collector import collector_paused
 from forensics.errors import CaptureFormatError, reason
-from forensics.records import MAX_CONTAINERS, Record
+from forensics.records import Record
 from forensics.screening import as_exact, as_int64
 from forensics.store import arrow_numpy as an
 from forensics.store import id_codes
 from forensics.store.arrow_codec import SHAPE_SUFFIX, ColumnSig
-from forensics.validate import field_specs, most_keys, screen_batch, validate_record
+from forensics.validate import field_specs, most_items, screen_batch, validate_record
 
 _ABSENT = object()
-#: the items a row's list column may hold, by the field's kind (the most and what they are),
-#: counted from the column's offsets before any is built: a ragged field's lists (one per
-#: request of a batch; an empty one is 4 bytes of offsets and 56 of Python), an index map's
-#: entries (a tuple and a key each; as many as an importer takes in a field's dict)
-MOST_ITEMS = {"ragged": (lambda: MAX_CONTAINERS, "lists"), "index_map": (most_keys, "entries")}
 
 
 class BatchView:
@@ -219,14 +214,15 @@ class BatchView:
 
     def _count_items(self, name: str, kind: str, start: int, stop: int) -> None:
         """Refuse a row of ``start:stop`` whose list column ``name`` holds more items than
-        :data:`MOST_ITEMS` allows its ``kind``, counted from the column's offsets before any
-        is built (two million empty lists, 8 MB here, were 130 MB of Python).
+        :func:`~forensics.validate.most_items` allows its ``kind``, counted from the column's
+        offsets before any is built (two million empty lists, 8 MB here, were 130 MB of
+        Python).
 
         Raises CaptureFormatError naming the row, the field, the count and the cap."""
-        if kind not in MOST_ITEMS or stop <= start:
+        held = most_items(kind)
+        if held is None or stop <= start:
             return
-        cap, what = MOST_ITEMS[kind]
-        most = cap()
+        most, what = held
         counts = np.diff(an.list_offsets(self.column(name))[start:stop + 1])
         over = np.flatnonzero(counts > most)
         if len(over):
