@@ -244,7 +244,8 @@ def sanitize(capture: str | os.PathLike[str],
         finally:
             worker.close()
     note = "; ".join(n for n in (worker.note or worker.failed, _dropped_note(cap.events)) if n)
-    return KernelReport(str(capture), results, coverage(results, summaries, known), note)
+    return KernelReport(str(capture), results,
+                        coverage(results, summaries, known, recorders(cap.events)), note)
 
 
 def _not_run(launch: Launch, manifest: dict[str, Any], clock: Clock) -> LaunchResult:
@@ -269,16 +270,19 @@ def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], wor
 
 
 def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
-             known: set[tuple[str, str]]) -> list[dict[str, Any]]:
+             known: set[tuple[str, str]], started: frozenset[int] = frozenset()
+             ) -> list[dict[str, Any]]:
     """One row per kernel of the installed vLLM (and per recorded kernel it lacks):
     ``recorded``, ``graph_only``, ``not_recorded`` (launches the probe saw, none in the
     capture: with why), ``never_launched`` (neither recorded nor seen by a probe that counted
     its launches: :func:`_watched`), ``not_watched`` (neither, and no count covers it: with
     why), ``not_replayable`` (with why) or ``not_run`` (launches recorded, none refused, some
     left by the overall deadline). ``graph_only``: every
-    launch the probe saw was during a CUDA graph capture (:func:`_launch_counts`)."""
+    launch the probe saw was during a CUDA graph capture (:func:`_launch_counts`).
+    ``started``: the processes (pids) whose ``probe_start`` says they recorded kernels
+    (:func:`recorders`)."""
     seen, graph, unsure = _launch_counts(summaries)
-    watched, unwatched = _watched(summaries, {r.launch.rank for r in results})
+    watched, unwatched = _watched(summaries, {r.launch.rank for r in results}, started)
     by_kernel: dict[tuple[str, str], list[LaunchResult]] = {}
     for result in results:
         by_kernel.setdefault((result.launch.module, result.launch.name), []).append(result)
@@ -314,13 +318,22 @@ UNCOUNTED = ("whether it was launched is unknown: {what}; the probe counts the l
              "dumps (an engine killed before it did writes none)")
 
 
-def _watched(summaries: list[dict[str, Any]], ranks: set[int]
+def recorders(events: list[dict[str, Any]]) -> frozenset[int]:
+    """The processes (pids) whose ``probe_start`` names the kernels their recorder counts
+    (``kernels``, a list: :func:`forensics.probe.kernels.recording`); each owes a
+    ``kernel_summary``. A probe older than that field names none."""
+    return frozenset(e["pid"] for e in events if e.get("kind") == "probe_start"
+                     and type(e.get("pid")) is int and isinstance(e.get("kernels"), list))
+
+
+def _watched(summaries: list[dict[str, Any]], ranks: set[int], started: frozenset[int]
              ) -> tuple[set[tuple[str, ...]], str]:
     """The kernel selections (``FORENSICS_KERNELS`` globs) of the capture's summaries, whose
     kernels their probes counted every launch of; or why the counts do not cover every process
-    (no summary, a rank of recorded launches without one, a summary whose selection is not a
-    list of at most :data:`MOST_GLOBS` globs, more than that many selections): then no kernel
-    is said never launched."""
+    (no summary, a rank of recorded launches or a process whose ``probe_start`` names its
+    recorder (``started``) without one, a summary whose selection is not a list of at most
+    :data:`MOST_GLOBS` globs, more than that many selections): then no kernel is said never
+    launched."""
     if not summaries:
         return set(), UNCOUNTED.format(what="the capture holds no kernel_summary")
     counted = {s.get("rank") for s in summaries if type(s.get("rank")) is int}
@@ -328,6 +341,12 @@ def _watched(summaries: list[dict[str, Any]], ranks: set[int]
     if missing:
         return set(), UNCOUNTED.format(what=f"rank(s) {missing} recorded launches and wrote "
                                             "no kernel_summary")
+    silent = sorted(started - {s["pid"] for s in summaries if type(s.get("pid")) is int})
+    if silent:
+        shown = ", ".join(map(str, silent[:8])) + \
+            (f" (the first 8 of {len(silent)})" if len(silent) > 8 else "")
+        return set(), UNCOUNTED.format(what=f"process(es) {shown} started recording kernels "
+                                            "(their probe_start) and wrote no kernel_summary")
     selections = set()
     for summary in summaries:
         globs = summary.get("selection")

@@ -610,9 +610,11 @@ def _wrap_launchers() -> None:
 
 
 def _hook_session(session: Any) -> None:
-    """Dump the launches before the session keeps an engine failure or closes."""
+    """Dump the launches before the session keeps an engine failure or closes, and name the
+    recorded kernels in its ``probe_start`` (:func:`recording`)."""
     if session is None:
         return
+    session.recording = recording
     failed, close = session.engine_failed, session.close
 
     def engine_failed(exc: BaseException, where: str) -> None:
@@ -624,6 +626,15 @@ def _hook_session(session: Any) -> None:
         close()
 
     session.engine_failed, session.close = engine_failed, closing
+
+
+def recording() -> list[str] | None:
+    """The kernel selection (``FORENSICS_KERNELS`` globs) this process's recorder counts
+    launches of and writes a ``kernel_summary`` for, or None: no recorder, or a forked copy
+    that launched nothing yet (it writes nothing). A process's ``probe_start`` names it, so
+    that coverage knows which processes owe a summary (one killed before it dumped wrote none)."""
+    recorder = RECORDER
+    return list(recorder.globs) if recorder is not None and recorder.own() else None
 
 
 def _chain_signal(signum: int) -> None:

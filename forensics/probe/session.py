@@ -22,7 +22,7 @@ process was lost): every N records the call wakes the session's writer thread, w
 the records whose copies completed to :class:`~forensics.probe.writing.BatchWriter` (the one
 write path, also the writer process's). A final flush runs in the calling thread, after the
 batch the writer thread may be writing (waited for a bounded time). The probe's own errors
-(in any thread or process) are counted and written as events; they never reach vLLM.
+(any thread or process) are counted, written as events, never raised into vLLM.
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ class ProbeSession:
         self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0, "violations": 0,
                        "timeouts": 0}
         self._started_event = False
+        self.recording: Callable[[], list[str] | None] = lambda: None  #: recorded kernels
         #: whether the last waited flush (a guard finding's, a failed call's) lost nothing
         self.kept = True
         self._step = -1
@@ -349,11 +350,11 @@ class ProbeSession:
     def start_event(self) -> None:
         """Keep the ``probe_start`` event, once per session."""
         if not self._started_event:
-            self._started_event = True
+            self._started_event, settings = True, self.settings
             self._event("probe_start", step=self._start_step, started=self.started,
-                        first_write_step=self.step, mode=self.settings.mode,
-                        sites=list(self.settings.sites), ring=self.settings.ring,
-                        flush_every=self.settings.flush_every, handoff=self.handoff)
+                        first_write_step=self.step, mode=settings.mode, ring=settings.ring,
+                        sites=list(settings.sites), flush_every=settings.flush_every,
+                        handoff=self.handoff, kernels=self.recording())
 
     # -- errors and findings ---------------------------------------------------------------
     def error(self, exc: BaseException, where: str) -> None:

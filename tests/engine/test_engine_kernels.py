@@ -63,6 +63,9 @@ def test_a_v2_worker_killed_by_sigsegv_leaves_every_step_before_the_crash(
     launched = {launch["step"] for launch in json.loads(done.stdout)["launches"]}
     assert finished <= launched, (sorted(finished), sorted(launched))
     assert run.error is not None  # the engine died with its worker
+    starts = [e for e in forensics.load(run.capture).events
+              if e["kind"] == "probe_start" and e["pid"] == pid]
+    assert [e.get("kernels") for e in starts] == [["*"]]  # T117a: it owed a kernel_summary
 
 
 

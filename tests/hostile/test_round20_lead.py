@@ -1,0 +1,127 @@
+"""Round 20, the lead: a process that recorded kernels and died before it dumped its counts
+leaves its mark, so `kernels --coverage` says no kernel "never launched" on the others' counts."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import forensics
+from tests.hostile.test_round2 import run_cli
+
+PROBE_TESTS = Path(__file__).parents[1] / "probe"
+
+# ----------------------- T117a: a recording process killed before it dumped its counts
+
+KILLED_RECORDER = textwrap.dedent("""
+    import os, signal, sys
+    from pathlib import Path
+    from forensics.probe import plugin
+    from forensics.probe.settings import Settings
+
+    sys.path.insert(0, sys.argv[2])
+    from probe_fakes import record_batch_changes
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=1000, handoff="batch", writer="thread"))
+    record_batch_changes(session, [[0, 1], [1, 0]])
+    session.flush(wait=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # before the recorder dumps its launches and counts
+""")
+
+
+def test_a_recording_process_says_so_in_its_probe_start(tmp_path: Path) -> None:
+    """A process whose flight recorder runs (``FORENSICS_KERNELS``) names its selection in
+    its ``probe_start``; it writes its counts (``kernel_summary``) only when it dumps, so one
+    SIGKILLed before that left no trace of having recorded: its ``probe_start`` is that trace."""
+    capture = tmp_path / "child.capture"
+    env = {**os.environ, "FORENSICS_KERNELS": "all"}
+    child = subprocess.run([sys.executable, "-c", KILLED_RECORDER, str(capture),
+                            str(PROBE_TESTS)], env=env, timeout=300, capture_output=True,
+                           text=True)
+    assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]
+    loaded = forensics.load(capture)
+    starts = [e for e in loaded.events if e["kind"] == "probe_start"]
+    assert [e.get("kernels") for e in starts] == [["*"]]
+    assert not [e for e in loaded.kernel_events if e.get("kind") == "kernel_summary"]
+
+
+def test_a_process_without_the_recorder_names_no_kernels(tmp_path: Path) -> None:
+    """Without ``FORENSICS_KERNELS`` the ``probe_start`` says ``kernels: null`` (it owes no
+    count)."""
+    capture = tmp_path / "child.capture"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("FORENSICS_KERNELS")}
+    child = subprocess.run([sys.executable, "-c", KILLED_RECORDER, str(capture),
+                            str(PROBE_TESTS)], env=env, timeout=300, capture_output=True,
+                           text=True)
+    assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]
+    starts = [e for e in forensics.load(capture).events if e["kind"] == "probe_start"]
+    assert [e.get("kernels", "absent") for e in starts] == [None]
+
+
+@pytest.fixture
+def two_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The installed vLLM's kernels, as the sanitizer reads them: two of module vllm.x."""
+    from forensics.kernels import sanitizer
+
+    monkeypatch.setattr(sanitizer, "installed_kernels",
+                        lambda: [("vllm.x", "_kept"), ("vllm.x", "_other")])
+
+
+def _two_processes(root: Path, starts: list[dict[str, object]]) -> None:
+    """A capture of one recorded launch of ``vllm.x._kept`` by process 1 (rank 0), its
+    ``kernel_summary`` (selection ``*``), and the ``probe_start`` events ``starts``."""
+    from tests.hostile.test_round4_kernels import launch
+
+    root.mkdir(parents=True)
+    (root / "manifest.json").write_text(json.dumps({
+        "format": 1, "creator": "test", "engine_id": "e" * 32, "model": {},
+        "process": {"host": "h", "pid": 1, "rank": 0, "tag": "h-1"}, "versions": {}}))
+    events = [{**launch(step=40), "kernel": {"module": "vllm.x", "name": "_kept",
+                                             "source_sha256": ""}}]
+    events += [{"kind": "kernel_summary", "format": 1, "step": 40, "rank": 0, "pid": 1,
+                "graph_only": [], "kernels_seen": {"vllm.x._kept": 1}, "selection": ["*"]}]
+    events += [{"kind": "probe_start", "step": 0, "time": 1.0, "rank": 0, **s} for s in starts]
+    (root / "events-h-1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+@pytest.mark.parametrize("starts", [
+    [{"pid": 1, "kernels": ["*"]}, {"pid": 2, "kernels": ["*"]}],
+    [{"pid": 1, "kernels": ["*"]}] + [{"pid": p, "kernels": ["_other"]} for p in range(2, 12)]])
+def test_a_kernel_a_killed_recorder_may_have_launched_is_not_said_never_launched(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], two_kernels: None,
+        starts: list[dict[str, object]]) -> None:
+    """Process 2 recorded kernels (its ``probe_start`` says so) and was killed before it
+    wrote its counts; process 1's counts saw no ``_other``. ``--coverage`` said
+    ``never_launched`` of ``_other`` on process 1's counts alone; process 2 may have launched
+    it: it is ``not_watched``, naming the processes that wrote no count."""
+    _two_processes(tmp_path / "k.capture", starts)
+    code, out, _ = run_cli(capsys, "kernels", tmp_path / "k.capture", "--coverage", "--json")
+    rows = {str(r["kernel"]): r for r in json.loads(out)["coverage"]}
+    assert rows["_other"]["status"] == "not_watched", rows
+    why = str(rows["_other"]["why"])
+    assert "whether it was launched is unknown" in why
+    silent = [s["pid"] for s in starts if s["pid"] != 1]
+    named = ", ".join(map(str, silent[:8]))
+    assert f"process(es) {named}" in why and "wrote no kernel_summary" in why
+    assert (f"the first 8 of {len(silent)}" in why) == (len(silent) > 8)
+
+
+def test_processes_that_all_wrote_their_counts_leave_never_launched_as_it_was(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], two_kernels: None) -> None:
+    """Every process whose ``probe_start`` names its recorder wrote a count (and an older
+    probe's ``probe_start`` names none, a process without the recorder ``null``): a kernel
+    no count saw is ``never_launched``, as before."""
+    _two_processes(tmp_path / "k.capture", [{"pid": 1, "kernels": ["*"]}, {"pid": 3},
+                                            {"pid": 4, "kernels": None}])
+    code, out, _ = run_cli(capsys, "kernels", tmp_path / "k.capture", "--coverage", "--json")
+    rows = {str(r["kernel"]): r for r in json.loads(out)["coverage"]}
+    assert rows["_other"]["status"] == "never_launched", rows
