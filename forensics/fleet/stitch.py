@@ -332,7 +332,7 @@ def _absent(steps: np.ndarray, ranks: np.ndarray, spans: RankSteps, site: str, t
             "captures": [spans[r][2] for r, _ in sides]}
 
 
-def _first_in(dataset: ds.Dataset, site: str, tensor: str, spans: RankSteps | None = None
+def _first_in(dataset: ds.Dataset, site: str, tensor: str, spans: RankSteps
               ) -> list[dict[str, Any]]:
     """The first divergence of ``tensor`` at ``site`` across ranks and the first step whose
     ranks hold unlike numbers of its records (:func:`_unpaired`, marked ``unpaired``: its
@@ -353,7 +353,7 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str, spans: RankSteps | No
     table = table.sort_by([("step", "ascending"), ("rank", "ascending")])
     steps = table["step"].to_numpy()
     ranks = table["rank"].to_numpy()
-    absent = _absent(steps, ranks, spans or {}, site, tensor)
+    absent = _absent(steps, ranks, spans, site, tensor)
     missing = [absent] if absent is not None else []
     if len(pc.unique(table["rank"])) < 2:
         return missing
@@ -386,23 +386,16 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str, spans: RankSteps | No
     return [*missing, *out]
 
 
-def _spans(steps: np.ndarray, ranks: np.ndarray, captures: Any, spans: RankSteps | None = None
+def _spans(steps: np.ndarray, ranks: np.ndarray, captures: Any, spans: RankSteps
            ) -> tuple[np.ndarray, int, int, dict[int, str]]:
     """Of rows sorted by step: the ranks they hold, the steps every rank holds rows at or
-    around (from the latest first step of a rank to the earliest last one: of its records of
-    every site where ``spans`` gives them, so a rank holding this site only outside the
-    others' steps is not compared there, not passed over), and the capture of each rank (of
-    its first row)."""
+    around (from the latest first step of a rank to the earliest last one, of its records of
+    every site as ``spans`` gives them: :func:`_rank_steps`, so a rank holding this site only
+    outside the others' steps is not compared there, not passed over), and the capture of each
+    rank (of its first row)."""
     everyone, rows = np.unique(ranks, return_index=True)
     named = {int(r): str(captures[int(i)]) for r, i in zip(everyone, rows, strict=True)}
-    if spans and all(r in spans for r in named):
-        return (everyone, max(spans[r][0] for r in named), min(spans[r][1] for r in named),
-                named)
-    order = np.lexsort((steps, ranks))  # by rank, then step
-    by_rank = ranks[order]
-    starts = np.searchsorted(by_rank, everyone, "left")
-    ends = np.searchsorted(by_rank, everyone, "right") - 1
-    return everyone, int(steps[order][starts].max()), int(steps[order][ends].min()), named
+    return (everyone, max(spans[r][0] for r in named), min(spans[r][1] for r in named), named)
 
 
 def _unpaired(lo: int, hi: int, ranks: np.ndarray, everyone: np.ndarray | None = None
