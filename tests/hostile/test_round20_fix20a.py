@@ -1,0 +1,90 @@
+"""Round 20, fix 20a: what no variant judged, composed once (forensics.present.unjudged) and
+said by every output: the events the probe left out in ``summary --format text`` and ``check``
+(T114a), the records of a site not known here in ``known``'s sentence (T114b), the records the
+probe never wrote in ``findings`` (T114c)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_round2 import run_cli
+from test_round14_fix14 import plugin_captures  # noqa: F401  (a fixture)
+from test_round18_attack18b import _dropped_capture, _lost_records_capture
+
+#: what is said of the 1,200 events the probe left out of its full events file
+LEFT_OUT = "1200 event(s) left out by the probe, its events file full"
+
+# ------------------------------ T114a: the events the probe left out, in the text and the check
+
+
+def test_summary_text_says_the_events_the_probe_left_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`summary --format text` of a capture whose probe left 1,200 events out (guard_passed_on
+    events among the kinds it drops) said "upstream: no violation" alone, where the Markdown
+    says the events may be missing: each variant's line says it, as it says the records the
+    probe never wrote."""
+    code, said, err = run_cli(capsys, "summary", _dropped_capture(tmp_path), "--format", "text")
+    assert code == 0, err
+    lines = said.splitlines()
+    for line, variant in zip(lines, ("upstream", "patched"), strict=False):
+        assert line.startswith(f"{variant}: no violation") and f"; not read: {LEFT_OUT}" in line, \
+            said
+
+
+def test_check_says_the_events_the_probe_left_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`check` of that capture said "matches expected.json" and nothing more (its crash verdict
+    rests on events the probe never wrote); it says they were not checked."""
+    code, said, err = run_cli(capsys, "check", _dropped_capture(tmp_path))
+    assert code == 0, err
+    assert "matches expected.json in the records read" in said, said
+    assert f"not checked: {LEFT_OUT}; no variant judged what they held" in said, said
+
+
+# ------------------------------ T114b: known, of records of a site not known to this install
+
+#: what is said of the plugin captures' records of a site this install does not know
+NOT_KNOWN = "3 record(s) of site 'toy_gather' (not known to this install)"
+
+
+@pytest.mark.parametrize("command", ["known", "replay"])
+def test_known_does_not_call_records_of_a_site_not_known_no_failure(
+        plugin_captures: dict[str, Path],  # noqa: F811  (the fixture)
+        capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """A capture of one embedding record and 3 records of a plugin's site this install lacks:
+    `known` (and the conclusion's known-issue sentence) said "the capture shows no failure to
+    report", of 3 records no variant judged. Whether it shows one is not known, naming them."""
+    code, said, err = run_cli(capsys, command, plugin_captures["both"])
+    assert code == 0, err
+    said = " ".join(said.split())
+    assert "shows no failure to report" not in said, said
+    assert "No known signature matches the records judged; whether the capture shows a " \
+        f"failure to report is not known (not judged: {NOT_KNOWN})" in said, said
+
+
+def test_known_names_the_records_of_a_capture_of_a_site_not_known_only(
+        plugin_captures: dict[str, Path],  # noqa: F811  (the fixture)
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Of a capture holding the plugin site's records only, `known` says it holds no record
+    to judge, and names the records no variant judged."""
+    code, said, err = run_cli(capsys, "known", plugin_captures["only"])
+    assert code == 0, err
+    said = " ".join(said.split())
+    assert "the capture holds no record to judge: whether it shows a failure to report is not " \
+        f"known (not judged: {NOT_KNOWN})" in said, said
+
+
+# ------------------------------ T114c: findings, of the records the probe never wrote
+
+
+def test_findings_says_the_records_the_probe_never_wrote(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`findings` of a capture whose probe recorded 100 records it never wrote said "no
+    findings" alone; it says they were not read, as it says a file cut short."""
+    code, said, err = run_cli(capsys, "findings", _lost_records_capture(tmp_path))
+    assert code == 0, err
+    assert said.splitlines()[0] == "no findings", said
+    assert "not read: 100 record(s) recorded by the probe and never written (its ring full, or " \
+        "its writer stalled); what it held holds no finding" in said, said
+
