@@ -110,7 +110,8 @@ def test_every_triage_output_says_the_step_not_compared(tmp_path: Path) -> None:
         out = render(result, fmt)
         assert UNLIKE in out and "clean" not in out, out
     rows = json.loads(render(result, "json"))["rows"]
-    assert all(r["divergence"]["unpaired"] for r in rows)
+    assert all(r["divergence"]["judged"] is False and "values" not in r["divergence"]
+               for r in rows), rows
     table = write_table(result, tmp_path / "t.csv")
     with table.open(encoding="utf-8") as held:
         cells = list(csv.DictReader(held))

@@ -1,13 +1,16 @@
 """Round 20, fix 20a: what no variant judged, composed once (forensics.present.unjudged) and
 said by every output: the events the probe left out in ``summary --format text`` and ``check``
 (T114a), the records of a site not known here in ``known``'s sentence (T114b), the records the
-probe never wrote in ``findings`` (T114c)."""
+probe never wrote in ``findings`` (T114c); triage's JSON divergence of a row not compared,
+saying so, its values never read as a divergence (T114d)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rank_engines import engine_ranks
 from test_round2 import run_cli
 from test_round14_fix14 import plugin_captures  # noqa: F401  (a fixture)
 from test_round18_attack18b import _dropped_capture, _lost_records_capture
@@ -87,4 +90,63 @@ def test_findings_says_the_records_the_probe_never_wrote(
     assert said.splitlines()[0] == "no findings", said
     assert "not read: 100 record(s) recorded by the probe and never written (its ring full, or " \
         "its writer stalled); what it held holds no finding" in said, said
+
+
+# ------------------------------ T114d: triage's JSON, of a divergence not judged
+
+
+def _json_rows(root: Path) -> dict[str, dict[str, Any]]:
+    """The rows of ``triage --format json`` of the captures under ``root``, by name; each
+    checked to carry, in the CSV table, its JSON divergence's ``text``."""
+    import csv
+    import json
+
+    from forensics.fleet.output import render, write_table
+    from forensics.fleet.triage import triage
+
+    result = triage([root], workers=1)
+    rows = {r["name"]: r for r in json.loads(render(result, "json"))["rows"]}
+    with write_table(result, root.parent / "t.csv").open(encoding="utf-8") as held:
+        for cell in csv.DictReader(held):
+            said = (rows[cell["name"]]["divergence"] or {}).get("text", "")
+            assert cell["divergence"] == said, (cell, rows[cell["name"]])
+    return rows
+
+
+def test_json_of_a_rank_compared_up_to_the_first_divergence_holds_no_values(
+        tmp_path: Path) -> None:
+    """Rank 2's ids differ at step 5, rank 1's at step 9: rank 1's row (`divergence not
+    judged`) carried in JSON the divergence of ranks 0 and 2, its ``values`` those of the
+    others' ids, marked ``stopped`` only: a consumer reading ``divergence.values`` read a
+    divergence of rank 1 that was never compared. It says it was not judged, from which step
+    and why, and what was compared (up to step 5, ranks 0 and 2), with no values."""
+    engine_ranks(tmp_path / "fleet", 3, {0: 1, 1: 1, 2: 1}, [(2, 5), (1, 9)], [])
+    rows = _json_rows(tmp_path / "fleet")
+    stopped = rows["engine-x-rank1.capture"]["divergence"]
+    assert stopped["judged"] is False and "values" not in stopped, stopped
+    assert stopped["reason"] == "the engine's ranks were compared up to its first divergence " \
+        "only", stopped
+    assert stopped["not_compared"] == {"from_step": 5}, stopped
+    assert (stopped["compared"]["up_to_step"], stopped["compared"]["ranks"]) == (5, [0, 2])
+    assert "values" not in stopped["compared"], stopped
+    found = rows["engine-x-rank0.capture"]["divergence"]
+    assert found["judged"] is True and found["step"] == 5 and len(found["values"]) == 2, found
+
+
+def test_json_of_a_step_not_compared_holds_its_record_counts_not_values(
+        tmp_path: Path) -> None:
+    """Rank 0 holds 2 embedding records at step 5, rank 1 3: the JSON ``values`` [2, 3] were
+    record counts, read as a divergence's values; they are ``not_compared.records``, with the
+    reason, ``judged`` false. So is the step not compared before a divergence (``before``)."""
+    engine_ranks(tmp_path / "fleet", 2, {0: 2, 1: 3}, [], [])
+    for row in _json_rows(tmp_path / "fleet").values():
+        div = row["divergence"]
+        assert div["judged"] is False and "values" not in div, div
+        assert div["not_compared"]["records"] == [2, 3] and div["not_compared"]["step"] == 5
+        assert div["reason"] == "more calls, or records dropped: no call can be paired with " \
+            "its own", div
+    engine_ranks(tmp_path / "other", 3, {0: 2, 1: 3, 2: 2}, [(2, 7)], [])
+    found = _json_rows(tmp_path / "other")["engine-x-rank0.capture"]["divergence"]
+    assert found["judged"] is True and found["step"] == 7, found
+    assert found["before"]["judged"] is False and "values" not in found["before"], found
 

@@ -1824,6 +1824,10 @@ TESTS = {
               "test_known_names_the_records_of_a_capture_of_a_site_not_known_only"],
     "T114c": ["tests/hostile/test_round20_fix20a.py::"
               "test_findings_says_the_records_the_probe_never_wrote"],
+    "T114d": ["tests/hostile/test_round20_fix20a.py::"
+              "test_json_of_a_rank_compared_up_to_the_first_divergence_holds_no_values",
+              "tests/hostile/test_round20_fix20a.py::"
+              "test_json_of_a_step_not_compared_holds_its_record_counts_not_values"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
