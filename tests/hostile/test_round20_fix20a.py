@@ -2,13 +2,15 @@
 said by every output: the events the probe left out in ``summary --format text`` and ``check``
 (T114a), the records of a site not known here in ``known``'s sentence (T114b), the records the
 probe never wrote in ``findings`` (T114c); triage's JSON divergence of a row not compared,
-saying so, its values never read as a divergence (T114d)."""
+saying so, its values never read as a divergence (T114d); a string list column's strings
+counted before any is built (T114e)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from rank_engines import engine_ranks
 from test_round2 import run_cli
@@ -150,3 +152,63 @@ def test_json_of_a_step_not_compared_holds_its_record_counts_not_values(
     assert found["judged"] is True and found["step"] == 7, found
     assert found["before"]["judged"] is False and "values" not in found["before"], found
 
+
+# ------------------------------ T114e: a string list of very many strings, counted first
+
+
+@pytest.mark.parametrize("ids", [
+    pytest.param(lambda: [""] * 3_000_000, id="three million empty strings"),
+    pytest.param(lambda: [f"r{i}" for i in range(1_000_000)], id="a million distinct ids"),
+])
+def test_a_string_list_of_very_many_strings_is_refused_before_they_are_built(
+        tmp_path: Path, ids: Any) -> None:
+    """A capture whose record's ``req_ids`` holds three million empty strings (12 MB of
+    offsets) or a million distinct ids: every reader built each string (20 million empty
+    ones, a 77 MB capture: 2.7 s of CPU and 949 MiB peak; 8 million distinct, 91 MB: 8.2 s and
+    2.05 GiB) before the record's check refused it. Each row's strings are counted from the
+    column's offsets first (at most one per request of a batch, as a ragged field's lists):
+    one line naming the segment, the row, the field, the count and the cap."""
+    from test_round4_store import peak_growth
+    from test_round19_fix19a import _async_capture
+
+    import forensics
+    from forensics.errors import CaptureFormatError
+
+    value = ids()
+    count = len(value)
+    capture = _async_capture(tmp_path / "c.capture", req_ids=value)
+    del value
+
+    def read() -> None:
+        with pytest.raises(CaptureFormatError, match="counted before") as caught:
+            list(forensics.load(capture).records())
+        message = str(caught.value)
+        assert f"field 'req_ids' holds {count} strings, past the 262144" in message and \
+            "row 0" in message and "async_output" in message, message
+
+    assert peak_growth(read) < 48 << 20
+
+
+def test_replay_and_the_writer_refuse_a_string_list_of_very_many_strings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`replay` (the columnar path) refuses that capture in one line; `write_capture`
+    (validating) refuses such a record, naming the field, the count and the cap, and writes
+    nothing: no writer of ours writes what a reader refuses."""
+    from test_round19_fix19a import _async_capture
+
+    from forensics.errors import CaptureFormatError
+    from forensics.records import Record
+    from forensics.store.writer import write_capture
+
+    ids = [f"r{i}" for i in range(300_000)]
+    capture = _async_capture(tmp_path / "c.capture", req_ids=ids)
+    code, said, err = run_cli(capsys, "replay", capture)
+    assert code == 2 and len(err.strip().splitlines()) == 1, (code, said, err)
+    assert "field 'req_ids' holds 300000 strings, past the 262144" in err, err
+    record = Record("async_output", 1, 0, {
+        "req_ids": ids, "prev_req_id_to_index": {"a": 0}, "vocab_size": 100,
+        "sampled_token_ids_cpu": np.zeros((1, 1), np.int32), "output_token_ids": [[1]]})
+    with pytest.raises(CaptureFormatError) as caught:
+        write_capture(tmp_path / "w.capture", [record])
+    assert "field 'req_ids' holds 300000 strings, past the 262144" in str(caught.value)
+    assert not (tmp_path / "w.capture").exists()
