@@ -68,7 +68,7 @@ class KnownAnswer:
     #: ends of files cut short, records the probe never wrote, events it left out: a guard's
     #: ``guard_passed_on`` among them would be a failure; :func:`~forensics.present.unjudged.
     #: unjudged_of`)
-    unread: list[Unjudged] = field(default_factory=list)
+    unjudged_facts: list[Unjudged] = field(default_factory=list)
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -129,10 +129,10 @@ class KnownAnswer:
         unjudged = (f" ({self.unjudged} record(s) were not judged: they ended in errors under "
                     "every replayed variant of the engine's code)" if self.unjudged else "")
         if not self.matches and self.crash_verdict == NO_CRASH and not self.failing:
-            if self.unread:
+            if self.unjudged_facts:
                 from forensics.present.unjudged import unjudged_text
 
-                unjudged += f" (not judged: {unjudged_text(self.unread)})"
+                unjudged += f" (not judged: {unjudged_text(self.unjudged_facts)})"
             if self.empty:  # kernel launches alone: `forensics kernels` may find a failure
                 return ("No known signature matches, and the capture holds no record to judge: "
                         f"whether it shows a failure to report is not known{unjudged}.")
@@ -227,7 +227,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                        what_was_seen(evidence, result), empty=not len(result.records),
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)),
                        unjudged=unjudged_records(result),
-                       unread=unjudged_of(capture or result.capture),
+                       unjudged_facts=unjudged_of(capture or result.capture),
                        clamped=verdict == UNEXPLAINED and out_of_range(
                            findings, engine_variants(evidence), clamped_too=True))
 

@@ -171,9 +171,9 @@ class Conclusion:
         return text + "."
 
     def not_judged_sentences(self) -> list[str]:
-        """What no variant judged (records of sites not known here), what a variant cannot
-        see, and the sites of summary records only (each sentence, or ``""``): said wherever
-        the verdicts are (the paragraph, a report's header)."""
+        """What no variant judged (:meth:`unjudged_facts`), what a variant cannot see, and the
+        sites of summary records only (each sentence, or ``""``): said wherever the verdicts
+        are (the paragraph, a report's header)."""
         return [self.no_records, self.cut, *unjudged_sentences(self.unjudged_facts()),
                 *(self.unseen_sentence(v) for v in self.variants), self.summary_sentence()]
 
