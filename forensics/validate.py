@@ -145,12 +145,15 @@ def _held_to_caps(spec: FieldSpec, value: Any, where: str) -> Any:
 def most_items(kind: str) -> tuple[int, str] | None:
     """The most items one row of a field of ``kind`` holds, and what they are (None: a kind of
     no such cap): a ragged field's :data:`~forensics.records.MAX_CONTAINERS` lists (one per
-    request of a batch; an empty one is 4 bytes of Arrow offsets and 56 of Python), an index
-    map's :func:`most_keys` entries (as many as an importer takes in a field's dict). The
-    writers hold records to it and the readers count it from a column's offsets before any
-    item is built."""
+    request of a batch; an empty one is 4 bytes of Arrow offsets and 56 of Python), a string
+    list's as many strings (request ids, one per request of a batch; an empty one is 4 bytes
+    of Arrow offsets, a distinct one 50 and more of Python), an index map's :func:`most_keys`
+    entries (as many as an importer takes in a field's dict). The writers hold records to it
+    and the readers count it from a column's offsets before any item is built."""
     if kind == "ragged":
         return MAX_CONTAINERS, "lists"
+    if kind in ("str_list", "opt_str_list"):
+        return MAX_CONTAINERS, "strings"
     if kind == "index_map":
         return most_keys(), "entries"
     return None

@@ -82,17 +82,16 @@ def run(args: argparse.Namespace) -> int:
         counts = ", ".join(f"{n} record(s) of {terminal(v)}" for v, n in errors.items())
         print(f"not judged: {counts} ended in errors, so hold no finding; forensics replay "
               "names why")
-    unknown = getattr(result.capture, "unknown_sites", None)
-    if unknown:  # records no variant judged: "no findings" is not all there is to say
-        from forensics.present.conclusion import not_known_text
+    from forensics.present.unjudged import CUT, NEVER_WRITTEN, NOT_KNOWN, unjudged_of, unjudged_text
 
-        print(f"not judged: {inert(not_known_text(unknown))}; install the plugin that declares "
-              "each and run findings again")
-    cut = getattr(result.capture, "truncated", None)
-    if cut:  # bytes no variant read: "no findings" is not all there is to say
-        from forensics.store.paths import cut_text
-
-        print(f"not read: {inert(cut_text(list(cut)))}; what it held holds no finding")
+    unseen = unjudged_of(result.capture)  # records no variant judged: nor is "no findings" all
+    unknown = unjudged_text(unseen, {NOT_KNOWN})
+    unread = unjudged_text(unseen, {CUT, NEVER_WRITTEN})
+    if unknown:
+        print(f"not judged: {inert(unknown)}; install the plugin that declares each and run "
+              "findings again")
+    if unread:
+        print(f"not read: {inert(unread)}; what it held holds no finding")
     return 0
 
 

@@ -67,18 +67,9 @@ def not_judged(capture: Any) -> str:
     the ends of its files cut short, not read
     (:func:`~forensics.store.paths.cut_text`), and the records and events its probe
     never wrote (``dropped``, ``events_dropped``); ``""`` when there are none."""
-    from forensics.present.conclusion import not_known_text
-    from forensics.store.events import LEFT_OUT, NEVER_WRITTEN, dropped_by_probe
-    from forensics.store.paths import cut_text
+    from forensics.present.unjudged import unjudged_of, unjudged_text
 
-    counts = dict(getattr(capture, "unknown_sites", None) or {})
-    events = getattr(capture, "events", None) or []
-    dropped, lost = dropped_by_probe(events), dropped_by_probe(events, "dropped")
-    parts = [not_known_text(counts) if counts else "",
-             cut_text(list(getattr(capture, "truncated", None) or [])),
-             f"{lost} record(s) {NEVER_WRITTEN}" if lost else "",
-             f"{dropped} event(s) {LEFT_OUT}" if dropped else ""]
-    return "; ".join(part for part in parts if part)
+    return unjudged_text(unjudged_of(capture))
 
 
 def manifest_facts(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:

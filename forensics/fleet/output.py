@@ -72,10 +72,14 @@ def render(result: Triage, fmt: str) -> str:
 
 
 def to_json(result: Triage) -> dict[str, Any]:
-    """``{"captures": n, "groups": [{title, captures: [...]}], "rows": [row]}``, every string
-    UTF-8 can encode (:func:`json_ready`: a lone surrogate of a file name is no strict JSON;
-    a capture's path and name no other capture's: :data:`PATH_COLUMNS`)."""
-    rows = [{k: v for k, v in paths_apart(row).items() if k != "crashed"} for row in result.rows]
+    """``{"captures": n, "groups": [{title, captures: [...]}], "rows": [row]}``, each row's
+    divergence saying whether it was judged (:func:`~forensics.fleet.stitch.divergence_json`),
+    every string UTF-8 can encode (:func:`json_ready`: a lone surrogate of a file name is no
+    strict JSON; a capture's path and name no other capture's: :data:`PATH_COLUMNS`)."""
+    from forensics.fleet.stitch import divergence_json
+
+    rows = [{k: divergence_json(v) if k == "divergence" and v else v
+             for k, v in paths_apart(row).items() if k != "crashed"} for row in result.rows]
     return json_ready({"captures": len(result.rows), "where": result.where,
                        "groups": [{"title": g.title(),
                                    "captures": [unicode_path(r["capture"]) for r in g.rows]}

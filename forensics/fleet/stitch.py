@@ -332,7 +332,7 @@ def _absent(steps: np.ndarray, ranks: np.ndarray, spans: RankSteps, site: str, t
             "captures": [spans[r][2] for r, _ in sides]}
 
 
-def _first_in(dataset: ds.Dataset, site: str, tensor: str, spans: RankSteps | None = None
+def _first_in(dataset: ds.Dataset, site: str, tensor: str, spans: RankSteps
               ) -> list[dict[str, Any]]:
     """The first divergence of ``tensor`` at ``site`` across ranks and the first step whose
     ranks hold unlike numbers of its records (:func:`_unpaired`, marked ``unpaired``: its
@@ -353,7 +353,7 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str, spans: RankSteps | No
     table = table.sort_by([("step", "ascending"), ("rank", "ascending")])
     steps = table["step"].to_numpy()
     ranks = table["rank"].to_numpy()
-    absent = _absent(steps, ranks, spans or {}, site, tensor)
+    absent = _absent(steps, ranks, spans, site, tensor)
     missing = [absent] if absent is not None else []
     if len(pc.unique(table["rank"])) < 2:
         return missing
@@ -386,23 +386,16 @@ def _first_in(dataset: ds.Dataset, site: str, tensor: str, spans: RankSteps | No
     return [*missing, *out]
 
 
-def _spans(steps: np.ndarray, ranks: np.ndarray, captures: Any, spans: RankSteps | None = None
+def _spans(steps: np.ndarray, ranks: np.ndarray, captures: Any, spans: RankSteps
            ) -> tuple[np.ndarray, int, int, dict[int, str]]:
     """Of rows sorted by step: the ranks they hold, the steps every rank holds rows at or
-    around (from the latest first step of a rank to the earliest last one: of its records of
-    every site where ``spans`` gives them, so a rank holding this site only outside the
-    others' steps is not compared there, not passed over), and the capture of each rank (of
-    its first row)."""
+    around (from the latest first step of a rank to the earliest last one, of its records of
+    every site as ``spans`` gives them: :func:`_rank_steps`, so a rank holding this site only
+    outside the others' steps is not compared there, not passed over), and the capture of each
+    rank (of its first row)."""
     everyone, rows = np.unique(ranks, return_index=True)
     named = {int(r): str(captures[int(i)]) for r, i in zip(everyone, rows, strict=True)}
-    if spans and all(r in spans for r in named):
-        return (everyone, max(spans[r][0] for r in named), min(spans[r][1] for r in named),
-                named)
-    order = np.lexsort((steps, ranks))  # by rank, then step
-    by_rank = ranks[order]
-    starts = np.searchsorted(by_rank, everyone, "left")
-    ends = np.searchsorted(by_rank, everyone, "right") - 1
-    return everyone, int(steps[order][starts].max()), int(steps[order][ends].min()), named
+    return (everyone, max(spans[r][0] for r in named), min(spans[r][1] for r in named), named)
 
 
 def _unpaired(lo: int, hi: int, ranks: np.ndarray, everyone: np.ndarray | None = None
@@ -509,8 +502,8 @@ def stopped_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> st
     a rank the first divergence (``hit``, marked ``stopped``) does not name, whose steps from
     it on may have been compared with no other rank's (the search stops there)."""
     sides = " and ".join(f"rank {rank} ({named})" for rank, _, named in _sides(hit, hosts))
-    return (f"rank divergence not judged from step {hit['step']}: the engine's ranks were "
-            f"compared up to its first divergence only, at step {hit['step']} between {sides}")
+    return (f"rank divergence not judged from step {hit['step']}: {STOPPED_WHY}, at step "
+            f"{hit['step']} between {sides}")
 
 
 def unpaired_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> str:
@@ -522,12 +515,48 @@ def unpaired_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> s
     sides = [f"rank {rank} ({named}) holds {count}" +
              ("" if n else f" record{'' if count == 1 else 's'} of it")
              for n, (rank, count, named) in enumerate(_sides(hit, hosts))]
-    why = (f"rank {hit['ranks'][hit['values'].index(0)]} holds no record of the site at any "
-           "step: dropped, never written, or a pipeline stage that does not run it"
-           if hit.get("absent") else
-           "more calls, or records dropped: no call can be paired with its own")
     return (f"rank divergence not judged at step {hit['step']}: {hit['site']} {hit['tensor']} "
-            f"not compared: {', '.join(sides)} ({why})")
+            f"not compared: {', '.join(sides)} ({_why(hit)})")
+
+
+#: why a rank's steps from the first divergence on are not judged (``stopped``)
+STOPPED_WHY = "the engine's ranks were compared up to its first divergence only"
+
+
+def _why(hit: dict[str, Any]) -> str:
+    """Why the step of ``hit`` (``unpaired``, ``absent``, ``stopped``) was not compared."""
+    if hit.get("stopped"):
+        return STOPPED_WHY
+    if hit.get("absent"):
+        return (f"rank {hit['ranks'][hit['values'].index(0)]} holds no record of the site at "
+                "any step: dropped, never written, or a pipeline stage that does not run it")
+    return "more calls, or records dropped: no call can be paired with its own"
+
+
+def divergence_json(hit: dict[str, Any]) -> dict[str, Any]:
+    """A row's divergence as JSON, saying what it is: ``judged`` (whether its ranks were
+    compared there) and ``text`` (:func:`divergence_text`); of a divergence, its step, site,
+    tensor, element, index, ranks, values and captures (``shapes``; ``before``: the step not
+    compared before it, as JSON); of a step not compared (``unpaired``) or a rank compared up
+    to its engine's first divergence only (``stopped``), ``not_compared`` (what was not, the
+    records of the step's site each rank holds), ``reason``, and of ``stopped``, ``compared``
+    (what was: up to the first divergence, its ranks; its values are the rows' of those ranks):
+    never ``values`` read as a divergence."""
+    text = divergence_text(hit)
+    if not hit.get("unpaired") and not hit.get("stopped"):
+        out = {k: v for k, v in hit.items() if k != "before"}
+        before = hit.get("before")
+        return {**out, "judged": True, "text": text,
+                **({"before": divergence_json(before)} if before else {})}
+    where = {"site": hit["site"], "tensor": hit["tensor"]}
+    if hit.get("stopped"):
+        return {"judged": False, "text": text, "reason": _why(hit),
+                "not_compared": {"from_step": hit["step"]},
+                "compared": {"up_to_step": hit["step"], **where, "ranks": hit["ranks"],
+                             "captures": hit["captures"]}}
+    return {"judged": False, "text": text, "reason": _why(hit),
+            "not_compared": {"step": hit["step"], **where, "ranks": hit["ranks"],
+                             "records": hit["values"], "captures": hit["captures"]}}
 
 
 def _sides(hit: dict[str, Any], hosts: dict[str, str] | None) -> list[tuple[Any, Any, str]]:

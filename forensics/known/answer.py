@@ -31,6 +31,7 @@ from forensics.known.schema import Catalogue, load_catalogue
 
 if TYPE_CHECKING:
     from forensics.judge.race import RaceCheck
+    from forensics.present.unjudged import Unjudged
     from forensics.replaying import ReplayResult
 
 UNEXPLAINED, EXPLAINED, NO_CRASH = "unexplained", "explained", "no crash"
@@ -63,14 +64,11 @@ class KnownAnswer:
     #: whether the engine's code finds values out of range that vLLM clamped to token 0 (read
     #: as a wrong token, no crash), and none it read as they were
     clamped: bool = False
-    #: the files of the capture whose end was cut short and not read (its ``truncated``):
-    #: no variant judged what they held
-    cut_files: list[str] = field(default_factory=list)
-    #: the events the probe left out of its full events files (its ``probe_stop``'s
-    #: ``events_dropped``): a guard's ``guard_passed_on`` among them would be a failure
-    events_dropped: int = 0
-    #: the records the probe recorded and never wrote (its ``probe_stop``'s ``dropped``)
-    records_dropped: int = 0
+    #: what the capture held that no variant judged (records of sites not known here, the
+    #: ends of files cut short, records the probe never wrote, events it left out: a guard's
+    #: ``guard_passed_on`` among them would be a failure; :func:`~forensics.present.unjudged.
+    #: unjudged_of`)
+    unjudged_facts: list[Unjudged] = field(default_factory=list)
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -131,19 +129,13 @@ class KnownAnswer:
         unjudged = (f" ({self.unjudged} record(s) were not judged: they ended in errors under "
                     "every replayed variant of the engine's code)" if self.unjudged else "")
         if not self.matches and self.crash_verdict == NO_CRASH and not self.failing:
+            if self.unjudged_facts:
+                from forensics.present.unjudged import unjudged_text
+
+                unjudged += f" (not judged: {unjudged_text(self.unjudged_facts)})"
             if self.empty:  # kernel launches alone: `forensics kernels` may find a failure
                 return ("No known signature matches, and the capture holds no record to judge: "
-                        "whether it shows a failure to report is not known.")
-            if self.cut_files:
-                from forensics.store.paths import cut_text
-
-                unjudged += f" (not read: {cut_text(self.cut_files)})"
-            if self.records_dropped:
-                unjudged += f" ({self.records_dropped} record(s) the probe never wrote)"
-            if self.events_dropped:
-                from forensics.store.events import LEFT_OUT
-
-                unjudged += f" ({self.events_dropped} event(s) {LEFT_OUT})"
+                        f"whether it shows a failure to report is not known{unjudged}.")
             if unjudged:
                 return ("No known signature matches the records judged; whether the capture "
                         f"shows a failure to report is not known{unjudged}.")
@@ -215,8 +207,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
            capture: Any = None) -> KnownAnswer:
     """Match ``result`` against ``catalogue`` (default: the bundled one); ``capture``: where
     the facts and events come from when ``result`` holds a part of it (default: its own)."""
+    from forensics.present.unjudged import unjudged_of
     from forensics.replaying import race_of
-    from forensics.store.events import dropped_by_probe
 
     catalogue = catalogue or load_catalogue()
     race = result.race if getattr(result, "race", None) is not None else race_of(result)
@@ -235,10 +227,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                        what_was_seen(evidence, result), empty=not len(result.records),
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)),
                        unjudged=unjudged_records(result),
-                       cut_files=list(getattr(capture or result.capture, "truncated", None)
-                                      or []),
-                       events_dropped=dropped_by_probe(evidence.events),
-                       records_dropped=dropped_by_probe(evidence.events, "dropped"),
+                       unjudged_facts=unjudged_of(capture or result.capture),
                        clamped=verdict == UNEXPLAINED and out_of_range(
                            findings, engine_variants(evidence), clamped_too=True))
 

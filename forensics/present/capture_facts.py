@@ -21,8 +21,6 @@ from forensics.manifest_facts import (
     read_fact,
     refusal,
 )
-from forensics.store.events import NEVER_WRITTEN
-from forensics.store.paths import cut_text
 
 #: the manifest facts shown as a capture's facts, in order, under their labels
 #: (the host: the probe's ``process.host``, else the one ``import --set`` states)
@@ -128,32 +126,6 @@ def stopped_after(summary: dict[str, Any]) -> int | str | None:
 STOPPED_AFTER = "stopped_after"
 
 
-def unread_text(capture: Any) -> str:
-    """What ``capture`` held that no replay of it read, in words: the ends of its files cut
-    short and the records its probe never wrote (``""`` when there are none, or no capture)."""
-    from forensics.store.events import dropped_by_probe
-
-    dropped = dropped_by_probe(getattr(capture, "events", None) or [], "dropped")
-    return unread_words(list(getattr(capture, "truncated", None) or []),
-                        {"records_dropped": dropped})
-
-
-def unread_words(cut_files: Sequence[str], facts: dict[str, Any]) -> str:
-    """:func:`unread_text` of the files cut short and the facts (their ``records_dropped``)."""
-    dropped = facts.get("records_dropped")
-    parts = [cut_text(cut_files), f"{dropped} record(s) {NEVER_WRITTEN}" if dropped else ""]
-    return "; ".join(part for part in parts if part)
-
-
-def files_cut_sentence(files: Sequence[str]) -> str:
-    """That what the ends of ``files`` held (cut short) was not read, so judged by no
-    variant; ``""`` when none was cut."""
-    if not files:
-        return ""
-    return (f"Not read: {cut_text(files)}; no variant judged the records or events it held, "
-            "so a failure there would not be seen.")
-
-
 def stopped_sentence(step: int | str) -> str:
     """What a capture cut short by its engine's death says (never "no failure")."""
     if step == UNKNOWN:
@@ -162,14 +134,6 @@ def stopped_sentence(step: int | str) -> str:
                 "was recorded up to then.")
     return (f"The engine stopped without the probe's stop (killed or crashed) after step "
             f"{step}: the capture holds what was recorded up to then.")
-
-
-def dropped_sentence(count: int) -> str:
-    """That the probe left ``count`` events out of its full events files, and which kinds
-    may be missing (never "0 crash event(s)" alone)."""
-    return (f"The probe left out {count} event(s) when its events file was full (it keeps "
-            "only the events that say how a process ended then): guard_passed_on events, "
-            "kernel launches and probe errors may be missing.")
 
 
 #: the vLLM version whose code the model variants (``upstream``, ``patched``) copy
@@ -228,7 +192,9 @@ def _models_sentence(version: str, models: Sequence[str]) -> str:
 
 
 def facts_sentence(facts: dict[str, Any]) -> str:
-    """The capture's facts as one sentence (``""`` when there are none)."""
+    """The capture's facts as one sentence (``""`` when there are none); the records and events
+    its probe never wrote are said with what no variant judged
+    (:func:`~forensics.present.unjudged.unjudged_sentences`)."""
     if not facts:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
@@ -242,11 +208,6 @@ def facts_sentence(facts: dict[str, Any]) -> str:
         text += f" {refused[:1].upper()}{refused[1:]}."
     if facts.get("stopped_after") is not None:
         text += " " + stopped_sentence(facts["stopped_after"])
-    if facts.get("records_dropped"):
-        text += (f" {facts['records_dropped']} record(s) were {NEVER_WRITTEN}: no variant "
-                 "judged them, so a failure in them would not be seen.")
-    if facts.get("events_dropped"):
-        text += " " + dropped_sentence(facts["events_dropped"])
     if facts.get("notes"):
         text += f" Notes: {quoted(facts['notes'])}"
     return text

@@ -42,10 +42,16 @@ from forensics.judge.wrong_tokens import silent_inputs_of
 from forensics.present.capture_facts import (
     capture_facts,
     facts_sentence,
-    files_cut_sentence,
     stopped_sentence,
-    unread_words,
     version_sentence,
+)
+from forensics.present.unjudged import (
+    KINDS,
+    NOT_KNOWN,
+    Unjudged,
+    unjudged,
+    unjudged_sentences,
+    unjudged_text,
 )
 from forensics.sites import SINK, site_order
 from forensics.sites.core import OUT_OF_BOUNDS, ROW_OF
@@ -165,19 +171,17 @@ class Conclusion:
         return text + "."
 
     def not_judged_sentences(self) -> list[str]:
-        """What no variant judged (records of sites not known here), what a variant cannot
-        see, and the sites of summary records only (each sentence, or ``""``): said wherever
-        the verdicts are (the paragraph, a report's header)."""
-        return [self.no_records, self.cut, files_cut_sentence(self.cut_files),
-                self.not_known_sentence(),
+        """What no variant judged (:meth:`unjudged_facts`), what a variant cannot see, and the
+        sites of summary records only (each sentence, or ``""``): said wherever the verdicts
+        are (the paragraph, a report's header)."""
+        return [self.no_records, self.cut, *unjudged_sentences(self.unjudged_facts()),
                 *(self.unseen_sentence(v) for v in self.variants), self.summary_sentence()]
 
-    def not_known_sentence(self) -> str:
-        """Which records no variant judged, their sites not known to this install; or ``""``."""
-        if not self.not_known:
-            return ""
-        return (f"No variant judged {not_known_text(self.not_known)}: install the plugin that "
-                "declares each and replay again.")
+    def unjudged_facts(self) -> list[Unjudged]:
+        """What the capture held that no variant judged (:func:`~forensics.present.unjudged.
+        unjudged`)."""
+        return unjudged(self.not_known, self.cut_files, self.facts.get("records_dropped"),
+                        self.facts.get("events_dropped"))
 
     def summary_sentence(self) -> str:
         """Why the sites with summary records only are unjudged, or ``""``."""
@@ -258,20 +262,14 @@ class Conclusion:
                 status += f", not judged {patch.not_judged}"
         if first is not None:
             status += f"; first {describe_finding(first)}"
-        if self.not_known:
-            status += f"; not judged: {not_known_text(self.not_known)}"
-        if self.cut_files or self.facts.get("records_dropped"):  # as the paragraph says them
-            status += f"; not read: {unread_words(self.cut_files, self.facts)}"
+        unseen = self.unjudged_facts()  # as the paragraph says them
+        for label, kinds in (("not judged", {NOT_KNOWN}), ("not read", set(KINDS) - {NOT_KNOWN})):
+            if text := unjudged_text(unseen, kinds):
+                status += f"; {label}: {text}"
         if self.no_records:  # "holds no records", "holds no records of a site, only N ..."
             status += "; nothing judged: the capture " + self.no_records.split(":")[0].removeprefix(
                 "The capture ")
         return f"{variant}: {status}"
-
-
-def not_known_text(counts: dict[str, int]) -> str:
-    """``3 record(s) of site 'toy' (not known to this install)``, each site named escaped."""
-    return ", ".join(f"{count} record(s) of site {quoted(site)}" for site, count in
-                     counts.items()) + " (not known to this install)"
 
 
 def conclude(result: ReplayResult) -> Conclusion:

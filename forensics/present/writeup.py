@@ -76,18 +76,16 @@ NO_REPRO = ("No standalone reproducer: no variant leaves an index out of range a
 
 def no_repro_line(result: ReplayResult, conclusion: Conclusion) -> str:
     """:data:`NO_REPRO`; of a capture of no record, that it holds none; of one whose records
-    were not all judged (records of a site not known here, the end of a file cut short,
-    records the probe never wrote), that the records judged leave no index out of range,
+    were not all judged (:meth:`~forensics.present.conclusion.Conclusion.unjudged_facts`:
+    records of a site not known here, the end of a file cut short, records the probe never
+    wrote), that the records judged leave no index out of range,
     naming the rest: never "no variant leaves an index out of range" of what none read."""
-    from forensics.present.capture_facts import unread_text
-    from forensics.present.conclusion import not_known_text
+    from forensics.present.unjudged import RECORDS, unjudged_text
 
     if not len(result.records) and not conclusion.not_known:
         return ("No standalone reproducer: the capture holds no record to replay, so "
                 "`forensics repro` has no failing record to write.")
-    unjudged = "; ".join(part for part in (
-        not_known_text(conclusion.not_known) if conclusion.not_known else "",
-        unread_text(result.capture)) if part)
+    unjudged = unjudged_text(conclusion.unjudged_facts(), RECORDS)
     if not unjudged:
         return NO_REPRO
     return ("No standalone reproducer: in the records judged, no variant leaves an index out of "

@@ -60,7 +60,8 @@ class CheckResult:
     #: pytest plugin's default models, a ``--variant`` naming fewer): its match is not theirs
     unchecked: list[str] = field(default_factory=list)
     #: what the capture held that no replay read (the ends of files cut short, records its
-    #: probe never wrote; :func:`~forensics.present.capture_facts.unread_text`): "" when none
+    #: probe never wrote, events it left out; :func:`~forensics.present.unjudged.unjudged_text`
+    #: of all but :attr:`not_known`): "" when none
     unread: str = ""
 
     @property
@@ -73,7 +74,7 @@ class CheckResult:
         """The line naming the records no variant judged, with its fix; or ``""``."""
         if not self.not_known:
             return ""
-        from forensics.present.conclusion import not_known_text
+        from forensics.present.unjudged import not_known_text
 
         return (f"not judged: {not_known_text(self.not_known)}: install the plugin that "
                 "declares each and check again")
@@ -200,7 +201,7 @@ def choose_variants(expected: dict[str, Any], path: Path, variants: Sequence[str
 class Obtained(NamedTuple):
     """What a replay of a capture gives a check: its expected object, site -> records of its
     sites this install does not know (judged by no variant), its recorded kernel launches
-    (judged by no replay) and what no replay read (:func:`unread_text`)."""
+    (judged by no replay) and what no replay read (:attr:`CheckResult.unread`)."""
 
     evidence: dict[str, Any]
     not_known: dict[str, int]
@@ -211,15 +212,15 @@ class Obtained(NamedTuple):
 def obtain(capture: Path, variants: Sequence[str]) -> Obtained:
     """Replay ``capture`` through ``variants``: what a check compares and says
     (:class:`Obtained`)."""
-    from forensics.present.capture_facts import unread_text
     from forensics.present.conclusion import kernel_launches
+    from forensics.present.unjudged import KINDS, NOT_KNOWN, unjudged_of, unjudged_text
     from forensics.replaying import replay
 
     result = replay(capture, variants=list(variants))
     not_known = dict(getattr(result.capture, "unknown_sites", None) or {})
     evidence = evidence_of(result, EXPECTED_KEYS, crash=True).to_json()
     return Obtained(evidence, not_known, kernel_launches(result.capture),
-                    unread_text(result.capture))
+                    unjudged_text(unjudged_of(result.capture), set(KINDS) - {NOT_KNOWN}))
 
 
 def check(capture: Path | str, variants: Sequence[str] | None = None,

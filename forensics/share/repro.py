@@ -127,16 +127,13 @@ def not_judged_text(result: Any) -> str:
     """What the installed vLLM's replay (the ``vllm`` variant of ``result``) did not judge, in
     words: records whose call raised another error or that a deadline left unanswered, records
     of sites this install does not know, the ends of files cut short, records the probe never
-    wrote; "" when there are none."""
-    from forensics.present.capture_facts import unread_text
-    from forensics.present.conclusion import not_known_text
+    wrote (:data:`~forensics.present.unjudged.RECORDS`); "" when there are none."""
+    from forensics.present.unjudged import RECORDS, unjudged_of, unjudged_text
 
     capture, outcomes = getattr(result, "capture", None), result.outcomes
     errored = int(((outcomes["variant"] == "vllm") & (outcomes["status"] == "error")).sum())
-    unknown = dict(getattr(capture, "unknown_sites", None) or {})
     parts = [f"{errored} record(s) whose call raised another error or was not answered"
-             if errored else "", not_known_text(unknown) if unknown else "",
-             unread_text(capture)]
+             if errored else "", unjudged_text(unjudged_of(capture), RECORDS)]
     return "; ".join(part for part in parts if part)
 
 

@@ -98,7 +98,7 @@ def test_a_batch_cut_short_is_said_not_read(tmp_path: Path, command: str,
     assert code == 0, err
     said = _said(said)
     assert "shows no failure to report" not in said, said
-    assert "whether the capture shows a failure to report is not known (not read: " \
+    assert "whether the capture shows a failure to report is not known (not judged: " \
         f"{CUT})" in said, said
     if command != "known":
         assert f"Not read: {CUT}; no variant judged the records or events it held" in said, said
@@ -185,8 +185,8 @@ def test_the_events_the_probe_left_out_are_said(tmp_path: Path, command: str,
     assert "The probe left out 1200 event(s) when its events file was full" in said, said
     assert "guard_passed_on events, kernel launches and probe errors may be missing" in said
     assert "shows no failure to report" not in said, said
-    assert "whether the capture shows a failure to report is not known (1200 event(s) left " \
-        "out by the probe, its events file full)" in said, said
+    assert "whether the capture shows a failure to report is not known (not judged: 1200 " \
+        "event(s) left out by the probe, its events file full)" in said, said
 
 
 def test_inspect_and_kernels_say_the_events_the_probe_left_out(
@@ -234,7 +234,8 @@ def test_the_records_the_probe_never_wrote_are_said(tmp_path: Path, command: str
     assert "100 record(s) were recorded by the probe and never written (its ring full, or its " \
         "writer stalled): no variant judged them" in said, said
     assert "shows no failure to report" not in said, said
-    assert "is not known (100 record(s) the probe never wrote)" in said, said
+    assert "is not known (not judged: 100 record(s) recorded by the probe and never written " \
+        "(its ring full, or its writer stalled))" in said, said
 
 
 def test_inspect_and_triage_say_the_records_the_probe_never_wrote(

@@ -70,7 +70,8 @@ def test_a_rank_holding_a_site_only_outside_the_others_steps_is_not_compared(
 def make_work(case: str, size: int, scratch: Path) -> Callable[[], object]:
     """The work of ``case`` over an input of ``size`` (run by :mod:`tests.instructions`):
     ``window``, a site's ``size`` rows, one per rank, its window taken from ``size`` ranks'
-    steps of every site."""
+    steps of every site (the spans :func:`~forensics.fleet.stitch._rank_steps` gives, which
+    ``_spans`` requires)."""
     import numpy as np
 
     from forensics.fleet.stitch import _spans

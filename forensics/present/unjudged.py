@@ -1,0 +1,118 @@
+"""What a capture held that no variant judged, composed once (:func:`unjudged`): the records of
+sites this install does not know, the ends of its files cut short (not read), the records its
+probe never wrote and the events it left out. Each output words that one list: a clause per
+fact (:func:`unjudged_text`: triage, ``summary --format text``, ``check``, ``known``,
+``findings``; ``repro`` and the write-up's no-reproducer line, of the records only:
+:data:`RECORDS`) or a sentence per fact (:func:`unjudged_sentences`: the conclusion's
+paragraph, the report)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: the records of sites this install does not know (a plugin not installed here)
+NOT_KNOWN = "not_known"
+#: the files whose last batch or line was cut short, not read (a capture's ``truncated``)
+CUT = "cut"
+#: the records the probe recorded and never wrote (its ``probe_stop``'s ``dropped``)
+NEVER_WRITTEN = "never_written"
+#: the events the probe left out of its full events files (``events_dropped``)
+LEFT_OUT = "left_out"
+#: every kind, in the order said
+KINDS = (NOT_KNOWN, CUT, NEVER_WRITTEN, LEFT_OUT)
+#: the kinds that are records (what a finding or a reproducer is made of)
+RECORDS = (NOT_KNOWN, CUT, NEVER_WRITTEN)
+
+
+@dataclass(frozen=True)
+class Unjudged:
+    """One fact of what no variant judged: its ``kind`` (:data:`KINDS`), ``count`` (records,
+    files or events) and ``detail`` (``{site: records}`` of :data:`NOT_KNOWN`, the file names
+    of :data:`CUT`, else None)."""
+
+    kind: str
+    count: int
+    detail: Any = None
+
+
+def unjudged(not_known: Mapping[str, int] | None, cut_files: Sequence[str] | None,
+             records_dropped: int | None, events_dropped: int | None) -> list[Unjudged]:
+    """The facts no variant judged, in the order of :data:`KINDS`, each there only when it
+    holds something."""
+    out: list[Unjudged] = []
+    if not_known:
+        out.append(Unjudged(NOT_KNOWN, sum(not_known.values()), dict(not_known)))
+    if cut_files:
+        out.append(Unjudged(CUT, len(cut_files), list(cut_files)))
+    if records_dropped:
+        out.append(Unjudged(NEVER_WRITTEN, int(records_dropped)))
+    if events_dropped:
+        out.append(Unjudged(LEFT_OUT, int(events_dropped)))
+    return out
+
+
+def unjudged_of(capture: Any) -> list[Unjudged]:
+    """:func:`unjudged` of a loaded capture (its ``unknown_sites``, ``truncated`` and the
+    counts its probe's stop events give); empty without a capture."""
+    from forensics.store.events import dropped_by_probe
+
+    events = getattr(capture, "events", None) or []
+    return unjudged(getattr(capture, "unknown_sites", None),
+                    list(getattr(capture, "truncated", None) or []),
+                    dropped_by_probe(events, "dropped"), dropped_by_probe(events))
+
+
+def unjudged_text(facts: Sequence[Unjudged], kinds: Collection[str] = KINDS) -> str:
+    """The facts of ``kinds`` as clauses joined by ``"; "`` (``3 record(s) of site 'toy' (not
+    known to this install); 100 record(s) recorded by the probe and never written (...)``);
+    ``""`` when there are none."""
+    return "; ".join(_clause(fact) for fact in facts if fact.kind in kinds)
+
+
+def _clause(fact: Unjudged) -> str:
+    """One fact as a clause."""
+    from forensics.store.events import LEFT_OUT as EVENTS_LEFT_OUT
+    from forensics.store.events import NEVER_WRITTEN as RECORDS_NEVER_WRITTEN
+    from forensics.store.paths import cut_text
+
+    if fact.kind == NOT_KNOWN:
+        return not_known_text(fact.detail)
+    if fact.kind == CUT:
+        return cut_text(fact.detail)
+    if fact.kind == NEVER_WRITTEN:
+        return f"{fact.count} record(s) {RECORDS_NEVER_WRITTEN}"
+    return f"{fact.count} event(s) {EVENTS_LEFT_OUT}"
+
+
+def unjudged_sentences(facts: Sequence[Unjudged]) -> list[str]:
+    """Each fact as a sentence of a paragraph, saying what goes unseen and, where there is
+    one, the fix."""
+    return [_sentence(fact) for fact in facts]
+
+
+def _sentence(fact: Unjudged) -> str:
+    """One fact as a sentence."""
+    from forensics.store.events import NEVER_WRITTEN as RECORDS_NEVER_WRITTEN
+
+    if fact.kind == NOT_KNOWN:
+        return (f"No variant judged {_clause(fact)}: install the plugin that declares each and "
+                "replay again.")
+    if fact.kind == CUT:
+        return (f"Not read: {_clause(fact)}; no variant judged the records or events it held, "
+                "so a failure there would not be seen.")
+    if fact.kind == NEVER_WRITTEN:
+        return (f"{fact.count} record(s) were {RECORDS_NEVER_WRITTEN}: no variant "
+                "judged them, so a failure in them would not be seen.")
+    return (f"The probe left out {fact.count} event(s) when its events file was full (it keeps "
+            "only the events that say how a process ended then): guard_passed_on events, "
+            "kernel launches and probe errors may be missing.")
+
+
+def not_known_text(counts: Mapping[str, int]) -> str:
+    """``3 record(s) of site 'toy' (not known to this install)``, each site named escaped."""
+    from forensics.escaping import quoted
+
+    return ", ".join(f"{count} record(s) of site {quoted(site)}" for site, count in
+                     counts.items()) + " (not known to this install)"
