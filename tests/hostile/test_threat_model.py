@@ -1786,6 +1786,9 @@ TESTS = {
               "test_a_capture_of_another_vllm_says_the_vllm_variant_runs_the_installed_one",
               "tests/test_resolution.py::"
               "test_a_capture_of_another_vllm_says_the_models_copy_another_version"],
+    "T116a": ["tests/hostile/test_round20_attack20b.py::"
+              "test_a_died_traceback_after_a_crash_is_that_crash",
+              "tests/hostile/test_round20_attack20b.py::test_a_died_traceback_alone_is_still_a_crash"],
     "T110f": ["tests/hostile/test_round19_attack19b.py::"
               "test_a_fatal_python_error_is_a_crash_and_its_report_joins_it"],
     "T110g": ["tests/hostile/test_round19_attack19b.py::"
