@@ -141,7 +141,7 @@ class CheckResult:
             lines.append(f"  {self.note}")
         if not self.differences:
             return "\n".join(lines)
-        check, suite = accept_options(self.variants)
+        check, suite = accept_options(self.variants + self.unchecked)  # drops none of them
         lines.append(f"  to accept it: forensics check {shell_path(self.capture)} --accept"
                      f"{check}  (in a test suite: pytest --forensics-captures "
                      f"{shell_path(self.capture.parent)} --forensics-regen{suite})")
@@ -209,13 +209,15 @@ class Obtained(NamedTuple):
 
 
 def obtain(capture: Path, variants: Sequence[str]) -> Obtained:
-    """Replay ``capture`` through ``variants``: what a check compares and says
-    (:class:`Obtained`)."""
+    """Replay ``capture`` through ``variants``, in the order ``expected.json`` keeps them
+    (sorted: the file cannot hold the order they were named in, and the first is the baseline
+    when ``upstream`` is not among them, which decides a summary-only site's verdicts): what a
+    check compares and says (:class:`Obtained`)."""
     from forensics.present.capture_facts import unread_text
     from forensics.present.conclusion import kernel_launches
     from forensics.replaying import replay
 
-    result = replay(capture, variants=list(variants))
+    result = replay(capture, variants=sorted(dict.fromkeys(variants)))
     not_known = dict(getattr(result.capture, "unknown_sites", None) or {})
     evidence = evidence_of(result, EXPECTED_KEYS, crash=True).to_json()
     return Obtained(evidence, not_known, kernel_launches(result.capture),

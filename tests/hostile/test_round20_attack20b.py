@@ -5,11 +5,20 @@ and ``repro`` (T116a.. of docs/threat-model.md).
 - T116a: a traceback of the API server rooted in vLLM's ``RuntimeError: Engine core process NAME
   died unexpectedly.`` after the engine core's own exception was a second crash event
   (``process_died``): ``known`` and ``summary`` said "2 crash event(s)" of one death.
+- T116b: ``check`` through fewer variants than ``expected.json`` holds said "to accept it:
+  forensics check CAPTURE --accept --variant patched" (and "regenerate it with" the same): run,
+  it wrote patched alone and dropped the file's other expectations.
+- T116c: a baseline accepted with ``--accept --variant vllm --variant patched`` failed its own
+  ``check --trust-expected``: the file keeps its variants sorted, the check replayed patched
+  first, and the baseline (the first variant without upstream) decides a summary-only site's
+  verdicts ("patched/embedding: expected verdict 'unjudged', got 'ok'").
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -79,3 +88,46 @@ def test_a_died_traceback_alone_is_still_a_crash(capsys: pytest.CaptureFixture[s
     capture = _imported(capsys, tmp_path, CORE_EXCEPTION.splitlines(keepends=True)[0] + CORE_DIED)
     [event] = _events(capsys, capture)
     assert event["kind"] == "process_died" and event["line"] == 5
+
+
+# ------------------------------ T116b: the accept a check gives drops no expectation
+
+
+def test_check_advice_through_fewer_variants_keeps_the_others(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A check through patched of an expected.json of upstream alone gives the commands that
+    accept patched and keep upstream; run, the file holds both (it held patched alone)."""
+    capture = tmp_path / "b.capture"
+    shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", capture)
+    code, _, err = run_cli(capsys, "check", capture, "--accept", "--variant", "upstream")
+    assert code == 0, err
+    code, said, _ = run_cli(capsys, "check", capture, "--variant", "patched")
+    assert code == 1, said
+    lines = said.splitlines()
+    regen = next(line for line in lines if "is not in expected.json" in line)
+    advice = regen.split("regenerate it with forensics check ", 1)[1].split(" (in a test", 1)[0]
+    accept = next(line for line in lines if "to accept it:" in line)
+    assert shlex.split(accept.split("to accept it: forensics check ", 1)[1].split("  (", 1)[0]
+                       ) == [str(capture), *shlex.split(advice)], (accept, advice)
+    code, _, err = run_cli(capsys, "check", capture, *shlex.split(advice))
+    assert code == 0, err
+    kept = json.loads((capture / "expected.json").read_text())["verdicts"]
+    assert sorted(kept) == ["patched", "upstream"], kept
+
+
+# ------------------------------ T116c: a baseline accepted in any order checks in any order
+
+
+def test_a_baseline_accepted_in_any_order_matches_its_check(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Accepted through ``vllm`` then ``patched`` (no upstream: the first variant is the
+    baseline), a capture of summary records matches its own check, whatever order the check
+    names them in."""
+    capture = _imported(capsys, tmp_path, CORE_EXCEPTION)
+    code, _, err = run_cli(capsys, "check", capture, "--accept", "--variant", "vllm",
+                           "--variant", "patched")
+    assert code == 0, err
+    for words in (("--trust-expected",), ("--variant", "vllm", "--variant", "patched"),
+                  ("--variant", "patched", "--variant", "vllm")):
+        code, said, _ = run_cli(capsys, "check", capture, *words)
+        assert code == 0 and "matches expected.json" in said, (words, said)
