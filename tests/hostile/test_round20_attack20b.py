@@ -12,6 +12,10 @@ and ``repro`` (T116a.. of docs/threat-model.md).
   ``check --trust-expected``: the file keeps its variants sorted, the check replayed patched
   first, and the baseline (the first variant without upstream) decides a summary-only site's
   verdicts ("patched/embedding: expected verdict 'unjudged', got 'ok'").
+- T116d: ``known`` of ``v2-wrong-last-token.capture`` said "Known issue v2-zeros-embedded ...:
+  Model Runner V2 embeds zeros where a request's tokens belong; evidence: upstream finds
+  embedding step 8: input_ids[0] = 149759": the entry matches any in-range token fed that is
+  not the request's own, and the token named is no zero.
 """
 
 from __future__ import annotations
@@ -131,3 +135,18 @@ def test_a_baseline_accepted_in_any_order_matches_its_check(
                   ("--variant", "patched", "--variant", "vllm")):
         code, said, _ = run_cli(capsys, "check", capture, *words)
         assert code == 0 and "matches expected.json" in said, (words, said)
+
+
+# ------------------------------ T116d: a known issue's title is true of what it matched
+
+
+def test_a_wrong_token_that_is_no_zero_is_not_called_zeros(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``known`` of a V2 capture whose fed tokens are other valid ids (149759) matches the
+    entry of in-range wrong tokens, and no longer says "embeds zeros" of them."""
+    code, out, err = run_cli(capsys, "known", DATA / "v2-wrong-last-token.capture")
+    assert code in (0, 1), err
+    said = " ".join(out.split())
+    assert "Known issue v2-zeros-embedded" in said and "input_ids[0] = 149759" in said, said
+    assert "embeds zeros" not in said, said
+    assert "embeds an in-range token that is not the request's own" in said, said
