@@ -16,6 +16,11 @@ and ``repro`` (T116a.. of docs/threat-model.md).
   Model Runner V2 embeds zeros where a request's tokens belong; evidence: upstream finds
   embedding step 8: input_ids[0] = 149759": the entry matches any in-range token fed that is
   not the request's own, and the token named is no zero.
+- T116e: ``known --variant vllm`` of a V2 capture with a crash, whose one value out of range
+  (``post_update`` counting id vocab_size into the next slot's row of ``output_bin_counts``) lies
+  inside an allocation, where Triton's interpreter flags nothing (the vllm variant's finding is
+  not judged), said "crash verdict explained" and "the engine's own code (the baseline or
+  unpatched vLLM) finds a value out of range": no variant replayed found one.
 """
 
 from __future__ import annotations
@@ -150,3 +155,48 @@ def test_a_wrong_token_that_is_no_zero_is_not_called_zeros(
     assert "Known issue v2-zeros-embedded" in said and "input_ids[0] = 149759" in said, said
     assert "embeds zeros" not in said, said
     assert "embeds an in-range token that is not the request's own" in said, said
+
+
+# ------------------------------ T116e: a value the engine's variant cannot see explains nothing
+
+
+def _unseen_capture(tmp_path: Path) -> Path:
+    """A V2 capture of one ``post_update`` record whose id vocab_size is a request's second of
+    four sampled tokens (its count lands in the next slot's row of ``output_bin_counts``, inside
+    the buffer), and a crash event."""
+    import numpy as np
+
+    import forensics
+    from forensics.records import Record
+    from forensics.store.writer import write_capture
+
+    source = DATA / "v2-vocab-sample.capture"
+    [record] = [r for r in forensics.load(source).records()
+                if r.site == "post_update" and r.step == 11]
+    fields = dict(record.fields)
+    sampled = np.array(fields["sampled_tokens"]).copy()
+    sampled[1] = [108621, 80594, 151936, 52827]
+    after = np.array(fields["last_sampled_tokens_after"]).copy()
+    after[1] = 52827
+    fields.update(sampled_tokens=sampled, last_sampled_tokens_after=after)
+    manifest = json.loads((source / "manifest.json").read_text())
+    event = json.loads((source / "events-w0.jsonl").read_text().splitlines()[0])
+    return write_capture(tmp_path / "unseen.capture", [Record("post_update", 11, 0, fields)],
+                         manifest=manifest, events=[event])
+
+
+def test_a_crash_is_not_explained_by_a_value_the_variant_cannot_see(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Through ``vllm`` alone the crash is "not judged", saying why; no clause says the
+    engine's code finds a value out of range. Through upstream too it is explained."""
+    capture = _unseen_capture(tmp_path)
+    code, out, err = run_cli(capsys, "known", capture, "--variant", "vllm")
+    assert code in (0, 1), err
+    said = " ".join(out.split())
+    assert "crash verdict not judged" in said and "crash verdict explained" not in said, said
+    assert "1 value(s) out of range that the models find lie where it cannot see" in said, said
+    assert "the engine's own code (the baseline or unpatched vLLM) finds" not in said, said
+    code, out, err = run_cli(capsys, "known", capture, "--variant", "upstream",
+                             "--variant", "vllm")
+    assert code in (0, 1), err
+    assert "crash verdict explained" in " ".join(out.split()), out
