@@ -293,7 +293,15 @@ def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) 
     is in it)."""
     capture = Path(capture)
     obtained, not_known, launches, unread = obtain(capture, variants)
+    dropped = _held_besides(capture, variants)
     path = write_json(capture / EXPECTED_NAME, obtained)
+    if dropped:  # a baseline's expectations are never lost without a word
+        names = ", ".join(shortened(name) for name in dropped)
+        check, suite = accept_options([*variants, *dropped])
+        warnings.warn(f"{terminal(path)}: the verdicts of variant(s) {names} it held are dropped "
+                      f"(not replayed: {', '.join(shortened(v) for v in variants)}); to keep "
+                      f"them: forensics check {shell_path(capture)} --accept{check} (in a test "
+                      f"suite: --forensics-regen{suite})", stacklevel=2)
     note = _remove_stale(capture / OBTAINED_NAME)
     if note:
         warnings.warn(note, stacklevel=2)
@@ -307,6 +315,18 @@ def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) 
         warnings.warn(f"{terminal(path)}: " + CheckResult(capture, unread=unread)
                       .unread_line(), stacklevel=2)
     return path
+
+
+def _held_besides(capture: Path, variants: Sequence[str]) -> list[str]:
+    """The variants whose verdicts the capture's ``expected.json`` holds besides ``variants``
+    (none when it has none, or none readable: it is rewritten all the same)."""
+    from forensics.errors import ForensicsError
+
+    try:
+        held = read_expected(capture)["verdicts"]
+    except ForensicsError:
+        return []
+    return [name for name in held if name not in variants]
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:

@@ -21,6 +21,9 @@ and ``repro`` (T116a.. of docs/threat-model.md).
   inside an allocation, where Triton's interpreter flags nothing (the vllm variant's finding is
   not judged), said "crash verdict explained" and "the engine's own code (the baseline or
   unpatched vLLM) finds a value out of range": no variant replayed found one.
+- T116f: ``check --accept`` (and the plugin's ``--forensics-regen``) through fewer variants than
+  the ``expected.json`` it rewrites holds (a plain ``--accept`` of a file that held ``vllm``'s
+  verdicts) said "wrote PATH" alone: the other variants' expectations were gone without a word.
 """
 
 from __future__ import annotations
@@ -200,3 +203,24 @@ def test_a_crash_is_not_explained_by_a_value_the_variant_cannot_see(
                              "--variant", "vllm")
     assert code in (0, 1), err
     assert "crash verdict explained" in " ".join(out.split()), out
+
+
+# ------------------------------ T116f: a rewrite that drops expectations says so
+
+
+def test_accept_through_fewer_variants_says_what_it_drops(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Accepting through upstream a capture whose expected.json held upstream and patched says
+    that patched's verdicts are dropped, and the command that keeps them; a rewrite through the
+    same variants says nothing of the kind."""
+    capture = tmp_path / "b.capture"
+    shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", capture)
+    code, _, err = run_cli(capsys, "check", capture, "--accept")
+    assert code == 0 and "dropped" not in err, err
+    code, out, err = run_cli(capsys, "check", capture, "--accept", "--variant", "upstream")
+    assert code == 0 and "wrote" in out, err
+    said = " ".join(err.split())
+    assert "the verdicts of variant(s) patched it held are dropped (not replayed: upstream)" \
+        in said, said
+    assert f"to keep them: forensics check {shlex.quote(str(capture))} --accept " \
+        "(in a test suite: --forensics-regen)" in said, said
