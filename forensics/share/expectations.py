@@ -59,6 +59,9 @@ class CheckResult:
     #: the variants ``expected.json`` holds verdicts of that this check did not replay (the
     #: pytest plugin's default models, a ``--variant`` naming fewer): its match is not theirs
     unchecked: list[str] = field(default_factory=list)
+    #: whether the file's crash verdict ("explained") was left unchecked: the variants of the
+    #: engine's code that explain it were not all replayed, and those that were do not
+    crash_unchecked: bool = False
     #: what the capture held that no replay read (the ends of files cut short, records its
     #: probe never wrote; :func:`~forensics.present.capture_facts.unread_text`): "" when none
     unread: str = ""
@@ -103,9 +106,12 @@ class CheckResult:
         every = "".join(f" --variant {shell_word(name)}" for name in self.variants + self.unchecked)
         added = "".join(f" --forensics-variant {shell_word(name)}" for name in self.unchecked
                         if name not in DEFAULT_VARIANTS)  # the plugin replays those always
-        return (f"not checked: the verdicts of variant(s) {names} in {EXPECTED_NAME} (replayed: "
-                f"{', '.join(shortened(name) for name in self.variants)}); to check them: "
-                f"forensics check {shell_path(self.capture)}{every}"
+        crash = (", and its crash verdict 'explained', which may rest on them"
+                 if self.crash_unchecked else "")
+        replayed = ", ".join(shortened(name) for name in self.variants)
+        return (f"not checked: the verdicts of variant(s) {names} in {EXPECTED_NAME}{crash} "
+                f"(replayed: {replayed}); to check them: forensics check "
+                f"{shell_path(self.capture)}{every}"
                 + (f" (in a test suite: add{added})" if added else ""))
 
     def matched(self) -> str:
@@ -249,13 +255,30 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     obtained, not_known, launches, unread = (
         obtain(capture, known) if known
         else Obtained({"verdicts": {}, "first_finding": {}}, {}, 0, ""))
-    changed = differences(Evidence.from_json(expected), Evidence.from_json(obtained), chosen)
+    unchecked = [v for v in expected["verdicts"] if v not in chosen]
+    left = _crash_left(expected, obtained, unchecked)
+    changed = differences(Evidence.from_json(expected), Evidence.from_json(
+        {**obtained, "crash_verdict": None} if left else obtained), chosen)
     result = CheckResult(capture, changed, obtained, variants=list(chosen), not_known=not_known,
-                         launches=launches, unread=unread,
-                         unchecked=[v for v in expected["verdicts"] if v not in chosen])
+                         launches=launches, unread=unread, unchecked=unchecked,
+                         crash_unchecked=left)
     if write_obtained:
         _leave_obtained(result)
     return result
+
+
+def _crash_left(expected: dict[str, Any], obtained: dict[str, Any],
+                unchecked: Sequence[str]) -> bool:
+    """Whether the file's crash verdict cannot be checked by this replay: it says
+    "explained", the replay's variants of the engine's code explain nothing, and a variant of
+    that code whose findings may explain it was not replayed (an unexplained crash of fewer
+    variants contradicts no explained crash of more)."""
+    from forensics.known.answer import EXPLAINED, UNEXPLAINED
+    from forensics.known.evidence import ENGINE_CODE
+
+    return (expected.get("crash_verdict") == EXPLAINED
+            and obtained.get("crash_verdict") == UNEXPLAINED
+            and bool(ENGINE_CODE & set(unchecked)))
 
 
 def _leave_obtained(result: CheckResult) -> None:

@@ -24,6 +24,9 @@ and ``repro`` (T116a.. of docs/threat-model.md).
 - T116f: ``check --accept`` (and the plugin's ``--forensics-regen``) through fewer variants than
   the ``expected.json`` it rewrites holds (a plain ``--accept`` of a file that held ``vllm``'s
   verdicts) said "wrote PATH" alone: the other variants' expectations were gone without a word.
+- T116g: ``check --variant upstream`` of a capture whose expected.json, of upstream and vllm,
+  says the crash is "explained" said "crash verdict: expected 'explained', got 'unexplained'":
+  upstream alone finding nothing contradicts no explanation vllm's findings may give.
 """
 
 from __future__ import annotations
@@ -224,3 +227,29 @@ def test_accept_through_fewer_variants_says_what_it_drops(
         in said, said
     assert f"to keep them: forensics check {shlex.quote(str(capture))} --accept " \
         "(in a test suite: --forensics-regen)" in said, said
+
+
+# ------------------------------ T116g: a crash verdict fewer variants cannot check
+
+
+def test_an_explained_crash_is_not_checked_by_fewer_variants(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Through upstream alone, an expected.json of upstream and vllm whose crash is explained
+    matches for upstream only, saying its crash verdict was not checked; through both, the
+    same file's verdict differs."""
+    capture = _imported(capsys, tmp_path, CORE_EXCEPTION)
+    code, _, err = run_cli(capsys, "check", capture, "--accept", "--variant", "upstream",
+                           "--variant", "vllm")
+    assert code == 0, err
+    path = capture / "expected.json"
+    expected = json.loads(path.read_text())
+    assert expected["crash_verdict"] == "unexplained"
+    path.write_text(json.dumps({**expected, "crash_verdict": "explained"}))
+    code, said, _ = run_cli(capsys, "check", capture, "--variant", "upstream")
+    said = " ".join(said.split())
+    assert code == 0 and "crash verdict: expected" not in said, said
+    assert "matches expected.json for upstream only; not checked: the verdicts of variant(s) " \
+        "vllm in expected.json, and its crash verdict 'explained', which may rest on them" \
+        in said, said
+    code, said, _ = run_cli(capsys, "check", capture, "--variant", "upstream", "--variant", "vllm")
+    assert code == 1 and "crash verdict: expected 'explained', got 'unexplained'" in said, said
