@@ -62,6 +62,9 @@ class CheckResult:
     #: whether the file's crash verdict ("explained") was left unchecked: the variants of the
     #: engine's code that explain it were not all replayed, and those that were do not
     crash_unchecked: bool = False
+    #: the file's crash verdict where this replay gives none to compare it with (no variant of
+    #: the engine's code replayed, or values out of range only where it cannot see): "" else
+    crash_unjudged: str = ""
     #: what the capture held that no replay read (the ends of files cut short, records its
     #: probe never wrote; :func:`~forensics.present.capture_facts.unread_text`): "" when none
     unread: str = ""
@@ -114,6 +117,18 @@ class CheckResult:
                 f"{shell_path(self.capture)}{every}"
                 + (f" (in a test suite: add{added})" if added else ""))
 
+    def crash_line(self) -> str:
+        """That the file's crash verdict was not checked, this replay judging none; or ``""``."""
+        if not self.crash_unjudged:
+            return ""
+        from forensics.known.evidence import ENGINE_CODE
+
+        why = ("the values out of range the models find lie where its variants of the engine's "
+               "code cannot see" if ENGINE_CODE & set(self.variants) else
+               "it replayed no variant of the engine's code, upstream or vllm")
+        return (f"not checked: its crash verdict {shortened(self.crash_unjudged)!r}, which this "
+                f"replay does not judge ({why})")
+
     def matched(self) -> str:
         """The line of a match: what it covers, and the variants and launches it does not."""
         line = f"{terminal(self.capture.name)}: matches {EXPECTED_NAME}"
@@ -123,8 +138,9 @@ class CheckResult:
             line += " in its records"
         if self.unchecked:
             line += f" for {', '.join(shortened(name) for name in self.variants)} only"
-        return "; ".join([line] + [text for text in (self.unchecked_line(), self.launches_line(),
-                                                     self.unread_line()) if text])
+        return "; ".join([line] + [text for text in (self.unchecked_line(), self.crash_line(),
+                                                     self.launches_line(), self.unread_line())
+                                   if text])
 
     def explain(self) -> str:
         """A readable report of the differences, of the records no variant judged, and the
@@ -141,6 +157,8 @@ class CheckResult:
             lines.append(f"  {self.unread_line()}")
         if self.unchecked:
             lines.append(f"  {self.unchecked_line()}")
+        if self.crash_unjudged:
+            lines.append(f"  {self.crash_line()}")
         if self.obtained_path is not None:
             lines.append(f"  obtained result written to {terminal(self.obtained_path)}")
         if self.note:
@@ -261,7 +279,9 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
         {**obtained, "crash_verdict": None} if left else obtained), chosen)
     result = CheckResult(capture, changed, obtained, variants=list(chosen), not_known=not_known,
                          launches=launches, unread=unread, unchecked=unchecked,
-                         crash_unchecked=left)
+                         crash_unchecked=left,
+                         crash_unjudged=str(expected.get("crash_verdict") or "") if known
+                         and obtained.get("crash_verdict") is None else "")
     if write_obtained:
         _leave_obtained(result)
     return result

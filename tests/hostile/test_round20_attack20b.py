@@ -27,6 +27,9 @@ and ``repro`` (T116a.. of docs/threat-model.md).
 - T116g: ``check --variant upstream`` of a capture whose expected.json, of upstream and vllm,
   says the crash is "explained" said "crash verdict: expected 'explained', got 'unexplained'":
   upstream alone finding nothing contradicts no explanation vllm's findings may give.
+- T116h: ``check`` of a capture with a crash whose expected.json holds patched's verdicts and
+  says "crash verdict": "no crash" said "matches expected.json" alone: a replay through no
+  variant of the engine's code judges no crash verdict, and none was compared.
 """
 
 from __future__ import annotations
@@ -253,3 +256,26 @@ def test_an_explained_crash_is_not_checked_by_fewer_variants(
         in said, said
     code, said, _ = run_cli(capsys, "check", capture, "--variant", "upstream", "--variant", "vllm")
     assert code == 1 and "crash verdict: expected 'explained', got 'unexplained'" in said, said
+
+
+# ------------------------------ T116h: a crash verdict no replayed variant judges
+
+
+def test_a_crash_verdict_no_variant_judged_is_said_unchecked(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A check through patched alone of a file whose crash verdict says "no crash" (of a capture
+    with crash events) matches, saying the crash verdict was not checked and why."""
+    capture = tmp_path / "b.capture"
+    shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", capture)
+    code, _, err = run_cli(capsys, "check", capture, "--accept", "--variant", "patched")
+    assert code == 0, err
+    path = capture / "expected.json"
+    expected = json.loads(path.read_text())
+    assert "crash_verdict" not in expected  # patched alone judges none
+    path.write_text(json.dumps({**expected, "crash_verdict": "no crash"}))
+    code, said, _ = run_cli(capsys, "check", capture)
+    said = " ".join(said.split())
+    assert code == 0, said
+    assert "matches expected.json; not checked: its crash verdict 'no crash', which this replay " \
+        "does not judge (it replayed no variant of the engine's code, upstream or vllm)" \
+        in said, said

@@ -1803,6 +1803,8 @@ TESTS = {
               "test_accept_through_fewer_variants_says_what_it_drops"],
     "T116g": ["tests/hostile/test_round20_attack20b.py::"
               "test_an_explained_crash_is_not_checked_by_fewer_variants"],
+    "T116h": ["tests/hostile/test_round20_attack20b.py::"
+              "test_a_crash_verdict_no_variant_judged_is_said_unchecked"],
     "T110f": ["tests/hostile/test_round19_attack19b.py::"
               "test_a_fatal_python_error_is_a_crash_and_its_report_joins_it"],
     "T110g": ["tests/hostile/test_round19_attack19b.py::"
