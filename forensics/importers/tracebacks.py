@@ -17,8 +17,8 @@ holds ``exception`` (the root), ``final`` (the last exception of the chain), ``l
 it); ``cut`` (and its message) names a line of it longer than the log's line bound, read only
 to it (what named the error past it unread). Two chains join what they belong to instead of
 counting a second crash: a chain right after a CUDA assert event (nothing else in between) is
-that assert's exception, and an ``EngineDeadError`` chain after a crash is the API server's
-report of that crash.
+that assert's exception, and an ``EngineDeadError`` chain, or one rooted in vLLM's report of a
+process that died, after a crash is the API server's report of that crash (:data:`REPORTS`).
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ LINKS = ("During handling of the above exception, another exception occurred:",
 CRASH_KINDS = ("cuda_assert", "cuda_error", "illegal_memory_access", "engine_exception",
                "process_died")
 TEXT = 500  # characters kept of a line
+#: the kinds of a chain that reports the crash before it (the API server's ``EngineDeadError``,
+#: its ``RuntimeError: Engine core process NAME died unexpectedly.``), each with the key of the
+#: crash's event that keeps it: one death, one crash event
+REPORTS = {"engine_dead": "engine_dead", "process_died": "died"}
 
 
 class Chains:
@@ -157,10 +161,11 @@ class Chains:
             return  # joined to its assert: the assert's line stays the event's
         kind = self.kind_of(text)
         before = self.events[-2] if len(self.events) > 1 else None
-        if kind == "engine_dead" and before is not None and before.get("kind") in CRASH_KINDS \
-                and "engine_dead" not in before:
+        key = REPORTS.get(kind or "")
+        if key is not None and before is not None and before.get("kind") in CRASH_KINDS \
+                and (key == "died" or key not in before):  # a death, as a log line's (logs.py)
             self.events.pop()  # the API server's report of the crash before: that crash's
-            before["engine_dead"] = {"line": number, "message": text.strip()[:TEXT]}
+            before.setdefault(key, {"line": number, "message": text.strip()[:TEXT]})
             if "cut" in event:
                 before.setdefault("cut", event["cut"])
                 _say_cut(before)

@@ -24,6 +24,7 @@ from forensics.known.evidence import (
     evidence_of,
     in_step_order,
     out_of_range,
+    unseen,
     unstopped,
 )
 from forensics.known.matching import Match, match_entry
@@ -69,6 +70,10 @@ class KnownAnswer:
     #: ``guard_passed_on`` among them would be a failure; :func:`~forensics.present.unjudged.
     #: unjudged_of`)
     unjudged_facts: list[Unjudged] = field(default_factory=list)
+    #: the out-of-range findings of the models that the replayed variants of the engine's code
+    #: cannot see (:func:`~forensics.known.evidence.unseen`): with no finding of their own, the
+    #: crash is not judged
+    unseen: int = 0
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -98,6 +103,13 @@ class KnownAnswer:
     def lead(self) -> str:
         """The sentence that comes first in a conclusion: ``"Not explained: ..."``, ``"Not
         judged: ..."`` or ``""``."""
+        if self.crash_verdict == NOT_JUDGED and self.unseen:
+            return ("Not judged: the capture holds a crash, and no variant of the engine's code "
+                    "replayed finds a captured value out of range where it can see one, but "
+                    f"{self.unseen} value(s) out of range that the models find lie where it "
+                    "cannot see (an access inside an allocation, which Triton's interpreter does "
+                    "not flag), so whether the captured values explain the crash is not known: "
+                    "replay with upstream too.")
         if self.crash_verdict == NOT_JUDGED:
             return ("Not judged: the capture holds a crash, but no variant of the engine's code "
                     f"({' or '.join(sorted(ENGINE_CODE))}) was replayed, so whether the "
@@ -191,8 +203,12 @@ def judged_verdict(evidence: Evidence, variants: list[str]) -> str:
     """:func:`crash_verdict`, or :data:`NOT_JUDGED` for a crash replayed through no variant of
     :data:`ENGINE_CODE` (``patched`` alone, a diff): a fix's findings say nothing of what the
     engine's values did, and its finding none said "the captured values do not explain the
-    crash" of one the engine's do explain."""
+    crash" of one the engine's do explain. So too for a crash no variant of it explains where
+    the models find a value out of range that it cannot see (:func:`unseen`: ``vllm`` alone on
+    a Model Runner V2 kernel's access inside an allocation)."""
     verdict = crash_verdict(evidence)
+    if verdict == UNEXPLAINED and unseen(evidence.findings, engine_variants(evidence)):
+        return NOT_JUDGED
     return NOT_JUDGED if verdict != NO_CRASH and not ENGINE_CODE & set(variants) else verdict
 
 
@@ -228,6 +244,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)),
                        unjudged=unjudged_records(result),
                        unjudged_facts=unjudged_of(capture or result.capture),
+                       unseen=unseen(findings, engine_variants(evidence))
+                       if verdict == NOT_JUDGED else 0,
                        clamped=verdict == UNEXPLAINED and out_of_range(
                            findings, engine_variants(evidence), clamped_too=True))
 

@@ -206,14 +206,15 @@ def out_of_range(findings: pd.DataFrame, variants: frozenset[str] | None = None,
     """Whether any variant (of ``variants`` when given) found a value out of range that the
     engine read as it was: a ``-1`` that vLLM clamped to token 0 (a ``clamped_placeholder``
     finding of the same element) was read as token 0, a wrong token that crashes nothing
-    (counted only with ``clamped_too``)."""
+    (counted only with ``clamped_too``). A finding the variant cannot see (``judged`` false: a
+    model's, where Triton's interpreter flags nothing) is none it found (:func:`unseen`)."""
     import pandas as pd
 
     from forensics.judge.continuity import CLAMPED
 
     if not len(findings):
         return False
-    found = findings["kind"] == OUT_OF_BOUNDS
+    found = (findings["kind"] == OUT_OF_BOUNDS) & ~_unseen_rows(findings)
     if variants is not None:
         found &= findings["variant"].isin(list(variants))
     clamped = findings.loc[findings["kind"] == CLAMPED, list(ELEMENT)]
@@ -222,6 +223,26 @@ def out_of_range(findings: pd.DataFrame, variants: frozenset[str] | None = None,
         found &= pd.Series([key not in keys for key in findings[list(ELEMENT)].itertuples(
             index=False, name=None)], index=findings.index, dtype=bool)
     return bool(found.any())
+
+
+def unseen(findings: pd.DataFrame, variants: frozenset[str]) -> int:
+    """How many out-of-range findings of ``variants`` lie where the variant cannot see them
+    (``judged`` false: the models find them, the ``vllm`` variants' kernels raise nothing)."""
+    if not len(findings):
+        return 0
+    rows = _unseen_rows(findings) & (findings["kind"] == OUT_OF_BOUNDS)
+    return int((rows & findings["variant"].isin(sorted(variants))).sum())
+
+
+def _unseen_rows(findings: pd.DataFrame) -> pd.Series:
+    """Per finding, whether its variant could not see it (its ``judged`` is false; a frame
+    without the column, built by hand, has none)."""
+    import pandas as pd
+
+    if "judged" not in findings:
+        return pd.Series(False, index=findings.index, dtype=bool)
+    return pd.Series([value is False for value in findings["judged"].tolist()],
+                     index=findings.index, dtype=bool)  # tolist(): numpy's bools as Python's
 
 
 #: the variant that replays vLLM's own installed code, unpatched

@@ -21,6 +21,7 @@ from forensics.known.evidence import (
     engine_variants,
     is_missing,
     out_of_range,
+    unseen,
     value_class,
 )
 from forensics.known.schema import Entry
@@ -300,6 +301,11 @@ def _crash_without_findings(wanted: bool, evidence: Evidence) -> Check:
     crash = crashed(evidence.events)
     values = out_of_range(evidence.findings, engine_variants(evidence))
     holds = crash and not values
+    hidden = unseen(evidence.findings, engine_variants(evidence)) if holds else 0
+    if hidden:
+        return Check(None, "whether the engine's code finds a value out of range is not known: "
+                           f"{hidden} value(s) out of range that the models find lie where its "
+                           "replayed variants cannot see")
     why = ("a crash event, and no record of the engine's values to find one out of range by (a "
            "log or crash dump alone)" if holds and evidence.held_records is False else
            "a crash event and no value out of range in the engine's own code" if holds else

@@ -204,13 +204,14 @@ def differences(expected: Evidence, got: Evidence,
     """Readable differences of ``got`` from ``expected`` over ``variants`` (default: those of
     ``expected``), empty when they agree, each one line (a site or a first finding's value
     read from ``expected.json`` through :func:`~forensics.escaping.terminal`). A first
-    finding is compared on the keys ``expected`` holds for it."""
+    finding is compared on the keys ``expected`` holds for it; the command a line gives to
+    regenerate the file accepts ``variants`` and every variant ``expected`` holds (it drops
+    none of the file's expectations)."""
     out: list[str] = []
     for variant in expected.verdicts if variants is None else variants:
         want = expected.verdicts.get(variant)
         if want is None:
-            check, suite = accept_options(list(expected.verdicts if variants is None
-                                               else variants))
+            check, suite = accept_options([*(variants or []), *expected.verdicts])
             out.append(f"variant {variant!r} is not in expected.json; regenerate it with "
                        f"forensics check --accept{check} (in a test suite: "
                        f"--forensics-regen{suite})")

@@ -59,6 +59,12 @@ class CheckResult:
     #: the variants ``expected.json`` holds verdicts of that this check did not replay (the
     #: pytest plugin's default models, a ``--variant`` naming fewer): its match is not theirs
     unchecked: list[str] = field(default_factory=list)
+    #: whether the file's crash verdict ("explained") was left unchecked: the variants of the
+    #: engine's code that explain it were not all replayed, and those that were do not
+    crash_unchecked: bool = False
+    #: the file's crash verdict where this replay gives none to compare it with (no variant of
+    #: the engine's code replayed, or values out of range only where it cannot see): "" else
+    crash_unjudged: str = ""
     #: what the capture held that no replay read (the ends of files cut short, records its
     #: probe never wrote, events it left out; :func:`~forensics.present.unjudged.unjudged_text`
     #: of all but :attr:`not_known`): "" when none
@@ -104,10 +110,25 @@ class CheckResult:
         every = "".join(f" --variant {shell_word(name)}" for name in self.variants + self.unchecked)
         added = "".join(f" --forensics-variant {shell_word(name)}" for name in self.unchecked
                         if name not in DEFAULT_VARIANTS)  # the plugin replays those always
-        return (f"not checked: the verdicts of variant(s) {names} in {EXPECTED_NAME} (replayed: "
-                f"{', '.join(shortened(name) for name in self.variants)}); to check them: "
-                f"forensics check {shell_path(self.capture)}{every}"
+        crash = (", and its crash verdict 'explained', which may rest on them"
+                 if self.crash_unchecked else "")
+        replayed = ", ".join(shortened(name) for name in self.variants)
+        return (f"not checked: the verdicts of variant(s) {names} in {EXPECTED_NAME}{crash} "
+                f"(replayed: {replayed}); to check them: forensics check "
+                f"{shell_path(self.capture)}{every}"
                 + (f" (in a test suite: add{added})" if added else ""))
+
+    def crash_line(self) -> str:
+        """That the file's crash verdict was not checked, this replay judging none; or ``""``."""
+        if not self.crash_unjudged:
+            return ""
+        from forensics.known.evidence import ENGINE_CODE
+
+        why = ("the values out of range the models find lie where its variants of the engine's "
+               "code cannot see" if ENGINE_CODE & set(self.variants) else
+               "it replayed no variant of the engine's code, upstream or vllm")
+        return (f"not checked: its crash verdict {shortened(self.crash_unjudged)!r}, which this "
+                f"replay does not judge ({why})")
 
     def matched(self) -> str:
         """The line of a match: what it covers, and the variants and launches it does not."""
@@ -118,8 +139,9 @@ class CheckResult:
             line += " in its records"
         if self.unchecked:
             line += f" for {', '.join(shortened(name) for name in self.variants)} only"
-        return "; ".join([line] + [text for text in (self.unchecked_line(), self.launches_line(),
-                                                     self.unread_line()) if text])
+        return "; ".join([line] + [text for text in (self.unchecked_line(), self.crash_line(),
+                                                     self.launches_line(), self.unread_line())
+                                   if text])
 
     def explain(self) -> str:
         """A readable report of the differences, of the records no variant judged, and the
@@ -136,13 +158,15 @@ class CheckResult:
             lines.append(f"  {self.unread_line()}")
         if self.unchecked:
             lines.append(f"  {self.unchecked_line()}")
+        if self.crash_unjudged:
+            lines.append(f"  {self.crash_line()}")
         if self.obtained_path is not None:
             lines.append(f"  obtained result written to {terminal(self.obtained_path)}")
         if self.note:
             lines.append(f"  {self.note}")
         if not self.differences:
             return "\n".join(lines)
-        check, suite = accept_options(self.variants)
+        check, suite = accept_options(self.variants + self.unchecked)  # drops none of them
         lines.append(f"  to accept it: forensics check {shell_path(self.capture)} --accept"
                      f"{check}  (in a test suite: pytest --forensics-captures "
                      f"{shell_path(self.capture.parent)} --forensics-regen{suite})")
@@ -210,13 +234,15 @@ class Obtained(NamedTuple):
 
 
 def obtain(capture: Path, variants: Sequence[str]) -> Obtained:
-    """Replay ``capture`` through ``variants``: what a check compares and says
-    (:class:`Obtained`)."""
+    """Replay ``capture`` through ``variants``, in the order ``expected.json`` keeps them
+    (sorted: the file cannot hold the order they were named in, and the first is the baseline
+    when ``upstream`` is not among them, which decides a summary-only site's verdicts): what a
+    check compares and says (:class:`Obtained`)."""
     from forensics.present.conclusion import kernel_launches
     from forensics.present.unjudged import KINDS, NOT_KNOWN, unjudged_of, unjudged_text
     from forensics.replaying import replay
 
-    result = replay(capture, variants=list(variants))
+    result = replay(capture, variants=sorted(dict.fromkeys(variants)))
     not_known = dict(getattr(result.capture, "unknown_sites", None) or {})
     evidence = evidence_of(result, EXPECTED_KEYS, crash=True).to_json()
     return Obtained(evidence, not_known, kernel_launches(result.capture),
@@ -248,13 +274,32 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     obtained, not_known, launches, unread = (
         obtain(capture, known) if known
         else Obtained({"verdicts": {}, "first_finding": {}}, {}, 0, ""))
-    changed = differences(Evidence.from_json(expected), Evidence.from_json(obtained), chosen)
+    unchecked = [v for v in expected["verdicts"] if v not in chosen]
+    left = _crash_left(expected, obtained, unchecked)
+    changed = differences(Evidence.from_json(expected), Evidence.from_json(
+        {**obtained, "crash_verdict": None} if left else obtained), chosen)
     result = CheckResult(capture, changed, obtained, variants=list(chosen), not_known=not_known,
-                         launches=launches, unread=unread,
-                         unchecked=[v for v in expected["verdicts"] if v not in chosen])
+                         launches=launches, unread=unread, unchecked=unchecked,
+                         crash_unchecked=left,
+                         crash_unjudged=str(expected.get("crash_verdict") or "") if known
+                         and obtained.get("crash_verdict") is None else "")
     if write_obtained:
         _leave_obtained(result)
     return result
+
+
+def _crash_left(expected: dict[str, Any], obtained: dict[str, Any],
+                unchecked: Sequence[str]) -> bool:
+    """Whether the file's crash verdict cannot be checked by this replay: it says
+    "explained", the replay's variants of the engine's code explain nothing, and a variant of
+    that code whose findings may explain it was not replayed (an unexplained crash of fewer
+    variants contradicts no explained crash of more)."""
+    from forensics.known.answer import EXPLAINED, UNEXPLAINED
+    from forensics.known.evidence import ENGINE_CODE
+
+    return (expected.get("crash_verdict") == EXPLAINED
+            and obtained.get("crash_verdict") == UNEXPLAINED
+            and bool(ENGINE_CODE & set(unchecked)))
 
 
 def _leave_obtained(result: CheckResult) -> None:
@@ -292,7 +337,15 @@ def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) 
     is in it)."""
     capture = Path(capture)
     obtained, not_known, launches, unread = obtain(capture, variants)
+    dropped = _held_besides(capture, variants)
     path = write_json(capture / EXPECTED_NAME, obtained)
+    if dropped:  # a baseline's expectations are never lost without a word
+        names = ", ".join(shortened(name) for name in dropped)
+        check, suite = accept_options([*variants, *dropped])
+        warnings.warn(f"{terminal(path)}: the verdicts of variant(s) {names} it held are dropped "
+                      f"(not replayed: {', '.join(shortened(v) for v in variants)}); to keep "
+                      f"them: forensics check {shell_path(capture)} --accept{check} (in a test "
+                      f"suite: --forensics-regen{suite})", stacklevel=2)
     note = _remove_stale(capture / OBTAINED_NAME)
     if note:
         warnings.warn(note, stacklevel=2)
@@ -306,6 +359,18 @@ def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) 
         warnings.warn(f"{terminal(path)}: " + CheckResult(capture, unread=unread)
                       .unread_line(), stacklevel=2)
     return path
+
+
+def _held_besides(capture: Path, variants: Sequence[str]) -> list[str]:
+    """The variants whose verdicts the capture's ``expected.json`` holds besides ``variants``
+    (none when it has none, or none readable: it is rewritten all the same)."""
+    from forensics.errors import ForensicsError
+
+    try:
+        held = read_expected(capture)["verdicts"]
+    except ForensicsError:
+        return []
+    return [name for name in held if name not in variants]
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:

@@ -134,7 +134,8 @@ def test_check_of_the_fix_alone_says_nothing_of_the_crash(
     capsys.readouterr()
     assert main(["check", str(capture), "--variant", "patched"]) == 0
     out = capsys.readouterr().out
-    assert "crash verdict" not in out and "matches expected.json" in out, out
+    assert "crash verdict: expected" not in out and "matches expected.json" in out, out
+    assert "not checked: its crash verdict 'explained'" in out, out  # said unchecked (T116h)
 
 
 def test_the_conclusion_of_the_fix_alone_judges_no_crash(

@@ -1794,6 +1794,25 @@ TESTS = {
               "test_a_capture_of_another_vllm_says_the_vllm_variant_runs_the_installed_one",
               "tests/test_resolution.py::"
               "test_a_capture_of_another_vllm_says_the_models_copy_another_version"],
+    "T116a": ["tests/hostile/test_round20_attack20b.py::"
+              "test_a_died_traceback_after_a_crash_is_that_crash",
+              "tests/hostile/test_round20_attack20b.py::test_a_died_traceback_alone_is_still_a_crash"],
+    "T116b": ["tests/hostile/test_round20_attack20b.py::"
+              "test_check_advice_through_fewer_variants_keeps_the_others",
+              "tests/test_share_cli.py::"
+              "test_one_evidence_type_serialises_as_expected_json_and_differs_on_its_own_keys"],
+    "T116c": ["tests/hostile/test_round20_attack20b.py::"
+              "test_a_baseline_accepted_in_any_order_matches_its_check"],
+    "T116d": ["tests/hostile/test_round20_attack20b.py::"
+              "test_a_wrong_token_that_is_no_zero_is_not_called_zeros"],
+    "T116e": ["tests/hostile/test_round20_attack20b.py::"
+              "test_a_crash_is_not_explained_by_a_value_the_variant_cannot_see"],
+    "T116f": ["tests/hostile/test_round20_attack20b.py::"
+              "test_accept_through_fewer_variants_says_what_it_drops"],
+    "T116g": ["tests/hostile/test_round20_attack20b.py::"
+              "test_an_explained_crash_is_not_checked_by_fewer_variants"],
+    "T116h": ["tests/hostile/test_round20_attack20b.py::"
+              "test_a_crash_verdict_no_variant_judged_is_said_unchecked"],
     "T110f": ["tests/hostile/test_round19_attack19b.py::"
               "test_a_fatal_python_error_is_a_crash_and_its_report_joins_it"],
     "T110g": ["tests/hostile/test_round19_attack19b.py::"
