@@ -630,11 +630,12 @@ def _hook_session(session: Any) -> None:
 
 def recording() -> list[str] | None:
     """The kernel selection (``FORENSICS_KERNELS`` globs) this process's recorder counts
-    launches of and writes a ``kernel_summary`` for, or None: no recorder, or a forked copy
-    that launched nothing yet (it writes nothing). A process's ``probe_start`` names it, so
-    that coverage knows which processes owe a summary (one killed before it dumped wrote none)."""
+    launches of and writes a ``kernel_summary`` for, or None: no recorder. A process's
+    ``probe_start`` names it, so that coverage knows which processes owe a summary (one killed
+    before it dumped wrote none); a forked copy's too, launched or not yet (it records what it
+    launches after its first record: its ``probe_start`` said ``null`` then)."""
     recorder = RECORDER
-    return list(recorder.globs) if recorder is not None and recorder.own() else None
+    return list(recorder.globs) if recorder is not None else None
 
 
 def _chain_signal(signum: int) -> None:
@@ -660,8 +661,10 @@ def dump(reason: str = "on request") -> int:
     """Write the kept launches as ``kernel_launch`` events and a ``kernel_summary``;
     return how many were written. Never raises."""
     recorder = RECORDER
-    if recorder is None or recorder.session is None or not recorder.own():
+    if recorder is None or recorder.session is None:
         return 0
+    if not recorder.own() and not recorder.session.backend.accepts_events():
+        return 0  # a forked copy that neither launched nor wrote: it named no recorder
     return _write(recorder, reason)
 
 

@@ -1,0 +1,133 @@
+"""Round 20, attack 20c: a forked copy of the engine (a pool's worker forked after the probe
+recorded) starts its probe session afresh: its own ``probe_start`` (so that its death is
+said), its own counts, its own files (the writer thread's too), its recorder named."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import forensics
+from tests.hostile.test_round2 import run_cli
+
+PROBE_TESTS = Path(__file__).parents[1] / "probe"
+
+#: the engine records 4 records (written), queues 3 more, forks; the copy records 8 and then
+#: ends as argv[4] says (``kill``: SIGKILL; ``close``: the probe's close); the engine closes
+FORKED = textwrap.dedent("""
+    import os, signal, sys
+    from pathlib import Path
+    from forensics.probe import plugin
+    from forensics.probe.settings import Settings
+
+    sys.path.insert(0, sys.argv[2])
+    from probe_fakes import record_batch_changes
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=4, writer=sys.argv[3]))
+    record_batch_changes(session, [[0, 1]] * 4)
+    assert session.drain(timeout=60)
+    record_batch_changes(session, [[0, 1]] * 3)
+    pid = os.fork()
+    if pid == 0:  # the copy
+        signal.alarm(120)
+        record_batch_changes(session, [[0, 1]] * 8)
+        session.flush(wait=True)
+        if sys.argv[4] == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        session.close()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    session.close()
+    print(pid, status)
+""")
+
+
+def _forked(tmp_path: Path, writer: str, end: str, **env: str) -> tuple[Path, int]:
+    """Run :data:`FORKED`; the capture and the copy's pid."""
+    capture = tmp_path / "fork.capture"
+    child = subprocess.run([sys.executable, "-c", FORKED, str(capture), str(PROBE_TESTS),
+                            writer, end], env={**os.environ, **env}, timeout=300,
+                           capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr[-3000:]
+    copy, status = map(int, child.stdout.split())
+    assert status == (signal.SIGKILL if end == "kill" else 0), child.stderr[-3000:]
+    return capture, copy
+
+
+def _events(capture: Path) -> dict[int, list[dict[str, Any]]]:
+    """The capture's events by the pid of the events file that holds them."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for path in sorted(capture.glob("events-*.jsonl")):
+        pid = int(path.stem.rsplit("-", 1)[1])
+        out[pid] = [json.loads(line) for line in path.read_text().splitlines()]
+    return out
+
+
+@pytest.mark.parametrize("writer", ["process", "thread"])
+def test_a_forked_copy_killed_after_it_recorded_is_said_to_have_died(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], writer: str) -> None:
+    """The copy inherited the engine's ``probe_start`` as already kept: it wrote none, so when
+    it was SIGKILLed after writing 8 records nothing said it had run, and ``known`` said "no
+    crash" (``summary``: "the capture shows no failure to report"). The copy writes its own
+    ``probe_start``; its death is said."""
+    capture, copy = _forked(tmp_path, writer, "kill")
+    events = _events(capture)
+    assert [e["kind"] for e in events.get(copy, [])] == ["probe_start"], events
+    assert len(forensics.load(capture)) == 15
+    code, out, _ = run_cli(capsys, "known", capture)
+    said = " ".join(out.split())
+    assert "crash verdict no crash" not in said, out
+    assert "1 process(es) died without the probe's stop" in said and f"-{copy})" in said, out
+
+
+@pytest.mark.parametrize("writer", ["process", "thread"])
+def test_a_forked_copys_counts_are_its_own(tmp_path: Path, writer: str) -> None:
+    """The copy's ``probe_stop`` counted the engine's records as its own (``records`` 15,
+    ``written`` 8, ``dropped`` 0: records != written + dropped). Each process counts its
+    own: the copy 8 records, the engine 7, each written."""
+    capture, copy = _forked(tmp_path, writer, "close")
+    events = _events(capture)
+    stops = {pid: [e for e in mine if e["kind"] == "probe_stop"] for pid, mine in events.items()}
+    assert sorted(stops) == sorted([copy, *(p for p in stops if p != copy)]) and len(stops) == 2
+    for pid, stop in stops.items():
+        assert len(stop) == 1 and all(e["pid"] == pid for e in events[pid]), events
+        records = 8 if pid == copy else 7
+        assert (stop[0]["records"], stop[0]["written"], stop[0]["dropped"]) == \
+            (records, records, 0), stop
+    assert len(forensics.load(capture)) == 15
+
+
+def test_a_forked_copy_with_the_writer_thread_writes_files_of_its_own(tmp_path: Path) -> None:
+    """``FORENSICS_WRITER=thread``: the copy inherited the engine's open writer and appended
+    its records (and the 3 the engine had queued, again) to the engine's segment and its
+    ``probe_stop`` to the engine's events file: the segment's index no longer matched and
+    every command refused the capture ("index entry 2 does not match the segment"). The copy
+    writes segments and an events file of its own; the engine's are whole."""
+    capture, copy = _forked(tmp_path, "thread", "close")
+    loaded = forensics.load(capture)
+    assert len(loaded) == 15
+    assert sorted(_events(capture)) == sorted({copy, *_events(capture)})
+    assert len(list(capture.glob(f"*-{copy}.0000.arrows"))) == 1
+
+
+def test_a_forked_copy_names_its_recorder_in_its_probe_start(tmp_path: Path) -> None:
+    """With ``FORENSICS_KERNELS`` the copy's ``probe_start`` names the selection its recorder
+    counts (it said ``null`` where it had launched nothing before its first record, or wrote
+    none), so that a copy killed before it dumped leaves no kernel ``never_launched``; a
+    copy that closes writes its ``kernel_summary``."""
+    capture, copy = _forked(tmp_path, "process", "kill", FORENSICS_KERNELS="all")
+    starts = [e for e in _events(capture)[copy] if e["kind"] == "probe_start"]
+    assert [e.get("kernels") for e in starts] == [["*"]]
+    capture, copy = _forked(tmp_path / "closed", "process", "close", FORENSICS_KERNELS="all")
+    kinds = [e["kind"] for e in _events(capture)[copy]]
+    assert kinds[0] == "probe_start" and "kernel_summary" in kinds and kinds[-1] == "probe_stop"
