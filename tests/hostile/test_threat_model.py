@@ -1449,6 +1449,14 @@ TESTS = {
               "test_a_kernel_a_killed_recorder_may_have_launched_is_not_said_never_launched",
               "tests/hostile/test_round20_lead.py::"
               "test_processes_that_all_wrote_their_counts_leave_never_launched_as_it_was"],
+    "T118a": ["tests/hostile/test_round20_attack20c.py::"
+              "test_a_forked_copy_killed_after_it_recorded_is_said_to_have_died"],
+    "T118b": ["tests/hostile/test_round20_attack20c.py::"
+              "test_a_forked_copys_counts_are_its_own"],
+    "T118c": ["tests/hostile/test_round20_attack20c.py::"
+              "test_a_forked_copy_with_the_writer_thread_writes_files_of_its_own"],
+    "T118d": ["tests/hostile/test_round20_attack20c.py::"
+              "test_a_forked_copy_names_its_recorder_in_its_probe_start"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
