@@ -131,3 +131,45 @@ def test_a_forked_copy_names_its_recorder_in_its_probe_start(tmp_path: Path) -> 
     capture, copy = _forked(tmp_path / "closed", "process", "close", FORENSICS_KERNELS="all")
     kinds = [e["kind"] for e in _events(capture)[copy]]
     assert kinds[0] == "probe_start" and "kernel_summary" in kinds and kinds[-1] == "probe_stop"
+
+
+# ----------- T118e: a process of another host with the same pid owes its kernel_summary too
+
+
+@pytest.fixture
+def two_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The installed vLLM's kernels, as the sanitizer reads them: two of module vllm.x."""
+    from forensics.kernels import sanitizer
+
+    monkeypatch.setattr(sanitizer, "installed_kernels",
+                        lambda: [("vllm.x", "_kept"), ("vllm.x", "_other")])
+
+
+def test_a_killed_recorder_sharing_a_pid_with_another_hosts_is_not_counted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], two_kernels: None) -> None:
+    """Two nodes' workers, each in a container, both pid 7, write one capture folder
+    (``FORENSICS_CAPTURE``): node A's recorded ``_kept`` and wrote its counts; node B's
+    named its recorder in its ``probe_start`` and was SIGKILLed before it dumped. Coverage
+    matched summaries to ``probe_start`` events by pid alone, so A's count stood for B's and
+    ``_other`` was ``never_launched``; each process is its events file's (``HOST-PID``):
+    ``_other`` is ``not_watched``, its why naming ``nodeb-7``."""
+    from tests.hostile.test_round4_kernels import launch
+
+    root = tmp_path / "k.capture"
+    root.mkdir()
+    (root / "manifest.json").write_text(json.dumps({
+        "format": 1, "creator": "test", "engine_id": "e" * 32, "model": {},
+        "process": {"host": "nodea", "pid": 7, "rank": 0, "tag": "nodea-7"}, "versions": {}}))
+    start = {"kind": "probe_start", "step": 0, "time": 1.0, "pid": 7, "kernels": ["*"]}
+    node_a = [{**start, "rank": 0},
+              {**launch(step=40), "kernel": {"module": "vllm.x", "name": "_kept",
+                                             "source_sha256": ""}},
+              {"kind": "kernel_summary", "format": 1, "step": 40, "rank": 0, "pid": 7,
+               "graph_only": [], "kernels_seen": {"vllm.x._kept": 1}, "selection": ["*"]}]
+    for name, events in (("nodea-7", node_a), ("nodeb-7", [{**start, "rank": 1}])):
+        (root / f"events-{name}.jsonl").write_text("".join(json.dumps(e) + "\n"
+                                                           for e in events))
+    code, out, _ = run_cli(capsys, "kernels", root, "--coverage", "--json")
+    rows = {str(r["kernel"]): r for r in json.loads(out)["coverage"]}
+    assert rows["_other"]["status"] == "not_watched", rows
+    assert "process(es) nodeb-7 started recording kernels" in str(rows["_other"]["why"])
