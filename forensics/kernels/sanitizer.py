@@ -416,12 +416,13 @@ def _launch_counts(summaries: list[dict[str, Any]]
 
 
 def _process_of(summary: dict[str, Any], at: int) -> object:
-    """The process a ``kernel_summary`` came from: its ``pid`` and ``rank``; a summary without
-    an integer ``pid`` (imported, or forged) is a process of its own (``at``, its position)."""
+    """The process a ``kernel_summary`` came from: its events file's (:func:`_who`) and its
+    ``rank``; a summary without an integer ``pid`` (imported, or forged) is a process of its
+    own (``at``, its position)."""
     pid, rank = summary.get("pid"), summary.get("rank")
     if type(pid) is not int:
         return at
-    return pid, rank if type(rank) is int else None
+    return _who(summary), rank if type(rank) is int else None
 
 
 def not_recorded_why(seen: int, graph: int = 0, unsure: bool = False) -> str:

@@ -173,3 +173,25 @@ def test_a_killed_recorder_sharing_a_pid_with_another_hosts_is_not_counted(
     rows = {str(r["kernel"]): r for r in json.loads(out)["coverage"]}
     assert rows["_other"]["status"] == "not_watched", rows
     assert "process(es) nodeb-7 started recording kernels" in str(rows["_other"]["why"])
+
+
+def test_two_hosts_processes_of_one_pid_and_rank_count_apart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], two_kernels: None) -> None:
+    """Two hosts' processes of one pid and rank (an engine restarted on another node into one
+    capture folder) each counted 1 launch of ``_other``: their counts were taken for one
+    process's summaries (its largest count: 1); they are added (2)."""
+    root = tmp_path / "k.capture"
+    root.mkdir()
+    (root / "manifest.json").write_text(json.dumps({
+        "format": 1, "creator": "test", "engine_id": "e" * 32, "model": {},
+        "process": {"host": "nodea", "pid": 7, "rank": 0, "tag": "nodea-7"}, "versions": {}}))
+    for name in ("nodea-7", "nodeb-7"):
+        events = [{"kind": "probe_start", "step": 0, "time": 1.0, "pid": 7, "rank": 0,
+                   "kernels": ["*"]},
+                  {"kind": "kernel_summary", "format": 1, "step": 4, "rank": 0, "pid": 7,
+                   "graph_only": [], "kernels_seen": {"vllm.x._other": 1}, "selection": ["*"]}]
+        (root / f"events-{name}.jsonl").write_text("".join(json.dumps(e) + "\n"
+                                                           for e in events))
+    code, out, _ = run_cli(capsys, "kernels", root, "--coverage", "--json")
+    rows = {str(r["kernel"]): r for r in json.loads(out)["coverage"]}
+    assert (rows["_other"]["status"], rows["_other"]["seen"]) == ("not_recorded", 2), rows

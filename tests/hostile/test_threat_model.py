@@ -1458,7 +1458,9 @@ TESTS = {
     "T118d": ["tests/hostile/test_round20_attack20c.py::"
               "test_a_forked_copy_names_its_recorder_in_its_probe_start"],
     "T118e": ["tests/hostile/test_round20_attack20c.py::"
-              "test_a_killed_recorder_sharing_a_pid_with_another_hosts_is_not_counted"],
+              "test_a_killed_recorder_sharing_a_pid_with_another_hosts_is_not_counted",
+              "tests/hostile/test_round20_attack20c.py::"
+              "test_two_hosts_processes_of_one_pid_and_rank_count_apart"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
