@@ -64,7 +64,9 @@ def embedding_guard(capture: str | Path | None = None, *, mode: str = "guard",
     if mode not in ("guard", "record"):
         raise ConfigurationError(f"embedding_guard mode {mode!r} is not a mode; expected "
                                  f"'guard' or 'record'")
-    state = EmbeddingGuard(mode, Path(capture) if capture is not None else None, rank)
+    from forensics.atomic import user_path
+
+    state = EmbeddingGuard(mode, user_path(capture) if capture is not None else None, rank)
     if state.capture is not None:
         from forensics.probe.settings import process_tag
         from forensics.store.writer import CaptureWriter

@@ -195,3 +195,27 @@ def test_two_hosts_processes_of_one_pid_and_rank_count_apart(
     code, out, _ = run_cli(capsys, "kernels", root, "--coverage", "--json")
     rows = {str(r["kernel"]): r for r in json.loads(out)["coverage"]}
     assert (rows["_other"]["status"], rows["_other"]["seen"]) == ("not_recorded", 2), rows
+
+
+# ------------------------------- T118f: embedding_guard's capture: `~` is the home folder
+
+
+def test_embedding_guards_capture_under_the_home_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``embedding_guard(capture="~/eg.capture")`` wrote a folder named ``~`` under the
+    current one (T41d: every output path of the API goes through ``atomic.user_path``); its
+    capture is in the home folder."""
+    import torch
+
+    from forensics.probe import embedding_guard
+
+    home, here = tmp_path / "home", tmp_path / "here"
+    home.mkdir()
+    here.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(here)
+    weight = torch.zeros(4, 2)
+    with embedding_guard(capture="~/eg.capture", mode="record") as seen:
+        torch.nn.functional.embedding(torch.tensor([0, 3]), weight)
+    assert seen.capture == home / "eg.capture" and not (here / "~").exists()
+    assert len(forensics.load(home / "eg.capture")) == 1
