@@ -57,7 +57,9 @@ def embedding_guard(capture: str | Path | None = None, *, mode: str = "guard",
     ``F.embedding``, so modules are covered. Yields the :class:`EmbeddingGuard`.
 
     Raises:
-        ConfigurationError: ``mode`` is not ``guard`` or ``record``.
+        ConfigurationError: ``mode`` is not ``guard`` or ``record``; ``capture`` exists (a
+            folder, a file or a link: another capture's records, or a folder someone else
+            planted, are never written into).
     """
     import torch.nn.functional as F
 
@@ -67,6 +69,11 @@ def embedding_guard(capture: str | Path | None = None, *, mode: str = "guard",
     from forensics.atomic import user_path
 
     state = EmbeddingGuard(mode, user_path(capture) if capture is not None else None, rank)
+    if state.capture is not None and (state.capture.exists() or state.capture.is_symlink()):
+        from forensics.escaping import terminal
+
+        raise ConfigurationError(f"embedding_guard capture '{terminal(state.capture)}' exists; "
+                                 "give a new name (each block writes a capture of its own)")
     if state.capture is not None:
         from forensics.probe.settings import process_tag
         from forensics.store.writer import CaptureWriter

@@ -219,3 +219,32 @@ def test_embedding_guards_capture_under_the_home_folder(
         torch.nn.functional.embedding(torch.tensor([0, 3]), weight)
     assert seen.capture == home / "eg.capture" and not (here / "~").exists()
     assert len(forensics.load(home / "eg.capture")) == 1
+
+
+@pytest.mark.parametrize("there", ["capture", "folder", "link"])
+def test_embedding_guard_writes_into_nothing_that_exists(tmp_path: Path, there: str) -> None:
+    """``embedding_guard(capture=PATH)`` wrote into whatever ``PATH`` was: an engine's
+    capture (its lookups became ``embedding`` records of the engine's, steps from 0), a
+    folder of the user's, or a folder a link planted at ``PATH`` leads to. A path that exists
+    is refused in one line naming it; nothing is written."""
+    import torch
+
+    from forensics.errors import ConfigurationError
+    from forensics.probe import embedding_guard
+
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine")
+    path = tmp_path / "eg.capture"
+    if there == "link":
+        path.symlink_to(target)
+    else:
+        path.mkdir()
+        if there == "capture":
+            (path / "manifest.json").write_text("{}")
+    before = sorted(p.name for p in (target if there == "link" else path).iterdir())
+    with pytest.raises(ConfigurationError) as raised:
+        with embedding_guard(capture=path, mode="record"):
+            torch.nn.functional.embedding(torch.tensor([0]), torch.zeros(2, 2))
+    assert f"'{path}' exists" in str(raised.value) and "\n" not in str(raised.value)
+    assert sorted(p.name for p in (target if there == "link" else path).iterdir()) == before

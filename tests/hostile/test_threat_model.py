@@ -1462,7 +1462,9 @@ TESTS = {
               "tests/hostile/test_round20_attack20c.py::"
               "test_two_hosts_processes_of_one_pid_and_rank_count_apart"],
     "T118f": ["tests/hostile/test_round20_attack20c.py::"
-              "test_embedding_guards_capture_under_the_home_folder"],
+              "test_embedding_guards_capture_under_the_home_folder",
+              "tests/hostile/test_round20_attack20c.py::"
+              "test_embedding_guard_writes_into_nothing_that_exists"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
