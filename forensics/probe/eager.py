@@ -89,7 +89,26 @@ def embedding_guard(capture: str | Path | None = None, *, mode: str = "guard",
     F.embedding = checked
     try:
         yield state
-    finally:
+    except BaseException:
         F.embedding = original
-        if state.writer is not None:
-            state.writer.close()
+        _close(state, quiet=True)
+        raise
+    F.embedding = original
+    _close(state, quiet=False)
+
+
+def _close(state: EmbeddingGuard, quiet: bool) -> None:
+    """Close the guard's capture writer, if any; ``quiet`` (the block raised: its error, an
+    ``IndexBoundsError`` of the guard's, is the one the caller sees): a failure to close is
+    only logged."""
+    if state.writer is None:
+        return
+    try:
+        state.writer.close()
+    except Exception as exc:
+        if not quiet:
+            raise
+        import logging
+
+        logging.getLogger("forensics.probe").warning(
+            "forensics embedding_guard: closing the capture %s failed: %s", state.capture, exc)

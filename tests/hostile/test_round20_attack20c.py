@@ -248,3 +248,26 @@ def test_embedding_guard_writes_into_nothing_that_exists(tmp_path: Path, there: 
             torch.nn.functional.embedding(torch.tensor([0]), torch.zeros(2, 2))
     assert f"'{path}' exists" in str(raised.value) and "\n" not in str(raised.value)
     assert sorted(p.name for p in (target if there == "link" else path).iterdir()) == before
+
+
+def test_embedding_guards_bounds_error_is_not_hidden_by_a_failed_close(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guard mode: a lookup out of range raises ``IndexBoundsError``; the capture's close then
+    failed (a full disk) and its ``OSError`` replaced the guard's error, which named the
+    tensor and element. The guard's error is raised; the close's failure is logged."""
+    import torch
+
+    from forensics.errors import IndexBoundsError
+    from forensics.probe import embedding_guard
+    from forensics.store.writer import CaptureWriter
+
+    def full(self: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(CaptureWriter, "close", full)
+    with pytest.raises(IndexBoundsError):
+        with embedding_guard(capture=tmp_path / "eg.capture", mode="guard"):
+            torch.nn.functional.embedding(torch.tensor([0, 9]), torch.zeros(4, 2))
+    with pytest.raises(OSError):  # a block that raised nothing: the close's failure is said
+        with embedding_guard(capture=tmp_path / "ok.capture", mode="guard"):
+            torch.nn.functional.embedding(torch.tensor([0]), torch.zeros(4, 2))
