@@ -271,3 +271,30 @@ def test_embedding_guards_bounds_error_is_not_hidden_by_a_failed_close(
     with pytest.raises(OSError):  # a block that raised nothing: the close's failure is said
         with embedding_guard(capture=tmp_path / "ok.capture", mode="guard"):
             torch.nn.functional.embedding(torch.tensor([0]), torch.zeros(4, 2))
+
+
+# --------------- T118h: the probe's counts and sizes are read as ASCII digits, as every number
+
+
+@pytest.mark.parametrize("name", ["FORENSICS_RING", "FORENSICS_FLUSH_EVERY",
+                                  "FORENSICS_KERNELS_KEEP", "FORENSICS_KERNELS_BUDGET"])
+@pytest.mark.parametrize("raw", ["\u0663", "1_0", "+5", "\uff15"])
+def test_a_probe_count_in_other_than_ascii_digits_is_refused(
+        tmp_path: Path, name: str, raw: str) -> None:
+    """``int()`` read ``FORENSICS_RING=٣`` (an Arabic-Indic three) as 3, ``1_0`` as 10, ``+5``
+    as 5, a full-width ``５`` as 5: accepted, where every other number a user writes is ASCII
+    digits only (T38e, :mod:`forensics.digits`). Each is one line naming the variable."""
+    from forensics.errors import ConfigurationError
+    from forensics.probe import kernel_selection
+    from forensics.probe.settings import from_env
+
+    env = {"FORENSICS_DIR": str(tmp_path), name: raw, "FORENSICS_RING": "64"} \
+        if name != "FORENSICS_RING" else {"FORENSICS_DIR": str(tmp_path), name: raw}
+    with pytest.raises(ConfigurationError) as raised:
+        if name.startswith("FORENSICS_KERNELS_"):
+            kernel_selection.keep_steps(env)
+            kernel_selection.budget(env)
+        else:
+            from_env(env)
+    said = str(raised.value)
+    assert said.startswith(f"{name}=") and "\n" not in said

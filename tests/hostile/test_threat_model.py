@@ -1467,6 +1467,8 @@ TESTS = {
               "test_embedding_guard_writes_into_nothing_that_exists"],
     "T118g": ["tests/hostile/test_round20_attack20c.py::"
               "test_embedding_guards_bounds_error_is_not_hidden_by_a_failed_close"],
+    "T118h": ["tests/hostile/test_round20_attack20c.py::"
+              "test_a_probe_count_in_other_than_ascii_digits_is_refused"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
