@@ -270,8 +270,8 @@ def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], wor
 
 
 def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
-             known: set[tuple[str, str]], started: frozenset[int] = frozenset()
-             ) -> list[dict[str, Any]]:
+             known: set[tuple[str, str]],
+             started: frozenset[tuple[str, int]] = frozenset()) -> list[dict[str, Any]]:
     """One row per kernel of the installed vLLM (and per recorded kernel it lacks):
     ``recorded``, ``graph_only``, ``not_recorded`` (launches the probe saw, none in the
     capture: with why), ``never_launched`` (neither recorded nor seen by a probe that counted
@@ -279,7 +279,7 @@ def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
     why), ``not_replayable`` (with why) or ``not_run`` (launches recorded, none refused, some
     left by the overall deadline). ``graph_only``: every
     launch the probe saw was during a CUDA graph capture (:func:`_launch_counts`).
-    ``started``: the processes (pids) whose ``probe_start`` says they recorded kernels
+    ``started``: the processes whose ``probe_start`` says they recorded kernels
     (:func:`recorders`)."""
     seen, graph, unsure = _launch_counts(summaries)
     watched, unwatched = _watched(summaries, {r.launch.rank for r in results}, started)
@@ -318,16 +318,30 @@ UNCOUNTED = ("whether it was launched is unknown: {what}; the probe counts the l
              "dumps (an engine killed before it did writes none)")
 
 
-def recorders(events: list[dict[str, Any]]) -> frozenset[int]:
-    """The processes (pids) whose ``probe_start`` names the kernels their recorder counts
-    (``kernels``, a list: :func:`forensics.probe.kernels.recording`); each owes a
+def recorders(events: list[dict[str, Any]]) -> frozenset[tuple[str, int]]:
+    """The processes (:func:`_who`) whose ``probe_start`` names the kernels their recorder
+    counts (``kernels``, a list: :func:`forensics.probe.kernels.recording`); each owes a
     ``kernel_summary``. A probe older than that field names none."""
-    return frozenset(e["pid"] for e in events if e.get("kind") == "probe_start"
+    return frozenset(_who(e) for e in events if e.get("kind") == "probe_start"
                      and type(e.get("pid")) is int and isinstance(e.get("kernels"), list))
 
 
-def _watched(summaries: list[dict[str, Any]], ranks: set[int], started: frozenset[int]
-             ) -> tuple[set[tuple[str, ...]], str]:
+def _who(event: dict[str, Any]) -> tuple[str, int]:
+    """The process of an event with an integer ``pid``: its events file's (``process``, the
+    probe's ``HOST-PID``) and its pid; a pid alone is another host's process too (two nodes'
+    workers, each in a container of its own, often share one)."""
+    return str(event.get("process")), event["pid"]
+
+
+def _shown(who: tuple[str, int]) -> str:
+    """A process of :func:`_who` in a sentence: its ``HOST-PID``, or its pid where its events
+    file is another's (a capture written again)."""
+    process, pid = who
+    return terminal(process) if process.endswith(f"-{pid}") else str(pid)
+
+
+def _watched(summaries: list[dict[str, Any]], ranks: set[int],
+             started: frozenset[tuple[str, int]]) -> tuple[set[tuple[str, ...]], str]:
     """The kernel selections (``FORENSICS_KERNELS`` globs) of the capture's summaries, whose
     kernels their probes counted every launch of; or why the counts do not cover every process
     (no summary, a rank of recorded launches or a process whose ``probe_start`` names its
@@ -341,9 +355,9 @@ def _watched(summaries: list[dict[str, Any]], ranks: set[int], started: frozense
     if missing:
         return set(), UNCOUNTED.format(what=f"rank(s) {missing} recorded launches and wrote "
                                             "no kernel_summary")
-    silent = sorted(started - {s["pid"] for s in summaries if type(s.get("pid")) is int})
+    silent = sorted(started - {_who(s) for s in summaries if type(s.get("pid")) is int})
     if silent:
-        shown = ", ".join(map(str, silent[:8])) + \
+        shown = ", ".join(map(_shown, silent[:8])) + \
             (f" (the first 8 of {len(silent)})" if len(silent) > 8 else "")
         return set(), UNCOUNTED.format(what=f"process(es) {shown} started recording kernels "
                                             "(their probe_start) and wrote no kernel_summary")
@@ -402,12 +416,13 @@ def _launch_counts(summaries: list[dict[str, Any]]
 
 
 def _process_of(summary: dict[str, Any], at: int) -> object:
-    """The process a ``kernel_summary`` came from: its ``pid`` and ``rank``; a summary without
-    an integer ``pid`` (imported, or forged) is a process of its own (``at``, its position)."""
+    """The process a ``kernel_summary`` came from: its events file's (:func:`_who`) and its
+    ``rank``; a summary without an integer ``pid`` (imported, or forged) is a process of its
+    own (``at``, its position)."""
     pid, rank = summary.get("pid"), summary.get("rank")
     if type(pid) is not int:
         return at
-    return pid, rank if type(rank) is int else None
+    return _who(summary), rank if type(rank) is int else None
 
 
 def not_recorded_why(seen: int, graph: int = 0, unsure: bool = False) -> str:

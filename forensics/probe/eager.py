@@ -57,14 +57,23 @@ def embedding_guard(capture: str | Path | None = None, *, mode: str = "guard",
     ``F.embedding``, so modules are covered. Yields the :class:`EmbeddingGuard`.
 
     Raises:
-        ConfigurationError: ``mode`` is not ``guard`` or ``record``.
+        ConfigurationError: ``mode`` is not ``guard`` or ``record``; ``capture`` exists (a
+            folder, a file or a link: another capture's records, or a folder someone else
+            planted, are never written into).
     """
     import torch.nn.functional as F
 
     if mode not in ("guard", "record"):
         raise ConfigurationError(f"embedding_guard mode {mode!r} is not a mode; expected "
                                  f"'guard' or 'record'")
-    state = EmbeddingGuard(mode, Path(capture) if capture is not None else None, rank)
+    from forensics.atomic import user_path
+
+    state = EmbeddingGuard(mode, user_path(capture) if capture is not None else None, rank)
+    if state.capture is not None and (state.capture.exists() or state.capture.is_symlink()):
+        from forensics.escaping import terminal
+
+        raise ConfigurationError(f"embedding_guard capture '{terminal(state.capture)}' exists; "
+                                 "give a new name (each block writes a capture of its own)")
     if state.capture is not None:
         from forensics.probe.settings import process_tag
         from forensics.store.writer import CaptureWriter
@@ -80,7 +89,26 @@ def embedding_guard(capture: str | Path | None = None, *, mode: str = "guard",
     F.embedding = checked
     try:
         yield state
-    finally:
+    except BaseException:
         F.embedding = original
-        if state.writer is not None:
-            state.writer.close()
+        _close(state, quiet=True)
+        raise
+    F.embedding = original
+    _close(state, quiet=False)
+
+
+def _close(state: EmbeddingGuard, quiet: bool) -> None:
+    """Close the guard's capture writer, if any; ``quiet`` (the block raised: its error, an
+    ``IndexBoundsError`` of the guard's, is the one the caller sees): a failure to close is
+    only logged."""
+    if state.writer is None:
+        return
+    try:
+        state.writer.close()
+    except Exception as exc:
+        if not quiet:
+            raise
+        import logging
+
+        logging.getLogger("forensics.probe").warning(
+            "forensics embedding_guard: closing the capture %s failed: %s", state.capture, exc)

@@ -127,6 +127,7 @@ class FlightRecorder:
         self._torch: Any = None
         self._capturing: Callable[[], bool] = lambda: False
         self._pid = os.getpid()  # a forked copy records its own launches only (:meth:`own`)
+        self.named = 0  # the process whose probe_start named this recorder (:func:`recording`)
 
     # -- the launch path --------------------------------------------------------------------
     def kernel(self, jit: Any) -> KernelMeta:
@@ -630,11 +631,12 @@ def _hook_session(session: Any) -> None:
 
 def recording() -> list[str] | None:
     """The kernel selection (``FORENSICS_KERNELS`` globs) this process's recorder counts
-    launches of and writes a ``kernel_summary`` for, or None: no recorder, or a forked copy
-    that launched nothing yet (it writes nothing). A process's ``probe_start`` names it, so
-    that coverage knows which processes owe a summary (one killed before it dumped wrote none)."""
+    launches of and owes a ``kernel_summary`` for (a forked copy's too, launched or not yet),
+    or None: no recorder. A ``probe_start`` names it: coverage knows who owes a summary."""
     recorder = RECORDER
-    return list(recorder.globs) if recorder is not None and recorder.own() else None
+    if recorder is not None:
+        recorder.named = os.getpid()  # it owes a summary in this process (:func:`dump`)
+    return list(recorder.globs) if recorder is not None else None
 
 
 def _chain_signal(signum: int) -> None:
@@ -660,8 +662,10 @@ def dump(reason: str = "on request") -> int:
     """Write the kept launches as ``kernel_launch`` events and a ``kernel_summary``;
     return how many were written. Never raises."""
     recorder = RECORDER
-    if recorder is None or recorder.session is None or not recorder.own():
+    if recorder is None or recorder.session is None:
         return 0
+    if not recorder.own() and recorder.named != os.getpid():
+        return 0  # a forked copy that neither launched nor named its recorder: it owes none
     return _write(recorder, reason)
 
 

@@ -38,27 +38,24 @@ from operator import attrgetter
 from typing import Any, Protocol
 
 from forensics.probe import channel as channel_module
-from forensics.probe import frames, owned
+from forensics.probe import forked, frames, owned
 from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error, passed_on_message
 from forensics.probe.rank import RankTracker
 from forensics.probe.settings import Settings, process_tag
-from forensics.probe.thread_backend import FLUSH_SECONDS, RING_WAIT_SECONDS, ThreadBackend
+from forensics.probe.thread_backend import (
+    FLUSH_SECONDS,
+    RING_WAIT_SECONDS,
+    ThreadBackend,
+    default_writer,
+)
 from forensics.probe.writer_process import Salvaged, salvage
 from forensics.probe.writing import error_text
 
 LOG = logging.getLogger("forensics.probe")
 _SEQ = attrgetter("seq")
 WriterFactory = Callable[["ProbeSession"], Any]
-
-
-def _default_writer(session: ProbeSession) -> Any:
-    from forensics.probe.manifest import build_manifest
-    from forensics.store.writer import CaptureWriter
-
-    manifest = build_manifest(session)
-    return CaptureWriter(session.folder().path, manifest, process=session.process)
 
 
 class WriterBackend(Protocol):
@@ -137,11 +134,12 @@ class ProbeSession:
         self._start_step = self.step
         self.cpus: dict[str, list[int]] = {}  # the writer thread's CPUs and the engine's
         self._closed = False
-        self._writer_factory = writer_factory or _default_writer
+        self._writer_factory = writer_factory or default_writer
         process = writer_factory is None and settings.writer == "process" \
             and channel_module.available()
         self.backend: WriterBackend = ProcessBackend(self) if process else \
             ThreadBackend(self, self._writer_factory)
+        forked.follow(self)  # a forked copy starts afresh (its own counts, events, files)
 
     @property
     def process(self) -> str:

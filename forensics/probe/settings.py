@@ -130,12 +130,12 @@ def enabled(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def positive_int(raw: str) -> int | None:
-    """``raw`` as a positive int, or None when it is not one."""
-    try:
-        value = int(raw)
-    except ValueError:
-        return None
-    return value if value > 0 else None
+    """``raw`` as a positive int written in ASCII digits (at most 19), or None when it is not
+    one (``int()`` also reads ``+5``, ``1_000`` and other scripts' digits, ``٣``)."""
+    from forensics.digits import ascii_int
+
+    value = ascii_int(raw, 19)
+    return value if value else None
 
 
 def positive_setting(name: str, raw: str, default: int, fix: str) -> int:

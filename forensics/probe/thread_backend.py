@@ -24,6 +24,15 @@ if TYPE_CHECKING:
 LOG = logging.getLogger("forensics.probe")
 
 
+def default_writer(session: ProbeSession) -> Any:
+    """The capture writer of ``session``'s process (its folder, manifest and segment tag)."""
+    from forensics.probe.manifest import build_manifest
+    from forensics.store.writer import CaptureWriter
+
+    manifest = build_manifest(session)
+    return CaptureWriter(session.folder().path, manifest, process=session.process)
+
+
 class ThreadBackend:
     """A writer in this process (``FORENSICS_WRITER=thread``, a ``writer_factory`` given, or
     after the writer process was lost): every N records the call wakes a writer thread,

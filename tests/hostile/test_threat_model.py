@@ -1449,6 +1449,26 @@ TESTS = {
               "test_a_kernel_a_killed_recorder_may_have_launched_is_not_said_never_launched",
               "tests/hostile/test_round20_lead.py::"
               "test_processes_that_all_wrote_their_counts_leave_never_launched_as_it_was"],
+    "T118a": ["tests/hostile/test_round20_attack20c.py::"
+              "test_a_forked_copy_killed_after_it_recorded_is_said_to_have_died"],
+    "T118b": ["tests/hostile/test_round20_attack20c.py::"
+              "test_a_forked_copys_counts_are_its_own"],
+    "T118c": ["tests/hostile/test_round20_attack20c.py::"
+              "test_a_forked_copy_with_the_writer_thread_writes_files_of_its_own"],
+    "T118d": ["tests/hostile/test_round20_attack20c.py::"
+              "test_a_forked_copy_names_its_recorder_in_its_probe_start"],
+    "T118e": ["tests/hostile/test_round20_attack20c.py::"
+              "test_a_killed_recorder_sharing_a_pid_with_another_hosts_is_not_counted",
+              "tests/hostile/test_round20_attack20c.py::"
+              "test_two_hosts_processes_of_one_pid_and_rank_count_apart"],
+    "T118f": ["tests/hostile/test_round20_attack20c.py::"
+              "test_embedding_guards_capture_under_the_home_folder",
+              "tests/hostile/test_round20_attack20c.py::"
+              "test_embedding_guard_writes_into_nothing_that_exists"],
+    "T118g": ["tests/hostile/test_round20_attack20c.py::"
+              "test_embedding_guards_bounds_error_is_not_hidden_by_a_failed_close"],
+    "T118h": ["tests/hostile/test_round20_attack20c.py::"
+              "test_a_probe_count_in_other_than_ascii_digits_is_refused"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

@@ -15,8 +15,8 @@ from probe_fakes import batch_args, plain_batch_change
 
 import forensics
 from forensics.probe import hooks, plugin
-from forensics.probe.session import _default_writer
 from forensics.probe.settings import Settings
+from forensics.probe.thread_backend import default_writer
 
 CHILD = textwrap.dedent("""
     import sys, time, torch
@@ -98,7 +98,7 @@ def test_full_disk_never_reaches_the_call(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(store_writer._SegmentFile, "write_batch", write_batch)
     capture = tmp_path / "full.capture"  # the in-process writer: the patch is this process's
     session = plugin.start(Settings(directory=tmp_path, capture=capture, ring=8, flush_every=1),
-                           writer_factory=_default_writer)
+                           writer_factory=default_writer)
     try:
         wrapped = hooks.wrap_batch_change(plain_batch_change)
         args = batch_args([0])

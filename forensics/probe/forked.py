@@ -1,0 +1,61 @@
+"""A forked copy of the engine's process (a pool's worker forked after the probe recorded):
+its probe session starts afresh in the copy (:func:`follow`).
+
+What the copy inherits of its parent's session is its parent's: the records queued in the
+ring (the parent writes them), the counts (the copy's ``probe_stop`` counted the parent's
+records as its own: ``records`` 15 where it wrote 8 and dropped none), the ``probe_start``
+already kept (the copy wrote none, so a copy killed after it recorded was never said to have
+died), the locks (one held by another thread at the fork is never released in the copy) and
+the writer (the writer thread's open segment and events files: the copy appended its records
+and ``probe_stop`` to its parent's files, whose index then no longer matched: the capture
+could not be read). The inherited writer and channel are kept, never closed (closing one would
+write into the parent's files), and never used.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import weakref
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from forensics.probe.thread_backend import ThreadBackend
+
+if TYPE_CHECKING:
+    from forensics.probe.session import ProbeSession
+
+#: the backends forked copies inherited (never collected: nothing of them runs in the copy)
+_INHERITED: list[Any] = []
+
+
+def follow(session: ProbeSession) -> None:
+    """Start ``session`` afresh in each forked copy of this process (``os.register_at_fork``)."""
+    ref = weakref.ref(session)
+
+    def in_child() -> None:
+        held = ref()
+        if held is not None:
+            afresh(held)
+
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=in_child)
+
+
+def afresh(session: ProbeSession) -> None:
+    """Make ``session`` (inherited by a forked copy) the copy's own: no record, count or event
+    of the parent's, new locks, a backend of the parent's kind with no writer yet."""
+    _INHERITED.append(session.backend)
+    session.counts = dict.fromkeys(session.counts, 0)
+    session._ring = deque()
+    session._since_flush = session.due_upto = 0
+    session._started_event = False
+    session._flushers, session._deferred, session._closer = {}, None, None
+    session._lock = threading.RLock()
+    session._cv = threading.Condition(session._lock)
+    session.started, session._start_step = time.time(), session.step
+    from forensics.probe.session import ProcessBackend
+
+    session.backend = ProcessBackend(session) if isinstance(session.backend, ProcessBackend) \
+        else ThreadBackend(session, session._writer_factory)
