@@ -29,7 +29,7 @@ from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import where_of
-from forensics.importers.tracebacks import CRASH_KINDS, CRASH_LEVELS, PREFIX_RE, Chains
+from forensics.importers.tracebacks import CRASH_LEVELS, PREFIX_RE, Chains, ends
 from forensics.importers.wide import PREFIX_BYTES, refuse_wide
 from forensics.records import Record
 from forensics.sites import SITES, get_site
@@ -68,7 +68,8 @@ CUDA_HEAD = r"(?:CUDA error:\s*|Triton Error \[CUDA\]:\s*|Cuda failure\s+(?:\d+\
 #: NAME died unexpectedly``), and CPython's faulthandler's ``Fatal Python error: Segmentation
 #: fault`` (the process aborts; an engine in one process logs no report of its death): the
 #: engine died, though no exception of it was logged (a SIGSEGV, a SIGKILL); after a crash event
-#: it is that crash's (its ``died``), no crash of its own
+#: with no probe line of another step between them it is that crash's (its ``died``), no crash
+#: of its own (:func:`~forensics.importers.tracebacks.ends`)
 DIED_RE = re.compile(r"Fatal Python error: "
                      r"|(?:Worker proc|Engine core proc(?:ess)?)\s++\S++\s++died unexpectedly\b"
                      r"|RayWorkerProc rank=\d++ died unexpectedly\b"
@@ -213,7 +214,8 @@ class _LogParser:
             return
         events = self.result.events
         last = events[-1] if events else None
-        if event["kind"] == "process_died" and last is not None and last["kind"] in CRASH_KINDS:
+        if event["kind"] == "process_died" and ends(last, self.last_step):
+            assert last is not None
             last.setdefault("died", {"line": number, "message": text.strip()[:500]})
             return  # vLLM's report of the death of the crash before: that crash's
         if last is not None and (last["kind"], last.get("detail")) == (event["kind"],

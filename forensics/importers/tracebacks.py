@@ -17,8 +17,8 @@ holds ``exception`` (the root), ``final`` (the last exception of the chain), ``l
 it); ``cut`` (and its message) names a line of it longer than the log's line bound, read only
 to it (what named the error past it unread). Two chains join what they belong to instead of
 counting a second crash: a chain right after a CUDA assert event (nothing else in between) is
-that assert's exception, and an ``EngineDeadError`` chain after a crash is the API server's
-report of that crash.
+that assert's exception, and an ``EngineDeadError`` chain after a crash (no probe line of
+another step between them: :func:`ends`) is the API server's report of that crash.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ class Chains:
             return  # joined to its assert: the assert's line stays the event's
         kind = self.kind_of(text)
         before = self.events[-2] if len(self.events) > 1 else None
-        if kind == "engine_dead" and before is not None and before.get("kind") in CRASH_KINDS \
+        if kind == "engine_dead" and ends(before, event["step"]) and before is not None \
                 and "engine_dead" not in before:
             self.events.pop()  # the API server's report of the crash before: that crash's
             before["engine_dead"] = {"line": number, "message": text.strip()[:TEXT]}
@@ -169,6 +169,13 @@ class Chains:
             return
         event.update(kind=kind or "engine_exception", line=number, message=text.strip()[:TEXT])
         _say_cut(event)
+
+
+def ends(crash: dict[str, Any] | None, step: int | None) -> bool:
+    """Whether a report of the engine's death read at ``step`` (the step of the last probe
+    line before it) is the crash event ``crash``'s: ``crash`` is a crash's and no probe line
+    of another step was read since it (an engine that ran on after it died of another crash)."""
+    return crash is not None and crash.get("kind") in CRASH_KINDS and crash.get("step") == step
 
 
 def _say_cut(event: dict[str, Any]) -> None:

@@ -1788,6 +1788,12 @@ TESTS = {
               "test_a_capture_of_another_vllm_says_the_models_copy_another_version"],
     "T110f": ["tests/hostile/test_round19_attack19b.py::"
               "test_a_fatal_python_error_is_a_crash_and_its_report_joins_it"],
+    "T115a": ["tests/hostile/test_round20_attack20a.py::"
+              "test_a_death_after_later_steps_is_a_crash_of_its_own",
+              "tests/hostile/test_round20_attack20a.py::"
+              "test_an_engine_dead_after_later_steps_is_a_crash_of_its_own",
+              "tests/hostile/test_round20_attack20a.py::"
+              "test_a_death_right_after_its_crash_still_joins_it"],
     "T110g": ["tests/hostile/test_round19_attack19b.py::"
               "test_the_count_of_findings_is_that_of_the_lines_listed"],
     "T112a": ["tests/hostile/test_round19_attack19c.py::"

@@ -1,0 +1,80 @@
+"""Round 20's attack20a (issue 38): what a hostile or careful user found in ``forensics import``
+and the commands that read what it wrote.
+
+- T115a: a log in which the engine ran on (probe lines of later steps) after a CUDA error, then
+  died of a SIGSEGV, imported as one crash at the first error's step: the later death became
+  the first error's ``died`` (and the API server's ``EngineDeadError`` of a later crash its
+  ``engine_dead``), so the crash at the later step was counted nowhere.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_round2 import run_cli
+
+
+def probe(step: int) -> str:
+    """The embedding probe's line of ``step``."""
+    return ("(EngineCore_DP0 pid=4242) SM70-TEMB: rows=1000 input=(4,) dtype=torch.int32 "
+            f"min=0 max=7 step={step}\n")
+
+
+ILLEGAL = ("(EngineCore_DP0 pid=4242) ERROR 12-02 10:40:00 [core.py:1] RuntimeError: CUDA "
+           "error: an illegal memory access was encountered\n")
+WORKER_DIED = ("(EngineCore_DP0 pid=4242) ERROR 12-02 10:46:44 [multiproc_executor.py:381] "
+               "Worker proc VllmWorker-0 died unexpectedly (exit code: -11), shutting down "
+               "executor.\n")
+ENGINE_DEAD = (
+    "ERROR 12-02 10:46:45 [serving.py:300] Traceback (most recent call last):\n"
+    'ERROR 12-02 10:46:45 [serving.py:300]   File "/x/vllm/v1/engine/async_llm.py", line 419\n'
+    "ERROR 12-02 10:46:45 [serving.py:300]     raise EngineDeadError()\n"
+    "ERROR 12-02 10:46:45 [serving.py:300] vllm.v1.engine.exceptions.EngineDeadError: "
+    "EngineCore encountered an issue. See stack trace (above) for the root cause.\n")
+
+
+def _events(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> list[
+        dict[str, object]]:
+    """The events of the capture imported from a log of ``text``."""
+    (tmp_path / "engine.log").write_text(text)
+    out = tmp_path / "engine.capture"
+    code, _, err = run_cli(capsys, "import", tmp_path / "engine.log", "-o", out, "--force")
+    assert code == 0, err
+    code, shown, err = run_cli(capsys, "inspect", out, "--json")
+    assert code == 0, err
+    return list(json.loads(shown)["events"])
+
+
+# ------------------------------ T115a: a death after the engine ran on is a crash of its own
+
+
+def test_a_death_after_later_steps_is_a_crash_of_its_own(capsys: pytest.CaptureFixture[str],
+                                                         tmp_path: Path) -> None:
+    """A worker's death read after probe lines of later steps than a CUDA error's is its own
+    crash, at its own step: the engine ran on after that error."""
+    events = _events(capsys, tmp_path, probe(1) + ILLEGAL + probe(2) + probe(3) + WORKER_DIED)
+    assert [(e["kind"], e["line"], e["step"]) for e in events] == [
+        ("illegal_memory_access", 2, 1), ("process_died", 5, 3)]
+    assert "died" not in events[0]
+
+
+def test_an_engine_dead_after_later_steps_is_a_crash_of_its_own(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The API server's ``EngineDeadError`` read after probe lines of later steps than a CUDA
+    error's is not that error's report: it is counted, at its own step."""
+    events = _events(capsys, tmp_path, probe(1) + ILLEGAL + probe(2) + ENGINE_DEAD)
+    assert [(e["kind"], e["step"]) for e in events] == [("illegal_memory_access", 1),
+                                                        ("engine_dead", 2)]
+    assert "engine_dead" not in events[0]
+
+
+def test_a_death_right_after_its_crash_still_joins_it(capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path) -> None:
+    """With no probe line of another step between them (a line of the same step, another
+    rank's, is none), the death and the EngineDeadError stay the error's: one crash."""
+    events = _events(capsys, tmp_path, probe(1) + ILLEGAL + probe(1) + WORKER_DIED
+                     + ENGINE_DEAD)
+    assert [(e["kind"], e["step"]) for e in events] == [("illegal_memory_access", 1)]
+    assert events[0]["died"] and events[0]["engine_dead"]
