@@ -6,7 +6,8 @@ After an exception in ``execute_model`` vLLM logs, at ERROR level, three lines f
 shapes, token ids as counts) and ``Dumping scheduler stats: ...``, then the exception's
 traceback. :func:`read` reads the log as :mod:`forensics.importers.logs` does (each exception
 chain one event, :mod:`forensics.importers.tracebacks`) and adds one ``crash_dump`` event per
-dump, which takes in the exception chain after it (one crash, one event), carrying:
+dump, which takes in the exception chain after it (one crash, one event; none that ends after
+a later dump of its process or of the chain's: that dump's), carrying:
 
 - ``scheduled_spec_decode_tokens``: request id -> the draft token ids scheduled;
 - ``num_scheduled_tokens`` (the batch: request id -> tokens), ``total_num_scheduled_tokens``,
@@ -46,6 +47,8 @@ CONFIG_FIELDS = {"model": re.compile(r"^model='(?P<v>[^']*)'"),
                  "tensor_parallel_size": re.compile(r"tensor_parallel_size=(?P<v>\d+)")}
 #: what a dump takes from the exception chain after it
 CHAIN_KEYS = ("exception", "final", "links", "location", "source_line", "engine_dead", "died")
+#: a log line's process tag: vLLM's ``(EngineCore_DP0 pid=196)`` before its level
+PROCESS_RE = re.compile(r"\([^)]*\)")
 MAX_IDS = 1 << 16  # draft ids kept per dump (a dump lists a handful per request)
 #: the batch fields of a dump (:func:`parse_scheduler_output`'s)
 BATCH_KEYS = ("scheduled_spec_decode_tokens", "num_scheduled_tokens",
@@ -59,10 +62,10 @@ def read(path: Path) -> Imported:
     Raises CaptureFormatError as :func:`forensics.importers.logs.read` does.
     """
     imported = plain_logs.read(path)
-    dumps = _Dumps(path.name)
+    dumps = _Dumps(path.name, {e["last_line"] for e in imported.events if "exception" in e})
     for number, text, cut in plain_logs.text_lines(path):
         dumps.line(number, text.rstrip("\r\n"), cut)
-    _join_chains(dumps.events, imported.events)
+    _join_chains(dumps, imported.events)
     imported.events = sorted(imported.events + dumps.events,
                              key=lambda e: e.get("first_line", e["line"]))
     return imported
@@ -71,15 +74,20 @@ def read(path: Path) -> Imported:
 class _Dumps:
     """Collects dumps line by line: the config line, then the scheduler output line."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, ends: set[int]) -> None:
         self.source = source
         self.events: list[dict[str, Any]] = []
         self.config: dict[str, Any] = {}
+        self.ends = ends  # the last lines of the exception chains
+        #: the process tag (:data:`PROCESS_RE`) of each dump's line and chain's last line
+        self.tags: dict[int, str] = {}
 
     def line(self, number: int, raw: str, cut: bool = False) -> None:
         """Read one log line; ``cut``: it is the first part of a longer line
         (:data:`~forensics.importers.logs.MAX_LINE`): a scheduler output's batch is then
         unknown, and a config's number that reaches the cut is left out."""
+        if number in self.ends:
+            self.tags[number] = process_tag(raw)
         text = plain_logs.crash_body(raw)
         if text is None or plain_logs.quotes_requests(raw):
             return  # a prompt quoting a dump is no dump: a dump's line is vLLM's ERROR line
@@ -91,6 +99,7 @@ class _Dumps:
                     "config": self.config, **self._batch(number, output["dump"], cut)}
             dump["message"] = _message(dump)
             self.events.append(dump)
+            self.tags[number] = process_tag(raw)
             self.config = {}
 
     def _batch(self, number: int, text: str, cut: bool) -> dict[str, Any]:
@@ -106,10 +115,22 @@ class _Dumps:
                                      f"{exc}") from None
 
 
-def _join_chains(dumps: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+def process_tag(raw: str) -> str:
+    """The process tag a log line begins with (``(EngineCore_DP0 pid=196)``), or ""."""
+    found = PROCESS_RE.match(raw)
+    return found.group(0) if found else ""
+
+
+def _join_chains(found: _Dumps, events: list[dict[str, Any]]) -> None:
     """Move into each dump the first exception chain that ends after its line (its exception,
     location, source line; a CUDA assert's condition it joined), taking that chain's event
-    out of ``events``: one crash, one event. One pass over both lists (each in line order)."""
+    out of ``events``: one crash, one event; none when a later dump of its process, or of the
+    chain's, comes before that chain ends (the chain is that dump's: the engine ran on after
+    the first). One pass over both lists (each in line order)."""
+    dumps, tags = found.events, found.tags
+    lines: dict[str, list[int]] = {}  # process tag -> the lines of its dumps, in order
+    for dump in dumps:
+        lines.setdefault(tags[dump["line"]], []).append(dump["line"])
     taken: set[int] = set()
     at = 0
     for dump in dumps:
@@ -119,6 +140,10 @@ def _join_chains(dumps: list[dict[str, Any]], events: list[dict[str, Any]]) -> N
         if at == len(events):
             break
         chain = events[at]
+        own = {tags[dump["line"]], tags.get(chain["last_line"], "")}
+        if any(_dumped_between(lines.get(tag, []), dump["line"], chain["last_line"])
+               for tag in own):
+            continue  # a later dump's chain
         dump.update({key: chain[key] for key in CHAIN_KEYS if key in chain})
         if chain["kind"] == "cuda_assert":
             dump["assertion"] = chain.get("detail")
@@ -126,6 +151,14 @@ def _join_chains(dumps: list[dict[str, Any]], events: list[dict[str, Any]]) -> N
         taken.add(at)
         at += 1
     events[:] = [event for k, event in enumerate(events) if k not in taken]
+
+
+def _dumped_between(lines: list[int], first: int, last: int) -> bool:
+    """Whether a line of ``lines`` (in order) lies after ``first`` and before ``last``."""
+    from bisect import bisect_right
+
+    at = bisect_right(lines, first)
+    return at < len(lines) and lines[at] < last
 
 
 def parse_config(version: str, text: str, cut: bool = False) -> dict[str, Any]:

@@ -5,6 +5,9 @@ and the commands that read what it wrote.
   died of a SIGSEGV, imported as one crash at the first error's step: the later death became
   the first error's ``died`` (and the API server's ``EngineDeadError`` of a later crash its
   ``engine_dead``), so the crash at the later step was counted nowhere.
+- T115b: a log holding two crash dumps of one engine, the first with no traceback after it (the
+  engine ran on) and the second followed by its exception, said the first dump's requests
+  ("4 of 4 spec-decode token(s) -1") raised the second's exception, and the second none.
 """
 
 from __future__ import annotations
@@ -78,3 +81,53 @@ def test_a_death_right_after_its_crash_still_joins_it(capsys: pytest.CaptureFixt
                      + ENGINE_DEAD)
     assert [(e["kind"], e["step"]) for e in events] == [("illegal_memory_access", 1)]
     assert events[0]["died"] and events[0]["engine_dead"]
+
+
+# ------------------------------ T115b: a dump's exception is the one after it, not a later one's
+
+
+DUMP = "(EngineCore_DP0 pid=196) ERROR 12-02 10:46:44 [dump_input.py:72] "
+CORE = "(EngineCore_DP0 pid=196) ERROR 12-02 10:46:44 [core.py:1586] "
+
+
+def dump(batch: str, tag: str = DUMP) -> str:
+    """A crash dump's config and scheduler output lines of ``batch`` (``r: [ids]``, ...)."""
+    counts = ", ".join(f"{entry.split(':')[0]}: 5" for entry in batch.split("], "))
+    return (f"{tag}Dumping input data for V1 LLM engine (v0.33.0) with config: model='m', \n"
+            f"{tag}Dumping scheduler output for model execution: SchedulerOutput("
+            f"num_scheduled_tokens={{{counts}}}, scheduled_spec_decode_tokens={{{batch}}}, "
+            "total_num_scheduled_tokens=5)\n")
+
+
+def chain(exception: str, tag: str = CORE) -> str:
+    """An exception's traceback logged by vLLM's engine core."""
+    return (f"{tag}Traceback (most recent call last):\n"
+            f'{tag}  File "/x/vllm/v1/core/sched/async_scheduler.py", line 63, in f\n'
+            f"{tag}    assert request.num_output_placeholders >= 0\n"
+            f"{tag}{exception}\n")
+
+
+def test_a_dump_is_not_given_the_exception_of_a_later_dump(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The exception after the second of two dumps of one engine is the second's: the first,
+    with no traceback after it, says no exception."""
+    events = _events(capsys, tmp_path, dump("r1: [-1, -1, -1, -1]")
+                     + "(APIServer pid=1) INFO 12-02 10:47:00 [loggers.py:271] Running: 1 reqs\n"
+                     + dump("r2: [1, 2, 3, 4]") + chain("AssertionError: boom"))
+    assert [(e["kind"], e["line"], e.get("exception")) for e in events] == [
+        ("crash_dump", 2, None), ("crash_dump", 5, "AssertionError: boom")]
+    assert "AssertionError" not in str(events[0]["message"])
+    assert "0 of 4 spec-decode token(s) -1; " in str(events[1]["message"])
+
+
+def test_dumps_of_two_engines_keep_their_own_exceptions(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Two engines' dumps, then their tracebacks in the same order: each dump holds its own
+    engine's exception (a dump of another process between them blocks none)."""
+    other, other_core = (DUMP.replace("DP0 pid=196", "DP1 pid=197"),
+                         CORE.replace("DP0 pid=196", "DP1 pid=197"))
+    events = _events(capsys, tmp_path, dump("r1: [-1, -1]") + dump("r2: [1, 2]", other)
+                     + chain("AssertionError: zero", CORE)
+                     + chain("AssertionError: one", other_core))
+    assert [(e["line"], str(e.get("exception", "")).rsplit(" ", 1)[-1]) for e in events] == [
+        (2, "zero"), (4, "one")]

@@ -1794,6 +1794,10 @@ TESTS = {
               "test_an_engine_dead_after_later_steps_is_a_crash_of_its_own",
               "tests/hostile/test_round20_attack20a.py::"
               "test_a_death_right_after_its_crash_still_joins_it"],
+    "T115b": ["tests/hostile/test_round20_attack20a.py::"
+              "test_a_dump_is_not_given_the_exception_of_a_later_dump",
+              "tests/hostile/test_round20_attack20a.py::"
+              "test_dumps_of_two_engines_keep_their_own_exceptions"],
     "T110g": ["tests/hostile/test_round19_attack19b.py::"
               "test_the_count_of_findings_is_that_of_the_lines_listed"],
     "T112a": ["tests/hostile/test_round19_attack19c.py::"
