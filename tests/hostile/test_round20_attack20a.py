@@ -8,6 +8,8 @@ and the commands that read what it wrote.
 - T115b: a log holding two crash dumps of one engine, the first with no traceback after it (the
   engine ran on) and the second followed by its exception, said the first dump's requests
   ("4 of 4 spec-decode token(s) -1") raised the second's exception, and the second none.
+- T115c: ``forensics findings --request ID`` of a request no record of the capture names said
+  "no findings" alone, read as that request's rows judged clean (as T111b's steps were).
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from pathlib import Path
 
 import pytest
 from test_round2 import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+INCIDENT_B = ROOT / "data" / "incident-b-vocab-sentinel.capture"
 
 
 def probe(step: int) -> str:
@@ -131,3 +136,25 @@ def test_dumps_of_two_engines_keep_their_own_exceptions(
                      + chain("AssertionError: one", other_core))
     assert [(e["line"], str(e.get("exception", "")).rsplit(" ", 1)[-1]) for e in events] == [
         (2, "zero"), (4, "one")]
+
+
+# ------------------------------ T115c: a request the capture never names is not said clean
+
+
+def test_findings_of_a_request_no_record_names_says_so(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--request`` naming no request of the capture (its records name req-0 and req-1) says
+    that nothing of it was judged, under "no findings"; one it names says no such line."""
+    code, out, err = run_cli(capsys, "findings", INCIDENT_B, "--request", "req-9\x1b[2J",
+                             "--site", "embedding", "--steps", "3:5")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "no findings"
+    assert lines[1].startswith("the capture holds no record of site embedding at steps 3..5 "
+                               "naming request 'req-9")
+    assert lines[1].endswith("name their requests): nothing of it was judged")
+    assert "\x1b" not in out
+    code, out, err = run_cli(capsys, "findings", INCIDENT_B, "--request", "req-0",
+                             "--site", "embedding", "--steps", "3:5")
+    assert code == 0, err
+    assert out.splitlines() == ["no findings"]
