@@ -12,7 +12,8 @@
   a prompt another logger quotes holds.
 
 Steps follow line order (each probe line is the next step) unless a line names one
-(``step=N``); ``rank=N`` on a line sets its rank. The lines naming no step say so
+(``step=N``); ``rank=N`` on a line sets its rank (a negative one is refused, never read as
+naming none). The lines naming no step say so
 (``Imported.ordinal``): imported beside a dump, they keep their order after the dump's steps
 (:func:`forensics.importers.combined`).
 """
@@ -38,8 +39,8 @@ from forensics.store.events import MAX_EVENTS
 from forensics.store.guarded import iter_lines, read_prefix
 from forensics.validate import validate_record
 
-STEP_RE = re.compile(r"\bstep[=:]\s*(\d+)")
-RANK_RE = re.compile(r"\brank[=:]\s*(\d+)")
+STEP_RE = re.compile(r"\bstep[=:]\s*(-?\d+)")
+RANK_RE = re.compile(r"\brank[=:]\s*(-?\d+)")
 # the assert line is taken apart in linear time (one regex with .*? and .+? backtracked
 # cubically on long lines): "Assertion" and "failed" by search, the file prefix anchored
 ASSERTION_RE = re.compile(r"Assertion\s+")

@@ -10,6 +10,8 @@ and the commands that read what it wrote.
   ("4 of 4 spec-decode token(s) -1") raised the second's exception, and the second none.
 - T115c: ``forensics findings --request ID`` of a request no record of the capture names said
   "no findings" alone, read as that request's rows judged clean (as T111b's steps were).
+- T115d: a probe line naming a negative step (``step=-5``) or rank was imported at the next step
+  of the log's order (step 8 after step 7), as if it named none: a step the line does not say.
 """
 
 from __future__ import annotations
@@ -158,3 +160,23 @@ def test_findings_of_a_request_no_record_names_says_so(
                              "--site", "embedding", "--steps", "3:5")
     assert code == 0, err
     assert out.splitlines() == ["no findings"]
+
+
+# ------------------------------ T115d: a probe line's negative step is refused, not replaced
+
+
+@pytest.mark.parametrize(("named", "said"), [
+    ("step=-5", "'step' must be a non-negative int64, got -5"),
+    ("rank=-1 step=8", "'rank' must be a rank from 0 to 999999")])
+def test_a_probe_line_naming_a_negative_step_or_rank_is_refused(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, named: str, said: str) -> None:
+    """``step=-5`` (or ``rank=-1``) on a probe line is refused with exit 2 naming the line and
+    the field; it was read as naming no step and placed at the next one (step 8)."""
+    line = "SM70-TEMB: rows=100 input=(4,) dtype=torch.int64 min=1 max=2 "
+    (tmp_path / "engine.log").write_text(f"{line}step=7\n{line}{named}\n")
+    code, out, err = run_cli(capsys, "import", tmp_path / "engine.log", "-o",
+                             tmp_path / "engine.capture")
+    assert code == 2, out
+    assert len(err.strip().splitlines()) == 1
+    assert "'engine.log' (line 2)" in err and said in err
+    assert not (tmp_path / "engine.capture").exists()
