@@ -37,9 +37,11 @@ CRASH_LEVELS = (None, "ERROR", "CRITICAL")
 TRACEBACK = "Traceback (most recent call last):"
 LINKS = ("During handling of the above exception, another exception occurred:",
          "The above exception was the direct cause of the following exception:")
-#: the event kinds of a crash (a chain after one of them, naming EngineDeadError, joins it)
+#: the event kinds of a crash (a report of the engine's death after one of them joins it: an
+#: ``EngineDeadError``, by a chain or a line, or a process's death; the API server logs one
+#: ``EngineDeadError`` per request it fails, so a report after an ``engine_dead`` is its)
 CRASH_KINDS = ("cuda_assert", "cuda_error", "illegal_memory_access", "engine_exception",
-               "process_died")
+               "process_died", "engine_dead")
 TEXT = 500  # characters kept of a line
 
 
@@ -157,10 +159,9 @@ class Chains:
             return  # joined to its assert: the assert's line stays the event's
         kind = self.kind_of(text)
         before = self.events[-2] if len(self.events) > 1 else None
-        if kind == "engine_dead" and ends(before, event["step"]) and before is not None \
-                and "engine_dead" not in before:
+        if kind == "engine_dead" and ends(before, event["step"]) and before is not None:
             self.events.pop()  # the API server's report of the crash before: that crash's
-            before["engine_dead"] = {"line": number, "message": text.strip()[:TEXT]}
+            before.setdefault("engine_dead", {"line": number, "message": text.strip()[:TEXT]})
             if "cut" in event:
                 before.setdefault("cut", event["cut"])
                 _say_cut(before)

@@ -12,6 +12,9 @@ and the commands that read what it wrote.
   "no findings" alone, read as that request's rows judged clean (as T111b's steps were).
 - T115d: a probe line naming a negative step (``step=-5``) or rank was imported at the next step
   of the log's order (step 8 after step 7), as if it named none: a step the line does not say.
+- T115e: one CUDA error, then the API server's ``EngineDeadError`` traceback for each of the
+  three requests it failed, imported as three crash events (the first report joined the error,
+  each later one counted a crash of its own), and ``known`` said "3 crash event(s)".
 """
 
 from __future__ import annotations
@@ -180,3 +183,26 @@ def test_a_probe_line_naming_a_negative_step_or_rank_is_refused(
     assert len(err.strip().splitlines()) == 1
     assert "'engine.log' (line 2)" in err and said in err
     assert not (tmp_path / "engine.capture").exists()
+
+
+# ------------------------------ T115e: one EngineDeadError per failed request is one crash
+
+
+def test_the_engine_dead_reports_of_every_failed_request_are_one_crash(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Three ``EngineDeadError`` tracebacks (one per request the API server failed) after a
+    CUDA error are that error's: one crash event, and ``known`` counts one."""
+    events = _events(capsys, tmp_path, probe(1) + ILLEGAL + ENGINE_DEAD * 3)
+    assert [(e["kind"], e["line"]) for e in events] == [("illegal_memory_access", 2)]
+    assert events[0]["engine_dead"]["line"] == 6  # type: ignore[index]
+    code, out, err = run_cli(capsys, "known", tmp_path / "engine.capture")
+    assert code in (0, 1), err
+    assert "1 crash event(s)" in " ".join(out.split())
+
+
+def test_engine_dead_reports_without_a_crash_before_are_one_crash(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The API server's log alone (the engine's crash in another log): its ``EngineDeadError``
+    tracebacks, one per failed request, are one crash event."""
+    events = _events(capsys, tmp_path, probe(1) + ENGINE_DEAD * 3)
+    assert [(e["kind"], e["line"]) for e in events] == [("engine_dead", 5)]

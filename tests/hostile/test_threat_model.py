@@ -1802,6 +1802,10 @@ TESTS = {
               "test_findings_of_a_request_no_record_names_says_so"],
     "T115d": ["tests/hostile/test_round20_attack20a.py::"
               "test_a_probe_line_naming_a_negative_step_or_rank_is_refused"],
+    "T115e": ["tests/hostile/test_round20_attack20a.py::"
+              "test_the_engine_dead_reports_of_every_failed_request_are_one_crash",
+              "tests/hostile/test_round20_attack20a.py::"
+              "test_engine_dead_reports_without_a_crash_before_are_one_crash"],
     "T110g": ["tests/hostile/test_round19_attack19b.py::"
               "test_the_count_of_findings_is_that_of_the_lines_listed"],
     "T112a": ["tests/hostile/test_round19_attack19c.py::"
