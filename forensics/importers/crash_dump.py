@@ -37,7 +37,10 @@ from forensics.manifest_facts import UNKNOWN
 CONFIG_RE = re.compile(r"Dumping input data for V1 LLM engine \(v(?P<version>[^)\s]+)\) with "
                        r"config: (?P<config>.*)")
 OUTPUT_RE = re.compile(r"Dumping scheduler output for model execution: (?P<dump>.*)")
-DICT_RE = r"{name}=\{{(?P<body>[^{{}}]*)\}}"
+#: the close of a dumped dict: its ``}``, then the next field of the object (or its end)
+CLOSE_RE = re.compile(r"\}(?:,\s*+(?:\w++=|\))|\)|\s*+$)")
+#: a draft id list's text in a dumped dict (no ``:``, ``[`` or ``]`` inside: linear)
+LIST_RE = re.compile(r"\[[^\[\]:]*\]")
 IDS_RE = re.compile(r"\[(?P<ids>[-\d,\s]*)\]?")
 NUMBER_RE = re.compile(r"-?[0-9]+")
 QUOTED_RE = re.compile(r"'([^']*)'")
@@ -105,14 +108,22 @@ class _Dumps:
     def _batch(self, number: int, text: str, cut: bool) -> dict[str, Any]:
         """The batch of a scheduler output line; each field ``unknown`` for a cut line (what
         its part holds is not what the line held: a dict it opens is not closed, or holds
-        fewer entries), with ``cut`` saying why."""
+        fewer entries), with ``cut`` saying why, and for one whose requests' counts do not add
+        up to its total (an id read wrong), with ``unread`` saying why."""
         if cut:
             return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "cut": plain_logs.CUT}
         try:
-            return parse_scheduler_output(text)
+            batch = parse_scheduler_output(text)
         except CaptureFormatError as exc:
             raise CaptureFormatError(f"log '{terminal(self.source)}' line {number}: "
                                      f"{exc}") from None
+        total, counts = batch["total_num_scheduled_tokens"], batch["num_scheduled_tokens"]
+        if total is not None and sum(counts.values()) != total:
+            return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "unread": (
+                f"the {len(counts)} request(s) read of its num_scheduled_tokens schedule "
+                f"{sum(counts.values())} tokens, not its total_num_scheduled_tokens {total}: "
+                "a request id in it is not told apart from the dict's text")}
+        return batch
 
 
 def process_tag(raw: str) -> str:
@@ -179,8 +190,8 @@ def parse_config(version: str, text: str, cut: bool = False) -> dict[str, Any]:
 
 def parse_scheduler_output(text: str) -> dict[str, Any]:
     """The batch and the scheduled spec-decode tokens of a dumped ``SchedulerOutput``."""
-    spec = _dict(text, "scheduled_spec_decode_tokens", "], ", _ids)
-    counts = _dict(text, "num_scheduled_tokens", ", ", _count)
+    spec = _dict(text, "scheduled_spec_decode_tokens", LIST_RE, _ids)
+    counts = _dict(text, "num_scheduled_tokens", NUMBER_RE, _count)
     total = re.search(r"total_num_scheduled_tokens=(\d+)", text)
     cached = next(between(text, "CachedRequestData(req_ids=[", "]"), None)
     return {"scheduled_spec_decode_tokens": spec, "num_scheduled_tokens": counts,
@@ -204,22 +215,18 @@ def between(text: str, opener: str, closer: str) -> Iterator[str]:
         at = text.find(opener, end + len(closer))
 
 
-def _dict(text: str, name: str, separator: str, value: Any) -> dict[str, Any]:
+def _dict(text: str, name: str, shape: re.Pattern[str], value: Any) -> dict[str, Any]:
     """``{key: value(text)}`` of a dumped dict ``name={k: v, ...}`` (keys unquoted, as vLLM's
-    dump prints them, each kept as spelled: ``r1`` and ``r1 `` are two requests); split on
-    ``separator`` in linear time, entries that do not parse left out.
+    dump prints them, each kept as spelled: ``r1`` and ``r1 `` are two requests); read in
+    linear time, entries that do not parse left out (:func:`_entries`).
 
     Raises CaptureFormatError naming ``name`` and a key it names twice (a Python dict prints
     each key once: a second entry would hide the first's value, its ``-1`` drafts)."""
-    found = re.search(DICT_RE.format(name=name), text)
+    found = re.search(rf"\b{name}=\{{", text)
     if found is None:
         return {}
     entries: dict[str, Any] = {}
-    for piece in found["body"].split(separator):
-        key, colon, rest = piece.rpartition(": ")
-        parsed = value(rest) if colon and key.strip() else None
-        if parsed is None:
-            continue
+    for key, parsed in _entries(text, found.end(), shape, value):
         if isinstance(parsed, str):  # a number the dump prints that no int64 holds, or too many
             raise CaptureFormatError(f"the crash dump's {name} for request {show(key)} holds "
                                      f"{parsed} (vLLM prints int64 counts and ids); fix or cut "
@@ -230,6 +237,31 @@ def _dict(text: str, name: str, separator: str, value: Any) -> dict[str, Any]:
                                      "request's entry once")
         entries[key] = parsed
     return entries
+
+
+def _entries(text: str, at: int, shape: re.Pattern[str], value: Any) -> Iterator[
+        tuple[str, Any]]:
+    """The ``(key, value(v))`` entries of the dumped dict whose body begins at ``at``, to its
+    ``}`` (:data:`CLOSE_RE`). A key is a client's request id, which may hold ``}``, ``, `` or
+    ``: ``: an entry ends at a ``: `` followed by a value of ``shape`` that parses, then ``, ``
+    or the dict's close; any other ``: `` is the key's (a brace in an id closed the dict
+    early: "0 request(s) scheduled" of a batch of -1 drafts). Linear in ``text``."""
+    key = at
+    close = CLOSE_RE.search(text, at)  # the next close at or after ``at`` (searched on from it)
+    while close is not None and close.start() > key:
+        colon = text.find(": ", at)
+        if colon < 0 or close.start() < colon:
+            return  # the dict closed (or never does) before another entry
+        at = colon + 2
+        found = shape.match(text, at)
+        parsed = value(found.group(0)) if found and text[key:colon].strip() else None
+        end = found.end() if found else at
+        if parsed is None or not (text.startswith(", ", end) or CLOSE_RE.match(text, end)):
+            continue  # this ": " is the key's
+        yield text[key:colon], parsed
+        key = at = end + (2 if text.startswith(", ", end) else 0)
+        if close.start() < key:
+            close = CLOSE_RE.search(text, key)
 
 
 def _ids(text: str) -> list[int] | str | None:
@@ -269,7 +301,7 @@ def _message(dump: dict[str, Any]) -> str:
     spec = dump["scheduled_spec_decode_tokens"]
     if spec == UNKNOWN:
         text = (f"vLLM crash dump: requests scheduled and spec-decode tokens unknown "
-                f"({dump['cut']})")
+                f"({dump.get('cut') or dump.get('unread')})")
     else:
         flat = [t for ids in spec.values() for t in ids]
         text = (f"vLLM crash dump: {len(dump['num_scheduled_tokens'])} request(s) scheduled, "

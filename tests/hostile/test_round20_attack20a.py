@@ -15,6 +15,10 @@ and the commands that read what it wrote.
 - T115e: one CUDA error, then the API server's ``EngineDeadError`` traceback for each of the
   three requests it failed, imported as three crash events (the first report joined the error,
   each later one counted a crash of its own), and ``known`` said "3 crash event(s)".
+- T115f: a crash dump whose batch holds a request id with a ``}`` (a client's ``X-Request-Id``)
+  said "0 request(s) scheduled, 0 of 0 spec-decode token(s) -1" of a batch of -1 drafts: the
+  brace closed the dumped dict. A dump whose requests' counts do not add up to its
+  ``total_num_scheduled_tokens`` says its batch is unknown, and why.
 """
 
 from __future__ import annotations
@@ -206,3 +210,28 @@ def test_engine_dead_reports_without_a_crash_before_are_one_crash(
     tracebacks, one per failed request, are one crash event."""
     events = _events(capsys, tmp_path, probe(1) + ENGINE_DEAD * 3)
     assert [(e["kind"], e["line"]) for e in events] == [("engine_dead", 5)]
+
+
+# ------------------------------ T115f: a brace in a request id does not empty a dump's batch
+
+
+@pytest.mark.parametrize("rid", ["chatcmpl-x}y", "chatcmpl-{z}", "a, b: 3}", "q}, r=1"])
+def test_a_request_id_holding_a_brace_keeps_the_dumps_batch(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, rid: str) -> None:
+    """vLLM prints a dict's keys unquoted: a client's request id holding ``}`` (or ``, `` and
+    ``: ``) is read whole, and the dump says both requests and their drafts."""
+    text = (f"{DUMP}Dumping scheduler output for model execution: SchedulerOutput("
+            f"num_scheduled_tokens={{{rid}: 5, r2: 5}}, total_num_scheduled_tokens=10, "
+            f"scheduled_spec_decode_tokens={{{rid}: [-1, -1, -1, -1], r2: [-1, -1, -1, -1]}}, "
+            "scheduled_encoder_inputs={})\n" + chain("AssertionError"))
+    events = _events(capsys, tmp_path, text)
+    if rid == "q}, r=1":  # a close and a next field inside an id: where the dict ends is
+        # ambiguous, and its counts do not add up to the total: the batch is unknown
+        assert events[0]["scheduled_spec_decode_tokens"] == "unknown"
+        assert "requests scheduled and spec-decode tokens unknown (the 0 request(s) read" in \
+            str(events[0]["message"])
+        return
+    assert events[0]["num_scheduled_tokens"] == {rid: 5, "r2": 5}
+    assert events[0]["scheduled_spec_decode_tokens"] == {rid: [-1] * 4, "r2": [-1] * 4}
+    assert str(events[0]["message"]).startswith(
+        "vLLM crash dump: 2 request(s) scheduled, 8 of 8 spec-decode token(s) -1")
