@@ -67,11 +67,13 @@ CUDA_HEAD = r"(?:CUDA error:\s*|Triton Error \[CUDA\]:\s*|Cuda failure\s+(?:\d+\
 #: unexpectedly``, the API server's ``Engine core process NAME died unexpectedly.`` and
 #: ``Process NAME (PID: N) died with exit code N``, an older core client's ``Engine core proc
 #: NAME died unexpectedly``), and CPython's faulthandler's ``Fatal Python error: Segmentation
-#: fault`` (the process aborts; an engine in one process logs no report of its death): the
+#: fault`` (the process aborts; an engine in one process logs no report of its death; not its
+#: ``... at interpreter shutdown, possibly due to daemon threads``, which a process that had
+#: finished its work and was exiting prints after vLLM's "Killing local vLLM worker processes"): the
 #: engine died, though no exception of it was logged (a SIGSEGV, a SIGKILL); after a crash event
 #: with no probe line of another step between them it is that crash's (its ``died``), no crash
 #: of its own (:func:`~forensics.importers.tracebacks.ends`)
-DIED_RE = re.compile(r"Fatal Python error: "
+DIED_RE = re.compile(r"Fatal Python error: (?!.*\bat interpreter shutdown\b)"
                      r"|(?:Worker proc|Engine core proc(?:ess)?)\s++\S++\s++died unexpectedly\b"
                      r"|RayWorkerProc rank=\d++ died unexpectedly\b"
                      r"|Process \S++ \(PID: \d++\) died with exit code\b")

@@ -19,6 +19,10 @@ and the commands that read what it wrote.
   said "0 request(s) scheduled, 0 of 0 spec-decode token(s) -1" of a batch of -1 drafts: the
   brace closed the dumped dict. A dump whose requests' counts do not add up to its
   ``total_num_scheduled_tokens`` says its batch is unknown, and why.
+- T115g: CPython's ``Fatal Python error: _enter_buffered_busy: could not acquire lock for
+  <_io.BufferedWriter name='<stderr>'> at interpreter shutdown, possibly due to daemon
+  threads``, which vLLM's processes print when exiting after a run that went well, imported as a
+  ``process_died`` crash: ``known`` said "crash verdict unexplained".
 """
 
 from __future__ import annotations
@@ -235,3 +239,26 @@ def test_a_request_id_holding_a_brace_keeps_the_dumps_batch(
     assert events[0]["scheduled_spec_decode_tokens"] == {rid: [-1] * 4, "r2": [-1] * 4}
     assert str(events[0]["message"]).startswith(
         "vLLM crash dump: 2 request(s) scheduled, 8 of 8 spec-decode token(s) -1")
+
+
+# ------------------------------ T115g: a fatal error at interpreter shutdown is no crash
+
+
+SHUTDOWN = (
+    "INFO 05-09 16:29:13 [multiproc_worker_utils.py:124] Killing local vLLM worker processes\n"
+    "Fatal Python error: _enter_buffered_busy: could not acquire lock for <_io.BufferedWriter "
+    "name='<stderr>'> at interpreter shutdown, possibly due to daemon threads\n"
+    "Python runtime state: finalizing (tstate=0x00000000009c89d0)\n\n"
+    "Current thread 0x00007faec6b2c740 (most recent call first):\n  <no Python frame>\n")
+
+
+def test_a_fatal_error_at_interpreter_shutdown_is_no_crash(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The lock error a process prints while exiting is no engine's death: no event, and
+    ``known`` says no crash; a segfault's fatal error stays a crash."""
+    assert _events(capsys, tmp_path, probe(1) + SHUTDOWN) == []
+    code, out, err = run_cli(capsys, "known", tmp_path / "engine.capture")
+    assert code in (0, 1), err
+    assert "crash verdict no crash" in " ".join(out.split())
+    events = _events(capsys, tmp_path, probe(1) + "Fatal Python error: Segmentation fault\n")
+    assert [e["kind"] for e in events] == ["process_died"]

@@ -1808,6 +1808,8 @@ TESTS = {
               "test_engine_dead_reports_without_a_crash_before_are_one_crash"],
     "T115f": ["tests/hostile/test_round20_attack20a.py::"
               "test_a_request_id_holding_a_brace_keeps_the_dumps_batch"],
+    "T115g": ["tests/hostile/test_round20_attack20a.py::"
+              "test_a_fatal_error_at_interpreter_shutdown_is_no_crash"],
     "T110g": ["tests/hostile/test_round19_attack19b.py::"
               "test_the_count_of_findings_is_that_of_the_lines_listed"],
     "T112a": ["tests/hostile/test_round19_attack19c.py::"
