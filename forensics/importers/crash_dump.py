@@ -254,7 +254,7 @@ def _entries(text: str, at: int, shape: re.Pattern[str], value: Any) -> Iterator
             return  # the dict closed (or never does) before another entry
         at = colon + 2
         found = shape.match(text, at)
-        parsed = value(found.group(0)) if found and text[key:colon].strip() else None
+        parsed = value(found.group(0)) if found else None  # a key may be blank: " " is an id
         end = found.end() if found else at
         if parsed is None or not (text.startswith(", ", end) or CLOSE_RE.match(text, end)):
             continue  # this ": " is the key's

@@ -28,10 +28,13 @@ and the commands that read what it wrote.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from test_round2 import run_cli
+
+from tests.instructions import assert_scales_linearly
 
 ROOT = Path(__file__).resolve().parents[2]
 INCIDENT_B = ROOT / "data" / "incident-b-vocab-sentinel.capture"
@@ -239,6 +242,24 @@ def test_a_request_id_holding_a_brace_keeps_the_dumps_batch(
     assert events[0]["scheduled_spec_decode_tokens"] == {rid: [-1] * 4, "r2": [-1] * 4}
     assert str(events[0]["message"]).startswith(
         "vLLM crash dump: 2 request(s) scheduled, 8 of 8 spec-decode token(s) -1")
+
+
+def test_a_dumped_dict_of_hostile_keys_is_read_in_linear_time(tmp_path: Path) -> None:
+    """Keys holding many ``: `` before a value that does not parse, braces and unclosed lists:
+    4 times the text costs under 6 times the instructions."""
+    assert_scales_linearly(__file__, "keys", 1000, tmp_path)
+
+
+def make_work(case: str, scale: int, scratch: Path) -> Callable[[], object]:
+    """Parsing dumped dicts of hostile keys of ``scale`` (run by :mod:`tests.instructions`)."""
+    from forensics.importers.crash_dump import parse_scheduler_output
+
+    def work() -> None:
+        for body in ("a: 5x" * 4 * scale, "}: 5}" * 4 * scale, "x: [1]}" * 3 * scale,
+                     "k: [" + "1, " * 6 * scale, "r}, " * 5 * scale + "r: 1"):
+            parse_scheduler_output(f"S(num_scheduled_tokens={{{body}}}, "
+                                   f"scheduled_spec_decode_tokens={{{body}}})")
+    return work
 
 
 # ------------------------------ T115g: a fatal error at interpreter shutdown is no crash

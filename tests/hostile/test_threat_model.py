@@ -1807,7 +1807,9 @@ TESTS = {
               "tests/hostile/test_round20_attack20a.py::"
               "test_engine_dead_reports_without_a_crash_before_are_one_crash"],
     "T115f": ["tests/hostile/test_round20_attack20a.py::"
-              "test_a_request_id_holding_a_brace_keeps_the_dumps_batch"],
+              "test_a_request_id_holding_a_brace_keeps_the_dumps_batch",
+              "tests/hostile/test_round20_attack20a.py::"
+              "test_a_dumped_dict_of_hostile_keys_is_read_in_linear_time"],
     "T115g": ["tests/hostile/test_round20_attack20a.py::"
               "test_a_fatal_error_at_interpreter_shutdown_is_no_crash"],
     "T110g": ["tests/hostile/test_round19_attack19b.py::"
