@@ -77,6 +77,9 @@ DIED_RE = re.compile(r"Fatal Python error: (?!.*\bat interpreter shutdown\b)"
                      r"|(?:Worker proc|Engine core proc(?:ess)?)\s++\S++\s++died unexpectedly\b"
                      r"|RayWorkerProc rank=\d++ died unexpectedly\b"
                      r"|Process \S++ \(PID: \d++\) died with exit code\b")
+#: vLLM's engine core's line at its start (``vllm/v1/engine/core.py``): a report of an engine's
+#: death after it is not that of a crash before it (a server restarted, its log appended to)
+ENGINE_START_RE = re.compile(r"Initializing a V1 LLM engine \(v")
 EVENT_PATTERNS = (
     ("illegal_memory_access", re.compile(CUDA_HEAD + r"(?:an\s+)?illegal memory access", re.I)),
     ("engine_dead", re.compile(r"(?:[A-Za-z_]\w*+\.)*+EngineDeadError\b")),
@@ -155,6 +158,9 @@ class _LogParser:
             return
         if quotes_requests(text):
             return
+        if self.result.events and starts_engine(text):
+            self.chains.closed.add(id(self.result.events[-1]))  # a death after it is another's
+            return
         for site, match in self._probe(text):
             if cut:
                 raise CaptureFormatError(f"log '{terminal(self.path)}' line {number}: a probe "
@@ -217,7 +223,7 @@ class _LogParser:
             return
         events = self.result.events
         last = events[-1] if events else None
-        if event["kind"] == "process_died" and ends(last, self.last_step):
+        if event["kind"] == "process_died" and ends(last, self.last_step, self.chains.closed):
             assert last is not None
             last.setdefault("died", {"line": number, "message": text.strip()[:500]})
             return  # vLLM's report of the death of the crash before: that crash's
@@ -257,6 +263,14 @@ def quotes_requests(text: str) -> bool:
     the logger's prefix): a prompt that says "illegal memory access" is no crash."""
     prefix = PREFIX_RE.match(text)
     return REQUEST_LOG_RE.match(text, prefix.end() if prefix else 0) is not None
+
+
+def starts_engine(text: str) -> bool:
+    """Whether the log line ``text`` is vLLM's engine core's ``INFO`` line at its start
+    (:data:`ENGINE_START_RE`, after the logger's prefix)."""
+    prefix = PREFIX_RE.match(text)
+    return prefix is not None and prefix["level"] == "INFO" \
+        and ENGINE_START_RE.match(text, prefix.end()) is not None
 
 
 def probe_lines() -> dict[str, LogLine]:

@@ -70,6 +70,8 @@ class Chains:
         self.linked = False  # a link line since the last exception line
         self.root = True  # still in the chain's first traceback
         self.own_frames = True  # frames name the event's location (not so for an assert's)
+        #: the ids of the events a later engine's start closed (no report after joins them)
+        self.closed: set[int] = set()
 
     def take(self, number: int, text: str, step: int | None, cut: bool = False) -> bool:
         """Whether the line belongs to a chain (it opens, continues or ends one); False: the
@@ -159,7 +161,8 @@ class Chains:
             return  # joined to its assert: the assert's line stays the event's
         kind = self.kind_of(text)
         before = self.events[-2] if len(self.events) > 1 else None
-        if kind == "engine_dead" and ends(before, event["step"]) and before is not None:
+        if kind == "engine_dead" and ends(before, event["step"], self.closed) \
+                and before is not None:
             self.events.pop()  # the API server's report of the crash before: that crash's
             before.setdefault("engine_dead", {"line": number, "message": text.strip()[:TEXT]})
             if "cut" in event:
@@ -172,11 +175,13 @@ class Chains:
         _say_cut(event)
 
 
-def ends(crash: dict[str, Any] | None, step: int | None) -> bool:
+def ends(crash: dict[str, Any] | None, step: int | None, closed: set[int]) -> bool:
     """Whether a report of the engine's death read at ``step`` (the step of the last probe
-    line before it) is the crash event ``crash``'s: ``crash`` is a crash's and no probe line
-    of another step was read since it (an engine that ran on after it died of another crash)."""
-    return crash is not None and crash.get("kind") in CRASH_KINDS and crash.get("step") == step
+    line before it) is the crash event ``crash``'s: ``crash`` is a crash's, no probe line of
+    another step was read since it (an engine that ran on after it died of another crash), and
+    no engine started since it (``closed``: the ids of the events an engine's start closed)."""
+    return crash is not None and crash.get("kind") in CRASH_KINDS \
+        and crash.get("step") == step and id(crash) not in closed
 
 
 def _say_cut(event: dict[str, Any]) -> None:

@@ -23,6 +23,9 @@ and the commands that read what it wrote.
   <_io.BufferedWriter name='<stderr>'> at interpreter shutdown, possibly due to daemon
   threads``, which vLLM's processes print when exiting after a run that went well, imported as a
   ``process_died`` crash: ``known`` said "crash verdict unexplained".
+- T115h: a log appended to by a restarted server (vLLM's ``Initializing a V1 LLM engine``
+  between), without probe lines, whose second engine died of a SIGSEGV, imported as one crash:
+  the second death joined the first engine's CUDA error and was counted nowhere.
 """
 
 from __future__ import annotations
@@ -283,3 +286,28 @@ def test_a_fatal_error_at_interpreter_shutdown_is_no_crash(
     assert "crash verdict no crash" in " ".join(out.split())
     events = _events(capsys, tmp_path, probe(1) + "Fatal Python error: Segmentation fault\n")
     assert [e["kind"] for e in events] == ["process_died"]
+
+
+# ------------------------------ T115h: a death after an engine's restart is a crash of its own
+
+
+START = ("(EngineCore_DP0 pid=99) INFO 12-02 11:00:00 [core.py:140] Initializing a V1 LLM engine "
+         "(v0.33.0) with config: model='m'\n")
+
+
+def test_a_death_after_an_engines_restart_is_a_crash_of_its_own(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A worker's death (or an EngineDeadError) read after vLLM's line at an engine's start is
+    not the crash before that start: it is counted, once, and the first crash keeps its own
+    death report."""
+    events = _events(capsys, tmp_path, ILLEGAL + WORKER_DIED + START + WORKER_DIED)
+    assert [(e["kind"], e["line"]) for e in events] == [("illegal_memory_access", 1),
+                                                       ("process_died", 4)]
+    assert events[0]["died"]["line"] == 2  # type: ignore[index]
+    events = _events(capsys, tmp_path, ILLEGAL + START + ENGINE_DEAD)
+    assert [(e["kind"], e["line"]) for e in events] == [("illegal_memory_access", 1),
+                                                       ("engine_dead", 6)]
+    prompt = ("INFO 12-02 11:00:00 [logger.py:1] Received request r1: prompt: 'Initializing a "
+              "V1 LLM engine (v9)'\n")
+    events = _events(capsys, tmp_path, ILLEGAL + prompt + WORKER_DIED)
+    assert [e["kind"] for e in events] == ["illegal_memory_access"]  # a prompt starts nothing

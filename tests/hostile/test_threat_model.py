@@ -1812,6 +1812,8 @@ TESTS = {
               "test_a_dumped_dict_of_hostile_keys_is_read_in_linear_time"],
     "T115g": ["tests/hostile/test_round20_attack20a.py::"
               "test_a_fatal_error_at_interpreter_shutdown_is_no_crash"],
+    "T115h": ["tests/hostile/test_round20_attack20a.py::"
+              "test_a_death_after_an_engines_restart_is_a_crash_of_its_own"],
     "T110g": ["tests/hostile/test_round19_attack19b.py::"
               "test_the_count_of_findings_is_that_of_the_lines_listed"],
     "T112a": ["tests/hostile/test_round19_attack19c.py::"
