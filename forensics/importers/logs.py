@@ -29,7 +29,7 @@ from typing import Any
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
 from forensics.importers import Imported
-from forensics.importers.common import where_of
+from forensics.importers.common import show, where_of
 from forensics.importers.tracebacks import CRASH_LEVELS, PREFIX_RE, Chains, ends
 from forensics.importers.wide import PREFIX_BYTES, refuse_wide
 from forensics.records import Record
@@ -39,8 +39,10 @@ from forensics.store.events import MAX_EVENTS
 from forensics.store.guarded import iter_lines, read_prefix
 from forensics.validate import validate_record
 
-STEP_RE = re.compile(r"\bstep[=:]\s*(-?\d+)")
-RANK_RE = re.compile(r"\brank[=:]\s*(-?\d+)")
+#: a probe line's ``step=N`` and ``rank=N``: the number, then what follows it in its word (none
+#: for an integer; ``e3`` of ``step=1e3`` or ``.9`` of ``step=7.9`` is refused, never cut off)
+STEP_RE = re.compile(r"\bstep[=:]\s*(-?\d+)([\w.]*)")
+RANK_RE = re.compile(r"\brank[=:]\s*(-?\d+)([\w.]*)")
 # the assert line is taken apart in linear time (one regex with .*? and .+? backtracked
 # cubically on long lines): "Assertion" and "failed" by search, the file prefix anchored
 ASSERTION_RE = re.compile(r"Assertion\s+")
@@ -205,6 +207,10 @@ class _LogParser:
         rank_match = RANK_RE.search(text)
         rank = number_of(rank_match.group(1)) if rank_match else 0
         where = f"{where_of(self.path.name, len(self.result.records))} (line {number})"
+        for name, found in (("step", named), ("rank", rank_match)):
+            if found is not None and found.group(2):
+                raise CaptureFormatError(f"{where}: its {name} {show(found.group(0)[:40])} is "
+                                         f"not an integer; give {name}=N, N an integer")
         if any(abs(v) > MAX_INT for v in (step, rank, *fields.values()) if isinstance(v, int)):
             raise CaptureFormatError(f"{where}: a number is outside int64")
         fields["line"] = number

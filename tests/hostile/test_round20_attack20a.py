@@ -11,7 +11,8 @@ and the commands that read what it wrote.
 - T115c: ``forensics findings --request ID`` of a request no record of the capture names said
   "no findings" alone, read as that request's rows judged clean (as T111b's steps were).
 - T115d: a probe line naming a negative step (``step=-5``) or rank was imported at the next step
-  of the log's order (step 8 after step 7), as if it named none: a step the line does not say.
+  of the log's order (step 8 after step 7), as if it named none: a step the line does not say;
+  ``step=1e3`` was read as step 1, ``step=7.9`` as step 7.
 - T115e: one CUDA error, then the API server's ``EngineDeadError`` traceback for each of the
   three requests it failed, imported as three crash events (the first report joined the error,
   each later one counted a crash of its own), and ``known`` said "3 crash event(s)".
@@ -184,11 +185,15 @@ def test_findings_of_a_request_no_record_names_says_so(
 
 @pytest.mark.parametrize(("named", "said"), [
     ("step=-5", "'step' must be a non-negative int64, got -5"),
-    ("rank=-1 step=8", "'rank' must be a rank from 0 to 999999")])
+    ("rank=-1 step=8", "'rank' must be a rank from 0 to 999999"),
+    ("step=1e3", "its step 'step=1e3' is not an integer"),
+    ("step=7.9", "its step 'step=7.9' is not an integer"),
+    ("rank=1x step=8", "its rank 'rank=1x' is not an integer")])
 def test_a_probe_line_naming_a_negative_step_or_rank_is_refused(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, named: str, said: str) -> None:
-    """``step=-5`` (or ``rank=-1``) on a probe line is refused with exit 2 naming the line and
-    the field; it was read as naming no step and placed at the next one (step 8)."""
+    """``step=-5`` (or ``rank=-1``, ``step=1e3``, ``step=7.9``) on a probe line is refused with
+    exit 2 naming the line and the field; it was read as naming no step and placed at the next
+    one (step 8), or cut to its first digits (step 1, step 7)."""
     line = "SM70-TEMB: rows=100 input=(4,) dtype=torch.int64 min=1 max=2 "
     (tmp_path / "engine.log").write_text(f"{line}step=7\n{line}{named}\n")
     code, out, err = run_cli(capsys, "import", tmp_path / "engine.log", "-o",
