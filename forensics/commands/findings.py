@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join(table_lines(frame)) if len(frame) else "no findings")
     nothing = "" if len(frame) else _nothing_selected(result.capture, args.site, steps)
+    if not (len(frame) or nothing) and args.request is not None:
+        nothing = _no_request(result.capture, args.site, steps, args.request)
     if nothing:
         print(nothing)
     if args.request is not None:
@@ -106,15 +108,47 @@ def _nothing_selected(capture: Any, site: str | None, steps: tuple[int | None, i
     if not (site or any(end is not None for end in steps)) or not isinstance(held, list) \
             or not held:
         return ""
-    low, high = (held[0] if steps[0] is None else steps[0]), \
-        (held[-1] if steps[1] is None else steps[1])
-    if len(capture.records(site=site, steps=range(low, high + 1))):
+    if len(_selected(capture, site, steps)):
         return ""
     where = " ".join(part for part in (f"of site {terminal(site)}" if site else "",
                                         _steps_text(*steps)) if part)
     sites = f", of sites {', '.join(capture.sites)}" if site else ""
     return (f"the capture holds no record {where} (its records are at steps "
             f"{held[0]}..{held[-1]}{sites}): nothing there was judged")
+
+
+def _selected(capture: Any, site: str | None, steps: tuple[int | None, int | None]) -> Any:
+    """The records of a capture on disk (its ``steps`` some) that ``site`` and ``steps``
+    select, an open end at its first or last step."""
+    low = capture.steps[0] if steps[0] is None else steps[0]
+    high = capture.steps[-1] if steps[1] is None else steps[1]
+    return capture.records(site=site, steps=range(low, high + 1))
+
+
+def _no_request(capture: Any, site: str | None, steps: tuple[int | None, int | None],
+                request: str) -> str:
+    """Of ``--request`` selecting no finding: that no record ``site`` and ``steps`` select
+    names ``request`` in its ``req_ids`` while some name requests ("no findings" of a request
+    the capture never batched was read as its rows judged clean), or ``""``."""
+    from forensics.escaping import terminal
+
+    held = getattr(capture, "steps", None)
+    if not isinstance(held, list) or not held:
+        return ""  # records held in memory: cannot say
+    naming = 0
+    for record in _selected(capture, site, steps):
+        ids = record.fields.get("req_ids")
+        if isinstance(ids, list):
+            if request in ids:
+                return ""
+            naming += 1
+    if not naming:
+        return ""  # no record names its requests: whether it is there is unknown
+    where = " ".join(part for part in (f"of site {terminal(site)}" if site else "",
+                                        _steps_text(*steps)) if part)
+    return (f"the capture holds no record {where + ' ' if where else ''}naming request "
+            f"'{terminal(request)}' ({naming} record(s) there name their requests): nothing of "
+            "it was judged")
 
 
 def _unnamed_text(findings: pd.DataFrame, site: str | None,

@@ -6,7 +6,8 @@ After an exception in ``execute_model`` vLLM logs, at ERROR level, three lines f
 shapes, token ids as counts) and ``Dumping scheduler stats: ...``, then the exception's
 traceback. :func:`read` reads the log as :mod:`forensics.importers.logs` does (each exception
 chain one event, :mod:`forensics.importers.tracebacks`) and adds one ``crash_dump`` event per
-dump, which takes in the exception chain after it (one crash, one event), carrying:
+dump, which takes in the exception chain after it (one crash, one event; none that ends after
+a later dump of its process or of the chain's: that dump's), carrying:
 
 - ``scheduled_spec_decode_tokens``: request id -> the draft token ids scheduled;
 - ``num_scheduled_tokens`` (the batch: request id -> tokens), ``total_num_scheduled_tokens``,
@@ -36,7 +37,10 @@ from forensics.manifest_facts import UNKNOWN
 CONFIG_RE = re.compile(r"Dumping input data for V1 LLM engine \(v(?P<version>[^)\s]+)\) with "
                        r"config: (?P<config>.*)")
 OUTPUT_RE = re.compile(r"Dumping scheduler output for model execution: (?P<dump>.*)")
-DICT_RE = r"{name}=\{{(?P<body>[^{{}}]*)\}}"
+#: the close of a dumped dict: its ``}``, then the next field of the object (or its end)
+CLOSE_RE = re.compile(r"\}(?:,\s*+(?:\w++=|\))|\)|\s*+$)")
+#: a draft id list's text in a dumped dict (no ``:``, ``[`` or ``]`` inside: linear)
+LIST_RE = re.compile(r"\[[^\[\]:]*\]")
 IDS_RE = re.compile(r"\[(?P<ids>[-\d,\s]*)\]?")
 NUMBER_RE = re.compile(r"-?[0-9]+")
 QUOTED_RE = re.compile(r"'([^']*)'")
@@ -46,6 +50,8 @@ CONFIG_FIELDS = {"model": re.compile(r"^model='(?P<v>[^']*)'"),
                  "tensor_parallel_size": re.compile(r"tensor_parallel_size=(?P<v>\d+)")}
 #: what a dump takes from the exception chain after it
 CHAIN_KEYS = ("exception", "final", "links", "location", "source_line", "engine_dead", "died")
+#: a log line's process tag: vLLM's ``(EngineCore_DP0 pid=196)`` before its level
+PROCESS_RE = re.compile(r"\([^)]*\)")
 MAX_IDS = 1 << 16  # draft ids kept per dump (a dump lists a handful per request)
 #: the batch fields of a dump (:func:`parse_scheduler_output`'s)
 BATCH_KEYS = ("scheduled_spec_decode_tokens", "num_scheduled_tokens",
@@ -59,10 +65,10 @@ def read(path: Path) -> Imported:
     Raises CaptureFormatError as :func:`forensics.importers.logs.read` does.
     """
     imported = plain_logs.read(path)
-    dumps = _Dumps(path.name)
+    dumps = _Dumps(path.name, {e["last_line"] for e in imported.events if "exception" in e})
     for number, text, cut in plain_logs.text_lines(path):
         dumps.line(number, text.rstrip("\r\n"), cut)
-    _join_chains(dumps.events, imported.events)
+    _join_chains(dumps, imported.events)
     imported.events = sorted(imported.events + dumps.events,
                              key=lambda e: e.get("first_line", e["line"]))
     return imported
@@ -71,15 +77,20 @@ def read(path: Path) -> Imported:
 class _Dumps:
     """Collects dumps line by line: the config line, then the scheduler output line."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, ends: set[int]) -> None:
         self.source = source
         self.events: list[dict[str, Any]] = []
         self.config: dict[str, Any] = {}
+        self.ends = ends  # the last lines of the exception chains
+        #: the process tag (:data:`PROCESS_RE`) of each dump's line and chain's last line
+        self.tags: dict[int, str] = {}
 
     def line(self, number: int, raw: str, cut: bool = False) -> None:
         """Read one log line; ``cut``: it is the first part of a longer line
         (:data:`~forensics.importers.logs.MAX_LINE`): a scheduler output's batch is then
         unknown, and a config's number that reaches the cut is left out."""
+        if number in self.ends:
+            self.tags[number] = process_tag(raw)
         text = plain_logs.crash_body(raw)
         if text is None or plain_logs.quotes_requests(raw):
             return  # a prompt quoting a dump is no dump: a dump's line is vLLM's ERROR line
@@ -91,25 +102,46 @@ class _Dumps:
                     "config": self.config, **self._batch(number, output["dump"], cut)}
             dump["message"] = _message(dump)
             self.events.append(dump)
+            self.tags[number] = process_tag(raw)
             self.config = {}
 
     def _batch(self, number: int, text: str, cut: bool) -> dict[str, Any]:
         """The batch of a scheduler output line; each field ``unknown`` for a cut line (what
         its part holds is not what the line held: a dict it opens is not closed, or holds
-        fewer entries), with ``cut`` saying why."""
+        fewer entries), with ``cut`` saying why, and for one whose requests' counts do not add
+        up to its total (an id read wrong), with ``unread`` saying why."""
         if cut:
             return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "cut": plain_logs.CUT}
         try:
-            return parse_scheduler_output(text)
+            batch = parse_scheduler_output(text)
         except CaptureFormatError as exc:
             raise CaptureFormatError(f"log '{terminal(self.source)}' line {number}: "
                                      f"{exc}") from None
+        total, counts = batch["total_num_scheduled_tokens"], batch["num_scheduled_tokens"]
+        if total is not None and sum(counts.values()) != total:
+            return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "unread": (
+                f"the {len(counts)} request(s) read of its num_scheduled_tokens schedule "
+                f"{sum(counts.values())} tokens, not its total_num_scheduled_tokens {total}: "
+                "a request id in it is not told apart from the dict's text")}
+        return batch
 
 
-def _join_chains(dumps: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+def process_tag(raw: str) -> str:
+    """The process tag a log line begins with (``(EngineCore_DP0 pid=196)``), or ""."""
+    found = PROCESS_RE.match(raw)
+    return found.group(0) if found else ""
+
+
+def _join_chains(found: _Dumps, events: list[dict[str, Any]]) -> None:
     """Move into each dump the first exception chain that ends after its line (its exception,
     location, source line; a CUDA assert's condition it joined), taking that chain's event
-    out of ``events``: one crash, one event. One pass over both lists (each in line order)."""
+    out of ``events``: one crash, one event; none when a later dump of its process, or of the
+    chain's, comes before that chain ends (the chain is that dump's: the engine ran on after
+    the first). One pass over both lists (each in line order)."""
+    dumps, tags = found.events, found.tags
+    lines: dict[str, list[int]] = {}  # process tag -> the lines of its dumps, in order
+    for dump in dumps:
+        lines.setdefault(tags[dump["line"]], []).append(dump["line"])
     taken: set[int] = set()
     at = 0
     for dump in dumps:
@@ -119,6 +151,10 @@ def _join_chains(dumps: list[dict[str, Any]], events: list[dict[str, Any]]) -> N
         if at == len(events):
             break
         chain = events[at]
+        own = {tags[dump["line"]], tags.get(chain["last_line"], "")}
+        if any(_dumped_between(lines.get(tag, []), dump["line"], chain["last_line"])
+               for tag in own):
+            continue  # a later dump's chain
         dump.update({key: chain[key] for key in CHAIN_KEYS if key in chain})
         if chain["kind"] == "cuda_assert":
             dump["assertion"] = chain.get("detail")
@@ -126,6 +162,14 @@ def _join_chains(dumps: list[dict[str, Any]], events: list[dict[str, Any]]) -> N
         taken.add(at)
         at += 1
     events[:] = [event for k, event in enumerate(events) if k not in taken]
+
+
+def _dumped_between(lines: list[int], first: int, last: int) -> bool:
+    """Whether a line of ``lines`` (in order) lies after ``first`` and before ``last``."""
+    from bisect import bisect_right
+
+    at = bisect_right(lines, first)
+    return at < len(lines) and lines[at] < last
 
 
 def parse_config(version: str, text: str, cut: bool = False) -> dict[str, Any]:
@@ -146,8 +190,8 @@ def parse_config(version: str, text: str, cut: bool = False) -> dict[str, Any]:
 
 def parse_scheduler_output(text: str) -> dict[str, Any]:
     """The batch and the scheduled spec-decode tokens of a dumped ``SchedulerOutput``."""
-    spec = _dict(text, "scheduled_spec_decode_tokens", "], ", _ids)
-    counts = _dict(text, "num_scheduled_tokens", ", ", _count)
+    spec = _dict(text, "scheduled_spec_decode_tokens", LIST_RE, _ids)
+    counts = _dict(text, "num_scheduled_tokens", NUMBER_RE, _count)
     total = re.search(r"total_num_scheduled_tokens=(\d+)", text)
     cached = next(between(text, "CachedRequestData(req_ids=[", "]"), None)
     return {"scheduled_spec_decode_tokens": spec, "num_scheduled_tokens": counts,
@@ -171,22 +215,18 @@ def between(text: str, opener: str, closer: str) -> Iterator[str]:
         at = text.find(opener, end + len(closer))
 
 
-def _dict(text: str, name: str, separator: str, value: Any) -> dict[str, Any]:
+def _dict(text: str, name: str, shape: re.Pattern[str], value: Any) -> dict[str, Any]:
     """``{key: value(text)}`` of a dumped dict ``name={k: v, ...}`` (keys unquoted, as vLLM's
-    dump prints them, each kept as spelled: ``r1`` and ``r1 `` are two requests); split on
-    ``separator`` in linear time, entries that do not parse left out.
+    dump prints them, each kept as spelled: ``r1`` and ``r1 `` are two requests); read in
+    linear time, entries that do not parse left out (:func:`_entries`).
 
     Raises CaptureFormatError naming ``name`` and a key it names twice (a Python dict prints
     each key once: a second entry would hide the first's value, its ``-1`` drafts)."""
-    found = re.search(DICT_RE.format(name=name), text)
+    found = re.search(rf"\b{name}=\{{", text)
     if found is None:
         return {}
     entries: dict[str, Any] = {}
-    for piece in found["body"].split(separator):
-        key, colon, rest = piece.rpartition(": ")
-        parsed = value(rest) if colon and key.strip() else None
-        if parsed is None:
-            continue
+    for key, parsed in _entries(text, found.end(), shape, value):
         if isinstance(parsed, str):  # a number the dump prints that no int64 holds, or too many
             raise CaptureFormatError(f"the crash dump's {name} for request {show(key)} holds "
                                      f"{parsed} (vLLM prints int64 counts and ids); fix or cut "
@@ -197,6 +237,31 @@ def _dict(text: str, name: str, separator: str, value: Any) -> dict[str, Any]:
                                      "request's entry once")
         entries[key] = parsed
     return entries
+
+
+def _entries(text: str, at: int, shape: re.Pattern[str], value: Any) -> Iterator[
+        tuple[str, Any]]:
+    """The ``(key, value(v))`` entries of the dumped dict whose body begins at ``at``, to its
+    ``}`` (:data:`CLOSE_RE`). A key is a client's request id, which may hold ``}``, ``, `` or
+    ``: ``: an entry ends at a ``: `` followed by a value of ``shape`` that parses, then ``, ``
+    or the dict's close; any other ``: `` is the key's (a brace in an id closed the dict
+    early: "0 request(s) scheduled" of a batch of -1 drafts). Linear in ``text``."""
+    key = at
+    close = CLOSE_RE.search(text, at)  # the next close at or after ``at`` (searched on from it)
+    while close is not None and close.start() > key:
+        colon = text.find(": ", at)
+        if colon < 0 or close.start() < colon:
+            return  # the dict closed (or never does) before another entry
+        at = colon + 2
+        found = shape.match(text, at)
+        parsed = value(found.group(0)) if found else None  # a key may be blank: " " is an id
+        end = found.end() if found else at
+        if parsed is None or not (text.startswith(", ", end) or CLOSE_RE.match(text, end)):
+            continue  # this ": " is the key's
+        yield text[key:colon], parsed
+        key = at = end + (2 if text.startswith(", ", end) else 0)
+        if close.start() < key:
+            close = CLOSE_RE.search(text, key)
 
 
 def _ids(text: str) -> list[int] | str | None:
@@ -236,7 +301,7 @@ def _message(dump: dict[str, Any]) -> str:
     spec = dump["scheduled_spec_decode_tokens"]
     if spec == UNKNOWN:
         text = (f"vLLM crash dump: requests scheduled and spec-decode tokens unknown "
-                f"({dump['cut']})")
+                f"({dump.get('cut') or dump.get('unread')})")
     else:
         flat = [t for ids in spec.values() for t in ids]
         text = (f"vLLM crash dump: {len(dump['num_scheduled_tokens'])} request(s) scheduled, "

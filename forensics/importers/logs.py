@@ -12,7 +12,8 @@
   a prompt another logger quotes holds.
 
 Steps follow line order (each probe line is the next step) unless a line names one
-(``step=N``); ``rank=N`` on a line sets its rank. The lines naming no step say so
+(``step=N``); ``rank=N`` on a line sets its rank (a negative one is refused, never read as
+naming none). The lines naming no step say so
 (``Imported.ordinal``): imported beside a dump, they keep their order after the dump's steps
 (:func:`forensics.importers.combined`).
 """
@@ -28,8 +29,8 @@ from typing import Any
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
 from forensics.importers import Imported
-from forensics.importers.common import where_of
-from forensics.importers.tracebacks import CRASH_KINDS, CRASH_LEVELS, PREFIX_RE, Chains
+from forensics.importers.common import show, where_of
+from forensics.importers.tracebacks import CRASH_LEVELS, PREFIX_RE, Chains, ends
 from forensics.importers.wide import PREFIX_BYTES, refuse_wide
 from forensics.records import Record
 from forensics.sites import SITES, get_site
@@ -38,8 +39,10 @@ from forensics.store.events import MAX_EVENTS
 from forensics.store.guarded import iter_lines, read_prefix
 from forensics.validate import validate_record
 
-STEP_RE = re.compile(r"\bstep[=:]\s*(\d+)")
-RANK_RE = re.compile(r"\brank[=:]\s*(\d+)")
+#: a probe line's ``step=N`` and ``rank=N``: the number, then what follows it in its word (none
+#: for an integer; ``e3`` of ``step=1e3`` or ``.9`` of ``step=7.9`` is refused, never cut off)
+STEP_RE = re.compile(r"\bstep[=:]\s*(-?\d+)([\w.]*)")
+RANK_RE = re.compile(r"\brank[=:]\s*(-?\d+)([\w.]*)")
 # the assert line is taken apart in linear time (one regex with .*? and .+? backtracked
 # cubically on long lines): "Assertion" and "failed" by search, the file prefix anchored
 ASSERTION_RE = re.compile(r"Assertion\s+")
@@ -66,13 +69,19 @@ CUDA_HEAD = r"(?:CUDA error:\s*|Triton Error \[CUDA\]:\s*|Cuda failure\s+(?:\d+\
 #: unexpectedly``, the API server's ``Engine core process NAME died unexpectedly.`` and
 #: ``Process NAME (PID: N) died with exit code N``, an older core client's ``Engine core proc
 #: NAME died unexpectedly``), and CPython's faulthandler's ``Fatal Python error: Segmentation
-#: fault`` (the process aborts; an engine in one process logs no report of its death): the
+#: fault`` (the process aborts; an engine in one process logs no report of its death; not its
+#: ``... at interpreter shutdown, possibly due to daemon threads``, which a process that had
+#: finished its work and was exiting prints after vLLM's "Killing local vLLM worker processes"): the
 #: engine died, though no exception of it was logged (a SIGSEGV, a SIGKILL); after a crash event
-#: it is that crash's (its ``died``), no crash of its own
-DIED_RE = re.compile(r"Fatal Python error: "
+#: with no probe line of another step between them it is that crash's (its ``died``), no crash
+#: of its own (:func:`~forensics.importers.tracebacks.ends`)
+DIED_RE = re.compile(r"Fatal Python error: (?!.*\bat interpreter shutdown\b)"
                      r"|(?:Worker proc|Engine core proc(?:ess)?)\s++\S++\s++died unexpectedly\b"
                      r"|RayWorkerProc rank=\d++ died unexpectedly\b"
                      r"|Process \S++ \(PID: \d++\) died with exit code\b")
+#: vLLM's engine core's line at its start (``vllm/v1/engine/core.py``): a report of an engine's
+#: death after it is not that of a crash before it (a server restarted, its log appended to)
+ENGINE_START_RE = re.compile(r"Initializing a V1 LLM engine \(v")
 EVENT_PATTERNS = (
     ("illegal_memory_access", re.compile(CUDA_HEAD + r"(?:an\s+)?illegal memory access", re.I)),
     ("engine_dead", re.compile(r"(?:[A-Za-z_]\w*+\.)*+EngineDeadError\b")),
@@ -151,6 +160,9 @@ class _LogParser:
             return
         if quotes_requests(text):
             return
+        if self.result.events and starts_engine(text):
+            self.chains.closed.add(id(self.result.events[-1]))  # a death after it is another's
+            return
         for site, match in self._probe(text):
             if cut:
                 raise CaptureFormatError(f"log '{terminal(self.path)}' line {number}: a probe "
@@ -195,6 +207,10 @@ class _LogParser:
         rank_match = RANK_RE.search(text)
         rank = number_of(rank_match.group(1)) if rank_match else 0
         where = f"{where_of(self.path.name, len(self.result.records))} (line {number})"
+        for name, found in (("step", named), ("rank", rank_match)):
+            if found is not None and found.group(2):
+                raise CaptureFormatError(f"{where}: its {name} {show(found.group(0)[:40])} is "
+                                         f"not an integer; give {name}=N, N an integer")
         if any(abs(v) > MAX_INT for v in (step, rank, *fields.values()) if isinstance(v, int)):
             raise CaptureFormatError(f"{where}: a number is outside int64")
         fields["line"] = number
@@ -213,7 +229,8 @@ class _LogParser:
             return
         events = self.result.events
         last = events[-1] if events else None
-        if event["kind"] == "process_died" and last is not None and last["kind"] in CRASH_KINDS:
+        if event["kind"] == "process_died" and ends(last, self.last_step, self.chains.closed):
+            assert last is not None
             last.setdefault("died", {"line": number, "message": text.strip()[:500]})
             return  # vLLM's report of the death of the crash before: that crash's
         if last is not None and (last["kind"], last.get("detail")) == (event["kind"],
@@ -252,6 +269,14 @@ def quotes_requests(text: str) -> bool:
     the logger's prefix): a prompt that says "illegal memory access" is no crash."""
     prefix = PREFIX_RE.match(text)
     return REQUEST_LOG_RE.match(text, prefix.end() if prefix else 0) is not None
+
+
+def starts_engine(text: str) -> bool:
+    """Whether the log line ``text`` is vLLM's engine core's ``INFO`` line at its start
+    (:data:`ENGINE_START_RE`, after the logger's prefix)."""
+    prefix = PREFIX_RE.match(text)
+    return prefix is not None and prefix["level"] == "INFO" \
+        and ENGINE_START_RE.match(text, prefix.end()) is not None
 
 
 def probe_lines() -> dict[str, LogLine]:

@@ -18,7 +18,8 @@ it); ``cut`` (and its message) names a line of it longer than the log's line bou
 to it (what named the error past it unread). Two chains join what they belong to instead of
 counting a second crash: a chain right after a CUDA assert event (nothing else in between) is
 that assert's exception, and an ``EngineDeadError`` chain, or one rooted in vLLM's report of a
-process that died, after a crash is the API server's report of that crash (:data:`REPORTS`).
+process that died, after a crash (no probe line of another step between them: :func:`ends`)
+is the API server's report of that crash (:data:`REPORTS`).
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ CRASH_LEVELS = (None, "ERROR", "CRITICAL")
 TRACEBACK = "Traceback (most recent call last):"
 LINKS = ("During handling of the above exception, another exception occurred:",
          "The above exception was the direct cause of the following exception:")
-#: the event kinds of a crash (a chain after one of them, naming EngineDeadError, joins it)
+#: the event kinds of a crash (a report of the engine's death after one of them joins it: an
+#: ``EngineDeadError``, by a chain or a line, or a process's death; the API server logs one
+#: ``EngineDeadError`` per request it fails, so a report after an ``engine_dead`` is its)
 CRASH_KINDS = ("cuda_assert", "cuda_error", "illegal_memory_access", "engine_exception",
-               "process_died")
+               "process_died", "engine_dead")
 TEXT = 500  # characters kept of a line
 #: the kinds of a chain that reports the crash before it (the API server's ``EngineDeadError``,
 #: its ``RuntimeError: Engine core process NAME died unexpectedly.``), each with the key of the
@@ -72,6 +75,8 @@ class Chains:
         self.linked = False  # a link line since the last exception line
         self.root = True  # still in the chain's first traceback
         self.own_frames = True  # frames name the event's location (not so for an assert's)
+        #: the ids of the events a later engine's start closed (no report after joins them)
+        self.closed: set[int] = set()
 
     def take(self, number: int, text: str, step: int | None, cut: bool = False) -> bool:
         """Whether the line belongs to a chain (it opens, continues or ends one); False: the
@@ -162,8 +167,7 @@ class Chains:
         kind = self.kind_of(text)
         before = self.events[-2] if len(self.events) > 1 else None
         key = REPORTS.get(kind or "")
-        if key is not None and before is not None and before.get("kind") in CRASH_KINDS \
-                and (key == "died" or key not in before):  # a death, as a log line's (logs.py)
+        if key is not None and before is not None and ends(before, event["step"], self.closed):
             self.events.pop()  # the API server's report of the crash before: that crash's
             before.setdefault(key, {"line": number, "message": text.strip()[:TEXT]})
             if "cut" in event:
@@ -174,6 +178,15 @@ class Chains:
             return
         event.update(kind=kind or "engine_exception", line=number, message=text.strip()[:TEXT])
         _say_cut(event)
+
+
+def ends(crash: dict[str, Any] | None, step: int | None, closed: set[int]) -> bool:
+    """Whether a report of the engine's death read at ``step`` (the step of the last probe
+    line before it) is the crash event ``crash``'s: ``crash`` is a crash's, no probe line of
+    another step was read since it (an engine that ran on after it died of another crash), and
+    no engine started since it (``closed``: the ids of the events an engine's start closed)."""
+    return crash is not None and crash.get("kind") in CRASH_KINDS \
+        and crash.get("step") == step and id(crash) not in closed
 
 
 def _say_cut(event: dict[str, Any]) -> None:

@@ -168,7 +168,9 @@ def test_a_crash_dump_of_int64_numbers_is_read_whole(tmp_path: Path) -> None:
     from forensics.importers import crash_dump
 
     log = tmp_path / "engine.log"
-    log.write_text(_DUMP.format(count=str(2**63 - 1), ids="-1, 5, 9223372036854775807"))
+    # without the fixture's total of 5: counts that do not add up to it are unknown (T115f)
+    log.write_text(_DUMP.format(count=str(2**63 - 1), ids="-1, 5, 9223372036854775807")
+                   .replace("total_num_scheduled_tokens=5, ", ""))
     dump = next(e for e in crash_dump.read(log).events if e["kind"] == "crash_dump")
     assert dump["num_scheduled_tokens"] == {"r1": 2**63 - 1, "r2": 3}
     assert dump["scheduled_spec_decode_tokens"] == {"r1": [-1, 5, 2**63 - 1]}

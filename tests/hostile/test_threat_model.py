@@ -1835,6 +1835,32 @@ TESTS = {
               "test_a_crash_verdict_no_variant_judged_is_said_unchecked"],
     "T110f": ["tests/hostile/test_round19_attack19b.py::"
               "test_a_fatal_python_error_is_a_crash_and_its_report_joins_it"],
+    "T115a": ["tests/hostile/test_round20_attack20a.py::"
+              "test_a_death_after_later_steps_is_a_crash_of_its_own",
+              "tests/hostile/test_round20_attack20a.py::"
+              "test_an_engine_dead_after_later_steps_is_a_crash_of_its_own",
+              "tests/hostile/test_round20_attack20a.py::"
+              "test_a_death_right_after_its_crash_still_joins_it"],
+    "T115b": ["tests/hostile/test_round20_attack20a.py::"
+              "test_a_dump_is_not_given_the_exception_of_a_later_dump",
+              "tests/hostile/test_round20_attack20a.py::"
+              "test_dumps_of_two_engines_keep_their_own_exceptions"],
+    "T115c": ["tests/hostile/test_round20_attack20a.py::"
+              "test_findings_of_a_request_no_record_names_says_so"],
+    "T115d": ["tests/hostile/test_round20_attack20a.py::"
+              "test_a_probe_line_naming_a_negative_step_or_rank_is_refused"],
+    "T115e": ["tests/hostile/test_round20_attack20a.py::"
+              "test_the_engine_dead_reports_of_every_failed_request_are_one_crash",
+              "tests/hostile/test_round20_attack20a.py::"
+              "test_engine_dead_reports_without_a_crash_before_are_one_crash"],
+    "T115f": ["tests/hostile/test_round20_attack20a.py::"
+              "test_a_request_id_holding_a_brace_keeps_the_dumps_batch",
+              "tests/hostile/test_round20_attack20a.py::"
+              "test_a_dumped_dict_of_hostile_keys_is_read_in_linear_time"],
+    "T115g": ["tests/hostile/test_round20_attack20a.py::"
+              "test_a_fatal_error_at_interpreter_shutdown_is_no_crash"],
+    "T115h": ["tests/hostile/test_round20_attack20a.py::"
+              "test_a_death_after_an_engines_restart_is_a_crash_of_its_own"],
     "T110g": ["tests/hostile/test_round19_attack19b.py::"
               "test_the_count_of_findings_is_that_of_the_lines_listed"],
     "T112a": ["tests/hostile/test_round19_attack19c.py::"
