@@ -34,14 +34,16 @@ PROBE = ("(EngineCore_DP0 pid=4242) SM70-TEMB: rows=1000 input=(4,) dtype=torch.
 WORKER_DIED = ("(EngineCore_DP0 pid=4242) ERROR 12-02 10:46:44 [multiproc_executor.py:381] "
                "Worker proc VllmWorker-0 died unexpectedly (exit code: -11), shutting down "
                "executor.\n")
-#: the API server's report of it: an EngineDeadError chain, then its own RuntimeError
-ENGINE_DEAD = (
+#: the API server's report of a request it failed: an EngineDeadError chain
+ENGINE_DEAD_CHAIN = (
     "ERROR 12-02 10:46:45 [serving.py:300] Traceback (most recent call last):\n"
     'ERROR 12-02 10:46:45 [serving.py:300]   File "/x/vllm/v1/engine/async_llm.py", line 419\n'
     "ERROR 12-02 10:46:45 [serving.py:300]     raise EngineDeadError()\n"
     "ERROR 12-02 10:46:45 [serving.py:300] vllm.v1.engine.exceptions.EngineDeadError: "
-    "EngineCore encountered an issue. See stack trace (above) for the root cause.\n"
-    "RuntimeError: Engine core process EngineCore_DP0 died unexpectedly.\n")
+    "EngineCore encountered an issue. See stack trace (above) for the root cause.\n")
+#: the API server's report of it: an EngineDeadError chain, then its own RuntimeError
+ENGINE_DEAD = ENGINE_DEAD_CHAIN + ("RuntimeError: Engine core process EngineCore_DP0 died "
+                                  "unexpectedly.\n")
 
 
 def _events(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> tuple[
@@ -153,21 +155,28 @@ def three_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
                         lambda: [("vllm.x", "_kept"), ("vllm.x", "_other"), ("vllm.x", "_seen")])
 
 
-def _coverage(capsys: pytest.CaptureFixture[str], root: Path,
-              summaries: list[dict[str, object]]) -> dict[str, dict[str, object]]:
-    """The ``kernels --coverage --json`` rows, by kernel, of a capture of one launch of
-    ``vllm.x._kept`` (rank 0, not replayable: no vLLM has it) and ``summaries``."""
+def one_launch_capture(root: Path, events: list[dict[str, object]]) -> None:
+    """Write at ``root`` a capture (process ``h-1``: pid 1, rank 0) of one recorded launch of
+    ``vllm.x._kept`` at step 40, followed in its events file by ``events``."""
     from test_round4_kernels import launch
 
     root.mkdir(parents=True)
     (root / "manifest.json").write_text(json.dumps({
         "format": 1, "creator": "test", "engine_id": "e" * 32, "model": {},
         "process": {"host": "h", "pid": 1, "rank": 0, "tag": "h-1"}, "versions": {}}))
-    events = [{**launch(step=40), "kernel": {"module": "vllm.x", "name": "_kept",
-                                             "source_sha256": ""}}]
-    events += [{"kind": "kernel_summary", "format": 1, "step": 40, "rank": 0, "graph_only": [],
-                "kernels_seen": {"vllm.x._kept": 1}, **s} for s in summaries]
-    (root / "events-h-1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    kept = [{**launch(step=40), "kernel": {"module": "vllm.x", "name": "_kept",
+                                           "source_sha256": ""}}]
+    (root / "events-h-1.jsonl").write_text("".join(json.dumps(e) + "\n"
+                                                   for e in kept + events))
+
+
+def _coverage(capsys: pytest.CaptureFixture[str], root: Path,
+              summaries: list[dict[str, object]]) -> dict[str, dict[str, object]]:
+    """The ``kernels --coverage --json`` rows, by kernel, of a capture of one launch of
+    ``vllm.x._kept`` (rank 0, not replayable: no vLLM has it) and ``summaries``."""
+    one_launch_capture(root, [{"kind": "kernel_summary", "format": 1, "step": 40, "rank": 0,
+                               "graph_only": [], "kernels_seen": {"vllm.x._kept": 1}, **s}
+                              for s in summaries])
     code, out, _ = run_cli(capsys, "kernels", root, "--coverage", "--json")
     assert code == 2, out  # the one launch is not replayable: nothing judged
     return {str(r["kernel"]): r for r in json.loads(out)["coverage"]}

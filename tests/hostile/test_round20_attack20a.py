@@ -37,6 +37,8 @@ from pathlib import Path
 
 import pytest
 from test_round2 import run_cli
+from test_round19_attack19b import ENGINE_DEAD_CHAIN as ENGINE_DEAD
+from test_round19_attack19b import WORKER_DIED
 
 from tests.instructions import assert_scales_linearly
 
@@ -52,15 +54,6 @@ def probe(step: int) -> str:
 
 ILLEGAL = ("(EngineCore_DP0 pid=4242) ERROR 12-02 10:40:00 [core.py:1] RuntimeError: CUDA "
            "error: an illegal memory access was encountered\n")
-WORKER_DIED = ("(EngineCore_DP0 pid=4242) ERROR 12-02 10:46:44 [multiproc_executor.py:381] "
-               "Worker proc VllmWorker-0 died unexpectedly (exit code: -11), shutting down "
-               "executor.\n")
-ENGINE_DEAD = (
-    "ERROR 12-02 10:46:45 [serving.py:300] Traceback (most recent call last):\n"
-    'ERROR 12-02 10:46:45 [serving.py:300]   File "/x/vllm/v1/engine/async_llm.py", line 419\n'
-    "ERROR 12-02 10:46:45 [serving.py:300]     raise EngineDeadError()\n"
-    "ERROR 12-02 10:46:45 [serving.py:300] vllm.v1.engine.exceptions.EngineDeadError: "
-    "EngineCore encountered an issue. See stack trace (above) for the root cause.\n")
 
 
 def _events(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> list[

@@ -79,18 +79,12 @@ def two_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
 def _two_processes(root: Path, starts: list[dict[str, object]]) -> None:
     """A capture of one recorded launch of ``vllm.x._kept`` by process 1 (rank 0), its
     ``kernel_summary`` (selection ``*``), and the ``probe_start`` events ``starts``."""
-    from tests.hostile.test_round4_kernels import launch
+    from test_round19_attack19b import one_launch_capture
 
-    root.mkdir(parents=True)
-    (root / "manifest.json").write_text(json.dumps({
-        "format": 1, "creator": "test", "engine_id": "e" * 32, "model": {},
-        "process": {"host": "h", "pid": 1, "rank": 0, "tag": "h-1"}, "versions": {}}))
-    events = [{**launch(step=40), "kernel": {"module": "vllm.x", "name": "_kept",
-                                             "source_sha256": ""}}]
-    events += [{"kind": "kernel_summary", "format": 1, "step": 40, "rank": 0, "pid": 1,
-                "graph_only": [], "kernels_seen": {"vllm.x._kept": 1}, "selection": ["*"]}]
-    events += [{"kind": "probe_start", "step": 0, "time": 1.0, "rank": 0, **s} for s in starts]
-    (root / "events-h-1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    one_launch_capture(root, [
+        {"kind": "kernel_summary", "format": 1, "step": 40, "rank": 0, "pid": 1,
+         "graph_only": [], "kernels_seen": {"vllm.x._kept": 1}, "selection": ["*"]},
+        *({"kind": "probe_start", "step": 0, "time": 1.0, "rank": 0, **s} for s in starts)])
 
 
 @pytest.mark.parametrize("starts", [
