@@ -1813,6 +1813,11 @@ TESTS = {
               "test_an_explained_crash_is_not_checked_by_fewer_variants"],
     "T116h": ["tests/hostile/test_round20_attack20b.py::"
               "test_a_crash_verdict_no_variant_judged_is_said_unchecked"],
+    "T119a": ["tests/hostile/test_round20_fix20b.py::test_an_unseen_count_is_a_read_modify_write",
+              "tests/hostile/test_round20_fix20b.py::"
+              "test_each_kernels_accesses_have_their_true_word",
+              "tests/hostile/test_round20_fix20b.py::"
+              "test_only_the_kernels_that_write_declare_writes"],
     "T110f": ["tests/hostile/test_round19_attack19b.py::"
               "test_a_fatal_python_error_is_a_crash_and_its_report_joins_it"],
     "T110g": ["tests/hostile/test_round19_attack19b.py::"
