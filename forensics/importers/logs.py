@@ -14,7 +14,9 @@
 Steps follow line order (each probe line is the next step) unless a line names one
 (``step=N``); ``rank=N`` on a line sets its rank. The lines naming no step say so
 (``Imported.ordinal``): imported beside a dump, they keep their order after the dump's steps
-(:func:`forensics.importers.combined`).
+(:func:`forensics.importers.combined`). A crash event takes the step the probe line before it
+named; after a line naming none (or before any probe line) its step is null, unknown: a
+number of our count would read as the engine's step (its ``line`` says where it was).
 """
 
 from __future__ import annotations
@@ -204,7 +206,7 @@ class _LogParser:
                                      "and import each")
         record = validate_record(Record(site, step, rank, fields, summary=True), where)
         self.result.records.append(record)
-        self.last_step = step
+        self.last_step = step if named else None  # a crash after it: at a step not known
         self.next_step = max(self.next_step, step + 1)
 
     def _event(self, number: int, text: str, cut: bool) -> None:

@@ -182,6 +182,17 @@ def in_step_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(events, key=step_of)
 
 
+def at_step(event: dict[str, Any]) -> str:
+    """`` at step N`` for an event of an integer step; `` at an unknown step (line N of the
+    log)`` for a log's line naming none (an imported event of step null); else ``""``."""
+    step, line = event.get("step"), event.get("line")
+    if isinstance(step, int) and not isinstance(step, bool):
+        return f" at step {step}"
+    if isinstance(line, int) and not isinstance(line, bool):
+        return f" at an unknown step (line {line} of the log)"
+    return ""
+
+
 #: the probe's own bookkeeping events: never crash events
 PROBE_START, PROBE_STOP = "probe_start", "probe_stop"
 

@@ -4,6 +4,9 @@ left open (T119a.. of docs/threat-model.md).
 - T119a: a variant that cannot see a Model Runner V2 ``post_update`` finding (its count of an id
   vocab_size lands in the next slot's row of ``output_bin_counts``, inside the buffer) was said
   to miss "a read inside an allocation": the kernel adds to the count, a read-modify-write.
+- T119b: a log imported whose crash line follows a probe line naming no step (its step only the
+  line's order) gave the crash that ordinal step: ``known`` and ``summary`` said "the first
+  cuda_assert at step 0", a step the log never said.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_round2 import run_cli
 
 import forensics
 from forensics.outcome import Outcome
@@ -84,3 +88,58 @@ def test_each_kernels_accesses_have_their_true_word(site: str) -> None:
 def test_only_the_kernels_that_write_declare_writes() -> None:
     """The other sites' code reads at every index it checks (gathers, lookups, embedding)."""
     assert {name for name in SITES if get_site(name).writes} == set(DECLARED)
+
+
+# ------------------------------ T119b: a crash after a probe line naming no step
+
+
+#: the SM70 fork's probe line (no step), then a device-side assert and its CUDA error
+_PROBE = "SM70-TEMB: rows=1000 input=(4,) dtype=torch.int32 min=0 max=7{step}\n"
+_CRASH = ("/x/y/IndexKernel.cu:92: block: [0,0,0], thread: [0,0,0] Assertion `-sizes[i] <= "
+          'index && index < sizes[i] && "index out of bounds"` failed.\n'
+          "RuntimeError: CUDA error: device-side assert triggered\n")
+
+
+def _imported(tmp_path: Path, capsys: pytest.CaptureFixture[str], step: str = "") -> Path:
+    """The capture ``forensics import`` makes of the log (its probe line's ``step``)."""
+    log = tmp_path / "engine.log"
+    log.write_text(_PROBE.format(step=step) + _CRASH)
+    code, _, err = run_cli(capsys, "import", log, "-o", tmp_path / "log.capture")
+    assert code == 0, err
+    return tmp_path / "log.capture"
+
+
+def test_a_crash_after_a_line_naming_no_step_is_at_an_unknown_step(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The event's step is null, and ``known`` and ``summary`` say the step is unknown, with
+    the log's line, never "at step 0"."""
+    capture = _imported(tmp_path, capsys)
+    events = [json.loads(line) for line in
+              (capture / "events-w0.jsonl").read_text().splitlines()]
+    assert [(e["kind"], e["line"], e["step"]) for e in events] == [
+        ("cuda_assert", 2, None), ("cuda_error", 3, None)]
+    for command in (("known",), ("summary", "--format", "text")):
+        code, out, err = run_cli(capsys, *command, capture)
+        said = " ".join(out.split())
+        assert code in (0, 1), err
+        assert "at step 0" not in said, said
+        assert "the first cuda_assert at an unknown step (line 2 of the log)" in said, said
+
+
+def test_a_crash_after_a_line_naming_its_step_is_at_that_step(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A probe line that names its step (``step=7``) still places the crash after it."""
+    capture = _imported(tmp_path, capsys, " step=7")
+    code, out, err = run_cli(capsys, "known", capture)
+    assert code in (0, 1), err
+    assert "the first cuda_assert at step 7;" in " ".join(out.split()), out
+
+
+def test_triage_says_the_first_crash_step_is_unknown() -> None:
+    """The triage table's crash column says so too (``cuda_assert x1 (first at an unknown
+    step (line 2 of the log))``)."""
+    from forensics.fleet.facts import event_text
+
+    events = [{"kind": "cuda_assert", "line": 2, "step": None, "source": "engine.log"}]
+    assert event_text(events, ("cuda_assert",)) == (
+        "cuda_assert x1 (first at an unknown step (line 2 of the log))")
