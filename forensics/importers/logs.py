@@ -14,9 +14,10 @@
 Steps follow line order (each probe line is the next step) unless a line names one
 (``step=N``); ``rank=N`` on a line sets its rank. The lines naming no step say so
 (``Imported.ordinal``): imported beside a dump, they keep their order after the dump's steps
-(:func:`forensics.importers.combined`). A crash event takes the step the probe line before it
-named; after a line naming none (or before any probe line) its step is null, unknown: a
-number of our count would read as the engine's step (its ``line`` says where it was).
+(:func:`forensics.importers.combined`). A crash event takes the step of the probe line before
+it (null before any); after a line naming none, that step is only the line's order, and the
+event says so (``"step_known": false``): its readers say "at an unknown step (line N of the
+log)", never the number.
 """
 
 from __future__ import annotations
@@ -141,6 +142,7 @@ class _LogParser:
         self.result = Imported()
         self.next_step = 0
         self.last_step: int | None = None
+        self.last_named = True  # whether the probe line before named its step
         self.probes = probe_lines()
         self.chains = Chains(self.result.events, path.name, kind_of, self._stands_alone,
                              MAX_LINE)
@@ -148,6 +150,14 @@ class _LogParser:
     def line(self, number: int, text: str, cut: bool = False) -> None:
         """Read one line; ``cut``: it was longer than :data:`MAX_LINE` and is its first
         part (a crash event of it says so; a probe line is refused: its values may be cut)."""
+        held = len(self.result.events)
+        self._line(number, text, cut)
+        if not self.last_named:  # the events it opened: at a step only the lines' order gave
+            for event in self.result.events[held:]:
+                event["step_known"] = False
+
+    def _line(self, number: int, text: str, cut: bool) -> None:
+        """:meth:`line`, its events' steps those of the probe line before them."""
         if self.chains.take(number, text, self.last_step, cut):
             self._check_events(number)
             return
@@ -206,7 +216,7 @@ class _LogParser:
                                      "and import each")
         record = validate_record(Record(site, step, rank, fields, summary=True), where)
         self.result.records.append(record)
-        self.last_step = step if named else None  # a crash after it: at a step not known
+        self.last_step, self.last_named = step, named is not None
         self.next_step = max(self.next_step, step + 1)
 
     def _event(self, number: int, text: str, cut: bool) -> None:

@@ -111,19 +111,22 @@ def _imported(tmp_path: Path, capsys: pytest.CaptureFixture[str], step: str = ""
 
 def test_a_crash_after_a_line_naming_no_step_is_at_an_unknown_step(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The event's step is null, and ``known`` and ``summary`` say the step is unknown, with
-    the log's line, never "at step 0"."""
+    """The event keeps its step (the lines' order: it places the event among the log's
+    records) and says it is not known; ``known``, ``summary`` and ``inspect`` say the step is
+    unknown, with the log's line, never "at step 0"."""
     capture = _imported(tmp_path, capsys)
     events = [json.loads(line) for line in
               (capture / "events-w0.jsonl").read_text().splitlines()]
-    assert [(e["kind"], e["line"], e["step"]) for e in events] == [
-        ("cuda_assert", 2, None), ("cuda_error", 3, None)]
+    assert [(e["kind"], e["line"], e["step"], e["step_known"]) for e in events] == [
+        ("cuda_assert", 2, 0, False), ("cuda_error", 3, 0, False)]
     for command in (("known",), ("summary", "--format", "text")):
         code, out, err = run_cli(capsys, *command, capture)
         said = " ".join(out.split())
         assert code in (0, 1), err
         assert "at step 0" not in said, said
         assert "the first cuda_assert at an unknown step (line 2 of the log)" in said, said
+    code, out, err = run_cli(capsys, "inspect", capture)
+    assert code == 0 and "engine.log:2 step unknown" in out and "step 0" not in out, out
 
 
 def test_a_crash_after_a_line_naming_its_step_is_at_that_step(
@@ -133,6 +136,8 @@ def test_a_crash_after_a_line_naming_its_step_is_at_that_step(
     code, out, err = run_cli(capsys, "known", capture)
     assert code in (0, 1), err
     assert "the first cuda_assert at step 7;" in " ".join(out.split()), out
+    code, out, err = run_cli(capsys, "inspect", capture)
+    assert code == 0 and "engine.log:2 step 7" in out, out
 
 
 def test_triage_says_the_first_crash_step_is_unknown() -> None:
@@ -140,6 +145,7 @@ def test_triage_says_the_first_crash_step_is_unknown() -> None:
     step (line 2 of the log))``)."""
     from forensics.fleet.facts import event_text
 
-    events = [{"kind": "cuda_assert", "line": 2, "step": None, "source": "engine.log"}]
+    events = [{"kind": "cuda_assert", "line": 2, "step": 0, "step_known": False,
+               "source": "engine.log"}]
     assert event_text(events, ("cuda_assert",)) == (
         "cuda_assert x1 (first at an unknown step (line 2 of the log))")
