@@ -7,11 +7,15 @@ left open (T119a.. of docs/threat-model.md).
 - T119b: a log imported whose crash line follows a probe line naming no step (its step only the
   line's order) gave the crash that ordinal step: ``known`` and ``summary`` said "the first
   cuda_assert at step 0", a step the log never said.
+- T119c: a ``probe_stop`` whose ``records`` count more than its ``written`` and ``dropped`` (a
+  SIGTERM's close run while the main thread was between counting a record and queueing it):
+  that record was never written, and every reader, reading ``dropped`` alone, said nothing.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -149,3 +153,64 @@ def test_triage_says_the_first_crash_step_is_unknown() -> None:
                "source": "engine.log"}]
     assert event_text(events, ("cuda_assert",)) == (
         "cuda_assert x1 (first at an unknown step (line 2 of the log))")
+
+
+# ------------------------------ T119c: records counted, neither written nor dropped
+
+
+def _stopped(tmp_path: Path, counts: str) -> Path:
+    """The bundled clean capture in a folder of its own, its probe's stop holding ``counts``."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    capture = folder / "stopped.capture"
+    shutil.copytree(DATA / "clean.capture", capture)
+    (capture / "events-w0.jsonl").write_text(
+        '{"kind": "probe_start", "step": 0, "rank": 0}\n'
+        '{"kind": "probe_stop", "step": 200, "rank": 0, ' + counts + '}\n')
+    return capture
+
+
+@pytest.mark.parametrize("command", ["replay", "summary"])
+def test_a_record_counted_and_never_written_is_said(
+        tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """900 records counted, 899 written, none dropped: one was never written; no variant
+    judged it, so whether the capture shows a failure is not known."""
+    capture = _stopped(tmp_path, '"records": 900, "written": 899, "dropped": 0')
+    code, out, err = run_cli(capsys, command, capture)
+    said = " ".join(out.split())
+    assert code == 0, err
+    assert ("1 record(s) were recorded by the probe and never written (1 counted in its "
+            "probe_stop's records, yet neither written nor dropped): no variant judged them"
+            ) in said, said
+    assert "shows no failure to report" not in said, said
+
+
+def test_dropped_and_unaccounted_records_are_counted_together(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """99 dropped and 1 unaccounted: 100 never written, each reason said; ``inspect`` lists
+    the count apart and ``triage`` says the capture is not judged."""
+    capture = _stopped(tmp_path, '"records": 900, "written": 800, "dropped": 99')
+    code, out, err = run_cli(capsys, "summary", capture)
+    assert code == 0, err
+    assert ("100 record(s) were recorded by the probe and never written (its ring full, or its "
+            "writer stalled; 1 of them counted in its probe_stop's records, yet neither written "
+            "nor dropped)") in " ".join(out.split()), out
+    code, out, err = run_cli(capsys, "inspect", capture)
+    assert code == 0 and "  records unaccounted: 1" in out.splitlines(), out
+    code, out, err = run_cli(capsys, "triage", capture.parent)
+    said = " ".join(out.split())
+    assert code == 0 and "records not judged (records never written)" in said, said
+    assert ": clean" not in said, said
+
+
+def test_counts_that_add_up_or_are_no_counts_add_nothing() -> None:
+    """Counts that add up (or exceed: written again) and counts that are no int64 add none."""
+    from forensics.store.events import unaccounted_by_probe
+
+    stops = [{"kind": "probe_stop", "records": 10, "written": 9, "dropped": 1},
+             {"kind": "probe_stop", "records": 10, "written": 11, "dropped": 0},
+             {"kind": "probe_stop", "records": 10, "written": "9", "dropped": 0},
+             {"kind": "probe_stop", "records": True, "written": 0, "dropped": 0},
+             {"kind": "probe_start", "records": 10, "written": 0, "dropped": 0},
+             {"kind": "probe_stop", "records": 12, "written": 9, "dropped": 1}]
+    assert unaccounted_by_probe(stops) == 2
