@@ -47,15 +47,17 @@ def _span(steps: list[int] | None) -> str:
 
 def event_origin(event: dict[str, Any]) -> str:
     """Where an event comes from: ``FILE:LINE`` for an imported log line, else the process;
-    then the step and rank it was kept at, when known (a field an event lacks is left out)."""
+    then the step and rank it was kept at, when known (a field an event lacks is left out;
+    "step unknown" where a log's lines gave the step only their order: ``step_known`` false)."""
     if "line" in event:
         parts = [f"{terminal(event.get('source', event.get('process', '?')))}:"
                  f"{terminal(event['line'])}"]
     else:
         parts = [terminal(event.get("process") or event.get("source") or event.get("pid")
                           or "?")]
-    parts += [f"{name} {terminal(event[name])}" for name in ("step", "rank")
-              if event.get(name) is not None]
+    shown = {**event, "step": "unknown"} if event.get("step_known") is False else event
+    parts += [f"{name} {terminal(shown[name])}" for name in ("step", "rank")
+              if shown.get(name) is not None]
     return " ".join(parts)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from forensics.known.evidence import CRASH_EVENT_KINDS, crashed, in_step_order
+from forensics.known.evidence import CRASH_EVENT_KINDS, at_step, crashed, in_step_order
 from forensics.manifest_facts import (
     PID,
     PROCESS_HOST,
@@ -111,6 +111,6 @@ def event_text(events: list[dict[str, Any]], kinds: tuple[str, ...]) -> str:
     parts = []
     for kind, count in counts.items():
         first = next(e for e in chosen if e["kind"] == kind)
-        at = f" (first at step {first['step']})" if isinstance(first.get("step"), int) else ""
-        parts.append(f"{kind} x{count}{at}")
+        at = at_step(first)
+        parts.append(f"{kind} x{count}{f' (first{at})' if at else ''}")
     return ", ".join(parts)

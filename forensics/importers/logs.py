@@ -15,7 +15,10 @@ Steps follow line order (each probe line is the next step) unless a line names o
 (``step=N``); ``rank=N`` on a line sets its rank (a negative one is refused, never read as
 naming none). The lines naming no step say so
 (``Imported.ordinal``): imported beside a dump, they keep their order after the dump's steps
-(:func:`forensics.importers.combined`).
+(:func:`forensics.importers.combined`). A crash event takes the step of the probe line before
+it (null before any); after a line naming none, that step is only the line's order, and the
+event says so (``"step_known": false``): its readers say "at an unknown step (line N of the
+log)", never the number.
 """
 
 from __future__ import annotations
@@ -148,6 +151,7 @@ class _LogParser:
         self.result = Imported()
         self.next_step = 0
         self.last_step: int | None = None
+        self.last_named = True  # whether the probe line before named its step
         self.probes = probe_lines()
         self.chains = Chains(self.result.events, path.name, kind_of, self._stands_alone,
                              MAX_LINE)
@@ -155,6 +159,14 @@ class _LogParser:
     def line(self, number: int, text: str, cut: bool = False) -> None:
         """Read one line; ``cut``: it was longer than :data:`MAX_LINE` and is its first
         part (a crash event of it says so; a probe line is refused: its values may be cut)."""
+        held = len(self.result.events)
+        self._line(number, text, cut)
+        if not self.last_named:  # the events it opened: at a step only the lines' order gave
+            for event in self.result.events[held:]:
+                event["step_known"] = False
+
+    def _line(self, number: int, text: str, cut: bool) -> None:
+        """:meth:`line`, its events' steps those of the probe line before them."""
         if self.chains.take(number, text, self.last_step, cut):
             self._check_events(number)
             return
@@ -220,7 +232,7 @@ class _LogParser:
                                      "and import each")
         record = validate_record(Record(site, step, rank, fields, summary=True), where)
         self.result.records.append(record)
-        self.last_step = step
+        self.last_step, self.last_named = step, named is not None
         self.next_step = max(self.next_step, step + 1)
 
     def _event(self, number: int, text: str, cut: bool) -> None:

@@ -19,6 +19,7 @@ from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     ENGINE_CODE,
     Evidence,
+    at_step,
     crashed,
     engine_variants,
     evidence_of,
@@ -269,8 +270,8 @@ def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
     gone = unstopped(evidence.events)
     if events:
         first = events[0]
-        step = f" at step {first['step']}" if isinstance(first.get("step"), int) else ""
-        text = f"{len(events)} crash event(s) in the capture, the first {first.get('kind')}{step}"
+        text = (f"{len(events)} crash event(s) in the capture, the first {first.get('kind')}"
+                f"{at_step(first)}")
     else:
         text = "no crash event in the capture"
     if gone:

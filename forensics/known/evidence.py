@@ -182,6 +182,27 @@ def in_step_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(events, key=step_of)
 
 
+def step_words(event: dict[str, Any]) -> str | None:
+    """``step N`` for an event of an integer step; ``an unknown step (line N of the log)`` for
+    an imported log's line after a probe line naming no step (``"step_known": false``: its
+    step only the lines' order) or of no step; None when neither is known."""
+    step, line = event.get("step"), event.get("line")
+    known = _is_int(step) and event.get("step_known") is not False
+    if known:
+        return f"step {step}"
+    return f"an unknown step (line {line} of the log)" if _is_int(line) else None
+
+
+def at_step(event: dict[str, Any]) -> str:
+    """`` at `` and :func:`step_words` of ``event``, or ``""``."""
+    words = step_words(event)
+    return f" at {words}" if words else ""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 #: the probe's own bookkeeping events: never crash events
 PROBE_START, PROBE_STOP = "probe_start", "probe_stop"
 

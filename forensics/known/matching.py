@@ -16,6 +16,7 @@ from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     ENGINE_CODE,
     Evidence,
+    at_step,
     crashed,
     engine_baseline,
     engine_variants,
@@ -226,17 +227,10 @@ def _event(spec: dict[str, Any], evidence: Evidence) -> Check:
         word = next((w for w in words if mentions(text, w)), None)
         if not words or word is not None:
             what = f" mentioning {word!r}" if word else ""
-            return Check(True, f"event {event.get('kind')}{what}{_at_step(event)}")
+            return Check(True, f"event {event.get('kind')}{what}{at_step(event)}")
     wanted = f" mentioning one of {words}" if words else ""
     named = "" if "kind" not in spec else " " + "/".join(kinds)
     return Check(False, f"no {'crash ' if not named else ''}event{named}{wanted}")
-
-
-def _at_step(event: dict[str, Any]) -> str:
-    """`` at step N`` for an event of an integer step, else ``""``: an event a log gave (no
-    step) once read "at step None"."""
-    step = event.get("step")
-    return f" at step {step}" if isinstance(step, int) and not isinstance(step, bool) else ""
 
 
 def mentions(text: str, word: str) -> bool:

@@ -49,12 +49,14 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     stopped = stopped_after(summary)
     if stopped is not None:
         facts["stopped_after"] = stopped
-    from forensics.store.events import dropped_by_probe
+    from forensics.store.events import dropped_by_probe, unaccounted_by_probe
 
     for key, field in (("records_dropped", "dropped"), ("events_dropped", "events_dropped")):
         dropped = dropped_by_probe(summary["events"], field)
         if dropped:
             facts[key] = dropped
+    if unaccounted := unaccounted_by_probe(summary["events"]):  # never written, nor dropped
+        facts["records_unaccounted"] = unaccounted
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
     if refused:
@@ -83,9 +85,15 @@ def stated_facts(manifest: Any) -> tuple[dict[str, Any], list[str]]:
 
 
 def _event_text(event: dict[str, Any]) -> str:
-    """``"cuda_assert at step 14 rank 0: MESSAGE"``; an unknown step or rank left out."""
-    where = " ".join(f"{name} {spanless(event[name])}" for name in ("step", "rank")
-                     if event.get(name) is not None)
+    """``"cuda_assert at step 14 rank 0: MESSAGE"``; an unknown rank left out, an unknown step
+    said so with its log's line where it has one (:func:`~forensics.known.evidence.
+    step_words`)."""
+    from forensics.known.evidence import step_words
+
+    step = step_words(event)
+    where = " ".join([*([spanless(step)] if step else []),
+                      *([f"rank {spanless(event['rank'])}"] if event.get("rank") is not None
+                        else [])])
     message = spanless(event.get("message") or event.get("detail") or "").strip().rstrip(".")
     head = f"{spanless(event.get('kind', 'event'))}{f' at {where}' if where else ''}"
     return f"{head}: {message}" if message else head
@@ -199,7 +207,7 @@ def facts_sentence(facts: dict[str, Any]) -> str:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
              if key not in ("events", "notes", "stopped_after", "refused", "events_dropped",
-                            "records_dropped")]
+                            "records_dropped", "records_unaccounted")]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."

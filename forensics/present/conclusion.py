@@ -53,6 +53,7 @@ from forensics.present.unjudged import (
     unjudged_sentences,
     unjudged_text,
 )
+from forensics.present.unseen_access import access_words, accesses_text
 from forensics.sites import SINK, site_order
 from forensics.sites.core import OUT_OF_BOUNDS, ROW_OF
 
@@ -77,7 +78,7 @@ class Patch:
     resolved: int
     total: int
     added: int
-    #: the baseline's findings this variant cannot see (a read inside an allocation, by code
+    #: the baseline's findings this variant cannot see (an access inside an allocation, by code
     #: that shows no accesses): neither resolved nor still there
     not_judged: int = 0
     #: the baseline's findings at records where this variant still has an unresolved finding
@@ -111,6 +112,9 @@ class Conclusion:
     #: summary-only sites apart) and how many there are
     unseen: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     unseen_count: dict[str, int] = field(default_factory=dict)
+    #: per variant, what the code does at them: read, write, read-modify-write
+    #: (:func:`~forensics.present.unseen_access.access_words`; none: "access")
+    unseen_access: dict[str, list[str]] = field(default_factory=dict)
     #: per variant, the sites it cannot judge (:data:`forensics.judge.findings.UNJUDGED`)
     unjudged: dict[str, list[str]] = field(default_factory=dict)
     #: the sites holding summary records only (log lines): nothing there is replayed
@@ -181,7 +185,7 @@ class Conclusion:
         """What the capture held that no variant judged (:func:`~forensics.present.unjudged.
         unjudged`)."""
         return unjudged(self.not_known, self.cut_files, self.facts.get("records_dropped"),
-                        self.facts.get("events_dropped"))
+                        self.facts.get("events_dropped"), self.facts.get("records_unaccounted"))
 
     def summary_sentence(self) -> str:
         """Why the sites with summary records only are unjudged, or ``""``."""
@@ -208,7 +212,8 @@ class Conclusion:
         of_baseline = (f"{patch.not_judged} of the {patch.total} {self.baseline} out-of-bounds "
                        "findings")
         told = "them, " if patch.not_judged else ""
-        return (f"{variant} cannot see {of_baseline} (a read inside an allocation raises "
+        did = accesses_text(self.unseen_access.get(variant, []))
+        return (f"{variant} cannot see {of_baseline} ({did} inside an allocation raises "
                 f"nothing and {variant} shows no accesses): only the models see "
                 + (f"{told}as {count} findings: " if count != patch.not_judged else "")
                 + shown + (f" and {more} more" if more > 0 else "") + ".")
@@ -293,6 +298,8 @@ def conclude(result: ReplayResult) -> Conclusion:
         continuity=_continuity_sentence(result),
         unseen={v: not_judged(findings, v, apart)[0] for v in others},
         unseen_count={v: not_judged(findings, v, apart)[1] for v in others},
+        unseen_access={v: access_words(unseen_rows(findings, v, apart)[["site", "tensor"]]
+                                       .itertuples(index=False)) for v in others},
         unjudged={v: [s for s, verdict in result.verdicts[v].items() if verdict == UNJUDGED]
                   for v in result.variants},
         summary_only=apart, suspect_first=first_suspects(result),
@@ -387,12 +394,18 @@ def unresolved(findings: pd.DataFrame, variant: str) -> pd.DataFrame:
     return sort_findings(mine[mine["resolved"].map(lambda r: r is not True).astype(bool)])
 
 
+def unseen_rows(findings: pd.DataFrame, variant: str, apart: Sequence[str] = ()
+                ) -> pd.DataFrame:
+    """The findings ``variant`` cannot see (``judged`` false) outside the sites ``apart``."""
+    return findings[(findings["variant"] == variant) & ~is_judged(findings)
+                    & ~findings["site"].isin(list(apart))]
+
+
 def not_judged(findings: pd.DataFrame, variant: str, apart: Sequence[str] = (),
                limit: int = _SHOWN_UNSEEN) -> tuple[list[dict[str, Any]], int]:
     """The first ``limit`` findings ``variant`` cannot see (``judged`` false) outside the
     sites ``apart``, as dicts, and how many there are."""
-    mine = findings[(findings["variant"] == variant) & ~is_judged(findings)
-                    & ~findings["site"].isin(list(apart))]
+    mine = unseen_rows(findings, variant, apart)
     return [{key: to_python(row[key]) for key in VIOLATION_KEYS}
             for _, row in sort_findings(mine).head(limit).iterrows()], len(mine)
 
@@ -664,8 +677,9 @@ def _suspect_step(conclusion: Conclusion, variant: str, sites: list[str]) -> str
 def _patch_step(conclusion: Conclusion, patch: Patch) -> str:
     left = conclusion.violations[patch.variant]
     if patch.not_judged:
+        did = accesses_text(conclusion.unseen_access.get(patch.variant, []), plural=True)
         return (f"{patch.variant} cannot see {patch.not_judged} of the {conclusion.baseline} "
-                f"findings (reads inside an allocation): only the models judge them, so "
+                f"findings ({did} inside an allocation): only the models judge them, so "
                 f"this replay does not say whether {patch.variant} is affected there.")
     if left:
         return (f"{patch.variant} still leaves {', '.join(left)} in violation: it does not "

@@ -16,7 +16,8 @@ from typing import Any
 NOT_KNOWN = "not_known"
 #: the files whose last batch or line was cut short, not read (a capture's ``truncated``)
 CUT = "cut"
-#: the records the probe recorded and never wrote (its ``probe_stop``'s ``dropped``)
+#: the records the probe recorded and never wrote (its ``probe_stop``'s ``dropped``, and those
+#: its ``records`` counts beyond ``written`` and ``dropped``: the fact's detail)
 NEVER_WRITTEN = "never_written"
 #: the events the probe left out of its full events files (``events_dropped``)
 LEFT_OUT = "left_out"
@@ -38,16 +39,20 @@ class Unjudged:
 
 
 def unjudged(not_known: Mapping[str, int] | None, cut_files: Sequence[str] | None,
-             records_dropped: int | None, events_dropped: int | None) -> list[Unjudged]:
+             records_dropped: int | None, events_dropped: int | None,
+             records_unaccounted: int | None = None) -> list[Unjudged]:
     """The facts no variant judged, in the order of :data:`KINDS`, each there only when it
-    holds something."""
+    holds something; ``records_unaccounted``: the records the probe counted and neither wrote
+    nor dropped (:func:`~forensics.store.events.unaccounted_by_probe`), never written too."""
     out: list[Unjudged] = []
     if not_known:
         out.append(Unjudged(NOT_KNOWN, sum(not_known.values()), dict(not_known)))
     if cut_files:
         out.append(Unjudged(CUT, len(cut_files), list(cut_files)))
-    if records_dropped:
-        out.append(Unjudged(NEVER_WRITTEN, int(records_dropped)))
+    if records_dropped or records_unaccounted:
+        unaccounted = int(records_unaccounted or 0)
+        out.append(Unjudged(NEVER_WRITTEN, int(records_dropped or 0) + unaccounted,
+                            unaccounted))
     if events_dropped:
         out.append(Unjudged(LEFT_OUT, int(events_dropped)))
     return out
@@ -56,12 +61,13 @@ def unjudged(not_known: Mapping[str, int] | None, cut_files: Sequence[str] | Non
 def unjudged_of(capture: Any) -> list[Unjudged]:
     """:func:`unjudged` of a loaded capture (its ``unknown_sites``, ``truncated`` and the
     counts its probe's stop events give); empty without a capture."""
-    from forensics.store.events import dropped_by_probe
+    from forensics.store.events import dropped_by_probe, unaccounted_by_probe
 
     events = getattr(capture, "events", None) or []
     return unjudged(getattr(capture, "unknown_sites", None),
                     list(getattr(capture, "truncated", None) or []),
-                    dropped_by_probe(events, "dropped"), dropped_by_probe(events))
+                    dropped_by_probe(events, "dropped"), dropped_by_probe(events),
+                    unaccounted_by_probe(events))
 
 
 def unjudged_text(facts: Sequence[Unjudged], kinds: Collection[str] = KINDS) -> str:
@@ -74,7 +80,6 @@ def unjudged_text(facts: Sequence[Unjudged], kinds: Collection[str] = KINDS) -> 
 def _clause(fact: Unjudged) -> str:
     """One fact as a clause."""
     from forensics.store.events import LEFT_OUT as EVENTS_LEFT_OUT
-    from forensics.store.events import NEVER_WRITTEN as RECORDS_NEVER_WRITTEN
     from forensics.store.paths import cut_text
 
     if fact.kind == NOT_KNOWN:
@@ -82,7 +87,7 @@ def _clause(fact: Unjudged) -> str:
     if fact.kind == CUT:
         return cut_text(fact.detail)
     if fact.kind == NEVER_WRITTEN:
-        return f"{fact.count} record(s) {RECORDS_NEVER_WRITTEN}"
+        return f"{fact.count} record(s) {_never_written(fact)}"
     return f"{fact.count} event(s) {EVENTS_LEFT_OUT}"
 
 
@@ -94,8 +99,6 @@ def unjudged_sentences(facts: Sequence[Unjudged]) -> list[str]:
 
 def _sentence(fact: Unjudged) -> str:
     """One fact as a sentence."""
-    from forensics.store.events import NEVER_WRITTEN as RECORDS_NEVER_WRITTEN
-
     if fact.kind == NOT_KNOWN:
         return (f"No variant judged {_clause(fact)}: install the plugin that declares each and "
                 "replay again.")
@@ -103,11 +106,23 @@ def _sentence(fact: Unjudged) -> str:
         return (f"Not read: {_clause(fact)}; no variant judged the records or events it held, "
                 "so a failure there would not be seen.")
     if fact.kind == NEVER_WRITTEN:
-        return (f"{fact.count} record(s) were {RECORDS_NEVER_WRITTEN}: no variant "
+        return (f"{fact.count} record(s) were {_never_written(fact)}: no variant "
                 "judged them, so a failure in them would not be seen.")
     return (f"The probe left out {fact.count} event(s) when its events file was full (it keeps "
             "only the events that say how a process ended then): guard_passed_on events, "
             "kernel launches and probe errors may be missing.")
+
+
+def _never_written(fact: Unjudged) -> str:
+    """What befell the records of a :data:`NEVER_WRITTEN` fact, and why: dropped (its ring full,
+    its writer stalled), or counted and neither written nor dropped (its ``detail``)."""
+    from forensics.store.events import DROPPED_WHY, NEVER_WRITTEN, UNACCOUNTED_WHY
+
+    unaccounted = int(fact.detail or 0)
+    why = [DROPPED_WHY] if fact.count > unaccounted else []
+    if unaccounted:
+        why.append(f"{unaccounted} {'of them ' if why else ''}{UNACCOUNTED_WHY}")
+    return f"{NEVER_WRITTEN} ({'; '.join(why)})"
 
 
 def not_known_text(counts: Mapping[str, int]) -> str:

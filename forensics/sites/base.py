@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from forensics.sites.scan_counts import IndexCount, ScanColumns
 
 P = TypeVar("P")
+#: what a site's code does to a tensor at a checked index (:attr:`Site.writes`)
+READ, WRITE, READ_MODIFY_WRITE = "read", "write", "read-modify-write"
 #: a finding dict: ``row, element, tensor, kind, value, lower, upper, req_id``
 Finding = dict[str, Any]
 
@@ -116,7 +118,10 @@ class Site(SiteSchema, Generic[P]):
             ids it wrote, checked against the capture's vocabulary (:mod:`forensics.share.repro`;
             None: no reproducer);
         log_line: the probe line of a text log it reads into a summary record
-            (:class:`LogLine`; None: the log importer reads none for it).
+            (:class:`LogLine`; None: the log importer reads none for it);
+        writes: ``((tensor, how), ...)``: the tensors its code writes through a checked
+            index, each with how (:data:`WRITE` or :data:`READ_MODIFY_WRITE`); any other
+            tensor a finding names is read (:meth:`access_word`).
     """
 
     run_batch: Callable[[P, bool], BatchRun]
@@ -132,6 +137,7 @@ class Site(SiteSchema, Generic[P]):
     feeds_sink: tuple[str, str] | None = None
     repro: tuple[str, str] | None = None
     log_line: LogLine | None = None
+    writes: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -158,6 +164,11 @@ class Site(SiteSchema, Generic[P]):
             raise SiteDefinitionError(f"{where}: 'repro' must be (function, body) or None")
         if self.log_line is not None and not isinstance(self.log_line, LogLine):
             raise SiteDefinitionError(f"{where}: 'log_line' must be a LogLine or None")
+        if not (isinstance(self.writes, tuple) and all(
+                isinstance(w, tuple) and len(w) == 2 and isinstance(w[0], str)
+                and w[1] in (WRITE, READ_MODIFY_WRITE) for w in self.writes)):
+            raise SiteDefinitionError(f"{where}: 'writes' must be ((tensor, {WRITE!r} or "
+                                      f"{READ_MODIFY_WRITE!r}), ...)")
         for attr in ("adapter", "hook", "kernel"):
             value = getattr(self, attr)
             if value is not None and (not isinstance(value, str) or ":" not in value):
@@ -166,6 +177,11 @@ class Site(SiteSchema, Generic[P]):
 
     def __repr__(self) -> str:
         return f"Site({self.name!r})"
+
+    def access_word(self, tensor: str) -> str:
+        """What its code does to ``tensor`` at a checked index: read, write or
+        read-modify-write (:attr:`writes`)."""
+        return dict(self.writes).get(tensor, READ)
 
     def judge(self, record: Record, outcome: Outcome) -> list[Finding]:
         """The finding dicts of one record's outcome (any variant's): the checks of the
@@ -233,7 +249,7 @@ class Site(SiteSchema, Generic[P]):
 _SCHEMA = {f.name for f in fields(SiteSchema)}
 #: what a Site knows beyond its schema and operations (plain values, not functions)
 KNOWLEDGE = ("origin", "origin_position", "adapter", "hook", "kernel", "feeds_sink", "repro",
-             "log_line")
+             "log_line", "writes")
 #: every operation of a Site beyond its schema, required ones first
 OPERATIONS = tuple(f.name for f in fields(Site) if f.name not in _SCHEMA
                    and f.name not in KNOWLEDGE)

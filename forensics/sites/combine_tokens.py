@@ -306,7 +306,7 @@ def guard(fields: Mapping[str, Any]) -> common.Violation | None:
                               int(fields["vocab_size"])),))
 
 
-from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
+from forensics.sites.base import WRITE, Site  # noqa: E402  (the SITE declaration closes the module)
 
 #: ``forensics repro``: the vLLM function a standalone test calls with one record ``r`` (in
 #: Triton's interpreter, in its own process), and the test body that calls it: run twice, on an
@@ -336,4 +336,5 @@ SITE: Site[common.RunColumns] = Site(
     summary_tensor=SUMMARY_TENSOR, run_batch=run_batch,
     checks=outcome_checks, check_record=check_record, check_batch=check_batch, guard=guard,
     hook="vllm.v1.worker.gpu.model_runner:combine_sampled_and_draft_tokens", repro=REPRO,
-    kernel="forensics.variants.triton_worker:run_combine_sampled_and_draft_tokens")
+    kernel="forensics.variants.triton_worker:run_combine_sampled_and_draft_tokens",
+    writes=(("input_ids", WRITE),))

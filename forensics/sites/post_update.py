@@ -492,7 +492,11 @@ def _stored(fields: Mapping[str, Any], idx: np.ndarray, r: np.ndarray, counts: n
     return first_violation(NAME, [("out.draft_tokens_out", rows, out.reshape(-1)[element], vocab)])
 
 
-from forensics.sites.base import Site  # noqa: E402  (the SITE declaration closes the module)
+from forensics.sites.base import (  # noqa: E402  (the SITE declaration closes the module)
+    READ_MODIFY_WRITE,
+    WRITE,
+    Site,
+)
 
 #: ``forensics repro``: the vLLM function a standalone test calls with one record ``r`` (in
 #: Triton's interpreter, in its own process), and the test body that calls it: run twice, on
@@ -542,4 +546,7 @@ SITE: Site[RunColumns] = Site(
     summary_tensor=SUMMARY_TENSOR, run_batch=run_batch,
     checks=outcome_checks, check_record=check_record, check_batch=check_batch, guard=guard,
     hook="vllm.v1.worker.gpu.model_runner:post_update", repro=REPRO,
-    kernel="forensics.variants.triton_worker:run_post_update")
+    kernel="forensics.variants.triton_worker:run_post_update",
+    writes=(("num_computed_tokens", READ_MODIFY_WRITE), ("total_len", READ_MODIFY_WRITE),
+            ("output_bin_counts", READ_MODIFY_WRITE), ("last_sampled_tokens", WRITE),
+            ("draft_tokens_out", WRITE), ("all_token_ids", WRITE)))

@@ -7,7 +7,7 @@ import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
@@ -41,8 +41,13 @@ class EventsFullError(CaptureFormatError):
 
 #: what is said of the events a probe left out (its ``probe_stop``'s ``events_dropped``)
 LEFT_OUT = "left out by the probe, its events file full"
-#: what is said of the records a probe never wrote (its ``probe_stop``'s ``dropped``)
-NEVER_WRITTEN = "recorded by the probe and never written (its ring full, or its writer stalled)"
+#: what is said of the records a probe never wrote (its ``probe_stop``'s ``dropped``, and those
+#: its ``records`` counts beyond ``written`` and ``dropped``): the words readers tell them by
+NEVER_WRITTEN = "recorded by the probe and never written"
+#: why its ``dropped`` were never written
+DROPPED_WHY = "its ring full, or its writer stalled"
+#: why the records ``probe_stop`` counts beyond ``written`` and ``dropped`` were never written
+UNACCOUNTED_WHY = "counted in its probe_stop's records, yet neither written nor dropped"
 
 
 def dropped_by_probe(events: Iterable[dict[str, Any]], field: str = "events_dropped") -> int:
@@ -51,8 +56,26 @@ def dropped_by_probe(events: Iterable[dict[str, Any]], field: str = "events_drop
     ``dropped``, the records it recorded and never wrote (its ring full, its writer stalled or
     lost). A count that is no non-negative int64 is not counted."""
     return sum(count for event in events if event.get("kind") == "probe_stop"
-               and isinstance(count := event.get(field), int)
-               and not isinstance(count, bool) and 0 <= count < 2**63)
+               and _is_count(count := event.get(field)))
+
+
+def unaccounted_by_probe(events: Iterable[dict[str, Any]]) -> int:
+    """The records the ``probe_stop`` events count (``records``) beyond those they say were
+    ``written`` or ``dropped``: recorded and never written all the same (a close that ran
+    while the call that counted one was interrupted before queueing it). A stop with a count
+    that is no non-negative int64 adds none."""
+    total = 0
+    for event in events:
+        records, written, dropped = (event.get(n) for n in ("records", "written", "dropped"))
+        if event.get("kind") == "probe_stop" and _is_count(records) and _is_count(written) \
+                and _is_count(dropped):
+            total += max(0, records - written - dropped)
+    return total
+
+
+def _is_count(value: Any) -> TypeGuard[int]:
+    """Whether ``value`` is a non-negative int64 (no bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
 
 def events_filename(process: str) -> str:

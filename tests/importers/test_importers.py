@@ -167,7 +167,10 @@ def test_log_lines_become_summary_records_and_events(tmp_path: Path) -> None:
                      ("illegal_memory_access", 9), ("engine_dead", 10)]
     first = imported.events[0]
     assert first["count"] == 2 and first["detail"] == "srcIndex < srcSelectDimSize"
+    # after a probe line naming no step, the crash's step is its order, said unknown (T119b)
     assert first["location"].endswith("Indexing.cu:1515") and first["step"] == 1
+    assert first["step_known"] is False
+    assert imported.events[2]["step"] == 40 and "step_known" not in imported.events[2]
     assert "ind >=0" in imported.events[2]["detail"]
 
 
