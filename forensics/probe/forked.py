@@ -55,7 +55,7 @@ def afresh(session: ProbeSession) -> None:
     session._lock = threading.RLock()
     session._cv = threading.Condition(session._lock)
     session.started, session._start_step = time.time(), session.step
-    from forensics.probe.session import ProcessBackend
-
-    session.backend = ProcessBackend(session) if isinstance(session.backend, ProcessBackend) \
-        else ThreadBackend(session, session._writer_factory)
+    inherited = session.backend
+    process_backend: Any = type(inherited)  # a new one of its kind: it takes the session alone
+    session.backend = ThreadBackend(session, session._writer_factory) \
+        if isinstance(inherited, ThreadBackend) else process_backend(session)
