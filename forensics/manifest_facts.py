@@ -143,3 +143,7 @@ HOST = Fact("host", ("host",), str)
 PROCESS_HOST = Fact("host", ("process", "host"), str)
 PID = Fact("pid", ("process", "pid"), int, noun="a process id")
 CREATED = Fact("created", ("created",), str)
+#: the records of an imported capture at a step its source never named (a log's probe line
+#: naming none: its step is the line's order among the probe lines), as ``import`` counts them
+ORDINAL = Fact("records at ordinal steps", ("imported", "ordinal_records"), int,
+               noun="a record count")

@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print("\n\n".join(_entry_text(e) for e in catalogue.entries))
         return 0
+    from forensics.present.capture_facts import capture_facts, ordinal_sentence
     from forensics.replaying import DEFAULT_VARIANTS, replay
 
     result = replay(args.capture, variants=list(args.variant or DEFAULT_VARIANTS),
@@ -58,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
         mark = "MATCH" if match.matched else "no   "
         lines.append(_wrap(f"{mark} {match.entry.id}: {match.explain()}"))
     lines.append(_wrap(known.paragraph()))
+    ordinal = capture_facts(result.capture).get("ordinal_records")
+    if ordinal:  # "step 0" above is a log line's order, not the engine's step
+        lines.append(_wrap(ordinal_sentence(ordinal)))
     print("\n".join(lines))
     return 0
 

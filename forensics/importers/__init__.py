@@ -109,7 +109,7 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
     check_events(events, names, [len(r.events) for r in read])
     from forensics.importers.facts import import_manifest
 
-    manifest = import_manifest(names, facts or {})
+    manifest = import_manifest(names, facts or {}, ordinal=sum(len(r.ordinal) for r in read))
     return write_capture(target, records, manifest, force=force, events=events)
 
 

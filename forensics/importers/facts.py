@@ -13,7 +13,17 @@ from typing import Any
 from forensics.digits import ascii_int
 from forensics.errors import ConfigurationError
 from forensics.escaping import capped, quoted
-from forensics.manifest_facts import CREATED, CUDA, HOST, MODEL, PYTHON, TORCH, VLLM, Fact
+from forensics.manifest_facts import (
+    CREATED,
+    CUDA,
+    HOST,
+    MODEL,
+    ORDINAL,
+    PYTHON,
+    TORCH,
+    VLLM,
+    Fact,
+)
 
 UNKNOWN = "unknown"
 
@@ -64,10 +74,11 @@ def _value(setting: str, text: str, fact: Fact | None) -> Any:
 
 
 def import_manifest(sources: list[str], facts: dict[str, Any],
-                    now: datetime | None = None) -> dict[str, Any]:
+                    now: datetime | None = None, ordinal: int = 0) -> dict[str, Any]:
     """The manifest entries of an imported capture: the facts given (``"a.b"`` keys nested),
     ``unknown`` for every stated fact not given, and ``imported`` (tool, time, ``sources``:
-    the sources' names, :func:`forensics.importers.source_names`)."""
+    the sources' names, :func:`forensics.importers.source_names`; ``ordinal_records``: how
+    many records stand at a step that is only their line's order, ``ordinal``, when any)."""
     from forensics import __version__
 
     unknown_keys = sorted(set(facts) - set(SETTABLE))
@@ -86,6 +97,6 @@ def import_manifest(sources: list[str], facts: dict[str, Any],
         "tool": f"vllm-forensics {__version__}", "command": "forensics import",
         "time": (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "sources": list(sources),
-    }
+    } | ({ORDINAL.keys[-1]: ordinal} if ordinal else {})
     manifest["sources"] = manifest["imported"]["sources"]
     return manifest

@@ -13,6 +13,7 @@ from forensics.manifest_facts import (
     CREATED,
     HOST,
     MODEL,
+    ORDINAL,
     PROCESS_HOST,
     RUNNER,
     TORCH,
@@ -57,6 +58,9 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
             facts[key] = dropped
     if unaccounted := unaccounted_by_probe(summary["events"]):  # never written, nor dropped
         facts["records_unaccounted"] = unaccounted
+    ordinal, _, _ = read_fact(manifest, ORDINAL)
+    if ordinal:
+        facts["ordinal_records"] = ordinal
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
     if refused:
@@ -207,18 +211,28 @@ def facts_sentence(facts: dict[str, Any]) -> str:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
              if key not in ("events", "notes", "stopped_after", "refused", "events_dropped",
-                            "records_dropped", "records_unaccounted")]
+                            "records_dropped", "records_unaccounted", "ordinal_records")]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."
     if facts.get("refused"):
         refused = "; ".join(facts["refused"])
         text += f" {refused[:1].upper()}{refused[1:]}."
+    if facts.get("ordinal_records"):
+        text += " " + ordinal_sentence(facts["ordinal_records"])
     if facts.get("stopped_after") is not None:
         text += " " + stopped_sentence(facts["stopped_after"])
     if facts.get("notes"):
         text += f" Notes: {quoted(facts['notes'])}"
     return text
+
+
+def ordinal_sentence(records: int) -> str:
+    """That ``records`` records of an imported capture stand at steps their source never
+    named (:data:`~forensics.manifest_facts.ORDINAL`): a step said of them is their line's
+    order, not the engine's step."""
+    return (f"Its source named no step for {records} record(s): their steps number its probe "
+            "lines in order, so a step said of them is not the engine's.")
 
 
 def fact_text(key: str, value: Any) -> str:

@@ -22,7 +22,12 @@ from forensics.escaping import (
     terminal,
 )
 from forensics.judge.suspects import describe_suspect
-from forensics.present.capture_facts import fact_label, fact_text, version_sentence
+from forensics.present.capture_facts import (
+    fact_label,
+    fact_text,
+    ordinal_sentence,
+    version_sentence,
+)
 from forensics.present.conclusion import Conclusion, conclude, describe_finding
 
 if TYPE_CHECKING:
@@ -149,7 +154,9 @@ def to_text(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
     """One line per variant (see :meth:`Conclusion.line`), then the crash verdict with what
     it rests on (as ``forensics known`` says it: the capture's crash events, where the replay
     raises) and the known issues matched, then that the capture's vLLM is another than (or not
-    known beside) the code replayed (:func:`~forensics.present.capture_facts.version_sentence`)."""
+    known beside) the code replayed (:func:`~forensics.present.capture_facts.version_sentence`)
+    and that steps of records are their log lines' order (:func:`~forensics.present.
+    capture_facts.ordinal_sentence`)."""
     conclusion = conclusion or conclude(result)
     lines = [inert(conclusion.line(v)) for v in result.variants]  # values escaped
     known = conclusion.known
@@ -157,8 +164,10 @@ def to_text(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
         seen = f" ({known.seen})" if known.seen else ""
         lines.append(terminal(f"crash verdict: {known.crash_verdict}{seen}; known issues: "
                               f"{known.issues_text()}"))
-    versions = version_sentence(conclusion.facts, conclusion.variants)
-    return "\n".join([*lines, *([terminal(versions)] if versions else [])])
+    ordinal = conclusion.facts.get("ordinal_records")
+    notes = (version_sentence(conclusion.facts, conclusion.variants),
+             ordinal_sentence(ordinal) if ordinal else "")
+    return "\n".join([*lines, *(terminal(note) for note in notes if note)])
 
 
 # -- known or new (forensics.known): the one block this module adds for it --

@@ -119,3 +119,64 @@ def test_processes_that_all_wrote_their_counts_leave_never_launched_as_it_was(
     code, out, _ = run_cli(capsys, "kernels", tmp_path / "k.capture", "--coverage", "--json")
     rows = {str(r["kernel"]): r for r in json.loads(out)["coverage"]}
     assert rows["_other"]["status"] == "never_launched", rows
+
+
+# ----------------------- T117b: the steps of a log's lines that name none are its lines' order
+
+LOG = Path(__file__).parents[1] / "data" / "sm70_engine.log"
+NAMED = ("(EngineCore_DP0 pid=4242) SM70-TEMB: rows=1000 input=(4,) dtype=torch.int32 min=-1 "
+         "max=7 step={step} rank=0\n")
+
+
+def _imported(tmp_path: Path, capsys: pytest.CaptureFixture[str], log: Path) -> Path:
+    """``log`` imported into ``tmp_path/log.capture``."""
+    capture = tmp_path / "log.capture"
+    code, out, err = run_cli(capsys, "import", log, "-o", capture)
+    assert code == 0, out + err
+    return capture
+
+
+@pytest.mark.parametrize("command", [["replay"], ["summary"], ["summary", "--format", "text"],
+                                     ["known"]])
+def test_steps_a_log_never_named_are_said_to_be_its_lines_order(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    """tests/data/sm70_engine.log's first two probe lines name no step: the import numbers
+    them 0 and 1 in line order, and the conclusion said "First violation (upstream):
+    async_output at step 0" as though the engine's step 0 were meant. The manifest now counts
+    those records (``imported.ordinal_records``) and every output of the conclusion says
+    their steps are their lines' order, not the engine's."""
+    capture = _imported(tmp_path, capsys, LOG)
+    manifest = json.loads((capture / "manifest.json").read_text())
+    assert manifest["imported"]["ordinal_records"] == 2
+    code, out, _ = run_cli(capsys, *command, capture)
+    assert code == 0, out
+    flat = " ".join(out.split())
+    assert "step 0" in flat  # the step the records stand at, now explained
+    assert ("Its source named no step for 2 record(s): their steps number its probe lines in "
+            "order, so a step said of them is not the engine's.") in flat
+
+
+def test_a_log_naming_every_step_says_nothing_of_line_order(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A log whose every probe line names its step: no ``ordinal_records``, no sentence."""
+    log = tmp_path / "named.log"
+    log.write_text(NAMED.format(step=3) + NAMED.format(step=4))
+    capture = _imported(tmp_path, capsys, log)
+    assert "ordinal_records" not in json.loads((capture / "manifest.json").read_text())[
+        "imported"]
+    code, out, _ = run_cli(capsys, "replay", capture)
+    assert code == 0 and "named no step" not in out
+
+
+def test_a_forged_count_of_ordinal_records_is_read_as_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A manifest whose ``imported.ordinal_records`` is not a record count (text, a list, a
+    negative number) says nothing of it, and the replay goes on."""
+    capture = _imported(tmp_path, capsys, LOG)
+    path = capture / "manifest.json"
+    for forged in ("lots", [1], -3):
+        manifest = json.loads(path.read_text())
+        manifest["imported"]["ordinal_records"] = forged
+        path.write_text(json.dumps(manifest))
+        code, out, _ = run_cli(capsys, "replay", capture)
+        assert code == 0 and "named no step" not in out, forged
