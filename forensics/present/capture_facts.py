@@ -55,6 +55,10 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
         dropped = dropped_by_probe(summary["events"], field)
         if dropped:
             facts[key] = dropped
+    from forensics.present.unjudged import redacted_unjudged
+
+    if (redacted := redacted_unjudged(manifest)) is not None:
+        facts["redacted_unjudged"] = redacted
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
     if refused:
@@ -199,7 +203,7 @@ def facts_sentence(facts: dict[str, Any]) -> str:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
              if key not in ("events", "notes", "stopped_after", "refused", "events_dropped",
-                            "records_dropped")]
+                            "records_dropped", "redacted_unjudged")]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."
