@@ -148,6 +148,8 @@ def _redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Seq
     # a site this install does not know: which of its fields hold token ids is not known
     redactor.dropped.update(f"{count} record(s) of site {site!r} (not known to this install)"
                             for site, count in cap.unknown_sites.items())
+    if cap.truncated:  # a cut tail was never read: nothing of it can be kept
+        redactor.dropped.add(f"the ends of {len(cap.truncated)} file(s) cut short (not read)")
     redactor.not_judged = not_kept(cap)
     manifest = redactor.manifest(cap.manifest)
     # events are redacted as publish writes them, after every record: by then the redactor
