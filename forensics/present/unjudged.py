@@ -27,6 +27,8 @@ REDACTED = "redacted"
 KINDS = (NOT_KNOWN, CUT, NEVER_WRITTEN, LEFT_OUT, REDACTED)
 #: the kinds that are records (what a finding or a reproducer is made of)
 RECORDS = (NOT_KNOWN, CUT, NEVER_WRITTEN, REDACTED)
+#: what :func:`redacted_text` says of where the facts of :data:`REDACTED` were
+FROM_ORIGINAL = "in the capture this one was redacted from (not kept by the redaction)"
 #: the most sites a redacted capture's ``redaction.not_judged`` is read naming
 MAX_REDACTED_SITES = 64
 
@@ -130,8 +132,7 @@ def redacted_text(stated: Mapping[str, Any]) -> str:
         parts[-1] += " (not known to the install that redacted it)"
     if stated["cut"]:
         parts.append(f"the ends of {stated['cut']} file(s) cut short")
-    return (", ".join(parts) + ", in the capture this one was redacted from (not kept by the "
-            "redaction)")
+    return f"{', '.join(parts)}, {FROM_ORIGINAL}"
 
 
 def unjudged_sentences(facts: Sequence[Unjudged]) -> list[str]:

@@ -63,7 +63,8 @@ def test_a_redacted_capture_says_a_file_cut_short_it_could_not_keep(
     whole one: its replay said nothing of the cut where the original's says "Not read: the end
     of events file ...". It says the original held a file cut short (not its name: a file's
     name holds its host and pid), and so does a redaction of the redacted capture; `redact`
-    says it dropped the cut end."""
+    says it dropped the cut end; triage's group is not titled "sites not known to this
+    install"."""
     original = _dropped_capture(tmp_path)
     with (original / "events-w0.jsonl").open("a") as events:
         events.write('{"kind": "probe_st')
@@ -78,3 +79,7 @@ def test_a_redacted_capture_says_a_file_cut_short_it_could_not_keep(
         said = " ".join(said.split())
         assert ("No variant judged the ends of 1 file(s) cut short, in the capture this one "
                 "was redacted from (not kept by the redaction)") in said, said
+    code, said, err = run_cli(capsys, "triage", red)
+    assert code == 0, err
+    assert "records not judged (events left out, records its redaction did not keep)" in said, \
+        said
