@@ -1,6 +1,7 @@
 """What a capture held that no variant judged, composed once (:func:`unjudged`): the records of
 sites this install does not know, the ends of its files cut short (not read), the records its
-probe never wrote and the events it left out. Each output words that one list: a clause per
+probe never wrote, the events it left out and, of a redacted capture, what of these its original
+held that the redaction could not keep. Each output words that one list: a clause per
 fact (:func:`unjudged_text`: triage, ``summary --format text``, ``check``, ``known``,
 ``findings``; ``repro`` and the write-up's no-reproducer line, of the records only:
 :data:`RECORDS`) or a sentence per fact (:func:`unjudged_sentences`: the conclusion's
