@@ -84,11 +84,18 @@ def run(args: argparse.Namespace) -> int:
         counts = ", ".join(f"{n} record(s) of {terminal(v)}" for v, n in errors.items())
         print(f"not judged: {counts} ended in errors, so hold no finding; forensics replay "
               "names why")
-    from forensics.present.unjudged import CUT, NEVER_WRITTEN, NOT_KNOWN, unjudged_of, unjudged_text
+    from forensics.present.unjudged import (
+        CUT,
+        NEVER_WRITTEN,
+        NOT_KNOWN,
+        REDACTED,
+        unjudged_of,
+        unjudged_text,
+    )
 
     unseen = unjudged_of(result.capture)  # records no variant judged: nor is "no findings" all
     unknown = unjudged_text(unseen, {NOT_KNOWN})
-    unread = unjudged_text(unseen, {CUT, NEVER_WRITTEN})
+    unread = unjudged_text(unseen, {CUT, NEVER_WRITTEN, REDACTED})
     if unknown:
         print(f"not judged: {inert(unknown)}; install the plugin that declares each and run "
               "findings again")

@@ -290,10 +290,15 @@ def from_ipc(data: bytes) -> Any:
 
 def _no_records(capture: Any) -> str:
     """What a capture of no records holds instead, after ``holds no records``: its recorded
-    kernel launches (``forensics kernels`` judges them), or nothing the probe saw."""
+    kernel launches (``forensics kernels`` judges them), the records of the capture it was
+    redacted from that its redaction could not keep, or nothing the probe saw."""
     from forensics.present.conclusion import kernel_launches
+    from forensics.present.unjudged import REDACTED, unjudged_of, unjudged_text
 
     launches = kernel_launches(capture)
+    redacted = unjudged_text(unjudged_of(capture), {REDACTED})
+    if redacted:
+        return f"{NO_RECORDS}: nothing to replay; no variant judged {redacted}"
     if launches:
         return (f"{NO_RECORDS} of a site, only {launches} recorded kernel launch(es): nothing "
                 "to replay here (forensics kernels replays and judges the launches)")

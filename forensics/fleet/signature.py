@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics.fleet.piece import BASELINE, NO_RECORDS, ONLY_NOT_KNOWN
+from forensics.present.unjudged import FROM_ORIGINAL
 from forensics.store.events import LEFT_OUT, NEVER_WRITTEN
 from forensics.store.paths import CUT_SHORT
 
@@ -94,7 +95,9 @@ def what(row: dict[str, Any]) -> str:
         reasons = [reason for reason, said in (("sites not known to this install", NOT_KNOWN_SAID),
                                                ("files cut short", CUT_SHORT),
                                                ("records never written", NEVER_WRITTEN),
-                                               ("events left out", LEFT_OUT)) if said in why]
+                                               ("events left out", LEFT_OUT),
+                                               ("records its redaction did not keep",
+                                                FROM_ORIGINAL)) if said in why]
         return f"records not judged ({', '.join(reasons) or 'sites not known to this install'})"
     if kind == "divergence not judged" and (row.get("divergence") or {}).get("stopped"):
         return "rank divergence not judged (compared up to its engine's first divergence)"

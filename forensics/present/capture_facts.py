@@ -61,6 +61,10 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     ordinal, _, _ = read_fact(manifest, ORDINAL)
     if ordinal:
         facts["ordinal_records"] = ordinal
+    from forensics.present.unjudged import redacted_unjudged
+
+    if (redacted := redacted_unjudged(manifest)) is not None:
+        facts["redacted_unjudged"] = redacted
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
     if refused:
@@ -211,7 +215,8 @@ def facts_sentence(facts: dict[str, Any]) -> str:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
              if key not in ("events", "notes", "stopped_after", "refused", "events_dropped",
-                            "records_dropped", "records_unaccounted", "ordinal_records")]
+                            "records_dropped", "records_unaccounted", "ordinal_records",
+                            "redacted_unjudged")]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."

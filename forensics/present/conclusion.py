@@ -185,7 +185,8 @@ class Conclusion:
         """What the capture held that no variant judged (:func:`~forensics.present.unjudged.
         unjudged`)."""
         return unjudged(self.not_known, self.cut_files, self.facts.get("records_dropped"),
-                        self.facts.get("events_dropped"), self.facts.get("records_unaccounted"))
+                        self.facts.get("events_dropped"), self.facts.get("records_unaccounted"),
+                        self.facts.get("redacted_unjudged"))
 
     def summary_sentence(self) -> str:
         """Why the sites with summary records only are unjudged, or ``""``."""

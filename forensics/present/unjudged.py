@@ -1,6 +1,7 @@
 """What a capture held that no variant judged, composed once (:func:`unjudged`): the records of
 sites this install does not know, the ends of its files cut short (not read), the records its
-probe never wrote and the events it left out. Each output words that one list: a clause per
+probe never wrote, the events it left out and, of a redacted capture, what of these its original
+held that the redaction could not keep. Each output words that one list: a clause per
 fact (:func:`unjudged_text`: triage, ``summary --format text``, ``check``, ``known``,
 ``findings``; ``repro`` and the write-up's no-reproducer line, of the records only:
 :data:`RECORDS`) or a sentence per fact (:func:`unjudged_sentences`: the conclusion's
@@ -21,10 +22,17 @@ CUT = "cut"
 NEVER_WRITTEN = "never_written"
 #: the events the probe left out of its full events files (``events_dropped``)
 LEFT_OUT = "left_out"
+#: what the capture a redacted one was made from held unjudged and the redaction could not keep
+#: (records of sites not known, files cut short: its manifest's ``redaction.not_judged``)
+REDACTED = "redacted"
 #: every kind, in the order said
-KINDS = (NOT_KNOWN, CUT, NEVER_WRITTEN, LEFT_OUT)
+KINDS = (NOT_KNOWN, CUT, NEVER_WRITTEN, LEFT_OUT, REDACTED)
 #: the kinds that are records (what a finding or a reproducer is made of)
-RECORDS = (NOT_KNOWN, CUT, NEVER_WRITTEN)
+RECORDS = (NOT_KNOWN, CUT, NEVER_WRITTEN, REDACTED)
+#: what :func:`redacted_text` says of where the facts of :data:`REDACTED` were
+FROM_ORIGINAL = "in the capture this one was redacted from (not kept by the redaction)"
+#: the most sites a redacted capture's ``redaction.not_judged`` is read naming
+MAX_REDACTED_SITES = 64
 
 
 @dataclass(frozen=True)
@@ -40,10 +48,12 @@ class Unjudged:
 
 def unjudged(not_known: Mapping[str, int] | None, cut_files: Sequence[str] | None,
              records_dropped: int | None, events_dropped: int | None,
-             records_unaccounted: int | None = None) -> list[Unjudged]:
+             records_unaccounted: int | None = None,
+             redacted: Mapping[str, Any] | None = None) -> list[Unjudged]:
     """The facts no variant judged, in the order of :data:`KINDS`, each there only when it
     holds something; ``records_unaccounted``: the records the probe counted and neither wrote
-    nor dropped (:func:`~forensics.store.events.unaccounted_by_probe`), never written too."""
+    nor dropped (:func:`~forensics.store.events.unaccounted_by_probe`), never written too;
+    ``redacted``: :func:`redacted_unjudged`."""
     out: list[Unjudged] = []
     if not_known:
         out.append(Unjudged(NOT_KNOWN, sum(not_known.values()), dict(not_known)))
@@ -55,7 +65,30 @@ def unjudged(not_known: Mapping[str, int] | None, cut_files: Sequence[str] | Non
                             unaccounted))
     if events_dropped:
         out.append(Unjudged(LEFT_OUT, int(events_dropped)))
+    if redacted:
+        out.append(Unjudged(REDACTED, sum(redacted["not_known"].values()) + redacted["cut"],
+                            dict(redacted)))
     return out
+
+
+def redacted_unjudged(manifest: Any) -> dict[str, Any] | None:
+    """What the capture a redacted one was made from held unjudged and the redaction could not
+    keep: its manifest's ``redaction.not_judged`` (``{"not_known": {site: records}, "cut":
+    files}``), None when it states nothing, or not in that form."""
+    entry = manifest.get("redaction") if isinstance(manifest, dict) else None
+    stated = entry.get("not_judged") if isinstance(entry, dict) else None
+    if not isinstance(stated, dict):
+        return None
+    sites, cut = stated.get("not_known", {}), stated.get("cut", 0)
+    if not (isinstance(sites, dict) and len(sites) <= MAX_REDACTED_SITES
+            and all(isinstance(s, str) and _count(n) for s, n in sites.items()) and _count(cut)):
+        return None
+    return {"not_known": dict(sites), "cut": cut} if sites or cut else None
+
+
+def _count(value: object) -> bool:
+    """Whether ``value`` is a count (an int from 0, no bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def unjudged_of(capture: Any) -> list[Unjudged]:
@@ -67,7 +100,8 @@ def unjudged_of(capture: Any) -> list[Unjudged]:
     return unjudged(getattr(capture, "unknown_sites", None),
                     list(getattr(capture, "truncated", None) or []),
                     dropped_by_probe(events, "dropped"), dropped_by_probe(events),
-                    unaccounted_by_probe(events))
+                    unaccounted_by_probe(events),
+                    redacted_unjudged(getattr(capture, "manifest", None)))
 
 
 def unjudged_text(facts: Sequence[Unjudged], kinds: Collection[str] = KINDS) -> str:
@@ -88,7 +122,24 @@ def _clause(fact: Unjudged) -> str:
         return cut_text(fact.detail)
     if fact.kind == NEVER_WRITTEN:
         return f"{fact.count} record(s) {_never_written(fact)}"
+    if fact.kind == REDACTED:
+        return redacted_text(fact.detail)
     return f"{fact.count} event(s) {EVENTS_LEFT_OUT}"
+
+
+def redacted_text(stated: Mapping[str, Any]) -> str:
+    """``3 record(s) of site 'toy' (not known to the install that redacted it) and the ends of
+    1 file(s) cut short, in the capture this one was redacted from (not kept by the
+    redaction)``."""
+    from forensics.escaping import quoted
+
+    parts = [f"{count} record(s) of site {quoted(site)}" for site, count in
+             stated["not_known"].items()]
+    if parts:
+        parts[-1] += " (not known to the install that redacted it)"
+    if stated["cut"]:
+        parts.append(f"the ends of {stated['cut']} file(s) cut short")
+    return f"{', '.join(parts)}, {FROM_ORIGINAL}"
 
 
 def unjudged_sentences(facts: Sequence[Unjudged]) -> list[str]:
@@ -108,6 +159,9 @@ def _sentence(fact: Unjudged) -> str:
     if fact.kind == NEVER_WRITTEN:
         return (f"{fact.count} record(s) were {_never_written(fact)}: no variant "
                 "judged them, so a failure in them would not be seen.")
+    if fact.kind == REDACTED:
+        return (f"No variant judged {_clause(fact)}: a failure there would not be seen; "
+                "replay the original capture to judge them.")
     return (f"The probe left out {fact.count} event(s) when its events file was full (it keeps "
             "only the events that say how a process ended then): guard_passed_on events, "
             "kernel launches and probe errors may be missing.")

@@ -148,6 +148,9 @@ def _redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Seq
     # a site this install does not know: which of its fields hold token ids is not known
     redactor.dropped.update(f"{count} record(s) of site {site!r} (not known to this install)"
                             for site, count in cap.unknown_sites.items())
+    if cap.truncated:  # a cut tail was never read: nothing of it can be kept
+        redactor.dropped.add(f"the ends of {len(cap.truncated)} file(s) cut short (not read)")
+    redactor.not_judged = not_kept(cap)
     manifest = redactor.manifest(cap.manifest)
     # events are redacted as publish writes them, after every record: by then the redactor
     # knows every request id of the capture, and takes each out of the events' error text;
@@ -157,6 +160,22 @@ def _redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Seq
                    progress, final=lambda: redactor.manifest(cap.manifest))
     return RedactResult(path, len(cap), redactor.domain, len(redactor.pseudonyms),
                         sorted(redactor.dropped), time.perf_counter() - start, expected)
+
+
+def not_kept(cap: Any) -> dict[str, Any]:
+    """What ``cap`` held that no variant judged and a redaction cannot keep, for the redacted
+    capture's readers to say (:func:`~forensics.present.unjudged.redacted_unjudged`): the
+    records of sites not known here (which fields hold token ids is not known) and the number
+    of files cut short (their names hold hosts and pids), with what ``cap`` says its own
+    original held so; ``{}`` when there is none."""
+    from forensics.present.unjudged import redacted_unjudged
+
+    before = redacted_unjudged(cap.manifest) or {"not_known": {}, "cut": 0}
+    sites = dict(before["not_known"])
+    for site, count in cap.unknown_sites.items():
+        sites[site] = sites.get(site, 0) + count
+    cut = before["cut"] + len(cap.truncated)
+    return {"not_known": sites, "cut": cut} if sites or cut else {}
 
 
 def refuse_unkept(cap: Any, keep: Sequence[str]) -> None:
@@ -287,6 +306,8 @@ class Redactor:
     #: the pseudonym of each process that wrote events (its host and pid are private)
     processes: dict[str, str] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)
+    #: what the capture held unjudged that its redaction cannot keep (:func:`not_kept`)
+    not_judged: dict[str, Any] = field(default_factory=dict)
     _finder: IdFinder | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -393,6 +414,8 @@ class Redactor:
             "dropped": sorted(self.dropped),
             "kept_on_request": sorted(self.keep),
         }
+        if self.not_judged:
+            kept["redaction"]["not_judged"] = self.not_judged
         return kept
 
     def token_text(self) -> str:

@@ -58,7 +58,9 @@ KEYS = (
     "error", "failed", "timeouts", "violations", "records", "dtype", "min", "max", "tensor",
     "frame",
     # a shrunk capture's ``shrink`` entry: counts, steps and where its engine stopped
-    "shrink", "records_before", "records_kept", "steps_kept", "stopped_after", "before")
+    "shrink", "records_before", "records_kept", "steps_kept", "stopped_after", "before",
+    # a probe_stop's count of the events its full events file left out (what was not judged)
+    "events_dropped")
 #: fields that hold request ids
 REQUEST_FIELDS = ("req_ids", "prev_req_ids", "prev_req_id_to_index")
 
