@@ -1905,6 +1905,20 @@ TESTS = {
               "test_a_string_list_of_very_many_strings_is_refused_before_they_are_built",
               "tests/hostile/test_round20_fix20a.py::"
               "test_replay_and_the_writer_refuse_a_string_list_of_very_many_strings"],
+    "T120a": ["tests/hostile/test_round20_fix20c.py::"
+              "test_an_engine_dead_line_after_a_crash_is_that_crashs_report",
+              "tests/hostile/test_round20_fix20c.py::"
+              "test_an_engine_dead_line_after_later_steps_or_a_restart_is_its_own_crash"],
+    "T120b": ["tests/hostile/test_round20_fix20c.py::"
+              "test_a_second_death_report_of_one_crash_is_kept",
+              "tests/hostile/test_round20_fix20c.py::"
+              "test_many_reports_are_counted_and_a_bounded_few_kept",
+              "tests/hostile/test_round20_fix20c.py::"
+              "test_a_redacted_capture_keeps_the_reports_public_text"],
+    "T120e": ["tests/hostile/test_round20_fix20c.py::"
+              "test_a_rank_not_written_in_ascii_digits_is_no_rank",
+              "tests/hostile/test_round20_fix20c.py::"
+              "test_a_rank_in_ascii_digits_is_read"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

@@ -1,0 +1,139 @@
+"""Round 20's fix20c (issue 38): what attack20a and attack20c found and left open.
+
+- T120a: a bare ``EngineDeadError`` log line (no traceback) right after a crash line was a
+  second crash event: ``import`` said "2 events" and ``known`` "2 crash event(s)" of one death.
+- T120b: a second report of one crash's death (two ``Worker proc ... died unexpectedly`` lines
+  an hour apart) was dropped: "1 events", and the second line appeared nowhere.
+- T120e: ``$RANK`` was read with ``int()``: ``RANK=٣`` (an Arabic-Indic three) was rank 3.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from test_round2 import run_cli
+
+from forensics.probe import rank as probe_rank
+
+STEP1 = ("(EngineCore_DP0 pid=4242) SM70-TEMB: rows=1000 input=(4,) dtype=torch.int32 "
+         "min=0 max=7 step=1\n")
+ILLEGAL = ("(EngineCore_DP0 pid=4242) ERROR 12-02 10:40:00 [core.py:1] RuntimeError: CUDA "
+           "error: an illegal memory access was encountered\n")
+DEAD_LINE = ("(APIServer pid=1) ERROR 12-02 10:46:45 [async_llm.py:480] "
+             "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See "
+             "stack trace (above) for the root cause.\n")
+START = ("(EngineCore_DP0 pid=99) INFO 12-02 11:00:00 [core.py:140] Initializing a V1 LLM engine "
+         "(v0.33.0) with config: model='m'\n")
+
+
+def died(worker: int, hour: int) -> str:
+    """vLLM's multiproc executor's report of worker ``worker``'s death at ``hour``."""
+    return (f"(EngineCore_DP0 pid=4242) ERROR 12-02 {hour:02d}:46:44 [multiproc_executor.py:381] "
+            f"Worker proc VllmWorker-{worker} died unexpectedly (exit code: -11)\n")
+
+
+def _import(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> tuple[
+        str, list[dict[str, object]]]:
+    """``import``'s output line and the events of the capture imported from a log of ``text``."""
+    (tmp_path / "engine.log").write_text(text)
+    out = tmp_path / "engine.capture"
+    code, said, err = run_cli(capsys, "import", tmp_path / "engine.log", "-o", out, "--force")
+    assert code == 0, err
+    code, shown, err = run_cli(capsys, "inspect", out, "--json")
+    assert code == 0, err
+    return said, list(json.loads(shown)["events"])
+
+
+# ------------------------------ T120a: a bare EngineDeadError line joins the crash before it
+
+
+def test_an_engine_dead_line_after_a_crash_is_that_crashs_report(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A CUDA error, then the API server's ``EngineDeadError`` on a line of its own: one crash
+    event holding the report (its ``engine_dead``), and ``known`` counts one."""
+    said, events = _import(capsys, tmp_path, STEP1 + ILLEGAL + DEAD_LINE)
+    assert "1 events" in said
+    assert [(e["kind"], e["line"]) for e in events] == [("illegal_memory_access", 2)]
+    assert events[0]["engine_dead"]["line"] == 3  # type: ignore[index]
+    code, out, err = run_cli(capsys, "known", tmp_path / "engine.capture")
+    assert code in (0, 1), err
+    assert "1 crash event(s)" in " ".join(out.split())
+
+
+def test_an_engine_dead_line_after_later_steps_or_a_restart_is_its_own_crash(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Read after a probe line of a later step, or after an engine's start, the same line is a
+    crash of its own (T115a, T115h)."""
+    later = STEP1.replace("step=1", "step=2")
+    for between, step in ((later, 2), (START, 1)):
+        _, events = _import(capsys, tmp_path, STEP1 + ILLEGAL + between + DEAD_LINE)
+        assert [(e["kind"], e["step"]) for e in events] == [("illegal_memory_access", 1),
+                                                            ("engine_dead", step)]
+        assert "engine_dead" not in events[0]
+
+
+# ------------------------------ T120b: every report of one crash's death is kept
+
+
+def test_a_second_death_report_of_one_crash_is_kept(capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    """Two workers' deaths an hour apart after one CUDA error: one crash, whose ``died`` counts
+    two reports and keeps the second's line and message."""
+    said, events = _import(capsys, tmp_path, STEP1 + ILLEGAL + died(0, 10) + died(1, 11))
+    assert "1 events" in said
+    report = events[0]["died"]
+    assert isinstance(report, dict)
+    assert (report["line"], report["count"]) == (3, 2)
+    assert [(r["line"], "VllmWorker-1" in r["message"]) for r in report["more"]] == [(4, True)]
+
+
+def test_many_reports_are_counted_and_a_bounded_few_kept(capsys: pytest.CaptureFixture[str],
+                                                        tmp_path: Path) -> None:
+    """A thousand ``EngineDeadError`` lines (one per failed request) after one crash: all
+    counted, 16 later ones listed."""
+    _, events = _import(capsys, tmp_path, STEP1 + ILLEGAL + DEAD_LINE * 1000)
+    report = events[0]["engine_dead"]
+    assert isinstance(report, dict)
+    assert report["count"] == 1000 and len(report["more"]) == 16
+    assert report["more"][-1]["line"] == 19
+
+
+# ------------------------------ T120e: $RANK is read in ASCII digits only
+
+
+@pytest.mark.parametrize("raw", ["٣", "３", "+3", "1_0", "3.0", "-1"])
+def test_a_rank_not_written_in_ascii_digits_is_no_rank(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, raw: str) -> None:
+    """``$RANK`` in another script's digits, with a sign or an underscore: rank 0 and one log
+    line saying so (the probe raises nothing into the engine)."""
+    monkeypatch.setenv("RANK", raw)
+    with caplog.at_level(logging.WARNING, logger="forensics.probe"):
+        assert probe_rank.env_rank() == 0
+    assert sum("is not a rank" in r.getMessage() for r in caplog.records) == 1
+
+
+@pytest.mark.parametrize(("raw", "rank"), [("3", 3), (" 7 ", 7), ("", 0), ("0012", 12)])
+def test_a_rank_in_ascii_digits_is_read(monkeypatch: pytest.MonkeyPatch, raw: str,
+                                        rank: int) -> None:
+    """ASCII digits (around blanks, or none: rank 0) are the rank."""
+    monkeypatch.setenv("RANK", raw)
+    assert probe_rank.env_rank() == rank
+
+
+def test_a_redacted_capture_keeps_the_reports_public_text(capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: Path) -> None:
+    """``redact`` keeps every report's line, count and public error text (no pid, path or
+    address), as it keeps an event's own message."""
+    from forensics.share.redaction import redact
+
+    text = STEP1 + ILLEGAL + died(0, 10) + died(1, 11).replace(
+        "(exit code: -11)", "(exit code: -11) at /home/alice/run.sh on 10.1.2.3")
+    _import(capsys, tmp_path, text)
+    out = redact(tmp_path / "engine.capture", tmp_path / "out.capture").path
+    report = json.loads(run_cli(capsys, "inspect", out, "--json")[1])["events"][0]["died"]
+    assert (report["line"], report["count"], report["more"][0]["line"]) == (3, 2, 4)
+    assert "died unexpectedly (exit code: -11) at <path> on <ip>" in report["more"][0]["message"]
+    assert not any(private in json.dumps(report) for private in ("alice", "10.1.2.3", "4242"))
