@@ -4,6 +4,8 @@
   second crash event: ``import`` said "2 events" and ``known`` "2 crash event(s)" of one death.
 - T120b: a second report of one crash's death (two ``Worker proc ... died unexpectedly`` lines
   an hour apart) was dropped: "1 events", and the second line appeared nowhere.
+- T120d: ``simulate vocab-sentinel --steps 1`` printed "wrote ...: scenario vocab-sentinel, 1
+  steps, ..." without saying that no fault fired (only the manifest's notes said so).
 - T120e: ``$RANK`` was read with ``int()``: ``RANK=٣`` (an Arabic-Indic three) was rank 3.
 """
 
@@ -137,3 +139,22 @@ def test_a_redacted_capture_keeps_the_reports_public_text(capsys: pytest.Capture
     assert (report["line"], report["count"], report["more"][0]["line"]) == (3, 2, 4)
     assert "died unexpectedly (exit code: -11) at <path> on <ip>" in report["more"][0]["message"]
     assert not any(private in json.dumps(report) for private in ("alice", "10.1.2.3", "4242"))
+
+
+# ------------------------------ T120d: simulate says on its line that no fault fired
+
+
+@pytest.mark.parametrize("scenario", ["vocab-sentinel", "misattribution"])
+def test_simulate_says_no_fault_fired_on_its_line(capsys: pytest.CaptureFixture[str],
+                                                 tmp_path: Path, scenario: str) -> None:
+    """A run too short for its random faults says so on the line it prints, not only in the
+    manifest's notes; a run whose faults fired, or a scenario of none, says nothing of it."""
+    out = tmp_path / "s.capture"
+    code, said, err = run_cli(capsys, "simulate", scenario, "--steps", "1", "-o", out)
+    assert code == 0, err
+    assert "1 steps" in said and "no fault fired in its 1 step (its faults are drawn at " \
+        "random: give more --steps or another --seed)" in said
+    for name, steps in ((scenario, "200"), ("clean", "1")):
+        code, said, err = run_cli(capsys, "simulate", name, "--steps", steps, "-o", out,
+                                  "--force")
+        assert code == 0 and "no fault fired" not in said, err

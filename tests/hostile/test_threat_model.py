@@ -1915,6 +1915,8 @@ TESTS = {
               "test_many_reports_are_counted_and_a_bounded_few_kept",
               "tests/hostile/test_round20_fix20c.py::"
               "test_a_redacted_capture_keeps_the_reports_public_text"],
+    "T120d": ["tests/hostile/test_round20_fix20c.py::"
+              "test_simulate_says_no_fault_fired_on_its_line"],
     "T120e": ["tests/hostile/test_round20_fix20c.py::"
               "test_a_rank_not_written_in_ascii_digits_is_no_rank",
               "tests/hostile/test_round20_fix20c.py::"
