@@ -4,6 +4,8 @@
   second crash event: ``import`` said "2 events" and ``known`` "2 crash event(s)" of one death.
 - T120b: a second report of one crash's death (two ``Worker proc ... died unexpectedly`` lines
   an hour apart) was dropped: "1 events", and the second line appeared nowhere.
+- T120c: dump DP0, dump DP1, traceback DP1, traceback DP0: DP0's dump got no exception and
+  DP0's traceback stayed an ``engine_exception`` event of its own.
 - T120d: ``simulate vocab-sentinel --steps 1`` printed "wrote ...: scenario vocab-sentinel, 1
   steps, ..." without saying that no fault fired (only the manifest's notes said so).
 - T120e: ``$RANK`` was read with ``int()``: ``RANK=٣`` (an Arabic-Indic three) was rank 3.
@@ -13,12 +15,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from test_round2 import run_cli
 
 from forensics.probe import rank as probe_rank
+from tests.instructions import assert_scales_linearly
 
 STEP1 = ("(EngineCore_DP0 pid=4242) SM70-TEMB: rows=1000 input=(4,) dtype=torch.int32 "
          "min=0 max=7 step=1\n")
@@ -158,3 +162,63 @@ def test_simulate_says_no_fault_fired_on_its_line(capsys: pytest.CaptureFixture[
         code, said, err = run_cli(capsys, "simulate", name, "--steps", steps, "-o", out,
                                   "--force")
         assert code == 0 and "no fault fired" not in said, err
+
+
+# ------------------------------ T120c: two engines' dumps keep their own tracebacks, any order
+
+
+DUMP = "(EngineCore_DP0 pid=196) ERROR 12-02 10:46:44 [dump_input.py:72] "
+CORE = "(EngineCore_DP0 pid=196) ERROR 12-02 10:46:44 [core.py:1586] "
+OTHER_DUMP, OTHER_CORE = (DUMP.replace("DP0 pid=196", "DP1 pid=197"),
+                          CORE.replace("DP0 pid=196", "DP1 pid=197"))
+
+
+def dump(drafts: str, tag: str) -> str:
+    """A crash dump's config and scheduler output lines of request r's ``drafts``."""
+    return (f"{tag}Dumping input data for V1 LLM engine (v0.33.0) with config: model='m', \n"
+            f"{tag}Dumping scheduler output for model execution: SchedulerOutput("
+            f"num_scheduled_tokens={{r: 5}}, scheduled_spec_decode_tokens={{r: [{drafts}]}}, "
+            "total_num_scheduled_tokens=5)\n")
+
+
+def chain(exception: str, tag: str) -> str:
+    """An exception's traceback logged by vLLM's engine core."""
+    return (f"{tag}Traceback (most recent call last):\n"
+            f'{tag}  File "/x/vllm/v1/core/sched/async_scheduler.py", line 63, in f\n'
+            f"{tag}    assert request.num_output_placeholders >= 0\n"
+            f"{tag}{exception}\n")
+
+
+def test_dumps_of_two_engines_keep_their_tracebacks_in_the_opposite_order(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Dump DP0, dump DP1, traceback DP1, traceback DP0: each dump holds its own engine's
+    exception, and no traceback stays an event of its own."""
+    _, events = _import(capsys, tmp_path, dump("-1, -1", DUMP) + dump("1, 2", OTHER_DUMP)
+                        + chain("AssertionError: one", OTHER_CORE)
+                        + chain("AssertionError: zero", CORE))
+    assert [(e["kind"], e["line"], e.get("exception")) for e in events] == [
+        ("crash_dump", 2, "AssertionError: zero"), ("crash_dump", 4, "AssertionError: one")]
+
+
+def test_many_engines_dumps_are_matched_in_linear_time(tmp_path: Path) -> None:
+    """Dumps of many engines, their tracebacks in the opposite order: 4 times the engines cost
+    under the limit of :mod:`tests.instructions` times the instructions."""
+    assert_scales_linearly(__file__, "engines", 100, tmp_path)
+
+
+def make_work(case: str, scale: int, scratch: Path) -> Callable[[], object]:
+    """Importing a log of ``scale`` engines' dumps, then their tracebacks in reverse order
+    (run by :mod:`tests.instructions`)."""
+    from forensics.importers import crash_dump
+
+    tags = [DUMP.replace("DP0 pid=196", f"DP{k} pid={k}") for k in range(scale)]
+    log = scratch / f"{case}-{scale}.log"
+    log.write_text("".join(dump("-1", tag) for tag in tags) + "".join(
+        chain(f"AssertionError: {k}", tag.replace("dump_input.py:72", "core.py:1"))
+        for k, tag in reversed(list(enumerate(tags)))))
+
+    def work() -> None:
+        events = crash_dump.read(log).events
+        assert [e.get("exception") for e in events] == [
+            f"AssertionError: {k}" for k in range(scale)]
+    return work

@@ -1915,6 +1915,10 @@ TESTS = {
               "test_many_reports_are_counted_and_a_bounded_few_kept",
               "tests/hostile/test_round20_fix20c.py::"
               "test_a_redacted_capture_keeps_the_reports_public_text"],
+    "T120c": ["tests/hostile/test_round20_fix20c.py::"
+              "test_dumps_of_two_engines_keep_their_tracebacks_in_the_opposite_order",
+              "tests/hostile/test_round20_fix20c.py::"
+              "test_many_engines_dumps_are_matched_in_linear_time"],
     "T120d": ["tests/hostile/test_round20_fix20c.py::"
               "test_simulate_says_no_fault_fired_on_its_line"],
     "T120e": ["tests/hostile/test_round20_fix20c.py::"
