@@ -235,7 +235,7 @@ class _LogParser:
         key = REPORTS.get(event["kind"])
         if key is not None and ends(last, self.last_step, self.chains.closed):
             assert last is not None
-            report(last, key, number, text)
+            report(last, key, number, text, CUT if cut else None)
             return  # vLLM's report of the death of the crash before: that crash's
         if last is not None and (last["kind"], last.get("detail")) == (event["kind"],
                                                                        event.get("detail")) \

@@ -194,12 +194,16 @@ def ends(crash: dict[str, Any] | None, step: int | None, closed: set[int]) -> bo
         and crash.get("step") == step and id(crash) not in closed
 
 
-def report(crash: dict[str, Any], key: str, number: int, text: str) -> None:
+def report(crash: dict[str, Any], key: str, number: int, text: str,
+           cut: str | None = None) -> None:
     """Keep in ``crash``'s ``key`` (:data:`REPORTS`) the report of its death on line ``number``:
     the first as its ``line`` and ``message``; each later one counted in its ``count`` (every
     report) and, up to :data:`MORE_REPORTS`, listed in its ``more`` (line and message), so that
-    a second report (another worker's death an hour later) is not lost."""
-    said = {"line": number, "message": text.strip()[:TEXT]}
+    a second report (another worker's death an hour later) is not lost; ``cut``: why the line
+    was read only in part (kept with it)."""
+    said: dict[str, Any] = {"line": number, "message": text.strip()[:TEXT]}
+    if cut:
+        said["cut"] = cut
     first = crash.get(key)
     if first is None:
         crash[key] = said

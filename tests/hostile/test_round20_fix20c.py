@@ -222,3 +222,12 @@ def make_work(case: str, scale: int, scratch: Path) -> Callable[[], object]:
         assert [e.get("exception") for e in events] == [
             f"AssertionError: {k}" for k in range(scale)]
     return work
+
+
+def test_a_report_read_from_a_cut_line_says_so(capsys: pytest.CaptureFixture[str],
+                                               tmp_path: Path) -> None:
+    """A report on a line longer than the log's bound keeps that it was read only in part, as
+    a crash event of such a line does."""
+    _, events = _import(capsys, tmp_path, STEP1 + ILLEGAL + DEAD_LINE.rstrip("\n")
+                        + " x" * 40_000 + "\n")
+    assert "longer than 65536 bytes" in events[0]["engine_dead"]["cut"]  # type: ignore[index]
