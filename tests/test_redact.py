@@ -176,7 +176,11 @@ def test_redact_keeps_public_error_text_without_paths_hosts_and_ids(tmp_path: Pa
     assert "indexSelectSmallIndex" in first["message"] and "/pytorch" not in first["message"]
     messages = " | ".join(e["message"] for e in events)
     assert "torch.AcceleratorError: CUDA error: an illegal memory access" in messages
-    assert "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered" in messages
+    # the EngineDeadError line is the report of the crash before it (T120a): its public text
+    # is kept in that crash's engine_dead, as an event's message is
+    reports = [e["engine_dead"]["message"] for e in events if "engine_dead" in e]
+    assert len(reports) == 1
+    assert "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered" in reports[0]
     assert "RuntimeError: device-side assert triggered for <id> on <host> at <ip> in <path>" \
         in messages and "pid=<id>" in messages
     blob = _bytes_of(out)

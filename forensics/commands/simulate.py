@@ -51,14 +51,27 @@ def run(args: argparse.Namespace) -> int:
     Raises UnknownScenarioError, ConfigurationError or OutputExistsError (exit 2 in the CLI).
     """
     from forensics.simulator.runs import simulate
-    from forensics.simulator.scenarios import configure
+    from forensics.simulator.scenarios import configure, none_fired
 
     sc = configure(args.scenario, steps=args.steps, batch=args.batch,
                    spec_tokens=args.spec_tokens, vocab=args.vocab)
     start = time.perf_counter()
     out = simulate(sc, seed=args.seed, out=args.output, force=args.force,
                    progress=sys.stderr.isatty())
+    none = none_fired(sc, injected_by(out))
     print(f"wrote {out}: scenario {sc.name}, {sc.steps} steps, batch {sc.batch}, "
           f"{sc.spec_tokens} drafts, vocab {sc.vocab}, seed {args.seed} "
-          f"({time.perf_counter() - start:.1f} s)")
+          f"({time.perf_counter() - start:.1f} s)"
+          + (f"; {none} (its faults are drawn at random: give more --steps or another --seed)"
+             if none else ""))
     return 0
+
+
+def injected_by(out: object) -> dict[str, int] | None:
+    """The counts of the faults the simulated capture ``out`` says it injected (its
+    manifest's ``simulation.injected``; None when it says none)."""
+    import forensics
+
+    simulation = forensics.load(str(out)).manifest.get("simulation") or {}
+    injected = simulation.get("injected") if isinstance(simulation, dict) else None
+    return injected if isinstance(injected, dict) else None

@@ -7,7 +7,8 @@ shapes, token ids as counts) and ``Dumping scheduler stats: ...``, then the exce
 traceback. :func:`read` reads the log as :mod:`forensics.importers.logs` does (each exception
 chain one event, :mod:`forensics.importers.tracebacks`) and adds one ``crash_dump`` event per
 dump, which takes in the exception chain after it (one crash, one event; none that ends after
-a later dump of its process or of the chain's: that dump's), carrying:
+a later dump of its process or of the chain's: that dump's; a chain of a process that dumped
+is first its own dumps'), carrying:
 
 - ``scheduled_spec_decode_tokens``: request id -> the draft token ids scheduled;
 - ``num_scheduled_tokens`` (the batch: request id -> tokens), ``total_num_scheduled_tokens``,
@@ -136,21 +137,44 @@ def _join_chains(found: _Dumps, events: list[dict[str, Any]]) -> None:
     """Move into each dump the first exception chain that ends after its line (its exception,
     location, source line; a CUDA assert's condition it joined), taking that chain's event
     out of ``events``: one crash, one event; none when a later dump of its process, or of the
-    chain's, comes before that chain ends (the chain is that dump's: the engine ran on after
-    the first). One pass over both lists (each in line order)."""
+    chain's, comes before that chain ends (the chain is that later dump's: the engine ran on
+    after the first). A chain logged by a process that dumped is first its own dumps' (two
+    engines' tracebacks may come in another order than their dumps), then what is left is
+    matched in line order. Linear: one pass over each process's dumps and chains, one more."""
     dumps, tags = found.events, found.tags
     lines: dict[str, list[int]] = {}  # process tag -> the lines of its dumps, in order
+    of: dict[str, list[dict[str, Any]]] = {}  # process tag -> its dumps, in order
     for dump in dumps:
         lines.setdefault(tags[dump["line"]], []).append(dump["line"])
-    taken: set[int] = set()
+        of.setdefault(tags[dump["line"]], []).append(dump)
+    chains: dict[str, list[int]] = {}  # process tag -> the indices of its chains, in order
+    for k, event in enumerate(events):
+        if "exception" in event and tags.get(event["last_line"], "") in lines:
+            chains.setdefault(tags[event["last_line"]], []).append(k)
+    taken: dict[int, int] = {}  # chain index -> the line of the dump that took it
+    for tag, own in chains.items():
+        _match(events, of[tag], own, (tags, lines), taken)
+    given = set(taken.values())
+    _match(events, [d for d in dumps if d["line"] not in given],
+           [k for k, event in enumerate(events) if "exception" in event and k not in taken],
+           (tags, lines), taken)
+    events[:] = [event for k, event in enumerate(events) if k not in taken]
+
+
+def _match(events: list[dict[str, Any]], dumps: list[dict[str, Any]], chains: list[int],
+           where: tuple[dict[int, str], dict[str, list[int]]], taken: dict[int, int]) -> None:
+    """Give each dump of ``dumps`` (in line order) the first chain of ``chains`` (indices into
+    ``events``, in order) that ends after it, unless a later dump of its process, or of the
+    chain's, comes before that chain ends (``where``: each line's process tag, each tag's dump
+    lines); each chain given is added to ``taken``. One pass over both lists."""
+    tags, lines = where
     at = 0
     for dump in dumps:
-        while at < len(events) and not ("exception" in events[at]
-                                         and events[at]["last_line"] > dump["line"]):
+        while at < len(chains) and events[chains[at]]["last_line"] <= dump["line"]:
             at += 1
-        if at == len(events):
+        if at == len(chains):
             break
-        chain = events[at]
+        chain = events[chains[at]]
         own = {tags[dump["line"]], tags.get(chain["last_line"], "")}
         if any(_dumped_between(lines.get(tag, []), dump["line"], chain["last_line"])
                for tag in own):
@@ -159,9 +183,8 @@ def _join_chains(found: _Dumps, events: list[dict[str, Any]]) -> None:
         if chain["kind"] == "cuda_assert":
             dump["assertion"] = chain.get("detail")
         dump.update(last_line=chain["last_line"], message=_message(dump))
-        taken.add(at)
+        taken[chains[at]] = dump["line"]
         at += 1
-    events[:] = [event for k, event in enumerate(events) if k not in taken]
 
 
 def _dumped_between(lines: list[int], first: int, last: int) -> bool:

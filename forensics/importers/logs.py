@@ -9,7 +9,10 @@
   (:data:`DIED_RE`: a SIGSEGV's ``exit code: -11``) -> events with their line numbers
   (consecutive repeats collapse into one event with a ``count``); a line is one by its form
   (:data:`CRASH_LEVELS`: its level, and its crash words where its text begins), never by words
-  a prompt another logger quotes holds.
+  a prompt another logger quotes holds. A report of the engine's death (``EngineDeadError``, a
+  process that died) after a crash event, with no probe line of another step or engine start
+  between, is that crash's (its ``engine_dead``, its ``died``; every such report kept or
+  counted: :func:`~forensics.importers.tracebacks.report`), no crash of its own.
 
 Steps follow line order (each probe line is the next step) unless a line names one
 (``step=N``); ``rank=N`` on a line sets its rank (a negative one is refused, never read as
@@ -33,7 +36,7 @@ from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import show, where_of
-from forensics.importers.tracebacks import CRASH_LEVELS, PREFIX_RE, Chains, ends
+from forensics.importers.tracebacks import CRASH_LEVELS, PREFIX_RE, REPORTS, Chains, ends, report
 from forensics.importers.wide import PREFIX_BYTES, refuse_wide
 from forensics.records import Record
 from forensics.sites import SITES, get_site
@@ -241,9 +244,10 @@ class _LogParser:
             return
         events = self.result.events
         last = events[-1] if events else None
-        if event["kind"] == "process_died" and ends(last, self.last_step, self.chains.closed):
+        key = REPORTS.get(event["kind"])
+        if key is not None and ends(last, self.last_step, self.chains.closed):
             assert last is not None
-            last.setdefault("died", {"line": number, "message": text.strip()[:500]})
+            report(last, key, number, text, CUT if cut else None)
             return  # vLLM's report of the death of the crash before: that crash's
         if last is not None and (last["kind"], last.get("detail")) == (event["kind"],
                                                                        event.get("detail")) \

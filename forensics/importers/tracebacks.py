@@ -19,7 +19,9 @@ to it (what named the error past it unread). Two chains join what they belong to
 counting a second crash: a chain right after a CUDA assert event (nothing else in between) is
 that assert's exception, and an ``EngineDeadError`` chain, or one rooted in vLLM's report of a
 process that died, after a crash (no probe line of another step between them: :func:`ends`)
-is the API server's report of that crash (:data:`REPORTS`).
+is the API server's report of that crash (:data:`REPORTS`), as the same report on a line of
+its own is (:mod:`forensics.importers.logs`); every report of one crash is kept or counted
+(:func:`report`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ TEXT = 500  # characters kept of a line
 #: its ``RuntimeError: Engine core process NAME died unexpectedly.``), each with the key of the
 #: crash's event that keeps it: one death, one crash event
 REPORTS = {"engine_dead": "engine_dead", "process_died": "died"}
+#: the later reports of one crash's death kept, each with its line (:func:`report`: the rest
+#: counted): the API server logs one ``EngineDeadError`` per request it fails
+MORE_REPORTS = 16
 
 
 class Chains:
@@ -169,7 +174,7 @@ class Chains:
         key = REPORTS.get(kind or "")
         if key is not None and before is not None and ends(before, event["step"], self.closed):
             self.events.pop()  # the API server's report of the crash before: that crash's
-            before.setdefault(key, {"line": number, "message": text.strip()[:TEXT]})
+            report(before, key, number, text)
             if "cut" in event:
                 before.setdefault("cut", event["cut"])
                 _say_cut(before)
@@ -187,6 +192,26 @@ def ends(crash: dict[str, Any] | None, step: int | None, closed: set[int]) -> bo
     no engine started since it (``closed``: the ids of the events an engine's start closed)."""
     return crash is not None and crash.get("kind") in CRASH_KINDS \
         and crash.get("step") == step and id(crash) not in closed
+
+
+def report(crash: dict[str, Any], key: str, number: int, text: str,
+           cut: str | None = None) -> None:
+    """Keep in ``crash``'s ``key`` (:data:`REPORTS`) the report of its death on line ``number``:
+    the first as its ``line`` and ``message``; each later one counted in its ``count`` (every
+    report) and, up to :data:`MORE_REPORTS`, listed in its ``more`` (line and message), so that
+    a second report (another worker's death an hour later) is not lost; ``cut``: why the line
+    was read only in part (kept with it)."""
+    said: dict[str, Any] = {"line": number, "message": text.strip()[:TEXT]}
+    if cut:
+        said["cut"] = cut
+    first = crash.get(key)
+    if first is None:
+        crash[key] = said
+        return
+    first["count"] = first.get("count", 1) + 1
+    more = first.setdefault("more", [])
+    if len(more) < MORE_REPORTS:
+        more.append(said)
 
 
 def _say_cut(event: dict[str, Any]) -> None:

@@ -7,10 +7,12 @@ import logging
 import os
 from typing import Any
 
+from forensics.digits import ascii_int
 from forensics.records import MAX_RANK
 
 LOG = logging.getLogger("forensics.probe")
 _DIST: Any = None
+MAX_DIGITS = 19  # a longer $RANK is no rank (and never converted)
 
 
 class RankTracker:
@@ -55,15 +57,14 @@ def distributed_rank() -> int | None:
 
 
 def env_rank() -> int:
-    """``$RANK`` (torchrun and most launchers set it) when it is a rank (:func:`is_rank`),
-    else 0; a ``$RANK`` that is no rank (``-1``, a number past int32, text) is said in one log
-    line: a record of rank -1 would go to a segment no reader opens."""
+    """``$RANK`` (torchrun and most launchers set it) when it is a rank (:func:`is_rank`)
+    written in ASCII digits (:func:`~forensics.digits.ascii_int`), else 0; a ``$RANK`` that is
+    no rank (``-1``, a number past int32, text, another script's digits ``٣``, ``+3``,
+    ``1_0``) is said in one log line, never raised into the engine: a record of rank -1 would
+    go to a segment no reader opens, and ``int()`` read ``٣`` as rank 3."""
     raw = os.environ.get("RANK", "").strip()
-    try:
-        rank = int(raw or "0")
-    except ValueError:
-        rank = -1
-    if is_rank(rank):
+    rank = ascii_int(raw or "0", MAX_DIGITS)
+    if rank is not None and is_rank(rank):
         return rank
     LOG.warning("forensics probe: $RANK=%r is not a rank (0 to %d); the records say rank 0",
                 raw[:40], MAX_RANK - 1)

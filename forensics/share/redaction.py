@@ -65,6 +65,7 @@ import numpy as np
 
 from forensics.errors import ForensicsError
 from forensics.escaping import terminal
+from forensics.importers.tracebacks import REPORTS
 from forensics.records import Record
 from forensics.share.error_text import (
     PSEUDONYM,
@@ -431,12 +432,16 @@ class Redactor:
         error text kept without the capture's request ids (their pseudonyms instead: call it
         after :meth:`records`; dropped when the ids have more than :data:`MAX_ID_LENGTHS`
         lengths), paths, hosts and ids (:func:`public_error_text`); a ``kind`` outside the
-        vocabulary becomes ``redacted``."""
+        vocabulary becomes ``redacted``; a crash's reports of its death (``died``,
+        ``engine_dead``) keep their lines, counts and public error text."""
         finder = self.finder()  # ids of too many lengths: the text goes, as any private one
-        public = {key: public_error_text(finder.replace(value))
-                  for key, value in event.items()
-                  if key in PUBLIC_ERROR_FIELDS and isinstance(value, str)
-                  and f"events.{key}" not in self.keep and finder.searchable}
+        public: dict[str, Any] = {key: public_error_text(finder.replace(value))
+                                  for key, value in event.items()
+                                  if key in PUBLIC_ERROR_FIELDS and isinstance(value, str)
+                                  and f"events.{key}" not in self.keep and finder.searchable}
+        public.update({key: _public_report(value, finder) for key, value in event.items()
+                       if key in REPORTS.values() and isinstance(value, dict)
+                       and f"events.{key}" not in self.keep and finder.searchable})
         if "process" in event and "events.process" not in self.keep:
             public["process"] = self.process(event["process"])
         rest = {key: value for key, value in event.items() if key not in public}
@@ -500,6 +505,23 @@ class IdFinder:
         """Whether a word may start or end at ``at`` (not between two word characters)."""
         return not (0 < at < len(text) and _WORD.match(text, at - 1) is not None
                     and _WORD.match(text, at) is not None)
+
+def _public_report(report: dict[str, Any], finder: IdFinder) -> dict[str, Any]:
+    """A crash's report of its death (its ``died``, ``engine_dead``:
+    :func:`forensics.importers.tracebacks.report`): its line numbers and count, its messages'
+    public error text (:func:`public_error_text`), as an event's own message is kept."""
+    def said(entry: Any) -> dict[str, Any]:
+        entry = entry if isinstance(entry, dict) else {}
+        out = {key: entry[key] for key in ("line", "count")
+               if type(entry.get(key)) is int}
+        if isinstance(entry.get("message"), str):
+            out["message"] = public_error_text(finder.replace(entry["message"]))
+        return out
+
+    more = report.get("more")
+    listed = [said(entry) for entry in more] if isinstance(more, list) else []
+    return {**said(report), **({"more": listed} if listed else {})}
+
 
 def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
           dropped: set[str], kept: set[str] | None = None) -> dict[str, Any]:

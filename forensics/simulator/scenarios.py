@@ -233,6 +233,15 @@ def ran_notes(sc: Scenario, injected: dict[str, int] | None = None) -> str:
                       for name in sorted(fault_names(sc)) if injected.get(name))
     if fired:
         return f"synthetic run: {sc.description}; faults injected: {fired}"
-    steps = f"{sc.steps} step{'s' * (sc.steps != 1)}"
-    return (f"synthetic run: no fault fired in its {steps} (scenario {sc.name}, whose faults, "
+    return (f"synthetic run: {none_fired(sc, injected)} (scenario {sc.name}, whose faults, "
             f"drawn at random, are: {sc.description})")
+
+
+def none_fired(sc: Scenario, injected: dict[str, int] | None) -> str | None:
+    """"no fault fired in its N steps" when ``sc`` may inject faults and none of them fired by
+    ``injected`` (a run's counts of each), else None (None too when ``injected`` is None: the
+    counts are not known)."""
+    if injected is None or not fault_names(sc) \
+            or any(injected.get(name) for name in fault_names(sc)):
+        return None
+    return f"no fault fired in its {sc.steps} step{'s' * (sc.steps != 1)}"

@@ -79,8 +79,16 @@ def test_a_line_quoting_crash_words_is_no_crash_by_its_words_alone(tmp_path: Pat
     imported = read_source(log)
     assert imported.records == []
     first = 2 * len(QUOTING_LINES) + 1
+    crashes = [(kind, first + 2 * k) for k, (kind, _) in enumerate(CRASH_LINES)]
+    # an EngineDeadError line after a crash is that crash's report, no event of its own (T120a)
     assert [(e["kind"], e["line"]) for e in imported.events] == [
-        (kind, first + 2 * k) for k, (kind, _) in enumerate(CRASH_LINES)]
+        crash for crash in crashes if crash[0] != "engine_dead"]
+    reports = imported.events[-1]["engine_dead"]
+    assert [reports["line"], *(r["line"] for r in reports["more"])] == [
+        line for kind, line in crashes if kind == "engine_dead"]
+    for kind, crash in CRASH_LINES:  # alone, each is a crash event
+        log.write_text(f"x\n{crash}\n")
+        assert [(e["kind"], e["line"]) for e in read_source(log).events] == [(kind, 2)]
     dump = tmp_path / "dump.log"
     dump.write_text("\n".join(QUOTING_LINES) + "\n")
     assert read_source(dump).events == []

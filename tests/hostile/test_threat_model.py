@@ -1934,6 +1934,28 @@ TESTS = {
               "test_a_redacted_capture_says_the_records_of_a_site_not_known_it_could_not_keep",
               "tests/hostile/test_round20_attack20d.py::"
               "test_a_redacted_capture_says_a_file_cut_short_it_could_not_keep"],
+    "T120a": ["tests/hostile/test_round20_fix20c.py::"
+              "test_an_engine_dead_line_after_a_crash_is_that_crashs_report",
+              "tests/hostile/test_round20_fix20c.py::"
+              "test_an_engine_dead_line_after_later_steps_or_a_restart_is_its_own_crash"],
+    "T120b": ["tests/hostile/test_round20_fix20c.py::"
+              "test_a_second_death_report_of_one_crash_is_kept",
+              "tests/hostile/test_round20_fix20c.py::"
+              "test_many_reports_are_counted_and_a_bounded_few_kept",
+              "tests/hostile/test_round20_fix20c.py::"
+              "test_a_redacted_capture_keeps_the_reports_public_text",
+              "tests/hostile/test_round20_fix20c.py::"
+              "test_a_report_read_from_a_cut_line_says_so"],
+    "T120c": ["tests/hostile/test_round20_fix20c.py::"
+              "test_dumps_of_two_engines_keep_their_tracebacks_in_the_opposite_order",
+              "tests/hostile/test_round20_fix20c.py::"
+              "test_many_engines_dumps_are_matched_in_linear_time"],
+    "T120d": ["tests/hostile/test_round20_fix20c.py::"
+              "test_simulate_says_no_fault_fired_on_its_line"],
+    "T120e": ["tests/hostile/test_round20_fix20c.py::"
+              "test_a_rank_not_written_in_ascii_digits_is_no_rank",
+              "tests/hostile/test_round20_fix20c.py::"
+              "test_a_rank_in_ascii_digits_is_read"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

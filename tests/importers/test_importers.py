@@ -164,7 +164,9 @@ def test_log_lines_become_summary_records_and_events(tmp_path: Path) -> None:
     assert (named.step, named.rank, named["min"], named["line"]) == (40, 1, -1, 7)
     kinds = [(e["kind"], e["line"]) for e in imported.events]
     assert kinds == [("cuda_assert", 4), ("cuda_error", 6), ("cuda_assert", 8),
-                     ("illegal_memory_access", 9), ("engine_dead", 10)]
+                     ("illegal_memory_access", 9)]
+    # line 10's EngineDeadError is the API server's report of line 9's crash (T120a)
+    assert imported.events[3]["engine_dead"]["line"] == 10
     first = imported.events[0]
     assert first["count"] == 2 and first["detail"] == "srcIndex < srcSelectDimSize"
     # after a probe line naming no step, the crash's step is its order, said unknown (T119b)
@@ -181,7 +183,7 @@ def test_import_sources_builds_one_capture(tmp_path: Path) -> None:
     out = import_sources([tmp_path / "d.pt", tmp_path / "e.npz", tmp_path / "engine.log"],
                          tmp_path / "inc.capture")
     capture = load(out)
-    assert len(capture) == 6 and len(capture.events) == 5
+    assert len(capture) == 6 and len(capture.events) == 4  # EngineDeadError joins its crash
     assert capture.manifest["sources"] == ["d.pt", "e.npz", "engine.log"]
     assert json.loads(json.dumps(capture.summary()))["sites"]["embedding"] == 3
     (tmp_path / "x.csv").write_text("a,b")
