@@ -46,16 +46,23 @@ ENGINE_DEAD = ENGINE_DEAD_CHAIN + ("RuntimeError: Engine core process EngineCore
                                   "unexpectedly.\n")
 
 
-def _events(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> tuple[
-        Path, list[dict[str, object]]]:
-    """The capture imported from a log of ``text``, and its events."""
+def import_log(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> tuple[
+        str, Path, list[dict[str, object]]]:
+    """``import``'s output, the capture it made of a log of ``text`` and the capture's events
+    (as ``inspect --json`` lists them)."""
     (tmp_path / "engine.log").write_text(text)
     out = tmp_path / "engine.capture"
-    code, _, err = run_cli(capsys, "import", tmp_path / "engine.log", "-o", out, "--force")
+    code, said, err = run_cli(capsys, "import", tmp_path / "engine.log", "-o", out, "--force")
     assert code == 0, err
     code, shown, err = run_cli(capsys, "inspect", out, "--json")
     assert code == 0, err
-    return out, json.loads(shown)["events"]
+    return said, out, list(json.loads(shown)["events"])
+
+
+def _events(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> tuple[
+        Path, list[dict[str, object]]]:
+    """The capture imported from a log of ``text``, and its events."""
+    return import_log(capsys, tmp_path, text)[1:]
 
 
 # ------------------------------ T110a: an engine whose worker died is no "no crash"

@@ -31,14 +31,13 @@ and the commands that read what it wrote.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from test_round2 import run_cli
 from test_round19_attack19b import ENGINE_DEAD_CHAIN as ENGINE_DEAD
-from test_round19_attack19b import WORKER_DIED
+from test_round19_attack19b import WORKER_DIED, import_log
 
 from tests.instructions import assert_scales_linearly
 
@@ -59,13 +58,7 @@ ILLEGAL = ("(EngineCore_DP0 pid=4242) ERROR 12-02 10:40:00 [core.py:1] RuntimeEr
 def _events(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> list[
         dict[str, object]]:
     """The events of the capture imported from a log of ``text``."""
-    (tmp_path / "engine.log").write_text(text)
-    out = tmp_path / "engine.capture"
-    code, _, err = run_cli(capsys, "import", tmp_path / "engine.log", "-o", out, "--force")
-    assert code == 0, err
-    code, shown, err = run_cli(capsys, "inspect", out, "--json")
-    assert code == 0, err
-    return list(json.loads(shown)["events"])
+    return import_log(capsys, tmp_path, text)[2]
 
 
 # ------------------------------ T115a: a death after the engine ran on is a crash of its own

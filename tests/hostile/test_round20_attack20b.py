@@ -173,24 +173,14 @@ def _unseen_capture(tmp_path: Path) -> Path:
     """A V2 capture of one ``post_update`` record whose id vocab_size is a request's second of
     four sampled tokens (its count lands in the next slot's row of ``output_bin_counts``, inside
     the buffer), and a crash event."""
-    import numpy as np
+    from test_round20_fix20b import counted_past_the_row
 
-    import forensics
-    from forensics.records import Record
     from forensics.store.writer import write_capture
 
     source = DATA / "v2-vocab-sample.capture"
-    [record] = [r for r in forensics.load(source).records()
-                if r.site == "post_update" and r.step == 11]
-    fields = dict(record.fields)
-    sampled = np.array(fields["sampled_tokens"]).copy()
-    sampled[1] = [108621, 80594, 151936, 52827]
-    after = np.array(fields["last_sampled_tokens_after"]).copy()
-    after[1] = 52827
-    fields.update(sampled_tokens=sampled, last_sampled_tokens_after=after)
     manifest = json.loads((source / "manifest.json").read_text())
     event = json.loads((source / "events-w0.jsonl").read_text().splitlines()[0])
-    return write_capture(tmp_path / "unseen.capture", [Record("post_update", 11, 0, fields)],
+    return write_capture(tmp_path / "unseen.capture", [counted_past_the_row()],
                          manifest=manifest, events=[event])
 
 

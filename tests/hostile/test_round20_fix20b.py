@@ -35,7 +35,7 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 # ------------------------------ T119a: what the access does, as the site declares it
 
 
-def _counted_past_the_row() -> Record:
+def counted_past_the_row() -> Record:
     """``v2-vocab-sample``'s ``post_update`` record of step 11 whose request 'req-5' samples
     the id vocab_size second: its count lands in the next slot's row of ``output_bin_counts``
     (inside the buffer: nothing raises)."""
@@ -57,7 +57,7 @@ def _blind(record: Record) -> Outcome:
 
 def test_an_unseen_count_is_a_read_modify_write() -> None:
     """The paragraph and the next step name what the kernel does to ``output_bin_counts``."""
-    result = forensics.replay([_counted_past_the_row()], {"upstream": None, "blind": _blind})
+    result = forensics.replay([counted_past_the_row()], {"upstream": None, "blind": _blind})
     unseen = result.findings[result.findings["variant"] == "blind"]
     assert list(unseen["tensor"]) == ["output_bin_counts"] and not unseen["judged"].any()
     conclusion = conclude(result)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from test_round2 import run_cli
+from test_round19_attack19b import import_log
 
 from forensics.probe import rank as probe_rank
 from tests.instructions import assert_scales_linearly
@@ -44,13 +45,8 @@ def died(worker: int, hour: int) -> str:
 def _import(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> tuple[
         str, list[dict[str, object]]]:
     """``import``'s output line and the events of the capture imported from a log of ``text``."""
-    (tmp_path / "engine.log").write_text(text)
-    out = tmp_path / "engine.capture"
-    code, said, err = run_cli(capsys, "import", tmp_path / "engine.log", "-o", out, "--force")
-    assert code == 0, err
-    code, shown, err = run_cli(capsys, "inspect", out, "--json")
-    assert code == 0, err
-    return said, list(json.loads(shown)["events"])
+    said, _, events = import_log(capsys, tmp_path, text)
+    return said, events
 
 
 # ------------------------------ T120a: a bare EngineDeadError line joins the crash before it
