@@ -180,3 +180,46 @@ def test_a_forged_count_of_ordinal_records_is_read_as_none(
         path.write_text(json.dumps(manifest))
         code, out, _ = run_cli(capsys, "replay", capture)
         assert code == 0 and "named no step" not in out, forged
+
+
+# ----------------------- T117c: the verdict matrix names what no variant judged
+
+LOST_EVENTS = ('{"kind":"probe_start","step":0,"rank":0}\n'
+               '{"kind":"probe_stop","step":200,"rank":0,"records":900,"written":800,'
+               '"dropped":100,"events_dropped":1200}\n')
+
+
+def test_the_verdict_matrix_says_what_no_variant_judged(tmp_path: Path) -> None:
+    """data/clean.capture whose probe's stop says it never wrote 100 records and left 1,200
+    events out: `plot --kind verdicts` (and the report's figure) showed "ok" in every cell with
+    nothing said, where `replay` says what was not judged. The matrix' title now says it, in
+    lines of at most 80 characters, in the report's SVG and matplotlib's figure alike."""
+    import shutil
+    import xml.etree.ElementTree as ET
+
+    from forensics.present.scene.verdicts import verdict_title
+    from forensics.present.svg.verdicts import verdict_figure
+
+    capture = tmp_path / "lost.capture"
+    shutil.copytree(Path(__file__).parents[2] / "data" / "clean.capture", capture)
+    (capture / "events-w0.jsonl").write_text(LOST_EVENTS)
+    result = forensics.replay(capture, ["upstream", "patched"])
+    title = verdict_title(result)
+    lines = title.split("\n")
+    assert lines[:2] == ["lost · all sites · all variants", "verdicts"]
+    said = " ".join(lines[2:])
+    assert said.startswith("not judged: 100 record(s) recorded by the probe and never written")
+    assert "1200 event(s) left out by the probe, its events file full" in said
+    assert all(len(line) <= 80 for line in lines[2:])
+    root = ET.fromstring(verdict_figure(result).to_svg())
+    texts = [("".join(e.itertext())) for e in root.iter() if e.tag.endswith("}text")]
+    assert [t for t in texts if t in lines[2:]] == lines[2:]
+
+
+def test_the_verdict_matrix_of_a_capture_judged_whole_says_nothing_more() -> None:
+    """A capture whose every record was judged keeps the two-line title."""
+    from forensics.present.scene.verdicts import verdict_title
+
+    result = forensics.replay(Path(__file__).parents[2] / "data" / "clean.capture",
+                              ["upstream", "patched"])
+    assert verdict_title(result) == "clean · all sites · all variants\nverdicts"

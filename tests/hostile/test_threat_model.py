@@ -1475,6 +1475,10 @@ TESTS = {
               "test_a_log_naming_every_step_says_nothing_of_line_order",
               "tests/hostile/test_round20_lead.py::"
               "test_a_forged_count_of_ordinal_records_is_read_as_none"],
+    "T117c": ["tests/hostile/test_round20_lead.py::"
+              "test_the_verdict_matrix_says_what_no_variant_judged",
+              "tests/hostile/test_round20_lead.py::"
+              "test_the_verdict_matrix_of_a_capture_judged_whole_says_nothing_more"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

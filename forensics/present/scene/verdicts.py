@@ -21,6 +21,22 @@ def verdict_cell(verdict: str | None) -> tuple[str, str, str]:
     return verdict or "-", VERDICT_COLORS.get(str(verdict), NO_VERDICT_COLOR), ink
 
 
+#: the most characters of the verdict matrix' lines on what no variant judged, and their width
+UNJUDGED_TITLE, UNJUDGED_WIDTH = 320, 80
+
+
 def verdict_title(result: Any) -> str:
-    """The verdict matrix' title."""
-    return f"{capture_name(result)} · all sites · all variants\nverdicts"
+    """The verdict matrix' title; a third line names what the capture held that no variant
+    judged (:func:`~forensics.present.unjudged.unjudged_of`: records never written, events
+    left out, files cut short, sites not known), where its cells' verdicts do not reach."""
+    import textwrap
+
+    from forensics.escaping import capped
+    from forensics.present.unjudged import unjudged_of, unjudged_text
+
+    title = f"{capture_name(result)} · all sites · all variants\nverdicts"
+    unjudged = unjudged_text(unjudged_of(getattr(result, "capture", None)))
+    if not unjudged:
+        return title
+    lines = textwrap.wrap(f"not judged: {capped(unjudged, UNJUDGED_TITLE)}", UNJUDGED_WIDTH)
+    return "\n".join([title, *lines])
