@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         counts = ", ".join(f"{n} record(s) of {terminal(v)}" for v, n in errors.items())
         print(f"not judged: {counts} ended in errors, so hold no finding; forensics replay "
               "names why")
-    from forensics.present.unjudged import (
+    from forensics.store.unjudged import (
         CUT,
         NEVER_WRITTEN,
         NOT_KNOWN,

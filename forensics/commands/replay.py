@@ -82,7 +82,7 @@ def format_result(result: Any, conclusion: Any = None) -> str:
     the wrong tokens the model was fed silently (``forensics.judge.wrong_tokens``). ``conclusion``:
     ``conclude(result)`` when already computed."""
     from forensics.present.conclusion import conclude
-    from forensics.present.unjudged import not_known_text
+    from forensics.store.unjudged import not_known_text
 
     conclusion = conclusion if conclusion is not None else conclude(result)
     silent = conclusion.silent

@@ -67,7 +67,7 @@ def not_judged(capture: Any) -> str:
     the ends of its files cut short, not read
     (:func:`~forensics.store.paths.cut_text`), and the records and events its probe
     never wrote (``dropped``, ``events_dropped``); ``""`` when there are none."""
-    from forensics.present.unjudged import unjudged_of, unjudged_text
+    from forensics.store.unjudged import unjudged_of, unjudged_text
 
     return unjudged_text(unjudged_of(capture))
 

@@ -293,7 +293,7 @@ def _no_records(capture: Any) -> str:
     kernel launches (``forensics kernels`` judges them), the records of the capture it was
     redacted from that its redaction could not keep, or nothing the probe saw."""
     from forensics.present.conclusion import kernel_launches
-    from forensics.present.unjudged import REDACTED, unjudged_of, unjudged_text
+    from forensics.store.unjudged import REDACTED, unjudged_of, unjudged_text
 
     launches = kernel_launches(capture)
     redacted = unjudged_text(unjudged_of(capture), {REDACTED})

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics.fleet.piece import BASELINE, NO_RECORDS, ONLY_NOT_KNOWN
-from forensics.present.unjudged import FROM_ORIGINAL
 from forensics.store.events import LEFT_OUT, NEVER_WRITTEN
 from forensics.store.paths import CUT_SHORT
+from forensics.store.unjudged import FROM_ORIGINAL
 
 #: what a row's ``not_judged`` says of records of sites not known here
 NOT_KNOWN_SAID = "(not known to this install)"

@@ -33,8 +33,8 @@ from forensics.known.schema import Catalogue, load_catalogue
 
 if TYPE_CHECKING:
     from forensics.judge.race import RaceCheck
-    from forensics.present.unjudged import Unjudged
     from forensics.replaying import ReplayResult
+    from forensics.store.unjudged import Unjudged
 
 UNEXPLAINED, EXPLAINED, NO_CRASH = "unexplained", "explained", "no crash"
 CRASH_VERDICTS = (UNEXPLAINED, EXPLAINED, NO_CRASH)
@@ -68,7 +68,7 @@ class KnownAnswer:
     clamped: bool = False
     #: what the capture held that no variant judged (records of sites not known here, the
     #: ends of files cut short, records the probe never wrote, events it left out: a guard's
-    #: ``guard_passed_on`` among them would be a failure; :func:`~forensics.present.unjudged.
+    #: ``guard_passed_on`` among them would be a failure; :func:`~forensics.store.unjudged.
     #: unjudged_of`)
     unjudged_facts: list[Unjudged] = field(default_factory=list)
     #: the out-of-range findings of the models that the replayed variants of the engine's code
@@ -143,7 +143,7 @@ class KnownAnswer:
                     "every replayed variant of the engine's code)" if self.unjudged else "")
         if not self.matches and self.crash_verdict == NO_CRASH and not self.failing:
             if self.unjudged_facts:
-                from forensics.present.unjudged import unjudged_text
+                from forensics.store.unjudged import unjudged_text
 
                 unjudged += f" (not judged: {unjudged_text(self.unjudged_facts)})"
             if self.empty:  # kernel launches alone: `forensics kernels` may find a failure
@@ -224,8 +224,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
            capture: Any = None) -> KnownAnswer:
     """Match ``result`` against ``catalogue`` (default: the bundled one); ``capture``: where
     the facts and events come from when ``result`` holds a part of it (default: its own)."""
-    from forensics.present.unjudged import unjudged_of
     from forensics.replaying import race_of
+    from forensics.store.unjudged import unjudged_of
 
     catalogue = catalogue or load_catalogue()
     race = result.race if getattr(result, "race", None) is not None else race_of(result)

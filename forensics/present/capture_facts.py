@@ -61,7 +61,7 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     ordinal, _, _ = read_fact(manifest, ORDINAL)
     if ordinal:
         facts["ordinal_records"] = ordinal
-    from forensics.present.unjudged import redacted_unjudged
+    from forensics.store.unjudged import redacted_unjudged
 
     if (redacted := redacted_unjudged(manifest)) is not None:
         facts["redacted_unjudged"] = redacted
@@ -210,7 +210,7 @@ def _models_sentence(version: str, models: Sequence[str]) -> str:
 def facts_sentence(facts: dict[str, Any]) -> str:
     """The capture's facts as one sentence (``""`` when there are none); the records and events
     its probe never wrote are said with what no variant judged
-    (:func:`~forensics.present.unjudged.unjudged_sentences`)."""
+    (:func:`~forensics.store.unjudged.unjudged_sentences`)."""
     if not facts:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()

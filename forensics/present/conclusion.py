@@ -45,7 +45,10 @@ from forensics.present.capture_facts import (
     stopped_sentence,
     version_sentence,
 )
-from forensics.present.unjudged import (
+from forensics.present.unseen_access import access_words, accesses_text
+from forensics.sites import SINK, site_order
+from forensics.sites.core import OUT_OF_BOUNDS, ROW_OF
+from forensics.store.unjudged import (
     KINDS,
     NOT_KNOWN,
     Unjudged,
@@ -53,9 +56,6 @@ from forensics.present.unjudged import (
     unjudged_sentences,
     unjudged_text,
 )
-from forensics.present.unseen_access import access_words, accesses_text
-from forensics.sites import SINK, site_order
-from forensics.sites.core import OUT_OF_BOUNDS, ROW_OF
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -182,7 +182,7 @@ class Conclusion:
                 *(self.unseen_sentence(v) for v in self.variants), self.summary_sentence()]
 
     def unjudged_facts(self) -> list[Unjudged]:
-        """What the capture held that no variant judged (:func:`~forensics.present.unjudged.
+        """What the capture held that no variant judged (:func:`~forensics.store.unjudged.
         unjudged`)."""
         return unjudged(self.not_known, self.cut_files, self.facts.get("records_dropped"),
                         self.facts.get("events_dropped"), self.facts.get("records_unaccounted"),

@@ -457,7 +457,7 @@ def no_records_page(name: str, answer: str, not_known: dict[str, int],
     ``no_records``: what the capture holds instead (the conclusion's sentence,
     :func:`~forensics.present.conclusion.no_records_sentence`)."""
     from forensics.escaping import html
-    from forensics.present.unjudged import not_known_text
+    from forensics.store.unjudged import not_known_text
 
     said = (f"The capture holds {not_known_text(not_known)} and no other record: no variant "
             "judged them; install the plugin that declares each and report it again."

@@ -85,7 +85,7 @@ def no_repro_line(result: ReplayResult, conclusion: Conclusion) -> str:
     records of a site not known here, the end of a file cut short, records the probe never
     wrote), that the records judged leave no index out of range,
     naming the rest: never "no variant leaves an index out of range" of what none read."""
-    from forensics.present.unjudged import RECORDS, unjudged_text
+    from forensics.store.unjudged import RECORDS, unjudged_text
 
     if not len(result.records) and not conclusion.not_known:
         return ("No standalone reproducer: the capture holds no record to replay, so "

@@ -66,7 +66,7 @@ class CheckResult:
     #: the engine's code replayed, or values out of range only where it cannot see): "" else
     crash_unjudged: str = ""
     #: what the capture held that no replay read (the ends of files cut short, records its
-    #: probe never wrote, events it left out; :func:`~forensics.present.unjudged.unjudged_text`
+    #: probe never wrote, events it left out; :func:`~forensics.store.unjudged.unjudged_text`
     #: of all but :attr:`not_known`): "" when none
     unread: str = ""
 
@@ -80,7 +80,7 @@ class CheckResult:
         """The line naming the records no variant judged, with its fix; or ``""``."""
         if not self.not_known:
             return ""
-        from forensics.present.unjudged import not_known_text
+        from forensics.store.unjudged import not_known_text
 
         return (f"not judged: {not_known_text(self.not_known)}: install the plugin that "
                 "declares each and check again")
@@ -239,8 +239,8 @@ def obtain(capture: Path, variants: Sequence[str]) -> Obtained:
     when ``upstream`` is not among them, which decides a summary-only site's verdicts): what a
     check compares and says (:class:`Obtained`)."""
     from forensics.present.conclusion import kernel_launches
-    from forensics.present.unjudged import KINDS, NOT_KNOWN, unjudged_of, unjudged_text
     from forensics.replaying import replay
+    from forensics.store.unjudged import KINDS, NOT_KNOWN, unjudged_of, unjudged_text
 
     result = replay(capture, variants=sorted(dict.fromkeys(variants)))
     not_known = dict(getattr(result.capture, "unknown_sites", None) or {})

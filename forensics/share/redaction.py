@@ -165,11 +165,11 @@ def _redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Seq
 
 def not_kept(cap: Any) -> dict[str, Any]:
     """What ``cap`` held that no variant judged and a redaction cannot keep, for the redacted
-    capture's readers to say (:func:`~forensics.present.unjudged.redacted_unjudged`): the
+    capture's readers to say (:func:`~forensics.store.unjudged.redacted_unjudged`): the
     records of sites not known here (which fields hold token ids is not known) and the number
     of files cut short (their names hold hosts and pids), with what ``cap`` says its own
     original held so; ``{}`` when there is none."""
-    from forensics.present.unjudged import redacted_unjudged
+    from forensics.store.unjudged import redacted_unjudged
 
     before = redacted_unjudged(cap.manifest) or {"not_known": {}, "cut": 0}
     sites = dict(before["not_known"])

@@ -127,8 +127,8 @@ def not_judged_text(result: Any) -> str:
     """What the installed vLLM's replay (the ``vllm`` variant of ``result``) did not judge, in
     words: records whose call raised another error or that a deadline left unanswered, records
     of sites this install does not know, the ends of files cut short, records the probe never
-    wrote (:data:`~forensics.present.unjudged.RECORDS`); "" when there are none."""
-    from forensics.present.unjudged import RECORDS, unjudged_of, unjudged_text
+    wrote (:data:`~forensics.store.unjudged.RECORDS`); "" when there are none."""
+    from forensics.store.unjudged import RECORDS, unjudged_of, unjudged_text
 
     capture, outcomes = getattr(result, "capture", None), result.outcomes
     errored = int(((outcomes["variant"] == "vllm") & (outcomes["status"] == "error")).sum())

@@ -177,8 +177,8 @@ def _shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence
 def _not_known(cap: Any, judged: int) -> tuple[int, str]:
     """The records ``cap`` holds (the ``judged`` ones of the sites this install knows, and
     those of sites it does not know, which no replay here reads), and the latter as text
-    (:func:`~forensics.present.unjudged.not_known_text`; "" when there are none)."""
-    from forensics.present.unjudged import not_known_text
+    (:func:`~forensics.store.unjudged.not_known_text`; "" when there are none)."""
+    from forensics.store.unjudged import not_known_text
 
     counts = dict(getattr(cap, "unknown_sites", None) or {})
     return judged + sum(counts.values()), not_known_text(counts) if counts else ""

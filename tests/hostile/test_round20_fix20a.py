@@ -1,4 +1,4 @@
-"""Round 20, fix 20a: what no variant judged, composed once (forensics.present.unjudged) and
+"""Round 20, fix 20a: what no variant judged, composed once (forensics.store.unjudged) and
 said by every output: the events the probe left out in ``summary --format text`` and ``check``
 (T114a), the records of a site not known here in ``known``'s sentence (T114b), the records the
 probe never wrote in ``findings`` (T114c); triage's JSON divergence of a row not compared,

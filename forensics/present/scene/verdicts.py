@@ -27,12 +27,12 @@ UNJUDGED_TITLE, UNJUDGED_WIDTH = 320, 80
 
 def verdict_title(result: Any) -> str:
     """The verdict matrix' title; a third line names what the capture held that no variant
-    judged (:func:`~forensics.present.unjudged.unjudged_of`: records never written, events
+    judged (:func:`~forensics.store.unjudged.unjudged_of`: records never written, events
     left out, files cut short, sites not known), where its cells' verdicts do not reach."""
     import textwrap
 
     from forensics.escaping import capped
-    from forensics.present.unjudged import unjudged_of, unjudged_text
+    from forensics.store.unjudged import unjudged_of, unjudged_text
 
     title = f"{capture_name(result)} · all sites · all variants\nverdicts"
     unjudged = unjudged_text(unjudged_of(getattr(result, "capture", None)))
