@@ -42,6 +42,7 @@ from forensics.probe import forked, frames, owned
 from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error, passed_on_message
+from forensics.probe.held import signals_held
 from forensics.probe.rank import RankTracker
 from forensics.probe.settings import Settings, process_tag
 from forensics.probe.thread_backend import (
@@ -431,13 +432,14 @@ class ProbeSession:
             self._stopping, self._closer = True, threading.get_ident()
             self.enter_flush()  # busy to the end: a SIGTERM meanwhile waits for it (defer)
             self._cv.notify_all()
-        try:
-            self._close()
-        finally:
-            with self._cv:
-                self.leave_flush()
-                self._ended = True
-                self._cv.notify_all()
+        with signals_held():  # a signal's handler runs once the close is over (held.py)
+            try:
+                self._close()
+            finally:
+                with self._cv:
+                    self.leave_flush()
+                    self._ended = True
+                    self._cv.notify_all()
         self._run_deferred()
 
     def _close(self) -> None:

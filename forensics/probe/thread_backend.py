@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from forensics.probe.affinity import leave_engine_cores
 from forensics.probe.channel import Stall
+from forensics.probe.held import signals_held
 from forensics.probe.writing import BatchWriter
 
 if TYPE_CHECKING:
@@ -66,7 +67,13 @@ class ThreadBackend:
 
     def flush(self, wait: bool, upto: int | None = None) -> int:
         """Write the ready records (those numbered ``upto`` or less) in this thread, after
-        any batch being written."""
+        any batch being written; in the main thread with its signals held until the batch is
+        written and counted (:func:`~forensics.probe.held.signals_held`)."""
+        with signals_held():
+            return self._flush(wait, upto)
+
+    def _flush(self, wait: bool, upto: int | None) -> int:
+        """The body of :meth:`flush`."""
         session = self.session
         with session._cv:
             if not session.enter_flush():

@@ -1,0 +1,63 @@
+"""Signals held off while the engine's main thread writes records itself.
+
+A Python signal handler runs in the main thread between any two bytecodes: vLLM's workers
+raise ``SystemExit`` from theirs on SIGTERM and SIGINT, Python's own SIGINT handler raises
+``KeyboardInterrupt``. Raised inside a flush of the probe's writer thread backend (run in the
+main thread: a waited flush, the exit's close, no writer thread), it cut the flush between the
+capture's fsync and the count of what it wrote: the records were in the capture, the
+``probe_stop`` said none of them was written, and every command said they were "never written"
+and not judged. :func:`signals_held` puts a handler that only notes the signal in place of
+each Python handler for the flush, and calls the handler it replaced once the flush and its
+counts are whole. (Blocking the signals would not do: the kernel gives a signal to any
+thread that does not block it, and Python runs its handler in the main thread all the same.)
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Inside, in the main thread, note every signal that has a Python handler instead of
+    handling it (see the module); as the block ends, the handlers are put back and those of
+    the signals that came are called, once each, in the order they came."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[tuple[int, FrameType | None]] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        if signum not in [number for number, _ in came]:
+            came.append((signum, frame))
+
+    previous: dict[int, Callable[[int, FrameType | None], Any]] = {}
+    try:  # a signal that comes while the handlers are put in place: those put are put back
+        for number, handler in _handled():
+            previous[number] = handler
+            signal.signal(number, note)
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for signum, frame in came:
+            previous[signum](signum, frame)
+
+
+def _handled() -> list[tuple[int, Callable[[int, FrameType | None], Any]]]:
+    """The signals whose handler is a Python function (what can raise between bytecodes),
+    with that handler."""
+    handled = []
+    for number in signal.valid_signals():
+        try:
+            handler = signal.getsignal(number)
+        except (ValueError, OSError):  # a signal Python cannot name here (the C library's)
+            continue
+        if callable(handler):
+            handled.append((int(number), handler))
+    return handled

@@ -1,0 +1,82 @@
+"""Round 21, attack 21b: the probe's folder and counts under signals, caps and deadlines."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.hostile.test_round2 import run_cli
+
+PROBE_TESTS = Path(__file__).parents[1] / "probe"
+
+# ------------------------------------------------ T124a: a signal's handler inside a flush
+#: an engine records 6 records (the writer thread backend, no flush due), then flushes them in
+#: its main thread (argv[4]: a waited flush, or the close); a SIGINT comes just as the capture's
+#: fsync returns: Python's own handler (``KeyboardInterrupt``) or one like vLLM's workers'
+#: (``SystemExit``), argv[3]
+INTERRUPTED = textwrap.dedent("""
+    import os, signal, sys
+    from pathlib import Path
+    from forensics.probe import plugin
+    from forensics.probe.settings import Settings
+    from forensics.probe.thread_backend import default_writer
+
+    sys.path.insert(0, sys.argv[2])
+    from probe_fakes import record_batch_changes
+
+    if sys.argv[3] == "vllm":
+        def handler(signum, frame):
+            raise SystemExit()
+        signal.signal(signal.SIGINT, handler)
+
+    class Interrupted:
+        def __init__(self, real):
+            self.real, self.sent = real, False
+
+        def flush(self):
+            self.real.flush()
+            if not self.sent:  # the signal comes as the fsync returns
+                self.sent = True
+                os.kill(os.getpid(), signal.SIGINT)
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=64, writer="thread"),
+                           writer_factory=lambda s: Interrupted(default_writer(s)))
+    record_batch_changes(session, [[0, 1]] * 6)
+    try:
+        session.flush(wait=True) if sys.argv[4] == "flush" else plugin.stop()
+    except (KeyboardInterrupt, SystemExit):
+        print("interrupted")
+    plugin.stop()
+""")
+
+
+@pytest.mark.parametrize("handler", ["python", "vllm"])
+@pytest.mark.parametrize("where", ["flush", "close"])
+def test_a_signal_inside_the_main_threads_flush_leaves_counts_that_are_true(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], handler: str, where: str) -> None:
+    """T124a: the records a flush of the engine's main thread (a waited flush, the close)
+    wrote before a signal's handler raised are counted as written in ``probe_stop``: the
+    signal is handled once the flush, or the close, is over. They were not: after a waited
+    flush ``summary`` said the 6 records in the capture were "never written" and not read;
+    inside the close, no ``probe_stop`` was written (the process read as dead)."""
+    capture = tmp_path / "x.capture"
+    child = subprocess.run([sys.executable, "-c", INTERRUPTED, str(capture), str(PROBE_TESTS),
+                            handler, where], timeout=300, capture_output=True, text=True)
+    assert child.returncode == 0 and "interrupted" in child.stdout, child.stderr[-3000:]
+    (events,) = capture.glob("events-*.jsonl")
+    (stop,) = [e for e in map(json.loads, events.read_text().splitlines())
+               if e["kind"] == "probe_stop"]
+    assert (stop["records"], stop["written"], stop["dropped"]) == (6, 6, 0)
+    code, out, err = run_cli(capsys, "summary", capture, "--format", "text")
+    assert code == 0, err
+    assert "never written" not in out and "not read" not in out
