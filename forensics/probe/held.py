@@ -14,12 +14,18 @@ thread that does not block it, and Python runs its handler in the main thread al
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
+
+#: a Python signal handler
+Handler = Callable[[int, FrameType | None], Any]
+#: the handlers each hold of this process replaced, the outermost first
+_HOLDS: list[dict[int, Handler]] = []
 
 
 @contextmanager
@@ -36,20 +42,22 @@ def signals_held() -> Iterator[None]:
         if signum not in [number for number, _ in came]:
             came.append((signum, frame))
 
-    previous: dict[int, Callable[[int, FrameType | None], Any]] = {}
+    previous: dict[int, Handler] = {}
+    _HOLDS.append(previous)
     try:  # a signal that comes while the handlers are put in place: those put are put back
         for number, handler in _handled():
             previous[number] = handler
             signal.signal(number, note)
         yield
     finally:
+        _HOLDS.remove(previous)
         for number, handler in previous.items():
             signal.signal(number, handler)
         for signum, frame in came:
             previous[signum](signum, frame)
 
 
-def _handled() -> list[tuple[int, Callable[[int, FrameType | None], Any]]]:
+def _handled() -> list[tuple[int, Handler]]:
     """The signals whose handler is a Python function (what can raise between bytecodes),
     with that handler."""
     handled = []
@@ -61,3 +69,16 @@ def _handled() -> list[tuple[int, Callable[[int, FrameType | None], Any]]]:
         if callable(handler):
             handled.append((int(number), handler))
     return handled
+
+
+def _put_back_in_child() -> None:
+    """In a copy forked (by another thread) while the main thread held its signals: the
+    handlers the outermost hold replaced, put back (the copy never ends that hold)."""
+    if _HOLDS:
+        for number, handler in _HOLDS[0].items():
+            signal.signal(number, handler)
+        _HOLDS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_put_back_in_child)

@@ -80,3 +80,31 @@ def test_a_signal_inside_the_main_threads_flush_leaves_counts_that_are_true(
     code, out, err = run_cli(capsys, "summary", capture, "--format", "text")
     assert code == 0, err
     assert "never written" not in out and "not read" not in out
+
+
+FORKED_WHILE_HELD = textwrap.dedent("""
+    import os, signal, sys, threading
+    from forensics.probe.held import signals_held
+
+    def fork():
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if signal.getsignal(signal.SIGINT) is signal.default_int_handler else 3)
+        print(os.waitpid(pid, 0)[1])
+
+    with signals_held():
+        thread = threading.Thread(target=fork)
+        thread.start()
+        thread.join()
+    print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+""")
+
+
+def test_a_copy_forked_while_the_main_thread_holds_its_signals_handles_them() -> None:
+    """T124a: a copy another thread forks while the main thread holds its signals (inside a
+    flush) has its handlers back (it never ends that hold); the main thread's come back as
+    the hold ends."""
+    child = subprocess.run([sys.executable, "-c", FORKED_WHILE_HELD], timeout=120,
+                           capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert child.stdout.split() == ["0", "True"]
