@@ -10,6 +10,11 @@ and not judged. :func:`signals_held` puts a handler that only notes the signal i
 each Python handler for the flush, and calls the handler it replaced once the flush and its
 counts are whole. (Blocking the signals would not do: the kernel gives a signal to any
 thread that does not block it, and Python runs its handler in the main thread all the same.)
+
+A handler of the probe's own that writes (the kernel flight recorder's dump on SIGINT and
+SIGTERM) is never run inside one of the probe's flushes either (:func:`unless_flushing`): run
+inside the writer process's framing, it framed its events where the interrupted frame was
+being written; the ring no longer read as frames, and every record after was lost.
 """
 
 from __future__ import annotations
@@ -69,6 +74,20 @@ def _handled() -> list[tuple[int, Handler]]:
         if callable(handler):
             handled.append((int(number), handler))
     return handled
+
+
+def unless_flushing(session_of: Callable[[], Any], handler: Handler) -> Handler:
+    """``handler``, run at once, or, when the calling thread is inside a flush (or the close)
+    of the session ``session_of()`` (its ``busy``), once that is over (its ``defer``)."""
+
+    def run(signum: int, frame: FrameType | None) -> None:
+        session = session_of()
+        if session is not None and session.busy:
+            session.defer(lambda: handler(signum, frame))
+        else:
+            handler(signum, frame)
+
+    return run
 
 
 def _put_back_in_child() -> None:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from forensics.kernels.format import FORMAT, KIND, SUMMARY_KIND, encode_bytes, source_hash
+from forensics.probe.held import unless_flushing
 from forensics.probe.kernel_selection import (
     ENV_BUDGET,
     budget,
@@ -642,8 +643,8 @@ def recording() -> list[str] | None:
 def _chain_signal(signum: int) -> None:
     """Dump on ``signum``, then hand the signal to the handler that was there."""
     try:
-        _PREVIOUS[signum] = signal.getsignal(signum)
-        signal.signal(signum, _on_signal)
+        _PREVIOUS[signum] = signal.getsignal(signum)  # never inside a flush (held.py)
+        signal.signal(signum, unless_flushing(lambda: RECORDER and RECORDER.session, _on_signal))
     except ValueError:  # not the main thread: exit still dumps
         pass
 

@@ -108,3 +108,59 @@ def test_a_copy_forked_while_the_main_thread_holds_its_signals_handles_them() ->
                            capture_output=True, text=True)
     assert child.returncode == 0, child.stderr[-3000:]
     assert child.stdout.split() == ["0", "True"]
+
+
+# -------------------------- T124b: the kernel recorder's signal dump inside the probe's framing
+#: FORENSICS_KERNELS on, the writer process (argv[3]: the hand-off); the engine's SIGINT handler
+#: returns (as vLLM's engine core's does); a SIGINT comes as the probe frames a block of records
+KERNELS_INTERRUPTED = textwrap.dedent("""
+    import os, signal, sys
+    from pathlib import Path
+    os.environ["FORENSICS_KERNELS"] = "all"
+    from forensics.probe import frames, plugin
+    from forensics.probe.settings import Settings
+
+    sys.path.insert(0, sys.argv[2])
+    from probe_fakes import record_batch_changes
+
+    real, sent = frames.put_block, []
+
+    def put_block(*args, **kwargs):
+        if not sent:  # the signal comes as the frame is written
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args, **kwargs)
+
+    frames.put_block = put_block
+    signal.signal(signal.SIGINT, lambda signum, frame: print("engine handler"))
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=1 << 10,
+                                    flush_every=64, writer="process", handoff=sys.argv[3]))
+    record_batch_changes(session, [[0, 1]] * 6)
+    session.flush(wait=True)
+    plugin.stop()
+""")
+
+
+@pytest.mark.parametrize("handoff", ["batch", "record"])
+def test_the_kernel_recorders_dump_on_a_signal_waits_for_the_probes_framing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], handoff: str) -> None:
+    """T124b: with ``FORENSICS_KERNELS``, a SIGINT (or SIGTERM) that comes while the probe
+    frames records for its writer process has the kernel recorder's dump run once the framing
+    is over: every record is written, no frame is broken. The dump ran inside it: its events
+    were framed where the interrupted block was being written, the writer process read
+    "a frame of 1 bytes", and the 6 records (every record after, with the per-record hand-off)
+    were lost, neither written nor dropped."""
+    capture = tmp_path / "x.capture"
+    child = subprocess.run([sys.executable, "-c", KERNELS_INTERRUPTED, str(capture),
+                            str(PROBE_TESTS), handoff], timeout=300, capture_output=True,
+                           text=True)
+    assert child.returncode == 0 and "engine handler" in child.stdout, child.stderr[-3000:]
+    (events,) = capture.glob("events-*.jsonl")
+    kept = [json.loads(line) for line in events.read_text().splitlines()]
+    assert not [e for e in kept if e["kind"] == "probe_error"]
+    (stop,) = [e for e in kept if e["kind"] == "probe_stop"]
+    assert (stop["records"], stop["written"], stop["dropped"]) == (6, 6, 0)
+    assert "signal SIGINT" in [e.get("reason") for e in kept if e["kind"] == "kernel_summary"]
+    code, out, err = run_cli(capsys, "inspect", capture)
+    assert code == 0 and "6 records" in out, err

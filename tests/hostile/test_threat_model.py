@@ -1964,6 +1964,8 @@ TESTS = {
               "test_a_signal_inside_the_main_threads_flush_leaves_counts_that_are_true",
               "tests/hostile/test_round21_attack21b.py::"
               "test_a_copy_forked_while_the_main_thread_holds_its_signals_handles_them"],
+    "T124b": ["tests/hostile/test_round21_attack21b.py::"
+              "test_the_kernel_recorders_dump_on_a_signal_waits_for_the_probes_framing"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
