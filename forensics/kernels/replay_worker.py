@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from forensics.budget import require_alloc
+from forensics.child_answers import answer_stream
 from forensics.errors import AllocationBudgetError, reason
 from forensics.escaping import terminal
 from forensics.kernels.bounds import FAR, NULL_REACH, REACH, Bounds, null_owner, null_pointer
@@ -583,17 +584,18 @@ def answer(line: str) -> dict[str, Any]:
 def main() -> int:
     """Serve launches until stdin closes; the first line says ``ready`` (or why not)."""
     os.environ.setdefault("TRITON_INTERPRET", "1")
+    out = answer_stream()  # what vLLM prints never reads as an answer
     try:
         note = accept_cpu_triton()
         install_observer()
         import vllm  # noqa: F401  (vLLM decides here whether Triton is usable)
     except Exception as exc:
         print(json.dumps({"ready": False, "message": f"{type(exc).__name__}: {exc}"}),
-              flush=True)
+              file=out)
         return 1
-    print(json.dumps({"ready": True, "note": note}), flush=True)
+    print(json.dumps({"ready": True, "note": note}), file=out)
     for line in sys.stdin:
-        print(json.dumps(answer(line)), flush=True)
+        print(json.dumps(answer(line)), file=out)
     return 0
 
 

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from forensics.budget import require_alloc
+from forensics.child_answers import answer_stream
 from forensics.errors import AllocationBudgetError
 from forensics.kernels.bounds import FAR, REACH, Bounds, null_owner, null_pointer
 from forensics.kernels.interpreter import check_masked_accesses
@@ -277,22 +278,23 @@ class PatchedFinder(importlib.abc.MetaPathFinder):
 def main(argv: list[str] | None = None) -> int:
     """Serve requests until stdin closes; the first line says ``ready`` (or why not)."""
     args = sys.argv[1:] if argv is None else argv
+    out = answer_stream()  # what vLLM or a diff prints never reads as an answer
     if args[:1] == ["--patched"]:
         sys.meta_path.insert(0, PatchedFinder(Path(args[1])))
     try:
         install_observer()
         from vllm.v1.worker.gpu import input_batch as kernels
     except Exception as exc:
-        print(json.dumps({"ready": False, "message": f"{type(exc).__name__}: {exc}"}), flush=True)
+        print(json.dumps({"ready": False, "message": f"{type(exc).__name__}: {exc}"}), file=out)
         return 1
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps({"ready": True}), file=out)
     for line in sys.stdin:
         request = json.loads(line)
         if "batch" in request:  # many records, one answer line each (each a heartbeat)
             for one in request["batch"]:
-                print(json.dumps(answer(kernels, one)), flush=True)
+                print(json.dumps(answer(kernels, one)), file=out)
         else:
-            print(json.dumps(answer(kernels, request)), flush=True)
+            print(json.dumps(answer(kernels, request)), file=out)
     return 0
 
 

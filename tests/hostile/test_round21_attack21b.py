@@ -164,3 +164,65 @@ def test_the_kernel_recorders_dump_on_a_signal_waits_for_the_probes_framing(
     assert "signal SIGINT" in [e.get("reason") for e in kept if e["kind"] == "kernel_summary"]
     code, out, err = run_cli(capsys, "inspect", capture)
     assert code == 0 and "6 records" in out, err
+
+
+# ------------------------------- T124c: what the code a kernel worker runs prints is no answer
+def _printing_kernels(tmp_path: Path) -> Path:
+    """A patched copy of vLLM's V2 kernels module (as ``vllm+PATH.diff`` makes one) that
+    prints as it is imported and as its kernels run: a developer's debug prints."""
+    import vllm.v1.worker.gpu.input_batch as installed
+
+    root = tmp_path / "patched"
+    copy = root / "vllm" / "v1" / "worker" / "gpu" / "input_batch.py"
+    copy.parent.mkdir(parents=True)
+    source = Path(installed.__file__).read_text(encoding="utf-8")
+    copy.write_text('print("debugging my fix")\nprint(\'{"ready": false}\')\n' + source
+                    + '\nimport builtins, os\nos.write(1, b"from C: 1\\n")\n',
+                    encoding="utf-8")
+    return root
+
+
+def test_what_the_v2_workers_code_prints_is_never_read_as_its_answer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """T124c: ``replay --variant vllm`` (and ``vllm+PATH.diff``): lines the code the V2 kernel
+    worker runs writes to its stdout (vLLM's logger writes there; a diff's debug print) are
+    never read as the worker's answers: the record is judged. The first printed line was read
+    as the worker's ``ready``: ``json.loads`` raised (a traceback), or a JSON-looking line was
+    taken as the answer ("cannot run in Triton's interpreter here")."""
+    from forensics.variants import triton_kernels
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_round16_lead import _combine_record  # noqa: PLC0415
+
+    root = _printing_kernels(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))  # this tree's worker
+    worker = triton_kernels.KernelWorker()
+    worker._command = lambda: [  # type: ignore[method-assign]
+        sys.executable, "-P", "-m", "forensics.variants.triton_worker", "--patched", str(root)]
+    try:
+        assert [o.status for o in worker.run_many([_combine_record([3, 0]),
+                                                   _combine_record([9, 0])])] \
+            == ["ok", "index_error"]
+    finally:
+        worker.close()
+
+
+def test_a_workers_answer_stream_holds_its_answers_alone() -> None:
+    """T124c: after :func:`~forensics.child_answers.answer_stream` (both kernel workers call it
+    first), a print, a log line to ``sys.stdout`` and a C-level write to descriptor 1 go to the
+    worker's stderr; its stdout holds its answers alone."""
+    script = textwrap.dedent("""
+        import logging, os, sys
+        from forensics.child_answers import answer_stream
+        out = answer_stream()
+        print("a print")
+        logging.basicConfig(stream=sys.stdout, level=logging.INFO)
+        logging.info("a log line")
+        os.write(1, b"from C\\n")
+        print('{"ready": true}', file=out)
+    """)
+    child = subprocess.run([sys.executable, "-c", script], timeout=120, capture_output=True,
+                           text=True)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert child.stdout == '{"ready": true}\n'
+    assert ["a print", "INFO:root:a log line", "from C"] == child.stderr.split("\n")[:3]
