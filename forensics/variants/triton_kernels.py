@@ -118,6 +118,7 @@ class KernelWorker:
         self._dir = tempfile.TemporaryDirectory(prefix="forensics-triton-")
         self._count = 0
         self.patch = patch
+        self._stuck = ""  # why its start outlived its deadline (then it is not started again)
 
     def _command(self) -> list[str]:
         """The worker's command line; a patch's files written under the scratch directory."""
@@ -131,7 +132,9 @@ class KernelWorker:
         return [*command, "--patched", str(root)]
 
     def _start(self, clock: Clock | None) -> subprocess.Popen[str] | None:
-        """The started worker; None when the overall deadline of ``clock`` passed first."""
+        """The started worker; None when the overall deadline of ``clock`` passed first, or its
+        start's own (a worker stuck as it starts: ``_stuck`` says so; it is not started again).
+        """
         env = triton_child_env()
         process = subprocess.Popen(self._command(),
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -140,8 +143,10 @@ class KernelWorker:
         most = max(_START_TIMEOUT, child_deadline())
         wait = most if clock is None else clock.wait(most)
         hello = self._lines.next(wait)
-        if hello is None and wait < most:  # the overall deadline passed first
+        if hello is None:  # the overall deadline passed first, or its start's own
             end_process(process)
+            if wait >= most:  # every record it was to run is an error that says so
+                self._stuck = f"the Triton interpreter's worker did not start: {timed_out(most)}"
             return None
         if not hello or not json.loads(hello).get("ready"):
             end_process(process)
@@ -182,7 +187,9 @@ class KernelWorker:
         if clock is not None and clock.left() <= 0:
             return not_judged(records, clock)
         if self._process is None or self._process.poll() is not None:
-            self._process = self._start(clock)
+            self._process = None if self._stuck else self._start(clock)
+            if self._stuck:  # it gave no ready within its start's deadline: not started again
+                return [Outcome(ERROR, self._stuck) for _ in records]
             if self._process is None:
                 return not_judged(records, clock)
         requests = [self._request(record) for record in records]

@@ -226,3 +226,35 @@ def test_a_workers_answer_stream_holds_its_answers_alone() -> None:
     assert child.returncode == 0, child.stderr[-3000:]
     assert child.stdout == '{"ready": true}\n'
     assert ["a print", "INFO:root:a log line", "from C"] == child.stderr.split("\n")[:3]
+
+
+# ------------------------------- T124d: a V2 kernel worker stuck as it starts is said to be
+def test_a_v2_worker_stuck_as_it_starts_times_out_its_records(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """T124d: a V2 kernel worker that gives no ``ready`` within its start's deadline (a vLLM
+    import that hangs, a loaded machine) is ended; the records it was to run are each
+    ``error: ... timed out after N s`` and the replay goes on; it is not started again. It
+    stopped the replay with "vLLM's Triton kernels cannot run in Triton's interpreter here (it
+    exited); ... needs vLLM and Triton installed": it had not exited, and they were."""
+    from forensics.outcome import ERROR
+    from forensics.records import Record
+    from forensics.variants import triton_kernels
+
+    monkeypatch.setattr(triton_kernels, "_START_TIMEOUT", 1.0)
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "1")
+    starts: list[int] = []
+    worker = triton_kernels.KernelWorker()
+
+    def stuck() -> list[str]:
+        starts.append(1)
+        return [sys.executable, "-c", "import time; time.sleep(60)"]
+
+    worker._command = stuck  # type: ignore[method-assign]
+    try:
+        outcomes = worker.run_many([Record("combine_tokens", 0, 0, {})] * 2) \
+            + worker.run_many([Record("combine_tokens", 1, 0, {})])
+    finally:
+        worker.close()
+    assert [o.status for o in outcomes] == [ERROR] * 3 and len(starts) == 1
+    assert all("timed out after 1 s" in o.message and "exited" not in o.message
+               for o in outcomes), outcomes

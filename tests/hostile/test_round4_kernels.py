@@ -434,12 +434,11 @@ def test_the_v2_variant_worker_imports_nothing_from_the_working_directory(
     ``forensics/`` in the folder it is run from ran. Now it starts with ``-P``; the real worker
     is ended by its start's deadline (1 s here: it would import vLLM), the planted code never
     ran."""
-    from forensics.errors import MissingDependencyError
     from forensics.variants import triton_kernels
 
     marker = _run_from_a_planted_folder(tmp_path, monkeypatch)
     monkeypatch.setattr(triton_kernels, "_START_TIMEOUT", 1.0)
     worker = triton_kernels.KernelWorker()
-    with pytest.raises(MissingDependencyError):
-        worker._start(None)
+    assert worker._start(None) is None  # its start's deadline (T124d: no longer "it exited")
+    assert "timed out after" in worker._stuck
     assert not marker.exists(), marker.read_text()

@@ -1970,6 +1970,8 @@ TESTS = {
               "test_what_the_v2_workers_code_prints_is_never_read_as_its_answer",
               "tests/hostile/test_round21_attack21b.py::"
               "test_a_workers_answer_stream_holds_its_answers_alone"],
+    "T124d": ["tests/hostile/test_round21_attack21b.py::"
+              "test_a_v2_worker_stuck_as_it_starts_times_out_its_records"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
