@@ -78,21 +78,44 @@ def _handled() -> list[tuple[int, Handler]]:
 
 def unless_flushing(session_of: Callable[[], Any], handler: Handler) -> Handler:
     """``handler``, run at once, or, when the calling thread is inside a flush (or the close)
-    of the session ``session_of()`` (its ``busy``), once that is over (its ``defer``)."""
+    of the session ``session_of()`` (its ``busy``), once that is over (its ``defer``), after
+    those of the other signals that came meanwhile (a SIGINT then a SIGTERM: both run)."""
 
     def run(signum: int, frame: FrameType | None) -> None:
         session = session_of()
         if session is not None and session.busy:
-            session.defer(lambda: handler(signum, frame))
+            _WAITING.append(lambda: handler(signum, frame))
+            session.defer(_run_waiting)
         else:
             handler(signum, frame)
 
     return run
 
 
+#: the handlers :func:`unless_flushing` put off until the flush is over, in the order they came
+_WAITING: list[Callable[[], None]] = []
+
+
+def _run_waiting() -> None:
+    """Run the handlers put off (:data:`_WAITING`), each once, in order."""
+    waiting = list(_WAITING)
+    _WAITING.clear()
+    _run_all(waiting)
+
+
+def _run_all(actions: list[Callable[[], None]]) -> None:
+    """Run ``actions`` in order, each whatever the ones before it raise."""
+    if actions:
+        try:
+            actions[0]()
+        finally:
+            _run_all(actions[1:])
+
+
 def _put_back_in_child() -> None:
     """In a copy forked (by another thread) while the main thread held its signals: the
     handlers the outermost hold replaced, put back (the copy never ends that hold)."""
+    _WAITING.clear()  # the parent's to run
     if _HOLDS:
         for number, handler in _HOLDS[0].items():
             signal.signal(number, handler)

@@ -111,8 +111,9 @@ def test_a_copy_forked_while_the_main_thread_holds_its_signals_handles_them() ->
 
 
 # -------------------------- T124b: the kernel recorder's signal dump inside the probe's framing
-#: FORENSICS_KERNELS on, the writer process (argv[3]: the hand-off); the engine's SIGINT handler
-#: returns (as vLLM's engine core's does); a SIGINT comes as the probe frames a block of records
+#: FORENSICS_KERNELS on, the writer process (argv[3]: the hand-off); the engine's SIGINT and
+#: SIGTERM handlers return (as vLLM's engine core's do); the signals argv[4] names come as the
+#: probe frames a block of records
 KERNELS_INTERRUPTED = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
@@ -126,13 +127,15 @@ KERNELS_INTERRUPTED = textwrap.dedent("""
     real, sent = frames.put_block, []
 
     def put_block(*args, **kwargs):
-        if not sent:  # the signal comes as the frame is written
+        if not sent:  # the signals come as the frame is written
             sent.append(1)
-            os.kill(os.getpid(), signal.SIGINT)
+            for name in sys.argv[4].split(","):
+                os.kill(os.getpid(), getattr(signal, name))
         return real(*args, **kwargs)
 
     frames.put_block = put_block
-    signal.signal(signal.SIGINT, lambda signum, frame: print("engine handler"))
+    for name in ("SIGINT", "SIGTERM"):
+        signal.signal(getattr(signal, name), lambda signum, frame: print("engine", signum))
     capture = Path(sys.argv[1])
     session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=1 << 10,
                                     flush_every=64, writer="process", handoff=sys.argv[3]))
@@ -142,20 +145,25 @@ KERNELS_INTERRUPTED = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("handoff", ["batch", "record"])
+@pytest.mark.parametrize(("handoff", "signals"), [("batch", "SIGINT"), ("record", "SIGINT"),
+                                                   ("batch", "SIGINT,SIGTERM")])
 def test_the_kernel_recorders_dump_on_a_signal_waits_for_the_probes_framing(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], handoff: str) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], handoff: str, signals: str) -> None:
     """T124b: with ``FORENSICS_KERNELS``, a SIGINT (or SIGTERM) that comes while the probe
     frames records for its writer process has the kernel recorder's dump run once the framing
     is over: every record is written, no frame is broken. The dump ran inside it: its events
     were framed where the interrupted block was being written, the writer process read
     "a frame of 1 bytes", and the 6 records (every record after, with the per-record hand-off)
-    were lost, neither written nor dropped."""
+    were lost, neither written nor dropped. Two signals in one framing: both handled."""
+    import signal
+
     capture = tmp_path / "x.capture"
     child = subprocess.run([sys.executable, "-c", KERNELS_INTERRUPTED, str(capture),
-                            str(PROBE_TESTS), handoff], timeout=300, capture_output=True,
-                           text=True)
-    assert child.returncode == 0 and "engine handler" in child.stdout, child.stderr[-3000:]
+                            str(PROBE_TESTS), handoff, signals], timeout=300,
+                           capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr[-3000:]
+    handled = {f"engine {int(getattr(signal, name))}" for name in signals.split(",")}
+    assert handled <= set(child.stdout.splitlines()), child.stdout
     (events,) = capture.glob("events-*.jsonl")
     kept = [json.loads(line) for line in events.read_text().splitlines()]
     assert not [e for e in kept if e["kind"] == "probe_error"]
