@@ -23,7 +23,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from types import FrameType
 from typing import Any
 
@@ -33,14 +33,22 @@ Handler = Callable[[int, FrameType | None], Any]
 _HOLDS: list[dict[int, Handler]] = []
 
 
+def signals_held(hold: bool = True) -> AbstractContextManager[None]:
+    """Inside, in the main thread (with ``hold``), note every signal that has a Python handler
+    instead of handling it (see the module); as the block ends, the handlers are put back and
+    those of the signals that came are called, once each, in the order they came."""
+    if not hold or threading.current_thread() is not threading.main_thread():
+        return _NOTHING
+    return _held()
+
+
+#: what :func:`signals_held` is where nothing is held (reusable: no cost on a hot path)
+_NOTHING: AbstractContextManager[None] = nullcontext()
+
+
 @contextmanager
-def signals_held() -> Iterator[None]:
-    """Inside, in the main thread, note every signal that has a Python handler instead of
-    handling it (see the module); as the block ends, the handlers are put back and those of
-    the signals that came are called, once each, in the order they came."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def _held() -> Iterator[None]:
+    """The hold of :func:`signals_held` (in the main thread)."""
     came: list[tuple[int, FrameType | None]] = []
 
     def note(signum: int, frame: FrameType | None) -> None:

@@ -238,8 +238,7 @@ class ProbeSession:
 
     @property
     def busy(self) -> bool:
-        """True inside a flush (or the close) of the calling thread: a signal handler must
-        not re-enter it (:meth:`defer`)."""
+        """True inside a flush (or the close) of the calling thread (see :meth:`defer`)."""
         return threading.get_ident() in self._flushers
 
     def enter_flush(self) -> bool:
@@ -491,9 +490,9 @@ class ProcessBackend:
 
     def flush(self, wait: bool) -> int:
         """Frame the ready records and poke the writer process; with ``wait``, wait
-        (bounded) for its acknowledgement."""
+        (bounded) for its acknowledgement. Signals are held (held.py) but for each record's."""
         session = self.session
-        with session._lock:
+        with session._lock, signals_held(wait or not self.hands_off_each):
             if not session.enter_flush():
                 return 0
             try:

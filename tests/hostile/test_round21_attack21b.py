@@ -82,6 +82,59 @@ def test_a_signal_inside_the_main_threads_flush_leaves_counts_that_are_true(
     assert "never written" not in out and "not read" not in out
 
 
+#: the writer process, its batch hand-off: a SIGINT comes as the probe frames the block of the
+#: 6 records for it (Python's own handler, or one like vLLM's workers', argv[3])
+FRAMING_INTERRUPTED = textwrap.dedent("""
+    import os, signal, sys
+    from pathlib import Path
+    from forensics.probe import frames, plugin
+    from forensics.probe.settings import Settings
+
+    sys.path.insert(0, sys.argv[2])
+    from probe_fakes import record_batch_changes
+
+    if sys.argv[3] == "vllm":
+        def handler(signum, frame):
+            raise SystemExit()
+        signal.signal(signal.SIGINT, handler)
+    real, sent = frames.put_block, []
+
+    def put_block(*args, **kwargs):
+        if not sent:  # the signal comes as the frame is written
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args, **kwargs)
+
+    frames.put_block = put_block
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=1 << 10,
+                                    flush_every=64, writer="process", handoff="batch"))
+    record_batch_changes(session, [[0, 1]] * 6)
+    try:
+        session.flush(wait=True)
+    except (KeyboardInterrupt, SystemExit):
+        print("interrupted")
+    plugin.stop()
+""")
+
+
+@pytest.mark.parametrize("handler", ["python", "vllm"])
+def test_a_signal_as_the_probe_frames_a_batch_loses_none_of_it(
+        tmp_path: Path, handler: str) -> None:
+    """T124a: with the writer process and its batch hand-off, a signal whose handler raises as
+    the engine's thread frames a batch is handled once the batch is framed: its 6 records are
+    written. They were lost (taken from the ring, never framed), neither written nor dropped."""
+    capture = tmp_path / "x.capture"
+    child = subprocess.run([sys.executable, "-c", FRAMING_INTERRUPTED, str(capture),
+                            str(PROBE_TESTS), handler], timeout=300, capture_output=True,
+                           text=True)
+    assert child.returncode == 0 and "interrupted" in child.stdout, child.stderr[-3000:]
+    (events,) = capture.glob("events-*.jsonl")
+    (stop,) = [e for e in map(json.loads, events.read_text().splitlines())
+               if e["kind"] == "probe_stop"]
+    assert (stop["records"], stop["written"], stop["dropped"]) == (6, 6, 0)
+
+
 FORKED_WHILE_HELD = textwrap.dedent("""
     import os, signal, sys, threading
     from forensics.probe.held import signals_held
