@@ -9,6 +9,7 @@ import argparse
 from typing import Any
 
 from forensics.escaping import json_text, terminal
+from forensics.store.events import as_said
 
 EXAMPLE = """example:
   forensics inspect incident.capture
@@ -55,7 +56,7 @@ def event_origin(event: dict[str, Any]) -> str:
     else:
         parts = [terminal(event.get("process") or event.get("source") or event.get("pid")
                           or "?")]
-    shown = {**event, "step": "unknown"} if event.get("step_known") is False else event
+    shown = as_said(event)
     parts += [f"{name} {terminal(shown[name])}" for name in ("step", "rank")
               if shown.get(name) is not None]
     return " ".join(parts)

@@ -22,6 +22,7 @@ from forensics.manifest_facts import (
     read_fact,
     refusal,
 )
+from forensics.store.unjudged import COUNT_FACTS, stated_counts
 
 #: the manifest facts shown as a capture's facts, in order, under their labels
 #: (the host: the probe's ``process.host``, else the one ``import --set`` states)
@@ -50,21 +51,10 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     stopped = stopped_after(summary)
     if stopped is not None:
         facts["stopped_after"] = stopped
-    from forensics.store.events import dropped_by_probe, unaccounted_by_probe
-
-    for key, field in (("records_dropped", "dropped"), ("events_dropped", "events_dropped")):
-        dropped = dropped_by_probe(summary["events"], field)
-        if dropped:
-            facts[key] = dropped
-    if unaccounted := unaccounted_by_probe(summary["events"]):  # never written, nor dropped
-        facts["records_unaccounted"] = unaccounted
+    facts.update(stated_counts(summary["events"], manifest))
     ordinal, _, _ = read_fact(manifest, ORDINAL)
     if ordinal:
         facts["ordinal_records"] = ordinal
-    from forensics.store.unjudged import redacted_unjudged
-
-    if (redacted := redacted_unjudged(manifest)) is not None:
-        facts["redacted_unjudged"] = redacted
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
     if refused:
@@ -214,9 +204,8 @@ def facts_sentence(facts: dict[str, Any]) -> str:
     if not facts:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
-             if key not in ("events", "notes", "stopped_after", "refused", "events_dropped",
-                            "records_dropped", "records_unaccounted", "ordinal_records",
-                            "redacted_unjudged")]
+             if key not in ("events", "notes", "stopped_after", "refused", "ordinal_records",
+                            *COUNT_FACTS)]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."
