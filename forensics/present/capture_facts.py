@@ -16,6 +16,7 @@ from forensics.manifest_facts import (
     ORDINAL,
     PROCESS_HOST,
     RUNNER,
+    SHRUNK_FROM,
     TORCH,
     UNKNOWN,
     VLLM,
@@ -55,6 +56,9 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     ordinal, _, _ = read_fact(manifest, ORDINAL)
     if ordinal:
         facts["ordinal_records"] = ordinal
+    shrunk_from, _, _ = read_fact(manifest, SHRUNK_FROM)
+    if shrunk_from:
+        facts[SHRUNK_KEY] = shrunk_from
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
     if refused:
@@ -205,7 +209,7 @@ def facts_sentence(facts: dict[str, Any]) -> str:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
              if key not in ("events", "notes", "stopped_after", "refused", "ordinal_records",
-                            *COUNT_FACTS)]
+                            SHRUNK_KEY, *COUNT_FACTS)]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."
@@ -214,6 +218,8 @@ def facts_sentence(facts: dict[str, Any]) -> str:
         text += f" {refused[:1].upper()}{refused[1:]}."
     if facts.get("ordinal_records"):
         text += " " + ordinal_sentence(facts["ordinal_records"])
+    if facts.get(SHRUNK_KEY):
+        text += " " + shrunk_sentence(facts[SHRUNK_KEY])
     if facts.get("stopped_after") is not None:
         text += " " + stopped_sentence(facts["stopped_after"])
     if facts.get("notes"):
@@ -227,6 +233,18 @@ def ordinal_sentence(records: int) -> str:
     order, not the engine's step."""
     return (f"Its source named no step for {records} record(s): their steps number its probe "
             "lines in order, so a step said of them is not the engine's.")
+
+
+#: the key of the facts holding :data:`~forensics.manifest_facts.SHRUNK_FROM`
+SHRUNK_KEY = "records_before_shrinking"
+
+
+def shrunk_sentence(records: int) -> str:
+    """That the capture was shrunk from one of ``records`` records: its notes (an author's,
+    or ``simulate``'s count of faults) may speak of records it does not hold."""
+    return (f"It was shrunk from a capture of {records} record(s) (forensics shrink), keeping "
+            "those that give the same verdicts: what its notes say may be of records it does "
+            "not hold.")
 
 
 def fact_text(key: str, value: Any) -> str:

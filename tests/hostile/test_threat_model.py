@@ -1481,6 +1481,8 @@ TESTS = {
               "test_the_verdict_matrix_of_a_capture_judged_whole_says_nothing_more"],
     "T125a": ["tests/hostile/test_round21_lead.py::"
               "test_the_events_table_says_a_step_the_log_never_said_is_unknown"],
+    "T125b": ["tests/hostile/test_round21_lead.py::"
+              "test_a_shrunk_capture_says_what_it_was_shrunk_from"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
