@@ -1960,6 +1960,10 @@ TESTS = {
               "test_a_rank_not_written_in_ascii_digits_is_no_rank",
               "tests/hostile/test_round20_fix20c.py::"
               "test_a_rank_in_ascii_digits_is_read"],
+    "T122a": ["tests/hostile/test_round21_fix21a.py::"
+              "test_a_split_triage_names_the_origin_the_whole_replay_names",
+              "tests/hostile/test_round21_fix21a.py::"
+              "test_the_triage_rows_merge_the_pieces_replayed_again"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

@@ -1,0 +1,124 @@
+"""Round 21 (fix21a): defects round 20 found and left (issue 38, hostile input).
+
+1. ``triage --split-records N`` replays a step range with 8 earlier steps: a sink finding whose
+   origin record lay further back got origin null (and ``resolved`` false) where the whole
+   replay names it. Each piece now says which origins it looked for and which it holds, and a
+   piece that looked for one an earlier piece holds is replayed again with that step
+   (:mod:`forensics.fleet.carry`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forensics.fleet.carry import MAX_KEYS, reruns
+from forensics.fleet.piece import LOOKBACK, replay_piece, replayed_range
+from forensics.fleet.tasks import plan
+from forensics.fleet.triage import finish, with_origins
+from forensics.simulator.runs import simulate
+from forensics.store.reader import load
+from forensics.store.writer import write_capture
+
+#: the sink step whose records (but its origin's) move, and how far
+SINK_STEP, SHIFT = 182, 30
+COLUMNS = ["variant", "site", "step", "rank", "row", "element", "value", "origin", "resolved"]
+
+
+@pytest.fixture(scope="module")
+def far_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A placeholder-leak capture of 600 steps whose records from the sink finding of step
+    ``SINK_STEP`` on (all but its origin's, of ``prepare_input_ids``) stand ``SHIFT`` steps
+    later: the origin lies ``SHIFT`` steps before its sink, a piece of 1,000 records starting
+    between them."""
+    root = tmp_path_factory.mktemp("origin")
+    source = Path(str(simulate("placeholder-leak", steps=600, out=root / "leak.capture")))
+    moved = [dataclasses.replace(r, step=r.step + SHIFT)
+             if r.step > SINK_STEP or (r.step == SINK_STEP and r.site != "prepare_input_ids")
+             else r for r in load(source).records()]
+    out = root / "far.capture"
+    write_capture(out, moved, json.loads((source / "manifest.json").read_text()))
+    return out
+
+
+def _rows(found: Any) -> list[str]:
+    """The findings as sorted text rows of :data:`COLUMNS` (null as None)."""
+    table = found[COLUMNS].astype(object)
+    return sorted(map(repr, table.where(table.notna(), None).itertuples(index=False)))
+
+
+def _pieces(capture: Path) -> tuple[list[Any], list[bytes]]:
+    """The planned tasks of ``capture`` (pieces of 1,000 records) and their results, replayed
+    here, in this process."""
+    tasks = plan([capture], 1_000)
+    return tasks, [replay_piece(t.path, t.start, t.stop, t.window, planned=t.planned)
+                   for t in tasks]
+
+
+def _serial(tasks: Any) -> list[bytes]:
+    """What a runner returns for ``tasks``, replayed in this process."""
+    return [replay_piece(t.path, t.start, t.stop, t.window, planned=t.planned,
+                         origins=t.origins) for t in tasks]
+
+
+def test_a_split_triage_names_the_origin_the_whole_replay_names(far_origin: Path) -> None:
+    """The pieces' findings (a piece replayed again with the steps of the origins an earlier
+    piece holds) are the whole replay's, origin and ``resolved`` included; the shifted sink
+    finding had origin null in its piece (its origin 30 steps back, the lookback 8)."""
+    capture = load(far_origin)
+    tasks, results = _pieces(far_origin)
+    whole = _rows(replayed_range(capture, None, None)[2])
+    first = [r for t in tasks for r in _rows(replayed_range(capture, t.start, t.stop,
+                                                            window=t.window)[2])]
+    assert sorted(first) != whole and "origin=None" in "".join(set(first) - set(whole))
+    again = reruns(tasks, results)
+    assert [t.origins for t in again.values()] == [(SINK_STEP,)]
+    assert all(t.start > SINK_STEP + LOOKBACK for t in again.values())
+    tasks = [again.get(i, t) for i, t in enumerate(tasks)]
+    pieces = [r for t in tasks for r in _rows(replayed_range(
+        capture, t.start, t.stop, window=t.window, origins=t.origins)[2])]
+    assert sorted(pieces) == whole
+
+
+def test_the_triage_rows_merge_the_pieces_replayed_again(far_origin: Path) -> None:
+    """``with_origins`` replays again only the piece that looked for the carried origin (by
+    the runner given), and the merged row counts what the unsplit triage counts."""
+    tasks, results = _pieces(far_origin)
+    ran: list[Any] = []
+
+    def run(given: Any) -> list[bytes]:
+        ran.extend(given)
+        return _serial(given)
+
+    rows = finish(tasks, with_origins(tasks, results, run))
+    whole = finish([plan([far_origin], 10**6)[0]], _serial(plan([far_origin], 10**6)))
+    assert len(ran) == 1 and ran[0].origins == (SINK_STEP,)
+    assert rows[0]["findings"] == whole[0]["findings"] and rows[0]["known"] == whole[0]["known"]
+    assert "origin_wanted" not in rows[0] and "origin_candidates" not in rows[0]
+
+
+def test_a_request_matches_its_own_and_an_unknown_one() -> None:
+    """A sink finding of a request is given the latest origin of that request or of an
+    unknown one, never another request's; of an unknown request, any."""
+    from forensics.fleet.carry import _steps
+
+    latest = {(0, -1, "a"): 5, (0, -1, "b"): 9, (0, -1, None): 3, (1, -1, "a"): 11}
+    assert _steps([(0, -1, "a")], latest) == {5}
+    assert _steps([(0, -1, "c")], latest) == {3}
+    assert _steps([(0, -1, None)], latest) == {9}
+    assert _steps([(2, -1, "a")], latest) == set()
+
+
+def test_the_carried_keys_are_capped_at_the_latest() -> None:
+    """More than ``MAX_KEYS`` keys keep the latest ones and say from which step they are
+    complete: memory stays bounded."""
+    from forensics.fleet.carry import _capped
+
+    latest = {(0, v, None): v for v in range(MAX_KEYS + 10)}
+    kept, complete = _capped(latest)
+    assert len(kept) == MAX_KEYS and complete == 10 and min(kept.values()) == 10
+
