@@ -52,7 +52,7 @@ from forensics.store.unjudged import (
     KINDS,
     NOT_KNOWN,
     Unjudged,
-    unjudged,
+    unjudged_of_facts,
     unjudged_sentences,
     unjudged_text,
 )
@@ -184,9 +184,7 @@ class Conclusion:
     def unjudged_facts(self) -> list[Unjudged]:
         """What the capture held that no variant judged (:func:`~forensics.store.unjudged.
         unjudged`)."""
-        return unjudged(self.not_known, self.cut_files, self.facts.get("records_dropped"),
-                        self.facts.get("events_dropped"), self.facts.get("records_unaccounted"),
-                        self.facts.get("redacted_unjudged"))
+        return unjudged_of_facts(self.facts, self.not_known, self.cut_files)
 
     def summary_sentence(self) -> str:
         """Why the sites with summary records only are unjudged, or ``""``."""

@@ -104,6 +104,16 @@ def unjudged_of(capture: Any) -> list[Unjudged]:
                     redacted_unjudged(getattr(capture, "manifest", None)))
 
 
+def unjudged_of_facts(facts: Mapping[str, Any], not_known: Mapping[str, int] | None = None,
+                      cut_files: Sequence[str] | None = None) -> list[Unjudged]:
+    """:func:`unjudged` of a capture's facts (:func:`~forensics.present.capture_facts.
+    summary_facts`: the counts its probe's stop events give, what its redaction could not
+    keep), with the records of sites not known and the files cut short given apart."""
+    return unjudged(not_known, cut_files, facts.get("records_dropped"),
+                    facts.get("events_dropped"), facts.get("records_unaccounted"),
+                    facts.get("redacted_unjudged"))
+
+
 def unjudged_text(facts: Sequence[Unjudged], kinds: Collection[str] = KINDS) -> str:
     """The facts of ``kinds`` as clauses joined by ``"; "`` (``3 record(s) of site 'toy' (not
     known to this install); 100 record(s) recorded by the probe and never written (...)``);

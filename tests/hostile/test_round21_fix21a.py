@@ -5,6 +5,9 @@
    replay names it. Each piece now says which origins it looked for and which it holds, and a
    piece that looked for one an earlier piece holds is replayed again with that step
    (:mod:`forensics.fleet.carry`).
+2. ``inspect`` of a redacted capture showed its manifest's ``redaction.not_judged`` as a raw
+   dict (``redacted unjudged: {'not_known': {}, 'cut': 1}``) and said nothing of what no
+   variant judged in words; text and ``--json`` now say it as every output does.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_round2 import run_cli
+from test_round14_fix14 import plugin_captures  # noqa: F401  (a fixture)
+from test_round18_attack18b import _dropped_capture
 
 from forensics.fleet.carry import MAX_KEYS, reruns
 from forensics.fleet.piece import LOOKBACK, replay_piece, replayed_range
@@ -122,3 +128,41 @@ def test_the_carried_keys_are_capped_at_the_latest() -> None:
     kept, complete = _capped(latest)
     assert len(kept) == MAX_KEYS and complete == 10 and min(kept.values()) == 10
 
+
+#: what the redacted capture of a cut, full events file says no variant judged
+NOT_JUDGED = ("1200 event(s) left out by the probe, its events file full; the ends of 1 "
+              "file(s) cut short, in the capture this one was redacted from (not kept by the "
+              "redaction)")
+
+
+def test_inspect_of_a_redacted_capture_says_what_no_variant_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture whose probe left 1,200 events out and whose events file was cut short,
+    redacted: ``inspect`` says both as the replay words them, in its text and its JSON."""
+    original = _dropped_capture(tmp_path)
+    with (original / "events-w0.jsonl").open("a") as events:
+        events.write('{"kind": "probe_st')
+    red = tmp_path / "red.capture"
+    code, said, err = run_cli(capsys, "redact", original, "-o", red)
+    assert code == 0, err
+    code, said, err = run_cli(capsys, "inspect", red)
+    assert code == 0, err
+    assert f"  not judged: {NOT_JUDGED}" in said.splitlines(), said
+    assert "{" not in said, said
+    code, said, err = run_cli(capsys, "inspect", red, "--json")
+    assert code == 0 and json.loads(said)["not_judged"] == NOT_JUDGED, (said, err)
+
+
+def test_inspect_of_a_redacted_capture_names_the_sites_it_could_not_keep(
+        plugin_captures: dict[str, Path], tmp_path: Path,  # noqa: F811
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The redaction of a capture holding 3 records of a site not known here: ``inspect``
+    names them, and whose they were."""
+    red = tmp_path / "red.capture"
+    code, said, err = run_cli(capsys, "redact", plugin_captures["both"], "-o", red)
+    assert code == 0, err
+    code, said, err = run_cli(capsys, "inspect", red)
+    assert code == 0, err
+    assert ("  not judged: 3 record(s) of site 'toy_gather' (not known to the install that "
+            "redacted it), in the capture this one was redacted from (not kept by the "
+            "redaction)") in said.splitlines(), said

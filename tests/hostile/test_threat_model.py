@@ -1964,6 +1964,10 @@ TESTS = {
               "test_a_split_triage_names_the_origin_the_whole_replay_names",
               "tests/hostile/test_round21_fix21a.py::"
               "test_the_triage_rows_merge_the_pieces_replayed_again"],
+    "T122b": ["tests/hostile/test_round21_fix21a.py::"
+              "test_inspect_of_a_redacted_capture_says_what_no_variant_judged",
+              "tests/hostile/test_round21_fix21a.py::"
+              "test_inspect_of_a_redacted_capture_names_the_sites_it_could_not_keep"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
