@@ -8,6 +8,9 @@
 2. ``inspect`` of a redacted capture showed its manifest's ``redaction.not_judged`` as a raw
    dict (``redacted unjudged: {'not_known': {}, 'cut': 1}``) and said nothing of what no
    variant judged in words; text and ``--json`` now say it as every output does.
+3. The timeline (``plot --kind timeline``, the report's) said nothing of what no variant
+   judged, where the verdict matrix' title names it (T117c); both titles are made by one
+   helper (:func:`forensics.present.selection.unjudged_title`).
 """
 
 from __future__ import annotations
@@ -166,3 +169,32 @@ def test_inspect_of_a_redacted_capture_names_the_sites_it_could_not_keep(
     assert ("  not judged: 3 record(s) of site 'toy_gather' (not known to the install that "
             "redacted it), in the capture this one was redacted from (not kept by the "
             "redaction)") in said.splitlines(), said
+
+
+def test_the_timeline_title_says_what_no_variant_judged(tmp_path: Path) -> None:
+    """data/clean.capture whose probe never wrote 100 records and left 1,200 events out: the
+    timeline's title (the report's SVG, matplotlib's, a dense timeline's) says so after its
+    two lines, as the verdict matrix' does, in lines of at most 80 characters."""
+    import shutil
+
+    from test_round20_lead import LOST_EVENTS
+
+    import forensics
+    from forensics.present.plots import plot_bounds_timeline
+    from forensics.present.scene.timeline import timeline_data
+    from forensics.present.scene.verdicts import verdict_title
+    from forensics.present.svg.timeline import timeline_panel
+
+    capture = tmp_path / "lost.capture"
+    shutil.copytree(Path(__file__).parents[2] / "data" / "clean.capture", capture)
+    (capture / "events-w0.jsonl").write_text(LOST_EVENTS)
+    result = forensics.replay(capture, ["upstream", "patched"])
+    said = verdict_title(result).split("\n")[2:]
+    assert said[0].startswith("not judged: 100 record(s)") and all(len(x) <= 80 for x in said)
+    title = timeline_panel(result).title.split("\n")
+    assert title[0] == "lost · embedding · upstream" and title[2:] == said, title
+    assert timeline_data(result).title("counts per bin").split("\n")[1:] == \
+        ["counts per bin", *said]
+    shown = plot_bounds_timeline(result)
+    if hasattr(shown, "get_title"):  # matplotlib's axes (an SVG panel when it is not there)
+        assert shown.get_title().split("\n")[2:] == said
