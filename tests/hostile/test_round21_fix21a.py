@@ -11,6 +11,9 @@
 3. The timeline (``plot --kind timeline``, the report's) said nothing of what no variant
    judged, where the verdict matrix' title names it (T117c); both titles are made by one
    helper (:func:`forensics.present.selection.unjudged_title`).
+4. Markdown outputs wrote an imported log's ``10:46:44`` as ``10\\:46:44``: the escape of an
+   emoji shortcode (``:smile:``) took ``:46:`` for one. GitHub's shortcodes of digits only are
+   ``:100:`` and ``:1234:``; only a shortcode is escaped, and the rendered text is the text.
 """
 
 from __future__ import annotations
@@ -198,3 +201,43 @@ def test_the_timeline_title_says_what_no_variant_judged(tmp_path: Path) -> None:
     shown = plot_bounds_timeline(result)
     if hasattr(shown, "get_title"):  # matplotlib's axes (an SVG panel when it is not there)
         assert shown.get_title().split("\n")[2:] == said
+
+
+#: texts whose Markdown must render as themselves: times, shortcodes, links, emphasis, ...
+RENDERED = ["engine dead at 10:46:44 (2026-12-07T10:46:44Z)", "a :smile: and :+1: and :8ball:",
+            "a :100: b :1234: c :1000: d 1:2:3", "*x* _y_ ~z~ `code` $m$ a|b",
+            "[text](http://x) [ref]: y ![img](z)", "<b>bold</b> &amp; &#65;",
+            "# head", "- item", "1. one", "> quote", "back\\slash \\* \\:x:",
+            "see https://example.com/a:b and alice@example.com", "@user #12 GH-3",
+            "x = y:z: w", "trailing ##"]
+
+
+def _rendered(source: str) -> str:
+    """The text of ``source`` as CommonMark renders it (markdown-it, in the lock): tags
+    dropped, entities read."""
+    import html
+    import re
+
+    from markdown_it import MarkdownIt
+
+    out = MarkdownIt("commonmark").render(source)
+    return html.unescape(re.sub(r"<[^>]+>", "", out)).strip()
+
+
+@pytest.mark.parametrize("text", RENDERED)
+def test_markdown_renders_as_the_text(text: str) -> None:
+    """Each text as :func:`~forensics.escaping.markdown` writes it (a capture's value) renders
+    as the text itself."""
+    from forensics.escaping import markdown
+
+    assert _rendered(markdown(text, raw=True)) == text, markdown(text, raw=True)
+
+
+def test_a_time_is_written_as_it_is() -> None:
+    """A log line's time holds no shortcode: no escape is written in it (it was
+    ``10\\:46:44``); GitHub's shortcodes of digits, and any of a letter, are still escaped."""
+    from forensics.escaping import markdown
+
+    assert markdown("died at 10:46:44", raw=True) == "died at 10:46:44"
+    assert markdown("a :100: b :1234: :smile: :+1:", raw=True) == \
+        "a \\:100: b \\:1234: \\:smile: \\:+1:"
