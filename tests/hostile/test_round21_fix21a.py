@@ -14,6 +14,8 @@
 4. Markdown outputs wrote an imported log's ``10:46:44`` as ``10\\:46:44``: the escape of an
    emoji shortcode (``:smile:``) took ``:46:`` for one. GitHub's shortcodes of digits only are
    ``:100:`` and ``:1234:``; only a shortcode is escaped, and the rendered text is the text.
+5. ``redact`` dropped the ``cut`` note of a crash's death report read from a line cut short
+   (:func:`forensics.importers.tracebacks.report`): the redacted capture said it whole.
 """
 
 from __future__ import annotations
@@ -241,3 +243,19 @@ def test_a_time_is_written_as_it_is() -> None:
     assert markdown("died at 10:46:44", raw=True) == "died at 10:46:44"
     assert markdown("a :100: b :1234: :smile: :+1:", raw=True) == \
         "a \\:100: b \\:1234: \\:smile: \\:+1:"
+
+
+def test_a_redacted_capture_keeps_a_reports_cut(capsys: pytest.CaptureFixture[str],
+                                               tmp_path: Path) -> None:
+    """An ``EngineDeadError`` report on a line longer than the log's bound: the redacted
+    capture's report says it was read only in part, as the original's does."""
+    from test_round20_fix20c import DEAD_LINE, ILLEGAL, STEP1, _import
+
+    from forensics.share.redaction import redact
+
+    _, events = _import(capsys, tmp_path, STEP1 + ILLEGAL + DEAD_LINE.rstrip("\n")
+                        + " x" * 40_000 + "\n")
+    cut = events[0]["engine_dead"]["cut"]  # type: ignore[index]
+    out = redact(tmp_path / "engine.capture", tmp_path / "out.capture").path
+    report = json.loads(run_cli(capsys, "inspect", out, "--json")[1])["events"][0]["engine_dead"]
+    assert report["cut"] == cut and "longer than 65536 bytes" in cut, report
