@@ -16,6 +16,10 @@
    ``:100:`` and ``:1234:``; only a shortcode is escaped, and the rendered text is the text.
 5. ``redact`` dropped the ``cut`` note of a crash's death report read from a line cut short
    (:func:`forensics.importers.tracebacks.report`): the redacted capture said it whole.
+6. The probe's trusted append (records of its own copies and plain Python values) did not
+   count a string list's or a ragged field's items against the cap readers apply
+   (:func:`forensics.validate.most_items`): it wrote a record every reader refused. Such a
+   record now takes the checked append, which refuses it: dropped, with an event.
 """
 
 from __future__ import annotations
@@ -259,3 +263,40 @@ def test_a_redacted_capture_keeps_a_reports_cut(capsys: pytest.CaptureFixture[st
     out = redact(tmp_path / "engine.capture", tmp_path / "out.capture").path
     report = json.loads(run_cli(capsys, "inspect", out, "--json")[1])["events"][0]["engine_dead"]
     assert report["cut"] == cut and "longer than 65536 bytes" in cut, report
+
+
+def test_the_probe_refuses_a_record_past_the_readers_caps(tmp_path: Path) -> None:
+    """An ``async_output`` record of 262,145 requests (string lists and a ragged field one
+    past the 262,144 a reader takes in a row), of plain Python values: the probe's write path
+    wrote it trusted, and every reader then refused the capture. It is dropped, counted and
+    reported naming the field and the cap, and the capture reads whole with the record before
+    it."""
+    import numpy as np
+
+    import forensics
+    from forensics.probe.copy import PendingRecord
+    from forensics.probe.writing import BatchWriter
+    from forensics.records import MAX_CONTAINERS, Record
+    from forensics.store.writer import CaptureWriter
+
+    small = next(r for r in forensics.simulate("soak", steps=3, batch=3, spec_tokens=2)
+                 if r.site == "async_output")
+    n = MAX_CONTAINERS + 1
+    fields = {**small.fields, "req_ids": [f"r{i}" for i in range(n)],
+              "prev_req_ids": [f"r{i}" for i in range(n)],
+              "sampled_token_ids_cpu": np.ones((n, 3), dtype=np.int64),
+              "output_tail": [[1, 1]] * n, "output_len": np.full(n, 2, dtype=np.int64)}
+    records = [Record("async_output", 1, 0, dict(small.fields)),
+               Record("async_output", 2, 0, fields)]
+    reported: list[tuple[str, str]] = []
+    counts: dict[str, int] = {}
+    path = tmp_path / "capped.capture"
+    with CaptureWriter(path, process="t") as writer:
+        batch = BatchWriter(writer, lambda exc, where: reported.append((where, str(exc))),
+                            lambda name, k: counts.__setitem__(name, counts.get(name, 0) + k))
+        written = batch.write([PendingRecord(r.site, r.step, r.rank, dict(r.fields))
+                               for r in records])
+    assert written == 1 and counts == {"written": 1, "dropped": 1}, (counts, reported)
+    (where, said), = reported
+    assert "step 2" in where and f"holds {n} strings, past the {MAX_CONTAINERS}" in said
+    assert [r.step for r in forensics.load(path).records()] == [1]
