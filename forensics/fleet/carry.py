@@ -12,7 +12,10 @@ holds a task again, with the steps of those origins to replay too (its ``origins
 rerun finds the origin record itself, as the whole replay does, and judges whether each
 variant still produces its value (``resolved``). Time stays linear (a piece runs at most twice)
 and memory bounded: at most :data:`MAX_KEYS` keys a piece and a capture, the latest kept (a
-piece says from which step its keys are complete, ``from``).
+piece says from which step its keys are complete, ``from``). A piece whose origins may lie
+among those left out (or that looked for more than :data:`MAX_KEYS`) is named with the step
+before which they were not searched (:func:`reruns`); its first finding says so where its
+origin is null (:func:`noted`: "origin not searched before step N"), never that it has none.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from forensics.fleet.piece import LOOKBACK, from_ipc
 from forensics.fleet.tasks import Task
 
 #: the most (rank, value, request) keys a piece reports and a capture's walk carries
@@ -33,7 +37,9 @@ Key = tuple[int, int, str | None]
 
 def wanted(found: Any, start: int) -> str:
     """The keys of the sink findings of ``found`` (a findings table) at step ``start`` or
-    later whose origin is null, as a row's ``origin_wanted`` (JSON; at most :data:`MAX_KEYS`)."""
+    later whose origin is null, as a row's ``origin_wanted`` (JSON: ``{"keys": [[rank,
+    value, request], ...], "cut": bool}``, at most :data:`MAX_KEYS` keys, ``cut`` when there
+    were more)."""
     from forensics.sites import SINK
     from forensics.sites._common import OUT_OF_BOUNDS
 
@@ -41,7 +47,7 @@ def wanted(found: Any, start: int) -> str:
                  & (found["step"] >= start) & found["value"].notna() & found["origin"].isna()]
     keys = {_key(r, v, q) for r, v, q in zip(rows["rank"], rows["value"], rows["req_id"],
                                              strict=True)}
-    return json.dumps(sorted(keys, key=_order)[:MAX_KEYS])
+    return json.dumps({"keys": sorted(keys, key=_order)[:MAX_KEYS], "cut": len(keys) > MAX_KEYS})
 
 
 def candidates(result: Any, start: int, stop: int) -> str:
@@ -68,13 +74,13 @@ def candidates(result: Any, start: int, stop: int) -> str:
     return json.dumps({"keys": [[*k, s] for k, s in kept.items()], "from": complete})
 
 
-def reruns(tasks: Sequence[Task], results: Sequence[bytes]) -> dict[int, Task]:
+def reruns(tasks: Sequence[Task], results: Sequence[bytes]
+           ) -> tuple[dict[int, Task], dict[int, int]]:
     """``{index: task}`` of the pieces to replay again: each piece that looked for an origin
     that an earlier piece of its capture holds, given the steps of those origins
-    (``origins``); the walk carries the candidates of each capture's pieces forward in step
-    order."""
-    from forensics.fleet.piece import from_ipc
-
+    (``origins``); and ``{index: step}`` of the pieces whose origins were not searched before
+    ``step`` (keys left out: :data:`MAX_KEYS`). The walk carries the candidates of each
+    capture's pieces forward in step order."""
     by_capture: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for index, (task, data) in enumerate(zip(tasks, results, strict=True)):
         if task.start is None:
@@ -85,14 +91,35 @@ def reruns(tasks: Sequence[Task], results: Sequence[bytes]) -> dict[int, Task]:
             continue
         by_capture.setdefault(task.path, []).append((index, row))
     out: dict[int, Task] = {}
+    unsearched: dict[int, int] = {}
     for pieces in by_capture.values():
         latest: dict[Key, int] = {}
+        complete: int | None = None  # the step from which ``latest`` holds every key
         for index, row in sorted(pieces, key=lambda p: p[1]["start"]):
-            steps = _steps(_wants(row), latest)
+            wants, cut = _wants(row)
+            steps, missing = _steps(wants, latest)
             if steps:
                 out[index] = replace(tasks[index], origins=tuple(sorted(steps)))
-            _add(latest, row)
-    return out
+            if cut:
+                unsearched[index] = max(0, row["start"] - LOOKBACK)
+            elif missing and complete is not None:
+                unsearched[index] = complete
+            complete = _add(latest, row, complete)
+    return out, unsearched
+
+
+def noted(first: str | None, step: int | None) -> str | None:
+    """A piece's ``first_finding`` (JSON) with ``origin_unsearched``: ``step`` where it is a
+    sink finding whose origin is null and the piece's origins were not searched before
+    ``step`` (None: they were)."""
+    from forensics.sites import SINK
+    from forensics.sites._common import OUT_OF_BOUNDS
+
+    finding = json.loads(first or "null")
+    if step is None or not isinstance(finding, dict) or finding.get("site") != SINK or \
+            finding.get("kind") != OUT_OF_BOUNDS or finding.get("origin") is not None:
+        return first
+    return json.dumps({**finding, "origin_unsearched": step})
 
 
 def _key(rank: Any, value: Any, req: Any) -> Key:
@@ -115,12 +142,13 @@ def _capped(latest: dict[Key, int]) -> tuple[dict[Key, int], int | None]:
     return kept, ordered[MAX_KEYS][1] + 1
 
 
-def _wants(row: dict[str, Any]) -> list[Key]:
-    """The keys a piece's row looked for an origin of."""
+def _wants(row: dict[str, Any]) -> tuple[list[Key], bool]:
+    """The keys a piece's row looked for an origin of, and whether it looked for more."""
     try:
-        return [_key(*k) for k in json.loads(row.get("origin_wanted") or "[]")]
-    except (TypeError, ValueError):
-        return []
+        said = json.loads(row.get("origin_wanted") or "{}")
+        return [_key(*k) for k in said.get("keys", [])], bool(said.get("cut"))
+    except (TypeError, ValueError, AttributeError):
+        return [], False
 
 
 def _parsed(row: dict[str, Any]) -> dict[str, Any]:
@@ -132,29 +160,37 @@ def _parsed(row: dict[str, Any]) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _add(latest: dict[Key, int], row: dict[str, Any]) -> None:
+def _add(latest: dict[Key, int], row: dict[str, Any], complete: int | None) -> int | None:
     """Carry a piece's candidates into ``latest`` (a later step replaces an earlier one), kept
-    to :data:`MAX_KEYS` keys (the latest)."""
-    for rank, value, req, step in _parsed(row).get("keys", []):
+    to :data:`MAX_KEYS` keys (the latest); return the step from which ``latest`` holds every
+    key (``complete`` before; None: every key since the capture's first step)."""
+    parsed = _parsed(row)
+    for rank, value, req, step in parsed.get("keys", []):
         latest[_key(rank, value, req)] = int(step)
+    froms = [f for f in (complete, parsed.get("from")) if isinstance(f, int)]
     if len(latest) > MAX_KEYS:
-        kept, _ = _capped(latest)
+        kept, since = _capped(latest)
         latest.clear()
         latest.update(kept)
+        froms.append(since or 0)
+    return max(froms) if froms else None
 
 
-def _steps(keys: list[Key], latest: dict[Key, int]) -> set[int]:
+def _steps(keys: list[Key], latest: dict[Key, int]) -> tuple[set[int], bool]:
     """The step of the latest carried candidate of each of ``keys`` (a request matches its
-    own, and a key whose request is unknown any), where there is one."""
+    own, and a key whose request is unknown any), where there is one; and whether some key
+    has none."""
     by_value: dict[tuple[int, int], dict[str | None, int]] = {}
     if keys:
         for (rank, value, req), step in latest.items():
             by_value.setdefault((rank, value), {})[req] = step
     steps: set[int] = set()
+    missing = False
     for rank, value, req in keys:
         held = by_value.get((rank, value), {})
         found = list(held.values()) if req is None else \
             [s for r, s in held.items() if r is None or r == req]
         if found:
             steps.add(max(found))
-    return steps
+        missing = missing or not found
+    return steps, missing

@@ -50,35 +50,42 @@ def triage(paths: Iterable[str | os.PathLike[str]], ray: str | None = None,
     results = run(tasks, done)
     if bar is not None:
         bar.close()
-    rows = finish(tasks, with_origins(tasks, results, run))
+    results, unsearched = with_origins(tasks, results, run)
+    rows = finish(tasks, results, unsearched)
     return Triage(rows, group_rows(rows), time.perf_counter() - start,
                   "ray" if ray is not None else "local")
 
 
 def with_origins(tasks: Sequence[Task], results: Sequence[bytes],
-                 run: Callable[[Sequence[Task]], list[bytes]]) -> list[bytes]:
+                 run: Callable[[Sequence[Task]], list[bytes]]
+                 ) -> tuple[list[bytes], dict[int, int]]:
     """``results``, each piece that looked for an origin an earlier piece of its capture holds
     replayed again (by ``run``) with that origin's steps (:func:`~forensics.fleet.carry.
-    reruns`): its sink findings name the origin the whole replay names."""
+    reruns`): its sink findings name the origin the whole replay names; and ``{task: step}``
+    of the pieces whose origins were not searched before ``step``."""
     from forensics.fleet.carry import reruns
 
-    again = reruns(tasks, results)
-    if not again:
-        return list(results)
+    again, unsearched = reruns(tasks, results)
     out = list(results)
-    for index, data in zip(again, run(list(again.values())), strict=True):
-        out[index] = data
-    return out
+    if again:
+        for index, data in zip(again, run(list(again.values())), strict=True):
+            out[index] = data
+    return out, unsearched
 
 
-def finish(tasks: Sequence[Task], results: Sequence[bytes]) -> list[dict[str, Any]]:
+def finish(tasks: Sequence[Task], results: Sequence[bytes],
+           unsearched: dict[int, int] | None = None) -> list[dict[str, Any]]:
     """Rows from the tasks' results: pieces merged per capture, engines stitched, each row's
-    conclusion set."""
+    conclusion set; ``unsearched``: ``{task: step}`` of the pieces whose origins were not
+    searched before ``step`` (:func:`with_origins`), said by their first finding."""
+    from forensics.fleet.carry import noted
     from forensics.fleet.tasks import merge_pieces
 
     pieces: dict[str, list[dict[str, Any]]] = {}
-    for task, data in zip(tasks, results, strict=True):
+    for index, (task, data) in enumerate(zip(tasks, results, strict=True)):
         for piece in _decoded(task, data):
+            piece["first_finding"] = noted(piece.get("first_finding"),
+                                           (unsearched or {}).get(index))
             pieces.setdefault(piece["capture"], []).append(piece)
     rows = [_parsed(merge_pieces(pieces[key])) for key in sorted(pieces)]
     _stitch(rows)

@@ -93,8 +93,8 @@ def test_a_split_triage_names_the_origin_the_whole_replay_names(far_origin: Path
     first = [r for t in tasks for r in _rows(replayed_range(capture, t.start, t.stop,
                                                             window=t.window)[2])]
     assert sorted(first) != whole and "origin=None" in "".join(set(first) - set(whole))
-    again = reruns(tasks, results)
-    assert [t.origins for t in again.values()] == [(SINK_STEP,)]
+    again, unsearched = reruns(tasks, results)
+    assert [t.origins for t in again.values()] == [(SINK_STEP,)] and unsearched == {}
     assert all(t.start > SINK_STEP + LOOKBACK for t in again.values())
     tasks = [again.get(i, t) for i, t in enumerate(tasks)]
     pieces = [r for t in tasks for r in _rows(replayed_range(
@@ -112,9 +112,10 @@ def test_the_triage_rows_merge_the_pieces_replayed_again(far_origin: Path) -> No
         ran.extend(given)
         return _serial(given)
 
-    rows = finish(tasks, with_origins(tasks, results, run))
+    results, unsearched = with_origins(tasks, results, run)
+    rows = finish(tasks, results, unsearched)
     whole = finish([plan([far_origin], 10**6)[0]], _serial(plan([far_origin], 10**6)))
-    assert len(ran) == 1 and ran[0].origins == (SINK_STEP,)
+    assert len(ran) == 1 and ran[0].origins == (SINK_STEP,) and unsearched == {}
     assert rows[0]["findings"] == whole[0]["findings"] and rows[0]["known"] == whole[0]["known"]
     assert "origin_wanted" not in rows[0] and "origin_candidates" not in rows[0]
 
@@ -125,10 +126,45 @@ def test_a_request_matches_its_own_and_an_unknown_one() -> None:
     from forensics.fleet.carry import _steps
 
     latest = {(0, -1, "a"): 5, (0, -1, "b"): 9, (0, -1, None): 3, (1, -1, "a"): 11}
-    assert _steps([(0, -1, "a")], latest) == {5}
-    assert _steps([(0, -1, "c")], latest) == {3}
-    assert _steps([(0, -1, None)], latest) == {9}
-    assert _steps([(2, -1, "a")], latest) == set()
+    assert _steps([(0, -1, "a")], latest) == ({5}, False)
+    assert _steps([(0, -1, "c")], latest) == ({3}, False)
+    assert _steps([(0, -1, None)], latest) == ({9}, False)
+    assert _steps([(2, -1, "a"), (0, -1, "a")], latest) == ({5}, True)
+
+
+def _piece(start: int, wanted: list[list[Any]], cut: bool, keys: list[list[Any]],
+           since: int | None) -> bytes:
+    """A piece's result of steps from ``start`` that looked for ``wanted`` (``cut``: and more)
+    and holds the candidates ``keys``, complete from step ``since``."""
+    from forensics.fleet.piece import to_ipc
+
+    return to_ipc([{"capture": "c", "name": "c", "start": start, "stop": start + 10,
+                    "error": "", "origin_wanted": json.dumps({"keys": wanted, "cut": cut}),
+                    "origin_candidates": json.dumps({"keys": keys, "from": since})}])
+
+
+def test_an_origin_past_what_was_carried_is_said_not_searched() -> None:
+    """A piece looking for an origin that no carried key holds, where an earlier piece left
+    keys out (more than ``MAX_KEYS``), or that looked for more than ``MAX_KEYS`` itself, is
+    named with the step before which its origins were not searched, and its first finding (a
+    sink finding of null origin) says so, never that it has none."""
+    from forensics.fleet.carry import noted
+    from forensics.fleet.tasks import Task
+    from forensics.present.conclusion import describe_finding
+
+    tasks = [Task("c", 0, 10), Task("c", 10, 20)]
+    early = _piece(0, [], False, [[0, -1, "a", 5]], 3)
+    assert reruns(tasks, [early, _piece(10, [[0, -1, "b"]], False, [], None)]) == ({}, {1: 3})
+    again, unsearched = reruns(tasks, [early, _piece(10, [[0, -1, "a"]], False, [], None)])
+    assert again[1].origins == (5,) and unsearched == {}
+    assert reruns(tasks, [early, _piece(10, [], True, [], None)]) == ({}, {1: 10 - LOOKBACK})
+    sink = {"site": "embedding", "step": 12, "rank": 0, "row": 0, "kind": "out_of_bounds",
+            "value": -1, "tensor": "input_ids", "origin": None}
+    said = json.loads(noted(json.dumps(sink), 3) or "null")
+    assert said["origin_unsearched"] == 3 and \
+        "(origin not searched before step 3: " in describe_finding(said)
+    assert noted(json.dumps({**sink, "origin": "prepare_input_ids"}), 3) == \
+        json.dumps({**sink, "origin": "prepare_input_ids"})
 
 
 def test_the_carried_keys_are_capped_at_the_latest() -> None:

@@ -1963,7 +1963,9 @@ TESTS = {
     "T122a": ["tests/hostile/test_round21_fix21a.py::"
               "test_a_split_triage_names_the_origin_the_whole_replay_names",
               "tests/hostile/test_round21_fix21a.py::"
-              "test_the_triage_rows_merge_the_pieces_replayed_again"],
+              "test_the_triage_rows_merge_the_pieces_replayed_again",
+              "tests/hostile/test_round21_fix21a.py::"
+              "test_an_origin_past_what_was_carried_is_said_not_searched"],
     "T122b": ["tests/hostile/test_round21_fix21a.py::"
               "test_inspect_of_a_redacted_capture_says_what_no_variant_judged",
               "tests/hostile/test_round21_fix21a.py::"
