@@ -42,6 +42,7 @@ def triage(paths: Iterable[str | os.PathLike[str]], ray: str | None = None,
     tasks = plan(find_captures(paths), split_records)
     bar = Progress(len(tasks), "triage", force=progress) if progress else None
     done = bar.advance if bar is not None else None
+
     def run(given: Sequence[Task], done: Any = None) -> list[bytes]:
         """The results of ``given``, on Ray or local processes."""
         return (run_ray(given, ray, done) if ray is not None

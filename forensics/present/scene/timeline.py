@@ -141,7 +141,7 @@ class TimelineData:
         """The timeline's title (:func:`~forensics.present.selection.title_text`) of ``what``
         it shows (None: the smallest and largest value used per step or bin), then what the
         capture held that no variant judged (:func:`~forensics.present.selection.
-        unjudged_title`): a step drawn clean there may hold records never judged."""
+        unjudged_title`): a step drawn clean may hold records no variant judged."""
         per = "step" if self.width == 1 else f"{self.width}-step bin"
         return unjudged_title(self.result, title_text(
             self.result, self.site, self.variant,
