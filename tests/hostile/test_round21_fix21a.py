@@ -186,7 +186,8 @@ NOT_JUDGED = ("1200 event(s) left out by the probe, its events file full; the en
 def test_inspect_of_a_redacted_capture_says_what_no_variant_judged(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A capture whose probe left 1,200 events out and whose events file was cut short,
-    redacted: ``inspect`` says both as the replay words them, in its text and its JSON."""
+    redacted: ``inspect`` says both as the replay words them, in its text and its JSON; the
+    write-up's capture facts word the redaction's (they showed its dict)."""
     original = _dropped_capture(tmp_path)
     with (original / "events-w0.jsonl").open("a") as events:
         events.write('{"kind": "probe_st')
@@ -199,6 +200,9 @@ def test_inspect_of_a_redacted_capture_says_what_no_variant_judged(
     assert "{" not in said, said
     code, said, err = run_cli(capsys, "inspect", red, "--json")
     assert code == 0 and json.loads(said)["not_judged"] == NOT_JUDGED, (said, err)
+    code, said, err = run_cli(capsys, "summary", red, "--format", "markdown")
+    assert code == 0 and "- redacted unjudged: `the ends of 1 file(s) cut short, in the " \
+        "capture this one was redacted from (not kept by the redaction)`" in said, (said, err)
 
 
 def test_inspect_of_a_redacted_capture_names_the_sites_it_could_not_keep(
