@@ -30,11 +30,13 @@ def run(args: argparse.Namespace) -> int:
     """
     from forensics.present.capture_facts import facts_lines
     from forensics.store.reader import load
+    from forensics.store.unjudged import unjudged_of, unjudged_text
 
     capture = load(args.capture)
     capture.check_index()  # what the summary states of the index is what the batches hold
     summary = capture.summary()
-    if args.json:
+    if args.json:  # what no variant judged, worded as every output words it
+        summary["not_judged"] = unjudged_text(unjudged_of(capture))
         print(json_text(summary, sort_keys=True))
     else:
         print(render(summary))

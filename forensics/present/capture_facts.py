@@ -253,6 +253,10 @@ def fact_text(key: str, value: Any) -> str:
     value through :func:`~forensics.escaping.spanless` (it stands in a sentence too)."""
     if key in ("steps", "ranks") and not value:
         return "none"
+    if key == "redacted_unjudged" and isinstance(value, dict):
+        from forensics.store.unjudged import redacted_text
+
+        return redacted_text(value)
     if value is None:
         return UNKNOWN
     if key == "steps" and isinstance(value, list) and len(value) == 2:
@@ -266,11 +270,24 @@ def fact_text(key: str, value: Any) -> str:
 
 def facts_lines(summary: dict[str, Any]) -> list[str]:
     """The manifest's facts as ``  key: value`` lines, for ``inspect``'s text (events and the
-    step span are shown there already)."""
+    step span are shown there already), then what no variant judged of the records its probe
+    never wrote, the events it left out and what a redaction could not keep, worded as every
+    output words them (:func:`~forensics.store.unjudged.unjudged_text`; the sites not known
+    and the files cut short have lines of their own)."""
+    from forensics.store.unjudged import (
+        LEFT_OUT,
+        NEVER_WRITTEN,
+        REDACTED,
+        unjudged,
+        unjudged_text,
+    )
+
     facts = summary_facts(summary)
+    unseen = unjudged_text(unjudged(None, None, facts), {NEVER_WRITTEN, LEFT_OUT, REDACTED})
     return ["manifest:", *(f"  {fact_label(key)}: {fact_text(key, value)}"
                            for key, value in facts.items()
-                           if key not in ("events", "steps", "ranks"))]
+                           if key not in ("events", "steps", "ranks", "redacted_unjudged")),
+            *([f"  not judged: {unseen}"] if unseen else [])]
 
 
 def fact_label(key: str) -> str:

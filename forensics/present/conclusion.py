@@ -496,6 +496,9 @@ def describe_finding(f: dict[str, Any]) -> str:
     text = f"{where}: {terminal(what_happened(f))}"
     if f.get("resolved") is True:
         text += " (resolved at its origin: its replay there no longer writes it)"
+    if isinstance(f.get("origin_unsearched"), int):  # a split triage's, past what it carried
+        text += (f" (origin not searched before step {f['origin_unsearched']}: more "
+                 "out-of-range values than a split triage carries between its pieces)")
     return text
 
 

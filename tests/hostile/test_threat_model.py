@@ -1964,6 +1964,23 @@ TESTS = {
               "test_a_rank_not_written_in_ascii_digits_is_no_rank",
               "tests/hostile/test_round20_fix20c.py::"
               "test_a_rank_in_ascii_digits_is_read"],
+    "T122a": ["tests/hostile/test_round21_fix21a.py::"
+              "test_a_split_triage_names_the_origin_the_whole_replay_names",
+              "tests/hostile/test_round21_fix21a.py::"
+              "test_the_triage_rows_merge_the_pieces_replayed_again",
+              "tests/hostile/test_round21_fix21a.py::"
+              "test_an_origin_past_what_was_carried_is_said_not_searched"],
+    "T122b": ["tests/hostile/test_round21_fix21a.py::"
+              "test_inspect_of_a_redacted_capture_says_what_no_variant_judged",
+              "tests/hostile/test_round21_fix21a.py::"
+              "test_inspect_of_a_redacted_capture_names_the_sites_it_could_not_keep"],
+    "T122c": ["tests/hostile/test_round21_fix21a.py::"
+              "test_the_timeline_title_says_what_no_variant_judged"],
+    "T122d": ["tests/hostile/test_round21_fix21a.py::test_a_time_is_written_as_it_is",
+              "tests/hostile/test_round21_fix21a.py::test_markdown_renders_as_the_text"],
+    "T122e": ["tests/hostile/test_round21_fix21a.py::test_a_redacted_capture_keeps_a_reports_cut"],
+    "T122f": ["tests/hostile/test_round21_fix21a.py::"
+              "test_the_probe_refuses_a_record_past_the_readers_caps"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
