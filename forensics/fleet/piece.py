@@ -119,7 +119,7 @@ def _replayed(path: str, start: int | None, stop: int | None, window: Window | N
     """The facts and replay columns of one capture or step range (of a range, the origins it
     looked for and holds: :mod:`forensics.fleet.carry`)."""
     from forensics.escaping import terminal
-    from forensics.fleet.carry import candidates, wanted
+    from forensics.fleet.origins import candidates, wanted
     from forensics.store.reader import load
 
     capture = load(path)

@@ -34,7 +34,8 @@ from test_round2 import run_cli
 from test_round14_fix14 import plugin_captures  # noqa: F401  (a fixture)
 from test_round18_attack18b import _dropped_capture
 
-from forensics.fleet.carry import MAX_KEYS, reruns
+from forensics.fleet.carry import reruns
+from forensics.fleet.origins import MAX_KEYS
 from forensics.fleet.piece import LOOKBACK, replay_piece, replayed_range
 from forensics.fleet.tasks import plan
 from forensics.fleet.triage import finish, with_origins
@@ -170,7 +171,7 @@ def test_an_origin_past_what_was_carried_is_said_not_searched() -> None:
 def test_the_carried_keys_are_capped_at_the_latest() -> None:
     """More than ``MAX_KEYS`` keys keep the latest ones and say from which step they are
     complete: memory stays bounded."""
-    from forensics.fleet.carry import _capped
+    from forensics.fleet.origins import capped as _capped
 
     latest = {(0, v, None): v for v in range(MAX_KEYS + 10)}
     kept, complete = _capped(latest)
