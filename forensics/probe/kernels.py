@@ -635,9 +635,10 @@ def recording() -> list[str] | None:
     launches of and owes a ``kernel_summary`` for (a forked copy's too, launched or not yet),
     or None: no recorder. A ``probe_start`` names it: coverage knows who owes a summary."""
     recorder = RECORDER
-    if recorder is not None:
-        recorder.named = os.getpid()  # it owes a summary in this process (:func:`dump`)
-    return list(recorder.globs) if recorder is not None else None
+    if recorder is None:
+        return None
+    recorder.named = os.getpid()  # it owes a summary in this process (:func:`dump`)
+    return list(recorder.globs)
 
 
 def _chain_signal(signum: int) -> None:
@@ -660,8 +661,7 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 
 def dump(reason: str = "on request") -> int:
-    """Write the kept launches as ``kernel_launch`` events and a ``kernel_summary``;
-    return how many were written. Never raises."""
+    """Write the kept launches (``kernel_launch``), a ``kernel_summary``: how many; no raise."""
     recorder = RECORDER
     if recorder is None or recorder.session is None:
         return 0
