@@ -661,7 +661,7 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 
 def dump(reason: str = "on request") -> int:
-    """Write the kept launches (``kernel_launch``), a ``kernel_summary``: how many; no raise."""
+    """Write the kept launches and a ``kernel_summary`` as events; how many (never raises)."""
     recorder = RECORDER
     if recorder is None or recorder.session is None:
         return 0
