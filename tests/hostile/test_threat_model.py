@@ -1960,6 +1960,12 @@ TESTS = {
               "test_a_rank_not_written_in_ascii_digits_is_no_rank",
               "tests/hostile/test_round20_fix20c.py::"
               "test_a_rank_in_ascii_digits_is_read"],
+    "T123a": ["tests/hostile/test_round21_attack21a.py::"
+              "test_an_integer_past_the_digits_read_is_named_not_called_invalid_json",
+              "tests/hostile/test_round21_attack21a.py::"
+              "test_inspect_names_the_long_integer_in_one_line",
+              "tests/hostile/test_round21_attack21a.py::"
+              "test_an_integer_of_the_digits_read_still_parses"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

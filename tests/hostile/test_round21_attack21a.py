@@ -1,0 +1,85 @@
+"""Round 21's attack21a (issue 38): what a hostile capture author found in the readers of a
+capture's JSON (manifest, events, expected verdicts) and the commands over them.
+
+- T123a: a manifest, an events line or an ``expected.json`` holding an integer of more than
+  4,300 digits (valid JSON) was refused as "not valid JSON: Exceeds the limit (4300 digits) for
+  integer string conversion ...; use sys.set_int_max_str_digits() to increase the limit": a
+  false sentence, and a fix no user of the command can apply.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_round2 import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+CLEAN = ROOT / "data" / "clean.capture"
+HUGE = "7" * 5000
+
+
+def _copy(tmp_path: Path, name: str = "c.capture") -> Path:
+    """A copy of the bundled clean capture."""
+    return Path(shutil.copytree(CLEAN, tmp_path / name))
+
+
+def _with_huge_manifest(capture: Path) -> str:
+    text = (capture / "manifest.json").read_text(encoding="utf-8").rstrip().rstrip("}")
+    (capture / "manifest.json").write_text(f'{text}, "n": {HUGE}}}', encoding="utf-8")
+    return "manifest"
+
+
+def _with_huge_event(capture: Path) -> str:
+    with open(capture / "events-w0.jsonl", "a", encoding="utf-8") as stream:
+        stream.write(f'{{"kind": "note", "step": 3, "n": {HUGE}}}\n')
+    return "events file"
+
+
+def _with_huge_expected(capture: Path) -> str:
+    (capture / "expected.json").write_text(f'{{"verdicts": {{}}, "n": {HUGE}}}', encoding="utf-8")
+    return "expected verdicts"
+
+
+# ---------------------------------- T123a: an integer of thousands of digits is valid JSON
+
+
+@pytest.mark.parametrize("plant", [_with_huge_manifest, _with_huge_event, _with_huge_expected])
+def test_an_integer_past_the_digits_read_is_named_not_called_invalid_json(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, plant: object) -> None:
+    """A capture file holding an integer of 5,000 digits (valid JSON) is refused in one line
+    that names the file and says what it holds and the fix: never "not valid JSON", never a
+    Python setting as the fix."""
+    capture = _copy(tmp_path)
+    what = plant(capture)  # type: ignore[operator]
+    code, out, err = run_cli(capsys, "triage", capture, "--format", "json")
+    assert code == 0, err
+    error = json.loads(out)["rows"][0]["error"]
+    assert error.startswith(f"{what} '")
+    assert "an integer of 5000 digits, past the 4300 forensics reads" in error
+    assert "not valid JSON" not in error and "not JSON" not in error
+    assert "set_int_max_str_digits" not in error
+
+
+def test_inspect_names_the_long_integer_in_one_line(capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    """``inspect`` of a capture whose manifest holds a 5,000-digit integer exits 2 with one
+    line naming the manifest and the fix."""
+    capture = _copy(tmp_path)
+    _with_huge_manifest(capture)
+    code, _, err = run_cli(capsys, "inspect", capture)
+    assert code == 2
+    assert err.count("\n") == 1 and "manifest '" in err
+    assert "an integer of 5000 digits" in err and "replace the file" in err
+    assert "set_int_max_str_digits" not in err
+
+
+def test_an_integer_of_the_digits_read_still_parses() -> None:
+    """An integer of 4,300 digits (the most read) is parsed as before: the fields' own checks
+    name it (T31-style "is outside" lines), as they did."""
+    from forensics.store.json_in import loads_finite, strict_json
+
+    assert strict_json("[" + "9" * 4300 + "]")[0] == int("9" * 4300)
+    assert loads_finite('{"a": -' + "9" * 4300 + "}")["a"] == -int("9" * 4300)
