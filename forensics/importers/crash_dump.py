@@ -54,6 +54,10 @@ CHAIN_KEYS = ("exception", "final", "links", "location", "source_line", "engine_
 #: a log line's process tag: vLLM's ``(EngineCore_DP0 pid=196)`` before its level
 PROCESS_RE = re.compile(r"\([^)]*\)")
 MAX_IDS = 1 << 16  # draft ids kept per dump (a dump lists a handful per request)
+#: the texts naming the fields of a dumped ``SchedulerOutput`` its batch is read from (each
+#: found by its name: vLLM prints each once)
+COUNTED_FIELDS = ("scheduled_spec_decode_tokens=", "num_scheduled_tokens=",
+                  "total_num_scheduled_tokens=", "CachedRequestData(req_ids=")
 #: the batch fields of a dump (:func:`parse_scheduler_output`'s)
 BATCH_KEYS = ("scheduled_spec_decode_tokens", "num_scheduled_tokens",
               "total_num_scheduled_tokens", "req_ids", "new_req_ids")
@@ -113,6 +117,11 @@ class _Dumps:
         up to its total (an id read wrong), with ``unread`` saying why."""
         if cut:
             return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "cut": plain_logs.CUT}
+        twice = spelled_twice(text)
+        if twice is not None:
+            return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "unread": (
+                f"its line spells {twice} more than once: a request id holds that text, so "
+                "which is the dump's own field is not known")}
         try:
             batch = parse_scheduler_output(text)
         except CaptureFormatError as exc:
@@ -209,6 +218,19 @@ def parse_config(version: str, text: str, cut: bool = False) -> dict[str, Any]:
         if number is not None:
             facts[name] = number
     return facts
+
+
+def spelled_twice(text: str) -> str | None:
+    """The first text of :data:`COUNTED_FIELDS` (``NAME=``: a field of a dumped
+    ``SchedulerOutput`` the batch is read from) that ``text`` spells more than once, or None.
+    vLLM prints each once; a client's request id (``X-Request-Id``), printed unquoted as a
+    dict's key and quoted in its lists, may spell one too: read first,
+    ``scheduled_spec_decode_tokens={}`` in an id said "0 of 0 spec-decode token(s) -1" of a
+    batch whose drafts were all -1."""
+    for name in COUNTED_FIELDS:
+        if len(re.findall(rf"\b{re.escape(name)}", text)) > 1:
+            return name
+    return None
 
 
 def parse_scheduler_output(text: str) -> dict[str, Any]:

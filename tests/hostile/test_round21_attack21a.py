@@ -5,6 +5,12 @@ capture's JSON (manifest, events, expected verdicts) and the commands over them.
   4,300 digits (valid JSON) was refused as "not valid JSON: Exceeds the limit (4300 digits) for
   integer string conversion ...; use sys.set_int_max_str_digits() to increase the limit": a
   false sentence, and a fix no user of the command can apply.
+- T123b: a vLLM crash dump whose batch holds a request id (a client's ``X-Request-Id``) spelling
+  ``scheduled_spec_decode_tokens={}`` was read at that id, the first place the field's name
+  appears: ``import`` said "0 of 0 spec-decode token(s) -1" of a batch whose 8 drafts were all
+  -1, and ``known`` "the crash dump schedules no spec-decode tokens" (the all-placeholder race
+  unmatched). An id spelling ``num_scheduled_tokens={x: 7}, total_num_scheduled_tokens=7``
+  made it "1 request(s) scheduled, 4 of 4 spec-decode token(s) -1" of 2 requests, 8 of 8.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from test_round2 import run_cli
+from test_round19_attack19b import import_log
 
 ROOT = Path(__file__).resolve().parents[2]
 CLEAN = ROOT / "data" / "clean.capture"
@@ -83,3 +90,52 @@ def test_an_integer_of_the_digits_read_still_parses() -> None:
 
     assert strict_json("[" + "9" * 4300 + "]")[0] == int("9" * 4300)
     assert loads_finite('{"a": -' + "9" * 4300 + "}")["a"] == -int("9" * 4300)
+
+
+# ------------------------- T123b: a request id spelling a dump's field is not that field
+
+
+ALL_PLACEHOLDER = ROOT / "tests" / "data" / "vllm_dump_all_placeholder.log"
+
+
+def _dump_of(capsys: pytest.CaptureFixture[str], tmp_path: Path, request: str
+             ) -> dict[str, object]:
+    """The crash-dump event of the bundled all-placeholder dump whose request ``chatcmpl-a1``
+    is renamed ``request`` (a client's ``X-Request-Id``)."""
+    text = ALL_PLACEHOLDER.read_text(encoding="utf-8").replace("chatcmpl-a1", request)
+    events = import_log(capsys, tmp_path, text)[2]
+    return next(e for e in events if e["kind"] == "crash_dump")
+
+
+@pytest.mark.parametrize("request_id", [
+    "h scheduled_spec_decode_tokens={}",  # was "2 request(s) scheduled, 0 of 0 ... -1"
+    "h num_scheduled_tokens={x: 7}, total_num_scheduled_tokens=7"])  # was "1 ..., 4 of 4"
+def test_a_request_id_spelling_a_dump_field_leaves_the_batch_unknown(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, request_id: str) -> None:
+    """A dump whose request id spells one of the fields its batch is read from says its batch
+    is unknown, and why: never a count read at the id (0 of 0 drafts -1 of 8 of 8)."""
+    dump = _dump_of(capsys, tmp_path, request_id)
+    assert dump["scheduled_spec_decode_tokens"] == "unknown"
+    assert dump["num_scheduled_tokens"] == "unknown"
+    field = request_id.split()[1].split("=")[0] + "="
+    assert f"its line spells {field} more than once: a request id holds that text" in str(
+        dump["message"])
+    assert "0 of 0" not in str(dump["message"])
+
+
+def test_known_never_says_a_dump_schedules_no_drafts_of_a_request_ids_text(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``known`` of that dump never says "the crash dump schedules no spec-decode tokens"."""
+    _dump_of(capsys, tmp_path, "h scheduled_spec_decode_tokens={}")
+    code, out, err = run_cli(capsys, "known", tmp_path / "engine.capture")
+    assert code == 0, err
+    assert "schedules no spec-decode tokens" not in out
+
+
+def test_a_dump_without_such_an_id_is_read_as_before(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
+    """The same dump with a plain id (one holding ``=`` and braces, no field's name) is read:
+    8 of 8 drafts -1 over 2 requests."""
+    dump = _dump_of(capsys, tmp_path, "h x={} y=[1]")
+    assert str(dump["message"]).startswith(
+        "vLLM crash dump: 2 request(s) scheduled, 8 of 8 spec-decode token(s) -1")
