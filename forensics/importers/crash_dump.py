@@ -54,6 +54,9 @@ CHAIN_KEYS = ("exception", "final", "links", "location", "source_line", "engine_
 #: a log line's process tag: vLLM's ``(EngineCore_DP0 pid=196)`` before its level
 PROCESS_RE = re.compile(r"\([^)]*\)")
 MAX_IDS = 1 << 16  # draft ids kept per dump (a dump lists a handful per request)
+#: the processes whose config line is kept until their scheduler output comes (an engine's
+#: data-parallel ranks, each a process: a few)
+MAX_PENDING = 256
 #: the texts naming the fields of a dumped ``SchedulerOutput`` its batch is read from (each
 #: found by its name: vLLM prints each once)
 COUNTED_FIELDS = ("scheduled_spec_decode_tokens=", "num_scheduled_tokens=",
@@ -85,7 +88,9 @@ class _Dumps:
     def __init__(self, source: str, ends: set[int]) -> None:
         self.source = source
         self.events: list[dict[str, Any]] = []
-        self.config: dict[str, Any] = {}
+        #: each process tag's (:data:`PROCESS_RE`) last config line, until its scheduler
+        #: output takes it (two engines' dumps interleave: one took the other's config)
+        self.config: dict[str, dict[str, Any]] = {}
         self.ends = ends  # the last lines of the exception chains
         #: the process tag (:data:`PROCESS_RE`) of each dump's line and chain's last line
         self.tags: dict[int, str] = {}
@@ -101,14 +106,23 @@ class _Dumps:
             return  # a prompt quoting a dump is no dump: a dump's line is vLLM's ERROR line
         config, output = CONFIG_RE.match(text), OUTPUT_RE.match(text)
         if config is not None:
-            self.config = parse_config(config["version"], config["config"], cut)
+            self._config_line(process_tag(raw), parse_config(config["version"],
+                                                              config["config"], cut))
         elif output is not None:
             dump = {"kind": "crash_dump", "source": self.source, "line": number, "step": None,
-                    "config": self.config, **self._batch(number, output["dump"], cut)}
+                    "config": self.config.pop(process_tag(raw), {}),
+                    **self._batch(number, output["dump"], cut)}
             dump["message"] = _message(dump)
             self.events.append(dump)
             self.tags[number] = process_tag(raw)
-            self.config = {}
+
+    def _config_line(self, tag: str, config: dict[str, Any]) -> None:
+        """Keep the config line of the process ``tag`` for its next scheduler output: of the
+        latest :data:`MAX_PENDING` processes whose output has not come (the oldest dropped)."""
+        self.config.pop(tag, None)
+        self.config[tag] = config
+        if len(self.config) > MAX_PENDING:
+            del self.config[next(iter(self.config))]
 
     def _batch(self, number: int, text: str, cut: bool) -> dict[str, Any]:
         """The batch of a scheduler output line; each field ``unknown`` for a cut line (what

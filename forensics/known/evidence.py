@@ -128,17 +128,20 @@ def dump_facts(events: list[dict[str, Any]]) -> dict[str, Any]:
     """Facts from the config line of vLLM's crash dumps, only those such a line states
     (:func:`dumped_facts`; a manifest's facts take precedence): an event naming ``runner``
     or ``async_scheduling`` in its config states nothing of them, and a value that does not
-    fit its fact as a manifest's is read (:mod:`forensics.manifest_facts`) states none."""
+    fit its fact as a manifest's is read (:mod:`forensics.manifest_facts`) states none; a fact
+    two dumps state differently (two engines' in one log) is stated by none: the last one
+    read was said of them all ("speculative is ngram, not mtp" of an mtp engine's dump)."""
     from forensics.manifest_facts import UNKNOWN
 
     declared = dumped_facts()
-    facts: dict[str, Any] = {}
+    stated: dict[str, set[Any]] = {}
     for event in events:
         config = event.get("config")
         if event.get("kind") == "crash_dump" and isinstance(config, dict):
-            facts.update({k: v for k, v in config.items()
-                          if k in declared and declared[k].fits(v) and v != UNKNOWN})
-    return facts
+            for k, v in config.items():
+                if k in declared and declared[k].fits(v) and v != UNKNOWN:
+                    stated.setdefault(k, set()).add(v)
+    return {k: next(iter(values)) for k, values in stated.items() if len(values) == 1}
 
 
 def dumped_facts() -> dict[str, Any]:

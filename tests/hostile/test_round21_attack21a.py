@@ -11,6 +11,10 @@ capture's JSON (manifest, events, expected verdicts) and the commands over them.
   -1, and ``known`` "the crash dump schedules no spec-decode tokens" (the all-placeholder race
   unmatched). An id spelling ``num_scheduled_tokens={x: 7}, total_num_scheduled_tokens=7``
   made it "1 request(s) scheduled, 4 of 4 spec-decode token(s) -1" of 2 requests, 8 of 8.
+- T123c: two engines' crash dumps interleaved in one log (config DP0, config DP1, output DP0,
+  output DP1) gave DP0's dump DP1's config (its model, speculative method and tokens) and DP1's
+  none; and ``known`` read the last dump's config as every dump's: "speculative is ngram, not
+  mtp" of an mtp engine's dump whose drafts were all -1 (the all-placeholder race unmatched).
 """
 
 from __future__ import annotations
@@ -139,3 +143,64 @@ def test_a_dump_without_such_an_id_is_read_as_before(capsys: pytest.CaptureFixtu
     dump = _dump_of(capsys, tmp_path, "h x={} y=[1]")
     assert str(dump["message"]).startswith(
         "vLLM crash dump: 2 request(s) scheduled, 8 of 8 spec-decode token(s) -1")
+
+
+# ----------------------- T123c: each engine's dump takes its own config line; none is said of all
+
+
+def _two_engines() -> str:
+    """The bundled all-placeholder dump logged by two engines at once, lines interleaved:
+    DP0 (mtp, 4 tokens) and DP1 (another model, ngram, 2 tokens)."""
+    lines = ALL_PLACEHOLDER.read_text(encoding="utf-8").splitlines(True)
+    dp0 = [line.replace("(EngineCore pid=196)", "(EngineCore_DP0 pid=196)") for line in lines[1:]]
+    dp1 = [line.replace("(EngineCore pid=196)", "(EngineCore_DP1 pid=197)")
+           .replace("/models/Qwen3.8-27B", "/models/Other-8B").replace("method='mtp'",
+                                                                        "method='ngram'")
+           .replace("num_spec_tokens=4", "num_spec_tokens=2") for line in lines[1:]]
+    return "".join([lines[0], dp0[0], dp1[0], dp0[1], dp1[1], *dp0[2:], *dp1[2:]])
+
+
+def test_each_engines_dump_takes_its_own_config_line(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
+    """Interleaved dumps of two engines: each dump's config is its own process's line."""
+    events = import_log(capsys, tmp_path, _two_engines())[2]
+    configs = {e["line"]: e["config"] for e in events if e["kind"] == "crash_dump"}
+    assert configs[4]["speculative"] == "mtp" and configs[4]["num_speculative_tokens"] == 4
+    assert configs[4]["model"] == "/models/Qwen3.8-27B"
+    assert configs[5]["speculative"] == "ngram" and configs[5]["model"] == "/models/Other-8B"
+
+
+def test_known_says_no_fact_two_dumps_state_differently(capsys: pytest.CaptureFixture[str],
+                                                        tmp_path: Path) -> None:
+    """``known`` never says of the mtp engine's dump "speculative is ngram, not mtp": a fact
+    the dumps state differently is unknown."""
+    import_log(capsys, tmp_path, _two_engines())
+    code, out, err = run_cli(capsys, "known", tmp_path / "engine.capture")
+    assert code == 0, err
+    assert "speculative is ngram, not mtp" not in out
+    assert "MATCH all-placeholder-drafts-race" in out
+
+
+def test_dump_facts_keep_a_fact_every_dump_states_alike() -> None:
+    """Dumps that agree state their fact; one that differs leaves only that fact out."""
+    from forensics.known.evidence import dump_facts
+
+    def dump(method: str) -> dict[str, object]:
+        return {"kind": "crash_dump", "config": {"vllm": "0.33.0", "speculative": method}}
+
+    assert dump_facts([dump("mtp"), dump("mtp")]) == {"vllm": "0.33.0", "speculative": "mtp"}
+    assert dump_facts([dump("mtp"), dump("ngram")]) == {"vllm": "0.33.0"}
+
+
+def test_the_config_lines_kept_are_bounded() -> None:
+    """Config lines of processes whose output never comes are kept for the latest
+    ``MAX_PENDING`` processes only (a log of a million tags holds no million configs)."""
+    from forensics.importers.crash_dump import MAX_PENDING, _Dumps
+
+    dumps = _Dumps("x.log", set())
+    line = ("({tag} pid=1) ERROR 12-02 10:46:44 [dump_input.py:72] Dumping input data for V1 LLM "
+            "engine (v0.33.0) with config: model='m', ")
+    for tag in range(MAX_PENDING * 3):
+        dumps.line(tag + 1, line.format(tag=f"P{tag}"))
+    assert len(dumps.config) == MAX_PENDING
+    assert f"(P{MAX_PENDING * 3 - 1} pid=1)" in dumps.config

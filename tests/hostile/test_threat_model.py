@@ -1972,6 +1972,13 @@ TESTS = {
               "test_known_never_says_a_dump_schedules_no_drafts_of_a_request_ids_text",
               "tests/hostile/test_round21_attack21a.py::"
               "test_a_dump_without_such_an_id_is_read_as_before"],
+    "T123c": ["tests/hostile/test_round21_attack21a.py::"
+              "test_each_engines_dump_takes_its_own_config_line",
+              "tests/hostile/test_round21_attack21a.py::"
+              "test_known_says_no_fact_two_dumps_state_differently",
+              "tests/hostile/test_round21_attack21a.py::"
+              "test_dump_facts_keep_a_fact_every_dump_states_alike",
+              "tests/hostile/test_round21_attack21a.py::test_the_config_lines_kept_are_bounded"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
