@@ -128,7 +128,8 @@ class _Dumps:
         """The batch of a scheduler output line; each field ``unknown`` for a cut line (what
         its part holds is not what the line held: a dict it opens is not closed, or holds
         fewer entries), with ``cut`` saying why, and for one whose requests' counts do not add
-        up to its total (an id read wrong), with ``unread`` saying why."""
+        up to its total, or whose drafts name a request its counts do not (an id read wrong),
+        with ``unread`` saying why."""
         if cut:
             return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "cut": plain_logs.CUT}
         twice = spelled_twice(text)
@@ -147,6 +148,13 @@ class _Dumps:
                 f"the {len(counts)} request(s) read of its num_scheduled_tokens schedule "
                 f"{sum(counts.values())} tokens, not its total_num_scheduled_tokens {total}: "
                 "a request id in it is not told apart from the dict's text")}
+        unscheduled = len(set(batch["scheduled_spec_decode_tokens"]) - set(counts))
+        if unscheduled:
+            return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "unread": (
+                f"{unscheduled} request(s) read of its scheduled_spec_decode_tokens are not "
+                "among those read of its num_scheduled_tokens (vLLM schedules drafts only for "
+                "requests it schedules): a request id in them is not told apart from the "
+                "dicts' text")}
         return batch
 
 

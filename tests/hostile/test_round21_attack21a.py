@@ -15,6 +15,10 @@ capture's JSON (manifest, events, expected verdicts) and the commands over them.
   output DP1) gave DP0's dump DP1's config (its model, speculative method and tokens) and DP1's
   none; and ``known`` read the last dump's config as every dump's: "speculative is ngram, not
   mtp" of an mtp engine's dump whose drafts were all -1 (the all-placeholder race unmatched).
+- T123d: a request id ``a: 0, b`` (a client's) in a dumped batch of 2 requests was read as
+  two requests of ``num_scheduled_tokens`` (``a: 0`` and ``b: 5``, adding up to the total):
+  "3 request(s) scheduled"; ``a: [], b`` split the drafts' dict likewise (a request ``a`` of no
+  drafts, one ``b`` of 4).
 """
 
 from __future__ import annotations
@@ -204,3 +208,18 @@ def test_the_config_lines_kept_are_bounded() -> None:
         dumps.line(tag + 1, line.format(tag=f"P{tag}"))
     assert len(dumps.config) == MAX_PENDING
     assert f"(P{MAX_PENDING * 3 - 1} pid=1)" in dumps.config
+
+
+# --------------- T123d: drafts naming a request the counts do not leave the batch unknown
+
+
+@pytest.mark.parametrize("request_id", ["a: 0, b", "a: [], b"])
+def test_drafts_of_a_request_the_counts_do_not_name_leave_the_batch_unknown(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, request_id: str) -> None:
+    """A request id that splits one of the dumped dicts into two entries (its counts still
+    adding up to the total) leaves the batch unknown, saying why: never "3 request(s)
+    scheduled" of 2."""
+    dump = _dump_of(capsys, tmp_path, request_id)
+    assert dump["num_scheduled_tokens"] == "unknown"
+    assert "are not among those read of its num_scheduled_tokens" in str(dump["message"])
+    assert "3 request(s)" not in str(dump["message"])
