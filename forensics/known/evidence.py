@@ -38,8 +38,9 @@ class Evidence:
     baseline: str
     facts: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
-    #: request id -> scheduled spec-decode tokens, from vLLM's crash dump (None: no dump)
-    spec_tokens: dict[str, list[int]] | None = None
+    #: each crash dump's line (None: unknown) and request id -> scheduled spec-decode tokens,
+    #: in the timeline's order (None: no dump)
+    spec_tokens: list[tuple[int | None, dict[str, list[int]]]] | None = None
     #: ``unwritten_input`` findings (:mod:`forensics.judge.race`), kept apart from the judge's
     race: pd.DataFrame | None = None
     #: the facts taken from a crash dump's config line (an event's text, not the manifest)
@@ -157,16 +158,21 @@ def dumped_facts() -> dict[str, Any]:
             "tensor_parallel_size": by_key["tensor_parallel_size"]}
 
 
-def spec_tokens_of(events: list[dict[str, Any]]) -> dict[str, list[int]] | None:
-    """Scheduled spec-decode tokens per request from the crash-dump events (the last dump
-    wins for a request), or None when the timeline has no dump."""
-    found: dict[str, list[int]] | None = None
+def spec_tokens_of(events: list[dict[str, Any]]
+                   ) -> list[tuple[int | None, dict[str, list[int]]]] | None:
+    """Each crash-dump event's line (None: not an int) and scheduled spec-decode tokens per
+    request, one entry per dump (two dumps, of two engines or two crashes, were merged into
+    one: "the crash dump schedules 8 of 16" of a dump of 8 of 8 and one of 0 of 8), or None
+    when the timeline has no dump."""
+    found: list[tuple[int | None, dict[str, list[int]]]] | None = None
     for event in events:
         tokens = event.get("scheduled_spec_decode_tokens")
         if event.get("kind") == "crash_dump" and isinstance(tokens, dict):
-            found = found or {}
-            found.update({str(k): [int(t) for t in v] for k, v in tokens.items()
-                          if isinstance(v, list) and all(isinstance(t, int) for t in v)})
+            line = event.get("line")
+            found = (found or []) + [(
+                line if isinstance(line, int) and not isinstance(line, bool) else None,
+                {str(k): [int(t) for t in v] for k, v in tokens.items()
+                 if isinstance(v, list) and all(isinstance(t, int) for t in v)})]
     return found
 
 

@@ -268,16 +268,31 @@ def _event_text(event: dict[str, Any]) -> str:
 
 
 def _spec_tokens(wanted: str, evidence: Evidence) -> Check:
-    tokens = evidence.spec_tokens
+    """Whether a crash dump's scheduled drafts are of the class ``wanted``: each dump judged
+    on its own (one that is says so, naming its line where there are several), never the
+    dumps' drafts added up as one dump's."""
+    dumps = evidence.spec_tokens
+    if dumps is None:
+        return Check(None, "no crash dump with scheduled spec-decode tokens")
+    checks = [_dump_tokens(wanted, tokens, line if len(dumps) > 1 else None)
+              for line, tokens in dumps]
+    held = [check for check in checks if check.holds]
+    if len(checks) == 1 or not held:
+        return Check(False if not held else True, "; ".join(c.why for c in checks[:3]) + (
+            f"; and {len(checks) - 3} more crash dump(s) not so" if len(checks) > 3 else ""))
+    return Check(True, f"{held[0].why} ({len(held)} of the {len(checks)} crash dumps so)")
+
+
+def _dump_tokens(wanted: str, tokens: dict[str, list[int]], line: int | None) -> Check:
+    """One crash dump's drafts judged (``line``: its line, named when there are several)."""
+    dump = "the crash dump" if line is None else f"the crash dump of line {line}"
     if not tokens:
-        return Check(None if tokens is None else False,
-                     "no crash dump with scheduled spec-decode tokens" if tokens is None
-                     else "the crash dump schedules no spec-decode tokens")
+        return Check(False, f"{dump} schedules no spec-decode tokens")
     flat = [t for ids in tokens.values() for t in ids]
     placeholders = sum(t == -1 for t in flat)
     holds = {"all_placeholder": placeholders == len(flat) > 0,
              "some_placeholder": 0 < placeholders < len(flat)}.get(wanted, placeholders > 0)
-    why = (f"the crash dump schedules {placeholders} of {len(flat)} spec-decode tokens as -1 "
+    why = (f"{dump} schedules {placeholders} of {len(flat)} spec-decode tokens as -1 "
            f"over {len(tokens)} request(s)")
     if wanted == "some_placeholder" and placeholders == len(flat):
         why += " (every one: the async scheduler's placeholders, whatever the drafter wrote)"

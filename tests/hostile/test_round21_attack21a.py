@@ -19,6 +19,11 @@ capture's JSON (manifest, events, expected verdicts) and the commands over them.
   two requests of ``num_scheduled_tokens`` (``a: 0`` and ``b: 5``, adding up to the total):
   "3 request(s) scheduled"; ``a: [], b`` split the drafts' dict likewise (a request ``a`` of no
   drafts, one ``b`` of 4).
+- T123e: a log holding two crash dumps (two engines, or a server restarted), one of 8 of 8
+  drafts -1 and one of 0 of 8, was judged by ``known`` as one dump of their drafts added up:
+  "the crash dump schedules 8 of 16 spec-decode tokens as -1 over 4 request(s)", the
+  all-placeholder race unmatched and ``negative-draft-id-verified`` (some drafts -1) matched,
+  of no dump that holds either.
 """
 
 from __future__ import annotations
@@ -223,3 +228,44 @@ def test_drafts_of_a_request_the_counts_do_not_name_leave_the_batch_unknown(
     assert dump["num_scheduled_tokens"] == "unknown"
     assert "are not among those read of its num_scheduled_tokens" in str(dump["message"])
     assert "3 request(s)" not in str(dump["message"])
+
+
+# ------------------------------ T123e: each crash dump's drafts are judged on their own
+
+
+def _two_dumps() -> str:
+    """A dump of all drafts -1 (DP0) and one of none (DP1, other requests) in one log."""
+    every = ALL_PLACEHOLDER.read_text(encoding="utf-8").splitlines(True)
+    none = (ROOT / "tests" / "data" / "vllm_dump_no_placeholder.log").read_text(
+        encoding="utf-8").splitlines(True)
+    dp0 = [line.replace("(EngineCore pid=196)", "(EngineCore_DP0 pid=196)") for line in every[1:]]
+    dp1 = [line.replace("(EngineCore pid=196)", "(EngineCore_DP1 pid=197)")
+           .replace("chatcmpl-a1", "chatcmpl-c3").replace("chatcmpl-b2", "chatcmpl-d4")
+           for line in none[1:]]
+    return "".join([every[0], *dp0, *dp1])
+
+
+def test_known_judges_each_crash_dump_on_its_own(capsys: pytest.CaptureFixture[str],
+                                                 tmp_path: Path) -> None:
+    """The all-placeholder race matches on the dump whose drafts are all -1, naming its line;
+    no sentence adds the two dumps' drafts up, and the some-placeholder issue, which neither
+    dump shows, does not match."""
+    import_log(capsys, tmp_path, _two_dumps())
+    code, out, err = run_cli(capsys, "known", tmp_path / "engine.capture")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "8 of 16" not in text and "4 request(s)" not in text
+    assert ("MATCH all-placeholder-drafts-race: matches: the crash dump of line 3 schedules 8 of "
+            "8 spec-decode tokens as -1 over 2 request(s) (1 of the 2 crash dumps so)") in text
+    assert "no negative-draft-id-verified: does not match: the crash dump of line 3" in text
+    assert "the crash dump of line 11 schedules 0 of 8 spec-decode tokens as -1" in text
+
+
+def test_one_crash_dump_is_said_as_before(capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    """A log of one dump: "the crash dump schedules ...", no line named."""
+    import_log(capsys, tmp_path, ALL_PLACEHOLDER.read_text(encoding="utf-8"))
+    code, out, err = run_cli(capsys, "known", tmp_path / "engine.capture")
+    assert code == 0, err
+    assert ("MATCH all-placeholder-drafts-race: matches: the crash dump schedules 8 of 8 "
+            "spec-decode tokens as -1 over 2 request(s)") in " ".join(out.split())

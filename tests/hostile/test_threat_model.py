@@ -1983,6 +1983,9 @@ TESTS = {
               "test_drafts_of_a_request_the_counts_do_not_name_leave_the_batch_unknown",
               "tests/hostile/test_round21_attack21a.py::"
               "test_a_dump_without_such_an_id_is_read_as_before"],
+    "T123e": ["tests/hostile/test_round21_attack21a.py::"
+              "test_known_judges_each_crash_dump_on_its_own",
+              "tests/hostile/test_round21_attack21a.py::test_one_crash_dump_is_said_as_before"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
