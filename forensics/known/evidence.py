@@ -45,6 +45,8 @@ class Evidence:
     race: pd.DataFrame | None = None
     #: the facts taken from a crash dump's config line (an event's text, not the manifest)
     dumped: frozenset[str] = frozenset()
+    #: the facts crash dumps' config lines state differently, and the manifest does not
+    disputed: frozenset[str] = frozenset()
     #: the variants the replay ran (None: not known, as in evidence built by hand)
     replayed: frozenset[str] | None = None
     #: whether the capture held records of a site this install knows (None: not known, as in
@@ -88,6 +90,7 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
             facts["runner"] = runner
     return Evidence(findings=result.findings, baseline=baseline, facts=facts, events=events,
                     spec_tokens=spec_tokens_of(events), dumped=frozenset(set(dumped) - set(stated)),
+                    disputed=disputed_facts(events) - set(stated),
                     replayed=frozenset(result.variants), held_records=bool(sites))
 
 
@@ -132,6 +135,19 @@ def dump_facts(events: list[dict[str, Any]]) -> dict[str, Any]:
     fit its fact as a manifest's is read (:mod:`forensics.manifest_facts`) states none; a fact
     two dumps state differently (two engines' in one log) is stated by none: the last one
     read was said of them all ("speculative is ngram, not mtp" of an mtp engine's dump)."""
+    stated = _stated_by_dumps(events)
+    return {k: next(iter(values)) for k, values in stated.items() if len(values) == 1}
+
+
+def disputed_facts(events: list[dict[str, Any]]) -> frozenset[str]:
+    """The facts the crash dumps' config lines state differently (:func:`dump_facts` leaves
+    them out)."""
+    return frozenset(k for k, values in _stated_by_dumps(events).items() if len(values) > 1)
+
+
+def _stated_by_dumps(events: list[dict[str, Any]]) -> dict[str, set[Any]]:
+    """Each fact the crash dumps' config lines state (:func:`dumped_facts`, fitting its
+    declared type), with the values they state."""
     from forensics.manifest_facts import UNKNOWN
 
     declared = dumped_facts()
@@ -142,7 +158,7 @@ def dump_facts(events: list[dict[str, Any]]) -> dict[str, Any]:
             for k, v in config.items():
                 if k in declared and declared[k].fits(v) and v != UNKNOWN:
                     stated.setdefault(k, set()).add(v)
-    return {k: next(iter(values)) for k, values in stated.items() if len(values) == 1}
+    return stated
 
 
 def dumped_facts() -> dict[str, Any]:

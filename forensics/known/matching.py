@@ -194,15 +194,17 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", re.ASCII)
 
 
 def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
-    """Whether the capture's fact ``name`` equals the clause's value (None: not recorded, or
-    recorded as no true/false where the clause wants one: ``"true"`` or ``1`` is no boolean
-    a producer writes, so it neither holds nor contradicts; nor does a name holding a space,
-    an invisible or look-alike character, or a number where the clause wants a name)."""
+    """Whether the capture's fact ``name`` equals the clause's value (None: not recorded,
+    stated differently by crash dumps' config lines, or recorded as no true/false where the
+    clause wants one: ``"true"`` or ``1`` is no boolean a producer writes, so it neither
+    holds nor contradicts; nor does a name holding a space, an invisible or look-alike
+    character, or a number where the clause wants a name)."""
     name, wanted = str(spec["name"]), spec["equals"]
     got = evidence.facts.get(name)
     source = " (from a crash dump's config line)" if name in evidence.dumped else ""
     if got is None:
-        return Check(None, f"{name} not recorded")
+        return Check(None, f"{name} stated differently by the crash dumps' config lines"
+                     if name in evidence.disputed else f"{name} not recorded")
     if isinstance(wanted, bool) != isinstance(got, bool):
         return Check(None, (f"{name} recorded as {got!r}, not as true or false"
                             if isinstance(wanted, bool) else f"{name} recorded as {got!r}")

@@ -188,6 +188,8 @@ def test_known_says_no_fact_two_dumps_state_differently(capsys: pytest.CaptureFi
     assert code == 0, err
     assert "speculative is ngram, not mtp" not in out
     assert "MATCH all-placeholder-drafts-race" in out
+    assert "speculative stated differently by the crash dumps' config lines" in " ".join(
+        out.split())
 
 
 def test_dump_facts_keep_a_fact_every_dump_states_alike() -> None:
