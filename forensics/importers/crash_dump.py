@@ -127,9 +127,8 @@ class _Dumps:
     def _batch(self, number: int, text: str, cut: bool) -> dict[str, Any]:
         """The batch of a scheduler output line; each field ``unknown`` for a cut line (what
         its part holds is not what the line held: a dict it opens is not closed, or holds
-        fewer entries), with ``cut`` saying why, and for one whose requests' counts do not add
-        up to its total, or whose drafts name a request its counts do not (an id read wrong),
-        with ``unread`` saying why."""
+        fewer entries), with ``cut`` saying why, and for one read wrong (:func:`misread`: a
+        request id told apart from the dicts' text wrong), with ``unread`` saying why."""
         if cut:
             return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "cut": plain_logs.CUT}
         twice = spelled_twice(text)
@@ -142,20 +141,34 @@ class _Dumps:
         except CaptureFormatError as exc:
             raise CaptureFormatError(f"log '{terminal(self.source)}' line {number}: "
                                      f"{exc}") from None
-        total, counts = batch["total_num_scheduled_tokens"], batch["num_scheduled_tokens"]
-        if total is not None and sum(counts.values()) != total:
+        why = misread(batch)
+        if why is not None:
             return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "unread": (
-                f"the {len(counts)} request(s) read of its num_scheduled_tokens schedule "
-                f"{sum(counts.values())} tokens, not its total_num_scheduled_tokens {total}: "
-                "a request id in it is not told apart from the dict's text")}
-        unscheduled = len(set(batch["scheduled_spec_decode_tokens"]) - set(counts))
-        if unscheduled:
-            return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "unread": (
-                f"{unscheduled} request(s) read of its scheduled_spec_decode_tokens are not "
-                "among those read of its num_scheduled_tokens (vLLM schedules drafts only for "
-                "requests it schedules): a request id in them is not told apart from the "
-                "dicts' text")}
+                f"{why}: a request id in it is not told apart from the dicts' text")}
         return batch
+
+
+def misread(batch: dict[str, Any]) -> str | None:
+    """Why the batch read from a dump (:func:`parse_scheduler_output`) cannot be the one vLLM
+    dumped, or None: its requests' counts do not add up to its total, one is below 1 (vLLM
+    lists only requests it schedules a token of: an id ``a: 0, b`` split one request into
+    two, "3 request(s) scheduled" of 2, the total still met; ``a: -1, b`` and ``c: 1, d``
+    likewise), or its drafts name a request its counts do not (it drafts only for requests it
+    schedules)."""
+    total, counts = batch["total_num_scheduled_tokens"], batch["num_scheduled_tokens"]
+    if total is not None and sum(counts.values()) != total:
+        return (f"the {len(counts)} request(s) read of its num_scheduled_tokens schedule "
+                f"{sum(counts.values())} tokens, not its total_num_scheduled_tokens {total}")
+    below = next((count for count in counts.values() if count < 1), None)
+    if below is not None:
+        return (f"a request read of its num_scheduled_tokens schedules {below} tokens (vLLM "
+                "lists only the requests it schedules a token or more of)")
+    unscheduled = len(set(batch["scheduled_spec_decode_tokens"]) - set(counts))
+    if unscheduled:
+        return (f"{unscheduled} request(s) read of its scheduled_spec_decode_tokens are not "
+                "among those read of its num_scheduled_tokens (vLLM schedules drafts only for "
+                "requests it schedules)")
+    return None
 
 
 def process_tag(raw: str) -> str:

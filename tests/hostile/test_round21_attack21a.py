@@ -15,15 +15,18 @@ capture's JSON (manifest, events, expected verdicts) and the commands over them.
   output DP1) gave DP0's dump DP1's config (its model, speculative method and tokens) and DP1's
   none; and ``known`` read the last dump's config as every dump's: "speculative is ngram, not
   mtp" of an mtp engine's dump whose drafts were all -1 (the all-placeholder race unmatched).
-- T123d: a request id ``a: 0, b`` (a client's) in a dumped batch of 2 requests was read as
-  two requests of ``num_scheduled_tokens`` (``a: 0`` and ``b: 5``, adding up to the total):
-  "3 request(s) scheduled"; ``a: [], b`` split the drafts' dict likewise (a request ``a`` of no
-  drafts, one ``b`` of 4).
+- T123d: a request id ``a: [], b`` (a client's) in a dumped batch of 2 requests split the
+  drafts' dict into a request ``a`` of no drafts and one ``b`` of 4: ``known`` said "the crash
+  dump schedules 8 of 8 spec-decode tokens as -1 over 3 request(s)".
 - T123e: a log holding two crash dumps (two engines, or a server restarted), one of 8 of 8
   drafts -1 and one of 0 of 8, was judged by ``known`` as one dump of their drafts added up:
   "the crash dump schedules 8 of 16 spec-decode tokens as -1 over 4 request(s)", the
   all-placeholder race unmatched and ``negative-draft-id-verified`` (some drafts -1) matched,
   of no dump that holds either.
+- T123f: a request of no drafts (a prefill) whose id is ``a: 0, b`` was read as two requests
+  of ``num_scheduled_tokens`` (``a`` of 0 tokens, ``b`` of its count, the total still met):
+  "3 request(s) scheduled" of 2, which T123d's check (drafts' requests among the counts') does
+  not see (the prefill has no drafts); ids ``a: -1, b`` and ``c: 1, d`` made 2 requests 5 likewise.
 """
 
 from __future__ import annotations
@@ -220,16 +223,16 @@ def test_the_config_lines_kept_are_bounded() -> None:
 # --------------- T123d: drafts naming a request the counts do not leave the batch unknown
 
 
-@pytest.mark.parametrize("request_id", ["a: 0, b", "a: [], b"])
 def test_drafts_of_a_request_the_counts_do_not_name_leave_the_batch_unknown(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, request_id: str) -> None:
-    """A request id that splits one of the dumped dicts into two entries (its counts still
-    adding up to the total) leaves the batch unknown, saying why: never "3 request(s)
-    scheduled" of 2."""
-    dump = _dump_of(capsys, tmp_path, request_id)
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A request id that splits the drafts' dict into two entries leaves the batch unknown,
+    saying why, and ``known`` never says "over 3 request(s)" of 2."""
+    dump = _dump_of(capsys, tmp_path, "a: [], b")
     assert dump["num_scheduled_tokens"] == "unknown"
     assert "are not among those read of its num_scheduled_tokens" in str(dump["message"])
-    assert "3 request(s)" not in str(dump["message"])
+    code, out, err = run_cli(capsys, "known", tmp_path / "engine.capture")
+    assert code == 0, err
+    assert "3 request(s)" not in " ".join(out.split())
 
 
 # ------------------------------ T123e: each crash dump's drafts are judged on their own
@@ -271,3 +274,41 @@ def test_one_crash_dump_is_said_as_before(capsys: pytest.CaptureFixture[str],
     assert code == 0, err
     assert ("MATCH all-placeholder-drafts-race: matches: the crash dump schedules 8 of 8 "
             "spec-decode tokens as -1 over 2 request(s)") in " ".join(out.split())
+
+
+# ---------------- T123f: a count below 1 (no request vLLM lists) leaves the batch unknown
+
+
+SCHEDULED = ("(EngineCore pid=1) ERROR 12-02 10:46:44 [dump_input.py:72] Dumping scheduler output "
+             "for model execution: SchedulerOutput(scheduled_new_reqs=[NewRequestData(req_id=ID,"
+             "prompt_token_ids_len=5)], scheduled_cached_reqs=CachedRequestData(req_ids=['r2'],"
+             "resumed_req_ids=set()), num_scheduled_tokens={ID: 5, r2: 5MORE}, "
+             "total_num_scheduled_tokens=TOTAL, scheduled_spec_decode_tokens={r2: [-1, -1, -1, -1]}"
+             ", finished_req_ids=[])")
+
+
+@pytest.mark.parametrize(("request_id", "more", "total"), [("a: 0, b", "", 10),
+                                                         ("a: -1, b", ", c: 1, d: 5", 15)])
+def test_a_count_below_one_leaves_the_batch_unknown(request_id: str, more: str,
+                                                    total: int) -> None:
+    """A prefill request (no drafts) whose id splits ``num_scheduled_tokens`` into requests of
+    0 or -1 tokens, the total still met, leaves the batch unknown, saying why."""
+    from forensics.importers.crash_dump import _Dumps
+
+    dumps = _Dumps("x.log", set())
+    dumps.line(1, SCHEDULED.replace("ID", request_id).replace("MORE", more)
+               .replace("TOTAL", str(total)))
+    dump = dumps.events[0]
+    assert dump["num_scheduled_tokens"] == "unknown"
+    assert "request(s) scheduled," not in dump["message"]
+    assert "a request read of its num_scheduled_tokens schedules" in dump["message"]
+
+
+def test_a_plain_prefill_request_is_counted() -> None:
+    """The same dump with a plain id: 2 requests, 4 of 4 drafts -1."""
+    from forensics.importers.crash_dump import _Dumps
+
+    dumps = _Dumps("x.log", set())
+    dumps.line(1, SCHEDULED.replace("ID", "r1").replace("MORE", "").replace("TOTAL", "10"))
+    assert dumps.events[0]["message"] == (
+        "vLLM crash dump: 2 request(s) scheduled, 4 of 4 spec-decode token(s) -1")

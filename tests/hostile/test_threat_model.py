@@ -1986,6 +1986,9 @@ TESTS = {
     "T123e": ["tests/hostile/test_round21_attack21a.py::"
               "test_known_judges_each_crash_dump_on_its_own",
               "tests/hostile/test_round21_attack21a.py::test_one_crash_dump_is_said_as_before"],
+    "T123f": ["tests/hostile/test_round21_attack21a.py::"
+              "test_a_count_below_one_leaves_the_batch_unknown",
+              "tests/hostile/test_round21_attack21a.py::test_a_plain_prefill_request_is_counted"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
