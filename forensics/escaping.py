@@ -87,10 +87,11 @@ _MD_INLINE = re.compile(r"(\\(?=[!-/:-@\[-`{-~])|[*~|$]|(?<![A-Za-z0-9])_|_(?![A
 #: what follows the ``]`` that closes a link's text (an inline link, a reference, a definition)
 _MD_LINK_NEXT = ("(", "[", ":")
 #: an entity (``&amp;``), raw HTML or an autolink (``<a``, ``</``, ``<!``, ``<?``), an emoji
-#: shortcode (``:smile:``)
+#: shortcode (``:smile:``, ``:+1:``; of digits only, GitHub's two: ``:100:``, ``:1234:``, so
+#: a time's ``10:46:44`` is left as it is, no shortcode GitHub renders)
 _MD_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 _MD_TAG = re.compile(r"<(?=[A-Za-z/!?])")
-_MD_EMOJI = re.compile(r":(?=[A-Za-z0-9_+-]+:)")
+_MD_EMOJI = re.compile(r":(?=(?![0-9]+:)[A-Za-z0-9_+-]+:|(?:100|1234):)")
 #: a line start Markdown reads as a block: a list item (``- ``, ``1. ``), a heading (``# ``), a
 #: quote, a rule or a setext underline; group 2 is the character escaped
 _MD_BLOCK_START = re.compile(r"^(\s*\d{0,9})([.)](?=\s|$))|^(\s*)([-+*#]|=)(?=[-=\s]|$)|^(\s*)(>)")

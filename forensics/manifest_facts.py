@@ -147,3 +147,7 @@ CREATED = Fact("created", ("created",), str)
 #: naming none: its step is the line's order among the probe lines), as ``import`` counts them
 ORDINAL = Fact("records at ordinal steps", ("imported", "ordinal_records"), int,
                noun="a record count")
+#: the records of the capture a shrunk one was shrunk from (``forensics shrink``): its counts and
+#: its notes may be of those, not of the records it kept
+SHRUNK_FROM = Fact("records before shrinking", ("shrink", "records_before"), int,
+                   noun="a record count")

@@ -9,6 +9,7 @@ import argparse
 from typing import Any
 
 from forensics.escaping import json_text, terminal
+from forensics.store.events import as_said
 
 EXAMPLE = """example:
   forensics inspect incident.capture
@@ -29,11 +30,13 @@ def run(args: argparse.Namespace) -> int:
     """
     from forensics.present.capture_facts import facts_lines
     from forensics.store.reader import load
+    from forensics.store.unjudged import unjudged_of, unjudged_text
 
     capture = load(args.capture)
     capture.check_index()  # what the summary states of the index is what the batches hold
     summary = capture.summary()
-    if args.json:
+    if args.json:  # what no variant judged, worded as every output words it
+        summary["not_judged"] = unjudged_text(unjudged_of(capture))
         print(json_text(summary, sort_keys=True))
     else:
         print(render(summary))
@@ -55,7 +58,7 @@ def event_origin(event: dict[str, Any]) -> str:
     else:
         parts = [terminal(event.get("process") or event.get("source") or event.get("pid")
                           or "?")]
-    shown = {**event, "step": "unknown"} if event.get("step_known") is False else event
+    shown = as_said(event)
     parts += [f"{name} {terminal(shown[name])}" for name in ("step", "rank")
               if shown.get(name) is not None]
     return " ".join(parts)

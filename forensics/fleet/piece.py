@@ -36,7 +36,7 @@ PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ra
                  "engine_id", "vllm", "runner", "spec_method", "async_scheduling", "steps",
                  "records", "crash_events", "guard_events", "crashed", "scenario", "verdicts",
                  "first_finding", "findings", "known", "started", "history", "refused",
-                 "not_judged", "held")
+                 "not_judged", "held", "origin_wanted", "origin_candidates")
 
 
 #: the (step, rank) pairs a whole capture's race check compares, as a task carries them
@@ -89,7 +89,7 @@ class CaptureChanged(CaptureFormatError):
 
 def replay_piece(path: str, start: int | None = None, stop: int | None = None,
                  window: Window | None = None, variants: tuple[str, ...] = VARIANTS,
-                 planned: Held | None = None) -> bytes:
+                 planned: Held | None = None, origins: tuple[int, ...] = ()) -> bytes:
     """Replay the capture at ``path`` (steps ``[start, stop)``, or all when None) and return
     its one-row table as Arrow IPC bytes; a capture that cannot be read or replayed gives a
     row whose ``error`` is its one-line message (never raises for the capture's sake); a
@@ -97,13 +97,14 @@ def replay_piece(path: str, start: int | None = None, stop: int | None = None,
     triage ran (:func:`changed`).
     ``window``: a step range's race window as planned (:func:`replayed_range`); ``planned``:
     what the capture held when its ranges were cut (:func:`check_held`, as the replay's end
-    checks that it held still what it read)."""
+    checks that it held still what it read); ``origins``: earlier steps whose records to
+    replay too, where the origins of its sink findings lie (:mod:`forensics.fleet.carry`)."""
     from forensics.errors import one_line
 
     row: dict[str, Any] = {"capture": os.path.abspath(path), "name": os.path.basename(path),
                            "start": start, "stop": stop, "error": ""}
     try:
-        row.update(_replayed(path, start, stop, window, variants, planned))
+        row.update(_replayed(path, start, stop, window, variants, planned, origins))
         return to_ipc([row])
     except Exception as exc:  # noqa: BLE001  (a bad capture is a row, never the end of a run)
         failed = {k: row[k] for k in ("capture", "name", "start", "stop")}
@@ -113,9 +114,12 @@ def replay_piece(path: str, start: int | None = None, stop: int | None = None,
 
 
 def _replayed(path: str, start: int | None, stop: int | None, window: Window | None,
-              variants: tuple[str, ...], planned: Held | None = None) -> dict[str, Any]:
-    """The facts and replay columns of one capture or step range."""
+              variants: tuple[str, ...], planned: Held | None = None,
+              origins: tuple[int, ...] = ()) -> dict[str, Any]:
+    """The facts and replay columns of one capture or step range (of a range, the origins it
+    looked for and holds: :mod:`forensics.fleet.carry`)."""
     from forensics.escaping import terminal
+    from forensics.fleet.origins import candidates, wanted
     from forensics.store.reader import load
 
     capture = load(path)
@@ -128,9 +132,11 @@ def _replayed(path: str, start: int | None, stop: int | None, window: Window | N
                                  "plugin that declares each and triage it again")
     if len(capture) == 0:
         raise CaptureFormatError(f"'{terminal(os.path.basename(path))}' {_no_records(capture)}")
-    result, verdicts, found = replayed_range(capture, start, stop, variants, window)
+    result, verdicts, found = replayed_range(capture, start, stop, variants, window, origins)
     if start is not None:  # a piece's record count is its own range's
         facts["records"] = len(capture.records(steps=range(start, stop or start)))
+        facts["origin_wanted"] = wanted(found, start)
+        facts["origin_candidates"] = candidates(result, start, stop or start)
     known = json.dumps(match_known(result, capture))
     return {**facts, "verdicts": json.dumps(verdicts, sort_keys=True),
             "first_finding": json.dumps(first_of(found)),
@@ -177,18 +183,21 @@ def changed(path: str, how: str) -> str:
 
 
 def replayed_range(capture: Any, start: int | None, stop: int | None,
-                   variants: tuple[str, ...] = VARIANTS, window: Window | None = None
-                   ) -> tuple[Any, dict[str, Any], Any]:
-    """The replay of ``capture`` (steps ``[start, stop)`` with :data:`LOOKBACK` earlier ones,
-    or all when None), and the verdicts and findings a triage counts of it. ``window``: the
-    pairs of the whole capture's race window in those steps (:func:`window_in`), as planned;
-    None: worked out here from all of ``capture`` (:func:`forensics.judge.race.window_of`)."""
+                   variants: tuple[str, ...] = VARIANTS, window: Window | None = None,
+                   origins: tuple[int, ...] = ()) -> tuple[Any, dict[str, Any], Any]:
+    """The replay of ``capture`` (steps ``[start, stop)`` with :data:`LOOKBACK` earlier ones
+    and the steps ``origins``, or all when None), and the verdicts and findings a triage
+    counts of it. ``window``: the pairs of the whole capture's race window in those steps
+    (:func:`window_in`), as planned; None: worked out here from all of ``capture``
+    (:func:`forensics.judge.race.window_of`)."""
     from forensics.replaying import replay
 
     if start is None or stop is None:
         result = replay(capture, list(variants))
         return result, result.verdicts, result.findings
-    result = replay(capture.records(steps=replayed_steps(start, stop)), list(variants),
+    steps = replayed_steps(start, stop)
+    result = replay(capture.records(steps=[*origins, *steps] if origins else steps),
+                    list(variants),
                     part_of=capture, window=None if window is None else frozenset(window))
     return (result, *_in_range(result, start))
 

@@ -275,14 +275,15 @@ def _deaths(broken: list[int], running: dict[int, int], processes: dict[int, Any
 def _with_deadline(piece: Callable[..., bytes], seconds: float, task: Task) -> bytes:
     """``piece(path, start, stop, window)`` of ``task`` (its window planned once for all the
     pieces of its capture, :func:`forensics.fleet.tasks.plan`, crosses to the process as
-    data; a step range's ``planned=`` too) in a pool's process or a Ray worker, ended once it runs
-    ``seconds`` (:func:`forensics.budget.alarm_deadline`: both run a task on their process's
-    main thread); a task so ended gives its row ``error: timed out
-    after N s``."""
+    data; a step range's ``planned=`` and ``origins=`` too) in a pool's process or a Ray
+    worker, ended once it runs ``seconds`` (:func:`forensics.budget.alarm_deadline`: both
+    run a task on their process's main thread); a task so ended gives its row ``error: timed
+    out after N s``."""
     try:
         with alarm_deadline(seconds):
             return piece(task.path, task.start, task.stop, task.window,
-                         **({} if task.planned is None else {"planned": task.planned}))
+                         **({} if task.planned is None else {"planned": task.planned}),
+                         **({"origins": task.origins} if task.origins else {}))
     except DeadlineError as exc:
         return lost(task, str(exc))
 

@@ -28,13 +28,15 @@ class Task:
     (:func:`forensics.fleet.piece.window_in`), or None for the piece to work them out;
     ``planned``: for a step range, what its capture held when the ranges were cut (its files,
     records, first and last step: :class:`~forensics.fleet.piece.Held`), which its piece
-    checks."""
+    checks; ``origins``: earlier steps to replay too, where origins of its sink findings lie
+    (a piece given again by :func:`forensics.fleet.carry.reruns`)."""
 
     path: str
     start: int | None = None
     stop: int | None = None
     window: Window | None = None
     planned: Held | None = None
+    origins: tuple[int, ...] = ()
 
 
 def plan(paths: Sequence[Path], split_records: int = SPLIT_RECORDS) -> list[Task]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,23 +42,51 @@ def triage(paths: Iterable[str | os.PathLike[str]], ray: str | None = None,
     tasks = plan(find_captures(paths), split_records)
     bar = Progress(len(tasks), "triage", force=progress) if progress else None
     done = bar.advance if bar is not None else None
-    results = (run_ray(tasks, ray, done) if ray is not None
-               else run_local(tasks, workers, done))
+
+    def run(given: Sequence[Task], done: Any = None) -> list[bytes]:
+        """The results of ``given``, on Ray or local processes."""
+        return (run_ray(given, ray, done) if ray is not None
+                else run_local(given, workers, done))
+
+    results = run(tasks, done)
     if bar is not None:
         bar.close()
-    rows = finish(tasks, results)
+    results, unsearched = with_origins(tasks, results, run)
+    rows = finish(tasks, results, unsearched)
     return Triage(rows, group_rows(rows), time.perf_counter() - start,
                   "ray" if ray is not None else "local")
 
 
-def finish(tasks: Sequence[Task], results: Sequence[bytes]) -> list[dict[str, Any]]:
+def with_origins(tasks: Sequence[Task], results: Sequence[bytes],
+                 run: Callable[[Sequence[Task]], list[bytes]]
+                 ) -> tuple[list[bytes], dict[int, int]]:
+    """``results``, each piece that looked for an origin an earlier piece of its capture holds
+    replayed again (by ``run``) with that origin's steps (:func:`~forensics.fleet.carry.
+    reruns`): its sink findings name the origin the whole replay names; and ``{task: step}``
+    of the pieces whose origins were not searched before ``step``."""
+    from forensics.fleet.carry import reruns
+
+    again, unsearched = reruns(tasks, results)
+    out = list(results)
+    if again:
+        for index, data in zip(again, run(list(again.values())), strict=True):
+            out[index] = data
+    return out, unsearched
+
+
+def finish(tasks: Sequence[Task], results: Sequence[bytes],
+           unsearched: dict[int, int] | None = None) -> list[dict[str, Any]]:
     """Rows from the tasks' results: pieces merged per capture, engines stitched, each row's
-    conclusion set."""
+    conclusion set; ``unsearched``: ``{task: step}`` of the pieces whose origins were not
+    searched before ``step`` (:func:`with_origins`), said by their first finding."""
+    from forensics.fleet.carry import noted
     from forensics.fleet.tasks import merge_pieces
 
     pieces: dict[str, list[dict[str, Any]]] = {}
-    for task, data in zip(tasks, results, strict=True):
+    for index, (task, data) in enumerate(zip(tasks, results, strict=True)):
         for piece in _decoded(task, data):
+            piece["first_finding"] = noted(piece.get("first_finding"),
+                                           (unsearched or {}).get(index))
             pieces.setdefault(piece["capture"], []).append(piece)
     rows = [_parsed(merge_pieces(pieces[key])) for key in sorted(pieces)]
     _stitch(rows)
@@ -87,6 +115,8 @@ def _parsed(row: dict[str, Any]) -> dict[str, Any]:
     row = dict(row)
     row["verdicts"] = json.loads(row["verdicts"]) if row.get("verdicts") else {}
     row["first"] = json.loads(row.pop("first_finding", None) or "null")
+    for carried in ("origin_wanted", "origin_candidates"):  # the pieces' only
+        row.pop(carried, None)
     row["known"] = json.loads(row["known"]) if row.get("known") else []
     row.setdefault("findings", None)
     row["divergence"] = None

@@ -10,7 +10,7 @@ stopped (:func:`unstopped`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -203,7 +203,7 @@ def in_step_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     the earliest, whichever process's events file holds it."""
     def step_of(event: dict[str, Any]) -> tuple[int, int]:
         step = event.get("step")
-        return (0, step) if isinstance(step, int) and not isinstance(step, bool) else (1, 0)
+        return (0, step) if _is_int(step) else (1, 0)
     return sorted(events, key=step_of)
 
 
@@ -224,7 +224,8 @@ def at_step(event: dict[str, Any]) -> str:
     return f" at {words}" if words else ""
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
+    """Whether ``value`` is an int (no bool)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 

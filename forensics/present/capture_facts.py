@@ -16,12 +16,14 @@ from forensics.manifest_facts import (
     ORDINAL,
     PROCESS_HOST,
     RUNNER,
+    SHRUNK_FROM,
     TORCH,
     UNKNOWN,
     VLLM,
     read_fact,
     refusal,
 )
+from forensics.store.unjudged import COUNT_FACTS, stated_counts
 
 #: the manifest facts shown as a capture's facts, in order, under their labels
 #: (the host: the probe's ``process.host``, else the one ``import --set`` states)
@@ -50,21 +52,13 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     stopped = stopped_after(summary)
     if stopped is not None:
         facts["stopped_after"] = stopped
-    from forensics.store.events import dropped_by_probe, unaccounted_by_probe
-
-    for key, field in (("records_dropped", "dropped"), ("events_dropped", "events_dropped")):
-        dropped = dropped_by_probe(summary["events"], field)
-        if dropped:
-            facts[key] = dropped
-    if unaccounted := unaccounted_by_probe(summary["events"]):  # never written, nor dropped
-        facts["records_unaccounted"] = unaccounted
+    facts.update(stated_counts(summary["events"], manifest))
     ordinal, _, _ = read_fact(manifest, ORDINAL)
     if ordinal:
         facts["ordinal_records"] = ordinal
-    from forensics.store.unjudged import redacted_unjudged
-
-    if (redacted := redacted_unjudged(manifest)) is not None:
-        facts["redacted_unjudged"] = redacted
+    shrunk_from, _, _ = read_fact(manifest, SHRUNK_FROM)
+    if shrunk_from:
+        facts[SHRUNK_KEY] = shrunk_from
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]
     if refused:
@@ -214,9 +208,8 @@ def facts_sentence(facts: dict[str, Any]) -> str:
     if not facts:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
-             if key not in ("events", "notes", "stopped_after", "refused", "events_dropped",
-                            "records_dropped", "records_unaccounted", "ordinal_records",
-                            "redacted_unjudged")]
+             if key not in ("events", "notes", "stopped_after", "refused", "ordinal_records",
+                            SHRUNK_KEY, *COUNT_FACTS)]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
     text = "Capture: " + "; ".join(shown) + "."
@@ -225,6 +218,8 @@ def facts_sentence(facts: dict[str, Any]) -> str:
         text += f" {refused[:1].upper()}{refused[1:]}."
     if facts.get("ordinal_records"):
         text += " " + ordinal_sentence(facts["ordinal_records"])
+    if facts.get(SHRUNK_KEY):
+        text += " " + shrunk_sentence(facts[SHRUNK_KEY])
     if facts.get("stopped_after") is not None:
         text += " " + stopped_sentence(facts["stopped_after"])
     if facts.get("notes"):
@@ -240,12 +235,28 @@ def ordinal_sentence(records: int) -> str:
             "lines in order, so a step said of them is not the engine's.")
 
 
+#: the key of the facts holding :data:`~forensics.manifest_facts.SHRUNK_FROM`
+SHRUNK_KEY = "records_before_shrinking"
+
+
+def shrunk_sentence(records: int) -> str:
+    """That the capture was shrunk from one of ``records`` records: its notes (an author's,
+    or ``simulate``'s count of faults) may speak of records it does not hold."""
+    return (f"It was shrunk from a capture of {records} record(s) (forensics shrink), keeping "
+            "those that give the same verdicts: what its notes say may be of records it does "
+            "not hold.")
+
+
 def fact_text(key: str, value: Any) -> str:
     """A capture fact as text: booleans on/off, the step span ``A-B``, lists comma-joined,
     the steps and ranks of a capture of no records ``none``, a fact not stated ``unknown``; a
     value through :func:`~forensics.escaping.spanless` (it stands in a sentence too)."""
     if key in ("steps", "ranks") and not value:
         return "none"
+    if key == "redacted_unjudged" and isinstance(value, dict):
+        from forensics.store.unjudged import redacted_text
+
+        return redacted_text(value)
     if value is None:
         return UNKNOWN
     if key == "steps" and isinstance(value, list) and len(value) == 2:
@@ -259,11 +270,24 @@ def fact_text(key: str, value: Any) -> str:
 
 def facts_lines(summary: dict[str, Any]) -> list[str]:
     """The manifest's facts as ``  key: value`` lines, for ``inspect``'s text (events and the
-    step span are shown there already)."""
+    step span are shown there already), then what no variant judged of the records its probe
+    never wrote, the events it left out and what a redaction could not keep, worded as every
+    output words them (:func:`~forensics.store.unjudged.unjudged_text`; the sites not known
+    and the files cut short have lines of their own)."""
+    from forensics.store.unjudged import (
+        LEFT_OUT,
+        NEVER_WRITTEN,
+        REDACTED,
+        unjudged,
+        unjudged_text,
+    )
+
     facts = summary_facts(summary)
+    unseen = unjudged_text(unjudged(None, None, facts), {NEVER_WRITTEN, LEFT_OUT, REDACTED})
     return ["manifest:", *(f"  {fact_label(key)}: {fact_text(key, value)}"
                            for key, value in facts.items()
-                           if key not in ("events", "steps", "ranks"))]
+                           if key not in ("events", "steps", "ranks", "redacted_unjudged")),
+            *([f"  not judged: {unseen}"] if unseen else [])]
 
 
 def fact_label(key: str) -> str:

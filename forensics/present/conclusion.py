@@ -184,9 +184,7 @@ class Conclusion:
     def unjudged_facts(self) -> list[Unjudged]:
         """What the capture held that no variant judged (:func:`~forensics.store.unjudged.
         unjudged`)."""
-        return unjudged(self.not_known, self.cut_files, self.facts.get("records_dropped"),
-                        self.facts.get("events_dropped"), self.facts.get("records_unaccounted"),
-                        self.facts.get("redacted_unjudged"))
+        return unjudged(self.not_known, self.cut_files, self.facts)
 
     def summary_sentence(self) -> str:
         """Why the sites with summary records only are unjudged, or ``""``."""
@@ -498,6 +496,9 @@ def describe_finding(f: dict[str, Any]) -> str:
     text = f"{where}: {terminal(what_happened(f))}"
     if f.get("resolved") is True:
         text += " (resolved at its origin: its replay there no longer writes it)"
+    if isinstance(f.get("origin_unsearched"), int):  # a split triage's, past what it carried
+        text += (f" (origin not searched before step {f['origin_unsearched']}: more "
+                 "out-of-range values than a split triage carries between its pieces)")
     return text
 
 

@@ -57,7 +57,6 @@ from forensics.present.selection import (
     coords,
     round_ticks,
     side_by_side_choice,
-    title_text,
 )
 from forensics.present.style import (
     BOUND_COLOR,
@@ -200,8 +199,7 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
         marks = Marks((min(xs) - data.width / 2, max(xs) + data.width / 2), data.first_at(),
                       first_note(*data.first) if data.first else "", data.suspects[0],
                       SUSPECT_COLOR, SUSPECT_LABEL)
-        draw_density(ax, data.density, title_text(result, data.site, data.variant,
-                                                  data.density.ylabel()), marks, _mathsafe)
+        draw_density(ax, data.density, data.title(data.density.ylabel()), marks, _mathsafe)
         _step_labels(ax, data.origin)
         _legend_below(ax)
         return ax

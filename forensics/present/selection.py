@@ -40,6 +40,28 @@ def title_text(result: Any, site: str, variant: str, what: str) -> str:
     return f"{capture_name(result)} · {site} · {variant}\n{what}"
 
 
+#: the most characters of a title's lines on what no variant judged, and their width
+UNJUDGED_TITLE, UNJUDGED_WIDTH = 320, 80
+
+
+def unjudged_title(result: Any, title: str) -> str:
+    """``title`` and, where the capture of ``result`` held what no variant judged
+    (:func:`~forensics.store.unjudged.unjudged_of`: records never written, events left out,
+    files cut short, sites not known, what a redaction could not keep), lines of at most
+    :data:`UNJUDGED_WIDTH` characters naming it ("not judged: ..."): the verdict matrix' and
+    the timeline's titles, whose view does not reach it."""
+    import textwrap
+
+    from forensics.escaping import capped
+    from forensics.store.unjudged import unjudged_of, unjudged_text
+
+    unjudged = unjudged_text(unjudged_of(getattr(result, "capture", None)))
+    if not unjudged:
+        return title
+    lines = textwrap.wrap(f"not judged: {capped(unjudged, UNJUDGED_TITLE)}", UNJUDGED_WIDTH)
+    return "\n".join([title, *lines])
+
+
 def chosen_variant(result: Any, variant: str | None) -> str:
     """The variant a view draws: ``variant`` checked against the result, default ``upstream``
     (or the first variant replayed)."""

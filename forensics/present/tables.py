@@ -126,8 +126,13 @@ def events_table(events: list[dict[str, Any]]) -> pd.DataFrame:
     first seen first, for at most :data:`EVENT_COLUMNS` keys, then one column (``more``)
     holding each event's other keys as ``key: value; ...``. A table of a column per key had a
     cell for every event and every key any event held: 4,000 events each naming a key of its
-    own were 16 million cells (the report's table of 400 was 11.6 MB of HTML)."""
+    own were 16 million cells (the report's table of 400 was 11.6 MB of HTML). A step an
+    imported log never said is ``unknown`` (:func:`~forensics.store.events.as_said`)."""
     import pandas as pd
+
+    from forensics.store.events import as_said
+
+    events = [as_said(event) for event in events]
 
     keys = list(dict.fromkeys(key for event in events for key in event))
     shown = keys[:EVENT_COLUMNS]

@@ -23,9 +23,11 @@ from forensics.escaping import (
 )
 from forensics.judge.suspects import describe_suspect
 from forensics.present.capture_facts import (
+    SHRUNK_KEY,
     fact_label,
     fact_text,
     ordinal_sentence,
+    shrunk_sentence,
     version_sentence,
 )
 from forensics.present.conclusion import Conclusion, conclude, describe_finding
@@ -156,7 +158,8 @@ def to_text(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
     raises) and the known issues matched, then that the capture's vLLM is another than (or not
     known beside) the code replayed (:func:`~forensics.present.capture_facts.version_sentence`)
     and that steps of records are their log lines' order (:func:`~forensics.present.
-    capture_facts.ordinal_sentence`)."""
+    capture_facts.ordinal_sentence`) or that it was shrunk (:func:`~forensics.present.
+    capture_facts.shrunk_sentence`)."""
     conclusion = conclusion or conclude(result)
     lines = [inert(conclusion.line(v)) for v in result.variants]  # values escaped
     known = conclusion.known
@@ -164,9 +167,10 @@ def to_text(result: ReplayResult, conclusion: Conclusion | None = None) -> str:
         seen = f" ({known.seen})" if known.seen else ""
         lines.append(terminal(f"crash verdict: {known.crash_verdict}{seen}; known issues: "
                               f"{known.issues_text()}"))
-    ordinal = conclusion.facts.get("ordinal_records")
+    ordinal, shrunk_from = (conclusion.facts.get(key) for key in ("ordinal_records", SHRUNK_KEY))
     notes = (version_sentence(conclusion.facts, conclusion.variants),
-             ordinal_sentence(ordinal) if ordinal else "")
+             ordinal_sentence(ordinal) if ordinal else "",
+             shrunk_sentence(shrunk_from) if shrunk_from else "")
     return "\n".join([*lines, *(terminal(note) for note in notes if note)])
 
 

@@ -634,9 +634,10 @@ def recording() -> list[str] | None:
     launches of and owes a ``kernel_summary`` for (a forked copy's too, launched or not yet),
     or None: no recorder. A ``probe_start`` names it: coverage knows who owes a summary."""
     recorder = RECORDER
-    if recorder is not None:
-        recorder.named = os.getpid()  # it owes a summary in this process (:func:`dump`)
-    return list(recorder.globs) if recorder is not None else None
+    if recorder is None:
+        return None
+    recorder.named = os.getpid()  # it owes a summary in this process (:func:`dump`)
+    return list(recorder.globs)
 
 
 def _chain_signal(signum: int) -> None:

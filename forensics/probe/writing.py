@@ -22,6 +22,7 @@ from forensics.errors import CaptureFormatError
 from forensics.probe.copy import PendingRecord
 from forensics.records import Record
 from forensics.validate import (
+    most_items,
     remember_signature,
     site_field_specs,
     validate_record,
@@ -183,7 +184,13 @@ def _content_checks(record: Record) -> tuple[tuple[str, str], ...] | None:
 def _plain_items(kind: str, value: Any) -> bool:
     """True when the items of the list or dict ``value`` are what its ``kind`` stores as is:
     strings (valid Unicode; ``None`` too in an ``opt_str_list``), and for an ``index_map``
-    int64 ``int`` values; for a ``ragged`` field, lists of int64 ``int``."""
+    int64 ``int`` values; for a ``ragged`` field, lists of int64 ``int``; and no more of them
+    than a reader takes in one row (:func:`~forensics.validate.most_items`: past it, the
+    checked append refuses the record, which is dropped with an event naming the field, where
+    the trusted one wrote a record every reader then refused)."""
+    held = most_items(kind)
+    if held is not None and len(value) > held[0]:
+        return False
     if kind == "ragged":
         return not set(map(type, value)) - {list} and _int64s(list(chain.from_iterable(value)))
     if kind == "index_map" and not _int64s(list(value.values())):

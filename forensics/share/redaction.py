@@ -509,13 +509,15 @@ class IdFinder:
 def _public_report(report: dict[str, Any], finder: IdFinder) -> dict[str, Any]:
     """A crash's report of its death (its ``died``, ``engine_dead``:
     :func:`forensics.importers.tracebacks.report`): its line numbers and count, its messages'
-    public error text (:func:`public_error_text`), as an event's own message is kept."""
+    public error text (:func:`public_error_text`), as an event's own message is kept, and the
+    note of a report read from a line cut short (its ``cut``, public text too: without it the
+    redacted capture said the report whole)."""
     def said(entry: Any) -> dict[str, Any]:
         entry = entry if isinstance(entry, dict) else {}
         out = {key: entry[key] for key in ("line", "count")
                if type(entry.get(key)) is int}
-        if isinstance(entry.get("message"), str):
-            out["message"] = public_error_text(finder.replace(entry["message"]))
+        out.update({key: public_error_text(finder.replace(entry[key]))
+                    for key in ("message", "cut") if isinstance(entry.get(key), str)})
         return out
 
     more = report.get("more")

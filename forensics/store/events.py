@@ -56,7 +56,7 @@ def dropped_by_probe(events: Iterable[dict[str, Any]], field: str = "events_drop
     ``dropped``, the records it recorded and never wrote (its ring full, its writer stalled or
     lost). A count that is no non-negative int64 is not counted."""
     return sum(count for event in events if event.get("kind") == "probe_stop"
-               and _is_count(count := event.get(field)))
+               and is_count(count := event.get(field)))
 
 
 def unaccounted_by_probe(events: Iterable[dict[str, Any]]) -> int:
@@ -67,15 +67,22 @@ def unaccounted_by_probe(events: Iterable[dict[str, Any]]) -> int:
     total = 0
     for event in events:
         records, written, dropped = (event.get(n) for n in ("records", "written", "dropped"))
-        if event.get("kind") == "probe_stop" and _is_count(records) and _is_count(written) \
-                and _is_count(dropped):
+        if event.get("kind") == "probe_stop" and is_count(records) and is_count(written) \
+                and is_count(dropped):
             total += max(0, records - written - dropped)
     return total
 
 
-def _is_count(value: Any) -> TypeGuard[int]:
+def is_count(value: Any) -> TypeGuard[int]:
     """Whether ``value`` is a non-negative int64 (no bool)."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+
+
+def as_said(event: dict[str, Any]) -> dict[str, Any]:
+    """``event`` as shown to a reader: its step ``"unknown"`` where an imported log's lines
+    gave it only their order (``step_known`` false: a number there would be one the log
+    never said)."""
+    return {**event, "step": "unknown"} if event.get("step_known") is False else event
 
 
 def events_filename(process: str) -> str:

@@ -46,14 +46,33 @@ class Unjudged:
     detail: Any = None
 
 
+#: the counts of a capture's facts :func:`unjudged` words (:func:`stated_counts`)
+COUNT_FACTS = ("records_dropped", "events_dropped", "records_unaccounted", "redacted_unjudged")
+
+
+def stated_counts(events: Sequence[dict[str, Any]], manifest: Any) -> dict[str, Any]:
+    """The counts of :data:`COUNT_FACTS` the probe's stop ``events`` and the ``manifest`` state,
+    each there only when it holds something: ``records_dropped`` (their ``dropped``),
+    ``events_dropped``, ``records_unaccounted`` (counted, neither written nor dropped:
+    :func:`~forensics.store.events.unaccounted_by_probe`) and ``redacted_unjudged``
+    (:func:`redacted_unjudged`)."""
+    from forensics.store.events import dropped_by_probe, unaccounted_by_probe
+
+    counts = {"records_dropped": dropped_by_probe(events, "dropped"),
+              "events_dropped": dropped_by_probe(events),
+              "records_unaccounted": unaccounted_by_probe(events),
+              "redacted_unjudged": redacted_unjudged(manifest)}
+    return {key: value for key, value in counts.items() if value}
+
+
 def unjudged(not_known: Mapping[str, int] | None, cut_files: Sequence[str] | None,
-             records_dropped: int | None, events_dropped: int | None,
-             records_unaccounted: int | None = None,
-             redacted: Mapping[str, Any] | None = None) -> list[Unjudged]:
+             counts: Mapping[str, Any]) -> list[Unjudged]:
     """The facts no variant judged, in the order of :data:`KINDS`, each there only when it
-    holds something; ``records_unaccounted``: the records the probe counted and neither wrote
-    nor dropped (:func:`~forensics.store.events.unaccounted_by_probe`), never written too;
-    ``redacted``: :func:`redacted_unjudged`."""
+    holds something: the records of sites ``not_known``, the ``cut_files`` and the
+    :func:`stated_counts` ``counts`` (records the probe counted and neither wrote nor dropped
+    are never written too)."""
+    records_dropped, events_dropped, records_unaccounted, redacted = (
+        counts.get(key) for key in COUNT_FACTS)
     out: list[Unjudged] = []
     if not_known:
         out.append(Unjudged(NOT_KNOWN, sum(not_known.values()), dict(not_known)))
@@ -75,33 +94,26 @@ def redacted_unjudged(manifest: Any) -> dict[str, Any] | None:
     """What the capture a redacted one was made from held unjudged and the redaction could not
     keep: its manifest's ``redaction.not_judged`` (``{"not_known": {site: records}, "cut":
     files}``), None when it states nothing, or not in that form."""
+    from forensics.store.events import is_count
+
     entry = manifest.get("redaction") if isinstance(manifest, dict) else None
     stated = entry.get("not_judged") if isinstance(entry, dict) else None
     if not isinstance(stated, dict):
         return None
     sites, cut = stated.get("not_known", {}), stated.get("cut", 0)
-    if not (isinstance(sites, dict) and len(sites) <= MAX_REDACTED_SITES
-            and all(isinstance(s, str) and _count(n) for s, n in sites.items()) and _count(cut)):
+    if not (isinstance(sites, dict) and len(sites) <= MAX_REDACTED_SITES and is_count(cut)
+            and all(isinstance(s, str) and is_count(n) for s, n in sites.items())):
         return None
     return {"not_known": dict(sites), "cut": cut} if sites or cut else None
 
 
-def _count(value: object) -> bool:
-    """Whether ``value`` is a count (an int from 0, no bool)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def unjudged_of(capture: Any) -> list[Unjudged]:
     """:func:`unjudged` of a loaded capture (its ``unknown_sites``, ``truncated`` and the
-    counts its probe's stop events give); empty without a capture."""
-    from forensics.store.events import dropped_by_probe, unaccounted_by_probe
-
-    events = getattr(capture, "events", None) or []
+    counts its probe's stop events and manifest state); empty without a capture."""
     return unjudged(getattr(capture, "unknown_sites", None),
                     list(getattr(capture, "truncated", None) or []),
-                    dropped_by_probe(events, "dropped"), dropped_by_probe(events),
-                    unaccounted_by_probe(events),
-                    redacted_unjudged(getattr(capture, "manifest", None)))
+                    stated_counts(getattr(capture, "events", None) or [],
+                                  getattr(capture, "manifest", None)))
 
 
 def unjudged_text(facts: Sequence[Unjudged], kinds: Collection[str] = KINDS) -> str:

@@ -23,6 +23,7 @@ from forensics.present.selection import (
     rows_of,
     tensors_to_draw,
     title_text,
+    unjudged_title,
     value_origin,
     value_unit,
 )
@@ -136,11 +137,15 @@ class TimelineData:
             return None
         return self.first[0] - self.origin, self.first[1] - (self.yorigin or 0)
 
-    def title(self) -> str:
-        """The timeline's title (:func:`~forensics.present.selection.title_text`)."""
+    def title(self, what: str | None = None) -> str:
+        """The timeline's title (:func:`~forensics.present.selection.title_text`) of ``what``
+        it shows (None: the smallest and largest value used per step or bin), then what the
+        capture held that no variant judged (:func:`~forensics.present.selection.
+        unjudged_title`): a step drawn clean may hold records no variant judged."""
         per = "step" if self.width == 1 else f"{self.width}-step bin"
-        return title_text(self.result, self.site, self.variant,
-                          f"smallest and largest value used per {per}")
+        return unjudged_title(self.result, title_text(
+            self.result, self.site, self.variant,
+            what or f"smallest and largest value used per {per}"))
 
     def ylabel(self) -> str:
         """The value axis' label, with its unit."""

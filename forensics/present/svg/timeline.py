@@ -24,7 +24,7 @@ from forensics.present.scene.timeline import (
     first_note,
     timeline_data,
 )
-from forensics.present.selection import TensorChoice, coords, exact_coords, title_text
+from forensics.present.selection import TensorChoice, coords, exact_coords
 from forensics.present.style import (
     BOUND_COLOR,
     MARK_STYLES,
@@ -79,8 +79,7 @@ def timeline_panel(result: Any, site: str | None = None, variant: str | None = N
 def _density_panel(data: TimelineData, density: BinDensity) -> Panel:
     """A dense timeline as counts per bin (see the module): a bar stack per bin, a line at
     each bin holding a value out of bounds, the suspect steps and the first violation."""
-    panel = Panel(title=title_text(data.result, data.site, data.variant,
-                                         density.ylabel()),
+    panel = Panel(title=data.title(density.ylabel()),
                   xlabel="engine step", ylabel=density.ylabel(), integer_x=True, ypad=0.12,
                   xorigin=data.origin)
     for state, start, bottom, top in density.stacked():

@@ -1,0 +1,55 @@
+"""Round 21 of hostile input, the lead's: an imported crash at a step the log never said is at
+step "unknown" in the events table too; a shrunk capture says what it was shrunk from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.hostile.test_round2 import run_cli
+from tests.hostile.test_round20_fix20b import _imported
+
+# ------------------------------ T125a: the events table says the step is unknown
+
+
+def test_the_events_table_says_a_step_the_log_never_said_is_unknown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An event whose step is only the log lines' order (``step_known`` false) shows step
+    ``unknown`` in :func:`forensics.events_table`, never ``0``; a step the log named stays."""
+    import forensics
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    unknown = forensics.load(_imported(tmp_path / "a", capsys))
+    table = forensics.events_table(unknown.summary()["events"])
+    assert list(table["step"]) == ["unknown", "unknown"], table
+    named = forensics.load(_imported(tmp_path / "b", capsys, " step=7"))
+    table = forensics.events_table(named.summary()["events"])
+    assert list(table["step"]) == [7, 7], table
+
+
+# ------------------------------ T125b: a shrunk capture says it was shrunk
+
+
+def test_a_shrunk_capture_says_what_it_was_shrunk_from(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A shrunk capture's notes (``simulate``'s: "placeholder_leak 3 times") speak of the
+    capture it was shrunk from; its write-up, replay and ``inspect`` say how many records that
+    held, so a reader does not take them for its own."""
+    whole, part = tmp_path / "whole.capture", tmp_path / "part.capture"
+    code, _, err = run_cli(capsys, "simulate", "clamped-placeholder", "-o", whole,
+                           "--steps", "60")
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "shrink", whole, "-o", part)
+    assert code == 0, err
+    sentence = "It was shrunk from a capture of 240 record(s) (forensics shrink)"
+    for command in (("summary", "--format", "text"), ("replay",)):
+        code, out, err = run_cli(capsys, *command, part)
+        assert code in (0, 1), err
+        assert sentence in " ".join(out.split()), out
+    assert "placeholder_leak 3 times" in " ".join(out.split())  # replay quotes its notes
+    code, out, err = run_cli(capsys, "inspect", part)
+    assert code == 0 and "  records before shrinking: 240\n" in out, out
+    code, out, err = run_cli(capsys, "summary", "--format", "text", whole)
+    assert code in (0, 1) and "shrunk" not in out, out
