@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from forensics.escaping import capped, terminal
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     ENGINE_CODE,
@@ -275,7 +276,8 @@ def _spec_tokens(wanted: str, evidence: Evidence) -> Check:
     dumps' drafts added up as one dump's."""
     dumps = evidence.spec_tokens
     if dumps is None:
-        return Check(None, "no crash dump with scheduled spec-decode tokens")
+        return Check(None, _unread_dumps(evidence.events)
+                     or "no crash dump with scheduled spec-decode tokens")
     checks = [_dump_tokens(wanted, tokens, line if len(dumps) > 1 else None)
               for line, tokens in dumps]
     held = [check for check in checks if check.holds]
@@ -283,6 +285,21 @@ def _spec_tokens(wanted: str, evidence: Evidence) -> Check:
         return Check(False if not held else True, "; ".join(c.why for c in checks[:3]) + (
             f"; and {len(checks) - 3} more crash dump(s) not so" if len(checks) > 3 else ""))
     return Check(True, f"{held[0].why} ({len(held)} of the {len(checks)} crash dumps so)")
+
+
+def _unread_dumps(events: list[dict[str, Any]]) -> str:
+    """Of crash dumps whose drafts are unknown (a cut line, a batch read wrong), the first's
+    words: "the crash dump's scheduled spec-decode tokens are unknown (WHY)"; "" if none (a
+    capture holding such a dump was said to hold "no crash dump with scheduled spec-decode
+    tokens")."""
+    unread = [e for e in events if e.get("kind") == "crash_dump"
+              and not isinstance(e.get("scheduled_spec_decode_tokens"), dict)]
+    if not unread:
+        return ""
+    why = unread[0].get("cut") or unread[0].get("unread")
+    more = f"; {len(unread)} such crash dumps" if len(unread) > 1 else ""
+    return ("the crash dump's scheduled spec-decode tokens are unknown"
+            + (f" ({terminal(capped(why, 300))})" if why else "") + more)
 
 
 def _dump_tokens(wanted: str, tokens: dict[str, list[int]], line: int | None) -> Check:

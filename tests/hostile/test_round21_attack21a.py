@@ -27,6 +27,9 @@ capture's JSON (manifest, events, expected verdicts) and the commands over them.
   of ``num_scheduled_tokens`` (``a`` of 0 tokens, ``b`` of its count, the total still met):
   "3 request(s) scheduled" of 2, which T123d's check (drafts' requests among the counts') does
   not see (the prefill has no drafts); ids ``a: -1, b`` and ``c: 1, d`` made 2 requests 5 likewise.
+- T123g: ``known`` of a capture holding a crash dump whose drafts are unknown (its line cut
+  past 64 KiB, or read wrong: T123b) said "does not match: no crash dump with scheduled
+  spec-decode tokens", of a capture holding one.
 """
 
 from __future__ import annotations
@@ -312,3 +315,34 @@ def test_a_plain_prefill_request_is_counted() -> None:
     dumps.line(1, SCHEDULED.replace("ID", "r1").replace("MORE", "").replace("TOTAL", "10"))
     assert dumps.events[0]["message"] == (
         "vLLM crash dump: 2 request(s) scheduled, 4 of 4 spec-decode token(s) -1")
+
+
+# ------------- T123g: a crash dump whose drafts are unknown is no "no crash dump" to known
+
+
+def test_known_says_a_cut_dumps_drafts_are_unknown(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    """A dump line cut past 64 KiB: ``known`` says its drafts are unknown and why, never that
+    the capture holds no crash dump with scheduled drafts."""
+    text = ALL_PLACEHOLDER.read_text(encoding="utf-8").replace(
+        "finished_req_ids=[]", "finished_req_ids=[" + "'r', " * 20000 + "]")
+    import_log(capsys, tmp_path, text)
+    code, out, err = run_cli(capsys, "known", tmp_path / "engine.capture")
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "no crash dump with scheduled spec-decode tokens" not in said
+    assert ("all-placeholder-drafts-race: does not match: the crash dump's scheduled spec-decode "
+            "tokens are unknown (its line was longer than 65536 bytes") in said
+
+
+def test_a_forged_dumps_reason_is_escaped() -> None:
+    """The reason an events file gives for a dump's unknown drafts is a capture's text: it is
+    escaped as a value."""
+    from forensics.known.matching import _unread_dumps
+
+    said = _unread_dumps([{"kind": "crash_dump", "scheduled_spec_decode_tokens": "unknown",
+                           "unread": "\x1b[2J\u202e"}])
+    assert said == ("the crash dump's scheduled spec-decode tokens are unknown "
+                    "(\\x1b[2J\\u202e)")
+    said = _unread_dumps([{"kind": "crash_dump", "unread": "\x1b"}])
+    assert "\x1b" not in said and said.endswith("(\\x1b)")
