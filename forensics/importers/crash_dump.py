@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from forensics.errors import CaptureFormatError
-from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers import logs as plain_logs
 from forensics.importers.common import show
@@ -70,7 +69,9 @@ def read(path: Path) -> Imported:
     """Read ``path`` as a plain log and add one ``crash_dump`` event per vLLM crash dump; the
     exception chain after a dump is that dump's (its event joins the dump's).
 
-    Raises CaptureFormatError as :func:`forensics.importers.logs.read` does.
+    Raises CaptureFormatError as :func:`forensics.importers.logs.read` does (a dump's batch
+    that cannot be read, a request named twice or a number past int64, is unknown, saying why:
+    a client's request id may spell such an entry, and refusing the log lost all its crashes).
     """
     imported = plain_logs.read(path)
     dumps = _Dumps(path.name, {e["last_line"] for e in imported.events if "exception" in e})
@@ -111,7 +112,7 @@ class _Dumps:
         elif output is not None:
             dump = {"kind": "crash_dump", "source": self.source, "line": number, "step": None,
                     "config": self.config.pop(process_tag(raw), {}),
-                    **self._batch(number, output["dump"], cut)}
+                    **self._batch(output["dump"], cut)}
             dump["message"] = _message(dump)
             self.events.append(dump)
             self.tags[number] = process_tag(raw)
@@ -124,7 +125,7 @@ class _Dumps:
         if len(self.config) > MAX_PENDING:
             del self.config[next(iter(self.config))]
 
-    def _batch(self, number: int, text: str, cut: bool) -> dict[str, Any]:
+    def _batch(self, text: str, cut: bool) -> dict[str, Any]:
         """The batch of a scheduler output line; each field ``unknown`` for a cut line (what
         its part holds is not what the line held: a dict it opens is not closed, or holds
         fewer entries), with ``cut`` saying why, and for one read wrong (:func:`misread`: a
@@ -138,9 +139,9 @@ class _Dumps:
                 "which is the dump's own field is not known")}
         try:
             batch = parse_scheduler_output(text)
-        except CaptureFormatError as exc:
-            raise CaptureFormatError(f"log '{terminal(self.source)}' line {number}: "
-                                     f"{exc}") from None
+        except CaptureFormatError as exc:  # a client's request id may spell such an entry
+            return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "unread": (
+                f"{exc}, so its batch is not read: a request id in it may hold that text")}
         why = misread(batch)
         if why is not None:
             return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "unread": (
@@ -309,12 +310,10 @@ def _dict(text: str, name: str, shape: re.Pattern[str], value: Any) -> dict[str,
     for key, parsed in _entries(text, found.end(), shape, value):
         if isinstance(parsed, str):  # a number the dump prints that no int64 holds, or too many
             raise CaptureFormatError(f"the crash dump's {name} for request {show(key)} holds "
-                                     f"{parsed} (vLLM prints int64 counts and ids); fix or cut "
-                                     "that entry")
+                                     f"{parsed} (vLLM prints int64 counts and ids)")
         if key in entries:
             raise CaptureFormatError(f"the crash dump's {name} names request {show(key)} "
-                                     "twice (vLLM prints each request once); give each "
-                                     "request's entry once")
+                                     "twice (vLLM prints each request once)")
         entries[key] = parsed
     return entries
 

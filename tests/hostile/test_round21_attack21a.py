@@ -30,6 +30,10 @@ capture's JSON (manifest, events, expected verdicts) and the commands over them.
 - T123g: ``known`` of a capture holding a crash dump whose drafts are unknown (its line cut
   past 64 KiB, or read wrong: T123b) said "does not match: no crash dump with scheduled
   spec-decode tokens", of a capture holding one.
+- T123h: a client's request id ``x: 1, chatcmpl-b2`` (the id of another request of the batch
+  after a count), or ``x: 99999999999999999999, y``, made a dump read as naming a request twice,
+  or a count past int64: ``import`` refused the whole log (exit 2), every crash in it lost, and
+  told the user to edit vLLM's own line.
 """
 
 from __future__ import annotations
@@ -346,3 +350,20 @@ def test_a_forged_dumps_reason_is_escaped() -> None:
                     "(\\x1b[2J\\u202e)")
     said = _unread_dumps([{"kind": "crash_dump", "unread": "\x1b"}])
     assert "\x1b" not in said and said.endswith("(\\x1b)")
+
+
+# ---------------- T123h: a request id spelling a bad entry never makes the log unimportable
+
+
+@pytest.mark.parametrize(("request_id", "why"), [
+    ("x: 1, chatcmpl-b2", "names request 'chatcmpl-b2' twice"),
+    ("x: 99999999999999999999, y", "for request 'x' holds a count past int64")])
+def test_a_request_id_spelling_a_bad_entry_leaves_the_batch_unknown(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, request_id: str, why: str) -> None:
+    """The log is imported (its crash kept, with its exception) and the dump's batch is
+    unknown, saying why; it was refused whole."""
+    dump = _dump_of(capsys, tmp_path, request_id)
+    assert dump["scheduled_spec_decode_tokens"] == "unknown"
+    message = str(dump["message"])
+    assert why in message and "so its batch is not read" in message
+    assert "illegal memory access" in str(dump.get("exception"))
