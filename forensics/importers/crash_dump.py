@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from forensics.errors import CaptureFormatError
-from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers import logs as plain_logs
 from forensics.importers.common import show
@@ -54,6 +53,13 @@ CHAIN_KEYS = ("exception", "final", "links", "location", "source_line", "engine_
 #: a log line's process tag: vLLM's ``(EngineCore_DP0 pid=196)`` before its level
 PROCESS_RE = re.compile(r"\([^)]*\)")
 MAX_IDS = 1 << 16  # draft ids kept per dump (a dump lists a handful per request)
+#: the processes whose config line is kept until their scheduler output comes (an engine's
+#: data-parallel ranks, each a process: a few)
+MAX_PENDING = 256
+#: the texts naming the fields of a dumped ``SchedulerOutput`` its batch is read from (each
+#: found by its name: vLLM prints each once)
+COUNTED_FIELDS = ("scheduled_spec_decode_tokens=", "num_scheduled_tokens=",
+                  "total_num_scheduled_tokens=", "CachedRequestData(req_ids=")
 #: the batch fields of a dump (:func:`parse_scheduler_output`'s)
 BATCH_KEYS = ("scheduled_spec_decode_tokens", "num_scheduled_tokens",
               "total_num_scheduled_tokens", "req_ids", "new_req_ids")
@@ -63,7 +69,9 @@ def read(path: Path) -> Imported:
     """Read ``path`` as a plain log and add one ``crash_dump`` event per vLLM crash dump; the
     exception chain after a dump is that dump's (its event joins the dump's).
 
-    Raises CaptureFormatError as :func:`forensics.importers.logs.read` does.
+    Raises CaptureFormatError as :func:`forensics.importers.logs.read` does (a dump's batch
+    that cannot be read, a request named twice or a number past int64, is unknown, saying why:
+    a client's request id may spell such an entry, and refusing the log lost all its crashes).
     """
     imported = plain_logs.read(path)
     dumps = _Dumps(path.name, {e["last_line"] for e in imported.events if "exception" in e})
@@ -81,7 +89,9 @@ class _Dumps:
     def __init__(self, source: str, ends: set[int]) -> None:
         self.source = source
         self.events: list[dict[str, Any]] = []
-        self.config: dict[str, Any] = {}
+        #: each process tag's (:data:`PROCESS_RE`) last config line, until its scheduler
+        #: output takes it (two engines' dumps interleave: one took the other's config)
+        self.config: dict[str, dict[str, Any]] = {}
         self.ends = ends  # the last lines of the exception chains
         #: the process tag (:data:`PROCESS_RE`) of each dump's line and chain's last line
         self.tags: dict[int, str] = {}
@@ -97,34 +107,69 @@ class _Dumps:
             return  # a prompt quoting a dump is no dump: a dump's line is vLLM's ERROR line
         config, output = CONFIG_RE.match(text), OUTPUT_RE.match(text)
         if config is not None:
-            self.config = parse_config(config["version"], config["config"], cut)
+            self._config_line(process_tag(raw), parse_config(config["version"],
+                                                              config["config"], cut))
         elif output is not None:
             dump = {"kind": "crash_dump", "source": self.source, "line": number, "step": None,
-                    "config": self.config, **self._batch(number, output["dump"], cut)}
+                    "config": self.config.pop(process_tag(raw), {}),
+                    **self._batch(output["dump"], cut)}
             dump["message"] = _message(dump)
             self.events.append(dump)
             self.tags[number] = process_tag(raw)
-            self.config = {}
 
-    def _batch(self, number: int, text: str, cut: bool) -> dict[str, Any]:
+    def _config_line(self, tag: str, config: dict[str, Any]) -> None:
+        """Keep the config line of the process ``tag`` for its next scheduler output: of the
+        latest :data:`MAX_PENDING` processes whose output has not come (the oldest dropped)."""
+        self.config.pop(tag, None)
+        self.config[tag] = config
+        if len(self.config) > MAX_PENDING:
+            del self.config[next(iter(self.config))]
+
+    def _batch(self, text: str, cut: bool) -> dict[str, Any]:
         """The batch of a scheduler output line; each field ``unknown`` for a cut line (what
         its part holds is not what the line held: a dict it opens is not closed, or holds
-        fewer entries), with ``cut`` saying why, and for one whose requests' counts do not add
-        up to its total (an id read wrong), with ``unread`` saying why."""
+        fewer entries), with ``cut`` saying why, and for one read wrong (:func:`misread`: a
+        request id told apart from the dicts' text wrong), with ``unread`` saying why."""
         if cut:
             return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "cut": plain_logs.CUT}
+        twice = spelled_twice(text)
+        if twice is not None:
+            return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "unread": (
+                f"its line spells {twice} more than once: a request id holds that text, so "
+                "which is the dump's own field is not known")}
         try:
             batch = parse_scheduler_output(text)
-        except CaptureFormatError as exc:
-            raise CaptureFormatError(f"log '{terminal(self.source)}' line {number}: "
-                                     f"{exc}") from None
-        total, counts = batch["total_num_scheduled_tokens"], batch["num_scheduled_tokens"]
-        if total is not None and sum(counts.values()) != total:
+        except CaptureFormatError as exc:  # a client's request id may spell such an entry
             return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "unread": (
-                f"the {len(counts)} request(s) read of its num_scheduled_tokens schedule "
-                f"{sum(counts.values())} tokens, not its total_num_scheduled_tokens {total}: "
-                "a request id in it is not told apart from the dict's text")}
+                f"{exc}, so its batch is not read: a request id in it may hold that text")}
+        why = misread(batch)
+        if why is not None:
+            return {**dict.fromkeys(BATCH_KEYS, UNKNOWN), "unread": (
+                f"{why}: a request id in it is not told apart from the dicts' text")}
         return batch
+
+
+def misread(batch: dict[str, Any]) -> str | None:
+    """Why the batch read from a dump (:func:`parse_scheduler_output`) cannot be the one vLLM
+    dumped, or None: its requests' counts do not add up to its total, one is below 1 (vLLM
+    lists only requests it schedules a token of: an id ``a: 0, b`` split one request into
+    two, "3 request(s) scheduled" of 2, the total still met; ``a: -1, b`` and ``c: 1, d``
+    likewise), or its drafts name a request its counts do not (it drafts only for requests it
+    schedules)."""
+    total, counts = batch["total_num_scheduled_tokens"], batch["num_scheduled_tokens"]
+    if total is not None and sum(counts.values()) != total:
+        return (f"the {len(counts)} request(s) read of its num_scheduled_tokens schedule "
+                f"{sum(counts.values())} tokens, not its total_num_scheduled_tokens {total}")
+    below = next((count for count in counts.values() if count < 1), None)
+    if below is not None:
+        return (f"a request read of its num_scheduled_tokens schedules {below} tokens (vLLM "
+                "lists only the requests it schedules a token or more of)")
+    unscheduled = len(set(batch["scheduled_spec_decode_tokens"]) - set(counts))
+    if unscheduled:
+        return (f"{unscheduled} request(s) read of its scheduled_spec_decode_tokens are not "
+                "among those read of its num_scheduled_tokens (vLLM schedules drafts only for "
+                "requests it schedules)")
+    return None
 
 
 def process_tag(raw: str) -> str:
@@ -211,6 +256,19 @@ def parse_config(version: str, text: str, cut: bool = False) -> dict[str, Any]:
     return facts
 
 
+def spelled_twice(text: str) -> str | None:
+    """The first text of :data:`COUNTED_FIELDS` (``NAME=``: a field of a dumped
+    ``SchedulerOutput`` the batch is read from) that ``text`` spells more than once, or None.
+    vLLM prints each once; a client's request id (``X-Request-Id``), printed unquoted as a
+    dict's key and quoted in its lists, may spell one too: read first,
+    ``scheduled_spec_decode_tokens={}`` in an id said "0 of 0 spec-decode token(s) -1" of a
+    batch whose drafts were all -1."""
+    for name in COUNTED_FIELDS:
+        if len(re.findall(rf"\b{re.escape(name)}", text)) > 1:
+            return name
+    return None
+
+
 def parse_scheduler_output(text: str) -> dict[str, Any]:
     """The batch and the scheduled spec-decode tokens of a dumped ``SchedulerOutput``."""
     spec = _dict(text, "scheduled_spec_decode_tokens", LIST_RE, _ids)
@@ -252,12 +310,10 @@ def _dict(text: str, name: str, shape: re.Pattern[str], value: Any) -> dict[str,
     for key, parsed in _entries(text, found.end(), shape, value):
         if isinstance(parsed, str):  # a number the dump prints that no int64 holds, or too many
             raise CaptureFormatError(f"the crash dump's {name} for request {show(key)} holds "
-                                     f"{parsed} (vLLM prints int64 counts and ids); fix or cut "
-                                     "that entry")
+                                     f"{parsed} (vLLM prints int64 counts and ids)")
         if key in entries:
             raise CaptureFormatError(f"the crash dump's {name} names request {show(key)} "
-                                     "twice (vLLM prints each request once); give each "
-                                     "request's entry once")
+                                     "twice (vLLM prints each request once)")
         entries[key] = parsed
     return entries
 

@@ -38,12 +38,15 @@ class Evidence:
     baseline: str
     facts: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
-    #: request id -> scheduled spec-decode tokens, from vLLM's crash dump (None: no dump)
-    spec_tokens: dict[str, list[int]] | None = None
+    #: each crash dump's line (None: unknown) and request id -> scheduled spec-decode tokens,
+    #: in the timeline's order (None: no dump)
+    spec_tokens: list[tuple[int | None, dict[str, list[int]]]] | None = None
     #: ``unwritten_input`` findings (:mod:`forensics.judge.race`), kept apart from the judge's
     race: pd.DataFrame | None = None
     #: the facts taken from a crash dump's config line (an event's text, not the manifest)
     dumped: frozenset[str] = frozenset()
+    #: the facts crash dumps' config lines state differently, and the manifest does not
+    disputed: frozenset[str] = frozenset()
     #: the variants the replay ran (None: not known, as in evidence built by hand)
     replayed: frozenset[str] | None = None
     #: whether the capture held records of a site this install knows (None: not known, as in
@@ -87,6 +90,7 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
             facts["runner"] = runner
     return Evidence(findings=result.findings, baseline=baseline, facts=facts, events=events,
                     spec_tokens=spec_tokens_of(events), dumped=frozenset(set(dumped) - set(stated)),
+                    disputed=disputed_facts(events) - set(stated),
                     replayed=frozenset(result.variants), held_records=bool(sites))
 
 
@@ -128,17 +132,33 @@ def dump_facts(events: list[dict[str, Any]]) -> dict[str, Any]:
     """Facts from the config line of vLLM's crash dumps, only those such a line states
     (:func:`dumped_facts`; a manifest's facts take precedence): an event naming ``runner``
     or ``async_scheduling`` in its config states nothing of them, and a value that does not
-    fit its fact as a manifest's is read (:mod:`forensics.manifest_facts`) states none."""
+    fit its fact as a manifest's is read (:mod:`forensics.manifest_facts`) states none; a fact
+    two dumps state differently (two engines' in one log) is stated by none: the last one
+    read was said of them all ("speculative is ngram, not mtp" of an mtp engine's dump)."""
+    stated = _stated_by_dumps(events)
+    return {k: next(iter(values)) for k, values in stated.items() if len(values) == 1}
+
+
+def disputed_facts(events: list[dict[str, Any]]) -> frozenset[str]:
+    """The facts the crash dumps' config lines state differently (:func:`dump_facts` leaves
+    them out)."""
+    return frozenset(k for k, values in _stated_by_dumps(events).items() if len(values) > 1)
+
+
+def _stated_by_dumps(events: list[dict[str, Any]]) -> dict[str, set[Any]]:
+    """Each fact the crash dumps' config lines state (:func:`dumped_facts`, fitting its
+    declared type), with the values they state."""
     from forensics.manifest_facts import UNKNOWN
 
     declared = dumped_facts()
-    facts: dict[str, Any] = {}
+    stated: dict[str, set[Any]] = {}
     for event in events:
         config = event.get("config")
         if event.get("kind") == "crash_dump" and isinstance(config, dict):
-            facts.update({k: v for k, v in config.items()
-                          if k in declared and declared[k].fits(v) and v != UNKNOWN})
-    return facts
+            for k, v in config.items():
+                if k in declared and declared[k].fits(v) and v != UNKNOWN:
+                    stated.setdefault(k, set()).add(v)
+    return stated
 
 
 def dumped_facts() -> dict[str, Any]:
@@ -154,16 +174,21 @@ def dumped_facts() -> dict[str, Any]:
             "tensor_parallel_size": by_key["tensor_parallel_size"]}
 
 
-def spec_tokens_of(events: list[dict[str, Any]]) -> dict[str, list[int]] | None:
-    """Scheduled spec-decode tokens per request from the crash-dump events (the last dump
-    wins for a request), or None when the timeline has no dump."""
-    found: dict[str, list[int]] | None = None
+def spec_tokens_of(events: list[dict[str, Any]]
+                   ) -> list[tuple[int | None, dict[str, list[int]]]] | None:
+    """Each crash-dump event's line (None: not an int) and scheduled spec-decode tokens per
+    request, one entry per dump (two dumps, of two engines or two crashes, were merged into
+    one: "the crash dump schedules 8 of 16" of a dump of 8 of 8 and one of 0 of 8), or None
+    when the timeline has no dump."""
+    found: list[tuple[int | None, dict[str, list[int]]]] | None = None
     for event in events:
         tokens = event.get("scheduled_spec_decode_tokens")
         if event.get("kind") == "crash_dump" and isinstance(tokens, dict):
-            found = found or {}
-            found.update({str(k): [int(t) for t in v] for k, v in tokens.items()
-                          if isinstance(v, list) and all(isinstance(t, int) for t in v)})
+            line = event.get("line")
+            found = (found or []) + [(
+                line if isinstance(line, int) and not isinstance(line, bool) else None,
+                {str(k): [int(t) for t in v] for k, v in tokens.items()
+                 if isinstance(v, list) and all(isinstance(t, int) for t in v)})]
     return found
 
 

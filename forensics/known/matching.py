@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from forensics.escaping import capped, terminal
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     ENGINE_CODE,
@@ -194,15 +195,17 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", re.ASCII)
 
 
 def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
-    """Whether the capture's fact ``name`` equals the clause's value (None: not recorded, or
-    recorded as no true/false where the clause wants one: ``"true"`` or ``1`` is no boolean
-    a producer writes, so it neither holds nor contradicts; nor does a name holding a space,
-    an invisible or look-alike character, or a number where the clause wants a name)."""
+    """Whether the capture's fact ``name`` equals the clause's value (None: not recorded,
+    stated differently by crash dumps' config lines, or recorded as no true/false where the
+    clause wants one: ``"true"`` or ``1`` is no boolean a producer writes, so it neither
+    holds nor contradicts; nor does a name holding a space, an invisible or look-alike
+    character, or a number where the clause wants a name)."""
     name, wanted = str(spec["name"]), spec["equals"]
     got = evidence.facts.get(name)
     source = " (from a crash dump's config line)" if name in evidence.dumped else ""
     if got is None:
-        return Check(None, f"{name} not recorded")
+        return Check(None, f"{name} stated differently by the crash dumps' config lines"
+                     if name in evidence.disputed else f"{name} not recorded")
     if isinstance(wanted, bool) != isinstance(got, bool):
         return Check(None, (f"{name} recorded as {got!r}, not as true or false"
                             if isinstance(wanted, bool) else f"{name} recorded as {got!r}")
@@ -268,16 +271,47 @@ def _event_text(event: dict[str, Any]) -> str:
 
 
 def _spec_tokens(wanted: str, evidence: Evidence) -> Check:
-    tokens = evidence.spec_tokens
+    """Whether a crash dump's scheduled drafts are of the class ``wanted``: each dump judged
+    on its own (one that is says so, naming its line where there are several), never the
+    dumps' drafts added up as one dump's."""
+    dumps = evidence.spec_tokens
+    if dumps is None:
+        return Check(None, _unread_dumps(evidence.events)
+                     or "no crash dump with scheduled spec-decode tokens")
+    checks = [_dump_tokens(wanted, tokens, line if len(dumps) > 1 else None)
+              for line, tokens in dumps]
+    held = [check for check in checks if check.holds]
+    if len(checks) == 1 or not held:
+        return Check(False if not held else True, "; ".join(c.why for c in checks[:3]) + (
+            f"; and {len(checks) - 3} more crash dump(s) not so" if len(checks) > 3 else ""))
+    return Check(True, f"{held[0].why} ({len(held)} of the {len(checks)} crash dumps so)")
+
+
+def _unread_dumps(events: list[dict[str, Any]]) -> str:
+    """Of crash dumps whose drafts are unknown (a cut line, a batch read wrong), the first's
+    words: "the crash dump's scheduled spec-decode tokens are unknown (WHY)"; "" if none (a
+    capture holding such a dump was said to hold "no crash dump with scheduled spec-decode
+    tokens")."""
+    unread = [e for e in events if e.get("kind") == "crash_dump"
+              and not isinstance(e.get("scheduled_spec_decode_tokens"), dict)]
+    if not unread:
+        return ""
+    why = unread[0].get("cut") or unread[0].get("unread")
+    more = f"; {len(unread)} such crash dumps" if len(unread) > 1 else ""
+    return ("the crash dump's scheduled spec-decode tokens are unknown"
+            + (f" ({terminal(capped(why, 300))})" if why else "") + more)
+
+
+def _dump_tokens(wanted: str, tokens: dict[str, list[int]], line: int | None) -> Check:
+    """One crash dump's drafts judged (``line``: its line, named when there are several)."""
+    dump = "the crash dump" if line is None else f"the crash dump of line {line}"
     if not tokens:
-        return Check(None if tokens is None else False,
-                     "no crash dump with scheduled spec-decode tokens" if tokens is None
-                     else "the crash dump schedules no spec-decode tokens")
+        return Check(False, f"{dump} schedules no spec-decode tokens")
     flat = [t for ids in tokens.values() for t in ids]
     placeholders = sum(t == -1 for t in flat)
     holds = {"all_placeholder": placeholders == len(flat) > 0,
              "some_placeholder": 0 < placeholders < len(flat)}.get(wanted, placeholders > 0)
-    why = (f"the crash dump schedules {placeholders} of {len(flat)} spec-decode tokens as -1 "
+    why = (f"{dump} schedules {placeholders} of {len(flat)} spec-decode tokens as -1 "
            f"over {len(tokens)} request(s)")
     if wanted == "some_placeholder" and placeholders == len(flat):
         why += " (every one: the async scheduler's placeholders, whatever the drafter wrote)"

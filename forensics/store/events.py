@@ -13,7 +13,7 @@ from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 from forensics.store.fs import append_whole
 from forensics.store.guarded import LIMITS, iter_lines
-from forensics.store.json_in import DuplicateKeyError, NestingError, loads_finite
+from forensics.store.json_in import DuplicateKeyError, RefusedJsonError, loads_finite
 from forensics.store.paths import EVENTS_RE, WRITTEN_AGAIN
 
 #: the longest event line, and the most events a capture may hold
@@ -322,7 +322,7 @@ def _event(line: bytes, path: Path, number: int) -> dict[str, Any]:
         event = loads_finite(line.decode("utf-8"))
     except DuplicateKeyError as exc:
         raise CaptureFormatError(f"{where}: {exc}; keep one of them") from None
-    except NestingError as exc:  # valid JSON, refused alike by every caller
+    except RefusedJsonError as exc:  # valid JSON, refused alike by every caller
         raise CaptureFormatError(f"{where}: {exc}") from None
     except (ValueError, RecursionError) as exc:
         raise CaptureFormatError(f"{where}: not JSON ({reason(exc, 200)})") from None

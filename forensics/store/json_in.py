@@ -5,7 +5,9 @@ a browser) shows the first value and another (Python) the last. The check is the
 ``object_pairs_hook``: linear in the text, no second pass. Lists and objects nested past
 :data:`MAX_DEPTH` are refused before parsing (:class:`NestingError`): the parser's own limit is
 Python's recursion limit less the caller's stack, so one text read in ``inspect`` was "not
-valid JSON" in a triage worker or a report's notebook.
+valid JSON" in a triage worker or a report's notebook. An integer of more than
+:data:`MAX_DIGITS` digits is refused alike (:class:`NumberError`): Python's own refusal read "not
+valid JSON" of valid JSON and told the user to call ``sys.set_int_max_str_digits()``.
 """
 
 from __future__ import annotations
@@ -22,15 +24,39 @@ SHOWN = 80
 #: the deepest lists and objects nest in JSON text we did not write (a manifest, an event, a
 #: header: short records a few levels deep); the same for every caller, whatever its stack
 MAX_DEPTH = 100
+#: the most digits of an integer in JSON text we did not write (Python's own default limit;
+#: a capture's numbers are 64-bit: at most 20 digits)
+MAX_DIGITS = 4300
 
 
 class DuplicateKeyError(ValueError):
     """A JSON object names one key twice; the message names the key (escaped)."""
 
 
-class NestingError(ValueError):
+class RefusedJsonError(ValueError):
+    """Valid JSON text that every reader refuses alike; the message says why and the fix."""
+
+
+class NestingError(RefusedJsonError):
     """JSON text whose lists and objects nest past :data:`MAX_DEPTH`; the message says how
     deep and the fix."""
+
+
+class NumberError(RefusedJsonError):
+    """JSON text holding an integer of more than :data:`MAX_DIGITS` digits; the message says
+    how many and the fix."""
+
+
+def _integer(text: str) -> int:
+    """The JSON integer ``text``; NumberError past :data:`MAX_DIGITS` digits (never converted,
+    whatever Python's own limit is set to)."""
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_DIGITS:
+        raise NumberError(f"an integer of {digits} digits, past the {MAX_DIGITS} forensics "
+                          "reads; a capture's numbers are 64-bit integers (at most 20 "
+                          "digits): remove the number or replace the file with the one its "
+                          "producer wrote")
+    return int(text)
 
 
 def check_nesting(text: str | bytes) -> None:
@@ -107,9 +133,10 @@ def strict_json(text: str | bytes) -> Any:
     """``json.loads(text)``, refusing an object that names a key twice.
 
     Raises DuplicateKeyError (a ValueError) naming the key; NestingError (a ValueError: nested
-    past :data:`MAX_DEPTH`); ValueError (not JSON)."""
+    past :data:`MAX_DEPTH`); NumberError (a ValueError: an integer past :data:`MAX_DIGITS`
+    digits); ValueError (not JSON)."""
     check_nesting(text)
-    return json.loads(text, object_pairs_hook=_unique)
+    return json.loads(text, object_pairs_hook=_unique, parse_int=_integer)
 
 
 def _number_as_text(text: str) -> float | str:
@@ -125,11 +152,11 @@ def loads_finite(text: str) -> Any:
     JSON holds read as its text (:func:`_number_as_text`): what is read is written again
     (``shrink``, ``redact``) and printed as strict JSON.
 
-    Raises DuplicateKeyError, NestingError (nested past :data:`MAX_DEPTH`) or ValueError (not
-    JSON)."""
+    Raises DuplicateKeyError, NestingError (nested past :data:`MAX_DEPTH`), NumberError (an
+    integer past :data:`MAX_DIGITS` digits) or ValueError (not JSON)."""
     check_nesting(text)
     return json.loads(text, object_pairs_hook=_unique, parse_constant=_number_as_text,
-                      parse_float=_number_as_text)
+                      parse_float=_number_as_text, parse_int=_integer)
 
 
 class KeyCountError(ValueError):
@@ -156,12 +183,13 @@ def strict_object(text: str, most: int) -> Any:
     any check sees it: 1.37 million keys took 1.5 s and 420 MB). Its values are parsed by
     ``json``'s own scanner, each once; text that is no object is :func:`strict_json`'s.
 
-    Raises KeyCountError, DuplicateKeyError, NestingError or ValueError (not JSON)."""
+    Raises KeyCountError, DuplicateKeyError, NestingError, NumberError or ValueError (not
+    JSON)."""
     check_nesting(text)
     pos = _skip(text, 0)
     if not text.startswith("{", pos):
         return strict_json(text)
-    scan = json.JSONDecoder(object_pairs_hook=_unique).scan_once  # type: ignore[attr-defined]
+    scan = json.JSONDecoder(object_pairs_hook=_unique, parse_int=_integer).scan_once  # type: ignore[attr-defined]
     pairs: list[tuple[str, Any]] = []
     pos = _skip(text, pos + 1)
     while not text.startswith("}", pos) or pairs:

@@ -18,6 +18,7 @@ from forensics.store.json_in import (
     MAX_DEPTH,
     DuplicateKeyError,
     NestingError,
+    RefusedJsonError,
     check_nesting,
     loads_finite,
     strict_json,
@@ -176,7 +177,7 @@ def read_json_object(path: Path, what: str, root: Path | None = None,
         value = loads_finite(text) if finite else strict_json(text)
     except DuplicateKeyError as exc:
         raise CaptureFormatError(f"{what} '{terminal(path)}': {exc}; keep one of them") from None
-    except NestingError as exc:  # valid JSON, refused alike by every caller
+    except RefusedJsonError as exc:  # valid JSON, refused alike by every caller
         raise CaptureFormatError(f"{what} '{terminal(path)}': {exc}") from None
     except (ValueError, RecursionError) as exc:
         raise CaptureFormatError(f"{what} '{terminal(path)}' is not valid JSON: "

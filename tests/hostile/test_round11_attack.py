@@ -220,13 +220,13 @@ def _index_without_header(tmp_path: Path, name: str) -> list[str]:
     return ["inspect", str(capture)]
 
 
-def _dump_naming_a_request_twice(tmp_path: Path, name: str) -> list[str]:
-    """The crash dump's one line named the log raw (T49b)."""
-    from tests.hostile.test_round9_attack9c import _dump
-
+def _probe_step_not_an_integer(tmp_path: Path, name: str) -> list[str]:
+    """A log's probe line naming a step that is no integer: its one line names the log (T49b;
+    round 21: a crash dump naming a request twice, this case before, is read, its batch
+    unknown, T123h)."""
     log = tmp_path / f"{name}.log"
-    log.write_text("ERROR 12-02 10:46:44 [dump_input.py:72] Dumping scheduler output for "
-                   "model execution: " + _dump("r1: [-1], r1: [5]", "r1: 3") + "\n")
+    log.write_text("(EngineCore_DP0 pid=4242) SM70-TEMB: rows=1000 input=(4,) "
+                   "dtype=torch.int32 min=0 max=7 step=1e3\n")
     return ["import", str(log), "-o", str(tmp_path / "o.capture")]
 
 
@@ -240,7 +240,7 @@ def _npz_time_member(tmp_path: Path, name: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("make", "said"), [(_index_without_header, "has no"),
-                                            (_dump_naming_a_request_twice, "'r1' twice"),
+                                            (_probe_step_not_an_integer, "not an integer"),
                                             (_npz_time_member, "datetime64")])
 def test_a_file_named_in_an_error_is_escaped_as_a_value(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], make: Any, said: str) -> None:
