@@ -14,18 +14,10 @@ from tests.hostile.test_round2 import run_cli
 
 PROBE_TESTS = Path(__file__).parents[1] / "probe"
 
-# ------------------------------------------------ T124a: a signal's handler inside a flush
-#: an engine records 6 records (the writer thread backend, no flush due), then flushes them in
-#: its main thread (argv[4]: a waited flush, or the close); a SIGINT comes just as the capture's
-#: fsync returns: Python's own handler (``KeyboardInterrupt``) or one like vLLM's workers'
-#: (``SystemExit``), argv[3]
-INTERRUPTED = textwrap.dedent("""
+#: the head of the child scripts below: the probe's test fakes on the path (argv[2]), and with
+#: argv[3] "vllm" a SIGINT handler like vLLM's workers' (``SystemExit``)
+CHILD_HEAD = textwrap.dedent("""
     import os, signal, sys
-    from pathlib import Path
-    from forensics.probe import plugin
-    from forensics.probe.settings import Settings
-    from forensics.probe.thread_backend import default_writer
-
     sys.path.insert(0, sys.argv[2])
     from probe_fakes import record_batch_changes
 
@@ -33,6 +25,18 @@ INTERRUPTED = textwrap.dedent("""
         def handler(signum, frame):
             raise SystemExit()
         signal.signal(signal.SIGINT, handler)
+""")
+
+# ------------------------------------------------ T124a: a signal's handler inside a flush
+#: an engine records 6 records (the writer thread backend, no flush due), then flushes them in
+#: its main thread (argv[4]: a waited flush, or the close); a SIGINT comes just as the capture's
+#: fsync returns: Python's own handler (``KeyboardInterrupt``) or one like vLLM's workers'
+#: (``SystemExit``), argv[3]
+INTERRUPTED = CHILD_HEAD + textwrap.dedent("""
+    from pathlib import Path
+    from forensics.probe import plugin
+    from forensics.probe.settings import Settings
+    from forensics.probe.thread_backend import default_writer
 
     class Interrupted:
         def __init__(self, real):
@@ -84,19 +88,10 @@ def test_a_signal_inside_the_main_threads_flush_leaves_counts_that_are_true(
 
 #: the writer process, its batch hand-off: a SIGINT comes as the probe frames the block of the
 #: 6 records for it (Python's own handler, or one like vLLM's workers', argv[3])
-FRAMING_INTERRUPTED = textwrap.dedent("""
-    import os, signal, sys
+FRAMING_INTERRUPTED = CHILD_HEAD + textwrap.dedent("""
     from pathlib import Path
     from forensics.probe import frames, plugin
     from forensics.probe.settings import Settings
-
-    sys.path.insert(0, sys.argv[2])
-    from probe_fakes import record_batch_changes
-
-    if sys.argv[3] == "vllm":
-        def handler(signum, frame):
-            raise SystemExit()
-        signal.signal(signal.SIGINT, handler)
     real, sent = frames.put_block, []
 
     def put_block(*args, **kwargs):
