@@ -1,0 +1,72 @@
+"""Round 21 of hostile input, attack 21c: the crash verdict and the catalogue (``forensics
+known``, ``check``, ``summary``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.hostile.test_round2 import run_cli
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def _crash_moved(tmp_path: Path, step: int | None, known: bool = True) -> Path:
+    """Incident B (its cuda_assert and engine_dead at step 14, the vocab_size sentinel read at
+    steps 13 and 14) with its crash events moved to ``step`` (None: no step; ``known`` false:
+    a step only a log's line order gave)."""
+    capture = tmp_path / "b.capture"
+    shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", capture)
+    (capture / "expected.json").unlink()
+    events = capture / "events-w0.jsonl"
+    lines = [json.loads(line) for line in events.read_text().splitlines()]
+    for event in lines:
+        event["step"] = step
+        if not known:
+            event["step_known"] = False
+    events.write_text("".join(json.dumps(event) + "\n" for event in lines))
+    return capture
+
+
+# ------------------------------ T126a: a crash before every value out of range
+
+
+def test_a_crash_before_every_value_out_of_range_is_not_explained_by_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An engine that crashed at step 3 read the vocab_size sentinel of steps 13 and 14 (if
+    ever) after it crashed: those values explain nothing of the crash. ``known`` said "crash
+    verdict explained (..., the first cuda_assert at step 3; the upstream replay raises
+    IndexError at step 14 ...)"; ``check --accept`` wrote "explained" and ``summary`` led with
+    no word of it."""
+    capture = _crash_moved(tmp_path, 3)
+    code, out, err = run_cli(capsys, "known", capture)
+    text = " ".join(out.split())
+    assert code in (0, 1), err
+    assert "crash verdict unexplained" in text, text
+    assert ("every value out of range that the engine's code finds comes after the last crash "
+            "event (step 3): the first at step 13") in text, text
+    assert "vocab-size-sentinel-counted: matches" in text, text  # the finding still stands
+    code, out, err = run_cli(capsys, "check", capture, "--accept")
+    assert code == 0, err
+    assert json.loads((capture / "expected.json").read_text())["crash_verdict"] == "unexplained"
+    code, out, err = run_cli(capsys, "summary", capture)
+    assert code in (0, 1), err
+    assert ("Not explained: the capture holds a crash, yet every value out of range that the "
+            "engine's code finds comes after the last crash event (step 3)") in out, out
+
+
+def test_a_crash_at_or_after_the_value_or_of_no_known_step_stays_explained(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The bound is the last crash event's step, and only a step the capture states: a crash
+    at step 14 (the bundled incident), at step 13, one of no step and one whose step only the
+    log's line order gave are explained by the values out of range, as before."""
+    for step, known in ((14, True), (13, True), (None, True), (3, False)):
+        folder = tmp_path / f"{step}-{known}"
+        folder.mkdir()
+        capture = _crash_moved(folder, step, known)
+        code, out, err = run_cli(capsys, "known", capture)
+        assert code in (0, 1), err
+        assert "crash verdict explained" in " ".join(out.split()), (step, known, out)
