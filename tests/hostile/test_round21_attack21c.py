@@ -70,3 +70,36 @@ def test_a_crash_at_or_after_the_value_or_of_no_known_step_stays_explained(
         code, out, err = run_cli(capsys, "known", capture)
         assert code in (0, 1), err
         assert "crash verdict explained" in " ".join(out.split()), (step, known, out)
+
+
+# ------------------------------ T126b: a shrink count fewer than the records held
+
+
+def test_a_shrink_count_fewer_than_the_records_held_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A manifest whose ``shrink.records_before`` (3) is fewer than the records the capture
+    holds (240): ``replay`` said "It was shrunk from a capture of 3 record(s)" of 240 records
+    and ``inspect`` "records before shrinking: 3". The count is refused, said so, never said as
+    the capture's; a true one (240, of the 4 that ``shrink`` kept) is said as before."""
+    capture = tmp_path / "c.capture"
+    code, _, err = run_cli(capsys, "simulate", "vocab-sentinel", "-o", capture, "--steps", "60")
+    assert code == 0, err
+    manifest = json.loads((capture / "manifest.json").read_text())
+    manifest["shrink"] = {"records_before": 3, "records_kept": 240}
+    (capture / "manifest.json").write_text(json.dumps(manifest))
+    refused = ("Manifest field shrink.records_before is 3, fewer than the 240 record(s) the "
+               "capture holds: read as unknown")
+    code, out, err = run_cli(capsys, "replay", capture)
+    text = " ".join(out.split())
+    assert code in (0, 1) and refused in text and "shrunk from" not in text, text
+    code, out, err = run_cli(capsys, "inspect", capture)
+    assert code == 0 and "records before shrinking" not in out, out
+    part = tmp_path / "part.capture"
+    manifest.pop("shrink")
+    (capture / "manifest.json").write_text(json.dumps(manifest))
+    code, _, err = run_cli(capsys, "shrink", capture, "-o", part)
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "replay", part)
+    text = " ".join(out.split())
+    assert "It was shrunk from a capture of 240 record(s)" in text, text
+    assert "shrink.records_before" not in text, text
