@@ -103,3 +103,24 @@ def test_a_shrink_count_fewer_than_the_records_held_is_refused(
     text = " ".join(out.split())
     assert "It was shrunk from a capture of 240 record(s)" in text, text
     assert "shrink.records_before" not in text, text
+
+
+# ------------------------------ T126c: a clamp without a speculative config
+
+
+def test_a_clamped_placeholder_run_without_drafts_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM's V1 runner clamps the input ids only with a speculative config (0.32 and 0.33):
+    ``simulate clamped-placeholder --spec-tokens 0`` wrote a capture whose embedding received
+    token 0 for each -1 (its notes: "vLLM's clamp turns it into token 0") with "speculative
+    tokens 0", a run no vLLM makes, and ``replay`` said the model was fed token 0. It is refused
+    in one line, nothing written; one draft token is enough."""
+    out = tmp_path / "c.capture"
+    code, _, err = run_cli(capsys, "simulate", "clamped-placeholder", "-o", out,
+                           "--spec-tokens", "0")
+    assert code == 2 and not out.exists(), err
+    assert err.count("\n") == 1 and "only with a speculative config" in err, err
+    assert "give --spec-tokens 1 or more" in err, err
+    code, _, err = run_cli(capsys, "simulate", "clamped-placeholder", "-o", out,
+                           "--spec-tokens", "1", "--steps", "20")
+    assert code == 0 and out.exists(), err

@@ -1489,6 +1489,8 @@ TESTS = {
               "test_a_crash_at_or_after_the_value_or_of_no_known_step_stays_explained"],
     "T126b": ["tests/hostile/test_round21_attack21c.py::"
               "test_a_shrink_count_fewer_than_the_records_held_is_refused"],
+    "T126c": ["tests/hostile/test_round21_attack21c.py::"
+              "test_a_clamped_placeholder_run_without_drafts_is_refused"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
