@@ -4,9 +4,10 @@ engineer's first two questions.
 :func:`answer` matches a replay against the catalogue and decides the capture's crash verdict
 (:data:`CRASH_VERDICTS`): ``unexplained`` when the timeline holds an engine exception, guard
 event or crash event and no variant of the engine's own code (the baseline, the unpatched real
-code: never a patch) finds a value out of range. Then the lead sentence says so
-first, and :meth:`KnownAnswer.experiments` lists what the evidence points to instead, with the
-next experiment for each.
+code: never a patch) finds a value out of range (at or before the last crash event's step, where
+the probe's own events state it: :func:`~forensics.known.evidence.crash_bound`). Then the lead
+sentence says so first, and :meth:`KnownAnswer.experiments` lists what the evidence points to
+instead, with the next experiment for each.
 """
 
 from __future__ import annotations

@@ -220,12 +220,13 @@ def unstopped(events: list[dict[str, Any]]) -> list[str]:
 
 
 def crash_bound(events: list[dict[str, Any]]) -> int | None:
-    """The step of the timeline's last crash event, where every crash event states its step
-    (an integer a probe or a log's line named, not only the lines' order) and no process died
-    without the probe's stop; None otherwise: then any value out of range may explain it."""
+    """The step of the timeline's last crash event, where every crash event is the probe's
+    own, stating its step (an imported log's line takes the step of the probe line before it,
+    an order buffered output may change) and no process died without the probe's stop; None
+    otherwise: then any value out of range may explain it."""
     crashes = [e for e in events if e.get("kind") in CRASH_EVENT_KINDS]
     if not crashes or unstopped(events) or any(
-            not _is_int(e.get("step")) or e.get("step_known") is False for e in crashes):
+            not _is_int(e.get("step")) or "line" in e for e in crashes):
         return None
     return max(int(e["step"]) for e in crashes)
 

@@ -17,7 +17,7 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 def _crash_moved(tmp_path: Path, step: int | None, known: bool = True) -> Path:
     """Incident B (its cuda_assert and engine_dead at step 14, the vocab_size sentinel read at
     steps 13 and 14) with its crash events moved to ``step`` (None: no step; ``known`` false:
-    a step only a log's line order gave)."""
+    events of an imported log's lines, whose step is the probe line's before them)."""
     capture = tmp_path / "b.capture"
     shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", capture)
     (capture / "expected.json").unlink()
@@ -26,7 +26,7 @@ def _crash_moved(tmp_path: Path, step: int | None, known: bool = True) -> Path:
     for event in lines:
         event["step"] = step
         if not known:
-            event["step_known"] = False
+            event["line"] = 2
     events.write_text("".join(json.dumps(event) + "\n" for event in lines))
     return capture
 
@@ -60,9 +60,10 @@ def test_a_crash_before_every_value_out_of_range_is_not_explained_by_them(
 
 def test_a_crash_at_or_after_the_value_or_of_no_known_step_stays_explained(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The bound is the last crash event's step, and only a step the capture states: a crash
-    at step 14 (the bundled incident), at step 13, one of no step and one whose step only the
-    log's line order gave are explained by the values out of range, as before."""
+    """The bound is the last crash event's step, and only a step the probe stated: a crash at
+    step 14 (the bundled incident), at step 13, one of no step and one of an imported log's
+    line (its step the probe line's before it, an order buffered output may change) are
+    explained by the values out of range, as before."""
     for step, known in ((14, True), (13, True), (None, True), (3, False)):
         folder = tmp_path / f"{step}-{known}"
         folder.mkdir()
