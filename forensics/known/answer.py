@@ -269,7 +269,7 @@ def after_crash(evidence: Evidence) -> str:
     crash event (``"(step 3): the first at step 13"``), or ``""``."""
     bound, findings, engine = (crash_bound(evidence.events), evidence.findings,
                                engine_variants(evidence))
-    if bound is None or not out_of_range(findings, engine) or out_of_range(
+    if bound is None or not out_of_range(findings, engine, clamped_too=True) or out_of_range(
             before_crash(findings, evidence.events), engine, clamped_too=True):
         return ""
     late = findings[(findings["kind"] == "out_of_bounds") & (findings["step"] > bound)
