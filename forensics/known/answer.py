@@ -4,9 +4,10 @@ engineer's first two questions.
 :func:`answer` matches a replay against the catalogue and decides the capture's crash verdict
 (:data:`CRASH_VERDICTS`): ``unexplained`` when the timeline holds an engine exception, guard
 event or crash event and no variant of the engine's own code (the baseline, the unpatched real
-code: never a patch) finds a value out of range. Then the lead sentence says so
-first, and :meth:`KnownAnswer.experiments` lists what the evidence points to instead, with the
-next experiment for each.
+code: never a patch) finds a value out of range (at or before the last crash event's step, where
+the probe's own events state it: :func:`~forensics.known.evidence.crash_bound`). Then the lead
+sentence says so first, and :meth:`KnownAnswer.experiments` lists what the evidence points to
+instead, with the next experiment for each.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from forensics.known.evidence import (
     ENGINE_CODE,
     Evidence,
     at_step,
+    before_crash,
+    crash_bound,
     crashed,
     engine_variants,
     evidence_of,
@@ -75,6 +78,9 @@ class KnownAnswer:
     #: cannot see (:func:`~forensics.known.evidence.unseen`): with no finding of their own, the
     #: crash is not judged
     unseen: int = 0
+    #: where the values out of range that the engine's code finds come, every one after the
+    #: last crash event (:func:`after_crash`), or ``""``
+    after_crash: str = ""
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -123,6 +129,10 @@ class KnownAnswer:
                f"{self.unjudged} record(s) were not judged (they ended in errors under every "
                "replayed variant of the engine's code), so whether the captured values explain "
                "the crash is not known" if self.unjudged else
+               "every value out of range that the engine's code finds comes after the last "
+               f"crash event {self.after_crash}, so the engine read none of them before it "
+               "crashed and the captured values do not explain the crash (a stream-ordering "
+               "race or a site that was not recorded can)" if self.after_crash else
                "no variant finds a captured value out of range that the engine read as it was "
                "(each -1 it finds was clamped to token 0 before the embedding: a wrong token, "
                "not a crash), so the captured values do not explain the crash (a "
@@ -191,7 +201,8 @@ def crash_verdict(evidence: Evidence) -> str:
     """``unexplained``, ``explained`` or ``no crash`` (see the module docstring)."""
     if not crashed(evidence.events):
         return NO_CRASH
-    explained = out_of_range(evidence.findings, engine_variants(evidence))
+    explained = out_of_range(before_crash(evidence.findings, evidence.events),
+                             engine_variants(evidence))
     return EXPLAINED if explained else UNEXPLAINED
 
 
@@ -248,7 +259,22 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                        unseen=unseen(findings, engine_variants(evidence))
                        if verdict == NOT_JUDGED else 0,
                        clamped=verdict == UNEXPLAINED and out_of_range(
-                           findings, engine_variants(evidence), clamped_too=True))
+                           before_crash(findings, evidence.events), engine_variants(evidence),
+                           clamped_too=True),
+                       after_crash=after_crash(evidence) if verdict == UNEXPLAINED else "")
+
+
+def after_crash(evidence: Evidence) -> str:
+    """Where the values out of range that the engine's code finds come, all after the last
+    crash event (``"(step 3): the first at step 13"``), or ``""``."""
+    bound, findings, engine = (crash_bound(evidence.events), evidence.findings,
+                               engine_variants(evidence))
+    if bound is None or not out_of_range(findings, engine, clamped_too=True) or out_of_range(
+            before_crash(findings, evidence.events), engine, clamped_too=True):
+        return ""
+    late = findings[(findings["kind"] == "out_of_bounds") & (findings["step"] > bound)
+                    & findings["variant"].isin(sorted(engine))]
+    return f"(step {bound}): the first at step {int(late['step'].min())}"
 
 
 def unjudged_records(result: ReplayResult) -> int:

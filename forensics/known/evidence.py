@@ -244,6 +244,27 @@ def unstopped(events: list[dict[str, Any]]) -> list[str]:
     return sorted(process for process, kind in last.items() if kind == PROBE_START)
 
 
+def crash_bound(events: list[dict[str, Any]]) -> int | None:
+    """The step of the timeline's last crash event, where every crash event is the probe's
+    own, stating its step (an imported log's line takes the step of the probe line before it,
+    an order buffered output may change) and no process died without the probe's stop; None
+    otherwise: then any value out of range may explain it."""
+    crashes = [e for e in events if e.get("kind") in CRASH_EVENT_KINDS]
+    if not crashes or unstopped(events) or any(
+            not _is_int(e.get("step")) or "line" in e for e in crashes):
+        return None
+    return max(int(e["step"]) for e in crashes)
+
+
+def before_crash(findings: pd.DataFrame, events: list[dict[str, Any]]) -> pd.DataFrame:
+    """The findings at a step up to :func:`crash_bound` (all where it is None): a value the
+    engine read after it crashed explains nothing of the crash."""
+    bound = crash_bound(events)
+    if bound is None or not len(findings):
+        return findings
+    return findings[~(findings["step"] > bound)]  # a finding of no step stays
+
+
 #: the columns that name one element a variant judged
 ELEMENT = ("variant", "site", "step", "rank", "tensor", "element")
 

@@ -18,6 +18,7 @@ from forensics.known.evidence import (
     ENGINE_CODE,
     Evidence,
     at_step,
+    before_crash,
     crashed,
     engine_baseline,
     engine_variants,
@@ -327,7 +328,8 @@ def _crash_without_findings(wanted: bool, evidence: Evidence) -> Check:
         return Check(None, "whether the engine's code finds a value out of range is not known: "
                            "no variant of the engine's code (upstream or vllm) was replayed")
     crash = crashed(evidence.events)
-    values = out_of_range(evidence.findings, engine_variants(evidence))
+    values = out_of_range(before_crash(evidence.findings, evidence.events),
+                          engine_variants(evidence))
     holds = crash and not values
     hidden = unseen(evidence.findings, engine_variants(evidence)) if holds else 0
     if hidden:

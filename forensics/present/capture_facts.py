@@ -56,8 +56,11 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     ordinal, _, _ = read_fact(manifest, ORDINAL)
     if ordinal:
         facts["ordinal_records"] = ordinal
-    shrunk_from, _, _ = read_fact(manifest, SHRUNK_FROM)
-    if shrunk_from:
+    shrunk_from, field, _ = read_fact(manifest, SHRUNK_FROM)
+    if shrunk_from and shrunk_from < summary["records"]:  # a part never outnumbers its whole
+        refused.append(refusal(field, f"is {shrunk_from}, fewer than the {summary['records']} "
+                                      "record(s) the capture holds"))
+    elif shrunk_from:
         facts[SHRUNK_KEY] = shrunk_from
     if manifest.get("notes"):
         facts["notes"] = manifest["notes"]

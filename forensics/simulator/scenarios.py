@@ -176,6 +176,12 @@ def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int 
             f"simulate {sc.name!r}: its fault ({sc.description}) acts on draft tokens, and "
             "spec_tokens 0 leaves none: the run would hold no fault while its notes say it does; "
             "give --spec-tokens 1 or more")
+    if sc.clamps and not sc.spec_tokens:
+        raise ConfigurationError(
+            f"simulate {sc.name!r}: vLLM's V1 runner clamps the input ids to >= 0 only with a "
+            "speculative config (0.32 and 0.33 alike), and spec_tokens 0 sets none: its -1 "
+            "would reach the embedding unclamped while the run says it was read as token 0; "
+            "give --spec-tokens 1 or more")
     tokens = sc.steps * sc.batch * (1 + sc.spec_tokens)
     if tokens > MAX_TOKENS:
         raise ConfigurationError(
