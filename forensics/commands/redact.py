@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     except EvidenceChangedError as exc:
         return refused("redact", exc)
     dropped = ", ".join(result.dropped) or "nothing"
+    if any(name.endswith("*") for name in result.dropped):  # a name that may be private
+        dropped += " (*: fields of names forensics does not write, not named here)"
     tokens = (f"token ids in [1, {result.token_domain}) permuted" if result.token_domain
               else "no token ids (no record holds any)")
     print(f"wrote {terminal(result.path)}: {result.records} records, {tokens}, "

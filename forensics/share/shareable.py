@@ -60,7 +60,9 @@ KEYS = (
     # a shrunk capture's ``shrink`` entry: counts, steps and where its engine stopped
     "shrink", "records_before", "records_kept", "steps_kept", "stopped_after", "before",
     # a probe_stop's count of the events its full events file left out (what was not judged)
-    "events_dropped")
+    "events_dropped",
+    # a simulated capture's flag: its vLLM clamps input ids (``clamped-placeholder``)
+    "clamps")
 #: fields that hold request ids
 REQUEST_FIELDS = ("req_ids", "prev_req_ids", "prev_req_id_to_index")
 

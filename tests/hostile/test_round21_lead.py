@@ -53,3 +53,27 @@ def test_a_shrunk_capture_says_what_it_was_shrunk_from(
     assert code == 0 and "  records before shrinking: 240\n" in out, out
     code, out, err = run_cli(capsys, "summary", "--format", "text", whole)
     assert code in (0, 1) and "shrunk" not in out, out
+
+
+# ------------------------------ T125c: redact says what its "*" stands for
+
+
+def test_redact_says_what_a_field_it_does_not_name_is(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A manifest field of a name forensics does not write is dropped unnamed (its name may
+    be private) and listed as ``*``: the line says what ``*`` stands for, never read as
+    "everything dropped"; ``simulate``'s own ``clamps`` flag is kept, not dropped as such."""
+    import json
+    import shutil
+
+    source = tmp_path / "leak.capture"
+    shutil.copytree(Path(__file__).parents[2] / "data" / "placeholder-leak.capture", source)
+    code, out, err = run_cli(capsys, "redact", source, "-o", tmp_path / "a.capture")
+    assert code == 0 and "dropped: creator, notes, simulation.faults.*," in out, out
+    assert "(*: fields of names forensics does not write, not named here)" in out, out
+    assert json.loads((tmp_path / "a.capture" / "manifest.json").read_text())["clamps"] is True
+    manifest = json.loads((source / "manifest.json").read_text())
+    (source / "manifest.json").write_text(json.dumps({**manifest, "alice_laptop": 1}))
+    code, out, err = run_cli(capsys, "redact", source, "-o", tmp_path / "b.capture")
+    assert code == 0 and "dropped: *, creator," in out, out
+    assert "(*: fields of names forensics does not write, not named here)" in out, out
