@@ -2033,6 +2033,11 @@ TESTS = {
               "test_a_dump_naming_a_request_twice_leaves_its_batch_unknown",
               "tests/hostile/test_round14_attack.py::"
               "test_a_crash_dump_number_past_int64_is_refused_not_dropped"],
+    "T127a": ["tests/hostile/test_round21_fix21b.py::"
+              "test_an_entry_whose_dump_is_unread_is_not_judged",
+              "tests/hostile/test_round21_fix21b.py::test_known_json_says_not_judged",
+              "tests/hostile/test_round21_fix21b.py::test_judged_entries_are_said_as_before",
+              "tests/hostile/test_round21_fix21b.py::test_a_false_clause_still_says_does_not_match"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

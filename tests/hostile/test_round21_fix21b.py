@@ -1,0 +1,86 @@
+"""Round 21's fix21b (issue 38): what was found and left in round 21.
+
+- T127a: ``known`` of a capture holding a vLLM crash dump whose drafts are unknown (its line
+  cut past 64 KiB) printed "no   all-placeholder-drafts-race: does not match: the crash dump's
+  scheduled spec-decode tokens are unknown ...": a verdict the data cannot give. Such an entry
+  is now "?" and "not judged: ..." (``"status": "not judged"`` in ``--json``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_round2 import run_cli
+from test_round19_attack19b import import_log
+
+ROOT = Path(__file__).resolve().parents[2]
+ALL_PLACEHOLDER = ROOT / "tests" / "data" / "vllm_dump_all_placeholder.log"
+CLEAN = ROOT / "data" / "clean.capture"
+
+
+# ------------------------ T127a: an entry whose required fact is unknown is not judged
+
+
+def _cut_dump(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Path:
+    """A capture of the bundled all-placeholder dump whose line is cut past 64 KiB."""
+    text = ALL_PLACEHOLDER.read_text(encoding="utf-8").replace(
+        "finished_req_ids=[]", "finished_req_ids=[" + "'r', " * 20000 + "]")
+    import_log(capsys, tmp_path, text)
+    return tmp_path / "engine.capture"
+
+
+def test_an_entry_whose_dump_is_unread_is_not_judged(capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path) -> None:
+    """``known`` says the all-placeholder race was not judged, and why: never "no" or "does not
+    match"."""
+    capture = _cut_dump(capsys, tmp_path)
+    code, out, err = run_cli(capsys, "known", capture)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "no all-placeholder-drafts-race" not in said
+    assert "all-placeholder-drafts-race: does not match" not in said
+    assert ("? all-placeholder-drafts-race: not judged: the crash dump's scheduled spec-decode "
+            "tokens are unknown (its line was longer than 65536 bytes") in said
+
+
+def test_known_json_says_not_judged(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``--json`` gives the entry ``"status": "not judged"`` and the clause it could not judge;
+    a judged entry keeps ``"no"``."""
+    capture = _cut_dump(capsys, tmp_path)
+    code, out, err = run_cli(capsys, "known", capture, "--json")
+    assert code == 0, err
+    checked = {m["id"]: m for m in json.loads(out)["checked"]}
+    race = checked["all-placeholder-drafts-race"]
+    assert race["status"] == "not judged" and race["matched"] is False
+    assert race["not_judged"] and "unknown" in race["not_judged"][0]
+    assert checked["v2-zeros-embedded"]["status"] == "no"  # runner is v1: judged false
+
+
+def test_judged_entries_are_said_as_before(capsys: pytest.CaptureFixture[str]) -> None:
+    """Of the bundled clean capture (no crash dump) every entry is judged: "no", "does not
+    match" (a capture holding no dump holds none of such drafts)."""
+    code, out, err = run_cli(capsys, "known", CLEAN)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "not judged" not in said and "? " not in said
+    assert ("no negative-draft-id-verified: does not match: no crash dump with scheduled "
+            "spec-decode tokens") in said
+
+
+def test_a_false_clause_still_says_does_not_match() -> None:
+    """An entry of one false and one unknown required clause does not match (the false one
+    decides), and names both."""
+    from forensics.known.matching import Match
+    from forensics.known.schema import load_catalogue
+
+    entry = load_catalogue().entries[0]
+    match = Match(entry, matched=False, missing=["a is 1, not 2", "b not recorded"],
+                  unjudged=["b not recorded"])
+    assert match.status == "no"
+    assert match.explain() == "does not match: a is 1, not 2; b not recorded."
+    unjudged = Match(entry, matched=False, missing=["b not recorded"],
+                     unjudged=["b not recorded"])
+    assert unjudged.status == "not judged"
+    assert unjudged.explain() == "not judged: b not recorded."
