@@ -84,3 +84,52 @@ def test_a_false_clause_still_says_does_not_match() -> None:
                      unjudged=["b not recorded"])
     assert unjudged.status == "not judged"
     assert unjudged.explain() == "not judged: b not recorded."
+
+
+# ------------- T127b: a config fact a model path spells too is unknown, never the path's
+
+
+def _config_line() -> str:
+    """The bundled dump's config text (after ``with config: ``)."""
+    line = next(x for x in ALL_PLACEHOLDER.read_text(encoding="utf-8").splitlines()
+                if "with config: " in x)
+    return line.split("with config: ", 1)[1]
+
+
+@pytest.mark.parametrize("draft", ["/m/num_spec_tokens=9/tensor_parallel_size=8/x",
+                                   "/m/x, num_spec_tokens=9, tensor_parallel_size=8"])
+def test_a_draft_path_spelling_a_config_field_leaves_it_unknown(draft: str) -> None:
+    """A draft model path spelling ``num_spec_tokens=`` and ``tensor_parallel_size=`` (read
+    first, 9 and 8 of a dump of 4 and 1) leaves both unknown; the rest is read."""
+    from forensics.importers.crash_dump import parse_config
+
+    text = _config_line().replace("model='/models/Qwen3.8-27B', num_spec_tokens",
+                                  f"model='{draft}', num_spec_tokens")
+    facts = parse_config("0.33.0", text)
+    assert facts["num_speculative_tokens"] == "unknown"
+    assert facts["tensor_parallel_size"] == "unknown"
+    assert facts["speculative"] == "mtp" and facts["model"] == "/models/Qwen3.8-27B"
+
+
+def test_a_plain_config_is_read_as_before() -> None:
+    """The bundled config line: 4 draft tokens, tensor parallel size 1 (a field whose name
+    ends another's, ``draft_tensor_parallel_size=``, is no second spelling)."""
+    from forensics.importers.crash_dump import parse_config
+
+    facts = parse_config("0.33.0", _config_line())
+    assert facts["num_speculative_tokens"] == 4 and facts["tensor_parallel_size"] == 1
+    facts = parse_config("0.33.0", _config_line().replace(
+        "num_spec_tokens=4", "num_spec_tokens=4, draft_tensor_parallel_size=2"))
+    assert facts["num_speculative_tokens"] == 4 and facts["tensor_parallel_size"] == 1
+
+
+def test_an_imported_dumps_config_holds_no_paths_value(capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    """The imported dump's config holds no 9: ``inspect --json`` shows the fact unknown."""
+    text = ALL_PLACEHOLDER.read_text(encoding="utf-8").replace(
+        "SpeculativeConfig(method='mtp', model='/models/Qwen3.8-27B'",
+        "SpeculativeConfig(method='mtp', model='/m/num_spec_tokens=9/x'")
+    events = import_log(capsys, tmp_path, text)[2]
+    dump = next(e for e in events if e["kind"] == "crash_dump")
+    config = dump["config"]
+    assert isinstance(config, dict) and config["num_speculative_tokens"] == "unknown"
