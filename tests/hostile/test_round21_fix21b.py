@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,42 @@ def test_an_imported_dumps_config_holds_no_paths_value(capsys: pytest.CaptureFix
     dump = next(e for e in events if e["kind"] == "crash_dump")
     config = dump["config"]
     assert isinstance(config, dict) and config["num_speculative_tokens"] == "unknown"
+
+
+# ------------ T127c: a capture folder inside another capture is named as not read
+
+
+def _nested(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder holding the clean capture, which holds another copy two folders down."""
+    outer = Path(shutil.copytree(CLEAN, tmp_path / "fleet" / "a.capture"))
+    inner = Path(shutil.copytree(CLEAN, outer / "old" / "b.capture"))
+    return tmp_path / "fleet", inner
+
+
+def test_triage_names_a_capture_inside_another(capsys: pytest.CaptureFixture[str],
+                                               tmp_path: Path) -> None:
+    """``triage DIR`` reads ``a.capture`` and says in one line that ``a.capture/old/b.capture``
+    was not read, and why (it dropped out unsaid)."""
+    fleet, inner = _nested(tmp_path)
+    code, out, err = run_cli(capsys, "triage", fleet, "--workers", "1", "--format", "json")
+    assert code == 0, err
+    assert len(json.loads(out)["rows"]) == 1
+    said = [line for line in err.splitlines() if line.startswith("not read:")]
+    assert said == [f"not read: 1 capture folder(s) inside another capture ({inner}): a "
+                    "capture's own folders are not searched; name them to read them"]
+
+
+def test_open_many_warns_of_a_capture_inside_another(tmp_path: Path) -> None:
+    """``open_many`` warns, naming the capture it did not read."""
+    from forensics.fleet.dataset import open_many
+
+    fleet, inner = _nested(tmp_path)
+    with pytest.warns(UserWarning, match="not read: 1 capture folder"):
+        open_many([fleet])
+
+
+def test_no_note_without_a_nested_capture(capsys: pytest.CaptureFixture[str]) -> None:
+    """A plain folder of captures: no note."""
+    from forensics.fleet.paths import find_captures, unread_note
+
+    assert unread_note(find_captures([ROOT / "data"])) is None

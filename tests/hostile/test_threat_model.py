@@ -2044,6 +2044,10 @@ TESTS = {
               "tests/hostile/test_round21_fix21b.py::test_a_plain_config_is_read_as_before",
               "tests/hostile/test_round21_fix21b.py::"
               "test_an_imported_dumps_config_holds_no_paths_value"],
+    "T127c": ["tests/hostile/test_round21_fix21b.py::test_triage_names_a_capture_inside_another",
+              "tests/hostile/test_round21_fix21b.py::"
+              "test_open_many_warns_of_a_capture_inside_another",
+              "tests/hostile/test_round21_fix21b.py::test_no_note_without_a_nested_capture"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
