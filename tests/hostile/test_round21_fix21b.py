@@ -9,7 +9,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -173,3 +177,51 @@ def test_no_note_without_a_nested_capture(capsys: pytest.CaptureFixture[str]) ->
     from forensics.fleet.paths import find_captures, unread_note
 
     assert unread_note(find_captures([ROOT / "data"])) is None
+
+
+# ------------ T127d: the folders we make are owner-writable whatever the umask
+
+
+def _under_umask(code: str) -> None:
+    """Run ``code`` in a fresh Python under umask ``0277`` (root ignores mode bits: the tests
+    check the bits themselves)."""
+    script = f"import os\nos.umask(0o277)\n{code}"
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_the_probes_folder_is_0700_under_umask_0277(tmp_path: Path) -> None:
+    """The probe's ``FORENSICS_DIR`` (and its parents) made under umask ``0277`` are ``0700``:
+    they were ``0500``, and the probe then said no capture folder could be made there."""
+    root = tmp_path / "a" / "captures"
+    _under_umask("from pathlib import Path\nfrom forensics.probe.owned import make_folder\n"
+                 f"d = Path({str(root)!r})\nmake_folder(d, d / 'x.capture')")
+    assert _mode(root) == 0o700 and _mode(tmp_path / "a") == 0o700
+    assert _mode(root / "x.capture") == 0o700
+
+
+def test_simulate_makes_writable_folders_under_umask_0277(tmp_path: Path) -> None:
+    """``simulate clean -o a/b/x.capture`` under umask ``0277``: the capture is ``0700`` and
+    the parents it made are owner-writable (they were ``0500``: "Permission denied")."""
+    out = tmp_path / "a" / "b" / "x.capture"
+    _under_umask("import sys\nfrom forensics.cli import main\n"
+                 f"sys.exit(main(['simulate', 'clean', '-o', {str(out)!r}]))")
+    assert _mode(out) == 0o700
+    assert _mode(tmp_path / "a") == 0o700 and _mode(tmp_path / "a" / "b") == 0o700
+
+
+def test_folders_keep_the_usual_umask_bits(tmp_path: Path) -> None:
+    """Under umask ``022`` a parent made is ``0755`` (as ``mkdir -p``), the capture ``0700``."""
+    from forensics.store.fs import make_folders
+
+    old = os.umask(0o022)
+    try:
+        make_folders(tmp_path / "p" / "q.capture")
+    finally:
+        os.umask(old)
+    assert _mode(tmp_path / "p") == 0o755 and _mode(tmp_path / "p" / "q.capture") == 0o700
