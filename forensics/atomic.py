@@ -247,6 +247,14 @@ def real_folder(path: str | os.PathLike[str]) -> Path:
     return Path(real, *rest)
 
 
+def _owner_writes(fd: int) -> None:
+    """Let the owner write in and search the folder just made, open at ``fd`` (``0500`` under
+    umask ``0277``: no output could be made in it), if it is this user's."""
+    info = os.fstat(fd)
+    if info.st_uid == os.geteuid():
+        os.fchmod(fd, info.st_mode & 0o7777 | 0o300)
+
+
 def _walk(path: str | os.PathLike[str], make: bool) -> tuple[int, Path, tuple[str, ...]]:
     """Open the folder ``path`` names, one component at a time (``O_NOFOLLOW``), following
     the links allowed here: ``(fd, real path, ())``; with ``make``, a missing folder is made;
@@ -260,7 +268,7 @@ def _walk(path: str | os.PathLike[str], make: bool) -> tuple[int, Path, tuple[st
     parts = list(named.parts)
     start = parts.pop(0) if named.is_absolute() else "."
     fd, real = os.open(start, _FOLDER), Path(start if named.is_absolute() else os.getcwd())
-    pending, links = list(reversed(parts)), 0
+    pending, links, made = list(reversed(parts)), 0, ""
     try:
         while pending:
             part = pending.pop()
@@ -271,6 +279,7 @@ def _walk(path: str | os.PathLike[str], make: bool) -> tuple[int, Path, tuple[st
                     return fd, real, (part, *reversed(pending))
                 with contextlib.suppress(FileExistsError):  # made by another: opened next
                     os.mkdir(part, 0o777, dir_fd=fd)
+                    made = part
                 pending.append(part)
                 continue
             except NotADirectoryError as exc:  # a link (O_NOFOLLOW) or a file
@@ -290,6 +299,9 @@ def _walk(path: str | os.PathLike[str], make: bool) -> tuple[int, Path, tuple[st
                 if make:
                     raise
                 return fd, real, (part, *reversed(pending))  # not searchable: the write says
+            if made == part:  # as ``mkdir -p``: its owner writes in it whatever the umask
+                _owner_writes(step)
+            made = ""
             os.close(fd)
             fd, real = step, real.parent if part == ".." else real / part
     except BaseException:

@@ -2,7 +2,8 @@
 
 Without CAPTURE: the catalogue (id, title, threads with their state, runner, fix, workaround).
 With CAPTURE: replay it and say, for every entry, whether it matches and on which evidence, or
-why not; then the crash verdict (unexplained when a crash holds no value out of range).
+why not, or (``?``) that it was not judged, a fact it needs being unknown; then the crash
+verdict (unexplained when a crash holds no value out of range).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     lines = [_wrap(f"capture {result.source}: {known.verdict_text()}")]
     for match in known.checked:
-        mark = "MATCH" if match.matched else "no   "
+        mark = {"match": "MATCH", "no": "no   "}.get(match.status, "?    ")
         lines.append(_wrap(f"{mark} {match.entry.id}: {match.explain()}"))
     lines.append(_wrap(known.paragraph()))
     ordinal = capture_facts(result.capture).get("ordinal_records")

@@ -49,10 +49,13 @@ def run(args: argparse.Namespace) -> int:
     from forensics.atomic import real_folder, real_output, refuse_inside_captures
     from forensics.escaping import terminal
     from forensics.fleet.output import render, write_html, write_table
-    from forensics.fleet.paths import find_captures
+    from forensics.fleet.paths import find_captures, unread_note
     from forensics.fleet.triage import triage
 
     captures = find_captures(args.paths)
+    note = unread_note(captures)
+    if note:
+        print(note, file=sys.stderr)
     for option, path in (("-o", args.output), ("--html", args.html)):
         if path:
             refuse_inside_captures(path, captures, option)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -46,20 +47,25 @@ ON_ERROR = ("raise", "skip")
 def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
               ) -> dict[str, ds.Dataset]:
     """``{site: dataset}`` over the captures under ``paths`` (captures, folders holding them,
-    globs), sites in pipeline order.
+    globs), sites in pipeline order; a capture folder inside another capture is not read, and a
+    warning names it.
 
     ``on_error``: ``"raise"`` (default) or ``"skip"`` (leave out a capture that cannot be read).
     Raises:
         ConfigurationError: a path names no capture, or ``on_error`` is not a choice.
         CaptureFormatError, UnsafeInputError: a capture cannot be read (``on_error="raise"``).
     """
-    from forensics.fleet.paths import find_captures
+    from forensics.fleet.paths import find_captures, unread_note
     from forensics.sites import SITES
 
     if on_error not in ON_ERROR:
         raise ConfigurationError(f"open_many: on_error={on_error!r}; choose one of {ON_ERROR}")
     captures: dict[str, dict[str, list[pa.RecordBatch]]] = {}
-    for path in find_captures(paths):
+    found = find_captures(paths)
+    note = unread_note(found)
+    if note:
+        warnings.warn(note, stacklevel=2)
+    for path in found:
         try:
             captures[str(path)] = capture_batches(path)
         except Exception:

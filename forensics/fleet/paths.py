@@ -135,6 +135,41 @@ def _captures_at(path: Path) -> list[Path]:
     return sorted(found)
 
 
+def nested_captures(captures: Iterable[Path]) -> list[Path]:
+    """The capture folders inside ``captures``' own folders (at any depth, links not entered),
+    sorted: :func:`find_captures` does not search a capture's folders, so none is read."""
+    found: list[Path] = []
+    for capture in captures:
+        pending = [capture] if _is_real_folder(capture) else []
+        while pending:
+            for child, link, folder in _entries(pending.pop()):
+                if folder and not link and is_capture(child):
+                    found.append(child)
+                elif folder and not link:
+                    pending.append(child)
+    return sorted(found)
+
+
+def unread_note(captures: Iterable[Path]) -> str | None:
+    """One line naming the capture folders inside others that were not read, and why; None
+    when there are none (they dropped out unsaid)."""
+    nested = nested_captures(captures)
+    if not nested:
+        return None
+    names = ", ".join(terminal(str(path)) for path in nested[:3])
+    more = f" and {len(nested) - 3} more" if len(nested) > 3 else ""
+    return (f"not read: {len(nested)} capture folder(s) inside another capture ({names}{more}):"
+            " a capture's own folders are not searched; name them to read them")
+
+
+def _is_real_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder reached by no link of its own."""
+    try:
+        return path.is_dir() and not path.is_symlink()
+    except OSError:
+        return False
+
+
 def _entries(folder: Path) -> list[tuple[Path, bool, bool]]:
     """The folders directly in ``folder`` and its other entries named ``*.capture``, sorted,
     each with whether it is a link (as :func:`os.walk` lists them: a link is listed, never

@@ -46,8 +46,13 @@ NUMBER_RE = re.compile(r"-?[0-9]+")
 QUOTED_RE = re.compile(r"'([^']*)'")
 CONFIG_FIELDS = {"model": re.compile(r"^model='(?P<v>[^']*)'"),
                  "speculative": re.compile(r"SpeculativeConfig\(method='(?P<v>[^']*)'"),
-                 "num_speculative_tokens": re.compile(r"num_spec_tokens=(?P<v>\d+)"),
-                 "tensor_parallel_size": re.compile(r"tensor_parallel_size=(?P<v>\d+)")}
+                 "num_speculative_tokens": re.compile(r"(?<!\w)num_spec_tokens=(?P<v>\d+)"),
+                 "tensor_parallel_size": re.compile(r"(?<!\w)tensor_parallel_size=(?P<v>\d+)")}
+#: the text naming each field of :data:`CONFIG_FIELDS` that vLLM prints once in its config (a
+#: model's path or name may spell one too: ``model='/m/num_spec_tokens=9/x'``)
+CONFIG_NAMES = {"speculative": re.compile(r"SpeculativeConfig\(method="),
+                "num_speculative_tokens": re.compile(r"(?<!\w)num_spec_tokens="),
+                "tensor_parallel_size": re.compile(r"(?<!\w)tensor_parallel_size=")}
 #: what a dump takes from the exception chain after it
 CHAIN_KEYS = ("exception", "final", "links", "location", "source_line", "engine_dead", "died")
 #: a log line's process tag: vLLM's ``(EngineCore_DP0 pid=196)`` before its level
@@ -243,9 +248,13 @@ def _dumped_between(lines: list[int], first: int, last: int) -> bool:
 def parse_config(version: str, text: str, cut: bool = False) -> dict[str, Any]:
     """The facts of a ``VllmConfig`` string: version, model, speculative method and tokens,
     tensor parallel size (absent fields left out; with ``cut``, ``text`` is a cut line's
-    first part, and a value reaching its end, which may go on past the cut, is left out)."""
+    first part, and a value reaching its end, which may go on past the cut, is left out; one
+    the line spells more than once, its own and a model path's or name's, is unknown)."""
     facts: dict[str, Any] = {"vllm": version}
     for name, pattern in CONFIG_FIELDS.items():
+        if name in CONFIG_NAMES and len(CONFIG_NAMES[name].findall(text)) > 1:
+            facts[name] = UNKNOWN  # read first, a draft model's path said 9 of a dump of 4
+            continue
         found = pattern.search(text)
         if found is None or (cut and found.end() == len(text)):
             continue

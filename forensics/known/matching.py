@@ -3,6 +3,8 @@
 A clause evaluates to a :class:`Check`: ``holds`` is True, False, or None when the fact it
 needs is unknown, with the evidence that decided it. An entry matches when every ``require``
 clause holds and no ``context`` clause is false; unknown context facts are listed as unknown.
+An entry none of whose clauses is false but one of whose ``require`` clauses is unknown is not
+judged (:attr:`Match.status`): never "does not match", a verdict its data cannot give.
 """
 
 from __future__ import annotations
@@ -48,26 +50,39 @@ class Match:
     matched: bool
     evidence: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    #: of :attr:`missing`, the required clauses whose fact is unknown (neither held nor false)
+    unjudged: list[str] = field(default_factory=list)
     contradicted: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     #: the kinds of the findings the match rests on (``out_of_bounds``, ``misattributed``...)
     kinds: set[str] = field(default_factory=set)
 
+    @property
+    def status(self) -> str:
+        """``"match"``, ``"no"`` (a clause is false) or ``"not judged"`` (no clause is false,
+        and a required one's fact is unknown)."""
+        if self.matched:
+            return "match"
+        false = self.contradicted or len(self.missing) > len(self.unjudged)
+        return "no" if false else "not judged"
+
     def explain(self) -> str:
-        """One sentence: why the entry matches, or why not."""
+        """One sentence: why the entry matches, why not, or why it was not judged."""
         if self.matched:
             text = f"matches: {'; '.join(self.evidence)}"
             if self.unknown:
                 text += f" (unknown: {'; '.join(self.unknown)})"
             return text + "."
+        if self.status == "not judged":
+            return f"not judged: {'; '.join(self.unjudged)}."
         reasons = self.contradicted + self.missing
         return f"does not match: {'; '.join(reasons)}."
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: id, title, matched, the reasons, threads, fix and workaround."""
         e = self.entry
-        return {"id": e.id, "title": e.title, "matched": self.matched,
-                "evidence": self.evidence, "missing": self.missing,
+        return {"id": e.id, "title": e.title, "matched": self.matched, "status": self.status,
+                "evidence": self.evidence, "missing": self.missing, "not_judged": self.unjudged,
                 "contradicted": self.contradicted, "unknown": self.unknown,
                 "threads": [r.label() for r in e.refs], "fix": e.fix_text(),
                 "workaround": e.workaround, "runner": e.runner, "notes": e.notes}
@@ -79,6 +94,8 @@ def match_entry(entry: Entry, evidence: Evidence) -> Match:
     for clause in entry.require:
         check = evaluate(clause, evidence)
         (result.evidence if check.holds else result.missing).append(check.why)
+        if check.holds is None:
+            result.unjudged.append(check.why)
         if check.holds and check.kind:
             result.kinds.add(check.kind)
     for clause in entry.context:
@@ -98,11 +115,13 @@ def evaluate(clause: dict[str, Any], evidence: Evidence) -> Check:
 
 
 def _any(clauses: list[dict[str, Any]], evidence: Evidence) -> Check:
+    """The first clause that holds; else unknown if one is, else false."""
     checks = [evaluate(c, evidence) for c in clauses]
     hit = next((c for c in checks if c.holds), None)
     if hit is not None:
         return hit
-    return Check(False, " and ".join(c.why for c in checks))
+    unknown = any(c.holds is None for c in checks)
+    return Check(None if unknown else False, " and ".join(c.why for c in checks))
 
 
 def _one_of(wanted: Any) -> list[Any]:
@@ -274,17 +293,21 @@ def _event_text(event: dict[str, Any]) -> str:
 def _spec_tokens(wanted: str, evidence: Evidence) -> Check:
     """Whether a crash dump's scheduled drafts are of the class ``wanted``: each dump judged
     on its own (one that is says so, naming its line where there are several), never the
-    dumps' drafts added up as one dump's."""
-    dumps = evidence.spec_tokens
-    if dumps is None:
-        return Check(None, _unread_dumps(evidence.events)
-                     or "no crash dump with scheduled spec-decode tokens")
+    dumps' drafts added up as one dump's; unknown (never false) where no dump read is so and
+    one's drafts are unknown."""
+    dumps, unread = evidence.spec_tokens, _unread_dumps(evidence.events)
+    if dumps is None:  # a dump whose drafts are unknown leaves the clause unknown
+        return (Check(None, unread) if unread
+                else Check(False, "no crash dump with scheduled spec-decode tokens"))
     checks = [_dump_tokens(wanted, tokens, line if len(dumps) > 1 else None)
               for line, tokens in dumps]
     held = [check for check in checks if check.holds]
     if len(checks) == 1 or not held:
-        return Check(False if not held else True, "; ".join(c.why for c in checks[:3]) + (
-            f"; and {len(checks) - 3} more crash dump(s) not so" if len(checks) > 3 else ""))
+        why = "; ".join(c.why for c in checks[:3]) + (
+            f"; and {len(checks) - 3} more crash dump(s) not so" if len(checks) > 3 else "")
+        if not held and unread:
+            return Check(None, f"{why}; {unread}")
+        return Check(bool(held), why)
     return Check(True, f"{held[0].why} ({len(held)} of the {len(checks)} crash dumps so)")
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from forensics.escaping import terminal
 from forensics.probe.settings import unique_name
+from forensics.store.fs import make_folders
 
 LOG = logging.getLogger("forensics.probe")
 #: how many fresh names the probe tries before it gives up (each one was in the way)
@@ -83,7 +84,7 @@ def make_folder(directory: Path, first: Path) -> tuple[Path, str]:
     """Make a new private capture folder in ``directory``, named ``first`` unless something
     is in the way (then a fresh name, and one log line saying what was there); return its
     path and identity. Raises OSError when no folder can be made."""
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_folders(directory)  # 0700 whatever the umask: 0500 under 0277, then refused
     warn_if_shared(directory)
     path = first
     for _ in range(ATTEMPTS):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -49,3 +50,41 @@ def cut_back(fd: int, size: int) -> None:
         os.ftruncate(fd, size)
     except OSError:
         pass
+
+
+#: the bits a folder this process made keeps whatever the umask: its owner may write and search
+OWNER_WRITES = 0o300
+
+
+def make_folders(path: Path, mode: int | None = 0o700) -> None:
+    """``path`` and its missing parents, made as ``mkdir -p`` makes them whatever the umask
+    (``path.mkdir(mode, parents=True)`` gave ``0500`` folders under umask ``0277``, that no
+    file could then be made in): ``path``, if made here, takes ``mode``, each parent made here
+    (and ``path`` for a ``mode`` of None) keeps what the umask left and the owner's write and
+    search. A folder already there is
+    left as it is; one replaced by a link before it is set is not followed."""
+    missing: list[Path] = []
+    at = Path(path)
+    while not os.path.lexists(at) and at != at.parent:
+        missing.append(at)
+        at = at.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o777 if folder != missing[0] or mode is None else mode)
+        except FileExistsError:  # made by another process meanwhile: theirs, left as it is
+            continue
+        set_mode(folder, mode if folder == missing[0] else None)
+    if not os.path.isdir(path):
+        raise FileExistsError(errno.EEXIST, "not a folder", str(path))
+
+
+def set_mode(folder: Path, mode: int | None) -> None:
+    """Give the folder just made at ``folder`` ``mode`` (None: its own mode and
+    :data:`OWNER_WRITES`), through a descriptor (a link put at its name is not followed)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if info.st_uid == os.geteuid():
+            os.fchmod(fd, (info.st_mode & 0o7777 | OWNER_WRITES) if mode is None else mode)
+    finally:
+        os.close(fd)

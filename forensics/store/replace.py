@@ -22,7 +22,7 @@ from pathlib import Path
 from forensics.digits import ascii_int
 from forensics.errors import ForensicsError
 from forensics.escaping import terminal
-from forensics.store.fs import fsync_dir
+from forensics.store.fs import fsync_dir, make_folders, set_mode
 
 
 def tmp_path(out: Path, pid: int | None = None) -> Path:
@@ -45,8 +45,9 @@ def new_build(tmp: Path) -> None:
     then an exclusive ``mkdir``): a link planted there after it was cleared fails the
     ``mkdir``, so nothing is ever written through one."""
     clear_build(tmp)
-    tmp.parent.mkdir(parents=True, exist_ok=True)  # the output's folder, as writers make it
+    make_folders(tmp.parent, None)  # the output's folder, as writers make it
     os.mkdir(tmp, 0o700)  # a capture is private (README: "Who can read what we write")
+    set_mode(tmp, 0o700)  # whatever the umask (0500 under 0277: no file could be made in it)
 
 
 def _aside(out: Path, pid: int) -> Path:

@@ -40,7 +40,7 @@ from forensics.store.arrow_codec import (
     trusted_columns,
 )
 from forensics.store.events import EventLog
-from forensics.store.fs import append_whole, cut_back, fsync_dir, write_all
+from forensics.store.fs import append_whole, cut_back, fsync_dir, make_folders, write_all
 from forensics.store.index import IndexWriter
 from forensics.store.manifest import build_manifest, complete_manifest, write_manifest_once
 from forensics.store.paths import (
@@ -170,7 +170,7 @@ class CaptureWriter:
                  ) -> None:
         self.path = Path(path)
         self.shown = Path(path if shown is None else shown)
-        self.path.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as its files
+        make_folders(self.path)  # private, as its files; owner-writable whatever the umask
         self.process = check_process_name(process if process is not None else f"p{os.getpid()}")
         full = build_manifest(manifest)
         if not write_manifest_once(self.path, full):

@@ -2043,6 +2043,26 @@ TESTS = {
               "test_a_dump_naming_a_request_twice_leaves_its_batch_unknown",
               "tests/hostile/test_round14_attack.py::"
               "test_a_crash_dump_number_past_int64_is_refused_not_dropped"],
+    "T127a": ["tests/hostile/test_round21_fix21b.py::"
+              "test_an_entry_whose_dump_is_unread_is_not_judged",
+              "tests/hostile/test_round21_fix21b.py::test_known_json_says_not_judged",
+              "tests/hostile/test_round21_fix21b.py::test_judged_entries_are_said_as_before",
+              "tests/hostile/test_round21_fix21b.py::"
+              "test_a_false_clause_still_says_does_not_match"],
+    "T127b": ["tests/hostile/test_round21_fix21b.py::"
+              "test_a_draft_path_spelling_a_config_field_leaves_it_unknown",
+              "tests/hostile/test_round21_fix21b.py::test_a_plain_config_is_read_as_before",
+              "tests/hostile/test_round21_fix21b.py::"
+              "test_an_imported_dumps_config_holds_no_paths_value"],
+    "T127c": ["tests/hostile/test_round21_fix21b.py::test_triage_names_a_capture_inside_another",
+              "tests/hostile/test_round21_fix21b.py::"
+              "test_open_many_warns_of_a_capture_inside_another",
+              "tests/hostile/test_round21_fix21b.py::test_no_note_without_a_nested_capture"],
+    "T127d": ["tests/hostile/test_round21_fix21b.py::"
+              "test_the_probes_folder_is_0700_under_umask_0277",
+              "tests/hostile/test_round21_fix21b.py::"
+              "test_simulate_makes_writable_folders_under_umask_0277",
+              "tests/hostile/test_round21_fix21b.py::test_folders_keep_the_usual_umask_bits"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
