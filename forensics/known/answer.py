@@ -157,17 +157,31 @@ class KnownAnswer:
 
                 unjudged += f" (not judged: {unjudged_text(self.unjudged_facts)})"
             if self.empty:  # kernel launches alone: `forensics kernels` may find a failure
-                return ("No known signature matches, and the capture holds no record to judge: "
-                        f"whether it shows a failure to report is not known{unjudged}.")
+                return (f"No known signature matches{self.open_entries()}, and the capture "
+                        "holds no record to judge: whether it shows a failure to report is "
+                        f"not known{unjudged}.")
             if unjudged:
-                return ("No known signature matches the records judged; whether the capture "
-                        f"shows a failure to report is not known{unjudged}.")
-            return "No known signature matches, and the capture shows no failure to report."
+                return (f"No known signature matches the records judged{self.open_entries()}; "
+                        "whether the capture shows a failure to report is not known"
+                        f"{unjudged}.")
+            return (f"No known signature matches{self.open_entries()}, and the capture shows "
+                    "no failure to report.")
         if not self.matches:
             return (f"No known signature matches{' the records judged' if unjudged else ''}"
-                    f"{unjudged}: a reason to file a new issue "
+                    f"{unjudged}{self.open_entries()}: a reason to file a new issue"
+                    f"{' if those do not apply' if self.open_entries() else ''} "
                     "(`forensics summary --format markdown` drafts the report).")
         return " ".join(describe_match(m) for m in self.matches)
+
+    def open_entries(self) -> str:
+        """`` (N known signature(s) not judged: ids; ...)`` of the entries whose required facts
+        the capture does not hold (:attr:`~forensics.known.matching.Match.status`), or ``""``:
+        "no known signature matches" is not all there is to say of them."""
+        ids = [m.entry.id for m in self.checked if not m.matched and m.status == "not judged"]
+        if not ids:
+            return ""
+        return (f" ({len(ids)} known signature(s) not judged, their facts not in the capture: "
+                f"{', '.join(ids)}; `forensics known` says which)")
 
     def paragraph(self) -> str:
         """Lead, known issues and race evidence as one paragraph."""

@@ -77,3 +77,25 @@ def test_redact_says_what_a_field_it_does_not_name_is(
     code, out, err = run_cli(capsys, "redact", source, "-o", tmp_path / "b.capture")
     assert code == 0 and "dropped: *, creator," in out, out
     assert "(*: fields of names forensics does not write, not named here)" in out, out
+
+
+# ------------------------------ T125d: "no known signature matches" names what was not judged
+
+
+def test_no_match_names_the_signatures_not_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture whose crash dump's drafts are unknown (its line cut) matches no signature and
+    leaves the all-placeholder race not judged (T127a): the paragraph's "No known signature
+    matches" says so, never "a reason to file a new issue" alone; a capture every signature
+    was judged on says nothing more."""
+    from tests.hostile.test_round21_fix21b import _cut_dump
+
+    code, out, err = run_cli(capsys, "known", _cut_dump(capsys, tmp_path))
+    said = " ".join(out.split()).replace("- ", "-")  # a wrap at a hyphen
+    assert code == 0, err
+    assert ("No known signature matches (2 known signature(s) not judged, their facts not in "
+            "the capture: all-placeholder-drafts-race, negative-draft-id-verified; `forensics "
+            "known` says which): a reason to file a new issue if those do not apply") in said, said
+    code, out, err = run_cli(capsys, "known", Path(__file__).parents[2] / "data" /
+                             "clean.capture")
+    assert code == 0 and "not judged" not in out, out
