@@ -2033,6 +2033,10 @@ TESTS = {
               "test_a_dump_naming_a_request_twice_leaves_its_batch_unknown",
               "tests/hostile/test_round14_attack.py::"
               "test_a_crash_dump_number_past_int64_is_refused_not_dropped"],
+    "T128a": ["tests/hostile/test_round21_attack21d.py::"
+              "test_open_many_one_string_path_is_that_path",
+              "tests/hostile/test_round21_attack21d.py::test_open_many_one_folder_named_alone",
+              "tests/hostile/test_round21_attack21d.py::test_open_many_one_pathlike"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in

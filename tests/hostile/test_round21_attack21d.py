@@ -1,0 +1,55 @@
+"""Round 21, attack 21d: the Python API a notebook calls, the pytest plugin's comparison."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import forensics
+
+DATA = Path(__file__).parents[2] / "data"
+
+
+# ------------------------------------------------ T128a: open_many given one path, not a list
+def _parent_and_child(tmp_path: Path) -> Path:
+    """A folder holding ``a.capture`` and ``sub/``, which holds ``b.capture`` (another
+    capture's copy); the path of ``sub``."""
+    shutil.copytree(DATA / "clean.capture", tmp_path / "a.capture")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", sub / "b.capture")
+    return sub
+
+
+def _captures(datasets: dict[str, object]) -> set[str]:
+    """The names of the captures ``open_many``'s datasets read."""
+    embedding = datasets["embedding"].to_table(columns=["capture"])  # type: ignore[attr-defined]
+    return {Path(name).name for name in embedding.column("capture").to_pylist()}
+
+
+def test_open_many_one_string_path_is_that_path(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """``open_many("..")`` reads the parent's captures (``a`` beside ``sub``, and ``sub``'s
+    ``b``): the string was read as its characters, ``'.'`` and ``'.'``, and gave the captures
+    under the working folder alone (``b``), unsaid."""
+    monkeypatch.chdir(_parent_and_child(tmp_path))
+    assert _captures(forensics.open_many("..")) == {"a.capture", "b.capture"}
+
+
+def test_open_many_one_folder_named_alone(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``open_many("sub")`` reads sub's capture: it once said "'s' names no capture
+    directory", a path nobody gave."""
+    monkeypatch.chdir(tmp_path)
+    _parent_and_child(tmp_path)
+    assert _captures(forensics.open_many("sub")) == {"b.capture"}
+
+
+def test_open_many_one_pathlike(tmp_path: Path) -> None:
+    """``open_many(Path(...))`` reads it: a ``Path`` alone was a ``TypeError`` traceback."""
+    sub = _parent_and_child(tmp_path)
+    assert _captures(forensics.open_many(sub / "b.capture")) == {"b.capture"}
+    with pytest.raises(forensics.ForensicsError, match="nowhere"):
+        forensics.open_many(tmp_path / "nowhere")
