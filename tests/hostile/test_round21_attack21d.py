@@ -53,3 +53,20 @@ def test_open_many_one_pathlike(tmp_path: Path) -> None:
     assert _captures(forensics.open_many(sub / "b.capture")) == {"b.capture"}
     with pytest.raises(forensics.ForensicsError, match="nowhere"):
         forensics.open_many(tmp_path / "nowhere")
+
+
+# ------------------------------------------------ T128b: another variant named "upstream"
+INCIDENT_B = DATA / "incident-b-vocab-sentinel.capture"
+
+
+def test_a_variant_named_upstream_is_the_upstream_model() -> None:
+    """``replay(..., {"upstream": "patched"})`` is refused, one line: that name is the
+    baseline a sink finding's origin is judged by, and the patched model run under it was
+    given an embedding violation (step 14, input_ids element 5) its own replay does not find."""
+    with pytest.raises(forensics.ForensicsError, match="'upstream' names the baseline"):
+        forensics.replay(INCIDENT_B, variants={"upstream": "patched"})
+    alone = forensics.replay(INCIDENT_B, variants={"fixed": "patched"})
+    assert alone.verdicts["fixed"]["embedding"] == "ok"
+    named = forensics.replay(INCIDENT_B, variants={"upstream": None, "fixed": "patched"})
+    assert named.verdicts["upstream"]["embedding"] == "violation"
+    assert named.verdicts["fixed"] == alone.verdicts["fixed"]
