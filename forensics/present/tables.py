@@ -34,13 +34,32 @@ SUMMARY_COLUMNS = ("variant", "site", "records", "summary_records", "ok", "index
 def findings_table(result: ReplayResult, variant: str | None = None,
                    site: str | None = None) -> pd.DataFrame:
     """The findings of ``result``, optionally of one variant and/or one site, in first-finding
-    order (columns :data:`forensics.judge.findings.COLUMNS`)."""
+    order (columns :data:`forensics.judge.findings.COLUMNS`).
+
+    Raises ConfigurationError when ``variant`` is not one ``result`` replayed, or ``site`` one
+    it judged: an empty table read "no finding" (``first_violation`` of a replay without
+    ``upstream`` was None beside a violation)."""
+    _refuse_unreplayed(result, variant, site)
     frame = result.findings
     if variant is not None:
         frame = frame[frame["variant"] == variant]
     if site is not None:
         frame = frame[frame["site"] == site]
     return sort_findings(frame[list(COLUMNS)], result.variants)
+
+
+def _refuse_unreplayed(result: ReplayResult, variant: str | None, site: str | None) -> None:
+    """Raise ConfigurationError naming ``variant`` or ``site`` and the choices when ``result``
+    holds no replay of it."""
+    from forensics.errors import ConfigurationError
+    from forensics.escaping import terminal
+
+    sites = list(dict.fromkeys(s for verdicts in result.verdicts.values() for s in verdicts))
+    for field, name, choices in (("variant", variant, list(result.variants)),
+                                 ("site", site, sites)):
+        if name is not None and name not in choices:
+            raise ConfigurationError(f"{field}={terminal(repr(name))}: this replay has no "
+                                     f"{field} of that name; choose one of {terminal(choices)}")
 
 
 def first_violation(result: ReplayResult, variant: str = "upstream") -> dict[str, Any] | None:

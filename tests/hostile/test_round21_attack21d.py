@@ -70,3 +70,20 @@ def test_a_variant_named_upstream_is_the_upstream_model() -> None:
     named = forensics.replay(INCIDENT_B, variants={"upstream": None, "fixed": "patched"})
     assert named.verdicts["upstream"]["embedding"] == "violation"
     assert named.verdicts["fixed"] == alone.verdicts["fixed"]
+
+
+# ------------------------------------------------ T128c: a table of a variant not replayed
+def test_a_table_of_a_variant_or_site_not_replayed_is_refused() -> None:
+    """``first_violation`` of a replay without ``upstream`` (its default variant) was None,
+    "no violation", beside the ``embedding`` violation the table of the variant replayed
+    holds; a misspelt variant or site gave an empty table. Each is one line naming the
+    choices."""
+    result = forensics.replay(INCIDENT_B, variants={"mine": "upstream"})
+    assert forensics.first_violation(result, "mine")["site"] == "async_output"
+    with pytest.raises(forensics.ForensicsError, match=r"variant='upstream'.*\['mine'\]"):
+        forensics.first_violation(result)
+    with pytest.raises(forensics.ForensicsError, match="site='embeding'"):
+        forensics.findings_table(result, site="embeding")
+    with pytest.raises(forensics.ForensicsError, match="variant='Mine'"):
+        forensics.grouped_findings(result, "Mine")
+    assert len(forensics.findings_table(result, "mine", "embedding")) == 1
