@@ -87,3 +87,17 @@ def test_a_table_of_a_variant_or_site_not_replayed_is_refused() -> None:
     with pytest.raises(forensics.ForensicsError, match="variant='Mine'"):
         forensics.grouped_findings(result, "Mine")
     assert len(forensics.findings_table(result, "mine", "embedding")) == 1
+
+
+# ------------------------------------------------ T128d: one name given alone to shrink, redact
+def test_shrink_and_redact_take_one_variant_or_field_alone(tmp_path: Path) -> None:
+    """``variants="patched"`` and ``keep_manifest="model.name"`` are that one name, as
+    ``replay`` takes a variant: each was read as its characters ("unknown variant 'p'",
+    "--keep-manifest 'm' names no field"), names nobody gave."""
+    shrunk = forensics.shrink(INCIDENT_B, tmp_path / "s.capture", variants="patched")
+    assert list(shrunk.evidence.verdicts) == ["patched"]
+    redacted = forensics.redact(INCIDENT_B, tmp_path / "r.capture", keep_manifest="model.name",
+                                variants="patched")
+    assert "model.name" not in redacted.dropped and list(redacted.evidence.verdicts) == ["patched"]
+    assert forensics.load(tmp_path / "r.capture").manifest["model"]["name"] == \
+        forensics.load(INCIDENT_B).manifest["model"]["name"]
