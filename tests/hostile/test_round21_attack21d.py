@@ -101,3 +101,19 @@ def test_shrink_and_redact_take_one_variant_or_field_alone(tmp_path: Path) -> No
     assert "model.name" not in redacted.dropped and list(redacted.evidence.verdicts) == ["patched"]
     assert forensics.load(tmp_path / "r.capture").manifest["model"]["name"] == \
         forensics.load(INCIDENT_B).manifest["model"]["name"]
+
+
+# ------------------------------------------------ T128e: embedding_guard's rank, refused first
+@pytest.mark.parametrize("rank", [-1, True, 2**63, 1.5, "0"])
+def test_embedding_guard_refuses_a_bad_rank_before_the_block(tmp_path: Path, rank: object) -> None:
+    """A rank no capture holds is one line before the block runs: it was refused only by the
+    first lookup's record, as a CaptureFormatError raised from inside the user's model call,
+    and a capture folder of no record was left behind."""
+    import torch
+
+    ran = []
+    with pytest.raises(forensics.ForensicsError, match="embedding_guard rank .* is not a rank"):
+        with forensics.embedding_guard(tmp_path / "g.capture", mode="record",
+                                       rank=rank):  # type: ignore[arg-type]
+            ran.append(torch.nn.Embedding(10, 4)(torch.tensor([1, 2])).shape)
+    assert ran == [] and not (tmp_path / "g.capture").exists()

@@ -2043,6 +2043,8 @@ TESTS = {
               "test_a_table_of_a_variant_or_site_not_replayed_is_refused"],
     "T128d": ["tests/hostile/test_round21_attack21d.py::"
               "test_shrink_and_redact_take_one_variant_or_field_alone"],
+    "T128e": ["tests/hostile/test_round21_attack21d.py::"
+              "test_embedding_guard_refuses_a_bad_rank_before_the_block"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
