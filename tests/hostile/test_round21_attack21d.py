@@ -117,3 +117,21 @@ def test_embedding_guard_refuses_a_bad_rank_before_the_block(tmp_path: Path, ran
                                        rank=rank):  # type: ignore[arg-type]
             ran.append(torch.nn.Embedding(10, 4)(torch.tensor([1, 2])).shape)
     assert ran == [] and not (tmp_path / "g.capture").exists()
+
+
+# ------------------------------------------------ T128f: plots.save of a path without an image type
+@pytest.mark.parametrize("name", ["figure", "figure.exe", "figure.SVG"])
+def test_plots_save_names_the_image_type_it_was_given(tmp_path: Path, name: str) -> None:
+    """A path without an image suffix is one line naming it and the fix: it was a ValueError
+    traceback saying "Format 'tmp' is not supported", a format nobody gave (the suffix of the
+    file written first); an upper-case suffix is its type."""
+    from forensics import plots
+
+    ax = plots.plot_verdict_matrix(forensics.replay(INCIDENT_B))
+    if name.endswith(".SVG"):
+        plots.save(ax, tmp_path / name)
+        assert (tmp_path / name).read_bytes().startswith(b"<?xml")
+        return
+    with pytest.raises(forensics.ForensicsError, match=f"{name}': the image type is the file's"):
+        plots.save(ax, tmp_path / name)
+    assert list(tmp_path.iterdir()) == []

@@ -2045,6 +2045,8 @@ TESTS = {
               "test_shrink_and_redact_take_one_variant_or_field_alone"],
     "T128e": ["tests/hostile/test_round21_attack21d.py::"
               "test_embedding_guard_refuses_a_bad_rank_before_the_block"],
+    "T128f": ["tests/hostile/test_round21_attack21d.py::"
+              "test_plots_save_names_the_image_type_it_was_given"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
