@@ -36,9 +36,9 @@ def findings_table(result: ReplayResult, variant: str | None = None,
     """The findings of ``result``, optionally of one variant and/or one site, in first-finding
     order (columns :data:`forensics.judge.findings.COLUMNS`).
 
-    Raises ConfigurationError when ``variant`` is not one ``result`` replayed, or ``site`` one
-    it judged: an empty table read "no finding" (``first_violation`` of a replay without
-    ``upstream`` was None beside a violation)."""
+    Raises UnknownVariantError, UnknownSiteError when ``variant`` is not one ``result``
+    replayed, or ``site`` one it judged: an empty table read "no finding" (``first_violation``
+    of a replay without ``upstream`` was None beside a violation)."""
     _refuse_unreplayed(result, variant, site)
     frame = result.findings
     if variant is not None:
@@ -49,17 +49,15 @@ def findings_table(result: ReplayResult, variant: str | None = None,
 
 
 def _refuse_unreplayed(result: ReplayResult, variant: str | None, site: str | None) -> None:
-    """Raise ConfigurationError naming ``variant`` or ``site`` and the choices when ``result``
-    holds no replay of it."""
-    from forensics.errors import ConfigurationError
-    from forensics.escaping import terminal
+    """Raise UnknownVariantError or UnknownSiteError (as the plots do: one line naming it and
+    the choices) when ``result`` holds no replay of ``variant`` or ``site``."""
+    from forensics.present.selection import capture_name, check_site_name, chosen_variant
 
-    sites = list(dict.fromkeys(s for verdicts in result.verdicts.values() for s in verdicts))
-    for field, name, choices in (("variant", variant, list(result.variants)),
-                                 ("site", site, sites)):
-        if name is not None and name not in choices:
-            raise ConfigurationError(f"{field}={terminal(repr(name))}: this replay has no "
-                                     f"{field} of that name; choose one of {terminal(choices)}")
+    if variant is not None:
+        chosen_variant(result, variant)
+    if site is not None:
+        check_site_name(site, list(dict.fromkeys(s for verdicts in result.verdicts.values()
+                                                 for s in verdicts)), capture_name(result))
 
 
 def first_violation(result: ReplayResult, variant: str = "upstream") -> dict[str, Any] | None:

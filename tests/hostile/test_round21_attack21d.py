@@ -80,11 +80,12 @@ def test_a_table_of_a_variant_or_site_not_replayed_is_refused() -> None:
     choices."""
     result = forensics.replay(INCIDENT_B, variants={"mine": "upstream"})
     assert forensics.first_violation(result, "mine")["site"] == "async_output"
-    with pytest.raises(forensics.ForensicsError, match=r"variant='upstream'.*\['mine'\]"):
+    with pytest.raises(forensics.ForensicsError,
+                       match=r"variant 'upstream' is not in the replay.*\['mine'\]"):
         forensics.first_violation(result)
-    with pytest.raises(forensics.ForensicsError, match="site='embeding'"):
+    with pytest.raises(forensics.ForensicsError, match="unknown site 'embeding'"):
         forensics.findings_table(result, site="embeding")
-    with pytest.raises(forensics.ForensicsError, match="variant='Mine'"):
+    with pytest.raises(forensics.ForensicsError, match="variant 'Mine' is not in the replay"):
         forensics.grouped_findings(result, "Mine")
     assert len(forensics.findings_table(result, "mine", "embedding")) == 1
 
