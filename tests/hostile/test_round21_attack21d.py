@@ -136,3 +136,26 @@ def test_plots_save_names_the_image_type_it_was_given(tmp_path: Path, name: str)
     with pytest.raises(forensics.ForensicsError, match=f"{name}': the image type is the file's"):
         plots.save(ax, tmp_path / name)
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------ T128g: expected.json's errors, escaped in the API
+@pytest.mark.parametrize("change", [{"format": 2},
+                                    {"first_finding": {"upstream": {"step": "13"}}}])
+def test_an_expected_file_error_names_the_capture_inertly(tmp_path: Path,
+                                                          change: dict[str, object]) -> None:
+    """``expectations.check`` of a capture whose folder name holds ESC (a colour code) and whose
+    expected.json has a wrong ``format`` or a first finding's key of a wrong type: the error
+    names the folder as inert text, as every other field's error does; these two held the ESC
+    itself (a notebook shows a traceback's ANSI codes: the text after it coloured or hidden)."""
+    import json
+
+    from forensics.share import expectations
+
+    capture = tmp_path / "a\x1b[8mHIDDEN.capture"
+    shutil.copytree(DATA / "clean.capture", capture)
+    data = json.loads((capture / "expected.json").read_text())
+    data.update(change)
+    (capture / "expected.json").write_text(json.dumps(data))
+    with pytest.raises(forensics.ForensicsError) as caught:
+        expectations.check(capture)
+    assert "\x1b" not in str(caught.value) and "HIDDEN.capture" in str(caught.value)
