@@ -618,9 +618,16 @@ def _variants(variants: Any) -> list[tuple[str, Variant]]:
 
 
 def _from_spec(name: str, spec: Any) -> Variant:
-    if isinstance(spec, str):
-        return resolve_variant(spec)
-    return resolve_variant(name, spec)
+    """The variant ``spec`` gives ``name``; never another under ``upstream``, the baseline each
+    sink finding's origin is judged by (``{"upstream": "patched"}`` found an embedding
+    violation the patched model's own replay does not: ConfigurationError)."""
+    variant = resolve_variant(spec) if isinstance(spec, str) else resolve_variant(name, spec)
+    given = getattr(variant, "name", name)
+    if name == "upstream" and given != name:
+        raise ConfigurationError(
+            f"replay: variants={{'upstream': {given!r}}}: 'upstream' names the baseline each "
+            f"finding's origin is judged by; give {given!r} a name of its own")
+    return variant
 
 
 class _Kept:

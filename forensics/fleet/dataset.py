@@ -51,6 +51,10 @@ def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
     warning names it.
 
     ``on_error``: ``"raise"`` (default) or ``"skip"`` (leave out a capture that cannot be read).
+    One path given alone (a ``str`` or ``os.PathLike``, not in a list) is that one path: a string
+    was read as its characters (``open_many("..")`` gave the captures under ``.``, and
+    ``open_many("data")`` said ``'d' names no capture directory``) and a ``Path`` was a
+    ``TypeError``.
     Raises:
         ConfigurationError: a path names no capture, or ``on_error`` is not a choice.
         CaptureFormatError, UnsafeInputError: a capture cannot be read (``on_error="raise"``).
@@ -60,6 +64,8 @@ def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
 
     if on_error not in ON_ERROR:
         raise ConfigurationError(f"open_many: on_error={on_error!r}; choose one of {ON_ERROR}")
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
     captures: dict[str, dict[str, list[pa.RecordBatch]]] = {}
     found = find_captures(paths)
     note = unread_note(found)

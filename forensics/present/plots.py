@@ -36,6 +36,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
@@ -610,18 +611,33 @@ def save(ax: Axes, path: str | os.PathLike[str], dpi: int = 120) -> None:
     """Save the figure holding ``ax`` to ``path`` (format from the suffix) and close it.
 
     Raises:
-        ConfigurationError: ``dpi`` is not one :func:`check_dpi` takes.
+        ConfigurationError: ``dpi`` is not one :func:`check_dpi` takes; ``path``'s suffix is no
+            image type matplotlib writes (a path without one said "Format 'tmp' is not
+            supported", the suffix of the file written first, in a ValueError traceback).
     """
     figure: Any = ax.figure
     from forensics.atomic import user_path, write_atomically
 
     try:
         check_dpi(dpi)
-        write_atomically(user_path(path),
-                         lambda tmp: figure.savefig(tmp, dpi=dpi, bbox_inches="tight"),
-                         shared=True)
+        kind = _image_type(figure, user_path(path))
+        write_atomically(user_path(path), lambda tmp: figure.savefig(
+            tmp, format=kind, dpi=dpi, bbox_inches="tight"), shared=True)
     finally:
         close(figure)
+
+
+def _image_type(figure: Any, path: Path) -> str:
+    """The image type ``path``'s suffix names, one ``figure``'s canvas writes; else raise
+    ConfigurationError naming ``path`` and the fix."""
+    kind = path.suffix.lower().lstrip(".")
+    if kind not in figure.canvas.get_supported_filetypes():
+        from forensics.escaping import terminal
+
+        raise ConfigurationError(f"'{terminal(path)}': the image type is the file's suffix, and "
+                                 f"{terminal(repr(path.suffix))} is none matplotlib writes; end "
+                                 "it in .png, .svg or .pdf")
+    return kind
 
 
 def close(item: Any) -> None:

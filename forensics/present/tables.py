@@ -34,13 +34,30 @@ SUMMARY_COLUMNS = ("variant", "site", "records", "summary_records", "ok", "index
 def findings_table(result: ReplayResult, variant: str | None = None,
                    site: str | None = None) -> pd.DataFrame:
     """The findings of ``result``, optionally of one variant and/or one site, in first-finding
-    order (columns :data:`forensics.judge.findings.COLUMNS`)."""
+    order (columns :data:`forensics.judge.findings.COLUMNS`).
+
+    Raises UnknownVariantError, UnknownSiteError when ``variant`` is not one ``result``
+    replayed, or ``site`` one it judged: an empty table read "no finding" (``first_violation``
+    of a replay without ``upstream`` was None beside a violation)."""
+    _refuse_unreplayed(result, variant, site)
     frame = result.findings
     if variant is not None:
         frame = frame[frame["variant"] == variant]
     if site is not None:
         frame = frame[frame["site"] == site]
     return sort_findings(frame[list(COLUMNS)], result.variants)
+
+
+def _refuse_unreplayed(result: ReplayResult, variant: str | None, site: str | None) -> None:
+    """Raise UnknownVariantError or UnknownSiteError (as the plots do: one line naming it and
+    the choices) when ``result`` holds no replay of ``variant`` or ``site``."""
+    from forensics.present.selection import capture_name, check_site_name, chosen_variant
+
+    if variant is not None:
+        chosen_variant(result, variant)
+    if site is not None:
+        check_site_name(site, list(dict.fromkeys(s for verdicts in result.verdicts.values()
+                                                 for s in verdicts)), capture_name(result))
 
 
 def first_violation(result: ReplayResult, variant: str = "upstream") -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from forensics.errors import ConfigurationError
 from forensics.probe import guard
-from forensics.records import Record
+from forensics.records import MAX_RANK, Record
 from forensics.sites import SINK  # the embedding: the lookup this guard checks and records
 
 
@@ -66,6 +66,7 @@ def embedding_guard(capture: str | Path | None = None, *, mode: str = "guard",
     if mode not in ("guard", "record"):
         raise ConfigurationError(f"embedding_guard mode {mode!r} is not a mode; expected "
                                  f"'guard' or 'record'")
+    _refuse_rank(rank)
     from forensics.atomic import user_path
 
     state = EmbeddingGuard(mode, user_path(capture) if capture is not None else None, rank)
@@ -95,6 +96,20 @@ def embedding_guard(capture: str | Path | None = None, *, mode: str = "guard",
         raise
     F.embedding = original
     _close(state, quiet=False)
+
+
+def _refuse_rank(rank: Any) -> None:
+    """Raise ConfigurationError unless ``rank`` is a rank a capture holds (0 to 999,999): one
+    out of range was refused only by the first lookup's record, inside the block (the user's
+    model's call raised it), and left a capture of no record behind."""
+    import numbers
+
+    from forensics.escaping import terminal
+
+    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) \
+            or not 0 <= int(rank) < MAX_RANK:
+        raise ConfigurationError(f"embedding_guard rank {terminal(repr(rank)[:40])} is not a rank; "
+                                 f"give the tensor-parallel rank, 0 to {MAX_RANK - 1}")
 
 
 def _close(state: EmbeddingGuard, quiet: bool) -> None:

@@ -96,9 +96,9 @@ def check_json(data: dict[str, Any], path: Path) -> None:
     version = data.get("format", EXPECTED_FORMAT)  # a file older than the field has none
     if type(version) is not int or version != EXPECTED_FORMAT:
         shown = repr(version) if isinstance(version, (int, str)) else type(version).__name__
-        raise CaptureFormatError(f"{path}: field 'format' is {shortened(shown)}, but this "
-                                 f"forensics reads format {EXPECTED_FORMAT} only; {fix} (or "
-                                 "check it with the forensics that wrote it)")
+        raise CaptureFormatError(f"{terminal(path)}: field 'format' is {shortened(shown)}, but "
+                                 f"this forensics reads format {EXPECTED_FORMAT} only; {fix} "
+                                 "(or check it with the forensics that wrote it)")
     verdicts = data.get("verdicts")
     if not isinstance(verdicts, dict):
         raise CaptureFormatError(f"{terminal(path)}: field 'verdicts' missing; expected an object "
@@ -164,7 +164,7 @@ def _check_first(path: Path, variant: str, finding: Any, fix: str) -> None:
         if kind is not None and value is not None and (
                 type(value) is not kind[0]):  # a bool is no int, nor a text "13"
             raise CaptureFormatError(
-                f"{path}: field 'first_finding.{shortened(variant)}.{key}' must be "
+                f"{terminal(path)}: field 'first_finding.{shortened(variant)}.{key}' must be "
                 f"{kind[1]} or null, got {type(value).__name__} {value!r}; {fix}")
 
 

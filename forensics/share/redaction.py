@@ -132,8 +132,9 @@ def redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequ
     """
     from forensics.variants import DEFAULT_VARIANTS, diffs_read_once
 
+    kept = [keep_manifest] if isinstance(keep_manifest, str) else keep_manifest  # one, not 'm'
     with diffs_read_once(variants or DEFAULT_VARIANTS) as names:  # one diff, both replays
-        return _redact(capture, out, keep_manifest, names, force, progress)
+        return _redact(capture, out, kept, names, force, progress)
 
 
 def _redact(capture: CaptureArg, out: str | os.PathLike[str], keep_manifest: Sequence[str],

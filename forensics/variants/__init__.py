@@ -165,8 +165,9 @@ def diffs_read_once(names: Sequence[str]) -> Iterator[list[str]]:
     known so while inside (:func:`diffs_named`): every replay inside runs the diff as it was
     when named, or is refused (PatchApplyError, naming it). A command that replays many times
     (shrink, redact) read the diff again each time: one edited meanwhile changed the code
-    between two replays."""
-    shown, diffs = shared_diffs(list(names))
+    between two replays. One name given alone (a ``str``) is that name, as ``replay`` takes it:
+    ``shrink(..., variants="patched")`` said "unknown variant 'p'"."""
+    shown, diffs = shared_diffs([names] if isinstance(names, str) else list(names))
     with diffs_named(diffs):
         yield shown
 

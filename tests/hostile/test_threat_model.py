@@ -2065,6 +2065,22 @@ TESTS = {
               "tests/hostile/test_round21_fix21b.py::"
               "test_simulate_makes_writable_folders_under_umask_0277",
               "tests/hostile/test_round21_fix21b.py::test_folders_keep_the_usual_umask_bits"],
+    "T128a": ["tests/hostile/test_round21_attack21d.py::"
+              "test_open_many_one_string_path_is_that_path",
+              "tests/hostile/test_round21_attack21d.py::test_open_many_one_folder_named_alone",
+              "tests/hostile/test_round21_attack21d.py::test_open_many_one_pathlike"],
+    "T128b": ["tests/hostile/test_round21_attack21d.py::"
+              "test_a_variant_named_upstream_is_the_upstream_model"],
+    "T128c": ["tests/hostile/test_round21_attack21d.py::"
+              "test_a_table_of_a_variant_or_site_not_replayed_is_refused"],
+    "T128d": ["tests/hostile/test_round21_attack21d.py::"
+              "test_shrink_and_redact_take_one_variant_or_field_alone"],
+    "T128e": ["tests/hostile/test_round21_attack21d.py::"
+              "test_embedding_guard_refuses_a_bad_rank_before_the_block"],
+    "T128f": ["tests/hostile/test_round21_attack21d.py::"
+              "test_plots_save_names_the_image_type_it_was_given"],
+    "T128g": ["tests/hostile/test_round21_attack21d.py::"
+              "test_an_expected_file_error_names_the_capture_inertly"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
