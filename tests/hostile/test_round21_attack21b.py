@@ -21,10 +21,11 @@ CHILD_HEAD = textwrap.dedent("""
     sys.path.insert(0, sys.argv[2])
     from probe_fakes import record_batch_changes
 
-    if sys.argv[3] == "vllm":
-        def handler(signum, frame):
-            raise SystemExit()
-        signal.signal(signal.SIGINT, handler)
+    def handler(signum, frame):
+        raise SystemExit()
+    # Python's own, or vLLM's; Python's is set too: a child of a shell's background job starts
+    # with SIGINT ignored, and Python then installs no handler of its own
+    signal.signal(signal.SIGINT, handler if sys.argv[3] == "vllm" else signal.default_int_handler)
 """)
 
 # ------------------------------------------------ T124a: a signal's handler inside a flush
@@ -133,6 +134,8 @@ def test_a_signal_as_the_probe_frames_a_batch_loses_none_of_it(
 FORKED_WHILE_HELD = textwrap.dedent("""
     import os, signal, sys, threading
     from forensics.probe.held import signals_held
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # SIGINT may start ignored
 
     def fork():
         pid = os.fork()
