@@ -180,16 +180,15 @@ def spec_tokens_of(events: list[dict[str, Any]]
     request, one entry per dump (two dumps, of two engines or two crashes, were merged into
     one: "the crash dump schedules 8 of 16" of a dump of 8 of 8 and one of 0 of 8), or None
     when the timeline has no dump."""
-    found: list[tuple[int | None, dict[str, list[int]]]] | None = None
+    found: list[tuple[int | None, dict[str, list[int]]]] = []
     for event in events:
         tokens = event.get("scheduled_spec_decode_tokens")
         if event.get("kind") == "crash_dump" and isinstance(tokens, dict):
             line = event.get("line")
-            found = (found or []) + [(
-                line if isinstance(line, int) and not isinstance(line, bool) else None,
-                {str(k): [int(t) for t in v] for k, v in tokens.items()
-                 if isinstance(v, list) and all(isinstance(t, int) for t in v)})]
-    return found
+            found.append((line if _is_int(line) else None,
+                          {str(k): [int(t) for t in v] for k, v in tokens.items()
+                           if isinstance(v, list) and all(isinstance(t, int) for t in v)}))
+    return found or None
 
 
 def crashed(events: list[dict[str, Any]]) -> bool:

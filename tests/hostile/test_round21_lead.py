@@ -3,6 +3,7 @@ step "unknown" in the events table too; a shrunk capture says what it was shrunk
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,23 @@ def test_no_match_names_the_signatures_not_judged(
     code, out, err = run_cli(capsys, "known", Path(__file__).parents[2] / "data" /
                              "clean.capture")
     assert code == 0 and "not judged" not in out, out
+
+
+# ------------------------------ T125e: the crash dumps' drafts are gathered in linear time
+
+
+def test_the_crash_dumps_drafts_are_gathered_in_linear_time(tmp_path: Path) -> None:
+    """``known`` judges each crash dump on its own (T123e); the list of the dumps' drafts was
+    built by copying it whole at each dump (quadratic in the dumps a log holds)."""
+    from tests.instructions import assert_scales_linearly
+
+    assert_scales_linearly(__file__, "dumps", 2000, tmp_path)
+
+
+def make_work(case: str, scale: int, scratch: Path) -> Callable[[], object]:
+    """Gathering the drafts of ``scale`` crash-dump events (run by :mod:`tests.instructions`)."""
+    from forensics.known.evidence import spec_tokens_of
+
+    events = [{"kind": "crash_dump", "line": k, "scheduled_spec_decode_tokens": {"r": [-1]}}
+              for k in range(scale)]
+    return lambda: spec_tokens_of(events)
