@@ -81,10 +81,38 @@ def make_folders(path: Path, mode: int | None = 0o700) -> None:
 def set_mode(folder: Path, mode: int | None) -> None:
     """Give the folder just made at ``folder`` ``mode`` (None: its own mode and
     :data:`OWNER_WRITES`), through a descriptor (a link put at its name is not followed)."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = _open_folder(folder)
     try:
         info = os.fstat(fd)
         if info.st_uid == os.geteuid():
-            os.fchmod(fd, (info.st_mode & 0o7777 | OWNER_WRITES) if mode is None else mode)
+            _fchmod(fd, (info.st_mode & 0o7777 | OWNER_WRITES) if mode is None else mode)
     finally:
         os.close(fd)
+
+
+#: open a folder, never a link at its name, as a descriptor this process keeps to itself
+_FOLDER = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_folder(folder: Path) -> int:
+    """A descriptor of ``folder``, a link at its name not followed: for reading, or where its
+    owner may not read it (made under umask ``0477``: the open was a PermissionError
+    traceback) for its path alone (Linux's ``O_PATH``, which needs no right on the folder)."""
+    try:
+        return os.open(folder, os.O_RDONLY | _FOLDER)
+    except PermissionError:
+        if not hasattr(os, "O_PATH"):
+            raise
+        return os.open(folder, os.O_PATH | _FOLDER)
+
+
+def _fchmod(fd: int, mode: int) -> None:
+    """Give the folder open at ``fd`` ``mode``: an ``O_PATH`` descriptor, which ``fchmod``
+    refuses (``EBADF``), through ``/proc/self/fd/N``, which names the folder it holds (as
+    glibc's ``fchmodat`` does), never its name looked up again."""
+    try:
+        os.fchmod(fd, mode)
+    except OSError as exc:
+        if exc.errno != errno.EBADF:
+            raise
+        os.chmod(f"/proc/self/fd/{fd}", mode)

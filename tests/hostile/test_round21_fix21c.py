@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,94 @@ def test_a_nested_capture_named_itself_is_read_and_not_noted(
     run.assert_outcomes(passed=2)
     assert "not read" not in run.stdout.str()
     assert unread_note(find_captures([fleet / "a.capture", inner])) is None
+
+
+# ------------------------ T129c: folders are made under a umask that takes the read bit
+
+#: run as another user when root (root reads any folder: the umask's read bit is no bar to it)
+#: (everything imported first: the interpreter's own library may be root's alone)
+_AS_USER = """import os, shutil, stat, sys, tempfile
+from pathlib import Path
+from forensics.store.fs import make_folders, set_mode
+if os.geteuid() == 0:
+    os.setgroups([]); os.setgid(65534); os.setuid(65534)
+base = Path(tempfile.mkdtemp(prefix="forensics-umask-"))
+try:
+    os.umask({umask})
+{code}
+finally:
+    os.umask(0o022)
+    pending = [base]
+    while pending:
+        folder = pending.pop()
+        if not folder.is_symlink():
+            os.chmod(folder, 0o700)
+            pending += [c for c in folder.iterdir() if c.is_dir() and not c.is_symlink()]
+    shutil.rmtree(base)
+"""
+
+
+def _as_user_under_umask(umask: int, code: str) -> str:
+    """Run ``code`` (indented, ``base`` a fresh folder of the user's) in a fresh Python under
+    ``umask``, as another user when root; return its stdout."""
+    script = _AS_USER.format(umask=oct(umask), code="\n".join(
+        "    " + line for line in code.splitlines()))
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("umask", [0o477, 0o777])
+def test_make_folders_sets_the_mode_under_a_umask_without_read(umask: int) -> None:
+    """``make_folders(base/a/x.capture)`` makes the capture ``0700`` and its parent as
+    ``mkdir -p`` does (what the umask leaves, and the owner's write and search: ``0300``); it
+    was a PermissionError traceback from opening the folder just made."""
+    out = _as_user_under_umask(umask, ""
+                               "make_folders(base / 'a' / 'x.capture')\n"
+                               "print(oct(stat.S_IMODE(os.stat(base / 'a').st_mode)),\n"
+                               "      oct(stat.S_IMODE(os.stat(base / 'a' / 'x.capture')"
+                               ".st_mode)))")
+    assert out.split() == ["0o300", "0o700"], out
+
+
+def test_set_mode_follows_no_link_under_a_umask_without_read() -> None:
+    """A link put at the folder's name is not followed: ``set_mode`` refuses it (an OSError)
+    and the folder it points to keeps its mode."""
+    out = _as_user_under_umask(0o477, ""
+                               "(base / 'real').mkdir(0o755)\n"
+                               "(base / 'link').symlink_to(base / 'real')\n"
+                               "try:\n"
+                               "    set_mode(base / 'link', 0o700)\n"
+                               "except OSError:\n"
+                               "    print('refused')\n"
+                               "print(oct(stat.S_IMODE(os.stat(base / 'real').st_mode)))")
+    assert out.split() == ["refused", "0o300"], out
+
+
+def test_the_path_descriptor_follows_no_link_either(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the folder cannot be opened for reading (as under umask ``0477``, here every open
+    for reading refused), a link at its name is refused by the path-only open too, and the
+    folder it points to keeps its mode."""
+    import os
+
+    from forensics.store import fs
+
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir(0o755)
+    real.chmod(0o755)
+    link.symlink_to(real)
+    opened = os.open
+
+    def unreadable(path: object, flags: int, *args: object) -> int:
+        if not flags & os.O_PATH:
+            raise PermissionError(13, "Permission denied", str(path))
+        return opened(path, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", unreadable)
+    with pytest.raises(OSError):
+        fs.set_mode(link, 0o700)
+    assert real.stat().st_mode & 0o7777 == 0o755
+    fs.set_mode(real, 0o700)  # a real folder is set through its path descriptor
+    assert real.stat().st_mode & 0o7777 == 0o700
