@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 from pathlib import Path
 
@@ -81,11 +82,11 @@ def make_folders(path: Path, mode: int | None = 0o700) -> None:
 def set_mode(folder: Path, mode: int | None) -> None:
     """Give the folder just made at ``folder`` ``mode`` (None: its own mode and
     :data:`OWNER_WRITES`), through a descriptor (a link put at its name is not followed)."""
-    fd = _open_folder(folder)
+    fd = open_dir(folder)
     try:
         info = os.fstat(fd)
         if info.st_uid == os.geteuid():
-            _fchmod(fd, (info.st_mode & 0o7777 | OWNER_WRITES) if mode is None else mode)
+            chmod_open(fd, (info.st_mode & 0o7777 | OWNER_WRITES) if mode is None else mode)
     finally:
         os.close(fd)
 
@@ -94,19 +95,33 @@ def set_mode(folder: Path, mode: int | None) -> None:
 _FOLDER = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _open_folder(folder: Path) -> int:
-    """A descriptor of ``folder``, a link at its name not followed: for reading, or where its
-    owner may not read it (made under umask ``0477``: the open was a PermissionError
-    traceback) for its path alone (Linux's ``O_PATH``, which needs no right on the folder)."""
+def open_dir(folder: str | os.PathLike[str], dir_fd: int | None = None) -> int:
+    """A descriptor of ``folder`` (in the open folder ``dir_fd``), a link at its name not
+    followed: for reading, or where its owner may not read it (made under umask ``0477``, or
+    a folder of search alone, ``0711``: the open was a PermissionError) for its path alone
+    (Linux's ``O_PATH``: enough to make, open and rename what is in it, and to set its mode
+    with :func:`chmod_open`)."""
     try:
-        return os.open(folder, os.O_RDONLY | _FOLDER)
+        return os.open(folder, os.O_RDONLY | _FOLDER, dir_fd=dir_fd)
     except PermissionError:
         if not hasattr(os, "O_PATH"):
             raise
-        return os.open(folder, os.O_PATH | _FOLDER)
+        return os.open(folder, os.O_PATH | _FOLDER, dir_fd=dir_fd)
 
 
-def _fchmod(fd: int, mode: int) -> None:
+def reopened(fd: int) -> int:
+    """A descriptor that reads the folder open at ``fd``: ``fd`` itself, or for a path-only
+    one (:func:`open_dir`) a new one opened through ``/proc/self/fd/N`` (the folder it holds,
+    no name looked up again), ``fd`` then closed."""
+    if not fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_PATH", 0):
+        return fd
+    try:
+        return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    finally:
+        os.close(fd)
+
+
+def chmod_open(fd: int, mode: int) -> None:
     """Give the folder open at ``fd`` ``mode``: an ``O_PATH`` descriptor, which ``fchmod``
     refuses (``EBADF``), through ``/proc/self/fd/N``, which names the folder it holds (as
     glibc's ``fchmodat`` does), never its name looked up again."""

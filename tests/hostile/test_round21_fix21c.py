@@ -97,6 +97,7 @@ def test_a_nested_capture_named_itself_is_read_and_not_noted(
 _AS_USER = """import os, shutil, stat, sys, tempfile
 from pathlib import Path
 from forensics.store.fs import make_folders, set_mode
+from forensics.atomic import write_text_atomically
 if os.geteuid() == 0:
     os.setgroups([]); os.setgid(65534); os.setuid(65534)
 base = Path(tempfile.mkdtemp(prefix="forensics-umask-"))
@@ -168,10 +169,10 @@ def test_the_path_descriptor_follows_no_link_either(tmp_path: Path,
     link.symlink_to(real)
     opened = os.open
 
-    def unreadable(path: object, flags: int, *args: object) -> int:
+    def unreadable(path: object, flags: int, *args: object, **kwargs: object) -> int:
         if not flags & os.O_PATH:
             raise PermissionError(13, "Permission denied", str(path))
-        return opened(path, flags, *args)  # type: ignore[arg-type]
+        return opened(path, flags, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "open", unreadable)
     with pytest.raises(OSError):
@@ -179,3 +180,20 @@ def test_the_path_descriptor_follows_no_link_either(tmp_path: Path,
     assert real.stat().st_mode & 0o7777 == 0o755
     fs.set_mode(real, 0o700)  # a real folder is set through its path descriptor
     assert real.stat().st_mode & 0o7777 == 0o700
+
+
+# ------------------------ T129d: an output is written through folders of search alone
+
+
+@pytest.mark.parametrize("umask", [0o077, 0o477])
+def test_an_output_goes_through_folders_it_may_only_search(umask: int) -> None:
+    """``write_text_atomically(base/s/a/b/f.txt)``, ``s`` a folder of search alone (``0311``)
+    and ``a``, ``b`` made under ``umask``: written, and ``0600`` (it said "Permission
+    denied")."""
+    out = _as_user_under_umask(umask, ""
+                               "(base / 's').mkdir()\n"
+                               "os.chmod(base / 's', 0o311)\n"
+                               "path = base / 's' / 'a' / 'b' / 'f.txt'\n"
+                               "write_text_atomically(path, 'written')\n"
+                               "print(path.read_text(), oct(stat.S_IMODE(os.stat(path).st_mode)))")
+    assert out.split() == ["written", "0o600"], out
