@@ -20,7 +20,7 @@ from pathlib import Path
 
 from forensics.errors import ConfigurationError, ForensicsError, OutputError, reason
 from forensics.escaping import capped, terminal
-from forensics.store.fs import OWNER_WRITES, chmod_open, open_dir, reopened
+from forensics.store.fs import OWNER_WRITES, chmod_open, open_dir, owner_only, reopened
 
 
 def user_path(path: str | os.PathLike[str]) -> Path:
@@ -145,7 +145,7 @@ def _new_file(folder: int, prefix: str, suffix: str) -> tuple[int, str]:
     for _ in range(100):
         name = f"{prefix}{secrets.token_hex(4)}{suffix}"
         try:
-            return os.open(name, _NEW_FILE, 0o600, dir_fd=folder), name
+            return owner_only(os.open(name, _NEW_FILE, 0o600, dir_fd=folder)), name
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary name", prefix)

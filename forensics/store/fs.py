@@ -53,6 +53,18 @@ def cut_back(fd: int, size: int) -> None:
         pass
 
 
+def owner_only(fd: int) -> int:
+    """Give the file just made at ``fd`` ``0600`` whatever the umask (``0200`` under
+    ``0477``: its owner could not read back what was written, a capture unreadable); return
+    ``fd``, closed when that fails."""
+    try:
+        os.fchmod(fd, 0o600)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 #: the bits a folder this process made keeps whatever the umask: its owner may write and search
 OWNER_WRITES = 0o300
 

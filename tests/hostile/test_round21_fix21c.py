@@ -97,7 +97,7 @@ def test_a_nested_capture_named_itself_is_read_and_not_noted(
 _AS_USER = """import os, shutil, stat, sys, tempfile
 from pathlib import Path
 from forensics.store.fs import make_folders, set_mode
-from forensics.atomic import write_text_atomically
+from forensics.atomic import write_atomically, write_text_atomically
 if os.geteuid() == 0:
     os.setgroups([]); os.setgid(65534); os.setuid(65534)
 base = Path(tempfile.mkdtemp(prefix="forensics-umask-"))
@@ -197,3 +197,36 @@ def test_an_output_goes_through_folders_it_may_only_search(umask: int) -> None:
                                "write_text_atomically(path, 'written')\n"
                                "print(path.read_text(), oct(stat.S_IMODE(os.stat(path).st_mode)))")
     assert out.split() == ["written", "0o600"], out
+
+
+# ------------------------ T129e: a capture's files are 0600 whatever the umask
+
+
+def test_a_captures_files_are_0600_under_umask_0477(tmp_path: Path) -> None:
+    """``simulate clean -o x.capture`` then ``summary`` under umask ``0477``: every file of the
+    capture is ``0600`` (they were ``0200``: the owner could not read them back)."""
+    import os
+    import stat
+
+    out = tmp_path / "x.capture"
+    script = ("import os, sys\nos.umask(0o477)\nfrom forensics.cli import main\n"
+              f"assert main(['simulate', 'clean', '-o', {str(out)!r}]) == 0\n"
+              f"sys.exit(main(['summary', {str(out)!r}]))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    modes = {path.name: stat.S_IMODE(os.stat(path).st_mode) for path in out.iterdir()}
+    assert "manifest.json" in modes and set(modes.values()) == {0o600}, modes
+
+
+def test_an_output_writer_that_reads_its_file_back_is_served_under_umask_0477() -> None:
+    """A writer that opens its build file for reading and writing (as matplotlib's ``savefig``
+    does: ``plot -o`` said "Permission denied") writes it under umask ``0477``."""
+    out = _as_user_under_umask(0o477, ""
+                               "path = base / 'p.txt'\n"
+                               "def write(tmp):\n"
+                               "    with open(tmp, 'r+') as handle:\n"
+                               "        handle.write('plotted')\n"
+                               "write_atomically(path, write)\n"
+                               "print(path.read_text())")
+    assert out.split() == ["plotted"], out
