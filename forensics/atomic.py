@@ -118,8 +118,13 @@ def _private_folder(folder: Folder, name: str) -> Folder:
             raise OutputError(f"cannot write '{terminal(folder.real / name)}': the private "
                               f"folder it was built in ('{terminal(folder.real / made)}') was "
                               "replaced by another user's; write to a folder of yours")
-        chmod_open(fd, 0o700)  # whatever the umask took, the owner can make the file in it
-        return Folder(reopened(fd), folder.real / made)  # read to remove what a writer left
+        try:  # whatever the umask took, the owner can make the file in it
+            chmod_open(fd, 0o700)
+            fd = reopened(fd)  # read, to remove what a writer left
+        except BaseException:
+            os.close(fd)
+            raise
+        return Folder(fd, folder.real / made)
     raise FileExistsError(errno.EEXIST, "no free temporary name", name)
 
 

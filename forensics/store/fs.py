@@ -124,13 +124,12 @@ def open_dir(folder: str | os.PathLike[str], dir_fd: int | None = None) -> int:
 def reopened(fd: int) -> int:
     """A descriptor that reads the folder open at ``fd``: ``fd`` itself, or for a path-only
     one (:func:`open_dir`) a new one opened through ``/proc/self/fd/N`` (the folder it holds,
-    no name looked up again), ``fd`` then closed."""
+    no name looked up again), ``fd`` then closed (left open when that fails: OSError)."""
     if not fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_PATH", 0):
         return fd
-    try:
-        return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    finally:
-        os.close(fd)
+    readable = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    os.close(fd)
+    return readable
 
 
 def chmod_open(fd: int, mode: int) -> None:

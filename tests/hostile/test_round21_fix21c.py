@@ -98,6 +98,7 @@ _AS_USER = """import os, shutil, stat, sys, tempfile
 from pathlib import Path
 from forensics.store.fs import make_folders, set_mode
 from forensics.atomic import write_atomically, write_text_atomically
+from forensics.probe.owned import make_folder
 if os.geteuid() == 0:
     os.setgroups([]); os.setgid(65534); os.setuid(65534)
 base = Path(tempfile.mkdtemp(prefix="forensics-umask-"))
@@ -230,3 +231,18 @@ def test_an_output_writer_that_reads_its_file_back_is_served_under_umask_0477() 
                                "write_atomically(path, write)\n"
                                "print(path.read_text())")
     assert out.split() == ["plotted"], out
+
+
+# ------------------------ T129f: the probe's capture folder under umask 0477
+
+
+def test_the_probe_makes_one_private_folder_under_umask_0477() -> None:
+    """``make_folder(caps, caps/x.capture)`` under umask ``0477`` makes ``x.capture``,
+    ``0700``, and nothing else (it made 16 folders more, each "in the way", then raised)."""
+    out = _as_user_under_umask(0o477, ""
+                               "caps = base / 'caps'\n"
+                               "path, _ = make_folder(caps, caps / 'x.capture')\n"
+                               "os.chmod(caps, 0o700)\n"
+                               "print(path.name, sorted(p.name for p in caps.iterdir()),\n"
+                               "      oct(stat.S_IMODE(os.stat(path).st_mode)))")
+    assert out.split() == ["x.capture", "['x.capture']", "0o700"], out

@@ -2099,6 +2099,8 @@ TESTS = {
               "test_a_captures_files_are_0600_under_umask_0477",
               "tests/hostile/test_round21_fix21c.py::"
               "test_an_output_writer_that_reads_its_file_back_is_served_under_umask_0477"],
+    "T129f": ["tests/hostile/test_round21_fix21c.py::"
+              "test_the_probe_makes_one_private_folder_under_umask_0477"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
