@@ -20,6 +20,7 @@ from pathlib import Path
 
 from forensics.errors import ConfigurationError, ForensicsError, OutputError, reason
 from forensics.escaping import capped, terminal
+from forensics.store.fs import OWNER_WRITES, chmod_open, open_dir, owner_only, reopened
 
 
 def user_path(path: str | os.PathLike[str]) -> Path:
@@ -110,14 +111,19 @@ def _private_folder(folder: Folder, name: str) -> Folder:
             os.mkdir(made, 0o700, dir_fd=folder.fd)
         except FileExistsError:
             continue
-        fd = os.open(made, _FOLDER, dir_fd=folder.fd)
+        fd = open_dir(made, dir_fd=folder.fd)
         info = os.fstat(fd)
         if info.st_uid != os.geteuid() or info.st_mode & 0o077:
             os.close(fd)
             raise OutputError(f"cannot write '{terminal(folder.real / name)}': the private "
                               f"folder it was built in ('{terminal(folder.real / made)}') was "
                               "replaced by another user's; write to a folder of yours")
-        os.fchmod(fd, 0o700)  # whatever the umask took, the owner can make the file in it
+        try:  # whatever the umask took, the owner can make the file in it
+            chmod_open(fd, 0o700)
+            fd = reopened(fd)  # read, to remove what a writer left
+        except BaseException:
+            os.close(fd)
+            raise
         return Folder(fd, folder.real / made)
     raise FileExistsError(errno.EEXIST, "no free temporary name", name)
 
@@ -144,7 +150,7 @@ def _new_file(folder: int, prefix: str, suffix: str) -> tuple[int, str]:
     for _ in range(100):
         name = f"{prefix}{secrets.token_hex(4)}{suffix}"
         try:
-            return os.open(name, _NEW_FILE, 0o600, dir_fd=folder), name
+            return owner_only(os.open(name, _NEW_FILE, 0o600, dir_fd=folder)), name
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary name", prefix)
@@ -252,7 +258,7 @@ def _owner_writes(fd: int) -> None:
     umask ``0277``: no output could be made in it), if it is this user's."""
     info = os.fstat(fd)
     if info.st_uid == os.geteuid():
-        os.fchmod(fd, info.st_mode & 0o7777 | 0o300)
+        chmod_open(fd, info.st_mode & 0o7777 | OWNER_WRITES)
 
 
 def _walk(path: str | os.PathLike[str], make: bool) -> tuple[int, Path, tuple[str, ...]]:
@@ -273,7 +279,7 @@ def _walk(path: str | os.PathLike[str], make: bool) -> tuple[int, Path, tuple[st
         while pending:
             part = pending.pop()
             try:
-                step = os.open(part, _FOLDER, dir_fd=fd)
+                step = open_dir(part, dir_fd=fd)
             except FileNotFoundError:
                 if not make:
                     return fd, real, (part, *reversed(pending))

@@ -104,11 +104,24 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     as pytest's own items are), before ``-m`` and ``-k`` select."""
     config.stash[WRITTEN] = []
     captures, empty = _collected(config)
+    _warn_unread(captures)
     if captures or empty:
         collector = CaptureCollector.from_parent(session, name="forensics-captures",
                                                  nodeid="forensics-captures",
                                                  captures=captures, empty=empty)
         items += [item for item in session.genitems(collector)]
+
+
+def _warn_unread(captures: list[Path]) -> None:
+    """Warn, in ``triage``'s words, of the capture folders inside the collected captures' own
+    folders, which are not collected (they dropped out unsaid)."""
+    from forensics.fleet.paths import unread_note
+
+    note = unread_note(captures)
+    if note:
+        import warnings
+
+        warnings.warn(pytest.PytestWarning(note), stacklevel=1)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

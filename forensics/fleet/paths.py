@@ -152,8 +152,11 @@ def nested_captures(captures: Iterable[Path]) -> list[Path]:
 
 def unread_note(captures: Iterable[Path]) -> str | None:
     """One line naming the capture folders inside others that were not read, and why; None
-    when there are none (they dropped out unsaid)."""
-    nested = nested_captures(captures)
+    when there are none (they dropped out unsaid). One that is among ``captures`` itself (named
+    too) is read, and not named."""
+    captures = list(captures)
+    read = {folder_id(capture) for capture in captures}
+    nested = [path for path in nested_captures(captures) if folder_id(path) not in read]
     if not nested:
         return None
     names = ", ".join(terminal(str(path)) for path in nested[:3])

@@ -189,11 +189,13 @@ class KnownAnswer:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: verdict, whether the signatures were judged (:attr:`judged`),
-        matches, every entry checked, experiments, race text."""
+        matches, every entry checked, experiments, race text, and what the text says: the lead
+        (why a crash is not explained or not judged, or ``""``) and the whole paragraph."""
         return {"crash_verdict": self.crash_verdict, "judged": self.judged,
                 "matches": [m.entry.id for m in self.matches],
                 "checked": [m.to_json() for m in self.checked],
-                "experiments": self.experiments, "race": self.race, "seen": self.seen}
+                "experiments": self.experiments, "race": self.race, "seen": self.seen,
+                "lead": self.lead(), "text": self.paragraph()}
 
 
 def describe_match(match: Match) -> str:

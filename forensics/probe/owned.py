@@ -28,7 +28,7 @@ from typing import Any
 
 from forensics.escaping import terminal
 from forensics.probe.settings import unique_name
-from forensics.store.fs import make_folders
+from forensics.store.fs import chmod_open, make_folders, open_dir, reopened
 
 LOG = logging.getLogger("forensics.probe")
 #: how many fresh names the probe tries before it gives up (each one was in the way)
@@ -108,14 +108,15 @@ def _opened_new(path: Path) -> str | None:
     symlink, a file, a folder of theirs, or an old capture of this user's, in its place
     between the ``mkdir`` and this open): it is left untouched."""
     try:
-        fd = open_folder(path)
+        fd = open_dir(path)  # for its path alone where the umask took its read bit (0477)
     except OSError:
         return None
     try:
-        if os.fstat(fd).st_uid != os.getuid() or os.listdir(fd):
+        if os.fstat(fd).st_uid != os.getuid():
             return None
-        os.fchmod(fd, 0o700)
-        return identity(os.fstat(fd))
+        chmod_open(fd, 0o700)
+        fd = reopened(fd)
+        return None if os.listdir(fd) else identity(os.fstat(fd))
     finally:
         os.close(fd)
 

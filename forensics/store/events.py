@@ -11,7 +11,7 @@ from typing import Any, TypeGuard
 
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
-from forensics.store.fs import append_whole
+from forensics.store.fs import append_whole, owner_only
 from forensics.store.guarded import LIMITS, iter_lines
 from forensics.store.json_in import DuplicateKeyError, RefusedJsonError, loads_finite
 from forensics.store.paths import EVENTS_RE, WRITTEN_AGAIN
@@ -195,7 +195,7 @@ def open_sidecar(path: Path) -> int:
     capture made before (see :class:`EventLog`), its last line whole. Raises OSError naming
     what is in the way."""
     try:
-        return os.open(path, _APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+        return owner_only(os.open(path, _APPEND | os.O_CREAT | os.O_EXCL, 0o600))
     except FileExistsError:
         pass
     fd = os.open(path, _REOPEN)  # a symlink: ELOOP; a FIFO: not a plain file below

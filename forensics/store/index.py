@@ -14,7 +14,7 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
-from forensics.store.fs import append_whole, write_all
+from forensics.store.fs import append_whole, owner_only, write_all
 from forensics.store.guarded import read_bytes
 
 MAGIC = b"FXIDX001"
@@ -28,7 +28,8 @@ class IndexWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        self._fd = owner_only(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
+                                      0o600))
         try:
             write_all(self._fd, MAGIC)
         except BaseException:  # a full disk: no descriptor left open

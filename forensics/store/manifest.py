@@ -13,6 +13,7 @@ from typing import Any
 
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
+from forensics.store.fs import owner_only
 from forensics.store.guarded import LIMITS, read_bytes
 from forensics.store.json_in import (
     MAX_DEPTH,
@@ -90,7 +91,7 @@ def write_manifest_once(root: Path, manifest: dict[str, Any], again: bool = Fals
     check_readable(data)
     fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".tmp", dir=root)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with os.fdopen(owner_only(fd), "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

@@ -22,7 +22,7 @@ from pathlib import Path
 from forensics.digits import ascii_int
 from forensics.errors import ForensicsError
 from forensics.escaping import terminal
-from forensics.store.fs import fsync_dir, make_folders, set_mode
+from forensics.store.fs import fsync_dir, make_folders, owner_only, set_mode
 
 
 def tmp_path(out: Path, pid: int | None = None) -> Path:
@@ -70,7 +70,7 @@ def install(tmp: Path, out: Path) -> None:
     pid = os.getpid()
     journal = _journal(out)
     fd, name = tempfile.mkstemp(prefix=f"{journal.name}.{pid}.", dir=out.parent)
-    with os.fdopen(fd, "w") as handle:
+    with os.fdopen(owner_only(fd), "w") as handle:
         json.dump({"pid": pid, "host": socket.gethostname()}, handle)
         handle.flush()
         os.fsync(handle.fileno())

@@ -40,7 +40,14 @@ from forensics.store.arrow_codec import (
     trusted_columns,
 )
 from forensics.store.events import EventLog
-from forensics.store.fs import append_whole, cut_back, fsync_dir, make_folders, write_all
+from forensics.store.fs import (
+    append_whole,
+    cut_back,
+    fsync_dir,
+    make_folders,
+    owner_only,
+    write_all,
+)
 from forensics.store.index import IndexWriter
 from forensics.store.manifest import build_manifest, complete_manifest, write_manifest_once
 from forensics.store.paths import (
@@ -148,7 +155,7 @@ def _create_exclusive(root: Path, site: str, rank: int, process: str) -> tuple[i
         if not index.exists():
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-                return fd, path
+                return owner_only(fd), path
             except FileExistsError:
                 pass
         seq += 1

@@ -2083,6 +2083,26 @@ TESTS = {
               "test_plots_save_names_the_image_type_it_was_given"],
     "T128g": ["tests/hostile/test_round21_attack21d.py::"
               "test_an_expected_file_error_names_the_capture_inertly"],
+    "T129a": ["tests/hostile/test_round21_fix21c.py::"
+              "test_known_json_says_why_the_crash_is_not_explained",
+              "tests/hostile/test_round21_fix21c.py::test_known_json_lead_is_empty_when_explained"],
+    "T129b": ["tests/hostile/test_round21_fix21c.py::"
+              "test_the_plugin_warns_of_a_capture_inside_another",
+              "tests/hostile/test_round21_fix21c.py::"
+              "test_a_nested_capture_named_itself_is_read_and_not_noted"],
+    "T129c": ["tests/hostile/test_round21_fix21c.py::"
+              "test_make_folders_sets_the_mode_under_a_umask_without_read",
+              "tests/hostile/test_round21_fix21c.py::"
+              "test_set_mode_follows_no_link_under_a_umask_without_read",
+              "tests/hostile/test_round21_fix21c.py::test_the_path_descriptor_follows_no_link_either"],
+    "T129d": ["tests/hostile/test_round21_fix21c.py::"
+              "test_an_output_goes_through_folders_it_may_only_search"],
+    "T129e": ["tests/hostile/test_round21_fix21c.py::"
+              "test_a_captures_files_are_0600_under_umask_0477",
+              "tests/hostile/test_round21_fix21c.py::"
+              "test_an_output_writer_that_reads_its_file_back_is_served_under_umask_0477"],
+    "T129f": ["tests/hostile/test_round21_fix21c.py::"
+              "test_the_probe_makes_one_private_folder_under_umask_0477"],
 }
 
 #: claims that do not hold yet on this branch -> what they wait for (wire each to its test in
