@@ -20,7 +20,7 @@ from pathlib import Path
 
 from forensics.errors import ConfigurationError, ForensicsError, OutputError, reason
 from forensics.escaping import capped, terminal
-from forensics.store.fs import OWNER_WRITES, chmod_open, open_dir, owner_only, reopened
+from forensics.modes import OWNER_WRITES, chmod_open, open_dir, owner_only, reopened
 
 
 def user_path(path: str | os.PathLike[str]) -> Path:

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from forensics.escaping import terminal
+from forensics.modes import chmod_open, open_dir, reopened
 from forensics.probe.settings import unique_name
-from forensics.store.fs import chmod_open, make_folders, open_dir, reopened
+from forensics.store.fs import make_folders
 
 LOG = logging.getLogger("forensics.probe")
 #: how many fresh names the probe tries before it gives up (each one was in the way)

@@ -11,7 +11,8 @@ from typing import Any, TypeGuard
 
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
-from forensics.store.fs import append_whole, owner_only
+from forensics.modes import owner_only
+from forensics.store.fs import append_whole
 from forensics.store.guarded import LIMITS, iter_lines
 from forensics.store.json_in import DuplicateKeyError, RefusedJsonError, loads_finite
 from forensics.store.paths import EVENTS_RE, WRITTEN_AGAIN

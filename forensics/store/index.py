@@ -14,7 +14,8 @@ import numpy as np
 
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
-from forensics.store.fs import append_whole, owner_only, write_all
+from forensics.modes import owner_only
+from forensics.store.fs import append_whole, write_all
 from forensics.store.guarded import read_bytes
 
 MAGIC = b"FXIDX001"

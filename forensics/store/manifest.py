@@ -13,7 +13,7 @@ from typing import Any
 
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
-from forensics.store.fs import owner_only
+from forensics.modes import owner_only
 from forensics.store.guarded import LIMITS, read_bytes
 from forensics.store.json_in import (
     MAX_DEPTH,

@@ -22,7 +22,8 @@ from pathlib import Path
 from forensics.digits import ascii_int
 from forensics.errors import ForensicsError
 from forensics.escaping import terminal
-from forensics.store.fs import fsync_dir, make_folders, owner_only, set_mode
+from forensics.modes import owner_only
+from forensics.store.fs import fsync_dir, make_folders, set_mode
 
 
 def tmp_path(out: Path, pid: int | None = None) -> Path:

@@ -28,6 +28,7 @@ from forensics.errors import (
     reason,
 )
 from forensics.escaping import terminal
+from forensics.modes import owner_only
 from forensics.records import Record
 from forensics.store import arrow_numpy
 from forensics.store.arrow_codec import (
@@ -40,14 +41,7 @@ from forensics.store.arrow_codec import (
     trusted_columns,
 )
 from forensics.store.events import EventLog
-from forensics.store.fs import (
-    append_whole,
-    cut_back,
-    fsync_dir,
-    make_folders,
-    owner_only,
-    write_all,
-)
+from forensics.store.fs import append_whole, cut_back, fsync_dir, make_folders, write_all
 from forensics.store.index import IndexWriter
 from forensics.store.manifest import build_manifest, complete_manifest, write_manifest_once
 from forensics.store.paths import (

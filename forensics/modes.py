@@ -1,0 +1,67 @@
+"""Files and folders of ours whatever the umask: a new file its owner may read back
+(:func:`owner_only`), a folder opened without reading it or following a link at its name
+(:func:`open_dir`, :func:`reopened`) and its mode set through that descriptor
+(:func:`chmod_open`). A base module: the output writer (:mod:`forensics.atomic`) and the
+capture store (:mod:`forensics.store.fs`) both use it."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+
+#: the bits a folder this process made keeps whatever the umask: its owner may write and search
+OWNER_WRITES = 0o300
+
+
+#: open a folder, never a link at its name, as a descriptor this process keeps to itself
+_FOLDER = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def owner_only(fd: int) -> int:
+    """Give the file just made at ``fd`` ``0600`` whatever the umask (``0200`` under
+    ``0477``: its owner could not read back what was written, a capture unreadable); return
+    ``fd``, closed when that fails."""
+    try:
+        os.fchmod(fd, 0o600)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_dir(folder: str | os.PathLike[str], dir_fd: int | None = None) -> int:
+    """A descriptor of ``folder`` (in the open folder ``dir_fd``), a link at its name not
+    followed: for reading, or where its owner may not read it (made under umask ``0477``, or
+    a folder of search alone, ``0711``: the open was a PermissionError) for its path alone
+    (Linux's ``O_PATH``: enough to make, open and rename what is in it, and to set its mode
+    with :func:`chmod_open`)."""
+    try:
+        return os.open(folder, os.O_RDONLY | _FOLDER, dir_fd=dir_fd)
+    except PermissionError:
+        if not hasattr(os, "O_PATH"):
+            raise
+        return os.open(folder, os.O_PATH | _FOLDER, dir_fd=dir_fd)
+
+
+def reopened(fd: int) -> int:
+    """A descriptor that reads the folder open at ``fd``: ``fd`` itself, or for a path-only
+    one (:func:`open_dir`) a new one opened through ``/proc/self/fd/N`` (the folder it holds,
+    no name looked up again), ``fd`` then closed (left open when that fails: OSError)."""
+    if not fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_PATH", 0):
+        return fd
+    readable = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    os.close(fd)
+    return readable
+
+
+def chmod_open(fd: int, mode: int) -> None:
+    """Give the folder open at ``fd`` ``mode``: an ``O_PATH`` descriptor, which ``fchmod``
+    refuses (``EBADF``), through ``/proc/self/fd/N``, which names the folder it holds (as
+    glibc's ``fchmodat`` does), never its name looked up again."""
+    try:
+        os.fchmod(fd, mode)
+    except OSError as exc:
+        if exc.errno != errno.EBADF:
+            raise
+        os.chmod(f"/proc/self/fd/{fd}", mode)
