@@ -44,11 +44,17 @@ def open_dir(folder: str | os.PathLike[str], dir_fd: int | None = None) -> int:
         return os.open(folder, os.O_PATH | _FOLDER, dir_fd=dir_fd)
 
 
+def path_only(fd: int) -> bool:
+    """Whether ``fd`` is a path-only descriptor (Linux's ``O_PATH``: :func:`open_dir` of a
+    folder its owner may not read), which can neither list nor read."""
+    return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_PATH", 0))
+
+
 def reopened(fd: int) -> int:
     """A descriptor that reads the folder open at ``fd``: ``fd`` itself, or for a path-only
     one (:func:`open_dir`) a new one opened through ``/proc/self/fd/N`` (the folder it holds,
     no name looked up again), ``fd`` then closed (left open when that fails: OSError)."""
-    if not fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_PATH", 0):
+    if not path_only(fd):
         return fd
     readable = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     os.close(fd)

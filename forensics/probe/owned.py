@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.escaping import terminal
-from forensics.modes import chmod_open, open_dir, reopened
+from forensics.modes import chmod_open, open_dir, path_only, reopened
 from forensics.probe.settings import unique_name
 from forensics.store.fs import make_folders
 
@@ -113,8 +113,8 @@ def _opened_new(path: Path) -> str | None:
     except OSError:
         return None
     try:
-        if os.fstat(fd).st_uid != os.getuid():
-            return None
+        if os.fstat(fd).st_uid != os.getuid() or not path_only(fd) and os.listdir(fd):
+            return None  # not the empty folder just made: left untouched, its mode too
         chmod_open(fd, 0o700)
         fd = reopened(fd)
         return None if os.listdir(fd) else identity(os.fstat(fd))

@@ -120,3 +120,26 @@ def make_work(case: str, scale: int, scratch: Path) -> Callable[[], object]:
     events = [{"kind": "crash_dump", "line": k, "scheduled_spec_decode_tokens": {"r": [-1]}}
               for k in range(scale)]
     return lambda: spec_tokens_of(events)
+
+
+# ------------------------------ T125f: what the probe finds in place of its new folder
+
+
+def test_a_folder_found_in_place_of_the_new_one_keeps_its_mode(tmp_path: Path) -> None:
+    """An old capture of this user's put at the name between the probe's ``mkdir`` and its
+    open is not the probe's and is left untouched: its mode too (T129f's order made it
+    ``0700`` first, then saw it was not empty)."""
+    import os
+    import stat
+
+    from forensics.probe.owned import _opened_new
+
+    old = tmp_path / "old.capture"
+    old.mkdir()
+    (old / "manifest.json").write_text("{}")
+    os.chmod(old, 0o755)
+    assert _opened_new(old) is None
+    assert stat.S_IMODE(os.stat(old).st_mode) == 0o755
+    new = tmp_path / "new.capture"
+    new.mkdir(mode=0o755)
+    assert _opened_new(new) is not None and stat.S_IMODE(os.stat(new).st_mode) == 0o700

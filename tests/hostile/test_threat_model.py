@@ -1497,6 +1497,8 @@ TESTS = {
               "test_no_match_names_the_signatures_not_judged"],
     "T125e": ["tests/hostile/test_round21_lead.py::"
               "test_the_crash_dumps_drafts_are_gathered_in_linear_time"],
+    "T125f": ["tests/hostile/test_round21_lead.py::"
+              "test_a_folder_found_in_place_of_the_new_one_keeps_its_mode"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
