@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 
-def match_known(result: Any, capture: Any = None) -> list[str]:
+def match_known(result: Any, capture: Any = None, origins_unsearched: bool = False
+                ) -> list[str]:
     """The ids of the catalogue entries ``result`` (a ReplayResult) matches, sorted
     (:func:`forensics.known.answer`), with the facts and events of ``capture`` (a replay of
-    a part of it holds none of its own)."""
+    a part of it holds none of its own); ``origins_unsearched``: a null origin of a sink
+    finding read as unknown, not none (a piece whose origins were not all searched)."""
     from forensics.known import answer
 
-    return sorted(m.entry.id for m in answer(result, capture=capture).matches)
+    return sorted(m.entry.id for m in answer(result, capture=capture,
+                                             origins_unsearched=origins_unsearched).matches)

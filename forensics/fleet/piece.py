@@ -36,7 +36,8 @@ PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ra
                  "engine_id", "vllm", "runner", "spec_method", "async_scheduling", "steps",
                  "records", "crash_events", "guard_events", "crashed", "scenario", "verdicts",
                  "first_finding", "findings", "known", "started", "history", "refused",
-                 "not_judged", "held", "origin_wanted", "origin_candidates")
+                 "not_judged", "held", "origin_wanted", "origin_candidates",
+                 "known_unsearched")
 
 
 #: the (step, rank) pairs a whole capture's race check compares, as a task carries them
@@ -137,6 +138,10 @@ def _replayed(path: str, start: int | None, stop: int | None, window: Window | N
         facts["records"] = len(capture.records(steps=range(start, stop or start)))
         facts["origin_wanted"] = wanted(found, start)
         facts["origin_candidates"] = candidates(result, start, stop or start)
+        # known issues again with a null origin unknown: the row's if a search was cut
+        looked = json.loads(facts["origin_wanted"])
+        facts["known_unsearched"] = json.dumps(match_known(result, capture, True)) \
+            if looked["keys"] or looked["cut"] else None
     known = json.dumps(match_known(result, capture))
     return {**facts, "verdicts": json.dumps(verdicts, sort_keys=True),
             "first_finding": json.dumps(first_of(found)),

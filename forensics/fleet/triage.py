@@ -85,8 +85,10 @@ def finish(tasks: Sequence[Task], results: Sequence[bytes],
     pieces: dict[str, list[dict[str, Any]]] = {}
     for index, (task, data) in enumerate(zip(tasks, results, strict=True)):
         for piece in _decoded(task, data):
-            piece["first_finding"] = noted(piece.get("first_finding"),
-                                           (unsearched or {}).get(index))
+            step = (unsearched or {}).get(index)
+            piece["first_finding"] = noted(piece.get("first_finding"), step)
+            if step is not None and piece.get("known_unsearched"):  # origin unknown, not none
+                piece["known"] = piece["known_unsearched"]
             pieces.setdefault(piece["capture"], []).append(piece)
     rows = [_parsed(merge_pieces(pieces[key])) for key in sorted(pieces)]
     _stitch(rows)
@@ -115,7 +117,7 @@ def _parsed(row: dict[str, Any]) -> dict[str, Any]:
     row = dict(row)
     row["verdicts"] = json.loads(row["verdicts"]) if row.get("verdicts") else {}
     row["first"] = json.loads(row.pop("first_finding", None) or "null")
-    for carried in ("origin_wanted", "origin_candidates"):  # the pieces' only
+    for carried in ("origin_wanted", "origin_candidates", "known_unsearched"):  # pieces' only
         row.pop(carried, None)
     row["known"] = json.loads(row["known"]) if row.get("known") else []
     row.setdefault("findings", None)

@@ -167,9 +167,10 @@ class KnownAnswer:
             return (f"No known signature matches{self.open_entries()}, and the capture shows "
                     "no failure to report.")
         if not self.matches:
+            entries = self.open_entries()
             return (f"No known signature matches{' the records judged' if unjudged else ''}"
-                    f"{unjudged}{self.open_entries()}: a reason to file a new issue"
-                    f"{' if those do not apply' if self.open_entries() else ''} "
+                    f"{unjudged}{entries}: a reason to file a new issue"
+                    f"{' if those do not apply' if entries else ''} "
                     "(`forensics summary --format markdown` drafts the report).")
         return " ".join(describe_match(m) for m in self.matches)
 
@@ -248,9 +249,10 @@ def crash_verdict_of(result: ReplayResult) -> str | None:
 
 
 def answer(result: ReplayResult, catalogue: Catalogue | None = None,
-           capture: Any = None) -> KnownAnswer:
+           capture: Any = None, origins_unsearched: bool = False) -> KnownAnswer:
     """Match ``result`` against ``catalogue`` (default: the bundled one); ``capture``: where
-    the facts and events come from when ``result`` holds a part of it (default: its own)."""
+    the facts and events come from when ``result`` holds a part of it (default: its own);
+    ``origins_unsearched``: a null origin is unknown, not none (:class:`Evidence`)."""
     from forensics.replaying import race_of
     from forensics.store.unjudged import unjudged_of
 
@@ -258,6 +260,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     race = result.race if getattr(result, "race", None) is not None else race_of(result)
     evidence = evidence_of(result, capture)
     evidence.race = race.findings
+    evidence.origins_unsearched = origins_unsearched
     verdict = judged_verdict(evidence, result.variants)
     checked = [match_entry(entry, evidence) for entry in catalogue.entries]
     experiments = next_experiments(evidence, race, result) if verdict == UNEXPLAINED else []

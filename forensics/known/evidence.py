@@ -52,6 +52,9 @@ class Evidence:
     #: whether the capture held records of a site this install knows (None: not known, as in
     #: evidence built by hand); without one no value was judged
     held_records: bool | None = None
+    #: whether a null origin of a sink finding is unknown, not none: a piece of a split
+    #: triage whose origins were not all searched (:mod:`forensics.fleet.carry`)
+    origins_unsearched: bool = False
 
     def engine_replayed(self) -> bool:
         """Whether a variant of the engine's code (:data:`ENGINE_CODE`) was replayed (True

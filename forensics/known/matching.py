@@ -138,11 +138,23 @@ def _finding(spec: dict[str, Any], evidence: Evidence) -> Check:
                            "rests on its findings")
     rows = _narrowed(frame[frame["variant"] == variant], spec) if len(frame) else frame
     bounds = evidence.id_bounds() if len(rows) else set()
+    unsure = None  # a row that matches but for an origin not searched (unknown, not none)
     for row in _each_row(rows, spec):
         if all(_field_matches(row, key, spec[key], bounds) for key in spec if key != "variant"):
-            return Check(True, f"{variant} finds {_describe(row, bounds)}", row.get("kind"))
+            if not _origin_unknown(row, spec, evidence):
+                return Check(True, f"{variant} finds {_describe(row, bounds)}", row.get("kind"))
+            unsure = unsure or row
+    if unsure is not None:
+        return Check(None, f"{variant} finds {_describe(unsure, bounds)}, its origin not "
+                           "searched in the earlier steps: unknown, not none")
     wanted = ", ".join(f"{k} {'/'.join(map(str, _one_of(v)))}" for k, v in spec.items())
     return Check(False, f"no finding with {wanted}")
+
+
+def _origin_unknown(row: Any, spec: dict[str, Any], evidence: Evidence) -> bool:
+    """Whether ``spec`` reads ``row``'s origin and it is null where origins were not all
+    searched (:attr:`Evidence.origins_unsearched`): unknown, never ``none``."""
+    return "origin" in spec and evidence.origins_unsearched and is_missing(row.get("origin"))
 
 
 #: finding fields a clause names by text, compared over the whole table before row by row

@@ -1,0 +1,124 @@
+"""Round 22, fix22a (issue 38, "Hostile input, round 3"): round 21's leftovers in the split
+triage's known issues (T130a), the split triage's decoding (T130b), the known answer, the
+importer and the API."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forensics.fleet.piece import replay_piece
+from forensics.fleet.tasks import plan
+from forensics.fleet.triage import finish, with_origins
+from forensics.simulator.runs import simulate
+from forensics.store.reader import load
+from forensics.store.writer import write_capture
+
+#: the sink step whose records (but its origin's) move, and how far (as round 21's far origin)
+SINK_STEP, SHIFT = 182, 30
+
+#: a catalogue of one entry that accepts a sink finding of no origin
+NONE_ORIGIN = """format = 1
+[race]
+reader = { site = "embedding", field = "input_ids" }
+writers = []
+[[entry]]
+id = "origin-none"
+title = "a sink finding of no origin"
+runner = "unknown"
+methods = ["mtp"]
+versions = "unknown"
+workaround = "unknown"
+fix = { pr = "unknown", release = "unknown" }
+[entry.signature]
+require = [{ finding = { site = "embedding", origin = "none" } }]
+"""
+
+
+@pytest.fixture(scope="module")
+def far_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A placeholder-leak capture of 600 steps whose sink finding of step ``SINK_STEP`` stands
+    ``SHIFT`` steps after its origin (round 21's far origin): a piece of 1,000 records finds
+    its origin only through the carried keys."""
+    root = tmp_path_factory.mktemp("origin")
+    source = Path(str(simulate("placeholder-leak", steps=600, out=root / "leak.capture")))
+    moved = [dataclasses.replace(r, step=r.step + SHIFT)
+             if r.step > SINK_STEP or (r.step == SINK_STEP and r.site != "prepare_input_ids")
+             else r for r in load(source).records()]
+    out = root / "far.capture"
+    write_capture(out, moved, json.loads((source / "manifest.json").read_text()))
+    return out
+
+
+def _serial(tasks: Any) -> list[bytes]:
+    """What a runner returns for ``tasks``, replayed in this process."""
+    return [replay_piece(t.path, t.start, t.stop, t.window, planned=t.planned,
+                         origins=t.origins) for t in tasks]
+
+
+def _none_catalogue(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Known matching reads :data:`NONE_ORIGIN` in place of the bundled catalogue."""
+    from forensics.known.schema import load_catalogue
+
+    path = tmp_path / "catalogue.toml"
+    path.write_text(NONE_ORIGIN)
+    monkeypatch.setattr(sys.modules["forensics.known.answer"], "load_catalogue",
+                        lambda: load_catalogue(path))
+
+
+def test_a_split_piece_past_the_key_cap_reads_its_null_origin_as_unknown(
+        far_origin: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """T130a: with the carried keys capped (no key kept), the piece whose sink finding's origin
+    lies before its lookback says "origin not searched" and matches no entry that wants origin
+    ``none`` (not judged); the whole replay, which searched every step, finds the origin."""
+    import forensics.fleet.carry as carry
+    import forensics.fleet.origins as origins
+
+    _none_catalogue(monkeypatch, tmp_path)
+    monkeypatch.setattr(carry, "MAX_KEYS", 0)
+    monkeypatch.setattr(origins, "MAX_KEYS", 0)
+    tasks = plan([far_origin], 1_000)
+    results, unsearched = with_origins(tasks, _serial(tasks), _serial)
+    rows = finish(tasks, results, unsearched)
+    assert unsearched
+    assert rows[0]["known"] == [] and "known_unsearched" not in rows[0]
+
+
+def test_a_split_piece_whose_origins_were_searched_reads_null_as_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """T130a: a piece whose null origin was searched everywhere (no cap reached) still matches
+    an entry that wants origin ``none``, as the whole replay does."""
+    _none_catalogue(monkeypatch, tmp_path)
+    capture = Path(str(simulate("placeholder-leak", steps=60, out=tmp_path / "l.capture")))
+    whole = finish(plan([capture], 10**6), _serial(plan([capture], 10**6)))
+    tasks = plan([capture], 100)
+    results, unsearched = with_origins(tasks, _serial(tasks), _serial)
+    assert finish(tasks, results, unsearched)[0]["known"] == whole[0]["known"]
+
+
+def test_the_known_sentence_reads_the_open_entries_once(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    """The sentence of a failure no signature matches reads the entries not judged once, and
+    still names them and says "if those do not apply"."""
+    from forensics.known.answer import KnownAnswer
+    from forensics.known.matching import Match
+    from forensics.known.schema import load_catalogue
+
+    entry = load_catalogue().entries[0]
+    unjudged = Match(entry, matched=False, missing=["x"], unjudged=["x"])
+    said = KnownAnswer("explained", [unjudged], failing=True)
+    calls: list[int] = []
+    reads = KnownAnswer.open_entries
+
+    def counted(self: KnownAnswer) -> str:
+        calls.append(1)
+        return reads(self)
+
+    monkeypatch.setattr(KnownAnswer, "open_entries", counted)
+    text = said.known_sentence()
+    assert len(calls) == 1 and entry.id in text and "if those do not apply" in text
