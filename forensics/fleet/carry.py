@@ -25,26 +25,23 @@ from dataclasses import replace
 from typing import Any
 
 from forensics.fleet.origins import MAX_KEYS, Key, capped, key_of
-from forensics.fleet.piece import LOOKBACK, from_ipc
+from forensics.fleet.piece import LOOKBACK
 from forensics.fleet.tasks import Task
 
 
-def reruns(tasks: Sequence[Task], results: Sequence[bytes]
+def reruns(tasks: Sequence[Task], decoded: Sequence[Sequence[dict[str, Any]]]
            ) -> tuple[dict[int, Task], dict[int, int]]:
     """``{index: task}`` of the pieces to replay again: each piece that looked for an origin
     that an earlier piece of its capture holds, given the steps of those origins
     (``origins``); and ``{index: step}`` of the pieces whose origins were not searched before
-    ``step`` (keys left out: :data:`MAX_KEYS`). The walk carries the candidates of each
-    capture's pieces forward in step order."""
+    ``step`` (keys left out: :data:`MAX_KEYS`). ``decoded``: each task's piece rows, decoded
+    once for this walk and the rows (:func:`~forensics.fleet.triage.decoded`: a result that
+    could not be read is its error row, which looked for and holds nothing). The walk carries
+    the candidates of each capture's pieces forward in step order."""
     by_capture: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    for index, (task, data) in enumerate(zip(tasks, results, strict=True)):
-        if task.start is None:
-            continue
-        try:
-            row = from_ipc(data).to_pylist()[0]
-        except Exception:  # noqa: BLE001  (its row says the error, as before)
-            continue
-        by_capture.setdefault(task.path, []).append((index, row))
+    for index, (task, rows) in enumerate(zip(tasks, decoded, strict=True)):
+        if task.start is not None and rows:
+            by_capture.setdefault(task.path, []).append((index, rows[0]))
     out: dict[int, Task] = {}
     unsearched: dict[int, int] = {}
     for pieces in by_capture.values():

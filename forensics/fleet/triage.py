@@ -51,46 +51,69 @@ def triage(paths: Iterable[str | os.PathLike[str]], ray: str | None = None,
     results = run(tasks, done)
     if bar is not None:
         bar.close()
-    results, unsearched = with_origins(tasks, results, run)
-    rows = finish(tasks, results, unsearched)
+    rows = rows_of(tasks, results, run)
     return Triage(rows, group_rows(rows), time.perf_counter() - start,
                   "ray" if ray is not None else "local")
 
 
-def with_origins(tasks: Sequence[Task], results: Sequence[bytes],
+#: the piece rows of each task's result, decoded (:func:`decoded`)
+Pieces = list[list[dict[str, Any]]]
+
+
+def rows_of(tasks: Sequence[Task], results: Sequence[bytes],
+            run: Callable[[Sequence[Task]], list[bytes]]) -> list[dict[str, Any]]:
+    """The rows of the tasks' ``results``, each decoded once (:func:`decoded`), the pieces that
+    look for a carried origin replayed again by ``run`` (:func:`with_origins`)."""
+    pieces, unsearched = with_origins(tasks, decoded(tasks, results), run)
+    return merged(tasks, pieces, unsearched)
+
+
+def decoded(tasks: Sequence[Task], results: Sequence[bytes]) -> Pieces:
+    """The piece rows of each task's result (:func:`_decoded`), in the tasks' order."""
+    return [_decoded(task, data) for task, data in zip(tasks, results, strict=True)]
+
+
+def with_origins(tasks: Sequence[Task], pieces: Pieces,
                  run: Callable[[Sequence[Task]], list[bytes]]
-                 ) -> tuple[list[bytes], dict[int, int]]:
-    """``results``, each piece that looked for an origin an earlier piece of its capture holds
-    replayed again (by ``run``) with that origin's steps (:func:`~forensics.fleet.carry.
-    reruns`): its sink findings name the origin the whole replay names; and ``{task: step}``
-    of the pieces whose origins were not searched before ``step``."""
+                 ) -> tuple[Pieces, dict[int, int]]:
+    """``pieces`` (:func:`decoded`), each piece that looked for an origin an earlier piece of
+    its capture holds replayed again (by ``run``) with that origin's steps
+    (:func:`~forensics.fleet.carry.reruns`): its sink findings name the origin the whole
+    replay names; and ``{task: step}`` of the pieces whose origins were not searched before
+    ``step``."""
     from forensics.fleet.carry import reruns
 
-    again, unsearched = reruns(tasks, results)
-    out = list(results)
+    again, unsearched = reruns(tasks, pieces)
+    out = list(pieces)
     if again:
         for index, data in zip(again, run(list(again.values())), strict=True):
-            out[index] = data
+            out[index] = _decoded(again[index], data)
     return out, unsearched
 
 
 def finish(tasks: Sequence[Task], results: Sequence[bytes],
            unsearched: dict[int, int] | None = None) -> list[dict[str, Any]]:
-    """Rows from the tasks' results: pieces merged per capture, engines stitched, each row's
-    conclusion set; ``unsearched``: ``{task: step}`` of the pieces whose origins were not
-    searched before ``step`` (:func:`with_origins`), said by their first finding."""
+    """Rows from the tasks' results (:func:`merged` of them :func:`decoded`)."""
+    return merged(tasks, decoded(tasks, results), unsearched)
+
+
+def merged(tasks: Sequence[Task], pieces: Pieces,
+           unsearched: dict[int, int] | None = None) -> list[dict[str, Any]]:
+    """Rows from the tasks' decoded ``pieces``: merged per capture, engines stitched, each
+    row's conclusion set; ``unsearched``: ``{task: step}`` of the pieces whose origins were
+    not searched before ``step`` (:func:`with_origins`), said by their first finding."""
     from forensics.fleet.carry import noted
     from forensics.fleet.tasks import merge_pieces
 
-    pieces: dict[str, list[dict[str, Any]]] = {}
-    for index, (task, data) in enumerate(zip(tasks, results, strict=True)):
-        for piece in _decoded(task, data):
+    by_capture: dict[str, list[dict[str, Any]]] = {}
+    for index, rows in enumerate(pieces):
+        for piece in map(dict, rows):  # the decoded rows stay as they were
             step = (unsearched or {}).get(index)
             piece["first_finding"] = noted(piece.get("first_finding"), step)
             if step is not None and piece.get("known_unsearched"):  # origin unknown, not none
                 piece["known"] = piece["known_unsearched"]
-            pieces.setdefault(piece["capture"], []).append(piece)
-    rows = [_parsed(merge_pieces(pieces[key])) for key in sorted(pieces)]
+            by_capture.setdefault(piece["capture"], []).append(piece)
+    rows = [_parsed(merge_pieces(by_capture[key])) for key in sorted(by_capture)]
     _stitch(rows)
     for row in rows:
         row["conclusion"] = conclusion(row)

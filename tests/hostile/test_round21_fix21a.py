@@ -38,7 +38,7 @@ from forensics.fleet.carry import reruns
 from forensics.fleet.origins import MAX_KEYS
 from forensics.fleet.piece import LOOKBACK, replay_piece, replayed_range
 from forensics.fleet.tasks import plan
-from forensics.fleet.triage import finish, with_origins
+from forensics.fleet.triage import decoded, finish, merged, with_origins
 from forensics.simulator.runs import simulate
 from forensics.store.reader import load
 from forensics.store.writer import write_capture
@@ -94,7 +94,7 @@ def test_a_split_triage_names_the_origin_the_whole_replay_names(far_origin: Path
     first = [r for t in tasks for r in _rows(replayed_range(capture, t.start, t.stop,
                                                             window=t.window)[2])]
     assert sorted(first) != whole and "origin=None" in "".join(set(first) - set(whole))
-    again, unsearched = reruns(tasks, results)
+    again, unsearched = reruns(tasks, decoded(tasks, results))
     assert [t.origins for t in again.values()] == [(SINK_STEP,)] and unsearched == {}
     assert all(t.start > SINK_STEP + LOOKBACK for t in again.values())
     tasks = [again.get(i, t) for i, t in enumerate(tasks)]
@@ -113,8 +113,8 @@ def test_the_triage_rows_merge_the_pieces_replayed_again(far_origin: Path) -> No
         ran.extend(given)
         return _serial(given)
 
-    results, unsearched = with_origins(tasks, results, run)
-    rows = finish(tasks, results, unsearched)
+    pieces, unsearched = with_origins(tasks, decoded(tasks, results), run)
+    rows = merged(tasks, pieces, unsearched)
     whole = finish([plan([far_origin], 10**6)[0]], _serial(plan([far_origin], 10**6)))
     assert len(ran) == 1 and ran[0].origins == (SINK_STEP,) and unsearched == {}
     assert rows[0]["findings"] == whole[0]["findings"] and rows[0]["known"] == whole[0]["known"]
@@ -155,10 +155,15 @@ def test_an_origin_past_what_was_carried_is_said_not_searched() -> None:
 
     tasks = [Task("c", 0, 10), Task("c", 10, 20)]
     early = _piece(0, [], False, [[0, -1, "a", 5]], 3)
-    assert reruns(tasks, [early, _piece(10, [[0, -1, "b"]], False, [], None)]) == ({}, {1: 3})
-    again, unsearched = reruns(tasks, [early, _piece(10, [[0, -1, "a"]], False, [], None)])
+
+    def walked(later: bytes) -> Any:
+        """``reruns`` of ``early`` and ``later``, decoded as the triage hands them."""
+        return reruns(tasks, decoded(tasks, [early, later]))
+
+    assert walked(_piece(10, [[0, -1, "b"]], False, [], None)) == ({}, {1: 3})
+    again, unsearched = walked(_piece(10, [[0, -1, "a"]], False, [], None))
     assert again[1].origins == (5,) and unsearched == {}
-    assert reruns(tasks, [early, _piece(10, [], True, [], None)]) == ({}, {1: 10 - LOOKBACK})
+    assert walked(_piece(10, [], True, [], None)) == ({}, {1: 10 - LOOKBACK})
     sink = {"site": "embedding", "step": 12, "rank": 0, "row": 0, "kind": "out_of_bounds",
             "value": -1, "tensor": "input_ids", "origin": None}
     said = json.loads(noted(json.dumps(sink), 3) or "null")

@@ -14,7 +14,7 @@ import pytest
 
 from forensics.fleet.piece import replay_piece
 from forensics.fleet.tasks import plan
-from forensics.fleet.triage import finish, with_origins
+from forensics.fleet.triage import finish, rows_of
 from forensics.simulator.runs import simulate
 from forensics.store.reader import load
 from forensics.store.writer import write_capture
@@ -83,9 +83,7 @@ def test_a_split_piece_past_the_key_cap_reads_its_null_origin_as_unknown(
     monkeypatch.setattr(carry, "MAX_KEYS", 0)
     monkeypatch.setattr(origins, "MAX_KEYS", 0)
     tasks = plan([far_origin], 1_000)
-    results, unsearched = with_origins(tasks, _serial(tasks), _serial)
-    rows = finish(tasks, results, unsearched)
-    assert unsearched
+    rows = rows_of(tasks, _serial(tasks), _serial)
     assert rows[0]["known"] == [] and "known_unsearched" not in rows[0]
 
 
@@ -97,8 +95,7 @@ def test_a_split_piece_whose_origins_were_searched_reads_null_as_none(
     capture = Path(str(simulate("placeholder-leak", steps=60, out=tmp_path / "l.capture")))
     whole = finish(plan([capture], 10**6), _serial(plan([capture], 10**6)))
     tasks = plan([capture], 100)
-    results, unsearched = with_origins(tasks, _serial(tasks), _serial)
-    assert finish(tasks, results, unsearched)[0]["known"] == whole[0]["known"]
+    assert rows_of(tasks, _serial(tasks), _serial)[0]["known"] == whole[0]["known"]
 
 
 def test_the_known_sentence_reads_the_open_entries_once(monkeypatch: pytest.MonkeyPatch
@@ -122,3 +119,28 @@ def test_the_known_sentence_reads_the_open_entries_once(monkeypatch: pytest.Monk
     monkeypatch.setattr(KnownAnswer, "open_entries", counted)
     text = said.known_sentence()
     assert len(calls) == 1 and entry.id in text and "if those do not apply" in text
+
+
+def test_a_split_triage_decodes_each_result_once(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """T130b: the walk of the carried origins and the rows read each piece's Arrow result once
+    (it was decoded twice, once for each); the rows are as before."""
+    import forensics.fleet.carry as carry
+    import forensics.fleet.piece as piece
+    from forensics.fleet.triage import triage
+
+    capture = Path(str(simulate("placeholder-leak", steps=600, out=tmp_path / "l.capture")))
+    before = triage([capture], workers=1)
+    calls: list[int] = []
+    reads = piece.from_ipc
+
+    def counted(data: bytes) -> Any:
+        calls.append(1)
+        return reads(data)
+
+    monkeypatch.setattr(piece, "from_ipc", counted)
+    monkeypatch.setattr(carry, "from_ipc", counted, raising=False)
+    split = triage([capture], workers=1, split_records=100)
+    assert len(calls) == len(plan([capture], 100)) > 1
+    assert split.rows[0]["findings"] == before.rows[0]["findings"]
+    assert split.rows[0]["known"] == before.rows[0]["known"]

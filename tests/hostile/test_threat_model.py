@@ -1503,6 +1503,8 @@ TESTS = {
               "test_a_split_piece_past_the_key_cap_reads_its_null_origin_as_unknown",
               "tests/hostile/test_round22_fix22a.py::"
               "test_a_split_piece_whose_origins_were_searched_reads_null_as_none"],
+    "T130b": ["tests/hostile/test_round22_fix22a.py::"
+              "test_a_split_triage_decodes_each_result_once"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
