@@ -1511,8 +1511,11 @@ TESTS = {
               "tests/hostile/test_round22_fix22b.py::test_a_readable_folder_is_fsynced_as_before"],
     "T131d": ["tests/hostile/test_round22_fix22b.py::test_triage_runs_under_umask_0477"],
     "T131e": ["tests/hostile/test_round22_fix22b.py::test_a_ray_tasks_late_row_says_its_deadline",
-              "tests/hostile/test_round22_fix22b.py::test_a_local_task_no_signal_reaches_says_its_deadline",
+              "tests/hostile/test_round22_fix22b.py::"
+              "test_a_local_task_no_signal_reaches_says_its_deadline",
               "tests/fleet/test_ray_gather.py::test_a_started_task_past_its_backstop_is_cancelled"],
+    "T131f": ["tests/hostile/test_round22_fix22b.py::"
+              "test_a_record_a_signal_cuts_out_of_its_hand_off_is_said"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
