@@ -3,8 +3,9 @@ full disk or a crash leaves the old file or the new one, never a truncated one.
 
 A file is private (``0600``) unless its writer says it is for sharing (``shared=True``: reports,
 exports, plots, write-ups, the demo's index), which then gets the mode a plain ``open()`` would
-give it under the process's umask (``0644`` under umask 022). Captures, and anything redaction
-has not passed, stay private."""
+give it under the process's umask (``0644`` under umask 022), its owner's read and write kept
+(``0600`` under umask ``0477``). Captures, and anything redaction has not passed, stay
+private."""
 
 from __future__ import annotations
 
@@ -20,7 +21,15 @@ from pathlib import Path
 
 from forensics.errors import ConfigurationError, ForensicsError, OutputError, reason
 from forensics.escaping import capped, terminal
-from forensics.modes import OWNER_WRITES, chmod_open, open_dir, owner_only, reopened
+from forensics.modes import (
+    OWNER_WRITES,
+    chmod_open,
+    open_dir,
+    owner_only,
+    path_only,
+    reopened,
+    sync_file_system,
+)
 
 
 def user_path(path: str | os.PathLike[str]) -> Path:
@@ -93,6 +102,9 @@ def _write_in(folder: Folder, path: Path, write: Callable[[Path], object], mode:
         os.replace(tmp, path.name, src_dir_fd=private.fd, dst_dir_fd=folder.fd)
     finally:
         _remove_private(folder, private)
+    if path_only(folder.fd):  # a folder its owner may not read (umask 0477): no fsync of it
+        sync_file_system(path.name, folder.fd)
+        return
     with contextlib.suppress(OSError):  # the new name on disk (some file systems refuse)
         os.fsync(folder.fd)
 
@@ -164,10 +176,13 @@ def write_text_atomically(target: str | os.PathLike[str], text: str,
 
 
 def shared_mode() -> int:
-    """The mode ``open()`` gives a new file under the process's umask (``0o666 & ~umask``)."""
+    """The mode ``open()`` gives a new file under the process's umask (``0o666 & ~umask``),
+    its owner's read and write kept: under umask ``0477`` an image was ``0200``, that its
+    owner could not open (as :func:`~forensics.store.fs.make_folders` keeps the owner's
+    write and search of a folder, as ``mkdir -p`` does)."""
     mask = os.umask(0o077)  # read it (there is no other portable way), then put it back
     os.umask(mask)
-    return 0o666 & ~mask
+    return 0o666 & ~mask | 0o600
 
 
 #: the links one path may go through, as Linux's path walk allows (``ELOOP`` past them)

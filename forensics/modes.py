@@ -6,9 +6,13 @@ capture store (:mod:`forensics.store.fs`) both use it."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
+from collections.abc import Iterator
+
+from forensics.libc import libc_function
 
 #: the bits a folder this process made keeps whatever the umask: its owner may write and search
 OWNER_WRITES = 0o300
@@ -71,3 +75,35 @@ def chmod_open(fd: int, mode: int) -> None:
         if exc.errno != errno.EBADF:
             raise
         os.chmod(f"/proc/self/fd/{fd}", mode)
+
+
+def sync_file_system(inside: str | os.PathLike[str], dir_fd: int | None = None) -> bool:
+    """Flush the whole file system that holds ``inside`` (in the open folder ``dir_fd``):
+    ``syncfs`` through a descriptor of it, a link at its name not followed; whether it was
+    flushed. The one flush of a folder its owner may not read (Linux fsyncs no ``O_PATH``
+    descriptor, and reopens none for reading through ``/proc``)."""
+    syncfs = libc_function("syncfs")
+    try:
+        fd = os.open(inside, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        return syncfs is not None and syncfs(fd) == 0
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def owner_read_write() -> Iterator[None]:
+    """While inside, what this process makes keeps its owner's read and write whatever the
+    umask (the umask's owner bits lifted, the others' left): a process pool's semaphores
+    (``/dev/shm/sem.*``, made ``0600 & ~umask``) were ``0200`` under umask ``0477``, that
+    the pool's own processes could not open (each died, and each row blamed a signal). The
+    umask is the process's: a file another thread makes meanwhile keeps its owner's read and
+    write too, never more for others."""
+    mask = os.umask(0o077)
+    os.umask(mask & ~0o600)
+    try:
+        yield
+    finally:
+        os.umask(mask)

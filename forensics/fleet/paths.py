@@ -39,10 +39,10 @@ def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
         # a path that exists is itself, never a glob: 'd[1].capture' named d1.capture
         matches = sorted(glob.glob(text)) if glob.has_magic(text) and not os.path.lexists(
             text) else [text]
-        hits = [c for m in matches for c in _captures_at(Path(m))]
+        unlisted = _glob_unlisted(text) if not matches else []
+        hits = [c for m in matches for c in _captures_at(Path(m), unlisted)]
         if not hits:
-            raise ConfigurationError(f"'{terminal(text)}' names no capture directory; give "
-                                     "NAME.capture directories, folders holding them, or a glob")
+            raise ConfigurationError(_nothing_at(text, unlisted))
         for hit in map(as_named, hits):
             key = folder_id(hit)
             if key not in found or (_through_link(found[key]) and not _through_link(hit)):
@@ -117,18 +117,44 @@ def _through_link(path: Path) -> bool:
         return False
 
 
-def _captures_at(path: Path) -> list[Path]:
+def _nothing_at(text: str, unlisted: list[tuple[Path, OSError]]) -> str:
+    """The one line that says the pattern ``text`` names no capture: the first folder on
+    its way that could not be listed and why, where one could not (it said "names no capture
+    directory" of a folder holding captures that its owner may not read: ``0300``, made under
+    umask ``0477``), and the fix."""
+    if not unlisted:
+        return (f"'{terminal(text)}' names no capture directory; give NAME.capture "
+                "directories, folders holding them, or a glob")
+    folder, exc = unlisted[0]
+    return (f"'{terminal(text)}': the folder '{terminal(folder)}' cannot be listed "
+            f"({exc.strerror or type(exc).__name__}), so the captures in it cannot be found; "
+            "name them (FOLDER/NAME.capture), or make the folder readable to you (chmod u+r "
+            "where it is yours)")
+
+
+def _glob_unlisted(text: str) -> list[tuple[Path, OSError]]:
+    """The folder a glob matching nothing is listed in (its path before the first part that
+    is a pattern), with why, when it cannot be listed: :func:`glob.glob` says nothing of it."""
+    parts = Path(text).parts
+    first = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+    unlisted: list[tuple[Path, OSError]] = []
+    _entries(Path(*parts[:first]) if first else Path("."), unlisted)
+    return unlisted
+
+
+def _captures_at(path: Path, unlisted: list[tuple[Path, OSError]] | None = None) -> list[Path]:
     """``path`` itself when it is a capture, else the captures inside it (searched without
     recursion, so a folder nested thousands deep is walked as far as the system can open it,
     links not followed; a capture's own folders are not searched). An entry named
     ``*.capture`` that is no folder (a broken link, a file, a FIFO, a link to itself) is listed
-    too: its reader refuses it, and its row or test says why, where it dropped out unsaid."""
+    too: its reader refuses it, and its row or test says why, where it dropped out unsaid.
+    Each folder that cannot be listed is added to ``unlisted``, with why."""
     if is_capture(path):
         return [path]
     found: list[Path] = []
     pending = [path]
     while pending:
-        children = _entries(pending.pop())
+        children = _entries(pending.pop(), unlisted)
         found += [child for child, _, folder in children if not folder or is_capture(child)]
         pending += [child for child, link, folder in reversed(children)
                     if folder and not link and not is_capture(child)]
@@ -173,15 +199,20 @@ def _is_real_folder(path: Path) -> bool:
         return False
 
 
-def _entries(folder: Path) -> list[tuple[Path, bool, bool]]:
+def _entries(folder: Path, unlisted: list[tuple[Path, OSError]] | None = None,
+             ) -> list[tuple[Path, bool, bool]]:
     """The folders directly in ``folder`` and its other entries named ``*.capture``, sorted,
     each with whether it is a link (as :func:`os.walk` lists them: a link is listed, never
-    entered) and whether it is a folder; none when ``folder`` cannot be listed."""
+    entered) and whether it is a folder; none when ``folder`` cannot be listed (a folder
+    that is there, yet refused, is added to ``unlisted`` with why)."""
     try:
         with os.scandir(folder) as entries:
             return sorted((folder / e.name, e.is_symlink(), _is_folder(e)) for e in entries
                           if e.name.endswith(CAPTURE_SUFFIX) or _is_folder(e))
-    except OSError:
+    except OSError as exc:
+        if unlisted is not None and not isinstance(exc, (FileNotFoundError,
+                                                         NotADirectoryError)):
+            unlisted.append((folder, exc))
         return []
 
 

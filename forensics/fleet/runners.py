@@ -7,7 +7,8 @@ triage's own process, not even with one worker: a task that kills its process (a
 segfault on a hostile file, the OOM killer) ends only that process. Either way a task
 has a deadline (:func:`forensics.budget.child_deadline`): it ends in its own process at the
 deadline (:func:`_with_deadline`), and one stuck past the backstop (:func:`backstop`) is killed
-from outside; both come back as the row ``error: timed out after N s``.
+from outside; both come back as the row ``error: timed out after N s``, ``N`` the deadline
+(:func:`past_backstop` says which fired).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from forensics.errors import (
 from forensics.fleet.paths import spawnable_folder
 from forensics.fleet.piece import replay_piece, to_ipc
 from forensics.fleet.tasks import Task
+from forensics.modes import owner_read_write
 from forensics.process_end import signal_name
 
 Done = Callable[[int], None]
@@ -81,6 +83,16 @@ def backstop() -> float:
     """Seconds after which a task that did not end at its deadline (stuck outside Python, where
     no signal reaches it) is killed from outside: twice the deadline plus :data:`BACKSTOP_GRACE`."""
     return 2 * child_deadline() + BACKSTOP_GRACE
+
+
+def past_backstop() -> str:
+    """The error of a task ended from outside at :func:`backstop`: ``timed out after N s``,
+    ``N`` its deadline (:func:`forensics.budget.child_deadline`), as its own process says when
+    the deadline ends it, and why it was ended from outside. It said ``timed out after`` the
+    backstop's seconds: where the deadline did end it (its row late on a loaded machine, the
+    backstop then counting first) that was not the time it was given."""
+    return (f"{timed_out(child_deadline())} (no row came back by the backstop, over "
+            f"{backstop():g} s after it started: ended from outside)")
 
 
 def run_local(tasks: Sequence[Task], workers: int | None = None, done: Done | None = None,
@@ -150,9 +162,10 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
     deadline, limit = child_deadline(), backstop()  # the limit from when a process has it
     context = multiprocessing.get_context("spawn")  # no fork of a threaded process
     with safe_path():  # the queue's resource tracker, the pool's processes as tasks come
-        starts = context.SimpleQueue()
-        pool = cf.ProcessPoolExecutor(min(workers, len(pending)), mp_context=context,
-                                      initializer=_keep_starts, initargs=(starts,))
+        with owner_read_write():  # the queues' semaphores (the processes keep the umask)
+            starts = context.SimpleQueue()
+            pool = cf.ProcessPoolExecutor(min(workers, len(pending)), mp_context=context,
+                                          initializer=_keep_starts, initargs=(starts,))
         futures = {pool.submit(_announced, piece, deadline, i, tasks[i]): i for i in pending}
     began: dict[int, float] = {}  # a task: when it said it started
     running: dict[int, int] = {}  # a pool process's pid: the last task it started
@@ -179,7 +192,7 @@ def _run_pool(tasks: Sequence[Task], pending: list[int], workers: int,
             stuck = {f for f in waiting if now - began.get(futures[f], now) > limit}
             if stuck:
                 for future in stuck:
-                    results[futures[future]] = lost(tasks[futures[future]], timed_out(limit))
+                    results[futures[future]] = lost(tasks[futures[future]], past_backstop())
                     if done:
                         done(1)
                 _kill(pool)
@@ -378,7 +391,7 @@ def _gather(ray: Any, submit: Callable[[Task], Any], tasks: Sequence[Task],
             if now - since > (limit if began else RAY_START_WAIT):
                 ray.cancel(stream, force=True)
                 del flying[stream]
-                why = (timed_out(limit) if began else
+                why = (past_backstop() if began else
                        f"not started on Ray after {RAY_START_WAIT:g} s")
                 results[i] = _reported(lost(tasks[i], why), done)
     return results

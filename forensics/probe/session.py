@@ -38,7 +38,7 @@ from operator import attrgetter
 from typing import Any, Protocol
 
 from forensics.probe import channel as channel_module
-from forensics.probe import forked, frames, owned
+from forensics.probe import forked, frames, handed, owned
 from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error, passed_on_message
@@ -112,6 +112,7 @@ class ProbeSession:
         self.runner: Any = None
         self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0, "violations": 0,
                        "timeouts": 0}
+        self.lost_to_signal = 0  # records a signal's handler cut out of their hand-off
         self._started_event = False
         self.recording: Callable[[], list[str] | None] = lambda: None  #: recorded kernels
         #: whether the last waited flush (a guard finding's, a failed call's) lost nothing
@@ -450,7 +451,7 @@ class ProbeSession:
             self._ring.clear()
             self._closed = True
         self.backend.stop()
-        self._event("probe_stop", **self.counts, **self.cpus)  # the writer process adds its CPUs
+        self._event("probe_stop", **self.counts, **self.cpus, **handed.note(self))
         self.backend.close()
         self._let_go()
 
@@ -496,7 +497,7 @@ class ProcessBackend:
             if not session.enter_flush():
                 return 0
             try:
-                self._frame(session.take_ready(wait))
+                handed.frame(self, wait)  # records a signal cuts out counted
                 session._since_flush = len(session._ring)
                 if session.backend is not self:  # lost while framing: the thread writes
                     return 0

@@ -6,14 +6,22 @@ import errno
 import os
 from pathlib import Path
 
-from forensics.modes import OWNER_WRITES, chmod_open, open_dir
+from forensics.modes import OWNER_WRITES, chmod_open, open_dir, sync_file_system
 
 
-def fsync_dir(root: Path) -> None:
+def fsync_dir(root: Path, inside: Path | None = None) -> None:
     """Flush ``root``'s directory entries to disk (best effort: a file system that cannot
-    fsync a directory is left as it is)."""
+    fsync a directory is left as it is). A folder its owner may not read (``0300``, made
+    under umask ``0477``) cannot be opened for an fsync on Linux (``O_PATH`` gives ``EBADF``,
+    a reopening through ``/proc`` ``EACCES``, and its mode is not ours to change); its file
+    system is then flushed whole (``syncfs``) through ``inside``, a folder or file in it that
+    can be opened. Without ``inside`` it was skipped, unsaid."""
     try:
         fd = os.open(root, os.O_RDONLY)
+    except PermissionError:
+        if inside is not None:
+            sync_file_system(inside)
+        return
     except OSError:
         return
     try:

@@ -66,7 +66,7 @@ def install(tmp: Path, out: Path) -> None:
     """
     if not os.path.lexists(out):
         os.rename(tmp, out)
-        fsync_dir(out.parent)
+        fsync_dir(out.parent, out)
         return
     pid = os.getpid()
     journal = _journal(out)
@@ -76,14 +76,14 @@ def install(tmp: Path, out: Path) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(name, journal)
-    fsync_dir(out.parent)
+    fsync_dir(out.parent, out)
     aside = _aside(out, pid)
     os.rename(out, aside)
     os.rename(tmp, out)
-    fsync_dir(out.parent)
+    fsync_dir(out.parent, out)
     shutil.rmtree(aside)
     os.unlink(journal)
-    fsync_dir(out.parent)
+    fsync_dir(out.parent, out)
 
 
 def recover(out: Path, clean: bool = False, shown: Path | None = None) -> None:

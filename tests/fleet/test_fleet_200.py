@@ -130,11 +130,10 @@ def test_a_stuck_ray_task_is_its_rows_timeout_and_the_others_finish(
         cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On Ray, a task asleep past ``FORENSICS_CHILD_TIMEOUT`` (3 s) ends in its worker as its
     row ``timed out after 3 s``; one that no signal reaches is cancelled at the backstop (twice
-    the deadline plus a grace of 12 s here) as ``timed out after 18 s``; the others are their
-    own rows, in task order. The backstop counts from the task's submission and the deadline
-    from its start in a worker: with a grace of 2 s, a worker that took over 5 s to start on a
-    loaded machine (a CI run beside other tests) had its asleep task cancelled at the backstop
-    first ("timed out after 8 s")."""
+    the deadline plus a grace of 2 s here), its row ``timed out after 3 s`` too and why it was
+    ended from outside; the others are their own rows, in task order. On a loaded machine the
+    asleep task's row may come back after the backstop: it then says so too, its deadline
+    still 3 s (it said "timed out after 8 s", a time it was not given: T131e)."""
     import pyarrow as pa
 
     from forensics.fleet import runners
@@ -142,12 +141,14 @@ def test_a_stuck_ray_task_is_its_rows_timeout_and_the_others_finish(
     from forensics.fleet.tasks import Task
 
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "3")
-    monkeypatch.setattr(runners, "BACKSTOP_GRACE", 12.0)
+    monkeypatch.setattr(runners, "BACKSTOP_GRACE", 2.0)
     tasks = [Task(str(tmp_path / name)) for name in ("ok1", "stuck", "deaf", "ok2")]
     answers = {t.path: to_ipc([{"capture": t.path, "name": os.path.basename(t.path),
                                 "start": t.start, "stop": t.stop}]) for t in tasks}
     rows = [pa.ipc.open_stream(out).read_all().to_pylist()[0]
             for out in runners.run_ray(tasks, piece=_stuck_unless_named_ok(answers))]
     assert [r["name"] for r in rows] == ["ok1", "stuck", "deaf", "ok2"], rows
-    assert [r["error"] for r in rows] == [
-        None, "timed out after 3 s", "timed out after 18 s", None], rows
+    ended = ("timed out after 3 s (no row came back by the backstop, over 8 s after it "
+             "started: ended from outside)")
+    assert [r["error"] for r in rows] == [None, rows[1]["error"], ended, None], rows
+    assert rows[1]["error"] in ("timed out after 3 s", ended), rows

@@ -67,6 +67,11 @@ class FakeRay:
         stream.cancelled = force
 
 
+#: the row of a task ended at the backstop: its deadline, and why it was ended from outside
+BACKSTOP = ("timed out after 3 s (no row came back by the backstop, over 8 s after it started: "
+            "ended from outside)")
+
+
 def _row(name: str) -> bytes:
     return to_ipc([{"capture": name, "name": name, "start": None, "stop": None, "error": None}])
 
@@ -93,7 +98,7 @@ def test_a_task_slow_to_start_is_timed_from_its_start(monkeypatch: pytest.Monkey
 def test_a_started_task_past_its_backstop_is_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
     errors, streams = _gather(monkeypatch, {"deaf": [(20, runners.STARTED), (None, b"")],
                                             "ok": [(0, runners.STARTED), (1, _row("ok"))]})
-    assert errors == ["timed out after 8 s", None] and streams["deaf"].cancelled
+    assert errors == [BACKSTOP, None] and streams["deaf"].cancelled
 
 
 def test_a_task_never_started_is_said_not_started(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1505,6 +1505,23 @@ TESTS = {
               "test_a_split_piece_whose_origins_were_searched_reads_null_as_none"],
     "T130b": ["tests/hostile/test_round22_fix22a.py::"
               "test_a_split_triage_decodes_each_result_once"],
+    "T131a": ["tests/hostile/test_round22_fix22b.py::"
+              "test_triage_says_it_cannot_list_a_folder_of_write_and_search",
+              "tests/hostile/test_round22_fix22b.py::test_an_empty_or_missing_folder_still_names_no_capture"],
+    "T131b": ["tests/hostile/test_round22_fix22b.py::"
+              "test_a_shared_output_is_its_owners_to_read_under_umask_0477"],
+    "T131c": ["tests/hostile/test_round22_fix22b.py::"
+              "test_an_output_in_a_folder_of_write_and_search_is_flushed",
+              "tests/hostile/test_round22_fix22b.py::"
+              "test_a_capture_in_a_folder_of_write_and_search_is_flushed",
+              "tests/hostile/test_round22_fix22b.py::test_a_readable_folder_is_fsynced_as_before"],
+    "T131d": ["tests/hostile/test_round22_fix22b.py::test_triage_runs_under_umask_0477"],
+    "T131e": ["tests/hostile/test_round22_fix22b.py::test_a_ray_tasks_late_row_says_its_deadline",
+              "tests/hostile/test_round22_fix22b.py::"
+              "test_a_local_task_no_signal_reaches_says_its_deadline",
+              "tests/fleet/test_ray_gather.py::test_a_started_task_past_its_backstop_is_cancelled"],
+    "T131f": ["tests/hostile/test_round22_fix22b.py::"
+              "test_a_record_a_signal_cuts_out_of_its_hand_off_is_said"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

@@ -1,0 +1,59 @@
+"""Records a signal's handler cut out of their hand-off to the writer process.
+
+With ``FORENSICS_HANDOFF=record`` (the default) each record is framed as it is queued, its
+signals not held (:mod:`forensics.probe.held`: a hold took 41 us of CPU a call over the
+hand-off's 104, 1.4x, in one run of ``benchmarks/handoff_held.py``): a handler that raises there (``KeyboardInterrupt``, vLLM's
+``SystemExit``) ends the hand-off with records taken from the session's ring and neither
+framed nor dropped. :func:`frame` counts them (``lost_to_signal``), and the session's
+``probe_stop`` says so (:func:`note`); they stay counted, neither written nor dropped (T119c).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+LOG = logging.getLogger("forensics.probe")
+
+
+def frame(backend: Any, wait: bool) -> None:
+    """Take the session's ready records (all if ``wait``) and frame them (``backend``: the
+    session's :class:`~forensics.probe.session.ProcessBackend`); when a signal's handler
+    raises meanwhile, count those taken and neither framed nor dropped, then let it go on."""
+    session = backend.session
+    before = _tally(backend)
+    try:
+        backend._frame(session.take_ready(wait))
+    except BaseException:
+        session.lost_to_signal += _untallied(backend, before)
+        raise
+
+
+def _tally(backend: Any) -> tuple[int, Any, int, int]:
+    """Where a hand-off's records stand before it: those in the session's ring, the channel
+    and the records it framed, those dropped."""
+    channel = backend.channel
+    return (len(backend.session._ring), channel, 0 if channel is None else channel.framed,
+            backend.session.counts["dropped"])
+
+
+def _untallied(backend: Any, before: tuple[int, Any, int, int]) -> int:
+    """The records that left the session's ring since ``before`` (:func:`_tally`) and were
+    neither framed nor dropped."""
+    ring, channel, framed, dropped = before
+    now, session = backend.channel, backend.session
+    framed_now = 0 if now is None else now.framed - (framed if now is channel else 0)
+    return max(ring - len(session._ring) - framed_now - (session.counts["dropped"] - dropped),
+               0)
+
+
+def note(session: Any) -> dict[str, int]:
+    """``{"lost_to_signal": N}`` for the session's ``probe_stop``, and one log line, when a
+    signal's handler cut ``N`` records out of their hand-off; nothing when none."""
+    lost = getattr(session, "lost_to_signal", 0)
+    if not lost:
+        return {}
+    LOG.warning("forensics probe: %d record(s) lost to a signal: its handler raised "
+                "(KeyboardInterrupt, SystemExit) while they were handed to the writer process; "
+                "counted, neither written nor dropped", lost)
+    return {"lost_to_signal": lost}
