@@ -1499,6 +1499,14 @@ TESTS = {
               "test_the_crash_dumps_drafts_are_gathered_in_linear_time"],
     "T125f": ["tests/hostile/test_round21_lead.py::"
               "test_a_folder_found_in_place_of_the_new_one_keeps_its_mode"],
+    "T132a": ["tests/hostile/test_round22_attack22a.py::"
+              "test_every_character_drawn_as_nothing_is_its_escape",
+              "tests/hostile/test_round22_attack22a.py::"
+              "test_a_suggested_command_gives_a_tagged_name_back_whole",
+              "tests/hostile/test_round22_attack22a.py::"
+              "test_triage_names_a_tagged_capture_apart"],
+    "T132b": ["tests/hostile/test_round22_attack22a.py::"
+              "test_an_origin_a_later_piece_left_out_is_never_an_older_one"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

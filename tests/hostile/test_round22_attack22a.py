@@ -1,0 +1,116 @@
+"""Round 22 (attack22a): a held-out attack on hostile input (issue 38, round 3).
+
+1. Every output escapes the characters drawn as nothing (T50c), but the list left out most of
+   Unicode's default-ignorable code points: plane 14's tags (``U+E0041``), the variation
+   selectors supplement, the deprecated format characters after the invisible operators
+   (``U+206A``-``U+206F``), the interlinear annotation marks, the shorthand format and the
+   musical beam controls. ``run.capture`` and ``ru<U+E0041>n.capture`` printed alike in
+   every table and message; each is its escape now (T132a).
+2. ``triage --split-records``: a piece that kept only its latest ``MAX_KEYS`` origin
+   candidates left a key's later step out, and the walk gave a later piece looking for that
+   key an earlier piece's older step as its origin: its finding named an origin the whole
+   replay does not. A carried step before the step from which the carried keys are complete
+   is no origin found now; the piece says its origins were not searched before that step
+   (T132b).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_round2 import run_cli
+
+from forensics.escaping import html, markdown, shell_word, terminal
+from forensics.fleet.carry import reruns
+from forensics.fleet.tasks import Task
+
+# ------------------------------------------- T132a: every character drawn as nothing escaped
+
+#: Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt) and the
+#: interlinear annotation marks: a terminal, a browser and GitHub draw each as nothing
+DRAWN_AS_NOTHING = [(0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+                    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
+                    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+                    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB), (0x1BCA0, 0x1BCA3),
+                    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF)]
+
+
+def _escape(code: int) -> str:
+    """The escape :func:`terminal` writes for the code point ``code``."""
+    return f"\\x{code:02x}" if code < 0x100 else \
+        f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def test_every_character_drawn_as_nothing_is_its_escape() -> None:
+    """A name holding a default-ignorable code point (a tag, a variation selector of the
+    supplement, a deprecated format character) reads apart from the name without it, in
+    the terminal, HTML and Markdown: each is written as its escape."""
+    left = [hex(code) for low, high in DRAWN_AS_NOTHING for code in range(low, high + 1)
+            if terminal(f"ru{chr(code)}n.capture") != f"ru{_escape(code)}n.capture"]
+    assert left == [], left
+    name = "ru\U000e0041n\U000e0100.capture"
+    for out in (terminal, lambda v: html(v, raw=True), lambda v: markdown(v, raw=True)):
+        assert "\U000e0041" not in out(name) and "\U000e0100" not in out(name), out(name)
+        assert out(name) != out("run.capture")
+
+
+def test_a_suggested_command_gives_a_tagged_name_back_whole() -> None:
+    """A suggested command line holds a tag character as an escape, and ``dash`` reads the
+    very name back."""
+    program = shutil.which("dash") or shutil.which("sh")
+    assert program
+    name = "ru\U000e0041n\u206a.capture"
+    word = shell_word(name)
+    assert "\U000e0041" not in word and "\u206a" not in word, word
+    done = subprocess.run([program, "-c", f"printf %s {word}"], capture_output=True,
+                          check=True, timeout=30)
+    assert done.stdout == name.encode()
+
+
+def test_triage_names_a_tagged_capture_apart(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``triage`` of ``run.capture`` and ``ru<U+E0041>n.capture``: two rows that read apart."""
+    from cases import capture
+
+    capture(tmp_path, 2, "run")
+    capture(tmp_path, 2, "ru\U000e0041n")
+    code, out, _err = run_cli(capsys, "triage", tmp_path, "--workers", 1)
+    assert code == 0 and "\U000e0041" not in out, out
+    assert "ru\\U000e0041n.capture" in out and "run.capture" in out, out
+
+
+# ------------------------------------ T132b: a carried origin older than the carried keys' cut
+
+
+def _piece(start: int, wanted: list[list[Any]], keys: list[list[Any]],
+           since: int | None) -> bytes:
+    """A piece's result of steps from ``start`` that looked for ``wanted`` and holds the
+    candidates ``keys``, complete from step ``since``."""
+    from forensics.fleet.piece import to_ipc
+
+    return to_ipc([{"capture": "c", "name": "c", "start": start, "stop": start + 10,
+                    "error": "", "origin_wanted": json.dumps({"keys": wanted, "cut": False}),
+                    "origin_candidates": json.dumps({"keys": keys, "from": since})}])
+
+
+def test_an_origin_a_later_piece_left_out_is_never_an_older_one() -> None:
+    """Piece 0 holds key ``(0, -1, 'a')`` at step 2; piece 1 kept only its latest keys
+    (complete from step 13), so the key's write at step 12, say, may be left out; piece 2
+    looks for the key. It was replayed again with step 2 as its origin, which the whole
+    replay does not name; it is said not searched before step 13 now."""
+    tasks = [Task("c", 0, 10), Task("c", 10, 20), Task("c", 20, 30)]
+    results = [_piece(0, [], [[0, -1, "a", 2]], None),
+               _piece(10, [], [[0, -7, "b", 15]], 13),
+               _piece(20, [[0, -1, "a"]], [], None)]
+    assert reruns(tasks, results) == ({}, {2: 13})
+    results[1] = _piece(10, [], [[0, -1, "a", 14]], 13)
+    again, unsearched = reruns(tasks, results)
+    assert again[2].origins == (14,) and unsearched == {}
+    results[1] = _piece(10, [], [[0, -7, "b", 15]], None)
+    again, unsearched = reruns(tasks, results)
+    assert again[2].origins == (2,) and unsearched == {}
