@@ -39,7 +39,10 @@ def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
         # a path that exists is itself, never a glob: 'd[1].capture' named d1.capture
         matches = sorted(glob.glob(text)) if glob.has_magic(text) and not os.path.lexists(
             text) else [text]
-        hits = [c for m in matches for c in _captures_at(Path(m))]
+        # an empty path names nothing (``Path("")`` is the working directory: an unset
+        # variable's ``triage "$DIR"`` triaged it), nor does one holding NUL (no file's)
+        hits = [c for m in matches for c in _captures_at(Path(m))] \
+            if text and "\x00" not in text else []
         if not hits:
             raise ConfigurationError(f"'{terminal(text)}' names no capture directory; give "
                                      "NAME.capture directories, folders holding them, or a glob")

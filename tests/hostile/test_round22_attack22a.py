@@ -12,6 +12,8 @@
    replay does not. A carried step before the step from which the carried keys are complete
    is no origin found now; the piece says its origins were not searched before that step
    (T132b).
+3. ``forensics triage ""`` (an unset ``$DIR``) and ``open_many([""])`` read the working
+   directory's captures: an empty path (or one holding NUL) names no capture now (T132c).
 """
 
 from __future__ import annotations
@@ -114,3 +116,35 @@ def test_an_origin_a_later_piece_left_out_is_never_an_older_one() -> None:
     results[1] = _piece(10, [], [[0, -7, "b", 15]], None)
     again, unsearched = reruns(tasks, results)
     assert again[2].origins == (2,) and unsearched == {}
+
+
+# ------------------------------------------------ T132c: an empty path names no capture
+
+
+@pytest.mark.parametrize("path", ["", "x.capture\x00y"])
+def test_open_many_refuses_an_empty_path(path: str, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``open_many("")`` read the captures of the working directory (``Path("")`` is
+    ``.``), and a path holding NUL was a ValueError: each names no capture now."""
+    from cases import capture
+
+    from forensics import open_many
+    from forensics.errors import ConfigurationError
+
+    capture(tmp_path, 2, "x")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigurationError, match="names no capture directory"):
+        open_many([path])
+
+
+def test_triage_of_an_empty_path_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``forensics triage "$DIR"`` with ``DIR`` unset triaged the working directory: it is
+    one line now, exit 2, nothing replayed."""
+    from cases import capture
+
+    capture(tmp_path, 2, "x")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "triage", "", "--workers", 1)
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert "'' names no capture directory" in err, err
