@@ -14,6 +14,8 @@
    (T132b).
 3. ``forensics triage ""`` (an unset ``$DIR``) and ``open_many([""])`` read the working
    directory's captures: an empty path (or one holding NUL) names no capture now (T132c).
+4. ``triage --format markdown``: a speculative method's backticks made a code span of its
+   group's title (facts through ``terminal``): ``spanless`` now, as every sentence (T132d).
 """
 
 from __future__ import annotations
@@ -148,3 +150,41 @@ def test_triage_of_an_empty_path_is_refused(tmp_path: Path, capsys: pytest.Captu
     code, out, err = run_cli(capsys, "triage", "", "--workers", 1)
     assert (code, out) == (2, "") and err.count("\n") == 1, err
     assert "'' names no capture directory" in err, err
+
+
+# ------------------------- T132d: a fact's backticks in a Markdown group title make no code span
+
+
+def _with_method(root: Path, name: str, method: str) -> Path:
+    """A small capture whose manifest names the speculative method ``method``."""
+    from cases import capture
+
+    path = capture(root, 2, name)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest.setdefault("model", {})["speculative_config"] = {"method": method}
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    return path
+
+
+def _rendered(source: str) -> str:
+    """The text of ``source`` as CommonMark renders it (markdown-it): tags dropped."""
+    import html
+    import re
+
+    from markdown_it import MarkdownIt
+
+    return html.unescape(re.sub(r"<[^>]+>", "", MarkdownIt("commonmark").render(source)))
+
+
+def test_a_speculative_method_makes_no_code_span_of_a_markdown_title(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A speculative method ``e`, runner `x`` made the Markdown group title's ``e`, runner `x``
+    a code span: it rendered ``speculation e, runner x``, the title of a capture whose method
+    is ``e, runner x``. Its backticks are ``\\x60`` now, as in every sentence (T50i)."""
+    _with_method(tmp_path, "v", "e`, runner `x")
+    _with_method(tmp_path, "w", "e, runner x")
+    code, out, _err = run_cli(capsys, "triage", tmp_path, "--workers", 1, "--format",
+                              "markdown")
+    titles = [_rendered(line).strip() for line in out.splitlines() if line.startswith("## ")]
+    assert code == 0 and len(titles) == 2 and len(set(titles)) == 2, out
+    assert any("speculation e\\x60, runner \\x60x" in t for t in titles), titles

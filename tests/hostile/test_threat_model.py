@@ -1509,6 +1509,8 @@ TESTS = {
               "test_an_origin_a_later_piece_left_out_is_never_an_older_one"],
     "T132c": ["tests/hostile/test_round22_attack22a.py::test_open_many_refuses_an_empty_path",
               "tests/hostile/test_round22_attack22a.py::test_triage_of_an_empty_path_is_refused"],
+    "T132d": ["tests/hostile/test_round22_attack22a.py::"
+              "test_a_speculative_method_makes_no_code_span_of_a_markdown_title"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
