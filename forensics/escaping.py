@@ -67,11 +67,15 @@ LIMIT = 20_000
 #: noncharacters: U+FDD0-U+FDEF and the last two code points of every plane
 _NONCHARACTERS = "\ufdd0-\ufdef" + "".join(
     f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(17))
-#: characters drawn as nothing: the soft hyphen, the combining grapheme joiner, Hangul and
-#: Mongolian fillers and selectors, zero-width space, non-joiner and joiner, word joiner and
-#: invisible operators, variation selectors (a name holding one reads as the name without it)
-_INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2064"
-              "\u3164\ufe00-\ufe0f\uffa0")
+#: characters drawn as nothing (Unicode's Default_Ignorable_Code_Point, and the interlinear
+#: annotation marks): the soft hyphen, the combining grapheme joiner, Hangul and Mongolian
+#: fillers and selectors, zero-width space, non-joiner and joiner, word joiner, invisible
+#: operators and the deprecated format characters after them, variation selectors (and their
+#: supplement), U+FFF0-U+FFFB, the shorthand format controls, the musical beam and slur
+#: controls, and plane 14's tags (a name holding one reads as the name without it)
+_INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u206f"
+              "\u3164\ufe00-\ufe0f\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3"
+              "\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
 #: characters never written raw: C0 controls, DEL, C1 controls, the Arabic letter mark, the
 #: left-to-right/right-to-left marks, line/paragraph separators, bidirectional embeddings,
 #: overrides and isolates, the byte-order mark, lone surrogates (an undecodable file name),

@@ -49,7 +49,7 @@ def reruns(tasks: Sequence[Task], decoded: Sequence[Sequence[dict[str, Any]]]
         complete: int | None = None  # the step from which ``latest`` holds every key
         for index, row in sorted(pieces, key=lambda p: p[1]["start"]):
             wants, cut = _wants(row)
-            steps, missing = _steps(wants, latest)
+            steps, missing = _steps(wants, latest, complete)
             if steps:
                 out[index] = replace(tasks[index], origins=tuple(sorted(steps)))
             if cut:
@@ -108,10 +108,12 @@ def _add(latest: dict[Key, int], row: dict[str, Any], complete: int | None) -> i
     return max(froms) if froms else None
 
 
-def _steps(keys: list[Key], latest: dict[Key, int]) -> tuple[set[int], bool]:
+def _steps(keys: list[Key], latest: dict[Key, int], complete: int | None = None
+           ) -> tuple[set[int], bool]:
     """The step of the latest carried candidate of each of ``keys`` (a request matches its
-    own, and a key whose request is unknown any), where there is one; and whether some key
-    has none."""
+    own, and a key whose request is unknown any), where there is one at or after
+    ``complete`` (the step from which ``latest`` holds every key: one before it may be an
+    earlier piece's where a later piece's was left out); and whether some key has none."""
     by_value: dict[tuple[int, int], dict[str | None, int]] = {}
     if keys:
         for (rank, value, req), step in latest.items():
@@ -122,7 +124,8 @@ def _steps(keys: list[Key], latest: dict[Key, int]) -> tuple[set[int], bool]:
         held = by_value.get((rank, value), {})
         found = list(held.values()) if req is None else \
             [s for r, s in held.items() if r is None or r == req]
-        if found:
+        known = bool(found) and (complete is None or max(found) >= complete)
+        if known:
             steps.add(max(found))
-        missing = missing or not found
+        missing = missing or not known
     return steps, missing

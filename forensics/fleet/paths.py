@@ -40,7 +40,10 @@ def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
         matches = sorted(glob.glob(text)) if glob.has_magic(text) and not os.path.lexists(
             text) else [text]
         unlisted = _glob_unlisted(text) if not matches else []
-        hits = [c for m in matches for c in _captures_at(Path(m), unlisted)]
+        # an empty path names nothing (``Path("")`` is the working directory: an unset
+        # variable's ``triage "$DIR"`` triaged it), nor does one holding NUL (no file's)
+        hits = [c for m in matches for c in _captures_at(Path(m), unlisted)] \
+            if text and "\x00" not in text else []
         if not hits:
             raise ConfigurationError(_nothing_at(text, unlisted))
         for hit in map(as_named, hits):

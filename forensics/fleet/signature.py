@@ -150,16 +150,17 @@ class Group:
         its distinct values among the group's captures ("unknown" where none is known); at
         most :data:`FACT_VALUES` values, each cut after :data:`FACT_CHARS` characters (the
         title is on every row of a table: its length never grows with the group), each through
-        :func:`~forensics.escaping.terminal` (the title is a message of escaped values: a
-        version holding ESC and one holding the text ``\\x1b`` once made two titles alike)."""
-        from forensics.escaping import capped, terminal
+        :func:`~forensics.escaping.spanless` (the title is a message of escaped values: a
+        version holding ESC and one holding the text ``\\x1b`` once made two titles alike; a
+        speculative method's backticks made a code span of the Markdown title)."""
+        from forensics.escaping import capped, spanless
 
         parts = []
         for key, label in FACTS:
             values = sorted({str(r.get(key) or "unknown") for r in self.rows})
             known = [v for v in values if v != "unknown"]
             more = len(known) - FACT_VALUES
-            shown = " or ".join(terminal(capped(v, FACT_CHARS)) for v in known[:FACT_VALUES]) + \
+            shown = " or ".join(spanless(capped(v, FACT_CHARS)) for v in known[:FACT_VALUES]) + \
                 (f" or {more} more" if more > 0 else "") + \
                 (" (some unknown)" if len(known) < len(values) else "")
             parts.append(f"{label} {shown if known else 'unknown'}")

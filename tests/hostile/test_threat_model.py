@@ -1522,6 +1522,18 @@ TESTS = {
               "tests/fleet/test_ray_gather.py::test_a_started_task_past_its_backstop_is_cancelled"],
     "T131f": ["tests/hostile/test_round22_fix22b.py::"
               "test_a_record_a_signal_cuts_out_of_its_hand_off_is_said"],
+    "T132a": ["tests/hostile/test_round22_attack22a.py::"
+              "test_every_character_drawn_as_nothing_is_its_escape",
+              "tests/hostile/test_round22_attack22a.py::"
+              "test_a_suggested_command_gives_a_tagged_name_back_whole",
+              "tests/hostile/test_round22_attack22a.py::"
+              "test_triage_names_a_tagged_capture_apart"],
+    "T132b": ["tests/hostile/test_round22_attack22a.py::"
+              "test_an_origin_a_later_piece_left_out_is_never_an_older_one"],
+    "T132c": ["tests/hostile/test_round22_attack22a.py::test_open_many_refuses_an_empty_path",
+              "tests/hostile/test_round22_attack22a.py::test_triage_of_an_empty_path_is_refused"],
+    "T132d": ["tests/hostile/test_round22_attack22a.py::"
+              "test_a_speculative_method_makes_no_code_span_of_a_markdown_title"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
