@@ -1499,6 +1499,10 @@ TESTS = {
               "test_the_crash_dumps_drafts_are_gathered_in_linear_time"],
     "T125f": ["tests/hostile/test_round21_lead.py::"
               "test_a_folder_found_in_place_of_the_new_one_keeps_its_mode"],
+    "T133a": ["tests/hostile/test_round22_attack22b.py::"
+              "test_a_sigterm_held_with_a_sigint_is_handled_when_the_sigints_handler_raises"],
+    "T133b": ["tests/hostile/test_round22_attack22b.py::"
+              "test_the_kernel_recorders_dump_waits_for_an_event_being_framed"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
