@@ -37,7 +37,9 @@ _HOLDS: list[dict[int, Handler]] = []
 def signals_held(hold: bool = True) -> AbstractContextManager[None]:
     """Inside, in the main thread (with ``hold``), note every signal that has a Python handler
     instead of handling it (see the module); as the block ends, the handlers are put back and
-    those of the signals that came are called, once each, in the order they came."""
+    those of the signals that came are called, once each, in the order they came, each
+    whatever the ones before it raise (a SIGINT's ``KeyboardInterrupt`` does not lose a
+    SIGTERM that came with it)."""
     if not hold or threading.current_thread() is not threading.main_thread():
         return _NOTHING
     return _held()
@@ -67,8 +69,12 @@ def _held() -> Iterator[None]:
         _HOLDS.remove(previous)
         for number, handler in previous.items():
             signal.signal(number, handler)
-        for signum, frame in came:
-            previous[signum](signum, frame)
+        _run_all([_call(previous[signum], signum, frame) for signum, frame in came])
+
+
+def _call(handler: Handler, signum: int, frame: FrameType | None) -> Callable[[], None]:
+    """``handler`` called for ``signum``, to run later (:func:`_run_all`)."""
+    return lambda: handler(signum, frame)
 
 
 #: the signals this platform has, taken once: ``signal.valid_signals()`` took about 100 µs a

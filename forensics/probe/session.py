@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from forensics.probe import channel as channel_module
 from forensics.probe import forked, frames, handed, owned
+from forensics.probe.busy import FlushMarks
 from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error, passed_on_message
@@ -96,7 +97,7 @@ class WriterBackend(Protocol):
         """Close the capture (after ``probe_stop``); never raises."""
 
 
-class ProbeSession:
+class ProbeSession(FlushMarks):
     """The probe's state in one process (see the module docstring): the step and rank, the
     ring of pending records, the counters, and one :class:`WriterBackend`."""
 
@@ -124,8 +125,7 @@ class ProbeSession:
         self._lock = threading.RLock()  # the ring, the counts and the writer thread's state
         self._cv = threading.Condition(self._lock)
         self._flushers: dict[int, int] = {}  # threads inside a flush (or close): how deep
-        #: a signal handler's work that came inside a flush, and the thread to run it after
-        self._deferred: tuple[int, Callable[[], None]] | None = None
+        self._deferred = None  # a signal handler's work that came inside a flush (FlushMarks)
         self.due_upto = 0  # the last record of the last due flush (a writer thread's bound)
         self._stopping = False
         self._closer: int | None = None  # the thread inside close(); _ended once it is over
@@ -237,40 +237,6 @@ class ProbeSession:
         them in batches whatever ``FORENSICS_HANDOFF`` says."""
         return "record" if self.backend.hands_off_each else "batch"
 
-    @property
-    def busy(self) -> bool:
-        """True inside a flush (or the close) of the calling thread (see :meth:`defer`)."""
-        return threading.get_ident() in self._flushers
-
-    def enter_flush(self) -> bool:
-        """Count the calling thread as in a flush (:attr:`busy`; lock held), unless closed."""
-        if not self._closed:
-            ident = threading.get_ident()
-            self._flushers[ident] = self._flushers.get(ident, 0) + 1
-        return not self._closed
-
-    def leave_flush(self) -> None:
-        """The calling thread's flush is over (:meth:`enter_flush`; lock held)."""
-        ident = threading.get_ident()
-        depth = self._flushers.pop(ident, 0) - 1
-        if depth > 0:
-            self._flushers[ident] = depth
-
-    def defer(self, action: Callable[[], None]) -> None:
-        """Run ``action`` (a signal handler's work that came while the calling thread was
-        :attr:`busy`) in this thread once its flush or close is over, as the session's call
-        that flushed returns; one at a time (a second while one waits is dropped)."""
-        if self._deferred is None:
-            self._deferred = (threading.get_ident(), action)
-
-    def _run_deferred(self) -> None:
-        """Run the deferred action (:meth:`defer`) if it is the calling thread's and that
-        thread is no longer in a flush or close."""
-        deferred = self._deferred
-        if deferred is not None and deferred[0] == threading.get_ident() and not self.busy:
-            self._deferred = None
-            deferred[1]()
-
     def flush(self, *, wait: bool = False) -> int:
         """Write the records whose copies completed (all of them if ``wait``) now, in this
         thread, after any batch the writer thread is writing; return how many were written.
@@ -370,8 +336,11 @@ class ProbeSession:
         backend = self.backend
         if not backend.accepts_events():
             return False
-        return backend.event({"kind": kind, "time": time.time(), "pid": os.getpid(),
-                              "rank": self.rank, "step": self.step, **fields})
+        try:
+            return backend.event({"kind": kind, "time": time.time(), "pid": os.getpid(),
+                                  "rank": self.rank, "step": self.step, **fields})
+        finally:  # a signal's handling that came as the event was framed (defer)
+            self._run_deferred()
 
     def engine_failed(self, exc: BaseException, where: str) -> None:
         """An exception left vLLM's ``where``: keep it as an event and flush; never raises."""
@@ -530,7 +499,12 @@ class ProcessBackend:
             return False
         try:
             with self.session._lock:
-                return channel.put_bytes(frames.blob(frames.EVENT, event)) and channel.poke()
+                self.session.enter_framing()  # a recorder's dump on a signal waits (held.py)
+                try:
+                    return channel.put_bytes(frames.blob(frames.EVENT, event)) \
+                        and channel.poke()
+                finally:
+                    self.session.leave_flush()
         except Exception:
             return False
 

@@ -1534,6 +1534,10 @@ TESTS = {
               "tests/hostile/test_round22_attack22a.py::test_triage_of_an_empty_path_is_refused"],
     "T132d": ["tests/hostile/test_round22_attack22a.py::"
               "test_a_speculative_method_makes_no_code_span_of_a_markdown_title"],
+    "T133a": ["tests/hostile/test_round22_attack22b.py::"
+              "test_a_sigterm_held_with_a_sigint_is_handled_when_the_sigints_handler_raises"],
+    "T133b": ["tests/hostile/test_round22_attack22b.py::"
+              "test_the_kernel_recorders_dump_waits_for_an_event_being_framed"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
