@@ -84,3 +84,45 @@ def test_a_guard_violation_is_still_a_crash_and_redact_keeps_the_passed_on_event
     kinds = [json.loads(line)["kind"] for line in
              (shared / "events-w0.jsonl").read_text().splitlines()]
     assert "guard_passed_on" in kinds and "guard_violation" in kinds, kinds
+
+
+# ------------------------------ T134b: the draft issue's title of a capture of no crash
+
+
+def _fed_another_id(tmp_path: Path) -> Path:
+    """The bundled clean capture (no crash event, every value in range) with the first id the
+    embedding received at step 5 changed to another id in range: the model read an id that
+    ``prepare_input_ids`` did not write (an ``unwritten_input`` finding), and nothing crashed."""
+    import dataclasses
+
+    import numpy as np
+
+    import forensics
+    from forensics.store.writer import write_capture
+
+    source = forensics.load(DATA / "clean.capture")
+    records = []
+    for record in source.records():
+        fields = dict(record.fields)
+        if record.site == "embedding" and record.step == 5:
+            ids = np.array(fields["input_ids"]).copy()
+            ids[0] = (int(ids[0]) + 7) % 1000 + 1
+            fields["input_ids"] = ids
+        records.append(dataclasses.replace(record, fields=fields))
+    capture = tmp_path / "fed.capture"
+    write_capture(capture, records, manifest=source.manifest, events=source.events)
+    return capture
+
+
+def test_the_draft_of_a_capture_of_no_crash_is_not_titled_engine_crash(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture of no crash whose only finding is an id the model read that no recorded site
+    wrote: ``summary`` drafts a new issue (no signature matches) and titled it "[Bug]: engine
+    crash with every captured index value in range" above "What happened: the capture holds
+    no crash event". The title says no crash; a crashed capture's title is as before."""
+    code, out, err = run_cli(capsys, "summary", _fed_another_id(tmp_path))
+    assert code in (0, 1), err
+    assert "the embedding received input_ids[0]" in out, out  # the one finding
+    assert "engine crash" not in out, out
+    assert ("**Title**: [Bug]: no crash, findings with every captured index value in range"
+            in out), out
